@@ -1,0 +1,269 @@
+/* The command table, help texts and the option and output helpers commands share. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/core.h"
+#include "store/store.h"
+
+static const struct cli_cmd cli_cmds[] = {
+	{ .name = "sessions", .fn = cmd_sessions,
+	  .usage = "[--json] [--all]",
+	  .summary = "list recorded sessions, newest first",
+	  .help =
+	  "  --json        print JSON (an array of session objects)\n"
+	  "  --all         every session, not just the latest 50\n" },
+	{ .name = "show", .fn = cmd_show,
+	  .usage = "SESSION [--json]",
+	  .summary = "show one session: settings, counts, snapshots, decisions, events",
+	  .help =
+	  "  SESSION       a session number, or 'last'\n"
+	  "  --json        print JSON\n" },
+	{ .name = "requests", .fn = cmd_requests,
+	  .usage = "[SESSION] [--json] [--denied] [--host GLOB]",
+	  .summary = "list recorded requests (of one session, or all)",
+	  .help =
+	  "  SESSION       a session number, or 'last' (default: every session)\n"
+	  "  --json        print JSON (an array of request objects)\n"
+	  "  --denied      only denied requests\n"
+	  "  --host GLOB   only hosts matching GLOB (e.g. '*.github.com')\n" },
+	{ .name = "config", .fn = cmd_config,
+	  .usage = "check | path",
+	  .summary = "check the config file, or print where it is",
+	  .help =
+	  "  check         report every problem as FILE:LINE: message (exit 2 if any)\n"
+	  "  path          print the config file's path\n" },
+	{ .name = "gc", .fn = cmd_gc,
+	  .usage = "--older-than DURATION [--dry-run]",
+	  .summary = "delete sessions (and their records and snapshots) older than DURATION",
+	  .help =
+	  "  --older-than DURATION   e.g. 30d, 12h, 2w\n"
+	  "  --dry-run               list what would be deleted\n" },
+};
+
+const struct cli_cmd *
+cli_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(cli_cmds); i++) {
+		if (strcmp(cli_cmds[i].name, name) == 0)
+			return &cli_cmds[i];
+	}
+	return NULL;
+}
+
+void
+cli_print_usage(FILE *fp)
+{
+	size_t i;
+
+	fprintf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
+	    "\n"
+	    "Runs AI coding agents in namespace jails whose only way out is an\n"
+	    "intercepting, policy-enforcing proxy, and records what they do.\n"
+	    "\n"
+	    "Commands:\n");
+	for (i = 0; i < nitems(cli_cmds); i++)
+		fprintf(fp, "  %-10s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
+	fprintf(fp, "\nRun 'agentmux COMMAND --help' for a command's options.\n");
+}
+
+int
+cli_help(const char *name)
+{
+	const struct cli_cmd *c = cli_find(name);
+
+	printf("usage: agentmux %s %s\n\n%s.\n\n%s", c->name, c->usage,
+	    c->summary, c->help);
+	return 0;
+}
+
+int
+cli_bad_option(const char *cmd, char **argv, int c)
+{
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		fprintf(stderr, "agentmux %s: option '%s' needs a value; see "
+		    "'agentmux %s --help'\n", cmd, arg, cmd);
+	else if (optopt != 0 && optopt != '?')
+		fprintf(stderr, "agentmux %s: unknown option '-%c'; see "
+		    "'agentmux %s --help'\n", cmd, optopt, cmd);
+	else
+		fprintf(stderr, "agentmux %s: unknown option '%s'; see "
+		    "'agentmux %s --help'\n", cmd, arg, cmd);
+	return 2;
+}
+
+int
+cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "agentmux %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; see 'agentmux %s --help'\n", cmd);
+	return 2;
+}
+
+int
+cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("agentmux: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+struct store *
+cli_open_store(void)
+{
+	struct store *st;
+	char *cause = NULL;
+
+	if ((st = store_open(NULL, &cause)) == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+	}
+	return st;
+}
+
+struct config *
+cli_load_config(void)
+{
+	struct config *cf;
+	char *cause = NULL;
+
+	if ((cf = config_load_or_cause(NULL, &cause)) == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+	}
+	return cf;
+}
+
+int
+cli_resolve_session(struct store *st, const char *spec, int64_t *id)
+{
+	char *cause = NULL;
+
+	if (store_session_resolve(st, spec, id, &cause) == -1) {
+		cli_error("%s", cause);
+		free(cause);
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+cli_iso_time(char *buf, size_t len, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char tmp[32];
+
+	gmtime_r(&t, &tm);
+	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", tmp, (int)(ms % 1000));
+	return buf;
+}
+
+bool
+cli_color(void)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return isatty(STDOUT_FILENO) && (nc == NULL || *nc == '\0');
+}
+
+void
+cli_table_init(struct cli_table *t, size_t ncols, const char *const *headers)
+{
+	memset(t, 0, sizeof *t);
+	t->ncols = ncols;
+	t->right = xcalloc(ncols, sizeof *t->right);
+	cli_table_add(t, headers);
+}
+
+void
+cli_table_add(struct cli_table *t, const char *const *cells)
+{
+	size_t i;
+
+	t->cells = xreallocarray(t->cells, (t->nrows + 1) * t->ncols,
+	    sizeof *t->cells);
+	for (i = 0; i < t->ncols; i++) {
+		t->cells[t->nrows * t->ncols + i] = xstrdup(cells[i] != NULL ?
+		    cells[i] : "-");
+	}
+	t->nrows++;
+}
+
+void
+cli_table_right(struct cli_table *t, size_t col)
+{
+	t->right[col] = true;
+}
+
+/* Display width of UTF-8 text, counting code points. */
+static size_t
+cli_width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s != '\0'; s++) {
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	}
+	return w;
+}
+
+void
+cli_table_print(struct cli_table *t, FILE *fp)
+{
+	size_t *w = xcalloc(t->ncols, sizeof *w), r, c, cw, pad;
+	const char *cell;
+
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			cw = cli_width(t->cells[r * t->ncols + c]);
+			if (cw > w[c])
+				w[c] = cw;
+		}
+	}
+	for (r = 0; r < t->nrows; r++) {
+		for (c = 0; c < t->ncols; c++) {
+			cell = t->cells[r * t->ncols + c];
+			pad = w[c] - cli_width(cell);
+			if (t->right[c])
+				fprintf(fp, "%*s%s", (int)pad, "", cell);
+			else if (c + 1 < t->ncols)
+				fprintf(fp, "%s%*s", cell, (int)pad, "");
+			else
+				fputs(cell, fp);
+			fputs(c + 1 < t->ncols ? "  " : "\n", fp);
+		}
+	}
+	free(w);
+}
+
+void
+cli_table_free(struct cli_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t->right);
+}

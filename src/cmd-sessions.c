@@ -1,0 +1,527 @@
+/* Browsing the store: sessions, show, requests, gc. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/core.h"
+#include "store/store.h"
+
+static void
+cmd_session_json(struct json *j, const struct store_session *s)
+{
+	char t[40];
+
+	json_obj_begin(j);
+	json_kint(j, "id", s->id);
+	json_kstr(j, "kind", s->kind);
+	json_kstr(j, "agent", s->agent);
+	json_kstr(j, "project", s->project);
+	json_key(j, "command");
+	json_raw(j, s->command != NULL ? s->command : "[]");
+	json_kstr(j, "state", s->state);
+	json_kstr(j, "started_at", cli_iso_time(t, sizeof t, s->started_at));
+	if (s->ended_at != 0)
+		json_kstr(j, "ended_at", cli_iso_time(t, sizeof t, s->ended_at));
+	else
+		json_knull(j, "ended_at");
+	if (s->ended_at != 0)
+		json_kint(j, "duration_ms", s->ended_at - s->started_at);
+	else
+		json_knull(j, "duration_ms");
+	if (s->has_exit)
+		json_kint(j, "exit_status", s->exit_status);
+	else
+		json_knull(j, "exit_status");
+	json_kstr(j, "error", s->error);
+	json_kstr(j, "unsafe", s->unsafe);
+	json_kstr(j, "flags", s->flags);
+	json_kint(j, "requests", s->nrequests);
+	json_kint(j, "denied", s->ndenied);
+	json_kint(j, "snapshots", s->nsnapshots);
+	if (s->files_changed >= 0)
+		json_kint(j, "files_changed", s->files_changed);
+	else
+		json_knull(j, "files_changed");
+	json_kint(j, "owner_pid", s->owner_pid);
+	json_key(j, "jail");
+	json_raw(j, s->jail != NULL ? s->jail : "null");
+	json_obj_end(j);
+}
+
+/* "exited 0", "killed by signal 9", "running", "crashed" ... */
+static const char *
+cmd_session_state(char *buf, size_t len, const struct store_session *s)
+{
+	if (strcmp(s->state, "exited") == 0 && s->has_exit)
+		snprintf(buf, len, "exited %d", s->exit_status);
+	else
+		snprintf(buf, len, "%s", s->state);
+	return buf;
+}
+
+static void
+cmd_sessions_table(struct store_session **v, size_t n)
+{
+	static const char *const hdr[] = { "ID", "STATE", "AGENT", "STARTED",
+		"DURATION", "REQS", "DENIED", "PROJECT", "FLAGS" };
+	struct cli_table t;
+	char id[24], st[32], start[32], dur[32], reqs[24], den[24];
+	const char *row[9];
+	size_t i;
+
+	cli_table_init(&t, 9, hdr);
+	cli_table_right(&t, 0);
+	cli_table_right(&t, 5);
+	cli_table_right(&t, 6);
+	for (i = 0; i < n; i++) {
+		snprintf(id, sizeof id, "%lld", (long long)v[i]->id);
+		snprintf(reqs, sizeof reqs, "%lld", (long long)v[i]->nrequests);
+		snprintf(den, sizeof den, "%lld", (long long)v[i]->ndenied);
+		row[0] = id;
+		row[1] = cmd_session_state(st, sizeof st, v[i]);
+		row[2] = v[i]->agent;
+		row[3] = util_fmt_time(start, sizeof start, v[i]->started_at);
+		row[4] = v[i]->ended_at == 0 ? "-" : util_fmt_duration(dur,
+		    sizeof dur, v[i]->ended_at - v[i]->started_at);
+		row[5] = reqs;
+		row[6] = den;
+		row[7] = v[i]->project;
+		row[8] = v[i]->unsafe != NULL ? v[i]->unsafe : v[i]->flags;
+		cli_table_add(&t, row);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_free(&t);
+}
+
+int
+cmd_sessions(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct store *st;
+	struct store_session **v;
+	struct json j;
+	bool json = false, all = false;
+	size_t n, i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":ja", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'a':
+			all = true;
+			break;
+		default:
+			return cli_bad_option("sessions", argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("sessions", "unexpected '%s'",
+		    argv[optind]);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	v = store_session_list(st, all, &n);
+	if (json) {
+		json_init(&j, true);
+		json_arr_begin(&j);
+		for (i = 0; i < n; i++)
+			cmd_session_json(&j, v[i]);
+		json_arr_end(&j);
+		json_print(&j, stdout);
+		json_free(&j);
+	} else if (n == 0)
+		printf("no sessions yet; start one with 'agentmux' or "
+		    "'agentmux run'\n");
+	else
+		cmd_sessions_table(v, n);
+	store_session_list_free(v, n);
+	store_close(st);
+	return 0;
+}
+
+static void
+cmd_request_json(struct json *j, const struct store_request *r)
+{
+	char t[40];
+
+	json_obj_begin(j);
+	json_kint(j, "id", r->id);
+	json_kint(j, "session", r->session_id);
+	json_kstr(j, "time", cli_iso_time(t, sizeof t, r->started_at));
+	json_kstr(j, "decision", r->decision);
+	json_kstr(j, "rule", r->rule);
+	json_kstr(j, "method", r->method);
+	json_kstr(j, "scheme", r->scheme);
+	json_kstr(j, "host", r->host);
+	json_kint(j, "port", r->port);
+	json_kstr(j, "path", r->path);
+	json_kstr(j, "http_version", r->http_version);
+	if (r->status > 0)
+		json_kint(j, "status", r->status);
+	else
+		json_knull(j, "status");
+	json_kint(j, "bytes_up", r->bytes_up);
+	json_kint(j, "bytes_down", r->bytes_down);
+	if (r->ttfb_us >= 0)
+		json_kint(j, "ttfb_us", r->ttfb_us);
+	else
+		json_knull(j, "ttfb_us");
+	json_kint(j, "duration_us", r->duration_us);
+	json_kstr(j, "error", r->error);
+	json_kstr(j, "request_headers", r->req_headers);
+	json_kstr(j, "response_headers", r->resp_headers);
+	json_obj_end(j);
+}
+
+static void
+cmd_requests_table(struct store_request **v, size_t n)
+{
+	static const char *const hdr[] = { "ID", "SESSION", "TIME", "DECISION",
+		"METHOD", "HOST", "PATH", "STATUS", "SIZE", "TIME", "RULE/ERROR" };
+	struct cli_table t;
+	char id[24], sid[24], tm[32], host[300], status[16], size[16], dur[32];
+	const char *row[11];
+	size_t i;
+
+	cli_table_init(&t, 11, hdr);
+	cli_table_right(&t, 0);
+	cli_table_right(&t, 1);
+	cli_table_right(&t, 8);
+	cli_table_right(&t, 9);
+	for (i = 0; i < n; i++) {
+		const struct store_request *r = v[i];
+
+		snprintf(id, sizeof id, "%lld", (long long)r->id);
+		snprintf(sid, sizeof sid, "%lld", (long long)r->session_id);
+		snprintf(host, sizeof host, "%s:%d", r->host != NULL ? r->host :
+		    "-", r->port);
+		snprintf(status, sizeof status, "%d", r->status);
+		row[0] = id;
+		row[1] = sid;
+		row[2] = util_fmt_time(tm, sizeof tm, r->started_at) + 11;
+		row[3] = r->decision;
+		row[4] = r->method;
+		row[5] = host;
+		row[6] = r->path;
+		row[7] = r->status > 0 ? status : "-";
+		row[8] = util_fmt_size(size, sizeof size, r->bytes_down);
+		row[9] = util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
+		row[10] = r->error != NULL ? r->error : r->rule;
+		cli_table_add(&t, row);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_free(&t);
+}
+
+int
+cmd_requests(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "denied", no_argument, NULL, 'd' },
+		{ "host", required_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct store_request_filter f;
+	struct store_request **v;
+	struct store *st;
+	struct json j;
+	bool json = false;
+	size_t n, i;
+	int c;
+
+	memset(&f, 0, sizeof f);
+	while ((c = getopt_long(argc, argv, ":jdH:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'd':
+			f.denied_only = true;
+			break;
+		case 'H':
+			f.host_glob = optarg;
+			break;
+		default:
+			return cli_bad_option("requests", argv, c);
+		}
+	}
+	if (argc - optind > 1)
+		return cli_usage_error("requests", "unexpected '%s'",
+		    argv[optind + 1]);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (optind < argc && cli_resolve_session(st, argv[optind],
+	    &f.session_id) == -1) {
+		store_close(st);
+		return 1;
+	}
+	v = store_request_list(st, &f, &n);
+	if (json) {
+		json_init(&j, true);
+		json_arr_begin(&j);
+		for (i = 0; i < n; i++)
+			cmd_request_json(&j, v[i]);
+		json_arr_end(&j);
+		json_print(&j, stdout);
+		json_free(&j);
+	} else if (n == 0)
+		printf("no requests recorded%s\n", f.session_id != 0 ?
+		    " in this session" : "");
+	else
+		cmd_requests_table(v, n);
+	store_request_list_free(v, n);
+	store_close(st);
+	return 0;
+}
+
+static void
+cmd_show_json(struct store *st, const struct store_session *s)
+{
+	struct store_snapshot **sn;
+	struct store_decision **d;
+	struct store_event **e;
+	size_t nsn, nd, ne, i;
+	struct json j;
+	char t[40];
+
+	sn = store_snapshot_list(st, s->id, &nsn);
+	d = store_decision_list(st, s->id, &nd);
+	e = store_event_list(st, s->id, &ne);
+	json_init(&j, true);
+	json_obj_begin(&j);
+	json_key(&j, "session");
+	cmd_session_json(&j, s);
+	json_key(&j, "snapshots");
+	json_arr_begin(&j);
+	for (i = 0; i < nsn; i++) {
+		json_obj_begin(&j);
+		json_kint(&j, "id", sn[i]->id);
+		json_kstr(&j, "time", cli_iso_time(t, sizeof t,
+		    sn[i]->created_at));
+		json_kstr(&j, "kind", sn[i]->kind);
+		json_kstr(&j, "label", sn[i]->label);
+		json_kstr(&j, "commit", sn[i]->commit);
+		json_kint(&j, "files_changed", sn[i]->files_changed);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_key(&j, "decisions");
+	json_arr_begin(&j);
+	for (i = 0; i < nd; i++) {
+		json_obj_begin(&j);
+		json_kstr(&j, "time", cli_iso_time(t, sizeof t, d[i]->asked_at));
+		json_kstr(&j, "host", d[i]->host);
+		json_kint(&j, "port", d[i]->port);
+		json_kstr(&j, "method", d[i]->method);
+		json_kstr(&j, "path", d[i]->path);
+		json_kstr(&j, "answer", d[i]->answer);
+		json_kstr(&j, "scope", d[i]->scope);
+		json_kstr(&j, "by", d[i]->by);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_key(&j, "events");
+	json_arr_begin(&j);
+	for (i = 0; i < ne; i++) {
+		json_obj_begin(&j);
+		json_kstr(&j, "time", cli_iso_time(t, sizeof t, e[i]->at));
+		json_kstr(&j, "level", e[i]->level);
+		json_kstr(&j, "kind", e[i]->kind);
+		json_kstr(&j, "message", e[i]->message);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_print(&j, stdout);
+	json_free(&j);
+	store_snapshot_list_free(sn, nsn);
+	store_decision_list_free(d, nd);
+	store_event_list_free(e, ne);
+}
+
+static void
+cmd_show_text(struct store *st, const struct store_session *s)
+{
+	struct store_snapshot **sn;
+	struct store_decision **d;
+	struct store_event **e;
+	size_t nsn, nd, ne, i;
+	char t[40], st_s[32], dur[32];
+
+	printf("session %lld (%s)\n", (long long)s->id, s->kind);
+	printf("  state     %s\n", cmd_session_state(st_s, sizeof st_s, s));
+	printf("  agent     %s\n", s->agent);
+	printf("  project   %s\n", s->project);
+	printf("  command   %s\n", s->command);
+	printf("  started   %s\n", util_fmt_time(t, sizeof t, s->started_at));
+	if (s->ended_at != 0)
+		printf("  ended     %s (%s)\n", util_fmt_time(t, sizeof t,
+		    s->ended_at), util_fmt_duration(dur, sizeof dur,
+		    s->ended_at - s->started_at));
+	printf("  requests  %lld (%lld denied)\n", (long long)s->nrequests,
+	    (long long)s->ndenied);
+	if (s->error != NULL)
+		printf("  error     %s\n", s->error);
+	if (s->unsafe != NULL)
+		printf("  UNSAFE    %s\n", s->unsafe);
+	if (s->flags != NULL)
+		printf("  flags     %s\n", s->flags);
+	if (s->jail != NULL)
+		printf("  jail      %s\n", s->jail);
+	sn = store_snapshot_list(st, s->id, &nsn);
+	if (nsn > 0)
+		printf("snapshots\n");
+	for (i = 0; i < nsn; i++)
+		printf("  %lld  %s  %-6s %.12s  %lld files  %s\n",
+		    (long long)sn[i]->id, util_fmt_time(t, sizeof t,
+		    sn[i]->created_at), sn[i]->kind, sn[i]->commit,
+		    (long long)sn[i]->files_changed, sn[i]->label != NULL ?
+		    sn[i]->label : "");
+	store_snapshot_list_free(sn, nsn);
+	d = store_decision_list(st, s->id, &nd);
+	if (nd > 0)
+		printf("decisions\n");
+	for (i = 0; i < nd; i++)
+		printf("  %s  %s %s:%d %s%s  (%s, by %s)\n", util_fmt_time(t,
+		    sizeof t, d[i]->asked_at), d[i]->answer, d[i]->host,
+		    d[i]->port, d[i]->method != NULL ? d[i]->method : "",
+		    d[i]->path != NULL ? d[i]->path : "", d[i]->scope, d[i]->by);
+	store_decision_list_free(d, nd);
+	e = store_event_list(st, s->id, &ne);
+	if (ne > 0)
+		printf("events\n");
+	for (i = 0; i < ne; i++)
+		printf("  %s  %-5s %-12s %s\n", util_fmt_time(t, sizeof t,
+		    e[i]->at), e[i]->level, e[i]->kind, e[i]->message);
+	store_event_list_free(e, ne);
+}
+
+int
+cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct store_session *s;
+	struct store *st;
+	bool json = false;
+	int64_t id;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
+		if (c != 'j')
+			return cli_bad_option("show", argv, c);
+		json = true;
+	}
+	if (optind >= argc)
+		return cli_usage_error("show", "which session? give a number or "
+		    "'last'");
+	if (argc - optind > 1)
+		return cli_usage_error("show", "unexpected '%s'",
+		    argv[optind + 1]);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (cli_resolve_session(st, argv[optind], &id) == -1 ||
+	    (s = store_session_get(st, id)) == NULL) {
+		store_close(st);
+		return 1;
+	}
+	if (json)
+		cmd_show_json(st, s);
+	else
+		cmd_show_text(st, s);
+	store_session_free(s);
+	store_close(st);
+	return 0;
+}
+
+/* Removes what a deleted session kept on disk (overlay uppers, ...). */
+static void
+cmd_gc_files(int64_t id)
+{
+	char *cause = NULL, *dir, *sdir;
+
+	if ((dir = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	sdir = xprintf("%s/sessions/%lld", dir, (long long)id);
+	if (path_remove_tree(sdir) == -1)
+		log_warn("cannot remove %s", sdir);
+	free(sdir);
+	free(dir);
+}
+
+int
+cmd_gc(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "older-than", required_argument, NULL, 'o' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct store_session **v;
+	struct store *st;
+	char *cause = NULL;
+	int64_t age = -1, *ids, cutoff;
+	size_t n, i;
+	bool dry = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":o:n", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if ((age = util_parse_duration(optarg)) < 0)
+				return cli_usage_error("gc", "'%s' is not a "
+				    "duration (e.g. 30d, 12h, 2w)", optarg);
+			break;
+		case 'n':
+			dry = true;
+			break;
+		default:
+			return cli_bad_option("gc", argv, c);
+		}
+	}
+	if (age < 0)
+		return cli_usage_error("gc", "say how old with --older-than "
+		    "DURATION (e.g. 30d)");
+	if (optind < argc)
+		return cli_usage_error("gc", "unexpected '%s'", argv[optind]);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	cutoff = util_now_ms() - age * 1000;
+	if (dry) {
+		v = store_session_list(st, true, &n);
+		for (i = 0; i < n; i++) {
+			int64_t end = v[i]->ended_at != 0 ? v[i]->ended_at :
+			    v[i]->started_at;
+
+			if (strcmp(v[i]->state, "running") != 0 && end < cutoff)
+				printf("would remove session %lld\n",
+				    (long long)v[i]->id);
+		}
+		store_session_list_free(v, n);
+		store_close(st);
+		return 0;
+	}
+	if (store_gc(st, cutoff, &ids, &n, &cause) == -1) {
+		cli_error("%s", cause);
+		free(cause);
+		store_close(st);
+		return 1;
+	}
+	for (i = 0; i < n; i++)
+		cmd_gc_files(ids[i]);
+	printf("removed %zu session%s\n", n, n == 1 ? "" : "s");
+	free(ids);
+	store_close(st);
+	return 0;
+}

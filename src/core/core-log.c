@@ -1,0 +1,114 @@
+/* Log lines and fatal errors, the only way agentmux reports trouble on stderr. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+static FILE *log_fp;
+static enum log_level log_threshold = LOG_LEVEL_WARN;
+static void (*log_hook)(enum log_level, const char *, void *);
+static void *log_hook_arg;
+
+void
+log_init(FILE *fp, enum log_level level)
+{
+	log_fp = fp;
+	log_threshold = level;
+}
+
+void
+log_set_hook(void (*hook)(enum log_level, const char *, void *), void *arg)
+{
+	log_hook = hook;
+	log_hook_arg = arg;
+}
+
+static void
+log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
+{
+	char *msg, *line;
+
+	xvasprintf(&msg, fmt, ap);
+	if (errnum != 0)
+		xasprintf(&line, "%s: %s", msg, strerror(errnum));
+	else
+		line = xstrdup(msg);
+	free(msg);
+	if (log_hook != NULL && level <= LOG_LEVEL_INFO)
+		log_hook(level, line, log_hook_arg);
+	else if (level <= log_threshold)
+		fprintf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n", line);
+	free(line);
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_WARN, saved, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_WARN, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_INFO, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_threshold < LOG_LEVEL_DEBUG)
+		return;
+	va_start(ap, fmt);
+	log_vwrite(LOG_LEVEL_DEBUG, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+	int saved = errno;
+
+	fputs("agentmux: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", strerror(saved));
+	exit(1);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("agentmux: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}

@@ -1,0 +1,262 @@
+/* Where agentmux keeps things: config file, data dir, per-process runtime dir. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+
+static char *path_runtime;
+static pid_t path_runtime_owner;
+
+const char *
+path_home(void)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (home != NULL && *home == '/')
+		return home;
+	if ((pw = getpwuid(getuid())) != NULL && pw->pw_dir != NULL)
+		return pw->pw_dir;
+	return "/";
+}
+
+/* $VAR if it is an absolute path, else HOME/FALLBACK; caller frees. */
+static char *
+path_xdg(const char *var, const char *fallback)
+{
+	const char *v = getenv(var);
+
+	if (v != NULL && *v == '/')
+		return xstrdup(v);
+	return xprintf("%s/%s", path_home(), fallback);
+}
+
+char *
+path_config_file(void)
+{
+	char *base = path_xdg("XDG_CONFIG_HOME", ".config"), *p;
+
+	p = xprintf("%s/agentmux/config", base);
+	free(base);
+	return p;
+}
+
+int
+path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			*cause = xprintf("%s is not a directory (or is a "
+			    "symlink); remove it and try again", dir);
+		else
+			*cause = xprintf("cannot open %s: %s", dir,
+			    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		*cause = xprintf("cannot stat %s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if (st.st_uid != uid) {
+		*cause = xprintf("%s is owned by uid %ld, not by you (uid %ld); "
+		    "remove it or set the XDG variable to a dir of your own",
+		    dir, (long)st.st_uid, (long)uid);
+		goto fail;
+	}
+	if ((st.st_mode & 07777 & ~mode) != 0) {
+		*cause = xprintf("%s has mode %04o, which lets others in; "
+		    "run 'chmod %o %s'", dir, (unsigned)(st.st_mode & 07777),
+		    (unsigned)mode, dir);
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+int
+path_mkdir_p(const char *path, mode_t mode)
+{
+	char *p = xstrdup(path), *s;
+	struct stat st;
+
+	for (s = p + 1; ; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) == -1 && errno != EEXIST) {
+			free(p);
+			return -1;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	if (stat(path, &st) == -1)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
+char *
+path_data_dir(char **cause)
+{
+	char *base = path_xdg("XDG_DATA_HOME", ".local/share"), *dir;
+	struct stat st;
+	int fd;
+
+	dir = xprintf("%s/agentmux", base);
+	free(base);
+	if (path_mkdir_p(dir, 0700) == -1) {
+		*cause = xprintf("cannot create the data dir %s: %s", dir,
+		    strerror(errno));
+		free(dir);
+		return NULL;
+	}
+	/* A dir of ours that is too open is tightened, not refused. */
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == getuid() && (st.st_mode & 077) != 0)
+		chmod(dir, 0700);
+	if ((fd = path_check_private_dir(dir, getuid(), 0700, cause)) == -1) {
+		free(dir);
+		return NULL;
+	}
+	close(fd);
+	return dir;
+}
+
+const char *
+path_runtime_dir(void)
+{
+	return path_runtime;
+}
+
+char *
+path_runtime_dir_create(char **cause)
+{
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	char *tmpl, *err = NULL;
+	struct stat st;
+	int fd;
+
+	if (base == NULL || *base != '/' || stat(base, &st) == -1 ||
+	    !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    access(base, W_OK) == -1)
+		base = "/tmp";
+	tmpl = xprintf("%s/agentmux-%ld.XXXXXX", base, (long)getuid());
+	if (mkdtemp(tmpl) == NULL) {
+		*cause = xprintf("cannot create a runtime dir in %s: %s", base,
+		    strerror(errno));
+		free(tmpl);
+		return NULL;
+	}
+	if ((fd = path_check_private_dir(tmpl, getuid(), 0700, &err)) == -1) {
+		*cause = xprintf("unsafe runtime dir: %s", err);
+		free(err);
+		rmdir(tmpl);
+		free(tmpl);
+		return NULL;
+	}
+	close(fd);
+	free(path_runtime);
+	path_runtime = xstrdup(tmpl);
+	path_runtime_owner = getpid();
+	return tmpl;
+}
+
+static int
+path_remove_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+int
+path_remove_tree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	return nftw(path, path_remove_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+void
+path_runtime_dir_remove(void)
+{
+	/* Forked children share the variable but must not remove the dir. */
+	if (path_runtime == NULL || path_runtime_owner != getpid())
+		return;
+	path_remove_tree(path_runtime);
+	free(path_runtime);
+	path_runtime = NULL;
+}
+
+char *
+path_expand_home(const char *p)
+{
+	if (p[0] == '~' && p[1] == '\0')
+		return xstrdup(path_home());
+	if (p[0] == '~' && p[1] == '/')
+		return xprintf("%s%s", path_home(), p + 1);
+	return xstrdup(p);
+}
+
+char *
+path_real(const char *p)
+{
+	char *r = realpath(p, NULL);
+
+	if (r == NULL)
+		return NULL;
+	return r;
+}
+
+char *
+path_find_exec(const char *name, const char *path_env)
+{
+	char *dirs, *dir, *save = NULL, *cand;
+
+	if (strchr(name, '/') != NULL)
+		return access(name, X_OK) == 0 ? xstrdup(name) : NULL;
+	if (path_env == NULL)
+		path_env = "/usr/local/bin:/usr/bin:/bin";
+	dirs = xstrdup(path_env);
+	for (dir = strtok_r(dirs, ":", &save); dir != NULL;
+	    dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		cand = xprintf("%s/%s", *dir == '\0' ? "." : dir, name);
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(cand, X_OK) == 0) {
+			free(dirs);
+			return cand;
+		}
+		free(cand);
+	}
+	free(dirs);
+	return NULL;
+}

@@ -1,0 +1,155 @@
+/* NULL-terminated string vectors for argv, envp and lists read from the config. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+void
+strv_init(struct strv *sv)
+{
+	sv->v = xcalloc(1, sizeof *sv->v);
+	sv->n = 0;
+	sv->cap = 1;
+}
+
+void
+strv_free(struct strv *sv)
+{
+	size_t i;
+
+	if (sv->v == NULL)
+		return;
+	for (i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+}
+
+void
+strv_take(struct strv *sv, char *s)
+{
+	if (sv->v == NULL)
+		strv_init(sv);
+	if (sv->n + 2 > sv->cap) {
+		sv->cap = sv->cap * 2 + 2;
+		sv->v = xreallocarray(sv->v, sv->cap, sizeof *sv->v);
+	}
+	sv->v[sv->n++] = s;
+	sv->v[sv->n] = NULL;
+}
+
+void
+strv_add(struct strv *sv, const char *s)
+{
+	strv_take(sv, xstrdup(s));
+}
+
+void
+strv_addf(struct strv *sv, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	strv_take(sv, s);
+}
+
+bool
+strv_contains(const struct strv *sv, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++) {
+		if (strcmp(sv->v[i], s) == 0)
+			return true;
+	}
+	return false;
+}
+
+int
+strv_split_words(struct strv *sv, const char *s, char **cause)
+{
+	struct buf w;
+	char quote = 0;
+	bool inword = false;
+
+	buf_init(&w);
+	if (sv->v == NULL)
+		strv_init(sv);
+	for (; *s != '\0'; s++) {
+		if (quote != 0) {
+			if (*s == quote)
+				quote = 0;
+			else if (*s == '\\' && quote == '"' && s[1] != '\0')
+				buf_addc(&w, *++s);
+			else
+				buf_addc(&w, *s);
+			continue;
+		}
+		if (*s == ' ' || *s == '\t' || *s == '\n') {
+			if (inword)
+				strv_take(sv, buf_steal(&w));
+			inword = false;
+			continue;
+		}
+		inword = true;
+		if (*s == '\'' || *s == '"')
+			quote = *s;
+		else if (*s == '\\' && s[1] != '\0')
+			buf_addc(&w, *++s);
+		else
+			buf_addc(&w, *s);
+	}
+	if (quote != 0) {
+		buf_free(&w);
+		*cause = xprintf("unterminated %c quote", quote);
+		return -1;
+	}
+	if (inword)
+		strv_take(sv, buf_steal(&w));
+	buf_free(&w);
+	return 0;
+}
+
+static bool
+strv_needs_quote(const char *s)
+{
+	if (*s == '\0')
+		return true;
+	for (; *s != '\0'; s++) {
+		if (strchr(" \t\n'\"\\$`!*?[]{}()<>|&;#~", *s) != NULL)
+			return true;
+	}
+	return false;
+}
+
+char *
+strv_join_shell(char *const *v)
+{
+	struct buf b;
+	const char *p;
+	size_t i;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	for (i = 0; v != NULL && v[i] != NULL; i++) {
+		if (i != 0)
+			buf_addc(&b, ' ');
+		if (!strv_needs_quote(v[i])) {
+			buf_adds(&b, v[i]);
+			continue;
+		}
+		buf_addc(&b, '\'');
+		for (p = v[i]; *p != '\0'; p++) {
+			if (*p == '\'')
+				buf_adds(&b, "'\\''");
+			else
+				buf_addc(&b, *p);
+		}
+		buf_addc(&b, '\'');
+	}
+	return buf_steal(&b);
+}

@@ -1,0 +1,334 @@
+/* Shared small things: errors, logging, allocation, buffers, paths, JSON, config. */
+#ifndef AGENTMUX_CORE_H
+#define AGENTMUX_CORE_H
+
+#include <sys/types.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define nitems(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- logging and fatal errors (core-log.c) ---- */
+
+enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+
+/** Sends log lines to FP (NULL: stderr) at LEVEL and above; FP is borrowed. */
+void log_init(FILE *fp, enum log_level level);
+/** A hook that sees every warning (the dashboard shows them). */
+void log_set_hook(void (*hook)(enum log_level, const char *, void *), void *arg);
+void log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+/** Prints "agentmux: MSG: strerror(errno)" and exits 1. */
+void fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+/** Prints "agentmux: MSG" and exits 1. */
+void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* ---- allocation (core-xmalloc.c): never return NULL ---- */
+
+void *xmalloc(size_t);
+void *xcalloc(size_t, size_t);
+void *xrealloc(void *, size_t);
+void *xreallocarray(void *, size_t, size_t);
+char *xstrdup(const char *);
+char *xstrndup(const char *, size_t);
+int xasprintf(char **, const char *, ...) __attribute__((format(printf, 2, 3)));
+int xvasprintf(char **, const char *, va_list) __attribute__((format(printf, 2, 0)));
+/** Returns a newly allocated formatted string. */
+char *xprintf(const char *, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- growable byte buffers (core-buf.c) ---- */
+
+struct buf {
+	char *data; /* always NUL-terminated when non-NULL */
+	size_t len;
+	size_t cap;
+};
+
+void buf_init(struct buf *);
+void buf_free(struct buf *);
+void buf_reset(struct buf *);
+void buf_add(struct buf *, const void *, size_t);
+void buf_adds(struct buf *, const char *);
+void buf_addc(struct buf *, char);
+void buf_printf(struct buf *, const char *, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(struct buf *, const char *, va_list) __attribute__((format(printf, 2, 0)));
+/** Hands the contents to the caller (who frees them) and resets B. */
+char *buf_steal(struct buf *);
+/** Reads all of FD into B; returns -1 with errno on error. */
+int buf_read_fd(struct buf *, int fd);
+/** Reads the whole file into B; returns -1 with errno on error. */
+int buf_read_file(struct buf *, const char *path);
+
+/* ---- string vectors (core-strv.c): NULL-terminated, owned ---- */
+
+struct strv {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+void strv_init(struct strv *);
+void strv_free(struct strv *);
+void strv_add(struct strv *, const char *);     /* copies */
+void strv_addf(struct strv *, const char *, ...) __attribute__((format(printf, 2, 3)));
+void strv_take(struct strv *, char *);           /* takes ownership */
+bool strv_contains(const struct strv *, const char *);
+/** Splits S on whitespace, honouring '...' and "..." quotes and backslashes. */
+int strv_split_words(struct strv *, const char *s, char **cause);
+/** Joins with spaces, quoting words a shell would split. */
+char *strv_join_shell(char *const *v);
+
+/* ---- small utilities (core-util.c) ---- */
+
+/** Wall-clock time in milliseconds since the epoch. */
+int64_t util_now_ms(void);
+/** Monotonic time in microseconds. */
+int64_t util_mono_us(void);
+/** Parses "90", "90s", "15m", "12h", "30d", "2w" to seconds; -1 on error. */
+int64_t util_parse_duration(const char *);
+/** Parses "512", "64K", "512M", "4G" (binary units) to bytes; -1 on error. */
+int64_t util_parse_size(const char *);
+/** Formats a byte count as "1.5M" into BUF. */
+const char *util_fmt_size(char *buf, size_t len, int64_t bytes);
+/** Formats a millisecond timestamp as local "YYYY-MM-DD HH:MM:SS". */
+const char *util_fmt_time(char *buf, size_t len, int64_t ms);
+/** Formats a duration in milliseconds as "1h02m", "3.2s". */
+const char *util_fmt_duration(char *buf, size_t len, int64_t ms);
+/** Edit distance, for "did you mean" suggestions. */
+size_t util_edit_distance(const char *, const char *);
+/** Parses a decimal integer in [MIN, MAX]; -1 with *CAUSE on error. */
+int util_parse_int(const char *, long long min, long long max, long long *out, char **cause);
+/** The process start time (clock ticks since boot) of PID, 0 if unknown. */
+uint64_t util_proc_start_time(pid_t);
+/** True if PID is alive and (when START is non-zero) started at START. */
+bool util_proc_alive(pid_t, uint64_t start);
+/** Sets O_NONBLOCK / FD_CLOEXEC; return -1 on error. */
+int util_set_nonblock(int fd);
+int util_set_cloexec(int fd);
+/** Writes all of BUF, retrying on EINTR; -1 on error. */
+int util_write_all(int fd, const void *buf, size_t len);
+/** Writes DATA to PATH atomically (temp file, fsync, rename) with MODE. */
+int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **cause);
+/** Constant-time-ish random bytes from getrandom(2); fatal on failure. */
+void util_random(void *, size_t);
+/** True if S matches the shell glob PATTERN (case-insensitive when ICASE). */
+bool util_glob_match(const char *pattern, const char *s, bool icase);
+
+/* ---- paths and directories (core-path.c) ---- */
+
+/** $XDG_CONFIG_HOME/agentmux/config (or ~/.config/...); caller frees. */
+char *path_config_file(void);
+/** $XDG_DATA_HOME/agentmux, created 0700 and checked; caller frees; NULL + *CAUSE on error. */
+char *path_data_dir(char **cause);
+/** The user's home directory (HOME, else the passwd entry); borrowed. */
+const char *path_home(void);
+/** Creates a fresh 0700 runtime dir for this process under $XDG_RUNTIME_DIR (else /tmp). */
+char *path_runtime_dir_create(char **cause);
+/** Removes the runtime dir made by path_runtime_dir_create (recursively). */
+void path_runtime_dir_remove(void);
+/** The runtime dir of this process, or NULL if none was made; borrowed. */
+const char *path_runtime_dir(void);
+/**
+ * Checks that DIR is a real directory (not a symlink), owned by UID, with
+ * no permission bits outside MODE. Returns an fd opened O_DIRECTORY|O_NOFOLLOW,
+ * or -1 with *CAUSE.
+ */
+int path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause);
+/** mkdir -p with MODE for each created component; -1 with errno. */
+int path_mkdir_p(const char *path, mode_t mode);
+/** rm -rf that never follows symlinks and never crosses mount points. */
+int path_remove_tree(const char *path);
+/** Expands a leading "~/" against the home directory; caller frees. */
+char *path_expand_home(const char *);
+/** Canonical absolute path (realpath); caller frees; NULL with errno. */
+char *path_real(const char *);
+/** Finds an executable named NAME on PATH (or as given if it has a '/'); caller frees. */
+char *path_find_exec(const char *name, const char *path_env);
+
+/* ---- JSON output (core-json.c) ---- */
+
+struct json {
+	struct buf out;
+	int depth;
+	bool need_comma[64];
+	bool pretty;
+	bool after_key;
+};
+
+void json_init(struct json *, bool pretty);
+void json_free(struct json *);
+void json_obj_begin(struct json *);
+void json_obj_end(struct json *);
+void json_arr_begin(struct json *);
+void json_arr_end(struct json *);
+void json_key(struct json *, const char *);
+void json_str(struct json *, const char *);     /* NULL writes null */
+void json_strn(struct json *, const char *, size_t);
+void json_int(struct json *, int64_t);
+void json_bool(struct json *, bool);
+void json_null(struct json *);
+void json_double(struct json *, double);
+/** Appends pre-encoded JSON text as a value. */
+void json_raw(struct json *, const char *);
+/* key + value shorthands */
+void json_kstr(struct json *, const char *, const char *);
+void json_kint(struct json *, const char *, int64_t);
+void json_kbool(struct json *, const char *, bool);
+void json_knull(struct json *, const char *);
+/** Writes the document (plus a newline) to FP. */
+void json_print(struct json *, FILE *);
+/** Appends S as a JSON string literal (with quotes) to B. */
+void json_escape(struct buf *, const char *, size_t);
+
+/* ---- the config file (core-config.c) ---- */
+
+enum config_on_unknown { CONFIG_ASK, CONFIG_DENY };
+enum config_persist { CONFIG_PERSIST_REVIEW, CONFIG_PERSIST_ALWAYS, CONFIG_PERSIST_NEVER };
+
+/** A policy rule as written, with where it came from ("config:12"). */
+struct config_rule {
+	char *verb; /* allow | deny | tunnel */
+	char *text; /* the rest: HOST[:PORT] [METHOD] [PATH] */
+	char *origin;
+};
+
+struct config_rules {
+	struct config_rule *v;
+	size_t n;
+};
+
+struct config_secret {
+	char *name;
+	char *env;            /* variable the jail sees (placeholder) */
+	char *from_env;       /* source: caller's variable */
+	char *file;           /* source: a file */
+	char *command;        /* source: a command's stdout */
+	struct strv hosts;    /* hosts the value may go to */
+	char *header;         /* header to put it in (optional) */
+	char *scheme;         /* "bearer" or NULL (raw) */
+	char *origin;         /* file it was defined in */
+	int line;
+};
+
+struct config_agent {
+	char *name;
+	char *description;
+	char *command;        /* command line (words) */
+	struct strv env;      /* KEY=VALUE for the jail */
+	struct config_rules rules;
+	struct strv config_dirs; /* dirs/files to overlay, "~/" allowed */
+	struct strv secrets;  /* names of [secret] sections */
+	struct strv model_hosts; /* hosts whose responses mark a turn boundary */
+	int64_t wall_clock;   /* seconds, 0 = none */
+	enum config_persist persist;
+	bool persist_set;
+	int64_t memory;       /* 0 = default */
+	int64_t pids;
+	bool builtin;
+	char *origin;         /* file the profile came from */
+	int line;
+};
+
+struct config_limits {
+	int64_t memory;       /* bytes */
+	int64_t pids;
+	int64_t file_size;    /* bytes */
+	int64_t open_files;
+	int64_t tmp_size;     /* bytes */
+	int64_t cpu_seconds;  /* 0 = none */
+};
+
+struct config_ui {
+	char *prefix;         /* "C-a" */
+	int prefix_key;       /* the byte it sends */
+	char *default_agent;
+	bool color;           /* false with NO_COLOR or color = never */
+	int64_t scrollback;
+};
+
+struct config_proxy {
+	struct strv upstream_ca;
+	struct strv connect_to;   /* HOST:PORT:ADDR:PORT2 */
+	int64_t connect_timeout;  /* seconds */
+	int64_t idle_timeout;     /* seconds */
+	int64_t client_timeout;   /* seconds for a client to send its headers */
+	int64_t max_connections;  /* per session */
+	int64_t max_body_record;  /* bytes of each body stored; 0 = none */
+};
+
+struct config_snapshots {
+	int64_t interval;         /* seconds between turn-boundary snapshots */
+	struct strv excludes;     /* for shadow repositories */
+};
+
+struct config {
+	char *path;               /* the file read, or NULL if none existed */
+	enum config_on_unknown on_unknown;
+	bool on_unknown_set;
+	int64_t prompt_timeout;   /* seconds */
+	struct config_rules rules;
+	struct config_agent *agents;
+	size_t nagents;
+	struct config_secret *secrets;
+	size_t nsecrets;
+	struct config_limits limits;
+	struct config_ui ui;
+	struct config_proxy proxy;
+	struct config_snapshots snapshots;
+};
+
+/** One problem found in a config file. */
+struct config_problem {
+	char *file;
+	int line;
+	char *message;
+};
+
+struct config_problems {
+	struct config_problem *v;
+	size_t n;
+};
+
+/** A config with defaults only (no file, built-in profiles loaded). */
+struct config *config_default(void);
+/**
+ * Loads PATH (NULL: the default location; a missing default file is fine)
+ * over the defaults and the built-in agent profiles. Returns NULL if there
+ * is any problem; every problem is added to PROBLEMS (caller frees with
+ * config_problems_free).
+ */
+struct config *config_load(const char *path, struct config_problems *problems);
+/** Like config_load, but formats the first problems into *CAUSE. */
+struct config *config_load_or_cause(const char *path, char **cause);
+void config_free(struct config *);
+void config_problems_free(struct config_problems *);
+/** Finds an agent profile by name; borrowed; NULL if none. */
+const struct config_agent *config_agent(const struct config *, const char *name);
+const struct config_secret *config_secret(const struct config *, const char *name);
+/** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
+const char *const *config_known_keys(const char *section);
+/** The directory holding the built-in agent profiles; borrowed. */
+const char *config_share_dir(void);
+/**
+ * Adds "KEY = VALUE" to SECTION ("policy" or "agent NAME") of the config
+ * file at PATH, keeping everything else (comments too) as it was; creates
+ * the file or the section if needed. Atomic. -1 with *CAUSE on error.
+ */
+int config_append(const char *path, const char *section, const char *key,
+    const char *value, char **cause);
+/**
+ * Installs the checker for policy rule text (the proxy's parser), so that
+ * config_load reports bad rules with their line.
+ */
+void config_set_rule_validator(int (*)(const char *verb, const char *text,
+    char **cause));
+/** Parses a "C-a" style key into the byte it sends; -1 if invalid. */
+int config_parse_key(const char *);
+
+#endif

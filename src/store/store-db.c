@@ -1,0 +1,400 @@
+/* Opening, migrating and batching writes to the SQLite database. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store-int.h"
+
+/* Each entry upgrades the schema by one version; never edit a shipped one. */
+static const char *const store_migrations[] = {
+	/* 1: the first schema. */
+	"CREATE TABLE sessions ("
+	"  id INTEGER PRIMARY KEY,"
+	"  kind TEXT NOT NULL DEFAULT 'run',"
+	"  agent TEXT NOT NULL,"
+	"  project TEXT NOT NULL,"
+	"  command TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  ended_at INTEGER,"
+	"  state TEXT NOT NULL CHECK (state IN"
+	"    ('running','exited','crashed','failed')),"
+	"  exit_status INTEGER,"
+	"  jail TEXT,"
+	"  unsafe TEXT,"
+	"  flags TEXT,"
+	"  error TEXT,"
+	"  owner_pid INTEGER NOT NULL,"
+	"  owner_start INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX sessions_state ON sessions(state);"
+	"CREATE TABLE session_refs ("
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  ref TEXT NOT NULL,"
+	"  oid TEXT NOT NULL,"
+	"  PRIMARY KEY (session_id, ref));"
+	"CREATE TABLE requests ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  started_at INTEGER NOT NULL,"
+	"  method TEXT, scheme TEXT, host TEXT, port INTEGER, path TEXT,"
+	"  http_version TEXT,"
+	"  status INTEGER, status_text TEXT,"
+	"  bytes_up INTEGER NOT NULL DEFAULT 0,"
+	"  bytes_down INTEGER NOT NULL DEFAULT 0,"
+	"  ttfb_us INTEGER, duration_us INTEGER,"
+	"  decision TEXT NOT NULL, rule TEXT, error TEXT,"
+	"  req_headers TEXT, resp_headers TEXT,"
+	"  req_body BLOB, resp_body BLOB, mime_type TEXT);"
+	"CREATE INDEX requests_session ON requests(session_id, id);"
+	"CREATE TABLE decisions ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  asked_at INTEGER NOT NULL, answered_at INTEGER,"
+	"  host TEXT NOT NULL, port INTEGER, method TEXT, path TEXT,"
+	"  answer TEXT NOT NULL, scope TEXT NOT NULL, by TEXT NOT NULL,"
+	"  waiting INTEGER NOT NULL DEFAULT 1);"
+	"CREATE INDEX decisions_session ON decisions(session_id);"
+	"CREATE TABLE snapshots ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  created_at INTEGER NOT NULL,"
+	"  label TEXT, kind TEXT NOT NULL,"
+	"  commit_id TEXT NOT NULL, tree TEXT NOT NULL, parent TEXT,"
+	"  ref TEXT, files_changed INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX snapshots_session ON snapshots(session_id);"
+	"CREATE TABLE config_changes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  at INTEGER NOT NULL, path TEXT NOT NULL,"
+	"  change TEXT NOT NULL, action TEXT NOT NULL);"
+	"CREATE INDEX config_changes_session ON config_changes(session_id);"
+	"CREATE TABLE events ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  at INTEGER NOT NULL, level TEXT NOT NULL, kind TEXT NOT NULL,"
+	"  message TEXT NOT NULL);"
+	"CREATE INDEX events_session ON events(session_id);",
+};
+
+/* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */
+#define STORE_MAX_QUEUE 100000
+
+int
+store_schema_version(void)
+{
+	return (int)nitems(store_migrations);
+}
+
+sqlite3_stmt *
+store_prepare(struct store *st, const char *sql)
+{
+	sqlite3_stmt *stmt;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+		fatalx("store: cannot prepare '%s': %s", sql,
+		    sqlite3_errmsg(st->db));
+	return stmt;
+}
+
+void
+store_bind_text(sqlite3_stmt *stmt, int i, const char *s)
+{
+	if (s == NULL)
+		sqlite3_bind_null(stmt, i);
+	else
+		sqlite3_bind_text(stmt, i, s, -1, SQLITE_TRANSIENT);
+}
+
+char *
+store_col_text(sqlite3_stmt *stmt, int i)
+{
+	const unsigned char *s = sqlite3_column_text(stmt, i);
+
+	return s == NULL ? NULL : xstrdup((const char *)s);
+}
+
+int
+store_exec(struct store *st, const char *sql, char **cause)
+{
+	char *err = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		if (cause != NULL)
+			*cause = xprintf("%s: %s", st->path,
+			    err != NULL ? err : sqlite3_errmsg(st->db));
+		sqlite3_free(err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+store_user_version(struct store *st)
+{
+	sqlite3_stmt *stmt = store_prepare(st, "PRAGMA user_version");
+	int v = 0;
+
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+static int
+store_migrate(struct store *st, char **cause)
+{
+	int v;
+	char *sql;
+
+	if (store_exec(st, "BEGIN IMMEDIATE", cause) == -1)
+		return -1;
+	v = store_user_version(st);
+	if (v > (int)nitems(store_migrations)) {
+		store_exec(st, "ROLLBACK", NULL);
+		*cause = xprintf("%s was written by a newer agentmux (schema %d, "
+		    "this one knows %zu); upgrade agentmux", st->path, v,
+		    nitems(store_migrations));
+		return -1;
+	}
+	for (; v < (int)nitems(store_migrations); v++) {
+		if (store_exec(st, store_migrations[v], cause) == -1)
+			goto fail;
+		sql = xprintf("PRAGMA user_version = %d", v + 1);
+		if (store_exec(st, sql, cause) == -1) {
+			free(sql);
+			goto fail;
+		}
+		free(sql);
+	}
+	return store_exec(st, "COMMIT", cause);
+fail:
+	store_exec(st, "ROLLBACK", NULL);
+	return -1;
+}
+
+static int
+store_configure(struct store *st, char **cause)
+{
+	sqlite3_busy_timeout(st->db, 10000);
+	sqlite3_extended_result_codes(st->db, 1);
+	if (store_exec(st, "PRAGMA journal_mode = WAL", cause) == -1 ||
+	    store_exec(st, "PRAGMA synchronous = NORMAL", cause) == -1 ||
+	    store_exec(st, "PRAGMA foreign_keys = ON", cause) == -1)
+		return -1;
+	return 0;
+}
+
+struct store *
+store_open(const char *path, char **cause)
+{
+	struct store *st;
+	char *dir = NULL;
+	int rc;
+
+	if (path == NULL) {
+		if ((dir = path_data_dir(cause)) == NULL)
+			return NULL;
+	}
+	st = xcalloc(1, sizeof *st);
+	st->path = path != NULL ? xstrdup(path) : xprintf("%s/agentmux.db", dir);
+	free(dir);
+	rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
+	if (rc != SQLITE_OK) {
+		*cause = xprintf("cannot open the database %s: %s", st->path,
+		    st->db != NULL ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	chmod(st->path, 0600);
+	if (store_configure(st, cause) == -1 || store_migrate(st, cause) == -1)
+		goto fail;
+	store_mark_crashed(st);
+	return st;
+fail:
+	sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+	return NULL;
+}
+
+const char *
+store_path(struct store *st)
+{
+	return st->path;
+}
+
+bool
+store_degraded(struct store *st)
+{
+	return st->degraded;
+}
+
+static void
+store_flush_cb(evutil_socket_t fd, short events, void *arg)
+{
+	store_flush(arg);
+}
+
+void
+store_attach(struct store *st, struct event_base *base)
+{
+	if (st->flush_ev != NULL)
+		event_free(st->flush_ev);
+	st->flush_ev = event_new(base, -1, 0, store_flush_cb, st);
+}
+
+void
+store_queue(struct store *st, struct store_op op)
+{
+	if (st->nops >= STORE_MAX_QUEUE) {
+		st->dropped++;
+		switch (op.kind) {
+		case STORE_OP_REQUEST:
+			store_request_free(op.u.req);
+			break;
+		case STORE_OP_DECISION:
+			store_decision_free(op.u.dec);
+			break;
+		case STORE_OP_EVENT:
+			store_event_free(op.u.ev);
+			break;
+		}
+		return;
+	}
+	if (st->nops == st->capops) {
+		st->capops = st->capops * 2 + 16;
+		st->ops = xreallocarray(st->ops, st->capops, sizeof *st->ops);
+	}
+	st->ops[st->nops++] = op;
+	if (st->flush_ev == NULL)
+		store_flush(st);
+	else if (!event_pending(st->flush_ev, EV_TIMEOUT, NULL))
+		event_active(st->flush_ev, EV_TIMEOUT, 0);
+}
+
+void
+store_note_failure(struct store *st, int rc, const char *what)
+{
+	if (st->degraded)
+		return;
+	st->degraded = true;
+	if ((rc & 0xff) == SQLITE_FULL)
+		log_warnx("the disk holding %s is full: %s are kept in memory "
+		    "until there is space; free some space", st->path, what);
+	else
+		log_warnx("cannot write %s to %s: %s", what, st->path,
+		    sqlite3_errstr(rc));
+}
+
+static int
+store_write_op(struct store *st, struct store_op *op)
+{
+	switch (op->kind) {
+	case STORE_OP_REQUEST:
+		return store_request_write(st, op->u.req);
+	case STORE_OP_DECISION:
+		return store_decision_write(st, op->u.dec);
+	case STORE_OP_EVENT:
+		return store_event_write(st, op->u.ev);
+	}
+	return SQLITE_MISUSE;
+}
+
+static void
+store_free_op(struct store_op *op)
+{
+	switch (op->kind) {
+	case STORE_OP_REQUEST:
+		store_request_free(op->u.req);
+		break;
+	case STORE_OP_DECISION:
+		store_decision_free(op->u.dec);
+		break;
+	case STORE_OP_EVENT:
+		store_event_free(op->u.ev);
+		break;
+	}
+}
+
+int
+store_flush(struct store *st)
+{
+	size_t i;
+	int rc;
+
+	if (st->nops == 0)
+		return 0;
+	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	for (i = 0; rc == SQLITE_OK && i < st->nops; i++)
+		rc = store_write_op(st, &st->ops[i]);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		store_note_failure(st, rc, "records");
+		return -1;
+	}
+	for (i = 0; i < st->nops; i++)
+		store_free_op(&st->ops[i]);
+	st->nops = 0;
+	if (st->degraded) {
+		st->degraded = false;
+		log_warnx("the database %s is writable again", st->path);
+	}
+	return 0;
+}
+
+void
+store_close(struct store *st)
+{
+	size_t i;
+
+	if (st == NULL)
+		return;
+	store_flush(st);
+	for (i = 0; i < st->nops; i++)
+		store_free_op(&st->ops[i]);
+	if (st->nops + st->dropped > 0)
+		log_warnx("%zu records could not be written to %s",
+		    st->nops + st->dropped, st->path);
+	free(st->ops);
+	sqlite3_finalize(st->req_insert);
+	if (st->flush_ev != NULL)
+		event_free(st->flush_ev);
+	sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+}
+
+int
+store_mark_crashed(struct store *st)
+{
+	sqlite3_stmt *sel, *upd;
+	int n = 0;
+
+	sel = store_prepare(st, "SELECT id, owner_pid, owner_start FROM "
+	    "sessions WHERE state = 'running'");
+	upd = store_prepare(st, "UPDATE sessions SET state = 'crashed', "
+	    "ended_at = max(started_at, coalesce((SELECT max(started_at) FROM "
+	    "requests WHERE session_id = ?1), 0), coalesce((SELECT max(at) FROM "
+	    "events WHERE session_id = ?1), 0)), error = 'agentmux (pid ' || "
+	    "owner_pid || ') ended without closing the session' WHERE id = ?1 "
+	    "AND state = 'running'");
+	while (sqlite3_step(sel) == SQLITE_ROW) {
+		pid_t pid = (pid_t)sqlite3_column_int64(sel, 1);
+		uint64_t start = (uint64_t)sqlite3_column_int64(sel, 2);
+
+		if (util_proc_alive(pid, start))
+			continue;
+		sqlite3_bind_int64(upd, 1, sqlite3_column_int64(sel, 0));
+		if (sqlite3_step(upd) == SQLITE_DONE)
+			n++;
+		sqlite3_reset(upd);
+	}
+	sqlite3_finalize(sel);
+	sqlite3_finalize(upd);
+	return n;
+}

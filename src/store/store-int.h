@@ -1,0 +1,53 @@
+/* Internals shared by the store's files. */
+#ifndef AGENTMUX_STORE_INT_H
+#define AGENTMUX_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "core/core.h"
+#include "store/store.h"
+
+enum store_op_kind { STORE_OP_REQUEST, STORE_OP_DECISION, STORE_OP_EVENT };
+
+/* One write waiting for the next flush. */
+struct store_op {
+	enum store_op_kind kind;
+	union {
+		struct store_request *req;
+		struct store_decision *dec;
+		struct store_event *ev;
+	} u;
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;
+	struct event *flush_ev;
+	struct store_op *ops;
+	size_t nops;
+	size_t capops;
+	size_t dropped;
+	bool degraded;
+	sqlite3_stmt *req_insert;  /* cached: requests are the hot path */
+};
+
+/* Prepares SQL or dies: a statement that does not compile is a bug. */
+sqlite3_stmt *store_prepare(struct store *, const char *sql);
+/* Binds a string or NULL. */
+void store_bind_text(sqlite3_stmt *, int, const char *);
+/* Copies column I as a string, NULL for SQL NULL. */
+char *store_col_text(sqlite3_stmt *, int);
+/* Runs SQL with no result; -1 with *CAUSE on error. */
+int store_exec(struct store *, const char *sql, char **cause);
+/* Queues an op and schedules a flush. */
+void store_queue(struct store *, struct store_op);
+/* Writes one queued op inside the flush transaction. */
+int store_request_write(struct store *, const struct store_request *);
+int store_decision_write(struct store *, const struct store_decision *);
+int store_event_write(struct store *, const struct store_event *);
+void store_decision_free(struct store_decision *);
+void store_event_free(struct store_event *);
+/* Tells the user once that the disk refused a write. */
+void store_note_failure(struct store *, int rc, const char *what);
+
+#endif

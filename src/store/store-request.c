@@ -1,0 +1,226 @@
+/* Request records: queued by the proxy, written in batches, listed with filters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store-int.h"
+
+static char *
+store_dup(const char *s)
+{
+	return s == NULL ? NULL : xstrdup(s);
+}
+
+static char *
+store_dupmem(const char *p, size_t n)
+{
+	char *d;
+
+	if (p == NULL)
+		return NULL;
+	d = xmalloc(n + 1);
+	memcpy(d, p, n);
+	d[n] = '\0';
+	return d;
+}
+
+void
+store_request_add(struct store *st, const struct store_request *r)
+{
+	struct store_request *c = xcalloc(1, sizeof *c);
+	struct store_op op;
+
+	*c = *r;
+	c->method = store_dup(r->method);
+	c->scheme = store_dup(r->scheme);
+	c->host = store_dup(r->host);
+	c->path = store_dup(r->path);
+	c->http_version = store_dup(r->http_version);
+	c->status_text = store_dup(r->status_text);
+	c->decision = store_dup(r->decision != NULL ? r->decision : "error");
+	c->rule = store_dup(r->rule);
+	c->error = store_dup(r->error);
+	c->req_headers = store_dup(r->req_headers);
+	c->resp_headers = store_dup(r->resp_headers);
+	c->req_body = store_dupmem(r->req_body, r->req_body_len);
+	c->resp_body = store_dupmem(r->resp_body, r->resp_body_len);
+	c->mime_type = store_dup(r->mime_type);
+	if (c->started_at == 0)
+		c->started_at = util_now_ms();
+	op.kind = STORE_OP_REQUEST;
+	op.u.req = c;
+	store_queue(st, op);
+}
+
+static void
+store_bind_blob(sqlite3_stmt *stmt, int i, const char *p, size_t n)
+{
+	if (p == NULL)
+		sqlite3_bind_null(stmt, i);
+	else
+		sqlite3_bind_blob64(stmt, i, p, n, SQLITE_TRANSIENT);
+}
+
+int
+store_request_write(struct store *st, const struct store_request *r)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	if (st->req_insert == NULL)
+		st->req_insert = store_prepare(st, "INSERT INTO requests "
+		    "(session_id, started_at, "
+	    "method, scheme, host, port, path, http_version, status, "
+	    "status_text, bytes_up, bytes_down, ttfb_us, duration_us, decision, "
+	    "rule, error, req_headers, resp_headers, req_body, resp_body, "
+	    "mime_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	stmt = st->req_insert;
+	sqlite3_clear_bindings(stmt);
+	sqlite3_bind_int64(stmt, 1, r->session_id);
+	sqlite3_bind_int64(stmt, 2, r->started_at);
+	store_bind_text(stmt, 3, r->method);
+	store_bind_text(stmt, 4, r->scheme);
+	store_bind_text(stmt, 5, r->host);
+	sqlite3_bind_int(stmt, 6, r->port);
+	store_bind_text(stmt, 7, r->path);
+	store_bind_text(stmt, 8, r->http_version);
+	if (r->status > 0)
+		sqlite3_bind_int(stmt, 9, r->status);
+	store_bind_text(stmt, 10, r->status_text);
+	sqlite3_bind_int64(stmt, 11, r->bytes_up);
+	sqlite3_bind_int64(stmt, 12, r->bytes_down);
+	if (r->ttfb_us >= 0)
+		sqlite3_bind_int64(stmt, 13, r->ttfb_us);
+	sqlite3_bind_int64(stmt, 14, r->duration_us);
+	store_bind_text(stmt, 15, r->decision);
+	store_bind_text(stmt, 16, r->rule);
+	store_bind_text(stmt, 17, r->error);
+	store_bind_text(stmt, 18, r->req_headers);
+	store_bind_text(stmt, 19, r->resp_headers);
+	store_bind_blob(stmt, 20, r->req_body, r->req_body_len);
+	store_bind_blob(stmt, 21, r->resp_body, r->resp_body_len);
+	store_bind_text(stmt, 22, r->mime_type);
+	rc = sqlite3_step(stmt);
+	sqlite3_reset(stmt);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static char *
+store_col_blob(sqlite3_stmt *stmt, int i, size_t *len)
+{
+	const void *p = sqlite3_column_blob(stmt, i);
+	int n = sqlite3_column_bytes(stmt, i);
+
+	*len = 0;
+	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
+		return NULL;
+	*len = (size_t)n;
+	return store_dupmem(p != NULL ? p : "", (size_t)n);
+}
+
+static struct store_request *
+store_request_row(sqlite3_stmt *stmt, bool bodies)
+{
+	struct store_request *r = xcalloc(1, sizeof *r);
+
+	r->id = sqlite3_column_int64(stmt, 0);
+	r->session_id = sqlite3_column_int64(stmt, 1);
+	r->started_at = sqlite3_column_int64(stmt, 2);
+	r->method = store_col_text(stmt, 3);
+	r->scheme = store_col_text(stmt, 4);
+	r->host = store_col_text(stmt, 5);
+	r->port = sqlite3_column_int(stmt, 6);
+	r->path = store_col_text(stmt, 7);
+	r->http_version = store_col_text(stmt, 8);
+	r->status = sqlite3_column_int(stmt, 9);
+	r->status_text = store_col_text(stmt, 10);
+	r->bytes_up = sqlite3_column_int64(stmt, 11);
+	r->bytes_down = sqlite3_column_int64(stmt, 12);
+	r->ttfb_us = sqlite3_column_type(stmt, 13) == SQLITE_NULL ? -1 :
+	    sqlite3_column_int64(stmt, 13);
+	r->duration_us = sqlite3_column_int64(stmt, 14);
+	r->decision = store_col_text(stmt, 15);
+	r->rule = store_col_text(stmt, 16);
+	r->error = store_col_text(stmt, 17);
+	r->req_headers = store_col_text(stmt, 18);
+	r->resp_headers = store_col_text(stmt, 19);
+	if (bodies) {
+		r->req_body = store_col_blob(stmt, 20, &r->req_body_len);
+		r->resp_body = store_col_blob(stmt, 21, &r->resp_body_len);
+	}
+	r->mime_type = store_col_text(stmt, 22);
+	return r;
+}
+
+struct store_request **
+store_request_list(struct store *st, const struct store_request_filter *f,
+    size_t *n)
+{
+	sqlite3_stmt *stmt;
+	struct store_request **v = NULL;
+	struct store_request *r;
+
+	store_flush(st);
+	stmt = store_prepare(st, "SELECT id, session_id, started_at, method, "
+	    "scheme, host, port, path, http_version, status, status_text, "
+	    "bytes_up, bytes_down, ttfb_us, duration_us, decision, rule, error, "
+	    "req_headers, resp_headers, req_body, resp_body, mime_type "
+	    "FROM requests WHERE (?1 = 0 OR session_id = ?1) AND "
+	    "(?2 = 0 OR decision = 'deny') AND id > ?3 ORDER BY id");
+	sqlite3_bind_int64(stmt, 1, f->session_id);
+	sqlite3_bind_int(stmt, 2, f->denied_only);
+	sqlite3_bind_int64(stmt, 3, f->after_id);
+	*n = 0;
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		r = store_request_row(stmt, f->with_bodies);
+		if (f->host_glob != NULL && (r->host == NULL ||
+		    !util_glob_match(f->host_glob, r->host, true))) {
+			store_request_free(r);
+			continue;
+		}
+		v = xreallocarray(v, *n + 1, sizeof *v);
+		v[(*n)++] = r;
+	}
+	sqlite3_finalize(stmt);
+	/* LIMIT keeps the newest, still shown oldest first. */
+	if (f->limit > 0 && *n > (size_t)f->limit) {
+		size_t drop = *n - (size_t)f->limit, i;
+
+		for (i = 0; i < drop; i++)
+			store_request_free(v[i]);
+		memmove(v, v + drop, (size_t)f->limit * sizeof *v);
+		*n = (size_t)f->limit;
+	}
+	return v;
+}
+
+void
+store_request_free(struct store_request *r)
+{
+	if (r == NULL)
+		return;
+	free(r->method);
+	free(r->scheme);
+	free(r->host);
+	free(r->path);
+	free(r->http_version);
+	free(r->status_text);
+	free(r->decision);
+	free(r->rule);
+	free(r->error);
+	free(r->req_headers);
+	free(r->resp_headers);
+	free(r->req_body);
+	free(r->resp_body);
+	free(r->mime_type);
+	free(r);
+}
+
+void
+store_request_list_free(struct store_request **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		store_request_free(v[i]);
+	free(v);
+}

@@ -1,0 +1,214 @@
+/* The store: one SQLite database of sessions, requests, decisions, snapshots and events; git snapshots; config diffs. */
+#ifndef AGENTMUX_STORE_H
+#define AGENTMUX_STORE_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct event_base;
+struct store;
+
+/* ---- the database (store-db.c) ---- */
+
+/**
+ * Opens (creating and migrating as needed) the database at PATH, or
+ * agentmux.db in the data dir when PATH is NULL. Sessions left running by a
+ * process that is gone are marked crashed. NULL with *CAUSE on error.
+ */
+struct store *store_open(const char *path, char **cause);
+/** Flushes what is queued and closes; NULL is a no-op. */
+void store_close(struct store *);
+/** The database file; borrowed. */
+const char *store_path(struct store *);
+/** Batches queued writes into one transaction per pass of BASE's loop. */
+void store_attach(struct store *, struct event_base *base);
+/** Writes everything queued now; -1 if the disk refused (kept for later). */
+int store_flush(struct store *);
+/** Marks running sessions whose owner process is gone as crashed; returns how many. */
+int store_mark_crashed(struct store *);
+/** The schema version this build writes. */
+int store_schema_version(void);
+/** True once a write failed for lack of space (the user has been told). */
+bool store_degraded(struct store *);
+
+/* ---- sessions (store-session.c) ---- */
+
+struct store_session {
+	int64_t id;
+	char *kind;         /* run | proxy | dashboard */
+	char *agent;
+	char *project;
+	char *command;      /* JSON array of words */
+	int64_t started_at; /* ms since the epoch */
+	int64_t ended_at;   /* 0 while running */
+	char *state;        /* running | exited | crashed | failed */
+	bool has_exit;
+	int exit_status;    /* 0-255, 128+N for signal N */
+	char *jail;         /* JSON object of the jail settings */
+	char *unsafe;       /* NULL, or the unsafe flags in force */
+	char *flags;        /* NULL, or space-separated flags (exfiltration) */
+	char *error;        /* why the session failed, if it did */
+	pid_t owner_pid;
+	uint64_t owner_start;
+	/* Filled by store_session_get/list for display. */
+	int64_t nrequests;
+	int64_t ndenied;
+	int64_t nsnapshots;
+	int64_t files_changed;
+};
+
+/** Records a new running session from S (id ignored); returns its id or -1. */
+int64_t store_session_begin(struct store *, const struct store_session *s,
+    char **cause);
+/** Ends session ID with STATE ("exited", "failed"), EXIT (-1: none) and ERROR. */
+int store_session_end(struct store *, int64_t id, const char *state, int exit,
+    const char *error);
+/** Adds FLAG to the session's flags (once). */
+int store_session_flag(struct store *, int64_t id, const char *flag);
+/** Replaces the session's jail settings (JSON text). */
+int store_session_set_jail(struct store *, int64_t id, const char *json);
+/** One session, or NULL if there is none with that id; caller frees. */
+struct store_session *store_session_get(struct store *, int64_t id);
+/** Sessions newest first (all, or the last 50); caller frees with store_session_list_free. */
+struct store_session **store_session_list(struct store *, bool all, size_t *n);
+void store_session_free(struct store_session *);
+void store_session_list_free(struct store_session **, size_t n);
+/** Resolves "last" or a number to an existing session id; -1 with *CAUSE. */
+int store_session_resolve(struct store *, const char *spec, int64_t *id,
+    char **cause);
+/** Records a ref's value at session start (branch tips, HEAD). */
+int store_session_ref_add(struct store *, int64_t id, const char *ref,
+    const char *oid);
+/** Refs recorded at the start of session ID as "ref oid" lines; caller frees. */
+char **store_session_refs(struct store *, int64_t id, size_t *n);
+/**
+ * Deletes sessions that ended before CUTOFF_MS (never running ones) with
+ * all their records; their ids are returned in *IDS (caller frees).
+ */
+int store_gc(struct store *, int64_t cutoff_ms, int64_t **ids, size_t *n,
+    char **cause);
+
+/* ---- requests (store-request.c) ---- */
+
+struct store_request {
+	int64_t id;
+	int64_t session_id;
+	int64_t started_at;   /* ms since the epoch */
+	char *method;
+	char *scheme;         /* http | https | tunnel | ws | wss */
+	char *host;
+	int port;
+	char *path;
+	char *http_version;   /* "HTTP/1.1" */
+	int status;           /* 0 if none */
+	char *status_text;
+	int64_t bytes_up;     /* request body bytes */
+	int64_t bytes_down;   /* response body bytes */
+	int64_t ttfb_us;      /* -1 if unknown */
+	int64_t duration_us;
+	char *decision;       /* allow | deny | tunnel | error */
+	char *rule;           /* the rule that decided, as text with origin */
+	char *error;
+	char *req_headers;    /* redacted, "Name: value\n" lines */
+	char *resp_headers;
+	char *req_body;       /* up to the recording cap, or NULL */
+	size_t req_body_len;
+	char *resp_body;
+	size_t resp_body_len;
+	char *mime_type;
+};
+
+/** Queues a copy of R for the next flush. */
+void store_request_add(struct store *, const struct store_request *r);
+
+struct store_request_filter {
+	int64_t session_id;   /* 0: every session */
+	bool denied_only;
+	const char *host_glob;
+	int64_t limit;        /* 0: no limit */
+	int64_t after_id;     /* only ids greater than this */
+	bool with_bodies;
+};
+
+/** Requests oldest first; caller frees with store_request_list_free. */
+struct store_request **store_request_list(struct store *,
+    const struct store_request_filter *, size_t *n);
+void store_request_free(struct store_request *);
+void store_request_list_free(struct store_request **, size_t n);
+
+/* ---- decisions, events, config changes, snapshots (store-record.c) ---- */
+
+struct store_decision {
+	int64_t id;
+	int64_t session_id;
+	int64_t asked_at;
+	int64_t answered_at;
+	char *host;
+	int port;
+	char *method;
+	char *path;
+	char *answer;   /* allow | deny */
+	char *scope;    /* once | session | always */
+	char *by;       /* user | timeout | policy */
+	int waiting;    /* requests that waited on it */
+};
+
+void store_decision_add(struct store *, const struct store_decision *);
+struct store_decision **store_decision_list(struct store *, int64_t session,
+    size_t *n);
+void store_decision_list_free(struct store_decision **, size_t n);
+
+struct store_event {
+	int64_t id;
+	int64_t session_id;  /* 0: not tied to a session */
+	int64_t at;
+	char *level;         /* info | warn | error */
+	char *kind;          /* start, exit, exfiltration, store, ... */
+	char *message;
+};
+
+void store_event_add(struct store *, int64_t session, const char *level,
+    const char *kind, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+struct store_event **store_event_list(struct store *, int64_t session,
+    size_t *n);
+void store_event_list_free(struct store_event **, size_t n);
+
+struct store_snapshot {
+	int64_t id;
+	int64_t session_id;
+	int64_t created_at;
+	char *label;
+	char *kind;          /* start | end | manual | turn | undo */
+	char *commit;
+	char *tree;
+	char *parent;        /* previous snapshot's commit or NULL */
+	char *ref;
+	int64_t files_changed;
+};
+
+/** Writes the snapshot at once; returns its id or -1. */
+int64_t store_snapshot_add(struct store *, const struct store_snapshot *,
+    char **cause);
+struct store_snapshot **store_snapshot_list(struct store *, int64_t session,
+    size_t *n);
+void store_snapshot_free(struct store_snapshot *);
+void store_snapshot_list_free(struct store_snapshot **, size_t n);
+
+struct store_confchange {
+	int64_t id;
+	int64_t session_id;
+	int64_t at;
+	char *path;          /* the host path */
+	char *change;        /* added | modified | deleted */
+	char *action;        /* applied | discarded */
+};
+
+int store_confchange_add(struct store *, const struct store_confchange *,
+    char **cause);
+struct store_confchange **store_confchange_list(struct store *,
+    int64_t session, size_t *n);
+void store_confchange_list_free(struct store_confchange **, size_t n);
+
+#endif

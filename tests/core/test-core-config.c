@@ -1,0 +1,320 @@
+/* Config file: valid files load, every kind of problem is reported with its line. */
+#include <sys/stat.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+
+static char *dir;
+
+static int
+setup(void **state)
+{
+	dir = test_tmpdir("config");
+	test_isolate(dir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	test_rmtree(dir);
+	free(dir);
+	return 0;
+}
+
+/* Loads TEXT as a config file; returns the config (or NULL) and its problems. */
+static struct config *
+load(const char *text, struct config_problems *ps)
+{
+	char *path = xprintf("%s/config/agentmux/config", dir);
+	struct config *cf;
+
+	test_write_file(path, text);
+	memset(ps, 0, sizeof *ps);
+	cf = config_load(path, ps);
+	free(path);
+	return cf;
+}
+
+/* Asserts that the only problem is on LINE and mentions NEEDLE. */
+static void
+expect_problem(const char *text, int line, const char *needle)
+{
+	struct config_problems ps;
+	struct config *cf = load(text, &ps);
+
+	assert_null(cf);
+	assert_int_equal(ps.n, 1);
+	assert_int_equal(ps.v[0].line, line);
+	if (strstr(ps.v[0].message, needle) == NULL)
+		fail_msg("problem '%s' lacks '%s'", ps.v[0].message, needle);
+	config_problems_free(&ps);
+}
+
+static void
+test_valid(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+	const struct config_agent *a;
+	const struct config_secret *s;
+
+	cf = load("; a comment\n"
+	    "# another\n"
+	    "[policy]\n"
+	    "on_unknown = deny\n"
+	    "prompt_timeout = 2m\n"
+	    "allow = api.github.com GET,HEAD /repos/\n"
+	    "deny = *.evil.com\n"
+	    "tunnel = pinned.example.com:443\n"
+	    "\n"
+	    "[secret gh]\n"
+	    "env = GH_TOKEN\n"
+	    "from_env = GH_TOKEN\n"
+	    "host = api.github.com github.com\n"
+	    "header = Authorization\n"
+	    "[agent mine]\n"
+	    "command = my-agent --flag 'two words'\n"
+	    "allow = api.mine.dev\n"
+	    "config_dir = ~/.mine\n"
+	    "secret = gh\n"
+	    "env = MINE_MODE=jail\n"
+	    "wall_clock = 1h\n"
+	    "[limits]\n"
+	    "memory = 2G\n"
+	    "pids = 512\n"
+	    "[ui]\n"
+	    "prefix = C-b\n"
+	    "[proxy]\n"
+	    "connect_timeout = 5\n"
+	    "connect_to = api.mine.dev:443:127.0.0.1:8443\n"
+	    "record_bodies = 64K\n", &ps);
+	assert_int_equal(ps.n, 0);
+	assert_non_null(cf);
+	assert_int_equal(cf->on_unknown, CONFIG_DENY);
+	assert_int_equal(cf->prompt_timeout, 120);
+	assert_int_equal(cf->rules.n, 3);
+	assert_string_equal(cf->rules.v[0].verb, "allow");
+	assert_string_equal(cf->rules.v[0].text, "api.github.com GET,HEAD /repos/");
+	assert_non_null(strstr(cf->rules.v[0].origin, ":6"));
+	a = config_agent(cf, "mine");
+	assert_non_null(a);
+	assert_string_equal(a->command, "my-agent --flag 'two words'");
+	assert_int_equal(a->rules.n, 1);
+	assert_int_equal(a->config_dirs.n, 1);
+	assert_int_equal(a->wall_clock, 3600);
+	assert_int_equal(a->env.n, 1);
+	s = config_secret(cf, "gh");
+	assert_non_null(s);
+	assert_int_equal(s->hosts.n, 2);
+	assert_int_equal(cf->limits.memory, 2LL << 30);
+	assert_int_equal(cf->limits.pids, 512);
+	assert_int_equal(cf->ui.prefix_key, 2);
+	assert_int_equal(cf->proxy.connect_timeout, 5);
+	assert_int_equal(cf->proxy.connect_to.n, 1);
+	assert_int_equal(cf->proxy.max_body_record, 65536);
+	config_free(cf);
+}
+
+static void
+test_builtin_profiles(void **state)
+{
+	struct config_problems ps;
+	struct config *cf = load("", &ps);
+
+	assert_non_null(cf);
+	assert_non_null(config_agent(cf, "shell"));
+	config_free(cf);
+}
+
+static void
+test_missing_default_is_fine(void **state)
+{
+	struct config_problems ps = { NULL, 0 };
+	struct config *cf;
+
+	setenv("XDG_CONFIG_HOME", "/nonexistent-amx", 1);
+	cf = config_load(NULL, &ps);
+	assert_non_null(cf);
+	assert_null(cf->path);
+	assert_int_equal(ps.n, 0);
+	config_free(cf);
+	test_isolate(dir);
+}
+
+static void
+test_missing_explicit_fails(void **state)
+{
+	struct config_problems ps = { NULL, 0 };
+
+	assert_null(config_load("/nonexistent-amx/config", &ps));
+	assert_int_equal(ps.n, 1);
+	assert_non_null(strstr(ps.v[0].message, "cannot read"));
+	config_problems_free(&ps);
+}
+
+static void
+test_unknown_key_suggests(void **state)
+{
+	expect_problem("[policy]\non_unknown = deny\nfrobulate = 3\n", 3,
+	    "unknown key 'frobulate'");
+	expect_problem("[policy]\nprompt_timout = 3\n", 2,
+	    "did you mean 'prompt_timeout'");
+}
+
+static void
+test_bad_values(void **state)
+{
+	expect_problem("[policy]\non_unknown = maybe\n", 2, "ask");
+	expect_problem("\n[policy]\nprompt_timeout = soon\n", 3, "duration");
+	expect_problem("[limits]\nmemory = lots\n", 2, "size");
+	expect_problem("[limits]\npids = 2\n", 2, "out of range");
+	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
+	expect_problem("[proxy]\nconnect_to = nonsense\n", 2, "HOST:PORT");
+	expect_problem("[proxy]\nupstream_ca = /nonexistent/ca.pem\n", 2,
+	    "cannot read");
+	expect_problem("[agent x]\nconfig_dir = relative\n", 2, "absolute");
+	expect_problem("[agent x]\nenv = NOEQUALS\n", 2, "NAME=VALUE");
+	expect_problem("[agent x]\ncommand = 'unterminated\n", 2, "quote");
+}
+
+static void
+test_syntax_errors(void **state)
+{
+	struct config_problems ps;
+
+	expect_problem("[policy\non_unknown = deny\n", 1, "']'");
+	expect_problem("[policy]\njust words\n", 2, "key = value");
+	expect_problem("top = 1\n", 1, "outside any section");
+	expect_problem("[weird]\nx = 1\n", 2, "unknown section");
+	expect_problem("[agent bad/name]\ncommand = x\n", 2, "name");
+	/* Every problem is reported, not just the first. */
+	assert_null(load("[policy]\nbad one\nfoo = 1\n[x]\ny = 2\n", &ps));
+	assert_int_equal(ps.n, 3);
+	assert_int_equal(ps.v[0].line, 2);
+	assert_int_equal(ps.v[1].line, 3);
+	assert_int_equal(ps.v[2].line, 5);
+	config_problems_free(&ps);
+}
+
+static void
+test_long_line(void **state)
+{
+	char text[600];
+
+	snprintf(text, sizeof text, "[policy]\nallow = %0400d\n", 1);
+	expect_problem(text, 2, "too long");
+}
+
+static void
+test_secret_checks(void **state)
+{
+	expect_problem("[secret k]\nfrom_env = K\nhost = a.com\n", 1, "env = NAME");
+	expect_problem("[secret k]\nenv = K\nfrom_env = K\n", 1, "host");
+	expect_problem("[secret k]\nenv = K\nfrom_env = K\nfile = /x\nhost = a\n",
+	    1, "sources");
+	expect_problem("[agent a]\ncommand = x\nsecret = nope\n", 1,
+	    "no [secret nope]");
+}
+
+static int
+validator(const char *verb, const char *text, char **cause)
+{
+	if (strstr(text, "bad") != NULL) {
+		*cause = xstrdup("bad rule");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+test_rule_validator(void **state)
+{
+	config_set_rule_validator(validator);
+	expect_problem("[policy]\nallow = good.com\nallow = bad.com\n", 3,
+	    "bad rule");
+	config_set_rule_validator(NULL);
+}
+
+static void
+test_append_keeps_comments(void **state)
+{
+	char *path = xprintf("%s/append.conf", dir), *cause = NULL, *text;
+
+	test_write_file(path, "; top comment\n[policy]\n; keep me\n"
+	    "allow = a.com\n\n[ui]\nprefix = C-b\n");
+	chmod(path, 0640);
+	assert_int_equal(config_append(path, "policy", "allow", "b.com",
+	    &cause), 0);
+	text = test_read_file(path);
+	assert_string_equal(text, "; top comment\n[policy]\n; keep me\n"
+	    "allow = a.com\nallow = b.com\n\n[ui]\nprefix = C-b\n");
+	free(text);
+	assert_int_equal(config_append(path, "agent claude", "deny", "x.com",
+	    &cause), 0);
+	text = test_read_file(path);
+	assert_non_null(strstr(text, "prefix = C-b\n\n[agent claude]\n"
+	    "deny = x.com\n"));
+	free(text);
+	assert_int_equal(config_append(path, "agent  claude", "deny", "y.com",
+	    &cause), 0);
+	text = test_read_file(path);
+	assert_non_null(strstr(text, "deny = x.com\ndeny = y.com\n"));
+	free(text);
+	{
+		struct stat st;
+
+		stat(path, &st);
+		assert_int_equal(st.st_mode & 0777, 0640);
+	}
+	free(path);
+}
+
+static void
+test_append_creates(void **state)
+{
+	char *path = xprintf("%s/new/dir/config", dir), *cause = NULL, *text;
+
+	assert_int_equal(config_append(path, "policy", "allow", "c.com",
+	    &cause), 0);
+	text = test_read_file(path);
+	assert_string_equal(text, "[policy]\nallow = c.com\n");
+	free(text);
+	free(path);
+}
+
+static void
+test_parse_key(void **state)
+{
+	assert_int_equal(config_parse_key("C-a"), 1);
+	assert_int_equal(config_parse_key("C-B"), 2);
+	assert_int_equal(config_parse_key("C-]"), 0x1d);
+	assert_int_equal(config_parse_key("a"), -1);
+	assert_int_equal(config_parse_key("C-ab"), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_builtin_profiles),
+		cmocka_unit_test(test_missing_default_is_fine),
+		cmocka_unit_test(test_missing_explicit_fails),
+		cmocka_unit_test(test_unknown_key_suggests),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_long_line),
+		cmocka_unit_test(test_secret_checks),
+		cmocka_unit_test(test_rule_validator),
+		cmocka_unit_test(test_append_keeps_comments),
+		cmocka_unit_test(test_append_creates),
+		cmocka_unit_test(test_parse_key),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

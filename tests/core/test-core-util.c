@@ -1,0 +1,119 @@
+/* Utilities: units, JSON output, word splitting and quoting. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+
+static void
+test_durations(void **state)
+{
+	assert_int_equal(util_parse_duration("90"), 90);
+	assert_int_equal(util_parse_duration("90s"), 90);
+	assert_int_equal(util_parse_duration("15m"), 900);
+	assert_int_equal(util_parse_duration("12h"), 43200);
+	assert_int_equal(util_parse_duration("30d"), 2592000);
+	assert_int_equal(util_parse_duration("2w"), 1209600);
+	assert_int_equal(util_parse_duration("x"), -1);
+	assert_int_equal(util_parse_duration("5y"), -1);
+	assert_int_equal(util_parse_duration("-5"), -1);
+	assert_int_equal(util_parse_duration("5mm"), -1);
+}
+
+static void
+test_sizes(void **state)
+{
+	assert_int_equal(util_parse_size("512"), 512);
+	assert_int_equal(util_parse_size("64K"), 65536);
+	assert_int_equal(util_parse_size("512M"), 512LL << 20);
+	assert_int_equal(util_parse_size("4G"), 4LL << 30);
+	assert_int_equal(util_parse_size("4GiB"), 4LL << 30);
+	assert_int_equal(util_parse_size("4gb"), 4LL << 30);
+	assert_int_equal(util_parse_size("4Q"), -1);
+	assert_int_equal(util_parse_size("G"), -1);
+	assert_int_equal(util_parse_size("99999999999999T"), -1);
+}
+
+static void
+test_json(void **state)
+{
+	struct json j;
+
+	json_init(&j, false);
+	json_obj_begin(&j);
+	json_kstr(&j, "a", "x\"y\n\x01");
+	json_kint(&j, "b", -3);
+	json_key(&j, "c");
+	json_arr_begin(&j);
+	json_int(&j, 1);
+	json_null(&j);
+	json_bool(&j, true);
+	json_arr_end(&j);
+	json_key(&j, "d");
+	json_arr_begin(&j);
+	json_arr_end(&j);
+	json_obj_end(&j);
+	assert_string_equal(j.out.data,
+	    "{\"a\":\"x\\\"y\\n\\u0001\",\"b\":-3,\"c\":[1,null,true],\"d\":[]}");
+	json_free(&j);
+	json_init(&j, true);
+	json_arr_begin(&j);
+	json_arr_end(&j);
+	assert_string_equal(j.out.data, "[]");
+	json_free(&j);
+}
+
+static void
+test_words(void **state)
+{
+	struct strv sv;
+	char *cause = NULL, *joined;
+
+	strv_init(&sv);
+	assert_int_equal(strv_split_words(&sv, " a 'b c' \"d\\\"e\" f\\ g ", &cause), 0);
+	assert_int_equal(sv.n, 4);
+	assert_string_equal(sv.v[0], "a");
+	assert_string_equal(sv.v[1], "b c");
+	assert_string_equal(sv.v[2], "d\"e");
+	assert_string_equal(sv.v[3], "f g");
+	assert_null(sv.v[4]);
+	joined = strv_join_shell(sv.v);
+	assert_string_equal(joined, "a 'b c' 'd\"e' 'f g'");
+	free(joined);
+	strv_free(&sv);
+	strv_init(&sv);
+	assert_int_equal(strv_split_words(&sv, "a 'b", &cause), -1);
+	free(cause);
+	strv_free(&sv);
+}
+
+static void
+test_edit_distance(void **state)
+{
+	assert_int_equal(util_edit_distance("prompt_timout", "prompt_timeout"), 1);
+	assert_int_equal(util_edit_distance("", "abc"), 3);
+	assert_int_equal(util_edit_distance("same", "same"), 0);
+}
+
+static void
+test_glob(void **state)
+{
+	assert_true(util_glob_match("*.github.com", "api.github.com", true));
+	assert_true(util_glob_match("*.github.com", "API.GitHub.com", true));
+	assert_false(util_glob_match("*.github.com", "github.com", true));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_words),
+		cmocka_unit_test(test_edit_distance),
+		cmocka_unit_test(test_glob),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,210 @@
+/* Policy rules: parsing, errors, and most-specific-wins matching with deny on ties. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "proxy/proxy.h"
+
+static struct proxy_policy *
+policy(const char *const *rules)
+{
+	struct proxy_policy *pol = proxy_policy_create();
+	char *cause = NULL, *verb, *text;
+
+	for (; *rules != NULL; rules++) {
+		verb = xstrndup(*rules, strcspn(*rules, " "));
+		text = xstrdup(*rules + strlen(verb) + 1);
+		if (proxy_policy_add(pol, verb, text, "test", &cause) == -1)
+			fail_msg("rule '%s': %s", *rules, cause);
+		free(verb);
+		free(text);
+	}
+	return pol;
+}
+
+static void
+bad(const char *verb, const char *text, const char *needle)
+{
+	char *cause = NULL;
+
+	assert_int_equal(proxy_policy_validate(verb, text, &cause), -1);
+	if (strstr(cause, needle) == NULL)
+		fail_msg("'%s %s': '%s' lacks '%s'", verb, text, cause, needle);
+	free(cause);
+}
+
+static void
+test_parse_errors(void **state)
+{
+	char *cause = NULL;
+
+	assert_int_equal(proxy_policy_validate("allow", "api.github.com", &cause), 0);
+	assert_int_equal(proxy_policy_validate("allow", "[::1]:443 GET /", &cause), 0);
+	assert_int_equal(proxy_policy_validate("deny", "*.evil.com:* *", &cause), 0);
+	bad("permit", "x.com", "allow, deny or tunnel");
+	bad("allow", "", "empty");
+	bad("allow", "https://x.com/", "URL");
+	bad("allow", "x.com:99999", "port");
+	bad("allow", "x.com:abc", "port");
+	bad("allow", "x.com GET /a extra", "unexpected");
+	bad("allow", "x.com G3T", "method");
+	bad("allow", "::1", "brackets");
+	bad("allow", "[::1", "]");
+	bad("allow", "x/y.com", "cannot be in a host");
+	bad("tunnel", "x.com GET", "HOST[:PORT] only");
+}
+
+static void
+test_specific_wins(void **state)
+{
+	static const char *const rules[] = {
+		"deny *",
+		"allow api.github.com",
+		"deny api.github.com POST",
+		"allow *.example.com GET /public/",
+		"deny *.example.com * /public/secret",
+		NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+	const char *rule;
+
+	assert_int_equal(proxy_policy_check(pol, "api.github.com", 443, "GET",
+	    "/repos", &rule), PROXY_ALLOW);
+	assert_non_null(strstr(rule, "allow api.github.com (test)"));
+	assert_int_equal(proxy_policy_check(pol, "api.github.com", 443, "POST",
+	    "/repos", &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "other.com", 443, "GET", "/",
+	    &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "a.example.com", 443, "GET",
+	    "/public/x", &rule), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "a.example.com", 443, "GET",
+	    "/public/secret/x", &rule), PROXY_DENY);
+	/* "deny *" is less specific than the host glob, but GET /private matches only deny *. */
+	assert_int_equal(proxy_policy_check(pol, "a.example.com", 443, "GET",
+	    "/private", &rule), PROXY_DENY);
+	proxy_policy_free(pol);
+}
+
+static void
+test_tie_denies(void **state)
+{
+	static const char *const rules[] = {
+		"allow x.com", "deny x.com", NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+
+	assert_int_equal(proxy_policy_check(pol, "x.com", 80, "GET", "/", NULL),
+	    PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "x.com", 80, NULL, NULL, NULL),
+	    PROXY_DENY);
+	proxy_policy_free(pol);
+}
+
+static void
+test_connect_level(void **state)
+{
+	static const char *const rules[] = {
+		"allow api.x.com GET",
+		"deny *.x.com",
+		"tunnel pinned.x.com:443",
+		"allow 127.0.0.1:8443",
+		NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+	const char *rule;
+
+	/* A method-limited allow makes CONNECT allowed: decide inside. */
+	assert_int_equal(proxy_policy_check(pol, "api.x.com", 443, NULL, NULL,
+	    &rule), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "api.x.com", 443, "POST", "/",
+	    &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "b.x.com", 443, NULL, NULL,
+	    &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "pinned.x.com", 443, NULL, NULL,
+	    &rule), PROXY_TUNNEL);
+	assert_int_equal(proxy_policy_check(pol, "pinned.x.com", 8443, NULL,
+	    NULL, &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "unknown.org", 443, NULL, NULL,
+	    &rule), PROXY_UNKNOWN);
+	assert_null(rule);
+	assert_int_equal(proxy_policy_check(pol, "127.0.0.1", 8443, NULL, NULL,
+	    &rule), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "127.0.0.1", 8444, NULL, NULL,
+	    &rule), PROXY_UNKNOWN);
+	proxy_policy_free(pol);
+}
+
+static void
+test_methods_and_paths(void **state)
+{
+	static const char *const rules[] = {
+		"allow a.com GET,HEAD /v1/",
+		"allow b.com * /files/*.txt",
+		NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+
+	assert_int_equal(proxy_policy_check(pol, "a.com", 443, "HEAD", "/v1/x",
+	    NULL), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "a.com", 443, "head", "/v1/x",
+	    NULL), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "a.com", 443, "GET", "/v2/x",
+	    NULL), PROXY_UNKNOWN);
+	assert_int_equal(proxy_policy_check(pol, "b.com", 443, "PUT",
+	    "/files/a/b.txt", NULL), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "b.com", 443, "PUT",
+	    "/files/a.bin", NULL), PROXY_UNKNOWN);
+	proxy_policy_free(pol);
+}
+
+static void
+test_names_host(void **state)
+{
+	static const char *const rules[] = {
+		"allow *", "allow 127.0.0.1:8443", "allow localhost",
+		"deny 10.0.0.1", NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+
+	assert_true(proxy_policy_names_host(pol, "127.0.0.1"));
+	assert_true(proxy_policy_names_host(pol, "localhost"));
+	assert_false(proxy_policy_names_host(pol, "10.0.0.1"));
+	assert_false(proxy_policy_names_host(pol, "192.168.1.1"));
+	assert_int_equal(proxy_policy_count(pol), 4);
+	assert_string_equal(proxy_policy_rule(pol, 1, NULL),
+	    "allow 127.0.0.1:8443");
+	proxy_policy_free(pol);
+}
+
+static void
+test_ipv6_and_case(void **state)
+{
+	static const char *const rules[] = {
+		"allow [::1]:8443", "allow API.Example.COM", NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+
+	assert_int_equal(proxy_policy_check(pol, "::1", 8443, "GET", "/", NULL),
+	    PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "api.example.com", 1, "GET",
+	    "/", NULL), PROXY_ALLOW);
+	assert_string_equal(proxy_policy_rule(pol, 0, NULL), "allow [::1]:8443");
+	proxy_policy_free(pol);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_specific_wins),
+		cmocka_unit_test(test_tie_denies),
+		cmocka_unit_test(test_connect_level),
+		cmocka_unit_test(test_methods_and_paths),
+		cmocka_unit_test(test_names_host),
+		cmocka_unit_test(test_ipv6_and_case),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,418 @@
+/* The store: migrations, crash marking, concurrent writers, killed writers, batching, gc. */
+#include <sys/wait.h>
+
+#include <event2/event.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "store/store.h"
+
+static char *dir;
+
+static int
+setup(void **state)
+{
+	dir = test_tmpdir("store");
+	test_isolate(dir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	test_rmtree(dir);
+	free(dir);
+	return 0;
+}
+
+static char *
+db_path(const char *name)
+{
+	return xprintf("%s/%s", dir, name);
+}
+
+static struct store *
+open_or_fail(const char *path)
+{
+	char *cause = NULL;
+	struct store *st = store_open(path, &cause);
+
+	if (st == NULL)
+		fail_msg("store_open: %s", cause);
+	return st;
+}
+
+static int64_t
+begin(struct store *st, const char *agent)
+{
+	struct store_session s;
+	char *cause = NULL;
+	int64_t id;
+
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)agent;
+	s.project = (char *)"/proj";
+	s.command = (char *)"[\"sh\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	return id;
+}
+
+static int64_t
+sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *stmt;
+	int64_t v = -1;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return v;
+}
+
+static char *
+sql_text(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *stmt;
+	char *v = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		v = xstrdup((const char *)sqlite3_column_text(stmt, 0));
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return v;
+}
+
+static void
+add_request(struct store *st, int64_t sid, const char *host,
+    const char *decision)
+{
+	struct store_request r;
+
+	memset(&r, 0, sizeof r);
+	r.session_id = sid;
+	r.method = (char *)"GET";
+	r.scheme = (char *)"https";
+	r.host = (char *)host;
+	r.port = 443;
+	r.path = (char *)"/x";
+	r.status = 200;
+	r.ttfb_us = -1;
+	r.decision = (char *)decision;
+	store_request_add(st, &r);
+}
+
+static void
+test_migrate_from_empty(void **state)
+{
+	char *p = db_path("empty.db");
+	struct store *st;
+
+	test_write_file(p, "");
+	st = open_or_fail(p);
+	store_close(st);
+	assert_int_equal(sql_int(p, "PRAGMA user_version"),
+	    store_schema_version());
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM sqlite_master WHERE "
+	    "type = 'table' AND name IN ('sessions', 'requests', 'decisions', "
+	    "'snapshots', 'config_changes', 'events')"), 6);
+	char *mode = sql_text(p, "PRAGMA journal_mode");
+	assert_string_equal(mode, "wal");
+	free(mode);
+	/* Opening again is a no-op migration. */
+	st = open_or_fail(p);
+	store_close(st);
+	free(p);
+}
+
+static void
+test_newer_schema_refused(void **state)
+{
+	char *p = db_path("newer.db"), *cause = NULL;
+	sqlite3 *db;
+
+	sqlite3_open(p, &db);
+	sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL);
+	sqlite3_close(db);
+	assert_null(store_open(p, &cause));
+	assert_non_null(strstr(cause, "newer agentmux"));
+	free(cause);
+	free(p);
+}
+
+static void
+test_default_location(void **state)
+{
+	struct store *st = open_or_fail(NULL);
+	char *expect = xprintf("%s/data/agentmux/agentmux.db", dir);
+
+	assert_string_equal(store_path(st), expect);
+	store_close(st);
+	free(expect);
+}
+
+static void
+test_crash_marking(void **state)
+{
+	char *p = db_path("crash.db");
+	struct store *st;
+	struct store_session *s;
+	int64_t id;
+	pid_t pid;
+	int status;
+
+	/* A child records a session and dies without ending it. */
+	if ((pid = fork()) == 0) {
+		char *cause = NULL;
+		struct store *cst = store_open(p, &cause);
+
+		begin(cst, "child");
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	st = open_or_fail(p);
+	id = 1;
+	s = store_session_get(st, id);
+	assert_non_null(s);
+	assert_string_equal(s->state, "crashed");
+	assert_non_null(s->error);
+	store_session_free(s);
+	/* A session of a live owner (us) stays running. */
+	id = begin(st, "me");
+	assert_int_equal(store_mark_crashed(st), 0);
+	s = store_session_get(st, id);
+	assert_string_equal(s->state, "running");
+	store_session_free(s);
+	assert_int_equal(store_session_end(st, id, "exited", 3, NULL), 0);
+	s = store_session_get(st, id);
+	assert_string_equal(s->state, "exited");
+	assert_true(s->has_exit);
+	assert_int_equal(s->exit_status, 3);
+	assert_true(s->ended_at >= s->started_at);
+	store_session_free(s);
+	store_close(st);
+	free(p);
+}
+
+static void
+test_two_writers(void **state)
+{
+	char *p = db_path("two.db");
+	struct store *st = open_or_fail(p);
+	int64_t sid = begin(st, "w");
+	pid_t pids[2];
+	int i, status;
+
+	store_close(st);
+	for (i = 0; i < 2; i++) {
+		if ((pids[i] = fork()) == 0) {
+			char *cause = NULL;
+			struct store *cst = store_open(p, &cause);
+			int k;
+
+			if (cst == NULL)
+				_exit(2);
+			for (k = 0; k < 300; k++) {
+				add_request(cst, sid, i ? "b.com" : "a.com",
+				    "allow");
+				if (store_flush(cst) == -1)
+					_exit(3);
+			}
+			store_close(cst);
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		waitpid(pids[i], &status, 0);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests"), 600);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests WHERE "
+	    "host = 'b.com'"), 300);
+	free(p);
+}
+
+static void
+test_killed_writer(void **state)
+{
+	char *p = db_path("killed.db"), *ic;
+	struct store *st = open_or_fail(p);
+	int64_t sid = begin(st, "k");
+	int rfd[2], status;
+	char c;
+	pid_t pid;
+
+	store_close(st);
+	pipe(rfd);
+	if ((pid = fork()) == 0) {
+		char *cause = NULL;
+		struct store *cst = store_open(p, &cause);
+		int k;
+
+		for (k = 0;; k++) {
+			add_request(cst, sid, "loop.com", "allow");
+			store_flush(cst);
+			if (k == 50)
+				write(rfd[1], "x", 1);
+		}
+	}
+	read(rfd[0], &c, 1);
+	usleep(100000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	st = open_or_fail(p);
+	store_close(st);
+	ic = sql_text(p, "PRAGMA integrity_check");
+	assert_string_equal(ic, "ok");
+	free(ic);
+	assert_true(sql_int(p, "SELECT count(*) FROM requests") > 50);
+	close(rfd[0]);
+	close(rfd[1]);
+	free(p);
+}
+
+static void
+stop_loop(evutil_socket_t fd, short ev, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+static void
+test_batched_per_loop_pass(void **state)
+{
+	char *p = db_path("batch.db");
+	struct store *st = open_or_fail(p);
+	struct event_base *base = event_base_new();
+	struct timeval tv = { 0, 10000 };
+	int64_t sid = begin(st, "b");
+	int i;
+
+	store_attach(st, base);
+	for (i = 0; i < 100; i++)
+		add_request(st, sid, "batch.com", i % 2 ? "allow" : "deny");
+	store_event_add(st, sid, "info", "test", "hello %d", 42);
+	/* Nothing is written until the loop runs a pass. */
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests"), 0);
+	event_base_once(base, -1, EV_TIMEOUT, stop_loop, base, &tv);
+	event_base_dispatch(base);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests"), 100);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM events"), 1);
+	store_close(st);
+	event_base_free(base);
+	free(p);
+}
+
+static void
+test_lists_and_resolve(void **state)
+{
+	char *p = db_path("list.db"), *cause = NULL;
+	struct store *st = open_or_fail(p);
+	struct store_request_filter f;
+	struct store_request **rv;
+	struct store_session **sv;
+	int64_t a, b, id;
+	size_t n;
+
+	assert_int_equal(store_session_resolve(st, "last", &id, &cause), -1);
+	assert_non_null(strstr(cause, "no sessions"));
+	free(cause);
+	a = begin(st, "a");
+	b = begin(st, "b");
+	assert_int_equal(store_session_resolve(st, "last", &id, &cause), 0);
+	assert_int_equal(id, b);
+	assert_int_equal(store_session_resolve(st, "1", &id, &cause), 0);
+	assert_int_equal(id, a);
+	assert_int_equal(store_session_resolve(st, "99", &id, &cause), -1);
+	free(cause);
+	assert_int_equal(store_session_resolve(st, "x", &id, &cause), -1);
+	free(cause);
+	add_request(st, a, "api.github.com", "allow");
+	add_request(st, a, "evil.com", "deny");
+	add_request(st, b, "raw.github.com", "allow");
+	memset(&f, 0, sizeof f);
+	rv = store_request_list(st, &f, &n);
+	assert_int_equal(n, 3);
+	store_request_list_free(rv, n);
+	f.session_id = a;
+	f.denied_only = true;
+	rv = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(rv[0]->host, "evil.com");
+	store_request_list_free(rv, n);
+	memset(&f, 0, sizeof f);
+	f.host_glob = "*.github.com";
+	rv = store_request_list(st, &f, &n);
+	assert_int_equal(n, 2);
+	store_request_list_free(rv, n);
+	sv = store_session_list(st, false, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(sv[0]->id, b);
+	assert_int_equal(sv[1]->nrequests, 2);
+	assert_int_equal(sv[1]->ndenied, 1);
+	store_session_list_free(sv, n);
+	store_close(st);
+	free(p);
+}
+
+static void
+test_flags_and_gc(void **state)
+{
+	char *p = db_path("gc.db"), *cause = NULL;
+	struct store *st = open_or_fail(p);
+	struct store_session *s;
+	int64_t a, b, *ids;
+	size_t n;
+
+	a = begin(st, "old");
+	b = begin(st, "running");
+	add_request(st, a, "x.com", "allow");
+	store_session_flag(st, a, "exfiltration");
+	store_session_flag(st, a, "exfiltration");
+	store_session_flag(st, a, "other");
+	s = store_session_get(st, a);
+	assert_string_equal(s->flags, "exfiltration other");
+	store_session_free(s);
+	store_session_end(st, a, "exited", 0, NULL);
+	assert_int_equal(store_gc(st, util_now_ms() + 1000, &ids, &n, &cause), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], a);
+	free(ids);
+	assert_null(store_session_get(st, a));
+	s = store_session_get(st, b);
+	assert_non_null(s);
+	store_session_free(s);
+	store_close(st);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests"), 0);
+	free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_migrate_from_empty),
+		cmocka_unit_test(test_newer_schema_refused),
+		cmocka_unit_test(test_default_location),
+		cmocka_unit_test(test_crash_marking),
+		cmocka_unit_test(test_two_writers),
+		cmocka_unit_test(test_killed_writer),
+		cmocka_unit_test(test_batched_per_loop_pass),
+		cmocka_unit_test(test_lists_and_resolve),
+		cmocka_unit_test(test_flags_and_gc),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
