@@ -1,0 +1,99 @@
+/* The jail: user/mount/pid/net/ipc/uts/cgroup namespaces, seccomp, Landlock, limits, a pty, one door out. */
+#ifndef AGENTMUX_JAIL_H
+#define AGENTMUX_JAIL_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jail;
+
+/** A host dir (or file) the jailed process sees, at the same path, as an overlay. */
+struct jail_overlay {
+	const char *path;     /* host path; lower layer, read-only */
+	const char *upper;    /* the session's upper dir (exists, empty at first) */
+	const char *work;     /* overlayfs work dir, same filesystem as UPPER */
+};
+
+/** An extra bind mount (e.g. an agent's install dir), read-only unless RW. */
+struct jail_bind {
+	const char *path;     /* host path, bound at the same path */
+	bool rw;
+};
+
+struct jail_limits {
+	int64_t memory;       /* bytes: cgroup memory, else RLIMIT_AS; 0 = none */
+	int64_t pids;         /* cgroup pids.max, else RLIMIT_NPROC; 0 = none */
+	int64_t file_size;    /* RLIMIT_FSIZE bytes; 0 = none */
+	int64_t open_files;   /* RLIMIT_NOFILE; 0 = none */
+	int64_t tmp_size;     /* size of the private /tmp tmpfs */
+	int64_t cpu_seconds;  /* RLIMIT_CPU; 0 = none */
+};
+
+struct jail_conf {
+	const char *project;        /* absolute real path (see jail_project), bound rw */
+	char *const *argv;          /* the command; argv[0] is looked up on PATH in the jail */
+	char *const *envp;          /* its whole environment (already filtered) */
+	const char *home;           /* HOME: a private tmpfs mounted at this path */
+	const char *ca_bundle;      /* host file shown as the jail's CA bundle, or NULL */
+	const struct jail_overlay *overlays;
+	size_t noverlays;
+	const struct jail_bind *binds;
+	size_t nbinds;
+	struct jail_limits limits;
+	bool pty;                   /* a pty for the command, else pipes */
+	unsigned short rows;
+	unsigned short cols;
+	int proxy_port;             /* port of the listener made inside the jail */
+	const char *hostname;       /* the jail's UTS name */
+};
+
+/**
+ * Starts CONF's command in a new jail. Returns NULL with *CAUSE (one line,
+ * with errno, saying what to do) if anything in the setup fails, including
+ * failures inside the child before exec.
+ */
+struct jail *jail_start(const struct jail_conf *, char **cause);
+/** Kills whatever still runs and frees; NULL is a no-op. */
+void jail_free(struct jail *);
+/** The host pid of the jail's init. */
+pid_t jail_pid(struct jail *);
+/**
+ * The listening TCP socket made inside the jail's network namespace; the
+ * caller takes ownership (a second call returns -1).
+ */
+int jail_take_listen_fd(struct jail *);
+/** The pty master (pty mode), or -1; owned by the jail. */
+int jail_pty_fd(struct jail *);
+/** Pipe mode: the command's stdin (write end), stdout and stderr (read ends); owned by the jail. */
+int jail_stdin_fd(struct jail *);
+int jail_stdout_fd(struct jail *);
+int jail_stderr_fd(struct jail *);
+/** Closes the command's stdin (pipe mode): end of input. */
+void jail_close_stdin(struct jail *);
+/** Sets the pty's window size (TIOCSWINSZ); the command gets SIGWINCH. */
+int jail_resize(struct jail *, unsigned short rows, unsigned short cols);
+/** Sends SIG to the command (through the jail's init). */
+void jail_signal(struct jail *, int sig);
+/** SIGKILLs the whole jail. */
+void jail_kill(struct jail *);
+/**
+ * Reaps the jail's init without blocking: returns 1 and sets *STATUS (exit
+ * code, or 128+N for signal N) once it has exited, 0 while it runs.
+ */
+int jail_reap(struct jail *, int *status);
+/** What applied, as a JSON object (namespaces, seccomp, landlock ABI, limits and how). Borrowed. */
+const char *jail_summary(struct jail *);
+
+/**
+ * Resolves the project for DIR: its git top-level, else DIR itself. Refuses
+ * "/", the home directory itself and directories not owned by the user,
+ * each with a *CAUSE saying why and what to do. *REAL is the caller's.
+ */
+int jail_project(const char *dir, char **real, char **cause);
+/** Checks that unprivileged user namespaces work here; -1 with *CAUSE saying how to enable them. */
+int jail_probe_userns(char **cause);
+
+#endif

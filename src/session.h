@@ -1,0 +1,134 @@
+/* The session layer: one jailed command, its proxy listener, its pty, its records and snapshots. */
+#ifndef AGENTMUX_SESSION_H
+#define AGENTMUX_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Front ends (`agentmux run`, `agentmux proxy`, the dashboard) talk to
+ * sessions only through this header: events come in through the callbacks
+ * of struct session_events, commands go out through the session_* calls.
+ * Nothing here exposes the jail or the proxy, so the dashboard could later
+ * attach to a background server instead, like a tmux client.
+ */
+
+struct event_base;
+struct config;
+struct store;
+struct store_request;
+struct session;
+struct session_ctx;
+
+/**
+ * What every session of one agentmux process shares: the loop, the config,
+ * the store, the proxy (CA, TLS contexts, DNS) and the runtime dir.
+ * Borrows BASE and CF (they must outlive it). NULL with *CAUSE on error.
+ */
+struct session_ctx *session_ctx_create(struct event_base *base,
+    const struct config *cf, char *const *upstream_ca, char **cause);
+void session_ctx_free(struct session_ctx *);
+/** The store all sessions record into; borrowed. */
+struct store *session_ctx_store(struct session_ctx *);
+const struct config *session_ctx_config(struct session_ctx *);
+
+struct session_opts {
+	const char *kind;            /* "run", "dashboard" or "proxy" */
+	const char *agent;           /* profile; NULL: [ui] default_agent, else shell */
+	const char *dir;             /* project dir (-C); NULL: the current dir */
+	char *const *command;        /* NULL: the profile's command */
+	char *const *allow;          /* extra rules from the command line */
+	char *const *deny;
+	int on_unknown;              /* -1: the config's; CONFIG_ASK or CONFIG_DENY */
+	int64_t memory;              /* 0: the profile's, then [limits] */
+	int64_t pids;
+	bool pty;                    /* a pty (dashboard, run on a terminal), else pipes */
+	unsigned short rows;
+	unsigned short cols;
+	int listen_fd;               /* -1: jail the command; else serve this listener
+	                                with no jail and no command (agentmux proxy) */
+};
+
+/** A destination waiting for the user's decision. Strings borrowed. */
+struct session_ask {
+	uint64_t id;
+	const char *host;
+	int port;
+	const char *method;          /* NULL when asked before decryption */
+	const char *path;
+	const char *scheme;
+	int waiting;                 /* requests held on it */
+	int64_t asked_at;            /* ms since the epoch */
+	int64_t deadline_mono_us;    /* when it times out (util_mono_us clock) */
+	bool paused;
+};
+
+enum session_answer {
+	SESSION_ALLOW_ONCE,
+	SESSION_ALLOW_SESSION,
+	SESSION_ALLOW_ALWAYS,        /* also written to the config file */
+	SESSION_DENY_ONCE,
+	SESSION_DENY_SESSION,
+	SESSION_DENY_ALWAYS,
+};
+
+/** Events from a session to its front end. Any callback may be NULL. */
+struct session_events {
+	/* Output of the command: STREAM 1 (pty or stdout) or 2 (stderr). */
+	void (*output)(void *arg, struct session *, int stream,
+	    const char *data, size_t len);
+	/* The command ended with STATUS (exit code, or 128+N for signal N). */
+	void (*exited)(void *arg, struct session *, int status);
+	/* A request started (done false) or finished (done true). */
+	void (*request)(void *arg, struct session *,
+	    const struct store_request *, bool done);
+	/* A question was raised or changed (more requests waiting). */
+	void (*ask)(void *arg, struct session *, const struct session_ask *);
+	/* A question was answered: ANSWER "allow"/"deny", BY "user"/"timeout". */
+	void (*answered)(void *arg, struct session *, uint64_t id,
+	    const char *answer, const char *by);
+	/* Something the user should see: LEVEL "info", "warn" or "alert". */
+	void (*notice)(void *arg, struct session *, const char *level,
+	    const char *message);
+};
+
+/**
+ * Starts a session: resolves the agent profile and project, records the
+ * session, snapshots the project, starts the jail and serves its proxy
+ * listener. NULL with *CAUSE (a sentence saying what to do) on error.
+ */
+struct session *session_start(struct session_ctx *,
+    const struct session_opts *, const struct session_events *, void *arg,
+    char **cause);
+/** Ends what still runs, records the end, frees; NULL is a no-op. */
+void session_free(struct session *);
+
+int64_t session_id(struct session *);
+const char *session_agent(struct session *);
+const char *session_project(struct session *);
+/** The command line, shell-quoted; borrowed. */
+const char *session_command(struct session *);
+bool session_running(struct session *);
+/** Exit status once ended, else -1. */
+int session_exit_status(struct session *);
+
+/** Sends input to the command (pty or stdin). */
+int session_write(struct session *, const void *, size_t);
+/** Ends the command's input (pipe mode). */
+void session_close_input(struct session *);
+/** Resizes the command's pty. */
+void session_resize(struct session *, unsigned short rows,
+    unsigned short cols);
+/** Asks the command to stop: SIGTERM, then SIGKILL after a grace period. */
+void session_terminate(struct session *);
+/** Answers question ID. */
+void session_answer(struct session *, uint64_t id, enum session_answer);
+/** Pauses or resumes question ID's countdown (the user is looking at it). */
+void session_ask_pause(struct session *, uint64_t id, bool pause);
+/** Takes a snapshot now, without blocking; LABEL may be NULL. */
+int session_snapshot(struct session *, const char *label, char **cause);
+/** Requests denied so far, as "--allow" suggestions (one per line); caller frees. */
+char *session_denied_summary(struct session *);
+
+#endif
