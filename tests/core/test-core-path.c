@@ -101,7 +101,12 @@ test_runtime_dir(void **state)
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0700);
 	assert_int_equal(st.st_uid, getuid());
-	test_write_file(xprintf("%s/sub/file", rt), "x");
+	{
+		char *f = xprintf("%s/sub/file", rt);
+
+		test_write_file(f, "x");
+		free(f);
+	}
 	path_runtime_dir_remove();
 	assert_int_equal(lstat(rt, &st), -1);
 	assert_int_equal(errno, ENOENT);
