@@ -31,6 +31,25 @@ static const struct cli_cmd cli_cmds[] = {
 	  "  --json        print JSON (an array of request objects)\n"
 	  "  --denied      only denied requests\n"
 	  "  --host GLOB   only hosts matching GLOB (e.g. '*.github.com')\n" },
+	{ .name = "export", .fn = cmd_export,
+	  .usage = "SESSION [--har FILE | --json FILE]",
+	  .summary = "export a session as HAR 1.2, or as agentmux's own complete JSON record",
+	  .help =
+	  "  SESSION       a session number, or 'last'\n"
+	  "  --har FILE    HAR 1.2 (the default; to stdout without FILE or with -),\n"
+	  "                importable by browsers' developer tools and mitmproxy\n"
+	  "  --json FILE   everything recorded: session, requests, decisions,\n"
+	  "                snapshots, config changes, events\n"
+	  "Headers are exported as stored: secrets redacted.\n" },
+	{ .name = "policy", .fn = cmd_policy,
+	  .usage = "suggest SESSION... [--agent NAME] [--write]",
+	  .summary = "suggest the smallest rule set that allows what sessions did",
+	  .help =
+	  "  SESSION...    session numbers, or 'last'\n"
+	  "  --agent NAME  the rules are for the agent profile NAME ([agent NAME])\n"
+	  "                instead of every session ([policy])\n"
+	  "  --write       add the new rules to the config file (atomically,\n"
+	  "                comments kept), after showing the diff\n" },
 	{ .name = "config", .fn = cmd_config,
 	  .usage = "check | path",
 	  .summary = "check the config file, or print where it is",

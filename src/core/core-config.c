@@ -1073,35 +1073,16 @@ config_is_header(const char *line, const char *section)
 	}
 }
 
-int
-config_append(const char *path, const char *section, const char *key,
-    const char *value, char **cause)
+char *
+config_text_append(const char *text, const char *section, const char *key,
+    const char *value)
 {
-	struct buf in, out;
-	struct stat st;
-	mode_t mode = 0600;
-	char *dir, *slash, *line, *next, *insert_at = NULL;
+	const char *line, *next, *insert_at = NULL;
 	bool in_section = false;
-	int rc;
+	struct buf out;
 
-	buf_init(&in);
-	if (buf_read_file(&in, path) == -1) {
-		if (errno != ENOENT) {
-			*cause = xprintf("cannot read %s: %s", path,
-			    strerror(errno));
-			return -1;
-		}
-		dir = xstrdup(path);
-		if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
-			*slash = '\0';
-			path_mkdir_p(dir, 0700);
-		}
-		free(dir);
-	} else if (stat(path, &st) == 0)
-		mode = st.st_mode & 07777;
-	buf_adds(&in, "");
 	/* Find the end of the last non-blank line inside the section. */
-	for (line = in.data; *line != '\0'; line = next) {
+	for (line = text; *line != '\0'; line = next) {
 		next = line + strcspn(line, "\n");
 		if (*next == '\n')
 			next++;
@@ -1116,21 +1097,72 @@ config_append(const char *path, const char *section, const char *key,
 	}
 	buf_init(&out);
 	if (insert_at != NULL) {
-		buf_add(&out, in.data, (size_t)(insert_at - in.data));
+		buf_add(&out, text, (size_t)(insert_at - text));
 		if (out.len > 0 && out.data[out.len - 1] != '\n')
 			buf_addc(&out, '\n');
 		buf_printf(&out, "%s = %s\n", key, value);
 		buf_adds(&out, insert_at);
 	} else {
-		buf_adds(&out, in.data);
+		buf_adds(&out, text);
 		if (out.len > 0 && out.data[out.len - 1] != '\n')
 			buf_addc(&out, '\n');
 		if (out.len > 0)
 			buf_addc(&out, '\n');
 		buf_printf(&out, "[%s]\n%s = %s\n", section, key, value);
 	}
-	rc = util_write_file_atomic(path, out.data, out.len, mode, cause);
-	buf_free(&in);
-	buf_free(&out);
+	return buf_steal(&out);
+}
+
+int
+config_read_text(const char *path, char **text, mode_t *mode, char **cause)
+{
+	struct buf in;
+	struct stat st;
+
+	buf_init(&in);
+	*mode = 0600;
+	if (buf_read_file(&in, path) == -1) {
+		if (errno != ENOENT) {
+			*cause = xprintf("cannot read %s: %s", path,
+			    strerror(errno));
+			buf_free(&in);
+			return -1;
+		}
+	} else if (stat(path, &st) == 0)
+		*mode = st.st_mode & 07777;
+	buf_adds(&in, "");
+	*text = buf_steal(&in);
+	return 0;
+}
+
+int
+config_write_text(const char *path, const char *text, mode_t mode,
+    char **cause)
+{
+	char *dir, *slash;
+
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		path_mkdir_p(dir, 0700);
+	}
+	free(dir);
+	return util_write_file_atomic(path, text, strlen(text), mode, cause);
+}
+
+int
+config_append(const char *path, const char *section, const char *key,
+    const char *value, char **cause)
+{
+	char *in, *out;
+	mode_t mode;
+	int rc;
+
+	if (config_read_text(path, &in, &mode, cause) == -1)
+		return -1;
+	out = config_text_append(in, section, key, value);
+	rc = config_write_text(path, out, mode, cause);
+	free(in);
+	free(out);
 	return rc;
 }

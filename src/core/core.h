@@ -322,6 +322,14 @@ const char *config_share_dir(void);
  */
 int config_append(const char *path, const char *section, const char *key,
     const char *value, char **cause);
+/** Returns TEXT with "KEY = VALUE" added to SECTION as config_append would; caller frees. */
+char *config_text_append(const char *text, const char *section,
+    const char *key, const char *value);
+/** Reads the config file's text ("" if it does not exist) and mode. */
+int config_read_text(const char *path, char **text, mode_t *mode, char **cause);
+/** Writes the config file's text atomically with MODE, creating its dir. */
+int config_write_text(const char *path, const char *text, mode_t mode,
+    char **cause);
 /**
  * Installs the checker for policy rule text (the proxy's parser), so that
  * config_load reports bad rules with their line.

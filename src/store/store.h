@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/core.h"
+
 struct event_base;
 struct store;
 
@@ -210,5 +212,30 @@ int store_confchange_add(struct store *, const struct store_confchange *,
 struct store_confchange **store_confchange_list(struct store *,
     int64_t session, size_t *n);
 void store_confchange_list_free(struct store_confchange **, size_t n);
+
+/* ---- learning a policy from sessions (store-suggest.c) ---- */
+
+struct store_suggest_rule {
+	char *verb;          /* allow | tunnel */
+	char *text;          /* HOST:PORT [METHODS] [PATH] */
+	size_t requests;     /* how many recorded requests it covers */
+};
+
+struct store_suggestion {
+	struct store_suggest_rule *rules;
+	size_t nrules;
+	struct strv denied;  /* "host:port (N requests, e.g. GET /x)" */
+	size_t nrequests;    /* allowed requests considered */
+};
+
+/**
+ * The smallest rule set that allows exactly what was allowed in SESSIONS:
+ * hosts with ports, methods and path prefixes where the traffic shows a
+ * pattern, subdomains folded into a glob only when several were seen and
+ * never beyond the registrable domain. Free with store_suggestion_free.
+ */
+void store_suggest(struct store *, const int64_t *sessions, size_t n,
+    struct store_suggestion *out);
+void store_suggestion_free(struct store_suggestion *);
 
 #endif
