@@ -50,6 +50,13 @@ static const struct cli_cmd cli_cmds[] = {
 	  "                instead of every session ([policy])\n"
 	  "  --write       add the new rules to the config file (atomically,\n"
 	  "                comments kept), after showing the diff\n" },
+	{ .name = "agents", .fn = cmd_agents,
+	  .usage = "[--json]",
+	  .summary = "list agent profiles: command, where it is installed, hosts, secrets, config dirs",
+	  .help =
+	  "  --json        print JSON (an array of profile objects)\n"
+	  "Profiles ship in share/agentmux/agents/; [agent NAME] in the config adds\n"
+	  "or extends them.\n" },
 	{ .name = "config", .fn = cmd_config,
 	  .usage = "check | path",
 	  .summary = "check the config file, or print where it is",
@@ -222,8 +229,8 @@ cli_table_add(struct cli_table *t, const char *const *cells)
 	t->cells = xreallocarray(t->cells, (t->nrows + 1) * t->ncols,
 	    sizeof *t->cells);
 	for (i = 0; i < t->ncols; i++) {
-		t->cells[t->nrows * t->ncols + i] = xstrdup(cells[i] != NULL ?
-		    cells[i] : "-");
+		t->cells[t->nrows * t->ncols + i] = xstrdup(cells[i] != NULL &&
+		    *cells[i] != '\0' ? cells[i] : "-");
 	}
 	t->nrows++;
 }

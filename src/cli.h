@@ -64,6 +64,7 @@ int cmd_requests(int, char **);
 int cmd_gc(int, char **);
 int cmd_config(int, char **);
 int cmd_dashboard(int, char **);
+int cmd_agents(int, char **);
 int cmd_export(int, char **);
 int cmd_policy(int, char **);
 
