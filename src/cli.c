@@ -57,6 +57,17 @@ static const struct cli_cmd cli_cmds[] = {
 	  "  --json        print JSON (an array of profile objects)\n"
 	  "Profiles ship in share/agentmux/agents/; [agent NAME] in the config adds\n"
 	  "or extends them.\n" },
+	{ .name = "probe", .fn = cmd_probe,
+	  .usage = "connect HOST PORT | resolve NAME | write PATH | fetch URL [HEADER...]",
+	  .summary = "check from inside a jail what it lets through (doctor uses it)",
+	  .help =
+	  "  connect HOST PORT   open a TCP connection\n"
+	  "  resolve NAME        look a name up\n"
+	  "  write PATH          create or truncate a file\n"
+	  "  fetch URL [HEADER]  GET an http(s) URL through HTTP(S)_PROXY, verifying TLS\n"
+	  "                      against SSL_CERT_FILE; prints the response\n"
+	  "Each exits 0 when the action succeeded and 1 with 'blocked: why' when not.\n"
+	  "Run it jailed: agentmux run -- agentmux probe connect 127.0.0.1 22\n" },
 	{ .name = "config", .fn = cmd_config,
 	  .usage = "check | path",
 	  .summary = "check the config file, or print where it is",

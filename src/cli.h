@@ -67,5 +67,6 @@ int cmd_dashboard(int, char **);
 int cmd_agents(int, char **);
 int cmd_export(int, char **);
 int cmd_policy(int, char **);
+int cmd_probe(int, char **);
 
 #endif
