@@ -1,0 +1,1497 @@
+/* One client connection: request heads, policy per request, relaying both ways, CONNECT, interception, tunnels. */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+#include "proxy/proxy-int.h"
+
+#define PROXY_SCAN_MAX (1024 * 1024)   /* request body bytes searched for placeholders */
+
+enum proxy_conn_state {
+	PROXY_CONN_HEAD,       /* reading a request head */
+	PROXY_CONN_HELD,       /* waiting for the user's answer */
+	PROXY_CONN_UPSTREAM,   /* waiting for an upstream connection */
+	PROXY_CONN_RELAY,      /* request body up, response down */
+	PROXY_CONN_CONNECTED,  /* "200 Connection established" on its way */
+	PROXY_CONN_HANDSHAKE,  /* TLS with the client */
+	PROXY_CONN_PIPE,       /* a tunnel or a WebSocket: bytes both ways */
+	PROXY_CONN_CLOSING,    /* a last response on its way, then close */
+};
+
+/* The request under way and what is recorded about it. */
+struct proxy_req {
+	uint64_t id;                /* 0: none */
+	int64_t started_at;
+	int64_t t0;
+	int64_t ttfb_us;
+	char *method;
+	const char *scheme;
+	char *host;
+	int port;
+	char *path;
+	char version[32];
+	char *req_headers;
+	char *resp_headers;
+	int status;
+	char *status_text;
+	int64_t bytes_up;
+	int64_t bytes_down;
+	const char *decision;
+	char *rule;
+	char *error;
+	char *mime;
+	struct buf req_body;
+	struct buf resp_body;
+	struct buf out_head;        /* what went upstream, kept for one retry */
+	struct buf scan;            /* the tail of the body searched so far */
+	const struct proxy_secret *leak;
+	bool scan_body;
+	bool rechunk;               /* the body goes up re-encoded, chunk by chunk */
+	bool no_body;
+	bool head;                  /* HEAD: the response has no body */
+	bool upgrade;
+	bool keep_alive;
+	bool req_done;
+	bool resp_started;
+	bool resp_done;
+	bool retried;
+	bool answered;              /* allowed by the user's answer */
+	bool started;               /* the "started" record went out */
+};
+
+struct proxy_conn {
+	TAILQ_ENTRY(proxy_conn) entry;
+	struct proxy_hold hold;
+	struct proxy_session *ps;
+	struct proxy *px;
+	struct proxy_side client;
+	struct proxy_upstream *up;
+	enum proxy_conn_state state;
+	int fd;
+	bool fd_in_bev;             /* the TLS bufferevent closes FD */
+	bool tls;                   /* requests arrive decrypted, for DEST */
+	char *dest_host;
+	int dest_port;
+	struct proxy_msg rq;
+	struct proxy_msg rs;
+	size_t head_off;            /* request head bytes fed, still buffered */
+	struct proxy_req r;
+	struct proxy_question *q;
+	int answer;                 /* 1 allow, -1 deny, 0 none (wake) */
+	char *answer_rule;
+	bool answer_timeout;
+	struct event *timer;
+	struct event *wake;
+	bool client_eof;
+	bool up_eof;
+	char *up_error;
+	int64_t last_io;
+};
+
+static void proxy_conn_pump(struct proxy_conn *);
+static void proxy_conn_forward(struct proxy_conn *);
+static int proxy_conn_relay_failed(struct proxy_conn *, bool);
+
+/* Sets STATE and the client's timeouts that go with it. */
+static void
+proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
+{
+	struct timeval idle = { pc->px->idle_timeout, 0 };
+
+	pc->state = state;
+	switch (state) {
+	case PROXY_CONN_HEAD:
+		/* Between requests: idle; a started head has the head timer. */
+		bufferevent_set_timeouts(pc->client.bev, &idle, NULL);
+		break;
+	case PROXY_CONN_PIPE:
+		pc->last_io = util_mono_us();
+		bufferevent_set_timeouts(pc->client.bev, &idle, NULL);
+		if (pc->up != NULL)
+			bufferevent_set_timeouts(pc->up->side.bev, &idle, NULL);
+		break;
+	case PROXY_CONN_HELD:
+	case PROXY_CONN_UPSTREAM:
+	case PROXY_CONN_RELAY:
+	case PROXY_CONN_CONNECTED:
+	case PROXY_CONN_HANDSHAKE:
+	case PROXY_CONN_CLOSING:
+		bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
+		break;
+	}
+}
+
+static int64_t
+proxy_conn_now(void)
+{
+	return util_mono_us();
+}
+
+static struct evbuffer *
+proxy_conn_cin(struct proxy_conn *pc)
+{
+	return bufferevent_get_input(pc->client.bev);
+}
+
+static struct evbuffer *
+proxy_conn_cout(struct proxy_conn *pc)
+{
+	return bufferevent_get_output(pc->client.bev);
+}
+
+static struct evbuffer *
+proxy_conn_uin(struct proxy_conn *pc)
+{
+	return bufferevent_get_input(pc->up->side.bev);
+}
+
+static struct evbuffer *
+proxy_conn_uout(struct proxy_conn *pc)
+{
+	return bufferevent_get_output(pc->up->side.bev);
+}
+
+/* ---- records ---- */
+
+static void
+proxy_conn_req_clear(struct proxy_req *r)
+{
+	free(r->method);
+	free(r->host);
+	free(r->path);
+	free(r->req_headers);
+	free(r->resp_headers);
+	free(r->status_text);
+	free(r->rule);
+	free(r->error);
+	free(r->mime);
+	buf_free(&r->req_body);
+	buf_free(&r->resp_body);
+	buf_free(&r->out_head);
+	buf_free(&r->scan);
+	memset(r, 0, sizeof *r);
+}
+
+static void
+proxy_conn_req_begin(struct proxy_conn *pc, const char *method,
+    const char *scheme)
+{
+	struct proxy_req *r = &pc->r;
+
+	proxy_conn_req_clear(r);
+	r->id = ++pc->ps->next_request;
+	r->started_at = util_now_ms();
+	r->t0 = proxy_conn_now();
+	r->ttfb_us = -1;
+	r->method = xstrdup(method);
+	r->scheme = scheme;
+	snprintf(r->version, sizeof r->version, "HTTP/%u.%u",
+	    pc->rq.p.http_major, pc->rq.p.http_minor);
+}
+
+static void
+proxy_conn_set_error(struct proxy_conn *pc, const char *error)
+{
+	if (pc->r.error == NULL && error != NULL)
+		pc->r.error = xstrdup(error);
+}
+
+/* Tells the session about the request: started, or done (then it is over). */
+static void
+proxy_conn_report(struct proxy_conn *pc, bool done)
+{
+	struct proxy_session *ps = pc->ps;
+	struct proxy_req *r = &pc->r;
+	const char *const *values = (const char *const *)ps->secret_values;
+	struct proxy_record rec;
+
+	if (r->id == 0)
+		return;
+	memset(&rec, 0, sizeof rec);
+	rec.id = r->id;
+	rec.done = done;
+	rec.started_at = r->started_at;
+	rec.method = r->method;
+	rec.scheme = r->scheme;
+	rec.host = r->host != NULL ? r->host : "";
+	rec.port = r->port;
+	rec.path = r->path != NULL ? r->path : "";
+	rec.http_version = r->version;
+	rec.status = r->status;
+	rec.status_text = r->status_text;
+	rec.bytes_up = r->bytes_up;
+	rec.bytes_down = r->bytes_down;
+	rec.ttfb_us = r->ttfb_us;
+	rec.duration_us = done ? proxy_conn_now() - r->t0 : 0;
+	rec.decision = r->decision != NULL ? r->decision : "error";
+	rec.rule = r->rule;
+	rec.error = r->error;
+	rec.req_headers = r->req_headers;
+	rec.resp_headers = r->resp_headers;
+	if (done) {
+		/* An upstream may echo a secret: never into a record. */
+		proxy_redact_buf(&r->req_body, values);
+		proxy_redact_buf(&r->resp_body, values);
+	}
+	rec.req_body = r->req_body.data;
+	rec.req_body_len = r->req_body.len;
+	rec.resp_body = r->resp_body.data;
+	rec.resp_body_len = r->resp_body.len;
+	rec.mime_type = r->mime;
+	if (ps->cbs.request != NULL && (done || !r->started))
+		ps->cbs.request(ps->arg, &rec);
+	r->started = true;
+	if (done)
+		proxy_conn_req_clear(r);
+}
+
+/* ---- closing ---- */
+
+void
+proxy_conn_close(struct proxy_conn *pc, const char *reason)
+{
+	struct proxy_session *ps = pc->ps;
+
+	if (pc->r.id != 0) {
+		proxy_conn_set_error(pc, reason);
+		proxy_conn_report(pc, true);
+	}
+	log_debug("%s: connection closed: %s", ps->label,
+	    reason != NULL ? reason : "done");
+	if (pc->q != NULL)
+		proxy_session_unhold(pc->q, &pc->hold);
+	proxy_upstream_free(pc->up);
+	if (pc->client.bev != NULL)
+		bufferevent_free(pc->client.bev);
+	if (!pc->fd_in_bev)
+		close(pc->fd);
+	event_free(pc->timer);
+	event_free(pc->wake);
+	proxy_msg_free(&pc->rq);
+	proxy_msg_free(&pc->rs);
+	proxy_conn_req_clear(&pc->r);
+	free(pc->dest_host);
+	free(pc->answer_rule);
+	free(pc->up_error);
+	TAILQ_REMOVE(&ps->conns, pc, entry);
+	ps->nconns--;
+	free(pc);
+}
+
+/* After the last response is written: send FIN, read what the client still sends, then close. */
+static void
+proxy_conn_linger(struct proxy_conn *pc)
+{
+	struct timeval tv = { PROXY_LINGER_SECS, 0 };
+
+	if (!pc->fd_in_bev && pc->client.bev != NULL &&
+	    bufferevent_openssl_get_ssl(pc->client.bev) == NULL)
+		shutdown(pc->fd, SHUT_WR);
+	evbuffer_drain(proxy_conn_cin(pc), evbuffer_get_length(proxy_conn_cin(pc)));
+	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
+	bufferevent_setwatermark(pc->client.bev, EV_READ, 0, 0);
+	bufferevent_enable(pc->client.bev, EV_READ);
+	evtimer_add(pc->timer, &tv);
+}
+
+/* Closes once what is queued for the client has been written. */
+static void
+proxy_conn_finish(struct proxy_conn *pc)
+{
+	struct timeval tv = { pc->px->client_timeout, 0 };
+
+	proxy_conn_set_state(pc, PROXY_CONN_CLOSING);
+	if (pc->r.id != 0)
+		proxy_conn_report(pc, true);
+	proxy_upstream_free(pc->up);
+	pc->up = NULL;
+	pc->client.peer = NULL;
+	evtimer_del(pc->timer);
+	/* A client that never reads its answer is not waited for forever. */
+	bufferevent_set_timeouts(pc->client.bev, NULL, &tv);
+	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
+	bufferevent_enable(pc->client.bev, EV_WRITE);
+	if (evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+		proxy_conn_linger(pc);
+}
+
+/* A final response made here (403, 400, 502, ...), then close. */
+static void
+proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
+    const char *error, const char *body)
+{
+	struct proxy_req *r = &pc->r;
+
+	if (r->resp_started) {
+		proxy_conn_close(pc, error);
+		return;
+	}
+	proxy_http_respond(proxy_conn_cout(pc), status, body);
+	if (r->id != 0) {
+		r->status = status;
+		free(r->status_text);
+		r->status_text = xstrdup(proxy_http_reason(status));
+		if (decision != NULL)
+			r->decision = decision;
+		proxy_conn_set_error(pc, error);
+	}
+	proxy_conn_finish(pc);
+}
+
+static void
+proxy_conn_bad_request(struct proxy_conn *pc, const char *why)
+{
+	char *body = xprintf("agentmux: malformed request: %s", why);
+	char *err = xprintf("malformed request: %s", why);
+
+	if (pc->r.id == 0) {
+		proxy_conn_req_begin(pc, *proxy_msg_url(&pc->rq) == '\0' ? "-" :
+		    http_method_str(pc->rq.p.method), pc->tls ? "https" : "http");
+		if (pc->tls) {
+			pc->r.host = xstrdup(pc->dest_host);
+			pc->r.port = pc->dest_port;
+		}
+		pc->r.path = xstrdup(proxy_msg_url(&pc->rq));
+	}
+	proxy_conn_respond(pc, 400, "error", err, body);
+	free(body);
+	free(err);
+}
+
+/* ---- denials ---- */
+
+static void
+proxy_conn_deny(struct proxy_conn *pc, const char *why, const char *body)
+{
+	proxy_conn_respond(pc, 403, "deny", why, body);
+}
+
+/* No rule covers the request: say so, and what would allow it. */
+static void
+proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
+{
+	struct proxy_req *r = &pc->r;
+	char *hr = proxy_host_rule(r->host, r->port, r->scheme);
+	char *body, *why;
+	enum proxy_verdict host_v;
+
+	host_v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL,
+	    NULL, NULL);
+	if (host_v == PROXY_ALLOW && strcmp(r->method, "CONNECT") != 0) {
+		body = xprintf("agentmux: %s %s on %s is not allowed; approve "
+		    "it in the dashboard or add `allow %s %s`", r->method,
+		    r->path, r->host, hr, r->method);
+		why = xprintf("%s %s is not allowed (%s)", r->method, hr, how);
+	} else {
+		body = xprintf("agentmux: %s is not allowed; approve it in the "
+		    "dashboard or add `allow %s`", hr, hr);
+		why = xprintf("%s is not allowed (%s)", hr, how);
+	}
+	proxy_conn_deny(pc, why, body);
+	free(hr);
+	free(body);
+	free(why);
+}
+
+static void
+proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
+{
+	char *hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
+	char *body, *why;
+
+	body = xprintf("agentmux: %s %s on %s is denied by the rule `%s`; "
+	    "change that rule to allow it", pc->r.method, pc->r.path, hr, rule);
+	why = xprintf("denied by %s", rule);
+	free(pc->r.rule);
+	pc->r.rule = xstrdup(rule);
+	proxy_conn_deny(pc, why, body);
+	free(hr);
+	free(body);
+	free(why);
+}
+
+/* ---- holding a request for the user's answer ---- */
+
+static void
+proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *pc = arg;
+	int answer = pc->answer;
+	char *body, *hr;
+
+	pc->answer = 0;
+	if (pc->state != PROXY_CONN_HELD || answer == 0)
+		return;
+	if (answer > 0) {
+		pc->r.decision = "allow";
+		pc->r.answered = true;
+		free(pc->r.rule);
+		pc->r.rule = pc->answer_rule;
+		pc->answer_rule = NULL;
+		proxy_conn_forward(pc);
+		return;
+	}
+	hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
+	if (pc->answer_timeout)
+		body = xprintf("agentmux: nobody answered about %s within %d s, "
+		    "so it was denied; approve it in the dashboard or add "
+		    "`allow %s`", hr, pc->ps->prompt_timeout, hr);
+	else
+		body = xprintf("agentmux: %s was denied in the dashboard", hr);
+	free(pc->r.rule);
+	pc->r.rule = pc->answer_rule;
+	pc->answer_rule = NULL;
+	proxy_conn_deny(pc, pc->answer_timeout ? "no answer in time" :
+	    "denied by the user", body);
+	free(hr);
+	free(body);
+}
+
+void
+proxy_conn_answered(struct proxy_conn *pc, bool allow, const char *rule)
+{
+	/* Continue from the loop: the caller may be inside our callbacks. */
+	pc->q = NULL;
+	pc->answer = allow ? 1 : -1;
+	pc->answer_timeout = rule != NULL && strstr(rule, "timeout") != NULL;
+	free(pc->answer_rule);
+	pc->answer_rule = rule != NULL ? xstrdup(rule) : NULL;
+	event_active(pc->wake, EV_TIMEOUT, 1);
+}
+
+static void
+proxy_conn_hold(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	bool connect = strcmp(r->method, "CONNECT") == 0;
+
+	proxy_conn_set_state(pc, PROXY_CONN_HELD);
+	pc->q = proxy_session_hold(pc->ps, &pc->hold, r->scheme, r->host, r->port,
+	    connect ? NULL : r->method, connect ? NULL : r->path);
+	if (pc->q == NULL)
+		proxy_conn_deny_unknown(pc, "too many questions are open");
+}
+
+/* ---- requests ---- */
+
+/* Host, port and path of the request, from the URL or the tunnel. */
+static const char *
+proxy_conn_target(struct proxy_conn *pc)
+{
+	const char *url = proxy_msg_url(&pc->rq);
+	struct http_parser_url u;
+	struct proxy_req *r = &pc->r;
+	char *host;
+
+	if (pc->tls && url[0] == '/') {
+		r->host = xstrdup(pc->dest_host);
+		r->port = pc->dest_port;
+		r->path = xstrdup(url);
+		return NULL;
+	}
+	if (pc->tls)
+		return "inside a tunnel, requests must name a path";
+	if (url[0] == '/' || strcmp(url, "*") == 0)
+		return "send requests to a proxy in absolute form "
+		    "(http://host/path), or use CONNECT";
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(url, strlen(url), 0, &u) != 0 ||
+	    !(u.field_set & (1 << UF_SCHEMA)) || !(u.field_set & (1 << UF_HOST)))
+		return "the URL is not absolute";
+	if (u.field_data[UF_SCHEMA].len != 4 ||
+	    strncasecmp(url + u.field_data[UF_SCHEMA].off, "http", 4) != 0)
+		return "only http:// URLs go in the request line; use CONNECT "
+		    "for https";
+	if (u.field_set & (1 << UF_USERINFO))
+		return "user names in URLs are not passed on";
+	host = xstrndup(url + u.field_data[UF_HOST].off,
+	    u.field_data[UF_HOST].len);
+	if (!proxy_host_valid(host)) {
+		free(host);
+		return "the host name is not valid";
+	}
+	r->host = host;
+	r->port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
+	if (r->port == 0)
+		return "port 0 cannot be reached";
+	if (u.field_set & (1 << UF_PATH))
+		r->path = xstrdup(url + u.field_data[UF_PATH].off);
+	else
+		r->path = xprintf("/%s", (u.field_set & (1 << UF_QUERY)) ?
+		    url + u.field_data[UF_QUERY].off - 1 : "");
+	/* The fragment never goes on the wire. */
+	r->path[strcspn(r->path, "#")] = '\0';
+	return NULL;
+}
+
+/* The Host header must name the destination: no fronting another host. */
+static const char *
+proxy_conn_check_host(struct proxy_conn *pc)
+{
+	const char *h = proxy_msg_get(&pc->rq, "host"), *end;
+	char *host;
+	bool ok;
+
+	if (h == NULL)
+		return NULL;
+	while (*h == ' ' || *h == '\t')
+		h++;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		host = end != NULL ? xstrndup(h + 1, (size_t)(end - h - 1)) :
+		    xstrdup(h);
+	} else
+		host = xstrndup(h, strcspn(h, ": \t"));
+	ok = proxy_host_valid(host) && strcmp(host, pc->r.host) == 0;
+	free(host);
+	return ok ? NULL : "the Host header names another host than the "
+	    "request goes to";
+}
+
+/* Refuses a placeholder headed where its secret does not belong. */
+static bool
+proxy_conn_leak_check(struct proxy_conn *pc)
+{
+	struct proxy_session *ps = pc->ps;
+	struct proxy_req *r = &pc->r;
+	const struct proxy_secret *s;
+	const char *where = NULL;
+	size_t i, j;
+
+	for (i = 0; i < ps->nsecrets && where == NULL; i++) {
+		s = &ps->secrets[i];
+		if (proxy_secret_bound(s, r->host))
+			continue;
+		r->scan_body = true;
+		if (proxy_secret_find(s, 1, r->path, strlen(r->path)) != NULL)
+			where = "the URL";
+		for (j = 0; j < pc->rq.nh && where == NULL; j++) {
+			if (proxy_secret_find(s, 1, proxy_msg_value(&pc->rq, j),
+			    strlen(proxy_msg_value(&pc->rq, j))) != NULL ||
+			    proxy_secret_find(s, 1, proxy_msg_name(&pc->rq, j),
+			    strlen(proxy_msg_name(&pc->rq, j))) != NULL)
+				where = "a header";
+		}
+		if (where != NULL)
+			r->leak = s;
+	}
+	return where != NULL;
+}
+
+static void
+proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
+{
+	struct proxy_session *ps = pc->ps;
+	const struct proxy_secret *s = pc->r.leak;
+	char *msg, *body;
+
+	msg = xprintf("the placeholder of secret %s was sent to %s in %s; "
+	    "it may only go to its own hosts, so the request was blocked",
+	    s->name, pc->r.host, where);
+	body = xprintf("agentmux: blocked: this request to %s carries the "
+	    "placeholder of secret %s, which only its own hosts may receive",
+	    pc->r.host, s->name);
+	log_warnx("%s: %s", ps->label, msg);
+	if (ps->cbs.alert != NULL)
+		ps->cbs.alert(ps->arg, "exfiltration", msg);
+	free(pc->r.rule);
+	pc->r.rule = xprintf("secret %s", s->name);
+	proxy_conn_deny(pc, "exfiltration: a secret's placeholder", body);
+	free(msg);
+	free(body);
+}
+
+static void
+proxy_conn_decide(struct proxy_conn *pc, enum proxy_verdict v,
+    const char *rule)
+{
+	switch (v) {
+	case PROXY_ALLOW:
+	case PROXY_TUNNEL:
+		pc->r.decision = "allow";
+		pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
+		proxy_conn_forward(pc);
+		break;
+	case PROXY_DENY:
+		proxy_conn_deny_rule(pc, rule);
+		break;
+	case PROXY_UNKNOWN:
+		if (pc->ps->ask && !pc->ps->dying)
+			proxy_conn_hold(pc);
+		else
+			proxy_conn_deny_unknown(pc, "no rule covers it");
+		break;
+	}
+}
+
+static void
+proxy_conn_on_req_body(void *arg, const char *data, size_t len)
+{
+	struct proxy_conn *pc = arg;
+	struct proxy_req *r = &pc->r;
+	size_t keep, max = pc->px->max_body_record;
+
+	if (r->req_body.len < max)
+		buf_add(&r->req_body, data, len < max - r->req_body.len ?
+		    len : max - r->req_body.len);
+	if (r->rechunk && len != 0) {
+		evbuffer_add_printf(proxy_conn_uout(pc), "%zx\r\n", len);
+		evbuffer_add(proxy_conn_uout(pc), data, len);
+		evbuffer_add(proxy_conn_uout(pc), "\r\n", 2);
+	}
+	if (r->scan_body && r->leak == NULL && r->bytes_up < PROXY_SCAN_MAX) {
+		buf_add(&r->scan, data, len);
+		r->leak = proxy_secret_find(pc->ps->secrets, pc->ps->nsecrets,
+		    r->scan.data, r->scan.len);
+		keep = pc->ps->secret_maxlen;
+		if (r->scan.len > keep) {
+			memmove(r->scan.data, r->scan.data + r->scan.len - keep,
+			    keep);
+			r->scan.len = keep;
+		}
+	}
+	r->bytes_up += (int64_t)len;
+}
+
+static void
+proxy_conn_on_resp_body(void *arg, const char *data, size_t len)
+{
+	struct proxy_conn *pc = arg;
+	struct proxy_req *r = &pc->r;
+	size_t max = pc->px->max_body_record;
+
+	if (r->resp_body.len < max)
+		buf_add(&r->resp_body, data, len < max - r->resp_body.len ?
+		    len : max - r->resp_body.len);
+	r->bytes_down += (int64_t)len;
+}
+
+static void
+proxy_conn_request(struct proxy_conn *pc)
+{
+	struct proxy_session *ps = pc->ps;
+	struct proxy_req *r;
+	const char *why, *rule = NULL;
+	enum proxy_verdict v;
+
+	proxy_conn_req_begin(pc, http_method_str(pc->rq.p.method),
+	    pc->tls ? "https" : "http");
+	r = &pc->r;
+	if ((why = proxy_msg_check_request(&pc->rq)) != NULL ||
+	    (why = proxy_conn_target(pc)) != NULL ||
+	    (why = proxy_conn_check_host(pc)) != NULL) {
+		proxy_conn_bad_request(pc, why);
+		return;
+	}
+	r->head = pc->rq.p.method == HTTP_HEAD;
+	/* Only WebSocket is piped; h2c and the like would skip the policy. */
+	r->upgrade = pc->rq.p.upgrade && proxy_msg_get(&pc->rq, "upgrade") &&
+	    strncasecmp(proxy_msg_get(&pc->rq, "upgrade"), "websocket", 9) == 0;
+	if (r->upgrade)
+		r->scheme = pc->tls ? "wss" : "ws";
+	r->keep_alive = http_should_keep_alive(&pc->rq.p);
+	r->req_headers = proxy_msg_headers_text(&pc->rq,
+	    (const char *const *)ps->secret_values);
+	if (proxy_conn_leak_check(pc)) {
+		proxy_conn_block_leak(pc, r->path != NULL &&
+		    proxy_secret_find(r->leak, 1, r->path, strlen(r->path)) ?
+		    "the URL" : "a header");
+		return;
+	}
+	v = proxy_policy_check(ps->policy, r->host, r->port, r->method,
+	    r->path, &rule);
+	proxy_conn_decide(pc, v, rule);
+}
+
+/* The head that goes upstream: origin-form, hop-by-hop headers dropped, secrets in. */
+static void
+proxy_conn_build_head(struct proxy_conn *pc)
+{
+	struct proxy_session *ps = pc->ps;
+	struct proxy_req *r = &pc->r;
+	struct buf *b = &r->out_head;
+	const char *name, *value;
+	char *swapped, *v;
+	size_t i, j;
+	bool host = false;
+
+	buf_reset(b);
+	buf_printf(b, "%s %s %s\r\n", r->method, r->path, r->version);
+	for (i = 0; i < pc->rq.nh; i++) {
+		name = proxy_msg_name(&pc->rq, i);
+		value = proxy_msg_value(&pc->rq, i);
+		if (proxy_msg_hop_by_hop(&pc->rq, name))
+			continue;
+		host = host || strcasecmp(name, "host") == 0;
+		v = NULL;
+		for (j = 0; j < ps->nsecrets; j++) {
+			const struct proxy_secret *s = &ps->secrets[j];
+
+			if (!proxy_secret_bound(s, r->host) || (s->header !=
+			    NULL && strcasecmp(s->header, name) != 0))
+				continue;
+			if ((swapped = proxy_secret_swap(s, v != NULL ? v :
+			    value)) != NULL) {
+				free(v);
+				v = swapped;
+			}
+		}
+		buf_printf(b, "%s: %s\r\n", name, v != NULL ? v : value);
+		if (v != NULL) {
+			explicit_bzero(v, strlen(v));
+			free(v);
+		}
+	}
+	if (!host)
+		buf_printf(b, "Host: %s%s%s\r\n", strchr(r->host, ':') ? "[" : "",
+		    r->host, strchr(r->host, ':') ? "]" : "");
+	if (r->upgrade)
+		buf_printf(b, "Connection: Upgrade\r\nUpgrade: %s\r\n",
+		    proxy_msg_get(&pc->rq, "upgrade"));
+	buf_add(b, "\r\n", 2);
+}
+
+/* Asks for an upstream connection for the request; a user's yes to a literal address names it. */
+static void
+proxy_conn_get_upstream(struct proxy_conn *pc, bool pooled)
+{
+	struct proxy_want w;
+
+	memset(&w, 0, sizeof w);
+	w.host = pc->r.host;
+	w.port = pc->r.port;
+	w.tls = pc->tls;
+	w.pooled = pooled;
+	w.named = pc->r.answered && proxy_host_is_addr(pc->r.host);
+	pc->up = proxy_upstream_get(pc->ps, pc, &w);
+}
+
+static void
+proxy_conn_forward(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	enum proxy_msg_state st;
+
+	st = proxy_msg_after_head(&pc->rq, proxy_conn_cin(pc), pc->head_off);
+	pc->head_off = 0;
+	if (st == PROXY_MSG_ERROR) {
+		proxy_conn_bad_request(pc, pc->rq.error);
+		return;
+	}
+	r->req_done = r->no_body = st == PROXY_MSG_DONE;
+	r->rechunk = !r->req_done && (pc->rq.p.flags & F_CHUNKED);
+	proxy_conn_build_head(pc);
+	proxy_conn_report(pc, false);
+	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
+	proxy_conn_get_upstream(pc, !r->upgrade);
+	if (pc->up->state == PROXY_UP_READY)
+		proxy_conn_upstream_ready(pc);
+}
+
+/* ---- upstream events ---- */
+
+/*
+ * Looks for placeholders in the body bytes already here, so that a small
+ * body that carries one stops the request before anything goes upstream.
+ */
+static bool
+proxy_conn_prescan(struct proxy_conn *pc)
+{
+	struct evbuffer *in = proxy_conn_cin(pc);
+	size_t len = evbuffer_get_length(in);
+	unsigned char *p;
+
+	if (pc->r.no_body || len == 0)
+		return false;
+	if (len > 65536)
+		len = 65536;
+	if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL)
+		return false;
+	pc->r.leak = proxy_secret_find(pc->ps->secrets, pc->ps->nsecrets, p,
+	    len);
+	return pc->r.leak != NULL;
+}
+
+void
+proxy_conn_upstream_ready(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+
+	pc->client.peer = &pc->up->side;
+	pc->up->side.peer = &pc->client;
+	pc->up_eof = false;
+	free(pc->up_error);
+	pc->up_error = NULL;
+	if (strcmp(r->method, "CONNECT") == 0) {
+		/* A tunnel: the client may talk once it hears 200. */
+		evbuffer_add_printf(proxy_conn_cout(pc),
+		    "HTTP/1.1 200 Connection established\r\n\r\n");
+		r->status = 200;
+		r->resp_started = true;
+		r->ttfb_us = proxy_conn_now() - r->t0;
+		proxy_conn_report(pc, false);
+		proxy_conn_set_state(pc, PROXY_CONN_PIPE);
+		proxy_conn_pump(pc);
+		return;
+	}
+	if (r->scan_body && proxy_conn_prescan(pc)) {
+		proxy_conn_block_leak(pc, "the body");
+		return;
+	}
+	proxy_msg_reset(&pc->rs);
+	pc->rs.skip_body = r->head;
+	evbuffer_add(proxy_conn_uout(pc), r->out_head.data, r->out_head.len);
+	proxy_conn_set_state(pc, PROXY_CONN_RELAY);
+	proxy_conn_pump(pc);
+}
+
+void
+proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
+    const char *reason)
+{
+	char *why = xstrdup(reason), *body;   /* REASON may belong to pc->up */
+
+	proxy_upstream_free(pc->up);
+	pc->up = NULL;
+	body = xprintf("agentmux: %s", why);
+	if (status == 403) {
+		/* The SSRF guard: a policy decision, not an upstream failure. */
+		free(pc->r.rule);
+		pc->r.rule = xstrdup("address check (loopback, private and "
+		    "metadata addresses need a rule naming them)");
+		proxy_conn_deny(pc, why, body);
+	} else
+		proxy_conn_respond(pc, status, "error", why, body);
+	free(body);
+	free(why);
+}
+
+/* A reused connection the server closed before answering: try once more on a new one. */
+static bool
+proxy_conn_retry(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+
+	if (r->resp_started || r->retried || !pc->up->reused ||
+	    !r->no_body || r->upgrade)
+		return false;
+	r->retried = true;
+	proxy_upstream_free(pc->up);
+	pc->client.peer = NULL;
+	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
+	proxy_conn_get_upstream(pc, false);
+	return true;
+}
+
+void
+proxy_conn_upstream_io(struct proxy_conn *pc)
+{
+	proxy_conn_pump(pc);
+}
+
+void
+proxy_conn_upstream_event(struct proxy_conn *pc, short what)
+{
+	char *msg;
+
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (pc->state == PROXY_CONN_PIPE &&
+		    proxy_conn_now() - pc->last_io <
+		    (int64_t)pc->px->idle_timeout * 1000000) {
+			bufferevent_enable(pc->up->side.bev, EV_READ);
+			return;
+		}
+		msg = xprintf("no data from %s for %d s", pc->r.host != NULL ?
+		    pc->r.host : "upstream", pc->px->idle_timeout);
+		if (!pc->r.resp_started && pc->r.id != 0)
+			proxy_conn_respond(pc, 504, "error", msg, msg);
+		else
+			proxy_conn_close(pc, msg);
+		free(msg);
+		return;
+	}
+	if ((what & BEV_EVENT_ERROR) && pc->up_error == NULL)
+		pc->up_error = pc->up->tls ? proxy_tls_error(pc->up->side.bev) :
+		    xstrdup(strerror(EVUTIL_SOCKET_ERROR()));
+	pc->up_eof = true;
+	proxy_conn_pump(pc);
+}
+
+/* ---- relaying ---- */
+
+static size_t
+proxy_conn_room(struct evbuffer *dst)
+{
+	size_t len = evbuffer_get_length(dst);
+
+	return len >= PROXY_BUF_HIGH ? 0 : PROXY_BUF_HIGH - len;
+}
+
+/* Request body, client to upstream. -1 if the connection is gone. */
+static int
+proxy_conn_relay_request(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
+	enum proxy_msg_state st;
+	size_t used, room;
+
+	while (!r->req_done && (room = proxy_conn_room(dst)) > 0) {
+		st = proxy_msg_feed(&pc->rq, src, 0, room, &used);
+		if (st == PROXY_MSG_ERROR) {
+			proxy_conn_bad_request(pc, pc->rq.error);
+			return -1;
+		}
+		if (r->leak != NULL) {
+			proxy_conn_block_leak(pc, "the body");
+			return -1;
+		}
+		/*
+		 * Chunked bodies go up re-encoded (by the body callback): our
+		 * lenient parser's reading of the framing is the only one.
+		 */
+		if (r->rechunk)
+			evbuffer_drain(src, used);
+		else
+			evbuffer_remove_buffer(src, dst, used);
+		r->req_done = st == PROXY_MSG_DONE;
+		if (r->req_done && r->rechunk)
+			evbuffer_add(dst, "0\r\n\r\n", 5);
+		if (used == 0)
+			break;
+	}
+	if (!r->req_done && pc->client_eof &&
+	    evbuffer_get_length(src) == 0) {
+		proxy_conn_close(pc, "the client closed in the middle of the "
+		    "request body");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+proxy_conn_response_head(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	const char *ct;
+
+	r->status = pc->rs.p.status_code;
+	free(r->status_text);
+	r->status_text = xstrdup(proxy_msg_url(&pc->rs));
+	free(r->resp_headers);
+	r->resp_headers = proxy_msg_headers_text(&pc->rs,
+	    (const char *const *)pc->ps->secret_values);
+	free(r->mime);
+	r->mime = NULL;
+	if ((ct = proxy_msg_get(&pc->rs, "content-type")) != NULL)
+		r->mime = xstrndup(ct, strcspn(ct, "; \t"));
+}
+
+/* A whole response arrived: interim ones (100, 103) are followed by another. */
+static void
+proxy_conn_response_done(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	int status = pc->rs.p.status_code;
+
+	if (status == 101 && r->upgrade && pc->rs.p.upgrade) {
+		r->resp_done = r->req_done = true;
+		proxy_conn_set_state(pc, PROXY_CONN_PIPE);
+		return;
+	}
+	if (status >= 100 && status < 200) {
+		proxy_msg_reset(&pc->rs);
+		pc->rs.skip_body = r->head;
+		return;
+	}
+	r->resp_done = true;
+}
+
+/* Response, upstream to client. -1 if the connection is gone. */
+static int
+proxy_conn_relay_response(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	struct evbuffer *src = proxy_conn_uin(pc), *dst = proxy_conn_cout(pc);
+	enum proxy_msg_state st = PROXY_MSG_MORE;
+	size_t used, room;
+	bool had_head;
+
+	while (!r->resp_done && pc->state == PROXY_CONN_RELAY &&
+	    (room = proxy_conn_room(dst)) > 0) {
+		had_head = pc->rs.head_done;
+		st = proxy_msg_feed(&pc->rs, src, 0, room, &used);
+		if (st == PROXY_MSG_ERROR)
+			break;
+		if (used != 0 && !r->resp_started) {
+			r->resp_started = true;
+			r->ttfb_us = proxy_conn_now() - r->t0;
+		}
+		evbuffer_remove_buffer(src, dst, used);
+		if (!had_head && pc->rs.head_done &&
+		    (pc->rs.p.status_code >= 200 || pc->rs.p.status_code == 101))
+			proxy_conn_response_head(pc);
+		if (st == PROXY_MSG_DONE)
+			proxy_conn_response_done(pc);
+		else if (used == 0)
+			break;
+	}
+	if (st == PROXY_MSG_ERROR)
+		return proxy_conn_relay_failed(pc, true);
+	if (r->resp_done || pc->state != PROXY_CONN_RELAY || !pc->up_eof ||
+	    evbuffer_get_length(src) != 0)
+		return 0;
+	/* The upstream closed: the end of a close-delimited body, or a break. */
+	if (proxy_msg_eof(&pc->rs) == PROXY_MSG_DONE) {
+		r->resp_done = true;
+		return 0;
+	}
+	return proxy_conn_relay_failed(pc, false);
+}
+
+/* The upstream broke the response: retry, answer 502, or cut the client off. */
+static int
+proxy_conn_relay_failed(struct proxy_conn *pc, bool malformed)
+{
+	char *msg;
+
+	if (malformed)
+		msg = xprintf("%s sent a malformed response: %s", pc->r.host,
+		    pc->rs.error);
+	else if (!pc->r.resp_started && proxy_conn_retry(pc))
+		return -1;
+	else
+		msg = xprintf("%s closed the connection %s%s%s", pc->r.host,
+		    pc->r.resp_started ? "in the middle of the response" :
+		    "before answering", pc->up_error != NULL ? ": " : "",
+		    pc->up_error != NULL ? pc->up_error : "");
+	if (pc->r.resp_started)
+		proxy_conn_close(pc, msg);
+	else
+		proxy_conn_respond(pc, 502, "error", msg, msg);
+	free(msg);
+	return -1;
+}
+
+static void
+proxy_conn_request_done(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	bool reuse, keep;
+
+	reuse = http_should_keep_alive(&pc->rs.p) && !pc->up_eof;
+	keep = r->keep_alive && http_should_keep_alive(&pc->rs.p) &&
+	    !pc->client_eof;
+	proxy_conn_report(pc, true);
+	proxy_upstream_release(pc->up, reuse);
+	pc->up = NULL;
+	pc->client.peer = NULL;
+	if (!keep) {
+		proxy_conn_finish(pc);
+		return;
+	}
+	proxy_msg_reset(&pc->rq);
+	pc->head_off = 0;
+	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
+	proxy_conn_pump(pc);
+}
+
+static void
+proxy_conn_relay(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+
+	if (!r->req_done && proxy_conn_relay_request(pc) == -1)
+		return;
+	if (!r->resp_done && proxy_conn_relay_response(pc) == -1)
+		return;
+	if (pc->state == PROXY_CONN_PIPE) {
+		proxy_conn_pump(pc);
+		return;
+	}
+	if (r->resp_done && !r->req_done) {
+		/* Answered before the body ended: the client must reconnect. */
+		r->keep_alive = false;
+		pc->up_eof = true;
+		r->req_done = true;
+	}
+	if (r->req_done && r->resp_done)
+		proxy_conn_request_done(pc);
+}
+
+/* ---- tunnels and WebSockets ---- */
+
+static size_t
+proxy_conn_move(struct evbuffer *src, struct evbuffer *dst)
+{
+	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
+
+	if (n > room)
+		n = room;
+	if (n != 0)
+		evbuffer_remove_buffer(src, dst, n);
+	return n;
+}
+
+static void
+proxy_conn_pipe(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	size_t up, down;
+
+	up = proxy_conn_move(proxy_conn_cin(pc), proxy_conn_uout(pc));
+	down = proxy_conn_move(proxy_conn_uin(pc), proxy_conn_cout(pc));
+	r->bytes_up += (int64_t)up;
+	r->bytes_down += (int64_t)down;
+	if (up + down != 0)
+		pc->last_io = proxy_conn_now();
+	if (pc->client_eof && evbuffer_get_length(proxy_conn_cin(pc)) == 0) {
+		if (evbuffer_get_length(proxy_conn_uout(pc)) == 0)
+			proxy_conn_close(pc, NULL);
+		return;
+	}
+	if (pc->up_eof && evbuffer_get_length(proxy_conn_uin(pc)) == 0)
+		proxy_conn_finish(pc);
+}
+
+/* ---- CONNECT ---- */
+
+static void
+proxy_conn_tls_ready(struct proxy_conn *pc)
+{
+	struct timeval tv = { pc->px->client_timeout, 0 };
+
+	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
+	proxy_msg_reset(&pc->rq);
+	evtimer_add(pc->timer, &tv);
+	proxy_conn_pump(pc);
+}
+
+static void proxy_conn_client_read_cb(struct bufferevent *, void *);
+static void proxy_conn_client_event_cb(struct bufferevent *, short, void *);
+
+static void
+proxy_conn_client_setup(struct proxy_conn *pc)
+{
+	bufferevent_setcb(pc->client.bev, proxy_conn_client_read_cb,
+	    proxy_conn_client_read_cb, proxy_conn_client_event_cb, pc);
+	bufferevent_setwatermark(pc->client.bev, EV_READ, 0, PROXY_BUF_HIGH);
+	bufferevent_setwatermark(pc->client.bev, EV_WRITE, PROXY_BUF_HIGH / 2,
+	    0);
+	bufferevent_enable(pc->client.bev, EV_READ | EV_WRITE);
+}
+
+/* The 200 went out: from here the client speaks TLS to our leaf certificate. */
+static void
+proxy_conn_start_tls(struct proxy_conn *pc)
+{
+	struct proxy *px = pc->px;
+	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+	struct timeval tv = { px->client_timeout, 0 };
+	struct bufferevent *bev;
+	char *cause = NULL;
+	SSL *ssl;
+
+	if ((ssl = proxy_tls_accept_ssl(px, pc->dest_host, &cause)) == NULL) {
+		proxy_conn_close(pc, cause);
+		free(cause);
+		return;
+	}
+	if (evbuffer_get_length(proxy_conn_cin(pc)) == 0) {
+		bufferevent_free(pc->client.bev);
+		bev = bufferevent_openssl_socket_new(px->base, pc->fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, opts);
+		pc->fd_in_bev = bev != NULL;
+	} else {
+		/* The client spoke early: TLS over what is already buffered. */
+		bev = bufferevent_openssl_filter_new(px->base, pc->client.bev,
+		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);
+	}
+	pc->client.bev = bev;
+	if (bev == NULL) {
+		SSL_free(ssl);
+		proxy_conn_close(pc, "out of memory");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	pc->tls = true;
+	proxy_conn_client_setup(pc);
+	proxy_conn_set_state(pc, PROXY_CONN_HANDSHAKE);
+	evtimer_add(pc->timer, &tv);
+}
+
+static void
+proxy_conn_intercept(struct proxy_conn *pc)
+{
+	enum proxy_msg_state st;
+
+	st = proxy_msg_after_head(&pc->rq, proxy_conn_cin(pc), pc->head_off);
+	pc->head_off = 0;
+	if (st == PROXY_MSG_ERROR) {
+		proxy_conn_bad_request(pc, pc->rq.error);
+		return;
+	}
+	pc->dest_host = xstrdup(pc->r.host);
+	pc->dest_port = pc->r.port;
+	/* Requests inside are recorded one by one; the CONNECT itself is not. */
+	proxy_conn_req_clear(&pc->r);
+	evbuffer_add_printf(proxy_conn_cout(pc),
+	    "HTTP/1.1 200 Connection established\r\n\r\n");
+	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
+	proxy_conn_set_state(pc, PROXY_CONN_CONNECTED);
+}
+
+static void
+proxy_conn_tunnel(struct proxy_conn *pc, const char *rule)
+{
+	enum proxy_msg_state st;
+
+	st = proxy_msg_after_head(&pc->rq, proxy_conn_cin(pc), pc->head_off);
+	pc->head_off = 0;
+	if (st == PROXY_MSG_ERROR) {
+		proxy_conn_bad_request(pc, pc->rq.error);
+		return;
+	}
+	pc->r.scheme = "tunnel";
+	pc->r.decision = "tunnel";
+	pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
+	pc->r.req_done = true;
+	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
+	proxy_conn_get_upstream(pc, false);
+}
+
+static void
+proxy_conn_connect(struct proxy_conn *pc)
+{
+	const char *url = proxy_msg_url(&pc->rq), *why, *rule = NULL;
+	struct http_parser_url u;
+	struct proxy_req *r;
+	enum proxy_verdict v;
+
+	proxy_conn_req_begin(pc, "CONNECT", "https");
+	r = &pc->r;
+	http_parser_url_init(&u);
+	if ((why = proxy_msg_check_request(&pc->rq)) == NULL &&
+	    (http_parser_parse_url(url, strlen(url), 1, &u) != 0 ||
+	    !(u.field_set & (1 << UF_PORT)) || u.port == 0))
+		why = "CONNECT needs HOST:PORT";
+	if (why == NULL) {
+		r->host = xstrndup(url + u.field_data[UF_HOST].off,
+		    u.field_data[UF_HOST].len);
+		r->port = u.port;
+		r->path = xstrdup("");
+		if (!proxy_host_valid(r->host))
+			why = "the host name is not valid";
+	}
+	if (why != NULL || pc->tls) {
+		proxy_conn_bad_request(pc, why != NULL ? why :
+		    "CONNECT inside a tunnel");
+		return;
+	}
+	v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL, NULL,
+	    &rule);
+	if (v == PROXY_TUNNEL)
+		proxy_conn_tunnel(pc, rule);
+	else if (v == PROXY_ALLOW || (v == PROXY_UNKNOWN && pc->ps->ask &&
+	    !pc->ps->dying))
+		proxy_conn_intercept(pc);   /* decided per request inside */
+	else if (v == PROXY_DENY)
+		proxy_conn_deny_rule(pc, rule);
+	else
+		proxy_conn_deny_unknown(pc, "no rule covers it");
+}
+
+/* ---- reading heads ---- */
+
+static void
+proxy_conn_read_head(struct proxy_conn *pc)
+{
+	struct evbuffer *in = proxy_conn_cin(pc);
+	struct timeval tv = { pc->px->client_timeout, 0 };
+	enum proxy_msg_state st;
+	size_t used, len = evbuffer_get_length(in);
+
+	if (len > pc->head_off && !evtimer_pending(pc->timer, NULL))
+		evtimer_add(pc->timer, &tv);
+	if (len <= pc->head_off)
+		goto eof;
+	/* Feed only what the parser has not seen yet. */
+	st = proxy_msg_feed(&pc->rq, in, pc->head_off, len - pc->head_off,
+	    &used);
+	pc->head_off += used;
+	if (st == PROXY_MSG_ERROR) {
+		proxy_conn_bad_request(pc, pc->rq.error);
+		return;
+	}
+	if (st != PROXY_MSG_HEAD)
+		goto eof;
+	evtimer_del(pc->timer);
+	if (pc->rq.p.method == HTTP_CONNECT)
+		proxy_conn_connect(pc);
+	else
+		proxy_conn_request(pc);
+	return;
+eof:
+	if (pc->client_eof)
+		proxy_conn_close(pc, pc->head_off == 0 ? NULL :
+		    "the client closed in the middle of a request head");
+}
+
+/* ---- the client side ---- */
+
+static void
+proxy_conn_pump(struct proxy_conn *pc)
+{
+	switch (pc->state) {
+	case PROXY_CONN_HEAD:
+		proxy_conn_read_head(pc);
+		break;
+	case PROXY_CONN_RELAY:
+		proxy_conn_relay(pc);
+		break;
+	case PROXY_CONN_PIPE:
+		proxy_conn_pipe(pc);
+		break;
+	case PROXY_CONN_CONNECTED:
+		if (evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+			proxy_conn_start_tls(pc);
+		break;
+	case PROXY_CONN_CLOSING:
+		if (evbuffer_get_length(proxy_conn_cin(pc)) != 0)
+			evbuffer_drain(proxy_conn_cin(pc),
+			    evbuffer_get_length(proxy_conn_cin(pc)));
+		if (evbuffer_get_length(proxy_conn_cout(pc)) == 0 &&
+		    !evtimer_pending(pc->timer, NULL))
+			proxy_conn_linger(pc);
+		if (pc->client_eof && evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+			proxy_conn_close(pc, NULL);
+		break;
+	case PROXY_CONN_HELD:
+	case PROXY_CONN_UPSTREAM:
+	case PROXY_CONN_HANDSHAKE:
+		if (pc->client_eof)
+			proxy_conn_close(pc, "the client went away");
+		break;
+	}
+}
+
+static void
+proxy_conn_client_read_cb(struct bufferevent *bev, void *arg)
+{
+	proxy_conn_pump(arg);
+}
+
+static void
+proxy_conn_client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *pc = arg;
+	char *why;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		evtimer_del(pc->timer);
+		proxy_conn_tls_ready(pc);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (pc->state == PROXY_CONN_PIPE && proxy_conn_now() -
+		    pc->last_io < (int64_t)pc->px->idle_timeout * 1000000) {
+			bufferevent_enable(bev, EV_READ);
+			return;
+		}
+		proxy_conn_close(pc, pc->state == PROXY_CONN_HEAD ? NULL :
+		    "the client was idle too long");
+		return;
+	}
+	if (pc->state == PROXY_CONN_HANDSHAKE) {
+		why = proxy_tls_error(bev);
+		proxy_conn_req_begin(pc, "CONNECT", "https");
+		pc->r.host = xstrdup(pc->dest_host);
+		pc->r.port = pc->dest_port;
+		pc->r.path = xstrdup("");
+		pc->r.error = xprintf("TLS with the client failed (does it "
+		    "trust the agentmux CA?): %s", why);
+		free(why);
+		proxy_conn_close(pc, NULL);
+		return;
+	}
+	/* In a tunnel or WebSocket, however the client leaves, it is the end. */
+	if ((what & BEV_EVENT_ERROR) && pc->state != PROXY_CONN_PIPE &&
+	    (EVUTIL_SOCKET_ERROR() != 0 ||
+	    bufferevent_get_openssl_error(bev) != 0)) {
+		/* A reset: nothing more can be written to this client. */
+		why = bufferevent_openssl_get_ssl(bev) != NULL ?
+		    proxy_tls_error(bev) :
+		    xprintf("the client connection failed: %s",
+		    strerror(EVUTIL_SOCKET_ERROR()));
+		proxy_conn_close(pc, pc->state == PROXY_CONN_HEAD &&
+		    pc->head_off == 0 ? NULL : why);
+		free(why);
+		return;
+	}
+	pc->client_eof = true;
+	proxy_conn_pump(pc);
+}
+
+static void
+proxy_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *pc = arg;
+	char *msg;
+
+	if (pc->state == PROXY_CONN_HEAD) {
+		msg = xprintf("no complete request head within %d s",
+		    pc->px->client_timeout);
+		proxy_conn_close(pc, pc->head_off == 0 &&
+		    evbuffer_get_length(proxy_conn_cin(pc)) == 0 ? NULL : msg);
+		free(msg);
+	} else if (pc->state == PROXY_CONN_HANDSHAKE)
+		proxy_conn_close(pc, "the TLS handshake with the client timed "
+		    "out");
+	else
+		proxy_conn_close(pc, NULL);   /* the linger is over */
+}
+
+void
+proxy_conn_accept(struct proxy_session *ps, int fd)
+{
+	struct proxy *px = ps->px;
+	struct proxy_conn *pc = xcalloc(1, sizeof *pc);
+	struct timeval tv = { px->client_timeout, 0 };
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	pc->ps = ps;
+	pc->px = px;
+	pc->fd = fd;
+	pc->hold.pc = pc;
+	pc->client.bev = bufferevent_socket_new(px->base, fd,
+	    BEV_OPT_DEFER_CALLBACKS);
+	if (pc->client.bev == NULL)
+		fatalx("bufferevent_socket_new failed");
+	pc->timer = evtimer_new(px->base, proxy_conn_timer_cb, pc);
+	pc->wake = event_new(px->base, -1, 0, proxy_conn_wake_cb, pc);
+	proxy_msg_init(&pc->rq, HTTP_REQUEST, true);
+	proxy_msg_init(&pc->rs, HTTP_RESPONSE, false);
+	pc->rq.on_body = proxy_conn_on_req_body;
+	pc->rq.arg = pc;
+	pc->rs.on_body = proxy_conn_on_resp_body;
+	pc->rs.arg = pc;
+	TAILQ_INSERT_TAIL(&ps->conns, pc, entry);
+	ps->nconns++;
+	proxy_conn_client_setup(pc);
+	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
+	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
+	evtimer_add(pc->timer, &tv);
+}

@@ -1,0 +1,346 @@
+/* Internals shared by the proxy's files: the engine's structs and the helpers between them. */
+#ifndef AGENTMUX_PROXY_INT_H
+#define AGENTMUX_PROXY_INT_H
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <http_parser.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "core/core.h"
+#include "proxy/proxy.h"
+
+struct bufferevent;
+struct evbuffer;
+struct event;
+struct evdns_base;
+struct evutil_addrinfo;
+
+#define PROXY_HEAD_MAX (64 * 1024)     /* bytes of a request or response head */
+#define PROXY_FIELDS_MAX 100           /* header fields in a head */
+#define PROXY_BUF_HIGH (128 * 1024)    /* bytes queued towards a side before its peer pauses */
+#define PROXY_ASKS_MAX 64              /* open questions per session */
+#define PROXY_POOL_MAX 32              /* idle upstream connections per session */
+#define PROXY_LINGER_SECS 2            /* reading what a client still sends after a final response */
+
+/* ---- the certificate authority (proxy-ca.c) ---- */
+
+struct proxy_ca;
+
+/** Loads the CA from DATA_DIR, creating it on first use (locked, atomic). */
+struct proxy_ca *proxy_ca_open(const char *data_dir, char **cause);
+void proxy_ca_free(struct proxy_ca *);
+/** The CA certificate's path; borrowed. */
+const char *proxy_ca_path(struct proxy_ca *);
+/** The CA certificate; borrowed. */
+X509 *proxy_ca_cert(struct proxy_ca *);
+/** A leaf certificate for HOST (a name or an address), cached; borrowed. */
+X509 *proxy_ca_leaf(struct proxy_ca *, const char *host, char **cause);
+/** The key every leaf certificate carries; borrowed. */
+EVP_PKEY *proxy_ca_leaf_key(struct proxy_ca *);
+/** Writes the system CAs plus ours to DIR/ca-bundle.pem; *PATH is the caller's. */
+int proxy_ca_write_bundle(struct proxy_ca *, const char *dir, char **path,
+    char **cause);
+/** Number of cached leaf certificates (tests). */
+size_t proxy_ca_cached(struct proxy_ca *);
+
+/* ---- TLS contexts (proxy-tls.c) ---- */
+
+/** The context that faces the jail: our leaf certificates, ALPN http/1.1. */
+SSL_CTX *proxy_tls_server_ctx(char **cause);
+/** The context that faces upstreams: system CAs plus UPSTREAM_CA, verified. */
+SSL_CTX *proxy_tls_client_ctx(char *const *upstream_ca, char **cause);
+/** A server-side SSL presenting a leaf for HOST; NULL with *CAUSE. */
+SSL *proxy_tls_accept_ssl(struct proxy *, const char *host, char **cause);
+/** A client-side SSL that verifies HOST (SNI, hostname or address check). */
+SSL *proxy_tls_connect_ssl(struct proxy *, const char *host, char **cause);
+/** Why a TLS bufferevent failed, as text; caller frees. */
+char *proxy_tls_error(struct bufferevent *);
+
+/* ---- addresses (proxy-addr.c) ---- */
+
+/** A connect_to entry: traffic for HOST:PORT goes to ADDR:PORT2. */
+struct proxy_connect_to {
+	char *host;
+	int port;
+	char *addr;
+	int port2;
+};
+
+/** Parses "HOST:PORT:ADDR:PORT2"; -1 with *CAUSE. */
+int proxy_connect_to_parse(const char *, struct proxy_connect_to *,
+    char **cause);
+void proxy_connect_to_clear(struct proxy_connect_to *);
+/** The entry for HOST:PORT, or NULL. */
+const struct proxy_connect_to *proxy_connect_to_find(
+    const struct proxy_connect_to *, size_t n, const char *host, int port);
+/** Formats SA's address (no port) into BUF. */
+const char *proxy_addr_str(const struct sockaddr *, char *buf, size_t len);
+/**
+ * The SSRF guard: NULL if the jail may reach SA for HOST, else why not
+ * (caller frees). NAMED is true when a connect_to entry names the address.
+ */
+char *proxy_addr_refuse(const struct proxy_policy *, const char *host,
+    const struct sockaddr *sa, bool named);
+/** Lower-cases HOST and checks it is a host name or address literal. */
+bool proxy_host_valid(char *host);
+/** True if HOST is an IPv4 or IPv6 literal. */
+bool proxy_host_is_addr(const char *host);
+/** HOST as a rule names it: "host", or "host:port" off the scheme's port. */
+char *proxy_host_rule(const char *host, int port, const char *scheme);
+
+/* ---- secrets (proxy-secret.c) ---- */
+
+/** The first secret whose placeholder occurs in DATA, or NULL. */
+const struct proxy_secret *proxy_secret_find(const struct proxy_secret *,
+    size_t n, const void *data, size_t len);
+/** True if HOST may receive SECRET's value. */
+bool proxy_secret_bound(const struct proxy_secret *, const char *host);
+/**
+ * Returns VALUE with SECRET's placeholder replaced by its value, or NULL
+ * if the placeholder is not in VALUE. Caller frees.
+ */
+char *proxy_secret_swap(const struct proxy_secret *, const char *value);
+/** Longest placeholder, for scanning across chunk boundaries. */
+size_t proxy_secret_maxlen(const struct proxy_secret *, size_t n);
+
+/* ---- redaction (proxy-redact.c) ---- */
+
+/** True if a header called NAME carries credentials. */
+bool proxy_redact_name(const char *name);
+/** Replaces each of VALUES in B (in place) with "[redacted]". */
+void proxy_redact_buf(struct buf *, const char *const *values);
+
+/* ---- HTTP/1.1 messages (proxy-http.c) ---- */
+
+enum proxy_msg_state {
+	PROXY_MSG_MORE,     /* needs more bytes */
+	PROXY_MSG_HEAD,     /* the head is complete (request parsers pause here) */
+	PROXY_MSG_DONE,     /* the message is complete */
+	PROXY_MSG_ERROR,
+};
+
+struct proxy_hdr {
+	size_t name;           /* offsets into the message's text */
+	size_t value;
+};
+
+/* One message being parsed: the parser, its head and limits. */
+struct proxy_msg {
+	http_parser p;
+	enum http_parser_type type;
+	struct buf text;         /* url or status, then names and values, NUL-separated */
+	size_t url;              /* offset of the URL / status text */
+	struct proxy_hdr *h;
+	size_t nh;
+	size_t caph;
+	size_t head_bytes;       /* bytes of the head so far */
+	int last;                /* last callback: 0 none, 1 field, 2 value, 3 url */
+	bool head_done;
+	bool done;
+	bool skip_body;          /* a response to HEAD */
+	bool pause_head;         /* stop after the head (requests) */
+	bool folded;             /* a header line started with a blank */
+	bool prev_lf;
+	const char *error;
+	/* Decoded body bytes, as they pass. */
+	void (*on_body)(void *, const char *, size_t);
+	void *arg;
+};
+
+void proxy_msg_init(struct proxy_msg *, enum http_parser_type, bool pause_head);
+void proxy_msg_reset(struct proxy_msg *);
+void proxy_msg_free(struct proxy_msg *);
+/**
+ * Parses up to MAX bytes of SRC after its first SKIP (bytes the parser has
+ * seen already); *USED is how many more it took (the caller moves, drains
+ * or skips them next time).
+ */
+enum proxy_msg_state proxy_msg_feed(struct proxy_msg *, struct evbuffer *src,
+    size_t skip, size_t max, size_t *used);
+/** Tells the parser the stream ended (close-delimited bodies). */
+enum proxy_msg_state proxy_msg_eof(struct proxy_msg *);
+/**
+ * After PROXY_MSG_HEAD: consumes the head's last byte, so that the body
+ * follows; returns PROXY_MSG_DONE if there is none.
+ */
+enum proxy_msg_state proxy_msg_after_head(struct proxy_msg *,
+    struct evbuffer *src, size_t used);
+const char *proxy_msg_url(struct proxy_msg *);
+const char *proxy_msg_name(struct proxy_msg *, size_t i);
+const char *proxy_msg_value(struct proxy_msg *, size_t i);
+/** The value of header NAME (case-insensitive), first one; NULL if absent. */
+const char *proxy_msg_get(struct proxy_msg *, const char *name);
+/** How many headers are called NAME. */
+size_t proxy_msg_count(struct proxy_msg *, const char *name);
+/** Checks what the parser leaves to us (smuggling shapes); NULL if fine. */
+const char *proxy_msg_check_request(struct proxy_msg *);
+/** True if the Connection header lists TOKEN. */
+bool proxy_msg_connection_has(struct proxy_msg *, const char *token);
+/** True for headers a proxy must not forward (hop-by-hop ones). */
+bool proxy_msg_hop_by_hop(struct proxy_msg *, const char *name);
+/** The headers as "Name: value\n" lines, redacted; caller frees. */
+char *proxy_msg_headers_text(struct proxy_msg *, const char *const *values);
+/** Writes a complete response with a text body and Connection: close. */
+void proxy_http_respond(struct evbuffer *, int status, const char *body);
+/** The reason phrase of STATUS. */
+const char *proxy_http_reason(int status);
+
+/* ---- the engine ---- */
+
+/* One side of a proxied connection: its bufferevent and the other side. */
+struct proxy_side {
+	struct bufferevent *bev;
+	struct proxy_side *peer;
+};
+
+struct proxy {
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct proxy_ca *ca;
+	SSL_CTX *server_ctx;
+	SSL_CTX *client_ctx;
+	char *bundle_path;
+	struct proxy_connect_to *connect_to;
+	size_t nconnect_to;
+	int connect_timeout;
+	int idle_timeout;
+	int client_timeout;
+	int max_connections;
+	size_t max_body_record;
+};
+
+struct proxy_conn;
+struct proxy_upstream;
+
+/* A connection's place in the line of requests waiting on one question. */
+struct proxy_hold {
+	TAILQ_ENTRY(proxy_hold) entry;
+	struct proxy_conn *pc;
+};
+
+/* A question to the user about one destination, and the requests held on it. */
+struct proxy_question {
+	TAILQ_ENTRY(proxy_question) entry;
+	struct proxy_session *ps;
+	struct proxy_ask ask;         /* what the callbacks see */
+	char *host;
+	char *method;
+	char *path;
+	char *scheme;
+	TAILQ_HEAD(, proxy_hold) held;
+	struct event *timer;
+	int64_t remaining_us;         /* while paused */
+};
+
+struct proxy_session {
+	struct proxy *px;
+	struct proxy_policy *policy;
+	bool ask;
+	int prompt_timeout;
+	struct proxy_secret *secrets;
+	size_t nsecrets;
+	char **secret_values;         /* NULL-terminated, for redaction */
+	size_t secret_maxlen;
+	char *label;
+	struct proxy_session_cbs cbs;
+	void *arg;
+	int listen_fd;
+	struct event *listen_ev;
+	struct event *resume_ev;      /* accepting again after running out of fds */
+	bool accepting;
+	bool dying;
+	uint64_t next_request;
+	uint64_t next_ask;
+	int nconns;
+	int64_t cap_warned_us;
+	TAILQ_HEAD(, proxy_conn) conns;
+	TAILQ_HEAD(proxy_pool, proxy_upstream) pool;
+	int npool;
+	TAILQ_HEAD(, proxy_question) questions;
+	int nquestions;
+};
+
+/* proxy-conn.c */
+void proxy_conn_accept(struct proxy_session *, int fd);
+void proxy_conn_close(struct proxy_conn *, const char *reason);
+/** The upstream for the held request is ready (or failed: STATUS, REASON). */
+void proxy_conn_upstream_ready(struct proxy_conn *);
+void proxy_conn_upstream_failed(struct proxy_conn *, int status,
+    const char *reason);
+/** The upstream in use saw data, room to write, or an event. */
+void proxy_conn_upstream_io(struct proxy_conn *);
+void proxy_conn_upstream_event(struct proxy_conn *, short what);
+/** The answer to the question the connection waits on. */
+void proxy_conn_answered(struct proxy_conn *, bool allow, const char *rule);
+
+/* proxy-session.c */
+/** Holds PC on the question about HOST:PORT (asking it if new). */
+struct proxy_question *proxy_session_hold(struct proxy_session *,
+    struct proxy_hold *, const char *scheme, const char *host, int port,
+    const char *method, const char *path);
+/** H no longer waits on Q (its connection closed). */
+void proxy_session_unhold(struct proxy_question *, struct proxy_hold *);
+
+/* proxy-upstream.c */
+enum proxy_up_state {
+	PROXY_UP_RESOLVING,
+	PROXY_UP_CONNECTING,
+	PROXY_UP_HANDSHAKE,
+	PROXY_UP_READY,
+};
+
+struct proxy_dns;
+
+struct proxy_upstream {
+	TAILQ_ENTRY(proxy_upstream) entry;    /* the session's idle pool */
+	struct proxy_session *ps;
+	struct proxy_side side;
+	struct proxy_conn *pc;                /* the user; NULL while idle */
+	enum proxy_up_state state;
+	char *host;
+	int port;
+	bool tls;
+	bool reused;
+	bool pooled;                          /* in the session's idle pool */
+	int fd;
+	struct proxy_dns *dns;
+	struct evutil_addrinfo *ai;           /* resolved addresses */
+	struct evutil_addrinfo *next;         /* the next to try */
+	bool named;                           /* connect_to names them */
+	bool named_once;                      /* an answer named the address */
+	struct sockaddr_storage sa;           /* where it is connected */
+	int port2;
+	char *refused;                        /* why addresses were refused */
+	char *lasterr;
+	struct event *conn_ev;                /* waits for connect() */
+	struct event *timer;                  /* connect timeout */
+	struct event *defer;                  /* runs a synchronous DNS answer later */
+	char addr[64];
+};
+
+/** How a connection is wanted. */
+struct proxy_want {
+	const char *host;
+	int port;
+	bool tls;
+	bool pooled;        /* an idle connection from the pool will do */
+	bool named;         /* the user named this address (an answer) */
+};
+
+/**
+ * An upstream for W for PC: an idle one from the pool (READY at once), or
+ * a new one that reports to PC later, never from within this call. PC
+ * owns it until it releases or frees it.
+ */
+struct proxy_upstream *proxy_upstream_get(struct proxy_session *,
+    struct proxy_conn *, const struct proxy_want *w);
+/** Returns UP to the pool if REUSE, else closes it. */
+void proxy_upstream_release(struct proxy_upstream *, bool reuse);
+void proxy_upstream_free(struct proxy_upstream *);
+/** Closes every idle upstream of the session. */
+void proxy_upstream_drain_pool(struct proxy_session *);
+
+#endif

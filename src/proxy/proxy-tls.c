@@ -1,0 +1,163 @@
+/* TLS on both sides: our leaf certificates towards the jail, verified connections towards upstreams. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/util.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "proxy/proxy-int.h"
+
+static const unsigned char proxy_tls_alpn_h1[] = "\x08http/1.1";
+
+static const char *
+proxy_tls_ssl_error(void)
+{
+	static char buf[256];
+	unsigned long e = ERR_get_error();
+
+	if (e == 0)
+		return "unknown OpenSSL error";
+	ERR_error_string_n(e, buf, sizeof buf);
+	ERR_clear_error();
+	return buf;
+}
+
+/* Picks http/1.1 from what the client offers; anything else gets no ALPN. */
+static int
+proxy_tls_alpn_select(SSL *ssl, const unsigned char **out,
+    unsigned char *outlen, const unsigned char *in, unsigned int inlen,
+    void *arg)
+{
+	unsigned char *sel;
+
+	if (SSL_select_next_proto(&sel, outlen, proxy_tls_alpn_h1,
+	    sizeof proxy_tls_alpn_h1 - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+SSL_CTX *
+proxy_tls_server_ctx(char **cause)
+{
+	static const unsigned char sid[] = "agentmux";
+	SSL_CTX *ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
+		*cause = xprintf("cannot make a TLS context: %s",
+		    proxy_tls_ssl_error());
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
+	/* Idle connections give their read and write buffers back. */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+	SSL_CTX_set_alpn_select_cb(ctx, proxy_tls_alpn_select, NULL);
+	return ctx;
+}
+
+SSL_CTX *
+proxy_tls_client_ctx(char *const *upstream_ca, char **cause)
+{
+	const char *dir = getenv(X509_get_default_cert_dir_env());
+	SSL_CTX *ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		*cause = xprintf("cannot make a TLS context: %s",
+		    proxy_tls_ssl_error());
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* The hashed directory is read lazily: far less memory than the bundle. */
+	if (dir == NULL || *dir == '\0')
+		dir = X509_get_default_cert_dir();
+	if (SSL_CTX_load_verify_dir(ctx, dir) != 1)
+		log_warnx("cannot use the system CAs in %s: %s", dir,
+		    proxy_tls_ssl_error());
+	for (; upstream_ca != NULL && *upstream_ca != NULL; upstream_ca++) {
+		if (SSL_CTX_load_verify_file(ctx, *upstream_ca) != 1) {
+			*cause = xprintf("cannot load the upstream CA %s: %s "
+			    "(it must be PEM certificates)", *upstream_ca,
+			    proxy_tls_ssl_error());
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
+	}
+	return ctx;
+}
+
+SSL *
+proxy_tls_accept_ssl(struct proxy *px, const char *host, char **cause)
+{
+	X509 *leaf;
+	SSL *ssl;
+
+	if ((leaf = proxy_ca_leaf(px->ca, host, cause)) == NULL)
+		return NULL;
+	if ((ssl = SSL_new(px->server_ctx)) == NULL ||
+	    SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, proxy_ca_leaf_key(px->ca)) != 1) {
+		*cause = xprintf("cannot set up TLS for %s: %s", host,
+		    proxy_tls_ssl_error());
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
+
+SSL *
+proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
+{
+	SSL *ssl;
+	int ok;
+
+	if ((ssl = SSL_new(px->client_ctx)) == NULL) {
+		*cause = xprintf("cannot set up TLS: %s", proxy_tls_ssl_error());
+		return NULL;
+	}
+	if (proxy_host_is_addr(host))
+		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host);
+	else
+		ok = SSL_set_tlsext_host_name(ssl, host) == 1 &&
+		    SSL_set1_host(ssl, host) == 1;
+	if (!ok || SSL_set_alpn_protos(ssl, proxy_tls_alpn_h1,
+	    sizeof proxy_tls_alpn_h1 - 1) != 0) {
+		*cause = xprintf("cannot set up TLS for %s: %s", host,
+		    proxy_tls_ssl_error());
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
+
+char *
+proxy_tls_error(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long e, last = 0;
+	char buf[256];
+	long v;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	while ((e = bufferevent_get_openssl_error(bev)) != 0)
+		last = e;
+	if (ssl != NULL && (v = SSL_get_verify_result(ssl)) != X509_V_OK)
+		return xprintf("certificate verify failed: %s",
+		    X509_verify_cert_error_string(v));
+	if (last != 0) {
+		ERR_error_string_n(last, buf, sizeof buf);
+		return xprintf("TLS error: %s", buf);
+	}
+	if (err != 0 && err != EAGAIN)
+		return xprintf("TLS error: %s", strerror(err));
+	return xstrdup("the connection closed during the TLS handshake");
+}
