@@ -94,11 +94,17 @@ proxy_msg_on_headers_complete(http_parser *p)
 {
 	struct proxy_msg *m = p->data;
 
+	int status = p->status_code;
+
 	proxy_msg_close_segment(m);
 	m->head_done = true;
 	if (m->pause_head)
 		http_parser_pause(p, 1);
-	return m->skip_body ? 1 : 0;
+	/* 304 may carry the length of what it did not send (RFC 9110 8.6). */
+	if (m->type == HTTP_RESPONSE && (m->skip_body || status / 100 == 1 ||
+	    status == 204 || status == 304))
+		return 1;
+	return 0;
 }
 
 static int
