@@ -88,7 +88,6 @@ struct proxy_conn {
 	struct proxy_msg rs;
 	size_t head_off;            /* request head bytes fed, still buffered */
 	struct proxy_req r;
-	struct proxy_question *q;
 	int answer;                 /* 1 allow, -1 deny, 0 none (wake) */
 	char *answer_rule;
 	bool answer_timeout;
@@ -270,8 +269,7 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	}
 	log_debug("%s: connection closed: %s", ps->label,
 	    reason != NULL ? reason : "done");
-	if (pc->q != NULL)
-		proxy_session_unhold(pc->q, &pc->hold);
+	proxy_session_unhold(&pc->hold);
 	proxy_upstream_free(pc->up);
 	if (pc->client.bev != NULL)
 		bufferevent_free(pc->client.bev);
@@ -463,7 +461,6 @@ void
 proxy_conn_answered(struct proxy_conn *pc, bool allow, const char *rule)
 {
 	/* Continue from the loop: the caller may be inside our callbacks. */
-	pc->q = NULL;
 	pc->answer = allow ? 1 : -1;
 	pc->answer_timeout = rule != NULL && strstr(rule, "timeout") != NULL;
 	free(pc->answer_rule);
@@ -478,9 +475,8 @@ proxy_conn_hold(struct proxy_conn *pc)
 	bool connect = strcmp(r->method, "CONNECT") == 0;
 
 	proxy_conn_set_state(pc, PROXY_CONN_HELD);
-	pc->q = proxy_session_hold(pc->ps, &pc->hold, r->scheme, r->host, r->port,
-	    connect ? NULL : r->method, connect ? NULL : r->path);
-	if (pc->q == NULL)
+	if (proxy_session_hold(pc->ps, &pc->hold, r->scheme, r->host, r->port,
+	    connect ? NULL : r->method, connect ? NULL : r->path) == -1)
 		proxy_conn_deny_unknown(pc, "too many questions are open");
 }
 

@@ -219,6 +219,7 @@ struct proxy_upstream;
 struct proxy_hold {
 	TAILQ_ENTRY(proxy_hold) entry;
 	struct proxy_conn *pc;
+	struct proxy_question *q;     /* NULL once answered */
 };
 
 /* A question to the user about one destination, and the requests held on it. */
@@ -277,12 +278,16 @@ void proxy_conn_upstream_event(struct proxy_conn *, short what);
 void proxy_conn_answered(struct proxy_conn *, bool allow, const char *rule);
 
 /* proxy-session.c */
-/** Holds PC on the question about HOST:PORT (asking it if new). */
-struct proxy_question *proxy_session_hold(struct proxy_session *,
-    struct proxy_hold *, const char *scheme, const char *host, int port,
-    const char *method, const char *path);
-/** H no longer waits on Q (its connection closed). */
-void proxy_session_unhold(struct proxy_question *, struct proxy_hold *);
+/**
+ * Holds H on the question about HOST:PORT (asking it if new); -1 if too
+ * many questions are open. The answer may come at once, from inside the
+ * ask callback: it reaches the connection through proxy_conn_answered.
+ */
+int proxy_session_hold(struct proxy_session *, struct proxy_hold *,
+    const char *scheme, const char *host, int port, const char *method,
+    const char *path);
+/** H no longer waits (its connection closed); no-op if answered. */
+void proxy_session_unhold(struct proxy_hold *);
 
 /* proxy-upstream.c */
 enum proxy_up_state {

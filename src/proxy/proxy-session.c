@@ -299,6 +299,7 @@ proxy_session_settle(struct proxy_question *q, enum proxy_answer a,
 		ps->cbs.answered(ps->arg, &q->ask, a, by);
 	while ((h = TAILQ_FIRST(&q->held)) != NULL) {
 		TAILQ_REMOVE(&q->held, h, entry);
+		h->q = NULL;
 		proxy_conn_answered(h->pc, allow, rule);
 	}
 	proxy_session_question_free(q);
@@ -314,7 +315,7 @@ proxy_session_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_session_settle(q, PROXY_DENY_ONCE, "timeout");
 }
 
-struct proxy_question *
+int
 proxy_session_hold(struct proxy_session *ps, struct proxy_hold *h,
     const char *scheme, const char *host, int port, const char *method,
     const char *path)
@@ -327,7 +328,7 @@ proxy_session_hold(struct proxy_session *ps, struct proxy_hold *h,
 			goto join;
 	}
 	if (ps->nquestions >= PROXY_ASKS_MAX)
-		return NULL;
+		return -1;
 	q = xcalloc(1, sizeof *q);
 	q->ps = ps;
 	q->host = xstrdup(host);
@@ -350,14 +351,20 @@ proxy_session_hold(struct proxy_session *ps, struct proxy_hold *h,
 	ps->nquestions++;
 join:
 	TAILQ_INSERT_TAIL(&q->held, h, entry);
+	h->q = q;
 	q->ask.waiting++;
-	proxy_session_notify(q);
-	return q;
+	proxy_session_notify(q);   /* may answer, and free Q */
+	return 0;
 }
 
 void
-proxy_session_unhold(struct proxy_question *q, struct proxy_hold *h)
+proxy_session_unhold(struct proxy_hold *h)
 {
+	struct proxy_question *q = h->q;
+
+	if (q == NULL)
+		return;
+	h->q = NULL;
 	TAILQ_REMOVE(&q->held, h, entry);
 	q->ask.waiting--;
 	proxy_session_notify(q);

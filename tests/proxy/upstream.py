@@ -83,15 +83,27 @@ class H(http.server.BaseHTTPRequestHandler):
                 q[k] = v
         return q
 
-    def stream(self, ctype, chunks, delay):
+    def stream(self, ctype, chunks, delay, gate=None):
+        """Sends CHUNKS one by one. With GATE, the next one waits until the
+        client has created DIR/gate-GATE-I for the one before: a proxy that
+        held chunks back would stall this (logged as "gate timeout")."""
         self.send_response(200)
         self.send_header("Content-Type", ctype)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for c in chunks:
+        for i, c in enumerate(chunks):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
             self.wfile.flush()
-            time.sleep(delay)
+            if gate is None:
+                time.sleep(delay)
+                continue
+            f = os.path.join(D, "gate-%s-%d" % (gate, i))
+            for _ in range(200):
+                if os.path.exists(f):
+                    break
+                time.sleep(0.05)
+            else:
+                log("gate timeout %s %d" % (gate, i))
         self.wfile.write(b"0\r\n\r\n")
 
     def websocket(self):
@@ -135,10 +147,10 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.websocket()
         if path == "/chunked":
             n, d = int(q.get("n", 3)), float(q.get("delay", 0.2))
-            return self.stream("text/plain", [b"chunk %d\n" % i for i in range(n)], d)
+            return self.stream("text/plain", [b"chunk %d\n" % i for i in range(n)], d, q.get("gate"))
         if path == "/sse":
             n, d = int(q.get("n", 3)), float(q.get("delay", 0.2))
-            return self.stream("text/event-stream", [b"data: event %d\n\n" % i for i in range(n)], d)
+            return self.stream("text/event-stream", [b"data: event %d\n\n" % i for i in range(n)], d, q.get("gate"))
         if path == "/big":
             n = int(q.get("size", 1 << 20))
             return self.send(200, b"x" * n, "application/octet-stream")

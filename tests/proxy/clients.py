@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Clients for the proxy tests, talking to the proxy at $PROXY (host:port).
+
+  clients.py get URL [HEADER...]   GET through the proxy (urllib), print status and body
+  clients.py gated URL DIR GATE N  read a gated stream, releasing each chunk (see upstream.py)
+  clients.py ws URL                WebSocket echo of two messages (ws:// or wss://)
+  clients.py raw HEX               send raw bytes, print the status line of the answer
+  clients.py stall                 open a connection, send half a head, wait for the close
+  clients.py nonreader URL         ask for a big body and never read it (holds until killed)
+  clients.py cap N URL             hold N idle connections, then GET URL on one more
+"""
+import base64, os, socket, ssl, struct, sys, time, urllib.request
+
+PROXY = os.environ["PROXY"]
+PHOST, PPORT = PROXY.rsplit(":", 1)
+CA = os.environ.get("CA")
+
+
+def split(url):
+    scheme, rest = url.split("://", 1)
+    hostport, _, path = rest.partition("/")
+    host, _, port = hostport.partition(":")
+    port = int(port or (443 if scheme in ("https", "wss") else 80))
+    return scheme, host, port, "/" + path
+
+
+def connect(url):
+    """A socket to URL's host through the proxy: CONNECT+TLS or plain."""
+    scheme, host, port, path = split(url)
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    if scheme in ("https", "wss"):
+        s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+                  (host.encode(), port, host.encode(), port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = s.recv(1)
+            if not d:
+                sys.exit("CONNECT: connection closed")
+            head += d
+        if b" 200 " not in head.split(b"\r\n")[0]:
+            sys.exit("CONNECT refused: " + head.decode(errors="replace"))
+        ctx = ssl.create_default_context(cafile=CA)
+        s = ctx.wrap_socket(s, server_hostname=host)
+        target = path
+    else:
+        target = "http://" + url.split("://", 1)[1]   # absolute form, even for ws://
+    return s, host, port, target.encode()
+
+
+def read_head(s):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = s.recv(4096)
+        if not d:
+            sys.exit("closed before the head ended: %r" % buf)
+        buf += d
+    return buf.split(b"\r\n\r\n", 1)
+
+
+def cmd_get(url, *headers):
+    handler = urllib.request.ProxyHandler({"http": "http://" + PROXY,
+                                           "https": "http://" + PROXY})
+    ctx = ssl.create_default_context(cafile=CA)
+    opener = urllib.request.build_opener(handler, urllib.request.HTTPSHandler(context=ctx))
+    req = urllib.request.Request(url)
+    for h in headers:
+        k, _, v = h.partition(":")
+        req.add_header(k.strip(), v.strip())
+    try:
+        with opener.open(req, timeout=20) as r:
+            print(r.status)
+            sys.stdout.write(r.read().decode(errors="replace"))
+    except urllib.error.HTTPError as e:
+        print(e.code)
+        sys.stdout.write(e.read().decode(errors="replace"))
+
+
+def cmd_gated(url, d, gate, n):
+    s, host, port, target = connect(url + ("&" if "?" in url else "?") + "gate=" + gate)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" %
+              (target, host.encode(), port))
+    head, buf = read_head(s)
+    got = 0
+    while got < int(n):
+        # Chunked framing: size line, data, CRLF.
+        while b"\r\n" not in buf:
+            buf += s.recv(4096)
+        size, buf = buf.split(b"\r\n", 1)
+        size = int(size, 16)
+        while len(buf) < size + 2:
+            buf += s.recv(4096)
+        sys.stdout.write(buf[:size].decode())
+        sys.stdout.flush()
+        buf = buf[size + 2:]
+        open(os.path.join(d, "gate-%s-%d" % (gate, got)), "w").close()
+        got += 1
+    print("received %d" % got)
+
+
+def cmd_ws(url):
+    s, host, port, target = connect(url)
+    key = base64.b64encode(os.urandom(16))
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+              b"Sec-WebSocket-Version: 13\r\n\r\n" % (target, host.encode(), port, key))
+    head, buf = read_head(s)
+    print(head.split(b"\r\n")[0].decode())
+    for msg in (b"hello", b"world" * 100):
+        mask = os.urandom(4)
+        ln = bytes([0x80 | len(msg)]) if len(msg) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(msg))
+        s.sendall(bytes([0x81]) + ln + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(msg)))
+        while len(buf) < 4:
+            buf += s.recv(65536)
+        n, off = buf[1] & 0x7F, 2
+        if n == 126:
+            n, off = struct.unpack(">H", buf[2:4])[0], 4
+        while len(buf) < off + n:
+            buf += s.recv(65536)
+        print("echo %d %s" % (n, buf[off:off + 5].decode()))
+        buf = buf[off + n:]
+    s.sendall(bytes([0x88, 0x80]) + b"\0\0\0\0")
+
+
+def cmd_raw(hexdata):
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s.sendall(bytes.fromhex(hexdata))
+    out = b""
+    while True:
+        try:
+            d = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not d:
+            break
+        out += d
+    print(out.split(b"\r\n")[0].decode(errors="replace"))
+    print(out.split(b"\r\n\r\n", 1)[-1].decode(errors="replace"))
+
+
+def cmd_stall():
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=60)
+    s.sendall(b"GET http://127.0.0.1/ HTTP/1.1\r\nHost: 127.")
+    t = time.time()
+    try:
+        d = s.recv(100)
+    except ConnectionResetError:
+        d = b""
+    print("closed after head timeout" if not d else "answered %r" % d[:20])
+
+
+def cmd_nonreader(url):
+    s, host, port, target = connect(url)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (target, host.encode(), port))
+    print("waiting", flush=True)
+    time.sleep(60)
+
+
+def cmd_cap(n, url):
+    held = [socket.create_connection((PHOST, int(PPORT)), timeout=20)
+            for _ in range(int(n))]
+    time.sleep(0.3)
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (url.encode(),
+              url.split("/")[2].encode()))
+    out = b""
+    while True:
+        try:
+            d = s.recv(4096)
+        except ConnectionResetError:
+            break
+        if not d:
+            break
+        out += d
+    print(out.split(b"\r\n")[0].decode(errors="replace"))
+    for h in held:
+        h.close()
+
+
+if __name__ == "__main__":
+    globals()["cmd_" + sys.argv[1]](*sys.argv[2:])

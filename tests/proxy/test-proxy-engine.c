@@ -1,0 +1,909 @@
+/*
+ * The proxy engine end to end, in process: a real loop, a local HTTPS/HTTP
+ * upstream with its own CA (upstream.py), and real clients (curl, python)
+ * run as children while the loop serves them; the callbacks are checked
+ * directly.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "lib/testlib.h"
+#include "proxy/proxy.h"
+#include "core/core.h"
+
+#define ENG_MAX_RECS 256
+
+struct eng_rec {
+	char *method;
+	char *scheme;
+	char *host;
+	int port;
+	char *path;
+	int status;
+	char *decision;
+	char *rule;
+	char *error;
+	char *req_headers;
+	char *resp_headers;
+	char *resp_body;
+	int64_t bytes_up;
+	int64_t bytes_down;
+};
+
+struct eng {
+	struct event_base *base;
+	struct proxy *px;
+	char *dir;
+	char *updir;
+	char *src;
+	pid_t uppid;
+	int uppipe;
+	int hp, pp, bp;
+	char *ca;
+	char *upca;
+	/* the session under test */
+	struct proxy_session *ps;
+	int port;
+	struct eng_rec recs[ENG_MAX_RECS];
+	size_t nrecs;
+	int nstarted;
+	/* questions */
+	int answer;                 /* -1: leave it; else answer with this */
+	int answer_when_waiting;    /* answer once this many wait */
+	bool pause_first;
+	uint64_t last_ask;
+	uint64_t answered_id;
+	int max_waiting;
+	int nasks;
+	int nanswered;
+	char answered_by[32];
+	struct event *later;
+	/* alerts */
+	int nalerts;
+	char alert_kind[32];
+	char alert[512];
+	/* the last client */
+	char *out;
+};
+
+static char *
+dup0(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+static void
+eng_on_request(void *arg, const struct proxy_record *r)
+{
+	struct eng *e = arg;
+	struct eng_rec *c;
+
+	if (!r->done) {
+		e->nstarted++;
+		return;
+	}
+	assert_true(e->nrecs < ENG_MAX_RECS);
+	c = &e->recs[e->nrecs++];
+	c->method = dup0(r->method);
+	c->scheme = dup0(r->scheme);
+	c->host = dup0(r->host);
+	c->port = r->port;
+	c->path = dup0(r->path);
+	c->status = r->status;
+	c->decision = dup0(r->decision);
+	c->rule = dup0(r->rule);
+	c->error = dup0(r->error);
+	c->req_headers = dup0(r->req_headers);
+	c->resp_headers = dup0(r->resp_headers);
+	c->resp_body = r->resp_body != NULL ? xstrndup(r->resp_body,
+	    r->resp_body_len) : NULL;
+	c->bytes_up = r->bytes_up;
+	c->bytes_down = r->bytes_down;
+}
+
+static void
+eng_answer_later(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng *e = arg;
+
+	proxy_session_answer(e->ps, e->last_ask, (enum proxy_answer)e->answer);
+}
+
+static void
+eng_on_ask(void *arg, const struct proxy_ask *q)
+{
+	struct eng *e = arg;
+	struct timeval tv = { 2, 0 };
+
+	e->nasks++;
+	if (q->waiting > e->max_waiting)
+		e->max_waiting = q->waiting;
+	if (q->id != e->last_ask) {
+		e->last_ask = q->id;
+		if (e->pause_first) {
+			/* Paused past its timeout, then answered: no timeout. */
+			proxy_session_ask_pause(e->ps, q->id, true);
+			evtimer_add(e->later, &tv);
+			return;
+		}
+	}
+	/* Answered from inside the callback, once enough requests wait. */
+	if (!e->pause_first && e->answer >= 0 &&
+	    q->waiting >= e->answer_when_waiting && q->id != e->answered_id) {
+		e->answered_id = q->id;
+		proxy_session_answer(e->ps, q->id, (enum proxy_answer)e->answer);
+	}
+}
+
+static void
+eng_on_answered(void *arg, const struct proxy_ask *q, enum proxy_answer a,
+    const char *by)
+{
+	struct eng *e = arg;
+
+	e->nanswered++;
+	snprintf(e->answered_by, sizeof e->answered_by, "%s", by);
+}
+
+static void
+eng_on_alert(void *arg, const char *kind, const char *msg)
+{
+	struct eng *e = arg;
+
+	e->nalerts++;
+	snprintf(e->alert_kind, sizeof e->alert_kind, "%s", kind);
+	snprintf(e->alert, sizeof e->alert, "%s", msg);
+}
+
+static void
+eng_clear(struct eng *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->nrecs; i++) {
+		struct eng_rec *c = &e->recs[i];
+
+		free(c->method);
+		free(c->scheme);
+		free(c->host);
+		free(c->path);
+		free(c->decision);
+		free(c->rule);
+		free(c->error);
+		free(c->req_headers);
+		free(c->resp_headers);
+		free(c->resp_body);
+	}
+	e->nrecs = 0;
+	e->nstarted = e->nasks = e->nanswered = e->nalerts = 0;
+	e->max_waiting = 0;
+	e->last_ask = e->answered_id = 0;
+	e->answer = -1;
+	e->answer_when_waiting = 1;
+	e->pause_first = false;
+	e->answered_by[0] = e->alert[0] = e->alert_kind[0] = '\0';
+}
+
+static int
+eng_listen(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof sin;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	assert_int_equal(listen(fd, 128), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/* A session with RULES ("verb text", NULL-terminated) and optional secrets. */
+static void
+eng_session(struct eng *e, bool ask, int prompt_timeout,
+    const struct proxy_secret *secrets, size_t nsecrets, const char *rule, ...)
+{
+	static const struct proxy_session_cbs cbs = { eng_on_request,
+		eng_on_ask, eng_on_answered, eng_on_alert };
+	struct proxy_session_conf sc;
+	struct proxy_policy *pol = proxy_policy_create();
+	char *cause = NULL, *text, *verb;
+	va_list ap;
+
+	va_start(ap, rule);
+	for (; rule != NULL; rule = va_arg(ap, const char *)) {
+		text = xstrdup(rule);
+		verb = text;
+		text[strcspn(text, " ")] = '\0';
+		if (proxy_policy_add(pol, verb, text + strlen(verb) + 1, "test",
+		    &cause) == -1)
+			fail_msg("rule %s: %s", rule, cause);
+		free(verb);
+	}
+	va_end(ap);
+	memset(&sc, 0, sizeof sc);
+	sc.listen_fd = eng_listen(&e->port);
+	sc.policy = pol;
+	sc.ask = ask;
+	sc.prompt_timeout = prompt_timeout;
+	sc.secrets = secrets;
+	sc.nsecrets = nsecrets;
+	sc.label = "test";
+	eng_clear(e);
+	e->ps = proxy_session_create(e->px, &sc, &cbs, e, &cause);
+	if (e->ps == NULL)
+		fail_msg("session: %s", cause);
+}
+
+static void
+eng_end_session(struct eng *e)
+{
+	proxy_session_free(e->ps);
+	e->ps = NULL;
+}
+
+struct eng_child {
+	struct eng *e;
+	pid_t pid;
+	int status;
+	bool done;
+	int64_t deadline;
+};
+
+static void
+eng_child_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_child *c = arg;
+	int status;
+
+	if (waitpid(c->pid, &status, WNOHANG) == c->pid) {
+		c->status = WIFEXITED(status) ? WEXITSTATUS(status) :
+		    128 + WTERMSIG(status);
+		c->done = true;
+		event_base_loopbreak(c->e->base);
+	} else if (util_mono_us() > c->deadline) {
+		kill(-c->pid, SIGKILL);
+	}
+}
+
+/* Runs a shell command line as a child while the loop serves it; its output lands in e->out. */
+static int
+eng_run(struct eng *e, const char *fmt, ...)
+{
+	struct timeval tv = { 0, 10000 };
+	struct eng_child c;
+	struct event *ev;
+	char *cmd, *outpath, env[64];
+	va_list ap;
+	int fd;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	outpath = xprintf("%s/client.out", e->dir);
+	memset(&c, 0, sizeof c);
+	c.e = e;
+	c.deadline = util_mono_us() + 30 * 1000000LL;
+	if ((c.pid = fork()) == 0) {
+		setpgid(0, 0);
+		fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		snprintf(env, sizeof env, "127.0.0.1:%d", e->port);
+		setenv("PROXY", env, 1);
+		snprintf(env, sizeof env, "http://127.0.0.1:%d", e->port);
+		setenv("PURL", env, 1);
+		setenv("CA", e->ca, 1);
+		setenv("UPCA", e->upca, 1);
+		setenv("UPDIR", e->updir, 1);
+		setenv("CLIENTS", xprintf("%s/tests/proxy/clients.py", e->src), 1);
+		setenv("HP", xprintf("%d", e->hp), 1);
+		setenv("PP", xprintf("%d", e->pp), 1);
+		setenv("BP", xprintf("%d", e->bp), 1);
+		unsetenv("http_proxy");
+		unsetenv("https_proxy");
+		unsetenv("HTTPS_PROXY");
+		unsetenv("ALL_PROXY");
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ev = event_new(e->base, -1, EV_PERSIST, eng_child_poll, &c);
+	event_add(ev, &tv);
+	while (!c.done)
+		event_base_loop(e->base, EVLOOP_ONCE);
+	event_free(ev);
+	free(e->out);
+	e->out = test_read_file(outpath);
+	free(outpath);
+	free(cmd);
+	return c.status;
+}
+
+static const char *
+eng_seen(struct eng *e)
+{
+	static char *seen;
+	char *path = xprintf("%s/seen.log", e->updir);
+
+	free(seen);
+	seen = test_read_file(path);
+	free(path);
+	return seen != NULL ? seen : "";
+}
+
+static void
+eng_expect_out(struct eng *e, const char *needle)
+{
+	if (e->out == NULL || strstr(e->out, needle) == NULL)
+		fail_msg("client output lacks '%s':\n%s", needle,
+		    e->out != NULL ? e->out : "(none)");
+}
+
+static struct eng_rec *
+eng_find(struct eng *e, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < e->nrecs; i++) {
+		if (strcmp(e->recs[i].path, path) == 0)
+			return &e->recs[i];
+	}
+	fail_msg("no record of %s (%zu records)", path, e->nrecs);
+	return NULL;
+}
+
+/* ---- setup: the upstream and the proxy ---- */
+
+static int
+eng_setup(void **state)
+{
+	struct eng *e = xcalloc(1, sizeof *e);
+	struct proxy_conf conf;
+	char *cause = NULL, *ports, *path, *upca[2], *cto[2];
+	int fds[2], i;
+	const char *src = getenv("AGENTMUX_SRC");
+
+	if (src == NULL || access("/usr/bin/curl", X_OK) != 0) {
+		print_message("SKIP: needs AGENTMUX_SRC and curl\n");
+		return -1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	log_init(stderr, LOG_LEVEL_WARN);
+	e->src = xstrdup(src);
+	e->dir = test_tmpdir("engine");
+	e->updir = xprintf("%s/up", e->dir);
+	mkdir(e->updir, 0755);
+	assert_int_equal(pipe(fds), 0);
+	if ((e->uppid = fork()) == 0) {
+		dup2(fds[0], 0);
+		close(fds[1]);
+		execlp("python3", "python3", xprintf("%s/tests/proxy/upstream.py",
+		    src), e->updir, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	e->uppipe = fds[1];
+	ports = xprintf("%s/ports", e->updir);
+	for (i = 0; i < 300 && access(ports, R_OK) != 0; i++)
+		usleep(50000);
+	free(ports);
+	ports = xprintf("%s/ports", e->updir);
+	path = ports;
+	ports = test_read_file(path);
+	free(path);
+	if (ports == NULL || sscanf(ports, "%d %d %d", &e->hp, &e->pp,
+	    &e->bp) != 3)
+		fail_msg("the test upstream did not start");
+	free(ports);
+	e->upca = xprintf("%s/ca.pem", e->updir);
+	e->base = event_base_new();
+	upca[0] = e->upca;
+	upca[1] = NULL;
+	cto[0] = xprintf("localhost:9:127.0.0.1:%d", e->hp);
+	cto[1] = NULL;
+	memset(&conf, 0, sizeof conf);
+	conf.data_dir = e->dir;
+	conf.runtime_dir = e->dir;
+	conf.upstream_ca = upca;
+	conf.connect_to = cto;
+	conf.connect_timeout = 5;
+	conf.idle_timeout = 30;
+	conf.client_timeout = 2;
+	conf.max_connections = 16;
+	conf.max_body_record = 1024;
+	if ((e->px = proxy_create(e->base, &conf, &cause)) == NULL)
+		fail_msg("proxy_create: %s", cause);
+	free(cto[0]);
+	e->ca = xstrdup(proxy_ca_cert_path(e->px));
+	e->later = evtimer_new(e->base, eng_answer_later, e);
+	*state = e;
+	return 0;
+}
+
+static int
+eng_teardown(void **state)
+{
+	struct eng *e = *state;
+
+	if (e == NULL)
+		return 0;
+	eng_clear(e);
+	event_free(e->later);
+	proxy_free(e->px);
+	event_base_free(e->base);
+	close(e->uppipe);
+	kill(e->uppid, SIGTERM);
+	waitpid(e->uppid, NULL, 0);
+	test_rmtree(e->dir);
+	free(e->dir);
+	free(e->updir);
+	free(e->src);
+	free(e->ca);
+	free(e->upca);
+	free(e->out);
+	free(e);
+	return 0;
+}
+
+/* ---- the tests ---- */
+
+#define CURL "curl -sS --max-time 30 --cacert \"$CA\" -x \"$PURL\" "
+
+static void
+test_allow_deny_unknown(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d GET,HEAD /ok", e->hp);
+	char *r2 = xprintf("deny 127.0.0.1:%d * /ok/secret", e->hp);
+	struct eng_rec *r;
+
+	eng_session(e, false, 60, NULL, 0, r1, r2, NULL);
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/ok/1 "
+	    "-w ' [%%{http_code}]'"), 0);
+	eng_expect_out(e, "\"path\": \"/ok/1\"");
+	eng_expect_out(e, "[200]");
+	eng_run(e, CURL "-X POST -d x https://127.0.0.1:$HP/ok/2 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "agentmux: POST /ok/2 on 127.0.0.1 is not allowed; "
+	    "approve it in the dashboard or add `allow 127.0.0.1:");
+	eng_run(e, CURL "https://127.0.0.1:$HP/ok/secret -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1:");
+	/* No rule for the host at all: refused at CONNECT. */
+	eng_run(e, CURL "https://localhost:$HP/x -w ' [%%{http_connect}]'");
+	eng_expect_out(e, "[403]");
+	eng_run(e, CURL "http://localhost:$PP/y -w ' [%%{http_code}]'");
+	eng_expect_out(e, "agentmux: localhost:");
+	eng_expect_out(e, "is not allowed; approve it in the dashboard or add "
+	    "`allow localhost:");
+	assert_null(strstr(eng_seen(e), "/ok/2"));
+	assert_null(strstr(eng_seen(e), "/ok/secret"));
+	r = eng_find(e, "/ok/1");
+	assert_string_equal(r->decision, "allow");
+	assert_string_equal(r->scheme, "https");
+	assert_int_equal(r->status, 200);
+	assert_non_null(strstr(r->rule, "allow 127.0.0.1:"));
+	r = eng_find(e, "/ok/2");
+	assert_string_equal(r->decision, "deny");
+	assert_int_equal(r->status, 403);
+	r = eng_find(e, "/ok/secret");
+	assert_string_equal(r->decision, "deny");
+	assert_non_null(strstr(r->rule, "deny 127.0.0.1"));
+	r = eng_find(e, "");
+	assert_string_equal(r->method, "CONNECT");
+	assert_string_equal(r->decision, "deny");
+	eng_end_session(e);
+	free(r1);
+	free(r2);
+}
+
+static void
+test_plain_keepalive_head(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	assert_int_equal(eng_run(e, CURL "-w '%%{http_code} %%{num_connects}\\n' "
+	    "http://127.0.0.1:$PP/p1 -o /dev/null http://127.0.0.1:$PP/p2 "
+	    "-o /dev/null https://127.0.0.1:$HP/p3 -o /dev/null "
+	    "https://127.0.0.1:$HP/p4 -o /dev/null"), 0);
+	eng_expect_out(e, "200 1\n200 0\n200 1\n200 0\n");
+	assert_int_equal(eng_run(e, CURL "-I https://127.0.0.1:$HP/h "
+	    "-w '[%%{http_code}]'"), 0);
+	eng_expect_out(e, "[200]");
+	eng_run(e, CURL "https://127.0.0.1:$HP/status/204 -w '[%%{http_code}]' "
+	    CURL "https://127.0.0.1:$HP/status/304 -w '[%%{http_code}]'");
+	eng_expect_out(e, "[204]");
+	eng_expect_out(e, "[304]");
+	/* A body that only the end of the connection ends. */
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/close"), 0);
+	eng_expect_out(e, "until close");
+	assert_int_equal(eng_run(e, "head -c 3000000 /dev/urandom > "
+	    "$UPDIR/up.bin && " CURL "-X POST --data-binary @$UPDIR/up.bin "
+	    "https://127.0.0.1:$HP/echo && " CURL "-H 'Transfer-Encoding: "
+	    "chunked' --data-binary @$UPDIR/up.bin http://127.0.0.1:$PP/echo && "
+	    CURL "https://127.0.0.1:$HP/big?size=5000000 -o /dev/null "
+	    "-w '[%%{size_download}]'"), 0);
+	eng_expect_out(e, "\"len\": 3000000");
+	eng_expect_out(e, "\"Transfer-Encoding\": \"chunked\"");
+	eng_expect_out(e, "[5000000]");
+	assert_int_equal(eng_find(e, "/big?size=5000000")->bytes_down, 5000000);
+	assert_int_equal(eng_find(e, "/p1")->status, 200);
+	eng_end_session(e);
+}
+
+static void
+test_tunnel(void **state)
+{
+	struct eng *e = *state;
+	char *rule = xprintf("tunnel localhost:%d", e->hp);
+	struct eng_rec *r;
+
+	eng_session(e, false, 60, NULL, 0, rule, NULL);
+	/* The upstream's own certificate reaches the client: no interception. */
+	assert_int_equal(eng_run(e, "curl -sS --max-time 30 --cacert \"$UPCA\" "
+	    "-x \"$PURL\" https://localhost:$HP/tun"), 0);
+	eng_expect_out(e, "\"path\": \"/tun\"");
+	r = eng_find(e, "");
+	assert_string_equal(r->scheme, "tunnel");
+	assert_string_equal(r->decision, "tunnel");
+	assert_true(r->bytes_up > 0 && r->bytes_down > 0);
+	eng_end_session(e);
+	free(rule);
+}
+
+static void
+test_ssrf(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow *", NULL);
+	eng_run(e, CURL "https://127.0.0.1:$HP/w1 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "127.0.0.1 is a loopback address, which no rule "
+	    "names; add `allow 127.0.0.1` to reach it");
+	eng_run(e, CURL "http://localhost:$PP/w2 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "localhost resolves to");
+	eng_run(e, CURL "http://169.254.169.254/latest/meta-data/ "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "cloud metadata");
+	eng_run(e, CURL "http://[::1]:$PP/w3 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	/* connect_to names its address: localhost:9 goes to the upstream. */
+	assert_int_equal(eng_run(e, CURL "https://localhost:9/w4"), 0);
+	eng_expect_out(e, "\"path\": \"/w4\"");
+	assert_null(strstr(eng_seen(e), "/w1"));
+	assert_null(strstr(eng_seen(e), "/w2"));
+	assert_null(strstr(eng_seen(e), "/w3"));
+	assert_string_equal(eng_find(e, "/w1")->decision, "deny");
+	assert_non_null(strstr(eng_find(e, "/w1")->rule, "address check"));
+	eng_end_session(e);
+	/* Naming the address or localhost lets it through. */
+	eng_session(e, false, 60, NULL, 0, "allow *", "allow localhost", NULL);
+	assert_int_equal(eng_run(e, CURL "http://localhost:$PP/w5"), 0);
+	eng_expect_out(e, "\"path\": \"/w5\"");
+	eng_end_session(e);
+}
+
+static void
+test_secrets(void **state)
+{
+	struct eng *e = *state;
+	char *hosts[] = { "127.0.0.1", NULL };
+	struct proxy_secret s;
+	char *ph;
+
+	memset(&s, 0, sizeof s);
+	s.name = "TESTKEY";
+	s.value = "sk-test-Real0Secret1Value2Never3In4The5Jail";
+	s.hosts = hosts;
+	s.header = "x-api-key";
+	ph = proxy_secret_placeholder(s.value);
+	s.placeholder = ph;
+	setenv("PH", ph, 1);
+	eng_session(e, false, 60, &s, 1, "allow 127.0.0.1", "allow localhost",
+	    NULL);
+	assert_int_equal(eng_run(e, CURL "-H \"x-api-key: $PH\" "
+	    "-H \"Authorization: Bearer $PH\" https://127.0.0.1:$HP/s1"), 0);
+	/* The bound header got the value; another header kept the placeholder. */
+	assert_non_null(strstr(eng_seen(e), "GET /s1 key=sk-test-Real0Secret1"
+	    "Value2Never3In4The5Jail auth=Bearer sk-test-"));
+	assert_non_null(strstr(eng_seen(e), ph));
+	assert_null(strstr(eng_find(e, "/s1")->req_headers, s.value));
+	assert_null(strstr(eng_find(e, "/s1")->resp_body, s.value));
+	assert_non_null(strstr(eng_find(e, "/s1")->resp_body, "[redacted]"));
+	/* Anywhere else: blocked and reported. */
+	eng_run(e, CURL "-H \"x-api-key: $PH\" https://localhost:$HP/s2 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "placeholder of secret TESTKEY");
+	assert_int_equal(e->nalerts, 1);
+	assert_string_equal(e->alert_kind, "exfiltration");
+	assert_non_null(strstr(e->alert, "in a header"));
+	eng_run(e, CURL "\"http://localhost:$PP/s3?k=$PH\" -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	assert_non_null(strstr(e->alert, "in the URL"));
+	eng_run(e, CURL "-d \"{\\\"k\\\":\\\"$PH\\\"}\" https://localhost:$HP/s4 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	assert_non_null(strstr(e->alert, "in the body"));
+	assert_int_equal(e->nalerts, 3);
+	assert_null(strstr(eng_seen(e), "/s2"));
+	assert_null(strstr(eng_seen(e), "/s3"));
+	assert_null(strstr(eng_seen(e), "/s4"));
+	assert_string_equal(eng_find(e, "/s2")->decision, "deny");
+	assert_string_equal(eng_find(e, "/s2")->error,
+	    "exfiltration: a secret's placeholder");
+	eng_end_session(e);
+	free(ph);
+}
+
+static void
+test_streaming(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	/* Each chunk must reach the client before the next is sent. */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS gated "
+	    "'https://127.0.0.1:'$HP'/chunked?n=4' $UPDIR c1 4 && "
+	    "python3 $CLIENTS gated 'https://127.0.0.1:'$HP'/sse?n=3' "
+	    "$UPDIR s1 3 && python3 $CLIENTS gated "
+	    "'http://127.0.0.1:'$PP'/sse?n=3' $UPDIR s2 3"), 0);
+	eng_expect_out(e, "chunk 0\nchunk 1\nchunk 2\nchunk 3\nreceived 4");
+	eng_expect_out(e, "data: event 2\n\nreceived 3");
+	assert_null(strstr(eng_seen(e), "gate timeout"));
+	eng_end_session(e);
+}
+
+static void
+test_websocket(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	assert_int_equal(eng_run(e, "python3 $CLIENTS ws wss://127.0.0.1:$HP/ws "
+	    "&& python3 $CLIENTS ws ws://127.0.0.1:$PP/ws"), 0);
+	eng_expect_out(e, "HTTP/1.1 101 Switching Protocols\necho 5 hello\n"
+	    "echo 500 world\nHTTP/1.1 101");
+	assert_string_equal(e->recs[0].scheme, "wss");
+	assert_int_equal(e->recs[0].status, 101);
+	assert_string_equal(e->recs[1].scheme, "ws");
+	eng_end_session(e);
+}
+
+static void
+test_upstream_errors(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", "allow "
+	    "nonexistent.invalid", NULL);
+	eng_run(e, CURL "https://127.0.0.1:$BP/bad -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[502]");
+	eng_expect_out(e, "certificate verify failed");
+	eng_run(e, CURL "http://127.0.0.1:1/refused -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[502]");
+	eng_expect_out(e, "Connection refused");
+	eng_run(e, CURL "http://nonexistent.invalid/x -w ' [%%{http_code}]'");
+	eng_expect_out(e, "cannot resolve nonexistent.invalid");
+	assert_string_equal(eng_find(e, "/bad")->decision, "error");
+	assert_int_equal(eng_find(e, "/bad")->status, 502);
+	eng_end_session(e);
+}
+
+/* TEXT with every "@" replaced by 127.0.0.1:PORT, as hex for clients.py raw. */
+static char *
+eng_hex(const char *text, int port)
+{
+	struct buf b;
+	char hp[32];
+	size_t i, j;
+
+	snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+	buf_init(&b);
+	for (i = 0; text[i] != '\0'; i++) {
+		if (text[i] != '@') {
+			buf_printf(&b, "%02x", (unsigned char)text[i]);
+			continue;
+		}
+		for (j = 0; hp[j] != '\0'; j++)
+			buf_printf(&b, "%02x", (unsigned char)hp[j]);
+	}
+	return buf_steal(&b);
+}
+
+static void
+test_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"POST http://@/m1 HTTP/1.1\r\nHost: @\r\nContent-Length: 4\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST http://@/m2 HTTP/1.1\r\nHost: @\r\nContent-Length: 3\r\n"
+		"Content-Length: 4\r\n\r\nabcd",
+		"POST http://@/m3 HTTP/1.1\r\nHost: @\r\n"
+		"Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
+		"POST http://@/m4 HTTP/1.1\r\nHost: @\r\n"
+		"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+		"GET http://@/m5 HTTP/1.1\r\nHost: @\r\nX: a\r\n b\r\n\r\n",
+		"GET http://@/m6 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"POST http://@/m7 HTTP/1.1\r\nHost: @\r\nContent-Length: -5\r\n"
+		"\r\n",
+		"GET /m8 HTTP/1.1\r\nHost: @\r\n\r\n",
+		"POST http://@/m9 HTTP/1.1\r\nHost: @\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n5;\r\nabcde\r\nZZ\r\n\r\n",
+		"\x16\x03\x01 not http\r\n\r\n",
+	};
+	struct eng *e = *state;
+	char *hex;
+	size_t i;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	for (i = 0; i < nitems(bad); i++) {
+		hex = eng_hex(bad[i], e->pp);
+		eng_run(e, "python3 $CLIENTS raw %s", hex);
+		if (strstr(e->out, "HTTP/1.1 400 Bad Request") == NULL)
+			fail_msg("case %zu not refused: %s", i, e->out);
+		eng_expect_out(e, "agentmux: malformed request: ");
+		free(hex);
+	}
+	/* m9's head was fine: it went up, and was cut off at the bad chunk. */
+	assert_null(strstr(eng_seen(e), "/m1 "));
+	assert_null(strstr(eng_seen(e), "/m8"));
+	assert_null(strstr(eng_seen(e), "/m5"));
+	assert_int_equal(e->nrecs, nitems(bad));
+	assert_string_equal(e->recs[0].decision, "error");
+	assert_int_equal(e->recs[0].status, 400);
+	eng_end_session(e);
+}
+
+static void
+test_ask(void **state)
+{
+	struct eng *e = *state;
+
+	/* Allowed once from the callback itself. */
+	eng_session(e, true, 30, NULL, 0, NULL);
+	e->answer = 0;   /* PROXY_ALLOW_ONCE */
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/a1"), 0);
+	eng_expect_out(e, "\"path\": \"/a1\"");
+	assert_int_equal(e->nanswered, 1);
+	assert_string_equal(e->answered_by, "user");
+	assert_non_null(strstr(eng_find(e, "/a1")->rule, "answered once by user"));
+	eng_end_session(e);
+
+	/* Nobody answers: the timeout denies. */
+	eng_session(e, true, 1, NULL, 0, NULL);
+	eng_run(e, CURL "https://127.0.0.1:$HP/a2 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "nobody answered about 127.0.0.1:");
+	assert_string_equal(e->answered_by, "timeout");
+	assert_null(strstr(eng_seen(e), "/a2"));
+	eng_end_session(e);
+
+	/* Three requests, one question; allowed for the session. */
+	eng_session(e, true, 30, NULL, 0, NULL);
+	e->answer = 1;   /* PROXY_ALLOW_SESSION */
+	e->answer_when_waiting = 3;
+	assert_int_equal(eng_run(e, "for i in 1 2 3; do " CURL
+	    "https://127.0.0.1:$HP/c$i -o /dev/null -w '%%{http_code}\\n' & "
+	    "done; wait"), 0);
+	eng_expect_out(e, "200\n200\n200\n");
+	assert_int_equal(e->max_waiting, 3);
+	assert_int_equal(e->nanswered, 1);
+	e->answer = -1;
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/c4"), 0);
+	eng_expect_out(e, "\"path\": \"/c4\"");
+	assert_int_equal(e->nanswered, 1);   /* the session rule answered */
+	eng_end_session(e);
+
+	/* A paused countdown does not run out. */
+	eng_session(e, true, 1, NULL, 0, NULL);
+	e->pause_first = true;
+	e->answer = 0;
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/p1"), 0);
+	eng_expect_out(e, "\"path\": \"/p1\"");
+	assert_string_equal(e->answered_by, "user");
+	eng_end_session(e);
+
+	/* Denied for the session: the next CONNECT is refused at once. */
+	eng_session(e, true, 30, NULL, 0, NULL);
+	e->answer = 4;   /* PROXY_DENY_SESSION */
+	eng_run(e, CURL "https://127.0.0.1:$HP/d1 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "was denied in the dashboard");
+	eng_run(e, CURL "https://127.0.0.1:$HP/d2 -w ' [%%{http_connect}]'");
+	eng_expect_out(e, "[403]");
+	assert_int_equal(e->nanswered, 1);
+	eng_end_session(e);
+}
+
+static void
+test_slow_clients(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	/* One client never reads a 50 MB body; another one stalls its head. */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS nonreader "
+	    "'https://127.0.0.1:'$HP'/big?size=50000000' > $UPDIR/nr.out & "
+	    "NR=$!; python3 $CLIENTS stall > $UPDIR/stall.out & ST=$!; "
+	    "i=0; while ! grep -q waiting $UPDIR/nr.out && [ $i -lt 200 ]; do "
+	    "sleep 0.05; i=$((i+1)); done; " CURL "https://127.0.0.1:$HP/fast "
+	    "-w ' [%%{http_code}]'; kill $NR; wait $ST; cat $UPDIR/stall.out"),
+	    0);
+	eng_expect_out(e, "\"path\": \"/fast\"");
+	eng_expect_out(e, "[200]");
+	/* The stalled head was cut off by client_timeout. */
+	eng_expect_out(e, "closed after head timeout");
+	eng_end_session(e);
+}
+
+static void
+test_connection_cap(void **state)
+{
+	struct eng *e = *state;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	eng_run(e, "python3 $CLIENTS cap 16 http://127.0.0.1:$PP/cap");
+	eng_expect_out(e, "HTTP/1.1 503 Service Unavailable");
+	assert_int_equal(e->nalerts, 1);
+	assert_string_equal(e->alert_kind, "limit");
+	eng_end_session(e);
+}
+
+static void
+test_node_client(void **state)
+{
+	struct eng *e = *state;
+
+	if (access("/usr/bin/node", X_OK) != 0)
+		skip();
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	assert_int_equal(eng_run(e, "node %s/tests/proxy/client.js "
+	    "https://127.0.0.1:$HP/node", e->src), 0);
+	eng_expect_out(e, "200 ");
+	eng_expect_out(e, "\"path\": \"/node\"");
+	eng_end_session(e);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_allow_deny_unknown),
+		cmocka_unit_test(test_plain_keepalive_head),
+		cmocka_unit_test(test_tunnel),
+		cmocka_unit_test(test_ssrf),
+		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_streaming),
+		cmocka_unit_test(test_websocket),
+		cmocka_unit_test(test_upstream_errors),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_ask),
+		cmocka_unit_test(test_slow_clients),
+		cmocka_unit_test(test_connection_cap),
+		cmocka_unit_test(test_node_client),
+	};
+
+	return cmocka_run_group_tests(tests, eng_setup, eng_teardown);
+}
