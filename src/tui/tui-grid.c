@@ -1,0 +1,620 @@
+/* A pane's cells: a ring of rows (history above the screen), wide and combining characters, dirty rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "tui.h"
+#include "tui-int.h"
+
+static const struct tui_cell tui_grid_blank;
+
+static void
+tui_grid_alloc_dirty(struct tui_grid *gd)
+{
+	gd->dlo = xreallocarray(gd->dlo, gd->sy, sizeof *gd->dlo);
+	gd->dhi = xreallocarray(gd->dhi, gd->sy, sizeof *gd->dhi);
+	gd->scratch = xreallocarray(gd->scratch, gd->sy, sizeof *gd->scratch);
+	memset(gd->dhi, 0, gd->sy * sizeof *gd->dhi);
+	gd->dirty = gd->all_dirty = true;
+}
+
+struct tui_grid *
+tui_grid_create(unsigned sx, unsigned sy, unsigned hlimit)
+{
+	struct tui_grid *gd = xcalloc(1, sizeof *gd);
+
+	gd->sx = sx < 1 ? 1 : sx;
+	gd->sy = sy < 1 ? 1 : sy;
+	gd->hlimit = hlimit;
+	gd->cap = gd->sy + (hlimit < 64 ? hlimit : 64);
+	gd->rows = xcalloc(gd->cap, sizeof *gd->rows);
+	tui_grid_alloc_dirty(gd);
+	return gd;
+}
+
+void
+tui_grid_free(struct tui_grid *gd)
+{
+	unsigned i;
+
+	if (gd == NULL)
+		return;
+	for (i = 0; i < gd->cap; i++) {
+		free(gd->rows[i].cells);
+		free(gd->rows[i].ext);
+	}
+	free(gd->rows);
+	free(gd->dlo);
+	free(gd->dhi);
+	free(gd->scratch);
+	free(gd);
+}
+
+unsigned
+tui_grid_sx(const struct tui_grid *gd)
+{
+	return gd->sx;
+}
+
+unsigned
+tui_grid_sy(const struct tui_grid *gd)
+{
+	return gd->sy;
+}
+
+unsigned
+tui_grid_hsize(const struct tui_grid *gd)
+{
+	return gd->hsize;
+}
+
+unsigned
+tui_grid_hlimit(const struct tui_grid *gd)
+{
+	return gd->hlimit;
+}
+
+uint64_t
+tui_grid_scrolled(const struct tui_grid *gd)
+{
+	return gd->scrolled;
+}
+
+bool
+tui_grid_is_dirty(const struct tui_grid *gd)
+{
+	return gd->dirty;
+}
+
+bool
+tui_grid_row_dirty(const struct tui_grid *gd, unsigned y, unsigned *x0,
+    unsigned *x1)
+{
+	if (y >= gd->sy)
+		return false;
+	if (gd->all_dirty) {
+		*x0 = 0;
+		*x1 = gd->sx;
+		return true;
+	}
+	if (gd->dhi[y] <= gd->dlo[y])
+		return false;
+	*x0 = gd->dlo[y];
+	*x1 = gd->dhi[y] < gd->sx ? gd->dhi[y] : gd->sx;
+	return true;
+}
+
+void
+tui_grid_set_dirty(struct tui_grid *gd)
+{
+	gd->dirty = gd->all_dirty = true;
+}
+
+void
+tui_grid_clean(struct tui_grid *gd)
+{
+	memset(gd->dhi, 0, gd->sy * sizeof *gd->dhi);
+	gd->dirty = gd->all_dirty = false;
+}
+
+/* Empties row R; a non-default BG has to be written out to show. */
+static void
+tui_grid_row_clear(struct tui_grid *gd, struct tui_row *r, uint32_t bg)
+{
+	unsigned x;
+
+	r->used = 0;
+	r->next = 0;
+	if (bg == TUI_COLOR_DEFAULT)
+		return;
+	if (r->cap < gd->sx) {
+		r->cap = gd->sx;
+		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
+	}
+	for (x = 0; x < gd->sx; x++) {
+		r->cells[x] = tui_grid_blank;
+		r->cells[x].bg = bg;
+	}
+	r->used = gd->sx;
+}
+
+/* Makes cells [0, N) of R real, blank ones past what was used. */
+static void
+tui_grid_row_reserve(struct tui_grid *gd, struct tui_row *r, unsigned n)
+{
+	if (n <= r->used)
+		return;
+	if (n > r->cap) {
+		r->cap = n < gd->sx ? gd->sx : n;
+		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
+	}
+	while (r->used < n)
+		r->cells[r->used++] = tui_grid_blank;
+}
+
+const struct tui_cell *
+tui_grid_cell(const struct tui_grid *gd, unsigned x, int y)
+{
+	const struct tui_row *r;
+
+	if (y < -(int)gd->hsize || y >= (int)gd->sy)
+		return &tui_grid_blank;
+	r = tui_grid_row(gd, y);
+	if (x >= r->used)
+		return &tui_grid_blank;
+	return &r->cells[x];
+}
+
+size_t
+tui_grid_chars(const struct tui_grid *gd, const struct tui_cell *c, int y,
+    uint32_t *chars)
+{
+	const struct tui_row *r;
+	size_t n;
+
+	if (c->pad || (c->cp == 0 && !c->ext))
+		return 0;
+	if (!c->ext) {
+		chars[0] = c->cp;
+		return 1;
+	}
+	r = tui_grid_row(gd, y);
+	for (n = 0; n < TUI_CELL_MAXCHARS && r->ext[c->cp][n] != 0; n++)
+		chars[n] = r->ext[c->cp][n];
+	return n;
+}
+
+/* Rebuilds R's combining sequences keeping only those cells still use. */
+static void
+tui_grid_ext_compact(struct tui_row *r)
+{
+	uint32_t (*old)[TUI_CELL_MAXCHARS] = r->ext;
+	unsigned x;
+
+	r->ext = xcalloc(r->extcap, sizeof *r->ext);
+	r->next = 0;
+	for (x = 0; x < r->used; x++) {
+		if (!r->cells[x].ext)
+			continue;
+		memcpy(r->ext[r->next], old[r->cells[x].cp], sizeof *r->ext);
+		r->cells[x].cp = r->next++;
+	}
+	free(old);
+}
+
+/* Stores a combining sequence for cell C of row R. */
+static void
+tui_grid_ext_set(struct tui_row *r, struct tui_cell *c, const uint32_t *chars,
+    size_t n, int reuse)
+{
+	unsigned idx;
+
+	if (n > TUI_CELL_MAXCHARS)
+		n = TUI_CELL_MAXCHARS;
+	if (reuse >= 0)
+		idx = (unsigned)reuse;
+	else {
+		if (r->next == r->extcap && r->extcap >= 2 * r->used + 8)
+			tui_grid_ext_compact(r);
+		if (r->next == r->extcap) {
+			r->extcap = r->extcap == 0 ? 8 : r->extcap * 2;
+			r->ext = xreallocarray(r->ext, r->extcap, sizeof *r->ext);
+		}
+		idx = r->next++;
+	}
+	memset(r->ext[idx], 0, sizeof r->ext[idx]);
+	memcpy(r->ext[idx], chars, n * sizeof *chars);
+	c->ext = 1;
+	c->cp = idx;
+}
+
+/* Blanks a wide character that the boundary before column X would cut in two. */
+static void
+tui_grid_cut(struct tui_row *r, unsigned x)
+{
+	if (x == 0 || x >= r->used || !r->cells[x].pad || !r->cells[x - 1].wide)
+		return;
+	r->cells[x - 1].wide = 0;
+	r->cells[x - 1].cp = 0;
+	r->cells[x - 1].ext = 0;
+	r->cells[x].pad = 0;
+	r->cells[x].cp = 0;
+}
+
+void
+tui_grid_set(struct tui_grid *gd, unsigned x, unsigned y,
+    const struct tui_cell *c, const uint32_t *chars, size_t nchars)
+{
+	struct tui_row *r;
+	struct tui_cell *dst;
+	unsigned w = c->wide ? 2 : 1;
+	int oldext;
+
+	if (x >= gd->sx || y >= gd->sy)
+		return;
+	r = tui_grid_row(gd, (int)y);
+	if (w == 1 && chars == NULL && tui_grid_set_narrow(gd, x, y, c))
+		return;
+	tui_grid_row_reserve(gd, r, x + w > gd->sx ? gd->sx : x + w);
+	tui_grid_cut(r, x);
+	tui_grid_cut(r, x + w > gd->sx ? gd->sx : x + w);
+	dst = &r->cells[x];
+	oldext = dst->ext ? (int)dst->cp : -1;
+	*dst = *c;
+	dst->pad = dst->ext = 0;
+	if (x + w > gd->sx) {
+		/* No room for both halves: a blank, as a terminal would show. */
+		dst->cp = dst->wide = dst->ext = 0;
+		w = 1;
+	} else if (chars != NULL && nchars > 1)
+		tui_grid_ext_set(r, dst, chars, nchars, oldext);
+	else if (chars != NULL && nchars == 1)
+		dst->cp = chars[0];
+	if (w == 2) {
+		r->cells[x + 1] = tui_grid_blank;
+		r->cells[x + 1].pad = 1;
+		r->cells[x + 1].bg = c->bg;
+	}
+	tui_grid_mark(gd, y, x, x + w);
+}
+
+/* Blanks cells [X0, X1) of screen row Y. */
+static void
+tui_grid_erase_row(struct tui_grid *gd, unsigned y, unsigned x0, unsigned x1,
+    uint32_t bg)
+{
+	struct tui_row *r = tui_grid_row(gd, (int)y);
+	unsigned x;
+
+	tui_grid_cut(r, x0);
+	tui_grid_cut(r, x1);
+	tui_grid_mark(gd, y, x0, x1);
+	if (bg == TUI_COLOR_DEFAULT && x1 >= r->used) {
+		if (x0 < r->used)
+			r->used = x0;
+		return;
+	}
+	tui_grid_row_reserve(gd, r, x1);
+	for (x = x0; x < x1; x++) {
+		r->cells[x] = tui_grid_blank;
+		r->cells[x].bg = bg;
+	}
+}
+
+void
+tui_grid_erase(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
+    unsigned y1, uint32_t bg)
+{
+	unsigned y;
+
+	if (x1 > gd->sx)
+		x1 = gd->sx;
+	if (y1 > gd->sy)
+		y1 = gd->sy;
+	if (x0 >= x1)
+		return;
+	for (y = y0; y < y1; y++)
+		tui_grid_erase_row(gd, y, x0, x1, bg);
+}
+
+/* Grows the ring, keeping the logical order (and every row's buffers). */
+static void
+tui_grid_grow(struct tui_grid *gd, unsigned want)
+{
+	struct tui_row *rows;
+	unsigned cap = gd->cap, i;
+
+	if (want > cap)
+		cap = want;
+	rows = xcalloc(cap, sizeof *rows);
+	for (i = 0; i < gd->cap; i++)
+		rows[i] = gd->rows[(gd->first + i) % gd->cap];
+	free(gd->rows);
+	gd->rows = rows;
+	gd->cap = cap;
+	gd->first = 0;
+}
+
+/*
+ * Scrolls the whole screen up one line: the top row becomes the newest
+ * history line (or, once the history is full, the oldest one is recycled)
+ * and a blank row appears at the bottom. No cell moves.
+ */
+static void
+tui_grid_push_line(struct tui_grid *gd, uint32_t bg)
+{
+	if (gd->hsize < gd->hlimit) {
+		if (gd->hsize + gd->sy == gd->cap) {
+			tui_grid_grow(gd, gd->hlimit + gd->sy < 2 * gd->cap ?
+			    gd->hlimit + gd->sy : 2 * gd->cap);
+		}
+		gd->hsize++;
+		gd->scrolled++;
+	} else {
+		if (++gd->first == gd->cap)
+			gd->first = 0;
+		if (gd->hlimit != 0)
+			gd->scrolled++;
+	}
+	tui_grid_row_clear(gd, tui_grid_row(gd, (int)gd->sy - 1), bg);
+}
+
+/* Rotates full-width rows [Y0, Y1) up by N (down if negative), blanking the new ones. */
+static void
+tui_grid_rotate(struct tui_grid *gd, unsigned y0, unsigned y1, int n,
+    uint32_t bg)
+{
+	unsigned h = y1 - y0, k = (unsigned)(n < 0 ? -n : n), i;
+
+	for (i = 0; i < h; i++)
+		gd->scratch[i] = *tui_grid_row(gd, (int)(y0 + i));
+	for (i = 0; i < h; i++) {
+		/* Row i of the region takes what was at i+n, wrapping around. */
+		unsigned from = n > 0 ? (i + k) % h : (i + h - k) % h;
+
+		*tui_grid_row(gd, (int)(y0 + i)) = gd->scratch[from];
+	}
+	for (i = 0; i < k; i++) {
+		unsigned y = n > 0 ? y1 - 1 - i : y0 + i;
+
+		tui_grid_row_clear(gd, tui_grid_row(gd, (int)y), bg);
+	}
+}
+
+/* Copies cell SX of row S to DX of row D, moving a combining sequence along. */
+static void
+tui_grid_copy_cell(struct tui_row *d, unsigned dx, const struct tui_row *s,
+    unsigned sx)
+{
+	const struct tui_cell *c = sx < s->used ? &s->cells[sx] : &tui_grid_blank;
+
+	d->cells[dx] = *c;
+	if (c->ext && d != s) {
+		/* After the copy, so that a compaction sees the new cell. */
+		d->cells[dx].ext = 0;
+		tui_grid_ext_set(d, &d->cells[dx], s->ext[c->cp],
+		    TUI_CELL_MAXCHARS, -1);
+	}
+}
+
+void
+tui_grid_move(struct tui_grid *gd, unsigned dx, unsigned dy, unsigned sx,
+    unsigned sy, unsigned nx, unsigned ny)
+{
+	unsigned i, j, row, col;
+	bool up = dy <= sy, left = dx <= sx;
+
+	if (dx + nx > gd->sx || sx + nx > gd->sx || dy + ny > gd->sy ||
+	    sy + ny > gd->sy)
+		return;
+	for (i = 0; i < ny; i++) {
+		struct tui_row *d, *s;
+
+		row = up ? i : ny - 1 - i;
+		d = tui_grid_row(gd, (int)(dy + row));
+		s = tui_grid_row(gd, (int)(sy + row));
+		tui_grid_cut(s, sx);
+		tui_grid_cut(s, sx + nx);
+		tui_grid_row_reserve(gd, d, dx + nx);
+		tui_grid_cut(d, dx);
+		tui_grid_cut(d, dx + nx);
+		for (j = 0; j < nx; j++) {
+			col = left ? j : nx - 1 - j;
+			tui_grid_copy_cell(d, dx + col, s, sx + col);
+		}
+		tui_grid_mark(gd, dy + row, dx, dx + nx);
+	}
+}
+
+void
+tui_grid_scroll(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
+    unsigned y1, int down, int right, uint32_t bg)
+{
+	unsigned w, h, ad, ar;
+	int i;
+
+	if (x1 > gd->sx)
+		x1 = gd->sx;
+	if (y1 > gd->sy)
+		y1 = gd->sy;
+	if (x0 >= x1 || y0 >= y1)
+		return;
+	w = x1 - x0;
+	h = y1 - y0;
+	ad = (unsigned)(down < 0 ? -down : down);
+	ar = (unsigned)(right < 0 ? -right : right);
+	if (ad >= h || ar >= w) {
+		tui_grid_erase(gd, x0, y0, x1, y1, bg);
+		return;
+	}
+	if (right == 0 && x0 == 0 && x1 == gd->sx) {
+		if (down > 0 && y0 == 0 && y1 == gd->sy) {
+			for (i = 0; i < down; i++)
+				tui_grid_push_line(gd, bg);
+		} else if (down != 0)
+			tui_grid_rotate(gd, y0, y1, down, bg);
+		if (y0 == 0 && y1 == gd->sy)
+			gd->dirty = gd->all_dirty = true;
+		else {
+			for (i = (int)y0; i < (int)y1; i++)
+				tui_grid_mark(gd, (unsigned)i, 0, gd->sx);
+		}
+		return;
+	}
+	tui_grid_move(gd, x0 + (right < 0 ? ar : 0), y0 + (down < 0 ? ad : 0),
+	    x0 + (right > 0 ? ar : 0), y0 + (down > 0 ? ad : 0), w - ar, h - ad);
+	if (down > 0)
+		tui_grid_erase(gd, x0, y1 - ad, x1, y1, bg);
+	else if (down < 0)
+		tui_grid_erase(gd, x0, y0, x1, y0 + ad, bg);
+	if (right > 0)
+		tui_grid_erase(gd, x1 - ar, y0, x1, y1, bg);
+	else if (right < 0)
+		tui_grid_erase(gd, x0, y0, x0 + ar, y1, bg);
+}
+
+/* Cuts screen rows back to the width, blanking a wide character cut in two. */
+static void
+tui_grid_fit_width(struct tui_grid *gd)
+{
+	unsigned y;
+
+	for (y = 0; y < gd->sy; y++) {
+		struct tui_row *r = tui_grid_row(gd, (int)y);
+
+		if (r->used <= gd->sx)
+			continue;
+		r->used = gd->sx;
+		if (r->cells[gd->sx - 1].wide) {
+			r->cells[gd->sx - 1].wide = 0;
+			r->cells[gd->sx - 1].cp = 0;
+			r->cells[gd->sx - 1].ext = 0;
+		}
+	}
+}
+
+/* Takes K rows off the screen's height, keeping CURSOR_Y on it; returns the cursor's move. */
+static int
+tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
+{
+	int delta = 0;
+
+	while (k > 0 && gd->sy - 1 > cursor_y &&
+	    tui_grid_row(gd, (int)gd->sy - 1)->used == 0) {
+		gd->sy--;
+		k--;
+	}
+	for (; k > 0; k--) {
+		if (gd->hsize < gd->hlimit)
+			gd->hsize++;
+		else if (++gd->first == gd->cap)
+			gd->first = 0;
+		gd->sy--;
+		delta--;
+	}
+	return delta;
+}
+
+/* Adds K rows to the screen's height, first from the history; returns the cursor's move. */
+static int
+tui_grid_enlarge(struct tui_grid *gd, unsigned k)
+{
+	unsigned j = k < gd->hsize ? k : gd->hsize;
+
+	gd->hsize -= j;
+	gd->sy += j;
+	k -= j;
+	if (gd->hsize + gd->sy + k > gd->cap)
+		tui_grid_grow(gd, gd->hsize + gd->sy + k);
+	for (; k > 0; k--) {
+		gd->sy++;
+		tui_grid_row_clear(gd, tui_grid_row(gd, (int)gd->sy - 1),
+		    TUI_COLOR_DEFAULT);
+	}
+	return (int)j;
+}
+
+int
+tui_grid_resize(struct tui_grid *gd, unsigned sx, unsigned sy,
+    unsigned cursor_y)
+{
+	int delta = 0;
+
+	if (sx < 1)
+		sx = 1;
+	if (sy < 1)
+		sy = 1;
+	if (cursor_y >= gd->sy)
+		cursor_y = gd->sy - 1;
+	if (sy < gd->sy)
+		delta = tui_grid_shrink(gd, gd->sy - sy, cursor_y);
+	else if (sy > gd->sy)
+		delta = tui_grid_enlarge(gd, sy - gd->sy);
+	gd->sx = sx;
+	tui_grid_fit_width(gd);
+	tui_grid_alloc_dirty(gd);
+	return delta;
+}
+
+void
+tui_grid_clear_history(struct tui_grid *gd)
+{
+	gd->first = (gd->first + gd->hsize) % gd->cap;
+	gd->hsize = 0;
+}
+
+/* Appends code point CP as UTF-8. */
+static void
+tui_grid_add_utf8(struct buf *b, uint32_t cp)
+{
+	char s[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		s[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		s[0] = (char)(0xc0 | cp >> 6);
+		s[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		s[0] = (char)(0xe0 | cp >> 12);
+		s[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		s[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		s[0] = (char)(0xf0 | cp >> 18);
+		s[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+		s[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+		s[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	buf_add(b, s, n);
+}
+
+void
+tui_grid_row_text(const struct tui_grid *gd, int y, struct buf *b)
+{
+	const struct tui_row *r;
+	uint32_t chars[TUI_CELL_MAXCHARS];
+	size_t start = b->len, n, i, keep = b->len;
+	unsigned x;
+
+	if (y < -(int)gd->hsize || y >= (int)gd->sy)
+		return;
+	r = tui_grid_row(gd, y);
+	for (x = 0; x < r->used && x < gd->sx; x++) {
+		if (r->cells[x].pad)
+			continue;
+		n = tui_grid_chars(gd, &r->cells[x], y, chars);
+		if (n == 0)
+			buf_addc(b, ' ');
+		for (i = 0; i < n; i++)
+			tui_grid_add_utf8(b, chars[i]);
+		if (n != 0 && chars[0] != ' ')
+			keep = b->len;
+	}
+	b->len = keep > start ? keep : start;
+	if (b->data != NULL)
+		b->data[b->len] = '\0';
+}

@@ -1,0 +1,303 @@
+/* The dashboard: pane grids fed by libvterm's state layer, layout, keys, drawing with ncursesw. */
+#ifndef AGENTMUX_TUI_H
+#define AGENTMUX_TUI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+struct event_base;
+
+/* ---- the cell grid (tui-grid.c) ---- */
+
+/*
+ * A pane's cells: a ring of rows holding the scrollback above the visible
+ * screen, so a full-screen scroll moves the ring's window instead of any
+ * cells. Rows y = 0 .. sy-1 are the screen, y = -hsize .. -1 the history.
+ */
+
+#define TUI_ATTR_BOLD 0x01
+#define TUI_ATTR_DIM 0x02
+#define TUI_ATTR_ITALIC 0x04
+#define TUI_ATTR_UNDERLINE 0x08
+#define TUI_ATTR_BLINK 0x10
+#define TUI_ATTR_REVERSE 0x20
+#define TUI_ATTR_STRIKE 0x40
+
+/* Colours: the default, one of 256 indexed, or 24-bit RGB. */
+#define TUI_COLOR_DEFAULT 0u
+#define TUI_COLOR_INDEXED 0x01000000u
+#define TUI_COLOR_RGB 0x02000000u
+#define TUI_COLOR_TYPE(c) ((c) & 0xff000000u)
+#define TUI_COLOR_INDEX(i) (TUI_COLOR_INDEXED | ((uint32_t)(i) & 0xff))
+#define TUI_COLOR_MAKE_RGB(r, g, b) (TUI_COLOR_RGB | ((uint32_t)(r) << 16) | \
+    ((uint32_t)(g) << 8) | (uint32_t)(b))
+
+/* Code points one cell can hold: a base character and its combining marks. */
+#define TUI_CELL_MAXCHARS 6
+
+struct tui_cell {
+	uint32_t cp : 21;     /* code point (0 is a blank), or an index with ext */
+	uint32_t wide : 1;    /* the left half of a two-column character */
+	uint32_t pad : 1;     /* the right half of one: nothing of its own */
+	uint32_t ext : 1;     /* cp indexes the row's combining sequences */
+	uint32_t attr : 8;    /* TUI_ATTR_* */
+	uint32_t fg;          /* TUI_COLOR_* */
+	uint32_t bg;
+};
+
+struct tui_grid;
+
+/** A grid of SX x SY cells keeping up to HLIMIT lines of history; caller frees. */
+struct tui_grid *tui_grid_create(unsigned sx, unsigned sy, unsigned hlimit);
+void tui_grid_free(struct tui_grid *);
+unsigned tui_grid_sx(const struct tui_grid *);
+unsigned tui_grid_sy(const struct tui_grid *);
+/** Lines of history currently kept above the screen. */
+unsigned tui_grid_hsize(const struct tui_grid *);
+unsigned tui_grid_hlimit(const struct tui_grid *);
+/** Cell X of row Y (-hsize <= Y < sy); a blank beyond what was written. Borrowed. */
+const struct tui_cell *tui_grid_cell(const struct tui_grid *, unsigned x, int y);
+/**
+ * Code points of cell C of row Y into CHARS (TUI_CELL_MAXCHARS); returns
+ * how many (0 for a blank or the right half of a wide character).
+ */
+size_t tui_grid_chars(const struct tui_grid *, const struct tui_cell *c, int y,
+    uint32_t *chars);
+/**
+ * Writes C at X, Y of the screen; CHARS (NULL, or NCHARS code points of a
+ * combining sequence) override C->cp. A wide C also covers X+1.
+ */
+void tui_grid_set(struct tui_grid *, unsigned x, unsigned y,
+    const struct tui_cell *c, const uint32_t *chars, size_t nchars);
+/** Blanks the screen rectangle [X0,X1) x [Y0,Y1) with background BG. */
+void tui_grid_erase(struct tui_grid *, unsigned x0, unsigned y0, unsigned x1,
+    unsigned y1, uint32_t bg);
+/**
+ * Scrolls the rectangle [X0,X1) x [Y0,Y1) up by DOWN rows (down if
+ * negative) and left by RIGHT columns (right if negative), blanking what is
+ * uncovered with BG. A full-width scroll of the whole screen moves the top
+ * rows into the history (when it keeps any) without copying cells.
+ */
+void tui_grid_scroll(struct tui_grid *, unsigned x0, unsigned y0, unsigned x1,
+    unsigned y1, int down, int right, uint32_t bg);
+/** Copies the screen rectangle of SRC at (SX, SY) to (DX, DY), NX x NY cells. */
+void tui_grid_move(struct tui_grid *, unsigned dx, unsigned dy, unsigned sx,
+    unsigned sy, unsigned nx, unsigned ny);
+/**
+ * Resizes to SX x SY. Rows lost at the top go to the history, rows gained
+ * come back from it; CURSOR_Y is kept on the screen. Returns how far the
+ * cursor's row moved (negative: up).
+ */
+int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
+    unsigned cursor_y);
+/** Drops the history. */
+void tui_grid_clear_history(struct tui_grid *);
+/** Marks row Y as continuing on the next row (automatic wrap). */
+void tui_grid_set_wrapped(struct tui_grid *, unsigned y, bool);
+bool tui_grid_wrapped(const struct tui_grid *, int y);
+/** True if anything on the screen changed since tui_grid_clean. */
+bool tui_grid_is_dirty(const struct tui_grid *);
+/** The changed columns [*X0, *X1) of screen row Y; false if none. */
+bool tui_grid_row_dirty(const struct tui_grid *, unsigned y, unsigned *x0,
+    unsigned *x1);
+void tui_grid_set_dirty(struct tui_grid *);
+void tui_grid_clean(struct tui_grid *);
+/** Appends row Y as UTF-8 (trailing blanks dropped) to B. */
+void tui_grid_row_text(const struct tui_grid *, int y, struct buf *b);
+/** Lines ever moved into the history (a counter; wraps never in practice). */
+uint64_t tui_grid_scrolled(const struct tui_grid *);
+
+/* ---- keys and terminal input (tui-keys.c) ---- */
+
+/* Keys: a Unicode code point (control characters as themselves), or one of these. */
+enum {
+	TUI_KEY_BASE = 0x110000,
+	TUI_KEY_UP = TUI_KEY_BASE,
+	TUI_KEY_DOWN,
+	TUI_KEY_LEFT,
+	TUI_KEY_RIGHT,
+	TUI_KEY_HOME,
+	TUI_KEY_END,
+	TUI_KEY_INSERT,
+	TUI_KEY_DELETE,
+	TUI_KEY_PAGEUP,
+	TUI_KEY_PAGEDOWN,
+	TUI_KEY_BACKTAB,
+	TUI_KEY_F1,            /* TUI_KEY_F1 + N - 1 is function key N */
+	TUI_KEY_F12 = TUI_KEY_F1 + 11,
+	TUI_KEY_FOCUS_IN,
+	TUI_KEY_FOCUS_OUT,
+};
+
+#define TUI_MOD_SHIFT 0x1
+#define TUI_MOD_ALT 0x2
+#define TUI_MOD_CTRL 0x4
+
+struct tui_key {
+	uint32_t code;
+	int mods;             /* TUI_MOD_*; Ctrl+letter comes as its control code */
+};
+
+enum tui_mouse_type {
+	TUI_MOUSE_PRESS,
+	TUI_MOUSE_RELEASE,
+	TUI_MOUSE_DRAG,
+	TUI_MOUSE_WHEEL_UP,
+	TUI_MOUSE_WHEEL_DOWN,
+};
+
+struct tui_mouse {
+	enum tui_mouse_type type;
+	int button;           /* 1-3 for press, release and drag */
+	unsigned x;           /* 0-based terminal column */
+	unsigned y;
+	int mods;
+};
+
+enum tui_input_type {
+	TUI_INPUT_KEY,
+	TUI_INPUT_MOUSE,
+	TUI_INPUT_PASTE,
+};
+
+/** One thing the user did at the terminal; PASTE is borrowed for the callback. */
+struct tui_input {
+	enum tui_input_type type;
+	struct tui_key key;
+	struct tui_mouse mouse;
+	const char *paste;
+	size_t pastelen;
+};
+
+typedef void (*tui_input_cb)(void *arg, const struct tui_input *);
+
+struct tui_keys;
+
+/** A parser of what the terminal sends (xterm-style keys, SGR mouse, bracketed paste). */
+struct tui_keys *tui_keys_create(void);
+void tui_keys_free(struct tui_keys *);
+/**
+ * Parses LEN bytes, calling FN for each complete input. Returns true when
+ * the bytes end inside a sequence that may yet complete (a lone ESC): the
+ * caller waits briefly, then calls tui_keys_flush.
+ */
+bool tui_keys_parse(struct tui_keys *, const char *data, size_t len,
+    tui_input_cb fn, void *arg);
+/** Delivers whatever is pending as keys (a lone ESC is the Escape key). */
+void tui_keys_flush(struct tui_keys *, tui_input_cb fn, void *arg);
+/** A key's name for help and messages ("C-a", "Up", "F5", "x"); static buffer. */
+const char *tui_keys_name(const struct tui_key *);
+
+/* What a key does after the prefix. */
+enum tui_action {
+	TUI_ACT_NEW,
+	TUI_ACT_CLOSE,
+	TUI_ACT_NEXT,
+	TUI_ACT_PREV,
+	TUI_ACT_SELECT,       /* arg: the session number */
+	TUI_ACT_ZOOM,
+	TUI_ACT_SPLIT_H,      /* side by side */
+	TUI_ACT_SPLIT_V,      /* stacked */
+	TUI_ACT_FOCUS,        /* arg: a TUI_DIR_* */
+	TUI_ACT_REQUESTS,
+	TUI_ACT_HISTORY,
+	TUI_ACT_SNAPSHOTS,
+	TUI_ACT_DIFF,
+	TUI_ACT_CONFDIFF,
+	TUI_ACT_PROMPTS,
+	TUI_ACT_SCROLLBACK,
+	TUI_ACT_HELP,
+	TUI_ACT_QUIT,
+	TUI_ACT_SEND_PREFIX,
+	TUI_ACT_REDRAW,
+};
+
+struct tui_binding {
+	uint32_t key;         /* 0: the prefix key itself */
+	enum tui_action action;
+	int arg;
+	const char *help;
+};
+
+/** Every binding, in the order the help lists them. */
+const struct tui_binding *tui_keys_bindings(size_t *n);
+
+/* The prefix state machine: keys go to the pane until the prefix comes. */
+enum tui_dispatch {
+	TUI_DISPATCH_PANE,    /* send the key to the focused pane */
+	TUI_DISPATCH_PREFIX,  /* the prefix: wait for the command key */
+	TUI_DISPATCH_ACTION,  /* *BINDING says what to do */
+	TUI_DISPATCH_UNBOUND, /* prefix then a key that does nothing */
+};
+
+struct tui_keymap {
+	int prefix_key;       /* the code the prefix sends (C-a: 1) */
+	bool prefixed;
+};
+
+enum tui_dispatch tui_keys_dispatch(struct tui_keymap *, const struct tui_key *,
+    const struct tui_binding **binding);
+
+/* ---- a pane's terminal (tui-vterm.c) ---- */
+
+/*
+ * libvterm's state layer parses what the program writes and keeps the
+ * terminal's state; the cells are ours, in a tui_grid (one for the normal
+ * screen with history, one for the alternate screen).
+ */
+
+enum tui_cursor_shape {
+	TUI_CURSOR_BLOCK,
+	TUI_CURSOR_UNDERLINE,
+	TUI_CURSOR_BAR,
+};
+
+enum tui_mouse_mode {
+	TUI_MOUSE_OFF,
+	TUI_MOUSE_CLICKS,
+	TUI_MOUSE_DRAGS,
+	TUI_MOUSE_MOTION,
+};
+
+/** Where replies (and encoded keys) for the program go. */
+typedef void (*tui_vterm_write_cb)(void *arg, const char *data, size_t len);
+
+struct tui_vterm;
+
+/** A SX x SY terminal with HLIMIT lines of history; WRITE gets its replies. */
+struct tui_vterm *tui_vterm_create(unsigned sx, unsigned sy, unsigned hlimit,
+    tui_vterm_write_cb write, void *arg);
+void tui_vterm_free(struct tui_vterm *);
+/** Feeds the program's output. */
+void tui_vterm_feed(struct tui_vterm *, const char *data, size_t len);
+void tui_vterm_resize(struct tui_vterm *, unsigned sx, unsigned sy);
+/** The screen being shown (alternate or normal); borrowed. */
+struct tui_grid *tui_vterm_grid(struct tui_vterm *);
+bool tui_vterm_altscreen(const struct tui_vterm *);
+void tui_vterm_cursor(const struct tui_vterm *, unsigned *x, unsigned *y);
+bool tui_vterm_cursor_visible(const struct tui_vterm *);
+enum tui_cursor_shape tui_vterm_cursor_shape(const struct tui_vterm *);
+/** Reverse video of the whole screen (DECSCNM). */
+bool tui_vterm_reverse(const struct tui_vterm *);
+enum tui_mouse_mode tui_vterm_mouse_mode(const struct tui_vterm *);
+/** The window title the program set; "" if none. Borrowed. */
+const char *tui_vterm_title(const struct tui_vterm *);
+/** Bells rung so far. */
+unsigned tui_vterm_bells(const struct tui_vterm *);
+/** True (once) when the cursor, title or modes changed since the last call. */
+bool tui_vterm_take_changed(struct tui_vterm *);
+/** Encodes a key for the program (cursor and keypad modes honoured). */
+void tui_vterm_key(struct tui_vterm *, const struct tui_key *);
+/** Sends pasted text, bracketed if the program asked for that. */
+void tui_vterm_paste(struct tui_vterm *, const char *data, size_t len);
+/**
+ * Encodes a mouse event at pane cell (M->x, M->y) in the protocol the
+ * program asked for; false (nothing sent) if it did not ask for the mouse.
+ */
+bool tui_vterm_mouse(struct tui_vterm *, const struct tui_mouse *m);
+/** Writes raw bytes to the program. */
+void tui_vterm_write(struct tui_vterm *, const char *data, size_t len);
+
+#endif

@@ -1,0 +1,328 @@
+/* Terminal emulation: escape sequences from a program become the right cells, modes and replies. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "tui/tui.h"
+
+static struct buf replies;
+
+static void
+reply(void *arg, const char *data, size_t len)
+{
+	buf_add(&replies, data, len);
+}
+
+static struct tui_vterm *
+term(unsigned sx, unsigned sy, unsigned hlimit)
+{
+	buf_reset(&replies);
+	buf_adds(&replies, "");
+	return tui_vterm_create(sx, sy, hlimit, reply, NULL);
+}
+
+static void
+feed(struct tui_vterm *vt, const char *s)
+{
+	tui_vterm_feed(vt, s, strlen(s));
+}
+
+static const char *
+text(struct tui_vterm *vt, int y)
+{
+	static struct buf b;
+
+	buf_reset(&b);
+	buf_adds(&b, "");
+	tui_grid_row_text(tui_vterm_grid(vt), y, &b);
+	return b.data;
+}
+
+static const struct tui_cell *
+cell(struct tui_vterm *vt, unsigned x, int y)
+{
+	return tui_grid_cell(tui_vterm_grid(vt), x, y);
+}
+
+static void
+test_text_and_cursor(void **state)
+{
+	struct tui_vterm *vt = term(20, 5, 100);
+	unsigned x, y;
+
+	feed(vt, "hello\r\nworld");
+	assert_string_equal(text(vt, 0), "hello");
+	assert_string_equal(text(vt, 1), "world");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 5);
+	assert_int_equal(y, 1);
+	feed(vt, "\x1b[3;4Hx\x1b[1;1H\x1b[K");
+	assert_string_equal(text(vt, 0), "");
+	assert_string_equal(text(vt, 2), "   x");
+	/* Autowrap at the edge. */
+	feed(vt, "\x1b[4;1H0123456789012345678901");
+	assert_string_equal(text(vt, 3), "01234567890123456789");
+	assert_string_equal(text(vt, 4), "01");
+	tui_vterm_free(vt);
+}
+
+static void
+test_colours_and_attributes(void **state)
+{
+	struct tui_vterm *vt = term(20, 3, 0);
+
+	feed(vt, "\x1b[31mR\x1b[38;5;200mX\x1b[38;2;1;2;3mY\x1b[44mB\x1b[0mZ");
+	assert_int_equal(cell(vt, 0, 0)->fg, TUI_COLOR_INDEX(1));
+	assert_int_equal(cell(vt, 1, 0)->fg, TUI_COLOR_INDEX(200));
+	assert_int_equal(cell(vt, 2, 0)->fg, TUI_COLOR_MAKE_RGB(1, 2, 3));
+	assert_int_equal(cell(vt, 3, 0)->bg, TUI_COLOR_INDEX(4));
+	assert_int_equal(cell(vt, 4, 0)->fg, TUI_COLOR_DEFAULT);
+	assert_int_equal(cell(vt, 4, 0)->bg, TUI_COLOR_DEFAULT);
+	feed(vt, "\r\n\x1b[1ma\x1b[4mb\x1b[0;3mc\x1b[7md\x1b[9me\x1b[5mf\x1b[m");
+	assert_int_equal(cell(vt, 0, 1)->attr, TUI_ATTR_BOLD);
+	assert_int_equal(cell(vt, 1, 1)->attr, TUI_ATTR_BOLD | TUI_ATTR_UNDERLINE);
+	assert_int_equal(cell(vt, 2, 1)->attr, TUI_ATTR_ITALIC);
+	assert_int_equal(cell(vt, 3, 1)->attr, TUI_ATTR_ITALIC | TUI_ATTR_REVERSE);
+	assert_true(cell(vt, 4, 1)->attr & TUI_ATTR_STRIKE);
+	assert_true(cell(vt, 5, 1)->attr & TUI_ATTR_BLINK);
+	/* Faint, which libvterm itself ignores, and colour 2 that is not faint. */
+	feed(vt, "\r\n\x1b[2mf\x1b[22mn\x1b[1;2mb\x1b[0m\x1b[38;2;2;2;2mc\x1b[m");
+	assert_int_equal(cell(vt, 0, 2)->attr, TUI_ATTR_DIM);
+	assert_int_equal(cell(vt, 1, 2)->attr, 0);
+	assert_int_equal(cell(vt, 2, 2)->attr, TUI_ATTR_DIM | TUI_ATTR_BOLD);
+	assert_int_equal(cell(vt, 3, 2)->attr, 0);
+	assert_int_equal(cell(vt, 3, 2)->fg, TUI_COLOR_MAKE_RGB(2, 2, 2));
+	/* A sequence split between two reads still counts. */
+	feed(vt, "\x1b[H\x1b[");
+	feed(vt, "2mX");
+	assert_int_equal(cell(vt, 0, 0)->attr, TUI_ATTR_DIM);
+	feed(vt, "\x1b[0m");
+	/* Erasing uses the current background. */
+	feed(vt, "\x1b[41m\x1b[2J\x1b[m");
+	assert_int_equal(cell(vt, 7, 1)->bg, TUI_COLOR_INDEX(1));
+	tui_vterm_free(vt);
+}
+
+static void
+test_wide_and_combining(void **state)
+{
+	struct tui_vterm *vt = term(10, 2, 0);
+	uint32_t chars[TUI_CELL_MAXCHARS];
+	unsigned x, y;
+
+	feed(vt, "\xe4\xb8\xad" "a" "e\xcc\x81" "b");
+	assert_true(cell(vt, 0, 0)->wide);
+	assert_true(cell(vt, 1, 0)->pad);
+	assert_int_equal(cell(vt, 2, 0)->cp, 'a');
+	assert_int_equal(tui_grid_chars(tui_vterm_grid(vt), cell(vt, 3, 0), 0,
+	    chars), 2);
+	assert_int_equal(chars[1], 0x301);
+	assert_int_equal(cell(vt, 4, 0)->cp, 'b');
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 5);
+	assert_string_equal(text(vt, 0), "\xe4\xb8\xad" "ae\xcc\x81" "b");
+	tui_vterm_free(vt);
+}
+
+static void
+test_alternate_screen(void **state)
+{
+	struct tui_vterm *vt = term(10, 3, 100);
+	unsigned x, y;
+
+	feed(vt, "main\r\nline");
+	feed(vt, "\x1b[?1049h");
+	assert_true(tui_vterm_altscreen(vt));
+	assert_string_equal(text(vt, 0), "");
+	feed(vt, "\x1b[Halt");
+	assert_string_equal(text(vt, 0), "alt");
+	/* Scrolling the alternate screen keeps no history. */
+	feed(vt, "\r\n\n\n\n");
+	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 0);
+	feed(vt, "\x1b[?1049l");
+	assert_false(tui_vterm_altscreen(vt));
+	assert_string_equal(text(vt, 0), "main");
+	assert_string_equal(text(vt, 1), "line");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 4);
+	assert_int_equal(y, 1);
+	tui_vterm_free(vt);
+}
+
+static void
+test_scroll_region_and_history(void **state)
+{
+	struct tui_vterm *vt = term(10, 5, 1000);
+	int i;
+
+	feed(vt, "a\r\nb\r\nc\r\nd\r\ne");
+	/* Region rows 2-4; a line feed at its bottom scrolls it only. */
+	feed(vt, "\x1b[2;4r\x1b[4;1H\nX");
+	assert_string_equal(text(vt, 0), "a");
+	assert_string_equal(text(vt, 1), "c");
+	assert_string_equal(text(vt, 2), "d");
+	assert_string_equal(text(vt, 3), "X");
+	assert_string_equal(text(vt, 4), "e");
+	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 0);
+	/* Reverse index at the region's top scrolls it down. */
+	feed(vt, "\x1b[2;1H\x1bM");
+	assert_string_equal(text(vt, 1), "");
+	assert_string_equal(text(vt, 2), "c");
+	assert_string_equal(text(vt, 4), "e");
+	/* Back to the full screen: lines scrolled off the top are kept. */
+	feed(vt, "\x1b[r\x1b[5;1H");
+	for (i = 0; i < 1500; i++)
+		feed(vt, "\r\nline");
+	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 1000);
+	assert_string_equal(text(vt, 4), "line");
+	assert_string_equal(text(vt, -1000), "line");
+	tui_vterm_free(vt);
+}
+
+static void
+test_insert_delete(void **state)
+{
+	struct tui_vterm *vt = term(10, 3, 0);
+
+	feed(vt, "abcdef\r\x1b[2P");
+	assert_string_equal(text(vt, 0), "cdef");
+	feed(vt, "\x1b[2@");
+	assert_string_equal(text(vt, 0), "  cdef");
+	feed(vt, "\r\n1\r\n2\x1b[1;1H\x1b[L");
+	assert_string_equal(text(vt, 0), "");
+	assert_string_equal(text(vt, 1), "  cdef");
+	assert_string_equal(text(vt, 2), "1");
+	feed(vt, "\x1b[M");
+	assert_string_equal(text(vt, 0), "  cdef");
+	tui_vterm_free(vt);
+}
+
+static void
+test_replies_and_modes(void **state)
+{
+	struct tui_vterm *vt = term(20, 5, 0);
+
+	feed(vt, "\x1b[c");
+	assert_string_equal(replies.data, "\x1b[?1;2c");
+	buf_reset(&replies);
+	feed(vt, "\x1b[3;7H\x1b[6n");
+	assert_string_equal(replies.data, "\x1b[3;7R");
+	feed(vt, "\x1b]2;my title\x07");
+	assert_string_equal(tui_vterm_title(vt), "my title");
+	assert_true(tui_vterm_take_changed(vt));
+	assert_false(tui_vterm_take_changed(vt));
+	assert_true(tui_vterm_cursor_visible(vt));
+	feed(vt, "\x1b[?25l\x1b[4 q");
+	assert_false(tui_vterm_cursor_visible(vt));
+	assert_int_equal(tui_vterm_cursor_shape(vt), TUI_CURSOR_UNDERLINE);
+	feed(vt, "\x1b[6 q\x07");
+	assert_int_equal(tui_vterm_cursor_shape(vt), TUI_CURSOR_BAR);
+	assert_int_equal(tui_vterm_bells(vt), 1);
+	feed(vt, "\x1b[?5h");
+	assert_true(tui_vterm_reverse(vt));
+	tui_vterm_free(vt);
+}
+
+static void
+test_keys_for_the_program(void **state)
+{
+	struct tui_vterm *vt = term(20, 5, 0);
+	struct tui_key k = { .code = TUI_KEY_UP };
+
+	buf_reset(&replies);
+	tui_vterm_key(vt, &k);
+	assert_string_equal(replies.data, "\x1b[A");
+	buf_reset(&replies);
+	feed(vt, "\x1b[?1h");
+	tui_vterm_key(vt, &k);
+	assert_string_equal(replies.data, "\x1bOA");
+	buf_reset(&replies);
+	k.code = 3;
+	tui_vterm_key(vt, &k);
+	k.code = TUI_KEY_F1 + 4;
+	tui_vterm_key(vt, &k);
+	k.code = 'x';
+	k.mods = TUI_MOD_ALT;
+	tui_vterm_key(vt, &k);
+	k.code = 0xe9;
+	k.mods = 0;
+	tui_vterm_key(vt, &k);
+	k.code = '\r';
+	tui_vterm_key(vt, &k);
+	k.code = TUI_KEY_BACKTAB;
+	tui_vterm_key(vt, &k);
+	assert_string_equal(replies.data, "\x03\x1b[15~\x1bx\xc3\xa9\r\x1b[Z");
+	/* Pastes are bracketed only when the program asked. */
+	buf_reset(&replies);
+	tui_vterm_paste(vt, "p1", 2);
+	feed(vt, "\x1b[?2004h");
+	tui_vterm_paste(vt, "p2", 2);
+	assert_string_equal(replies.data, "p1\x1b[200~p2\x1b[201~");
+	tui_vterm_free(vt);
+}
+
+static void
+test_mouse_reporting(void **state)
+{
+	struct tui_vterm *vt = term(20, 5, 0);
+	struct tui_mouse m = { .type = TUI_MOUSE_PRESS, .button = 1, .x = 2,
+	    .y = 1 };
+
+	buf_reset(&replies);
+	assert_false(tui_vterm_mouse(vt, &m));
+	assert_int_equal(replies.len, 0);
+	feed(vt, "\x1b[?1000h\x1b[?1006h");
+	assert_int_equal(tui_vterm_mouse_mode(vt), TUI_MOUSE_CLICKS);
+	assert_true(tui_vterm_mouse(vt, &m));
+	m.type = TUI_MOUSE_RELEASE;
+	assert_true(tui_vterm_mouse(vt, &m));
+	assert_string_equal(replies.data, "\x1b[<0;3;2M\x1b[<0;3;2m");
+	feed(vt, "\x1b[?1000l");
+	assert_int_equal(tui_vterm_mouse_mode(vt), TUI_MOUSE_OFF);
+	tui_vterm_free(vt);
+}
+
+static void
+test_resize(void **state)
+{
+	struct tui_vterm *vt = term(10, 5, 100);
+	unsigned x, y;
+
+	feed(vt, "1\r\n2\r\n3\r\n4\r\n5");
+	tui_vterm_resize(vt, 8, 3);
+	assert_int_equal(tui_grid_sy(tui_vterm_grid(vt)), 3);
+	assert_int_equal(tui_grid_sx(tui_vterm_grid(vt)), 8);
+	assert_string_equal(text(vt, 0), "3");
+	assert_string_equal(text(vt, 2), "5");
+	assert_string_equal(text(vt, -1), "2");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(y, 2);
+	/* The program now writes in the new size. */
+	feed(vt, "\x1b[1;1H123456789");
+	assert_string_equal(text(vt, 0), "12345678");
+	assert_string_equal(text(vt, 1), "9");
+	tui_vterm_resize(vt, 8, 5);
+	assert_string_equal(text(vt, 0), "1");
+	assert_string_equal(text(vt, 2), "12345678");
+	tui_vterm_free(vt);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_and_cursor),
+		cmocka_unit_test(test_colours_and_attributes),
+		cmocka_unit_test(test_wide_and_combining),
+		cmocka_unit_test(test_alternate_screen),
+		cmocka_unit_test(test_scroll_region_and_history),
+		cmocka_unit_test(test_insert_delete),
+		cmocka_unit_test(test_replies_and_modes),
+		cmocka_unit_test(test_keys_for_the_program),
+		cmocka_unit_test(test_mouse_reporting),
+		cmocka_unit_test(test_resize),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
