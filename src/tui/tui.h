@@ -214,10 +214,18 @@ enum tui_action {
 	TUI_ACT_REDRAW,
 };
 
+enum tui_dir {
+	TUI_DIR_UP,
+	TUI_DIR_DOWN,
+	TUI_DIR_LEFT,
+	TUI_DIR_RIGHT,
+};
+
 struct tui_binding {
 	uint32_t key;         /* 0: the prefix key itself */
 	enum tui_action action;
 	int arg;
+	const char *name;     /* how the help shows the key; NULL: not listed */
 	const char *help;
 };
 
@@ -239,6 +247,66 @@ struct tui_keymap {
 
 enum tui_dispatch tui_keys_dispatch(struct tui_keymap *, const struct tui_key *,
     const struct tui_binding **binding);
+
+/* ---- pane layout (tui-layout.c) ---- */
+
+/*
+ * Which panes are visible where: a tree of side-by-side and stacked splits
+ * whose leaves are panes (identified by the caller's numbers), one of them
+ * focused, optionally zoomed to fill the area.
+ */
+
+struct tui_rect {
+	unsigned x;
+	unsigned y;
+	unsigned sx;
+	unsigned sy;
+};
+
+/* A pane smaller than this is not usable. */
+#define TUI_PANE_MIN_SX 10
+#define TUI_PANE_MIN_SY 3
+
+struct tui_layout;
+
+/** A layout showing PANE alone; caller frees. */
+struct tui_layout *tui_layout_create(int pane);
+void tui_layout_free(struct tui_layout *);
+/**
+ * Splits the focused pane, side by side (SIDE) or stacked, showing PANE
+ * in the new half, which gets the focus. False (nothing changed) if either
+ * half would be too small.
+ */
+bool tui_layout_split(struct tui_layout *, int pane, bool side);
+/** Takes PANE out; its sibling gets its space. False if it was the last. */
+bool tui_layout_remove(struct tui_layout *, int pane);
+/** Shows NEWPANE where OLDPANE is. */
+void tui_layout_replace(struct tui_layout *, int oldpane, int newpane);
+bool tui_layout_contains(const struct tui_layout *, int pane);
+/** The focused pane. */
+int tui_layout_focus(const struct tui_layout *);
+/** Focuses PANE if it is in the layout; false otherwise. */
+bool tui_layout_set_focus(struct tui_layout *, int pane);
+/** Moves the focus to the nearest pane in direction DIR; false if none. */
+bool tui_layout_focus_dir(struct tui_layout *, enum tui_dir dir);
+void tui_layout_set_zoom(struct tui_layout *, bool);
+bool tui_layout_zoomed(const struct tui_layout *);
+/**
+ * Computes every pane's rectangle for an area of SX x SY at (X, Y). When
+ * the split does not fit, only the focused pane is shown. Returns false if
+ * not even one pane fits.
+ */
+bool tui_layout_apply(struct tui_layout *, unsigned x, unsigned y,
+    unsigned sx, unsigned sy);
+/** PANE's rectangle after tui_layout_apply; false if it is not shown. */
+bool tui_layout_rect(const struct tui_layout *, int pane, struct tui_rect *);
+/** The pane shown at (X, Y), or -1 (a border or nothing). */
+int tui_layout_pane_at(const struct tui_layout *, unsigned x, unsigned y);
+/** The panes shown (up to MAX) into PANES; returns how many are shown. */
+size_t tui_layout_panes(const struct tui_layout *, int *panes, size_t max);
+/** The borders between shown panes (up to MAX) into R; returns how many. */
+size_t tui_layout_borders(const struct tui_layout *, struct tui_rect *r,
+    size_t max);
 
 /* ---- a pane's terminal (tui-vterm.c) ---- */
 
