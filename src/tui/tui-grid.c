@@ -253,7 +253,8 @@ tui_grid_set(struct tui_grid *gd, unsigned x, unsigned y,
 	if (x >= gd->sx || y >= gd->sy)
 		return;
 	r = tui_grid_row(gd, (int)y);
-	if (w == 1 && chars == NULL && tui_grid_set_narrow(gd, x, y, c))
+	if (w == 1 && chars == NULL && !c->ext && !c->pad &&
+	    tui_grid_set_narrow(gd, x, y, c, c->cp))
 		return;
 	tui_grid_row_reserve(gd, r, x + w > gd->sx ? gd->sx : x + w);
 	tui_grid_cut(r, x);
@@ -276,6 +277,62 @@ tui_grid_set(struct tui_grid *gd, unsigned x, unsigned y,
 		r->cells[x + 1].bg = c->bg;
 	}
 	tui_grid_mark(gd, y, x, x + w);
+}
+
+void
+tui_grid_put_ascii(struct tui_grid *gd, unsigned y, const char *s, size_t len,
+    const struct tui_cell *pen)
+{
+	struct tui_row *r;
+	struct tui_cell *c;
+	size_t x;
+
+	if (y >= gd->sy || len > gd->sx)
+		return;
+	r = tui_grid_row(gd, (int)y);
+	if (r->used != 0) {
+		/* Over older cells: each one needs the careful treatment. */
+		for (x = 0; x < len; x++) {
+			if (!tui_grid_set_narrow(gd, (unsigned)x, y, pen,
+			    (unsigned char)s[x]))
+				tui_grid_set(gd, (unsigned)x, y, &(struct tui_cell){
+				    .cp = (unsigned char)s[x], .attr = pen->attr,
+				    .fg = pen->fg, .bg = pen->bg }, NULL, 0);
+		}
+		return;
+	}
+	tui_grid_row_reserve(gd, r, (unsigned)len);
+	for (x = 0, c = r->cells; x < len; x++, c++) {
+		*c = *pen;
+		c->cp = (unsigned char)s[x];
+	}
+	tui_grid_mark(gd, y, 0, (unsigned)len);
+}
+
+bool
+tui_grid_row_is(const struct tui_grid *gd, unsigned y, const char *s,
+    size_t len, const struct tui_cell *pen)
+{
+	const struct tui_row *r;
+	const struct tui_cell *c;
+	unsigned x;
+
+	if (y >= gd->sy)
+		return false;
+	r = tui_grid_row(gd, (int)y);
+	if (r->used < len)
+		return false;
+	for (x = 0; x < r->used; x++) {
+		c = &r->cells[x];
+		if (c->wide || c->pad || c->ext || c->bg != pen->bg)
+			return false;
+		if (x >= len && c->cp == 0)
+			continue;
+		if (x >= len || c->cp != (unsigned char)s[x] ||
+		    c->attr != pen->attr || c->fg != pen->fg)
+			return false;
+	}
+	return true;
 }
 
 /* Blanks cells [X0, X1) of screen row Y. */
@@ -336,6 +393,25 @@ tui_grid_grow(struct tui_grid *gd, unsigned want)
 }
 
 /*
+ * Starts fetching the cells of the row the next scroll will recycle: with
+ * a long history it was last touched thousands of lines ago and is out of
+ * the cache, and a flood of output writes it as soon as it appears.
+ */
+static void
+tui_grid_prefetch(struct tui_grid *gd)
+{
+	const struct tui_row *r;
+	unsigned i = gd->first + gd->hsize + gd->sy, n, off;
+
+	if (gd->hsize < gd->hlimit && gd->hsize + gd->sy == gd->cap)
+		return;
+	r = &gd->rows[i >= gd->cap ? i - gd->cap : i];
+	n = (r->cap < gd->sx ? r->cap : gd->sx) * (unsigned)sizeof *r->cells;
+	for (off = 0; off < n; off += 64)
+		__builtin_prefetch((const char *)r->cells + off, 1, 3);
+}
+
+/*
  * Scrolls the whole screen up one line: the top row becomes the newest
  * history line (or, once the history is full, the oldest one is recycled)
  * and a blank row appears at the bottom. No cell moves.
@@ -357,6 +433,7 @@ tui_grid_push_line(struct tui_grid *gd, uint32_t bg)
 			gd->scrolled++;
 	}
 	tui_grid_row_clear(gd, tui_grid_row(gd, (int)gd->sy - 1), bg);
+	tui_grid_prefetch(gd);
 }
 
 /* Rotates full-width rows [Y0, Y1) up by N (down if negative), blanking the new ones. */
@@ -378,6 +455,26 @@ tui_grid_rotate(struct tui_grid *gd, unsigned y0, unsigned y1, int n,
 		unsigned y = n > 0 ? y1 - 1 - i : y0 + i;
 
 		tui_grid_row_clear(gd, tui_grid_row(gd, (int)y), bg);
+	}
+}
+
+/*
+ * After cells [X0, X1) of R were overwritten: a wide character just left
+ * of them lost its right half, or a right half just after them its left.
+ */
+static void
+tui_grid_mend(struct tui_row *r, unsigned x0, unsigned x1)
+{
+	if (x0 > 0 && x0 < r->used && r->cells[x0 - 1].wide &&
+	    !r->cells[x0].pad) {
+		r->cells[x0 - 1].wide = 0;
+		r->cells[x0 - 1].cp = 0;
+		r->cells[x0 - 1].ext = 0;
+	}
+	if (x1 > 0 && x1 < r->used && r->cells[x1].pad &&
+	    !r->cells[x1 - 1].wide) {
+		r->cells[x1].pad = 0;
+		r->cells[x1].cp = 0;
 	}
 }
 
@@ -413,15 +510,15 @@ tui_grid_move(struct tui_grid *gd, unsigned dx, unsigned dy, unsigned sx,
 		row = up ? i : ny - 1 - i;
 		d = tui_grid_row(gd, (int)(dy + row));
 		s = tui_grid_row(gd, (int)(sy + row));
+		/* The block moves whole: no wide character crosses its edges. */
 		tui_grid_cut(s, sx);
 		tui_grid_cut(s, sx + nx);
 		tui_grid_row_reserve(gd, d, dx + nx);
-		tui_grid_cut(d, dx);
-		tui_grid_cut(d, dx + nx);
 		for (j = 0; j < nx; j++) {
 			col = left ? j : nx - 1 - j;
 			tui_grid_copy_cell(d, dx + col, s, sx + col);
 		}
+		tui_grid_mend(d, dx, dx + nx);
 		tui_grid_mark(gd, dy + row, dx, dx + nx);
 	}
 }

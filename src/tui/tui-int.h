@@ -67,18 +67,19 @@ tui_grid_mark(struct tui_grid *gd, unsigned y, unsigned x0, unsigned x1)
 }
 
 /*
- * The common case, inlined where glyphs are written: a narrow character
- * without combining marks written over a narrow one or appended at the end
- * of the row. False if it needs tui_grid_set's full treatment.
+ * The common case, inlined where glyphs are written: narrow code point CP
+ * in the attributes and colours of PEN (which is neither wide nor combined),
+ * over a narrow cell or appended at the end of the row. False if it needs
+ * tui_grid_set's full treatment.
  */
 static inline bool
 tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
-    const struct tui_cell *c)
+    const struct tui_cell *pen, uint32_t cp)
 {
 	struct tui_row *r;
 	struct tui_cell *dst;
 
-	if (x >= gd->sx || y >= gd->sy || c->wide || c->ext)
+	if (x >= gd->sx || y >= gd->sy)
 		return false;
 	r = tui_grid_row(gd, (int)y);
 	if (x == r->used && x < r->cap)
@@ -88,7 +89,8 @@ tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
 	else if (r->cells[x].wide || r->cells[x].pad || r->cells[x].ext)
 		return false;
 	dst = &r->cells[x];
-	*dst = *c;
+	*dst = *pen;
+	dst->cp = cp;
 	if (!gd->all_dirty)
 		tui_grid_mark(gd, y, x, x + 1);
 	return true;

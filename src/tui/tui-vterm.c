@@ -19,6 +19,7 @@ enum tui_vterm_scan {
 	TUI_SCAN_ESC,
 	TUI_SCAN_CSI,
 	TUI_SCAN_CSI_OTHER,   /* a CSI that is not plain SGR */
+	TUI_SCAN_DESIGNATE,   /* ESC ( and friends: a character set follows */
 };
 
 #define TUI_VTERM_SGR_MAX 128
@@ -47,6 +48,16 @@ struct tui_vterm {
 	char *title;
 	unsigned bells;
 	bool changed;
+
+	/* For the streaming fast path (see tui_vterm_feed). */
+	bool fast;
+	unsigned gascii;      /* bit N: G(N) is US-ASCII, as far as the scanner saw */
+	unsigned gl;          /* the set shifted in (SO, SI, LS2, LS3) */
+	unsigned gset;        /* the set ESC ( ) * + is designating */
+	bool lineinfo;        /* a double-width line was ever set */
+	uint64_t ops;         /* scrolls, moves, erases, mode switches */
+	uint64_t fullscrolls; /* of those, one-line scrolls of the whole screen */
+	uint64_t fastlines;   /* lines done by the fast path */
 };
 
 static uint32_t
@@ -65,15 +76,17 @@ static int
 tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 {
 	struct tui_vterm *vt = arg;
-	struct tui_cell c = vt->pen;
+	struct tui_cell c;
 	size_t n;
 
+	if (info->width == 1 && info->chars[1] == 0 &&
+	    tui_grid_set_narrow(vt->cur, (unsigned)pos.col, (unsigned)pos.row,
+	    &vt->pen, info->chars[0] & 0x1fffff))
+		return 1;
+	c = vt->pen;
 	c.cp = info->chars[0] & 0x1fffff;
 	c.wide = info->width == 2;
 	if (info->chars[0] == 0 || info->chars[1] == 0) {
-		if (tui_grid_set_narrow(vt->cur, (unsigned)pos.col,
-		    (unsigned)pos.row, &c))
-			return 1;
 		tui_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,
 		    NULL, 0);
 		return 1;
@@ -101,6 +114,11 @@ tui_vterm_scrollrect(VTermRect r, int down, int right, void *arg)
 {
 	struct tui_vterm *vt = arg;
 
+	vt->ops++;
+	if (down == 1 && right == 0 && r.start_row == 0 && r.start_col == 0 &&
+	    (unsigned)r.end_row == tui_grid_sy(vt->cur) &&
+	    (unsigned)r.end_col == tui_grid_sx(vt->cur))
+		vt->fullscrolls++;
 	tui_grid_scroll(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
 	    (unsigned)r.end_col, (unsigned)r.end_row, down, right, vt->pen.bg);
 	return 1;
@@ -111,6 +129,7 @@ tui_vterm_moverect(VTermRect dst, VTermRect src, void *arg)
 {
 	struct tui_vterm *vt = arg;
 
+	vt->ops++;
 	tui_grid_move(vt->cur, (unsigned)dst.start_col, (unsigned)dst.start_row,
 	    (unsigned)src.start_col, (unsigned)src.start_row,
 	    (unsigned)(src.end_col - src.start_col),
@@ -123,6 +142,7 @@ tui_vterm_erase(VTermRect r, int selective, void *arg)
 {
 	struct tui_vterm *vt = arg;
 
+	vt->ops++;
 	tui_grid_erase(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
 	    (unsigned)r.end_col, (unsigned)r.end_row, vt->pen.bg);
 	return 1;
@@ -205,6 +225,7 @@ tui_vterm_settermprop(VTermProp prop, VTermValue *val, void *arg)
 	struct tui_vterm *vt = arg;
 
 	vt->changed = true;
+	vt->ops++;
 	switch (prop) {
 	case VTERM_PROP_CURSORVISIBLE:
 		vt->cursor_visible = val->boolean;
@@ -256,6 +277,7 @@ tui_vterm_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
 	struct tui_vterm *vt = arg;
 	struct tui_grid *other = vt->cur == vt->main ? vt->alt : vt->main;
 
+	vt->ops++;
 	delta->row = tui_grid_resize(vt->cur, (unsigned)cols, (unsigned)rows,
 	    vt->cy);
 	/* Nobody knows where the other screen's cursor will be: keep its bottom. */
@@ -268,7 +290,11 @@ static int
 tui_vterm_setlineinfo(int row, const VTermLineInfo *newinfo,
     const VTermLineInfo *oldinfo, void *arg)
 {
+	struct tui_vterm *vt = arg;
+
 	/* Double-width and double-height lines are drawn as ordinary ones. */
+	if (newinfo->doublewidth || newinfo->doubleheight)
+		vt->lineinfo = true;
 	return 1;
 }
 
@@ -307,6 +333,7 @@ tui_vterm_create(unsigned sx, unsigned sy, unsigned hlimit,
 	vt->arg = arg;
 	vt->title = xstrdup("");
 	vt->cursor_visible = true;
+	vt->gascii = 0xf;
 	vt->main = tui_grid_create(sx, sy, hlimit);
 	vt->alt = tui_grid_create(sx, sy, 0);
 	vt->cur = vt->main;
@@ -384,6 +411,41 @@ tui_vterm_scan_final(struct tui_vterm *vt, char c)
 	return true;
 }
 
+/*
+ * The byte after ESC. Besides CSI, the scanner follows the character set
+ * designations and shifts, so that the fast path knows when the set in use
+ * is not plain ASCII (line drawing turns "q" into a line).
+ */
+static void
+tui_vterm_scan_escape(struct tui_vterm *vt, char c)
+{
+	vt->sgrlen = 0;
+	vt->scan = TUI_SCAN_GROUND;
+	switch (c) {
+	case '[':
+		vt->scan = TUI_SCAN_CSI;
+		break;
+	case 0x1b:
+		vt->scan = TUI_SCAN_ESC;
+		break;
+	case '(':
+	case ')':
+	case '*':
+	case '+':
+		vt->gset = (unsigned)(c - '(');
+		vt->scan = TUI_SCAN_DESIGNATE;
+		break;
+	case 'c':
+		vt->gascii = 0xf;
+		vt->gl = 0;
+		break;
+	case 'n':
+	case 'o':
+		vt->gl = c == 'n' ? 2 : 3;
+		break;
+	}
+}
+
 /* Advances the scanner over byte C; true when faint changes after C. */
 static bool
 tui_vterm_scan(struct tui_vterm *vt, char c)
@@ -392,11 +454,18 @@ tui_vterm_scan(struct tui_vterm *vt, char c)
 	case TUI_SCAN_GROUND:
 		if (c == 0x1b)
 			vt->scan = TUI_SCAN_ESC;
+		else if (c == 0x0e || c == 0x0f)
+			vt->gl = c == 0x0e ? 1 : 0;
 		return false;
 	case TUI_SCAN_ESC:
-		vt->sgrlen = 0;
-		vt->scan = c == '[' ? TUI_SCAN_CSI : c == 0x1b ? TUI_SCAN_ESC :
-		    TUI_SCAN_GROUND;
+		tui_vterm_scan_escape(vt, c);
+		return false;
+	case TUI_SCAN_DESIGNATE:
+		if (c == 'B')
+			vt->gascii |= 1u << vt->gset;
+		else
+			vt->gascii &= ~(1u << vt->gset);
+		vt->scan = TUI_SCAN_GROUND;
 		return false;
 	case TUI_SCAN_CSI:
 	case TUI_SCAN_CSI_OTHER:
@@ -426,14 +495,17 @@ tui_vterm_scan(struct tui_vterm *vt, char c)
 	return false;
 }
 
-void
-tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
+/* Feeds bytes to libvterm, split where faint changes (see tui_vterm_scan). */
+static void
+tui_vterm_parse(struct tui_vterm *vt, const char *data, size_t len)
 {
 	const char *p = data, *end = data + len, *from = data;
 
 	while (p < end) {
 		if (vt->scan == TUI_SCAN_GROUND) {
-			if ((p = memchr(p, 0x1b, (size_t)(end - p))) == NULL)
+			while (p < end && *p != 0x1b && *p != 0x0e && *p != 0x0f)
+				p++;
+			if (p == end)
 				break;
 		}
 		if (!tui_vterm_scan(vt, *p++))
@@ -446,6 +518,101 @@ tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
 		vterm_input_write(vt->vt, from, (size_t)(end - from));
 }
 
+/* True if LINE (LEN bytes, then CR LF) is printable ASCII shorter than the screen. */
+static bool
+tui_vterm_plain(const struct tui_vterm *vt, const char *line, size_t len)
+{
+	size_t i;
+
+	if (len >= tui_grid_sx(vt->cur))
+		return false;
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Gives libvterm one line (through its CR LF, or whatever is left), then
+ * decides whether the next plain lines may take the fast path: only if
+ * libvterm itself just handled a plain line exactly as the fast path would
+ * (written at the bottom-left from column 0 in the current pen, then one
+ * scroll of the whole screen, cursor back at the bottom-left) is that so.
+ */
+static void
+tui_vterm_slow_line(struct tui_vterm *vt, const char *p, size_t n)
+{
+	struct tui_grid *gd = vt->cur;
+	unsigned sy = tui_grid_sy(gd);
+	uint64_t ops = vt->ops, fullscrolls = vt->fullscrolls;
+	bool plain;
+
+	plain = n >= 2 && p[n - 2] == '\r' && p[n - 1] == '\n' &&
+	    tui_vterm_plain(vt, p, n - 2) && vt->scan == TUI_SCAN_GROUND &&
+	    vt->cx == 0 && vt->cy == sy - 1 && sy >= 2 && !vt->lineinfo &&
+	    ((vt->gascii >> vt->gl) & 1);
+	tui_vterm_parse(vt, p, n);
+	vt->fast = plain && vt->cur == gd && vt->ops == ops + 1 &&
+	    vt->fullscrolls == fullscrolls + 1 && vt->cx == 0 &&
+	    vt->cy == sy - 1 && vt->scan == TUI_SCAN_GROUND &&
+	    tui_grid_row_is(gd, sy - 2, p, n - 2, &vt->pen);
+}
+
+/*
+ * The fast path: plain lines streaming at the bottom of the screen are
+ * written and scrolled here, leaving libvterm's state exactly as it would
+ * have left it (cursor at the bottom-left, nothing pending). Returns the
+ * bytes used; stops at the first line that is not plain.
+ */
+static size_t
+tui_vterm_fast(struct tui_vterm *vt, const char *data, size_t len)
+{
+	struct tui_grid *gd = vt->cur;
+	const char *p = data, *end = data + len, *cr;
+	unsigned sx = tui_grid_sx(gd), sy = tui_grid_sy(gd);
+	size_t max;
+
+	while (p < end) {
+		max = (size_t)(end - p) < sx ? (size_t)(end - p) : sx;
+		if ((cr = memchr(p, '\r', max)) == NULL || cr + 1 >= end ||
+		    cr[1] != '\n' || !tui_vterm_plain(vt, p, (size_t)(cr - p)))
+			break;
+		tui_grid_put_ascii(gd, sy - 1, p, (size_t)(cr - p), &vt->pen);
+		tui_grid_scroll(gd, 0, 0, sx, sy, 1, 0, vt->pen.bg);
+		vt->fastlines++;
+		p = cr + 2;
+	}
+	if (p < end)
+		vt->fast = false;
+	return (size_t)(p - data);
+}
+
+/*
+ * libvterm costs some 200 instructions a character, so a pane streaming a
+ * build log or a big file would be bound by it. Output is fed a line at a
+ * time; once libvterm has shown that plain lines land at the bottom and
+ * scroll the whole screen, the following plain lines are done here.
+ */
+void
+tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
+{
+	const char *p = data, *end = data + len, *nl;
+	size_t n;
+
+	while (p < end) {
+		if (vt->fast) {
+			p += tui_vterm_fast(vt, p, (size_t)(end - p));
+			if (p == end)
+				break;
+		}
+		nl = memchr(p, '\n', (size_t)(end - p));
+		n = nl != NULL ? (size_t)(nl + 1 - p) : (size_t)(end - p);
+		tui_vterm_slow_line(vt, p, n);
+		p += n;
+	}
+}
+
 void
 tui_vterm_resize(struct tui_vterm *vt, unsigned sx, unsigned sy)
 {
@@ -456,6 +623,7 @@ tui_vterm_resize(struct tui_vterm *vt, unsigned sx, unsigned sy)
 	if (sx == tui_grid_sx(vt->cur) && sy == tui_grid_sy(vt->cur))
 		return;
 	vterm_set_size(vt->vt, (int)sy, (int)sx);
+	vt->fast = false;
 	vterm_state_get_cursorpos(vt->state, &pos);
 	vt->cx = (unsigned)pos.col;
 	vt->cy = (unsigned)pos.row;
@@ -515,6 +683,12 @@ unsigned
 tui_vterm_bells(const struct tui_vterm *vt)
 {
 	return vt->bells;
+}
+
+uint64_t
+tui_vterm_fast_lines(const struct tui_vterm *vt)
+{
+	return vt->fastlines;
 }
 
 bool

@@ -92,6 +92,15 @@ void tui_grid_move(struct tui_grid *, unsigned dx, unsigned dy, unsigned sx,
  */
 int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
     unsigned cursor_y);
+/** Writes LEN printable ASCII bytes at the start of screen row Y in PEN's attributes. */
+void tui_grid_put_ascii(struct tui_grid *, unsigned y, const char *s,
+    size_t len, const struct tui_cell *pen);
+/**
+ * True if screen row Y holds exactly the LEN ASCII bytes S in PEN's
+ * attributes, then blanks in PEN's background.
+ */
+bool tui_grid_row_is(const struct tui_grid *, unsigned y, const char *s,
+    size_t len, const struct tui_cell *pen);
 /** Drops the history. */
 void tui_grid_clear_history(struct tui_grid *);
 /** Marks row Y as continuing on the next row (automatic wrap). */
@@ -354,6 +363,8 @@ enum tui_mouse_mode tui_vterm_mouse_mode(const struct tui_vterm *);
 const char *tui_vterm_title(const struct tui_vterm *);
 /** Bells rung so far. */
 unsigned tui_vterm_bells(const struct tui_vterm *);
+/** Lines that took the streaming fast path (for tests and benchmarks). */
+uint64_t tui_vterm_fast_lines(const struct tui_vterm *);
 /** True (once) when the cursor, title or modes changed since the last call. */
 bool tui_vterm_take_changed(struct tui_vterm *);
 /** Encodes a key for the program (cursor and keypad modes honoured). */
@@ -367,5 +378,88 @@ void tui_vterm_paste(struct tui_vterm *, const char *data, size_t len);
 bool tui_vterm_mouse(struct tui_vterm *, const struct tui_mouse *m);
 /** Writes raw bytes to the program. */
 void tui_vterm_write(struct tui_vterm *, const char *data, size_t len);
+
+/* ---- drawing (tui-render.c) ---- */
+
+/**
+ * The curses colour number for C on a terminal with NCOLORS colours (8,
+ * 16, 88, 256, or 1 << 24 for direct colour), approximating what it cannot
+ * show; -1 for the default colour.
+ */
+int tui_render_color(uint32_t c, int ncolors);
+
+/* The dashboard's own colours and attributes (attributes only without colour). */
+enum tui_style {
+	TUI_STYLE_NORMAL,
+	TUI_STYLE_BAR,         /* status bar */
+	TUI_STYLE_BAR_FOCUS,   /* the focused session in it */
+	TUI_STYLE_ALERT,       /* red: unsafe flags, denials */
+	TUI_STYLE_WARN,        /* yellow: prompts, waiting */
+	TUI_STYLE_OK,          /* green: allowed */
+	TUI_STYLE_DIM,
+	TUI_STYLE_BORDER,
+	TUI_STYLE_BORDER_FOCUS,
+	TUI_STYLE_TITLE,
+	TUI_STYLE_SELECTED,
+	TUI_STYLE_PROMPT,      /* the prompt bar */
+	TUI_STYLE_PROMPT_FOCUS,
+	TUI_STYLE_KEY,         /* a key name in help text */
+	TUI_STYLE_COUNT
+};
+
+struct tui_screen;
+
+/**
+ * Takes over the terminal (ncursesw, mouse reporting and bracketed paste
+ * on); COLOR false draws without colours. NULL with *CAUSE if the
+ * terminal cannot be used.
+ */
+struct tui_screen *tui_screen_open(bool color, char **cause);
+/** Gives the terminal back as it was; NULL is a no-op. */
+void tui_screen_close(struct tui_screen *);
+void tui_screen_size(const struct tui_screen *, unsigned *sx, unsigned *sy);
+/** Picks up the terminal's new size (after SIGWINCH). */
+void tui_screen_resize(struct tui_screen *);
+/** Redraws everything at the next flush (C-l, or after a size change). */
+void tui_screen_invalidate(struct tui_screen *);
+/** Fills R with blanks in STYLE. */
+void tui_screen_fill(struct tui_screen *, const struct tui_rect *r,
+    enum tui_style);
+/**
+ * Writes UTF-8 TEXT at (X, Y) in STYLE, cut to WIDTH columns; returns the
+ * columns used.
+ */
+unsigned tui_screen_print(struct tui_screen *, unsigned x, unsigned y,
+    unsigned width, enum tui_style, const char *text);
+unsigned tui_screen_printf(struct tui_screen *, unsigned x, unsigned y,
+    unsigned width, enum tui_style, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/** Draws a border line along R (one column or one row wide). */
+void tui_screen_border(struct tui_screen *, const struct tui_rect *r,
+    enum tui_style);
+/**
+ * Draws the rows of GD that changed (all of them with ALL) into R, OFFSET
+ * lines back in its history; REVERSE inverts every cell. Marks GD clean.
+ */
+void tui_screen_draw_grid(struct tui_screen *, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned offset, bool reverse, bool all);
+/** Where the terminal's cursor shows (hidden when VISIBLE is false). */
+void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
+    unsigned y, enum tui_cursor_shape);
+/** Sends the frame to the terminal. */
+void tui_screen_flush(struct tui_screen *);
+/** Colours the terminal has (0 when drawing without colour). */
+int tui_screen_colors(const struct tui_screen *);
+
+/* Frame pacing: at most ~60 frames a second, and none while nothing changes. */
+struct tui_frames;
+
+struct tui_frames *tui_frames_create(struct event_base *,
+    void (*draw)(void *), void *arg);
+void tui_frames_free(struct tui_frames *);
+/** Asks for a frame: soon, but not sooner than 1/60 s after the last one. */
+void tui_frames_schedule(struct tui_frames *);
+/** Frames drawn so far. */
+uint64_t tui_frames_count(const struct tui_frames *);
 
 #endif

@@ -1,6 +1,10 @@
 /* Terminal emulation: escape sequences from a program become the right cells, modes and replies. */
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
+
+#include <vterm.h>
 
 #include "core/core.h"
 #include "lib/testlib.h"
@@ -308,6 +312,307 @@ test_resize(void **state)
 	tui_vterm_free(vt);
 }
 
+/*
+ * libvterm's own screen layer, too slow for panes, is the reference: the
+ * same output fed to both must give the same screen, whichever path
+ * (libvterm's state layer or the streaming fast path) wrote each line.
+ */
+struct oracle {
+	VTerm *vt;
+	VTermScreen *screen;
+	struct buf pushed;     /* lines it moved into its scrollback, \n-separated */
+	size_t npushed;
+};
+
+static int
+oracle_pushline(int cols, const VTermScreenCell *cells, void *arg)
+{
+	struct oracle *o = arg;
+	int x, last = -1;
+
+	for (x = 0; x < cols; x++) {
+		if (cells[x].chars[0] != 0 && cells[x].chars[0] != ' ')
+			last = x;
+	}
+	for (x = 0; x <= last; x++) {
+		uint32_t c = cells[x].chars[0];
+
+		if (c == (uint32_t)-1)
+			continue;
+		buf_addc(&o->pushed, c == 0 ? ' ' : c < 0x80 ? (char)c : '?');
+	}
+	buf_addc(&o->pushed, '\n');
+	o->npushed++;
+	return 1;
+}
+
+static const VTermScreenCallbacks oracle_callbacks = {
+	.sb_pushline = oracle_pushline,
+};
+
+static void
+oracle_init(struct oracle *o, unsigned sx, unsigned sy)
+{
+	memset(o, 0, sizeof *o);
+	buf_init(&o->pushed);
+	o->vt = vterm_new((int)sy, (int)sx);
+	vterm_set_utf8(o->vt, 1);
+	o->screen = vterm_obtain_screen(o->vt);
+	vterm_screen_set_callbacks(o->screen, &oracle_callbacks, o);
+	vterm_screen_enable_altscreen(o->screen, 1);
+	vterm_state_set_bold_highbright(vterm_obtain_state(o->vt), 0);
+	vterm_screen_reset(o->screen, 1);
+}
+
+static uint32_t
+oracle_color(const VTermColor *c, bool fg)
+{
+	if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c))
+		return TUI_COLOR_DEFAULT;
+	if (VTERM_COLOR_IS_INDEXED(c))
+		return TUI_COLOR_INDEX(c->indexed.idx);
+	return TUI_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
+}
+
+/* With ORACLE_DEBUG set, prints both screens, to see what differs. */
+static const char *text(struct tui_vterm *, int);
+
+static void
+oracle_dump(struct oracle *o, struct tui_vterm *vt, unsigned sx, unsigned sy)
+{
+	if (getenv("ORACLE_DEBUG") == NULL)
+		return;
+	{
+				unsigned yy, xx;
+
+				for (yy = 0; yy < sy; yy++) {
+					fprintf(stderr, "ours %2u |%s|\n", yy,
+					    text(vt, (int)yy));
+					fprintf(stderr, "ref  %2u |", yy);
+					for (xx = 0; xx < sx; xx++) {
+						VTermScreenCell rc;
+
+						vterm_screen_get_cell(o->screen,
+						    (VTermPos){ .row = (int)yy,
+						    .col = (int)xx }, &rc);
+						fprintf(stderr, "%s", rc.chars[0] ==
+						    (uint32_t)-1 ? "" :
+						    rc.chars[0] == 0 ? " " :
+						    rc.chars[0] > 127 ? "W" :
+						    (char[2]){ (char)rc.chars[0], 0 });
+					}
+					fprintf(stderr, "|\n");
+				}
+			}
+}
+
+#define ORACLE_FAIL(...) do {					\
+	oracle_dump(o, vt, sx, sy);					\
+	fail_msg(__VA_ARGS__);						\
+} while (0)
+
+/* Compares every screen cell of VT with the reference. */
+static void
+oracle_compare(struct oracle *o, struct tui_vterm *vt, unsigned sx,
+    unsigned sy)
+{
+	VTermScreenCell oc;
+	const struct tui_cell *c;
+	uint32_t chars[TUI_CELL_MAXCHARS];
+	unsigned x, y;
+	size_t n;
+
+	for (y = 0; y < sy; y++) {
+		for (x = 0; x < sx; x++) {
+			vterm_screen_get_cell(o->screen, (VTermPos){ .row = (int)y,
+			    .col = (int)x }, &oc);
+			c = cell(vt, x, (int)y);
+			if (oc.chars[0] == (uint32_t)-1) {
+				VTermScreenCell left;
+
+				/* libvterm can leave a right half whose left
+				 * half was overwritten; the grid blanks it. */
+				vterm_screen_get_cell(o->screen, (VTermPos){
+				    .row = (int)y, .col = (int)x - 1 }, &left);
+				if (x > 0 && wcwidth((wchar_t)left.chars[0]) != 2 &&
+				    !c->pad &&
+				    c->cp == 0)
+					continue;
+				if (!c->pad)
+					ORACLE_FAIL("cell %u,%u: expected a wide "
+					    "character's right half", x, y);
+				continue;
+			}
+			n = tui_grid_chars(tui_vterm_grid(vt), c, (int)y, chars);
+			/*
+			 * A wide character pushed half off the right edge:
+			 * libvterm keeps the half that cannot be drawn, the
+			 * grid blanks it as xterm does.
+			 */
+			if (x == sx - 1 && n == 0 && wcwidth((wchar_t)oc.chars[0]) == 2)
+				continue;
+			if ((oc.chars[0] == 0 || oc.chars[0] == ' ') &&
+			    (n == 0 || chars[0] == ' ')) {
+				if (oracle_color(&oc.bg, false) != c->bg)
+					ORACLE_FAIL("cell %u,%u: blank background "
+					    "%x, expected %x", x, y, c->bg,
+					    oracle_color(&oc.bg, false));
+				continue;
+			}
+			if (n == 0 || chars[0] != oc.chars[0])
+				ORACLE_FAIL("cell %u,%u: U+%04X, expected U+%04X",
+				    x, y, n == 0 ? 0 : chars[0], oc.chars[0]);
+			/* libvterm reports a narrow character before an
+			 * orphaned right half as wide. */
+			if (c->wide != (oc.width == 2) &&
+			    wcwidth((wchar_t)oc.chars[0]) == 2)
+				ORACLE_FAIL("cell %u,%u: width", x, y);
+			if (!!(c->attr & TUI_ATTR_BOLD) != oc.attrs.bold ||
+			    !!(c->attr & TUI_ATTR_UNDERLINE) !=
+			    !!oc.attrs.underline ||
+			    !!(c->attr & TUI_ATTR_REVERSE) != oc.attrs.reverse ||
+			    !!(c->attr & TUI_ATTR_ITALIC) != oc.attrs.italic)
+				ORACLE_FAIL("cell %u,%u: attributes", x, y);
+			if (c->fg != oracle_color(&oc.fg, true) ||
+			    c->bg != oracle_color(&oc.bg, false))
+				ORACLE_FAIL("cell %u,%u: colours %x/%x, expected "
+				    "%x/%x", x, y, c->fg, c->bg,
+				    oracle_color(&oc.fg, true),
+				    oracle_color(&oc.bg, false));
+		}
+	}
+}
+
+/* A deterministic generator of terminal output, mostly streaming lines. */
+static uint32_t rng_state = 12345;
+
+static unsigned
+rng(unsigned n)
+{
+	rng_state = rng_state * 1103515245 + 12345;
+	return (rng_state >> 16) % n;
+}
+
+static void
+gen_text(struct buf *b, unsigned len)
+{
+	unsigned i;
+
+	for (i = 0; i < len; i++)
+		buf_addc(b, (char)('!' + rng(94)));
+}
+
+static void
+gen_chunk(struct buf *b, unsigned sx, unsigned sy, bool wild)
+{
+	static const char *seqs[] = { "\x1b[31m", "\x1b[0m", "\x1b[1;44m",
+	    "\x1b[38;5;123m", "\x1b[48;2;10;20;30m", "\x1b[7m", "\x1b[m",
+	    "\x1b[K", "\x1b[2J", "\x1b[H", "\x1b[5;3H", "\x1b[2;6r",
+	    "\x1b[r", "\t", "\xe4\xb8\xad", "e\xcc\x81", "\x1b[4h",
+	    "\x1b[4l", "\x1b(0", "\x1b(B", "\x1b[?1049h", "\x1b[?1049l",
+	    "\x1b[3L", "\x1b[2M", "\x1b[1P", "\x1b[2@", "\x1bM", "\n",
+	    "\x1b[?7l", "\x1b[?7h", "\x1b[?6h", "\x1b[?6l", "\x1b[4;1H" };
+	unsigned k = rng(10);
+
+	if (k < 6 || !wild) {
+		/* Streaming lines, now and then longer than the screen. */
+		gen_text(b, rng(8) == 0 ? rng(2 * sx) : rng(sx));
+		buf_adds(b, "\r\n");
+		return;
+	}
+	if (k < 9) {
+		buf_adds(b, seqs[rng(nitems(seqs))]);
+		gen_text(b, rng(sx / 2));
+		return;
+	}
+	buf_printf(b, "\x1b[%u;%uH", 1 + rng(sy), 1 + rng(sx));
+}
+
+/* Feeds the same bytes to both in random slices and compares. */
+static void
+oracle_run(unsigned sx, unsigned sy, unsigned chunks, bool wild)
+{
+	struct oracle o;
+	struct tui_vterm *vt = term(sx, sy, 100000);
+	struct buf b;
+	size_t off, n;
+	unsigned i;
+
+	oracle_init(&o, sx, sy);
+	buf_init(&b);
+	buf_adds(&b, "");
+	for (i = 0; i < chunks; i++)
+		gen_chunk(&b, sx, sy, wild);
+	for (off = 0; off < b.len; off += n) {
+		n = 1 + rng(rng(4) == 0 ? 3000 : 200);
+		if (n > b.len - off)
+			n = b.len - off;
+		tui_vterm_feed(vt, b.data + off, n);
+		vterm_input_write(o.vt, b.data + off, n);
+		if (getenv("ORACLE_DEBUG") != NULL) {
+			(void)rng(50);
+			size_t k, from = off > 300 ? off - 300 : 0;
+
+			fprintf(stderr, "--- fed:");
+			for (k = from; k < off + n; k++) {
+				if (k == off)
+					fprintf(stderr, "|||");
+				fprintf(stderr, (unsigned char)b.data[k] < 32 ||
+				    (unsigned char)b.data[k] > 126 ? "\\x%02x" :
+				    "%c", (unsigned char)b.data[k]);
+			}
+			fprintf(stderr, "\n");
+			oracle_compare(&o, vt, sx, sy);
+		} else if (rng(50) == 0)
+			oracle_compare(&o, vt, sx, sy);
+	}
+	oracle_compare(&o, vt, sx, sy);
+	if (!wild) {
+		/* Only full-screen scrolls happened: the histories agree. */
+		struct buf h;
+		int y;
+
+		buf_init(&h);
+		buf_adds(&h, "");
+		assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), o.npushed);
+		for (y = -(int)o.npushed; y < 0; y++) {
+			struct buf line;
+
+			buf_init(&line);
+			buf_adds(&line, "");
+			tui_grid_row_text(tui_vterm_grid(vt), y, &line);
+			buf_adds(&h, line.data);
+			buf_addc(&h, '\n');
+			buf_free(&line);
+		}
+		assert_string_equal(h.data, o.pushed.data);
+		buf_free(&h);
+		assert_true(tui_vterm_fast_lines(vt) > chunks / 2);
+	}
+	buf_free(&b);
+	buf_free(&o.pushed);
+	vterm_free(o.vt);
+	tui_vterm_free(vt);
+}
+
+static void
+test_streaming_matches_libvterm(void **state)
+{
+	oracle_run(80, 24, 5000, false);
+	oracle_run(13, 4, 3000, false);
+}
+
+static void
+test_mixed_output_matches_libvterm(void **state)
+{
+	unsigned i;
+
+	for (i = 0; i < 20; i++) {
+		oracle_run(40, 12, 600, true);
+		oracle_run(80, 24, 600, true);
+	}
+}
+
 int
 main(void)
 {
@@ -322,7 +627,11 @@ main(void)
 		cmocka_unit_test(test_keys_for_the_program),
 		cmocka_unit_test(test_mouse_reporting),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_streaming_matches_libvterm),
+		cmocka_unit_test(test_mixed_output_matches_libvterm),
 	};
+
+	setlocale(LC_CTYPE, "C.UTF-8");
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,614 @@
+/* Drawing with ncursesw: changed grid rows only, colours mapped to what the terminal has, frames paced. */
+#include <sys/ioctl.h>
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include <curses.h>
+#include <event2/event.h>
+#include <term.h>
+
+#include "core/core.h"
+#include "tui.h"
+
+/* xterm's first 16 colours, to approximate others with. */
+static const uint8_t tui_render_ansi[16][3] = {
+	{ 0x00, 0x00, 0x00 }, { 0xcd, 0x00, 0x00 }, { 0x00, 0xcd, 0x00 },
+	{ 0xcd, 0xcd, 0x00 }, { 0x00, 0x00, 0xee }, { 0xcd, 0x00, 0xcd },
+	{ 0x00, 0xcd, 0xcd }, { 0xe5, 0xe5, 0xe5 }, { 0x7f, 0x7f, 0x7f },
+	{ 0xff, 0x00, 0x00 }, { 0x00, 0xff, 0x00 }, { 0xff, 0xff, 0x00 },
+	{ 0x5c, 0x5c, 0xff }, { 0xff, 0x00, 0xff }, { 0x00, 0xff, 0xff },
+	{ 0xff, 0xff, 0xff },
+};
+
+static const uint8_t tui_render_cube[6] = { 0, 95, 135, 175, 215, 255 };
+
+/* The RGB value of entry IDX of the xterm 256-colour palette. */
+static uint32_t
+tui_render_palette(unsigned idx)
+{
+	unsigned g;
+
+	if (idx < 16) {
+		return (uint32_t)tui_render_ansi[idx][0] << 16 |
+		    (uint32_t)tui_render_ansi[idx][1] << 8 | tui_render_ansi[idx][2];
+	}
+	if (idx < 232) {
+		idx -= 16;
+		return (uint32_t)tui_render_cube[idx / 36] << 16 |
+		    (uint32_t)tui_render_cube[idx / 6 % 6] << 8 |
+		    tui_render_cube[idx % 6];
+	}
+	g = 8 + (idx - 232) * 10;
+	return g << 16 | g << 8 | g;
+}
+
+static unsigned
+tui_render_dist(uint32_t a, int r, int g, int b)
+{
+	int dr = (int)(a >> 16 & 0xff) - r, dg = (int)(a >> 8 & 0xff) - g;
+	int db = (int)(a & 0xff) - b;
+
+	return (unsigned)(dr * dr + dg * dg + db * db);
+}
+
+/* The nearest of the first N palette entries to RGB. */
+static int
+tui_render_nearest(uint32_t rgb, int n)
+{
+	int r = rgb >> 16 & 0xff, g = rgb >> 8 & 0xff, b = rgb & 0xff, i, best = 0;
+	unsigned d, bestd = ~0u;
+
+	for (i = 0; i < n; i++) {
+		if ((d = tui_render_dist(tui_render_palette((unsigned)i), r, g,
+		    b)) < bestd) {
+			bestd = d;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* The nearest entry of the 6x6x6 cube or the grey ramp to RGB (as tmux does). */
+static int
+tui_render_to256(uint32_t rgb)
+{
+	int r = rgb >> 16 & 0xff, g = rgb >> 8 & 0xff, b = rgb & 0xff;
+	int qr, qg, qb, cube, grey, avg;
+
+#define TUI_Q(v) ((v) < 48 ? 0 : (v) < 115 ? 1 : ((v) - 35) / 40)
+	qr = TUI_Q(r);
+	qg = TUI_Q(g);
+	qb = TUI_Q(b);
+#undef TUI_Q
+	cube = 16 + 36 * qr + 6 * qg + qb;
+	if (tui_render_cube[qr] == r && tui_render_cube[qg] == g &&
+	    tui_render_cube[qb] == b)
+		return cube;
+	avg = (r + g + b) / 3;
+	grey = avg > 238 ? 23 : avg < 8 ? 0 : (avg - 3) / 10;
+	if (tui_render_dist(tui_render_palette((unsigned)(232 + grey)), r, g,
+	    b) < tui_render_dist(tui_render_palette((unsigned)cube), r, g, b))
+		return 232 + grey;
+	return cube;
+}
+
+int
+tui_render_color(uint32_t c, int ncolors)
+{
+	unsigned idx = c & 0xff;
+	uint32_t rgb = c & 0xffffff;
+
+	if (ncolors <= 0 || TUI_COLOR_TYPE(c) == TUI_COLOR_DEFAULT)
+		return -1;
+	if (ncolors >= 0x1000000) {
+		if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+			return idx < 8 ? (int)idx : (int)tui_render_palette(idx);
+		return rgb < 8 ? 8 : (int)rgb;
+	}
+	if (ncolors >= 256) {
+		if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+			return (int)idx;
+		return tui_render_to256(rgb);
+	}
+	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED && idx < 16)
+		return ncolors >= 16 ? (int)idx : (int)(idx & 7);
+	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+		rgb = tui_render_palette(idx);
+	return tui_render_nearest(rgb, ncolors >= 16 ? 16 : 8);
+}
+
+struct tui_screen {
+	SCREEN *sp;
+	bool color;
+	int ncolors;
+	attr_t style_attr[TUI_STYLE_COUNT];
+	int style_pair[TUI_STYLE_COUNT];
+	cchar_t *line;        /* scratch for one row */
+	size_t linecap;
+	uint32_t last_fg;     /* the previous cell's colours and pair */
+	uint32_t last_bg;
+	int last_pair;
+	int shape;            /* the cursor shape last sent, -1 none */
+	bool invalid;
+};
+
+/* Curses attributes for a cell's TUI_ATTR_* bits (strike has no curses attribute). */
+static attr_t
+tui_screen_attrs(unsigned attr)
+{
+	attr_t a = A_NORMAL;
+
+	if (attr & TUI_ATTR_BOLD)
+		a |= A_BOLD;
+	if (attr & TUI_ATTR_DIM)
+		a |= A_DIM;
+	if (attr & TUI_ATTR_ITALIC)
+		a |= A_ITALIC;
+	if (attr & TUI_ATTR_UNDERLINE)
+		a |= A_UNDERLINE;
+	if (attr & TUI_ATTR_BLINK)
+		a |= A_BLINK;
+	if (attr & TUI_ATTR_REVERSE)
+		a |= A_REVERSE;
+	return a;
+}
+
+static int
+tui_screen_pair(struct tui_screen *scr, uint32_t fg, uint32_t bg)
+{
+	int pair;
+
+	if (!scr->color)
+		return 0;
+	if (fg == scr->last_fg && bg == scr->last_bg)
+		return scr->last_pair;
+	pair = alloc_pair(tui_render_color(fg, scr->ncolors),
+	    tui_render_color(bg, scr->ncolors));
+	if (pair < 0)
+		pair = 0;
+	scr->last_fg = fg;
+	scr->last_bg = bg;
+	scr->last_pair = pair;
+	return pair;
+}
+
+static void
+tui_screen_styles(struct tui_screen *scr)
+{
+	static const struct {
+		int fg, bg;
+		attr_t attr;      /* with colour */
+		attr_t mono;      /* without */
+	} def[TUI_STYLE_COUNT] = {
+		[TUI_STYLE_NORMAL] = { -1, -1, A_NORMAL, A_NORMAL },
+		[TUI_STYLE_BAR] = { COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_REVERSE },
+		[TUI_STYLE_BAR_FOCUS] = { COLOR_WHITE, COLOR_BLUE, A_BOLD,
+		    A_BOLD },
+		[TUI_STYLE_ALERT] = { COLOR_WHITE, COLOR_RED, A_BOLD,
+		    A_BOLD | A_REVERSE },
+		[TUI_STYLE_WARN] = { COLOR_YELLOW, -1, A_BOLD, A_BOLD },
+		[TUI_STYLE_OK] = { COLOR_GREEN, -1, A_NORMAL, A_NORMAL },
+		[TUI_STYLE_DIM] = { -1, -1, A_DIM, A_DIM },
+		[TUI_STYLE_BORDER] = { -1, -1, A_NORMAL, A_NORMAL },
+		[TUI_STYLE_BORDER_FOCUS] = { COLOR_GREEN, -1, A_BOLD, A_BOLD },
+		[TUI_STYLE_TITLE] = { -1, -1, A_REVERSE, A_REVERSE },
+		[TUI_STYLE_SELECTED] = { COLOR_BLACK, COLOR_CYAN, A_NORMAL,
+		    A_REVERSE },
+		[TUI_STYLE_PROMPT] = { COLOR_BLACK, COLOR_YELLOW, A_NORMAL,
+		    A_REVERSE },
+		[TUI_STYLE_PROMPT_FOCUS] = { COLOR_WHITE, COLOR_MAGENTA, A_BOLD,
+		    A_BOLD | A_REVERSE },
+		[TUI_STYLE_KEY] = { COLOR_CYAN, -1, A_BOLD, A_BOLD },
+	};
+	int i;
+
+	for (i = 0; i < TUI_STYLE_COUNT; i++) {
+		scr->style_attr[i] = scr->color ? def[i].attr : def[i].mono;
+		scr->style_pair[i] = scr->color ? alloc_pair(def[i].fg,
+		    def[i].bg) : 0;
+		if (scr->style_pair[i] < 0)
+			scr->style_pair[i] = 0;
+	}
+}
+
+/* Without a UTF-8 locale ncursesw cannot write wide characters. */
+static void
+tui_screen_locale(void)
+{
+	const char *cs = nl_langinfo(CODESET);
+
+	if (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0)
+		return;
+	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
+		setlocale(LC_CTYPE, "C.utf8");
+}
+
+/* Turns the terminal's mouse reporting and bracketed paste on or off. */
+static void
+tui_screen_modes(bool on)
+{
+	static const char enable[] = "\033[?1000h\033[?1002h\033[?1006h"
+	    "\033[?2004h";
+	static const char disable[] = "\033[?2004l\033[?1006l\033[?1002l"
+	    "\033[?1000l";
+
+	fflush(stdout);
+	if (on)
+		util_write_all(STDOUT_FILENO, enable, sizeof enable - 1);
+	else
+		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
+}
+
+struct tui_screen *
+tui_screen_open(bool color, char **cause)
+{
+	struct tui_screen *scr;
+	const char *term = getenv("TERM");
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		*cause = xstrdup("the dashboard needs a terminal; run "
+		    "'agentmux run' for a command without one");
+		return NULL;
+	}
+	tui_screen_locale();
+	scr = xcalloc(1, sizeof *scr);
+	if ((scr->sp = newterm(term, stdout, stdin)) == NULL) {
+		*cause = xprintf("cannot use terminal type '%s'; set TERM to "
+		    "one this system knows (e.g. xterm-256color)",
+		    term != NULL ? term : "");
+		free(scr);
+		return NULL;
+	}
+	set_term(scr->sp);
+	raw();
+	noecho();
+	nonl();
+	intrflush(stdscr, FALSE);
+	leaveok(stdscr, FALSE);
+	idlok(stdscr, FALSE);
+	/* Never stop a frame halfway to look at input: it flushed every line. */
+	typeahead(-1);
+	scr->shape = -1;
+	scr->last_fg = scr->last_bg = ~0u;
+	if (color && has_colors() && start_color() == OK) {
+		use_default_colors();
+		scr->color = true;
+		scr->ncolors = COLORS;
+	}
+	tui_screen_styles(scr);
+	curs_set(0);
+	/*
+	 * ncurses 6.4 flushes after every cursor movement until the screen
+	 * has been through endwin once (it takes the screen for one not yet
+	 * initialised): one write per line drawn. A suspend and resume now
+	 * makes it buffer whole frames.
+	 */
+	refresh();
+	endwin();
+	refresh();
+	tui_screen_modes(true);
+	return scr;
+}
+
+void
+tui_screen_close(struct tui_screen *scr)
+{
+	const char *se;
+
+	if (scr == NULL)
+		return;
+	curs_set(1);
+	se = tigetstr("Se");
+	if (scr->shape != -1 && se != NULL && se != (char *)-1)
+		putp(se);
+	endwin();
+	tui_screen_modes(false);
+	delscreen(scr->sp);
+	free(scr->line);
+	free(scr);
+}
+
+void
+tui_screen_size(const struct tui_screen *scr, unsigned *sx, unsigned *sy)
+{
+	*sx = COLS > 0 ? (unsigned)COLS : 1;
+	*sy = LINES > 0 ? (unsigned)LINES : 1;
+}
+
+void
+tui_screen_resize(struct tui_screen *scr)
+{
+	struct winsize ws;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
+	    ws.ws_col == 0)
+		return;
+	resizeterm(ws.ws_row, ws.ws_col);
+	scr->invalid = true;
+}
+
+void
+tui_screen_invalidate(struct tui_screen *scr)
+{
+	scr->invalid = true;
+}
+
+int
+tui_screen_colors(const struct tui_screen *scr)
+{
+	return scr->color ? scr->ncolors : 0;
+}
+
+static void
+tui_screen_set_style(struct tui_screen *scr, enum tui_style style)
+{
+	attr_set(scr->style_attr[style], 0, &scr->style_pair[style]);
+}
+
+void
+tui_screen_fill(struct tui_screen *scr, const struct tui_rect *r,
+    enum tui_style style)
+{
+	unsigned y;
+
+	tui_screen_set_style(scr, style);
+	for (y = r->y; y < r->y + r->sy; y++)
+		mvhline((int)y, (int)r->x, ' ', (int)r->sx);
+	attr_set(A_NORMAL, 0, NULL);
+}
+
+unsigned
+tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
+    unsigned width, enum tui_style style, const char *text)
+{
+	mbstate_t ps;
+	wchar_t wc;
+	size_t n, left = strlen(text);
+	unsigned used = 0;
+	int w;
+
+	memset(&ps, 0, sizeof ps);
+	tui_screen_set_style(scr, style);
+	move((int)y, (int)x);
+	while (left > 0 && used < width) {
+		n = mbrtowc(&wc, text, left, &ps);
+		if (n == (size_t)-1 || n == (size_t)-2) {
+			wc = L'?';
+			n = 1;
+			memset(&ps, 0, sizeof ps);
+		} else if (n == 0)
+			break;
+		if (wc < 0x20 || wc == 0x7f)
+			wc = L' ';
+		if ((w = wcwidth(wc)) < 0)
+			w = 1;
+		if (used + (unsigned)w > width)
+			break;
+		addnwstr(&wc, 1);
+		used += (unsigned)w;
+		text += n;
+		left -= n;
+	}
+	attr_set(A_NORMAL, 0, NULL);
+	return used;
+}
+
+unsigned
+tui_screen_printf(struct tui_screen *scr, unsigned x, unsigned y,
+    unsigned width, enum tui_style style, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	unsigned used;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	used = tui_screen_print(scr, x, y, width, style, s);
+	free(s);
+	return used;
+}
+
+void
+tui_screen_border(struct tui_screen *scr, const struct tui_rect *r,
+    enum tui_style style)
+{
+	tui_screen_set_style(scr, style);
+	if (r->sx == 1)
+		mvvline_set((int)r->y, (int)r->x, WACS_VLINE, (int)r->sy);
+	else
+		mvhline_set((int)r->y, (int)r->x, WACS_HLINE, (int)r->sx);
+	attr_set(A_NORMAL, 0, NULL);
+}
+
+/* Fills one curses cell from grid cell C of row Y. */
+static void
+tui_screen_cell(struct tui_screen *scr, struct tui_grid *gd,
+    const struct tui_cell *c, int y, bool reverse, cchar_t *cc)
+{
+	uint32_t chars[TUI_CELL_MAXCHARS];
+	wchar_t w[TUI_CELL_MAXCHARS + 1];
+	size_t n, i;
+	attr_t attr = tui_screen_attrs(c->attr);
+	int pair = tui_screen_pair(scr, c->fg, c->bg);
+
+	n = tui_grid_chars(gd, c, y, chars);
+	for (i = 0; i < n; i++) {
+		w[i] = (wchar_t)chars[i];
+		if (chars[i] < 0x20 || (chars[i] >= 0x7f && chars[i] < 0xa0))
+			w[i] = L' ';
+	}
+	if (n == 0)
+		w[n++] = L' ';
+	w[n] = L'\0';
+	if (reverse)
+		attr ^= A_REVERSE;
+	if (setcchar(cc, w, attr, 0, &pair) == ERR) {
+		w[0] = L'?';
+		w[1] = L'\0';
+		setcchar(cc, w, attr, 0, &pair);
+	}
+}
+
+/* Draws columns [X0, X1) of grid row GY at screen row RY, column RX. */
+static void
+tui_screen_row(struct tui_screen *scr, struct tui_grid *gd, int gy,
+    unsigned rx, unsigned ry, unsigned x0, unsigned x1, bool reverse)
+{
+	const struct tui_cell *c;
+	unsigned x;
+	size_t n = 0;
+
+	if (x0 > 0 && tui_grid_cell(gd, x0, gy)->pad)
+		x0--;
+	if (scr->linecap < x1 - x0) {
+		scr->linecap = x1 - x0;
+		scr->line = xreallocarray(scr->line, scr->linecap,
+		    sizeof *scr->line);
+	}
+	for (x = x0; x < x1; x++) {
+		c = tui_grid_cell(gd, x, gy);
+		if (c->pad)
+			continue;
+		tui_screen_cell(scr, gd, c, gy, reverse, &scr->line[n++]);
+	}
+	mvadd_wchnstr((int)ry, (int)(rx + x0), scr->line, (int)n);
+}
+
+void
+tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned offset, bool reverse, bool all)
+{
+	unsigned sx = tui_grid_sx(gd), y, x0, x1, w;
+	int gy;
+
+	w = sx < r->sx ? sx : r->sx;
+	if (offset > tui_grid_hsize(gd))
+		offset = tui_grid_hsize(gd);
+	if (offset != 0)
+		all = true;
+	for (y = 0; y < r->sy; y++) {
+		gy = (int)y - (int)offset;
+		if (y >= tui_grid_sy(gd) && gy >= 0) {
+			if (all)
+				mvhline((int)(r->y + y), (int)r->x, ' ', (int)r->sx);
+			continue;
+		}
+		if (all) {
+			x0 = 0;
+			x1 = w;
+		} else if (!tui_grid_row_dirty(gd, (unsigned)gy, &x0, &x1))
+			continue;
+		if (x1 > w)
+			x1 = w;
+		if (x0 < x1)
+			tui_screen_row(scr, gd, gy, r->x, r->y + y, x0, x1, reverse);
+		if (all && w < r->sx)
+			mvhline((int)(r->y + y), (int)(r->x + w), ' ',
+			    (int)(r->sx - w));
+	}
+	tui_grid_clean(gd);
+}
+
+void
+tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
+    unsigned y, enum tui_cursor_shape shape)
+{
+	static const int codes[] = { [TUI_CURSOR_BLOCK] = 2,
+	    [TUI_CURSOR_UNDERLINE] = 4, [TUI_CURSOR_BAR] = 6 };
+	const char *ss;
+
+	curs_set(visible ? 1 : 0);
+	if (!visible)
+		return;
+	move((int)y, (int)x);
+	if (scr->shape == codes[shape])
+		return;
+	ss = tigetstr("Ss");
+	if (ss == NULL || ss == (char *)-1)
+		return;
+	scr->shape = codes[shape];
+	putp(tiparm(ss, scr->shape));
+}
+
+void
+tui_screen_flush(struct tui_screen *scr)
+{
+	if (scr->invalid) {
+		clearok(curscr, TRUE);
+		scr->invalid = false;
+	}
+	refresh();
+}
+
+/* ---- frame pacing ---- */
+
+#define TUI_FRAME_US 16667
+
+struct tui_frames {
+	struct event *ev;
+	void (*draw)(void *);
+	void *arg;
+	int64_t last_us;
+	uint64_t count;
+};
+
+static void
+tui_frames_fire(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui_frames *fr = arg;
+
+	fr->last_us = util_mono_us();
+	fr->count++;
+	fr->draw(fr->arg);
+}
+
+struct tui_frames *
+tui_frames_create(struct event_base *base, void (*draw)(void *), void *arg)
+{
+	struct tui_frames *fr = xcalloc(1, sizeof *fr);
+
+	fr->draw = draw;
+	fr->arg = arg;
+	fr->ev = evtimer_new(base, tui_frames_fire, fr);
+	if (fr->ev == NULL)
+		fatalx("cannot create a timer event");
+	return fr;
+}
+
+void
+tui_frames_free(struct tui_frames *fr)
+{
+	if (fr == NULL)
+		return;
+	event_free(fr->ev);
+	free(fr);
+}
+
+void
+tui_frames_schedule(struct tui_frames *fr)
+{
+	struct timeval tv = { 0, 0 };
+	int64_t wait;
+
+	if (evtimer_pending(fr->ev, NULL))
+		return;
+	wait = fr->last_us + TUI_FRAME_US - util_mono_us();
+	if (wait > 0)
+		tv.tv_usec = (suseconds_t)wait;
+	evtimer_add(fr->ev, &tv);
+}
+
+uint64_t
+tui_frames_count(const struct tui_frames *fr)
+{
+	return fr->count;
+}
