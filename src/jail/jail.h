@@ -10,16 +10,18 @@
 
 struct jail;
 
-/** A host dir (or file) the jailed process sees, at the same path, as an overlay. */
+/** A host dir the jailed process sees, at the same path, as an overlay. */
 struct jail_overlay {
-	const char *path;     /* host path; lower layer, read-only */
+	const char *path;     /* where the jail sees it (a host path) */
+	const char *lower;    /* read-only lower layer; NULL: PATH itself */
 	const char *upper;    /* the session's upper dir (exists, empty at first) */
 	const char *work;     /* overlayfs work dir, same filesystem as UPPER */
 };
 
 /** An extra bind mount (e.g. an agent's install dir), read-only unless RW. */
 struct jail_bind {
-	const char *path;     /* host path, bound at the same path */
+	const char *path;     /* where the jail sees it (a host path) */
+	const char *src;      /* what is bound there; NULL: PATH itself */
 	bool rw;
 };
 
@@ -34,6 +36,7 @@ struct jail_limits {
 
 struct jail_conf {
 	const char *project;        /* absolute real path (see jail_project), bound rw */
+	const char *cwd;            /* where the command starts; NULL: the project */
 	char *const *argv;          /* the command; argv[0] is looked up on PATH in the jail */
 	char *const *envp;          /* its whole environment (already filtered) */
 	const char *home;           /* HOME: a private tmpfs mounted at this path */
@@ -47,7 +50,7 @@ struct jail_conf {
 	unsigned short rows;
 	unsigned short cols;
 	int proxy_port;             /* port of the listener made inside the jail */
-	const char *hostname;       /* the jail's UTS name */
+	const char *hostname;       /* the jail's UTS name; NULL: "agentmux" */
 };
 
 /**

@@ -1,0 +1,136 @@
+/* Internals shared by the jail's files: the setup plan built in the parent and run in the child. */
+#ifndef AGENTMUX_JAIL_INT_H
+#define AGENTMUX_JAIL_INT_H
+
+#include <linux/filter.h>
+
+#include "core/core.h"
+#include "jail/jail.h"
+
+/* Where the child builds the new root and sees the host's, before pivoting. */
+#define JAIL_NEWROOT "/newroot"
+#define JAIL_OLDROOT "/oldroot"
+
+/* One step of the mount script (jail-mount.c). */
+enum jail_mop_kind {
+	JAIL_MOP_TMPFS,     /* tmpfs on DST with options DATA */
+	JAIL_MOP_BIND,      /* bind SRC (host) on DST */
+	JAIL_MOP_OVERLAY,   /* overlayfs on DST with options DATA */
+	JAIL_MOP_PROC,      /* a new proc on DST */
+	JAIL_MOP_DEVPTS,    /* a new devpts instance on DST */
+	JAIL_MOP_DIR,       /* mkdir -p DST */
+	JAIL_MOP_FILE,      /* DST with contents DATA */
+	JAIL_MOP_SYMLINK,   /* DST -> DATA */
+	JAIL_MOP_RDONLY,    /* make the mount at DST read-only (not recursive) */
+};
+
+#define JAIL_MOP_RO       0x01  /* read-only (recursively) */
+#define JAIL_MOP_ISFILE   0x02  /* the target is a file, not a dir */
+#define JAIL_MOP_DEV      0x04  /* keep device nodes usable */
+#define JAIL_MOP_NOEXEC   0x08
+#define JAIL_MOP_SELF     0x10  /* bind DST (jail path) over itself */
+
+struct jail_mop {
+	enum jail_mop_kind kind;
+	int flags;
+	mode_t mode;
+	char *src;      /* full path as the child sees it (under JAIL_OLDROOT) */
+	char *dst;      /* full path as the child sees it (under JAIL_NEWROOT) */
+	char *data;
+	size_t len;      /* of DATA, for files */
+	char *what;     /* for error messages: the path the user knows */
+};
+
+#define JAIL_SECCOMP_MAX 1024
+
+enum jail_cg_kind { JAIL_CG_NONE, JAIL_CG_V2, JAIL_CG_V1 };
+
+/* Everything the child needs, prepared in the parent so the child only runs syscalls. */
+struct jail_plan {
+	const struct jail_conf *conf;
+	uid_t uid;
+	gid_t gid;
+	char uid_map[64];
+	char gid_map[64];
+
+	struct jail_mop *mops;
+	size_t nmops, mopcap;
+
+	/* Seccomp: compiled in the parent while the child mounts, sent over, installed last. */
+	struct sock_fprog seccomp;
+	struct sock_filter *seccomp_buf;  /* JAIL_SECCOMP_MAX instructions */
+
+	/* Landlock (jail-landlock.c): ABI and what will be enforced. */
+	int ll_abi;
+	uint64_t ll_fs;         /* handled filesystem accesses */
+	uint64_t ll_net;        /* handled network accesses */
+	uint64_t ll_scoped;
+	struct strv ll_rw_dirs;  /* jail paths where writes are allowed */
+	struct strv ll_rw_files;
+
+	/* Limits (jail-limits.c). */
+	#define JAIL_SECCOMP_MAX 1024
+
+enum jail_cg_kind cg;
+	struct strv cg_dirs;     /* cgroup dirs to join (host paths) */
+	bool nproc_rlimit;       /* RLIMIT_NPROC carries the pids limit */
+	bool as_rlimit;          /* RLIMIT_AS carries the memory limit */
+	const char *how_pids;    /* how each limit is enforced, for the summary */
+	const char *how_memory;
+
+	char *exec_path_env;     /* the PATH of conf->envp, or a default */
+	const char *cwd;
+
+	int sock;                /* the child's end of the status channel */
+	int pipes[3];            /* pipe mode: the command's stdin, stdout, stderr */
+};
+
+/* jail-mount.c */
+int jail_mount_plan(struct jail_plan *, char **cause);
+void jail_mount_plan_free(struct jail_plan *);
+void jail_mount_setup(struct jail_plan *);
+
+/* jail-project.c */
+char *jail_userns_hint(void);
+
+/* jail-ns.c */
+pid_t jail_ns_clone(struct jail_plan *, char **cause);
+void jail_ns_ids(struct jail_plan *);
+void jail_ns_uts(struct jail_plan *);
+
+/* jail-net.c */
+int jail_net_listen(struct jail_plan *);
+
+/* jail-seccomp.c */
+int jail_seccomp_compile(struct sock_fprog *, char **cause);
+void jail_seccomp_install(struct jail_plan *);
+
+/* jail-landlock.c */
+int jail_landlock_abi(void);
+void jail_landlock_plan(struct jail_plan *);
+void jail_landlock_apply(struct jail_plan *);
+void jail_landlock_json(struct jail_plan *, struct json *);
+
+/* jail-limits.c */
+int jail_limits_prepare(struct jail_plan *, pid_t owner, char **cause);
+int jail_limits_join(struct strv *dirs, pid_t pid, char **cause);
+void jail_limits_rlimits(struct jail_plan *);
+void jail_limits_remove(struct strv *dirs);
+void jail_limits_json(struct jail_plan *, struct json *);
+
+/* jail-spawn.c */
+int jail_spawn_pty(struct jail_plan *, int *slave);
+void jail_spawn_exec(struct jail_plan *, int slave) __attribute__((noreturn));
+void jail_spawn_capset_zero(struct jail_plan *);
+
+/* jail-init.c */
+void jail_init_main(struct jail_plan *) __attribute__((noreturn));
+
+/* jail.c: the child's error path and the status channel. */
+void jail_child_fail(struct jail_plan *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+void jail_child_failx(struct jail_plan *, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+int jail_send_fds(int sock, const char *tag, const int *fds, int nfds);
+
+#endif

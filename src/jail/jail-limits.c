@@ -1,0 +1,472 @@
+/* Limits: a cgroup for pids and memory where one can be had (v2 delegated, or v1 as root), else rlimits. */
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jail/jail-int.h"
+
+/*
+ * Where this process may create jail cgroups, found once: RLIMIT_NPROC is
+ * not enforced at all for host root (the kernel exempts the initial user),
+ * so root needs the cgroup; an ordinary user usually gets rlimits.
+ */
+struct jail_cg_bases {
+	bool detected;
+	char *v2;          /* a v2 dir with pids (and maybe memory) in subtree_control */
+	bool v2_memory;
+	char *v1_pids;     /* writable v1 dirs */
+	char *v1_memory;
+	unsigned seq;
+};
+
+static struct jail_cg_bases jail_cg;
+
+static int
+jail_limits_write(const char *dir, const char *file, const char *text)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(text);
+	int fd, rc = 0;
+
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (write(fd, text, len) != (ssize_t)len)
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+static char *
+jail_limits_read(const char *dir, const char *file)
+{
+	char *path = xprintf("%s/%s", dir, file);
+	struct buf b;
+
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		free(path);
+		return NULL;
+	}
+	free(path);
+	return buf_steal(&b);
+}
+
+static bool
+jail_limits_has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	const char *s;
+
+	for (s = list; s != NULL && (s = strstr(s, word)) != NULL; s += n) {
+		if ((s == list || s[-1] == ' ' || s[-1] == ',' ||
+		    s[-1] == '+') && (s[n] == '\0' || s[n] == ' ' ||
+		    s[n] == ',' || s[n] == '\n'))
+			return true;
+	}
+	return false;
+}
+
+/* Our cgroup path in the hierarchy whose controller list matches WANT ("" for v2). */
+static char *
+jail_limits_own_path(const char *want)
+{
+	char line[4096], *ctl, *path;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/self/cgroup", "re")) == NULL)
+		return NULL;
+	while (fgets(line, sizeof line, fp) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((ctl = strchr(line, ':')) == NULL ||
+		    (path = strchr(ctl + 1, ':')) == NULL)
+			continue;
+		*path++ = '\0';
+		ctl++;
+		if ((*want == '\0' && *ctl == '\0') ||
+		    (*want != '\0' && jail_limits_has_word(ctl, want))) {
+			fclose(fp);
+			return xstrdup(path);
+		}
+	}
+	fclose(fp);
+	return NULL;
+}
+
+/* The host dir of our cgroup in the hierarchy of fstype TYPE with option WANT. */
+static char *
+jail_limits_own_dir(const char *type, const char *want)
+{
+	char line[4096], *f[10], *sep, *s, *own, *dir = NULL;
+	size_t n, rootlen;
+	FILE *fp;
+
+	if ((own = jail_limits_own_path(want)) == NULL)
+		return NULL;
+	if ((fp = fopen("/proc/self/mountinfo", "re")) == NULL)
+		goto out;
+	while (dir == NULL && fgets(line, sizeof line, fp) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((sep = strstr(line, " - ")) == NULL)
+			continue;
+		*sep = '\0';
+		for (n = 0, s = strtok(line, " "); s != NULL && n < 10;
+		    s = strtok(NULL, " "))
+			f[n++] = s;
+		if (n < 5)
+			continue;
+		s = strtok(sep + 3, " ");
+		if (s == NULL || strcmp(s, type) != 0)
+			continue;
+		strtok(NULL, " ");
+		s = strtok(NULL, " ");
+		if (*want != '\0' && !jail_limits_has_word(s, want))
+			continue;
+		/* f[3] is the mount's root within the hierarchy. */
+		rootlen = strcmp(f[3], "/") == 0 ? 0 : strlen(f[3]);
+		if (strncmp(own, f[3], rootlen) != 0)
+			continue;
+		dir = xprintf("%s%s", f[4], own + rootlen);
+	}
+	fclose(fp);
+out:
+	free(own);
+	return dir;
+}
+
+/* Empty cgroups left by agentmux processes that were killed before cleaning up. */
+static void
+jail_limits_sweep(const char *base)
+{
+	struct dirent *de;
+	char *path;
+	long pid;
+	DIR *d;
+
+	if ((d = opendir(base)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (sscanf(de->d_name, "agentmux-%ld-", &pid) != 1 ||
+		    pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		path = xprintf("%s/%s", base, de->d_name);
+		rmdir(path);
+		free(path);
+	}
+	closedir(d);
+}
+
+/*
+ * v2 allows controllers in a child only if the parent has no processes of
+ * its own (except at the root): if enabling them fails because we are in
+ * the way, agentmux moves itself into a leaf of its own first.
+ */
+static bool
+jail_limits_v2_enable(const char *dir, bool memory)
+{
+	const char *want = memory ? "+pids +memory" : "+pids";
+	char *leaf, pid[32];
+
+	if (jail_limits_write(dir, "cgroup.subtree_control", want) == 0)
+		return true;
+	if (errno != EBUSY)
+		return false;
+	leaf = xprintf("%s/agentmux-%ld-self", dir, (long)getpid());
+	snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if ((mkdir(leaf, 0755) == -1 && errno != EEXIST) ||
+	    jail_limits_write(leaf, "cgroup.procs", pid) == -1) {
+		rmdir(leaf);
+		free(leaf);
+		return false;
+	}
+	if (jail_limits_write(dir, "cgroup.subtree_control", want) == 0) {
+		free(leaf);
+		return true;
+	}
+	/* Others share the cgroup: give up and go back where we were. */
+	jail_limits_write(dir, "cgroup.procs", pid);
+	rmdir(leaf);
+	free(leaf);
+	return false;
+}
+
+static void
+jail_limits_detect_v2(void)
+{
+	char *dir, *ctl = NULL, *sub = NULL, *procs;
+	bool memory;
+
+	if ((dir = jail_limits_own_dir("cgroup2", "")) == NULL)
+		return;
+	procs = xprintf("%s/cgroup.procs", dir);
+	if ((ctl = jail_limits_read(dir, "cgroup.controllers")) == NULL ||
+	    !jail_limits_has_word(ctl, "pids") || access(procs, W_OK) == -1)
+		goto out;
+	memory = jail_limits_has_word(ctl, "memory");
+	sub = jail_limits_read(dir, "cgroup.subtree_control");
+	if ((sub != NULL && jail_limits_has_word(sub, "pids") &&
+	    (!memory || jail_limits_has_word(sub, "memory"))) ||
+	    jail_limits_v2_enable(dir, memory)) {
+		jail_cg.v2 = dir;
+		jail_cg.v2_memory = memory;
+		dir = NULL;
+	}
+out:
+	free(procs);
+	free(ctl);
+	free(sub);
+	free(dir);
+}
+
+static char *
+jail_limits_detect_v1(const char *controller)
+{
+	char *dir = jail_limits_own_dir("cgroup", controller);
+
+	if (dir != NULL && access(dir, W_OK) == -1) {
+		free(dir);
+		dir = NULL;
+	}
+	return dir;
+}
+
+static void
+jail_limits_detect(void)
+{
+	if (jail_cg.detected)
+		return;
+	jail_cg.detected = true;
+	jail_limits_detect_v2();
+	if (jail_cg.v2 == NULL) {
+		jail_cg.v1_pids = jail_limits_detect_v1("pids");
+		jail_cg.v1_memory = jail_limits_detect_v1("memory");
+	}
+	if (jail_cg.v2 != NULL)
+		jail_limits_sweep(jail_cg.v2);
+	if (jail_cg.v1_pids != NULL)
+		jail_limits_sweep(jail_cg.v1_pids);
+	if (jail_cg.v1_memory != NULL)
+		jail_limits_sweep(jail_cg.v1_memory);
+}
+
+static char *
+jail_limits_mkcg(pid_t owner, const char *base, char **cause)
+{
+	char *dir;
+
+	dir = xprintf("%s/agentmux-%ld-%u", base, (long)owner, jail_cg.seq);
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
+		*cause = xprintf("cannot create the cgroup %s: %s", dir,
+		    strerror(errno));
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static int
+jail_limits_setcg(const char *dir, const char *file, int64_t value,
+    char **cause)
+{
+	char text[32];
+
+	snprintf(text, sizeof text, "%lld\n", (long long)value);
+	if (jail_limits_write(dir, file, text) == -1) {
+		if (cause != NULL)
+			*cause = xprintf("cannot set %s/%s: %s", dir, file,
+			    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+jail_limits_v2(struct jail_plan *p, pid_t owner, char **cause)
+{
+	const struct jail_limits *l = &p->conf->limits;
+	char *dir;
+
+	if ((dir = jail_limits_mkcg(owner, jail_cg.v2, cause)) == NULL)
+		return -1;
+	strv_take(&p->cg_dirs, dir);
+	p->cg = JAIL_CG_V2;
+	if (l->pids > 0) {
+		if (jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
+			return -1;
+		p->how_pids = "cgroup v2";
+	}
+	if (l->memory > 0 && jail_cg.v2_memory) {
+		if (jail_limits_setcg(dir, "memory.max", l->memory, cause) ==
+		    -1)
+			return -1;
+		/* Without swap accounting the limit still holds for RAM. */
+		jail_limits_setcg(dir, "memory.swap.max", 0, NULL);
+		p->how_memory = "cgroup v2";
+	}
+	return 0;
+}
+
+static int
+jail_limits_v1(struct jail_plan *p, pid_t owner, char **cause)
+{
+	const struct jail_limits *l = &p->conf->limits;
+	char *dir;
+
+	if (jail_cg.v1_pids != NULL && l->pids > 0) {
+		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_pids,
+		    cause)) == NULL)
+			return -1;
+		strv_take(&p->cg_dirs, dir);
+		if (jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
+			return -1;
+		p->cg = JAIL_CG_V1;
+		p->how_pids = "cgroup v1";
+	}
+	if (jail_cg.v1_memory != NULL && l->memory > 0) {
+		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_memory,
+		    cause)) == NULL)
+			return -1;
+		strv_take(&p->cg_dirs, dir);
+		if (jail_limits_setcg(dir, "memory.limit_in_bytes", l->memory,
+		    cause) == -1)
+			return -1;
+		jail_limits_setcg(dir, "memory.memsw.limit_in_bytes",
+		    l->memory, NULL);
+		p->cg = JAIL_CG_V1;
+		p->how_memory = "cgroup v1";
+	}
+	return 0;
+}
+
+int
+jail_limits_prepare(struct jail_plan *p, pid_t owner, char **cause)
+{
+	const struct jail_limits *l = &p->conf->limits;
+	int rc = 0;
+
+	if (l->pids > 0 || l->memory > 0) {
+		jail_limits_detect();
+		jail_cg.seq++;
+		if (jail_cg.v2 != NULL)
+			rc = jail_limits_v2(p, owner, cause);
+		else
+			rc = jail_limits_v1(p, owner, cause);
+		if (rc == -1) {
+			jail_limits_remove(&p->cg_dirs);
+			return -1;
+		}
+	}
+	if (l->pids > 0 && p->how_pids == NULL) {
+		p->nproc_rlimit = true;
+		/* The kernel does not apply RLIMIT_NPROC to host root. */
+		p->how_pids = p->uid == 0 ? "none (RLIMIT_NPROC does not "
+		    "bind root and no cgroup is writable)" : "rlimit";
+	}
+	if (l->memory > 0 && p->how_memory == NULL) {
+		p->as_rlimit = true;
+		p->how_memory = "rlimit (address space per process)";
+	}
+	return 0;
+}
+
+int
+jail_limits_join(struct strv *dirs, pid_t pid, char **cause)
+{
+	char text[32];
+	size_t i;
+
+	snprintf(text, sizeof text, "%ld\n", (long)pid);
+	for (i = 0; i < dirs->n; i++) {
+		if (jail_limits_write(dirs->v[i], "cgroup.procs", text) == -1) {
+			*cause = xprintf("cannot move the jail into the cgroup "
+			    "%s: %s", dirs->v[i], strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+jail_limits_remove(struct strv *dirs)
+{
+	size_t i;
+
+	for (i = 0; i < dirs->n; i++)
+		rmdir(dirs->v[i]);
+	strv_free(dirs);
+	strv_init(dirs);
+}
+
+static void
+jail_limits_set(struct jail_plan *p, int resource, const char *name,
+    int64_t value)
+{
+	struct rlimit r;
+	rlim_t v = (rlim_t)value;
+
+	if (getrlimit(resource, &r) == -1)
+		jail_child_fail(p, "cannot read RLIMIT_%s", name);
+	/* Never above the hard limit we were given: that would fail. */
+	if (r.rlim_max != RLIM_INFINITY && v > r.rlim_max)
+		v = r.rlim_max;
+	r.rlim_cur = r.rlim_max = v;
+	if (setrlimit(resource, &r) == -1)
+		jail_child_fail(p, "cannot set RLIMIT_%s", name);
+}
+
+void
+jail_limits_rlimits(struct jail_plan *p)
+{
+	const struct jail_limits *l = &p->conf->limits;
+
+	jail_limits_set(p, RLIMIT_CORE, "CORE", 0);
+	if (l->file_size > 0)
+		jail_limits_set(p, RLIMIT_FSIZE, "FSIZE", l->file_size);
+	if (l->open_files > 0)
+		jail_limits_set(p, RLIMIT_NOFILE, "NOFILE", l->open_files);
+	if (l->cpu_seconds > 0)
+		jail_limits_set(p, RLIMIT_CPU, "CPU", l->cpu_seconds);
+	if (p->nproc_rlimit)
+		jail_limits_set(p, RLIMIT_NPROC, "NPROC", l->pids);
+	if (p->as_rlimit)
+		jail_limits_set(p, RLIMIT_AS, "AS", l->memory);
+}
+
+static void
+jail_limits_json_one(struct json *js, const char *key, int64_t value,
+    const char *how)
+{
+	json_key(js, key);
+	json_obj_begin(js);
+	json_kint(js, "value", value);
+	json_kstr(js, "by", value > 0 ? how : "none");
+	json_obj_end(js);
+}
+
+void
+jail_limits_json(struct jail_plan *p, struct json *js)
+{
+	const struct jail_limits *l = &p->conf->limits;
+
+	json_key(js, "limits");
+	json_obj_begin(js);
+	jail_limits_json_one(js, "pids", l->pids, p->how_pids);
+	jail_limits_json_one(js, "memory", l->memory, p->how_memory);
+	jail_limits_json_one(js, "file_size", l->file_size, "rlimit");
+	jail_limits_json_one(js, "open_files", l->open_files, "rlimit");
+	jail_limits_json_one(js, "cpu_seconds", l->cpu_seconds, "rlimit");
+	jail_limits_json_one(js, "tmp_size", l->tmp_size, "tmpfs size");
+	json_kint(js, "core_size", 0);
+	json_obj_end(js);
+}

@@ -1,0 +1,883 @@
+/* The jail's filesystem: a mount script planned in the parent and run in the child, pivoting into a fresh tmpfs root. */
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jail/jail-int.h"
+
+/* Our own copy of struct mount_attr: <linux/mount.h> clashes with <sys/mount.h>. */
+struct jail_mount_attr {
+	uint64_t attr_set;
+	uint64_t attr_clr;
+	uint64_t propagation;
+	uint64_t userns_fd;
+};
+
+#define JAIL_ATTR_RDONLY 0x01
+#define JAIL_ATTR_NOSUID 0x02
+#define JAIL_ATTR_NODEV  0x04
+#define JAIL_ATTR_NOEXEC 0x08
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+/* Host /etc entries that programs and language runtimes read; never secrets. */
+static const char *const jail_etc_host[] = {
+	"alternatives", "ld.so.cache", "localtime", "timezone", "os-release",
+	"protocols", "services", "mime.types", "ssl/openssl.cnf", "inputrc",
+	"bash.bashrc", "profile", "perl", "nodejs", "gai.conf", "magic",
+	"manpath.config",
+};
+/* Prefixes of versioned runtime dirs in /etc (java-17-openjdk, python3.11). */
+static const char *const jail_etc_prefixes[] = { "java-", "python3" };
+
+/* Parts of a new /proc that would reach the host kernel if written (by a mapped root). */
+static const char *const jail_proc_ro[] = {
+	"sys", "sysrq-trigger", "irq", "bus", "fs",
+};
+
+static const char *const jail_dev_nodes[] = {
+	"null", "zero", "full", "random", "urandom", "tty",
+};
+
+/* A mount of the user's own paths, sorted by target before it joins the script. */
+struct jail_umount {
+	enum jail_mop_kind kind;
+	int flags;
+	char *src;      /* host path, or NULL */
+	char *dst;      /* jail path */
+	char *data;
+	size_t order;
+};
+
+struct jail_umounts {
+	struct jail_umount *v;
+	size_t n;
+};
+
+static struct jail_mop *
+jail_mop_add(struct jail_plan *p, enum jail_mop_kind kind, int flags,
+    const char *src, const char *dst, const char *data)
+{
+	struct jail_mop *m;
+
+	if (p->nmops == p->mopcap) {
+		p->mopcap = p->mopcap == 0 ? 64 : p->mopcap * 2;
+		p->mops = xreallocarray(p->mops, p->mopcap, sizeof *p->mops);
+	}
+	m = &p->mops[p->nmops++];
+	memset(m, 0, sizeof *m);
+	m->kind = kind;
+	m->flags = flags;
+	m->mode = 0755;
+	if (flags & JAIL_MOP_SELF)
+		m->src = xprintf(JAIL_NEWROOT "%s", dst);
+	else if (src != NULL)
+		m->src = xprintf(JAIL_OLDROOT "%s", src);
+	m->dst = xprintf(JAIL_NEWROOT "%s", strcmp(dst, "/") == 0 ? "" : dst);
+	m->data = data != NULL ? xstrdup(data) : NULL;
+	m->what = xstrdup(src != NULL ? src : dst);
+	return m;
+}
+
+void
+jail_mount_plan_free(struct jail_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nmops; i++) {
+		free(p->mops[i].src);
+		free(p->mops[i].dst);
+		free(p->mops[i].data);
+		free(p->mops[i].what);
+	}
+	free(p->mops);
+	p->mops = NULL;
+	p->nmops = p->mopcap = 0;
+}
+
+/* Host files larger than this are bound rather than copied into the jail's /etc. */
+#define JAIL_COPY_MAX (256 * 1024)
+
+/* A small host file's contents, or NULL if it cannot be read whole. */
+static char *
+jail_mount_slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *data;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return NULL;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > JAIL_COPY_MAX) {
+		close(fd);
+		return NULL;
+	}
+	data = xmalloc((size_t)st.st_size + 1);
+	n = read(fd, data, (size_t)st.st_size);
+	close(fd);
+	if (n != st.st_size) {
+		free(data);
+		return NULL;
+	}
+	data[n] = '\0';
+	*len = (size_t)n;
+	return data;
+}
+
+/*
+ * Shows a host path at the same place: symlinks are replicated, small
+ * files copied (cheaper than a mount), directories and large files bound
+ * read-only; what is missing is skipped.
+ */
+static void
+jail_mount_host(struct jail_plan *p, const char *path)
+{
+	char link[PATH_MAX], *data;
+	struct stat st;
+	struct jail_mop *m;
+	size_t len;
+	ssize_t n;
+
+	if (lstat(path, &st) == -1)
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+			return;
+		link[n] = '\0';
+		jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, path, link);
+		return;
+	}
+	if (S_ISREG(st.st_mode) && (data = jail_mount_slurp(path, &len)) !=
+	    NULL) {
+		m = jail_mop_add(p, JAIL_MOP_FILE, 0, NULL, path, NULL);
+		m->data = data;
+		m->len = len;
+		m->mode = st.st_mode & 0755;
+		return;
+	}
+	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
+		jail_mop_add(p, JAIL_MOP_BIND, JAIL_MOP_RO |
+		    (S_ISREG(st.st_mode) ? JAIL_MOP_ISFILE : 0), path, path,
+		    NULL);
+}
+
+static void
+jail_mount_system(struct jail_plan *p)
+{
+	static const char *const tops[] = {
+		"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	};
+	size_t i;
+
+	jail_mop_add(p, JAIL_MOP_BIND, JAIL_MOP_RO, "/usr", "/usr", NULL);
+	for (i = 0; i < nitems(tops); i++)
+		jail_mount_host(p, tops[i]);
+}
+
+static void
+jail_mount_file(struct jail_plan *p, const char *dst, char *text)
+{
+	struct jail_mop *m = jail_mop_add(p, JAIL_MOP_FILE, 0, NULL, dst, NULL);
+
+	m->data = text;
+	m->len = strlen(text);
+	m->mode = 0644;
+}
+
+/*
+ * Our own passwd and group entries: from the local files when they are
+ * there (cheap: no NSS modules, no nscd), else from NSS.
+ */
+static bool
+jail_mount_pw(uid_t uid, struct passwd *out, char **buf)
+{
+	struct passwd *pw = NULL;
+	FILE *fp;
+
+	if ((fp = fopen("/etc/passwd", "re")) != NULL) {
+		while ((pw = fgetpwent(fp)) != NULL && pw->pw_uid != uid)
+			;
+		fclose(fp);
+	}
+	if (pw == NULL)
+		pw = getpwuid(uid);
+	if (pw == NULL)
+		return false;
+	*buf = xprintf("%s%c%s%c%s", pw->pw_name, 0, pw->pw_gecos != NULL ?
+	    pw->pw_gecos : "", 0, pw->pw_shell != NULL ? pw->pw_shell : "");
+	out->pw_name = *buf;
+	out->pw_gecos = *buf + strlen(*buf) + 1;
+	out->pw_shell = out->pw_gecos + strlen(out->pw_gecos) + 1;
+	return true;
+}
+
+static char *
+jail_mount_grname(gid_t gid)
+{
+	struct group *gr = NULL;
+	FILE *fp;
+
+	if ((fp = fopen("/etc/group", "re")) != NULL) {
+		while ((gr = fgetgrent(fp)) != NULL && gr->gr_gid != gid)
+			;
+		fclose(fp);
+	}
+	if (gr == NULL)
+		gr = getgrgid(gid);
+	return gr != NULL ? xstrdup(gr->gr_name) : NULL;
+}
+
+/* passwd and group with root, the user and nobody: enough for id, ls -l, ssh, git. */
+static void
+jail_mount_users(struct jail_plan *p)
+{
+	const struct jail_conf *c = p->conf;
+	struct passwd pw;
+	char *pwbuf = NULL, *gname = jail_mount_grname(p->gid);
+	bool found = jail_mount_pw(p->uid, &pw, &pwbuf);
+	const char *name = found ? pw.pw_name : "user";
+	const char *shell = found && *pw.pw_shell == '/' ? pw.pw_shell :
+	    "/bin/sh";
+	struct buf b;
+
+	buf_init(&b);
+	if (p->uid != 0)
+		buf_adds(&b, "root:x:0:0:root:/root:/usr/sbin/nologin\n");
+	buf_printf(&b, "%s:x:%lu:%lu:%s:%s:%s\n", name, (unsigned long)p->uid,
+	    (unsigned long)p->gid, found ? pw.pw_gecos : "", c->home, shell);
+	buf_adds(&b, "nobody:x:65534:65534:nobody:/nonexistent:"
+	    "/usr/sbin/nologin\n");
+	jail_mount_file(p, "/etc/passwd", buf_steal(&b));
+	if (p->gid != 0)
+		buf_adds(&b, "root:x:0:\n");
+	buf_printf(&b, "%s:x:%lu:\n", gname != NULL ? gname : name,
+	    (unsigned long)p->gid);
+	buf_adds(&b, "nogroup:x:65534:\n");
+	jail_mount_file(p, "/etc/group", buf_steal(&b));
+	free(pwbuf);
+	free(gname);
+}
+
+static void
+jail_mount_etc(struct jail_plan *p)
+{
+	const struct jail_conf *c = p->conf;
+	const char *host = c->hostname != NULL ? c->hostname : "agentmux";
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	size_t i;
+
+	jail_mop_add(p, JAIL_MOP_DIR, 0, NULL, "/etc", NULL);
+	jail_mount_users(p);
+	jail_mount_file(p, "/etc/hosts", xprintf("127.0.0.1\tlocalhost\n"
+	    "::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", host));
+	jail_mount_file(p, "/etc/hostname", xprintf("%s\n", host));
+	/* Names come from files only: there is no DNS in the jail. */
+	jail_mount_file(p, "/etc/nsswitch.conf", xstrdup("passwd: files\n"
+	    "group: files\nshadow: files\nhosts: files\nnetworks: files\n"
+	    "protocols: files\nservices: files\nethers: files\nrpc: files\n"));
+	for (i = 0; i < nitems(jail_etc_host); i++) {
+		snprintf(path, sizeof path, "/etc/%s", jail_etc_host[i]);
+		jail_mount_host(p, path);
+	}
+	if ((d = opendir("/etc")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			for (i = 0; i < nitems(jail_etc_prefixes); i++) {
+				if (strncmp(de->d_name, jail_etc_prefixes[i],
+				    strlen(jail_etc_prefixes[i])) != 0)
+					continue;
+				snprintf(path, sizeof path, "/etc/%s",
+				    de->d_name);
+				jail_mount_host(p, path);
+			}
+		}
+		closedir(d);
+	}
+	jail_mop_add(p, JAIL_MOP_DIR, 0, NULL, "/etc/ssl/certs", NULL);
+	if (c->ca_bundle != NULL) {
+		char *real = realpath(c->ca_bundle, NULL);
+
+		jail_mop_add(p, JAIL_MOP_BIND, JAIL_MOP_RO | JAIL_MOP_ISFILE,
+		    real != NULL ? real : c->ca_bundle,
+		    "/etc/ssl/certs/ca-certificates.crt", NULL);
+		free(real);
+		jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/etc/ssl/cert.pem",
+		    "certs/ca-certificates.crt");
+	}
+}
+
+static void
+jail_mount_proc(struct jail_plan *p)
+{
+	char path[64];
+	size_t i;
+
+	jail_mop_add(p, JAIL_MOP_PROC, 0, NULL, "/proc", NULL);
+	/*
+	 * Read-only over themselves, or a caller mapped to root could write
+	 * the host's kernel.core_pattern and get code run as host root.
+	 */
+	for (i = 0; i < nitems(jail_proc_ro); i++) {
+		snprintf(path, sizeof path, "/proc/%s", jail_proc_ro[i]);
+		/* The new proc has what the host's has here: all global. */
+		if (access(path, F_OK) == 0)
+			jail_mop_add(p, JAIL_MOP_BIND, JAIL_MOP_SELF |
+			    JAIL_MOP_RO | JAIL_MOP_NOEXEC, NULL, path, NULL);
+	}
+}
+
+static void
+jail_mount_dev(struct jail_plan *p)
+{
+	const struct jail_conf *c = p->conf;
+	char path[64], *opts;
+	size_t i;
+
+	jail_mop_add(p, JAIL_MOP_TMPFS, JAIL_MOP_NOEXEC, NULL, "/dev",
+	    "mode=0755,size=64k,nr_inodes=64");
+	for (i = 0; i < nitems(jail_dev_nodes); i++) {
+		snprintf(path, sizeof path, "/dev/%s", jail_dev_nodes[i]);
+		/* Read-only mounts: a mapped root must not chmod host nodes. */
+		jail_mop_add(p, JAIL_MOP_BIND, JAIL_MOP_RO | JAIL_MOP_DEV |
+		    JAIL_MOP_ISFILE | JAIL_MOP_NOEXEC, path, path, NULL);
+		strv_add(&p->ll_rw_files, path);
+	}
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/dev/ptmx", "pts/ptmx");
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/dev/fd", "/proc/self/fd");
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/dev/stdin",
+	    "/proc/self/fd/0");
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/dev/stdout",
+	    "/proc/self/fd/1");
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/dev/stderr",
+	    "/proc/self/fd/2");
+	jail_mop_add(p, JAIL_MOP_DEVPTS, 0, NULL, "/dev/pts",
+	    "newinstance,ptmxmode=0666,mode=620");
+	opts = xprintf("mode=1777,size=%lld", (long long)c->limits.tmp_size);
+	jail_mop_add(p, JAIL_MOP_TMPFS, JAIL_MOP_NOEXEC, NULL, "/dev/shm",
+	    opts);
+	free(opts);
+	jail_mop_add(p, JAIL_MOP_RDONLY, 0, NULL, "/dev", NULL);
+	strv_add(&p->ll_rw_dirs, "/dev/pts");
+	strv_add(&p->ll_rw_dirs, "/dev/shm");
+}
+
+static void
+jail_umount_add(struct jail_umounts *u, enum jail_mop_kind kind, int flags,
+    const char *src, const char *dst, char *data)
+{
+	struct jail_umount *m;
+
+	u->v = xreallocarray(u->v, u->n + 1, sizeof *u->v);
+	m = &u->v[u->n];
+	m->kind = kind;
+	m->flags = flags;
+	m->src = src != NULL ? xstrdup(src) : NULL;
+	m->dst = xstrdup(dst);
+	m->data = data;
+	m->order = u->n++;
+}
+
+static int
+jail_umount_cmp(const void *a, const void *b)
+{
+	const struct jail_umount *x = a, *y = b;
+	int r = strcmp(x->dst, y->dst);
+
+	if (r != 0)
+		return r;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void
+jail_umounts_free(struct jail_umounts *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		free(u->v[i].src);
+		free(u->v[i].dst);
+		free(u->v[i].data);
+	}
+	free(u->v);
+}
+
+/* True if A is B or lies under it. */
+static bool
+jail_path_under(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	if (strcmp(b, "/") == 0)
+		return true;
+	return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
+/*
+ * A path the user asked to mount must be absolute, must not uncover the
+ * hidden home directory, and must stay out of what the jail synthesises.
+ */
+static int
+jail_mount_check_target(struct jail_plan *p, const char *what,
+    const char *path, char **cause)
+{
+	static const char *const reserved[] = { "/proc", "/dev", "/etc",
+	    "/sys" };
+	size_t i;
+
+	if (*path != '/') {
+		*cause = xprintf("cannot mount %s %s in the jail: the path is "
+		    "not absolute", what, path);
+		return -1;
+	}
+	if (jail_path_under(p->conf->home, path)) {
+		*cause = xprintf("cannot mount %s %s in the jail: it would "
+		    "uncover the home directory %s", what, path, p->conf->home);
+		return -1;
+	}
+	for (i = 0; i < nitems(reserved); i++) {
+		if (jail_path_under(path, reserved[i])) {
+			*cause = xprintf("cannot mount %s %s in the jail: %s "
+			    "belongs to the jail itself", what, path,
+			    reserved[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Overlay options cannot carry these characters without escaping; refuse them. */
+static int
+jail_mount_check_chars(const char *path, char **cause)
+{
+	if (strpbrk(path, ",:\\\n") != NULL) {
+		*cause = xprintf("cannot overlay %s: the path contains ',', "
+		    "':' or '\\'; rename it", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+jail_mount_overlays(struct jail_plan *p, struct jail_umounts *u,
+    char **cause)
+{
+	const struct jail_conf *c = p->conf;
+	char *lower = NULL, *upper = NULL, *work = NULL;
+	size_t i;
+
+	for (i = 0; i < c->noverlays; i++) {
+		const struct jail_overlay *o = &c->overlays[i];
+
+		if (jail_mount_check_target(p, "the overlay", o->path,
+		    cause) == -1)
+			return -1;
+		lower = realpath(o->lower != NULL ? o->lower : o->path, NULL);
+		upper = realpath(o->upper, NULL);
+		work = realpath(o->work, NULL);
+		if (lower == NULL || upper == NULL || work == NULL) {
+			*cause = xprintf("cannot overlay %s: %s", o->path,
+			    strerror(errno));
+			goto fail;
+		}
+		if (jail_mount_check_chars(lower, cause) == -1 ||
+		    jail_mount_check_chars(upper, cause) == -1 ||
+		    jail_mount_check_chars(work, cause) == -1)
+			goto fail;
+		/* userxattr: the only overlay an unprivileged user namespace may mount. */
+		jail_umount_add(u, JAIL_MOP_OVERLAY, 0, NULL, o->path,
+		    xprintf("lowerdir=" JAIL_OLDROOT "%s,upperdir=" JAIL_OLDROOT
+		    "%s,workdir=" JAIL_OLDROOT "%s,userxattr", lower, upper,
+		    work));
+		if (!jail_path_under(o->path, c->home))
+			strv_add(&p->ll_rw_dirs, o->path);
+		free(lower);
+		free(upper);
+		free(work);
+	}
+	return 0;
+fail:
+	free(lower);
+	free(upper);
+	free(work);
+	return -1;
+}
+
+static int
+jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
+{
+	const struct jail_conf *c = p->conf;
+	struct stat st;
+	char *real;
+	size_t i;
+
+	for (i = 0; i < c->nbinds; i++) {
+		const struct jail_bind *b = &c->binds[i];
+		const char *src = b->src != NULL ? b->src : b->path;
+
+		if (jail_mount_check_target(p, "the bind", b->path, cause) == -1)
+			return -1;
+		if ((real = realpath(src, NULL)) == NULL ||
+		    stat(real, &st) == -1) {
+			*cause = xprintf("cannot bind %s into the jail: %s",
+			    src, strerror(errno));
+			free(real);
+			return -1;
+		}
+		jail_umount_add(u, JAIL_MOP_BIND, (b->rw ? 0 : JAIL_MOP_RO) |
+		    (S_ISDIR(st.st_mode) ? 0 : JAIL_MOP_ISFILE), real, b->path,
+		    NULL);
+		if (b->rw && !jail_path_under(b->path, c->home))
+			strv_add(S_ISDIR(st.st_mode) ? &p->ll_rw_dirs :
+			    &p->ll_rw_files, b->path);
+		free(real);
+	}
+	return 0;
+}
+
+/*
+ * The host runs what is in .git/hooks and what .git/config names (hooks
+ * path, fsmonitor, filters), so both are read-only; .git itself becomes a
+ * mount point so that it cannot be renamed away and replaced.
+ */
+static int
+jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
+    const char *gitdir, int depth, char **cause)
+{
+	static const char *const ro[] = { "hooks", "config",
+	    "config.worktree" };
+	char *path, *modules;
+	struct stat st;
+	glob_t g;
+	size_t i;
+
+	for (i = 0; i < nitems(ro); i++) {
+		path = xprintf("%s/%s", gitdir, ro[i]);
+		if (lstat(path, &st) == -1) {
+			/* A missing hooks dir could be created by the agent. */
+			if (i == 0 && mkdir(path, 0755) == 0 &&
+			    lstat(path, &st) == 0)
+				;
+			else if (i == 1) {
+				*cause = xprintf("cannot jail this project: %s "
+				    "has no config file; run 'git init' in "
+				    "the project to repair it", gitdir);
+				free(path);
+				return -1;
+			} else {
+				free(path);
+				continue;
+			}
+		}
+		if (S_ISLNK(st.st_mode)) {
+			*cause = xprintf("cannot jail this project: %s is a "
+			    "symlink, which an agent could swap for its own; "
+			    "replace it with the file or directory it points "
+			    "to", path);
+			free(path);
+			return -1;
+		}
+		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |
+		    (S_ISDIR(st.st_mode) ? 0 : JAIL_MOP_ISFILE), NULL, path,
+		    NULL);
+		free(path);
+	}
+	/* Submodules keep their own hooks and config under modules/. */
+	if (depth >= 4)
+		return 0;
+	modules = xprintf("%s/modules/*/config", gitdir);
+	if (glob(modules, 0, NULL, &g) == 0) {
+		for (i = 0; i < g.gl_pathc; i++) {
+			char *sub = xstrndup(g.gl_pathv[i],
+			    strlen(g.gl_pathv[i]) - strlen("/config"));
+			int rc = jail_mount_gitdir(p, u, sub, depth + 1, cause);
+
+			free(sub);
+			if (rc == -1) {
+				globfree(&g);
+				free(modules);
+				return -1;
+			}
+		}
+		globfree(&g);
+	}
+	free(modules);
+	return 0;
+}
+
+static int
+jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
+    char **cause)
+{
+	const char *proj = p->conf->project;
+	char *git;
+	struct stat st;
+	int rc = 0;
+
+	jail_umount_add(u, JAIL_MOP_BIND, 0, proj, proj, NULL);
+	strv_add(&p->ll_rw_dirs, proj);
+	git = xprintf("%s/.git", proj);
+	if (lstat(git, &st) == 0 && S_ISDIR(st.st_mode)) {
+		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL, git,
+		    NULL);
+		rc = jail_mount_gitdir(p, u, git, 0, cause);
+	}
+	free(git);
+	return rc;
+}
+
+/* The user's side: /tmp, HOME, the project, overlays and binds, parents before children. */
+static int
+jail_mount_user(struct jail_plan *p, char **cause)
+{
+	const struct jail_conf *c = p->conf;
+	struct jail_umounts u = { NULL, 0 };
+	size_t i;
+	int rc = -1;
+
+	if (c->home == NULL || *c->home != '/' || strcmp(c->home, "/") == 0) {
+		*cause = xprintf("cannot use '%s' as the jail's HOME; set HOME "
+		    "to your home directory", c->home != NULL ? c->home : "");
+		return -1;
+	}
+	jail_umount_add(&u, JAIL_MOP_TMPFS, 0, NULL, "/tmp",
+	    xprintf("mode=1777,size=%lld", (long long)c->limits.tmp_size));
+	jail_umount_add(&u, JAIL_MOP_TMPFS, 0, NULL, c->home,
+	    xprintf("mode=0700,size=%lld", (long long)c->limits.tmp_size));
+	strv_add(&p->ll_rw_dirs, "/tmp");
+	strv_add(&p->ll_rw_dirs, c->home);
+	if (jail_mount_project(p, &u, cause) == -1 ||
+	    jail_mount_overlays(p, &u, cause) == -1 ||
+	    jail_mount_binds(p, &u, cause) == -1)
+		goto out;
+	qsort(u.v, u.n, sizeof *u.v, jail_umount_cmp);
+	for (i = 0; i < u.n; i++) {
+		jail_mop_add(p, u.v[i].kind, u.v[i].flags, u.v[i].src,
+		    u.v[i].dst, u.v[i].data);
+	}
+	rc = 0;
+out:
+	jail_umounts_free(&u);
+	return rc;
+}
+
+int
+jail_mount_plan(struct jail_plan *p, char **cause)
+{
+	jail_mount_system(p);
+	jail_mount_etc(p);
+	jail_mount_proc(p);
+	jail_mount_dev(p);
+	jail_mop_add(p, JAIL_MOP_DIR, 0, NULL, "/var", NULL);
+	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/var/tmp", "/tmp");
+	return jail_mount_user(p, cause);
+}
+
+/* ---- the child's side ---- */
+
+static int
+jail_mount_setattr(const char *path, uint64_t set, bool recursive)
+{
+	struct jail_mount_attr attr = { .attr_set = set };
+
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path,
+	    recursive ? AT_RECURSIVE : 0, &attr, sizeof attr);
+}
+
+/* mkdir -p inside the new root (whose own root exists). */
+static void
+jail_mount_mkdirs(struct jail_plan *p, const char *path, bool last)
+{
+	char buf[PATH_MAX], *s;
+
+	/* Usually only the last component is missing: try that first. */
+	if (last && (mkdir(path, 0755) == 0 || errno == EEXIST))
+		return;
+	if (strlen(path) >= sizeof buf)
+		jail_child_failx(p, "path too long: %s", path);
+	strcpy(buf, path);
+	for (s = buf + strlen(JAIL_NEWROOT) + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			jail_child_fail(p, "cannot create %s in the jail",
+			    buf + strlen(JAIL_NEWROOT));
+		*s = '/';
+	}
+	if (last && mkdir(buf, 0755) == -1 && errno != EEXIST)
+		jail_child_fail(p, "cannot create %s in the jail",
+		    buf + strlen(JAIL_NEWROOT));
+}
+
+static void
+jail_mount_target(struct jail_plan *p, struct jail_mop *m)
+{
+	int fd;
+
+	if (!(m->flags & JAIL_MOP_ISFILE)) {
+		jail_mount_mkdirs(p, m->dst, true);
+		return;
+	}
+	/* A file to mount on: it may exist already (a bind inside a bind). */
+	fd = open(m->dst, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd == -1 && errno == ENOENT) {
+		jail_mount_mkdirs(p, m->dst, false);
+		fd = open(m->dst, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+		    0644);
+	}
+	if (fd == -1)
+		jail_child_fail(p, "cannot create %s in the jail",
+		    m->dst + strlen(JAIL_NEWROOT));
+	close(fd);
+}
+
+static void
+jail_mount_bind(struct jail_plan *p, struct jail_mop *m)
+{
+	uint64_t attr = JAIL_ATTR_NOSUID;
+
+	if (!(m->flags & JAIL_MOP_SELF))
+		jail_mount_target(p, m);
+	if (mount(m->src, m->dst, NULL, MS_BIND | MS_REC, NULL) == -1)
+		jail_child_fail(p, "cannot bind %s into the jail", m->what);
+	if (m->flags & JAIL_MOP_RO)
+		attr |= JAIL_ATTR_RDONLY;
+	if (!(m->flags & JAIL_MOP_DEV))
+		attr |= JAIL_ATTR_NODEV;
+	if (m->flags & JAIL_MOP_NOEXEC)
+		attr |= JAIL_ATTR_NOEXEC;
+	if (jail_mount_setattr(m->dst, attr, true) == -1)
+		jail_child_fail(p, "cannot make %s %sin the jail", m->what,
+		    (m->flags & JAIL_MOP_RO) ? "read-only " : "nosuid ");
+}
+
+static void
+jail_mount_fs(struct jail_plan *p, struct jail_mop *m, const char *type,
+    unsigned long flags)
+{
+	jail_mount_target(p, m);
+	if (mount(type, m->dst, type, flags, m->data) == -1)
+		jail_child_fail(p, "cannot mount %s on %s in the jail", type,
+		    m->what);
+}
+
+static void
+jail_mount_write(struct jail_plan *p, struct jail_mop *m)
+{
+	int fd;
+
+	fd = open(m->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, m->mode);
+	if (fd == -1 && errno == ENOENT) {
+		jail_mount_mkdirs(p, m->dst, false);
+		fd = open(m->dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    m->mode);
+	}
+	if (fd == -1 || write(fd, m->data, m->len) != (ssize_t)m->len)
+		jail_child_fail(p, "cannot write %s in the jail", m->what);
+	close(fd);
+}
+
+static void
+jail_mop_run(struct jail_plan *p, struct jail_mop *m)
+{
+	unsigned long base = MS_NOSUID | MS_NODEV;
+
+	switch (m->kind) {
+	case JAIL_MOP_TMPFS:
+		jail_mount_fs(p, m, "tmpfs", base |
+		    ((m->flags & JAIL_MOP_NOEXEC) ? MS_NOEXEC : 0));
+		break;
+	case JAIL_MOP_BIND:
+		jail_mount_bind(p, m);
+		break;
+	case JAIL_MOP_OVERLAY:
+		jail_mount_fs(p, m, "overlay", base);
+		break;
+	case JAIL_MOP_PROC:
+		jail_mount_fs(p, m, "proc", base | MS_NOEXEC);
+		break;
+	case JAIL_MOP_DEVPTS:
+		jail_mount_fs(p, m, "devpts", MS_NOSUID | MS_NOEXEC);
+		break;
+	case JAIL_MOP_DIR:
+		jail_mount_mkdirs(p, m->dst, true);
+		break;
+	case JAIL_MOP_FILE:
+		jail_mount_write(p, m);
+		break;
+	case JAIL_MOP_SYMLINK:
+		if (symlink(m->data, m->dst) == 0 || errno == EEXIST)
+			break;
+		jail_mount_mkdirs(p, m->dst, false);
+		if (symlink(m->data, m->dst) == -1)
+			jail_child_fail(p, "cannot create %s in the jail",
+			    m->what);
+		break;
+	case JAIL_MOP_RDONLY:
+		if (jail_mount_setattr(m->dst, JAIL_ATTR_RDONLY, false) == -1)
+			jail_child_fail(p, "cannot make %s read-only", m->what);
+		break;
+	}
+}
+
+/* A tmpfs to stand on, with the new root and the host's old root side by side. */
+static void
+jail_mount_base(struct jail_plan *p)
+{
+	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) == -1)
+		jail_child_fail(p, "cannot make the jail's mounts private");
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=0755,size=16k,nr_inodes=16") == -1)
+		jail_child_fail(p, "cannot mount the jail's base tmpfs");
+	if (chdir("/tmp") == -1 || mkdir("newroot", 0755) == -1 ||
+	    mkdir("oldroot", 0755) == -1)
+		jail_child_fail(p, "cannot prepare the jail's base");
+	if (mount("tmpfs", "newroot", "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=0755,size=1m,nr_inodes=4096") == -1)
+		jail_child_fail(p, "cannot mount the jail's root tmpfs");
+	if (syscall(SYS_pivot_root, ".", "oldroot") == -1)
+		jail_child_fail(p, "cannot pivot into the jail's base");
+	if (chdir("/") == -1)
+		jail_child_fail(p, "cannot enter the jail's base");
+}
+
+/* Drops the host's root for good and makes the new root the only one. */
+static void
+jail_mount_finish(struct jail_plan *p)
+{
+	if (umount2(JAIL_OLDROOT, MNT_DETACH) == -1)
+		jail_child_fail(p, "cannot detach the host's root");
+	if (chdir(JAIL_NEWROOT) == -1 ||
+	    syscall(SYS_pivot_root, ".", ".") == -1 ||
+	    umount2(".", MNT_DETACH) == -1 || chdir("/") == -1)
+		jail_child_fail(p, "cannot pivot into the jail's root");
+	if (jail_mount_setattr("/", JAIL_ATTR_RDONLY, false) == -1)
+		jail_child_fail(p, "cannot make the jail's root read-only");
+}
+
+void
+jail_mount_setup(struct jail_plan *p)
+{
+	size_t i;
+
+	jail_mount_base(p);
+	for (i = 0; i < p->nmops; i++)
+		jail_mop_run(p, &p->mops[i]);
+	jail_mount_finish(p);
+}

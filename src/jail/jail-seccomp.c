@@ -1,0 +1,149 @@
+/* Seccomp: a deny-list compiled once in the parent with libseccomp, installed last in the child. */
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include <linux/netlink.h>
+#include <linux/seccomp.h>
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "jail/jail-int.h"
+
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+
+/* Refused with EPERM: debugging other processes, mounts, namespaces, kernel state. */
+static const char *const jail_seccomp_deny[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+	"mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree",
+	"fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	"unshare", "setns",
+	"keyctl", "add_key", "request_key",
+	"bpf", "perf_event_open", "userfaultfd",
+	"kexec_load", "kexec_file_load",
+	"init_module", "finit_module", "delete_module", "create_module",
+	"query_module", "get_kernel_syms",
+	"iopl", "ioperm", "swapon", "swapoff", "reboot", "acct",
+	"quotactl", "quotactl_fd", "open_by_handle_at", "name_to_handle_at",
+	"syslog", "settimeofday", "clock_settime", "clock_adjtime", "stime",
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"lookup_dcookie", "vhangup", "nfsservctl", "uselib", "_sysctl",
+};
+
+static const uint64_t jail_seccomp_nsflags[] = {
+	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+};
+
+static int
+jail_seccomp_rules(scmp_filter_ctx ctx)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	size_t i;
+	int nr, rc = 0;
+
+	for (i = 0; i < nitems(jail_seccomp_deny); i++) {
+		nr = seccomp_syscall_resolve_name(jail_seccomp_deny[i]);
+		if (nr != __NR_SCMP_ERROR && nr >= 0)
+			rc |= seccomp_rule_add(ctx, eperm, nr, 0);
+	}
+	/* clone3 passes its flags in memory: refuse it so libc falls back to clone. */
+	rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
+		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],
+		    jail_seccomp_nsflags[i]));
+	}
+	/* The kernel reads the ioctl number as 32 bits: compare only those. */
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 2,
+	    SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+	    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
+	    SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+	/* Only the plain Linux personality: no ASLR switch-off, no READ_IMPLIES_EXEC. */
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(personality), 1,
+	    SCMP_A0(SCMP_CMP_NE, 0));
+	return rc;
+}
+
+/* Reads the exported BPF program back into memory the child can use as is. */
+static int
+jail_seccomp_export(scmp_filter_ctx ctx, struct sock_fprog *out)
+{
+	struct sock_filter *prog = NULL;
+	off_t len;
+	int fd;
+
+	if ((fd = memfd_create("agentmux-seccomp", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (seccomp_export_bpf(ctx, fd) != 0 ||
+	    (len = lseek(fd, 0, SEEK_END)) <= 0 ||
+	    len % (off_t)sizeof *prog != 0)
+		goto fail;
+	prog = xmalloc((size_t)len);
+	if (pread(fd, prog, (size_t)len, 0) != len)
+		goto fail;
+	close(fd);
+	out->filter = prog;
+	out->len = (unsigned short)(len / (off_t)sizeof *prog);
+	return 0;
+fail:
+	free(prog);
+	close(fd);
+	return -1;
+}
+
+int
+jail_seccomp_compile(struct sock_fprog *out, char **cause)
+{
+	static struct sock_fprog cached;
+	scmp_filter_ctx ctx;
+	int rc = -1;
+
+	/* The same program serves every jail of this process. */
+	if (cached.filter != NULL) {
+		*out = cached;
+		return 0;
+	}
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL) {
+		*cause = xstrdup("cannot create the seccomp filter");
+		return -1;
+	}
+	/* Foreign syscall ABIs (i386, x32) would slip past a native-only list. */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
+	    SCMP_ACT_KILL_PROCESS) != 0 || jail_seccomp_rules(ctx) != 0) {
+		*cause = xstrdup("cannot build the seccomp filter");
+		goto out;
+	}
+	if (jail_seccomp_export(ctx, &cached) == -1) {
+		*cause = xprintf("cannot compile the seccomp filter: %s",
+		    strerror(errno));
+		goto out;
+	}
+	*out = cached;
+	rc = 0;
+out:
+	seccomp_release(ctx);
+	return rc;
+}
+
+void
+jail_seccomp_install(struct jail_plan *p)
+{
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &p->seccomp) == -1)
+		jail_child_fail(p, "cannot install the seccomp filter");
+}

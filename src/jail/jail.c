@@ -1,0 +1,536 @@
+/* Starting a jail from the parent: build the plan, clone, place it in its cgroup, collect its descriptors. */
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "jail/jail-int.h"
+
+/* How long the child may take to set up and exec before we give up on it. */
+#define JAIL_START_TIMEOUT_MS 20000
+
+struct jail {
+	pid_t pid;
+	bool reaped;
+	int status;
+	int listen_fd;
+	int pty_fd;
+	int in_fd;
+	int out_fd;
+	int err_fd;
+	char *summary;
+	struct strv cg_dirs;
+};
+
+void
+jail_child_fail(struct jail_plan *p, const char *fmt, ...)
+{
+	char msg[1024];
+	int saved = errno, n;
+	va_list ap;
+
+	msg[0] = 'E';
+	va_start(ap, fmt);
+	n = vsnprintf(msg + 1, sizeof msg - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n + 1 < sizeof msg)
+		snprintf(msg + 1 + n, sizeof msg - 1 - (size_t)n, ": %s",
+		    strerror(saved));
+	send(p->sock, msg, strlen(msg), MSG_NOSIGNAL);
+	_exit(127);
+}
+
+void
+jail_child_failx(struct jail_plan *p, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	msg[0] = 'E';
+	va_start(ap, fmt);
+	vsnprintf(msg + 1, sizeof msg - 1, fmt, ap);
+	va_end(ap);
+	send(p->sock, msg, strlen(msg), MSG_NOSIGNAL);
+	_exit(127);
+}
+
+int
+jail_send_fds(int sock, const char *tag, const int *fds, int nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)tag, .iov_len = strlen(tag) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (nfds > 4)
+		return -1;
+	memset(&u, 0, sizeof u);
+	msg.msg_control = u.buf;
+	msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == -1 ? -1 : 0;
+}
+
+/* Takes the descriptors of an "F" message: the listener, then the pty master if any. */
+static void
+jail_take_fds(struct jail *j, struct msghdr *msg)
+{
+	struct cmsghdr *cm;
+	int fds[4], n = 0, i;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (n > 4)
+			n = 4;
+		memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)n);
+	}
+	for (i = 0; i < n; i++)
+		util_set_cloexec(fds[i]);
+	if (n >= 1 && j->listen_fd == -1)
+		j->listen_fd = fds[0];
+	if (n >= 2 && j->pty_fd == -1)
+		j->pty_fd = fds[1];
+}
+
+/*
+ * Reads the status channel until every copy of the child's end is closed:
+ * the command's copy closes on exec, so EOF means the command is running.
+ */
+static int
+jail_wait_ready(struct jail *j, int sock, char **cause)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	char data[1024];
+	struct iovec iov = { .iov_base = data, .iov_len = sizeof data - 1 };
+	struct msghdr msg;
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	int64_t deadline = util_mono_us() + JAIL_START_TIMEOUT_MS * 1000LL;
+	ssize_t n;
+
+	for (;;) {
+		int left = (int)((deadline - util_mono_us()) / 1000);
+
+		if (left <= 0) {
+			*cause = xstrdup("the jail did not start within 20 "
+			    "seconds");
+			return -1;
+		}
+		if (poll(&pfd, 1, left) == -1 && errno != EINTR)
+			goto fail;
+		memset(&msg, 0, sizeof msg);
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof u.buf;
+		if ((n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) ==
+		    -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (n == 0)
+			return 0;
+		data[n] = '\0';
+		if (data[0] == 'F')
+			jail_take_fds(j, &msg);
+		else if (data[0] == 'E') {
+			*cause = xstrdup(data + 1);
+			return -1;
+		}
+	}
+fail:
+	*cause = xprintf("cannot read the jail's status: %s", strerror(errno));
+	return -1;
+}
+
+static char *
+jail_summary_make(struct jail_plan *p)
+{
+	const struct jail_conf *c = p->conf;
+	struct json js;
+	size_t i;
+
+	json_init(&js, false);
+	json_obj_begin(&js);
+	json_key(&js, "namespaces");
+	json_arr_begin(&js);
+	json_str(&js, "user");
+	json_str(&js, "mount");
+	json_str(&js, "pid");
+	json_str(&js, "net");
+	json_str(&js, "ipc");
+	json_str(&js, "uts");
+	json_str(&js, "cgroup");
+	json_arr_end(&js);
+	json_key(&js, "uid_map");
+	json_strn(&js, p->uid_map, strcspn(p->uid_map, "\n"));
+	json_kstr(&js, "project", c->project);
+	json_kstr(&js, "home", "tmpfs");
+	json_kint(&js, "proxy_port", c->proxy_port);
+	json_kstr(&js, "network", "loopback only; the proxy listener");
+	json_kbool(&js, "no_new_privs", true);
+	json_kstr(&js, "capabilities", "none");
+	json_kstr(&js, "seccomp", "deny-list (EPERM), non-native arches "
+	    "killed");
+	jail_landlock_json(p, &js);
+	jail_limits_json(p, &js);
+	json_key(&js, "overlays");
+	json_arr_begin(&js);
+	for (i = 0; i < c->noverlays; i++)
+		json_str(&js, c->overlays[i].path);
+	json_arr_end(&js);
+	json_key(&js, "binds");
+	json_arr_begin(&js);
+	for (i = 0; i < c->nbinds; i++)
+		json_str(&js, c->binds[i].path);
+	json_arr_end(&js);
+	json_kbool(&js, "pty", c->pty);
+	json_obj_end(&js);
+	return buf_steal(&js.out);
+}
+
+static void
+jail_plan_free(struct jail_plan *p)
+{
+	jail_mount_plan_free(p);
+	strv_free(&p->ll_rw_dirs);
+	strv_free(&p->ll_rw_files);
+	strv_free(&p->cg_dirs);
+	free(p->exec_path_env);
+	free(p->seccomp_buf);
+}
+
+/* The PATH of the command's environment, for looking the command up inside. */
+static char *
+jail_plan_path(const struct jail_conf *c)
+{
+	size_t i;
+
+	for (i = 0; c->envp != NULL && c->envp[i] != NULL; i++) {
+		if (strncmp(c->envp[i], "PATH=", 5) == 0)
+			return xstrdup(c->envp[i] + 5);
+	}
+	return xstrdup("/usr/local/bin:/usr/bin:/bin");
+}
+
+static int
+jail_plan_build(struct jail_plan *p, const struct jail_conf *c, char **cause)
+{
+	memset(p, 0, sizeof *p);
+	p->conf = c;
+	p->uid = getuid();
+	p->gid = getgid();
+	p->sock = -1;
+	p->pipes[0] = p->pipes[1] = p->pipes[2] = -1;
+	snprintf(p->uid_map, sizeof p->uid_map, "%lu %lu 1\n",
+	    (unsigned long)p->uid, (unsigned long)p->uid);
+	snprintf(p->gid_map, sizeof p->gid_map, "%lu %lu 1\n",
+	    (unsigned long)p->gid, (unsigned long)p->gid);
+	strv_init(&p->ll_rw_dirs);
+	strv_init(&p->ll_rw_files);
+	strv_init(&p->cg_dirs);
+	p->exec_path_env = jail_plan_path(c);
+	p->cwd = c->cwd != NULL ? c->cwd : c->project;
+	if (c->argv == NULL || c->argv[0] == NULL) {
+		*cause = xstrdup("no command to run in the jail");
+		return -1;
+	}
+	if (jail_mount_plan(p, cause) == -1)
+		return -1;
+	jail_landlock_plan(p);
+	p->seccomp_buf = xcalloc(JAIL_SECCOMP_MAX, sizeof *p->seccomp_buf);
+	return 0;
+}
+
+/* Pipe mode: the command's stdin, stdout and stderr; ours are close-on-exec. */
+static int
+jail_make_pipes(struct jail_plan *p, struct jail *j, char **cause)
+{
+	int in[2], out[2], err[2];
+
+	if (pipe2(in, O_CLOEXEC) == -1)
+		goto fail;
+	if (pipe2(out, O_CLOEXEC) == -1) {
+		close(in[0]);
+		close(in[1]);
+		goto fail;
+	}
+	if (pipe2(err, O_CLOEXEC) == -1) {
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		goto fail;
+	}
+	p->pipes[0] = in[0];
+	p->pipes[1] = out[1];
+	p->pipes[2] = err[1];
+	j->in_fd = in[1];
+	j->out_fd = out[0];
+	j->err_fd = err[0];
+	return 0;
+fail:
+	*cause = xprintf("cannot create pipes for the jail: %s",
+	    strerror(errno));
+	return -1;
+}
+
+static void
+jail_close_child_ends(struct jail_plan *p)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (p->pipes[i] != -1)
+			close(p->pipes[i]);
+		p->pipes[i] = -1;
+	}
+	if (p->sock != -1)
+		close(p->sock);
+	p->sock = -1;
+}
+
+static struct jail *
+jail_new(void)
+{
+	struct jail *j = xcalloc(1, sizeof *j);
+
+	j->pid = -1;
+	j->listen_fd = j->pty_fd = j->in_fd = j->out_fd = j->err_fd = -1;
+	strv_init(&j->cg_dirs);
+	return j;
+}
+
+/*
+ * Runs while the child sets up its mounts: compiles the seccomp program,
+ * moves the child into its cgroup, then sends the program, which is also
+ * the child's signal to go on and start the command.
+ */
+static int
+jail_release(struct jail_plan *p, struct jail *j, int sock, char **cause)
+{
+	struct sock_fprog prog;
+	size_t len;
+	char *msg;
+	int rc;
+
+	if (jail_seccomp_compile(&prog, cause) == -1)
+		return -1;
+	if (prog.len > JAIL_SECCOMP_MAX) {
+		*cause = xstrdup("the seccomp program is too large");
+		return -1;
+	}
+	if (p->cg != JAIL_CG_NONE &&
+	    jail_limits_join(&j->cg_dirs, j->pid, cause) == -1)
+		return -1;
+	len = prog.len * sizeof *prog.filter;
+	msg = xmalloc(1 + len);
+	msg[0] = 'G';
+	memcpy(msg + 1, prog.filter, len);
+	rc = (int)send(sock, msg, 1 + len, MSG_NOSIGNAL);
+	free(msg);
+	if (rc == -1) {
+		*cause = xprintf("cannot release the jail: %s",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct jail *
+jail_start(const struct jail_conf *c, char **cause)
+{
+	struct jail_plan p;
+	struct jail *j = jail_new();
+	int sv[2] = { -1, -1 };
+
+	if (jail_plan_build(&p, c, cause) == -1)
+		goto fail;
+	if (jail_limits_prepare(&p, getpid(), cause) == -1)
+		goto fail;
+	strv_free(&j->cg_dirs);
+	j->cg_dirs = p.cg_dirs;
+	strv_init(&p.cg_dirs);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		*cause = xprintf("cannot create the jail's status channel: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	p.sock = sv[1];
+	if (!c->pty && jail_make_pipes(&p, j, cause) == -1)
+		goto fail;
+	if ((j->pid = jail_ns_clone(&p, cause)) == -1)
+		goto fail;
+	jail_close_child_ends(&p);
+	if (jail_release(&p, j, sv[0], cause) == -1)
+		goto fail;
+	if (jail_wait_ready(j, sv[0], cause) == -1)
+		goto fail;
+	close(sv[0]);
+	j->summary = jail_summary_make(&p);
+	jail_plan_free(&p);
+	return j;
+fail:
+	jail_close_child_ends(&p);
+	if (sv[0] != -1)
+		close(sv[0]);
+	jail_plan_free(&p);
+	jail_free(j);
+	return NULL;
+}
+
+static void
+jail_close(int *fd)
+{
+	if (*fd != -1)
+		close(*fd);
+	*fd = -1;
+}
+
+void
+jail_free(struct jail *j)
+{
+	if (j == NULL)
+		return;
+	if (j->pid > 0 && !j->reaped) {
+		kill(j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) == -1 && errno == EINTR)
+			;
+	}
+	jail_close(&j->listen_fd);
+	jail_close(&j->pty_fd);
+	jail_close(&j->in_fd);
+	jail_close(&j->out_fd);
+	jail_close(&j->err_fd);
+	jail_limits_remove(&j->cg_dirs);
+	strv_free(&j->cg_dirs);
+	free(j->summary);
+	free(j);
+}
+
+pid_t
+jail_pid(struct jail *j)
+{
+	return j->pid;
+}
+
+int
+jail_take_listen_fd(struct jail *j)
+{
+	int fd = j->listen_fd;
+
+	j->listen_fd = -1;
+	return fd;
+}
+
+int
+jail_pty_fd(struct jail *j)
+{
+	return j->pty_fd;
+}
+
+int
+jail_stdin_fd(struct jail *j)
+{
+	return j->in_fd;
+}
+
+int
+jail_stdout_fd(struct jail *j)
+{
+	return j->out_fd;
+}
+
+int
+jail_stderr_fd(struct jail *j)
+{
+	return j->err_fd;
+}
+
+void
+jail_close_stdin(struct jail *j)
+{
+	jail_close(&j->in_fd);
+}
+
+int
+jail_resize(struct jail *j, unsigned short rows, unsigned short cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (j->pty_fd == -1) {
+		errno = ENOTTY;
+		return -1;
+	}
+	return ioctl(j->pty_fd, TIOCSWINSZ, &ws);
+}
+
+void
+jail_signal(struct jail *j, int sig)
+{
+	if (j->pid > 0 && !j->reaped)
+		kill(j->pid, sig);
+}
+
+void
+jail_kill(struct jail *j)
+{
+	jail_signal(j, SIGKILL);
+}
+
+int
+jail_reap(struct jail *j, int *status)
+{
+	int st;
+	pid_t r;
+
+	if (j->reaped) {
+		*status = j->status;
+		return 1;
+	}
+	while ((r = waitpid(j->pid, &st, WNOHANG)) == -1 && errno == EINTR)
+		;
+	if (r != j->pid)
+		return 0;
+	j->reaped = true;
+	if (WIFEXITED(st))
+		j->status = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		j->status = 128 + WTERMSIG(st);
+	else
+		j->status = 255;
+	/* The jail's cgroups are empty now that its pid namespace is gone. */
+	jail_limits_remove(&j->cg_dirs);
+	*status = j->status;
+	return 1;
+}
+
+const char *
+jail_summary(struct jail *j)
+{
+	return j->summary;
+}
