@@ -11,6 +11,38 @@
 #include "store/store.h"
 
 static const struct cli_cmd cli_cmds[] = {
+	{ .name = "run", .fn = cmd_run,
+	  .usage = "[-a AGENT] [-C DIR] [--allow RULE]... [--deny RULE]... "
+	  "[--on-unknown deny] [--memory SIZE] [--pids N] [--upstream-ca FILE] "
+	  "[-- COMMAND [ARG...]]",
+	  .summary = "run a command (default: the agent's) in a jail, in this "
+	  "terminal",
+	  .help =
+	  "  -a AGENT             the agent profile (default: [ui] default_agent, "
+	  "else shell)\n"
+	  "  -C DIR               the project: DIR's git top-level, or DIR "
+	  "(default: .)\n"
+	  "  --allow RULE         also allow HOST[:PORT] [METHOD] [PATH] "
+	  "(repeat)\n"
+	  "  --deny RULE          also deny HOST[:PORT] [METHOD] [PATH] "
+	  "(repeat)\n"
+	  "  --on-unknown deny    deny destinations no rule covers (the only "
+	  "choice\n"
+	  "                       without the dashboard, which can ask)\n"
+	  "  --memory SIZE        memory limit, e.g. 2G (default: the agent's, "
+	  "then [limits])\n"
+	  "  --pids N             process limit (default: the agent's, then "
+	  "[limits])\n"
+	  "  --upstream-ca FILE   also trust FILE's CA certificates upstream "
+	  "(repeat)\n"
+	  "  -- COMMAND [ARG...]  what to run (default: the agent's command; "
+	  "shell: $SHELL)\n"
+	  "\n"
+	  "The command gets its own pty when this is a terminal, else pipes. The\n"
+	  "jail sees the project read-write, a private HOME and /tmp, the system\n"
+	  "read-only, and no network but agentmux's proxy. agentmux exits with\n"
+	  "the command's status (128+N if signal N ended it); 2 for usage errors,\n"
+	  "1 if the jail could not start.\n" },
 	{ .name = "sessions", .fn = cmd_sessions,
 	  .usage = "[--json] [--all]",
 	  .summary = "list recorded sessions, newest first",

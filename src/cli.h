@@ -68,5 +68,6 @@ int cmd_agents(int, char **);
 int cmd_export(int, char **);
 int cmd_policy(int, char **);
 int cmd_probe(int, char **);
+int cmd_run(int, char **);
 
 #endif

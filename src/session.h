@@ -94,6 +94,14 @@ struct session_events {
 };
 
 /**
+ * Checks OPTS without starting anything (the agent profile exists, the
+ * project may be jailed): -1 with *CAUSE when they are wrong, which is a
+ * usage error of the front end.
+ */
+int session_check(struct session_ctx *, const struct session_opts *,
+    char **cause);
+
+/**
  * Starts a session: resolves the agent profile and project, records the
  * session, snapshots the project, starts the jail and serves its proxy
  * listener. NULL with *CAUSE (a sentence saying what to do) on error.
@@ -115,6 +123,8 @@ int session_exit_status(struct session *);
 
 /** Sends input to the command (pty or stdin). */
 int session_write(struct session *, const void *, size_t);
+/** Bytes given to session_write that the command has not taken yet. */
+size_t session_input_pending(struct session *);
 /** Ends the command's input (pipe mode). */
 void session_close_input(struct session *);
 /** Resizes the command's pty. */

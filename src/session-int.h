@@ -1,0 +1,100 @@
+/* Internals of the session layer, shared by its files (the proxy wiring joins them as session-proxy.c). */
+#ifndef AGENTMUX_SESSION_INT_H
+#define AGENTMUX_SESSION_INT_H
+
+#include "core/core.h"
+#include "jail/jail.h"
+#include "session.h"
+
+struct bufferevent;
+struct event;
+struct jail;
+
+/* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
+#define SESSION_TERM_GRACE_SEC 5
+
+/* The port of the proxy listener inside every jail (its own network namespace). */
+#define SESSION_PROXY_PORT 3128
+
+struct session_ctx {
+	struct event_base *base;
+	const struct config *cf;
+	struct store *st;
+	char *data_dir;
+	struct strv upstream_ca;     /* extra upstream CAs, for the proxy */
+	struct event *sigchld;
+	struct session *sessions;    /* every live session */
+};
+
+struct session {
+	struct session_ctx *ctx;
+	struct session *next;
+	struct session_events ev;
+	void *arg;
+
+	int64_t id;
+	char *kind;
+	char *agent;
+	char *project;
+	char *cwd;
+	char *command;               /* shell-quoted, for display */
+	char *dir;                   /* $DATA/sessions/<id> */
+	struct strv argv;
+	struct strv env;
+	struct strv allow;           /* --allow/--deny, for the proxy */
+	struct strv deny;
+	int on_unknown;
+
+	struct jail *jail;
+	int listen_fd;               /* the jail's proxy listener until served */
+
+	struct bufferevent *pty;     /* pty mode: both directions */
+	struct bufferevent *out;     /* pipe mode */
+	struct bufferevent *err;
+	struct bufferevent *in;
+	bool in_closing;             /* close stdin once what is queued is written */
+
+	bool reaped;
+	bool ended;
+	int status;
+	struct event *kill_ev;
+};
+
+/* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
+struct session_setup {
+	char *dir;                   /* $DATA/sessions/<id> */
+	char *shell;
+	const char *home;
+	char *cmd_dir;               /* where the command was found on the host */
+	struct strv env;
+	struct strv binds;           /* read-only, at the same path */
+	struct strv ov_path;         /* overlays: where, lower, upper, work */
+	struct strv ov_lower;
+	struct strv ov_upper;
+	struct strv ov_work;
+	struct strv file_paths;      /* single files: where, and the session's copy */
+	struct strv file_srcs;
+	struct strv notices;         /* things the user should hear about */
+	struct jail_overlay *overlays;
+	struct jail_bind *jbinds;
+};
+
+struct config_agent;
+struct jail_conf;
+
+void session_setup_init(struct session_setup *);
+void session_setup_free(struct session_setup *);
+const struct config_agent *session_setup_profile(const struct config *,
+    const char *name, char **cause);
+int session_setup_command(struct strv *argv, const struct config_agent *,
+    char *const *command, char **cause);
+char *session_setup_user_shell(void);
+void session_setup_binds(struct session_setup *, const char *argv0,
+    const char *project);
+void session_setup_env(struct session_setup *, const struct config_agent *,
+    bool pty, int port);
+int session_setup_overlays(struct session_setup *,
+    const struct config_agent *, char **cause);
+void session_setup_jail(struct session_setup *, struct jail_conf *);
+
+#endif

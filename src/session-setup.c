@@ -1,0 +1,444 @@
+/* What a session's jail is made of: the agent profile, the command, its environment, its overlays and binds. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session-int.h"
+
+extern char **environ;
+
+/* The jail's PATH; the command's own directory goes first when it is elsewhere. */
+#define SESSION_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:" \
+    "/usr/sbin:/sbin"
+
+/* Variables of the caller's environment that may pass into the jail. */
+static const char *const session_env_allow[] = {
+	"TERM", "LANG", "TZ", "COLORTERM",
+};
+
+/* Host dirs every jail sees anyway: commands there need no bind. */
+static const char *const session_visible[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+};
+
+const struct config_agent *
+session_setup_profile(const struct config *cf, const char *name,
+    char **cause)
+{
+	const struct config_agent *a;
+	struct buf b;
+	size_t i;
+
+	if (name == NULL)
+		name = cf->ui.default_agent != NULL ? cf->ui.default_agent :
+		    "shell";
+	if ((a = config_agent(cf, name)) != NULL)
+		return a;
+	buf_init(&b);
+	for (i = 0; i < cf->nagents; i++)
+		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", cf->agents[i].name);
+	*cause = xprintf("unknown agent '%s'; the agents are: %s", name,
+	    b.len > 0 ? b.data : "(none)");
+	buf_free(&b);
+	return NULL;
+}
+
+/* The user's shell: $SHELL, else the passwd entry, else /bin/sh. */
+static char *
+session_setup_shell(void)
+{
+	const char *sh = getenv("SHELL");
+	struct passwd *pw;
+
+	if (sh != NULL && *sh == '/' && access(sh, X_OK) == 0)
+		return xstrdup(sh);
+	if ((pw = getpwuid(getuid())) != NULL && pw->pw_shell != NULL &&
+	    *pw->pw_shell == '/' && access(pw->pw_shell, X_OK) == 0)
+		return xstrdup(pw->pw_shell);
+	return xstrdup("/bin/sh");
+}
+
+int
+session_setup_command(struct strv *argv, const struct config_agent *a,
+    char *const *command, char **cause)
+{
+	size_t i;
+
+	strv_init(argv);
+	if (command != NULL && command[0] != NULL) {
+		for (i = 0; command[i] != NULL; i++)
+			strv_add(argv, command[i]);
+		return 0;
+	}
+	if (a->command != NULL && *a->command != '\0') {
+		if (strv_split_words(argv, a->command, cause) == -1)
+			return -1;
+		if (argv->n > 0)
+			return 0;
+	}
+	strv_take(argv, session_setup_shell());
+	return 0;
+}
+
+static bool
+session_setup_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/');
+}
+
+static bool
+session_setup_visible(const char *path, const char *project)
+{
+	size_t i;
+
+	if (session_setup_under(path, project))
+		return true;
+	for (i = 0; i < nitems(session_visible); i++) {
+		if (session_setup_under(path, session_visible[i]))
+			return true;
+	}
+	return false;
+}
+
+static char *
+session_setup_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL || slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+/*
+ * A command installed outside what the jail sees (an npm prefix under the
+ * hidden HOME, /opt) is bound read-only at the same place: the directory
+ * it was found in and the directory its symlinks lead to.
+ */
+void
+session_setup_binds(struct session_setup *ss, const char *argv0,
+    const char *project)
+{
+	char *found, *real = NULL, *dir;
+
+	if ((found = path_find_exec(argv0, getenv("PATH"))) == NULL)
+		return;
+	if (*found != '/') {
+		free(found);
+		return;
+	}
+	dir = session_setup_dirname(found);
+	ss->cmd_dir = xstrdup(dir);
+	if (!session_setup_visible(dir, project))
+		strv_take(&ss->binds, dir);
+	else
+		free(dir);
+	if ((real = realpath(found, NULL)) != NULL) {
+		dir = session_setup_dirname(real);
+		if (!session_setup_visible(dir, project) &&
+		    !strv_contains(&ss->binds, dir))
+			strv_take(&ss->binds, dir);
+		else
+			free(dir);
+	}
+	free(real);
+	free(found);
+}
+
+static bool
+session_setup_allowed(const char *kv)
+{
+	size_t i, n;
+
+	if (strncmp(kv, "LC_", 3) == 0)
+		return true;
+	for (i = 0; i < nitems(session_env_allow); i++) {
+		n = strlen(session_env_allow[i]);
+		if (strncmp(kv, session_env_allow[i], n) == 0 && kv[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+/* Sets NAME=VALUE in ENV, replacing an earlier NAME. */
+static void
+session_setup_setenv(struct strv *env, const char *name, const char *value)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=') {
+			free(env->v[i]);
+			env->v[i] = xprintf("%s=%s", name, value);
+			return;
+		}
+	}
+	strv_addf(env, "%s=%s", name, value);
+}
+
+/* Only an allowlist of the caller's environment goes in; the rest is ours. */
+void
+session_setup_env(struct session_setup *ss, const struct config_agent *a,
+    bool pty, int port)
+{
+	struct passwd *pw = getpwuid(getuid());
+	const char *user = pw != NULL ? pw->pw_name : "user";
+	char **e, *path, *proxy;
+	size_t i;
+
+	strv_init(&ss->env);
+	for (e = environ; *e != NULL; e++) {
+		if (session_setup_allowed(*e))
+			strv_add(&ss->env, *e);
+	}
+	if (getenv("TERM") == NULL)
+		session_setup_setenv(&ss->env, "TERM", pty ? "xterm-256color" :
+		    "dumb");
+	for (i = 0; i < a->env.n; i++) {
+		char *eq = strchr(a->env.v[i], '=');
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		session_setup_setenv(&ss->env, a->env.v[i], eq + 1);
+		*eq = '=';
+	}
+	session_setup_setenv(&ss->env, "HOME", ss->home);
+	session_setup_setenv(&ss->env, "USER", user);
+	session_setup_setenv(&ss->env, "LOGNAME", user);
+	session_setup_setenv(&ss->env, "SHELL", ss->shell);
+	if (ss->cmd_dir != NULL && strcmp(ss->cmd_dir, "/usr/bin") != 0 &&
+	    strcmp(ss->cmd_dir, "/bin") != 0)
+		path = xprintf("%s:%s", ss->cmd_dir, SESSION_PATH);
+	else
+		path = xstrdup(SESSION_PATH);
+	session_setup_setenv(&ss->env, "PATH", path);
+	free(path);
+	/* The only door out: every client that honours a proxy finds it. */
+	proxy = xprintf("http://127.0.0.1:%d", port);
+	session_setup_setenv(&ss->env, "HTTP_PROXY", proxy);
+	session_setup_setenv(&ss->env, "HTTPS_PROXY", proxy);
+	session_setup_setenv(&ss->env, "ALL_PROXY", proxy);
+	session_setup_setenv(&ss->env, "http_proxy", proxy);
+	session_setup_setenv(&ss->env, "https_proxy", proxy);
+	session_setup_setenv(&ss->env, "all_proxy", proxy);
+	free(proxy);
+}
+
+/* A missing entry is a file if its name has an extension (".claude.json"). */
+static bool
+session_setup_looks_file(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base != NULL ? base + 1 : path;
+	if (*base == '.')
+		base++;
+	return strchr(base, '.') != NULL;
+}
+
+static int
+session_setup_copy(const char *from, const char *to, mode_t mode,
+    char **cause)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b);
+	if (buf_read_file(&b, from) == -1) {
+		*cause = xprintf("cannot read %s: %s", from, strerror(errno));
+		buf_free(&b);
+		return -1;
+	}
+	rc = util_write_file_atomic(to, b.data != NULL ? b.data : "", b.len,
+	    mode & 0777, cause);
+	buf_free(&b);
+	return rc;
+}
+
+static int
+session_setup_mkdir(const char *path, char **cause)
+{
+	if (path_mkdir_p(path, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* One config_dir entry: an overlay for a directory, a private copy for a file. */
+static int
+session_setup_overlay(struct session_setup *ss, size_t n, const char *path,
+    struct buf *manifest, char **cause)
+{
+	char *base = xprintf("%s/overlay/%zu", ss->dir, n);
+	struct stat st;
+	bool exists = stat(path, &st) == 0;
+	int rc = -1;
+
+	if (exists && st.st_uid != getuid()) {
+		/* Copy-up of files we cannot map fails (EOVERFLOW): leave it out. */
+		strv_addf(&ss->notices, "%s is not yours (uid %lu); it is not "
+		    "shown in the jail", path, (unsigned long)st.st_uid);
+		rc = 0;
+		goto out;
+	}
+	if ((exists && S_ISREG(st.st_mode)) ||
+	    (!exists && session_setup_looks_file(path))) {
+		if (!exists) {
+			/* Nothing to show; what the agent writes stays in its HOME. */
+			rc = 0;
+			goto out;
+		}
+		if (session_setup_mkdir(base, cause) == -1)
+			goto out;
+		strv_addf(&ss->file_srcs, "%s/file", base);
+		if (session_setup_copy(path, ss->file_srcs.v[ss->file_srcs.n -
+		    1], st.st_mode, cause) == -1)
+			goto out;
+		strv_add(&ss->file_paths, path);
+		buf_printf(manifest, "%zu\tfile\t%s\n", n, path);
+		rc = 0;
+		goto out;
+	}
+	if (exists && !S_ISDIR(st.st_mode)) {
+		rc = 0;
+		goto out;
+	}
+	strv_addf(&ss->ov_upper, "%s/upper", base);
+	strv_addf(&ss->ov_work, "%s/work", base);
+	strv_add(&ss->ov_path, path);
+	/* A dir the host does not have yet: the lower layer is an empty one. */
+	if (!exists)
+		strv_addf(&ss->ov_lower, "%s/lower", base);
+	else
+		strv_add(&ss->ov_lower, path);
+	if (session_setup_mkdir(ss->ov_upper.v[ss->ov_upper.n - 1],
+	    cause) == -1 || session_setup_mkdir(ss->ov_work.v[ss->ov_work.n -
+	    1], cause) == -1 || (!exists && session_setup_mkdir(
+	    ss->ov_lower.v[ss->ov_lower.n - 1], cause) == -1))
+		goto out;
+	buf_printf(manifest, "%zu\tdir\t%s\n", n, path);
+	rc = 0;
+out:
+	free(base);
+	return rc;
+}
+
+/* The profile's config dirs, and the manifest the config-diff review reads. */
+int
+session_setup_overlays(struct session_setup *ss, const struct config_agent *a,
+    char **cause)
+{
+	struct buf manifest;
+	char *path, *mpath;
+	size_t i, len;
+	int rc = -1;
+
+	if (a->config_dirs.n == 0)
+		return 0;
+	buf_init(&manifest);
+	for (i = 0; i < a->config_dirs.n; i++) {
+		path = path_expand_home(a->config_dirs.v[i]);
+		len = strlen(path);
+		while (len > 1 && path[len - 1] == '/')
+			path[--len] = '\0';
+		if (*path != '/') {
+			*cause = xprintf("config_dir %s of agent %s is not an "
+			    "absolute path or ~/...", a->config_dirs.v[i],
+			    a->name);
+			free(path);
+			goto out;
+		}
+		if (session_setup_overlay(ss, i, path, &manifest, cause) ==
+		    -1) {
+			free(path);
+			goto out;
+		}
+		free(path);
+	}
+	mpath = xprintf("%s/overlays", ss->dir);
+	rc = util_write_file_atomic(mpath, manifest.data != NULL ?
+	    manifest.data : "", manifest.len, 0600, cause);
+	free(mpath);
+out:
+	buf_free(&manifest);
+	return rc;
+}
+
+void
+session_setup_init(struct session_setup *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	strv_init(&ss->env);
+	strv_init(&ss->binds);
+	strv_init(&ss->ov_path);
+	strv_init(&ss->ov_lower);
+	strv_init(&ss->ov_upper);
+	strv_init(&ss->ov_work);
+	strv_init(&ss->file_paths);
+	strv_init(&ss->file_srcs);
+	strv_init(&ss->notices);
+}
+
+void
+session_setup_free(struct session_setup *ss)
+{
+	strv_free(&ss->env);
+	strv_free(&ss->binds);
+	strv_free(&ss->ov_path);
+	strv_free(&ss->ov_lower);
+	strv_free(&ss->ov_upper);
+	strv_free(&ss->ov_work);
+	strv_free(&ss->file_paths);
+	strv_free(&ss->file_srcs);
+	strv_free(&ss->notices);
+	free(ss->overlays);
+	free(ss->jbinds);
+	free(ss->cmd_dir);
+	free(ss->shell);
+	free(ss->dir);
+}
+
+/* Fills the jail's overlay and bind arrays from the lists (which must outlive them). */
+void
+session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
+{
+	size_t i, n;
+
+	ss->overlays = xcalloc(ss->ov_path.n + 1, sizeof *ss->overlays);
+	for (i = 0; i < ss->ov_path.n; i++) {
+		ss->overlays[i].path = ss->ov_path.v[i];
+		ss->overlays[i].lower = ss->ov_lower.v[i];
+		ss->overlays[i].upper = ss->ov_upper.v[i];
+		ss->overlays[i].work = ss->ov_work.v[i];
+	}
+	jc->overlays = ss->overlays;
+	jc->noverlays = ss->ov_path.n;
+	n = ss->binds.n + ss->file_paths.n;
+	ss->jbinds = xcalloc(n + 1, sizeof *ss->jbinds);
+	for (i = 0; i < ss->binds.n; i++)
+		ss->jbinds[i].path = ss->binds.v[i];
+	for (i = 0; i < ss->file_paths.n; i++) {
+		ss->jbinds[ss->binds.n + i].path = ss->file_paths.v[i];
+		ss->jbinds[ss->binds.n + i].src = ss->file_srcs.v[i];
+		ss->jbinds[ss->binds.n + i].rw = true;
+	}
+	jc->binds = ss->jbinds;
+	jc->nbinds = n;
+}
+
+char *
+session_setup_user_shell(void)
+{
+	return session_setup_shell();
+}

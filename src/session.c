@@ -1,0 +1,596 @@
+/* The session layer: starts a jailed command, relays its pty or pipes on the loop, records its life in the store. */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "jail/jail.h"
+#include "session-int.h"
+#include "store/store.h"
+
+static void session_finish(struct session *);
+
+/* SIGCHLD: whichever jails have ended are reaped. */
+static void
+session_ctx_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+	struct session_ctx *ctx = arg;
+	struct session *s, *next;
+
+	for (s = ctx->sessions; s != NULL; s = next) {
+		next = s->next;
+		if (s->jail != NULL && !s->reaped &&
+		    jail_reap(s->jail, &s->status) == 1) {
+			s->reaped = true;
+			session_finish(s);
+		}
+	}
+}
+
+struct session_ctx *
+session_ctx_create(struct event_base *base, const struct config *cf,
+    char *const *upstream_ca, char **cause)
+{
+	struct session_ctx *ctx = xcalloc(1, sizeof *ctx);
+	size_t i;
+
+	ctx->base = base;
+	ctx->cf = cf;
+	strv_init(&ctx->upstream_ca);
+	for (i = 0; upstream_ca != NULL && upstream_ca[i] != NULL; i++)
+		strv_add(&ctx->upstream_ca, upstream_ca[i]);
+	if ((ctx->data_dir = path_data_dir(cause)) == NULL)
+		goto fail;
+	if ((ctx->st = store_open(NULL, cause)) == NULL)
+		goto fail;
+	store_attach(ctx->st, base);
+	ctx->sigchld = evsignal_new(base, SIGCHLD, session_ctx_sigchld, ctx);
+	if (ctx->sigchld == NULL || evsignal_add(ctx->sigchld, NULL) == -1) {
+		*cause = xstrdup("cannot watch for ended commands (SIGCHLD)");
+		goto fail;
+	}
+	return ctx;
+fail:
+	session_ctx_free(ctx);
+	return NULL;
+}
+
+void
+session_ctx_free(struct session_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	while (ctx->sessions != NULL)
+		session_free(ctx->sessions);
+	if (ctx->sigchld != NULL)
+		event_free(ctx->sigchld);
+	store_close(ctx->st);
+	strv_free(&ctx->upstream_ca);
+	free(ctx->data_dir);
+	free(ctx);
+}
+
+struct store *
+session_ctx_store(struct session_ctx *ctx)
+{
+	return ctx->st;
+}
+
+const struct config *
+session_ctx_config(struct session_ctx *ctx)
+{
+	return ctx->cf;
+}
+
+/* ---- checking what was asked for ---- */
+
+int
+session_check(struct session_ctx *ctx, const struct session_opts *o,
+    char **cause)
+{
+	const struct config_agent *a;
+	char *project;
+
+	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
+		return -1;
+	if (jail_project(o->dir != NULL ? o->dir : ".", &project, cause) == -1)
+		return -1;
+	free(project);
+	return 0;
+}
+
+/* ---- output and input ---- */
+
+static void
+session_emit(struct session *s, int stream, struct evbuffer *eb)
+{
+	struct evbuffer_iovec v[8];
+	int n, i;
+
+	while (evbuffer_get_length(eb) > 0) {
+		n = evbuffer_peek(eb, -1, NULL, v, (int)nitems(v));
+		if (n > (int)nitems(v))
+			n = (int)nitems(v);
+		for (i = 0; i < n; i++) {
+			if (s->ev.output != NULL)
+				s->ev.output(s->arg, s, stream, v[i].iov_base,
+				    v[i].iov_len);
+			evbuffer_drain(eb, v[i].iov_len);
+		}
+	}
+}
+
+static void
+session_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	session_emit(s, bev == s->err ? 2 : 1, bufferevent_get_input(bev));
+}
+
+/* End of a stream (a pty reports EIO once every slave is closed). */
+static void
+session_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	session_read_cb(bev, s);
+	if (bev == s->in) {
+		/* The command closed its stdin: drop what it will never read. */
+		bufferevent_free(s->in);
+		s->in = NULL;
+		jail_close_stdin(s->jail);
+		return;
+	}
+	if (bev == s->pty)
+		s->pty = NULL;
+	else if (bev == s->out)
+		s->out = NULL;
+	else if (bev == s->err)
+		s->err = NULL;
+	bufferevent_free(bev);
+	session_finish(s);
+}
+
+static void
+session_in_drained(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	if (!s->in_closing || s->in == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(s->in)) > 0)
+		return;
+	bufferevent_free(s->in);
+	s->in = NULL;
+	jail_close_stdin(s->jail);
+}
+
+static struct bufferevent *
+session_bev(struct session *s, int fd, short enable)
+{
+	struct bufferevent *bev;
+
+	evutil_make_socket_nonblocking(fd);
+	bev = bufferevent_socket_new(s->ctx->base, fd, 0);
+	if (bev == NULL)
+		fatalx("cannot create a bufferevent");
+	bufferevent_setcb(bev, (enable & EV_READ) ? session_read_cb : NULL,
+	    (enable & EV_WRITE) ? session_in_drained : NULL,
+	    session_event_cb, s);
+	if (enable & EV_READ)
+		bufferevent_enable(bev, EV_READ);
+	return bev;
+}
+
+static void
+session_io_start(struct session *s)
+{
+	int fd;
+
+	if ((fd = jail_pty_fd(s->jail)) != -1) {
+		s->pty = session_bev(s, fd, EV_READ | EV_WRITE);
+		return;
+	}
+	s->out = session_bev(s, jail_stdout_fd(s->jail), EV_READ);
+	s->err = session_bev(s, jail_stderr_fd(s->jail), EV_READ);
+	s->in = session_bev(s, jail_stdin_fd(s->jail), EV_WRITE);
+}
+
+/*
+ * The session has ended once its jail is reaped and its output has been
+ * read to the end: only then is the exit reported, after the last byte.
+ */
+static void
+session_finish(struct session *s)
+{
+	if (s->ended || !s->reaped || s->pty != NULL || s->out != NULL ||
+	    s->err != NULL)
+		return;
+	s->ended = true;
+	if (s->kill_ev != NULL)
+		event_del(s->kill_ev);
+	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	if (s->ev.exited != NULL)
+		s->ev.exited(s->arg, s, s->status);
+}
+
+/*
+ * The jail's proxy listener. The proxy takes it over here (session-proxy.c
+ * with the ctx's proxy); without one, the listener is closed so that the
+ * jail's connections are refused at once rather than left hanging.
+ */
+static void
+session_listener(struct session *s, int fd)
+{
+	s->listen_fd = fd;
+	if (s->listen_fd != -1)
+		close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
+/* ---- starting ---- */
+
+static char *
+session_command_json(const struct strv *argv)
+{
+	struct json js;
+	size_t i;
+
+	json_init(&js, false);
+	json_arr_begin(&js);
+	for (i = 0; i < argv->n; i++)
+		json_str(&js, argv->v[i]);
+	json_arr_end(&js);
+	return buf_steal(&js.out);
+}
+
+static int
+session_record(struct session *s, char **cause)
+{
+	struct store_session rec;
+	char *cmd = session_command_json(&s->argv);
+
+	memset(&rec, 0, sizeof rec);
+	rec.kind = s->kind;
+	rec.agent = s->agent;
+	rec.project = s->project;
+	rec.command = cmd;
+	s->id = store_session_begin(s->ctx->st, &rec, cause);
+	free(cmd);
+	return s->id == -1 ? -1 : 0;
+}
+
+/* Where the command starts: the -C dir if it lies in the project, else the project. */
+static char *
+session_cwd(const char *dir, const char *project)
+{
+	char *real = realpath(dir != NULL ? dir : ".", NULL);
+	size_t n = strlen(project);
+
+	if (real != NULL && strncmp(real, project, n) == 0 &&
+	    (real[n] == '\0' || real[n] == '/'))
+		return real;
+	free(real);
+	return xstrdup(project);
+}
+
+static void
+session_limits(struct jail_limits *l, const struct config *cf,
+    const struct config_agent *a, const struct session_opts *o)
+{
+	memset(l, 0, sizeof *l);
+	l->memory = o->memory > 0 ? o->memory : a->memory > 0 ? a->memory :
+	    cf->limits.memory;
+	l->pids = o->pids > 0 ? o->pids : a->pids > 0 ? a->pids :
+	    cf->limits.pids;
+	l->file_size = cf->limits.file_size;
+	l->open_files = cf->limits.open_files;
+	l->tmp_size = cf->limits.tmp_size;
+	l->cpu_seconds = cf->limits.cpu_seconds;
+}
+
+/* The CA bundle the jail trusts (the proxy's, with its CA, once it serves the jail). */
+static const char *
+session_ca_bundle(struct session_ctx *ctx)
+{
+	static const char *const system[] = {
+		"/etc/ssl/certs/ca-certificates.crt",
+		"/etc/pki/tls/certs/ca-bundle.crt",
+	};
+	size_t i;
+
+	for (i = 0; i < nitems(system); i++) {
+		if (access(system[i], R_OK) == 0)
+			return system[i];
+	}
+	return NULL;
+}
+
+static int
+session_jail(struct session *s, const struct config_agent *a,
+    const struct session_opts *o, char **cause)
+{
+	struct session_setup ss;
+	struct jail_conf jc;
+	size_t i;
+	int rc = -1;
+
+	session_setup_init(&ss);
+	ss.home = path_home();
+	ss.shell = session_setup_user_shell();
+	ss.dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
+	    (long long)s->id);
+	session_setup_binds(&ss, s->argv.v[0], s->project);
+	session_setup_env(&ss, a, o->pty, SESSION_PROXY_PORT);
+	if (session_setup_overlays(&ss, a, cause) == -1)
+		goto out;
+	memset(&jc, 0, sizeof jc);
+	jc.project = s->project;
+	jc.cwd = s->cwd;
+	jc.argv = s->argv.v;
+	jc.envp = ss.env.v;
+	jc.home = ss.home;
+	jc.ca_bundle = session_ca_bundle(s->ctx);
+	session_setup_jail(&ss, &jc);
+	session_limits(&jc.limits, s->ctx->cf, a, o);
+	jc.pty = o->pty;
+	jc.rows = o->rows;
+	jc.cols = o->cols;
+	jc.proxy_port = SESSION_PROXY_PORT;
+	if ((s->jail = jail_start(&jc, cause)) == NULL)
+		goto out;
+	for (i = 0; i < ss.notices.n; i++) {
+		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
+		    ss.notices.v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "warn", ss.notices.v[i]);
+	}
+	strv_free(&s->env);
+	s->env = ss.env;
+	strv_init(&ss.env);
+	rc = 0;
+out:
+	session_setup_free(&ss);
+	return rc;
+}
+
+static void
+session_strv_copy(struct strv *to, char *const *from)
+{
+	size_t i;
+
+	strv_init(to);
+	for (i = 0; from != NULL && from[i] != NULL; i++)
+		strv_add(to, from[i]);
+}
+
+static struct session *
+session_new(struct session_ctx *ctx, const struct session_opts *o,
+    const struct session_events *ev, void *arg)
+{
+	struct session *s = xcalloc(1, sizeof *s);
+
+	s->ctx = ctx;
+	if (ev != NULL)
+		s->ev = *ev;
+	s->arg = arg;
+	s->id = -1;
+	s->listen_fd = -1;
+	s->status = -1;
+	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
+	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
+	    (int)ctx->cf->on_unknown;
+	strv_init(&s->env);
+	session_strv_copy(&s->allow, o->allow);
+	session_strv_copy(&s->deny, o->deny);
+	return s;
+}
+
+static void
+session_link(struct session *s)
+{
+	s->next = s->ctx->sessions;
+	s->ctx->sessions = s;
+}
+
+static void
+session_unlink(struct session *s)
+{
+	struct session **p;
+
+	for (p = &s->ctx->sessions; *p != NULL; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			return;
+		}
+	}
+}
+
+struct session *
+session_start(struct session_ctx *ctx, const struct session_opts *o,
+    const struct session_events *ev, void *arg, char **cause)
+{
+	const struct config_agent *a;
+	struct session *s;
+
+	if (o->listen_fd != -1) {
+		*cause = xstrdup("serving a listener without a jail needs the "
+		    "proxy, which this session layer does not run");
+		return NULL;
+	}
+	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
+		return NULL;
+	s = session_new(ctx, o, ev, arg);
+	s->agent = xstrdup(a->name);
+	if (session_setup_command(&s->argv, a, o->command, cause) == -1 ||
+	    jail_project(o->dir != NULL ? o->dir : ".", &s->project,
+	    cause) == -1) {
+		session_free(s);
+		return NULL;
+	}
+	s->cwd = session_cwd(o->dir, s->project);
+	s->command = strv_join_shell(s->argv.v);
+	if (session_record(s, cause) == -1) {
+		session_free(s);
+		return NULL;
+	}
+	if (session_jail(s, a, o, cause) == -1) {
+		store_session_end(ctx->st, s->id, "failed", -1, *cause);
+		s->ended = true;
+		session_free(s);
+		return NULL;
+	}
+	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
+	session_listener(s, jail_take_listen_fd(s->jail));
+	session_link(s);
+	session_io_start(s);
+	return s;
+}
+
+void
+session_free(struct session *s)
+{
+	if (s == NULL)
+		return;
+	session_unlink(s);
+	if (s->kill_ev != NULL)
+		event_free(s->kill_ev);
+	if (s->pty != NULL)
+		bufferevent_free(s->pty);
+	if (s->out != NULL)
+		bufferevent_free(s->out);
+	if (s->err != NULL)
+		bufferevent_free(s->err);
+	if (s->in != NULL)
+		bufferevent_free(s->in);
+	if (s->jail != NULL && !s->reaped) {
+		/* Whatever still runs goes now; its end is recorded as such. */
+		jail_kill(s->jail);
+		jail_free(s->jail);
+		s->jail = NULL;
+		if (!s->ended && s->id != -1)
+			store_session_end(s->ctx->st, s->id, "exited",
+			    128 + SIGKILL, "ended by agentmux");
+	} else if (!s->ended && s->id != -1)
+		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	jail_free(s->jail);
+	if (s->listen_fd != -1)
+		close(s->listen_fd);
+	strv_free(&s->argv);
+	strv_free(&s->env);
+	strv_free(&s->allow);
+	strv_free(&s->deny);
+	free(s->kind);
+	free(s->agent);
+	free(s->project);
+	free(s->cwd);
+	free(s->command);
+	free(s);
+}
+
+/* ---- what front ends ask ---- */
+
+int64_t
+session_id(struct session *s)
+{
+	return s->id;
+}
+
+const char *
+session_agent(struct session *s)
+{
+	return s->agent;
+}
+
+const char *
+session_project(struct session *s)
+{
+	return s->project;
+}
+
+const char *
+session_command(struct session *s)
+{
+	return s->command;
+}
+
+bool
+session_running(struct session *s)
+{
+	return !s->ended;
+}
+
+int
+session_exit_status(struct session *s)
+{
+	return s->ended ? s->status : -1;
+}
+
+int
+session_write(struct session *s, const void *data, size_t len)
+{
+	struct bufferevent *bev = s->pty != NULL ? s->pty : s->in;
+
+	if (bev == NULL || s->in_closing) {
+		errno = EPIPE;
+		return -1;
+	}
+	return bufferevent_write(bev, data, len);
+}
+
+size_t
+session_input_pending(struct session *s)
+{
+	struct bufferevent *bev = s->pty != NULL ? s->pty : s->in;
+
+	return bev != NULL ? evbuffer_get_length(bufferevent_get_output(bev)) :
+	    0;
+}
+
+void
+session_close_input(struct session *s)
+{
+	if (s->in == NULL)
+		return;
+	s->in_closing = true;
+	session_in_drained(s->in, s);
+}
+
+void
+session_resize(struct session *s, unsigned short rows, unsigned short cols)
+{
+	if (s->jail != NULL && !s->reaped)
+		jail_resize(s->jail, rows, cols);
+}
+
+static void
+session_kill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	if (s->jail != NULL && !s->reaped)
+		jail_kill(s->jail);
+}
+
+void
+session_terminate(struct session *s)
+{
+	struct timeval tv = { SESSION_TERM_GRACE_SEC, 0 };
+
+	if (s->jail == NULL || s->reaped)
+		return;
+	jail_signal(s->jail, SIGTERM);
+	if (s->kill_ev == NULL)
+		s->kill_ev = evtimer_new(s->ctx->base, session_kill_cb, s);
+	if (!evtimer_pending(s->kill_ev, NULL))
+		evtimer_add(s->kill_ev, &tv);
+}
