@@ -168,9 +168,9 @@ jail_userns_hint(void)
 	return NULL;
 }
 
-/* The probe child: map ourselves and mount a tmpfs, as the jail will. */
+/* The probe child: map ourselves (UID, GID outside) and mount a tmpfs, as the jail will. */
 static int
-jail_probe_child(void)
+jail_probe_child(uid_t uid, gid_t gid)
 {
 	char map[64];
 	int fd;
@@ -179,9 +179,15 @@ jail_probe_child(void)
 	    write(fd, "deny", 4) != 4)
 		return 10;
 	close(fd);
-	snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getuid(),
-	    (unsigned long)getuid());
+	snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)uid,
+	    (unsigned long)uid);
 	if ((fd = open("/proc/self/uid_map", O_WRONLY)) == -1 ||
+	    write(fd, map, strlen(map)) != (ssize_t)strlen(map))
+		return 11;
+	close(fd);
+	snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)gid,
+	    (unsigned long)gid);
+	if ((fd = open("/proc/self/gid_map", O_WRONLY)) == -1 ||
 	    write(fd, map, strlen(map)) != (ssize_t)strlen(map))
 		return 11;
 	close(fd);
@@ -194,6 +200,8 @@ jail_probe_child(void)
 int
 jail_probe_userns(char **cause)
 {
+	uid_t uid = getuid();
+	gid_t gid = getgid();
 	char *hint;
 	pid_t pid;
 	int st;
@@ -201,7 +209,7 @@ jail_probe_userns(char **cause)
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | SIGCHLD,
 	    NULL, NULL, NULL, NULL);
 	if (pid == 0)
-		_exit(jail_probe_child());
+		_exit(jail_probe_child(uid, gid));
 	if (pid == -1) {
 		int saved = errno;
 

@@ -1,0 +1,169 @@
+#!/bin/sh
+# The escape suite: real attempts from inside real jails, each of which must
+# fail, first as root, then as an unprivileged user made for the test.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+# Host-side listeners the jail must not reach: TCP on loopback, a unix
+# socket outside the project, an abstract socket. Writes the port to $1.
+host_listeners() {
+	python3 - "$1" "$T/host.sock" "$2" <<'PY' &
+import socket, sys, time
+t = socket.socket(); t.bind(("127.0.0.1", 0)); t.listen(8)
+u = socket.socket(socket.AF_UNIX); u.bind(sys.argv[2]); u.listen(8)
+a = socket.socket(socket.AF_UNIX); a.bind("\0" + sys.argv[3]); a.listen(8)
+open(sys.argv[1] + ".tmp", "w").write(str(t.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(120)
+PY
+	KILL_PIDS="${KILL_PIDS:-} $!"
+	for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.05; done
+	return 1
+}
+
+reads() {
+	for f in "$T/outside/secret.txt" "$HOME/.ssh/id_rsa" \
+	    "$HOME/.aws/credentials" "$HOME/.config/gh/hosts.yml" \
+	    "$HOME/.netrc" "$HOME/.docker/config.json" /etc/shadow \
+	    /etc/gshadow /etc/sudoers /root/.bash_history \
+	    /etc/ssh/ssh_host_ed25519_key "$OTHER_HOME/secret.txt"; do
+		blocked "read $f" "$E" read "$f"
+	done
+	works "read the project" "$E" read "$P/README"
+}
+
+# Writes that land in the jail's own tmpfs must not reach the host.
+host_unchanged() {
+	name=$1 path=$2
+	shift 2
+	jrun "$@"
+	if [ -e "$path" ] && [ "$(cat "$path" 2>/dev/null)" = pwned ]; then
+		bad "$name: $path was written on the host"
+	else
+		ok
+	fi
+}
+
+writes() {
+	tmpf="/tmp/amx-escape-$$-$WHO"
+	host_unchanged "write host /tmp" "$tmpf" "$E" write "$tmpf"
+	rm -f "$tmpf"
+	host_unchanged "write HOME" "$HOME/.bashrc" "$E" write "$HOME/.bashrc"
+	host_unchanged "write the project's parent" "$P/../evil" \
+	    "$E" write "$P/../evil"
+	blocked "append /etc/passwd" "$E" append /etc/passwd
+	blocked "create in /etc" "$E" write /etc/amx-evil
+	blocked "create in /usr" "$E" write /usr/bin/amx-evil
+	blocked "create at /" "$E" write /amx-evil
+	blocked "write outside" "$E" write "$T/outside/new.txt"
+	ln -s "$T/outside/target.txt" "$P/link-out"
+	blocked "write through a symlink" "$E" write "$P/link-out"
+	[ "$(cat "$T/outside/target.txt")" = orig ] && ok ||
+	    bad "the symlink target outside changed"
+	ln -s /etc/passwd "$P/link-etc"
+	blocked "append through a symlink to /etc" "$E" append "$P/link-etc"
+	blocked "hard link /etc/passwd" "$E" link /etc/passwd "$P/hl-passwd"
+	blocked "hard link /usr/bin/sh" "$E" link /usr/bin/sh "$P/hl-sh"
+	blocked "chmod /dev/null" "$E" chmod /dev/null
+	works "write the project" "$E" write "$P/ok.txt"
+	[ "$(cat "$P/ok.txt" 2>/dev/null)" = pwned ] && ok ||
+	    bad "a write in the project did not reach the host"
+}
+
+git_plants() {
+	blocked "plant a git hook" "$E" write "$P/.git/hooks/pre-commit"
+	blocked "change .git/config" "$E" append "$P/.git/config"
+	blocked "replace .git/hooks" "$E" rename "$P/.git/hooks" "$P/hooks-old"
+	blocked "replace .git" "$E" rename "$P/.git" "$P/git-old"
+	[ ! -e "$P/.git/hooks/pre-commit" ] && ! grep -q pwned "$P/.git/config" &&
+	    ok || bad "a git hook or config reached the host"
+	works "commit inside the jail" sh -c 'echo x > f && git add f &&
+	    git -c user.email=a@b -c user.name=a commit -qm x'
+}
+
+network() {
+	port=$(cat "$T/port")
+	blocked "connect to host loopback" "$E" tcp 127.0.0.1 "$port"
+	ip=$(hostname -I 2>/dev/null | awk '{print $1}')
+	if [ -n "$ip" ]; then
+		blocked "connect to the host's address" "$E" tcp "$ip" "$port"
+	fi
+	blocked "connect to a host unix socket" "$E" unix "$T/host.sock"
+	blocked "connect to a host abstract socket" "$E" abstract "$ABSTRACT"
+	blocked "resolve a name" "$E" resolve example.com
+	works "resolve localhost" "$E" resolve localhost
+	blocked "raw socket" "$E" raw
+	blocked "packet socket" "$E" packet
+	blocked "audit netlink" "$E" netlink-audit
+	blocked "uevent netlink" "$E" netlink-uevent
+	works "route netlink" "$E" netlink-route
+}
+
+processes() {
+	sleep 120 &
+	hostpid=$!
+	KILL_PIDS="${KILL_PIDS:-} $hostpid"
+	blocked "see a host process" "$E" stat "/proc/$hostpid"
+	blocked "signal a host process" "$E" kill "$hostpid" 0
+	jrun sh -c 'kill -9 -1'
+	kill -0 "$hostpid" 2>/dev/null && ok ||
+	    bad "kill -9 -1 in the jail killed a host process"
+	for a in ptrace mount unshare clone clone3 keyctl add_key bpf perf \
+	    userfaultfd io_uring personality tiocsti; do
+		blocked "$a" "$E" "$a"
+	done
+}
+
+kernel() {
+	before=$(cat /proc/sys/kernel/core_pattern)
+	blocked "write core_pattern" "$E" write /proc/sys/kernel/core_pattern
+	if [ "$(cat /proc/sys/kernel/core_pattern)" = "$before" ]; then
+		ok
+	else
+		bad "core_pattern changed on the host"
+		printf '%s\n' "$before" >/proc/sys/kernel/core_pattern
+	fi
+	blocked "write another sysctl" "$E" write /proc/sys/vm/drop_caches
+	blocked "write sysrq-trigger" "$E" write /proc/sysrq-trigger
+	blocked "write /sys" "$E" write /sys/kernel/uevent_helper
+}
+
+environment() {
+	jrun "$E" env AMX_ESCAPE_SECRET
+	case $RC in 1) ok ;; *) bad "the caller's secret variable got in: $OUT" ;; esac
+	blocked "find the secret in /proc/self/environ" \
+	    "$E" grep /proc/self/environ "$AMX_ESCAPE_SECRET"
+	blocked "find the secret in /proc/1/environ" \
+	    "$E" grep /proc/1/environ "$AMX_ESCAPE_SECRET"
+}
+
+limits() {
+	blocked "fork bomb" --pids 40 -- "$E" forks 200
+	blocked "allocation" --memory 64M -- "$E" alloc 512
+	blocked "fill the disk" "$E" fill "$P/big" 64
+	blocked "fill /tmp" "$E" fill /tmp/big 64
+	[ ! -e "$P/big" ] && ok || bad "the big file was left in the project"
+}
+
+checks() {
+	OTHER_HOME=${OTHER_HOME:-/root}
+	if [ "$WHO" = root ]; then
+		OTHER_HOME=$(mktemp -d /tmp/amx-other-home.XXXXXX)
+		chmod 755 "$OTHER_HOME"
+		echo other >"$OTHER_HOME/secret.txt"
+	fi
+	export AMX_ESCAPE_SECRET="s3cret-$$-$WHO"
+	ABSTRACT="amx-escape-$$-$WHO"
+	host_listeners "$T/port" "$ABSTRACT" || bad "no host listeners"
+	reads
+	writes
+	git_plants
+	network
+	processes
+	kernel
+	environment
+	limits
+	[ "$WHO" = root ] && rm -rf "$OTHER_HOME"
+}
+
+jail_main "$@"

@@ -1,0 +1,352 @@
+/* The jail library itself: exit statuses and signals, the handed-out listener, the pty, pipes, errors, projects. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "jail/jail.h"
+#include "lib/testlib.h"
+
+#define PORT 3128
+
+static char *dir;
+static char *proj;
+static char *home;
+static char *no_userns;
+
+static char *test_env[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin", "TERM=dumb", NULL,
+};
+
+static int
+setup(void **state)
+{
+	if (jail_probe_userns(&no_userns) == 0)
+		no_userns = NULL;
+	dir = test_tmpdir("jail");
+	proj = xprintf("%s/proj", dir);
+	home = xprintf("%s/home", dir);
+	mkdir(proj, 0755);
+	mkdir(home, 0700);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	test_rmtree(dir);
+	free(no_userns);
+	free(dir);
+	free(proj);
+	free(home);
+	return 0;
+}
+
+static void
+conf_init(struct jail_conf *c, char **argv, bool pty)
+{
+	if (no_userns != NULL)
+		test_skip("SKIP: no user namespaces here: %s", no_userns);
+	memset(c, 0, sizeof *c);
+	c->project = proj;
+	c->argv = argv;
+	c->envp = test_env;
+	c->home = home;
+	c->pty = pty;
+	c->rows = 30;
+	c->cols = 100;
+	c->proxy_port = PORT;
+	c->limits.tmp_size = 16 << 20;
+	c->limits.open_files = 256;
+	c->limits.file_size = 64 << 20;
+}
+
+/* Reads FD until EOF or EIO (a pty whose slaves are all closed). */
+static char *
+read_all(int fd)
+{
+	struct buf b;
+	char chunk[4096];
+	ssize_t n;
+
+	buf_init(&b);
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_add(&b, chunk, (size_t)n);
+	buf_addc(&b, '\0');
+	return buf_steal(&b);
+}
+
+static int
+wait_jail(struct jail *j)
+{
+	int st, i;
+
+	for (i = 0; i < 10000; i++) {
+		if (jail_reap(j, &st) == 1)
+			return st;
+		usleep(1000);
+	}
+	fail_msg("the jail did not end");
+	return -1;
+}
+
+/* Runs ARGV in pipe mode with no input; returns the status, *OUT its stdout. */
+static int
+run(char **argv, char **out)
+{
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL;
+	int st;
+
+	conf_init(&c, argv, false);
+	j = jail_start(&c, &cause);
+	if (j == NULL)
+		fail_msg("jail_start: %s", cause);
+	jail_close_stdin(j);
+	*out = read_all(jail_stdout_fd(j));
+	st = wait_jail(j);
+	jail_free(j);
+	return st;
+}
+
+static void
+test_exit_status(void **state)
+{
+	char *a1[] = { "true", NULL }, *a2[] = { "sh", "-c", "exit 7", NULL };
+	char *a3[] = { "sh", "-c", "kill -KILL $$", NULL };
+	char *out;
+
+	assert_int_equal(run(a1, &out), 0);
+	free(out);
+	assert_int_equal(run(a2, &out), 7);
+	free(out);
+	assert_int_equal(run(a3, &out), 128 + SIGKILL);
+	free(out);
+}
+
+static void
+test_signal_forwarded(void **state)
+{
+	char *argv[] = { "sh", "-c", "echo up; exec sleep 30", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL, buf[16];
+
+	conf_init(&c, argv, false);
+	assert_non_null(j = jail_start(&c, &cause));
+	/* Once it runs, SIGTERM to the jail reaches the command through pid 1. */
+	assert_int_equal(read(jail_stdout_fd(j), buf, 3), 3);
+	jail_signal(j, SIGTERM);
+	assert_int_equal(wait_jail(j), 128 + SIGTERM);
+	jail_free(j);
+}
+
+static void
+test_listener(void **state)
+{
+	char *bash[] = { "bash", "-c",
+	    "echo hello-from-inside > /dev/tcp/127.0.0.1/3128", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	struct pollfd pfd;
+	char *cause = NULL, buf[64];
+	int lfd, cfd;
+	ssize_t n;
+
+	conf_init(&c, bash, false);
+	assert_non_null(j = jail_start(&c, &cause));
+	lfd = jail_take_listen_fd(j);
+	assert_true(lfd >= 0);
+	assert_int_equal(jail_take_listen_fd(j), -1);
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_true((cfd = accept(lfd, NULL, NULL)) >= 0);
+	n = read(cfd, buf, sizeof buf - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "hello-from-inside\n");
+	close(cfd);
+	close(lfd);
+	assert_int_equal(wait_jail(j), 0);
+	jail_free(j);
+}
+
+static void
+test_pty(void **state)
+{
+	char *argv[] = { "sh", "-c", "tty; stty size; test -t 0 && echo tty0",
+	    NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL, *out;
+
+	conf_init(&c, argv, true);
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_true(jail_pty_fd(j) >= 0);
+	assert_int_equal(jail_stdout_fd(j), -1);
+	out = read_all(jail_pty_fd(j));
+	/* ttyname works: the pty comes from the jail's own devpts. */
+	assert_non_null(strstr(out, "/dev/pts/0"));
+	assert_non_null(strstr(out, "30 100"));
+	assert_non_null(strstr(out, "tty0"));
+	free(out);
+	assert_int_equal(wait_jail(j), 0);
+	jail_free(j);
+}
+
+static void
+test_resize(void **state)
+{
+	char *argv[] = { "sh", "-c", "read x; stty size", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL, *out;
+
+	conf_init(&c, argv, true);
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_int_equal(jail_resize(j, 40, 120), 0);
+	assert_int_equal(write(jail_pty_fd(j), "go\n", 3), 3);
+	out = read_all(jail_pty_fd(j));
+	assert_non_null(strstr(out, "40 120"));
+	free(out);
+	assert_int_equal(wait_jail(j), 0);
+	jail_free(j);
+}
+
+static void
+test_pipes(void **state)
+{
+	char *argv[] = { "sh", "-c", "cat; echo to-stderr >&2", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL, *out, *err;
+
+	conf_init(&c, argv, false);
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_int_equal(write(jail_stdin_fd(j), "piped\n", 6), 6);
+	jail_close_stdin(j);
+	out = read_all(jail_stdout_fd(j));
+	err = read_all(jail_stderr_fd(j));
+	assert_string_equal(out, "piped\n");
+	assert_string_equal(err, "to-stderr\n");
+	free(out);
+	free(err);
+	assert_int_equal(wait_jail(j), 0);
+	jail_free(j);
+}
+
+static void
+test_errors(void **state)
+{
+	char *argv[] = { "no-such-command-anywhere", NULL };
+	char *argv2[] = { "true", NULL };
+	struct jail_conf c;
+	char *cause = NULL;
+
+	conf_init(&c, argv, false);
+	assert_null(jail_start(&c, &cause));
+	assert_non_null(strstr(cause, "no-such-command-anywhere: command not "
+	    "found in the jail"));
+	assert_null(strchr(cause, '\n'));
+	free(cause);
+	cause = NULL;
+	conf_init(&c, argv2, false);
+	c.cwd = "/no/such/dir";
+	assert_null(jail_start(&c, &cause));
+	assert_non_null(strstr(cause, "cannot enter /no/such/dir in the jail: "
+	    "No such file or directory"));
+	free(cause);
+}
+
+static void
+test_summary(void **state)
+{
+	char *argv[] = { "true", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL;
+
+	conf_init(&c, argv, false);
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_non_null(strstr(jail_summary(j), "\"namespaces\":[\"user\","));
+	assert_non_null(strstr(jail_summary(j), "\"landlock\":{\"abi\":"));
+	assert_non_null(strstr(jail_summary(j), "\"file_size\":{\"value\":"
+	    "67108864,\"by\":\"rlimit\"}"));
+	wait_jail(j);
+	jail_free(j);
+}
+
+static void
+expect_refused(const char *d, const char *needle)
+{
+	char *real = NULL, *cause = NULL;
+
+	assert_int_equal(jail_project(d, &real, &cause), -1);
+	assert_null(real);
+	if (strstr(cause, needle) == NULL)
+		fail_msg("'%s' lacks '%s'", cause, needle);
+	free(cause);
+}
+
+static void
+test_project(void **state)
+{
+	char *real = NULL, *cause = NULL, *sub, *other, *saved;
+
+	saved = getenv("HOME") != NULL ? xstrdup(getenv("HOME")) : NULL;
+	setenv("HOME", home, 1);
+	expect_refused("/", "cannot jail /: the whole filesystem");
+	expect_refused(home, "it is your home directory; run agentmux from "
+	    "a project directory or pass -C DIR");
+	expect_refused("/usr", "it is a system directory");
+	expect_refused("/no/such/dir", "No such file or directory; pass -C");
+	other = xprintf("%s/other", dir);
+	mkdir(other, 0755);
+	assert_int_equal(chown(other, getuid() + 1, getgid()), getuid() == 0 ?
+	    0 : -1);
+	if (getuid() == 0)
+		expect_refused(other, "not to you");
+	/* A subdirectory of a git repository: the repository is the project. */
+	sub = xprintf("%s/a/b", proj);
+	assert_int_equal(path_mkdir_p(sub, 0755), 0);
+	assert_int_equal(test_sh("git init -q %s", proj), 0);
+	assert_int_equal(jail_project(sub, &real, &cause), 0);
+	assert_string_equal(real, proj);
+	free(real);
+	/* Outside git: the directory itself. */
+	assert_int_equal(jail_project(other, &real, &cause), getuid() == 0 ?
+	    -1 : 0);
+	free(real);
+	free(cause);
+	free(sub);
+	free(other);
+	if (saved != NULL)
+		setenv("HOME", saved, 1);
+	free(saved);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exit_status),
+		cmocka_unit_test(test_signal_forwarded),
+		cmocka_unit_test(test_listener),
+		cmocka_unit_test(test_pty),
+		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_pipes),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_project),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
