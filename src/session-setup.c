@@ -195,7 +195,6 @@ session_setup_env(struct session_setup *ss, const struct config_agent *a,
 	char **e, *path, *proxy;
 	size_t i;
 
-	strv_init(&ss->env);
 	for (e = environ; *e != NULL; e++) {
 		if (session_setup_allowed(*e))
 			strv_add(&ss->env, *e);
