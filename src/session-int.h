@@ -37,9 +37,10 @@ struct session {
 	char *agent;
 	char *project;
 	char *cwd;
-	char *command;               /* shell-quoted, for display */
+	char *command;               /* as asked for, shell-quoted, for display */
 	char *dir;                   /* $DATA/sessions/<id> */
-	struct strv argv;
+	struct strv argv;            /* what runs (argv[0] as found on the host) */
+	struct strv asked;           /* the command as asked for, for the record */
 	struct strv env;
 	struct strv allow;           /* --allow/--deny, for the proxy */
 	struct strv deny;
@@ -63,11 +64,11 @@ struct session {
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
 struct session_setup {
 	char *dir;                   /* $DATA/sessions/<id> */
-	char *shell;
+	const char *shell;
 	const char *home;
-	char *cmd_dir;               /* where the command was found on the host */
 	struct strv env;
 	struct strv binds;           /* read-only, at the same path */
+	struct strv path;            /* dirs to put first on the jail's PATH */
 	struct strv ov_path;         /* overlays: where, lower, upper, work */
 	struct strv ov_lower;
 	struct strv ov_upper;
@@ -86,11 +87,9 @@ void session_setup_init(struct session_setup *);
 void session_setup_free(struct session_setup *);
 const struct config_agent *session_setup_profile(const struct config *,
     const char *name, char **cause);
-int session_setup_command(struct strv *argv, const struct config_agent *,
-    char *const *command, char **cause);
-char *session_setup_user_shell(void);
-void session_setup_binds(struct session_setup *, const char *argv0,
-    const char *project);
+int session_setup_command(struct session_setup *, struct strv *argv,
+    const struct config_agent *, char *const *command, const char *project,
+    char **cause);
 void session_setup_env(struct session_setup *, const struct config_agent *,
     bool pty, int port);
 int session_setup_overlays(struct session_setup *,

@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "session-int.h"
 
 extern char **environ;
@@ -20,11 +22,6 @@ extern char **environ;
 /* Variables of the caller's environment that may pass into the jail. */
 static const char *const session_env_allow[] = {
 	"TERM", "LANG", "TZ", "COLORTERM",
-};
-
-/* Host dirs every jail sees anyway: commands there need no bind. */
-static const char *const session_visible[] = {
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 };
 
 const struct config_agent *
@@ -49,43 +46,12 @@ session_setup_profile(const struct config *cf, const char *name,
 	return NULL;
 }
 
-/* The user's shell: $SHELL, else the passwd entry, else /bin/sh. */
-static char *
-session_setup_shell(void)
-{
-	const char *sh = getenv("SHELL");
-	struct passwd *pw;
-
-	if (sh != NULL && *sh == '/' && access(sh, X_OK) == 0)
-		return xstrdup(sh);
-	if ((pw = getpwuid(getuid())) != NULL && pw->pw_shell != NULL &&
-	    *pw->pw_shell == '/' && access(pw->pw_shell, X_OK) == 0)
-		return xstrdup(pw->pw_shell);
-	return xstrdup("/bin/sh");
-}
-
-int
-session_setup_command(struct strv *argv, const struct config_agent *a,
-    char *const *command, char **cause)
-{
-	size_t i;
-
-	strv_init(argv);
-	if (command != NULL && command[0] != NULL) {
-		for (i = 0; command[i] != NULL; i++)
-			strv_add(argv, command[i]);
-		return 0;
-	}
-	if (a->command != NULL && *a->command != '\0') {
-		if (strv_split_words(argv, a->command, cause) == -1)
-			return -1;
-		if (argv->n > 0)
-			return 0;
-	}
-	strv_take(argv, session_setup_shell());
-	return 0;
-}
-
+/*
+ * The command and what the jail must show for it: an agent installed under
+ * the hidden HOME or in /opt is bound read-only where it lives (agent.c
+ * finds its package dir and a script's interpreter). A relative path with
+ * a slash is the project's own script, run as it is from the jail's cwd.
+ */
 static bool
 session_setup_under(const char *path, const char *dir)
 {
@@ -95,63 +61,34 @@ session_setup_under(const char *path, const char *dir)
 	    path[n] == '/');
 }
 
-static bool
-session_setup_visible(const char *path, const char *project)
+int
+session_setup_command(struct session_setup *ss, struct strv *argv,
+    const struct config_agent *a, char *const *command, const char *project,
+    char **cause)
 {
+	struct agent_install in;
 	size_t i;
 
-	if (session_setup_under(path, project))
-		return true;
-	for (i = 0; i < nitems(session_visible); i++) {
-		if (session_setup_under(path, session_visible[i]))
-			return true;
+	strv_init(argv);
+	if (command != NULL && command[0] != NULL && *command[0] != '/' &&
+	    strchr(command[0], '/') != NULL) {
+		for (i = 0; command[i] != NULL; i++)
+			strv_add(argv, command[i]);
+		return 0;
 	}
-	return false;
-}
-
-static char *
-session_setup_dirname(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (slash == NULL || slash == path)
-		return xstrdup("/");
-	return xstrndup(path, (size_t)(slash - path));
-}
-
-/*
- * A command installed outside what the jail sees (an npm prefix under the
- * hidden HOME, /opt) is bound read-only at the same place: the directory
- * it was found in and the directory its symlinks lead to.
- */
-void
-session_setup_binds(struct session_setup *ss, const char *argv0,
-    const char *project)
-{
-	char *found, *real = NULL, *dir;
-
-	if ((found = path_find_exec(argv0, getenv("PATH"))) == NULL)
-		return;
-	if (*found != '/') {
-		free(found);
-		return;
+	if (agent_resolve(a, command, getenv("PATH"), &in, cause) == -1)
+		return -1;
+	for (i = 0; i < in.argv.n; i++)
+		strv_add(argv, in.argv.v[i]);
+	/* The project is in the jail already, read-write: no bind over it. */
+	for (i = 0; i < in.binds.n; i++) {
+		if (!session_setup_under(in.binds.v[i], project))
+			strv_add(&ss->binds, in.binds.v[i]);
 	}
-	dir = session_setup_dirname(found);
-	ss->cmd_dir = xstrdup(dir);
-	if (!session_setup_visible(dir, project))
-		strv_take(&ss->binds, dir);
-	else
-		free(dir);
-	if ((real = realpath(found, NULL)) != NULL) {
-		dir = session_setup_dirname(real);
-		if (!session_setup_visible(dir, project) &&
-		    !strv_contains(&ss->binds, dir))
-			strv_take(&ss->binds, dir);
-		else
-			free(dir);
-	}
-	free(real);
-	free(found);
+	for (i = 0; i < in.path.n; i++)
+		strv_add(&ss->path, in.path.v[i]);
+	agent_install_free(&in);
+	return 0;
 }
 
 static bool
@@ -192,7 +129,8 @@ session_setup_env(struct session_setup *ss, const struct config_agent *a,
 {
 	struct passwd *pw = getpwuid(getuid());
 	const char *user = pw != NULL ? pw->pw_name : "user";
-	char **e, *path, *proxy;
+	char **e, *proxy;
+	struct buf b;
 	size_t i;
 
 	for (e = environ; *e != NULL; e++) {
@@ -215,13 +153,12 @@ session_setup_env(struct session_setup *ss, const struct config_agent *a,
 	session_setup_setenv(&ss->env, "USER", user);
 	session_setup_setenv(&ss->env, "LOGNAME", user);
 	session_setup_setenv(&ss->env, "SHELL", ss->shell);
-	if (ss->cmd_dir != NULL && strcmp(ss->cmd_dir, "/usr/bin") != 0 &&
-	    strcmp(ss->cmd_dir, "/bin") != 0)
-		path = xprintf("%s:%s", ss->cmd_dir, SESSION_PATH);
-	else
-		path = xstrdup(SESSION_PATH);
-	session_setup_setenv(&ss->env, "PATH", path);
-	free(path);
+	buf_init(&b);
+	for (i = 0; i < ss->path.n; i++)
+		buf_printf(&b, "%s:", ss->path.v[i]);
+	buf_adds(&b, SESSION_PATH);
+	session_setup_setenv(&ss->env, "PATH", b.data);
+	buf_free(&b);
 	/* The only door out: every client that honours a proxy finds it. */
 	proxy = xprintf("http://127.0.0.1:%d", port);
 	session_setup_setenv(&ss->env, "HTTP_PROXY", proxy);
@@ -380,6 +317,7 @@ session_setup_init(struct session_setup *ss)
 	memset(ss, 0, sizeof *ss);
 	strv_init(&ss->env);
 	strv_init(&ss->binds);
+	strv_init(&ss->path);
 	strv_init(&ss->ov_path);
 	strv_init(&ss->ov_lower);
 	strv_init(&ss->ov_upper);
@@ -394,6 +332,7 @@ session_setup_free(struct session_setup *ss)
 {
 	strv_free(&ss->env);
 	strv_free(&ss->binds);
+	strv_free(&ss->path);
 	strv_free(&ss->ov_path);
 	strv_free(&ss->ov_lower);
 	strv_free(&ss->ov_upper);
@@ -403,8 +342,6 @@ session_setup_free(struct session_setup *ss)
 	strv_free(&ss->notices);
 	free(ss->overlays);
 	free(ss->jbinds);
-	free(ss->cmd_dir);
-	free(ss->shell);
 	free(ss->dir);
 }
 
@@ -434,10 +371,4 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 	}
 	jc->binds = ss->jbinds;
 	jc->nbinds = n;
-}
-
-char *
-session_setup_user_shell(void)
-{
-	return session_setup_shell();
 }

@@ -11,11 +11,13 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "agent.h"
 #include "jail/jail.h"
 #include "session-int.h"
 #include "store/store.h"
 
 static void session_finish(struct session *);
+static void session_strv_copy(struct strv *, char *const *);
 
 /* SIGCHLD: whichever jails have ended are reaped. */
 static void
@@ -253,11 +255,33 @@ session_command_json(const struct strv *argv)
 	return buf_steal(&js.out);
 }
 
+/* The command in the user's words: what they typed, or the profile's line. */
+static void
+session_asked(struct session *s, const struct config_agent *a,
+    const struct session_opts *o)
+{
+	char *cause = NULL;
+	size_t i;
+
+	strv_init(&s->asked);
+	if (o->command != NULL && o->command[0] != NULL) {
+		for (i = 0; o->command[i] != NULL; i++)
+			strv_add(&s->asked, o->command[i]);
+		return;
+	}
+	if (a->command != NULL && strv_split_words(&s->asked, a->command,
+	    &cause) == 0 && s->asked.n > 0)
+		return;
+	free(cause);
+	strv_free(&s->asked);
+	session_strv_copy(&s->asked, s->argv.v);
+}
+
 static int
 session_record(struct session *s, char **cause)
 {
 	struct store_session rec;
-	char *cmd = session_command_json(&s->argv);
+	char *cmd = session_command_json(&s->asked);
 
 	memset(&rec, 0, sizeof rec);
 	rec.kind = s->kind;
@@ -316,51 +340,44 @@ session_ca_bundle(struct session_ctx *ctx)
 }
 
 static int
-session_jail(struct session *s, const struct config_agent *a,
-    const struct session_opts *o, char **cause)
+session_jail(struct session *s, struct session_setup *sp,
+    const struct config_agent *a, const struct session_opts *o, char **cause)
 {
-	struct session_setup ss;
 	struct jail_conf jc;
 	size_t i;
-	int rc = -1;
 
-	session_setup_init(&ss);
-	ss.home = path_home();
-	ss.shell = session_setup_user_shell();
-	ss.dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
+	sp->home = path_home();
+	sp->shell = agent_user_shell();
+	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
-	session_setup_binds(&ss, s->argv.v[0], s->project);
-	session_setup_env(&ss, a, o->pty, SESSION_PROXY_PORT);
-	if (session_setup_overlays(&ss, a, cause) == -1)
-		goto out;
+	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
+	if (session_setup_overlays(sp, a, cause) == -1)
+		return -1;
 	memset(&jc, 0, sizeof jc);
 	jc.project = s->project;
 	jc.cwd = s->cwd;
 	jc.argv = s->argv.v;
-	jc.envp = ss.env.v;
-	jc.home = ss.home;
+	jc.envp = sp->env.v;
+	jc.home = sp->home;
 	jc.ca_bundle = session_ca_bundle(s->ctx);
-	session_setup_jail(&ss, &jc);
+	session_setup_jail(sp, &jc);
 	session_limits(&jc.limits, s->ctx->cf, a, o);
 	jc.pty = o->pty;
 	jc.rows = o->rows;
 	jc.cols = o->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
-		goto out;
-	for (i = 0; i < ss.notices.n; i++) {
+		return -1;
+	for (i = 0; i < sp->notices.n; i++) {
 		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
-		    ss.notices.v[i]);
+		    sp->notices.v[i]);
 		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "warn", ss.notices.v[i]);
+			s->ev.notice(s->arg, s, "warn", sp->notices.v[i]);
 	}
 	strv_free(&s->env);
-	s->env = ss.env;
-	strv_init(&ss.env);
-	rc = 0;
-out:
-	session_setup_free(&ss);
-	return rc;
+	s->env = sp->env;
+	strv_init(&sp->env);
+	return 0;
 }
 
 static void
@@ -420,6 +437,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
 {
 	const struct config_agent *a;
+	struct session_setup ss;
 	struct session *s;
 
 	if (o->listen_fd != -1) {
@@ -431,29 +449,31 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		return NULL;
 	s = session_new(ctx, o, ev, arg);
 	s->agent = xstrdup(a->name);
-	if (session_setup_command(&s->argv, a, o->command, cause) == -1 ||
-	    jail_project(o->dir != NULL ? o->dir : ".", &s->project,
-	    cause) == -1) {
-		session_free(s);
-		return NULL;
-	}
+	session_setup_init(&ss);
+	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
+	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
+	    s->project, cause) == -1)
+		goto fail;
+	session_asked(s, a, o);
 	s->cwd = session_cwd(o->dir, s->project);
-	s->command = strv_join_shell(s->argv.v);
-	if (session_record(s, cause) == -1) {
-		session_free(s);
-		return NULL;
-	}
-	if (session_jail(s, a, o, cause) == -1) {
+	s->command = strv_join_shell(s->asked.v);
+	if (session_record(s, cause) == -1)
+		goto fail;
+	if (session_jail(s, &ss, a, o, cause) == -1) {
 		store_session_end(ctx->st, s->id, "failed", -1, *cause);
 		s->ended = true;
-		session_free(s);
-		return NULL;
+		goto fail;
 	}
+	session_setup_free(&ss);
 	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
 	session_listener(s, jail_take_listen_fd(s->jail));
 	session_link(s);
 	session_io_start(s);
 	return s;
+fail:
+	session_setup_free(&ss);
+	session_free(s);
+	return NULL;
 }
 
 void
@@ -486,6 +506,7 @@ session_free(struct session *s)
 	if (s->listen_fd != -1)
 		close(s->listen_fd);
 	strv_free(&s->argv);
+	strv_free(&s->asked);
 	strv_free(&s->env);
 	strv_free(&s->allow);
 	strv_free(&s->deny);

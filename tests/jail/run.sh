@@ -33,8 +33,15 @@ statuses() {
 	expect "killed by SIGTERM" 143 -- sh -c 'kill -TERM $$'
 	jrun -- no-such-command-here
 	case "$RC:$OUT" in
-	"1:agentmux: no-such-command-here: command not found in the jail"*) ok ;;
+	"1:agentmux: 'no-such-command-here' is not on your PATH"*) ok ;;
 	*) bad "a missing command: exit $RC: $OUT" ;;
+	esac
+	printf '#!/no/such/interpreter\n' >"$P/bad.sh"
+	chmod 755 "$P/bad.sh"
+	jrun -- ./bad.sh
+	case "$RC:$OUT" in
+	"1:agentmux: cannot run ./bad.sh in the jail: No such file or directory") ok ;;
+	*) bad "an exec failing inside: exit $RC: $OUT" ;;
 	esac
 }
 
@@ -191,8 +198,10 @@ assert s["agent"] == "shell", s
 assert "user" in s["jail"]["namespaces"], s
 assert s["jail"]["limits"]["pids"]["by"] != "none", s
 ' "$P" && ok || bad "the session record"
-	"$AMX" run -C "$P" -- no-such-command-here </dev/null >/dev/null 2>&1
-	st=$("$AMX" sessions --json | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]; print(s["state"], "command not found" in (s["error"] or ""))')
+	printf '#!/no/such/interpreter\n' >"$P/bad.sh"
+	chmod 755 "$P/bad.sh"
+	"$AMX" run -C "$P" -- ./bad.sh </dev/null >/dev/null 2>&1
+	st=$("$AMX" sessions --json | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]; print(s["state"], "cannot run ./bad.sh" in (s["error"] or ""))')
 	[ "$st" = "failed True" ] && ok || bad "a failed start is not recorded as failed: $st"
 }
 
