@@ -63,6 +63,17 @@ static const struct cli_cmd cli_cmds[] = {
 	  "  --json        print JSON (an array of request objects)\n"
 	  "  --denied      only denied requests\n"
 	  "  --host GLOB   only hosts matching GLOB (e.g. '*.github.com')\n" },
+	{ .name = "doctor", .fn = cmd_doctor,
+	  .usage = "[--json]",
+	  .summary = "check this machine, then prove the jail's boundary with real jails",
+	  .help =
+	  "  --json        print JSON ({ok, checks: [{name, ok, detail, fix}]})\n"
+	  "Checks user namespaces, seccomp, Landlock, overlayfs, how limits are\n"
+	  "enforced, git, the CA, the config and the data and runtime dirs; then\n"
+	  "starts real jails and a local HTTPS server to show that a direct\n"
+	  "connection, DNS and a write outside the project fail, that the proxy\n"
+	  "allows a request by rule and refuses it without one, and that a\n"
+	  "secret is swapped in on the way out. Exits 0 only if everything holds.\n" },
 	{ .name = "export", .fn = cmd_export,
 	  .usage = "SESSION [--har FILE | --json FILE]",
 	  .summary = "export a session as HAR 1.2, or as agentmux's own complete JSON record",
@@ -97,7 +108,8 @@ static const struct cli_cmd cli_cmds[] = {
 	  "  resolve NAME        look a name up\n"
 	  "  write PATH          create or truncate a file\n"
 	  "  fetch URL [HEADER]  GET an http(s) URL through HTTP(S)_PROXY, verifying TLS\n"
-	  "                      against SSL_CERT_FILE; prints the response\n"
+	  "                      against SSL_CERT_FILE; prints the response; ${NAME}\n"
+	  "                      in a header is taken from the environment\n"
 	  "Each exits 0 when the action succeeded and 1 with 'blocked: why' when not.\n"
 	  "Run it jailed: agentmux run -- agentmux probe connect 127.0.0.1 22\n" },
 	{ .name = "config", .fn = cmd_config,

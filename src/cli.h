@@ -65,6 +65,7 @@ int cmd_gc(int, char **);
 int cmd_config(int, char **);
 int cmd_dashboard(int, char **);
 int cmd_agents(int, char **);
+int cmd_doctor(int, char **);
 int cmd_export(int, char **);
 int cmd_policy(int, char **);
 int cmd_probe(int, char **);

@@ -272,6 +272,29 @@ probe_tls(int fd, const char *host, char **cause)
 	return ssl;
 }
 
+/* Expands ${NAME} from the environment (the jail's), so headers can carry placeholders. */
+static char *
+probe_expand(const char *s)
+{
+	const char *end, *v;
+	struct buf b;
+	char *name;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	while (*s != '\0') {
+		if (s[0] == '$' && s[1] == '{' && (end = strchr(s, '}')) != NULL) {
+			name = xstrndup(s + 2, (size_t)(end - s - 2));
+			if ((v = getenv(name)) != NULL)
+				buf_adds(&b, v);
+			free(name);
+			s = end + 1;
+		} else
+			buf_addc(&b, *s++);
+	}
+	return buf_steal(&b);
+}
+
 static int
 probe_cmd_fetch(int argc, char **argv)
 {
@@ -288,8 +311,14 @@ probe_cmd_fetch(int argc, char **argv)
 	buf_adds(&hdr, "");
 	if (probe_parse_url(argv[1], &u, &cause) == -1)
 		goto out;
-	for (i = 2; i < argc; i++)
-		buf_printf(&hdr, "%s\r\n", argv[i]);
+	for (i = 2; i < argc; i++) {
+		char *h = probe_expand(argv[i]);
+
+		/* Shown like curl -v: what left the jail, placeholders and all. */
+		fprintf(stderr, "> %s\n", h);
+		buf_printf(&hdr, "%s\r\n", h);
+		free(h);
+	}
 	proxy = probe_proxy_env(u.tls);
 	if (proxy != NULL && probe_parse_url(proxy, &pu, &cause) == -1)
 		goto out;

@@ -117,6 +117,7 @@ int jail_limits_join(struct strv *dirs, pid_t pid, char **cause);
 void jail_limits_rlimits(struct jail_plan *);
 void jail_limits_remove(struct strv *dirs);
 void jail_limits_json(struct jail_plan *, struct json *);
+char *jail_limits_describe(void);
 
 /* jail-spawn.c */
 int jail_spawn_pty(struct jail_plan *, int *slave);

@@ -470,3 +470,19 @@ jail_limits_json(struct jail_plan *p, struct json *js)
 	json_kint(js, "core_size", 0);
 	json_obj_end(js);
 }
+
+char *
+jail_limits_describe(void)
+{
+	jail_limits_detect();
+	if (jail_cg.v2 != NULL)
+		return xprintf("cgroup v2 (delegated: %s; pids%s)", jail_cg.v2,
+		    jail_cg.v2_memory ? ", memory" : "");
+	if (jail_cg.v1_pids != NULL || jail_cg.v1_memory != NULL)
+		return xprintf("cgroup v1 (%s%s%s), rlimits for the rest",
+		    jail_cg.v1_pids != NULL ? "pids" : "",
+		    jail_cg.v1_pids != NULL && jail_cg.v1_memory != NULL ?
+		    ", " : "", jail_cg.v1_memory != NULL ? "memory" : "");
+	return xstrdup("limits by rlimit (no delegated cgroup v2; NPROC, AS, "
+	    "FSIZE, NOFILE)");
+}

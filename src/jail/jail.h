@@ -98,5 +98,13 @@ const char *jail_summary(struct jail *);
 int jail_project(const char *dir, char **real, char **cause);
 /** Checks that unprivileged user namespaces work here; -1 with *CAUSE saying how to enable them. */
 int jail_probe_userns(char **cause);
+/** The Landlock ABI version the kernel offers, 0 if none. */
+int jail_probe_landlock(void);
+/** The libseccomp API level if seccomp filters work, else -1 with *CAUSE. */
+int jail_probe_seccomp(char **cause);
+/** Checks overlayfs with userxattr in a user namespace; -1 with *CAUSE. */
+int jail_probe_overlay(char **cause);
+/** How limits will be enforced here (cgroup v2, v1 or rlimits); caller frees. */
+char *jail_probe_limits(void);
 
 #endif
