@@ -118,6 +118,23 @@ static const struct cli_cmd cli_cmds[] = {
 	  .help =
 	  "  check         report every problem as FILE:LINE: message (exit 2 if any)\n"
 	  "  path          print the config file's path\n" },
+	{ .name = "snapshot", .fn = cmd_snapshot,
+	  .usage = "[SESSION] [-C DIR] [-m LABEL]",
+	  .summary = "snapshot a project now (git commit of the whole tree, kept under refs/agentmux/)",
+	  .help =
+	  "  SESSION       add the snapshot to this session's chain (a number or 'last')\n"
+	  "  -C DIR        without SESSION: the project of DIR (default: the current dir);\n"
+	  "                its standalone snapshots are kept in one 'snapshot' session per\n"
+	  "                project, shown by 'agentmux sessions'\n"
+	  "  -m, --message LABEL   a label to remember it by\n" },
+	{ .name = "snapshots", .fn = cmd_snapshots,
+	  .usage = "SESSION [--json]",
+	  .summary = "list a session's snapshots",
+	  .help =
+	  "  SESSION       a session number, or 'last'\n"
+	  "  --json        print JSON (an array of snapshot objects)\n"
+	  "The SNAP column is what --from, --to and undo --to take; they also take\n"
+	  "start, end, latest, NAME~N (N before NAME) and commit id prefixes.\n" },
 	{ .name = "gc", .fn = cmd_gc,
 	  .usage = "--older-than DURATION [--dry-run]",
 	  .summary = "delete sessions (and their records and snapshots) older than DURATION",

@@ -25,7 +25,7 @@ main(int argc, char **argv)
 	int i;
 
 	setlocale(LC_ALL, "");
-	umask(077);
+	util_set_user_umask(umask(077));
 	signal(SIGPIPE, SIG_IGN);
 	atexit(main_cleanup);
 	log_init(stderr, getenv("AGENTMUX_DEBUG") != NULL ? LOG_LEVEL_DEBUG :

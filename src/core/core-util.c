@@ -320,3 +320,25 @@ util_glob_match(const char *pattern, const char *s, bool icase)
 {
 	return fnmatch(pattern, s, icase ? FNM_CASEFOLD : 0) == 0;
 }
+
+static mode_t util_umask_saved;
+static bool util_umask_known;
+
+void
+util_set_user_umask(mode_t m)
+{
+	util_umask_saved = m;
+	util_umask_known = true;
+}
+
+mode_t
+util_user_umask(void)
+{
+	mode_t m;
+
+	if (util_umask_known)
+		return util_umask_saved;
+	m = umask(022);
+	umask(m);
+	return m;
+}

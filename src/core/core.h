@@ -117,6 +117,10 @@ int util_write_all(int fd, const void *buf, size_t len);
 int util_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **cause);
 /** Constant-time-ish random bytes from getrandom(2); fatal on failure. */
 void util_random(void *, size_t);
+/** Remembers the umask agentmux was started with (main then sets its own). */
+void util_set_user_umask(mode_t);
+/** That umask, for files written into the user's project on their behalf. */
+mode_t util_user_umask(void);
 /** True if S matches the shell glob PATTERN (case-insensitive when ICASE). */
 bool util_glob_match(const char *pattern, const char *s, bool icase);
 

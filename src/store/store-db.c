@@ -77,6 +77,17 @@ static const char *const store_migrations[] = {
 	"  at INTEGER NOT NULL, level TEXT NOT NULL, kind TEXT NOT NULL,"
 	"  message TEXT NOT NULL);"
 	"CREATE INDEX events_session ON events(session_id);",
+	/*
+	 * 2: where each session's snapshots live. No foreign key: the row
+	 * outlives its session so that gc can delete the session's snapshot
+	 * ref (and an unused shadow repository) after the session is gone.
+	 */
+	"CREATE TABLE snapshot_repos ("
+	"  session_id INTEGER PRIMARY KEY,"
+	"  git_dir TEXT NOT NULL,"
+	"  work_tree TEXT NOT NULL,"
+	"  shadow INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX sessions_project ON sessions(kind, project);",
 };
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */

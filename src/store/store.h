@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/core.h"
 
@@ -237,5 +238,161 @@ struct store_suggestion {
 void store_suggest(struct store *, const int64_t *sessions, size_t n,
     struct store_suggestion *out);
 void store_suggestion_free(struct store_suggestion *);
+
+/* ---- git snapshots, undo and config diffs (snap-*.c) ---- */
+
+/*
+ * A snapshot is a git commit of the whole working tree (tracked files and
+ * untracked ones that are not ignored, with modes and symlinks, as raw
+ * bytes: no filters, no line-ending conversion), written through a private
+ * index in the runtime dir. Each session's snapshots chain under
+ * refs/agentmux/sessions/<id>. A project outside git gets a shadow git dir
+ * in the data dir. Files inside nested repositories and submodules are
+ * snapshotted as ordinary content (their .git dirs are not).
+ *
+ * Snapshots of a session are numbered 1, 2, ... in the order they were
+ * taken; SNAP arguments accept that number, "start", "end", "latest"
+ * (or "last"), NAME~K (K before NAME), or a commit id prefix.
+ */
+
+struct config;
+struct snap_session;
+
+struct snap_result {
+	int64_t id;               /* the record; 0 when not recorded (unchanged) */
+	int64_t seq;              /* its number in the session */
+	int64_t session;
+	char *commit;             /* NULL when only a tree was written */
+	char *tree;
+	int64_t files_changed;    /* paths differing from the session's start
+	                             (the first: from HEAD) */
+	bool unchanged;           /* if_changed and the tree was the last one */
+	char **warnings;          /* files git could not read, ... */
+	size_t nwarnings;
+	char **unreadable;        /* paths that could not be saved */
+	size_t nunreadable;
+};
+
+void snap_result_clear(struct snap_result *);
+
+/** Called with a snapshot's result, or ERROR (then RESULT is NULL). */
+typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
+    const char *error);
+
+/**
+ * Snapshots of one running session of PROJECT, on BASE: opens (or makes)
+ * the repository; runs git once, synchronously. Borrows everything.
+ * NULL with *CAUSE.
+ */
+struct snap_session *snap_session_create(struct event_base *base,
+    struct store *, const struct config *, int64_t session,
+    const char *project, char **cause);
+/** Finishes snapshots still in progress (blocking), then frees; NULL is a no-op. */
+void snap_session_free(struct snap_session *);
+/**
+ * Queues a snapshot of KIND (start | end | manual | turn | undo) with
+ * LABEL (may be NULL); DONE (may be NULL) runs when it is recorded. A
+ * start snapshot also records HEAD, the branch tips and the index.
+ */
+int snap_session_take(struct snap_session *, const char *kind,
+    const char *label, snap_done_cb done, void *arg, char **cause);
+/**
+ * An agent turn ended (a request to a model host completed): snapshots
+ * if the tree changed, at most once per [snapshots] interval (a later
+ * turn within the interval is taken when it runs out).
+ */
+void snap_session_turn(struct snap_session *);
+/** Progress of a large snapshot: FILES hashed so far. */
+void snap_session_set_progress(struct snap_session *,
+    void (*)(void *arg, int64_t files), void *arg);
+/** True while a snapshot runs or waits. */
+bool snap_session_busy(struct snap_session *);
+
+/**
+ * Snapshots the project of DIR on its own (kind manual), recorded in the
+ * project's "snapshot" session (one per project, made on first use);
+ * *SESSION gets its id. Blocks.
+ */
+int snap_project(struct store *, const struct config *, const char *dir,
+    const char *label, struct snap_result *, int64_t *session,
+    char **cause);
+/** Snapshots session ID's project into its chain now (kind manual). Blocks. */
+int snap_session_now(struct store *, const struct config *, int64_t session,
+    const char *label, struct snap_result *, char **cause);
+/**
+ * Finds snapshot SPEC of SESSION; *SEQ gets its number. NULL with *CAUSE
+ * saying what exists. Caller frees.
+ */
+struct store_snapshot *snap_resolve(struct store *, int64_t session,
+    const char *spec, int64_t *seq, char **cause);
+
+struct snap_diff_opts {
+	const char *from;         /* SNAP; NULL: start */
+	const char *to;           /* SNAP or "worktree"; NULL: worktree */
+	bool stat;
+	bool color;
+	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
+	int out_fd;
+};
+
+/** Writes the diff to OUT_FD. -1 with *CAUSE. */
+int snap_diff(struct store *, const struct config *, int64_t session,
+    const struct snap_diff_opts *, char **cause);
+
+struct snap_undo_opts {
+	const char *to;           /* SNAP; NULL: start */
+	bool dry_run;
+	bool refs;                /* also reset branch tips, HEAD and the index */
+	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
+	FILE *out;                /* what changed, one line each */
+};
+
+/**
+ * Puts session SESSION's project back as it was at a snapshot, first
+ * snapshotting the present (kind undo). Refuses while the session runs.
+ * Blocks. -1 with *CAUSE.
+ */
+int snap_undo(struct store *, const struct config *, int64_t session,
+    const struct snap_undo_opts *, char **cause);
+/**
+ * Deletes the snapshot refs of sessions no longer in the store and the
+ * shadow repositories no session uses; returns how many refs went.
+ */
+int snap_gc(struct store *, char **cause);
+
+/* Config diffs: the changes in a session's config overlays (snap-confdiff.c). */
+
+struct snap_confdiff_opts {
+	char *const *paths;       /* host paths (or under them); NULL: all */
+	bool color;
+	FILE *out;
+	const struct config *cf;  /* secret values to redact */
+};
+
+/** Prints pending changes as unified diffs, secrets redacted. -1 with *CAUSE. */
+int snap_confdiff_show(struct store *, int64_t session,
+    const struct snap_confdiff_opts *, char **cause);
+/**
+ * Applies (copies into the host dirs, atomically per file, modes kept;
+ * deletions too) or discards pending changes, recording each. Refuses
+ * while the session runs. Returns how many, -1 with *CAUSE.
+ */
+int snap_confdiff_apply(struct store *, int64_t session,
+    const struct snap_confdiff_opts *, bool apply, char **cause);
+/** Pending config changes of SESSION (scans its overlays); -1 on error. */
+int snap_confdiff_pending(struct store *, int64_t session);
+/**
+ * At session end: PERSIST (enum config_persist) always applies everything, never discards
+ * everything, review leaves it for the user. Returns how many changed.
+ */
+int snap_confdiff_session_end(struct store *, const struct config *,
+    int64_t session, int persist, char **cause);
+
+/* Line-level redaction of secrets (snap-redact.c). */
+
+/** Values that must never be shown: [secret] values from env and files; caller frees. */
+char **snap_redact_secrets(const struct config *, size_t *n);
+/** LINE with secret-looking values replaced; caller frees. */
+char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
 
 #endif

@@ -1,0 +1,188 @@
+/* Snapshot commands: snapshot, snapshots, diff, undo, confdiff. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "core/core.h"
+#include "store/store.h"
+
+static void
+cmd_snap_warnings(const struct snap_result *res)
+{
+	size_t i;
+
+	for (i = 0; i < res->nwarnings; i++)
+		fprintf(stderr, "agentmux: snapshot: %s\n", res->warnings[i]);
+	if (res->nunreadable > 0)
+		fprintf(stderr, "agentmux: snapshot: %zu path%s could not be "
+		    "read and are not in the snapshot (undo leaves them alone); "
+		    "fix their permissions and snapshot again\n",
+		    res->nunreadable, res->nunreadable == 1 ? "" : "s");
+}
+
+int
+cmd_snapshot(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "message", required_argument, NULL, 'm' },
+		{ "dir", required_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *label = NULL, *dir = NULL;
+	struct snap_result res;
+	struct store *st;
+	struct config *cf;
+	char *cause = NULL;
+	int64_t id = 0;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, ":m:C:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			label = optarg;
+			break;
+		case 'C':
+			dir = optarg;
+			break;
+		default:
+			return cli_bad_option("snapshot", argv, c);
+		}
+	}
+	if (argc - optind > 1)
+		return cli_usage_error("snapshot", "unexpected '%s'",
+		    argv[optind + 1]);
+	if (optind < argc && dir != NULL)
+		return cli_usage_error("snapshot", "give a SESSION or -C DIR, "
+		    "not both");
+	if ((cf = cli_load_config()) == NULL)
+		return 1;
+	if ((st = cli_open_store()) == NULL) {
+		config_free(cf);
+		return 1;
+	}
+	if (optind < argc) {
+		if (cli_resolve_session(st, argv[optind], &id) == -1)
+			rc = -1;
+		else if ((rc = snap_session_now(st, cf, id, label, &res,
+		    &cause)) == -1)
+			cli_error("%s", cause);
+	} else if ((rc = snap_project(st, cf, dir != NULL ? dir : ".", label,
+	    &res, &id, &cause)) == -1)
+		cli_error("%s", cause);
+	if (rc == 0) {
+		cmd_snap_warnings(&res);
+		printf("snapshot %lld of session %lld: %.12s, %lld file%s "
+		    "changed since its first snapshot\n", (long long)res.seq,
+		    (long long)id, res.commit, (long long)res.files_changed,
+		    res.files_changed == 1 ? "" : "s");
+		snap_result_clear(&res);
+	}
+	free(cause);
+	store_close(st);
+	config_free(cf);
+	return rc == 0 ? 0 : 1;
+}
+
+static void
+cmd_snapshots_json(struct store_snapshot **v, size_t n)
+{
+	struct json j;
+	char t[40];
+	size_t i;
+
+	json_init(&j, true);
+	json_arr_begin(&j);
+	for (i = 0; i < n; i++) {
+		json_obj_begin(&j);
+		json_kint(&j, "snap", (int64_t)i + 1);
+		json_kint(&j, "id", v[i]->id);
+		json_kint(&j, "session", v[i]->session_id);
+		json_kstr(&j, "time", cli_iso_time(t, sizeof t,
+		    v[i]->created_at));
+		json_kstr(&j, "kind", v[i]->kind);
+		json_kstr(&j, "label", v[i]->label);
+		json_kstr(&j, "commit", v[i]->commit);
+		json_kstr(&j, "tree", v[i]->tree);
+		json_kstr(&j, "parent", v[i]->parent);
+		json_kstr(&j, "ref", v[i]->ref);
+		json_kint(&j, "files_changed", v[i]->files_changed);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_print(&j, stdout);
+	json_free(&j);
+}
+
+static void
+cmd_snapshots_table(struct store_snapshot **v, size_t n)
+{
+	static const char *const hdr[] = { "SNAP", "TIME", "KIND", "CHANGED",
+		"COMMIT", "LABEL" };
+	struct cli_table t;
+	char seq[24], tm[32], files[24], commit[16];
+	const char *row[6];
+	size_t i;
+
+	cli_table_init(&t, 6, hdr);
+	cli_table_right(&t, 0);
+	cli_table_right(&t, 3);
+	for (i = 0; i < n; i++) {
+		snprintf(seq, sizeof seq, "%zu", i + 1);
+		snprintf(files, sizeof files, "%lld",
+		    (long long)v[i]->files_changed);
+		snprintf(commit, sizeof commit, "%.12s", v[i]->commit);
+		row[0] = seq;
+		row[1] = util_fmt_time(tm, sizeof tm, v[i]->created_at);
+		row[2] = v[i]->kind;
+		row[3] = files;
+		row[4] = commit;
+		row[5] = v[i]->label;
+		cli_table_add(&t, row);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_free(&t);
+}
+
+int
+cmd_snapshots(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct store_snapshot **v;
+	struct store *st;
+	bool json = false;
+	int64_t id;
+	size_t n;
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
+		if (c != 'j')
+			return cli_bad_option("snapshots", argv, c);
+		json = true;
+	}
+	if (optind >= argc)
+		return cli_usage_error("snapshots", "which session? give a "
+		    "number or 'last'");
+	if (argc - optind > 1)
+		return cli_usage_error("snapshots", "unexpected '%s'",
+		    argv[optind + 1]);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (cli_resolve_session(st, argv[optind], &id) == -1) {
+		store_close(st);
+		return 1;
+	}
+	v = store_snapshot_list(st, id, &n);
+	if (json)
+		cmd_snapshots_json(v, n);
+	else if (n == 0)
+		printf("session %lld has no snapshots\n", (long long)id);
+	else
+		cmd_snapshots_table(v, n);
+	store_snapshot_list_free(v, n);
+	store_close(st);
+	return 0;
+}

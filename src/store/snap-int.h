@@ -1,0 +1,183 @@
+/* Internals shared by the snapshot files: the async runner, repositories, snapshot jobs. */
+#ifndef AGENTMUX_SNAP_INT_H
+#define AGENTMUX_SNAP_INT_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "store/store.h"
+
+struct event_base;
+
+/* ---- the async runner (snap-proc.c) ---- */
+
+struct snap_proc;
+typedef void (*snap_proc_cb)(struct snap_proc *, void *arg);
+
+struct snap_proc_opts {
+	char *const *argv;        /* argv[0] is looked up on PATH */
+	char *const *env;         /* NULL: this process's environment */
+	const char *dir;          /* working directory, or NULL */
+	const void *input;        /* copied and written to stdin; NULL: /dev/null */
+	size_t inputlen;
+	int out_fd;               /* >= 0: stdout goes there instead of being read */
+	int umask;                /* >= 0: the child's umask */
+	/* Called with each complete stdout line (without the newline). */
+	void (*line)(void *arg, const char *line, size_t len);
+};
+
+/*
+ * Spawns OPTS's command; its output is read and its exit noticed through
+ * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
+ * The child is reaped by pid (a pidfd), never by waiting for any child.
+ * NULL with *CAUSE if it cannot be started.
+ */
+struct snap_proc *snap_proc_start(struct event_base *base,
+    const struct snap_proc_opts *, snap_proc_cb done, void *arg,
+    char **cause);
+/* Exit code, or 128+N for signal N; -1 while running. */
+int snap_proc_status(struct snap_proc *);
+/* What the command wrote; borrowed, NUL-terminated. */
+struct buf *snap_proc_out(struct snap_proc *);
+struct buf *snap_proc_err(struct snap_proc *);
+/* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
+void snap_proc_free(struct snap_proc *);
+/* Moves a running command's watchers to BASE (to finish it elsewhere). */
+void snap_proc_move(struct snap_proc *, struct event_base *base);
+/* Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its output. */
+int snap_proc_run(const struct snap_proc_opts *, struct buf *out,
+    struct buf *err, int *status, char **cause);
+
+/* ---- repositories (snap-repo.c) ---- */
+
+enum snap_env {
+	SNAP_ENV_TREE,    /* the working tree through the private index, raw bytes */
+	SNAP_ENV_DB,      /* refs and objects of the repository */
+	SNAP_ENV_SHOW,    /* like DB, but in the user's language, for output */
+	SNAP_ENV_NESTED,  /* no repository set: git finds the one of its dir */
+};
+#define SNAP_NENV 4
+
+struct snap_repo {
+	char *worktree;       /* top level of the project (real path) */
+	char *gitdir;         /* the git dir: the repository's, or the shadow */
+	char *commondir;      /* where refs and objects live */
+	char *format;         /* object format: sha1 or sha256 */
+	bool shadow;          /* a shadow repository in the data dir */
+	char *private;        /* our own dir in the runtime dir */
+	char *index;          /* the private index, in PRIVATE */
+	char *seed;           /* the index the private one starts as a copy of */
+	bool seeded;
+	int umask;            /* for files git writes into the project */
+	struct strv env[SNAP_NENV]; /* per enum snap_env */
+};
+
+/*
+ * Finds the repository of DIR (its git repository, or the shadow one made
+ * for it in the data dir); TAG names the private dir (one per chain).
+ */
+struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
+    const char *tag, char **cause);
+/* Opens a repository recorded for a session (GITDIR, WORKTREE). */
+struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
+    bool shadow, const char *tag, char **cause);
+void snap_repo_free(struct snap_repo *);
+/* Makes the private index a fresh copy of the seed (or empty). */
+int snap_repo_seed(struct snap_repo *, char **cause);
+/* Copies the private index back as the shadow repository's own (stat cache). */
+void snap_repo_save_index(struct snap_repo *);
+/* The empty tree's id in this repository's object format; borrowed. */
+const char *snap_repo_empty_tree(struct snap_repo *);
+/* The commit HEAD points to, or NULL (unborn); *SYMREF gets "refs/heads/X" or NULL. Caller frees. */
+char *snap_repo_head(struct snap_repo *, char **symref);
+/*
+ * Runs git with ARGS (NULL-terminated) in ENV, to the end, with INDEX (NULL:
+ * the private one) as its index, INPUT on stdin, stdout into OUT or onto
+ * OUT_FD (>= 0). Returns the exit status; -1 with *CAUSE if it did not run.
+ */
+int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
+    const char *const *args, const struct buf *input, struct buf *out,
+    struct buf *err, int out_fd, char **cause);
+/* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
+int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause);
+/* Like snap_git, but the command's stdout goes to FD. */
+int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
+    int fd, char **cause);
+/* Starts git asynchronously; see snap_proc_start. */
+struct snap_proc *snap_git_start(struct event_base *, struct snap_repo *,
+    enum snap_env, const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), snap_proc_cb done,
+    void *arg, char **cause);
+/* git's error output as one line for a message; caller frees. */
+char *snap_git_error(const char *what, struct snap_proc *);
+/* Copies SRC to DST (created 0600); -1 with *CAUSE. */
+int snap_copy_file(const char *src, const char *dst, char **cause);
+
+/* ---- snapshot jobs (snap-take.c) ---- */
+
+struct snap_take;
+
+struct snap_take_opts {
+	const char *kind;           /* start | end | manual | turn | undo; NULL: tree only */
+	const char *label;
+	int64_t session;
+	bool if_changed;            /* skip (not recorded) when the tree did not change */
+	bool record_refs;           /* record HEAD, branch tips and the index */
+};
+
+/*
+ * Snapshots REPO's working tree through BASE; DONE runs once with the
+ * result or an error. The store is written when it is done.
+ */
+struct snap_take *snap_take_start(struct event_base *base, struct store *,
+    struct snap_repo *, const struct snap_take_opts *,
+    void (*progress)(void *, int64_t), void (*done)(void *,
+    const struct snap_result *, const char *error), void *arg,
+    char **cause);
+/* Finishes a job on a private loop (blocking); DONE still runs. */
+void snap_take_finish(struct snap_take *);
+/* Abandons a job (its git command is killed); DONE does not run. */
+void snap_take_cancel(struct snap_take *);
+/* Runs a snapshot to the end on a private loop. */
+int snap_take_sync(struct store *, struct snap_repo *,
+    const struct snap_take_opts *, struct snap_result *, char **cause);
+/* Records the repository a session's snapshots live in (once). */
+int snap_repo_record(struct store *, int64_t session, struct snap_repo *,
+    char **cause);
+
+/* The repository session SESSION's snapshots live in (else its project's). */
+struct snap_repo *snap_session_repo(struct store *, const struct config *,
+    int64_t session, const char *tag, char **cause);
+
+/* ---- the store side (snap-store.c) ---- */
+
+struct snap_where {
+	char *gitdir;
+	char *worktree;
+	bool shadow;
+};
+
+/* Where session ID's snapshots live; -1 if none were taken. */
+int snap_where(struct store *, int64_t session, struct snap_where *);
+void snap_where_free(struct snap_where *);
+/* The "snapshot" session that holds standalone snapshots of PROJECT (made if need be). */
+int64_t snap_project_session(struct store *, const char *project,
+    char **cause);
+/* Marks the standalone session as used now (for gc). */
+void snap_project_touch(struct store *, int64_t session);
+/* Repositories of sessions that are gone: (session, gitdir) pairs; caller frees. */
+int snap_orphans(struct store *, int64_t **ids, char ***gitdirs, size_t *n);
+void snap_orphan_forget(struct store *, int64_t session);
+/* Whether any recorded session still uses GITDIR. */
+bool snap_gitdir_used(struct store *, const char *gitdir);
+
+/* ---- paths given on the command line (snap-spec.c) ---- */
+
+/* PATH (absolute, or relative to the current dir) relative to WORKTREE; caller frees. */
+char *snap_relpath(const char *worktree, const char *path, char **cause);
+
+#endif

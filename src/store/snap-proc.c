@@ -1,0 +1,412 @@
+/* The async runner: a child process (git) whose pipes and exit the event loop watches. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/snap-int.h"
+
+extern char **environ;
+
+/* How often to look for the exit when pidfds are unavailable. */
+#define SNAP_PROC_POLL_US 10000
+
+struct snap_proc {
+	struct event_base *base;
+	pid_t pid;
+	int pidfd;
+	int fds[3];               /* our ends: stdin (socket), stdout, stderr */
+	struct event *ev[3];
+	struct event *exit_ev;    /* pidfd readable, or the polling timer */
+	struct buf in;
+	size_t inoff;
+	struct buf out;
+	struct buf err;
+	size_t lineoff;           /* stdout bytes already passed to line() */
+	void (*line)(void *, const char *, size_t);
+	snap_proc_cb done;
+	void *arg;
+	int status;               /* -1 until reaped */
+};
+
+static void snap_proc_arm(struct snap_proc *);
+
+int
+snap_proc_status(struct snap_proc *p)
+{
+	return p->status;
+}
+
+struct buf *
+snap_proc_out(struct snap_proc *p)
+{
+	return &p->out;
+}
+
+struct buf *
+snap_proc_err(struct snap_proc *p)
+{
+	return &p->err;
+}
+
+static void
+snap_proc_close(struct snap_proc *p, int i)
+{
+	if (p->ev[i] != NULL) {
+		event_free(p->ev[i]);
+		p->ev[i] = NULL;
+	}
+	if (p->fds[i] != -1) {
+		close(p->fds[i]);
+		p->fds[i] = -1;
+	}
+}
+
+/* Hands complete stdout lines to the line callback. */
+static void
+snap_proc_lines(struct snap_proc *p)
+{
+	char *nl;
+
+	if (p->line == NULL)
+		return;
+	while (p->lineoff < p->out.len &&
+	    (nl = memchr(p->out.data + p->lineoff, '\n',
+	    p->out.len - p->lineoff)) != NULL) {
+		p->line(p->arg, p->out.data + p->lineoff,
+		    (size_t)(nl - (p->out.data + p->lineoff)));
+		p->lineoff = (size_t)(nl - p->out.data) + 1;
+	}
+}
+
+/* Reads what is there; returns false at EOF or on error. */
+static bool
+snap_proc_read(struct snap_proc *p, int i)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	for (;;) {
+		n = read(p->fds[i], chunk, sizeof chunk);
+		if (n > 0) {
+			buf_add(i == 1 ? &p->out : &p->err, chunk, (size_t)n);
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (i == 1)
+			snap_proc_lines(p);
+		return n == -1 && errno == EAGAIN;
+	}
+}
+
+/* Writes input as the child takes it; MSG_NOSIGNAL spares us SIGPIPE. */
+static void
+snap_proc_write(struct snap_proc *p)
+{
+	ssize_t n;
+
+	while (p->inoff < p->in.len) {
+		n = send(p->fds[0], p->in.data + p->inoff, p->in.len - p->inoff,
+		    MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n == -1)
+			break;
+		p->inoff += (size_t)n;
+	}
+	snap_proc_close(p, 0);
+}
+
+/*
+ * The child has exited, so everything it wrote is in the pipes: drain
+ * them and report. (Output still open after that would belong to a
+ * grandchild, which is not ours to wait for.)
+ */
+static void
+snap_proc_finish(struct snap_proc *p)
+{
+	int i;
+
+	snap_proc_close(p, 0);
+	for (i = 1; i < 3; i++) {
+		if (p->fds[i] != -1)
+			snap_proc_read(p, i);
+		snap_proc_close(p, i);
+	}
+	if (p->out.len > p->lineoff && p->line != NULL) {
+		p->line(p->arg, p->out.data + p->lineoff, p->out.len - p->lineoff);
+		p->lineoff = p->out.len;
+	}
+	if (p->exit_ev != NULL) {
+		event_free(p->exit_ev);
+		p->exit_ev = NULL;
+	}
+	p->done(p, p->arg);
+}
+
+static void
+snap_proc_io_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_proc *p = arg;
+	int i = fd == p->fds[0] ? 0 : fd == p->fds[1] ? 1 : 2;
+
+	if (i == 0)
+		snap_proc_write(p);
+	else if (!snap_proc_read(p, i))
+		snap_proc_close(p, i);
+}
+
+static bool
+snap_proc_reap(struct snap_proc *p)
+{
+	int st;
+	pid_t r;
+
+	do
+		r = waitpid(p->pid, &st, WNOHANG);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		return false;
+	if (r == -1) /* someone else reaped it: a bug elsewhere, but not a hang */
+		p->status = 255;
+	else
+		p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	p->pid = -1;
+	return true;
+}
+
+static void
+snap_proc_exit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_proc *p = arg;
+	struct timeval tv = { 0, SNAP_PROC_POLL_US };
+
+	if (snap_proc_reap(p)) {
+		snap_proc_finish(p);
+		return;
+	}
+	if (p->pidfd == -1)
+		event_add(p->exit_ev, &tv);
+}
+
+/* (Re)creates the watchers on p->base. */
+static void
+snap_proc_arm(struct snap_proc *p)
+{
+	struct timeval tv = { 0, SNAP_PROC_POLL_US };
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		if (p->fds[i] == -1)
+			continue;
+		if (p->ev[i] != NULL)
+			event_free(p->ev[i]);
+		p->ev[i] = event_new(p->base, p->fds[i], (i == 0 ? EV_WRITE :
+		    EV_READ) | EV_PERSIST, snap_proc_io_cb, p);
+		event_add(p->ev[i], NULL);
+	}
+	if (p->exit_ev != NULL)
+		event_free(p->exit_ev);
+	if (p->pidfd != -1) {
+		p->exit_ev = event_new(p->base, p->pidfd, EV_READ | EV_PERSIST,
+		    snap_proc_exit_cb, p);
+		event_add(p->exit_ev, NULL);
+	} else {
+		p->exit_ev = evtimer_new(p->base, snap_proc_exit_cb, p);
+		event_add(p->exit_ev, &tv);
+	}
+}
+
+void
+snap_proc_move(struct snap_proc *p, struct event_base *base)
+{
+	p->base = base;
+	snap_proc_arm(p);
+}
+
+/* Sets up the child's fds, directory and signals for posix_spawn. */
+static int
+snap_proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
+    const struct snap_proc_opts *o, int in, int out, int err)
+{
+	sigset_t none, def;
+
+	posix_spawn_file_actions_init(fa);
+	posix_spawnattr_init(sa);
+	if (in != -1)
+		posix_spawn_file_actions_adddup2(fa, in, 0);
+	else
+		posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(fa, out, 1);
+	posix_spawn_file_actions_adddup2(fa, err, 2);
+	posix_spawn_file_actions_addclosefrom_np(fa, 3);
+	if (o->dir != NULL)
+		posix_spawn_file_actions_addchdir_np(fa, o->dir);
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGCHLD);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGTERM);
+	posix_spawnattr_setsigmask(sa, &none);
+	posix_spawnattr_setsigdefault(sa, &def);
+	return posix_spawnattr_setflags(sa, POSIX_SPAWN_SETSIGMASK |
+	    POSIX_SPAWN_SETSIGDEF);
+}
+
+/* Creates the pipes: child ends in C, ours (non-blocking) in p->fds. */
+static int
+snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
+{
+	int sv[2], pp[2], i;
+
+	c[0] = c[1] = c[2] = -1;
+	if (o->input != NULL) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+			return -1;
+		shutdown(sv[0], SHUT_RD);
+		p->fds[0] = sv[0];
+		c[0] = sv[1];
+	}
+	for (i = 1; i < 3; i++) {
+		if (i == 1 && o->out_fd >= 0) {
+			c[1] = o->out_fd;
+			continue;
+		}
+		if (pipe2(pp, O_CLOEXEC) == -1)
+			return -1;
+		p->fds[i] = pp[0];
+		c[i] = pp[1];
+	}
+	for (i = 0; i < 3; i++) {
+		if (p->fds[i] != -1)
+			util_set_nonblock(p->fds[i]);
+	}
+	return 0;
+}
+
+static pid_t
+snap_proc_spawn(const struct snap_proc_opts *o, int c[3], int *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t sa;
+	mode_t old = 0;
+	pid_t pid = -1;
+
+	snap_proc_actions(&fa, &sa, o, c[0], c[1], c[2]);
+	if (o->umask >= 0)
+		old = umask((mode_t)o->umask);
+	*err = posix_spawnp(&pid, o->argv[0], &fa, &sa, o->argv,
+	    o->env != NULL ? o->env : environ);
+	if (o->umask >= 0)
+		umask(old);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&sa);
+	return *err == 0 ? pid : -1;
+}
+
+struct snap_proc *
+snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
+    snap_proc_cb done, void *arg, char **cause)
+{
+	struct snap_proc *p = xcalloc(1, sizeof *p);
+	int c[3], i, err = 0;
+
+	p->base = base;
+	p->fds[0] = p->fds[1] = p->fds[2] = -1;
+	p->pidfd = -1;
+	p->status = -1;
+	p->line = o->line;
+	p->done = done;
+	p->arg = arg;
+	if (o->input != NULL)
+		buf_add(&p->in, o->input, o->inputlen);
+	if (snap_proc_pipes(p, o, c) == -1) {
+		err = errno;
+		goto fail;
+	}
+	p->pid = snap_proc_spawn(o, c, &err);
+	for (i = 0; i < 3; i++) {
+		if (c[i] != -1 && c[i] != o->out_fd)
+			close(c[i]);
+	}
+	if (p->pid == -1)
+		goto fail;
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (p->pidfd != -1)
+		util_set_cloexec(p->pidfd);
+	snap_proc_arm(p);
+	return p;
+fail:
+	*cause = xprintf("cannot run %s: %s", o->argv[0], strerror(err));
+	snap_proc_free(p);
+	return NULL;
+}
+
+void
+snap_proc_free(struct snap_proc *p)
+{
+	int i, st;
+
+	if (p == NULL)
+		return;
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		while (waitpid(p->pid, &st, 0) == -1 && errno == EINTR)
+			;
+	}
+	for (i = 0; i < 3; i++)
+		snap_proc_close(p, i);
+	if (p->exit_ev != NULL)
+		event_free(p->exit_ev);
+	if (p->pidfd != -1)
+		close(p->pidfd);
+	buf_free(&p->in);
+	buf_free(&p->out);
+	buf_free(&p->err);
+	free(p);
+}
+
+static void
+snap_proc_run_done(struct snap_proc *p, void *arg)
+{
+	event_base_loopbreak(p->base);
+}
+
+int
+snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
+    struct buf *err, int *status, char **cause)
+{
+	struct event_base *base = event_base_new();
+	struct snap_proc *p;
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	if ((p = snap_proc_start(base, o, snap_proc_run_done, NULL,
+	    cause)) == NULL) {
+		event_base_free(base);
+		return -1;
+	}
+	while (p->status == -1 || p->exit_ev != NULL)
+		event_base_loop(base, EVLOOP_ONCE);
+	*status = p->status;
+	if (out != NULL)
+		buf_add(out, p->out.data, p->out.len);
+	if (err != NULL)
+		buf_add(err, p->err.data, p->err.len);
+	snap_proc_free(p);
+	event_base_free(base);
+	return 0;
+}

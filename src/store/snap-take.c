@@ -1,0 +1,828 @@
+/* Taking a snapshot: git add -A into the private index, write-tree, commit-tree, update-ref, as a chain of async steps. */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/snap-int.h"
+
+/* Rounds of adopting nested repositories before giving up on new ones. */
+#define SNAP_ADOPT_ROUNDS 3
+/* Progress is reported every this many files. */
+#define SNAP_PROGRESS_STEP 250
+
+struct snap_take {
+	struct event_base *base;
+	struct store *st;
+	struct snap_repo *repo;
+	char *kind;               /* NULL: a tree only, not recorded */
+	char *label;
+	int64_t session;
+	bool if_changed;
+	bool record_refs;
+	char *parent;             /* the commit the new one follows */
+	char *prev_tree;          /* the chain's last tree */
+	char *prev_commit;        /* the chain's last commit (the record's parent) */
+	char *count_from;         /* changes are counted from this tree-ish */
+	int rounds;
+	struct strv nested;       /* nested repositories to adopt */
+	size_t nested_i;
+	struct buf adopt;         /* their files, NUL-separated */
+	struct strv warnings;
+	struct strv unreadable;
+	int64_t files;
+	struct snap_proc *procs[3];
+	int pending;
+	struct buf refs;          /* for-each-ref output (record_refs) */
+	char *tree;
+	char *commit;
+	int64_t changed;
+	char *error;
+	void (*progress)(void *, int64_t);
+	snap_done_cb done;
+	void *arg;
+	bool *finished;           /* set when the job is over */
+};
+
+static bool snap_take_add(struct snap_take *);
+static void snap_take_write_tree(struct snap_take *);
+static void snap_take_after_add(struct snap_take *);
+
+void
+snap_result_clear(struct snap_result *res)
+{
+	size_t i;
+
+	free(res->commit);
+	free(res->tree);
+	for (i = 0; i < res->nwarnings; i++)
+		free(res->warnings[i]);
+	free(res->warnings);
+	for (i = 0; i < res->nunreadable; i++)
+		free(res->unreadable[i]);
+	free(res->unreadable);
+	memset(res, 0, sizeof *res);
+}
+
+static void
+snap_take_free(struct snap_take *t)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++)
+		snap_proc_free(t->procs[i]);
+	free(t->kind);
+	free(t->label);
+	free(t->parent);
+	free(t->prev_tree);
+	free(t->prev_commit);
+	free(t->count_from);
+	strv_free(&t->nested);
+	buf_free(&t->adopt);
+	strv_free(&t->warnings);
+	strv_free(&t->unreadable);
+	buf_free(&t->refs);
+	free(t->tree);
+	free(t->commit);
+	free(t->error);
+	free(t);
+}
+
+/* Slot I's process is done with; frees it. */
+static void
+snap_take_reap(struct snap_take *t, struct snap_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] == p) {
+			snap_proc_free(p);
+			t->procs[i] = NULL;
+		}
+	}
+}
+
+static void
+snap_take_track(struct snap_take *t, struct snap_proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] == NULL) {
+			t->procs[i] = p;
+			t->pending++;
+			return;
+		}
+	}
+	fatalx("snapshot: too many git commands at once");
+}
+
+/* Starts a git step; false (with t->error set) if it cannot run. */
+static bool
+snap_take_spawn(struct snap_take *t, enum snap_env env,
+    const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), snap_proc_cb cb)
+{
+	struct snap_proc *p;
+	char *cause = NULL;
+
+	p = snap_git_start(t->base, t->repo, env, args, input, line, cb, t,
+	    &cause);
+	if (p == NULL) {
+		if (t->error == NULL)
+			t->error = cause;
+		else
+			free(cause);
+		return false;
+	}
+	snap_take_track(t, p);
+	return true;
+}
+
+/* Moves the strv's strings into a plain array for the result. */
+static char **
+snap_take_strings(struct strv *sv, size_t *n)
+{
+	char **v = NULL;
+	size_t i;
+
+	*n = sv->n;
+	if (sv->n > 0) {
+		v = xcalloc(sv->n, sizeof *v);
+		for (i = 0; i < sv->n; i++)
+			v[i] = xstrdup(sv->v[i]);
+	}
+	return v;
+}
+
+static void
+snap_take_end(struct snap_take *t, struct snap_result *res)
+{
+	if (t->progress != NULL && t->files > 0)
+		t->progress(t->arg, t->files);
+	if (t->finished != NULL)
+		*t->finished = true;
+	if (t->done != NULL)
+		t->done(t->arg, t->error == NULL ? res : NULL, t->error);
+	snap_take_free(t);
+}
+
+static void
+snap_take_fail(struct snap_take *t, char *error)
+{
+	if (t->error == NULL)
+		t->error = error;
+	else
+		free(error);
+	if (t->pending == 0)
+		snap_take_end(t, NULL);
+}
+
+/* Fills the result from what the job found; the strings are copied. */
+static void
+snap_take_result(struct snap_take *t, struct snap_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->session = t->session;
+	res->commit = t->commit != NULL ? xstrdup(t->commit) : NULL;
+	res->tree = t->tree != NULL ? xstrdup(t->tree) : NULL;
+	res->files_changed = t->changed;
+	res->warnings = snap_take_strings(&t->warnings, &res->nwarnings);
+	res->unreadable = snap_take_strings(&t->unreadable, &res->nunreadable);
+}
+
+/* Records HEAD and the branch tips as they are at session start. */
+static void
+snap_take_record_refs(struct snap_take *t)
+{
+	char *line, *save = NULL, *sp, *head, *sym = NULL, *v;
+
+	for (line = strtok_r(t->refs.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((sp = strchr(line, ' ')) == NULL)
+			continue;
+		*sp = '\0';
+		store_session_ref_add(t->st, t->session, sp + 1, line);
+	}
+	head = snap_repo_head(t->repo, &sym);
+	v = sym != NULL ? xprintf("ref: %s", sym) : head;
+	if (v != NULL)
+		store_session_ref_add(t->st, t->session, "HEAD", v);
+	if (v != head)
+		free(v);
+	free(head);
+	free(sym);
+}
+
+/* Counts snapshots of the session up to ID: the number users type. */
+static int64_t
+snap_take_seq(struct store *st, int64_t session, int64_t id)
+{
+	struct store_snapshot **v;
+	size_t n, i;
+	int64_t seq = 0;
+
+	v = store_snapshot_list(st, session, &n);
+	for (i = 0; i < n; i++) {
+		if (v[i]->id <= id)
+			seq++;
+	}
+	store_snapshot_list_free(v, n);
+	return seq;
+}
+
+static void
+snap_take_record(struct snap_take *t)
+{
+	struct store_snapshot s;
+	struct snap_result res;
+	char *ref, *cause = NULL;
+	int64_t id;
+
+	snap_take_result(t, &res);
+	if (t->kind == NULL) {
+		snap_take_end(t, &res);
+		snap_result_clear(&res);
+		return;
+	}
+	ref = xprintf("refs/agentmux/sessions/%lld", (long long)t->session);
+	memset(&s, 0, sizeof s);
+	s.session_id = t->session;
+	s.label = t->label;
+	s.kind = t->kind;
+	s.commit = t->commit;
+	s.tree = t->tree;
+	s.parent = t->prev_commit;
+	s.ref = ref;
+	s.files_changed = t->changed;
+	if (snap_repo_record(t->st, t->session, t->repo, &cause) == -1 ||
+	    (id = store_snapshot_add(t->st, &s, &cause)) == -1) {
+		free(ref);
+		snap_result_clear(&res);
+		snap_take_fail(t, cause);
+		return;
+	}
+	free(ref);
+	if (t->record_refs)
+		snap_take_record_refs(t);
+	if (t->unreadable.n > 0)
+		store_event_add(t->st, t->session, "warn", "snapshot",
+		    "snapshot %lld could not save %zu unreadable path(s), e.g. "
+		    "%s", (long long)id, t->unreadable.n, t->unreadable.v[0]);
+	snap_repo_save_index(t->repo);
+	res.id = id;
+	res.seq = snap_take_seq(t->st, t->session, id);
+	snap_take_end(t, &res);
+	snap_result_clear(&res);
+}
+
+/* One step of the parallel tail is done; the last one records. */
+static void
+snap_take_step_done(struct snap_take *t)
+{
+	if (t->pending > 0)
+		return;
+	if (t->error != NULL)
+		snap_take_end(t, NULL);
+	else
+		snap_take_record(t);
+}
+
+static char *
+snap_take_oid(struct snap_proc *p)
+{
+	struct buf *out = snap_proc_out(p);
+
+	if (out->data == NULL)
+		return xstrdup("");
+	return xstrndup(out->data, strcspn(out->data, " \t\n"));
+}
+
+static void
+snap_take_update_ref_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0 && t->error == NULL)
+		t->error = snap_git_error("update-ref", p);
+	snap_take_reap(t, p);
+	snap_take_step_done(t);
+}
+
+static void
+snap_take_commit_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	char *ref;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0) {
+		if (t->error == NULL)
+			t->error = snap_git_error("commit-tree", p);
+		snap_take_reap(t, p);
+		snap_take_step_done(t);
+		return;
+	}
+	t->commit = snap_take_oid(p);
+	snap_take_reap(t, p);
+	if (t->error != NULL) {
+		snap_take_step_done(t);
+		return;
+	}
+	ref = xprintf("refs/agentmux/sessions/%lld", (long long)t->session);
+	{
+		const char *args[] = { "update-ref", "-m", "agentmux snapshot",
+		    ref, t->commit, NULL };
+
+		snap_take_spawn(t, SNAP_ENV_DB, args, NULL, NULL,
+		    snap_take_update_ref_cb);
+	}
+	free(ref);
+	snap_take_step_done(t);
+}
+
+static void
+snap_take_count_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = snap_proc_out(p);
+	size_t i;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0) {
+		if (t->error == NULL)
+			t->error = snap_git_error("diff-tree", p);
+	} else {
+		for (i = 0, t->changed = 0; i < out->len; i++)
+			t->changed += out->data[i] == '\0';
+	}
+	snap_take_reap(t, p);
+	snap_take_step_done(t);
+}
+
+static void
+snap_take_refs_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0 && t->error == NULL)
+		t->error = snap_git_error("for-each-ref", p);
+	else
+		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
+	snap_take_reap(t, p);
+	/* The add may still be running; whichever ends last moves on. */
+	if (t->pending == 0)
+		snap_take_after_add(t);
+}
+
+/* The tree is written: commit it and count what changed, in parallel. */
+static void
+snap_take_commit(struct snap_take *t)
+{
+	struct strv args;
+	char *msg;
+	const char *count[] = { "diff-tree", "-r", "-z", "--no-renames",
+	    "--name-only", t->count_from, t->tree, NULL };
+
+	if (t->kind == NULL) {
+		snap_take_record(t);
+		return;
+	}
+	msg = xprintf("agentmux snapshot: %s, session %lld%s%s\n", t->kind,
+	    (long long)t->session, t->label != NULL ? "\n\n" : "",
+	    t->label != NULL ? t->label : "");
+	strv_init(&args);
+	strv_add(&args, "commit-tree");
+	if (t->parent != NULL) {
+		strv_add(&args, "-p");
+		strv_add(&args, t->parent);
+	}
+	strv_add(&args, "-m");
+	strv_take(&args, msg);
+	strv_add(&args, t->tree);
+	if (!snap_take_spawn(t, SNAP_ENV_DB, (const char *const *)args.v, NULL,
+	    NULL, snap_take_commit_cb) ||
+	    !snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
+	    snap_take_count_cb))
+		snap_take_fail(t, NULL);
+	strv_free(&args);
+}
+
+static void
+snap_take_write_tree_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0) {
+		t->error = snap_git_error("write-tree", p);
+		snap_take_reap(t, p);
+		snap_take_end(t, NULL);
+		return;
+	}
+	t->tree = snap_take_oid(p);
+	snap_take_reap(t, p);
+	if (t->if_changed && t->prev_tree != NULL &&
+	    strcmp(t->prev_tree, t->tree) == 0) {
+		struct snap_result res;
+
+		snap_take_result(t, &res);
+		res.unchanged = true;
+		snap_take_end(t, &res);
+		snap_result_clear(&res);
+		return;
+	}
+	snap_take_commit(t);
+}
+
+static void
+snap_take_write_tree(struct snap_take *t)
+{
+	const char *args[] = { "write-tree", NULL };
+
+	if (!snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
+	    snap_take_write_tree_cb))
+		snap_take_end(t, NULL);
+}
+
+/* Paths inside quotes on git's message line, e.g. "error: unable to index file 'x'". */
+static void
+snap_take_quoted(struct strv *sv, const char *line, const char *prefix)
+{
+	size_t n = strlen(prefix), len;
+
+	if (strncmp(line, prefix, n) != 0)
+		return;
+	line += n;
+	len = strlen(line);
+	if (len > 0 && line[len - 1] == '\'')
+		len--;
+	if (len > 0 && line[len - 1] == '/')
+		len--;
+	strv_take(sv, xstrndup(line, len));
+}
+
+/*
+ * Reads git add's complaints: nested repositories to adopt, files and
+ * dirs it could not read (reported, and never touched by undo).
+ */
+static void
+snap_take_parse_add(struct snap_take *t, char *err)
+{
+	char *line, *save = NULL;
+	size_t before = t->nested.n;
+
+	for (line = strtok_r(err, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "warning: adding embedded git repository: ",
+		    41) == 0) {
+			strv_add(&t->nested, line + 41);
+			continue;
+		}
+		if (strncmp(line, "error: '", 8) == 0 && strstr(line,
+		    "' does not have a commit checked out") != NULL) {
+			strv_take(&t->nested, xstrndup(line + 8,
+			    strcspn(line + 8, "'")));
+			continue;
+		}
+		snap_take_quoted(&t->unreadable, line,
+		    "error: unable to index file '");
+		snap_take_quoted(&t->unreadable, line,
+		    "warning: could not open directory '");
+		if (strncmp(line, "error: ", 7) == 0 ||
+		    strncmp(line, "warning: ", 9) == 0 ||
+		    strncmp(line, "fatal: ", 7) == 0)
+			strv_add(&t->warnings, line);
+	}
+	/* Trailing slashes: "sub/" names the dir. */
+	for (; before < t->nested.n; before++) {
+		char *s = t->nested.v[before];
+		size_t len = strlen(s);
+
+		if (len > 1 && s[len - 1] == '/')
+			s[len - 1] = '\0';
+	}
+}
+
+static void
+snap_take_update_index_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0)
+		strv_take(&t->warnings, snap_git_error("update-index", p));
+	snap_take_reap(t, p);
+	if (!snap_take_add(t))
+		snap_take_fail(t, NULL);
+}
+
+static void snap_take_adopt_next(struct snap_take *);
+
+static void
+snap_take_ls_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = snap_proc_out(p);
+	const char *dir = t->nested.v[t->nested_i], *s;
+	size_t off, len;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0)
+		strv_take(&t->warnings, xprintf("cannot list the files of the "
+		    "nested repository %s: %s", dir, snap_proc_err(p)->data));
+	for (off = 0; snap_proc_status(p) == 0 && off < out->len;
+	    off += len + 1) {
+		s = out->data + off;
+		len = strlen(s);
+		if (len == 0)
+			continue;
+		buf_printf(&t->adopt, "%s/%s", dir, s);
+		buf_addc(&t->adopt, '\0');
+	}
+	snap_take_reap(t, p);
+	t->nested_i++;
+	snap_take_adopt_next(t);
+}
+
+/*
+ * Nested repositories (and submodules) are content too: their files go
+ * into the private index, after which git add -A treats the dir as an
+ * ordinary one (it recurses into dirs that have index entries).
+ */
+static void
+snap_take_adopt_next(struct snap_take *t)
+{
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	char *dir, *cause = NULL;
+	char *argv[] = { "git", "ls-files", "-z", "-c", "-o",
+	    "--exclude-standard", NULL };
+	const char *upd[] = { "update-index", "--add", "--remove", "--replace",
+	    "-z", "--stdin", NULL };
+
+	if (t->nested_i >= t->nested.n) {
+		t->rounds++;
+		if (t->adopt.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE, upd,
+		    &t->adopt, NULL, snap_take_update_index_cb))
+			snap_take_write_tree(t);
+		return;
+	}
+	dir = xprintf("%s/%s", t->repo->worktree, t->nested.v[t->nested_i]);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = t->repo->env[SNAP_ENV_NESTED].v;
+	o.dir = dir;
+	o.out_fd = -1;
+	o.umask = -1;
+	p = snap_proc_start(t->base, &o, snap_take_ls_cb, t, &cause);
+	free(dir);
+	if (p == NULL) {
+		strv_take(&t->warnings, cause);
+		t->nested_i++;
+		snap_take_adopt_next(t);
+		return;
+	}
+	snap_take_track(t, p);
+}
+
+static void
+snap_take_add_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	int st = snap_proc_status(p);
+
+	t->pending--;
+	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
+	if (st != 0 && st != 1 && t->error == NULL)
+		t->error = snap_git_error("add", p);
+	strv_free(&t->nested);
+	strv_init(&t->nested);
+	if (snap_proc_err(p)->data != NULL)
+		snap_take_parse_add(t, snap_proc_err(p)->data);
+	snap_take_reap(t, p);
+	if (t->pending == 0)
+		snap_take_after_add(t);
+}
+
+/* git add (and the refs, at start) are done: adopt nested repos, or write the tree. */
+static void
+snap_take_after_add(struct snap_take *t)
+{
+	if (t->error != NULL) {
+		snap_take_end(t, NULL);
+		return;
+	}
+	if (t->nested.n > 0 && t->rounds < SNAP_ADOPT_ROUNDS) {
+		buf_reset(&t->adopt);
+		t->nested_i = 0;
+		snap_take_adopt_next(t);
+		return;
+	}
+	snap_take_write_tree(t);
+}
+
+static void
+snap_take_line(void *arg, const char *line, size_t len)
+{
+	struct snap_take *t = arg;
+
+	if (len < 5 || (strncmp(line, "add '", 5) != 0 &&
+	    strncmp(line, "remove '", 8) != 0))
+		return;
+	if (++t->files % SNAP_PROGRESS_STEP == 0 && t->progress != NULL)
+		t->progress(t->arg, t->files);
+}
+
+static bool
+snap_take_add(struct snap_take *t)
+{
+	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
+	    NULL };
+
+	/* A second round's warnings replace the first's. */
+	strv_free(&t->warnings);
+	strv_init(&t->warnings);
+	strv_free(&t->unreadable);
+	strv_init(&t->unreadable);
+	return snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
+	    snap_take_add_cb);
+}
+
+/* The chain so far: the parent, the last tree, where changes count from. */
+static void
+snap_take_chain(struct snap_take *t)
+{
+	struct store_snapshot **v;
+	char *sym = NULL;
+	size_t n;
+
+	n = 0;
+	v = t->session > 0 ? store_snapshot_list(t->st, t->session, &n) : NULL;
+	if (n > 0) {
+		t->parent = xstrdup(v[n - 1]->commit);
+		t->prev_commit = xstrdup(v[n - 1]->commit);
+		t->prev_tree = xstrdup(v[n - 1]->tree);
+		t->count_from = xstrdup(v[0]->tree);
+	} else {
+		t->parent = snap_repo_head(t->repo, &sym);
+		t->count_from = xstrdup(t->parent != NULL ? t->parent :
+		    snap_repo_empty_tree(t->repo));
+	}
+	free(sym);
+	store_snapshot_list_free(v, n);
+}
+
+/* Keeps the user's index as it was at session start, for undo --refs. */
+static void
+snap_take_save_user_index(struct snap_take *t)
+{
+	char *data, *dir, *dst, *cause = NULL;
+
+	if (t->repo->shadow || access(t->repo->seed, R_OK) != 0 ||
+	    (data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	dir = xprintf("%s/sessions/%lld", data, (long long)t->session);
+	dst = xprintf("%s/git-index", dir);
+	if (path_mkdir_p(dir, 0700) == -1 ||
+	    snap_copy_file(t->repo->seed, dst, &cause) == -1) {
+		strv_take(&t->warnings, xprintf("cannot keep a copy of the "
+		    "index: %s", cause != NULL ? cause : strerror(errno)));
+		free(cause);
+	}
+	free(dst);
+	free(dir);
+	free(data);
+}
+
+struct snap_take *
+snap_take_start(struct event_base *base, struct store *st,
+    struct snap_repo *repo, const struct snap_take_opts *o,
+    void (*progress)(void *, int64_t), snap_done_cb done, void *arg,
+    char **cause)
+{
+	struct snap_take *t = xcalloc(1, sizeof *t);
+	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
+	    "%(refname)", "refs/heads/", NULL };
+
+	t->base = base;
+	t->st = st;
+	t->repo = repo;
+	t->kind = o->kind != NULL ? xstrdup(o->kind) : NULL;
+	t->label = o->label != NULL ? xstrdup(o->label) : NULL;
+	t->session = o->session;
+	t->if_changed = o->if_changed;
+	t->record_refs = o->record_refs && !repo->shadow;
+	t->progress = progress;
+	t->done = done;
+	t->arg = arg;
+	strv_init(&t->nested);
+	strv_init(&t->warnings);
+	strv_init(&t->unreadable);
+	snap_take_chain(t);
+	if (!repo->seeded && snap_repo_seed(repo, cause) == -1)
+		goto fail;
+	if (t->record_refs) {
+		snap_take_save_user_index(t);
+		if (!snap_take_spawn(t, SNAP_ENV_DB, refs, NULL, NULL,
+		    snap_take_refs_cb))
+			goto fail_error;
+	}
+	if (!snap_take_add(t))
+		goto fail_error;
+	return t;
+fail_error:
+	*cause = t->error;
+	t->error = NULL;
+fail:
+	snap_take_free(t);
+	return NULL;
+}
+
+void
+snap_take_cancel(struct snap_take *t)
+{
+	if (t != NULL)
+		snap_take_free(t);
+}
+
+void
+snap_take_finish(struct snap_take *t)
+{
+	struct event_base *base = event_base_new();
+	bool finished = false;
+	size_t i;
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	t->finished = &finished;
+	t->base = base;
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] != NULL)
+			snap_proc_move(t->procs[i], base);
+	}
+	while (!finished)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_base_free(base);
+}
+
+struct snap_take_sync {
+	struct snap_result *res;
+	char *error;
+};
+
+static void
+snap_take_sync_done(void *arg, const struct snap_result *res,
+    const char *error)
+{
+	struct snap_take_sync *s = arg;
+	size_t i;
+
+	if (error != NULL) {
+		s->error = xstrdup(error);
+		return;
+	}
+	*s->res = *res;
+	s->res->commit = res->commit != NULL ? xstrdup(res->commit) : NULL;
+	s->res->tree = res->tree != NULL ? xstrdup(res->tree) : NULL;
+	s->res->warnings = res->nwarnings > 0 ? xcalloc(res->nwarnings,
+	    sizeof *s->res->warnings) : NULL;
+	for (i = 0; i < res->nwarnings; i++)
+		s->res->warnings[i] = xstrdup(res->warnings[i]);
+	s->res->unreadable = res->nunreadable > 0 ? xcalloc(res->nunreadable,
+	    sizeof *s->res->unreadable) : NULL;
+	for (i = 0; i < res->nunreadable; i++)
+		s->res->unreadable[i] = xstrdup(res->unreadable[i]);
+}
+
+int
+snap_take_sync(struct store *st, struct snap_repo *repo,
+    const struct snap_take_opts *o, struct snap_result *res, char **cause)
+{
+	struct event_base *base = event_base_new();
+	struct snap_take_sync s;
+	struct snap_take *t;
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	memset(res, 0, sizeof *res);
+	s.res = res;
+	s.error = NULL;
+	t = snap_take_start(base, st, repo, o, NULL, snap_take_sync_done, &s,
+	    cause);
+	if (t != NULL)
+		snap_take_finish(t);
+	event_base_free(base);
+	if (t == NULL)
+		return -1;
+	if (s.error != NULL) {
+		*cause = s.error;
+		return -1;
+	}
+	return 0;
+}
