@@ -135,6 +135,34 @@ static const struct cli_cmd cli_cmds[] = {
 	  "  --json        print JSON (an array of snapshot objects)\n"
 	  "The SNAP column is what --from, --to and undo --to take; they also take\n"
 	  "start, end, latest, NAME~N (N before NAME) and commit id prefixes.\n" },
+	{ .name = "diff", .fn = cmd_diff,
+	  .usage = "SESSION [--from SNAP] [--to SNAP|worktree] [--stat] [PATH...]",
+	  .summary = "show what changed in a session's project (default: from its start to now)",
+	  .help =
+	  "  SESSION       a session number, or 'last'\n"
+	  "  --from SNAP   the older side (default: start)\n"
+	  "  --to SNAP     the newer side, or 'worktree' for the files as they are now\n"
+	  "                (the default)\n"
+	  "  --stat        a summary: files and lines changed\n"
+	  "  PATH...       only these files or dirs\n"
+	  "SNAP: a number from 'agentmux snapshots SESSION', start, end, latest,\n"
+	  "NAME~N (N before NAME) or a commit id prefix. Coloured on a terminal\n"
+	  "unless NO_COLOR is set.\n" },
+	{ .name = "undo", .fn = cmd_undo,
+	  .usage = "SESSION [--to SNAP] [--dry-run] [--refs] [PATH...]",
+	  .summary = "put a session's project back as it was at a snapshot (default: its start)",
+	  .help =
+	  "  SESSION       a session number, or 'last'; it must have ended\n"
+	  "  --to SNAP     the snapshot to go back to (default: start); see 'snapshots'\n"
+	  "  --dry-run     print what would change, change nothing\n"
+	  "  --refs        also reset the branch tips the session moved, HEAD and the\n"
+	  "                index to what they were at its start (the old tips stay in\n"
+	  "                the reflog)\n"
+	  "  PATH...       only these files or dirs\n"
+	  "The present state is snapshotted first, so every undo can be undone:\n"
+	  "the last line says how. Files created since are removed, deleted ones\n"
+	  "come back, modified ones, modes and symlinks are restored; ignored\n"
+	  "files are left alone.\n" },
 	{ .name = "gc", .fn = cmd_gc,
 	  .usage = "--older-than DURATION [--dry-run]",
 	  .summary = "delete sessions (and their records and snapshots) older than DURATION",

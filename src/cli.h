@@ -72,5 +72,7 @@ int cmd_probe(int, char **);
 int cmd_run(int, char **);
 int cmd_snapshot(int, char **);
 int cmd_snapshots(int, char **);
+int cmd_diff(int, char **);
+int cmd_undo(int, char **);
 
 #endif

@@ -186,3 +186,117 @@ cmd_snapshots(int argc, char **argv)
 	store_close(st);
 	return 0;
 }
+
+/* Opens the config and store and resolves SPEC; 0, or the exit code. */
+static int
+cmd_snap_open(const char *cmd, const char *spec, struct config **cf,
+    struct store **st, int64_t *id)
+{
+	if (spec == NULL)
+		return cli_usage_error(cmd, "which session? give a number or "
+		    "'last'");
+	if ((*cf = cli_load_config()) == NULL)
+		return 1;
+	if ((*st = cli_open_store()) == NULL) {
+		config_free(*cf);
+		return 1;
+	}
+	if (cli_resolve_session(*st, spec, id) == -1) {
+		store_close(*st);
+		config_free(*cf);
+		return 1;
+	}
+	return 0;
+}
+
+int
+cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "stat", no_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct snap_diff_opts o;
+	struct store *st;
+	struct config *cf;
+	char *cause = NULL;
+	int64_t id;
+	int c, rc;
+
+	memset(&o, 0, sizeof o);
+	while ((c = getopt_long(argc, argv, ":f:t:s", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			o.from = optarg;
+			break;
+		case 't':
+			o.to = optarg;
+			break;
+		case 's':
+			o.stat = true;
+			break;
+		default:
+			return cli_bad_option("diff", argv, c);
+		}
+	}
+	if ((rc = cmd_snap_open("diff", optind < argc ? argv[optind] : NULL,
+	    &cf, &st, &id)) != 0)
+		return rc;
+	o.paths = argv + optind + 1;
+	o.color = cli_color();
+	o.out_fd = STDOUT_FILENO;
+	fflush(stdout);
+	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
+		cli_error("%s", cause);
+	free(cause);
+	store_close(st);
+	config_free(cf);
+	return rc == 0 ? 0 : 1;
+}
+
+int
+cmd_undo(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "to", required_argument, NULL, 't' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "refs", no_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct snap_undo_opts o;
+	struct store *st;
+	struct config *cf;
+	char *cause = NULL;
+	int64_t id;
+	int c, rc;
+
+	memset(&o, 0, sizeof o);
+	while ((c = getopt_long(argc, argv, ":t:nr", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			o.to = optarg;
+			break;
+		case 'n':
+			o.dry_run = true;
+			break;
+		case 'r':
+			o.refs = true;
+			break;
+		default:
+			return cli_bad_option("undo", argv, c);
+		}
+	}
+	if ((rc = cmd_snap_open("undo", optind < argc ? argv[optind] : NULL,
+	    &cf, &st, &id)) != 0)
+		return rc;
+	o.paths = argv + optind + 1;
+	o.out = stdout;
+	if ((rc = snap_undo(st, cf, id, &o, &cause)) == -1)
+		cli_error("undo: %s", cause);
+	free(cause);
+	store_close(st);
+	config_free(cf);
+	return rc == 0 ? 0 : 1;
+}

@@ -153,6 +153,10 @@ int snap_repo_record(struct store *, int64_t session, struct snap_repo *,
 struct snap_repo *snap_session_repo(struct store *, const struct config *,
     int64_t session, const char *tag, char **cause);
 
+/* undo --refs: branch tips, HEAD and the index as at session start (snap-refs.c). */
+int snap_undo_refs(struct store *, struct snap_repo *, int64_t session,
+    bool dry_run, FILE *out, char **cause);
+
 /* ---- the store side (snap-store.c) ---- */
 
 struct snap_where {
