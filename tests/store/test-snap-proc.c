@@ -1,0 +1,267 @@
+/* The async runner: output, exit codes, signals, big stdin, line callbacks, concurrency, moving, killing. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "store/snap-int.h"
+
+static void
+opts_sh(struct snap_proc_opts *o, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->argv = argv;
+	o->out_fd = -1;
+	o->umask = -1;
+}
+
+static void
+test_output_and_status(void **state)
+{
+	char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
+	struct snap_proc_opts o;
+	struct buf out, err;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	buf_init(&out);
+	buf_init(&err);
+	assert_int_equal(snap_proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(st, 3);
+	assert_string_equal(out.data, "out\n");
+	assert_string_equal(err.data, "err\n");
+	buf_free(&out);
+	buf_free(&err);
+}
+
+static void
+test_signal_status(void **state)
+{
+	char *argv[] = { "sh", "-c", "kill -9 $$", NULL };
+	struct snap_proc_opts o;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+	assert_int_equal(st, 128 + SIGKILL);
+}
+
+static void
+test_missing_command(void **state)
+{
+	char *argv[] = { "agentmux-no-such-command", NULL };
+	struct snap_proc_opts o;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), -1);
+	assert_non_null(strstr(cause, "agentmux-no-such-command"));
+	free(cause);
+}
+
+/* Far more than a pipe holds, both ways, so reading and writing must interleave. */
+static void
+test_big_input(void **state)
+{
+	char *argv[] = { "sh", "-c", "cat; echo done >&2", NULL };
+	size_t len = 3 * 1024 * 1024, i;
+	struct snap_proc_opts o;
+	struct buf out, err;
+	char *in = xmalloc(len), *cause = NULL;
+	int st;
+
+	for (i = 0; i < len; i++)
+		in[i] = (char)('a' + i % 26);
+	opts_sh(&o, argv);
+	o.input = in;
+	o.inputlen = len;
+	buf_init(&out);
+	buf_init(&err);
+	assert_int_equal(snap_proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(out.len, len);
+	assert_memory_equal(out.data, in, len);
+	assert_string_equal(err.data, "done\n");
+	buf_free(&out);
+	buf_free(&err);
+	free(in);
+}
+
+/* A child that exits without reading its input must not kill us with SIGPIPE. */
+static void
+test_unread_input(void **state)
+{
+	char *argv[] = { "true", NULL };
+	size_t len = 1024 * 1024;
+	struct snap_proc_opts o;
+	char *in = xcalloc(1, len), *cause = NULL;
+	int st;
+
+	signal(SIGPIPE, SIG_DFL);
+	opts_sh(&o, argv);
+	o.input = in;
+	o.inputlen = len;
+	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	free(in);
+}
+
+static void
+count_line(void *arg, const char *line, size_t len)
+{
+	int *n = arg;
+
+	if (len == 4 && memcmp(line, "line", 4) == 0)
+		(*n)++;
+}
+
+struct two {
+	int done;
+	int lines;
+	struct event_base *base;
+};
+
+static void
+two_done(struct snap_proc *p, void *arg)
+{
+	struct two *t = arg;
+
+	assert_int_equal(snap_proc_status(p), 0);
+	if (++t->done == 2)
+		event_base_loopbreak(t->base);
+}
+
+static void
+two_line(void *arg, const char *line, size_t len)
+{
+	struct two *t = arg;
+
+	count_line(&t->lines, line, len);
+}
+
+/* Two commands at once on one loop; lines arrive as they are written. */
+static void
+test_concurrent_lines(void **state)
+{
+	char *a[] = { "sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line; "
+	    "i=$((i+1)); done", NULL };
+	char *b[] = { "sh", "-c", "sleep 0.2; printf 'line\\nline'", NULL };
+	struct snap_proc_opts o;
+	struct snap_proc *pa, *pb;
+	struct two t;
+	char *cause = NULL;
+
+	memset(&t, 0, sizeof t);
+	t.base = event_base_new();
+	opts_sh(&o, a);
+	o.line = two_line;
+	pa = snap_proc_start(t.base, &o, two_done, &t, &cause);
+	o.argv = b;
+	pb = snap_proc_start(t.base, &o, two_done, &t, &cause);
+	assert_non_null(pa);
+	assert_non_null(pb);
+	event_base_dispatch(t.base);
+	assert_int_equal(t.done, 2);
+	/* The last line had no newline: it is still passed on at the end. */
+	assert_int_equal(t.lines, 502);
+	snap_proc_free(pa);
+	snap_proc_free(pb);
+	event_base_free(t.base);
+}
+
+static void
+flag_done(struct snap_proc *p, void *arg)
+{
+	*(int *)arg = snap_proc_status(p) + 1000;
+}
+
+/* A command started on one loop is finished on another. */
+static void
+test_move(void **state)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.1; echo moved", NULL };
+	struct event_base *a = event_base_new(), *b = event_base_new();
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	char *cause = NULL;
+	int done = 0;
+
+	opts_sh(&o, argv);
+	p = snap_proc_start(a, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	snap_proc_move(p, b);
+	while (done == 0)
+		event_base_loop(b, EVLOOP_ONCE);
+	assert_int_equal(done, 1000);
+	assert_string_equal(snap_proc_out(p)->data, "moved\n");
+	snap_proc_free(p);
+	event_base_free(a);
+	event_base_free(b);
+}
+
+/* Freeing a running command kills and reaps it. */
+static void
+test_free_kills(void **state)
+{
+	char *argv[] = { "sleep", "30", NULL };
+	struct event_base *base = event_base_new();
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	char *cause = NULL;
+	int done = 0, st;
+
+	opts_sh(&o, argv);
+	p = snap_proc_start(base, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	snap_proc_free(p);
+	assert_int_equal(done, 0);
+	/* Nothing left to reap: the child is gone. */
+	assert_int_equal(waitpid(-1, &st, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	event_base_free(base);
+}
+
+static void
+test_dir_and_umask(void **state)
+{
+	char *argv[] = { "sh", "-c", "pwd; umask", NULL };
+	struct snap_proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.dir = "/";
+	o.umask = 027;
+	buf_init(&out);
+	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_string_equal(out.data, "/\n0027\n");
+	buf_free(&out);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_output_and_status),
+		cmocka_unit_test(test_signal_status),
+		cmocka_unit_test(test_missing_command),
+		cmocka_unit_test(test_big_input),
+		cmocka_unit_test(test_unread_input),
+		cmocka_unit_test(test_concurrent_lines),
+		cmocka_unit_test(test_move),
+		cmocka_unit_test(test_free_kills),
+		cmocka_unit_test(test_dir_and_umask),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,455 @@
+/*
+ * Snapshots and undo on real git repositories: every kind of file, exact
+ * round trips, undo of undo, paths, the user's git state untouched, raw
+ * bytes through filters, shadow repositories, refusal while running.
+ */
+#include <sys/stat.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "store/store.h"
+
+static char *dir;
+static char *proj;
+static char *orig_cwd;
+
+static int
+setup(void **state)
+{
+	char cwd[4096];
+
+	dir = test_tmpdir("snap");
+	test_isolate(dir);
+	proj = xprintf("%s/proj", dir);
+	mkdir(proj, 0755);
+	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(proj), 0);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	assert_int_equal(chdir(orig_cwd), 0);
+	test_rmtree(dir);
+	free(dir);
+	free(proj);
+	free(orig_cwd);
+	return 0;
+}
+
+/* Runs a shell line in the project and asserts it worked. */
+static void
+sh(const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	st = test_sh("%s", cmd);
+	if (st != 0)
+		fail_msg("'%s' exited %d", cmd, st);
+	free(cmd);
+}
+
+/* A shell line's output; caller frees. */
+static char *
+sh_out(const char *cmd)
+{
+	FILE *fp = popen(cmd, "r");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+
+	assert_non_null(fp);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+		buf_add(&b, chunk, n);
+	pclose(fp);
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b);
+}
+
+/* Runs agentmux with the NULL-terminated arguments; asserts the exit status; returns stdout and stderr (caller frees). */
+static char *
+amx(int want, ...)
+{
+	char *argv[16], *out;
+	struct test_run r;
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = (char *)test_agentmux();
+	va_start(ap, want);
+	while (n < 15 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	test_run(&r, NULL, 120, argv);
+	if (r.status != want)
+		fail_msg("agentmux %s %s %s exited %d, not %d: %s%s", argv[1],
+		    n > 2 ? argv[2] : "", n > 3 ? argv[3] : "", r.status, want,
+		    r.out, r.err);
+	out = xprintf("%s%s", r.out, r.err);
+	test_run_free(&r);
+	return out;
+}
+
+/* The user's git state that agentmux must never touch, as one string. */
+static char *
+git_state(void)
+{
+	return sh_out("cd .git && sha1sum index HEAD $(find refs/heads "
+	    "refs/tags refs/stash logs -type f 2>/dev/null | sort) "
+	    "$(ls packed-refs 2>/dev/null); git for-each-ref refs/heads "
+	    "refs/tags refs/stash; git stash list");
+}
+
+/* The tree of session SESSION's snapshot number SEQ (0: the latest); caller frees. */
+static char *
+snap_tree(int64_t session, size_t seq)
+{
+	struct store_snapshot **v;
+	struct store *st;
+	char *cause = NULL, *tree;
+	size_t n;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	v = store_snapshot_list(st, session, &n);
+	assert_true(n > 0);
+	if (seq == 0)
+		seq = n;
+	assert_true(seq <= n);
+	tree = xstrdup(v[seq - 1]->tree);
+	store_snapshot_list_free(v, n);
+	store_close(st);
+	return tree;
+}
+
+static size_t
+snap_count(int64_t session)
+{
+	struct store_snapshot **v;
+	struct store *st;
+	char *cause = NULL;
+	size_t n;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	v = store_snapshot_list(st, session, &n);
+	store_snapshot_list_free(v, n);
+	store_close(st);
+	return n;
+}
+
+/* Snapshots now and returns the new tree; the worktree as git sees it, raw. */
+static char *
+tree_now(void)
+{
+	free(amx(0, "snapshot", "-m", "check", NULL));
+	return snap_tree(1, 0);
+}
+
+static void
+make_repo(void)
+{
+	sh("git init -q . && git config user.email t@example.com && "
+	    "git config user.name t && git config commit.gpgSign false");
+	sh("mkdir -p sub 'dir with space' deep/er && echo one > a.txt && "
+	    "echo two > sub/b.txt && echo keep > 'dir with space/é.txt' && "
+	    "echo f > deep/er/f");
+	sh("printf '\\000\\001\\002bin\\377' > bin.dat && "
+	    "printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh");
+	sh("ln -s a.txt link && ln -s sub dirlink");
+	sh("printf 'ignored/\\n*.log\\n' > .gitignore && mkdir ignored && "
+	    "echo i > ignored/x && echo l > keep.log");
+	sh("printf '* text=auto\\n*.id ident\\n' > .gitattributes && "
+	    "printf 'crlf\\r\\nline\\r\\n' > win.txt && printf '$Id$\\n' > f.id");
+	sh("printf x > \"$(printf 'new\\nline.txt')\"");
+	sh("git add -A && git commit -qm init && git branch side");
+	sh("echo stashed >> a.txt && git stash -q && echo untracked > u.txt && "
+	    "echo staged > s.txt && git add s.txt");
+	sh("mkdir nested && cd nested && git init -q && echo n > n.txt && "
+	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
+}
+
+/* What an agent might do: every kind of change. */
+static void
+agent_changes(void)
+{
+	sh("echo changed > a.txt && rm sub/b.txt && echo new > c.txt && "
+	    "chmod +x u.txt && chmod -x run.sh");
+	sh("rm link && ln -s sub/b.txt link2 && ln -sfn a.txt dirlink");
+	sh("mv 'dir with space/é.txt' 'dir with space/renamed é.txt'");
+	sh("printf 'lf\\n' > win.txt && echo j > ignored/y && echo more > keep.log");
+	sh("mkdir -p n/m && echo d > n/m/deep && rm -r deep && echo file > deep");
+	sh("echo nested-change > nested/n.txt && echo nn > nested/new.txt");
+	sh("printf y > \"$(printf 'new\\nline.txt')\" && "
+	    "printf '\\000changed' > bin.dat");
+}
+
+static void
+test_roundtrip(void **state)
+{
+	char *before, *after, *t1, *t2, *tchanged, *out;
+
+	make_repo();
+	before = git_state();
+	out = amx(0, "snapshot", "-m", "start", NULL);
+	assert_non_null(strstr(out, "snapshot 1 of session 1"));
+	free(out);
+	t1 = snap_tree(1, 1);
+	/* Untracked, nested and raw CRLF content are in; ignored ones are not. */
+	out = sh_out("git ls-tree -r --name-only refs/agentmux/sessions/1");
+	assert_non_null(strstr(out, "u.txt\n"));
+	assert_non_null(strstr(out, "nested/n.txt\n"));
+	assert_null(strstr(out, "ignored/"));
+	assert_null(strstr(out, "keep.log"));
+	free(out);
+	out = sh_out("git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
+	assert_non_null(strstr(out, "\\r"));
+	free(out);
+
+	agent_changes();
+	out = amx(0, "diff", "1", "--stat", NULL);
+	assert_non_null(strstr(out, "a.txt"));
+	assert_non_null(strstr(out, "c.txt"));
+	free(out);
+	out = amx(0, "undo", "1", "--dry-run", NULL);
+	assert_non_null(strstr(out, "would remove  c.txt"));
+	free(out);
+	out = amx(0, "undo", "1", NULL);
+	assert_non_null(strstr(out, "restore sub/b.txt"));
+	free(out);
+	/* Exactly the first snapshot's tree again; ignored files left alone. */
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	sh("test -f ignored/y && grep -q more keep.log && test -f deep/er/f");
+	sh("test \"$(cat \"$(printf 'new\\nline.txt')\")\" = x && "
+	    "! test -e nested/new.txt && grep -q '^n$' nested/n.txt && "
+	    "test -d nested/.git && ! test -e c.txt && ! test -e n");
+	sh("test \"$(stat -c %%a run.sh)\" = 755 && test \"$(stat -c %%a "
+	    "u.txt)\" = 644 && test \"$(readlink dirlink)\" = sub");
+	after = git_state();
+	assert_string_equal(before, after);
+
+	/* Undo of the undo: the agent's version (snapshot 2) comes back. */
+	tchanged = snap_tree(1, 2);
+	assert_string_not_equal(t1, tchanged);
+	free(amx(0, "undo", "1", "--to", "2", NULL));
+	free(t2);
+	t2 = tree_now();
+	assert_string_equal(tchanged, t2);
+	sh("grep -q changed a.txt && test -f c.txt && test -f deep");
+	free(after);
+	after = git_state();
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	free(t1);
+	free(t2);
+	free(tchanged);
+}
+
+static void
+test_paths(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", NULL));
+	agent_changes();
+	out = amx(0, "undo", "1", "a.txt", "dir with space", NULL);
+	assert_non_null(strstr(out, "revert  a.txt"));
+	assert_null(strstr(out, "c.txt"));
+	free(out);
+	sh("grep -q one a.txt && test -f 'dir with space/é.txt' && "
+	    "! test -e 'dir with space/renamed é.txt' && test -f c.txt && "
+	    "! test -e sub/b.txt");
+	/* A path from a subdirectory is relative to it. */
+	sh("cd sub && %s undo 1 b.txt >/dev/null", test_agentmux());
+	sh("test -f sub/b.txt && test -f c.txt");
+	out = amx(1, "undo", "1", "/etc/passwd", NULL);
+	assert_non_null(strstr(out, "outside the project"));
+	free(out);
+}
+
+static void
+test_names_in_diff(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", NULL));
+	agent_changes();
+	out = amx(0, "diff", "1", "c.txt", NULL);
+	assert_non_null(strstr(out, "+new"));
+	assert_null(strstr(out, "a.txt"));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "1", "--to", "worktree", NULL);
+	assert_non_null(strstr(out, "renamed é.txt"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "9", NULL);
+	assert_non_null(strstr(out, "snapshots 1 to"));
+	free(out);
+}
+
+/* Filters and line-ending attributes must not change what is saved or written back. */
+static void
+test_raw_bytes(void **state)
+{
+	char *out, *t1, *t2;
+
+	make_repo();
+	sh("git config filter.upper.clean 'tr a-z A-Z' && "
+	    "git config filter.upper.smudge cat && "
+	    "echo '*.up filter=upper' >> .gitattributes && "
+	    "echo lower > x.up && git add -A && git commit -qm up");
+	free(amx(0, "snapshot", NULL));
+	out = sh_out("git cat-file -p refs/agentmux/sessions/1:x.up");
+	assert_string_equal(out, "lower\n");
+	free(out);
+	t1 = snap_tree(1, 1);
+	sh("echo other > x.up && printf 'a\\r\\nb\\n' > win.txt");
+	free(amx(0, "undo", "1", NULL));
+	sh("test \"$(cat x.up)\" = lower && printf 'crlf\\r\\nline\\r\\n' | "
+	    "cmp - win.txt");
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
+static void
+test_shadow(void **state)
+{
+	char *out, *t1, *t2;
+
+	sh("mkdir -p src node_modules/pkg && echo a > src/a.c && "
+	    "echo dep > node_modules/pkg/i.js && echo 'x' > 'sp ace.txt'");
+	out = amx(0, "snapshot", "-m", "first", NULL);
+	free(out);
+	sh("! test -e .git && ls %s/data/agentmux/shadow/proj-* >/dev/null",
+	    dir);
+	t1 = snap_tree(1, 1);
+	sh("echo b > src/a.c && rm 'sp ace.txt' && echo n > new.c && "
+	    "echo dep2 > node_modules/pkg/i.js");
+	out = amx(0, "undo", "1", NULL);
+	assert_non_null(strstr(out, "remove  new.c"));
+	assert_null(strstr(out, "node_modules"));
+	free(out);
+	sh("grep -q a src/a.c && test -f 'sp ace.txt' && ! test -e new.c && "
+	    "grep -q dep2 node_modules/pkg/i.js");
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
+static void
+test_empty_repo(void **state)
+{
+	char *out;
+
+	sh("git init -q . && echo a > a && mkdir d && echo b > d/b");
+	out = amx(0, "snapshot", NULL);
+	assert_non_null(strstr(out, "2 files changed"));
+	free(out);
+	sh("rm -r d && echo c > c");
+	free(amx(0, "undo", "1", NULL));
+	sh("test -f d/b && ! test -e c && test -z \"$(git rev-parse -q "
+	    "--verify HEAD)\"");
+	assert_int_equal(snap_count(1), 2);
+}
+
+static void
+test_refuse_running(void **state)
+{
+	struct store_session s;
+	struct store *st;
+	char *cause = NULL, *out;
+	int64_t id;
+
+	make_repo();
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = proj;
+	s.command = (char *)"[\"sh\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	store_close(st);
+	/* Running, and its owner (this test) is alive. */
+	out = amx(1, "undo", "last", NULL);
+	assert_non_null(strstr(out, "still running"));
+	free(out);
+	out = amx(1, "undo", "last", "--to", "start", NULL);
+	assert_non_null(strstr(out, "still running"));
+	free(out);
+}
+
+static void
+test_specs(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", "-m", "one", NULL));
+	sh("echo 2 > a.txt");
+	free(amx(0, "snapshot", "-m", "two", NULL));
+	sh("echo 3 > a.txt");
+	free(amx(0, "snapshot", "-m", "three", NULL));
+	out = amx(0, "snapshots", "1", "--json", NULL);
+	assert_non_null(strstr(out, "\"snap\": 3"));
+	assert_non_null(strstr(out, "\"label\": \"two\""));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "latest~2", "--to", "latest~1", NULL);
+	assert_non_null(strstr(out, "+2"));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "start", "--to", "2", NULL);
+	assert_non_null(strstr(out, "+2"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "end", NULL);
+	assert_non_null(strstr(out, "no end snapshot"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "latest~5", NULL);
+	assert_non_null(strstr(out, "before the first"));
+	free(out);
+	out = sh_out("git rev-parse --short=8 refs/agentmux/sessions/1~1");
+	out[strcspn(out, "\n")] = '\0';
+	free(amx(0, "undo", "1", "--to", out, NULL));
+	free(out);
+	sh("grep -q 2 a.txt");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shadow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_repo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
