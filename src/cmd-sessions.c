@@ -521,6 +521,9 @@ cmd_gc(int argc, char **argv)
 	for (i = 0; i < n; i++)
 		cmd_gc_files(ids[i]);
 	printf("removed %zu session%s\n", n, n == 1 ? "" : "s");
+	if ((c = snap_gc(st, &cause)) > 0)
+		printf("removed %d snapshot ref%s (refs/agentmux/sessions/)\n",
+		    c, c == 1 ? "" : "s");
 	free(ids);
 	store_close(st);
 	return 0;

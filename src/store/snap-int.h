@@ -104,6 +104,8 @@ int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
 int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
+/* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
+int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
 int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
     int fd, char **cause);

@@ -316,6 +316,8 @@ snap_shadow_init(struct snap_repo *r, const struct config *cf, char **cause)
 			return -1;
 		}
 	}
+	/* Its time says when it was last used (gc spares recent ones). */
+	utimensat(AT_FDCWD, p, NULL, 0);
 	free(p);
 	p = xprintf("%s/info", r->gitdir);
 	path_mkdir_p(p, 0700);
@@ -809,4 +811,34 @@ char *
 snap_git_error(const char *what, struct snap_proc *p)
 {
 	return snap_git_complaint(what, snap_proc_err(p), snap_proc_status(p));
+}
+
+int
+snap_git_plain(const char *gitdir, const char *const *args, char **cause)
+{
+	struct snap_proc_opts o;
+	struct strv env, argv;
+	struct buf err;
+	int st, rc;
+
+	snap_env_clean(&env, false);
+	snap_env_common(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	snap_git_argv(&argv, args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = env.v;
+	o.dir = gitdir;
+	o.out_fd = -1;
+	o.umask = -1;
+	buf_init(&err);
+	rc = snap_proc_run(&o, NULL, &err, &st, cause);
+	if (rc == 0 && st != 0) {
+		*cause = snap_git_complaint(args[0], &err, st);
+		rc = -1;
+	}
+	buf_free(&err);
+	strv_free(&env);
+	strv_free(&argv);
+	return rc;
 }

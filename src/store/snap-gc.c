@@ -1,0 +1,89 @@
+/* gc: the snapshot refs of deleted sessions, and shadow repositories nobody uses any more. */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/snap-int.h"
+
+/* A shadow used more recently than this may belong to a snapshot being recorded now. */
+#define SNAP_GC_SHADOW_GRACE (3600 * 1000)
+
+static int
+snap_gc_refs(struct store *st)
+{
+	int64_t *ids;
+	char **gitdirs, ref[64], *cause = NULL;
+	size_t n, i;
+	int done = 0;
+
+	snap_orphans(st, &ids, &gitdirs, &n);
+	for (i = 0; i < n; i++) {
+		const char *args[] = { "update-ref", "-d", ref, NULL };
+
+		snprintf(ref, sizeof ref, "refs/agentmux/sessions/%lld",
+		    (long long)ids[i]);
+		if (access(gitdirs[i], F_OK) != 0)
+			; /* The repository is gone, and the ref with it. */
+		else if (snap_git_plain(gitdirs[i], args, &cause) == 0)
+			done++;
+		else {
+			log_warnx("cannot delete %s in %s: %s", ref, gitdirs[i],
+			    cause);
+			free(cause);
+			cause = NULL;
+			free(gitdirs[i]);
+			continue;
+		}
+		snap_orphan_forget(st, ids[i]);
+		free(gitdirs[i]);
+	}
+	free(ids);
+	free(gitdirs);
+	return done;
+}
+
+static void
+snap_gc_shadows(struct store *st)
+{
+	char *data, *dir, *p, *m, *cause = NULL;
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	dir = xprintf("%s/shadow", data);
+	if ((d = opendir(dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			p = xprintf("%s/%s", dir, de->d_name);
+			m = xprintf("%s/agentmux-project", p);
+			if ((lstat(m, &sb) == -1 || (int64_t)sb.st_mtime * 1000 <
+			    util_now_ms() - SNAP_GC_SHADOW_GRACE) &&
+			    !snap_gitdir_used(st, p) && path_remove_tree(p) == -1)
+				log_warn("cannot remove %s", p);
+			free(m);
+			free(p);
+		}
+		closedir(d);
+	}
+	free(dir);
+	free(data);
+}
+
+int
+snap_gc(struct store *st, char **cause)
+{
+	int n;
+
+	n = snap_gc_refs(st);
+	snap_gc_shadows(st);
+	return n;
+}
