@@ -119,6 +119,20 @@ char *snap_git_error(const char *what, struct snap_proc *);
 /* Copies SRC to DST (created 0600); -1 with *CAUSE. */
 int snap_copy_file(const char *src, const char *dst, char **cause);
 
+/* ---- reading the index file (snap-index.c) ---- */
+
+struct snap_index_info {
+	struct buf names;         /* every path, NUL-separated */
+	size_t nnames;
+	struct buf assumed;       /* paths marked assume-unchanged */
+	size_t nassumed;
+	bool attributes;          /* a .gitattributes is tracked */
+};
+
+/* Lists the entries of the index file PATH (OIDLEN-byte ids); -1 if unreadable. */
+int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
+void snap_index_info_free(struct snap_index_info *);
+
 /* ---- snapshot jobs (snap-take.c) ---- */
 
 struct snap_take;

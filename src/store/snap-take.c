@@ -1,4 +1,6 @@
 /* Taking a snapshot: git add -A into the private index, write-tree, commit-tree, update-ref, as a chain of async steps. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
@@ -35,6 +37,13 @@ struct snap_take {
 	struct snap_proc *procs[3];
 	int pending;
 	struct buf refs;          /* for-each-ref output (record_refs) */
+	bool fresh;               /* the private index was just copied from the user's */
+	bool need_fix;            /* some copied entries must be hashed afresh */
+	bool fixed;
+	bool added;               /* git add has run since the last index change */
+	bool autocrlf;            /* the user's git converts line endings */
+	struct buf names;         /* the copied index's paths (for check-attr) */
+	struct buf rehash;        /* paths to drop from it, to be hashed raw */
 	char *tree;
 	char *commit;
 	int64_t changed;
@@ -47,7 +56,8 @@ struct snap_take {
 
 static bool snap_take_add(struct snap_take *);
 static void snap_take_write_tree(struct snap_take *);
-static void snap_take_after_add(struct snap_take *);
+static void snap_take_after_prep(struct snap_take *);
+static void snap_take_fix(struct snap_take *);
 
 void
 snap_result_clear(struct snap_result *res)
@@ -83,6 +93,8 @@ snap_take_free(struct snap_take *t)
 	strv_free(&t->warnings);
 	strv_free(&t->unreadable);
 	buf_free(&t->refs);
+	buf_free(&t->names);
+	buf_free(&t->rehash);
 	free(t->tree);
 	free(t->commit);
 	free(t->error);
@@ -375,7 +387,7 @@ snap_take_refs_cb(struct snap_proc *p, void *arg)
 	snap_take_reap(t, p);
 	/* The add may still be running; whichever ends last moves on. */
 	if (t->pending == 0)
-		snap_take_after_add(t);
+		snap_take_after_prep(t);
 }
 
 /* The tree is written: commit it and count what changed, in parallel. */
@@ -516,8 +528,8 @@ snap_take_update_index_cb(struct snap_proc *p, void *arg)
 	if (snap_proc_status(p) != 0)
 		strv_take(&t->warnings, snap_git_error("update-index", p));
 	snap_take_reap(t, p);
-	if (!snap_take_add(t))
-		snap_take_fail(t, NULL);
+	t->added = false;
+	snap_take_after_prep(t);
 }
 
 static void snap_take_adopt_next(struct snap_take *);
@@ -596,6 +608,7 @@ snap_take_add_cb(struct snap_proc *p, void *arg)
 	int st = snap_proc_status(p);
 
 	t->pending--;
+	t->added = true;
 	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
 	if (st != 0 && st != 1 && t->error == NULL)
 		t->error = snap_git_error("add", p);
@@ -605,15 +618,30 @@ snap_take_add_cb(struct snap_proc *p, void *arg)
 		snap_take_parse_add(t, snap_proc_err(p)->data);
 	snap_take_reap(t, p);
 	if (t->pending == 0)
-		snap_take_after_add(t);
+		snap_take_after_prep(t);
 }
 
-/* git add (and the refs, at start) are done: adopt nested repos, or write the tree. */
+/*
+ * Everything before writing the tree is done (git add, and at the start
+ * the refs and the config query): hash afresh what the copied index
+ * cannot be trusted with, add, adopt nested repositories, then write.
+ */
 static void
-snap_take_after_add(struct snap_take *t)
+snap_take_after_prep(struct snap_take *t)
 {
 	if (t->error != NULL) {
 		snap_take_end(t, NULL);
+		return;
+	}
+	if (t->need_fix && !t->fixed) {
+		t->fixed = true;
+		t->added = false;
+		snap_take_fix(t);
+		return;
+	}
+	if (!t->added) {
+		if (!snap_take_add(t))
+			snap_take_end(t, NULL);
 		return;
 	}
 	if (t->nested.n > 0 && t->rounds < SNAP_ADOPT_ROUNDS) {
@@ -650,6 +678,171 @@ snap_take_add(struct snap_take *t)
 	strv_init(&t->unreadable);
 	return snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
 	    snap_take_add_cb);
+}
+
+/* Whether a file whose stat data matches can hold other bytes than the blob git recorded. */
+static bool
+snap_take_converts(const char *attr, const char *value, bool autocrlf)
+{
+	bool set = strcmp(value, "unspecified") != 0 &&
+	    strcmp(value, "unset") != 0;
+
+	if (strcmp(attr, "text") == 0)
+		return set || (autocrlf && strcmp(value, "unspecified") == 0);
+	if (strcmp(attr, "ident") == 0)
+		return strcmp(value, "set") == 0;
+	return set; /* eol, filter, working-tree-encoding */
+}
+
+static void
+snap_take_rehash_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0 && t->error == NULL)
+		t->error = snap_git_error("update-index", p);
+	snap_take_reap(t, p);
+	if (t->pending == 0)
+		snap_take_after_prep(t);
+}
+
+/* Drops the entries to hash afresh from the private index; add puts them back raw. */
+static void
+snap_take_rehash(struct snap_take *t)
+{
+	const char *args[] = { "update-index", "--force-remove", "-z",
+	    "--stdin", NULL };
+
+	if (t->rehash.len == 0)
+		snap_take_after_prep(t);
+	else if (!snap_take_spawn(t, SNAP_ENV_TREE, args, &t->rehash, NULL,
+	    snap_take_rehash_cb))
+		snap_take_after_prep(t);
+}
+
+/* Reads check-attr -z: "path\0attr\0value\0" for each path and attribute. */
+static void
+snap_take_attr_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = snap_proc_out(p);
+	const char *f[3], *last = "";
+	size_t off = 0, i;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0 && t->error == NULL)
+		t->error = snap_git_error("check-attr", p);
+	while (t->error == NULL && off < out->len) {
+		for (i = 0; i < 3 && off < out->len; i++) {
+			f[i] = out->data + off;
+			off += strlen(f[i]) + 1;
+		}
+		if (i < 3)
+			break;
+		if (strcmp(f[0], last) != 0 &&
+		    snap_take_converts(f[1], f[2], t->autocrlf)) {
+			buf_adds(&t->rehash, f[0]);
+			buf_addc(&t->rehash, '\0');
+			last = f[0];
+		}
+	}
+	snap_take_reap(t, p);
+	snap_take_rehash(t);
+}
+
+/*
+ * The copied index trusts stat data, so a file that is unchanged keeps
+ * the blob the user's git made of it: with line-ending conversion or a
+ * clean filter that is not the bytes on disk. Such paths (found with the
+ * user's attributes) are hashed afresh, through ours (none).
+ */
+static void
+snap_take_fix(struct snap_take *t)
+{
+	const char *args[] = { "check-attr", "-z", "--stdin", "text", "eol",
+	    "filter", "ident", "working-tree-encoding", NULL };
+
+	if (t->names.len == 0 || !snap_take_spawn(t, SNAP_ENV_DB, args,
+	    &t->names, NULL, snap_take_attr_cb))
+		snap_take_rehash(t);
+}
+
+static void
+snap_take_config_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = snap_proc_out(p);
+	const char *scope, *kv;
+	size_t off = 0;
+
+	t->pending--;
+	/* "scope\0key\nvalue\0"; our own settings come as scope "command". */
+	while (off < out->len) {
+		scope = out->data + off;
+		off += strlen(scope) + 1;
+		if (off >= out->len)
+			break;
+		kv = out->data + off;
+		off += strlen(kv) + 1;
+		if (strcmp(scope, "command") == 0)
+			continue;
+		if (strncmp(kv, "core.autocrlf\n", 14) == 0)
+			t->autocrlf = strcmp(kv + 14, "false") != 0;
+		else
+			t->need_fix = true; /* core.attributesfile */
+	}
+	if (t->autocrlf)
+		t->need_fix = true;
+	snap_take_reap(t, p);
+	if (t->pending == 0)
+		snap_take_after_prep(t);
+}
+
+/* Whether DIR/NAME is a non-empty file (DIR NULL: no). */
+static bool
+snap_take_exists(const char *dir, const char *name)
+{
+	struct stat sb;
+	char *p;
+	bool yes;
+
+	if (dir == NULL)
+		return false;
+	p = xprintf("%s/%s", dir, name);
+	yes = stat(p, &sb) == 0 && sb.st_size > 0;
+	free(p);
+	return yes;
+}
+
+/*
+ * Right after copying the user's index: what in it must be hashed afresh.
+ * Attribute files and assume-unchanged bits are read here; the config
+ * (core.autocrlf, core.attributesFile) is asked while git add runs.
+ */
+static bool
+snap_take_check_seed(struct snap_take *t)
+{
+	struct snap_index_info info;
+	const char *args[] = { "config", "-z", "--show-scope",
+	    "--get-regexp", "^core\\.(autocrlf|attributesfile)$", NULL };
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+
+	if (snap_index_scan(t->repo->index, strcmp(t->repo->format, "sha1") ==
+	    0 ? 20 : 32, &info) == 0) {
+		buf_add(&t->names, info.names.data, info.names.len);
+		buf_add(&t->rehash, info.assumed.data, info.assumed.len);
+		t->need_fix = info.attributes || info.nassumed > 0;
+		snap_index_info_free(&info);
+	}
+	if (snap_take_exists(t->repo->commondir, "info/attributes") ||
+	    snap_take_exists(xdg != NULL && *xdg == '/' ? xdg : NULL,
+	    "git/attributes") || snap_take_exists(path_home(),
+	    ".config/git/attributes") || snap_take_exists("/etc",
+	    "gitattributes"))
+		t->need_fix = true;
+	return snap_take_spawn(t, SNAP_ENV_DB, args, NULL, NULL,
+	    snap_take_config_cb);
 }
 
 /* The chain so far: the parent, the last tree, where changes count from. */
@@ -725,15 +918,19 @@ snap_take_start(struct event_base *base, struct store *st,
 	strv_init(&t->warnings);
 	strv_init(&t->unreadable);
 	snap_take_chain(t);
+	t->fresh = !repo->seeded && !repo->shadow;
 	if (!repo->seeded && snap_repo_seed(repo, cause) == -1)
 		goto fail;
+	if (t->fresh && !snap_take_check_seed(t))
+		goto fail_error;
 	if (t->record_refs) {
 		snap_take_save_user_index(t);
 		if (!snap_take_spawn(t, SNAP_ENV_DB, refs, NULL, NULL,
 		    snap_take_refs_cb))
 			goto fail_error;
 	}
-	if (!snap_take_add(t))
+	/* Unless the copy needs fixing first, add while the queries run. */
+	if (!t->need_fix && !snap_take_add(t))
 		goto fail_error;
 	return t;
 fail_error:

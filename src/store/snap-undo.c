@@ -306,7 +306,6 @@ snap_undo_paths(struct snap_repo *r, char *const *paths, struct strv *out,
 	char *rel;
 	bool all = false;
 
-	strv_init(out);
 	for (; paths != NULL && *paths != NULL; paths++) {
 		if ((rel = snap_relpath(r->worktree, *paths, cause)) == NULL)
 			return -1;

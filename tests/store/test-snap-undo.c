@@ -110,9 +110,9 @@ amx(int want, ...)
 static char *
 git_state(void)
 {
-	return sh_out("cd .git && sha1sum index HEAD $(find refs/heads "
+	return sh_out("(cd .git && sha1sum index HEAD $(find refs/heads "
 	    "refs/tags refs/stash logs -type f 2>/dev/null | sort) "
-	    "$(ls packed-refs 2>/dev/null); git for-each-ref refs/heads "
+	    "$(ls packed-refs 2>/dev/null)); git for-each-ref refs/heads "
 	    "refs/tags refs/stash; git stash list");
 }
 
@@ -162,6 +162,18 @@ tree_now(void)
 	return snap_tree(1, 0);
 }
 
+/*
+ * Files older than the index: git then trusts their stat data instead of
+ * hashing them again ("racily clean" files are always hashed), which is
+ * the case a copied index must get right.
+ */
+static void
+age_files(void)
+{
+	sh("find . -path ./.git -prune -o -exec touch -h -d '1 hour ago' {} + "
+	    "&& git update-index -q --refresh; true");
+}
+
 static void
 make_repo(void)
 {
@@ -183,6 +195,7 @@ make_repo(void)
 	    "echo staged > s.txt && git add s.txt");
 	sh("mkdir nested && cd nested && git init -q && echo n > n.txt && "
 	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
+	age_files();
 }
 
 /* What an agent might do: every kind of change. */
@@ -317,6 +330,7 @@ test_raw_bytes(void **state)
 	    "git config filter.upper.smudge cat && "
 	    "echo '*.up filter=upper' >> .gitattributes && "
 	    "echo lower > x.up && git add -A && git commit -qm up");
+	age_files();
 	free(amx(0, "snapshot", NULL));
 	out = sh_out("git cat-file -p refs/agentmux/sessions/1:x.up");
 	assert_string_equal(out, "lower\n");
@@ -330,6 +344,41 @@ test_raw_bytes(void **state)
 	assert_string_equal(t1, t2);
 	free(t1);
 	free(t2);
+}
+
+/* core.autocrlf in the user's config normalises their blobs; snapshots keep CRLF. */
+static void
+test_autocrlf(void **state)
+{
+	char *out;
+
+	sh("git init -q . && git config core.autocrlf input && "
+	    "printf 'a\\r\\nb\\r\\n' > dos.txt && git add dos.txt && "
+	    "git -c user.name=a -c user.email=b commit -qm d");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = sh_out("git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
+	assert_non_null(strstr(out, "\\r"));
+	free(out);
+}
+
+/* A file the user marked assume-unchanged is still snapshotted as it is. */
+static void
+test_assume_unchanged(void **state)
+{
+	char *out;
+
+	make_repo();
+	sh("git update-index --assume-unchanged a.txt && echo hidden > a.txt");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = sh_out("git cat-file -p refs/agentmux/sessions/1:a.txt");
+	assert_string_equal(out, "hidden\n");
+	free(out);
+	/* The user's flag is theirs: still set. */
+	out = sh_out("git ls-files -v a.txt");
+	assert_string_equal(out, "h a.txt\n");
+	free(out);
 }
 
 static void
@@ -444,6 +493,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_assume_unchanged, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_shadow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_repo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
