@@ -163,6 +163,19 @@ static const struct cli_cmd cli_cmds[] = {
 	  "the last line says how. Files created since are removed, deleted ones\n"
 	  "come back, modified ones, modes and symlinks are restored; ignored\n"
 	  "files are left alone.\n" },
+	{ .name = "confdiff", .fn = cmd_confdiff,
+	  .usage = "SESSION [PATH...] [--apply|--discard]",
+	  .summary = "show, keep or drop what a session changed in the agent's config dirs",
+	  .help =
+	  "  SESSION       a session number, or 'last'\n"
+	  "  PATH...       only changes at or under these host paths\n"
+	  "  --apply       copy the changes into the host dirs (atomically per file,\n"
+	  "                modes kept; deletions too); the session must have ended\n"
+	  "  --discard     drop the changes: the host dirs stay as they are\n"
+	  "Without --apply or --discard, shows the pending changes as unified diffs\n"
+	  "against the host files, with values that look like secrets redacted and\n"
+	  "binary files summarised. Nothing is applied unless asked (or the agent\n"
+	  "profile says config_persist = always).\n" },
 	{ .name = "gc", .fn = cmd_gc,
 	  .usage = "--older-than DURATION [--dry-run]",
 	  .summary = "delete sessions (and their records and snapshots) older than DURATION",

@@ -74,5 +74,6 @@ int cmd_snapshot(int, char **);
 int cmd_snapshots(int, char **);
 int cmd_diff(int, char **);
 int cmd_undo(int, char **);
+int cmd_confdiff(int, char **);
 
 #endif

@@ -300,3 +300,53 @@ cmd_undo(int argc, char **argv)
 	config_free(cf);
 	return rc == 0 ? 0 : 1;
 }
+
+int
+cmd_confdiff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "apply", no_argument, NULL, 'a' },
+		{ "discard", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct snap_confdiff_opts o;
+	struct store *st;
+	struct config *cf;
+	char *cause = NULL;
+	int64_t id;
+	int c, rc, action = 0;
+
+	while ((c = getopt_long(argc, argv, ":ad", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+		case 'd':
+			if (action != 0 && action != c)
+				return cli_usage_error("confdiff", "give --apply "
+				    "or --discard, not both");
+			action = c;
+			break;
+		default:
+			return cli_bad_option("confdiff", argv, c);
+		}
+	}
+	if ((rc = cmd_snap_open("confdiff", optind < argc ? argv[optind] :
+	    NULL, &cf, &st, &id)) != 0)
+		return rc;
+	memset(&o, 0, sizeof o);
+	o.paths = argv + optind + 1;
+	o.color = cli_color();
+	o.out = stdout;
+	o.cf = cf;
+	if (action == 0)
+		rc = snap_confdiff_show(st, id, &o, &cause);
+	else if ((rc = snap_confdiff_apply(st, id, &o, action == 'a',
+	    &cause)) == 0)
+		printf("no pending config changes%s\n", o.paths[0] != NULL ?
+		    " under those paths" : "");
+	if (rc == -1)
+		cli_error("confdiff: %s", cause);
+	free(cause);
+	store_close(st);
+	config_free(cf);
+	return rc == -1 ? 1 : 0;
+}

@@ -104,6 +104,8 @@ int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
 int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
+/* The environment for git outside any repository (our settings, no GIT_*); caller frees. */
+void snap_env_plain(struct strv *env);
 /* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
 int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
@@ -116,6 +118,8 @@ struct snap_proc *snap_git_start(struct event_base *, struct snap_repo *,
     void *arg, char **cause);
 /* git's error output as one line for a message; caller frees. */
 char *snap_git_error(const char *what, struct snap_proc *);
+/* Copies what is left of IN to OUT; -1 with errno. */
+int snap_copy_fd(int in, int out);
 /* Copies SRC to DST (created 0600); -1 with *CAUSE. */
 int snap_copy_file(const char *src, const char *dst, char **cause);
 

@@ -132,37 +132,35 @@ snap_repo_envs(struct snap_repo *r)
 }
 
 int
+snap_copy_fd(int in, int out)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = sendfile(out, in, NULL, 1 << 30);
+		if (n == 0)
+			return 0;
+		if (n == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+int
 snap_copy_file(const char *src, const char *dst, char **cause)
 {
-	struct stat sb;
-	int in, out = -1, rc = -1;
-	ssize_t n;
-	off_t left;
+	int in, out, rc = -1;
 
-	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1 || fstat(in, &sb) == -1) {
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot read %s: %s", src, strerror(errno));
-		goto out;
+		return -1;
 	}
 	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 	    0600);
-	if (out == -1)
-		goto fail;
-	for (left = sb.st_size; left > 0; left -= n) {
-		if ((n = sendfile(out, in, NULL, (size_t)left)) <= 0) {
-			if (n == -1 && errno == EINTR) {
-				n = 0;
-				continue;
-			}
-			goto fail;
-		}
-	}
-	rc = 0;
-	goto out;
-fail:
-	*cause = xprintf("cannot write %s: %s", dst, strerror(errno));
-out:
-	if (in != -1)
-		close(in);
+	if (out != -1 && snap_copy_fd(in, out) == 0)
+		rc = 0;
+	else
+		*cause = xprintf("cannot write %s: %s", dst, strerror(errno));
+	close(in);
 	if (out != -1)
 		close(out);
 	return rc;
@@ -841,4 +839,11 @@ snap_git_plain(const char *gitdir, const char *const *args, char **cause)
 	strv_free(&env);
 	strv_free(&argv);
 	return rc;
+}
+
+void
+snap_env_plain(struct strv *env)
+{
+	snap_env_clean(env, false);
+	snap_env_common(env);
 }
