@@ -55,6 +55,9 @@ struct session {
 	struct bufferevent *in;
 	bool in_closing;             /* close stdin once what is queued is written */
 
+	struct snap_session *snap;   /* its snapshots (session-snap.c) */
+	bool snap_ended;             /* the end snapshot is queued */
+
 	bool reaped;
 	bool ended;
 	int status;
@@ -95,5 +98,12 @@ void session_setup_env(struct session_setup *, const struct config_agent *,
 int session_setup_overlays(struct session_setup *,
     const struct config_agent *, char **cause);
 void session_setup_jail(struct session_setup *, struct jail_conf *);
+
+/* Snapshots (session-snap.c). */
+void session_snap_start(struct session *);
+void session_snap_end(struct session *);
+void session_snap_free(struct session *, bool ran);
+/* A request to HOST completed: a model host's marks an agent turn. */
+void session_snap_request_done(struct session *, const char *host);
 
 #endif

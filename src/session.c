@@ -221,6 +221,7 @@ session_finish(struct session *s)
 	if (s->kill_ev != NULL)
 		event_del(s->kill_ev);
 	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	session_snap_end(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
 }
@@ -459,6 +460,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
+	session_snap_start(s);
 	if (session_jail(s, &ss, a, o, cause) == -1) {
 		store_session_end(ctx->st, s->id, "failed", -1, *cause);
 		s->ended = true;
@@ -479,8 +481,11 @@ fail:
 void
 session_free(struct session *s)
 {
+	bool ran;
+
 	if (s == NULL)
 		return;
+	ran = s->jail != NULL;
 	session_unlink(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);
@@ -502,6 +507,7 @@ session_free(struct session *s)
 			    128 + SIGKILL, "ended by agentmux");
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	session_snap_free(s, ran);
 	jail_free(s->jail);
 	if (s->listen_fd != -1)
 		close(s->listen_fd);

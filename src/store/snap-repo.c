@@ -145,18 +145,30 @@ snap_copy_fd(int in, int out)
 	}
 }
 
+/*
+ * Copies keep the source's times: git trusts an index entry's stat data
+ * only if the file is older than the index file itself ("racy git"), so
+ * a copy of an index must look as old as the original, or a file changed
+ * in the same second as the index was written would pass as unchanged.
+ */
 int
 snap_copy_file(const char *src, const char *dst, char **cause)
 {
+	struct timespec times[2];
+	struct stat sb;
 	int in, out, rc = -1;
 
-	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1 || fstat(in, &sb) == -1) {
 		*cause = xprintf("cannot read %s: %s", src, strerror(errno));
+		if (in != -1)
+			close(in);
 		return -1;
 	}
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
 	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
 	    0600);
-	if (out != -1 && snap_copy_fd(in, out) == 0)
+	if (out != -1 && snap_copy_fd(in, out) == 0 && futimens(out, times) == 0)
 		rc = 0;
 	else
 		*cause = xprintf("cannot write %s: %s", dst, strerror(errno));

@@ -62,22 +62,33 @@ snap_queued_clear(struct snap_queued *q)
 }
 
 void
-snap_session_free(struct snap_session *ss)
+snap_session_wait(struct snap_session *ss)
 {
-	size_t i;
+	bool closing = ss->closing;
 
-	if (ss == NULL)
-		return;
+	/* Done callbacks must not start the next job on the main loop. */
 	ss->closing = true;
-	if (ss->turn_ev != NULL)
-		event_free(ss->turn_ev);
-	/* What was asked for is taken: the end snapshot must not be lost. */
 	while (ss->job != NULL || ss->nqueue > 0) {
 		if (ss->job == NULL)
 			snap_session_next(ss);
 		if (ss->job != NULL)
 			snap_take_finish(ss->job);
 	}
+	ss->closing = closing;
+}
+
+void
+snap_session_free(struct snap_session *ss)
+{
+	size_t i;
+
+	if (ss == NULL)
+		return;
+	if (ss->turn_ev != NULL)
+		event_free(ss->turn_ev);
+	/* What was asked for is taken: the end snapshot must not be lost. */
+	snap_session_wait(ss);
+	ss->closing = true;
 	for (i = 0; i < ss->nqueue; i++)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);

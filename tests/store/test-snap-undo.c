@@ -177,7 +177,7 @@ age_files(void)
 static void
 make_repo(void)
 {
-	sh("git init -q . && git config user.email t@example.com && "
+	sh("git init -q -b master . && git config user.email t@example.com && "
 	    "git config user.name t && git config commit.gpgSign false");
 	sh("mkdir -p sub 'dir with space' deep/er && echo one > a.txt && "
 	    "echo two > sub/b.txt && echo keep > 'dir with space/é.txt' && "
@@ -346,6 +346,26 @@ test_raw_bytes(void **state)
 	free(t2);
 }
 
+/*
+ * A file changed in the same second as the user's index was written, with
+ * the same size, is still seen: a copied index keeps the original's time,
+ * so git's racy-entry check works as it would on the original.
+ */
+static void
+test_same_second(void **state)
+{
+	char *out;
+
+	sh("git init -q . && git config core.trustctime false && echo one > a "
+	    "&& touch -d '2020-01-01 00:00:00.1' a && git add a && "
+	    "touch -d '2020-01-01 00:00:00.5' .git/index && echo two > a && "
+	    "touch -d '2020-01-01 00:00:00.7' a");
+	free(amx(0, "snapshot", NULL));
+	out = sh_out("git cat-file -p refs/agentmux/sessions/1:a");
+	assert_string_equal(out, "two\n");
+	free(out);
+}
+
 /* core.autocrlf in the user's config normalises their blobs; snapshots keep CRLF. */
 static void
 test_autocrlf(void **state)
@@ -484,6 +504,47 @@ test_specs(void **state)
 	sh("grep -q 2 a.txt");
 }
 
+/* A session through `agentmux run`: start and end snapshots, then undo. */
+static void
+test_run_session(void **state)
+{
+	struct test_run r;
+	char *out, *t1, *t2;
+
+	make_repo();
+	test_amx(&r, "run", "--", "true", NULL);
+	if (r.status != 0)
+		test_skip("agentmux run cannot jail here: %s", r.err);
+	test_run_free(&r);
+	test_amx(&r, "run", "--", "sh", "-c", "echo changed > a.txt && rm "
+	    "sub/b.txt && echo new > c.txt && chmod +x u.txt && rm link && "
+	    "git add c.txt && git -c user.name=a -c user.email=b commit -qm "
+	    "agent", NULL);
+	if (r.status != 0)
+		fail_msg("agentmux run: %s%s", r.out, r.err);
+	test_run_free(&r);
+	out = amx(0, "snapshots", "last", NULL);
+	assert_non_null(strstr(out, "start"));
+	assert_non_null(strstr(out, "end"));
+	free(out);
+	out = amx(0, "diff", "last", "--from", "start", "--to", "end", "--stat",
+	    NULL);
+	assert_non_null(strstr(out, "c.txt"));
+	free(out);
+	t1 = snap_tree(2, 1);
+	out = amx(0, "undo", "last", "--refs", NULL);
+	assert_non_null(strstr(out, "remove  c.txt"));
+	assert_non_null(strstr(out, "reset   master"));
+	free(out);
+	sh("grep -q one a.txt && test -f sub/b.txt && ! test -e c.txt && "
+	    "test -L link && git log -1 --format=%%s | grep -q init");
+	free(amx(0, "snapshot", "2", NULL));
+	t2 = snap_tree(2, 0);
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
 int
 main(void)
 {
@@ -493,6 +554,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_second, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_assume_unchanged, setup,
 		    teardown),
@@ -501,6 +563,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_session, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

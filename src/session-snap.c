@@ -1,0 +1,168 @@
+/* A session's snapshots: at its start (before the command runs), at turn boundaries, on demand, at its end; config changes at its end. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session-int.h"
+#include "store/store.h"
+
+static void __attribute__((format(printf, 3, 4)))
+session_snap_notice(struct session *s, const char *level, const char *fmt,
+    ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	store_event_add(s->ctx->st, s->id, strcmp(level, "alert") == 0 ?
+	    "error" : level, "snapshot", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, level, msg);
+	free(msg);
+}
+
+static void
+session_snap_started(void *arg, const struct snap_result *res,
+    const char *error)
+{
+	struct session *s = arg;
+	size_t i;
+
+	if (error != NULL) {
+		session_snap_notice(s, "alert", "the start snapshot failed, so "
+		    "this session cannot be undone: %s", error);
+		return;
+	}
+	for (i = 0; i < res->nwarnings; i++)
+		session_snap_notice(s, "warn", "start snapshot: %s",
+		    res->warnings[i]);
+}
+
+static void
+session_snap_progress(void *arg, int64_t files)
+{
+	struct session *s = arg;
+	char *msg;
+
+	if (s->ev.notice == NULL)
+		return;
+	msg = xprintf("snapshot: %lld files hashed", (long long)files);
+	s->ev.notice(s->arg, s, "info", msg);
+	free(msg);
+}
+
+/*
+ * The start snapshot, taken before the command runs (and waited for:
+ * nothing may change the tree before it is saved). Failing to snapshot
+ * does not stop the session; the user is told undo is not possible.
+ */
+void
+session_snap_start(struct session *s)
+{
+	char *cause = NULL;
+
+	s->snap = snap_session_create(s->ctx->base, s->ctx->st, s->ctx->cf,
+	    s->id, s->project, &cause);
+	if (s->snap == NULL) {
+		session_snap_notice(s, "alert", "cannot snapshot the project, "
+		    "so this session cannot be undone: %s", cause);
+		free(cause);
+		return;
+	}
+	snap_session_set_progress(s->snap, session_snap_progress, s);
+	if (snap_session_take(s->snap, "start", NULL, session_snap_started, s,
+	    &cause) == -1) {
+		session_snap_notice(s, "alert", "%s", cause);
+		free(cause);
+		return;
+	}
+	snap_session_wait(s->snap);
+}
+
+static void
+session_snap_ended(void *arg, const struct snap_result *res,
+    const char *error)
+{
+	struct session *s = arg;
+
+	if (error != NULL)
+		session_snap_notice(s, "warn", "the end snapshot failed: %s",
+		    error);
+}
+
+/*
+ * The command has ended (the jail and its overlays are gone): the end
+ * snapshot is queued, and the profile's config_persist is carried out.
+ */
+void
+session_snap_end(struct session *s)
+{
+	const struct config_agent *a;
+	char *cause = NULL;
+	int n;
+
+	if (s->snap_ended)
+		return;
+	s->snap_ended = true;
+	if (s->snap != NULL && snap_session_take(s->snap, "end", NULL,
+	    session_snap_ended, s, &cause) == -1) {
+		session_snap_notice(s, "warn", "%s", cause);
+		free(cause);
+		cause = NULL;
+	}
+	if ((a = config_agent(s->ctx->cf, s->agent)) == NULL)
+		return;
+	n = snap_confdiff_session_end(s->ctx->st, s->ctx->cf, s->id,
+	    (int)a->persist, &cause);
+	if (n == -1) {
+		session_snap_notice(s, "warn", "config changes: %s", cause);
+		free(cause);
+	}
+}
+
+/*
+ * Finishes queued snapshots (blocking) and frees. RAN: the command ran,
+ * so an end snapshot is taken if none was (the session was killed).
+ */
+void
+session_snap_free(struct session *s, bool ran)
+{
+	if (s->snap != NULL && ran && s->id != -1)
+		session_snap_end(s);
+	snap_session_free(s->snap);
+	s->snap = NULL;
+}
+
+int
+session_snapshot(struct session *s, const char *label, char **cause)
+{
+	if (s->snap == NULL) {
+		*cause = xstrdup("this session has no snapshots (its start "
+		    "snapshot failed)");
+		return -1;
+	}
+	return snap_session_take(s->snap, "manual", label, NULL, NULL, cause);
+}
+
+/*
+ * A request finished: one to a model host of the profile ends an agent
+ * turn, and the tree is snapshotted if it changed (rate-limited).
+ */
+void
+session_snap_request_done(struct session *s, const char *host)
+{
+	const struct config_agent *a;
+	size_t i;
+
+	if (s->snap == NULL || s->ended || host == NULL ||
+	    (a = config_agent(s->ctx->cf, s->agent)) == NULL)
+		return;
+	for (i = 0; i < a->model_hosts.n; i++) {
+		if (util_glob_match(a->model_hosts.v[i], host, true)) {
+			snap_session_turn(s->snap);
+			return;
+		}
+	}
+}
