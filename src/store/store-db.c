@@ -191,6 +191,13 @@ store_configure(struct store *st, char **cause)
 {
 	sqlite3_busy_timeout(st->db, 10000);
 	sqlite3_extended_result_codes(st->db, 1);
+	/*
+	 * Checkpointing (and so deleting the WAL) on every close made each
+	 * short-lived agentmux (run, sessions) pay four fsyncs: two to make a
+	 * new WAL, two to checkpoint it. The WAL stays; automatic checkpoints
+	 * still bound its size, and WAL mode keeps the database consistent.
+	 */
+	sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	if (store_exec(st, "PRAGMA journal_mode = WAL", cause) == -1 ||
 	    store_exec(st, "PRAGMA synchronous = NORMAL", cause) == -1 ||
 	    store_exec(st, "PRAGMA foreign_keys = ON", cause) == -1)
