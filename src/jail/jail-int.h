@@ -69,10 +69,7 @@ struct jail_plan {
 	struct strv ll_rw_files;
 
 	/* Limits (jail-limits.c). */
-	#define JAIL_SECCOMP_MAX 1024
-
-enum jail_cg_kind cg;
-	struct strv cg_dirs;     /* cgroup dirs to join (host paths) */
+	enum jail_cg_kind cg;
 	bool nproc_rlimit;       /* RLIMIT_NPROC carries the pids limit */
 	bool as_rlimit;          /* RLIMIT_AS carries the memory limit */
 	const char *how_pids;    /* how each limit is enforced, for the summary */
@@ -112,8 +109,9 @@ void jail_landlock_apply(struct jail_plan *);
 void jail_landlock_json(struct jail_plan *, struct json *);
 
 /* jail-limits.c */
-int jail_limits_prepare(struct jail_plan *, pid_t owner, char **cause);
-int jail_limits_join(struct strv *dirs, pid_t pid, char **cause);
+int jail_limits_prepare(struct jail_plan *, char **cause);
+int jail_limits_join(struct jail_plan *, pid_t pid, struct strv *dirs,
+    char **cause);
 void jail_limits_rlimits(struct jail_plan *);
 void jail_limits_remove(struct strv *dirs);
 void jail_limits_json(struct jail_plan *, struct json *);

@@ -292,33 +292,31 @@ jail_limits_setcg(const char *dir, const char *file, int64_t value,
 }
 
 static int
-jail_limits_v2(struct jail_plan *p, pid_t owner, char **cause)
+jail_limits_v2(struct jail_plan *p, pid_t owner, struct strv *dirs,
+    char **cause)
 {
 	const struct jail_limits *l = &p->conf->limits;
 	char *dir;
 
 	if ((dir = jail_limits_mkcg(owner, jail_cg.v2, cause)) == NULL)
 		return -1;
-	strv_take(&p->cg_dirs, dir);
-	p->cg = JAIL_CG_V2;
-	if (l->pids > 0) {
-		if (jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
-			return -1;
-		p->how_pids = "cgroup v2";
-	}
+	strv_take(dirs, dir);
+	if (l->pids > 0 &&
+	    jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
+		return -1;
 	if (l->memory > 0 && jail_cg.v2_memory) {
 		if (jail_limits_setcg(dir, "memory.max", l->memory, cause) ==
 		    -1)
 			return -1;
 		/* Without swap accounting the limit still holds for RAM. */
 		jail_limits_setcg(dir, "memory.swap.max", 0, NULL);
-		p->how_memory = "cgroup v2";
 	}
 	return 0;
 }
 
 static int
-jail_limits_v1(struct jail_plan *p, pid_t owner, char **cause)
+jail_limits_v1(struct jail_plan *p, pid_t owner, struct strv *dirs,
+    char **cause)
 {
 	const struct jail_limits *l = &p->conf->limits;
 	char *dir;
@@ -327,45 +325,45 @@ jail_limits_v1(struct jail_plan *p, pid_t owner, char **cause)
 		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_pids,
 		    cause)) == NULL)
 			return -1;
-		strv_take(&p->cg_dirs, dir);
+		strv_take(dirs, dir);
 		if (jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
 			return -1;
-		p->cg = JAIL_CG_V1;
-		p->how_pids = "cgroup v1";
 	}
 	if (jail_cg.v1_memory != NULL && l->memory > 0) {
 		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_memory,
 		    cause)) == NULL)
 			return -1;
-		strv_take(&p->cg_dirs, dir);
+		strv_take(dirs, dir);
 		if (jail_limits_setcg(dir, "memory.limit_in_bytes", l->memory,
 		    cause) == -1)
 			return -1;
 		jail_limits_setcg(dir, "memory.memsw.limit_in_bytes",
 		    l->memory, NULL);
-		p->cg = JAIL_CG_V1;
-		p->how_memory = "cgroup v1";
 	}
 	return 0;
 }
 
+/* Decides, before the clone, how each limit will be enforced. */
 int
-jail_limits_prepare(struct jail_plan *p, pid_t owner, char **cause)
+jail_limits_prepare(struct jail_plan *p, char **cause)
 {
 	const struct jail_limits *l = &p->conf->limits;
-	int rc = 0;
 
-	if (l->pids > 0 || l->memory > 0) {
+	if (l->pids > 0 || l->memory > 0)
 		jail_limits_detect();
-		jail_cg.seq++;
-		if (jail_cg.v2 != NULL)
-			rc = jail_limits_v2(p, owner, cause);
-		else
-			rc = jail_limits_v1(p, owner, cause);
-		if (rc == -1) {
-			jail_limits_remove(&p->cg_dirs);
-			return -1;
-		}
+	if (jail_cg.v2 != NULL && (l->pids > 0 || l->memory > 0)) {
+		p->cg = JAIL_CG_V2;
+		if (l->pids > 0)
+			p->how_pids = "cgroup v2";
+		if (l->memory > 0 && jail_cg.v2_memory)
+			p->how_memory = "cgroup v2";
+	} else {
+		if (jail_cg.v1_pids != NULL && l->pids > 0)
+			p->how_pids = "cgroup v1";
+		if (jail_cg.v1_memory != NULL && l->memory > 0)
+			p->how_memory = "cgroup v1";
+		if (p->how_pids != NULL || p->how_memory != NULL)
+			p->cg = JAIL_CG_V1;
 	}
 	if (l->pids > 0 && p->how_pids == NULL) {
 		p->nproc_rlimit = true;
@@ -380,12 +378,24 @@ jail_limits_prepare(struct jail_plan *p, pid_t owner, char **cause)
 	return 0;
 }
 
+/*
+ * Makes the jail's cgroups and moves PID (its init, waiting) into them.
+ * This runs while the child sets up its mounts: a cgroup v1 mkdir and
+ * attach can each take milliseconds.
+ */
 int
-jail_limits_join(struct strv *dirs, pid_t pid, char **cause)
+jail_limits_join(struct jail_plan *p, pid_t pid, struct strv *dirs,
+    char **cause)
 {
 	char text[32];
 	size_t i;
+	int rc;
 
+	jail_cg.seq++;
+	rc = p->cg == JAIL_CG_V2 ? jail_limits_v2(p, getpid(), dirs, cause) :
+	    jail_limits_v1(p, getpid(), dirs, cause);
+	if (rc == -1)
+		return -1;
 	snprintf(text, sizeof text, "%ld\n", (long)pid);
 	for (i = 0; i < dirs->n; i++) {
 		if (jail_limits_write(dirs->v[i], "cgroup.procs", text) == -1) {

@@ -219,7 +219,6 @@ jail_plan_free(struct jail_plan *p)
 	jail_mount_plan_free(p);
 	strv_free(&p->ll_rw_dirs);
 	strv_free(&p->ll_rw_files);
-	strv_free(&p->cg_dirs);
 	free(p->exec_path_env);
 	free(p->seccomp_buf);
 }
@@ -252,7 +251,6 @@ jail_plan_build(struct jail_plan *p, const struct jail_conf *c, char **cause)
 	    (unsigned long)p->gid, (unsigned long)p->gid);
 	strv_init(&p->ll_rw_dirs);
 	strv_init(&p->ll_rw_files);
-	strv_init(&p->cg_dirs);
 	p->exec_path_env = jail_plan_path(c);
 	p->cwd = c->cwd != NULL ? c->cwd : c->project;
 	if (c->argv == NULL || c->argv[0] == NULL) {
@@ -345,7 +343,7 @@ jail_release(struct jail_plan *p, struct jail *j, int sock, char **cause)
 		return -1;
 	}
 	if (p->cg != JAIL_CG_NONE &&
-	    jail_limits_join(&j->cg_dirs, j->pid, cause) == -1)
+	    jail_limits_join(p, j->pid, &j->cg_dirs, cause) == -1)
 		return -1;
 	len = prog.len * sizeof *prog.filter;
 	msg = xmalloc(1 + len);
@@ -370,11 +368,8 @@ jail_start(const struct jail_conf *c, char **cause)
 
 	if (jail_plan_build(&p, c, cause) == -1)
 		goto fail;
-	if (jail_limits_prepare(&p, getpid(), cause) == -1)
+	if (jail_limits_prepare(&p, cause) == -1)
 		goto fail;
-	strv_free(&j->cg_dirs);
-	j->cg_dirs = p.cg_dirs;
-	strv_init(&p.cg_dirs);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		*cause = xprintf("cannot create the jail's status channel: %s",
 		    strerror(errno));
