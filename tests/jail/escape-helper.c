@@ -226,6 +226,60 @@ do_tiocsti(void)
 }
 
 static int
+do_tioclinux(void)
+{
+	char sub = 6;   /* TIOCL_GETSHIFTSTATE: harmless, but refused all the same */
+	int m;
+
+	if ((m = posix_openpt(O_RDWR | O_NOCTTY)) == -1)
+		return blocked("opening a pty to test with");
+	return refused(ioctl(m, TIOCLINUX, &sub), "TIOCLINUX", EPERM);
+}
+
+/* The i386 entry point from a 64-bit process: the filter must kill us. */
+static int
+do_int80(void)
+{
+#if defined(__x86_64__)
+	long rc = 20;   /* getpid on i386 */
+
+	__asm__ volatile ("int $0x80" : "+a"(rc) : : "memory");
+	return escaped("an i386 syscall returned %ld", rc);
+#else
+	printf("SKIP: not x86_64\n");
+	return 4;
+#endif
+}
+
+/*
+ * A TCP server of the jail's own on another port than the proxy's:
+ * Landlock (ABI 4 and later) lets the jail connect to the proxy port only.
+ */
+static int
+do_selfconnect(const char *port)
+{
+	struct sockaddr_in sin;
+	long abi;
+	int l;
+
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U);
+	if (abi < 4) {
+		printf("SKIP: Landlock ABI %ld has no network rules\n", abi);
+		return 4;
+	}
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)atoi(port));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((l = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+	    bind(l, (struct sockaddr *)&sin, sizeof sin) == -1 ||
+	    listen(l, 1) == -1)
+		return blocked("listening inside the jail");
+	return do_connect(AF_INET, (struct sockaddr *)&sin, sizeof sin,
+	    "a listener inside the jail");
+}
+
+static int
 do_forks(int n)
 {
 	pid_t pid;
@@ -465,6 +519,12 @@ main(int argc, char **argv)
 		    EPERM);
 	if (strcmp(c, "tiocsti") == 0)
 		return do_tiocsti();
+	if (strcmp(c, "tioclinux") == 0)
+		return do_tioclinux();
+	if (strcmp(c, "int80") == 0)
+		return do_int80();
+	if (strcmp(c, "selfconnect") == 0)
+		return do_selfconnect(a);
 	if (strcmp(c, "forks") == 0)
 		return do_forks(atoi(a));
 	if (strcmp(c, "alloc") == 0)
