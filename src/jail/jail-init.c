@@ -172,10 +172,17 @@ void
 jail_init_main(struct jail_plan *p)
 {
 	int fds[2], n = 0, slave = -1;
+	char *cause = NULL;
 	pid_t cmd;
 
 	jail_init_early(p);
 	jail_ns_ids(p);
+	/*
+	 * Planned here, not in agentmux: this overlaps with the parent's
+	 * share (cgroups, the seccomp program) instead of delaying the clone.
+	 */
+	if (jail_mount_plan(p, &cause) == -1)
+		jail_child_failx(p, "%s", cause);
 	jail_mount_setup(p);
 	jail_ns_uts(p);
 	fds[n++] = jail_net_listen(p);

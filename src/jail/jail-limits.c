@@ -77,69 +77,83 @@ jail_limits_has_word(const char *list, const char *word)
 	return false;
 }
 
+/* /proc/self/cgroup and /proc/self/mountinfo, read once for every hierarchy. */
+struct jail_cg_files {
+	char *cgroup;
+	char *mountinfo;
+};
+
 /* Our cgroup path in the hierarchy whose controller list matches WANT ("" for v2). */
 static char *
-jail_limits_own_path(const char *want)
+jail_limits_own_path(const char *cgroup, const char *want)
 {
-	char line[4096], *ctl, *path;
-	FILE *fp;
+	char *copy = xstrdup(cgroup), *line, *save = NULL, *ctl, *path;
+	char *found = NULL;
 
-	if ((fp = fopen("/proc/self/cgroup", "re")) == NULL)
-		return NULL;
-	while (fgets(line, sizeof line, fp) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
+	for (line = strtok_r(copy, "\n", &save); line != NULL && found == NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
 		if ((ctl = strchr(line, ':')) == NULL ||
 		    (path = strchr(ctl + 1, ':')) == NULL)
 			continue;
 		*path++ = '\0';
 		ctl++;
 		if ((*want == '\0' && *ctl == '\0') ||
-		    (*want != '\0' && jail_limits_has_word(ctl, want))) {
-			fclose(fp);
-			return xstrdup(path);
-		}
+		    (*want != '\0' && jail_limits_has_word(ctl, want)))
+			found = xstrdup(path);
 	}
-	fclose(fp);
-	return NULL;
+	free(copy);
+	return found;
+}
+
+/* The mount's root and mount point for one mountinfo line of fstype TYPE with option WANT. */
+static bool
+jail_limits_mount(char *line, const char *type, const char *want,
+    char **root, char **mnt)
+{
+	char *f[10], *sep, *s, *save = NULL;
+	size_t n;
+
+	if ((sep = strstr(line, " - ")) == NULL)
+		return false;
+	*sep = '\0';
+	for (n = 0, s = strtok_r(line, " ", &save); s != NULL && n < 10;
+	    s = strtok_r(NULL, " ", &save))
+		f[n++] = s;
+	if (n < 5)
+		return false;
+	save = NULL;
+	s = strtok_r(sep + 3, " ", &save);
+	if (s == NULL || strcmp(s, type) != 0)
+		return false;
+	strtok_r(NULL, " ", &save);
+	s = strtok_r(NULL, " ", &save);
+	if (*want != '\0' && (s == NULL || !jail_limits_has_word(s, want)))
+		return false;
+	*root = f[3];
+	*mnt = f[4];
+	return true;
 }
 
 /* The host dir of our cgroup in the hierarchy of fstype TYPE with option WANT. */
 static char *
-jail_limits_own_dir(const char *type, const char *want)
+jail_limits_own_dir(const struct jail_cg_files *cf, const char *type,
+    const char *want)
 {
-	char line[4096], *f[10], *sep, *s, *own, *dir = NULL;
-	size_t n, rootlen;
-	FILE *fp;
+	char *own, *copy, *line, *save = NULL, *root, *mnt, *dir = NULL;
+	size_t rootlen;
 
-	if ((own = jail_limits_own_path(want)) == NULL)
+	if ((own = jail_limits_own_path(cf->cgroup, want)) == NULL)
 		return NULL;
-	if ((fp = fopen("/proc/self/mountinfo", "re")) == NULL)
-		goto out;
-	while (dir == NULL && fgets(line, sizeof line, fp) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((sep = strstr(line, " - ")) == NULL)
+	copy = xstrdup(cf->mountinfo);
+	for (line = strtok_r(copy, "\n", &save); line != NULL && dir == NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (!jail_limits_mount(line, type, want, &root, &mnt))
 			continue;
-		*sep = '\0';
-		for (n = 0, s = strtok(line, " "); s != NULL && n < 10;
-		    s = strtok(NULL, " "))
-			f[n++] = s;
-		if (n < 5)
-			continue;
-		s = strtok(sep + 3, " ");
-		if (s == NULL || strcmp(s, type) != 0)
-			continue;
-		strtok(NULL, " ");
-		s = strtok(NULL, " ");
-		if (*want != '\0' && !jail_limits_has_word(s, want))
-			continue;
-		/* f[3] is the mount's root within the hierarchy. */
-		rootlen = strcmp(f[3], "/") == 0 ? 0 : strlen(f[3]);
-		if (strncmp(own, f[3], rootlen) != 0)
-			continue;
-		dir = xprintf("%s%s", f[4], own + rootlen);
+		rootlen = strcmp(root, "/") == 0 ? 0 : strlen(root);
+		if (strncmp(own, root, rootlen) == 0)
+			dir = xprintf("%s%s", mnt, own + rootlen);
 	}
-	fclose(fp);
-out:
+	free(copy);
 	free(own);
 	return dir;
 }
@@ -202,12 +216,12 @@ jail_limits_v2_enable(const char *dir, bool memory)
 }
 
 static void
-jail_limits_detect_v2(void)
+jail_limits_detect_v2(const struct jail_cg_files *cf)
 {
 	char *dir, *ctl = NULL, *sub = NULL, *procs;
 	bool memory;
 
-	if ((dir = jail_limits_own_dir("cgroup2", "")) == NULL)
+	if ((dir = jail_limits_own_dir(cf, "cgroup2", "")) == NULL)
 		return;
 	procs = xprintf("%s/cgroup.procs", dir);
 	if ((ctl = jail_limits_read(dir, "cgroup.controllers")) == NULL ||
@@ -230,9 +244,9 @@ out:
 }
 
 static char *
-jail_limits_detect_v1(const char *controller)
+jail_limits_detect_v1(const struct jail_cg_files *cf, const char *controller)
 {
-	char *dir = jail_limits_own_dir("cgroup", controller);
+	char *dir = jail_limits_own_dir(cf, "cgroup", controller);
 
 	if (dir != NULL && access(dir, W_OK) == -1) {
 		free(dir);
@@ -244,14 +258,23 @@ jail_limits_detect_v1(const char *controller)
 static void
 jail_limits_detect(void)
 {
+	struct jail_cg_files cf;
+
 	if (jail_cg.detected)
 		return;
 	jail_cg.detected = true;
-	jail_limits_detect_v2();
-	if (jail_cg.v2 == NULL) {
-		jail_cg.v1_pids = jail_limits_detect_v1("pids");
-		jail_cg.v1_memory = jail_limits_detect_v1("memory");
+	cf.cgroup = jail_limits_read("/proc/self", "cgroup");
+	cf.mountinfo = jail_limits_read("/proc/self", "mountinfo");
+	if (cf.cgroup != NULL && cf.mountinfo != NULL) {
+		jail_limits_detect_v2(&cf);
+		if (jail_cg.v2 == NULL) {
+			jail_cg.v1_pids = jail_limits_detect_v1(&cf, "pids");
+			jail_cg.v1_memory = jail_limits_detect_v1(&cf,
+			    "memory");
+		}
 	}
+	free(cf.cgroup);
+	free(cf.mountinfo);
 	if (jail_cg.v2 != NULL)
 		jail_limits_sweep(jail_cg.v2);
 	if (jail_cg.v1_pids != NULL)

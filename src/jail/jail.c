@@ -257,8 +257,7 @@ jail_plan_build(struct jail_plan *p, const struct jail_conf *c, char **cause)
 		*cause = xstrdup("no command to run in the jail");
 		return -1;
 	}
-	if (jail_mount_plan(p, cause) == -1)
-		return -1;
+	/* The mount script is planned by the child (jail-init.c), in parallel. */
 	jail_landlock_plan(p);
 	p->seccomp_buf = xcalloc(JAIL_SECCOMP_MAX, sizeof *p->seccomp_buf);
 	return 0;
