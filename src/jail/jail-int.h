@@ -1,4 +1,4 @@
-/* Internals shared by the jail's files: the setup plan built in the parent and run in the child. */
+/* Internals shared by the jail's files: the setup plan, shared by the parent and the child it clones. */
 #ifndef AGENTMUX_JAIL_INT_H
 #define AGENTMUX_JAIL_INT_H
 
@@ -45,7 +45,10 @@ struct jail_mop {
 
 enum jail_cg_kind { JAIL_CG_NONE, JAIL_CG_V2, JAIL_CG_V1 };
 
-/* Everything the child needs, prepared in the parent so the child only runs syscalls. */
+/*
+ * Everything the jail needs: the parent fills in ids, limits and Landlock,
+ * the child (a copy) plans and runs the mount script.
+ */
 struct jail_plan {
 	const struct jail_conf *conf;
 	uid_t uid;

@@ -1,4 +1,4 @@
-/* The jail's filesystem: a mount script planned in the parent and run in the child, pivoting into a fresh tmpfs root. */
+/* The jail's filesystem: a mount script the child plans and runs, pivoting into a fresh tmpfs root. */
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -7,10 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <stdio.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
