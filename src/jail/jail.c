@@ -152,6 +152,12 @@ jail_wait_ready(struct jail *j, int sock, char **cause)
 				continue;
 			goto fail;
 		}
+		if (n == 0 && j->listen_fd == -1) {
+			/* Killed or crashed before it could say anything. */
+			*cause = xstrdup("the jail's setup ended before it "
+			    "started the command");
+			return -1;
+		}
 		if (n == 0)
 			return 0;
 		data[n] = '\0';
