@@ -168,6 +168,22 @@ jail_init_loop(pid_t cmd)
 	}
 }
 
+/*
+ * The command shares our memory until it execs (vfork, like posix_spawn):
+ * our pages are agentmux's, and copying their tables for a process that
+ * execs at once is most of a fork's cost. We wait meanwhile; it never
+ * returns here (it execs or exits) and changes only its own kernel state.
+ */
+static pid_t
+jail_init_spawn(struct jail_plan *p, int slave)
+{
+	pid_t pid;
+
+	if ((pid = vfork()) == 0)
+		jail_spawn_exec(p, slave);
+	return pid;
+}
+
 void
 jail_init_main(struct jail_plan *p)
 {
@@ -195,10 +211,8 @@ jail_init_main(struct jail_plan *p)
 	jail_init_wait_release(p);
 	if (unshare(CLONE_NEWCGROUP) == -1)
 		jail_child_fail(p, "cannot create the cgroup namespace");
-	if ((cmd = fork()) == -1)
+	if ((cmd = jail_init_spawn(p, slave)) == -1)
 		jail_child_fail(p, "cannot start the command");
-	if (cmd == 0)
-		jail_spawn_exec(p, slave);
 	if (slave != -1)
 		close(slave);
 	for (n = 0; n < 3; n++) {
