@@ -101,6 +101,7 @@ void session_setup_jail(struct session_setup *, struct jail_conf *);
 
 /* Snapshots (session-snap.c). */
 void session_snap_start(struct session *);
+void session_snap_wait_start(struct session *);
 void session_snap_end(struct session *);
 void session_snap_free(struct session *, bool ran);
 /* A request to HOST completed: a model host's marks an agent turn. */

@@ -54,9 +54,11 @@ session_snap_progress(void *arg, int64_t files)
 }
 
 /*
- * The start snapshot, taken before the command runs (and waited for:
- * nothing may change the tree before it is saved). Failing to snapshot
- * does not stop the session; the user is told undo is not possible.
+ * The start snapshot, taken before the command runs: it is started here,
+ * the jail is made meanwhile (held before the command), and the session
+ * waits for it (session_snap_wait_start) before letting the command go:
+ * nothing may change the tree before it is saved. Failing to snapshot does
+ * not stop the session; the user is told undo is not possible.
  */
 void
 session_snap_start(struct session *s)
@@ -78,7 +80,13 @@ session_snap_start(struct session *s)
 		free(cause);
 		return;
 	}
-	snap_session_wait(s->snap);
+}
+
+void
+session_snap_wait_start(struct session *s)
+{
+	if (s->snap != NULL)
+		snap_session_wait(s->snap);
 }
 
 static void

@@ -367,6 +367,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.rows = o->rows;
 	jc.cols = o->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
+	jc.hold = true;
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
 		return -1;
 	for (i = 0; i < sp->notices.n; i++) {
@@ -460,11 +461,15 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
+	/* The start snapshot runs while the jail is made; the command waits for it. */
 	session_snap_start(s);
-	if (session_jail(s, &ss, a, o, cause) == -1) {
-		store_session_end(ctx->st, s->id, "failed", -1, *cause);
-		s->ended = true;
-		goto fail;
+	if (session_jail(s, &ss, a, o, cause) == -1)
+		goto failed;
+	session_snap_wait_start(s);
+	if (jail_go(s->jail, cause) == -1) {
+		jail_free(s->jail);
+		s->jail = NULL;
+		goto failed;
 	}
 	session_setup_free(&ss);
 	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
@@ -472,6 +477,9 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_link(s);
 	session_io_start(s);
 	return s;
+failed:
+	store_session_end(ctx->st, s->id, "failed", -1, *cause);
+	s->ended = true;
 fail:
 	session_setup_free(&ss);
 	session_free(s);

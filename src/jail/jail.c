@@ -30,6 +30,9 @@ struct jail {
 	int err_fd;
 	char *summary;
 	struct strv cg_dirs;
+	int sock;          /* the status channel, while the jail is held */
+	char *go;          /* the go message (the seccomp program) */
+	size_t golen;
 };
 
 void
@@ -118,7 +121,7 @@ jail_take_fds(struct jail *j, struct msghdr *msg)
  * the command's copy closes on exec, so EOF means the command is running.
  */
 static int
-jail_wait_ready(struct jail *j, int sock, char **cause)
+jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -161,9 +164,11 @@ jail_wait_ready(struct jail *j, int sock, char **cause)
 		if (n == 0)
 			return 0;
 		data[n] = '\0';
-		if (data[0] == 'F')
+		if (data[0] == 'F') {
 			jail_take_fds(j, &msg);
-		else if (data[0] == 'E') {
+			if (until_fds)
+				return 0;
+		} else if (data[0] == 'E') {
 			*cause = xstrdup(data + 1);
 			return -1;
 		}
@@ -323,23 +328,22 @@ jail_new(void)
 	struct jail *j = xcalloc(1, sizeof *j);
 
 	j->pid = -1;
+	j->sock = -1;
 	j->listen_fd = j->pty_fd = j->in_fd = j->out_fd = j->err_fd = -1;
 	strv_init(&j->cg_dirs);
 	return j;
 }
 
 /*
- * Runs while the child sets up its mounts: compiles the seccomp program,
- * moves the child into its cgroup, then sends the program, which is also
- * the child's signal to go on and start the command.
+ * Runs while the child sets up its mounts: compiles the seccomp program
+ * and moves the child into its cgroup. The go message carries the program
+ * and is the child's signal to start the command.
  */
 static int
-jail_release(struct jail_plan *p, struct jail *j, int sock, char **cause)
+jail_prepare_go(struct jail_plan *p, struct jail *j, char **cause)
 {
 	struct sock_fprog prog;
 	size_t len;
-	char *msg;
-	int rc;
 
 	if (jail_seccomp_compile(&prog, cause) == -1)
 		return -1;
@@ -351,16 +355,34 @@ jail_release(struct jail_plan *p, struct jail *j, int sock, char **cause)
 	    jail_limits_join(p, j->pid, &j->cg_dirs, cause) == -1)
 		return -1;
 	len = prog.len * sizeof *prog.filter;
-	msg = xmalloc(1 + len);
-	msg[0] = 'G';
-	memcpy(msg + 1, prog.filter, len);
-	rc = (int)send(sock, msg, 1 + len, MSG_NOSIGNAL);
-	free(msg);
-	if (rc == -1) {
+	j->go = xmalloc(1 + len);
+	j->go[0] = 'G';
+	memcpy(j->go + 1, prog.filter, len);
+	j->golen = 1 + len;
+	return 0;
+}
+
+static int
+jail_send_go(struct jail *j, char **cause)
+{
+	if (send(j->sock, j->go, j->golen, MSG_NOSIGNAL) == -1) {
 		*cause = xprintf("cannot release the jail: %s",
 		    strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+int
+jail_go(struct jail *j, char **cause)
+{
+	if (j->sock == -1)
+		return 0;
+	if (jail_send_go(j, cause) == -1 ||
+	    jail_wait_ready(j, j->sock, false, cause) == -1)
+		return -1;
+	close(j->sock);
+	j->sock = -1;
 	return 0;
 }
 
@@ -386,17 +408,21 @@ jail_start(const struct jail_conf *c, char **cause)
 	if ((j->pid = jail_ns_clone(&p, cause)) == -1)
 		goto fail;
 	jail_close_child_ends(&p);
-	if (jail_release(&p, j, sv[0], cause) == -1)
+	j->sock = sv[0];
+	if (jail_prepare_go(&p, j, cause) == -1 ||
+	    (!c->hold && jail_send_go(j, cause) == -1) ||
+	    jail_wait_ready(j, j->sock, c->hold, cause) == -1)
 		goto fail;
-	if (jail_wait_ready(j, sv[0], cause) == -1)
-		goto fail;
-	close(sv[0]);
+	if (!c->hold) {
+		close(j->sock);
+		j->sock = -1;
+	}
 	j->summary = jail_summary_make(&p);
 	jail_plan_free(&p);
 	return j;
 fail:
 	jail_close_child_ends(&p);
-	if (sv[0] != -1)
+	if (j->sock == -1 && sv[0] != -1)
 		close(sv[0]);
 	jail_plan_free(&p);
 	jail_free(j);
@@ -421,6 +447,8 @@ jail_free(struct jail *j)
 		while (waitpid(j->pid, NULL, 0) == -1 && errno == EINTR)
 			;
 	}
+	jail_close(&j->sock);
+	free(j->go);
 	jail_close(&j->listen_fd);
 	jail_close(&j->pty_fd);
 	jail_close(&j->in_fd);

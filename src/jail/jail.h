@@ -50,6 +50,7 @@ struct jail_conf {
 	unsigned short rows;
 	unsigned short cols;
 	int proxy_port;             /* port of the listener made inside the jail */
+	bool hold;                  /* set up, but start the command at jail_go */
 	const char *hostname;       /* the jail's UTS name; NULL: "agentmux" */
 };
 
@@ -59,6 +60,13 @@ struct jail_conf {
  * failures inside the child before exec.
  */
 struct jail *jail_start(const struct jail_conf *, char **cause);
+/**
+ * With CONF->hold, jail_start returns once the jail is set up (namespaces,
+ * mounts, descriptors), and the command starts here; so the caller can do
+ * something first (a snapshot) while the jail is being made. Waits until
+ * the command runs; -1 with *CAUSE like jail_start (then jail_free it).
+ */
+int jail_go(struct jail *, char **cause);
 /** Kills whatever still runs and frees; NULL is a no-op. */
 void jail_free(struct jail *);
 /** The host pid of the jail's init. */

@@ -243,6 +243,32 @@ test_pipes(void **state)
 	jail_free(j);
 }
 
+/* A held jail is made but does not run the command until jail_go. */
+static void
+test_hold(void **state)
+{
+	char *argv[] = { "sh", "-c", "echo ran > ran.txt", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL, *mark = xprintf("%s/ran.txt", proj);
+
+	conf_init(&c, argv, false);
+	c.hold = true;
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_true(jail_stdout_fd(j) >= 0);
+	usleep(100000);
+	assert_int_equal(access(mark, F_OK), -1);
+	assert_int_equal(jail_go(j, &cause), 0);
+	jail_close_stdin(j);
+	assert_int_equal(wait_jail(j), 0);
+	assert_int_equal(access(mark, F_OK), 0);
+	/* A second go has nothing left to do. */
+	assert_int_equal(jail_go(j, &cause), 0);
+	jail_free(j);
+	unlink(mark);
+	free(mark);
+}
+
 static void
 test_errors(void **state)
 {
@@ -343,6 +369,7 @@ main(void)
 		cmocka_unit_test(test_pty),
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_pipes),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_project),
