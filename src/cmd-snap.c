@@ -7,6 +7,39 @@
 #include "core/core.h"
 #include "store/store.h"
 
+/* Counting files on a terminal while a large tree is hashed. */
+static void
+cmd_snap_progress(void *arg, int64_t files)
+{
+	bool *shown = arg;
+
+	if (files < 0) {
+		if (*shown)
+			fputs("\r\033[K", stderr);
+		*shown = false;
+		return;
+	}
+	fprintf(stderr, "\ragentmux: snapshot: %lld files hashed",
+	    (long long)files);
+	*shown = true;
+}
+
+static void
+cmd_snap_progress_on(bool *shown)
+{
+	*shown = false;
+	if (isatty(STDERR_FILENO))
+		snap_set_progress(cmd_snap_progress, shown);
+}
+
+static void
+cmd_snap_progress_off(bool *shown)
+{
+	snap_set_progress(NULL, NULL);
+	if (*shown)
+		fputs("\r\033[K", stderr);
+}
+
 static void
 cmd_snap_warnings(const struct snap_result *res)
 {
@@ -35,6 +68,7 @@ cmd_snapshot(int argc, char **argv)
 	struct config *cf;
 	char *cause = NULL;
 	int64_t id = 0;
+	bool shown;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, ":m:C:", opts, NULL)) != -1) {
@@ -61,6 +95,7 @@ cmd_snapshot(int argc, char **argv)
 		config_free(cf);
 		return 1;
 	}
+	cmd_snap_progress_on(&shown);
 	if (optind < argc) {
 		if (cli_resolve_session(st, argv[optind], &id) == -1)
 			rc = -1;
@@ -70,12 +105,14 @@ cmd_snapshot(int argc, char **argv)
 	} else if ((rc = snap_project(st, cf, dir != NULL ? dir : ".", label,
 	    &res, &id, &cause)) == -1)
 		cli_error("%s", cause);
+	cmd_snap_progress_off(&shown);
 	if (rc == 0) {
 		cmd_snap_warnings(&res);
 		printf("snapshot %lld of session %lld: %.12s, %lld file%s "
-		    "changed since its first snapshot\n", (long long)res.seq,
-		    (long long)id, res.commit, (long long)res.files_changed,
-		    res.files_changed == 1 ? "" : "s");
+		    "changed since %s\n", (long long)res.seq, (long long)id,
+		    res.commit, (long long)res.files_changed,
+		    res.files_changed == 1 ? "" : "s", res.seq == 1 ? "HEAD" :
+		    "its first snapshot");
 		snap_result_clear(&res);
 	}
 	free(cause);
@@ -270,6 +307,7 @@ cmd_undo(int argc, char **argv)
 	struct config *cf;
 	char *cause = NULL;
 	int64_t id;
+	bool shown;
 	int c, rc;
 
 	memset(&o, 0, sizeof o);
@@ -293,7 +331,10 @@ cmd_undo(int argc, char **argv)
 		return rc;
 	o.paths = argv + optind + 1;
 	o.out = stdout;
-	if ((rc = snap_undo(st, cf, id, &o, &cause)) == -1)
+	cmd_snap_progress_on(&shown);
+	rc = snap_undo(st, cf, id, &o, &cause);
+	cmd_snap_progress_off(&shown);
+	if (rc == -1)
 		cli_error("undo: %s", cause);
 	free(cause);
 	store_close(st);

@@ -64,6 +64,7 @@ snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
 	buf_init(&name);
 	buf_init(&info->names);
 	buf_init(&info->assumed);
+	buf_init(&info->gitlinks);
 	if (buf_read_file(&file, path) == -1 || file.len < 12 ||
 	    memcmp(file.data, "DIRC", 4) != 0)
 		goto out;
@@ -110,6 +111,11 @@ snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
 		}
 		if ((mode & 0170000) == 0040000)
 			continue; /* a sparse index's directory */
+		if ((mode & 0170000) == 0160000) {
+			buf_add(&info->gitlinks, name.data, name.len);
+			buf_addc(&info->gitlinks, '\0');
+			info->ngitlinks++;
+		}
 		buf_add(&info->names, name.data, name.len);
 		buf_addc(&info->names, '\0');
 		info->nnames++;
@@ -136,5 +142,6 @@ snap_index_info_free(struct snap_index_info *info)
 {
 	buf_free(&info->names);
 	buf_free(&info->assumed);
+	buf_free(&info->gitlinks);
 	memset(info, 0, sizeof *info);
 }

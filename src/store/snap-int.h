@@ -130,6 +130,8 @@ struct snap_index_info {
 	size_t nnames;
 	struct buf assumed;       /* paths marked assume-unchanged */
 	size_t nassumed;
+	struct buf gitlinks;      /* submodules (and other gitlinks) */
+	size_t ngitlinks;
 	bool attributes;          /* a .gitattributes is tracked */
 };
 

@@ -36,6 +36,8 @@ struct snap_proc {
 	snap_proc_cb done;
 	void *arg;
 	int status;               /* -1 until reaped */
+	char *what;               /* the command's first words, for the debug log */
+	int64_t started;          /* util_mono_us() at spawn */
 };
 
 static void snap_proc_arm(struct snap_proc *);
@@ -153,6 +155,8 @@ snap_proc_finish(struct snap_proc *p)
 		event_free(p->exit_ev);
 		p->exit_ev = NULL;
 	}
+	log_debug("%s: exit %d after %lld ms", p->what, p->status,
+	    (long long)(util_mono_us() - p->started) / 1000);
 	p->done(p, p->arg);
 }
 
@@ -337,6 +341,10 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 		err = errno;
 		goto fail;
 	}
+	p->what = xprintf("%s %s %s", o->argv[0], o->argv[1] != NULL ?
+	    o->argv[1] : "", o->argv[1] != NULL && o->argv[2] != NULL ?
+	    o->argv[2] : "");
+	p->started = util_mono_us();
 	p->pid = snap_proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {
 		if (c[i] != -1 && c[i] != o->out_fd)
@@ -376,6 +384,7 @@ snap_proc_free(struct snap_proc *p)
 	buf_free(&p->in);
 	buf_free(&p->out);
 	buf_free(&p->err);
+	free(p->what);
 	free(p);
 }
 

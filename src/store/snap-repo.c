@@ -2,6 +2,7 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -178,12 +179,17 @@ snap_copy_file(const char *src, const char *dst, char **cause)
 	return rc;
 }
 
-/* Writes PATH if its content is not TEXT already. */
+/*
+ * Writes PATH if its content is not TEXT already: a rename of a temporary
+ * file, so git never reads half of it. No fsync: these are rewritten on
+ * every use (the private dir lives in the runtime dir anyway).
+ */
 static int
 snap_write_if_changed(const char *path, const char *text, char **cause)
 {
 	struct buf b;
-	int same;
+	char *tmp;
+	int same, fd, rc = -1;
 
 	buf_init(&b);
 	same = buf_read_file(&b, path) == 0 && strcmp(b.data != NULL ?
@@ -191,7 +197,20 @@ snap_write_if_changed(const char *path, const char *text, char **cause)
 	buf_free(&b);
 	if (same)
 		return 0;
-	return util_write_file_atomic(path, text, strlen(text), 0600, cause);
+	tmp = xprintf("%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (fd != -1 && util_write_all(fd, text, strlen(text)) == 0 &&
+	    close(fd) == 0 && (fd = -1, rename(tmp, path) == 0))
+		rc = 0;
+	else {
+		*cause = xprintf("cannot write %s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
 }
 
 /*
@@ -459,6 +478,65 @@ snap_repo_shadow(struct snap_repo *r, const char *real,
 	return snap_shadow_init(r, cf, cause);
 }
 
+/* Whether a repository config says nothing a quick look could get wrong. */
+static bool
+snap_repo_plain_config(char *text)
+{
+	char *line, *save = NULL, *p, *q;
+
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		for (p = q = line; *p != '\0'; p++) {
+			if (*p != ' ' && *p != '\t')
+				*q++ = (char)tolower((unsigned char)*p);
+		}
+		*q = '\0';
+		if (strstr(line, "worktree") != NULL ||
+		    strncmp(line, "[extensions", 11) == 0 ||
+		    strncmp(line, "[include", 8) == 0 ||
+		    (strncmp(line, "bare=", 5) == 0 &&
+		    strcmp(line, "bare=false") != 0))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The common case without running git (a session's project is its
+ * top level already): DIR/.git is a directory of ours whose config sets
+ * no work tree, extension or include. Anything else asks git.
+ */
+static bool
+snap_repo_quick(struct snap_repo *r, const char *real)
+{
+	struct stat sd, sg;
+	struct buf b;
+	char *g, *p;
+	bool ok;
+
+	g = xprintf("%s/.git", real);
+	p = xprintf("%s/HEAD", g);
+	ok = lstat(real, &sd) == 0 && lstat(g, &sg) == 0 &&
+	    S_ISDIR(sg.st_mode) && sd.st_uid == getuid() &&
+	    sg.st_uid == getuid() && access(p, R_OK) == 0;
+	free(p);
+	buf_init(&b);
+	p = xprintf("%s/config", g);
+	ok = ok && buf_read_file(&b, p) == 0 && b.data != NULL &&
+	    snap_repo_plain_config(b.data);
+	free(p);
+	buf_free(&b);
+	if (!ok) {
+		free(g);
+		return false;
+	}
+	r->gitdir = g;
+	r->commondir = xstrdup(g);
+	r->worktree = xstrdup(real);
+	r->format = xstrdup("sha1");
+	return true;
+}
+
 struct snap_repo *
 snap_repo_open(const char *dir, const struct config *cf, const char *tag,
     char **cause)
@@ -476,7 +554,8 @@ snap_repo_open(const char *dir, const struct config *cf, const char *tag,
 		    real);
 		goto fail;
 	}
-	if (snap_repo_discover(r, real, NULL, &outside, cause) == -1)
+	if (!snap_repo_quick(r, real) &&
+	    snap_repo_discover(r, real, NULL, &outside, cause) == -1)
 		goto fail;
 	if (outside && snap_repo_shadow(r, real, cf, cause) == -1)
 		goto fail;

@@ -26,9 +26,11 @@ struct snap_take {
 	char *parent;             /* the commit the new one follows */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
+	int64_t prev_changed;     /* and its count of changed files */
 	char *count_from;         /* changes are counted from this tree-ish */
 	int rounds;
 	struct strv nested;       /* nested repositories to adopt */
+	struct strv submodules;   /* gitlinks of the copied index, adopted first */
 	size_t nested_i;
 	struct buf adopt;         /* their files, NUL-separated */
 	struct strv warnings;
@@ -89,6 +91,7 @@ snap_take_free(struct snap_take *t)
 	free(t->prev_commit);
 	free(t->count_from);
 	strv_free(&t->nested);
+	strv_free(&t->submodules);
 	buf_free(&t->adopt);
 	strv_free(&t->warnings);
 	strv_free(&t->unreadable);
@@ -447,6 +450,14 @@ snap_take_write_tree_cb(struct snap_proc *p, void *arg)
 		snap_result_clear(&res);
 		return;
 	}
+	/* Nothing changed since the last one: it is recorded again, as it is. */
+	if (t->kind != NULL && t->prev_tree != NULL &&
+	    strcmp(t->prev_tree, t->tree) == 0) {
+		t->commit = xstrdup(t->prev_commit);
+		t->changed = t->prev_changed;
+		snap_take_record(t);
+		return;
+	}
 	snap_take_commit(t);
 }
 
@@ -601,6 +612,22 @@ snap_take_adopt_next(struct snap_take *t)
 	snap_take_track(t, p);
 }
 
+/* Submodules (gitlinks in the copied index) with a checkout are adopted like nested repositories. */
+static void
+snap_take_submodules(struct snap_take *t)
+{
+	struct stat sb;
+	char *p;
+	size_t i;
+
+	for (i = 0; i < t->submodules.n; i++) {
+		p = xprintf("%s/%s/.git", t->repo->worktree, t->submodules.v[i]);
+		if (lstat(p, &sb) == 0)
+			strv_add(&t->nested, t->submodules.v[i]);
+		free(p);
+	}
+}
+
 static void
 snap_take_add_cb(struct snap_proc *p, void *arg)
 {
@@ -614,6 +641,8 @@ snap_take_add_cb(struct snap_proc *p, void *arg)
 		t->error = snap_git_error("add", p);
 	strv_free(&t->nested);
 	strv_init(&t->nested);
+	if (t->rounds == 0)
+		snap_take_submodules(t);
 	if (snap_proc_err(p)->data != NULL)
 		snap_take_parse_add(t, snap_proc_err(p)->data);
 	snap_take_reap(t, p);
@@ -827,11 +856,15 @@ snap_take_check_seed(struct snap_take *t)
 	const char *args[] = { "config", "-z", "--show-scope",
 	    "--get-regexp", "^core\\.(autocrlf|attributesfile)$", NULL };
 	const char *xdg = getenv("XDG_CONFIG_HOME");
+	size_t off;
 
 	if (snap_index_scan(t->repo->index, strcmp(t->repo->format, "sha1") ==
 	    0 ? 20 : 32, &info) == 0) {
 		buf_add(&t->names, info.names.data, info.names.len);
 		buf_add(&t->rehash, info.assumed.data, info.assumed.len);
+		for (off = 0; off < info.gitlinks.len; off += strlen(
+		    info.gitlinks.data + off) + 1)
+			strv_add(&t->submodules, info.gitlinks.data + off);
 		t->need_fix = info.attributes || info.nassumed > 0;
 		snap_index_info_free(&info);
 	}
@@ -859,6 +892,7 @@ snap_take_chain(struct snap_take *t)
 		t->parent = xstrdup(v[n - 1]->commit);
 		t->prev_commit = xstrdup(v[n - 1]->commit);
 		t->prev_tree = xstrdup(v[n - 1]->tree);
+		t->prev_changed = v[n - 1]->files_changed;
 		t->count_from = xstrdup(v[0]->tree);
 	} else {
 		t->parent = snap_repo_head(t->repo, &sym);
@@ -915,6 +949,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->done = done;
 	t->arg = arg;
 	strv_init(&t->nested);
+	strv_init(&t->submodules);
 	strv_init(&t->warnings);
 	strv_init(&t->unreadable);
 	snap_take_chain(t);
@@ -968,10 +1003,27 @@ snap_take_finish(struct snap_take *t)
 	event_base_free(base);
 }
 
+static void (*snap_sync_progress)(void *, int64_t);
+static void *snap_sync_progress_arg;
+
+void
+snap_set_progress(void (*fn)(void *, int64_t), void *arg)
+{
+	snap_sync_progress = fn;
+	snap_sync_progress_arg = arg;
+}
+
 struct snap_take_sync {
 	struct snap_result *res;
 	char *error;
 };
+
+static void
+snap_take_sync_progress(void *arg, int64_t files)
+{
+	if (snap_sync_progress != NULL)
+		snap_sync_progress(snap_sync_progress_arg, files);
+}
 
 static void
 snap_take_sync_done(void *arg, const struct snap_result *res,
@@ -1010,10 +1062,12 @@ snap_take_sync(struct store *st, struct snap_repo *repo,
 	memset(res, 0, sizeof *res);
 	s.res = res;
 	s.error = NULL;
-	t = snap_take_start(base, st, repo, o, NULL, snap_take_sync_done, &s,
-	    cause);
+	t = snap_take_start(base, st, repo, o, snap_take_sync_progress,
+	    snap_take_sync_done, &s, cause);
 	if (t != NULL)
 		snap_take_finish(t);
+	if (snap_sync_progress != NULL)
+		snap_sync_progress(snap_sync_progress_arg, -1);
 	event_base_free(base);
 	if (t == NULL)
 		return -1;

@@ -371,6 +371,23 @@ snap_undo_present(struct snap_undo *u, char **cause)
 	return rc;
 }
 
+/* Says which paths could not be read now (undo leaves them alone). */
+static void
+snap_undo_unreadable(FILE *out, const struct snap_result *present)
+{
+	size_t i;
+
+	if (present->nunreadable == 0)
+		return;
+	fprintf(out, "  %zu path%s could not be read, so %s not saved and "
+	    "undo leaves %s alone:", present->nunreadable,
+	    present->nunreadable == 1 ? "" : "s", present->nunreadable == 1 ?
+	    "it is" : "they are", present->nunreadable == 1 ? "it" : "them");
+	for (i = 0; i < present->nunreadable && i < 5; i++)
+		fprintf(out, " %s", present->unreadable[i]);
+	fprintf(out, "%s\n", present->nunreadable > 5 ? " ..." : "");
+}
+
 /* Restores the files; -1 with *CAUSE. */
 static int
 snap_undo_files(struct snap_undo *u, char **cause)
@@ -382,6 +399,7 @@ snap_undo_files(struct snap_undo *u, char **cause)
 	int rc = -1;
 
 	memset(&applied, 0, sizeof applied);
+	snap_undo_unreadable(out, &u->present);
 	if (snap_undo_changes(u->repo, u->present.tree, u->target->tree,
 	    u->paths.v, &u->changes, cause) == -1)
 		return -1;

@@ -310,6 +310,8 @@ void snap_session_set_progress(struct snap_session *,
 /** True while a snapshot runs or waits. */
 bool snap_session_busy(struct snap_session *);
 
+/** Progress of the blocking snapshots below (the command line): FILES hashed so far, -1 when done. */
+void snap_set_progress(void (*)(void *arg, int64_t files), void *arg);
 /**
  * Snapshots the project of DIR on its own (kind manual), recorded in the
  * project's "snapshot" session (one per project, made on first use);

@@ -4,6 +4,7 @@
  * bytes through filters, shadow repositories, refusal while running.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 static char *dir;
 static char *proj;
+static char user[32];     /* a throwaway user, deleted in teardown */
 static char *orig_cwd;
 
 static int
@@ -37,6 +39,10 @@ static int
 teardown(void **state)
 {
 	assert_int_equal(chdir(orig_cwd), 0);
+	if (user[0] != '\0') {
+		test_sh("chmod -R u+rwx %s; userdel %s", dir, user);
+		user[0] = '\0';
+	}
 	test_rmtree(dir);
 	free(dir);
 	free(proj);
@@ -76,6 +82,28 @@ sh_out(const char *cmd)
 	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
 		buf_add(&b, chunk, n);
 	pclose(fp);
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b);
+}
+
+/* A shell line's output and exit status; takes CMD. */
+static char *
+sh_out_rc(char *cmd, int *rc)
+{
+	FILE *fp = popen(cmd, "r");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+	int st;
+
+	assert_non_null(fp);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+		buf_add(&b, chunk, n);
+	st = pclose(fp);
+	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	free(cmd);
 	if (b.data == NULL)
 		buf_adds(&b, "");
 	return buf_steal(&b);
@@ -319,6 +347,30 @@ test_names_in_diff(void **state)
 	free(out);
 }
 
+/* A registered submodule is content too: its files are saved and restored. */
+static void
+test_submodule(void **state)
+{
+	char *out;
+
+	sh("mkdir ../subsrc && cd ../subsrc && git init -q && echo s > s.txt && "
+	    "git add s.txt && git -c user.name=a -c user.email=b commit -qm s");
+	sh("git init -q -b master . && git -c protocol.file.allow=always "
+	    "submodule add -q ../subsrc sub && git -c user.name=a -c "
+	    "user.email=b commit -qm sub");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = sh_out("git ls-tree -r refs/agentmux/sessions/1 sub");
+	assert_non_null(strstr(out, "blob"));
+	assert_non_null(strstr(out, "sub/s.txt"));
+	assert_null(strstr(out, "commit"));
+	free(out);
+	sh("echo changed > sub/s.txt && echo n > sub/new");
+	free(amx(0, "undo", "1", NULL));
+	sh("grep -q '^s$' sub/s.txt && ! test -e sub/new && test -e sub/.git && "
+	    "test -z \"$(git -C sub status --porcelain)\"");
+}
+
 /* Filters and line-ending attributes must not change what is saved or written back. */
 static void
 test_raw_bytes(void **state)
@@ -504,6 +556,48 @@ test_specs(void **state)
 	sh("grep -q 2 a.txt");
 }
 
+/*
+ * Files agentmux cannot read (as an ordinary user) are reported, the rest
+ * is snapshotted, and undo never overwrites what it could not save first.
+ */
+static void
+test_unreadable(void **state)
+{
+	char *as, *out, *home;
+	int rc;
+
+	if (geteuid() != 0 || test_sh("command -v useradd setpriv >/dev/null") != 0)
+		test_skip("needs root, useradd and setpriv to run as a throwaway user");
+	snprintf(user, sizeof user, "amxsnap%ld", (long)getpid());
+	if (test_sh("useradd -M -N -s /bin/sh %s", user) != 0)
+		test_skip("useradd %s failed", user);
+	home = xprintf("%s/uhome", dir);
+	as = xprintf("setpriv --reuid=%s --regid=$(id -g %s) --clear-groups "
+	    "env HOME=%s XDG_CONFIG_HOME=%s/c XDG_DATA_HOME=%s/d "
+	    "XDG_RUNTIME_DIR=%s/r", user, user, home, home, home, home);
+	sh("mkdir -p %s/r && chown -R %s %s . && chmod 700 %s/r", home, user,
+	    home, home);
+	sh("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
+	    "&& git add -A && git -c user.name=u -c user.email=u@x commit -qm i "
+	    "&& echo v0 > locked'", as);
+	sh("%s %s snapshot >/dev/null", as, test_agentmux());
+	sh("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
+	    "mkdir d && echo x > d/x && chmod 000 d'", as);
+	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, test_agentmux()), &rc);
+	assert_int_equal(rc, 0);
+	if (strstr(out, "could not be read") == NULL)
+		fail_msg("undo did not report the unreadable files: %s", out);
+	assert_non_null(strstr(out, "skip    locked"));
+	assert_non_null(strstr(out, "revert  a"));
+	free(out);
+	/* Restored what it could; the unreadable file and dir are untouched. */
+	sh("grep -q a a && grep -q v2 locked && test -d d && "
+	    "test \"$(stat -c %%a locked)\" = 0");
+	sh("chmod 755 d");
+	free(as);
+	free(home);
+}
+
 /* A session through `agentmux run`: start and end snapshots, then undo. */
 static void
 test_run_session(void **state)
@@ -553,6 +647,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_submodule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_second, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
@@ -564,6 +659,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
