@@ -56,9 +56,10 @@ session_snap_progress(void *arg, int64_t files)
 /*
  * The start snapshot, taken before the command runs: it is started here,
  * the jail is made meanwhile (held before the command), and the session
- * waits for it (session_snap_wait_start) before letting the command go:
- * nothing may change the tree before it is saved. Failing to snapshot does
- * not stop the session; the user is told undo is not possible.
+ * waits until its tree is saved (session_snap_wait_start) before letting
+ * the command go: nothing may change the tree before that; the commit and
+ * ref follow on the loop. Failing to snapshot does not stop the session;
+ * the user is told undo is not possible.
  */
 void
 session_snap_start(struct session *s)
@@ -86,7 +87,7 @@ void
 session_snap_wait_start(struct session *s)
 {
 	if (s->snap != NULL)
-		snap_session_wait(s->snap);
+		snap_session_wait_tree(s->snap);
 }
 
 static void

@@ -162,6 +162,8 @@ struct snap_take *snap_take_start(struct event_base *base, struct store *,
     char **cause);
 /* Finishes a job on a private loop (blocking); DONE still runs. */
 void snap_take_finish(struct snap_take *);
+/* Runs a job on a private loop until its tree is written; the rest goes on on its loop. */
+void snap_take_finish_tree(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);
 /* Runs a snapshot to the end on a private loop. */

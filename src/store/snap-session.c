@@ -78,6 +78,15 @@ snap_session_wait(struct snap_session *ss)
 }
 
 void
+snap_session_wait_tree(struct snap_session *ss)
+{
+	if (ss->job == NULL && ss->nqueue > 0)
+		snap_session_next(ss);
+	if (ss->job != NULL)
+		snap_take_finish_tree(ss->job);
+}
+
+void
 snap_session_free(struct snap_session *ss)
 {
 	size_t i;

@@ -983,10 +983,15 @@ snap_take_cancel(struct snap_take *t)
 		snap_take_free(t);
 }
 
-void
-snap_take_finish(struct snap_take *t)
+/*
+ * Runs the job on a private loop (blocking) until it is over, or, with
+ * UNTIL_TREE, until its tree is written: then what is left (commit, ref,
+ * record) goes back to the job's own loop.
+ */
+static void
+snap_take_run(struct snap_take *t, bool until_tree)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = event_base_new(), *orig = t->base;
 	bool finished = false;
 	size_t i;
 
@@ -998,9 +1003,29 @@ snap_take_finish(struct snap_take *t)
 		if (t->procs[i] != NULL)
 			snap_proc_move(t->procs[i], base);
 	}
-	while (!finished)
+	while (!finished && !(until_tree && t->tree != NULL))
 		event_base_loop(base, EVLOOP_ONCE);
+	if (!finished) {
+		t->finished = NULL;
+		t->base = orig;
+		for (i = 0; i < nitems(t->procs); i++) {
+			if (t->procs[i] != NULL)
+				snap_proc_move(t->procs[i], orig);
+		}
+	}
 	event_base_free(base);
+}
+
+void
+snap_take_finish(struct snap_take *t)
+{
+	snap_take_run(t, false);
+}
+
+void
+snap_take_finish_tree(struct snap_take *t)
+{
+	snap_take_run(t, true);
 }
 
 static void (*snap_sync_progress)(void *, int64_t);

@@ -304,6 +304,11 @@ int snap_session_take(struct snap_session *, const char *kind,
 void snap_session_turn(struct snap_session *);
 /** Waits (blocking, on a private loop) for the snapshots queued so far. */
 void snap_session_wait(struct snap_session *);
+/**
+ * Waits (blocking) until the first queued snapshot has saved the tree: the
+ * files are safe; its commit, ref and record follow on the loop.
+ */
+void snap_session_wait_tree(struct snap_session *);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);
