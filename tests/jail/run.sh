@@ -57,6 +57,18 @@ forwarded() {
 	[ "$rc" = 42 ] && ok || bad "SIGTERM to agentmux: exit $rc, expected 42"
 }
 
+# A command that ignores SIGTERM is killed after the grace period (5 s).
+grace() {
+	"$AMX" run -C "$P" -- sh -c 'trap "" TERM; echo ready; sleep 60' \
+	    </dev/null >"$T/gr.out" 2>&1 &
+	apid=$!
+	for _ in $(seq 200); do grep -q ready "$T/gr.out" && break; sleep 0.05; done
+	kill -TERM "$apid"
+	wait "$apid"
+	rc=$?
+	[ "$rc" = 137 ] && ok || bad "SIGTERM ignored: exit $rc, expected 137 after the grace period"
+}
+
 # SIGKILL of agentmux takes the whole jail down (PR_SET_PDEATHSIG on pid 1).
 no_survivors() {
 	mark="9$$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')"
@@ -208,6 +220,7 @@ assert s["jail"]["limits"]["pids"]["by"] != "none", s
 checks() {
 	statuses
 	forwarded
+	grace
 	no_survivors
 	pipes
 	pty
