@@ -302,6 +302,7 @@ cmd_show_json(struct store *st, const struct store_session *s)
 	json_arr_begin(&j);
 	for (i = 0; i < nsn; i++) {
 		json_obj_begin(&j);
+		json_kint(&j, "snap", (int64_t)i + 1);
 		json_kint(&j, "id", sn[i]->id);
 		json_kstr(&j, "time", cli_iso_time(t, sizeof t,
 		    sn[i]->created_at));
@@ -379,8 +380,8 @@ cmd_show_text(struct store *st, const struct store_session *s)
 	if (nsn > 0)
 		printf("snapshots\n");
 	for (i = 0; i < nsn; i++)
-		printf("  %lld  %s  %-6s %.12s  %lld files  %s\n",
-		    (long long)sn[i]->id, util_fmt_time(t, sizeof t,
+		printf("  %zu  %s  %-6s %.12s  %lld files  %s\n",
+		    i + 1, util_fmt_time(t, sizeof t,
 		    sn[i]->created_at), sn[i]->kind, sn[i]->commit,
 		    (long long)sn[i]->files_changed, sn[i]->label != NULL ?
 		    sn[i]->label : "");

@@ -209,7 +209,10 @@ store_session_resolve(struct store *st, const char *spec, int64_t *id,
 	int found;
 
 	if (strcmp(spec, "last") == 0) {
-		stmt = store_prepare(st, "SELECT max(id) FROM sessions");
+		/* An agent's session, before a project's standalone snapshots. */
+		stmt = store_prepare(st, "SELECT coalesce((SELECT max(id) FROM "
+		    "sessions WHERE kind != 'snapshot'), (SELECT max(id) FROM "
+		    "sessions))");
 		v = 0;
 		if (sqlite3_step(stmt) == SQLITE_ROW)
 			v = sqlite3_column_int64(stmt, 0);

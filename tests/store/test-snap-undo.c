@@ -598,6 +598,31 @@ test_unreadable(void **state)
 	free(home);
 }
 
+/* "last" is the last agent session, not a project's standalone snapshots. */
+static void
+test_last_is_agent(void **state)
+{
+	struct store_session s;
+	struct store *st;
+	char *cause = NULL, *out;
+
+	make_repo();
+	st = store_open(NULL, &cause);
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = proj;
+	s.command = (char *)"[\"sh\"]";
+	assert_int_equal(store_session_begin(st, &s, &cause), 1);
+	store_session_end(st, 1, "exited", 0, NULL);
+	store_close(st);
+	out = amx(0, "snapshot", NULL);
+	assert_non_null(strstr(out, "of session 2"));
+	free(out);
+	out = amx(0, "snapshots", "last", NULL);
+	assert_non_null(strstr(out, "session 1 has no snapshots"));
+	free(out);
+}
+
 /* A session through `agentmux run`: start and end snapshots, then undo. */
 static void
 test_run_session(void **state)
@@ -658,6 +683,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_is_agent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
 	};
