@@ -17,7 +17,7 @@
 #include "store/snap-int.h"
 
 /* Files bigger than this are summarised, not diffed. */
-#define SNAP_CC_MAX_DIFF (1024 * 1024)
+#define SNAP_CC_MAX_DIFF ((off_t)1 << 20)
 /* Files listed under a deleted directory. */
 #define SNAP_CC_MAX_LIST 50
 

@@ -10,7 +10,7 @@
 #include "store/snap-int.h"
 
 /* A shadow used more recently than this may belong to a snapshot being recorded now. */
-#define SNAP_GC_SHADOW_GRACE (3600 * 1000)
+#define SNAP_GC_SHADOW_GRACE ((int64_t)3600 * 1000)
 
 static int
 snap_gc_refs(struct store *st)

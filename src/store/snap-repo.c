@@ -279,7 +279,7 @@ snap_shadow_path(const char *data, const char *project)
 	for (i = 0; project[i] != '\0'; i++)
 		h = (h ^ (unsigned char)project[i]) * 1099511628211ULL;
 	base = base != NULL && base[1] != '\0' ? base + 1 : "root";
-	for (i = 0; base[i] != '\0' && i < sizeof name - 1; i++) {
+	for (i = 0; i < sizeof name - 1 && base[i] != '\0'; i++) {
 		unsigned char c = (unsigned char)base[i];
 
 		name[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -743,10 +743,8 @@ snap_take_rehash(struct snap_take *t)
 	const char *args[] = { "update-index", "--force-remove", "-z",
 	    "--stdin", NULL };
 
-	if (t->rehash.len == 0)
-		snap_take_after_prep(t);
-	else if (!snap_take_spawn(t, SNAP_ENV_TREE, args, &t->rehash, NULL,
-	    snap_take_rehash_cb))
+	if (t->rehash.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE, args,
+	    &t->rehash, NULL, snap_take_rehash_cb))
 		snap_take_after_prep(t);
 }
 
@@ -992,20 +990,21 @@ static void
 snap_take_run(struct snap_take *t, bool until_tree)
 {
 	struct event_base *base = event_base_new(), *orig = t->base;
-	bool finished = false;
+	bool *finished = xcalloc(1, sizeof *finished);
 	size_t i;
 
 	if (base == NULL)
 		fatalx("cannot create an event loop");
-	t->finished = &finished;
+	/* The job frees itself when it ends: the flag lives outside it. */
+	t->finished = finished;
 	t->base = base;
 	for (i = 0; i < nitems(t->procs); i++) {
 		if (t->procs[i] != NULL)
 			snap_proc_move(t->procs[i], base);
 	}
-	while (!finished && !(until_tree && t->tree != NULL))
+	while (!*finished && !(until_tree && t->tree != NULL))
 		event_base_loop(base, EVLOOP_ONCE);
-	if (!finished) {
+	if (!*finished) {
 		t->finished = NULL;
 		t->base = orig;
 		for (i = 0; i < nitems(t->procs); i++) {
@@ -1013,6 +1012,7 @@ snap_take_run(struct snap_take *t, bool until_tree)
 				snap_proc_move(t->procs[i], orig);
 		}
 	}
+	free(finished);
 	event_base_free(base);
 }
 
