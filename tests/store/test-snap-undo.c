@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +599,41 @@ test_unreadable(void **state)
 	free(home);
 }
 
+/* agentmux killed mid-session: the session is crashed, and undo still works. */
+static void
+test_crash_undo(void **state)
+{
+	struct test_run r;
+	char *out;
+	pid_t pid;
+	int i, st;
+
+	make_repo();
+	test_amx(&r, "run", "--", "true", NULL);
+	if (r.status != 0)
+		test_skip("agentmux run cannot jail here: %s", r.err);
+	test_run_free(&r);
+	if ((pid = fork()) == 0) {
+		setsid();
+		execl(test_agentmux(), "agentmux", "run", "--", "sh", "-c",
+		    "echo crashed > a.txt && echo new > c.txt && sleep 60",
+		    (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 100 && test_sh("test -f c.txt") != 0; i++)
+		usleep(100000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	assert_int_equal(test_sh("test -f c.txt"), 0);
+	out = amx(0, "sessions", NULL);
+	assert_non_null(strstr(out, "crashed"));
+	free(out);
+	out = amx(0, "undo", "last", NULL);
+	assert_non_null(strstr(out, "remove  c.txt"));
+	free(out);
+	sh("grep -q one a.txt && ! test -e c.txt");
+}
+
 /* "last" is the last agent session, not a project's standalone snapshots. */
 static void
 test_last_is_agent(void **state)
@@ -683,6 +719,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_undo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_is_agent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_run_session, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
