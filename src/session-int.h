@@ -55,6 +55,11 @@ struct session {
 	struct bufferevent *in;
 	bool in_closing;             /* close stdin once what is queued is written */
 
+	char *guard_gitdir;          /* the project's .git, watched (session-guard.c) */
+	unsigned guard_had;          /* which redirecting files it had at the start */
+	int guard_fd;
+	struct event *guard_ev;
+
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
 
@@ -98,6 +103,11 @@ void session_setup_env(struct session_setup *, const struct config_agent *,
 int session_setup_overlays(struct session_setup *,
     const struct config_agent *, char **cause);
 void session_setup_jail(struct session_setup *, struct jail_conf *);
+
+/* The project's git dir while the command runs (session-guard.c). */
+void session_guard_start(struct session *);
+void session_guard_check(struct session *);
+void session_guard_stop(struct session *);
 
 /* Snapshots (session-snap.c). */
 void session_snap_start(struct session *);

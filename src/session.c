@@ -221,6 +221,8 @@ session_finish(struct session *s)
 	if (s->kill_ev != NULL)
 		event_del(s->kill_ev);
 	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	/* Before the end snapshot runs git on the project. */
+	session_guard_stop(s);
 	session_snap_end(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
@@ -404,6 +406,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->arg = arg;
 	s->id = -1;
 	s->listen_fd = -1;
+	s->guard_fd = -1;
 	s->status = -1;
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
@@ -466,6 +469,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	if (session_jail(s, &ss, a, o, cause) == -1)
 		goto failed;
 	session_snap_wait_start(s);
+	session_guard_start(s);
 	if (jail_go(s->jail, cause) == -1) {
 		jail_free(s->jail);
 		s->jail = NULL;
@@ -515,6 +519,7 @@ session_free(struct session *s)
 			    128 + SIGKILL, "ended by agentmux");
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	session_guard_stop(s);
 	session_snap_free(s, ran);
 	jail_free(s->jail);
 	if (s->listen_fd != -1)

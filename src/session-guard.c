@@ -1,0 +1,139 @@
+/*
+ * Guards the project's git dir while a jailed command runs: the jail keeps
+ * .git/hooks and .git/config read-only, but .git itself must stay writable
+ * for git to work inside, and a .git/commondir planted there would send
+ * every git run on the host (the user's, agentmux's snapshots) to config
+ * and hooks of the agent's making. One that appears is moved out at once.
+ */
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "session-int.h"
+#include "store/store.h"
+
+/* Files in a git dir that redirect git elsewhere. */
+static const char *const session_guard_names[] = { "commondir" };
+
+static char *
+session_guard_path(struct session *s, const char *name)
+{
+	return xprintf("%s/.git/%s", s->project, name);
+}
+
+/* Moves a planted NAME into the session's dir, tells the user, flags the session. */
+static void
+session_guard_quarantine(struct session *s, const char *name)
+{
+	char *path = session_guard_path(s, name), *dir, *to, *msg;
+	struct stat st;
+
+	if (lstat(path, &st) == -1) {
+		free(path);
+		return;
+	}
+	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
+	    (long long)s->id);
+	to = xprintf("%s/%s", dir, name);
+	if (path_mkdir_p(dir, 0700) == -1 || rename(path, to) == -1) {
+		/* Not movable (another filesystem): then it must go. */
+		unlink(path);
+		msg = xprintf("the jailed command planted %s (it would send "
+		    "git to config and hooks of its own); it was removed",
+		    path);
+	} else
+		msg = xprintf("the jailed command planted %s (it would send "
+		    "git to config and hooks of its own); moved to %s", path,
+		    to);
+	store_session_flag(s->ctx->st, s->id, "tampering");
+	store_event_add(s->ctx->st, s->id, "error", "tampering", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "alert", msg);
+	free(msg);
+	free(to);
+	free(dir);
+	free(path);
+}
+
+/* Anything redirecting git that was not there when the session started goes. */
+void
+session_guard_check(struct session *s)
+{
+	size_t i;
+
+	if (s->guard_gitdir == NULL)
+		return;
+	for (i = 0; i < nitems(session_guard_names); i++) {
+		if (!(s->guard_had & (1U << i)))
+			session_guard_quarantine(s, session_guard_names[i]);
+	}
+}
+
+static void
+session_guard_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	char buf[4096];
+
+	/* Drain the events; which file appeared does not matter, check them all. */
+	while (read(fd, buf, sizeof buf) > 0)
+		;
+	session_guard_check(s);
+}
+
+/* Before the command runs: note what exists and watch the git dir. */
+void
+session_guard_start(struct session *s)
+{
+	struct stat st;
+	char *path;
+	size_t i;
+	int fd;
+
+	path = xprintf("%s/.git", s->project);
+	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		free(path);
+		return;
+	}
+	s->guard_gitdir = path;
+	for (i = 0; i < nitems(session_guard_names); i++) {
+		path = session_guard_path(s, session_guard_names[i]);
+		if (lstat(path, &st) == 0)
+			s->guard_had |= 1U << i;
+		free(path);
+	}
+	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
+		return;
+	if (inotify_add_watch(fd, s->guard_gitdir, IN_CREATE | IN_MOVED_TO) ==
+	    -1) {
+		close(fd);
+		return;
+	}
+	s->guard_fd = fd;
+	s->guard_ev = event_new(s->ctx->base, fd, EV_READ | EV_PERSIST,
+	    session_guard_cb, s);
+	event_add(s->guard_ev, NULL);
+}
+
+/* The command has ended: a last check, then the watch goes. */
+void
+session_guard_stop(struct session *s)
+{
+	session_guard_check(s);
+	if (s->guard_ev != NULL)
+		event_free(s->guard_ev);
+	s->guard_ev = NULL;
+	if (s->guard_fd != -1)
+		close(s->guard_fd);
+	s->guard_fd = -1;
+	free(s->guard_gitdir);
+	s->guard_gitdir = NULL;
+}
