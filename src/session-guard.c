@@ -20,8 +20,14 @@
 #include "session-int.h"
 #include "store/store.h"
 
-/* Files in a git dir that redirect git elsewhere. */
-static const char *const session_guard_names[] = { "commondir" };
+/*
+ * Files in a git dir that git reads as config or as a pointer to it: a
+ * commondir redirects everything, a config.worktree is read as config when
+ * the (read-only) config enables worktreeConfig. Existing ones are bound
+ * read-only by the jail; new ones are moved out.
+ */
+static const char *const session_guard_names[] = { "commondir",
+    "config.worktree" };
 
 static char *
 session_guard_path(struct session *s, const char *name)
