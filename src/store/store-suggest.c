@@ -140,9 +140,13 @@ store_suggest_fold(struct store_suggest_ctx *sc)
 			    strcasecmp(b->regdomain, a->regdomain) != 0 ||
 			    strcasecmp(b->host, b->regdomain) == 0)
 				continue;
-			for (k = 0; k < b->nreqs; k++)
+			/* Move the requests into the glob's destination. */
+			for (k = 0; k < b->nreqs; k++) {
 				store_suggest_add_req(g, b->reqs[k].method,
 				    b->reqs[k].path);
+				free(b->reqs[k].method);
+				free(b->reqs[k].path);
+			}
 			b->nreqs = 0;
 		}
 	}
