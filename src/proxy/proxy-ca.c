@@ -25,6 +25,7 @@
 struct proxy_leaf {
 	TAILQ_ENTRY(proxy_leaf) entry;
 	char *host;
+	char *also;
 	X509 *cert;
 	time_t expires;
 };
@@ -295,6 +296,7 @@ static void
 proxy_ca_leaf_free(struct proxy_leaf *l)
 {
 	free(l->host);
+	free(l->also);
 	X509_free(l->cert);
 	free(l);
 }
@@ -342,43 +344,55 @@ proxy_ca_cached(struct proxy_ca *ca)
 	return ca->nleaves;
 }
 
-/* subjectAltName: one DNS name or one IP address, built without a config string. */
 static int
-proxy_ca_add_san(X509 *x, const char *host)
+proxy_ca_san_push(GENERAL_NAMES *names, const char *host)
 {
-	GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
 	GENERAL_NAME *gn = GENERAL_NAME_new();
-	ASN1_OCTET_STRING *ip = NULL;
-	ASN1_IA5STRING *dns = NULL;
-	int rc = -1;
+	ASN1_OCTET_STRING *ip;
+	ASN1_IA5STRING *dns;
 
-	if (names == NULL || gn == NULL)
-		goto out;
+	if (gn == NULL)
+		return -1;
 	if (proxy_host_is_addr(host)) {
 		if ((ip = a2i_IPADDRESS(host)) == NULL)
-			goto out;
+			goto fail;
 		GENERAL_NAME_set0_value(gn, GEN_IPADD, ip);
 	} else {
-		if ((dns = ASN1_IA5STRING_new()) == NULL ||
-		    ASN1_STRING_set(dns, host, -1) != 1) {
+		if ((dns = ASN1_IA5STRING_new()) == NULL)
+			goto fail;
+		if (ASN1_STRING_set(dns, host, -1) != 1) {
 			ASN1_IA5STRING_free(dns);
-			goto out;
+			goto fail;
 		}
 		GENERAL_NAME_set0_value(gn, GEN_DNS, dns);
 	}
 	if (sk_GENERAL_NAME_push(names, gn) == 0)
+		goto fail;
+	return 0;
+fail:
+	GENERAL_NAME_free(gn);
+	return -1;
+}
+
+/* subjectAltName: HOST, and ALSO if given (each a DNS name or an IP address), built without a config string. */
+static int
+proxy_ca_add_san(X509 *x, const char *host, const char *also)
+{
+	GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
+	int rc = -1;
+
+	if (names == NULL || proxy_ca_san_push(names, host) == -1 ||
+	    (also != NULL && proxy_ca_san_push(names, also) == -1))
 		goto out;
-	gn = NULL;
 	rc = X509_add1_ext_i2d(x, NID_subject_alt_name, names, 0, 0) == 1 ?
 	    0 : -1;
 out:
-	GENERAL_NAME_free(gn);
 	GENERAL_NAMES_free(names);
 	return rc;
 }
 
 static X509 *
-proxy_ca_mint(struct proxy_ca *ca, const char *host)
+proxy_ca_mint(struct proxy_ca *ca, const char *host, const char *also)
 {
 	X509 *x = X509_new();
 	X509_NAME *name;
@@ -399,7 +413,7 @@ proxy_ca_mint(struct proxy_ca *ca, const char *host)
 	    "serverAuth") == -1 ||
 	    proxy_ca_add_ext(x, ca->cert, NID_authority_key_identifier,
 	    "keyid:always") == -1 ||
-	    proxy_ca_add_san(x, host) == -1 ||
+	    proxy_ca_add_san(x, host, also) == -1 ||
 	    X509_sign(x, ca->key, EVP_sha256()) == 0)
 		goto fail;
 	return x;
@@ -408,30 +422,49 @@ fail:
 	return NULL;
 }
 
-X509 *
-proxy_ca_leaf(struct proxy_ca *ca, const char *host, char **cause)
+/* A copy of HOST if it is a lower-case host name or address, else NULL. */
+static char *
+proxy_ca_check_host(const char *host, char **cause)
 {
-	struct proxy_leaf *l;
-	time_t now = time(NULL);
-	char *copy;
+	char *copy = xstrdup(host);
 
-	TAILQ_FOREACH(l, &ca->leaves, entry) {
-		if (strcmp(l->host, host) == 0 && l->expires > now + 86400) {
-			TAILQ_REMOVE(&ca->leaves, l, entry);
-			TAILQ_INSERT_HEAD(&ca->leaves, l, entry);
-			return l->cert;
-		}
-	}
-	copy = xstrdup(host);
 	if (!proxy_host_valid(copy) || strcmp(copy, host) != 0) {
 		*cause = xprintf("'%s' is not a host name", host);
 		free(copy);
 		return NULL;
 	}
+	return copy;
+}
+
+X509 *
+proxy_ca_leaf(struct proxy_ca *ca, const char *host, const char *also,
+    char **cause)
+{
+	struct proxy_leaf *l;
+	time_t now = time(NULL);
+	char *h, *a = NULL;
+
+	if (also != NULL && strcmp(also, host) == 0)
+		also = NULL;
+	TAILQ_FOREACH(l, &ca->leaves, entry) {
+		if (strcmp(l->host, host) == 0 && (also == NULL ?
+		    l->also == NULL : l->also != NULL &&
+		    strcmp(l->also, also) == 0) && l->expires > now + 86400) {
+			TAILQ_REMOVE(&ca->leaves, l, entry);
+			TAILQ_INSERT_HEAD(&ca->leaves, l, entry);
+			return l->cert;
+		}
+	}
+	if ((h = proxy_ca_check_host(host, cause)) == NULL ||
+	    (also != NULL && (a = proxy_ca_check_host(also, cause)) == NULL)) {
+		free(h);
+		return NULL;
+	}
 	l = xcalloc(1, sizeof *l);
-	l->host = copy;
+	l->host = h;
+	l->also = a;
 	l->expires = now + (time_t)PROXY_LEAF_DAYS * 86400;
-	if ((l->cert = proxy_ca_mint(ca, host)) == NULL) {
+	if ((l->cert = proxy_ca_mint(ca, host, also)) == NULL) {
 		*cause = xprintf("cannot make a certificate for %s: %s", host,
 		    proxy_ca_ssl_error());
 		proxy_ca_leaf_free(l);

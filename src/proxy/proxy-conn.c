@@ -79,8 +79,8 @@ struct proxy_conn {
 	struct proxy_side client;
 	struct proxy_upstream *up;
 	enum proxy_conn_state state;
-	int fd;
-	bool fd_in_bev;             /* the TLS bufferevent closes FD */
+	int busy;                   /* callbacks under way; freed after them */
+	bool dead;
 	bool tls;                   /* requests arrive decrypted, for DEST */
 	char *dest_host;
 	int dest_port;
@@ -258,11 +258,40 @@ proxy_conn_report(struct proxy_conn *pc, bool done)
 
 /* ---- closing ---- */
 
+/* Each entry from the loop: closing inside waits until the way out. */
+static void
+proxy_conn_enter(struct proxy_conn *pc)
+{
+	pc->busy++;
+}
+
+static void
+proxy_conn_flush(struct proxy_conn *pc)
+{
+	proxy_side_flush(&pc->client);
+	if (pc->up != NULL && pc->up->state == PROXY_UP_READY)
+		proxy_side_flush(&pc->up->side);
+}
+
+static void
+proxy_conn_leave(struct proxy_conn *pc)
+{
+	if (--pc->busy > 0)
+		return;
+	if (pc->dead)
+		free(pc);
+	else
+		proxy_conn_flush(pc);
+}
+
 void
 proxy_conn_close(struct proxy_conn *pc, const char *reason)
 {
 	struct proxy_session *ps = pc->ps;
 
+	if (pc->dead)
+		return;
+	pc->dead = true;
 	if (pc->r.id != 0) {
 		proxy_conn_set_error(pc, reason);
 		proxy_conn_report(pc, true);
@@ -271,10 +300,8 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	    reason != NULL ? reason : "done");
 	proxy_session_unhold(&pc->hold);
 	proxy_upstream_free(pc->up);
-	if (pc->client.bev != NULL)
-		bufferevent_free(pc->client.bev);
-	if (!pc->fd_in_bev)
-		close(pc->fd);
+	pc->up = NULL;
+	proxy_side_close(&pc->client);
 	event_free(pc->timer);
 	event_free(pc->wake);
 	proxy_msg_free(&pc->rq);
@@ -285,7 +312,8 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	free(pc->up_error);
 	TAILQ_REMOVE(&ps->conns, pc, entry);
 	ps->nconns--;
-	free(pc);
+	if (pc->busy == 0)
+		free(pc);
 }
 
 /* After the last response is written: send FIN, read what the client still sends, then close. */
@@ -294,9 +322,7 @@ proxy_conn_linger(struct proxy_conn *pc)
 {
 	struct timeval tv = { PROXY_LINGER_SECS, 0 };
 
-	if (!pc->fd_in_bev && pc->client.bev != NULL &&
-	    bufferevent_openssl_get_ssl(pc->client.bev) == NULL)
-		shutdown(pc->fd, SHUT_WR);
+	proxy_side_shutdown(&pc->client);
 	evbuffer_drain(proxy_conn_cin(pc), evbuffer_get_length(proxy_conn_cin(pc)));
 	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
 	bufferevent_setwatermark(pc->client.bev, EV_READ, 0, 0);
@@ -320,8 +346,11 @@ proxy_conn_finish(struct proxy_conn *pc)
 	/* A client that never reads its answer is not waited for forever. */
 	bufferevent_set_timeouts(pc->client.bev, NULL, &tv);
 	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
-	bufferevent_enable(pc->client.bev, EV_WRITE);
-	if (evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+	if (pc->client.raw != pc->client.bev)
+		bufferevent_setwatermark(pc->client.raw, EV_WRITE, 0,
+		    PROXY_BUF_HIGH);
+	proxy_side_flush(&pc->client);
+	if (proxy_side_pending(&pc->client) == 0)
 		proxy_conn_linger(pc);
 }
 
@@ -423,9 +452,8 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 /* ---- holding a request for the user's answer ---- */
 
 static void
-proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
+proxy_conn_wake(struct proxy_conn *pc)
 {
-	struct proxy_conn *pc = arg;
 	int answer = pc->answer;
 	char *body, *hr;
 
@@ -455,6 +483,16 @@ proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 	    "denied by the user", body);
 	free(hr);
 	free(body);
+}
+
+static void
+proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *pc = arg;
+
+	proxy_conn_enter(pc);
+	proxy_conn_wake(pc);
+	proxy_conn_leave(pc);
 }
 
 void
@@ -532,7 +570,11 @@ proxy_conn_target(struct proxy_conn *pc)
 	return NULL;
 }
 
-/* The Host header must name the destination: no fronting another host. */
+/*
+ * The Host header must name the destination: no fronting another virtual
+ * host behind an allowed name. A rule for an address allows that server,
+ * whatever name the client gives it.
+ */
 static const char *
 proxy_conn_check_host(struct proxy_conn *pc)
 {
@@ -540,7 +582,7 @@ proxy_conn_check_host(struct proxy_conn *pc)
 	char *host;
 	bool ok;
 
-	if (h == NULL)
+	if (h == NULL || proxy_host_is_addr(pc->r.host))
 		return NULL;
 	while (*h == ' ' || *h == '\t')
 		h++;
@@ -820,8 +862,18 @@ proxy_conn_prescan(struct proxy_conn *pc)
 	return pc->r.leak != NULL;
 }
 
+static void proxy_conn_ready(struct proxy_conn *);
+
 void
 proxy_conn_upstream_ready(struct proxy_conn *pc)
+{
+	proxy_conn_enter(pc);
+	proxy_conn_ready(pc);
+	proxy_conn_leave(pc);
+}
+
+static void
+proxy_conn_ready(struct proxy_conn *pc)
 {
 	struct proxy_req *r = &pc->r;
 
@@ -849,6 +901,8 @@ proxy_conn_upstream_ready(struct proxy_conn *pc)
 	proxy_msg_reset(&pc->rs);
 	pc->rs.skip_body = r->head;
 	evbuffer_add(proxy_conn_uout(pc), r->out_head.data, r->out_head.len);
+	if (r->req_done)
+		proxy_side_flush(&pc->up->side);   /* the request is all here */
 	proxy_conn_set_state(pc, PROXY_CONN_RELAY);
 	proxy_conn_pump(pc);
 }
@@ -859,6 +913,7 @@ proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
 {
 	char *why = xstrdup(reason), *body;   /* REASON may belong to pc->up */
 
+	proxy_conn_enter(pc);
 	proxy_upstream_free(pc->up);
 	pc->up = NULL;
 	body = xprintf("agentmux: %s", why);
@@ -872,6 +927,7 @@ proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
 		proxy_conn_respond(pc, status, "error", why, body);
 	free(body);
 	free(why);
+	proxy_conn_leave(pc);
 }
 
 /* A reused connection the server closed before answering: try once more on a new one. */
@@ -894,11 +950,23 @@ proxy_conn_retry(struct proxy_conn *pc)
 void
 proxy_conn_upstream_io(struct proxy_conn *pc)
 {
+	proxy_conn_enter(pc);
 	proxy_conn_pump(pc);
+	proxy_conn_leave(pc);
 }
+
+static void proxy_conn_up_event(struct proxy_conn *, short);
 
 void
 proxy_conn_upstream_event(struct proxy_conn *pc, short what)
+{
+	proxy_conn_enter(pc);
+	proxy_conn_up_event(pc, what);
+	proxy_conn_leave(pc);
+}
+
+static void
+proxy_conn_up_event(struct proxy_conn *pc, short what)
 {
 	char *msg;
 
@@ -1153,8 +1221,9 @@ proxy_conn_pipe(struct proxy_conn *pc)
 	r->bytes_down += (int64_t)down;
 	if (up + down != 0)
 		pc->last_io = proxy_conn_now();
+	proxy_conn_flush(pc);
 	if (pc->client_eof && evbuffer_get_length(proxy_conn_cin(pc)) == 0) {
-		if (evbuffer_get_length(proxy_conn_uout(pc)) == 0)
+		if (proxy_side_pending(&pc->up->side) == 0)
 			proxy_conn_close(pc, NULL);
 		return;
 	}
@@ -1183,10 +1252,7 @@ proxy_conn_client_setup(struct proxy_conn *pc)
 {
 	bufferevent_setcb(pc->client.bev, proxy_conn_client_read_cb,
 	    proxy_conn_client_read_cb, proxy_conn_client_event_cb, pc);
-	bufferevent_setwatermark(pc->client.bev, EV_READ, 0, PROXY_BUF_HIGH);
-	bufferevent_setwatermark(pc->client.bev, EV_WRITE, PROXY_BUF_HIGH / 2,
-	    0);
-	bufferevent_enable(pc->client.bev, EV_READ | EV_WRITE);
+	proxy_side_enable(&pc->client);
 }
 
 /* The 200 went out: from here the client speaks TLS to our leaf certificate. */
@@ -1194,9 +1260,7 @@ static void
 proxy_conn_start_tls(struct proxy_conn *pc)
 {
 	struct proxy *px = pc->px;
-	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
 	struct timeval tv = { px->client_timeout, 0 };
-	struct bufferevent *bev;
 	char *cause = NULL;
 	SSL *ssl;
 
@@ -1205,23 +1269,12 @@ proxy_conn_start_tls(struct proxy_conn *pc)
 		free(cause);
 		return;
 	}
-	if (evbuffer_get_length(proxy_conn_cin(pc)) == 0) {
-		bufferevent_free(pc->client.bev);
-		bev = bufferevent_openssl_socket_new(px->base, pc->fd, ssl,
-		    BUFFEREVENT_SSL_ACCEPTING, opts);
-		pc->fd_in_bev = bev != NULL;
-	} else {
-		/* The client spoke early: TLS over what is already buffered. */
-		bev = bufferevent_openssl_filter_new(px->base, pc->client.bev,
-		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);
-	}
-	pc->client.bev = bev;
-	if (bev == NULL) {
+	/* Whatever the client sent early is already buffered below the TLS. */
+	if (proxy_side_tls(&pc->client, px->base, ssl, true) == -1) {
 		SSL_free(ssl);
 		proxy_conn_close(pc, "out of memory");
 		return;
 	}
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	pc->tls = true;
 	proxy_conn_client_setup(pc);
 	proxy_conn_set_state(pc, PROXY_CONN_HANDSHAKE);
@@ -1247,6 +1300,9 @@ proxy_conn_intercept(struct proxy_conn *pc)
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
 	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
 	proxy_conn_set_state(pc, PROXY_CONN_CONNECTED);
+	proxy_side_flush(&pc->client);
+	if (proxy_side_pending(&pc->client) == 0)
+		proxy_conn_start_tls(pc);
 }
 
 static void
@@ -1361,17 +1417,19 @@ proxy_conn_pump(struct proxy_conn *pc)
 		proxy_conn_pipe(pc);
 		break;
 	case PROXY_CONN_CONNECTED:
-		if (evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+		proxy_side_flush(&pc->client);
+		if (proxy_side_pending(&pc->client) == 0)
 			proxy_conn_start_tls(pc);
 		break;
 	case PROXY_CONN_CLOSING:
 		if (evbuffer_get_length(proxy_conn_cin(pc)) != 0)
 			evbuffer_drain(proxy_conn_cin(pc),
 			    evbuffer_get_length(proxy_conn_cin(pc)));
-		if (evbuffer_get_length(proxy_conn_cout(pc)) == 0 &&
+		proxy_side_flush(&pc->client);
+		if (proxy_side_pending(&pc->client) == 0 &&
 		    !evtimer_pending(pc->timer, NULL))
 			proxy_conn_linger(pc);
-		if (pc->client_eof && evbuffer_get_length(proxy_conn_cout(pc)) == 0)
+		if (pc->client_eof && proxy_side_pending(&pc->client) == 0)
 			proxy_conn_close(pc, NULL);
 		break;
 	case PROXY_CONN_HELD:
@@ -1386,17 +1444,22 @@ proxy_conn_pump(struct proxy_conn *pc)
 static void
 proxy_conn_client_read_cb(struct bufferevent *bev, void *arg)
 {
-	proxy_conn_pump(arg);
+	struct proxy_conn *pc = arg;
+
+	proxy_conn_enter(pc);
+	proxy_conn_pump(pc);
+	proxy_conn_leave(pc);
 }
 
 static void
-proxy_conn_client_event_cb(struct bufferevent *bev, short what, void *arg)
+proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
+    short what)
 {
-	struct proxy_conn *pc = arg;
 	char *why;
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evtimer_del(pc->timer);
+		proxy_side_direct(&pc->client);
 		proxy_conn_tls_ready(pc);
 		return;
 	}
@@ -1441,9 +1504,28 @@ proxy_conn_client_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 static void
-proxy_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+proxy_conn_client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *pc = arg;
+
+	proxy_conn_enter(pc);
+	proxy_conn_client_event(pc, bev, what);
+	proxy_conn_leave(pc);
+}
+
+static void
+proxy_conn_drained(void *arg)
+{
+	struct proxy_conn *pc = arg;
+
+	proxy_conn_enter(pc);
+	proxy_conn_pump(pc);
+	proxy_conn_leave(pc);
+}
+
+static void
+proxy_conn_timer(struct proxy_conn *pc)
+{
 	char *msg;
 
 	if (pc->state == PROXY_CONN_HEAD) {
@@ -1459,6 +1541,16 @@ proxy_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		proxy_conn_close(pc, NULL);   /* the linger is over */
 }
 
+static void
+proxy_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *pc = arg;
+
+	proxy_conn_enter(pc);
+	proxy_conn_timer(pc);
+	proxy_conn_leave(pc);
+}
+
 void
 proxy_conn_accept(struct proxy_session *ps, int fd)
 {
@@ -1470,11 +1562,9 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	pc->ps = ps;
 	pc->px = px;
-	pc->fd = fd;
 	pc->hold.pc = pc;
-	pc->client.bev = bufferevent_socket_new(px->base, fd,
-	    BEV_OPT_DEFER_CALLBACKS);
-	if (pc->client.bev == NULL)
+	if (proxy_side_open(&pc->client, px->base, fd, proxy_conn_drained,
+	    pc) == -1)
 		fatalx("bufferevent_socket_new failed");
 	pc->timer = evtimer_new(px->base, proxy_conn_timer_cb, pc);
 	pc->wake = event_new(px->base, -1, 0, proxy_conn_wake_cb, pc);

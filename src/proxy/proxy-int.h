@@ -17,6 +17,7 @@ struct evbuffer;
 struct event;
 struct evdns_base;
 struct evutil_addrinfo;
+struct evbuffer_cb_entry;
 
 #define PROXY_HEAD_MAX (64 * 1024)     /* bytes of a request or response head */
 #define PROXY_FIELDS_MAX 100           /* header fields in a head */
@@ -36,8 +37,12 @@ void proxy_ca_free(struct proxy_ca *);
 const char *proxy_ca_path(struct proxy_ca *);
 /** The CA certificate; borrowed. */
 X509 *proxy_ca_cert(struct proxy_ca *);
-/** A leaf certificate for HOST (a name or an address), cached; borrowed. */
-X509 *proxy_ca_leaf(struct proxy_ca *, const char *host, char **cause);
+/**
+ * A leaf certificate for HOST (a name or an address), also naming ALSO if
+ * not NULL, cached; borrowed. NULL with *CAUSE if a name is not valid.
+ */
+X509 *proxy_ca_leaf(struct proxy_ca *, const char *host, const char *also,
+    char **cause);
 /** The key every leaf certificate carries; borrowed. */
 EVP_PKEY *proxy_ca_leaf_key(struct proxy_ca *);
 /** Writes the system CAs plus ours to DIR/ca-bundle.pem; *PATH is the caller's. */
@@ -49,10 +54,14 @@ size_t proxy_ca_cached(struct proxy_ca *);
 /* ---- TLS contexts (proxy-tls.c) ---- */
 
 /** The context that faces the jail: our leaf certificates, ALPN http/1.1. */
-SSL_CTX *proxy_tls_server_ctx(char **cause);
+SSL_CTX *proxy_tls_server_ctx(struct proxy *, char **cause);
 /** The context that faces upstreams: system CAs plus UPSTREAM_CA, verified. */
 SSL_CTX *proxy_tls_client_ctx(char *const *upstream_ca, char **cause);
-/** A server-side SSL presenting a leaf for HOST; NULL with *CAUSE. */
+/**
+ * A server-side SSL presenting a leaf for HOST (the CONNECT target), or
+ * for the name the client asks for with SNI, plus HOST; HOST is borrowed
+ * for the SSL's life. NULL with *CAUSE.
+ */
 SSL *proxy_tls_accept_ssl(struct proxy *, const char *host, char **cause);
 /** A client-side SSL that verifies HOST (SNI, hostname or address check). */
 SSL *proxy_tls_connect_ssl(struct proxy *, const char *host, char **cause);
@@ -192,9 +201,41 @@ const char *proxy_http_reason(int status);
 
 /* One side of a proxied connection: its bufferevent and the other side. */
 struct proxy_side {
-	struct bufferevent *bev;
+	struct bufferevent *bev;      /* what is read and written: TLS or RAW */
 	struct proxy_side *peer;
+	struct bufferevent *raw;      /* the socket's own bufferevent */
+	int fd;
+	bool direct;                  /* we write the socket (see proxy-side.c) */
+	bool writing;                 /* RAW has EV_WRITE on */
+	struct event *wake;           /* runs DRAINED */
+	struct evbuffer_cb_entry *cbent;
+	void (*drained)(void *);      /* libevent wrote what was left over */
+	void *arg;
 };
+
+/* proxy-side.c */
+/**
+ * Wraps socket FD (which the side then owns); DRAINED(ARG) runs (from the
+ * loop) when libevent has written out what the socket did not take at
+ * once. -1 if out of memory.
+ */
+int proxy_side_open(struct proxy_side *, struct event_base *, int fd,
+    void (*drained)(void *), void *arg);
+/** Puts TLS (SSL, then owned) over the side, as server or client. */
+int proxy_side_tls(struct proxy_side *, struct event_base *, SSL *,
+    bool server);
+/** Reads (and lets TLS write into the socket's buffer); the socket's writes stay ours. */
+void proxy_side_enable(struct proxy_side *);
+/** The TLS handshake is done: writes are ours from now on. */
+void proxy_side_direct(struct proxy_side *);
+/** Writes what is queued, as far as the socket takes it. */
+void proxy_side_flush(struct proxy_side *);
+/** Bytes queued towards the socket, in TLS and below. */
+size_t proxy_side_pending(struct proxy_side *);
+/** Sends close_notify (TLS) and FIN once everything queued is written. */
+void proxy_side_shutdown(struct proxy_side *);
+/** Frees the bufferevents, TLS and the socket. */
+void proxy_side_close(struct proxy_side *);
 
 struct proxy {
 	struct event_base *base;

@@ -41,8 +41,34 @@ proxy_tls_alpn_select(SSL *ssl, const unsigned char **out,
 	return SSL_TLSEXT_ERR_OK;
 }
 
+/*
+ * The client's SNI names the certificate it expects (a client may CONNECT
+ * to an address and verify a name): mint one for that name, which also
+ * names the CONNECT target. The policy and the upstream TLS stay on the
+ * CONNECT target; SNI only shapes what the jail's client is shown.
+ */
+static int
+proxy_tls_servername(SSL *ssl, int *alert, void *arg)
+{
+	struct proxy *px = arg;
+	const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	const char *dest = SSL_get_app_data(ssl);
+	char *name, *cause = NULL;
+	X509 *leaf;
+
+	if (sni == NULL || dest == NULL || strcasecmp(sni, dest) == 0)
+		return SSL_TLSEXT_ERR_OK;
+	name = xstrdup(sni);
+	if (proxy_host_valid(name) && !proxy_host_is_addr(name) &&
+	    (leaf = proxy_ca_leaf(px->ca, name, dest, &cause)) != NULL)
+		SSL_use_certificate(ssl, leaf);
+	free(cause);
+	free(name);
+	return SSL_TLSEXT_ERR_OK;
+}
+
 SSL_CTX *
-proxy_tls_server_ctx(char **cause)
+proxy_tls_server_ctx(struct proxy *px, char **cause)
 {
 	static const unsigned char sid[] = "agentmux";
 	SSL_CTX *ctx;
@@ -59,6 +85,8 @@ proxy_tls_server_ctx(char **cause)
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
 	SSL_CTX_set_alpn_select_cb(ctx, proxy_tls_alpn_select, NULL);
+	SSL_CTX_set_tlsext_servername_callback(ctx, proxy_tls_servername);
+	SSL_CTX_set_tlsext_servername_arg(ctx, px);
 	return ctx;
 }
 
@@ -101,7 +129,7 @@ proxy_tls_accept_ssl(struct proxy *px, const char *host, char **cause)
 	X509 *leaf;
 	SSL *ssl;
 
-	if ((leaf = proxy_ca_leaf(px->ca, host, cause)) == NULL)
+	if ((leaf = proxy_ca_leaf(px->ca, host, NULL, cause)) == NULL)
 		return NULL;
 	if ((ssl = SSL_new(px->server_ctx)) == NULL ||
 	    SSL_use_certificate(ssl, leaf) != 1 ||
@@ -111,6 +139,7 @@ proxy_tls_accept_ssl(struct proxy *px, const char *host, char **cause)
 		SSL_free(ssl);
 		return NULL;
 	}
+	SSL_set_app_data(ssl, (void *)host);
 	return ssl;
 }
 

@@ -56,6 +56,15 @@ proxy_upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_conn_upstream_event(up->pc, what);
 }
 
+static void
+proxy_upstream_drained(void *arg)
+{
+	struct proxy_upstream *up = arg;
+
+	if (up->pc != NULL)
+		proxy_conn_upstream_io(up->pc);
+}
+
 /* An idle pooled connection that speaks or closes is of no further use. */
 static void
 proxy_upstream_idle_read_cb(struct bufferevent *bev, void *arg)
@@ -77,10 +86,8 @@ proxy_upstream_use(struct proxy_upstream *up)
 
 	bufferevent_setcb(up->side.bev, proxy_upstream_read_cb,
 	    proxy_upstream_read_cb, proxy_upstream_event_cb, up);
-	bufferevent_setwatermark(up->side.bev, EV_READ, 0, PROXY_BUF_HIGH);
-	bufferevent_setwatermark(up->side.bev, EV_WRITE, PROXY_BUF_HIGH / 2, 0);
 	bufferevent_set_timeouts(up->side.bev, &tv, NULL);
-	bufferevent_enable(up->side.bev, EV_READ | EV_WRITE);
+	proxy_side_enable(&up->side);
 }
 
 static void
@@ -99,6 +106,7 @@ proxy_upstream_handshake_cb(struct bufferevent *bev, short what, void *arg)
 	char *why, *msg;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		proxy_side_direct(&up->side);
 		proxy_upstream_ready(up);
 		return;
 	}
@@ -114,30 +122,23 @@ static int
 proxy_upstream_bev(struct proxy_upstream *up, char **cause)
 {
 	struct proxy *px = up->ps->px;
-	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
 	SSL *ssl;
 
-	if (!up->tls) {
-		up->side.bev = bufferevent_socket_new(px->base, up->fd, opts);
-		if (up->side.bev == NULL) {
-			*cause = xstrdup("out of memory");
-			return -1;
-		}
-		up->fd = -1;
-		return 0;
+	if (proxy_side_open(&up->side, px->base, up->fd,
+	    proxy_upstream_drained, up) == -1) {
+		*cause = xstrdup("out of memory");
+		return -1;
 	}
+	up->fd = -1;   /* the side has it */
+	if (!up->tls)
+		return 0;
 	if ((ssl = proxy_tls_connect_ssl(px, up->host, cause)) == NULL)
 		return -1;
-	up->side.bev = bufferevent_openssl_socket_new(px->base, up->fd, ssl,
-	    BUFFEREVENT_SSL_CONNECTING, opts);
-	if (up->side.bev == NULL) {
+	if (proxy_side_tls(&up->side, px->base, ssl, false) == -1) {
 		SSL_free(ssl);
 		*cause = xstrdup("out of memory");
 		return -1;
 	}
-	up->fd = -1;
-	/* Servers that close without close_notify still end bodies. */
-	bufferevent_openssl_set_allow_dirty_shutdown(up->side.bev, 1);
 	return 0;
 }
 
@@ -171,7 +172,6 @@ proxy_upstream_connected_cb(evutil_socket_t fd, short what, void *arg)
 	up->state = PROXY_UP_HANDSHAKE;
 	bufferevent_setcb(up->side.bev, NULL, NULL, proxy_upstream_handshake_cb,
 	    up);
-	bufferevent_enable(up->side.bev, EV_READ | EV_WRITE);
 }
 
 /* Starts connecting to A; -1 (with up->lasterr) if that failed at once. */
@@ -401,7 +401,7 @@ proxy_upstream_release(struct proxy_upstream *up, bool reuse)
 	/* Allowed once by an answer: not for whoever comes next. */
 	if (!reuse || ps->dying || up->state != PROXY_UP_READY || up->named_once ||
 	    evbuffer_get_length(bufferevent_get_input(up->side.bev)) != 0 ||
-	    evbuffer_get_length(bufferevent_get_output(up->side.bev)) != 0) {
+	    proxy_side_pending(&up->side) != 0) {
 		proxy_upstream_free(up);
 		return;
 	}
@@ -410,7 +410,7 @@ proxy_upstream_release(struct proxy_upstream *up, bool reuse)
 	bufferevent_setcb(up->side.bev, proxy_upstream_idle_read_cb, NULL,
 	    proxy_upstream_idle_event_cb, up);
 	bufferevent_set_timeouts(up->side.bev, &tv, NULL);
-	bufferevent_enable(up->side.bev, EV_READ);
+	proxy_side_enable(&up->side);
 	if (ps->npool >= PROXY_POOL_MAX) {
 		old = TAILQ_LAST(&ps->pool, proxy_pool);
 		proxy_upstream_free(old);
@@ -438,8 +438,7 @@ proxy_upstream_free(struct proxy_upstream *up)
 		} else if (up->dns->req != NULL)
 			evdns_getaddrinfo_cancel(up->dns->req);
 	}
-	if (up->side.bev != NULL)
-		bufferevent_free(up->side.bev);
+	proxy_side_close(&up->side);
 	if (up->fd != -1)
 		close(up->fd);
 	if (up->conn_ev != NULL)

@@ -59,7 +59,7 @@ proxy_create(struct event_base *base, const struct proxy_conf *conf,
 	px->base = base;
 	if (proxy_conf_copy(px, conf, cause) == -1 ||
 	    (px->ca = proxy_ca_open(conf->data_dir, cause)) == NULL ||
-	    (px->server_ctx = proxy_tls_server_ctx(cause)) == NULL ||
+	    (px->server_ctx = proxy_tls_server_ctx(px, cause)) == NULL ||
 	    (px->client_ctx = proxy_tls_client_ctx(conf->upstream_ca,
 	    cause)) == NULL)
 		goto fail;

@@ -8,6 +8,7 @@
   clients.py stall                 open a connection, send half a head, wait for the close
   clients.py nonreader URL         ask for a big body and never read it (holds until killed)
   clients.py cap N URL             hold N idle connections, then GET URL on one more
+  clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
 """
 import base64, os, socket, ssl, struct, sys, time, urllib.request
 
@@ -24,7 +25,7 @@ def split(url):
     return scheme, host, port, "/" + path
 
 
-def connect(url):
+def connect(url, sni=None):
     """A socket to URL's host through the proxy: CONNECT+TLS or plain."""
     scheme, host, port, path = split(url)
     s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
@@ -40,7 +41,7 @@ def connect(url):
         if b" 200 " not in head.split(b"\r\n")[0]:
             sys.exit("CONNECT refused: " + head.decode(errors="replace"))
         ctx = ssl.create_default_context(cafile=CA)
-        s = ctx.wrap_socket(s, server_hostname=host)
+        s = ctx.wrap_socket(s, server_hostname=sni or host)
         target = path
     else:
         target = "http://" + url.split("://", 1)[1]   # absolute form, even for ws://
@@ -154,6 +155,19 @@ def cmd_nonreader(url):
     s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (target, host.encode(), port))
     print("waiting", flush=True)
     time.sleep(60)
+
+
+def cmd_sni(url, name):
+    s, host, port, target = connect(url, sni=name)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
+              (target, name.encode()))
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    print(out.decode(errors="replace"))
 
 
 def cmd_cap(n, url):

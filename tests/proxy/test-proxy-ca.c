@@ -148,29 +148,39 @@ test_leaves(void **state)
 	char host[32];
 	int i;
 
-	a = proxy_ca_leaf(ca, "api.example.com", &cause);
+	a = proxy_ca_leaf(ca, "api.example.com", NULL, &cause);
 	assert_non_null(a);
 	assert_int_equal(verify(ca, a, "api.example.com"), 1);
 	assert_int_equal(verify(ca, a, "other.example.com"), 0);
 	assert_int_equal(X509_check_private_key(a, proxy_ca_leaf_key(ca)), 1);
-	b = proxy_ca_leaf(ca, "api.example.com", &cause);
+	b = proxy_ca_leaf(ca, "api.example.com", NULL, &cause);
 	assert_ptr_equal(a, b);
-	b = proxy_ca_leaf(ca, "127.0.0.1", &cause);
+	b = proxy_ca_leaf(ca, "127.0.0.1", NULL, &cause);
 	assert_int_equal(verify(ca, b, "127.0.0.1"), 1);
 	assert_int_equal(verify(ca, b, "127.0.0.2"), 0);
-	b = proxy_ca_leaf(ca, "::1", &cause);
+	b = proxy_ca_leaf(ca, "::1", NULL, &cause);
 	assert_int_equal(verify(ca, b, "::1"), 1);
 	assert_int_equal(proxy_ca_cached(ca), 3);
+	/* SNI for a name, CONNECT to an address: the leaf names both. */
+	b = proxy_ca_leaf(ca, "localhost", "127.0.0.1", &cause);
+	assert_int_equal(verify(ca, b, "localhost"), 1);
+	assert_int_equal(verify(ca, b, "127.0.0.1"), 1);
+	assert_int_equal(verify(ca, b, "127.0.0.2"), 0);
+	assert_ptr_not_equal(b, proxy_ca_leaf(ca, "localhost", NULL, &cause));
+	assert_int_equal(proxy_ca_cached(ca), 5);
 	/* No way to smuggle extra names into the certificate. */
-	assert_null(proxy_ca_leaf(ca, "a.com,DNS:evil.com", &cause));
+	assert_null(proxy_ca_leaf(ca, "a.com,DNS:evil.com", NULL, &cause));
 	free(cause);
 	cause = NULL;
-	assert_null(proxy_ca_leaf(ca, "A.COM", &cause));
+	assert_null(proxy_ca_leaf(ca, "A.COM", NULL, &cause));
+	free(cause);
+	cause = NULL;
+	assert_null(proxy_ca_leaf(ca, "a.com", "b c", &cause));
 	free(cause);
 	cause = NULL;
 	for (i = 0; i < 300; i++) {
 		snprintf(host, sizeof host, "h%d.example", i);
-		assert_non_null(proxy_ca_leaf(ca, host, &cause));
+		assert_non_null(proxy_ca_leaf(ca, host, NULL, &cause));
 	}
 	assert_int_equal(proxy_ca_cached(ca), 256);
 	proxy_ca_free(ca);

@@ -534,6 +534,11 @@ test_plain_keepalive_head(void **state)
 	    CURL "https://127.0.0.1:$HP/status/304 -w '[%%{http_code}]'");
 	eng_expect_out(e, "[204]");
 	eng_expect_out(e, "[304]");
+	/* CONNECT to an address, SNI and Host for a name (as hbench does). */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
+	    "https://127.0.0.1:$HP/sni localhost"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	eng_expect_out(e, "\"Host\": \"localhost\"");
 	/* A body that only the end of the connection ends. */
 	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/close"), 0);
 	eng_expect_out(e, "until close");
@@ -746,7 +751,7 @@ test_malformed(void **state)
 		"POST http://@/m4 HTTP/1.1\r\nHost: @\r\n"
 		"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
 		"GET http://@/m5 HTTP/1.1\r\nHost: @\r\nX: a\r\n b\r\n\r\n",
-		"GET http://@/m6 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET http://localhost/m6 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
 		"POST http://@/m7 HTTP/1.1\r\nHost: @\r\nContent-Length: -5\r\n"
 		"\r\n",
 		"GET /m8 HTTP/1.1\r\nHost: @\r\n\r\n",
