@@ -43,6 +43,26 @@ static const struct cli_cmd cli_cmds[] = {
 	  "read-only, and no network but agentmux's proxy. agentmux exits with\n"
 	  "the command's status (128+N if signal N ended it); 2 for usage errors,\n"
 	  "1 if the jail could not start.\n" },
+	{ .name = "proxy", .fn = cmd_proxy,
+	  .usage = "--listen HOST:PORT [-a AGENT] [--allow RULE]... "
+	  "[--deny RULE]... [--upstream-ca FILE] [-v]",
+	  .summary = "run the jail's proxy without a jail, in the foreground",
+	  .help =
+	  "  --listen HOST:PORT   where to listen: 127.0.0.1 or [::1] "
+	  "(port 0: any)\n"
+	  "  -a AGENT             also apply this agent profile's rules and "
+	  "secrets\n"
+	  "  --allow RULE         allow HOST[:PORT] [METHOD] [PATH] (repeat)\n"
+	  "  --deny RULE          deny HOST[:PORT] [METHOD] [PATH] (repeat)\n"
+	  "  --upstream-ca FILE   also trust FILE's CA certificates upstream "
+	  "(repeat)\n"
+	  "  -v, --verbose        print each request as it ends\n"
+	  "\n"
+	  "The same proxy a jail gets: HTTP and CONNECT, TLS interception with\n"
+	  "agentmux's CA (its path is printed: clients must trust it), the\n"
+	  "policy from [policy], the profile and the command line; destinations\n"
+	  "no rule covers are denied. Requests are recorded as a session of\n"
+	  "kind proxy. SIGINT or SIGTERM end it.\n" },
 	{ .name = "sessions", .fn = cmd_sessions,
 	  .usage = "[--json] [--all]",
 	  .summary = "list recorded sessions, newest first",

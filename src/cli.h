@@ -69,6 +69,7 @@ int cmd_doctor(int, char **);
 int cmd_export(int, char **);
 int cmd_policy(int, char **);
 int cmd_probe(int, char **);
+int cmd_proxy(int, char **);
 int cmd_run(int, char **);
 int cmd_snapshot(int, char **);
 int cmd_snapshots(int, char **);

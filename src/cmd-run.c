@@ -388,6 +388,19 @@ run_session(struct run *r)
 	return r->exited ? r->status : 1;
 }
 
+/* What the policy refused, and the --allow lines that would let it through. */
+static void
+run_denied(struct session *s)
+{
+	char *sum = session_denied_summary(s);
+
+	if (sum == NULL)
+		return;
+	fprintf(stderr, "agentmux: requests were denied; to allow them, run "
+	    "again with:\n%s", sum);
+	free(sum);
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -430,6 +443,7 @@ cmd_run(int argc, char **argv)
 		goto out;
 	}
 	rc = run_session(&r);
+	run_denied(r.s);
 out:
 	free(cause);
 	session_free(r.s);

@@ -9,6 +9,10 @@
 struct bufferevent;
 struct event;
 struct jail;
+struct proxy;
+struct proxy_policy;
+struct proxy_session;
+struct session_secret;
 
 /* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
 #define SESSION_TERM_GRACE_SEC 5
@@ -22,6 +26,8 @@ struct session_ctx {
 	struct store *st;
 	char *data_dir;
 	struct strv upstream_ca;     /* extra upstream CAs, for the proxy */
+	struct proxy *px;            /* CA, TLS contexts, DNS: every session's */
+	char *runtime_dir;           /* made here if the process had none */
 	struct event *sigchld;
 	struct session *sessions;    /* every live session */
 };
@@ -48,6 +54,11 @@ struct session {
 
 	struct jail *jail;
 	int listen_fd;               /* the jail's proxy listener until served */
+	struct proxy_session *ps;    /* serves the listener (session-proxy.c) */
+	struct proxy_policy *policy; /* until the proxy session takes it */
+	struct session_secret *secrets;
+	size_t nsecrets;
+	struct strv denied;          /* rules that denied requests suggest */
 
 	struct bufferevent *pty;     /* pty mode: both directions */
 	struct bufferevent *out;     /* pipe mode */
@@ -116,5 +127,22 @@ void session_snap_end(struct session *);
 void session_snap_free(struct session *, bool ran);
 /* A request to HOST completed: a model host's marks an agent turn. */
 void session_snap_request_done(struct session *, const char *host);
+
+/* session-proxy.c: the proxy's side of sessions. */
+int session_proxy_ctx_init(struct session_ctx *, char **cause);
+void session_proxy_ctx_free(struct session_ctx *);
+/** The bundle the jail trusts (system CAs plus ours); borrowed. */
+const char *session_proxy_ca_bundle(struct session_ctx *);
+/** Builds the session's policy and loads its profile's secrets (A may be NULL). */
+int session_proxy_prepare(struct session *, const struct config_agent *a,
+    char **cause);
+/** Adds the CA variables, NO_PROXY and the secrets' placeholders to ENV. */
+void session_proxy_env(struct session *, struct strv *env);
+/** Serves listener FD (which it takes, even on failure). */
+int session_proxy_serve(struct session *, int fd, char **cause);
+void session_proxy_stop_accepting(struct session *);
+/** Closes the proxy session and forgets the secrets. */
+void session_proxy_end(struct session *);
+void session_proxy_note_denied(struct session *, const char *error);
 
 #endif

@@ -53,6 +53,8 @@ session_ctx_create(struct event_base *base, const struct config *cf,
 	if ((ctx->st = store_open(NULL, cause)) == NULL)
 		goto fail;
 	store_attach(ctx->st, base);
+	if (session_proxy_ctx_init(ctx, cause) == -1)
+		goto fail;
 	ctx->sigchld = evsignal_new(base, SIGCHLD, session_ctx_sigchld, ctx);
 	if (ctx->sigchld == NULL || evsignal_add(ctx->sigchld, NULL) == -1) {
 		*cause = xstrdup("cannot watch for ended commands (SIGCHLD)");
@@ -71,6 +73,7 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
+	session_proxy_ctx_free(ctx);
 	if (ctx->sigchld != NULL)
 		event_free(ctx->sigchld);
 	store_close(ctx->st);
@@ -228,20 +231,6 @@ session_finish(struct session *s)
 		s->ev.exited(s->arg, s, s->status);
 }
 
-/*
- * The jail's proxy listener. The proxy takes it over here (session-proxy.c
- * with the ctx's proxy); without one, the listener is closed so that the
- * jail's connections are refused at once rather than left hanging.
- */
-static void
-session_listener(struct session *s, int fd)
-{
-	s->listen_fd = fd;
-	if (s->listen_fd != -1)
-		close(s->listen_fd);
-	s->listen_fd = -1;
-}
-
 /* ---- starting ---- */
 
 static char *
@@ -325,23 +314,6 @@ session_limits(struct jail_limits *l, const struct config *cf,
 	l->cpu_seconds = cf->limits.cpu_seconds;
 }
 
-/* The CA bundle the jail trusts (the proxy's, with its CA, once it serves the jail). */
-static const char *
-session_ca_bundle(struct session_ctx *ctx)
-{
-	static const char *const system[] = {
-		"/etc/ssl/certs/ca-certificates.crt",
-		"/etc/pki/tls/certs/ca-bundle.crt",
-	};
-	size_t i;
-
-	for (i = 0; i < nitems(system); i++) {
-		if (access(system[i], R_OK) == 0)
-			return system[i];
-	}
-	return NULL;
-}
-
 static int
 session_jail(struct session *s, struct session_setup *sp,
     const struct config_agent *a, const struct session_opts *o, char **cause)
@@ -354,6 +326,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
 	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
+	session_proxy_env(s, &sp->env);
 	if (session_setup_overlays(sp, a, cause) == -1)
 		return -1;
 	memset(&jc, 0, sizeof jc);
@@ -362,7 +335,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.argv = s->argv.v;
 	jc.envp = sp->env.v;
 	jc.home = sp->home;
-	jc.ca_bundle = session_ca_bundle(s->ctx);
+	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
 	session_setup_jail(sp, &jc);
 	session_limits(&jc.limits, s->ctx->cf, a, o);
 	jc.pty = o->pty;
@@ -412,6 +385,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
 	strv_init(&s->env);
+	strv_init(&s->denied);
 	session_strv_copy(&s->allow, o->allow);
 	session_strv_copy(&s->deny, o->deny);
 	return s;
@@ -437,6 +411,49 @@ session_unlink(struct session *s)
 	}
 }
 
+/*
+ * A session with no jail and no command: the proxy serves O's listener
+ * (agentmux proxy). Policy from the config, the profile if one is named,
+ * and --allow/--deny; it ends when the front end frees it.
+ */
+static struct session *
+session_start_listener(struct session_ctx *ctx, const struct session_opts *o,
+    const struct session_events *ev, void *arg, char **cause)
+{
+	const struct config_agent *a = NULL;
+	struct session *s;
+	int fd = o->listen_fd;
+
+	if (o->agent != NULL &&
+	    (a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	s = session_new(ctx, o, ev, arg);
+	s->agent = xstrdup(a != NULL ? a->name : "none");
+	s->project = realpath(o->dir != NULL ? o->dir : ".", NULL);
+	if (s->project == NULL)
+		s->project = xstrdup(o->dir != NULL ? o->dir : ".");
+	session_strv_copy(&s->asked, o->command);
+	s->command = strv_join_shell(s->asked.v);
+	s->reaped = true;   /* nothing runs: it ends when it is freed */
+	if (session_record(s, cause) == -1 ||
+	    session_proxy_prepare(s, a, cause) == -1) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd == -1 || session_proxy_serve(s, fd, cause) == -1) {
+		if (s->id != -1) {
+			store_session_end(ctx->st, s->id, "failed", -1, *cause);
+			s->ended = true;
+		}
+		session_free(s);
+		return NULL;
+	}
+	session_link(s);
+	return s;
+}
+
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
@@ -445,11 +462,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	struct session_setup ss;
 	struct session *s;
 
-	if (o->listen_fd != -1) {
-		*cause = xstrdup("serving a listener without a jail needs the "
-		    "proxy, which this session layer does not run");
-		return NULL;
-	}
+	if (o->listen_fd != -1)
+		return session_start_listener(ctx, o, ev, arg, cause);
 	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
 		return NULL;
 	s = session_new(ctx, o, ev, arg);
@@ -464,6 +478,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
+	if (session_proxy_prepare(s, a, cause) == -1)
+		goto failed;
 	/* The start snapshot runs while the jail is made; the command waits for it. */
 	session_snap_start(s);
 	if (session_jail(s, &ss, a, o, cause) == -1)
@@ -475,9 +491,10 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		s->jail = NULL;
 		goto failed;
 	}
+	if (session_proxy_serve(s, jail_take_listen_fd(s->jail), cause) == -1)
+		goto failed;
 	session_setup_free(&ss);
 	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
-	session_listener(s, jail_take_listen_fd(s->jail));
 	session_link(s);
 	session_io_start(s);
 	return s;
@@ -499,6 +516,7 @@ session_free(struct session *s)
 		return;
 	ran = s->jail != NULL;
 	session_unlink(s);
+	session_proxy_end(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);
 	if (s->pty != NULL)

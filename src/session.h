@@ -31,6 +31,8 @@ struct session_ctx *session_ctx_create(struct event_base *base,
 void session_ctx_free(struct session_ctx *);
 /** The store all sessions record into; borrowed. */
 struct store *session_ctx_store(struct session_ctx *);
+/** The CA certificate clients of the proxy must trust (PEM path); borrowed. */
+const char *session_ctx_ca_cert(struct session_ctx *);
 const struct config *session_ctx_config(struct session_ctx *);
 
 struct session_opts {

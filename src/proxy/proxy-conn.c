@@ -420,11 +420,13 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 		body = xprintf("agentmux: %s %s on %s is not allowed; approve "
 		    "it in the dashboard or add `allow %s %s`", r->method,
 		    r->path, r->host, hr, r->method);
-		why = xprintf("%s %s is not allowed (%s)", r->method, hr, how);
+		why = xprintf("%s %s is not allowed (%s); add `allow %s %s`",
+		    r->method, hr, how, hr, r->method);
 	} else {
 		body = xprintf("agentmux: %s is not allowed; approve it in the "
 		    "dashboard or add `allow %s`", hr, hr);
-		why = xprintf("%s is not allowed (%s)", hr, how);
+		why = xprintf("%s is not allowed (%s); add `allow %s`", hr, how,
+		    hr);
 	}
 	proxy_conn_deny(pc, why, body);
 	free(hr);

@@ -1,0 +1,628 @@
+/* The proxy in the session layer: one proxy per context, one proxy session per session, its events into the store. */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proxy/proxy.h"
+#include "session-int.h"
+#include "store/store.h"
+
+/* Where the jail's bundle is shown (jail-mount.c binds it there). */
+#define SESSION_JAIL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define SESSION_SECRET_CMD_SECS 10
+#define SESSION_SECRET_MAX (64 * 1024)
+
+/* One brokered secret of a session: the jail's variable, its placeholder, the value. */
+struct session_secret {
+	char *name;
+	char *env;
+	char *placeholder;
+	char *value;
+	char *header;
+	struct strv hosts;
+};
+
+/* ---- the context ---- */
+
+int
+session_proxy_ctx_init(struct session_ctx *ctx, char **cause)
+{
+	const struct config_proxy *cp = &ctx->cf->proxy;
+	struct proxy_conf pc;
+	struct strv cas;
+	const char *runtime;
+	size_t i;
+
+	if ((runtime = path_runtime_dir()) == NULL &&
+	    (ctx->runtime_dir = path_runtime_dir_create(cause)) == NULL)
+		return -1;
+	strv_init(&cas);
+	for (i = 0; i < cp->upstream_ca.n; i++)
+		strv_add(&cas, cp->upstream_ca.v[i]);
+	for (i = 0; i < ctx->upstream_ca.n; i++)
+		strv_add(&cas, ctx->upstream_ca.v[i]);
+	memset(&pc, 0, sizeof pc);
+	pc.data_dir = ctx->data_dir;
+	pc.runtime_dir = runtime != NULL ? runtime : ctx->runtime_dir;
+	pc.upstream_ca = cas.v;
+	pc.connect_to = cp->connect_to.v;
+	pc.connect_timeout = (int)cp->connect_timeout;
+	pc.idle_timeout = (int)cp->idle_timeout;
+	pc.client_timeout = (int)cp->client_timeout;
+	pc.max_connections = (int)cp->max_connections;
+	pc.max_body_record = (size_t)cp->max_body_record;
+	ctx->px = proxy_create(ctx->base, &pc, cause);
+	strv_free(&cas);
+	return ctx->px == NULL ? -1 : 0;
+}
+
+void
+session_proxy_ctx_free(struct session_ctx *ctx)
+{
+	proxy_free(ctx->px);
+	ctx->px = NULL;
+	free(ctx->runtime_dir);
+	ctx->runtime_dir = NULL;
+}
+
+const char *
+session_proxy_ca_bundle(struct session_ctx *ctx)
+{
+	return ctx->px != NULL ? proxy_ca_bundle_path(ctx->px) : NULL;
+}
+
+const char *
+session_ctx_ca_cert(struct session_ctx *ctx)
+{
+	return ctx->px != NULL ? proxy_ca_cert_path(ctx->px) : NULL;
+}
+
+/* ---- secrets ---- */
+
+static void
+session_proxy_trim(struct buf *b)
+{
+	while (b->len > 0 && (b->data[b->len - 1] == '\n' ||
+	    b->data[b->len - 1] == '\r'))
+		b->data[--b->len] = '\0';
+}
+
+/* Runs COMMAND with sh -c and keeps its output, waiting a bounded time. */
+static int
+session_proxy_run(const char *command, struct buf *out, char **cause)
+{
+	struct pollfd pfd;
+	int fds[2], status, waited = 0;
+	char chunk[4096];
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
+		*cause = xprintf("cannot run '%s': %s", command, strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	while (waited < SESSION_SECRET_CMD_SECS * 10 &&
+	    out->len < SESSION_SECRET_MAX) {
+		if (poll(&pfd, 1, 100) == 0) {
+			waited++;
+			continue;
+		}
+		if ((n = read(fds[0], chunk, sizeof chunk)) <= 0)
+			break;
+		buf_add(out, chunk, (size_t)n);
+	}
+	close(fds[0]);
+	if (waited >= SESSION_SECRET_CMD_SECS * 10)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (waited >= SESSION_SECRET_CMD_SECS * 10 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		*cause = xprintf("'%s' failed or took over %d s", command,
+		    SESSION_SECRET_CMD_SECS);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The value of secret CS from the caller's environment, a file or a
+ * command; NULL when its source is unset (then it is not passed), or with
+ * *CAUSE when the source is there but fails.
+ */
+static char *
+session_proxy_secret_value(const struct config_secret *cs, char **cause)
+{
+	const char *v;
+	char *path;
+	struct buf b;
+	int rc = 0;
+
+	if (cs->from_env != NULL) {
+		v = getenv(cs->from_env);
+		return v != NULL && *v != '\0' ? xstrdup(v) : NULL;
+	}
+	buf_init(&b);
+	if (cs->file != NULL) {
+		path = path_expand_home(cs->file);
+		if ((rc = buf_read_file(&b, path)) == -1)
+			*cause = xprintf("[secret %s]: cannot read %s: %s",
+			    cs->name, path, strerror(errno));
+		free(path);
+	} else if (cs->command != NULL)
+		rc = session_proxy_run(cs->command, &b, cause);
+	session_proxy_trim(&b);
+	if (rc == -1 || b.len == 0) {
+		if (rc == 0)
+			*cause = xprintf("[secret %s] is empty", cs->name);
+		if (b.data != NULL)
+			explicit_bzero(b.data, b.len);
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+static void
+session_proxy_secret_free(struct session_secret *ss)
+{
+	free(ss->name);
+	free(ss->env);
+	free(ss->placeholder);
+	if (ss->value != NULL)
+		explicit_bzero(ss->value, strlen(ss->value));
+	free(ss->value);
+	free(ss->header);
+	strv_free(&ss->hosts);
+}
+
+static void
+session_proxy_notice(struct session *s, const char *level, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, strcmp(level, "alert") == 0 ?
+	    "error" : level, "proxy", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, level, msg);
+}
+
+/* Loads the profile's secrets: each gets a placeholder the jail will see. */
+static void
+session_proxy_load_secrets(struct session *s, const struct config_agent *a)
+{
+	const struct config_secret *cs;
+	struct session_secret *ss;
+	char *value, *cause = NULL;
+	size_t i;
+
+	for (i = 0; a != NULL && i < a->secrets.n; i++) {
+		if ((cs = config_secret(s->ctx->cf, a->secrets.v[i])) == NULL)
+			continue;
+		if ((value = session_proxy_secret_value(cs, &cause)) == NULL) {
+			if (cause != NULL)
+				session_proxy_notice(s, "warn", cause);
+			free(cause);
+			cause = NULL;
+			continue;
+		}
+		s->secrets = xreallocarray(s->secrets, s->nsecrets + 1,
+		    sizeof *s->secrets);
+		ss = &s->secrets[s->nsecrets++];
+		memset(ss, 0, sizeof *ss);
+		ss->name = xstrdup(cs->name);
+		ss->env = xstrdup(cs->env);
+		ss->value = value;
+		ss->placeholder = proxy_secret_placeholder(value);
+		ss->header = cs->header != NULL ? xstrdup(cs->header) : NULL;
+		strv_init(&ss->hosts);
+		for (size_t j = 0; j < cs->hosts.n; j++)
+			strv_add(&ss->hosts, cs->hosts.v[j]);
+	}
+}
+
+/* Sets NAME=VALUE in ENV, replacing an earlier NAME. */
+static void
+session_proxy_setenv(struct strv *env, const char *name, const char *value)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=') {
+			free(env->v[i]);
+			env->v[i] = xprintf("%s=%s", name, value);
+			return;
+		}
+	}
+	strv_addf(env, "%s=%s", name, value);
+}
+
+void
+session_proxy_env(struct session *s, struct strv *env)
+{
+	static const char *const ca_vars[] = { "SSL_CERT_FILE",
+		"NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"GIT_SSL_CAINFO" };
+	size_t i;
+
+	for (i = 0; i < nitems(ca_vars); i++)
+		session_proxy_setenv(env, ca_vars[i], SESSION_JAIL_CA_BUNDLE);
+	/* Nothing bypasses the proxy: there is nothing else to reach. */
+	session_proxy_setenv(env, "NO_PROXY", "");
+	session_proxy_setenv(env, "no_proxy", "");
+	for (i = 0; i < s->nsecrets; i++)
+		session_proxy_setenv(env, s->secrets[i].env,
+		    s->secrets[i].placeholder);
+}
+
+/* ---- the policy ---- */
+
+static int
+session_proxy_add(struct proxy_policy *pol, const char *verb,
+    const char *text, const char *origin, char **cause)
+{
+	char *err = NULL;
+
+	if (proxy_policy_add(pol, verb, text, origin, &err) == 0)
+		return 0;
+	*cause = xprintf("rule '%s %s' (%s): %s", verb, text, origin, err);
+	free(err);
+	return -1;
+}
+
+/* Built-in profile rules, [policy], the agent's rules, --allow/--deny. */
+static struct proxy_policy *
+session_proxy_policy(struct session *s, const struct config_agent *a,
+    char **cause)
+{
+	const struct config_rules *sets[2] = { &s->ctx->cf->rules,
+		a != NULL ? &a->rules : NULL };
+	struct proxy_policy *pol = proxy_policy_create();
+	const struct config_rule *r;
+	size_t i, j;
+
+	for (i = 0; i < nitems(sets); i++) {
+		for (j = 0; sets[i] != NULL && j < sets[i]->n; j++) {
+			r = &sets[i]->v[j];
+			if (session_proxy_add(pol, r->verb, r->text, r->origin,
+			    cause) == -1)
+				goto fail;
+		}
+	}
+	for (i = 0; i < s->allow.n; i++) {
+		if (session_proxy_add(pol, "allow", s->allow.v[i], "--allow",
+		    cause) == -1)
+			goto fail;
+	}
+	for (i = 0; i < s->deny.n; i++) {
+		if (session_proxy_add(pol, "deny", s->deny.v[i], "--deny",
+		    cause) == -1)
+			goto fail;
+	}
+	return pol;
+fail:
+	proxy_policy_free(pol);
+	return NULL;
+}
+
+int
+session_proxy_prepare(struct session *s, const struct config_agent *a,
+    char **cause)
+{
+	if ((s->policy = session_proxy_policy(s, a, cause)) == NULL)
+		return -1;
+	session_proxy_load_secrets(s, a);
+	return 0;
+}
+
+/* ---- what the proxy reports ---- */
+
+static void
+session_proxy_request(void *arg, const struct proxy_record *p)
+{
+	struct session *s = arg;
+	struct store_request r;
+
+	memset(&r, 0, sizeof r);
+	r.session_id = s->id;
+	r.started_at = p->started_at;
+	r.method = (char *)p->method;
+	r.scheme = (char *)p->scheme;
+	r.host = (char *)p->host;
+	r.port = p->port;
+	r.path = (char *)p->path;
+	r.http_version = (char *)p->http_version;
+	r.status = p->status;
+	r.status_text = (char *)p->status_text;
+	r.bytes_up = p->bytes_up;
+	r.bytes_down = p->bytes_down;
+	r.ttfb_us = p->ttfb_us;
+	r.duration_us = p->duration_us;
+	r.decision = (char *)p->decision;
+	r.rule = (char *)p->rule;
+	r.error = (char *)p->error;
+	r.req_headers = (char *)p->req_headers;
+	r.resp_headers = (char *)p->resp_headers;
+	r.req_body = (char *)p->req_body;
+	r.req_body_len = p->req_body_len;
+	r.resp_body = (char *)p->resp_body;
+	r.resp_body_len = p->resp_body_len;
+	r.mime_type = (char *)p->mime_type;
+	if (p->done) {
+		store_request_add(s->ctx->st, &r);
+		if (strcmp(p->decision, "deny") == 0)
+			session_proxy_note_denied(s, p->error);
+		else if (p->status > 0)
+			session_snap_request_done(s, p->host);
+	}
+	if (s->ev.request != NULL)
+		s->ev.request(s->arg, s, &r, p->done);
+}
+
+static void
+session_proxy_ask(void *arg, const struct proxy_ask *q)
+{
+	struct session *s = arg;
+	struct session_ask a;
+
+	memset(&a, 0, sizeof a);
+	a.id = q->id;
+	a.host = q->host;
+	a.port = q->port;
+	a.method = q->method;
+	a.path = q->path;
+	a.scheme = q->scheme;
+	a.waiting = q->waiting;
+	a.asked_at = q->asked_at;
+	a.deadline_mono_us = q->deadline_mono_us;
+	a.paused = q->paused;
+	if (s->ev.ask != NULL)
+		s->ev.ask(s->arg, s, &a);
+}
+
+static bool
+session_proxy_allows(enum proxy_answer a)
+{
+	return a == PROXY_ALLOW_ONCE || a == PROXY_ALLOW_SESSION ||
+	    a == PROXY_ALLOW_ALWAYS;
+}
+
+static const char *
+session_proxy_scope(enum proxy_answer a)
+{
+	switch (a) {
+	case PROXY_ALLOW_ONCE:
+	case PROXY_DENY_ONCE:
+		return "once";
+	case PROXY_ALLOW_SESSION:
+	case PROXY_DENY_SESSION:
+		return "session";
+	case PROXY_ALLOW_ALWAYS:
+	case PROXY_DENY_ALWAYS:
+		return "always";
+	}
+	return "once";
+}
+
+/* An "always" answer becomes a rule in the config file, comments kept. */
+static void
+session_proxy_always(struct session *s, const struct proxy_ask *q, bool allow)
+{
+	char *path, *rule, *cause = NULL, *msg;
+	bool v6 = strchr(q->host, ':') != NULL;
+	bool tls = q->scheme != NULL && strcmp(q->scheme, "http") != 0 &&
+	    strcmp(q->scheme, "ws") != 0;
+
+	path = s->ctx->cf->path != NULL ? xstrdup(s->ctx->cf->path) :
+	    path_config_file();
+	if (q->port == (tls ? 443 : 80))
+		rule = xprintf(v6 ? "[%s]" : "%s", q->host);
+	else
+		rule = xprintf(v6 ? "[%s]:%d" : "%s:%d", q->host, q->port);
+	if (config_append(path, "policy", allow ? "allow" : "deny", rule,
+	    &cause) == -1) {
+		msg = xprintf("cannot save `%s %s` to %s: %s", allow ? "allow" :
+		    "deny", rule, path, cause);
+		session_proxy_notice(s, "warn", msg);
+		free(msg);
+		free(cause);
+	} else {
+		msg = xprintf("saved `%s %s` to %s", allow ? "allow" : "deny",
+		    rule, path);
+		session_proxy_notice(s, "info", msg);
+		free(msg);
+	}
+	free(rule);
+	free(path);
+}
+
+static void
+session_proxy_answered(void *arg, const struct proxy_ask *q,
+    enum proxy_answer a, const char *by)
+{
+	struct session *s = arg;
+	struct store_decision d;
+	bool allow = session_proxy_allows(a);
+
+	memset(&d, 0, sizeof d);
+	d.session_id = s->id;
+	d.asked_at = q->asked_at;
+	d.answered_at = util_now_ms();
+	d.host = (char *)q->host;
+	d.port = q->port;
+	d.method = (char *)q->method;
+	d.path = (char *)q->path;
+	d.answer = allow ? "allow" : "deny";
+	d.scope = (char *)session_proxy_scope(a);
+	d.by = (char *)by;
+	d.waiting = q->waiting;
+	store_decision_add(s->ctx->st, &d);
+	if (a == PROXY_ALLOW_ALWAYS || a == PROXY_DENY_ALWAYS)
+		session_proxy_always(s, q, allow);
+	if (s->ev.answered != NULL)
+		s->ev.answered(s->arg, s, q->id, d.answer, by);
+}
+
+static void
+session_proxy_alert(void *arg, const char *kind, const char *message)
+{
+	struct session *s = arg;
+
+	if (strcmp(kind, "exfiltration") == 0)
+		store_session_flag(s->ctx->st, s->id, kind);
+	store_event_add(s->ctx->st, s->id, strcmp(kind, "exfiltration") == 0 ?
+	    "error" : "warn", kind, "%s", message);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, strcmp(kind, "exfiltration") == 0 ?
+		    "alert" : "warn", message);
+}
+
+/* ---- serving ---- */
+
+int
+session_proxy_serve(struct session *s, int fd, char **cause)
+{
+	static const struct proxy_session_cbs cbs = {
+		.request = session_proxy_request,
+		.ask = session_proxy_ask,
+		.answered = session_proxy_answered,
+		.alert = session_proxy_alert,
+	};
+	struct proxy_session_conf sc;
+	struct proxy_secret *ps;
+	char *label;
+	size_t i;
+
+	if (fd == -1) {
+		*cause = xstrdup("the jail handed out no proxy listener");
+		return -1;
+	}
+	ps = xcalloc(s->nsecrets + 1, sizeof *ps);
+	for (i = 0; i < s->nsecrets; i++) {
+		ps[i].name = s->secrets[i].name;
+		ps[i].placeholder = s->secrets[i].placeholder;
+		ps[i].value = s->secrets[i].value;
+		ps[i].hosts = s->secrets[i].hosts.v;
+		ps[i].header = s->secrets[i].header;
+	}
+	label = xprintf("session %lld", (long long)s->id);
+	memset(&sc, 0, sizeof sc);
+	sc.listen_fd = fd;
+	sc.policy = s->policy;
+	sc.ask = s->on_unknown == CONFIG_ASK && s->ev.ask != NULL;
+	sc.prompt_timeout = (int)s->ctx->cf->prompt_timeout;
+	sc.secrets = ps;
+	sc.nsecrets = s->nsecrets;
+	sc.label = label;
+	s->policy = NULL;   /* the proxy session owns it, even on failure */
+	s->ps = proxy_session_create(s->ctx->px, &sc, &cbs, s, cause);
+	free(ps);
+	free(label);
+	return s->ps == NULL ? -1 : 0;
+}
+
+void
+session_proxy_end(struct session *s)
+{
+	size_t i;
+
+	proxy_session_free(s->ps);
+	s->ps = NULL;
+	proxy_policy_free(s->policy);
+	s->policy = NULL;
+	for (i = 0; i < s->nsecrets; i++)
+		session_proxy_secret_free(&s->secrets[i]);
+	free(s->secrets);
+	s->secrets = NULL;
+	s->nsecrets = 0;
+	strv_free(&s->denied);
+}
+
+void
+session_proxy_stop_accepting(struct session *s)
+{
+	if (s->ps != NULL)
+		proxy_session_stop_accepting(s->ps);
+}
+
+/* ---- what front ends ask ---- */
+
+static enum proxy_answer
+session_proxy_answer_of(enum session_answer a)
+{
+	switch (a) {
+	case SESSION_ALLOW_ONCE:
+		return PROXY_ALLOW_ONCE;
+	case SESSION_ALLOW_SESSION:
+		return PROXY_ALLOW_SESSION;
+	case SESSION_ALLOW_ALWAYS:
+		return PROXY_ALLOW_ALWAYS;
+	case SESSION_DENY_ONCE:
+		return PROXY_DENY_ONCE;
+	case SESSION_DENY_SESSION:
+		return PROXY_DENY_SESSION;
+	case SESSION_DENY_ALWAYS:
+		return PROXY_DENY_ALWAYS;
+	}
+	return PROXY_DENY_ONCE;
+}
+
+void
+session_answer(struct session *s, uint64_t id, enum session_answer a)
+{
+	if (s->ps != NULL)
+		proxy_session_answer(s->ps, id, session_proxy_answer_of(a));
+}
+
+void
+session_ask_pause(struct session *s, uint64_t id, bool pause)
+{
+	if (s->ps != NULL)
+		proxy_session_ask_pause(s->ps, id, pause);
+}
+
+/* Keeps the rule a denial suggests ("... add `allow X`"), once each. */
+void
+session_proxy_note_denied(struct session *s, const char *error)
+{
+	const char *p, *end;
+	char *rule;
+
+	if (error == NULL || (p = strstr(error, "`allow ")) == NULL ||
+	    (end = strchr(p + 7, '`')) == NULL)
+		return;
+	rule = xstrndup(p + 7, (size_t)(end - p - 7));
+	if (strv_contains(&s->denied, rule) || s->denied.n >= 100)
+		free(rule);
+	else
+		strv_take(&s->denied, rule);
+}
+
+char *
+session_denied_summary(struct session *s)
+{
+	struct buf b;
+	size_t i;
+
+	if (s->denied.n == 0)
+		return NULL;
+	buf_init(&b);
+	for (i = 0; i < s->denied.n; i++) {
+		if (strpbrk(s->denied.v[i], " *?[") != NULL)
+			buf_printf(&b, "--allow '%s'\n", s->denied.v[i]);
+		else
+			buf_printf(&b, "--allow %s\n", s->denied.v[i]);
+	}
+	return buf_steal(&b);
+}
