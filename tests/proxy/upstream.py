@@ -143,6 +143,14 @@ class H(http.server.BaseHTTPRequestHandler):
             self.headers.get("Authorization"), self.headers.get("Host"),
             len(data)))
         q = self.query()
+        if path.startswith("/git/"):
+            # Static files of DIR/git: a dumb-HTTP git repository.
+            root = os.path.realpath(os.path.join(D, "git"))
+            f = os.path.realpath(os.path.join(D, path.lstrip("/")))
+            if not f.startswith(root + "/") or not os.path.isfile(f):
+                return self.send(404, b"not found\n")
+            with open(f, "rb") as fh:
+                return self.send(200, fh.read(), "application/octet-stream")
         if path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
             return self.websocket()
         if path == "/chunked":

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The proxy through the real binary: agentmux proxy with curl and python, then agentmux run with
+# curl, python, node and git inside real jails; records in the store; secrets; the denied summary.
+# Exit 77 (skip) with the reason when something this needs is missing.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+SRC=${AGENTMUX_SRC:?AGENTMUX_SRC must name the source tree}
+for t in python3 curl openssl; do
+	command -v $t >/dev/null || { echo "SKIP: $t is missing"; exit 77; }
+done
+
+T=$(mktemp -d /tmp/amx-proxy-e2e.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR" "$T/up" "$T/proj"
+chmod 700 "$XDG_RUNTIME_DIR"
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	[ -n "${TUSER:-}" ] && userdel "$TUSER" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+has() { grep -q -- "$2" <<<"$1"; }
+
+# The upstream: HTTPS (its own CA), HTTP, and HTTPS with a CA nobody trusts.
+UPSTREAM_LIFETIME=600 python3 "$SRC/tests/proxy/upstream.py" "$T/up" </dev/null >"$T/up.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$T/up/ports" ] && break; sleep 0.1; done
+read -r HP PP BP <"$T/up/ports" || { echo "FAIL: the test upstream did not start"; exit 1; }
+UPCA=$T/up/ca.pem
+SEEN=$T/up/seen.log
+
+# ---- agentmux proxy ----
+"$AMX" proxy --listen 127.0.0.1:0 --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" \
+	--allow "127.0.0.1:$PP GET" >"$T/proxy.out" 2>"$T/proxy.err" &
+PPID_=$!
+PIDS+=($PPID_)
+for _ in $(seq 100); do grep -q "serving" "$T/proxy.out" 2>/dev/null && break; sleep 0.1; done
+PORT=$(sed -n 's/.*serving http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$T/proxy.out")
+CA=$(sed -n 's/.*trust the CA \(.*\)$/\1/p' "$T/proxy.out")
+[ -n "$PORT" ] && [ -f "$CA" ] || { echo "FAIL: agentmux proxy did not start: $(cat "$T/proxy.err")"; exit 1; }
+[ "$(stat -c %a "$(dirname "$CA")/ca.key")" = 600 ] && ok "the CA key is 0600" || bad "CA key mode"
+P="http://127.0.0.1:$PORT"
+
+out=$(curl -sS --max-time 20 --cacert "$CA" -x "$P" "https://127.0.0.1:$HP/p1")
+has "$out" '"path": "/p1"' && ok "proxy: allowed https" || bad "proxy: allowed https: $out"
+out=$(curl -sS --max-time 20 -x "$P" -X POST -d x "http://127.0.0.1:$PP/p2" -w ' [%{http_code}]')
+has "$out" "[403]" && has "$out" "allow 127.0.0.1:$PP POST" && ok "proxy: method rule" || bad "proxy: method rule: $out"
+out=$(curl -s --max-time 20 --cacert "$CA" -x "$P" "https://localhost:$HP/p3" -w ' [%{http_connect}]')
+has "$out" "[403]" && ok "proxy: unknown denied at CONNECT" || bad "proxy: unknown: $out"
+out=$(PROXY=127.0.0.1:$PORT CA=$CA python3 "$SRC/tests/proxy/clients.py" get "https://127.0.0.1:$HP/p4")
+has "$out" '"path": "/p4"' && ok "proxy: python urllib" || bad "proxy: python: $out"
+kill -TERM $PPID_
+wait $PPID_
+rc=$?
+[ $rc = 0 ] && ok "proxy: SIGTERM ends it cleanly" || bad "proxy: exit status $rc"
+json=$("$AMX" requests --json)
+n=$(python3 -c 'import json,sys; r=json.load(sys.stdin); print(len([x for x in r if x["path"] in ("/p1","/p2","/p4")]))' <<<"$json")
+[ "$n" = 3 ] && ok "proxy: requests recorded" || bad "proxy: $n of 3 requests recorded: $json"
+sessions=$("$AMX" sessions --json)
+python3 -c 'import json,sys; s=json.load(sys.stdin)[0]; sys.exit(0 if s["kind"]=="proxy" and s["state"]=="exited" else 1)' <<<"$sessions" &&
+	ok "proxy: recorded as a session of kind proxy" || bad "proxy session: $sessions"
+
+# ---- agentmux run: real jails ----
+if ! (cd "$T/proj" && timeout 30 "$AMX" run -- true) >"$T/jail.err" 2>&1; then
+	echo "SKIP: jails cannot start here: $(tail -n 1 "$T/jail.err")"
+	[ $fails = 0 ] && exit 77 || exit 1
+fi
+cd "$T/proj" || exit 1
+run() { timeout 120 "$AMX" run --on-unknown deny --upstream-ca "$UPCA" "$@"; }
+
+out=$(run --allow "127.0.0.1:$HP" -- sh -c "curl -sS --max-time 20 https://127.0.0.1:$HP/r1" 2>&1)
+has "$out" '"path": "/r1"' && ok "run: curl through the interception" || bad "run: curl: $out"
+out=$(run --allow "127.0.0.1:$HP" -- sh -c 'env' 2>&1)
+for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO HTTPS_PROXY; do
+	has "$out" "^$v=" || bad "run: $v is not set in the jail"
+done
+has "$out" "^NO_PROXY=$" && ok "run: the jail's environment names the CA bundle and the proxy" || bad "run: NO_PROXY: $out"
+out=$(run --allow "127.0.0.1:$HP" -- /usr/bin/python3 -c "
+import urllib.request, os
+print(urllib.request.urlopen('https://127.0.0.1:$HP/r2', timeout=20).read().decode())" 2>&1)
+has "$out" '"path": "/r2"' && ok "run: python urllib" || bad "run: python: $out"
+if command -v node >/dev/null; then
+	cp "$SRC/tests/proxy/client.js" "$T/proj/"   # the jail sees the project only
+	out=$(run --allow "127.0.0.1:$HP" -- sh -c "PROXY=\${HTTPS_PROXY#http://} CA=\$NODE_EXTRA_CA_CERTS node client.js https://127.0.0.1:$HP/r3" 2>&1)
+	has "$out" '"path": "/r3"' && ok "run: node's https client" || bad "run: node: $out"
+else
+	echo "skip: node is missing"
+fi
+if command -v git >/dev/null; then
+	mkdir -p "$T/up/git" && git init -q --bare "$T/up/git/repo.git" &&
+		git clone -q "$T/up/git/repo.git" "$T/seed" 2>/dev/null &&
+		(cd "$T/seed" && echo hello >file && git add file && git -c user.name=t -c user.email=t@t commit -qm one && git push -q origin HEAD:master) &&
+		git -C "$T/up/git/repo.git" update-server-info
+	out=$(run --allow "127.0.0.1:$HP" -- sh -c "git clone -q https://127.0.0.1:$HP/git/repo.git clone && cat clone/file" 2>&1)
+	has "$out" "^hello" && ok "run: git clone over https" || bad "run: git: $out"
+fi
+out=$(run -- curl -sS --max-time 20 "https://127.0.0.1:$HP/r4" -w ' [%{http_connect}]' 2>&1)
+has "$out" "\[403\]" && ok "run: unknown denied" || bad "run: unknown: $out"
+has "$out" "run again with:" && has "$out" "--allow 127.0.0.1:$HP" && ok "run: the denied summary names --allow" || bad "run: summary: $out"
+out=$(run --allow '*' -- curl -sS --max-time 20 "http://127.0.0.1:$PP/r5" 2>&1)
+has "$out" "loopback address, which no rule names" && ok "run: a wildcard does not reach loopback" || bad "run: ssrf: $out"
+grep -q "/r4\|/r5" "$SEEN" && bad "run: a denied request reached the upstream"
+
+# Secrets: the jail sees a placeholder; the bound host gets the value; elsewhere is blocked.
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[secret test_key]
+env = TEST_KEY
+from_env = AMX_E2E_KEY
+host = 127.0.0.1
+header = x-api-key
+
+[agent tester]
+command = sh
+secret = test_key
+allow = 127.0.0.1:$HP
+allow = localhost:$HP
+EOF
+export AMX_E2E_KEY=sk-e2e-Real0Value1That2Stays3Outside4
+out=$(run -a tester -- sh -c "echo \"jail sees \$TEST_KEY\"; curl -sS --max-time 20 -H \"x-api-key: \$TEST_KEY\" https://127.0.0.1:$HP/s1 >/dev/null; curl -sS --max-time 20 -H \"x-api-key: \$TEST_KEY\" https://localhost:$HP/s2" 2>&1)
+has "$out" "jail sees sk-e2e-" || bad "run: the placeholder keeps the value's prefix: $out"
+has "$out" "$AMX_E2E_KEY" && bad "run: the real value reached the jail: $out"
+grep -q "GET /s1 key=$AMX_E2E_KEY" "$SEEN" && ok "run: the bound host got the real value" || bad "run: secret swap: $(tail -n 2 "$SEEN")"
+has "$out" "placeholder of secret test_key" && ok "run: a placeholder headed elsewhere is blocked" || bad "run: exfiltration: $out"
+grep -q "/s2" "$SEEN" && bad "run: the exfiltration attempt reached the upstream"
+"$AMX" sessions --json | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]; sys.exit(0 if "exfiltration" in (s.get("flags") or "") else 1)' &&
+	ok "run: the session is flagged" || bad "run: not flagged: $("$AMX" sessions --json | head -c 400)"
+"$AMX" requests --json | grep -q "$AMX_E2E_KEY" && bad "run: the secret value reached the store"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+
+# The unprivileged path: a throwaway user gets its own CA and its jail's requests go through.
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null; then
+	TUSER=amxe2e$$
+	if useradd -M -d "$T/home" "$TUSER" 2>/dev/null; then
+		mkdir -p "$T/home" "$T/uproj" && chown "$TUSER:" "$T/home" "$T/uproj"
+		uid=$(id -u "$TUSER") gid=$(id -g "$TUSER")
+		out=$(cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" \
+			XDG_CONFIG_HOME="$T/home/config" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+			"$AMX" run --on-unknown deny --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" -- \
+			curl -sS --max-time 20 "https://127.0.0.1:$HP/u1" 2>&1)
+		if has "$out" '"path": "/u1"'; then
+			ok "unprivileged user: curl through its own jail and CA"
+			[ "$(stat -c %U:%a "$T/home/data/agentmux/ca.key")" = "$TUSER:600" ] &&
+				ok "unprivileged user: its CA key is its own, 0600" || bad "unprivileged CA key: $(stat -c %U:%a "$T/home/data/agentmux/ca.key")"
+		elif has "$out" "user namespace"; then
+			echo "skip: unprivileged user namespaces are not available: $out"
+		else
+			bad "unprivileged user: $out"
+		fi
+	fi
+fi
+
+[ $fails = 0 ] && { echo "all passed"; exit 0; }
+echo "$fails failed"
+exit 1
