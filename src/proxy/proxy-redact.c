@@ -69,7 +69,10 @@ proxy_redact_headers(const char *headers, const char *const *values)
 			continue;
 		}
 		name = xstrndup(line, (size_t)(colon - line));
-		if (proxy_redact_name(name) ||
+		/* A server may echo a value as a header's name, too. */
+		if (proxy_redact_has_value(name, strlen(name), values))
+			buf_adds(&b, PROXY_REDACTED ": " PROXY_REDACTED "\n");
+		else if (proxy_redact_name(name) ||
 		    proxy_redact_has_value(line, len, values))
 			buf_printf(&b, "%s: " PROXY_REDACTED "\n", name);
 		else

@@ -102,6 +102,7 @@ test_redact(void **state)
 	    "X-Amz-Security-Token: t\n"
 	    "Private-Token: p\n"
 	    "X-Custom: has TOPSECRET-123 inside\n"
+	    "X-TOPSECRET-123: a server echoing it as a name\n"
 	    "Keep-Alive: timeout=5\n"
 	    "Accept: */*\n", values);
 	assert_string_equal(out, "Host: a.com\n"
@@ -114,6 +115,7 @@ test_redact(void **state)
 	    "X-Amz-Security-Token: [redacted]\n"
 	    "Private-Token: [redacted]\n"
 	    "X-Custom: [redacted]\n"
+	    "[redacted]: [redacted]\n"
 	    "Keep-Alive: timeout=5\n"
 	    "Accept: */*\n");
 	free(out);
