@@ -1099,6 +1099,9 @@ proxy_conn_relay_response(struct proxy_conn *pc)
 	    (room = proxy_conn_room(dst)) > 0) {
 		had_head = pc->rs.head_done;
 		st = proxy_msg_feed(&pc->rs, src, 0, room, &used);
+		if (st != PROXY_MSG_ERROR && !had_head && pc->rs.head_done &&
+		    (pc->rs.error = proxy_msg_check_response(&pc->rs)) != NULL)
+			st = PROXY_MSG_ERROR;
 		if (st == PROXY_MSG_ERROR)
 			break;
 		if (used != 0 && !r->resp_started) {

@@ -409,6 +409,25 @@ proxy_http_token(const char *s)
 	return true;
 }
 
+/*
+ * The parser must read the framing as the headers we forward announce it:
+ * it takes names that merely start like a framing header
+ * ("Transfer-Encodingx") for one, and the upstream would not.
+ */
+static const char *
+proxy_msg_check_framing(struct proxy_msg *m, const char *cl, const char *te)
+{
+	bool chunked = (m->p.flags & F_CHUNKED) != 0;
+	bool has_cl = (m->p.flags & F_CONTENTLENGTH) != 0;
+
+	if ((te != NULL) != chunked || (te != NULL) !=
+	    (m->p.uses_transfer_encoding != 0) || (cl != NULL) != has_cl)
+		return "a header name that looks like a framing header";
+	if (cl != NULL && m->p.content_length != strtoull(cl, NULL, 10))
+		return "an invalid Content-Length";
+	return NULL;
+}
+
 const char *
 proxy_msg_check_request(struct proxy_msg *m)
 {
@@ -436,6 +455,40 @@ proxy_msg_check_request(struct proxy_msg *m)
 		return "an invalid Content-Length";
 	if (proxy_msg_count(m, "host") > 1)
 		return "more than one Host";
+	return proxy_msg_check_framing(m, cl, te);
+}
+
+/* True if the last coding of the last Transfer-Encoding is chunked, as clients read it. */
+static bool
+proxy_msg_ends_chunked(struct proxy_msg *m)
+{
+	const char *v = NULL, *last;
+	size_t i, n;
+
+	for (i = 0; i < m->nh; i++) {
+		if (strcasecmp(proxy_msg_name(m, i), "transfer-encoding") == 0)
+			v = proxy_msg_value(m, i);
+	}
+	if (v == NULL)
+		return false;
+	last = strrchr(v, ',') != NULL ? strrchr(v, ',') + 1 : v;
+	while (*last == ' ' || *last == '\t')
+		last++;
+	n = strcspn(last, " \t;");
+	return n == 7 && strncasecmp(last, "chunked", 7) == 0;
+}
+
+const char *
+proxy_msg_check_response(struct proxy_msg *m)
+{
+	bool te = proxy_msg_count(m, "transfer-encoding") != 0;
+	bool cl = proxy_msg_count(m, "content-length") != 0;
+
+	/* A client would frame the body otherwise than the parser does. */
+	if (te != (m->p.uses_transfer_encoding != 0) ||
+	    cl != ((m->p.flags & F_CONTENTLENGTH) != 0) ||
+	    proxy_msg_ends_chunked(m) != ((m->p.flags & F_CHUNKED) != 0))
+		return "a header name that looks like a framing header";
 	return NULL;
 }
 

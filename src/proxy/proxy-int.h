@@ -186,6 +186,8 @@ const char *proxy_msg_get(struct proxy_msg *, const char *name);
 size_t proxy_msg_count(struct proxy_msg *, const char *name);
 /** Checks what the parser leaves to us (smuggling shapes); NULL if fine. */
 const char *proxy_msg_check_request(struct proxy_msg *);
+/** The same for a response head: framing the parser and a client agree on. */
+const char *proxy_msg_check_response(struct proxy_msg *);
 /** True if the Connection header lists TOKEN. */
 bool proxy_msg_connection_has(struct proxy_msg *, const char *token);
 /** True for headers a proxy must not forward (hop-by-hop ones). */

@@ -182,6 +182,13 @@ test_strict(void **state)
 		  "Transfer-Encoding: chunked\r\n\r\n", "" },
 		{ "POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n",
 		  "" },
+		/* The parser takes these names for framing; upstreams do not. */
+		{ "POST http://a/ HTTP/1.1\r\nTransfer-Encodingx: chunked\r\n"
+		  "\r\n", "framing" },
+		{ "POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		  "Transfer-Encoding&: chunked\r\n\r\n", "framing" },
+		{ "POST http://a/ HTTP/1.1\r\nContent-Length: 5\r\n"
+		  "Content-Lengthx: 7\r\n\r\n", "ok" },
 		{ "GET http://a/ HTTP/1.1\r\nX: a\r\n\tb\r\n\r\n", "folded" },
 		{ "GET http://a/ HTTP/2.0\r\n\r\n", "HTTP/1.0 and HTTP/1.1" },
 		{ "GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
@@ -291,6 +298,23 @@ test_responses(void **state)
 	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nContent-Length: 9"
 	    "\r\n\r\nabc", false, &took), PROXY_MSG_MORE);
 	assert_int_equal(proxy_msg_eof(&m), PROXY_MSG_ERROR);
+	/* The parser reads "Transfer-Encodingx" as framing; a client would not. */
+	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+	    "chunked\r\nTransfer-Encodingx: y\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+	    false, &took), PROXY_MSG_MORE);
+	assert_non_null(proxy_msg_check_response(&m));
+	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nTransfer-Encoding-"
+	    "Not: chunked\r\n\r\nabc", false, &took), PROXY_MSG_MORE);
+	assert_non_null(proxy_msg_check_response(&m));
+	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nContent-Length: 3"
+	    "\r\n\r\nabc", false, &took), PROXY_MSG_DONE);
+	assert_null(proxy_msg_check_response(&m));
+	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+	    "gzip, Chunked\r\n\r\n0\r\n\r\n", false, &took), PROXY_MSG_DONE);
+	assert_null(proxy_msg_check_response(&m));
+	assert_int_equal(response(&m, "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+	    "gzip\r\n\r\nabc", false, &took), PROXY_MSG_MORE);
+	assert_null(proxy_msg_check_response(&m));
 	proxy_msg_free(&m);
 }
 
