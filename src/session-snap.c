@@ -56,9 +56,10 @@ session_snap_progress(void *arg, int64_t files)
 /*
  * The start snapshot, taken before the command runs: it is started here,
  * the jail is made meanwhile (held before the command), and the session
- * waits until its tree is saved (session_snap_wait_start) before letting
- * the command go: nothing may change the tree before that; the commit and
- * ref follow on the loop. Failing to snapshot does not stop the session;
+ * waits until its tree is saved and its ref written (session_snap_wait_start)
+ * before letting the command go: nothing may change the tree before that,
+ * and until the ref is written a `git prune` in the jail could drop the
+ * snapshot's new objects; the record follows on the loop. Failing to snapshot does not stop the session;
  * the user is told undo is not possible.
  */
 void
@@ -87,7 +88,7 @@ void
 session_snap_wait_start(struct session *s)
 {
 	if (s->snap != NULL)
-		snap_session_wait_tree(s->snap);
+		snap_session_wait_ref(s->snap);
 }
 
 static void

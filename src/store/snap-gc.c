@@ -12,26 +12,45 @@
 /* A shadow used more recently than this may belong to a snapshot being recorded now. */
 #define SNAP_GC_SHADOW_GRACE ((int64_t)3600 * 1000)
 
+/* Deletes session ID's chain ref and the refs of each of its snapshots, in one go. */
+static int
+snap_gc_session_refs(const char *gitdir, int64_t id, char **cause)
+{
+	const char *update[] = { "update-ref", "--stdin", NULL };
+	char prefix[64];
+	const char *list[] = { "for-each-ref", "--format=delete %(refname)",
+	    prefix, NULL };
+	struct buf in;
+	int rc;
+
+	snprintf(prefix, sizeof prefix, "refs/agentmux/snaps/%lld/",
+	    (long long)id);
+	buf_init(&in);
+	buf_printf(&in, "delete refs/agentmux/sessions/%lld\n", (long long)id);
+	rc = snap_git_plain_io(gitdir, list, NULL, &in, cause);
+	if (rc == 0)
+		rc = snap_git_plain_io(gitdir, update, &in, NULL, cause);
+	buf_free(&in);
+	return rc;
+}
+
 static int
 snap_gc_refs(struct store *st)
 {
 	int64_t *ids;
-	char **gitdirs, ref[64], *cause = NULL;
+	char **gitdirs, *cause = NULL;
 	size_t n, i;
 	int done = 0;
 
 	snap_orphans(st, &ids, &gitdirs, &n);
 	for (i = 0; i < n; i++) {
-		const char *args[] = { "update-ref", "-d", ref, NULL };
-
-		snprintf(ref, sizeof ref, "refs/agentmux/sessions/%lld",
-		    (long long)ids[i]);
 		if (access(gitdirs[i], F_OK) != 0)
 			; /* The repository is gone, and the ref with it. */
-		else if (snap_git_plain(gitdirs[i], args, &cause) == 0)
+		else if (snap_gc_session_refs(gitdirs[i], ids[i], &cause) == 0)
 			done++;
 		else {
-			log_warnx("cannot delete %s in %s: %s", ref, gitdirs[i],
+			log_warnx("cannot delete the snapshot refs of session "
+			    "%lld in %s: %s", (long long)ids[i], gitdirs[i],
 			    cause);
 			free(cause);
 			cause = NULL;

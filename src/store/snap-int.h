@@ -108,6 +108,9 @@ int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
 void snap_env_plain(struct strv *env);
 /* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
 int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
+/* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */
+int snap_git_plain_io(const char *gitdir, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
 int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
     int fd, char **cause);
@@ -162,8 +165,8 @@ struct snap_take *snap_take_start(struct event_base *base, struct store *,
     char **cause);
 /* Finishes a job on a private loop (blocking); DONE still runs. */
 void snap_take_finish(struct snap_take *);
-/* Runs a job on a private loop until its tree is written; the rest goes on on its loop. */
-void snap_take_finish_tree(struct snap_take *);
+/* Runs a job on a private loop until its ref is written; the rest goes on on its loop. */
+void snap_take_finish_ref(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);
 /* Runs a snapshot to the end on a private loop. */

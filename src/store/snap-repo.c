@@ -905,6 +905,13 @@ snap_git_error(const char *what, struct snap_proc *p)
 int
 snap_git_plain(const char *gitdir, const char *const *args, char **cause)
 {
+	return snap_git_plain_io(gitdir, args, NULL, NULL, cause);
+}
+
+int
+snap_git_plain_io(const char *gitdir, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause)
+{
 	struct snap_proc_opts o;
 	struct strv env, argv;
 	struct buf err;
@@ -920,8 +927,12 @@ snap_git_plain(const char *gitdir, const char *const *args, char **cause)
 	o.dir = gitdir;
 	o.out_fd = -1;
 	o.umask = -1;
+	if (input != NULL) {
+		o.input = input->data;
+		o.inputlen = input->len;
+	}
 	buf_init(&err);
-	rc = snap_proc_run(&o, NULL, &err, &st, cause);
+	rc = snap_proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
 		*cause = snap_git_complaint(args[0], &err, st);
 		rc = -1;

@@ -78,12 +78,12 @@ snap_session_wait(struct snap_session *ss)
 }
 
 void
-snap_session_wait_tree(struct snap_session *ss)
+snap_session_wait_ref(struct snap_session *ss)
 {
 	if (ss->job == NULL && ss->nqueue > 0)
 		snap_session_next(ss);
 	if (ss->job != NULL)
-		snap_take_finish_tree(ss->job);
+		snap_take_finish_ref(ss->job);
 }
 
 void

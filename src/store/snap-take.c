@@ -38,6 +38,7 @@ struct snap_take {
 	int64_t files;
 	struct snap_proc *procs[3];
 	int pending;
+	bool ref_done;            /* the update-ref step has run */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	bool fresh;               /* the private index was just copied from the user's */
 	bool need_fix;            /* some copied entries must be hashed afresh */
@@ -320,6 +321,7 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 	struct snap_take *t = arg;
 
 	t->pending--;
+	t->ref_done = true;
 	if (snap_proc_status(p) != 0 && t->error == NULL)
 		t->error = snap_git_error("update-ref", p);
 	snap_take_reap(t, p);
@@ -329,8 +331,10 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 static void
 snap_take_commit_cb(struct snap_proc *p, void *arg)
 {
+	const char *args[] = { "update-ref", "-m", "agentmux snapshot",
+	    "--stdin", NULL };
 	struct snap_take *t = arg;
-	char *ref;
+	struct buf in;
 
 	t->pending--;
 	if (snap_proc_status(p) != 0) {
@@ -346,15 +350,18 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 		snap_take_step_done(t);
 		return;
 	}
-	ref = xprintf("refs/agentmux/sessions/%lld", (long long)t->session);
-	{
-		const char *args[] = { "update-ref", "-m", "agentmux snapshot",
-		    ref, t->commit, NULL };
-
-		snap_take_spawn(t, SNAP_ENV_DB, args, NULL, NULL,
-		    snap_take_update_ref_cb);
-	}
-	free(ref);
+	/*
+	 * The chain's tip, and a ref of the snapshot's own: an agent that marks
+	 * snapshot commits shallow would make gc drop every snapshot behind
+	 * the tip, but never one a ref points at.
+	 */
+	buf_init(&in);
+	buf_printf(&in, "update refs/agentmux/sessions/%lld %s\n"
+	    "update refs/agentmux/snaps/%lld/%s %s\n", (long long)t->session,
+	    t->commit, (long long)t->session, t->commit, t->commit);
+	snap_take_spawn(t, SNAP_ENV_DB, args, &in, NULL,
+	    snap_take_update_ref_cb);
+	buf_free(&in);
 	snap_take_step_done(t);
 }
 
@@ -983,11 +990,11 @@ snap_take_cancel(struct snap_take *t)
 
 /*
  * Runs the job on a private loop (blocking) until it is over, or, with
- * UNTIL_TREE, until its tree is written: then what is left (commit, ref,
- * record) goes back to the job's own loop.
+ * UNTIL_REF, until its tree is written and its ref updated: then what is
+ * left (the record) goes back to the job's own loop.
  */
 static void
-snap_take_run(struct snap_take *t, bool until_tree)
+snap_take_run(struct snap_take *t, bool until_ref)
 {
 	struct event_base *base = event_base_new(), *orig = t->base;
 	bool *finished = xcalloc(1, sizeof *finished);
@@ -1002,7 +1009,7 @@ snap_take_run(struct snap_take *t, bool until_tree)
 		if (t->procs[i] != NULL)
 			snap_proc_move(t->procs[i], base);
 	}
-	while (!*finished && !(until_tree && t->tree != NULL))
+	while (!*finished && !(until_ref && t->ref_done))
 		event_base_loop(base, EVLOOP_ONCE);
 	if (!*finished) {
 		t->finished = NULL;
@@ -1023,7 +1030,7 @@ snap_take_finish(struct snap_take *t)
 }
 
 void
-snap_take_finish_tree(struct snap_take *t)
+snap_take_finish_ref(struct snap_take *t)
 {
 	snap_take_run(t, true);
 }

@@ -246,7 +246,10 @@ void store_suggestion_free(struct store_suggestion *);
  * untracked ones that are not ignored, with modes and symlinks, as raw
  * bytes: no filters, no line-ending conversion), written through a private
  * index in the runtime dir. Each session's snapshots chain under
- * refs/agentmux/sessions/<id>. A project outside git gets a shadow git dir
+ * refs/agentmux/sessions/<id>, and each has a ref of its own,
+ * refs/agentmux/snaps/<id>/<commit>, so that gc keeps every one of them
+ * whatever the chain's history looks like (the jail keeps refs/agentmux
+ * read-only). A project outside git gets a shadow git dir
  * in the data dir. Files inside nested repositories and submodules are
  * snapshotted as ordinary content (their .git dirs are not).
  *
@@ -305,10 +308,11 @@ void snap_session_turn(struct snap_session *);
 /** Waits (blocking, on a private loop) for the snapshots queued so far. */
 void snap_session_wait(struct snap_session *);
 /**
- * Waits (blocking) until the first queued snapshot has saved the tree: the
- * files are safe; its commit, ref and record follow on the loop.
+ * Waits (blocking) until the first queued snapshot has saved the tree and
+ * its ref points at it: the files are safe, and out of reach of a prune in
+ * the jail; its record follows on the loop.
  */
-void snap_session_wait_tree(struct snap_session *);
+void snap_session_wait_ref(struct snap_session *);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);

@@ -285,14 +285,18 @@ test_session_commits(void **state)
 	sh("git rev-parse -q --verify agent >/dev/null && "
 	    "git log -g --format=%%s master | grep -q agent1");
 
-	/* gc of the session deletes its snapshot ref. */
+	/* gc of the session deletes its snapshot refs: the chain and each one's. */
 	sh("git show-ref -q refs/agentmux/sessions/%lld", (long long)id);
+	sh("test \"$(git for-each-ref refs/agentmux/snaps/%lld/ | wc -l)\" -ge 2",
+	    (long long)id);
 	test_amx(&r, "gc", "--older-than", "0s", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "removed 1 snapshot ref"));
 	test_run_free(&r);
 	assert_int_not_equal(test_sh("git show-ref -q refs/agentmux/sessions/%lld",
 	    (long long)id), 0);
+	sh("test -z \"$(git for-each-ref refs/agentmux/snaps/%lld/)\"",
+	    (long long)id);
 	free(master0);
 	free(side0);
 	free(idx0);
