@@ -2,6 +2,9 @@
 #ifndef AGENTMUX_TUI_INT_H
 #define AGENTMUX_TUI_INT_H
 
+#include <sys/types.h>
+
+#include "core/core.h"
 #include "tui.h"
 
 /*
@@ -95,5 +98,261 @@ tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
 		tui_grid_mark(gd, y, x, x + 1);
 	return true;
 }
+
+/* ---- the dashboard ---- */
+
+struct config;
+struct event;
+struct session;
+struct store_session;
+struct store_snapshot;
+struct session_ask;
+struct session_ctx;
+struct store;
+struct store_request;
+struct tui;
+
+/* One session shown in a pane. */
+struct tui_pane {
+	struct tui *t;
+	int num;                  /* what the user calls it: 1, 2, ... */
+	struct session *s;        /* NULL once closed */
+	struct tui_vterm *vt;
+	int64_t id;               /* the session's record */
+	char *agent;
+	char *project;
+	char *dir;                /* as asked for (restart) */
+	struct strv command;      /* as asked for (restart); empty: the profile's */
+	char *unsafe;             /* unsafe flags in force, or NULL */
+	bool alert;               /* something alarming happened (exfiltration) */
+	struct tui_rect r;        /* where its cells go, when shown */
+	bool shown;
+	bool redraw;              /* draw every row next frame */
+	unsigned offset;          /* lines scrolled back into the history */
+	bool scrollback;          /* browsing the history with keys */
+	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
+	bool exited;
+	int status;
+	unsigned bells;           /* rings not yet seen */
+	unsigned bells_seen;
+};
+
+/* A destination waiting for the user's answer. */
+struct tui_prompt {
+	struct tui_pane *pane;
+	uint64_t id;
+	char *host;
+	int port;
+	char *method;
+	char *path;
+	char *scheme;
+	int waiting;
+	int64_t deadline_us;      /* util_mono_us clock */
+	int64_t left_us;          /* what was left when paused */
+	bool paused;
+};
+
+/* One request, as the requests panel keeps it. */
+struct tui_req {
+	int64_t id;
+	int pane;                 /* its pane's number */
+	int64_t at;               /* ms since the epoch */
+	char *method;
+	char *scheme;
+	char *host;
+	int port;
+	char *path;
+	int status;
+	int64_t bytes;
+	int64_t duration_us;
+	char *decision;           /* NULL while in flight */
+	char *rule;
+	char *error;
+	char *req_headers;
+	char *resp_headers;
+};
+
+enum tui_view {
+	TUI_VIEW_PANES,
+	TUI_VIEW_REQUESTS,
+	TUI_VIEW_HISTORY,
+	TUI_VIEW_SESSION,         /* one session of the history */
+	TUI_VIEW_TEXT,            /* a diff, a request, command output */
+	TUI_VIEW_HELP,
+};
+
+enum tui_dialog {
+	TUI_DIALOG_NONE,
+	TUI_DIALOG_CONFIRM,
+	TUI_DIALOG_NEW,           /* pick an agent, then a project dir */
+};
+
+/* A scrollable text: command output, a diff, a request's details. */
+struct tui_text {
+	char *title;
+	struct strv lines;
+	struct buf partial;       /* output not yet ended by a newline */
+	size_t top;
+	pid_t pid;                /* the command still writing it, or -1 */
+	int fd;
+	struct event *ev;
+	bool diff;                /* colour +/- lines */
+};
+
+/* A one-line editor (filters, the project dir). */
+struct tui_line {
+	struct buf text;
+	bool active;
+};
+
+struct tui {
+	struct event_base *base;
+	struct session_ctx *ctx;
+	const struct config *cf;
+	struct store *st;
+	struct tui_screen *scr;
+	struct tui_frames *frames;
+	struct tui_keys *keys;
+	struct tui_keymap km;
+	struct tui_layout *layout;  /* NULL while no pane is shown */
+	struct tui_pane **panes;
+	size_t npanes;
+	unsigned sx;
+	unsigned sy;
+	bool relayout;
+	bool too_small;
+	int exit_code;
+	bool quitting;
+
+	struct event *stdin_ev;
+	struct event *esc_ev;
+	struct event *winch_ev;
+	struct event *term_ev;
+	struct event *hup_ev;
+	struct event *int_ev;
+	struct event *msg_ev;
+	char *message;              /* shown in the status bar for a while */
+	bool message_alert;
+
+	/* prompts (tui-prompt.c) */
+	struct tui_prompt **prompts;
+	size_t nprompts;
+	size_t prompt_sel;
+	int prompt_choice;
+	bool prompt_focus;
+	struct event *tick_ev;
+	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
+
+	/* requests (tui-requests.c) */
+	struct tui_req **reqs;
+	size_t nreqs;
+	size_t req_sel;
+	size_t req_top;
+	bool req_follow;
+	struct tui_line req_filter;
+	int64_t denied;
+
+	/* views */
+	enum tui_view views[8];
+	size_t nviews;
+	struct tui_text *text;
+	struct store_session **hist;
+	size_t nhist;
+	size_t hist_sel;
+	size_t hist_top;
+	int64_t detail;             /* the session shown by TUI_VIEW_SESSION */
+	struct store_snapshot **snaps;
+	size_t nsnaps;
+	size_t snap_sel;
+	size_t help_top;
+
+	/* dialogs (tui-dialog.c) */
+	enum tui_dialog dialog;
+	char *confirm_text;
+	void (*confirm_cb)(struct tui *, void *);
+	void *confirm_arg;
+	size_t new_sel;
+	bool new_dir_step;
+	struct tui_line new_dir;
+};
+
+/* tui-dash.c */
+void tui_redraw(struct tui *);
+void tui_message(struct tui *, bool alert, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+struct tui_pane *tui_focus_pane(struct tui *);
+struct tui_pane *tui_pane_by_num(struct tui *, int);
+void tui_view_push(struct tui *, enum tui_view);
+void tui_view_pop(struct tui *);
+enum tui_view tui_view_top(const struct tui *);
+void tui_quit(struct tui *);
+
+/* tui-pane.c */
+struct tui_pane *tui_pane_start(struct tui *, const char *agent,
+    const char *dir, char *const *command, char **cause);
+void tui_pane_free(struct tui_pane *);
+void tui_pane_close(struct tui_pane *);
+void tui_pane_restart(struct tui_pane *);
+void tui_pane_place(struct tui_pane *, const struct tui_rect *, bool titled);
+void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
+void tui_pane_input(struct tui_pane *, const struct tui_input *);
+bool tui_pane_scroll_key(struct tui_pane *, const struct tui_key *);
+void tui_pane_scroll(struct tui_pane *, int lines);
+const char *tui_pane_state(const struct tui_pane *, char *buf, size_t len);
+
+/* tui-prompt.c */
+void tui_prompt_ask(struct tui *, struct tui_pane *, const struct session_ask *);
+void tui_prompt_answered(struct tui *, struct tui_pane *, uint64_t id,
+    const char *answer, const char *by);
+void tui_prompt_drop_pane(struct tui *, struct tui_pane *);
+void tui_prompt_focus(struct tui *, bool);
+bool tui_prompt_key(struct tui *, const struct tui_key *);
+void tui_prompt_draw(struct tui *, unsigned y);
+bool tui_prompt_click(struct tui *, unsigned x);
+void tui_prompt_free_all(struct tui *);
+/** Formats the seconds left of P (for the bar and tests). */
+int tui_prompt_seconds_left(const struct tui_prompt *, int64_t now_us);
+
+/* tui-requests.c */
+void tui_requests_event(struct tui *, struct tui_pane *,
+    const struct store_request *, bool done);
+void tui_requests_draw(struct tui *, const struct tui_rect *);
+bool tui_requests_key(struct tui *, const struct tui_key *);
+void tui_requests_free_all(struct tui *);
+bool tui_req_matches(const struct tui_req *, const char *filter);
+char *tui_req_details(const struct tui_req *);
+
+/* tui-history.c */
+void tui_history_open(struct tui *);
+void tui_history_draw(struct tui *, const struct tui_rect *);
+bool tui_history_key(struct tui *, const struct tui_key *);
+void tui_session_open(struct tui *, int64_t id);
+void tui_session_draw(struct tui *, const struct tui_rect *);
+bool tui_session_key(struct tui *, const struct tui_key *);
+void tui_history_free(struct tui *);
+
+/* tui-text.c */
+void tui_text_show(struct tui *, const char *title, const char *body,
+    bool diff);
+void tui_text_run(struct tui *, const char *title, char *const *argv,
+    bool diff);
+void tui_text_free(struct tui_text *);
+void tui_text_draw(struct tui *, const struct tui_rect *);
+bool tui_text_key(struct tui *, const struct tui_key *);
+void tui_help_draw(struct tui *, const struct tui_rect *);
+bool tui_help_key(struct tui *, const struct tui_key *);
+bool tui_list_key(const struct tui_key *, size_t n, size_t page, size_t *sel);
+
+/* tui-dialog.c */
+void tui_confirm(struct tui *, const char *text,
+    void (*cb)(struct tui *, void *), void *arg);
+void tui_new_session(struct tui *);
+bool tui_dialog_key(struct tui *, const struct tui_key *);
+void tui_dialog_draw(struct tui *);
+void tui_dialog_free(struct tui *);
+bool tui_line_key(struct tui_line *, const struct tui_key *);
+
+/* tui-status.c */
+void tui_status_draw(struct tui *, unsigned y);
 
 #endif

@@ -246,9 +246,22 @@ tui_screen_modes(bool on)
 		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
 }
 
+/* The screen in use, so that an exit from anywhere gives the terminal back. */
+static struct tui_screen *tui_screen_current;
+
+static void
+tui_screen_atexit(void)
+{
+	if (tui_screen_current != NULL) {
+		endwin();
+		tui_screen_modes(false);
+	}
+}
+
 struct tui_screen *
 tui_screen_open(bool color, char **cause)
 {
+	static bool registered;
 	struct tui_screen *scr;
 	const char *term = getenv("TERM");
 
@@ -294,6 +307,11 @@ tui_screen_open(bool color, char **cause)
 	endwin();
 	refresh();
 	tui_screen_modes(true);
+	tui_screen_current = scr;
+	if (!registered) {
+		atexit(tui_screen_atexit);
+		registered = true;
+	}
 	return scr;
 }
 
@@ -304,6 +322,7 @@ tui_screen_close(struct tui_screen *scr)
 
 	if (scr == NULL)
 		return;
+	tui_screen_current = NULL;
 	curs_set(1);
 	se = tigetstr("Se");
 	if (scr->shape != -1 && se != NULL && se != (char *)-1)

@@ -379,6 +379,25 @@ bool tui_vterm_mouse(struct tui_vterm *, const struct tui_mouse *m);
 /** Writes raw bytes to the program. */
 void tui_vterm_write(struct tui_vterm *, const char *data, size_t len);
 
+/* ---- the dashboard (tui-dash.c and the rest) ---- */
+
+struct session_ctx;
+
+struct tui_opts {
+	const char *agent;        /* NULL: [ui] default_agent, else shell */
+	const char *dir;          /* NULL: the current dir */
+	char *const *command;     /* NULL: the agent's */
+};
+
+/**
+ * Runs the dashboard on BASE until the user quits: takes over the
+ * terminal and starts the first session with OPTS. Every session has
+ * ended when it returns. Returns the exit code, or -1 with *CAUSE if it
+ * could not start at all.
+ */
+int tui_dashboard(struct event_base *base, struct session_ctx *ctx,
+    const struct tui_opts *opts, char **cause);
+
 /* ---- drawing (tui-render.c) ---- */
 
 /**

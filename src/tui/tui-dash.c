@@ -1,0 +1,823 @@
+/* The dashboard: the terminal, the loop's events, where each key goes, and what each frame draws. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "core/core.h"
+#include "session.h"
+#include "store/store.h"
+#include "tui-int.h"
+
+/* Below this the dashboard shows a message instead of itself. */
+#define TUI_MIN_SX 20
+#define TUI_MIN_SY 5
+/* How long a lone ESC may wait for the rest of a sequence. */
+#define TUI_ESC_US 50000
+/* How long a message stays in the status bar. */
+#define TUI_MESSAGE_SEC 5
+
+void
+tui_redraw(struct tui *t)
+{
+	if (t->frames != NULL)
+		tui_frames_schedule(t->frames);
+}
+
+static void
+tui_message_expire(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+
+	free(t->message);
+	t->message = NULL;
+	tui_redraw(t);
+}
+
+void
+tui_message(struct tui *t, bool alert, const char *fmt, ...)
+{
+	struct timeval tv = { TUI_MESSAGE_SEC, 0 };
+	va_list ap;
+
+	free(t->message);
+	va_start(ap, fmt);
+	if (vasprintf(&t->message, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	t->message_alert = alert;
+	evtimer_add(t->msg_ev, &tv);
+	tui_redraw(t);
+}
+
+struct tui_pane *
+tui_pane_by_num(struct tui *t, int num)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->num == num)
+			return t->panes[i];
+	}
+	return NULL;
+}
+
+struct tui_pane *
+tui_focus_pane(struct tui *t)
+{
+	if (t->layout == NULL)
+		return NULL;
+	return tui_pane_by_num(t, tui_layout_focus(t->layout));
+}
+
+enum tui_view
+tui_view_top(const struct tui *t)
+{
+	return t->nviews == 0 ? TUI_VIEW_PANES : t->views[t->nviews - 1];
+}
+
+void
+tui_view_push(struct tui *t, enum tui_view v)
+{
+	if (tui_view_top(t) == v)
+		return;
+	if (t->nviews == nitems(t->views))
+		memmove(t->views, t->views + 1, (t->nviews - 1) * sizeof *t->views);
+	else
+		t->nviews++;
+	t->views[t->nviews - 1] = v;
+	tui_screen_invalidate(t->scr);
+	tui_redraw(t);
+}
+
+void
+tui_view_pop(struct tui *t)
+{
+	size_t i;
+
+	if (t->nviews > 0)
+		t->nviews--;
+	if (tui_view_top(t) == TUI_VIEW_PANES) {
+		/* The panes were covered: all of them draw afresh. */
+		for (i = 0; i < t->npanes; i++)
+			t->panes[i]->redraw = true;
+	}
+	tui_redraw(t);
+}
+
+/* The rows the panes (or a view) get: all but the status and prompt bars. */
+static struct tui_rect
+tui_area(const struct tui *t)
+{
+	struct tui_rect r = { 0, 0, t->sx, t->sy - 1 };
+
+	if (t->nprompts > 0 && r.sy > 1)
+		r.sy--;
+	return r;
+}
+
+/* Recomputes where every pane goes and tells each its size. */
+static void
+tui_relayout(struct tui *t)
+{
+	struct tui_rect area = tui_area(t), r;
+	int shown[64];
+	size_t n, i;
+	bool titled;
+
+	t->relayout = false;
+	t->too_small = t->sx < TUI_MIN_SX || t->sy < TUI_MIN_SY;
+	for (i = 0; i < t->npanes; i++)
+		t->panes[i]->shown = false;
+	if (t->layout == NULL || t->too_small)
+		return;
+	if (!tui_layout_apply(t->layout, area.x, area.y, area.sx, area.sy)) {
+		t->too_small = true;
+		return;
+	}
+	n = tui_layout_panes(t->layout, shown, nitems(shown));
+	titled = n > 1;
+	for (i = 0; i < n && i < nitems(shown); i++) {
+		struct tui_pane *wp = tui_pane_by_num(t, shown[i]);
+
+		if (wp != NULL && tui_layout_rect(t->layout, shown[i], &r))
+			tui_pane_place(wp, &r, titled);
+	}
+	tui_screen_invalidate(t->scr);
+}
+
+static void
+tui_draw_small(struct tui *t)
+{
+	struct tui_rect all = { 0, 0, t->sx, t->sy };
+
+	tui_screen_fill(t->scr, &all, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->scr, 0, 0, t->sx, TUI_STYLE_ALERT,
+	    "terminal too small (%ux%u)", t->sx, t->sy);
+	if (t->sy > 1)
+		tui_screen_printf(t->scr, 0, 1, t->sx, TUI_STYLE_NORMAL,
+		    "need at least %dx%d", TUI_MIN_SX, TUI_MIN_SY);
+	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+}
+
+static void
+tui_draw_borders(struct tui *t)
+{
+	struct tui_rect b[64];
+	size_t n = tui_layout_borders(t->layout, b, nitems(b)), i;
+
+	for (i = 0; i < n && i < nitems(b); i++)
+		tui_screen_border(t->scr, &b[i], TUI_STYLE_BORDER);
+}
+
+/* Draws the panes (what changed in them) and places the cursor. */
+static void
+tui_draw_panes(struct tui *t)
+{
+	struct tui_pane *focus = tui_focus_pane(t), *wp;
+	struct tui_rect area = tui_area(t);
+	unsigned cx, cy;
+	size_t i, shown = 0;
+
+	if (t->layout == NULL) {
+		tui_screen_fill(t->scr, &area, TUI_STYLE_NORMAL);
+		tui_screen_print(t->scr, 1, 1, area.sx - 1, TUI_STYLE_DIM,
+		    "no sessions: press the prefix key, then c to start one");
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+		return;
+	}
+	for (i = 0; i < t->npanes; i++)
+		shown += t->panes[i]->shown;
+	tui_draw_borders(t);
+	for (i = 0; i < t->npanes; i++) {
+		wp = t->panes[i];
+		if (wp->shown)
+			tui_pane_draw(wp, wp == focus, shown > 1);
+	}
+	if (focus == NULL || !focus->shown || focus->exited ||
+	    focus->offset != 0 || t->prompt_focus ||
+	    !tui_vterm_cursor_visible(focus->vt)) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+		return;
+	}
+	tui_vterm_cursor(focus->vt, &cx, &cy);
+	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
+	    tui_vterm_cursor_shape(focus->vt));
+}
+
+static void
+tui_draw_view(struct tui *t)
+{
+	struct tui_rect area = tui_area(t);
+
+	switch (tui_view_top(t)) {
+	case TUI_VIEW_PANES:
+		tui_draw_panes(t);
+		return;
+	case TUI_VIEW_REQUESTS:
+		tui_requests_draw(t, &area);
+		break;
+	case TUI_VIEW_HISTORY:
+		tui_history_draw(t, &area);
+		break;
+	case TUI_VIEW_SESSION:
+		tui_session_draw(t, &area);
+		break;
+	case TUI_VIEW_TEXT:
+		tui_text_draw(t, &area);
+		break;
+	case TUI_VIEW_HELP:
+		tui_help_draw(t, &area);
+		break;
+	}
+	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+}
+
+/* One frame: called at most ~60 times a second, and only after a change. */
+static void
+tui_draw(void *arg)
+{
+	struct tui *t = arg;
+
+	if (t->relayout)
+		tui_relayout(t);
+	if (t->too_small)
+		tui_draw_small(t);
+	else {
+		tui_draw_view(t);
+		if (t->nprompts > 0)
+			tui_prompt_draw(t, t->sy - 2);
+		tui_status_draw(t, t->sy - 1);
+		tui_dialog_draw(t);
+	}
+	tui_screen_flush(t->scr);
+}
+
+void
+tui_quit(struct tui *t)
+{
+	size_t i;
+
+	t->quitting = true;
+	/* Every jail goes down now, not whenever the process exits. */
+	for (i = 0; i < t->npanes; i++)
+		tui_pane_close(t->panes[i]);
+	event_base_loopexit(t->base, NULL);
+}
+
+static void
+tui_quit_confirmed(struct tui *t, void *arg)
+{
+	tui_quit(t);
+}
+
+static size_t
+tui_running(const struct tui *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->s != NULL && !t->panes[i]->exited)
+			n++;
+	}
+	return n;
+}
+
+static void
+tui_ask_quit(struct tui *t)
+{
+	char *q;
+	size_t n = tui_running(t);
+
+	if (n == 0) {
+		tui_quit(t);
+		return;
+	}
+	q = xprintf("Quit? %zu session%s still running will be stopped.", n,
+	    n == 1 ? " is" : "s are");
+	tui_confirm(t, q, tui_quit_confirmed, NULL);
+	free(q);
+}
+
+static void
+tui_close_confirmed(struct tui *t, void *arg)
+{
+	struct tui_pane *wp = tui_pane_by_num(t, (int)(intptr_t)arg);
+
+	if (wp != NULL && wp->s != NULL && !wp->exited) {
+		session_terminate(wp->s);
+		tui_message(t, false, "stopping session %d", wp->num);
+	}
+}
+
+/* Takes pane WP off the screen and out of the list. */
+static void
+tui_remove_pane(struct tui *t, struct tui_pane *wp)
+{
+	size_t i;
+	struct tui_pane *hidden = NULL;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i] != wp && (t->layout == NULL ||
+		    !tui_layout_contains(t->layout, t->panes[i]->num))) {
+			hidden = t->panes[i];
+			break;
+		}
+	}
+	if (t->layout != NULL) {
+		if (hidden != NULL)
+			tui_layout_replace(t->layout, wp->num, hidden->num);
+		else if (!tui_layout_remove(t->layout, wp->num)) {
+			tui_layout_free(t->layout);
+			t->layout = NULL;
+		}
+	}
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i] == wp) {
+			memmove(t->panes + i, t->panes + i + 1,
+			    (t->npanes - i - 1) * sizeof *t->panes);
+			t->npanes--;
+			break;
+		}
+	}
+	tui_prompt_drop_pane(t, wp);
+	tui_pane_free(wp);
+	t->relayout = true;
+	tui_redraw(t);
+}
+
+static void
+tui_ask_close(struct tui *t)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	char *q;
+
+	if (wp == NULL)
+		return;
+	if (wp->s == NULL || wp->exited) {
+		tui_remove_pane(t, wp);
+		return;
+	}
+	q = xprintf("Close session %d (%s)? Its jail is killed.", wp->num,
+	    wp->agent);
+	tui_confirm(t, q, tui_close_confirmed, (void *)(intptr_t)wp->num);
+	free(q);
+}
+
+/* Shows pane NUM in the focused place (or focuses it where it is). */
+static void
+tui_select(struct tui *t, int num)
+{
+	struct tui_pane *wp = tui_pane_by_num(t, num);
+
+	if (wp == NULL) {
+		tui_message(t, false, "no session %d", num);
+		return;
+	}
+	if (t->layout == NULL)
+		t->layout = tui_layout_create(num);
+	else if (!tui_layout_set_focus(t->layout, num))
+		tui_layout_replace(t->layout, tui_layout_focus(t->layout), num);
+	tui_layout_set_focus(t->layout, num);
+	while (tui_view_top(t) != TUI_VIEW_PANES)
+		tui_view_pop(t);
+	t->relayout = true;
+	tui_redraw(t);
+}
+
+/* The next (or previous) pane in number order from the focused one. */
+static void
+tui_cycle(struct tui *t, int dir)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+	size_t i, at = 0;
+
+	if (t->npanes == 0)
+		return;
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i] == focus)
+			at = i;
+	}
+	at = (at + t->npanes + (size_t)(dir > 0 ? 1 : -1)) % t->npanes;
+	tui_select(t, t->panes[at]->num);
+}
+
+static void
+tui_split(struct tui *t, bool side)
+{
+	size_t i;
+
+	if (t->layout == NULL)
+		return;
+	for (i = 0; i < t->npanes; i++) {
+		if (tui_layout_contains(t->layout, t->panes[i]->num))
+			continue;
+		if (!tui_layout_split(t->layout, t->panes[i]->num, side))
+			tui_message(t, false, tui_layout_zoomed(t->layout) ?
+			    "unzoom first (prefix z)" : "no room to split");
+		t->relayout = true;
+		tui_redraw(t);
+		return;
+	}
+	tui_message(t, false, "every session is shown already; prefix c "
+	    "starts another");
+}
+
+static void
+tui_open_focused(struct tui *t, enum tui_action act)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	char *argv[5], id[32];
+
+	if (wp == NULL || wp->id <= 0) {
+		tui_message(t, false, "no session to show");
+		return;
+	}
+	snprintf(id, sizeof id, "%lld", (long long)wp->id);
+	if (act == TUI_ACT_SNAPSHOTS) {
+		tui_session_open(t, wp->id);
+		return;
+	}
+	argv[0] = (char *)(act == TUI_ACT_DIFF ? "diff" : "confdiff");
+	argv[1] = id;
+	argv[2] = NULL;
+	tui_text_run(t, act == TUI_ACT_DIFF ? "project diff" : "config diff",
+	    argv, true);
+}
+
+static void
+tui_toggle_view(struct tui *t, enum tui_view v)
+{
+	if (tui_view_top(t) == v)
+		tui_view_pop(t);
+	else if (v == TUI_VIEW_HISTORY)
+		tui_history_open(t);
+	else
+		tui_view_push(t, v);
+}
+
+static void
+tui_action(struct tui *t, const struct tui_binding *b)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	struct tui_key prefix = { .code = (uint32_t)t->km.prefix_key };
+
+	switch (b->action) {
+	case TUI_ACT_NEW:
+		tui_new_session(t);
+		break;
+	case TUI_ACT_CLOSE:
+		tui_ask_close(t);
+		break;
+	case TUI_ACT_NEXT:
+	case TUI_ACT_PREV:
+		tui_cycle(t, b->action == TUI_ACT_NEXT ? 1 : -1);
+		break;
+	case TUI_ACT_SELECT:
+		tui_select(t, b->arg == 0 ? 10 : b->arg);
+		break;
+	case TUI_ACT_ZOOM:
+		if (t->layout != NULL)
+			tui_layout_set_zoom(t->layout,
+			    !tui_layout_zoomed(t->layout));
+		t->relayout = true;
+		tui_redraw(t);
+		break;
+	case TUI_ACT_SPLIT_H:
+	case TUI_ACT_SPLIT_V:
+		tui_split(t, b->action == TUI_ACT_SPLIT_H);
+		break;
+	case TUI_ACT_FOCUS:
+		if (t->layout != NULL &&
+		    tui_layout_focus_dir(t->layout, (enum tui_dir)b->arg))
+			tui_redraw(t);
+		break;
+	case TUI_ACT_REQUESTS:
+		tui_toggle_view(t, TUI_VIEW_REQUESTS);
+		break;
+	case TUI_ACT_HISTORY:
+		tui_toggle_view(t, TUI_VIEW_HISTORY);
+		break;
+	case TUI_ACT_HELP:
+		tui_toggle_view(t, TUI_VIEW_HELP);
+		break;
+	case TUI_ACT_SNAPSHOTS:
+	case TUI_ACT_DIFF:
+	case TUI_ACT_CONFDIFF:
+		tui_open_focused(t, b->action);
+		break;
+	case TUI_ACT_PROMPTS:
+		if (t->nprompts == 0)
+			tui_message(t, false, "no prompts are waiting");
+		else
+			tui_prompt_focus(t, true);
+		break;
+	case TUI_ACT_SCROLLBACK:
+		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES) {
+			wp->scrollback = true;
+			tui_pane_scroll(wp, (int)(wp->r.sy / 2));
+		}
+		break;
+	case TUI_ACT_QUIT:
+		tui_ask_quit(t);
+		break;
+	case TUI_ACT_SEND_PREFIX:
+		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
+			tui_vterm_key(wp->vt, &prefix);
+		break;
+	case TUI_ACT_REDRAW:
+		tui_screen_invalidate(t->scr);
+		t->relayout = true;
+		tui_redraw(t);
+		break;
+	}
+}
+
+/* Keys for whatever covers the panes; false if it did not want the key. */
+static bool
+tui_view_key(struct tui *t, const struct tui_key *k)
+{
+	switch (tui_view_top(t)) {
+	case TUI_VIEW_PANES:
+		return false;
+	case TUI_VIEW_REQUESTS:
+		return tui_requests_key(t, k);
+	case TUI_VIEW_HISTORY:
+		return tui_history_key(t, k);
+	case TUI_VIEW_SESSION:
+		return tui_session_key(t, k);
+	case TUI_VIEW_TEXT:
+		return tui_text_key(t, k);
+	case TUI_VIEW_HELP:
+		return tui_help_key(t, k);
+	}
+	return false;
+}
+
+/* A key for the focused pane: to the program, or, once it ended, r/x. */
+static void
+tui_pane_key(struct tui *t, const struct tui_key *k)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	struct tui_input in = { .type = TUI_INPUT_KEY, .key = *k };
+
+	if (wp == NULL)
+		return;
+	if (wp->exited || wp->s == NULL) {
+		if (k->code == 'r')
+			tui_pane_restart(wp);
+		else if (k->code == 'x')
+			tui_remove_pane(t, wp);
+		return;
+	}
+	if (wp->scrollback && tui_pane_scroll_key(wp, k))
+		return;
+	tui_pane_input(wp, &in);
+}
+
+static void
+tui_key(struct tui *t, const struct tui_key *k)
+{
+	const struct tui_binding *b;
+
+	if (t->dialog != TUI_DIALOG_NONE) {
+		tui_dialog_key(t, k);
+		return;
+	}
+	if (t->prompt_focus && tui_prompt_key(t, k))
+		return;
+	if (t->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
+		tui_requests_key(t, k);
+		return;
+	}
+	switch (tui_keys_dispatch(&t->km, k, &b)) {
+	case TUI_DISPATCH_PREFIX:
+		return;
+	case TUI_DISPATCH_ACTION:
+		tui_action(t, b);
+		return;
+	case TUI_DISPATCH_UNBOUND:
+		tui_message(t, false, "%s: no such command (prefix ? lists "
+		    "them)", tui_keys_name(k));
+		return;
+	case TUI_DISPATCH_PANE:
+		break;
+	}
+	if (!tui_view_key(t, k) && tui_view_top(t) == TUI_VIEW_PANES)
+		tui_pane_key(t, k);
+}
+
+static void
+tui_mouse(struct tui *t, const struct tui_mouse *m)
+{
+	struct tui_input in = { .type = TUI_INPUT_MOUSE, .mouse = *m };
+	struct tui_pane *wp;
+	int num;
+
+	if (t->dialog != TUI_DIALOG_NONE || t->too_small)
+		return;
+	if (t->nprompts > 0 && m->y == t->sy - 2) {
+		if (m->type == TUI_MOUSE_PRESS)
+			tui_prompt_click(t, m->x);
+		return;
+	}
+	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL)
+		return;
+	if ((num = tui_layout_pane_at(t->layout, m->x, m->y)) == -1 ||
+	    (wp = tui_pane_by_num(t, num)) == NULL)
+		return;
+	if (m->type == TUI_MOUSE_PRESS && num != tui_layout_focus(t->layout)) {
+		tui_layout_set_focus(t->layout, num);
+		tui_redraw(t);
+	}
+	if (m->y < wp->r.y)
+		return;           /* the pane's title */
+	in.mouse.x = m->x - wp->r.x;
+	in.mouse.y = m->y - wp->r.y;
+	tui_pane_input(wp, &in);
+}
+
+static void
+tui_paste(struct tui *t, const char *data, size_t len)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
+	    .pastelen = len };
+
+	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || wp == NULL ||
+	    tui_view_top(t) != TUI_VIEW_PANES)
+		return;
+	tui_pane_input(wp, &in);
+}
+
+static void
+tui_dash_input(void *arg, const struct tui_input *in)
+{
+	struct tui *t = arg;
+
+	switch (in->type) {
+	case TUI_INPUT_KEY:
+		tui_key(t, &in->key);
+		break;
+	case TUI_INPUT_MOUSE:
+		tui_mouse(t, &in->mouse);
+		break;
+	case TUI_INPUT_PASTE:
+		tui_paste(t, in->paste, in->pastelen);
+		break;
+	}
+}
+
+static void
+tui_escape_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+
+	tui_keys_flush(t->keys, tui_dash_input, t);
+}
+
+static void
+tui_stdin_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+	struct timeval tv = { 0, TUI_ESC_US };
+	char buf[8192];
+	ssize_t n;
+
+	n = read(fd, buf, sizeof buf);
+	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
+		/* The terminal went away: nobody is left to answer anything. */
+		tui_quit(t);
+		return;
+	}
+	if (n > 0 && tui_keys_parse(t->keys, buf, (size_t)n, tui_dash_input, t))
+		evtimer_add(t->esc_ev, &tv);
+}
+
+static void
+tui_winch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+
+	tui_screen_resize(t->scr);
+	tui_screen_size(t->scr, &t->sx, &t->sy);
+	t->relayout = true;
+	tui_redraw(t);
+}
+
+static void
+tui_signal_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+
+	t->exit_code = 128 + (int)fd;
+	tui_quit(t);
+}
+
+static void
+tui_events(struct tui *t)
+{
+	util_set_nonblock(STDIN_FILENO);
+	t->stdin_ev = event_new(t->base, STDIN_FILENO, EV_READ | EV_PERSIST,
+	    tui_stdin_cb, t);
+	t->esc_ev = evtimer_new(t->base, tui_escape_cb, t);
+	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
+	t->winch_ev = evsignal_new(t->base, SIGWINCH, tui_winch_cb, t);
+	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
+	t->hup_ev = evsignal_new(t->base, SIGHUP, tui_signal_cb, t);
+	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
+	if (t->stdin_ev == NULL || t->esc_ev == NULL || t->msg_ev == NULL ||
+	    t->winch_ev == NULL || t->term_ev == NULL || t->hup_ev == NULL ||
+	    t->int_ev == NULL)
+		fatalx("cannot create the dashboard's events");
+	event_add(t->stdin_ev, NULL);
+	event_add(t->winch_ev, NULL);
+	event_add(t->term_ev, NULL);
+	event_add(t->hup_ev, NULL);
+	event_add(t->int_ev, NULL);
+}
+
+static void
+tui_free(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++)
+		tui_pane_free(t->panes[i]);
+	free(t->panes);
+	tui_prompt_free_all(t);
+	tui_requests_free_all(t);
+	tui_history_free(t);
+	tui_text_free(t->text);
+	tui_dialog_free(t);
+	tui_layout_free(t->layout);
+	tui_keys_free(t->keys);
+	tui_frames_free(t->frames);
+	if (t->stdin_ev != NULL) {
+		event_free(t->stdin_ev);
+		event_free(t->esc_ev);
+		event_free(t->msg_ev);
+		event_free(t->winch_ev);
+		event_free(t->term_ev);
+		event_free(t->hup_ev);
+		event_free(t->int_ev);
+	}
+	free(t->message);
+	buf_free(&t->req_filter.text);
+	tui_screen_close(t->scr);
+	free(t);
+}
+
+/* Logged warnings would scribble over the screen: they go to the status bar. */
+static void
+tui_log_hook(enum log_level level, const char *msg, void *arg)
+{
+	struct tui *t = arg;
+
+	if (level <= LOG_LEVEL_WARN)
+		tui_message(t, level == LOG_LEVEL_ERROR, "%s", msg);
+}
+
+int
+tui_dashboard(struct event_base *base, struct session_ctx *ctx,
+    const struct tui_opts *opts, char **cause)
+{
+	struct tui *t = xcalloc(1, sizeof *t);
+	struct tui_pane *wp;
+	int rc;
+
+	t->base = base;
+	t->ctx = ctx;
+	t->cf = session_ctx_config(ctx);
+	t->st = session_ctx_store(ctx);
+	t->km.prefix_key = t->cf->ui.prefix_key;
+	t->req_follow = true;
+	buf_init(&t->req_filter.text);
+	if ((t->scr = tui_screen_open(t->cf->ui.color, cause)) == NULL) {
+		free(t);
+		return -1;
+	}
+	tui_screen_size(t->scr, &t->sx, &t->sy);
+	t->keys = tui_keys_create();
+	t->frames = tui_frames_create(base, tui_draw, t);
+	tui_events(t);
+	log_set_hook(tui_log_hook, t);
+	if ((wp = tui_pane_start(t, opts->agent, opts->dir, opts->command,
+	    cause)) == NULL) {
+		log_set_hook(NULL, NULL);
+		tui_free(t);
+		return -1;
+	}
+	t->layout = tui_layout_create(wp->num);
+	t->relayout = true;
+	tui_redraw(t);
+	event_base_dispatch(base);
+	log_set_hook(NULL, NULL);
+	rc = t->exit_code;
+	tui_free(t);
+	return rc;
+}

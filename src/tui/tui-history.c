@@ -1,0 +1,271 @@
+/* History: past sessions from the store, and one session's snapshots, decisions and requests, with diff and undo. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "store/store.h"
+#include "tui-int.h"
+
+void
+tui_history_free(struct tui *t)
+{
+	store_session_list_free(t->hist, t->nhist);
+	t->hist = NULL;
+	t->nhist = 0;
+	store_snapshot_list_free(t->snaps, t->nsnaps);
+	t->snaps = NULL;
+	t->nsnaps = 0;
+}
+
+void
+tui_history_open(struct tui *t)
+{
+	store_flush(t->st);
+	store_session_list_free(t->hist, t->nhist);
+	t->hist = store_session_list(t->st, true, &t->nhist);
+	t->hist_sel = t->hist_top = 0;
+	tui_view_push(t, TUI_VIEW_HISTORY);
+}
+
+static const char *
+tui_history_base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
+}
+
+/* "0", "signal 9", "running", "crashed" ... */
+static const char *
+tui_history_exit(const struct store_session *ss, char *buf, size_t len)
+{
+	if (ss->ended_at == 0 || strcmp(ss->state, "running") == 0)
+		return "running";
+	if (!ss->has_exit)
+		return ss->state;
+	if (ss->exit_status > 128)
+		snprintf(buf, len, "signal %d", ss->exit_status - 128);
+	else
+		snprintf(buf, len, "%d", ss->exit_status);
+	return buf;
+}
+
+static void
+tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
+    unsigned sx, bool selected)
+{
+	char start[32], dur[16], ex[32];
+	enum tui_style style = selected ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL;
+	unsigned x;
+
+	util_fmt_time(start, sizeof start, ss->started_at);
+	if (ss->ended_at != 0)
+		util_fmt_duration(dur, sizeof dur, ss->ended_at - ss->started_at);
+	else
+		snprintf(dur, sizeof dur, "-");
+	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(t->scr, 0, y, sx, style,
+	    "%5lld %-10.10s %-18.18s %s %7s %-9.9s %5lld %5lld %5lld",
+	    (long long)ss->id, ss->agent != NULL ? ss->agent : "-",
+	    tui_history_base(ss->project != NULL ? ss->project : "-"), start,
+	    dur, tui_history_exit(ss, ex, sizeof ex),
+	    (long long)(ss->nrequests - ss->ndenied), (long long)ss->ndenied,
+	    (long long)ss->files_changed);
+	if (ss->unsafe != NULL && x + 2 < sx)
+		tui_screen_printf(t->scr, x + 1, y, sx - x - 1, TUI_STYLE_ALERT,
+		    "UNSAFE %s", ss->unsafe);
+}
+
+void
+tui_history_draw(struct tui *t, const struct tui_rect *area)
+{
+	size_t rows = area->sy > 3 ? area->sy - 3 : 1, i;
+	unsigned y;
+
+	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	    " history: %zu sessions, newest first", t->nhist);
+	tui_screen_print(t->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	    "   id agent      project            started             "
+	    "duration exit      allow  deny files");
+	if (t->hist_sel < t->hist_top)
+		t->hist_top = t->hist_sel;
+	if (t->hist_sel >= t->hist_top + rows)
+		t->hist_top = t->hist_sel - rows + 1;
+	for (i = t->hist_top, y = area->y + 2; i < t->nhist && y < area->y + 2 +
+	    rows; i++, y++)
+		tui_history_row(t, t->hist[i], y, area->sx, i == t->hist_sel);
+	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+	    TUI_STYLE_DIM, " up/down move  Enter open  Esc back");
+}
+
+bool
+tui_history_key(struct tui *t, const struct tui_key *k)
+{
+	if (k->code == 0x1b || k->code == 'q')
+		tui_view_pop(t);
+	else if (k->code == '\r' && t->hist_sel < t->nhist)
+		tui_session_open(t, t->hist[t->hist_sel]->id);
+	else if (!tui_list_key(k, t->nhist, 10, &t->hist_sel))
+		return false;
+	tui_redraw(t);
+	return true;
+}
+
+void
+tui_session_open(struct tui *t, int64_t id)
+{
+	store_flush(t->st);
+	t->detail = id;
+	store_snapshot_list_free(t->snaps, t->nsnaps);
+	t->snaps = store_snapshot_list(t->st, id, &t->nsnaps);
+	t->snap_sel = t->nsnaps > 0 ? t->nsnaps - 1 : 0;
+	tui_view_push(t, TUI_VIEW_SESSION);
+}
+
+/* The session's summary and its latest decisions and requests, as lines. */
+static void
+tui_session_lines(struct tui *t, struct strv *out)
+{
+	struct store_session *ss = store_session_get(t->st, t->detail);
+	struct store_decision **d;
+	struct store_request **r;
+	struct store_request_filter f = { .session_id = t->detail };
+	char when[32], ex[32];
+	size_t nd, nr, i;
+
+	if (ss == NULL) {
+		strv_addf(out, "session %lld is not in the store",
+		    (long long)t->detail);
+		return;
+	}
+	util_fmt_time(when, sizeof when, ss->started_at);
+	strv_addf(out, "session %lld: %s in %s, started %s, %s", (long long)ss->id,
+	    ss->agent, ss->project, when, tui_history_exit(ss, ex, sizeof ex));
+	strv_addf(out, "requests %lld (denied %lld), files changed %lld%s%s",
+	    (long long)ss->nrequests, (long long)ss->ndenied,
+	    (long long)ss->files_changed, ss->unsafe != NULL ? ", UNSAFE: " :
+	    "", ss->unsafe != NULL ? ss->unsafe : "");
+	d = store_decision_list(t->st, t->detail, &nd);
+	strv_addf(out, "decisions: %zu", nd);
+	for (i = nd > 5 ? nd - 5 : 0; i < nd; i++)
+		strv_addf(out, "  %s %s %s:%d (%s, by %s)", d[i]->answer,
+		    d[i]->scope, d[i]->host, d[i]->port, d[i]->method != NULL ?
+		    d[i]->method : "any method", d[i]->by);
+	store_decision_list_free(d, nd);
+	r = store_request_list(t->st, &f, &nr);
+	strv_addf(out, "requests: %zu (the last ones)", nr);
+	for (i = nr > 8 ? nr - 8 : 0; i < nr; i++)
+		strv_addf(out, "  %-5s %-6s %s:%d%s %d", r[i]->decision,
+		    r[i]->method, r[i]->host, r[i]->port, r[i]->path != NULL ?
+		    r[i]->path : "", r[i]->status);
+	store_request_list_free(r, nr);
+	store_session_free(ss);
+}
+
+void
+tui_session_draw(struct tui *t, const struct tui_rect *area)
+{
+	struct strv lines;
+	struct store_snapshot *sn;
+	char when[32];
+	size_t i;
+	unsigned y = area->y;
+
+	strv_init(&lines);
+	tui_session_lines(t, &lines);
+	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	for (i = 0; i < lines.n && y + 2 < area->y + area->sy; i++, y++)
+		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
+		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
+	strv_free(&lines);
+	tui_screen_printf(t->scr, 0, y++, area->sx, TUI_STYLE_DIM,
+	    "snapshots: %zu", t->nsnaps);
+	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
+		sn = t->snaps[i];
+		util_fmt_time(when, sizeof when, sn->created_at);
+		tui_screen_printf(t->scr, 0, y, area->sx, i == t->snap_sel ?
+		    TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
+		    "  %s %-7s %-10.10s files %-4lld %s", when, sn->kind,
+		    sn->commit != NULL ? sn->commit : "-",
+		    (long long)sn->files_changed, sn->label != NULL ? sn->label :
+		    "");
+	}
+	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+	    TUI_STYLE_DIM, " d diff  Enter diff from snapshot  u undo to "
+	    "snapshot  g config diff  a apply config  Esc back");
+}
+
+static void
+tui_session_run(struct tui *t, const char *title, const char *cmd,
+    const char *opt, const char *optval, bool diff)
+{
+	char id[32];
+	char *argv[6] = { (char *)cmd, id, NULL, NULL, NULL, NULL };
+
+	snprintf(id, sizeof id, "%lld", (long long)t->detail);
+	if (opt != NULL) {
+		argv[2] = (char *)opt;
+		argv[3] = (char *)optval;
+	}
+	tui_text_run(t, title, argv, diff);
+}
+
+static void
+tui_session_undo(struct tui *t, void *arg)
+{
+	if (t->snap_sel < t->nsnaps)
+		tui_session_run(t, "undo", "undo", "--to",
+		    t->snaps[t->snap_sel]->commit, false);
+}
+
+static void
+tui_session_apply(struct tui *t, void *arg)
+{
+	tui_session_run(t, "config changes applied", "confdiff", "--apply", NULL,
+	    false);
+}
+
+bool
+tui_session_key(struct tui *t, const struct tui_key *k)
+{
+	struct store_snapshot *sn = t->snap_sel < t->nsnaps ?
+	    t->snaps[t->snap_sel] : NULL;
+	char *q;
+
+	switch (k->code) {
+	case 0x1b:
+	case 'q':
+		tui_view_pop(t);
+		break;
+	case 'd':
+		tui_session_run(t, "project diff", "diff", NULL, NULL, true);
+		break;
+	case 'g':
+		tui_session_run(t, "config diff", "confdiff", NULL, NULL, true);
+		break;
+	case 'a':
+		tui_confirm(t, "Apply this session's config changes to your "
+		    "real config dirs?", tui_session_apply, NULL);
+		break;
+	case '\r':
+		if (sn != NULL && sn->commit != NULL)
+			tui_session_run(t, "diff from snapshot", "diff", "--from",
+			    sn->commit, true);
+		break;
+	case 'u':
+		if (sn == NULL || sn->commit == NULL)
+			break;
+		q = xprintf("Undo: put the project back as it was at snapshot "
+		    "%.10s (%s)? The present is snapshotted first.", sn->commit,
+		    sn->kind);
+		tui_confirm(t, q, tui_session_undo, NULL);
+		free(q);
+		break;
+	default:
+		if (!tui_list_key(k, t->nsnaps, 5, &t->snap_sel))
+			return false;
+	}
+	tui_redraw(t);
+	return true;
+}

@@ -1,0 +1,419 @@
+/* One session in a pane: its session's events, its terminal, its size, drawing it, its scrollback. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "session.h"
+#include "store/store.h"
+#include "tui-int.h"
+
+/* Lines one turn of the mouse wheel scrolls. */
+#define TUI_WHEEL_LINES 3
+
+static bool
+tui_pane_visible(const struct tui_pane *wp)
+{
+	return wp->shown && tui_view_top(wp->t) == TUI_VIEW_PANES;
+}
+
+static void
+tui_pane_output(void *arg, struct session *s, int stream, const char *data,
+    size_t len)
+{
+	struct tui_pane *wp = arg;
+
+	tui_vterm_feed(wp->vt, data, len);
+	if (tui_vterm_bells(wp->vt) != wp->bells_seen) {
+		wp->bells = tui_vterm_bells(wp->vt) - wp->bells_seen;
+		tui_redraw(wp->t);
+	}
+	if (tui_pane_visible(wp))
+		tui_redraw(wp->t);
+}
+
+static void
+tui_pane_exited(void *arg, struct session *s, int status)
+{
+	struct tui_pane *wp = arg;
+
+	wp->exited = true;
+	wp->status = status;
+	wp->redraw = true;
+	tui_prompt_drop_pane(wp->t, wp);
+	tui_message(wp->t, status != 0, "session %d (%s) exited with status %d",
+	    wp->num, wp->agent, status);
+}
+
+static void
+tui_pane_request(void *arg, struct session *s, const struct store_request *r,
+    bool done)
+{
+	struct tui_pane *wp = arg;
+
+	tui_requests_event(wp->t, wp, r, done);
+}
+
+static void
+tui_pane_ask(void *arg, struct session *s, const struct session_ask *a)
+{
+	struct tui_pane *wp = arg;
+
+	tui_prompt_ask(wp->t, wp, a);
+}
+
+static void
+tui_pane_answered(void *arg, struct session *s, uint64_t id,
+    const char *answer, const char *by)
+{
+	struct tui_pane *wp = arg;
+
+	tui_prompt_answered(wp->t, wp, id, answer, by);
+}
+
+static void
+tui_pane_notice(void *arg, struct session *s, const char *level,
+    const char *message)
+{
+	struct tui_pane *wp = arg;
+	bool alert = strcmp(level, "alert") == 0;
+
+	if (alert)
+		wp->alert = true;
+	tui_message(wp->t, alert || strcmp(level, "warn") == 0, "%d: %s",
+	    wp->num, message);
+}
+
+static const struct session_events tui_pane_events = {
+	.output = tui_pane_output,
+	.exited = tui_pane_exited,
+	.request = tui_pane_request,
+	.ask = tui_pane_ask,
+	.answered = tui_pane_answered,
+	.notice = tui_pane_notice,
+};
+
+/* What the terminal answers the program, and the keys typed for it. */
+static void
+tui_pane_write(void *arg, const char *data, size_t len)
+{
+	struct tui_pane *wp = arg;
+
+	if (wp->s != NULL && !wp->exited)
+		session_write(wp->s, data, len);
+}
+
+/* The lowest pane number not in use. */
+static int
+tui_pane_free_num(struct tui *t)
+{
+	int num;
+
+	for (num = 1; tui_pane_by_num(t, num) != NULL; num++)
+		;
+	return num;
+}
+
+/* The size a new pane starts with: the focused place, or the whole area. */
+static void
+tui_pane_start_size(struct tui *t, unsigned *sx, unsigned *sy)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+
+	if (focus != NULL && focus->shown) {
+		*sx = focus->r.sx;
+		*sy = focus->r.sy;
+		return;
+	}
+	*sx = t->sx;
+	*sy = t->sy > 2 ? t->sy - 1 : 1;
+}
+
+/* Starts WP's session (again, for a restart); false with *CAUSE. */
+static bool
+tui_pane_session(struct tui_pane *wp, char **cause)
+{
+	struct tui *t = wp->t;
+	struct session_opts o = { .kind = "dashboard", .on_unknown = -1,
+	    .pty = true, .listen_fd = -1 };
+	struct store_session *ss;
+	unsigned sx, sy;
+
+	sx = tui_grid_sx(tui_vterm_grid(wp->vt));
+	sy = tui_grid_sy(tui_vterm_grid(wp->vt));
+	o.agent = wp->agent;
+	o.dir = wp->dir;
+	o.command = wp->command.n > 0 ? wp->command.v : NULL;
+	o.rows = (unsigned short)sy;
+	o.cols = (unsigned short)sx;
+	if ((wp->s = session_start(t->ctx, &o, &tui_pane_events, wp,
+	    cause)) == NULL)
+		return false;
+	wp->id = session_id(wp->s);
+	free(wp->agent);
+	wp->agent = xstrdup(session_agent(wp->s));
+	free(wp->project);
+	wp->project = xstrdup(session_project(wp->s));
+	if ((ss = store_session_get(t->st, wp->id)) != NULL) {
+		free(wp->unsafe);
+		wp->unsafe = ss->unsafe != NULL ? xstrdup(ss->unsafe) : NULL;
+		store_session_free(ss);
+	}
+	wp->exited = false;
+	wp->status = 0;
+	return true;
+}
+
+struct tui_pane *
+tui_pane_start(struct tui *t, const char *agent, const char *dir,
+    char *const *command, char **cause)
+{
+	struct tui_pane *wp = xcalloc(1, sizeof *wp);
+	unsigned sx, sy;
+
+	wp->t = t;
+	wp->num = tui_pane_free_num(t);
+	wp->agent = agent != NULL ? xstrdup(agent) : NULL;
+	wp->dir = dir != NULL ? xstrdup(dir) : NULL;
+	strv_init(&wp->command);
+	for (; command != NULL && *command != NULL; command++)
+		strv_add(&wp->command, *command);
+	tui_pane_start_size(t, &sx, &sy);
+	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
+	    tui_pane_write, wp);
+	if (!tui_pane_session(wp, cause)) {
+		tui_pane_free(wp);
+		return NULL;
+	}
+	t->panes = xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
+	t->panes[t->npanes++] = wp;
+	wp->redraw = true;
+	return wp;
+}
+
+void
+tui_pane_close(struct tui_pane *wp)
+{
+	if (wp->s == NULL)
+		return;
+	session_free(wp->s);
+	wp->s = NULL;
+}
+
+void
+tui_pane_free(struct tui_pane *wp)
+{
+	if (wp == NULL)
+		return;
+	tui_pane_close(wp);
+	tui_vterm_free(wp->vt);
+	free(wp->agent);
+	free(wp->project);
+	free(wp->dir);
+	free(wp->unsafe);
+	strv_free(&wp->command);
+	free(wp);
+}
+
+void
+tui_pane_restart(struct tui_pane *wp)
+{
+	struct tui *t = wp->t;
+	unsigned sx = tui_grid_sx(tui_vterm_grid(wp->vt));
+	unsigned sy = tui_grid_sy(tui_vterm_grid(wp->vt));
+	char *cause = NULL;
+
+	tui_pane_close(wp);
+	tui_vterm_free(wp->vt);
+	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
+	    tui_pane_write, wp);
+	wp->offset = 0;
+	wp->scrollback = false;
+	wp->alert = false;
+	wp->bells = wp->bells_seen = 0;
+	wp->redraw = true;
+	if (!tui_pane_session(wp, &cause)) {
+		wp->exited = true;
+		wp->status = 127;
+		tui_message(t, true, "%s", cause);
+		free(cause);
+	}
+	tui_redraw(t);
+}
+
+void
+tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
+{
+	struct tui_rect r = *slot;
+
+	if (titled && r.sy > 1) {
+		r.y++;
+		r.sy--;
+	}
+	wp->shown = true;
+	wp->redraw = true;
+	if (r.sx == wp->r.sx && r.sy == wp->r.sy &&
+	    tui_grid_sx(tui_vterm_grid(wp->vt)) == r.sx) {
+		wp->r = r;
+		return;
+	}
+	wp->r = r;
+	tui_vterm_resize(wp->vt, r.sx, r.sy);
+	if (wp->s != NULL && !wp->exited)
+		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
+}
+
+const char *
+tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
+{
+	size_t i;
+
+	if (wp->s == NULL && !wp->exited)
+		snprintf(buf, len, "closed");
+	else if (wp->exited)
+		snprintf(buf, len, "exited %d", wp->status);
+	else {
+		snprintf(buf, len, "running");
+		for (i = 0; i < wp->t->nprompts; i++) {
+			if (wp->t->prompts[i]->pane == wp)
+				snprintf(buf, len, "waiting");
+		}
+	}
+	return buf;
+}
+
+static void
+tui_pane_title(struct tui_pane *wp, bool focused)
+{
+	struct tui_screen *scr = wp->t->scr;
+	struct tui_rect r = { wp->r.x, wp->r.y - 1, wp->r.sx, 1 };
+	enum tui_style style = focused ? TUI_STYLE_BAR_FOCUS : TUI_STYLE_TITLE;
+	char state[32];
+	unsigned x;
+
+	tui_screen_fill(scr, &r, style);
+	x = tui_screen_printf(scr, r.x, r.y, r.sx, style, " %d: %s  %s ",
+	    wp->num, wp->agent, tui_pane_state(wp, state, sizeof state));
+	if (*tui_vterm_title(wp->vt) != '\0' && x + 2 < r.sx)
+		tui_screen_print(scr, r.x + x, r.y, r.sx - x, style,
+		    tui_vterm_title(wp->vt));
+}
+
+/* The bar over a pane whose program ended. */
+static void
+tui_pane_banner(struct tui_pane *wp)
+{
+	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
+
+	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+	    " %s %d exited with status %d  --  r: restart  x: close ",
+	    wp->agent, wp->num, wp->status);
+}
+
+void
+tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
+{
+	struct tui_grid *gd = tui_vterm_grid(wp->vt);
+	uint64_t scrolled = tui_grid_scrolled(gd);
+	bool all = wp->redraw;
+
+	if (titled)
+		tui_pane_title(wp, focused);
+	if (wp->offset != 0) {
+		/* Output went on: keep looking at the same lines. */
+		wp->offset += (unsigned)(scrolled - wp->scrolled);
+		if (wp->offset > tui_grid_hsize(gd))
+			wp->offset = tui_grid_hsize(gd);
+		all = true;
+	}
+	wp->scrolled = scrolled;
+	if (all || tui_grid_is_dirty(gd))
+		tui_screen_draw_grid(wp->t->scr, gd, &wp->r, wp->offset,
+		    tui_vterm_reverse(wp->vt), all);
+	wp->redraw = false;
+	if (focused)
+		wp->bells_seen = tui_vterm_bells(wp->vt);
+	if (wp->offset != 0)
+		tui_screen_printf(wp->t->scr, wp->r.x + (wp->r.sx > 24 ?
+		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
+		    "[%u/%u] q: back", wp->offset, tui_grid_hsize(gd));
+	if (wp->exited)
+		tui_pane_banner(wp);
+}
+
+void
+tui_pane_scroll(struct tui_pane *wp, int lines)
+{
+	unsigned h = tui_grid_hsize(tui_vterm_grid(wp->vt));
+	long o = (long)wp->offset + lines;
+
+	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
+	wp->scrolled = tui_grid_scrolled(tui_vterm_grid(wp->vt));
+	if (wp->offset == 0)
+		wp->scrollback = false;
+	wp->redraw = true;
+	tui_redraw(wp->t);
+}
+
+bool
+tui_pane_scroll_key(struct tui_pane *wp, const struct tui_key *k)
+{
+	int page = (int)(wp->r.sy > 1 ? wp->r.sy - 1 : 1);
+
+	switch (k->code) {
+	case TUI_KEY_UP:
+	case 'k':
+		tui_pane_scroll(wp, 1);
+		return true;
+	case TUI_KEY_DOWN:
+	case 'j':
+		tui_pane_scroll(wp, -1);
+		return true;
+	case TUI_KEY_PAGEUP:
+	case 'b':
+		tui_pane_scroll(wp, page);
+		return true;
+	case TUI_KEY_PAGEDOWN:
+	case ' ':
+		tui_pane_scroll(wp, -page);
+		return true;
+	case TUI_KEY_HOME:
+	case 'g':
+		tui_pane_scroll(wp, (int)tui_grid_hsize(tui_vterm_grid(wp->vt)));
+		return true;
+	case TUI_KEY_END:
+	case 'G':
+	case 'q':
+	case 0x1b:
+		tui_pane_scroll(wp, -(int)wp->offset);
+		return true;
+	}
+	return true;
+}
+
+void
+tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
+{
+	if (wp->s == NULL || wp->exited)
+		return;
+	switch (in->type) {
+	case TUI_INPUT_KEY:
+		if (wp->offset != 0)
+			tui_pane_scroll(wp, -(int)wp->offset);
+		tui_vterm_key(wp->vt, &in->key);
+		break;
+	case TUI_INPUT_PASTE:
+		tui_vterm_paste(wp->vt, in->paste, in->pastelen);
+		break;
+	case TUI_INPUT_MOUSE:
+		if (tui_vterm_mouse(wp->vt, &in->mouse))
+			break;
+		/* The program did not ask for the mouse: the wheel scrolls. */
+		if (in->mouse.type == TUI_MOUSE_WHEEL_UP) {
+			wp->scrollback = true;
+			tui_pane_scroll(wp, TUI_WHEEL_LINES);
+		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN)
+			tui_pane_scroll(wp, -TUI_WHEEL_LINES);
+		break;
+	}
+}

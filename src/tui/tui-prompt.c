@@ -1,0 +1,332 @@
+/* The prompt bar: destinations waiting for the user's answer, one per question, with a countdown. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/core.h"
+#include "session.h"
+#include "tui-int.h"
+
+static const struct {
+	enum session_answer answer;
+	const char *label;
+	uint32_t key;
+} tui_prompt_choices[6] = {
+	{ SESSION_ALLOW_ONCE, "allow once", 'a' },
+	{ SESSION_ALLOW_SESSION, "allow session", 's' },
+	{ SESSION_ALLOW_ALWAYS, "allow always", 'A' },
+	{ SESSION_DENY_ONCE, "deny once", 'd' },
+	{ SESSION_DENY_SESSION, "deny session", 'e' },
+	{ SESSION_DENY_ALWAYS, "deny always", 'D' },
+};
+
+int
+tui_prompt_seconds_left(const struct tui_prompt *p, int64_t now_us)
+{
+	int64_t left = p->paused ? p->left_us : p->deadline_us - now_us;
+
+	if (left <= 0)
+		return 0;
+	return (int)((left + 999999) / 1000000);
+}
+
+static void
+tui_prompt_free(struct tui_prompt *p)
+{
+	free(p->host);
+	free(p->method);
+	free(p->path);
+	free(p->scheme);
+	free(p);
+}
+
+static struct tui_prompt *
+tui_prompt_find(struct tui *t, struct tui_pane *wp, uint64_t id, size_t *at)
+{
+	size_t i;
+
+	for (i = 0; i < t->nprompts; i++) {
+		if (t->prompts[i]->pane == wp && t->prompts[i]->id == id) {
+			if (at != NULL)
+				*at = i;
+			return t->prompts[i];
+		}
+	}
+	return NULL;
+}
+
+static void
+tui_prompt_tick(evutil_socket_t fd, short what, void *arg)
+{
+	tui_redraw(arg);
+}
+
+/* The countdown needs a frame a second, but only while one is running. */
+static void
+tui_prompt_timer(struct tui *t)
+{
+	struct timeval tv = { 1, 0 };
+	bool want = t->nprompts > 0 && !t->prompt_focus;
+
+	if (t->tick_ev == NULL)
+		t->tick_ev = event_new(t->base, -1, EV_PERSIST, tui_prompt_tick, t);
+	if (want && !evtimer_pending(t->tick_ev, NULL))
+		evtimer_add(t->tick_ev, &tv);
+	else if (!want)
+		evtimer_del(t->tick_ev);
+}
+
+static void
+tui_prompt_set(struct tui_prompt *p, const struct session_ask *a)
+{
+	free(p->host);
+	free(p->method);
+	free(p->path);
+	free(p->scheme);
+	p->host = xstrdup(a->host != NULL ? a->host : "?");
+	p->port = a->port;
+	p->method = a->method != NULL ? xstrdup(a->method) : NULL;
+	p->path = a->path != NULL ? xstrdup(a->path) : NULL;
+	p->scheme = a->scheme != NULL ? xstrdup(a->scheme) : NULL;
+	p->waiting = a->waiting;
+	p->deadline_us = a->deadline_mono_us;
+	if (!p->paused)
+		p->left_us = p->deadline_us - util_mono_us();
+}
+
+void
+tui_prompt_ask(struct tui *t, struct tui_pane *wp, const struct session_ask *a)
+{
+	struct tui_prompt *p = tui_prompt_find(t, wp, a->id, NULL);
+
+	if (p == NULL) {
+		p = xcalloc(1, sizeof *p);
+		p->pane = wp;
+		p->id = a->id;
+		t->prompts = xreallocarray(t->prompts, t->nprompts + 1,
+		    sizeof *t->prompts);
+		t->prompts[t->nprompts++] = p;
+		if (t->nprompts == 1)
+			t->relayout = true;
+		if (t->prompt_focus && wp->s != NULL) {
+			/* The user is answering: this one waits too. */
+			session_ask_pause(wp->s, a->id, true);
+			p->paused = true;
+		}
+	}
+	tui_prompt_set(p, a);
+	if (p->paused)
+		p->left_us = p->deadline_us - util_mono_us();
+	tui_prompt_timer(t);
+	tui_redraw(t);
+}
+
+static void
+tui_prompt_remove(struct tui *t, size_t at)
+{
+	tui_prompt_free(t->prompts[at]);
+	memmove(t->prompts + at, t->prompts + at + 1,
+	    (t->nprompts - at - 1) * sizeof *t->prompts);
+	t->nprompts--;
+	if (t->prompt_sel >= t->nprompts)
+		t->prompt_sel = t->nprompts > 0 ? t->nprompts - 1 : 0;
+	if (t->nprompts == 0) {
+		t->prompt_focus = false;
+		t->relayout = true;
+	}
+	tui_prompt_timer(t);
+	tui_redraw(t);
+}
+
+void
+tui_prompt_answered(struct tui *t, struct tui_pane *wp, uint64_t id,
+    const char *answer, const char *by)
+{
+	size_t at;
+	struct tui_prompt *p = tui_prompt_find(t, wp, id, &at);
+
+	if (p == NULL)
+		return;
+	if (strcmp(by, "timeout") == 0)
+		tui_message(t, true, "%s:%d %s: nobody answered in time",
+		    p->host, p->port, strcmp(answer, "allow") == 0 ?
+		    "allowed" : "denied");
+	tui_prompt_remove(t, at);
+}
+
+void
+tui_prompt_drop_pane(struct tui *t, struct tui_pane *wp)
+{
+	size_t i = 0;
+
+	while (i < t->nprompts) {
+		if (t->prompts[i]->pane == wp)
+			tui_prompt_remove(t, i);
+		else
+			i++;
+	}
+}
+
+void
+tui_prompt_free_all(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nprompts; i++)
+		tui_prompt_free(t->prompts[i]);
+	free(t->prompts);
+	t->prompts = NULL;
+	t->nprompts = 0;
+	if (t->tick_ev != NULL)
+		event_free(t->tick_ev);
+	t->tick_ev = NULL;
+}
+
+void
+tui_prompt_focus(struct tui *t, bool on)
+{
+	struct tui_prompt *p;
+	int64_t now = util_mono_us();
+	size_t i;
+
+	if (on && t->nprompts == 0)
+		return;
+	t->prompt_focus = on;
+	/* While the user reads them, no countdown runs out. */
+	for (i = 0; i < t->nprompts; i++) {
+		p = t->prompts[i];
+		if (p->paused == on)
+			continue;
+		if (on)
+			p->left_us = p->deadline_us - now;
+		else
+			p->deadline_us = now + p->left_us;
+		p->paused = on;
+		if (p->pane->s != NULL)
+			session_ask_pause(p->pane->s, p->id, on);
+	}
+	tui_prompt_timer(t);
+	tui_redraw(t);
+}
+
+static void
+tui_prompt_answer(struct tui *t, int choice)
+{
+	struct tui_prompt *p;
+
+	if (t->nprompts == 0 || choice < 0 || choice >= 6)
+		return;
+	p = t->prompts[t->prompt_sel];
+	tui_message(t, false, "%s %s:%d (%s)", tui_prompt_choices[choice].answer <=
+	    SESSION_ALLOW_ALWAYS ? "allowing" : "denying", p->host, p->port,
+	    tui_prompt_choices[choice].label);
+	if (p->pane->s != NULL)
+		session_answer(p->pane->s, p->id,
+		    tui_prompt_choices[choice].answer);
+	t->prompt_choice = 0;
+}
+
+bool
+tui_prompt_key(struct tui *t, const struct tui_key *k)
+{
+	int i;
+
+	if (k->code == (uint32_t)t->km.prefix_key && k->mods == 0)
+		return false;
+	for (i = 0; i < 6; i++) {
+		if (k->code == tui_prompt_choices[i].key ||
+		    k->code == (uint32_t)('1' + i)) {
+			tui_prompt_answer(t, i);
+			return true;
+		}
+	}
+	switch (k->code) {
+	case TUI_KEY_LEFT:
+		t->prompt_choice = (t->prompt_choice + 5) % 6;
+		break;
+	case TUI_KEY_RIGHT:
+	case '\t':
+		t->prompt_choice = (t->prompt_choice + 1) % 6;
+		break;
+	case TUI_KEY_UP:
+		t->prompt_sel = (t->prompt_sel + t->nprompts - 1) % t->nprompts;
+		break;
+	case TUI_KEY_DOWN:
+		t->prompt_sel = (t->prompt_sel + 1) % t->nprompts;
+		break;
+	case '\r':
+		tui_prompt_answer(t, t->prompt_choice);
+		break;
+	case 0x1b:
+	case 'q':
+		tui_prompt_focus(t, false);
+		break;
+	}
+	tui_redraw(t);
+	return true;
+}
+
+bool
+tui_prompt_click(struct tui *t, unsigned x)
+{
+	int i;
+
+	if (!t->prompt_focus) {
+		tui_prompt_focus(t, true);
+		return true;
+	}
+	for (i = 0; i < 6; i++) {
+		if (x >= t->choice_x[i][0] && x < t->choice_x[i][1]) {
+			tui_prompt_answer(t, i);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* "GET https://host:port/path" as far as it is known. */
+static char *
+tui_prompt_what(const struct tui_prompt *p)
+{
+	return xprintf("%s%s%s://%s:%d%s", p->method != NULL ? p->method : "",
+	    p->method != NULL ? " " : "", p->scheme != NULL ? p->scheme :
+	    "https", p->host, p->port, p->path != NULL ? p->path : "");
+}
+
+void
+tui_prompt_draw(struct tui *t, unsigned y)
+{
+	struct tui_prompt *p = t->prompts[t->prompt_sel];
+	struct tui_rect r = { 0, y, t->sx, 1 };
+	enum tui_style style = t->prompt_focus ? TUI_STYLE_PROMPT_FOCUS :
+	    TUI_STYLE_PROMPT;
+	char *what = tui_prompt_what(p), *head, waiting[32] = "";
+	unsigned x;
+	int i;
+
+	tui_screen_fill(t->scr, &r, style);
+	if (p->waiting > 1)
+		snprintf(waiting, sizeof waiting, " (%d waiting)", p->waiting);
+	head = xprintf(" %zu/%zu %d:%s %s%s %ds%s ", t->prompt_sel + 1,
+	    t->nprompts, p->pane->num, p->pane->agent, what, waiting,
+	    tui_prompt_seconds_left(p, util_mono_us()), p->paused ? " paused" :
+	    "");
+	x = tui_screen_print(t->scr, 0, y, t->sx, style, head);
+	if (!t->prompt_focus) {
+		tui_screen_print(t->scr, x, y, t->sx - x, style,
+		    "| prefix a to answer");
+		goto out;
+	}
+	for (i = 0; i < 6 && x < t->sx; i++) {
+		t->choice_x[i][0] = x;
+		x += tui_screen_printf(t->scr, x, y, t->sx - x, i ==
+		    t->prompt_choice ? TUI_STYLE_SELECTED : style, "[%c] %s",
+		    (char)tui_prompt_choices[i].key, tui_prompt_choices[i].label);
+		t->choice_x[i][1] = x;
+		x += tui_screen_print(t->scr, x, y, t->sx - x, style, " ");
+	}
+out:
+	free(what);
+	free(head);
+}

@@ -1,0 +1,346 @@
+/* The requests panel: every request of this dashboard's sessions, live, filtered by typing, with details. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+#include "store/store.h"
+#include "tui-int.h"
+
+/* Requests kept in memory; older ones are in the store (history). */
+#define TUI_REQS_MAX 10000
+
+static void
+tui_req_free(struct tui_req *r)
+{
+	if (r == NULL)
+		return;
+	free(r->method);
+	free(r->scheme);
+	free(r->host);
+	free(r->path);
+	free(r->decision);
+	free(r->rule);
+	free(r->error);
+	free(r->req_headers);
+	free(r->resp_headers);
+	free(r);
+}
+
+static char *
+tui_req_dup(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/* Copies what the panel shows of SR into R. */
+static void
+tui_req_set(struct tui_req *r, const struct store_request *sr, bool done)
+{
+	r->at = sr->started_at;
+	free(r->method);
+	r->method = tui_req_dup(sr->method);
+	free(r->scheme);
+	r->scheme = tui_req_dup(sr->scheme);
+	free(r->host);
+	r->host = tui_req_dup(sr->host);
+	r->port = sr->port;
+	free(r->path);
+	r->path = tui_req_dup(sr->path);
+	r->status = sr->status;
+	r->bytes = sr->bytes_down;
+	r->duration_us = sr->duration_us;
+	free(r->decision);
+	r->decision = done ? tui_req_dup(sr->decision) : NULL;
+	free(r->rule);
+	r->rule = tui_req_dup(sr->rule);
+	free(r->error);
+	r->error = tui_req_dup(sr->error);
+	free(r->req_headers);
+	r->req_headers = tui_req_dup(sr->req_headers);
+	free(r->resp_headers);
+	r->resp_headers = tui_req_dup(sr->resp_headers);
+}
+
+static struct tui_req *
+tui_req_find(struct tui *t, int pane, int64_t id)
+{
+	size_t i;
+
+	for (i = t->nreqs; i > 0; i--) {
+		if (t->reqs[i - 1]->id == id && t->reqs[i - 1]->pane == pane)
+			return t->reqs[i - 1];
+	}
+	return NULL;
+}
+
+void
+tui_requests_event(struct tui *t, struct tui_pane *wp,
+    const struct store_request *sr, bool done)
+{
+	struct tui_req *r = tui_req_find(t, wp->num, sr->id);
+	bool was_done = r != NULL && r->decision != NULL;
+
+	if (r == NULL) {
+		if (t->nreqs == TUI_REQS_MAX) {
+			tui_req_free(t->reqs[0]);
+			memmove(t->reqs, t->reqs + 1, (t->nreqs - 1) *
+			    sizeof *t->reqs);
+			t->nreqs--;
+			if (t->req_sel > 0)
+				t->req_sel--;
+		}
+		r = xcalloc(1, sizeof *r);
+		r->id = sr->id;
+		r->pane = wp->num;
+		t->reqs = xreallocarray(t->reqs, t->nreqs + 1, sizeof *t->reqs);
+		t->reqs[t->nreqs++] = r;
+	}
+	tui_req_set(r, sr, done);
+	if (done && !was_done && r->decision != NULL &&
+	    strcmp(r->decision, "deny") == 0) {
+		t->denied++;
+		tui_redraw(t);
+	}
+	if (tui_view_top(t) == TUI_VIEW_REQUESTS)
+		tui_redraw(t);
+}
+
+void
+tui_requests_free_all(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nreqs; i++)
+		tui_req_free(t->reqs[i]);
+	free(t->reqs);
+	t->reqs = NULL;
+	t->nreqs = 0;
+}
+
+/* Case-insensitive: does S contain WORD (LEN bytes)? */
+static bool
+tui_req_contains(const char *s, const char *word, size_t len)
+{
+	if (s == NULL)
+		return false;
+	for (; *s != '\0'; s++) {
+		if (strncasecmp(s, word, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+tui_req_matches(const struct tui_req *r, const char *filter)
+{
+	char line[64];
+	const char *w = filter;
+	size_t len;
+
+	snprintf(line, sizeof line, "%d %d %s", r->pane, r->status,
+	    r->decision != NULL ? r->decision : "pending");
+	while (*w != '\0') {
+		while (isspace((unsigned char)*w))
+			w++;
+		if ((len = strcspn(w, " \t")) == 0)
+			break;
+		if (!tui_req_contains(r->host, w, len) &&
+		    !tui_req_contains(r->path, w, len) &&
+		    !tui_req_contains(r->method, w, len) &&
+		    !tui_req_contains(r->scheme, w, len) &&
+		    !tui_req_contains(line, w, len))
+			return false;
+		w += len;
+	}
+	return true;
+}
+
+/* The requests the filter lets through, as indices; caller frees. */
+static size_t *
+tui_requests_visible(struct tui *t, size_t *n)
+{
+	const char *f = t->req_filter.text.data != NULL ?
+	    t->req_filter.text.data : "";
+	size_t *v = xreallocarray(NULL, t->nreqs + 1, sizeof *v), i;
+
+	*n = 0;
+	for (i = 0; i < t->nreqs; i++) {
+		if (tui_req_matches(t->reqs[i], f))
+			v[(*n)++] = i;
+	}
+	return v;
+}
+
+static const char *
+tui_req_mark(const struct tui_req *r, enum tui_style *style)
+{
+	*style = TUI_STYLE_NORMAL;
+	if (r->decision == NULL)
+		return "\xe2\x80\xa6";
+	if (strcmp(r->decision, "deny") == 0) {
+		*style = TUI_STYLE_ALERT;
+		return "\xe2\x9c\x97";
+	}
+	if (strcmp(r->decision, "error") == 0) {
+		*style = TUI_STYLE_WARN;
+		return "!";
+	}
+	*style = TUI_STYLE_OK;
+	return strcmp(r->decision, "tunnel") == 0 ? "~" : "\xe2\x9c\x93";
+}
+
+static void
+tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
+    unsigned sx, bool selected)
+{
+	char when[32], size[16], dur[16], status[8], *line;
+	enum tui_style mark, style = selected ? TUI_STYLE_SELECTED :
+	    TUI_STYLE_NORMAL;
+	const char *m = tui_req_mark(r, &mark);
+	unsigned x;
+
+	util_fmt_time(when, sizeof when, r->at);
+	snprintf(status, sizeof status, "%d", r->status);
+	if (r->decision != NULL) {
+		util_fmt_size(size, sizeof size, r->bytes);
+		util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
+	} else
+		size[0] = dur[0] = '\0';
+	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2d ",
+	    strlen(when) > 11 ? when + 11 : when, r->pane);
+	x += tui_screen_print(t->scr, x, y, sx - x, selected ? style : mark, m);
+	line = xprintf(" %-7s %s://%s:%d%s", r->method != NULL ? r->method :
+	    "-", r->scheme != NULL ? r->scheme : "?", r->host != NULL ?
+	    r->host : "?", r->port, r->path != NULL ? r->path : "");
+	if (sx > x + 22)
+		tui_screen_print(t->scr, x, y, sx - x - 22, style, line);
+	if (sx > 22)
+		tui_screen_printf(t->scr, sx - 21, y, 21, style, "%4s %7s %7s",
+		    r->status != 0 ? status : "-", size, dur);
+	free(line);
+}
+
+void
+tui_requests_draw(struct tui *t, const struct tui_rect *area)
+{
+	size_t n, *v = tui_requests_visible(t, &n), i, rows;
+	unsigned y;
+
+	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	    " requests: %zu of %zu  %s%s%s", n, t->nreqs,
+	    t->req_filter.active || t->req_filter.text.len > 0 ? "filter: " :
+	    "/ filters", t->req_filter.text.data != NULL ?
+	    t->req_filter.text.data : "", t->req_filter.active ? "_" : "");
+	tui_screen_printf(t->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	    "time      s   method  url%*s", (int)(area->sx > 40 ? area->sx - 40 :
+	    0), "status    size    time");
+	rows = area->sy > 3 ? area->sy - 3 : 1;
+	if (t->req_follow || t->req_sel >= n)
+		t->req_sel = n > 0 ? n - 1 : 0;
+	if (t->req_sel < t->req_top)
+		t->req_top = t->req_sel;
+	if (t->req_sel >= t->req_top + rows)
+		t->req_top = t->req_sel - rows + 1;
+	for (i = t->req_top, y = area->y + 2; i < n && y < area->y + 2 + rows;
+	    i++, y++)
+		tui_requests_row(t, t->reqs[v[i]], y, area->sx, i == t->req_sel);
+	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+	    TUI_STYLE_DIM, " up/down move  Enter details  / filter  "
+	    "Esc back");
+	free(v);
+}
+
+bool
+tui_list_key(const struct tui_key *k, size_t n, size_t page, size_t *sel)
+{
+	if (n == 0)
+		return false;
+	switch (k->code) {
+	case TUI_KEY_UP:
+	case 'k':
+		*sel = *sel > 0 ? *sel - 1 : 0;
+		return true;
+	case TUI_KEY_DOWN:
+	case 'j':
+		*sel = *sel + 1 < n ? *sel + 1 : n - 1;
+		return true;
+	case TUI_KEY_PAGEUP:
+		*sel = *sel > page ? *sel - page : 0;
+		return true;
+	case TUI_KEY_PAGEDOWN:
+		*sel = *sel + page < n ? *sel + page : n - 1;
+		return true;
+	case TUI_KEY_HOME:
+	case 'g':
+		*sel = 0;
+		return true;
+	case TUI_KEY_END:
+	case 'G':
+		*sel = n - 1;
+		return true;
+	}
+	return false;
+}
+
+char *
+tui_req_details(const struct tui_req *r)
+{
+	struct buf b;
+	char when[32], size[16], dur[16];
+
+	buf_init(&b);
+	util_fmt_time(when, sizeof when, r->at);
+	util_fmt_size(size, sizeof size, r->bytes);
+	util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
+	buf_printf(&b, "%s %s://%s:%d%s\n\n", r->method != NULL ? r->method :
+	    "-", r->scheme != NULL ? r->scheme : "?", r->host, r->port,
+	    r->path != NULL ? r->path : "");
+	buf_printf(&b, "session:   %d\nstarted:   %s\ndecision:  %s\n", r->pane,
+	    when, r->decision != NULL ? r->decision : "(in flight)");
+	if (r->rule != NULL)
+		buf_printf(&b, "rule:      %s\n", r->rule);
+	buf_printf(&b, "status:    %d\nreceived:  %s\nduration:  %s\n", r->status,
+	    size, dur);
+	if (r->error != NULL)
+		buf_printf(&b, "error:     %s\n", r->error);
+	buf_printf(&b, "\nrequest headers (secrets redacted):\n%s\n",
+	    r->req_headers != NULL ? r->req_headers : "(none)\n");
+	buf_printf(&b, "response headers:\n%s", r->resp_headers != NULL ?
+	    r->resp_headers : "(none)\n");
+	return buf_steal(&b);
+}
+
+bool
+tui_requests_key(struct tui *t, const struct tui_key *k)
+{
+	size_t n, *v = tui_requests_visible(t, &n);
+	char *text;
+
+	if (t->req_filter.active) {
+		if (k->code == '\r' || k->code == 0x1b)
+			t->req_filter.active = false;
+		else
+			tui_line_key(&t->req_filter, k);
+		t->req_follow = true;
+	} else if (k->code == '/') {
+		t->req_filter.active = true;
+	} else if (k->code == 0x1b || k->code == 'q') {
+		tui_view_pop(t);
+	} else if (k->code == '\r' && n > 0 && t->req_sel < n) {
+		text = tui_req_details(t->reqs[v[t->req_sel]]);
+		tui_text_show(t, "request", text, false);
+		free(text);
+	} else if (tui_list_key(k, n, 10, &t->req_sel))
+		t->req_follow = t->req_sel + 1 == n;
+	else {
+		free(v);
+		return false;
+	}
+	free(v);
+	tui_redraw(t);
+	return true;
+}
