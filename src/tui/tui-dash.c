@@ -297,8 +297,8 @@ tui_ask_quit(struct tui *t)
 		tui_quit(t);
 		return;
 	}
-	q = xprintf("Quit? %zu session%s still running will be stopped.", n,
-	    n == 1 ? " is" : "s are");
+	q = xprintf("Quit? %zu running session%s will be stopped.", n,
+	    n == 1 ? "" : "s");
 	tui_confirm(t, q, tui_quit_confirmed, NULL);
 	free(q);
 }

@@ -123,6 +123,21 @@ tui_new_start(struct tui *t)
 	tui_redraw(t);
 }
 
+/* Typing a letter picks the next agent whose name starts with it. */
+static void
+tui_new_jump(struct tui *t, uint32_t c)
+{
+	size_t i, at;
+
+	for (i = 1; i <= t->cf->nagents; i++) {
+		at = (t->new_sel + i) % t->cf->nagents;
+		if ((uint32_t)(unsigned char)t->cf->agents[at].name[0] == c) {
+			t->new_sel = at;
+			return;
+		}
+	}
+}
+
 static void
 tui_new_key(struct tui *t, const struct tui_key *k)
 {
@@ -138,8 +153,8 @@ tui_new_key(struct tui *t, const struct tui_key *k)
 			t->new_dir_step = true;
 	} else if (t->new_dir_step)
 		tui_line_key(&t->new_dir, k);
-	else
-		tui_list_key(k, t->cf->nagents, 5, &t->new_sel);
+	else if (!tui_list_key(k, t->cf->nagents, 5, &t->new_sel))
+		tui_new_jump(t, k->code);
 }
 
 bool

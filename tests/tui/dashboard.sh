@@ -1,0 +1,80 @@
+#!/bin/sh
+# The dashboard through a real tmux: a jailed shell pane runs a command; a second session opens and switching
+# works; splits; resizing the tmux window reaches every pane; an exited session offers restart and shows in
+# the history; quitting leaves no jailed process.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+start_dashboard
+wait_for '1:shell\* running' || fail "no status bar with the first session"
+wait_for '[#$] ?$' || fail "no shell prompt in the pane"
+
+# A command typed in the pane runs in the jail and shows its output.
+keys 'echo marker-$((6*7)); echo inside-$(cat /proc/1/comm)' Enter
+wait_for 'marker-42' || fail "the pane did not run a typed command"
+scr | grep -q 'inside-systemd$' && fail "the shell sees the host's pid 1: not in a jail"
+
+# A second session: the prefix, c, the shell agent, the default dir.
+prefix c
+wait_for 'pick an agent' || fail "no agent picker"
+keys s
+keys Enter
+wait_for 'project directory' || fail "no project dir step"
+keys Enter
+wait_for '2:shell\* running' || fail "the second session did not start"
+wait_for '[#$] ?$' || fail "no prompt in the second session"
+keys 'echo second-$((7*7))' Enter
+wait_for 'second-49' || fail "the second session did not run a command"
+
+# A process in a jail, found by its host PID, must be gone after quitting.
+keys 'sleep 987654 &' Enter
+i=0
+while [ $i -lt 50 ] && ! JPID=$(pgrep -f 'sleep 987654' | head -n 1); do sleep 0.1; i=$((i + 1)); done
+[ -n "${JPID:-}" ] || fail "cannot find the jailed sleep on the host"
+scr | grep -q 'marker-42' && fail "the first session still shows after switching"
+
+# Switching by number, and with n/p.
+prefix 1
+wait_for '1:shell\* running' || fail "prefix 1 did not focus session 1"
+wait_for 'marker-42' || fail "session 1 is not shown after prefix 1"
+prefix n
+wait_for '2:shell\* running' || fail "prefix n did not go to session 2"
+wait_for 'second-49' || fail "session 2 is not shown after prefix n"
+
+# Side by side: both are shown, each knows its own width.
+prefix '|'
+wait_for 'marker-42' || fail "the split does not show session 1"
+wait_for 'second-49' || fail "the split does not show session 2"
+keys 'clear; stty size' Enter
+wait_for '│43 80$' || fail "the right pane did not get 43x80 (160 wide less a border, 44 high less its title)"
+
+# Resizing the tmux window reaches the panes.
+tmux -L "$SOCK" resize-window -t 0 -x 120 -y 35
+keys 'clear; stty size' Enter
+wait_for '│33 60$' || fail "the pane did not get the new size after the window shrank"
+
+# Help lists the keys.
+prefix '?'
+wait_for 'new session' || fail "no help"
+scr | grep -q 'requests panel' || fail "the help does not list the requests panel"
+escape
+wait_gone 'requests panel' || fail "the help did not close"
+
+# An exited session shows its status and offers restart; history lists it.
+keys 'exit 3' Enter
+wait_for 'exited with status 3' || fail "the exit status is not shown in the pane"
+wait_for 'r: restart' || fail "no restart offered"
+prefix h
+wait_for 'history: [0-9]+ sessions' || fail "no history"
+scr | grep -Eq '^ +[0-9]+ shell .* 3 ' || fail "history does not list the session that exited with 3"
+escape
+
+# Quit: it asks, then every jail goes away.
+prefix q
+wait_for 'Quit\?' || fail "quitting did not ask while a session runs"
+keys y
+wait_for 'DASHBOARD-EXITED-0' || fail "the dashboard did not exit"
+i=0
+while [ $i -lt 50 ] && kill -0 "$JPID" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+kill -0 "$JPID" 2>/dev/null && fail "jailed process $JPID survived quitting"
+echo "dashboard: panes, sessions, switching, split, resize, exit, history, quit"

@@ -1,0 +1,85 @@
+# Shared by the dashboard's end-to-end scripts (sourced): agentmux in a detached tmux with isolated XDG dirs,
+# driven with send-keys, read with capture-pane, polled with bounded loops.
+
+: "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77; }
+
+SOCK=amx-dash-$$
+T=$(mktemp -d /tmp/amx-dash.XXXXXX) || exit 1
+chmod 755 "$T"
+export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" XDG_RUNTIME_DIR="$T/run"
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+P="$T/proj"
+mkdir -p "$P"
+(cd "$P" && git init -q . && git config user.email t@x && git config user.name t &&
+	echo hi >README && git add README && git commit -qm init) || exit 1
+UPID=
+
+cleanup() {
+	tmux -L "$SOCK" kill-server 2>/dev/null
+	[ -n "$UPID" ] && kill "$UPID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	echo "--- screen:"
+	scr
+	exit 1
+}
+
+scr() {
+	tmux -L "$SOCK" capture-pane -p -t 0 2>/dev/null
+}
+
+keys() {
+	tmux -L "$SOCK" send-keys -t 0 "$@"
+}
+
+# Escape, then a pause longer than the dashboard waits for the rest of an
+# escape sequence, so that the next key is not read as Alt+key.
+escape() {
+	keys Escape
+	sleep 0.2
+}
+
+# wait_for PATTERN [SECONDS]: polls the screen (grep -E) for up to SECONDS (10).
+wait_for() {
+	i=0
+	n=$(( ${2:-10} * 10 ))
+	while [ $i -lt $n ]; do
+		scr | grep -Eq -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# wait_gone PATTERN [SECONDS]: polls until the screen no longer shows PATTERN.
+wait_gone() {
+	i=0
+	n=$(( ${2:-10} * 10 ))
+	while [ $i -lt $n ]; do
+		scr | grep -Eq -- "$1" || return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# start_dashboard [ARGS...]: agentmux in a 160x45 tmux window, in the project.
+start_dashboard() {
+	tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$P" \
+		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
+		"$AGENTMUX $*; echo DASHBOARD-EXITED-\$?; sleep 60" ||
+		fail "tmux could not start agentmux"
+}
+
+# prefix KEY...: the prefix (C-a), then the keys.
+prefix() {
+	keys C-a
+	keys "$@"
+}
