@@ -63,14 +63,38 @@ tui_req_set(struct tui_req *r, const struct store_request *sr, bool done)
 	r->resp_headers = tui_req_dup(sr->resp_headers);
 }
 
-static struct tui_req *
-tui_req_find(struct tui *t, int pane, int64_t id)
+static bool
+tui_req_same(const char *a, const char *b)
 {
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL &&
+	    strcmp(a, b) == 0);
+}
+
+/*
+ * The entry an event is about: by its id when the event has one; else the
+ * newest request of that pane still in flight to the same place, started
+ * at the same time.
+ */
+static struct tui_req *
+tui_req_find(struct tui *t, int pane, const struct store_request *sr)
+{
+	struct tui_req *r;
 	size_t i;
 
 	for (i = t->nreqs; i > 0; i--) {
-		if (t->reqs[i - 1]->id == id && t->reqs[i - 1]->pane == pane)
-			return t->reqs[i - 1];
+		r = t->reqs[i - 1];
+		if (r->pane != pane)
+			continue;
+		if (sr->id != 0) {
+			if (r->id == sr->id)
+				return r;
+			continue;
+		}
+		if (r->decision == NULL && r->at == sr->started_at &&
+		    r->port == sr->port && tui_req_same(r->host, sr->host) &&
+		    tui_req_same(r->path, sr->path) &&
+		    tui_req_same(r->method, sr->method))
+			return r;
 	}
 	return NULL;
 }
@@ -79,7 +103,7 @@ void
 tui_requests_event(struct tui *t, struct tui_pane *wp,
     const struct store_request *sr, bool done)
 {
-	struct tui_req *r = tui_req_find(t, wp->num, sr->id);
+	struct tui_req *r = tui_req_find(t, wp->num, sr);
 	bool was_done = r != NULL && r->decision != NULL;
 
 	if (r == NULL) {
