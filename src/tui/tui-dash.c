@@ -157,10 +157,10 @@ tui_draw_small(struct tui *t)
 
 	tui_screen_fill(t->scr, &all, TUI_STYLE_NORMAL);
 	tui_screen_printf(t->scr, 0, 0, t->sx, TUI_STYLE_ALERT,
-	    "terminal too small (%ux%u)", t->sx, t->sy);
+	    "too small: %ux%u", t->sx, t->sy);
 	if (t->sy > 1)
 		tui_screen_printf(t->scr, 0, 1, t->sx, TUI_STYLE_NORMAL,
-		    "need at least %dx%d", TUI_MIN_SX, TUI_MIN_SY);
+		    "need %dx%d", TUI_MIN_SX, TUI_MIN_SY);
 	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }
 

@@ -53,6 +53,23 @@ tmux -L "$SOCK" resize-window -t 0 -x 120 -y 35
 keys 'clear; stty size' Enter
 wait_for '│33 60$' || fail "the pane did not get the new size after the window shrank"
 
+# A pane flooding output does not make the dashboard unresponsive.
+keys 'yes flood-flood-flood' Enter
+wait_for 'flood-flood' || fail "the flood did not start"
+prefix Left
+keys 'echo still-$((5*5))' Enter
+wait_for 'still-25' || fail "the other pane did not answer while one floods"
+prefix Right
+keys C-c
+keys 'clear' Enter
+wait_gone 'flood-flood' || fail "the flood did not stop"
+
+# A terminal too small for anything shows a message, and recovers.
+tmux -L "$SOCK" resize-window -t 0 -x 15 -y 4
+wait_for 'too small' || fail "no message on a terminal that is too small"
+tmux -L "$SOCK" resize-window -t 0 -x 120 -y 35
+wait_for 'still-25' || fail "the panes did not come back at a usable size"
+
 # Help lists the keys.
 prefix '?'
 wait_for 'new session' || fail "no help"
