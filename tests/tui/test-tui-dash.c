@@ -1,0 +1,143 @@
+/* Dashboard pieces that need no terminal: the requests filter and details, the countdown, the line editor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "tui/tui-int.h"
+
+static struct tui_req *
+req(const char *method, const char *host, const char *path, const char *dec,
+    int status)
+{
+	struct tui_req *r = xcalloc(1, sizeof *r);
+
+	r->pane = 2;
+	r->method = xstrdup(method);
+	r->scheme = xstrdup("https");
+	r->host = xstrdup(host);
+	r->port = 443;
+	r->path = xstrdup(path);
+	r->decision = dec != NULL ? xstrdup(dec) : NULL;
+	r->status = status;
+	r->req_headers = xstrdup("Authorization: [redacted]\n");
+	return r;
+}
+
+static void
+req_free(struct tui_req *r)
+{
+	free(r->method);
+	free(r->scheme);
+	free(r->host);
+	free(r->path);
+	free(r->decision);
+	free(r->req_headers);
+	free(r);
+}
+
+static void
+test_filter(void **state)
+{
+	struct tui_req *a = req("GET", "api.github.com", "/repos/x", "allow", 200);
+	struct tui_req *d = req("POST", "evil.example", "/upload", "deny", 403);
+	struct tui_req *p = req("GET", "pypi.org", "/simple/", NULL, 0);
+
+	assert_true(tui_req_matches(a, ""));
+	assert_true(tui_req_matches(a, "github"));
+	assert_true(tui_req_matches(a, "GITHUB repos"));
+	assert_false(tui_req_matches(a, "github upload"));
+	assert_true(tui_req_matches(d, "deny"));
+	assert_false(tui_req_matches(a, "deny"));
+	assert_true(tui_req_matches(d, "403"));
+	assert_true(tui_req_matches(d, "post"));
+	assert_true(tui_req_matches(p, "pending"));
+	assert_false(tui_req_matches(p, "allow"));
+	req_free(a);
+	req_free(d);
+	req_free(p);
+}
+
+static void
+test_details(void **state)
+{
+	struct tui_req *d = req("POST", "evil.example", "/upload", "deny", 403);
+	char *text;
+
+	d->rule = xstrdup("deny evil.example (config:3)");
+	text = tui_req_details(d);
+	assert_non_null(strstr(text, "POST https://evil.example:443/upload"));
+	assert_non_null(strstr(text, "decision:  deny"));
+	assert_non_null(strstr(text, "rule:      deny evil.example (config:3)"));
+	assert_non_null(strstr(text, "Authorization: [redacted]"));
+	free(text);
+	free(d->rule);
+	req_free(d);
+}
+
+static void
+test_countdown(void **state)
+{
+	struct tui_prompt p = { .deadline_us = 10000000 };
+
+	assert_int_equal(tui_prompt_seconds_left(&p, 0), 10);
+	assert_int_equal(tui_prompt_seconds_left(&p, 9500000), 1);
+	assert_int_equal(tui_prompt_seconds_left(&p, 10000000), 0);
+	assert_int_equal(tui_prompt_seconds_left(&p, 20000000), 0);
+	/* Paused, it shows what was left when the user looked. */
+	p.paused = true;
+	p.left_us = 4200000;
+	assert_int_equal(tui_prompt_seconds_left(&p, 99000000), 5);
+}
+
+static void
+test_line_editor(void **state)
+{
+	struct tui_line l = { .active = true };
+	struct tui_key k = { 0 };
+	const char *typed = "ab c\xc3\xa9";
+
+	buf_init(&l.text);
+	for (k.code = 'a'; k.code <= 'c'; k.code++)
+		assert_true(tui_line_key(&l, &k));
+	assert_string_equal(l.text.data, "abc");
+	k.code = 0x7f;
+	tui_line_key(&l, &k);
+	k.code = ' ';
+	tui_line_key(&l, &k);
+	k.code = 'c';
+	tui_line_key(&l, &k);
+	k.code = 0xe9;
+	tui_line_key(&l, &k);
+	assert_string_equal(l.text.data, typed);
+	/* Backspace takes a whole character, C-w a word, C-u the line. */
+	k.code = 0x7f;
+	tui_line_key(&l, &k);
+	assert_string_equal(l.text.data, "ab c");
+	k.code = 0x17;
+	tui_line_key(&l, &k);
+	assert_string_equal(l.text.data, "ab ");
+	k.code = 0x15;
+	tui_line_key(&l, &k);
+	assert_string_equal(l.text.data, "");
+	/* Keys that are not text are left to the caller. */
+	k.code = TUI_KEY_UP;
+	assert_false(tui_line_key(&l, &k));
+	k.code = 'x';
+	k.mods = TUI_MOD_ALT;
+	assert_false(tui_line_key(&l, &k));
+	buf_free(&l.text);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_details),
+		cmocka_unit_test(test_countdown),
+		cmocka_unit_test(test_line_editor),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
