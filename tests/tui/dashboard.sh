@@ -53,16 +53,30 @@ tmux -L "$SOCK" resize-window -t 0 -x 120 -y 35
 keys 'clear; stty size' Enter
 wait_for '│33 60$' || fail "the pane did not get the new size after the window shrank"
 
+# Zoom shows the focused pane alone, and back.
+prefix z
+wait_gone '│' || fail "zoom still shows the split"
+prefix z
+wait_for '│' || fail "unzooming did not bring the split back"
+
+# The project diff shows what the session changed.
+keys 'echo changed >new-file.txt' Enter
+prefix d
+wait_for 'project diff' || fail "prefix d did not open the project diff"
+wait_for 'new-file.txt' || fail "the project diff does not show the new file"
+escape
+wait_gone 'project diff' || fail "the diff view did not close"
+
 # A pane flooding output does not make the dashboard unresponsive.
-keys 'yes flood-flood-flood' Enter
-wait_for 'flood-flood' || fail "the flood did not start"
+keys 'yes flood-$((1+1))' Enter
+wait_for '^flood-2$' || fail "the flood did not start"
 prefix Left
 keys 'echo still-$((5*5))' Enter
 wait_for 'still-25' || fail "the other pane did not answer while one floods"
 prefix Right
 keys C-c
 keys 'clear' Enter
-wait_gone 'flood-flood' || fail "the flood did not stop"
+wait_gone '^flood-2$' || fail "the flood did not stop"
 
 # A terminal too small for anything shows a message, and recovers.
 tmux -L "$SOCK" resize-window -t 0 -x 15 -y 4
@@ -85,6 +99,12 @@ prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 scr | grep -Eq '^ +[0-9]+ shell .* 3 ' || fail "history does not list the session that exited with 3"
 escape
+
+# r restarts the session in the same pane.
+keys r
+wait_for '1:shell\* running' || fail "r did not restart the session"
+keys 'echo again-$((3*3))' Enter
+wait_for 'again-9' || fail "the restarted session does not run commands"
 
 # Quit: it asks, then every jail goes away.
 prefix q

@@ -37,8 +37,8 @@ scr_e | grep -q "$(printf '\033')\\[31mRED" || fail "red is not red"
 scr_e | grep -q "$(printf '\033')\\[1mBOLD" || fail "bold is not bold"
 scr | grep -q "中文|" || fail "wide characters not shown in two columns each"
 
-tmux -L $sock send-keys -t 0 "printf '\\033[?1049hALTSCREEN'; sleep 1; printf '\\033[?1049l'" Enter
-wait_for 'ALTSCREEN' || fail "alternate screen not shown"
+tmux -L $sock send-keys -t 0 "printf '\\033[?1049hALT%sSCREEN' X; sleep 1; printf '\\033[?1049l'" Enter
+wait_for 'ALTXSCREEN' || fail "alternate screen not shown"
 scr | grep -q 'hello-42' && fail "the normal screen showed through the alternate one"
 i=0
 while [ $i -lt 100 ] && ! scr | grep -q 'hello-42'; do sleep 0.1; i=$((i + 1)); done
