@@ -30,7 +30,7 @@ wait_for 'second-49' || fail "the second session did not run a command"
 keys 'sleep 987654 &' Enter
 i=0
 while [ $i -lt 50 ] && ! JPID=$(pgrep -f 'sleep 987654' | head -n 1); do sleep 0.1; i=$((i + 1)); done
-[ -n "${JPID:-}" ] || fail "cannot find the jailed sleep on the host"
+[ -n "${JPID:-}" ] || { ps -ef | grep -v grep | grep sleep; fail "cannot find the jailed sleep on the host"; }
 scr | grep -q 'marker-42' && fail "the first session still shows after switching"
 
 # Switching by number, and with n/p.
@@ -50,6 +50,7 @@ wait_for '│43 80$' || fail "the right pane did not get 43x80 (160 wide less a 
 
 # Resizing the tmux window reaches the panes.
 tmux -L "$SOCK" resize-window -t 0 -x 120 -y 35
+wait_for '^.{59}│' || fail "the split was not laid out again for 120 columns"
 keys 'clear; stty size' Enter
 wait_for '│33 60$' || fail "the pane did not get the new size after the window shrank"
 
@@ -69,14 +70,14 @@ wait_gone 'project diff' || fail "the diff view did not close"
 
 # A pane flooding output does not make the dashboard unresponsive.
 keys 'yes flood-$((1+1))' Enter
-wait_for '^flood-2$' || fail "the flood did not start"
+wait_for '│flood-2$' || fail "the flood did not start"
 prefix Left
 keys 'echo still-$((5*5))' Enter
 wait_for 'still-25' || fail "the other pane did not answer while one floods"
 prefix Right
 keys C-c
 keys 'clear' Enter
-wait_gone '^flood-2$' || fail "the flood did not stop"
+wait_gone '│flood-2$' || fail "the flood did not stop"
 
 # A terminal too small for anything shows a message, and recovers.
 tmux -L "$SOCK" resize-window -t 0 -x 15 -y 4
