@@ -222,6 +222,8 @@ cli_print_usage(FILE *fp)
 	size_t i;
 
 	fprintf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
+	    "       agentmux [-a AGENT] [-C DIR] [-- COMMAND [ARG...]]   "
+	    "the dashboard\n"
 	    "\n"
 	    "Runs AI coding agents in namespace jails whose only way out is an\n"
 	    "intercepting, policy-enforcing proxy, and records what they do.\n"

@@ -1,4 +1,5 @@
 /* agentmux with no command: the dashboard for the project, starting one session of an agent or a command. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +10,15 @@
 #include "core/core.h"
 #include "session.h"
 #include "tui/tui.h"
+
+/* A usage error of the dashboard (which has no command name to show). */
+static int
+dashboard_usage(const char *problem, const char *what)
+{
+	fprintf(stderr, "agentmux: %s '%s'; the dashboard takes -a AGENT, "
+	    "-C DIR and -- COMMAND (see agentmux --help)\n", problem, what);
+	return 2;
+}
 
 int
 cmd_dashboard(int argc, char **argv)
@@ -29,14 +39,17 @@ cmd_dashboard(int argc, char **argv)
 		case 'C':
 			o.dir = optarg;
 			break;
+		case ':':
+			return dashboard_usage("a value is missing after",
+			    argv[optind - 1]);
 		default:
-			return cli_bad_option("", argv, c);
+			return dashboard_usage("unknown option",
+			    argv[optind - 1]);
 		}
 	}
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0)
-			return cli_usage_error("", "unexpected '%s'; put a "
-			    "command after --, as in: agentmux -- COMMAND",
+			return dashboard_usage("a command goes after --, not",
 			    argv[optind]);
 		o.command = argv + optind;
 	}
