@@ -797,6 +797,7 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
 	buf_init(&t->req_filter.text);
+	strv_init(&t->detail_lines);
 	if ((t->scr = tui_screen_open(t->cf->ui.color, cause)) == NULL) {
 		free(t);
 		return -1;

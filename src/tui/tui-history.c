@@ -15,6 +15,7 @@ tui_history_free(struct tui *t)
 	store_snapshot_list_free(t->snaps, t->nsnaps);
 	t->snaps = NULL;
 	t->nsnaps = 0;
+	strv_free(&t->detail_lines);
 }
 
 void
@@ -112,17 +113,6 @@ tui_history_key(struct tui *t, const struct tui_key *k)
 	return true;
 }
 
-void
-tui_session_open(struct tui *t, int64_t id)
-{
-	store_flush(t->st);
-	t->detail = id;
-	store_snapshot_list_free(t->snaps, t->nsnaps);
-	t->snaps = store_snapshot_list(t->st, id, &t->nsnaps);
-	t->snap_sel = t->nsnaps > 0 ? t->nsnaps - 1 : 0;
-	tui_view_push(t, TUI_VIEW_SESSION);
-}
-
 /* The session's summary and its latest decisions and requests, as lines. */
 static void
 tui_session_lines(struct tui *t, struct strv *out)
@@ -164,21 +154,32 @@ tui_session_lines(struct tui *t, struct strv *out)
 }
 
 void
+tui_session_open(struct tui *t, int64_t id)
+{
+	store_flush(t->st);
+	t->detail = id;
+	store_snapshot_list_free(t->snaps, t->nsnaps);
+	t->snaps = store_snapshot_list(t->st, id, &t->nsnaps);
+	t->snap_sel = t->nsnaps > 0 ? t->nsnaps - 1 : 0;
+	strv_free(&t->detail_lines);
+	strv_init(&t->detail_lines);
+	tui_session_lines(t, &t->detail_lines);
+	tui_view_push(t, TUI_VIEW_SESSION);
+}
+
+void
 tui_session_draw(struct tui *t, const struct tui_rect *area)
 {
-	struct strv lines;
+	const struct strv *lines = &t->detail_lines;
 	struct store_snapshot *sn;
 	char when[32];
 	size_t i;
 	unsigned y = area->y;
 
-	strv_init(&lines);
-	tui_session_lines(t, &lines);
 	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
-	for (i = 0; i < lines.n && y + 2 < area->y + area->sy; i++, y++)
+	for (i = 0; i < lines->n && y + 2 < area->y + area->sy; i++, y++)
 		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
-	strv_free(&lines);
+		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines->v[i]);
 	tui_screen_printf(t->scr, 0, y++, area->sx, TUI_STYLE_DIM,
 	    "snapshots: %zu", t->nsnaps);
 	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {

@@ -261,6 +261,7 @@ struct tui {
 	size_t hist_sel;
 	size_t hist_top;
 	int64_t detail;             /* the session shown by TUI_VIEW_SESSION */
+	struct strv detail_lines;   /* its summary, read when it was opened */
 	struct store_snapshot **snaps;
 	size_t nsnaps;
 	size_t snap_sel;

@@ -99,6 +99,11 @@ wait_for 'r: restart' || fail "no restart offered"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 scr | grep -Eq '^ +[0-9]+ shell .* 3 ' || fail "history does not list the session that exited with 3"
+keys Enter
+wait_for 'snapshots: [1-9]' || fail "Enter in the history did not open a session with its snapshots"
+scr | grep -q 'decisions: ' || fail "the session view does not list decisions"
+escape
+wait_for 'history: [0-9]+ sessions' || fail "Esc did not go back to the history"
 escape
 
 # r restarts the session in the same pane.
