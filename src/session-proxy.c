@@ -335,6 +335,7 @@ session_proxy_request(void *arg, const struct proxy_record *p)
 	struct store_request r;
 
 	memset(&r, 0, sizeof r);
+	r.id = (int64_t)p->id;
 	r.session_id = s->id;
 	r.started_at = p->started_at;
 	r.method = (char *)p->method;

@@ -82,7 +82,11 @@ struct session_events {
 	    const char *data, size_t len);
 	/* The command ended with STATUS (exit code, or 128+N for signal N). */
 	void (*exited)(void *arg, struct session *, int status);
-	/* A request started (done false) or finished (done true). */
+	/*
+	 * A request started (done false) or finished (done true). Its id is
+	 * the request's number within the session, the same at start and
+	 * end (the store's row id exists only once it is written).
+	 */
 	void (*request)(void *arg, struct session *,
 	    const struct store_request *, bool done);
 	/* A question was raised or changed (more requests waiting). */

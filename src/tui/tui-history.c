@@ -194,7 +194,8 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 	}
 	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " d diff  Enter diff from snapshot  u undo to "
-	    "snapshot  g config diff  a apply config  Esc back");
+	    "snapshot  g config diff  a apply config  p suggest policy  "
+	    "w write policy  Esc back");
 }
 
 static void
@@ -218,6 +219,30 @@ tui_session_undo(struct tui *t, void *arg)
 	if (t->snap_sel < t->nsnaps)
 		tui_session_run(t, "undo", "undo", "--to",
 		    t->snaps[t->snap_sel]->commit, false);
+}
+
+/* Learn a policy from this session: the rules for its agent's profile, shown or written. */
+static void
+tui_session_suggest(struct tui *t, bool write)
+{
+	struct store_session *ss = store_session_get(t->st, t->detail);
+	char id[32];
+	char *argv[] = { (char *)"policy", (char *)"suggest", id,
+		(char *)"--agent", NULL, write ? (char *)"--write" : NULL, NULL };
+
+	if (ss == NULL)
+		return;
+	snprintf(id, sizeof id, "%lld", (long long)t->detail);
+	argv[4] = ss->agent;
+	tui_text_run(t, write ? "policy written" : "policy suggestion", argv,
+	    write);
+	store_session_free(ss);
+}
+
+static void
+tui_session_suggest_write(struct tui *t, void *arg)
+{
+	tui_session_suggest(t, true);
 }
 
 static void
@@ -248,6 +273,14 @@ tui_session_key(struct tui *t, const struct tui_key *k)
 	case 'a':
 		tui_confirm(t, "Apply this session's config changes to your "
 		    "real config dirs?", tui_session_apply, NULL);
+		break;
+	case 'p':
+		tui_session_suggest(t, false);
+		break;
+	case 'w':
+		tui_confirm(t, "Add the rules that allow exactly what this "
+		    "session did to its agent's profile in your config?",
+		    tui_session_suggest_write, NULL);
 		break;
 	case '\r':
 		if (sn != NULL && sn->commit != NULL)

@@ -112,6 +112,25 @@ keys Enter
 wait_for 'decision: +deny' || fail "Enter did not show the request's details"
 escape
 escape
+
+# The history offers policy suggest on a session: shown, then written to the profile.
+prefix h
+wait_for 'history: [0-9]+ sessions' || fail "no history"
+keys Enter
+wait_for 'snapshots: ' || fail "Enter in the history did not open the session"
+keys p
+wait_for "allow = 127\\.0\\.0\\.1:$PORT GET /one" || fail "p did not show the suggested rule"
+scr | grep -q "127.0.0.1:$PORT (2 requests" || fail "the suggestion does not list the denied requests"
+escape
+keys w
+wait_for 'Add the rules' || fail "w did not ask before writing the policy"
+keys y
+wait_for 'added 1 rule' || fail "w did not write the rule"
+grep -q "^allow = 127.0.0.1:$PORT GET /one" "$XDG_CONFIG_HOME/agentmux/config" ||
+	fail "the rule is not in the config file"
+escape
+escape
+escape
 prefix q
 wait_for 'Quit\?' || fail "quitting did not ask"
 keys y
