@@ -36,7 +36,7 @@ struct proxy_req {
 	int64_t started_at;
 	int64_t t0;
 	int64_t ttfb_us;
-	char *method;
+	const char *method;         /* static: the parser's name for it */
 	const char *scheme;
 	char *host;
 	int port;
@@ -45,7 +45,7 @@ struct proxy_req {
 	char *req_headers;
 	char *resp_headers;
 	int status;
-	char *status_text;
+	const char *status_text;    /* static, or the response head's */
 	int64_t bytes_up;
 	int64_t bytes_down;
 	const char *decision;
@@ -167,20 +167,39 @@ proxy_conn_uout(struct proxy_conn *pc)
 static void
 proxy_conn_req_clear(struct proxy_req *r)
 {
-	free(r->method);
+	struct buf bufs[4];
+
 	free(r->host);
 	free(r->path);
 	free(r->req_headers);
 	free(r->resp_headers);
-	free(r->status_text);
 	free(r->rule);
 	free(r->error);
 	free(r->mime);
+	/* The buffers keep their memory for the next request. */
+	buf_reset(&r->req_body);
+	buf_reset(&r->resp_body);
+	buf_reset(&r->out_head);
+	buf_reset(&r->scan);
+	bufs[0] = r->req_body;
+	bufs[1] = r->resp_body;
+	bufs[2] = r->out_head;
+	bufs[3] = r->scan;
+	memset(r, 0, sizeof *r);
+	r->req_body = bufs[0];
+	r->resp_body = bufs[1];
+	r->out_head = bufs[2];
+	r->scan = bufs[3];
+}
+
+static void
+proxy_conn_req_free(struct proxy_req *r)
+{
+	proxy_conn_req_clear(r);
 	buf_free(&r->req_body);
 	buf_free(&r->resp_body);
 	buf_free(&r->out_head);
 	buf_free(&r->scan);
-	memset(r, 0, sizeof *r);
 }
 
 static void
@@ -194,7 +213,7 @@ proxy_conn_req_begin(struct proxy_conn *pc, const char *method,
 	r->started_at = util_now_ms();
 	r->t0 = proxy_conn_now();
 	r->ttfb_us = -1;
-	r->method = xstrdup(method);
+	r->method = method;
 	r->scheme = scheme;
 	snprintf(r->version, sizeof r->version, "HTTP/%u.%u",
 	    pc->rq.p.http_major, pc->rq.p.http_minor);
@@ -306,7 +325,7 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	event_free(pc->wake);
 	proxy_msg_free(&pc->rq);
 	proxy_msg_free(&pc->rs);
-	proxy_conn_req_clear(&pc->r);
+	proxy_conn_req_free(&pc->r);
 	free(pc->dest_host);
 	free(pc->answer_rule);
 	free(pc->up_error);
@@ -368,8 +387,7 @@ proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
 	proxy_http_respond(proxy_conn_cout(pc), status, body);
 	if (r->id != 0) {
 		r->status = status;
-		free(r->status_text);
-		r->status_text = xstrdup(proxy_http_reason(status));
+		r->status_text = proxy_http_reason(status);
 		if (decision != NULL)
 			r->decision = decision;
 		proxy_conn_set_error(pc, error);
@@ -755,6 +773,14 @@ proxy_conn_request(struct proxy_conn *pc)
 	proxy_conn_decide(pc, v, rule);
 }
 
+static void
+proxy_conn_add3(struct buf *b, const char *x, const char *y, const char *z)
+{
+	buf_adds(b, x);
+	buf_adds(b, y);
+	buf_adds(b, z);
+}
+
 /* The head that goes upstream: origin-form, hop-by-hop headers dropped, secrets in. */
 static void
 proxy_conn_build_head(struct proxy_conn *pc)
@@ -768,7 +794,8 @@ proxy_conn_build_head(struct proxy_conn *pc)
 	bool host = false;
 
 	buf_reset(b);
-	buf_printf(b, "%s %s %s\r\n", r->method, r->path, r->version);
+	proxy_conn_add3(b, r->method, " ", r->path);
+	proxy_conn_add3(b, " ", r->version, "\r\n");
 	for (i = 0; i < pc->rq.nh; i++) {
 		name = proxy_msg_name(&pc->rq, i);
 		value = proxy_msg_value(&pc->rq, i);
@@ -788,7 +815,8 @@ proxy_conn_build_head(struct proxy_conn *pc)
 				v = swapped;
 			}
 		}
-		buf_printf(b, "%s: %s\r\n", name, v != NULL ? v : value);
+		proxy_conn_add3(b, name, ": ", v != NULL ? v : value);
+		buf_add(b, "\r\n", 2);
 		if (v != NULL) {
 			explicit_bzero(v, strlen(v));
 			free(v);
@@ -1054,8 +1082,7 @@ proxy_conn_response_head(struct proxy_conn *pc)
 	const char *ct;
 
 	r->status = pc->rs.p.status_code;
-	free(r->status_text);
-	r->status_text = xstrdup(proxy_msg_url(&pc->rs));
+	r->status_text = proxy_msg_url(&pc->rs);
 	free(r->resp_headers);
 	r->resp_headers = proxy_msg_headers_text(&pc->rs,
 	    (const char *const *)pc->ps->secret_values);

@@ -529,17 +529,18 @@ char *
 proxy_msg_headers_text(struct proxy_msg *m, const char *const *values)
 {
 	struct buf b;
-	char *out;
 	size_t i;
 
 	buf_init(&b);
-	buf_adds(&b, "");
-	for (i = 0; i < m->nh; i++)
-		buf_printf(&b, "%s: %s\n", proxy_msg_name(m, i),
-		    proxy_msg_value(m, i));
-	out = proxy_redact_headers(b.data, values);
-	buf_free(&b);
-	return out;
+	buf_add(&b, "", 0);
+	for (i = 0; i < m->nh; i++) {
+		buf_adds(&b, proxy_msg_name(m, i));
+		buf_add(&b, ": ", 2);
+		buf_adds(&b, proxy_msg_value(m, i));
+		buf_addc(&b, '\n');
+	}
+	proxy_redact_inplace(&b, values);
+	return buf_steal(&b);
 }
 
 const char *

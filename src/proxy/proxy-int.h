@@ -119,6 +119,8 @@ size_t proxy_secret_maxlen(const struct proxy_secret *, size_t n);
 
 /** True if a header called NAME carries credentials. */
 bool proxy_redact_name(const char *name);
+/** Redacts the "Name: value\n" lines of B like proxy_redact_headers. */
+void proxy_redact_inplace(struct buf *, const char *const *values);
 /** Replaces each of VALUES in B (in place) with "[redacted]". */
 void proxy_redact_buf(struct buf *, const char *const *values);
 

@@ -7,8 +7,9 @@
 
 #define PROXY_REDACTED "[redacted]"
 
-bool
-proxy_redact_name(const char *name)
+/* True if the LEN bytes of NAME name a header that carries credentials. */
+static bool
+proxy_redact_name_n(const char *name, size_t len)
 {
 	static const char *const exact[] = { "authorization",
 		"proxy-authorization", "cookie", "set-cookie", "x-api-key",
@@ -17,24 +18,31 @@ proxy_redact_name(const char *name)
 	static const char *const parts[] = { "auth", "token", "secret",
 		"passw", "api-key", "api_key", "apikey", "cookie", "session",
 		"signature", "credential" };
-	size_t i, len = strlen(name);
-	char *lower, *p;
-	bool hit = false;
+	char lower[128];
+	size_t i;
 
+	if (len >= sizeof lower)
+		return true;   /* no credential header is that long: be safe */
+	for (i = 0; i < len; i++)
+		lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ?
+		    name[i] + 32 : name[i]);
+	lower[len] = '\0';
 	for (i = 0; i < nitems(exact); i++) {
-		if (strcasecmp(name, exact[i]) == 0)
+		if (strcmp(lower, exact[i]) == 0)
 			return true;
 	}
-	lower = xstrdup(name);
-	for (p = lower; *p != '\0'; p++)
-		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
-	for (i = 0; i < nitems(parts) && !hit; i++)
-		hit = strstr(lower, parts[i]) != NULL;
+	for (i = 0; i < nitems(parts); i++) {
+		if (strstr(lower, parts[i]) != NULL)
+			return true;
+	}
 	/* "X-Foo-Key" style names; not Keep-Alive, Sec-WebSocket-Key is harmless. */
-	if (!hit && len > 4 && strcmp(lower + len - 4, "-key") == 0)
-		hit = true;
-	free(lower);
-	return hit;
+	return len > 4 && strcmp(lower + len - 4, "-key") == 0;
+}
+
+bool
+proxy_redact_name(const char *name)
+{
+	return proxy_redact_name_n(name, strlen(name));
 }
 
 static bool
@@ -48,37 +56,67 @@ proxy_redact_has_value(const char *s, size_t len, const char *const *values)
 	return false;
 }
 
+/* Whether LINE ("Name: value\n", LEN bytes) must be redacted, and where its name ends. */
+static bool
+proxy_redact_line(const char *line, size_t len, const char *const *values,
+    size_t *namelen)
+{
+	const char *colon = memchr(line, ':', len);
+
+	*namelen = colon != NULL ? (size_t)(colon - line) : len;
+	if (colon != NULL && proxy_redact_name_n(line, *namelen))
+		return true;
+	return proxy_redact_has_value(line, len, values);
+}
+
+void
+proxy_redact_inplace(struct buf *b, const char *const *values)
+{
+	const char *line, *end, *stop;
+	struct buf out;
+	size_t len, namelen;
+	bool any = false;
+
+	if (b->data == NULL)
+		return;
+	stop = b->data + b->len;
+	for (line = b->data; line < stop && !any; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		any = proxy_redact_line(line, (size_t)(end - line), values,
+		    &namelen);
+	}
+	if (!any)
+		return;
+	buf_init(&out);
+	buf_add(&out, "", 0);
+	for (line = b->data; line < stop; line = end) {
+		end = memchr(line, '\n', (size_t)(stop - line));
+		end = end != NULL ? end + 1 : stop;
+		len = (size_t)(end - line);
+		if (!proxy_redact_line(line, len, values, &namelen))
+			buf_add(&out, line, len);
+		else if (namelen < len &&
+		    proxy_redact_has_value(line, namelen, values))
+			/* A server may echo a value as a header's name, too. */
+			buf_adds(&out, PROXY_REDACTED ": " PROXY_REDACTED "\n");
+		else if (namelen < len) {
+			buf_add(&out, line, namelen);
+			buf_adds(&out, ": " PROXY_REDACTED "\n");
+		}
+	}
+	buf_free(b);
+	*b = out;
+}
+
 char *
 proxy_redact_headers(const char *headers, const char *const *values)
 {
-	const char *line, *end, *colon;
 	struct buf b;
-	char *name;
-	size_t len;
 
 	buf_init(&b);
-	buf_adds(&b, "");
-	for (line = headers; *line != '\0'; line = end) {
-		end = strchr(line, '\n');
-		end = end != NULL ? end + 1 : line + strlen(line);
-		len = (size_t)(end - line);
-		colon = memchr(line, ':', len);
-		if (colon == NULL) {
-			if (!proxy_redact_has_value(line, len, values))
-				buf_add(&b, line, len);
-			continue;
-		}
-		name = xstrndup(line, (size_t)(colon - line));
-		/* A server may echo a value as a header's name, too. */
-		if (proxy_redact_has_value(name, strlen(name), values))
-			buf_adds(&b, PROXY_REDACTED ": " PROXY_REDACTED "\n");
-		else if (proxy_redact_name(name) ||
-		    proxy_redact_has_value(line, len, values))
-			buf_printf(&b, "%s: " PROXY_REDACTED "\n", name);
-		else
-			buf_add(&b, line, len);
-		free(name);
-	}
+	buf_adds(&b, headers);
+	proxy_redact_inplace(&b, values);
 	return buf_steal(&b);
 }
 

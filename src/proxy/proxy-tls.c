@@ -84,6 +84,8 @@ proxy_tls_server_ctx(struct proxy *px, char **cause)
 	/* Idle connections give their read and write buffers back. */
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_session_id_context(ctx, sid, sizeof sid - 1);
+	/* Resumption needs few: clients are the jail's, on one machine. */
+	SSL_CTX_sess_set_cache_size(ctx, 256);
 	SSL_CTX_set_alpn_select_cb(ctx, proxy_tls_alpn_select, NULL);
 	SSL_CTX_set_tlsext_servername_callback(ctx, proxy_tls_servername);
 	SSL_CTX_set_tlsext_servername_arg(ctx, px);

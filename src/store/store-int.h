@@ -23,6 +23,7 @@ struct store {
 	sqlite3 *db;
 	char *path;
 	struct event *flush_ev;
+	int64_t last_flush_us;      /* when records were last written */
 	struct store_op *ops;
 	size_t nops;
 	size_t capops;
