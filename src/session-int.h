@@ -27,7 +27,6 @@ struct session_ctx {
 	char *data_dir;
 	struct strv upstream_ca;     /* extra upstream CAs, for the proxy */
 	struct proxy *px;            /* CA, TLS contexts, DNS: every session's */
-	char *runtime_dir;           /* made here if the process had none */
 	struct event *sigchld;
 	struct session *sessions;    /* every live session */
 };

@@ -36,12 +36,8 @@ session_proxy_ctx_init(struct session_ctx *ctx, char **cause)
 	const struct config_proxy *cp = &ctx->cf->proxy;
 	struct proxy_conf pc;
 	struct strv cas;
-	const char *runtime;
 	size_t i;
 
-	if ((runtime = path_runtime_dir()) == NULL &&
-	    (ctx->runtime_dir = path_runtime_dir_create(cause)) == NULL)
-		return -1;
 	strv_init(&cas);
 	for (i = 0; i < cp->upstream_ca.n; i++)
 		strv_add(&cas, cp->upstream_ca.v[i]);
@@ -49,7 +45,6 @@ session_proxy_ctx_init(struct session_ctx *ctx, char **cause)
 		strv_add(&cas, ctx->upstream_ca.v[i]);
 	memset(&pc, 0, sizeof pc);
 	pc.data_dir = ctx->data_dir;
-	pc.runtime_dir = runtime != NULL ? runtime : ctx->runtime_dir;
 	pc.upstream_ca = cas.v;
 	pc.connect_to = cp->connect_to.v;
 	pc.connect_timeout = (int)cp->connect_timeout;
@@ -67,8 +62,6 @@ session_proxy_ctx_free(struct session_ctx *ctx)
 {
 	proxy_free(ctx->px);
 	ctx->px = NULL;
-	free(ctx->runtime_dir);
-	ctx->runtime_dir = NULL;
 }
 
 const char *

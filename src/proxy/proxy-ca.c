@@ -30,9 +30,17 @@ struct proxy_leaf {
 	time_t expires;
 };
 
+/*
+ * Opening reads only the certificate's text (for the jail's bundle):
+ * OpenSSL's start-up and key decoding cost milliseconds that a session
+ * whose jail never makes a TLS connection should not pay. The keys are
+ * loaded at the first interception.
+ */
 struct proxy_ca {
 	char *cert_path;
 	char *key_path;
+	struct buf cert_pem;
+	bool loaded;
 	X509 *cert;
 	EVP_PKEY *key;
 	EVP_PKEY *leaf_key;
@@ -185,6 +193,8 @@ proxy_ca_create(struct proxy_ca *ca, char **cause)
 		return -1;
 	}
 	rc = util_write_file_atomic(ca->cert_path, pem, len, 0644, cause);
+	buf_reset(&ca->cert_pem);
+	buf_add(&ca->cert_pem, pem, len);
 	free(pem);
 	if (rc == 0)
 		log_info("created the agentmux CA: %s", ca->cert_path);
@@ -223,8 +233,9 @@ proxy_ca_open_file(const char *path, bool key, char **cause)
 	return f;
 }
 
+/* Parses the CA's key and certificate (perms checked again). */
 static int
-proxy_ca_load(struct proxy_ca *ca, char **cause)
+proxy_ca_parse(struct proxy_ca *ca, char **cause)
 {
 	FILE *f;
 
@@ -246,6 +257,34 @@ proxy_ca_load(struct proxy_ca *ca, char **cause)
 	return 0;
 }
 
+/* Checks the CA's files and reads the certificate's text; parsing waits. */
+static int
+proxy_ca_peek(struct proxy_ca *ca, char **cause)
+{
+	FILE *f;
+	char chunk[4096];
+	size_t n;
+
+	if ((f = proxy_ca_open_file(ca->key_path, true, cause)) == NULL)
+		return -1;
+	fclose(f);
+	if ((f = proxy_ca_open_file(ca->cert_path, false, cause)) == NULL)
+		return -1;
+	buf_reset(&ca->cert_pem);
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 &&
+	    ca->cert_pem.len < 65536)
+		buf_add(&ca->cert_pem, chunk, n);
+	fclose(f);
+	if (ca->cert_pem.data == NULL ||
+	    strstr(ca->cert_pem.data, "-----BEGIN CERTIFICATE-----") == NULL) {
+		*cause = xprintf("the agentmux CA %s is damaged: no "
+		    "certificate in it; remove it and %s to make a new one",
+		    ca->cert_path, ca->key_path);
+		return -1;
+	}
+	return 0;
+}
+
 /* Loads or creates the CA while holding the lock, so racing processes agree. */
 static int
 proxy_ca_load_or_create(struct proxy_ca *ca, const char *dir, char **cause)
@@ -262,9 +301,9 @@ proxy_ca_load_or_create(struct proxy_ca *ca, const char *dir, char **cause)
 		*cause = xprintf("the CA key %s is missing; remove %s to make "
 		    "a new CA", ca->key_path, ca->cert_path);
 	else if (access(ca->cert_path, F_OK) == 0)
-		rc = proxy_ca_load(ca, cause);
-	else
-		rc = proxy_ca_create(ca, cause);   /* a lone key was never trusted */
+		rc = proxy_ca_peek(ca, cause);
+	else if ((rc = proxy_ca_create(ca, cause)) == 0)
+		rc = proxy_ca_load(ca, cause);   /* a lone key was never trusted */
 out:
 	if (fd != -1)
 		close(fd);
@@ -278,14 +317,17 @@ proxy_ca_open(const char *data_dir, char **cause)
 	struct proxy_ca *ca = xcalloc(1, sizeof *ca);
 
 	TAILQ_INIT(&ca->leaves);
+	buf_init(&ca->cert_pem);
 	ca->cert_path = xprintf("%s/ca.pem", data_dir);
 	ca->key_path = xprintf("%s/ca.key", data_dir);
+	/* Fast path: the files exist (no lock needed to read them). */
+	if (access(ca->cert_path, F_OK) == 0 && access(ca->key_path, F_OK) == 0) {
+		if (proxy_ca_peek(ca, cause) == -1)
+			goto fail;
+		return ca;
+	}
 	if (proxy_ca_load_or_create(ca, data_dir, cause) == -1)
 		goto fail;
-	if ((ca->leaf_key = EVP_EC_gen("P-256")) == NULL) {
-		*cause = xprintf("cannot make a key: %s", proxy_ca_ssl_error());
-		goto fail;
-	}
 	return ca;
 fail:
 	proxy_ca_free(ca);
@@ -315,6 +357,7 @@ proxy_ca_free(struct proxy_ca *ca)
 	X509_free(ca->cert);
 	EVP_PKEY_free(ca->key);
 	EVP_PKEY_free(ca->leaf_key);
+	buf_free(&ca->cert_pem);
 	free(ca->cert_path);
 	free(ca->key_path);
 	free(ca);
@@ -326,9 +369,31 @@ proxy_ca_path(struct proxy_ca *ca)
 	return ca->cert_path;
 }
 
+int
+proxy_ca_load(struct proxy_ca *ca, char **cause)
+{
+	if (ca->loaded)
+		return 0;
+	if (ca->cert == NULL && proxy_ca_parse(ca, cause) == -1)
+		return -1;
+	if ((ca->leaf_key = EVP_EC_gen("P-256")) == NULL) {
+		*cause = xprintf("cannot make a key: %s", proxy_ca_ssl_error());
+		return -1;
+	}
+	ca->loaded = true;
+	return 0;
+}
+
 X509 *
 proxy_ca_cert(struct proxy_ca *ca)
 {
+	char *cause = NULL;
+
+	if (proxy_ca_load(ca, &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+		return NULL;
+	}
 	return ca->cert;
 }
 
@@ -444,6 +509,8 @@ proxy_ca_leaf(struct proxy_ca *ca, const char *host, const char *also,
 	time_t now = time(NULL);
 	char *h, *a = NULL;
 
+	if (proxy_ca_load(ca, cause) == -1)
+		return NULL;
 	if (also != NULL && strcmp(also, host) == 0)
 		also = NULL;
 	TAILQ_FOREACH(l, &ca->leaves, entry) {
@@ -480,32 +547,76 @@ proxy_ca_leaf(struct proxy_ca *ca, const char *host, const char *also,
 	return TAILQ_FIRST(&ca->leaves)->cert;
 }
 
+/* Writes DATA to PATH through a temporary file and rename: no fsync, the runtime dir does not outlive us. */
+static int
+proxy_ca_write_quick(const char *path, const char *data, size_t len,
+    char **cause)
+{
+	char *tmp = xprintf("%s.tmp.%ld", path, (long)getpid());
+	int fd, rc = -1;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0644);
+	if (fd == -1 || fchmod(fd, 0644) == -1 ||
+	    util_write_all(fd, data, len) == -1) {
+		*cause = xprintf("cannot write %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if (close(fd) == -1 || rename(tmp, path) == -1) {
+		fd = -1;
+		*cause = xprintf("cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	rc = 0;
+out:
+	if (fd != -1)
+		close(fd);
+	if (rc == -1)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* True if PATH exists and is newer than every file in NEWER. */
+static bool
+proxy_ca_fresh(const char *path, const char *const *newer, size_t n)
+{
+	struct stat st, o;
+	size_t i;
+
+	if (stat(path, &st) == -1)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (stat(newer[i], &o) == 0 && (o.st_mtim.tv_sec >
+		    st.st_mtim.tv_sec || (o.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+		    o.st_mtim.tv_nsec > st.st_mtim.tv_nsec)))
+			return false;
+	}
+	return true;
+}
+
 int
 proxy_ca_write_bundle(struct proxy_ca *ca, const char *dir, char **path,
     char **cause)
 {
+	const char *inputs[2] = { PROXY_SYSTEM_BUNDLE, ca->cert_path };
 	struct buf b;
-	char *pem;
-	size_t len;
 	int rc;
 
+	/* Kept while neither the system's CAs nor ours change. */
+	*path = xprintf("%s/jail-ca-bundle.crt", dir);
+	if (proxy_ca_fresh(*path, inputs, nitems(inputs)))
+		return 0;
 	buf_init(&b);
 	if (buf_read_file(&b, PROXY_SYSTEM_BUNDLE) == -1)
 		log_warnx("cannot read %s (%s): the jail will trust only the "
 		    "agentmux CA", PROXY_SYSTEM_BUNDLE, strerror(errno));
 	if (b.len != 0 && b.data[b.len - 1] != '\n')
 		buf_addc(&b, '\n');
-	if ((pem = proxy_ca_pem(proxy_ca_write_x509, ca->cert, &len)) == NULL) {
-		*cause = xprintf("cannot encode the CA certificate: %s",
-		    proxy_ca_ssl_error());
-		buf_free(&b);
-		return -1;
-	}
 	buf_adds(&b, "# agentmux CA\n");
-	buf_add(&b, pem, len);
-	free(pem);
-	*path = xprintf("%s/ca-bundle.pem", dir);
-	rc = util_write_file_atomic(*path, b.data, b.len, 0644, cause);
+	buf_add(&b, ca->cert_pem.data, ca->cert_pem.len);
+	rc = proxy_ca_write_quick(*path, b.data, b.len, cause);
 	buf_free(&b);
 	if (rc == -1) {
 		free(*path);

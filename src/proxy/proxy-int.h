@@ -35,7 +35,9 @@ struct proxy_ca *proxy_ca_open(const char *data_dir, char **cause);
 void proxy_ca_free(struct proxy_ca *);
 /** The CA certificate's path; borrowed. */
 const char *proxy_ca_path(struct proxy_ca *);
-/** The CA certificate; borrowed. */
+/** Parses the CA's key and certificate, once; -1 with *CAUSE. */
+int proxy_ca_load(struct proxy_ca *, char **cause);
+/** The CA certificate (loaded if need be; NULL if that fails); borrowed. */
 X509 *proxy_ca_cert(struct proxy_ca *);
 /**
  * A leaf certificate for HOST (a name or an address), also naming ALSO if
@@ -43,9 +45,12 @@ X509 *proxy_ca_cert(struct proxy_ca *);
  */
 X509 *proxy_ca_leaf(struct proxy_ca *, const char *host, const char *also,
     char **cause);
-/** The key every leaf certificate carries; borrowed. */
+/** The key every leaf certificate carries (after a leaf); borrowed. */
 EVP_PKEY *proxy_ca_leaf_key(struct proxy_ca *);
-/** Writes the system CAs plus ours to DIR/ca-bundle.pem; *PATH is the caller's. */
+/**
+ * The system CAs plus ours in DIR/jail-ca-bundle.crt, written again only
+ * when either changed; *PATH is the caller's.
+ */
 int proxy_ca_write_bundle(struct proxy_ca *, const char *dir, char **path,
     char **cause);
 /** Number of cached leaf certificates (tests). */
@@ -245,8 +250,9 @@ struct proxy {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct proxy_ca *ca;
-	SSL_CTX *server_ctx;
+	SSL_CTX *server_ctx;          /* made at first use */
 	SSL_CTX *client_ctx;
+	struct strv upstream_ca;
 	char *bundle_path;
 	struct proxy_connect_to *connect_to;
 	size_t nconnect_to;

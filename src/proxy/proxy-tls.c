@@ -133,6 +133,9 @@ proxy_tls_accept_ssl(struct proxy *px, const char *host, char **cause)
 
 	if ((leaf = proxy_ca_leaf(px->ca, host, NULL, cause)) == NULL)
 		return NULL;
+	if (px->server_ctx == NULL &&
+	    (px->server_ctx = proxy_tls_server_ctx(px, cause)) == NULL)
+		return NULL;
 	if ((ssl = SSL_new(px->server_ctx)) == NULL ||
 	    SSL_use_certificate(ssl, leaf) != 1 ||
 	    SSL_use_PrivateKey(ssl, proxy_ca_leaf_key(px->ca)) != 1) {
@@ -151,6 +154,9 @@ proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
 	SSL *ssl;
 	int ok;
 
+	if (px->client_ctx == NULL && (px->client_ctx =
+	    proxy_tls_client_ctx(px->upstream_ca.v, cause)) == NULL)
+		return NULL;
 	if ((ssl = SSL_new(px->client_ctx)) == NULL) {
 		*cause = xprintf("cannot set up TLS: %s", proxy_tls_ssl_error());
 		return NULL;

@@ -1,4 +1,5 @@
 /* The process-wide proxy: the CA, the TLS contexts, the resolver and the settings every session shares. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,28 @@ proxy_dns_create(struct event_base *base)
 	return dns;
 }
 
+/* An upstream CA file must hold PEM certificates (loaded at the first TLS upstream). */
+static int
+proxy_conf_check_ca(const char *path, char **cause)
+{
+	struct buf b;
+	int rc = 0;
+
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1) {
+		*cause = xprintf("cannot read the upstream CA %s: %s", path,
+		    strerror(errno));
+		rc = -1;
+	} else if (b.data == NULL ||
+	    strstr(b.data, "-----BEGIN CERTIFICATE-----") == NULL) {
+		*cause = xprintf("the upstream CA %s holds no PEM certificate",
+		    path);
+		rc = -1;
+	}
+	buf_free(&b);
+	return rc;
+}
+
 static int
 proxy_conf_copy(struct proxy *px, const struct proxy_conf *conf, char **cause)
 {
@@ -39,6 +62,11 @@ proxy_conf_copy(struct proxy *px, const struct proxy_conf *conf, char **cause)
 	px->max_connections = conf->max_connections > 0 ?
 	    conf->max_connections : 256;
 	px->max_body_record = conf->max_body_record;
+	for (ct = conf->upstream_ca; ct != NULL && *ct != NULL; ct++) {
+		if (proxy_conf_check_ca(*ct, cause) == -1)
+			return -1;
+		strv_add(&px->upstream_ca, *ct);
+	}
 	for (ct = conf->connect_to; ct != NULL && *ct != NULL; ct++) {
 		px->connect_to = xreallocarray(px->connect_to,
 		    px->nconnect_to + 1, sizeof *px->connect_to);
@@ -57,14 +85,12 @@ proxy_create(struct event_base *base, const struct proxy_conf *conf,
 	struct proxy *px = xcalloc(1, sizeof *px);
 
 	px->base = base;
+	strv_init(&px->upstream_ca);
 	if (proxy_conf_copy(px, conf, cause) == -1 ||
-	    (px->ca = proxy_ca_open(conf->data_dir, cause)) == NULL ||
-	    (px->server_ctx = proxy_tls_server_ctx(px, cause)) == NULL ||
-	    (px->client_ctx = proxy_tls_client_ctx(conf->upstream_ca,
-	    cause)) == NULL)
+	    (px->ca = proxy_ca_open(conf->data_dir, cause)) == NULL)
 		goto fail;
-	if (conf->runtime_dir != NULL && proxy_ca_write_bundle(px->ca,
-	    conf->runtime_dir, &px->bundle_path, cause) == -1)
+	if (proxy_ca_write_bundle(px->ca, conf->data_dir, &px->bundle_path,
+	    cause) == -1)
 		goto fail;
 	if ((px->dns = proxy_dns_create(base)) == NULL) {
 		*cause = xstrdup("cannot start the DNS resolver");
@@ -87,6 +113,7 @@ proxy_free(struct proxy *px)
 		evdns_base_free(px->dns, 1);
 	SSL_CTX_free(px->server_ctx);
 	SSL_CTX_free(px->client_ctx);
+	strv_free(&px->upstream_ca);
 	proxy_ca_free(px->ca);
 	for (i = 0; i < px->nconnect_to; i++)
 		proxy_connect_to_clear(&px->connect_to[i]);

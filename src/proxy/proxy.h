@@ -72,8 +72,8 @@ struct proxy;
 struct proxy_session;
 
 struct proxy_conf {
-	const char *data_dir;          /* the CA lives here (key 0600) */
-	const char *runtime_dir;       /* the jail's CA bundle is written here */
+	const char *data_dir;          /* the CA lives here (key 0600), and the
+	                                  jail's CA bundle */
 	char *const *upstream_ca;      /* extra CA files trusted upstream */
 	char *const *connect_to;       /* "HOST:PORT:ADDR:PORT2" entries */
 	int connect_timeout;           /* seconds */

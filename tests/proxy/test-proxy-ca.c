@@ -194,7 +194,7 @@ test_bundle(void **state)
 	char *dir = test_tmpdir("bundle"), *cause = NULL, *path = NULL;
 	struct proxy_ca *ca = proxy_ca_open(dir, &cause);
 	char *text, *ours;
-	struct stat st;
+	struct stat st, st2;
 	BIO *bio;
 	X509 *x;
 	int n = 0;
@@ -202,6 +202,12 @@ test_bundle(void **state)
 	assert_int_equal(proxy_ca_write_bundle(ca, dir, &path, &cause), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0644);
+	/* Kept while its inputs do not change. */
+	free(path);
+	assert_int_equal(proxy_ca_write_bundle(ca, dir, &path, &cause), 0);
+	assert_int_equal(stat(path, &st2), 0);
+	assert_int_equal(st2.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+	assert_int_equal(st2.st_ino, st.st_ino);
 	text = test_read_file(path);
 	ours = test_read_file(proxy_ca_path(ca));
 	assert_non_null(strstr(text, ours));

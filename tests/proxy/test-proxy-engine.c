@@ -421,7 +421,6 @@ eng_setup(void **state)
 	cto[1] = NULL;
 	memset(&conf, 0, sizeof conf);
 	conf.data_dir = e->dir;
-	conf.runtime_dir = e->dir;
 	conf.upstream_ca = upca;
 	conf.connect_to = cto;
 	conf.connect_timeout = 5;
