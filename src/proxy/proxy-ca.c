@@ -46,6 +46,7 @@ struct proxy_ca {
 	EVP_PKEY *leaf_key;
 	TAILQ_HEAD(proxy_ca_leaves, proxy_leaf) leaves;  /* most recently used first */
 	size_t nleaves;
+	size_t maxleaves;
 };
 
 /* The last OpenSSL error as text, for causes. */
@@ -317,6 +318,7 @@ proxy_ca_open(const char *data_dir, char **cause)
 	struct proxy_ca *ca = xcalloc(1, sizeof *ca);
 
 	TAILQ_INIT(&ca->leaves);
+	ca->maxleaves = PROXY_CA_CACHE;
 	buf_init(&ca->cert_pem);
 	ca->cert_path = xprintf("%s/ca.pem", data_dir);
 	ca->key_path = xprintf("%s/ca.key", data_dir);
@@ -407,6 +409,12 @@ size_t
 proxy_ca_cached(struct proxy_ca *ca)
 {
 	return ca->nleaves;
+}
+
+void
+proxy_ca_set_cache(struct proxy_ca *ca, size_t max)
+{
+	ca->maxleaves = max > 0 ? max : 1;
 }
 
 static int
@@ -538,7 +546,7 @@ proxy_ca_leaf(struct proxy_ca *ca, const char *host, const char *also,
 		return NULL;
 	}
 	TAILQ_INSERT_HEAD(&ca->leaves, l, entry);
-	if (++ca->nleaves > PROXY_CA_CACHE) {
+	if (++ca->nleaves > ca->maxleaves) {
 		l = TAILQ_LAST(&ca->leaves, proxy_ca_leaves);
 		TAILQ_REMOVE(&ca->leaves, l, entry);
 		proxy_ca_leaf_free(l);   /* SSLs using it hold their own reference */

@@ -53,8 +53,9 @@ EVP_PKEY *proxy_ca_leaf_key(struct proxy_ca *);
  */
 int proxy_ca_write_bundle(struct proxy_ca *, const char *dir, char **path,
     char **cause);
-/** Number of cached leaf certificates (tests). */
+/** Number of cached leaf certificates, and how many may be (tests). */
 size_t proxy_ca_cached(struct proxy_ca *);
+void proxy_ca_set_cache(struct proxy_ca *, size_t max);
 
 /* ---- TLS contexts (proxy-tls.c) ---- */
 

@@ -51,8 +51,12 @@ proxy_side_open(struct proxy_side *s, struct event_base *base, int fd,
     void (*drained)(void *), void *arg)
 {
 	memset(s, 0, sizeof *s);
-	s->raw = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE |
-	    BEV_OPT_DEFER_CALLBACKS);
+	/*
+	 * Not deferred: the socket's callbacks come only from the loop (ours
+	 * are guarded, and under TLS they are the filter's own), and a
+	 * deferral per read is measurable per request.
+	 */
+	s->raw = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (s->raw == NULL)
 		return -1;
 	s->drained = drained;
