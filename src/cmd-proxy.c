@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "proxy/proxy.h"
 #include "session.h"
 #include "store/store.h"
 
@@ -193,6 +194,29 @@ proxy_option(struct proxy_args *pa, int c, char **argv)
 	}
 }
 
+/* Bad rules are usage errors, found before anything is recorded. */
+static int
+proxy_check_rules(struct proxy_args *pa)
+{
+	const struct strv *lists[2] = { &pa->allow, &pa->deny };
+	const char *verbs[2] = { "allow", "deny" };
+	char *cause = NULL;
+	size_t i, j;
+
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < lists[i]->n; j++) {
+			if (proxy_policy_validate(verbs[i], lists[i]->v[j],
+			    &cause) == 0)
+				continue;
+			cli_usage_error("proxy", "--%s '%s': %s", verbs[i],
+			    lists[i]->v[j], cause);
+			free(cause);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 proxy_parse(struct proxy_args *pa, int argc, char **argv)
 {
@@ -216,7 +240,7 @@ proxy_parse(struct proxy_args *pa, int argc, char **argv)
 		cli_usage_error("proxy", "--listen HOST:PORT is needed");
 		return -1;
 	}
-	return 0;
+	return proxy_check_rules(pa);
 }
 
 static void

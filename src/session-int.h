@@ -132,6 +132,8 @@ int session_proxy_ctx_init(struct session_ctx *, char **cause);
 void session_proxy_ctx_free(struct session_ctx *);
 /** The bundle the jail trusts (system CAs plus ours); borrowed. */
 const char *session_proxy_ca_bundle(struct session_ctx *);
+/** Checks O's --allow/--deny rules; -1 with *CAUSE naming the bad one. */
+int session_proxy_check(const struct session_opts *, char **cause);
 /** Builds the session's policy and loads its profile's secrets (A may be NULL). */
 int session_proxy_prepare(struct session *, const struct config_agent *a,
     char **cause);

@@ -310,6 +310,28 @@ fail:
 }
 
 int
+session_proxy_check(const struct session_opts *o, char **cause)
+{
+	char *const *lists[2] = { o->allow, o->deny };
+	const char *verbs[2] = { "allow", "deny" };
+	char *err = NULL;
+	size_t i, j;
+
+	for (i = 0; i < 2; i++) {
+		for (j = 0; lists[i] != NULL && lists[i][j] != NULL; j++) {
+			if (proxy_policy_validate(verbs[i], lists[i][j],
+			    &err) == 0)
+				continue;
+			*cause = xprintf("--%s '%s': %s", verbs[i],
+			    lists[i][j], err);
+			free(err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
 session_proxy_prepare(struct session *s, const struct config_agent *a,
     char **cause)
 {

@@ -105,6 +105,8 @@ session_check(struct session_ctx *ctx, const struct session_opts *o,
 
 	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
 		return -1;
+	if (session_proxy_check(o, cause) == -1)
+		return -1;
 	if (jail_project(o->dir != NULL ? o->dir : ".", &project, cause) == -1)
 		return -1;
 	free(project);
