@@ -1327,6 +1327,8 @@ proxy_conn_intercept(struct proxy_conn *pc)
 	pc->dest_host = xstrdup(pc->r.host);
 	pc->dest_port = pc->r.port;
 	/* Requests inside are recorded one by one; the CONNECT itself is not. */
+	if (pc->r.id == pc->ps->next_request)
+		pc->ps->next_request--;   /* its number goes to the next request */
 	proxy_conn_req_clear(&pc->r);
 	evbuffer_add_printf(proxy_conn_cout(pc),
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
