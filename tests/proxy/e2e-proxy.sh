@@ -115,12 +115,26 @@ from_env = AMX_E2E_KEY
 host = 127.0.0.1
 header = x-api-key
 
+[secret file_key]
+env = FILE_KEY
+file = $T/file-key
+host = 127.0.0.1
+header = authorization
+
+[secret cmd_key]
+env = CMD_KEY
+command = printf 'sk-cmd-%s' FromACommand0123456789
+host = 127.0.0.1
+
 [agent tester]
 command = sh
 secret = test_key
+secret = file_key
+secret = cmd_key
 allow = 127.0.0.1:$HP
 allow = localhost:$HP
 EOF
+printf 'sk-file-FromAFile0123456789abcdef\n' >"$T/file-key"
 export AMX_E2E_KEY=sk-e2e-Real0Value1That2Stays3Outside4
 out=$(run -a tester -- sh -c "echo \"jail sees \$TEST_KEY\"; curl -sS --max-time 20 -H \"x-api-key: \$TEST_KEY\" https://127.0.0.1:$HP/s1 >/dev/null; curl -sS --max-time 20 -H \"x-api-key: \$TEST_KEY\" https://localhost:$HP/s2" 2>&1)
 has "$out" "jail sees sk-e2e-" || bad "run: the placeholder keeps the value's prefix: $out"
@@ -131,6 +145,10 @@ grep -q "/s2" "$SEEN" && bad "run: the exfiltration attempt reached the upstream
 "$AMX" sessions --json | python3 -c 'import json,sys; s=json.load(sys.stdin)[0]; sys.exit(0 if "exfiltration" in (s.get("flags") or "") else 1)' &&
 	ok "run: the session is flagged" || bad "run: not flagged: $("$AMX" sessions --json | head -c 400)"
 "$AMX" requests --json | grep -q "$AMX_E2E_KEY" && bad "run: the secret value reached the store"
+out=$(run -a tester -- sh -c "curl -sS --max-time 20 -H \"Authorization: Bearer \$FILE_KEY\" -H \"x-api-key: \$CMD_KEY\" https://127.0.0.1:$HP/s3 >/dev/null; echo \"\$FILE_KEY \$CMD_KEY\"" 2>&1)
+grep -q "GET /s3 key=sk-cmd-FromACommand0123456789 auth=Bearer sk-file-FromAFile0123456789abcdef" "$SEEN" &&
+	ok "run: secrets from a file and a command are swapped in" || bad "run: file/command secrets: $(tail -n 1 "$SEEN")"
+has "$out" "FromAFile\|FromACommand" && bad "run: a file or command secret reached the jail: $out"
 rm -f "$XDG_CONFIG_HOME/agentmux/config"
 
 # The unprivileged path: a throwaway user gets its own CA and its jail's requests go through.
