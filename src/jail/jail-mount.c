@@ -681,6 +681,30 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 	return rc;
 }
 
+/*
+ * /var/tmp is a link to the private /tmp, unless something the user asked
+ * for lives under it (a project, an npm prefix in /var/tmp): a link cannot
+ * hold mount points, so it gets a private tmpfs of its own.
+ */
+static void
+jail_mount_var_tmp(struct jail_plan *p, struct jail_umounts *u)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (jail_path_under(u->v[i].dst, "/var/tmp"))
+			break;
+	}
+	if (i == u->n) {
+		jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/var/tmp", "/tmp");
+		return;
+	}
+	jail_umount_add(u, JAIL_MOP_TMPFS, 0, NULL, "/var/tmp",
+	    xprintf("mode=1777,size=%lld",
+	    (long long)p->conf->limits.tmp_size));
+	strv_add(&p->ll_rw_dirs, "/var/tmp");
+}
+
 /* The user's side: /tmp, HOME, the project, overlays and binds, parents before children. */
 static int
 jail_mount_user(struct jail_plan *p, char **cause)
@@ -705,6 +729,7 @@ jail_mount_user(struct jail_plan *p, char **cause)
 	    jail_mount_overlays(p, &u, cause) == -1 ||
 	    jail_mount_binds(p, &u, cause) == -1)
 		goto out;
+	jail_mount_var_tmp(p, &u);
 	qsort(u.v, u.n, sizeof *u.v, jail_umount_cmp);
 	for (i = 0; i < u.n; i++) {
 		jail_mop_add(p, u.v[i].kind, u.v[i].flags, u.v[i].src,
@@ -724,7 +749,6 @@ jail_mount_plan(struct jail_plan *p, char **cause)
 	jail_mount_proc(p);
 	jail_mount_dev(p);
 	jail_mop_add(p, JAIL_MOP_DIR, 0, NULL, "/var", NULL);
-	jail_mop_add(p, JAIL_MOP_SYMLINK, 0, NULL, "/var/tmp", "/tmp");
 	return jail_mount_user(p, cause);
 }
 
