@@ -70,6 +70,11 @@ struct session {
 	int guard_fd;
 	struct event *guard_ev;
 
+	int home_fd;                 /* the jail's HOME (session-files.c) */
+	struct strv hfiles;          /* file entries there, relative to HOME */
+	struct strv hcopies;         /* their overlay/<n> dirs */
+	bool files_taken;
+
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
 
@@ -93,6 +98,8 @@ struct session_setup {
 	struct strv ov_work;
 	struct strv file_paths;      /* single files: where, and the session's copy */
 	struct strv file_srcs;
+	struct strv hf_rel;          /* file entries under HOME: path from HOME */
+	struct strv hf_base;         /* and the session's overlay/<n> dir */
 	struct strv notices;         /* things the user should hear about */
 	struct jail_overlay *overlays;
 	struct jail_bind *jbinds;
@@ -118,6 +125,11 @@ void session_setup_jail(struct session_setup *, struct jail_conf *);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+
+/* File entries under HOME (session-files.c). */
+int session_files_place(struct session *, char **cause);
+void session_files_capture(struct session *);
+void session_files_free(struct session *);
 
 /* Snapshots (session-snap.c). */
 void session_snap_start(struct session *);

@@ -211,10 +211,58 @@ session_setup_mkdir(const char *path, char **cause)
 	return 0;
 }
 
+/* True if PATH lies strictly under DIR. */
+static bool
+session_setup_below(const char *path, const char *dir)
+{
+	return strcmp(path, dir) != 0 && session_setup_under(path, dir);
+}
+
+/*
+ * A file entry under HOME: the session's copy (if the host has the file)
+ * is put into the jail's HOME as a plain file once the jail is made, and
+ * taken back when it ends (session-files.c); missing files count too.
+ */
+static int
+session_setup_home_file(struct session_setup *ss, const char *base,
+    const char *path, bool exists, const struct stat *st, char **cause)
+{
+	char *copy;
+
+	if (session_setup_mkdir(base, cause) == -1)
+		return -1;
+	if (exists) {
+		copy = xprintf("%s/file", base);
+		if (session_setup_copy(path, copy, st->st_mode, cause) == -1) {
+			free(copy);
+			return -1;
+		}
+		free(copy);
+	}
+	strv_add(&ss->hf_rel, path + strlen(ss->home) + 1);
+	strv_add(&ss->hf_base, base);
+	return 0;
+}
+
+/* A file entry elsewhere: the session's copy is bound over it, read-write. */
+static int
+session_setup_bound_file(struct session_setup *ss, const char *base,
+    const char *path, const struct stat *st, char **cause)
+{
+	if (session_setup_mkdir(base, cause) == -1)
+		return -1;
+	strv_addf(&ss->file_srcs, "%s/file", base);
+	if (session_setup_copy(path, ss->file_srcs.v[ss->file_srcs.n - 1],
+	    st->st_mode, cause) == -1)
+		return -1;
+	strv_add(&ss->file_paths, path);
+	return 0;
+}
+
 /* One config_dir entry: an overlay for a directory, a private copy for a file. */
 static int
 session_setup_overlay(struct session_setup *ss, size_t n, const char *path,
-    struct buf *manifest, char **cause)
+    bool file, struct buf *manifest, char **cause)
 {
 	char *base = xprintf("%s/overlay/%zu", ss->dir, n);
 	struct stat st;
@@ -228,22 +276,28 @@ session_setup_overlay(struct session_setup *ss, size_t n, const char *path,
 		rc = 0;
 		goto out;
 	}
-	if ((exists && S_ISREG(st.st_mode)) ||
-	    (!exists && session_setup_looks_file(path))) {
-		if (!exists) {
-			/* Nothing to show; what the agent writes stays in its HOME. */
+	if (file && exists && !S_ISREG(st.st_mode)) {
+		strv_addf(&ss->notices, "%s is not a regular file; it is not "
+		    "shown in the jail", path);
+		rc = 0;
+		goto out;
+	}
+	if (file) {
+		if (session_setup_below(path, ss->home))
+			rc = session_setup_home_file(ss, base, path, exists,
+			    &st, cause);
+		else if (exists)
+			rc = session_setup_bound_file(ss, base, path, &st,
+			    cause);
+		else {
+			strv_addf(&ss->notices, "%s does not exist and is "
+			    "outside your home directory; it is not shown in "
+			    "the jail", path);
 			rc = 0;
 			goto out;
 		}
-		if (session_setup_mkdir(base, cause) == -1)
-			goto out;
-		strv_addf(&ss->file_srcs, "%s/file", base);
-		if (session_setup_copy(path, ss->file_srcs.v[ss->file_srcs.n -
-		    1], st.st_mode, cause) == -1)
-			goto out;
-		strv_add(&ss->file_paths, path);
-		buf_printf(manifest, "%zu\tfile\t%s\n", n, path);
-		rc = 0;
+		if (rc == 0)
+			buf_printf(manifest, "%zu\tfile\t%s\n", n, path);
 		goto out;
 	}
 	if (exists && !S_ISDIR(st.st_mode)) {
@@ -270,19 +324,25 @@ out:
 	return rc;
 }
 
-/* The profile's config dirs, and the manifest the config-diff review reads. */
-int
-session_setup_overlays(struct session_setup *ss, const struct config_agent *a,
+/* Whether entry PATH is a file: what it is on the host, else its name says. */
+static bool
+session_setup_is_file(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0)
+		return !S_ISDIR(st.st_mode);
+	return session_setup_looks_file(path);
+}
+
+/* The profile's config_dir entries, expanded; -1 with *CAUSE for a relative one. */
+static int
+session_setup_entries(const struct config_agent *a, struct strv *paths,
     char **cause)
 {
-	struct buf manifest;
-	char *path, *mpath;
+	char *path;
 	size_t i, len;
-	int rc = -1;
 
-	if (a->config_dirs.n == 0)
-		return 0;
-	buf_init(&manifest);
 	for (i = 0; i < a->config_dirs.n; i++) {
 		path = path_expand_home(a->config_dirs.v[i]);
 		len = strlen(path);
@@ -293,20 +353,63 @@ session_setup_overlays(struct session_setup *ss, const struct config_agent *a,
 			    "absolute path or ~/...", a->config_dirs.v[i],
 			    a->name);
 			free(path);
-			goto out;
+			return -1;
 		}
-		if (session_setup_overlay(ss, i, path, &manifest, cause) ==
-		    -1) {
-			free(path);
-			goto out;
-		}
+		strv_add(paths, path);
 		free(path);
+	}
+	return 0;
+}
+
+/* A file entry inside a dir entry is already captured by that dir's overlay. */
+static bool
+session_setup_covered(const struct strv *paths, const bool *file, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < paths->n; j++) {
+		if (j != i && !file[j] && session_setup_below(paths->v[i],
+		    paths->v[j]))
+			return true;
+	}
+	return false;
+}
+
+/* The profile's config dirs, and the manifest the config-diff review reads. */
+int
+session_setup_overlays(struct session_setup *ss, const struct config_agent *a,
+    char **cause)
+{
+	struct strv paths;
+	struct buf manifest;
+	char *mpath;
+	bool *file = NULL;
+	size_t i;
+	int rc = -1;
+
+	if (a->config_dirs.n == 0)
+		return 0;
+	buf_init(&manifest);
+	strv_init(&paths);
+	if (session_setup_entries(a, &paths, cause) == -1)
+		goto out;
+	file = xcalloc(paths.n, sizeof *file);
+	for (i = 0; i < paths.n; i++)
+		file[i] = session_setup_is_file(paths.v[i]);
+	for (i = 0; i < paths.n; i++) {
+		if (file[i] && session_setup_covered(&paths, file, i))
+			continue;
+		if (session_setup_overlay(ss, i, paths.v[i], file[i],
+		    &manifest, cause) == -1)
+			goto out;
 	}
 	mpath = xprintf("%s/overlays", ss->dir);
 	rc = util_write_file_atomic(mpath, manifest.data != NULL ?
 	    manifest.data : "", manifest.len, 0600, cause);
 	free(mpath);
 out:
+	free(file);
+	strv_free(&paths);
 	buf_free(&manifest);
 	return rc;
 }
@@ -324,6 +427,8 @@ session_setup_init(struct session_setup *ss)
 	strv_init(&ss->ov_work);
 	strv_init(&ss->file_paths);
 	strv_init(&ss->file_srcs);
+	strv_init(&ss->hf_rel);
+	strv_init(&ss->hf_base);
 	strv_init(&ss->notices);
 }
 
@@ -339,6 +444,8 @@ session_setup_free(struct session_setup *ss)
 	strv_free(&ss->ov_work);
 	strv_free(&ss->file_paths);
 	strv_free(&ss->file_srcs);
+	strv_free(&ss->hf_rel);
+	strv_free(&ss->hf_base);
 	strv_free(&ss->notices);
 	free(ss->overlays);
 	free(ss->jbinds);

@@ -225,6 +225,7 @@ session_finish(struct session *s)
 	s->ended = true;
 	if (s->kill_ev != NULL)
 		event_del(s->kill_ev);
+	session_files_capture(s);
 	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
 	/* Before the end snapshot runs git on the project. */
 	session_guard_stop(s);
@@ -347,6 +348,13 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.hold = true;
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
 		return -1;
+	s->home_fd = jail_take_home_fd(s->jail);
+	s->hfiles = sp->hf_rel;
+	s->hcopies = sp->hf_base;
+	strv_init(&sp->hf_rel);
+	strv_init(&sp->hf_base);
+	if (session_files_place(s, cause) == -1)
+		return -1;
 	for (i = 0; i < sp->notices.n; i++) {
 		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
 		    sp->notices.v[i]);
@@ -382,7 +390,10 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->id = -1;
 	s->listen_fd = -1;
 	s->guard_fd = -1;
+	s->home_fd = -1;
 	s->status = -1;
+	strv_init(&s->hfiles);
+	strv_init(&s->hcopies);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
@@ -540,7 +551,10 @@ session_free(struct session *s)
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
 	session_guard_stop(s);
+	/* Before the end snapshot carries out config_persist. */
+	session_files_capture(s);
 	session_snap_free(s, ran);
+	session_files_free(s);
 	jail_free(s->jail);
 	if (s->listen_fd != -1)
 		close(s->listen_fd);

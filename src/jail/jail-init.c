@@ -187,7 +187,7 @@ jail_init_spawn(struct jail_plan *p, int slave)
 void
 jail_init_main(struct jail_plan *p)
 {
-	int fds[2], n = 0, slave = -1;
+	int fds[3], n = 0, slave = -1;
 	char *cause = NULL;
 	pid_t cmd;
 
@@ -202,6 +202,11 @@ jail_init_main(struct jail_plan *p)
 	jail_mount_setup(p);
 	jail_ns_uts(p);
 	fds[n++] = jail_net_listen(p);
+	/* The host reads the agent's config files here after the jail is gone. */
+	if ((fds[n++] = open(p->conf->home, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		jail_child_fail(p, "cannot open the jail's home %s",
+		    p->conf->home);
 	if (p->conf->pty)
 		fds[n++] = jail_spawn_pty(p, &slave);
 	if (jail_send_fds(p->sock, "F", fds, n) == -1)

@@ -24,6 +24,7 @@ struct jail {
 	bool reaped;
 	int status;
 	int listen_fd;
+	int home_fd;
 	int pty_fd;
 	int in_fd;
 	int out_fd;
@@ -93,7 +94,7 @@ jail_send_fds(int sock, const char *tag, const int *fds, int nfds)
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) == -1 ? -1 : 0;
 }
 
-/* Takes the descriptors of an "F" message: the listener, then the pty master if any. */
+/* Takes the descriptors of an "F" message: the listener, HOME, then the pty master if any. */
 static void
 jail_take_fds(struct jail *j, struct msghdr *msg)
 {
@@ -112,8 +113,10 @@ jail_take_fds(struct jail *j, struct msghdr *msg)
 		util_set_cloexec(fds[i]);
 	if (n >= 1 && j->listen_fd == -1)
 		j->listen_fd = fds[0];
-	if (n >= 2 && j->pty_fd == -1)
-		j->pty_fd = fds[1];
+	if (n >= 2 && j->home_fd == -1)
+		j->home_fd = fds[1];
+	if (n >= 3 && j->pty_fd == -1)
+		j->pty_fd = fds[2];
 }
 
 /*
@@ -329,7 +332,8 @@ jail_new(void)
 
 	j->pid = -1;
 	j->sock = -1;
-	j->listen_fd = j->pty_fd = j->in_fd = j->out_fd = j->err_fd = -1;
+	j->listen_fd = j->home_fd = j->pty_fd = j->in_fd = j->out_fd =
+	    j->err_fd = -1;
 	strv_init(&j->cg_dirs);
 	return j;
 }
@@ -450,6 +454,7 @@ jail_free(struct jail *j)
 	jail_close(&j->sock);
 	free(j->go);
 	jail_close(&j->listen_fd);
+	jail_close(&j->home_fd);
 	jail_close(&j->pty_fd);
 	jail_close(&j->in_fd);
 	jail_close(&j->out_fd);
@@ -472,6 +477,15 @@ jail_take_listen_fd(struct jail *j)
 	int fd = j->listen_fd;
 
 	j->listen_fd = -1;
+	return fd;
+}
+
+int
+jail_take_home_fd(struct jail *j)
+{
+	int fd = j->home_fd;
+
+	j->home_fd = -1;
 	return fd;
 }
 

@@ -76,6 +76,13 @@ pid_t jail_pid(struct jail *);
  * caller takes ownership (a second call returns -1).
  */
 int jail_take_listen_fd(struct jail *);
+/**
+ * A descriptor of the jail's HOME (its private tmpfs), opened before the
+ * command starts; the caller takes ownership (a second call returns -1).
+ * It keeps HOME readable after the jail has ended. Everything in it was
+ * made by the jailed command: never follow a symlink found there.
+ */
+int jail_take_home_fd(struct jail *);
 /** The pty master (pty mode), or -1; owned by the jail. */
 int jail_pty_fd(struct jail *);
 /** Pipe mode: the command's stdin (write end), stdout and stderr (read ends); owned by the jail. */

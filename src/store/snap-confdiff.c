@@ -224,20 +224,40 @@ snap_cc_scan(struct snap_ccs *c, const char *root, const char *upper,
 	strv_free(&names);
 }
 
-/* A file entry: the session's copy against the host file. */
 static void
-snap_cc_file(struct snap_ccs *c, const char *copy, const char *host)
+snap_cc_file_entry(struct snap_ccs *c, const char *copy, const char *mark,
+    const char *host)
 {
 	struct stat sc, sh;
 
-	if (lstat(copy, &sc) == -1)
+	if (lstat(copy, &sc) == -1) {
+		if (access(mark, F_OK) == 0 && lstat(host, &sh) == 0)
+			snap_ccs_add(c, host, host, NULL, 'D',
+			    snap_cc_type(sh.st_mode));
 		return;
+	}
 	if (lstat(host, &sh) == -1)
 		snap_ccs_add(c, host, host, copy, 'A', snap_cc_type(sc.st_mode));
 	else if ((sc.st_mode & S_IFMT) != (sh.st_mode & S_IFMT) ||
 	    (S_ISREG(sc.st_mode) && !snap_cc_same_file(copy, host, &sc, &sh)) ||
 	    (S_ISLNK(sc.st_mode) && !snap_cc_same_link(copy, host)))
 		snap_ccs_add(c, host, host, copy, 'M', snap_cc_type(sc.st_mode));
+}
+
+/*
+ * A file entry: the session's copy (overlay/<n>/file) against the host
+ * file. No copy is no change, unless overlay/<n>/deleted says the agent
+ * removed the file.
+ */
+static void
+snap_cc_file(struct snap_ccs *c, const char *entry, const char *host)
+{
+	char *copy = xprintf("%s/file", entry);
+	char *mark = xprintf("%s/deleted", entry);
+
+	snap_cc_file_entry(c, copy, mark, host);
+	free(copy);
+	free(mark);
 }
 
 /* Reads the manifest ("N\tdir|file\tHOST" lines) and scans each entry. */
@@ -275,7 +295,7 @@ snap_cc_read(int64_t session, struct snap_ccs *c, char **cause)
 			p = xprintf("%s/overlay/%s/upper", sdir, line);
 			snap_cc_scan(c, host, p, host);
 		} else {
-			p = xprintf("%s/overlay/%s/file", sdir, line);
+			p = xprintf("%s/overlay/%s", sdir, line);
 			snap_cc_file(c, p, host);
 		}
 		free(p);

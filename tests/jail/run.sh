@@ -142,6 +142,19 @@ binds() {
 	out=$(PATH="$HOME/.local/bin:$PATH" "$AMX" run -C "$P" -- mytool </dev/null 2>&1)
 	[ "$out" = "$(printf 'mytool-ran\nread-only')" ] && ok ||
 	    bad "a command under HOME: $out"
+	# /var/tmp is a link to /tmp in the jail, unless something lives there.
+	vt=$(mktemp -d /var/tmp/amx-jail-vt.XXXXXX)
+	mkdir "$vt/bin"
+	cat >"$vt/bin/vttool" <<-TOOL
+	#!/bin/sh
+	echo vttool-ran
+	echo x >/var/tmp/scratch-$$ && cat /var/tmp/scratch-$$
+	TOOL
+	chmod -R a+rX "$vt" && chmod 755 "$vt/bin/vttool"
+	out=$(PATH="$vt/bin:$PATH" "$AMX" run -C "$P" -- vttool </dev/null 2>&1)
+	[ "$out" = "$(printf 'vttool-ran\nx')" ] && [ ! -e /var/tmp/scratch-$$ ] &&
+	    ok || bad "a command under /var/tmp: $out"
+	rm -rf "$vt"
 }
 
 # config_dir entries: overlays whose changes stay in the session's dir.
@@ -174,6 +187,42 @@ overlays() {
 	printf '0\tdir\t%s/.tagent\n1\tfile\t%s/.tagent.json\n2\tdir\t%s/.tnew\n' \
 	    "$HOME" "$HOME" "$HOME" >"$T/manifest"
 	cmp -s "$T/manifest" "$sd/overlays" && ok || bad "manifest: $(cat "$sd/overlays")"
+	file_entries
+}
+
+# A file entry is a plain file in the jail's HOME: saving by rename works,
+# a missing one can be created, and a removed one is kept as a deletion.
+file_entries() {
+	cat >>"$XDG_CONFIG_HOME/agentmux/config" <<-CONF
+	[agent tfile]
+	command = sh
+	config_dir = ~/.tagent.json
+	config_dir = ~/.tmissing.json
+	config_dir = ~/.config/tdeep/settings.json
+	CONF
+	jrun -a tfile -- sh -c 'cat ~/.tagent.json &&
+	    echo "{\"saved\":1}" >~/.tagent.json.tmp && mv ~/.tagent.json.tmp ~/.tagent.json &&
+	    echo made >~/.tmissing.json && mkdir -p ~/.config/tdeep &&
+	    echo deep >~/.config/tdeep/settings.json'
+	[ "$RC" = 0 ] && [ "$OUT" = '{"host":1}' ] && ok || bad "file entries in the jail: $RC $OUT"
+	id=$("$AMX" sessions --json | sed -n 's/^ *"id": \([0-9]*\),.*/\1/p' | head -n 1)
+	sd="$XDG_DATA_HOME/agentmux/sessions/$id"
+	[ "$(cat "$sd/overlay/0/file" 2>/dev/null)" = '{"saved":1}' ] &&
+	    [ "$(cat "$sd/overlay/1/file" 2>/dev/null)" = made ] &&
+	    [ "$(cat "$sd/overlay/2/file" 2>/dev/null)" = deep ] &&
+	    [ "$(cat "$HOME/.tagent.json")" = '{"host":1}' ] && [ ! -e "$HOME/.tmissing.json" ] &&
+	    ok || bad "file entries were not captured: $(find "$sd" -type f | head)"
+	"$AMX" confdiff "$id" --apply "$HOME/.tmissing.json" >/dev/null 2>&1
+	[ "$(cat "$HOME/.tmissing.json" 2>/dev/null)" = made ] && ok ||
+	    bad "a new file entry was not applied"
+	jrun -a tfile -- sh -c 'rm ~/.tagent.json && ln -sf /etc/passwd ~/.tmissing.json'
+	id=$("$AMX" sessions --json | sed -n 's/^ *"id": \([0-9]*\),.*/\1/p' | head -n 1)
+	out=$("$AMX" confdiff "$id" 2>&1)
+	case $out in *"deleted $HOME/.tagent.json"*"modified $HOME/.tmissing.json"*) ok ;;
+	*) bad "a deletion and a symlink were not shown: $out" ;; esac
+	"$AMX" confdiff "$id" --discard >/dev/null 2>&1
+	[ -f "$HOME/.tagent.json" ] && [ -f "$HOME/.tmissing.json" ] && ok ||
+	    bad "discarding touched the host"
 }
 
 refusals() {

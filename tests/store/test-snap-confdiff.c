@@ -321,6 +321,27 @@ test_persist_at_end(void **state)
 	config_free(cf);
 }
 
+/* A file entry the agent removed: overlay/<n>/deleted instead of a copy. */
+static void
+test_file_deleted(void **state)
+{
+	char *out;
+
+	sh("touch %s/overlay/1/deleted", sdir);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "deleted"));
+	assert_non_null(strstr(out, hostfile));
+	assert_non_null(strstr(out, "-editor = vi"));
+	free(out);
+	out = confdiff(0, "--apply", hostfile, NULL);
+	free(out);
+	assert_int_equal(access(hostfile, F_OK), -1);
+	/* No copy and no mark: nothing to review (the host had no file). */
+	sh("rm %s/overlay/1/deleted && echo 'editor = new' > %s", sdir,
+	    hostfile);
+	assert_int_equal(pending(), 0);
+}
+
 static void
 test_redact_lines(void **state)
 {
@@ -366,6 +387,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_refused_while_running, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_file_deleted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_persist_at_end, setup,
 		    teardown),
