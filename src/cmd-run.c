@@ -388,16 +388,17 @@ run_session(struct run *r)
 	return r->exited ? r->status : 1;
 }
 
-/* What the policy refused, and the --allow lines that would let it through. */
+/* What the policy refused, and the --allow options that would let it through. */
 static void
 run_denied(struct session *s)
 {
-	char *sum = session_denied_summary(s);
+	char *sum = session_denied_summary(s), *line, *save = NULL;
 
 	if (sum == NULL)
 		return;
-	fprintf(stderr, "agentmux: requests were denied; to allow them, run "
-	    "again with:\n%s", sum);
+	for (line = strtok_r(sum, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		fprintf(stderr, "agentmux: %s\n", line);
 	free(sum);
 }
 

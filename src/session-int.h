@@ -20,6 +20,13 @@ struct session_secret;
 /* The port of the proxy listener inside every jail (its own network namespace). */
 #define SESSION_PROXY_PORT 3128
 
+/* Requests to one destination the proxy denied, and why (the first reason). */
+struct session_denial {
+	char *dest;                  /* HOST:PORT */
+	char *why;
+	int n;
+};
+
 struct session_ctx {
 	struct event_base *base;
 	const struct config *cf;
@@ -58,6 +65,8 @@ struct session {
 	struct session_secret *secrets;
 	size_t nsecrets;
 	struct strv denied;          /* rules that denied requests suggest */
+	struct session_denial *denials; /* what was denied, per destination */
+	size_t ndenials;
 
 	struct bufferevent *pty;     /* pty mode: both directions */
 	struct bufferevent *out;     /* pipe mode */
@@ -156,6 +165,7 @@ int session_proxy_serve(struct session *, int fd, char **cause);
 void session_proxy_stop_accepting(struct session *);
 /** Closes the proxy session and forgets the secrets. */
 void session_proxy_end(struct session *);
-void session_proxy_note_denied(struct session *, const char *error);
+void session_proxy_note_denied(struct session *, const char *host, int port,
+    const char *error);
 
 #endif

@@ -378,7 +378,8 @@ session_proxy_request(void *arg, const struct proxy_record *p)
 	if (p->done) {
 		store_request_add(s->ctx->st, &r);
 		if (strcmp(p->decision, "deny") == 0)
-			session_proxy_note_denied(s, p->error);
+			session_proxy_note_denied(s, p->host, p->port,
+			    p->error);
 		else if (p->status > 0)
 			session_snap_request_done(s, p->host);
 	}
@@ -563,6 +564,13 @@ session_proxy_end(struct session *s)
 	s->secrets = NULL;
 	s->nsecrets = 0;
 	strv_free(&s->denied);
+	for (i = 0; i < s->ndenials; i++) {
+		free(s->denials[i].dest);
+		free(s->denials[i].why);
+	}
+	free(s->denials);
+	s->denials = NULL;
+	s->ndenials = 0;
 }
 
 void
@@ -609,8 +617,8 @@ session_ask_pause(struct session *s, uint64_t id, bool pause)
 }
 
 /* Keeps the rule a denial suggests ("... add `allow X`"), once each. */
-void
-session_proxy_note_denied(struct session *s, const char *error)
+static void
+session_proxy_note_rule(struct session *s, const char *error)
 {
 	const char *p, *end;
 	char *rule;
@@ -625,20 +633,64 @@ session_proxy_note_denied(struct session *s, const char *error)
 		strv_take(&s->denied, rule);
 }
 
+/* Counts a denial of HOST:PORT; the first reason given is kept. */
+void
+session_proxy_note_denied(struct session *s, const char *host, int port,
+    const char *error)
+{
+	struct session_denial *d;
+	char *dest;
+	size_t i;
+
+	session_proxy_note_rule(s, error);
+	dest = xprintf("%s:%d", host != NULL ? host : "?", port);
+	for (i = 0; i < s->ndenials; i++) {
+		if (strcmp(s->denials[i].dest, dest) == 0) {
+			s->denials[i].n++;
+			free(dest);
+			return;
+		}
+	}
+	if (s->ndenials >= 100) {
+		free(dest);
+		return;
+	}
+	s->denials = xreallocarray(s->denials, s->ndenials + 1,
+	    sizeof *s->denials);
+	d = &s->denials[s->ndenials++];
+	d->dest = dest;
+	d->why = xstrdup(error != NULL ? error : "denied");
+	d->n = 1;
+}
+
+/*
+ * Every destination denied, whatever denied it (a deny rule, no rule, the
+ * address guard, a secret on its way out): agents report a refusal as
+ * something else ("Failed to authenticate. API Error: 403"), so the user
+ * is told what agentmux refused, and how to allow what no rule covered.
+ */
 char *
 session_denied_summary(struct session *s)
 {
 	struct buf b;
 	size_t i;
 
-	if (s->denied.n == 0)
+	if (s->ndenials == 0)
 		return NULL;
 	buf_init(&b);
+	for (i = 0; i < s->ndenials; i++)
+		buf_printf(&b, "denied %s (%d request%s): %s\n",
+		    s->denials[i].dest, s->denials[i].n, s->denials[i].n == 1 ?
+		    "" : "s", s->denials[i].why);
+	if (s->denied.n > 0)
+		buf_adds(&b, "to allow what no rule covered, run again with:");
 	for (i = 0; i < s->denied.n; i++) {
 		if (strpbrk(s->denied.v[i], " *?[") != NULL)
-			buf_printf(&b, "--allow '%s'\n", s->denied.v[i]);
+			buf_printf(&b, " --allow '%s'", s->denied.v[i]);
 		else
-			buf_printf(&b, "--allow %s\n", s->denied.v[i]);
+			buf_printf(&b, " --allow %s", s->denied.v[i]);
 	}
+	if (s->denied.n > 0)
+		buf_addc(&b, '\n');
 	return buf_steal(&b);
 }

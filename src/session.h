@@ -144,7 +144,12 @@ void session_answer(struct session *, uint64_t id, enum session_answer);
 void session_ask_pause(struct session *, uint64_t id, bool pause);
 /** Takes a snapshot now, without blocking; LABEL may be NULL. */
 int session_snapshot(struct session *, const char *label, char **cause);
-/** Requests denied so far, as "--allow" suggestions (one per line); caller frees. */
+/**
+ * What the proxy denied so far, or NULL: one line per destination
+ * ("denied HOST:PORT (N requests): why"), then, if some had no rule, one
+ * line ending in the --allow options that would let them through.
+ * Caller frees.
+ */
 char *session_denied_summary(struct session *);
 
 #endif
