@@ -458,8 +458,14 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 	char *hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
 	char *body, *why;
 
-	body = xprintf("agentmux: %s %s on %s is denied by the rule `%s`; "
-	    "change that rule to allow it", pc->r.method, pc->r.path, hr, rule);
+	/* A CONNECT has no path: say "CONNECT to HOST", not "CONNECT  on HOST". */
+	if (pc->r.path == NULL || *pc->r.path == '\0')
+		body = xprintf("agentmux: %s to %s is denied by the rule `%s`; "
+		    "change that rule to allow it", pc->r.method, hr, rule);
+	else
+		body = xprintf("agentmux: %s %s on %s is denied by the rule "
+		    "`%s`; change that rule to allow it", pc->r.method,
+		    pc->r.path, hr, rule);
 	why = xprintf("denied by %s", rule);
 	free(pc->r.rule);
 	pc->r.rule = xstrdup(rule);
