@@ -9,6 +9,10 @@ build="meson ninja-build pkg-config gcc libc6-dev libncurses-dev libevent-dev
 test="libcmocka-dev tmux curl python3 sqlite3 nodejs iproute2 procps util-linux
   clang libclang-rt-14-dev llvm valgrind cppcheck clang-tidy"
 
+# The agents suite installs the agents with npm; a nodejs that bundles npm
+# (NodeSource) has it already, Debian's does not.
+command -v npm >/dev/null 2>&1 || test="$test npm"
+
 pkgs=$build
 [ "${1:-}" = --test ] && pkgs="$build $test"
 

@@ -1,0 +1,378 @@
+#!/bin/sh
+# Real agents end to end: Claude Code, Codex and OpenCode as npm installs
+# them, jailed by agentmux run, talking through the proxy (connect_to) to a
+# local stand-in for their vendors' APIs (vendor-api.py, its own test CA).
+# The real key reaches the server, the jail holds a placeholder, requests
+# are recorded, config changes land in the session's overlays, denials are
+# shown; agentmux doctor passes. As root, then as a throwaway user whose
+# agents live under their own (hidden) HOME: an npm prefix and an nvm tree.
+set -u
+: "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
+: "${AGENTMUX_SHARE:?run through meson test (AGENTMUX_SHARE is not set)}"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# Installs are cached here across runs and builds; npm only runs when an
+# agent is missing, each install bounded in time.
+NPM_PREFIX=${AGENTMUX_TEST_NPM:-/var/tmp/agentmux-test-npm}
+NPM_TIMEOUT=${AGENTMUX_TEST_NPM_TIMEOUT:-600}
+# An install made by the acceptance checks is reused if ours is missing.
+NPM_ALSO=/var/tmp/amx-acceptance-npm
+REPLY=agentmux-fake-vendor-says-hello
+KEY_A=sk-ant-api03-agentmux-test-real-key-0123456789
+KEY_C=sk-proj-agentmux-test-real-codex-key-0123456789
+
+PASSES=0
+FAILS=0
+WHO=root
+
+ok() { PASSES=$((PASSES + 1)); }
+bad() { FAILS=$((FAILS + 1)); echo "FAIL [$WHO] $*"; }
+say() { echo "[$WHO] $*"; }
+
+# ---- the agents, installed once ----
+
+# Prints the bin dir holding a working BIN, installing PKG if need be.
+npm_agent() {
+	pkg=$1 bin=$2
+	for d in "$NPM_PREFIX/bin" "$NPM_ALSO/bin"; do
+		if [ -x "$d/$bin" ] && timeout 60 "$d/$bin" --version >/dev/null 2>&1; then
+			echo "$d"
+			return 0
+		fi
+	done
+	command -v npm >/dev/null || { echo "npm is not installed"; return 1; }
+	mkdir -p "$NPM_PREFIX" || { echo "cannot make $NPM_PREFIX"; return 1; }
+	if ! timeout 30 npm view "$pkg" version >/dev/null 2>&1; then
+		echo "the npm registry cannot be reached (npm view $pkg failed)"
+		return 1
+	fi
+	# One installer at a time: the plain and the sanitizer build may overlap.
+	if ! (flock 9 && timeout "$NPM_TIMEOUT" npm install -g --prefix "$NPM_PREFIX" \
+	    --no-audit --no-fund --loglevel=error "$pkg") 9>"$NPM_PREFIX.lock" \
+	    >"$NPM_PREFIX.log" 2>&1; then
+		echo "npm install $pkg failed or took over ${NPM_TIMEOUT}s: $(tail -n 2 "$NPM_PREFIX.log" | tr '\n' ' ')"
+		return 1
+	fi
+	if timeout 60 "$NPM_PREFIX/bin/$bin" --version >/dev/null 2>&1; then
+		echo "$NPM_PREFIX/bin"
+		return 0
+	fi
+	echo "$pkg installed, but $bin --version fails"
+	return 1
+}
+
+find_agents() {
+	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN=
+	if r=$(npm_agent @anthropic-ai/claude-code claude); then CLAUDE_BIN=$r
+	else echo "SKIP claude: $r"; fi
+	if r=$(npm_agent @openai/codex codex); then CODEX_BIN=$r
+	else echo "SKIP codex: $r"; fi
+	if r=$(npm_agent opencode-ai opencode); then OPENCODE_BIN=$r
+	else echo "SKIP opencode: $r"; fi
+}
+
+# ---- the stand-in vendor server ----
+
+vendor_start() {
+	V=$(mktemp -d /tmp/amx-vendor.XXXXXX) || exit 1
+	python3 "$HERE/vendor-api.py" "$V" >"$V/server.log" 2>&1 &
+	VPID=$!
+	for _ in $(seq 200); do [ -s "$V/port" ] && break; sleep 0.05; done
+	[ -s "$V/port" ] || { echo "the vendor stand-in did not start: $(cat "$V/server.log")"; exit 1; }
+	VPORT=$(cat "$V/port")
+	chmod -R a+rX "$V"
+	: >"$V/requests.jsonl"
+	chmod 666 "$V/requests.jsonl"
+}
+
+vendor_stop() {
+	kill "$VPID" 2>/dev/null
+	wait "$VPID" 2>/dev/null
+	rm -rf "$V"
+}
+
+# Requests the stand-in saw since the mark, as JSON lines.
+vendor_mark() { VMARK=$(wc -l <"$V/requests.jsonl"); }
+vendor_seen() { tail -n +"$((VMARK + 1))" "$V/requests.jsonl"; }
+
+# ---- one user's test bed ----
+
+# HOME is $1 if given (the user's, with agents in it), else a fresh one.
+setup() {
+	T=$(mktemp -d "${TMPDIR:-/tmp}/amx-agents-$WHO.XXXXXX") || exit 1
+	chmod 755 "$T"
+	export HOME="${1:-$T/home}"
+	export XDG_CONFIG_HOME="$T/xdg/config" XDG_DATA_HOME="$T/xdg/data"
+	export XDG_RUNTIME_DIR="$T/xdg/run"
+	mkdir -p "$HOME" "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+	chmod 700 "$XDG_RUNTIME_DIR"
+	{
+		echo "[proxy]"
+		for h in api.anthropic.com api.openai.com chatgpt.com models.opencode.ai; do
+			echo "connect_to = $h:443:127.0.0.1:$VPORT"
+		done
+		echo "upstream_ca = $V/ca.pem"
+	} >"$XDG_CONFIG_HOME/agentmux/config"
+	P="$HOME/proj"
+	mkdir -p "$P"
+	(cd "$P" && git init -q . && git config user.email t@x && git config user.name t &&
+	    echo hi >README && git add README && git commit -qm init) || exit 1
+}
+
+cleanup() { rm -rf "$T"; }
+
+# Runs agentmux run in the project with the agents' dirs on PATH; RC, OUT (stdout), ERR.
+arun() {
+	(cd "$P" && PATH="$APATH:$PATH" timeout 180 "$AMX" run "$@" </dev/null \
+	    >"$T/out" 2>"$T/err")
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+last_session() {
+	"$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'
+}
+
+# The session's requests: "METHOD HOST PATH STATUS DECISION" lines.
+requests_of() {
+	"$AMX" requests "$1" --json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    print(r["method"], r["host"], r["path"], r["status"], r["decision"])'
+}
+
+# The stand-in saw HEADER = VALUE on a request matching PATH-REGEX.
+seen_header() {
+	vendor_seen | python3 -c '
+import json, re, sys
+path, header, value = sys.argv[1:4]
+hit = [e for e in map(json.loads, sys.stdin) if "path" in e and
+       re.search(path, e["path"]) and e["headers"].get(header) == value]
+sys.exit(0 if hit else 1)' "$1" "$2" "$3"
+}
+
+# Any request to the stand-in carried VALUE anywhere (headers or body)?
+seen_anywhere() {
+	vendor_seen | grep -qF -- "$1"
+}
+
+# The tool result Claude Code sent back, or nothing.
+seen_tool_result() {
+	vendor_seen | python3 -c '
+import json, sys
+for e in map(json.loads, sys.stdin):
+    for r in e.get("tool_result", []):
+        print(r.strip())'
+}
+
+# ---- Claude Code ----
+
+claude_checks() {
+	[ -n "$CLAUDE_BIN" ] || return 0
+	vendor_mark
+	ANTHROPIC_API_KEY=$KEY_A arun -a claude -- claude -p hello
+	case $OUT in *"$REPLY"*) ok ;; *) bad "claude -p: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "claude -p exited $RC: $ERR"
+	seen_header '^/v1/messages' x-api-key "$KEY_A" && ok ||
+	    bad "the stand-in never got the real key in x-api-key"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"POST api.anthropic.com /v1/messages"*" 200 allow"*) ok ;;
+	*) bad "claude's requests are not recorded: $reqs" ;; esac
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.claude.json"*) ok ;;
+	*) bad "~/.claude.json was not captured: $cd_out" ;; esac
+	case $cd_out in *"added $HOME/.claude/projects/"*) ok ;;
+	*) bad "~/.claude/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+	[ ! -e "$HOME/.claude.json" ] && [ ! -e "$HOME/.claude" ] && ok ||
+	    bad "claude wrote to the host's HOME"
+	# Kept, the next session starts from it: an existing file is shown and saved again.
+	"$AMX" confdiff "$id" --apply >/dev/null 2>&1
+	grep -q '"userID"' "$HOME/.claude.json" 2>/dev/null && ok ||
+	    bad "confdiff --apply did not write ~/.claude.json"
+
+	# What Claude Code's own Bash tool sees inside the jail: a placeholder.
+	# Its ~/.claude.json exists now (an old one: it saves it by rename).
+	echo '{"agentmuxMark": "kept"}' >"$HOME/.claude.json"
+	vendor_mark
+	ANTHROPIC_API_KEY=$KEY_A arun -a claude -- claude -p \
+	    "agentmux-run: printenv ANTHROPIC_API_KEY" --allowedTools Bash
+	ph=$(seen_tool_result)
+	case $ph in
+	"") bad "claude's Bash tool result never came back: exit $RC: $OUT $ERR" ;;
+	*"$KEY_A"*) bad "the jail held the real key: $ph" ;;
+	sk-ant-*) ok ;;
+	*) bad "the jail's ANTHROPIC_API_KEY is not a placeholder: $ph" ;;
+	esac
+	seen_header '^/v1/messages' x-api-key "$KEY_A" && ok ||
+	    bad "the second run's key was not swapped in"
+	id=$(last_session)
+	cd_out=$("$AMX" confdiff "$id" "$HOME/.claude.json" 2>&1)
+	case $cd_out in *"modified $HOME/.claude.json"*'+  "agentmuxMark": "kept"'*'"userID"'*) ok ;;
+	*) bad "an existing ~/.claude.json was not shown or its save not captured: $cd_out" ;; esac
+
+	# A denied model host: Claude calls it an authentication failure;
+	# agentmux says what it denied.
+	ANTHROPIC_API_KEY=$KEY_A arun -a claude --deny api.anthropic.com:443 -- claude -p hello
+	[ "$RC" != 0 ] && ok || bad "claude succeeded with its host denied"
+	case $ERR in *"agentmux: denied api.anthropic.com:443 ("*"deny api.anthropic.com:443"*) ok ;;
+	*) bad "agentmux run did not show the denial: $OUT $ERR" ;; esac
+}
+
+# ---- Codex ----
+
+codex_checks() {
+	[ -n "$CODEX_BIN" ] || return 0
+	vendor_mark
+	CODEX_API_KEY=$KEY_C arun -a codex -- codex exec --skip-git-repo-check hello
+	case $OUT in *"$REPLY"*) ok ;; *) bad "codex exec: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "codex exec exited $RC: $ERR"
+	seen_header '^/v1/responses' authorization "Bearer $KEY_C" && ok ||
+	    bad "the stand-in never got the real key from codex"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"api.openai.com /v1/responses 101 allow"*|*"POST api.openai.com /v1/responses 200 allow"*) ok ;;
+	*) bad "codex's model requests are not recorded: $reqs" ;; esac
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.codex/sessions/"*) ok ;;
+	*) bad "~/.codex/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+	CODEX_API_KEY=$KEY_C arun -a codex -- sh -c 'printf %s "$CODEX_API_KEY"'
+	case $OUT in "$KEY_C"|"") bad "the jail's CODEX_API_KEY: '$OUT'" ;; *) ok ;; esac
+}
+
+# ---- OpenCode ----
+
+opencode_checks() {
+	[ -n "$OPENCODE_BIN" ] || return 0
+	vendor_mark
+	ANTHROPIC_API_KEY=$KEY_A arun -a opencode -- opencode run \
+	    -m anthropic/claude-sonnet-4-5 hello
+	case $OUT in *"$REPLY"*) ok ;; *) bad "opencode run: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "opencode run exited $RC: $ERR"
+	seen_header '^/v1/messages' x-api-key "$KEY_A" && ok ||
+	    bad "the stand-in never got the real key from opencode"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"GET models.opencode.ai /api.json 200 allow"*) ok ;;
+	*) bad "opencode's model list request is not recorded: $reqs" ;; esac
+	case $reqs in *"POST api.anthropic.com /v1/messages 200 allow"*) ok ;;
+	*) bad "opencode's model requests are not recorded: $reqs" ;; esac
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.local/share/opencode/"*) ok ;;
+	*) bad "~/.local/share/opencode was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+}
+
+doctor_checks() {
+	out=$(timeout 120 "$AMX" doctor 2>&1)
+	rc=$?
+	[ "$rc" = 0 ] && ok || bad "doctor exited $rc: $(echo "$out" | grep -A1 '✗')"
+	case $out in *"everything holds"*) ok ;; *) bad "doctor: $out" ;; esac
+}
+
+checks() {
+	doctor_checks
+	claude_checks
+	codex_checks
+	opencode_checks
+}
+
+# ---- the unprivileged pass: agents under the user's own HOME ----
+
+# Shows package tree SRC at DEST (hard links: root may link anything).
+place() {
+	mkdir -p "$(dirname "$2")"
+	cp -al "$1" "$2" 2>/dev/null || cp -a "$1" "$2"
+}
+
+# The user's HOME, made by root: claude in an npm prefix (~/.npm-global),
+# codex with a node of its own from an nvm tree (~/.nvm), as users have them.
+user_home() {
+	UH=$(mktemp -d /tmp/amx-agents-home.XXXXXX) || exit 1
+	UPATH=
+	if [ -n "$CLAUDE_BIN" ]; then
+		pre=$UH/.npm-global
+		place "$(dirname "$(dirname "$(readlink -f "$CLAUDE_BIN/claude")")")" \
+		    "$pre/lib/node_modules/@anthropic-ai/claude-code"
+		mkdir -p "$pre/bin"
+		ln -s ../lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe "$pre/bin/claude"
+		UPATH=$pre/bin
+	fi
+	if [ -n "$CODEX_BIN" ]; then
+		nvm=$UH/.nvm/versions/node/v20
+		mkdir -p "$nvm/bin"
+		place "$(readlink -f "$(command -v node)")" "$nvm/bin/node"
+		place "$(dirname "$(dirname "$(readlink -f "$CODEX_BIN/codex")")")" \
+		    "$nvm/lib/node_modules/@openai/codex"
+		ln -s ../lib/node_modules/@openai/codex/bin/codex.js "$nvm/bin/codex"
+		UPATH=$UPATH${UPATH:+:}$nvm/bin
+	fi
+	[ -n "$OPENCODE_BIN" ] && UPATH=$UPATH${UPATH:+:}$OPENCODE_BIN
+	chown "$U" "$UH"
+	chmod 700 "$UH"
+}
+
+stage() {
+	S=$(mktemp -d /tmp/amx-agents-stage.XXXXXX) || exit 1
+	mkdir -p "$S/bin"
+	cp "$AGENTMUX" "$S/bin/agentmux"
+	cp -r "$AGENTMUX_SHARE" "$S/share"
+	cp "$HERE/e2e.sh" "$HERE/vendor-api.py" "$S/"
+	chmod -R a+rX "$S"
+	chmod 755 "$S"
+}
+
+as_user() {
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP: the unprivileged pass needs useradd and setpriv"
+		return 0
+	fi
+	U="amxa$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+	useradd -M -N -d /nonexistent -s /bin/sh "$U" || return 1
+	stage
+	user_home
+	rc=0
+	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
+	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" AGENTMUX_SHARE="$S/share" \
+	    TMPDIR=/tmp V="$V" VPORT="$VPORT" UH="$UH" UPATH="$UPATH" \
+	    CLAUDE_BIN="$CLAUDE_BIN" CODEX_BIN="$CODEX_BIN" \
+	    OPENCODE_BIN="$OPENCODE_BIN" sh "$S/e2e.sh" --as-user || rc=1
+	userdel "$U" 2>/dev/null
+	rm -rf "$S" "$UH"
+	return $rc
+}
+
+AMX=$AGENTMUX
+if [ "${1:-}" = --as-user ]; then
+	WHO=user
+	# The agents are found under the user's HOME, which the jail hides.
+	setup "$UH"
+	APATH=$UPATH
+	checks
+	cleanup
+	say "$PASSES passed, $FAILS failed"
+	[ "$FAILS" = 0 ]
+	exit
+fi
+
+for tool in python3 openssl git timeout flock; do
+	command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+find_agents
+vendor_start
+trap vendor_stop EXIT
+setup
+APATH=$CLAUDE_BIN:$CODEX_BIN:$OPENCODE_BIN
+checks
+cleanup
+say "$PASSES passed, $FAILS failed"
+rootfails=$FAILS
+if [ "$(id -u)" = 0 ]; then
+	as_user || rootfails=$((rootfails + 1))
+fi
+[ "$rootfails" = 0 ] || exit 1
+if [ -z "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN" ]; then
+	echo "SKIP: no agent could be installed (see above); only doctor ran"
+	exit 77
+fi
+exit 0
