@@ -74,7 +74,7 @@ struct jail_plan {
 	/* Limits (jail-limits.c). */
 	enum jail_cg_kind cg;
 	bool nproc_rlimit;       /* RLIMIT_NPROC carries the pids limit */
-	bool as_rlimit;          /* RLIMIT_AS carries the memory limit */
+	bool data_rlimit;        /* RLIMIT_DATA carries the memory limit */
 	const char *how_pids;    /* how each limit is enforced, for the summary */
 	const char *how_memory;
 

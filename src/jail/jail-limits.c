@@ -394,9 +394,16 @@ jail_limits_prepare(struct jail_plan *p, char **cause)
 		p->how_pids = p->uid == 0 ? "none (RLIMIT_NPROC does not "
 		    "bind root and no cgroup is writable)" : "rlimit";
 	}
+	/*
+	 * RLIMIT_DATA (private writable memory), not RLIMIT_AS: V8 reserves
+	 * about 10 GiB of inaccessible address space for every WebAssembly
+	 * memory, so Node agents that use wasm (Gemini CLI) cannot even start
+	 * under an address-space limit of a few GiB; what they write to
+	 * still counts.
+	 */
 	if (l->memory > 0 && p->how_memory == NULL) {
-		p->as_rlimit = true;
-		p->how_memory = "rlimit (address space per process)";
+		p->data_rlimit = true;
+		p->how_memory = "rlimit (private writable memory per process)";
 	}
 	return 0;
 }
@@ -472,8 +479,8 @@ jail_limits_rlimits(struct jail_plan *p)
 		jail_limits_set(p, RLIMIT_CPU, "CPU", l->cpu_seconds);
 	if (p->nproc_rlimit)
 		jail_limits_set(p, RLIMIT_NPROC, "NPROC", l->pids);
-	if (p->as_rlimit)
-		jail_limits_set(p, RLIMIT_AS, "AS", l->memory);
+	if (p->data_rlimit)
+		jail_limits_set(p, RLIMIT_DATA, "DATA", l->memory);
 }
 
 static void
@@ -516,6 +523,6 @@ jail_limits_describe(void)
 		    jail_cg.v1_pids != NULL ? "pids" : "",
 		    jail_cg.v1_pids != NULL && jail_cg.v1_memory != NULL ?
 		    ", " : "", jail_cg.v1_memory != NULL ? "memory" : "");
-	return xstrdup("limits by rlimit (no delegated cgroup v2; NPROC, AS, "
+	return xstrdup("limits by rlimit (no delegated cgroup v2; NPROC, DATA, "
 	    "FSIZE, NOFILE)");
 }
