@@ -93,6 +93,23 @@ run_output(void *arg, struct session *s, int stream, const char *data,
 	util_write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
+/*
+ * What the user must hear while the command runs (an exfiltration attempt,
+ * a planted git file, a limit reached): warnings and alerts on stderr, on
+ * a line of their own even in raw mode.
+ */
+static void
+run_notice(void *arg, struct session *s, const char *level,
+    const char *message)
+{
+	struct run *r = arg;
+
+	if (strcmp(level, "info") == 0)
+		return;
+	fprintf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
+	    r->tty ? "\r" : "");
+}
+
 static void
 run_stop_input(struct run *r)
 {
@@ -406,7 +423,7 @@ int
 cmd_run(int argc, char **argv)
 {
 	struct session_events ev = { .output = run_output,
-	    .exited = run_exited };
+	    .exited = run_exited, .notice = run_notice };
 	struct session_ctx *ctx = NULL;
 	struct config *cf = NULL;
 	struct run_args ra;

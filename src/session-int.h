@@ -91,6 +91,7 @@ struct session {
 	bool ended;
 	int status;
 	struct event *kill_ev;
+	struct event *wall_ev;       /* the profile's wall_clock limit */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */

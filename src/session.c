@@ -225,6 +225,8 @@ session_finish(struct session *s)
 	s->ended = true;
 	if (s->kill_ev != NULL)
 		event_del(s->kill_ev);
+	if (s->wall_ev != NULL)
+		event_del(s->wall_ev);
 	session_files_capture(s);
 	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
 	/* Before the end snapshot runs git on the project. */
@@ -467,6 +469,39 @@ session_start_listener(struct session_ctx *ctx, const struct session_opts *o,
 	return s;
 }
 
+/* The profile's wall_clock is up: the agent is asked to stop, then killed. */
+static void
+session_wall_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	char *msg;
+
+	if (s->ended || a == NULL)
+		return;
+	msg = xprintf("agent %s reached its wall_clock limit of %llds; "
+	    "stopping it", s->agent, (long long)a->wall_clock);
+	store_event_add(s->ctx->st, s->id, "warn", "limit", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", msg);
+	free(msg);
+	session_terminate(s);
+}
+
+/* Agents that retry forever without network can be bounded by their profile. */
+static void
+session_wall_start(struct session *s, const struct config_agent *a)
+{
+	struct timeval tv = { (time_t)a->wall_clock, 0 };
+
+	if (a->wall_clock <= 0)
+		return;
+	s->wall_ev = evtimer_new(s->ctx->base, session_wall_cb, s);
+	if (s->wall_ev == NULL)
+		fatalx("cannot create a timer");
+	evtimer_add(s->wall_ev, &tv);
+}
+
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
@@ -510,6 +545,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
 	session_link(s);
 	session_io_start(s);
+	session_wall_start(s, a);
 	return s;
 failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
@@ -532,6 +568,8 @@ session_free(struct session *s)
 	session_proxy_end(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);
+	if (s->wall_ev != NULL)
+		event_free(s->wall_ev);
 	if (s->pty != NULL)
 		bufferevent_free(s->pty);
 	if (s->out != NULL)
