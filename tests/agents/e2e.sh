@@ -1,5 +1,5 @@
 #!/bin/sh
-# Real agents end to end: Claude Code, Codex and OpenCode as npm installs
+# Real agents end to end: Claude Code, Codex, OpenCode and Gemini CLI as npm installs
 # them, jailed by agentmux run, talking through the proxy (connect_to) to a
 # local stand-in for their vendors' APIs (vendor-api.py, its own test CA).
 # The real key reaches the server, the jail holds a placeholder, requests
@@ -20,6 +20,7 @@ NPM_ALSO=/var/tmp/amx-acceptance-npm
 REPLY=agentmux-fake-vendor-says-hello
 KEY_A=sk-ant-api03-agentmux-test-real-key-0123456789
 KEY_C=sk-proj-agentmux-test-real-codex-key-0123456789
+KEY_G=AIzaSy-agentmux-test-real-gemini-key-0123456789
 
 PASSES=0
 FAILS=0
@@ -62,13 +63,15 @@ npm_agent() {
 }
 
 find_agents() {
-	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN=
+	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN= GEMINI_BIN=
 	if r=$(npm_agent @anthropic-ai/claude-code claude); then CLAUDE_BIN=$r
 	else echo "SKIP claude: $r"; fi
 	if r=$(npm_agent @openai/codex codex); then CODEX_BIN=$r
 	else echo "SKIP codex: $r"; fi
 	if r=$(npm_agent opencode-ai opencode); then OPENCODE_BIN=$r
 	else echo "SKIP opencode: $r"; fi
+	if r=$(npm_agent @google/gemini-cli gemini); then GEMINI_BIN=$r
+	else echo "SKIP gemini: $r"; fi
 }
 
 # ---- the stand-in vendor server ----
@@ -108,7 +111,8 @@ setup() {
 	chmod 700 "$XDG_RUNTIME_DIR"
 	{
 		echo "[proxy]"
-		for h in api.anthropic.com api.openai.com chatgpt.com models.opencode.ai; do
+		for h in api.anthropic.com api.openai.com chatgpt.com models.opencode.ai \
+		    generativelanguage.googleapis.com; do
 			echo "connect_to = $h:443:127.0.0.1:$VPORT"
 		done
 		echo "upstream_ca = $V/ca.pem"
@@ -263,6 +267,25 @@ opencode_checks() {
 	*) bad "~/.local/share/opencode was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
 }
 
+# ---- Gemini CLI ----
+
+gemini_checks() {
+	[ -n "$GEMINI_BIN" ] || return 0
+	vendor_mark
+	GEMINI_API_KEY=$KEY_G arun -a gemini -- gemini --skip-trust -p hello
+	case $OUT in *"$REPLY"*) ok ;; *) bad "gemini -p: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "gemini -p exited $RC: $ERR"
+	seen_header 'streamGenerateContent' x-goog-api-key "$KEY_G" && ok ||
+	    bad "the stand-in never got the real key from gemini"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"POST generativelanguage.googleapis.com /v1beta/models/"*":streamGenerateContent?alt=sse 200 allow"*) ok ;;
+	*) bad "gemini's model requests are not recorded: $reqs" ;; esac
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.gemini/"*) ok ;;
+	*) bad "~/.gemini/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+}
+
 doctor_checks() {
 	out=$(timeout 120 "$AMX" doctor 2>&1)
 	rc=$?
@@ -270,11 +293,51 @@ doctor_checks() {
 	case $out in *"everything holds"*) ok ;; *) bad "doctor: $out" ;; esac
 }
 
+# agentmux agents: where each agent was found, what it may reach.
+agents_checks() {
+	js=$(PATH="$APATH:$PATH" "$AMX" agents --json 2>&1)
+	printf '%s' "$js" | python3 -c '
+import json, os, sys
+want = dict(a.split("=", 1) for a in sys.argv[1:] if a.split("=", 1)[1])
+agents = {a["name"]: a for a in json.load(sys.stdin)}
+for name in ("claude", "codex", "opencode", "gemini", "aider", "shell"):
+    assert name in agents, "profile %s is not listed" % name
+for name, bindir in want.items():
+    a = agents[name]
+    assert a["found"], (name, a)
+    assert os.path.realpath(a["path"]) == a["path"], a
+c = agents["claude"]
+assert "~/.claude.json" in c["config_dirs"] and "~/.claude" in c["config_dirs"], c
+assert any(s["env"] == "ANTHROPIC_API_KEY" and s["hosts"] == ["api.anthropic.com"]
+           for s in c["secrets"]), c
+assert "allow api.anthropic.com:443" in c["rules"], c
+assert "deny ab.chatgpt.com" in agents["codex"]["rules"], agents["codex"]
+' claude="$CLAUDE_BIN" codex="$CODEX_BIN" opencode="$OPENCODE_BIN" \
+	    gemini="$GEMINI_BIN" && ok ||
+	    bad "agents --json: $js"
+}
+
+# A profile's wall_clock stops an agent that would retry forever.
+wall_clock_checks() {
+	cat >>"$XDG_CONFIG_HOME/agentmux/config" <<-CONF
+	[agent forever]
+	command = sleep 600
+	wall_clock = 1s
+	CONF
+	arun -a forever
+	[ "$RC" = 143 ] && ok || bad "wall_clock: exit $RC, expected 143: $ERR"
+	case $ERR in *"reached its wall_clock limit of 1s"*) ok ;;
+	*) bad "wall_clock: no notice: $ERR" ;; esac
+}
+
 checks() {
+	agents_checks
+	wall_clock_checks
 	doctor_checks
 	claude_checks
 	codex_checks
 	opencode_checks
+	gemini_checks
 }
 
 # ---- the unprivileged pass: agents under the user's own HOME ----
@@ -308,6 +371,7 @@ user_home() {
 		UPATH=$UPATH${UPATH:+:}$nvm/bin
 	fi
 	[ -n "$OPENCODE_BIN" ] && UPATH=$UPATH${UPATH:+:}$OPENCODE_BIN
+	[ -n "$GEMINI_BIN" ] && UPATH=$UPATH${UPATH:+:}$GEMINI_BIN
 	chown "$U" "$UH"
 	chmod 700 "$UH"
 }
@@ -336,7 +400,8 @@ as_user() {
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" AGENTMUX_SHARE="$S/share" \
 	    TMPDIR=/tmp V="$V" VPORT="$VPORT" UH="$UH" UPATH="$UPATH" \
 	    CLAUDE_BIN="$CLAUDE_BIN" CODEX_BIN="$CODEX_BIN" \
-	    OPENCODE_BIN="$OPENCODE_BIN" sh "$S/e2e.sh" --as-user || rc=1
+	    OPENCODE_BIN="$OPENCODE_BIN" GEMINI_BIN="$GEMINI_BIN" \
+	    sh "$S/e2e.sh" --as-user || rc=1
 	userdel "$U" 2>/dev/null
 	rm -rf "$S" "$UH"
 	return $rc
@@ -362,7 +427,7 @@ find_agents
 vendor_start
 trap vendor_stop EXIT
 setup
-APATH=$CLAUDE_BIN:$CODEX_BIN:$OPENCODE_BIN
+APATH=$CLAUDE_BIN:$CODEX_BIN:$OPENCODE_BIN:$GEMINI_BIN
 checks
 cleanup
 say "$PASSES passed, $FAILS failed"
@@ -371,7 +436,7 @@ if [ "$(id -u)" = 0 ]; then
 	as_user || rootfails=$((rootfails + 1))
 fi
 [ "$rootfails" = 0 ] || exit 1
-if [ -z "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN" ]; then
+if [ -z "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN$GEMINI_BIN" ]; then
 	echo "SKIP: no agent could be installed (see above); only doctor ran"
 	exit 77
 fi

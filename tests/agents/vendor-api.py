@@ -6,8 +6,8 @@ the vendor host names, serves HTTPS on 127.0.0.1, writes the port to
 DIR/port and every request (method, host, path, headers, body start) as a
 JSON line to DIR/requests.jsonl. It speaks just enough of each API for one
 short streamed answer: the Anthropic Messages API (Claude Code, OpenCode),
-the OpenAI Responses API over SSE and WebSocket (Codex), and the
-models.dev catalogue OpenCode fetches. Every answer says REPLY.
+the OpenAI Responses API over SSE and WebSocket (Codex), the
+models.dev catalogue OpenCode fetches, and the Gemini API (Gemini CLI). Every answer says REPLY.
 """
 import base64, hashlib, http.server, json, os, socketserver, ssl, struct
 import subprocess, sys, threading
@@ -180,6 +180,38 @@ def openai_events(model):
     ]
 
 
+def from_schema(schema):
+    """A value that fits a JSON schema (Gemini CLI's routers ask for JSON)."""
+    t = str(schema.get("type", "STRING")).upper()
+    if t == "OBJECT":
+        return {k: from_schema(v)
+                for k, v in (schema.get("properties") or {}).items()}
+    if t == "ARRAY":
+        return []
+    if t in ("INTEGER", "NUMBER"):
+        return 10
+    if t == "BOOLEAN":
+        return False
+    if schema.get("enum"):
+        return schema["enum"][0]
+    return "agentmux"
+
+
+def gemini_chunk(model, req=None):
+    gc = (req or {}).get("generationConfig") or {}
+    text = REPLY
+    if gc.get("responseMimeType") == "application/json":
+        text = json.dumps(from_schema(gc.get("responseJsonSchema") or
+                                      gc.get("responseSchema") or {}))
+    return {"candidates": [{"content": {"parts": [{"text": text}],
+                                        "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10,
+                              "candidatesTokenCount": 5,
+                              "totalTokenCount": 15},
+            "modelVersion": model}
+
+
 def models_dev():
     """The models.dev catalogue, cut down to one model per provider."""
     def model(mid):
@@ -279,6 +311,14 @@ class H(http.server.BaseHTTPRequestHandler):
         if host == "api.anthropic.com" and \
                 path == "/v1/messages/count_tokens":
             return self.send(200, {"input_tokens": 10})
+        if host == "generativelanguage.googleapis.com" and ":" in path:
+            gmodel = path.rsplit("/", 1)[-1].split(":")[0]
+            if path.endswith(":streamGenerateContent"):
+                return self.stream(sse([(None, gemini_chunk(gmodel, req))]))
+            if path.endswith(":generateContent"):
+                return self.send(200, gemini_chunk(gmodel, req))
+            if path.endswith(":countTokens"):
+                return self.send(200, {"totalTokens": 10})
         if path.endswith("/responses") and self.command == "POST":
             if self.headers.get("Upgrade", "").lower() == "websocket":
                 return self.send(400, {"error": "use GET for a websocket"})
