@@ -351,6 +351,8 @@ session_jail(struct session *s, struct session_setup *sp,
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
 		return -1;
 	s->home_fd = jail_take_home_fd(s->jail);
+	strv_free(&s->hfiles);
+	strv_free(&s->hcopies);
 	s->hfiles = sp->hf_rel;
 	s->hcopies = sp->hf_base;
 	strv_init(&sp->hf_rel);
