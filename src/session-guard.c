@@ -29,6 +29,9 @@
 static const char *const session_guard_names[] = { "commondir",
     "config.worktree" };
 
+/* How often the project is looked at for new host sockets. */
+#define SESSION_GUARD_SOCK_SECS 2
+
 static char *
 session_guard_path(struct session *s, const char *name)
 {
@@ -157,14 +160,91 @@ out:
 	free(packed);
 }
 
+/* git's own fsmonitor daemon: it only answers which paths changed. */
+static bool
+session_guard_socket_harmless(struct session *s, const char *path)
+{
+	char *fsmonitor = xprintf("%s/.git/fsmonitor--daemon.ipc", s->project);
+	bool harmless = strcmp(path, fsmonitor) == 0;
+
+	free(fsmonitor);
+	return harmless;
+}
+
+/*
+ * Host programs listening on unix sockets in the project could be talked
+ * to from the jail past the proxy (socket files ignore network namespaces,
+ * and neither a mount nor Landlock can cover them): such a project is not
+ * jailed. Called before the session is recorded.
+ */
+int
+session_guard_sockets(struct session *s, char **cause)
+{
+	size_t i;
+
+	strv_init(&s->guard_socks);
+	jail_project_sockets(s->project, &s->guard_socks);
+	for (i = 0; i < s->guard_socks.n; i++) {
+		if (session_guard_socket_harmless(s, s->guard_socks.v[i]))
+			continue;
+		*cause = xprintf("cannot jail %s: a program on the host listens "
+		    "on the unix socket %s, which the jailed command could "
+		    "connect to past the proxy; stop that program or move its "
+		    "socket out of the project", s->project,
+		    s->guard_socks.v[i]);
+		return -1;
+	}
+	return 0;
+}
+
+/* A socket that appeared after the start: it cannot be hidden any more, so the user hears of it. */
+static void
+session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct strv now;
+	size_t i;
+	char *msg;
+
+	strv_init(&now);
+	jail_project_sockets(s->project, &now);
+	for (i = 0; i < now.n; i++) {
+		if (strv_contains(&s->guard_socks, now.v[i]) ||
+		    session_guard_socket_harmless(s, now.v[i]))
+			continue;
+		strv_add(&s->guard_socks, now.v[i]);
+		msg = xprintf("a program on the host now listens on the unix "
+		    "socket %s in the project: the jailed command can connect "
+		    "to it past the proxy; stop it, or end this session",
+		    now.v[i]);
+		store_event_add(s->ctx->st, s->id, "error", "socket", "%s", msg);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "alert", msg);
+		free(msg);
+	}
+	strv_free(&now);
+}
+
 /* Before the command runs: note what exists and watch the git dir. */
 void
 session_guard_start(struct session *s)
 {
+	struct timeval tv = { SESSION_GUARD_SOCK_SECS, 0 };
 	struct stat st;
 	char *path;
 	size_t i;
 	int fd;
+
+	for (i = 0; i < s->guard_socks.n; i++) {
+		path = xprintf("the host's git fsmonitor daemon listens on %s; "
+		    "the jailed command can ask it which files changed",
+		    s->guard_socks.v[i]);
+		store_event_add(s->ctx->st, s->id, "warn", "socket", "%s", path);
+		free(path);
+	}
+	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
+	    session_guard_sock_cb, s);
+	event_add(s->guard_sock_ev, &tv);
 
 	path = xprintf("%s/.git", s->project);
 	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
@@ -197,6 +277,10 @@ void
 session_guard_stop(struct session *s)
 {
 	session_guard_check(s);
+	if (s->guard_sock_ev != NULL)
+		event_free(s->guard_sock_ev);
+	s->guard_sock_ev = NULL;
+	strv_free(&s->guard_socks);
 	if (s->guard_ev != NULL)
 		event_free(s->guard_ev);
 	s->guard_ev = NULL;

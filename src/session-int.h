@@ -78,6 +78,8 @@ struct session {
 	unsigned guard_had;          /* which redirecting files it had at the start */
 	int guard_fd;
 	struct event *guard_ev;
+	struct strv guard_socks;     /* host sockets in the project, known */
+	struct event *guard_sock_ev; /* looks for new ones */
 
 	int home_fd;                 /* the jail's HOME (session-files.c) */
 	struct strv hfiles;          /* file entries there, relative to HOME */
@@ -132,6 +134,7 @@ int session_setup_overlays(struct session_setup *,
 void session_setup_jail(struct session_setup *, struct jail_conf *);
 
 /* The project's git dir while the command runs (session-guard.c). */
+int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);

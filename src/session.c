@@ -523,6 +523,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
 	    s->project, cause) == -1)
 		goto fail;
+	if (session_guard_sockets(s, cause) == -1)
+		goto fail;
 	session_asked(s, a, o);
 	s->cwd = session_cwd(o->dir, s->project);
 	s->command = strv_join_shell(s->asked.v);

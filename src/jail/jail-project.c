@@ -131,6 +131,53 @@ jail_project(const char *dir, char **real, char **cause)
 	return 0;
 }
 
+/* True if PATH (absolute, as bound) names a socket file under PROJECT. */
+static bool
+jail_project_has_socket(const char *project, const char *path)
+{
+	char *dir, *real;
+	struct stat st;
+	size_t n = strlen(project);
+	bool under;
+
+	if (path[0] != '/' || lstat(path, &st) == -1 || !S_ISSOCK(st.st_mode))
+		return false;
+	/* The name as bound may go through symlinks; its dir's real path counts. */
+	dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
+	real = realpath(dir[0] != '\0' ? dir : "/", NULL);
+	under = real != NULL && strncmp(real, project, n) == 0 &&
+	    (real[n] == '/' || real[n] == '\0');
+	free(real);
+	free(dir);
+	return under;
+}
+
+void
+jail_project_sockets(const char *project, struct strv *out)
+{
+	char *line = NULL, *path;
+	size_t cap = 0;
+	int n;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/net/unix", "re")) == NULL)
+		return;
+	while (getline(&line, &cap, fp) != -1) {
+		line[strcspn(line, "\n")] = '\0';
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		n = 0;
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %n", &n) != 0 ||
+		    n == 0 || line[n] == '\0')
+			continue;
+		path = line + n;
+		if (jail_project_has_socket(project, path) &&
+		    !strv_contains(out, path))
+			strv_add(out, path);
+	}
+	free(line);
+	fclose(fp);
+}
+
 static long
 jail_read_sysctl(const char *path)
 {

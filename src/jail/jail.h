@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct jail;
+struct strv;
 
 /** A host dir the jailed process sees, at the same path, as an overlay. */
 struct jail_overlay {
@@ -111,6 +112,13 @@ const char *jail_summary(struct jail *);
  * each with a *CAUSE saying why and what to do. *REAL is the caller's.
  */
 int jail_project(const char *dir, char **real, char **cause);
+/**
+ * Adds to OUT the unix sockets that programs in the host's network
+ * namespace have bound under PROJECT (from /proc/net/unix). A jail cannot
+ * stop a connect to a socket file it can see: network namespaces do not
+ * cover them and Landlock cannot scope them.
+ */
+void jail_project_sockets(const char *project, struct strv *out);
 /** Checks that unprivileged user namespaces work here; -1 with *CAUSE saying how to enable them. */
 int jail_probe_userns(char **cause);
 /** The Landlock ABI version the kernel offers, 0 if none. */

@@ -21,6 +21,44 @@ PY
 	return 1
 }
 
+# A listener on a unix socket file: the jail cannot hide a socket file it
+# can see, so a project holding a live one is refused, and one that appears
+# while a command runs is reported.
+project_socket_listen() {
+	python3 - "$1" <<'PY' &
+import socket, sys, time
+u = socket.socket(socket.AF_UNIX); u.bind(sys.argv[1]); u.listen(8)
+time.sleep(60)
+PY
+	SOCK_PID=$!
+	KILL_PIDS="${KILL_PIDS:-} $SOCK_PID"
+	for _ in $(seq 100); do [ -S "$1" ] && return 0; sleep 0.05; done
+	return 1
+}
+
+project_sockets() {
+	mkdir -p "$P/run"
+	project_socket_listen "$P/run/db.sock" || bad "no listener in the project"
+	jrun -- true
+	case "$RC:$OUT" in
+	1:*"listens on the unix socket $P/run/db.sock"*) ok ;;
+	*) bad "a host socket in the project was not refused: $RC $OUT" ;;
+	esac
+	kill "$SOCK_PID"; wait "$SOCK_PID" 2>/dev/null
+	rm -f "$P/run/db.sock"
+	# One that appears later is reported as the command runs.
+	"$AMX" run -C "$P" -- sh -c 'while [ ! -S run/late.sock ]; do sleep 0.1;
+	    done; sleep 3' </dev/null >/dev/null 2>&1 &
+	apid=$!
+	sleep 0.5
+	project_socket_listen "$P/run/late.sock" || bad "no late listener"
+	wait "$apid"
+	kill "$SOCK_PID"; wait "$SOCK_PID" 2>/dev/null
+	"$AMX" show last 2>&1 | grep -q "now listens on the unix socket $P/run/late.sock" &&
+	    ok || bad "a host socket appearing in the project was not reported"
+	rm -rf "$P/run"
+}
+
 reads() {
 	for f in "$T/outside/secret.txt" "$HOME/.ssh/id_rsa" \
 	    "$HOME/.aws/credentials" "$HOME/.config/gh/hosts.yml" \
@@ -189,6 +227,7 @@ checks() {
 	reads
 	writes
 	git_plants
+	project_sockets
 	network
 	processes
 	kernel
