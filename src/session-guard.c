@@ -245,6 +245,7 @@ session_guard_start(struct session *s)
 	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
 	    session_guard_sock_cb, s);
 	event_add(s->guard_sock_ev, &tv);
+	s->guard_since = util_now_ms();
 
 	path = xprintf("%s/.git", s->project);
 	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
@@ -272,11 +273,46 @@ session_guard_start(struct session *s)
 	event_add(s->guard_ev, NULL);
 }
 
+/*
+ * Nested repositories whose config or hooks changed while the command ran:
+ * the host's git would obey them (see snap_nested_defuse).
+ */
+static void
+session_guard_nested(struct session *s)
+{
+	struct strv msgs;
+	char *dir, *cause = NULL;
+	size_t i;
+
+	if (s->guard_since == 0)
+		return;
+	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
+	    (long long)s->id);
+	strv_init(&msgs);
+	if (snap_nested_defuse(s->project, s->guard_since, dir, &msgs,
+	    &cause) == -1) {
+		log_warnx("%s", cause);
+		free(cause);
+	}
+	for (i = 0; i < msgs.n; i++) {
+		store_event_add(s->ctx->st, s->id, "error", "tampering", "%s",
+		    msgs.v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "alert", msgs.v[i]);
+	}
+	if (msgs.n > 0)
+		store_session_flag(s->ctx->st, s->id, "tampering");
+	strv_free(&msgs);
+	free(dir);
+	s->guard_since = 0;
+}
+
 /* The command has ended: a last check, then the watch goes. */
 void
 session_guard_stop(struct session *s)
 {
 	session_guard_check(s);
+	session_guard_nested(s);
 	if (s->guard_sock_ev != NULL)
 		event_free(s->guard_sock_ev);
 	s->guard_sock_ev = NULL;

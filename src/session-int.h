@@ -78,6 +78,7 @@ struct session {
 	unsigned guard_had;          /* which redirecting files it had at the start */
 	int guard_fd;
 	struct event *guard_ev;
+	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	struct event *guard_sock_ev; /* looks for new ones */
 

@@ -553,14 +553,16 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
 /*
  * The host runs what is in .git/hooks and what .git/config names (hooks
  * path, fsmonitor, filters), so both are read-only; .git itself becomes a
- * mount point so that it cannot be renamed away and replaced.
+ * mount point so that it cannot be renamed away and replaced. The git dirs
+ * of linked worktrees (worktrees/, with their commondir and config) are
+ * read-only too: git in those worktrees, outside the jail, obeys them.
  */
 static int
 jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
     const char *gitdir, int depth, char **cause)
 {
 	static const char *const ro[] = { "hooks", "config",
-	    "config.worktree" };
+	    "config.worktree", "worktrees" };
 	char *path, *modules;
 	struct stat st;
 	glob_t g;

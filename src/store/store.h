@@ -241,6 +241,18 @@ void store_suggestion_free(struct store_suggestion *);
 
 /* ---- git snapshots, undo and config diffs (snap-*.c) ---- */
 
+/**
+ * Nested git repositories under PROJECT (a submodule, a repository inside
+ * it, one a .git file points to) whose config or hooks changed since SINCE
+ * (ms since the epoch): git on the host obeys them (a `git status` in
+ * PROJECT runs a submodule's core.fsmonitor), so each setting that runs a
+ * command is taken out of the config (a copy of which goes to QUARANTINE
+ * first) and each new hook is moved to QUARANTINE. MESSAGES gets a line
+ * per change made. -1 with *CAUSE if PROJECT cannot be read.
+ */
+int snap_nested_defuse(const char *project, int64_t since,
+    const char *quarantine, struct strv *messages, char **cause);
+
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and
  * untracked ones that are not ignored, with modes and symlinks, as raw
