@@ -79,7 +79,7 @@ jail_init_wait_release(struct jail_plan *p)
 {
 	struct iovec iov[2];
 	struct msghdr mh;
-	char tag;
+	char tag = '\0';
 	ssize_t n;
 
 	iov[0].iov_base = &tag;

@@ -12,7 +12,7 @@ static int
 replay_file(const char *path)
 {
 	FILE *fp = fopen(path, "rb");
-	uint8_t *data = NULL;
+	uint8_t *data = NULL, *more;
 	size_t len = 0, n;
 	uint8_t chunk[65536];
 
@@ -21,7 +21,9 @@ replay_file(const char *path)
 		return -1;
 	}
 	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-		data = realloc(data, len + n);
+		if ((more = realloc(data, len + n)) == NULL)
+			abort();
+		data = more;
 		memcpy(data + len, chunk, n);
 		len += n;
 	}

@@ -90,16 +90,19 @@ char *
 test_read_file(const char *path)
 {
 	FILE *fp = fopen(path, "r");
-	char *buf = NULL;
+	char *buf = NULL, *more;
 	size_t len = 0;
 	ssize_t n;
 	char chunk[65536];
 
 	if (fp == NULL)
 		return NULL;
-	buf = calloc(1, 1);
+	if ((buf = calloc(1, 1)) == NULL)
+		abort();
 	while ((n = (ssize_t)fread(chunk, 1, sizeof chunk, fp)) > 0) {
-		buf = realloc(buf, len + (size_t)n + 1);
+		if ((more = realloc(buf, len + (size_t)n + 1)) == NULL)
+			abort();
+		buf = more;
 		memcpy(buf + len, chunk, (size_t)n);
 		len += (size_t)n;
 		buf[len] = '\0';
