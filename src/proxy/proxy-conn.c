@@ -97,6 +97,7 @@ struct proxy_conn {
 	bool up_eof;
 	char *up_error;
 	int64_t last_io;
+	int64_t head_since;         /* when it began waiting for a request */
 };
 
 static void proxy_conn_pump(struct proxy_conn *);
@@ -109,6 +110,8 @@ proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
 {
 	struct timeval idle = { pc->px->idle_timeout, 0 };
 
+	if (state == PROXY_CONN_HEAD && pc->state != PROXY_CONN_HEAD)
+		pc->head_since = util_mono_us();
 	pc->state = state;
 	switch (state) {
 	case PROXY_CONN_HEAD:
@@ -1591,6 +1594,23 @@ proxy_conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_leave(pc);
 }
 
+bool
+proxy_conn_evict(struct proxy_session *ps)
+{
+	struct proxy_conn *pc, *oldest = NULL;
+
+	TAILQ_FOREACH(pc, &ps->conns, entry) {
+		if (pc->state == PROXY_CONN_HEAD && !pc->dead &&
+		    (oldest == NULL || pc->head_since < oldest->head_since))
+			oldest = pc;
+	}
+	if (oldest == NULL)
+		return false;
+	proxy_conn_close(oldest, oldest->head_off == 0 ? NULL : "closed to "
+	    "make room for a new connection: no complete request head yet");
+	return true;
+}
+
 void
 proxy_conn_accept(struct proxy_session *ps, int fd)
 {
@@ -1617,6 +1637,7 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	TAILQ_INSERT_TAIL(&ps->conns, pc, entry);
 	ps->nconns++;
 	proxy_conn_client_setup(pc);
+	pc->head_since = util_mono_us();
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
 	evtimer_add(pc->timer, &tv);

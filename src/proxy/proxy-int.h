@@ -318,6 +318,12 @@ struct proxy_session {
 
 /* proxy-conn.c */
 void proxy_conn_accept(struct proxy_session *, int fd);
+/**
+ * At the connection cap: closes the connection that has waited longest
+ * for a request head (idle or slow), to let a new one in. False if every
+ * connection is busy with a request.
+ */
+bool proxy_conn_evict(struct proxy_session *);
 void proxy_conn_close(struct proxy_conn *, const char *reason);
 /** The upstream for the held request is ready (or failed: STATUS, REASON). */
 void proxy_conn_upstream_ready(struct proxy_conn *);

@@ -73,7 +73,9 @@ proxy_session_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			evtimer_add(ps->resume_ev, &tv);
 			return;
 		}
-		if (ps->nconns >= ps->px->max_connections)
+		/* Idle and slow connections make room; busy ones do not. */
+		if (ps->nconns >= ps->px->max_connections &&
+		    !proxy_conn_evict(ps))
 			proxy_session_refuse(ps, fd);
 		else
 			proxy_conn_accept(ps, fd);

@@ -7,7 +7,9 @@
   clients.py raw HEX               send raw bytes, print the status line of the answer
   clients.py stall                 open a connection, send half a head, wait for the close
   clients.py nonreader URL         ask for a big body and never read it (holds until killed)
-  clients.py cap N URL             hold N idle connections, then GET URL on one more
+  clients.py cap N URL [BUSY]      hold N connections (idle, or each waiting on a GET
+                                   of BUSY), then GET URL on one more; say how many of
+                                   the held ones the proxy closed
   clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
 """
 import base64, os, socket, ssl, struct, sys, time, urllib.request
@@ -170,13 +172,17 @@ def cmd_sni(url, name):
     print(out.decode(errors="replace"))
 
 
-def cmd_cap(n, url):
+def cmd_cap(n, url, busy=None):
     held = [socket.create_connection((PHOST, int(PPORT)), timeout=20)
             for _ in range(int(n))]
+    for h in held:
+        if busy is not None:
+            h.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (
+                busy.encode(), busy.split("/")[2].encode()))
     time.sleep(0.3)
     s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (url.encode(),
-              url.split("/")[2].encode()))
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
+              (url.encode(), url.split("/")[2].encode()))
     out = b""
     while True:
         try:
@@ -187,8 +193,15 @@ def cmd_cap(n, url):
             break
         out += d
     print(out.split(b"\r\n")[0].decode(errors="replace"))
+    closed = 0
     for h in held:
+        h.setblocking(False)
+        try:
+            closed += h.recv(1) == b""
+        except (BlockingIOError, ConnectionResetError):
+            pass
         h.close()
+    print("closed %d of the held connections" % closed)
 
 
 if __name__ == "__main__":

@@ -867,11 +867,21 @@ test_connection_cap(void **state)
 {
 	struct eng *e = *state;
 
+	/* Sixteen requests under way: the seventeenth connection gets a 503. */
 	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
-	eng_run(e, "python3 $CLIENTS cap 16 http://127.0.0.1:$PP/cap");
+	eng_run(e, "python3 $CLIENTS cap 16 http://127.0.0.1:$PP/cap "
+	    "'http://127.0.0.1:'$PP'/slow?delay=3'");
 	eng_expect_out(e, "HTTP/1.1 503 Service Unavailable");
+	eng_expect_out(e, "closed 0 of the held connections");
 	assert_int_equal(e->nalerts, 1);
 	assert_string_equal(e->alert_kind, "limit");
+	eng_end_session(e);
+	/* Sixteen idle ones: the one idle longest makes room for it. */
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	eng_run(e, "python3 $CLIENTS cap 16 http://127.0.0.1:$PP/cap");
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	eng_expect_out(e, "closed 1 of the held connections");
+	assert_int_equal(e->nalerts, 0);
 	eng_end_session(e);
 }
 
