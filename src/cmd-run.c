@@ -452,11 +452,11 @@ cmd_run(int argc, char **argv)
 	int rc = 1;
 
 	memset(&r, 0, sizeof r);
-	strv_init(&r.alerts);
 	if (run_parse(&ra, argc, argv) == -1) {
 		run_args_free(&ra);
 		return 2;
 	}
+	strv_init(&r.alerts);
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
 	r.base = event_base_new();
