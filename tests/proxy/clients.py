@@ -11,8 +11,13 @@
                                    of BUSY), then GET URL on one more; say how many of
                                    the held ones the proxy closed
   clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
+  clients.py flood N URL PROXY2 COUNT
+                                   open N connections, half idle, half sending a head
+                                   a byte at a time; meanwhile GET URL COUNT times
+                                   through $PROXY and through PROXY2; then wait for
+                                   the proxy to close the N
 """
-import base64, os, socket, ssl, struct, sys, time, urllib.request
+import base64, os, socket, ssl, struct, sys, threading, time, urllib.request
 
 PROXY = os.environ["PROXY"]
 PHOST, PPORT = PROXY.rsplit(":", 1)
@@ -202,6 +207,66 @@ def cmd_cap(n, url, busy=None):
             pass
         h.close()
     print("closed %d of the held connections" % closed)
+
+
+def plain_get(proxy, url):
+    host, port = proxy.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=20)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
+              (url.encode(), url.split("/")[2].encode()))
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    s.close()
+    return out.split(b"\r\n")[0]
+
+
+def cmd_flood(n, url, proxy2, count):
+    n, count = int(n), int(count)
+    flood = []
+    for i in range(n):
+        s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+        if i % 2:
+            s.sendall(b"GET %s HTTP/1.1\r\n" % url.encode())
+        flood.append(s)
+    stop = threading.Event()
+
+    def trickle():
+        while not stop.wait(0.3):
+            for i in range(1, n, 2):
+                try:
+                    flood[i].send(b"X")
+                except OSError:
+                    pass
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    t0 = time.time()
+    for name, proxy in (("A", PROXY), ("B", proxy2)):
+        ok = sum(plain_get(proxy, url).startswith(b"HTTP/1.1 200")
+                 for _ in range(count))
+        print("%s ok %d/%d" % (name, ok, count))
+    print("served in %.1f s" % (time.time() - t0))
+    closed = set()
+    deadline = time.time() + 20
+    while len(closed) < n and time.time() < deadline:
+        for i, s in enumerate(flood):
+            if i in closed:
+                continue
+            s.setblocking(False)
+            try:
+                if s.recv(4096) == b"":
+                    closed.add(i)
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(i)
+        time.sleep(0.1)
+    stop.set()
+    print("closed %d of %d flood connections after %.1f s" % (
+        len(closed), n, time.time() - t0))
 
 
 if __name__ == "__main__":

@@ -885,6 +885,44 @@ test_connection_cap(void **state)
 	eng_end_session(e);
 }
 
+/*
+ * 500 idle and slowloris connections in one session: requests in it and in
+ * another session on the same loop are served all the same, and the 500
+ * are closed (made room for, or timed out). The times are reported, not
+ * checked.
+ */
+static void
+test_flood(void **state)
+{
+	struct eng *e = *state;
+	struct proxy_session_conf sc;
+	struct proxy_session *other;
+	char *cause = NULL, *line;
+	int port2;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	memset(&sc, 0, sizeof sc);
+	sc.listen_fd = eng_listen(&port2);
+	sc.policy = proxy_policy_create();
+	assert_int_equal(proxy_policy_add(sc.policy, "allow", "127.0.0.1",
+	    "test", &cause), 0);
+	sc.label = "other";
+	if ((other = proxy_session_create(e->px, &sc, NULL, NULL,
+	    &cause)) == NULL)
+		fail_msg("session: %s", cause);
+	assert_int_equal(eng_run(e, "python3 $CLIENTS flood 500 "
+	    "http://127.0.0.1:$PP/flood 127.0.0.1:%d 20", port2), 0);
+	eng_expect_out(e, "A ok 20/20");
+	eng_expect_out(e, "B ok 20/20");
+	eng_expect_out(e, "closed 500 of 500 flood connections");
+	if ((line = strstr(e->out, "served in")) != NULL)
+		print_message("flood: %.*s\n", (int)strcspn(strchr(line, '\n') +
+		    1, "\n") + (int)(strchr(line, '\n') - line) + 1, line);
+	assert_true(proxy_session_connections(e->ps) <= 16);
+	proxy_session_free(other);
+	eng_end_session(e);
+}
+
 static void
 test_node_client(void **state)
 {
@@ -908,6 +946,7 @@ main(void)
 		cmocka_unit_test(test_plain_keepalive_head),
 		cmocka_unit_test(test_tunnel),
 		cmocka_unit_test(test_ssrf),
+		cmocka_unit_test(test_flood),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
