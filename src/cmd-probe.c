@@ -218,13 +218,12 @@ probe_tunnel(int fd, const struct probe_url *u, char **cause)
 {
 	char head[4096];
 	size_t len = 0;
-	ssize_t n;
 	int status;
 
 	dprintf(fd, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", u->host,
 	    u->port, u->host, u->port);
 	while (len < sizeof head - 1) {
-		if ((n = read(fd, head + len, 1)) <= 0)
+		if (read(fd, head + len, 1) <= 0)
 			break;
 		len++;
 		head[len] = '\0';

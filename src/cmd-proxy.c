@@ -122,6 +122,7 @@ proxy_bound_port(int fd)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
 
+	memset(&ss, 0, sizeof ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
 		return 0;
 	return ntohs(ss.ss_family == AF_INET ?

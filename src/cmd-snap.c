@@ -64,8 +64,8 @@ cmd_snapshot(int argc, char **argv)
 	};
 	const char *label = NULL, *dir = NULL;
 	struct snap_result res;
-	struct store *st;
-	struct config *cf;
+	struct store *st = NULL;
+	struct config *cf = NULL;
 	char *cause = NULL;
 	int64_t id = 0;
 	bool shown;
@@ -191,7 +191,7 @@ cmd_snapshots(int argc, char **argv)
 	struct store_snapshot **v;
 	struct store *st;
 	bool json = false;
-	int64_t id;
+	int64_t id = -1;
 	size_t n;
 	int c;
 
@@ -256,10 +256,10 @@ cmd_diff(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct snap_diff_opts o;
-	struct store *st;
-	struct config *cf;
+	struct store *st = NULL;
+	struct config *cf = NULL;
 	char *cause = NULL;
-	int64_t id;
+	int64_t id = -1;
 	int c, rc;
 
 	memset(&o, 0, sizeof o);
@@ -303,10 +303,10 @@ cmd_undo(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct snap_undo_opts o;
-	struct store *st;
-	struct config *cf;
+	struct store *st = NULL;
+	struct config *cf = NULL;
 	char *cause = NULL;
-	int64_t id;
+	int64_t id = -1;
 	bool shown;
 	int c, rc;
 
@@ -351,10 +351,10 @@ cmd_confdiff(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct snap_confdiff_opts o;
-	struct store *st;
-	struct config *cf;
+	struct store *st = NULL;
+	struct config *cf = NULL;
 	char *cause = NULL;
-	int64_t id;
+	int64_t id = -1;
 	int c, rc, action = 0;
 
 	while ((c = getopt_long(argc, argv, ":ad", opts, NULL)) != -1) {

@@ -100,10 +100,9 @@ int
 session_check(struct session_ctx *ctx, const struct session_opts *o,
     char **cause)
 {
-	const struct config_agent *a;
 	char *project;
 
-	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
+	if (session_setup_profile(ctx->cf, o->agent, cause) == NULL)
 		return -1;
 	if (session_proxy_check(o, cause) == -1)
 		return -1;

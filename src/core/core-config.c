@@ -531,7 +531,9 @@ config_valid_connect_to(const char *v)
 		} else {
 			while (isdigit((unsigned char)*p))
 				p++;
-			if (p == start || atoi(start) <= 0 || atoi(start) > 65535)
+			/* strtol saturates where atoi would overflow. */
+			if (p == start || strtol(start, NULL, 10) <= 0 ||
+			    strtol(start, NULL, 10) > 65535)
 				return false;
 		}
 		if (part < 3 && *p++ != ':')
@@ -728,7 +730,7 @@ config_reader(char *str, int num, void *arg)
 	if (n >= num - 1) {
 		config_problem(cp, "line is too long (%zd characters; at most %d)",
 		    n, num - 2);
-		strcpy(str, "\n");
+		memcpy(str, "\n", 2);
 		return str;
 	}
 	config_check_line(cp, cp->line_buf);
@@ -811,7 +813,7 @@ config_load_builtin(struct config *cf, struct config_problems *problems)
 static void
 config_set_defaults(struct config *cf)
 {
-	const char *const *e;
+	const char *const *e, *nocolor;
 
 	cf->on_unknown = CONFIG_ASK;
 	cf->prompt_timeout = 60;
@@ -822,7 +824,8 @@ config_set_defaults(struct config *cf)
 	cf->limits.tmp_size = 1LL << 30;
 	cf->ui.prefix = xstrdup("C-a");
 	cf->ui.prefix_key = 1;
-	cf->ui.color = getenv("NO_COLOR") == NULL || *getenv("NO_COLOR") == '\0';
+	nocolor = getenv("NO_COLOR");
+	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
@@ -1035,7 +1038,7 @@ config_parse_key(const char *s)
 	if ((s[0] != 'C' && s[0] != 'c') || s[1] != '-' || s[2] == '\0' ||
 	    s[3] != '\0')
 		return -1;
-	c = s[2];
+	c = (unsigned char)s[2];
 	if (isalpha(c))
 		return tolower(c) - 'a' + 1;
 	if (c == ']')

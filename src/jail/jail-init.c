@@ -180,7 +180,7 @@ jail_init_spawn(struct jail_plan *p, int slave)
 	pid_t pid;
 
 	if ((pid = vfork()) == 0)
-		jail_spawn_exec(p, slave);
+		jail_spawn_exec(p, slave); /* NOLINT(clang-analyzer-unix.Vfork) */
 	return pid;
 }
 

@@ -521,6 +521,7 @@ proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 
 	proxy_conn_enter(pc);
 	proxy_conn_wake(pc);
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): enter's count keeps PC */
 	proxy_conn_leave(pc);
 }
 

@@ -458,6 +458,7 @@ proxy_upstream_drain_pool(struct proxy_session *ps)
 {
 	struct proxy_upstream *up;
 
+	/* Everything in the pool is marked pooled: freeing unlinks it. */
 	while ((up = TAILQ_FIRST(&ps->pool)) != NULL)
-		proxy_upstream_free(up);
+		proxy_upstream_free(up); /* NOLINT(clang-analyzer-unix.Malloc) */
 }

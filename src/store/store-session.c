@@ -23,7 +23,6 @@ store_session_begin(struct store *st, const struct store_session *s,
 {
 	sqlite3_stmt *stmt;
 	int64_t id = -1;
-	int rc;
 
 	stmt = store_prepare(st, "INSERT INTO sessions (kind, agent, project, "
 	    "command, started_at, state, jail, unsafe, owner_pid, owner_start) "
@@ -38,7 +37,7 @@ store_session_begin(struct store *st, const struct store_session *s,
 	store_bind_text(stmt, 7, s->unsafe);
 	sqlite3_bind_int64(stmt, 8, getpid());
 	sqlite3_bind_int64(stmt, 9, (int64_t)util_proc_start_time(getpid()));
-	if ((rc = sqlite3_step(stmt)) == SQLITE_DONE)
+	if (sqlite3_step(stmt) == SQLITE_DONE)
 		id = sqlite3_last_insert_rowid(st->db);
 	else
 		*cause = xprintf("cannot record the session in %s: %s",

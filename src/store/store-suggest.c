@@ -313,6 +313,14 @@ store_suggest_dest_rules(struct store_suggestion *out,
 	free(dest);
 }
 
+/* A record read back from a damaged store may lack its decision or host. */
+static bool
+store_suggest_is_denied(const struct store_request *r)
+{
+	return r->decision != NULL && r->host != NULL &&
+	    strcmp(r->decision, "deny") == 0;
+}
+
 /* Adds a "denied" comment line for each denied destination, with a count. */
 static void
 store_suggest_denied(struct store_suggestion *out, struct store_request **v,
@@ -322,16 +330,16 @@ store_suggest_denied(struct store_suggestion *out, struct store_request **v,
 	bool seen;
 
 	for (i = 0; i < n; i++) {
-		if (strcmp(v[i]->decision, "deny") != 0)
+		if (!store_suggest_is_denied(v[i]))
 			continue;
 		for (seen = false, j = 0; j < i && !seen; j++)
-			seen = strcmp(v[j]->decision, "deny") == 0 &&
+			seen = store_suggest_is_denied(v[j]) &&
 			    v[j]->port == v[i]->port &&
 			    strcasecmp(v[j]->host, v[i]->host) == 0;
 		if (seen)
 			continue;
 		for (count = 0, j = i; j < n; j++) {
-			if (strcmp(v[j]->decision, "deny") == 0 &&
+			if (store_suggest_is_denied(v[j]) &&
 			    v[j]->port == v[i]->port &&
 			    strcasecmp(v[j]->host, v[i]->host) == 0)
 				count++;

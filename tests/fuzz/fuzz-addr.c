@@ -120,7 +120,7 @@ fuzz_addr_refuse(const struct proxy_policy *pol, const char *host,
 	enum proxy_addr_class c = proxy_addr_classify(sa);
 	char a[INET6_ADDRSTRLEN], *why;
 
-	if ((why = proxy_addr_refuse(pol, host, sa, true)) != NULL)
+	if (proxy_addr_refuse(pol, host, sa, true) != NULL)
 		abort();
 	why = proxy_addr_refuse(pol, host, sa, false);
 	if (c == PROXY_ADDR_PUBLIC && why != NULL)

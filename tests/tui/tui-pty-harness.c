@@ -136,6 +136,7 @@ main(int argc, char **argv)
 	struct winsize ws = { 0 };
 	struct event *in_ev, *winch_ev;
 	char *cause = NULL;
+	const char *hold;
 	unsigned sx, sy;
 	int status;
 
@@ -176,8 +177,8 @@ main(int argc, char **argv)
 	event_base_dispatch(h.base);
 	harness_draw(&h);
 	waitpid(h.pid, &status, 0);
-	if (getenv("HARNESS_HOLD") != NULL)
-		sleep((unsigned)atoi(getenv("HARNESS_HOLD")));
+	if ((hold = getenv("HARNESS_HOLD")) != NULL)
+		sleep((unsigned)atoi(hold));
 	tui_screen_close(h.scr);
 	event_free(h.pty_ev);
 	event_free(h.esc_ev);
