@@ -56,7 +56,6 @@ struct run {
 	struct event *winch_ev;
 	struct event *cont_ev;
 	struct event *sig_ev[3];
-	struct strv alerts;       /* told at the end, not into the command's screen */
 };
 
 /* The terminal as we found it, put back on every way out. */
@@ -119,25 +118,6 @@ run_stop_input(struct run *r)
 		event_del(r->in_ev);
 	if (r->feed_ev != NULL)
 		event_del(r->feed_ev);
-}
-
-static void
-run_notice(void *arg, struct session *s, const char *level, const char *msg)
-{
-	struct run *r = arg;
-
-	if (strcmp(level, "alert") == 0 && !strv_contains(&r->alerts, msg))
-		strv_add(&r->alerts, msg);
-}
-
-/* Alerts (tampering, sockets) after the command's screen is gone. */
-static void
-run_alerts(struct run *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->alerts.n; i++)
-		fprintf(stderr, "agentmux: ALERT: %s\n", r->alerts.v[i]);
 }
 
 static void
@@ -456,7 +436,6 @@ cmd_run(int argc, char **argv)
 		run_args_free(&ra);
 		return 2;
 	}
-	strv_init(&r.alerts);
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
 	r.base = event_base_new();
@@ -484,11 +463,6 @@ cmd_run(int argc, char **argv)
 	rc = run_session(&r);
 	run_denied(r.s);
 out:
-	/* The end snapshot and the last checks run as the session is freed. */
-	session_free(r.s);
-	r.s = NULL;
-	run_alerts(&r);
-	strv_free(&r.alerts);
 	free(cause);
 	session_free(r.s);
 	session_ctx_free(ctx);
