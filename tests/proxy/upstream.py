@@ -172,6 +172,15 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             return self.send(code, b"status %d\n" % code)
+        if path == "/cut":
+            # Promises SIZE bytes, sends a tenth of them, and hangs up.
+            n = int(q.get("size", 100000))
+            self.close_connection = True
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: %d\r\n\r\n" % n + b"x" * (n // 10))
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if path == "/close":
             self.close_connection = True
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close\n")
