@@ -395,7 +395,8 @@ doctor_run(struct doctor *d, struct buf *out, char *const *args)
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), 0);
-		execv(d->self, argv.v);
+		if (d->self != NULL && argv.v != NULL)
+			execv(d->self, argv.v);
 		_exit(127);
 	}
 	close(p[1]);

@@ -36,7 +36,7 @@ proxy_redact_name_n(const char *name, size_t len)
 			return true;
 	}
 	/* "X-Foo-Key" style names; not Keep-Alive, Sec-WebSocket-Key is harmless. */
-	return len > 4 && strcmp(lower + len - 4, "-key") == 0;
+	return len > 4 && strncasecmp(name + len - 4, "-key", 4) == 0;
 }
 
 bool

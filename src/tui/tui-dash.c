@@ -403,7 +403,8 @@ tui_cycle(struct tui *t, int dir)
 			at = i;
 	}
 	at = (at + t->npanes + (size_t)(dir > 0 ? 1 : -1)) % t->npanes;
-	tui_select(t, t->panes[at]->num);
+	if (t->panes[at] != NULL)
+		tui_select(t, t->panes[at]->num);
 }
 
 static void

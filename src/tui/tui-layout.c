@@ -86,7 +86,7 @@ tui_layout_find(struct tui_node *n, int pane)
 static struct tui_node *
 tui_layout_first(struct tui_node *n)
 {
-	while (n->type != TUI_NODE_PANE)
+	while (n->type != TUI_NODE_PANE && n->a != NULL)
 		n = n->a;
 	return n;
 }
