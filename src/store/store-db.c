@@ -160,6 +160,9 @@ store_migrate(struct store *st, char **cause)
 	int v;
 	char *sql;
 
+	/* Up to date (every open but the first): no need for the write lock. */
+	if (store_user_version(st) == (int)nitems(store_migrations))
+		return 0;
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) == -1)
 		return -1;
 	v = store_user_version(st);
