@@ -49,14 +49,91 @@ snap_index_varint(const unsigned char **pp, const unsigned char *end,
 	return true;
 }
 
+/* One entry's fields, as snap_index_entry reads them. */
+struct snap_index_entry {
+	uint32_t mode;
+	uint16_t flags;
+	uint16_t xflags;
+};
+
+/*
+ * Reads the entry at *PP into E and NAME (which holds the previous name:
+ * version 4 strips a prefix of it); false if the file is cut short.
+ */
+static bool
+snap_index_entry(const unsigned char **pp, const unsigned char *end,
+    uint32_t version, size_t oidlen, struct buf *name,
+    struct snap_index_entry *e)
+{
+	const unsigned char *p = *pp, *start = p;
+	size_t len, strip, entlen;
+
+	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
+		return false;
+	e->mode = snap_index_u32(p + 24);
+	p += SNAP_CE_FIXED + oidlen;
+	e->flags = (uint16_t)(p[0] << 8 | p[1]);
+	p += 2;
+	e->xflags = 0;
+	if ((e->flags & SNAP_CE_EXTENDED) && version >= 3) {
+		if (end - p < 2)
+			return false;
+		e->xflags = (uint16_t)(p[0] << 8 | p[1]);
+		p += 2;
+	}
+	if (version == 4) {
+		if (!snap_index_varint(&p, end, &strip) || strip > name->len)
+			return false;
+		name->len -= strip;
+	} else
+		name->len = 0;
+	len = strnlen((const char *)p, (size_t)(end - p));
+	if (p + len >= end)
+		return false;
+	buf_add(name, p, len);
+	p += len + 1;
+	if (version != 4) {
+		/* Entries are NUL-padded to a multiple of eight. */
+		entlen = (size_t)(p - start);
+		p = start + ((entlen + 7) & ~(size_t)7);
+		if (p > end)
+			return false;
+	}
+	*pp = p;
+	return true;
+}
+
+/* Reads PATH's header: the first entry, the end, version and count; false if it is no index. */
+static bool
+snap_index_open(struct buf *file, const char *path, const unsigned char **p,
+    const unsigned char **end, uint32_t *version, uint32_t *n)
+{
+	if (buf_read_file(file, path) == -1 || file->len < 12 ||
+	    memcmp(file->data, "DIRC", 4) != 0)
+		return false;
+	*p = (const unsigned char *)file->data;
+	*end = *p + file->len;
+	*version = snap_index_u32(*p + 4);
+	*n = snap_index_u32(*p + 8);
+	*p += 12;
+	return *version >= 2 && *version <= 4;
+}
+
+static void
+snap_index_add_name(struct buf *b, size_t *n, const struct buf *name)
+{
+	buf_add(b, name->data, name->len);
+	buf_addc(b, '\0');
+	(*n)++;
+}
+
 int
 snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
 {
-	const unsigned char *p, *end, *e;
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
 	struct buf file, name;
-	uint32_t version, n, i, mode;
-	uint16_t flags, xflags;
-	size_t len, strip, entlen;
+	uint32_t version, n, i;
 	int rc = -1;
 
 	memset(info, 0, sizeof *info);
@@ -65,65 +142,20 @@ snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
 	buf_init(&info->names);
 	buf_init(&info->assumed);
 	buf_init(&info->gitlinks);
-	if (buf_read_file(&file, path) == -1 || file.len < 12 ||
-	    memcmp(file.data, "DIRC", 4) != 0)
+	if (!snap_index_open(&file, path, &p, &end, &version, &n))
 		goto out;
-	p = (const unsigned char *)file.data;
-	end = p + file.len;
-	version = snap_index_u32(p + 4);
-	n = snap_index_u32(p + 8);
-	if (version < 2 || version > 4)
-		goto out;
-	p += 12;
 	for (i = 0; i < n; i++) {
-		e = p;
-		if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
 			goto out;
-		mode = snap_index_u32(p + 24);
-		p += SNAP_CE_FIXED + oidlen;
-		flags = (uint16_t)(p[0] << 8 | p[1]);
-		p += 2;
-		xflags = 0;
-		if ((flags & SNAP_CE_EXTENDED) && version >= 3) {
-			if (end - p < 2)
-				goto out;
-			xflags = (uint16_t)(p[0] << 8 | p[1]);
-			p += 2;
-		}
-		if (version == 4) {
-			if (!snap_index_varint(&p, end, &strip) ||
-			    strip > name.len)
-				goto out;
-			name.len -= strip;
-		} else
-			name.len = 0;
-		len = strnlen((const char *)p, (size_t)(end - p));
-		if (p + len >= end)
-			goto out;
-		buf_add(&name, p, len);
-		p += len + 1;
-		if (version != 4) {
-			/* Entries are NUL-padded to a multiple of eight. */
-			entlen = (size_t)(p - e);
-			p = e + ((entlen + 7) & ~(size_t)7);
-			if (p > end)
-				goto out;
-		}
-		if ((mode & 0170000) == 0040000)
+		if ((e.mode & 0170000) == 0040000)
 			continue; /* a sparse index's directory */
-		if ((mode & 0170000) == 0160000) {
-			buf_add(&info->gitlinks, name.data, name.len);
-			buf_addc(&info->gitlinks, '\0');
-			info->ngitlinks++;
-		}
-		buf_add(&info->names, name.data, name.len);
-		buf_addc(&info->names, '\0');
-		info->nnames++;
-		if ((flags & SNAP_CE_VALID) && !(xflags & SNAP_CE_SKIP_WT)) {
-			buf_add(&info->assumed, name.data, name.len);
-			buf_addc(&info->assumed, '\0');
-			info->nassumed++;
-		}
+		if ((e.mode & 0170000) == 0160000)
+			snap_index_add_name(&info->gitlinks, &info->ngitlinks,
+			    &name);
+		snap_index_add_name(&info->names, &info->nnames, &name);
+		if ((e.flags & SNAP_CE_VALID) && !(e.xflags & SNAP_CE_SKIP_WT))
+			snap_index_add_name(&info->assumed, &info->nassumed,
+			    &name);
 		if (strcmp(name.data, ".gitattributes") == 0 || (name.len >= 15 &&
 		    strcmp(name.data + name.len - 15, "/.gitattributes") == 0))
 			info->attributes = true;
@@ -134,6 +166,81 @@ out:
 	buf_free(&name);
 	if (rc == -1)
 		snap_index_info_free(info);
+	return rc;
+}
+
+/*
+ * The root of a TREE extension: an empty path, "<entries> <subtrees>\n",
+ * then the tree's id unless <entries> is -1 (invalidated).
+ */
+static int
+snap_index_tree_root(const unsigned char *p, size_t len, size_t oidlen,
+    char **tree, int64_t *entries)
+{
+	const unsigned char *end = p + len, *nl;
+	static const char hex[] = "0123456789abcdef";
+	char *s;
+	size_t i;
+
+	if (len == 0 || *p != '\0' ||
+	    (nl = memchr(p + 1, '\n', len - 1)) == NULL)
+		return 0;
+	*entries = strtoll((const char *)p + 1, &s, 10);
+	if (s == (const char *)p + 1 || *s != ' ' || *entries < 0 ||
+	    (size_t)(end - (nl + 1)) < oidlen)
+		return 0;
+	*tree = s = xmalloc(oidlen * 2 + 1);
+	for (i = 0, p = nl + 1; i < oidlen; i++) {
+		*s++ = hex[p[i] >> 4];
+		*s++ = hex[p[i] & 15];
+	}
+	*s = '\0';
+	return 1;
+}
+
+int
+snap_index_tree(const char *path, size_t oidlen, char **tree,
+    int64_t *entries)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct buf file, name;
+	uint32_t version, n, i, size;
+	int rc = 0;
+
+	*tree = NULL;
+	buf_init(&file);
+	buf_init(&name);
+	if (!snap_index_open(&file, path, &p, &end, &version, &n)) {
+		rc = -1;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e)) {
+			rc = -1;
+			goto out;
+		}
+	}
+	/* Extensions, up to the trailing checksum. */
+	while ((size_t)(end - p) >= 8 + oidlen) {
+		size = snap_index_u32(p + 4);
+		if ((size_t)(end - p) - 8 - oidlen < size)
+			break;
+		/* A split or sparse index's cache covers what is not in this file. */
+		if (memcmp(p, "link", 4) == 0 || memcmp(p, "sdir", 4) == 0) {
+			free(*tree);
+			*tree = NULL;
+			rc = 0;
+			break;
+		}
+		if (memcmp(p, "TREE", 4) == 0 && *tree == NULL)
+			rc = snap_index_tree_root(p + 8, size, oidlen, tree,
+			    entries);
+		p += 8 + size;
+	}
+out:
+	buf_free(&file);
+	buf_free(&name);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
 #ifndef AGENTMUX_SNAP_INT_H
 #define AGENTMUX_SNAP_INT_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <stdbool.h>
@@ -23,6 +24,7 @@ struct snap_proc_opts {
 	const char *dir;          /* working directory, or NULL */
 	const void *input;        /* copied and written to stdin; NULL: /dev/null */
 	size_t inputlen;
+	bool input_later;         /* stdin stays open until snap_proc_input */
 	int out_fd;               /* >= 0: stdout goes there instead of being read */
 	int umask;                /* >= 0: the child's umask */
 	/* Called with each complete stdout line (without the newline). */
@@ -38,6 +40,12 @@ struct snap_proc_opts {
 struct snap_proc *snap_proc_start(struct event_base *base,
     const struct snap_proc_opts *, snap_proc_cb done, void *arg,
     char **cause);
+/*
+ * Gives a command started with input_later the rest of its input; its
+ * stdin is closed once that is written. (Its start-up can overlap with
+ * work that decides what it is told.)
+ */
+void snap_proc_input(struct snap_proc *, const void *data, size_t len);
 /* Exit code, or 128+N for signal N; -1 while running. */
 int snap_proc_status(struct snap_proc *);
 /* What the command wrote; borrowed, NUL-terminated. */
@@ -71,6 +79,7 @@ struct snap_repo {
 	char *index;          /* the private index, in PRIVATE */
 	char *seed;           /* the index the private one starts as a copy of */
 	bool seeded;
+	struct stat synced;   /* the private index when last copied from or to the seed */
 	int umask;            /* for files git writes into the project */
 	struct strv env[SNAP_NENV]; /* per enum snap_env */
 };
@@ -119,6 +128,13 @@ struct snap_proc *snap_git_start(struct event_base *, struct snap_repo *,
     enum snap_env, const char *const *args, const struct buf *input,
     void (*line)(void *, const char *, size_t), snap_proc_cb done,
     void *arg, char **cause);
+/*
+ * Starts git with its stdin held open: snap_proc_input gives it its input
+ * later, so its start-up overlaps with what decides that input.
+ */
+struct snap_proc *snap_git_start_held(struct event_base *,
+    struct snap_repo *, enum snap_env, const char *const *args,
+    snap_proc_cb done, void *arg, char **cause);
 /* git's error output as one line for a message; caller frees. */
 char *snap_git_error(const char *what, struct snap_proc *);
 /* Copies what is left of IN to OUT; -1 with errno. */
@@ -140,6 +156,14 @@ struct snap_index_info {
 
 /* Lists the entries of the index file PATH (OIDLEN-byte ids); -1 if unreadable. */
 int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
+/*
+ * The tree git keeps for the whole of the index file PATH (its cache-tree,
+ * which git invalidates whenever an entry changes): 1 with *TREE (hex,
+ * caller frees) and its count of *ENTRIES when it is valid, 0 when it is
+ * not (or the index is split or sparse), -1 if the file is unreadable.
+ */
+int snap_index_tree(const char *path, size_t oidlen, char **tree,
+    int64_t *entries);
 void snap_index_info_free(struct snap_index_info *);
 
 /* ---- snapshot jobs (snap-take.c) ---- */

@@ -29,6 +29,7 @@ struct snap_proc {
 	struct event *exit_ev;    /* pidfd readable, or the polling timer */
 	struct buf in;
 	size_t inoff;
+	bool in_held;             /* more input comes (snap_proc_input) */
 	struct buf out;
 	struct buf err;
 	size_t lineoff;           /* stdout bytes already passed to line() */
@@ -124,11 +125,28 @@ snap_proc_write(struct snap_proc *p)
 			continue;
 		if (n == -1 && errno == EAGAIN)
 			return;
-		if (n == -1)
+		if (n == -1) {
+			p->in_held = false;
 			break;
+		}
 		p->inoff += (size_t)n;
 	}
+	/* Written so far: stop watching until there is more. */
+	if (p->in_held) {
+		event_del(p->ev[0]);
+		return;
+	}
 	snap_proc_close(p, 0);
+}
+
+void
+snap_proc_input(struct snap_proc *p, const void *data, size_t len)
+{
+	p->in_held = false;
+	if (p->fds[0] == -1)
+		return;
+	buf_add(&p->in, data, len);
+	event_add(p->ev[0], NULL);
 }
 
 /*
@@ -219,7 +237,8 @@ snap_proc_arm(struct snap_proc *p)
 			event_free(p->ev[i]);
 		p->ev[i] = event_new(p->base, p->fds[i], (i == 0 ? EV_WRITE :
 		    EV_READ) | EV_PERSIST, snap_proc_io_cb, p);
-		event_add(p->ev[i], NULL);
+		if (i != 0 || !p->in_held || p->inoff < p->in.len)
+			event_add(p->ev[i], NULL);
 	}
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
@@ -277,7 +296,7 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
 	int sv[2], pp[2], i;
 
 	c[0] = c[1] = c[2] = -1;
-	if (o->input != NULL) {
+	if (o->input != NULL || o->input_later) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 			return -1;
 		shutdown(sv[0], SHUT_RD);
@@ -301,9 +320,50 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
 	return 0;
 }
 
+/*
+ * Where NAME is on PATH, looked up once per name and PATH (the last pair
+ * asked for is kept): posix_spawnp would try every PATH entry before
+ * git's on each of the several commands a snapshot runs. NULL: let
+ * posix_spawnp search.
+ */
+static const char *
+snap_proc_which(const char *name)
+{
+	static char *last_name, *last_env, *last_path;
+	const char *path = getenv("PATH"), *dir, *end;
+	struct stat sb;
+	char *cand;
+
+	if (strchr(name, '/') != NULL || path == NULL)
+		return NULL;
+	if (last_name != NULL && strcmp(last_name, name) == 0 &&
+	    strcmp(last_env, path) == 0)
+		return last_path;
+	free(last_name);
+	free(last_env);
+	free(last_path);
+	last_name = xstrdup(name);
+	last_env = xstrdup(path);
+	last_path = NULL;
+	/* An empty or relative entry (the current dir) is left to posix_spawnp. */
+	for (dir = path; *dir == '/' && last_path == NULL; dir = end + 1) {
+		end = strchrnul(dir, ':');
+		cand = xprintf("%.*s/%s", (int)(end - dir), dir, name);
+		if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    access(cand, X_OK) == 0)
+			last_path = cand;
+		else
+			free(cand);
+		if (*end == '\0')
+			break;
+	}
+	return last_path;
+}
+
 static pid_t
 snap_proc_spawn(const struct snap_proc_opts *o, int c[3], int *err)
 {
+	const char *exe = snap_proc_which(o->argv[0]);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	mode_t old = 0;
@@ -312,8 +372,12 @@ snap_proc_spawn(const struct snap_proc_opts *o, int c[3], int *err)
 	snap_proc_actions(&fa, &sa, o, c[0], c[1], c[2]);
 	if (o->umask >= 0)
 		old = umask((mode_t)o->umask);
-	*err = posix_spawnp(&pid, o->argv[0], &fa, &sa, o->argv,
-	    o->env != NULL ? o->env : environ);
+	if (exe != NULL)
+		*err = posix_spawn(&pid, exe, &fa, &sa, o->argv,
+		    o->env != NULL ? o->env : environ);
+	else
+		*err = posix_spawnp(&pid, o->argv[0], &fa, &sa, o->argv,
+		    o->env != NULL ? o->env : environ);
 	if (o->umask >= 0)
 		umask(old);
 	posix_spawn_file_actions_destroy(&fa);
@@ -337,6 +401,7 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->arg = arg;
 	if (o->input != NULL)
 		buf_add(&p->in, o->input, o->inputlen);
+	p->in_held = o->input_later;
 	if (snap_proc_pipes(p, o, c) == -1) {
 		err = errno;
 		goto fail;

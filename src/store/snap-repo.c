@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -213,6 +214,21 @@ snap_write_if_changed(const char *path, const char *text, char **cause)
 	return rc;
 }
 
+/* Makes PATH a symlink to TARGET unless it is one already. */
+static int
+snap_symlink_if_changed(const char *target, const char *path)
+{
+	char buf[PATH_MAX];
+	ssize_t n;
+
+	n = readlink(path, buf, sizeof buf);
+	if (n >= 0 && (size_t)n == strlen(target) &&
+	    memcmp(buf, target, (size_t)n) == 0)
+		return 0;
+	unlink(path);
+	return symlink(target, path);
+}
+
 /*
  * The private git dir for a repository of the user's: its own config
  * (the repository's included, its object format kept), our attributes,
@@ -260,8 +276,7 @@ snap_private_init(struct snap_repo *r, char **cause)
 		return -1;
 	p = xprintf("%s/info/exclude", r->private);
 	text = xprintf("%s/info/exclude", r->commondir);
-	unlink(p);
-	rc = symlink(text, p);
+	rc = snap_symlink_if_changed(text, p);
 	free(text);
 	free(p);
 	return rc;
@@ -537,6 +552,33 @@ snap_repo_quick(struct snap_repo *r, const char *real)
 	return true;
 }
 
+/*
+ * Whether REAL is certainly outside any repository, without running git:
+ * nothing named .git in it or above it, and nothing that could be a bare
+ * repository (a HEAD file) either. Anything else is for git to decide.
+ */
+static bool
+snap_repo_outside(const char *real)
+{
+	char *cur = xstrdup(real), *p, *slash;
+	bool outside = true;
+
+	for (;;) {
+		p = xprintf("%s/.git", cur);
+		outside = access(p, F_OK) != 0 && errno == ENOENT;
+		free(p);
+		p = xprintf("%s/HEAD", cur);
+		outside = outside && access(p, F_OK) != 0 && errno == ENOENT;
+		free(p);
+		if (!outside || *cur == '\0')
+			break;
+		slash = strrchr(cur, '/');
+		*slash = '\0';   /* "/x" becomes "", which stands for / */
+	}
+	free(cur);
+	return outside;
+}
+
 struct snap_repo *
 snap_repo_open(const char *dir, const struct config *cf, const char *tag,
     char **cause)
@@ -554,7 +596,7 @@ snap_repo_open(const char *dir, const struct config *cf, const char *tag,
 		    real);
 		goto fail;
 	}
-	if (!snap_repo_quick(r, real) &&
+	if (!snap_repo_quick(r, real) && !(outside = snap_repo_outside(real)) &&
 	    snap_repo_discover(r, real, NULL, &outside, cause) == -1)
 		goto fail;
 	if (outside && snap_repo_shadow(r, real, cf, cause) == -1)
@@ -645,6 +687,14 @@ snap_repo_link_shared(struct snap_repo *r)
 	closedir(d);
 }
 
+/* Notes the private index as it is now (git replaces the file whenever it writes it). */
+static void
+snap_repo_note_index(struct snap_repo *r)
+{
+	if (stat(r->index, &r->synced) == -1)
+		memset(&r->synced, 0, sizeof r->synced);
+}
+
 int
 snap_repo_seed(struct snap_repo *r, char **cause)
 {
@@ -661,6 +711,7 @@ snap_repo_seed(struct snap_repo *r, char **cause)
 		free(err);
 		unlink(r->index);
 	}
+	snap_repo_note_index(r);
 	return 0;
 }
 
@@ -668,13 +719,21 @@ void
 snap_repo_save_index(struct snap_repo *r)
 {
 	char *tmp, *err = NULL;
+	struct stat sb;
 
 	if (!r->shadow)
+		return;
+	/* Unchanged since it was copied: nothing to save. */
+	if (stat(r->index, &sb) == 0 && sb.st_ino == r->synced.st_ino &&
+	    sb.st_dev == r->synced.st_dev && sb.st_size == r->synced.st_size &&
+	    sb.st_mtim.tv_sec == r->synced.st_mtim.tv_sec &&
+	    sb.st_mtim.tv_nsec == r->synced.st_mtim.tv_nsec)
 		return;
 	tmp = xprintf("%s.agentmux-%ld", r->seed, (long)getpid());
 	if (snap_copy_file(r->index, tmp, &err) == 0 &&
 	    rename(tmp, r->seed) == 0) {
 		free(tmp);
+		snap_repo_note_index(r);
 		return;
 	}
 	log_debug("cannot save the shadow index: %s", err != NULL ? err :
@@ -869,11 +928,11 @@ snap_git_fd(struct snap_repo *r, enum snap_env which, const char *const *args,
 	return st == 0 ? 0 : -1;
 }
 
-struct snap_proc *
-snap_git_start(struct event_base *base, struct snap_repo *r,
+static struct snap_proc *
+snap_git_spawn(struct event_base *base, struct snap_repo *r,
     enum snap_env which, const char *const *args, const struct buf *input,
-    void (*line)(void *, const char *, size_t), snap_proc_cb done,
-    void *arg, char **cause)
+    bool input_later, void (*line)(void *, const char *, size_t),
+    snap_proc_cb done, void *arg, char **cause)
 {
 	struct snap_proc_opts o;
 	struct snap_proc *p;
@@ -887,6 +946,7 @@ snap_git_start(struct event_base *base, struct snap_repo *r,
 	o.out_fd = -1;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
 	o.line = line;
+	o.input_later = input_later;
 	if (input != NULL) {
 		o.input = input->data != NULL ? input->data : "";
 		o.inputlen = input->len;
@@ -894,6 +954,25 @@ snap_git_start(struct event_base *base, struct snap_repo *r,
 	p = snap_proc_start(base, &o, done, arg, cause);
 	strv_free(&argv);
 	return p;
+}
+
+struct snap_proc *
+snap_git_start(struct event_base *base, struct snap_repo *r,
+    enum snap_env which, const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), snap_proc_cb done,
+    void *arg, char **cause)
+{
+	return snap_git_spawn(base, r, which, args, input, false, line, done,
+	    arg, cause);
+}
+
+struct snap_proc *
+snap_git_start_held(struct event_base *base, struct snap_repo *r,
+    enum snap_env which, const char *const *args, snap_proc_cb done,
+    void *arg, char **cause)
+{
+	return snap_git_spawn(base, r, which, args, NULL, true, NULL, done, arg,
+	    cause);
 }
 
 char *

@@ -1,10 +1,15 @@
-/* Taking a snapshot: git add -A into the private index, write-tree, commit-tree, update-ref, as a chain of async steps. */
+/*
+ * Taking a snapshot: git add -A into the private index, the tree (the
+ * index's own cache of it, else write-tree), the commit and the refs, as a
+ * chain of async steps.
+ */
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/snap-int.h"
@@ -24,6 +29,8 @@ struct snap_take {
 	bool if_changed;
 	bool record_refs;
 	char *parent;             /* the commit the new one follows */
+	char *head_ref;           /* the branch HEAD names, at the chain's start */
+	char *head_tree;          /* its commit's tree, from for-each-ref */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
@@ -38,6 +45,13 @@ struct snap_take {
 	int64_t files;
 	struct snap_proc *procs[3];
 	int pending;
+	/*
+	 * A snapshot that starts a chain always makes a commit: the commands
+	 * that write it and its refs start with the job, waiting for their
+	 * input, so their start-up is not on the way to the ref.
+	 */
+	struct snap_proc *early_commit;   /* hash-object -t commit -w --stdin */
+	struct snap_proc *early_ref;      /* update-ref --stdin */
 	bool ref_done;            /* the update-ref step has run */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	bool fresh;               /* the private index was just copied from the user's */
@@ -48,6 +62,7 @@ struct snap_take {
 	struct buf names;         /* the copied index's paths (for check-attr) */
 	struct buf rehash;        /* paths to drop from it, to be hashed raw */
 	char *tree;
+	int64_t entries;          /* the index's entries in the tree; -1 unknown */
 	char *commit;
 	int64_t changed;
 	char *error;
@@ -85,9 +100,13 @@ snap_take_free(struct snap_take *t)
 
 	for (i = 0; i < nitems(t->procs); i++)
 		snap_proc_free(t->procs[i]);
+	snap_proc_free(t->early_commit);
+	snap_proc_free(t->early_ref);
 	free(t->kind);
 	free(t->label);
 	free(t->parent);
+	free(t->head_ref);
+	free(t->head_tree);
 	free(t->prev_tree);
 	free(t->prev_commit);
 	free(t->count_from);
@@ -132,6 +151,37 @@ snap_take_track(struct snap_take *t, struct snap_proc *p)
 		}
 	}
 	fatalx("snapshot: too many git commands at once");
+}
+
+/*
+ * P, started early, ended before it was given its input: it failed to
+ * start (its step runs a command of its own instead). True if so.
+ */
+static bool
+snap_take_early_died(struct snap_take *t, struct snap_proc *p)
+{
+	struct snap_proc **slot = p == t->early_commit ? &t->early_commit :
+	    p == t->early_ref ? &t->early_ref : NULL;
+
+	if (slot == NULL)
+		return false;
+	log_debug("%s", snap_proc_err(p)->data != NULL ?
+	    snap_proc_err(p)->data : "an early git command ended");
+	*slot = NULL;
+	snap_proc_free(p);
+	return true;
+}
+
+/* Gives the early command in *SLOT its input and makes it a step of the job. */
+static void
+snap_take_feed(struct snap_take *t, struct snap_proc **slot,
+    const struct buf *in)
+{
+	struct snap_proc *p = *slot;
+
+	*slot = NULL;
+	snap_take_track(t, p);
+	snap_proc_input(p, in->data, in->len);
 }
 
 /* Starts a git step; false (with t->error set) if it cannot run. */
@@ -214,12 +264,14 @@ snap_take_record_refs(struct snap_take *t)
 {
 	char *line, *save = NULL, *sp, *head, *sym = NULL, *v;
 
+	/* "<oid> <refname> <tree>" (a ref name has no spaces). */
 	for (line = strtok_r(t->refs.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if ((sp = strchr(line, ' ')) == NULL)
 			continue;
-		*sp = '\0';
-		store_session_ref_add(t->st, t->session, sp + 1, line);
+		*sp++ = '\0';
+		sp[strcspn(sp, " ")] = '\0';
+		store_session_ref_add(t->st, t->session, sp, line);
 	}
 	head = snap_repo_head(t->repo, &sym);
 	v = sym != NULL ? xprintf("ref: %s", sym) : head;
@@ -320,6 +372,8 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
+	if (snap_take_early_died(t, p))
+		return;
 	t->pending--;
 	t->ref_done = true;
 	if (snap_proc_status(p) != 0 && t->error == NULL)
@@ -328,18 +382,22 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 	snap_take_step_done(t);
 }
 
+static const char *const snap_take_update_ref[] = { "update-ref", "-m",
+    "agentmux snapshot", "--stdin", NULL };
+
+/* The commit is written (by commit-tree, or hash-object given its text). */
 static void
 snap_take_commit_cb(struct snap_proc *p, void *arg)
 {
-	const char *args[] = { "update-ref", "-m", "agentmux snapshot",
-	    "--stdin", NULL };
 	struct snap_take *t = arg;
 	struct buf in;
 
+	if (snap_take_early_died(t, p))
+		return;
 	t->pending--;
 	if (snap_proc_status(p) != 0) {
 		if (t->error == NULL)
-			t->error = snap_git_error("commit-tree", p);
+			t->error = snap_git_error("commit", p);
 		snap_take_reap(t, p);
 		snap_take_step_done(t);
 		return;
@@ -359,8 +417,11 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 	buf_printf(&in, "update refs/agentmux/sessions/%lld %s\n"
 	    "update refs/agentmux/snaps/%lld/%s %s\n", (long long)t->session,
 	    t->commit, (long long)t->session, t->commit, t->commit);
-	snap_take_spawn(t, SNAP_ENV_DB, args, &in, NULL,
-	    snap_take_update_ref_cb);
+	if (t->early_ref != NULL)
+		snap_take_feed(t, &t->early_ref, &in);
+	else
+		snap_take_spawn(t, SNAP_ENV_DB, snap_take_update_ref, &in, NULL,
+		    snap_take_update_ref_cb);
 	buf_free(&in);
 	snap_take_step_done(t);
 }
@@ -384,6 +445,30 @@ snap_take_count_cb(struct snap_proc *p, void *arg)
 	snap_take_step_done(t);
 }
 
+/* The tree of HEAD's branch, if for-each-ref saw it where the chain started. */
+static void
+snap_take_head_tree(struct snap_take *t)
+{
+	const char *line, *end, *ref, *tree;
+	size_t n;
+
+	if (t->head_ref == NULL || t->parent == NULL || t->refs.data == NULL)
+		return;
+	n = strlen(t->head_ref);
+	for (line = t->refs.data; *line != '\0'; line = end + (*end != '\0')) {
+		end = strchrnul(line, '\n');
+		if ((ref = memchr(line, ' ', (size_t)(end - line))) == NULL ||
+		    strncmp(ref + 1, t->head_ref, n) != 0 || ref[1 + n] != ' ')
+			continue;
+		tree = ref + 2 + n;
+		if ((size_t)(ref - line) == strlen(t->parent) &&
+		    strncmp(line, t->parent, (size_t)(ref - line)) == 0 &&
+		    end > tree)
+			t->head_tree = xstrndup(tree, (size_t)(end - tree));
+		return;
+	}
+}
+
 static void
 snap_take_refs_cb(struct snap_proc *p, void *arg)
 {
@@ -392,30 +477,56 @@ snap_take_refs_cb(struct snap_proc *p, void *arg)
 	t->pending--;
 	if (snap_proc_status(p) != 0 && t->error == NULL)
 		t->error = snap_git_error("for-each-ref", p);
-	else
+	else {
 		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
+		snap_take_head_tree(t);
+	}
 	snap_take_reap(t, p);
 	/* The add may still be running; whichever ends last moves on. */
 	if (t->pending == 0)
 		snap_take_after_prep(t);
 }
 
-/* The tree is written: commit it and count what changed, in parallel. */
-static void
-snap_take_commit(struct snap_take *t)
+static char *
+snap_take_message(struct snap_take *t)
 {
-	struct strv args;
-	char *msg;
-	const char *count[] = { "diff-tree", "-r", "-z", "--no-renames",
-	    "--name-only", t->count_from, t->tree, NULL };
-
-	if (t->kind == NULL) {
-		snap_take_record(t);
-		return;
-	}
-	msg = xprintf("agentmux snapshot: %s, session %lld%s%s\n", t->kind,
+	return xprintf("agentmux snapshot: %s, session %lld%s%s\n", t->kind,
 	    (long long)t->session, t->label != NULL ? "\n\n" : "",
 	    t->label != NULL ? t->label : "");
+}
+
+/*
+ * The commit object as commit-tree writes it, for the early hash-object:
+ * its author and committer are agentmux, now, in the local time zone.
+ */
+static void
+snap_take_commit_text(struct snap_take *t, struct buf *b)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	long off;
+	char *msg;
+
+	localtime_r(&now, &tm);
+	off = tm.tm_gmtoff / 60;
+	buf_printf(b, "tree %s\n", t->tree);
+	if (t->parent != NULL)
+		buf_printf(b, "parent %s\n", t->parent);
+	buf_printf(b, "author agentmux <agentmux@localhost> %lld %c%02ld%02ld\n"
+	    "committer agentmux <agentmux@localhost> %lld %c%02ld%02ld\n\n",
+	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60,
+	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+	msg = snap_take_message(t);
+	buf_adds(b, msg);
+	free(msg);
+}
+
+static bool
+snap_take_commit_tree(struct snap_take *t)
+{
+	struct strv args;
+	bool ok;
+
 	strv_init(&args);
 	strv_add(&args, "commit-tree");
 	if (t->parent != NULL) {
@@ -423,30 +534,68 @@ snap_take_commit(struct snap_take *t)
 		strv_add(&args, t->parent);
 	}
 	strv_add(&args, "-m");
-	strv_take(&args, msg);
+	strv_take(&args, snap_take_message(t));
 	strv_add(&args, t->tree);
-	if (!snap_take_spawn(t, SNAP_ENV_DB, (const char *const *)args.v, NULL,
-	    NULL, snap_take_commit_cb) ||
-	    !snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
-	    snap_take_count_cb))
-		snap_take_fail(t, NULL);
+	ok = snap_take_spawn(t, SNAP_ENV_DB, (const char *const *)args.v, NULL,
+	    NULL, snap_take_commit_cb);
 	strv_free(&args);
+	return ok;
 }
 
-static void
-snap_take_write_tree_cb(struct snap_proc *p, void *arg)
+/*
+ * What changed since t->count_from, without git where it is known: nothing
+ * if the trees are the same (HEAD's is known from for-each-ref), every
+ * entry of the index if it counts from the empty tree and the tree is the
+ * index's.
+ */
+static bool
+snap_take_count(struct snap_take *t)
 {
-	struct snap_take *t = arg;
+	const char *count[] = { "diff-tree", "-r", "-z", "--no-renames",
+	    "--name-only", t->count_from, t->tree, NULL };
 
-	t->pending--;
-	if (snap_proc_status(p) != 0) {
-		t->error = snap_git_error("write-tree", p);
-		snap_take_reap(t, p);
-		snap_take_end(t, NULL);
+	if (strcmp(t->count_from, t->tree) == 0 || (t->head_tree != NULL &&
+	    strcmp(t->count_from, t->parent) == 0 &&
+	    strcmp(t->head_tree, t->tree) == 0)) {
+		t->changed = 0;
+		return true;
+	}
+	if (t->entries >= 0 &&
+	    strcmp(t->count_from, snap_repo_empty_tree(t->repo)) == 0) {
+		t->changed = t->entries;
+		return true;
+	}
+	return snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
+	    snap_take_count_cb);
+}
+
+/* The tree is written: commit it and count what changed, in parallel. */
+static void
+snap_take_commit(struct snap_take *t)
+{
+	struct buf text;
+	bool ok;
+
+	if (t->kind == NULL) {
+		snap_take_record(t);
 		return;
 	}
-	t->tree = snap_take_oid(p);
-	snap_take_reap(t, p);
+	if (t->early_commit != NULL) {
+		buf_init(&text);
+		snap_take_commit_text(t, &text);
+		snap_take_feed(t, &t->early_commit, &text);
+		buf_free(&text);
+		ok = true;
+	} else
+		ok = snap_take_commit_tree(t);
+	if (!ok || !snap_take_count(t))
+		snap_take_fail(t, NULL);
+}
+
+/* The tree is known: done if it did not change, else on to the commit. */
+static void
+snap_take_have_tree(struct snap_take *t)
+{
 	if (t->if_changed && t->prev_tree != NULL &&
 	    strcmp(t->prev_tree, t->tree) == 0) {
 		struct snap_result res;
@@ -468,11 +617,73 @@ snap_take_write_tree_cb(struct snap_proc *p, void *arg)
 	snap_take_commit(t);
 }
 
+static size_t
+snap_take_oidlen(struct snap_take *t)
+{
+	return strcmp(t->repo->format, "sha1") == 0 ? 20 : 32;
+}
+
+static void
+snap_take_write_tree_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	char *cached = NULL;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0) {
+		t->error = snap_git_error("write-tree", p);
+		snap_take_reap(t, p);
+		snap_take_end(t, NULL);
+		return;
+	}
+	t->tree = snap_take_oid(p);
+	snap_take_reap(t, p);
+	/* write-tree keeps the tree in the index: its entry count comes with it. */
+	if (snap_index_tree(t->repo->index, snap_take_oidlen(t), &cached,
+	    &t->entries) != 1 || strcmp(cached, t->tree) != 0)
+		t->entries = -1;
+	free(cached);
+	snap_take_have_tree(t);
+}
+
+/*
+ * The tree of the private index as git keeps it in the index itself (its
+ * cache-tree, invalidated by git on every change to an entry): what
+ * write-tree would print, without running it. git takes a valid cache as
+ * it is if the tree object exists; so does this, if the object is loose
+ * (or the empty tree, which git never needs stored); else NULL.
+ */
+static char *
+snap_take_cached_tree(struct snap_take *t)
+{
+	char *tree = NULL, *path;
+	bool ok;
+
+	if (snap_index_tree(t->repo->index, snap_take_oidlen(t), &tree,
+	    &t->entries) != 1)
+		return NULL;
+	path = xprintf("%s/objects/%.2s/%s", t->repo->commondir, tree,
+	    tree + 2);
+	ok = strcmp(tree, snap_repo_empty_tree(t->repo)) == 0 ||
+	    access(path, F_OK) == 0;
+	free(path);
+	if (!ok) {
+		free(tree);
+		t->entries = -1;
+		return NULL;
+	}
+	return tree;
+}
+
 static void
 snap_take_write_tree(struct snap_take *t)
 {
 	const char *args[] = { "write-tree", NULL };
 
+	if ((t->tree = snap_take_cached_tree(t)) != NULL) {
+		snap_take_have_tree(t);
+		return;
+	}
 	if (!snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
 	    snap_take_write_tree_cb))
 		snap_take_end(t, NULL);
@@ -744,14 +955,14 @@ snap_take_rehash_cb(struct snap_proc *p, void *arg)
 }
 
 /* Drops the entries to hash afresh from the private index; add puts them back raw. */
+static const char *const snap_take_rehash_args[] = { "update-index",
+    "--force-remove", "-z", "--stdin", NULL };
+
 static void
 snap_take_rehash(struct snap_take *t)
 {
-	const char *args[] = { "update-index", "--force-remove", "-z",
-	    "--stdin", NULL };
-
-	if (t->rehash.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE, args,
-	    &t->rehash, NULL, snap_take_rehash_cb))
+	if (t->rehash.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE,
+	    snap_take_rehash_args, &t->rehash, NULL, snap_take_rehash_cb))
 		snap_take_after_prep(t);
 }
 
@@ -791,15 +1002,35 @@ snap_take_attr_cb(struct snap_proc *p, void *arg)
  * clean filter that is not the bytes on disk. Such paths (found with the
  * user's attributes) are hashed afresh, through ours (none).
  */
+static const char *const snap_take_attr_args[] = { "check-attr", "-z",
+    "--stdin", "text", "eol", "filter", "ident", "working-tree-encoding",
+    NULL };
+
 static void
 snap_take_fix(struct snap_take *t)
 {
-	const char *args[] = { "check-attr", "-z", "--stdin", "text", "eol",
-	    "filter", "ident", "working-tree-encoding", NULL };
-
-	if (t->names.len == 0 || !snap_take_spawn(t, SNAP_ENV_DB, args,
-	    &t->names, NULL, snap_take_attr_cb))
+	if (t->names.len == 0 || !snap_take_spawn(t, SNAP_ENV_DB,
+	    snap_take_attr_args, &t->names, NULL, snap_take_attr_cb))
 		snap_take_rehash(t);
+}
+
+/*
+ * The fix as the job's first step, when no query runs whose end would
+ * start it: its first command starts here (the job ends on the loop,
+ * never inside snap_take_start); false with t->error if it cannot.
+ */
+static bool
+snap_take_fix_first(struct snap_take *t)
+{
+	t->fixed = true;
+	t->added = false;
+	if (t->names.len > 0)
+		return snap_take_spawn(t, SNAP_ENV_DB, snap_take_attr_args,
+		    &t->names, NULL, snap_take_attr_cb);
+	if (t->rehash.len > 0)
+		return snap_take_spawn(t, SNAP_ENV_TREE, snap_take_rehash_args,
+		    &t->rehash, NULL, snap_take_rehash_cb);
+	return snap_take_add(t);
 }
 
 static void
@@ -852,14 +1083,13 @@ snap_take_exists(const char *dir, const char *name)
 /*
  * Right after copying the user's index: what in it must be hashed afresh.
  * Attribute files and assume-unchanged bits are read here; the config
- * (core.autocrlf, core.attributesFile) is asked while git add runs.
+ * (core.autocrlf, core.attributesFile) is asked while git add runs
+ * (snap_take_ask_config).
  */
-static bool
+static void
 snap_take_check_seed(struct snap_take *t)
 {
 	struct snap_index_info info;
-	const char *args[] = { "config", "-z", "--show-scope",
-	    "--get-regexp", "^core\\.(autocrlf|attributesfile)$", NULL };
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	size_t off;
 
@@ -879,6 +1109,65 @@ snap_take_check_seed(struct snap_take *t)
 	    ".config/git/attributes") || snap_take_exists("/etc",
 	    "gitattributes"))
 		t->need_fix = true;
+}
+
+/* Whether PATH (absent, or without any of WORDS in any case) cannot matter. */
+static bool
+snap_take_file_silent(const char *path, const char *const *words)
+{
+	struct buf b;
+	size_t i;
+	bool silent = true;
+
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		return errno == ENOENT || errno == ENOTDIR;
+	}
+	for (i = 0; b.data != NULL && words[i] != NULL && silent; i++)
+		silent = strcasestr(b.data, words[i]) == NULL;
+	buf_free(&b);
+	return silent;
+}
+
+/*
+ * Whether no config git reads for the repository could set core.autocrlf
+ * or core.attributesFile: none of its files (system, global, the
+ * repository's) names either, or includes another. Only then is asking
+ * git spared; anything else is for git to answer.
+ */
+static bool
+snap_take_config_silent(struct snap_take *t)
+{
+	static const char *const words[] = { "autocrlf", "attributesfile",
+	    "include", NULL };
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *files[5];
+	size_t n = 0, i;
+	bool silent = true;
+
+	files[n++] = xstrdup("/etc/gitconfig");
+	if (xdg != NULL && *xdg != '\0')
+		files[n++] = xprintf("%s/git/config", xdg);
+	else if (home != NULL)
+		files[n++] = xprintf("%s/.config/git/config", home);
+	if (home != NULL)
+		files[n++] = xprintf("%s/.gitconfig", home);
+	files[n++] = xprintf("%s/config", t->repo->commondir);
+	files[n++] = xprintf("%s/config.worktree", t->repo->gitdir);
+	for (i = 0; i < n; i++) {
+		silent = silent && snap_take_file_silent(files[i], words);
+		free(files[i]);
+	}
+	return silent;
+}
+
+static bool
+snap_take_ask_config(struct snap_take *t)
+{
+	const char *args[] = { "config", "-z", "--show-scope",
+	    "--get-regexp", "^core\\.(autocrlf|attributesfile)$", NULL };
+
 	return snap_take_spawn(t, SNAP_ENV_DB, args, NULL, NULL,
 	    snap_take_config_cb);
 }
@@ -897,12 +1186,19 @@ snap_take_chain(struct snap_take *t)
 		t->parent = xstrdup(v[n - 1]->commit);
 		t->prev_commit = xstrdup(v[n - 1]->commit);
 		t->prev_tree = xstrdup(v[n - 1]->tree);
-		t->prev_changed = v[n - 1]->files_changed;
+		/*
+		 * Later snapshots count from the first one's tree: the same
+		 * tree as the last one has its count, unless the last one is
+		 * the first (whose count is from HEAD): then nothing changed.
+		 */
+		t->prev_changed = n > 1 ? v[n - 1]->files_changed : 0;
 		t->count_from = xstrdup(v[0]->tree);
 	} else {
 		t->parent = snap_repo_head(t->repo, &sym);
 		t->count_from = xstrdup(t->parent != NULL ? t->parent :
 		    snap_repo_empty_tree(t->repo));
+		t->head_ref = sym;
+		sym = NULL;
 	}
 	free(sym);
 	store_snapshot_list_free(v, n);
@@ -932,6 +1228,26 @@ snap_take_save_user_index(struct snap_take *t)
 	free(data);
 }
 
+/* The first snapshot of a chain makes a commit: start its writers now. */
+static void
+snap_take_early(struct snap_take *t)
+{
+	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
+	    NULL };
+	char *cause = NULL;
+
+	t->early_commit = snap_git_start_held(t->base, t->repo, SNAP_ENV_DB,
+	    hash, snap_take_commit_cb, t, &cause);
+	if (t->early_commit != NULL)
+		t->early_ref = snap_git_start_held(t->base, t->repo,
+		    SNAP_ENV_DB, snap_take_update_ref, snap_take_update_ref_cb,
+		    t, &cause);
+	/* Not fatal: the steps run their own commands then. */
+	if (cause != NULL)
+		log_debug("%s", cause);
+	free(cause);
+}
+
 struct snap_take *
 snap_take_start(struct event_base *base, struct store *st,
     struct snap_repo *repo, const struct snap_take_opts *o,
@@ -940,7 +1256,7 @@ snap_take_start(struct event_base *base, struct store *st,
 {
 	struct snap_take *t = xcalloc(1, sizeof *t);
 	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
-	    "%(refname)", "refs/heads/", NULL };
+	    "%(refname) %(tree)", "refs/heads/", NULL };
 
 	t->base = base;
 	t->st = st;
@@ -957,11 +1273,20 @@ snap_take_start(struct event_base *base, struct store *st,
 	strv_init(&t->submodules);
 	strv_init(&t->warnings);
 	strv_init(&t->unreadable);
+	t->entries = -1;
 	snap_take_chain(t);
 	t->fresh = !repo->seeded && !repo->shadow;
 	if (!repo->seeded && snap_repo_seed(repo, cause) == -1)
 		goto fail;
-	if (t->fresh && !snap_take_check_seed(t))
+	if (t->fresh)
+		snap_take_check_seed(t);
+	/*
+	 * Unless the copy needs fixing first, add while the queries run; it
+	 * takes longest, so it starts first.
+	 */
+	if (!t->need_fix && !snap_take_add(t))
+		goto fail_error;
+	if (t->fresh && !snap_take_config_silent(t) && !snap_take_ask_config(t))
 		goto fail_error;
 	if (t->record_refs) {
 		snap_take_save_user_index(t);
@@ -969,9 +1294,10 @@ snap_take_start(struct event_base *base, struct store *st,
 		    snap_take_refs_cb))
 			goto fail_error;
 	}
-	/* Unless the copy needs fixing first, add while the queries run. */
-	if (!t->need_fix && !snap_take_add(t))
+	if (t->need_fix && t->pending == 0 && !snap_take_fix_first(t))
 		goto fail_error;
+	if (t->kind != NULL && t->prev_tree == NULL)
+		snap_take_early(t);
 	return t;
 fail_error:
 	*cause = t->error;
@@ -988,6 +1314,23 @@ snap_take_cancel(struct snap_take *t)
 		snap_take_free(t);
 }
 
+/* Moves the job's commands' watchers to BASE. */
+static void
+snap_take_move(struct snap_take *t, struct event_base *base)
+{
+	size_t i;
+
+	t->base = base;
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] != NULL)
+			snap_proc_move(t->procs[i], base);
+	}
+	if (t->early_commit != NULL)
+		snap_proc_move(t->early_commit, base);
+	if (t->early_ref != NULL)
+		snap_proc_move(t->early_ref, base);
+}
+
 /*
  * Runs the job on a private loop (blocking) until it is over, or, with
  * UNTIL_REF, until its tree is written and its ref updated: then what is
@@ -998,26 +1341,17 @@ snap_take_run(struct snap_take *t, bool until_ref)
 {
 	struct event_base *base = event_base_new(), *orig = t->base;
 	bool *finished = xcalloc(1, sizeof *finished);
-	size_t i;
 
 	if (base == NULL)
 		fatalx("cannot create an event loop");
 	/* The job frees itself when it ends: the flag lives outside it. */
 	t->finished = finished;
-	t->base = base;
-	for (i = 0; i < nitems(t->procs); i++) {
-		if (t->procs[i] != NULL)
-			snap_proc_move(t->procs[i], base);
-	}
+	snap_take_move(t, base);
 	while (!*finished && !(until_ref && t->ref_done))
 		event_base_loop(base, EVLOOP_ONCE);
 	if (!*finished) {
 		t->finished = NULL;
-		t->base = orig;
-		for (i = 0; i < nitems(t->procs); i++) {
-			if (t->procs[i] != NULL)
-				snap_proc_move(t->procs[i], orig);
-		}
+		snap_take_move(t, orig);
 	}
 	free(finished);
 	event_base_free(base);

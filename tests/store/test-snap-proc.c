@@ -248,6 +248,107 @@ test_dir_and_umask(void **state)
 	buf_free(&out);
 }
 
+/* Input given later, after the command started (and on another loop): it waits for it. */
+static void
+test_input_later(void **state)
+{
+	char *argv[] = { "sh", "-c", "cat; echo read >&2", NULL };
+	struct event_base *a = event_base_new(), *b = event_base_new();
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	char *cause = NULL;
+	int done = 0, i;
+
+	opts_sh(&o, argv);
+	o.input_later = true;
+	p = snap_proc_start(a, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	/* Nothing to read yet: the command waits, the loop does not spin. */
+	for (i = 0; i < 5; i++)
+		event_base_loop(a, EVLOOP_NONBLOCK);
+	usleep(100000);
+	event_base_loop(a, EVLOOP_NONBLOCK);
+	assert_int_equal(done, 0);
+	snap_proc_move(p, b);
+	snap_proc_input(p, "given\n", 6);
+	while (done == 0)
+		event_base_loop(b, EVLOOP_ONCE);
+	assert_int_equal(done, 1000);
+	assert_string_equal(snap_proc_out(p)->data, "given\n");
+	assert_string_equal(snap_proc_err(p)->data, "read\n");
+	snap_proc_free(p);
+	event_base_free(a);
+	event_base_free(b);
+}
+
+/* One that ends before its input comes is reported, and input for it goes nowhere. */
+static void
+test_input_later_gone(void **state)
+{
+	char *argv[] = { "sh", "-c", "exit 4", NULL };
+	struct event_base *base = event_base_new();
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	char *cause = NULL;
+	int done = 0;
+
+	signal(SIGPIPE, SIG_DFL);
+	opts_sh(&o, argv);
+	o.input_later = true;
+	p = snap_proc_start(base, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	while (done == 0)
+		event_base_loop(base, EVLOOP_ONCE);
+	assert_int_equal(done, 1004);
+	snap_proc_input(p, "late\n", 5);
+	snap_proc_free(p);
+	event_base_free(base);
+}
+
+/* Commands are found on PATH as posix_spawnp finds them, the current dir's entry included. */
+static void
+test_path_lookup(void **state)
+{
+	char *dir = test_tmpdir("which"), *script, *path, *oldpath, cwd[4096];
+	char *argv[] = { "amx-which-test", NULL };
+	struct snap_proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	int st;
+
+	script = xprintf("%s/bin/amx-which-test", dir);
+	test_sh("mkdir -p %s/bin %s/rel && printf '#!/bin/sh\\necho abs\\n' > %s "
+	    "&& chmod +x %s && printf '#!/bin/sh\\necho rel\\n' > "
+	    "%s/rel/amx-which-test && chmod +x %s/rel/amx-which-test", dir, dir,
+	    script, script, dir, dir);
+	oldpath = xstrdup(getenv("PATH"));
+	path = xprintf("%s/bin:%s", dir, oldpath);
+	setenv("PATH", path, 1);
+	opts_sh(&o, argv);
+	buf_init(&out);
+	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_string_equal(out.data, "abs\n");
+	buf_free(&out);
+	/* An empty entry (the current dir) first: it wins, as for execvp. */
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	free(path);
+	path = xprintf(":%s/bin:%s", dir, oldpath);
+	setenv("PATH", path, 1);
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(chdir("rel"), 0);
+	buf_init(&out);
+	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_string_equal(out.data, "rel\n");
+	buf_free(&out);
+	assert_int_equal(chdir(cwd), 0);
+	setenv("PATH", oldpath, 1);
+	free(oldpath);
+	free(path);
+	free(script);
+	test_rmtree(dir);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -260,6 +361,9 @@ main(void)
 		cmocka_unit_test(test_concurrent_lines),
 		cmocka_unit_test(test_move),
 		cmocka_unit_test(test_free_kills),
+		cmocka_unit_test(test_input_later),
+		cmocka_unit_test(test_input_later_gone),
+		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
 	};
 
