@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "jail/jail.h"
 #include "proxy/proxy.h"
 #include "session.h"
 
@@ -436,6 +437,8 @@ cmd_run(int argc, char **argv)
 		run_args_free(&ra);
 		return 2;
 	}
+	/* The jail's cgroups are got ready while the rest is set up. */
+	jail_prewarm();
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
 	r.base = event_base_new();

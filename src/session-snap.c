@@ -55,12 +55,12 @@ session_snap_progress(void *arg, int64_t files)
 
 /*
  * The start snapshot, taken before the command runs: it is started here,
- * the jail is made meanwhile (held before the command), and the session
+ * once the jail is being made (held before the command), and the session
  * waits until its tree is saved and its ref written (session_snap_wait_start)
  * before letting the command go: nothing may change the tree before that,
  * and until the ref is written a `git prune` in the jail could drop the
- * snapshot's new objects; the record follows on the loop. Failing to snapshot does not stop the session;
- * the user is told undo is not possible.
+ * snapshot's new objects; the record follows on the loop. Failing to
+ * snapshot does not stop the session; the user is told undo is not possible.
  */
 void
 session_snap_start(struct session *s)

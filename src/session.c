@@ -531,10 +531,13 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		goto fail;
 	if (session_proxy_prepare(s, a, cause) == -1)
 		goto failed;
-	/* The start snapshot runs while the jail is made; the command waits for it. */
-	session_snap_start(s);
+	/*
+	 * The jail is made (and moved into its cgroups) while the start
+	 * snapshot runs; the command waits for both.
+	 */
 	if (session_jail(s, &ss, a, o, cause) == -1)
 		goto failed;
+	session_snap_start(s);
 	session_snap_wait_start(s);
 	session_guard_start(s);
 	if (jail_go(s->jail, cause) == -1) {

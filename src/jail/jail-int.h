@@ -112,9 +112,12 @@ void jail_landlock_apply(struct jail_plan *);
 void jail_landlock_json(struct jail_plan *, struct json *);
 
 /* jail-limits.c */
+void jail_limits_prewarm(void);
 int jail_limits_prepare(struct jail_plan *, char **cause);
+struct jail_cg_join;
 int jail_limits_join(struct jail_plan *, pid_t pid, struct strv *dirs,
-    char **cause);
+    struct jail_cg_join **, char **cause);
+int jail_limits_join_wait(struct jail_cg_join *, char **cause);
 void jail_limits_rlimits(struct jail_plan *);
 void jail_limits_remove(struct strv *dirs);
 void jail_limits_json(struct jail_plan *, struct json *);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,87 +284,153 @@ jail_limits_detect(void)
 		jail_limits_sweep(jail_cg.v1_memory);
 }
 
+/*
+ * The first cgroup attach of a while waits for an RCU grace period (see
+ * jail_cg_join below); one that comes within a grace period of another
+ * does not. So as soon as a root process knows it will jail something in
+ * v1 cgroups, a thread "moves" agentmux into the pids cgroup it is already
+ * in (which changes nothing: the kernel skips a move to the same cgroup,
+ * but takes the lock, and waits) while the config, store and proxy are set
+ * up; the jail's own cgroups are made and joined in a thread too (the wait
+ * holds the cgroup mutex), after it. The strings are written beforehand:
+ * the thread calls nothing but open, write and close, so a clone made
+ * meanwhile inherits no lock it holds.
+ */
+static char jail_prewarm_path[PATH_MAX];
+static char jail_prewarm_pid[32];
+
+static void *
+jail_limits_prewarm_run(void *arg)
+{
+	size_t len = strlen(jail_prewarm_pid);
+	int fd;
+
+	/* Whether it worked does not matter: it only saves time. */
+	if ((fd = open(jail_prewarm_path, O_WRONLY | O_CLOEXEC)) != -1) {
+		if (write(fd, jail_prewarm_pid, len) != (ssize_t)len)
+			errno = 0;
+		close(fd);
+	}
+	return NULL;
+}
+
+void
+jail_limits_prewarm(void)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+	sigset_t all, old;
+
+	if (getuid() != 0 || jail_prewarm_path[0] != '\0')
+		return;
+	/* Found now, once: reading /proc/self/cgroup would wait for the lock too. */
+	jail_limits_detect();
+	if (jail_cg.v2 != NULL || jail_cg.v1_pids == NULL)
+		return;
+	snprintf(jail_prewarm_path, sizeof jail_prewarm_path,
+	    "%s/cgroup.procs", jail_cg.v1_pids);
+	snprintf(jail_prewarm_pid, sizeof jail_prewarm_pid, "%ld\n",
+	    (long)getpid());
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thread, &attr, jail_limits_prewarm_run, NULL) != 0)
+		log_debug("cannot start the cgroup warm-up thread");
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/*
+ * Making the jail's cgroups and moving it in, as a list of steps run by a
+ * thread (see jail_cg_join): a directory to make, or a file to write.
+ */
+struct jail_cg_op {
+	char *path;
+	char *text;         /* NULL: mkdir PATH */
+	bool optional;      /* a failure is not an error */
+};
+
+struct jail_cg_join {
+	pthread_t thread;
+	struct jail_cg_op *ops;
+	size_t nops;
+	size_t failed;      /* the step that failed, if err != 0 */
+	int err;
+};
+
+static void
+jail_limits_op(struct jail_cg_join *cj, char *path, char *text,
+    bool optional)
+{
+	struct jail_cg_op *op;
+
+	cj->ops = xreallocarray(cj->ops, cj->nops + 1, sizeof *cj->ops);
+	op = &cj->ops[cj->nops++];
+	op->path = path;
+	op->text = text;
+	op->optional = optional;
+}
+
+/* A cgroup of the jail's under BASE: made, and listed in DIRS to be removed. */
 static char *
-jail_limits_mkcg(pid_t owner, const char *base, char **cause)
+jail_limits_mkcg(struct jail_cg_join *cj, pid_t owner, const char *base,
+    struct strv *dirs)
 {
 	char *dir;
 
 	dir = xprintf("%s/agentmux-%ld-%u", base, (long)owner, jail_cg.seq);
-	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
-		*cause = xprintf("cannot create the cgroup %s: %s", dir,
-		    strerror(errno));
-		free(dir);
-		return NULL;
-	}
+	strv_add(dirs, dir);
+	jail_limits_op(cj, xstrdup(dir), NULL, false);
 	return dir;
 }
 
-static int
-jail_limits_setcg(const char *dir, const char *file, int64_t value,
-    char **cause)
+static void
+jail_limits_setcg(struct jail_cg_join *cj, const char *dir, const char *file,
+    int64_t value, bool optional)
 {
-	char text[32];
-
-	snprintf(text, sizeof text, "%lld\n", (long long)value);
-	if (jail_limits_write(dir, file, text) == -1) {
-		if (cause != NULL)
-			*cause = xprintf("cannot set %s/%s: %s", dir, file,
-			    strerror(errno));
-		return -1;
-	}
-	return 0;
+	jail_limits_op(cj, xprintf("%s/%s", dir, file), xprintf("%lld\n",
+	    (long long)value), optional);
 }
 
-static int
-jail_limits_v2(struct jail_plan *p, pid_t owner, struct strv *dirs,
-    char **cause)
+static void
+jail_limits_v2(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
+    struct strv *dirs)
 {
 	const struct jail_limits *l = &p->conf->limits;
 	char *dir;
 
-	if ((dir = jail_limits_mkcg(owner, jail_cg.v2, cause)) == NULL)
-		return -1;
-	strv_take(dirs, dir);
-	if (l->pids > 0 &&
-	    jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
-		return -1;
+	dir = jail_limits_mkcg(cj, owner, jail_cg.v2, dirs);
+	if (l->pids > 0)
+		jail_limits_setcg(cj, dir, "pids.max", l->pids, false);
 	if (l->memory > 0 && jail_cg.v2_memory) {
-		if (jail_limits_setcg(dir, "memory.max", l->memory, cause) ==
-		    -1)
-			return -1;
+		jail_limits_setcg(cj, dir, "memory.max", l->memory, false);
 		/* Without swap accounting the limit still holds for RAM. */
-		jail_limits_setcg(dir, "memory.swap.max", 0, NULL);
+		jail_limits_setcg(cj, dir, "memory.swap.max", 0, true);
 	}
-	return 0;
+	free(dir);
 }
 
-static int
-jail_limits_v1(struct jail_plan *p, pid_t owner, struct strv *dirs,
-    char **cause)
+static void
+jail_limits_v1(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
+    struct strv *dirs)
 {
 	const struct jail_limits *l = &p->conf->limits;
 	char *dir;
 
 	if (jail_cg.v1_pids != NULL && l->pids > 0) {
-		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_pids,
-		    cause)) == NULL)
-			return -1;
-		strv_take(dirs, dir);
-		if (jail_limits_setcg(dir, "pids.max", l->pids, cause) == -1)
-			return -1;
+		dir = jail_limits_mkcg(cj, owner, jail_cg.v1_pids, dirs);
+		jail_limits_setcg(cj, dir, "pids.max", l->pids, false);
+		free(dir);
 	}
 	if (jail_cg.v1_memory != NULL && l->memory > 0) {
-		if ((dir = jail_limits_mkcg(owner, jail_cg.v1_memory,
-		    cause)) == NULL)
-			return -1;
-		strv_take(dirs, dir);
-		if (jail_limits_setcg(dir, "memory.limit_in_bytes", l->memory,
-		    cause) == -1)
-			return -1;
-		jail_limits_setcg(dir, "memory.memsw.limit_in_bytes",
-		    l->memory, NULL);
+		dir = jail_limits_mkcg(cj, owner, jail_cg.v1_memory, dirs);
+		jail_limits_setcg(cj, dir, "memory.limit_in_bytes", l->memory,
+		    false);
+		jail_limits_setcg(cj, dir, "memory.memsw.limit_in_bytes",
+		    l->memory, true);
+		free(dir);
 	}
-	return 0;
 }
 
 /* Decides, before the clone, how each limit will be enforced. */
@@ -409,31 +476,132 @@ jail_limits_prepare(struct jail_plan *p, char **cause)
 }
 
 /*
- * Makes the jail's cgroups and moves PID (its init, waiting) into them.
- * This runs while the child sets up its mounts: a cgroup v1 mkdir and
- * attach can each take milliseconds.
+ * Moving a process into a cgroup (writing cgroup.procs) takes the kernel's
+ * cgroup threadgroup lock for writing, which first waits for an RCU grace
+ * period unless another move happened within the last one: ~10 ms on a
+ * cgroup v1 host, all of it waiting, and with the cgroup mutex held, so
+ * that making a cgroup waits too. A thread makes the cgroups and does the
+ * moves while the caller goes on (the start snapshot, the child's mounts);
+ * the command is let go only after jail_limits_join_wait. The thread makes
+ * no calls but mkdir, open, write and close on strings made beforehand:
+ * the parent may clone other jails meanwhile, and a clone child must not
+ * inherit a held lock.
+ */
+static void *
+jail_limits_join_run(void *arg)
+{
+	struct jail_cg_join *cj = arg;
+	struct jail_cg_op *op;
+	size_t i, len;
+	int fd;
+
+	for (i = 0; i < cj->nops; i++) {
+		op = &cj->ops[i];
+		if (op->text == NULL) {
+			if (mkdir(op->path, 0755) == 0 || errno == EEXIST)
+				continue;
+		} else if ((fd = open(op->path, O_WRONLY | O_CLOEXEC)) != -1) {
+			len = strlen(op->text);
+			if (write(fd, op->text, len) == (ssize_t)len) {
+				close(fd);
+				continue;
+			}
+			close(fd);
+		}
+		if (op->optional)
+			continue;
+		cj->err = errno != 0 ? errno : EIO;
+		cj->failed = i;
+		break;
+	}
+	return NULL;
+}
+
+static void
+jail_limits_join_free(struct jail_cg_join *cj)
+{
+	size_t i;
+
+	for (i = 0; i < cj->nops; i++) {
+		free(cj->ops[i].path);
+		free(cj->ops[i].text);
+	}
+	free(cj->ops);
+	free(cj);
+}
+
+/* What failed, as the user should hear it. */
+static char *
+jail_limits_join_error(struct jail_cg_join *cj)
+{
+	const struct jail_cg_op *op = &cj->ops[cj->failed];
+	const char *file = strrchr(op->path, '/');
+
+	if (op->text == NULL)
+		return xprintf("cannot create the cgroup %s: %s", op->path,
+		    strerror(cj->err));
+	if (file != NULL && strcmp(file, "/cgroup.procs") == 0)
+		return xprintf("cannot move the jail into the cgroup %.*s: %s",
+		    (int)(file - op->path), op->path, strerror(cj->err));
+	return xprintf("cannot set %s: %s", op->path, strerror(cj->err));
+}
+
+int
+jail_limits_join_wait(struct jail_cg_join *cj, char **cause)
+{
+	int rc = 0;
+
+	if (cj == NULL)
+		return 0;
+	pthread_join(cj->thread, NULL);
+	if (cj->err != 0) {
+		if (cause != NULL)
+			*cause = jail_limits_join_error(cj);
+		rc = -1;
+	}
+	jail_limits_join_free(cj);
+	return rc;
+}
+
+/*
+ * Starts making the jail's cgroups (listed in DIRS, for removal) and moving
+ * PID (its init, waiting) into them, in a thread: jail_limits_join_wait(
+ * *JOIN) says when that is done, and how it went.
  */
 int
 jail_limits_join(struct jail_plan *p, pid_t pid, struct strv *dirs,
-    char **cause)
+    struct jail_cg_join **join, char **cause)
 {
-	char text[32];
-	size_t i;
+	struct jail_cg_join *cj = xcalloc(1, sizeof *cj);
+	sigset_t all, old;
+	size_t i, n;
 	int rc;
 
+	*join = NULL;
 	jail_cg.seq++;
-	rc = p->cg == JAIL_CG_V2 ? jail_limits_v2(p, getpid(), dirs, cause) :
-	    jail_limits_v1(p, getpid(), dirs, cause);
-	if (rc == -1)
-		return -1;
-	snprintf(text, sizeof text, "%ld\n", (long)pid);
-	for (i = 0; i < dirs->n; i++) {
-		if (jail_limits_write(dirs->v[i], "cgroup.procs", text) == -1) {
-			*cause = xprintf("cannot move the jail into the cgroup "
-			    "%s: %s", dirs->v[i], strerror(errno));
-			return -1;
-		}
+	if (p->cg == JAIL_CG_V2)
+		jail_limits_v2(p, cj, getpid(), dirs);
+	else
+		jail_limits_v1(p, cj, getpid(), dirs);
+	for (i = 0, n = dirs->n; i < n; i++)
+		jail_limits_op(cj, xprintf("%s/cgroup.procs", dirs->v[i]),
+		    xprintf("%ld\n", (long)pid), false);
+	if (cj->nops == 0) {
+		jail_limits_join_free(cj);
+		return 0;
 	}
+	/* Signals stay with the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&cj->thread, NULL, jail_limits_join_run, cj);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		*cause = xprintf("cannot start a thread to make the jail's "
+		    "cgroups: %s", strerror(rc));
+		jail_limits_join_free(cj);
+		return -1;
+	}
+	*join = cj;
 	return 0;
 }
 

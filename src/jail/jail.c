@@ -31,6 +31,7 @@ struct jail {
 	int err_fd;
 	char *summary;
 	struct strv cg_dirs;
+	struct jail_cg_join *cg_join;  /* the move into cg_dirs, until done */
 	int sock;          /* the status channel, while the jail is held */
 	char *go;          /* the go message (the seccomp program) */
 	size_t golen;
@@ -355,8 +356,8 @@ jail_prepare_go(struct jail_plan *p, struct jail *j, char **cause)
 		*cause = xstrdup("the seccomp program is too large");
 		return -1;
 	}
-	if (p->cg != JAIL_CG_NONE &&
-	    jail_limits_join(p, j->pid, &j->cg_dirs, cause) == -1)
+	if (p->cg != JAIL_CG_NONE && jail_limits_join(p, j->pid, &j->cg_dirs,
+	    &j->cg_join, cause) == -1)
 		return -1;
 	len = prog.len * sizeof *prog.filter;
 	j->go = xmalloc(1 + len);
@@ -366,15 +367,27 @@ jail_prepare_go(struct jail_plan *p, struct jail *j, char **cause)
 	return 0;
 }
 
+/* The command may start once the jail is in its cgroups: then the limits bind all it forks. */
 static int
 jail_send_go(struct jail *j, char **cause)
 {
+	struct jail_cg_join *cj = j->cg_join;
+
+	j->cg_join = NULL;
+	if (jail_limits_join_wait(cj, cause) == -1)
+		return -1;
 	if (send(j->sock, j->go, j->golen, MSG_NOSIGNAL) == -1) {
 		*cause = xprintf("cannot release the jail: %s",
 		    strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+void
+jail_prewarm(void)
+{
+	jail_limits_prewarm();
 }
 
 int
@@ -413,9 +426,10 @@ jail_start(const struct jail_conf *c, char **cause)
 		goto fail;
 	jail_close_child_ends(&p);
 	j->sock = sv[0];
-	if (jail_prepare_go(&p, j, cause) == -1 ||
-	    (!c->hold && jail_send_go(j, cause) == -1) ||
-	    jail_wait_ready(j, j->sock, c->hold, cause) == -1)
+	/* Held, it is set up while the caller works: jail_go waits for it. */
+	if (jail_prepare_go(&p, j, cause) == -1 || (!c->hold &&
+	    (jail_send_go(j, cause) == -1 ||
+	    jail_wait_ready(j, j->sock, false, cause) == -1)))
 		goto fail;
 	if (!c->hold) {
 		close(j->sock);
@@ -451,6 +465,7 @@ jail_free(struct jail *j)
 		while (waitpid(j->pid, NULL, 0) == -1 && errno == EINTR)
 			;
 	}
+	jail_limits_join_wait(j->cg_join, NULL);
 	jail_close(&j->sock);
 	free(j->go);
 	jail_close(&j->listen_fd);

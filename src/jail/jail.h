@@ -62,12 +62,19 @@ struct jail_conf {
  */
 struct jail *jail_start(const struct jail_conf *, char **cause);
 /**
- * With CONF->hold, jail_start returns once the jail is set up (namespaces,
- * mounts, descriptors), and the command starts here; so the caller can do
- * something first (a snapshot) while the jail is being made. Waits until
- * the command runs; -1 with *CAUSE like jail_start (then jail_free it).
+ * With CONF->hold, jail_start returns as soon as the jail's init is cloned:
+ * its set-up (namespaces, mounts, cgroups) goes on while the caller does
+ * something else (a snapshot), and the command starts here, once all of it
+ * is done. Waits until the command runs; -1 with *CAUSE like jail_start
+ * (then jail_free it). The listener (jail_take_listen_fd) is there after.
  */
 int jail_go(struct jail *, char **cause);
+/**
+ * Readies in the background what the first jail_start would wait for (as
+ * root with cgroup v1: the kernel's cgroup attach lock); changes nothing.
+ * For processes about to start a jail, as early as they know it.
+ */
+void jail_prewarm(void);
 /** Kills whatever still runs and frees; NULL is a no-op. */
 void jail_free(struct jail *);
 /** The host pid of the jail's init. */

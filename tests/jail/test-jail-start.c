@@ -269,6 +269,79 @@ test_hold(void **state)
 	free(mark);
 }
 
+/* A held jail's set-up errors come out of jail_go, as jail_start's would. */
+static void
+test_hold_errors(void **state)
+{
+	char *argv[] = { "no-such-command-anywhere", NULL };
+	struct jail_conf c;
+	struct jail *j;
+	char *cause = NULL;
+
+	conf_init(&c, argv, false);
+	c.hold = true;
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_int_equal(jail_go(j, &cause), -1);
+	assert_non_null(strstr(cause, "no-such-command-anywhere: command not "
+	    "found in the jail"));
+	free(cause);
+	jail_free(j);
+}
+
+static char *
+cgroup_line(pid_t pid, const char *controller)
+{
+	char *path = xprintf("/proc/%ld/cgroup", (long)pid), *text, *line;
+	char *found = NULL;
+
+	text = test_read_file(path);
+	free(path);
+	for (line = strtok(text, "\n"); line != NULL && found == NULL;
+	    line = strtok(NULL, "\n")) {
+		if (strstr(line, controller) != NULL)
+			found = xstrdup(line);
+	}
+	free(text);
+	return found != NULL ? found : xstrdup("");
+}
+
+/*
+ * As root with v1 cgroups: warming the attach lock up leaves agentmux where
+ * it was, and a held jail is in its cgroups (made by the join thread) once
+ * jail_go returns.
+ */
+static void
+test_hold_cgroups(void **state)
+{
+	char *argv[] = { "sleep", "5", NULL };
+	char *before, *after, *jailed, *cause = NULL;
+	struct jail_conf c;
+	struct jail *j;
+
+	if (getuid() != 0 || access("/sys/fs/cgroup/pids", W_OK) != 0)
+		test_skip("SKIP: needs root and a writable v1 pids hierarchy");
+	conf_init(&c, argv, false);
+	c.hold = true;
+	c.limits.pids = 64;
+	before = cgroup_line(getpid(), ":pids:");
+	jail_prewarm();
+	assert_non_null(j = jail_start(&c, &cause));
+	assert_int_equal(jail_go(j, &cause), 0);
+	jailed = cgroup_line(jail_pid(j), ":pids:");
+	assert_non_null(strstr(jailed, "/agentmux-"));
+	assert_non_null(strstr(jail_summary(j), "\"pids\":{\"value\":64,"
+	    "\"by\":\"cgroup v1\"}"));
+	usleep(50000);
+	after = cgroup_line(getpid(), ":pids:");
+	assert_string_equal(before, after);
+	jail_kill(j);
+	wait_jail(j);
+	jail_free(j);
+	free(before);
+	free(after);
+	free(jailed);
+}
+
 static void
 test_errors(void **state)
 {
@@ -370,6 +443,8 @@ main(void)
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_pipes),
 		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_hold_errors),
+		cmocka_unit_test(test_hold_cgroups),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_project),
