@@ -349,15 +349,12 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.hold = true;
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
 		return -1;
-	s->home_fd = jail_take_home_fd(s->jail);
 	strv_free(&s->hfiles);
 	strv_free(&s->hcopies);
 	s->hfiles = sp->hf_rel;
 	s->hcopies = sp->hf_base;
 	strv_init(&sp->hf_rel);
 	strv_init(&sp->hf_base);
-	if (session_files_place(s, cause) == -1)
-		return -1;
 	for (i = 0; i < sp->notices.n; i++) {
 		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
 		    sp->notices.v[i]);
@@ -368,6 +365,18 @@ session_jail(struct session *s, struct session_setup *sp,
 	s->env = sp->env;
 	strv_init(&sp->env);
 	return 0;
+}
+
+/* Once the jail's set-up is done: the config file entries into its HOME, then the command. */
+static int
+session_go(struct session *s, char **cause)
+{
+	if (jail_wait_setup(s->jail, cause) == -1)
+		return -1;
+	s->home_fd = jail_take_home_fd(s->jail);
+	if (session_files_place(s, cause) == -1)
+		return -1;
+	return jail_go(s->jail, cause);
 }
 
 static void
@@ -540,7 +549,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_snap_start(s);
 	session_snap_wait_start(s);
 	session_guard_start(s);
-	if (jail_go(s->jail, cause) == -1) {
+	if (session_go(s, cause) == -1) {
 		jail_free(s->jail);
 		s->jail = NULL;
 		goto failed;

@@ -391,6 +391,14 @@ jail_prewarm(void)
 }
 
 int
+jail_wait_setup(struct jail *j, char **cause)
+{
+	if (j->sock == -1 || j->listen_fd != -1)
+		return 0;
+	return jail_wait_ready(j, j->sock, true, cause);
+}
+
+int
 jail_go(struct jail *j, char **cause)
 {
 	if (j->sock == -1)

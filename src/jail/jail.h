@@ -70,6 +70,13 @@ struct jail *jail_start(const struct jail_conf *, char **cause);
  */
 int jail_go(struct jail *, char **cause);
 /**
+ * For a held jail: waits until its set-up has handed out its descriptors
+ * (the listener and HOME, for jail_take_home_fd), without starting the
+ * command. 0 at once if the jail is not held or already there; -1 with
+ * *CAUSE like jail_go (then jail_free it).
+ */
+int jail_wait_setup(struct jail *, char **cause);
+/**
  * Readies in the background what the first jail_start would wait for (as
  * root with cgroup v1: the kernel's cgroup attach lock); changes nothing.
  * For processes about to start a jail, as early as they know it.

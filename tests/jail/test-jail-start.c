@@ -251,11 +251,21 @@ test_hold(void **state)
 	struct jail_conf c;
 	struct jail *j;
 	char *cause = NULL, *mark = xprintf("%s/ran.txt", proj);
+	struct stat st;
+	int hfd;
 
 	conf_init(&c, argv, false);
 	c.hold = true;
 	assert_non_null(j = jail_start(&c, &cause));
 	assert_true(jail_stdout_fd(j) >= 0);
+	/* Its set-up hands out HOME before the command may run. */
+	assert_int_equal(jail_wait_setup(j, &cause), 0);
+	hfd = jail_take_home_fd(j);
+	assert_true(hfd >= 0);
+	assert_int_equal(fstat(hfd, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	close(hfd);
+	assert_int_equal(jail_wait_setup(j, &cause), 0);
 	usleep(100000);
 	assert_int_equal(access(mark, F_OK), -1);
 	assert_int_equal(jail_go(j, &cause), 0);
