@@ -59,7 +59,8 @@ session_snap_progress(void *arg, int64_t files)
  * waits until its tree is saved and its ref written (session_snap_wait_start)
  * before letting the command go: nothing may change the tree before that,
  * and until the ref is written a `git prune` in the jail could drop the
- * snapshot's new objects; the record follows on the loop. Failing to
+ * snapshot's new objects (a shadow repository is out of the jail's reach:
+ * there the tree is enough); the rest follows on the loop. Failing to
  * snapshot does not stop the session; the user is told undo is not possible.
  */
 void

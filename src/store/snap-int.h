@@ -189,7 +189,7 @@ struct snap_take *snap_take_start(struct event_base *base, struct store *,
     char **cause);
 /* Finishes a job on a private loop (blocking); DONE still runs. */
 void snap_take_finish(struct snap_take *);
-/* Runs a job on a private loop until its ref is written; the rest goes on on its loop. */
+/* Runs a job on a private loop until the work tree may change (its ref written; a shadow's tree saved); the rest goes on on its loop. */
 void snap_take_finish_ref(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);

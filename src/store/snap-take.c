@@ -53,6 +53,7 @@ struct snap_take {
 	struct snap_proc *early_commit;   /* hash-object -t commit -w --stdin */
 	struct snap_proc *early_ref;      /* update-ref --stdin */
 	bool ref_done;            /* the update-ref step has run */
+	bool tree_saved;          /* the index is final and its blobs stored */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	bool fresh;               /* the private index was just copied from the user's */
 	bool need_fix;            /* some copied entries must be hashed afresh */
@@ -680,6 +681,8 @@ snap_take_write_tree(struct snap_take *t)
 {
 	const char *args[] = { "write-tree", NULL };
 
+	/* From here on only the private index is read, not the work tree. */
+	t->tree_saved = true;
 	if ((t->tree = snap_take_cached_tree(t)) != NULL) {
 		snap_take_have_tree(t);
 		return;
@@ -1332,9 +1335,21 @@ snap_take_move(struct snap_take *t, struct event_base *base)
 }
 
 /*
+ * Whether the work tree may change now without harm to the snapshot: once
+ * its ref is written; in a shadow repository (in agentmux's data dir, out
+ * of any jail's reach, where nothing can prune the new objects) as soon as
+ * the tree is saved in the private index.
+ */
+static bool
+snap_take_ref_safe(struct snap_take *t)
+{
+	return t->ref_done || (t->tree_saved && t->repo->shadow);
+}
+
+/*
  * Runs the job on a private loop (blocking) until it is over, or, with
- * UNTIL_REF, until its tree is written and its ref updated: then what is
- * left (the record) goes back to the job's own loop.
+ * UNTIL_REF, until the work tree may change (snap_take_ref_safe): then what
+ * is left (commit, ref, record) goes back to the job's own loop.
  */
 static void
 snap_take_run(struct snap_take *t, bool until_ref)
@@ -1347,7 +1362,7 @@ snap_take_run(struct snap_take *t, bool until_ref)
 	/* The job frees itself when it ends: the flag lives outside it. */
 	t->finished = finished;
 	snap_take_move(t, base);
-	while (!*finished && !(until_ref && t->ref_done))
+	while (!*finished && !(until_ref && snap_take_ref_safe(t)))
 		event_base_loop(base, EVLOOP_ONCE);
 	if (!*finished) {
 		t->finished = NULL;

@@ -322,7 +322,9 @@ void snap_session_wait(struct snap_session *);
 /**
  * Waits (blocking) until the first queued snapshot has saved the tree and
  * its ref points at it: the files are safe, and out of reach of a prune in
- * the jail; its record follows on the loop.
+ * the jail; its record follows on the loop. In a shadow repository, which no
+ * jail can reach, it returns once the tree is saved: the commit and ref
+ * follow on the loop too.
  */
 void snap_session_wait_ref(struct snap_session *);
 /** Progress of a large snapshot: FILES hashed so far. */

@@ -304,6 +304,72 @@ test_session_commits(void **state)
 	config_free(cf);
 }
 
+/*
+ * The command may start once snap_session_wait_ref returns: in a shadow
+ * repository (out of any jail's reach) as soon as the tree is saved, with
+ * the commit and ref following on the loop; in the project's own, once the
+ * ref is written. Either way, what changes right after is not in the start
+ * snapshot.
+ */
+static void
+test_session_wait_ref(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct waiter w;
+	struct store *st;
+	struct test_run r;
+	char *cause = NULL, *s;
+	int64_t id;
+	int round;
+
+	st = store_open(NULL, &cause);
+	for (round = 0; round < 2; round++) {
+		if (round == 1) {
+			sh("rm -f a b && git init -q -b master . && "
+			    "git config user.email t@x && git config user.name t");
+		}
+		sh("echo before > a");
+		memset(&w, 0, sizeof w);
+		id = begin(st);
+		ss = snap_session_create(base, st, cf, id, proj, &cause);
+		assert_non_null(ss);
+		assert_int_equal(snap_session_take(ss, "start", NULL, on_done,
+		    &w, &cause), 0);
+		snap_session_wait_ref(ss);
+		if (round == 1) {
+			sh("git show-ref -q refs/agentmux/sessions/%lld",
+			    (long long)id);
+		}
+		/* The command runs: the tree changes at once. */
+		sh("echo after > a && echo new > b");
+		drain(base, ss);
+		assert_int_equal(w.calls, 1);
+		assert_null(w.error);
+		snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+		snap_session_free(ss);
+		store_session_end(st, id, "exited", 0, NULL);
+
+		test_amx(&r, "diff", "last", NULL);
+		if (r.status != 0)
+			fail_msg("diff: %s%s", r.out, r.err);
+		assert_non_null(strstr(r.out, "-before\n+after\n"));
+		assert_non_null(strstr(r.out, "+new\n"));
+		test_run_free(&r);
+		test_amx(&r, "undo", "last", NULL);
+		if (r.status != 0)
+			fail_msg("undo: %s%s", r.out, r.err);
+		test_run_free(&r);
+		s = sh_out("cat a; test -e b && echo b-left");
+		assert_string_equal(s, "before\n");
+		free(s);
+	}
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
 /* gc removes a shadow repository once no session uses it. */
 static void
 test_gc_shadow(void **state)
@@ -336,6 +402,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_session_snapshots, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_session_commits, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_session_wait_ref, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
 	};
