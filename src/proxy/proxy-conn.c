@@ -116,13 +116,13 @@ proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
 	switch (state) {
 	case PROXY_CONN_HEAD:
 		/* Between requests: idle; a started head has the head timer. */
-		bufferevent_set_timeouts(pc->client.bev, &idle, NULL);
+		proxy_side_read_timeout(&pc->client, &idle);
 		break;
 	case PROXY_CONN_PIPE:
 		pc->last_io = util_mono_us();
-		bufferevent_set_timeouts(pc->client.bev, &idle, NULL);
+		proxy_side_read_timeout(&pc->client, &idle);
 		if (pc->up != NULL)
-			bufferevent_set_timeouts(pc->up->side.bev, &idle, NULL);
+			proxy_side_read_timeout(&pc->up->side, &idle);
 		break;
 	case PROXY_CONN_HELD:
 	case PROXY_CONN_UPSTREAM:
@@ -130,7 +130,7 @@ proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
 	case PROXY_CONN_CONNECTED:
 	case PROXY_CONN_HANDSHAKE:
 	case PROXY_CONN_CLOSING:
-		bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
+		proxy_side_read_timeout(&pc->client, NULL);
 		break;
 	}
 }
@@ -287,23 +287,30 @@ proxy_conn_enter(struct proxy_conn *pc)
 	pc->busy++;
 }
 
+/* Writes what is queued and reads on where there is room again. */
 static void
 proxy_conn_flush(struct proxy_conn *pc)
 {
 	proxy_side_flush(&pc->client);
-	if (pc->up != NULL && pc->up->state == PROXY_UP_READY)
+	proxy_side_update(&pc->client);
+	if (pc->up != NULL && pc->up->state == PROXY_UP_READY) {
 		proxy_side_flush(&pc->up->side);
+		proxy_side_update(&pc->up->side);
+	}
 }
 
 static void
 proxy_conn_leave(struct proxy_conn *pc)
 {
-	if (--pc->busy > 0)
+	if (pc->busy > 1) {
+		pc->busy--;
 		return;
-	if (pc->dead)
-		free(pc);
-	else
+	}
+	/* Still busy while flushing: an end of stream may be told from there. */
+	if (!pc->dead)
 		proxy_conn_flush(pc);
+	if (--pc->busy == 0 && pc->dead)
+		free(pc);
 }
 
 void
@@ -346,9 +353,8 @@ proxy_conn_linger(struct proxy_conn *pc)
 
 	proxy_side_shutdown(&pc->client);
 	evbuffer_drain(proxy_conn_cin(pc), evbuffer_get_length(proxy_conn_cin(pc)));
-	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
-	bufferevent_setwatermark(pc->client.bev, EV_READ, 0, 0);
-	bufferevent_enable(pc->client.bev, EV_READ);
+	proxy_side_read_timeout(&pc->client, NULL);
+	proxy_side_enable(&pc->client);
 	evtimer_add(pc->timer, &tv);
 }
 
@@ -366,6 +372,7 @@ proxy_conn_finish(struct proxy_conn *pc)
 	pc->client.peer = NULL;
 	evtimer_del(pc->timer);
 	/* A client that never reads its answer is not waited for forever. */
+	proxy_side_read_timeout(&pc->client, NULL);
 	bufferevent_set_timeouts(pc->client.bev, NULL, &tv);
 	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
 	if (pc->client.raw != pc->client.bev)
@@ -1014,7 +1021,7 @@ proxy_conn_up_event(struct proxy_conn *pc, short what)
 		if (pc->state == PROXY_CONN_PIPE &&
 		    proxy_conn_now() - pc->last_io <
 		    (int64_t)pc->px->idle_timeout * 1000000) {
-			bufferevent_enable(pc->up->side.bev, EV_READ);
+			proxy_side_enable(&pc->up->side);
 			return;
 		}
 		msg = xprintf("no data from %s for %d s", pc->r.host != NULL ?
@@ -1510,7 +1517,7 @@ proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (pc->state == PROXY_CONN_PIPE && proxy_conn_now() -
 		    pc->last_io < (int64_t)pc->px->idle_timeout * 1000000) {
-			bufferevent_enable(bev, EV_READ);
+			proxy_side_enable(&pc->client);
 			return;
 		}
 		proxy_conn_close(pc, pc->state == PROXY_CONN_HEAD ? NULL :
@@ -1640,6 +1647,6 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	proxy_conn_client_setup(pc);
 	pc->head_since = util_mono_us();
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
-	bufferevent_set_timeouts(pc->client.bev, NULL, NULL);
+	proxy_side_read_timeout(&pc->client, NULL);
 	evtimer_add(pc->timer, &tv);
 }

@@ -221,6 +221,13 @@ struct proxy_side {
 	struct evbuffer_cb_entry *cbent;
 	void (*drained)(void *);      /* libevent wrote what was left over */
 	void *arg;
+	struct event *rev;            /* our reads of the socket */
+	struct timeval rtv;           /* their timeout, without TLS */
+	bool reading;
+	bool ended;                   /* end of stream or error read */
+	bool end_told;
+	short end;
+	int err;
 };
 
 /* proxy-side.c */
@@ -236,6 +243,10 @@ int proxy_side_tls(struct proxy_side *, struct event_base *, SSL *,
     bool server);
 /** Reads (and lets TLS write into the socket's buffer); the socket's writes stay ours. */
 void proxy_side_enable(struct proxy_side *);
+/** Reads on while what was read is taken; call after taking some. */
+void proxy_side_update(struct proxy_side *);
+/** An idle read timeout (NULL: none); its end comes as BEV_EVENT_TIMEOUT. */
+void proxy_side_read_timeout(struct proxy_side *, const struct timeval *);
 /** The TLS handshake is done: writes are ours from now on. */
 void proxy_side_direct(struct proxy_side *);
 /** Writes what is queued, as far as the socket takes it. */

@@ -86,7 +86,7 @@ proxy_upstream_use(struct proxy_upstream *up)
 
 	bufferevent_setcb(up->side.bev, proxy_upstream_read_cb,
 	    proxy_upstream_read_cb, proxy_upstream_event_cb, up);
-	bufferevent_set_timeouts(up->side.bev, &tv, NULL);
+	proxy_side_read_timeout(&up->side, &tv);
 	proxy_side_enable(&up->side);
 }
 
@@ -409,7 +409,7 @@ proxy_upstream_release(struct proxy_upstream *up, bool reuse)
 	up->side.peer = NULL;
 	bufferevent_setcb(up->side.bev, proxy_upstream_idle_read_cb, NULL,
 	    proxy_upstream_idle_event_cb, up);
-	bufferevent_set_timeouts(up->side.bev, &tv, NULL);
+	proxy_side_read_timeout(&up->side, &tv);
 	proxy_side_enable(&up->side);
 	if (ps->npool >= PROXY_POOL_MAX) {
 		old = TAILQ_LAST(&ps->pool, proxy_pool);

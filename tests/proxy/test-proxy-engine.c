@@ -337,6 +337,25 @@ eng_run(struct eng *e, const char *fmt, ...)
 	return c.status;
 }
 
+static void
+eng_tick(evutil_socket_t fd, short what, void *arg)
+{
+}
+
+/* Runs the loop until N records are in (a tunnel's comes when it closes), at most 10 s. */
+static void
+eng_wait_records(struct eng *e, size_t n)
+{
+	struct timeval tv = { 0, 20000 };
+	struct event *ev = event_new(e->base, -1, EV_PERSIST, eng_tick, NULL);
+	int64_t end = util_mono_us() + 10 * 1000000LL;
+
+	event_add(ev, &tv);
+	while (e->nrecs < n && util_mono_us() < end)
+		event_base_loop(e->base, EVLOOP_ONCE);
+	event_free(ev);
+}
+
 static const char *
 eng_seen(struct eng *e)
 {
@@ -567,6 +586,7 @@ test_tunnel(void **state)
 	assert_int_equal(eng_run(e, "curl -sS --max-time 30 --cacert \"$UPCA\" "
 	    "-x \"$PURL\" https://localhost:$HP/tun"), 0);
 	eng_expect_out(e, "\"path\": \"/tun\"");
+	eng_wait_records(e, 1);
 	r = eng_find(e, "");
 	assert_string_equal(r->scheme, "tunnel");
 	assert_string_equal(r->decision, "tunnel");
@@ -690,6 +710,7 @@ test_websocket(void **state)
 	    "&& python3 $CLIENTS ws ws://127.0.0.1:$PP/ws"), 0);
 	eng_expect_out(e, "HTTP/1.1 101 Switching Protocols\necho 5 hello\n"
 	    "echo 500 world\nHTTP/1.1 101");
+	eng_wait_records(e, 2);
 	assert_string_equal(e->recs[0].scheme, "wss");
 	assert_int_equal(e->recs[0].status, 101);
 	assert_string_equal(e->recs[1].scheme, "ws");
