@@ -189,6 +189,89 @@ fail:
 	return -1;
 }
 
+
+#define STORE_CKPT_PAGES 1000   /* SQLite's own threshold */
+
+static void *
+store_ckpt_main(void *arg)
+{
+	struct store *st = arg;
+	sqlite3 *db = NULL;
+
+	if (sqlite3_open_v2(st->path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		pthread_mutex_lock(&st->ckpt_mu);
+		st->ckpt_failed = true;
+		pthread_mutex_unlock(&st->ckpt_mu);
+		return NULL;
+	}
+	sqlite3_busy_timeout(db, 1000);
+	/* A connection that has read nothing does not know it is in WAL mode. */
+	sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	pthread_mutex_lock(&st->ckpt_mu);
+	while (!st->ckpt_stop) {
+		if (!st->ckpt_want) {
+			pthread_cond_wait(&st->ckpt_cv, &st->ckpt_mu);
+			continue;
+		}
+		st->ckpt_want = false;
+		pthread_mutex_unlock(&st->ckpt_mu);
+		/* PASSIVE: never waits for, nor blocks, the writer. */
+		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+		    NULL, NULL);
+		pthread_mutex_lock(&st->ckpt_mu);
+	}
+	pthread_mutex_unlock(&st->ckpt_mu);
+	sqlite3_close(db);
+	return NULL;
+}
+
+/* Asks the checkpointer (started at first need) to run; false if it cannot. */
+static bool
+store_ckpt_kick(struct store *st)
+{
+	bool ok;
+
+	pthread_mutex_lock(&st->ckpt_mu);
+	if (!st->ckpt_started && !st->ckpt_failed) {
+		if (pthread_create(&st->ckpt_thread, NULL, store_ckpt_main,
+		    st) == 0)
+			st->ckpt_started = true;
+		else
+			st->ckpt_failed = true;
+	}
+	st->ckpt_want = true;
+	pthread_cond_signal(&st->ckpt_cv);
+	ok = !st->ckpt_failed;
+	pthread_mutex_unlock(&st->ckpt_mu);
+	return ok;
+}
+
+static int
+store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct store *st = arg;
+
+	if (pages >= STORE_CKPT_PAGES && !store_ckpt_kick(st))
+		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
+		    NULL, NULL);   /* no thread: the old way, in the commit */
+	return SQLITE_OK;
+}
+
+static void
+store_ckpt_stop(struct store *st)
+{
+	pthread_mutex_lock(&st->ckpt_mu);
+	st->ckpt_stop = true;
+	pthread_cond_signal(&st->ckpt_cv);
+	pthread_mutex_unlock(&st->ckpt_mu);
+	if (st->ckpt_started)
+		pthread_join(st->ckpt_thread, NULL);
+	pthread_mutex_destroy(&st->ckpt_mu);
+	pthread_cond_destroy(&st->ckpt_cv);
+}
+
 static int
 store_configure(struct store *st, char **cause)
 {
@@ -201,6 +284,13 @@ store_configure(struct store *st, char **cause)
 	 * still bound its size, and WAL mode keeps the database consistent.
 	 */
 	sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	/*
+	 * Checkpoints (copying the WAL back, with an fsync) cost 5-20 ms here:
+	 * they run on a thread of their own instead of in whatever commit
+	 * crosses the threshold, which would stall the loop (the proxy, the
+	 * panes) that long.
+	 */
+	sqlite3_wal_hook(st->db, store_wal_hook, st);
 	/*
 	 * Records are appended, rarely read back: a 512 KiB page cache (not
 	 * SQLite's 2 MiB) keeps agentmux, which also runs the proxy, small.
@@ -225,6 +315,8 @@ store_open(const char *path, char **cause)
 			return NULL;
 	}
 	st = xcalloc(1, sizeof *st);
+	pthread_mutex_init(&st->ckpt_mu, NULL);
+	pthread_cond_init(&st->ckpt_cv, NULL);
 	st->path = path != NULL ? xstrdup(path) : xprintf("%s/agentmux.db", dir);
 	free(dir);
 	rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE |
@@ -241,6 +333,8 @@ store_open(const char *path, char **cause)
 	return st;
 fail:
 	sqlite3_close(st->db);
+	pthread_mutex_destroy(&st->ckpt_mu);
+	pthread_cond_destroy(&st->ckpt_cv);
 	free(st->path);
 	free(st);
 	return NULL;
@@ -414,6 +508,7 @@ store_close(struct store *st)
 	sqlite3_finalize(st->req_insert);
 	if (st->flush_ev != NULL)
 		event_free(st->flush_ev);
+	store_ckpt_stop(st);
 	sqlite3_close(st->db);
 	free(st->path);
 	free(st);

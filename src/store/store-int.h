@@ -2,6 +2,7 @@
 #ifndef AGENTMUX_STORE_INT_H
 #define AGENTMUX_STORE_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "core/core.h"
@@ -30,6 +31,14 @@ struct store {
 	size_t dropped;
 	bool degraded;
 	sqlite3_stmt *req_insert;  /* cached: requests are the hot path */
+	/* The checkpointer (store-db.c): its own connection, off the loop. */
+	pthread_t ckpt_thread;
+	pthread_mutex_t ckpt_mu;
+	pthread_cond_t ckpt_cv;
+	bool ckpt_started;
+	bool ckpt_failed;
+	bool ckpt_want;
+	bool ckpt_stop;
 };
 
 /* Prepares SQL or dies: a statement that does not compile is a bug. */

@@ -4,6 +4,8 @@
 #include <event2/event.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -315,6 +317,50 @@ test_batched_per_loop_pass(void **state)
 	free(p);
 }
 
+/* Checkpoints run on the store's own thread: the database file fills while the writer only appends. */
+static void
+test_checkpoints_off_the_loop(void **state)
+{
+	char *p = db_path("ckpt.db");
+	struct store *st = open_or_fail(p);
+	struct event_base *base = event_base_new();
+	int64_t sid = begin(st, "c");
+	struct store_request r;
+	struct stat sb;
+	char big[2048];
+	int i, j;
+
+	memset(big, 'h', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	store_attach(st, base);
+	memset(&r, 0, sizeof r);
+	r.session_id = sid;
+	r.method = (char *)"GET";
+	r.scheme = (char *)"https";
+	r.host = (char *)"ckpt.com";
+	r.path = (char *)"/x";
+	r.decision = (char *)"allow";
+	r.req_headers = big;
+	r.resp_headers = big;
+	for (i = 0; i < 40; i++) {
+		for (j = 0; j < 100; j++)
+			store_request_add(st, &r);
+		assert_int_equal(store_flush(st), 0);
+	}
+	/* ~16 MB went through the WAL: the checkpointer copies it back. */
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(stat(p, &sb), 0);
+		if (sb.st_size > 4 * 1024 * 1024)
+			break;
+		usleep(50000);
+	}
+	assert_true(sb.st_size > 4 * 1024 * 1024);
+	assert_int_equal(sql_int(p, "SELECT count(*) FROM requests"), 4000);
+	store_close(st);
+	event_base_free(base);
+	free(p);
+}
+
 static void
 test_lists_and_resolve(void **state)
 {
@@ -410,6 +456,7 @@ main(void)
 		cmocka_unit_test(test_two_writers),
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_batched_per_loop_pass),
+		cmocka_unit_test(test_checkpoints_off_the_loop),
 		cmocka_unit_test(test_lists_and_resolve),
 		cmocka_unit_test(test_flags_and_gc),
 	};
