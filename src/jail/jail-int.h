@@ -81,6 +81,9 @@ struct jail_plan {
 	char *exec_path_env;     /* the PATH of conf->envp, or a default */
 	const char *cwd;
 
+	dev_t host_netns_dev;    /* agentmux's own network namespace, */
+	ino_t host_netns_ino;    /* which the jail's must not be (0: unknown) */
+
 	int sock;                /* the child's end of the status channel */
 	int pipes[3];            /* pipe mode: the command's stdin, stdout, stderr */
 };
@@ -99,6 +102,8 @@ void jail_ns_ids(struct jail_plan *);
 void jail_ns_uts(struct jail_plan *);
 
 /* jail-net.c */
+void jail_net_plan(struct jail_plan *);
+void jail_net_check(struct jail_plan *);
 int jail_net_listen(struct jail_plan *);
 
 /* jail-seccomp.c */

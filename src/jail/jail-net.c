@@ -1,6 +1,7 @@
 /* The jail's network: loopback only, and the proxy listener made inside it and handed out. */
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -27,6 +28,49 @@ jail_net_lo_up(struct jail_plan *p, int fd)
 		jail_child_fail(p, "cannot bring lo up");
 }
 
+/* Notes agentmux's own network namespace, for the jail to check it is elsewhere. */
+void
+jail_net_plan(struct jail_plan *p)
+{
+	struct stat st;
+
+	p->host_netns_dev = 0;
+	p->host_netns_ino = 0;
+	if (stat("/proc/self/ns/net", &st) == 0) {
+		p->host_netns_dev = st.st_dev;
+		p->host_netns_ino = st.st_ino;
+	}
+}
+
+/*
+ * The jail's only way out must be the proxy: its network namespace has to
+ * be a new one, not agentmux's, and hold nothing but lo (no interface moved
+ * in, nothing inherited). Checked in the jail before the command can run.
+ */
+void
+jail_net_check(struct jail_plan *p)
+{
+	struct if_nameindex *ifs, *i;
+	struct stat st;
+
+	if (stat("/proc/self/ns/net", &st) == -1)
+		jail_child_fail(p, "cannot read the jail's network namespace");
+	if (p->host_netns_ino != 0 && st.st_dev == p->host_netns_dev &&
+	    st.st_ino == p->host_netns_ino)
+		jail_child_failx(p, "the jail shares agentmux's network "
+		    "namespace, so it would reach the network directly; "
+		    "refusing to start");
+	if ((ifs = if_nameindex()) == NULL)
+		jail_child_fail(p, "cannot list the jail's network interfaces");
+	for (i = ifs; i->if_index != 0; i++) {
+		if (strcmp(i->if_name, "lo") != 0)
+			jail_child_failx(p, "the jail's network namespace has "
+			    "an interface besides lo (%s), a way out the proxy "
+			    "would not see; refusing to start", i->if_name);
+	}
+	if_freenameindex(ifs);
+}
+
 /*
  * A socket keeps the network namespace it was made in: agentmux accepts on
  * this descriptor from outside, and it is the only way out of the jail.
@@ -39,6 +83,7 @@ jail_net_listen(struct jail_plan *p)
 
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		jail_child_fail(p, "cannot create the proxy listener");
+	jail_net_check(p);
 	jail_net_lo_up(p, fd);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	memset(&sin, 0, sizeof sin);

@@ -274,6 +274,7 @@ jail_plan_build(struct jail_plan *p, const struct jail_conf *c, char **cause)
 	}
 	/* The mount script is planned by the child (jail-init.c), in parallel. */
 	jail_landlock_plan(p);
+	jail_net_plan(p);
 	p->seccomp_buf = xcalloc(JAIL_SECCOMP_MAX, sizeof *p->seccomp_buf);
 	return 0;
 }

@@ -2,8 +2,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <sys/wait.h>
+
+#include <net/if.h>
+
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 
 #include "core/core.h"
 #include "jail/jail.h"
+#include "jail/jail-int.h"
 #include "lib/testlib.h"
 
 #define PORT 3128
@@ -442,11 +448,86 @@ test_project(void **state)
 	free(saved);
 }
 
+/*
+ * Runs jail_net_check in a child, after unshare(FLAGS) when not 0: the
+ * message it sent on failure (without the 'E'), or NULL if it passed.
+ */
+static char *
+net_check(int flags, bool forget_host)
+{
+	struct jail_plan p;
+	char buf[1024];
+	int sv[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	memset(&p, 0, sizeof p);
+	jail_net_plan(&p);
+	if (forget_host)
+		p.host_netns_ino = 0;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	p.sock = sv[1];
+	if ((pid = fork()) == 0) {
+		if (flags != 0 && unshare(flags) == -1)
+			_exit(3);
+		jail_net_check(&p);
+		_exit(0);
+	}
+	close(sv[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 0) {
+		close(sv[0]);
+		return NULL;
+	}
+	assert_int_equal(WEXITSTATUS(status), 127);
+	n = recv(sv[0], buf, sizeof buf - 1, MSG_DONTWAIT);
+	close(sv[0]);
+	assert_true(n > 1 && buf[0] == 'E');
+	buf[n] = '\0';
+	return xstrdup(buf + 1);
+}
+
+/* The jail refuses to start in agentmux's own network namespace, or one with more than lo. */
+static void
+test_net_check(void **state)
+{
+	struct if_nameindex *ifs, *i;
+	char *msg, *other = NULL;
+
+	if (no_userns != NULL)
+		test_skip("SKIP: no user namespaces here: %s", no_userns);
+	/* A fresh namespace holds lo alone: it passes. */
+	assert_null(net_check(CLONE_NEWUSER | CLONE_NEWNET, false));
+	/* agentmux's own namespace is refused, whatever it holds. */
+	assert_non_null(msg = net_check(0, false));
+	assert_non_null(strstr(msg, "shares agentmux's network namespace"));
+	free(msg);
+	/* Not knowing agentmux's, the interfaces still give it away. */
+	assert_non_null(ifs = if_nameindex());
+	for (i = ifs; i->if_index != 0 && other == NULL; i++) {
+		if (strcmp(i->if_name, "lo") != 0)
+			other = xstrdup(i->if_name);
+	}
+	if_freenameindex(ifs);
+	msg = net_check(0, true);
+	if (other == NULL) {
+		assert_null(msg);
+		return;
+	}
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "an interface besides lo"));
+	assert_non_null(strstr(msg, other));
+	free(msg);
+	free(other);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exit_status),
+		cmocka_unit_test(test_net_check),
 		cmocka_unit_test(test_signal_forwarded),
 		cmocka_unit_test(test_listener),
 		cmocka_unit_test(test_pty),
