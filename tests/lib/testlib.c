@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "testlib.h"
 
 char *
@@ -235,4 +236,47 @@ test_sh(const char *fmt, ...)
 	st = system(cmd);
 	free(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void
+test_sh_ok(const char *fmt, ...)
+{
+	char *cmd;
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	st = test_sh("%s", cmd);
+	if (st != 0)
+		fail_msg("'%s' exited %d", cmd, st);
+	free(cmd);
+}
+
+char *
+test_sh_out(const char *fmt, ...)
+{
+	char *cmd, chunk[4096];
+	struct buf b;
+	va_list ap;
+	size_t n;
+	FILE *fp;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cmd, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	fp = popen(cmd, "r");
+	if (fp == NULL)
+		fail_msg("cannot run '%s'", cmd);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+		buf_add(&b, chunk, n);
+	pclose(fp);
+	free(cmd);
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b);
 }

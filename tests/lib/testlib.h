@@ -35,6 +35,10 @@ void test_run_free(struct test_run *);
 const char *test_agentmux(void);
 /* Runs a shell command line; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs a shell command line and fails the test unless it exits 0. */
+void test_sh_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A shell command line's standard output ("" if none); caller frees. */
+char *test_sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reports SKIP with a reason (exit 77 semantics through cmocka). */
 #define test_skip(...) do { print_message(__VA_ARGS__); print_message("\n"); skip(); } while (0)
 

@@ -27,23 +27,6 @@ static char *hostfile;    /* an overlaid host file */
 static char *sdir;        /* the session's data dir */
 static int64_t sid;
 
-static void
-sh(const char *fmt, ...)
-{
-	char *cmd;
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	if (vasprintf(&cmd, fmt, ap) == -1)
-		abort();
-	va_end(ap);
-	st = test_sh("%s", cmd);
-	if (st != 0)
-		fail_msg("'%s' exited %d", cmd, st);
-	free(cmd);
-}
-
 static int64_t
 new_session(bool running)
 {
@@ -76,7 +59,7 @@ setup(void **state)
 	test_isolate(dir);
 	host = xprintf("%s/home/.agent", dir);
 	hostfile = xprintf("%s/home/.agentrc", dir);
-	sh("mkdir -p %s/plugins/p %s/keep %s/sub && cd %s && "
+	test_sh_ok("mkdir -p %s/plugins/p %s/keep %s/sub && cd %s && "
 	    "printf '{\\n  \"theme\": \"dark\",\\n  \"apiKey\": \"%s\"\\n}\\n' "
 	    "> settings.json && echo old > old.txt && echo p > plugins/p/x && "
 	    "echo k1 > keep/a && echo k2 > keep/b && echo s > sub/s && "
@@ -90,7 +73,7 @@ setup(void **state)
 	setenv("AMX_TEST_SECRET", SECRET, 1);
 	sid = new_session(false);
 	sdir = xprintf("%s/data/agentmux/sessions/%lld", dir, (long long)sid);
-	sh("mkdir -p %s/overlay/0/upper %s/overlay/0/work %s/overlay/1 && "
+	test_sh_ok("mkdir -p %s/overlay/0/upper %s/overlay/0/work %s/overlay/1 && "
 	    "printf '0\\tdir\\t%s\\n1\\tfile\\t%s\\n' > %s/overlays", sdir, sdir,
 	    sdir, host, hostfile, sdir);
 	return 0;
@@ -99,7 +82,7 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	sh("rm -rf %s/outside", dir);
+	test_sh_ok("rm -rf %s/outside", dir);
 	test_rmtree(dir);
 	free(dir);
 	free(host);
@@ -159,10 +142,10 @@ test_overlay_changes(void **state)
 	if (!agent_through_overlay())
 		test_skip("cannot mount overlayfs in a user namespace here "
 		    "(unshare -rm mount -t overlay failed)");
-	sh("cp %s %s/overlay/1/file && echo 'editor = ed' >> "
+	test_sh_ok("cp %s %s/overlay/1/file && echo 'editor = ed' >> "
 	    "%s/overlay/1/file", hostfile, sdir, sdir);
 	/* The kernel's own whiteouts and opaque dirs. */
-	sh("test -c %s/overlay/0/upper/old.txt && test -c "
+	test_sh_ok("test -c %s/overlay/0/upper/old.txt && test -c "
 	    "%s/overlay/0/upper/plugins", sdir, sdir);
 
 	out = confdiff(0, NULL, NULL, NULL);
@@ -196,13 +179,13 @@ test_overlay_changes(void **state)
 	out = confdiff(0, p, "--apply", NULL);
 	assert_non_null(strstr(out, "applied"));
 	free(out);
-	sh("grep -q light %s && grep -q 'token = ' %s", p, p);
+	test_sh_ok("grep -q light %s && grep -q 'token = ' %s", p, p);
 	free(p);
 	p = xprintf("%s/old.txt", host);
 	out = confdiff(0, "--discard", p, NULL);
 	assert_non_null(strstr(out, "discarded"));
 	free(out);
-	sh("test -f %s", p);
+	test_sh_ok("test -f %s", p);
 	free(p);
 	assert_int_equal(pending(), 9);
 	out = confdiff(0, NULL, NULL, NULL);
@@ -216,7 +199,7 @@ test_overlay_changes(void **state)
 	out = confdiff(0, "--apply", NULL, NULL);
 	free(out);
 	assert_int_equal(pending(), 0);
-	sh("cd %s && test -f old.txt && ! test -e plugins && ! test -e keep/a "
+	test_sh_ok("cd %s && test -f old.txt && ! test -e plugins && ! test -e keep/a "
 	    "&& ! test -e keep/b && grep -q new keep/c && grep -q fresh new.txt "
 	    "&& test \"$(stat -c %%a tool.sh)\" = 755 && test \"$(readlink "
 	    "link)\" = new.txt && printf '\\001\\000\\003' | cmp - blob.bin && "
@@ -254,7 +237,7 @@ test_by_hand(void **state)
 	assert_int_equal(pending(), 3);
 	free(confdiff(0, "--discard", NULL, NULL));
 	assert_int_equal(pending(), 0);
-	sh("test -f %s/old.txt && test -f %s/keep/a", host, host);
+	test_sh_ok("test -f %s/old.txt && test -f %s/keep/a", host, host);
 	free(u);
 }
 
@@ -264,7 +247,7 @@ test_no_symlink_follow(void **state)
 {
 	char *out, *p;
 
-	sh("mkdir -p %s/outside && ln -s %s/outside %s/esc && mkdir -p "
+	test_sh_ok("mkdir -p %s/outside && ln -s %s/outside %s/esc && mkdir -p "
 	    "%s/overlay/0/upper/esc && echo x > %s/overlay/0/upper/esc/planted",
 	    dir, dir, host, sdir, sdir);
 	/* Alone, the file would go through the host's symlink: refused. */
@@ -273,11 +256,11 @@ test_no_symlink_follow(void **state)
 	assert_non_null(strstr(out, "not followed"));
 	free(out);
 	free(p);
-	sh("! test -e %s/outside/planted", dir);
+	test_sh_ok("! test -e %s/outside/planted", dir);
 	/* With the agent's replacing of the symlink by a dir, it is a dir of its own. */
 	out = confdiff(0, "--apply", NULL, NULL);
 	free(out);
-	sh("! test -e %s/outside/planted && ! test -L %s/esc && test -f "
+	test_sh_ok("! test -e %s/outside/planted && ! test -L %s/esc && test -f "
 	    "%s/esc/planted", dir, host, host);
 }
 
@@ -289,7 +272,7 @@ test_refused_while_running(void **state)
 	sid = new_session(true);
 	free(sdir);
 	sdir = xprintf("%s/data/agentmux/sessions/%lld", dir, (long long)sid);
-	sh("mkdir -p %s/overlay/1 && printf '1\\tfile\\t%s\\n' > %s/overlays && "
+	test_sh_ok("mkdir -p %s/overlay/1 && printf '1\\tfile\\t%s\\n' > %s/overlays && "
 	    "echo 'editor = x' > %s/overlay/1/file", sdir, hostfile, sdir, sdir);
 	out = confdiff(1, "--apply", NULL, NULL);
 	assert_non_null(strstr(out, "still running"));
@@ -298,7 +281,7 @@ test_refused_while_running(void **state)
 	out = confdiff(0, NULL, NULL, NULL);
 	assert_non_null(strstr(out, "+editor = x"));
 	free(out);
-	sh("grep -q vi %s", hostfile);
+	test_sh_ok("grep -q vi %s", hostfile);
 }
 
 static void
@@ -308,7 +291,7 @@ test_persist_at_end(void **state)
 	struct store *st;
 	char *cause = NULL;
 
-	sh("echo 'editor = always' > %s/overlay/1/file", sdir);
+	test_sh_ok("echo 'editor = always' > %s/overlay/1/file", sdir);
 	st = store_open(NULL, &cause);
 	assert_int_equal(snap_confdiff_session_end(st, cf, sid,
 	    CONFIG_PERSIST_REVIEW, &cause), 0);
@@ -317,7 +300,7 @@ test_persist_at_end(void **state)
 	    CONFIG_PERSIST_ALWAYS, &cause), 1);
 	assert_int_equal(snap_confdiff_pending(st, sid), 0);
 	store_close(st);
-	sh("grep -q always %s", hostfile);
+	test_sh_ok("grep -q always %s", hostfile);
 	config_free(cf);
 }
 
@@ -327,7 +310,7 @@ test_file_deleted(void **state)
 {
 	char *out;
 
-	sh("touch %s/overlay/1/deleted", sdir);
+	test_sh_ok("touch %s/overlay/1/deleted", sdir);
 	out = confdiff(0, NULL, NULL, NULL);
 	assert_non_null(strstr(out, "deleted"));
 	assert_non_null(strstr(out, hostfile));
@@ -337,7 +320,7 @@ test_file_deleted(void **state)
 	free(out);
 	assert_int_equal(access(hostfile, F_OK), -1);
 	/* No copy and no mark: nothing to review (the host had no file). */
-	sh("rm %s/overlay/1/deleted && echo 'editor = new' > %s", sdir,
+	test_sh_ok("rm %s/overlay/1/deleted && echo 'editor = new' > %s", sdir,
 	    hostfile);
 	assert_int_equal(pending(), 0);
 }

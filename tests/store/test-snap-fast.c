@@ -50,53 +50,11 @@ teardown(void **state)
 	return 0;
 }
 
-static void __attribute__((format(printf, 1, 2)))
-sh(const char *fmt, ...)
-{
-	char *cmd;
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	if (vasprintf(&cmd, fmt, ap) == -1)
-		abort();
-	va_end(ap);
-	rc = test_sh("%s", cmd);
-	if (rc != 0)
-		fail_msg("'%s' exited %d", cmd, rc);
-	free(cmd);
-}
-
-static char *__attribute__((format(printf, 1, 2)))
-sh_out(const char *fmt, ...)
-{
-	char *cmd, chunk[4096];
-	struct buf b;
-	va_list ap;
-	size_t n;
-	FILE *fp;
-
-	va_start(ap, fmt);
-	if (vasprintf(&cmd, fmt, ap) == -1)
-		abort();
-	va_end(ap);
-	fp = popen(cmd, "r");
-	assert_non_null(fp);
-	buf_init(&b);
-	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
-		buf_add(&b, chunk, n);
-	pclose(fp);
-	free(cmd);
-	if (b.data == NULL)
-		buf_adds(&b, "");
-	return buf_steal(&b);
-}
-
 /* Files older than any index written from now on: none is racily clean. */
 static void
 age(void)
 {
-	sh("find . -path ./.git -prune -o -exec touch -h -d '1 minute ago' {} +");
+	test_sh_ok("find . -path ./.git -prune -o -exec touch -h -d '1 minute ago' {} +");
 }
 
 /* The git commands the debug log says ran, from here to log_ran(). */
@@ -173,7 +131,7 @@ open_repo(const char *tag)
 static void
 git_repo(void)
 {
-	sh("git init -q -b main . && git config user.email t@example.com && "
+	test_sh_ok("git init -q -b main . && git config user.email t@example.com && "
 	    "git config user.name t");
 }
 
@@ -185,26 +143,26 @@ test_index_tree(void **state)
 	int64_t n = -1;
 
 	git_repo();
-	sh("mkdir -p d/e && echo a > a && echo b > d/b && echo c > d/e/c && "
+	test_sh_ok("mkdir -p d/e && echo a > a && echo b > d/b && echo c > d/e/c && "
 	    "git add -A");
 	/* git add alone keeps no tree for what it added. */
 	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
 	assert_null(tree);
-	want = sh_out("git write-tree | tr -d '\\n'");
+	want = test_sh_out("git write-tree | tr -d '\\n'");
 	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 1);
 	assert_string_equal(tree, want);
 	assert_int_equal(n, 3);
 	free(tree);
 	/* Version 4 names are read too. */
-	sh("git update-index --index-version 4 && git write-tree >/dev/null");
+	test_sh_ok("git update-index --index-version 4 && git write-tree >/dev/null");
 	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 1);
 	assert_string_equal(tree, want);
 	free(tree);
 	/* A change to an entry invalidates it up to the root. */
-	sh("echo x > d/e/x && git add d/e/x");
+	test_sh_ok("echo x > d/e/x && git add d/e/x");
 	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
 	/* A split index's cache is not this file's alone: not used. */
-	sh("git write-tree >/dev/null && git update-index --split-index && "
+	test_sh_ok("git write-tree >/dev/null && git update-index --split-index && "
 	    "git write-tree >/dev/null");
 	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
 	assert_int_equal(snap_index_tree("no-such-index", 20, &tree, &n), -1);
@@ -218,14 +176,14 @@ test_index_tree(void **state)
 static char *
 tree_entries(const char *tree)
 {
-	return sh_out("git ls-tree -r --full-tree %s | sed 's/ blob / /; "
+	return test_sh_out("git ls-tree -r --full-tree %s | sed 's/ blob / /; "
 	    "s/ commit / /; s/\\t/ /'", tree);
 }
 
 static char *
 index_entries(struct snap_repo *r)
 {
-	return sh_out("GIT_INDEX_FILE=%s git ls-files -s | "
+	return test_sh_out("GIT_INDEX_FILE=%s git ls-files -s | "
 	    "awk '{ p = $0; sub(/^[^\\t]*\\t/, \"\", p); print $1, $2, p }'",
 	    r->index);
 }
@@ -245,15 +203,15 @@ test_cached_tree(void **state)
 	int64_t id;
 
 	git_repo();
-	sh("mkdir -p sub 'sp ace' empty && echo one > a.txt && "
+	test_sh_ok("mkdir -p sub 'sp ace' empty && echo one > a.txt && "
 	    "echo two > sub/b.txt && echo é > 'sp ace/é.txt' && "
 	    "printf '#!/bin/sh\\n' > run.sh && chmod +x run.sh && "
 	    "ln -s a.txt link && ln -s sub dirlink && "
 	    "printf 'ignored/\\n' > .gitignore && mkdir ignored && "
 	    "echo i > ignored/x && printf '* text=auto\\n' > .gitattributes && "
 	    "printf 'crlf\\r\\n' > win.txt");
-	sh("git add -A && git commit -qm init && echo u > untracked.txt");
-	sh("mkdir nested && cd nested && git init -q && echo n > n.txt && "
+	test_sh_ok("git add -A && git commit -qm init && echo u > untracked.txt");
+	test_sh_ok("mkdir nested && cd nested && git init -q && echo n > n.txt && "
 	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
 	age();
 	id = begin();
@@ -283,11 +241,11 @@ test_cached_tree(void **state)
 	free(a);
 	free(b);
 	/* The raw bytes, CR and all. */
-	a = sh_out("git cat-file -p %s:win.txt | od -c", r2.tree);
+	a = test_sh_out("git cat-file -p %s:win.txt | od -c", r2.tree);
 	assert_non_null(strstr(a, "\\r"));
 	free(a);
 	/* A change: the cache is invalid, write-tree runs, and it is right. */
-	sh("echo changed > sub/b.txt && rm link && chmod -x run.sh");
+	test_sh_ok("echo changed > sub/b.txt && rm link && chmod -x run.sh");
 	take(r, begin(), "start", &r3);
 	assert_string_not_equal(r3.tree, r2.tree);
 	a = tree_entries(r3.tree);
@@ -315,7 +273,7 @@ test_early_commit(void **state)
 	int64_t id;
 
 	git_repo();
-	sh("echo a > a && git add a && git commit -qm init && echo b > b");
+	test_sh_ok("echo a > a && git add a && git commit -qm init && echo b > b");
 	age();
 	id = begin();
 	r = open_repo("early");
@@ -325,23 +283,23 @@ test_early_commit(void **state)
 	assert_non_null(strstr(text, "hash-object"));
 	assert_null(strstr(text, "commit-tree"));
 	free(text);
-	head = sh_out("git rev-parse HEAD | tr -d '\\n'");
-	text = sh_out("git cat-file commit %s", res.commit);
+	head = test_sh_out("git rev-parse HEAD | tr -d '\\n'");
+	text = test_sh_out("git cat-file commit %s", res.commit);
 	assert_non_null(strstr(text, head));
-	when = sh_out("git cat-file commit %s | sed -n 's/^committer "
+	when = test_sh_out("git cat-file commit %s | sed -n 's/^committer "
 	    "agentmux <agentmux@localhost> //p' | tr -d '\\n'", res.commit);
-	want = sh_out("GIT_AUTHOR_NAME=agentmux "
+	want = test_sh_out("GIT_AUTHOR_NAME=agentmux "
 	    "GIT_AUTHOR_EMAIL=agentmux@localhost GIT_COMMITTER_NAME=agentmux "
 	    "GIT_COMMITTER_EMAIL=agentmux@localhost GIT_AUTHOR_DATE='%s' "
 	    "GIT_COMMITTER_DATE='%s' git -c commit.gpgSign=false commit-tree "
 	    "-p %s -m 'agentmux snapshot: start, session %lld' %s | "
 	    "tr -d '\\n'", when, when, head, (long long)id, res.tree);
 	assert_string_equal(res.commit, want);
-	ref = sh_out("git rev-parse refs/agentmux/sessions/%lld "
+	ref = test_sh_out("git rev-parse refs/agentmux/sessions/%lld "
 	    "refs/agentmux/snaps/%lld/%s | sort -u | tr -d '\\n'",
 	    (long long)id, (long long)id, res.commit);
 	assert_string_equal(ref, res.commit);
-	sh("git fsck --no-dangling --no-progress 2>/dev/null");
+	test_sh_ok("git fsck --no-dangling --no-progress 2>/dev/null");
 	free(text);
 	free(when);
 	free(want);
@@ -361,7 +319,7 @@ test_counts(void **state)
 	int64_t id;
 
 	/* Outside git: from the empty tree, every file. */
-	sh("mkdir -p d && echo a > a && echo b > d/b && echo c > d/c");
+	test_sh_ok("mkdir -p d && echo a > a && echo b > d/b && echo c > d/c");
 	age();
 	log_start();
 	r = open_repo("counts");
@@ -385,7 +343,7 @@ test_counts(void **state)
 
 	/* A clean checkout: the tree is HEAD's. */
 	git_repo();
-	sh("mkdir -p d && echo a > a && echo b > d/b && git add -A && "
+	test_sh_ok("mkdir -p d && echo a > a && echo b > d/b && git add -A && "
 	    "git commit -qm init");
 	age();
 	r = open_repo("counts2");
@@ -399,9 +357,9 @@ test_counts(void **state)
 	free(n);
 	snap_result_clear(&res);
 	/* Changed, removed and new files: as diff-tree counts them. */
-	sh("echo x > a && rm d/b && echo n > n && echo m > d/m");
+	test_sh_ok("echo x > a && rm d/b && echo n > n && echo m > d/m");
 	take(r, begin(), "start", &res);
-	n = sh_out("git diff-tree -r --name-only HEAD %s | wc -l | tr -d ' \\n'",
+	n = test_sh_out("git diff-tree -r --name-only HEAD %s | wc -l | tr -d ' \\n'",
 	    res.tree);
 	assert_int_equal(res.files_changed, atoi(n));
 	assert_int_equal(res.files_changed, 4);
@@ -424,33 +382,33 @@ test_config_files(void **state)
 	char *out, *gdir;
 
 	git_repo();
-	sh("printf 'crlf\\r\\n' > win.txt && git -c core.autocrlf=true add "
+	test_sh_ok("printf 'crlf\\r\\n' > win.txt && git -c core.autocrlf=true add "
 	    "win.txt && git commit -qm init");
 	/* The blob the user's git made has LF; the file on disk has CRLF. */
-	out = sh_out("git cat-file -p HEAD:win.txt | od -c");
+	out = test_sh_out("git cat-file -p HEAD:win.txt | od -c");
 	assert_null(strstr(out, "\\r"));
 	free(out);
 	age();
 	gdir = xprintf("%s/git", getenv("XDG_CONFIG_HOME"));
 	mkdir(gdir, 0700);
-	sh("printf '[core]\\n\\tautocrlf = true\\n' > %s/config", gdir);
+	test_sh_ok("printf '[core]\\n\\tautocrlf = true\\n' > %s/config", gdir);
 	r = open_repo("global");
 	log_start();
 	take(r, begin(), "start", &res);
 	out = log_ran();
 	assert_non_null(strstr(out, "config"));
 	free(out);
-	out = sh_out("git cat-file -p %s:win.txt | od -c", res.tree);
+	out = test_sh_out("git cat-file -p %s:win.txt | od -c", res.tree);
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 	snap_result_clear(&res);
 	snap_repo_free(r);
 	/* Through an include in the repository's config. */
-	sh("rm %s/config && printf '[core]\\n\\tautocrlf = true\\n' > "
+	test_sh_ok("rm %s/config && printf '[core]\\n\\tautocrlf = true\\n' > "
 	    "%s/inc && git config include.path %s/inc", gdir, dir, dir);
 	r = open_repo("include");
 	take(r, begin(), "start", &res);
-	out = sh_out("git cat-file -p %s:win.txt | od -c", res.tree);
+	out = test_sh_out("git cat-file -p %s:win.txt | od -c", res.tree);
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 	snap_result_clear(&res);
@@ -470,14 +428,14 @@ test_outside(void **state)
 	assert_string_equal(r->worktree, proj);
 	snap_repo_free(r);
 	/* Something above that could be a repository: git decides (it is not one). */
-	sh("echo 'ref: refs/heads/x' > ../HEAD");
+	test_sh_ok("echo 'ref: refs/heads/x' > ../HEAD");
 	r = open_repo("out2");
 	assert_true(r->shadow);
 	snap_repo_free(r);
-	sh("rm ../HEAD");
+	test_sh_ok("rm ../HEAD");
 	/* A subdirectory of a repository snapshots the repository. */
 	git_repo();
-	sh("mkdir -p s/t");
+	test_sh_ok("mkdir -p s/t");
 	sub = xprintf("%s/s/t", proj);
 	r = snap_repo_open(sub, NULL, "sub", &cause);
 	assert_non_null(r);

@@ -45,41 +45,6 @@ teardown(void **state)
 	return 0;
 }
 
-static void
-sh(const char *fmt, ...)
-{
-	char *cmd;
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	if (vasprintf(&cmd, fmt, ap) == -1)
-		abort();
-	va_end(ap);
-	st = test_sh("%s", cmd);
-	if (st != 0)
-		fail_msg("'%s' exited %d", cmd, st);
-	free(cmd);
-}
-
-static char *
-sh_out(const char *cmd)
-{
-	FILE *fp = popen(cmd, "r");
-	struct buf b;
-	char chunk[4096];
-	size_t n;
-
-	assert_non_null(fp);
-	buf_init(&b);
-	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
-		buf_add(&b, chunk, n);
-	pclose(fp);
-	if (b.data == NULL)
-		buf_adds(&b, "");
-	return buf_steal(&b);
-}
-
 struct waiter {
 	int calls;
 	char *error;
@@ -158,10 +123,10 @@ test_session_snapshots(void **state)
 	bool head = false, master = false;
 
 	cf->snapshots.interval = 1;
-	sh("git init -q -b master . && git config user.email t@x && "
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
 	    "git config user.name t && echo a > a && git add a && "
 	    "git commit -qm a && git branch side");
-	sh("mkdir many && for i in $(seq 600); do echo $i > many/f$i; done");
+	test_sh_ok("mkdir many && for i in $(seq 600); do echo $i > many/f$i; done");
 	st = store_open(NULL, &cause);
 	assert_non_null(st);
 	id = begin(st);
@@ -191,7 +156,7 @@ test_session_snapshots(void **state)
 	cause = NULL;
 
 	/* A turn that changed something is recorded; one that did not is not. */
-	sh("echo b > a");
+	test_sh_ok("echo b > a");
 	snap_session_turn(ss);
 	drain(base, ss);
 	assert_int_equal(count(st, id), 2);
@@ -199,7 +164,7 @@ test_session_snapshots(void **state)
 	assert_true(snap_session_busy(ss));
 	drain(base, ss);
 	assert_int_equal(count(st, id), 2);
-	sh("echo c > a");
+	test_sh_ok("echo c > a");
 	snap_session_turn(ss);
 	snap_session_turn(ss);          /* coalesced with the one waiting */
 	drain(base, ss);
@@ -229,13 +194,13 @@ test_session_commits(void **state)
 	char *cause = NULL, *master0, *side0, *idx0, *s;
 	int64_t id;
 
-	sh("git init -q -b master . && git config user.email t@x && "
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
 	    "git config user.name t && echo a > a && echo b > b && "
 	    "git add a b && git commit -qm a && git branch side && "
 	    "echo staged > s && git add s");
-	master0 = sh_out("git rev-parse master");
-	side0 = sh_out("git rev-parse side");
-	idx0 = sh_out("sha1sum < .git/index");
+	master0 = test_sh_out("git rev-parse master");
+	side0 = test_sh_out("git rev-parse side");
+	idx0 = test_sh_out("sha1sum < .git/index");
 	st = store_open(NULL, &cause);
 	id = begin(st);
 	ss = snap_session_create(base, st, cf, id, proj, &cause);
@@ -243,7 +208,7 @@ test_session_commits(void **state)
 	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
 	drain(base, ss);
 	/* The agent: commits, a new branch, moves side, switches. */
-	sh("echo A > a && git commit -qam agent1 && git checkout -qb agent && "
+	test_sh_ok("echo A > a && git commit -qam agent1 && git checkout -qb agent && "
 	    "rm b && echo n > n && git add -A && git commit -qm agent2 && "
 	    "git branch -f side HEAD");
 	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
@@ -255,7 +220,7 @@ test_session_commits(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "would reset   master"));
 	test_run_free(&r);
-	s = sh_out("git rev-parse master");
+	s = test_sh_out("git rev-parse master");
 	assert_string_not_equal(s, master0);
 	free(s);
 
@@ -264,30 +229,30 @@ test_session_commits(void **state)
 		fail_msg("undo --refs: %s%s", r.out, r.err);
 	assert_non_null(strstr(r.out, "keep    agent"));
 	test_run_free(&r);
-	s = sh_out("git rev-parse master");
+	s = test_sh_out("git rev-parse master");
 	assert_string_equal(s, master0);
 	free(s);
-	s = sh_out("git rev-parse side");
+	s = test_sh_out("git rev-parse side");
 	assert_string_equal(s, side0);
 	free(s);
-	s = sh_out("git symbolic-ref HEAD");
+	s = test_sh_out("git symbolic-ref HEAD");
 	assert_string_equal(s, "refs/heads/master\n");
 	free(s);
-	s = sh_out("sha1sum < .git/index");
+	s = test_sh_out("sha1sum < .git/index");
 	assert_string_equal(s, idx0);
 	free(s);
 	/* The tree is as it was, the status as clean as at start. */
-	sh("test \"$(cat a)\" = a && test -f b && ! test -e n");
-	s = sh_out("git status --porcelain");
+	test_sh_ok("test \"$(cat a)\" = a && test -f b && ! test -e n");
+	s = test_sh_out("git status --porcelain");
 	assert_string_equal(s, "A  s\n");
 	free(s);
 	/* The agent's work is still reachable: its branch and master's reflog. */
-	sh("git rev-parse -q --verify agent >/dev/null && "
+	test_sh_ok("git rev-parse -q --verify agent >/dev/null && "
 	    "git log -g --format=%%s master | grep -q agent1");
 
 	/* gc of the session deletes its snapshot refs: the chain and each one's. */
-	sh("git show-ref -q refs/agentmux/sessions/%lld", (long long)id);
-	sh("test \"$(git for-each-ref refs/agentmux/snaps/%lld/ | wc -l)\" -ge 2",
+	test_sh_ok("git show-ref -q refs/agentmux/sessions/%lld", (long long)id);
+	test_sh_ok("test \"$(git for-each-ref refs/agentmux/snaps/%lld/ | wc -l)\" -ge 2",
 	    (long long)id);
 	test_amx(&r, "gc", "--older-than", "0s", NULL);
 	assert_int_equal(r.status, 0);
@@ -295,7 +260,7 @@ test_session_commits(void **state)
 	test_run_free(&r);
 	assert_int_not_equal(test_sh("git show-ref -q refs/agentmux/sessions/%lld",
 	    (long long)id), 0);
-	sh("test -z \"$(git for-each-ref refs/agentmux/snaps/%lld/)\"",
+	test_sh_ok("test -z \"$(git for-each-ref refs/agentmux/snaps/%lld/)\"",
 	    (long long)id);
 	free(master0);
 	free(side0);
@@ -327,10 +292,10 @@ test_session_wait_ref(void **state)
 	st = store_open(NULL, &cause);
 	for (round = 0; round < 2; round++) {
 		if (round == 1) {
-			sh("rm -f a b && git init -q -b master . && "
+			test_sh_ok("rm -f a b && git init -q -b master . && "
 			    "git config user.email t@x && git config user.name t");
 		}
-		sh("echo before > a");
+		test_sh_ok("echo before > a");
 		memset(&w, 0, sizeof w);
 		id = begin(st);
 		ss = snap_session_create(base, st, cf, id, proj, &cause);
@@ -339,11 +304,11 @@ test_session_wait_ref(void **state)
 		    &w, &cause), 0);
 		snap_session_wait_ref(ss);
 		if (round == 1) {
-			sh("git show-ref -q refs/agentmux/sessions/%lld",
+			test_sh_ok("git show-ref -q refs/agentmux/sessions/%lld",
 			    (long long)id);
 		}
 		/* The command runs: the tree changes at once. */
-		sh("echo after > a && echo new > b");
+		test_sh_ok("echo after > a && echo new > b");
 		drain(base, ss);
 		assert_int_equal(w.calls, 1);
 		assert_null(w.error);
@@ -361,7 +326,7 @@ test_session_wait_ref(void **state)
 		if (r.status != 0)
 			fail_msg("undo: %s%s", r.out, r.err);
 		test_run_free(&r);
-		s = sh_out("cat a; test -e b && echo b-left");
+		s = test_sh_out("cat a; test -e b && echo b-left");
 		assert_string_equal(s, "before\n");
 		free(s);
 	}
@@ -376,23 +341,23 @@ test_gc_shadow(void **state)
 {
 	struct test_run r;
 
-	sh("echo x > f");
+	test_sh_ok("echo x > f");
 	test_amx(&r, "snapshot", NULL);
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
-	sh("touch -d '2 hours ago' %s/data/agentmux/shadow/proj-*/agentmux-project",
+	test_sh_ok("touch -d '2 hours ago' %s/data/agentmux/shadow/proj-*/agentmux-project",
 	    dir);
 	test_amx(&r, "gc", "--older-than", "1d", NULL);
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
 	/* Still used by the (recent) snapshot session. */
-	sh("ls -d %s/data/agentmux/shadow/proj-* >/dev/null", dir);
+	test_sh_ok("ls -d %s/data/agentmux/shadow/proj-* >/dev/null", dir);
 	test_amx(&r, "gc", "--older-than", "0s", NULL);
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
 	assert_int_not_equal(test_sh("ls -d %s/data/agentmux/shadow/proj-* "
 	    ">/dev/null 2>&1", dir), 0);
-	sh("test -f f");
+	test_sh_ok("test -f f");
 }
 
 int

@@ -51,43 +51,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* Runs a shell line in the project and asserts it worked. */
-static void
-sh(const char *fmt, ...)
-{
-	char *cmd;
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	if (vasprintf(&cmd, fmt, ap) == -1)
-		abort();
-	va_end(ap);
-	st = test_sh("%s", cmd);
-	if (st != 0)
-		fail_msg("'%s' exited %d", cmd, st);
-	free(cmd);
-}
-
-/* A shell line's output; caller frees. */
-static char *
-sh_out(const char *cmd)
-{
-	FILE *fp = popen(cmd, "r");
-	struct buf b;
-	char chunk[4096];
-	size_t n;
-
-	assert_non_null(fp);
-	buf_init(&b);
-	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
-		buf_add(&b, chunk, n);
-	pclose(fp);
-	if (b.data == NULL)
-		buf_adds(&b, "");
-	return buf_steal(&b);
-}
-
 /* A shell line's output and exit status; takes CMD. */
 static char *
 sh_out_rc(char *cmd, int *rc)
@@ -139,7 +102,7 @@ amx(int want, ...)
 static char *
 git_state(void)
 {
-	return sh_out("(cd .git && sha1sum index HEAD $(find refs/heads "
+	return test_sh_out("(cd .git && sha1sum index HEAD $(find refs/heads "
 	    "refs/tags refs/stash logs -type f 2>/dev/null | sort) "
 	    "$(ls packed-refs 2>/dev/null)); git for-each-ref refs/heads "
 	    "refs/tags refs/stash; git stash list");
@@ -199,30 +162,30 @@ tree_now(void)
 static void
 age_files(void)
 {
-	sh("find . -path ./.git -prune -o -exec touch -h -d '1 hour ago' {} + "
+	test_sh_ok("find . -path ./.git -prune -o -exec touch -h -d '1 hour ago' {} + "
 	    "&& git update-index -q --refresh; true");
 }
 
 static void
 make_repo(void)
 {
-	sh("git init -q -b master . && git config user.email t@example.com && "
+	test_sh_ok("git init -q -b master . && git config user.email t@example.com && "
 	    "git config user.name t && git config commit.gpgSign false");
-	sh("mkdir -p sub 'dir with space' deep/er && echo one > a.txt && "
+	test_sh_ok("mkdir -p sub 'dir with space' deep/er && echo one > a.txt && "
 	    "echo two > sub/b.txt && echo keep > 'dir with space/é.txt' && "
 	    "echo f > deep/er/f");
-	sh("printf '\\000\\001\\002bin\\377' > bin.dat && "
+	test_sh_ok("printf '\\000\\001\\002bin\\377' > bin.dat && "
 	    "printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh");
-	sh("ln -s a.txt link && ln -s sub dirlink");
-	sh("printf 'ignored/\\n*.log\\n' > .gitignore && mkdir ignored && "
+	test_sh_ok("ln -s a.txt link && ln -s sub dirlink");
+	test_sh_ok("printf 'ignored/\\n*.log\\n' > .gitignore && mkdir ignored && "
 	    "echo i > ignored/x && echo l > keep.log");
-	sh("printf '* text=auto\\n*.id ident\\n' > .gitattributes && "
+	test_sh_ok("printf '* text=auto\\n*.id ident\\n' > .gitattributes && "
 	    "printf 'crlf\\r\\nline\\r\\n' > win.txt && printf '$Id$\\n' > f.id");
-	sh("printf x > \"$(printf 'new\\nline.txt')\"");
-	sh("git add -A && git commit -qm init && git branch side");
-	sh("echo stashed >> a.txt && git stash -q && echo untracked > u.txt && "
+	test_sh_ok("printf x > \"$(printf 'new\\nline.txt')\"");
+	test_sh_ok("git add -A && git commit -qm init && git branch side");
+	test_sh_ok("echo stashed >> a.txt && git stash -q && echo untracked > u.txt && "
 	    "echo staged > s.txt && git add s.txt");
-	sh("mkdir nested && cd nested && git init -q && echo n > n.txt && "
+	test_sh_ok("mkdir nested && cd nested && git init -q && echo n > n.txt && "
 	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
 	age_files();
 }
@@ -231,14 +194,14 @@ make_repo(void)
 static void
 agent_changes(void)
 {
-	sh("echo changed > a.txt && rm sub/b.txt && echo new > c.txt && "
+	test_sh_ok("echo changed > a.txt && rm sub/b.txt && echo new > c.txt && "
 	    "chmod +x u.txt && chmod -x run.sh");
-	sh("rm link && ln -s sub/b.txt link2 && ln -sfn a.txt dirlink");
-	sh("mv 'dir with space/é.txt' 'dir with space/renamed é.txt'");
-	sh("printf 'lf\\n' > win.txt && echo j > ignored/y && echo more > keep.log");
-	sh("mkdir -p n/m && echo d > n/m/deep && rm -r deep && echo file > deep");
-	sh("echo nested-change > nested/n.txt && echo nn > nested/new.txt");
-	sh("printf y > \"$(printf 'new\\nline.txt')\" && "
+	test_sh_ok("rm link && ln -s sub/b.txt link2 && ln -sfn a.txt dirlink");
+	test_sh_ok("mv 'dir with space/é.txt' 'dir with space/renamed é.txt'");
+	test_sh_ok("printf 'lf\\n' > win.txt && echo j > ignored/y && echo more > keep.log");
+	test_sh_ok("mkdir -p n/m && echo d > n/m/deep && rm -r deep && echo file > deep");
+	test_sh_ok("echo nested-change > nested/n.txt && echo nn > nested/new.txt");
+	test_sh_ok("printf y > \"$(printf 'new\\nline.txt')\" && "
 	    "printf '\\000changed' > bin.dat");
 }
 
@@ -254,13 +217,13 @@ test_roundtrip(void **state)
 	free(out);
 	t1 = snap_tree(1, 1);
 	/* Untracked, nested and raw CRLF content are in; ignored ones are not. */
-	out = sh_out("git ls-tree -r --name-only refs/agentmux/sessions/1");
+	out = test_sh_out("git ls-tree -r --name-only refs/agentmux/sessions/1");
 	assert_non_null(strstr(out, "u.txt\n"));
 	assert_non_null(strstr(out, "nested/n.txt\n"));
 	assert_null(strstr(out, "ignored/"));
 	assert_null(strstr(out, "keep.log"));
 	free(out);
-	out = sh_out("git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
+	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 
@@ -278,11 +241,11 @@ test_roundtrip(void **state)
 	/* Exactly the first snapshot's tree again; ignored files left alone. */
 	t2 = tree_now();
 	assert_string_equal(t1, t2);
-	sh("test -f ignored/y && grep -q more keep.log && test -f deep/er/f");
-	sh("test \"$(cat \"$(printf 'new\\nline.txt')\")\" = x && "
+	test_sh_ok("test -f ignored/y && grep -q more keep.log && test -f deep/er/f");
+	test_sh_ok("test \"$(cat \"$(printf 'new\\nline.txt')\")\" = x && "
 	    "! test -e nested/new.txt && grep -q '^n$' nested/n.txt && "
 	    "test -d nested/.git && ! test -e c.txt && ! test -e n");
-	sh("test \"$(stat -c %%a run.sh)\" = 755 && test \"$(stat -c %%a "
+	test_sh_ok("test \"$(stat -c %%a run.sh)\" = 755 && test \"$(stat -c %%a "
 	    "u.txt)\" = 644 && test \"$(readlink dirlink)\" = sub");
 	after = git_state();
 	assert_string_equal(before, after);
@@ -294,7 +257,7 @@ test_roundtrip(void **state)
 	free(t2);
 	t2 = tree_now();
 	assert_string_equal(tchanged, t2);
-	sh("grep -q changed a.txt && test -f c.txt && test -f deep");
+	test_sh_ok("grep -q changed a.txt && test -f c.txt && test -f deep");
 	free(after);
 	after = git_state();
 	assert_string_equal(before, after);
@@ -317,12 +280,12 @@ test_paths(void **state)
 	assert_non_null(strstr(out, "revert  a.txt"));
 	assert_null(strstr(out, "c.txt"));
 	free(out);
-	sh("grep -q one a.txt && test -f 'dir with space/é.txt' && "
+	test_sh_ok("grep -q one a.txt && test -f 'dir with space/é.txt' && "
 	    "! test -e 'dir with space/renamed é.txt' && test -f c.txt && "
 	    "! test -e sub/b.txt");
 	/* A path from a subdirectory is relative to it. */
-	sh("cd sub && %s undo 1 b.txt >/dev/null", test_agentmux());
-	sh("test -f sub/b.txt && test -f c.txt");
+	test_sh_ok("cd sub && %s undo 1 b.txt >/dev/null", test_agentmux());
+	test_sh_ok("test -f sub/b.txt && test -f c.txt");
 	out = amx(1, "undo", "1", "/etc/passwd", NULL);
 	assert_non_null(strstr(out, "outside the project"));
 	free(out);
@@ -354,21 +317,21 @@ test_submodule(void **state)
 {
 	char *out;
 
-	sh("mkdir ../subsrc && cd ../subsrc && git init -q && echo s > s.txt && "
+	test_sh_ok("mkdir ../subsrc && cd ../subsrc && git init -q && echo s > s.txt && "
 	    "git add s.txt && git -c user.name=a -c user.email=b commit -qm s");
-	sh("git init -q -b master . && git -c protocol.file.allow=always "
+	test_sh_ok("git init -q -b master . && git -c protocol.file.allow=always "
 	    "submodule add -q ../subsrc sub && git -c user.name=a -c "
 	    "user.email=b commit -qm sub");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = sh_out("git ls-tree -r refs/agentmux/sessions/1 sub");
+	out = test_sh_out("git ls-tree -r refs/agentmux/sessions/1 sub");
 	assert_non_null(strstr(out, "blob"));
 	assert_non_null(strstr(out, "sub/s.txt"));
 	assert_null(strstr(out, "commit"));
 	free(out);
-	sh("echo changed > sub/s.txt && echo n > sub/new");
+	test_sh_ok("echo changed > sub/s.txt && echo n > sub/new");
 	free(amx(0, "undo", "1", NULL));
-	sh("grep -q '^s$' sub/s.txt && ! test -e sub/new && test -e sub/.git && "
+	test_sh_ok("grep -q '^s$' sub/s.txt && ! test -e sub/new && test -e sub/.git && "
 	    "test -z \"$(git -C sub status --porcelain)\"");
 }
 
@@ -379,19 +342,19 @@ test_raw_bytes(void **state)
 	char *out, *t1, *t2;
 
 	make_repo();
-	sh("git config filter.upper.clean 'tr a-z A-Z' && "
+	test_sh_ok("git config filter.upper.clean 'tr a-z A-Z' && "
 	    "git config filter.upper.smudge cat && "
 	    "echo '*.up filter=upper' >> .gitattributes && "
 	    "echo lower > x.up && git add -A && git commit -qm up");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = sh_out("git cat-file -p refs/agentmux/sessions/1:x.up");
+	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:x.up");
 	assert_string_equal(out, "lower\n");
 	free(out);
 	t1 = snap_tree(1, 1);
-	sh("echo other > x.up && printf 'a\\r\\nb\\n' > win.txt");
+	test_sh_ok("echo other > x.up && printf 'a\\r\\nb\\n' > win.txt");
 	free(amx(0, "undo", "1", NULL));
-	sh("test \"$(cat x.up)\" = lower && printf 'crlf\\r\\nline\\r\\n' | "
+	test_sh_ok("test \"$(cat x.up)\" = lower && printf 'crlf\\r\\nline\\r\\n' | "
 	    "cmp - win.txt");
 	t2 = tree_now();
 	assert_string_equal(t1, t2);
@@ -409,12 +372,12 @@ test_same_second(void **state)
 {
 	char *out;
 
-	sh("git init -q . && git config core.trustctime false && echo one > a "
+	test_sh_ok("git init -q . && git config core.trustctime false && echo one > a "
 	    "&& touch -d '2020-01-01 00:00:00.1' a && git add a && "
 	    "touch -d '2020-01-01 00:00:00.5' .git/index && echo two > a && "
 	    "touch -d '2020-01-01 00:00:00.7' a");
 	free(amx(0, "snapshot", NULL));
-	out = sh_out("git cat-file -p refs/agentmux/sessions/1:a");
+	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:a");
 	assert_string_equal(out, "two\n");
 	free(out);
 }
@@ -425,12 +388,12 @@ test_autocrlf(void **state)
 {
 	char *out;
 
-	sh("git init -q . && git config core.autocrlf input && "
+	test_sh_ok("git init -q . && git config core.autocrlf input && "
 	    "printf 'a\\r\\nb\\r\\n' > dos.txt && git add dos.txt && "
 	    "git -c user.name=a -c user.email=b commit -qm d");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = sh_out("git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
+	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 }
@@ -442,14 +405,14 @@ test_assume_unchanged(void **state)
 	char *out;
 
 	make_repo();
-	sh("git update-index --assume-unchanged a.txt && echo hidden > a.txt");
+	test_sh_ok("git update-index --assume-unchanged a.txt && echo hidden > a.txt");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = sh_out("git cat-file -p refs/agentmux/sessions/1:a.txt");
+	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:a.txt");
 	assert_string_equal(out, "hidden\n");
 	free(out);
 	/* The user's flag is theirs: still set. */
-	out = sh_out("git ls-files -v a.txt");
+	out = test_sh_out("git ls-files -v a.txt");
 	assert_string_equal(out, "h a.txt\n");
 	free(out);
 }
@@ -459,20 +422,20 @@ test_shadow(void **state)
 {
 	char *out, *t1, *t2;
 
-	sh("mkdir -p src node_modules/pkg && echo a > src/a.c && "
+	test_sh_ok("mkdir -p src node_modules/pkg && echo a > src/a.c && "
 	    "echo dep > node_modules/pkg/i.js && echo 'x' > 'sp ace.txt'");
 	out = amx(0, "snapshot", "-m", "first", NULL);
 	free(out);
-	sh("! test -e .git && ls %s/data/agentmux/shadow/proj-* >/dev/null",
+	test_sh_ok("! test -e .git && ls %s/data/agentmux/shadow/proj-* >/dev/null",
 	    dir);
 	t1 = snap_tree(1, 1);
-	sh("echo b > src/a.c && rm 'sp ace.txt' && echo n > new.c && "
+	test_sh_ok("echo b > src/a.c && rm 'sp ace.txt' && echo n > new.c && "
 	    "echo dep2 > node_modules/pkg/i.js");
 	out = amx(0, "undo", "1", NULL);
 	assert_non_null(strstr(out, "remove  new.c"));
 	assert_null(strstr(out, "node_modules"));
 	free(out);
-	sh("grep -q a src/a.c && test -f 'sp ace.txt' && ! test -e new.c && "
+	test_sh_ok("grep -q a src/a.c && test -f 'sp ace.txt' && ! test -e new.c && "
 	    "grep -q dep2 node_modules/pkg/i.js");
 	t2 = tree_now();
 	assert_string_equal(t1, t2);
@@ -485,13 +448,13 @@ test_empty_repo(void **state)
 {
 	char *out;
 
-	sh("git init -q . && echo a > a && mkdir d && echo b > d/b");
+	test_sh_ok("git init -q . && echo a > a && mkdir d && echo b > d/b");
 	out = amx(0, "snapshot", NULL);
 	assert_non_null(strstr(out, "2 files changed"));
 	free(out);
-	sh("rm -r d && echo c > c");
+	test_sh_ok("rm -r d && echo c > c");
 	free(amx(0, "undo", "1", NULL));
-	sh("test -f d/b && ! test -e c && test -z \"$(git rev-parse -q "
+	test_sh_ok("test -f d/b && ! test -e c && test -z \"$(git rev-parse -q "
 	    "--verify HEAD)\"");
 	assert_int_equal(snap_count(1), 2);
 }
@@ -530,9 +493,9 @@ test_specs(void **state)
 
 	make_repo();
 	free(amx(0, "snapshot", "-m", "one", NULL));
-	sh("echo 2 > a.txt");
+	test_sh_ok("echo 2 > a.txt");
 	free(amx(0, "snapshot", "-m", "two", NULL));
-	sh("echo 3 > a.txt");
+	test_sh_ok("echo 3 > a.txt");
 	free(amx(0, "snapshot", "-m", "three", NULL));
 	out = amx(0, "snapshots", "1", "--json", NULL);
 	assert_non_null(strstr(out, "\"snap\": 3"));
@@ -550,11 +513,11 @@ test_specs(void **state)
 	out = amx(1, "diff", "1", "--from", "latest~5", NULL);
 	assert_non_null(strstr(out, "before the first"));
 	free(out);
-	out = sh_out("git rev-parse --short=8 refs/agentmux/sessions/1~1");
+	out = test_sh_out("git rev-parse --short=8 refs/agentmux/sessions/1~1");
 	out[strcspn(out, "\n")] = '\0';
 	free(amx(0, "undo", "1", "--to", out, NULL));
 	free(out);
-	sh("grep -q 2 a.txt");
+	test_sh_ok("grep -q 2 a.txt");
 }
 
 /*
@@ -576,13 +539,13 @@ test_unreadable(void **state)
 	as = xprintf("setpriv --reuid=%s --regid=$(id -g %s) --clear-groups "
 	    "env HOME=%s XDG_CONFIG_HOME=%s/c XDG_DATA_HOME=%s/d "
 	    "XDG_RUNTIME_DIR=%s/r", user, user, home, home, home, home);
-	sh("mkdir -p %s/r && chown -R %s %s . && chmod 700 %s/r", home, user,
+	test_sh_ok("mkdir -p %s/r && chown -R %s %s . && chmod 700 %s/r", home, user,
 	    home, home);
-	sh("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
+	test_sh_ok("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
 	    "&& git add -A && git -c user.name=u -c user.email=u@x commit -qm i "
 	    "&& echo v0 > locked'", as);
-	sh("%s %s snapshot >/dev/null", as, test_agentmux());
-	sh("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
+	test_sh_ok("%s %s snapshot >/dev/null", as, test_agentmux());
+	test_sh_ok("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
 	    "mkdir d && echo x > d/x && chmod 000 d'", as);
 	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, test_agentmux()), &rc);
 	assert_int_equal(rc, 0);
@@ -592,9 +555,9 @@ test_unreadable(void **state)
 	assert_non_null(strstr(out, "revert  a"));
 	free(out);
 	/* Restored what it could; the unreadable file and dir are untouched. */
-	sh("grep -q a a && grep -q v2 locked && test -d d && "
+	test_sh_ok("grep -q a a && grep -q v2 locked && test -d d && "
 	    "test \"$(stat -c %%a locked)\" = 0");
-	sh("chmod 755 d");
+	test_sh_ok("chmod 755 d");
 	free(as);
 	free(home);
 }
@@ -631,7 +594,7 @@ test_crash_undo(void **state)
 	out = amx(0, "undo", "last", NULL);
 	assert_non_null(strstr(out, "remove  c.txt"));
 	free(out);
-	sh("grep -q one a.txt && ! test -e c.txt");
+	test_sh_ok("grep -q one a.txt && ! test -e c.txt");
 }
 
 /* "last" is the last agent session, not a project's standalone snapshots. */
@@ -691,7 +654,7 @@ test_run_session(void **state)
 	assert_non_null(strstr(out, "remove  c.txt"));
 	assert_non_null(strstr(out, "reset   master"));
 	free(out);
-	sh("grep -q one a.txt && test -f sub/b.txt && ! test -e c.txt && "
+	test_sh_ok("grep -q one a.txt && test -f sub/b.txt && ! test -e c.txt && "
 	    "test -L link && git log -1 --format=%%s | grep -q init");
 	free(amx(0, "snapshot", "2", NULL));
 	t2 = snap_tree(2, 0);
