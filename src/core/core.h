@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,6 +125,27 @@ void util_set_user_umask(mode_t);
 mode_t util_user_umask(void);
 /** True if S matches the shell glob PATTERN (case-insensitive when ICASE). */
 bool util_glob_match(const char *pattern, const char *s, bool icase);
+
+/* ---- helper threads that coexist with the jail's clone (core-thread.c) ---- */
+
+struct thread {
+	pthread_t tid;
+	sem_t release;
+	void (*fn)(void *);
+	void *arg;
+	bool running;
+};
+
+/** Runs FN(ARG) in a thread with every signal blocked; 0, or an errno. */
+int thread_spawn(struct thread *, void (*fn)(void *), void *arg);
+/** Waits for FN to return and the thread to end; a no-op if none runs. */
+void thread_join(struct thread *);
+/** A helper thread holds the gate open (shared) around work that allocates. */
+void clone_gate_enter(void);
+void clone_gate_leave(void);
+/** The main thread closes it (exclusive) around a clone whose child runs our code. */
+void clone_gate_close(void);
+void clone_gate_open(void);
 
 /* ---- paths and directories (core-path.c) ---- */
 

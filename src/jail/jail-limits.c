@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,34 +292,32 @@ jail_limits_detect(void)
  * but takes the lock, and waits) while the config, store and proxy are set
  * up; the jail's own cgroups are made and joined in a thread too (the wait
  * holds the cgroup mutex), after it. The strings are written beforehand:
- * the thread calls nothing but open, write and close, so a clone made
- * meanwhile inherits no lock it holds.
+ * the thread calls nothing but open, write and close, and it ends in
+ * jail_limits_join_wait, so a clone made meanwhile inherits no lock it
+ * holds (core-thread.c).
  */
 static char jail_prewarm_path[PATH_MAX];
 static char jail_prewarm_pid[32];
+static struct thread jail_prewarm_thread;
 
-static void *
+static void
 jail_limits_prewarm_run(void *arg)
 {
 	size_t len = strlen(jail_prewarm_pid);
 	int fd;
 
+	(void)arg;
 	/* Whether it worked does not matter: it only saves time. */
 	if ((fd = open(jail_prewarm_path, O_WRONLY | O_CLOEXEC)) != -1) {
 		if (write(fd, jail_prewarm_pid, len) != (ssize_t)len)
 			errno = 0;
 		close(fd);
 	}
-	return NULL;
 }
 
 void
 jail_limits_prewarm(void)
 {
-	pthread_attr_t attr;
-	pthread_t thread;
-	sigset_t all, old;
-
 	if (getuid() != 0 || jail_prewarm_path[0] != '\0')
 		return;
 	/* Found now, once: reading /proc/self/cgroup would wait for the lock too. */
@@ -331,14 +328,9 @@ jail_limits_prewarm(void)
 	    "%s/cgroup.procs", jail_cg.v1_pids);
 	snprintf(jail_prewarm_pid, sizeof jail_prewarm_pid, "%ld\n",
 	    (long)getpid());
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, jail_limits_prewarm_run, NULL) != 0)
+	if (thread_spawn(&jail_prewarm_thread, jail_limits_prewarm_run,
+	    NULL) != 0)
 		log_debug("cannot start the cgroup warm-up thread");
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /*
@@ -352,7 +344,7 @@ struct jail_cg_op {
 };
 
 struct jail_cg_join {
-	pthread_t thread;
+	struct thread thread;
 	struct jail_cg_op *ops;
 	size_t nops;
 	size_t failed;      /* the step that failed, if err != 0 */
@@ -483,11 +475,11 @@ jail_limits_prepare(struct jail_plan *p, char **cause)
  * that making a cgroup waits too. A thread makes the cgroups and does the
  * moves while the caller goes on (the start snapshot, the child's mounts);
  * the command is let go only after jail_limits_join_wait. The thread makes
- * no calls but mkdir, open, write and close on strings made beforehand:
- * the parent may clone other jails meanwhile, and a clone child must not
- * inherit a held lock.
+ * no calls but mkdir, open, write and close on strings made beforehand,
+ * and ends only in jail_limits_join_wait: the parent may clone other jails
+ * meanwhile, and a clone child must not inherit a held lock (core-thread.c).
  */
-static void *
+static void
 jail_limits_join_run(void *arg)
 {
 	struct jail_cg_join *cj = arg;
@@ -514,7 +506,6 @@ jail_limits_join_run(void *arg)
 		cj->failed = i;
 		break;
 	}
-	return NULL;
 }
 
 static void
@@ -551,9 +542,11 @@ jail_limits_join_wait(struct jail_cg_join *cj, char **cause)
 {
 	int rc = 0;
 
+	/* Ends the warm-up too: the jail's own moves have waited for it. */
+	thread_join(&jail_prewarm_thread);
 	if (cj == NULL)
 		return 0;
-	pthread_join(cj->thread, NULL);
+	thread_join(&cj->thread);
 	if (cj->err != 0) {
 		if (cause != NULL)
 			*cause = jail_limits_join_error(cj);
@@ -573,7 +566,6 @@ jail_limits_join(struct jail_plan *p, pid_t pid, struct strv *dirs,
     struct jail_cg_join **join, char **cause)
 {
 	struct jail_cg_join *cj = xcalloc(1, sizeof *cj);
-	sigset_t all, old;
 	size_t i, n;
 	int rc;
 
@@ -590,12 +582,7 @@ jail_limits_join(struct jail_plan *p, pid_t pid, struct strv *dirs,
 		jail_limits_join_free(cj);
 		return 0;
 	}
-	/* Signals stay with the main thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&cj->thread, NULL, jail_limits_join_run, cj);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
+	if ((rc = thread_spawn(&cj->thread, jail_limits_join_run, cj)) != 0) {
 		*cause = xprintf("cannot start a thread to make the jail's "
 		    "cgroups: %s", strerror(rc));
 		jail_limits_join_free(cj);

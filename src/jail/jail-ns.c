@@ -24,11 +24,17 @@ jail_ns_clone(struct jail_plan *p, char **cause)
 	char *hint;
 	pid_t pid;
 
-	/* Like fork(2), but into the new namespaces: the child is pid 1. */
+	/*
+	 * Like fork(2), but into the new namespaces: the child is pid 1. It
+	 * runs our code, malloc included, until it execs: no helper thread
+	 * may hold a lock in that moment (core-thread.c).
+	 */
+	clone_gate_close();
 	pid = (pid_t)syscall(SYS_clone, JAIL_NS_FLAGS | SIGCHLD, NULL, NULL,
 	    NULL, NULL);
 	if (pid == 0)
 		jail_init_main(p);
+	clone_gate_open();
 	if (pid == -1) {
 		int saved = errno;
 

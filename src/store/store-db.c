@@ -192,25 +192,30 @@ fail:
 
 #define STORE_CKPT_PAGES 1000   /* SQLite's own threshold */
 
-static void *
+/*
+ * The checkpointer's SQLite calls allocate: each is made inside the clone
+ * gate, so that a jail cloned meanwhile inherits no held malloc lock.
+ */
+static void
 store_ckpt_main(void *arg)
 {
 	struct store *st = arg;
 	sqlite3 *db = NULL;
+	int rc;
 
-	if (sqlite3_open_v2(st->path, &db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		sqlite3_close(db);
-		pthread_mutex_lock(&st->ckpt_mu);
-		st->ckpt_failed = true;
-		pthread_mutex_unlock(&st->ckpt_mu);
-		return NULL;
+	clone_gate_enter();
+	if ((rc = sqlite3_open_v2(st->path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL)) == SQLITE_OK) {
+		sqlite3_busy_timeout(db, 1000);
+		/* A connection that has read nothing does not know it is in WAL mode. */
+		sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL,
+		    NULL, NULL);
 	}
-	sqlite3_busy_timeout(db, 1000);
-	/* A connection that has read nothing does not know it is in WAL mode. */
-	sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	clone_gate_leave();
 	pthread_mutex_lock(&st->ckpt_mu);
-	while (!st->ckpt_stop) {
+	if (rc != SQLITE_OK)
+		st->ckpt_failed = true;
+	while (rc == SQLITE_OK && !st->ckpt_stop) {
 		if (!st->ckpt_want) {
 			pthread_cond_wait(&st->ckpt_cv, &st->ckpt_mu);
 			continue;
@@ -218,13 +223,16 @@ store_ckpt_main(void *arg)
 		st->ckpt_want = false;
 		pthread_mutex_unlock(&st->ckpt_mu);
 		/* PASSIVE: never waits for, nor blocks, the writer. */
+		clone_gate_enter();
 		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE,
 		    NULL, NULL);
+		clone_gate_leave();
 		pthread_mutex_lock(&st->ckpt_mu);
 	}
 	pthread_mutex_unlock(&st->ckpt_mu);
+	clone_gate_enter();
 	sqlite3_close(db);
-	return NULL;
+	clone_gate_leave();
 }
 
 /* Asks the checkpointer (started at first need) to run; false if it cannot. */
@@ -235,8 +243,7 @@ store_ckpt_kick(struct store *st)
 
 	pthread_mutex_lock(&st->ckpt_mu);
 	if (!st->ckpt_started && !st->ckpt_failed) {
-		if (pthread_create(&st->ckpt_thread, NULL, store_ckpt_main,
-		    st) == 0)
+		if (thread_spawn(&st->ckpt_thread, store_ckpt_main, st) == 0)
 			st->ckpt_started = true;
 		else
 			st->ckpt_failed = true;
@@ -266,8 +273,7 @@ store_ckpt_stop(struct store *st)
 	st->ckpt_stop = true;
 	pthread_cond_signal(&st->ckpt_cv);
 	pthread_mutex_unlock(&st->ckpt_mu);
-	if (st->ckpt_started)
-		pthread_join(st->ckpt_thread, NULL);
+	thread_join(&st->ckpt_thread);
 	pthread_mutex_destroy(&st->ckpt_mu);
 	pthread_cond_destroy(&st->ckpt_cv);
 }

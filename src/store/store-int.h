@@ -32,7 +32,7 @@ struct store {
 	bool degraded;
 	sqlite3_stmt *req_insert;  /* cached: requests are the hot path */
 	/* The checkpointer (store-db.c): its own connection, off the loop. */
-	pthread_t ckpt_thread;
+	struct thread ckpt_thread;
 	pthread_mutex_t ckpt_mu;
 	pthread_cond_t ckpt_cv;
 	bool ckpt_started;

@@ -1,0 +1,199 @@
+/* Helper threads and the clone gate: a thread ends only in thread_join, and a clone never inherits a held allocator lock. */
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+
+static int
+task_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static atomic_int parked_done;
+
+static void
+parked_fn(void *arg)
+{
+	atomic_store((atomic_int *)arg, 1);
+	atomic_store(&parked_done, 1);
+}
+
+/* The thread outlives its function until thread_join. */
+static void
+test_parks_until_join(void **state)
+{
+	struct thread t;
+	atomic_int ran = 0;
+	int before = task_count(), i;
+
+	assert_int_equal(thread_spawn(&t, parked_fn, &ran), 0);
+	for (i = 0; i < 500 && !atomic_load(&parked_done); i++)
+		sleep_ms(2);
+	assert_true(atomic_load(&ran));
+	sleep_ms(20);
+	assert_int_equal(task_count(), before + 1);
+	thread_join(&t);
+	assert_int_equal(task_count(), before);
+	/* Joining twice, or a thread never started, is a no-op. */
+	thread_join(&t);
+}
+
+static atomic_int gate_in, gate_out;
+
+static void
+gate_fn(void *arg)
+{
+	(void)arg;
+	clone_gate_enter();
+	atomic_store(&gate_in, 1);
+	sleep_ms(50);
+	atomic_store(&gate_out, 1);
+	clone_gate_leave();
+}
+
+/* Closing the gate waits for a thread inside it. */
+static void
+test_gate_waits(void **state)
+{
+	struct thread t;
+	int i;
+
+	assert_int_equal(thread_spawn(&t, gate_fn, NULL), 0);
+	for (i = 0; i < 500 && !atomic_load(&gate_in); i++)
+		sleep_ms(1);
+	assert_true(atomic_load(&gate_in));
+	clone_gate_close();
+	assert_true(atomic_load(&gate_out));
+	clone_gate_open();
+	thread_join(&t);
+}
+
+#define POOL 4096
+#define CLONES 200
+
+static char *pool[POOL];
+static atomic_int churn_stop;
+
+/* Frees the main thread's blocks and allocates its own: malloc's locks, taken over and over. */
+static void
+churn_fn(void *arg)
+{
+	size_t i = 0;
+	void *p;
+
+	(void)arg;
+	while (!atomic_load(&churn_stop)) {
+		clone_gate_enter();
+		free(pool[i % POOL]);
+		pool[i % POOL] = NULL;
+		p = malloc(2048 + i % 512);
+		free(p);
+		clone_gate_leave();
+		i++;
+		if (i % POOL == 0) {
+			clone_gate_enter();
+			for (size_t k = 0; k < POOL; k++)
+				pool[k] = malloc(2048);
+			clone_gate_leave();
+		}
+	}
+}
+
+/* What a jail's init does before it execs: allocate. */
+static int
+child_allocates(void)
+{
+	void *v[64];
+	int i;
+
+	for (i = 0; i < 64; i++)
+		v[i] = malloc(2048 + (size_t)i * 64);
+	for (i = 0; i < 64; i++)
+		free(v[i]);
+	return 0;
+}
+
+/* Waits up to 10 s for PID; a child stuck on an inherited lock fails the test. */
+static bool
+reaped_in_time(pid_t pid)
+{
+	int st, i;
+
+	for (i = 0; i < 10000; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		sleep_ms(1);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return false;
+}
+
+static void
+test_clone_while_allocating(void **state)
+{
+	struct thread t;
+	pid_t pid;
+	size_t k;
+	int i;
+
+	for (k = 0; k < POOL; k++)
+		pool[k] = malloc(2048);
+	atomic_store(&churn_stop, 0);
+	assert_int_equal(thread_spawn(&t, churn_fn, NULL), 0);
+	for (i = 0; i < CLONES; i++) {
+		clone_gate_close();
+		pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL,
+		    NULL);
+		if (pid == 0)
+			_exit(child_allocates());
+		clone_gate_open();
+		assert_true(pid > 0);
+		if (!reaped_in_time(pid))
+			fail_msg("clone %d hung: it inherited a held lock", i);
+	}
+	atomic_store(&churn_stop, 1);
+	thread_join(&t);
+	for (k = 0; k < POOL; k++)
+		free(pool[k]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parks_until_join),
+		cmocka_unit_test(test_gate_waits),
+		cmocka_unit_test(test_clone_while_allocating),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
