@@ -423,23 +423,14 @@ snap_cc_unified(struct snap_cc_out *o, const char *a, const char *b)
 {
 	char *argv[] = { "git", "diff", "--no-index", "--no-color",
 	    "--no-ext-diff", "--no-textconv", "--", (char *)a, (char *)b, NULL };
-	struct snap_proc_opts po;
-	struct strv env;
 	struct buf out, err;
 	char *cause = NULL, *p, *nl;
 	bool body = false;
 	int st;
 
-	snap_env_plain(&env);
-	memset(&po, 0, sizeof po);
-	po.argv = argv;
-	po.env = env.v;
-	po.dir = "/";
-	po.out_fd = -1;
-	po.umask = -1;
 	buf_init(&out);
 	buf_init(&err);
-	if (snap_proc_run(&po, &out, &err, &st, &cause) == -1 || st > 1) {
+	if (snap_git_outside(argv, &out, &err, &st, &cause) == -1 || st > 1) {
 		fprintf(o->out, "(cannot diff: %s)\n", cause != NULL ? cause :
 		    err.data != NULL ? err.data : "git diff failed");
 		free(cause);
@@ -457,7 +448,6 @@ snap_cc_unified(struct snap_cc_out *o, const char *a, const char *b)
 	}
 	buf_free(&out);
 	buf_free(&err);
-	strv_free(&env);
 }
 
 /* Binary as git sees it: a NUL in the first 8000 bytes. */

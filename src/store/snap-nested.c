@@ -107,21 +107,11 @@ snap_nested_list(const char *config, struct buf *out)
 {
 	char *argv[] = { "git", "config", "--file", (char *)config, "--null",
 	    "--list", NULL };
-	struct snap_proc_opts o;
-	struct strv env;
 	char *cause = NULL;
 	int st, rc;
 
-	snap_env_plain(&env);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = env.v;
-	o.dir = "/";
-	o.out_fd = -1;
-	o.umask = -1;
-	rc = snap_proc_run(&o, out, NULL, &st, &cause);
+	rc = snap_git_outside(argv, out, NULL, &st, &cause);
 	free(cause);
-	strv_free(&env);
 	return rc == 0 && st == 0 ? 0 : -1;
 }
 
@@ -130,21 +120,11 @@ snap_nested_unset(const char *config, const char *key)
 {
 	char *argv[] = { "git", "config", "--file", (char *)config,
 	    "--unset-all", (char *)key, NULL };
-	struct snap_proc_opts o;
-	struct strv env;
 	char *cause = NULL;
 	int st;
 
-	snap_env_plain(&env);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = env.v;
-	o.dir = "/";
-	o.out_fd = -1;
-	o.umask = -1;
-	if (snap_proc_run(&o, NULL, NULL, &st, &cause) == -1)
+	if (snap_git_outside(argv, NULL, NULL, &st, &cause) == -1)
 		free(cause);
-	strv_free(&env);
 }
 
 /* Takes the settings that run commands out of CONFIG (a copy goes to the quarantine first). */

@@ -1028,3 +1028,23 @@ snap_env_plain(struct strv *env)
 	snap_env_clean(env, false);
 	snap_env_common(env);
 }
+
+int
+snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
+    int *status, char **cause)
+{
+	struct snap_proc_opts o;
+	struct strv env;
+	int rc;
+
+	snap_env_plain(&env);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = "/";
+	o.out_fd = -1;
+	o.umask = -1;
+	rc = snap_proc_run(&o, out, err, status, cause);
+	strv_free(&env);
+	return rc;
+}
