@@ -7,17 +7,57 @@
 
 #define PROXY_REDACTED "[redacted]"
 
+/* A word that marks a header name as carrying credentials, and its length. */
+struct proxy_redact_part {
+	const char *word;
+	size_t len;
+};
+
+#define PROXY_REDACT_PART(w) { w, sizeof w - 1 }
+
+/*
+ * True if a credential word starts at S (lower case, LEFT bytes). Every
+ * well-known credential header (authorization, proxy-authorization,
+ * cookie, set-cookie, x-api-key, x-goog-api-key, private-token,
+ * x-auth-token, x-csrf-token, ...) contains one of these words. This runs
+ * for every header of every request recorded, so it looks only where a
+ * word could start.
+ */
+static bool
+proxy_redact_part_at(const char *s, size_t left)
+{
+	static const struct proxy_redact_part parts[] = {
+		PROXY_REDACT_PART("auth"), PROXY_REDACT_PART("api-key"),
+		PROXY_REDACT_PART("api_key"), PROXY_REDACT_PART("apikey"),
+		PROXY_REDACT_PART("token"), PROXY_REDACT_PART("secret"),
+		PROXY_REDACT_PART("session"), PROXY_REDACT_PART("signature"),
+		PROXY_REDACT_PART("passw"), PROXY_REDACT_PART("cookie"),
+		PROXY_REDACT_PART("credential"),
+	};
+	size_t i;
+
+	switch (*s) {
+	case 'a':
+	case 'c':
+	case 'p':
+	case 's':
+	case 't':
+		break;
+	default:
+		return false;
+	}
+	for (i = 0; i < nitems(parts); i++) {
+		if (parts[i].word[0] == *s && parts[i].len <= left &&
+		    memcmp(s, parts[i].word, parts[i].len) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* True if the LEN bytes of NAME name a header that carries credentials. */
 static bool
 proxy_redact_name_n(const char *name, size_t len)
 {
-	static const char *const exact[] = { "authorization",
-		"proxy-authorization", "cookie", "set-cookie", "x-api-key",
-		"api-key", "apikey", "x-goog-api-key", "private-token",
-		"x-auth-token", "x-access-token", "x-csrf-token" };
-	static const char *const parts[] = { "auth", "token", "secret",
-		"passw", "api-key", "api_key", "apikey", "cookie", "session",
-		"signature", "credential" };
 	char lower[128];
 	size_t i;
 
@@ -26,17 +66,12 @@ proxy_redact_name_n(const char *name, size_t len)
 	for (i = 0; i < len; i++)
 		lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ?
 		    name[i] + 32 : name[i]);
-	lower[len] = '\0';
-	for (i = 0; i < nitems(exact); i++) {
-		if (strcmp(lower, exact[i]) == 0)
-			return true;
-	}
-	for (i = 0; i < nitems(parts); i++) {
-		if (strstr(lower, parts[i]) != NULL)
+	for (i = 0; i < len; i++) {
+		if (proxy_redact_part_at(lower + i, len - i))
 			return true;
 	}
 	/* "X-Foo-Key" style names; not Keep-Alive, Sec-WebSocket-Key is harmless. */
-	return len > 4 && strncasecmp(name + len - 4, "-key", 4) == 0;
+	return len > 4 && memcmp(lower + len - 4, "-key", 4) == 0;
 }
 
 bool

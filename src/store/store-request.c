@@ -51,13 +51,27 @@ store_request_add(struct store *st, const struct store_request *r)
 	store_queue(st, op);
 }
 
+/*
+ * The request's strings live until the statement is reset, so SQLite may
+ * read them in place (SQLITE_STATIC) instead of copying each one: this
+ * runs for every request a proxy records.
+ */
+static void
+store_bind_str(sqlite3_stmt *stmt, int i, const char *s)
+{
+	if (s == NULL)
+		sqlite3_bind_null(stmt, i);
+	else
+		sqlite3_bind_text(stmt, i, s, -1, SQLITE_STATIC);
+}
+
 static void
 store_bind_blob(sqlite3_stmt *stmt, int i, const char *p, size_t n)
 {
 	if (p == NULL)
 		sqlite3_bind_null(stmt, i);
 	else
-		sqlite3_bind_blob64(stmt, i, p, n, SQLITE_TRANSIENT);
+		sqlite3_bind_blob64(stmt, i, p, n, SQLITE_STATIC);
 }
 
 int
@@ -74,31 +88,35 @@ store_request_write(struct store *st, const struct store_request *r)
 	    "rule, error, req_headers, resp_headers, req_body, resp_body, "
 	    "mime_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	stmt = st->req_insert;
-	sqlite3_clear_bindings(stmt);
+	/* Every parameter is bound each time: nothing is left from the last. */
 	sqlite3_bind_int64(stmt, 1, r->session_id);
 	sqlite3_bind_int64(stmt, 2, r->started_at);
-	store_bind_text(stmt, 3, r->method);
-	store_bind_text(stmt, 4, r->scheme);
-	store_bind_text(stmt, 5, r->host);
+	store_bind_str(stmt, 3, r->method);
+	store_bind_str(stmt, 4, r->scheme);
+	store_bind_str(stmt, 5, r->host);
 	sqlite3_bind_int(stmt, 6, r->port);
-	store_bind_text(stmt, 7, r->path);
-	store_bind_text(stmt, 8, r->http_version);
+	store_bind_str(stmt, 7, r->path);
+	store_bind_str(stmt, 8, r->http_version);
 	if (r->status > 0)
 		sqlite3_bind_int(stmt, 9, r->status);
-	store_bind_text(stmt, 10, r->status_text);
+	else
+		sqlite3_bind_null(stmt, 9);
+	store_bind_str(stmt, 10, r->status_text);
 	sqlite3_bind_int64(stmt, 11, r->bytes_up);
 	sqlite3_bind_int64(stmt, 12, r->bytes_down);
 	if (r->ttfb_us >= 0)
 		sqlite3_bind_int64(stmt, 13, r->ttfb_us);
+	else
+		sqlite3_bind_null(stmt, 13);
 	sqlite3_bind_int64(stmt, 14, r->duration_us);
-	store_bind_text(stmt, 15, r->decision);
-	store_bind_text(stmt, 16, r->rule);
-	store_bind_text(stmt, 17, r->error);
-	store_bind_text(stmt, 18, r->req_headers);
-	store_bind_text(stmt, 19, r->resp_headers);
+	store_bind_str(stmt, 15, r->decision);
+	store_bind_str(stmt, 16, r->rule);
+	store_bind_str(stmt, 17, r->error);
+	store_bind_str(stmt, 18, r->req_headers);
+	store_bind_str(stmt, 19, r->resp_headers);
 	store_bind_blob(stmt, 20, r->req_body, r->req_body_len);
 	store_bind_blob(stmt, 21, r->resp_body, r->resp_body_len);
-	store_bind_text(stmt, 22, r->mime_type);
+	store_bind_str(stmt, 22, r->mime_type);
 	rc = sqlite3_step(stmt);
 	sqlite3_reset(stmt);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -130,6 +130,40 @@ test_redact(void **state)
 	assert_false(proxy_redact_name("Keep-Alive"));
 }
 
+/* Every well-known credential header, in any case; none of the common others. */
+static void
+test_redact_names(void **state)
+{
+	static const char *const secret[] = { "Authorization",
+		"proxy-authorization", "COOKIE", "Set-Cookie", "x-api-key",
+		"Api-Key", "apikey", "X-Goog-Api-Key", "Private-Token",
+		"X-Auth-Token", "x-access-token", "X-CSRF-Token", "X-Amz-Security-Token",
+		"X-Session-Id", "X-Hub-Signature-256", "X-Client-Secret",
+		"X-Password", "X-Api_Key", "Credentials", "WWW-Authenticate",
+		"anthropic-api-key", "x-stainless-key", };
+	static const char *const plain[] = { "Host", "User-Agent", "Accept",
+		"Accept-Encoding", "Accept-Language", "Content-Length",
+		"Content-Type", "Date", "Server", "Connection", "Cache-Control",
+		"ETag", "Last-Modified", "Vary", "Transfer-Encoding",
+		"Keep-Alive", "Strict-Transport-Security",
+		"Location", "X-Request-Id", "anthropic-version", "", "key", };
+	char longname[200];
+	size_t i;
+
+	for (i = 0; i < nitems(secret); i++)
+		assert_true(proxy_redact_name(secret[i]));
+	for (i = 0; i < nitems(plain); i++)
+		assert_false(proxy_redact_name(plain[i]));
+	/* Any "-key" name is kept out of the record, harmlessly so for this one. */
+	assert_true(proxy_redact_name("Sec-WebSocket-Key"));
+	/* A word at the very end, and a name too long to be checked. */
+	assert_true(proxy_redact_name("x-tok-token"));
+	assert_false(proxy_redact_name("x-toke"));
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	assert_true(proxy_redact_name(longname));
+}
+
 int
 main(void)
 {
@@ -137,6 +171,7 @@ main(void)
 		cmocka_unit_test(test_placeholder_shape),
 		cmocka_unit_test(test_find_swap_bound),
 		cmocka_unit_test(test_redact),
+		cmocka_unit_test(test_redact_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
