@@ -2,7 +2,9 @@
 # The proxy against mitmdump, tinyproxy and no proxy, through the shared anchor script
 # (../shared/bench-anchors/proxy-bench.sh): `agentmux proxy` is the extra proxy, with isolated XDG
 # dirs, its CA made beforehand, and the anchor's nginx upstream allowed by rule. Prints the anchor's
-# RESULT lines, then each goal of the proxy issue as a ratio measured in the same run.
+# RESULT lines, then each goal of the proxy issue as a ratio measured in the same run. A second run
+# of the anchor measures bench/floor-proxy.c (the least an OpenSSL intercepting proxy does per
+# request, see there) against no proxy, so that what agentmux itself adds shows (FLOOR=0 skips it).
 # Usage: bench/proxy.sh [BUILD_DIR]   (knobs of the anchor script pass through: ROUNDS, SEQ_SECS, ...)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,16 +34,34 @@ PROXY_NAME=agentmux PROXY_URL="http://127.0.0.1:$port" PROXY_CA="$ca" \
 PROXY_CMD="$build/src/agentmux proxy --listen 127.0.0.1:$port --upstream-ca \$ANCHOR_UPSTREAM_CA --allow 127.0.0.1:$upstream" \
 	"$anchors/proxy-bench.sh" | tee "$work/results.txt"
 
-python3 - "$work/results.txt" <<'PY'
+# The floor: its own CA and a leaf for the name the anchor's client asks for.
+touch "$work/floor.txt"
+if [[ ${FLOOR:-1} != 0 && -x $build/bench/amx-floor-proxy ]]; then
+	fport=${AMX_FLOOR_PORT:-18091}
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj /CN=floor-ca -keyout "$work/floor-ca.key" -out "$work/floor-ca.crt" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+		-keyout "$work/floor.key" -out "$work/floor.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$work/floor.ext"
+	openssl x509 -req -in "$work/floor.csr" -CA "$work/floor-ca.crt" -CAkey "$work/floor-ca.key" \
+		-CAcreateserial -days 2 -extfile "$work/floor.ext" -out "$work/floor.crt" 2>/dev/null
+	PROXIES=direct PROXY_NAME=floor PROXY_URL="http://127.0.0.1:$fport" PROXY_CA="$work/floor-ca.crt" \
+	PROXY_CMD="$build/bench/amx-floor-proxy $fport \$ANCHOR_UPSTREAM $work/floor.crt $work/floor.key \$ANCHOR_UPSTREAM_CA localhost" \
+		"$anchors/proxy-bench.sh" | sed 's/^RESULT proxy\.direct\./RESULT proxy.direct-floor-run./' |
+		tee "$work/floor.txt"
+fi
+
+python3 - "$work/results.txt" "$work/floor.txt" <<'PY'
 import re, sys
 fig = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"RESULT proxy\.(\S+?)\.(\S+) median=(\S+)", line)
-    if m:
-        try:
-            fig[(m.group(1), m.group(2))] = float(m.group(3))
-        except ValueError:
-            pass
+for path in sys.argv[1:]:
+    for line in open(path):
+        m = re.match(r"RESULT proxy\.(\S+?)\.(\S+) median=(\S+)", line)
+        if m:
+            try:
+                fig[(m.group(1), m.group(2))] = float(m.group(3))
+            except ValueError:
+                pass
 def f(p, k):
     return fig.get((p, k), float("nan"))
 conc = next((k for (p, k) in fig if p == "agentmux" and k.startswith("conc") and k.endswith("_rps")), "conc32_rps")
@@ -59,4 +79,17 @@ rows = [
 ]
 for name, value, goal in rows:
     print("GOAL %-36s %10.2f   (goal %s)" % (name, value, goal))
+# The floor ran in a run of its own: each is compared with no proxy in its run.
+floor = [
+    ("floor keep-alive vs direct", f("floor", "seq_rps") / f("direct-floor-run", "seq_rps")),
+    ("agentmux keep-alive vs the floor", (f("agentmux", "seq_rps") / f("direct", "seq_rps")) /
+     (f("floor", "seq_rps") / f("direct-floor-run", "seq_rps"))),
+    ("floor added p50 latency (us)", f("floor", "seq_p50_us") - f("direct-floor-run", "seq_p50_us")),
+    ("floor 1 MiB downloads vs direct", f("floor", "dl_1m_MBps") / f("direct-floor-run", "dl_1m_MBps")),
+    ("floor %s clients p99 (ms)" % n, f("floor", "conc%s_p99_ms" % n)),
+    ("floor peak RSS (MiB)", f("floor", "rss_peak_mib")),
+]
+for name, value in floor:
+    if value == value:
+        print("FLOOR %-35s %10.2f" % (name, value))
 PY

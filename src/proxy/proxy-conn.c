@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "proxy/proxy-int.h"
@@ -144,25 +142,25 @@ proxy_conn_now(void)
 static struct evbuffer *
 proxy_conn_cin(struct proxy_conn *pc)
 {
-	return bufferevent_get_input(pc->client.bev);
+	return pc->client.in;
 }
 
 static struct evbuffer *
 proxy_conn_cout(struct proxy_conn *pc)
 {
-	return bufferevent_get_output(pc->client.bev);
+	return pc->client.out;
 }
 
 static struct evbuffer *
 proxy_conn_uin(struct proxy_conn *pc)
 {
-	return bufferevent_get_input(pc->up->side.bev);
+	return pc->up->side.in;
 }
 
 static struct evbuffer *
 proxy_conn_uout(struct proxy_conn *pc)
 {
-	return bufferevent_get_output(pc->up->side.bev);
+	return pc->up->side.out;
 }
 
 /* ---- records ---- */
@@ -373,11 +371,8 @@ proxy_conn_finish(struct proxy_conn *pc)
 	evtimer_del(pc->timer);
 	/* A client that never reads its answer is not waited for forever. */
 	proxy_side_read_timeout(&pc->client, NULL);
-	bufferevent_set_timeouts(pc->client.bev, NULL, &tv);
-	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
-	if (pc->client.raw != pc->client.bev)
-		bufferevent_setwatermark(pc->client.raw, EV_WRITE, 0,
-		    PROXY_BUF_HIGH);
+	proxy_side_write_timeout(&pc->client, &tv);
+	proxy_side_set_low(&pc->client, 0);
 	proxy_side_flush(&pc->client);
 	if (proxy_side_pending(&pc->client) == 0)
 		proxy_conn_linger(pc);
@@ -1017,7 +1012,7 @@ proxy_conn_up_event(struct proxy_conn *pc, short what)
 {
 	char *msg;
 
-	if (what & BEV_EVENT_TIMEOUT) {
+	if (what & PROXY_SIDE_TIMEOUT) {
 		if (pc->state == PROXY_CONN_PIPE &&
 		    proxy_conn_now() - pc->last_io <
 		    (int64_t)pc->px->idle_timeout * 1000000) {
@@ -1033,9 +1028,8 @@ proxy_conn_up_event(struct proxy_conn *pc, short what)
 		free(msg);
 		return;
 	}
-	if ((what & BEV_EVENT_ERROR) && pc->up_error == NULL)
-		pc->up_error = pc->up->tls ? proxy_tls_error(pc->up->side.bev) :
-		    xstrdup(strerror(EVUTIL_SOCKET_ERROR()));
+	if ((what & PROXY_SIDE_ERROR) && pc->up_error == NULL)
+		pc->up_error = proxy_side_error(&pc->up->side);
 	pc->up_eof = true;
 	proxy_conn_pump(pc);
 }
@@ -1293,14 +1287,14 @@ proxy_conn_tls_ready(struct proxy_conn *pc)
 	proxy_conn_pump(pc);
 }
 
-static void proxy_conn_client_read_cb(struct bufferevent *, void *);
-static void proxy_conn_client_event_cb(struct bufferevent *, short, void *);
+static void proxy_conn_client_io_cb(void *);
+static void proxy_conn_client_event_cb(void *, short);
 
 static void
 proxy_conn_client_setup(struct proxy_conn *pc)
 {
-	bufferevent_setcb(pc->client.bev, proxy_conn_client_read_cb,
-	    proxy_conn_client_read_cb, proxy_conn_client_event_cb, pc);
+	proxy_side_setcb(&pc->client, proxy_conn_client_io_cb,
+	    proxy_conn_client_event_cb, pc);
 	proxy_side_enable(&pc->client);
 }
 
@@ -1318,8 +1312,8 @@ proxy_conn_start_tls(struct proxy_conn *pc)
 		free(cause);
 		return;
 	}
-	/* Whatever the client sent early is already buffered below the TLS. */
-	if (proxy_side_tls(&pc->client, px->base, ssl, true) == -1) {
+	/* Whatever the client sent early is read by TLS first. */
+	if (proxy_side_tls(&pc->client, ssl, true) == -1) {
 		SSL_free(ssl);
 		proxy_conn_close(pc, "out of memory");
 		return;
@@ -1349,7 +1343,7 @@ proxy_conn_intercept(struct proxy_conn *pc)
 	proxy_conn_req_clear(&pc->r);
 	evbuffer_add_printf(proxy_conn_cout(pc),
 	    "HTTP/1.1 200 Connection established\r\n\r\n");
-	bufferevent_setwatermark(pc->client.bev, EV_WRITE, 0, 0);
+	proxy_side_set_low(&pc->client, 0);
 	proxy_conn_set_state(pc, PROXY_CONN_CONNECTED);
 	proxy_side_flush(&pc->client);
 	if (proxy_side_pending(&pc->client) == 0)
@@ -1493,7 +1487,7 @@ proxy_conn_pump(struct proxy_conn *pc)
 }
 
 static void
-proxy_conn_client_read_cb(struct bufferevent *bev, void *arg)
+proxy_conn_client_io_cb(void *arg)
 {
 	struct proxy_conn *pc = arg;
 
@@ -1503,18 +1497,16 @@ proxy_conn_client_read_cb(struct bufferevent *bev, void *arg)
 }
 
 static void
-proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
-    short what)
+proxy_conn_client_event(struct proxy_conn *pc, short what)
 {
 	char *why;
 
-	if (what & BEV_EVENT_CONNECTED) {
+	if (what & PROXY_SIDE_CONNECTED) {
 		evtimer_del(pc->timer);
-		proxy_side_direct(&pc->client);
 		proxy_conn_tls_ready(pc);
 		return;
 	}
-	if (what & BEV_EVENT_TIMEOUT) {
+	if (what & PROXY_SIDE_TIMEOUT) {
 		if (pc->state == PROXY_CONN_PIPE && proxy_conn_now() -
 		    pc->last_io < (int64_t)pc->px->idle_timeout * 1000000) {
 			proxy_side_enable(&pc->client);
@@ -1525,7 +1517,7 @@ proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
 		return;
 	}
 	if (pc->state == PROXY_CONN_HANDSHAKE) {
-		why = proxy_tls_error(bev);
+		why = proxy_side_error(&pc->client);
 		proxy_conn_req_begin(pc, "CONNECT", "https");
 		pc->r.host = xstrdup(pc->dest_host);
 		pc->r.port = pc->dest_port;
@@ -1537,14 +1529,13 @@ proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
 		return;
 	}
 	/* In a tunnel or WebSocket, however the client leaves, it is the end. */
-	if ((what & BEV_EVENT_ERROR) && pc->state != PROXY_CONN_PIPE &&
-	    (EVUTIL_SOCKET_ERROR() != 0 ||
-	    bufferevent_get_openssl_error(bev) != 0)) {
+	if ((what & PROXY_SIDE_ERROR) && pc->state != PROXY_CONN_PIPE &&
+	    proxy_side_failed(&pc->client)) {
 		/* A reset: nothing more can be written to this client. */
-		why = bufferevent_openssl_get_ssl(bev) != NULL ?
-		    proxy_tls_error(bev) :
+		why = proxy_side_is_tls(&pc->client) ?
+		    proxy_side_error(&pc->client) :
 		    xprintf("the client connection failed: %s",
-		    strerror(EVUTIL_SOCKET_ERROR()));
+		    strerror(pc->client.err));
 		proxy_conn_close(pc, pc->state == PROXY_CONN_HEAD &&
 		    pc->head_off == 0 ? NULL : why);
 		free(why);
@@ -1555,22 +1546,12 @@ proxy_conn_client_event(struct proxy_conn *pc, struct bufferevent *bev,
 }
 
 static void
-proxy_conn_client_event_cb(struct bufferevent *bev, short what, void *arg)
+proxy_conn_client_event_cb(void *arg, short what)
 {
 	struct proxy_conn *pc = arg;
 
 	proxy_conn_enter(pc);
-	proxy_conn_client_event(pc, bev, what);
-	proxy_conn_leave(pc);
-}
-
-static void
-proxy_conn_drained(void *arg)
-{
-	struct proxy_conn *pc = arg;
-
-	proxy_conn_enter(pc);
-	proxy_conn_pump(pc);
+	proxy_conn_client_event(pc, what);
 	proxy_conn_leave(pc);
 }
 
@@ -1631,9 +1612,8 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	pc->ps = ps;
 	pc->px = px;
 	pc->hold.pc = pc;
-	if (proxy_side_open(&pc->client, px->base, fd, proxy_conn_drained,
-	    pc) == -1)
-		fatalx("bufferevent_socket_new failed");
+	if (proxy_side_open(&pc->client, px->base, fd) == -1)
+		fatalx("out of memory for a connection");
 	pc->timer = evtimer_new(px->base, proxy_conn_timer_cb, pc);
 	pc->wake = event_new(px->base, -1, 0, proxy_conn_wake_cb, pc);
 	proxy_msg_init(&pc->rq, HTTP_REQUEST, true);

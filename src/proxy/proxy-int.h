@@ -4,6 +4,7 @@
 
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <http_parser.h>
 #include <openssl/ssl.h>
@@ -12,7 +13,6 @@
 #include "core/core.h"
 #include "proxy/proxy.h"
 
-struct bufferevent;
 struct evbuffer;
 struct event;
 struct evdns_base;
@@ -71,8 +71,6 @@ SSL_CTX *proxy_tls_client_ctx(char *const *upstream_ca, char **cause);
 SSL *proxy_tls_accept_ssl(struct proxy *, const char *host, char **cause);
 /** A client-side SSL that verifies HOST (SNI, hostname or address check). */
 SSL *proxy_tls_connect_ssl(struct proxy *, const char *host, char **cause);
-/** Why a TLS bufferevent failed, as text; caller frees. */
-char *proxy_tls_error(struct bufferevent *);
 
 /* ---- addresses (proxy-addr.c) ---- */
 
@@ -209,54 +207,82 @@ const char *proxy_http_reason(int status);
 
 /* ---- the engine ---- */
 
-/* One side of a proxied connection: its bufferevent and the other side. */
+/* What a side tells its owner's event callback (the values of libevent's BEV_EVENT_*). */
+#define PROXY_SIDE_READING 0x01
+#define PROXY_SIDE_WRITING 0x02
+#define PROXY_SIDE_EOF 0x10
+#define PROXY_SIDE_ERROR 0x20
+#define PROXY_SIDE_TIMEOUT 0x40
+#define PROXY_SIDE_CONNECTED 0x80
+
+/* One side of a proxied connection: its socket, TLS over it, and the other side. */
 struct proxy_side {
-	struct bufferevent *bev;      /* what is read and written: TLS or RAW */
-	struct proxy_side *peer;
-	struct bufferevent *raw;      /* the socket's own bufferevent */
 	int fd;
-	bool direct;                  /* we write the socket (see proxy-side.c) */
-	bool writing;                 /* RAW has EV_WRITE on */
-	struct event *wake;           /* runs DRAINED */
-	struct evbuffer_cb_entry *cbent;
-	void (*drained)(void *);      /* libevent wrote what was left over */
+	SSL *ssl;                     /* TLS over the socket; NULL: none */
+	struct evbuffer *in;          /* read (decrypted), for the owner to take */
+	struct evbuffer *out;         /* the owner's, to be sent (encrypted) */
+	struct evbuffer *wire;        /* TLS records not yet written */
+	struct evbuffer *early;       /* read before TLS began: TLS reads it first */
+	struct proxy_side *peer;
+	struct event *rev;            /* the socket is readable, or idle too long */
+	struct event *wev;            /* the socket takes more, or stalls too long */
+	struct event *tell;           /* runs the owner's callbacks from the loop */
+	struct timeval rtv;           /* idle timeout while reading; 0: none */
+	struct timeval wtv;           /* timeout while bytes wait; 0: none */
+	void (*io)(void *);           /* more was read, or there is room again */
+	void (*event)(void *, short); /* PROXY_SIDE_* */
 	void *arg;
-	struct event *rev;            /* our reads of the socket */
-	struct timeval rtv;           /* their timeout, without TLS */
-	bool reading;
-	bool ended;                   /* end of stream or error read */
-	bool end_told;
-	short end;
-	int err;
+	size_t low;                   /* io once what is queued falls to this */
+	short told;                   /* what TELL has to say */
+	bool open;
+	bool reading;                 /* the owner reads */
+	bool writing;                 /* WEV is added */
+	bool handshake;               /* TLS handshake under way */
+	bool more;                    /* OpenSSL may hold records not yet read */
+	bool short_read;              /* the socket gave less than was asked */
+	bool eof;                     /* the socket said end of stream */
+	bool rdone;                   /* no more reading: the end was told */
+	bool broken;                  /* no more writing either */
+	bool shut;                    /* FIN once everything is written */
+	int err;                      /* errno of a failure */
+	unsigned long tls_err;        /* OpenSSL's reason for a failure */
 };
 
 /* proxy-side.c */
+/** Wraps non-blocking socket FD, which the side owns from then on; -1 if out of memory. */
+int proxy_side_open(struct proxy_side *, struct event_base *, int fd);
 /**
- * Wraps socket FD (which the side then owns); DRAINED(ARG) runs (from the
- * loop) when libevent has written out what the socket did not take at
- * once. -1 if out of memory.
+ * IO(ARG) runs when more was read or queued bytes fell to the low mark;
+ * EVENT(ARG, PROXY_SIDE_*) on the end of the stream, a failure, a timeout
+ * or the end of the TLS handshake. Both from the loop only.
  */
-int proxy_side_open(struct proxy_side *, struct event_base *, int fd,
-    void (*drained)(void *), void *arg);
-/** Puts TLS (SSL, then owned) over the side, as server or client. */
-int proxy_side_tls(struct proxy_side *, struct event_base *, SSL *,
-    bool server);
-/** Reads (and lets TLS write into the socket's buffer); the socket's writes stay ours. */
+void proxy_side_setcb(struct proxy_side *, void (*io)(void *),
+    void (*event)(void *, short), void *arg);
+/** Puts TLS (SSL, then owned) over the side, as server or client; -1 if out of memory. */
+int proxy_side_tls(struct proxy_side *, SSL *, bool server);
+/** Reads from now on. */
 void proxy_side_enable(struct proxy_side *);
 /** Reads on while what was read is taken; call after taking some. */
 void proxy_side_update(struct proxy_side *);
-/** An idle read timeout (NULL: none); its end comes as BEV_EVENT_TIMEOUT. */
+/** An idle read timeout (NULL: none); it comes as PROXY_SIDE_TIMEOUT and stops reading. */
 void proxy_side_read_timeout(struct proxy_side *, const struct timeval *);
-/** The TLS handshake is done: writes are ours from now on. */
-void proxy_side_direct(struct proxy_side *);
-/** Writes what is queued, as far as the socket takes it. */
+/** How long queued bytes may wait for the socket (NULL: for ever). */
+void proxy_side_write_timeout(struct proxy_side *, const struct timeval *);
+/** IO runs when what is queued falls to LOW (default half of PROXY_BUF_HIGH). */
+void proxy_side_set_low(struct proxy_side *, size_t low);
+/** Encrypts and writes what is queued, as far as the socket takes it. */
 void proxy_side_flush(struct proxy_side *);
-/** Bytes queued towards the socket, in TLS and below. */
+/** Bytes queued towards the socket, plaintext and records. */
 size_t proxy_side_pending(struct proxy_side *);
 /** Sends close_notify (TLS) and FIN once everything queued is written. */
 void proxy_side_shutdown(struct proxy_side *);
-/** Frees the bufferevents, TLS and the socket. */
+/** Frees TLS, the buffers and the socket; no-op on a side never opened. */
 void proxy_side_close(struct proxy_side *);
+/** Why the side failed, as text; caller frees. */
+char *proxy_side_error(struct proxy_side *);
+/** True if the side failed (a socket or TLS error), not just ended. */
+bool proxy_side_failed(struct proxy_side *);
+bool proxy_side_is_tls(struct proxy_side *);
 
 struct proxy {
 	struct event_base *base;

@@ -3,9 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/util.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
@@ -174,28 +171,4 @@ proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
 		return NULL;
 	}
 	return ssl;
-}
-
-char *
-proxy_tls_error(struct bufferevent *bev)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(bev);
-	unsigned long e, last = 0;
-	const char *reason;
-	long v;
-	int err = EVUTIL_SOCKET_ERROR();
-
-	/* libevent also queues bare SSL_get_error codes: keep real ones. */
-	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
-		if (ERR_GET_LIB(e) != 0)
-			last = e;
-	}
-	if (ssl != NULL && (v = SSL_get_verify_result(ssl)) != X509_V_OK)
-		return xprintf("certificate verify failed: %s",
-		    X509_verify_cert_error_string(v));
-	if (last != 0 && (reason = ERR_reason_error_string(last)) != NULL)
-		return xprintf("TLS error: %s", reason);
-	if (err != 0 && err != EAGAIN)
-		return xprintf("TLS error: %s", strerror(err));
-	return xstrdup("the other side closed the connection during TLS");
 }

@@ -10,8 +10,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
@@ -38,8 +36,9 @@ proxy_upstream_fail(struct proxy_upstream *up, int status, const char *reason)
 	proxy_conn_upstream_failed(pc, status, reason);
 }
 
+/* Data from the upstream, or room towards it. */
 static void
-proxy_upstream_read_cb(struct bufferevent *bev, void *arg)
+proxy_upstream_io_cb(void *arg)
 {
 	struct proxy_upstream *up = arg;
 
@@ -48,7 +47,7 @@ proxy_upstream_read_cb(struct bufferevent *bev, void *arg)
 }
 
 static void
-proxy_upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+proxy_upstream_event_cb(void *arg, short what)
 {
 	struct proxy_upstream *up = arg;
 
@@ -56,24 +55,18 @@ proxy_upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		proxy_conn_upstream_event(up->pc, what);
 }
 
+/* An idle pooled connection that speaks or closes is of no further use. */
 static void
-proxy_upstream_drained(void *arg)
+proxy_upstream_idle_io_cb(void *arg)
 {
 	struct proxy_upstream *up = arg;
 
-	if (up->pc != NULL)
-		proxy_conn_upstream_io(up->pc);
-}
-
-/* An idle pooled connection that speaks or closes is of no further use. */
-static void
-proxy_upstream_idle_read_cb(struct bufferevent *bev, void *arg)
-{
-	proxy_upstream_free(arg);
+	if (evbuffer_get_length(up->side.in) != 0)
+		proxy_upstream_free(up);
 }
 
 static void
-proxy_upstream_idle_event_cb(struct bufferevent *bev, short what, void *arg)
+proxy_upstream_idle_event_cb(void *arg, short what)
 {
 	proxy_upstream_free(arg);
 }
@@ -84,8 +77,8 @@ proxy_upstream_use(struct proxy_upstream *up)
 	struct proxy *px = up->ps->px;
 	struct timeval tv = { px->idle_timeout, 0 };
 
-	bufferevent_setcb(up->side.bev, proxy_upstream_read_cb,
-	    proxy_upstream_read_cb, proxy_upstream_event_cb, up);
+	proxy_side_setcb(&up->side, proxy_upstream_io_cb,
+	    proxy_upstream_event_cb, up);
 	proxy_side_read_timeout(&up->side, &tv);
 	proxy_side_enable(&up->side);
 }
@@ -100,17 +93,16 @@ proxy_upstream_ready(struct proxy_upstream *up)
 }
 
 static void
-proxy_upstream_handshake_cb(struct bufferevent *bev, short what, void *arg)
+proxy_upstream_handshake_cb(void *arg, short what)
 {
 	struct proxy_upstream *up = arg;
 	char *why, *msg;
 
-	if (what & BEV_EVENT_CONNECTED) {
-		proxy_side_direct(&up->side);
+	if (what & PROXY_SIDE_CONNECTED) {
 		proxy_upstream_ready(up);
 		return;
 	}
-	why = proxy_tls_error(bev);
+	why = proxy_side_error(&up->side);
 	msg = xprintf("TLS with %s:%d (%s) failed: %s", up->host, up->port,
 	    up->addr, why);
 	free(why);
@@ -124,8 +116,7 @@ proxy_upstream_bev(struct proxy_upstream *up, char **cause)
 	struct proxy *px = up->ps->px;
 	SSL *ssl;
 
-	if (proxy_side_open(&up->side, px->base, up->fd,
-	    proxy_upstream_drained, up) == -1) {
+	if (proxy_side_open(&up->side, px->base, up->fd) == -1) {
 		*cause = xstrdup("out of memory");
 		return -1;
 	}
@@ -134,7 +125,7 @@ proxy_upstream_bev(struct proxy_upstream *up, char **cause)
 		return 0;
 	if ((ssl = proxy_tls_connect_ssl(px, up->host, cause)) == NULL)
 		return -1;
-	if (proxy_side_tls(&up->side, px->base, ssl, false) == -1) {
+	if (proxy_side_tls(&up->side, ssl, false) == -1) {
 		SSL_free(ssl);
 		*cause = xstrdup("out of memory");
 		return -1;
@@ -170,8 +161,7 @@ proxy_upstream_connected_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	up->state = PROXY_UP_HANDSHAKE;
-	bufferevent_setcb(up->side.bev, NULL, NULL, proxy_upstream_handshake_cb,
-	    up);
+	proxy_side_setcb(&up->side, NULL, proxy_upstream_handshake_cb, up);
 }
 
 /* Starts connecting to A; -1 (with up->lasterr) if that failed at once. */
@@ -400,14 +390,14 @@ proxy_upstream_release(struct proxy_upstream *up, bool reuse)
 
 	/* Allowed once by an answer: not for whoever comes next. */
 	if (!reuse || ps->dying || up->state != PROXY_UP_READY || up->named_once ||
-	    evbuffer_get_length(bufferevent_get_input(up->side.bev)) != 0 ||
+	    evbuffer_get_length(up->side.in) != 0 ||
 	    proxy_side_pending(&up->side) != 0) {
 		proxy_upstream_free(up);
 		return;
 	}
 	up->pc = NULL;
 	up->side.peer = NULL;
-	bufferevent_setcb(up->side.bev, proxy_upstream_idle_read_cb, NULL,
+	proxy_side_setcb(&up->side, proxy_upstream_idle_io_cb,
 	    proxy_upstream_idle_event_cb, up);
 	proxy_side_read_timeout(&up->side, &tv);
 	proxy_side_enable(&up->side);
