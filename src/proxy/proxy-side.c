@@ -418,6 +418,35 @@ proxy_side_read_plain(struct proxy_side *s, size_t *got)
 }
 
 /*
+ * One TLS read into IN: the first of a wakeup goes through a scratch
+ * buffer, so that a read that finds nothing (a ticket, a timeout's end,
+ * the read after a handshake) leaves no empty 16 KiB chain behind on an
+ * idle connection; later ones decrypt into IN in place. The scratch is
+ * static: proxies run on the loop's thread only. 1, or <= 0 for
+ * SSL_get_error.
+ */
+static int
+proxy_side_read_record(struct proxy_side *s, bool first, size_t *done)
+{
+	static unsigned char scratch[PROXY_SIDE_CHUNK];
+	struct evbuffer_iovec v;
+	int ret;
+
+	if (first) {
+		ret = SSL_read_ex(s->ssl, scratch, sizeof scratch, done);
+		if (ret > 0 && evbuffer_add(s->in, scratch, *done) == -1)
+			return -1;
+		return ret;
+	}
+	if (evbuffer_reserve_space(s->in, PROXY_SIDE_CHUNK, &v, 1) < 1)
+		return -1;
+	ret = SSL_read_ex(s->ssl, v.iov_base, v.iov_len, done);
+	v.iov_len = ret > 0 ? *done : 0;
+	evbuffer_commit_space(s->in, &v, 1);
+	return ret;
+}
+
+/*
  * TLS: decrypts record after record into IN until the socket has no more
  * (a short read with nothing left in OpenSSL's buffer spares the read
  * that would only say EAGAIN) or IN is full. A peer that closes without
@@ -427,7 +456,6 @@ proxy_side_read_plain(struct proxy_side *s, size_t *got)
 static short
 proxy_side_read_tls(struct proxy_side *s, size_t *got)
 {
-	struct evbuffer_iovec v;
 	size_t done;
 	int ret, code;
 
@@ -440,11 +468,8 @@ proxy_side_read_tls(struct proxy_side *s, size_t *got)
 		}
 		if (*got != 0 && s->short_read && !SSL_has_pending(s->ssl))
 			return 0;
-		if (evbuffer_reserve_space(s->in, PROXY_SIDE_CHUNK, &v, 1) < 1)
+		if ((ret = proxy_side_read_record(s, *got == 0, &done)) == -1)
 			return PROXY_SIDE_ERROR;
-		ret = SSL_read_ex(s->ssl, v.iov_base, v.iov_len, &done);
-		v.iov_len = ret > 0 ? done : 0;
-		evbuffer_commit_space(s->in, &v, 1);
 		if (ret > 0) {
 			*got += done;
 			continue;
