@@ -7,13 +7,9 @@
 
 #define PROXY_REDACTED "[redacted]"
 
-/* A word that marks a header name as carrying credentials, and its length. */
-struct proxy_redact_part {
-	const char *word;
-	size_t len;
-};
-
-#define PROXY_REDACT_PART(w) { w, sizeof w - 1 }
+/* True if the LEFT bytes at S start with WORD (a literal). */
+#define PROXY_REDACT_AT(s, left, word) \
+	((left) >= sizeof word - 1 && memcmp((s), word, sizeof word - 1) == 0)
 
 /*
  * True if a credential word starts at S (lower case, LEFT bytes). Every
@@ -21,37 +17,31 @@ struct proxy_redact_part {
  * cookie, set-cookie, x-api-key, x-goog-api-key, private-token,
  * x-auth-token, x-csrf-token, ...) contains one of these words. This runs
  * for every header of every request recorded, so it looks only where a
- * word could start.
+ * word could start, and only at the words that start that way.
  */
 static bool
 proxy_redact_part_at(const char *s, size_t left)
 {
-	static const struct proxy_redact_part parts[] = {
-		PROXY_REDACT_PART("auth"), PROXY_REDACT_PART("api-key"),
-		PROXY_REDACT_PART("api_key"), PROXY_REDACT_PART("apikey"),
-		PROXY_REDACT_PART("token"), PROXY_REDACT_PART("secret"),
-		PROXY_REDACT_PART("session"), PROXY_REDACT_PART("signature"),
-		PROXY_REDACT_PART("passw"), PROXY_REDACT_PART("cookie"),
-		PROXY_REDACT_PART("credential"),
-	};
-	size_t i;
-
 	switch (*s) {
 	case 'a':
+		return PROXY_REDACT_AT(s, left, "auth") ||
+		    PROXY_REDACT_AT(s, left, "api-key") ||
+		    PROXY_REDACT_AT(s, left, "api_key") ||
+		    PROXY_REDACT_AT(s, left, "apikey");
 	case 'c':
+		return PROXY_REDACT_AT(s, left, "cookie") ||
+		    PROXY_REDACT_AT(s, left, "credential");
 	case 'p':
+		return PROXY_REDACT_AT(s, left, "passw");
 	case 's':
+		return PROXY_REDACT_AT(s, left, "secret") ||
+		    PROXY_REDACT_AT(s, left, "session") ||
+		    PROXY_REDACT_AT(s, left, "signature");
 	case 't':
-		break;
+		return PROXY_REDACT_AT(s, left, "token");
 	default:
 		return false;
 	}
-	for (i = 0; i < nitems(parts); i++) {
-		if (parts[i].word[0] == *s && parts[i].len <= left &&
-		    memcmp(s, parts[i].word, parts[i].len) == 0)
-			return true;
-	}
-	return false;
 }
 
 /* True if the LEN bytes of NAME name a header that carries credentials. */
