@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <locale.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,13 @@ main(int argc, char **argv)
 	int i;
 
 	setlocale(LC_ALL, "");
+	/*
+	 * The proxy's buffers come and go at the top of the heap, 100 KiB
+	 * and more at a time; glibc gives such a top back to the kernel at
+	 * 128 KiB, and every page taken again faults: 1 MiB downloads ran at
+	 * a third of their speed. Peak memory is the same either way.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 	util_set_user_umask(umask(077));
 	signal(SIGPIPE, SIG_IGN);
 	atexit(main_cleanup);

@@ -103,6 +103,8 @@ proxy_tls_client_ctx(char *const *upstream_ca, char **cause)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* Downloads: four records a read (proxy-side.c reads ahead), not half of one. */
+	SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	/* The hashed directory is read lazily: far less memory than the bundle. */
 	if (dir == NULL || *dir == '\0')
