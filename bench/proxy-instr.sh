@@ -85,9 +85,9 @@ measure() {
 	hb=("$work/hbench" -t "127.0.0.1:$uport" -x "127.0.0.1:$port" -s localhost -a "$work/trust.pem"
 		-L 180 -m seq -w 0 -p /1k.bin)
 	"${hb[@]}" -n 50 >/dev/null   # the connections, handshakes and caches: not counted
-	callgrind_control -i on "$pid" >/dev/null
+	callgrind_control -i on "$pid" >/dev/null 2>&1
 	"${hb[@]}" -n "$n" >/dev/null
-	callgrind_control -i off "$pid" >/dev/null
+	callgrind_control -i off "$pid" >/dev/null 2>&1
 	# Valgrind takes a signal only between blocks: ask until it goes.
 	for i in $(seq 50); do
 		kill -TERM "$pid" 2>/dev/null || break

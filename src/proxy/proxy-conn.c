@@ -40,7 +40,7 @@ struct proxy_req {
 	int port;
 	char *path;
 	char version[32];
-	char *req_headers;
+	char *req_headers;          /* as recorded: made once the request is on its way */
 	char *resp_headers;
 	int status;
 	const char *status_text;    /* static, or the response head's */
@@ -67,6 +67,8 @@ struct proxy_req {
 	bool retried;
 	bool answered;              /* allowed by the user's answer */
 	bool started;               /* the "started" record went out */
+	bool req_head_kept;         /* the request's head is recorded */
+	bool resp_head_kept;        /* the final response's head is recorded */
 };
 
 struct proxy_conn {
@@ -238,6 +240,11 @@ proxy_conn_report(struct proxy_conn *pc, bool done)
 
 	if (r->id == 0)
 		return;
+	/* Heads become text here, after what they came with went on its way. */
+	if (r->req_head_kept && r->req_headers == NULL)
+		r->req_headers = proxy_msg_headers_text(&pc->rq, values);
+	if (r->resp_head_kept && r->resp_headers == NULL && pc->rs.head_done)
+		r->resp_headers = proxy_msg_headers_text(&pc->rs, values);
 	memset(&rec, 0, sizeof rec);
 	rec.id = r->id;
 	rec.done = done;
@@ -772,8 +779,7 @@ proxy_conn_request(struct proxy_conn *pc)
 	if (r->upgrade)
 		r->scheme = pc->tls ? "wss" : "ws";
 	r->keep_alive = http_should_keep_alive(&pc->rq.p);
-	r->req_headers = proxy_msg_headers_text(&pc->rq,
-	    (const char *const *)ps->secret_values);
+	r->req_head_kept = true;
 	if (proxy_conn_leak_check(pc)) {
 		proxy_conn_block_leak(pc, r->path != NULL &&
 		    proxy_secret_find(r->leak, 1, r->path, strlen(r->path)) ?
@@ -873,11 +879,15 @@ proxy_conn_forward(struct proxy_conn *pc)
 	r->req_done = r->no_body = st == PROXY_MSG_DONE;
 	r->rechunk = !r->req_done && (pc->rq.p.flags & F_CHUNKED);
 	proxy_conn_build_head(pc);
-	proxy_conn_report(pc, false);
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, !r->upgrade);
-	if (pc->up->state == PROXY_UP_READY)
-		proxy_conn_upstream_ready(pc);
+	if (pc->up->state != PROXY_UP_READY) {
+		proxy_conn_report(pc, false);   /* shown while it connects */
+		return;
+	}
+	/* A pooled connection: the request goes out before it is recorded. */
+	proxy_conn_upstream_ready(pc);
+	proxy_conn_report(pc, false);
 }
 
 /* ---- upstream events ---- */
@@ -1095,8 +1105,8 @@ proxy_conn_response_head(struct proxy_conn *pc)
 	r->status = pc->rs.p.status_code;
 	r->status_text = proxy_msg_url(&pc->rs);
 	free(r->resp_headers);
-	r->resp_headers = proxy_msg_headers_text(&pc->rs,
-	    (const char *const *)pc->ps->secret_values);
+	r->resp_headers = NULL;
+	r->resp_head_kept = true;
 	free(r->mime);
 	r->mime = NULL;
 	if ((ct = proxy_msg_get(&pc->rs, "content-type")) != NULL)
@@ -1201,6 +1211,8 @@ proxy_conn_request_done(struct proxy_conn *pc)
 	reuse = http_should_keep_alive(&pc->rs.p) && !pc->up_eof;
 	keep = r->keep_alive && http_should_keep_alive(&pc->rs.p) &&
 	    !pc->client_eof;
+	/* The client has its answer before the request is recorded. */
+	proxy_side_flush(&pc->client);
 	proxy_conn_report(pc, true);
 	proxy_upstream_release(pc->up, reuse);
 	pc->up = NULL;

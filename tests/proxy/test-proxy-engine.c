@@ -61,6 +61,7 @@ struct eng {
 	struct eng_rec recs[ENG_MAX_RECS];
 	size_t nrecs;
 	int nstarted;
+	int nstarted_heads;         /* started records that carry the request's head */
 	/* questions */
 	int answer;                 /* -1: leave it; else answer with this */
 	int answer_when_waiting;    /* answer once this many wait */
@@ -94,6 +95,9 @@ eng_on_request(void *arg, const struct proxy_record *r)
 
 	if (!r->done) {
 		e->nstarted++;
+		if (r->req_headers != NULL && strstr(r->req_headers, "Host: ") !=
+		    NULL)
+			e->nstarted_heads++;
 		return;
 	}
 	assert_true(e->nrecs < ENG_MAX_RECS);
@@ -189,7 +193,7 @@ eng_clear(struct eng *e)
 		free(c->resp_body);
 	}
 	e->nrecs = 0;
-	e->nstarted = e->nasks = e->nanswered = e->nalerts = 0;
+	e->nstarted = e->nstarted_heads = e->nasks = e->nanswered = e->nalerts = 0;
 	e->max_waiting = 0;
 	e->last_ask = e->answered_id = 0;
 	e->answer = -1;
@@ -520,9 +524,15 @@ test_allow_deny_unknown(void **state)
 	assert_string_equal(r->scheme, "https");
 	assert_int_equal(r->status, 200);
 	assert_non_null(strstr(r->rule, "allow 127.0.0.1:"));
+	/* Both heads are recorded, and the live record had the request's. */
+	assert_non_null(strstr(r->req_headers, "User-Agent: curl/"));
+	assert_non_null(strstr(r->resp_headers, "Content-Type: "));
+	assert_int_equal(e->nstarted, 1);
+	assert_int_equal(e->nstarted_heads, 1);
 	r = eng_find(e, "/ok/2");
 	assert_string_equal(r->decision, "deny");
 	assert_int_equal(r->status, 403);
+	assert_non_null(strstr(r->req_headers, "User-Agent: curl/"));
 	r = eng_find(e, "/ok/secret");
 	assert_string_equal(r->decision, "deny");
 	assert_non_null(strstr(r->rule, "deny 127.0.0.1"));
