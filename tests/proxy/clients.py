@@ -11,6 +11,10 @@
                                    of BUSY), then GET URL on one more; say how many of
                                    the held ones the proxy closed
   clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
+  clients.py early URL             send the TLS hello with the CONNECT, before the 200;
+                                   then GET URL, print the answer
+  clients.py halfclose URL         send a GET (http://) and shut the sending side, then
+                                   print the answer that still comes
   clients.py flood N URL PROXY2 COUNT
                                    open N connections, half idle, half sending a head
                                    a byte at a time; meanwhile GET URL COUNT times
@@ -175,6 +179,72 @@ def cmd_sni(url, name):
             break
         out += d
     print(out.decode(errors="replace"))
+
+
+def tls_pump(s, tls, inc, out, step):
+    """Runs STEP (a TLS call) over socket S until it needs no more reads."""
+    while True:
+        try:
+            r = step()
+            data = out.read()
+            if data:
+                s.sendall(data)
+            return r
+        except ssl.SSLWantReadError:
+            data = out.read()
+            if data:
+                s.sendall(data)
+            d = s.recv(65536)
+            if not d:
+                return None
+            inc.write(d)
+
+
+def cmd_early(url):
+    scheme, host, port, path = split(url)
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    ctx = ssl.create_default_context(cafile=CA)
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(inc, out, server_hostname=host)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    # The hello reaches the proxy in the same write as the CONNECT head.
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+              (host.encode(), port, host.encode(), port) + out.read())
+    head, rest = read_head(s)
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        sys.exit("CONNECT refused: " + head.decode(errors="replace"))
+    inc.write(rest)
+    tls_pump(s, tls, inc, out, tls.do_handshake)
+    tls.write(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" %
+              (path.encode(), host.encode(), port))
+    s.sendall(out.read())
+    answer = b""
+    while True:
+        try:
+            d = tls_pump(s, tls, inc, out, lambda: tls.read(65536))
+        except ssl.SSLZeroReturnError:
+            break
+        if not d:
+            break
+        answer += d
+    print(answer.decode(errors="replace"))
+
+
+def cmd_halfclose(url):
+    scheme, host, port, path = split(url)
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (url.encode(), host.encode(), port))
+    s.shutdown(socket.SHUT_WR)
+    answer = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        answer += d
+    print(answer.decode(errors="replace"))
 
 
 def cmd_cap(n, url, busy=None):

@@ -567,6 +567,16 @@ test_plain_keepalive_head(void **state)
 	    "https://127.0.0.1:$HP/sni localhost"), 0);
 	eng_expect_out(e, "HTTP/1.1 200 OK");
 	eng_expect_out(e, "\"Host\": \"localhost\"");
+	/* A TLS hello sent along with the CONNECT, before the 200 came. */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS early "
+	    "https://127.0.0.1:$HP/early"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	eng_expect_out(e, "\"path\": \"/early\"");
+	/* A client that shuts its sending side after the request still gets the answer. */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS halfclose "
+	    "http://127.0.0.1:$PP/half"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	eng_expect_out(e, "\"path\": \"/half\"");
 	/* A body that only the end of the connection ends. */
 	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/close"), 0);
 	eng_expect_out(e, "until close");
