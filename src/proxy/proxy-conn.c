@@ -102,6 +102,7 @@ struct proxy_conn {
 
 static void proxy_conn_pump(struct proxy_conn *);
 static void proxy_conn_forward(struct proxy_conn *);
+static void proxy_conn_ready(struct proxy_conn *);
 static int proxy_conn_relay_failed(struct proxy_conn *, bool);
 
 /* Sets STATE and the client's timeouts that go with it. */
@@ -886,7 +887,7 @@ proxy_conn_forward(struct proxy_conn *pc)
 		return;
 	}
 	/* A pooled connection: the request goes out before it is recorded. */
-	proxy_conn_upstream_ready(pc);
+	proxy_conn_ready(pc);
 	proxy_conn_report(pc, false);
 }
 
@@ -913,8 +914,6 @@ proxy_conn_prescan(struct proxy_conn *pc)
 	    len);
 	return pc->r.leak != NULL;
 }
-
-static void proxy_conn_ready(struct proxy_conn *);
 
 void
 proxy_conn_upstream_ready(struct proxy_conn *pc)

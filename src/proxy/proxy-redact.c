@@ -9,7 +9,7 @@
 
 /* True if the LEFT bytes at S start with WORD (a literal). */
 #define PROXY_REDACT_AT(s, left, word) \
-	((left) >= sizeof word - 1 && memcmp((s), word, sizeof word - 1) == 0)
+	((left) >= sizeof(word) - 1 && memcmp((s), (word), sizeof(word) - 1) == 0)
 
 /*
  * True if a credential word starts at S (lower case, LEFT bytes). Every
