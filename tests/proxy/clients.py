@@ -15,6 +15,7 @@
                                    then GET URL, print the answer
   clients.py halfclose URL         send a GET (http://) and shut the sending side, then
                                    print the answer that still comes
+  clients.py halfhello URL         CONNECT, then half a TLS record, then hang up
   clients.py flood N URL PROXY2 COUNT
                                    open N connections, half idle, half sending a head
                                    a byte at a time; meanwhile GET URL COUNT times
@@ -245,6 +246,17 @@ def cmd_halfclose(url):
             break
         answer += d
     print(answer.decode(errors="replace"))
+
+
+def cmd_halfhello(url):
+    scheme, host, port, path = split(url)
+    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+              (host.encode(), port, host.encode(), port))
+    head, rest = read_head(s)
+    print(head.split(b"\r\n")[0].decode(errors="replace"))
+    s.sendall(b"\x16\x03\x01\x02\x00\x01")
+    s.close()
 
 
 def cmd_cap(n, url, busy=None):

@@ -757,6 +757,39 @@ test_upstream_errors(void **state)
 	eng_end_session(e);
 }
 
+/*
+ * A client that does not trust the agentmux CA, and one that hangs up in
+ * the middle of its hello: each is one record of a failed CONNECT that says
+ * why, and the proxy goes on serving.
+ */
+static void
+test_client_tls_errors(void **state)
+{
+	struct eng *e = *state;
+	struct eng_rec *r;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	eng_run(e, "curl -sS --max-time 30 -x \"$PURL\" "
+	    "https://127.0.0.1:$HP/untrusted -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[000]");
+	eng_wait_records(e, 1);
+	r = eng_find(e, "");
+	assert_string_equal(r->method, "CONNECT");
+	assert_non_null(strstr(r->error, "TLS with the client failed (does it "
+	    "trust the agentmux CA?): TLS error: "));
+	/* CONNECT, then half a TLS record, then the end. */
+	eng_run(e, "python3 $CLIENTS halfhello https://127.0.0.1:$HP/");
+	eng_expect_out(e, "HTTP/1.1 200 Connection established");
+	eng_wait_records(e, 2);
+	assert_non_null(strstr(e->recs[1].error, "TLS with the client failed "
+	    "(does it trust the agentmux CA?): the other side closed the "
+	    "connection during TLS"));
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/after "
+	    "-w ' [%%{http_code}]'"), 0);
+	eng_expect_out(e, "[200]");
+	eng_end_session(e);
+}
+
 /* TEXT with every "@" replaced by 127.0.0.1:PORT, as hex for clients.py raw. */
 static char *
 eng_hex(const char *text, int port)
@@ -992,6 +1025,7 @@ main(void)
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_upstream_errors),
+		cmocka_unit_test(test_client_tls_errors),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_ask),
 		cmocka_unit_test(test_slow_clients),
