@@ -60,6 +60,20 @@ def connect(url, sni=None):
     return s, host, port, target.encode()
 
 
+def proxy_socket(timeout=20):
+    return socket.create_connection((PHOST, int(PPORT)), timeout=timeout)
+
+
+def read_all(s):
+    """What S sends until it closes."""
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return out
+        out += d
+
+
 def read_head(s):
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -173,13 +187,7 @@ def cmd_sni(url, name):
     s, host, port, target = connect(url, sni=name)
     s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
               (target, name.encode()))
-    out = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-    print(out.decode(errors="replace"))
+    print(read_all(s).decode(errors="replace"))
 
 
 def tls_pump(s, tls, inc, out, step):
@@ -203,7 +211,7 @@ def tls_pump(s, tls, inc, out, step):
 
 def cmd_early(url):
     scheme, host, port, path = split(url)
-    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s = proxy_socket()
     ctx = ssl.create_default_context(cafile=CA)
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
     tls = ctx.wrap_bio(inc, out, server_hostname=host)
@@ -236,21 +244,15 @@ def cmd_early(url):
 
 def cmd_halfclose(url):
     scheme, host, port, path = split(url)
-    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s = proxy_socket()
     s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (url.encode(), host.encode(), port))
     s.shutdown(socket.SHUT_WR)
-    answer = b""
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        answer += d
-    print(answer.decode(errors="replace"))
+    print(read_all(s).decode(errors="replace"))
 
 
 def cmd_halfhello(url):
     scheme, host, port, path = split(url)
-    s = socket.create_connection((PHOST, int(PPORT)), timeout=20)
+    s = proxy_socket()
     s.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
               (host.encode(), port, host.encode(), port))
     head, rest = read_head(s)
