@@ -375,7 +375,6 @@ proxy_conn_finish(struct proxy_conn *pc)
 		proxy_conn_report(pc, true);
 	proxy_upstream_free(pc->up);
 	pc->up = NULL;
-	pc->client.peer = NULL;
 	evtimer_del(pc->timer);
 	/* A client that never reads its answer is not waited for forever. */
 	proxy_side_read_timeout(&pc->client, NULL);
@@ -928,8 +927,6 @@ proxy_conn_ready(struct proxy_conn *pc)
 {
 	struct proxy_req *r = &pc->r;
 
-	pc->client.peer = &pc->up->side;
-	pc->up->side.peer = &pc->client;
 	pc->up_eof = false;
 	free(pc->up_error);
 	pc->up_error = NULL;
@@ -992,7 +989,6 @@ proxy_conn_retry(struct proxy_conn *pc)
 		return false;
 	r->retried = true;
 	proxy_upstream_free(pc->up);
-	pc->client.peer = NULL;
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, false);
 	return true;
@@ -1215,7 +1211,6 @@ proxy_conn_request_done(struct proxy_conn *pc)
 	proxy_conn_report(pc, true);
 	proxy_upstream_release(pc->up, reuse);
 	pc->up = NULL;
-	pc->client.peer = NULL;
 	if (!keep) {
 		proxy_conn_finish(pc);
 		return;

@@ -215,7 +215,7 @@ const char *proxy_http_reason(int status);
 #define PROXY_SIDE_TIMEOUT 0x40
 #define PROXY_SIDE_CONNECTED 0x80
 
-/* One side of a proxied connection: its socket, TLS over it, and the other side. */
+/* One side of a proxied connection: its socket, TLS over it, and its buffers. */
 struct proxy_side {
 	int fd;
 	SSL *ssl;                     /* TLS over the socket; NULL: none */
@@ -223,7 +223,6 @@ struct proxy_side {
 	struct evbuffer *out;         /* the owner's, to be sent (encrypted) */
 	struct evbuffer *wire;        /* TLS records not yet written */
 	struct evbuffer *early;       /* read before TLS began: TLS reads it first */
-	struct proxy_side *peer;
 	struct event *rev;            /* the socket is readable, or idle too long */
 	struct event *wev;            /* the socket takes more, or stalls too long */
 	struct event *tell;           /* runs the owner's callbacks from the loop */

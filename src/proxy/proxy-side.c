@@ -203,10 +203,9 @@ proxy_side_error(struct proxy_side *s)
 	if ((v = SSL_get_verify_result(s->ssl)) != X509_V_OK)
 		return xprintf("certificate verify failed: %s",
 		    X509_verify_cert_error_string(v));
-	if (s->eof && s->err == 0 && (s->tls_err == 0 ||
-	    ERR_GET_REASON(s->tls_err) == SSL_R_UNEXPECTED_EOF_WHILE_READING))
-		return xstrdup("the other side closed the connection during TLS");
-	if (s->tls_err != 0 &&
+	/* OpenSSL 3 reports the other side's close as an error of its own. */
+	if (s->tls_err != 0 && ERR_GET_REASON(s->tls_err) !=
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING &&
 	    (reason = ERR_reason_error_string(s->tls_err)) != NULL)
 		return xprintf("TLS error: %s", reason);
 	if (s->err != 0)

@@ -111,7 +111,7 @@ proxy_upstream_handshake_cb(void *arg, short what)
 }
 
 static int
-proxy_upstream_bev(struct proxy_upstream *up, char **cause)
+proxy_upstream_side(struct proxy_upstream *up, char **cause)
 {
 	struct proxy *px = up->ps->px;
 	SSL *ssl;
@@ -151,7 +151,7 @@ proxy_upstream_connected_cb(evutil_socket_t fd, short what, void *arg)
 		proxy_upstream_try_next(up);
 		return;
 	}
-	if (proxy_upstream_bev(up, &cause) == -1) {
+	if (proxy_upstream_side(up, &cause) == -1) {
 		proxy_upstream_fail(up, 502, cause);
 		free(cause);
 		return;
@@ -396,7 +396,6 @@ proxy_upstream_release(struct proxy_upstream *up, bool reuse)
 		return;
 	}
 	up->pc = NULL;
-	up->side.peer = NULL;
 	proxy_side_setcb(&up->side, proxy_upstream_idle_io_cb,
 	    proxy_upstream_idle_event_cb, up);
 	proxy_side_read_timeout(&up->side, &tv);
