@@ -51,6 +51,15 @@ static const char *const config_default_excludes[] = { "node_modules/",
 
 static int (*config_rule_validator)(const char *, const char *, char **);
 
+static const char *const config_section_names[] = { "policy", "agent",
+	"secret", "limits", "ui", "proxy", "snapshots", NULL };
+
+const char *const *
+config_sections(void)
+{
+	return config_section_names;
+}
+
 const char *const *
 config_known_keys(const char *section)
 {

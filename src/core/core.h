@@ -340,6 +340,8 @@ const struct config_agent *config_agent(const struct config *, const char *name)
 const struct config_secret *config_secret(const struct config *, const char *name);
 /** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
 const char *const *config_known_keys(const char *section);
+/** Every section kind the config file takes ("agent" for [agent NAME]), NULL-terminated. */
+const char *const *config_sections(void);
 /** The directory holding the built-in agent profiles; borrowed. */
 const char *config_share_dir(void);
 /**

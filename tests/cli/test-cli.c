@@ -73,7 +73,7 @@ test_unknown_option(void **state)
 	expect_usage_error("needs a value", "requests", "--host");
 	expect_usage_error("--older-than", "gc", NULL);
 	expect_usage_error("which session", "show", NULL);
-	expect_usage_error("'check' or 'path'", "config", NULL);
+	expect_usage_error("say 'check', 'path'", "config", NULL);
 }
 
 static void
