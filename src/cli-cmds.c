@@ -203,8 +203,8 @@ static const struct cli_cmd cli_config_subs[] = {
 };
 
 static const struct cli_arg cli_completion_words_args[] = {
-	{ "agents|sessions|snapshots|sections", CLI_CHOICE, 0, NULL },
-	{ "SESSION", CLI_SESSION, CLI_OPTIONAL, "whose snapshots" },
+	{ "WORD", CLI_TEXT, CLI_OPTIONAL | CLI_REPEAT, "the command line "
+	  "after 'agentmux', the last word the one being completed" },
 	CLI_ARGS_END
 };
 static const struct cli_cmd cli_completion_subs[] = {
@@ -215,9 +215,10 @@ static const struct cli_cmd cli_completion_subs[] = {
 	{ .name = "fish", .fn = cmd_completion,
 	  .summary = "print the fish completion script" },
 	{ .name = "words", .fn = cmd_completion_words,
-	  .args = cli_completion_words_args,
-	  .summary = "print the words the scripts offer, one a line: agent "
-	  "names, session numbers, a session's snapshots, config sections" },
+	  .args = cli_completion_words_args, .flags = CLI_ORDERED,
+	  .summary = "print what may come next on a command line (the "
+	  "scripts ask this): commands, options, agent names, session "
+	  "numbers, snapshots, config sections" },
 	{ .name = NULL },
 };
 

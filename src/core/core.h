@@ -151,6 +151,8 @@ void clone_gate_open(void);
 
 /** $XDG_CONFIG_HOME/agentmux/config (or ~/.config/...); caller frees. */
 char *path_config_file(void);
+/** $XDG_DATA_HOME/agentmux, neither created nor checked; caller frees. */
+char *path_data_dir_name(void);
 /** $XDG_DATA_HOME/agentmux, created 0700 and checked; caller frees; NULL + *CAUSE on error. */
 char *path_data_dir(char **cause);
 /** The user's home directory (HOME, else the passwd entry); borrowed. */
