@@ -792,16 +792,15 @@ config_share_has_agents(const char *dir)
 static char *
 config_share_beside(const char *exe)
 {
-	char *dir, *slash;
+	char *dir, *slash, *real;
 
 	if (*AGENTMUX_BIN_TO_SHARE == '\0' || (slash = strrchr(exe, '/')) ==
 	    NULL)
 		return NULL;
 	dir = xprintf("%.*s/%s", (int)(slash - exe), exe, AGENTMUX_BIN_TO_SHARE);
-	if (config_share_has_agents(dir))
-		return dir;
+	real = config_share_has_agents(dir) ? path_real(dir) : NULL;
 	free(dir);
-	return NULL;
+	return real;
 }
 
 const char *
