@@ -267,6 +267,44 @@ test_readme_commands(void **state)
 	free(readme);
 }
 
+static void
+docs_check_help(const struct cli_cmd *cmd, const char *name)
+{
+	struct test_run r;
+	char *words, *sp, *want;
+	size_t i;
+
+	for (i = 0; cmd->subs != NULL && cmd->subs[i].name != NULL; i++) {
+		words = xprintf("%s %s", name, cmd->subs[i].name);
+		docs_check_help(&cmd->subs[i], words);
+		free(words);
+	}
+	words = xstrdup(name);
+	if ((sp = strchr(words, ' ')) != NULL)
+		*sp++ = '\0';
+	test_amx(&r, words, sp != NULL ? sp : "--help", sp != NULL ? "--help" :
+	    NULL, NULL);
+	want = xprintf("usage: agentmux %s ", name);
+	if (r.status != 0 || strstr(r.out, want) == NULL)
+		fail_msg("'agentmux %s --help' exits %d with: %s%s", name,
+		    r.status, r.out, r.err);
+	free(want);
+	free(words);
+	test_run_free(&r);
+}
+
+/* Every command and subcommand answers --help with its usage. */
+static void
+test_help_everywhere(void **state)
+{
+	const struct cli_cmd *v;
+	size_t n, i;
+
+	v = cli_commands(&n);
+	for (i = 0; i < n; i++)
+		docs_check_help(&v[i], v[i].name);
+}
+
 int
 main(void)
 {
@@ -275,6 +313,7 @@ main(void)
 		cmocka_unit_test(test_man_keys),
 		cmocka_unit_test(test_man_config),
 		cmocka_unit_test(test_readme_commands),
+		cmocka_unit_test(test_help_everywhere),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
