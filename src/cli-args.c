@@ -88,11 +88,12 @@ cli_parse_value(struct cli_parse *p, const struct cli_opt *o,
 		return 0;
 	}
 	if (inline_value != NULL && as_given[1] == '-') {
-		cli_parse_set(p, o, inline_value);     /* --host= is an empty value */
+		cli_parse_set(p, o, inline_value);   /* --host= is empty */
 		return 0;
 	}
 	if (p->i + 1 >= p->argc)
-		return cli_parse_error(p, "option '%s' needs a value", as_given);
+		return cli_parse_error(p, "option '%s' needs a value",
+		    as_given);
 	cli_parse_set(p, o, p->argv[++p->i]);
 	return 0;
 }
@@ -118,8 +119,8 @@ cli_parse_long(struct cli_parse *p, const char *word)
 	}
 	if (o->value == NULL) {
 		if (eq != NULL)
-			return cli_parse_error(p, "option '--%s' takes no value",
-			    o->name);
+			return cli_parse_error(p, "option '--%s' takes no "
+			    "value", o->name);
 		cli_parse_set(p, o, NULL);
 		return 0;
 	}
@@ -245,14 +246,14 @@ cli_parse_check(struct cli_parse *p)
 			need = n + 1;
 		more = (a[n].flags & CLI_REPEAT) != 0;
 	}
-	if (p->args->argc < need) {
+	if (p->args->argc < need && a != NULL) {
 		a += p->args->argc;
 		if (a->kind == CLI_SESSION && (a->flags & CLI_REPEAT))
-			return cli_parse_error(p, "which sessions? give numbers "
-			    "or 'last'");
+			return cli_parse_error(p, "which sessions? give "
+			    "numbers or 'last'");
 		if (a->kind == CLI_SESSION)
-			return cli_parse_error(p, "which session? give a number "
-			    "or 'last'");
+			return cli_parse_error(p, "which session? give a "
+			    "number or 'last'");
 		if (a->kind == CLI_CHOICE)
 			return cli_parse_error(p, "say %s", a->name);
 		return cli_parse_error(p, "%s is missing", a->name);

@@ -13,11 +13,14 @@
 #define CLI_OPT_AGENT(what) \
 	{ "agent", 'a', "AGENT", CLI_AGENT, what }
 #define CLI_OPT_ALLOW \
-	{ "allow", 0, "RULE", CLI_TEXT, "also allow HOST[:PORT] [METHOD] [PATH] (repeat)" }
+	{ "allow", 0, "RULE", CLI_TEXT, \
+	  "also allow HOST[:PORT] [METHOD] [PATH] (repeat)" }
 #define CLI_OPT_DENY \
-	{ "deny", 0, "RULE", CLI_TEXT, "also deny HOST[:PORT] [METHOD] [PATH] (repeat)" }
+	{ "deny", 0, "RULE", CLI_TEXT, \
+	  "also deny HOST[:PORT] [METHOD] [PATH] (repeat)" }
 #define CLI_OPT_UPSTREAM_CA \
-	{ "upstream-ca", 0, "FILE", CLI_FILE, "also trust FILE's CA certificates upstream (repeat)" }
+	{ "upstream-ca", 0, "FILE", CLI_FILE, \
+	  "also trust FILE's CA certificates upstream (repeat)" }
 #define CLI_ARG_SESSION \
 	{ "SESSION", CLI_SESSION, 0, "a session number, or 'last'" }
 #define CLI_ARG_PATHS(what) \

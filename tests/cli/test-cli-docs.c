@@ -50,6 +50,16 @@ docs_block(const char *text, const char *start, const char *const *ends)
 	return xstrndup(p, (size_t)(end - p));
 }
 
+/* BLOCK, or a failure naming WHAT was not found (and an empty text). */
+static char *
+docs_need(char *block, const char *what)
+{
+	if (block != NULL)
+		return block;
+	fail_msg("%s: not found", what);
+	return xstrdup("");
+}
+
 /* True if WORD is in TEXT with no letter, digit or '-' right after it. */
 static bool
 docs_has(const char *text, const char *word)
@@ -114,9 +124,7 @@ docs_check_cmd(const char *page, const struct cli_cmd *cmd, const char *name)
 		head = xprintf(".It Nm Cm %s", name);
 		block = docs_block(page, head, ends);
 	}
-	if (block == NULL)
-		fail_msg("agentmux.1 has no entry for 'agentmux %s' (a line "
-		    "'.Nm Cm %s' in COMMANDS)", name, name);
+	block = docs_need(block, head);
 	docs_check_opts(block, cmd, name);
 	free(block);
 	free(head);
@@ -132,14 +140,13 @@ test_man_commands(void **state)
 	const struct cli_cmd *v;
 	size_t n, i;
 
-	cmds = docs_block(page, ".Sh COMMANDS", sh);
-	assert_non_null(cmds);
+	cmds = docs_need(docs_block(page, ".Sh COMMANDS", sh), "COMMANDS");
 	v = cli_commands(&n);
 	for (i = 0; i < n; i++)
 		docs_check_cmd(cmds, &v[i], v[i].name);
 	free(cmds);
-	top = docs_block(page, ".Sh DESCRIPTION", ends);
-	assert_non_null(top);
+	top = docs_need(docs_block(page, ".Sh DESCRIPTION", ends),
+	    "DESCRIPTION");
 	docs_check_opts(top, cli_top(), "agentmux");
 	free(top);
 	free(page);
@@ -154,8 +161,7 @@ test_man_keys(void **state)
 	const struct tui_binding *v;
 	size_t n, i;
 
-	keys = docs_block(page, ".Sh DASHBOARD", ends);
-	assert_non_null(keys);
+	keys = docs_need(docs_block(page, ".Sh DASHBOARD", ends), "DASHBOARD");
 	v = tui_keys_bindings(&n);
 	for (i = 0; i < n; i++) {
 		if (v[i].name == NULL)
@@ -186,8 +192,7 @@ test_man_config(void **state)
 
 	for (s = config_sections(); *s != NULL; s++) {
 		head = xprintf(".Ss Bq %s", *s);
-		if ((block = docs_block(page, head, ends)) == NULL)
-			fail_msg("agentmux.conf.5 has no section '%s'", head);
+		block = docs_need(docs_block(page, head, ends), head);
 		for (k = config_known_keys(*s); *k != NULL; k++) {
 			want = xprintf(".It Ic %s ", *k);
 			if (strstr(block, want) == NULL)
@@ -237,13 +242,13 @@ test_readme_commands(void **state)
 	const struct cli_cmd *v;
 	size_t n, i, j;
 
-	list = docs_block(readme, "## Commands", ends);
-	assert_non_null(list);
+	list = docs_need(docs_block(readme, "## Commands", ends),
+	    "README.md's ## Commands");
 	v = cli_commands(&n);
 	for (i = 0; i < n; i++) {
-		if ((line = docs_readme_line(list, v[i].name)) == NULL)
-			fail_msg("README.md's Commands lack 'agentmux %s'",
-			    v[i].name);
+		w = xprintf("README.md's line '    agentmux %s'", v[i].name);
+		line = docs_need(docs_readme_line(list, v[i].name), w);
+		free(w);
 		for (j = 0; v[i].subs != NULL && v[i].subs[j].name != NULL;
 		    j++) {
 			if (!docs_has_word(line, v[i].subs[j].name))
