@@ -152,7 +152,7 @@ EOF
 	    -x 120 -y 30 "zsh -i"
 	screen_has() {
 		i=0
-		while [ $i -lt 300 ]; do
+		while [ $i -lt 600 ]; do
 			case $(tmux -S "$TMUX_SOCK" capture-pane -p 2>/dev/null) in
 			*"$1"*) return 0 ;;
 			esac
