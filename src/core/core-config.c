@@ -37,7 +37,8 @@ static const char *const config_keys_agent[] = { "description", "command",
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
-	"file_size", "open_files", "tmp_size", "cpu", NULL };
+	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
+	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
 	"color", "scrollback", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
@@ -212,6 +213,32 @@ config_get_size(struct config_parse *cp, const char *name, const char *value,
 	}
 	*out = v;
 	return true;
+}
+
+/* A size (512M) or a share of the filesystem (5%). */
+static void
+config_get_reserve(struct config_parse *cp, const char *name,
+    const char *value, struct config_limits *l)
+{
+	size_t n = strlen(value);
+	long long pct;
+	char *num, *cause = NULL;
+
+	if (n == 0 || value[n - 1] != '%') {
+		if (config_get_size(cp, name, value, &l->disk_reserve))
+			l->disk_reserve_pct = 0;
+		return;
+	}
+	num = xstrndup(value, n - 1);
+	if (util_parse_int(num, 0, 99, &pct, &cause) == -1) {
+		config_problem(cp, "%s: '%s' is not a share of the disk from 0%% "
+		    "to 99%%, nor a size (e.g. 1G, 5%%)", name, value);
+		free(cause);
+	} else {
+		l->disk_reserve_pct = (int)pct;
+		l->disk_reserve = 0;
+	}
+	free(num);
 }
 
 static bool
@@ -489,6 +516,10 @@ config_limits_key(struct config_parse *cp, const char *name, const char *value)
 		config_get_size(cp, name, value, &l->tmp_size);
 	else if (strcmp(name, "cpu") == 0)
 		config_get_duration(cp, name, value, &l->cpu_seconds);
+	else if (strcmp(name, "disk_write") == 0)
+		config_get_size(cp, name, value, &l->disk_write);
+	else if (strcmp(name, "disk_reserve") == 0)
+		config_get_reserve(cp, name, value, l);
 	else
 		config_unknown_key(cp, "limits", config_keys_limits, name);
 }
@@ -864,6 +895,8 @@ config_set_defaults(struct config *cf)
 	cf->limits.file_size = 8LL << 30;
 	cf->limits.open_files = 8192;
 	cf->limits.tmp_size = 1LL << 30;
+	cf->limits.disk_write = 20LL << 30;
+	cf->limits.disk_reserve = 1LL << 30;
 	cf->ui.prefix = xstrdup("C-a");
 	cf->ui.prefix_key = 1;
 	nocolor = getenv("NO_COLOR");

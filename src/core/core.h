@@ -271,6 +271,9 @@ struct config_limits {
 	int64_t open_files;
 	int64_t tmp_size;     /* bytes */
 	int64_t cpu_seconds;  /* 0 = none */
+	int64_t disk_write;   /* bytes a session's processes may write; 0 = none */
+	int64_t disk_reserve; /* bytes to keep free on the project's and data dir's disks */
+	int disk_reserve_pct; /* or this share of each, if not 0 */
 };
 
 struct config_ui {

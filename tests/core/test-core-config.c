@@ -182,6 +182,43 @@ test_bad_values(void **state)
 	expect_problem("[agent x]\ncommand = 'unterminated\n", 2, "quote");
 }
 
+/* The disk a session may take: defaults, sizes, a share, and what is refused. */
+static void
+test_disk_limits(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+
+	cf = load("", &ps);
+	assert_non_null(cf);
+	assert_int_equal(cf->limits.disk_write, 20LL << 30);
+	assert_int_equal(cf->limits.disk_reserve, 1LL << 30);
+	assert_int_equal(cf->limits.disk_reserve_pct, 0);
+	config_free(cf);
+	config_problems_free(&ps);
+	cf = load("[limits]\ndisk_write = 0\ndisk_reserve = 5%\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(ps.n, 0);
+	assert_int_equal(cf->limits.disk_write, 0);
+	assert_int_equal(cf->limits.disk_reserve, 0);
+	assert_int_equal(cf->limits.disk_reserve_pct, 5);
+	config_free(cf);
+	config_problems_free(&ps);
+	/* The last one given wins, a size after a share too. */
+	cf = load("[limits]\ndisk_reserve = 5%\ndisk_reserve = 512M\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(cf->limits.disk_reserve, 512LL << 20);
+	assert_int_equal(cf->limits.disk_reserve_pct, 0);
+	config_free(cf);
+	config_problems_free(&ps);
+	expect_problem("[limits]\ndisk_write = much\n", 2, "not a size");
+	expect_problem("[limits]\ndisk_reserve = 100%\n", 2,
+	    "not a share of the disk from 0% to 99%");
+	expect_problem("[limits]\ndisk_reserve = -1%\n", 2, "share");
+	expect_problem("[limits]\ndisk_reserve = %\n", 2, "share");
+	expect_problem("[limits]\ndisk_reserve = lots\n", 2, "not a size");
+}
+
 static void
 test_syntax_errors(void **state)
 {
@@ -307,6 +344,7 @@ main(void)
 		cmocka_unit_test(test_missing_explicit_fails),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_disk_limits),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_secret_checks),
