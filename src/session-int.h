@@ -12,6 +12,7 @@ struct jail;
 struct proxy;
 struct proxy_policy;
 struct proxy_session;
+struct session_disk;
 struct session_secret;
 
 /* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
@@ -95,6 +96,8 @@ struct session {
 	int status;
 	struct event *kill_ev;
 	struct event *wall_ev;       /* the profile's wall_clock limit */
+	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
+	char *end_reason;            /* why agentmux ended it, for the record */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -139,6 +142,14 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+
+/* The disk write budget and reserve (session-disk.c). */
+int session_disk_check(struct session_ctx *, const char *project,
+    char **cause);
+void session_disk_start(struct session *);
+bool session_disk_frozen(struct session *);
+void session_disk_end(struct session *);
+void session_disk_free(struct session *);
 
 /* File entries under HOME (session-files.c). */
 int session_files_place(struct session *, char **cause);

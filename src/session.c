@@ -226,8 +226,10 @@ session_finish(struct session *s)
 		event_del(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_del(s->wall_ev);
+	session_disk_end(s);
 	session_files_capture(s);
-	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	store_session_end(s->ctx->st, s->id, "exited", s->status,
+	    s->end_reason);
 	/* Before the end snapshot runs git on the project. */
 	session_guard_stop(s);
 	session_snap_end(s);
@@ -531,7 +533,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
 	    s->project, cause) == -1)
 		goto fail;
-	if (session_guard_sockets(s, cause) == -1)
+	if (session_guard_sockets(s, cause) == -1 ||
+	    session_disk_check(ctx, s->project, cause) == -1)
 		goto fail;
 	session_asked(s, a, o);
 	s->cwd = session_cwd(o->dir, s->project);
@@ -561,6 +564,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_link(s);
 	session_io_start(s);
 	session_wall_start(s, a);
+	session_disk_start(s);
 	return s;
 failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
@@ -585,6 +589,7 @@ session_free(struct session *s)
 		event_free(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_free(s->wall_ev);
+	session_disk_free(s);
 	if (s->pty != NULL)
 		bufferevent_free(s->pty);
 	if (s->out != NULL)
@@ -621,6 +626,7 @@ session_free(struct session *s)
 	free(s->project);
 	free(s->cwd);
 	free(s->command);
+	free(s->end_reason);
 	free(s);
 }
 
@@ -715,6 +721,11 @@ session_terminate(struct session *s)
 
 	if (s->jail == NULL || s->reaped)
 		return;
+	/* A frozen command cannot act on SIGTERM: it goes at once. */
+	if (session_disk_frozen(s)) {
+		jail_kill(s->jail);
+		return;
+	}
 	jail_signal(s->jail, SIGTERM);
 	if (s->kill_ev == NULL)
 		s->kill_ev = evtimer_new(s->ctx->base, session_kill_cb, s);

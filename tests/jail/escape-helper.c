@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static int
@@ -340,6 +342,97 @@ do_fill(const char *path, int mib)
 	return escaped("wrote %d MiB to %s", mib, path);
 }
 
+/* Writes MIB files of 1 MiB each into DIR; ESCAPED if all of them were written. */
+static int
+write_files(const char *dir, int mib)
+{
+	static char buf[1 << 20];
+	char path[4096];
+	int fd, i;
+
+	for (i = 0; i < mib; i++) {
+		snprintf(path, sizeof path, "%s/w%d", dir, i);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+			return blocked(path);
+		if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+			close(fd);
+			return blocked(path);
+		}
+		close(fd);
+		usleep(10000);
+	}
+	return escaped("wrote %d MiB to %s", mib, dir);
+}
+
+/* The same, once the process's counters are out of an ordinary user's reach. */
+static int
+do_undumpable(const char *dir, int mib)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return blocked("prctl(PR_SET_DUMPABLE)");
+	return write_files(dir, mib);
+}
+
+/*
+ * A process that has SIGCONT sent to it from outside the jail (the
+ * kernel, as lines are typed on its terminal: F_SETSIG on /dev/tty) and
+ * by a timer, and stops itself again after each beat into FILE, so that
+ * it is seen stopped nearly whenever one looks; for up to 60 s. A frozen
+ * session must not see it beat however much is typed.
+ */
+static void
+on_cont(int sig)
+{
+	(void)sig;
+}
+
+static int
+selfcont_tty(void)
+{
+	int fd;
+
+	/* A tty gives O_ASYNC to its foreground group: take it back after. */
+	if ((fd = open("/dev/tty", O_RDONLY | O_NOCTTY)) == -1 ||
+	    fcntl(fd, F_SETSIG, SIGCONT) == -1 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) == -1 ||
+	    fcntl(fd, F_SETOWN, getpid()) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+do_selfcont(const char *file)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	struct sigaction sa;
+	timer_t tm;
+	int fd, i;
+
+	/* A signal ignored (SIGCONT's default) would park the timer. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_cont;
+	sigaction(SIGCONT, &sa, NULL);
+	if (selfcont_tty() == -1)
+		return blocked("F_SETSIG on /dev/tty");
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIGCONT;
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_nsec = its.it_interval.tv_nsec = 1000000;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) == -1 ||
+	    timer_settime(tm, 0, &its, NULL) == -1)
+		return blocked("timer_create");
+	if ((fd = open(file, O_WRONLY | O_CREAT | O_APPEND, 0644)) == -1)
+		return blocked(file);
+	for (i = 0; i < 60000; i++) {
+		if (write(fd, ".", 1) != 1)
+			return blocked(file);
+		raise(SIGSTOP);
+	}
+	return escaped("beat for 60 s");
+}
+
 static int
 do_grep(const char *path, const char *needle)
 {
@@ -538,6 +631,10 @@ main(int argc, char **argv)
 		    (printf("BLOCKED: %s is not set\n", a), 1);
 	if (strcmp(c, "grep") == 0)
 		return do_grep(a, b);
+	if (strcmp(c, "undumpable") == 0)
+		return do_undumpable(a, atoi(b));
+	if (strcmp(c, "selfcont") == 0)
+		return do_selfcont(a);
 	fprintf(stderr, "usage: amx-escape ATTEMPT [ARGS]\n");
 	return 2;
 }

@@ -114,6 +114,8 @@ crashes() {
 disk_full_in_ns() {
 	local hdr apid i out n
 	mount -t tmpfs -o size=16m tmpfs "$XDG_DATA_HOME" || { echo "SKIP: cannot mount a tmpfs"; exit 77; }
+	# Filled on purpose: no reserve of free space kept ([limits] disk_reserve).
+	printf '[limits]\ndisk_reserve = 0\n' >"$XDG_CONFIG_HOME/agentmux/config"
 	hdr=$(head -c 6000 /dev/zero | tr '\0' 'h')
 	(cd "$P" && "$AMX" run --allow "127.0.0.1:$PP" -- true) </dev/null >/dev/null 2>&1
 	fallocate -l $(( $(df --output=avail -B1 "$XDG_DATA_HOME" | tail -n 1) - 300 * 1024 )) "$XDG_DATA_HOME/filler" ||

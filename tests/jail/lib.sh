@@ -147,6 +147,7 @@ jail_as_user() {
 	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" \
 	    AMX_ESCAPE="$S/bin/amx-escape" AGENTMUX_SHARE="$S/share" \
+	    AMX_SMALLFS="${AMX_SMALLFS:-}" \
 	    TMPDIR=/tmp sh "$S/$(basename "$JAIL_SCRIPT")" --as-user || rc=1
 	userdel "$U" 2>/dev/null
 	rm -rf "$S"
