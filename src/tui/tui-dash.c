@@ -109,15 +109,24 @@ tui_view_pop(struct tui *t)
 	tui_redraw(t);
 }
 
-/* The rows the panes (or a view) get: all but the status and prompt bars. */
+/* The rows the panes (or a view) get: all but the status, disk and prompt bars. */
 static struct tui_rect
 tui_area(const struct tui *t)
 {
 	struct tui_rect r = { 0, 0, t->sx, t->sy - 1 };
 
+	if (t->ndisks > 0 && r.sy > 1)
+		r.sy--;
 	if (t->nprompts > 0 && r.sy > 1)
 		r.sy--;
 	return r;
+}
+
+/* The prompt bar's row: above the disk bar, if there is one. */
+static unsigned
+tui_prompt_row(const struct tui *t)
+{
+	return t->sy - 2 - (t->ndisks > 0 ? 1 : 0);
 }
 
 /* Recomputes where every pane goes and tells each its size. */
@@ -199,7 +208,7 @@ tui_draw_panes(struct tui *t)
 			tui_pane_draw(wp, wp == focus, shown > 1);
 	}
 	if (focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || t->prompt_focus ||
+	    focus->offset != 0 || t->prompt_focus || t->disk_focus ||
 	    !tui_vterm_cursor_visible(focus->vt)) {
 		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 		return;
@@ -249,8 +258,10 @@ tui_draw(void *arg)
 		tui_draw_small(t);
 	else {
 		tui_draw_view(t);
+		if (t->ndisks > 0)
+			tui_disk_draw(t, t->sy - 2);
 		if (t->nprompts > 0)
-			tui_prompt_draw(t, t->sy - 2);
+			tui_prompt_draw(t, tui_prompt_row(t));
 		tui_status_draw(t, t->sy - 1);
 		tui_dialog_draw(t);
 	}
@@ -345,6 +356,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 		}
 	}
 	tui_prompt_drop_pane(t, wp);
+	tui_disk_drop_pane(t, wp);
 	tui_pane_free(wp);
 	t->relayout = true;
 	tui_redraw(t);
@@ -512,7 +524,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_open_focused(t, b->action);
 		break;
 	case TUI_ACT_PROMPTS:
-		if (t->nprompts == 0)
+		if (t->ndisks > 0)
+			tui_disk_focus(t, true);
+		else if (t->nprompts == 0)
 			tui_message(t, false, "no prompts are waiting");
 		else
 			tui_prompt_focus(t, true);
@@ -589,6 +603,8 @@ tui_key(struct tui *t, const struct tui_key *k)
 		tui_dialog_key(t, k);
 		return;
 	}
+	if (t->disk_focus && tui_disk_key(t, k))
+		return;
 	if (t->prompt_focus && tui_prompt_key(t, k))
 		return;
 	if (t->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
@@ -621,7 +637,12 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 
 	if (t->dialog != TUI_DIALOG_NONE || t->too_small)
 		return;
-	if (t->nprompts > 0 && m->y == t->sy - 2) {
+	if (t->ndisks > 0 && m->y == t->sy - 2) {
+		if (m->type == TUI_MOUSE_PRESS)
+			tui_disk_click(t, m->x);
+		return;
+	}
+	if (t->nprompts > 0 && m->y == tui_prompt_row(t)) {
 		if (m->type == TUI_MOUSE_PRESS)
 			tui_prompt_click(t, m->x);
 		return;
@@ -649,7 +670,8 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
 	    .pastelen = len };
 
-	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || wp == NULL ||
+	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || t->disk_focus ||
+	    wp == NULL ||
 	    tui_view_top(t) != TUI_VIEW_PANES)
 		return;
 	tui_pane_input(wp, &in);
@@ -751,6 +773,7 @@ tui_free(struct tui *t)
 		tui_pane_free(t->panes[i]);
 	free(t->panes);
 	tui_prompt_free_all(t);
+	tui_disk_free_all(t);
 	tui_requests_free_all(t);
 	tui_history_free(t);
 	tui_text_free(t->text);

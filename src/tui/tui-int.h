@@ -152,6 +152,13 @@ struct tui_prompt {
 	bool paused;
 };
 
+/* A session frozen at a disk limit, asking whether to continue (tui-disk.c). */
+struct tui_disk {
+	struct tui_pane *pane;
+	char *what;               /* "frozen: its processes wrote ..." */
+	char *more;               /* what continuing does */
+};
+
 /* One request, as the requests panel keeps it. */
 struct tui_req {
 	int64_t id;
@@ -243,6 +250,14 @@ struct tui {
 	struct event *tick_ev;
 	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
 
+	/* disk questions (tui-disk.c) */
+	struct tui_disk **disks;
+	size_t ndisks;
+	size_t disk_sel;
+	int disk_choice;            /* 0 continue, 1 stop */
+	bool disk_focus;
+	unsigned disk_x[2][2];
+
 	/* requests (tui-requests.c) */
 	struct tui_req **reqs;
 	size_t nreqs;
@@ -313,6 +328,18 @@ bool tui_prompt_click(struct tui *, unsigned x);
 void tui_prompt_free_all(struct tui *);
 /** Formats the seconds left of P (for the bar and tests). */
 int tui_prompt_seconds_left(const struct tui_prompt *, int64_t now_us);
+
+/* tui-disk.c */
+struct session_disk_ask;
+void tui_disk_ask(struct tui *, struct tui_pane *,
+    const struct session_disk_ask *);
+void tui_disk_drop_pane(struct tui *, struct tui_pane *);
+bool tui_disk_frozen(const struct tui_pane *);
+void tui_disk_focus(struct tui *, bool);
+bool tui_disk_key(struct tui *, const struct tui_key *);
+bool tui_disk_click(struct tui *, unsigned x);
+void tui_disk_draw(struct tui *, unsigned y);
+void tui_disk_free_all(struct tui *);
 
 /* tui-requests.c */
 void tui_requests_event(struct tui *, struct tui_pane *,
