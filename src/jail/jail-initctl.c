@@ -65,6 +65,8 @@ struct jail_initctl {
 static struct jail_initctl jail_ic = { .sfd = -1, .self_io = -1,
 	.sock = -1 };
 
+static void jail_initctl_reap(struct jail_initctl *);
+
 /* Reads a small /proc file into BUF; -1 if it cannot be read (errno says why). */
 static ssize_t
 jail_initctl_read(const char *path, char *buf, size_t len)
@@ -547,6 +549,46 @@ jail_initctl_self_io(struct jail_initctl *ic, uint64_t *bytes)
 	return jail_initctl_write_bytes(buf, bytes);
 }
 
+/* Whether PID is ending: exiting, or a zombie. */
+static bool
+jail_initctl_ending(pid_t pid)
+{
+	char dir[64], state;
+	unsigned long flags;
+
+	snprintf(dir, sizeof dir, "/proc/%ld", (long)pid);
+	return jail_initctl_stat(dir, &state, &flags) == 0 && (state == 'Z' ||
+	    (flags & 0x4) != 0);
+}
+
+/*
+ * Ending processes whose counters could not be read (one that is exiting
+ * has let its memory go, and its /proc files go to root like those of an
+ * undumpable one): one its parent reaps is counted in the parent from
+ * then on; one still there after a while is left unreaped on purpose,
+ * perhaps to hide what it wrote, and counts as unread.
+ */
+static unsigned
+jail_initctl_ending_wait(struct jail_initctl *ic, pid_t *z, size_t n)
+{
+	static const int waits[] = { 20, 50, 100 };
+	size_t i, w, left = n;
+	char path[64];
+
+	for (w = 0; w < nitems(waits) && left > 0; w++) {
+		jail_initctl_nap(waits[w]);
+		/* Orphans are ours to reap: what they wrote is then in our count. */
+		jail_initctl_reap(ic);
+		for (i = 0, left = 0; i < n; i++) {
+			snprintf(path, sizeof path, "/proc/%ld", (long)z[i]);
+			if (z[i] != 0 && access(path, F_OK) == -1)
+				z[i] = 0;
+			left += z[i] != 0;
+		}
+	}
+	return (unsigned)left;
+}
+
 /*
  * What every process wrote, children before parents and ourselves last: a
  * process that ends meanwhile has its count added to its parent's (or ours)
@@ -559,16 +601,25 @@ jail_initctl_count(struct jail_initctl *ic)
 	struct jail_count jc = { NULL, 0 };
 	uint64_t sum = 0, bytes;
 	unsigned unread = 0;
-	size_t i;
+	pid_t *z = NULL;
+	size_t i, nz = 0;
 
 	jail_initctl_each(jail_initctl_count_one, &jc);
 	jail_initctl_depths(&jc);
 	for (i = 0; i < jc.n; i++) {
 		if (jail_initctl_io(jc.v[i].pid, &bytes) == 0)
 			sum += bytes;
-		else if (errno != ENOENT && errno != ESRCH)
+		else if (errno == ENOENT || errno == ESRCH)
+			continue;
+		else if (jail_initctl_ending(jc.v[i].pid)) {
+			z = xreallocarray(z, nz + 1, sizeof *z);
+			z[nz++] = jc.v[i].pid;
+		} else
 			unread++;
 	}
+	if (nz > 0)
+		unread += jail_initctl_ending_wait(ic, z, nz);
+	free(z);
 	if (jail_initctl_self_io(ic, &bytes) == 0)
 		sum += bytes;
 	jail_initctl_say(ic, "i %" PRIu64 " %zu %u", sum, jc.n + 1, unread);
