@@ -564,7 +564,7 @@ test_freeze(void **state)
 	jail_kill(j);
 	assert_int_equal(wait_jail(j), 128 + SIGKILL);
 	jail_free(j);
-	unlink(xprintf("%s/beat", proj));
+	test_sh_ok("rm -f %s/beat %s/beat2", proj, proj);
 }
 
 static bool
