@@ -487,10 +487,12 @@ jail_initctl_by_depth(const void *a, const void *b)
 static void
 jail_initctl_depths(struct jail_count *jc)
 {
-	struct jail_count_proc key, *up;
+	struct jail_count_proc key = { 0, 0, 0 }, *up;
 	size_t i;
 	int d;
 
+	if (jc->n == 0)
+		return;
 	qsort(jc->v, jc->n, sizeof *jc->v, jail_initctl_by_pid);
 	for (i = 0; i < jc->n; i++) {
 		key.pid = jc->v[i].ppid;

@@ -182,7 +182,8 @@ jail_limits_sweep(const char *base, const char *file, const char *text)
 		    errno != ESRCH)
 			continue;
 		path = xprintf("%s/%s", base, de->d_name);
-		if (rmdir(path) == -1 && errno == EBUSY && file != NULL)
+		if (rmdir(path) == -1 && errno == EBUSY && file != NULL &&
+		    text != NULL)
 			jail_limits_write(path, file, text);
 		free(path);
 	}
