@@ -307,14 +307,22 @@ session_disk_describe(struct session_disk *sd)
 	free(b);
 }
 
+/* What was reached, without "session N is frozen: ". */
+static const char *
+session_disk_what(const struct session_disk *sd)
+{
+	const char *colon = strchr(sd->message, ':');
+
+	return colon != NULL ? colon + 2 : sd->message;
+}
+
 /* Why the session was stopped, when there was nobody to ask: what to change. */
 static char *
 session_disk_stopped(struct session_disk *sd)
 {
 	char *conf = session_disk_where(), *msg, *what;
-	const char *colon = strchr(sd->message, ':');
 
-	what = xstrdup(colon != NULL ? colon + 2 : sd->message);
+	what = xstrdup(session_disk_what(sd));
 	switch (sd->reason) {
 	case SESSION_DISK_BUDGET:
 		msg = xprintf("stopped session %lld: %s; to let it write more, "
@@ -371,7 +379,8 @@ session_disk_reach(struct session_disk *sd, enum session_disk_reason why)
 	}
 	if (jail_freeze(s->jail, &cause) == -1) {
 		msg = xprintf("stopped session %lld: %s, and it cannot be "
-		    "frozen: %s", (long long)s->id, sd->message, cause);
+		    "frozen: %s", (long long)s->id, session_disk_what(sd),
+		    cause);
 		session_disk_stop(sd, msg);
 		free(msg);
 		free(cause);
@@ -558,7 +567,7 @@ session_disk_freezing(struct session_disk *sd)
 	if (util_mono_us() - sd->freeze_us > SESSION_DISK_FREEZE_MS * 1000LL) {
 		msg = xprintf("stopped session %lld: %s, and it could not be "
 		    "frozen within %d seconds (%s)", (long long)s->id,
-		    sd->message, SESSION_DISK_FREEZE_MS / 1000,
+		    session_disk_what(sd), SESSION_DISK_FREEZE_MS / 1000,
 		    jail_freeze_how(s->jail));
 		session_disk_stop(sd, msg);
 		free(msg);
@@ -661,7 +670,7 @@ session_disk_answer(struct session *s, bool go_on)
 		return;
 	if (!go_on) {
 		msg = xprintf("stopped session %lld at the user's word: %s",
-		    (long long)s->id, strchr(sd->message, ':') + 2);
+		    (long long)s->id, session_disk_what(sd));
 		session_disk_stop(sd, msg);
 		free(msg);
 		return;

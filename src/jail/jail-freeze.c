@@ -51,12 +51,10 @@ jail_ctl_cg_write(struct jail_ctl *ct, const char *file, const char *text,
 	return rc;
 }
 
-/* Whether the cgroup's freezer says every process in it is frozen. */
-static int
-jail_ctl_cg_frozen(struct jail_ctl *ct, bool *frozen, char **cause)
+static char *
+jail_ctl_cg_read(struct jail_ctl *ct, const char *file, char **cause)
 {
-	char *path = xprintf("%s/%s", ct->freezer, ct->freezer_v2 ?
-	    "cgroup.events" : "freezer.state");
+	char *path = xprintf("%s/%s", ct->freezer, file);
 	struct buf b;
 
 	buf_init(&b);
@@ -64,15 +62,68 @@ jail_ctl_cg_frozen(struct jail_ctl *ct, bool *frozen, char **cause)
 		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
 		buf_free(&b);
 		free(path);
-		return -1;
+		return NULL;
 	}
 	buf_addc(&b, '\0');
-	if (ct->freezer_v2)
-		*frozen = strstr(b.data, "frozen 1\n") != NULL;
-	else
-		*frozen = strncmp(b.data, "FROZEN", 6) == 0;
-	buf_free(&b);
 	free(path);
+	return buf_steal(&b);
+}
+
+/*
+ * Whether every task of the cgroup is held: frozen (shown as D), or
+ * asleep where it cannot run user code (D) and will freeze as it wakes,
+ * or stopped, or dead. A task blocked in the kernel (a write throttled
+ * behind a busy disk) keeps the freezer FREEZING as long as it sleeps.
+ */
+static bool
+jail_ctl_cg_held(const char *tasks)
+{
+	char path[64], buf[512], *s;
+	const char *t;
+	long tid;
+	int fd;
+	ssize_t n;
+
+	for (t = tasks; *t != '\0'; t = strchr(t, '\n') != NULL ?
+	    strchr(t, '\n') + 1 : t + strlen(t)) {
+		if ((tid = strtol(t, NULL, 10)) <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", tid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if ((s = strrchr(buf, ')')) == NULL || s[1] == '\0' ||
+		    strchr("DTtZXx", s[2]) == NULL)
+			return false;
+	}
+	return true;
+}
+
+/* Whether the cgroup's freezer holds every process in it. */
+static int
+jail_ctl_cg_frozen(struct jail_ctl *ct, bool *frozen, char **cause)
+{
+	char *text;
+
+	if ((text = jail_ctl_cg_read(ct, ct->freezer_v2 ? "cgroup.events" :
+	    "freezer.state", cause)) == NULL)
+		return -1;
+	if (ct->freezer_v2)
+		*frozen = strstr(text, "frozen 1\n") != NULL;
+	else
+		*frozen = strncmp(text, "FROZEN", 6) == 0;
+	free(text);
+	if (*frozen)
+		return 0;
+	if ((text = jail_ctl_cg_read(ct, ct->freezer_v2 ? "cgroup.threads" :
+	    "tasks", cause)) == NULL)
+		return -1;
+	*frozen = jail_ctl_cg_held(text);
+	free(text);
 	return 0;
 }
 

@@ -551,7 +551,7 @@ jail_initctl_self_io(struct jail_initctl *ic, uint64_t *bytes)
 	return jail_initctl_write_bytes(buf, bytes);
 }
 
-/* Whether PID is ending: exiting, or a zombie. */
+/* Whether PID is ending: exiting, a zombie, or already reaped. */
 static bool
 jail_initctl_ending(pid_t pid)
 {
@@ -559,8 +559,9 @@ jail_initctl_ending(pid_t pid)
 	unsigned long flags;
 
 	snprintf(dir, sizeof dir, "/proc/%ld", (long)pid);
-	return jail_initctl_stat(dir, &state, &flags) == 0 && (state == 'Z' ||
-	    (flags & 0x4) != 0);
+	if (jail_initctl_stat(dir, &state, &flags) == -1)
+		return true;
+	return state == 'Z' || (flags & 0x4) != 0;
 }
 
 /*

@@ -11,6 +11,16 @@ set -u
 : "${AMX_ESCAPE:?run through meson test (AMX_ESCAPE is not set)}"
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: setpriv is not installed"; exit 77; }
 
+# A failure shows the last session's record too, not only the screen.
+fail() {
+	echo "FAIL: $*"
+	echo "--- screen:"
+	scr
+	echo "--- the last session's record:"
+	[ -n "${W:-}" ] && as_who "$T/bin/agentmux" show last 2>&1 | tail -n 12
+	exit 1
+}
+
 U=
 cleanup_user() {
 	cleanup
