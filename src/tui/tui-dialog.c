@@ -161,6 +161,7 @@ bool
 tui_dialog_key(struct tui *t, const struct tui_key *k)
 {
 	void (*cb)(struct tui *, void *) = t->confirm_cb;
+	size_t i;
 
 	switch (t->dialog) {
 	case TUI_DIALOG_NONE:
@@ -174,6 +175,9 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 		tui_new_key(t, k);
 		break;
 	}
+	/* The box covered panes that have not changed: they draw afresh. */
+	for (i = 0; t->dialog == TUI_DIALOG_NONE && i < t->npanes; i++)
+		t->panes[i]->redraw = true;
 	tui_screen_invalidate(t->scr);
 	tui_redraw(t);
 	return true;

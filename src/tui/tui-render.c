@@ -136,6 +136,7 @@ struct tui_screen {
 	uint32_t last_bg;
 	int last_pair;
 	int shape;            /* the cursor shape last sent, -1 none */
+	char pending[32];     /* DECSCUSR to send after the frame */
 	bool invalid;
 };
 
@@ -324,10 +325,11 @@ tui_screen_close(struct tui_screen *scr)
 		return;
 	tui_screen_current = NULL;
 	curs_set(1);
-	se = tigetstr("Ss");
-	if (scr->shape > 0 && se != NULL && se != (char *)-1)
-		putp(tiparm(se, 0));
 	endwin();
+	se = tigetstr("Ss");
+	if (scr->shape > 0 && se != NULL && se != (char *)-1 &&
+	    (se = tiparm(se, 0)) != NULL)
+		util_write_all(STDOUT_FILENO, se, strlen(se));
 	tui_screen_modes(false);
 	delscreen(scr->sp);
 	free(scr->line);
@@ -606,13 +608,14 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 /*
  * The shape goes to the terminal as DECSCUSR (terminfo's Ss) with the
  * pane's own number; 0, the terminal's default, is sent only to undo a
- * shape sent before.
+ * shape sent before. It is written after the frame: what putp queues
+ * between a move and the refresh never reached the terminal.
  */
 void
 tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
     unsigned y, enum tui_cursor_shape shape)
 {
-	const char *ss;
+	const char *ss, *seq;
 
 	curs_set(visible ? 1 : 0);
 	if (!visible)
@@ -625,7 +628,9 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 	if (ss == NULL || ss == (char *)-1)
 		return;
 	scr->shape = (int)shape;
-	putp(tiparm(ss, scr->shape));
+	if ((seq = tiparm(ss, scr->shape)) != NULL &&
+	    strlen(seq) < sizeof scr->pending)
+		memcpy(scr->pending, seq, strlen(seq) + 1);
 }
 
 void
@@ -636,6 +641,10 @@ tui_screen_flush(struct tui_screen *scr)
 		scr->invalid = false;
 	}
 	refresh();
+	if (scr->pending[0] != '\0') {
+		util_write_all(STDOUT_FILENO, scr->pending, strlen(scr->pending));
+		scr->pending[0] = '\0';
+	}
 }
 
 /* ---- frame pacing ---- */
