@@ -87,7 +87,7 @@ screen_is(struct tui_vterm *vt, const char *const *rows,
 			row = rows[y];
 		else
 			ended = true;
-		if (!aended && attrs[y] != NULL)
+		if (attrs != NULL && !aended && attrs[y] != NULL)
 			arow = attrs[y];
 		else
 			aended = true;
