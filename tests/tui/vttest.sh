@@ -113,6 +113,17 @@ for n in 02 03 04 05 06 07 08 09 10 11 12 13 14; do
 done
 k Enter; screen main
 
+# Menu 9, two of the known bugs: F (a mode list with DECCOLM in it) and
+# the funny scroll regions (20;10 and 0;1 are no regions at all).
+k 9 Enter; screen m9
+k 6 Enter; screen m9-6a
+k Enter; screen m9-6b
+k Enter; screen m9
+k 9 Enter; screen m9-9a
+k Enter; screen m9-9b
+k Enter; screen m9
+k 0 Enter; screen main
+
 # Menu 11: REP, colours, xterm's alternate screens and window reports.
 k 11 Enter; screen m11
 k 7 Enter; screen m11-7
