@@ -442,9 +442,10 @@ tui_vterm_fast(struct tui_vterm *vt, const char *data, size_t len)
 		tui_grid_put_ascii(gd, sy - 1, p, (size_t)(cr - p), &vt->pen);
 		tui_grid_scroll(gd, 0, 0, sx, sy, 1, 0, vt->pen.bg);
 		vt->fastlines++;
-		vt->graphic = false;
 		p = cr + 2;
 	}
+	if (p > data)
+		vt->graphic = false;
 	if (p < end)
 		vt->fast = false;
 	return (size_t)(p - data);
