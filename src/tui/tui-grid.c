@@ -592,7 +592,13 @@ tui_grid_fit_width(struct tui_grid *gd)
 	}
 }
 
-/* Takes K rows off the screen's height, keeping CURSOR_Y on it; returns the cursor's move. */
+/*
+ * Takes K rows off the screen's height, keeping CURSOR_Y on it: blank rows
+ * below the cursor first, then rows above it into the history, then (the
+ * cursor at the top) rows below it, as tmux does. Returns the cursor's
+ * move, never more than its row: libvterm takes it as it is, and a
+ * negative row would have it write outside its own arrays.
+ */
 static int
 tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 {
@@ -603,7 +609,7 @@ tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 		gd->sy--;
 		k--;
 	}
-	for (; k > 0; k--) {
+	for (; k > 0 && cursor_y > 0; k--, cursor_y--) {
 		if (gd->hsize < gd->hlimit)
 			gd->hsize++;
 		else if (++gd->first == gd->cap)
@@ -611,6 +617,7 @@ tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 		gd->sy--;
 		delta--;
 	}
+	gd->sy -= k;
 	return delta;
 }
 

@@ -115,6 +115,8 @@ enum tui_vtseq_state {
 	TUI_VTSEQ_CSI,
 	TUI_VTSEQ_STRING,       /* OSC or DCS: passed on to its end */
 	TUI_VTSEQ_STRING_ESC,   /* ESC inside one: ST, or a new sequence */
+	TUI_VTSEQ_DCS,          /* a DCS string: kept from libvterm (see tui-vtseq.c) */
+	TUI_VTSEQ_DCS_ESC,
 };
 
 #define TUI_VTSEQ_MAX 128
@@ -125,12 +127,15 @@ struct tui_vtseq {
 	char inter;             /* the intermediate byte, or 0 */
 	bool odd;               /* not one to handle: passed on as it is */
 	bool drop;              /* the rest of it must not reach libvterm */
+	bool rep;               /* a REP just after a character */
 	unsigned nsep;          /* parameter separators so far */
 	unsigned ndigits;       /* digits of the parameter so far */
 	char params[TUI_VTSEQ_MAX];
 	size_t nparams;
 	char held[TUI_VTSEQ_MAX + 8]; /* its bytes from earlier reads */
 	size_t nheld;
+	char dcs[32];           /* the start of a DCS string */
+	size_t ndcs;
 };
 
 /*
@@ -164,6 +169,8 @@ struct tui_vterm {
 	struct tui_vtsave now;
 	struct tui_vtsave saved[2]; /* the normal screen's, the alternate's */
 	bool graphic;           /* the last thing written was a character (REP) */
+	uint32_t last[TUI_CELL_MAXCHARS]; /* that character, as libvterm put it */
+	size_t nlast;
 	unsigned top;           /* the scroll region's first row */
 
 	unsigned cx;

@@ -27,6 +27,10 @@ tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 	struct tui_cell c;
 	size_t n;
 
+	/* The last character, for REP (tui-vtseq.c). */
+	for (n = 0; n < TUI_CELL_MAXCHARS && info->chars[n] != 0; n++)
+		vt->last[n] = info->chars[n];
+	vt->nlast = n;
 	if (info->width == 1 && info->chars[1] == 0 &&
 	    tui_grid_set_narrow(vt->cur, (unsigned)pos.col, (unsigned)pos.row,
 	    &vt->pen, info->chars[0] & 0x1fffff))

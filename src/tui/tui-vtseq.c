@@ -415,6 +415,65 @@ tui_vtseq_report(struct tui_vterm *vt, char final)
 		tui_vterm_write(vt, buf, (size_t)n);
 }
 
+/* Appends code point CP as UTF-8. */
+static void
+tui_vtseq_utf8(struct buf *b, uint32_t cp)
+{
+	char s[4];
+
+	if (cp < 0x80) {
+		buf_addc(b, (char)cp);
+		return;
+	}
+	if (cp < 0x800) {
+		s[0] = (char)(0xc0 | cp >> 6);
+		s[1] = (char)(0x80 | (cp & 0x3f));
+		buf_add(b, s, 2);
+		return;
+	}
+	if (cp < 0x10000) {
+		s[0] = (char)(0xe0 | cp >> 12);
+		s[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		s[2] = (char)(0x80 | (cp & 0x3f));
+		buf_add(b, s, 3);
+		return;
+	}
+	s[0] = (char)(0xf0 | cp >> 18);
+	s[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	s[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	s[3] = (char)(0x80 | (cp & 0x3f));
+	buf_add(b, s, 4);
+}
+
+/*
+ * REP: the character just written, again, as xterm prints it (wrapping
+ * like any text, at most a screenful); nothing after anything but a
+ * character. libvterm's own REP loops for ever on a character of no
+ * width, so it never sees one.
+ */
+static void
+tui_vtseq_rep(struct tui_vterm *vt)
+{
+	int args[1] = { -1 };
+	unsigned n, max = tui_grid_sx(vt->cur) * tui_grid_sy(vt->cur), i;
+	size_t k;
+	struct buf b;
+
+	if (!vt->seq.rep || vt->nlast == 0)
+		return;
+	tui_vtseq_args(&vt->seq, args, nitems(args));
+	n = args[0] < 1 ? 1 : (unsigned)args[0];
+	if (n > max)
+		n = max;
+	buf_init(&b);
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < vt->nlast; k++)
+			tui_vtseq_utf8(&b, vt->last[k]);
+	}
+	tui_vterm_input(vt, b.data, b.len);
+	buf_free(&b);
+}
+
 /* DECALN: the screen full of E in the default colours, margins reset, cursor home. */
 static void
 tui_vtseq_decaln(struct tui_vterm *vt)
@@ -470,8 +529,8 @@ tui_vtseq_judge_csi(struct tui_vterm *vt, char final, struct tui_vtsave *to)
 	case 'x':
 		return TUI_VTSEQ_OWN;
 	case 'b':
-		/* REP repeats a character only just after one. */
-		return vt->graphic ? TUI_VTSEQ_PASS : TUI_VTSEQ_OWN;
+		vt->seq.rep = vt->graphic;
+		return TUI_VTSEQ_OWN;
 	case 's':
 	case 'u':
 		/* SCOSC, SCORC (libvterm reads CSI s as DECSLRM and homes). */
@@ -559,6 +618,9 @@ tui_vtseq_act(struct tui_vterm *vt, char final, const struct tui_vtsave *to)
 	case 'c':
 		tui_vtseq_report(vt, final);
 		break;
+	case 'b':
+		tui_vtseq_rep(vt);
+		break;
 	case 's':
 		tui_vtseq_save(vt);
 		break;
@@ -566,6 +628,19 @@ tui_vtseq_act(struct tui_vterm *vt, char final, const struct tui_vtsave *to)
 		tui_vtseq_restore(vt);
 		break;
 	}
+}
+
+/*
+ * A sequence libvterm is not given may follow the start of one it was
+ * given and that this one broke off (ESC [ ESC [ 1 b): libvterm must not
+ * read what follows as the rest of that. CAN ends it there (and is
+ * nothing in the ground state). Left in a CSI, libvterm took the next
+ * "b" for a REP of a character it never had, and looped for ever.
+ */
+static void
+tui_vtseq_cancel(struct tui_vterm *vt)
+{
+	tui_vterm_input(vt, "\030", 1);
 }
 
 /* The final byte of a sequence: B->p is just past it. */
@@ -596,6 +671,7 @@ tui_vtseq_finish(struct tui_vterm *vt, struct tui_vtseq_buf *b, char final)
 		sq->nheld = 0;
 		tui_vtseq_flush(vt, b, b->start);
 		b->from = b->p;
+		tui_vtseq_cancel(vt);
 		tui_vtseq_act(vt, final, &to);
 		break;
 	}
@@ -607,16 +683,30 @@ tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 {
 	struct tui_vtseq *sq = &vt->seq;
 
+	/*
+	 * libvterm reads [, ] and P as CSI, OSC and DCS even after an
+	 * intermediate byte (which it then forgets): so does this.
+	 */
 	if (c >= 0x20 && c <= 0x2f) {
 		sq->odd |= sq->inter != 0;
 		sq->inter = c;
-	} else if (sq->inter == 0 && c == '[')
+	} else if (c == '[') {
+		sq->odd |= sq->inter != 0;
+		sq->inter = 0;
 		sq->state = TUI_VTSEQ_CSI;
-	else if (sq->inter == 0 && (c == ']' || c == 'P')) {
+	} else if (c == ']') {
 		if (sq->nheld > 0)
 			tui_vtseq_flush(vt, b, b->start);
 		b->start = NULL;
 		sq->state = TUI_VTSEQ_STRING;
+	} else if (c == 'P') {
+		/* DCS: not given to libvterm at all (tui_vtseq_dcs). */
+		sq->nheld = 0;
+		tui_vtseq_flush(vt, b, b->start);
+		b->from = b->p;
+		tui_vtseq_cancel(vt);
+		sq->state = TUI_VTSEQ_DCS;
+		sq->ndcs = 0;
 	} else if (c >= 0x30 && c <= 0x7e)
 		tui_vtseq_finish(vt, b, c);
 	else
@@ -658,20 +748,24 @@ tui_vtseq_guard(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 	return false;
 }
 
+/*
+ * One byte of a CSI, read as libvterm reads it: private markers before
+ * the parameters, intermediates after them, then the final byte; anything
+ * else ends the sequence there, unused (libvterm's "invalid CSI").
+ */
 static void
 tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 {
 	struct tui_vtseq *sq = &vt->seq;
+	bool param = (c >= '0' && c <= '9') || c == ';' || c == ':';
 
-	if (c >= 0x3c && c <= 0x3f) {
-		if (sq->nparams == 0 && sq->leader == 0 && sq->inter == 0)
-			sq->leader = c;
-		else
-			sq->odd = true;
-	} else if ((c >= '0' && c <= '9') || c == ';' || c == ':') {
+	if (c >= 0x3c && c <= 0x3f && sq->nparams == 0 && sq->inter == 0) {
+		sq->odd |= sq->leader != 0;
+		sq->leader = c;
+	} else if (param && sq->inter == 0) {
 		if (!tui_vtseq_guard(vt, b, c))
 			return;
-		if (sq->inter == 0 && sq->nparams < sizeof sq->params)
+		if (sq->nparams < sizeof sq->params)
 			sq->params[sq->nparams++] = c;
 		else
 			sq->odd = true;
@@ -680,8 +774,10 @@ tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 		sq->inter = c;
 	} else if (c >= 0x40 && c <= 0x7e)
 		tui_vtseq_finish(vt, b, c);
-	else
+	else {
 		sq->odd = true;
+		tui_vtseq_finish(vt, b, c);
+	}
 }
 
 /* One byte of an open ESC or CSI sequence. */
@@ -709,8 +805,8 @@ tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		tui_vtseq_begin(vt, b, b->p - 1, false);
 		return;
 	}
-	if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) {
-		/* libvterm runs a control inside a sequence and goes on. */
+	if ((unsigned char)c < 0x20 || c == 0x7f) {
+		/* libvterm runs a control inside a sequence (ignores DEL) and goes on. */
 		sq->odd = true;
 		return;
 	}
@@ -730,7 +826,7 @@ tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 	while (q < b->end && (unsigned char)*q >= 0x20)
 		q++;
 	if (q > b->p)
-		vt->graphic = true;
+		vt->graphic = q[-1] != 0x7f;
 	b->p = q;
 	if (q == b->end)
 		return;
@@ -783,6 +879,73 @@ tui_vtseq_string(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		sq->state = TUI_VTSEQ_GROUND;
 }
 
+/*
+ * DCS strings. libvterm 0.1.4 answers a DECRQSS for a setting it does not
+ * know with snprintf("%.s", len, string), passing the length where a
+ * pointer is read: undefined behaviour that glibc survives and ASan does
+ * not (the pane fuzzer found it with ESC P $ q i ESC \). So no DCS
+ * reaches libvterm but a DECRQSS for what it does know (m, r, s, " q",
+ * '"q'); any other DECRQSS gets xterm's "not valid" here, and every other
+ * DCS is dropped, as libvterm ignored them.
+ */
+static void
+tui_vtseq_dcs_end(struct tui_vterm *vt)
+{
+	static const char *const known[] = { "m", "r", "s", " q", "\"q" };
+	static const char invalid[] = "\033P0$r\033\\";
+	struct tui_vtseq *sq = &vt->seq;
+	size_t i, n;
+	char buf[sizeof sq->dcs + 8];
+
+	sq->state = TUI_VTSEQ_GROUND;
+	if (sq->ndcs < 2 || sq->ndcs >= sizeof sq->dcs ||
+	    memcmp(sq->dcs, "$q", 2) != 0)
+		return;
+	for (i = 0; i < nitems(known); i++) {
+		n = strlen(known[i]);
+		if (sq->ndcs - 2 == n && memcmp(sq->dcs + 2, known[i], n) == 0) {
+			n = (size_t)snprintf(buf, sizeof buf, "\033P%.*s\033\\",
+			    (int)sq->ndcs, sq->dcs);
+			tui_vterm_input(vt, buf, n);
+			return;
+		}
+	}
+	tui_vterm_write(vt, invalid, sizeof invalid - 1);
+}
+
+/* A byte of a DCS string, which libvterm does not see. */
+static void
+tui_vtseq_dcs(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+{
+	struct tui_vtseq *sq = &vt->seq;
+	char c = *b->p++;
+
+	b->from = b->p;
+	if (c == 0x18 || c == 0x1a) {
+		sq->state = TUI_VTSEQ_GROUND;
+		return;
+	}
+	if (sq->state == TUI_VTSEQ_DCS_ESC) {
+		if (c == '\\') {
+			tui_vtseq_dcs_end(vt);
+			return;
+		}
+		/* As libvterm would: the string is dropped, ESC starts a sequence. */
+		tui_vtseq_begin(vt, b, b->p - 1, false);
+		sq->held[0] = 0x1b;
+		sq->nheld = 1;
+		b->p--;
+		b->from = b->p;
+		return;
+	}
+	if (c == 0x1b)
+		sq->state = TUI_VTSEQ_DCS_ESC;
+	else if (c == 0x07)
+		tui_vtseq_dcs_end(vt);
+	else if (sq->ndcs < sizeof sq->dcs)
+		sq->dcs[sq->ndcs++] = c;
+}
+
 /* The read ends: an open sequence that may be handled here waits for the rest. */
 static void
 tui_vtseq_end(struct tui_vterm *vt, struct tui_vtseq_buf *b)
@@ -826,6 +989,10 @@ tui_vtseq_parse(struct tui_vterm *vt, const char *data, size_t len)
 		case TUI_VTSEQ_STRING:
 		case TUI_VTSEQ_STRING_ESC:
 			tui_vtseq_string(vt, &b);
+			break;
+		case TUI_VTSEQ_DCS:
+		case TUI_VTSEQ_DCS_ESC:
+			tui_vtseq_dcs(vt, &b);
 			break;
 		}
 	}

@@ -267,12 +267,25 @@ test_one_line_scroll_region(void **state)
 static void
 test_rep_after_control(void **state)
 {
-	struct tui_vterm *vt = term(12, 3);
+	struct tui_vterm *vt = term(12, 4);
 
 	feed(vt, "+\033[1b\033[10b|\r\n");
 	screen_is(vt, ROWS("++|"), NULL, 0, 1);
 	feed(vt, "x\r\033[3b-\033[2b");
 	screen_is(vt, ROWS("++|", "---"), NULL, 3, 1);
+	/* After DEL, or a broken-off sequence, nothing is repeated. */
+	feed(vt, "\177\033[2b\033[\033[1b\033[4b");
+	screen_is(vt, ROWS("++|", "---"), NULL, 3, 1);
+	/* It wraps as printed text does (libvterm's own stopped at the edge). */
+	feed(vt, "\033[3;9H=\033[5b");
+	screen_is(vt, ROWS("++|", "---", "        ====", "=="), NULL, 2, 3);
+	tui_vterm_free(vt);
+	/*
+	 * A combining character with nothing to combine with, then REP:
+	 * libvterm's own REP looped for ever on a character of no width.
+	 */
+	vt = term(12, 3);
+	feed(vt, "\314\201\033[5bok");
 	tui_vterm_free(vt);
 }
 
@@ -343,6 +356,33 @@ test_reports(void **state)
 	tui_vterm_free(vt);
 }
 
+/*
+ * DECRQSS for a setting libvterm 0.1.4 does not know crashed agentmux
+ * (libvterm read its length as a pointer); xterm answers "not valid".
+ */
+static void
+test_decrqss(void **state)
+{
+	struct tui_vterm *vt = term(10, 5);
+	int bytes;
+
+	for (bytes = 0; bytes < 2; bytes++) {
+		buf_reset(&replies);
+		feed_as(vt, "\033P$qi\033\\\033P$q\007\033P$qzzz\033\\ok", bytes);
+		assert_string_equal(replies.data, "\033P0$r\033\\\033P0$r\033\\"
+		    "\033P0$r\033\\");
+		buf_reset(&replies);
+		feed_as(vt, "\033[2;4r\033P$qr\033\\\033P$q\"q\033\\\033[r", bytes);
+		assert_string_equal(replies.data, "\033P1$r2;4r\033\\"
+		    "\033P1$r2\"q\033\\");
+		/* Other DCS strings are dropped whole; an ESC in one starts a sequence. */
+		feed_as(vt, "\033[H\033Pq#0;2;0;0;0#0~~\033\\A\033P1x\033[2GB", bytes);
+		screen_is(vt, ROWS("AB"), NULL, 2, 0);
+		feed(vt, "\033[2J\033[H");
+	}
+	tui_vterm_free(vt);
+}
+
 /* DECSCUSR: the pane's shape as it asked, blinking or not, or the terminal's own. */
 static void
 test_cursor_shape(void **state)
@@ -386,6 +426,28 @@ test_double_width_lines(void **state)
 	/* Erasing the display makes every line single again. */
 	feed(vt, "\033#3\033[2J");
 	assert_int_equal(tui_grid_lsize(gd, 3), TUI_LSIZE_SINGLE);
+	tui_vterm_free(vt);
+}
+
+/*
+ * Shrinking a full screen with the cursor near the top keeps the cursor
+ * on it (the fuzzer found it at row -7 after a resize: libvterm then
+ * indexes its own arrays with that row).
+ */
+static void
+test_shrink_keeps_cursor(void **state)
+{
+	struct tui_vterm *vt = term(4, 6);
+	unsigned x, y;
+
+	feed(vt, "\033#8\033[2;3H");
+	tui_vterm_resize(vt, 4, 3);
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 2);
+	assert_int_equal(y, 0);
+	screen_is(vt, ROWS("EEEE", "EEEE", "EEEE"), NULL, 2, 0);
+	feed(vt, "\033#6x");
+	assert_int_equal(tui_grid_lsize(tui_vterm_grid(vt), 0), TUI_LSIZE_WIDE);
 	tui_vterm_free(vt);
 }
 
@@ -441,8 +503,10 @@ main(void)
 		cmocka_unit_test(test_decaln_default_colours),
 		cmocka_unit_test(test_window_reports),
 		cmocka_unit_test(test_reports),
+		cmocka_unit_test(test_decrqss),
 		cmocka_unit_test(test_cursor_shape),
 		cmocka_unit_test(test_double_width_lines),
+		cmocka_unit_test(test_shrink_keeps_cursor),
 		cmocka_unit_test(test_held_sequences_bounded),
 	};
 
