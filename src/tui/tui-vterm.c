@@ -67,6 +67,9 @@ tui_vterm_lineinfo_sync(struct tui_vterm *vt)
 	for (y = 0; y < tui_grid_sy(vt->cur); y++) {
 		li = (VTermLineInfo *)vterm_state_get_lineinfo(vt->state, (int)y);
 		ls = tui_grid_lsize(vt->cur, (int)y);
+		/* Half of one column is none: libvterm would put the cursor at -1. */
+		if (tui_grid_sx(vt->cur) < 2)
+			ls = TUI_LSIZE_SINGLE;
 		li->doublewidth = ls != TUI_LSIZE_SINGLE;
 		li->doubleheight = ls == TUI_LSIZE_TOP ? 1 : ls == TUI_LSIZE_BOTTOM ?
 		    2 : 0;

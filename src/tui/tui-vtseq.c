@@ -554,6 +554,13 @@ tui_vtseq_judge_esc(struct tui_vterm *vt, char final)
 		vt->now.g[sq->inter - '('] = final;
 		return TUI_VTSEQ_PASS;
 	case '#':
+		/*
+		 * A double-width line one column wide would be none at all:
+		 * libvterm then puts the cursor in column -1.
+		 */
+		if ((final == '3' || final == '4' || final == '6') &&
+		    tui_grid_sx(vt->cur) < 2)
+			return TUI_VTSEQ_OWN;
 		return final == '8' ? TUI_VTSEQ_OWN : TUI_VTSEQ_PASS;
 	default:
 		return TUI_VTSEQ_PASS;
@@ -580,8 +587,10 @@ tui_vtseq_act(struct tui_vterm *vt, char final, const struct tui_vtsave *to)
 	int args[1] = { -1 };
 
 	if (sq->state == TUI_VTSEQ_ESC) {
-		if (sq->inter == '#')
+		if (sq->inter == '#' && final == '8')
 			tui_vtseq_decaln(vt);
+		else if (sq->inter == '#')
+			return;
 		else if (final == '7')
 			tui_vtseq_save(vt);
 		else if (final == '8')
@@ -655,6 +664,11 @@ tui_vtseq_finish(struct tui_vterm *vt, struct tui_vtseq_buf *b, char final)
 		v = sq->state == TUI_VTSEQ_CSI ?
 		    tui_vtseq_judge_csi(vt, final, &to) :
 		    tui_vtseq_judge_esc(vt, final);
+	} else if (sq->state == TUI_VTSEQ_CSI && final == 'b' &&
+	    sq->leader == 0 && sq->inter == 0) {
+		/* However odd, libvterm would take it for REP: dropped. */
+		sq->rep = false;
+		v = TUI_VTSEQ_OWN;
 	}
 	vt->graphic = false;
 	switch (v) {
@@ -668,8 +682,10 @@ tui_vtseq_finish(struct tui_vterm *vt, struct tui_vtseq_buf *b, char final)
 		tui_vtseq_act(vt, final, &to);
 		break;
 	case TUI_VTSEQ_OWN:
+		/* (No start: what came of it was given already, as it grew.) */
 		sq->nheld = 0;
-		tui_vtseq_flush(vt, b, b->start);
+		if (b->start != NULL)
+			tui_vtseq_flush(vt, b, b->start);
 		b->from = b->p;
 		tui_vtseq_cancel(vt);
 		tui_vtseq_act(vt, final, &to);
@@ -691,7 +707,6 @@ tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 		sq->odd |= sq->inter != 0;
 		sq->inter = c;
 	} else if (c == '[') {
-		sq->odd |= sq->inter != 0;
 		sq->inter = 0;
 		sq->state = TUI_VTSEQ_CSI;
 	} else if (c == ']') {
