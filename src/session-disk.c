@@ -436,28 +436,37 @@ session_disk_ms(int64_t margin, double rate)
 static int
 session_disk_interval(struct session_disk *sd, uint64_t host, int64_t now)
 {
-	double dt = (double)(now - sd->tick_us) / 1e6;
-	int64_t ms = SESSION_DISK_TICK_MS, t;
+	double dt = (double)(now - sd->tick_us) / 1e6, rate;
+	int64_t ms = SESSION_DISK_TICK_MS, t, margin;
 	const struct session_disk_fs *fs;
+	bool known = host != UINT64_MAX;
 	size_t i;
 
-	if (dt > 0 && sd->budget > 0 && host != UINT64_MAX &&
-	    sd->tick_host != 0 && host >= sd->tick_host && host >= sd->base) {
-		t = session_disk_ms(sd->budget - (int64_t)sd->written -
-		    (int64_t)(host - sd->base), (double)(host - sd->tick_host) /
-		    dt);
+	/*
+	 * With no earlier figure to make a pace from (the first tick, the
+	 * first after a thaw), the pace is a fast disk's.
+	 */
+	if (sd->budget > 0) {
+		margin = sd->budget - (int64_t)sd->written;
+		if (known && host >= sd->base)
+			margin -= (int64_t)(host - sd->base);
+		rate = 0;
+		if (known && dt > 0 && sd->tick_host != 0 &&
+		    host >= sd->tick_host)
+			rate = (double)(host - sd->tick_host) / dt;
+		t = session_disk_ms(margin, rate);
 		ms = t < ms ? t : ms;
 	}
-	for (i = 0; dt > 0 && i < sd->nfs; i++) {
+	for (i = 0; i < sd->nfs; i++) {
 		fs = &sd->fs[i];
 		if (fs->reserve <= 0)
 			continue;
-		t = session_disk_ms(fs->free - fs->reserve, (double)(fs->was -
-		    fs->free) / dt);
+		rate = dt > 0 ? (double)(fs->was - fs->free) / dt : 0;
+		t = session_disk_ms(fs->free - fs->reserve, rate);
 		ms = t < ms ? t : ms;
 	}
 	sd->tick_us = now;
-	sd->tick_host = host;
+	sd->tick_host = known ? host : 0;
 	return ms < SESSION_DISK_MIN_MS ? SESSION_DISK_MIN_MS : (int)ms;
 }
 
