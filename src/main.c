@@ -26,6 +26,7 @@ main(int argc, char **argv)
 	int i;
 
 	setlocale(LC_ALL, "");
+	quote_init();
 	/*
 	 * The proxy's buffers come and go at the top of the heap, 100 KiB
 	 * and more at a time; glibc gives such a top back to the kernel at

@@ -213,6 +213,55 @@ void json_print(struct json *, FILE *);
 /** Appends S as a JSON string literal (with quotes) to B. */
 void json_escape(struct buf *, const char *, size_t);
 
+/* ---- hostile strings made safe to print or draw (core-quote.c) ---- */
+
+/*
+ * Anything that came from a jail or the network (file names, paths, URLs,
+ * hosts, headers, ref names, messages that carry them) is printed or drawn
+ * only through these, as git quotes paths: as it is when every character
+ * is safe, else in double quotes with C escapes (\a \b \t \n \v \f \r \"
+ * \\) and \ooo (octal) for each byte of a control character (C0, DEL,
+ * C1 U+0080-U+009F), of invalid UTF-8, or of an invisible or bidi
+ * character (U+200B-U+200F, U+202A-U+202E, U+2066-U+2069, U+FEFF and the
+ * other format characters); outside a UTF-8 locale every byte above 0x7f.
+ * The result is printable text that decodes back to the exact bytes.
+ */
+
+/** Reads the locale's codeset: UTF-8 text is shown as it is only in a UTF-8 locale. */
+void quote_init(void);
+/** Says whether the terminal takes UTF-8 (tests, and the dashboard, which always does). */
+void quote_set_utf8(bool);
+/** Decodes one UTF-8 sequence at S into *CP; its length, or 0 if it is not valid UTF-8. */
+size_t quote_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/** True for a code point that is never shown raw (controls, C1, bidi, invisible). */
+bool quote_cp_unsafe(uint32_t cp);
+/** True if S (N bytes) would be quoted. */
+bool quote_needed(const char *s, size_t n);
+/** Appends S (N bytes) to B, quoted if it needs to be. */
+void quote_add(struct buf *, const char *s, size_t n);
+/** Appends S with unsafe characters escaped but no quotes added; newline and tab stay. */
+void quote_text_add(struct buf *, const char *s, size_t n);
+/** S quoted (caller frees); NULL for NULL. */
+char *quote_name(const char *s);
+/** S with unsafe characters escaped, for free text (caller frees); NULL for NULL. */
+char *quote_text(const char *s);
+/** S quoted; the copy is owned by KEEP (freed with it); NULL for NULL. */
+const char *quote_keep(struct strv *keep, const char *s);
+/** S escaped as free text; owned by KEEP; NULL for NULL. */
+const char *quote_keep_text(struct strv *keep, const char *s);
+
+/* ---- printing for people (core-out.c): the only way commands print ---- */
+
+/** printf to FP through quote_text_add: no control character goes out raw. */
+int out_printf(FILE *, const char *, ...) __attribute__((format(printf, 2, 3)));
+int out_vprintf(FILE *, const char *, va_list) __attribute__((format(printf, 2, 0)));
+/** fputs through quote_text_add. */
+void out_puts(FILE *, const char *);
+/** Sets colours: SGR is the parameters only ("32", "1;33", "" resets). */
+void out_color(FILE *, const char *sgr);
+/** Returns to the start of the line and erases it (progress lines). */
+void out_erase_line(FILE *);
+
 /* ---- the config file (core-config.c) ---- */
 
 enum config_on_unknown { CONFIG_ASK, CONFIG_DENY };
