@@ -221,7 +221,7 @@ cli_print_usage(FILE *fp)
 {
 	size_t i;
 
-	fprintf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
+	out_printf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
 	    "       agentmux [-a AGENT] [-C DIR] [-- COMMAND [ARG...]]   "
 	    "the dashboard\n"
 	    "\n"
@@ -230,8 +230,8 @@ cli_print_usage(FILE *fp)
 	    "\n"
 	    "Commands:\n");
 	for (i = 0; i < nitems(cli_cmds); i++)
-		fprintf(fp, "  %-10s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
-	fprintf(fp, "\nRun 'agentmux COMMAND --help' for a command's options.\n");
+		out_printf(fp, "  %-10s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
+	out_printf(fp, "\nRun 'agentmux COMMAND --help' for a command's options.\n");
 }
 
 int
@@ -239,7 +239,7 @@ cli_help(const char *name)
 {
 	const struct cli_cmd *c = cli_find(name);
 
-	printf("usage: agentmux %s %s\n\n%s.\n\n%s", c->name, c->usage,
+	out_printf(stdout, "usage: agentmux %s %s\n\n%s.\n\n%s", c->name, c->usage,
 	    c->summary, c->help);
 	return 0;
 }
@@ -250,13 +250,13 @@ cli_bad_option(const char *cmd, char **argv, int c)
 	const char *arg = argv[optind - 1];
 
 	if (c == ':')
-		fprintf(stderr, "agentmux %s: option '%s' needs a value; see "
+		out_printf(stderr, "agentmux %s: option '%s' needs a value; see "
 		    "'agentmux %s --help'\n", cmd, arg, cmd);
 	else if (optopt != 0 && optopt != '?')
-		fprintf(stderr, "agentmux %s: unknown option '-%c'; see "
+		out_printf(stderr, "agentmux %s: unknown option '-%c'; see "
 		    "'agentmux %s --help'\n", cmd, optopt, cmd);
 	else
-		fprintf(stderr, "agentmux %s: unknown option '%s'; see "
+		out_printf(stderr, "agentmux %s: unknown option '%s'; see "
 		    "'agentmux %s --help'\n", cmd, arg, cmd);
 	return 2;
 }
@@ -266,11 +266,11 @@ cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "agentmux %s: ", cmd);
+	out_printf(stderr, "agentmux %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; see 'agentmux %s --help'\n", cmd);
+	out_printf(stderr, "; see 'agentmux %s --help'\n", cmd);
 	return 2;
 }
 
@@ -279,11 +279,11 @@ cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agentmux: ", stderr);
+	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	out_puts(stderr, "\n");
 	return 1;
 }
 
@@ -407,12 +407,12 @@ cli_table_print(struct cli_table *t, FILE *fp)
 			cell = t->cells[r * t->ncols + c];
 			pad = w[c] - cli_width(cell);
 			if (t->right[c])
-				fprintf(fp, "%*s%s", (int)pad, "", cell);
+				out_printf(fp, "%*s%s", (int)pad, "", cell);
 			else if (c + 1 < t->ncols)
-				fprintf(fp, "%s%*s", cell, (int)pad, "");
+				out_printf(fp, "%s%*s", cell, (int)pad, "");
 			else
-				fputs(cell, fp);
-			fputs(c + 1 < t->ncols ? "  " : "\n", fp);
+				out_puts(fp, cell);
+			out_puts(fp, c + 1 < t->ncols ? "  " : "\n");
 		}
 	}
 	free(w);

@@ -15,7 +15,7 @@
 static int
 dashboard_usage(const char *problem, const char *what)
 {
-	fprintf(stderr, "agentmux: %s '%s'; the dashboard takes -a AGENT, "
+	out_printf(stderr, "agentmux: %s '%s'; the dashboard takes -a AGENT, "
 	    "-C DIR and -- COMMAND (see agentmux --help)\n", problem, what);
 	return 2;
 }

@@ -78,11 +78,11 @@ probe_cmd_connect(int argc, char **argv)
 	if (argc != 3)
 		return cli_usage_error("probe", "write 'connect HOST PORT'");
 	if ((fd = probe_connect(argv[1], argv[2], &cause)) == -1) {
-		printf("blocked: %s\n", cause);
+		out_printf(stdout, "blocked: %s\n", cause);
 		free(cause);
 		return 1;
 	}
-	printf("connected to %s port %s\n", argv[1], argv[2]);
+	out_printf(stdout, "connected to %s port %s\n", argv[1], argv[2]);
 	close(fd);
 	return 0;
 }
@@ -97,7 +97,7 @@ probe_cmd_resolve(int argc, char **argv)
 	if (argc != 2)
 		return cli_usage_error("probe", "write 'resolve NAME'");
 	if ((rc = getaddrinfo(argv[1], NULL, NULL, &res)) != 0) {
-		printf("blocked: cannot resolve %s: %s\n", argv[1],
+		out_printf(stdout, "blocked: cannot resolve %s: %s\n", argv[1],
 		    gai_strerror(rc));
 		return 1;
 	}
@@ -108,7 +108,7 @@ probe_cmd_resolve(int argc, char **argv)
 		inet_ntop(AF_INET6,
 		    &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, buf,
 		    sizeof buf);
-	printf("%s resolves to %s\n", argv[1], buf);
+	out_printf(stdout, "%s resolves to %s\n", argv[1], buf);
 	freeaddrinfo(res);
 	return 0;
 }
@@ -122,16 +122,16 @@ probe_cmd_write(int argc, char **argv)
 		return cli_usage_error("probe", "write 'write PATH'");
 	fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd == -1) {
-		printf("blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
 	if (write(fd, "probe\n", 6) != 6) {
-		printf("blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1], strerror(errno));
 		close(fd);
 		return 1;
 	}
 	close(fd);
-	printf("wrote %s\n", argv[1]);
+	out_printf(stdout, "wrote %s\n", argv[1]);
 	return 0;
 }
 
@@ -206,6 +206,7 @@ probe_read_all(int fd, SSL *ssl)
 		    (int)read(fd, buf, sizeof buf);
 		if (n <= 0)
 			break;
+		/* raw: the response, as curl prints it; probe runs jailed */
 		fwrite(buf, 1, (size_t)n, stdout);
 	}
 	fflush(stdout);
@@ -220,6 +221,7 @@ probe_tunnel(int fd, const struct probe_url *u, char **cause)
 	size_t len = 0;
 	int status;
 
+	/* raw: to the proxy's socket */
 	dprintf(fd, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", u->host,
 	    u->port, u->host, u->port);
 	while (len < sizeof head - 1) {
@@ -237,7 +239,7 @@ probe_tunnel(int fd, const struct probe_url *u, char **cause)
 	}
 	if (status != 200) {
 		/* Show the proxy's refusal as the response. */
-		fputs(head, stdout);
+		out_puts(stdout, head);
 		probe_read_all(fd, NULL);
 		*cause = xprintf("the proxy refused CONNECT with %d", status);
 		return -1;
@@ -314,7 +316,7 @@ probe_cmd_fetch(int argc, char **argv)
 		char *h = probe_expand(argv[i]);
 
 		/* Shown like curl -v: what left the jail, placeholders and all. */
-		fprintf(stderr, "> %s\n", h);
+		out_printf(stderr, "> %s\n", h);
 		buf_printf(&hdr, "%s\r\n", h);
 		free(h);
 	}
@@ -346,7 +348,7 @@ close:
 out:
 	buf_free(&hdr);
 	if (cause != NULL) {
-		printf("blocked: %s\n", cause);
+		out_printf(stdout, "blocked: %s\n", cause);
 		free(cause);
 	}
 	return rc;

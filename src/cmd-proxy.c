@@ -147,7 +147,7 @@ proxy_request_cb(void *arg, struct session *s, const struct store_request *r,
 
 	if (!pr->verbose || !done)
 		return;
-	fprintf(stderr, "%s %s %s://%s:%d%s -> %d (%s%s%s)\n", r->decision,
+	out_printf(stderr, "%s %s %s://%s:%d%s -> %d (%s%s%s)\n", r->decision,
 	    r->method, r->scheme, r->host, r->port, r->path, r->status,
 	    r->rule != NULL ? r->rule : "no rule", r->error != NULL ? "; " :
 	    "", r->error != NULL ? r->error : "");
@@ -157,7 +157,7 @@ static void
 proxy_notice_cb(void *arg, struct session *s, const char *level,
     const char *message)
 {
-	fprintf(stderr, "agentmux proxy: %s%s\n", strcmp(level, "info") == 0 ?
+	out_printf(stderr, "agentmux proxy: %s%s\n", strcmp(level, "info") == 0 ?
 	    "" : strcmp(level, "alert") == 0 ? "ALERT: " : "warning: ",
 	    message);
 }
@@ -294,7 +294,7 @@ cmd_proxy(int argc, char **argv)
 	for (i = 0; i < argc; i++)
 		strv_add(&cmd, argv[i]);
 	if ((fd = proxy_listen(pa.listen, &cause)) == -1) {
-		fprintf(stderr, "agentmux proxy: %s\n", cause);
+		out_printf(stderr, "agentmux proxy: %s\n", cause);
 		rc = 2;
 		goto out;
 	}
@@ -323,7 +323,7 @@ cmd_proxy(int argc, char **argv)
 		cli_error("%s", cause);
 		goto out;
 	}
-	printf("agentmux proxy: serving http://%.*s:%d as session %lld; "
+	out_printf(stdout, "agentmux proxy: serving http://%.*s:%d as session %lld; "
 	    "unknown destinations are denied\n"
 	    "agentmux proxy: clients must trust the CA %s\n",
 	    (int)(strrchr(pa.listen, ':') - pa.listen), pa.listen, port,

@@ -90,7 +90,10 @@ static void
 run_output(void *arg, struct session *s, int stream, const char *data,
     size_t len)
 {
-	/* A reader that went away (EPIPE) must not stop the command. */
+	/*
+	 * raw: the jailed command's own output, as ssh passes a remote
+	 * one's. A reader that went away (EPIPE) must not stop the command.
+	 */
 	util_write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
@@ -107,7 +110,7 @@ run_notice(void *arg, struct session *s, const char *level,
 
 	if (strcmp(level, "info") == 0)
 		return;
-	fprintf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
+	out_printf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
 	    r->tty ? "\r" : "");
 }
 
@@ -416,7 +419,7 @@ run_denied(struct session *s)
 		return;
 	for (line = strtok_r(sum, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "agentmux: %s\n", line);
+		out_printf(stderr, "agentmux: %s\n", line);
 	free(sum);
 }
 
@@ -450,7 +453,7 @@ cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (session_check(ctx, &ra.o, &cause) == -1) {
-		fprintf(stderr, "agentmux run: %s\n", cause);
+		out_printf(stderr, "agentmux run: %s\n", cause);
 		rc = 2;
 		goto out;
 	}

@@ -92,6 +92,7 @@ struct session {
 
 	bool reaped;
 	bool ended;
+	bool budget_told;            /* the record budget was reached and said */
 	int status;
 	struct event *kill_ev;
 	struct event *wall_ev;       /* the profile's wall_clock limit */

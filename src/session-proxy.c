@@ -343,6 +343,19 @@ session_proxy_prepare(struct session *s, const struct config_agent *a,
 
 /* ---- what the proxy reports ---- */
 
+/* Says once that the session's records reached their budget (the store has recorded it). */
+static void
+session_proxy_budget(struct session *s)
+{
+	if (s->budget_told || !store_budget_hit(s->ctx->st, s->id))
+		return;
+	s->budget_told = true;
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", "this session's records reached "
+		    "[proxy] record_budget: further requests are counted, not "
+		    "stored");
+}
+
 static void
 session_proxy_request(void *arg, const struct proxy_record *p)
 {
@@ -377,6 +390,7 @@ session_proxy_request(void *arg, const struct proxy_record *p)
 	r.mime_type = (char *)p->mime_type;
 	if (p->done) {
 		store_request_add(s->ctx->st, &r);
+		session_proxy_budget(s);
 		if (strcmp(p->decision, "deny") == 0)
 			session_proxy_note_denied(s, p->host, p->port,
 			    p->error);

@@ -53,6 +53,8 @@ session_ctx_create(struct event_base *base, const struct config *cf,
 	if ((ctx->st = store_open(NULL, cause)) == NULL)
 		goto fail;
 	store_attach(ctx->st, base);
+	store_set_limits(ctx->st, cf->proxy.record_budget,
+	    (size_t)cf->proxy.record_headers);
 	if (session_proxy_ctx_init(ctx, cause) == -1)
 		goto fail;
 	ctx->sigchld = evsignal_new(base, SIGCHLD, session_ctx_sigchld, ctx);

@@ -41,7 +41,7 @@ static const char *const config_keys_ui[] = { "prefix", "default_agent",
 	"color", "scrollback", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
-	"record_bodies", NULL };
+	"record_bodies", "record_headers", "record_budget", NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
 	NULL };
 
@@ -202,6 +202,23 @@ config_get_size(struct config_parse *cp, const char *name, const char *value,
 	}
 	*out = v;
 	return true;
+}
+
+static void
+config_get_size_min(struct config_parse *cp, const char *name,
+    const char *value, int64_t min, int64_t *out)
+{
+	char size[16];
+	int64_t v;
+
+	if (!config_get_size(cp, name, value, &v))
+		return;
+	if (v < min) {
+		config_problem(cp, "%s: %s is too small; give at least %s", name,
+		    value, util_fmt_size(size, sizeof size, min));
+		return;
+	}
+	*out = v;
 }
 
 static bool
@@ -576,7 +593,12 @@ config_proxy_key(struct config_parse *cp, const char *name, const char *value)
 			px->max_body_record = 0;
 		else
 			config_get_size(cp, name, value, &px->max_body_record);
-	} else
+	} else if (strcmp(name, "record_headers") == 0)
+		config_get_size_min(cp, name, value, 1024, &px->record_headers);
+	else if (strcmp(name, "record_budget") == 0)
+		config_get_size_min(cp, name, value, 1024 * 1024,
+		    &px->record_budget);
+	else
 		config_unknown_key(cp, "proxy", config_keys_proxy, name);
 }
 
@@ -833,6 +855,8 @@ config_set_defaults(struct config *cf)
 	cf->proxy.idle_timeout = 300;
 	cf->proxy.client_timeout = 30;
 	cf->proxy.max_connections = 256;
+	cf->proxy.record_headers = CONFIG_RECORD_HEADERS;
+	cf->proxy.record_budget = CONFIG_RECORD_BUDGET;
 	cf->snapshots.interval = 30;
 	strv_init(&cf->snapshots.excludes);
 	for (e = config_default_excludes; *e != NULL; e++)

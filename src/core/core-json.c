@@ -235,7 +235,7 @@ json_knull(struct json *j, const char *k)
 void
 json_print(struct json *j, FILE *fp)
 {
-	/* raw: every string in it went through json_escape. */
-	fputs(j->out.data, fp);
-	fputc('\n', fp);
+	/* Every string in it went through json_escape. */
+	fputs(j->out.data, fp); /* raw: escaped */
+	fputc('\n', fp); /* raw: a newline */
 }

@@ -38,7 +38,7 @@ log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 	if (log_hook != NULL && level <= LOG_LEVEL_INFO)
 		log_hook(level, line, log_hook_arg);
 	else if (level <= log_threshold)
-		fprintf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n", line);
+		out_printf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n", line);
 	free(line);
 }
 
@@ -92,11 +92,11 @@ fatal(const char *fmt, ...)
 	va_list ap;
 	int saved = errno;
 
-	fputs("agentmux: ", stderr);
+	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, ": %s\n", strerror(saved));
+	out_printf(stderr, ": %s\n", strerror(saved));
 	exit(1);
 }
 
@@ -105,10 +105,10 @@ fatalx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agentmux: ", stderr);
+	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	out_puts(stderr, "\n");
 	exit(1);
 }

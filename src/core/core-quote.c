@@ -177,22 +177,36 @@ quote_needed(const char *s, size_t n)
 	return false;
 }
 
-/* Appends S with its unsafe bytes escaped; QUOTED also escapes '"' and '\'. */
+/* How much of a string's layout survives. */
+enum quote_mode {
+	QUOTE_NAME,   /* inside "...": '"' and '\\' escaped too */
+	QUOTE_LINE,   /* one line of free text: every control escaped */
+	QUOTE_TEXT,   /* free text: newlines, CR LF and tabs kept */
+};
+
+/* Appends S with its unsafe bytes escaped as MODE says. */
 static void
-quote_add_escaped(struct buf *b, const char *s, size_t n, bool quoted)
+quote_add_escaped(struct buf *b, const char *s, size_t n, enum quote_mode mode)
 {
 	size_t i = 0, len, j;
 
 	while (i < n) {
 		if ((len = quote_safe_len(s + i, n - i)) > 0) {
-			if (quoted && (s[i] == '"' || s[i] == '\\'))
+			if (mode == QUOTE_NAME && (s[i] == '"' || s[i] == '\\'))
 				buf_addc(b, '\\');
 			buf_add(b, s + i, len);
 			i += len;
 			continue;
 		}
-		if (!quoted && (s[i] == '\n' || s[i] == '\t')) {
+		if (mode == QUOTE_TEXT && (s[i] == '\n' || s[i] == '\t')) {
 			buf_addc(b, s[i++]);
+			continue;
+		}
+		/* A line end in raw mode; a lone CR could write over a line. */
+		if (mode == QUOTE_TEXT && s[i] == '\r' && i + 1 < n &&
+		    s[i + 1] == '\n') {
+			buf_add(b, "\r\n", 2);
+			i += 2;
 			continue;
 		}
 		len = quote_unsafe_len(s + i, n - i);
@@ -210,14 +224,20 @@ quote_add(struct buf *b, const char *s, size_t n)
 		return;
 	}
 	buf_addc(b, '"');
-	quote_add_escaped(b, s, n, true);
+	quote_add_escaped(b, s, n, QUOTE_NAME);
 	buf_addc(b, '"');
 }
 
 void
 quote_text_add(struct buf *b, const char *s, size_t n)
 {
-	quote_add_escaped(b, s, n, false);
+	quote_add_escaped(b, s, n, QUOTE_TEXT);
+}
+
+void
+quote_line_add(struct buf *b, const char *s, size_t n)
+{
+	quote_add_escaped(b, s, n, QUOTE_LINE);
 }
 
 char *
@@ -246,6 +266,19 @@ quote_text(const char *s)
 	if (b.data == NULL)
 		return xstrdup("");
 	return buf_steal(&b);
+}
+
+const char *
+quote_keep_line(struct strv *keep, const char *s)
+{
+	struct buf b;
+
+	if (s == NULL)
+		return NULL;
+	buf_init(&b);
+	quote_line_add(&b, s, strlen(s));
+	strv_take(keep, b.data != NULL ? buf_steal(&b) : xstrdup(""));
+	return keep->v[keep->n - 1];
 }
 
 const char *

@@ -239,8 +239,10 @@ bool quote_cp_unsafe(uint32_t cp);
 bool quote_needed(const char *s, size_t n);
 /** Appends S (N bytes) to B, quoted if it needs to be. */
 void quote_add(struct buf *, const char *s, size_t n);
-/** Appends S with unsafe characters escaped but no quotes added; newline and tab stay. */
+/** Appends S with unsafe characters escaped but no quotes added; newline, CR LF and tab stay. */
 void quote_text_add(struct buf *, const char *s, size_t n);
+/** Appends S with every unsafe character escaped, newlines too, no quotes added: one line of text. */
+void quote_line_add(struct buf *, const char *s, size_t n);
 /** S quoted (caller frees); NULL for NULL. */
 char *quote_name(const char *s);
 /** S with unsafe characters escaped, for free text (caller frees); NULL for NULL. */
@@ -249,6 +251,8 @@ char *quote_text(const char *s);
 const char *quote_keep(struct strv *keep, const char *s);
 /** S escaped as free text; owned by KEEP; NULL for NULL. */
 const char *quote_keep_text(struct strv *keep, const char *s);
+/** S escaped as one line of free text (quote_line_add); owned by KEEP; NULL for NULL. */
+const char *quote_keep_line(struct strv *keep, const char *s);
 
 /* ---- printing for people (core-out.c): the only way commands print ---- */
 
@@ -336,7 +340,13 @@ struct config_proxy {
 	int64_t client_timeout;   /* seconds for a client to send its headers */
 	int64_t max_connections;  /* per session */
 	int64_t max_body_record;  /* bytes of each body stored; 0 = none */
+	int64_t record_headers;   /* bytes of each request's headers stored */
+	int64_t record_budget;    /* bytes of records one session may store */
 };
+
+/* Defaults of [proxy] record_headers and record_budget. */
+#define CONFIG_RECORD_HEADERS (16 * 1024)
+#define CONFIG_RECORD_BUDGET (256LL * 1024 * 1024)
 
 struct config_snapshots {
 	int64_t interval;         /* seconds between turn-boundary snapshots */

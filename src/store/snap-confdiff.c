@@ -411,7 +411,7 @@ snap_cc_line(struct snap_cc_out *o, const char *line, size_t len)
 		else if (line[0] == '@')
 			color = "\033[36m";
 	}
-	fprintf(o->out, "%s%s%s\n", color != NULL ? color : "", red,
+	out_printf(o->out, "%s%s%s\n", color != NULL ? color : "", red,
 	    color != NULL ? "\033[m" : "");
 	free(red);
 	free(copy);
@@ -431,7 +431,7 @@ snap_cc_unified(struct snap_cc_out *o, const char *a, const char *b)
 	buf_init(&out);
 	buf_init(&err);
 	if (snap_git_outside(argv, &out, &err, &st, &cause) == -1 || st > 1) {
-		fprintf(o->out, "(cannot diff: %s)\n", cause != NULL ? cause :
+		out_printf(o->out, "(cannot diff: %s)\n", cause != NULL ? cause :
 		    err.data != NULL ? err.data : "git diff failed");
 		free(cause);
 	}
@@ -477,17 +477,17 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	if (strcmp(b, "/dev/null") != 0 && lstat(b, &sb) == 0)
 		zb = sb.st_size;
 	if (za > SNAP_CC_MAX_DIFF || zb > SNAP_CC_MAX_DIFF)
-		fprintf(o->out, "large file: %lld -> %lld bytes\n", (long long)za,
+		out_printf(o->out, "large file: %lld -> %lld bytes\n", (long long)za,
 		    (long long)zb);
 	else if ((za > 0 && snap_cc_binary(a)) ||
 	    (zb > 0 && snap_cc_binary(b)))
-		fprintf(o->out, "binary file: %lld -> %lld bytes\n",
+		out_printf(o->out, "binary file: %lld -> %lld bytes\n",
 		    (long long)za, (long long)zb);
 	else {
 		if (cc->change == 'M' && za == zb && lstat(a, &sa) == 0 &&
 		    lstat(b, &sb) == 0 && (sa.st_mode & 07777) !=
 		    (sb.st_mode & 07777))
-			fprintf(o->out, "mode %04o -> %04o\n",
+			out_printf(o->out, "mode %04o -> %04o\n",
 			    (unsigned)(sa.st_mode & 07777),
 			    (unsigned)(sb.st_mode & 07777));
 		snap_cc_unified(o, a, b);
@@ -526,7 +526,7 @@ snap_cc_list_dir(struct snap_cc_out *o, const char *dir, size_t *n)
 		if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
 			snap_cc_list_dir(o, p, n);
 		else if ((*n)++ < SNAP_CC_MAX_LIST)
-			fprintf(o->out, "-%s\n", p);
+			out_printf(o->out, "-%s\n", p);
 		free(p);
 	}
 	strv_free(&names);
@@ -537,13 +537,13 @@ snap_cc_show_one(struct snap_cc_out *o, const struct snap_cc *cc)
 {
 	size_t n = 0;
 
-	fprintf(o->out, "%s--- %s%s\n+++ %s%s%s\n", o->color ? "\033[1m" : "",
+	out_printf(o->out, "%s--- %s%s\n+++ %s%s%s\n", o->color ? "\033[1m" : "",
 	    cc->change == 'A' ? "" : "a", cc->change == 'A' ? "/dev/null" :
 	    cc->host, cc->change == 'D' ? "" : "b", cc->change == 'D' ?
 	    "/dev/null" : cc->host, o->color ? "\033[m" : "");
 	if (cc->type == 'd') {
 		snap_cc_list_dir(o, cc->host, &n);
-		fprintf(o->out, "deleted directory: %zu file%s%s\n", n,
+		out_printf(o->out, "deleted directory: %zu file%s%s\n", n,
 		    n == 1 ? "" : "s", n > SNAP_CC_MAX_LIST ? " (not all listed)" :
 		    "");
 	} else if (cc->type == 'l')
@@ -577,16 +577,16 @@ snap_confdiff_show(struct store *st, int64_t session,
 	o.color = opts->color;
 	o.secrets = snap_redact_secrets(opts->cf, &o.nsecrets);
 	if (c.n == 0)
-		fprintf(o.out, "session %lld has no pending config changes\n",
+		out_printf(o.out, "session %lld has no pending config changes\n",
 		    (long long)session);
 	for (i = 0; i < c.n; i++) {
-		fprintf(o.out, "%s%s %s%s\n", o.color ? "\033[1;33m" : "",
+		out_printf(o.out, "%s%s %s%s\n", o.color ? "\033[1;33m" : "",
 		    snap_cc_word(c.v[i].change), c.v[i].host,
 		    o.color ? "\033[m" : "");
 		snap_cc_show_one(&o, &c.v[i]);
 	}
 	if (c.n > 0)
-		fprintf(o.out, "%zu pending change%s: 'agentmux confdiff %lld "
+		out_printf(o.out, "%zu pending change%s: 'agentmux confdiff %lld "
 		    "--apply [PATH...]' keeps them, --discard drops them\n",
 		    c.n, c.n == 1 ? "" : "s", (long long)session);
 	snap_cc_secrets_free(o.secrets, o.nsecrets);
@@ -797,7 +797,7 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 	for (i = 0; i < c.n; i++) {
 		if (apply && snap_cc_apply_one(&c.v[i], &err) == -1) {
 			if (out != NULL)
-				fprintf(out, "not applied: %s\n", err);
+				out_printf(out, "not applied: %s\n", err);
 			store_event_add(st, session, "warn", "confdiff",
 			    "cannot apply %s: %s", c.v[i].host, err);
 			free(err);
@@ -815,7 +815,7 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 			return -1;
 		}
 		if (out != NULL)
-			fprintf(out, "%-9s %-8s %s\n", rec.action, rec.change,
+			out_printf(out, "%-9s %-8s %s\n", rec.action, rec.change,
 			    rec.path);
 		n++;
 	}

@@ -133,7 +133,7 @@ snap_nested_config(struct snap_nested *nc, const char *repo,
     const char *config)
 {
 	struct buf b, list;
-	struct strv keys;
+	struct strv keys, q;
 	char *kept = NULL, *nl;
 	size_t off, len, i;
 
@@ -156,13 +156,17 @@ snap_nested_config(struct snap_nested *nc, const char *repo,
 	if (keys.n > 0 && (kept = snap_nested_keep(nc, config, false)) !=
 	    NULL) {
 		buf_init(&list);
+		strv_init(&q);
 		for (i = 0; i < keys.n; i++) {
 			snap_nested_unset(config, keys.v[i]);
-			buf_printf(&list, "%s%s", i == 0 ? "" : ", ", keys.v[i]);
+			buf_printf(&list, "%s%s", i == 0 ? "" : ", ",
+			    quote_keep(&q, keys.v[i]));
 		}
 		strv_addf(nc->messages, "the nested repository %s had settings "
 		    "that make git run commands (%s) in %s; they were removed "
-		    "(the file as it was is %s)", repo, list.data, config, kept);
+		    "(the file as it was is %s)", quote_keep(&q, repo),
+		    list.data, quote_keep(&q, config), quote_keep(&q, kept));
+		strv_free(&q);
 		buf_free(&list);
 	}
 	free(kept);
@@ -176,6 +180,7 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo,
     const char *gitdir)
 {
 	char *dir = xprintf("%s/hooks", gitdir), *path, *to;
+	struct strv q;
 	struct dirent *de;
 	struct stat sb;
 	DIR *d;
@@ -191,9 +196,12 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo,
 		    (strlen(de->d_name) < 7 || strcmp(de->d_name +
 		    strlen(de->d_name) - 7, ".sample") != 0) &&
 		    (to = snap_nested_keep(nc, path, true)) != NULL) {
+			strv_init(&q);
 			strv_addf(nc->messages, "the nested repository %s had a "
 			    "new hook %s, which git would run; it was moved to "
-			    "%s", repo, path, to);
+			    "%s", quote_keep(&q, repo), quote_keep(&q, path),
+			    quote_keep(&q, to));
+			strv_free(&q);
 			free(to);
 		}
 		free(path);

@@ -72,7 +72,7 @@ snap_refs_branches(struct snap_repo *r, char **rec, size_t nrec,
 			free(ref);
 			continue;
 		}
-		fprintf(out, "  %sreset   %s to %.12s (it was %.12s)\n",
+		out_printf(out, "  %sreset   %s to %.12s (it was %.12s)\n",
 		    dry ? "would " : "", ref + 11, want, cur != NULL ? cur :
 		    "deleted");
 		if (!dry && snap_refs_set(r, ref, want, cur != NULL ? cur : "",
@@ -85,7 +85,7 @@ snap_refs_branches(struct snap_repo *r, char **rec, size_t nrec,
 	for (i = 0; i < now->n; i++) {
 		ref = xstrndup(now->v[i], strcspn(now->v[i], " "));
 		if (snap_refs_find(rec, nrec, ref) == NULL)
-			fprintf(out, "  keep    %s: made during the session; "
+			out_printf(out, "  keep    %s: made during the session; "
 			    "delete it with 'git branch -D %s'\n", ref + 11,
 			    ref + 11);
 		free(ref);
@@ -106,7 +106,7 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 			const char *args[] = { "symbolic-ref", "-m", msg, "HEAD",
 			    rec + 5, NULL };
 
-			fprintf(out, "  %sswitch  HEAD to %s\n", dry ? "would " :
+			out_printf(out, "  %sswitch  HEAD to %s\n", dry ? "would " :
 			    "", rec + 5);
 			if (!dry)
 				rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL,
@@ -116,7 +116,7 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 		const char *args[] = { "update-ref", "--no-deref", "-m", msg,
 		    "HEAD", rec, NULL };
 
-		fprintf(out, "  %sdetach  HEAD at %.12s\n", dry ? "would " : "",
+		out_printf(out, "  %sdetach  HEAD at %.12s\n", dry ? "would " : "",
 		    rec);
 		if (!dry)
 			rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL, cause);
@@ -157,7 +157,7 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		free(saved);
 		return 0;
 	}
-	fprintf(out, "  %srestore the index (.git/index) as it was at start\n",
+	out_printf(out, "  %srestore the index (.git/index) as it was at start\n",
 	    dry ? "would " : "");
 	if (dry) {
 		free(saved);
@@ -194,7 +194,7 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 
 	rec = store_session_refs(st, session, &nrec);
 	if (r->shadow || nrec == 0) {
-		fprintf(out, "  --refs: no refs were recorded at the start of "
+		out_printf(out, "  --refs: no refs were recorded at the start of "
 		    "session %lld; nothing to reset\n", (long long)session);
 		rc = 0;
 		goto out;

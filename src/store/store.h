@@ -36,6 +36,22 @@ int store_schema_version(void);
 /** True once a write failed for lack of space (the user has been told). */
 bool store_degraded(struct store *);
 
+/* Until store_set_limits: the defaults of [proxy] record_headers and record_budget. */
+#define STORE_HEADERS_MAX CONFIG_RECORD_HEADERS
+#define STORE_BUDGET_MAX CONFIG_RECORD_BUDGET
+
+/**
+ * Bounds what one session can make the store write: each request's
+ * headers (request and response, each) are cut at a line past
+ * HEADERS_MAX bytes, and once a session's records add up to BUDGET bytes
+ * further requests, events and decisions of it are counted (the
+ * session's unrecorded columns), not stored, and the session is flagged
+ * "budget" with one event that says so. 0 leaves a limit as it was.
+ */
+void store_set_limits(struct store *, int64_t budget, size_t headers_max);
+/** True once session ID has reached its record budget in this process. */
+bool store_budget_hit(struct store *, int64_t id);
+
 /* ---- sessions (store-session.c) ---- */
 
 struct store_session {
@@ -60,6 +76,10 @@ struct store_session {
 	int64_t ndenied;
 	int64_t nsnapshots;
 	int64_t files_changed;
+	/* Past the record budget: counted (and in nrequests), not stored. */
+	int64_t unrecorded;         /* requests */
+	int64_t unrecorded_denied;  /* of which denied */
+	int64_t unrecorded_other;   /* events and decisions */
 };
 
 /** Records a new running session from S (id ignored); returns its id or -1. */

@@ -240,9 +240,9 @@ tui_screen_modes(bool on)
 	    "\033[?1000l";
 
 	fflush(stdout);
-	if (on)
+	if (on) /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, enable, sizeof enable - 1);
-	else
+	else /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
 }
 

@@ -117,12 +117,13 @@ test_ascii_locale(void **state)
 	quote_set_utf8(true);
 }
 
-/* Free text: escapes, no quotes; newline and tab stay, quotes and backslashes too. */
+/* Free text: escapes, no quotes; newline, CR LF and tab stay, quotes and backslashes too. */
 static void
 test_text(void **state)
 {
 	check_text("line 1\n\tline \"2\" \\n", "line 1\n\tline \"2\" \\n");
 	check_text("title \033]2;x\a cr\r", "title \\033]2;x\\a cr\\r");
+	check_text("raw\r\nmode\r", "raw\r\nmode\\r");
 	check_text("rlo \xe2\x80\xae!", "rlo \\342\\200\\256!");
 	check_text("\xc2\x9b" "2J", "\\302\\2332J");
 }
@@ -229,6 +230,8 @@ test_keep(void **state)
 	strv_init(&keep);
 	a = quote_keep(&keep, "a\nb");
 	b = quote_keep_text(&keep, "c\ad");
+	assert_string_equal(quote_keep_line(&keep, "l1\n\"l2\"\t\\"),
+	    "l1\\n\"l2\"\\t\\");
 	assert_null(quote_keep(&keep, NULL));
 	assert_string_equal(a, "\"a\\nb\"");
 	assert_string_equal(b, "c\\ad");
