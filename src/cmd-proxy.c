@@ -144,13 +144,22 @@ proxy_request_cb(void *arg, struct session *s, const struct store_request *r,
     bool done)
 {
 	struct proxy_run *pr = arg;
+	struct strv q;
+	char *url;
 
 	if (!pr->verbose || !done)
 		return;
-	out_printf(stderr, "%s %s %s://%s:%d%s -> %d (%s%s%s)\n", r->decision,
-	    r->method, r->scheme, r->host, r->port, r->path, r->status,
-	    r->rule != NULL ? r->rule : "no rule", r->error != NULL ? "; " :
-	    "", r->error != NULL ? r->error : "");
+	strv_init(&q);
+	url = xprintf("%s://%s:%d%s", r->scheme != NULL ? r->scheme : "?",
+	    r->host != NULL ? r->host : "", r->port, r->path != NULL ?
+	    r->path : "");
+	out_printf(stderr, "%s %s %s -> %d (%s%s%s)\n", r->decision,
+	    r->method != NULL ? quote_keep(&q, r->method) : "-",
+	    quote_keep(&q, url), r->status, r->rule != NULL ?
+	    quote_keep_line(&q, r->rule) : "no rule", r->error != NULL ?
+	    "; " : "", r->error != NULL ? quote_keep_line(&q, r->error) : "");
+	free(url);
+	strv_free(&q);
 }
 
 static void

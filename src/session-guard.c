@@ -180,6 +180,7 @@ session_guard_socket_harmless(struct session *s, const char *path)
 int
 session_guard_sockets(struct session *s, char **cause)
 {
+	struct strv q;
 	size_t i;
 
 	strv_init(&s->guard_socks);
@@ -187,11 +188,13 @@ session_guard_sockets(struct session *s, char **cause)
 	for (i = 0; i < s->guard_socks.n; i++) {
 		if (session_guard_socket_harmless(s, s->guard_socks.v[i]))
 			continue;
+		strv_init(&q);
 		*cause = xprintf("cannot jail %s: a program on the host listens "
 		    "on the unix socket %s, which the jailed command could "
 		    "connect to past the proxy; stop that program or move its "
-		    "socket out of the project", s->project,
-		    s->guard_socks.v[i]);
+		    "socket out of the project", quote_keep(&q, s->project),
+		    quote_keep(&q, s->guard_socks.v[i]));
+		strv_free(&q);
 		return -1;
 	}
 	return 0;
@@ -204,7 +207,7 @@ session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	struct strv now;
 	size_t i;
-	char *msg;
+	char *msg, *q;
 
 	strv_init(&now);
 	jail_project_sockets(s->project, &now);
@@ -213,10 +216,11 @@ session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
 		    session_guard_socket_harmless(s, now.v[i]))
 			continue;
 		strv_add(&s->guard_socks, now.v[i]);
+		q = quote_name(now.v[i]);
 		msg = xprintf("a program on the host now listens on the unix "
 		    "socket %s in the project: the jailed command can connect "
-		    "to it past the proxy; stop it, or end this session",
-		    now.v[i]);
+		    "to it past the proxy; stop it, or end this session", q);
+		free(q);
 		store_event_add(s->ctx->st, s->id, "error", "socket", "%s", msg);
 		if (s->ev.notice != NULL)
 			s->ev.notice(s->arg, s, "alert", msg);
@@ -231,14 +235,15 @@ session_guard_start(struct session *s)
 {
 	struct timeval tv = { SESSION_GUARD_SOCK_SECS, 0 };
 	struct stat st;
-	char *path;
+	char *path, *to;
 	size_t i;
 	int fd;
 
 	for (i = 0; i < s->guard_socks.n; i++) {
+		to = quote_name(s->guard_socks.v[i]);
 		path = xprintf("the host's git fsmonitor daemon listens on %s; "
-		    "the jailed command can ask it which files changed",
-		    s->guard_socks.v[i]);
+		    "the jailed command can ask it which files changed", to);
+		free(to);
 		store_event_add(s->ctx->st, s->id, "warn", "socket", "%s", path);
 		free(path);
 	}

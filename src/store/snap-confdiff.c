@@ -405,14 +405,19 @@ snap_cc_line(struct snap_cc_out *o, const char *line, size_t len)
 		red = snap_redact_line(copy, o->secrets, o->nsecrets);
 	if (o->color && len > 0) {
 		if (line[0] == '+')
-			color = "\033[32m";
+			color = "32";
 		else if (line[0] == '-')
-			color = "\033[31m";
+			color = "31";
 		else if (line[0] == '@')
-			color = "\033[36m";
+			color = "36";
 	}
-	out_printf(o->out, "%s%s%s\n", color != NULL ? color : "", red,
-	    color != NULL ? "\033[m" : "");
+	/* The content is the agent's: out_printf shows its controls escaped. */
+	if (color != NULL)
+		out_color(o->out, color);
+	out_printf(o->out, "%s", red);
+	if (color != NULL)
+		out_color(o->out, "");
+	out_puts(o->out, "\n");
 	free(red);
 	free(copy);
 }
@@ -497,18 +502,24 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 static void
 snap_cc_show_link(struct snap_cc_out *o, const struct snap_cc *cc)
 {
-	char t[4096], line[4200];
+	char t[4096], *line, *q;
 	ssize_t n;
 
 	if (cc->change != 'A' && (n = readlink(cc->host, t, sizeof t - 1)) >= 0) {
 		t[n] = '\0';
-		snprintf(line, sizeof line, "-symlink -> %s", t);
+		q = quote_name(t);
+		line = xprintf("-symlink -> %s", q);
 		snap_cc_line(o, line, strlen(line));
+		free(line);
+		free(q);
 	}
 	if (cc->upper != NULL && (n = readlink(cc->upper, t, sizeof t - 1)) >= 0) {
 		t[n] = '\0';
-		snprintf(line, sizeof line, "+symlink -> %s", t);
+		q = quote_name(t);
+		line = xprintf("+symlink -> %s", q);
 		snap_cc_line(o, line, strlen(line));
+		free(line);
+		free(q);
 	}
 }
 
@@ -517,7 +528,7 @@ snap_cc_list_dir(struct snap_cc_out *o, const char *dir, size_t *n)
 {
 	struct strv names;
 	struct stat sb;
-	char *p;
+	char *p, *q;
 	size_t i;
 
 	snap_cc_names(dir, &names);
@@ -525,8 +536,11 @@ snap_cc_list_dir(struct snap_cc_out *o, const char *dir, size_t *n)
 		p = xprintf("%s/%s", dir, names.v[i]);
 		if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
 			snap_cc_list_dir(o, p, n);
-		else if ((*n)++ < SNAP_CC_MAX_LIST)
-			out_printf(o->out, "-%s\n", p);
+		else if ((*n)++ < SNAP_CC_MAX_LIST) {
+			q = quote_name(p);
+			out_printf(o->out, "-%s\n", q);
+			free(q);
+		}
 		free(p);
 	}
 	strv_free(&names);
@@ -536,11 +550,23 @@ static void
 snap_cc_show_one(struct snap_cc_out *o, const struct snap_cc *cc)
 {
 	size_t n = 0;
+	char *a, *b, *qa, *qb;
 
-	out_printf(o->out, "%s--- %s%s\n+++ %s%s%s\n", o->color ? "\033[1m" : "",
-	    cc->change == 'A' ? "" : "a", cc->change == 'A' ? "/dev/null" :
-	    cc->host, cc->change == 'D' ? "" : "b", cc->change == 'D' ?
-	    "/dev/null" : cc->host, o->color ? "\033[m" : "");
+	/* As git names them: "a/PATH", the whole name quoted if it must be. */
+	a = xprintf("a%s", cc->host);
+	b = xprintf("b%s", cc->host);
+	qa = quote_name(cc->change == 'A' ? "/dev/null" : a);
+	qb = quote_name(cc->change == 'D' ? "/dev/null" : b);
+	if (o->color)
+		out_color(o->out, "1");
+	out_printf(o->out, "--- %s\n+++ %s", qa, qb);
+	if (o->color)
+		out_color(o->out, "");
+	out_puts(o->out, "\n");
+	free(qb);
+	free(qa);
+	free(b);
+	free(a);
 	if (cc->type == 'd') {
 		snap_cc_list_dir(o, cc->host, &n);
 		out_printf(o->out, "deleted directory: %zu file%s%s\n", n,
@@ -568,6 +594,7 @@ snap_confdiff_show(struct store *st, int64_t session,
 {
 	struct snap_cc_out o;
 	struct snap_ccs c;
+	char *q;
 	size_t i;
 
 	if (snap_cc_pending(st, session, opts->paths, &c, cause) == -1)
@@ -580,9 +607,14 @@ snap_confdiff_show(struct store *st, int64_t session,
 		out_printf(o.out, "session %lld has no pending config changes\n",
 		    (long long)session);
 	for (i = 0; i < c.n; i++) {
-		out_printf(o.out, "%s%s %s%s\n", o.color ? "\033[1;33m" : "",
-		    snap_cc_word(c.v[i].change), c.v[i].host,
-		    o.color ? "\033[m" : "");
+		q = quote_name(c.v[i].host);
+		if (o.color)
+			out_color(o.out, "1;33");
+		out_printf(o.out, "%s %s", snap_cc_word(c.v[i].change), q);
+		if (o.color)
+			out_color(o.out, "");
+		out_puts(o.out, "\n");
+		free(q);
 		snap_cc_show_one(&o, &c.v[i]);
 	}
 	if (c.n > 0)
@@ -788,7 +820,7 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 {
 	struct store_confchange rec;
 	struct snap_ccs c;
-	char *err = NULL;
+	char *err = NULL, *q;
 	size_t i;
 	int n = 0, failed = 0;
 
@@ -798,8 +830,10 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 		if (apply && snap_cc_apply_one(&c.v[i], &err) == -1) {
 			if (out != NULL)
 				out_printf(out, "not applied: %s\n", err);
+			q = quote_name(c.v[i].host);
 			store_event_add(st, session, "warn", "confdiff",
-			    "cannot apply %s: %s", c.v[i].host, err);
+			    "cannot apply %s: %s", q, err);
+			free(q);
 			free(err);
 			err = NULL;
 			failed++;
@@ -814,9 +848,12 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 			snap_ccs_free(&c);
 			return -1;
 		}
-		if (out != NULL)
+		if (out != NULL) {
+			q = quote_name(rec.path);
 			out_printf(out, "%-9s %-8s %s\n", rec.action, rec.change,
-			    rec.path);
+			    q);
+			free(q);
+		}
 		n++;
 	}
 	snap_ccs_free(&c);

@@ -53,13 +53,26 @@ snap_refs_set(struct snap_repo *r, const char *ref, const char *oid,
 	return snap_git(r, SNAP_ENV_DB, args, NULL, NULL, cause);
 }
 
+/* A branch made during the session stays; how to delete it, quoted for a shell. */
+static void
+snap_refs_keep(FILE *out, const char *branch)
+{
+	char *argv[] = { "git", "branch", "-D", (char *)branch, NULL };
+	char *q = quote_name(branch), *cmd = strv_join_shell(argv);
+
+	out_printf(out, "  keep    %s: made during the session; delete it "
+	    "with: %s\n", q, cmd);
+	free(cmd);
+	free(q);
+}
+
 /* Branches recorded at start: back to their tips (the reflog keeps the agent's). */
 static int
 snap_refs_branches(struct snap_repo *r, char **rec, size_t nrec,
     struct strv *now, const char *msg, bool dry, FILE *out, char **cause)
 {
 	const char *cur;
-	char *ref;
+	char *ref, *q;
 	size_t i;
 
 	for (i = 0; i < nrec; i++) {
@@ -72,9 +85,11 @@ snap_refs_branches(struct snap_repo *r, char **rec, size_t nrec,
 			free(ref);
 			continue;
 		}
+		q = quote_name(ref + 11);
 		out_printf(out, "  %sreset   %s to %.12s (it was %.12s)\n",
-		    dry ? "would " : "", ref + 11, want, cur != NULL ? cur :
+		    dry ? "would " : "", q, want, cur != NULL ? cur :
 		    "deleted");
+		free(q);
 		if (!dry && snap_refs_set(r, ref, want, cur != NULL ? cur : "",
 		    msg, cause) == -1) {
 			free(ref);
@@ -85,9 +100,7 @@ snap_refs_branches(struct snap_repo *r, char **rec, size_t nrec,
 	for (i = 0; i < now->n; i++) {
 		ref = xstrndup(now->v[i], strcspn(now->v[i], " "));
 		if (snap_refs_find(rec, nrec, ref) == NULL)
-			out_printf(out, "  keep    %s: made during the session; "
-			    "delete it with 'git branch -D %s'\n", ref + 11,
-			    ref + 11);
+			snap_refs_keep(out, ref + 11);
 		free(ref);
 	}
 	return 0;
@@ -106,8 +119,11 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 			const char *args[] = { "symbolic-ref", "-m", msg, "HEAD",
 			    rec + 5, NULL };
 
+			char *q = quote_name(rec + 5);
+
 			out_printf(out, "  %sswitch  HEAD to %s\n", dry ? "would " :
-			    "", rec + 5);
+			    "", q);
+			free(q);
 			if (!dry)
 				rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL,
 				    cause);
