@@ -160,8 +160,10 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 	struct cli_table t;
 	char seq[24], tm[32], files[24], commit[16];
 	const char *row[6];
+	struct strv q;
 	size_t i;
 
+	strv_init(&q);
 	cli_table_init(&t, 6, hdr);
 	cli_table_right(&t, 0);
 	cli_table_right(&t, 3);
@@ -175,11 +177,12 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 		row[2] = v[i]->kind;
 		row[3] = files;
 		row[4] = commit;
-		row[5] = v[i]->label;
+		row[5] = quote_keep(&q, v[i]->label);
 		cli_table_add(&t, row);
 	}
 	cli_table_print(&t, stdout);
 	cli_table_free(&t);
+	strv_free(&q);
 }
 
 int
@@ -247,6 +250,54 @@ cmd_snap_open(const char *cmd, const char *spec, struct config **cf,
 	return 0;
 }
 
+/* The colour of a diff line, by what starts it; NULL for none. */
+static const char *
+cmd_diff_color(const char *line, bool *header)
+{
+	if (strncmp(line, "diff ", 5) == 0)
+		*header = true;
+	else if (strncmp(line, "@@", 2) == 0)
+		*header = false;
+	if (*header)
+		return "1";
+	if (line[0] == '@')
+		return "36";
+	if (line[0] == '+')
+		return "32";
+	if (line[0] == '-')
+		return "31";
+	return NULL;
+}
+
+/*
+ * Shows git's diff in FP on the terminal: the project's content is the
+ * agent's, so it goes through out_printf (every control character
+ * escaped) and agentmux colours the lines itself.
+ */
+static void
+cmd_diff_show(FILE *fp, bool color)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool header = false;
+	const char *c;
+
+	rewind(fp);
+	while ((n = getline(&line, &cap, fp)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		c = color ? cmd_diff_color(line, &header) : NULL;
+		if (c != NULL)
+			out_color(stdout, c);
+		out_printf(stdout, "%s", line);
+		if (c != NULL)
+			out_color(stdout, "");
+		out_puts(stdout, "\n");
+	}
+	free(line);
+}
+
 int
 cmd_diff(int argc, char **argv)
 {
@@ -259,6 +310,7 @@ cmd_diff(int argc, char **argv)
 	struct snap_diff_opts o;
 	struct store *st = NULL;
 	struct config *cf = NULL;
+	FILE *tmp = NULL;
 	char *cause = NULL;
 	int64_t id = -1;
 	int c, rc;
@@ -283,11 +335,19 @@ cmd_diff(int argc, char **argv)
 	    &cf, &st, &id)) != 0)
 		return rc;
 	o.paths = argv + optind + 1;
-	o.color = cli_color();
 	o.out_fd = STDOUT_FILENO;
+	/* A pipe or a file gets git's own bytes: a patch that applies. */
+	if (isatty(STDOUT_FILENO) && (tmp = tmpfile()) != NULL)
+		o.out_fd = fileno(tmp);
+	else
+		o.color = cli_color();
 	fflush(stdout);
 	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
 		cli_error("%s", cause);
+	else if (tmp != NULL)
+		cmd_diff_show(tmp, cli_color());
+	if (tmp != NULL)
+		fclose(tmp);
 	free(cause);
 	store_close(st);
 	config_free(cf);
