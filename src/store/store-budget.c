@@ -139,8 +139,10 @@ store_budget_written(struct store *st)
 }
 
 /*
- * HEADERS cut at the last line that fits in the store's cap, with a line
- * saying how much was left out; a copy the caller frees, NULL for NULL.
+ * HEADERS cut to the store's cap, with a line saying how much was left
+ * out; a copy the caller frees, NULL for NULL. The cut is at the end of a
+ * line when one ends in the second half of what is kept, else inside a
+ * (long) line, but never inside a UTF-8 sequence.
  */
 char *
 store_budget_headers(struct store *st, const char *headers)
@@ -155,9 +157,14 @@ store_budget_headers(struct store *st, const char *headers)
 		return xstrdup(headers);
 	keep = st->headers_max;
 	nl = memrchr(headers, '\n', keep);
-	keep = nl != NULL ? (size_t)(nl - headers) + 1 : 0;
-	xasprintf(&out, "%.*s[agentmux: %zu more bytes of headers not "
+	if (nl != NULL && (size_t)(nl - headers) + 1 >= keep / 2)
+		keep = (size_t)(nl - headers) + 1;
+	else {
+		while (keep > 0 && ((unsigned char)headers[keep] & 0xc0) == 0x80)
+			keep--;
+	}
+	xasprintf(&out, "%.*s%s[agentmux: %zu more bytes of headers not "
 	    "recorded ([proxy] record_headers)]\n", (int)keep, headers,
-	    len - keep);
+	    keep > 0 && headers[keep - 1] != '\n' ? "\n" : "", len - keep);
 	return out;
 }

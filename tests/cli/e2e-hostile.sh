@@ -9,8 +9,9 @@
 set -u
 AMX=${AGENTMUX:?AGENTMUX must name the binary}
 HERE=$(cd "$(dirname "$0")" && pwd)
+HOSTILE_LIB=$HERE/hostile-lib.sh
 # shellcheck source=hostile-lib.sh
-. "$HERE/hostile-lib.sh"
+. "$HOSTILE_LIB"
 for t in python3 git script; do
 	command -v $t >/dev/null || { echo "SKIP: $t is missing"; exit 77; }
 done
@@ -139,24 +140,5 @@ if [ "${1:-}" = --as-user ]; then
 fi
 checks
 echo "[root] $passes passed, $fails failed"
-rootfails=$fails
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null; then
-	U="amxh$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
-	S=$(mktemp -d /tmp/amx-hostile-stage.XXXXXX)
-	mkdir -p "$S/bin"
-	cp "$AMX" "$S/bin/agentmux"
-	cp -r "${AGENTMUX_SHARE:?}" "$S/share"
-	cp "$0" "$HERE/hostile-lib.sh" "$S/"
-	chmod -R a+rX "$S"
-	chmod 755 "$S"
-	useradd -M -N -d /nonexistent -s /bin/sh "$U" || exit 1
-	rc=0
-	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
-	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" AGENTMUX_SHARE="$S/share" \
-	    TMPDIR=/tmp WHO=user bash "$S/$(basename "$0")" --as-user || rc=1
-	userdel "$U" 2>/dev/null
-	rm -rf "$S"
-	[ "$rootfails" = 0 ] && [ $rc = 0 ]
-	exit
-fi
-[ "$rootfails" = 0 ]
+as_throwaway_user "$HERE/$(basename "$0")" || fails=$((fails + 1))
+[ "$fails" = 0 ]

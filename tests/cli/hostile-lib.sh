@@ -1,5 +1,6 @@
-# Shared by the hostile-output tests (sourced): names and requests a hostile
-# agent makes, and the check that output holds no control character.
+# Shared by the hostile-agent tests (sourced): names and requests a hostile
+# agent makes, the check that output holds no control character, and
+# running a test script again as a throwaway unprivileged user.
 
 # The names: OSC 52 (clipboard) and OSC 2 (title), CSI as a C1 control in
 # UTF-8 (U+009B), a right-to-left override (U+202E).
@@ -58,4 +59,32 @@ for i, c in enumerate(text):
     if ord(c) in bad:
         sys.exit("U+%04X at offset %d: %r" % (ord(c), i, text[max(0, i - 30):i + 30]))
 PY
+}
+
+# Runs SCRIPT (with HOSTILE_LIB, this file, beside it) with --as-user as a user made for
+# the occasion and deleted after, with the binary and share dir staged
+# where that user can read them; returns its status, 0 when not root.
+as_throwaway_user() {
+	if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null ||
+	    ! command -v setpriv >/dev/null; then
+		echo "SKIP: the unprivileged pass needs root, useradd and setpriv"
+		return 0
+	fi
+	u="amxh$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+	stage=$(mktemp -d /tmp/amx-hostile-stage.XXXXXX) || return 1
+	mkdir -p "$stage/bin"
+	cp "$AGENTMUX" "$stage/bin/agentmux"
+	cp -r "${AGENTMUX_SHARE:?}" "$stage/share"
+	cp "$1" "${HOSTILE_LIB:?}" "$stage/"
+	chmod -R a+rX "$stage"
+	chmod 755 "$stage"
+	useradd -M -N -d /nonexistent -s /bin/sh "$u" || return 1
+	rc=0
+	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+	    env -i PATH="$PATH" AGENTMUX="$stage/bin/agentmux" \
+	    AGENTMUX_SHARE="$stage/share" TMPDIR=/tmp WHO=user \
+	    bash "$stage/$(basename "$1")" --as-user || rc=1
+	userdel "$u" 2>/dev/null
+	rm -rf "$stage"
+	return $rc
 }
