@@ -230,8 +230,10 @@ cli_print_usage(FILE *fp)
 	    "\n"
 	    "Commands:\n");
 	for (i = 0; i < nitems(cli_cmds); i++)
-		out_printf(fp, "  %-10s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
-	out_printf(fp, "\nRun 'agentmux COMMAND --help' for a command's options.\n");
+		out_printf(fp, "  %-10s %s\n", cli_cmds[i].name,
+		    cli_cmds[i].summary);
+	out_printf(fp,
+	    "\nRun 'agentmux COMMAND --help' for a command's options.\n");
 }
 
 int
@@ -239,8 +241,8 @@ cli_help(const char *name)
 {
 	const struct cli_cmd *c = cli_find(name);
 
-	out_printf(stdout, "usage: agentmux %s %s\n\n%s.\n\n%s", c->name, c->usage,
-	    c->summary, c->help);
+	out_printf(stdout, "usage: agentmux %s %s\n\n%s.\n\n%s", c->name,
+	    c->usage, c->summary, c->help);
 	return 0;
 }
 
@@ -250,7 +252,8 @@ cli_bad_option(const char *cmd, char **argv, int c)
 	const char *arg = argv[optind - 1];
 
 	if (c == ':')
-		out_printf(stderr, "agentmux %s: option '%s' needs a value; see "
+		out_printf(stderr,
+		    "agentmux %s: option '%s' needs a value; see "
 		    "'agentmux %s --help'\n", cmd, arg, cmd);
 	else if (optopt != 0 && optopt != '?')
 		out_printf(stderr, "agentmux %s: unknown option '-%c'; see "

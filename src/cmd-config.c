@@ -17,8 +17,8 @@ cmd_config_check(const char *file)
 	cf = config_load(file, &ps);
 	for (i = 0; i < ps.n; i++) {
 		if (ps.v[i].line > 0)
-			out_printf(stderr, "%s:%d: %s\n", ps.v[i].file, ps.v[i].line,
-			    ps.v[i].message);
+			out_printf(stderr, "%s:%d: %s\n", ps.v[i].file,
+			    ps.v[i].line, ps.v[i].message);
 		else
 			out_printf(stderr, "%s: %s\n", ps.v[i].file,
 			    ps.v[i].message);
@@ -33,7 +33,8 @@ cmd_config_check(const char *file)
 		out_printf(stdout, "no config file (%s); using the defaults\n",
 		    file != NULL ? file : "see 'agentmux config path'");
 	else
-		out_printf(stdout, "%s: ok (%zu rules, %zu agent profiles, %zu secrets)\n",
+		out_printf(stdout,
+		    "%s: ok (%zu rules, %zu agent profiles, %zu secrets)\n",
 		    cf->path, cf->rules.n, cf->nagents, cf->nsecrets);
 	config_free(cf);
 	config_problems_free(&ps);

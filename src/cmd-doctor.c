@@ -59,7 +59,8 @@ doctor_add(struct doctor *d, bool ok, const char *name, char *detail,
 	c->fix = fix;
 	if (d->json)
 		return;
-	out_printf(stdout, "%s %s: %s\n", ok ? "\u2713" : "\u2717", name, detail);
+	out_printf(stdout, "%s %s: %s\n", ok ? "\u2713" : "\u2717", name,
+	    detail);
 	if (!ok && fix != NULL)
 		out_printf(stdout, "    fix: %s\n", fix);
 	fflush(stdout);
@@ -663,7 +664,8 @@ cmd_doctor(int argc, char **argv)
 	if (d.json)
 		doctor_print_json(&d, ok);
 	else
-		out_printf(stdout, "%s\n", ok ? "everything holds" : "some checks failed; "
+		out_printf(stdout, "%s\n",
+		    ok ? "everything holds" : "some checks failed; "
 		    "see the fixes above");
 	doctor_cleanup(&d);
 	return ok ? 0 : 1;

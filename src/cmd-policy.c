@@ -36,18 +36,22 @@ cmd_policy_print(const struct store_suggestion *sg, const char *section,
 {
 	size_t i;
 
-	out_printf(stdout, "; suggested by agentmux from session%s", nids == 1 ? "" : "s");
+	out_printf(stdout, "; suggested by agentmux from session%s",
+	    nids == 1 ? "" : "s");
 	for (i = 0; i < nids; i++)
-		out_printf(stdout, "%s %lld", i == 0 ? "" : ",", (long long)ids[i]);
+		out_printf(stdout, "%s %lld", i == 0 ? "" : ",",
+		    (long long)ids[i]);
 	out_printf(stdout, ": %zu allowed request%s\n", sg->nrequests,
 	    sg->nrequests == 1 ? "" : "s");
 	out_printf(stdout, "[%s]\n", section);
 	for (i = 0; i < sg->nrules; i++)
-		out_printf(stdout, "%s = %s\n", sg->rules[i].verb, sg->rules[i].text);
+		out_printf(stdout, "%s = %s\n", sg->rules[i].verb,
+		    sg->rules[i].text);
 	if (sg->nrules == 0)
 		out_printf(stdout, "; nothing was allowed in these sessions\n");
 	if (sg->denied.n > 0)
-		out_printf(stdout, "; denied, and not allowed by the rules above:\n");
+		out_printf(stdout,
+		    "; denied, and not allowed by the rules above:\n");
 	for (i = 0; i < sg->denied.n; i++)
 		out_printf(stdout, ";   %s\n", sg->denied.v[i]);
 }
@@ -99,7 +103,8 @@ cmd_policy_diff(const char *path, const char *old, const char *new)
 		k = k + 3 < nn ? k + 3 : nn;
 		out_printf(stdout, "@@ -%zu +%zu @@\n", start + 1, start + 1);
 		for (i = start; i < k; i++)
-			out_printf(stdout, "%c%s\n", added[i] ? '+' : ' ', n[i]);
+			out_printf(stdout, "%c%s\n", added[i] ? '+' : ' ',
+			    n[i]);
 		j = k;
 	}
 	free(added);
@@ -133,7 +138,8 @@ cmd_policy_write(const struct config *cf, const struct store_suggestion *sg,
 		added++;
 	}
 	if (added == 0) {
-		out_printf(stdout, "nothing to add: %s already has every suggested rule\n",
+		out_printf(stdout,
+		    "nothing to add: %s already has every suggested rule\n",
 		    path);
 		free(orig);
 		rc = 0;
@@ -143,8 +149,8 @@ cmd_policy_write(const struct config *cf, const struct store_suggestion *sg,
 	free(orig);
 	if (config_write_text(path, text, mode, &cause) == -1)
 		goto out;
-	out_printf(stdout, "added %zu rule%s to [%s] in %s\n", added, added == 1 ? "" : "s",
-	    section, path);
+	out_printf(stdout, "added %zu rule%s to [%s] in %s\n", added,
+	    added == 1 ? "" : "s", section, path);
 	rc = 0;
 out:
 	if (cause != NULL) {

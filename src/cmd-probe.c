@@ -122,11 +122,13 @@ probe_cmd_write(int argc, char **argv)
 		return cli_usage_error("probe", "write 'write PATH'");
 	fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd == -1) {
-		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1],
+		    strerror(errno));
 		return 1;
 	}
 	if (write(fd, "probe\n", 6) != 6) {
-		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", argv[1],
+		    strerror(errno));
 		close(fd);
 		return 1;
 	}

@@ -166,9 +166,9 @@ static void
 proxy_notice_cb(void *arg, struct session *s, const char *level,
     const char *message)
 {
-	out_printf(stderr, "agentmux proxy: %s%s\n", strcmp(level, "info") == 0 ?
-	    "" : strcmp(level, "alert") == 0 ? "ALERT: " : "warning: ",
-	    message);
+	out_printf(stderr, "agentmux proxy: %s%s\n",
+	    strcmp(level, "info") == 0 ? "" : strcmp(level, "alert") == 0 ?
+	    "ALERT: " : "warning: ", message);
 }
 
 static int
@@ -332,7 +332,8 @@ cmd_proxy(int argc, char **argv)
 		cli_error("%s", cause);
 		goto out;
 	}
-	out_printf(stdout, "agentmux proxy: serving http://%.*s:%d as session %lld; "
+	out_printf(stdout,
+	    "agentmux proxy: serving http://%.*s:%d as session %lld; "
 	    "unknown destinations are denied\n"
 	    "agentmux proxy: clients must trust the CA %s\n",
 	    (int)(strrchr(pa.listen, ':') - pa.listen), pa.listen, port,

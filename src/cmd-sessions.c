@@ -143,7 +143,8 @@ cmd_sessions(int argc, char **argv)
 		json_print(&j, stdout);
 		json_free(&j);
 	} else if (n == 0)
-		out_printf(stdout, "no sessions yet; start one with 'agentmux' or "
+		out_printf(stdout,
+		    "no sessions yet; start one with 'agentmux' or "
 		    "'agentmux run'\n");
 	else
 		cmd_sessions_table(v, n);
@@ -292,8 +293,8 @@ cmd_requests(int argc, char **argv)
 		json_print(&j, stdout);
 		json_free(&j);
 	} else if (n == 0)
-		out_printf(stdout, "no requests recorded%s\n", f.session_id != 0 ?
-		    " in this session" : "");
+		out_printf(stdout, "no requests recorded%s\n",
+		    f.session_id != 0 ? " in this session" : "");
 	else
 		cmd_requests_table(v, n);
 	store_request_list_free(v, n);
@@ -588,7 +589,8 @@ cmd_gc(int argc, char **argv)
 			    v[i]->started_at;
 
 			if (strcmp(v[i]->state, "running") != 0 && end < cutoff)
-				out_printf(stdout, "would remove session %lld\n",
+				out_printf(stdout,
+				    "would remove session %lld\n",
 				    (long long)v[i]->id);
 		}
 		store_session_list_free(v, n);
@@ -605,7 +607,8 @@ cmd_gc(int argc, char **argv)
 		cmd_gc_files(ids[i]);
 	out_printf(stdout, "removed %zu session%s\n", n, n == 1 ? "" : "s");
 	if ((c = snap_gc(st, &cause)) > 0)
-		out_printf(stdout, "removed %d snapshot ref%s (refs/agentmux/sessions/)\n",
+		out_printf(stdout,
+		    "removed %d snapshot ref%s (refs/agentmux/sessions/)\n",
 		    c, c == 1 ? "" : "s");
 	free(ids);
 	store_close(st);

@@ -47,9 +47,11 @@ cmd_snap_warnings(const struct snap_result *res)
 	size_t i;
 
 	for (i = 0; i < res->nwarnings; i++)
-		out_printf(stderr, "agentmux: snapshot: %s\n", res->warnings[i]);
+		out_printf(stderr, "agentmux: snapshot: %s\n",
+		    res->warnings[i]);
 	if (res->nunreadable > 0)
-		out_printf(stderr, "agentmux: snapshot: %zu path%s could not be "
+		out_printf(stderr,
+		    "agentmux: snapshot: %zu path%s could not be "
 		    "read and are not in the snapshot (undo leaves them alone); "
 		    "fix their permissions and snapshot again\n",
 		    res->nunreadable, res->nunreadable == 1 ? "" : "s");
@@ -109,7 +111,8 @@ cmd_snapshot(int argc, char **argv)
 	cmd_snap_progress_off(&shown);
 	if (rc == 0) {
 		cmd_snap_warnings(&res);
-		out_printf(stdout, "snapshot %lld of session %lld: %.12s, %lld file%s "
+		out_printf(stdout,
+		    "snapshot %lld of session %lld: %.12s, %lld file%s "
 		    "changed since %s\n", (long long)res.seq, (long long)id,
 		    res.commit, (long long)res.files_changed,
 		    res.files_changed == 1 ? "" : "s", res.seq == 1 ? "HEAD" :
@@ -220,7 +223,8 @@ cmd_snapshots(int argc, char **argv)
 	if (json)
 		cmd_snapshots_json(v, n);
 	else if (n == 0)
-		out_printf(stdout, "session %lld has no snapshots\n", (long long)id);
+		out_printf(stdout, "session %lld has no snapshots\n",
+		    (long long)id);
 	else
 		cmd_snapshots_table(v, n);
 	store_snapshot_list_free(v, n);
@@ -443,8 +447,8 @@ cmd_confdiff(int argc, char **argv)
 		rc = snap_confdiff_show(st, id, &o, &cause);
 	else if ((rc = snap_confdiff_apply(st, id, &o, action == 'a',
 	    &cause)) == 0)
-		out_printf(stdout, "no pending config changes%s\n", o.paths[0] != NULL ?
-		    " under those paths" : "");
+		out_printf(stdout, "no pending config changes%s\n",
+		    o.paths[0] != NULL ? " under those paths" : "");
 	if (rc == -1)
 		cli_error("confdiff: %s", cause);
 	free(cause);

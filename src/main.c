@@ -45,7 +45,8 @@ main(int argc, char **argv)
 		for (i = 1; i < argc; i++) {
 			if (strcmp(argv[i], "--version") == 0 ||
 			    strcmp(argv[i], "-V") == 0) {
-				out_printf(stdout, "agentmux %s\n", AGENTMUX_VERSION);
+				out_printf(stdout, "agentmux %s\n",
+				    AGENTMUX_VERSION);
 				return 0;
 			}
 			if (strcmp(argv[i], "--help") == 0 ||
@@ -57,7 +58,8 @@ main(int argc, char **argv)
 		return cmd_dashboard(argc, argv);
 	}
 	if ((c = cli_find(argv[1])) == NULL) {
-		out_printf(stderr, "agentmux: unknown command '%s'; see 'agentmux "
+		out_printf(stderr,
+		    "agentmux: unknown command '%s'; see 'agentmux "
 		    "--help' for the commands\n", argv[1]);
 		return 2;
 	}

@@ -38,7 +38,8 @@ log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 	if (log_hook != NULL && level <= LOG_LEVEL_INFO)
 		log_hook(level, line, log_hook_arg);
 	else if (level <= log_threshold)
-		out_printf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n", line);
+		out_printf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n",
+		    line);
 	free(line);
 }
 

@@ -436,8 +436,8 @@ snap_cc_unified(struct snap_cc_out *o, const char *a, const char *b)
 	buf_init(&out);
 	buf_init(&err);
 	if (snap_git_outside(argv, &out, &err, &st, &cause) == -1 || st > 1) {
-		out_printf(o->out, "(cannot diff: %s)\n", cause != NULL ? cause :
-		    err.data != NULL ? err.data : "git diff failed");
+		out_printf(o->out, "(cannot diff: %s)\n", cause != NULL ?
+		    cause : err.data != NULL ? err.data : "git diff failed");
 		free(cause);
 	}
 	for (p = out.data; p != NULL && *p != '\0'; p = nl + 1) {
@@ -482,8 +482,8 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	if (strcmp(b, "/dev/null") != 0 && lstat(b, &sb) == 0)
 		zb = sb.st_size;
 	if (za > SNAP_CC_MAX_DIFF || zb > SNAP_CC_MAX_DIFF)
-		out_printf(o->out, "large file: %lld -> %lld bytes\n", (long long)za,
-		    (long long)zb);
+		out_printf(o->out, "large file: %lld -> %lld bytes\n",
+		    (long long)za, (long long)zb);
 	else if ((za > 0 && snap_cc_binary(a)) ||
 	    (zb > 0 && snap_cc_binary(b)))
 		out_printf(o->out, "binary file: %lld -> %lld bytes\n",
@@ -604,7 +604,8 @@ snap_confdiff_show(struct store *st, int64_t session,
 	o.color = opts->color;
 	o.secrets = snap_redact_secrets(opts->cf, &o.nsecrets);
 	if (c.n == 0)
-		out_printf(o.out, "session %lld has no pending config changes\n",
+		out_printf(o.out,
+		    "session %lld has no pending config changes\n",
 		    (long long)session);
 	for (i = 0; i < c.n; i++) {
 		q = quote_name(c.v[i].host);
@@ -618,7 +619,8 @@ snap_confdiff_show(struct store *st, int64_t session,
 		snap_cc_show_one(&o, &c.v[i]);
 	}
 	if (c.n > 0)
-		out_printf(o.out, "%zu pending change%s: 'agentmux confdiff %lld "
+		out_printf(o.out,
+		    "%zu pending change%s: 'agentmux confdiff %lld "
 		    "--apply [PATH...]' keeps them, --discard drops them\n",
 		    c.n, c.n == 1 ? "" : "s", (long long)session);
 	snap_cc_secrets_free(o.secrets, o.nsecrets);
@@ -850,8 +852,8 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 		}
 		if (out != NULL) {
 			q = quote_name(rec.path);
-			out_printf(out, "%-9s %-8s %s\n", rec.action, rec.change,
-			    q);
+			out_printf(out, "%-9s %-8s %s\n", rec.action,
+			    rec.change, q);
 			free(q);
 		}
 		n++;

@@ -121,7 +121,8 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 
 			char *q = quote_name(rec + 5);
 
-			out_printf(out, "  %sswitch  HEAD to %s\n", dry ? "would " :
+			out_printf(out, "  %sswitch  HEAD to %s\n",
+			    dry ? "would " :
 			    "", q);
 			free(q);
 			if (!dry)
@@ -132,8 +133,8 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 		const char *args[] = { "update-ref", "--no-deref", "-m", msg,
 		    "HEAD", rec, NULL };
 
-		out_printf(out, "  %sdetach  HEAD at %.12s\n", dry ? "would " : "",
-		    rec);
+		out_printf(out, "  %sdetach  HEAD at %.12s\n",
+		    dry ? "would " : "", rec);
 		if (!dry)
 			rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL, cause);
 	}
@@ -173,7 +174,8 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		free(saved);
 		return 0;
 	}
-	out_printf(out, "  %srestore the index (.git/index) as it was at start\n",
+	out_printf(out,
+	    "  %srestore the index (.git/index) as it was at start\n",
 	    dry ? "would " : "");
 	if (dry) {
 		free(saved);
@@ -210,7 +212,8 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 
 	rec = store_session_refs(st, session, &nrec);
 	if (r->shadow || nrec == 0) {
-		out_printf(out, "  --refs: no refs were recorded at the start of "
+		out_printf(out,
+		    "  --refs: no refs were recorded at the start of "
 		    "session %lld; nothing to reset\n", (long long)session);
 		rc = 0;
 		goto out;

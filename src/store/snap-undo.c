@@ -473,7 +473,8 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    cause) == -1)
 		goto out;
 	if (!o->dry_run)
-		out_printf(o->out, "the state before this undo is snapshot %lld: "
+		out_printf(o->out,
+		    "the state before this undo is snapshot %lld: "
 		    "'agentmux undo %lld --to %lld' brings it back\n",
 		    (long long)u.present.seq, (long long)session,
 		    (long long)u.present.seq);
