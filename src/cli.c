@@ -397,6 +397,7 @@ cli_table_print(struct cli_table *t, FILE *fp)
 {
 	size_t *w = xcalloc(t->ncols, sizeof *w), r, c, cw, pad;
 	const char *cell;
+	struct buf line;
 
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++) {
@@ -405,19 +406,24 @@ cli_table_print(struct cli_table *t, FILE *fp)
 				w[c] = cw;
 		}
 	}
+	/* A row at a time through the quoting helper. */
+	buf_init(&line);
 	for (r = 0; r < t->nrows; r++) {
+		buf_reset(&line);
 		for (c = 0; c < t->ncols; c++) {
 			cell = t->cells[r * t->ncols + c];
 			pad = w[c] - cli_width(cell);
 			if (t->right[c])
-				out_printf(fp, "%*s%s", (int)pad, "", cell);
+				buf_printf(&line, "%*s%s", (int)pad, "", cell);
 			else if (c + 1 < t->ncols)
-				out_printf(fp, "%s%*s", cell, (int)pad, "");
+				buf_printf(&line, "%s%*s", cell, (int)pad, "");
 			else
-				out_puts(fp, cell);
-			out_puts(fp, c + 1 < t->ncols ? "  " : "\n");
+				buf_adds(&line, cell);
+			buf_adds(&line, c + 1 < t->ncols ? "  " : "\n");
 		}
+		out_puts(fp, line.data);
 	}
+	buf_free(&line);
 	free(w);
 }
 

@@ -658,6 +658,12 @@ session_running(struct session *s)
 	return !s->ended;
 }
 
+bool
+session_budget_reached(struct session *s)
+{
+	return s->budget_told;
+}
+
 int
 session_exit_status(struct session *s)
 {

@@ -119,6 +119,15 @@ json_escape(struct buf *b, const char *s, size_t n)
 
 	buf_addc(b, '"');
 	while (i < n) {
+		for (len = 0; i + len < n && s[i + len] >= 0x20 &&
+		    s[i + len] <= 0x7e && s[i + len] != '"' && s[i + len] != '\\';
+		    len++)
+			;
+		if (len > 0) {
+			buf_add(b, s + i, len);
+			i += len;
+			continue;
+		}
 		if ((len = quote_utf8_decode(s + i, n - i, &c)) == 0) {
 			buf_adds(b, "\\ufffd");
 			i++;

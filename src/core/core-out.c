@@ -11,23 +11,32 @@
  * jail are quoted (quote_keep) by the caller as well, so that a name
  * reads unambiguously; this is the net under them.
  */
+/* Writes N bytes of S to FP through quote_text_add; the bytes written. */
+static int
+out_write(FILE *fp, const char *s, size_t n)
+{
+	struct buf b;
+	int len;
+
+	if (n == 0)
+		return 0;
+	buf_init(&b);
+	quote_text_add(&b, s, n);
+	fwrite(b.data, 1, b.len, fp); /* raw: quoted just above */
+	len = (int)b.len;
+	buf_free(&b);
+	return len;
+}
+
 int
 out_vprintf(FILE *fp, const char *fmt, va_list ap)
 {
-	struct buf b;
 	char *s;
 	int n;
 
-	if ((n = xvasprintf(&s, fmt, ap)) <= 0) {
-		free(s);
-		return n;
-	}
-	buf_init(&b);
-	quote_text_add(&b, s, (size_t)n);
+	if ((n = xvasprintf(&s, fmt, ap)) > 0)
+		n = out_write(fp, s, (size_t)n);
 	free(s);
-	fwrite(b.data, 1, b.len, fp); /* raw: quoted just above */
-	n = (int)b.len;
-	buf_free(&b);
 	return n;
 }
 
@@ -46,7 +55,7 @@ out_printf(FILE *fp, const char *fmt, ...)
 void
 out_puts(FILE *fp, const char *s)
 {
-	out_printf(fp, "%s", s);
+	out_write(fp, s, strlen(s));
 }
 
 void

@@ -111,6 +111,19 @@ quote_cp_unsafe(uint32_t c)
 	    (c >= 0xe0000 && c <= 0xe0fff);  /* tags, variation selectors */
 }
 
+/* The length of the run of plain ASCII at S: printable, not '"' or '\\'. */
+static size_t
+quote_plain_len(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\')
+			break;
+	}
+	return i;
+}
+
 /*
  * The length of the sequence at S that may be shown as it is, or 0 when
  * its first byte must be escaped: a control, a byte of invalid UTF-8, an
@@ -168,6 +181,10 @@ quote_needed(const char *s, size_t n)
 	size_t i = 0, len;
 
 	while (i < n) {
+		if ((len = quote_plain_len(s + i, n - i)) > 0) {
+			i += len;
+			continue;
+		}
 		if (s[i] == '"' || s[i] == '\\')
 			return true;
 		if ((len = quote_safe_len(s + i, n - i)) == 0)
@@ -191,6 +208,12 @@ quote_add_escaped(struct buf *b, const char *s, size_t n, enum quote_mode mode)
 	size_t i = 0, len, j;
 
 	while (i < n) {
+		/* Most text is plain ASCII: copied a run at a time. */
+		if ((len = quote_plain_len(s + i, n - i)) > 0) {
+			buf_add(b, s + i, len);
+			i += len;
+			continue;
+		}
 		if ((len = quote_safe_len(s + i, n - i)) > 0) {
 			if (mode == QUOTE_NAME && (s[i] == '"' || s[i] == '\\'))
 				buf_addc(b, '\\');

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The dashboard says when a session's records reached their budget: a jailed client floods the proxy with
-# denied requests carrying 60 KB headers; the status bar says so as it happens, the history marks the
-# session BUDGET and its view counts what was not stored.
+# denied requests carrying 60 KB headers; the status bar says so as it happens and marks the session
+# BUDGET while it runs, the history marks it BUDGET and its view counts what was not stored.
 set -u
 . "$(dirname "$0")/lib.sh"
 [ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 (for the jail) is missing"; exit 77; }
@@ -29,8 +29,10 @@ start_dashboard
 wait_for '1:shell\* running' || fail "no status bar with the session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 keys "/usr/bin/python3 flood.py; echo flood-\$((6*7))" Enter
+# The status bar says it as it happens (a message that goes after a while).
+wait_for 'record_budget' 120 || fail "the status bar does not say the budget was reached"
 wait_for 'flood-42' 120 || fail "the flood did not finish"
-wait_for 'record_budget' || fail "the status bar does not say the budget was reached"
+wait_for '1:shell\* running BUDGET' || fail "the status bar does not mark the session BUDGET"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 wait_for '^ +1 shell .*BUDGET' || fail "the history does not mark the session BUDGET"
