@@ -6,6 +6,12 @@
 
 /* A record's own weight beyond its strings: the row, its index entry. */
 #define STORE_BUDGET_ROW 64
+/*
+ * Alerts (exfiltration, tampering) still stored past the budget, so that a
+ * flood first cannot hide what comes after it; beyond these they are
+ * counted too (the session's flags are kept whatever happens).
+ */
+#define STORE_BUDGET_ALERTS 100
 
 void
 store_set_limits(struct store *st, int64_t budget, size_t headers_max)
@@ -69,7 +75,7 @@ store_budget_reached(struct store *st, struct store_budget *b)
 
 bool
 store_budget_take(struct store *st, int64_t session, size_t bytes,
-    enum store_op_kind kind, bool denied)
+    enum store_budget_kind kind, bool denied)
 {
 	struct store_budget *b;
 
@@ -83,7 +89,11 @@ store_budget_take(struct store *st, int64_t session, size_t bytes,
 	}
 	if (!b->hit)
 		store_budget_reached(st, b);
-	if (kind == STORE_OP_REQUEST) {
+	if (kind == STORE_BUDGET_ALERT && b->alerts < STORE_BUDGET_ALERTS) {
+		b->alerts++;
+		return true;
+	}
+	if (kind == STORE_BUDGET_REQUEST) {
 		b->requests++;
 		if (denied)
 			b->denied++;

@@ -10,6 +10,13 @@
 
 enum store_op_kind { STORE_OP_REQUEST, STORE_OP_DECISION, STORE_OP_EVENT };
 
+/* What a record is to the budget. */
+enum store_budget_kind {
+	STORE_BUDGET_REQUEST,
+	STORE_BUDGET_RECORD,  /* an event or a decision */
+	STORE_BUDGET_ALERT,   /* an event of level error */
+};
+
 /* What one session has made the store write (store-budget.c). */
 struct store_budget {
 	int64_t session;
@@ -18,6 +25,7 @@ struct store_budget {
 	int64_t requests;    /* counted, not stored, since the last flush */
 	int64_t denied;
 	int64_t other;
+	int alerts;          /* stored past the budget */
 };
 
 /* One write waiting for the next flush. */
@@ -69,12 +77,13 @@ void store_queue(struct store *, struct store_op);
 /* Schedules a flush (or flushes now without a loop). */
 void store_schedule_flush(struct store *);
 /*
- * Takes BYTES of SESSION's budget for a record of KIND; false when the
- * budget is spent: the record is counted (denied: a denied request), and
- * must not be stored.
+ * Takes BYTES of SESSION's budget for a record of KIND (alerts: a few are
+ * kept past the budget); false
+ * when the budget is spent: the record is counted (denied: a denied
+ * request), and must not be stored.
  */
 bool store_budget_take(struct store *, int64_t session, size_t bytes,
-    enum store_op_kind kind, bool denied);
+    enum store_budget_kind kind, bool denied);
 /* Adds the counts to the sessions' rows inside the flush transaction. */
 int store_budget_write(struct store *);
 /* The flush committed: the counts are written. */

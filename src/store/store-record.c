@@ -20,7 +20,8 @@ store_decision_add(struct store *st, const struct store_decision *d)
 	n += d->host != NULL ? strlen(d->host) : 0;
 	n += d->path != NULL ? strlen(d->path) : 0;
 	n += d->method != NULL ? strlen(d->method) : 0;
-	if (!store_budget_take(st, d->session_id, n, STORE_OP_DECISION, false))
+	if (!store_budget_take(st, d->session_id, n, STORE_BUDGET_RECORD,
+	    false))
 		return;
 	c = xcalloc(1, sizeof *c);
 	*c = *d;
@@ -133,7 +134,8 @@ store_event_add(struct store *st, int64_t session, const char *level,
 	xvasprintf(&e->message, fmt, ap);
 	va_end(ap);
 	if (!store_budget_take(st, session, strlen(e->message) + strlen(kind),
-	    STORE_OP_EVENT, false)) {
+	    strcmp(level, "error") == 0 ? STORE_BUDGET_ALERT :
+	    STORE_BUDGET_RECORD, false)) {
 		store_event_free(e);
 		return;
 	}

@@ -49,7 +49,7 @@ store_request_add(struct store *st, const struct store_request *r)
 	c->req_headers = store_budget_headers(st, r->req_headers);
 	c->resp_headers = store_budget_headers(st, r->resp_headers);
 	if (!store_budget_take(st, r->session_id, store_request_size(c),
-	    STORE_OP_REQUEST, r->decision != NULL &&
+	    STORE_BUDGET_REQUEST, r->decision != NULL &&
 	    strcmp(r->decision, "deny") == 0)) {
 		free(c->req_headers);
 		free(c->resp_headers);

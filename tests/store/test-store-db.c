@@ -533,6 +533,8 @@ test_budget(void **state)
 		add_request(st, a, big, k % 2 == 0 ? "deny" : "allow");
 	add_request(st, b, "x.com", "allow");
 	store_event_add(st, a, "info", "test", "after the budget");
+	/* An alert after a flood is still kept. */
+	store_event_add(st, a, "error", "exfiltration", "after the flood");
 	memset(&d, 0, sizeof d);
 	d.session_id = a;
 	d.host = (char *)"h";
@@ -559,6 +561,9 @@ test_budget(void **state)
 	e = store_event_list(st, a, &ne);
 	for (i = 0, k = 0; i < ne; i++)
 		k += strcmp(e[i]->kind, "budget") == 0;
+	assert_int_equal(k, 1);
+	for (i = 0, k = 0; i < ne; i++)
+		k += strcmp(e[i]->kind, "exfiltration") == 0;
 	assert_int_equal(k, 1);
 	store_event_list_free(e, ne);
 	s = store_session_get(st, b);
