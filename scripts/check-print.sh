@@ -13,7 +13,7 @@ set -u
 src=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$src" || exit 1
 
-stdio='(^|[^A-Za-z0-9_.>])(printf|fprintf|vprintf|vfprintf|dprintf|vdprintf|puts|fputs|putchar|fputc|putc|fwrite|perror)[[:space:]]*\('
+stdio='(^|[^A-Za-z0-9_.>])(printf|fprintf|vprintf|vfprintf|dprintf|vdprintf|puts|fputs|putchar|fputc|putc|fwrite|perror|err|errx|warn|warnx|verr|verrx|vwarn|vwarnx|psignal|psiginfo)[[:space:]]*\('
 fds='(write|util_write_all)[[:space:]]*\([[:space:]]*(STDOUT_FILENO|STDERR_FILENO|1|2)[[:space:]]*,'
 curses='(^|[^A-Za-z0-9_])(mv)?w?(addstr|addnstr|addwstr|addnwstr|addch|addchstr|addchnstr|add_wch|add_wchstr|add_wchnstr|insstr|insnstr|ins_wstr|ins_nwstr|printw|vwprintw|vw_printw)[[:space:]]*\('
 
