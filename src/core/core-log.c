@@ -87,17 +87,30 @@ log_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Prints "agentmux: MSG[: ERR]" through the quoting helper without
+ * allocating: fatal is what an allocation failure calls.
+ */
+static void
+log_fatal_write(const char *fmt, va_list ap, const char *err)
+{
+	char msg[2048], out[8192];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	quote_text_fixed(out, sizeof out, msg);
+	fprintf(stderr, "agentmux: %s%s%s\n", out, /* raw: quoted above */
+	    err != NULL ? ": " : "", err != NULL ? err : "");
+}
+
 void
 fatal(const char *fmt, ...)
 {
 	va_list ap;
 	int saved = errno;
 
-	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	out_vprintf(stderr, fmt, ap);
+	log_fatal_write(fmt, ap, strerror(saved));
 	va_end(ap);
-	out_printf(stderr, ": %s\n", strerror(saved));
 	exit(1);
 }
 
@@ -106,10 +119,8 @@ fatalx(const char *fmt, ...)
 {
 	va_list ap;
 
-	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	out_vprintf(stderr, fmt, ap);
+	log_fatal_write(fmt, ap, NULL);
 	va_end(ap);
-	out_puts(stderr, "\n");
 	exit(1);
 }

@@ -142,21 +142,44 @@ quote_safe_len(const char *s, size_t n)
 	return len;
 }
 
-/* Appends the escape for byte C: \n and friends, else three octal digits. */
-static void
-quote_escape_byte(struct buf *b, unsigned char c)
-{
-	static const char names[] = "abtnvfr";
+/* Where escaped text goes: a growing buffer, or a fixed array (fatal must not allocate). */
+struct quote_out {
+	struct buf *b;
+	char *fixed;
+	size_t len;
+	size_t cap;
+};
 
-	if (c >= '\a' && c <= '\r') {
-		buf_addc(b, '\\');
-		buf_addc(b, names[c - '\a']);
+static void
+quote_put(struct quote_out *o, const char *p, size_t n)
+{
+	if (o->b != NULL) {
+		buf_add(o->b, p, n);
 		return;
 	}
-	buf_addc(b, '\\');
-	buf_addc(b, (char)('0' + (c >> 6)));
-	buf_addc(b, (char)('0' + (c >> 3 & 7)));
-	buf_addc(b, (char)('0' + (c & 7)));
+	if (n > o->cap - 1 - o->len)
+		n = o->cap - 1 - o->len;
+	memcpy(o->fixed + o->len, p, n);
+	o->len += n;
+	o->fixed[o->len] = '\0';
+}
+
+/* Puts the escape for byte C: \n and friends, else three octal digits. */
+static void
+quote_escape_byte(struct quote_out *o, unsigned char c)
+{
+	static const char names[] = "abtnvfr";
+	char e[4] = { '\\' };
+
+	if (c >= '\a' && c <= '\r') {
+		e[1] = names[c - '\a'];
+		quote_put(o, e, 2);
+		return;
+	}
+	e[1] = (char)('0' + (c >> 6));
+	e[2] = (char)('0' + (c >> 3 & 7));
+	e[3] = (char)('0' + (c & 7));
+	quote_put(o, e, 4);
 }
 
 /*
@@ -201,40 +224,41 @@ enum quote_mode {
 	QUOTE_TEXT,   /* free text: newlines, CR LF and tabs kept */
 };
 
-/* Appends S with its unsafe bytes escaped as MODE says. */
+/* Puts S with its unsafe bytes escaped as MODE says. */
 static void
-quote_add_escaped(struct buf *b, const char *s, size_t n, enum quote_mode mode)
+quote_add_escaped(struct quote_out *o, const char *s, size_t n,
+    enum quote_mode mode)
 {
 	size_t i = 0, len, j;
 
 	while (i < n) {
 		/* Most text is plain ASCII: copied a run at a time. */
 		if ((len = quote_plain_len(s + i, n - i)) > 0) {
-			buf_add(b, s + i, len);
+			quote_put(o, s + i, len);
 			i += len;
 			continue;
 		}
 		if ((len = quote_safe_len(s + i, n - i)) > 0) {
 			if (mode == QUOTE_NAME && (s[i] == '"' || s[i] == '\\'))
-				buf_addc(b, '\\');
-			buf_add(b, s + i, len);
+				quote_put(o, "\\", 1);
+			quote_put(o, s + i, len);
 			i += len;
 			continue;
 		}
 		if (mode == QUOTE_TEXT && (s[i] == '\n' || s[i] == '\t')) {
-			buf_addc(b, s[i++]);
+			quote_put(o, s + i++, 1);
 			continue;
 		}
 		/* A line end in raw mode; a lone CR could write over a line. */
 		if (mode == QUOTE_TEXT && s[i] == '\r' && i + 1 < n &&
 		    s[i + 1] == '\n') {
-			buf_add(b, "\r\n", 2);
+			quote_put(o, "\r\n", 2);
 			i += 2;
 			continue;
 		}
 		len = quote_unsafe_len(s + i, n - i);
 		for (j = 0; j < len; j++)
-			quote_escape_byte(b, (unsigned char)s[i + j]);
+			quote_escape_byte(o, (unsigned char)s[i + j]);
 		i += len;
 	}
 }
@@ -246,21 +270,37 @@ quote_add(struct buf *b, const char *s, size_t n)
 		buf_add(b, s, n);
 		return;
 	}
+	struct quote_out o = { b, NULL, 0, 0 };
+
 	buf_addc(b, '"');
-	quote_add_escaped(b, s, n, QUOTE_NAME);
+	quote_add_escaped(&o, s, n, QUOTE_NAME);
 	buf_addc(b, '"');
 }
 
 void
 quote_text_add(struct buf *b, const char *s, size_t n)
 {
-	quote_add_escaped(b, s, n, QUOTE_TEXT);
+	struct quote_out o = { b, NULL, 0, 0 };
+
+	quote_add_escaped(&o, s, n, QUOTE_TEXT);
 }
 
 void
 quote_line_add(struct buf *b, const char *s, size_t n)
 {
-	quote_add_escaped(b, s, n, QUOTE_LINE);
+	struct quote_out o = { b, NULL, 0, 0 };
+
+	quote_add_escaped(&o, s, n, QUOTE_LINE);
+}
+
+size_t
+quote_text_fixed(char *dst, size_t cap, const char *s)
+{
+	struct quote_out o = { NULL, dst, 0, cap };
+
+	dst[0] = '\0';
+	quote_add_escaped(&o, s, strlen(s), QUOTE_TEXT);
+	return o.len;
 }
 
 char *

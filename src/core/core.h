@@ -241,6 +241,8 @@ bool quote_needed(const char *s, size_t n);
 void quote_add(struct buf *, const char *s, size_t n);
 /** Appends S with unsafe characters escaped but no quotes added; newline, CR LF and tab stay. */
 void quote_text_add(struct buf *, const char *s, size_t n);
+/** quote_text_add into DST (CAP bytes, at least 1, cut to fit), allocating nothing; its length. */
+size_t quote_text_fixed(char *dst, size_t cap, const char *s);
 /** Appends S with every unsafe character escaped, newlines too, no quotes added: one line of text. */
 void quote_line_add(struct buf *, const char *s, size_t n);
 /** S quoted (caller frees); NULL for NULL. */

@@ -128,6 +128,22 @@ test_text(void **state)
 	check_text("\xc2\x9b" "2J", "\\302\\2332J");
 }
 
+/* Into a fixed array, as fatal does: the same escapes, cut to fit, NUL-terminated. */
+static void
+test_fixed(void **state)
+{
+	char out[16];
+
+	assert_int_equal(quote_text_fixed(out, sizeof out, "a\033]2;x\a"),
+	    strlen("a\\033]2;x\\a"));
+	assert_string_equal(out, "a\\033]2;x\\a");
+	assert_int_equal(quote_text_fixed(out, sizeof out,
+	    "0123456789\033abcdef"), 15);
+	assert_string_equal(out, "0123456789\\033a");
+	assert_int_equal(quote_text_fixed(out, 1, "abc"), 0);
+	assert_string_equal(out, "");
+}
+
 /* Unquoting git's way gives the exact bytes back. */
 static char *
 unquote(const char *q)
@@ -250,6 +266,7 @@ main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_ascii_locale),
 		cmocka_unit_test(test_text),
+		cmocka_unit_test(test_fixed),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_out),
 		cmocka_unit_test(test_json),
