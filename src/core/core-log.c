@@ -92,11 +92,10 @@ log_debug(const char *fmt, ...)
  * allocating: fatal is what an allocation failure calls.
  */
 static void
-log_fatal_write(const char *fmt, va_list ap, const char *err)
+log_fatal_write(const char *msg, const char *err)
 {
-	char msg[2048], out[8192];
+	char out[8192];
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
 	quote_text_fixed(out, sizeof out, msg);
 	fprintf(stderr, "agentmux: %s%s%s\n", out, /* raw: quoted above */
 	    err != NULL ? ": " : "", err != NULL ? err : "");
@@ -106,11 +105,13 @@ void
 fatal(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[2048];
 	int saved = errno;
 
 	va_start(ap, fmt);
-	log_fatal_write(fmt, ap, strerror(saved));
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	log_fatal_write(msg, strerror(saved));
 	exit(1);
 }
 
@@ -118,9 +119,11 @@ void
 fatalx(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[2048];
 
 	va_start(ap, fmt);
-	log_fatal_write(fmt, ap, NULL);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	log_fatal_write(msg, NULL);
 	exit(1);
 }
