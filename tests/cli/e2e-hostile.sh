@@ -124,6 +124,14 @@ checks() {
 	check "snapshot" "$T/snapshot" ''
 	"$AMX" snapshots last >"$T/snaps2" 2>&1
 	check "snapshots (a hostile label)" "$T/snaps2" '"f\033]52;'
+	# Completion shows labels as descriptions: quoted, C1 and bidi too.
+	"$AMX" snapshot last -m "$HOSTILE_C1 $HOSTILE_BIDI" >/dev/null 2>&1
+	"$AMX" completion words -- diff last --to "" >"$T/words" 2>&1
+	check "completion words (hostile labels)" "$T/words" '"f\033]52;'
+	grep -qF '"c1\302\2332J bidi\342\200\256txt.exe"' "$T/words" && ok ||
+	    bad "completion words: the C1 and bidi label is not quoted: $(cat "$T/words")"
+	"$AMX" completion words -- show "" >"$T/words2" 2>&1
+	check "completion words (sessions)" "$T/words2" 'hostile'
 	"$AMX" undo last >"$T/undo2" 2>&1
 	check "undo" "$T/undo2" 'remove'
 	[ ! -e "$P/$HOSTILE_OSC" ] && ok || bad "undo did not remove the hostile file"
