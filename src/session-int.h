@@ -79,6 +79,9 @@ struct session {
 	int guard_fd;
 	struct event *guard_ev;
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
+	bool guard_had_git;          /* the project had a .git then */
+	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
+	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	struct event *guard_sock_ev; /* looks for new ones */
 
@@ -114,6 +117,7 @@ struct session_setup {
 	struct strv hf_rel;          /* file entries under HOME: path from HOME */
 	struct strv hf_base;         /* and the session's overlay/<n> dir */
 	struct strv notices;         /* things the user should hear about */
+	struct strv protect;         /* project files read-only in the jail (absolute) */
 	struct jail_overlay *overlays;
 	struct jail_bind *jbinds;
 };

@@ -318,6 +318,27 @@ session_limits(struct jail_limits *l, const struct config *cf,
 	l->cpu_seconds = cf->limits.cpu_seconds;
 }
 
+/*
+ * The files the user's tools run ([jail] protect): those there now are
+ * read-only in the jail (PATHS gets them, absolute), and every one is
+ * watched for the session's end.
+ */
+static void
+session_protect(struct session *s, const struct config_agent *a,
+    struct strv *paths)
+{
+	size_t i;
+
+	strv_free(&s->protect);
+	strv_free(&s->protected);
+	config_protect(s->ctx->cf, a, &s->protect);
+	strv_init(&s->protected);
+	snap_plant_existing(s->project, s->protect.v, s->protect.n,
+	    &s->protected);
+	for (i = 0; i < s->protected.n; i++)
+		strv_addf(paths, "%s/%s", s->project, s->protected.v[i]);
+}
+
 static int
 session_jail(struct session *s, struct session_setup *sp,
     const struct config_agent *a, const struct session_opts *o, char **cause)
@@ -347,6 +368,9 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.cols = o->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
 	jc.hold = true;
+	session_protect(s, a, &sp->protect);
+	jc.protect = sp->protect.v;
+	jc.nprotect = sp->protect.n;
 	if ((s->jail = jail_start(&jc, cause)) == NULL)
 		return -1;
 	strv_free(&s->hfiles);
@@ -406,6 +430,8 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->status = -1;
 	strv_init(&s->hfiles);
 	strv_init(&s->hcopies);
+	strv_init(&s->protect);
+	strv_init(&s->protected);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
@@ -616,6 +642,8 @@ session_free(struct session *s)
 	strv_free(&s->env);
 	strv_free(&s->allow);
 	strv_free(&s->deny);
+	strv_free(&s->protect);
+	strv_free(&s->protected);
 	free(s->kind);
 	free(s->agent);
 	free(s->project);

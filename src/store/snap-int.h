@@ -233,6 +233,35 @@ void snap_orphan_forget(struct store *, int64_t session);
 /* Whether any recorded session still uses GITDIR. */
 bool snap_gitdir_used(struct store *, const char *gitdir);
 
+/* ---- git dirs the host's git would obey (snap-nested.c) ---- */
+
+struct snap_nested {
+	const char *project;      /* real path */
+	int projfd;               /* the project's dir */
+	int64_t since;            /* ms: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	struct strv *messages;    /* one line per change made */
+	struct strv done;         /* git dirs seen (relative) */
+	const char *gitdir;       /* the git dir being looked at */
+	int n;                    /* files kept in the quarantine so far */
+};
+
+/* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
+void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
+void snap_nested_gitdir(struct snap_nested *, const char *repo,
+    const char *rel);
+/* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
+char *snap_nested_inside(struct snap_nested *, const char *base,
+    const char *where);
+/* Keeps NAME in DIRFD in the quarantine (MOVE: and takes it away); the quarantine path, caller frees. */
+char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
+    bool move);
+/* True if ST changed (ctime) at SINCE (ms) or later. */
+bool snap_nested_changed(const struct stat *, int64_t since);
+/* S for a message, control characters escaped; caller frees. */
+char *snap_nested_quote(const char *s);
+
 /* ---- paths given on the command line (snap-spec.c) ---- */
 
 /* PATH (absolute, or relative to the current dir) relative to WORKTREE; caller frees. */
