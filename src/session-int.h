@@ -9,6 +9,7 @@
 struct bufferevent;
 struct event;
 struct jail;
+struct snap_history;
 struct proxy;
 struct proxy_policy;
 struct proxy_session;
@@ -90,6 +91,9 @@ struct session {
 	struct strv hcopies;         /* their overlay/<n> dirs */
 	bool files_taken;
 
+	struct snap_history *history; /* the user's git history (session-history.c) */
+	struct event *history_ev;    /* brings the session's objects back */
+
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
 
@@ -143,6 +147,13 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+
+/* The user's git history (session-history.c). */
+int session_history_start(struct session *, struct session_setup *,
+    char **cause);
+void session_history_watch(struct session *);
+void session_history_stop(struct session *);
+void session_history_recover(struct session_ctx *);
 
 /* File entries under HOME (session-files.c). */
 int session_files_place(struct session *, char **cause);

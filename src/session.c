@@ -55,6 +55,7 @@ session_ctx_create(struct event_base *base, const struct config *cf,
 	store_attach(ctx->st, base);
 	if (session_proxy_ctx_init(ctx, cause) == -1)
 		goto fail;
+	session_history_recover(ctx);
 	ctx->sigchld = evsignal_new(base, SIGCHLD, session_ctx_sigchld, ctx);
 	if (ctx->sigchld == NULL || evsignal_add(ctx->sigchld, NULL) == -1) {
 		*cause = xstrdup("cannot watch for ended commands (SIGCHLD)");
@@ -229,6 +230,7 @@ session_finish(struct session *s)
 	session_files_capture(s);
 	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
 	/* Before the end snapshot runs git on the project. */
+	session_history_stop(s);
 	session_guard_stop(s);
 	session_snap_end(s);
 	if (s->ev.exited != NULL)
@@ -352,7 +354,8 @@ session_jail(struct session *s, struct session_setup *sp,
 	    (long long)s->id);
 	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
-	if (session_setup_overlays(sp, a, cause) == -1)
+	if (session_setup_overlays(sp, a, cause) == -1 ||
+	    session_history_start(s, sp, cause) == -1)
 		return -1;
 	memset(&jc, 0, sizeof jc);
 	jc.project = s->project;
@@ -575,6 +578,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_snap_start(s);
 	session_snap_wait_start(s);
 	session_guard_start(s);
+	session_history_watch(s);
 	if (session_go(s, cause) == -1) {
 		jail_free(s->jail);
 		s->jail = NULL;
@@ -629,6 +633,7 @@ session_free(struct session *s)
 			    128 + SIGKILL, "ended by agentmux");
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	session_history_stop(s);
 	session_guard_stop(s);
 	/* Before the end snapshot carries out config_persist. */
 	session_files_capture(s);

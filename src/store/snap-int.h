@@ -25,6 +25,8 @@ struct snap_proc_opts {
 	const void *input;        /* copied and written to stdin; NULL: /dev/null */
 	size_t inputlen;
 	bool input_later;         /* stdin stays open until snap_proc_input */
+	bool has_in_fd;           /* stdin is IN_FD (a file: the child reads it itself) */
+	int in_fd;
 	int out_fd;               /* >= 0: stdout goes there instead of being read */
 	int umask;                /* >= 0: the child's umask */
 	/* Called with each complete stdout line (without the newline). */
@@ -261,6 +263,56 @@ char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
 bool snap_nested_changed(const struct stat *, int64_t since);
 /* S for a message, control characters escaped; caller frees. */
 char *snap_nested_quote(const char *s);
+
+/* ---- the user's history (snap-history.c, snap-import.c, snap-refs.c) ---- */
+
+struct snap_import;
+
+struct snap_hgit {
+	char *gitdir;             /* the host's git dir */
+	char *base;               /* what is kept of it: HISTORY/<n> */
+	char *objects;            /* GITDIR/objects, where the jail's overlay goes */
+	char *upper;              /* the overlay's upper and work dirs, in BASE */
+	char *work;
+	struct snap_import *imp;
+};
+
+struct snap_history {
+	char *dir;                /* $DATA/sessions/<id>/history */
+	struct snap_hgit *v;
+	size_t n;
+};
+
+/* A valid ref name under refs/ that is safe as a path. */
+bool snap_hist_refname_ok(const char *ref);
+/* Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's own left out). */
+void snap_hist_refs(int gitfd, struct strv *out);
+/* REF's value in such a list, or NULL; borrowed. */
+const char *snap_hist_value(const struct strv *refs, const char *ref);
+/* The refs kept for G at the session's start; -1 if none were. */
+int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
+/* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
+int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */
+int snap_hist_write(int gitfd, const char *rel, const struct buf *text,
+    mode_t mode);
+/* mkdir -p of REL under GITFD, never through a link. */
+int snap_hist_mkdirs(int gitfd, const char *rel);
+/* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
+int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
+    struct buf *out);
+
+struct snap_import *snap_import_create(const char *gitdir, const char *upper);
+void snap_import_free(struct snap_import *);
+/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
+void snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/* Waits for a pack being indexed, then brings back everything left (blocking). */
+void snap_import_finish(struct snap_import *);
+/* Objects brought back; *REFUSED those that were not what they claimed. */
+int64_t snap_import_count(const struct snap_import *, int64_t *refused);
+/* Whether the host refused a write (the upper dir is kept to try again). */
+bool snap_import_failed(const struct snap_import *);
+const struct strv *snap_import_problems(const struct snap_import *);
 
 /* ---- paths given on the command line (snap-spec.c) ---- */
 

@@ -94,15 +94,62 @@ snap_plant_setid(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
-/* Inside the project's own .git: module git dirs are defused, object stores skipped. */
+/* True if REL lies in a git dir: under a ".git" component. */
+static bool
+snap_plant_gitpath(const char *rel)
+{
+	return strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL;
+}
+
+/*
+ * A link, FIFO, socket or device made in a git dir: git on the host would
+ * write its reflogs and refs through a link (into ~/.bashrc, say) and hang
+ * on a FIFO. It goes to the quarantine.
+ */
+static void
+snap_plant_special(struct snap_plant_walk *w, const char *rel,
+    const struct stat *st)
+{
+	const char *slash = strrchr(rel, '/');
+	char *dir, *to, *q;
+	int fd;
+
+	if (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode) ||
+	    !snap_nested_changed(st, w->o->since) || (S_ISSOCK(st->st_mode) &&
+	    strcmp(slash + 1, "fsmonitor--daemon.ipc") == 0))
+		return;
+	dir = xstrndup(rel, (size_t)(slash - rel));
+	fd = path_open_beneath(w->nc.projfd, dir, O_RDONLY | O_DIRECTORY, 0);
+	to = fd != -1 ? snap_nested_keep(&w->nc, fd, slash + 1, true) : NULL;
+	q = snap_nested_quote(rel);
+	if (to != NULL)
+		strv_addf(&w->res->alerts, "%s in a git dir was made a %s in the "
+		    "session (git would write or read through it); it was moved "
+		    "to %s", q, S_ISLNK(st->st_mode) ? "link" : "FIFO, socket "
+		    "or device", to);
+	else
+		strv_addf(&w->res->alerts, "%s in a git dir was made a %s in the "
+		    "session and agentmux could not move it: %s; remove it "
+		    "before you run git there", q, S_ISLNK(st->st_mode) ?
+		    "link" : "FIFO, socket or device", strerror(errno));
+	if (fd != -1)
+		close(fd);
+	free(q);
+	free(to);
+	free(dir);
+}
+
+/* Inside a git dir: object stores skipped, module git dirs defused, links moved out. */
 static void
 snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
     const char *rel)
 {
 	char *parent, *repo;
 
-	if (e->fts_info != FTS_D)
+	if (e->fts_info != FTS_D) {
+		snap_plant_special(w, rel, e->fts_statp);
 		return;
+	}
 	parent = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
 	if (strcmp(e->fts_name, "objects") == 0 &&
 	    snap_plant_is_gitdir(w, parent))
@@ -127,14 +174,10 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	if (e->fts_info == FTS_DP || e->fts_info == FTS_DNR ||
 	    e->fts_info == FTS_ERR || e->fts_info == FTS_NS)
 		return;
-	if (strcmp(e->fts_name, ".git") == 0 && !own) {
-		/* A repository of the session's making, nested or at the top. */
-		if (e->fts_info == FTS_D)
-			fts_set(fts, e, FTS_SKIP);
+	/* A repository of the session's making, nested or at the top. */
+	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
-		return;
-	}
-	if (strncmp(rel, ".git/", 5) == 0 && w->o->had_git)
+	if (snap_plant_gitpath(rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
 	snap_plant_setid(w, rel, e->fts_statp);
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);

@@ -284,6 +284,54 @@ void snap_plant_existing(const char *project, char *const *patterns,
     size_t n, struct strv *out);
 
 /*
+ * The user's own history (snap-history.c): objects that existed when a
+ * session started cannot be deleted or changed from inside the jail (each
+ * git dir's objects are an overlay there, over the session's own upper
+ * dir, whose new objects are checked and brought back); refs, HEAD and
+ * reflogs as they were are kept in the session's dir, SESSDIR/history.
+ */
+struct snap_history;
+
+/**
+ * Keeps the refs and reflogs of PROJECT's git dir and its submodules' (in
+ * .git/modules) and makes the overlay dirs for their objects. NULL with
+ * *CAUSE NULL if the project has no git dir (or none that can be
+ * protected: NOTICES says why); NULL with *CAUSE on error.
+ */
+struct snap_history *snap_history_begin(const char *project,
+    const char *sessdir, struct strv *notices, char **cause);
+/** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
+struct snap_history *snap_history_open(const char *sessdir);
+void snap_history_free(struct snap_history *);
+/** How many git dirs are protected; the overlay of the Ith (borrowed paths). */
+size_t snap_history_count(const struct snap_history *);
+void snap_history_overlay(const struct snap_history *, size_t i,
+    const char **path, const char **upper, const char **work);
+/**
+ * Brings the objects the session's git wrote so far back into the git
+ * dirs (each checked: it is what its name is the hash of); a batch at a
+ * time, packs indexed in the background on BASE (NULL: now).
+ */
+void snap_history_import(struct snap_history *, struct event_base *base);
+/**
+ * Once the jail is gone: every object left is brought back (blocking),
+ * reflog entries the session removed put back, refs it deleted (and tags
+ * it moved) reported in WARNINGS; what was refused is in ALERTS.
+ */
+void snap_history_end(struct snap_history *, int64_t session,
+    struct strv *alerts, struct strv *warnings);
+/** True if objects of the session may still need bringing back. */
+bool snap_history_pending(const struct snap_history *);
+/**
+ * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
+ * left objects unbrought: each is finished as snap_history_end would,
+ * unless RUNNING(id, ARG) says it still runs. Returns how many.
+ */
+int snap_history_recover(const char *data_dir,
+    bool (*running)(int64_t id, void *arg), void *arg, struct strv *alerts,
+    struct strv *warnings);
+
+/*
  * A snapshot is a git commit of the whole working tree (tracked files and
  * untracked ones that are not ignored, with modes and symlinks, as raw
  * bytes: no filters, no line-ending conversion), written through a private
