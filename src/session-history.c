@@ -25,6 +25,12 @@ session_history_start(struct session *s, struct session_setup *sp,
 	char *err = NULL;
 	size_t i;
 
+	if (!s->ctx->cf->jail.history) {
+		strv_add(&sp->notices, "[jail] history = off: the jailed command "
+		    "can delete the objects, refs and reflogs of the project's "
+		    "git history");
+		return 0;
+	}
 	s->history = snap_history_begin(s->project, sp->dir, &sp->notices,
 	    &err);
 	if (s->history == NULL && err != NULL) {
@@ -106,36 +112,8 @@ session_history_stop(struct session *s)
 	s->history = NULL;
 }
 
-/* A session still running in some agentmux process: its objects are its own to bring back. */
-static bool
-session_history_running(int64_t id, void *arg)
-{
-	struct session_ctx *ctx = arg;
-	struct store_session *ss = store_session_get(ctx->st, id);
-	bool running;
-
-	if (ss == NULL)
-		return false;
-	running = strcmp(ss->state, "running") == 0 &&
-	    util_proc_alive(ss->owner_pid, ss->owner_start);
-	store_session_free(ss);
-	return running;
-}
-
 void
 session_history_recover(struct session_ctx *ctx)
 {
-	struct strv alerts, warnings;
-	size_t i;
-
-	strv_init(&alerts);
-	strv_init(&warnings);
-	snap_history_recover(ctx->data_dir, session_history_running, ctx,
-	    &alerts, &warnings);
-	for (i = 0; i < alerts.n; i++)
-		log_warnx("%s", alerts.v[i]);
-	for (i = 0; i < warnings.n; i++)
-		log_warnx("%s", warnings.v[i]);
-	strv_free(&alerts);
-	strv_free(&warnings);
+	snap_history_recover(ctx->st, ctx->data_dir);
 }

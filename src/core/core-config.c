@@ -45,7 +45,7 @@ static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"record_bodies", NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
 	NULL };
-static const char *const config_keys_jail[] = { "protect", NULL };
+static const char *const config_keys_jail[] = { "protect", "history", NULL };
 
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
@@ -642,6 +642,16 @@ config_jail_key(struct config_parse *cp, const char *name, const char *value)
 {
 	struct config_jail *j = &cp->cf->jail;
 
+	if (strcmp(name, "history") == 0) {
+		if (strcmp(value, "on") == 0)
+			j->history = true;
+		else if (strcmp(value, "off") == 0)
+			j->history = false;
+		else
+			config_problem(cp, "history must be on or off, not '%s'",
+			    value);
+		return;
+	}
 	if (strcmp(name, "protect") != 0) {
 		config_unknown_key(cp, "jail", config_keys_jail, name);
 		return;
@@ -951,6 +961,7 @@ config_set_defaults(struct config *cf)
 	strv_init(&cf->snapshots.excludes);
 	for (e = config_default_excludes; *e != NULL; e++)
 		strv_add(&cf->snapshots.excludes, *e);
+	cf->jail.history = true;
 	strv_init(&cf->jail.protect);
 	for (e = config_default_protect; *e != NULL; e++)
 		strv_add(&cf->jail.protect, *e);

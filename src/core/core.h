@@ -307,6 +307,7 @@ struct config_snapshots {
 
 struct config_jail {
 	struct strv protect;      /* project files kept read-only in the jail */
+	bool history;             /* the git history kept out of the jail's reach */
 };
 
 struct config {

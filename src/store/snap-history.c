@@ -734,32 +734,46 @@ snap_history_import(struct snap_history *h, struct event_base *base)
 		snap_import_run(h->v[i].imp, base, false);
 }
 
+/* "the branch main", "the tag v1", "refs/stash": a ref as the user knows it; caller frees. */
+static char *
+snap_history_refname(const char *ref)
+{
+	if (strncmp(ref, "refs/heads/", 11) == 0)
+		return xprintf("the branch %s", ref + 11);
+	if (strncmp(ref, "refs/tags/", 10) == 0)
+		return xprintf("the tag %s", ref + 10);
+	if (strncmp(ref, "refs/remotes/", 13) == 0)
+		return xprintf("the remote-tracking branch %s", ref + 13);
+	return xstrdup(ref);
+}
+
 /* Refs that existed at the start and are gone, or tags that moved: what undo --refs would put back. */
 static void
 snap_history_report(const struct strv *start, const struct strv *now,
     int64_t session, const char *gitdir, struct strv *warnings)
 {
-	const char *v, *ref;
-	char *q;
+	const char *v, *was;
+	char *ref, *name;
 	size_t i;
 
 	for (i = 0; i < start->n; i++) {
-		ref = start->v[i];
-		if (strncmp(ref, "refs/", 5) != 0)
+		if (strncmp(start->v[i], "refs/", 5) != 0)
 			continue;
-		q = xstrndup(ref, strcspn(ref, "\t"));
-		v = snap_hist_value(now, q);
+		ref = xstrndup(start->v[i], strcspn(start->v[i], "\t"));
+		was = start->v[i] + strlen(ref) + 1;
+		v = snap_hist_value(now, ref);
+		name = snap_history_refname(ref);
 		if (v == NULL)
 			strv_addf(warnings, "the session deleted %s in %s (it was "
 			    "%.12s); 'agentmux undo %lld --refs' puts it back",
-			    q, gitdir, ref + strlen(q) + 1, (long long)session);
-		else if (strncmp(q, "refs/tags/", 10) == 0 &&
-		    strcmp(v, ref + strlen(q) + 1) != 0)
-			strv_addf(warnings, "the session moved the tag %s in %s "
-			    "(from %.12s to %.12s); 'agentmux undo %lld --refs' "
-			    "puts it back", q + 10, gitdir, ref + strlen(q) + 1,
-			    v, (long long)session);
-		free(q);
+			    name, gitdir, was, (long long)session);
+		else if (strncmp(ref, "refs/tags/", 10) == 0 &&
+		    strcmp(v, was) != 0)
+			strv_addf(warnings, "the session moved %s in %s (from "
+			    "%.12s to %.12s); 'agentmux undo %lld --refs' puts it "
+			    "back", name, gitdir, was, v, (long long)session);
+		free(name);
+		free(ref);
 	}
 }
 
@@ -871,9 +885,48 @@ snap_history_pending(const struct snap_history *h)
 	return false;
 }
 
+/* Whether session ID still runs in a live agentmux (its objects are its own to bring back). */
+static bool
+snap_history_running(struct store *st, int64_t id)
+{
+	struct store_session *ss = store_session_get(st, id);
+	bool running;
+
+	if (ss == NULL)
+		return false;
+	running = strcmp(ss->state, "running") == 0 &&
+	    util_proc_alive(ss->owner_pid, ss->owner_start);
+	store_session_free(ss);
+	return running;
+}
+
+/* Finishes session ID's history; what it found goes to the session's events. */
+static void
+snap_history_recover_one(struct store *st, struct snap_history *h,
+    int64_t id)
+{
+	struct strv alerts, warnings;
+	size_t i;
+
+	strv_init(&alerts);
+	strv_init(&warnings);
+	store_event_add(st, id, "warn", "history", "the session ended without "
+	    "agentmux; the objects its git wrote were brought into the "
+	    "repository at the next start");
+	snap_history_end(h, id, &alerts, &warnings);
+	for (i = 0; i < alerts.n; i++) {
+		store_event_add(st, id, "error", "tampering", "%s",
+		    alerts.v[i]);
+		store_session_flag(st, id, "tampering");
+	}
+	for (i = 0; i < warnings.n; i++)
+		store_event_add(st, id, "warn", "history", "%s", warnings.v[i]);
+	strv_free(&alerts);
+	strv_free(&warnings);
+}
+
 int
-snap_history_recover(const char *data_dir, bool (*running)(int64_t, void *),
-    void *arg, struct strv *alerts, struct strv *warnings)
+snap_history_recover(struct store *st, const char *data_dir)
 {
 	char *dir = xprintf("%s/sessions", data_dir), *sess, *end;
 	struct snap_history *h;
@@ -892,11 +945,9 @@ snap_history_recover(const char *data_dir, bool (*running)(int64_t, void *),
 			continue;
 		sess = xprintf("%s/%s", dir, de->d_name);
 		h = snap_history_open(sess);
-		if (h != NULL && snap_history_pending(h) && !running(id, arg)) {
-			strv_addf(warnings, "session %lld ended without "
-			    "agentmux: the objects its git wrote are brought "
-			    "into your repository now", id);
-			snap_history_end(h, id, alerts, warnings);
+		if (h != NULL && snap_history_pending(h) &&
+		    !snap_history_running(st, id)) {
+			snap_history_recover_one(st, h, id);
 			n++;
 		}
 		snap_history_free(h);

@@ -324,12 +324,11 @@ void snap_history_end(struct snap_history *, int64_t session,
 bool snap_history_pending(const struct snap_history *);
 /**
  * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
- * left objects unbrought: each is finished as snap_history_end would,
- * unless RUNNING(id, ARG) says it still runs. Returns how many.
+ * left objects unbrought: each is finished as snap_history_end would
+ * (unless it still runs in a live agentmux), what was found recorded as
+ * its events. Returns how many.
  */
-int snap_history_recover(const char *data_dir,
-    bool (*running)(int64_t id, void *arg), void *arg, struct strv *alerts,
-    struct strv *warnings);
+int snap_history_recover(struct store *, const char *data_dir);
 
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and
