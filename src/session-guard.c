@@ -292,13 +292,23 @@ session_guard_start(struct session *s)
 static void
 session_guard_plant(struct session *s)
 {
+	const char *const *d;
 	struct snap_plant_opts o;
 	struct snap_plant_result res;
+	struct strv watch;
 	char *dir, *cause = NULL;
 	size_t i;
 
 	if (s->guard_since == 0)
 		return;
+	/* The built-in ones are watched even where protect = none lets them change. */
+	strv_init(&watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&watch, *d);
+	for (i = 0; i < s->protect.n; i++) {
+		if (!strv_contains(&watch, s->protect.v[i]))
+			strv_add(&watch, s->protect.v[i]);
+	}
 	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
 	    (long long)s->id);
 	memset(&o, 0, sizeof o);
@@ -306,10 +316,10 @@ session_guard_plant(struct session *s)
 	o.since = s->guard_since;
 	o.quarantine = dir;
 	o.had_git = s->guard_had_git;
-	o.watch = s->protect.v;
-	o.nwatch = s->protect.n;
-	o.existed = s->protected.v;
-	o.nexisted = s->protected.n;
+	o.watch = watch.v;
+	o.nwatch = watch.n;
+	o.existed = s->watched.v;
+	o.nexisted = s->watched.n;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -320,6 +330,7 @@ session_guard_plant(struct session *s)
 	for (i = 0; i < res.watched.n; i++)
 		session_guard_alert(s, "protected", res.watched.v[i]);
 	snap_plant_result_free(&res);
+	strv_free(&watch);
 	free(dir);
 	s->guard_since = 0;
 }

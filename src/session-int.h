@@ -83,6 +83,7 @@ struct session {
 	bool guard_had_git;          /* the project had a .git then */
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
+	struct strv watched;         /* what the watched ones (built-in too) matched */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	struct event *guard_sock_ev; /* looks for new ones */
 

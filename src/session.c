@@ -329,6 +329,8 @@ static void
 session_protect(struct session *s, const struct config_agent *a,
     struct strv *paths)
 {
+	const char *const *d;
+	struct strv watch;
 	size_t i;
 
 	strv_free(&s->protect);
@@ -339,6 +341,18 @@ session_protect(struct session *s, const struct config_agent *a,
 	    &s->protected);
 	for (i = 0; i < s->protected.n; i++)
 		strv_addf(paths, "%s/%s", s->project, s->protected.v[i]);
+	/* What is watched (the built-in list too): there now, for its deletion. */
+	strv_init(&watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&watch, *d);
+	strv_free(&s->watched);
+	strv_init(&s->watched);
+	snap_plant_existing(s->project, watch.v, watch.n, &s->watched);
+	for (i = 0; i < s->protected.n; i++) {
+		if (!strv_contains(&s->watched, s->protected.v[i]))
+			strv_add(&s->watched, s->protected.v[i]);
+	}
+	strv_free(&watch);
 }
 
 static int
@@ -435,6 +449,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->hcopies);
 	strv_init(&s->protect);
 	strv_init(&s->protected);
+	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
@@ -649,6 +664,7 @@ session_free(struct session *s)
 	strv_free(&s->deny);
 	strv_free(&s->protect);
 	strv_free(&s->protected);
+	strv_free(&s->watched);
 	free(s->kind);
 	free(s->agent);
 	free(s->project);

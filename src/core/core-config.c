@@ -665,6 +665,12 @@ config_jail_key(struct config_parse *cp, const char *name, const char *value)
 		strv_add(&j->protect, value);
 }
 
+const char *const *
+config_protect_defaults(void)
+{
+	return config_default_protect;
+}
+
 void
 config_protect(const struct config *cf, const struct config_agent *a,
     struct strv *out)

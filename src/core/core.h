@@ -362,6 +362,8 @@ const struct config_secret *config_secret(const struct config *, const char *nam
  */
 void config_protect(const struct config *, const struct config_agent *a,
     struct strv *out);
+/** The built-in protect patterns (NULL-terminated): watched even when not protected. */
+const char *const *config_protect_defaults(void);
 /** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
 const char *const *config_known_keys(const char *section);
 /** Every section kind the config file takes ("agent" for [agent NAME]), NULL-terminated. */

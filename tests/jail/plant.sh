@@ -166,10 +166,16 @@ protected() {
 	case $diff in *"sub/.envrc"*"direnv"*) ok ;; *) bad "diff does not flag it: $diff" ;; esac
 	# protect = none: the user lets the agent change them; still flagged.
 	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
-	jrun -- sh -c 'echo changed >>.envrc'
+	jrun -- sh -c 'for f in '"$(echo $PROTECTED)"'; do
+	    echo "*.c filter=changed" >>$f; done'
 	grep -q changed "$P/.envrc" && ok || bad "protect = none kept .envrc read-only"
-	case $OUT in *".envrc changed in the session"*) ok ;;
-	*) bad "a change with protect = none was not flagged: $OUT" ;; esac
+	for f in $PROTECTED; do
+		case $OUT in *"$f changed in the session"*) ok ;;
+		*) bad "a change to $f with protect = none was not flagged: $OUT" ;; esac
+	done
+	jrun -- rm .mcp.json
+	case $OUT in *".mcp.json was deleted in the session"*) ok ;;
+	*) bad "a deleted .mcp.json was not flagged: $OUT" ;; esac
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	for f in $PROTECTED; do rm -f "$P/$f"; done
 	rm -rf "$P/sub" "$P/deep" "$P/deep2" "$P/.claude" \
