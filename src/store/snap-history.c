@@ -799,16 +799,51 @@ snap_history_start_refs(const struct snap_hgit *g, struct strv *refs)
 	return 0;
 }
 
-/* Makes the dirs of an overlay's work dir removable (the kernel leaves one mode 000). */
+/*
+ * rm -rf of NAME in DFD, what the jail left: dirs are made ours to read
+ * first (the kernel leaves an overlay's work/work mode 000, and the jail
+ * may have done the same to any), links are removed, never followed.
+ */
 static void
-snap_history_remove(const char *dir)
+snap_history_rm_at(int dfd, const char *name, int depth)
 {
-	char *ww = xprintf("%s/work", dir);
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
 
-	chmod(ww, 0700);
-	free(ww);
-	if (path_remove_tree(dir) == -1)
-		log_debug("cannot remove %s: %s", dir, strerror(errno));
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	if (!S_ISDIR(st.st_mode) || depth > 64) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	fchmodat(dfd, name, 0700, 0);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd != -1 && (d = fdopendir(fd)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") != 0 &&
+			    strcmp(de->d_name, "..") != 0)
+				snap_history_rm_at(dirfd(d), de->d_name,
+				    depth + 1);
+		}
+		closedir(d);
+	} else if (fd != -1)
+		close(fd);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void
+snap_history_remove(const char *path)
+{
+	char *dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd != -1) {
+		snap_history_rm_at(fd, strrchr(path, '/') + 1, 0);
+		close(fd);
+	}
+	free(dir);
 }
 
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
@@ -819,12 +854,12 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	struct strv start, now, repaired;
 	const struct strv *problems;
 	char *logs;
-	int64_t n, refused;
+	int64_t n, refused, too_big;
 	int gitfd, logsfd;
 	size_t i;
 
 	snap_import_finish(g->imp);
-	n = snap_import_count(g->imp, &refused);
+	n = snap_import_count(g->imp, &refused, &too_big);
 	problems = snap_import_problems(g->imp);
 	for (i = 0; i < problems->n; i++)
 		strv_add(warnings, problems->v[i]);
@@ -833,6 +868,12 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 		    "were not what their names said and were not brought "
 		    "back", (long long)refused, refused == 1 ? "" : "s",
 		    g->gitdir);
+	if (too_big > 0)
+		strv_addf(alerts, "%lld object%s the session wrote into %s %s "
+		    "too big to check (over 4 GiB each, or 32 GiB in all) and "
+		    "%s not brought back", (long long)too_big, too_big == 1 ?
+		    "" : "s", g->gitdir, too_big == 1 ? "was" : "were",
+		    too_big == 1 ? "was" : "were");
 	log_debug("%s: %lld new objects brought back", g->gitdir,
 	    (long long)n);
 	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -857,6 +898,10 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	free(logs);
 	close(gitfd);
 	if (!snap_import_failed(g->imp)) {
+		/* Done, even if what is left cannot all be removed. */
+		logs = xprintf("%s/done", g->base);
+		util_write_file_atomic(logs, "", 0, 0600, NULL);
+		free(logs);
 		snap_history_remove(g->upper);
 		snap_history_remove(g->work);
 	}
@@ -876,13 +921,17 @@ bool
 snap_history_pending(const struct snap_history *h)
 {
 	struct stat st;
+	char *done;
 	size_t i;
+	bool pending = false;
 
-	for (i = 0; h != NULL && i < h->n; i++) {
-		if (lstat(h->v[i].upper, &st) == 0)
-			return true;
+	for (i = 0; h != NULL && i < h->n && !pending; i++) {
+		done = xprintf("%s/done", h->v[i].base);
+		pending = lstat(h->v[i].upper, &st) == 0 && lstat(done,
+		    &st) == -1;
+		free(done);
 	}
-	return false;
+	return pending;
 }
 
 /* Whether session ID still runs in a live agentmux (its objects are its own to bring back). */

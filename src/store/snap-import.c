@@ -22,8 +22,17 @@
 
 #include "store/snap-int.h"
 
-/* How much one pass of the loose objects may do before it lets the loop go on. */
-#define SNAP_IMPORT_BATCH 2000
+/*
+ * How much one pass over the loose objects may do before it lets the loop
+ * go on: entries looked at, and bytes inflated. Bigger objects wait for
+ * the session's end; one that says it is bigger than the cap is refused
+ * (an inflation bomb would otherwise hold agentmux for hours), and so is
+ * everything once a session has had the total cap inflated.
+ */
+#define SNAP_IMPORT_ENTRIES 20000
+#define SNAP_IMPORT_TICK_BYTES (64ULL << 20)
+#define SNAP_IMPORT_OBJECT_MAX (4ULL << 30)
+#define SNAP_IMPORT_TOTAL_MAX (32ULL << 30)
 
 /* A pack looked at: its name, and what it was when it was looked at. */
 struct snap_import_pack {
@@ -37,6 +46,8 @@ struct snap_import {
 	char *gitdir;
 	char *upper;
 	struct timespec seen[256];  /* each fanout dir's mtime when last read whole */
+	int next;                   /* the fanout dir a pass starts at */
+	uint64_t inflated;          /* bytes inflated so far */
 	struct snap_import_pack *packs;
 	size_t npacks;
 	struct snap_proc *proc;     /* a pack being indexed in the background */
@@ -44,6 +55,8 @@ struct snap_import {
 	int proc_fd;
 	int64_t loose;              /* objects brought back */
 	int64_t refused;            /* files that were not what their name said */
+	int64_t too_big;            /* objects over the caps, not brought back */
+	int64_t pack_refused;       /* packs index-pack refused */
 	bool failed;                /* the host's side refused a write: try again later */
 	struct strv problems;
 };
@@ -80,10 +93,13 @@ snap_import_free(struct snap_import *im)
 }
 
 int64_t
-snap_import_count(const struct snap_import *im, int64_t *refused)
+snap_import_count(const struct snap_import *im, int64_t *refused,
+    int64_t *too_big)
 {
 	if (refused != NULL)
 		*refused = im->refused;
+	if (too_big != NULL)
+		*too_big = im->too_big;
 	return im->loose;
 }
 
@@ -192,21 +208,24 @@ snap_import_feed(struct snap_import_check *c, const unsigned char *p,
 		c->bad = true;
 }
 
-/* True if FD holds one zlib stream that inflates to an object whose hash is HEX. */
-static bool
-snap_import_verify(int fd, const char *hex)
+/*
+ * 1 if FD holds one zlib stream that inflates to an object whose hash is
+ * HEX, 0 if not, -1 if its header says it is bigger than MAX (not read
+ * further). *INFLATED gets the bytes inflated.
+ */
+static int
+snap_import_verify(int fd, const char *hex, uint64_t max, uint64_t *inflated)
 {
 	unsigned char in[65536], out[65536], digest[EVP_MAX_MD_SIZE];
 	struct snap_import_check c;
 	unsigned int dlen;
 	ssize_t n;
 	size_t i;
-	int zr = Z_OK;
-	bool ok = false;
+	int zr = Z_OK, ok = 0;
 
 	memset(&c, 0, sizeof c);
 	if (inflateInit(&c.z) != Z_OK)
-		return false;
+		return 0;
 	c.md = EVP_MD_CTX_new();
 	if (c.md == NULL || EVP_DigestInit_ex(c.md, strlen(hex) == 40 ?
 	    EVP_sha1() : EVP_sha256(), NULL) != 1)
@@ -223,6 +242,10 @@ snap_import_verify(int fd, const char *hex)
 			if (zr != Z_OK && zr != Z_STREAM_END)
 				goto out;
 			snap_import_feed(&c, out, sizeof out - c.z.avail_out);
+			if (c.hdrdone != 0 && c.size > max) {
+				ok = -1;
+				goto out;
+			}
 		} while (c.z.avail_out == 0 && zr != Z_STREAM_END && !c.bad);
 		/* Nothing may follow the stream. */
 		if (zr == Z_STREAM_END && (c.z.avail_in != 0 ||
@@ -239,8 +262,9 @@ snap_import_verify(int fd, const char *hex)
 		    (digest[i] & 0xf))
 			goto out;
 	}
-	ok = true;
+	ok = 1;
 out:
+	*inflated = c.total;
 	inflateEnd(&c.z);
 	EVP_MD_CTX_free(c.md);
 	return ok;
@@ -273,24 +297,39 @@ snap_import_write(int dirfd, const char *name, int fd)
 	return rc;
 }
 
-/* One loose object of the upper dir, NAME in fanout dir UPFD (host's HOSTFD). */
-static void
+/*
+ * One loose object of the upper dir, NAME in fanout dir UPFD (host's
+ * HOSTFD); objects over MAX wait (0 if one did). -1 if it did work that
+ * counts against a pass, 1 if not.
+ */
+static int
 snap_import_object(struct snap_import *im, int upfd, int hostfd,
-    const char *fan, const char *name)
+    const char *fan, const char *name, uint64_t max)
 {
 	char hex[65];
 	struct stat st;
-	int fd;
+	uint64_t used = 0;
+	int fd, v, rc = -1;
 
 	if (fstatat(hostfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return;         /* the host has it (git's freshening copied it up) */
+		return 1;       /* the host has it (git's freshening copied it up) */
 	fd = openat(upfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd == -1)
-		return;
+		return 1;
 	snprintf(hex, sizeof hex, "%s%s", fan, name);
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    !snap_import_verify(fd, hex))
+	if (im->inflated >= SNAP_IMPORT_TOTAL_MAX)
+		v = -1;
+	else if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode))
+		v = 0;
+	else
+		v = snap_import_verify(fd, hex, max, &used);
+	im->inflated += used;
+	if (v == 0)
 		im->refused++;
+	else if (v == -1 && max < SNAP_IMPORT_OBJECT_MAX)
+		rc = 0;         /* too big for a pass on the loop: at the end */
+	else if (v == -1)
+		im->too_big++;
 	else if (snap_import_write(hostfd, name, fd) == 0)
 		im->loose++;
 	else {
@@ -300,6 +339,7 @@ snap_import_object(struct snap_import *im, int upfd, int hostfd,
 			    "%s: %s", hex, im->gitdir, strerror(errno));
 	}
 	close(fd);
+	return rc;
 }
 
 /* The host's fanout dir FAN (made if need be); -1 if it cannot be had. */
@@ -315,15 +355,20 @@ snap_import_hostdir(int objfd, const char *fan)
 	return fd;
 }
 
-/* Reads fanout dir FAN of the upper dir if it changed since it was last read whole; -1 once the batch is used up. */
+/*
+ * Reads fanout dir FAN of the upper dir if it changed since it was last
+ * read whole; -1 once the pass has done what it may (ALL: no limit).
+ */
 static int
 snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
-    const char *fan, int *budget)
+    const char *fan, bool all, int *entries, uint64_t start)
 {
 	struct timespec *seen = &im->seen[strtol(fan, NULL, 16)];
+	uint64_t max = all ? SNAP_IMPORT_OBJECT_MAX : SNAP_IMPORT_TICK_BYTES;
 	struct dirent *de;
 	struct stat st;
-	int upfd, hostfd = -1;
+	int upfd, hostfd = -1, r;
+	bool whole = true;
 	DIR *d;
 
 	upfd = openat(upobj, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -344,8 +389,12 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 			im->failed = true;
 			break;
 		}
-		snap_import_object(im, dirfd(d), hostfd, fan, de->d_name);
-		if (--*budget <= 0)
+		r = snap_import_object(im, dirfd(d), hostfd, fan, de->d_name,
+		    max);
+		if (r == 0)
+			whole = false;
+		if (!all && (--*entries <= 0 || im->inflated - start >
+		    SNAP_IMPORT_TICK_BYTES))
 			break;
 	}
 	/*
@@ -353,26 +402,32 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 	 * changed so recently that a change in the same clock tick would not
 	 * show (then it is read again next time).
 	 */
-	if (de == NULL && st.st_mtim.tv_sec + 2 < time(NULL))
+	if (de == NULL && whole && st.st_mtim.tv_sec + 2 < time(NULL))
 		*seen = st.st_mtim;
 	if (hostfd != -1)
 		close(hostfd);
 	closedir(d);
-	return *budget <= 0 ? -1 : 0;
+	return de != NULL ? -1 : 0;
 }
 
-/* Loose objects: up to a batch of them (ALL: every one). */
+/* Loose objects: a pass's worth, from where the last one stopped (ALL: every one). */
 static void
 snap_import_loose(struct snap_import *im, int upobj, int hostobj, bool all)
 {
-	int budget = all ? INT32_MAX : SNAP_IMPORT_BATCH, i;
+	int entries = SNAP_IMPORT_ENTRIES, i, n;
+	uint64_t start = im->inflated;
 	char fan[3];
 
-	for (i = 0; i < 256; i++) {
+	for (n = 0; n < 256; n++) {
+		i = all ? n : (im->next + n) % 256;
 		snprintf(fan, sizeof fan, "%02x", i);
-		if (snap_import_fanout(im, upobj, hostobj, fan, &budget) == -1)
-			break;
+		if (snap_import_fanout(im, upobj, hostobj, fan, all, &entries,
+		    start) == -1) {
+			im->next = i;
+			return;
+		}
 	}
+	im->next = 0;
 }
 
 /* The record of pack NAME, added if it is new. */
@@ -422,6 +477,7 @@ snap_import_pack_result(struct snap_import *im, struct snap_import_pack *pk,
 	if (status == 0)
 		return;
 	im->refused++;
+	im->pack_refused++;
 	if (im->problems.n < 8) {
 		q = snap_nested_quote(err->data != NULL ? err->data : "");
 		strv_addf(&im->problems, "the pack %s the session wrote was not "
@@ -581,6 +637,8 @@ snap_import_finish(struct snap_import *im)
 			event_base_loop(base, EVLOOP_ONCE);
 		event_base_free(base);
 	}
+	/* The last pass looks at everything again: count only what it refuses. */
 	memset(im->seen, 0, sizeof im->seen);
+	im->refused = im->pack_refused;
 	snap_import_run(im, NULL, true);
 }

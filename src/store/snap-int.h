@@ -245,6 +245,7 @@ struct snap_nested {
 	struct strv *messages;    /* one line per change made */
 	struct strv done;         /* git dirs seen (relative) */
 	const char *gitdir;       /* the git dir being looked at */
+	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
 	int n;                    /* files kept in the quarantine so far */
 };
 
@@ -308,8 +309,9 @@ void snap_import_free(struct snap_import *);
 void snap_import_run(struct snap_import *, struct event_base *base, bool all);
 /* Waits for a pack being indexed, then brings back everything left (blocking). */
 void snap_import_finish(struct snap_import *);
-/* Objects brought back; *REFUSED those that were not what they claimed. */
-int64_t snap_import_count(const struct snap_import *, int64_t *refused);
+/* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
+int64_t snap_import_count(const struct snap_import *, int64_t *refused,
+    int64_t *too_big);
 /* Whether the host refused a write (the upper dir is kept to try again). */
 bool snap_import_failed(const struct snap_import *);
 const struct strv *snap_import_problems(const struct snap_import *);

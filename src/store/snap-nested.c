@@ -540,7 +540,13 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 	mode_t mode;
 	int fd;
 
-	if (strv_contains(&nc->done, rel) ||
+	/*
+	 * The project's own git dir is the user's: the jail kept its config
+	 * and hooks read-only, and a .git file pointing there is no reason to
+	 * touch what the user changed there meanwhile.
+	 */
+	if ((nc->own_git && strcmp(rel, ".git") == 0) ||
+	    strv_contains(&nc->done, rel) ||
 	    (fd = path_open_beneath(nc->projfd, rel, O_RDONLY | O_DIRECTORY,
 	    0)) == -1) {
 		free(path);

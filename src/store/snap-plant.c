@@ -199,6 +199,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	w.nc.since = o->since;
 	w.nc.quarantine = o->quarantine;
 	w.nc.messages = &res->alerts;
+	w.nc.own_git = o->had_git;
 	strv_init(&w.nc.done);
 	w.nc.projfd = open(o->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w.nc.projfd == -1 || (fts = fts_open(roots, FTS_PHYSICAL |

@@ -162,6 +162,23 @@ test_gitdir_link(void **state)
 	snap_plant_result_free(&res);
 }
 
+/* A .git file pointing at the project's own git dir does not get the user's config cut. */
+static void
+test_own_gitdir(void **state)
+{
+	struct snap_plant_result res;
+	char *s;
+
+	test_sh_ok("cd %s && git init -q . && git config alias.st status && "
+	    "mkdir sub && echo 'gitdir: ../.git' >sub/.git", proj);
+	scan(0, true, &res);
+	s = test_sh_out("git -C %s config alias.st", proj);
+	assert_string_equal(s, "status\n");
+	free(s);
+	assert_int_equal(res.alerts.n, 0);
+	snap_plant_result_free(&res);
+}
+
 static void
 test_match(void **state)
 {
@@ -216,6 +233,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bad_config, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gitdir_link, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
