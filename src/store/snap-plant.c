@@ -432,13 +432,29 @@ snap_plant_expand(int projfd, const char *dir, const char *rest,
 	free(comp);
 }
 
+/* True if REL under PROJFD is a regular file or a dir, reached without a link. */
+static bool
+snap_plant_plain(int projfd, const char *rel)
+{
+	struct stat st;
+	int fd;
+	bool plain;
+
+	if ((fd = path_open_beneath(projfd, rel, O_PATH, 0)) == -1)
+		return false;
+	plain = fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) ||
+	    S_ISDIR(st.st_mode));
+	close(fd);
+	return plain;
+}
+
 void
 snap_plant_existing(const char *project, char *const *patterns, size_t n,
     struct strv *out)
 {
-	struct stat st;
-	size_t i, j, first;
-	int projfd, fd;
+	struct strv found;
+	size_t i, j;
+	int projfd;
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
@@ -446,24 +462,15 @@ snap_plant_existing(const char *project, char *const *patterns, size_t n,
 		if (strncmp(patterns[i], "**/", 3) == 0 ||
 		    patterns[i][0] == '/' || strstr(patterns[i], "..") != NULL)
 			continue;
-		first = out->n;
-		snap_plant_expand(projfd, "", patterns[i], out);
+		strv_init(&found);
+		snap_plant_expand(projfd, "", patterns[i], &found);
 		/* Regular files and dirs only: a link could be swapped. */
-		for (j = first; j < out->n; j++) {
-			fd = path_open_beneath(projfd, out->v[j], O_PATH, 0);
-			if (fd != -1 && fstat(fd, &st) == 0 &&
-			    (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-				close(fd);
-				continue;
-			}
-			if (fd != -1)
-				close(fd);
-			free(out->v[j]);
-			memmove(&out->v[j], &out->v[j + 1],
-			    (out->n - j) * sizeof *out->v);
-			out->n--;
-			j--;
+		for (j = 0; j < found.n; j++) {
+			if (snap_plant_plain(projfd, found.v[j]) &&
+			    !strv_contains(out, found.v[j]))
+				strv_add(out, found.v[j]);
 		}
+		strv_free(&found);
 	}
 	close(projfd);
 }

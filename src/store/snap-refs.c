@@ -56,8 +56,11 @@ snap_refs_start(struct snap_refs *sr, struct snap_history **h)
 	free(cause);
 	real = realpath(sr->r->commondir, NULL);
 	for (i = 0; *h != NULL && real != NULL && i < (*h)->n; i++) {
-		if (strcmp((*h)->v[i].gitdir, real) == 0 &&
-		    snap_history_start_refs(&(*h)->v[i], &sr->start) == 0) {
+		if (strcmp((*h)->v[i].gitdir, real) != 0)
+			continue;
+		/* It initialises the list (empty if nothing was kept). */
+		strv_free(&sr->start);
+		if (snap_history_start_refs(&(*h)->v[i], &sr->start) == 0) {
 			sr->kept = &(*h)->v[i];
 			break;
 		}
@@ -358,6 +361,7 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	strv_init(&sr.start);
 	strv_init(&sr.present);
 	strv_init(&sr.now);
+	sr.gitfd = -1;
 	if (!r->shadow)
 		snap_refs_start(&sr, &h);
 	if (sr.start.n == 0) {
@@ -372,6 +376,7 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 		    strerror(errno));
 		goto out;
 	}
+	strv_free(&sr.now);
 	snap_hist_refs(sr.gitfd, &sr.now);
 	if (snap_refs_present(&sr, cause) == 0) {
 		snap_refs_all(&sr);
