@@ -289,8 +289,9 @@ snap_hist_merge_log(const struct buf *saved, const struct buf *now,
 	int missing = 0;
 
 	buf_init(out);
-	if (saved->len <= now->len && (saved->len == 0 ||
-	    memcmp(saved->data, now->data, saved->len) == 0)) {
+	if (saved->len == 0 || (saved->len <= now->len && now->data != NULL &&
+	    saved->data != NULL && memcmp(saved->data, now->data,
+	    saved->len) == 0)) {
 		free(s);
 		free(c);
 		return 0;

@@ -357,11 +357,10 @@ snap_plant_watch(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd, const char *rel,
     const struct stat *st)
 {
-	const char *pattern;
 	char *q;
 
 	if (S_ISDIR(st->st_mode) || !snap_nested_changed(st, o->since) ||
-	    (pattern = snap_plant_watched(o, rel)) == NULL)
+	    snap_plant_watched(o, rel) == NULL)
 		return;
 	if (snap_plant_attributes(rel) && !snap_plant_names_driver(projfd, rel))
 		return;
