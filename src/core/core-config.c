@@ -65,7 +65,7 @@ static const char *const config_default_excludes[] = { "node_modules/",
 static int (*config_rule_validator)(const char *, const char *, char **);
 
 static const char *const config_section_names[] = { "policy", "agent",
-	"secret", "limits", "ui", "proxy", "snapshots", NULL };
+	"secret", "limits", "ui", "proxy", "snapshots", "jail", NULL };
 
 const char *const *
 config_sections(void)
