@@ -624,6 +624,23 @@ snap_history_save(struct snap_hgit *g, char **cause)
 	return rc;
 }
 
+/*
+ * $DATA/history-pending/<id> while session ID's objects may still need
+ * bringing back: the next start looks there, not through every session.
+ * SESSDIR is $DATA/sessions/<id>; caller frees.
+ */
+static char *
+snap_history_marker(const char *sessdir)
+{
+	const char *id = strrchr(sessdir, '/') + 1;
+	char *data = xstrndup(sessdir, (size_t)(id - 1 - sessdir)), *m;
+
+	*strrchr(data, '/') = '\0';
+	m = xprintf("%s/history-pending/%s", data, id);
+	free(data);
+	return m;
+}
+
 static int
 snap_history_manifest(struct snap_history *h, char **cause)
 {
@@ -640,6 +657,23 @@ snap_history_manifest(struct snap_history *h, char **cause)
 	    0600, cause);
 	free(path);
 	buf_free(&b);
+	return rc;
+}
+
+static int
+snap_history_mark(const char *sessdir, char **cause)
+{
+	char *m = snap_history_marker(sessdir), *dir;
+	int rc;
+
+	dir = xstrndup(m, (size_t)(strrchr(m, '/') - m));
+	if (path_mkdir_p(dir, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", dir, strerror(errno));
+		rc = -1;
+	} else
+		rc = util_write_file_atomic(m, "", 0, 0600, cause);
+	free(dir);
+	free(m);
 	return rc;
 }
 
@@ -674,7 +708,8 @@ snap_history_begin(const char *project, const char *sessdir,
 			break;
 	}
 	strv_free(&dirs);
-	if (*cause == NULL && h->n > 0 && snap_history_manifest(h, cause) == 0)
+	if (*cause == NULL && h->n > 0 && snap_history_mark(sessdir, cause) ==
+	    0 && snap_history_manifest(h, cause) == 0)
 		return h;
 	snap_history_free(h);
 	return NULL;
@@ -912,10 +947,18 @@ void
 snap_history_end(struct snap_history *h, int64_t session,
     struct strv *alerts, struct strv *warnings)
 {
+	char *sess, *m;
 	size_t i;
 
 	for (i = 0; h != NULL && i < h->n; i++)
 		snap_history_end_one(&h->v[i], session, alerts, warnings);
+	if (h == NULL || snap_history_pending(h))
+		return;
+	sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') - h->dir));
+	m = snap_history_marker(sess);
+	unlink(m);
+	free(m);
+	free(sess);
 }
 
 bool
@@ -978,7 +1021,7 @@ snap_history_recover_one(struct store *st, struct snap_history *h,
 int
 snap_history_recover(struct store *st, const char *data_dir)
 {
-	char *dir = xprintf("%s/sessions", data_dir), *sess, *end;
+	char *dir = xprintf("%s/history-pending", data_dir), *sess, *end, *m;
 	struct snap_history *h;
 	struct dirent *de;
 	long long id;
@@ -991,14 +1034,18 @@ snap_history_recover(struct store *st, const char *data_dir)
 	}
 	while ((de = readdir(d)) != NULL) {
 		id = strtoll(de->d_name, &end, 10);
-		if (id <= 0 || *end != '\0')
+		if (id <= 0 || *end != '\0' || snap_history_running(st, id))
 			continue;
-		sess = xprintf("%s/%s", dir, de->d_name);
+		sess = xprintf("%s/sessions/%s", data_dir, de->d_name);
 		h = snap_history_open(sess);
-		if (h != NULL && snap_history_pending(h) &&
-		    !snap_history_running(st, id)) {
+		if (h != NULL && snap_history_pending(h)) {
 			snap_history_recover_one(st, h, id);
 			n++;
+		} else {
+			/* Done, or gone with its session (gc). */
+			m = xprintf("%s/%s", dir, de->d_name);
+			unlink(m);
+			free(m);
 		}
 		snap_history_free(h);
 		free(sess);
