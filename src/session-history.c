@@ -49,6 +49,25 @@ session_history_start(struct session *s, struct session_setup *sp,
 	return 0;
 }
 
+/* The jail could not mount a history overlay: say how to run without it. */
+void
+session_history_hint(struct session *s, char **cause)
+{
+	char *more;
+
+	if (s->history == NULL || *cause == NULL ||
+	    strstr(*cause, "overlay") == NULL ||
+	    strstr(*cause, "/objects") == NULL)
+		return;
+	more = xprintf("%s; the git history's overlay needs overlayfs with "
+	    "user extended attributes on the data dir's file system: move "
+	    "the data dir ($XDG_DATA_HOME) to one that has them, or set "
+	    "'history = off' under [jail] in the config to run without "
+	    "protecting it", *cause);
+	free(*cause);
+	*cause = more;
+}
+
 static void
 session_history_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -153,6 +153,7 @@ void session_guard_stop(struct session *);
 int session_history_start(struct session *, struct session_setup *,
     char **cause);
 void session_history_watch(struct session *);
+void session_history_hint(struct session *, char **cause);
 void session_history_stop(struct session *);
 void session_history_recover(struct session_ctx *);
 

@@ -388,8 +388,10 @@ session_jail(struct session *s, struct session_setup *sp,
 	session_protect(s, a, &sp->protect);
 	jc.protect = sp->protect.v;
 	jc.nprotect = sp->protect.n;
-	if ((s->jail = jail_start(&jc, cause)) == NULL)
+	if ((s->jail = jail_start(&jc, cause)) == NULL) {
+		session_history_hint(s, cause);
 		return -1;
+	}
 	strv_free(&s->hfiles);
 	strv_free(&s->hcopies);
 	s->hfiles = sp->hf_rel;
