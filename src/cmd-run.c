@@ -86,11 +86,20 @@ run_notice(void *arg, struct session *s, const char *level,
     const char *message)
 {
 	struct run *r = arg;
+	const char *nc = getenv("NO_COLOR");
+	bool red = strcmp(level, "alert") == 0 && isatty(STDERR_FILENO) &&
+	    (nc == NULL || *nc == '\0');
 
 	if (strcmp(level, "info") == 0)
 		return;
-	out_printf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
-	    r->tty ? "\r" : "");
+	/* Alerts (tampering, files the user's tools run) in red. */
+	out_puts(stderr, r->tty ? "\r\n" : "");
+	if (red)
+		out_color(stderr, "1;31");
+	out_printf(stderr, "agentmux: %s", message);
+	if (red)
+		out_color(stderr, "0");
+	out_printf(stderr, "%s\n", r->tty ? "\r" : "");
 }
 
 static void

@@ -358,9 +358,16 @@ cmd_show_session(const struct store_session *s, struct strv *q)
 	if (s->unsafe != NULL)
 		out_printf(stdout, "  UNSAFE    %s\n", quote_keep_line(q,
 		    s->unsafe));
-	if (s->flags != NULL)
-		out_printf(stdout, "  flags     %s\n", quote_keep_line(q,
-		    s->flags));
+	if (s->flags != NULL) {
+		/* Planted files, files the user's tools run: in red. */
+		out_puts(stdout, "  flags     ");
+		if (cli_color())
+			out_color(stdout, "31");
+		out_puts(stdout, quote_keep_line(q, s->flags));
+		if (cli_color())
+			out_color(stdout, "0");
+		out_puts(stdout, "\n");
+	}
 	if (s->jail != NULL)
 		out_printf(stdout, "  jail      %s\n", quote_keep_line(q,
 		    s->jail));
@@ -414,14 +421,23 @@ cmd_show_events(struct store *st, const struct store_session *s,
 	struct store_event **e;
 	size_t ne, i;
 	char t[40];
+	bool red;
 
 	e = store_event_list(st, s->id, &ne);
 	if (ne > 0)
 		out_printf(stdout, "events\n");
-	for (i = 0; i < ne; i++)
-		out_printf(stdout, "  %s  %-5s %-12s %s\n", util_fmt_time(t,
-		    sizeof t, e[i]->at), e[i]->level, quote_keep(q, e[i]->kind),
-		    quote_keep_line(q, e[i]->message));
+	for (i = 0; i < ne; i++) {
+		red = cli_color() && strcmp(e[i]->level, "error") == 0;
+		out_printf(stdout, "  %s  ", util_fmt_time(t, sizeof t,
+		    e[i]->at));
+		if (red)
+			out_color(stdout, "31");
+		out_printf(stdout, "%-5s %-12s %s", e[i]->level, quote_keep(q,
+		    e[i]->kind), quote_keep_line(q, e[i]->message));
+		if (red)
+			out_color(stdout, "0");
+		out_puts(stdout, "\n");
+	}
 	store_event_list_free(e, ne);
 }
 

@@ -264,6 +264,34 @@ cmd_diff_show(FILE *fp, bool color)
 	free(line);
 }
 
+/*
+ * Before a session's diff: the files the user's own tools run that it
+ * changed (recorded at its end), in red on a terminal; on stderr when the
+ * diff goes to a pipe, so that the patch stays a patch.
+ */
+static void
+cmd_diff_protected(struct store *st, int64_t id)
+{
+	struct store_event **e;
+	bool tty = isatty(STDOUT_FILENO), color = cli_color();
+	FILE *fp = tty ? stdout : stderr;
+	size_t ne, i;
+
+	e = store_event_list(st, id, &ne);
+	for (i = 0; i < ne; i++) {
+		if (strcmp(e[i]->kind, "protected") != 0)
+			continue;
+		if (color)
+			out_color(fp, "31");
+		out_printf(fp, "! %s", e[i]->message);
+		if (color)
+			out_color(fp, "0");
+		out_puts(fp, "\n");
+	}
+	store_event_list_free(e, ne);
+	fflush(fp);
+}
+
 int
 cmd_diff(struct cli_args *args)
 {
@@ -283,6 +311,7 @@ cmd_diff(struct cli_args *args)
 		return rc;
 	o.paths = args->argv + 1;
 	o.out_fd = STDOUT_FILENO;
+	cmd_diff_protected(st, id);
 	/* A pipe or a file gets git's own bytes: a patch that applies. */
 	if (isatty(STDOUT_FILENO) && (tmp = tmpfile()) != NULL)
 		o.out_fd = fileno(tmp);
