@@ -829,7 +829,7 @@ snap_cc_setid(struct store *st, int64_t session, const char *path, FILE *out)
 	char *q = snap_nested_quote(path);
 
 	if (out != NULL)
-		fprintf(out, "          (its set-uid/set-gid bit was not "
+		out_puts(out, "          (its set-uid/set-gid bit was not "
 		    "applied)\n");
 	store_event_add(st, session, "error", "tampering", "%s was set-uid or "
 	    "set-gid in the session's config overlay; it was applied without "

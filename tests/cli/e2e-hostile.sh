@@ -84,7 +84,7 @@ checks() {
 	    ok || bad "diff to a pipe: $(head -c 2000 "$T/patch")"
 
 	"$AMX" show last >"$T/show" 2>&1
-	check "show" "$T/show" 'nested repository'
+	check "show" "$T/show" 'repository'
 	grep -qF '/nf\033]52;c;cHduZWQ=\a\033]2;PWNED\a"' "$T/show" && ok ||
 	    bad "show: the nested repository's name is not quoted: $(cat "$T/show")"
 	"$AMX" show last --json >"$T/show.json" 2>&1
