@@ -106,18 +106,16 @@ char *proxy_host_rule(const char *host, int port, const char *scheme);
 
 /* ---- secrets (proxy-secret.c) ---- */
 
-/** The first secret whose placeholder occurs in DATA, or NULL. */
-const struct proxy_secret *proxy_secret_find(const struct proxy_secret *,
-    size_t n, const void *data, size_t len);
-/** True if HOST may receive SECRET's value. */
+/**
+ * True if HOST is one of SECRET's hosts. The value goes there only over
+ * TLS verified for HOST (proxy-conn.c).
+ */
 bool proxy_secret_bound(const struct proxy_secret *, const char *host);
 /**
  * Returns VALUE with SECRET's placeholder replaced by its value, or NULL
  * if the placeholder is not in VALUE. Caller frees.
  */
 char *proxy_secret_swap(const struct proxy_secret *, const char *value);
-/** Longest placeholder, for scanning across chunk boundaries. */
-size_t proxy_secret_maxlen(const struct proxy_secret *, size_t n);
 
 /* ---- paths (proxy-path.c) ---- */
 
@@ -429,7 +427,7 @@ struct proxy_session {
 	struct proxy_secret *secrets;
 	size_t nsecrets;
 	char **secret_values;         /* NULL-terminated, for redaction */
-	size_t secret_maxlen;
+	struct proxy_patterns *patterns;  /* the placeholders, in every form looked for */
 	char *label;
 	struct proxy_session_cbs cbs;
 	void *arg;

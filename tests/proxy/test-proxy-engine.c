@@ -79,6 +79,7 @@ struct eng {
 	char alert[512];
 	/* the last client */
 	char *out;
+	size_t seen_mark;           /* seen.log's length when a watch began */
 };
 
 static char *
@@ -400,7 +401,7 @@ eng_setup(void **state)
 {
 	struct eng *e = xcalloc(1, sizeof *e);
 	struct proxy_conf conf;
-	char *cause = NULL, *ports, *path, *upca[2], *cto[2];
+	char *cause = NULL, *ports, *path, *upca[2], *cto[3];
 	int fds[2], i;
 	const char *src = getenv("AGENTMUX_SRC");
 
@@ -441,7 +442,9 @@ eng_setup(void **state)
 	upca[0] = e->upca;
 	upca[1] = NULL;
 	cto[0] = xprintf("localhost:9:127.0.0.1:%d", e->hp);
-	cto[1] = NULL;
+	/* Plain HTTP to port 443 of a name, as in issue 15's first finding. */
+	cto[1] = xprintf("localhost:443:127.0.0.1:%d", e->pp);
+	cto[2] = NULL;
 	memset(&conf, 0, sizeof conf);
 	conf.data_dir = e->dir;
 	conf.upstream_ca = upca;
@@ -454,6 +457,7 @@ eng_setup(void **state)
 	if ((e->px = proxy_create(e->base, &conf, &cause)) == NULL)
 		fail_msg("proxy_create: %s", cause);
 	free(cto[0]);
+	free(cto[1]);
 	e->ca = xstrdup(proxy_ca_cert_path(e->px));
 	e->later = evtimer_new(e->base, eng_answer_later, e);
 	*state = e;
@@ -700,6 +704,251 @@ test_secrets(void **state)
 	    "exfiltration: a secret's placeholder");
 	eng_end_session(e);
 	free(ph);
+}
+
+static char *eng_hex(const char *, int);
+
+/* Marks TEXT as what the upstream must never receive (upstream.py logs "saw-watch"). */
+static void
+eng_watch(struct eng *e, const char *text)
+{
+	char *path = xprintf("%s/watch", e->updir);
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	e->seen_mark = strlen(eng_seen(e));
+	fprintf(f, "%s\n", text);
+	fclose(f);
+	free(path);
+}
+
+/* Nothing eng_watch marked reached the upstream. */
+static void
+eng_expect_unseen(struct eng *e)
+{
+	const char *seen = eng_seen(e), *at;
+
+	if (strlen(seen) >= e->seen_mark &&
+	    (at = strstr(seen + e->seen_mark, "saw-watch")) != NULL)
+		fail_msg("the upstream got what it must not: %.*s", (int)strcspn(at,
+		    "\n"), at);
+}
+
+static void
+eng_unwatch(struct eng *e)
+{
+	char *path = xprintf("%s/watch", e->updir);
+
+	unlink(path);
+	free(path);
+}
+
+/* A secret with a fresh placeholder (also in $PH), bound to HOSTS. */
+static char *
+eng_secret(struct proxy_secret *s, const char *name, const char *value,
+    char **hosts)
+{
+	memset(s, 0, sizeof *s);
+	s->name = name;
+	s->value = value;
+	s->hosts = hosts;
+	s->placeholder = proxy_secret_placeholder(value);
+	setenv("PH", s->placeholder, 1);
+	return (char *)s->placeholder;
+}
+
+/*
+ * Issue 15, finding 1: a secret's value goes out only over TLS verified
+ * for its host. Plain HTTP to the bound host, even to port 443 of its name
+ * in absolute form, or a plain WebSocket to it, carries the placeholder:
+ * blocked and flagged, and the upstream sees neither the value nor the
+ * placeholder.
+ */
+static void
+test_secret_cleartext(void **state)
+{
+	struct eng *e = *state;
+	char *hosts[] = { "localhost", "127.0.0.1", NULL };
+	struct proxy_secret s;
+	char *ph = eng_secret(&s, "CLEARKEY", "sk-clear-Real0Value1Never2In3"
+	    "Cleartext4", hosts);
+
+	eng_session(e, false, 60, &s, 1, "allow 127.0.0.1", "allow localhost",
+	    NULL);
+	eng_watch(e, s.value);
+	eng_watch(e, ph);
+	eng_run(e, CURL "-H \"x-api-key: $PH\" http://localhost:443/c1 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "placeholder of secret CLEARKEY, which only its own "
+	    "hosts may receive, over TLS");
+	eng_run(e, CURL "-H \"Authorization: Bearer $PH\" "
+	    "http://127.0.0.1:$PP/c2 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_run(e, "python3 $CLIENTS wsmsg ws://127.0.0.1:$PP/ws \"$PH\"");
+	eng_expect_out(e, "HTTP/1.1 101");
+	assert_null(strstr(e->out, ph + strlen(ph) / 2));
+	assert_int_equal(e->nalerts, 3);
+	assert_string_equal(e->alert_kind, "exfiltration");
+	assert_non_null(strstr(e->alert, "in a WebSocket frame"));
+	assert_null(strstr(eng_seen(e), "/c1"));
+	assert_null(strstr(eng_seen(e), "/c2"));
+	eng_expect_unseen(e);
+	assert_string_equal(eng_find(e, "/c1")->decision, "deny");
+	assert_string_equal(eng_find(e, "/c2")->rule, "secret CLEARKEY");
+	/* Over TLS verified for the host, the value goes in. */
+	eng_unwatch(e);
+	assert_int_equal(eng_run(e, CURL "-H \"x-api-key: $PH\" "
+	    "https://127.0.0.1:$HP/c3"), 0);
+	assert_non_null(strstr(eng_seen(e), "GET /c3 key=sk-clear-Real0"));
+	eng_end_session(e);
+	free(ph);
+}
+
+/*
+ * Issue 15, finding 2: every byte that goes to a host that may not have
+ * the secret is looked at, however long the body, however it is framed,
+ * and in the forms a placeholder is commonly sent in.
+ */
+static void
+test_secret_streams(void **state)
+{
+	static const char *const forms[] = {
+		/* past the first MiB of a body, as it is */
+		"python3 -c 'import os; print(os.urandom(1500000).hex() + "
+		    "os.environ[\"PH\"])' > $UPDIR/b.txt && " CURL
+		    "--data-binary @$UPDIR/b.txt https://localhost:$HP/b1",
+		/* the same in a chunked stream, over plain HTTP */
+		CURL "-H 'Transfer-Encoding: chunked' --data-binary "
+		    "@$UPDIR/b.txt http://localhost:$PP/b2",
+		/* base64, in each of the three alignments, both alphabets */
+		CURL "-d \"k=$(python3 $CLIENTS encode b64-0 \"$PH\")\" "
+		    "https://localhost:$HP/b3",
+		CURL "-d \"k=$(python3 $CLIENTS encode b64-1 \"$PH\")\" "
+		    "https://localhost:$HP/b4",
+		CURL "-d \"k=$(python3 $CLIENTS encode b64url-2 \"$PH\")\" "
+		    "https://localhost:$HP/b5",
+		/* hex, in either case */
+		CURL "-d \"$(python3 $CLIENTS encode HEX \"$PH\")\" "
+		    "https://localhost:$HP/b6",
+		CURL "-H \"X-Trace: $(python3 $CLIENTS encode hex \"$PH\")\" "
+		    "https://localhost:$HP/b7",
+		/* URL-encoded, in the query and in a form */
+		CURL "\"https://localhost:$HP/b8?k=$(python3 $CLIENTS encode pct "
+		    "\"$PH\")\"",
+		CURL "--data-urlencode \"k=$(python3 $CLIENTS encode b64-2 "
+		    "\"$PH\")\" https://localhost:$HP/b9",
+	};
+
+	struct eng *e = *state;
+	char *hosts[] = { "127.0.0.1", NULL };
+	struct proxy_secret s;
+	char *ph = eng_secret(&s, "STREAMKEY", "ghp_Stream0Value1For2The3Scan"
+	    "4ner5", hosts);
+	size_t i;
+	int n;
+
+	eng_session(e, false, 60, &s, 1, "allow 127.0.0.1", "allow localhost",
+	    NULL);
+	eng_watch(e, ph);
+	for (i = 0; i < nitems(forms); i++) {
+		n = e->nalerts;
+		eng_run(e, "%s -w ' [%%{http_code}]'", forms[i]);
+		if (strstr(e->out, "[403]") == NULL || e->nalerts != n + 1)
+			fail_msg("form %zu was not blocked:\n%s", i, e->out);
+	}
+	assert_non_null(strstr(e->alert, "in the body"));
+	eng_run(e, "python3 $CLIENTS wsmsg wss://localhost:$HP/ws \"$PH\"");
+	eng_expect_out(e, "HTTP/1.1 101");
+	assert_non_null(strstr(e->alert, "in a WebSocket frame"));
+	eng_expect_unseen(e);
+	/* What does not carry it goes through, long or short. */
+	assert_int_equal(eng_run(e, "head -c 2500000 /dev/zero | tr '\\0' a > "
+	    "$UPDIR/a.txt && " CURL "--data-binary @$UPDIR/a.txt "
+	    "https://localhost:$HP/b10 && python3 $CLIENTS wsmsg "
+	    "wss://localhost:$HP/ws nothing-secret-here"), 0);
+	eng_expect_out(e, "\"len\": 2500000");
+	eng_expect_out(e, "message: nothing-s");
+	eng_expect_out(e, "ecret-here");
+	assert_non_null(strstr(eng_seen(e), "POST /b10 "));
+	eng_unwatch(e);
+	eng_end_session(e);
+	free(ph);
+}
+
+/*
+ * Issue 15, finding 3: path rules match the normalised path, and that is
+ * the path that goes upstream; what cannot be normalised is refused.
+ */
+static void
+test_paths(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d GET /pub/", e->pp);
+	char *r2 = xprintf("allow 127.0.0.1:%d", e->hp);
+	char *r3 = xprintf("deny 127.0.0.1:%d * /secret/", e->hp);
+
+	eng_session(e, false, 60, NULL, 0, r1, r2, r3, NULL);
+#define PCURL CURL "--path-as-is -w ' [%%{http_code}]' "
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/../secret/p1");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "GET /secret/p1 on 127.0.0.1 is not allowed");
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/%%2e%%2E/secret/p2");
+	eng_expect_out(e, "[403]");
+	eng_run(e, PCURL "https://127.0.0.1:$HP//secret/p3");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1:");
+	eng_run(e, PCURL "https://127.0.0.1:$HP/%%73ecret/p4");
+	eng_expect_out(e, "[403]");
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/..%%2fsecret/p5");
+	eng_expect_out(e, "[400]");
+	eng_expect_out(e, "malformed request: an encoded '/' or '\\' (%2F, "
+	    "%5C) in the path");
+	eng_run(e, PCURL "https://127.0.0.1:$HP/pub/%%00/p6");
+	eng_expect_out(e, "[400]");
+	eng_run(e, PCURL "\"https://127.0.0.1:$HP/pub/..;/secret/p7\"");
+	eng_expect_out(e, "[400]");
+	/* The normalised path goes up; the query as it was. */
+	assert_int_equal(eng_run(e, PCURL "http://127.0.0.1:$PP/pub/./a//p8 "
+	    PCURL "\"https://127.0.0.1:$HP/pub/%%7e%%41/p9?q=%%2e%%2e/../x\""), 0);
+	eng_expect_out(e, "\"path\": \"/pub/a/p8\"");
+	eng_expect_out(e, "\"path\": \"/pub/~A/p9?q=%2e%2e/../x\"");
+#undef PCURL
+	assert_null(strstr(eng_seen(e), "secret"));
+	assert_string_equal(eng_find(e, "/pub/a/p8")->decision, "allow");
+	assert_string_equal(eng_find(e, "/secret/p3")->decision, "deny");
+	eng_end_session(e);
+	free(r1);
+	free(r2);
+	free(r3);
+}
+
+/*
+ * Issue 15, finding 4: a rule naming a path (or a method) is more specific
+ * than one naming only a port: a user's path deny is not lost to a
+ * profile's port allow.
+ */
+static void
+test_specificity(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d", e->hp);
+
+	eng_session(e, false, 60, NULL, 0, r1, "deny 127.0.0.1 * /secret/",
+	    "deny 127.0.0.1 DELETE", NULL);
+	eng_run(e, CURL "https://127.0.0.1:$HP/secret/s1 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1 * /secret/ "
+	    "(test)`");
+	eng_run(e, CURL "-X DELETE https://127.0.0.1:$HP/s2 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/s3"), 0);
+	eng_expect_out(e, "\"path\": \"/s3\"");
+	assert_null(strstr(eng_seen(e), "/secret/s1"));
+	assert_null(strstr(eng_seen(e), "/s2"));
+	eng_end_session(e);
+	free(r1);
 }
 
 static void
@@ -1022,6 +1271,10 @@ main(void)
 		cmocka_unit_test(test_ssrf),
 		cmocka_unit_test(test_flood),
 		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_secret_cleartext),
+		cmocka_unit_test(test_secret_streams),
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_specificity),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_upstream_errors),
