@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -641,32 +642,180 @@ proxy_conn_target(struct proxy_conn *pc)
 	return proxy_conn_normalise(r);
 }
 
-/*
- * The Host header must name the destination: no fronting another virtual
- * host behind an allowed name. A rule for an address allows that server,
- * whatever name the client gives it.
- */
-static const char *
-proxy_conn_check_host(struct proxy_conn *pc)
+/* True if A and B name the same host: addresses compared as addresses. */
+static bool
+proxy_conn_same_host(const char *a, const char *b)
 {
-	const char *h = proxy_msg_get(&pc->rq, "host"), *end;
-	char *host;
-	bool ok;
+	unsigned char x[16], y[16];
 
-	if (h == NULL || proxy_host_is_addr(pc->r.host))
-		return NULL;
+	if (inet_pton(AF_INET, a, x) == 1)
+		return inet_pton(AF_INET, b, y) == 1 && memcmp(x, y, 4) == 0;
+	if (inet_pton(AF_INET6, a, x) == 1)
+		return inet_pton(AF_INET6, b, y) == 1 && memcmp(x, y, 16) == 0;
+	return strcmp(a, b) == 0;
+}
+
+/* The port after a Host header's name, at P up to END: 0 if none, -1 if not a port. */
+static int
+proxy_conn_host_port(const char *p, const char *end)
+{
+	long v = 0;
+
+	if (p == end)
+		return 0;
+	if (*p++ != ':')
+		return -1;
+	if (p == end)
+		return 0;   /* "host:" names the default port */
+	for (; p < end && *p >= '0' && *p <= '9' && v <= 65535; p++)
+		v = v * 10 + (*p - '0');
+	return p == end && v >= 1 && v <= 65535 ? (int)v : -1;
+}
+
+/* Reads a Host header's value: *NAME (lower case, caller frees) and *PORT (0: none). */
+static int
+proxy_conn_parse_host(const char *h, char **name, int *port)
+{
+	const char *end, *p;
+	size_t n;
+
 	while (*h == ' ' || *h == '\t')
 		h++;
+	for (n = strlen(h); n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'); n--)
+		;
 	if (*h == '[') {
-		end = strchr(h, ']');
-		host = end != NULL ? xstrndup(h + 1, (size_t)(end - h - 1)) :
-		    xstrdup(h);
-	} else
-		host = xstrndup(h, strcspn(h, ": \t"));
-	ok = proxy_host_valid(host) && strcmp(host, pc->r.host) == 0;
+		if ((end = memchr(h, ']', n)) == NULL)
+			return -1;
+		*name = xstrndup(h + 1, (size_t)(end - h - 1));
+		p = end + 1;
+	} else {
+		end = memchr(h, ':', n);
+		p = end != NULL ? end : h + n;
+		*name = xstrndup(h, (size_t)(p - h));
+	}
+	if ((*port = proxy_conn_host_port(p, h + n)) == -1 ||
+	    !proxy_host_valid(*name) || (*h == '[') != (strchr(*name, ':') !=
+	    NULL)) {
+		free(*name);
+		*name = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* NULL if the Host header is absent or names a host (and maybe a port), else why not. */
+static const char *
+proxy_conn_host_header(struct proxy_conn *pc)
+{
+	const char *h = proxy_msg_get(&pc->rq, "host");
+	char *name;
+	int port;
+
+	if (h == NULL)
+		return NULL;
+	if (proxy_conn_parse_host(h, &name, &port) == -1)
+		return "the Host header names no valid host[:port]";
+	free(name);
+	return NULL;
+}
+
+/* The name the client's TLS asked for (SNI), checked; NULL if none. */
+static int
+proxy_conn_sni(struct proxy_conn *pc, char **sni)
+{
+	const char *s = NULL;
+
+	*sni = NULL;
+	if (pc->tls && pc->client.ssl != NULL)
+		s = SSL_get_servername(pc->client.ssl, TLSEXT_NAMETYPE_host_name);
+	if (s == NULL)
+		return 0;
+	*sni = xstrdup(s);
+	if (proxy_host_valid(*sni))
+		return 0;
+	free(*sni);
+	*sni = NULL;
+	return -1;
+}
+
+/*
+ * The Host header and the TLS server name (SNI) must name where the request
+ * goes: no fronting one virtual host behind another's allowed name. When it
+ * goes to an address, they may name a host instead (as a client does that
+ * connects to an address for a name), which then needs a rule of its own
+ * (proxy_conn_check_vhost); *VHOST is that name. Why not, or NULL.
+ */
+static char *
+proxy_conn_check_names(struct proxy_conn *pc, char **vhost)
+{
+	struct proxy_req *r = &pc->r;
+	const char *h = proxy_msg_get(&pc->rq, "host"), *name, *what;
+	char *host = NULL, *sni = NULL, *why = NULL;
+	int port = 0;
+
+	*vhost = NULL;
+	if (h != NULL && proxy_conn_parse_host(h, &host, &port) == -1)
+		return xstrdup("the Host header names no valid host");   /* checked before */
+	if (proxy_conn_sni(pc, &sni) == -1)
+		why = xstrdup("TLS asked for a server name (SNI) that is not "
+		    "a valid host name");
+	else if (port != 0 && port != r->port)
+		why = xprintf("the Host header names port %d, but the request "
+		    "goes to port %d", port, r->port);
+	else if (host != NULL && sni != NULL && !proxy_conn_same_host(host,
+	    sni))
+		why = xprintf("the Host header names %s, but TLS asked for %s "
+		    "(SNI)", host, sni);
+	else if ((name = host != NULL ? host : sni) != NULL &&
+	    !proxy_conn_same_host(name, r->host)) {
+		what = host != NULL ? "the Host header" : "TLS (SNI)";
+		if (proxy_host_is_addr(r->host) && !proxy_host_is_addr(name))
+			*vhost = xstrdup(name);
+		else
+			why = xprintf("%s names %s, but the request goes to %s: "
+			    "a request may name only the host it goes to", what,
+			    name, r->host);
+	}
 	free(host);
-	return ok ? NULL : "the Host header names another host than the "
-	    "request goes to";
+	free(sni);
+	return why;
+}
+
+/* A request to an address that names host VHOST: a rule must allow that host too. */
+static char *
+proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	enum proxy_verdict v;
+	char *hr, *why;
+
+	v = proxy_policy_check(pc->ps->policy, vhost, r->port, r->method,
+	    r->match, &rule);
+	if (v == PROXY_ALLOW || v == PROXY_TUNNEL)
+		return NULL;
+	if (v == PROXY_DENY)
+		return xprintf("the request to %s names the host %s, which the "
+		    "rule `%s` denies", r->host, vhost, rule);
+	hr = proxy_host_rule(vhost, r->port, r->scheme);
+	why = xprintf("the request to %s names the host %s, which no rule "
+	    "allows; a request to an address may name another host only if a "
+	    "rule allows it: add `allow %s`", r->host, vhost, hr);
+	free(hr);
+	return why;
+}
+
+/* Refuses a request whose Host or SNI names another destination. */
+static void
+proxy_conn_refuse_names(struct proxy_conn *pc, const char *why)
+{
+	char *body = xprintf("agentmux: refused: %s", why);
+
+	free(pc->r.rule);
+	pc->r.rule = xstrdup("Host and SNI check (a request names where it "
+	    "goes)");
+	proxy_conn_deny(pc, why, body);
+	free(body);
 }
 
 /* Only over TLS verified for one of its hosts: never in cleartext, whatever the port. */
@@ -818,19 +967,41 @@ proxy_conn_on_resp_body(void *arg, const char *data, size_t len)
 	r->bytes_down += (int64_t)len;
 }
 
+/* The Host and SNI checks, then the policy for the request. */
+static void
+proxy_conn_judge(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	char *why, *vhost;
+	enum proxy_verdict v;
+
+	if ((why = proxy_conn_check_names(pc, &vhost)) == NULL &&
+	    vhost != NULL)
+		why = proxy_conn_check_vhost(pc, vhost);
+	free(vhost);
+	if (why != NULL) {
+		proxy_conn_refuse_names(pc, why);
+		free(why);
+		return;
+	}
+	v = proxy_policy_check(pc->ps->policy, r->host, r->port, r->method,
+	    r->match, &rule);
+	proxy_conn_decide(pc, v, rule);
+}
+
 static void
 proxy_conn_request(struct proxy_conn *pc)
 {
 	struct proxy_req *r;
-	const char *why, *rule = NULL;
-	enum proxy_verdict v;
+	const char *why;
 
 	proxy_conn_req_begin(pc, http_method_str(pc->rq.p.method),
 	    pc->tls ? "https" : "http");
 	r = &pc->r;
 	if ((why = proxy_msg_check_request(&pc->rq)) != NULL ||
 	    (why = proxy_conn_target(pc)) != NULL ||
-	    (why = proxy_conn_check_host(pc)) != NULL) {
+	    (why = proxy_conn_host_header(pc)) != NULL) {
 		proxy_conn_bad_request(pc, why);
 		return;
 	}
@@ -846,9 +1017,7 @@ proxy_conn_request(struct proxy_conn *pc)
 		proxy_conn_block_leak(pc, why);
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->host, r->port, r->method,
-	    r->match, &rule);
-	proxy_conn_decide(pc, v, rule);
+	proxy_conn_judge(pc);
 }
 
 static void

@@ -10,7 +10,8 @@
   clients.py cap N URL [BUSY]      hold N connections (idle, or each waiting on a GET
                                    of BUSY), then GET URL on one more; say how many of
                                    the held ones the proxy closed
-  clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
+  clients.py sni URL NAME [HOST]   CONNECT to URL's host, then TLS for NAME and
+                                   Host NAME (or HOST)
   clients.py encode FORM TEXT      print TEXT as b64-K or b64url-K (base64 of K bytes,
                                    TEXT, one more), hex, HEX, or pct (every byte %XX)
   clients.py wsmsg URL TEXT        WebSocket: TEXT in two frames (a text frame and
@@ -188,10 +189,10 @@ def cmd_nonreader(url):
     time.sleep(60)
 
 
-def cmd_sni(url, name):
-    s, host, port, target = connect(url, sni=name)
+def cmd_sni(url, name, host=None):
+    s, _, port, target = connect(url, sni=name)
     s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
-              (target, name.encode()))
+              (target, (host or name).encode()))
     print(read_all(s).decode(errors="replace"))
 
 

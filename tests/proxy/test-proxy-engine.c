@@ -553,7 +553,8 @@ test_plain_keepalive_head(void **state)
 {
 	struct eng *e = *state;
 
-	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1",
+	    "allow localhost", NULL);
 	assert_int_equal(eng_run(e, CURL "-w '%%{http_code} %%{num_connects}\\n' "
 	    "http://127.0.0.1:$PP/p1 -o /dev/null http://127.0.0.1:$PP/p2 "
 	    "-o /dev/null https://127.0.0.1:$HP/p3 -o /dev/null "
@@ -566,7 +567,10 @@ test_plain_keepalive_head(void **state)
 	    CURL "https://127.0.0.1:$HP/status/304 -w '[%%{http_code}]'");
 	eng_expect_out(e, "[204]");
 	eng_expect_out(e, "[304]");
-	/* CONNECT to an address, SNI and Host for a name (as hbench does). */
+	/*
+	 * CONNECT to an address, SNI and Host for a name (as hbench does):
+	 * a rule allows the name too.
+	 */
 	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
 	    "https://127.0.0.1:$HP/sni localhost"), 0);
 	eng_expect_out(e, "HTTP/1.1 200 OK");
@@ -951,6 +955,64 @@ test_specificity(void **state)
 	free(r1);
 }
 
+/*
+ * Issue 15, finding 5: the Host header and the TLS server name name where
+ * the request goes. At an allowed address, another name needs a rule of
+ * its own; for a name, no other name will do.
+ */
+static void
+test_names(void **state)
+{
+	static const char *const raw[] = {
+		"GET http://@/f1 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET http://@/f2 HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n",
+		"GET http://@/f3 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n",
+	};
+	struct eng *e = *state;
+	char *hex;
+	size_t i;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	for (i = 0; i < nitems(raw); i++) {
+		hex = eng_hex(raw[i], e->pp);
+		eng_run(e, "python3 $CLIENTS raw %s", hex);
+		if (strstr(e->out, "HTTP/1.1 403 Forbidden") == NULL)
+			fail_msg("case %zu not refused: %s", i, e->out);
+		free(hex);
+	}
+	eng_expect_out(e, "names port 1, but the request goes to port");
+	eng_run(e, "python3 $CLIENTS sni https://127.0.0.1:$HP/f4 "
+	    "evil.example");
+	eng_expect_out(e, "HTTP/1.1 403 Forbidden");
+	eng_expect_out(e, "names the host evil.example, which no rule allows");
+	eng_run(e, "python3 $CLIENTS sni https://127.0.0.1:$HP/f5 localhost");
+	eng_expect_out(e, "add `allow localhost:");
+	assert_string_equal(eng_find(e, "/f5")->decision, "deny");
+	eng_end_session(e);
+	/* Names: the Host header and SNI must agree with the CONNECT. */
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", "allow localhost",
+	    "allow evil.example", NULL);
+	eng_run(e, "python3 $CLIENTS sni https://localhost:9/f6 evil.example "
+	    "localhost:9");
+	eng_expect_out(e, "HTTP/1.1 403 Forbidden");
+	eng_expect_out(e, "the Host header names localhost, but TLS asked for "
+	    "evil.example (SNI)");
+	eng_run(e, "python3 $CLIENTS sni https://localhost:9/f7 evil.example");
+	eng_expect_out(e, "the Host header names evil.example, but the request "
+	    "goes to localhost");
+	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
+	    "https://localhost:9/f8 localhost localhost:9"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	assert_null(strstr(eng_seen(e), "/f1"));
+	assert_null(strstr(eng_seen(e), "/f2"));
+	assert_null(strstr(eng_seen(e), "/f3"));
+	assert_null(strstr(eng_seen(e), "/f4"));
+	assert_null(strstr(eng_seen(e), "/f5"));
+	assert_null(strstr(eng_seen(e), "/f6"));
+	assert_null(strstr(eng_seen(e), "/f7"));
+	eng_end_session(e);
+}
+
 static void
 test_streaming(void **state)
 {
@@ -1073,7 +1135,7 @@ test_malformed(void **state)
 		"POST http://@/m4 HTTP/1.1\r\nHost: @\r\n"
 		"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
 		"GET http://@/m5 HTTP/1.1\r\nHost: @\r\nX: a\r\n b\r\n\r\n",
-		"GET http://localhost/m6 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET http://@/m6 HTTP/1.1\r\nHost: [evil.example]\r\n\r\n",
 		"POST http://@/m7 HTTP/1.1\r\nHost: @\r\nContent-Length: -5\r\n"
 		"\r\n",
 		"GET /m8 HTTP/1.1\r\nHost: @\r\n\r\n",
@@ -1275,6 +1337,7 @@ main(void)
 		cmocka_unit_test(test_secret_streams),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_specificity),
+		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_upstream_errors),
