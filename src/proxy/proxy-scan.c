@@ -382,23 +382,32 @@ proxy_ws_free(struct proxy_ws *ws)
 	buf_free(&ws->ctl);
 }
 
-/* A frame's head is complete: its length and mask. -1 if it cannot be looked at. */
+/* What a frame's first two bytes say, as soon as they come: -1 if it cannot be looked at. */
 static int
+proxy_ws_check(struct proxy_ws *ws)
+{
+	const unsigned char *h = ws->hdr;
+
+	if (ws->nhdr == 1 && (h[0] & 0x70)) {
+		ws->error = "a WebSocket frame uses an extension (RSV bits), "
+		    "so what it carries cannot be checked for placeholders";
+		return -1;
+	}
+	if (ws->nhdr == 2 && (h[0] & 0x08) && (h[1] & 0x7f) > 125) {
+		ws->error = "a WebSocket control frame is longer than 125 bytes";
+		return -1;
+	}
+	return 0;
+}
+
+/* A frame's head is complete: its length and mask. */
+static void
 proxy_ws_head(struct proxy_ws *ws)
 {
 	const unsigned char *h = ws->hdr;
 	size_t n = h[1] & 0x7f, i;
 
-	if (h[0] & 0x70) {
-		ws->error = "a WebSocket frame uses an extension (RSV bits), "
-		    "so what it carries cannot be checked for placeholders";
-		return -1;
-	}
 	ws->control = (h[0] & 0x08) != 0;
-	if (ws->control && n > 125) {
-		ws->error = "a WebSocket control frame is longer than 125 bytes";
-		return -1;
-	}
 	ws->left = n;
 	if (n >= 126) {
 		ws->left = 0;
@@ -411,10 +420,9 @@ proxy_ws_head(struct proxy_ws *ws)
 	ws->pos = 0;
 	ws->nhdr = 0;
 	ws->need = 2;
-	return 0;
 }
 
-/* Takes head bytes from *P; 1 once the head is complete (or none is needed). */
+/* Takes head bytes from *P: 1 once the head is complete, 0 if more must come, -1 if it cannot be looked at. */
 static int
 proxy_ws_take_head(struct proxy_ws *ws, const unsigned char **p,
     const unsigned char *end)
@@ -423,6 +431,8 @@ proxy_ws_take_head(struct proxy_ws *ws, const unsigned char **p,
 
 	while (*p < end && ws->nhdr < ws->need) {
 		ws->hdr[ws->nhdr++] = *(*p)++;
+		if (proxy_ws_check(ws) == -1)
+			return -1;
 		if (ws->nhdr == 2) {
 			n = ws->hdr[1] & 0x7f;
 			ws->need = 2 + (n == 126 ? 2 : n == 127 ? 8 : 0) +
@@ -431,7 +441,8 @@ proxy_ws_take_head(struct proxy_ws *ws, const unsigned char **p,
 	}
 	if (ws->nhdr < ws->need)
 		return 0;
-	return proxy_ws_head(ws) == -1 ? -1 : 1;
+	proxy_ws_head(ws);
+	return 1;
 }
 
 /* Unmasks and looks at up to LEN payload bytes at P; how many it took. */
