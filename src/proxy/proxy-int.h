@@ -127,7 +127,8 @@ int proxy_hexval(int c);
  * ".." segments removed, repeated slashes folded; the query as it was.
  * *PATHLEN is the length of the path part. NULL with *WHY (static) when
  * the path cannot be normalised: an encoded '/' or '\', NUL, a backslash,
- * a '%' that starts no escape, "..;" segments. Caller frees.
+ * a '%' that starts no escape, a double-encoded '.', '/' or '\', "..;"
+ * segments. Caller frees.
  */
 char *proxy_path_normalise(const char *target, size_t *pathlen,
     const char **why);

@@ -26,6 +26,24 @@ proxy_path_unreserved(int c)
 }
 
 /*
+ * NULL unless the decoded path D holds "%25" then "2E", "2F" or "5C": what
+ * a server that decodes twice would read as a dot or a separator.
+ */
+static const char *
+proxy_path_double(const char *d)
+{
+	const char *p;
+
+	for (p = d; (p = strstr(p, "%25")) != NULL; p += 3) {
+		if ((p[3] == '2' && strchr("eEfF", p[4]) != NULL && p[4] != '\0') ||
+		    (p[3] == '5' && strchr("cC", p[4]) != NULL && p[4] != '\0'))
+			return "a double-encoded '.', '/' or '\\' (%252E, %252F, "
+			    "%255C) in the path";
+	}
+	return NULL;
+}
+
+/*
  * Decodes the escapes of unreserved characters in P[0..LEN) into OUT and
  * writes the others in upper case; NULL, or why P cannot be normalised.
  */
@@ -138,6 +156,7 @@ proxy_path_normalise(const char *target, size_t *pathlen, const char **why)
 	buf_add(&d, "", 0);
 	buf_add(&out, "", 0);
 	if ((*why = proxy_path_decode(target, len, &d)) != NULL ||
+	    (*why = proxy_path_double(d.data)) != NULL ||
 	    (*why = proxy_path_segments(d.data, &out)) != NULL) {
 		buf_free(&d);
 		buf_free(&out);

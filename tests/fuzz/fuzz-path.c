@@ -2,7 +2,8 @@
  * Fuzzes the path normaliser with any request target. A path it accepts
  * must be in the form policy assumes: starting with '/', no empty, "." or
  * ".." segments, no escape of an unreserved character, no encoded '/',
- * '\' or NUL, escapes in upper case; normalising it again changes nothing;
+ * '\' or NUL, nothing a second decoding would turn into '.', '/' or '\',
+ * escapes in upper case; normalising it again changes nothing;
  * the query is the input's, byte for byte.
  */
 #include <stdlib.h>
@@ -55,6 +56,11 @@ fuzz_path_check(const char *p, size_t len)
 		if (i + 2 >= len)
 			abort();
 		fuzz_path_escape(p + i);
+		/* A server that decodes twice must not find '.', '/' or '\\' either. */
+		if (i + 4 < len && p[i + 1] == '2' && p[i + 2] == '5' &&
+		    ((p[i + 3] == '2' && strchr("EeFf", p[i + 4]) != NULL) ||
+		    (p[i + 3] == '5' && strchr("Cc", p[i + 4]) != NULL)))
+			abort();
 	}
 	/* No empty segment but after a final '/', none "." or "..". */
 	for (start = 1; start <= len; start += n + 1) {

@@ -65,6 +65,7 @@ test_normalise(void **state)
 	norm("/a%20b/%e2%82%ac", "/a%20b/%E2%82%AC", 16);
 	norm("/a/%7e%41?x=%2e%2e/../%2F", "/a/~A?x=%2e%2e/../%2F", 5);
 	norm("/a//b?", "/a/b?", 4);
+	norm("/100%25/%2541", "/100%25/%2541", 13);
 	norm("/x?../../y", "/x?../../y", 2);
 }
 
@@ -79,6 +80,10 @@ test_refused(void **state)
 	refused("/a%zz", "does not start an escape");
 	refused("/a%4", "does not start an escape");
 	refused("/a%", "does not start an escape");
+	refused("/pub/%252e%252e/secret", "double-encoded");
+	refused("/pub/..%252Fsecret", "double-encoded");
+	refused("/pub/..%255csecret", "double-encoded");
+	refused("/pub/%25%32%65%25%32%65/secret", "double-encoded");
 	refused("/pub/..;/secret", "..;");
 	refused("/pub/.;x/secret", "..;");
 	refused("pub", "does not start with '/'");
