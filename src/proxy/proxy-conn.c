@@ -99,6 +99,7 @@ struct proxy_conn {
 	bool *want;                 /* per secret: its placeholder may not go where the request goes */
 	struct proxy_scan scan;     /* the request's body, or a WebSocket's frames */
 	struct proxy_ws *ws;        /* a WebSocket whose frames are looked at */
+	bool hello_seen;            /* a tunnel's TLS hello was checked */
 	int64_t last_io;
 	int64_t head_since;         /* when it began waiting for a request */
 };
@@ -1540,6 +1541,73 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 	return (ssize_t)done;
 }
 
+/* Why a tunnel's TLS may not ask for server name SNI, or NULL. */
+static char *
+proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	char *hr, *why;
+
+	if (!proxy_host_valid(sni))
+		return xstrdup("the tunnel's TLS asks for a server name (SNI) "
+		    "that is not a valid host name");
+	if (proxy_conn_same_host(sni, r->host))
+		return NULL;
+	if (!proxy_host_is_addr(r->host) || proxy_host_is_addr(sni))
+		return xprintf("the tunnel's TLS asks for %s (SNI), but the "
+		    "tunnel goes to %s", sni, r->host);
+	if (proxy_policy_check(pc->ps->policy, sni, r->port, NULL, NULL,
+	    &rule) == PROXY_TUNNEL)
+		return NULL;
+	hr = proxy_host_rule(sni, r->port, "tunnel");
+	why = xprintf("the tunnel to %s asks for %s (SNI), which no tunnel "
+	    "rule names; add `tunnel %s`", r->host, sni, hr);
+	free(hr);
+	return why;
+}
+
+/*
+ * A tunnel is not decrypted, but its first TLS record says which server
+ * it is for: that must be the tunnel's host. 1 once checked, 0 while the
+ * record is still coming, -1 if the connection was closed for it.
+ */
+static int
+proxy_conn_tunnel_hello(struct proxy_conn *pc)
+{
+	struct evbuffer *in = proxy_conn_cin(pc);
+	size_t len = evbuffer_get_length(in);
+	const char *bad = NULL;
+	char *sni = NULL, *why = NULL;
+	unsigned char *p;
+	int rc;
+
+	if (len > 5 + 16384)
+		len = 5 + 16384;
+	if (len == 0 || (p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL)
+		rc = 0;
+	else
+		rc = proxy_tls_hello_sni(p, len, &sni, &bad);
+	if (rc == 0 && !pc->client_eof)
+		return 0;
+	if (rc != 1)
+		why = xprintf("closed: a tunnel carries TLS, and what the client "
+		    "sent is not a TLS hello agentmux can read: %s", bad != NULL ?
+		    bad : "it ended first");
+	else if (sni != NULL && (why = proxy_conn_tunnel_sni(pc, sni)) != NULL)
+		pc->r.decision = "deny";
+	free(sni);
+	if (why != NULL) {
+		free(pc->r.rule);
+		pc->r.rule = xstrdup("SNI check (a tunnel's TLS names its host)");
+		proxy_conn_close(pc, why);
+		free(why);
+		return -1;
+	}
+	pc->hello_seen = true;
+	return 1;
+}
+
 static void
 proxy_conn_pipe(struct proxy_conn *pc)
 {
@@ -1547,6 +1615,12 @@ proxy_conn_pipe(struct proxy_conn *pc)
 	size_t down;
 	ssize_t up;
 
+	if (!r->upgrade && !pc->hello_seen && proxy_conn_tunnel_hello(pc) != 1) {
+		if (!pc->dead && pc->up_eof)
+			proxy_conn_close(pc, "the upstream closed before the "
+			    "client's TLS hello");
+		return;
+	}
 	if (pc->ws != NULL) {
 		if ((up = proxy_conn_ws_up(pc)) == -1)
 			return;

@@ -71,6 +71,14 @@ SSL_CTX *proxy_tls_client_ctx(char *const *upstream_ca, char **cause);
 SSL *proxy_tls_accept_ssl(struct proxy *, const char *host, char **cause);
 /** A client-side SSL that verifies HOST (SNI, hostname or address check). */
 SSL *proxy_tls_connect_ssl(struct proxy *, const char *host, char **cause);
+/**
+ * Reads the server name (SNI) from the first LEN bytes a TLS client sent:
+ * 1 with *SNI (caller frees; NULL if it names none) once its first record
+ * is complete, 0 while more must come, -1 with *WHY (static) if they are
+ * not a ClientHello in one record.
+ */
+int proxy_tls_hello_sni(const void *data, size_t len, char **sni,
+    const char **why);
 
 /* ---- addresses (proxy-addr.c) ---- */
 

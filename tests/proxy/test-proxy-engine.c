@@ -1013,6 +1013,54 @@ test_names(void **state)
 	eng_end_session(e);
 }
 
+/*
+ * Issue 15, finding 5, for tunnels: not decrypted, but the server name
+ * the client's TLS asks for must be the tunnel's host (or, for a tunnel
+ * to an address, a host a tunnel rule names); a tunnel carries TLS only.
+ */
+static void
+test_tunnel_sni(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("tunnel localhost:%d", e->hp);
+	char *r2 = xprintf("tunnel 127.0.0.1:%d", e->hp);
+	char *hex;
+
+	eng_session(e, false, 60, NULL, 0, r1, r2, NULL);
+	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://localhost:$HP/t1 "
+	    "evil.example");
+	eng_wait_records(e, 1);
+	assert_string_equal(e->recs[0].decision, "deny");
+	assert_non_null(strstr(e->recs[0].error, "the tunnel's TLS asks for "
+	    "evil.example (SNI), but the tunnel goes to localhost"));
+	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://127.0.0.1:$HP/t2 "
+	    "other.example");
+	eng_wait_records(e, 2);
+	assert_non_null(strstr(e->recs[1].error, "which no tunnel rule names; "
+	    "add `tunnel other.example:"));
+	/* Plain HTTP through a tunnel: not TLS, so not passed. */
+	hex = eng_hex("GET /t3 HTTP/1.1\r\nHost: localhost\r\n\r\n", e->hp);
+	eng_run(e, "python3 -c 'import socket,sys; s=socket.create_connection"
+	    "((\"127.0.0.1\", %d)); s.sendall(b\"CONNECT localhost:\" + sys.argv[1]"
+	    ".encode() + b\" HTTP/1.1\\r\\n\\r\\n\"); print(s.recv(100)); "
+	    "s.sendall(bytes.fromhex(sys.argv[2])); print(s.recv(100))' $HP %s",
+	    e->port, hex);
+	eng_expect_out(e, "200 Connection established");
+	eng_wait_records(e, 3);
+	assert_non_null(strstr(e->recs[2].error, "a tunnel carries TLS"));
+	/* Its own name, or a name a tunnel rule names: through. */
+	assert_int_equal(eng_run(e, "CA=$UPCA python3 $CLIENTS sni "
+	    "https://127.0.0.1:$HP/t4 localhost"), 0);
+	eng_expect_out(e, "\"path\": \"/t4\"");
+	assert_null(strstr(eng_seen(e), "/t1"));
+	assert_null(strstr(eng_seen(e), "/t2"));
+	assert_null(strstr(eng_seen(e), "/t3"));
+	eng_end_session(e);
+	free(hex);
+	free(r1);
+	free(r2);
+}
+
 static void
 test_streaming(void **state)
 {
@@ -1338,6 +1386,7 @@ main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_specificity),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_tunnel_sni),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_upstream_errors),
