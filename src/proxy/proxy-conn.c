@@ -858,28 +858,28 @@ proxy_conn_scan_text(struct proxy_conn *pc, const char *s, size_t len)
 	return found != -1;
 }
 
-/* Where a placeholder headed where its secret does not belong is: NULL if nowhere. */
+/*
+ * Where a placeholder headed where its secret does not belong is: NULL if
+ * nowhere. The head is looked at as the client sent it (still buffered),
+ * URL and every header in one pass, then the path as normalised.
+ */
 static const char *
 proxy_conn_leak_where(struct proxy_conn *pc)
 {
-	struct proxy_req *r = &pc->r;
-	const char *url = proxy_msg_url(&pc->rq), *v;
-	size_t j;
+	struct evbuffer *in = proxy_conn_cin(pc);
+	const char *url = proxy_msg_url(&pc->rq);
+	unsigned char *head;
 
 	if (!proxy_conn_want(pc, false))
 		return NULL;
-	if (proxy_conn_scan_text(pc, url, strlen(url)) ||
-	    proxy_conn_scan_text(pc, r->host, strlen(r->host)) ||
-	    proxy_conn_scan_text(pc, r->path, strlen(r->path)))
+	/* The head is there: proxy_msg_after_head drains it later. */
+	if ((head = evbuffer_pullup(in, (ev_ssize_t)pc->head_off)) == NULL)
+		fatalx("proxy_conn_leak_where: the request head is gone");
+	if (proxy_conn_scan_text(pc, (const char *)head, pc->head_off))
+		return proxy_conn_scan_text(pc, url, strlen(url)) ? "the URL" :
+		    "a header";
+	if (proxy_conn_scan_text(pc, pc->r.path, strlen(pc->r.path)))
 		return "the URL";
-	for (j = 0; j < pc->rq.nh; j++) {
-		v = proxy_msg_name(&pc->rq, j);
-		if (proxy_conn_scan_text(pc, v, strlen(v)))
-			return "a header";
-		v = proxy_msg_value(&pc->rq, j);
-		if (proxy_conn_scan_text(pc, v, strlen(v)))
-			return "a header";
-	}
 	return NULL;
 }
 
@@ -1058,8 +1058,9 @@ proxy_conn_build_head(struct proxy_conn *pc)
 		for (j = 0; j < ps->nsecrets; j++) {
 			const struct proxy_secret *s = &ps->secrets[j];
 
-			if (!proxy_conn_deliverable(pc, s) || (s->header !=
-			    NULL && strcasecmp(s->header, name) != 0))
+			/* WANT is set for the request: what may not go there. */
+			if (pc->want[j] || (s->header != NULL &&
+			    strcasecmp(s->header, name) != 0))
 				continue;
 			if ((swapped = proxy_secret_swap(s, v != NULL ? v :
 			    value)) != NULL) {

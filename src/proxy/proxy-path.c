@@ -141,6 +141,27 @@ proxy_path_segments(const char *d, struct buf *out)
 	return NULL;
 }
 
+/*
+ * True if P[0..LEN) (starting with '/') is normal already: no escape, no
+ * backslash, no empty, "." or ".." segment, no "..;". Most paths are.
+ */
+static bool
+proxy_path_is_normal(const char *p, size_t len)
+{
+	size_t i, seg = 1;
+
+	for (i = 1; i <= len; i++) {
+		if (i < len && (p[i] == '%' || p[i] == '\\'))
+			return false;
+		if (i < len && p[i] != '/')
+			continue;
+		if ((i == seg && i < len) || proxy_path_dots(p + seg, i - seg) != 0)
+			return false;
+		seg = i + 1;
+	}
+	return true;
+}
+
 char *
 proxy_path_normalise(const char *target, size_t *pathlen, const char **why)
 {
@@ -150,6 +171,11 @@ proxy_path_normalise(const char *target, size_t *pathlen, const char **why)
 	if (target[0] != '/') {
 		*why = "the path does not start with '/'";
 		return NULL;
+	}
+	if (proxy_path_is_normal(target, len)) {
+		*why = NULL;
+		*pathlen = len;
+		return xstrdup(target);
 	}
 	buf_init(&d);
 	buf_init(&out);

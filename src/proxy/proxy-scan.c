@@ -201,22 +201,49 @@ proxy_scan_active(const struct proxy_scan *sc)
 	return sc->any;
 }
 
+/*
+ * NEEDLE in HAY: memmem, which is fast over long buffers but costs a table
+ * to set up each call, or for short ones a search for the first byte.
+ */
+static bool
+proxy_scan_has(const char *hay, size_t n, const char *needle, size_t m)
+{
+	const char *p = hay, *last;
+
+	if (n >= 4096)
+		return memmem(hay, n, needle, m) != NULL;
+	last = hay + (n - m);
+	while (p <= last && (p = memchr(p, needle[0], (size_t)(last - p) +
+	    1)) != NULL) {
+		if (memcmp(p + 1, needle + 1, m - 1) == 0)
+			return true;
+		p++;
+	}
+	return false;
+}
+
+/* The secret of the first pattern in DATA among those WANT marks (NULL: all), or -1. */
+static int
+proxy_scan_search(const struct proxy_patterns *pp, const bool *want,
+    const void *data, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < pp->n; i++) {
+		if ((want != NULL && !want[pp->v[i].secret]) || pp->v[i].len > len)
+			continue;
+		if (proxy_scan_has(data, len, pp->v[i].s, pp->v[i].len))
+			return (int)pp->v[i].secret;
+	}
+	return -1;
+}
+
 /* The first wanted pattern in DATA: sets sc->found. */
 static bool
 proxy_scan_match(struct proxy_scan *sc, const void *data, size_t len)
 {
-	const struct proxy_patterns *pp = sc->pp;
-	size_t i;
-
-	for (i = 0; i < pp->n; i++) {
-		if (!sc->want[pp->v[i].secret] || pp->v[i].len > len)
-			continue;
-		if (memmem(data, len, pp->v[i].s, pp->v[i].len) != NULL) {
-			sc->found = (int)pp->v[i].secret;
-			return true;
-		}
-	}
-	return false;
+	sc->found = proxy_scan_search(sc->pp, sc->want, data, len);
+	return sc->found != -1;
 }
 
 /* Keeps the last maxlen - 1 bytes of TAIL followed by DATA in TAIL. */
@@ -342,17 +369,34 @@ proxy_scan_feed(struct proxy_scan *sc, const void *data, size_t len)
 	return sc->found;
 }
 
+/*
+ * A whole buffer, without a stream's state: what proxy_scan_feed would
+ * say of it as one piece, with no allocation unless it holds a '%'.
+ */
 int
 proxy_scan_once(const struct proxy_patterns *pp, const bool *want,
     const void *data, size_t len)
 {
 	struct proxy_scan sc;
+	bool any = false;
+	size_t i;
 	int found;
 
-	proxy_scan_init(&sc);
-	proxy_scan_reset(&sc, pp, want);
-	found = proxy_scan_feed(&sc, data, len);
-	proxy_scan_free(&sc);
+	if (pp == NULL || pp->n == 0 || len == 0)
+		return -1;
+	for (i = 0; i < pp->nsecrets && !any; i++)
+		any = want == NULL || want[i];
+	if (!any)
+		return -1;
+	if ((found = proxy_scan_search(pp, want, data, len)) != -1 ||
+	    memchr(data, '%', len) == NULL)
+		return found;
+	memset(&sc, 0, sizeof sc);
+	buf_init(&sc.out);
+	proxy_scan_decode(&sc, data, len, &sc.out);
+	if (sc.out.len != 0)
+		found = proxy_scan_search(pp, want, sc.out.data, sc.out.len);
+	buf_free(&sc.out);
 	return found;
 }
 
