@@ -1528,6 +1528,7 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 	}
 	if (found == -2) {
 		why = xprintf("closed: %s", pc->ws->error);
+		pc->r.decision = "deny";
 		proxy_conn_close(pc, why);
 		free(why);
 		return -1;
@@ -1591,6 +1592,10 @@ proxy_conn_tunnel_hello(struct proxy_conn *pc)
 		rc = proxy_tls_hello_sni(p, len, &sni, &bad);
 	if (rc == 0 && !pc->client_eof)
 		return 0;
+	if (rc == 0 && len == 0) {
+		pc->hello_seen = true;   /* it left without a word */
+		return 1;
+	}
 	if (rc != 1)
 		why = xprintf("closed: a tunnel carries TLS, and what the client "
 		    "sent is not a TLS hello agentmux can read: %s", bad != NULL ?
