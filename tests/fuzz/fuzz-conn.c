@@ -249,7 +249,8 @@ fc_add_b64(size_t k)
 	unsigned char in[64] = { 0 }, out[96];
 	char *piece;
 
-	memcpy(in + k, FC_PLACEHOLDER, len);
+	/* With its NUL: the byte after it is 0 either way. */
+	memcpy(in + k, FC_PLACEHOLDER, len + 1);
 	EVP_EncodeBlock(out, in, (int)n + 1);
 	piece = xstrndup((char *)out + (8 * k + 5) / 6, 8 * n / 6 -
 	    (8 * k + 5) / 6);

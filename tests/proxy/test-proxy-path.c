@@ -12,8 +12,10 @@ norm(const char *in, const char *want, size_t want_pathlen)
 	size_t len = 0;
 	char *out, *again;
 
-	if ((out = proxy_path_normalise(in, &len, &why)) == NULL)
+	if ((out = proxy_path_normalise(in, &len, &why)) == NULL) {
 		fail_msg("'%s' refused: %s", in, why);
+		return;
+	}
 	if (strcmp(out, want) != 0 || len != want_pathlen)
 		fail_msg("'%s' -> '%s' (path %zu), not '%s' (path %zu)", in, out,
 		    len, want, want_pathlen);
