@@ -84,9 +84,15 @@ run_notice(void *arg, struct session *s, const char *level,
 {
 	struct run *r = arg;
 
+	const char *nc = getenv("NO_COLOR");
+	bool red = strcmp(level, "alert") == 0 && isatty(STDERR_FILENO) &&
+	    (nc == NULL || *nc == '\0');
+
 	if (strcmp(level, "info") == 0)
 		return;
-	fprintf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
+	/* Alerts (tampering, files the user's tools run) in red. */
+	fprintf(stderr, "%s%sagentmux: %s%s%s\n", r->tty ? "\r\n" : "",
+	    red ? "\033[1;31m" : "", message, red ? "\033[0m" : "",
 	    r->tty ? "\r" : "");
 }
 

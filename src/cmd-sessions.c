@@ -329,7 +329,8 @@ cmd_show_text(struct store *st, const struct store_session *s)
 	if (s->unsafe != NULL)
 		printf("  UNSAFE    %s\n", s->unsafe);
 	if (s->flags != NULL)
-		printf("  flags     %s\n", s->flags);
+		printf("  flags     %s%s%s\n", cli_color() ? "\033[31m" : "",
+		    s->flags, cli_color() ? "\033[0m" : "");
 	if (s->jail != NULL)
 		printf("  jail      %s\n", s->jail);
 	sn = store_snapshot_list(st, s->id, &nsn);
@@ -355,8 +356,11 @@ cmd_show_text(struct store *st, const struct store_session *s)
 	if (ne > 0)
 		printf("events\n");
 	for (i = 0; i < ne; i++)
-		printf("  %s  %-5s %-12s %s\n", util_fmt_time(t, sizeof t,
-		    e[i]->at), e[i]->level, e[i]->kind, e[i]->message);
+		printf("  %s  %s%-5s %-12s %s%s\n", util_fmt_time(t, sizeof t,
+		    e[i]->at), cli_color() && strcmp(e[i]->level, "error") == 0 ?
+		    "\033[31m" : "", e[i]->level, e[i]->kind, e[i]->message,
+		    cli_color() && strcmp(e[i]->level, "error") == 0 ?
+		    "\033[0m" : "");
 	store_event_list_free(e, ne);
 }
 

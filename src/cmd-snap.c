@@ -208,6 +208,29 @@ cmd_snap_open(const char *spec, struct config **cf, struct store **st,
 	return 0;
 }
 
+/*
+ * Before a session's diff: the files the user's own tools run that it
+ * changed (recorded at its end), in red on a terminal; on stderr when the
+ * diff goes to a pipe, so that the patch stays a patch.
+ */
+static void
+cmd_diff_protected(struct store *st, int64_t id)
+{
+	struct store_event **e;
+	bool tty = isatty(STDOUT_FILENO), color = cli_color();
+	FILE *fp = tty ? stdout : stderr;
+	size_t ne, i;
+
+	e = store_event_list(st, id, &ne);
+	for (i = 0; i < ne; i++) {
+		if (strcmp(e[i]->kind, "protected") == 0)
+			fprintf(fp, "%s! %s%s\n", color ? "\033[31m" : "",
+			    e[i]->message, color ? "\033[0m" : "");
+	}
+	store_event_list_free(e, ne);
+	fflush(fp);
+}
+
 int
 cmd_diff(struct cli_args *args)
 {
@@ -227,6 +250,7 @@ cmd_diff(struct cli_args *args)
 	o.paths = args->argv + 1;
 	o.color = cli_color();
 	o.out_fd = STDOUT_FILENO;
+	cmd_diff_protected(st, id);
 	fflush(stdout);
 	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
 		cli_error("%s", cause);

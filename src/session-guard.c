@@ -72,6 +72,16 @@ session_guard_quarantine(struct session *s, const char *name)
 	free(path);
 }
 
+/* An error event of KIND, the session flagged KIND, and the user told. */
+static void
+session_guard_alert(struct session *s, const char *kind, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, "error", kind, "%s", msg);
+	store_session_flag(s->ctx->st, s->id, kind);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "alert", msg);
+}
+
 /* Anything redirecting git that was not there when the session started goes. */
 void
 session_guard_check(struct session *s)
@@ -248,7 +258,8 @@ session_guard_start(struct session *s)
 	s->guard_since = util_now_ms();
 
 	path = xprintf("%s/.git", s->project);
-	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+	s->guard_had_git = lstat(path, &st) == 0;
+	if (!s->guard_had_git || !S_ISDIR(st.st_mode)) {
 		free(path);
 		return;
 	}
@@ -274,35 +285,52 @@ session_guard_start(struct session *s)
 }
 
 /*
- * Nested repositories whose config or hooks changed while the command ran:
- * the host's git would obey them (see snap_nested_defuse).
+ * What the command left for the host to run later (see snap_plant_scan):
+ * planted git dirs are defused, set-uid bits taken off, changes to files
+ * the user's tools run reported. Each finding is an alert.
  */
 static void
-session_guard_nested(struct session *s)
+session_guard_plant(struct session *s)
 {
-	struct strv msgs;
+	const char *const *d;
+	struct snap_plant_opts o;
+	struct snap_plant_result res;
+	struct strv watch;
 	char *dir, *cause = NULL;
 	size_t i;
 
 	if (s->guard_since == 0)
 		return;
+	/* The built-in ones are watched even where protect = none lets them change. */
+	strv_init(&watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&watch, *d);
+	for (i = 0; i < s->protect.n; i++) {
+		if (!strv_contains(&watch, s->protect.v[i]))
+			strv_add(&watch, s->protect.v[i]);
+	}
 	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
 	    (long long)s->id);
-	strv_init(&msgs);
-	if (snap_nested_defuse(s->project, s->guard_since, dir, &msgs,
-	    &cause) == -1) {
+	memset(&o, 0, sizeof o);
+	o.project = s->project;
+	o.since = s->guard_since;
+	o.quarantine = dir;
+	o.had_git = s->guard_had_git;
+	o.watch = watch.v;
+	o.nwatch = watch.n;
+	o.existed = s->watched.v;
+	o.nexisted = s->watched.n;
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
 	}
-	for (i = 0; i < msgs.n; i++) {
-		store_event_add(s->ctx->st, s->id, "error", "tampering", "%s",
-		    msgs.v[i]);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "alert", msgs.v[i]);
-	}
-	if (msgs.n > 0)
-		store_session_flag(s->ctx->st, s->id, "tampering");
-	strv_free(&msgs);
+	for (i = 0; i < res.alerts.n; i++)
+		session_guard_alert(s, "tampering", res.alerts.v[i]);
+	for (i = 0; i < res.watched.n; i++)
+		session_guard_alert(s, "protected", res.watched.v[i]);
+	snap_plant_result_free(&res);
+	strv_free(&watch);
 	free(dir);
 	s->guard_since = 0;
 }
@@ -312,7 +340,7 @@ void
 session_guard_stop(struct session *s)
 {
 	session_guard_check(s);
-	session_guard_nested(s);
+	session_guard_plant(s);
 	if (s->guard_sock_ev != NULL)
 		event_free(s->guard_sock_ev);
 	s->guard_sock_ev = NULL;

@@ -171,6 +171,14 @@ const char *path_runtime_dir(void);
 int path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause);
 /** mkdir -p with MODE for each created component; -1 with errno. */
 int path_mkdir_p(const char *path, mode_t mode);
+/**
+ * Opens REL (relative, no "..") under the directory DIRFD without
+ * following any symlink, the last component's included (openat2 with
+ * RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS, else a walk with O_NOFOLLOW).
+ * With O_PATH a final symlink itself is opened. -1 with errno (ELOOP: a
+ * symlink was in the way).
+ */
+int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
 /** rm -rf that never follows symlinks and never crosses mount points. */
 int path_remove_tree(const char *path);
 /** Expands a leading "~/" against the home directory; caller frees. */
@@ -259,6 +267,7 @@ struct config_agent {
 	bool persist_set;
 	int64_t memory;       /* 0 = default */
 	int64_t pids;
+	struct strv protect;  /* more [jail] protect patterns; "none" clears */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;
@@ -296,6 +305,11 @@ struct config_snapshots {
 	struct strv excludes;     /* for shadow repositories */
 };
 
+struct config_jail {
+	struct strv protect;      /* project files kept read-only in the jail */
+	bool history;             /* the git history kept out of the jail's reach */
+};
+
 struct config {
 	char *path;               /* the file read, or NULL if none existed */
 	enum config_on_unknown on_unknown;
@@ -310,6 +324,7 @@ struct config {
 	struct config_ui ui;
 	struct config_proxy proxy;
 	struct config_snapshots snapshots;
+	struct config_jail jail;
 };
 
 /** One problem found in a config file. */
@@ -340,6 +355,15 @@ void config_problems_free(struct config_problems *);
 /** Finds an agent profile by name; borrowed; NULL if none. */
 const struct config_agent *config_agent(const struct config *, const char *name);
 const struct config_secret *config_secret(const struct config *, const char *name);
+/**
+ * The protect patterns for a session of agent A (may be NULL): [jail]
+ * protect, then the profile's ("none" there clears what came before).
+ * OUT is initialised; caller frees.
+ */
+void config_protect(const struct config *, const struct config_agent *a,
+    struct strv *out);
+/** The built-in protect patterns (NULL-terminated): watched even when not protected. */
+const char *const *config_protect_defaults(void);
 /** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
 const char *const *config_known_keys(const char *section);
 /** Every section kind the config file takes ("agent" for [agent NAME]), NULL-terminated. */

@@ -632,7 +632,8 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 		if (next == -1 && errno == ENOENT && cc->upper != NULL) {
 			up = xstrndup(cc->upper, strlen(cc->upper) -
 			    strlen(e));
-			mode = stat(up, &sb) == 0 ? sb.st_mode & 07777 : 0700;
+			/* Never a set-gid dir of the jail's making. */
+			mode = stat(up, &sb) == 0 ? sb.st_mode & 01777 : 0700;
 			free(up);
 			if (mkdirat(fd, comp, mode) == 0 || errno == EEXIST)
 				next = openat(fd, comp, O_RDONLY | O_DIRECTORY |
@@ -654,10 +655,14 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 	return fd;
 }
 
-/* Copies the upper file or symlink to a temporary name in DIRFD. */
+/*
+ * Copies the upper file or symlink to a temporary name in DIRFD. Its mode
+ * comes along without the set-uid and set-gid bits (*SETID says if it had
+ * one): a jail's root could have made a root shell there.
+ */
 static int
 snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
-    char **cause)
+    bool *setid, char **cause)
 {
 	char target[4096];
 	struct stat sb;
@@ -682,8 +687,9 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
 	}
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
+	*setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
 	if (out != -1 && snap_copy_fd(in, out) == 0 &&
-	    fchmod(out, sb.st_mode & 07777) == 0 && fsync(out) == 0)
+	    fchmod(out, sb.st_mode & 01777) == 0 && fsync(out) == 0)
 		rc = 0;
 	else
 		*cause = xprintf("cannot write %s: %s", cc->host, strerror(errno));
@@ -723,7 +729,7 @@ snap_cc_remove_dir(int dirfd, const char *base, const char *full, char **cause)
 
 /* Puts one change into the host dir: a new file is renamed over the old one. */
 static int
-snap_cc_apply_one(const struct snap_cc *cc, char **cause)
+snap_cc_apply_one(const struct snap_cc *cc, bool *setid, char **cause)
 {
 	const char *base;
 	unsigned char rnd[6];
@@ -740,7 +746,7 @@ snap_cc_apply_one(const struct snap_cc *cc, char **cause)
 	util_random(rnd, sizeof rnd);
 	tmp = xprintf(".%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
-	if (snap_cc_copy_in(fd, cc, tmp, cause) == -1)
+	if (snap_cc_copy_in(fd, cc, tmp, setid, cause) == -1)
 		goto out;
 	/* A dir cannot be renamed over: a file replacing one removes it first. */
 	if (cc->change == 'M' && snap_cc_remove_dir(fd, base, cc->host,
@@ -782,6 +788,22 @@ snap_cc_check_running(struct store *st, int64_t session, char **cause)
 	return rc;
 }
 
+/* An applied file had a set-uid or set-gid bit, which did not come along. */
+static void
+snap_cc_setid(struct store *st, int64_t session, const char *path, FILE *out)
+{
+	char *q = snap_nested_quote(path);
+
+	if (out != NULL)
+		fprintf(out, "          (its set-uid/set-gid bit was not "
+		    "applied)\n");
+	store_event_add(st, session, "error", "tampering", "%s was set-uid or "
+	    "set-gid in the session's config overlay; it was applied without "
+	    "that bit", q);
+	store_session_flag(st, session, "tampering");
+	free(q);
+}
+
 static int
 snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
     FILE *out, char **cause)
@@ -791,11 +813,13 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 	char *err = NULL;
 	size_t i;
 	int n = 0, failed = 0;
+	bool setid;
 
 	if (snap_cc_pending(st, session, paths, &c, cause) == -1)
 		return -1;
 	for (i = 0; i < c.n; i++) {
-		if (apply && snap_cc_apply_one(&c.v[i], &err) == -1) {
+		setid = false;
+		if (apply && snap_cc_apply_one(&c.v[i], &setid, &err) == -1) {
 			if (out != NULL)
 				fprintf(out, "not applied: %s\n", err);
 			store_event_add(st, session, "warn", "confdiff",
@@ -817,6 +841,8 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 		if (out != NULL)
 			fprintf(out, "%-9s %-8s %s\n", rec.action, rec.change,
 			    rec.path);
+		if (setid)
+			snap_cc_setid(st, session, rec.path, out);
 		n++;
 	}
 	snap_ccs_free(&c);

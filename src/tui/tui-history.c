@@ -73,8 +73,12 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 	    (long long)(ss->nrequests - ss->ndenied), (long long)ss->ndenied,
 	    (long long)ss->files_changed);
 	if (ss->unsafe != NULL && x + 2 < sx)
+		x += 1 + tui_screen_printf(t->scr, x + 1, y, sx - x - 1,
+		    TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
+	/* Planted files, files the user's tools run: in red at a glance. */
+	if (ss->flags != NULL && x + 2 < sx)
 		tui_screen_printf(t->scr, x + 1, y, sx - x - 1, TUI_STYLE_ALERT,
-		    "UNSAFE %s", ss->unsafe);
+		    "! %s", ss->flags);
 }
 
 void
@@ -113,6 +117,30 @@ tui_history_key(struct tui *t, const struct tui_key *k)
 	return true;
 }
 
+/*
+ * What the session was flagged for and why (error events): lines that
+ * start with "! ", which are drawn in red.
+ */
+static void
+tui_session_alerts(struct tui *t, const struct store_session *ss,
+    struct strv *out)
+{
+	struct store_event **e;
+	size_t ne, i, n = 0;
+
+	if (ss->flags == NULL)
+		return;
+	strv_addf(out, "! flagged: %s", ss->flags);
+	e = store_event_list(t->st, ss->id, &ne);
+	for (i = 0; i < ne && n < 8; i++) {
+		if (strcmp(e[i]->level, "error") != 0)
+			continue;
+		strv_addf(out, "! %s", e[i]->message);
+		n++;
+	}
+	store_event_list_free(e, ne);
+}
+
 /* The session's summary and its latest decisions and requests, as lines. */
 static void
 tui_session_lines(struct tui *t, struct strv *out)
@@ -136,6 +164,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 	    (long long)ss->nrequests, (long long)ss->ndenied,
 	    (long long)ss->files_changed, ss->unsafe != NULL ? ", UNSAFE: " :
 	    "", ss->unsafe != NULL ? ss->unsafe : "");
+	tui_session_alerts(t, ss, out);
 	d = store_decision_list(t->st, t->detail, &nd);
 	strv_addf(out, "decisions: %zu", nd);
 	for (i = nd > 5 ? nd - 5 : 0; i < nd; i++)
@@ -179,7 +208,8 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
 	for (i = 0; i < lines->n && y + 2 < area->y + area->sy; i++, y++)
 		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines->v[i]);
+		    TUI_STYLE_TITLE : strncmp(lines->v[i], "! ", 2) == 0 ?
+		    TUI_STYLE_ALERT : TUI_STYLE_NORMAL, lines->v[i]);
 	tui_screen_printf(t->scr, 0, y++, area->sx, TUI_STYLE_DIM,
 	    "snapshots: %zu", t->nsnaps);
 	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
