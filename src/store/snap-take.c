@@ -41,6 +41,7 @@ struct snap_take {
 	size_t nested_i;
 	struct buf adopt;         /* their files, NUL-separated */
 	struct strv warnings;
+	struct strv quoted;         /* names quoted for the warnings */
 	struct strv unreadable;
 	int64_t files;
 	struct snap_proc *procs[3];
@@ -115,6 +116,7 @@ snap_take_free(struct snap_take *t)
 	strv_free(&t->submodules);
 	buf_free(&t->adopt);
 	strv_free(&t->warnings);
+	strv_free(&t->quoted);
 	strv_free(&t->unreadable);
 	buf_free(&t->refs);
 	buf_free(&t->names);
@@ -306,7 +308,7 @@ snap_take_record(struct snap_take *t)
 {
 	struct store_snapshot s;
 	struct snap_result res;
-	char *ref, *cause = NULL;
+	char *ref, *cause = NULL, *q;
 	int64_t id;
 
 	snap_take_result(t, &res);
@@ -335,10 +337,13 @@ snap_take_record(struct snap_take *t)
 	free(ref);
 	if (t->record_refs)
 		snap_take_record_refs(t);
-	if (t->unreadable.n > 0)
+	if (t->unreadable.n > 0) {
+		q = quote_name(t->unreadable.v[0]);
 		store_event_add(t->st, t->session, "warn", "snapshot",
 		    "snapshot %lld could not save %zu unreadable path(s), e.g. "
-		    "%s", (long long)id, t->unreadable.n, t->unreadable.v[0]);
+		    "%s", (long long)id, t->unreadable.n, q);
+		free(q);
+	}
 	snap_repo_save_index(t->repo);
 	res.id = id;
 	res.seq = snap_take_seq(t->st, t->session, id);
@@ -777,7 +782,8 @@ snap_take_ls_cb(struct snap_proc *p, void *arg)
 	t->pending--;
 	if (snap_proc_status(p) != 0)
 		strv_take(&t->warnings, xprintf("cannot list the files of the "
-		    "nested repository %s: %s", dir, snap_proc_err(p)->data));
+		    "nested repository %s: %s", quote_keep(&t->quoted, dir),
+		    snap_proc_err(p)->data));
 	for (off = 0; snap_proc_status(p) == 0 && off < out->len;
 	    off += len + 1) {
 		s = out->data + off;
@@ -923,7 +929,9 @@ snap_take_add(struct snap_take *t)
 
 	/* A second round's warnings replace the first's. */
 	strv_free(&t->warnings);
+	strv_free(&t->quoted);
 	strv_init(&t->warnings);
+	strv_init(&t->quoted);
 	strv_free(&t->unreadable);
 	strv_init(&t->unreadable);
 	return snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
@@ -1275,6 +1283,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	strv_init(&t->nested);
 	strv_init(&t->submodules);
 	strv_init(&t->warnings);
+	strv_init(&t->quoted);
 	strv_init(&t->unreadable);
 	t->entries = -1;
 	snap_take_chain(t);

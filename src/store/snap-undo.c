@@ -262,19 +262,23 @@ snap_undo_apply(struct snap_repo *r, const char *present, const char *tree,
 static void
 snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 {
+	struct strv q;
 	size_t i;
 
+	strv_init(&q);
 	for (i = 0; i < c->n; i++) {
 		const struct snap_change *ch = &c->v[i];
 
-		fprintf(out, "  %s%-7s %s", dry ? "would " : "",
-		    snap_undo_verb(ch), ch->path);
+		out_printf(out, "  %s%-7s %s", dry ? "would " : "",
+		    snap_undo_verb(ch), quote_keep(&q, ch->path));
 		if (S_ISLNK(ch->new_mode))
-			fputs(" (symlink)", out);
+			out_puts(out, " (symlink)");
 		else if (strcmp(snap_undo_verb(ch), "chmod") == 0)
-			fputs((ch->new_mode & 0111) != 0 ? " (+x)" : " (-x)", out);
-		fputc('\n', out);
+			out_puts(out, (ch->new_mode & 0111) != 0 ? " (+x)" :
+			    " (-x)");
+		out_puts(out, "\n");
 	}
+	strv_free(&q);
 }
 
 static int
@@ -325,21 +329,24 @@ static void
 snap_undo_protect(struct snap_changes *c, const struct snap_result *present,
     FILE *out, size_t *skipped)
 {
+	struct strv q;
 	size_t i, j;
 
 	*skipped = 0;
+	strv_init(&q);
 	for (i = j = 0; i < c->n; i++) {
 		if (!snap_undo_protected(c->v[i].path, present)) {
 			c->v[j++] = c->v[i];
 			continue;
 		}
-		fprintf(out, "  skip    %s (agentmux cannot read it, so it "
-		    "could not be saved first)\n", c->v[i].path);
+		out_printf(out, "  skip    %s (agentmux cannot read it, so it "
+		    "could not be saved first)\n", quote_keep(&q, c->v[i].path));
 		free(c->v[i].new_oid);
 		free(c->v[i].path);
 		(*skipped)++;
 	}
 	c->n = j;
+	strv_free(&q);
 }
 
 struct snap_undo {
@@ -375,17 +382,21 @@ snap_undo_present(struct snap_undo *u, char **cause)
 static void
 snap_undo_unreadable(FILE *out, const struct snap_result *present)
 {
+	char *q;
 	size_t i;
 
 	if (present->nunreadable == 0)
 		return;
-	fprintf(out, "  %zu path%s could not be read, so %s not saved and "
+	out_printf(out, "  %zu path%s could not be read, so %s not saved and "
 	    "undo leaves %s alone:", present->nunreadable,
 	    present->nunreadable == 1 ? "" : "s", present->nunreadable == 1 ?
 	    "it is" : "they are", present->nunreadable == 1 ? "it" : "them");
-	for (i = 0; i < present->nunreadable && i < 5; i++)
-		fprintf(out, " %s", present->unreadable[i]);
-	fprintf(out, "%s\n", present->nunreadable > 5 ? " ..." : "");
+	for (i = 0; i < present->nunreadable && i < 5; i++) {
+		q = quote_name(present->unreadable[i]);
+		out_printf(out, " %s", q);
+		free(q);
+	}
+	out_printf(out, "%s\n", present->nunreadable > 5 ? " ..." : "");
 }
 
 /* Restores the files; -1 with *CAUSE. */
@@ -405,7 +416,7 @@ snap_undo_files(struct snap_undo *u, char **cause)
 		return -1;
 	snap_undo_protect(&u->changes, &u->present, out, &skipped);
 	if (u->changes.n == 0) {
-		fprintf(out, "  nothing to restore: the files already match "
+		out_printf(out, "  nothing to restore: the files already match "
 		    "snapshot %lld\n", (long long)u->seq);
 		return 0;
 	}
@@ -452,7 +463,7 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    snap_undo_paths(u.repo, o->paths, &u.paths, cause) == -1 ||
 	    snap_undo_present(&u, cause) == -1)
 		goto out;
-	fprintf(o->out, "%s session %lld to snapshot %lld (%s, %s):\n",
+	out_printf(o->out, "%s session %lld to snapshot %lld (%s, %s):\n",
 	    o->dry_run ? "undo --dry-run:" : "undo:", (long long)session,
 	    (long long)u.seq, u.target->kind, util_fmt_time(when, sizeof when,
 	    u.target->created_at));
@@ -462,7 +473,8 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    cause) == -1)
 		goto out;
 	if (!o->dry_run)
-		fprintf(o->out, "the state before this undo is snapshot %lld: "
+		out_printf(o->out,
+		    "the state before this undo is snapshot %lld: "
 		    "'agentmux undo %lld --to %lld' brings it back\n",
 		    (long long)u.present.seq, (long long)session,
 		    (long long)u.present.seq);
