@@ -162,12 +162,15 @@ session_disk_fs_open(struct session_disk *sd, const struct config *cf,
 	struct session_disk_fs *fs = &sd->fs[sd->nfs];
 	struct stat st, other;
 	int64_t total;
+	char *q;
 	int fd;
 
 	if ((fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1 ||
 	    fstat(fd, &st) == -1) {
-		*cause = xprintf("cannot watch the free space of %s: %s", path,
-		    strerror(errno));
+		q = quote_name(path);
+		*cause = xprintf("cannot watch the free space of the %s %s: %s",
+		    what, q, strerror(errno));
+		free(q);
 		if (fd != -1)
 			close(fd);
 		return -1;
@@ -181,8 +184,10 @@ session_disk_fs_open(struct session_disk *sd, const struct config *cf,
 	fs->what = what;
 	fs->path = xstrdup(path);
 	if (session_disk_statvfs(fd, &fs->free, &total) == -1) {
-		*cause = xprintf("cannot read the free space of %s: %s", path,
-		    strerror(errno));
+		q = quote_name(path);
+		*cause = xprintf("cannot read the free space of the %s %s: %s",
+		    what, q, strerror(errno));
+		free(q);
 		close(fd);
 		free(fs->path);
 		return -1;
@@ -205,11 +210,15 @@ session_disk_close(struct session_disk *sd)
 	sd->nfs = 0;
 }
 
-/* "lower disk_reserve in ~/.config/agentmux/config": where the user changes it. */
+/* "lower disk_reserve in ~/.config/agentmux/config": where the user changes it, quoted. */
 static char *
 session_disk_where(void)
 {
-	return path_config_file();
+	char *path = path_config_file(), *q;
+
+	q = quote_name(path);
+	free(path);
+	return q;
 }
 
 /* A session can start only with its filesystems above their reserve. */
@@ -220,6 +229,7 @@ session_disk_check(struct session_ctx *ctx, const char *project,
 	const struct config *cf = ctx->cf;
 	struct session_disk sd;
 	char *free_s, *res_s, *conf;
+	struct strv q;
 	size_t i;
 	int rc = 0;
 
@@ -238,11 +248,14 @@ session_disk_check(struct session_ctx *ctx, const char *project,
 		free_s = session_disk_size(sd.fs[i].free);
 		res_s = session_disk_size(sd.fs[i].reserve);
 		conf = session_disk_where();
+		strv_init(&q);
 		*cause = xprintf("cannot start a session in %s: the disk of %s "
 		    "has %s free, less than the %s that [limits] disk_reserve "
 		    "keeps free; free some space, or lower disk_reserve in %s "
-		    "(0 turns it off)", project, sd.fs[i].path, free_s, res_s,
+		    "(0 turns it off)", quote_keep(&q, project),
+		    quote_keep(&q, sd.fs[i].path), free_s, res_s,
 		    conf);
+		strv_free(&q);
 		free(conf);
 		free(res_s);
 		free(free_s);
@@ -266,7 +279,7 @@ session_disk_describe(struct session_disk *sd)
 {
 	const struct session_disk_fs *fs = &sd->fs[sd->hit];
 	long long id = (long long)sd->s->id;
-	char *a, *b;
+	char *a, *b, *q;
 
 	free(sd->message);
 	free(sd->more);
@@ -284,9 +297,11 @@ session_disk_describe(struct session_disk *sd)
 	case SESSION_DISK_RESERVE:
 		a = session_disk_size(fs->free);
 		b = session_disk_size(fs->reserve);
+		q = quote_name(fs->path);
 		sd->message = xprintf("session %lld is frozen: the disk of %s "
 		    "has %s free, less than the %s that [limits] disk_reserve "
-		    "keeps free", id, fs->path, a, b);
+		    "keeps free", id, q, a, b);
+		free(q);
 		free(b);
 		b = session_disk_size(fs->free / 2);
 		sd->more = xprintf("down to %s free", b);

@@ -132,6 +132,18 @@ reserve() {
 	"1:agentmux: cannot start a session in $Q: the disk of $Q has "*"free, less than the 160M that [limits] disk_reserve keeps free"*) ok ;;
 	*) bad "reserve: a start below the reserve: exit $RC: $OUT" ;;
 	esac
+	# A project named with an escape sequence: the refusal names it
+	# quoted, as git quotes paths, and no control byte reaches the terminal.
+	E=$(printf '\033')
+	H="$Q/p$E[31m"
+	mkdir "$H" && git -C "$H" init -q . || bad "reserve: no hostile project"
+	OUT=$("$AMX" run -C "$H" -- true </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	*"$E"*) bad "reserve: a raw escape in the refusal: $(printf %s "$OUT" | cat -v)" ;;
+	"1:agentmux: cannot start a session in \"$Q/p\\033[31m\": the disk of \"$Q/p\\033[31m\" has "*) ok ;;
+	*) bad "reserve: the hostile project's refusal: exit $RC: $OUT" ;;
+	esac
 	rm -rf "$Q"
 }
 
