@@ -169,6 +169,21 @@ const char *path_runtime_dir(void);
 int path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause);
 /** mkdir -p with MODE for each created component; -1 with errno. */
 int path_mkdir_p(const char *path, mode_t mode);
+/**
+ * Opens REL (relative, no "..") under the directory DIRFD without
+ * following any symlink, the last component's included (openat2 with
+ * RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS, else a walk with O_NOFOLLOW).
+ * With O_PATH a final symlink itself is opened. -1 with errno (ELOOP: a
+ * symlink was in the way).
+ */
+int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
+/**
+ * Reads the regular file REL under DIRFD into B (appended) the way
+ * path_open_beneath opens it, without waiting on a FIFO or reading a
+ * device: -1 with errno (EINVAL: not a regular file, EFBIG: over MAX
+ * bytes, ELOOP: a symlink was in the way).
+ */
+int path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b);
 /** rm -rf that never follows symlinks and never crosses mount points. */
 int path_remove_tree(const char *path);
 /** Expands a leading "~/" against the home directory; caller frees. */

@@ -34,6 +34,8 @@ struct snap_proc {
 	struct buf err;
 	size_t lineoff;           /* stdout bytes already passed to line() */
 	void (*line)(void *, const char *, size_t);
+	void (*chunk)(void *, const char *, size_t);
+	void *chunk_arg;
 	snap_proc_cb done;
 	void *arg;
 	int status;               /* -1 until reaped */
@@ -100,6 +102,10 @@ snap_proc_read(struct snap_proc *p, int i)
 
 	for (;;) {
 		n = read(p->fds[i], chunk, sizeof chunk);
+		if (n > 0 && i == 1 && p->chunk != NULL) {
+			p->chunk(p->chunk_arg, chunk, (size_t)n);
+			continue;
+		}
 		if (n > 0) {
 			buf_add(i == 1 ? &p->out : &p->err, chunk, (size_t)n);
 			continue;
@@ -397,6 +403,8 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->pidfd = -1;
 	p->status = -1;
 	p->line = o->line;
+	p->chunk = o->chunk;
+	p->chunk_arg = o->chunk_arg;
 	p->done = done;
 	p->arg = arg;
 	if (o->input != NULL)
@@ -459,11 +467,24 @@ snap_proc_run_done(struct snap_proc *p, void *arg)
 	event_base_loopbreak(p->base);
 }
 
+/* A command run to the end took too long (it may wait on something planted): it goes. */
+static void
+snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_proc *p = arg;
+
+	log_debug("%s: killed after its time ran out", p->what);
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+}
+
 int
 snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
     struct buf *err, int *status, char **cause)
 {
 	struct event_base *base = event_base_new();
+	struct timeval tv = { o->timeout, 0 };
+	struct event *timer = NULL;
 	struct snap_proc *p;
 
 	if (base == NULL)
@@ -473,8 +494,14 @@ snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
 		event_base_free(base);
 		return -1;
 	}
+	if (o->timeout > 0) {
+		timer = evtimer_new(base, snap_proc_timeout_cb, p);
+		evtimer_add(timer, &tv);
+	}
 	while (p->status == -1 || p->exit_ev != NULL)
 		event_base_loop(base, EVLOOP_ONCE);
+	if (timer != NULL)
+		event_free(timer);
 	*status = p->status;
 	if (out != NULL)
 		buf_add(out, p->out.data, p->out.len);

@@ -20,7 +20,7 @@ snap_refs_now(struct snap_repo *r, struct strv *now, char **cause)
 
 	strv_init(now);
 	buf_init(&out);
-	if (snap_git(r, SNAP_ENV_DB, args, NULL, &out, cause) == -1) {
+	if (snap_git(r, SNAP_ENV_PROJECT, args, NULL, &out, cause) == -1) {
 		buf_free(&out);
 		return -1;
 	}
@@ -50,7 +50,7 @@ snap_refs_set(struct snap_repo *r, const char *ref, const char *oid,
 {
 	const char *args[] = { "update-ref", "-m", msg, ref, oid, old, NULL };
 
-	return snap_git(r, SNAP_ENV_DB, args, NULL, NULL, cause);
+	return snap_git(r, SNAP_ENV_PROJECT, args, NULL, NULL, cause);
 }
 
 /* Branches recorded at start: back to their tips (the reflog keeps the agent's). */
@@ -109,7 +109,7 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 			fprintf(out, "  %sswitch  HEAD to %s\n", dry ? "would " :
 			    "", rec + 5);
 			if (!dry)
-				rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL,
+				rc = snap_git(r, SNAP_ENV_PROJECT, args, NULL, NULL,
 				    cause);
 		}
 	} else if (sym != NULL || oid == NULL || strcmp(oid, rec) != 0) {
@@ -119,7 +119,7 @@ snap_refs_head(struct snap_repo *r, const char *rec, const char *msg,
 		fprintf(out, "  %sdetach  HEAD at %.12s\n", dry ? "would " : "",
 		    rec);
 		if (!dry)
-			rc = snap_git(r, SNAP_ENV_DB, args, NULL, NULL, cause);
+			rc = snap_git(r, SNAP_ENV_PROJECT, args, NULL, NULL, cause);
 	}
 	free(oid);
 	free(sym);
@@ -153,7 +153,7 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		return -1;
 	saved = xprintf("%s/sessions/%lld/git-index", data, (long long)session);
 	free(data);
-	if (access(saved, R_OK) != 0 || snap_refs_same_file(saved, r->seed)) {
+	if (access(saved, R_OK) != 0 || snap_refs_same_file(saved, r->projindex)) {
 		free(saved);
 		return 0;
 	}
@@ -163,17 +163,17 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		free(saved);
 		return 0;
 	}
-	lock = xprintf("%s.lock", r->seed);
+	lock = xprintf("%s.lock", r->projindex);
 	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0600)) == -1)
 		*cause = xprintf("cannot lock %s: %s (is git running?)", lock,
 		    strerror(errno));
 	else if (close(fd) == 0 && snap_copy_file(saved, lock, cause) == 0 &&
-	    rename(lock, r->seed) == 0)
+	    rename(lock, r->projindex) == 0)
 		rc = 0;
 	else {
 		if (*cause == NULL)
-			*cause = xprintf("cannot replace %s: %s", r->seed,
+			*cause = xprintf("cannot replace %s: %s", r->projindex,
 			    strerror(errno));
 		unlink(lock);
 	}
@@ -193,7 +193,7 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	int rc = -1;
 
 	rec = store_session_refs(st, session, &nrec);
-	if (r->shadow || nrec == 0) {
+	if (r->projgit == NULL || nrec == 0) {
 		fprintf(out, "  --refs: no refs were recorded at the start of "
 		    "session %lld; nothing to reset\n", (long long)session);
 		rc = 0;

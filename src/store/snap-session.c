@@ -2,6 +2,7 @@
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/snap-int.h"
 
@@ -50,6 +51,8 @@ snap_session_create(struct event_base *base, struct store *st,
 		free(ss);
 		return NULL;
 	}
+	/* Older snapshots of the project come into its own repository first. */
+	snap_legacy_project(st, cf, ss->repo->worktree);
 	return ss;
 }
 
@@ -279,6 +282,7 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 
 	if ((repo = snap_repo_open(dir, cf, "project", cause)) == NULL)
 		return -1;
+	snap_legacy_project(st, cf, repo->worktree);
 	if ((*session = snap_project_session(st, repo->worktree,
 	    cause)) == -1) {
 		snap_repo_free(repo);
@@ -295,6 +299,35 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	return rc;
 }
 
+/*
+ * A session that froze its ignore rules at its start: its later
+ * snapshots (taken now by another process) use them too, beginning from
+ * its start snapshot's entries.
+ */
+static void
+snap_session_frozen(struct store *st, int64_t session, struct snap_repo *r)
+{
+	struct store_snapshot *start;
+	char *path, *cause = NULL;
+	int64_t seq;
+
+	if ((path = snap_ignore_path(session, &cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	if (access(path, R_OK) == 0 && (start = snap_resolve(st, session,
+	    "start", &seq, &cause)) != NULL) {
+		if (strcmp(start->kind, "start") == 0) {
+			r->ignore = path;
+			path = NULL;
+			r->start_tree = xstrdup(start->tree);
+		}
+		store_snapshot_free(start);
+	}
+	free(cause);
+	free(path);
+}
+
 /* The repository session SESSION's snapshots live in (or its project's). */
 struct snap_repo *
 snap_session_repo(struct store *st, const struct config *cf,
@@ -304,17 +337,24 @@ snap_session_repo(struct store *st, const struct config *cf,
 	struct snap_where w;
 	struct snap_repo *r;
 
-	if (snap_where(st, session, &w) == 0) {
-		r = snap_repo_reopen(w.gitdir, w.worktree, w.shadow, tag, cause);
+	if (snap_where(st, session, &w) == 0 && !w.shadow &&
+	    snap_legacy_migrate(st, cf, session, &w, cause) == -1) {
 		snap_where_free(&w);
-		return r;
-	}
-	if ((s = store_session_get(st, session)) == NULL) {
-		*cause = xprintf("there is no session %lld", (long long)session);
 		return NULL;
 	}
-	r = snap_repo_open(s->project, cf, tag, cause);
-	store_session_free(s);
+	snap_where_free(&w);
+	if (snap_where(st, session, &w) == 0) {
+		r = snap_repo_reopen(w.gitdir, w.worktree, cf, tag, cause);
+		snap_where_free(&w);
+	} else if ((s = store_session_get(st, session)) == NULL) {
+		*cause = xprintf("there is no session %lld", (long long)session);
+		return NULL;
+	} else {
+		r = snap_repo_open(s->project, cf, tag, cause);
+		store_session_free(s);
+	}
+	if (r != NULL)
+		snap_session_frozen(st, session, r);
 	return r;
 }
 

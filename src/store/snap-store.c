@@ -17,7 +17,8 @@ snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
 	sqlite3_bind_int64(stmt, 1, session);
 	store_bind_text(stmt, 2, r->gitdir);
 	store_bind_text(stmt, 3, r->worktree);
-	sqlite3_bind_int(stmt, 4, r->shadow);
+	/* 1: the own repository (all snapshots since there are own repositories). */
+	sqlite3_bind_int(stmt, 4, 1);
 	rc = sqlite3_step(stmt);
 	sqlite3_finalize(stmt);
 	if (rc != SQLITE_DONE) {
@@ -147,4 +148,44 @@ snap_gitdir_used(struct store *st, const char *gitdir)
 	used = sqlite3_step(stmt) == SQLITE_ROW;
 	sqlite3_finalize(stmt);
 	return used;
+}
+
+char *
+snap_project_last_tree(struct store *st, const char *gitdir)
+{
+	sqlite3_stmt *stmt;
+	char *tree = NULL;
+
+	stmt = store_prepare(st, "SELECT s.tree FROM snapshots s JOIN "
+	    "snapshot_repos r ON r.session_id = s.session_id WHERE "
+	    "r.git_dir = ? ORDER BY s.id DESC LIMIT 1");
+	store_bind_text(stmt, 1, gitdir);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		tree = store_col_text(stmt, 0);
+	sqlite3_finalize(stmt);
+	return tree;
+}
+
+int
+snap_legacy_list(struct store *st, const char *worktree, int64_t **ids,
+    char ***gitdirs, size_t *n)
+{
+	sqlite3_stmt *stmt;
+
+	*ids = NULL;
+	*gitdirs = NULL;
+	*n = 0;
+	stmt = store_prepare(st, "SELECT r.session_id, r.git_dir FROM "
+	    "snapshot_repos r JOIN sessions s ON s.id = r.session_id WHERE "
+	    "r.shadow = 0 AND r.work_tree = ? ORDER BY r.session_id");
+	store_bind_text(stmt, 1, worktree);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
+		*gitdirs = xreallocarray(*gitdirs, *n + 1, sizeof **gitdirs);
+		(*ids)[*n] = sqlite3_column_int64(stmt, 0);
+		(*gitdirs)[*n] = store_col_text(stmt, 1);
+		(*n)++;
+	}
+	sqlite3_finalize(stmt);
+	return 0;
 }

@@ -279,8 +279,9 @@ struct snap_result {
 	int64_t session;
 	char *commit;             /* NULL when only a tree was written */
 	char *tree;
+	char *modes;              /* the real modes recorded beside the tree */
 	int64_t files_changed;    /* paths differing from the session's start
-	                             (the first: from HEAD) */
+	                             (the first: from the project's last snapshot) */
 	bool unchanged;           /* if_changed and the tree was the last one */
 	char **warnings;          /* files git could not read, ... */
 	size_t nwarnings;
