@@ -294,8 +294,8 @@ snap_take_record_refs(struct snap_take *t)
 	char *line, *save = NULL, *sp, *head, *sym = NULL, *v;
 
 	/* "<oid> <refname>" (a ref name has no spaces). */
-	for (line = strtok_r(t->refs.data, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	for (line = t->refs.data != NULL ? strtok_r(t->refs.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
 		if ((sp = strchr(line, ' ')) == NULL)
 			continue;
 		*sp++ = '\0';
