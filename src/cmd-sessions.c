@@ -470,7 +470,9 @@ cmd_gc(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct store_session **v;
+	struct config *cf;
 	struct store *st;
+	struct strv msgs;
 	char *cause = NULL;
 	int64_t age = -1, *ids, cutoff;
 	size_t n, i;
@@ -496,8 +498,12 @@ cmd_gc(int argc, char **argv)
 		    "DURATION (e.g. 30d)");
 	if (optind < argc)
 		return cli_usage_error("gc", "unexpected '%s'", argv[optind]);
-	if ((st = cli_open_store()) == NULL)
+	if ((cf = cli_load_config()) == NULL)
 		return 1;
+	if ((st = cli_open_store()) == NULL) {
+		config_free(cf);
+		return 1;
+	}
 	cutoff = util_now_ms() - age * 1000;
 	if (dry) {
 		v = store_session_list(st, true, &n);
@@ -511,21 +517,28 @@ cmd_gc(int argc, char **argv)
 		}
 		store_session_list_free(v, n);
 		store_close(st);
+		config_free(cf);
 		return 0;
 	}
 	if (store_gc(st, cutoff, &ids, &n, &cause) == -1) {
 		cli_error("%s", cause);
 		free(cause);
 		store_close(st);
+		config_free(cf);
 		return 1;
 	}
 	for (i = 0; i < n; i++)
 		cmd_gc_files(ids[i]);
 	printf("removed %zu session%s\n", n, n == 1 ? "" : "s");
-	if ((c = snap_gc(st, &cause)) > 0)
+	strv_init(&msgs);
+	if ((c = snap_gc(st, cf, &msgs, &cause)) > 0)
 		printf("removed %d snapshot ref%s (refs/agentmux/sessions/)\n",
 		    c, c == 1 ? "" : "s");
+	for (i = 0; i < msgs.n; i++)
+		printf("%s\n", msgs.v[i]);
+	strv_free(&msgs);
 	free(ids);
 	store_close(st);
+	config_free(cf);
 	return 0;
 }

@@ -306,7 +306,8 @@ struct config_proxy {
 
 struct config_snapshots {
 	int64_t interval;         /* seconds between turn-boundary snapshots */
-	struct strv excludes;     /* for shadow repositories */
+	struct strv excludes;     /* for projects outside git */
+	int64_t max_size;         /* bytes a project's snapshots keep; 0: no limit */
 };
 
 struct config {

@@ -108,12 +108,37 @@ snap_gc_shadows(struct store *st)
 	free(data);
 }
 
+/* Every own repository still in use: packed, pruned, within its budget. */
+static void
+snap_gc_keep(struct store *st, const struct config *cf, struct strv *messages)
+{
+	char **gitdirs, **worktrees, *cause = NULL;
+	size_t n, i;
+
+	snap_keep_repos(st, &gitdirs, &worktrees, &n);
+	for (i = 0; i < n; i++) {
+		if (snap_keep_sync(st, cf, gitdirs[i], worktrees[i], true,
+		    messages, &cause) == -1) {
+			strv_take(messages, xprintf("cannot pack %s: %s",
+			    gitdirs[i], cause));
+			free(cause);
+			cause = NULL;
+		}
+		free(gitdirs[i]);
+		free(worktrees[i]);
+	}
+	free(gitdirs);
+	free(worktrees);
+}
+
 int
-snap_gc(struct store *st, char **cause)
+snap_gc(struct store *st, const struct config *cf, struct strv *messages,
+    char **cause)
 {
 	int n;
 
 	n = snap_gc_refs(st);
 	snap_gc_shadows(st);
+	snap_gc_keep(st, cf, messages);
 	return n;
 }

@@ -57,6 +57,8 @@ struct buf *snap_proc_out(struct snap_proc *);
 struct buf *snap_proc_err(struct snap_proc *);
 /* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
 void snap_proc_free(struct snap_proc *);
+/* The same, but it gets SIGTERM and most of a second to clean up first. */
+void snap_proc_term(struct snap_proc *);
 /* Moves a running command's watchers to BASE (to finish it elsewhere). */
 void snap_proc_move(struct snap_proc *, struct event_base *base);
 /*
@@ -112,9 +114,9 @@ struct snap_repo {
  */
 struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
     const char *tag, char **cause);
-/* Opens the own repository GITDIR recorded for a session of WORKTREE. */
+/* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
 struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
-    const struct config *cf, const char *tag, char **cause);
+    const struct config *cf, const char *tag, bool use, char **cause);
 void snap_repo_free(struct snap_repo *);
 /* The own repository's path for the project WORKTREE; caller frees; NULL with *CAUSE. */
 char *snap_repo_path(const char *worktree, char **cause);
@@ -299,6 +301,34 @@ struct snap_verify_obj {
 int snap_verify_objects(struct snap_repo *, const struct snap_verify_obj *v,
     size_t n, struct buf *keep, char **cause);
 
+/* ---- keeping the own repository bounded (snap-keep.c) ---- */
+
+struct snap_keep;
+
+/*
+ * Packs the own repository GITDIR (of WORKTREE) through BASE and keeps its
+ * snapshots within CF's [snapshots] max_size, dropping the oldest turn
+ * snapshots; DONE runs at the end (what was said: snap_keep_messages).
+ */
+struct snap_keep *snap_keep_start(struct event_base *, struct store *,
+    const struct config *cf, const char *gitdir, const char *worktree,
+    void (*done)(void *, const struct snap_keep *), void *arg, char **cause);
+/* Stops it (a running git command gets SIGTERM); NULL is a no-op. */
+void snap_keep_free(struct snap_keep *);
+/* What it told the user; borrowed. */
+const char *const *snap_keep_messages(const struct snap_keep *, size_t *n);
+/*
+ * Runs it to the end on a private loop (THOROUGH: a full pack and a prune
+ * in any case); MESSAGES (may be NULL) gets what it said.
+ */
+int snap_keep_sync(struct store *, const struct config *cf,
+    const char *gitdir, const char *worktree, bool thorough,
+    struct strv *messages, char **cause);
+/* Whether GITDIR has loose objects enough to pack. */
+bool snap_keep_due(const char *gitdir);
+/* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
+void snap_keep_detached(const char *gitdir);
+
 /* ---- snapshot jobs (snap-take.c) ---- */
 
 struct snap_take;
@@ -362,6 +392,18 @@ int snap_orphans(struct store *, int64_t **ids, char ***gitdirs, size_t *n);
 void snap_orphan_forget(struct store *, int64_t session);
 /* Whether any recorded session still uses GITDIR. */
 bool snap_gitdir_used(struct store *, const char *gitdir);
+/* Turn snapshots in GITDIR that may be dropped (not dropped yet, not a session's last), oldest first. */
+struct store_snapshot **snap_keep_candidates(struct store *,
+    const char *gitdir, size_t *n);
+/* The commits of snapshots in GITDIR that stay (not dropped, not candidates). */
+void snap_keep_kept(struct store *, const char *gitdir, struct strv *out);
+/* Marks snapshot ID as dropped, now. */
+void snap_keep_mark(struct store *, int64_t id);
+/* The newest session whose snapshots are in GITDIR (0 if none). */
+int64_t snap_keep_newest(struct store *, const char *gitdir);
+/* The own repositories recorded sessions use, with their projects; caller frees. */
+int snap_keep_repos(struct store *, char ***gitdirs, char ***worktrees,
+    size_t *n);
 /* The tree of the last snapshot kept in the own repository GITDIR, or NULL; caller frees. */
 char *snap_project_last_tree(struct store *, const char *gitdir);
 /* Sessions of WORKTREE whose snapshots are still in its .git (from before own repositories); caller frees. */

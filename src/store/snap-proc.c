@@ -437,6 +437,25 @@ fail:
 }
 
 void
+snap_proc_term(struct snap_proc *p)
+{
+	int i, st;
+
+	if (p != NULL && p->pid > 0) {
+		kill(p->pid, SIGTERM);
+		/* Most of a second for it to clean up, then it goes anyway. */
+		for (i = 0; i < 50; i++) {
+			if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+				p->pid = -1;
+				break;
+			}
+			usleep(20000);
+		}
+	}
+	snap_proc_free(p);
+}
+
+void
 snap_proc_free(struct snap_proc *p)
 {
 	int i, st;

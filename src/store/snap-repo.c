@@ -322,7 +322,7 @@ snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
  * marker naming the project.
  */
 static int
-snap_repo_init(struct snap_repo *r, char **cause)
+snap_repo_init(struct snap_repo *r, bool use, char **cause)
 {
 	char *p;
 	int rc;
@@ -345,7 +345,8 @@ snap_repo_init(struct snap_repo *r, char **cause)
 		return -1;
 	}
 	/* Its time says when it was last used (gc spares recent ones). */
-	utimensat(AT_FDCWD, p, NULL, 0);
+	if (use)
+		utimensat(AT_FDCWD, p, NULL, 0);
 	free(p);
 	p = xprintf("%s/info", r->gitdir);
 	path_mkdir_p(p, 0700);
@@ -460,6 +461,9 @@ snap_repo_live_excludes(struct snap_repo *r, const struct config *cf,
 	size_t i;
 	int fd, rc;
 
+	/* Without a config (a job that adds nothing), what is there stays. */
+	if (r->projgit == NULL && cf == NULL)
+		return 0;
 	buf_init(&b);
 	if (r->projgit == NULL) {
 		buf_adds(&b, "# Written by agentmux from [snapshots] exclude.\n");
@@ -545,7 +549,7 @@ snap_repo_open(const char *dir, const struct config *cf, const char *tag,
 	}
 	snap_repo_locate(r, real);
 	if ((r->gitdir = snap_repo_path(r->worktree, cause)) == NULL ||
-	    snap_repo_init(r, cause) == -1 ||
+	    snap_repo_init(r, true, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
@@ -559,7 +563,7 @@ fail:
 
 struct snap_repo *
 snap_repo_reopen(const char *gitdir, const char *worktree,
-    const struct config *cf, const char *tag, char **cause)
+    const struct config *cf, const char *tag, bool use, char **cause)
 {
 	struct snap_repo *r = snap_repo_new();
 	char *p;
@@ -583,7 +587,7 @@ snap_repo_reopen(const char *gitdir, const char *worktree,
 		r->worktree = xstrdup(worktree);
 	}
 	r->gitdir = xstrdup(gitdir);
-	if (snap_repo_init(r, cause) == -1 ||
+	if (snap_repo_init(r, use, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;

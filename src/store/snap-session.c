@@ -29,6 +29,9 @@ struct snap_session {
 	int64_t last_turn_us;
 	void (*progress)(void *, int64_t);
 	void *progress_arg;
+	struct snap_keep *keep;         /* packing and the budget, in the background */
+	void (*notice)(void *, const char *);
+	void *notice_arg;
 };
 
 static void snap_session_next(struct snap_session *);
@@ -101,6 +104,9 @@ snap_session_free(struct snap_session *ss)
 	/* What was asked for is taken: the end snapshot must not be lost. */
 	snap_session_wait(ss);
 	ss->closing = true;
+	snap_keep_free(ss->keep);
+	/* The loose objects are packed by a process that outlives this one. */
+	snap_keep_detached(ss->repo->gitdir);
 	for (i = 0; i < ss->nqueue; i++)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);
@@ -118,6 +124,44 @@ snap_session_progress(void *arg, int64_t files)
 }
 
 static void
+snap_session_kept(void *arg, const struct snap_keep *k)
+{
+	struct snap_session *ss = arg;
+	const char *const *msgs;
+	size_t n, i;
+
+	msgs = snap_keep_messages(k, &n);
+	for (i = 0; i < n && ss->notice != NULL; i++)
+		ss->notice(ss->notice_arg, msgs[i]);
+	snap_keep_free(ss->keep);
+	ss->keep = NULL;
+}
+
+/* After a session's start and end: the repository packed, its budget kept, meanwhile. */
+static void
+snap_session_keep(struct snap_session *ss)
+{
+	char *cause = NULL;
+
+	if (ss->keep != NULL || ss->closing)
+		return;
+	ss->keep = snap_keep_start(ss->base, ss->st, ss->cf, ss->repo->gitdir,
+	    ss->repo->worktree, snap_session_kept, ss, &cause);
+	if (ss->keep == NULL) {
+		log_debug("%s", cause);
+		free(cause);
+	}
+}
+
+void
+snap_session_set_notice(struct snap_session *ss,
+    void (*fn)(void *, const char *), void *arg)
+{
+	ss->notice = fn;
+	ss->notice_arg = arg;
+}
+
+static void
 snap_session_done(void *arg, const struct snap_result *res, const char *error)
 {
 	struct snap_session *ss = arg;
@@ -130,6 +174,9 @@ snap_session_done(void *arg, const struct snap_result *res, const char *error)
 		    "the %s snapshot failed: %s", q.kind, error);
 	if (q.done != NULL)
 		q.done(q.arg, res, error);
+	if (error == NULL && (strcmp(q.kind, "start") == 0 ||
+	    strcmp(q.kind, "end") == 0))
+		snap_session_keep(ss);
 	snap_queued_clear(&q);
 	if (!ss->closing)
 		snap_session_next(ss);
@@ -293,8 +340,10 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	o.label = label;
 	o.session = *session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
-	if (rc == 0)
+	if (rc == 0) {
 		snap_project_touch(st, *session);
+		snap_keep_detached(repo->gitdir);
+	}
 	snap_repo_free(repo);
 	return rc;
 }
@@ -344,7 +393,8 @@ snap_session_repo(struct store *st, const struct config *cf,
 	}
 	snap_where_free(&w);
 	if (snap_where(st, session, &w) == 0) {
-		r = snap_repo_reopen(w.gitdir, w.worktree, cf, tag, cause);
+		r = snap_repo_reopen(w.gitdir, w.worktree, cf, tag, true,
+		    cause);
 		snap_where_free(&w);
 	} else if ((s = store_session_get(st, session)) == NULL) {
 		*cause = xprintf("there is no session %lld", (long long)session);
@@ -373,8 +423,10 @@ snap_session_now(struct store *st, const struct config *cf, int64_t session,
 	o.label = label;
 	o.session = session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
-	if (rc == 0)
+	if (rc == 0) {
 		snap_project_touch(st, session);
+		snap_keep_detached(repo->gitdir);
+	}
 	snap_repo_free(repo);
 	return rc;
 }

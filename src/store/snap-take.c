@@ -45,8 +45,10 @@ struct snap_take {
 	struct strv unreadable;
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
-	struct snap_proc *procs[4];
+	struct snap_proc *procs[6];
 	int pending;
+	int freezing;             /* the freeze's commands still running (not in PENDING) */
+	bool recorded;            /* the store has the snapshot: the rest may follow */
 	void (*next)(struct snap_take *); /* what runs once PENDING is 0 */
 	/*
 	 * A snapshot that starts a chain always makes a commit: the commands
@@ -55,8 +57,6 @@ struct snap_take {
 	 */
 	struct snap_proc *early_commit;   /* hash-object -t commit -w --stdin */
 	struct snap_proc *early_ref;      /* update-ref --stdin */
-	bool ref_done;            /* the update-ref step has run */
-	bool tree_saved;          /* the index is final and its blobs stored */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	struct snap_modes modes;
 	struct buf ignores;       /* freeze: the .gitignore files' text (cat-file --batch) */
@@ -72,6 +72,7 @@ struct snap_take {
 	void *arg;
 	bool *finished;           /* set when the job is over */
 	bool starting;            /* inside snap_take_start: it reports errors itself */
+	struct snap_result res;   /* recorded, waiting for the freeze to end */
 	struct buf adopted;       /* index lines that take the placeholders out again */
 };
 
@@ -123,6 +124,7 @@ snap_take_free(struct snap_take *t)
 	free(t->tree);
 	free(t->commit);
 	free(t->error);
+	snap_result_clear(&t->res);
 	free(t);
 }
 
@@ -414,6 +416,12 @@ snap_take_record(struct snap_take *t)
 	snap_take_remember(t, &res);
 	res.id = id;
 	res.seq = snap_take_seq(t->st, t->session, id);
+	t->recorded = true;
+	if (t->freezing > 0) {
+		/* The ignore rules are being frozen: the job ends with them. */
+		t->res = res;
+		return;
+	}
 	snap_take_end(t, &res);
 	snap_result_clear(&res);
 }
@@ -438,7 +446,6 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 	if (snap_take_early_died(t, p))
 		return;
 	t->pending--;
-	t->ref_done = true;
 	if (snap_proc_status(p) != 0)
 		snap_take_error(t, snap_git_error("update-ref", p));
 	snap_take_reap(t, p);
@@ -724,19 +731,46 @@ snap_take_modes(struct snap_take *t)
 	return true;
 }
 
+/* The freeze's commands are done: the rules are written; a job recorded meanwhile ends. */
+static void
+snap_take_frozen(struct snap_take *t)
+{
+	struct snap_result res;
+	char *cause = NULL;
+
+	if (--t->freezing > 0)
+		return;
+	if (snap_ignore_write(t->repo, t->session, t->tree, t->excludes_file,
+	    &t->ignores, &t->ignore_dirs, &cause) == -1) {
+		log_warnx("the ignore rules of session %lld could not be kept, "
+		    "so its later snapshots use the project's as they are: %s",
+		    (long long)t->session, cause);
+		store_event_add(t->st, t->session, "warn", "snapshot", "the "
+		    "ignore rules could not be kept, so later snapshots use the "
+		    "project's as they are: %s", cause);
+		free(cause);
+	}
+	if (t->recorded) {
+		res = t->res;
+		memset(&t->res, 0, sizeof t->res);
+		snap_take_end(t, &res);
+		snap_result_clear(&res);
+	}
+}
+
 static void
 snap_take_freeze_cb(struct snap_proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
-	t->pending--;
 	if (snap_proc_status(p) != 0)
-		strv_take(&t->warnings, snap_git_error("cat-file", p));
+		log_warnx("%s", snap_proc_err(p)->data != NULL ?
+		    snap_proc_err(p)->data : "git cat-file failed");
 	else
 		buf_add(&t->ignores, snap_proc_out(p)->data,
 		    snap_proc_out(p)->len);
 	snap_take_reap(t, p);
-	snap_take_step(t);
+	snap_take_frozen(t);
 }
 
 static void
@@ -744,19 +778,31 @@ snap_take_excludes_cb(struct snap_proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
-	t->pending--;
 	/* Exit 1: not set, so git's default. */
 	if (snap_proc_status(p) == 0 && snap_proc_out(p)->data != NULL)
 		t->excludes_file = xstrndup(snap_proc_out(p)->data,
 		    strcspn(snap_proc_out(p)->data, "\n"));
 	snap_take_reap(t, p);
-	snap_take_step(t);
+	snap_take_frozen(t);
+}
+
+/* Starts a command of the freeze: beside the job's own, not one of its steps. */
+static bool
+snap_take_spawn_side(struct snap_take *t, const char *const *args,
+    const struct buf *input, snap_proc_cb cb)
+{
+	if (!snap_take_spawn(t, SNAP_ENV_DB, args, input, NULL, cb))
+		return false;
+	t->pending--;
+	t->freezing++;
+	return true;
 }
 
 /*
  * The start snapshot freezes the ignore rules it was taken with: the
  * .gitignore files now in its tree (read back from the own repository),
- * the project's info/exclude and the user's excludes file.
+ * the project's info/exclude and the user's excludes file. This runs
+ * beside the commit and its record, which need not wait for it.
  */
 static bool
 snap_take_freeze(struct snap_take *t)
@@ -765,34 +811,28 @@ snap_take_freeze(struct snap_take *t)
 	const char *cfg[] = { "config", "--path", "--get", "core.excludesFile",
 	    NULL };
 	struct buf oids;
+	bool ok;
 
 	buf_init(&oids);
 	snap_ignore_oids(t->repo->index, snap_take_oidlen(t), &oids,
 	    &t->ignore_dirs);
-	if (!snap_take_spawn(t, SNAP_ENV_DB, cfg, NULL, NULL,
-	    snap_take_excludes_cb) || (oids.len > 0 && !snap_take_spawn(t,
-	    SNAP_ENV_DB, cat, &oids, NULL, snap_take_freeze_cb))) {
-		buf_free(&oids);
-		return false;
-	}
+	/* One more than the commands: the job's tree must be known too. */
+	t->freezing++;
+	ok = snap_take_spawn_side(t, cfg, NULL, snap_take_excludes_cb) &&
+	    (oids.len == 0 || snap_take_spawn_side(t, cat, &oids,
+	    snap_take_freeze_cb));
 	buf_free(&oids);
-	return true;
+	return ok;
 }
 
-/* The tree, the modes and the frozen rules are in: the rules are written, then the commit. */
+/* The tree and the modes are in: the commit (the freeze, if any, goes on beside). */
 static void
 snap_take_tree_done(struct snap_take *t)
 {
-	char *cause = NULL;
-
-	if (t->freeze && snap_ignore_write(t->repo, t->session, t->tree,
-	    t->excludes_file, &t->ignores, &t->ignore_dirs, &cause) == -1) {
-		strv_take(&t->warnings, xprintf("the ignore rules could not be "
-		    "kept, so later snapshots of this session use the project's "
-		    "as they are: %s", cause));
-		free(cause);
-	}
-	snap_take_have_tree(t);
+	if (t->freeze)
+		snap_take_frozen(t);
+	if (t->error == NULL)
+		snap_take_have_tree(t);
 }
 
 /*
@@ -805,8 +845,6 @@ snap_take_write_tree(struct snap_take *t)
 {
 	const char *args[] = { "write-tree", NULL };
 
-	/* From here on only the private index is read, not the work tree. */
-	t->tree_saved = true;
 	t->next = snap_take_tree_done;
 	if ((t->tree = snap_take_cached_tree(t)) == NULL)
 		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
@@ -1481,11 +1519,10 @@ snap_take_move(struct snap_take *t, struct event_base *base)
 
 /*
  * Runs the job on a private loop (blocking) until it is over, or, with
- * UNTIL_TREE, until the work tree may change: once the tree is saved in
- * the private index (the own repository is out of any jail's reach, so
- * nothing can take the new objects away); then what is left (the modes,
- * the commit, its ref, the record) goes back to the job's own loop.
- * The modes are read from the tree too, so they are waited for as well.
+ * UNTIL_TREE, until the work tree may change and a crash right after
+ * would lose nothing: once the snapshot is recorded (its tree, real modes
+ * and commit in the own repository, out of any jail's reach); what is
+ * left (freezing the ignore rules) goes back to the job's own loop.
  */
 static void
 snap_take_run(struct snap_take *t, bool until_tree)
@@ -1498,8 +1535,7 @@ snap_take_run(struct snap_take *t, bool until_tree)
 	/* The job frees itself when it ends: the flag lives outside it. */
 	t->finished = finished;
 	snap_take_move(t, base);
-	while (!*finished && !(until_tree && t->tree_saved &&
-	    t->modes.known))
+	while (!*finished && !(until_tree && t->recorded))
 		event_base_loop(base, EVLOOP_ONCE);
 	if (!*finished) {
 		t->finished = NULL;

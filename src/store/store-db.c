@@ -88,6 +88,11 @@ static const char *const store_migrations[] = {
 	"  work_tree TEXT NOT NULL,"
 	"  shadow INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX sessions_project ON sessions(kind, project);",
+	/*
+	 * 3: a turn snapshot dropped to keep its project's snapshots within
+	 * [snapshots] max_size keeps its row (snapshot numbers stay), marked.
+	 */
+	"ALTER TABLE snapshots ADD COLUMN dropped_at INTEGER;",
 };
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */
