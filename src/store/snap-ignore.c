@@ -235,6 +235,40 @@ snap_ignore_user(struct buf *b, const char *excludes_file)
 	free(path);
 }
 
+/* Whether PATH (absent, or naming neither WORD) cannot set core.excludesFile. */
+static bool
+snap_ignore_silent_file(const char *path)
+{
+	struct buf b;
+	bool silent;
+
+	buf_init(&b);
+	snap_ignore_read_user(path, &b);
+	silent = b.data == NULL || (strcasestr(b.data, "excludesfile") == NULL &&
+	    strcasestr(b.data, "include") == NULL);
+	buf_free(&b);
+	return silent;
+}
+
+bool
+snap_ignore_config_silent(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	char *files[3];
+	bool silent = true;
+	size_t i;
+
+	files[0] = xstrdup("/etc/gitconfig");
+	files[1] = xdg != NULL && *xdg == '/' ? xprintf("%s/git/config", xdg) :
+	    xprintf("%s/.config/git/config", path_home());
+	files[2] = xprintf("%s/.gitconfig", path_home());
+	for (i = 0; i < nitems(files); i++) {
+		silent = silent && snap_ignore_silent_file(files[i]);
+		free(files[i]);
+	}
+	return silent;
+}
+
 int
 snap_ignore_write(struct snap_repo *r, int64_t session, const char *tree,
     const char *excludes_file, const struct buf *batch,

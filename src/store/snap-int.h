@@ -266,11 +266,18 @@ void snap_modes_parse(struct snap_modes *, const char *text, size_t len);
 void snap_modes_from_commit(struct snap_modes *, const char *text, size_t len);
 /* Gives REL under DIRFD the mode WANT through no link: 1 changed, 0 not, -1 with errno. */
 int snap_modes_apply(int dirfd, const char *rel, mode_t want);
-/* What find is asked about: ".", the index's dirs and files (not links), NUL-separated. */
-int snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
+/* What find is asked about: ".", the index's dirs and files (not links), NUL-separated; how many. */
+size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
+/* Paths up to this many are looked at here (snap_modes_stat), more by find. */
+#define SNAP_MODES_HERE 1000
+/* find's records for PATHS under WORKTREE, each opened beneath it, never through a link. */
+void snap_modes_stat(const char *worktree, const struct buf *paths,
+    struct buf *out);
 
 /* ---- frozen ignore rules (snap-ignore.c) ---- */
 
+/* Whether no config file git reads for the user could name core.excludesFile (git need not be asked). */
+bool snap_ignore_config_silent(void);
 /* Where session SESSION's frozen rules are kept; caller frees. */
 char *snap_ignore_path(int64_t session, char **cause);
 /* The .gitignore files of the index: "<oid>\n" lines into OIDS, their dirs into DIRS. */

@@ -316,16 +316,44 @@ snap_modes_walk_cb(void *arg, const struct snap_index_ent *e)
 	return 0;
 }
 
-int
+size_t
 snap_modes_paths(const char *index, size_t oidlen, struct buf *out)
 {
 	struct snap_modes_walk w;
-	int rc;
+	size_t i, n = 0;
 
 	w.out = out;
 	buf_init(&w.prev);
 	buf_add(out, ".", 2);
-	rc = snap_index_each(index, oidlen, snap_modes_walk_cb, &w);
+	snap_index_each(index, oidlen, snap_modes_walk_cb, &w);
 	buf_free(&w.prev);
-	return rc;
+	for (i = 0; i < out->len; i++)
+		n += out->data[i] == '\0';
+	return n;
+}
+
+void
+snap_modes_stat(const char *worktree, const struct buf *paths,
+    struct buf *out)
+{
+	const char *p, *end = paths->data + paths->len;
+	struct stat sb;
+	int root, fd;
+
+	if ((root = open(worktree, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	for (p = paths->data; p != NULL && p < end; p += strlen(p) + 1) {
+		fd = strcmp(p, ".") == 0 ? fcntl(root, F_DUPFD_CLOEXEC, 0) :
+		    path_open_beneath(root, p, O_PATH, 0);
+		if (fd == -1)
+			continue;
+		if (fstat(fd, &sb) == 0 && (S_ISREG(sb.st_mode) ||
+		    S_ISDIR(sb.st_mode))) {
+			buf_printf(out, "%c %o %s", S_ISDIR(sb.st_mode) ? 'd' :
+			    'f', (unsigned)(sb.st_mode & 07777), p);
+			buf_addc(out, '\0');
+		}
+		close(fd);
+	}
+	close(root);
 }

@@ -441,17 +441,18 @@ snap_proc_term(struct snap_proc *p)
 {
 	int i, st;
 
-	if (p != NULL && p->pid > 0) {
+	if (p != NULL && p->pid > 0 && waitpid(p->pid, &st, WNOHANG) == 0) {
 		kill(p->pid, SIGTERM);
 		/* Most of a second for it to clean up, then it goes anyway. */
-		for (i = 0; i < 50; i++) {
-			if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+		for (i = 0; i < 200; i++) {
+			if (waitpid(p->pid, &st, WNOHANG) != 0) {
 				p->pid = -1;
 				break;
 			}
-			usleep(20000);
+			usleep(i < 20 ? 500 : 5000);
 		}
-	}
+	} else if (p != NULL && p->pid > 0)
+		p->pid = -1;
 	snap_proc_free(p);
 }
 

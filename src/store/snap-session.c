@@ -6,6 +6,9 @@
 
 #include "store/snap-int.h"
 
+/* Seconds after a session's start before its repository is looked after. */
+#define SNAP_SESSION_KEEP_DELAY 30
+
 struct snap_queued {
 	char *kind;
 	char *label;
@@ -30,6 +33,7 @@ struct snap_session {
 	void (*progress)(void *, int64_t);
 	void *progress_arg;
 	struct snap_keep *keep;         /* packing and the budget, in the background */
+	struct event *keep_ev;          /* a keep job waiting to start */
 	void (*notice)(void *, const char *);
 	void *notice_arg;
 };
@@ -104,6 +108,8 @@ snap_session_free(struct snap_session *ss)
 	/* What was asked for is taken: the end snapshot must not be lost. */
 	snap_session_wait(ss);
 	ss->closing = true;
+	if (ss->keep_ev != NULL)
+		event_free(ss->keep_ev);
 	snap_keep_free(ss->keep);
 	/* The loose objects are packed by a process that outlives this one. */
 	snap_keep_detached(ss->repo->gitdir);
@@ -137,10 +143,10 @@ snap_session_kept(void *arg, const struct snap_keep *k)
 	ss->keep = NULL;
 }
 
-/* After a session's start and end: the repository packed, its budget kept, meanwhile. */
 static void
-snap_session_keep(struct snap_session *ss)
+snap_session_keep_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct snap_session *ss = arg;
 	char *cause = NULL;
 
 	if (ss->keep != NULL || ss->closing)
@@ -151,6 +157,23 @@ snap_session_keep(struct snap_session *ss)
 		log_debug("%s", cause);
 		free(cause);
 	}
+}
+
+/*
+ * The repository packed and its budget kept, meanwhile: after a session's
+ * end, and a while after its start (a short command is spared the work;
+ * the end of a session that outlives its process is not).
+ */
+static void
+snap_session_keep(struct snap_session *ss, bool at_start)
+{
+	struct timeval tv = { at_start ? SNAP_SESSION_KEEP_DELAY : 0, 0 };
+
+	if (ss->keep != NULL || ss->closing)
+		return;
+	if (ss->keep_ev == NULL)
+		ss->keep_ev = evtimer_new(ss->base, snap_session_keep_cb, ss);
+	evtimer_add(ss->keep_ev, &tv);
 }
 
 void
@@ -176,7 +199,7 @@ snap_session_done(void *arg, const struct snap_result *res, const char *error)
 		q.done(q.arg, res, error);
 	if (error == NULL && (strcmp(q.kind, "start") == 0 ||
 	    strcmp(q.kind, "end") == 0))
-		snap_session_keep(ss);
+		snap_session_keep(ss, strcmp(q.kind, "start") == 0);
 	snap_queued_clear(&q);
 	if (!ss->closing)
 		snap_session_next(ss);

@@ -48,6 +48,8 @@ struct snap_take {
 	struct snap_proc *procs[6];
 	int pending;
 	int freezing;             /* the freeze's commands still running (not in PENDING) */
+	bool counted;             /* the count of changed files is in */
+	bool refs_done;           /* the project's refs are read (record_refs) */
 	bool recorded;            /* the store has the snapshot: the rest may follow */
 	void (*next)(struct snap_take *); /* what runs once PENDING is 0 */
 	/*
@@ -77,6 +79,7 @@ struct snap_take {
 };
 
 static void snap_take_add(struct snap_take *);
+static void snap_take_finished(struct snap_take *);
 static void snap_take_added(struct snap_take *);
 static void snap_take_frozen_round(struct snap_take *);
 
@@ -399,10 +402,10 @@ snap_take_record(struct snap_take *t)
 	s.files_changed = t->changed;
 	if (snap_repo_record(t->st, t->session, t->repo, &cause) == -1 ||
 	    (id = store_snapshot_add(t->st, &s, &cause)) == -1) {
+		/* The step that called ends the job with it. */
 		free(ref);
 		snap_result_clear(&res);
 		snap_take_error(t, cause);
-		snap_take_end(t, NULL);
 		return;
 	}
 	free(ref);
@@ -417,11 +420,32 @@ snap_take_record(struct snap_take *t)
 	res.id = id;
 	res.seq = snap_take_seq(t->st, t->session, id);
 	t->recorded = true;
-	if (t->freezing > 0) {
-		/* The ignore rules are being frozen: the job ends with them. */
-		t->res = res;
+	t->res = res;
+}
+
+/*
+ * The snapshot is recorded once its commit is written and its count in:
+ * the store then has it (a crash from here on loses nothing), while its
+ * ref is still being written (nothing prunes a new object meanwhile).
+ */
+static void
+snap_take_try_record(struct snap_take *t)
+{
+	if (!t->recorded && t->error == NULL && t->commit != NULL &&
+	    t->counted && t->refs_done)
+		snap_take_record(t);
+}
+
+/* The job is over once it is recorded and nothing of it runs any more. */
+static void
+snap_take_finished(struct snap_take *t)
+{
+	struct snap_result res;
+
+	if (!t->recorded || t->pending > 0 || t->freezing > 0)
 		return;
-	}
+	res = t->res;
+	memset(&t->res, 0, sizeof t->res);
 	snap_take_end(t, &res);
 	snap_result_clear(&res);
 }
@@ -487,6 +511,7 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 		snap_take_spawn(t, SNAP_ENV_DB, snap_take_update_ref, &in, NULL,
 		    snap_take_update_ref_cb);
 	buf_free(&in);
+	snap_take_try_record(t);
 	snap_take_step(t);
 }
 
@@ -508,6 +533,8 @@ snap_take_count_cb(struct snap_proc *p, void *arg)
 			t->changed += out->data[i] == '\0';
 	}
 	snap_take_reap(t, p);
+	t->counted = true;
+	snap_take_try_record(t);
 	snap_take_step(t);
 }
 
@@ -546,11 +573,13 @@ snap_take_count(struct snap_take *t)
 
 	if (strcmp(t->count_from, t->tree) == 0) {
 		t->changed = 0;
+		t->counted = true;
 		return true;
 	}
 	if (t->entries >= 0 &&
 	    strcmp(t->count_from, snap_repo_empty_tree(t->repo)) == 0) {
 		t->changed = t->entries;
+		t->counted = true;
 		return true;
 	}
 	return snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
@@ -574,7 +603,7 @@ snap_take_commit(struct snap_take *t)
 		ok = snap_take_spawn(t, SNAP_ENV_DB, hash, &text, NULL,
 		    snap_take_commit_cb);
 	buf_free(&text);
-	t->next = snap_take_record;
+	t->next = snap_take_finished;
 	if (ok)
 		snap_take_count(t);
 	snap_take_step(t);
@@ -621,7 +650,10 @@ snap_take_have_tree(struct snap_take *t)
 	if (same) {
 		t->commit = xstrdup(t->prev_commit);
 		t->changed = t->prev_changed;
-		snap_take_record(t);
+		t->counted = true;
+		t->next = snap_take_finished;
+		snap_take_try_record(t);
+		snap_take_step(t);
 		return;
 	}
 	snap_take_commit(t);
@@ -697,20 +729,34 @@ snap_take_modes_cb(struct snap_proc *p, void *arg)
 	snap_take_step(t);
 }
 
-/* The real modes of the index's files and dirs, from find (in the project, never through a link). */
+/*
+ * The real modes of the index's files and dirs, from find in the project;
+ * for a small tree, read here (as cheap as parsing the index, and never
+ * through a link).
+ */
 static bool
 snap_take_modes(struct snap_take *t)
 {
 	struct snap_proc_opts o;
 	struct snap_proc *p;
 	struct strv env;
-	struct buf paths;
+	struct buf paths, out;
 	char *cause = NULL;
 	char *argv[] = { "find", "-files0-from", "-", "-maxdepth", "0",
 	    "-printf", "%y %m %p\\0", NULL };
+	size_t n;
 
 	buf_init(&paths);
-	snap_modes_paths(t->repo->index, snap_take_oidlen(t), &paths);
+	n = snap_modes_paths(t->repo->index, snap_take_oidlen(t), &paths);
+	if (n <= SNAP_MODES_HERE) {
+		buf_init(&out);
+		snap_modes_stat(t->repo->worktree, &paths, &out);
+		snap_modes_from_find(&t->modes, (mode_t)t->repo->umask,
+		    out.data, out.len);
+		buf_free(&out);
+		buf_free(&paths);
+		return true;
+	}
 	snap_env_plain(&env);
 	memset(&o, 0, sizeof o);
 	o.argv = argv;
@@ -735,7 +781,6 @@ snap_take_modes(struct snap_take *t)
 static void
 snap_take_frozen(struct snap_take *t)
 {
-	struct snap_result res;
 	char *cause = NULL;
 
 	if (--t->freezing > 0)
@@ -750,12 +795,7 @@ snap_take_frozen(struct snap_take *t)
 		    "project's as they are: %s", cause);
 		free(cause);
 	}
-	if (t->recorded) {
-		res = t->res;
-		memset(&t->res, 0, sizeof t->res);
-		snap_take_end(t, &res);
-		snap_result_clear(&res);
-	}
+	snap_take_finished(t);
 }
 
 static void
@@ -818,9 +858,9 @@ snap_take_freeze(struct snap_take *t)
 	    &t->ignore_dirs);
 	/* One more than the commands: the job's tree must be known too. */
 	t->freezing++;
-	ok = snap_take_spawn_side(t, cfg, NULL, snap_take_excludes_cb) &&
-	    (oids.len == 0 || snap_take_spawn_side(t, cat, &oids,
-	    snap_take_freeze_cb));
+	ok = (snap_ignore_config_silent() || snap_take_spawn_side(t, cfg, NULL,
+	    snap_take_excludes_cb)) && (oids.len == 0 ||
+	    snap_take_spawn_side(t, cat, &oids, snap_take_freeze_cb));
 	buf_free(&oids);
 	return ok;
 }
@@ -1338,6 +1378,8 @@ snap_take_refs_cb(struct snap_proc *p, void *arg)
 	else
 		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
 	snap_take_reap(t, p);
+	t->refs_done = true;
+	snap_take_try_record(t);
 	snap_take_step(t);
 }
 
@@ -1458,6 +1500,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->session = o->session;
 	t->if_changed = o->if_changed;
 	t->record_refs = o->record_refs && repo->projgit != NULL;
+	t->refs_done = !t->record_refs;
 	t->progress = progress;
 	t->done = done;
 	t->arg = arg;
