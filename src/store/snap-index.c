@@ -15,10 +15,7 @@
 
 #include "store/snap-int.h"
 
-#define SNAP_CE_VALID     0x8000  /* assume-unchanged */
 #define SNAP_CE_EXTENDED  0x4000
-#define SNAP_CE_NAMEMASK  0x0fff
-#define SNAP_CE_SKIP_WT   0x4000  /* in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 
 static uint32_t
@@ -137,56 +134,6 @@ snap_index_open(struct buf *file, const char *path, const unsigned char **p,
 	return snap_index_header(file, p, end, version, n);
 }
 
-static void
-snap_index_add_name(struct buf *b, size_t *n, const struct buf *name)
-{
-	buf_add(b, name->data, name->len);
-	buf_addc(b, '\0');
-	(*n)++;
-}
-
-int
-snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
-{
-	const unsigned char *p, *end;
-	struct snap_index_entry e;
-	struct buf file, name;
-	uint32_t version, n, i;
-	int rc = -1;
-
-	memset(info, 0, sizeof *info);
-	buf_init(&file);
-	buf_init(&name);
-	buf_init(&info->names);
-	buf_init(&info->assumed);
-	buf_init(&info->gitlinks);
-	if (!snap_index_open(&file, path, &p, &end, &version, &n))
-		goto out;
-	for (i = 0; i < n; i++) {
-		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
-			goto out;
-		if ((e.mode & 0170000) == 0040000)
-			continue; /* a sparse index's directory */
-		if ((e.mode & 0170000) == 0160000)
-			snap_index_add_name(&info->gitlinks, &info->ngitlinks,
-			    &name);
-		snap_index_add_name(&info->names, &info->nnames, &name);
-		if ((e.flags & SNAP_CE_VALID) && !(e.xflags & SNAP_CE_SKIP_WT))
-			snap_index_add_name(&info->assumed, &info->nassumed,
-			    &name);
-		if (strcmp(name.data, ".gitattributes") == 0 || (name.len >= 15 &&
-		    strcmp(name.data + name.len - 15, "/.gitattributes") == 0))
-			info->attributes = true;
-	}
-	rc = 0;
-out:
-	buf_free(&file);
-	buf_free(&name);
-	if (rc == -1)
-		snap_index_info_free(info);
-	return rc;
-}
-
 /*
  * The root of a TREE extension: an empty path, "<entries> <subtrees>\n",
  * then the tree's id unless <entries> is -1 (invalidated).
@@ -260,15 +207,6 @@ out:
 	buf_free(&file);
 	buf_free(&name);
 	return rc;
-}
-
-void
-snap_index_info_free(struct snap_index_info *info)
-{
-	buf_free(&info->names);
-	buf_free(&info->assumed);
-	buf_free(&info->gitlinks);
-	memset(info, 0, sizeof *info);
 }
 
 int

@@ -184,18 +184,6 @@ int snap_copy_file(const char *src, const char *dst, char **cause);
 
 /* ---- reading the index file (snap-index.c) ---- */
 
-struct snap_index_info {
-	struct buf names;         /* every path, NUL-separated */
-	size_t nnames;
-	struct buf assumed;       /* paths marked assume-unchanged */
-	size_t nassumed;
-	struct buf gitlinks;      /* submodules (and other gitlinks) */
-	size_t ngitlinks;
-	bool attributes;          /* a .gitattributes is tracked */
-};
-
-/* Lists the entries of the index file PATH (OIDLEN-byte ids); -1 if unreadable. */
-int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
 /*
  * The tree git keeps for the whole of the index file PATH (its cache-tree,
  * which git invalidates whenever an entry changes): 1 with *TREE (hex,
@@ -204,7 +192,6 @@ int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
  */
 int snap_index_tree(const char *path, size_t oidlen, char **tree,
     int64_t *entries);
-void snap_index_info_free(struct snap_index_info *);
 
 /* One entry of an index file, for snap_index_each (borrowed for the call). */
 struct snap_index_ent {

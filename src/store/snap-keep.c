@@ -19,9 +19,9 @@
 #include "store/snap-int.h"
 #include "store/store-int.h"
 
-/* Loose objects (estimated) or bytes of them that make a pack worth it. */
-#define SNAP_KEEP_LOOSE 256
-#define SNAP_KEEP_LOOSE_BYTES (32LL << 20)
+/* Loose objects or bytes of them that make a pack worth it. */
+#define SNAP_KEEP_LOOSE 2048
+#define SNAP_KEEP_LOOSE_BYTES (64LL << 20)
 /* Packs beyond this are folded into one. */
 #define SNAP_KEEP_PACKS 16
 /*
@@ -112,16 +112,39 @@ snap_keep_end(struct snap_keep *k)
 		k->done(k->arg, k);
 }
 
-/* Runs git ARGS (with INPUT) in the own repository; CB when it is done. */
+/*
+ * Runs git ARGS (with INPUT) in the own repository, niced: it is
+ * background work, and the user's session comes first. CB when done.
+ */
 static void
 snap_keep_git(struct snap_keep *k, const char *const *args,
     const struct buf *input, snap_proc_cb cb)
 {
+	struct snap_proc_opts o;
+	struct strv argv;
 	char *cause = NULL;
 
+	strv_init(&argv);
+	strv_add(&argv, "nice");
+	strv_add(&argv, "-n");
+	strv_add(&argv, "10");
+	strv_add(&argv, "git");
+	strv_add(&argv, "--no-pager");
+	for (; *args != NULL; args++)
+		strv_add(&argv, *args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = k->repo->env[SNAP_ENV_DB].v;
+	o.dir = k->repo->gitdir;
+	o.out_fd = -1;
+	o.umask = 077;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
 	snap_proc_free(k->proc);
-	k->proc = snap_git_start(k->base, k->repo, SNAP_ENV_DB, args, input,
-	    NULL, cb, k, &cause);
+	k->proc = snap_proc_start(k->base, &o, cb, k, &cause);
+	strv_free(&argv);
 	if (k->proc == NULL) {
 		log_warnx("snapshots of %s: %s", k->repo->worktree, cause);
 		free(cause);
@@ -500,7 +523,7 @@ snap_keep_detached(const char *gitdir)
 	char *cause = NULL, *dir;
 	int st;
 	char *argv[] = { "sh", "-c", "\"$@\" </dev/null >/dev/null 2>&1 &",
-	    "sh", "git", "repack", "-d", "-q", NULL };
+	    "sh", "nice", "-n", "10", "git", "repack", "-d", "-q", NULL };
 
 	if (!snap_keep_due(gitdir))
 		return;
