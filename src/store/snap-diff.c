@@ -182,7 +182,7 @@ snap_diff_named(const struct strv *rel, const char *path)
 {
 	size_t i, n;
 
-	if (rel->n == 0)
+	if (rel->n == 0 || rel->v == NULL)
 		return true;
 	for (i = 0; i < rel->n; i++) {
 		n = strlen(rel->v[i]);

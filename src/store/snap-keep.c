@@ -29,7 +29,8 @@
  * another process may be about to name them (git freshens what it
  * reuses, so an object in use is never that old).
  */
-#define SNAP_KEEP_GRACE "1.hour.ago"
+#define SNAP_KEEP_UNPACK "--unpack-unreachable=1.hour.ago"
+#define SNAP_KEEP_EXPIRE "--expire=1.hour.ago"
 
 struct snap_keep {
 	struct event_base *base;
@@ -196,7 +197,7 @@ static void
 snap_keep_folded_cb(struct snap_proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
-	const char *args[] = { "prune", "--expire=" SNAP_KEEP_GRACE, NULL };
+	const char *args[] = { "prune", SNAP_KEEP_EXPIRE, NULL };
 
 	if (!snap_keep_ok(k, p, "repack"))
 		return;
@@ -209,8 +210,8 @@ snap_keep_folded_cb(struct snap_proc *p, void *arg)
 static void
 snap_keep_fold(struct snap_keep *k)
 {
-	const char *args[] = { "repack", "-A", "-d", "-q",
-	    "--unpack-unreachable=" SNAP_KEEP_GRACE, NULL };
+	const char *args[] = { "repack", "-A", "-d", "-q", SNAP_KEEP_UNPACK,
+	    NULL };
 
 	snap_keep_git(k, args, NULL, snap_keep_folded_cb);
 }

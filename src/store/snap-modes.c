@@ -73,11 +73,10 @@ snap_modes_sort(struct snap_modes *m)
 int
 snap_modes_find(const struct snap_modes *m, const char *path)
 {
-	struct snap_mode key, *found;
+	struct snap_mode key = { (char *)path, 0 }, *found;
 
 	if (m->n == 0)
 		return -1;
-	key.path = (char *)path;
 	found = bsearch(&key, m->v, m->n, sizeof *m->v, snap_modes_cmp);
 	return found != NULL ? (int)found->mode : -1;
 }
