@@ -32,7 +32,7 @@ struct snap_proc_opts {
 	/* Called with stdout as it arrives, which is then not kept. */
 	void (*chunk)(void *arg, const char *data, size_t len);
 	void *chunk_arg;
-	int timeout;              /* > 0: snap_proc_run kills it after so many seconds */
+	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
 };
 
 /*

@@ -27,6 +27,7 @@ struct snap_proc {
 	int fds[3];               /* our ends: stdin (socket), stdout, stderr */
 	struct event *ev[3];
 	struct event *exit_ev;    /* pidfd readable, or the polling timer */
+	struct event *timeout_ev; /* its time is up: it is killed */
 	struct buf in;
 	size_t inoff;
 	bool in_held;             /* more input comes (snap_proc_input) */
@@ -41,6 +42,7 @@ struct snap_proc {
 	int status;               /* -1 until reaped */
 	char *what;               /* the command's first words, for the debug log */
 	int64_t started;          /* util_mono_us() at spawn */
+	int timeout;              /* seconds it may take, 0: no limit */
 };
 
 static void snap_proc_arm(struct snap_proc *);
@@ -179,6 +181,10 @@ snap_proc_finish(struct snap_proc *p)
 		event_free(p->exit_ev);
 		p->exit_ev = NULL;
 	}
+	if (p->timeout_ev != NULL) {
+		event_free(p->timeout_ev);
+		p->timeout_ev = NULL;
+	}
 	log_debug("%s: exit %d after %lld ms", p->what, p->status,
 	    (long long)(util_mono_us() - p->started) / 1000);
 	p->done(p, p->arg);
@@ -229,6 +235,17 @@ snap_proc_exit_cb(evutil_socket_t fd, short what, void *arg)
 		event_add(p->exit_ev, &tv);
 }
 
+/* A command took longer than it may (it may wait on something planted): it goes. */
+static void
+snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_proc *p = arg;
+
+	log_debug("%s: killed after its time ran out", p->what);
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+}
+
 /* (Re)creates the watchers on p->base. */
 static void
 snap_proc_arm(struct snap_proc *p)
@@ -245,6 +262,17 @@ snap_proc_arm(struct snap_proc *p)
 		    EV_READ) | EV_PERSIST, snap_proc_io_cb, p);
 		if (i != 0 || !p->in_held || p->inoff < p->in.len)
 			event_add(p->ev[i], NULL);
+	}
+	if (p->timeout_ev != NULL)
+		event_free(p->timeout_ev);
+	p->timeout_ev = NULL;
+	if (p->timeout > 0 && p->pid > 0) {
+		struct timeval left = { p->timeout, 0 };
+		int64_t spent = (util_mono_us() - p->started) / 1000000;
+
+		left.tv_sec = spent < p->timeout ? p->timeout - spent : 0;
+		p->timeout_ev = evtimer_new(p->base, snap_proc_timeout_cb, p);
+		evtimer_add(p->timeout_ev, &left);
 	}
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
@@ -428,6 +456,7 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
 	if (p->pidfd != -1)
 		util_set_cloexec(p->pidfd);
+	p->timeout = o->timeout;
 	snap_proc_arm(p);
 	return p;
 fail:
@@ -472,6 +501,8 @@ snap_proc_free(struct snap_proc *p)
 		snap_proc_close(p, i);
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
+	if (p->timeout_ev != NULL)
+		event_free(p->timeout_ev);
 	if (p->pidfd != -1)
 		close(p->pidfd);
 	buf_free(&p->in);
@@ -487,24 +518,12 @@ snap_proc_run_done(struct snap_proc *p, void *arg)
 	event_base_loopbreak(p->base);
 }
 
-/* A command run to the end took too long (it may wait on something planted): it goes. */
-static void
-snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct snap_proc *p = arg;
-
-	log_debug("%s: killed after its time ran out", p->what);
-	if (p->pid > 0)
-		kill(p->pid, SIGKILL);
-}
 
 int
 snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
     struct buf *err, int *status, char **cause)
 {
 	struct event_base *base = event_base_new();
-	struct timeval tv = { o->timeout, 0 };
-	struct event *timer = NULL;
 	struct snap_proc *p;
 
 	if (base == NULL)
@@ -514,14 +533,8 @@ snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
 		event_base_free(base);
 		return -1;
 	}
-	if (o->timeout > 0) {
-		timer = evtimer_new(base, snap_proc_timeout_cb, p);
-		evtimer_add(timer, &tv);
-	}
 	while (p->status == -1 || p->exit_ev != NULL)
 		event_base_loop(base, EVLOOP_ONCE);
-	if (timer != NULL)
-		event_free(timer);
 	*status = p->status;
 	if (out != NULL)
 		buf_add(out, p->out.data, p->out.len);

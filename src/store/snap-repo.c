@@ -888,6 +888,8 @@ snap_git_spawn(struct event_base *base, struct snap_repo *r,
 	o.dir = r->worktree;
 	o.out_fd = -1;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
+	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
+	    r->timeout;
 	o.line = line;
 	o.input_later = input_later;
 	if (input != NULL) {
