@@ -163,26 +163,14 @@ cmd_agents_table(const struct config *cf, const struct config_agent **v,
 }
 
 int
-cmd_agents(int argc, char **argv)
+cmd_agents(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
 	const struct config_agent **v;
 	struct config *cf;
 	struct json j;
-	bool json = false;
+	bool json = cli_has(args, "json");
 	size_t i;
-	int c;
 
-	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
-		if (c != 'j')
-			return cli_bad_option("agents", argv, c);
-		json = true;
-	}
-	if (optind < argc)
-		return cli_usage_error("agents", "unexpected '%s'", argv[optind]);
 	if ((cf = cli_load_config()) == NULL)
 		return 1;
 	v = xcalloc(cf->nagents, sizeof *v);

@@ -1,4 +1,4 @@
-/* agentmux config check | path: find every problem in the config file before it bites. */
+/* agentmux config check | path | keys: find every problem in the config file before it bites. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,10 +7,11 @@
 #include "cli.h"
 #include "core/core.h"
 
-static int
-cmd_config_check(const char *file)
+int
+cmd_config_check(struct cli_args *args)
 {
 	struct config_problems ps = { NULL, 0 };
+	const char *file = cli_get(args, "file");
 	struct config *cf;
 	size_t i;
 
@@ -41,34 +42,32 @@ cmd_config_check(const char *file)
 }
 
 int
-cmd_config(int argc, char **argv)
+cmd_config_path(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "file", required_argument, NULL, 'f' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *file = NULL;
+	const char *file = cli_get(args, "file");
 	char *path;
-	int c;
 
-	while ((c = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
-		if (c != 'f')
-			return cli_bad_option("config", argv, c);
-		file = optarg;
+	path = file != NULL ? xstrdup(file) : path_config_file();
+	printf("%s\n", path);
+	free(path);
+	return 0;
+}
+
+int
+cmd_config_keys(struct cli_args *args)
+{
+	const char *const *sections = config_sections(), *const *k;
+	const char *only = args->argc > 0 ? args->argv[0] : NULL;
+	size_t i;
+
+	if (only != NULL && config_known_keys(only) == NULL)
+		return cli_usage_error("config keys", "there is no section "
+		    "'%s'; 'agentmux config keys' lists them all", only);
+	for (i = 0; sections[i] != NULL; i++) {
+		if (only != NULL && strcmp(sections[i], only) != 0)
+			continue;
+		for (k = config_known_keys(sections[i]); *k != NULL; k++)
+			printf("%s %s\n", sections[i], *k);
 	}
-	if (optind >= argc)
-		return cli_usage_error("config", "say 'check' or 'path'");
-	if (argc - optind > 1)
-		return cli_usage_error("config", "unexpected '%s'",
-		    argv[optind + 1]);
-	if (strcmp(argv[optind], "check") == 0)
-		return cmd_config_check(file);
-	if (strcmp(argv[optind], "path") == 0) {
-		path = file != NULL ? xstrdup(file) : path_config_file();
-		printf("%s\n", path);
-		free(path);
-		return 0;
-	}
-	return cli_usage_error("config", "unknown subcommand '%s'",
-	    argv[optind]);
+	return 0;
 }

@@ -11,47 +11,25 @@
 #include "session.h"
 #include "tui/tui.h"
 
-/* A usage error of the dashboard (which has no command name to show). */
-static int
-dashboard_usage(const char *problem, const char *what)
-{
-	fprintf(stderr, "agentmux: %s '%s'; the dashboard takes -a AGENT, "
-	    "-C DIR and -- COMMAND (see agentmux --help)\n", problem, what);
-	return 2;
-}
-
 int
-cmd_dashboard(int argc, char **argv)
+cmd_dashboard(struct cli_args *args)
 {
 	struct tui_opts o = { 0 };
 	struct config *cf = NULL;
 	struct event_base *base = NULL;
 	struct session_ctx *ctx = NULL;
 	char *cause = NULL;
-	int c, rc = 1;
+	int rc = 1;
 
-	optind = 1;
-	while ((c = getopt(argc, argv, "+:a:C:")) != -1) {
-		switch (c) {
-		case 'a':
-			o.agent = optarg;
-			break;
-		case 'C':
-			o.dir = optarg;
-			break;
-		case ':':
-			return dashboard_usage("a value is missing after",
-			    argv[optind - 1]);
-		default:
-			return dashboard_usage("unknown option",
-			    argv[optind - 1]);
-		}
-	}
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--") != 0)
-			return dashboard_usage("a command goes after --, not",
-			    argv[optind]);
-		o.command = argv + optind;
+	if (cli_has(args, "version"))
+		return cmd_version(args);
+	o.agent = cli_get(args, "agent");
+	o.dir = cli_get(args, "dir");
+	if (args->argc > 0) {
+		if (args->dashdash != 0)
+			return cli_usage_error("agentmux", "a command goes after "
+			    "--, not '%s'", args->argv[0]);
+		o.command = args->argv;
 	}
 	if ((cf = cli_load_config()) == NULL)
 		return 1;

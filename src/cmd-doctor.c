@@ -630,25 +630,14 @@ doctor_print_json(struct doctor *d, bool ok)
 }
 
 int
-cmd_doctor(int argc, char **argv)
+cmd_doctor(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct doctor d;
 	bool ok = true, userns;
 	size_t i;
-	int c;
 
 	memset(&d, 0, sizeof d);
-	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
-		if (c != 'j')
-			return cli_bad_option("doctor", argv, c);
-		d.json = true;
-	}
-	if (optind < argc)
-		return cli_usage_error("doctor", "unexpected '%s'", argv[optind]);
+	d.json = cli_has(args, "json");
 	doctor_userns(&d);
 	userns = d.v[0].ok;
 	doctor_kernel(&d);

@@ -603,41 +603,23 @@ cmd_export_write(struct json *j, const char *file)
 }
 
 int
-cmd_export(int argc, char **argv)
+cmd_export(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "har", required_argument, NULL, 'H' },
-		{ "json", required_argument, NULL, 'J' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store_request_filter f;
 	struct cmd_export x;
-	const char *file = NULL;
-	bool as_json = false, chose = false;
+	bool as_json = cli_has(args, "json");
+	const char *file = cli_get(args, as_json ? "json" : "har");
 	struct json j;
 	int64_t id;
-	int c, rc;
+	int rc;
 
-	while ((c = getopt_long(argc, argv, ":H:J:", opts, NULL)) != -1) {
-		if (c != 'H' && c != 'J')
-			return cli_bad_option("export", argv, c);
-		if (chose)
-			return cli_usage_error("export", "give one of --har "
-			    "FILE or --json FILE");
-		chose = true;
-		as_json = c == 'J';
-		file = optarg;
-	}
-	if (optind >= argc)
-		return cli_usage_error("export", "which session? give a number "
-		    "or 'last'");
-	if (argc - optind > 1)
-		return cli_usage_error("export", "unexpected '%s'",
-		    argv[optind + 1]);
+	if (cli_count(args, "har") + cli_count(args, "json") > 1)
+		return cli_usage_error("export", "give one of --har FILE or "
+		    "--json FILE");
 	memset(&x, 0, sizeof x);
 	if ((x.st = cli_open_store()) == NULL)
 		return 1;
-	if (cli_resolve_session(x.st, argv[optind], &id) == -1 ||
+	if (cli_resolve_session(x.st, args->argv[0], &id) == -1 ||
 	    (x.s = store_session_get(x.st, id)) == NULL) {
 		store_close(x.st);
 		return 1;

@@ -156,55 +156,34 @@ out:
 	return rc;
 }
 
-static int
-cmd_policy_suggest(int argc, char **argv)
+int
+cmd_policy_suggest(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "agent", required_argument, NULL, 'a' },
-		{ "write", no_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store_suggestion sg;
-	const char *agent = NULL;
+	const char *agent = cli_get(args, "agent");
 	struct config *cf;
 	struct store *st;
 	int64_t *ids;
-	bool write = false;
+	bool write = cli_has(args, "write");
 	char *section;
 	size_t n, i;
-	int c, rc = 1;
+	int rc = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":a:w", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			agent = optarg;
-			break;
-		case 'w':
-			write = true;
-			break;
-		default:
-			return cli_bad_option("policy", argv, c);
-		}
-	}
-	if (optind >= argc)
-		return cli_usage_error("policy", "which sessions? give numbers "
-		    "or 'last'");
 	if ((cf = cli_load_config()) == NULL)
 		return 1;
 	if (agent != NULL && config_agent(cf, agent) == NULL) {
 		config_free(cf);
-		return cli_usage_error("policy", "there is no agent profile "
+		return cli_usage_error("policy suggest", "there is no agent profile "
 		    "'%s' (see 'agentmux agents')", agent);
 	}
 	if ((st = cli_open_store()) == NULL) {
 		config_free(cf);
 		return 1;
 	}
-	n = (size_t)(argc - optind);
+	n = (size_t)args->argc;
 	ids = xcalloc(n, sizeof *ids);
 	for (i = 0; i < n; i++) {
-		if (cli_resolve_session(st, argv[optind + i], &ids[i]) == -1)
+		if (cli_resolve_session(st, args->argv[i], &ids[i]) == -1)
 			goto out;
 	}
 	section = agent != NULL ? xprintf("agent %s", agent) : xstrdup("policy");
@@ -222,15 +201,4 @@ out:
 	store_close(st);
 	config_free(cf);
 	return rc;
-}
-
-int
-cmd_policy(int argc, char **argv)
-{
-	if (argc < 2)
-		return cli_usage_error("policy", "say 'suggest SESSION...'");
-	if (strcmp(argv[1], "suggest") != 0)
-		return cli_usage_error("policy", "unknown subcommand '%s'",
-		    argv[1]);
-	return cmd_policy_suggest(argc - 1, argv + 1);
 }

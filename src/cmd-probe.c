@@ -69,35 +69,31 @@ probe_connect(const char *host, const char *port, char **cause)
 	return fd;
 }
 
-static int
-probe_cmd_connect(int argc, char **argv)
+int
+cmd_probe_connect(struct cli_args *args)
 {
 	char *cause = NULL;
 	int fd;
 
-	if (argc != 3)
-		return cli_usage_error("probe", "write 'connect HOST PORT'");
-	if ((fd = probe_connect(argv[1], argv[2], &cause)) == -1) {
+	if ((fd = probe_connect(args->argv[0], args->argv[1], &cause)) == -1) {
 		printf("blocked: %s\n", cause);
 		free(cause);
 		return 1;
 	}
-	printf("connected to %s port %s\n", argv[1], argv[2]);
+	printf("connected to %s port %s\n", args->argv[0], args->argv[1]);
 	close(fd);
 	return 0;
 }
 
-static int
-probe_cmd_resolve(int argc, char **argv)
+int
+cmd_probe_resolve(struct cli_args *args)
 {
 	struct addrinfo *res;
 	char buf[INET6_ADDRSTRLEN];
 	int rc;
 
-	if (argc != 2)
-		return cli_usage_error("probe", "write 'resolve NAME'");
-	if ((rc = getaddrinfo(argv[1], NULL, NULL, &res)) != 0) {
-		printf("blocked: cannot resolve %s: %s\n", argv[1],
+	if ((rc = getaddrinfo(args->argv[0], NULL, NULL, &res)) != 0) {
+		printf("blocked: cannot resolve %s: %s\n", args->argv[0],
 		    gai_strerror(rc));
 		return 1;
 	}
@@ -108,30 +104,29 @@ probe_cmd_resolve(int argc, char **argv)
 		inet_ntop(AF_INET6,
 		    &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, buf,
 		    sizeof buf);
-	printf("%s resolves to %s\n", argv[1], buf);
+	printf("%s resolves to %s\n", args->argv[0], buf);
 	freeaddrinfo(res);
 	return 0;
 }
 
-static int
-probe_cmd_write(int argc, char **argv)
+int
+cmd_probe_write(struct cli_args *args)
 {
+	const char *path = args->argv[0];
 	int fd;
 
-	if (argc != 2)
-		return cli_usage_error("probe", "write 'write PATH'");
-	fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd == -1) {
-		printf("blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		printf("blocked: cannot write %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	if (write(fd, "probe\n", 6) != 6) {
-		printf("blocked: cannot write %s: %s\n", argv[1], strerror(errno));
+		printf("blocked: cannot write %s: %s\n", path, strerror(errno));
 		close(fd);
 		return 1;
 	}
 	close(fd);
-	printf("wrote %s\n", argv[1]);
+	printf("wrote %s\n", path);
 	return 0;
 }
 
@@ -294,8 +289,8 @@ probe_expand(const char *s)
 	return buf_steal(&b);
 }
 
-static int
-probe_cmd_fetch(int argc, char **argv)
+int
+cmd_probe_fetch(struct cli_args *args)
 {
 	struct probe_url u, pu;
 	const char *proxy;
@@ -304,14 +299,12 @@ probe_cmd_fetch(int argc, char **argv)
 	SSL *ssl = NULL;
 	int fd, i, rc = 1;
 
-	if (argc < 2)
-		return cli_usage_error("probe", "write 'fetch URL [HEADER...]'");
 	buf_init(&hdr);
 	buf_adds(&hdr, "");
-	if (probe_parse_url(argv[1], &u, &cause) == -1)
+	if (probe_parse_url(args->argv[0], &u, &cause) == -1)
 		goto out;
-	for (i = 2; i < argc; i++) {
-		char *h = probe_expand(argv[i]);
+	for (i = 1; i < args->argc; i++) {
+		char *h = probe_expand(args->argv[i]);
 
 		/* Shown like curl -v: what left the jail, placeholders and all. */
 		fprintf(stderr, "> %s\n", h);
@@ -330,7 +323,7 @@ probe_cmd_fetch(int argc, char **argv)
 	if (u.tls && (ssl = probe_tls(fd, u.host, &cause)) == NULL)
 		goto close;
 	req = xprintf("GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n"
-	    "\r\n", !u.tls && proxy != NULL ? argv[1] : u.path, u.host,
+	    "\r\n", !u.tls && proxy != NULL ? args->argv[0] : u.path, u.host,
 	    hdr.data);
 	if (ssl != NULL)
 		SSL_write(ssl, req, (int)strlen(req));
@@ -350,20 +343,4 @@ out:
 		free(cause);
 	}
 	return rc;
-}
-
-int
-cmd_probe(int argc, char **argv)
-{
-	if (argc < 2)
-		return cli_usage_error("probe", "say which probe");
-	if (strcmp(argv[1], "connect") == 0)
-		return probe_cmd_connect(argc - 1, argv + 1);
-	if (strcmp(argv[1], "resolve") == 0)
-		return probe_cmd_resolve(argc - 1, argv + 1);
-	if (strcmp(argv[1], "write") == 0)
-		return probe_cmd_write(argc - 1, argv + 1);
-	if (strcmp(argv[1], "fetch") == 0)
-		return probe_cmd_fetch(argc - 1, argv + 1);
-	return cli_usage_error("probe", "unknown probe '%s'", argv[1]);
 }

@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,23 +18,6 @@
 #include "proxy/proxy.h"
 #include "session.h"
 #include "store/store.h"
-
-enum {
-	PROXY_OPT_LISTEN = 256,
-	PROXY_OPT_ALLOW,
-	PROXY_OPT_DENY,
-	PROXY_OPT_UPSTREAM_CA,
-};
-
-static const struct option proxy_longopts[] = {
-	{ "agent", required_argument, NULL, 'a' },
-	{ "listen", required_argument, NULL, PROXY_OPT_LISTEN },
-	{ "allow", required_argument, NULL, PROXY_OPT_ALLOW },
-	{ "deny", required_argument, NULL, PROXY_OPT_DENY },
-	{ "upstream-ca", required_argument, NULL, PROXY_OPT_UPSTREAM_CA },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ NULL, 0, NULL, 0 },
-};
 
 struct proxy_args {
 	const char *listen;
@@ -163,36 +145,17 @@ proxy_notice_cb(void *arg, struct session *s, const char *level,
 }
 
 static int
-proxy_option(struct proxy_args *pa, int c, char **argv)
+proxy_upstream_cas(struct proxy_args *pa, char **files)
 {
-	switch (c) {
-	case 'a':
-		pa->agent = optarg;
-		return 0;
-	case 'v':
-		pa->verbose = true;
-		return 0;
-	case PROXY_OPT_LISTEN:
-		pa->listen = optarg;
-		return 0;
-	case PROXY_OPT_ALLOW:
-		strv_add(&pa->allow, optarg);
-		return 0;
-	case PROXY_OPT_DENY:
-		strv_add(&pa->deny, optarg);
-		return 0;
-	case PROXY_OPT_UPSTREAM_CA:
-		if (access(optarg, R_OK) == 0) {
-			strv_add(&pa->upstream_ca, optarg);
-			return 0;
+	for (; *files != NULL; files++) {
+		if (access(*files, R_OK) == -1) {
+			cli_usage_error("proxy", "cannot read --upstream-ca %s: "
+			    "%s", *files, strerror(errno));
+			return -1;
 		}
-		cli_usage_error("proxy", "cannot read --upstream-ca %s: %s",
-		    optarg, strerror(errno));
-		return -1;
-	default:
-		cli_bad_option("proxy", argv, c);
-		return -1;
+		strv_add(&pa->upstream_ca, *files);
 	}
+	return 0;
 }
 
 /* Bad rules are usage errors, found before anything is recorded. */
@@ -219,24 +182,23 @@ proxy_check_rules(struct proxy_args *pa)
 }
 
 static int
-proxy_parse(struct proxy_args *pa, int argc, char **argv)
+proxy_parse(struct proxy_args *pa, struct cli_args *args)
 {
-	int c;
+	char **v;
 
 	memset(pa, 0, sizeof *pa);
 	strv_init(&pa->allow);
 	strv_init(&pa->deny);
 	strv_init(&pa->upstream_ca);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:a:v", proxy_longopts,
-	    NULL)) != -1) {
-		if (proxy_option(pa, c, argv) == -1)
-			return -1;
-	}
-	if (optind < argc) {
-		cli_usage_error("proxy", "unexpected '%s'", argv[optind]);
+	pa->agent = cli_get(args, "agent");
+	pa->verbose = cli_has(args, "verbose");
+	pa->listen = cli_get(args, "listen");
+	for (v = cli_values(args, "allow"); *v != NULL; v++)
+		strv_add(&pa->allow, *v);
+	for (v = cli_values(args, "deny"); *v != NULL; v++)
+		strv_add(&pa->deny, *v);
+	if (proxy_upstream_cas(pa, cli_values(args, "upstream-ca")) == -1)
 		return -1;
-	}
 	if (pa->listen == NULL) {
 		cli_usage_error("proxy", "--listen HOST:PORT is needed");
 		return -1;
@@ -269,7 +231,7 @@ proxy_serve(struct proxy_run *pr)
 }
 
 int
-cmd_proxy(int argc, char **argv)
+cmd_proxy(struct cli_args *args)
 {
 	struct session_events ev = { .request = proxy_request_cb,
 	    .notice = proxy_notice_cb };
@@ -284,15 +246,15 @@ cmd_proxy(int argc, char **argv)
 	int rc = 1, fd, i, port;
 
 	memset(&pr, 0, sizeof pr);
-	if (proxy_parse(&pa, argc, argv) == -1) {
+	if (proxy_parse(&pa, args) == -1) {
 		proxy_args_free(&pa);
 		return 2;
 	}
 	pr.verbose = pa.verbose;
 	strv_init(&cmd);
 	strv_add(&cmd, "agentmux");
-	for (i = 0; i < argc; i++)
-		strv_add(&cmd, argv[i]);
+	for (i = 0; i < args->given_argc; i++)
+		strv_add(&cmd, args->given_argv[i]);
 	if ((fd = proxy_listen(pa.listen, &cause)) == -1) {
 		fprintf(stderr, "agentmux proxy: %s\n", cause);
 		rc = 2;

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,26 +22,6 @@
 /* Input read at once, and how much may wait for the command before we stop reading. */
 #define RUN_CHUNK (64 * 1024)
 #define RUN_PENDING_MAX (1024 * 1024)
-
-enum {
-	RUN_ALLOW = 256,
-	RUN_DENY,
-	RUN_ON_UNKNOWN,
-	RUN_MEMORY,
-	RUN_PIDS,
-	RUN_UPSTREAM_CA,
-};
-
-static const struct option run_longopts[] = {
-	{ "agent", required_argument, NULL, 'a' },
-	{ "allow", required_argument, NULL, RUN_ALLOW },
-	{ "deny", required_argument, NULL, RUN_DENY },
-	{ "on-unknown", required_argument, NULL, RUN_ON_UNKNOWN },
-	{ "memory", required_argument, NULL, RUN_MEMORY },
-	{ "pids", required_argument, NULL, RUN_PIDS },
-	{ "upstream-ca", required_argument, NULL, RUN_UPSTREAM_CA },
-	{ NULL, 0, NULL, 0 },
-};
 
 struct run {
 	struct event_base *base;
@@ -302,68 +281,62 @@ run_rule(const char *verb, const char *text, struct strv *into)
 	return 0;
 }
 
+/* One value of option NAME, checked. */
 static int
-run_option(struct run_args *ra, int c, char **argv)
+run_option(struct run_args *ra, const char *name, const char *value)
 {
 	long long n;
 	char *cause = NULL;
 
-	switch (c) {
-	case 'a':
-		ra->o.agent = optarg;
-		return 0;
-	case 'C':
-		ra->o.dir = optarg;
-		return 0;
-	case RUN_ALLOW:
-		return run_rule("allow", optarg, &ra->allow);
-	case RUN_DENY:
-		return run_rule("deny", optarg, &ra->deny);
-	case RUN_ON_UNKNOWN:
-		if (strcmp(optarg, "deny") == 0) {
+	if (strcmp(name, "allow") == 0 || strcmp(name, "deny") == 0)
+		return run_rule(name, value, *name == 'a' ? &ra->allow :
+		    &ra->deny);
+	if (strcmp(name, "on-unknown") == 0) {
+		if (strcmp(value, "deny") == 0) {
 			ra->o.on_unknown = CONFIG_DENY;
 			return 0;
 		}
-		if (strcmp(optarg, "ask") == 0)
+		if (strcmp(value, "ask") == 0)
 			cli_usage_error("run", "--on-unknown ask needs the "
 			    "dashboard to answer; use --on-unknown deny, or run "
 			    "'agentmux' to be asked");
 		else
 			cli_usage_error("run", "--on-unknown takes ask or deny, "
-			    "not '%s'", optarg);
+			    "not '%s'", value);
 		return -1;
-	case RUN_MEMORY:
-		if ((ra->o.memory = util_parse_size(optarg)) > 0)
+	}
+	if (strcmp(name, "memory") == 0) {
+		if ((ra->o.memory = util_parse_size(value)) > 0)
 			return 0;
 		cli_usage_error("run", "bad --memory '%s': give a size such as "
-		    "512M or 4G", optarg);
+		    "512M or 4G", value);
 		return -1;
-	case RUN_PIDS:
-		if (util_parse_int(optarg, 1, 1 << 22, &n, &cause) == 0) {
+	}
+	if (strcmp(name, "pids") == 0) {
+		if (util_parse_int(value, 1, 1 << 22, &n, &cause) == 0) {
 			ra->o.pids = n;
 			return 0;
 		}
-		cli_usage_error("run", "bad --pids '%s': %s", optarg, cause);
+		cli_usage_error("run", "bad --pids '%s': %s", value, cause);
 		free(cause);
 		return -1;
-	case RUN_UPSTREAM_CA:
-		if (access(optarg, R_OK) == 0) {
-			strv_add(&ra->upstream_ca, optarg);
-			return 0;
-		}
-		cli_usage_error("run", "cannot read --upstream-ca %s: %s",
-		    optarg, strerror(errno));
-		return -1;
-	default:
-		cli_bad_option("run", argv, c);
-		return -1;
 	}
+	if (access(value, R_OK) == 0) {
+		strv_add(&ra->upstream_ca, value);
+		return 0;
+	}
+	cli_usage_error("run", "cannot read --upstream-ca %s: %s", value,
+	    strerror(errno));
+	return -1;
 }
 
 static int
-run_parse(struct run_args *ra, int argc, char **argv)
+run_parse(struct run_args *ra, struct cli_args *args)
 {
-	int c;
+	static const char *const checked[] = { "allow", "deny", "on-unknown",
+		"memory", "pids", "upstream-ca" };
+	char **v;
+	size_t i;
 
 	memset(ra, 0, sizeof *ra);
 	ra->o.kind = "run";
@@ -372,13 +345,15 @@ run_parse(struct run_args *ra, int argc, char **argv)
 	strv_init(&ra->allow);
 	strv_init(&ra->deny);
 	strv_init(&ra->upstream_ca);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:a:C:", run_longopts,
-	    NULL)) != -1) {
-		if (run_option(ra, c, argv) == -1)
-			return -1;
+	ra->o.agent = cli_get(args, "agent");
+	ra->o.dir = cli_get(args, "dir");
+	for (i = 0; i < nitems(checked); i++) {
+		for (v = cli_values(args, checked[i]); *v != NULL; v++) {
+			if (run_option(ra, checked[i], *v) == -1)
+				return -1;
+		}
 	}
-	ra->o.command = optind < argc ? argv + optind : NULL;
+	ra->o.command = args->argc > 0 ? args->argv : NULL;
 	ra->o.allow = ra->allow.v;
 	ra->o.deny = ra->deny.v;
 	return 0;
@@ -421,7 +396,7 @@ run_denied(struct session *s)
 }
 
 int
-cmd_run(int argc, char **argv)
+cmd_run(struct cli_args *args)
 {
 	struct session_events ev = { .output = run_output,
 	    .exited = run_exited, .notice = run_notice };
@@ -433,7 +408,7 @@ cmd_run(int argc, char **argv)
 	int rc = 1;
 
 	memset(&r, 0, sizeof r);
-	if (run_parse(&ra, argc, argv) == -1) {
+	if (run_parse(&ra, args) == -1) {
 		run_args_free(&ra);
 		return 2;
 	}

@@ -95,35 +95,14 @@ cmd_sessions_table(struct store_session **v, size_t n)
 }
 
 int
-cmd_sessions(int argc, char **argv)
+cmd_sessions(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "all", no_argument, NULL, 'a' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store *st;
 	struct store_session **v;
 	struct json j;
-	bool json = false, all = false;
+	bool json = cli_has(args, "json"), all = cli_has(args, "all");
 	size_t n, i;
-	int c;
 
-	while ((c = getopt_long(argc, argv, ":ja", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'a':
-			all = true;
-			break;
-		default:
-			return cli_bad_option("sessions", argv, c);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("sessions", "unexpected '%s'",
-		    argv[optind]);
 	if ((st = cli_open_store()) == NULL)
 		return 1;
 	v = store_session_list(st, all, &n);
@@ -220,44 +199,21 @@ cmd_requests_table(struct store_request **v, size_t n)
 }
 
 int
-cmd_requests(int argc, char **argv)
+cmd_requests(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "denied", no_argument, NULL, 'd' },
-		{ "host", required_argument, NULL, 'H' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store_request_filter f;
 	struct store_request **v;
 	struct store *st;
 	struct json j;
-	bool json = false;
+	bool json = cli_has(args, "json");
 	size_t n, i;
-	int c;
 
 	memset(&f, 0, sizeof f);
-	while ((c = getopt_long(argc, argv, ":jdH:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'd':
-			f.denied_only = true;
-			break;
-		case 'H':
-			f.host_glob = optarg;
-			break;
-		default:
-			return cli_bad_option("requests", argv, c);
-		}
-	}
-	if (argc - optind > 1)
-		return cli_usage_error("requests", "unexpected '%s'",
-		    argv[optind + 1]);
+	f.denied_only = cli_has(args, "denied");
+	f.host_glob = cli_get(args, "host");
 	if ((st = cli_open_store()) == NULL)
 		return 1;
-	if (optind < argc && cli_resolve_session(st, argv[optind],
+	if (args->argc > 0 && cli_resolve_session(st, args->argv[0],
 	    &f.session_id) == -1) {
 		store_close(st);
 		return 1;
@@ -405,32 +361,16 @@ cmd_show_text(struct store *st, const struct store_session *s)
 }
 
 int
-cmd_show(int argc, char **argv)
+cmd_show(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store_session *s;
 	struct store *st;
-	bool json = false;
+	bool json = cli_has(args, "json");
 	int64_t id;
-	int c;
 
-	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
-		if (c != 'j')
-			return cli_bad_option("show", argv, c);
-		json = true;
-	}
-	if (optind >= argc)
-		return cli_usage_error("show", "which session? give a number or "
-		    "'last'");
-	if (argc - optind > 1)
-		return cli_usage_error("show", "unexpected '%s'",
-		    argv[optind + 1]);
 	if ((st = cli_open_store()) == NULL)
 		return 1;
-	if (cli_resolve_session(st, argv[optind], &id) == -1 ||
+	if (cli_resolve_session(st, args->argv[0], &id) == -1 ||
 	    (s = store_session_get(st, id)) == NULL) {
 		store_close(st);
 		return 1;
@@ -462,42 +402,25 @@ cmd_gc_files(int64_t id)
 }
 
 int
-cmd_gc(int argc, char **argv)
+cmd_gc(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "older-than", required_argument, NULL, 'o' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 }
-	};
+	const char *older = cli_get(args, "older-than");
 	struct store_session **v;
 	struct config *cf;
 	struct store *st;
 	struct strv msgs;
 	char *cause = NULL;
-	int64_t age = -1, *ids, cutoff;
+	int64_t age, *ids, cutoff;
 	size_t n, i;
-	bool dry = false;
+	bool dry = cli_has(args, "dry-run");
 	int c;
 
-	while ((c = getopt_long(argc, argv, ":o:n", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			if ((age = util_parse_duration(optarg)) < 0)
-				return cli_usage_error("gc", "'%s' is not a "
-				    "duration (e.g. 30d, 12h, 2w)", optarg);
-			break;
-		case 'n':
-			dry = true;
-			break;
-		default:
-			return cli_bad_option("gc", argv, c);
-		}
-	}
-	if (age < 0)
+	if (older == NULL)
 		return cli_usage_error("gc", "say how old with --older-than "
 		    "DURATION (e.g. 30d)");
-	if (optind < argc)
-		return cli_usage_error("gc", "unexpected '%s'", argv[optind]);
+	if ((age = util_parse_duration(older)) < 0)
+		return cli_usage_error("gc", "'%s' is not a duration (e.g. 30d, "
+		    "12h, 2w)", older);
 	if ((cf = cli_load_config()) == NULL)
 		return 1;
 	if ((st = cli_open_store()) == NULL) {

@@ -55,38 +55,19 @@ cmd_snap_warnings(const struct snap_result *res)
 }
 
 int
-cmd_snapshot(int argc, char **argv)
+cmd_snapshot(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "message", required_argument, NULL, 'm' },
-		{ "dir", required_argument, NULL, 'C' },
-		{ NULL, 0, NULL, 0 }
-	};
-	const char *label = NULL, *dir = NULL;
+	const char *label = cli_get(args, "message"), *dir = cli_get(args,
+	    "dir");
 	struct snap_result res;
 	struct store *st = NULL;
 	struct config *cf = NULL;
 	char *cause = NULL;
 	int64_t id = 0;
 	bool shown;
-	int c, rc;
+	int rc;
 
-	while ((c = getopt_long(argc, argv, ":m:C:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			label = optarg;
-			break;
-		case 'C':
-			dir = optarg;
-			break;
-		default:
-			return cli_bad_option("snapshot", argv, c);
-		}
-	}
-	if (argc - optind > 1)
-		return cli_usage_error("snapshot", "unexpected '%s'",
-		    argv[optind + 1]);
-	if (optind < argc && dir != NULL)
+	if (args->argc > 0 && dir != NULL)
 		return cli_usage_error("snapshot", "give a SESSION or -C DIR, "
 		    "not both");
 	if ((cf = cli_load_config()) == NULL)
@@ -96,8 +77,8 @@ cmd_snapshot(int argc, char **argv)
 		return 1;
 	}
 	cmd_snap_progress_on(&shown);
-	if (optind < argc) {
-		if (cli_resolve_session(st, argv[optind], &id) == -1)
+	if (args->argc > 0) {
+		if (cli_resolve_session(st, args->argv[0], &id) == -1)
 			rc = -1;
 		else if ((rc = snap_session_now(st, cf, id, label, &res,
 		    &cause)) == -1)
@@ -183,33 +164,17 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 }
 
 int
-cmd_snapshots(int argc, char **argv)
+cmd_snapshots(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct store_snapshot **v;
 	struct store *st;
-	bool json = false;
+	bool json = cli_has(args, "json");
 	int64_t id = -1;
 	size_t n;
-	int c;
 
-	while ((c = getopt_long(argc, argv, ":j", opts, NULL)) != -1) {
-		if (c != 'j')
-			return cli_bad_option("snapshots", argv, c);
-		json = true;
-	}
-	if (optind >= argc)
-		return cli_usage_error("snapshots", "which session? give a "
-		    "number or 'last'");
-	if (argc - optind > 1)
-		return cli_usage_error("snapshots", "unexpected '%s'",
-		    argv[optind + 1]);
 	if ((st = cli_open_store()) == NULL)
 		return 1;
-	if (cli_resolve_session(st, argv[optind], &id) == -1) {
+	if (cli_resolve_session(st, args->argv[0], &id) == -1) {
 		store_close(st);
 		return 1;
 	}
@@ -227,12 +192,9 @@ cmd_snapshots(int argc, char **argv)
 
 /* Opens the config and store and resolves SPEC; 0, or the exit code. */
 static int
-cmd_snap_open(const char *cmd, const char *spec, struct config **cf,
-    struct store **st, int64_t *id)
+cmd_snap_open(const char *spec, struct config **cf, struct store **st,
+    int64_t *id)
 {
-	if (spec == NULL)
-		return cli_usage_error(cmd, "which session? give a number or "
-		    "'last'");
 	if ((*cf = cli_load_config()) == NULL)
 		return 1;
 	if ((*st = cli_open_store()) == NULL) {
@@ -248,41 +210,22 @@ cmd_snap_open(const char *cmd, const char *spec, struct config **cf,
 }
 
 int
-cmd_diff(int argc, char **argv)
+cmd_diff(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "from", required_argument, NULL, 'f' },
-		{ "to", required_argument, NULL, 't' },
-		{ "stat", no_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct snap_diff_opts o;
 	struct store *st = NULL;
 	struct config *cf = NULL;
 	char *cause = NULL;
 	int64_t id = -1;
-	int c, rc;
+	int rc;
 
 	memset(&o, 0, sizeof o);
-	while ((c = getopt_long(argc, argv, ":f:t:s", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			o.from = optarg;
-			break;
-		case 't':
-			o.to = optarg;
-			break;
-		case 's':
-			o.stat = true;
-			break;
-		default:
-			return cli_bad_option("diff", argv, c);
-		}
-	}
-	if ((rc = cmd_snap_open("diff", optind < argc ? argv[optind] : NULL,
-	    &cf, &st, &id)) != 0)
+	o.from = cli_get(args, "from");
+	o.to = cli_get(args, "to");
+	o.stat = cli_has(args, "stat");
+	if ((rc = cmd_snap_open(args->argv[0], &cf, &st, &id)) != 0)
 		return rc;
-	o.paths = argv + optind + 1;
+	o.paths = args->argv + 1;
 	o.color = cli_color();
 	o.out_fd = STDOUT_FILENO;
 	fflush(stdout);
@@ -295,42 +238,23 @@ cmd_diff(int argc, char **argv)
 }
 
 int
-cmd_undo(int argc, char **argv)
+cmd_undo(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "to", required_argument, NULL, 't' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "refs", no_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct snap_undo_opts o;
 	struct store *st = NULL;
 	struct config *cf = NULL;
 	char *cause = NULL;
 	int64_t id = -1;
 	bool shown;
-	int c, rc;
+	int rc;
 
 	memset(&o, 0, sizeof o);
-	while ((c = getopt_long(argc, argv, ":t:nr", opts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			o.to = optarg;
-			break;
-		case 'n':
-			o.dry_run = true;
-			break;
-		case 'r':
-			o.refs = true;
-			break;
-		default:
-			return cli_bad_option("undo", argv, c);
-		}
-	}
-	if ((rc = cmd_snap_open("undo", optind < argc ? argv[optind] : NULL,
-	    &cf, &st, &id)) != 0)
+	o.to = cli_get(args, "to");
+	o.dry_run = cli_has(args, "dry-run");
+	o.refs = cli_has(args, "refs");
+	if ((rc = cmd_snap_open(args->argv[0], &cf, &st, &id)) != 0)
 		return rc;
-	o.paths = argv + optind + 1;
+	o.paths = args->argv + 1;
 	o.out = stdout;
 	cmd_snap_progress_on(&shown);
 	rc = snap_undo(st, cf, id, &o, &cause);
@@ -344,44 +268,29 @@ cmd_undo(int argc, char **argv)
 }
 
 int
-cmd_confdiff(int argc, char **argv)
+cmd_confdiff(struct cli_args *args)
 {
-	static const struct option opts[] = {
-		{ "apply", no_argument, NULL, 'a' },
-		{ "discard", no_argument, NULL, 'd' },
-		{ NULL, 0, NULL, 0 }
-	};
 	struct snap_confdiff_opts o;
 	struct store *st = NULL;
 	struct config *cf = NULL;
 	char *cause = NULL;
 	int64_t id = -1;
-	int c, rc, action = 0;
+	bool apply = cli_has(args, "apply"), discard = cli_has(args, "discard");
+	int rc;
 
-	while ((c = getopt_long(argc, argv, ":ad", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-		case 'd':
-			if (action != 0 && action != c)
-				return cli_usage_error("confdiff", "give --apply "
-				    "or --discard, not both");
-			action = c;
-			break;
-		default:
-			return cli_bad_option("confdiff", argv, c);
-		}
-	}
-	if ((rc = cmd_snap_open("confdiff", optind < argc ? argv[optind] :
-	    NULL, &cf, &st, &id)) != 0)
+	if (apply && discard)
+		return cli_usage_error("confdiff", "give --apply or --discard, "
+		    "not both");
+	if ((rc = cmd_snap_open(args->argv[0], &cf, &st, &id)) != 0)
 		return rc;
 	memset(&o, 0, sizeof o);
-	o.paths = argv + optind + 1;
+	o.paths = args->argv + 1;
 	o.color = cli_color();
 	o.out = stdout;
 	o.cf = cf;
-	if (action == 0)
+	if (!apply && !discard)
 		rc = snap_confdiff_show(st, id, &o, &cause);
-	else if ((rc = snap_confdiff_apply(st, id, &o, action == 'a',
+	else if ((rc = snap_confdiff_apply(st, id, &o, apply,
 	    &cause)) == 0)
 		printf("no pending config changes%s\n", o.paths[0] != NULL ?
 		    " under those paths" : "");

@@ -19,12 +19,33 @@ main_cleanup(void)
 	path_runtime_dir_remove();
 }
 
+/* Parses the command line against the table and runs what it names. */
+static int
+main_dispatch(int argc, char **argv)
+{
+	const struct cli_cmd *c = cli_top();
+	struct cli_args args;
+	int rc;
+
+	if (argc >= 2 && argv[1][0] != '-') {
+		if ((c = cli_find(NULL, argv[1])) == NULL) {
+			fprintf(stderr, "agentmux: unknown command '%s'; see "
+			    "'agentmux --help' for the commands\n", argv[1]);
+			return 2;
+		}
+		argc--;
+		argv++;
+	}
+	if ((rc = cli_parse(c, c->name, argc, argv, &args)) != 0)
+		return rc == 1 ? 0 : 2;
+	rc = cli_run(&args);
+	cli_args_free(&args);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
-	const struct cli_cmd *c;
-	int i;
-
 	setlocale(LC_ALL, "");
 	/*
 	 * The proxy's buffers come and go at the top of the heap, 100 KiB
@@ -39,31 +60,5 @@ main(int argc, char **argv)
 	log_init(stderr, getenv("AGENTMUX_DEBUG") != NULL ? LOG_LEVEL_DEBUG :
 	    LOG_LEVEL_WARN);
 	config_set_rule_validator(proxy_policy_validate);
-
-	if (argc < 2 || argv[1][0] == '-') {
-		for (i = 1; i < argc; i++) {
-			if (strcmp(argv[i], "--version") == 0 ||
-			    strcmp(argv[i], "-V") == 0) {
-				printf("agentmux %s\n", AGENTMUX_VERSION);
-				return 0;
-			}
-			if (strcmp(argv[i], "--help") == 0 ||
-			    strcmp(argv[i], "-h") == 0) {
-				cli_print_usage(stdout);
-				return 0;
-			}
-		}
-		return cmd_dashboard(argc, argv);
-	}
-	if ((c = cli_find(argv[1])) == NULL) {
-		fprintf(stderr, "agentmux: unknown command '%s'; see 'agentmux "
-		    "--help' for the commands\n", argv[1]);
-		return 2;
-	}
-	for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return cli_help(c->name);
-	}
-	optind = 1;
-	return c->fn(argc - 1, argv + 1);
+	return main_dispatch(argc, argv);
 }

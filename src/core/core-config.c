@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <ini.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -50,6 +51,15 @@ static const char *const config_default_excludes[] = { "node_modules/",
 	".cache/", ".gradle/", ".next/", ".tox/", "*.o", "*.pyc", NULL };
 
 static int (*config_rule_validator)(const char *, const char *, char **);
+
+static const char *const config_section_names[] = { "policy", "agent",
+	"secret", "limits", "ui", "proxy", "snapshots", NULL };
+
+const char *const *
+config_sections(void)
+{
+	return config_section_names;
+}
 
 const char *const *
 config_known_keys(const char *section)
@@ -768,12 +778,43 @@ config_parse_file(struct config *cf, const char *file, bool builtin,
 	return 0;
 }
 
+static bool
+config_share_has_agents(const char *dir)
+{
+	struct stat st;
+	char *p = xprintf("%s/agents", dir);
+	bool ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(p);
+	return ok;
+}
+
+/*
+ * An installed binary's share dir, found from where it is: PREFIX/bin's
+ * binary reads PREFIX/share/agentmux, wherever PREFIX was moved (meson
+ * install --destdir, a package unpacked elsewhere); NULL if not there.
+ */
+static char *
+config_share_beside(const char *exe)
+{
+	char *dir, *slash, *real;
+
+	if (*AGENTMUX_BIN_TO_SHARE == '\0' || (slash = strrchr(exe, '/')) ==
+	    NULL)
+		return NULL;
+	dir = xprintf("%.*s/%s", (int)(slash - exe), exe, AGENTMUX_BIN_TO_SHARE);
+	real = config_share_has_agents(dir) ? path_real(dir) : NULL;
+	free(dir);
+	return real;
+}
+
 const char *
 config_share_dir(void)
 {
 	const char *env = getenv("AGENTMUX_SHARE");
 	static char *dir;
-	char *p;
+	char exe[PATH_MAX];
+	ssize_t n;
 
 	if (dir != NULL)
 		return dir;
@@ -781,13 +822,14 @@ config_share_dir(void)
 		dir = xstrdup(env);
 		return dir;
 	}
-	/* A build run from its source tree uses that tree's profiles. */
-	p = xprintf("%s/agents", AGENTMUX_SRCSHAREDIR);
-	if (access(p, R_OK) == 0)
+	if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		n = 0;
+	exe[n] = '\0';
+	/* Only the binary in its own build tree reads the source tree's profiles. */
+	if (strcmp(exe, AGENTMUX_BUILD_EXE) == 0)
 		dir = xstrdup(AGENTMUX_SRCSHAREDIR);
-	else
+	else if ((dir = config_share_beside(exe)) == NULL)
 		dir = xstrdup(AGENTMUX_SHAREDIR);
-	free(p);
 	return dir;
 }
 

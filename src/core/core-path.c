@@ -118,14 +118,22 @@ path_mkdir_p(const char *path, mode_t mode)
 }
 
 char *
-path_data_dir(char **cause)
+path_data_dir_name(void)
 {
 	char *base = path_xdg("XDG_DATA_HOME", ".local/share"), *dir;
-	struct stat st;
-	int fd;
 
 	dir = xprintf("%s/agentmux", base);
 	free(base);
+	return dir;
+}
+
+char *
+path_data_dir(char **cause)
+{
+	char *dir = path_data_dir_name();
+	struct stat st;
+	int fd;
+
 	if (path_mkdir_p(dir, 0700) == -1) {
 		*cause = xprintf("cannot create the data dir %s: %s", dir,
 		    strerror(errno));

@@ -151,6 +151,8 @@ void clone_gate_open(void);
 
 /** $XDG_CONFIG_HOME/agentmux/config (or ~/.config/...); caller frees. */
 char *path_config_file(void);
+/** $XDG_DATA_HOME/agentmux, neither created nor checked; caller frees. */
+char *path_data_dir_name(void);
 /** $XDG_DATA_HOME/agentmux, created 0700 and checked; caller frees; NULL + *CAUSE on error. */
 char *path_data_dir(char **cause);
 /** The user's home directory (HOME, else the passwd entry); borrowed. */
@@ -356,6 +358,8 @@ const struct config_agent *config_agent(const struct config *, const char *name)
 const struct config_secret *config_secret(const struct config *, const char *name);
 /** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
 const char *const *config_known_keys(const char *section);
+/** Every section kind the config file takes ("agent" for [agent NAME]), NULL-terminated. */
+const char *const *config_sections(void);
 /** The directory holding the built-in agent profiles; borrowed. */
 const char *config_share_dir(void);
 /**

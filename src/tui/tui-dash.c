@@ -161,7 +161,6 @@ tui_draw_small(struct tui *t)
 	if (t->sy > 1)
 		tui_screen_printf(t->scr, 0, 1, t->sx, TUI_STYLE_NORMAL,
 		    "need %dx%d", TUI_MIN_SX, TUI_MIN_SY);
-	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }
 
 static void
@@ -174,20 +173,18 @@ tui_draw_borders(struct tui *t)
 		tui_screen_border(t->scr, &b[i], TUI_STYLE_BORDER);
 }
 
-/* Draws the panes (what changed in them) and places the cursor. */
+/* Draws the panes (what changed in them). */
 static void
 tui_draw_panes(struct tui *t)
 {
 	struct tui_pane *focus = tui_focus_pane(t), *wp;
 	struct tui_rect area = tui_area(t);
-	unsigned cx, cy;
 	size_t i, shown = 0;
 
 	if (t->layout == NULL) {
 		tui_screen_fill(t->scr, &area, TUI_STYLE_NORMAL);
 		tui_screen_print(t->scr, 1, 1, area.sx - 1, TUI_STYLE_DIM,
 		    "no sessions: press the prefix key, then c to start one");
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 		return;
 	}
 	for (i = 0; i < t->npanes; i++)
@@ -198,13 +195,46 @@ tui_draw_panes(struct tui *t)
 		if (wp->shown)
 			tui_pane_draw(wp, wp == focus, shown > 1);
 	}
-	if (focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || t->prompt_focus ||
-	    !tui_vterm_cursor_visible(focus->vt)) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+}
+
+/*
+ * The terminal's cursor, placed after everything else is drawn: in a
+ * dialog or on the prompt bar's choice when one has the keys, else where
+ * the focused pane has it, as the pane shows it (or hidden).
+ */
+static void
+tui_draw_cursor(struct tui *t)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+	unsigned cx, cy;
+
+	if (t->too_small) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (t->dialog != TUI_DIALOG_NONE) {
+		tui_screen_cursor(t->scr, true, t->dialog_cx, t->dialog_cy,
+		    TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (t->prompt_focus && t->nprompts > 0) {
+		tui_screen_cursor(t->scr, true,
+		    t->choice_x[t->prompt_choice % 6][0], t->sy - 2,
+		    TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
+	    focus == NULL || !focus->shown || focus->exited ||
+	    focus->offset != 0 || !tui_vterm_cursor_visible(focus->vt)) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
 		return;
 	}
 	tui_vterm_cursor(focus->vt, &cx, &cy);
+	cx = tui_vterm_cursor_column(focus->vt);
+	if (cx >= focus->r.sx || cy >= focus->r.sy) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		return;
+	}
 	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
 	    tui_vterm_cursor_shape(focus->vt));
 }
@@ -234,7 +264,6 @@ tui_draw_view(struct tui *t)
 		tui_help_draw(t, &area);
 		break;
 	}
-	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }
 
 /* One frame: called at most ~60 times a second, and only after a change. */
@@ -254,6 +283,7 @@ tui_draw(void *arg)
 		tui_status_draw(t, t->sy - 1);
 		tui_dialog_draw(t);
 	}
+	tui_draw_cursor(t);
 	tui_screen_flush(t->scr);
 }
 

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <vterm.h>
+
 #include "core/core.h"
 #include "tui.h"
 
@@ -20,6 +22,7 @@ struct tui_row {
 	uint32_t (*ext)[TUI_CELL_MAXCHARS];
 	unsigned next;
 	unsigned extcap;
+	uint8_t lsize;          /* enum tui_lsize */
 };
 
 /*
@@ -98,6 +101,109 @@ tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
 		tui_grid_mark(gd, y, x, x + 1);
 	return true;
 }
+
+/* ---- a pane's terminal (tui-vterm.c, tui-vtseq.c) ---- */
+
+/*
+ * The scanner in front of libvterm (tui-vtseq.c). Sequences go to libvterm
+ * as they came unless agentmux handles them itself; one it may handle is
+ * held back until its final byte, across reads if it is split.
+ */
+enum tui_vtseq_state {
+	TUI_VTSEQ_GROUND,
+	TUI_VTSEQ_ESC,          /* after ESC, with any intermediate byte */
+	TUI_VTSEQ_CSI,
+	TUI_VTSEQ_STRING,       /* OSC or DCS: passed on to its end */
+	TUI_VTSEQ_STRING_ESC,   /* ESC inside one: ST, or a new sequence */
+	TUI_VTSEQ_DCS,          /* a DCS string: kept from libvterm (see tui-vtseq.c) */
+	TUI_VTSEQ_DCS_ESC,
+};
+
+#define TUI_VTSEQ_MAX 128
+
+struct tui_vtseq {
+	enum tui_vtseq_state state;
+	char leader;            /* CSI private marker ('?', '>', ...), or 0 */
+	char inter;             /* the intermediate byte, or 0 */
+	bool odd;               /* not one to handle: passed on as it is */
+	bool drop;              /* the rest of it must not reach libvterm */
+	bool rep;               /* a REP just after a character */
+	unsigned nsep;          /* parameter separators so far */
+	unsigned ndigits;       /* digits of the parameter so far */
+	char params[TUI_VTSEQ_MAX];
+	size_t nparams;
+	char held[TUI_VTSEQ_MAX + 8]; /* its bytes from earlier reads */
+	size_t nheld;
+	char dcs[32];           /* the start of a DCS string */
+	size_t ndcs;
+};
+
+/*
+ * The state DECSC saves, as xterm saves it: the cursor, the pen, the
+ * character sets and shift state, origin mode. libvterm 0.1.4 saves only
+ * the cursor and pen, in one slot for both screens; agentmux keeps its
+ * own, one per screen. NOW holds the parts libvterm does not report.
+ */
+struct tui_vtsave {
+	char g[4];              /* the final byte designating G0..G3 */
+	unsigned gl;            /* the set shifted in (SI, SO, LS2, LS3) */
+	bool origin;
+	bool dim;
+	bool conceal;
+	unsigned cx;
+	unsigned cy;
+	struct tui_cell pen;
+};
+
+struct tui_vterm {
+	VTerm *vt;
+	VTermState *state;
+	struct tui_grid *main;
+	struct tui_grid *alt;
+	struct tui_grid *cur;
+	tui_vterm_write_cb write;
+	void *arg;
+
+	struct tui_cell pen;
+	struct tui_vtseq seq;
+	struct tui_vtsave now;
+	struct tui_vtsave saved[2]; /* the normal screen's, the alternate's */
+	bool graphic;           /* the last thing written was a character (REP) */
+	uint32_t last[TUI_CELL_MAXCHARS]; /* that character, as libvterm put it */
+	size_t nlast;
+	unsigned top;           /* the scroll region's first row */
+
+	unsigned cx;
+	unsigned cy;
+	bool cursor_visible;
+	enum tui_cursor_shape cursor_shape;
+	bool reverse;
+	enum tui_mouse_mode mouse;
+	char *title;
+	unsigned bells;
+	bool changed;
+
+	/* For the streaming fast path (see tui_vterm_feed). */
+	bool fast;
+	bool lineinfo;          /* a double-width line was ever set */
+	uint64_t ops;           /* scrolls, moves, erases, mode switches */
+	uint64_t fullscrolls;   /* of those, one-line scrolls of the whole screen */
+	uint64_t fastlines;     /* lines done by the fast path */
+};
+
+/* tui-vterm.c */
+void tui_vterm_input(struct tui_vterm *, const char *data, size_t len);
+void tui_vterm_pen_flag(struct tui_vterm *, unsigned flag, bool on);
+void tui_vterm_set_alt(struct tui_vterm *, bool on);
+void tui_vterm_clear_alt(struct tui_vterm *);
+void tui_vterm_reset_screens(struct tui_vterm *);
+
+/* tui-vtseq.c */
+void tui_vtseq_init(struct tui_vterm *);
+/** Scans LEN bytes of output and gives them to libvterm, handling some sequences here. */
+void tui_vtseq_parse(struct tui_vterm *, const char *data, size_t len);
+/** True if plain ASCII now shows as itself: no sequence open, ASCII shifted in. */
+bool tui_vtseq_plain(const struct tui_vterm *);
 
 /* ---- the dashboard ---- */
 
@@ -275,6 +381,8 @@ struct tui {
 	size_t new_sel;
 	bool new_dir_step;
 	struct tui_line new_dir;
+	unsigned dialog_cx;         /* where its cursor goes */
+	unsigned dialog_cy;
 };
 
 /* tui-dash.c */

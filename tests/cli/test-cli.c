@@ -24,11 +24,12 @@ teardown(void **state)
 }
 
 static void
-expect_usage_error(const char *needle, const char *a1, const char *a2)
+expect_usage_error3(const char *needle, const char *a1, const char *a2,
+    const char *a3)
 {
 	struct test_run r;
 
-	test_amx(&r, a1, a2, NULL);
+	test_amx(&r, a1, a2, a3, NULL);
 	assert_int_equal(r.status, 2);
 	if (strstr(r.err, needle) == NULL)
 		fail_msg("stderr '%s' lacks '%s'", r.err, needle);
@@ -39,6 +40,12 @@ expect_usage_error(const char *needle, const char *a1, const char *a2)
 }
 
 static void
+expect_usage_error(const char *needle, const char *a1, const char *a2)
+{
+	expect_usage_error3(needle, a1, a2, NULL);
+}
+
+static void
 test_version_and_help(void **state)
 {
 	struct test_run r;
@@ -46,6 +53,16 @@ test_version_and_help(void **state)
 	test_amx(&r, "--version", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "agentmux "));
+	/* What a bug report needs from this machine. */
+	assert_non_null(strstr(r.out, "\nLandlock:"));
+	assert_non_null(strstr(r.out, "\nseccomp:"));
+	assert_non_null(strstr(r.out, "\nlimits:"));
+	assert_non_null(strstr(r.out, "\nlibvterm:"));
+	assert_non_null(strstr(r.out, "\nprofiles:"));
+	test_run_free(&r);
+	test_amx(&r, "-V", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\nLandlock:"));
 	test_run_free(&r);
 	test_amx(&r, "--help", NULL);
 	assert_int_equal(r.status, 0);
@@ -73,7 +90,39 @@ test_unknown_option(void **state)
 	expect_usage_error("needs a value", "requests", "--host");
 	expect_usage_error("--older-than", "gc", NULL);
 	expect_usage_error("which session", "show", NULL);
-	expect_usage_error("'check' or 'path'", "config", NULL);
+	expect_usage_error("say 'check', 'path'", "config", NULL);
+	expect_usage_error("unknown subcommand 'frob'", "config", "frob");
+	expect_usage_error("option '--json' takes no value", "sessions",
+	    "--json=1");
+	expect_usage_error3("unexpected 'b'", "show", "a", "b");
+	expect_usage_error3("a command goes after --", "-a", "shell", "x");
+	expect_usage_error3("PORT is missing", "probe", "connect", "x");
+}
+
+/* Options after arguments, --opt=value, -Xvalue and "--" parse as before. */
+static void
+test_option_forms(void **state)
+{
+	struct test_run r;
+
+	test_amx(&r, "requests", "--host=*.example", "--json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "[]\n");
+	test_run_free(&r);
+	test_amx(&r, "config", "path", "-f/tmp/x.conf", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "/tmp/x.conf\n");
+	test_run_free(&r);
+	test_amx(&r, "config", "path", "--file", "/tmp/y.conf", NULL);
+	assert_string_equal(r.out, "/tmp/y.conf\n");
+	test_run_free(&r);
+	test_amx(&r, "config", "keys", "ui", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "ui prefix\n"));
+	assert_null(strstr(r.out, "policy"));
+	test_run_free(&r);
+	/* After "--" a word is an argument even if it looks like an option. */
+	expect_usage_error3("unexpected '--json'", "sessions", "--", "--json");
 }
 
 static void
@@ -136,6 +185,7 @@ main(void)
 		cmocka_unit_test(test_version_and_help),
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_unknown_option),
+		cmocka_unit_test(test_option_forms),
 		cmocka_unit_test(test_sessions_empty),
 		cmocka_unit_test(test_config_check),
 		cmocka_unit_test(test_gc_bad_duration),
