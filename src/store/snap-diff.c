@@ -73,31 +73,6 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 	return 0;
 }
 
-/* "a/PATH" as git prints it in a header: quoted C-style if it must be. */
-static void
-snap_diff_name(struct buf *b, const char *prefix, const char *path)
-{
-	const unsigned char *s;
-	bool plain = true;
-
-	for (s = (const unsigned char *)path; *s != '\0' && plain; s++)
-		plain = *s >= 0x20 && *s != 0x7f && *s != '"' && *s != '\\';
-	if (plain) {
-		buf_printf(b, "%s%s", prefix, path);
-		return;
-	}
-	buf_printf(b, "\"%s", prefix);
-	for (s = (const unsigned char *)path; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			buf_printf(b, "\\%03o", *s);
-		else
-			buf_addc(b, (char)*s);
-	}
-	buf_addc(b, '"');
-}
-
 /* A tree's entries: path and mode, sorted by path. */
 struct snap_diff_entry {
 	char *path;
@@ -226,9 +201,9 @@ snap_diff_mode_lines(const struct snap_diff_side *a,
 			continue;
 		}
 		buf_adds(text, "diff --git ");
-		snap_diff_name(text, "a/", x->path);
+		snap_quote_path(text, "a/", x->path);
 		buf_addc(text, ' ');
-		snap_diff_name(text, "b/", x->path);
+		snap_quote_path(text, "b/", x->path);
 		buf_printf(text, "\nold mode %06o\nnew mode %06o\n",
 		    (x->mode & 0170000) | (unsigned)ma,
 		    (x->mode & 0170000) | (unsigned)mb);

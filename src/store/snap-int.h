@@ -244,6 +244,8 @@ mode_t snap_modes_of(const struct snap_modes *, const char *path,
 /* Keeps from find's "TYPE MODE PATH\0" records those that differ from UMASK's. */
 void snap_modes_from_find(struct snap_modes *, mode_t umask_, const char *out,
     size_t len);
+/* PREFIX and PATH as git prints a name: quoted C-style if PATH needs it. */
+void snap_quote_path(struct buf *, const char *prefix, const char *path);
 /* The block a snapshot's commit message holds (after its subject). */
 void snap_modes_format(const struct snap_modes *, struct buf *);
 bool snap_modes_equal(const struct snap_modes *, const struct snap_modes *);

@@ -124,20 +124,24 @@ snap_modes_from_find(struct snap_modes *m, mode_t umask_, const char *out,
 	snap_modes_sort(m);
 }
 
-/* PATH as one token on a line: as it is, or quoted C-style if it needs it. */
-static void
-snap_modes_quote(struct buf *b, const char *path)
+/*
+ * PREFIX and PATH as one token on a line, as git prints a name: as they
+ * are, or quoted C-style when PATH holds a control character, a quote or
+ * a backslash (so that a name from a jail never reaches a terminal raw).
+ */
+void
+snap_quote_path(struct buf *b, const char *prefix, const char *path)
 {
 	const unsigned char *s;
-	bool plain = *path != '"';
+	bool plain = true;
 
 	for (s = (const unsigned char *)path; *s != '\0' && plain; s++)
-		plain = *s >= 0x20 && *s != 0x7f && *s != '\\';
+		plain = *s >= 0x20 && *s != 0x7f && *s != '"' && *s != '\\';
 	if (plain) {
-		buf_adds(b, path);
+		buf_printf(b, "%s%s", prefix, path);
 		return;
 	}
-	buf_addc(b, '"');
+	buf_printf(b, "\"%s", prefix);
 	for (s = (const unsigned char *)path; *s != '\0'; s++) {
 		if (*s == '"' || *s == '\\')
 			buf_printf(b, "\\%c", *s);
@@ -149,7 +153,7 @@ snap_modes_quote(struct buf *b, const char *path)
 	buf_addc(b, '"');
 }
 
-/* The reverse of snap_modes_quote for the rest of a line; caller frees. */
+/* The reverse of snap_quote_path for the rest of a line; caller frees. */
 static char *
 snap_modes_unquote(const char *s, size_t len)
 {
@@ -186,7 +190,7 @@ snap_modes_format(const struct snap_modes *m, struct buf *b)
 	buf_printf(b, SNAP_MODES_HEAD "%03o\n", (unsigned)m->umask);
 	for (i = 0; i < m->n; i++) {
 		buf_printf(b, "%03o ", (unsigned)m->v[i].mode);
-		snap_modes_quote(b, m->v[i].path);
+		snap_quote_path(b, "", m->v[i].path);
 		buf_addc(b, '\n');
 	}
 }

@@ -306,13 +306,17 @@ snap_undo_restore_perms(int rootfd, struct snap_changes *c)
 static void
 snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 {
+	struct buf name;
 	size_t i;
 
+	buf_init(&name);
 	for (i = 0; i < c->n; i++) {
 		const struct snap_change *ch = &c->v[i];
 
+		buf_reset(&name);
+		snap_quote_path(&name, "", ch->path);
 		fprintf(out, "  %s%-7s %s", dry ? "would " : "",
-		    snap_undo_verb(ch), ch->path);
+		    snap_undo_verb(ch), name.data != NULL ? name.data : "");
 		if (S_ISLNK(ch->new_mode))
 			fputs(" (symlink)", out);
 		else if (ch->status == 'C')
@@ -322,6 +326,7 @@ snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 			fputs((ch->new_mode & 0111) != 0 ? " (+x)" : " (-x)", out);
 		fputc('\n', out);
 	}
+	buf_free(&name);
 }
 
 /* The session, and any other running in the same project, must have ended: undo writes the tree they write. */

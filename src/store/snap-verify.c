@@ -41,11 +41,24 @@ snap_verify_fail(struct snap_verify *s, const char *fmt, ...)
 }
 
 /* A header line: "<oid> <type> <size>", or "<oid> missing". */
+/* What O is for, fit to print (a path from the project may hold anything). */
+static char *
+snap_verify_what(const struct snap_verify_obj *o)
+{
+	struct buf b;
+
+	buf_init(&b);
+	snap_quote_path(&b, "", o->what);
+	if (b.data == NULL)
+		return xstrdup("");
+	return buf_steal(&b);
+}
+
 static void
 snap_verify_header(struct snap_verify *s)
 {
 	const struct snap_verify_obj *o = &s->v[s->i];
-	char type[16], hdr[64];
+	char type[16], hdr[64], *what;
 	unsigned long long size;
 	int n;
 
@@ -54,7 +67,9 @@ snap_verify_header(struct snap_verify *s)
 		return;
 	}
 	if (strstr(s->head.data, " missing") != NULL) {
-		snap_verify_fail(s, "%s (%s) is missing", o->oid, o->what);
+		what = snap_verify_what(o);
+		snap_verify_fail(s, "%s (%s) is missing", o->oid, what);
+		free(what);
 		s->i++;
 		return;
 	}
@@ -62,9 +77,12 @@ snap_verify_header(struct snap_verify *s)
 		snap_verify_fail(s, "git cat-file said '%s'", s->head.data);
 		return;
 	}
-	if (o->type != NULL && strcmp(type, o->type) != 0)
-		snap_verify_fail(s, "%s (%s) is a %s, not a %s", o->oid, o->what,
+	if (o->type != NULL && strcmp(type, o->type) != 0) {
+		what = snap_verify_what(o);
+		snap_verify_fail(s, "%s (%s) is a %s, not a %s", o->oid, what,
 		    type, o->type);
+		free(what);
+	}
 	n = snprintf(hdr, sizeof hdr, "%s %llu", type, size);
 	EVP_DigestInit_ex(s->md, EVP_sha1(), NULL);
 	EVP_DigestUpdate(s->md, hdr, (size_t)n + 1);
@@ -80,7 +98,7 @@ snap_verify_check(struct snap_verify *s)
 	const struct snap_verify_obj *o = &s->v[s->i];
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int len = 0, k;
-	char got[2 * EVP_MAX_MD_SIZE + 1];
+	char got[2 * EVP_MAX_MD_SIZE + 1], *what;
 
 	EVP_DigestFinal_ex(s->md, md, &len);
 	for (k = 0; k < len; k++) {
@@ -88,9 +106,12 @@ snap_verify_check(struct snap_verify *s)
 		got[2 * k + 1] = hex[md[k] & 15];
 	}
 	got[2 * len] = '\0';
-	if (strcmp(got, o->oid) != 0)
+	if (strcmp(got, o->oid) != 0) {
+		what = snap_verify_what(o);
 		snap_verify_fail(s, "%s (%s) is damaged: its content hashes to "
-		    "%s", o->oid, o->what, got);
+		    "%s", o->oid, what, got);
+		free(what);
+	}
 	s->in_body = false;
 	s->i++;
 }

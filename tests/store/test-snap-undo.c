@@ -369,6 +369,36 @@ test_raw_bytes(void **state)
 }
 
 /*
+ * A name made of escape sequences (as a jailed command could make one):
+ * undo and the diff's headers print it quoted C-style, never raw.
+ */
+static void
+test_control_names(void **state)
+{
+	char *out;
+
+	make_repo();
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	test_sh_ok("printf x > \"$(printf 'e\\033]0;owned\\007v\\033[2J.txt')\"");
+	out = amx(0, "undo", "1", "--dry-run", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_null(strchr(out, 0x07));
+	assert_non_null(strstr(out, "would remove  \"e\\033]0;owned\\007v"
+	    "\\033[2J.txt\""));
+	free(out);
+	out = amx(0, "diff", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "\\033]0;owned"));
+	free(out);
+	out = amx(0, "undo", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "remove  \"e\\033]0;owned"));
+	free(out);
+	test_sh_ok("test -z \"$(ls | grep owned)\"");
+}
+
+/*
  * A file changed in the same second as the user's index was written, with
  * the same size, is still seen: a copied index keeps the original's time,
  * so git's racy-entry check works as it would on the original.
@@ -680,6 +710,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_submodule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_names, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_same_second, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_assume_unchanged, setup,
