@@ -113,10 +113,8 @@ enum tui_vtseq_state {
 	TUI_VTSEQ_GROUND,
 	TUI_VTSEQ_ESC,          /* after ESC, with any intermediate byte */
 	TUI_VTSEQ_CSI,
-	TUI_VTSEQ_STRING,       /* OSC or DCS: passed on to its end */
-	TUI_VTSEQ_STRING_ESC,   /* ESC inside one: ST, or a new sequence */
-	TUI_VTSEQ_DCS,          /* a DCS string: kept from libvterm (see tui-vtseq.c) */
-	TUI_VTSEQ_DCS_ESC,
+	TUI_VTSEQ_STR,          /* an OSC or DCS string: read here (see tui-vtseq.c) */
+	TUI_VTSEQ_STR_ESC,      /* ESC inside one: ST, or a new sequence */
 };
 
 #define TUI_VTSEQ_MAX 128
@@ -128,14 +126,16 @@ struct tui_vtseq {
 	bool odd;               /* not one to handle: passed on as it is */
 	bool drop;              /* the rest of it must not reach libvterm */
 	bool rep;               /* a REP just after a character */
+	bool c2;                /* a UTF-8 lead C2, kept (tui_vtseq_c1) */
 	unsigned nsep;          /* parameter separators so far */
 	unsigned ndigits;       /* digits of the parameter so far */
 	char params[TUI_VTSEQ_MAX];
 	size_t nparams;
 	char held[TUI_VTSEQ_MAX + 8]; /* its bytes from earlier reads */
 	size_t nheld;
-	char dcs[32];           /* the start of a DCS string */
-	size_t ndcs;
+	bool osc;               /* the string is an OSC (else a DCS) */
+	char str[512];          /* the string so far */
+	size_t nstr;            /* its length; sizeof str once it is too long */
 };
 
 /*
@@ -169,6 +169,7 @@ struct tui_vterm {
 	struct tui_vtsave now;
 	struct tui_vtsave saved[2]; /* the normal screen's, the alternate's */
 	bool graphic;           /* the last thing written was a character (REP) */
+	bool esc_kept;          /* an ESC libvterm gets with the next byte */
 	uint32_t last[TUI_CELL_MAXCHARS]; /* that character, as libvterm put it */
 	size_t nlast;
 	unsigned top;           /* the scroll region's first row */

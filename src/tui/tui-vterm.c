@@ -483,23 +483,48 @@ tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
 	}
 }
 
+/*
+ * A new height resets the scroll region, as xterm does. libvterm 0.1.4
+ * cuts only the region's bottom down to the new height: a top below it
+ * left a region of negative height, which the next scroll moved with a
+ * negative size (the pane fuzzer's find). DECSTBM homes the cursor, so
+ * it is put back at POS after (written to libvterm directly: nothing the
+ * program wrote may be read together with it).
+ */
+static void
+tui_vterm_reset_margins(struct tui_vterm *vt, VTermPos pos)
+{
+	char buf[64];
+	int n;
+
+	n = snprintf(buf, sizeof buf, "\033[r\033[%d;%dH", pos.row + 1,
+	    pos.col + 1);
+	vterm_input_write(vt->vt, buf, (size_t)n);
+	vt->top = 0;
+}
+
 void
 tui_vterm_resize(struct tui_vterm *vt, unsigned sx, unsigned sy)
 {
 	VTermPos pos;
+	bool rows;
 
 	sx = sx < 1 ? 1 : sx;
 	sy = sy < 1 ? 1 : sy;
 	if (sx == tui_grid_sx(vt->cur) && sy == tui_grid_sy(vt->cur))
 		return;
+	rows = sy != tui_grid_sy(vt->cur);
 	vterm_set_size(vt->vt, (int)sy, (int)sx);
 	vt->fast = false;
+	/* First: a double-width line one column wide puts the cursor at -1. */
+	if (vt->lineinfo)
+		tui_vterm_lineinfo_sync(vt);
 	vterm_state_get_cursorpos(vt->state, &pos);
+	if (rows)
+		tui_vterm_reset_margins(vt, pos);
 	vt->cx = (unsigned)pos.col;
 	vt->cy = (unsigned)pos.row;
 	vt->changed = true;
-	if (vt->lineinfo)
-		tui_vterm_lineinfo_sync(vt);
 }
 
 struct tui_grid *
@@ -531,9 +556,31 @@ tui_vterm_cursor_column(struct tui_vterm *vt)
 	return 2 * vt->cx < sx ? 2 * vt->cx : sx - 1;
 }
 
+/*
+ * libvterm 0.1.4 ends an OSC whose ESC came at the end of one write and
+ * whose backslash starts the next with a length of -1, which it cuts
+ * down to what is left of its string buffer and copies from past the end
+ * of the second write (the pane fuzzer found it; any title split across
+ * two reads of the pty could do it). So libvterm never gets an ESC as the
+ * last byte of a write: it is kept here and given with the byte after it.
+ */
 void
 tui_vterm_input(struct tui_vterm *vt, const char *data, size_t len)
 {
+	char pair[2];
+
+	if (len > 0 && vt->esc_kept) {
+		pair[0] = 0x1b;
+		pair[1] = data[0];
+		vterm_input_write(vt->vt, pair, sizeof pair);
+		vt->esc_kept = false;
+		data++;
+		len--;
+	}
+	if (len > 0 && data[len - 1] == 0x1b) {
+		vt->esc_kept = true;
+		len--;
+	}
 	if (len > 0)
 		vterm_input_write(vt->vt, data, len);
 }

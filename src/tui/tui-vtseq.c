@@ -47,7 +47,8 @@ tui_vtseq_init(struct tui_vterm *vt)
 bool
 tui_vtseq_plain(const struct tui_vterm *vt)
 {
-	return vt->seq.state == TUI_VTSEQ_GROUND && vt->now.g[vt->now.gl] == 'B';
+	return vt->seq.state == TUI_VTSEQ_GROUND && !vt->seq.c2 &&
+	    vt->now.g[vt->now.gl] == 'B';
 }
 
 /* Gives libvterm what comes before the open sequence, then its held bytes, then the read up to UPTO. */
@@ -709,23 +710,18 @@ tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 	} else if (c == '[') {
 		sq->inter = 0;
 		sq->state = TUI_VTSEQ_CSI;
-	} else if (c == ']') {
-		if (sq->nheld > 0)
-			tui_vtseq_flush(vt, b, b->start);
-		b->start = NULL;
-		sq->state = TUI_VTSEQ_STRING;
-	} else if (c == 'P') {
-		/* DCS: not given to libvterm at all (tui_vtseq_dcs). */
+	} else if (c == ']' || c == 'P') {
+		/* OSC and DCS: read here to their end (tui_vtseq_str). */
 		sq->nheld = 0;
 		tui_vtseq_flush(vt, b, b->start);
 		b->from = b->p;
 		tui_vtseq_cancel(vt);
-		sq->state = TUI_VTSEQ_DCS;
-		sq->ndcs = 0;
+		sq->state = TUI_VTSEQ_STR;
+		sq->osc = c == ']';
+		sq->nstr = 0;
 	} else if (c >= 0x30 && c <= 0x7e)
 		tui_vtseq_finish(vt, b, c);
-	else
-		sq->odd = true;
+	/* libvterm ignores a byte from 0x80 up after an ESC, and so does this. */
 }
 
 /*
@@ -795,6 +791,35 @@ tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 	}
 }
 
+/*
+ * libvterm runs a control that comes inside a sequence and goes on with
+ * the sequence: so it is given the control at Q now, and the sequence is
+ * kept without it, to be judged as if it had not been there.
+ */
+static void
+tui_vtseq_control(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q)
+{
+	struct tui_vtseq *sq = &vt->seq;
+	size_t n;
+
+	vt->graphic = false;
+	if (*q == 0x0e || *q == 0x0f)
+		vt->now.gl = *q == 0x0e ? 1 : 0;
+	if (b->start == NULL)
+		return;         /* what came of the sequence went to libvterm */
+	n = (size_t)(q - b->start);
+	if (sq->nheld + n > sizeof sq->held) {
+		sq->odd = true;
+		return;
+	}
+	if (b->start > b->from)
+		tui_vterm_input(vt, b->from, (size_t)(b->start - b->from));
+	memcpy(sq->held + sq->nheld, b->start, n);
+	sq->nheld += n;
+	tui_vterm_input(vt, q, 1);
+	b->from = b->start = q + 1;
+}
+
 /* One byte of an open ESC or CSI sequence. */
 static void
 tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
@@ -820,9 +845,10 @@ tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		tui_vtseq_begin(vt, b, b->p - 1, false);
 		return;
 	}
-	if ((unsigned char)c < 0x20 || c == 0x7f) {
-		/* libvterm runs a control inside a sequence (ignores DEL) and goes on. */
-		sq->odd = true;
+	if (c == 0x00 || c == 0x7f)
+		return;         /* libvterm ignores NUL and DEL in a sequence */
+	if ((unsigned char)c < 0x20) {
+		tui_vtseq_control(vt, b, b->p - 1);
 		return;
 	}
 	if (sq->state == TUI_VTSEQ_ESC)
@@ -831,17 +857,67 @@ tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		tui_vtseq_csi_byte(vt, b, c);
 }
 
+/*
+ * C1 controls written in UTF-8 (C2 80 to C2 9F): libvterm 0.1.4 gives them
+ * a width of -1 and moves the cursor back a column, to -1 from the first
+ * (the pane fuzzer's find), where the next character is put. Its decoder
+ * keeps a lead byte across controls, escape sequences, reads and ASCII
+ * text, so libvterm is never left holding a C2: the C2 is kept here until
+ * the next byte of text but DEL. A C1 and its C2 are dropped (xterm does
+ * not print them); A0 to BF go on with their C2, as the one character
+ * they make; before anything else the C2 is the U+FFFD libvterm would
+ * have made of it. Returns true if Q was used, with *SHOWN true if
+ * something was printed.
+ */
+static bool
+tui_vtseq_c1(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q,
+    bool *shown)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	struct tui_vtseq *sq = &vt->seq;
+	unsigned char c = (unsigned char)*q;
+	char pair[2];
+
+	if (sq->c2) {
+		if (c == 0x7f)
+			return false;
+		tui_vtseq_flush(vt, b, q);
+		sq->c2 = false;
+		if (c >= 0x80 && c <= 0xbf) {
+			pair[0] = (char)0xc2;
+			pair[1] = (char)c;
+			if ((*shown = c >= 0xa0))
+				tui_vterm_input(vt, pair, sizeof pair);
+			b->from = q + 1;
+			return true;
+		}
+		tui_vterm_input(vt, fffd, sizeof fffd - 1);
+	}
+	if (c != 0xc2)
+		return false;
+	tui_vtseq_flush(vt, b, q);
+	b->from = q + 1;
+	sq->c2 = true;
+	*shown = false;
+	return true;
+}
+
 /* Text and controls, up to the next ESC. */
 static void
 tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 {
 	const char *q = b->p;
+	bool shown = true;
 	char c;
 
-	while (q < b->end && (unsigned char)*q >= 0x20)
+	while (q < b->end && (unsigned char)*q >= 0x20) {
+		shown = true;
+		if ((unsigned char)*q == 0xc2 || vt->seq.c2)
+			tui_vtseq_c1(vt, b, q, &shown);
 		q++;
+	}
 	if (q > b->p)
-		vt->graphic = q[-1] != 0x7f;
+		vt->graphic = shown && q[-1] != 0x7f;
 	b->p = q;
 	if (q == b->end)
 		return;
@@ -860,40 +936,6 @@ tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 	vt->graphic = false;
 }
 
-/* An OSC or DCS string, passed on to its end. */
-static void
-tui_vtseq_string(struct tui_vterm *vt, struct tui_vtseq_buf *b)
-{
-	struct tui_vtseq *sq = &vt->seq;
-	const char *q = b->p;
-	char c;
-
-	if (sq->state == TUI_VTSEQ_STRING) {
-		while (q < b->end && *q != 0x1b && *q != 0x07 && *q != 0x18 &&
-		    *q != 0x1a)
-			q++;
-		if ((b->p = q) == b->end)
-			return;
-	}
-	c = *b->p++;
-	if (sq->state == TUI_VTSEQ_STRING_ESC) {
-		if (c == '\\' || c == 0x18 || c == 0x1a)
-			sq->state = TUI_VTSEQ_GROUND;
-		else if (c == 0x1b)
-			tui_vtseq_begin(vt, b, b->p - 1, false);
-		else if ((unsigned char)c >= 0x20) {
-			/* libvterm drops the string and reads an escape. */
-			tui_vtseq_begin(vt, b, b->p - 1, true);
-			b->p--;
-		}
-		return;
-	}
-	if (c == 0x1b)
-		sq->state = TUI_VTSEQ_STRING_ESC;
-	else if (c == 0x07 || c == 0x18 || c == 0x1a)
-		sq->state = TUI_VTSEQ_GROUND;
-}
-
 /*
  * DCS strings. libvterm 0.1.4 answers a DECRQSS for a setting it does not
  * know with snprintf("%.s", len, string), passing the length where a
@@ -910,17 +952,16 @@ tui_vtseq_dcs_end(struct tui_vterm *vt)
 	static const char invalid[] = "\033P0$r\033\\";
 	struct tui_vtseq *sq = &vt->seq;
 	size_t i, n;
-	char buf[sizeof sq->dcs + 8];
+	char buf[sizeof sq->str + 8];
 
-	sq->state = TUI_VTSEQ_GROUND;
-	if (sq->ndcs < 2 || sq->ndcs >= sizeof sq->dcs ||
-	    memcmp(sq->dcs, "$q", 2) != 0)
+	if (sq->nstr < 2 || sq->nstr >= sizeof sq->str ||
+	    memcmp(sq->str, "$q", 2) != 0)
 		return;
 	for (i = 0; i < nitems(known); i++) {
 		n = strlen(known[i]);
-		if (sq->ndcs - 2 == n && memcmp(sq->dcs + 2, known[i], n) == 0) {
+		if (sq->nstr - 2 == n && memcmp(sq->str + 2, known[i], n) == 0) {
 			n = (size_t)snprintf(buf, sizeof buf, "\033P%.*s\033\\",
-			    (int)sq->ndcs, sq->dcs);
+			    (int)sq->nstr, sq->str);
 			tui_vterm_input(vt, buf, n);
 			return;
 		}
@@ -928,9 +969,44 @@ tui_vtseq_dcs_end(struct tui_vterm *vt)
 	tui_vterm_write(vt, invalid, sizeof invalid - 1);
 }
 
-/* A byte of a DCS string, which libvterm does not see. */
+/*
+ * OSC strings (the title). libvterm 0.1.4 keeps no more of a string that
+ * a read cuts than what came before a NUL in it, and ends one whose ESC
+ * ended a read and whose backslash began the next with a length of -1,
+ * copying from past the end of the read. So it gets each OSC here, whole,
+ * in one write; controls inside are dropped (xterm ignores them, libvterm
+ * ran them) and one longer than the buffer is dropped whole.
+ */
 static void
-tui_vtseq_dcs(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+tui_vtseq_osc_end(struct tui_vterm *vt)
+{
+	struct tui_vtseq *sq = &vt->seq;
+	char buf[sizeof sq->str + 3];
+
+	if (sq->nstr >= sizeof sq->str)
+		return;
+	buf[0] = 0x1b;
+	buf[1] = ']';
+	memcpy(buf + 2, sq->str, sq->nstr);
+	buf[2 + sq->nstr] = 0x07;
+	tui_vterm_input(vt, buf, sq->nstr + 3);
+}
+
+static void
+tui_vtseq_str_end(struct tui_vterm *vt)
+{
+	struct tui_vtseq *sq = &vt->seq;
+
+	sq->state = TUI_VTSEQ_GROUND;
+	if (sq->osc)
+		tui_vtseq_osc_end(vt);
+	else
+		tui_vtseq_dcs_end(vt);
+}
+
+/* A byte of an OSC or DCS string, which libvterm does not see as it comes. */
+static void
+tui_vtseq_str(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 {
 	struct tui_vtseq *sq = &vt->seq;
 	char c = *b->p++;
@@ -940,9 +1016,9 @@ tui_vtseq_dcs(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		sq->state = TUI_VTSEQ_GROUND;
 		return;
 	}
-	if (sq->state == TUI_VTSEQ_DCS_ESC) {
+	if (sq->state == TUI_VTSEQ_STR_ESC) {
 		if (c == '\\') {
-			tui_vtseq_dcs_end(vt);
+			tui_vtseq_str_end(vt);
 			return;
 		}
 		/* As libvterm would: the string is dropped, ESC starts a sequence. */
@@ -954,11 +1030,15 @@ tui_vtseq_dcs(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		return;
 	}
 	if (c == 0x1b)
-		sq->state = TUI_VTSEQ_DCS_ESC;
+		sq->state = TUI_VTSEQ_STR_ESC;
 	else if (c == 0x07)
-		tui_vtseq_dcs_end(vt);
-	else if (sq->ndcs < sizeof sq->dcs)
-		sq->dcs[sq->ndcs++] = c;
+		tui_vtseq_str_end(vt);
+	else if (sq->osc && ((unsigned char)c < 0x20 || c == 0x7f))
+		return;
+	else if (sq->nstr < sizeof sq->str)
+		sq->str[sq->nstr++] = c;
+	else
+		sq->nstr = sizeof sq->str;
 }
 
 /* The read ends: an open sequence that may be handled here waits for the rest. */
@@ -1001,13 +1081,9 @@ tui_vtseq_parse(struct tui_vterm *vt, const char *data, size_t len)
 		case TUI_VTSEQ_CSI:
 			tui_vtseq_byte(vt, &b);
 			break;
-		case TUI_VTSEQ_STRING:
-		case TUI_VTSEQ_STRING_ESC:
-			tui_vtseq_string(vt, &b);
-			break;
-		case TUI_VTSEQ_DCS:
-		case TUI_VTSEQ_DCS_ESC:
-			tui_vtseq_dcs(vt, &b);
+		case TUI_VTSEQ_STR:
+		case TUI_VTSEQ_STR_ESC:
+			tui_vtseq_str(vt, &b);
 			break;
 		}
 	}

@@ -487,6 +487,150 @@ test_held_sequences_bounded(void **state)
 	tui_vterm_free(vt);
 }
 
+/*
+ * An OSC whose ESC ends one read and whose backslash starts the next:
+ * libvterm 0.1.4 copied from past the end of the second read (the pane
+ * fuzzer's find), so the title got what lay there.
+ */
+static void
+test_string_end_split(void **state)
+{
+	struct tui_vterm *vt = term(20, 3);
+	static const char first[] = "\033]0;ab\0cd\033";
+
+	tui_vterm_feed(vt, first, sizeof first - 1);
+	tui_vterm_feed(vt, "\\X", 2);
+	assert_string_equal(tui_vterm_title(vt), "abcd");
+	screen_is(vt, ROWS("X"), NULL, 1, 0);
+	/* Each byte in a read of its own, and an ESC ending every read. */
+	feed_as(vt, "\033]2;one two\033\\Y", 1);
+	assert_string_equal(tui_vterm_title(vt), "one two");
+	feed(vt, "\033]2;x\033");
+	feed(vt, "\033]2;three\033");
+	feed(vt, "\\Z");
+	assert_string_equal(tui_vterm_title(vt), "three");
+	screen_is(vt, ROWS("XYZ"), NULL, 3, 0);
+	tui_vterm_free(vt);
+}
+
+/* The first character in the cell at X, Y. */
+static void
+cell_is(struct tui_vterm *vt, unsigned x, unsigned y, uint32_t want)
+{
+	struct tui_grid *gd = tui_vterm_grid(vt);
+	uint32_t chars[TUI_CELL_MAXCHARS + 1];
+
+	if (tui_grid_chars(gd, tui_grid_cell(gd, x, (int)y), (int)y, chars) == 0)
+		chars[0] = ' ';
+	if (chars[0] != want)
+		fail_msg("cell %u,%u: U+%04X, expected U+%04X", x, y, chars[0],
+		    want);
+}
+
+/*
+ * C1 controls in UTF-8 (C2 80..C2 9F): libvterm gave them a width of -1,
+ * which took the cursor off the screen to the left (the pane fuzzer's
+ * find). They print nothing, whatever comes between their two bytes.
+ */
+static void
+test_c1_in_utf8(void **state)
+{
+	struct tui_vterm *vt = term(10, 3);
+	unsigned x, y;
+
+	feed(vt, "\xc2\x80");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 0);
+	feed(vt, "A\xc2\x9b\xc2\x85" "B");
+	screen_is(vt, ROWS("AB"), NULL, 2, 0);
+	/* The lead and the C1 in reads of their own, a control between. */
+	feed_as(vt, "\xc2\x80" "C", 1);
+	feed(vt, "\xc2");
+	feed(vt, "\r\n\x7f");
+	feed(vt, "\x90" "D");
+	screen_is(vt, ROWS("ABC", "D"), NULL, 1, 1);
+	/* A lead with no C1 after it is what it was: U+FFFD, then the rest. */
+	feed(vt, "\xc2");
+	feed(vt, "E\xc2");
+	feed(vt, "\xa9\xc2\xc2");
+	feed(vt, "\x81");
+	cell_is(vt, 1, 1, 0xfffd);
+	cell_is(vt, 2, 1, 'E');
+	cell_is(vt, 3, 1, 0xa9);
+	cell_is(vt, 4, 1, 0xfffd);
+	cell_is(vt, 5, 1, ' ');
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 5);
+	tui_vterm_free(vt);
+}
+
+/*
+ * libvterm runs a control inside a sequence and ignores a high byte after
+ * an ESC: such a sequence is still the one it was, for every guard (a
+ * double-width line one column wide took the cursor off the screen).
+ */
+static void
+test_sequence_with_controls(void **state)
+{
+	struct tui_vterm *vt = term(1, 3);
+	unsigned x, y;
+
+	feed(vt, "\033\x8c#3");
+	feed(vt, "\033#\r6\033\x8c\x90#\n4");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 0);
+	assert_int_equal(y, 1);
+	assert_int_equal(tui_vterm_cursor_column(vt), 0);
+	tui_vterm_free(vt);
+
+	/* The control runs where it came; the sequence is kept whole. */
+	vt = term(10, 3);
+	feed(vt, "ab\033[\r2\nC");
+	screen_is(vt, ROWS("ab", "  "), NULL, 2, 1);
+	feed(vt, "\033(\b0q\033(B");
+	feed_as(vt, "\033(\n0q\033(B", 1);
+	cell_is(vt, 1, 1, 0x2500);
+	cell_is(vt, 2, 2, 0x2500);
+	feed(vt, "q");
+	cell_is(vt, 3, 2, 'q');
+	tui_vterm_free(vt);
+}
+
+/*
+ * A scroll region whose top is below a new, smaller height: libvterm
+ * scrolled a region of negative height (the pane fuzzer's find). A new
+ * height resets the region, as in xterm; the cursor stays where it was.
+ */
+static void
+test_resize_resets_region(void **state)
+{
+	struct tui_vterm *vt = term(5, 28);
+	unsigned x, y;
+
+	feed(vt, "\033[21r\033[3;2H+");
+	tui_vterm_resize(vt, 41, 17);
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 2);
+	assert_int_equal(y, 2);
+	feed(vt, "\033[4000b");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(y, 16);
+	/* The whole screen scrolls now: the first row went up and away. */
+	feed(vt, "\033[2J\033[Hfirst\033[2;1Hsecond\033[17;1H\n");
+	screen_is(vt, ROWS("second"), NULL, 0, 16);
+	tui_vterm_free(vt);
+
+	/* A double-height line, then one column and a new height. */
+	vt = term(56, 16);
+	feed(vt, "\033#3");
+	tui_vterm_resize(vt, 1, 23);
+	tui_vterm_resize(vt, 1, 13);
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 0);
+	assert_int_equal(y, 0);
+	tui_vterm_free(vt);
+}
+
 int
 main(void)
 {
@@ -508,6 +652,10 @@ main(void)
 		cmocka_unit_test(test_double_width_lines),
 		cmocka_unit_test(test_shrink_keeps_cursor),
 		cmocka_unit_test(test_held_sequences_bounded),
+		cmocka_unit_test(test_string_end_split),
+		cmocka_unit_test(test_c1_in_utf8),
+		cmocka_unit_test(test_sequence_with_controls),
+		cmocka_unit_test(test_resize_resets_region),
 	};
 
 	setlocale(LC_CTYPE, "C.UTF-8");
