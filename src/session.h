@@ -124,6 +124,8 @@ const char *session_project(struct session *);
 /** The command line, shell-quoted; borrowed. */
 const char *session_command(struct session *);
 bool session_running(struct session *);
+/** True once the session's records reached [proxy] record_budget. */
+bool session_budget_reached(struct session *);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 

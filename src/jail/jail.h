@@ -53,6 +53,9 @@ struct jail_conf {
 	int proxy_port;             /* port of the listener made inside the jail */
 	bool hold;                  /* set up, but start the command at jail_go */
 	const char *hostname;       /* the jail's UTS name; NULL: "agentmux" */
+	/* Files and dirs in the project (absolute) kept read-only: what the host's tools run. */
+	char *const *protect;
+	size_t nprotect;
 };
 
 /**

@@ -25,6 +25,8 @@ struct snap_proc_opts {
 	const void *input;        /* copied and written to stdin; NULL: /dev/null */
 	size_t inputlen;
 	bool input_later;         /* stdin stays open until snap_proc_input */
+	bool has_in_fd;           /* stdin is IN_FD (a file: the child reads it itself) */
+	int in_fd;
 	int out_fd;               /* >= 0: stdout goes there instead of being read */
 	int umask;                /* >= 0: the child's umask */
 	/* Called with each complete stdout line (without the newline). */
@@ -414,6 +416,87 @@ int snap_legacy_migrate(struct store *, const struct config *, int64_t id,
 /* The same for every session of WORKTREE that needs it; how many failed (each is logged). */
 int snap_legacy_project(struct store *, const struct config *,
     const char *worktree);
+
+/* ---- git dirs the host's git would obey (snap-nested.c) ---- */
+
+struct snap_nested {
+	const char *project;      /* real path */
+	int projfd;               /* the project's dir */
+	int64_t since;            /* ms: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	struct strv *messages;    /* one line per change made */
+	struct strv done;         /* git dirs seen (relative) */
+	const char *gitdir;       /* the git dir being looked at */
+	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
+	int n;                    /* files kept in the quarantine so far */
+};
+
+/* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
+void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
+void snap_nested_gitdir(struct snap_nested *, const char *repo,
+    const char *rel);
+/* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
+char *snap_nested_inside(struct snap_nested *, const char *base,
+    const char *where);
+/* Keeps NAME in DIRFD in the quarantine (MOVE: and takes it away); the quarantine path, caller frees. */
+char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
+    bool move);
+/* True if ST changed (ctime) at SINCE (ms) or later. */
+bool snap_nested_changed(const struct stat *, int64_t since);
+/* S for a message, control characters escaped; caller frees. */
+char *snap_nested_quote(const char *s);
+
+/* ---- the user's history (snap-history.c, snap-import.c, snap-refs.c) ---- */
+
+struct snap_import;
+
+struct snap_hgit {
+	char *gitdir;             /* the host's git dir */
+	char *base;               /* what is kept of it: HISTORY/<n> */
+	char *objects;            /* GITDIR/objects, where the jail's overlay goes */
+	char *upper;              /* the overlay's upper and work dirs, in BASE */
+	char *work;
+	struct snap_import *imp;
+};
+
+struct snap_history {
+	char *dir;                /* $DATA/sessions/<id>/history */
+	struct snap_hgit *v;
+	size_t n;
+};
+
+/* A valid ref name under refs/ that is safe as a path. */
+bool snap_hist_refname_ok(const char *ref);
+/* Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's own left out). */
+void snap_hist_refs(int gitfd, struct strv *out);
+/* REF's value in such a list, or NULL; borrowed. */
+const char *snap_hist_value(const struct strv *refs, const char *ref);
+/* The refs kept for G at the session's start; -1 if none were. */
+int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
+/* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
+int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */
+int snap_hist_write(int gitfd, const char *rel, const struct buf *text,
+    mode_t mode);
+/* mkdir -p of REL under GITFD, never through a link. */
+int snap_hist_mkdirs(int gitfd, const char *rel);
+/* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
+int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
+    struct buf *out);
+
+struct snap_import *snap_import_create(const char *gitdir, const char *upper);
+void snap_import_free(struct snap_import *);
+/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
+void snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/* Waits for a pack being indexed, then brings back everything left (blocking). */
+void snap_import_finish(struct snap_import *);
+/* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
+int64_t snap_import_count(const struct snap_import *, int64_t *refused,
+    int64_t *too_big);
+/* Whether the host refused a write (the upper dir is kept to try again). */
+bool snap_import_failed(const struct snap_import *);
+const struct strv *snap_import_problems(const struct snap_import *);
 
 /* ---- paths given on the command line (snap-spec.c) ---- */
 

@@ -330,7 +330,9 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
 	int sv[2], pp[2], i;
 
 	c[0] = c[1] = c[2] = -1;
-	if (o->input != NULL || o->input_later) {
+	if (o->has_in_fd)
+		c[0] = o->in_fd;
+	else if (o->input != NULL || o->input_later) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 			return -1;
 		shutdown(sv[0], SHUT_RD);
@@ -448,7 +450,8 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->started = util_mono_us();
 	p->pid = snap_proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {
-		if (c[i] != -1 && c[i] != o->out_fd)
+		if (c[i] != -1 && c[i] != o->out_fd &&
+		    !(i == 0 && o->has_in_fd))
 			close(c[i]);
 	}
 	if (p->pid == -1)

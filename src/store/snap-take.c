@@ -380,7 +380,7 @@ snap_take_record(struct snap_take *t)
 {
 	struct store_snapshot s;
 	struct snap_result res;
-	char *ref, *cause = NULL;
+	char *ref, *cause = NULL, *q;
 	int64_t id;
 
 	snap_take_result(t, &res);
@@ -411,10 +411,13 @@ snap_take_record(struct snap_take *t)
 	free(ref);
 	if (t->record_refs)
 		snap_take_record_refs(t);
-	if (t->unreadable.n > 0)
+	if (t->unreadable.n > 0) {
+		q = quote_name(t->unreadable.v[0]);
 		store_event_add(t->st, t->session, "warn", "snapshot",
 		    "snapshot %lld could not save %zu unreadable path(s), e.g. "
-		    "%s", (long long)id, t->unreadable.n, t->unreadable.v[0]);
+		    "%s", (long long)id, t->unreadable.n, q);
+		free(q);
+	}
 	snap_repo_save_index(t->repo);
 	snap_take_remember(t, &res);
 	res.id = id;

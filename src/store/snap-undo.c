@@ -306,27 +306,26 @@ snap_undo_restore_perms(int rootfd, struct snap_changes *c)
 static void
 snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 {
-	struct buf name;
+	struct strv q;
 	size_t i;
 
-	buf_init(&name);
+	strv_init(&q);
 	for (i = 0; i < c->n; i++) {
 		const struct snap_change *ch = &c->v[i];
 
-		buf_reset(&name);
-		snap_quote_path(&name, "", ch->path);
-		fprintf(out, "  %s%-7s %s", dry ? "would " : "",
-		    snap_undo_verb(ch), name.data != NULL ? name.data : "");
+		out_printf(out, "  %s%-7s %s", dry ? "would " : "",
+		    snap_undo_verb(ch), quote_keep(&q, ch->path));
 		if (S_ISLNK(ch->new_mode))
-			fputs(" (symlink)", out);
+			out_puts(out, " (symlink)");
 		else if (ch->status == 'C')
-			fprintf(out, " (%03o, now %03o)", (unsigned)ch->to_perm,
+			out_printf(out, " (%03o, now %03o)", (unsigned)ch->to_perm,
 			    (unsigned)ch->from_perm);
 		else if (strcmp(snap_undo_verb(ch), "chmod") == 0)
-			fputs((ch->new_mode & 0111) != 0 ? " (+x)" : " (-x)", out);
-		fputc('\n', out);
+			out_puts(out, (ch->new_mode & 0111) != 0 ? " (+x)" :
+			    " (-x)");
+		out_puts(out, "\n");
 	}
-	buf_free(&name);
+	strv_free(&q);
 }
 
 /* The session, and any other running in the same project, must have ended: undo writes the tree they write. */
@@ -335,6 +334,7 @@ snap_undo_check_running(struct store *st, int64_t session,
     const char *worktree, char **cause)
 {
 	struct store_session **v;
+	char *q;
 	size_t n, i;
 	int rc = 0;
 
@@ -350,11 +350,13 @@ snap_undo_check_running(struct store *st, int64_t session,
 			*cause = xprintf("session %lld is still running "
 			    "(agentmux pid %ld); end it before undoing what it "
 			    "did", (long long)session, (long)v[i]->owner_pid);
-		else
+		else {
+			q = quote_name(worktree);
 			*cause = xprintf("session %lld is running in %s (agentmux "
 			    "pid %ld); end it before undoing anything there",
-			    (long long)v[i]->id, worktree,
-			    (long)v[i]->owner_pid);
+			    (long long)v[i]->id, q, (long)v[i]->owner_pid);
+			free(q);
+		}
 		rc = -1;
 	}
 	store_session_list_free(v, n);
@@ -418,14 +420,17 @@ static void
 snap_undo_protect(struct snap_changes *c, const struct snap_result *present,
     const struct strv *paths, FILE *out, size_t *skipped)
 {
+	struct strv q;
 	size_t i, j;
 
 	*skipped = 0;
+	strv_init(&q);
 	for (i = 0; i < present->nunreadable; i++) {
 		if (!snap_undo_wanted(paths, present->unreadable[i]))
 			continue;
-		fprintf(out, "  skip    %s (agentmux cannot read it, so it "
-		    "could not be saved first)\n", present->unreadable[i]);
+		out_printf(out, "  skip    %s (agentmux cannot read it, so it "
+		    "could not be saved first)\n",
+		    quote_keep(&q, present->unreadable[i]));
 		(*skipped)++;
 	}
 	for (i = j = 0; i < c->n; i++) {
@@ -437,6 +442,7 @@ snap_undo_protect(struct snap_changes *c, const struct snap_result *present,
 		free(c->v[i].path);
 	}
 	c->n = j;
+	strv_free(&q);
 }
 
 struct snap_undo {
@@ -704,17 +710,21 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 static void
 snap_undo_unreadable(FILE *out, const struct snap_result *present)
 {
+	char *q;
 	size_t i;
 
 	if (present->nunreadable == 0)
 		return;
-	fprintf(out, "  %zu path%s could not be read, so %s not saved and "
+	out_printf(out, "  %zu path%s could not be read, so %s not saved and "
 	    "undo leaves %s alone:", present->nunreadable,
 	    present->nunreadable == 1 ? "" : "s", present->nunreadable == 1 ?
 	    "it is" : "they are", present->nunreadable == 1 ? "it" : "them");
-	for (i = 0; i < present->nunreadable && i < 5; i++)
-		fprintf(out, " %s", present->unreadable[i]);
-	fprintf(out, "%s\n", present->nunreadable > 5 ? " ..." : "");
+	for (i = 0; i < present->nunreadable && i < 5; i++) {
+		q = quote_name(present->unreadable[i]);
+		out_printf(out, " %s", q);
+		free(q);
+	}
+	out_printf(out, "%s\n", present->nunreadable > 5 ? " ..." : "");
 }
 
 /* The tree to write: the target's, or the present with only the chosen changes. */
@@ -746,7 +756,7 @@ snap_undo_files(struct snap_undo *u, char **cause)
 	if (snap_undo_check_blobs(u, &u->changes, cause) == -1)
 		return -1;
 	if (u->changes.n == 0) {
-		fprintf(out, "  nothing to restore: the files already match "
+		out_printf(out, "  nothing to restore: the files already match "
 		    "snapshot %lld\n", (long long)u->seq);
 		return 0;
 	}
@@ -810,7 +820,7 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	if (snap_undo_check_target(&u, cause) == -1 ||
 	    snap_undo_present(&u, cause) == -1)
 		goto out;
-	fprintf(o->out, "%s session %lld to snapshot %lld (%s, %s):\n",
+	out_printf(o->out, "%s session %lld to snapshot %lld (%s, %s):\n",
 	    o->dry_run ? "undo --dry-run:" : "undo:", (long long)session,
 	    (long long)u.seq, u.target->kind, util_fmt_time(when, sizeof when,
 	    u.target->created_at));
@@ -820,7 +830,8 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    cause) == -1)
 		goto out;
 	if (!o->dry_run)
-		fprintf(o->out, "the state before this undo is snapshot %lld: "
+		out_printf(o->out,
+		    "the state before this undo is snapshot %lld: "
 		    "'agentmux undo %lld --to %lld' brings it back\n",
 		    (long long)u.present.seq, (long long)session,
 		    (long long)u.present.seq);

@@ -13,9 +13,17 @@ store_dup(const char *s)
 void
 store_decision_add(struct store *st, const struct store_decision *d)
 {
-	struct store_decision *c = xcalloc(1, sizeof *c);
+	struct store_decision *c;
 	struct store_op op;
+	size_t n = 0;
 
+	n += d->host != NULL ? strlen(d->host) : 0;
+	n += d->path != NULL ? strlen(d->path) : 0;
+	n += d->method != NULL ? strlen(d->method) : 0;
+	if (!store_budget_take(st, d->session_id, n, STORE_BUDGET_RECORD,
+	    false))
+		return;
+	c = xcalloc(1, sizeof *c);
 	*c = *d;
 	c->host = store_dup(d->host);
 	c->method = store_dup(d->method);
@@ -125,6 +133,12 @@ store_event_add(struct store *st, int64_t session, const char *level,
 	va_start(ap, fmt);
 	xvasprintf(&e->message, fmt, ap);
 	va_end(ap);
+	if (!store_budget_take(st, session, strlen(e->message) + strlen(kind),
+	    strcmp(level, "error") == 0 ? STORE_BUDGET_ALERT :
+	    STORE_BUDGET_RECORD, false)) {
+		store_event_free(e);
+		return;
+	}
 	op.kind = STORE_OP_EVENT;
 	op.u.ev = e;
 	store_queue(st, op);

@@ -431,6 +431,9 @@ bool tui_requests_key(struct tui *, const struct tui_key *);
 void tui_requests_free_all(struct tui *);
 bool tui_req_matches(const struct tui_req *, const char *filter);
 char *tui_req_details(const struct tui_req *);
+/* SCHEME://HOST:PORT/PATH quoted as one name (quote_name); caller frees. */
+char *tui_req_url(const char *scheme, const char *host, int port,
+    const char *path);
 
 /* tui-history.c */
 void tui_history_open(struct tui *);

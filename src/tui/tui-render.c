@@ -225,6 +225,8 @@ tui_screen_locale(void)
 {
 	const char *cs = nl_langinfo(CODESET);
 
+	/* ncursesw writes UTF-8 from here on: so may the quoting helper. */
+	quote_set_utf8(true);
 	if (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0)
 		return;
 	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
@@ -241,9 +243,9 @@ tui_screen_modes(bool on)
 	    "\033[?1000l";
 
 	fflush(stdout);
-	if (on)
+	if (on) /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, enable, sizeof enable - 1);
-	else
+	else /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
 }
 
@@ -329,6 +331,7 @@ tui_screen_close(struct tui_screen *scr)
 	se = tigetstr("Ss");
 	if (scr->shape > 0 && se != NULL && se != (char *)-1 &&
 	    (se = tiparm(se, 0)) != NULL)
+		/* raw: terminfo's Ss with 0, no text of a pane's */
 		util_write_all(STDOUT_FILENO, se, strlen(se));
 	tui_screen_modes(false);
 	delscreen(scr->sp);
@@ -385,28 +388,41 @@ tui_screen_fill(struct tui_screen *scr, const struct tui_rect *r,
 	attr_set(A_NORMAL, 0, NULL);
 }
 
+/*
+ * Every piece of text the dashboard draws comes here, and goes through
+ * the quoting helper first: a control, C1, bidi or invisible character or
+ * a byte that is not UTF-8, from a jail or anywhere else, is drawn as its
+ * escape (\033, \302\233, \342\200\256), never handed to the terminal.
+ * Names from a jail are quoted by the callers too, so they read as names.
+ */
 unsigned
 tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
     unsigned width, enum tui_style style, const char *text)
 {
 	mbstate_t ps;
 	wchar_t wc;
-	size_t n, left = strlen(text);
+	struct buf safe;
+	const char *p;
+	size_t n, left;
 	unsigned used = 0;
 	int w;
 
+	buf_init(&safe);
+	quote_text_add(&safe, text, strlen(text));
+	p = safe.data != NULL ? safe.data : "";
+	left = safe.len;
 	memset(&ps, 0, sizeof ps);
 	tui_screen_set_style(scr, style);
 	move((int)y, (int)x);
 	while (left > 0 && used < width) {
-		n = mbrtowc(&wc, text, left, &ps);
+		n = mbrtowc(&wc, p, left, &ps);
 		if (n == (size_t)-1 || n == (size_t)-2) {
 			wc = L'?';
 			n = 1;
 			memset(&ps, 0, sizeof ps);
 		} else if (n == 0)
 			break;
-		if (wc < 0x20 || wc == 0x7f)
+		if (wc < 0x20) /* the tabs and line ends quote_text_add keeps */
 			wc = L' ';
 		if ((w = wcwidth(wc)) < 0)
 			w = 1;
@@ -414,10 +430,11 @@ tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
 			break;
 		addnwstr(&wc, 1);
 		used += (unsigned)w;
-		text += n;
+		p += n;
 		left -= n;
 	}
 	attr_set(A_NORMAL, 0, NULL);
+	buf_free(&safe);
 	return used;
 }
 
@@ -642,6 +659,7 @@ tui_screen_flush(struct tui_screen *scr)
 	}
 	refresh();
 	if (scr->pending[0] != '\0') {
+		/* raw: terminfo's Ss with a shape of 0-6 (tui_vtseq) */
 		util_write_all(STDOUT_FILENO, scr->pending, strlen(scr->pending));
 		scr->pending[0] = '\0';
 	}

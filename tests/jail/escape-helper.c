@@ -443,6 +443,74 @@ do_stat(const char *path)
 	return escaped("%s exists", path);
 }
 
+/* DIR/NAME has a set-uid or set-gid bit. */
+static int
+setid_in(const char *dir, const char *name)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return lstat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+}
+
+/*
+ * Every way to give a file in DIR a set-uid or set-gid mode: creating it
+ * so (open, openat, creat, mknod, openat2) and changing it (chmod, fchmod,
+ * fchmodat, fchmodat2).
+ */
+static int
+do_setid(const char *dir)
+{
+	static const char *const names[] = { "open", "openat", "creat",
+	    "mknod", "openat2", "chmod", "fchmod", "fchmodat", "fchmodat2",
+	    "chmod-gid" };
+	struct { uint64_t flags, mode, resolve; } how;
+	char path[4096];
+	size_t i;
+	int fd, dfd;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) == -1)
+		return blocked(dir);
+	snprintf(path, sizeof path, "%s/open", dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT, 04755)) != -1)
+		close(fd);
+	if ((fd = openat(dfd, "openat", O_WRONLY | O_CREAT, 02755)) != -1)
+		close(fd);
+	snprintf(path, sizeof path, "%s/creat", dir);
+	if ((fd = creat(path, 04755)) != -1)
+		close(fd);
+	snprintf(path, sizeof path, "%s/mknod", dir);
+	mknod(path, S_IFREG | 04755, 0);
+	memset(&how, 0, sizeof how);
+	how.flags = O_WRONLY | O_CREAT;
+	how.mode = 04755;
+	if ((fd = (int)syscall(437, dfd, "openat2", &how, sizeof how)) != -1)
+		close(fd);
+	for (i = 5; i < sizeof names / sizeof names[0]; i++) {
+		if ((fd = openat(dfd, names[i], O_WRONLY | O_CREAT, 0755)) != -1)
+			close(fd);
+	}
+	snprintf(path, sizeof path, "%s/chmod", dir);
+	chmod(path, 04755);
+	if ((fd = openat(dfd, "fchmod", O_RDONLY)) != -1) {
+		fchmod(fd, 04755);
+		close(fd);
+	}
+	fchmodat(dfd, "fchmodat", 04755, 0);
+	syscall(452, dfd, "fchmodat2", 04755, 0);
+	snprintf(path, sizeof path, "%s/chmod-gid", dir);
+	chmod(path, 02755);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (setid_in(dir, names[i]))
+			return escaped("made %s/%s set-uid or set-gid", dir,
+			    names[i]);
+	}
+	close(dfd);
+	errno = EPERM;
+	return blocked("set-uid and set-gid modes");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -466,6 +534,8 @@ main(int argc, char **argv)
 		return chmod(a, 0777) == 0 ? escaped("chmod %s", a) : blocked(a);
 	if (strcmp(c, "stat") == 0)
 		return do_stat(a);
+	if (strcmp(c, "setid") == 0)
+		return do_setid(a);
 	if (strcmp(c, "tcp") == 0)
 		return do_tcp(a, b);
 	if (strcmp(c, "unix") == 0)

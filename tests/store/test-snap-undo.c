@@ -384,7 +384,7 @@ test_control_names(void **state)
 	out = amx(0, "undo", "1", "--dry-run", NULL);
 	assert_null(strchr(out, 0x1b));
 	assert_null(strchr(out, 0x07));
-	assert_non_null(strstr(out, "would remove  \"e\\033]0;owned\\007v"
+	assert_non_null(strstr(out, "would remove  \"e\\033]0;owned\\av"
 	    "\\033[2J.txt\""));
 	free(out);
 	out = amx(0, "diff", "1", NULL);
