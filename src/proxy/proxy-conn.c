@@ -643,12 +643,33 @@ proxy_conn_target(struct proxy_conn *pc)
 	return proxy_conn_normalise(r);
 }
 
-/* True if A and B name the same host: addresses compared as addresses. */
+/* True if NAME is "localhost" and ADDR a loopback address (127/8, ::1). */
+static bool
+proxy_conn_localhost(const char *name, const char *addr)
+{
+	static const unsigned char lo6[16] = { [15] = 1 };
+	unsigned char x[16];
+
+	if (strcasecmp(name, "localhost") != 0 &&
+	    strcasecmp(name, "localhost.") != 0)
+		return false;
+	if (inet_pton(AF_INET, addr, x) == 1)
+		return x[0] == 127;
+	return inet_pton(AF_INET6, addr, x) == 1 && memcmp(x, lo6, 16) == 0;
+}
+
+/*
+ * True if A and B name the same host: addresses compared as addresses.
+ * "localhost" is the loopback address by definition (RFC 6761 6.3), so a
+ * client that connects to 127.0.0.1 for localhost names no other host.
+ */
 static bool
 proxy_conn_same_host(const char *a, const char *b)
 {
 	unsigned char x[16], y[16];
 
+	if (proxy_conn_localhost(a, b) || proxy_conn_localhost(b, a))
+		return true;
 	if (inet_pton(AF_INET, a, x) == 1)
 		return inet_pton(AF_INET, b, y) == 1 && memcmp(x, y, 4) == 0;
 	if (inet_pton(AF_INET6, a, x) == 1)
