@@ -198,7 +198,7 @@ session_guard_start(struct session *s)
 	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
 	    session_guard_sock_cb, s);
 	event_add(s->guard_sock_ev, &tv);
-	s->guard_since = util_now_ms();
+	s->guard_since = snap_plant_clock();
 
 	path = xprintf("%s/.git", s->project);
 	s->guard_had_git = lstat(path, &st) == 0;

@@ -281,6 +281,13 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 };
+/**
+ * The time to give snap_plant_opts.since: the file systems' own clock. A
+ * file's ctime is stamped from the kernel's coarse clock, which lags
+ * CLOCK_REALTIME by up to a tick; from the fine clock, a change made
+ * within that tick of the start was not seen as a change.
+ */
+int64_t snap_plant_clock(void);
 
 struct snap_plant_result {
 	struct strv alerts;       /* one line per thing found and done */
