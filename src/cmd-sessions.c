@@ -505,7 +505,9 @@ cmd_gc(struct cli_args *args)
 {
 	const char *older = cli_get(args, "older-than");
 	struct store_session **v;
+	struct config *cf;
 	struct store *st;
+	struct strv msgs;
 	char *cause = NULL;
 	int64_t age, *ids, cutoff;
 	size_t n, i;
@@ -518,8 +520,12 @@ cmd_gc(struct cli_args *args)
 	if ((age = util_parse_duration(older)) < 0)
 		return cli_usage_error("gc", "'%s' is not a duration (e.g. 30d, "
 		    "12h, 2w)", older);
-	if ((st = cli_open_store()) == NULL)
+	if ((cf = cli_load_config()) == NULL)
 		return 1;
+	if ((st = cli_open_store()) == NULL) {
+		config_free(cf);
+		return 1;
+	}
 	cutoff = util_now_ms() - age * 1000;
 	if (dry) {
 		v = store_session_list(st, true, &n);
@@ -534,22 +540,29 @@ cmd_gc(struct cli_args *args)
 		}
 		store_session_list_free(v, n);
 		store_close(st);
+		config_free(cf);
 		return 0;
 	}
 	if (store_gc(st, cutoff, &ids, &n, &cause) == -1) {
 		cli_error("%s", cause);
 		free(cause);
 		store_close(st);
+		config_free(cf);
 		return 1;
 	}
 	for (i = 0; i < n; i++)
 		cmd_gc_files(ids[i]);
 	out_printf(stdout, "removed %zu session%s\n", n, n == 1 ? "" : "s");
-	if ((c = snap_gc(st, &cause)) > 0)
+	strv_init(&msgs);
+	if ((c = snap_gc(st, cf, &msgs, &cause)) > 0)
 		out_printf(stdout,
 		    "removed %d snapshot ref%s (refs/agentmux/sessions/)\n",
 		    c, c == 1 ? "" : "s");
+	for (i = 0; i < msgs.n; i++)
+		out_printf(stdout, "%s\n", msgs.v[i]);
+	strv_free(&msgs);
 	free(ids);
 	store_close(st);
+	config_free(cf);
 	return 0;
 }

@@ -96,8 +96,8 @@ cmd_snapshot(struct cli_args *args)
 		    "snapshot %lld of session %lld: %.12s, %lld file%s "
 		    "changed since %s\n", (long long)res.seq, (long long)id,
 		    res.commit, (long long)res.files_changed,
-		    res.files_changed == 1 ? "" : "s", res.seq == 1 ? "HEAD" :
-		    "its first snapshot");
+		    res.files_changed == 1 ? "" : "s", res.seq == 1 ?
+		    "the project's last snapshot" : "its first snapshot");
 		snap_result_clear(&res);
 	}
 	free(cause);
@@ -129,6 +129,7 @@ cmd_snapshots_json(struct store_snapshot **v, size_t n)
 		json_kstr(&j, "parent", v[i]->parent);
 		json_kstr(&j, "ref", v[i]->ref);
 		json_kint(&j, "files_changed", v[i]->files_changed);
+		json_kbool(&j, "dropped", v[i]->dropped_at != 0);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -158,7 +159,7 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 		snprintf(commit, sizeof commit, "%.12s", v[i]->commit);
 		row[0] = seq;
 		row[1] = util_fmt_time(tm, sizeof tm, v[i]->created_at);
-		row[2] = v[i]->kind;
+		row[2] = v[i]->dropped_at != 0 ? "dropped" : v[i]->kind;
 		row[3] = files;
 		row[4] = commit;
 		row[5] = quote_keep(&q, v[i]->label);

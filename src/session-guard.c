@@ -108,68 +108,6 @@ session_guard_cb(evutil_socket_t fd, short what, void *arg)
 	session_guard_check(s);
 }
 
-/* A ref name we may write as a file: refs/agentmux/..., no empty, dot or dot-dot parts. */
-static bool
-session_guard_refname_ok(const char *ref)
-{
-	const char *p;
-
-	if (strncmp(ref, "refs/agentmux/", 14) != 0)
-		return false;
-	for (p = ref; *p != '\0'; p++) {
-		if ((p[0] == '/' && (p[1] == '/' || p[1] == '.' ||
-		    p[1] == '\0')) || (unsigned char)*p < 0x21 || *p == '\\')
-			return false;
-	}
-	return true;
-}
-
-/*
- * Snapshot refs that a pack-refs (a gc) on the host moved into packed-refs
- * are out of the read-only refs/agentmux the jail binds, where the command
- * could rewrite them: they are written back as loose refs, which git reads
- * before packed ones.
- */
-static void
-session_guard_loosen(const char *gitdir)
-{
-	char *packed = xprintf("%s/packed-refs", gitdir), *line, *save = NULL;
-	char *sp, *path, *dir, *text, *cause = NULL;
-	struct stat st;
-	struct buf b;
-	size_t n;
-
-	buf_init(&b);
-	if (buf_read_file(&b, packed) == -1 || b.data == NULL)
-		goto out;
-	for (line = strtok_r(b.data, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if ((sp = strchr(line, ' ')) == NULL ||
-		    !session_guard_refname_ok(sp + 1))
-			continue;
-		n = (size_t)(sp - line);
-		if ((n != 40 && n != 64) || strspn(line, "0123456789abcdef") != n)
-			continue;
-		path = xprintf("%s/%s", gitdir, sp + 1);
-		dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
-		text = xprintf("%.*s\n", (int)n, line);
-		if (lstat(path, &st) == -1 && errno == ENOENT &&
-		    (path_mkdir_p(dir, 0755) == -1 || util_write_file_atomic(path,
-		    text, strlen(text), 0644, &cause) == -1)) {
-			log_warnx("cannot keep %s out of the jail's reach: %s",
-			    sp + 1, cause != NULL ? cause : strerror(errno));
-			free(cause);
-			cause = NULL;
-		}
-		free(text);
-		free(dir);
-		free(path);
-	}
-out:
-	buf_free(&b);
-	free(packed);
-}
-
 /* git's own fsmonitor daemon: it only answers which paths changed. */
 static bool
 session_guard_socket_harmless(struct session *s, const char *path)
@@ -260,7 +198,7 @@ session_guard_start(struct session *s)
 	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
 	    session_guard_sock_cb, s);
 	event_add(s->guard_sock_ev, &tv);
-	s->guard_since = util_now_ms();
+	s->guard_since = snap_plant_clock();
 
 	path = xprintf("%s/.git", s->project);
 	s->guard_had_git = lstat(path, &st) == 0;
@@ -269,7 +207,6 @@ session_guard_start(struct session *s)
 		return;
 	}
 	s->guard_gitdir = path;
-	session_guard_loosen(path);
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		path = session_guard_path(s, session_guard_names[i]);
 		if (lstat(path, &st) == 0)

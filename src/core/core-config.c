@@ -45,7 +45,7 @@ static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
-	NULL };
+	"max_size", NULL };
 static const char *const config_keys_jail[] = { "protect", "history", NULL };
 
 /*
@@ -686,7 +686,12 @@ config_snapshots_key(struct config_parse *cp, const char *name,
 		config_get_duration(cp, name, value, &sn->interval);
 	else if (strcmp(name, "exclude") == 0)
 		strv_add(&sn->excludes, value);
-	else
+	else if (strcmp(name, "max_size") == 0) {
+		if (strcmp(value, "off") == 0 || strcmp(value, "none") == 0)
+			sn->max_size = 0;
+		else
+			config_get_size(cp, name, value, &sn->max_size);
+	} else
 		config_unknown_key(cp, "snapshots", config_keys_snapshots, name);
 }
 
@@ -1021,6 +1026,7 @@ config_set_defaults(struct config *cf)
 	cf->proxy.record_headers = CONFIG_RECORD_HEADERS;
 	cf->proxy.record_budget = CONFIG_RECORD_BUDGET;
 	cf->snapshots.interval = 30;
+	cf->snapshots.max_size = 2LL << 30;
 	strv_init(&cf->snapshots.excludes);
 	for (e = config_default_excludes; *e != NULL; e++)
 		strv_add(&cf->snapshots.excludes, *e);

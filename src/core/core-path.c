@@ -267,6 +267,47 @@ path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode)
 }
 
 int
+path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b)
+{
+	char chunk[65536];
+	struct stat sb;
+	size_t got = 0;
+	ssize_t n;
+	int fd, saved, rc = -1;
+
+	/* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer. */
+	if ((fd = path_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK |
+	    O_NOCTTY, 0)) == -1)
+		return -1;
+	if (fstat(fd, &sb) == -1)
+		goto out;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+		goto out;
+	}
+	/* Bounded as it is read too: the file may grow meanwhile. */
+	for (;;) {
+		n = read(fd, chunk, sizeof chunk);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n == 0 ? 0 : -1;
+			break;
+		}
+		if ((got += (size_t)n) > max) {
+			errno = EFBIG;
+			break;
+		}
+		buf_add(b, chunk, (size_t)n);
+	}
+out:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+int
 path_remove_tree(const char *path)
 {
 	struct stat st;

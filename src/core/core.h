@@ -179,6 +179,13 @@ int path_mkdir_p(const char *path, mode_t mode);
  * symlink was in the way).
  */
 int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
+/**
+ * Reads the regular file REL under DIRFD into B (appended) the way
+ * path_open_beneath opens it, without waiting on a FIFO or reading a
+ * device: -1 with errno (EINVAL: not a regular file, EFBIG: over MAX
+ * bytes, ELOOP: a symlink was in the way).
+ */
+int path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b);
 /** rm -rf that never follows symlinks and never crosses mount points. */
 int path_remove_tree(const char *path);
 /** Expands a leading "~/" against the home directory; caller frees. */
@@ -366,7 +373,8 @@ struct config_proxy {
 
 struct config_snapshots {
 	int64_t interval;         /* seconds between turn-boundary snapshots */
-	struct strv excludes;     /* for shadow repositories */
+	struct strv excludes;     /* for projects outside git */
+	int64_t max_size;         /* bytes a project's snapshots keep; 0: no limit */
 };
 
 struct config_jail {

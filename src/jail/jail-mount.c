@@ -663,10 +663,11 @@ jail_mount_modules(struct jail_plan *p, struct jail_umounts *u,
 }
 
 /*
- * agentmux's snapshot refs live in the project's git dir, where git in the
- * jail must keep working: refs/agentmux is read-only inside, so update-ref
- * -d, rm -rf or gc cannot drop them (and gc keeps what they reach), and
- * refs becomes a mount point so it cannot be renamed away from under them.
+ * Snapshots live in agentmux's own repository, out of the jail's reach;
+ * a project may still hold refs/agentmux from before, until agentmux
+ * brings them over: if it does, it stays read-only inside (and refs a
+ * mount point, so that it cannot be renamed away from under them).
+ * Nothing is created in the project's .git for it.
  */
 static int
 jail_mount_snaprefs(struct jail_umounts *u, const char *gitdir, char **cause)
@@ -674,27 +675,20 @@ jail_mount_snaprefs(struct jail_umounts *u, const char *gitdir, char **cause)
 	char *refs = xprintf("%s/refs", gitdir);
 	char *am = xprintf("%s/refs/agentmux", gitdir);
 	struct stat st;
-	int rc = -1;
+	int rc = 0;
 
-	if (lstat(refs, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		rc = 0;         /* no files backend: nothing to keep */
-		goto out;
+	if (lstat(refs, &st) == 0 && S_ISDIR(st.st_mode) && lstat(am, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			*cause = xprintf("cannot jail this project: %s is not a "
+			    "directory; remove it", am);
+			rc = -1;
+		} else {
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL,
+			    refs, NULL);
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF |
+			    JAIL_MOP_RO, NULL, am, NULL);
+		}
 	}
-	if (mkdir(am, 0755) == -1 && errno != EEXIST) {
-		*cause = xprintf("cannot create %s: %s", am, strerror(errno));
-		goto out;
-	}
-	if (lstat(am, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		*cause = xprintf("cannot jail this project: %s is not a "
-		    "directory, so agentmux's snapshots could not be kept from "
-		    "the jailed command; remove it", am);
-		goto out;
-	}
-	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL, refs, NULL);
-	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO, NULL, am,
-	    NULL);
-	rc = 0;
-out:
 	free(refs);
 	free(am);
 	return rc;

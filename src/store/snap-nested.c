@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/snap-int.h"
@@ -161,6 +162,15 @@ snap_nested_lstat(struct snap_nested *nc, const char *rel, struct stat *st)
 	rc = fstat(fd, st);
 	close(fd);
 	return rc;
+}
+
+int64_t
+snap_plant_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 bool

@@ -54,7 +54,7 @@ snap_refs_start(struct snap_refs *sr, struct snap_history **h)
 		free(data);
 	}
 	free(cause);
-	real = realpath(sr->r->commondir, NULL);
+	real = realpath(sr->r->projcommon, NULL);
 	for (i = 0; *h != NULL && real != NULL && i < (*h)->n; i++) {
 		if (strcmp((*h)->v[i].gitdir, real) != 0)
 			continue;
@@ -95,7 +95,7 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0)
 			buf_printf(&in, "%s\n", tab + 1);
 	}
-	rc = in.len == 0 ? 0 : snap_git_plain_io(sr->r->commondir, args, &in,
+	rc = in.len == 0 ? 0 : snap_git(sr->r, SNAP_ENV_PROJECT, args, &in,
 	    &out, cause);
 	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
 	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
@@ -336,7 +336,8 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		return -1;
 	saved = xprintf("%s/sessions/%lld/git-index", data, (long long)session);
 	free(data);
-	if (access(saved, R_OK) != 0 || snap_refs_same_file(saved, r->seed)) {
+	if (access(saved, R_OK) != 0 || snap_refs_same_file(saved,
+	    r->projindex)) {
 		free(saved);
 		return 0;
 	}
@@ -346,17 +347,17 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		free(saved);
 		return 0;
 	}
-	lock = xprintf("%s.lock", r->seed);
+	lock = xprintf("%s.lock", r->projindex);
 	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1)
 		*cause = xprintf("cannot lock %s: %s (is git running?)", lock,
 		    strerror(errno));
 	else if (close(fd) == 0 && snap_copy_file(saved, lock, cause) == 0 &&
-	    rename(lock, r->seed) == 0)
+	    rename(lock, r->projindex) == 0)
 		rc = 0;
 	else {
 		if (*cause == NULL)
-			*cause = xprintf("cannot replace %s: %s", r->seed,
+			*cause = xprintf("cannot replace %s: %s", r->projindex,
 			    strerror(errno));
 		unlink(lock);
 	}
@@ -383,7 +384,7 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	strv_init(&sr.present);
 	strv_init(&sr.now);
 	sr.gitfd = -1;
-	if (!r->shadow)
+	if (r->projgit != NULL)
 		snap_refs_start(&sr, &h);
 	if (sr.start.n == 0) {
 		out_printf(out, "  --refs: no refs were recorded at the start of "
@@ -391,9 +392,9 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 		rc = 0;
 		goto out;
 	}
-	if ((sr.gitfd = open(r->commondir, O_RDONLY | O_DIRECTORY |
+	if ((sr.gitfd = open(r->projcommon, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		*cause = xprintf("cannot open %s: %s", r->commondir,
+		*cause = xprintf("cannot open %s: %s", r->projcommon,
 		    strerror(errno));
 		goto out;
 	}

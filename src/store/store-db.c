@@ -98,6 +98,11 @@ static const char *const store_migrations[] = {
 	"  DEFAULT 0;"
 	"ALTER TABLE sessions ADD COLUMN unrecorded_other INTEGER NOT NULL "
 	"  DEFAULT 0;",
+	/*
+	 * 4: a turn snapshot dropped to keep its project's snapshots within
+	 * [snapshots] max_size keeps its row (snapshot numbers stay), marked.
+	 */
+	"ALTER TABLE snapshots ADD COLUMN dropped_at INTEGER;",
 };
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */

@@ -250,8 +250,8 @@ store_snapshot_list(struct store *st, int64_t session, size_t *n)
 	struct store_snapshot **v = NULL, *s;
 
 	stmt = store_prepare(st, "SELECT id, session_id, created_at, label, "
-	    "kind, commit_id, tree, parent, ref, files_changed FROM snapshots "
-	    "WHERE session_id = ? ORDER BY id");
+	    "kind, commit_id, tree, parent, ref, files_changed, dropped_at FROM "
+	    "snapshots WHERE session_id = ? ORDER BY id");
 	sqlite3_bind_int64(stmt, 1, session);
 	*n = 0;
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
@@ -266,6 +266,7 @@ store_snapshot_list(struct store *st, int64_t session, size_t *n)
 		s->parent = store_col_text(stmt, 7);
 		s->ref = store_col_text(stmt, 8);
 		s->files_changed = sqlite3_column_int64(stmt, 9);
+		s->dropped_at = sqlite3_column_int64(stmt, 10);
 		v = xreallocarray(v, *n + 1, sizeof *v);
 		v[(*n)++] = s;
 	}

@@ -209,6 +209,7 @@ struct store_snapshot {
 	char *parent;        /* previous snapshot's commit or NULL */
 	char *ref;
 	int64_t files_changed;
+	int64_t dropped_at;  /* ms: dropped to keep [snapshots] max_size; 0 kept */
 };
 
 /** Writes the snapshot at once; returns its id or -1. */
@@ -280,6 +281,13 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 };
+/**
+ * The time to give snap_plant_opts.since: the file systems' own clock. A
+ * file's ctime is stamped from the kernel's coarse clock, which lags
+ * CLOCK_REALTIME by up to a tick; from the fine clock, a change made
+ * within that tick of the start was not seen as a change.
+ */
+int64_t snap_plant_clock(void);
 
 struct snap_plant_result {
 	struct strv alerts;       /* one line per thing found and done */
@@ -376,8 +384,9 @@ struct snap_result {
 	int64_t session;
 	char *commit;             /* NULL when only a tree was written */
 	char *tree;
+	char *modes;              /* the real modes recorded beside the tree */
 	int64_t files_changed;    /* paths differing from the session's start
-	                             (the first: from HEAD) */
+	                             (the first: from the project's last snapshot) */
 	bool unchanged;           /* if_changed and the tree was the last one */
 	char **warnings;          /* files git could not read, ... */
 	size_t nwarnings;
@@ -427,6 +436,9 @@ void snap_session_wait_ref(struct snap_session *);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);
+/** Where what keeping the snapshots within [snapshots] max_size did is said (one line each). */
+void snap_session_set_notice(struct snap_session *,
+    void (*)(void *arg, const char *message), void *arg);
 /** True while a snapshot runs or waits. */
 bool snap_session_busy(struct snap_session *);
 
@@ -480,9 +492,12 @@ int snap_undo(struct store *, const struct config *, int64_t session,
     const struct snap_undo_opts *, char **cause);
 /**
  * Deletes the snapshot refs of sessions no longer in the store and the
- * shadow repositories no session uses; returns how many refs went.
+ * own repositories no session uses, then packs and prunes every one still
+ * used and keeps it within [snapshots] max_size (MESSAGES gets a line per
+ * thing to tell); returns how many refs went.
  */
-int snap_gc(struct store *, char **cause);
+int snap_gc(struct store *, const struct config *, struct strv *messages,
+    char **cause);
 
 /* Config diffs: the changes in a session's config overlays (snap-confdiff.c). */
 

@@ -234,7 +234,8 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 		util_fmt_time(when, sizeof when, sn->created_at);
 		tui_screen_printf(t->scr, 0, y, area->sx, i == t->snap_sel ?
 		    TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
-		    "  %s %-7s %-10.10s files %-4lld %s", when, sn->kind,
+		    "  %s %-7s %-10.10s files %-4lld %s", when,
+		    sn->dropped_at != 0 ? "dropped" : sn->kind,
 		    sn->commit != NULL ? sn->commit : "-",
 		    (long long)sn->files_changed, sn->label != NULL ? sn->label :
 		    "");

@@ -92,7 +92,9 @@ test_valid(void **state)
 	    "[proxy]\n"
 	    "connect_timeout = 5\n"
 	    "connect_to = api.mine.dev:443:127.0.0.1:8443\n"
-	    "record_bodies = 64K\n", &ps);
+	    "record_bodies = 64K\n"
+	    "[snapshots]\n"
+	    "max_size = 512M\n", &ps);
 	assert_int_equal(ps.n, 0);
 	assert_non_null(cf);
 	assert_int_equal(cf->on_unknown, CONFIG_DENY);
@@ -117,6 +119,14 @@ test_valid(void **state)
 	assert_int_equal(cf->proxy.connect_timeout, 5);
 	assert_int_equal(cf->proxy.connect_to.n, 1);
 	assert_int_equal(cf->proxy.max_body_record, 65536);
+	assert_int_equal(cf->snapshots.max_size, 512LL << 20);
+	config_free(cf);
+	/* No limit at all, and the default. */
+	cf = load("[snapshots]\nmax_size = off\n", &ps);
+	assert_int_equal(cf->snapshots.max_size, 0);
+	config_free(cf);
+	cf = load("", &ps);
+	assert_int_equal(cf->snapshots.max_size, 2LL << 30);
 	config_free(cf);
 }
 
@@ -172,6 +182,7 @@ test_bad_values(void **state)
 	expect_problem("[policy]\non_unknown = maybe\n", 2, "ask");
 	expect_problem("\n[policy]\nprompt_timeout = soon\n", 3, "duration");
 	expect_problem("[limits]\nmemory = lots\n", 2, "size");
+	expect_problem("[snapshots]\nmax_size = big\n", 2, "size");
 	expect_problem("[limits]\npids = 2\n", 2, "out of range");
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
 	expect_problem("[proxy]\nconnect_to = nonsense\n", 2, "HOST:PORT");

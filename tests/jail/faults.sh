@@ -74,7 +74,8 @@ kill9() {
 	[ "$st" = crashed ] && ok "kill -9: the session is marked crashed" || bad "kill -9: the session is '$st'"
 	n=$(db "select count(*) from requests where path like '/k%'")
 	[ "$n" -gt 0 ] && ok "kill -9: $n requests were recorded before it" || bad "kill -9: no requests recorded"
-	(cd "$P" && git rev-list --objects "refs/agentmux/sessions/$(db 'select max(id) from sessions')" |
+	own=$(ls -d "$XDG_DATA_HOME"/agentmux/shadow/*/ | head -n 1)
+	(export GIT_DIR="$own"; git rev-list --objects "refs/agentmux/sessions/$(db 'select max(id) from sessions')" |
 		cut -d' ' -f1 | git cat-file --batch-check | grep -q missing) &&
 		bad "kill -9: the snapshots lack objects" || ok "kill -9: the snapshots are whole"
 	out=$("$AMX" undo last 2>&1)

@@ -147,6 +147,7 @@ during_session() {
 }
 
 # A loose object forged (another's bytes under a name), a link and a FIFO in the jail's objects.
+# (Landlock refuses the FIFO where the kernel has it: tests/jail/snap.sh *planted*.)
 forged_objects() {
 	fresh_repo
 	ln -sf "$T/outside/secret.txt" "$T/outside/link-target" 2>/dev/null
@@ -158,7 +159,9 @@ forged_objects() {
 	    ln -s '"$HOME"'/.ssh/id_rsa .git/objects/aa/$(printf "%038d" 0) 2>/dev/null ||
 	    { mkdir -p .git/objects/aa; ln -s '"$HOME"'/.ssh/id_rsa \
 	    .git/objects/aa/$(printf "%038d" 0); };
-	    mkdir -p .git/objects/bb; mkfifo .git/objects/bb/$(printf "%038d" 1);
+	    mkdir -p .git/objects/bb;
+	    mkfifo .git/objects/bb/$(printf "%038d" 1) 2>/dev/null ||
+	    echo "NO FIFO";
 	    echo OTHER $other'
 	other=$(printf '%s\n' "$OUT" | sed -n 's/^OTHER //p')
 	[ -n "$other" ] && ok || bad "the forging did not run: $OUT"

@@ -6,6 +6,8 @@
  */
 #include <sys/stat.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +225,42 @@ test_watch(void **state)
 	snap_plant_result_free(&res);
 }
 
+/*
+ * A watched file changed at once after the start: its ctime comes from the
+ * kernel's coarse clock, up to a tick behind the fine one, so a start
+ * taken from the fine clock missed it (an agent that wrote .envrc first
+ * thing went unflagged; jail-plant saw it under load).
+ */
+static void
+test_watch_at_once(void **state)
+{
+	char *const watch[] = { (char *)".envrc" };
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *cause = NULL, *path;
+	int i, missed = 0, fd;
+
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = dir;
+	o.watch = watch;
+	o.nwatch = 1;
+	path = xprintf("%s/.envrc", proj);
+	for (i = 0; i < 50; i++) {
+		unlink(path);
+		o.since = snap_plant_clock();
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+			fail_msg("open %s: %s", path, strerror(errno));
+		close(fd);
+		snap_plant_result_init(&res);
+		assert_int_equal(snap_plant_scan(&o, &res, &cause), 0);
+		missed += res.watched.n == 0;
+		snap_plant_result_free(&res);
+	}
+	free(path);
+	assert_int_equal(missed, 0);
+}
+
 int
 main(void)
 {
@@ -238,6 +276,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_at_once, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
