@@ -157,6 +157,9 @@ void snap_env_plain(struct strv *env);
 /* Runs git (ARGV) in / with that environment, to the end; its exit status in *STATUS, -1 with *CAUSE if it could not run. */
 int snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
     int *status, char **cause);
+/* The same with INPUT (LEN bytes) on its standard input. */
+int snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause);
 /* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
 int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */

@@ -263,23 +263,12 @@ snap_nested_list(const struct buf *text, struct buf *out)
 {
 	char *argv[] = { "git", "config", "--file", "-", "--null", "--list",
 	    NULL };
-	struct snap_proc_opts o;
-	struct strv env;
 	char *cause = NULL;
 	int st, rc;
 
-	snap_env_plain(&env);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = env.v;
-	o.dir = "/";
-	o.out_fd = -1;
-	o.umask = -1;
-	o.input = text->data != NULL ? text->data : "";
-	o.inputlen = text->len;
-	rc = snap_proc_run(&o, out, NULL, &st, &cause);
+	rc = snap_git_outside_input(argv, text->data != NULL ? text->data : "",
+	    text->len, out, NULL, &st, &cause);
 	free(cause);
-	strv_free(&env);
 	return rc == 0 && st == 0 ? 0 : -1;
 }
 

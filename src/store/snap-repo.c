@@ -979,6 +979,13 @@ int
 snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
     int *status, char **cause)
 {
+	return snap_git_outside_input(argv, NULL, 0, out, err, status, cause);
+}
+
+int
+snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause)
+{
 	struct snap_proc_opts o;
 	struct strv env;
 	int rc;
@@ -990,6 +997,8 @@ snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
 	o.dir = "/";
 	o.out_fd = -1;
 	o.umask = -1;
+	o.input = input;
+	o.inputlen = len;
 	rc = snap_proc_run(&o, out, err, status, cause);
 	strv_free(&env);
 	return rc;
