@@ -325,7 +325,10 @@ const char *const *snap_keep_messages(const struct snap_keep *, size_t *n);
 int snap_keep_sync(struct store *, const struct config *cf,
     const char *gitdir, const char *worktree, bool thorough,
     struct strv *messages, char **cause);
-/* Whether GITDIR has loose objects enough to pack. */
+/* Marks a first snapshot's uncompressed pack in GITDIR: the next pack compresses it. */
+#define SNAP_KEEP_MARK "agentmux-recompress"
+void snap_keep_mark_packed(const char *gitdir);
+/* Whether GITDIR has loose objects enough to pack, or a first snapshot's pack. */
 bool snap_keep_due(const char *gitdir);
 /* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
 void snap_keep_detached(const char *gitdir);

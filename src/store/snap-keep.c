@@ -50,6 +50,7 @@ struct snap_keep {
 	bool dropped;
 	bool thorough;            /* gc: fold and prune even without a drop */
 	bool prune;               /* the next fold is followed by a prune */
+	bool recompress;          /* the next fold compresses afresh (a first snapshot's pack) */
 	struct strv messages;
 	void (*done)(void *, const struct snap_keep *);
 	void *arg;
@@ -211,9 +212,41 @@ static void
 snap_keep_fold(struct snap_keep *k)
 {
 	const char *args[] = { "repack", "-A", "-d", "-q", SNAP_KEEP_UNPACK,
-	    NULL };
+	    NULL, NULL };
 
+	if (k->recompress)
+		args[5] = "-F";
+	k->recompress = false;
 	snap_keep_git(k, args, NULL, snap_keep_folded_cb);
+}
+
+/*
+ * Whether GITDIR holds a first snapshot's objects, packed uncompressed,
+ * and takes the mark: a pack of everything that compresses them afresh
+ * (-F: a plain repack would copy their data as it is) follows at once.
+ */
+static bool
+snap_keep_take_mark(const char *gitdir)
+{
+	char *p = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	bool marked = unlink(p) == 0;
+
+	free(p);
+	return marked;
+}
+
+void
+snap_keep_mark_packed(const char *gitdir)
+{
+	char *p = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	int fd;
+
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1)
+		log_debug("cannot write %s: %s", p, strerror(errno));
+	else
+		close(fd);
+	free(p);
 }
 
 static void
@@ -408,7 +441,9 @@ snap_keep_count_cb(struct snap_proc *p, void *arg)
 	k->loose = snap_keep_field(out, "count");
 	k->loose_bytes = snap_keep_field(out, "size") * 1024;
 	k->packs = snap_keep_field(out, "packs");
-	if (k->loose >= SNAP_KEEP_LOOSE || k->loose_bytes >= SNAP_KEEP_LOOSE_BYTES)
+	if ((k->recompress = snap_keep_take_mark(k->repo->gitdir)))
+		snap_keep_fold(k);
+	else if (k->loose >= SNAP_KEEP_LOOSE || k->loose_bytes >= SNAP_KEEP_LOOSE_BYTES)
 		snap_keep_git(k, args, NULL, snap_keep_packed_cb);
 	else if (k->packs >= SNAP_KEEP_PACKS)
 		snap_keep_fold(k);
@@ -496,6 +531,11 @@ snap_keep_due(const char *gitdir)
 	DIR *d;
 	int i;
 
+	dir = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	i = access(dir, F_OK);
+	free(dir);
+	if (i == 0)
+		return true;
 	for (i = 0; i < 256 && n < SNAP_KEEP_LOOSE &&
 	    bytes < SNAP_KEEP_LOOSE_BYTES; i++) {
 		dir = xprintf("%s/objects/%02x", gitdir, i);
@@ -524,10 +564,16 @@ snap_keep_detached(const char *gitdir)
 	char *cause = NULL, *dir;
 	int st;
 	char *argv[] = { "sh", "-c", "\"$@\" </dev/null >/dev/null 2>&1 &",
-	    "sh", "nice", "-n", "10", "git", "repack", "-d", "-q", NULL };
+	    "sh", "nice", "-n", "10", "git", "repack", "-d", "-q", NULL, NULL,
+	    NULL, NULL };
 
 	if (!snap_keep_due(gitdir))
 		return;
+	if (snap_keep_take_mark(gitdir)) {
+		argv[11] = "-A";
+		argv[12] = "-F";
+		argv[13] = SNAP_KEEP_UNPACK;
+	}
 	/* The shell puts git in the background and ends: git outlives agentmux. */
 	snap_env_plain(&env);
 	dir = xprintf("GIT_DIR=%s", gitdir);

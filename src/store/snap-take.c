@@ -34,6 +34,7 @@ struct snap_take {
 	bool record_refs;
 	bool frozen;              /* the session's frozen ignore rules, not the tree's own */
 	bool freeze;              /* a start snapshot: freeze the rules it was taken with */
+	bool bulk;                /* no stat cache: every file is hashed and written (into one pack) */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
@@ -1097,17 +1098,51 @@ snap_take_round_begin(struct snap_take *t)
 		t->add_since = time(NULL);
 }
 
+/*
+ * The add of a first snapshot, which wrote its objects into one pack: a
+ * file that shrank while git streamed it makes git give up (where a loose
+ * object would have been an error for that file only), so a failure is
+ * retried the usual way. What the pack holds is compressed by the next
+ * background pack.
+ */
+static void
+snap_take_bulk_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	int st = snap_proc_status(p);
+
+	t->bulk = false;
+	if (st == 0 || st == 1) {
+		snap_keep_mark_packed(t->repo->gitdir);
+		snap_take_add_cb(p, arg);
+		return;
+	}
+	log_debug("%s", snap_proc_err(p)->data != NULL ? snap_proc_err(p)->data :
+	    "git add into a pack failed");
+	t->pending--;
+	snap_take_reap(t, p);
+	snap_take_add(t);
+}
+
 /* git add -A with the project's ignore rules as they are (a start or standalone snapshot). */
 static void
 snap_take_add(struct snap_take *t)
 {
 	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
 	    NULL };
+	/*
+	 * Nothing is cached yet: every file is hashed and written. Streamed
+	 * into one pack (every file is over the threshold), uncompressed,
+	 * it costs a write per file instead of a file per object.
+	 */
+	const char *bulk[] = { "-c", "core.bigFileThreshold=1", "-c",
+	    "core.compression=0", "add", "-A", "--ignore-errors", "--verbose",
+	    NULL };
 
 	snap_take_round_begin(t);
 	t->next = snap_take_live_done;
-	snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
-	    snap_take_add_cb);
+	snap_take_spawn(t, SNAP_ENV_TREE, t->bulk ? bulk : args, NULL,
+	    snap_take_line, t->bulk ? snap_take_bulk_cb : snap_take_add_cb);
 	snap_take_step(t);
 }
 
@@ -1525,6 +1560,7 @@ snap_take_start(struct event_base *base, struct store *st,
 		snap_take_free(t);
 		return NULL;
 	}
+	t->bulk = fresh && access(repo->index, F_OK) != 0;
 	t->starting = true;
 	snap_take_begin(t, fresh);
 	t->starting = false;

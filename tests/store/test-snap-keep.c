@@ -262,6 +262,122 @@ test_pack(void **state)
 	config_free(cf);
 }
 
+/* 300 files of base64 text (zlib makes them a quarter smaller) in 3 dirs. */
+static void
+first_files(void)
+{
+	test_sh_ok("for d in 0 1 2; do mkdir -p src/$d; i=0; while [ $i -lt 100 ]; "
+	    "do head -c 6000 /dev/urandom | base64 > src/$d/f$i.txt; "
+	    "i=$((i + 1)); done; done");
+}
+
+/* The snapshot's files are the project's, byte for byte. */
+static void
+first_same(void)
+{
+	test_sh_ok("rm -rf ../check && mkdir ../check && GIT_DIR=$OWN git archive "
+	    "\"$(GIT_DIR=$OWN git for-each-ref --format='%%(objectname)' "
+	    "refs/agentmux/sessions/)\" | tar -x -C ../check && diff -r src "
+	    "../check/src");
+}
+
+static int
+first_loose(void)
+{
+	char *out = test_sh_out("find $OWN/objects -path "
+	    "'*/objects/[0-9a-f][0-9a-f]/*' -type f | wc -l");
+	int n = atoi(out);
+
+	free(out);
+	return n;
+}
+
+/*
+ * A project's first snapshot (no stat cache: every file hashed and
+ * written) streams its objects into one pack, uncompressed, instead of a
+ * file per object; the background pack compresses them afresh, so that
+ * they take no more room than loose objects packed would.
+ */
+static void
+test_first(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	char *cause = NULL;
+	long long before = 0, size = 0;
+	int64_t id;
+	int i;
+
+	st = store_open(NULL, &cause);
+	first_files();
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	assert_non_null(ss);
+	take(base, ss, "start");
+	first_same();
+	assert_true(first_loose() < 20);
+	test_sh_ok("ls $OWN/objects/pack/*.pack >/dev/null && test -f "
+	    "$OWN/" SNAP_KEEP_MARK);
+	before = on_disk();
+	assert_true(before > 300 * 7000);
+	test_sh_ok("echo more >> src/0/f1.txt");
+	take(base, ss, "end");
+	snap_session_free(ss);
+	store_session_end(st, id, "exited", 0, NULL);
+	/* A process of its own packs and compresses everything. */
+	for (i = 0; i < 600; i++) {
+		size = on_disk();
+		if (size < before * 85 / 100 && test_sh("test -f $OWN/"
+		    SNAP_KEEP_MARK) != 0)
+			break;
+		usleep(200000);
+	}
+	if (i == 600)
+		fail_msg("the first snapshot was not compressed in 2 minutes: "
+		    "%lld bytes of %lld", size, before);
+	test_sh_ok("GIT_DIR=$OWN git fsck --no-dangling >/dev/null 2>&1");
+	first_same();
+	event_base_free(base);
+	store_close(st);
+	config_free(cf);
+}
+
+/*
+ * When git cannot write that pack (here its dir is a file; a file that
+ * shrank while git read it is another way), the first snapshot is taken
+ * with loose objects, the usual way, and is whole.
+ */
+static void
+test_first_fallback(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	char *cause = NULL;
+	int64_t id;
+
+	st = store_open(NULL, &cause);
+	first_files();
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	assert_non_null(ss);
+	test_sh_ok("rmdir $OWN/objects/pack && touch $OWN/objects/pack");
+	take(base, ss, "start");
+	test_sh_ok("rm $OWN/objects/pack && mkdir $OWN/objects/pack");
+	first_same();
+	assert_true(first_loose() >= 300);
+	test_sh_ok("test ! -f $OWN/" SNAP_KEEP_MARK);
+	test_sh_ok("GIT_DIR=$OWN git fsck --no-dangling >/dev/null 2>&1");
+	snap_session_free(ss);
+	store_session_end(st, id, "exited", 0, NULL);
+	event_base_free(base);
+	store_close(st);
+	config_free(cf);
+}
+
 int
 main(void)
 {
@@ -270,6 +386,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_budget_nothing, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first_fallback, setup,
+		    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
