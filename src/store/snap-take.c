@@ -1113,7 +1113,9 @@ snap_take_bulk_cb(struct snap_proc *p, void *arg)
 
 	t->bulk = false;
 	if (st == 0 || st == 1) {
-		snap_keep_mark_packed(t->repo->gitdir);
+		/* Nothing added (an empty project): no pack was written. */
+		if (t->files > 0)
+			snap_keep_mark_packed(t->repo->gitdir);
 		snap_take_add_cb(p, arg);
 		return;
 	}
