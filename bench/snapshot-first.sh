@@ -10,8 +10,9 @@
 #   agentmux              agentmux snapshot with an empty data dir
 # on a 10,000-file, ~100 MiB repository like the anchor's (a packed commit
 # plus 200 untracked files). Goal: agentmux <= 1.2x git add -A into a
-# fresh index.
-# Usage: bench/snapshot-first.sh [AGENTMUX]   (RUNS, NFILES, TOTAL_MIB)
+# fresh index. OTHER=another agentmux (e.g. main's build) adds it as
+# agentmux-other, in the same run.
+# Usage: bench/snapshot-first.sh [AGENTMUX]   (RUNS, NFILES, TOTAL_MIB, OTHER)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 amx=${1:-$root/build/src/agentmux}
@@ -30,6 +31,23 @@ repo=$tmp/repo
 export XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run"
 mkdir -p "$repo" "$XDG_CONFIG_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
+
+# Before each agentmux run: the last run's background pack (a git working
+# in the data dir, which outlives agentmux) is waited for, so that no run
+# pays for the one before it; then the data dir goes.
+cat >"$tmp/fresh-data" <<EOF
+#!/bin/sh
+while for p in /proc/[0-9]*; do readlink \$p/cwd; done 2>/dev/null |
+    grep -q "^$tmp/data"; do sleep 0.2; done
+rm -rf "$tmp/data"
+EOF
+chmod +x "$tmp/fresh-data"
+set --
+if [ -n "${OTHER:-}" ]; then
+	cp "$OTHER" "$tmp/agentmux-other"
+	set -- -n agentmux-other --prepare "$tmp/fresh-data" \
+	    "env XDG_DATA_HOME=$tmp/data $tmp/agentmux-other snapshot -C $repo"
+fi
 
 # Text files of base64 lines, 2..18 KiB (mean ~ TOTAL_MIB / NFILES), in 100 dirs.
 python3 - "$repo" "$nfiles" "$mib" <<'EOF'
@@ -60,8 +78,8 @@ hyperfine -N --style none --warmup 1 --runs "$runs" \
     "env GIT_INDEX_FILE=$tmp/fresh.idx git add -A" \
     -n git-add-fresh-repo --prepare "sh -c 'rm -rf $tmp/fresh.git && git init -q --bare $tmp/fresh.git'" \
     "env GIT_DIR=$tmp/fresh.git GIT_WORK_TREE=$repo GIT_INDEX_FILE=$tmp/fresh.git/index git add -A" \
-    -n agentmux --prepare "rm -rf $tmp/data" \
-    "env XDG_DATA_HOME=$tmp/data $amx snapshot -C $repo" >/dev/null
+    -n agentmux --prepare "$tmp/fresh-data" \
+    "env XDG_DATA_HOME=$tmp/data $amx snapshot -C $repo" "$@" >/dev/null
 python3 - "$tmp/h.json" <<'EOF'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
@@ -70,8 +88,24 @@ for name, x in r.items():
     print("RESULT snap-first.%s median=%.1f min=%.1f max=%.1f runs=%d unit=ms"
           % (name, x["median"] * 1000, t[0] * 1000, t[-1] * 1000, len(t)))
 a = r["agentmux"]["median"]
-for base in ("git-add-fresh-index", "git-add-fresh-repo"):
+for base in ("git-add-fresh-index", "git-add-fresh-repo", "agentmux-other"):
+    if base not in r:
+        continue
     print("RESULT snap-first.agentmux-vs-%s median=%.2f runs=derived unit=x%s"
           % (base, a / r[base]["median"], " note=goal<=1.2" if base ==
              "git-add-fresh-index" else ""))
 EOF
+
+# Disk use: the own repository's objects once the background pack is over.
+disk() {
+	"$tmp/fresh-data"
+	env XDG_DATA_HOME="$tmp/data" "$2" snapshot -C "$repo" >/dev/null
+	sleep 1
+	while for p in /proc/[0-9]*; do readlink "$p/cwd"; done 2>/dev/null |
+	    grep -q "^$tmp/data"; do sleep 0.2; done
+	echo "RESULT snap-first.$1-disk-after-pack" \
+	    "size=$(du -sk "$tmp"/data/agentmux/shadow/*/objects | cut -f1)" \
+	    "unit=KiB"
+}
+disk agentmux "$amx"
+[ -z "${OTHER:-}" ] || disk agentmux-other "$tmp/agentmux-other"

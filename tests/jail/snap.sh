@@ -17,6 +17,25 @@ own() {
 	ls -d "$XDG_DATA_HOME"/agentmux/shadow/proj-*/ 2>/dev/null | head -n 1
 }
 
+# Every object of the own repository made loose: a first snapshot streams
+# its objects into a pack, which a background git compresses after the
+# session (waited for here, 2 minutes at most).
+own_unpack() {
+	g=$(own)
+	i=0
+	while [ $i -lt 600 ] && for p in /proc/[0-9]*; do readlink "$p/cwd"; done 2>/dev/null |
+	    grep -q "^${g%/}"; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	for p in "$g"objects/pack/*.pack; do
+		[ -f "$p" ] || continue
+		mv "$p" "$T/own.pack" && rm -f "${p%.pack}".*
+		GIT_DIR=$g git unpack-objects -q <"$T/own.pack" || bad "cannot unpack $p"
+		rm -f "$T/own.pack"
+	done
+}
+
 # A fresh project: a tracked file, a subdir, committed.
 fresh() {
 	rm -rf "$P"
@@ -110,6 +129,7 @@ own_object_damaged() {
 	jrun -- sh -c 'printf "agent\n" >src/a.txt'
 	start=$("$AMX" snapshots last --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["tree"])')
 	b=$(GIT_DIR=$(own) git rev-parse "$start:src/a.txt")
+	own_unpack
 	f="$(own)objects/$(echo "$b" | cut -c1-2)/$(echo "$b" | cut -c3-)"
 	if [ ! -f "$f" ]; then
 		bad "damaged: the object is not loose: $f"
