@@ -191,5 +191,5 @@ main(void)
 		cmocka_unit_test(test_gc_bad_duration),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

@@ -365,5 +365,5 @@ main(void)
 		cmocka_unit_test(test_parse_key),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

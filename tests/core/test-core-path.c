@@ -212,5 +212,5 @@ main(void)
 		cmocka_unit_test(test_find_exec),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

@@ -16,6 +16,21 @@
 #include "core/core.h"
 #include "testlib.h"
 
+int test_skipped;
+
+int
+test_exit(int failed)
+{
+	if (failed != 0)
+		return failed;
+	if (test_skipped != 0) {
+		fprintf(stderr, "%d test(s) skipped: reported as SKIP\n",
+		    test_skipped);
+		return 77;
+	}
+	return 0;
+}
+
 char *
 test_tmpdir(const char *tag)
 {

@@ -272,5 +272,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

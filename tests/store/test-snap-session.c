@@ -380,5 +380,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

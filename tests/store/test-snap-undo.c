@@ -727,5 +727,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -647,5 +647,5 @@ main(void)
 		cmocka_unit_test(test_budget),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }
