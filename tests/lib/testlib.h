@@ -39,6 +39,17 @@ int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void test_sh_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A shell command line's standard output ("" if none); caller frees. */
 char *test_sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Fixtures (group or per test): test_dir_setup makes a scratch dir,
+ * test_dir, with the XDG dirs isolated in it; test_proj_setup also makes
+ * test_dir/proj, test_proj, and enters it. Their teardowns undo that.
+ */
+extern char *test_dir;
+extern char *test_proj;
+int test_dir_setup(void **state);
+int test_dir_teardown(void **state);
+int test_proj_setup(void **state);
+int test_proj_teardown(void **state);
 /* Tests skipped so far in this binary (test_skip counts them). */
 extern int test_skipped;
 /* Skips the running test with a reason; the binary then exits 77. */

@@ -14,28 +14,10 @@
 #include "lib/testlib.h"
 #include "store/store.h"
 
-static char *dir;
-
-static int
-setup(void **state)
-{
-	dir = test_tmpdir("store");
-	test_isolate(dir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	test_rmtree(dir);
-	free(dir);
-	return 0;
-}
-
 static char *
 db_path(const char *name)
 {
-	return xprintf("%s/%s", dir, name);
+	return xprintf("%s/%s", test_dir, name);
 }
 
 static struct store *
@@ -158,7 +140,7 @@ static void
 test_default_location(void **state)
 {
 	struct store *st = open_or_fail(NULL);
-	char *expect = xprintf("%s/data/agentmux/agentmux.db", dir);
+	char *expect = xprintf("%s/data/agentmux/agentmux.db", test_dir);
 
 	assert_string_equal(store_path(st), expect);
 	store_close(st);
@@ -647,5 +629,5 @@ main(void)
 		cmocka_unit_test(test_budget),
 	};
 
-	return test_run_group(tests, setup, teardown);
+	return test_run_group(tests, test_dir_setup, test_dir_teardown);
 }
