@@ -66,6 +66,12 @@ char *buf_steal(struct buf *);
 int buf_read_fd(struct buf *, int fd);
 /** Reads the whole file into B; returns -1 with errno on error. */
 int buf_read_file(struct buf *, const char *path);
+/**
+ * Whether the regular files A and B hold the same bytes. Neither is
+ * followed if it is a link, or read if it is not a regular file (a FIFO,
+ * a device): then, or on any error, they are not the same.
+ */
+bool buf_same_file(const char *a, const char *b);
 
 /* ---- string vectors (core-strv.c): NULL-terminated, owned ---- */
 
