@@ -86,6 +86,8 @@ void strv_free(struct strv *);
 void strv_add(struct strv *, const char *);     /* copies */
 void strv_addf(struct strv *, const char *, ...) __attribute__((format(printf, 2, 3)));
 void strv_take(struct strv *, char *);           /* takes ownership */
+/* Sets NAME=VALUE in an environment list, replacing an earlier NAME. */
+void strv_setenv(struct strv *, const char *name, const char *value);
 bool strv_contains(const struct strv *, const char *);
 /** Splits S on whitespace, honouring '...' and "..." quotes and backslashes. */
 int strv_split_words(struct strv *, const char *s, char **cause);

@@ -140,6 +140,24 @@ test_same_file(void **state)
 	free(f);
 }
 
+/* strv_setenv replaces NAME only, not a name it is the start of. */
+static void
+test_setenv(void **state)
+{
+	struct strv env;
+
+	strv_init(&env);
+	strv_add(&env, "PATHX=1");
+	strv_add(&env, "PATH=/bin");
+	strv_setenv(&env, "PATH", "/usr/bin");
+	strv_setenv(&env, "HOME", "/h");
+	assert_int_equal(env.n, 3);
+	assert_string_equal(env.v[0], "PATHX=1");
+	assert_string_equal(env.v[1], "PATH=/usr/bin");
+	assert_string_equal(env.v[2], "HOME=/h");
+	strv_free(&env);
+}
+
 int
 main(void)
 {
@@ -150,6 +168,7 @@ main(void)
 		cmocka_unit_test(test_words),
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_glob),
+		cmocka_unit_test(test_setenv),
 		cmocka_unit_test_setup_teardown(test_same_file, test_dir_setup,
 		    test_dir_teardown),
 	};
