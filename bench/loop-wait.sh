@@ -159,7 +159,8 @@ for ((run = 1; run <= runs; run++)); do
 	tmux -L "$sock" -u -f /dev/null new-session -d -x 160 -y 45 -c "$a" \
 		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
 		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
-		"$amx -C $a -- /usr/bin/python3 probe.py probe.log $port; sleep 60"
+		"echo \$\$ >$work/amx.pid; exec $amx -C $a -- /usr/bin/python3 probe.py probe.log $port"
+	tmux -L "$sock" set-option -g remain-on-exit on
 	wait_for 'probe-ready'
 	for ((i = 0; i < 100; i++)); do grep -q '^req ' "$a/probe.log" 2>/dev/null && break; sleep 0.1; done
 	grep -q '^req ' "$a/probe.log" ||
@@ -184,6 +185,8 @@ for ((run = 1; run <= runs; run++)); do
 	echo "mark $(now) started" >>"$work/sent.log"
 	sleep 0.5
 	tmux -L "$sock" kill-server 2>/dev/null || true
+	# The hang-up ends both sessions; wait for their end snapshots.
+	for ((i = 0; i < 600; i++)); do kill -0 "$(cat "$work/amx.pid")" 2>/dev/null || break; sleep 0.1; done
 	python3 - "$work/sent.log" "$a/probe.log" "$run" <<'EOF'
 import sys
 sent = [l.split() for l in open(sys.argv[1])]
