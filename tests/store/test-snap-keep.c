@@ -300,7 +300,7 @@ test_first(void **state)
 	st = store_open(NULL, &cause);
 	first_files();
 	id = begin(st);
-	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
 	take(base, ss, "start");
 	first_same();
@@ -349,7 +349,7 @@ test_first_fallback(void **state)
 	st = store_open(NULL, &cause);
 	first_files();
 	id = begin(st);
-	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
 	test_sh_ok("rmdir $OWN/objects/pack && touch $OWN/objects/pack");
 	take(base, ss, "start");
