@@ -20,8 +20,8 @@ done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amx-bench-run.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cp "$other" "$tmp/agentmux-other"
-cp "$this" "$tmp/agentmux-this"
+other=$(cd "$(dirname "$other")" && pwd)/$(basename "$other")
+this=$(cd "$(dirname "$this")" && pwd)/$(basename "$this")
 proj=$tmp/proj
 mkdir -p "$proj"
 for n in other this; do
@@ -39,8 +39,8 @@ cd "$proj"
 hyperfine -N --style none --warmup 3 --runs "$runs" \
     --export-json "$tmp/h.json" \
     -n bwrap "$bw" \
-    -n other "$(env_of other) $tmp/agentmux-other run -- true" \
-    -n this "$(env_of this) $tmp/agentmux-this run -- true" >/dev/null
+    -n other "$(env_of other) $other run -- true" \
+    -n this "$(env_of this) $this run -- true" >/dev/null
 python3 - "$tmp/h.json" <<'EOF'
 import json, statistics, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
