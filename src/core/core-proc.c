@@ -344,6 +344,10 @@ proc_pipes(struct proc *p, const struct proc_opts *o, int c[3])
 			c[1] = o->out_fd;
 			continue;
 		}
+		if (i == 2 && o->err_to_out) {
+			c[2] = c[1];
+			continue;
+		}
 		if (pipe2(pp, O_CLOEXEC) == -1)
 			return -1;
 		p->fds[i] = pp[0];
@@ -399,7 +403,7 @@ proc_which(const char *name)
 static pid_t
 proc_spawn(const struct proc_opts *o, int c[3], int *err)
 {
-	const char *exe = proc_which(o->argv[0]);
+	const char *exe = o->exe != NULL ? o->exe : proc_which(o->argv[0]);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	mode_t old = 0;
@@ -451,7 +455,7 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 	p->pid = proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {
 		if (c[i] != -1 && c[i] != o->out_fd &&
-		    !(i == 0 && o->has_in_fd))
+		    !(i == 0 && o->has_in_fd) && !(i == 2 && o->err_to_out))
 			close(c[i]);
 	}
 	if (p->pid == -1)

@@ -482,7 +482,7 @@ struct proc;
 typedef void (*proc_cb)(struct proc *, void *arg);
 
 struct proc_opts {
-	char *const *argv;        /* argv[0] is looked up on PATH */
+	char *const *argv;        /* argv[0] is looked up on PATH (unless EXE) */
 	char *const *env;         /* NULL: this process's environment */
 	const char *dir;          /* working directory, or NULL */
 	const void *input;        /* copied and written to stdin; NULL: /dev/null */
@@ -498,6 +498,8 @@ struct proc_opts {
 	void (*chunk)(void *arg, const char *data, size_t len);
 	void *chunk_arg;
 	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
+	bool err_to_out;          /* stderr goes where stdout goes, read as stdout */
+	const char *exe;          /* what to run, if not argv[0] looked up on PATH */
 };
 
 /*

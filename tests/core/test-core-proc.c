@@ -382,6 +382,35 @@ test_path_lookup(void **state)
 	free(dir);
 }
 
+/*
+ * err_to_out: stderr is read with stdout, in the order written (the
+ * dashboard's text views show both); EXE runs a program under another
+ * argv[0] (the dashboard runs itself as "agentmux").
+ */
+static void
+test_err_to_out_and_exe(void **state)
+{
+	char *argv[] = { "custom-name", "-c",
+	    "echo one; echo two >&2; echo \"$0\"", NULL };
+	struct proc_opts o;
+	struct buf out, err;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.exe = "/bin/sh";
+	o.err_to_out = true;
+	buf_init(&out);
+	buf_init(&err);
+	assert_int_equal(proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_string_equal(out.data != NULL ? out.data : "",
+	    "one\ntwo\ncustom-name\n");
+	assert_int_equal(err.len, 0);
+	buf_free(&out);
+	buf_free(&err);
+}
+
 int
 main(void)
 {
@@ -399,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_input_later_gone),
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
+		cmocka_unit_test(test_err_to_out_and_exe),
 	};
 
 	return test_run_group(tests, NULL, NULL);
