@@ -43,6 +43,7 @@ struct proc {
 	char *what;               /* the command's first words, for the debug log */
 	int64_t started;          /* util_mono_us() at spawn */
 	int timeout;              /* seconds it may take, 0: no limit */
+	size_t err_max;           /* stderr kept up to so many bytes, 0: all */
 };
 
 static void proc_arm(struct proc *);
@@ -106,6 +107,12 @@ proc_read(struct proc *p, int i)
 		n = read(p->fds[i], chunk, sizeof chunk);
 		if (n > 0 && i == 1 && p->chunk != NULL) {
 			p->chunk(p->chunk_arg, chunk, (size_t)n);
+			continue;
+		}
+		if (n > 0 && i == 2 && p->err_max > 0) {
+			if (p->err.len < p->err_max)
+				buf_add(&p->err, chunk, p->err_max - p->err.len <
+				    (size_t)n ? p->err_max - p->err.len : (size_t)n);
 			continue;
 		}
 		if (n > 0) {
@@ -439,6 +446,7 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 	p->line = o->line;
 	p->chunk = o->chunk;
 	p->chunk_arg = o->chunk_arg;
+	p->err_max = o->err_max;
 	p->done = done;
 	p->arg = arg;
 	if (o->input != NULL)

@@ -499,6 +499,7 @@ struct proc_opts {
 	void *chunk_arg;
 	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
 	bool err_to_out;          /* stderr goes where stdout goes, read as stdout */
+	size_t err_max;           /* > 0: stderr kept up to so many bytes */
 	const char *exe;          /* what to run, if not argv[0] looked up on PATH */
 };
 
