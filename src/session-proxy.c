@@ -1,9 +1,7 @@
 /* The proxy in the session layer: one proxy per context, one proxy session per session, its events into the store. */
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,49 +84,73 @@ session_proxy_trim(struct buf *b)
 		b->data[--b->len] = '\0';
 }
 
-/* Runs COMMAND with sh -c and keeps its output, waiting a bounded time. */
+/* Keeps a secret command's output up to SESSION_SECRET_MAX; more is an error. */
+struct session_proxy_out {
+	struct buf *out;
+	bool over;
+};
+
+static void
+session_proxy_chunk(void *arg, const char *data, size_t len)
+{
+	struct session_proxy_out *po = arg;
+
+	if (po->out->len + len > SESSION_SECRET_MAX) {
+		po->over = true;
+		return;
+	}
+	buf_add(po->out, data, len);
+}
+
+/*
+ * Runs COMMAND with sh -c through the child-process runner and keeps its
+ * output; it is killed past SESSION_SECRET_CMD_SECS. Its stderr is not
+ * let onto the terminal (the dashboard owns it): its first line is told
+ * in CAUSE when the command fails.
+ */
 static int
 session_proxy_run(const char *command, struct buf *out, char **cause)
 {
-	struct pollfd pfd;
-	int fds[2], status, waited = 0;
-	char chunk[4096];
-	ssize_t n;
-	pid_t pid;
+	char *argv[] = { "sh", "-c", (char *)command, NULL };
+	struct session_proxy_out po = { out, false };
+	struct proc_opts o;
+	struct buf why, line;
+	char *err = NULL;
+	int status;
 
-	if (pipe2(fds, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
-		*cause = xprintf("cannot run '%s': %s", command, strerror(errno));
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.exe = "/bin/sh";
+	o.out_fd = -1;
+	o.umask = -1;
+	o.chunk = session_proxy_chunk;
+	o.chunk_arg = &po;
+	o.timeout = SESSION_SECRET_CMD_SECS;
+	o.err_max = 512;
+	buf_init(&why);
+	if (proc_run(&o, NULL, &why, &status, &err) == -1) {
+		*cause = xprintf("cannot run '%s': %s", command, err);
+		free(err);
 		return -1;
 	}
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	pfd.fd = fds[0];
-	pfd.events = POLLIN;
-	while (waited < SESSION_SECRET_CMD_SECS * 10 &&
-	    out->len < SESSION_SECRET_MAX) {
-		if (poll(&pfd, 1, 100) == 0) {
-			waited++;
-			continue;
-		}
-		if ((n = read(fds[0], chunk, sizeof chunk)) <= 0)
-			break;
-		buf_add(out, chunk, (size_t)n);
-	}
-	close(fds[0]);
-	if (waited >= SESSION_SECRET_CMD_SECS * 10)
-		kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	if (waited >= SESSION_SECRET_CMD_SECS * 10 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0) {
-		*cause = xprintf("'%s' failed or took over %d s", command,
+	/* Its first line of complaint, escaped, goes into the cause. */
+	buf_init(&line);
+	if (why.len > 0)
+		quote_line_add(&line, why.data, strcspn(why.data, "\n"));
+	buf_free(&why);
+	why = line;
+	if (po.over)
+		*cause = xprintf("'%s' printed more than %d bytes; a secret is "
+		    "one line", command, SESSION_SECRET_MAX);
+	else if (status == 128 + SIGKILL)
+		*cause = xprintf("'%s' took over %d s and was stopped", command,
 		    SESSION_SECRET_CMD_SECS);
-		return -1;
-	}
-	return 0;
+	else if (status != 0)
+		*cause = xprintf("'%s' failed (exit status %d)%s%s", command,
+		    status, why.len > 0 ? ": " : "", why.len > 0 ?
+		    why.data : "");
+	buf_free(&why);
+	return po.over || status != 0 ? -1 : 0;
 }
 
 /*

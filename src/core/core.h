@@ -474,4 +474,66 @@ void config_set_rule_validator(int (*)(const char *verb, const char *text,
 /** Parses a "C-a" style key into the byte it sends; -1 if invalid. */
 int config_parse_key(const char *);
 
+/* ---- child processes (core-proc.c): watched by the event loop ---- */
+
+struct event_base;
+
+struct proc;
+typedef void (*proc_cb)(struct proc *, void *arg);
+
+struct proc_opts {
+	char *const *argv;        /* argv[0] is looked up on PATH (unless EXE) */
+	char *const *env;         /* NULL: this process's environment */
+	const char *dir;          /* working directory, or NULL */
+	const void *input;        /* copied and written to stdin; NULL: /dev/null */
+	size_t inputlen;
+	bool input_later;         /* stdin stays open until proc_input */
+	bool has_in_fd;           /* stdin is IN_FD (a file: the child reads it itself) */
+	int in_fd;
+	int out_fd;               /* >= 0: stdout goes there instead of being read */
+	int umask;                /* >= 0: the child's umask */
+	/* Called with each complete stdout line (without the newline). */
+	void (*line)(void *arg, const char *line, size_t len);
+	/* Called with stdout as it arrives, which is then not kept. */
+	void (*chunk)(void *arg, const char *data, size_t len);
+	void *chunk_arg;
+	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
+	bool err_to_out;          /* stderr goes where stdout goes, read as stdout */
+	size_t err_max;           /* > 0: stderr kept up to so many bytes */
+	const char *exe;          /* what to run, if not argv[0] looked up on PATH */
+};
+
+/*
+ * Spawns OPTS's command; its output is read and its exit noticed through
+ * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
+ * The child is reaped by pid (a pidfd), never by waiting for any child.
+ * NULL with *CAUSE if it cannot be started.
+ */
+struct proc *proc_start(struct event_base *base,
+    const struct proc_opts *, proc_cb done, void *arg,
+    char **cause);
+/*
+ * Gives a command started with input_later the rest of its input; its
+ * stdin is closed once that is written. (Its start-up can overlap with
+ * work that decides what it is told.)
+ */
+void proc_input(struct proc *, const void *data, size_t len);
+/* Exit code, or 128+N for signal N; -1 while running. */
+int proc_status(struct proc *);
+/* What the command wrote; borrowed, NUL-terminated. */
+struct buf *proc_out(struct proc *);
+struct buf *proc_err(struct proc *);
+/* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
+void proc_free(struct proc *);
+/* The same, but it gets SIGTERM and most of a second to clean up first. */
+void proc_term(struct proc *);
+/* Moves a running command's watchers to BASE (to finish it elsewhere). */
+void proc_move(struct proc *, struct event_base *base);
+/*
+ * Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its
+ * output. One that outlives its timeout is killed: *STATUS is then 128+9.
+ */
+int proc_run(const struct proc_opts *, struct buf *out,
+    struct buf *err, int *status, char **cause);
+
 #endif

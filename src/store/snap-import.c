@@ -50,7 +50,7 @@ struct snap_import {
 	uint64_t inflated;          /* bytes inflated so far */
 	struct snap_import_pack *packs;
 	size_t npacks;
-	struct snap_proc *proc;     /* a pack being indexed in the background */
+	struct proc *proc;     /* a pack being indexed in the background */
 	size_t proc_pack;
 	int proc_fd;
 	int64_t loose;              /* objects brought back */
@@ -80,7 +80,7 @@ snap_import_free(struct snap_import *im)
 
 	if (im == NULL)
 		return;
-	snap_proc_free(im->proc);
+	proc_free(im->proc);
 	if (im->proc_fd != -1)
 		close(im->proc_fd);
 	for (i = 0; i < im->npacks; i++)
@@ -451,7 +451,7 @@ snap_import_pack_get(struct snap_import *im, const char *name)
 /* The options that run `git index-pack --stdin` on the host's git dir with FD as its input. */
 static void
 snap_import_index_opts(struct snap_import *im, int fd, struct strv *env,
-    struct snap_proc_opts *o)
+    struct proc_opts *o)
 {
 	static char *argv[] = { "git", "index-pack", "--stdin", NULL };
 
@@ -487,17 +487,17 @@ snap_import_pack_result(struct snap_import *im, struct snap_import_pack *pk,
 }
 
 static void
-snap_import_pack_cb(struct snap_proc *p, void *arg)
+snap_import_pack_cb(struct proc *p, void *arg)
 {
 	struct snap_import *im = arg;
 
 	snap_import_pack_result(im, &im->packs[im->proc_pack],
-	    snap_proc_status(p), snap_proc_err(p));
+	    proc_status(p), proc_err(p));
 	close(im->proc_fd);
 	im->proc_fd = -1;
 	/* Freed here: the runner is done with it once this returns. */
 	im->proc = NULL;
-	snap_proc_free(p);
+	proc_free(p);
 }
 
 /* Imports pack NAME (open as FD) now, or starts it in the background on BASE. */
@@ -505,7 +505,7 @@ static void
 snap_import_pack_run(struct snap_import *im, struct snap_import_pack *pk,
     int fd, struct event_base *base)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv env;
 	struct buf err;
 	char *cause = NULL;
@@ -513,7 +513,7 @@ snap_import_pack_run(struct snap_import *im, struct snap_import_pack *pk,
 
 	snap_import_index_opts(im, fd, &env, &o);
 	if (base != NULL) {
-		im->proc = snap_proc_start(base, &o, snap_import_pack_cb, im,
+		im->proc = proc_start(base, &o, snap_import_pack_cb, im,
 		    &cause);
 		if (im->proc != NULL) {
 			im->proc_pack = (size_t)(pk - im->packs);
@@ -523,7 +523,7 @@ snap_import_pack_run(struct snap_import *im, struct snap_import_pack *pk,
 		}
 	} else {
 		buf_init(&err);
-		if (snap_proc_run(&o, NULL, &err, &st, &cause) == 0)
+		if (proc_run(&o, NULL, &err, &st, &cause) == 0)
 			snap_import_pack_result(im, pk, st, &err);
 		buf_free(&err);
 	}
@@ -632,7 +632,7 @@ snap_import_finish(struct snap_import *im)
 		base = event_base_new();
 		if (base == NULL)
 			fatalx("cannot create an event loop");
-		snap_proc_move(im->proc, base);
+		proc_move(im->proc, base);
 		while (im->proc != NULL)
 			event_base_loop(base, EVLOOP_ONCE);
 		event_base_free(base);

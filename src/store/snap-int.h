@@ -1,4 +1,4 @@
-/* Internals shared by the snapshot files: the async runner, repositories, snapshot jobs. */
+/* Internals shared by the snapshot files: repositories, snapshot jobs. */
 #ifndef AGENTMUX_SNAP_INT_H
 #define AGENTMUX_SNAP_INT_H
 
@@ -12,63 +12,6 @@
 #include "store/store.h"
 
 struct event_base;
-
-/* ---- the async runner (snap-proc.c) ---- */
-
-struct snap_proc;
-typedef void (*snap_proc_cb)(struct snap_proc *, void *arg);
-
-struct snap_proc_opts {
-	char *const *argv;        /* argv[0] is looked up on PATH */
-	char *const *env;         /* NULL: this process's environment */
-	const char *dir;          /* working directory, or NULL */
-	const void *input;        /* copied and written to stdin; NULL: /dev/null */
-	size_t inputlen;
-	bool input_later;         /* stdin stays open until snap_proc_input */
-	bool has_in_fd;           /* stdin is IN_FD (a file: the child reads it itself) */
-	int in_fd;
-	int out_fd;               /* >= 0: stdout goes there instead of being read */
-	int umask;                /* >= 0: the child's umask */
-	/* Called with each complete stdout line (without the newline). */
-	void (*line)(void *arg, const char *line, size_t len);
-	/* Called with stdout as it arrives, which is then not kept. */
-	void (*chunk)(void *arg, const char *data, size_t len);
-	void *chunk_arg;
-	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
-};
-
-/*
- * Spawns OPTS's command; its output is read and its exit noticed through
- * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
- * The child is reaped by pid (a pidfd), never by waiting for any child.
- * NULL with *CAUSE if it cannot be started.
- */
-struct snap_proc *snap_proc_start(struct event_base *base,
-    const struct snap_proc_opts *, snap_proc_cb done, void *arg,
-    char **cause);
-/*
- * Gives a command started with input_later the rest of its input; its
- * stdin is closed once that is written. (Its start-up can overlap with
- * work that decides what it is told.)
- */
-void snap_proc_input(struct snap_proc *, const void *data, size_t len);
-/* Exit code, or 128+N for signal N; -1 while running. */
-int snap_proc_status(struct snap_proc *);
-/* What the command wrote; borrowed, NUL-terminated. */
-struct buf *snap_proc_out(struct snap_proc *);
-struct buf *snap_proc_err(struct snap_proc *);
-/* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
-void snap_proc_free(struct snap_proc *);
-/* The same, but it gets SIGTERM and most of a second to clean up first. */
-void snap_proc_term(struct snap_proc *);
-/* Moves a running command's watchers to BASE (to finish it elsewhere). */
-void snap_proc_move(struct snap_proc *, struct event_base *base);
-/*
- * Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its
- * output. One that outlives its timeout is killed: *STATUS is then 128+9.
- */
-int snap_proc_run(const struct snap_proc_opts *, struct buf *out,
-    struct buf *err, int *status, char **cause);
 
 /* ---- repositories (snap-repo.c) ---- */
 
@@ -168,20 +111,20 @@ int snap_git_plain_io(const char *gitdir, const char *const *args,
 /* Like snap_git, but the command's stdout goes to FD. */
 int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
     int fd, char **cause);
-/* Starts git asynchronously; see snap_proc_start. */
-struct snap_proc *snap_git_start(struct event_base *, struct snap_repo *,
+/* Starts git asynchronously; see proc_start. */
+struct proc *snap_git_start(struct event_base *, struct snap_repo *,
     enum snap_env, const char *const *args, const struct buf *input,
-    void (*line)(void *, const char *, size_t), snap_proc_cb done,
+    void (*line)(void *, const char *, size_t), proc_cb done,
     void *arg, char **cause);
 /*
- * Starts git with its stdin held open: snap_proc_input gives it its input
+ * Starts git with its stdin held open: proc_input gives it its input
  * later, so its start-up overlaps with what decides that input.
  */
-struct snap_proc *snap_git_start_held(struct event_base *,
+struct proc *snap_git_start_held(struct event_base *,
     struct snap_repo *, enum snap_env, const char *const *args,
-    snap_proc_cb done, void *arg, char **cause);
+    proc_cb done, void *arg, char **cause);
 /* git's error output as one line for a message; caller frees. */
-char *snap_git_error(const char *what, struct snap_proc *);
+char *snap_git_error(const char *what, struct proc *);
 /* Copies what is left of IN to OUT; -1 with errno. */
 int snap_copy_fd(int in, int out);
 /* Copies SRC to DST (created 0600); -1 with *CAUSE. */

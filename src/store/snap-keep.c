@@ -37,7 +37,7 @@ struct snap_keep {
 	struct store *st;
 	struct snap_repo *repo;
 	int64_t max_size;
-	struct snap_proc *proc;
+	struct proc *proc;
 	int64_t loose;            /* count-objects: loose objects and their bytes */
 	int64_t loose_bytes;
 	int64_t packs;
@@ -97,7 +97,7 @@ snap_keep_free(struct snap_keep *k)
 	if (k == NULL)
 		return;
 	/* A git command still running is asked to stop: git cleans up after itself. */
-	snap_proc_term(k->proc);
+	proc_term(k->proc);
 	snap_keep_free_cand(k);
 	strv_free(&k->kept);
 	strv_free(&k->messages);
@@ -108,7 +108,7 @@ snap_keep_free(struct snap_keep *k)
 static void
 snap_keep_end(struct snap_keep *k)
 {
-	snap_proc_free(k->proc);
+	proc_free(k->proc);
 	k->proc = NULL;
 	if (k->done != NULL)
 		k->done(k->arg, k);
@@ -120,9 +120,9 @@ snap_keep_end(struct snap_keep *k)
  */
 static void
 snap_keep_git(struct snap_keep *k, const char *const *args,
-    const struct buf *input, snap_proc_cb cb)
+    const struct buf *input, proc_cb cb)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv argv;
 	char *cause = NULL;
 
@@ -144,8 +144,8 @@ snap_keep_git(struct snap_keep *k, const char *const *args,
 		o.input = input->data != NULL ? input->data : "";
 		o.inputlen = input->len;
 	}
-	snap_proc_free(k->proc);
-	k->proc = snap_proc_start(k->base, &o, cb, k, &cause);
+	proc_free(k->proc);
+	k->proc = proc_start(k->base, &o, cb, k, &cause);
 	strv_free(&argv);
 	if (k->proc == NULL) {
 		log_warnx("snapshots of %s: %s", k->repo->worktree, cause);
@@ -156,11 +156,11 @@ snap_keep_git(struct snap_keep *k, const char *const *args,
 
 /* A failed step is logged; what follows is skipped. */
 static bool
-snap_keep_ok(struct snap_keep *k, struct snap_proc *p, const char *what)
+snap_keep_ok(struct snap_keep *k, struct proc *p, const char *what)
 {
 	char *err;
 
-	if (snap_proc_status(p) == 0)
+	if (proc_status(p) == 0)
 		return true;
 	err = snap_git_error(what, p);
 	log_warnx("snapshots of %s: %s", k->repo->worktree, err);
@@ -185,7 +185,7 @@ snap_keep_field(const char *out, const char *name)
 }
 
 static void
-snap_keep_pruned_cb(struct snap_proc *p, void *arg)
+snap_keep_pruned_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 
@@ -195,7 +195,7 @@ snap_keep_pruned_cb(struct snap_proc *p, void *arg)
 
 /* After a drop: a full pack, and unreachable objects past the grace go. */
 static void
-snap_keep_folded_cb(struct snap_proc *p, void *arg)
+snap_keep_folded_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 	const char *args[] = { "prune", SNAP_KEEP_EXPIRE, NULL };
@@ -250,7 +250,7 @@ snap_keep_mark_packed(const char *gitdir)
 }
 
 static void
-snap_keep_refs_cb(struct snap_proc *p, void *arg)
+snap_keep_refs_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 
@@ -310,7 +310,7 @@ snap_keep_drop(struct snap_keep *k)
 
 /* The bytes only the first N candidates hold: what dropping them frees. */
 static void
-snap_keep_unique_cb(struct snap_proc *p, void *arg)
+snap_keep_unique_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 	int64_t unique;
@@ -318,8 +318,8 @@ snap_keep_unique_cb(struct snap_proc *p, void *arg)
 
 	if (!snap_keep_ok(k, p, "rev-list"))
 		return;
-	unique = strtoll(snap_proc_out(p)->data != NULL ?
-	    snap_proc_out(p)->data : "0", NULL, 10);
+	unique = strtoll(proc_out(p)->data != NULL ?
+	    proc_out(p)->data : "0", NULL, 10);
 	if (k->usage - unique <= k->max_size)
 		k->hi = n;
 	else
@@ -385,14 +385,14 @@ snap_keep_plan(struct snap_keep *k)
 }
 
 static void
-snap_keep_usage_cb(struct snap_proc *p, void *arg)
+snap_keep_usage_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 
 	if (!snap_keep_ok(k, p, "rev-list"))
 		return;
-	k->usage = strtoll(snap_proc_out(p)->data != NULL ?
-	    snap_proc_out(p)->data : "0", NULL, 10);
+	k->usage = strtoll(proc_out(p)->data != NULL ?
+	    proc_out(p)->data : "0", NULL, 10);
 	if (k->max_size > 0 && k->usage > k->max_size && !k->dropped)
 		snap_keep_plan(k);
 	else
@@ -417,7 +417,7 @@ snap_keep_usage(struct snap_keep *k)
 }
 
 static void
-snap_keep_packed_cb(struct snap_proc *p, void *arg)
+snap_keep_packed_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
 
@@ -430,10 +430,10 @@ snap_keep_packed_cb(struct snap_proc *p, void *arg)
 }
 
 static void
-snap_keep_count_cb(struct snap_proc *p, void *arg)
+snap_keep_count_cb(struct proc *p, void *arg)
 {
 	struct snap_keep *k = arg;
-	const char *out = snap_proc_out(p)->data;
+	const char *out = proc_out(p)->data;
 	const char *args[] = { "repack", "-d", "-q", NULL };
 
 	if (!snap_keep_ok(k, p, "count-objects"))
@@ -558,7 +558,7 @@ snap_keep_due(const char *gitdir)
 void
 snap_keep_detached(const char *gitdir)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv env;
 	struct buf err;
 	char *cause = NULL, *dir;
@@ -586,7 +586,7 @@ snap_keep_detached(const char *gitdir)
 	o.out_fd = -1;
 	o.umask = 077;
 	buf_init(&err);
-	if (snap_proc_run(&o, NULL, &err, &st, &cause) == -1) {
+	if (proc_run(&o, NULL, &err, &st, &cause) == -1) {
 		log_debug("%s", cause);
 		free(cause);
 	}

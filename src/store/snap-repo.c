@@ -289,7 +289,7 @@ static int
 snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
     char **cause)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv env;
 	struct buf err;
 	int st, rc;
@@ -305,7 +305,7 @@ snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
 	o.out_fd = -1;
 	o.umask = 077;
 	buf_init(&err);
-	rc = snap_proc_run(&o, NULL, &err, &st, cause);
+	rc = proc_run(&o, NULL, &err, &st, cause);
 	strv_free(&env);
 	if (rc == 0 && st != 0) {
 		*cause = xprintf("cannot %s the snapshot repository %s: %s",
@@ -790,7 +790,7 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
     const char *const *args, const struct buf *input, struct buf *out,
     struct buf *err, int out_fd, char **cause)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv argv, env;
 	int st, rc;
 
@@ -811,7 +811,7 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
 		o.input = input->data != NULL ? input->data : "";
 		o.inputlen = input->len;
 	}
-	rc = snap_proc_run(&o, out, err, &st, cause);
+	rc = proc_run(&o, out, err, &st, cause);
 	strv_free(&argv);
 	if (index != NULL)
 		strv_free(&env);
@@ -871,14 +871,14 @@ snap_git_fd(struct snap_repo *r, enum snap_env which, const char *const *args,
 	return st == 0 ? 0 : -1;
 }
 
-static struct snap_proc *
+static struct proc *
 snap_git_spawn(struct event_base *base, struct snap_repo *r,
     enum snap_env which, const char *const *args, const struct buf *input,
     bool input_later, void (*line)(void *, const char *, size_t),
-    snap_proc_cb done, void *arg, char **cause)
+    proc_cb done, void *arg, char **cause)
 {
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	struct strv argv;
 
 	snap_git_argv(&argv, args);
@@ -896,24 +896,24 @@ snap_git_spawn(struct event_base *base, struct snap_repo *r,
 		o.input = input->data != NULL ? input->data : "";
 		o.inputlen = input->len;
 	}
-	p = snap_proc_start(base, &o, done, arg, cause);
+	p = proc_start(base, &o, done, arg, cause);
 	strv_free(&argv);
 	return p;
 }
 
-struct snap_proc *
+struct proc *
 snap_git_start(struct event_base *base, struct snap_repo *r,
     enum snap_env which, const char *const *args, const struct buf *input,
-    void (*line)(void *, const char *, size_t), snap_proc_cb done,
+    void (*line)(void *, const char *, size_t), proc_cb done,
     void *arg, char **cause)
 {
 	return snap_git_spawn(base, r, which, args, input, false, line, done,
 	    arg, cause);
 }
 
-struct snap_proc *
+struct proc *
 snap_git_start_held(struct event_base *base, struct snap_repo *r,
-    enum snap_env which, const char *const *args, snap_proc_cb done,
+    enum snap_env which, const char *const *args, proc_cb done,
     void *arg, char **cause)
 {
 	return snap_git_spawn(base, r, which, args, NULL, true, NULL, done, arg,
@@ -921,9 +921,9 @@ snap_git_start_held(struct event_base *base, struct snap_repo *r,
 }
 
 char *
-snap_git_error(const char *what, struct snap_proc *p)
+snap_git_error(const char *what, struct proc *p)
 {
-	return snap_git_complaint(what, snap_proc_err(p), snap_proc_status(p));
+	return snap_git_complaint(what, proc_err(p), proc_status(p));
 }
 
 int
@@ -936,7 +936,7 @@ int
 snap_git_plain_io(const char *gitdir, const char *const *args,
     const struct buf *input, struct buf *out, char **cause)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv env, argv;
 	struct buf err;
 	int st, rc;
@@ -957,7 +957,7 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 		o.inputlen = input->len;
 	}
 	buf_init(&err);
-	rc = snap_proc_run(&o, out, &err, &st, cause);
+	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
 		*cause = snap_git_complaint(args[0], &err, st);
 		rc = -1;
@@ -986,7 +986,7 @@ int
 snap_git_outside_input(char *const *argv, const char *input, size_t len,
     struct buf *out, struct buf *err, int *status, char **cause)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct strv env;
 	int rc;
 
@@ -999,7 +999,7 @@ snap_git_outside_input(char *const *argv, const char *input, size_t len,
 	o.umask = -1;
 	o.input = input;
 	o.inputlen = len;
-	rc = snap_proc_run(&o, out, err, status, cause);
+	rc = proc_run(&o, out, err, status, cause);
 	strv_free(&env);
 	return rc;
 }

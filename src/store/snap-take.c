@@ -46,7 +46,7 @@ struct snap_take {
 	struct strv unreadable;
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
-	struct snap_proc *procs[6];
+	struct proc *procs[6];
 	int pending;
 	int freezing;             /* the freeze's commands still running (not in PENDING) */
 	bool counted;             /* the count of changed files is in */
@@ -58,8 +58,8 @@ struct snap_take {
 	 * that write it and its ref start with the job, waiting for their
 	 * input, so their start-up is not on the way to the ref.
 	 */
-	struct snap_proc *early_commit;   /* hash-object -t commit -w --stdin */
-	struct snap_proc *early_ref;      /* update-ref --stdin */
+	struct proc *early_commit;   /* hash-object -t commit -w --stdin */
+	struct proc *early_ref;      /* update-ref --stdin */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	struct snap_modes modes;
 	struct buf ignores;       /* freeze: the .gitignore files' text (cat-file --batch) */
@@ -107,9 +107,9 @@ snap_take_free(struct snap_take *t)
 	size_t i;
 
 	for (i = 0; i < nitems(t->procs); i++)
-		snap_proc_free(t->procs[i]);
-	snap_proc_free(t->early_commit);
-	snap_proc_free(t->early_ref);
+		proc_free(t->procs[i]);
+	proc_free(t->early_commit);
+	proc_free(t->early_ref);
 	free(t->kind);
 	free(t->label);
 	free(t->prev_tree);
@@ -140,20 +140,20 @@ snap_take_oidlen(struct snap_take *t)
 
 /* Slot I's process is done with; frees it. */
 static void
-snap_take_reap(struct snap_take *t, struct snap_proc *p)
+snap_take_reap(struct snap_take *t, struct proc *p)
 {
 	size_t i;
 
 	for (i = 0; i < nitems(t->procs); i++) {
 		if (t->procs[i] == p) {
-			snap_proc_free(p);
+			proc_free(p);
 			t->procs[i] = NULL;
 		}
 	}
 }
 
 static void
-snap_take_track(struct snap_take *t, struct snap_proc *p)
+snap_take_track(struct snap_take *t, struct proc *p)
 {
 	size_t i;
 
@@ -182,39 +182,39 @@ snap_take_error(struct snap_take *t, char *error)
  * start (its step runs a command of its own instead). True if so.
  */
 static bool
-snap_take_early_died(struct snap_take *t, struct snap_proc *p)
+snap_take_early_died(struct snap_take *t, struct proc *p)
 {
-	struct snap_proc **slot = p == t->early_commit ? &t->early_commit :
+	struct proc **slot = p == t->early_commit ? &t->early_commit :
 	    p == t->early_ref ? &t->early_ref : NULL;
 
 	if (slot == NULL)
 		return false;
-	log_debug("%s", snap_proc_err(p)->data != NULL ?
-	    snap_proc_err(p)->data : "an early git command ended");
+	log_debug("%s", proc_err(p)->data != NULL ?
+	    proc_err(p)->data : "an early git command ended");
 	*slot = NULL;
-	snap_proc_free(p);
+	proc_free(p);
 	return true;
 }
 
 /* Gives the early command in *SLOT its input and makes it a step of the job. */
 static void
-snap_take_feed(struct snap_take *t, struct snap_proc **slot,
+snap_take_feed(struct snap_take *t, struct proc **slot,
     const struct buf *in)
 {
-	struct snap_proc *p = *slot;
+	struct proc *p = *slot;
 
 	*slot = NULL;
 	snap_take_track(t, p);
-	snap_proc_input(p, in->data, in->len);
+	proc_input(p, in->data, in->len);
 }
 
 /* Starts a git step; false (with t->error set) if it cannot run. */
 static bool
 snap_take_spawn(struct snap_take *t, enum snap_env env,
     const char *const *args, const struct buf *input,
-    void (*line)(void *, const char *, size_t), snap_proc_cb cb)
+    void (*line)(void *, const char *, size_t), proc_cb cb)
 {
-	struct snap_proc *p;
+	struct proc *p;
 	char *cause = NULL;
 
 	p = snap_git_start(t->base, t->repo, env, args, input, line, cb, t,
@@ -455,9 +455,9 @@ snap_take_finished(struct snap_take *t)
 }
 
 static char *
-snap_take_oid(struct snap_proc *p)
+snap_take_oid(struct proc *p)
 {
-	struct buf *out = snap_proc_out(p);
+	struct buf *out = proc_out(p);
 
 	if (out->data == NULL)
 		return xstrdup("");
@@ -467,14 +467,14 @@ snap_take_oid(struct snap_proc *p)
 /* ---- the commit and its ref ---- */
 
 static void
-snap_take_update_ref_cb(struct snap_proc *p, void *arg)
+snap_take_update_ref_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	if (snap_take_early_died(t, p))
 		return;
 	t->pending--;
-	if (snap_proc_status(p) != 0)
+	if (proc_status(p) != 0)
 		snap_take_error(t, snap_git_error("update-ref", p));
 	snap_take_reap(t, p);
 	snap_take_step(t);
@@ -485,7 +485,7 @@ static const char *const snap_take_update_ref[] = { "update-ref", "--stdin",
 
 /* The commit is written: its ref, and the chain's (a ref per snapshot keeps it whatever happens to the others). */
 static void
-snap_take_commit_cb(struct snap_proc *p, void *arg)
+snap_take_commit_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 	struct buf in;
@@ -493,7 +493,7 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 	if (snap_take_early_died(t, p))
 		return;
 	t->pending--;
-	if (snap_proc_status(p) != 0) {
+	if (proc_status(p) != 0) {
 		snap_take_error(t, snap_git_error("hash-object", p));
 		snap_take_reap(t, p);
 		snap_take_step(t);
@@ -520,17 +520,17 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 }
 
 static void
-snap_take_count_cb(struct snap_proc *p, void *arg)
+snap_take_count_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
-	struct buf *out = snap_proc_out(p);
+	struct buf *out = proc_out(p);
 	size_t i;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0) {
+	if (proc_status(p) != 0) {
 		/* The tree it counts from is gone (dropped): count it all. */
-		log_debug("%s", snap_proc_err(p)->data != NULL ?
-		    snap_proc_err(p)->data : "diff-tree failed");
+		log_debug("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "diff-tree failed");
 		t->changed = t->entries >= 0 ? t->entries : 0;
 	} else {
 		for (i = 0, t->changed = 0; i < out->len; i++)
@@ -666,13 +666,13 @@ snap_take_have_tree(struct snap_take *t)
 /* ---- the tree, the modes, and (at the start) the ignore rules ---- */
 
 static void
-snap_take_write_tree_cb(struct snap_proc *p, void *arg)
+snap_take_write_tree_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 	char *cached = NULL;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0) {
+	if (proc_status(p) != 0) {
 		snap_take_error(t, snap_git_error("write-tree", p));
 		snap_take_reap(t, p);
 		snap_take_step(t);
@@ -717,16 +717,16 @@ snap_take_cached_tree(struct snap_take *t)
 }
 
 static void
-snap_take_modes_cb(struct snap_proc *p, void *arg)
+snap_take_modes_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
-	struct buf *out = snap_proc_out(p);
+	struct buf *out = proc_out(p);
 
 	t->pending--;
 	/* Exit 1: a path went meanwhile; what find saw is kept. */
-	if (snap_proc_status(p) != 0 && snap_proc_status(p) != 1)
+	if (proc_status(p) != 0 && proc_status(p) != 1)
 		snap_take_error(t, xprintf("cannot read the modes of the files: "
-		    "find exited %d", snap_proc_status(p)));
+		    "find exited %d", proc_status(p)));
 	snap_modes_from_find(&t->modes, (mode_t)t->repo->umask, out->data,
 	    out->len);
 	snap_take_reap(t, p);
@@ -741,8 +741,8 @@ snap_take_modes_cb(struct snap_proc *p, void *arg)
 static bool
 snap_take_modes(struct snap_take *t)
 {
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	struct strv env;
 	struct buf paths, out;
 	char *cause = NULL;
@@ -770,7 +770,7 @@ snap_take_modes(struct snap_take *t)
 	o.inputlen = paths.len;
 	o.out_fd = -1;
 	o.umask = -1;
-	p = snap_proc_start(t->base, &o, snap_take_modes_cb, t, &cause);
+	p = proc_start(t->base, &o, snap_take_modes_cb, t, &cause);
 	strv_free(&env);
 	buf_free(&paths);
 	if (p == NULL) {
@@ -803,29 +803,29 @@ snap_take_frozen(struct snap_take *t)
 }
 
 static void
-snap_take_freeze_cb(struct snap_proc *p, void *arg)
+snap_take_freeze_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
-	if (snap_proc_status(p) != 0)
-		log_warnx("%s", snap_proc_err(p)->data != NULL ?
-		    snap_proc_err(p)->data : "git cat-file failed");
+	if (proc_status(p) != 0)
+		log_warnx("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "git cat-file failed");
 	else
-		buf_add(&t->ignores, snap_proc_out(p)->data,
-		    snap_proc_out(p)->len);
+		buf_add(&t->ignores, proc_out(p)->data,
+		    proc_out(p)->len);
 	snap_take_reap(t, p);
 	snap_take_frozen(t);
 }
 
 static void
-snap_take_excludes_cb(struct snap_proc *p, void *arg)
+snap_take_excludes_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	/* Exit 1: not set, so git's default. */
-	if (snap_proc_status(p) == 0 && snap_proc_out(p)->data != NULL)
-		t->excludes_file = xstrndup(snap_proc_out(p)->data,
-		    strcspn(snap_proc_out(p)->data, "\n"));
+	if (proc_status(p) == 0 && proc_out(p)->data != NULL)
+		t->excludes_file = xstrndup(proc_out(p)->data,
+		    strcspn(proc_out(p)->data, "\n"));
 	snap_take_reap(t, p);
 	snap_take_frozen(t);
 }
@@ -833,7 +833,7 @@ snap_take_excludes_cb(struct snap_proc *p, void *arg)
 /* Starts a command of the freeze: beside the job's own, not one of its steps. */
 static bool
 snap_take_spawn_side(struct snap_take *t, const char *const *args,
-    const struct buf *input, snap_proc_cb cb)
+    const struct buf *input, proc_cb cb)
 {
 	if (!snap_take_spawn(t, SNAP_ENV_DB, args, input, NULL, cb))
 		return false;
@@ -1017,12 +1017,12 @@ snap_take_line(void *arg, const char *line, size_t len)
 
 /* Puts the index lines in IN into the private index, then NEXT. */
 static void
-snap_take_index_info_cb(struct snap_proc *p, void *arg)
+snap_take_index_info_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0)
+	if (proc_status(p) != 0)
 		snap_take_error(t, snap_git_error("update-index", p));
 	snap_take_reap(t, p);
 	snap_take_step(t);
@@ -1071,17 +1071,17 @@ snap_take_live_done(struct snap_take *t)
 }
 
 static void
-snap_take_add_cb(struct snap_proc *p, void *arg)
+snap_take_add_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
-	int st = snap_proc_status(p);
+	int st = proc_status(p);
 
 	t->pending--;
 	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
 	if (st != 0 && st != 1)
 		snap_take_error(t, snap_git_error("add", p));
-	if (snap_proc_err(p)->data != NULL)
-		snap_take_parse_add(t, snap_proc_err(p)->data);
+	if (proc_err(p)->data != NULL)
+		snap_take_parse_add(t, proc_err(p)->data);
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -1151,16 +1151,16 @@ snap_take_add(struct snap_take *t)
 /* ---- the session's frozen ignore rules ---- */
 
 static void
-snap_take_untracked_cb(struct snap_proc *p, void *arg)
+snap_take_untracked_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0)
+	if (proc_status(p) != 0)
 		snap_take_error(t, snap_git_error("ls-files", p));
 	else
-		buf_add(&t->untracked, snap_proc_out(p)->data,
-		    snap_proc_out(p)->len);
+		buf_add(&t->untracked, proc_out(p)->data,
+		    proc_out(p)->len);
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -1175,7 +1175,7 @@ snap_take_frozen_done(struct snap_take *t)
 
 /* update-index stops at the first file it cannot read: git add then takes them one by one. */
 static void
-snap_take_update_cb(struct snap_proc *p, void *arg)
+snap_take_update_cb(struct proc *p, void *arg)
 {
 	const char *args[] = { "add", "-f", "--ignore-errors", "--verbose",
 	    "--pathspec-from-file=-", "--pathspec-file-nul", NULL };
@@ -1183,9 +1183,9 @@ snap_take_update_cb(struct snap_proc *p, void *arg)
 	struct buf list;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0) {
-		log_debug("%s", snap_proc_err(p)->data != NULL ?
-		    snap_proc_err(p)->data : "update-index failed");
+	if (proc_status(p) != 0) {
+		log_debug("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "update-index failed");
 		buf_init(&list);
 		buf_add(&list, t->untracked.data, t->untracked.len);
 		snap_take_spawn(t, SNAP_ENV_TREE, args, &list, snap_take_line,
@@ -1408,15 +1408,15 @@ snap_take_tracked(struct snap_take *t)
 /* ---- starting ---- */
 
 static void
-snap_take_refs_cb(struct snap_proc *p, void *arg)
+snap_take_refs_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0)
+	if (proc_status(p) != 0)
 		strv_take(&t->warnings, snap_git_error("for-each-ref", p));
 	else
-		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
+		buf_add(&t->refs, proc_out(p)->data, proc_out(p)->len);
 	snap_take_reap(t, p);
 	t->refs_done = true;
 	snap_take_try_record(t);
@@ -1476,12 +1476,12 @@ snap_take_early(struct snap_take *t)
 }
 
 static void
-snap_take_read_tree_cb(struct snap_proc *p, void *arg)
+snap_take_read_tree_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0)
+	if (proc_status(p) != 0)
 		snap_take_error(t, snap_git_error("read-tree", p));
 	snap_take_reap(t, p);
 	snap_take_step(t);
@@ -1593,12 +1593,12 @@ snap_take_move(struct snap_take *t, struct event_base *base)
 	t->base = base;
 	for (i = 0; i < nitems(t->procs); i++) {
 		if (t->procs[i] != NULL)
-			snap_proc_move(t->procs[i], base);
+			proc_move(t->procs[i], base);
 	}
 	if (t->early_commit != NULL)
-		snap_proc_move(t->early_commit, base);
+		proc_move(t->early_commit, base);
 	if (t->early_ref != NULL)
-		snap_proc_move(t->early_ref, base);
+		proc_move(t->early_ref, base);
 }
 
 /*

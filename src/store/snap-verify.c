@@ -160,7 +160,7 @@ int
 snap_verify_objects(struct snap_repo *r, const struct snap_verify_obj *v,
     size_t n, struct buf *keep, char **cause)
 {
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct snap_verify s;
 	struct strv argv;
 	struct buf in;
@@ -192,7 +192,7 @@ snap_verify_objects(struct snap_repo *r, const struct snap_verify_obj *v,
 	o.umask = -1;
 	o.chunk = snap_verify_chunk;
 	o.chunk_arg = &s;
-	rc = snap_proc_run(&o, NULL, NULL, &st, cause);
+	rc = proc_run(&o, NULL, NULL, &st, cause);
 	if (rc == 0 && s.error == NULL && (st != 0 || s.i != n))
 		snap_verify_fail(&s, "git cat-file read %zu of %zu objects "
 		    "(exit %d)", s.i, n, st);

@@ -307,9 +307,7 @@ struct tui_text {
 	struct strv lines;
 	struct buf partial;       /* output not yet ended by a newline */
 	size_t top;
-	pid_t pid;                /* the command still writing it, or -1 */
-	int fd;
-	struct event *ev;
+	struct tui_text_job *job; /* the command still writing it, or NULL */
 	bool diff;                /* colour +/- lines */
 };
 

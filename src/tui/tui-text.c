@@ -1,35 +1,32 @@
 /* Scrollable text views: a request's details, the output of diff/undo/confdiff run as a child, the help. */
-#include <sys/wait.h>
-
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 
 #include "core/core.h"
 #include "tui-int.h"
 
-/* How often to look for a finished command's exit status. */
-#define TUI_TEXT_REAP_US 20000
+/*
+ * A command whose output a text view shows. The view may be left before
+ * the command ends: the job then outlives it (TX NULL), its output is
+ * dropped, and it frees itself when the command exits. (An undo left
+ * half done because the user looked away would be worse than one that
+ * finishes unseen.)
+ */
+struct tui_text_job {
+	struct tui *t;
+	struct tui_text *tx;
+	struct proc *proc;
+};
 
 void
 tui_text_free(struct tui_text *tx)
 {
 	if (tx == NULL)
 		return;
-	if (tx->ev != NULL)
-		event_free(tx->ev);
-	if (tx->fd != -1)
-		close(tx->fd);
-	if (tx->pid > 0) {
-		/* Left before it finished: nobody wants its output any more. */
-		kill(tx->pid, SIGTERM);
-		while (waitpid(tx->pid, NULL, 0) == -1 && errno == EINTR)
-			;
-	}
+	if (tx->job != NULL)
+		tx->job->tx = NULL;
 	free(tx->title);
 	strv_free(&tx->lines);
 	buf_free(&tx->partial);
@@ -44,8 +41,6 @@ tui_text_new(struct tui *t, const char *title, bool diff)
 	tx->title = xstrdup(title);
 	strv_init(&tx->lines);
 	buf_init(&tx->partial);
-	tx->pid = -1;
-	tx->fd = -1;
 	tx->diff = diff;
 	tui_text_free(t->text);
 	t->text = tx;
@@ -84,105 +79,70 @@ tui_text_show(struct tui *t, const char *title, const char *body, bool diff)
 	tui_redraw(t);
 }
 
+/* Output as the command writes it (stdout and stderr, in order). */
 static void
-tui_text_reap(evutil_socket_t fd, short what, void *arg)
+tui_text_chunk(void *arg, const char *data, size_t len)
 {
-	struct tui *t = arg;
-	struct tui_text *tx = t->text;
-	struct timeval tv = { 0, TUI_TEXT_REAP_US };
-	char line[64];
-	int st;
-	pid_t r;
+	struct tui_text_job *job = arg;
 
-	if (tx == NULL || tx->pid <= 0)
+	if (job->tx == NULL)
 		return;
-	while ((r = waitpid(tx->pid, &st, WNOHANG)) == -1 && errno == EINTR)
-		;
-	if (r == 0) {
-		evtimer_add(tx->ev, &tv);
-		return;
-	}
-	tx->pid = -1;
-	if (r > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-		return;
-	snprintf(line, sizeof line, "[exited with status %d]", r == -1 ? -1 :
-	    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-	strv_add(&tx->lines, line);
-	tui_redraw(t);
+	tui_text_add(job->tx, data, len);
+	tui_redraw(job->t);
 }
 
 static void
-tui_text_read(evutil_socket_t fd, short what, void *arg)
+tui_text_done(struct proc *p, void *arg)
 {
-	struct tui *t = arg;
-	struct tui_text *tx = t->text;
-	char buf[16384];
-	ssize_t n = read(fd, buf, sizeof buf);
+	struct tui_text_job *job = arg;
+	struct tui_text *tx = job->tx;
+	struct tui *t = job->t;
+	int status = proc_status(p);
 
-	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+	proc_free(p);
+	free(job);
+	if (tx == NULL)
 		return;
-	if (n > 0) {
-		tui_text_add(tx, buf, (size_t)n);
-		tui_redraw(t);
-		return;
-	}
+	tx->job = NULL;
 	if (tx->partial.len > 0)
 		tui_text_add(tx, "\n", 1);
-	event_free(tx->ev);
-	close(tx->fd);
-	tx->fd = -1;
-	tx->ev = evtimer_new(t->base, tui_text_reap, t);
-	tui_text_reap(-1, 0, t);
+	if (status != 0)
+		strv_addf(&tx->lines, "[exited with status %d]", status);
 	tui_redraw(t);
 }
 
-/* Runs "agentmux ARGV..." with its output going to a pipe; -1 on error. */
-static pid_t
-tui_text_spawn(char *const *argv, int *fd)
-{
-	struct strv args;
-	int p[2], null;
-	pid_t pid;
-
-	if (pipe2(p, O_CLOEXEC) == -1)
-		return -1;
-	strv_init(&args);
-	strv_add(&args, "agentmux");
-	for (; *argv != NULL; argv++)
-		strv_add(&args, *argv);
-	if ((pid = fork()) == 0) {
-		null = open("/dev/null", O_RDONLY);
-		if (null == -1 || dup2(null, STDIN_FILENO) == -1 ||
-		    dup2(p[1], STDOUT_FILENO) == -1 ||
-		    dup2(p[1], STDERR_FILENO) == -1)
-			_exit(127);
-		execv("/proc/self/exe", args.v);
-		_exit(127);
-	}
-	strv_free(&args);
-	close(p[1]);
-	if (pid == -1) {
-		close(p[0]);
-		return -1;
-	}
-	*fd = p[0];
-	return pid;
-}
-
+/* Runs "agentmux ARGV..." (this very binary) with its output shown in TX. */
 void
 tui_text_run(struct tui *t, const char *title, char *const *argv, bool diff)
 {
 	struct tui_text *tx = tui_text_new(t, title, diff);
+	struct tui_text_job *job = xcalloc(1, sizeof *job);
+	struct proc_opts o;
+	struct strv args;
+	char *cause = NULL;
 
-	if ((tx->pid = tui_text_spawn(argv, &tx->fd)) == -1) {
-		strv_addf(&tx->lines, "cannot run agentmux %s: %s", argv[0],
-		    strerror(errno));
-	} else {
-		util_set_nonblock(tx->fd);
-		tx->ev = event_new(t->base, tx->fd, EV_READ | EV_PERSIST,
-		    tui_text_read, t);
-		event_add(tx->ev, NULL);
-	}
+	strv_init(&args);
+	strv_add(&args, "agentmux");
+	for (; *argv != NULL; argv++)
+		strv_add(&args, *argv);
+	memset(&o, 0, sizeof o);
+	o.argv = args.v;
+	o.exe = "/proc/self/exe";
+	o.err_to_out = true;
+	o.out_fd = -1;
+	o.umask = -1;
+	o.chunk = tui_text_chunk;
+	o.chunk_arg = job;
+	job->t = t;
+	job->tx = tx;
+	if ((job->proc = proc_start(t->base, &o, tui_text_done, job,
+	    &cause)) == NULL) {
+		strv_add(&tx->lines, cause);
+		free(cause);
+		free(job);
+	} else
+		tx->job = job;
+	strv_free(&args);
 	tui_view_push(t, TUI_VIEW_TEXT);
 	tui_redraw(t);
 }
@@ -217,7 +177,7 @@ tui_text_draw(struct tui *t, const struct tui_rect *area)
 	if (tx->top + rows > tx->lines.n)
 		tx->top = tx->lines.n > rows ? tx->lines.n - rows : 0;
 	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
-	    " %s  (%zu lines%s)", tx->title, tx->lines.n, tx->pid > 0 ?
+	    " %s  (%zu lines%s)", tx->title, tx->lines.n, tx->job != NULL ?
 	    ", running" : "");
 	for (i = tx->top, y = area->y + 1; i < tx->lines.n && y < area->y + 1 +
 	    rows; i++, y++)

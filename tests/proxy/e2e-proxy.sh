@@ -150,6 +150,31 @@ out=$(run -a tester -- sh -c "curl -sS --max-time 20 -H \"Authorization: Bearer 
 grep -q "GET /s3 key=sk-cmd-FromACommand0123456789 auth=Bearer sk-file-FromAFile0123456789abcdef" "$SEEN" &&
 	ok "run: secrets from a file and a command are swapped in" || bad "run: file/command secrets: $(tail -n 1 "$SEEN")"
 has "$out" "FromAFile\|FromACommand" && bad "run: a file or command secret reached the jail: $out"
+# A secret command that fails says why (its first line of stderr, escaped: it never reaches the
+# terminal raw), one that prints too much is refused, and neither secret is passed.
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<'EOF'
+[secret bad_cmd]
+env = BAD_KEY
+command = printf 'no \033[31mkey here\n' >&2; exit 3
+host = 127.0.0.1
+
+[secret big_cmd]
+env = BIG_KEY
+command = head -c 70000 /dev/zero | tr '\0' a
+host = 127.0.0.1
+
+[agent tester2]
+command = sh
+secret = bad_cmd
+secret = big_cmd
+EOF
+out=$(run -a tester2 -- sh -c 'echo "bad=${BAD_KEY:-unset} big=${BIG_KEY:-unset}"' 2>&1)
+has "$out" "failed (exit status 3): no .*key here" && ok "run: a failing secret command says why" ||
+	bad "run: secret command failure: $out"
+has "$out" "$(printf '\033')" && bad "run: a secret command's stderr reached the terminal raw: $out"
+has "$out" "printed more than 65536 bytes" && ok "run: a secret command's flood is refused" ||
+	bad "run: secret command flood: $out"
+has "$out" "bad=unset big=unset" && ok "run: failed secrets are not passed" || bad "run: failed secrets: $out"
 rm -f "$XDG_CONFIG_HOME/agentmux/config"
 
 # ---- issue 15: what a hostile agent tried, inside real jails ----

@@ -1,4 +1,4 @@
-/* The async runner: a child process (git) whose pipes and exit the event loop watches. */
+/* The child-process runner: a child whose pipes and exit the event loop watches, reaped by its pidfd. */
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,14 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/snap-int.h"
+#include "core/core.h"
 
 extern char **environ;
 
 /* How often to look for the exit when pidfds are unavailable. */
-#define SNAP_PROC_POLL_US 10000
+#define PROC_POLL_US 10000
 
-struct snap_proc {
+struct proc {
 	struct event_base *base;
 	pid_t pid;
 	int pidfd;
@@ -30,43 +30,44 @@ struct snap_proc {
 	struct event *timeout_ev; /* its time is up: it is killed */
 	struct buf in;
 	size_t inoff;
-	bool in_held;             /* more input comes (snap_proc_input) */
+	bool in_held;             /* more input comes (proc_input) */
 	struct buf out;
 	struct buf err;
 	size_t lineoff;           /* stdout bytes already passed to line() */
 	void (*line)(void *, const char *, size_t);
 	void (*chunk)(void *, const char *, size_t);
 	void *chunk_arg;
-	snap_proc_cb done;
+	proc_cb done;
 	void *arg;
 	int status;               /* -1 until reaped */
 	char *what;               /* the command's first words, for the debug log */
 	int64_t started;          /* util_mono_us() at spawn */
 	int timeout;              /* seconds it may take, 0: no limit */
+	size_t err_max;           /* stderr kept up to so many bytes, 0: all */
 };
 
-static void snap_proc_arm(struct snap_proc *);
+static void proc_arm(struct proc *);
 
 int
-snap_proc_status(struct snap_proc *p)
+proc_status(struct proc *p)
 {
 	return p->status;
 }
 
 struct buf *
-snap_proc_out(struct snap_proc *p)
+proc_out(struct proc *p)
 {
 	return &p->out;
 }
 
 struct buf *
-snap_proc_err(struct snap_proc *p)
+proc_err(struct proc *p)
 {
 	return &p->err;
 }
 
 static void
-snap_proc_close(struct snap_proc *p, int i)
+proc_close(struct proc *p, int i)
 {
 	if (p->ev[i] != NULL) {
 		event_free(p->ev[i]);
@@ -80,7 +81,7 @@ snap_proc_close(struct snap_proc *p, int i)
 
 /* Hands complete stdout lines to the line callback. */
 static void
-snap_proc_lines(struct snap_proc *p)
+proc_lines(struct proc *p)
 {
 	char *nl;
 
@@ -97,7 +98,7 @@ snap_proc_lines(struct snap_proc *p)
 
 /* Reads what is there; returns false at EOF or on error. */
 static bool
-snap_proc_read(struct snap_proc *p, int i)
+proc_read(struct proc *p, int i)
 {
 	char chunk[65536];
 	ssize_t n;
@@ -108,6 +109,12 @@ snap_proc_read(struct snap_proc *p, int i)
 			p->chunk(p->chunk_arg, chunk, (size_t)n);
 			continue;
 		}
+		if (n > 0 && i == 2 && p->err_max > 0) {
+			if (p->err.len < p->err_max)
+				buf_add(&p->err, chunk, p->err_max - p->err.len <
+				    (size_t)n ? p->err_max - p->err.len : (size_t)n);
+			continue;
+		}
 		if (n > 0) {
 			buf_add(i == 1 ? &p->out : &p->err, chunk, (size_t)n);
 			continue;
@@ -115,14 +122,14 @@ snap_proc_read(struct snap_proc *p, int i)
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (i == 1)
-			snap_proc_lines(p);
+			proc_lines(p);
 		return n == -1 && errno == EAGAIN;
 	}
 }
 
 /* Writes input as the child takes it; MSG_NOSIGNAL spares us SIGPIPE. */
 static void
-snap_proc_write(struct snap_proc *p)
+proc_write(struct proc *p)
 {
 	ssize_t n;
 
@@ -144,11 +151,11 @@ snap_proc_write(struct snap_proc *p)
 		event_del(p->ev[0]);
 		return;
 	}
-	snap_proc_close(p, 0);
+	proc_close(p, 0);
 }
 
 void
-snap_proc_input(struct snap_proc *p, const void *data, size_t len)
+proc_input(struct proc *p, const void *data, size_t len)
 {
 	p->in_held = false;
 	if (p->fds[0] == -1)
@@ -163,15 +170,15 @@ snap_proc_input(struct snap_proc *p, const void *data, size_t len)
  * grandchild, which is not ours to wait for.)
  */
 static void
-snap_proc_finish(struct snap_proc *p)
+proc_finish(struct proc *p)
 {
 	int i;
 
-	snap_proc_close(p, 0);
+	proc_close(p, 0);
 	for (i = 1; i < 3; i++) {
 		if (p->fds[i] != -1)
-			snap_proc_read(p, i);
-		snap_proc_close(p, i);
+			proc_read(p, i);
+		proc_close(p, i);
 	}
 	if (p->out.len > p->lineoff && p->line != NULL) {
 		p->line(p->arg, p->out.data + p->lineoff, p->out.len - p->lineoff);
@@ -191,19 +198,19 @@ snap_proc_finish(struct snap_proc *p)
 }
 
 static void
-snap_proc_io_cb(evutil_socket_t fd, short what, void *arg)
+proc_io_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct snap_proc *p = arg;
+	struct proc *p = arg;
 	int i = fd == p->fds[0] ? 0 : fd == p->fds[1] ? 1 : 2;
 
 	if (i == 0)
-		snap_proc_write(p);
-	else if (!snap_proc_read(p, i))
-		snap_proc_close(p, i);
+		proc_write(p);
+	else if (!proc_read(p, i))
+		proc_close(p, i);
 }
 
 static bool
-snap_proc_reap(struct snap_proc *p)
+proc_reap(struct proc *p)
 {
 	int st;
 	pid_t r;
@@ -222,13 +229,13 @@ snap_proc_reap(struct snap_proc *p)
 }
 
 static void
-snap_proc_exit_cb(evutil_socket_t fd, short what, void *arg)
+proc_exit_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct snap_proc *p = arg;
-	struct timeval tv = { 0, SNAP_PROC_POLL_US };
+	struct proc *p = arg;
+	struct timeval tv = { 0, PROC_POLL_US };
 
-	if (snap_proc_reap(p)) {
-		snap_proc_finish(p);
+	if (proc_reap(p)) {
+		proc_finish(p);
 		return;
 	}
 	if (p->pidfd == -1)
@@ -237,9 +244,9 @@ snap_proc_exit_cb(evutil_socket_t fd, short what, void *arg)
 
 /* A command took longer than it may (it may wait on something planted): it goes. */
 static void
-snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
+proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct snap_proc *p = arg;
+	struct proc *p = arg;
 
 	log_debug("%s: killed after its time ran out", p->what);
 	if (p->pid > 0)
@@ -248,9 +255,9 @@ snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 /* (Re)creates the watchers on p->base. */
 static void
-snap_proc_arm(struct snap_proc *p)
+proc_arm(struct proc *p)
 {
-	struct timeval tv = { 0, SNAP_PROC_POLL_US };
+	struct timeval tv = { 0, PROC_POLL_US };
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -259,7 +266,7 @@ snap_proc_arm(struct snap_proc *p)
 		if (p->ev[i] != NULL)
 			event_free(p->ev[i]);
 		p->ev[i] = event_new(p->base, p->fds[i], (i == 0 ? EV_WRITE :
-		    EV_READ) | EV_PERSIST, snap_proc_io_cb, p);
+		    EV_READ) | EV_PERSIST, proc_io_cb, p);
 		if (i != 0 || !p->in_held || p->inoff < p->in.len)
 			event_add(p->ev[i], NULL);
 	}
@@ -271,32 +278,32 @@ snap_proc_arm(struct snap_proc *p)
 		int64_t spent = (util_mono_us() - p->started) / 1000000;
 
 		left.tv_sec = spent < p->timeout ? p->timeout - spent : 0;
-		p->timeout_ev = evtimer_new(p->base, snap_proc_timeout_cb, p);
+		p->timeout_ev = evtimer_new(p->base, proc_timeout_cb, p);
 		evtimer_add(p->timeout_ev, &left);
 	}
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
 	if (p->pidfd != -1) {
 		p->exit_ev = event_new(p->base, p->pidfd, EV_READ | EV_PERSIST,
-		    snap_proc_exit_cb, p);
+		    proc_exit_cb, p);
 		event_add(p->exit_ev, NULL);
 	} else {
-		p->exit_ev = evtimer_new(p->base, snap_proc_exit_cb, p);
+		p->exit_ev = evtimer_new(p->base, proc_exit_cb, p);
 		event_add(p->exit_ev, &tv);
 	}
 }
 
 void
-snap_proc_move(struct snap_proc *p, struct event_base *base)
+proc_move(struct proc *p, struct event_base *base)
 {
 	p->base = base;
-	snap_proc_arm(p);
+	proc_arm(p);
 }
 
 /* Sets up the child's fds, directory and signals for posix_spawn. */
 static int
-snap_proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
-    const struct snap_proc_opts *o, int in, int out, int err)
+proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
+    const struct proc_opts *o, int in, int out, int err)
 {
 	sigset_t none, def;
 
@@ -325,7 +332,7 @@ snap_proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
 
 /* Creates the pipes: child ends in C, ours (non-blocking) in p->fds. */
 static int
-snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
+proc_pipes(struct proc *p, const struct proc_opts *o, int c[3])
 {
 	int sv[2], pp[2], i;
 
@@ -342,6 +349,10 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
 	for (i = 1; i < 3; i++) {
 		if (i == 1 && o->out_fd >= 0) {
 			c[1] = o->out_fd;
+			continue;
+		}
+		if (i == 2 && o->err_to_out) {
+			c[2] = c[1];
 			continue;
 		}
 		if (pipe2(pp, O_CLOEXEC) == -1)
@@ -363,7 +374,7 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
  * posix_spawnp search.
  */
 static const char *
-snap_proc_which(const char *name)
+proc_which(const char *name)
 {
 	static char *last_name, *last_env, *last_path;
 	const char *path = getenv("PATH"), *dir, *end;
@@ -397,15 +408,15 @@ snap_proc_which(const char *name)
 }
 
 static pid_t
-snap_proc_spawn(const struct snap_proc_opts *o, int c[3], int *err)
+proc_spawn(const struct proc_opts *o, int c[3], int *err)
 {
-	const char *exe = snap_proc_which(o->argv[0]);
+	const char *exe = o->exe != NULL ? o->exe : proc_which(o->argv[0]);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	mode_t old = 0;
 	pid_t pid = -1;
 
-	snap_proc_actions(&fa, &sa, o, c[0], c[1], c[2]);
+	proc_actions(&fa, &sa, o, c[0], c[1], c[2]);
 	if (o->umask >= 0)
 		old = umask((mode_t)o->umask);
 	if (exe != NULL)
@@ -421,11 +432,11 @@ snap_proc_spawn(const struct snap_proc_opts *o, int c[3], int *err)
 	return *err == 0 ? pid : -1;
 }
 
-struct snap_proc *
-snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
-    snap_proc_cb done, void *arg, char **cause)
+struct proc *
+proc_start(struct event_base *base, const struct proc_opts *o,
+    proc_cb done, void *arg, char **cause)
 {
-	struct snap_proc *p = xcalloc(1, sizeof *p);
+	struct proc *p = xcalloc(1, sizeof *p);
 	int c[3], i, err = 0;
 
 	p->base = base;
@@ -435,12 +446,13 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->line = o->line;
 	p->chunk = o->chunk;
 	p->chunk_arg = o->chunk_arg;
+	p->err_max = o->err_max;
 	p->done = done;
 	p->arg = arg;
 	if (o->input != NULL)
 		buf_add(&p->in, o->input, o->inputlen);
 	p->in_held = o->input_later;
-	if (snap_proc_pipes(p, o, c) == -1) {
+	if (proc_pipes(p, o, c) == -1) {
 		err = errno;
 		goto fail;
 	}
@@ -448,10 +460,10 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	    o->argv[1] : "", o->argv[1] != NULL && o->argv[2] != NULL ?
 	    o->argv[2] : "");
 	p->started = util_mono_us();
-	p->pid = snap_proc_spawn(o, c, &err);
+	p->pid = proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {
 		if (c[i] != -1 && c[i] != o->out_fd &&
-		    !(i == 0 && o->has_in_fd))
+		    !(i == 0 && o->has_in_fd) && !(i == 2 && o->err_to_out))
 			close(c[i]);
 	}
 	if (p->pid == -1)
@@ -460,16 +472,16 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	if (p->pidfd != -1)
 		util_set_cloexec(p->pidfd);
 	p->timeout = o->timeout;
-	snap_proc_arm(p);
+	proc_arm(p);
 	return p;
 fail:
 	*cause = xprintf("cannot run %s: %s", o->argv[0], strerror(err));
-	snap_proc_free(p);
+	proc_free(p);
 	return NULL;
 }
 
 void
-snap_proc_term(struct snap_proc *p)
+proc_term(struct proc *p)
 {
 	int i, st;
 
@@ -485,11 +497,11 @@ snap_proc_term(struct snap_proc *p)
 		}
 	} else if (p != NULL && p->pid > 0)
 		p->pid = -1;
-	snap_proc_free(p);
+	proc_free(p);
 }
 
 void
-snap_proc_free(struct snap_proc *p)
+proc_free(struct proc *p)
 {
 	int i, st;
 
@@ -501,7 +513,7 @@ snap_proc_free(struct snap_proc *p)
 			;
 	}
 	for (i = 0; i < 3; i++)
-		snap_proc_close(p, i);
+		proc_close(p, i);
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
 	if (p->timeout_ev != NULL)
@@ -516,22 +528,22 @@ snap_proc_free(struct snap_proc *p)
 }
 
 static void
-snap_proc_run_done(struct snap_proc *p, void *arg)
+proc_run_done(struct proc *p, void *arg)
 {
 	event_base_loopbreak(p->base);
 }
 
 
 int
-snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
+proc_run(const struct proc_opts *o, struct buf *out,
     struct buf *err, int *status, char **cause)
 {
 	struct event_base *base = event_base_new();
-	struct snap_proc *p;
+	struct proc *p;
 
 	if (base == NULL)
 		fatalx("cannot create an event loop");
-	if ((p = snap_proc_start(base, o, snap_proc_run_done, NULL,
+	if ((p = proc_start(base, o, proc_run_done, NULL,
 	    cause)) == NULL) {
 		event_base_free(base);
 		return -1;
@@ -543,7 +555,7 @@ snap_proc_run(const struct snap_proc_opts *o, struct buf *out,
 		buf_add(out, p->out.data, p->out.len);
 	if (err != NULL)
 		buf_add(err, p->err.data, p->err.len);
-	snap_proc_free(p);
+	proc_free(p);
 	event_base_free(base);
 	return 0;
 }

@@ -11,10 +11,9 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "store/snap-int.h"
 
 static void
-opts_sh(struct snap_proc_opts *o, char **argv)
+opts_sh(struct proc_opts *o, char **argv)
 {
 	memset(o, 0, sizeof *o);
 	o->argv = argv;
@@ -26,7 +25,7 @@ static void
 test_output_and_status(void **state)
 {
 	char *argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct buf out, err;
 	char *cause = NULL;
 	int st;
@@ -34,7 +33,7 @@ test_output_and_status(void **state)
 	opts_sh(&o, argv);
 	buf_init(&out);
 	buf_init(&err);
-	assert_int_equal(snap_proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, &out, &err, &st, &cause), 0);
 	assert_int_equal(st, 3);
 	assert_string_equal(out.data, "out\n");
 	assert_string_equal(err.data, "err\n");
@@ -46,12 +45,12 @@ static void
 test_signal_status(void **state)
 {
 	char *argv[] = { "sh", "-c", "kill -9 $$", NULL };
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	char *cause = NULL;
 	int st;
 
 	opts_sh(&o, argv);
-	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), 0);
 	assert_int_equal(st, 128 + SIGKILL);
 }
 
@@ -63,7 +62,7 @@ static void
 test_timeout(void **state)
 {
 	char *dir = test_tmpdir("proctimeout"), *fifo, *cmd;
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	char *cause = NULL;
 	int64_t t0;
 	int st;
@@ -77,7 +76,7 @@ test_timeout(void **state)
 		opts_sh(&o, argv);
 		o.timeout = 1;
 		t0 = util_mono_us();
-		assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+		assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), 0);
 	}
 	assert_int_equal(st, 128 + SIGKILL);
 	/* Killed at its time, not at some later one (generous for a loaded machine). */
@@ -92,12 +91,12 @@ static void
 test_missing_command(void **state)
 {
 	char *argv[] = { "agentmux-no-such-command", NULL };
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	char *cause = NULL;
 	int st;
 
 	opts_sh(&o, argv);
-	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), -1);
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), -1);
 	assert_non_null(strstr(cause, "agentmux-no-such-command"));
 	free(cause);
 }
@@ -108,7 +107,7 @@ test_big_input(void **state)
 {
 	char *argv[] = { "sh", "-c", "cat; echo done >&2", NULL };
 	size_t len = 3 * 1024 * 1024, i;
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct buf out, err;
 	char *in = xmalloc(len), *cause = NULL;
 	int st;
@@ -120,7 +119,7 @@ test_big_input(void **state)
 	o.inputlen = len;
 	buf_init(&out);
 	buf_init(&err);
-	assert_int_equal(snap_proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, &out, &err, &st, &cause), 0);
 	assert_int_equal(st, 0);
 	assert_int_equal(out.len, len);
 	assert_memory_equal(out.data, in, len);
@@ -136,7 +135,7 @@ test_unread_input(void **state)
 {
 	char *argv[] = { "true", NULL };
 	size_t len = 1024 * 1024;
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	char *in = xcalloc(1, len), *cause = NULL;
 	int st;
 
@@ -144,7 +143,7 @@ test_unread_input(void **state)
 	opts_sh(&o, argv);
 	o.input = in;
 	o.inputlen = len;
-	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), 0);
 	assert_int_equal(st, 0);
 	free(in);
 }
@@ -165,11 +164,11 @@ struct two {
 };
 
 static void
-two_done(struct snap_proc *p, void *arg)
+two_done(struct proc *p, void *arg)
 {
 	struct two *t = arg;
 
-	assert_int_equal(snap_proc_status(p), 0);
+	assert_int_equal(proc_status(p), 0);
 	if (++t->done == 2)
 		event_base_loopbreak(t->base);
 }
@@ -189,8 +188,8 @@ test_concurrent_lines(void **state)
 	char *a[] = { "sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line; "
 	    "i=$((i+1)); done", NULL };
 	char *b[] = { "sh", "-c", "sleep 0.2; printf 'line\\nline'", NULL };
-	struct snap_proc_opts o;
-	struct snap_proc *pa, *pb;
+	struct proc_opts o;
+	struct proc *pa, *pb;
 	struct two t;
 	char *cause = NULL;
 
@@ -198,24 +197,24 @@ test_concurrent_lines(void **state)
 	t.base = event_base_new();
 	opts_sh(&o, a);
 	o.line = two_line;
-	pa = snap_proc_start(t.base, &o, two_done, &t, &cause);
+	pa = proc_start(t.base, &o, two_done, &t, &cause);
 	o.argv = b;
-	pb = snap_proc_start(t.base, &o, two_done, &t, &cause);
+	pb = proc_start(t.base, &o, two_done, &t, &cause);
 	assert_non_null(pa);
 	assert_non_null(pb);
 	event_base_dispatch(t.base);
 	assert_int_equal(t.done, 2);
 	/* The last line had no newline: it is still passed on at the end. */
 	assert_int_equal(t.lines, 502);
-	snap_proc_free(pa);
-	snap_proc_free(pb);
+	proc_free(pa);
+	proc_free(pb);
 	event_base_free(t.base);
 }
 
 static void
-flag_done(struct snap_proc *p, void *arg)
+flag_done(struct proc *p, void *arg)
 {
-	*(int *)arg = snap_proc_status(p) + 1000;
+	*(int *)arg = proc_status(p) + 1000;
 }
 
 /* A command started on one loop is finished on another. */
@@ -224,20 +223,20 @@ test_move(void **state)
 {
 	char *argv[] = { "sh", "-c", "sleep 0.1; echo moved", NULL };
 	struct event_base *a = event_base_new(), *b = event_base_new();
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	char *cause = NULL;
 	int done = 0;
 
 	opts_sh(&o, argv);
-	p = snap_proc_start(a, &o, flag_done, &done, &cause);
+	p = proc_start(a, &o, flag_done, &done, &cause);
 	assert_non_null(p);
-	snap_proc_move(p, b);
+	proc_move(p, b);
 	while (done == 0)
 		event_base_loop(b, EVLOOP_ONCE);
 	assert_int_equal(done, 1000);
-	assert_string_equal(snap_proc_out(p)->data, "moved\n");
-	snap_proc_free(p);
+	assert_string_equal(proc_out(p)->data, "moved\n");
+	proc_free(p);
 	event_base_free(a);
 	event_base_free(b);
 }
@@ -248,15 +247,15 @@ test_free_kills(void **state)
 {
 	char *argv[] = { "sleep", "30", NULL };
 	struct event_base *base = event_base_new();
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	char *cause = NULL;
 	int done = 0, st;
 
 	opts_sh(&o, argv);
-	p = snap_proc_start(base, &o, flag_done, &done, &cause);
+	p = proc_start(base, &o, flag_done, &done, &cause);
 	assert_non_null(p);
-	snap_proc_free(p);
+	proc_free(p);
 	assert_int_equal(done, 0);
 	/* Nothing left to reap: the child is gone. */
 	assert_int_equal(waitpid(-1, &st, WNOHANG), -1);
@@ -268,7 +267,7 @@ static void
 test_dir_and_umask(void **state)
 {
 	char *argv[] = { "sh", "-c", "pwd; umask", NULL };
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct buf out;
 	char *cause = NULL;
 	int st;
@@ -277,7 +276,7 @@ test_dir_and_umask(void **state)
 	o.dir = "/";
 	o.umask = 027;
 	buf_init(&out);
-	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
 	assert_string_equal(out.data, "/\n0027\n");
 	buf_free(&out);
 }
@@ -288,14 +287,14 @@ test_input_later(void **state)
 {
 	char *argv[] = { "sh", "-c", "cat; echo read >&2", NULL };
 	struct event_base *a = event_base_new(), *b = event_base_new();
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	char *cause = NULL;
 	int done = 0, i;
 
 	opts_sh(&o, argv);
 	o.input_later = true;
-	p = snap_proc_start(a, &o, flag_done, &done, &cause);
+	p = proc_start(a, &o, flag_done, &done, &cause);
 	assert_non_null(p);
 	/* Nothing to read yet: the command waits, the loop does not spin. */
 	for (i = 0; i < 5; i++)
@@ -303,14 +302,14 @@ test_input_later(void **state)
 	usleep(100000);
 	event_base_loop(a, EVLOOP_NONBLOCK);
 	assert_int_equal(done, 0);
-	snap_proc_move(p, b);
-	snap_proc_input(p, "given\n", 6);
+	proc_move(p, b);
+	proc_input(p, "given\n", 6);
 	while (done == 0)
 		event_base_loop(b, EVLOOP_ONCE);
 	assert_int_equal(done, 1000);
-	assert_string_equal(snap_proc_out(p)->data, "given\n");
-	assert_string_equal(snap_proc_err(p)->data, "read\n");
-	snap_proc_free(p);
+	assert_string_equal(proc_out(p)->data, "given\n");
+	assert_string_equal(proc_err(p)->data, "read\n");
+	proc_free(p);
 	event_base_free(a);
 	event_base_free(b);
 }
@@ -321,21 +320,21 @@ test_input_later_gone(void **state)
 {
 	char *argv[] = { "sh", "-c", "exit 4", NULL };
 	struct event_base *base = event_base_new();
-	struct snap_proc_opts o;
-	struct snap_proc *p;
+	struct proc_opts o;
+	struct proc *p;
 	char *cause = NULL;
 	int done = 0;
 
 	signal(SIGPIPE, SIG_DFL);
 	opts_sh(&o, argv);
 	o.input_later = true;
-	p = snap_proc_start(base, &o, flag_done, &done, &cause);
+	p = proc_start(base, &o, flag_done, &done, &cause);
 	assert_non_null(p);
 	while (done == 0)
 		event_base_loop(base, EVLOOP_ONCE);
 	assert_int_equal(done, 1004);
-	snap_proc_input(p, "late\n", 5);
-	snap_proc_free(p);
+	proc_input(p, "late\n", 5);
+	proc_free(p);
 	event_base_free(base);
 }
 
@@ -345,7 +344,7 @@ test_path_lookup(void **state)
 {
 	char *dir = test_tmpdir("which"), *script, *path, *oldpath, cwd[4096];
 	char *argv[] = { "amx-which-test", NULL };
-	struct snap_proc_opts o;
+	struct proc_opts o;
 	struct buf out;
 	char *cause = NULL;
 	int st;
@@ -360,7 +359,7 @@ test_path_lookup(void **state)
 	setenv("PATH", path, 1);
 	opts_sh(&o, argv);
 	buf_init(&out);
-	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
 	assert_string_equal(out.data, "abs\n");
 	buf_free(&out);
 	/* An empty entry (the current dir) first: it wins, as for execvp. */
@@ -371,7 +370,7 @@ test_path_lookup(void **state)
 	assert_int_equal(chdir(dir), 0);
 	assert_int_equal(chdir("rel"), 0);
 	buf_init(&out);
-	assert_int_equal(snap_proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
 	assert_string_equal(out.data, "rel\n");
 	buf_free(&out);
 	assert_int_equal(chdir(cwd), 0);
@@ -381,6 +380,35 @@ test_path_lookup(void **state)
 	free(script);
 	test_rmtree(dir);
 	free(dir);
+}
+
+/*
+ * err_to_out: stderr is read with stdout, in the order written (the
+ * dashboard's text views show both); EXE runs a program under another
+ * argv[0] (the dashboard runs itself as "agentmux").
+ */
+static void
+test_err_to_out_and_exe(void **state)
+{
+	char *argv[] = { "custom-name", "-c",
+	    "echo one; echo two >&2; echo \"$0\"", NULL };
+	struct proc_opts o;
+	struct buf out, err;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.exe = "/bin/sh";
+	o.err_to_out = true;
+	buf_init(&out);
+	buf_init(&err);
+	assert_int_equal(proc_run(&o, &out, &err, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_string_equal(out.data != NULL ? out.data : "",
+	    "one\ntwo\ncustom-name\n");
+	assert_int_equal(err.len, 0);
+	buf_free(&out);
+	buf_free(&err);
 }
 
 int
@@ -400,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_input_later_gone),
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
+		cmocka_unit_test(test_err_to_out_and_exe),
 	};
 
 	return test_run_group(tests, NULL, NULL);
