@@ -1106,10 +1106,10 @@ snap_take_round_begin(struct snap_take *t)
  * background pack.
  */
 static void
-snap_take_bulk_cb(struct snap_proc *p, void *arg)
+snap_take_bulk_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
-	int st = snap_proc_status(p);
+	int st = proc_status(p);
 
 	t->bulk = false;
 	if (st == 0 || st == 1) {
@@ -1119,7 +1119,7 @@ snap_take_bulk_cb(struct snap_proc *p, void *arg)
 		snap_take_add_cb(p, arg);
 		return;
 	}
-	log_debug("%s", snap_proc_err(p)->data != NULL ? snap_proc_err(p)->data :
+	log_debug("%s", proc_err(p)->data != NULL ? proc_err(p)->data :
 	    "git add into a pack failed");
 	t->pending--;
 	snap_take_reap(t, p);
