@@ -39,7 +39,7 @@ static const char *const config_keys_secret[] = { "env", "from_env", "file",
 static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", NULL };
+	"color", "scrollback", "escape_time", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", NULL };
@@ -518,6 +518,8 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 			    "not '%s'", value);
 	} else if (strcmp(name, "scrollback") == 0)
 		config_get_count(cp, name, value, 100, 10000000, &ui->scrollback);
+	else if (strcmp(name, "escape_time") == 0)
+		config_get_count(cp, name, value, 0, 10000, &ui->escape_time);
 	else
 		config_unknown_key(cp, "ui", config_keys_ui, name);
 }
@@ -869,6 +871,7 @@ config_set_defaults(struct config *cf)
 	nocolor = getenv("NO_COLOR");
 	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
+	cf->ui.escape_time = 50;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
 	cf->proxy.connect_timeout = 10;

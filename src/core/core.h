@@ -279,6 +279,7 @@ struct config_ui {
 	char *default_agent;
 	bool color;           /* false with NO_COLOR or color = never */
 	int64_t scrollback;
+	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 };
 
 struct config_proxy {
