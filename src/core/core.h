@@ -311,6 +311,7 @@ struct config {
 	struct config_ui ui;
 	struct config_proxy proxy;
 	struct config_snapshots snapshots;
+	char *builtin_error;      /* why built-in profiles were not read, or NULL */
 };
 
 /** One problem found in a config file. */
