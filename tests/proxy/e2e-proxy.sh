@@ -157,9 +157,14 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 	if useradd -M -d "$T/home" "$TUSER" 2>/dev/null; then
 		mkdir -p "$T/home" "$T/uproj" && chown "$TUSER:" "$T/home" "$T/uproj"
 		uid=$(id -u "$TUSER") gid=$(id -g "$TUSER")
+		# The binary and its profiles, copied where the user can read them:
+		# the source and build trees may be in a private directory.
+		mkdir -p "$T/stage/bin" && cp "$AMX" "$T/stage/bin/agentmux" &&
+			cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" && chmod -R a+rX "$T/stage"
 		out=$(cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" \
-			XDG_CONFIG_HOME="$T/home/config" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
-			"$AMX" run --on-unknown deny --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" -- \
+			XDG_CONFIG_HOME="$T/home/config" AGENTMUX_SHARE="$T/stage/share" \
+			timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+			"$T/stage/bin/agentmux" run --on-unknown deny --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" -- \
 			curl -sS --max-time 20 "https://127.0.0.1:$HP/u1" 2>&1)
 		if has "$out" '"path": "/u1"'; then
 			ok "unprivileged user: curl through its own jail and CA"
