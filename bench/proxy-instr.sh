@@ -3,7 +3,8 @@
 # the same figure on a loaded machine as on an idle one). agentmux proxy and bench/floor-proxy.c
 # (the least an OpenSSL intercepting proxy does) each serve N sequential 1 KiB GETs from a local
 # nginx, through the anchor's hbench client; instrumentation is on only around those N requests,
-# so start-up, the CA and both handshakes are left out.
+# so start-up, the CA and both handshakes are left out. agentmux runs with a secret bound to another
+# host (every request is checked for its placeholder) and a rule for the name hbench gives.
 # Usage: bench/proxy-instr.sh [BUILD_DIR]   (N=2000 requests; needs valgrind, nginx, gcc, openssl)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,8 +63,19 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 	-addext 'subjectAltName=DNS:localhost,IP:127.0.0.1' -keyout "$work/floor.key" \
 	-out "$work/floor.crt" 2>/dev/null
 export XDG_CONFIG_HOME=$work/config XDG_DATA_HOME=$work/data XDG_RUNTIME_DIR=$work/run
-mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[secret bench]
+env = BENCH_KEY
+from_env = AMX_BENCH_KEY
+host = api.example.com
+
+[agent bench]
+command = true
+secret = bench
+EOF
+export AMX_BENCH_KEY=sk-bench-Real0Value1For2The3Benchmark4
 
 # measure NAME READY_PATTERN CMD... -> instructions per request, on stdout (no pattern: the port)
 measure() {
@@ -99,8 +111,8 @@ measure() {
 }
 
 for i in $(seq 50); do timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$uport" 2>/dev/null && break; sleep 0.1; done
-a=$(measure agentmux 'trust the CA' "$build/src/agentmux" proxy --listen "127.0.0.1:$port" \
-	--upstream-ca "$work/up.crt" --allow "127.0.0.1:$uport")
+a=$(measure agentmux 'trust the CA' "$build/src/agentmux" proxy -a bench --listen "127.0.0.1:$port" \
+	--upstream-ca "$work/up.crt" --allow "127.0.0.1:$uport" --allow "localhost:$uport")
 f=$(measure floor '' "$build/bench/amx-floor-proxy" "$port" "127.0.0.1:$uport" "$work/floor.crt" \
 	"$work/floor.key" "$work/up.crt" localhost)
 printf 'RESULT proxy-instr.agentmux median=%s min=- max=- runs=1 unit=instructions/request\n' "$a"

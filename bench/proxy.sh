@@ -5,6 +5,9 @@
 # RESULT lines, then each goal of the proxy issue as a ratio measured in the same run. A second run
 # of the anchor measures bench/floor-proxy.c (the least an OpenSSL intercepting proxy does per
 # request, see there) against no proxy, so that what agentmux itself adds shows (FLOOR=0 skips it).
+# agentmux runs with a secret bound to another host, so that every request is checked for its
+# placeholder as a jail's would be, and with a rule for the name the anchor's client gives
+# (CONNECT 127.0.0.1, SNI and Host "localhost": a name at an address needs a rule of its own).
 # Usage: bench/proxy.sh [BUILD_DIR]   (knobs of the anchor script pass through: ROUNDS, SEQ_SECS, ...)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,8 +21,19 @@ upstream=${UPSTREAM_PORT:-18443}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amx-bench-proxy.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export XDG_CONFIG_HOME=$work/config XDG_DATA_HOME=$work/data XDG_RUNTIME_DIR=$work/run
-mkdir -p "$XDG_CONFIG_HOME" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[secret bench]
+env = BENCH_KEY
+from_env = AMX_BENCH_KEY
+host = api.example.com
+
+[agent bench]
+command = true
+secret = bench
+EOF
+export AMX_BENCH_KEY=sk-bench-Real0Value1For2The3Benchmark4
 
 # The CA must exist before the anchor builds its trust file: one short start.
 "$build/src/agentmux" proxy --listen "127.0.0.1:0" >"$work/first.out" 2>&1 &
@@ -31,7 +45,7 @@ ca=$(sed -n 's/.*trust the CA \(.*\)$/\1/p' "$work/first.out")
 [[ -f $ca ]] || { echo "bench/proxy.sh: agentmux proxy did not start: $(cat "$work/first.out")" >&2; exit 1; }
 
 PROXY_NAME=agentmux PROXY_URL="http://127.0.0.1:$port" PROXY_CA="$ca" \
-PROXY_CMD="$build/src/agentmux proxy --listen 127.0.0.1:$port --upstream-ca \$ANCHOR_UPSTREAM_CA --allow 127.0.0.1:$upstream" \
+PROXY_CMD="$build/src/agentmux proxy -a bench --listen 127.0.0.1:$port --upstream-ca \$ANCHOR_UPSTREAM_CA --allow 127.0.0.1:$upstream --allow localhost:$upstream" \
 	"$anchors/proxy-bench.sh" | tee "$work/results.txt"
 
 # The floor: its own CA and a leaf for the name the anchor's client asks for.

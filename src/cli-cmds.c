@@ -495,9 +495,9 @@ cli_help_row(FILE *fp, const char *left, const char *help)
 	size_t len;
 
 	if (strlen(left) + 2 >= (size_t)col)
-		fprintf(fp, "  %s\n%*s", left, col, "");
+		out_printf(fp, "  %s\n%*s", left, col, "");
 	else
-		fprintf(fp, "  %-*s", col - 2, left);
+		out_printf(fp, "  %-*s", col - 2, left);
 	while (*p != '\0') {
 		len = strlen(p);
 		if (len > (size_t)width) {
@@ -506,12 +506,12 @@ cli_help_row(FILE *fp, const char *left, const char *help)
 				end--;
 			len = end > p ? (size_t)(end - p) : (size_t)width;
 		}
-		fprintf(fp, "%.*s\n", (int)len, p);
+		out_printf(fp, "%.*s\n", (int)len, p);
 		p += len;
 		while (*p == ' ')
 			p++;
 		if (*p != '\0')
-			fprintf(fp, "%*s", col, "");
+			out_printf(fp, "%*s", col, "");
 	}
 }
 
@@ -548,24 +548,24 @@ cli_print_help(FILE *fp, const struct cli_cmd *cmd, const char *name)
 
 	if (cmd == &cli_top_cmd) {
 		cli_print_usage(fp);
-		fprintf(fp, "\nThe dashboard's options:\n");
+		out_printf(fp, "\nThe dashboard's options:\n");
 		cli_help_opts(fp, cmd);
-		fprintf(fp, "\n%s", cmd->help);
+		out_printf(fp, "\n%s", cmd->help);
 		return;
 	}
 	buf_init(&b);
 	buf_adds(&b, "");
 	cli_usage_line(&b, cmd);
-	fprintf(fp, "usage: agentmux %s %s\n\n%s.\n\n", name, b.data,
+	out_printf(fp, "usage: agentmux %s %s\n\n%s.\n\n", name, b.data,
 	    cmd->summary);
 	buf_free(&b);
 	for (i = 0; cmd->subs != NULL && cmd->subs[i].name != NULL; i++)
 		cli_help_row(fp, cmd->subs[i].name, cmd->subs[i].summary);
 	cli_help_opts(fp, cmd);
 	if (cmd->help != NULL)
-		fprintf(fp, "\n%s", cmd->help);
+		out_printf(fp, "\n%s", cmd->help);
 	if (cmd->subs != NULL)
-		fprintf(fp, "\nRun 'agentmux %s SUBCOMMAND --help' for its "
+		out_printf(fp, "\nRun 'agentmux %s SUBCOMMAND --help' for its "
 		    "options.\n", name);
 }
 
@@ -574,7 +574,7 @@ cli_print_usage(FILE *fp)
 {
 	size_t i;
 
-	fprintf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
+	out_printf(fp, "usage: agentmux [--version] [--help] [COMMAND [ARGS]]\n"
 	    "       agentmux [-a AGENT] [-C DIR] [-- COMMAND [ARG...]]   "
 	    "the dashboard\n"
 	    "\n"
@@ -583,8 +583,8 @@ cli_print_usage(FILE *fp)
 	    "\n"
 	    "Commands:\n");
 	for (i = 0; i < nitems(cli_cmds); i++)
-		fprintf(fp, "  %-11s %s\n", cli_cmds[i].name,
+		out_printf(fp, "  %-11s %s\n", cli_cmds[i].name,
 		    cli_cmds[i].summary);
-	fprintf(fp, "\nRun 'agentmux COMMAND --help' for a command's options, "
+	out_printf(fp, "\nRun 'agentmux COMMAND --help' for a command's options, "
 	    "'man agentmux' for all.\n");
 }

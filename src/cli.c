@@ -17,11 +17,11 @@ cli_usage_error(const char *cmd, const char *fmt, ...)
 	bool top = strcmp(cmd, "agentmux") == 0;
 
 	/* The dashboard is the command line with no command name. */
-	fprintf(stderr, "agentmux%s%s: ", top ? "" : " ", top ? "" : cmd);
+	out_printf(stderr, "agentmux%s%s: ", top ? "" : " ", top ? "" : cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; see 'agentmux%s%s --help'\n", top ? "" : " ",
+	out_printf(stderr, "; see 'agentmux%s%s --help'\n", top ? "" : " ",
 	    top ? "" : cmd);
 	return 2;
 }
@@ -31,11 +31,11 @@ cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agentmux: ", stderr);
+	out_puts(stderr, "agentmux: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	out_vprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	out_puts(stderr, "\n");
 	return 1;
 }
 
@@ -146,6 +146,7 @@ cli_table_print(struct cli_table *t, FILE *fp)
 {
 	size_t *w = xcalloc(t->ncols, sizeof *w), r, c, cw, pad;
 	const char *cell;
+	struct buf line;
 
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++) {
@@ -154,19 +155,24 @@ cli_table_print(struct cli_table *t, FILE *fp)
 				w[c] = cw;
 		}
 	}
+	/* A row at a time through the quoting helper. */
+	buf_init(&line);
 	for (r = 0; r < t->nrows; r++) {
+		buf_reset(&line);
 		for (c = 0; c < t->ncols; c++) {
 			cell = t->cells[r * t->ncols + c];
 			pad = w[c] - cli_width(cell);
 			if (t->right[c])
-				fprintf(fp, "%*s%s", (int)pad, "", cell);
+				buf_printf(&line, "%*s%s", (int)pad, "", cell);
 			else if (c + 1 < t->ncols)
-				fprintf(fp, "%s%*s", cell, (int)pad, "");
+				buf_printf(&line, "%s%*s", cell, (int)pad, "");
 			else
-				fputs(cell, fp);
-			fputs(c + 1 < t->ncols ? "  " : "\n", fp);
+				buf_adds(&line, cell);
+			buf_adds(&line, c + 1 < t->ncols ? "  " : "\n");
 		}
+		out_puts(fp, line.data);
 	}
+	buf_free(&line);
 	free(w);
 }
 

@@ -105,14 +105,13 @@ static const char cmd_completion_fish[] =
 int
 cmd_completion(struct cli_args *args)
 {
-	const char *shell = args->cmd->name;
+	const char *shell = args->cmd->name, *script = cmd_completion_fish;
 
 	if (strcmp(shell, "bash") == 0)
-		fputs(cmd_completion_bash, stdout);
+		script = cmd_completion_bash;
 	else if (strcmp(shell, "zsh") == 0)
-		fputs(cmd_completion_zsh, stdout);
-	else
-		fputs(cmd_completion_fish, stdout);
+		script = cmd_completion_zsh;
+	fputs(script, stdout); /* raw: a constant script, byte for byte */
 	return 0;
 }
 
@@ -127,22 +126,29 @@ struct completion {
 	const char *session;           /* the SESSION argument, if given */
 };
 
-/* Prints WORD (and a description) if it starts with what was typed. */
+/*
+ * Prints WORD (and a description) if it starts with what was typed, one
+ * line each, as the shell shows them: both pass quote_line_add, so that
+ * no control, C1, bidi or invisible character (nor a tab or newline that
+ * would break the line) reaches the terminal raw. Stored fields in a
+ * description (a project, an agent, a label) are quoted by the caller.
+ */
 static void
 completion_offer(struct completion *c, const char *word, const char *desc)
 {
-	const char *p;
+	struct buf b;
 
 	if (strncmp(word, c->cur, strlen(c->cur)) != 0)
 		return;
-	fputs(word, stdout);
+	buf_init(&b);
+	quote_line_add(&b, word, strlen(word));
 	if (desc != NULL && *desc != '\0') {
-		/* Descriptions may hold a project path: no control bytes. */
-		putchar('\t');
-		for (p = desc; *p != '\0'; p++)
-			putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
+		buf_addc(&b, '\t');
+		quote_line_add(&b, desc, strlen(desc));
 	}
-	putchar('\n');
+	buf_addc(&b, '\n');
+	out_puts(stdout, b.data);
+	buf_free(&b);
 }
 
 static const struct cli_opt *
@@ -256,6 +262,7 @@ completion_sessions(struct completion *c)
 {
 	struct store_session **v;
 	struct store *st;
+	struct strv q;
 	char id[24], *desc;
 	size_t n, i;
 
@@ -263,14 +270,16 @@ completion_sessions(struct completion *c)
 	if ((st = completion_store()) == NULL)
 		return;
 	v = store_session_list(st, true, &n);
+	strv_init(&q);
 	for (i = 0; i < n; i++) {
 		snprintf(id, sizeof id, "%lld", (long long)v[i]->id);
 		desc = xprintf("%s %s, %s, %s", v[i]->kind, v[i]->agent != NULL ?
-		    v[i]->agent : "-", v[i]->state, v[i]->project != NULL ?
-		    v[i]->project : "-");
+		    quote_keep(&q, v[i]->agent) : "-", v[i]->state,
+		    v[i]->project != NULL ? quote_keep(&q, v[i]->project) : "-");
 		completion_offer(c, id, desc);
 		free(desc);
 	}
+	strv_free(&q);
 	store_session_list_free(v, n);
 	store_close(st);
 }
@@ -280,6 +289,7 @@ completion_snaps(struct completion *c)
 {
 	struct store_snapshot **v;
 	struct store *st;
+	struct strv q;
 	char seq[24], *cause = NULL;
 	int64_t id;
 	size_t n, i;
@@ -293,11 +303,13 @@ completion_snaps(struct completion *c)
 		return;
 	if (store_session_resolve(st, c->session, &id, &cause) == 0) {
 		v = store_snapshot_list(st, id, &n);
+		strv_init(&q);
 		for (i = 0; i < n; i++) {
 			snprintf(seq, sizeof seq, "%zu", i + 1);
 			completion_offer(c, seq, v[i]->label != NULL ?
-			    v[i]->label : v[i]->kind);
+			    quote_keep(&q, v[i]->label) : v[i]->kind);
 		}
+		strv_free(&q);
 		store_snapshot_list_free(v, n);
 	}
 	free(cause);
@@ -339,13 +351,13 @@ completion_kind(struct completion *c, enum cli_kind kind, const char *name)
 			completion_offer(c, *s, NULL);
 		break;
 	case CLI_DIR:
-		puts(":dirs");
+		out_puts(stdout, ":dirs\n");
 		break;
 	case CLI_FILE:
-		puts(":files");
+		out_puts(stdout, ":files\n");
 		break;
 	case CLI_COMMAND:
-		puts(c->npos == 0 ? ":commands" : ":files");
+		out_puts(stdout, c->npos == 0 ? ":commands\n" : ":files\n");
 		break;
 	case CLI_TEXT:
 		break;

@@ -18,14 +18,14 @@ cmd_config_check(struct cli_args *args)
 	cf = config_load(file, &ps);
 	for (i = 0; i < ps.n; i++) {
 		if (ps.v[i].line > 0)
-			fprintf(stderr, "%s:%d: %s\n", ps.v[i].file, ps.v[i].line,
-			    ps.v[i].message);
+			out_printf(stderr, "%s:%d: %s\n", ps.v[i].file,
+			    ps.v[i].line, ps.v[i].message);
 		else
-			fprintf(stderr, "%s: %s\n", ps.v[i].file,
+			out_printf(stderr, "%s: %s\n", ps.v[i].file,
 			    ps.v[i].message);
 	}
 	if (cf == NULL) {
-		fprintf(stderr, "%zu problem%s found\n", ps.n,
+		out_printf(stderr, "%zu problem%s found\n", ps.n,
 		    ps.n == 1 ? "" : "s");
 		config_problems_free(&ps);
 		return 2;
@@ -33,10 +33,11 @@ cmd_config_check(struct cli_args *args)
 	if (cf->builtin_error != NULL)
 		fprintf(stderr, "agentmux: %s\n", cf->builtin_error);
 	if (cf->path == NULL)
-		printf("no config file (%s); using the defaults\n",
+		out_printf(stdout, "no config file (%s); using the defaults\n",
 		    file != NULL ? file : "see 'agentmux config path'");
 	else
-		printf("%s: ok (%zu rules, %zu agent profiles, %zu secrets)\n",
+		out_printf(stdout,
+		    "%s: ok (%zu rules, %zu agent profiles, %zu secrets)\n",
 		    cf->path, cf->rules.n, cf->nagents, cf->nsecrets);
 	config_free(cf);
 	config_problems_free(&ps);
@@ -50,7 +51,7 @@ cmd_config_path(struct cli_args *args)
 	char *path;
 
 	path = file != NULL ? xstrdup(file) : path_config_file();
-	printf("%s\n", path);
+	out_printf(stdout, "%s\n", path);
 	free(path);
 	return 0;
 }
@@ -69,7 +70,7 @@ cmd_config_keys(struct cli_args *args)
 		if (only != NULL && strcmp(sections[i], only) != 0)
 			continue;
 		for (k = config_known_keys(sections[i]); *k != NULL; k++)
-			printf("%s %s\n", sections[i], *k);
+			out_printf(stdout, "%s %s\n", sections[i], *k);
 	}
 	return 0;
 }

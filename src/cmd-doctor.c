@@ -59,9 +59,10 @@ doctor_add(struct doctor *d, bool ok, const char *name, char *detail,
 	c->fix = fix;
 	if (d->json)
 		return;
-	printf("%s %s: %s\n", ok ? "\u2713" : "\u2717", name, detail);
+	out_printf(stdout, "%s %s: %s\n", ok ? "\u2713" : "\u2717", name,
+	    detail);
 	if (!ok && fix != NULL)
-		printf("    fix: %s\n", fix);
+		out_printf(stdout, "    fix: %s\n", fix);
 	fflush(stdout);
 }
 
@@ -260,6 +261,7 @@ doctor_serve_one(SSL_CTX *ctx, int fd, int seen_fd)
 		key += strlen("\nX-Doctor-Key:");
 		key += strspn(key, " ");
 		end = key + strcspn(key, "\r\n");
+		/* raw: to the doctor's pipe, not a terminal */
 		dprintf(seen_fd, "%.*s\n", (int)(end - key), key);
 	}
 	body = xprintf("agentmux doctor: hello from the local server\n");
@@ -651,7 +653,8 @@ cmd_doctor(struct cli_args *args)
 	if (d.json)
 		doctor_print_json(&d, ok);
 	else
-		printf("%s\n", ok ? "everything holds" : "some checks failed; "
+		out_printf(stdout, "%s\n",
+		    ok ? "everything holds" : "some checks failed; "
 		    "see the fixes above");
 	doctor_cleanup(&d);
 	return ok ? 0 : 1;

@@ -36,20 +36,24 @@ cmd_policy_print(const struct store_suggestion *sg, const char *section,
 {
 	size_t i;
 
-	printf("; suggested by agentmux from session%s", nids == 1 ? "" : "s");
+	out_printf(stdout, "; suggested by agentmux from session%s",
+	    nids == 1 ? "" : "s");
 	for (i = 0; i < nids; i++)
-		printf("%s %lld", i == 0 ? "" : ",", (long long)ids[i]);
-	printf(": %zu allowed request%s\n", sg->nrequests,
+		out_printf(stdout, "%s %lld", i == 0 ? "" : ",",
+		    (long long)ids[i]);
+	out_printf(stdout, ": %zu allowed request%s\n", sg->nrequests,
 	    sg->nrequests == 1 ? "" : "s");
-	printf("[%s]\n", section);
+	out_printf(stdout, "[%s]\n", section);
 	for (i = 0; i < sg->nrules; i++)
-		printf("%s = %s\n", sg->rules[i].verb, sg->rules[i].text);
+		out_printf(stdout, "%s = %s\n", sg->rules[i].verb,
+		    sg->rules[i].text);
 	if (sg->nrules == 0)
-		printf("; nothing was allowed in these sessions\n");
+		out_printf(stdout, "; nothing was allowed in these sessions\n");
 	if (sg->denied.n > 0)
-		printf("; denied, and not allowed by the rules above:\n");
+		out_printf(stdout,
+		    "; denied, and not allowed by the rules above:\n");
 	for (i = 0; i < sg->denied.n; i++)
-		printf(";   %s\n", sg->denied.v[i]);
+		out_printf(stdout, ";   %s\n", sg->denied.v[i]);
 }
 
 /* Splits TEXT into lines (pointers into a copy the caller frees as *COPY). */
@@ -87,7 +91,7 @@ cmd_policy_diff(const char *path, const char *old, const char *new)
 		else
 			added[j] = true;
 	}
-	printf("--- %s\n+++ %s\n", path, path);
+	out_printf(stdout, "--- %s\n+++ %s\n", path, path);
 	for (j = 0; j < nn; j++) {
 		if (!added[j])
 			continue;
@@ -97,9 +101,10 @@ cmd_policy_diff(const char *path, const char *old, const char *new)
 		    (k + 2 < nn && added[k + 2])))
 			k++;
 		k = k + 3 < nn ? k + 3 : nn;
-		printf("@@ -%zu +%zu @@\n", start + 1, start + 1);
+		out_printf(stdout, "@@ -%zu +%zu @@\n", start + 1, start + 1);
 		for (i = start; i < k; i++)
-			printf("%c%s\n", added[i] ? '+' : ' ', n[i]);
+			out_printf(stdout, "%c%s\n", added[i] ? '+' : ' ',
+			    n[i]);
 		j = k;
 	}
 	free(added);
@@ -133,7 +138,8 @@ cmd_policy_write(const struct config *cf, const struct store_suggestion *sg,
 		added++;
 	}
 	if (added == 0) {
-		printf("nothing to add: %s already has every suggested rule\n",
+		out_printf(stdout,
+		    "nothing to add: %s already has every suggested rule\n",
 		    path);
 		free(orig);
 		rc = 0;
@@ -143,8 +149,8 @@ cmd_policy_write(const struct config *cf, const struct store_suggestion *sg,
 	free(orig);
 	if (config_write_text(path, text, mode, &cause) == -1)
 		goto out;
-	printf("added %zu rule%s to [%s] in %s\n", added, added == 1 ? "" : "s",
-	    section, path);
+	out_printf(stdout, "added %zu rule%s to [%s] in %s\n", added,
+	    added == 1 ? "" : "s", section, path);
 	rc = 0;
 out:
 	if (cause != NULL) {

@@ -76,11 +76,12 @@ cmd_probe_connect(struct cli_args *args)
 	int fd;
 
 	if ((fd = probe_connect(args->argv[0], args->argv[1], &cause)) == -1) {
-		printf("blocked: %s\n", cause);
+		out_printf(stdout, "blocked: %s\n", cause);
 		free(cause);
 		return 1;
 	}
-	printf("connected to %s port %s\n", args->argv[0], args->argv[1]);
+	out_printf(stdout, "connected to %s port %s\n", args->argv[0],
+	    args->argv[1]);
 	close(fd);
 	return 0;
 }
@@ -93,8 +94,8 @@ cmd_probe_resolve(struct cli_args *args)
 	int rc;
 
 	if ((rc = getaddrinfo(args->argv[0], NULL, NULL, &res)) != 0) {
-		printf("blocked: cannot resolve %s: %s\n", args->argv[0],
-		    gai_strerror(rc));
+		out_printf(stdout, "blocked: cannot resolve %s: %s\n",
+		    args->argv[0], gai_strerror(rc));
 		return 1;
 	}
 	if (res->ai_family == AF_INET)
@@ -104,7 +105,7 @@ cmd_probe_resolve(struct cli_args *args)
 		inet_ntop(AF_INET6,
 		    &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, buf,
 		    sizeof buf);
-	printf("%s resolves to %s\n", args->argv[0], buf);
+	out_printf(stdout, "%s resolves to %s\n", args->argv[0], buf);
 	freeaddrinfo(res);
 	return 0;
 }
@@ -117,16 +118,18 @@ cmd_probe_write(struct cli_args *args)
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd == -1) {
-		printf("blocked: cannot write %s: %s\n", path, strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", path,
+		    strerror(errno));
 		return 1;
 	}
 	if (write(fd, "probe\n", 6) != 6) {
-		printf("blocked: cannot write %s: %s\n", path, strerror(errno));
+		out_printf(stdout, "blocked: cannot write %s: %s\n", path,
+		    strerror(errno));
 		close(fd);
 		return 1;
 	}
 	close(fd);
-	printf("wrote %s\n", path);
+	out_printf(stdout, "wrote %s\n", path);
 	return 0;
 }
 
@@ -201,6 +204,7 @@ probe_read_all(int fd, SSL *ssl)
 		    (int)read(fd, buf, sizeof buf);
 		if (n <= 0)
 			break;
+		/* raw: the response, as curl prints it; probe runs jailed */
 		fwrite(buf, 1, (size_t)n, stdout);
 	}
 	fflush(stdout);
@@ -215,6 +219,7 @@ probe_tunnel(int fd, const struct probe_url *u, char **cause)
 	size_t len = 0;
 	int status;
 
+	/* raw: to the proxy's socket */
 	dprintf(fd, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", u->host,
 	    u->port, u->host, u->port);
 	while (len < sizeof head - 1) {
@@ -232,7 +237,7 @@ probe_tunnel(int fd, const struct probe_url *u, char **cause)
 	}
 	if (status != 200) {
 		/* Show the proxy's refusal as the response. */
-		fputs(head, stdout);
+		out_puts(stdout, head);
 		probe_read_all(fd, NULL);
 		*cause = xprintf("the proxy refused CONNECT with %d", status);
 		return -1;
@@ -307,7 +312,7 @@ cmd_probe_fetch(struct cli_args *args)
 		char *h = probe_expand(args->argv[i]);
 
 		/* Shown like curl -v: what left the jail, placeholders and all. */
-		fprintf(stderr, "> %s\n", h);
+		out_printf(stderr, "> %s\n", h);
 		buf_printf(&hdr, "%s\r\n", h);
 		free(h);
 	}
@@ -339,7 +344,7 @@ close:
 out:
 	buf_free(&hdr);
 	if (cause != NULL) {
-		printf("blocked: %s\n", cause);
+		out_printf(stdout, "blocked: %s\n", cause);
 		free(cause);
 	}
 	return rc;

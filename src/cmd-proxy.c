@@ -126,22 +126,31 @@ proxy_request_cb(void *arg, struct session *s, const struct store_request *r,
     bool done)
 {
 	struct proxy_run *pr = arg;
+	struct strv q;
+	char *url;
 
 	if (!pr->verbose || !done)
 		return;
-	fprintf(stderr, "%s %s %s://%s:%d%s -> %d (%s%s%s)\n", r->decision,
-	    r->method, r->scheme, r->host, r->port, r->path, r->status,
-	    r->rule != NULL ? r->rule : "no rule", r->error != NULL ? "; " :
-	    "", r->error != NULL ? r->error : "");
+	strv_init(&q);
+	url = xprintf("%s://%s:%d%s", r->scheme != NULL ? r->scheme : "?",
+	    r->host != NULL ? r->host : "", r->port, r->path != NULL ?
+	    r->path : "");
+	out_printf(stderr, "%s %s %s -> %d (%s%s%s)\n", r->decision,
+	    r->method != NULL ? quote_keep(&q, r->method) : "-",
+	    quote_keep(&q, url), r->status, r->rule != NULL ?
+	    quote_keep_line(&q, r->rule) : "no rule", r->error != NULL ?
+	    "; " : "", r->error != NULL ? quote_keep_line(&q, r->error) : "");
+	free(url);
+	strv_free(&q);
 }
 
 static void
 proxy_notice_cb(void *arg, struct session *s, const char *level,
     const char *message)
 {
-	fprintf(stderr, "agentmux proxy: %s%s\n", strcmp(level, "info") == 0 ?
-	    "" : strcmp(level, "alert") == 0 ? "ALERT: " : "warning: ",
-	    message);
+	out_printf(stderr, "agentmux proxy: %s%s\n",
+	    strcmp(level, "info") == 0 ? "" : strcmp(level, "alert") == 0 ?
+	    "ALERT: " : "warning: ", message);
 }
 
 static int
@@ -256,7 +265,7 @@ cmd_proxy(struct cli_args *args)
 	for (i = 0; i < args->given_argc; i++)
 		strv_add(&cmd, args->given_argv[i]);
 	if ((fd = proxy_listen(pa.listen, &cause)) == -1) {
-		fprintf(stderr, "agentmux proxy: %s\n", cause);
+		out_printf(stderr, "agentmux proxy: %s\n", cause);
 		rc = 2;
 		goto out;
 	}
@@ -285,7 +294,8 @@ cmd_proxy(struct cli_args *args)
 		cli_error("%s", cause);
 		goto out;
 	}
-	printf("agentmux proxy: serving http://%.*s:%d as session %lld; "
+	out_printf(stdout,
+	    "agentmux proxy: serving http://%.*s:%d as session %lld; "
 	    "unknown destinations are denied\n"
 	    "agentmux proxy: clients must trust the CA %s\n",
 	    (int)(strrchr(pa.listen, ':') - pa.listen), pa.listen, port,

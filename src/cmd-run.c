@@ -69,7 +69,10 @@ static void
 run_output(void *arg, struct session *s, int stream, const char *data,
     size_t len)
 {
-	/* A reader that went away (EPIPE) must not stop the command. */
+	/*
+	 * raw: the jailed command's own output, as ssh passes a remote
+	 * one's. A reader that went away (EPIPE) must not stop the command.
+	 */
 	util_write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
@@ -83,11 +86,20 @@ run_notice(void *arg, struct session *s, const char *level,
     const char *message)
 {
 	struct run *r = arg;
+	const char *nc = getenv("NO_COLOR");
+	bool red = strcmp(level, "alert") == 0 && isatty(STDERR_FILENO) &&
+	    (nc == NULL || *nc == '\0');
 
 	if (strcmp(level, "info") == 0)
 		return;
-	fprintf(stderr, "%sagentmux: %s%s\n", r->tty ? "\r\n" : "", message,
-	    r->tty ? "\r" : "");
+	/* Alerts (tampering, files the user's tools run) in red. */
+	out_puts(stderr, r->tty ? "\r\n" : "");
+	if (red)
+		out_color(stderr, "1;31");
+	out_printf(stderr, "agentmux: %s", message);
+	if (red)
+		out_color(stderr, "0");
+	out_printf(stderr, "%s\n", r->tty ? "\r" : "");
 }
 
 static void
@@ -391,7 +403,7 @@ run_denied(struct session *s)
 		return;
 	for (line = strtok_r(sum, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
-		fprintf(stderr, "agentmux: %s\n", line);
+		out_printf(stderr, "agentmux: %s\n", line);
 	free(sum);
 }
 
@@ -425,7 +437,7 @@ cmd_run(struct cli_args *args)
 		goto out;
 	}
 	if (session_check(ctx, &ra.o, &cause) == -1) {
-		fprintf(stderr, "agentmux run: %s\n", cause);
+		out_printf(stderr, "agentmux run: %s\n", cause);
 		rc = 2;
 		goto out;
 	}

@@ -15,11 +15,12 @@ cmd_snap_progress(void *arg, int64_t files)
 
 	if (files < 0) {
 		if (*shown)
-			fputs("\r\033[K", stderr);
+			out_erase_line(stderr);
 		*shown = false;
 		return;
 	}
-	fprintf(stderr, "\ragentmux: snapshot: %lld files hashed",
+	out_erase_line(stderr);
+	out_printf(stderr, "agentmux: snapshot: %lld files hashed",
 	    (long long)files);
 	*shown = true;
 }
@@ -37,7 +38,7 @@ cmd_snap_progress_off(bool *shown)
 {
 	snap_set_progress(NULL, NULL);
 	if (*shown)
-		fputs("\r\033[K", stderr);
+		out_erase_line(stderr);
 }
 
 static void
@@ -46,9 +47,11 @@ cmd_snap_warnings(const struct snap_result *res)
 	size_t i;
 
 	for (i = 0; i < res->nwarnings; i++)
-		fprintf(stderr, "agentmux: snapshot: %s\n", res->warnings[i]);
+		out_printf(stderr, "agentmux: snapshot: %s\n",
+		    res->warnings[i]);
 	if (res->nunreadable > 0)
-		fprintf(stderr, "agentmux: snapshot: %zu path%s could not be "
+		out_printf(stderr,
+		    "agentmux: snapshot: %zu path%s could not be "
 		    "read and are not in the snapshot (undo leaves them alone); "
 		    "fix their permissions and snapshot again\n",
 		    res->nunreadable, res->nunreadable == 1 ? "" : "s");
@@ -89,11 +92,12 @@ cmd_snapshot(struct cli_args *args)
 	cmd_snap_progress_off(&shown);
 	if (rc == 0) {
 		cmd_snap_warnings(&res);
-		printf("snapshot %lld of session %lld: %.12s, %lld file%s "
+		out_printf(stdout,
+		    "snapshot %lld of session %lld: %.12s, %lld file%s "
 		    "changed since %s\n", (long long)res.seq, (long long)id,
 		    res.commit, (long long)res.files_changed,
-		    res.files_changed == 1 ? "" : "s", res.seq == 1 ? "HEAD" :
-		    "its first snapshot");
+		    res.files_changed == 1 ? "" : "s", res.seq == 1 ?
+		    "the project's last snapshot" : "its first snapshot");
 		snap_result_clear(&res);
 	}
 	free(cause);
@@ -125,6 +129,7 @@ cmd_snapshots_json(struct store_snapshot **v, size_t n)
 		json_kstr(&j, "parent", v[i]->parent);
 		json_kstr(&j, "ref", v[i]->ref);
 		json_kint(&j, "files_changed", v[i]->files_changed);
+		json_kbool(&j, "dropped", v[i]->dropped_at != 0);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -140,8 +145,10 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 	struct cli_table t;
 	char seq[24], tm[32], files[24], commit[16];
 	const char *row[6];
+	struct strv q;
 	size_t i;
 
+	strv_init(&q);
 	cli_table_init(&t, 6, hdr);
 	cli_table_right(&t, 0);
 	cli_table_right(&t, 3);
@@ -152,14 +159,15 @@ cmd_snapshots_table(struct store_snapshot **v, size_t n)
 		snprintf(commit, sizeof commit, "%.12s", v[i]->commit);
 		row[0] = seq;
 		row[1] = util_fmt_time(tm, sizeof tm, v[i]->created_at);
-		row[2] = v[i]->kind;
+		row[2] = v[i]->dropped_at != 0 ? "dropped" : v[i]->kind;
 		row[3] = files;
 		row[4] = commit;
-		row[5] = v[i]->label;
+		row[5] = quote_keep(&q, v[i]->label);
 		cli_table_add(&t, row);
 	}
 	cli_table_print(&t, stdout);
 	cli_table_free(&t);
+	strv_free(&q);
 }
 
 int
@@ -181,7 +189,8 @@ cmd_snapshots(struct cli_args *args)
 	if (json)
 		cmd_snapshots_json(v, n);
 	else if (n == 0)
-		printf("session %lld has no snapshots\n", (long long)id);
+		out_printf(stdout, "session %lld has no snapshots\n",
+		    (long long)id);
 	else
 		cmd_snapshots_table(v, n);
 	store_snapshot_list_free(v, n);
@@ -208,12 +217,89 @@ cmd_snap_open(const char *spec, struct config **cf, struct store **st,
 	return 0;
 }
 
+/* The colour of a diff line, by what starts it; NULL for none. */
+static const char *
+cmd_diff_color(const char *line, bool *header)
+{
+	if (strncmp(line, "diff ", 5) == 0)
+		*header = true;
+	else if (strncmp(line, "@@", 2) == 0)
+		*header = false;
+	if (*header)
+		return "1";
+	if (line[0] == '@')
+		return "36";
+	if (line[0] == '+')
+		return "32";
+	if (line[0] == '-')
+		return "31";
+	return NULL;
+}
+
+/*
+ * Shows git's diff in FP on the terminal: the project's content is the
+ * agent's, so it goes through out_printf (every control character
+ * escaped) and agentmux colours the lines itself.
+ */
+static void
+cmd_diff_show(FILE *fp, bool color)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	bool header = false;
+	const char *c;
+
+	rewind(fp);
+	while ((n = getline(&line, &cap, fp)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		c = color ? cmd_diff_color(line, &header) : NULL;
+		if (c != NULL)
+			out_color(stdout, c);
+		out_printf(stdout, "%s", line);
+		if (c != NULL)
+			out_color(stdout, "");
+		out_puts(stdout, "\n");
+	}
+	free(line);
+}
+
+/*
+ * Before a session's diff: the files the user's own tools run that it
+ * changed (recorded at its end), in red on a terminal; on stderr when the
+ * diff goes to a pipe, so that the patch stays a patch.
+ */
+static void
+cmd_diff_protected(struct store *st, int64_t id)
+{
+	struct store_event **e;
+	bool tty = isatty(STDOUT_FILENO), color = cli_color();
+	FILE *fp = tty ? stdout : stderr;
+	size_t ne, i;
+
+	e = store_event_list(st, id, &ne);
+	for (i = 0; i < ne; i++) {
+		if (strcmp(e[i]->kind, "protected") != 0)
+			continue;
+		if (color)
+			out_color(fp, "31");
+		out_printf(fp, "! %s", e[i]->message);
+		if (color)
+			out_color(fp, "0");
+		out_puts(fp, "\n");
+	}
+	store_event_list_free(e, ne);
+	fflush(fp);
+}
+
 int
 cmd_diff(struct cli_args *args)
 {
 	struct snap_diff_opts o;
 	struct store *st = NULL;
 	struct config *cf = NULL;
+	FILE *tmp = NULL;
 	char *cause = NULL;
 	int64_t id = -1;
 	int rc;
@@ -225,11 +311,20 @@ cmd_diff(struct cli_args *args)
 	if ((rc = cmd_snap_open(args->argv[0], &cf, &st, &id)) != 0)
 		return rc;
 	o.paths = args->argv + 1;
-	o.color = cli_color();
 	o.out_fd = STDOUT_FILENO;
+	cmd_diff_protected(st, id);
+	/* A pipe or a file gets git's own bytes: a patch that applies. */
+	if (isatty(STDOUT_FILENO) && (tmp = tmpfile()) != NULL)
+		o.out_fd = fileno(tmp);
+	else
+		o.color = cli_color();
 	fflush(stdout);
 	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
 		cli_error("%s", cause);
+	else if (tmp != NULL)
+		cmd_diff_show(tmp, cli_color());
+	if (tmp != NULL)
+		fclose(tmp);
 	free(cause);
 	store_close(st);
 	config_free(cf);
@@ -291,8 +386,8 @@ cmd_confdiff(struct cli_args *args)
 		rc = snap_confdiff_show(st, id, &o, &cause);
 	else if ((rc = snap_confdiff_apply(st, id, &o, apply,
 	    &cause)) == 0)
-		printf("no pending config changes%s\n", o.paths[0] != NULL ?
-		    " under those paths" : "");
+		out_printf(stdout, "no pending config changes%s\n",
+		    o.paths[0] != NULL ? " under those paths" : "");
 	if (rc == -1)
 		cli_error("confdiff: %s", cause);
 	free(cause);

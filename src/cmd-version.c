@@ -20,12 +20,12 @@ version_kernel(void)
 	char *cause = NULL;
 
 	if (uname(&u) == 0)
-		printf("kernel:          %s %s %s\n", u.sysname, u.release,
-		    u.machine);
+		out_printf(stdout, "kernel:          %s %s %s\n", u.sysname,
+		    u.release, u.machine);
 	if (jail_probe_userns(&cause) == 0)
-		printf("user namespaces: yes\n");
+		out_printf(stdout, "user namespaces: yes\n");
 	else {
-		printf("user namespaces: no: %s\n", cause);
+		out_printf(stdout, "user namespaces: no: %s\n", cause);
 		free(cause);
 	}
 }
@@ -38,31 +38,40 @@ version_confinement(void)
 	int abi, level;
 
 	if ((abi = jail_probe_landlock()) > 0)
-		printf("Landlock:        ABI %d\n", abi);
+		out_printf(stdout, "Landlock:        ABI %d\n", abi);
 	else
-		printf("Landlock:        not available\n");
+		out_printf(stdout, "Landlock:        not available\n");
 	if ((level = jail_probe_seccomp(&cause)) >= 0)
-		printf("seccomp:         filters (libseccomp %u.%u.%u, API level "
-		    "%d)\n", sv->major, sv->minor, sv->micro, level);
+		out_printf(stdout, "seccomp:         filters (libseccomp "
+		    "%u.%u.%u, API level %d)\n", sv->major, sv->minor,
+		    sv->micro, level);
 	else {
-		printf("seccomp:         no: %s\n", cause);
+		out_printf(stdout, "seccomp:         no: %s\n", cause);
 		free(cause);
 	}
 	limits = jail_probe_limits();
-	printf("limits:          %s\n", limits);
+	out_printf(stdout, "limits:          %s\n", limits);
 	free(limits);
 }
 
 int
 cmd_version(struct cli_args *args)
 {
-	printf("agentmux %s\n", AGENTMUX_VERSION);
+	struct strv q;
+	char *agents;
+
+	strv_init(&q);
+	out_printf(stdout, "agentmux %s\n", AGENTMUX_VERSION);
 	version_kernel();
 	version_confinement();
-	printf("libvterm:        %s\n", AGENTMUX_VTERM_VERSION);
-	printf("libraries:       %s, libevent %s, SQLite %s\n",
+	out_printf(stdout, "libvterm:        %s\n", AGENTMUX_VTERM_VERSION);
+	out_printf(stdout, "libraries:       %s, libevent %s, SQLite %s\n",
 	    OpenSSL_version(OPENSSL_VERSION), event_get_version(),
 	    sqlite3_libversion());
-	printf("profiles:        %s/agents\n", config_share_dir());
+	/* Found from where the binary is: a path, quoted as paths are. */
+	agents = xprintf("%s/agents", config_share_dir());
+	out_printf(stdout, "profiles:        %s\n", quote_keep(&q, agents));
+	free(agents);
+	strv_free(&q);
 	return 0;
 }

@@ -29,7 +29,7 @@ main_dispatch(int argc, char **argv)
 
 	if (argc >= 2 && argv[1][0] != '-') {
 		if ((c = cli_find(NULL, argv[1])) == NULL) {
-			fprintf(stderr, "agentmux: unknown command '%s'; see "
+			out_printf(stderr, "agentmux: unknown command '%s'; see "
 			    "'agentmux --help' for the commands\n", argv[1]);
 			return 2;
 		}
@@ -47,6 +47,7 @@ int
 main(int argc, char **argv)
 {
 	setlocale(LC_ALL, "");
+	quote_init();
 	/*
 	 * The proxy's buffers come and go at the top of the heap, 100 KiB
 	 * and more at a time; glibc gives such a top back to the kernel at

@@ -72,6 +72,16 @@ session_guard_quarantine(struct session *s, const char *name)
 	free(path);
 }
 
+/* An error event of KIND, the session flagged KIND, and the user told. */
+static void
+session_guard_alert(struct session *s, const char *kind, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, "error", kind, "%s", msg);
+	store_session_flag(s->ctx->st, s->id, kind);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "alert", msg);
+}
+
 /* Anything redirecting git that was not there when the session started goes. */
 void
 session_guard_check(struct session *s)
@@ -98,68 +108,6 @@ session_guard_cb(evutil_socket_t fd, short what, void *arg)
 	session_guard_check(s);
 }
 
-/* A ref name we may write as a file: refs/agentmux/..., no empty, dot or dot-dot parts. */
-static bool
-session_guard_refname_ok(const char *ref)
-{
-	const char *p;
-
-	if (strncmp(ref, "refs/agentmux/", 14) != 0)
-		return false;
-	for (p = ref; *p != '\0'; p++) {
-		if ((p[0] == '/' && (p[1] == '/' || p[1] == '.' ||
-		    p[1] == '\0')) || (unsigned char)*p < 0x21 || *p == '\\')
-			return false;
-	}
-	return true;
-}
-
-/*
- * Snapshot refs that a pack-refs (a gc) on the host moved into packed-refs
- * are out of the read-only refs/agentmux the jail binds, where the command
- * could rewrite them: they are written back as loose refs, which git reads
- * before packed ones.
- */
-static void
-session_guard_loosen(const char *gitdir)
-{
-	char *packed = xprintf("%s/packed-refs", gitdir), *line, *save = NULL;
-	char *sp, *path, *dir, *text, *cause = NULL;
-	struct stat st;
-	struct buf b;
-	size_t n;
-
-	buf_init(&b);
-	if (buf_read_file(&b, packed) == -1 || b.data == NULL)
-		goto out;
-	for (line = strtok_r(b.data, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if ((sp = strchr(line, ' ')) == NULL ||
-		    !session_guard_refname_ok(sp + 1))
-			continue;
-		n = (size_t)(sp - line);
-		if ((n != 40 && n != 64) || strspn(line, "0123456789abcdef") != n)
-			continue;
-		path = xprintf("%s/%s", gitdir, sp + 1);
-		dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
-		text = xprintf("%.*s\n", (int)n, line);
-		if (lstat(path, &st) == -1 && errno == ENOENT &&
-		    (path_mkdir_p(dir, 0755) == -1 || util_write_file_atomic(path,
-		    text, strlen(text), 0644, &cause) == -1)) {
-			log_warnx("cannot keep %s out of the jail's reach: %s",
-			    sp + 1, cause != NULL ? cause : strerror(errno));
-			free(cause);
-			cause = NULL;
-		}
-		free(text);
-		free(dir);
-		free(path);
-	}
-out:
-	buf_free(&b);
-	free(packed);
-}
-
 /* git's own fsmonitor daemon: it only answers which paths changed. */
 static bool
 session_guard_socket_harmless(struct session *s, const char *path)
@@ -180,6 +128,7 @@ session_guard_socket_harmless(struct session *s, const char *path)
 int
 session_guard_sockets(struct session *s, char **cause)
 {
+	struct strv q;
 	size_t i;
 
 	strv_init(&s->guard_socks);
@@ -187,11 +136,13 @@ session_guard_sockets(struct session *s, char **cause)
 	for (i = 0; i < s->guard_socks.n; i++) {
 		if (session_guard_socket_harmless(s, s->guard_socks.v[i]))
 			continue;
+		strv_init(&q);
 		*cause = xprintf("cannot jail %s: a program on the host listens "
 		    "on the unix socket %s, which the jailed command could "
 		    "connect to past the proxy; stop that program or move its "
-		    "socket out of the project", s->project,
-		    s->guard_socks.v[i]);
+		    "socket out of the project", quote_keep(&q, s->project),
+		    quote_keep(&q, s->guard_socks.v[i]));
+		strv_free(&q);
 		return -1;
 	}
 	return 0;
@@ -204,7 +155,7 @@ session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	struct strv now;
 	size_t i;
-	char *msg;
+	char *msg, *q;
 
 	strv_init(&now);
 	jail_project_sockets(s->project, &now);
@@ -213,10 +164,11 @@ session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
 		    session_guard_socket_harmless(s, now.v[i]))
 			continue;
 		strv_add(&s->guard_socks, now.v[i]);
+		q = quote_name(now.v[i]);
 		msg = xprintf("a program on the host now listens on the unix "
 		    "socket %s in the project: the jailed command can connect "
-		    "to it past the proxy; stop it, or end this session",
-		    now.v[i]);
+		    "to it past the proxy; stop it, or end this session", q);
+		free(q);
 		store_event_add(s->ctx->st, s->id, "error", "socket", "%s", msg);
 		if (s->ev.notice != NULL)
 			s->ev.notice(s->arg, s, "alert", msg);
@@ -231,29 +183,30 @@ session_guard_start(struct session *s)
 {
 	struct timeval tv = { SESSION_GUARD_SOCK_SECS, 0 };
 	struct stat st;
-	char *path;
+	char *path, *to;
 	size_t i;
 	int fd;
 
 	for (i = 0; i < s->guard_socks.n; i++) {
+		to = quote_name(s->guard_socks.v[i]);
 		path = xprintf("the host's git fsmonitor daemon listens on %s; "
-		    "the jailed command can ask it which files changed",
-		    s->guard_socks.v[i]);
+		    "the jailed command can ask it which files changed", to);
+		free(to);
 		store_event_add(s->ctx->st, s->id, "warn", "socket", "%s", path);
 		free(path);
 	}
 	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
 	    session_guard_sock_cb, s);
 	event_add(s->guard_sock_ev, &tv);
-	s->guard_since = util_now_ms();
+	s->guard_since = snap_plant_clock();
 
 	path = xprintf("%s/.git", s->project);
-	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+	s->guard_had_git = lstat(path, &st) == 0;
+	if (!s->guard_had_git || !S_ISDIR(st.st_mode)) {
 		free(path);
 		return;
 	}
 	s->guard_gitdir = path;
-	session_guard_loosen(path);
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		path = session_guard_path(s, session_guard_names[i]);
 		if (lstat(path, &st) == 0)
@@ -274,35 +227,52 @@ session_guard_start(struct session *s)
 }
 
 /*
- * Nested repositories whose config or hooks changed while the command ran:
- * the host's git would obey them (see snap_nested_defuse).
+ * What the command left for the host to run later (see snap_plant_scan):
+ * planted git dirs are defused, set-uid bits taken off, changes to files
+ * the user's tools run reported. Each finding is an alert.
  */
 static void
-session_guard_nested(struct session *s)
+session_guard_plant(struct session *s)
 {
-	struct strv msgs;
+	const char *const *d;
+	struct snap_plant_opts o;
+	struct snap_plant_result res;
+	struct strv watch;
 	char *dir, *cause = NULL;
 	size_t i;
 
 	if (s->guard_since == 0)
 		return;
+	/* The built-in ones are watched even where protect = none lets them change. */
+	strv_init(&watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&watch, *d);
+	for (i = 0; i < s->protect.n; i++) {
+		if (!strv_contains(&watch, s->protect.v[i]))
+			strv_add(&watch, s->protect.v[i]);
+	}
 	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
 	    (long long)s->id);
-	strv_init(&msgs);
-	if (snap_nested_defuse(s->project, s->guard_since, dir, &msgs,
-	    &cause) == -1) {
+	memset(&o, 0, sizeof o);
+	o.project = s->project;
+	o.since = s->guard_since;
+	o.quarantine = dir;
+	o.had_git = s->guard_had_git;
+	o.watch = watch.v;
+	o.nwatch = watch.n;
+	o.existed = s->watched.v;
+	o.nexisted = s->watched.n;
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);
 		free(cause);
 	}
-	for (i = 0; i < msgs.n; i++) {
-		store_event_add(s->ctx->st, s->id, "error", "tampering", "%s",
-		    msgs.v[i]);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "alert", msgs.v[i]);
-	}
-	if (msgs.n > 0)
-		store_session_flag(s->ctx->st, s->id, "tampering");
-	strv_free(&msgs);
+	for (i = 0; i < res.alerts.n; i++)
+		session_guard_alert(s, "tampering", res.alerts.v[i]);
+	for (i = 0; i < res.watched.n; i++)
+		session_guard_alert(s, "protected", res.watched.v[i]);
+	snap_plant_result_free(&res);
+	strv_free(&watch);
 	free(dir);
 	s->guard_since = 0;
 }
@@ -312,7 +282,7 @@ void
 session_guard_stop(struct session *s)
 {
 	session_guard_check(s);
-	session_guard_nested(s);
+	session_guard_plant(s);
 	if (s->guard_sock_ev != NULL)
 		event_free(s->guard_sock_ev);
 	s->guard_sock_ev = NULL;

@@ -9,9 +9,11 @@
 struct bufferevent;
 struct event;
 struct jail;
+struct snap_history;
 struct proxy;
 struct proxy_policy;
 struct proxy_session;
+struct session_disk;
 struct session_secret;
 
 /* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
@@ -79,6 +81,10 @@ struct session {
 	int guard_fd;
 	struct event *guard_ev;
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
+	bool guard_had_git;          /* the project had a .git then */
+	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
+	struct strv protected;       /* what they matched at the start (relative) */
+	struct strv watched;         /* what the watched ones (built-in too) matched */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	struct event *guard_sock_ev; /* looks for new ones */
 
@@ -87,14 +93,20 @@ struct session {
 	struct strv hcopies;         /* their overlay/<n> dirs */
 	bool files_taken;
 
+	struct snap_history *history; /* the user's git history (session-history.c) */
+	struct event *history_ev;    /* brings the session's objects back */
+
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
 
 	bool reaped;
 	bool ended;
+	bool budget_told;            /* the record budget was reached and said */
 	int status;
 	struct event *kill_ev;
 	struct event *wall_ev;       /* the profile's wall_clock limit */
+	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
+	char *end_reason;            /* why agentmux ended it, for the record */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -114,6 +126,7 @@ struct session_setup {
 	struct strv hf_rel;          /* file entries under HOME: path from HOME */
 	struct strv hf_base;         /* and the session's overlay/<n> dir */
 	struct strv notices;         /* things the user should hear about */
+	struct strv protect;         /* project files read-only in the jail (absolute) */
 	struct jail_overlay *overlays;
 	struct jail_bind *jbinds;
 };
@@ -139,6 +152,22 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+
+/* The disk write budget and reserve (session-disk.c). */
+int session_disk_check(struct session_ctx *, const char *project,
+    char **cause);
+void session_disk_start(struct session *);
+bool session_disk_frozen(struct session *);
+void session_disk_end(struct session *);
+void session_disk_free(struct session *);
+
+/* The user's git history (session-history.c). */
+int session_history_start(struct session *, struct session_setup *,
+    char **cause);
+void session_history_watch(struct session *);
+void session_history_hint(struct session *, char **cause);
+void session_history_stop(struct session *);
+void session_history_recover(struct session_ctx *);
 
 /* File entries under HOME (session-files.c). */
 int session_files_place(struct session *, char **cause);

@@ -343,6 +343,19 @@ session_proxy_prepare(struct session *s, const struct config_agent *a,
 
 /* ---- what the proxy reports ---- */
 
+/* Says once that the session's records reached their budget (the store has recorded it). */
+static void
+session_proxy_budget(struct session *s)
+{
+	if (s->budget_told || !store_budget_hit(s->ctx->st, s->id))
+		return;
+	s->budget_told = true;
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", "this session's records reached "
+		    "[proxy] record_budget: further requests are counted, not "
+		    "stored");
+}
+
 static void
 session_proxy_request(void *arg, const struct proxy_record *p)
 {
@@ -377,6 +390,7 @@ session_proxy_request(void *arg, const struct proxy_record *p)
 	r.mime_type = (char *)p->mime_type;
 	if (p->done) {
 		store_request_add(s->ctx->st, &r);
+		session_proxy_budget(s);
 		if (strcmp(p->decision, "deny") == 0)
 			session_proxy_note_denied(s, p->host, p->port,
 			    p->error);
@@ -673,24 +687,29 @@ char *
 session_denied_summary(struct session *s)
 {
 	struct buf b;
+	struct strv q;
 	size_t i;
+	char *word;
 
 	if (s->ndenials == 0)
 		return NULL;
 	buf_init(&b);
+	strv_init(&q);
 	for (i = 0; i < s->ndenials; i++)
 		buf_printf(&b, "denied %s (%d request%s): %s\n",
-		    s->denials[i].dest, s->denials[i].n, s->denials[i].n == 1 ?
-		    "" : "s", s->denials[i].why);
+		    quote_keep(&q, s->denials[i].dest), s->denials[i].n,
+		    s->denials[i].n == 1 ? "" : "s",
+		    quote_keep_line(&q, s->denials[i].why));
 	if (s->denied.n > 0)
 		buf_adds(&b, "to allow what no rule covered, run again with:");
 	for (i = 0; i < s->denied.n; i++) {
-		if (strpbrk(s->denied.v[i], " *?[") != NULL)
-			buf_printf(&b, " --allow '%s'", s->denied.v[i]);
-		else
-			buf_printf(&b, " --allow %s", s->denied.v[i]);
+		/* A word for the shell, whatever the host is called. */
+		word = strv_join_shell((char *[]){ s->denied.v[i], NULL });
+		buf_printf(&b, " --allow %s", word);
+		free(word);
 	}
 	if (s->denied.n > 0)
 		buf_addc(&b, '\n');
+	strv_free(&q);
 	return buf_steal(&b);
 }

@@ -434,6 +434,7 @@ session_setup_init(struct session_setup *ss)
 	strv_init(&ss->hf_rel);
 	strv_init(&ss->hf_base);
 	strv_init(&ss->notices);
+	strv_init(&ss->protect);
 }
 
 void
@@ -451,6 +452,7 @@ session_setup_free(struct session_setup *ss)
 	strv_free(&ss->hf_rel);
 	strv_free(&ss->hf_base);
 	strv_free(&ss->notices);
+	strv_free(&ss->protect);
 	free(ss->overlays);
 	free(ss->jbinds);
 	free(ss->dir);

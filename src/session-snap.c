@@ -40,6 +40,16 @@ session_snap_started(void *arg, const struct snap_result *res,
 		    res->warnings[i]);
 }
 
+/* What keeping the snapshots within budget did (its events are recorded already). */
+static void
+session_snap_kept(void *arg, const char *message)
+{
+	struct session *s = arg;
+
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", message);
+}
+
 static void
 session_snap_progress(void *arg, int64_t files)
 {
@@ -77,6 +87,7 @@ session_snap_start(struct session *s)
 		return;
 	}
 	snap_session_set_progress(s->snap, session_snap_progress, s);
+	snap_session_set_notice(s->snap, session_snap_kept, s);
 	if (snap_session_take(s->snap, "start", NULL, session_snap_started, s,
 	    &cause) == -1) {
 		session_snap_notice(s, "alert", "%s", cause);

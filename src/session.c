@@ -53,8 +53,11 @@ session_ctx_create(struct event_base *base, const struct config *cf,
 	if ((ctx->st = store_open(NULL, cause)) == NULL)
 		goto fail;
 	store_attach(ctx->st, base);
+	store_set_limits(ctx->st, cf->proxy.record_budget,
+	    (size_t)cf->proxy.record_headers);
 	if (session_proxy_ctx_init(ctx, cause) == -1)
 		goto fail;
+	session_history_recover(ctx);
 	ctx->sigchld = evsignal_new(base, SIGCHLD, session_ctx_sigchld, ctx);
 	if (ctx->sigchld == NULL || evsignal_add(ctx->sigchld, NULL) == -1) {
 		*cause = xstrdup("cannot watch for ended commands (SIGCHLD)");
@@ -226,9 +229,12 @@ session_finish(struct session *s)
 		event_del(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_del(s->wall_ev);
+	session_disk_end(s);
 	session_files_capture(s);
-	store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	store_session_end(s->ctx->st, s->id, "exited", s->status,
+	    s->end_reason);
 	/* Before the end snapshot runs git on the project. */
+	session_history_stop(s);
 	session_guard_stop(s);
 	session_snap_end(s);
 	if (s->ev.exited != NULL)
@@ -318,6 +324,41 @@ session_limits(struct jail_limits *l, const struct config *cf,
 	l->cpu_seconds = cf->limits.cpu_seconds;
 }
 
+/*
+ * The files the user's tools run ([jail] protect): those there now are
+ * read-only in the jail (PATHS gets them, absolute), and every one is
+ * watched for the session's end.
+ */
+static void
+session_protect(struct session *s, const struct config_agent *a,
+    struct strv *paths)
+{
+	const char *const *d;
+	struct strv watch;
+	size_t i;
+
+	strv_free(&s->protect);
+	strv_free(&s->protected);
+	config_protect(s->ctx->cf, a, &s->protect);
+	strv_init(&s->protected);
+	snap_plant_existing(s->project, s->protect.v, s->protect.n,
+	    &s->protected);
+	for (i = 0; i < s->protected.n; i++)
+		strv_addf(paths, "%s/%s", s->project, s->protected.v[i]);
+	/* What is watched (the built-in list too): there now, for its deletion. */
+	strv_init(&watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&watch, *d);
+	strv_free(&s->watched);
+	strv_init(&s->watched);
+	snap_plant_existing(s->project, watch.v, watch.n, &s->watched);
+	for (i = 0; i < s->protected.n; i++) {
+		if (!strv_contains(&s->watched, s->protected.v[i]))
+			strv_add(&s->watched, s->protected.v[i]);
+	}
+	strv_free(&watch);
+}
+
 static int
 session_jail(struct session *s, struct session_setup *sp,
     const struct config_agent *a, const struct session_opts *o, char **cause)
@@ -331,7 +372,8 @@ session_jail(struct session *s, struct session_setup *sp,
 	    (long long)s->id);
 	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
-	if (session_setup_overlays(sp, a, cause) == -1)
+	if (session_setup_overlays(sp, a, cause) == -1 ||
+	    session_history_start(s, sp, cause) == -1)
 		return -1;
 	memset(&jc, 0, sizeof jc);
 	jc.project = s->project;
@@ -347,8 +389,13 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.cols = o->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
 	jc.hold = true;
-	if ((s->jail = jail_start(&jc, cause)) == NULL)
+	session_protect(s, a, &sp->protect);
+	jc.protect = sp->protect.v;
+	jc.nprotect = sp->protect.n;
+	if ((s->jail = jail_start(&jc, cause)) == NULL) {
+		session_history_hint(s, cause);
 		return -1;
+	}
 	strv_free(&s->hfiles);
 	strv_free(&s->hcopies);
 	s->hfiles = sp->hf_rel;
@@ -406,6 +453,9 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->status = -1;
 	strv_init(&s->hfiles);
 	strv_init(&s->hcopies);
+	strv_init(&s->protect);
+	strv_init(&s->protected);
+	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
@@ -531,7 +581,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
 	    s->project, cause) == -1)
 		goto fail;
-	if (session_guard_sockets(s, cause) == -1)
+	if (session_guard_sockets(s, cause) == -1 ||
+	    session_disk_check(ctx, s->project, cause) == -1)
 		goto fail;
 	session_asked(s, a, o);
 	s->cwd = session_cwd(o->dir, s->project);
@@ -549,6 +600,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_snap_start(s);
 	session_snap_wait_start(s);
 	session_guard_start(s);
+	session_history_watch(s);
 	if (session_go(s, cause) == -1) {
 		jail_free(s->jail);
 		s->jail = NULL;
@@ -561,6 +613,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_link(s);
 	session_io_start(s);
 	session_wall_start(s, a);
+	session_disk_start(s);
 	return s;
 failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
@@ -585,6 +638,7 @@ session_free(struct session *s)
 		event_free(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_free(s->wall_ev);
+	session_disk_free(s);
 	if (s->pty != NULL)
 		bufferevent_free(s->pty);
 	if (s->out != NULL)
@@ -603,6 +657,7 @@ session_free(struct session *s)
 			    128 + SIGKILL, "ended by agentmux");
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+	session_history_stop(s);
 	session_guard_stop(s);
 	/* Before the end snapshot carries out config_persist. */
 	session_files_capture(s);
@@ -616,11 +671,15 @@ session_free(struct session *s)
 	strv_free(&s->env);
 	strv_free(&s->allow);
 	strv_free(&s->deny);
+	strv_free(&s->protect);
+	strv_free(&s->protected);
+	strv_free(&s->watched);
 	free(s->kind);
 	free(s->agent);
 	free(s->project);
 	free(s->cwd);
 	free(s->command);
+	free(s->end_reason);
 	free(s);
 }
 
@@ -654,6 +713,12 @@ bool
 session_running(struct session *s)
 {
 	return !s->ended;
+}
+
+bool
+session_budget_reached(struct session *s)
+{
+	return s->budget_told;
 }
 
 int
@@ -715,6 +780,11 @@ session_terminate(struct session *s)
 
 	if (s->jail == NULL || s->reaped)
 		return;
+	/* A frozen command cannot act on SIGTERM: it goes at once. */
+	if (session_disk_frozen(s)) {
+		jail_kill(s->jail);
+		return;
+	}
 	jail_signal(s->jail, SIGTERM);
 	if (s->kill_ev == NULL)
 		s->kill_ev = evtimer_new(s->ctx->base, session_kill_cb, s);

@@ -75,6 +75,20 @@ enum session_answer {
 	SESSION_DENY_ALWAYS,
 };
 
+/**
+ * A disk limit the session reached ([limits] disk_write or disk_reserve):
+ * it is frozen until session_disk_answer. Strings borrowed.
+ */
+struct session_disk_ask {
+	const char *reason;          /* "budget", "reserve", or "uncounted" (writes it cannot count) */
+	const char *message;         /* one line for the user: what was reached, and that it is frozen */
+	const char *more;            /* what continuing does ("budget 40G", "down to 450M free") */
+	int64_t written;             /* bytes its processes wrote, as last counted */
+	int64_t budget;              /* its write budget; 0: none */
+	int64_t free;                /* reserve: bytes free on the disk that reached it */
+	int64_t reserve;             /* and what was to stay free there */
+};
+
 /** Events from a session to its front end. Any callback may be NULL. */
 struct session_events {
 	/* Output of the command: STREAM 1 (pty or stdout) or 2 (stderr). */
@@ -97,6 +111,13 @@ struct session_events {
 	/* Something the user should see: LEVEL "info", "warn" or "alert". */
 	void (*notice)(void *arg, struct session *, const char *level,
 	    const char *message);
+	/*
+	 * The session reached a disk limit and is frozen; it stays so until
+	 * session_disk_answer. NULL: nobody can be asked, and a session that
+	 * reaches one is stopped instead (a notice says why).
+	 */
+	void (*disk)(void *arg, struct session *,
+	    const struct session_disk_ask *);
 };
 
 /**
@@ -124,6 +145,8 @@ const char *session_project(struct session *);
 /** The command line, shell-quoted; borrowed. */
 const char *session_command(struct session *);
 bool session_running(struct session *);
+/** True once the session's records reached [proxy] record_budget. */
+bool session_budget_reached(struct session *);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 
@@ -142,6 +165,12 @@ void session_terminate(struct session *);
 void session_answer(struct session *, uint64_t id, enum session_answer);
 /** Pauses or resumes question ID's countdown (the user is looking at it). */
 void session_ask_pause(struct session *, uint64_t id, bool pause);
+/**
+ * Answers the disk question of a frozen session: GO_ON lets it continue
+ * (a budget larger by [limits] disk_write, a reserve down to half the
+ * free space left, or its uncounted processes let be), else it is stopped.
+ */
+void session_disk_answer(struct session *, bool go_on);
 /** Takes a snapshot now, without blocking; LABEL may be NULL. */
 int session_snapshot(struct session *, const char *label, char **cause);
 /**

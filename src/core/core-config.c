@@ -34,18 +34,31 @@ static const char *const config_keys_policy[] = { "on_unknown",
 	"prompt_timeout", "allow", "deny", "tunnel", NULL };
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
-	"wall_clock", "config_persist", "memory", "pids", NULL };
+	"wall_clock", "config_persist", "memory", "pids", "protect", NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
-	"file_size", "open_files", "tmp_size", "cpu", NULL };
+	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
+	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
 	"color", "scrollback", "escape_time", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
-	"record_bodies", NULL };
+	"record_bodies", "record_headers", "record_budget", NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
-	NULL };
+	"max_size", NULL };
+static const char *const config_keys_jail[] = { "protect", "history", NULL };
+
+/*
+ * Project files the user's own tools run (direnv, VS Code, MCP clients,
+ * Claude Code's hooks, Dev Containers, JetBrains run configurations, git's
+ * filters): read-only in the jail where they exist.
+ */
+static const char *const config_default_protect[] = { ".envrc",
+	".vscode/tasks.json", ".vscode/settings.json", ".vscode/launch.json",
+	".mcp.json", ".claude/settings*.json", ".devcontainer",
+	".idea/runConfigurations", ".idea/workspace.xml",
+	".git/info/attributes", ".gitattributes", NULL };
 
 static const char *const config_default_excludes[] = { "node_modules/",
 	".venv/", "venv/", "__pycache__/", "target/", "build/", "dist/",
@@ -54,7 +67,7 @@ static const char *const config_default_excludes[] = { "node_modules/",
 static int (*config_rule_validator)(const char *, const char *, char **);
 
 static const char *const config_section_names[] = { "policy", "agent",
-	"secret", "limits", "ui", "proxy", "snapshots", NULL };
+	"secret", "limits", "ui", "proxy", "snapshots", "jail", NULL };
 
 const char *const *
 config_sections(void)
@@ -79,6 +92,8 @@ config_known_keys(const char *section)
 		return config_keys_proxy;
 	if (strcmp(section, "snapshots") == 0)
 		return config_keys_snapshots;
+	if (strcmp(section, "jail") == 0)
+		return config_keys_jail;
 	return NULL;
 }
 
@@ -215,6 +230,49 @@ config_get_size(struct config_parse *cp, const char *name, const char *value,
 	return true;
 }
 
+/* A size (512M) or a share of the filesystem (5%). */
+static void
+config_get_reserve(struct config_parse *cp, const char *name,
+    const char *value, struct config_limits *l)
+{
+	size_t n = strlen(value);
+	long long pct;
+	char *num, *cause = NULL;
+
+	if (n == 0 || value[n - 1] != '%') {
+		if (config_get_size(cp, name, value, &l->disk_reserve))
+			l->disk_reserve_pct = 0;
+		return;
+	}
+	num = xstrndup(value, n - 1);
+	if (util_parse_int(num, 0, 99, &pct, &cause) == -1) {
+		config_problem(cp, "%s: '%s' is not a share of the disk from 0%% "
+		    "to 99%%, nor a size (e.g. 1G, 5%%)", name, value);
+		free(cause);
+	} else {
+		l->disk_reserve_pct = (int)pct;
+		l->disk_reserve = 0;
+	}
+	free(num);
+}
+
+static void
+config_get_size_min(struct config_parse *cp, const char *name,
+    const char *value, int64_t min, int64_t *out)
+{
+	char size[16];
+	int64_t v;
+
+	if (!config_get_size(cp, name, value, &v))
+		return;
+	if (v < min) {
+		config_problem(cp, "%s: %s is too small; give at least %s", name,
+		    value, util_fmt_size(size, sizeof size, min));
+		return;
+	}
+	*out = v;
+}
+
 static bool
 config_get_count(struct config_parse *cp, const char *name, const char *value,
     long long min, long long max, int64_t *out)
@@ -319,10 +377,26 @@ config_get_agent(struct config_parse *cp, const char *name)
 	strv_init(&a->config_dirs);
 	strv_init(&a->secrets);
 	strv_init(&a->model_hosts);
+	strv_init(&a->protect);
 	a->builtin = cp->builtin;
 	a->origin = xstrdup(cp->file);
 	a->line = cp->section_line;
 	return a;
+}
+
+/* A protect pattern: "none", or a path relative to the project without "..". */
+static bool
+config_protect_ok(struct config_parse *cp, const char *value)
+{
+	if (*value == '\0' || *value == '/' || strcmp(value, "..") == 0 ||
+	    strncmp(value, "../", 3) == 0 || strstr(value, "/../") != NULL ||
+	    (strlen(value) >= 3 && strcmp(value + strlen(value) - 3, "/..") ==
+	    0)) {
+		config_problem(cp, "protect: '%s' must be a path relative to the "
+		    "project (e.g. .envrc or .vscode/*.json), or none", value);
+		return false;
+	}
+	return true;
 }
 
 static void
@@ -386,7 +460,10 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 		config_get_size(cp, name, value, &a->memory);
 	else if (strcmp(name, "pids") == 0)
 		config_get_count(cp, name, value, 8, 1000000, &a->pids);
-	else
+	else if (strcmp(name, "protect") == 0) {
+		if (config_protect_ok(cp, value))
+			strv_add(&a->protect, value);
+	} else
 		config_unknown_key(cp, "agent", config_keys_agent, name);
 }
 
@@ -490,6 +567,10 @@ config_limits_key(struct config_parse *cp, const char *name, const char *value)
 		config_get_size(cp, name, value, &l->tmp_size);
 	else if (strcmp(name, "cpu") == 0)
 		config_get_duration(cp, name, value, &l->cpu_seconds);
+	else if (strcmp(name, "disk_write") == 0)
+		config_get_size(cp, name, value, &l->disk_write);
+	else if (strcmp(name, "disk_reserve") == 0)
+		config_get_reserve(cp, name, value, l);
 	else
 		config_unknown_key(cp, "limits", config_keys_limits, name);
 }
@@ -589,7 +670,12 @@ config_proxy_key(struct config_parse *cp, const char *name, const char *value)
 			px->max_body_record = 0;
 		else
 			config_get_size(cp, name, value, &px->max_body_record);
-	} else
+	} else if (strcmp(name, "record_headers") == 0)
+		config_get_size_min(cp, name, value, 1024, &px->record_headers);
+	else if (strcmp(name, "record_budget") == 0)
+		config_get_size_min(cp, name, value, 1024 * 1024,
+		    &px->record_budget);
+	else
 		config_unknown_key(cp, "proxy", config_keys_proxy, name);
 }
 
@@ -603,8 +689,65 @@ config_snapshots_key(struct config_parse *cp, const char *name,
 		config_get_duration(cp, name, value, &sn->interval);
 	else if (strcmp(name, "exclude") == 0)
 		strv_add(&sn->excludes, value);
-	else
+	else if (strcmp(name, "max_size") == 0) {
+		if (strcmp(value, "off") == 0 || strcmp(value, "none") == 0)
+			sn->max_size = 0;
+		else
+			config_get_size(cp, name, value, &sn->max_size);
+	} else
 		config_unknown_key(cp, "snapshots", config_keys_snapshots, name);
+}
+
+static void
+config_jail_key(struct config_parse *cp, const char *name, const char *value)
+{
+	struct config_jail *j = &cp->cf->jail;
+
+	if (strcmp(name, "history") == 0) {
+		if (strcmp(value, "on") == 0)
+			j->history = true;
+		else if (strcmp(value, "off") == 0)
+			j->history = false;
+		else
+			config_problem(cp, "history must be on or off, not '%s'",
+			    value);
+		return;
+	}
+	if (strcmp(name, "protect") != 0) {
+		config_unknown_key(cp, "jail", config_keys_jail, name);
+		return;
+	}
+	if (!config_protect_ok(cp, value))
+		return;
+	if (strcmp(value, "none") == 0) {
+		strv_free(&j->protect);
+		strv_init(&j->protect);
+	} else if (!strv_contains(&j->protect, value))
+		strv_add(&j->protect, value);
+}
+
+const char *const *
+config_protect_defaults(void)
+{
+	return config_default_protect;
+}
+
+void
+config_protect(const struct config *cf, const struct config_agent *a,
+    struct strv *out)
+{
+	size_t i;
+
+	strv_init(out);
+	for (i = 0; i < cf->jail.protect.n; i++)
+		strv_add(out, cf->jail.protect.v[i]);
+	for (i = 0; a != NULL && i < a->protect.n; i++) {
+		if (strcmp(a->protect.v[i], "none") == 0) {
+			strv_free(out);
+			strv_init(out);
+		} else if (!strv_contains(out, a->protect.v[i]))
+			strv_add(out, a->protect.v[i]);
+	}
 }
 
 /* Splits "agent claude" into kind and name; returns false if malformed. */
@@ -648,7 +791,8 @@ config_section_problem(struct config_parse *cp, const char *section)
 		return;
 	}
 	config_problem(cp, "unknown section [%s]; known sections: [policy], "
-	    "[agent NAME], [secret NAME], [limits], [ui], [proxy], [snapshots]",
+	    "[agent NAME], [secret NAME], [limits], [ui], [proxy], [snapshots], "
+	    "[jail]",
 	    section);
 }
 
@@ -700,6 +844,8 @@ config_handler(void *arg, const char *section, const char *name,
 		config_proxy_key(cp, name, value);
 	else if (strcmp(kind, "snapshots") == 0)
 		config_snapshots_key(cp, name, value);
+	else if (strcmp(kind, "jail") == 0)
+		config_jail_key(cp, name, value);
 	else
 		config_section_problem(cp, section);
 	return 1;
@@ -904,6 +1050,8 @@ config_set_defaults(struct config *cf)
 	cf->limits.file_size = 8LL << 30;
 	cf->limits.open_files = 8192;
 	cf->limits.tmp_size = 1LL << 30;
+	cf->limits.disk_write = 20LL << 30;
+	cf->limits.disk_reserve = 1LL << 30;
 	cf->ui.prefix = xstrdup("C-a");
 	cf->ui.prefix_key = 1;
 	nocolor = getenv("NO_COLOR");
@@ -916,10 +1064,17 @@ config_set_defaults(struct config *cf)
 	cf->proxy.idle_timeout = 300;
 	cf->proxy.client_timeout = 30;
 	cf->proxy.max_connections = 256;
+	cf->proxy.record_headers = CONFIG_RECORD_HEADERS;
+	cf->proxy.record_budget = CONFIG_RECORD_BUDGET;
 	cf->snapshots.interval = 30;
+	cf->snapshots.max_size = 2LL << 30;
 	strv_init(&cf->snapshots.excludes);
 	for (e = config_default_excludes; *e != NULL; e++)
 		strv_add(&cf->snapshots.excludes, *e);
+	cf->jail.history = true;
+	strv_init(&cf->jail.protect);
+	for (e = config_default_protect; *e != NULL; e++)
+		strv_add(&cf->jail.protect, *e);
 }
 
 /* Cross-section checks once every file is read: references and sources. */
@@ -1055,6 +1210,7 @@ config_agent_free(struct config_agent *a)
 	strv_free(&a->config_dirs);
 	strv_free(&a->secrets);
 	strv_free(&a->model_hosts);
+	strv_free(&a->protect);
 	free(a->origin);
 }
 
@@ -1093,6 +1249,7 @@ config_free(struct config *cf)
 	strv_free(&cf->proxy.upstream_ca);
 	strv_free(&cf->proxy.connect_to);
 	strv_free(&cf->snapshots.excludes);
+	strv_free(&cf->jail.protect);
 	free(cf);
 }
 

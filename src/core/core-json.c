@@ -93,36 +93,59 @@ json_arr_end(struct json *j)
 	json_close(j, ']');
 }
 
+/* A code point as \uXXXX, as a surrogate pair beyond the BMP. */
+static void
+json_escape_cp(struct buf *b, uint32_t c)
+{
+	if (c >= 0x10000) {
+		c -= 0x10000;
+		buf_printf(b, "\\u%04x\\u%04x", 0xd800 + (c >> 10),
+		    0xdc00 + (c & 0x3ff));
+	} else
+		buf_printf(b, "\\u%04x", c);
+}
+
+/*
+ * JSON's own escaping, with the quoting helper's idea of what is unsafe:
+ * controls, C1, bidi and invisible characters become \u escapes, so the
+ * text is both valid JSON and safe on a terminal. A byte that is not
+ * UTF-8 becomes U+FFFD: JSON has no way to say it.
+ */
 void
 json_escape(struct buf *b, const char *s, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i;
+	size_t i = 0, len;
+	uint32_t c;
 
 	buf_addc(b, '"');
-	for (i = 0; i < n; i++) {
-		switch (p[i]) {
-		case '"':
-			buf_adds(b, "\\\"");
-			break;
-		case '\\':
-			buf_adds(b, "\\\\");
-			break;
-		case '\n':
-			buf_adds(b, "\\n");
-			break;
-		case '\r':
-			buf_adds(b, "\\r");
-			break;
-		case '\t':
-			buf_adds(b, "\\t");
-			break;
-		default:
-			if (p[i] < 0x20 || p[i] == 0x7f)
-				buf_printf(b, "\\u%04x", p[i]);
-			else
-				buf_addc(b, (char)p[i]);
+	while (i < n) {
+		for (len = 0; i + len < n && s[i + len] >= 0x20 &&
+		    s[i + len] <= 0x7e && s[i + len] != '"' && s[i + len] != '\\';
+		    len++)
+			;
+		if (len > 0) {
+			buf_add(b, s + i, len);
+			i += len;
+			continue;
 		}
+		if ((len = quote_utf8_decode(s + i, n - i, &c)) == 0) {
+			buf_adds(b, "\\ufffd");
+			i++;
+			continue;
+		}
+		if (c == '"' || c == '\\')
+			buf_addc(b, '\\');
+		if (c == '\n')
+			buf_adds(b, "\\n");
+		else if (c == '\r')
+			buf_adds(b, "\\r");
+		else if (c == '\t')
+			buf_adds(b, "\\t");
+		else if (quote_cp_unsafe(c))
+			json_escape_cp(b, c);
+		else
+			buf_add(b, s + i, len);
+		i += len;
 	}
 	buf_addc(b, '"');
 }
@@ -221,6 +244,7 @@ json_knull(struct json *j, const char *k)
 void
 json_print(struct json *j, FILE *fp)
 {
-	fputs(j->out.data, fp);
-	fputc('\n', fp);
+	/* Every string in it went through json_escape. */
+	fputs(j->out.data, fp); /* raw: escaped */
+	fputc('\n', fp); /* raw: a newline */
 }

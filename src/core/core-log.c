@@ -38,7 +38,8 @@ log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 	if (log_hook != NULL && level <= LOG_LEVEL_INFO)
 		log_hook(level, line, log_hook_arg);
 	else if (level <= log_threshold)
-		fprintf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n", line);
+		out_printf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n",
+		    line);
 	free(line);
 }
 
@@ -86,17 +87,31 @@ log_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Prints "agentmux: MSG[: ERR]" through the quoting helper without
+ * allocating: fatal is what an allocation failure calls.
+ */
+static void
+log_fatal_write(const char *msg, const char *err)
+{
+	char out[8192];
+
+	quote_text_fixed(out, sizeof out, msg);
+	fprintf(stderr, "agentmux: %s%s%s\n", out, /* raw: quoted above */
+	    err != NULL ? ": " : "", err != NULL ? err : "");
+}
+
 void
 fatal(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[2048];
 	int saved = errno;
 
-	fputs("agentmux: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, ": %s\n", strerror(saved));
+	log_fatal_write(msg, strerror(saved));
 	exit(1);
 }
 
@@ -104,11 +119,11 @@ void
 fatalx(const char *fmt, ...)
 {
 	va_list ap;
+	char msg[2048];
 
-	fputs("agentmux: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	log_fatal_write(msg, NULL);
 	exit(1);
 }

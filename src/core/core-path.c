@@ -1,5 +1,6 @@
 /* Where agentmux keeps things: config file, data dir, per-process runtime dir. */
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -198,6 +199,112 @@ path_remove_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 	else
 		unlink(p);
 	return 0;
+}
+
+/* openat2's struct open_how and its resolve flags (<linux/openat2.h> is not everywhere). */
+struct path_open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
+#define PATH_RESOLVE_NO_MAGICLINKS 0x02
+#define PATH_RESOLVE_NO_SYMLINKS   0x04
+#define PATH_RESOLVE_BENEATH       0x08
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* The same, one component at a time with O_NOFOLLOW, for kernels without openat2. */
+static int
+path_open_walk(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	char *copy = xstrdup(rel), *comp, *next, *save = NULL;
+	int fd = dirfd, nfd;
+
+	for (comp = strtok_r(copy, "/", &save); comp != NULL; comp = next) {
+		next = strtok_r(NULL, "/", &save);
+		if (strcmp(comp, "..") == 0) {
+			nfd = -1;
+			errno = EXDEV;
+		} else if (next == NULL)
+			nfd = openat(fd, comp, flags | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
+		else
+			nfd = openat(fd, comp, O_PATH | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		if (fd != dirfd)
+			close(fd);
+		if ((fd = nfd) == -1)
+			break;
+	}
+	free(copy);
+	if (fd == dirfd) {
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+int
+path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	struct path_open_how how;
+	int fd, saved;
+
+	memset(&how, 0, sizeof how);
+	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
+	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+	how.resolve = PATH_RESOLVE_BENEATH | PATH_RESOLVE_NO_SYMLINKS |
+	    PATH_RESOLVE_NO_MAGICLINKS;
+	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof how);
+	if (fd != -1 || (errno != ENOSYS && errno != EPERM))
+		return fd;
+	saved = errno;
+	fd = path_open_walk(dirfd, rel, flags, mode);
+	if (fd == -1 && errno == 0)
+		errno = saved;
+	return fd;
+}
+
+int
+path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b)
+{
+	char chunk[65536];
+	struct stat sb;
+	size_t got = 0;
+	ssize_t n;
+	int fd, saved, rc = -1;
+
+	/* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer. */
+	if ((fd = path_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK |
+	    O_NOCTTY, 0)) == -1)
+		return -1;
+	if (fstat(fd, &sb) == -1)
+		goto out;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = S_ISDIR(sb.st_mode) ? EISDIR : EINVAL;
+		goto out;
+	}
+	/* Bounded as it is read too: the file may grow meanwhile. */
+	for (;;) {
+		n = read(fd, chunk, sizeof chunk);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n == 0 ? 0 : -1;
+			break;
+		}
+		if ((got += (size_t)n) > max) {
+			errno = EFBIG;
+			break;
+		}
+		buf_add(b, chunk, (size_t)n);
+	}
+out:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
 }
 
 int

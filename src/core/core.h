@@ -171,6 +171,21 @@ const char *path_runtime_dir(void);
 int path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause);
 /** mkdir -p with MODE for each created component; -1 with errno. */
 int path_mkdir_p(const char *path, mode_t mode);
+/**
+ * Opens REL (relative, no "..") under the directory DIRFD without
+ * following any symlink, the last component's included (openat2 with
+ * RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS, else a walk with O_NOFOLLOW).
+ * With O_PATH a final symlink itself is opened. -1 with errno (ELOOP: a
+ * symlink was in the way).
+ */
+int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
+/**
+ * Reads the regular file REL under DIRFD into B (appended) the way
+ * path_open_beneath opens it, without waiting on a FIFO or reading a
+ * device: -1 with errno (EINVAL: not a regular file, EFBIG: over MAX
+ * bytes, ELOOP: a symlink was in the way).
+ */
+int path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b);
 /** rm -rf that never follows symlinks and never crosses mount points. */
 int path_remove_tree(const char *path);
 /** Expands a leading "~/" against the home directory; caller frees. */
@@ -214,6 +229,61 @@ void json_knull(struct json *, const char *);
 void json_print(struct json *, FILE *);
 /** Appends S as a JSON string literal (with quotes) to B. */
 void json_escape(struct buf *, const char *, size_t);
+
+/* ---- hostile strings made safe to print or draw (core-quote.c) ---- */
+
+/*
+ * Anything that came from a jail or the network (file names, paths, URLs,
+ * hosts, headers, ref names, messages that carry them) is printed or drawn
+ * only through these, as git quotes paths: as it is when every character
+ * is safe, else in double quotes with C escapes (\a \b \t \n \v \f \r \"
+ * \\) and \ooo (octal) for each byte of a control character (C0, DEL,
+ * C1 U+0080-U+009F), of invalid UTF-8, or of an invisible or bidi
+ * character (U+200B-U+200F, U+202A-U+202E, U+2066-U+2069, U+FEFF and the
+ * other format characters); outside a UTF-8 locale every byte above 0x7f.
+ * The result is printable text that decodes back to the exact bytes.
+ */
+
+/** Reads the locale's codeset: UTF-8 text is shown as it is only in a UTF-8 locale. */
+void quote_init(void);
+/** Says whether the terminal takes UTF-8 (tests, and the dashboard, which always does). */
+void quote_set_utf8(bool);
+/** Decodes one UTF-8 sequence at S into *CP; its length, or 0 if it is not valid UTF-8. */
+size_t quote_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/** True for a code point that is never shown raw (controls, C1, bidi, invisible). */
+bool quote_cp_unsafe(uint32_t cp);
+/** True if S (N bytes) would be quoted. */
+bool quote_needed(const char *s, size_t n);
+/** Appends S (N bytes) to B, quoted if it needs to be. */
+void quote_add(struct buf *, const char *s, size_t n);
+/** Appends S with unsafe characters escaped but no quotes added; newline, CR LF and tab stay. */
+void quote_text_add(struct buf *, const char *s, size_t n);
+/** quote_text_add into DST (CAP bytes, at least 1, cut to fit), allocating nothing; its length. */
+size_t quote_text_fixed(char *dst, size_t cap, const char *s);
+/** Appends S with every unsafe character escaped, newlines too, no quotes added: one line of text. */
+void quote_line_add(struct buf *, const char *s, size_t n);
+/** S quoted (caller frees); NULL for NULL. */
+char *quote_name(const char *s);
+/** S with unsafe characters escaped, for free text (caller frees); NULL for NULL. */
+char *quote_text(const char *s);
+/** S quoted; the copy is owned by KEEP (freed with it); NULL for NULL. */
+const char *quote_keep(struct strv *keep, const char *s);
+/** S escaped as free text; owned by KEEP; NULL for NULL. */
+const char *quote_keep_text(struct strv *keep, const char *s);
+/** S escaped as one line of free text (quote_line_add); owned by KEEP; NULL for NULL. */
+const char *quote_keep_line(struct strv *keep, const char *s);
+
+/* ---- printing for people (core-out.c): the only way commands print ---- */
+
+/** printf to FP through quote_text_add: no control character goes out raw. */
+int out_printf(FILE *, const char *, ...) __attribute__((format(printf, 2, 3)));
+int out_vprintf(FILE *, const char *, va_list) __attribute__((format(printf, 2, 0)));
+/** fputs through quote_text_add. */
+void out_puts(FILE *, const char *);
+/** Sets colours: SGR is the parameters only ("32", "1;33", "" resets). */
+void out_color(FILE *, const char *sgr);
+/** Returns to the start of the line and erases it (progress lines). */
+void out_erase_line(FILE *);
 
 /* ---- the config file (core-config.c) ---- */
 
@@ -259,6 +329,7 @@ struct config_agent {
 	bool persist_set;
 	int64_t memory;       /* 0 = default */
 	int64_t pids;
+	struct strv protect;  /* more [jail] protect patterns; "none" clears */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;
@@ -271,6 +342,9 @@ struct config_limits {
 	int64_t open_files;
 	int64_t tmp_size;     /* bytes */
 	int64_t cpu_seconds;  /* 0 = none */
+	int64_t disk_write;   /* bytes a session's processes may write; 0 = none */
+	int64_t disk_reserve; /* bytes to keep free on the project's and data dir's disks */
+	int disk_reserve_pct; /* or this share of each, if not 0 */
 };
 
 struct config_ui {
@@ -290,11 +364,23 @@ struct config_proxy {
 	int64_t client_timeout;   /* seconds for a client to send its headers */
 	int64_t max_connections;  /* per session */
 	int64_t max_body_record;  /* bytes of each body stored; 0 = none */
+	int64_t record_headers;   /* bytes of each request's headers stored */
+	int64_t record_budget;    /* bytes of records one session may store */
 };
+
+/* Defaults of [proxy] record_headers and record_budget. */
+#define CONFIG_RECORD_HEADERS (16 * 1024)
+#define CONFIG_RECORD_BUDGET (256LL * 1024 * 1024)
 
 struct config_snapshots {
 	int64_t interval;         /* seconds between turn-boundary snapshots */
-	struct strv excludes;     /* for shadow repositories */
+	struct strv excludes;     /* for projects outside git */
+	int64_t max_size;         /* bytes a project's snapshots keep; 0: no limit */
+};
+
+struct config_jail {
+	struct strv protect;      /* project files kept read-only in the jail */
+	bool history;             /* the git history kept out of the jail's reach */
 };
 
 struct config {
@@ -312,6 +398,7 @@ struct config {
 	struct config_proxy proxy;
 	struct config_snapshots snapshots;
 	char *builtin_error;      /* why built-in profiles were not read, or NULL */
+	struct config_jail jail;
 };
 
 /** One problem found in a config file. */
@@ -342,6 +429,15 @@ void config_problems_free(struct config_problems *);
 /** Finds an agent profile by name; borrowed; NULL if none. */
 const struct config_agent *config_agent(const struct config *, const char *name);
 const struct config_secret *config_secret(const struct config *, const char *name);
+/**
+ * The protect patterns for a session of agent A (may be NULL): [jail]
+ * protect, then the profile's ("none" there clears what came before).
+ * OUT is initialised; caller frees.
+ */
+void config_protect(const struct config *, const struct config_agent *a,
+    struct strv *out);
+/** The built-in protect patterns (NULL-terminated): watched even when not protected. */
+const char *const *config_protect_defaults(void);
 /** Names of all known keys of SECTION ("policy", "agent", ...), for hints. */
 const char *const *config_known_keys(const char *section);
 /** Every section kind the config file takes ("agent" for [agent NAME]), NULL-terminated. */

@@ -1,4 +1,4 @@
-/* The jail's pid 1: runs the setup script, starts the command, reaps, forwards signals, exits with its status. */
+/* The jail's pid 1: runs the setup script, starts the command, then reaps, forwards signals and answers agentmux (jail-initctl.c). */
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -137,35 +137,8 @@ jail_init_drop(struct jail_plan *p, pid_t cmd)
 		kill(cmd, SIGKILL);
 		jail_child_fail(p, "cannot restrict the jail's init");
 	}
-	jail_spawn_capset_zero(p);
+	jail_initctl_caps(p);
 	jail_init_wipe_env();
-}
-
-static void __attribute__((noreturn))
-jail_init_loop(pid_t cmd)
-{
-	sigset_t all;
-	siginfo_t si;
-	pid_t r;
-	int st;
-
-	sigfillset(&all);
-	for (;;) {
-		if (sigwaitinfo(&all, &si) == -1)
-			continue;
-		if (si.si_signo != SIGCHLD) {
-			kill(cmd, si.si_signo);
-			continue;
-		}
-		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (r != cmd)
-				continue;
-			/* Leaving takes down whatever the command left behind. */
-			if (WIFSIGNALED(st))
-				_exit(128 + WTERMSIG(st));
-			_exit(WEXITSTATUS(st));
-		}
-	}
 }
 
 /*
@@ -216,6 +189,7 @@ jail_init_main(struct jail_plan *p)
 	jail_init_wait_release(p);
 	if (unshare(CLONE_NEWCGROUP) == -1)
 		jail_child_fail(p, "cannot create the cgroup namespace");
+	jail_initctl_prepare(p);
 	if ((cmd = jail_init_spawn(p, slave)) == -1)
 		jail_child_fail(p, "cannot start the command");
 	if (slave != -1)
@@ -225,6 +199,10 @@ jail_init_main(struct jail_plan *p)
 			close(p->pipes[n]);
 	}
 	jail_init_drop(p, cmd);
-	close(p->sock);
-	jail_init_loop(cmd);
+	/*
+	 * The command has exec'd, or failed and said so on this channel
+	 * before it exited: either way agentmux hears it before this.
+	 */
+	send(p->sock, "R", 1, MSG_NOSIGNAL);
+	jail_initctl_loop(p, cmd);
 }

@@ -77,6 +77,9 @@ struct jail_plan {
 	bool data_rlimit;        /* RLIMIT_DATA carries the memory limit */
 	const char *how_pids;    /* how each limit is enforced, for the summary */
 	const char *how_memory;
+	const char *how_freeze;  /* how jail_freeze will work */
+	char *freezer;           /* the jail's cgroup that can be frozen, or NULL */
+	bool freezer_v2;         /* through cgroup.freeze, not freezer.state */
 
 	char *exec_path_env;     /* the PATH of conf->envp, or a default */
 	const char *cwd;
@@ -127,6 +130,63 @@ void jail_limits_rlimits(struct jail_plan *);
 void jail_limits_remove(struct strv *dirs);
 void jail_limits_json(struct jail_plan *, struct json *);
 char *jail_limits_describe(void);
+
+/*
+ * A running jail's control channel to its init (the status socket, kept
+ * once the command runs) and its freezing (jail-freeze.c). The init
+ * answers requests of one byte with one message each (jail-initctl.c).
+ */
+#define JAIL_CTL_COUNT    'I'   /* count what the processes wrote: "i BYTES PROCS UNREAD" */
+#define JAIL_CTL_STOP     'S'   /* stop every other process: "s", or "f REASON" */
+#define JAIL_CTL_CONTINUE 'C'   /* continue them: "c" */
+/* Unasked, from an init holding the jail stopped: "x REASON", then it ends the jail. */
+
+struct jail_ctl {
+	int fd;                      /* -1 once closed */
+	char *freezer;               /* the cgroup frozen through its files, or NULL */
+	bool freezer_v2;
+	const char *how;             /* for jail_freeze_how */
+	enum jail_freeze state;
+	bool count_asked;            /* a count is on its way */
+	bool count_new;              /* one arrived that jail_count_poll did not take */
+	struct jail_written written;
+	char *error;                 /* what the init reported failing, once */
+};
+
+void jail_ctl_init(struct jail_ctl *);
+void jail_ctl_free(struct jail_ctl *);
+/* SIGKILLed: a frozen cgroup must thaw for the kill to take effect. */
+void jail_ctl_killed(struct jail_ctl *);
+int jail_ctl_freeze(struct jail_ctl *, char **cause);
+int jail_ctl_freeze_poll(struct jail_ctl *, enum jail_freeze *, char **cause);
+int jail_ctl_thaw(struct jail_ctl *, char **cause);
+int jail_ctl_count(struct jail_ctl *, char **cause);
+int jail_ctl_count_poll(struct jail_ctl *, struct jail_written *);
+
+/* A jail, as jail.c keeps it. */
+struct jail {
+	pid_t pid;
+	bool reaped;
+	int status;
+	int listen_fd;
+	int home_fd;
+	int pty_fd;
+	int in_fd;
+	int out_fd;
+	int err_fd;
+	char *summary;
+	struct strv cg_dirs;
+	struct jail_cg_join *cg_join;  /* the move into cg_dirs, until done */
+	int sock;          /* the status channel, while the jail is held */
+	char *go;          /* the go message (the seccomp program) */
+	size_t golen;
+	struct jail_ctl ctl;           /* the channel, once the command runs */
+};
+
+/* jail-initctl.c: the init's side. */
+void jail_initctl_prepare(struct jail_plan *);
+void jail_initctl_caps(struct jail_plan *);
+void jail_initctl_loop(struct jail_plan *, pid_t cmd) __attribute__((noreturn));
 
 /* jail-spawn.c */
 int jail_spawn_pty(struct jail_plan *, int *slave);

@@ -111,6 +111,26 @@ jail_landlock_path(struct jail_plan *p, int rs, const char *path,
 	close(fd);
 }
 
+/*
+ * What may be made under a writable dir: no device nodes anywhere, and no
+ * FIFO in the project (nor in a dir above it, whose rule would reach it):
+ * agentmux and git on the host open files there, and opening a FIFO for
+ * reading waits for a writer.
+ */
+static uint64_t
+jail_landlock_dir_rights(struct jail_plan *p, const char *dir)
+{
+	uint64_t rights = p->ll_fs & ~(JAIL_LL_FS_MAKE_CHAR |
+	    JAIL_LL_FS_MAKE_BLOCK);
+	const char *proj = p->conf->project;
+	size_t n = strlen(dir);
+
+	if (proj != NULL && strncmp(proj, dir, n) == 0 && (proj[n] == '\0' ||
+	    proj[n] == '/' || strcmp(dir, "/") == 0))
+		rights &= ~JAIL_LL_FS_MAKE_FIFO;
+	return rights;
+}
+
 void
 jail_landlock_apply(struct jail_plan *p)
 {
@@ -134,8 +154,8 @@ jail_landlock_apply(struct jail_plan *p)
 	    -1)
 		jail_child_fail(p, "cannot create the Landlock ruleset");
 	for (i = 0; i < p->ll_rw_dirs.n; i++)
-		jail_landlock_path(p, rs, p->ll_rw_dirs.v[i], p->ll_fs &
-		    ~(JAIL_LL_FS_MAKE_CHAR | JAIL_LL_FS_MAKE_BLOCK));
+		jail_landlock_path(p, rs, p->ll_rw_dirs.v[i],
+		    jail_landlock_dir_rights(p, p->ll_rw_dirs.v[i]));
 	for (i = 0; i < p->ll_rw_files.n; i++)
 		jail_landlock_path(p, rs, p->ll_rw_files.v[i],
 		    JAIL_LL_FILE_RIGHTS);

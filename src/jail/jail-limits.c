@@ -1,4 +1,4 @@
-/* Limits: a cgroup for pids and memory where one can be had (v2 delegated, or v1 as root), else rlimits. */
+/* Limits: a cgroup for pids, memory and freezing where one can be had (v2 delegated, or v1 as root), else rlimits. */
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -25,6 +25,7 @@ struct jail_cg_bases {
 	bool v2_memory;
 	char *v1_pids;     /* writable v1 dirs */
 	char *v1_memory;
+	char *v1_freezer;
 	unsigned seq;
 };
 
@@ -158,9 +159,15 @@ jail_limits_own_dir(const struct jail_cg_files *cf, const char *type,
 	return dir;
 }
 
-/* Empty cgroups left by agentmux processes that were killed before cleaning up. */
+/*
+ * Cgroups left by agentmux processes that were killed before cleaning up:
+ * empty ones go. A jail frozen when its agentmux died is still there, its
+ * parent-death SIGKILL pending (a frozen process cannot act on it), so its
+ * cgroup is thawed first (FILE and TEXT: how this kind of cgroup thaws; NULL
+ * for none): the jail then dies, and the next sweep removes the cgroup.
+ */
 static void
-jail_limits_sweep(const char *base)
+jail_limits_sweep(const char *base, const char *file, const char *text)
 {
 	struct dirent *de;
 	char *path;
@@ -175,7 +182,9 @@ jail_limits_sweep(const char *base)
 		    errno != ESRCH)
 			continue;
 		path = xprintf("%s/%s", base, de->d_name);
-		rmdir(path);
+		if (rmdir(path) == -1 && errno == EBUSY && file != NULL &&
+		    text != NULL)
+			jail_limits_write(path, file, text);
 		free(path);
 	}
 	closedir(d);
@@ -271,16 +280,21 @@ jail_limits_detect(void)
 			jail_cg.v1_pids = jail_limits_detect_v1(&cf, "pids");
 			jail_cg.v1_memory = jail_limits_detect_v1(&cf,
 			    "memory");
+			jail_cg.v1_freezer = jail_limits_detect_v1(&cf,
+			    "freezer");
 		}
 	}
 	free(cf.cgroup);
 	free(cf.mountinfo);
 	if (jail_cg.v2 != NULL)
-		jail_limits_sweep(jail_cg.v2);
+		jail_limits_sweep(jail_cg.v2, "cgroup.freeze", "0\n");
 	if (jail_cg.v1_pids != NULL)
-		jail_limits_sweep(jail_cg.v1_pids);
+		jail_limits_sweep(jail_cg.v1_pids, NULL, NULL);
 	if (jail_cg.v1_memory != NULL)
-		jail_limits_sweep(jail_cg.v1_memory);
+		jail_limits_sweep(jail_cg.v1_memory, NULL, NULL);
+	if (jail_cg.v1_freezer != NULL)
+		jail_limits_sweep(jail_cg.v1_freezer, "freezer.state",
+		    "THAWED\n");
 }
 
 /*
@@ -393,6 +407,9 @@ jail_limits_v2(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
 	char *dir;
 
 	dir = jail_limits_mkcg(cj, owner, jail_cg.v2, dirs);
+	/* Every v2 cgroup but the root can be frozen (cgroup.freeze). */
+	p->freezer = xstrdup(dir);
+	p->freezer_v2 = true;
 	if (l->pids > 0)
 		jail_limits_setcg(cj, dir, "pids.max", l->pids, false);
 	if (l->memory > 0 && jail_cg.v2_memory) {
@@ -423,18 +440,25 @@ jail_limits_v1(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
 		    l->memory, true);
 		free(dir);
 	}
+	if (jail_cg.v1_freezer != NULL)
+		p->freezer = jail_limits_mkcg(cj, owner, jail_cg.v1_freezer,
+		    dirs);
 }
 
-/* Decides, before the clone, how each limit will be enforced. */
+/*
+ * Decides, before the clone, how each limit will be enforced, and how the
+ * jail will be frozen (jail_freeze): by a cgroup wherever one is made.
+ */
 int
 jail_limits_prepare(struct jail_plan *p, char **cause)
 {
 	const struct jail_limits *l = &p->conf->limits;
 
-	if (l->pids > 0 || l->memory > 0)
-		jail_limits_detect();
-	if (jail_cg.v2 != NULL && (l->pids > 0 || l->memory > 0)) {
+	jail_limits_detect();
+	p->how_freeze = "SIGSTOP from the jail's init";
+	if (jail_cg.v2 != NULL) {
 		p->cg = JAIL_CG_V2;
+		p->how_freeze = "cgroup v2 freezer";
 		if (l->pids > 0)
 			p->how_pids = "cgroup v2";
 		if (l->memory > 0 && jail_cg.v2_memory)
@@ -444,7 +468,10 @@ jail_limits_prepare(struct jail_plan *p, char **cause)
 			p->how_pids = "cgroup v1";
 		if (jail_cg.v1_memory != NULL && l->memory > 0)
 			p->how_memory = "cgroup v1";
-		if (p->how_pids != NULL || p->how_memory != NULL)
+		if (jail_cg.v1_freezer != NULL)
+			p->how_freeze = "cgroup v1 freezer";
+		if (p->how_pids != NULL || p->how_memory != NULL ||
+		    jail_cg.v1_freezer != NULL)
 			p->cg = JAIL_CG_V1;
 	}
 	if (l->pids > 0 && p->how_pids == NULL) {
@@ -664,6 +691,7 @@ jail_limits_json(struct jail_plan *p, struct json *js)
 	jail_limits_json_one(js, "tmp_size", l->tmp_size, "tmpfs size");
 	json_kint(js, "core_size", 0);
 	json_obj_end(js);
+	json_kstr(js, "freeze", p->how_freeze);
 }
 
 char *
@@ -673,11 +701,15 @@ jail_limits_describe(void)
 	if (jail_cg.v2 != NULL)
 		return xprintf("cgroup v2 (delegated: %s; pids%s)", jail_cg.v2,
 		    jail_cg.v2_memory ? ", memory" : "");
-	if (jail_cg.v1_pids != NULL || jail_cg.v1_memory != NULL)
-		return xprintf("cgroup v1 (%s%s%s), rlimits for the rest",
+	if (jail_cg.v1_pids != NULL || jail_cg.v1_memory != NULL ||
+	    jail_cg.v1_freezer != NULL)
+		return xprintf("cgroup v1 (%s%s%s%s%s), rlimits for the rest",
 		    jail_cg.v1_pids != NULL ? "pids" : "",
 		    jail_cg.v1_pids != NULL && jail_cg.v1_memory != NULL ?
-		    ", " : "", jail_cg.v1_memory != NULL ? "memory" : "");
+		    ", " : "", jail_cg.v1_memory != NULL ? "memory" : "",
+		    jail_cg.v1_freezer != NULL && (jail_cg.v1_pids != NULL ||
+		    jail_cg.v1_memory != NULL) ? ", " : "",
+		    jail_cg.v1_freezer != NULL ? "freezer" : "");
 	return xstrdup("limits by rlimit (no delegated cgroup v2; NPROC, DATA, "
 	    "FSIZE, NOFILE)");
 }

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -557,6 +556,9 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
  * of linked worktrees (worktrees/, with their commondir and config) are
  * read-only too: git in those worktrees, outside the jail, obeys them.
  */
+static int jail_mount_modules(struct jail_plan *, struct jail_umounts *,
+    const char *, int, int, char **);
+
 static int
 jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
     const char *gitdir, int depth, char **cause)
@@ -565,8 +567,8 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 	    "config.worktree", "worktrees" };
 	char *path, *modules;
 	struct stat st;
-	glob_t g;
 	size_t i;
+	int rc;
 
 	for (i = 0; i < nitems(ro); i++) {
 		path = xprintf("%s/%s", gitdir, ro[i]);
@@ -602,31 +604,70 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 	/* Submodules keep their own hooks and config under modules/. */
 	if (depth >= 4)
 		return 0;
-	modules = xprintf("%s/modules/*/config", gitdir);
-	if (glob(modules, 0, NULL, &g) == 0) {
-		for (i = 0; i < g.gl_pathc; i++) {
-			char *sub = xstrndup(g.gl_pathv[i],
-			    strlen(g.gl_pathv[i]) - strlen("/config"));
-			int rc = jail_mount_gitdir(p, u, sub, depth + 1, cause);
-
-			free(sub);
-			if (rc == -1) {
-				globfree(&g);
-				free(modules);
-				return -1;
-			}
-		}
-		globfree(&g);
-	}
+	modules = xprintf("%s/modules", gitdir);
+	rc = jail_mount_modules(p, u, modules, depth, 0, cause);
 	free(modules);
-	return 0;
+	return rc;
+}
+
+/* True if DIR holds a HEAD: it is a git dir. */
+static bool
+jail_mount_is_gitdir(const char *dir)
+{
+	char *head = xprintf("%s/HEAD", dir);
+	struct stat st;
+	bool is = lstat(head, &st) == 0;
+
+	free(head);
+	return is;
 }
 
 /*
- * agentmux's snapshot refs live in the project's git dir, where git in the
- * jail must keep working: refs/agentmux is read-only inside, so update-ref
- * -d, rm -rf or gc cannot drop them (and gc keeps what they reach), and
- * refs becomes a mount point so it cannot be renamed away from under them.
+ * Every dir under .git/modules becomes a mount point, so that none can be
+ * renamed away with the read-only binds inside it and a fresh one made in
+ * its place (`git submodule update` on the host would run its hooks); the
+ * git dirs among them get the same treatment as the project's. A name
+ * with a slash (libs/x) is a git dir below a plain dir.
+ */
+static int
+jail_mount_modules(struct jail_plan *p, struct jail_umounts *u,
+    const char *dir, int depth, int level, char **cause)
+{
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int rc = 0;
+
+	if (level >= 8 || lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    (d = opendir(dir)) == NULL)
+		return 0;
+	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL, dir, NULL);
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = xprintf("%s/%s", dir, de->d_name);
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (jail_mount_is_gitdir(sub)) {
+				jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF,
+				    NULL, sub, NULL);
+				rc = jail_mount_gitdir(p, u, sub, depth + 1, cause);
+			} else
+				rc = jail_mount_modules(p, u, sub, depth,
+				    level + 1, cause);
+		}
+		free(sub);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Snapshots live in agentmux's own repository, out of the jail's reach;
+ * a project may still hold refs/agentmux from before, until agentmux
+ * brings them over: if it does, it stays read-only inside (and refs a
+ * mount point, so that it cannot be renamed away from under them).
+ * Nothing is created in the project's .git for it.
  */
 static int
 jail_mount_snaprefs(struct jail_umounts *u, const char *gitdir, char **cause)
@@ -634,30 +675,66 @@ jail_mount_snaprefs(struct jail_umounts *u, const char *gitdir, char **cause)
 	char *refs = xprintf("%s/refs", gitdir);
 	char *am = xprintf("%s/refs/agentmux", gitdir);
 	struct stat st;
-	int rc = -1;
+	int rc = 0;
 
-	if (lstat(refs, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		rc = 0;         /* no files backend: nothing to keep */
-		goto out;
+	if (lstat(refs, &st) == 0 && S_ISDIR(st.st_mode) && lstat(am, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			*cause = xprintf("cannot jail this project: %s is not a "
+			    "directory; remove it", am);
+			rc = -1;
+		} else {
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL,
+			    refs, NULL);
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF |
+			    JAIL_MOP_RO, NULL, am, NULL);
+		}
 	}
-	if (mkdir(am, 0755) == -1 && errno != EEXIST) {
-		*cause = xprintf("cannot create %s: %s", am, strerror(errno));
-		goto out;
-	}
-	if (lstat(am, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		*cause = xprintf("cannot jail this project: %s is not a "
-		    "directory, so agentmux's snapshots could not be kept from "
-		    "the jailed command; remove it", am);
-		goto out;
-	}
-	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL, refs, NULL);
-	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO, NULL, am,
-	    NULL);
-	rc = 0;
-out:
 	free(refs);
 	free(am);
 	return rc;
+}
+
+/* True if the user's mounts already have one at DST. */
+static bool
+jail_umount_has(struct jail_umounts *u, const char *dst)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (strcmp(u->v[i].dst, dst) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A project file the user's own tools run (conf->protect): read-only over
+ * itself, and every dir between it and the project a mount point, so that
+ * none can be renamed away and replaced. A link is left alone (a bind
+ * would land on what it points to); it is only reported if it changes.
+ */
+static void
+jail_mount_protect(struct jail_umounts *u, const char *proj, const char *path)
+{
+	size_t n = strlen(proj);
+	struct stat st;
+	char *dir, *s;
+
+	if (!jail_path_under(path, proj) || strcmp(path, proj) == 0 ||
+	    lstat(path, &st) == -1 || !(S_ISREG(st.st_mode) ||
+	    S_ISDIR(st.st_mode)) || jail_umount_has(u, path))
+		return;
+	dir = xstrdup(path);
+	for (s = dir + n + 1; (s = strchr(s, '/')) != NULL; s++) {
+		*s = '\0';
+		if (!jail_umount_has(u, dir))
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL,
+			    dir, NULL);
+		*s = '/';
+	}
+	free(dir);
+	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |
+	    (S_ISDIR(st.st_mode) ? 0 : JAIL_MOP_ISFILE), NULL, path, NULL);
 }
 
 static int
@@ -667,6 +744,7 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 	const char *proj = p->conf->project;
 	char *git;
 	struct stat st;
+	size_t i;
 	int rc = 0;
 
 	jail_umount_add(u, JAIL_MOP_BIND, 0, proj, proj, NULL);
@@ -678,8 +756,14 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 		rc = jail_mount_gitdir(p, u, git, 0, cause);
 		if (rc == 0)
 			rc = jail_mount_snaprefs(u, git, cause);
+	} else if (lstat(git, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* "gitdir: ...": rewritten, it would send the host's git anywhere. */
+		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |
+		    JAIL_MOP_ISFILE, NULL, git, NULL);
 	}
 	free(git);
+	for (i = 0; rc == 0 && i < p->conf->nprotect; i++)
+		jail_mount_protect(u, proj, p->conf->protect[i]);
 	return rc;
 }
 

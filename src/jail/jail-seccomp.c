@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <linux/netlink.h>
@@ -40,10 +41,74 @@ static const char *const jail_seccomp_deny[] = {
 	"lookup_dcookie", "vhangup", "nfsservctl", "uselib", "_sysctl",
 };
 
+/*
+ * Calls that can give a file a mode, and which argument holds it. The
+ * project is the host's: a set-uid or set-gid file made in it (a copy of a
+ * shell, chmod 4755, as root in the jail) would still be one outside, where
+ * nothing mounts the project nosuid. A mode with either bit is refused.
+ */
+static const struct {
+	const char *name;
+	unsigned arg;
+} jail_seccomp_modes[] = {
+	{ "chmod", 1 }, { "fchmod", 1 }, { "fchmodat", 2 }, { "creat", 1 },
+	{ "open", 2 }, { "openat", 3 }, { "mknod", 1 }, { "mknodat", 2 },
+};
+
+/*
+ * Calls whose mode or flags travel in memory, where a filter cannot look:
+ * refused as unknown, so that libc falls back to the calls above.
+ */
+static const char *const jail_seccomp_nosys[] = {
+	"clone3", "openat2", "fchmodat2",
+};
+
 static const uint64_t jail_seccomp_nsflags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 };
+
+/* A syscall by name, or -1 if this libseccomp does not know it. */
+static int
+jail_seccomp_nr(const char *name)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+
+	/* fchmodat2 (Linux 6.6) has the same number on every architecture. */
+	if ((nr == __NR_SCMP_ERROR || nr < 0) && strcmp(name, "fchmodat2") == 0)
+		return 452;
+	return nr == __NR_SCMP_ERROR || nr < 0 ? -1 : nr;
+}
+
+/* No set-uid or set-gid bit from any call that sets a mode. */
+static int
+jail_seccomp_setid(scmp_filter_ctx ctx)
+{
+	static const uint64_t bits[] = { S_ISUID, S_ISGID };
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	struct scmp_arg_cmp cmp;
+	size_t i, j;
+	int nr, rc = 0;
+
+	for (i = 0; i < nitems(jail_seccomp_nosys); i++) {
+		if ((nr = jail_seccomp_nr(jail_seccomp_nosys[i])) != -1)
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr,
+			    0);
+	}
+	for (i = 0; i < nitems(jail_seccomp_modes); i++) {
+		if ((nr = jail_seccomp_nr(jail_seccomp_modes[i].name)) == -1)
+			continue;
+		for (j = 0; j < nitems(bits); j++) {
+			memset(&cmp, 0, sizeof cmp);
+			cmp.arg = jail_seccomp_modes[i].arg;
+			cmp.op = SCMP_CMP_MASKED_EQ;
+			cmp.datum_a = bits[j];
+			cmp.datum_b = bits[j];
+			rc |= seccomp_rule_add_array(ctx, eperm, nr, 1, &cmp);
+		}
+	}
+	return rc;
+}
 
 static int
 jail_seccomp_rules(scmp_filter_ctx ctx)
@@ -57,8 +122,7 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 		if (nr != __NR_SCMP_ERROR && nr >= 0)
 			rc |= seccomp_rule_add(ctx, eperm, nr, 0);
 	}
-	/* clone3 passes its flags in memory: refuse it so libc falls back to clone. */
-	rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	rc |= jail_seccomp_setid(ctx);
 	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
 		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],

@@ -145,6 +145,8 @@ jail_spawn_exec(struct jail_plan *p, int slave)
 		jail_child_fail(p, "cannot mark descriptors close-on-exec");
 	if (chdir(p->cwd) == -1)
 		jail_child_fail(p, "cannot enter %s in the jail", p->cwd);
+	/* What the command makes in the project gets the user's umask, not agentmux's own (077). */
+	umask(util_user_umask());
 	jail_spawn_lookup(p, path, sizeof path);
 	jail_limits_rlimits(p);
 	jail_spawn_drop_bounding(p);

@@ -19,24 +19,6 @@
 /* How long the child may take to set up and exec before we give up on it. */
 #define JAIL_START_TIMEOUT_MS 20000
 
-struct jail {
-	pid_t pid;
-	bool reaped;
-	int status;
-	int listen_fd;
-	int home_fd;
-	int pty_fd;
-	int in_fd;
-	int out_fd;
-	int err_fd;
-	char *summary;
-	struct strv cg_dirs;
-	struct jail_cg_join *cg_join;  /* the move into cg_dirs, until done */
-	int sock;          /* the status channel, while the jail is held */
-	char *go;          /* the go message (the seccomp program) */
-	size_t golen;
-};
-
 void
 jail_child_fail(struct jail_plan *p, const char *fmt, ...)
 {
@@ -121,8 +103,9 @@ jail_take_fds(struct jail *j, struct msghdr *msg)
 }
 
 /*
- * Reads the status channel until every copy of the child's end is closed:
- * the command's copy closes on exec, so EOF means the command is running.
+ * Reads the status channel until the init says the command runs ("R",
+ * after an error the command sent if its exec failed), or until the
+ * channel closes (the init is gone).
  */
 static int
 jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
@@ -168,6 +151,8 @@ jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
 		if (n == 0)
 			return 0;
 		data[n] = '\0';
+		if (data[0] == 'R')
+			return 0;
 		if (data[0] == 'F') {
 			jail_take_fds(j, &msg);
 			if (until_fds)
@@ -231,6 +216,7 @@ jail_summary_make(struct jail_plan *p)
 static void
 jail_plan_free(struct jail_plan *p)
 {
+	free(p->freezer);
 	jail_mount_plan_free(p);
 	strv_free(&p->ll_rw_dirs);
 	strv_free(&p->ll_rw_files);
@@ -337,6 +323,7 @@ jail_new(void)
 	j->listen_fd = j->home_fd = j->pty_fd = j->in_fd = j->out_fd =
 	    j->err_fd = -1;
 	strv_init(&j->cg_dirs);
+	jail_ctl_init(&j->ctl);
 	return j;
 }
 
@@ -360,12 +347,24 @@ jail_prepare_go(struct jail_plan *p, struct jail *j, char **cause)
 	if (p->cg != JAIL_CG_NONE && jail_limits_join(p, j->pid, &j->cg_dirs,
 	    &j->cg_join, cause) == -1)
 		return -1;
+	j->ctl.freezer = p->freezer;
+	j->ctl.freezer_v2 = p->freezer_v2;
+	j->ctl.how = p->how_freeze;
+	p->freezer = NULL;
 	len = prog.len * sizeof *prog.filter;
 	j->go = xmalloc(1 + len);
 	j->go[0] = 'G';
 	memcpy(j->go + 1, prog.filter, len);
 	j->golen = 1 + len;
 	return 0;
+}
+
+/* The status channel stays, once the command runs, as the way to the jail's init. */
+static void
+jail_keep_ctl(struct jail *j)
+{
+	j->ctl.fd = j->sock;
+	j->sock = -1;
 }
 
 /* The command may start once the jail is in its cgroups: then the limits bind all it forks. */
@@ -407,8 +406,7 @@ jail_go(struct jail *j, char **cause)
 	if (jail_send_go(j, cause) == -1 ||
 	    jail_wait_ready(j, j->sock, false, cause) == -1)
 		return -1;
-	close(j->sock);
-	j->sock = -1;
+	jail_keep_ctl(j);
 	return 0;
 }
 
@@ -440,10 +438,8 @@ jail_start(const struct jail_conf *c, char **cause)
 	    (jail_send_go(j, cause) == -1 ||
 	    jail_wait_ready(j, j->sock, false, cause) == -1)))
 		goto fail;
-	if (!c->hold) {
-		close(j->sock);
-		j->sock = -1;
-	}
+	if (!c->hold)
+		jail_keep_ctl(j);
 	j->summary = jail_summary_make(&p);
 	jail_plan_free(&p);
 	return j;
@@ -471,6 +467,7 @@ jail_free(struct jail *j)
 		return;
 	if (j->pid > 0 && !j->reaped) {
 		kill(j->pid, SIGKILL);
+		jail_ctl_killed(&j->ctl);
 		while (waitpid(j->pid, NULL, 0) == -1 && errno == EINTR)
 			;
 	}
@@ -483,6 +480,7 @@ jail_free(struct jail *j)
 	jail_close(&j->in_fd);
 	jail_close(&j->out_fd);
 	jail_close(&j->err_fd);
+	jail_ctl_free(&j->ctl);
 	jail_limits_remove(&j->cg_dirs);
 	strv_free(&j->cg_dirs);
 	free(j->summary);
@@ -565,7 +563,52 @@ jail_signal(struct jail *j, int sig)
 void
 jail_kill(struct jail *j)
 {
-	jail_signal(j, SIGKILL);
+	if (j->pid <= 0 || j->reaped)
+		return;
+	kill(j->pid, SIGKILL);
+	jail_ctl_killed(&j->ctl);
+}
+
+int
+jail_freeze(struct jail *j, char **cause)
+{
+	if (j->reaped) {
+		*cause = xstrdup("the jail has ended");
+		return -1;
+	}
+	return jail_ctl_freeze(&j->ctl, cause);
+}
+
+int
+jail_freeze_poll(struct jail *j, enum jail_freeze *state, char **cause)
+{
+	return jail_ctl_freeze_poll(&j->ctl, state, cause);
+}
+
+int
+jail_thaw(struct jail *j, char **cause)
+{
+	if (j->reaped)
+		return 0;
+	return jail_ctl_thaw(&j->ctl, cause);
+}
+
+const char *
+jail_freeze_how(struct jail *j)
+{
+	return j->ctl.how;
+}
+
+int
+jail_count(struct jail *j, char **cause)
+{
+	return jail_ctl_count(&j->ctl, cause);
+}
+
+int
+jail_count_poll(struct jail *j, struct jail_written *w)
+{
+	return jail_ctl_count_poll(&j->ctl, w);
 }
 
 int

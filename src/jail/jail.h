@@ -53,6 +53,9 @@ struct jail_conf {
 	int proxy_port;             /* port of the listener made inside the jail */
 	bool hold;                  /* set up, but start the command at jail_go */
 	const char *hostname;       /* the jail's UTS name; NULL: "agentmux" */
+	/* Files and dirs in the project (absolute) kept read-only: what the host's tools run. */
+	char *const *protect;
+	size_t nprotect;
 };
 
 /**
@@ -110,13 +113,58 @@ void jail_close_stdin(struct jail *);
 int jail_resize(struct jail *, unsigned short rows, unsigned short cols);
 /** Sends SIG to the command (through the jail's init). */
 void jail_signal(struct jail *, int sig);
-/** SIGKILLs the whole jail. */
+/** SIGKILLs the whole jail (thawing it if it is frozen, for the kill to take effect). */
 void jail_kill(struct jail *);
 /**
  * Reaps the jail's init without blocking: returns 1 and sets *STATUS (exit
  * code, or 128+N for signal N) once it has exited, 0 while it runs.
  */
 int jail_reap(struct jail *, int *status);
+/** How far jail_freeze has got. */
+enum jail_freeze {
+	JAIL_THAWED,
+	JAIL_FREEZING,        /* asked; a process may still run */
+	JAIL_FROZEN,          /* no process of the jail runs until jail_thaw */
+};
+
+/**
+ * Freezes every process of the jail, for as long as it takes, without
+ * their knowing: with the cgroup freezer where the jail has a cgroup;
+ * else its init stops every other process with SIGSTOP (a fork racing it
+ * is stopped too, and processes still exiting are waited for) and keeps
+ * looking: a process that runs again (something sent it SIGCONT) gets
+ * the whole jail killed. Returns at once; jail_freeze_poll says when
+ * every process has stopped. -1 with *CAUSE if it cannot be asked.
+ */
+int jail_freeze(struct jail *, char **cause);
+/**
+ * Where the freeze is, in *STATE. -1 with *CAUSE if it failed: a
+ * process could not be stopped, or ran again; the jail should be killed
+ * (the init kills it itself in the second case).
+ */
+int jail_freeze_poll(struct jail *, enum jail_freeze *state, char **cause);
+/** Lets a frozen (or freezing) jail run again; -1 with *CAUSE. */
+int jail_thaw(struct jail *, char **cause);
+/** How this jail is frozen ("cgroup v1 freezer", ...); borrowed. */
+const char *jail_freeze_how(struct jail *);
+
+/** What the jail's processes have written to storage (write_bytes of /proc/PID/io). */
+struct jail_written {
+	uint64_t bytes;       /* the live processes', and those of every one that ended */
+	unsigned procs;       /* processes counted */
+	unsigned unread;      /* processes whose counters could not be read */
+};
+
+/**
+ * Asks the jail's init to count what every process of the jail has
+ * written so far (it reads them children first, so that one ending
+ * meanwhile is counted in its parent). The answer comes through
+ * jail_count_poll; a frozen cgroup answers once thawed. -1 with *CAUSE.
+ */
+int jail_count(struct jail *, char **cause);
+/** 1 with *W once the answer to jail_count has come, 0 while it has not. */
+int jail_count_poll(struct jail *, struct jail_written *w);
+
 /** What applied, as a JSON object (namespaces, seccomp, landlock ABI, limits and how). Borrowed. */
 const char *jail_summary(struct jail *);
 

@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 
 #include "proxy/proxy-int.h"
 
-#define PROXY_SCAN_MAX (1024 * 1024)   /* request body bytes searched for placeholders */
+#define PROXY_PRESCAN_MAX 65536       /* body bytes looked at before the head goes up */
 
 enum proxy_conn_state {
 	PROXY_CONN_HEAD,       /* reading a request head */
@@ -38,7 +39,8 @@ struct proxy_req {
 	const char *scheme;
 	char *host;
 	int port;
-	char *path;
+	char *path;                 /* normalised: what policy judged and what goes up */
+	char *match;                /* its path part, without the query: what rules match */
 	char version[32];
 	char *req_headers;          /* as recorded: made once the request is on its way */
 	char *resp_headers;
@@ -53,9 +55,7 @@ struct proxy_req {
 	struct buf req_body;
 	struct buf resp_body;
 	struct buf out_head;        /* what went upstream, kept for one retry */
-	struct buf scan;            /* the tail of the body searched so far */
 	const struct proxy_secret *leak;
-	bool scan_body;
 	bool rechunk;               /* the body goes up re-encoded, chunk by chunk */
 	bool no_body;
 	bool head;                  /* HEAD: the response has no body */
@@ -96,6 +96,10 @@ struct proxy_conn {
 	bool client_eof;
 	bool up_eof;
 	char *up_error;
+	bool *want;                 /* per secret: its placeholder may not go where the request goes */
+	struct proxy_scan scan;     /* the request's body, or a WebSocket's frames */
+	struct proxy_ws *ws;        /* a WebSocket whose frames are looked at */
+	bool hello_seen;            /* a tunnel's TLS hello was checked */
 	int64_t last_io;
 	int64_t head_since;         /* when it began waiting for a request */
 };
@@ -171,10 +175,11 @@ proxy_conn_uout(struct proxy_conn *pc)
 static void
 proxy_conn_req_clear(struct proxy_req *r)
 {
-	struct buf bufs[4];
+	struct buf bufs[3];
 
 	free(r->host);
 	free(r->path);
+	free(r->match);
 	free(r->req_headers);
 	free(r->resp_headers);
 	free(r->rule);
@@ -184,16 +189,13 @@ proxy_conn_req_clear(struct proxy_req *r)
 	buf_reset(&r->req_body);
 	buf_reset(&r->resp_body);
 	buf_reset(&r->out_head);
-	buf_reset(&r->scan);
 	bufs[0] = r->req_body;
 	bufs[1] = r->resp_body;
 	bufs[2] = r->out_head;
-	bufs[3] = r->scan;
 	memset(r, 0, sizeof *r);
 	r->req_body = bufs[0];
 	r->resp_body = bufs[1];
 	r->out_head = bufs[2];
-	r->scan = bufs[3];
 }
 
 static void
@@ -203,7 +205,6 @@ proxy_conn_req_free(struct proxy_req *r)
 	buf_free(&r->req_body);
 	buf_free(&r->resp_body);
 	buf_free(&r->out_head);
-	buf_free(&r->scan);
 }
 
 static void
@@ -345,6 +346,12 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	free(pc->dest_host);
 	free(pc->answer_rule);
 	free(pc->up_error);
+	free(pc->want);
+	proxy_scan_free(&pc->scan);
+	if (pc->ws != NULL) {
+		proxy_ws_free(pc->ws);
+		free(pc->ws);
+	}
 	TAILQ_REMOVE(&ps->conns, pc, entry);
 	ps->nconns--;
 	if (pc->busy == 0)
@@ -385,6 +392,17 @@ proxy_conn_finish(struct proxy_conn *pc)
 		proxy_conn_linger(pc);
 }
 
+/*
+ * True once the client has bytes of the upstream's final response: only
+ * complete interim ones (100 Continue) may come before one of our own.
+ */
+static bool
+proxy_conn_answered_up(struct proxy_conn *pc)
+{
+	return pc->r.resp_started && (pc->r.status != 0 ||
+	    pc->rs.head_bytes != 0 || pc->rs.head_done);
+}
+
 /* A final response made here (403, 400, 502, ...), then close. */
 static void
 proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
@@ -392,7 +410,7 @@ proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
 {
 	struct proxy_req *r = &pc->r;
 
-	if (r->resp_started) {
+	if (proxy_conn_answered_up(pc)) {
 		proxy_conn_close(pc, error);
 		return;
 	}
@@ -559,6 +577,24 @@ proxy_conn_hold(struct proxy_conn *pc)
 
 /* ---- requests ---- */
 
+/* The path policy judges and the upstream gets: normalised (proxy-path.c). */
+static const char *
+proxy_conn_normalise(struct proxy_req *r)
+{
+	const char *why = NULL;
+	size_t len;
+	char *norm;
+
+	/* The fragment never goes on the wire. */
+	r->path[strcspn(r->path, "#")] = '\0';
+	if ((norm = proxy_path_normalise(r->path, &len, &why)) == NULL)
+		return why;
+	free(r->path);
+	r->path = norm;
+	r->match = xstrndup(norm, len);
+	return NULL;
+}
+
 /* Host, port and path of the request, from the URL or the tunnel. */
 static const char *
 proxy_conn_target(struct proxy_conn *pc)
@@ -572,7 +608,7 @@ proxy_conn_target(struct proxy_conn *pc)
 		r->host = xstrdup(pc->dest_host);
 		r->port = pc->dest_port;
 		r->path = xstrdup(url);
-		return NULL;
+		return proxy_conn_normalise(r);
 	}
 	if (pc->tls)
 		return "inside a tunnel, requests must name a path";
@@ -604,67 +640,268 @@ proxy_conn_target(struct proxy_conn *pc)
 	else
 		r->path = xprintf("/%s", (u.field_set & (1 << UF_QUERY)) ?
 		    url + u.field_data[UF_QUERY].off - 1 : "");
-	/* The fragment never goes on the wire. */
-	r->path[strcspn(r->path, "#")] = '\0';
-	return NULL;
+	return proxy_conn_normalise(r);
+}
+
+/* True if NAME is "localhost" and ADDR a loopback address (127/8, ::1). */
+static bool
+proxy_conn_localhost(const char *name, const char *addr)
+{
+	static const unsigned char lo6[16] = { [15] = 1 };
+	unsigned char x[16];
+
+	if (strcasecmp(name, "localhost") != 0 &&
+	    strcasecmp(name, "localhost.") != 0)
+		return false;
+	if (inet_pton(AF_INET, addr, x) == 1)
+		return x[0] == 127;
+	return inet_pton(AF_INET6, addr, x) == 1 && memcmp(x, lo6, 16) == 0;
 }
 
 /*
- * The Host header must name the destination: no fronting another virtual
- * host behind an allowed name. A rule for an address allows that server,
- * whatever name the client gives it.
+ * True if A and B name the same host: addresses compared as addresses.
+ * "localhost" is the loopback address by definition (RFC 6761 6.3), so a
+ * client that connects to 127.0.0.1 for localhost names no other host.
  */
-static const char *
-proxy_conn_check_host(struct proxy_conn *pc)
+static bool
+proxy_conn_same_host(const char *a, const char *b)
 {
-	const char *h = proxy_msg_get(&pc->rq, "host"), *end;
-	char *host;
-	bool ok;
+	unsigned char x[16], y[16];
 
-	if (h == NULL || proxy_host_is_addr(pc->r.host))
-		return NULL;
-	while (*h == ' ' || *h == '\t')
-		h++;
-	if (*h == '[') {
-		end = strchr(h, ']');
-		host = end != NULL ? xstrndup(h + 1, (size_t)(end - h - 1)) :
-		    xstrdup(h);
-	} else
-		host = xstrndup(h, strcspn(h, ": \t"));
-	ok = proxy_host_valid(host) && strcmp(host, pc->r.host) == 0;
-	free(host);
-	return ok ? NULL : "the Host header names another host than the "
-	    "request goes to";
+	if (proxy_conn_localhost(a, b) || proxy_conn_localhost(b, a))
+		return true;
+	if (inet_pton(AF_INET, a, x) == 1)
+		return inet_pton(AF_INET, b, y) == 1 && memcmp(x, y, 4) == 0;
+	if (inet_pton(AF_INET6, a, x) == 1)
+		return inet_pton(AF_INET6, b, y) == 1 && memcmp(x, y, 16) == 0;
+	return strcmp(a, b) == 0;
 }
 
-/* Refuses a placeholder headed where its secret does not belong. */
+/* The port after a Host header's name, at P up to END: 0 if none, -1 if not a port. */
+static int
+proxy_conn_host_port(const char *p, const char *end)
+{
+	long v = 0;
+
+	if (p == end)
+		return 0;
+	if (*p++ != ':')
+		return -1;
+	if (p == end)
+		return 0;   /* "host:" names the default port */
+	for (; p < end && *p >= '0' && *p <= '9' && v <= 65535; p++)
+		v = v * 10 + (*p - '0');
+	return p == end && v >= 1 && v <= 65535 ? (int)v : -1;
+}
+
+/* Reads a Host header's value: *NAME (lower case, caller frees) and *PORT (0: none). */
+static int
+proxy_conn_parse_host(const char *h, char **name, int *port)
+{
+	const char *end, *p;
+	size_t n;
+
+	while (*h == ' ' || *h == '\t')
+		h++;
+	for (n = strlen(h); n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'); n--)
+		;
+	if (*h == '[') {
+		if ((end = memchr(h, ']', n)) == NULL)
+			return -1;
+		*name = xstrndup(h + 1, (size_t)(end - h - 1));
+		p = end + 1;
+	} else {
+		end = memchr(h, ':', n);
+		p = end != NULL ? end : h + n;
+		*name = xstrndup(h, (size_t)(p - h));
+	}
+	if ((*port = proxy_conn_host_port(p, h + n)) == -1 ||
+	    !proxy_host_valid(*name) || (*h == '[') != (strchr(*name, ':') !=
+	    NULL)) {
+		free(*name);
+		*name = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* NULL if the Host header is absent or names a host (and maybe a port), else why not. */
+static const char *
+proxy_conn_host_header(struct proxy_conn *pc)
+{
+	const char *h = proxy_msg_get(&pc->rq, "host");
+	char *name;
+	int port;
+
+	if (h == NULL)
+		return NULL;
+	if (proxy_conn_parse_host(h, &name, &port) == -1)
+		return "the Host header names no valid host[:port]";
+	free(name);
+	return NULL;
+}
+
+/* The name the client's TLS asked for (SNI), checked; NULL if none. */
+static int
+proxy_conn_sni(struct proxy_conn *pc, char **sni)
+{
+	const char *s = NULL;
+
+	*sni = NULL;
+	if (pc->tls && pc->client.ssl != NULL)
+		s = SSL_get_servername(pc->client.ssl, TLSEXT_NAMETYPE_host_name);
+	if (s == NULL)
+		return 0;
+	*sni = xstrdup(s);
+	if (proxy_host_valid(*sni))
+		return 0;
+	free(*sni);
+	*sni = NULL;
+	return -1;
+}
+
+/*
+ * The Host header and the TLS server name (SNI) must name where the request
+ * goes: no fronting one virtual host behind another's allowed name. When it
+ * goes to an address, they may name a host instead (as a client does that
+ * connects to an address for a name), which then needs a rule of its own
+ * (proxy_conn_check_vhost); *VHOST is that name. Why not, or NULL.
+ */
+static char *
+proxy_conn_check_names(struct proxy_conn *pc, char **vhost)
+{
+	struct proxy_req *r = &pc->r;
+	const char *h = proxy_msg_get(&pc->rq, "host"), *name, *what;
+	char *host = NULL, *sni = NULL, *why = NULL;
+	int port = 0;
+
+	*vhost = NULL;
+	if (h != NULL && proxy_conn_parse_host(h, &host, &port) == -1)
+		return xstrdup("the Host header names no valid host");   /* checked before */
+	if (proxy_conn_sni(pc, &sni) == -1)
+		why = xstrdup("TLS asked for a server name (SNI) that is not "
+		    "a valid host name");
+	else if (port != 0 && port != r->port)
+		why = xprintf("the Host header names port %d, but the request "
+		    "goes to port %d", port, r->port);
+	else if (host != NULL && sni != NULL && !proxy_conn_same_host(host,
+	    sni))
+		why = xprintf("the Host header names %s, but TLS asked for %s "
+		    "(SNI)", host, sni);
+	else if ((name = host != NULL ? host : sni) != NULL &&
+	    !proxy_conn_same_host(name, r->host)) {
+		what = host != NULL ? "the Host header" : "TLS (SNI)";
+		if (proxy_host_is_addr(r->host) && !proxy_host_is_addr(name))
+			*vhost = xstrdup(name);
+		else
+			why = xprintf("%s names %s, but the request goes to %s: "
+			    "a request may name only the host it goes to", what,
+			    name, r->host);
+	}
+	free(host);
+	free(sni);
+	return why;
+}
+
+/* A request to an address that names host VHOST: a rule must allow that host too. */
+static char *
+proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	enum proxy_verdict v;
+	char *hr, *why;
+
+	v = proxy_policy_check(pc->ps->policy, vhost, r->port, r->method,
+	    r->match, &rule);
+	if (v == PROXY_ALLOW || v == PROXY_TUNNEL)
+		return NULL;
+	if (v == PROXY_DENY)
+		return xprintf("the request to %s names the host %s, which the "
+		    "rule `%s` denies", r->host, vhost, rule);
+	hr = proxy_host_rule(vhost, r->port, r->scheme);
+	why = xprintf("the request to %s names the host %s, which no rule "
+	    "allows; a request to an address may name another host only if a "
+	    "rule allows it: add `allow %s`", r->host, vhost, hr);
+	free(hr);
+	return why;
+}
+
+/* Refuses a request whose Host or SNI names another destination. */
+static void
+proxy_conn_refuse_names(struct proxy_conn *pc, const char *why)
+{
+	char *body = xprintf("agentmux: refused: %s", why);
+
+	free(pc->r.rule);
+	pc->r.rule = xstrdup("Host and SNI check (a request names where it "
+	    "goes)");
+	proxy_conn_deny(pc, why, body);
+	free(body);
+}
+
+/* Only over TLS verified for one of its hosts: never in cleartext, whatever the port. */
 static bool
-proxy_conn_leak_check(struct proxy_conn *pc)
+proxy_conn_deliverable(struct proxy_conn *pc, const struct proxy_secret *s)
+{
+	return pc->tls && proxy_secret_bound(s, pc->r.host);
+}
+
+/*
+ * Marks the secrets whose placeholders may not go where the request goes,
+ * and starts the body's scan for them. True if there is any.
+ */
+static bool
+proxy_conn_want(struct proxy_conn *pc, bool connect)
 {
 	struct proxy_session *ps = pc->ps;
-	struct proxy_req *r = &pc->r;
 	const struct proxy_secret *s;
-	const char *where = NULL;
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < ps->nsecrets && where == NULL; i++) {
+	for (i = 0; i < ps->nsecrets; i++) {
 		s = &ps->secrets[i];
-		if (proxy_secret_bound(s, r->host))
-			continue;
-		r->scan_body = true;
-		if (proxy_secret_find(s, 1, r->path, strlen(r->path)) != NULL)
-			where = "the URL";
-		for (j = 0; j < pc->rq.nh && where == NULL; j++) {
-			if (proxy_secret_find(s, 1, proxy_msg_value(&pc->rq, j),
-			    strlen(proxy_msg_value(&pc->rq, j))) != NULL ||
-			    proxy_secret_find(s, 1, proxy_msg_name(&pc->rq, j),
-			    strlen(proxy_msg_name(&pc->rq, j))) != NULL)
-				where = "a header";
-		}
-		if (where != NULL)
-			r->leak = s;
+		pc->want[i] = connect ? !proxy_secret_bound(s, pc->r.host) :
+		    !proxy_conn_deliverable(pc, s);
 	}
-	return where != NULL;
+	proxy_scan_reset(&pc->scan, ps->patterns, pc->want);
+	return proxy_scan_active(&pc->scan);
+}
+
+/* Looks for the wanted placeholders in S; true (and r.leak set) if one is there. */
+static bool
+proxy_conn_scan_text(struct proxy_conn *pc, const char *s, size_t len)
+{
+	int found;
+
+	found = proxy_scan_once(pc->ps->patterns, pc->want, s, len);
+	if (found != -1)
+		pc->r.leak = &pc->ps->secrets[found];
+	return found != -1;
+}
+
+/*
+ * Where a placeholder headed where its secret does not belong is: NULL if
+ * nowhere. The head is looked at as the client sent it (still buffered),
+ * URL and every header in one pass, then the path as normalised.
+ */
+static const char *
+proxy_conn_leak_where(struct proxy_conn *pc)
+{
+	struct evbuffer *in = proxy_conn_cin(pc);
+	const char *url = proxy_msg_url(&pc->rq);
+	unsigned char *head;
+
+	if (!proxy_conn_want(pc, false))
+		return NULL;
+	/* The head is there: proxy_msg_after_head drains it later. */
+	if ((head = evbuffer_pullup(in, (ev_ssize_t)pc->head_off)) == NULL)
+		fatalx("proxy_conn_leak_where: the request head is gone");
+	if (proxy_conn_scan_text(pc, (const char *)head, pc->head_off))
+		return proxy_conn_scan_text(pc, url, strlen(url)) ? "the URL" :
+		    "a header";
+	if (proxy_conn_scan_text(pc, pc->r.path, strlen(pc->r.path)))
+		return "the URL";
+	return NULL;
 }
 
 static void
@@ -675,16 +912,17 @@ proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
 	char *msg, *body;
 
 	msg = xprintf("the placeholder of secret %s was sent to %s in %s; "
-	    "it may only go to its own hosts, so the request was blocked",
-	    s->name, pc->r.host, where);
+	    "it may only go to its own hosts, over TLS, so the request was "
+	    "blocked", s->name, pc->r.host, where);
 	body = xprintf("agentmux: blocked: this request to %s carries the "
-	    "placeholder of secret %s, which only its own hosts may receive",
-	    pc->r.host, s->name);
+	    "placeholder of secret %s, which only its own hosts may receive, "
+	    "over TLS", pc->r.host, s->name);
 	log_warnx("%s: %s", ps->label, msg);
 	if (ps->cbs.alert != NULL)
 		ps->cbs.alert(ps->arg, "exfiltration", msg);
 	free(pc->r.rule);
 	pc->r.rule = xprintf("secret %s", s->name);
+	pc->r.decision = "deny";
 	proxy_conn_deny(pc, "exfiltration: a secret's placeholder", body);
 	free(msg);
 	free(body);
@@ -718,26 +956,22 @@ proxy_conn_on_req_body(void *arg, const char *data, size_t len)
 {
 	struct proxy_conn *pc = arg;
 	struct proxy_req *r = &pc->r;
-	size_t keep, max = pc->px->max_body_record;
+	size_t max = pc->px->max_body_record;
+	int found;
 
 	if (r->req_body.len < max)
 		buf_add(&r->req_body, data, len < max - r->req_body.len ?
 		    len : max - r->req_body.len);
+	/* Every byte, before it goes: proxy_conn_relay_request stops there. */
+	if (r->leak == NULL && (found = proxy_scan_feed(&pc->scan, data,
+	    len)) != -1)
+		r->leak = &pc->ps->secrets[found];
+	if (r->leak != NULL)
+		return;
 	if (r->rechunk && len != 0) {
 		evbuffer_add_printf(proxy_conn_uout(pc), "%zx\r\n", len);
 		evbuffer_add(proxy_conn_uout(pc), data, len);
 		evbuffer_add(proxy_conn_uout(pc), "\r\n", 2);
-	}
-	if (r->scan_body && r->leak == NULL && r->bytes_up < PROXY_SCAN_MAX) {
-		buf_add(&r->scan, data, len);
-		r->leak = proxy_secret_find(pc->ps->secrets, pc->ps->nsecrets,
-		    r->scan.data, r->scan.len);
-		keep = pc->ps->secret_maxlen;
-		if (r->scan.len > keep) {
-			memmove(r->scan.data, r->scan.data + r->scan.len - keep,
-			    keep);
-			r->scan.len = keep;
-		}
 	}
 	r->bytes_up += (int64_t)len;
 }
@@ -755,20 +989,41 @@ proxy_conn_on_resp_body(void *arg, const char *data, size_t len)
 	r->bytes_down += (int64_t)len;
 }
 
+/* The Host and SNI checks, then the policy for the request. */
+static void
+proxy_conn_judge(struct proxy_conn *pc)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	char *why, *vhost;
+	enum proxy_verdict v;
+
+	if ((why = proxy_conn_check_names(pc, &vhost)) == NULL &&
+	    vhost != NULL)
+		why = proxy_conn_check_vhost(pc, vhost);
+	free(vhost);
+	if (why != NULL) {
+		proxy_conn_refuse_names(pc, why);
+		free(why);
+		return;
+	}
+	v = proxy_policy_check(pc->ps->policy, r->host, r->port, r->method,
+	    r->match, &rule);
+	proxy_conn_decide(pc, v, rule);
+}
+
 static void
 proxy_conn_request(struct proxy_conn *pc)
 {
-	struct proxy_session *ps = pc->ps;
 	struct proxy_req *r;
-	const char *why, *rule = NULL;
-	enum proxy_verdict v;
+	const char *why;
 
 	proxy_conn_req_begin(pc, http_method_str(pc->rq.p.method),
 	    pc->tls ? "https" : "http");
 	r = &pc->r;
 	if ((why = proxy_msg_check_request(&pc->rq)) != NULL ||
 	    (why = proxy_conn_target(pc)) != NULL ||
-	    (why = proxy_conn_check_host(pc)) != NULL) {
+	    (why = proxy_conn_host_header(pc)) != NULL) {
 		proxy_conn_bad_request(pc, why);
 		return;
 	}
@@ -780,15 +1035,11 @@ proxy_conn_request(struct proxy_conn *pc)
 		r->scheme = pc->tls ? "wss" : "ws";
 	r->keep_alive = http_should_keep_alive(&pc->rq.p);
 	r->req_head_kept = true;
-	if (proxy_conn_leak_check(pc)) {
-		proxy_conn_block_leak(pc, r->path != NULL &&
-		    proxy_secret_find(r->leak, 1, r->path, strlen(r->path)) ?
-		    "the URL" : "a header");
+	if ((why = proxy_conn_leak_where(pc)) != NULL) {
+		proxy_conn_block_leak(pc, why);
 		return;
 	}
-	v = proxy_policy_check(ps->policy, r->host, r->port, r->method,
-	    r->path, &rule);
-	proxy_conn_decide(pc, v, rule);
+	proxy_conn_judge(pc);
 }
 
 static void
@@ -819,13 +1070,18 @@ proxy_conn_build_head(struct proxy_conn *pc)
 		value = proxy_msg_value(&pc->rq, i);
 		if (proxy_msg_hop_by_hop(&pc->rq, name))
 			continue;
+		/* Compressed frames would hide what they carry from the scan. */
+		if (r->upgrade && proxy_scan_active(&pc->scan) &&
+		    strcasecmp(name, "sec-websocket-extensions") == 0)
+			continue;
 		host = host || strcasecmp(name, "host") == 0;
 		v = NULL;
 		for (j = 0; j < ps->nsecrets; j++) {
 			const struct proxy_secret *s = &ps->secrets[j];
 
-			if (!proxy_secret_bound(s, r->host) || (s->header !=
-			    NULL && strcasecmp(s->header, name) != 0))
+			/* WANT is set for the request: what may not go there. */
+			if (pc->want[j] || (s->header != NULL &&
+			    strcasecmp(s->header, name) != 0))
 				continue;
 			if ((swapped = proxy_secret_swap(s, v != NULL ? v :
 			    value)) != NULL) {
@@ -879,6 +1135,12 @@ proxy_conn_forward(struct proxy_conn *pc)
 	r->req_done = r->no_body = st == PROXY_MSG_DONE;
 	r->rechunk = !r->req_done && (pc->rq.p.flags & F_CHUNKED);
 	proxy_conn_build_head(pc);
+	/* The head as it goes: what its parts alone do not show. */
+	if (proxy_scan_active(&pc->scan) && proxy_conn_scan_text(pc,
+	    r->out_head.data, r->out_head.len)) {
+		proxy_conn_block_leak(pc, "the request head");
+		return;
+	}
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, !r->upgrade);
 	if (pc->up->state != PROXY_UP_READY) {
@@ -903,15 +1165,13 @@ proxy_conn_prescan(struct proxy_conn *pc)
 	size_t len = evbuffer_get_length(in);
 	unsigned char *p;
 
-	if (pc->r.no_body || len == 0)
+	if (pc->r.no_body || len == 0 || !proxy_scan_active(&pc->scan))
 		return false;
-	if (len > 65536)
-		len = 65536;
+	if (len > PROXY_PRESCAN_MAX)
+		len = PROXY_PRESCAN_MAX;
 	if ((p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL)
 		return false;
-	pc->r.leak = proxy_secret_find(pc->ps->secrets, pc->ps->nsecrets, p,
-	    len);
-	return pc->r.leak != NULL;
+	return proxy_conn_scan_text(pc, (const char *)p, len);
 }
 
 void
@@ -942,7 +1202,7 @@ proxy_conn_ready(struct proxy_conn *pc)
 		proxy_conn_pump(pc);
 		return;
 	}
-	if (r->scan_body && proxy_conn_prescan(pc)) {
+	if (proxy_conn_prescan(pc)) {
 		proxy_conn_block_leak(pc, "the body");
 		return;
 	}
@@ -1117,6 +1377,10 @@ proxy_conn_response_done(struct proxy_conn *pc)
 
 	if (status == 101 && r->upgrade && pc->rs.p.upgrade) {
 		r->resp_done = r->req_done = true;
+		if (proxy_scan_active(&pc->scan) && pc->ws == NULL) {
+			pc->ws = xmalloc(sizeof *pc->ws);
+			proxy_ws_init(pc->ws, pc->ps->patterns, pc->want);
+		}
 		proxy_conn_set_state(pc, PROXY_CONN_PIPE);
 		return;
 	}
@@ -1258,17 +1522,142 @@ proxy_conn_move(struct evbuffer *src, struct evbuffer *dst)
 	return n;
 }
 
+/*
+ * What a WebSocket's client sends, frames looked at before they go: the
+ * bytes moved, or -1 if the connection is closed for what they carry.
+ */
+static ssize_t
+proxy_conn_ws_up(struct proxy_conn *pc)
+{
+	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
+	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
+	size_t done = 0, len;
+	struct evbuffer_iovec v;
+	struct evbuffer_ptr pos;
+	char *why;
+	int found = -1;
+
+	if (n > room)
+		n = room;
+	while (done < n && found == -1) {
+		if (evbuffer_ptr_set(src, &pos, done, EVBUFFER_PTR_SET) == -1 ||
+		    evbuffer_peek(src, (ev_ssize_t)(n - done), &pos, &v, 1) < 1)
+			break;
+		len = v.iov_len < n - done ? v.iov_len : n - done;
+		if ((found = proxy_ws_feed(pc->ws, v.iov_base, len)) == -1)
+			done += len;
+	}
+	if (found == -2) {
+		why = xprintf("closed: %s", pc->ws->error);
+		pc->r.decision = "deny";
+		proxy_conn_close(pc, why);
+		free(why);
+		return -1;
+	}
+	if (found >= 0) {
+		pc->r.leak = &pc->ps->secrets[found];
+		proxy_conn_block_leak(pc, "a WebSocket frame");
+		return -1;
+	}
+	if (done != 0)
+		evbuffer_remove_buffer(src, dst, done);
+	return (ssize_t)done;
+}
+
+/* Why a tunnel's TLS may not ask for server name SNI, or NULL. */
+static char *
+proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
+{
+	struct proxy_req *r = &pc->r;
+	const char *rule = NULL;
+	char *hr, *why;
+
+	if (!proxy_host_valid(sni))
+		return xstrdup("the tunnel's TLS asks for a server name (SNI) "
+		    "that is not a valid host name");
+	if (proxy_conn_same_host(sni, r->host))
+		return NULL;
+	if (!proxy_host_is_addr(r->host) || proxy_host_is_addr(sni))
+		return xprintf("the tunnel's TLS asks for %s (SNI), but the "
+		    "tunnel goes to %s", sni, r->host);
+	if (proxy_policy_check(pc->ps->policy, sni, r->port, NULL, NULL,
+	    &rule) == PROXY_TUNNEL)
+		return NULL;
+	hr = proxy_host_rule(sni, r->port, "tunnel");
+	why = xprintf("the tunnel to %s asks for %s (SNI), which no tunnel "
+	    "rule names; add `tunnel %s`", r->host, sni, hr);
+	free(hr);
+	return why;
+}
+
+/*
+ * A tunnel is not decrypted, but its first TLS record says which server
+ * it is for: that must be the tunnel's host. 1 once checked, 0 while the
+ * record is still coming, -1 if the connection was closed for it.
+ */
+static int
+proxy_conn_tunnel_hello(struct proxy_conn *pc)
+{
+	struct evbuffer *in = proxy_conn_cin(pc);
+	size_t len = evbuffer_get_length(in);
+	const char *bad = NULL;
+	char *sni = NULL, *why = NULL;
+	unsigned char *p;
+	int rc;
+
+	if (len > 5 + 16384)
+		len = 5 + 16384;
+	if (len == 0 || (p = evbuffer_pullup(in, (ev_ssize_t)len)) == NULL)
+		rc = 0;
+	else
+		rc = proxy_tls_hello_sni(p, len, &sni, &bad);
+	if (rc == 0 && !pc->client_eof)
+		return 0;
+	if (rc == 0 && len == 0) {
+		pc->hello_seen = true;   /* it left without a word */
+		return 1;
+	}
+	if (rc != 1)
+		why = xprintf("closed: a tunnel carries TLS, and what the client "
+		    "sent is not a TLS hello agentmux can read: %s", bad != NULL ?
+		    bad : "it ended first");
+	else if (sni != NULL && (why = proxy_conn_tunnel_sni(pc, sni)) != NULL)
+		pc->r.decision = "deny";
+	free(sni);
+	if (why != NULL) {
+		free(pc->r.rule);
+		pc->r.rule = xstrdup("SNI check (a tunnel's TLS names its host)");
+		proxy_conn_close(pc, why);
+		free(why);
+		return -1;
+	}
+	pc->hello_seen = true;
+	return 1;
+}
+
 static void
 proxy_conn_pipe(struct proxy_conn *pc)
 {
 	struct proxy_req *r = &pc->r;
-	size_t up, down;
+	size_t down;
+	ssize_t up;
 
-	up = proxy_conn_move(proxy_conn_cin(pc), proxy_conn_uout(pc));
+	if (!r->upgrade && !pc->hello_seen && proxy_conn_tunnel_hello(pc) != 1) {
+		if (!pc->dead && pc->up_eof)
+			proxy_conn_close(pc, "the upstream closed before the "
+			    "client's TLS hello");
+		return;
+	}
+	if (pc->ws != NULL) {
+		if ((up = proxy_conn_ws_up(pc)) == -1)
+			return;
+	} else
+		up = (ssize_t)proxy_conn_move(proxy_conn_cin(pc),
+		    proxy_conn_uout(pc));
 	down = proxy_conn_move(proxy_conn_uin(pc), proxy_conn_cout(pc));
 	r->bytes_up += (int64_t)up;
 	r->bytes_down += (int64_t)down;
-	if (up + down != 0)
+	if (up != 0 || down != 0)
 		pc->last_io = proxy_conn_now();
 	proxy_conn_flush(pc);
 	if (pc->client_eof && evbuffer_get_length(proxy_conn_cin(pc)) == 0) {
@@ -1401,6 +1790,12 @@ proxy_conn_connect(struct proxy_conn *pc)
 	if (why != NULL || pc->tls) {
 		proxy_conn_bad_request(pc, why != NULL ? why :
 		    "CONNECT inside a tunnel");
+		return;
+	}
+	/* The name goes to DNS and to the upstream's TLS. */
+	if (proxy_conn_want(pc, true) && proxy_conn_scan_text(pc, url,
+	    strlen(url))) {
+		proxy_conn_block_leak(pc, "the CONNECT target");
 		return;
 	}
 	v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL, NULL,
@@ -1628,6 +2023,8 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	pc->rq.arg = pc;
 	pc->rs.on_body = proxy_conn_on_resp_body;
 	pc->rs.arg = pc;
+	pc->want = xcalloc(ps->nsecrets + 1, sizeof *pc->want);
+	proxy_scan_init(&pc->scan);
 	TAILQ_INSERT_TAIL(&ps->conns, pc, entry);
 	ps->nconns++;
 	proxy_conn_client_setup(pc);

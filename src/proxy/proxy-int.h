@@ -71,6 +71,14 @@ SSL_CTX *proxy_tls_client_ctx(char *const *upstream_ca, char **cause);
 SSL *proxy_tls_accept_ssl(struct proxy *, const char *host, char **cause);
 /** A client-side SSL that verifies HOST (SNI, hostname or address check). */
 SSL *proxy_tls_connect_ssl(struct proxy *, const char *host, char **cause);
+/**
+ * Reads the server name (SNI) from the first LEN bytes a TLS client sent:
+ * 1 with *SNI (caller frees; NULL if it names none) once its first record
+ * is complete, 0 while more must come, -1 with *WHY (static) if they are
+ * not a ClientHello in one record.
+ */
+int proxy_tls_hello_sni(const void *data, size_t len, char **sni,
+    const char **why);
 
 /* ---- addresses (proxy-addr.c) ---- */
 
@@ -106,18 +114,114 @@ char *proxy_host_rule(const char *host, int port, const char *scheme);
 
 /* ---- secrets (proxy-secret.c) ---- */
 
-/** The first secret whose placeholder occurs in DATA, or NULL. */
-const struct proxy_secret *proxy_secret_find(const struct proxy_secret *,
-    size_t n, const void *data, size_t len);
-/** True if HOST may receive SECRET's value. */
+/**
+ * True if HOST is one of SECRET's hosts. The value goes there only over
+ * TLS verified for HOST (proxy-conn.c).
+ */
 bool proxy_secret_bound(const struct proxy_secret *, const char *host);
 /**
  * Returns VALUE with SECRET's placeholder replaced by its value, or NULL
  * if the placeholder is not in VALUE. Caller frees.
  */
 char *proxy_secret_swap(const struct proxy_secret *, const char *value);
-/** Longest placeholder, for scanning across chunk boundaries. */
-size_t proxy_secret_maxlen(const struct proxy_secret *, size_t n);
+
+/* ---- paths (proxy-path.c) ---- */
+
+/** The value of hex digit C, or -1. */
+int proxy_hexval(int c);
+/**
+ * TARGET ("/path?query") with its path normalised as policy judges it:
+ * escapes of unreserved characters decoded (others in upper case), "." and
+ * ".." segments removed, repeated slashes folded; the query as it was.
+ * *PATHLEN is the length of the path part. NULL with *WHY (static) when
+ * the path cannot be normalised: an encoded '/' or '\', NUL, a backslash,
+ * a '%' that starts no escape, a double-encoded '.', '/' or '\', "..;"
+ * segments. Caller frees.
+ */
+char *proxy_path_normalise(const char *target, size_t *pathlen,
+    const char **why);
+
+/* ---- looking for placeholders (proxy-scan.c) ---- */
+
+struct proxy_patterns;
+
+/* One stream's search for placeholders, fed piece by piece. */
+struct proxy_scan {
+	const struct proxy_patterns *pp;
+	bool *want;                   /* per secret: look for its placeholder */
+	bool any;                     /* something to look for */
+	int found;                    /* the secret found, or -1 */
+	struct buf raw;               /* the stream's last bytes */
+	struct buf dec;               /* the same, percent-decoded */
+	struct buf out;               /* a piece, percent-decoded */
+	struct buf scratch;           /* what straddles two pieces */
+	char escbuf[3];               /* an escape split between pieces */
+	int esc;
+	bool dec_same;                /* DEC would hold what RAW holds */
+	size_t since_esc;             /* decoded bytes since the last escape */
+	size_t last_esc;
+};
+
+/**
+ * What to look for in V's N placeholders: each as it is, as hex (lower and
+ * upper case) and as base64 (three alignments, standard and URL-safe
+ * alphabets). Caller frees.
+ */
+struct proxy_patterns *proxy_scan_patterns(const struct proxy_secret *v,
+    size_t n);
+void proxy_scan_patterns_free(struct proxy_patterns *);
+/** The number of patterns, and pattern I with its secret's index (tests). */
+size_t proxy_scan_npatterns(const struct proxy_patterns *);
+const char *proxy_scan_pattern(const struct proxy_patterns *, size_t i,
+    size_t *secret);
+void proxy_scan_init(struct proxy_scan *);
+void proxy_scan_free(struct proxy_scan *);
+/**
+ * Starts a new stream looking for the placeholders of the secrets WANT
+ * marks (NULL: all) among PP's; PP is borrowed.
+ */
+void proxy_scan_reset(struct proxy_scan *, const struct proxy_patterns *pp,
+    const bool *want);
+/** True if the stream is looked at (there is something to look for). */
+bool proxy_scan_active(const struct proxy_scan *);
+/**
+ * Looks at the next LEN bytes of the stream, raw and percent-decoded, with
+ * what straddles earlier pieces. The index of the secret whose placeholder
+ * was found (from then on, always), or -1.
+ */
+int proxy_scan_feed(struct proxy_scan *, const void *data, size_t len);
+/** One buffer as a whole stream: the secret found, or -1. */
+int proxy_scan_once(const struct proxy_patterns *, const bool *want,
+    const void *data, size_t len);
+
+/* A WebSocket's frames from the client: unmasked, their payloads looked at. */
+struct proxy_ws {
+	const struct proxy_patterns *pp;
+	const bool *want;             /* borrowed */
+	struct proxy_scan wire;       /* the bytes as they go */
+	struct proxy_scan data;       /* data frames' payloads, unmasked, in a row */
+	struct buf ctl;               /* a control frame's payload */
+	unsigned char hdr[14];        /* a frame's head so far */
+	size_t nhdr;
+	size_t need;                  /* the head's length, once known */
+	uint64_t left;                /* payload bytes still to come */
+	unsigned char mask[4];
+	unsigned pos;                 /* the payload's offset, modulo 4 */
+	bool control;                 /* the frame is a control frame */
+	int found;                    /* the secret found, or -1 */
+	const char *error;            /* a frame that cannot be looked at */
+};
+
+/** Starts on a WebSocket's client frames; PP and WANT are borrowed. */
+void proxy_ws_init(struct proxy_ws *, const struct proxy_patterns *pp,
+    const bool *want);
+void proxy_ws_free(struct proxy_ws *);
+/**
+ * Looks at the next LEN bytes the client sends: the secret whose
+ * placeholder they carry (raw, or in a frame once unmasked), -1 if none,
+ * -2 if a frame cannot be looked at (ws->error says why).
+ */
+int proxy_ws_feed(struct proxy_ws *, const void *data, size_t len);
 
 /* ---- redaction (proxy-redact.c) ---- */
 
@@ -332,7 +436,7 @@ struct proxy_session {
 	struct proxy_secret *secrets;
 	size_t nsecrets;
 	char **secret_values;         /* NULL-terminated, for redaction */
-	size_t secret_maxlen;
+	struct proxy_patterns *patterns;  /* the placeholders, in every form looked for */
 	char *label;
 	struct proxy_session_cbs cbs;
 	void *arg;

@@ -18,11 +18,11 @@ struct proxy_rule {
 	char *desc;            /* "allow host GET /x (origin)" */
 	char *text;            /* "allow host GET /x" */
 	char *origin;
-	/* Specificity, compared in this order. */
+	/* Specificity, compared in this order (proxy_rule_cmp). */
 	int spec_host;
-	int spec_port;
 	int spec_path;
 	int spec_method;
+	int spec_port;
 };
 
 struct proxy_policy {
@@ -353,7 +353,15 @@ proxy_rule_match_path(const struct proxy_rule *r, const char *path)
 	return strncmp(path, r->path, strlen(r->path)) == 0;
 }
 
-/* Compares specificity; on equal specificity deny beats tunnel beats allow. */
+/*
+ * Compares specificity: the host first (a name beats a glob, then the
+ * longer literal part), then the path (a rule naming one beats a rule that
+ * does not, then the longer literal part), then the method (named beats
+ * any), then the port (named beats any). A rule that narrows what is asked
+ * for (path, method) is more specific than one that narrows only where it
+ * goes (port), whatever the port. On equal specificity deny beats tunnel
+ * beats allow.
+ */
 static int
 proxy_rule_cmp(const struct proxy_rule *a, const struct proxy_rule *b)
 {
@@ -362,12 +370,12 @@ proxy_rule_cmp(const struct proxy_rule *a, const struct proxy_rule *b)
 
 	if (a->spec_host != b->spec_host)
 		return a->spec_host < b->spec_host ? -1 : 1;
-	if (a->spec_port != b->spec_port)
-		return a->spec_port < b->spec_port ? -1 : 1;
 	if (a->spec_path != b->spec_path)
 		return a->spec_path < b->spec_path ? -1 : 1;
 	if (a->spec_method != b->spec_method)
 		return a->spec_method < b->spec_method ? -1 : 1;
+	if (a->spec_port != b->spec_port)
+		return a->spec_port < b->spec_port ? -1 : 1;
 	return rank[a->verdict] - rank[b->verdict];
 }
 
@@ -377,11 +385,36 @@ proxy_rule_unconstrained(const struct proxy_rule *r)
 	return r->methods.n == 0 && r->path == NULL;
 }
 
+/*
+ * At CONNECT only the destination is known. A narrower allow that is more
+ * specific than the deny that covers the host makes the verdict "decrypt
+ * and decide per request"; so does a narrower deny more specific than a
+ * tunnel, which could not be enforced in a tunnel.
+ */
+static enum proxy_verdict
+proxy_policy_connect(const struct proxy_rule **best,
+    const struct proxy_rule *allow_in, const struct proxy_rule *deny_in)
+{
+	const struct proxy_rule *b = *best;
+
+	if (allow_in != NULL && (b == NULL || (b->verdict == PROXY_DENY &&
+	    proxy_rule_cmp(allow_in, b) > 0))) {
+		*best = allow_in;
+		return PROXY_ALLOW;
+	}
+	if (deny_in != NULL && b != NULL && b->verdict == PROXY_TUNNEL &&
+	    proxy_rule_cmp(deny_in, b) > 0)
+		return PROXY_ALLOW;
+	return b != NULL ? b->verdict : PROXY_UNKNOWN;
+}
+
 enum proxy_verdict
 proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
     const char *method, const char *path, const char **rule)
 {
-	const struct proxy_rule *best = NULL, *allow_in = NULL, *r;
+	const struct proxy_rule *best = NULL, *allow_in = NULL, *deny_in = NULL;
+	const struct proxy_rule *r;
+	enum proxy_verdict v;
 	size_t i;
 
 	for (i = 0; i < pol->n; i++) {
@@ -393,6 +426,9 @@ proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
 			if (r->verdict == PROXY_ALLOW && (allow_in == NULL ||
 			    proxy_rule_cmp(r, allow_in) > 0))
 				allow_in = r;
+			if (r->verdict == PROXY_DENY && (deny_in == NULL ||
+			    proxy_rule_cmp(r, deny_in) > 0))
+				deny_in = r;
 			continue;
 		}
 		if (method != NULL && (!proxy_rule_match_method(r, method) ||
@@ -401,12 +437,13 @@ proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
 		if (best == NULL || proxy_rule_cmp(r, best) > 0)
 			best = r;
 	}
-	if (method == NULL && allow_in != NULL && (best == NULL ||
-	    (best->verdict == PROXY_DENY && proxy_rule_cmp(allow_in, best) > 0)))
-		best = allow_in;
+	if (method == NULL)
+		v = proxy_policy_connect(&best, allow_in, deny_in);
+	else
+		v = best != NULL ? best->verdict : PROXY_UNKNOWN;
 	if (rule != NULL)
 		*rule = best != NULL ? best->desc : NULL;
-	return best != NULL ? best->verdict : PROXY_UNKNOWN;
+	return v;
 }
 
 bool

@@ -72,20 +72,6 @@ proxy_secret_placeholder(const char *value)
 	return buf_steal(&b);
 }
 
-const struct proxy_secret *
-proxy_secret_find(const struct proxy_secret *v, size_t n, const void *data,
-    size_t len)
-{
-	size_t i, plen;
-
-	for (i = 0; i < n; i++) {
-		plen = strlen(v[i].placeholder);
-		if (plen != 0 && memmem(data, len, v[i].placeholder, plen) != NULL)
-			return &v[i];
-	}
-	return NULL;
-}
-
 bool
 proxy_secret_bound(const struct proxy_secret *s, const char *host)
 {
@@ -114,16 +100,4 @@ proxy_secret_swap(const struct proxy_secret *s, const char *value)
 	}
 	buf_adds(&b, p);
 	return buf_steal(&b);
-}
-
-size_t
-proxy_secret_maxlen(const struct proxy_secret *v, size_t n)
-{
-	size_t i, max = 0;
-
-	for (i = 0; i < n; i++) {
-		if (strlen(v[i].placeholder) > max)
-			max = strlen(v[i].placeholder);
-	}
-	return max;
 }

@@ -108,7 +108,7 @@ proxy_session_copy_secrets(struct proxy_session *ps,
 		ps->secret_values[i] = (char *)s->value;
 	}
 	ps->nsecrets = n;
-	ps->secret_maxlen = proxy_secret_maxlen(ps->secrets, n);
+	ps->patterns = proxy_scan_patterns(ps->secrets, n);
 }
 
 static void
@@ -131,6 +131,7 @@ proxy_session_free_secrets(struct proxy_session *ps)
 	}
 	free(ps->secrets);
 	free(ps->secret_values);
+	proxy_scan_patterns_free(ps->patterns);
 }
 
 struct proxy_session *

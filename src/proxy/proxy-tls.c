@@ -174,3 +174,137 @@ proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
 	}
 	return ssl;
 }
+
+/* ---- the server name in a tunnel's first TLS record ---- */
+
+/* A cursor over a ClientHello: reads fail once it runs past its end. */
+struct proxy_hello {
+	const unsigned char *p;
+	size_t left;
+	bool bad;
+};
+
+static const unsigned char *
+proxy_hello_take(struct proxy_hello *h, size_t n)
+{
+	const unsigned char *at = h->p;
+
+	if (h->bad || n > h->left) {
+		h->bad = true;
+		return NULL;
+	}
+	h->p += n;
+	h->left -= n;
+	return at;
+}
+
+static size_t
+proxy_hello_num(struct proxy_hello *h, size_t bytes)
+{
+	const unsigned char *at = proxy_hello_take(h, bytes);
+	size_t v = 0, i;
+
+	for (i = 0; at != NULL && i < bytes; i++)
+		v = v << 8 | at[i];
+	return v;
+}
+
+/* Skips a vector with a LEN_BYTES length. */
+static void
+proxy_hello_skip(struct proxy_hello *h, size_t len_bytes)
+{
+	proxy_hello_take(h, proxy_hello_num(h, len_bytes));
+}
+
+/* The host_name in a server_name extension's data; -1 if malformed. */
+static int
+proxy_hello_server_name(struct proxy_hello ext, char **sni)
+{
+	struct proxy_hello list;
+	const unsigned char *name;
+	size_t type, n;
+
+	list.left = proxy_hello_num(&ext, 2);
+	list.p = proxy_hello_take(&ext, list.left);
+	list.bad = ext.bad;
+	while (!list.bad && list.left > 0) {
+		type = proxy_hello_num(&list, 1);
+		n = proxy_hello_num(&list, 2);
+		if ((name = proxy_hello_take(&list, n)) == NULL)
+			break;
+		if (type != 0 || *sni != NULL)
+			continue;
+		if (n == 0 || memchr(name, '\0', n) != NULL)
+			return -1;
+		*sni = xstrndup((const char *)name, n);
+	}
+	return list.bad ? -1 : 0;
+}
+
+/* Reads the ClientHello in H (the handshake body) for its server name. */
+static int
+proxy_hello_body(struct proxy_hello *h, char **sni)
+{
+	struct proxy_hello ext;
+	size_t type, n, total;
+
+	proxy_hello_take(h, 2 + 32);       /* version, random */
+	proxy_hello_skip(h, 1);            /* session id */
+	proxy_hello_skip(h, 2);            /* cipher suites */
+	proxy_hello_skip(h, 1);            /* compression methods */
+	if (!h->bad && h->left == 0)
+		return 1;                  /* no extensions */
+	total = proxy_hello_num(h, 2);
+	while (!h->bad && total >= 4) {
+		type = proxy_hello_num(h, 2);
+		n = proxy_hello_num(h, 2);
+		ext.p = proxy_hello_take(h, n);
+		ext.left = n;
+		ext.bad = ext.p == NULL;
+		total -= n + 4 > total ? total : n + 4;
+		if (type == 0 && !ext.bad && proxy_hello_server_name(ext,
+		    sni) == -1)
+			return -1;
+	}
+	return h->bad || total != 0 ? -1 : 1;
+}
+
+int
+proxy_tls_hello_sni(const void *data, size_t len, char **sni,
+    const char **why)
+{
+	const unsigned char *d = data;
+	struct proxy_hello h;
+	size_t rec, hs;
+	int rc;
+
+	*sni = NULL;
+	*why = NULL;
+	if (len >= 1 && d[0] != 0x16) {
+		*why = "it does not start with a TLS handshake";
+		return -1;
+	}
+	if (len < 5 + 4)
+		return 0;
+	rec = (size_t)d[3] << 8 | d[4];
+	hs = (size_t)d[6] << 16 | (size_t)d[7] << 8 | d[8];
+	if (d[5] != 0x01 || rec < 4 || rec > 16384) {
+		*why = "its first TLS record is not a ClientHello";
+		return -1;
+	}
+	if (hs + 4 > rec) {
+		*why = "its ClientHello does not fit in one TLS record";
+		return -1;
+	}
+	if (len < 5 + rec)
+		return 0;
+	h.p = d + 9;
+	h.left = hs;
+	h.bad = false;
+	if ((rc = proxy_hello_body(&h, sni)) == -1) {
+		free(*sni);
+		*sni = NULL;
+		*why = "its ClientHello is malformed";
+	}
+	return rc;
+}

@@ -405,14 +405,19 @@ snap_cc_line(struct snap_cc_out *o, const char *line, size_t len)
 		red = snap_redact_line(copy, o->secrets, o->nsecrets);
 	if (o->color && len > 0) {
 		if (line[0] == '+')
-			color = "\033[32m";
+			color = "32";
 		else if (line[0] == '-')
-			color = "\033[31m";
+			color = "31";
 		else if (line[0] == '@')
-			color = "\033[36m";
+			color = "36";
 	}
-	fprintf(o->out, "%s%s%s\n", color != NULL ? color : "", red,
-	    color != NULL ? "\033[m" : "");
+	/* The content is the agent's: out_printf shows its controls escaped. */
+	if (color != NULL)
+		out_color(o->out, color);
+	out_printf(o->out, "%s", red);
+	if (color != NULL)
+		out_color(o->out, "");
+	out_puts(o->out, "\n");
 	free(red);
 	free(copy);
 }
@@ -431,8 +436,8 @@ snap_cc_unified(struct snap_cc_out *o, const char *a, const char *b)
 	buf_init(&out);
 	buf_init(&err);
 	if (snap_git_outside(argv, &out, &err, &st, &cause) == -1 || st > 1) {
-		fprintf(o->out, "(cannot diff: %s)\n", cause != NULL ? cause :
-		    err.data != NULL ? err.data : "git diff failed");
+		out_printf(o->out, "(cannot diff: %s)\n", cause != NULL ?
+		    cause : err.data != NULL ? err.data : "git diff failed");
 		free(cause);
 	}
 	for (p = out.data; p != NULL && *p != '\0'; p = nl + 1) {
@@ -477,17 +482,17 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	if (strcmp(b, "/dev/null") != 0 && lstat(b, &sb) == 0)
 		zb = sb.st_size;
 	if (za > SNAP_CC_MAX_DIFF || zb > SNAP_CC_MAX_DIFF)
-		fprintf(o->out, "large file: %lld -> %lld bytes\n", (long long)za,
-		    (long long)zb);
+		out_printf(o->out, "large file: %lld -> %lld bytes\n",
+		    (long long)za, (long long)zb);
 	else if ((za > 0 && snap_cc_binary(a)) ||
 	    (zb > 0 && snap_cc_binary(b)))
-		fprintf(o->out, "binary file: %lld -> %lld bytes\n",
+		out_printf(o->out, "binary file: %lld -> %lld bytes\n",
 		    (long long)za, (long long)zb);
 	else {
 		if (cc->change == 'M' && za == zb && lstat(a, &sa) == 0 &&
 		    lstat(b, &sb) == 0 && (sa.st_mode & 07777) !=
 		    (sb.st_mode & 07777))
-			fprintf(o->out, "mode %04o -> %04o\n",
+			out_printf(o->out, "mode %04o -> %04o\n",
 			    (unsigned)(sa.st_mode & 07777),
 			    (unsigned)(sb.st_mode & 07777));
 		snap_cc_unified(o, a, b);
@@ -497,18 +502,24 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 static void
 snap_cc_show_link(struct snap_cc_out *o, const struct snap_cc *cc)
 {
-	char t[4096], line[4200];
+	char t[4096], *line, *q;
 	ssize_t n;
 
 	if (cc->change != 'A' && (n = readlink(cc->host, t, sizeof t - 1)) >= 0) {
 		t[n] = '\0';
-		snprintf(line, sizeof line, "-symlink -> %s", t);
+		q = quote_name(t);
+		line = xprintf("-symlink -> %s", q);
 		snap_cc_line(o, line, strlen(line));
+		free(line);
+		free(q);
 	}
 	if (cc->upper != NULL && (n = readlink(cc->upper, t, sizeof t - 1)) >= 0) {
 		t[n] = '\0';
-		snprintf(line, sizeof line, "+symlink -> %s", t);
+		q = quote_name(t);
+		line = xprintf("+symlink -> %s", q);
 		snap_cc_line(o, line, strlen(line));
+		free(line);
+		free(q);
 	}
 }
 
@@ -517,7 +528,7 @@ snap_cc_list_dir(struct snap_cc_out *o, const char *dir, size_t *n)
 {
 	struct strv names;
 	struct stat sb;
-	char *p;
+	char *p, *q;
 	size_t i;
 
 	snap_cc_names(dir, &names);
@@ -525,8 +536,11 @@ snap_cc_list_dir(struct snap_cc_out *o, const char *dir, size_t *n)
 		p = xprintf("%s/%s", dir, names.v[i]);
 		if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
 			snap_cc_list_dir(o, p, n);
-		else if ((*n)++ < SNAP_CC_MAX_LIST)
-			fprintf(o->out, "-%s\n", p);
+		else if ((*n)++ < SNAP_CC_MAX_LIST) {
+			q = quote_name(p);
+			out_printf(o->out, "-%s\n", q);
+			free(q);
+		}
 		free(p);
 	}
 	strv_free(&names);
@@ -536,14 +550,26 @@ static void
 snap_cc_show_one(struct snap_cc_out *o, const struct snap_cc *cc)
 {
 	size_t n = 0;
+	char *a, *b, *qa, *qb;
 
-	fprintf(o->out, "%s--- %s%s\n+++ %s%s%s\n", o->color ? "\033[1m" : "",
-	    cc->change == 'A' ? "" : "a", cc->change == 'A' ? "/dev/null" :
-	    cc->host, cc->change == 'D' ? "" : "b", cc->change == 'D' ?
-	    "/dev/null" : cc->host, o->color ? "\033[m" : "");
+	/* As git names them: "a/PATH", the whole name quoted if it must be. */
+	a = xprintf("a%s", cc->host);
+	b = xprintf("b%s", cc->host);
+	qa = quote_name(cc->change == 'A' ? "/dev/null" : a);
+	qb = quote_name(cc->change == 'D' ? "/dev/null" : b);
+	if (o->color)
+		out_color(o->out, "1");
+	out_printf(o->out, "--- %s\n+++ %s", qa, qb);
+	if (o->color)
+		out_color(o->out, "");
+	out_puts(o->out, "\n");
+	free(qb);
+	free(qa);
+	free(b);
+	free(a);
 	if (cc->type == 'd') {
 		snap_cc_list_dir(o, cc->host, &n);
-		fprintf(o->out, "deleted directory: %zu file%s%s\n", n,
+		out_printf(o->out, "deleted directory: %zu file%s%s\n", n,
 		    n == 1 ? "" : "s", n > SNAP_CC_MAX_LIST ? " (not all listed)" :
 		    "");
 	} else if (cc->type == 'l')
@@ -568,6 +594,7 @@ snap_confdiff_show(struct store *st, int64_t session,
 {
 	struct snap_cc_out o;
 	struct snap_ccs c;
+	char *q;
 	size_t i;
 
 	if (snap_cc_pending(st, session, opts->paths, &c, cause) == -1)
@@ -577,16 +604,23 @@ snap_confdiff_show(struct store *st, int64_t session,
 	o.color = opts->color;
 	o.secrets = snap_redact_secrets(opts->cf, &o.nsecrets);
 	if (c.n == 0)
-		fprintf(o.out, "session %lld has no pending config changes\n",
+		out_printf(o.out,
+		    "session %lld has no pending config changes\n",
 		    (long long)session);
 	for (i = 0; i < c.n; i++) {
-		fprintf(o.out, "%s%s %s%s\n", o.color ? "\033[1;33m" : "",
-		    snap_cc_word(c.v[i].change), c.v[i].host,
-		    o.color ? "\033[m" : "");
+		q = quote_name(c.v[i].host);
+		if (o.color)
+			out_color(o.out, "1;33");
+		out_printf(o.out, "%s %s", snap_cc_word(c.v[i].change), q);
+		if (o.color)
+			out_color(o.out, "");
+		out_puts(o.out, "\n");
+		free(q);
 		snap_cc_show_one(&o, &c.v[i]);
 	}
 	if (c.n > 0)
-		fprintf(o.out, "%zu pending change%s: 'agentmux confdiff %lld "
+		out_printf(o.out,
+		    "%zu pending change%s: 'agentmux confdiff %lld "
 		    "--apply [PATH...]' keeps them, --discard drops them\n",
 		    c.n, c.n == 1 ? "" : "s", (long long)session);
 	snap_cc_secrets_free(o.secrets, o.nsecrets);
@@ -632,7 +666,8 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 		if (next == -1 && errno == ENOENT && cc->upper != NULL) {
 			up = xstrndup(cc->upper, strlen(cc->upper) -
 			    strlen(e));
-			mode = stat(up, &sb) == 0 ? sb.st_mode & 07777 : 0700;
+			/* Never a set-gid dir of the jail's making. */
+			mode = stat(up, &sb) == 0 ? sb.st_mode & 01777 : 0700;
 			free(up);
 			if (mkdirat(fd, comp, mode) == 0 || errno == EEXIST)
 				next = openat(fd, comp, O_RDONLY | O_DIRECTORY |
@@ -654,10 +689,14 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 	return fd;
 }
 
-/* Copies the upper file or symlink to a temporary name in DIRFD. */
+/*
+ * Copies the upper file or symlink to a temporary name in DIRFD. Its mode
+ * comes along without the set-uid and set-gid bits (*SETID says if it had
+ * one): a jail's root could have made a root shell there.
+ */
 static int
 snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
-    char **cause)
+    bool *setid, char **cause)
 {
 	char target[4096];
 	struct stat sb;
@@ -682,8 +721,9 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
 	}
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
+	*setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
 	if (out != -1 && snap_copy_fd(in, out) == 0 &&
-	    fchmod(out, sb.st_mode & 07777) == 0 && fsync(out) == 0)
+	    fchmod(out, sb.st_mode & 01777) == 0 && fsync(out) == 0)
 		rc = 0;
 	else
 		*cause = xprintf("cannot write %s: %s", cc->host, strerror(errno));
@@ -723,7 +763,7 @@ snap_cc_remove_dir(int dirfd, const char *base, const char *full, char **cause)
 
 /* Puts one change into the host dir: a new file is renamed over the old one. */
 static int
-snap_cc_apply_one(const struct snap_cc *cc, char **cause)
+snap_cc_apply_one(const struct snap_cc *cc, bool *setid, char **cause)
 {
 	const char *base;
 	unsigned char rnd[6];
@@ -740,7 +780,7 @@ snap_cc_apply_one(const struct snap_cc *cc, char **cause)
 	util_random(rnd, sizeof rnd);
 	tmp = xprintf(".%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
-	if (snap_cc_copy_in(fd, cc, tmp, cause) == -1)
+	if (snap_cc_copy_in(fd, cc, tmp, setid, cause) == -1)
 		goto out;
 	/* A dir cannot be renamed over: a file replacing one removes it first. */
 	if (cc->change == 'M' && snap_cc_remove_dir(fd, base, cc->host,
@@ -782,24 +822,44 @@ snap_cc_check_running(struct store *st, int64_t session, char **cause)
 	return rc;
 }
 
+/* An applied file had a set-uid or set-gid bit, which did not come along. */
+static void
+snap_cc_setid(struct store *st, int64_t session, const char *path, FILE *out)
+{
+	char *q = snap_nested_quote(path);
+
+	if (out != NULL)
+		out_puts(out, "          (its set-uid/set-gid bit was not "
+		    "applied)\n");
+	store_event_add(st, session, "error", "tampering", "%s was set-uid or "
+	    "set-gid in the session's config overlay; it was applied without "
+	    "that bit", q);
+	store_session_flag(st, session, "tampering");
+	free(q);
+}
+
 static int
 snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
     FILE *out, char **cause)
 {
 	struct store_confchange rec;
 	struct snap_ccs c;
-	char *err = NULL;
+	char *err = NULL, *q;
 	size_t i;
 	int n = 0, failed = 0;
+	bool setid;
 
 	if (snap_cc_pending(st, session, paths, &c, cause) == -1)
 		return -1;
 	for (i = 0; i < c.n; i++) {
-		if (apply && snap_cc_apply_one(&c.v[i], &err) == -1) {
+		setid = false;
+		if (apply && snap_cc_apply_one(&c.v[i], &setid, &err) == -1) {
 			if (out != NULL)
-				fprintf(out, "not applied: %s\n", err);
+				out_printf(out, "not applied: %s\n", err);
+			q = quote_name(c.v[i].host);
 			store_event_add(st, session, "warn", "confdiff",
-			    "cannot apply %s: %s", c.v[i].host, err);
+			    "cannot apply %s: %s", q, err);
+			free(q);
 			free(err);
 			err = NULL;
 			failed++;
@@ -814,9 +874,14 @@ snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
 			snap_ccs_free(&c);
 			return -1;
 		}
-		if (out != NULL)
-			fprintf(out, "%-9s %-8s %s\n", rec.action, rec.change,
-			    rec.path);
+		if (out != NULL) {
+			q = quote_name(rec.path);
+			out_printf(out, "%-9s %-8s %s\n", rec.action,
+			    rec.change, q);
+			free(q);
+		}
+		if (setid)
+			snap_cc_setid(st, session, rec.path, out);
 		n++;
 	}
 	snap_ccs_free(&c);

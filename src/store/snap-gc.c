@@ -1,4 +1,4 @@
-/* gc: the snapshot refs of deleted sessions, and shadow repositories nobody uses any more. */
+/* gc: the snapshot refs of deleted sessions, and own repositories nobody uses any more. */
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -34,6 +34,17 @@ snap_gc_session_refs(const char *gitdir, int64_t id, char **cause)
 	return rc;
 }
 
+/* Whether GITDIR is one of agentmux's own repositories (not a project's .git). */
+static bool
+snap_gc_own(const char *gitdir)
+{
+	char *p = xprintf("%s/agentmux-project", gitdir);
+	bool own = access(p, F_OK) == 0;
+
+	free(p);
+	return own;
+}
+
 static int
 snap_gc_refs(struct store *st)
 {
@@ -44,8 +55,8 @@ snap_gc_refs(struct store *st)
 
 	snap_orphans(st, &ids, &gitdirs, &n);
 	for (i = 0; i < n; i++) {
-		if (access(gitdirs[i], F_OK) != 0)
-			; /* The repository is gone, and the ref with it. */
+		if (access(gitdirs[i], F_OK) != 0 || !snap_gc_own(gitdirs[i]))
+			; /* Gone; or a project's own .git, never written. */
 		else if (snap_gc_session_refs(gitdirs[i], ids[i], &cause) == 0)
 			done++;
 		else {
@@ -97,12 +108,37 @@ snap_gc_shadows(struct store *st)
 	free(data);
 }
 
+/* Every own repository still in use: packed, pruned, within its budget. */
+static void
+snap_gc_keep(struct store *st, const struct config *cf, struct strv *messages)
+{
+	char **gitdirs, **worktrees, *cause = NULL;
+	size_t n, i;
+
+	snap_keep_repos(st, &gitdirs, &worktrees, &n);
+	for (i = 0; i < n; i++) {
+		if (snap_keep_sync(st, cf, gitdirs[i], worktrees[i], true,
+		    messages, &cause) == -1) {
+			strv_take(messages, xprintf("cannot pack %s: %s",
+			    gitdirs[i], cause));
+			free(cause);
+			cause = NULL;
+		}
+		free(gitdirs[i]);
+		free(worktrees[i]);
+	}
+	free(gitdirs);
+	free(worktrees);
+}
+
 int
-snap_gc(struct store *st, char **cause)
+snap_gc(struct store *st, const struct config *cf, struct strv *messages,
+    char **cause)
 {
 	int n;
 
 	n = snap_gc_refs(st);
 	snap_gc_shadows(st);
+	snap_gc_keep(st, cf, messages);
 	return n;
 }

@@ -1,19 +1,21 @@
 /*
- * Reading git's index file (versions 2 to 4) for the names and flags of
- * its entries: enough to check a copied index before trusting its stat
- * data, without running git.
+ * Reading git's index file (versions 2 to 4) for its entries and the tree
+ * it caches, and making git hash entries again whose stat data cannot be
+ * trusted, without running git.
  */
-#include <arpa/inet.h>
+#include <sys/stat.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/snap-int.h"
 
-#define SNAP_CE_VALID     0x8000  /* assume-unchanged */
 #define SNAP_CE_EXTENDED  0x4000
-#define SNAP_CE_NAMEMASK  0x0fff
-#define SNAP_CE_SKIP_WT   0x4000  /* in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 
 static uint32_t
@@ -51,7 +53,9 @@ snap_index_varint(const unsigned char **pp, const unsigned char *end,
 
 /* One entry's fields, as snap_index_entry reads them. */
 struct snap_index_entry {
+	uint32_t ctime;
 	uint32_t mode;
+	const unsigned char *oid;
 	uint16_t flags;
 	uint16_t xflags;
 };
@@ -70,7 +74,9 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
 
 	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
 		return false;
+	e->ctime = snap_index_u32(p);
 	e->mode = snap_index_u32(p + 24);
+	e->oid = p + SNAP_CE_FIXED;
 	p += SNAP_CE_FIXED + oidlen;
 	e->flags = (uint16_t)(p[0] << 8 | p[1]);
 	p += 2;
@@ -103,13 +109,12 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
 	return true;
 }
 
-/* Reads PATH's header: the first entry, the end, version and count; false if it is no index. */
+/* Reads FILE's header: the first entry, the end, version and count; false if it is no index. */
 static bool
-snap_index_open(struct buf *file, const char *path, const unsigned char **p,
+snap_index_header(const struct buf *file, const unsigned char **p,
     const unsigned char **end, uint32_t *version, uint32_t *n)
 {
-	if (buf_read_file(file, path) == -1 || file->len < 12 ||
-	    memcmp(file->data, "DIRC", 4) != 0)
+	if (file->len < 12 || memcmp(file->data, "DIRC", 4) != 0)
 		return false;
 	*p = (const unsigned char *)file->data;
 	*end = *p + file->len;
@@ -119,54 +124,14 @@ snap_index_open(struct buf *file, const char *path, const unsigned char **p,
 	return *version >= 2 && *version <= 4;
 }
 
-static void
-snap_index_add_name(struct buf *b, size_t *n, const struct buf *name)
+/* Reads PATH (ours: the own repository's or a private index) and its header. */
+static bool
+snap_index_open(struct buf *file, const char *path, const unsigned char **p,
+    const unsigned char **end, uint32_t *version, uint32_t *n)
 {
-	buf_add(b, name->data, name->len);
-	buf_addc(b, '\0');
-	(*n)++;
-}
-
-int
-snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *info)
-{
-	const unsigned char *p, *end;
-	struct snap_index_entry e;
-	struct buf file, name;
-	uint32_t version, n, i;
-	int rc = -1;
-
-	memset(info, 0, sizeof *info);
-	buf_init(&file);
-	buf_init(&name);
-	buf_init(&info->names);
-	buf_init(&info->assumed);
-	buf_init(&info->gitlinks);
-	if (!snap_index_open(&file, path, &p, &end, &version, &n))
-		goto out;
-	for (i = 0; i < n; i++) {
-		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
-			goto out;
-		if ((e.mode & 0170000) == 0040000)
-			continue; /* a sparse index's directory */
-		if ((e.mode & 0170000) == 0160000)
-			snap_index_add_name(&info->gitlinks, &info->ngitlinks,
-			    &name);
-		snap_index_add_name(&info->names, &info->nnames, &name);
-		if ((e.flags & SNAP_CE_VALID) && !(e.xflags & SNAP_CE_SKIP_WT))
-			snap_index_add_name(&info->assumed, &info->nassumed,
-			    &name);
-		if (strcmp(name.data, ".gitattributes") == 0 || (name.len >= 15 &&
-		    strcmp(name.data + name.len - 15, "/.gitattributes") == 0))
-			info->attributes = true;
-	}
-	rc = 0;
-out:
-	buf_free(&file);
-	buf_free(&name);
-	if (rc == -1)
-		snap_index_info_free(info);
-	return rc;
+	if (buf_read_file(file, path) == -1)
+		return false;
+	return snap_index_header(file, p, end, version, n);
 }
 
 /*
@@ -244,11 +209,152 @@ out:
 	return rc;
 }
 
-void
-snap_index_info_free(struct snap_index_info *info)
+int
+snap_index_each_buf(const struct buf *file, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg)
 {
-	buf_free(&info->names);
-	buf_free(&info->assumed);
-	buf_free(&info->gitlinks);
-	memset(info, 0, sizeof *info);
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct snap_index_ent ent;
+	struct buf name;
+	uint32_t version, n, i;
+	int rc = -1;
+
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &n))
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+		if ((e.mode & 0170000) == 0040000)
+			continue; /* a sparse index's directory */
+		ent.name = name.data;
+		ent.namelen = name.len;
+		ent.mode = e.mode;
+		ent.oid = e.oid;
+		ent.ctime = e.ctime;
+		ent.flags = e.flags;
+		ent.xflags = e.xflags;
+		if (fn(arg, &ent) == -1)
+			goto out;
+	}
+	rc = 0;
+out:
+	buf_free(&name);
+	return rc;
+}
+
+int
+snap_index_each(const char *path, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg)
+{
+	struct buf file;
+	int rc;
+
+	buf_init(&file);
+	rc = buf_read_file(&file, path) == -1 ? -1 :
+	    snap_index_each_buf(&file, oidlen, fn, arg);
+	buf_free(&file);
+	return rc;
+}
+
+/* Zeroes the recorded mtime of the entries changed at SINCE or later; their count. */
+static int
+snap_index_smudge_entries(unsigned char *data, size_t len, size_t oidlen,
+    uint32_t since)
+{
+	const unsigned char *p, *end, *start;
+	struct snap_index_entry e;
+	struct buf name;
+	uint32_t version, n, i;
+	int count = 0;
+
+	p = data + 12;
+	end = data + len;
+	version = snap_index_u32(data + 4);
+	n = snap_index_u32(data + 8);
+	buf_init(&name);
+	for (i = 0; i < n; i++) {
+		start = p;
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e)) {
+			count = -1;
+			break;
+		}
+		if (e.ctime < since || (e.mode & 0170000) == 0040000)
+			continue;
+		/* mtime: seconds at 8, nanoseconds at 12. */
+		memset(data + (start - data) + 8, 0, 8);
+		count++;
+	}
+	buf_free(&name);
+	return count;
+}
+
+/* The trailing checksum of an index file's DATA, recomputed. */
+static int
+snap_index_checksum(unsigned char *data, size_t len, size_t oidlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const EVP_MD *md_type = oidlen == 20 ? EVP_sha1() : EVP_sha256();
+
+	if (EVP_Digest(data, len - oidlen, md, &mdlen, md_type, NULL) != 1 ||
+	    mdlen != oidlen)
+		return -1;
+	memcpy(data + len - oidlen, md, oidlen);
+	return 0;
+}
+
+/*
+ * git trusts an entry whose stat data matches, and compares seconds only:
+ * a file changed again within the second its ctime was recorded in, its
+ * size kept and its mtime set back, would pass as unchanged (git's own
+ * "racy" check looks at mtime, which can be forged). Such entries get
+ * their mtime zeroed, so that git hashes them again next time.
+ */
+int
+snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
+{
+	struct timespec times[2];
+	struct stat sb;
+	struct buf file;
+	char *tmp;
+	int fd, count = -1;
+
+	buf_init(&file);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fstat(fd, &sb) == -1 || buf_read_fd(&file, fd) == -1) {
+		if (fd != -1)
+			close(fd);
+		buf_free(&file);
+		return -1;
+	}
+	close(fd);
+	if (file.len < 12 + oidlen || memcmp(file.data, "DIRC", 4) != 0 ||
+	    snap_index_u32((unsigned char *)file.data + 4) < 2 ||
+	    snap_index_u32((unsigned char *)file.data + 4) > 4 ||
+	    (count = snap_index_smudge_entries((unsigned char *)file.data,
+	    file.len, oidlen, since)) <= 0) {
+		buf_free(&file);
+		return count;
+	}
+	/* The index keeps its times: racy-git checks compare against them. */
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	tmp = xprintf("%s.smudge", path);
+	fd = -1;
+	if (snap_index_checksum((unsigned char *)file.data, file.len,
+	    oidlen) == -1 || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
+	    util_write_all(fd, file.data, file.len) == -1 ||
+	    futimens(fd, times) == -1 || close(fd) == -1 ||
+	    (fd = -1, rename(tmp, path) == -1)) {
+		if (fd != -1)
+			close(fd);
+		unlink(tmp);
+		count = -1;
+	}
+	free(tmp);
+	buf_free(&file);
+	return count;
 }

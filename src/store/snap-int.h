@@ -25,10 +25,16 @@ struct snap_proc_opts {
 	const void *input;        /* copied and written to stdin; NULL: /dev/null */
 	size_t inputlen;
 	bool input_later;         /* stdin stays open until snap_proc_input */
+	bool has_in_fd;           /* stdin is IN_FD (a file: the child reads it itself) */
+	int in_fd;
 	int out_fd;               /* >= 0: stdout goes there instead of being read */
 	int umask;                /* >= 0: the child's umask */
 	/* Called with each complete stdout line (without the newline). */
 	void (*line)(void *arg, const char *line, size_t len);
+	/* Called with stdout as it arrives, which is then not kept. */
+	void (*chunk)(void *arg, const char *data, size_t len);
+	void *chunk_arg;
+	int timeout;              /* > 0: it is killed (SIGKILL) after so many seconds */
 };
 
 /*
@@ -53,54 +59,87 @@ struct buf *snap_proc_out(struct snap_proc *);
 struct buf *snap_proc_err(struct snap_proc *);
 /* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
 void snap_proc_free(struct snap_proc *);
+/* The same, but it gets SIGTERM and most of a second to clean up first. */
+void snap_proc_term(struct snap_proc *);
 /* Moves a running command's watchers to BASE (to finish it elsewhere). */
 void snap_proc_move(struct snap_proc *, struct event_base *base);
-/* Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its output. */
+/*
+ * Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its
+ * output. One that outlives its timeout is killed: *STATUS is then 128+9.
+ */
 int snap_proc_run(const struct snap_proc_opts *, struct buf *out,
     struct buf *err, int *status, char **cause);
 
 /* ---- repositories (snap-repo.c) ---- */
 
 enum snap_env {
-	SNAP_ENV_TREE,    /* the working tree through the private index, raw bytes */
-	SNAP_ENV_DB,      /* refs and objects of the repository */
+	SNAP_ENV_TREE,    /* the work tree through the private index, raw bytes */
+	SNAP_ENV_DB,      /* agentmux's own repository: refs and objects */
 	SNAP_ENV_SHOW,    /* like DB, but in the user's language, for output */
-	SNAP_ENV_NESTED,  /* no repository set: git finds the one of its dir */
+	SNAP_ENV_PROJECT, /* the project's git dir (its refs), read as hostile */
 };
 #define SNAP_NENV 4
 
+/*
+ * A project and agentmux's own snapshot repository for it, in the data
+ * dir, out of every jail's reach: snapshots are written there only, with
+ * its own index as the stat cache. The project's git dir, if any, is
+ * never written by snapshotting; it is read (as hostile input) for its
+ * ignore rules, the user's tracked paths and, at a session's start, refs.
+ */
 struct snap_repo {
 	char *worktree;       /* top level of the project (real path) */
-	char *gitdir;         /* the git dir: the repository's, or the shadow */
-	char *commondir;      /* where refs and objects live */
-	char *format;         /* object format: sha1 or sha256 */
-	bool shadow;          /* a shadow repository in the data dir */
+	char *gitdir;         /* agentmux's own repository for the project */
+	char *format;         /* its object format: sha1 */
+	char *projgit;        /* the project's git dir, or NULL outside git */
+	char *projcommon;     /* where the project's refs live */
+	char *projindex;      /* the user's index file */
 	char *private;        /* our own dir in the runtime dir */
 	char *index;          /* the private index, in PRIVATE */
-	char *seed;           /* the index the private one starts as a copy of */
+	char *seed;           /* the own repository's index: the stat cache */
 	bool seeded;
 	struct stat synced;   /* the private index when last copied from or to the seed */
 	int umask;            /* for files git writes into the project */
+	int timeout;          /* > 0: git run to the end is killed after so many seconds */
+	char *live_excludes;  /* what git reads from the own repository's info/exclude */
+	char *ignore;         /* the ignore rules frozen at the session's start, or NULL */
+	char *start_tree;     /* the start snapshot's tree (frozen snapshots begin from it) */
+	char *last_commit;    /* the last commit this process made for the chain */
+	char *last_modes;     /* and the modes it recorded */
 	struct strv env[SNAP_NENV]; /* per enum snap_env */
 };
 
 /*
- * Finds the repository of DIR (its git repository, or the shadow one made
- * for it in the data dir); TAG names the private dir (one per chain).
+ * Finds the project of DIR (the nearest directory holding .git, else DIR
+ * itself) and agentmux's own repository for it (made if need be); TAG
+ * names the private dir (one per chain).
  */
 struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
     const char *tag, char **cause);
-/* Opens a repository recorded for a session (GITDIR, WORKTREE). */
+/* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
 struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
-    bool shadow, const char *tag, char **cause);
+    const struct config *cf, const char *tag, bool use, char **cause);
 void snap_repo_free(struct snap_repo *);
+/* The own repository's path for the project WORKTREE; caller frees; NULL with *CAUSE. */
+char *snap_repo_path(const char *worktree, char **cause);
 /* Makes the private index a fresh copy of the seed (or empty). */
 int snap_repo_seed(struct snap_repo *, char **cause);
-/* Copies the private index back as the shadow repository's own (stat cache). */
+/* Copies the private index back as the own repository's (the stat cache). */
 void snap_repo_save_index(struct snap_repo *);
+/*
+ * Writes the excludes git reads from the own repository when a snapshot
+ * takes the project's ignore rules as they are now: the project's
+ * .git/info/exclude (read without following a link or waiting on a
+ * FIFO), or [snapshots] exclude outside git. Their text goes to *TEXT
+ * (caller frees).
+ */
+int snap_repo_live_excludes(struct snap_repo *, const struct config *,
+    char **text, char **cause);
 /* The empty tree's id in this repository's object format; borrowed. */
 const char *snap_repo_empty_tree(struct snap_repo *);
-/* The commit HEAD points to, or NULL (unborn); *SYMREF gets "refs/heads/X" or NULL. Caller frees. */
+/* The empty blob's id (always in the own repository); borrowed. */
+const char *snap_repo_empty_blob(struct snap_repo *);
+/* The commit the project's HEAD points to, or NULL (unborn, outside git); *SYMREF gets "refs/heads/X" or NULL. Caller frees. */
 char *snap_repo_head(struct snap_repo *, char **symref);
 /*
  * Runs git with ARGS (NULL-terminated) in ENV, to the end, with INDEX (NULL:
@@ -118,6 +157,9 @@ void snap_env_plain(struct strv *env);
 /* Runs git (ARGV) in / with that environment, to the end; its exit status in *STATUS, -1 with *CAUSE if it could not run. */
 int snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
     int *status, char **cause);
+/* The same with INPUT (LEN bytes) on its standard input. */
+int snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause);
 /* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
 int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */
@@ -147,18 +189,6 @@ int snap_copy_file(const char *src, const char *dst, char **cause);
 
 /* ---- reading the index file (snap-index.c) ---- */
 
-struct snap_index_info {
-	struct buf names;         /* every path, NUL-separated */
-	size_t nnames;
-	struct buf assumed;       /* paths marked assume-unchanged */
-	size_t nassumed;
-	struct buf gitlinks;      /* submodules (and other gitlinks) */
-	size_t ngitlinks;
-	bool attributes;          /* a .gitattributes is tracked */
-};
-
-/* Lists the entries of the index file PATH (OIDLEN-byte ids); -1 if unreadable. */
-int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
 /*
  * The tree git keeps for the whole of the index file PATH (its cache-tree,
  * which git invalidates whenever an entry changes): 1 with *TREE (hex,
@@ -167,7 +197,138 @@ int snap_index_scan(const char *path, size_t oidlen, struct snap_index_info *);
  */
 int snap_index_tree(const char *path, size_t oidlen, char **tree,
     int64_t *entries);
-void snap_index_info_free(struct snap_index_info *);
+
+/* One entry of an index file, for snap_index_each (borrowed for the call). */
+struct snap_index_ent {
+	const char *name;
+	size_t namelen;
+	uint32_t mode;
+	const unsigned char *oid;     /* raw, OIDLEN bytes */
+	uint32_t ctime;               /* seconds */
+	uint16_t flags;
+	uint16_t xflags;
+};
+
+/* Calls FN for each entry of the index file PATH; -1 if it is unreadable or FN says -1. */
+int snap_index_each(const char *path, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg);
+/* The same for an index file read into FILE (the user's, read safely). */
+int snap_index_each_buf(const struct buf *file, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg);
+/*
+ * Makes git hash again the entries of the index file PATH whose ctime is
+ * SINCE (seconds) or later: the count, 0 if none, -1 with errno.
+ */
+int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
+
+/* ---- real modes beside git's (snap-modes.c) ---- */
+
+struct snap_mode {
+	char *path;
+	mode_t mode;
+};
+
+/* The modes that differ from what the umask gives, sorted by path. */
+struct snap_modes {
+	struct snap_mode *v;
+	size_t n;
+	size_t cap;
+	mode_t umask;
+	bool known;               /* false: a snapshot made before modes were kept */
+};
+
+void snap_modes_init(struct snap_modes *);
+void snap_modes_free(struct snap_modes *);
+/* What a file or dir gets from UMASK alone. */
+mode_t snap_modes_canonical(mode_t umask_, bool dir_or_exec);
+/* The mode recorded for PATH, or -1. */
+int snap_modes_find(const struct snap_modes *, const char *path);
+/* PATH's mode in M (recorded, else what M's umask gives). */
+mode_t snap_modes_of(const struct snap_modes *, const char *path,
+    bool dir_or_exec);
+/* Keeps from find's "TYPE MODE PATH\0" records those that differ from UMASK's. */
+void snap_modes_from_find(struct snap_modes *, mode_t umask_, const char *out,
+    size_t len);
+/* PREFIX and PATH as git prints a name: quoted C-style if PATH needs it. */
+void snap_quote_path(struct buf *, const char *prefix, const char *path);
+/* The block a snapshot's commit message holds (after its subject). */
+void snap_modes_format(const struct snap_modes *, struct buf *);
+bool snap_modes_equal(const struct snap_modes *, const struct snap_modes *);
+/* Reads the block (as snap_modes_format writes it) from TEXT; M stays unknown without one. */
+void snap_modes_parse(struct snap_modes *, const char *text, size_t len);
+/* Reads the block from a commit object's text; M stays unknown without one. */
+void snap_modes_from_commit(struct snap_modes *, const char *text, size_t len);
+/* Gives REL under DIRFD the mode WANT through no link: 1 changed, 0 not, -1 with errno. */
+int snap_modes_apply(int dirfd, const char *rel, mode_t want);
+/* What find is asked about: ".", the index's dirs and files (not links), NUL-separated; how many. */
+size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
+/* Paths up to this many are looked at here (snap_modes_stat), more by find. */
+#define SNAP_MODES_HERE 1000
+/* find's records for PATHS under WORKTREE, each opened beneath it, never through a link. */
+void snap_modes_stat(const char *worktree, const struct buf *paths,
+    struct buf *out);
+
+/* ---- frozen ignore rules (snap-ignore.c) ---- */
+
+/* Whether no config file git reads for the user could name core.excludesFile (git need not be asked). */
+bool snap_ignore_config_silent(void);
+/* Where session SESSION's frozen rules are kept; caller frees. */
+char *snap_ignore_path(int64_t session, char **cause);
+/* The .gitignore files of the index: "<oid>\n" lines into OIDS, their dirs into DIRS. */
+void snap_ignore_oids(const char *index, size_t oidlen, struct buf *oids,
+    struct strv *dirs);
+/*
+ * Writes SESSION's frozen rules (the user's excludes file, R's live
+ * excludes, the .gitignore files in BATCH, cat-file --batch output for
+ * DIRS) and makes R use them: R's ignore and start_tree (TREE) are set.
+ */
+int snap_ignore_write(struct snap_repo *r, int64_t session, const char *tree,
+    const char *excludes_file, const struct buf *batch,
+    const struct strv *dirs, char **cause);
+
+/* ---- checking objects before undo writes them (snap-verify.c) ---- */
+
+struct snap_verify_obj {
+	const char *oid;          /* hex */
+	const char *type;         /* blob, tree, commit; NULL: any */
+	const char *what;         /* what it is for (a path), for the message */
+};
+
+/*
+ * Reads V's objects from R's own repository and checks that each hashes
+ * to its id; KEEP (may be NULL) gets the first one's content. -1 with
+ * *CAUSE naming the first that is missing, damaged or of another type.
+ */
+int snap_verify_objects(struct snap_repo *, const struct snap_verify_obj *v,
+    size_t n, struct buf *keep, char **cause);
+
+/* ---- keeping the own repository bounded (snap-keep.c) ---- */
+
+struct snap_keep;
+
+/*
+ * Packs the own repository GITDIR (of WORKTREE) through BASE and keeps its
+ * snapshots within CF's [snapshots] max_size, dropping the oldest turn
+ * snapshots; DONE runs at the end (what was said: snap_keep_messages).
+ */
+struct snap_keep *snap_keep_start(struct event_base *, struct store *,
+    const struct config *cf, const char *gitdir, const char *worktree,
+    void (*done)(void *, const struct snap_keep *), void *arg, char **cause);
+/* Stops it (a running git command gets SIGTERM); NULL is a no-op. */
+void snap_keep_free(struct snap_keep *);
+/* What it told the user; borrowed. */
+const char *const *snap_keep_messages(const struct snap_keep *, size_t *n);
+/*
+ * Runs it to the end on a private loop (THOROUGH: a full pack and a prune
+ * in any case); MESSAGES (may be NULL) gets what it said.
+ */
+int snap_keep_sync(struct store *, const struct config *cf,
+    const char *gitdir, const char *worktree, bool thorough,
+    struct strv *messages, char **cause);
+/* Whether GITDIR has loose objects enough to pack. */
+bool snap_keep_due(const char *gitdir);
+/* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
+void snap_keep_detached(const char *gitdir);
 
 /* ---- snapshot jobs (snap-take.c) ---- */
 
@@ -232,6 +393,113 @@ int snap_orphans(struct store *, int64_t **ids, char ***gitdirs, size_t *n);
 void snap_orphan_forget(struct store *, int64_t session);
 /* Whether any recorded session still uses GITDIR. */
 bool snap_gitdir_used(struct store *, const char *gitdir);
+/* Turn snapshots in GITDIR that may be dropped (not dropped yet, not a session's last), oldest first. */
+struct store_snapshot **snap_keep_candidates(struct store *,
+    const char *gitdir, size_t *n);
+/* The commits of snapshots in GITDIR that stay (not dropped, not candidates). */
+void snap_keep_kept(struct store *, const char *gitdir, struct strv *out);
+/* Marks snapshot ID as dropped, now. */
+void snap_keep_mark(struct store *, int64_t id);
+/* The newest session whose snapshots are in GITDIR (0 if none). */
+int64_t snap_keep_newest(struct store *, const char *gitdir);
+/* The own repositories recorded sessions use, with their projects; caller frees. */
+int snap_keep_repos(struct store *, char ***gitdirs, char ***worktrees,
+    size_t *n);
+/* The tree of the last snapshot kept in the own repository GITDIR, or NULL; caller frees. */
+char *snap_project_last_tree(struct store *, const char *gitdir);
+/* Sessions of WORKTREE whose snapshots are still in its .git (from before own repositories); caller frees. */
+int snap_legacy_list(struct store *, const char *worktree, int64_t **ids,
+    char ***gitdirs, size_t *n);
+
+/* ---- snapshots from before own repositories (snap-legacy.c) ---- */
+
+/* Brings session ID's snapshots from the project's git dir (W) into the own repository; -1 with *CAUSE. */
+int snap_legacy_migrate(struct store *, const struct config *, int64_t id,
+    const struct snap_where *w, char **cause);
+/* The same for every session of WORKTREE that needs it; how many failed (each is logged). */
+int snap_legacy_project(struct store *, const struct config *,
+    const char *worktree);
+
+/* ---- git dirs the host's git would obey (snap-nested.c) ---- */
+
+struct snap_nested {
+	const char *project;      /* real path */
+	int projfd;               /* the project's dir */
+	int64_t since;            /* ms: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	struct strv *messages;    /* one line per change made */
+	struct strv done;         /* git dirs seen (relative) */
+	const char *gitdir;       /* the git dir being looked at */
+	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
+	int n;                    /* files kept in the quarantine so far */
+};
+
+/* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
+void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
+void snap_nested_gitdir(struct snap_nested *, const char *repo,
+    const char *rel);
+/* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
+char *snap_nested_inside(struct snap_nested *, const char *base,
+    const char *where);
+/* Keeps NAME in DIRFD in the quarantine (MOVE: and takes it away); the quarantine path, caller frees. */
+char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
+    bool move);
+/* True if ST changed (ctime) at SINCE (ms) or later. */
+bool snap_nested_changed(const struct stat *, int64_t since);
+/* S for a message, control characters escaped; caller frees. */
+char *snap_nested_quote(const char *s);
+
+/* ---- the user's history (snap-history.c, snap-import.c, snap-refs.c) ---- */
+
+struct snap_import;
+
+struct snap_hgit {
+	char *gitdir;             /* the host's git dir */
+	char *base;               /* what is kept of it: HISTORY/<n> */
+	char *objects;            /* GITDIR/objects, where the jail's overlay goes */
+	char *upper;              /* the overlay's upper and work dirs, in BASE */
+	char *work;
+	struct snap_import *imp;
+};
+
+struct snap_history {
+	char *dir;                /* $DATA/sessions/<id>/history */
+	struct snap_hgit *v;
+	size_t n;
+};
+
+/* A valid ref name under refs/ that is safe as a path. */
+bool snap_hist_refname_ok(const char *ref);
+/* Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's own left out). */
+void snap_hist_refs(int gitfd, struct strv *out);
+/* REF's value in such a list, or NULL; borrowed. */
+const char *snap_hist_value(const struct strv *refs, const char *ref);
+/* The refs kept for G at the session's start; -1 if none were. */
+int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
+/* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
+int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */
+int snap_hist_write(int gitfd, const char *rel, const struct buf *text,
+    mode_t mode);
+/* mkdir -p of REL under GITFD, never through a link. */
+int snap_hist_mkdirs(int gitfd, const char *rel);
+/* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
+int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
+    struct buf *out);
+
+struct snap_import *snap_import_create(const char *gitdir, const char *upper);
+void snap_import_free(struct snap_import *);
+/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
+void snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/* Waits for a pack being indexed, then brings back everything left (blocking). */
+void snap_import_finish(struct snap_import *);
+/* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
+int64_t snap_import_count(const struct snap_import *, int64_t *refused,
+    int64_t *too_big);
+/* Whether the host refused a write (the upper dir is kept to try again). */
+bool snap_import_failed(const struct snap_import *);
+const struct strv *snap_import_problems(const struct snap_import *);
 
 /* ---- paths given on the command line (snap-spec.c) ---- */
 

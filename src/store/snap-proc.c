@@ -27,6 +27,7 @@ struct snap_proc {
 	int fds[3];               /* our ends: stdin (socket), stdout, stderr */
 	struct event *ev[3];
 	struct event *exit_ev;    /* pidfd readable, or the polling timer */
+	struct event *timeout_ev; /* its time is up: it is killed */
 	struct buf in;
 	size_t inoff;
 	bool in_held;             /* more input comes (snap_proc_input) */
@@ -34,11 +35,14 @@ struct snap_proc {
 	struct buf err;
 	size_t lineoff;           /* stdout bytes already passed to line() */
 	void (*line)(void *, const char *, size_t);
+	void (*chunk)(void *, const char *, size_t);
+	void *chunk_arg;
 	snap_proc_cb done;
 	void *arg;
 	int status;               /* -1 until reaped */
 	char *what;               /* the command's first words, for the debug log */
 	int64_t started;          /* util_mono_us() at spawn */
+	int timeout;              /* seconds it may take, 0: no limit */
 };
 
 static void snap_proc_arm(struct snap_proc *);
@@ -100,6 +104,10 @@ snap_proc_read(struct snap_proc *p, int i)
 
 	for (;;) {
 		n = read(p->fds[i], chunk, sizeof chunk);
+		if (n > 0 && i == 1 && p->chunk != NULL) {
+			p->chunk(p->chunk_arg, chunk, (size_t)n);
+			continue;
+		}
 		if (n > 0) {
 			buf_add(i == 1 ? &p->out : &p->err, chunk, (size_t)n);
 			continue;
@@ -173,6 +181,10 @@ snap_proc_finish(struct snap_proc *p)
 		event_free(p->exit_ev);
 		p->exit_ev = NULL;
 	}
+	if (p->timeout_ev != NULL) {
+		event_free(p->timeout_ev);
+		p->timeout_ev = NULL;
+	}
 	log_debug("%s: exit %d after %lld ms", p->what, p->status,
 	    (long long)(util_mono_us() - p->started) / 1000);
 	p->done(p, p->arg);
@@ -223,6 +235,17 @@ snap_proc_exit_cb(evutil_socket_t fd, short what, void *arg)
 		event_add(p->exit_ev, &tv);
 }
 
+/* A command took longer than it may (it may wait on something planted): it goes. */
+static void
+snap_proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_proc *p = arg;
+
+	log_debug("%s: killed after its time ran out", p->what);
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+}
+
 /* (Re)creates the watchers on p->base. */
 static void
 snap_proc_arm(struct snap_proc *p)
@@ -239,6 +262,17 @@ snap_proc_arm(struct snap_proc *p)
 		    EV_READ) | EV_PERSIST, snap_proc_io_cb, p);
 		if (i != 0 || !p->in_held || p->inoff < p->in.len)
 			event_add(p->ev[i], NULL);
+	}
+	if (p->timeout_ev != NULL)
+		event_free(p->timeout_ev);
+	p->timeout_ev = NULL;
+	if (p->timeout > 0 && p->pid > 0) {
+		struct timeval left = { p->timeout, 0 };
+		int64_t spent = (util_mono_us() - p->started) / 1000000;
+
+		left.tv_sec = spent < p->timeout ? p->timeout - spent : 0;
+		p->timeout_ev = evtimer_new(p->base, snap_proc_timeout_cb, p);
+		evtimer_add(p->timeout_ev, &left);
 	}
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
@@ -296,7 +330,9 @@ snap_proc_pipes(struct snap_proc *p, const struct snap_proc_opts *o, int c[3])
 	int sv[2], pp[2], i;
 
 	c[0] = c[1] = c[2] = -1;
-	if (o->input != NULL || o->input_later) {
+	if (o->has_in_fd)
+		c[0] = o->in_fd;
+	else if (o->input != NULL || o->input_later) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 			return -1;
 		shutdown(sv[0], SHUT_RD);
@@ -397,6 +433,8 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->pidfd = -1;
 	p->status = -1;
 	p->line = o->line;
+	p->chunk = o->chunk;
+	p->chunk_arg = o->chunk_arg;
 	p->done = done;
 	p->arg = arg;
 	if (o->input != NULL)
@@ -412,7 +450,8 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->started = util_mono_us();
 	p->pid = snap_proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {
-		if (c[i] != -1 && c[i] != o->out_fd)
+		if (c[i] != -1 && c[i] != o->out_fd &&
+		    !(i == 0 && o->has_in_fd))
 			close(c[i]);
 	}
 	if (p->pid == -1)
@@ -420,12 +459,33 @@ snap_proc_start(struct event_base *base, const struct snap_proc_opts *o,
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
 	if (p->pidfd != -1)
 		util_set_cloexec(p->pidfd);
+	p->timeout = o->timeout;
 	snap_proc_arm(p);
 	return p;
 fail:
 	*cause = xprintf("cannot run %s: %s", o->argv[0], strerror(err));
 	snap_proc_free(p);
 	return NULL;
+}
+
+void
+snap_proc_term(struct snap_proc *p)
+{
+	int i, st;
+
+	if (p != NULL && p->pid > 0 && waitpid(p->pid, &st, WNOHANG) == 0) {
+		kill(p->pid, SIGTERM);
+		/* Most of a second for it to clean up, then it goes anyway. */
+		for (i = 0; i < 200; i++) {
+			if (waitpid(p->pid, &st, WNOHANG) != 0) {
+				p->pid = -1;
+				break;
+			}
+			usleep(i < 20 ? 500 : 5000);
+		}
+	} else if (p != NULL && p->pid > 0)
+		p->pid = -1;
+	snap_proc_free(p);
 }
 
 void
@@ -444,6 +504,8 @@ snap_proc_free(struct snap_proc *p)
 		snap_proc_close(p, i);
 	if (p->exit_ev != NULL)
 		event_free(p->exit_ev);
+	if (p->timeout_ev != NULL)
+		event_free(p->timeout_ev);
 	if (p->pidfd != -1)
 		close(p->pidfd);
 	buf_free(&p->in);
@@ -458,6 +520,7 @@ snap_proc_run_done(struct snap_proc *p, void *arg)
 {
 	event_base_loopbreak(p->base);
 }
+
 
 int
 snap_proc_run(const struct snap_proc_opts *o, struct buf *out,

@@ -1,9 +1,11 @@
-/* Where snapshots are written: the project's git repository through a private git dir, or a shadow one. */
+/*
+ * Where snapshots are written: agentmux's own repository for the project,
+ * in the data dir, whatever the project is; the project's own git dir is
+ * only read, as hostile input.
+ */
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,12 +17,19 @@
 
 extern char **environ;
 
+/* The most agentmux reads of a file the project's git dir holds (info/exclude, HEAD, a ref). */
+#define SNAP_REPO_READ_MAX (1024 * 1024)
+/* How long git may take on the project's own git dir, which may hold anything. */
+#define SNAP_REPO_PROJECT_TIMEOUT 60
+
 /*
  * Settings for every git command agentmux runs. They keep snapshots raw
  * (no line-ending conversion), keep the user's hooks, pager, signing key,
  * fsmonitor daemon and automatic gc out of it, and write loose objects
  * uncompressed: hashing and writing is most of a snapshot's cost, and the
- * user's next `git gc` packs (and compresses) them anyway.
+ * background repack compresses them. The index is a stat cache that must
+ * see every change: ctime is trusted (a forged mtime leaves it), and
+ * nothing may mark entries as unchanged or out of the work tree.
  */
 static const char *const snap_git_config[][2] = {
 	{ "core.hooksPath", "/dev/null" },
@@ -30,6 +39,14 @@ static const char *const snap_git_config[][2] = {
 	{ "core.fileMode", "true" },
 	{ "core.fsmonitor", "false" },
 	{ "core.splitIndex", "false" },
+	{ "core.untrackedCache", "false" },
+	{ "core.trustctime", "true" },
+	{ "core.checkStat", "default" },
+	{ "core.ignoreStat", "false" },
+	{ "core.sparseCheckout", "false" },
+	{ "index.sparse", "false" },
+	{ "feature.manyFiles", "false" },
+	{ "core.logAllRefUpdates", "false" },
 	{ "core.looseCompression", "0" },
 	{ "core.quotePath", "false" },
 	{ "core.pager", "cat" },
@@ -43,28 +60,49 @@ static const char *const snap_git_config[][2] = {
 };
 
 /*
- * Attributes for the private git dir, where info/attributes outranks every
+ * Attributes of the own repository, where info/attributes outranks every
  * .gitattributes in the tree: no text conversion, filter, ident or
- * encoding, so a snapshot holds the bytes on disk and undo writes them back.
+ * encoding, so a snapshot holds the bytes on disk and undo writes them
+ * back; and no diff driver or -diff, so an attribute in the project cannot
+ * hide a change from `agentmux diff` or run a textconv program.
  */
 static const char snap_raw_attributes[] =
-    "* -text -eol -crlf -filter -ident -working-tree-encoding\n";
+    "* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n";
 
 static const char *const snap_empty_trees[][2] = {
 	{ "sha1", "4b825dc642cb6eb9a060e54bf8d69288fbee4904" },
 	{ "sha256", "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321" },
 };
 
-const char *
-snap_repo_empty_tree(struct snap_repo *r)
+static const char *const snap_empty_blobs[][2] = {
+	{ "sha1", "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391" },
+	{ "sha256", "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813" },
+};
+
+static const char *
+snap_repo_format_id(const char *const (*v)[2], size_t n, const char *format)
 {
 	size_t i;
 
-	for (i = 0; i < nitems(snap_empty_trees); i++) {
-		if (strcmp(r->format, snap_empty_trees[i][0]) == 0)
-			return snap_empty_trees[i][1];
+	for (i = 0; i < n; i++) {
+		if (strcmp(format, v[i][0]) == 0)
+			return v[i][1];
 	}
-	return snap_empty_trees[0][1];
+	return v[0][1];
+}
+
+const char *
+snap_repo_empty_tree(struct snap_repo *r)
+{
+	return snap_repo_format_id(snap_empty_trees, nitems(snap_empty_trees),
+	    r->format);
+}
+
+const char *
+snap_repo_empty_blob(struct snap_repo *r)
+{
+	return snap_repo_format_id(snap_empty_blobs, nitems(snap_empty_blobs),
+	    r->format);
 }
 
 /* The caller's environment without GIT_* (a GIT_DIR there must not redirect us). */
@@ -75,7 +113,8 @@ snap_env_clean(struct strv *env, bool keep_locale)
 
 	strv_init(env);
 	for (e = environ; *e != NULL; e++) {
-		if (strncmp(*e, "GIT_", 4) == 0)
+		if (strncmp(*e, "GIT_", 4) == 0 ||
+		    strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
 			continue;
 		if (!keep_locale && (strncmp(*e, "LC_ALL=", 7) == 0 ||
 		    strncmp(*e, "LANGUAGE=", 9) == 0))
@@ -99,6 +138,13 @@ snap_env_common(struct strv *env)
 	strv_add(env, "GIT_AUTHOR_EMAIL=agentmux@localhost");
 	strv_add(env, "GIT_COMMITTER_NAME=agentmux");
 	strv_add(env, "GIT_COMMITTER_EMAIL=agentmux@localhost");
+	/*
+	 * git allocates and frees a buffer per object it writes; glibc gives
+	 * the top of the heap back each time (brk), which costs more than
+	 * the hashing on a VM. Keeping it spares that.
+	 */
+	strv_add(env, "GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:"
+	    "glibc.malloc.top_pad=67108864");
 	strv_addf(env, "GIT_CONFIG_COUNT=%zu", nitems(snap_git_config));
 	for (i = 0; i < nitems(snap_git_config); i++) {
 		strv_addf(env, "GIT_CONFIG_KEY_%zu=%s", i, snap_git_config[i][0]);
@@ -118,18 +164,14 @@ snap_repo_envs(struct snap_repo *r)
 		strv_free(e);
 		snap_env_clean(e, i == SNAP_ENV_SHOW);
 		snap_env_common(e);
-		if (i == SNAP_ENV_NESTED)
-			continue;
-		strv_addf(e, "GIT_WORK_TREE=%s", r->worktree);
-		strv_addf(e, "GIT_INDEX_FILE=%s", r->index);
-		if (i != SNAP_ENV_TREE) {
-			strv_addf(e, "GIT_DIR=%s", r->gitdir);
+		if (i == SNAP_ENV_PROJECT) {
+			if (r->projgit != NULL)
+				strv_addf(e, "GIT_DIR=%s", r->projgit);
 			continue;
 		}
-		strv_addf(e, "GIT_DIR=%s", r->shadow ? r->gitdir : r->private);
-		if (!r->shadow)
-			strv_addf(e, "GIT_OBJECT_DIRECTORY=%s/objects",
-			    r->commondir);
+		strv_addf(e, "GIT_DIR=%s", r->gitdir);
+		strv_addf(e, "GIT_WORK_TREE=%s", r->worktree);
+		strv_addf(e, "GIT_INDEX_FILE=%s", r->index);
 	}
 }
 
@@ -160,7 +202,8 @@ snap_copy_file(const char *src, const char *dst, char **cause)
 	struct stat sb;
 	int in, out, rc = -1;
 
-	if ((in = open(src, O_RDONLY | O_CLOEXEC)) == -1 || fstat(in, &sb) == -1) {
+	if ((in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fstat(in, &sb) == -1) {
 		*cause = xprintf("cannot read %s: %s", src, strerror(errno));
 		if (in != -1)
 			close(in);
@@ -182,8 +225,8 @@ snap_copy_file(const char *src, const char *dst, char **cause)
 
 /*
  * Writes PATH if its content is not TEXT already: a rename of a temporary
- * file, so git never reads half of it. No fsync: these are rewritten on
- * every use (the private dir lives in the runtime dir anyway).
+ * file, so git never reads half of it. No fsync: these are rewritten
+ * before they are used.
  */
 static int
 snap_write_if_changed(const char *path, const char *text, char **cause)
@@ -214,85 +257,19 @@ snap_write_if_changed(const char *path, const char *text, char **cause)
 	return rc;
 }
 
-/* Makes PATH a symlink to TARGET unless it is one already. */
-static int
-snap_symlink_if_changed(const char *target, const char *path)
+/* The own repository's dir name: the project's base name and a hash of its path. */
+char *
+snap_repo_path(const char *worktree, char **cause)
 {
-	char buf[PATH_MAX];
-	ssize_t n;
-
-	n = readlink(path, buf, sizeof buf);
-	if (n >= 0 && (size_t)n == strlen(target) &&
-	    memcmp(buf, target, (size_t)n) == 0)
-		return 0;
-	unlink(path);
-	return symlink(target, path);
-}
-
-/*
- * The private git dir for a repository of the user's: its own config
- * (the repository's included, its object format kept), our attributes,
- * the repository's excludes, and a private index; objects go to the
- * repository's object dir through GIT_OBJECT_DIRECTORY.
- */
-static int
-snap_private_init(struct snap_repo *r, char **cause)
-{
-	char *p, *text;
-	int rc;
-
-	p = xprintf("%s/refs", r->private);
-	rc = path_mkdir_p(p, 0700);
-	free(p);
-	p = xprintf("%s/info", r->private);
-	if (rc == -1 || path_mkdir_p(p, 0700) == -1) {
-		*cause = xprintf("cannot create %s: %s", p, strerror(errno));
-		free(p);
-		return -1;
-	}
-	free(p);
-	text = xprintf("[include]\n\tpath = %s/config\n[core]\n"
-	    "\trepositoryformatversion = %d\n\tbare = false\n%s%s%s",
-	    r->commondir, strcmp(r->format, "sha1") == 0 ? 0 : 1,
-	    strcmp(r->format, "sha1") == 0 ? "" : "[extensions]\n"
-	    "\tobjectformat = ", strcmp(r->format, "sha1") == 0 ? "" :
-	    r->format, strcmp(r->format, "sha1") == 0 ? "" : "\n");
-	p = xprintf("%s/config", r->private);
-	rc = snap_write_if_changed(p, text, cause);
-	free(p);
-	free(text);
-	if (rc == -1)
-		return -1;
-	p = xprintf("%s/HEAD", r->private);
-	rc = snap_write_if_changed(p, "ref: refs/heads/agentmux-private\n",
-	    cause);
-	free(p);
-	if (rc == -1)
-		return -1;
-	p = xprintf("%s/info/attributes", r->private);
-	rc = snap_write_if_changed(p, snap_raw_attributes, cause);
-	free(p);
-	if (rc == -1)
-		return -1;
-	p = xprintf("%s/info/exclude", r->private);
-	text = xprintf("%s/info/exclude", r->commondir);
-	rc = snap_symlink_if_changed(text, p);
-	free(text);
-	free(p);
-	return rc;
-}
-
-/* The shadow dir's name: the project's base name and a hash of its path. */
-static char *
-snap_shadow_path(const char *data, const char *project)
-{
-	const char *base = strrchr(project, '/');
+	const char *base = strrchr(worktree, '/');
 	uint64_t h = 1469598103934665603ULL;
-	char name[40];
+	char name[40], *data, *path;
 	size_t i;
 
-	for (i = 0; project[i] != '\0'; i++)
-		h = (h ^ (unsigned char)project[i]) * 1099511628211ULL;
+	if ((data = path_data_dir(cause)) == NULL)
+		return NULL;
+	for (i = 0; worktree[i] != '\0'; i++)
+		h = (h ^ (unsigned char)worktree[i]) * 1099511628211ULL;
 	base = base != NULL && base[1] != '\0' ? base + 1 : "root";
 	for (i = 0; i < sizeof name - 1 && base[i] != '\0'; i++) {
 		unsigned char c = (unsigned char)base[i];
@@ -301,67 +278,75 @@ snap_shadow_path(const char *data, const char *project)
 		    (c >= '0' && c <= '9') || c == '-' || c == '_' ? (char)c : '_';
 	}
 	name[i < 24 ? i : 24] = '\0';
-	return xprintf("%s/shadow/%s-%016llx", data, name, (unsigned long long)h);
+	path = xprintf("%s/shadow/%s-%016llx", data, name,
+	    (unsigned long long)h);
+	free(data);
+	return path;
 }
 
-/* The shadow's excludes: the built-in and configured ones. */
+/* Runs git for the own repository outside any snapshot (its set-up); -1 with *CAUSE. */
 static int
-snap_shadow_excludes(struct snap_repo *r, const struct config *cf,
+snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
     char **cause)
-{
-	struct buf b;
-	char *p;
-	size_t i;
-	int rc;
-
-	buf_init(&b);
-	buf_adds(&b, "# Written by agentmux from [snapshots] exclude.\n");
-	for (i = 0; cf != NULL && i < cf->snapshots.excludes.n; i++)
-		buf_printf(&b, "%s\n", cf->snapshots.excludes.v[i]);
-	p = xprintf("%s/info/exclude", r->gitdir);
-	rc = snap_write_if_changed(p, b.data, cause);
-	free(p);
-	buf_free(&b);
-	return rc;
-}
-
-/* Makes (once) the shadow git dir for a project outside git. */
-static int
-snap_shadow_init(struct snap_repo *r, const struct config *cf, char **cause)
 {
 	struct snap_proc_opts o;
 	struct strv env;
 	struct buf err;
-	char *p;
 	int st, rc;
-	char *argv[] = { "git", "init", "-q", "--template=",
-	    "--object-format=sha1", NULL };
 
+	snap_env_clean(&env, false);
+	snap_env_common(&env);
+	strv_addf(&env, "GIT_DIR=%s", r->gitdir);
+	strv_addf(&env, "GIT_WORK_TREE=%s", r->worktree);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = r->gitdir;
+	o.out_fd = -1;
+	o.umask = 077;
+	buf_init(&err);
+	rc = snap_proc_run(&o, NULL, &err, &st, cause);
+	strv_free(&env);
+	if (rc == 0 && st != 0) {
+		*cause = xprintf("cannot %s the snapshot repository %s: %s",
+		    what, r->gitdir, err.data != NULL ? err.data : "git failed");
+		rc = -1;
+	}
+	buf_free(&err);
+	return rc;
+}
+
+/*
+ * Makes (once) the own repository: git init, the empty blob (an entry
+ * whose file cannot be read is recorded as it), our attributes, and a
+ * marker naming the project.
+ */
+static int
+snap_repo_init(struct snap_repo *r, bool use, char **cause)
+{
+	char *p;
+	int rc;
+	char *init[] = { "git", "init", "-q", "--template=",
+	    "--object-format=sha1", NULL };
+	char *blob[] = { "git", "hash-object", "-w", "-t", "blob", "--stdin",
+	    NULL };
+
+	if (path_mkdir_p(r->gitdir, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", r->gitdir,
+		    strerror(errno));
+		return -1;
+	}
 	p = xprintf("%s/agentmux-project", r->gitdir);
-	if (access(p, F_OK) != 0) {
-		snap_env_clean(&env, false);
-		strv_addf(&env, "GIT_DIR=%s", r->gitdir);
-		strv_addf(&env, "GIT_WORK_TREE=%s", r->worktree);
-		memset(&o, 0, sizeof o);
-		o.argv = argv;
-		o.env = env.v;
-		o.out_fd = -1;
-		o.umask = 077;
-		buf_init(&err);
-		rc = snap_proc_run(&o, NULL, &err, &st, cause);
-		strv_free(&env);
-		if (rc == 0 && st != 0)
-			*cause = xprintf("cannot create the shadow repository "
-			    "%s: %s", r->gitdir, err.data);
-		buf_free(&err);
-		if (rc == -1 || st != 0 || util_write_file_atomic(p,
-		    r->worktree, strlen(r->worktree), 0600, cause) == -1) {
-			free(p);
-			return -1;
-		}
+	if (access(p, F_OK) != 0 && (snap_repo_setup_git(r, init, "create",
+	    cause) == -1 || snap_repo_setup_git(r, blob, "set up",
+	    cause) == -1 || util_write_file_atomic(p, r->worktree,
+	    strlen(r->worktree), 0600, cause) == -1)) {
+		free(p);
+		return -1;
 	}
 	/* Its time says when it was last used (gc spares recent ones). */
-	utimensat(AT_FDCWD, p, NULL, 0);
+	if (use)
+		utimensat(AT_FDCWD, p, NULL, 0);
 	free(p);
 	p = xprintf("%s/info", r->gitdir);
 	path_mkdir_p(p, 0700);
@@ -369,68 +354,144 @@ snap_shadow_init(struct snap_repo *r, const struct config *cf, char **cause)
 	p = xprintf("%s/info/attributes", r->gitdir);
 	rc = snap_write_if_changed(p, snap_raw_attributes, cause);
 	free(p);
-	if (rc == -1)
-		return -1;
-	return snap_shadow_excludes(r, cf, cause);
+	return rc;
 }
 
-/* Fills R from `git rev-parse` run in DIR (with GITDIR as GIT_DIR if set). */
-static int
-snap_repo_discover(struct snap_repo *r, const char *dir, const char *gitdir,
-    bool *outside, char **cause)
+/* The git dir a ".git" file names ("gitdir: PATH", relative to DIR); caller frees. */
+static char *
+snap_repo_gitfile(int dirfd, const char *dir)
 {
-	struct snap_proc_opts o;
-	struct strv env;
-	struct buf out, err;
-	char *line[4], *s, *save = NULL;
-	int st, rc, i;
-	char *argv[] = { "git", "rev-parse", "--path-format=absolute",
-	    "--git-dir", "--git-common-dir", "--show-toplevel",
-	    "--show-object-format", NULL };
+	struct buf b;
+	char *path = NULL, *nl, *real;
 
-	snap_env_clean(&env, false);
-	if (gitdir != NULL)
-		strv_addf(&env, "GIT_DIR=%s", gitdir);
-	if (gitdir != NULL)
-		strv_addf(&env, "GIT_WORK_TREE=%s", dir);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = env.v;
-	o.dir = dir;
-	o.out_fd = -1;
-	o.umask = -1;
-	buf_init(&out);
-	buf_init(&err);
-	rc = snap_proc_run(&o, &out, &err, &st, cause);
-	strv_free(&env);
-	*outside = rc == 0 && st != 0 && err.data != NULL &&
-	    strstr(err.data, "not a git repository") != NULL;
-	if (rc == 0 && st != 0 && !*outside) {
-		*cause = xprintf("git cannot use the repository of %s: %s", dir,
-		    err.data != NULL ? err.data : "(no message)");
-		s = strchr(*cause, '\n');
-		if (s != NULL)
-			*s = '\0';
-		rc = -1;
+	buf_init(&b);
+	if (path_read_beneath(dirfd, ".git", 4096, &b) == -1 ||
+	    b.data == NULL || strncmp(b.data, "gitdir: ", 8) != 0) {
+		buf_free(&b);
+		return NULL;
 	}
-	if (rc == -1 || st != 0)
-		goto out;
-	for (i = 0, s = strtok_r(out.data, "\n", &save); i < 4 && s != NULL;
-	    i++, s = strtok_r(NULL, "\n", &save))
-		line[i] = s;
-	if (i < 4) {
-		*cause = xprintf("git rev-parse gave no top level for %s (a "
-		    "bare repository, or inside .git?)", dir);
-		rc = -1;
-		goto out;
+	if ((nl = strchr(b.data, '\n')) != NULL)
+		*nl = '\0';
+	path = b.data[8] == '/' ? xstrdup(b.data + 8) : xprintf("%s/%s", dir,
+	    b.data + 8);
+	buf_free(&b);
+	real = path_real(path);
+	free(path);
+	return real;
+}
+
+/* A linked worktree's git dir names where its refs live (commondir); else it is its own. */
+static char *
+snap_repo_commondir(const char *gitdir)
+{
+	struct buf b;
+	char *path, *nl, *real;
+	int fd;
+
+	if ((fd = open(gitdir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return xstrdup(gitdir);
+	buf_init(&b);
+	if (path_read_beneath(fd, "commondir", 4096, &b) == -1 ||
+	    b.data == NULL) {
+		close(fd);
+		buf_free(&b);
+		return xstrdup(gitdir);
 	}
-	r->gitdir = xstrdup(line[0]);
-	r->commondir = xstrdup(line[1]);
-	r->worktree = xstrdup(line[2]);
-	r->format = xstrdup(line[3]);
-out:
-	buf_free(&out);
-	buf_free(&err);
+	close(fd);
+	if ((nl = strchr(b.data, '\n')) != NULL)
+		*nl = '\0';
+	path = b.data[0] == '/' ? xstrdup(b.data) : xprintf("%s/%s", gitdir,
+	    b.data);
+	buf_free(&b);
+	real = path_real(path);
+	free(path);
+	return real != NULL ? real : xstrdup(gitdir);
+}
+
+/*
+ * The project of REAL: the nearest directory from it up that holds .git
+ * (a dir, or a file naming the git dir), as git and the jail find it;
+ * outside git, REAL itself. Nothing here runs git.
+ */
+static void
+snap_repo_locate(struct snap_repo *r, const char *real)
+{
+	char *cur = xstrdup(real), *slash;
+	struct stat st;
+	int fd;
+
+	for (;;) {
+		fd = open(*cur == '\0' ? "/" : cur, O_PATH | O_DIRECTORY |
+		    O_CLOEXEC);
+		if (fd != -1 && fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) ==
+		    0)
+			break;
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+		if (*cur == '\0')
+			break;
+		slash = strrchr(cur, '/');
+		*slash = '\0';   /* "/x" becomes "", which stands for / */
+	}
+	if (fd == -1) {
+		r->worktree = xstrdup(real);
+		free(cur);
+		return;
+	}
+	r->worktree = *cur == '\0' ? xstrdup("/") : xstrdup(cur);
+	if (S_ISDIR(st.st_mode))
+		r->projgit = xprintf("%s/.git", *cur == '\0' ? "" : cur);
+	else if (S_ISREG(st.st_mode))
+		r->projgit = snap_repo_gitfile(fd, r->worktree);
+	close(fd);
+	free(cur);
+	if (r->projgit != NULL) {
+		r->projcommon = snap_repo_commondir(r->projgit);
+		r->projindex = xprintf("%s/index", r->projgit);
+	}
+}
+
+int
+snap_repo_live_excludes(struct snap_repo *r, const struct config *cf,
+    char **text, char **cause)
+{
+	struct buf b, ex;
+	char *p;
+	size_t i;
+	int fd, rc;
+
+	/* Without a config (a job that adds nothing), what is there stays. */
+	if (r->projgit == NULL && cf == NULL)
+		return 0;
+	buf_init(&b);
+	if (r->projgit == NULL) {
+		buf_adds(&b, "# Written by agentmux from [snapshots] exclude.\n");
+		for (i = 0; cf != NULL && i < cf->snapshots.excludes.n; i++)
+			buf_printf(&b, "%s\n", cf->snapshots.excludes.v[i]);
+	} else {
+		buf_adds(&b, "# The project's info/exclude, read by agentmux.\n");
+		buf_init(&ex);
+		fd = open(r->projcommon, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd != -1 && path_read_beneath(fd, "info/exclude",
+		    SNAP_REPO_READ_MAX, &ex) == -1 && errno != ENOENT)
+			log_debug("not using %s/info/exclude: %s", r->projcommon,
+			    strerror(errno));
+		else if (ex.data != NULL) {
+			buf_add(&b, ex.data, strlen(ex.data));
+			if (b.data[b.len - 1] != '\n')
+				buf_addc(&b, '\n');
+		}
+		if (fd != -1)
+			close(fd);
+		buf_free(&ex);
+	}
+	p = xprintf("%s/info/exclude", r->gitdir);
+	rc = snap_write_if_changed(p, b.data, cause);
+	free(p);
+	if (rc == 0 && text != NULL)
+		*text = buf_steal(&b);
+	buf_free(&b);
 	return rc;
 }
 
@@ -454,9 +515,8 @@ snap_repo_finish(struct snap_repo *r, const char *tag, char **cause)
 		    strerror(errno));
 		return -1;
 	}
-	if (!r->shadow && snap_private_init(r, cause) == -1)
-		return -1;
 	r->seed = xprintf("%s/index", r->gitdir);
+	r->format = xstrdup("sha1");
 	r->umask = (int)util_user_umask();
 	snap_repo_envs(r);
 	return 0;
@@ -471,121 +531,12 @@ snap_repo_new(void)
 	return r;
 }
 
-static int
-snap_repo_shadow(struct snap_repo *r, const char *real,
-    const struct config *cf, char **cause)
-{
-	char *data;
-
-	if ((data = path_data_dir(cause)) == NULL)
-		return -1;
-	r->shadow = true;
-	r->worktree = xstrdup(real);
-	r->gitdir = snap_shadow_path(data, real);
-	r->commondir = xstrdup(r->gitdir);
-	r->format = xstrdup("sha1");
-	free(data);
-	if (path_mkdir_p(r->gitdir, 0700) == -1) {
-		*cause = xprintf("cannot create %s: %s", r->gitdir,
-		    strerror(errno));
-		return -1;
-	}
-	return snap_shadow_init(r, cf, cause);
-}
-
-/* Whether a repository config says nothing a quick look could get wrong. */
-static bool
-snap_repo_plain_config(char *text)
-{
-	char *line, *save = NULL, *p, *q;
-
-	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		for (p = q = line; *p != '\0'; p++) {
-			if (*p != ' ' && *p != '\t')
-				*q++ = (char)tolower((unsigned char)*p);
-		}
-		*q = '\0';
-		if (strstr(line, "worktree") != NULL ||
-		    strncmp(line, "[extensions", 11) == 0 ||
-		    strncmp(line, "[include", 8) == 0 ||
-		    (strncmp(line, "bare=", 5) == 0 &&
-		    strcmp(line, "bare=false") != 0))
-			return false;
-	}
-	return true;
-}
-
-/*
- * The common case without running git (a session's project is its
- * top level already): DIR/.git is a directory of ours whose config sets
- * no work tree, extension or include. Anything else asks git.
- */
-static bool
-snap_repo_quick(struct snap_repo *r, const char *real)
-{
-	struct stat sd, sg;
-	struct buf b;
-	char *g, *p;
-	bool ok;
-
-	g = xprintf("%s/.git", real);
-	p = xprintf("%s/HEAD", g);
-	ok = lstat(real, &sd) == 0 && lstat(g, &sg) == 0 &&
-	    S_ISDIR(sg.st_mode) && sd.st_uid == getuid() &&
-	    sg.st_uid == getuid() && access(p, R_OK) == 0;
-	free(p);
-	buf_init(&b);
-	p = xprintf("%s/config", g);
-	ok = ok && buf_read_file(&b, p) == 0 && b.data != NULL &&
-	    snap_repo_plain_config(b.data);
-	free(p);
-	buf_free(&b);
-	if (!ok) {
-		free(g);
-		return false;
-	}
-	r->gitdir = g;
-	r->commondir = xstrdup(g);
-	r->worktree = xstrdup(real);
-	r->format = xstrdup("sha1");
-	return true;
-}
-
-/*
- * Whether REAL is certainly outside any repository, without running git:
- * nothing named .git in it or above it, and nothing that could be a bare
- * repository (a HEAD file) either. Anything else is for git to decide.
- */
-static bool
-snap_repo_outside(const char *real)
-{
-	char *cur = xstrdup(real), *p, *slash;
-	bool outside = true;
-
-	for (;;) {
-		p = xprintf("%s/.git", cur);
-		outside = access(p, F_OK) != 0 && errno == ENOENT;
-		free(p);
-		p = xprintf("%s/HEAD", cur);
-		outside = outside && access(p, F_OK) != 0 && errno == ENOENT;
-		free(p);
-		if (!outside || *cur == '\0')
-			break;
-		slash = strrchr(cur, '/');
-		*slash = '\0';   /* "/x" becomes "", which stands for / */
-	}
-	free(cur);
-	return outside;
-}
-
 struct snap_repo *
 snap_repo_open(const char *dir, const struct config *cf, const char *tag,
     char **cause)
 {
 	struct snap_repo *r = snap_repo_new();
 	char *real;
-	bool outside = false;
 
 	if ((real = path_real(dir)) == NULL) {
 		*cause = xprintf("cannot use %s: %s", dir, strerror(errno));
@@ -596,12 +547,11 @@ snap_repo_open(const char *dir, const struct config *cf, const char *tag,
 		    real);
 		goto fail;
 	}
-	if (!snap_repo_quick(r, real) && !(outside = snap_repo_outside(real)) &&
-	    snap_repo_discover(r, real, NULL, &outside, cause) == -1)
-		goto fail;
-	if (outside && snap_repo_shadow(r, real, cf, cause) == -1)
-		goto fail;
-	if (snap_repo_finish(r, tag, cause) == -1)
+	snap_repo_locate(r, real);
+	if ((r->gitdir = snap_repo_path(r->worktree, cause)) == NULL ||
+	    snap_repo_init(r, true, cause) == -1 ||
+	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
+	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
 	free(real);
 	return r;
@@ -612,31 +562,34 @@ fail:
 }
 
 struct snap_repo *
-snap_repo_reopen(const char *gitdir, const char *worktree, bool shadow,
-    const char *tag, char **cause)
+snap_repo_reopen(const char *gitdir, const char *worktree,
+    const struct config *cf, const char *tag, bool use, char **cause)
 {
 	struct snap_repo *r = snap_repo_new();
-	bool outside = false;
+	char *p;
 
-	if (access(gitdir, F_OK) != 0) {
+	p = xprintf("%s/agentmux-project", gitdir);
+	if (access(p, F_OK) != 0) {
 		*cause = xprintf("the snapshot repository %s is gone: %s", gitdir,
 		    strerror(errno));
+		free(p);
 		goto fail;
 	}
-	if (shadow) {
-		r->shadow = true;
+	free(p);
+	snap_repo_locate(r, worktree);
+	if (strcmp(r->worktree, worktree) != 0) {
+		/* The project lost its .git: its own dir is still the project. */
+		free(r->worktree);
+		free(r->projgit);
+		free(r->projcommon);
+		free(r->projindex);
+		r->projgit = r->projcommon = r->projindex = NULL;
 		r->worktree = xstrdup(worktree);
-		r->gitdir = xstrdup(gitdir);
-		r->commondir = xstrdup(gitdir);
-		r->format = xstrdup("sha1");
-	} else if (snap_repo_discover(r, worktree, gitdir, &outside,
-	    cause) == -1 || outside) {
-		if (outside)
-			*cause = xprintf("%s is no longer a git repository",
-			    gitdir);
-		goto fail;
 	}
-	if (snap_repo_finish(r, tag, cause) == -1)
+	r->gitdir = xstrdup(gitdir);
+	if (snap_repo_init(r, use, cause) == -1 ||
+	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
+	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
 	return r;
 fail:
@@ -653,38 +606,21 @@ snap_repo_free(struct snap_repo *r)
 		return;
 	free(r->worktree);
 	free(r->gitdir);
-	free(r->commondir);
 	free(r->format);
+	free(r->projgit);
+	free(r->projcommon);
+	free(r->projindex);
 	free(r->private);
 	free(r->index);
 	free(r->seed);
+	free(r->live_excludes);
+	free(r->ignore);
+	free(r->start_tree);
+	free(r->last_commit);
+	free(r->last_modes);
 	for (i = 0; i < SNAP_NENV; i++)
 		strv_free(&r->env[i]);
 	free(r);
-}
-
-/* A split index names its shared part, which git looks for in GIT_DIR. */
-static void
-snap_repo_link_shared(struct snap_repo *r)
-{
-	struct dirent *de;
-	char *src, *dst;
-	DIR *d;
-
-	if (r->shadow || (d = opendir(r->gitdir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, "sharedindex.", 12) != 0)
-			continue;
-		src = xprintf("%s/%s", r->gitdir, de->d_name);
-		dst = xprintf("%s/%s", r->private, de->d_name);
-		unlink(dst);
-		if (symlink(src, dst) == -1)
-			log_debug("cannot link %s: %s", dst, strerror(errno));
-		free(src);
-		free(dst);
-	}
-	closedir(d);
 }
 
 /* Notes the private index as it is now (git replaces the file whenever it writes it). */
@@ -704,7 +640,6 @@ snap_repo_seed(struct snap_repo *r, char **cause)
 	r->seeded = true;
 	if (access(r->seed, R_OK) != 0)
 		return 0;
-	snap_repo_link_shared(r);
 	if (snap_copy_file(r->seed, r->index, &err) == -1) {
 		/* Only costs time: everything is hashed afresh. */
 		log_debug("%s", err);
@@ -721,8 +656,6 @@ snap_repo_save_index(struct snap_repo *r)
 	char *tmp, *err = NULL;
 	struct stat sb;
 
-	if (!r->shadow)
-		return;
 	/* Unchanged since it was copied: nothing to save. */
 	if (stat(r->index, &sb) == 0 && sb.st_ino == r->synced.st_ino &&
 	    sb.st_dev == r->synced.st_dev && sb.st_size == r->synced.st_size &&
@@ -736,40 +669,49 @@ snap_repo_save_index(struct snap_repo *r)
 		snap_repo_note_index(r);
 		return;
 	}
-	log_debug("cannot save the shadow index: %s", err != NULL ? err :
-	    strerror(errno));
+	log_debug("cannot save the index of %s: %s", r->gitdir, err != NULL ?
+	    err : strerror(errno));
 	free(err);
 	unlink(tmp);
 	free(tmp);
 }
 
-/* Reads the first line of PATH; caller frees; NULL if unreadable. */
+/* The first line of REL under the project's DIR; caller frees; NULL if it is not a small regular file. */
 static char *
-snap_read_line(const char *path)
+snap_read_line(const char *dir, const char *rel)
 {
 	struct buf b;
 	char *nl;
+	int fd;
 
+	if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return NULL;
 	buf_init(&b);
-	if (buf_read_file(&b, path) == -1 || b.data == NULL) {
+	if (path_read_beneath(fd, rel, SNAP_REPO_READ_MAX, &b) == -1 ||
+	    b.data == NULL) {
+		close(fd);
 		buf_free(&b);
 		return NULL;
 	}
+	close(fd);
 	if ((nl = strchr(b.data, '\n')) != NULL)
 		*nl = '\0';
 	return buf_steal(&b);
 }
 
-/* Looks NAME up in packed-refs; caller frees. */
+/* Looks NAME up in the project's packed-refs; caller frees. */
 static char *
 snap_packed_ref(struct snap_repo *r, const char *name)
 {
 	struct buf b;
-	char *p, *line, *save = NULL, *sp, *oid = NULL;
+	char *line, *save = NULL, *sp, *oid = NULL;
+	int fd;
 
+	if ((fd = open(r->projcommon, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return NULL;
 	buf_init(&b);
-	p = xprintf("%s/packed-refs", r->commondir);
-	if (buf_read_file(&b, p) == 0 && b.data != NULL) {
+	if (path_read_beneath(fd, "packed-refs", 64 * SNAP_REPO_READ_MAX,
+	    &b) == 0 && b.data != NULL) {
 		for (line = strtok_r(b.data, "\n", &save); line != NULL;
 		    line = strtok_r(NULL, "\n", &save)) {
 			if (*line == '#' || *line == '^' ||
@@ -781,7 +723,7 @@ snap_packed_ref(struct snap_repo *r, const char *name)
 			}
 		}
 	}
-	free(p);
+	close(fd);
 	buf_free(&b);
 	return oid;
 }
@@ -789,13 +731,13 @@ snap_packed_ref(struct snap_repo *r, const char *name)
 char *
 snap_repo_head(struct snap_repo *r, char **symref)
 {
-	char *p, *v, *name = NULL;
+	char *v, *name = NULL;
 	int depth;
 
 	*symref = NULL;
-	p = xprintf("%s/HEAD", r->gitdir);
-	v = snap_read_line(p);
-	free(p);
+	if (r->projgit == NULL)
+		return NULL;
+	v = snap_read_line(r->projgit, "HEAD");
 	for (depth = 0; v != NULL && strncmp(v, "ref: ", 5) == 0 && depth < 5;
 	    depth++) {
 		free(name);
@@ -803,9 +745,8 @@ snap_repo_head(struct snap_repo *r, char **symref)
 		if (*symref == NULL)
 			*symref = xstrdup(name);
 		free(v);
-		p = xprintf("%s/%s", r->commondir, name);
-		v = snap_read_line(p);
-		free(p);
+		v = strstr(name, "..") == NULL && strncmp(name, "refs/", 5) ==
+		    0 ? snap_read_line(r->projcommon, name) : NULL;
 		if (v == NULL)
 			v = snap_packed_ref(r, name);
 	}
@@ -864,6 +805,8 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
 	o.dir = r->worktree;
 	o.out_fd = out_fd;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
+	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
+	    r->timeout;
 	if (input != NULL) {
 		o.input = input->data != NULL ? input->data : "";
 		o.inputlen = input->len;
@@ -945,6 +888,8 @@ snap_git_spawn(struct event_base *base, struct snap_repo *r,
 	o.dir = r->worktree;
 	o.out_fd = -1;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
+	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
+	    r->timeout;
 	o.line = line;
 	o.input_later = input_later;
 	if (input != NULL) {
@@ -1006,6 +951,7 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	o.dir = gitdir;
 	o.out_fd = -1;
 	o.umask = -1;
+	o.timeout = SNAP_REPO_PROJECT_TIMEOUT;
 	if (input != NULL) {
 		o.input = input->data;
 		o.inputlen = input->len;
@@ -1033,6 +979,13 @@ int
 snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
     int *status, char **cause)
 {
+	return snap_git_outside_input(argv, NULL, 0, out, err, status, cause);
+}
+
+int
+snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause)
+{
 	struct snap_proc_opts o;
 	struct strv env;
 	int rc;
@@ -1044,6 +997,8 @@ snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
 	o.dir = "/";
 	o.out_fd = -1;
 	o.umask = -1;
+	o.input = input;
+	o.inputlen = len;
 	rc = snap_proc_run(&o, out, err, status, cause);
 	strv_free(&env);
 	return rc;

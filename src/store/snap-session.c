@@ -2,8 +2,12 @@
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/snap-int.h"
+
+/* Seconds after a session's start before its repository is looked after. */
+#define SNAP_SESSION_KEEP_DELAY 30
 
 struct snap_queued {
 	char *kind;
@@ -28,6 +32,10 @@ struct snap_session {
 	int64_t last_turn_us;
 	void (*progress)(void *, int64_t);
 	void *progress_arg;
+	struct snap_keep *keep;         /* packing and the budget, in the background */
+	struct event *keep_ev;          /* a keep job waiting to start */
+	void (*notice)(void *, const char *);
+	void *notice_arg;
 };
 
 static void snap_session_next(struct snap_session *);
@@ -50,6 +58,8 @@ snap_session_create(struct event_base *base, struct store *st,
 		free(ss);
 		return NULL;
 	}
+	/* Older snapshots of the project come into its own repository first. */
+	snap_legacy_project(st, cf, ss->repo->worktree);
 	return ss;
 }
 
@@ -98,6 +108,11 @@ snap_session_free(struct snap_session *ss)
 	/* What was asked for is taken: the end snapshot must not be lost. */
 	snap_session_wait(ss);
 	ss->closing = true;
+	if (ss->keep_ev != NULL)
+		event_free(ss->keep_ev);
+	snap_keep_free(ss->keep);
+	/* The loose objects are packed by a process that outlives this one. */
+	snap_keep_detached(ss->repo->gitdir);
 	for (i = 0; i < ss->nqueue; i++)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);
@@ -115,6 +130,61 @@ snap_session_progress(void *arg, int64_t files)
 }
 
 static void
+snap_session_kept(void *arg, const struct snap_keep *k)
+{
+	struct snap_session *ss = arg;
+	const char *const *msgs;
+	size_t n, i;
+
+	msgs = snap_keep_messages(k, &n);
+	for (i = 0; i < n && ss->notice != NULL; i++)
+		ss->notice(ss->notice_arg, msgs[i]);
+	snap_keep_free(ss->keep);
+	ss->keep = NULL;
+}
+
+static void
+snap_session_keep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_session *ss = arg;
+	char *cause = NULL;
+
+	if (ss->keep != NULL || ss->closing)
+		return;
+	ss->keep = snap_keep_start(ss->base, ss->st, ss->cf, ss->repo->gitdir,
+	    ss->repo->worktree, snap_session_kept, ss, &cause);
+	if (ss->keep == NULL) {
+		log_debug("%s", cause);
+		free(cause);
+	}
+}
+
+/*
+ * The repository packed and its budget kept, meanwhile: after a session's
+ * end, and a while after its start (a short command is spared the work;
+ * the end of a session that outlives its process is not).
+ */
+static void
+snap_session_keep(struct snap_session *ss, bool at_start)
+{
+	struct timeval tv = { at_start ? SNAP_SESSION_KEEP_DELAY : 0, 0 };
+
+	if (ss->keep != NULL || ss->closing)
+		return;
+	if (ss->keep_ev == NULL)
+		ss->keep_ev = evtimer_new(ss->base, snap_session_keep_cb, ss);
+	evtimer_add(ss->keep_ev, &tv);
+}
+
+void
+snap_session_set_notice(struct snap_session *ss,
+    void (*fn)(void *, const char *), void *arg)
+{
+	ss->notice = fn;
+	ss->notice_arg = arg;
+}
+
+static void
 snap_session_done(void *arg, const struct snap_result *res, const char *error)
 {
 	struct snap_session *ss = arg;
@@ -127,6 +197,9 @@ snap_session_done(void *arg, const struct snap_result *res, const char *error)
 		    "the %s snapshot failed: %s", q.kind, error);
 	if (q.done != NULL)
 		q.done(q.arg, res, error);
+	if (error == NULL && (strcmp(q.kind, "start") == 0 ||
+	    strcmp(q.kind, "end") == 0))
+		snap_session_keep(ss, strcmp(q.kind, "start") == 0);
 	snap_queued_clear(&q);
 	if (!ss->closing)
 		snap_session_next(ss);
@@ -279,6 +352,7 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 
 	if ((repo = snap_repo_open(dir, cf, "project", cause)) == NULL)
 		return -1;
+	snap_legacy_project(st, cf, repo->worktree);
 	if ((*session = snap_project_session(st, repo->worktree,
 	    cause)) == -1) {
 		snap_repo_free(repo);
@@ -289,10 +363,41 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	o.label = label;
 	o.session = *session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
-	if (rc == 0)
+	if (rc == 0) {
 		snap_project_touch(st, *session);
+		snap_keep_detached(repo->gitdir);
+	}
 	snap_repo_free(repo);
 	return rc;
+}
+
+/*
+ * A session that froze its ignore rules at its start: its later
+ * snapshots (taken now by another process) use them too, beginning from
+ * its start snapshot's entries.
+ */
+static void
+snap_session_frozen(struct store *st, int64_t session, struct snap_repo *r)
+{
+	struct store_snapshot *start;
+	char *path, *cause = NULL;
+	int64_t seq;
+
+	if ((path = snap_ignore_path(session, &cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	if (access(path, R_OK) == 0 && (start = snap_resolve(st, session,
+	    "start", &seq, &cause)) != NULL) {
+		if (strcmp(start->kind, "start") == 0) {
+			r->ignore = path;
+			path = NULL;
+			r->start_tree = xstrdup(start->tree);
+		}
+		store_snapshot_free(start);
+	}
+	free(cause);
+	free(path);
 }
 
 /* The repository session SESSION's snapshots live in (or its project's). */
@@ -304,17 +409,25 @@ snap_session_repo(struct store *st, const struct config *cf,
 	struct snap_where w;
 	struct snap_repo *r;
 
-	if (snap_where(st, session, &w) == 0) {
-		r = snap_repo_reopen(w.gitdir, w.worktree, w.shadow, tag, cause);
+	if (snap_where(st, session, &w) == 0 && !w.shadow &&
+	    snap_legacy_migrate(st, cf, session, &w, cause) == -1) {
 		snap_where_free(&w);
-		return r;
-	}
-	if ((s = store_session_get(st, session)) == NULL) {
-		*cause = xprintf("there is no session %lld", (long long)session);
 		return NULL;
 	}
-	r = snap_repo_open(s->project, cf, tag, cause);
-	store_session_free(s);
+	snap_where_free(&w);
+	if (snap_where(st, session, &w) == 0) {
+		r = snap_repo_reopen(w.gitdir, w.worktree, cf, tag, true,
+		    cause);
+		snap_where_free(&w);
+	} else if ((s = store_session_get(st, session)) == NULL) {
+		*cause = xprintf("there is no session %lld", (long long)session);
+		return NULL;
+	} else {
+		r = snap_repo_open(s->project, cf, tag, cause);
+		store_session_free(s);
+	}
+	if (r != NULL)
+		snap_session_frozen(st, session, r);
 	return r;
 }
 
@@ -333,8 +446,10 @@ snap_session_now(struct store *st, const struct config *cf, int64_t session,
 	o.label = label;
 	o.session = session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
-	if (rc == 0)
+	if (rc == 0) {
 		snap_project_touch(st, session);
+		snap_keep_detached(repo->gitdir);
+	}
 	snap_repo_free(repo);
 	return rc;
 }

@@ -113,7 +113,16 @@ snap_resolve(struct store *st, int64_t session, const char *spec,
 		if (i - back < 0)
 			*cause = xprintf("'%s' goes back before the first "
 			    "snapshot of session %lld", spec, (long long)session);
-		else {
+		else if (v[i - back]->dropped_at != 0) {
+			char when[32];
+
+			*cause = xprintf("snapshot %ld of session %lld was dropped "
+			    "on %s to keep the project's snapshots within "
+			    "[snapshots] max_size; pick another from 'agentmux "
+			    "snapshots %lld'", i - back + 1, (long long)session,
+			    util_fmt_time(when, sizeof when,
+			    v[i - back]->dropped_at), (long long)session);
+		} else {
 			s = v[i - back];
 			v[i - back] = NULL;
 			if (seq != NULL)

@@ -1,12 +1,14 @@
 /*
- * Taking a snapshot: git add -A into the private index, the tree (the
- * index's own cache of it, else write-tree), the commit and the refs, as a
- * chain of async steps.
+ * Taking a snapshot into agentmux's own repository, as a chain of async
+ * steps: the work tree into the private index (git add, with the ignore
+ * rules as they are, or as the session froze them at its start), the
+ * tree, the real modes beside it, the commit and its ref.
  */
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +20,8 @@
 #define SNAP_ADOPT_ROUNDS 3
 /* Progress is reported every this many files. */
 #define SNAP_PROGRESS_STEP 250
+/* A nested repository's dir gets an index entry of this name, so that git goes into it. */
+#define SNAP_PLACEHOLDER ".agentmux-nested-placeholder"
 
 struct snap_take {
 	struct event_base *base;
@@ -28,40 +32,38 @@ struct snap_take {
 	int64_t session;
 	bool if_changed;
 	bool record_refs;
-	char *parent;             /* the commit the new one follows */
-	char *head_ref;           /* the branch HEAD names, at the chain's start */
-	char *head_tree;          /* its commit's tree, from for-each-ref */
+	bool frozen;              /* the session's frozen ignore rules, not the tree's own */
+	bool freeze;              /* a start snapshot: freeze the rules it was taken with */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
-	char *count_from;         /* changes are counted from this tree-ish */
+	char *count_from;         /* changes are counted from this tree */
 	int rounds;
-	struct strv nested;       /* nested repositories to adopt */
-	struct strv submodules;   /* gitlinks of the copied index, adopted first */
-	size_t nested_i;
-	struct buf adopt;         /* their files, NUL-separated */
+	struct buf placeholders;  /* index lines that make git go into nested repositories */
+	struct buf untracked;     /* frozen: files git lists as untracked, NUL-separated */
 	struct strv warnings;
 	struct strv unreadable;
 	int64_t files;
-	struct snap_proc *procs[3];
+	time_t add_since;         /* the second the work tree was first read in */
+	struct snap_proc *procs[6];
 	int pending;
+	int freezing;             /* the freeze's commands still running (not in PENDING) */
+	bool counted;             /* the count of changed files is in */
+	bool refs_done;           /* the project's refs are read (record_refs) */
+	bool recorded;            /* the store has the snapshot: the rest may follow */
+	void (*next)(struct snap_take *); /* what runs once PENDING is 0 */
 	/*
 	 * A snapshot that starts a chain always makes a commit: the commands
-	 * that write it and its refs start with the job, waiting for their
+	 * that write it and its ref start with the job, waiting for their
 	 * input, so their start-up is not on the way to the ref.
 	 */
 	struct snap_proc *early_commit;   /* hash-object -t commit -w --stdin */
 	struct snap_proc *early_ref;      /* update-ref --stdin */
-	bool ref_done;            /* the update-ref step has run */
-	bool tree_saved;          /* the index is final and its blobs stored */
 	struct buf refs;          /* for-each-ref output (record_refs) */
-	bool fresh;               /* the private index was just copied from the user's */
-	bool need_fix;            /* some copied entries must be hashed afresh */
-	bool fixed;
-	bool added;               /* git add has run since the last index change */
-	bool autocrlf;            /* the user's git converts line endings */
-	struct buf names;         /* the copied index's paths (for check-attr) */
-	struct buf rehash;        /* paths to drop from it, to be hashed raw */
+	struct snap_modes modes;
+	struct buf ignores;       /* freeze: the .gitignore files' text (cat-file --batch) */
+	struct strv ignore_dirs;  /* freeze: their dirs, in the same order */
+	char *excludes_file;      /* freeze: the user's core.excludesFile */
 	char *tree;
 	int64_t entries;          /* the index's entries in the tree; -1 unknown */
 	char *commit;
@@ -71,12 +73,15 @@ struct snap_take {
 	snap_done_cb done;
 	void *arg;
 	bool *finished;           /* set when the job is over */
+	bool starting;            /* inside snap_take_start: it reports errors itself */
+	struct snap_result res;   /* recorded, waiting for the freeze to end */
+	struct buf adopted;       /* index lines that take the placeholders out again */
 };
 
-static bool snap_take_add(struct snap_take *);
-static void snap_take_write_tree(struct snap_take *);
-static void snap_take_after_prep(struct snap_take *);
-static void snap_take_fix(struct snap_take *);
+static void snap_take_add(struct snap_take *);
+static void snap_take_finished(struct snap_take *);
+static void snap_take_added(struct snap_take *);
+static void snap_take_frozen_round(struct snap_take *);
 
 void
 snap_result_clear(struct snap_result *res)
@@ -85,6 +90,7 @@ snap_result_clear(struct snap_result *res)
 
 	free(res->commit);
 	free(res->tree);
+	free(res->modes);
 	for (i = 0; i < res->nwarnings; i++)
 		free(res->warnings[i]);
 	free(res->warnings);
@@ -105,24 +111,30 @@ snap_take_free(struct snap_take *t)
 	snap_proc_free(t->early_ref);
 	free(t->kind);
 	free(t->label);
-	free(t->parent);
-	free(t->head_ref);
-	free(t->head_tree);
 	free(t->prev_tree);
 	free(t->prev_commit);
 	free(t->count_from);
-	strv_free(&t->nested);
-	strv_free(&t->submodules);
-	buf_free(&t->adopt);
+	buf_free(&t->placeholders);
+	buf_free(&t->adopted);
+	buf_free(&t->untracked);
 	strv_free(&t->warnings);
 	strv_free(&t->unreadable);
 	buf_free(&t->refs);
-	buf_free(&t->names);
-	buf_free(&t->rehash);
+	snap_modes_free(&t->modes);
+	buf_free(&t->ignores);
+	strv_free(&t->ignore_dirs);
+	free(t->excludes_file);
 	free(t->tree);
 	free(t->commit);
 	free(t->error);
+	snap_result_clear(&t->res);
 	free(t);
+}
+
+static size_t
+snap_take_oidlen(struct snap_take *t)
+{
+	return strcmp(t->repo->format, "sha1") == 0 ? 20 : 32;
 }
 
 /* Slot I's process is done with; frees it. */
@@ -152,6 +164,16 @@ snap_take_track(struct snap_take *t, struct snap_proc *p)
 		}
 	}
 	fatalx("snapshot: too many git commands at once");
+}
+
+/* Notes an error (the first one counts). */
+static void
+snap_take_error(struct snap_take *t, char *error)
+{
+	if (t->error == NULL)
+		t->error = error;
+	else
+		free(error);
 }
 
 /*
@@ -197,10 +219,7 @@ snap_take_spawn(struct snap_take *t, enum snap_env env,
 	p = snap_git_start(t->base, t->repo, env, args, input, line, cb, t,
 	    &cause);
 	if (p == NULL) {
-		if (t->error == NULL)
-			t->error = cause;
-		else
-			free(cause);
+		snap_take_error(t, cause);
 		return false;
 	}
 	snap_take_track(t, p);
@@ -235,21 +254,32 @@ snap_take_end(struct snap_take *t, struct snap_result *res)
 	snap_take_free(t);
 }
 
+/*
+ * A step's command is done: once none runs, what comes next runs (or the
+ * job ends with its error).
+ */
 static void
-snap_take_fail(struct snap_take *t, char *error)
+snap_take_step(struct snap_take *t)
 {
-	if (t->error == NULL)
-		t->error = error;
-	else
-		free(error);
-	if (t->pending == 0)
+	void (*next)(struct snap_take *) = t->next;
+
+	if (t->pending > 0 || t->starting)
+		return;
+	if (t->error != NULL) {
 		snap_take_end(t, NULL);
+		return;
+	}
+	t->next = NULL;
+	if (next != NULL)
+		next(t);
 }
 
 /* Fills the result from what the job found; the strings are copied. */
 static void
 snap_take_result(struct snap_take *t, struct snap_result *res)
 {
+	struct buf b;
+
 	memset(res, 0, sizeof *res);
 	res->session = t->session;
 	res->commit = t->commit != NULL ? xstrdup(t->commit) : NULL;
@@ -257,17 +287,20 @@ snap_take_result(struct snap_take *t, struct snap_result *res)
 	res->files_changed = t->changed;
 	res->warnings = snap_take_strings(&t->warnings, &res->nwarnings);
 	res->unreadable = snap_take_strings(&t->unreadable, &res->nunreadable);
+	buf_init(&b);
+	snap_modes_format(&t->modes, &b);
+	res->modes = buf_steal(&b);
 }
 
-/* Records HEAD and the branch tips as they are at session start. */
+/* Records HEAD and the branch tips of the project as they are at session start. */
 static void
 snap_take_record_refs(struct snap_take *t)
 {
 	char *line, *save = NULL, *sp, *head, *sym = NULL, *v;
 
-	/* "<oid> <refname> <tree>" (a ref name has no spaces). */
-	for (line = strtok_r(t->refs.data, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
+	/* "<oid> <refname>" (a ref name has no spaces). */
+	for (line = t->refs.data != NULL ? strtok_r(t->refs.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
 		if ((sp = strchr(line, ' ')) == NULL)
 			continue;
 		*sp++ = '\0';
@@ -282,6 +315,37 @@ snap_take_record_refs(struct snap_take *t)
 		free(v);
 	free(head);
 	free(sym);
+}
+
+/* Keeps the user's index as it was at session start, for undo --refs. */
+static void
+snap_take_save_user_index(struct snap_take *t)
+{
+	char *data, *dir, *dst, *cause = NULL;
+	struct buf b;
+	int fd;
+
+	if (t->repo->projgit == NULL || (data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	dir = xprintf("%s/sessions/%lld", data, (long long)t->session);
+	dst = xprintf("%s/git-index", dir);
+	buf_init(&b);
+	fd = open(t->repo->projgit, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd != -1 && path_read_beneath(fd, "index", (size_t)1 << 31,
+	    &b) == 0 && b.data != NULL && (path_mkdir_p(dir, 0700) == -1 ||
+	    util_write_file_atomic(dst, b.data, b.len, 0600, &cause) == -1)) {
+		strv_take(&t->warnings, xprintf("cannot keep a copy of the "
+		    "index: %s", cause != NULL ? cause : strerror(errno)));
+		free(cause);
+	}
+	if (fd != -1)
+		close(fd);
+	buf_free(&b);
+	free(dst);
+	free(dir);
+	free(data);
 }
 
 /* Counts snapshots of the session up to ID: the number users type. */
@@ -301,12 +365,22 @@ snap_take_seq(struct store *st, int64_t session, int64_t id)
 	return seq;
 }
 
+/* The chain's last commit and modes, for the next snapshot of this process. */
+static void
+snap_take_remember(struct snap_take *t, const struct snap_result *res)
+{
+	free(t->repo->last_commit);
+	free(t->repo->last_modes);
+	t->repo->last_commit = xstrdup(t->commit);
+	t->repo->last_modes = xstrdup(res->modes);
+}
+
 static void
 snap_take_record(struct snap_take *t)
 {
 	struct store_snapshot s;
 	struct snap_result res;
-	char *ref, *cause = NULL;
+	char *ref, *cause = NULL, *q;
 	int64_t id;
 
 	snap_take_result(t, &res);
@@ -315,7 +389,8 @@ snap_take_record(struct snap_take *t)
 		snap_result_clear(&res);
 		return;
 	}
-	ref = xprintf("refs/agentmux/sessions/%lld", (long long)t->session);
+	ref = xprintf("refs/agentmux/snaps/%lld/%s", (long long)t->session,
+	    t->commit);
 	memset(&s, 0, sizeof s);
 	s.session_id = t->session;
 	s.label = t->label;
@@ -327,35 +402,55 @@ snap_take_record(struct snap_take *t)
 	s.files_changed = t->changed;
 	if (snap_repo_record(t->st, t->session, t->repo, &cause) == -1 ||
 	    (id = store_snapshot_add(t->st, &s, &cause)) == -1) {
+		/* The step that called ends the job with it. */
 		free(ref);
 		snap_result_clear(&res);
-		snap_take_fail(t, cause);
+		snap_take_error(t, cause);
 		return;
 	}
 	free(ref);
 	if (t->record_refs)
 		snap_take_record_refs(t);
-	if (t->unreadable.n > 0)
+	if (t->unreadable.n > 0) {
+		q = quote_name(t->unreadable.v[0]);
 		store_event_add(t->st, t->session, "warn", "snapshot",
 		    "snapshot %lld could not save %zu unreadable path(s), e.g. "
-		    "%s", (long long)id, t->unreadable.n, t->unreadable.v[0]);
+		    "%s", (long long)id, t->unreadable.n, q);
+		free(q);
+	}
 	snap_repo_save_index(t->repo);
+	snap_take_remember(t, &res);
 	res.id = id;
 	res.seq = snap_take_seq(t->st, t->session, id);
-	snap_take_end(t, &res);
-	snap_result_clear(&res);
+	t->recorded = true;
+	t->res = res;
 }
 
-/* One step of the parallel tail is done; the last one records. */
+/*
+ * The snapshot is recorded once its commit is written and its count in:
+ * the store then has it (a crash from here on loses nothing), while its
+ * ref is still being written (nothing prunes a new object meanwhile).
+ */
 static void
-snap_take_step_done(struct snap_take *t)
+snap_take_try_record(struct snap_take *t)
 {
-	if (t->pending > 0)
-		return;
-	if (t->error != NULL)
-		snap_take_end(t, NULL);
-	else
+	if (!t->recorded && t->error == NULL && t->commit != NULL &&
+	    t->counted && t->refs_done)
 		snap_take_record(t);
+}
+
+/* The job is over once it is recorded and nothing of it runs any more. */
+static void
+snap_take_finished(struct snap_take *t)
+{
+	struct snap_result res;
+
+	if (!t->recorded || t->pending > 0 || t->freezing > 0)
+		return;
+	res = t->res;
+	memset(&t->res, 0, sizeof t->res);
+	snap_take_end(t, &res);
+	snap_result_clear(&res);
 }
 
 static char *
@@ -368,6 +463,8 @@ snap_take_oid(struct snap_proc *p)
 	return xstrndup(out->data, strcspn(out->data, " \t\n"));
 }
 
+/* ---- the commit and its ref ---- */
+
 static void
 snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 {
@@ -376,17 +473,16 @@ snap_take_update_ref_cb(struct snap_proc *p, void *arg)
 	if (snap_take_early_died(t, p))
 		return;
 	t->pending--;
-	t->ref_done = true;
-	if (snap_proc_status(p) != 0 && t->error == NULL)
-		t->error = snap_git_error("update-ref", p);
+	if (snap_proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("update-ref", p));
 	snap_take_reap(t, p);
-	snap_take_step_done(t);
+	snap_take_step(t);
 }
 
-static const char *const snap_take_update_ref[] = { "update-ref", "-m",
-    "agentmux snapshot", "--stdin", NULL };
+static const char *const snap_take_update_ref[] = { "update-ref", "--stdin",
+    NULL };
 
-/* The commit is written (by commit-tree, or hash-object given its text). */
+/* The commit is written: its ref, and the chain's (a ref per snapshot keeps it whatever happens to the others). */
 static void
 snap_take_commit_cb(struct snap_proc *p, void *arg)
 {
@@ -397,23 +493,17 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 		return;
 	t->pending--;
 	if (snap_proc_status(p) != 0) {
-		if (t->error == NULL)
-			t->error = snap_git_error("commit", p);
+		snap_take_error(t, snap_git_error("hash-object", p));
 		snap_take_reap(t, p);
-		snap_take_step_done(t);
+		snap_take_step(t);
 		return;
 	}
 	t->commit = snap_take_oid(p);
 	snap_take_reap(t, p);
 	if (t->error != NULL) {
-		snap_take_step_done(t);
+		snap_take_step(t);
 		return;
 	}
-	/*
-	 * The chain's tip, and a ref of the snapshot's own: an agent that marks
-	 * snapshot commits shallow would make gc drop every snapshot behind
-	 * the tip, but never one a ref points at.
-	 */
 	buf_init(&in);
 	buf_printf(&in, "update refs/agentmux/sessions/%lld %s\n"
 	    "update refs/agentmux/snaps/%lld/%s %s\n", (long long)t->session,
@@ -424,7 +514,8 @@ snap_take_commit_cb(struct snap_proc *p, void *arg)
 		snap_take_spawn(t, SNAP_ENV_DB, snap_take_update_ref, &in, NULL,
 		    snap_take_update_ref_cb);
 	buf_free(&in);
-	snap_take_step_done(t);
+	snap_take_try_record(t);
+	snap_take_step(t);
 }
 
 static void
@@ -436,69 +527,24 @@ snap_take_count_cb(struct snap_proc *p, void *arg)
 
 	t->pending--;
 	if (snap_proc_status(p) != 0) {
-		if (t->error == NULL)
-			t->error = snap_git_error("diff-tree", p);
+		/* The tree it counts from is gone (dropped): count it all. */
+		log_debug("%s", snap_proc_err(p)->data != NULL ?
+		    snap_proc_err(p)->data : "diff-tree failed");
+		t->changed = t->entries >= 0 ? t->entries : 0;
 	} else {
 		for (i = 0, t->changed = 0; i < out->len; i++)
 			t->changed += out->data[i] == '\0';
 	}
 	snap_take_reap(t, p);
-	snap_take_step_done(t);
-}
-
-/* The tree of HEAD's branch, if for-each-ref saw it where the chain started. */
-static void
-snap_take_head_tree(struct snap_take *t)
-{
-	const char *line, *end, *ref, *tree;
-	size_t n;
-
-	if (t->head_ref == NULL || t->parent == NULL || t->refs.data == NULL)
-		return;
-	n = strlen(t->head_ref);
-	for (line = t->refs.data; *line != '\0'; line = end + (*end != '\0')) {
-		end = strchrnul(line, '\n');
-		if ((ref = memchr(line, ' ', (size_t)(end - line))) == NULL ||
-		    strncmp(ref + 1, t->head_ref, n) != 0 || ref[1 + n] != ' ')
-			continue;
-		tree = ref + 2 + n;
-		if ((size_t)(ref - line) == strlen(t->parent) &&
-		    strncmp(line, t->parent, (size_t)(ref - line)) == 0 &&
-		    end > tree)
-			t->head_tree = xstrndup(tree, (size_t)(end - tree));
-		return;
-	}
-}
-
-static void
-snap_take_refs_cb(struct snap_proc *p, void *arg)
-{
-	struct snap_take *t = arg;
-
-	t->pending--;
-	if (snap_proc_status(p) != 0 && t->error == NULL)
-		t->error = snap_git_error("for-each-ref", p);
-	else {
-		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
-		snap_take_head_tree(t);
-	}
-	snap_take_reap(t, p);
-	/* The add may still be running; whichever ends last moves on. */
-	if (t->pending == 0)
-		snap_take_after_prep(t);
-}
-
-static char *
-snap_take_message(struct snap_take *t)
-{
-	return xprintf("agentmux snapshot: %s, session %lld%s%s\n", t->kind,
-	    (long long)t->session, t->label != NULL ? "\n\n" : "",
-	    t->label != NULL ? t->label : "");
+	t->counted = true;
+	snap_take_try_record(t);
+	snap_take_step(t);
 }
 
 /*
- * The commit object as commit-tree writes it, for the early hash-object:
- * its author and committer are agentmux, now, in the local time zone.
+ * The commit object: its tree, no parent (each snapshot stands alone, so
+ * that an old one can be dropped), agentmux as author and committer, now;
+ * then its message: the kind, the real modes, the label.
  */
 static void
 snap_take_commit_text(struct snap_take *t, struct buf *b)
@@ -506,123 +552,117 @@ snap_take_commit_text(struct snap_take *t, struct buf *b)
 	time_t now = time(NULL);
 	struct tm tm;
 	long off;
-	char *msg;
 
 	localtime_r(&now, &tm);
 	off = tm.tm_gmtoff / 60;
 	buf_printf(b, "tree %s\n", t->tree);
-	if (t->parent != NULL)
-		buf_printf(b, "parent %s\n", t->parent);
 	buf_printf(b, "author agentmux <agentmux@localhost> %lld %c%02ld%02ld\n"
 	    "committer agentmux <agentmux@localhost> %lld %c%02ld%02ld\n\n",
 	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60,
 	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
-	msg = snap_take_message(t);
-	buf_adds(b, msg);
-	free(msg);
+	buf_printf(b, "agentmux snapshot: %s, session %lld\n\n", t->kind,
+	    (long long)t->session);
+	snap_modes_format(&t->modes, b);
+	if (t->label != NULL)
+		buf_printf(b, "\n%s\n", t->label);
 }
 
-static bool
-snap_take_commit_tree(struct snap_take *t)
-{
-	struct strv args;
-	bool ok;
-
-	strv_init(&args);
-	strv_add(&args, "commit-tree");
-	if (t->parent != NULL) {
-		strv_add(&args, "-p");
-		strv_add(&args, t->parent);
-	}
-	strv_add(&args, "-m");
-	strv_take(&args, snap_take_message(t));
-	strv_add(&args, t->tree);
-	ok = snap_take_spawn(t, SNAP_ENV_DB, (const char *const *)args.v, NULL,
-	    NULL, snap_take_commit_cb);
-	strv_free(&args);
-	return ok;
-}
-
-/*
- * What changed since t->count_from, without git where it is known: nothing
- * if the trees are the same (HEAD's is known from for-each-ref), every
- * entry of the index if it counts from the empty tree and the tree is the
- * index's.
- */
+/* What changed since t->count_from, without git where it is known. */
 static bool
 snap_take_count(struct snap_take *t)
 {
 	const char *count[] = { "diff-tree", "-r", "-z", "--no-renames",
 	    "--name-only", t->count_from, t->tree, NULL };
 
-	if (strcmp(t->count_from, t->tree) == 0 || (t->head_tree != NULL &&
-	    strcmp(t->count_from, t->parent) == 0 &&
-	    strcmp(t->head_tree, t->tree) == 0)) {
+	if (strcmp(t->count_from, t->tree) == 0) {
 		t->changed = 0;
+		t->counted = true;
 		return true;
 	}
 	if (t->entries >= 0 &&
 	    strcmp(t->count_from, snap_repo_empty_tree(t->repo)) == 0) {
 		t->changed = t->entries;
+		t->counted = true;
 		return true;
 	}
 	return snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
 	    snap_take_count_cb);
 }
 
-/* The tree is written: commit it and count what changed, in parallel. */
+/* The tree and modes are known and differ from the last: commit and count, in parallel. */
 static void
 snap_take_commit(struct snap_take *t)
 {
+	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
+	    NULL };
 	struct buf text;
-	bool ok;
+	bool ok = true;
 
-	if (t->kind == NULL) {
-		snap_take_record(t);
-		return;
-	}
-	if (t->early_commit != NULL) {
-		buf_init(&text);
-		snap_take_commit_text(t, &text);
+	buf_init(&text);
+	snap_take_commit_text(t, &text);
+	if (t->early_commit != NULL)
 		snap_take_feed(t, &t->early_commit, &text);
-		buf_free(&text);
-		ok = true;
-	} else
-		ok = snap_take_commit_tree(t);
-	if (!ok || !snap_take_count(t))
-		snap_take_fail(t, NULL);
+	else
+		ok = snap_take_spawn(t, SNAP_ENV_DB, hash, &text, NULL,
+		    snap_take_commit_cb);
+	buf_free(&text);
+	t->next = snap_take_finished;
+	if (ok)
+		snap_take_count(t);
+	snap_take_step(t);
 }
 
-/* The tree is known: done if it did not change, else on to the commit. */
+/* Whether the modes now are those of the chain's last snapshot (as far as this process knows). */
+static bool
+snap_take_same_modes(struct snap_take *t)
+{
+	struct buf b;
+	bool same;
+
+	if (t->repo->last_modes == NULL || t->repo->last_commit == NULL ||
+	    t->prev_commit == NULL || strcmp(t->repo->last_commit,
+	    t->prev_commit) != 0)
+		return false;
+	buf_init(&b);
+	snap_modes_format(&t->modes, &b);
+	same = strcmp(b.data, t->repo->last_modes) == 0;
+	buf_free(&b);
+	return same;
+}
+
+/* The tree and modes are known: done if nothing changed, else on to the commit. */
 static void
 snap_take_have_tree(struct snap_take *t)
 {
-	if (t->if_changed && t->prev_tree != NULL &&
-	    strcmp(t->prev_tree, t->tree) == 0) {
-		struct snap_result res;
+	bool same = t->prev_tree != NULL && strcmp(t->prev_tree, t->tree) ==
+	    0 && snap_take_same_modes(t);
+	struct snap_result res;
 
+	if (t->if_changed && same) {
 		snap_take_result(t, &res);
 		res.unchanged = true;
 		snap_take_end(t, &res);
 		snap_result_clear(&res);
 		return;
 	}
+	if (t->kind == NULL) {
+		snap_take_record(t);
+		return;
+	}
 	/* Nothing changed since the last one: it is recorded again, as it is. */
-	if (t->kind != NULL && t->prev_tree != NULL &&
-	    strcmp(t->prev_tree, t->tree) == 0) {
+	if (same) {
 		t->commit = xstrdup(t->prev_commit);
 		t->changed = t->prev_changed;
-		snap_take_record(t);
+		t->counted = true;
+		t->next = snap_take_finished;
+		snap_take_try_record(t);
+		snap_take_step(t);
 		return;
 	}
 	snap_take_commit(t);
 }
 
-static size_t
-snap_take_oidlen(struct snap_take *t)
-{
-	return strcmp(t->repo->format, "sha1") == 0 ? 20 : 32;
-}
+/* ---- the tree, the modes, and (at the start) the ignore rules ---- */
 
 static void
 snap_take_write_tree_cb(struct snap_proc *p, void *arg)
@@ -632,9 +672,9 @@ snap_take_write_tree_cb(struct snap_proc *p, void *arg)
 
 	t->pending--;
 	if (snap_proc_status(p) != 0) {
-		t->error = snap_git_error("write-tree", p);
+		snap_take_error(t, snap_git_error("write-tree", p));
 		snap_take_reap(t, p);
-		snap_take_end(t, NULL);
+		snap_take_step(t);
 		return;
 	}
 	t->tree = snap_take_oid(p);
@@ -644,7 +684,7 @@ snap_take_write_tree_cb(struct snap_proc *p, void *arg)
 	    &t->entries) != 1 || strcmp(cached, t->tree) != 0)
 		t->entries = -1;
 	free(cached);
-	snap_take_have_tree(t);
+	snap_take_step(t);
 }
 
 /*
@@ -663,8 +703,7 @@ snap_take_cached_tree(struct snap_take *t)
 	if (snap_index_tree(t->repo->index, snap_take_oidlen(t), &tree,
 	    &t->entries) != 1)
 		return NULL;
-	path = xprintf("%s/objects/%.2s/%s", t->repo->commondir, tree,
-	    tree + 2);
+	path = xprintf("%s/objects/%.2s/%s", t->repo->gitdir, tree, tree + 2);
 	ok = strcmp(tree, snap_repo_empty_tree(t->repo)) == 0 ||
 	    access(path, F_OK) == 0;
 	free(path);
@@ -677,31 +716,225 @@ snap_take_cached_tree(struct snap_take *t)
 }
 
 static void
+snap_take_modes_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = snap_proc_out(p);
+
+	t->pending--;
+	/* Exit 1: a path went meanwhile; what find saw is kept. */
+	if (snap_proc_status(p) != 0 && snap_proc_status(p) != 1)
+		snap_take_error(t, xprintf("cannot read the modes of the files: "
+		    "find exited %d", snap_proc_status(p)));
+	snap_modes_from_find(&t->modes, (mode_t)t->repo->umask, out->data,
+	    out->len);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * The real modes of the index's files and dirs, from find in the project;
+ * for a small tree, read here (as cheap as parsing the index, and never
+ * through a link).
+ */
+static bool
+snap_take_modes(struct snap_take *t)
+{
+	struct snap_proc_opts o;
+	struct snap_proc *p;
+	struct strv env;
+	struct buf paths, out;
+	char *cause = NULL;
+	char *argv[] = { "find", "-files0-from", "-", "-maxdepth", "0",
+	    "-printf", "%y %m %p\\0", NULL };
+	size_t n;
+
+	buf_init(&paths);
+	n = snap_modes_paths(t->repo->index, snap_take_oidlen(t), &paths);
+	if (n <= SNAP_MODES_HERE) {
+		buf_init(&out);
+		snap_modes_stat(t->repo->worktree, &paths, &out);
+		snap_modes_from_find(&t->modes, (mode_t)t->repo->umask,
+		    out.data, out.len);
+		buf_free(&out);
+		buf_free(&paths);
+		return true;
+	}
+	snap_env_plain(&env);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = t->repo->worktree;
+	o.input = paths.data;
+	o.inputlen = paths.len;
+	o.out_fd = -1;
+	o.umask = -1;
+	p = snap_proc_start(t->base, &o, snap_take_modes_cb, t, &cause);
+	strv_free(&env);
+	buf_free(&paths);
+	if (p == NULL) {
+		snap_take_error(t, cause);
+		return false;
+	}
+	snap_take_track(t, p);
+	return true;
+}
+
+/* The freeze's commands are done: the rules are written; a job recorded meanwhile ends. */
+static void
+snap_take_frozen(struct snap_take *t)
+{
+	char *cause = NULL;
+
+	if (--t->freezing > 0)
+		return;
+	if (snap_ignore_write(t->repo, t->session, t->tree, t->excludes_file,
+	    &t->ignores, &t->ignore_dirs, &cause) == -1) {
+		log_warnx("the ignore rules of session %lld could not be kept, "
+		    "so its later snapshots use the project's as they are: %s",
+		    (long long)t->session, cause);
+		store_event_add(t->st, t->session, "warn", "snapshot", "the "
+		    "ignore rules could not be kept, so later snapshots use the "
+		    "project's as they are: %s", cause);
+		free(cause);
+	}
+	snap_take_finished(t);
+}
+
+static void
+snap_take_freeze_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	if (snap_proc_status(p) != 0)
+		log_warnx("%s", snap_proc_err(p)->data != NULL ?
+		    snap_proc_err(p)->data : "git cat-file failed");
+	else
+		buf_add(&t->ignores, snap_proc_out(p)->data,
+		    snap_proc_out(p)->len);
+	snap_take_reap(t, p);
+	snap_take_frozen(t);
+}
+
+static void
+snap_take_excludes_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	/* Exit 1: not set, so git's default. */
+	if (snap_proc_status(p) == 0 && snap_proc_out(p)->data != NULL)
+		t->excludes_file = xstrndup(snap_proc_out(p)->data,
+		    strcspn(snap_proc_out(p)->data, "\n"));
+	snap_take_reap(t, p);
+	snap_take_frozen(t);
+}
+
+/* Starts a command of the freeze: beside the job's own, not one of its steps. */
+static bool
+snap_take_spawn_side(struct snap_take *t, const char *const *args,
+    const struct buf *input, snap_proc_cb cb)
+{
+	if (!snap_take_spawn(t, SNAP_ENV_DB, args, input, NULL, cb))
+		return false;
+	t->pending--;
+	t->freezing++;
+	return true;
+}
+
+/*
+ * The start snapshot freezes the ignore rules it was taken with: the
+ * .gitignore files now in its tree (read back from the own repository),
+ * the project's info/exclude and the user's excludes file. This runs
+ * beside the commit and its record, which need not wait for it.
+ */
+static bool
+snap_take_freeze(struct snap_take *t)
+{
+	const char *cat[] = { "cat-file", "--batch", NULL };
+	const char *cfg[] = { "config", "--path", "--get", "core.excludesFile",
+	    NULL };
+	struct buf oids;
+	bool ok;
+
+	buf_init(&oids);
+	snap_ignore_oids(t->repo->index, snap_take_oidlen(t), &oids,
+	    &t->ignore_dirs);
+	/* One more than the commands: the job's tree must be known too. */
+	t->freezing++;
+	ok = (snap_ignore_config_silent() || snap_take_spawn_side(t, cfg, NULL,
+	    snap_take_excludes_cb)) && (oids.len == 0 ||
+	    snap_take_spawn_side(t, cat, &oids, snap_take_freeze_cb));
+	buf_free(&oids);
+	return ok;
+}
+
+/* The tree and the modes are in: the commit (the freeze, if any, goes on beside). */
+static void
+snap_take_tree_done(struct snap_take *t)
+{
+	if (t->freeze)
+		snap_take_frozen(t);
+	if (t->error == NULL)
+		snap_take_have_tree(t);
+}
+
+/*
+ * The index is final: the tree (from the index's own cache if it has
+ * it), the real modes and, at a session's start, its ignore rules, all
+ * at once; then on.
+ */
+static void
 snap_take_write_tree(struct snap_take *t)
 {
 	const char *args[] = { "write-tree", NULL };
 
-	/* From here on only the private index is read, not the work tree. */
-	t->tree_saved = true;
-	if ((t->tree = snap_take_cached_tree(t)) != NULL) {
-		snap_take_have_tree(t);
-		return;
+	t->next = snap_take_tree_done;
+	if ((t->tree = snap_take_cached_tree(t)) == NULL)
+		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
+		    snap_take_write_tree_cb);
+	if (t->error == NULL)
+		snap_take_modes(t);
+	if (t->error == NULL && t->freeze && !snap_take_freeze(t)) {
+		strv_take(&t->warnings, xprintf("the ignore rules could not be "
+		    "read back: %s", t->error));
+		t->error = NULL;
 	}
-	if (!snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
-	    snap_take_write_tree_cb))
-		snap_take_end(t, NULL);
+	snap_take_step(t);
 }
+
+/*
+ * The work tree is in the private index. An entry that changed in the
+ * same second as it was read could change again unseen (git compares
+ * whole seconds, and mtime can be set back): such entries are made to be
+ * hashed again next time. Then the tree.
+ */
+static void
+snap_take_added(struct snap_take *t)
+{
+	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t),
+	    (uint32_t)t->add_since) == -1 && errno != ENOENT)
+		log_debug("cannot mark the racy entries of %s: %s",
+		    t->repo->index, strerror(errno));
+	snap_take_write_tree(t);
+}
+
+/* ---- git add: nested repositories, unreadable files ---- */
 
 /* Paths inside quotes on git's message line, e.g. "error: unable to index file 'x'". */
 static void
 snap_take_quoted(struct strv *sv, const char *line, const char *prefix)
 {
 	size_t n = strlen(prefix), len;
+	const char *end;
 
 	if (strncmp(line, prefix, n) != 0)
 		return;
 	line += n;
-	len = strlen(line);
+	/* "'PATH': reason", or "'PATH'" */
+	if ((end = strstr(line, "': ")) != NULL)
+		len = (size_t)(end - line);
+	else
+		len = strlen(line);
 	if (len > 0 && line[len - 1] == '\'')
 		len--;
 	if (len > 0 && line[len - 1] == '/')
@@ -710,26 +943,52 @@ snap_take_quoted(struct strv *sv, const char *line, const char *prefix)
 }
 
 /*
- * Reads git add's complaints: nested repositories to adopt, files and
+ * A nested repository (or submodule) is content too: an index entry
+ * under its dir makes git go into it as into any dir (git treats a dir
+ * with entries as tracked). The entry names no file, so the next add
+ * drops it. git is never run in the nested repository itself.
+ */
+static void
+snap_take_nested(struct snap_take *t, const char *dir, size_t len)
+{
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	/* Its gitlink (if git made one) goes, an entry inside comes. */
+	buf_printf(&t->placeholders, "0 %s\t%.*s", snap_repo_empty_tree(t->repo),
+	    (int)len, dir);
+	buf_addc(&t->placeholders, '\0');
+	buf_printf(&t->placeholders, "100644 %s\t%.*s/" SNAP_PLACEHOLDER,
+	    snap_repo_empty_blob(t->repo), (int)len, dir);
+	buf_addc(&t->placeholders, '\0');
+	/* Whatever is left of both goes before the tree is written. */
+	buf_printf(&t->adopted, "0 %s\t%.*s", snap_repo_empty_tree(t->repo),
+	    (int)len, dir);
+	buf_addc(&t->adopted, '\0');
+	buf_printf(&t->adopted, "0 %s\t%.*s/" SNAP_PLACEHOLDER,
+	    snap_repo_empty_tree(t->repo), (int)len, dir);
+	buf_addc(&t->adopted, '\0');
+}
+
+/*
+ * Reads git add's complaints: nested repositories to go into, files and
  * dirs it could not read (reported, and never touched by undo).
  */
 static void
 snap_take_parse_add(struct snap_take *t, char *err)
 {
+	const char *embedded = "warning: adding embedded git repository: ";
 	char *line, *save = NULL;
-	size_t before = t->nested.n;
 
 	for (line = strtok_r(err, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "warning: adding embedded git repository: ",
-		    41) == 0) {
-			strv_add(&t->nested, line + 41);
+		if (strncmp(line, embedded, strlen(embedded)) == 0) {
+			snap_take_nested(t, line + strlen(embedded),
+			    strlen(line + strlen(embedded)));
 			continue;
 		}
 		if (strncmp(line, "error: '", 8) == 0 && strstr(line,
 		    "' does not have a commit checked out") != NULL) {
-			strv_take(&t->nested, xstrndup(line + 8,
-			    strcspn(line + 8, "'")));
+			snap_take_nested(t, line + 8, strcspn(line + 8, "'"));
 			continue;
 		}
 		snap_take_quoted(&t->unreadable, line,
@@ -741,166 +1000,6 @@ snap_take_parse_add(struct snap_take *t, char *err)
 		    strncmp(line, "fatal: ", 7) == 0)
 			strv_add(&t->warnings, line);
 	}
-	/* Trailing slashes: "sub/" names the dir. */
-	for (; before < t->nested.n; before++) {
-		char *s = t->nested.v[before];
-		size_t len = strlen(s);
-
-		if (len > 1 && s[len - 1] == '/')
-			s[len - 1] = '\0';
-	}
-}
-
-static void
-snap_take_update_index_cb(struct snap_proc *p, void *arg)
-{
-	struct snap_take *t = arg;
-
-	t->pending--;
-	if (snap_proc_status(p) != 0)
-		strv_take(&t->warnings, snap_git_error("update-index", p));
-	snap_take_reap(t, p);
-	t->added = false;
-	snap_take_after_prep(t);
-}
-
-static void snap_take_adopt_next(struct snap_take *);
-
-static void
-snap_take_ls_cb(struct snap_proc *p, void *arg)
-{
-	struct snap_take *t = arg;
-	struct buf *out = snap_proc_out(p);
-	const char *dir = t->nested.v[t->nested_i], *s;
-	size_t off, len;
-
-	t->pending--;
-	if (snap_proc_status(p) != 0)
-		strv_take(&t->warnings, xprintf("cannot list the files of the "
-		    "nested repository %s: %s", dir, snap_proc_err(p)->data));
-	for (off = 0; snap_proc_status(p) == 0 && off < out->len;
-	    off += len + 1) {
-		s = out->data + off;
-		len = strlen(s);
-		if (len == 0)
-			continue;
-		buf_printf(&t->adopt, "%s/%s", dir, s);
-		buf_addc(&t->adopt, '\0');
-	}
-	snap_take_reap(t, p);
-	t->nested_i++;
-	snap_take_adopt_next(t);
-}
-
-/*
- * Nested repositories (and submodules) are content too: their files go
- * into the private index, after which git add -A treats the dir as an
- * ordinary one (it recurses into dirs that have index entries).
- */
-static void
-snap_take_adopt_next(struct snap_take *t)
-{
-	struct snap_proc_opts o;
-	struct snap_proc *p;
-	char *dir, *cause = NULL;
-	char *argv[] = { "git", "ls-files", "-z", "-c", "-o",
-	    "--exclude-standard", NULL };
-	const char *upd[] = { "update-index", "--add", "--remove", "--replace",
-	    "-z", "--stdin", NULL };
-
-	if (t->nested_i >= t->nested.n) {
-		t->rounds++;
-		if (t->adopt.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE, upd,
-		    &t->adopt, NULL, snap_take_update_index_cb))
-			snap_take_write_tree(t);
-		return;
-	}
-	dir = xprintf("%s/%s", t->repo->worktree, t->nested.v[t->nested_i]);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = t->repo->env[SNAP_ENV_NESTED].v;
-	o.dir = dir;
-	o.out_fd = -1;
-	o.umask = -1;
-	p = snap_proc_start(t->base, &o, snap_take_ls_cb, t, &cause);
-	free(dir);
-	if (p == NULL) {
-		strv_take(&t->warnings, cause);
-		t->nested_i++;
-		snap_take_adopt_next(t);
-		return;
-	}
-	snap_take_track(t, p);
-}
-
-/* Submodules (gitlinks in the copied index) with a checkout are adopted like nested repositories. */
-static void
-snap_take_submodules(struct snap_take *t)
-{
-	struct stat sb;
-	char *p;
-	size_t i;
-
-	for (i = 0; i < t->submodules.n; i++) {
-		p = xprintf("%s/%s/.git", t->repo->worktree, t->submodules.v[i]);
-		if (lstat(p, &sb) == 0)
-			strv_add(&t->nested, t->submodules.v[i]);
-		free(p);
-	}
-}
-
-static void
-snap_take_add_cb(struct snap_proc *p, void *arg)
-{
-	struct snap_take *t = arg;
-	int st = snap_proc_status(p);
-
-	t->pending--;
-	t->added = true;
-	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
-	if (st != 0 && st != 1 && t->error == NULL)
-		t->error = snap_git_error("add", p);
-	strv_free(&t->nested);
-	strv_init(&t->nested);
-	if (t->rounds == 0)
-		snap_take_submodules(t);
-	if (snap_proc_err(p)->data != NULL)
-		snap_take_parse_add(t, snap_proc_err(p)->data);
-	snap_take_reap(t, p);
-	if (t->pending == 0)
-		snap_take_after_prep(t);
-}
-
-/*
- * Everything before writing the tree is done (git add, and at the start
- * the refs and the config query): hash afresh what the copied index
- * cannot be trusted with, add, adopt nested repositories, then write.
- */
-static void
-snap_take_after_prep(struct snap_take *t)
-{
-	if (t->error != NULL) {
-		snap_take_end(t, NULL);
-		return;
-	}
-	if (t->need_fix && !t->fixed) {
-		t->fixed = true;
-		t->added = false;
-		snap_take_fix(t);
-		return;
-	}
-	if (!t->added) {
-		if (!snap_take_add(t))
-			snap_take_end(t, NULL);
-		return;
-	}
-	if (t->nested.n > 0 && t->rounds < SNAP_ADOPT_ROUNDS) {
-		buf_reset(&t->adopt);
-		t->nested_i = 0;
-		snap_take_adopt_next(t);
-		return;
-	}
-	snap_take_write_tree(t);
 }
 
 static void
@@ -915,320 +1014,408 @@ snap_take_line(void *arg, const char *line, size_t len)
 		t->progress(t->arg, t->files);
 }
 
-static bool
+/* Puts the index lines in IN into the private index, then NEXT. */
+static void
+snap_take_index_info_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("update-index", p));
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+static void
+snap_take_index_info(struct snap_take *t, const struct buf *in,
+    void (*next)(struct snap_take *))
+{
+	const char *args[] = { "update-index", "-z", "--index-info", NULL };
+
+	t->next = next;
+	snap_take_spawn(t, SNAP_ENV_TREE, args, in, NULL,
+	    snap_take_index_info_cb);
+	snap_take_step(t);
+}
+
+/* After an add: into the nested repositories it found, or on to the tree. */
+static void
+snap_take_adopt(struct snap_take *t, void (*again)(struct snap_take *))
+{
+	struct buf in;
+
+	if (t->placeholders.len == 0 || ++t->rounds > SNAP_ADOPT_ROUNDS) {
+		buf_init(&in);
+		buf_add(&in, t->adopted.data, t->adopted.len);
+		buf_reset(&t->adopted);
+		if (in.len > 0)
+			snap_take_index_info(t, &in, snap_take_added);
+		else
+			snap_take_added(t);
+		buf_free(&in);
+		return;
+	}
+	buf_init(&in);
+	buf_add(&in, t->placeholders.data, t->placeholders.len);
+	buf_reset(&t->placeholders);
+	snap_take_index_info(t, &in, again);
+	buf_free(&in);
+}
+
+static void
+snap_take_live_done(struct snap_take *t)
+{
+	snap_take_adopt(t, snap_take_add);
+}
+
+static void
+snap_take_add_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	int st = snap_proc_status(p);
+
+	t->pending--;
+	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
+	if (st != 0 && st != 1)
+		snap_take_error(t, snap_git_error("add", p));
+	if (snap_proc_err(p)->data != NULL)
+		snap_take_parse_add(t, snap_proc_err(p)->data);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/* Resets what an add round reports: the last round's is the snapshot's. */
+static void
+snap_take_round_begin(struct snap_take *t)
+{
+	strv_free(&t->warnings);
+	strv_init(&t->warnings);
+	strv_free(&t->unreadable);
+	strv_init(&t->unreadable);
+	if (t->add_since == 0)
+		t->add_since = time(NULL);
+}
+
+/* git add -A with the project's ignore rules as they are (a start or standalone snapshot). */
+static void
 snap_take_add(struct snap_take *t)
 {
 	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
 	    NULL };
 
-	/* A second round's warnings replace the first's. */
-	strv_free(&t->warnings);
-	strv_init(&t->warnings);
-	strv_free(&t->unreadable);
-	strv_init(&t->unreadable);
-	return snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
+	snap_take_round_begin(t);
+	t->next = snap_take_live_done;
+	snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, snap_take_line,
 	    snap_take_add_cb);
+	snap_take_step(t);
 }
 
-/* Whether a file whose stat data matches can hold other bytes than the blob git recorded. */
-static bool
-snap_take_converts(const char *attr, const char *value, bool autocrlf)
-{
-	bool set = strcmp(value, "unspecified") != 0 &&
-	    strcmp(value, "unset") != 0;
-
-	if (strcmp(attr, "text") == 0)
-		return set || (autocrlf && strcmp(value, "unspecified") == 0);
-	if (strcmp(attr, "ident") == 0)
-		return strcmp(value, "set") == 0;
-	return set; /* eol, filter, working-tree-encoding */
-}
+/* ---- the session's frozen ignore rules ---- */
 
 static void
-snap_take_rehash_cb(struct snap_proc *p, void *arg)
+snap_take_untracked_cb(struct snap_proc *p, void *arg)
 {
 	struct snap_take *t = arg;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0 && t->error == NULL)
-		t->error = snap_git_error("update-index", p);
+	if (snap_proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("ls-files", p));
+	else
+		buf_add(&t->untracked, snap_proc_out(p)->data,
+		    snap_proc_out(p)->len);
 	snap_take_reap(t, p);
-	if (t->pending == 0)
-		snap_take_after_prep(t);
+	snap_take_step(t);
 }
 
-/* Drops the entries to hash afresh from the private index; add puts them back raw. */
-static const char *const snap_take_rehash_args[] = { "update-index",
-    "--force-remove", "-z", "--stdin", NULL };
+static void snap_take_frozen_list(struct snap_take *);
 
 static void
-snap_take_rehash(struct snap_take *t)
+snap_take_frozen_done(struct snap_take *t)
 {
-	if (t->rehash.len == 0 || !snap_take_spawn(t, SNAP_ENV_TREE,
-	    snap_take_rehash_args, &t->rehash, NULL, snap_take_rehash_cb))
-		snap_take_after_prep(t);
+	snap_take_adopt(t, snap_take_frozen_list);
 }
 
-/* Reads check-attr -z: "path\0attr\0value\0" for each path and attribute. */
+/* update-index stops at the first file it cannot read: git add then takes them one by one. */
 static void
-snap_take_attr_cb(struct snap_proc *p, void *arg)
+snap_take_update_cb(struct snap_proc *p, void *arg)
 {
+	const char *args[] = { "add", "-f", "--ignore-errors", "--verbose",
+	    "--pathspec-from-file=-", "--pathspec-file-nul", NULL };
 	struct snap_take *t = arg;
-	struct buf *out = snap_proc_out(p);
-	const char *f[3], *last = "";
-	size_t off = 0, i;
+	struct buf list;
 
 	t->pending--;
-	if (snap_proc_status(p) != 0 && t->error == NULL)
-		t->error = snap_git_error("check-attr", p);
-	while (t->error == NULL && off < out->len) {
-		for (i = 0; i < 3 && off < out->len; i++) {
-			f[i] = out->data + off;
-			off += strlen(f[i]) + 1;
-		}
-		if (i < 3)
-			break;
-		if (strcmp(f[0], last) != 0 &&
-		    snap_take_converts(f[1], f[2], t->autocrlf)) {
-			buf_adds(&t->rehash, f[0]);
-			buf_addc(&t->rehash, '\0');
-			last = f[0];
-		}
+	if (snap_proc_status(p) != 0) {
+		log_debug("%s", snap_proc_err(p)->data != NULL ?
+		    snap_proc_err(p)->data : "update-index failed");
+		buf_init(&list);
+		buf_add(&list, t->untracked.data, t->untracked.len);
+		snap_take_spawn(t, SNAP_ENV_TREE, args, &list, snap_take_line,
+		    snap_take_add_cb);
+		buf_free(&list);
 	}
 	snap_take_reap(t, p);
-	snap_take_rehash(t);
+	snap_take_step(t);
 }
 
 /*
- * The copied index trusts stat data, so a file that is unchanged keeps
- * the blob the user's git made of it: with line-ending conversion or a
- * clean filter that is not the bytes on disk. Such paths (found with the
- * user's attributes) are hashed afresh, through ours (none).
+ * What git lists as untracked under the frozen rules goes in: a dir with
+ * a trailing slash is a nested repository, the rest are files.
  */
-static const char *const snap_take_attr_args[] = { "check-attr", "-z",
-    "--stdin", "text", "eol", "filter", "ident", "working-tree-encoding",
-    NULL };
-
 static void
-snap_take_fix(struct snap_take *t)
+snap_take_frozen_listed(struct snap_take *t)
 {
-	if (t->names.len == 0 || !snap_take_spawn(t, SNAP_ENV_DB,
-	    snap_take_attr_args, &t->names, NULL, snap_take_attr_cb))
-		snap_take_rehash(t);
+	const char *args[] = { "update-index", "--add", "--remove",
+	    "--verbose", "-z", "--stdin", NULL };
+	const char *p = t->untracked.data, *end = p + t->untracked.len;
+	struct buf files;
+	size_t len;
+
+	buf_init(&files);
+	for (; p != NULL && p < end; p += len + 1) {
+		len = strlen(p);
+		if (len > 0 && p[len - 1] == '/')
+			snap_take_nested(t, p, len);
+		else if (len > 0) {
+			buf_add(&files, p, len);
+			buf_addc(&files, '\0');
+		}
+	}
+	buf_reset(&t->untracked);
+	buf_add(&t->untracked, files.data, files.len);
+	t->next = snap_take_frozen_done;
+	if (files.len > 0)
+		snap_take_spawn(t, SNAP_ENV_TREE, args, &files, snap_take_line,
+		    snap_take_update_cb);
+	buf_free(&files);
+	snap_take_step(t);
+}
+
+/* Lists what is untracked under the frozen rules (after add -u, or after placeholders went in). */
+static void
+snap_take_frozen_ls(struct snap_take *t)
+{
+	char *from = xprintf("--exclude-from=%s", t->repo->ignore);
+	const char *ls[] = { "ls-files", "-z", "-o", from, NULL };
+
+	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
+	    snap_take_untracked_cb);
+	free(from);
+}
+
+/* A later round: only what the placeholders opened up is listed. */
+static void
+snap_take_frozen_list(struct snap_take *t)
+{
+	buf_reset(&t->untracked);
+	t->next = snap_take_frozen_listed;
+	snap_take_frozen_ls(t);
+	snap_take_step(t);
 }
 
 /*
- * The fix as the job's first step, when no query runs whose end would
- * start it: its first command starts here (the job ends on the loop,
- * never inside snap_take_start); false with t->error if it cannot.
+ * git add would read the ignore rules of the tree as it is now, where
+ * the agent may have added some: instead, what is tracked is updated
+ * (add -u reads no rules) while git lists what is untracked under the
+ * rules frozen at the session's start only (ls-files reads no
+ * .gitignore unless told to).
  */
-static bool
-snap_take_fix_first(struct snap_take *t)
+static void
+snap_take_frozen_round(struct snap_take *t)
 {
-	t->fixed = true;
-	t->added = false;
-	if (t->names.len > 0)
-		return snap_take_spawn(t, SNAP_ENV_DB, snap_take_attr_args,
-		    &t->names, NULL, snap_take_attr_cb);
-	if (t->rehash.len > 0)
-		return snap_take_spawn(t, SNAP_ENV_TREE, snap_take_rehash_args,
-		    &t->rehash, NULL, snap_take_rehash_cb);
-	return snap_take_add(t);
+	const char *upd[] = { "add", "-u", "--ignore-errors", "--verbose",
+	    NULL };
+
+	snap_take_round_begin(t);
+	buf_reset(&t->untracked);
+	t->next = snap_take_frozen_listed;
+	if (snap_take_spawn(t, SNAP_ENV_TREE, upd, NULL, snap_take_line,
+	    snap_take_add_cb))
+		snap_take_frozen_ls(t);
+	snap_take_step(t);
+}
+
+/* ---- the user's tracked files, as hints ---- */
+
+struct snap_take_names {
+	struct strv names;
+	struct strv modes;        /* per name, "100644" ... */
+};
+
+static int
+snap_take_names_cb(void *arg, const struct snap_index_ent *e)
+{
+	struct snap_take_names *n = arg;
+
+	strv_add(&n->names, e->name);
+	strv_addf(&n->modes, "%o", e->mode);
+	return 0;
 }
 
 static void
-snap_take_config_cb(struct snap_proc *p, void *arg)
+snap_take_names_free(struct snap_take_names *n)
 {
-	struct snap_take *t = arg;
-	struct buf *out = snap_proc_out(p);
-	const char *scope, *kv;
-	size_t off = 0;
-
-	t->pending--;
-	/* "scope\0key\nvalue\0"; our own settings come as scope "command". */
-	while (off < out->len) {
-		scope = out->data + off;
-		off += strlen(scope) + 1;
-		if (off >= out->len)
-			break;
-		kv = out->data + off;
-		off += strlen(kv) + 1;
-		if (strcmp(scope, "command") == 0)
-			continue;
-		if (strncmp(kv, "core.autocrlf\n", 14) == 0)
-			t->autocrlf = strcmp(kv + 14, "false") != 0;
-		else
-			t->need_fix = true; /* core.attributesfile */
-	}
-	if (t->autocrlf)
-		t->need_fix = true;
-	snap_take_reap(t, p);
-	if (t->pending == 0)
-		snap_take_after_prep(t);
+	strv_free(&n->names);
+	strv_free(&n->modes);
 }
 
-/* Whether DIR/NAME is a non-empty file (DIR NULL: no). */
-static bool
-snap_take_exists(const char *dir, const char *name)
+static int
+snap_take_strcmp(const void *a, const void *b)
 {
-	struct stat sb;
-	char *p;
-	bool yes;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	if (dir == NULL)
+/* Whether NAME lies in one of the (sorted) dirs DIRS. */
+static bool
+snap_take_under(const struct strv *dirs, const char *name)
+{
+	char *copy, *slash;
+	bool found = false;
+
+	if (dirs->n == 0)
 		return false;
-	p = xprintf("%s/%s", dir, name);
-	yes = stat(p, &sb) == 0 && sb.st_size > 0;
-	free(p);
-	return yes;
+	copy = xstrdup(name);
+	while (!found && (slash = strrchr(copy, '/')) != NULL) {
+		*slash = '\0';
+		found = bsearch(&copy, dirs->v, dirs->n, sizeof *dirs->v,
+		    snap_take_strcmp) != NULL;
+	}
+	free(copy);
+	return found;
 }
 
 /*
- * Right after copying the user's index: what in it must be hashed afresh.
- * Attribute files and assume-unchanged bits are read here; the config
- * (core.autocrlf, core.attributesFile) is asked while git add runs
- * (snap_take_ask_config).
+ * The lines that make the private index hold what the user tracks (an
+ * entry git must hash: it could be ignored, and tracked files are
+ * content whatever the rules say) and nothing else kept from earlier
+ * snapshots (git add decides afresh what is not tracked). The user's
+ * index is only read, and only for names: never for content.
  */
 static void
-snap_take_check_seed(struct snap_take *t)
+snap_take_tracked_lines(struct snap_take *t, struct snap_take_names *user,
+    struct snap_take_names *ours, struct buf *in)
 {
-	struct snap_index_info info;
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	size_t off;
+	struct strv gitlinks;
+	size_t i = 0, j = 0;
+	int c;
 
-	if (snap_index_scan(t->repo->index, strcmp(t->repo->format, "sha1") ==
-	    0 ? 20 : 32, &info) == 0) {
-		buf_add(&t->names, info.names.data, info.names.len);
-		buf_add(&t->rehash, info.assumed.data, info.assumed.len);
-		for (off = 0; off < info.gitlinks.len; off += strlen(
-		    info.gitlinks.data + off) + 1)
-			strv_add(&t->submodules, info.gitlinks.data + off);
-		t->need_fix = info.attributes || info.nassumed > 0;
-		snap_index_info_free(&info);
+	strv_init(&gitlinks);
+	for (i = 0; i < user->names.n; i++) {
+		if (strcmp(user->modes.v[i], "160000") == 0)
+			strv_add(&gitlinks, user->names.v[i]);
 	}
-	if (snap_take_exists(t->repo->commondir, "info/attributes") ||
-	    snap_take_exists(xdg != NULL && *xdg == '/' ? xdg : NULL,
-	    "git/attributes") || snap_take_exists(path_home(),
-	    ".config/git/attributes") || snap_take_exists("/etc",
-	    "gitattributes"))
-		t->need_fix = true;
+	for (i = 0; i < user->names.n || j < ours->names.n;) {
+		c = i == user->names.n ? 1 : j == ours->names.n ? -1 :
+		    strcmp(user->names.v[i], ours->names.v[j]);
+		if (c == 0) {
+			i++;
+			j++;
+		} else if (c < 0) {
+			if (strcmp(user->modes.v[i], "160000") != 0) {
+				buf_printf(in, "%s %s\t%s", user->modes.v[i],
+				    snap_repo_empty_blob(t->repo),
+				    user->names.v[i]);
+				buf_addc(in, '\0');
+			}
+			i++;
+		} else {
+			if (!snap_take_under(&gitlinks, ours->names.v[j])) {
+				buf_printf(in, "0 %s\t%s",
+				    snap_repo_empty_tree(t->repo),
+				    ours->names.v[j]);
+				buf_addc(in, '\0');
+			}
+			j++;
+		}
+	}
+	strv_free(&gitlinks);
 }
 
-/* Whether PATH (absent, or without any of WORDS in any case) cannot matter. */
-static bool
-snap_take_file_silent(const char *path, const char *const *words)
+/* Before a live add in a git project: the private index's names made the user's tracked ones. */
+static void
+snap_take_tracked(struct snap_take *t)
 {
-	struct buf b;
-	size_t i;
-	bool silent = true;
+	struct snap_take_names user, ours;
+	struct buf file, in;
+	int fd;
 
-	buf_init(&b);
-	if (buf_read_file(&b, path) == -1) {
-		buf_free(&b);
-		return errno == ENOENT || errno == ENOTDIR;
+	if (t->repo->projgit == NULL) {
+		snap_take_add(t);
+		return;
 	}
-	for (i = 0; b.data != NULL && words[i] != NULL && silent; i++)
-		silent = strcasestr(b.data, words[i]) == NULL;
-	buf_free(&b);
-	return silent;
+	memset(&user, 0, sizeof user);
+	memset(&ours, 0, sizeof ours);
+	buf_init(&file);
+	buf_init(&in);
+	fd = open(t->repo->projgit, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd != -1 && path_read_beneath(fd, "index", (size_t)1 << 30,
+	    &file) == 0 && file.data != NULL)
+		snap_index_each_buf(&file, snap_take_oidlen(t),
+		    snap_take_names_cb, &user);
+	if (fd != -1)
+		close(fd);
+	snap_index_each(t->repo->index, snap_take_oidlen(t),
+	    snap_take_names_cb, &ours);
+	snap_take_tracked_lines(t, &user, &ours, &in);
+	if (in.len > 0)
+		snap_take_index_info(t, &in, snap_take_add);
+	else
+		snap_take_add(t);
+	buf_free(&in);
+	buf_free(&file);
+	snap_take_names_free(&user);
+	snap_take_names_free(&ours);
+}
+
+/* ---- starting ---- */
+
+static void
+snap_take_refs_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0)
+		strv_take(&t->warnings, snap_git_error("for-each-ref", p));
+	else
+		buf_add(&t->refs, snap_proc_out(p)->data, snap_proc_out(p)->len);
+	snap_take_reap(t, p);
+	t->refs_done = true;
+	snap_take_try_record(t);
+	snap_take_step(t);
 }
 
 /*
- * Whether no config git reads for the repository could set core.autocrlf
- * or core.attributesFile: none of its files (system, global, the
- * repository's) names either, or includes another. Only then is asking
- * git spared; anything else is for git to answer.
+ * The chain so far: the last snapshot of the session (the record's
+ * parent), and where changes count from: the session's first tree, or
+ * for the first, the project's last snapshot before it (else nothing).
  */
-static bool
-snap_take_config_silent(struct snap_take *t)
-{
-	static const char *const words[] = { "autocrlf", "attributesfile",
-	    "include", NULL };
-	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *files[5];
-	size_t n = 0, i;
-	bool silent = true;
-
-	files[n++] = xstrdup("/etc/gitconfig");
-	if (xdg != NULL && *xdg != '\0')
-		files[n++] = xprintf("%s/git/config", xdg);
-	else if (home != NULL)
-		files[n++] = xprintf("%s/.config/git/config", home);
-	if (home != NULL)
-		files[n++] = xprintf("%s/.gitconfig", home);
-	files[n++] = xprintf("%s/config", t->repo->commondir);
-	files[n++] = xprintf("%s/config.worktree", t->repo->gitdir);
-	for (i = 0; i < n; i++) {
-		silent = silent && snap_take_file_silent(files[i], words);
-		free(files[i]);
-	}
-	return silent;
-}
-
-static bool
-snap_take_ask_config(struct snap_take *t)
-{
-	const char *args[] = { "config", "-z", "--show-scope",
-	    "--get-regexp", "^core\\.(autocrlf|attributesfile)$", NULL };
-
-	return snap_take_spawn(t, SNAP_ENV_DB, args, NULL, NULL,
-	    snap_take_config_cb);
-}
-
-/* The chain so far: the parent, the last tree, where changes count from. */
 static void
 snap_take_chain(struct snap_take *t)
 {
 	struct store_snapshot **v;
-	char *sym = NULL;
+	char *last;
 	size_t n;
 
 	n = 0;
 	v = t->session > 0 ? store_snapshot_list(t->st, t->session, &n) : NULL;
 	if (n > 0) {
-		t->parent = xstrdup(v[n - 1]->commit);
 		t->prev_commit = xstrdup(v[n - 1]->commit);
 		t->prev_tree = xstrdup(v[n - 1]->tree);
 		/*
 		 * Later snapshots count from the first one's tree: the same
 		 * tree as the last one has its count, unless the last one is
-		 * the first (whose count is from HEAD): then nothing changed.
+		 * the first (whose count is from before): then nothing changed.
 		 */
 		t->prev_changed = n > 1 ? v[n - 1]->files_changed : 0;
 		t->count_from = xstrdup(v[0]->tree);
-	} else {
-		t->parent = snap_repo_head(t->repo, &sym);
-		t->count_from = xstrdup(t->parent != NULL ? t->parent :
-		    snap_repo_empty_tree(t->repo));
-		t->head_ref = sym;
-		sym = NULL;
-	}
-	free(sym);
+	} else if ((last = snap_project_last_tree(t->st, t->repo->gitdir)) !=
+	    NULL)
+		t->count_from = last;
+	else
+		t->count_from = xstrdup(snap_repo_empty_tree(t->repo));
 	store_snapshot_list_free(v, n);
-}
-
-/* Keeps the user's index as it was at session start, for undo --refs. */
-static void
-snap_take_save_user_index(struct snap_take *t)
-{
-	char *data, *dir, *dst, *cause = NULL;
-
-	if (t->repo->shadow || access(t->repo->seed, R_OK) != 0 ||
-	    (data = path_data_dir(&cause)) == NULL) {
-		free(cause);
-		return;
-	}
-	dir = xprintf("%s/sessions/%lld", data, (long long)t->session);
-	dst = xprintf("%s/git-index", dir);
-	if (path_mkdir_p(dir, 0700) == -1 ||
-	    snap_copy_file(t->repo->seed, dst, &cause) == -1) {
-		strv_take(&t->warnings, xprintf("cannot keep a copy of the "
-		    "index: %s", cause != NULL ? cause : strerror(errno)));
-		free(cause);
-	}
-	free(dst);
-	free(dir);
-	free(data);
 }
 
 /* The first snapshot of a chain makes a commit: start its writers now. */
@@ -1251,6 +1438,54 @@ snap_take_early(struct snap_take *t)
 	free(cause);
 }
 
+static void
+snap_take_read_tree_cb(struct snap_proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (snap_proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("read-tree", p));
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * A frozen chain begun in another process: the start snapshot's entries,
+ * with the stat data the seed has for those that are the same (a one-way
+ * merge into the index alone).
+ */
+static void
+snap_take_from_start(struct snap_take *t)
+{
+	const char *args[] = { "read-tree", "-m", "-i", t->repo->start_tree,
+	    NULL };
+
+	t->next = snap_take_frozen_round;
+	snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
+	    snap_take_read_tree_cb);
+}
+
+/* The job's first step (it ends on the loop, never inside snap_take_start). */
+static void
+snap_take_begin(struct snap_take *t, bool fresh)
+{
+	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
+	    "%(refname)", "refs/heads/", NULL };
+
+	if (t->record_refs) {
+		snap_take_save_user_index(t);
+		snap_take_spawn(t, SNAP_ENV_PROJECT, refs, NULL, NULL,
+		    snap_take_refs_cb);
+	}
+	if (t->frozen && fresh && t->repo->start_tree != NULL)
+		snap_take_from_start(t);
+	else if (t->frozen)
+		snap_take_frozen_round(t);
+	else
+		snap_take_tracked(t);
+}
+
 struct snap_take *
 snap_take_start(struct event_base *base, struct store *st,
     struct snap_repo *repo, const struct snap_take_opts *o,
@@ -1258,8 +1493,7 @@ snap_take_start(struct event_base *base, struct store *st,
     char **cause)
 {
 	struct snap_take *t = xcalloc(1, sizeof *t);
-	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
-	    "%(refname) %(tree)", "refs/heads/", NULL };
+	bool fresh = !repo->seeded;
 
 	t->base = base;
 	t->st = st;
@@ -1268,46 +1502,41 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->label = o->label != NULL ? xstrdup(o->label) : NULL;
 	t->session = o->session;
 	t->if_changed = o->if_changed;
-	t->record_refs = o->record_refs && !repo->shadow;
+	t->record_refs = o->record_refs && repo->projgit != NULL;
+	t->refs_done = !t->record_refs;
 	t->progress = progress;
 	t->done = done;
 	t->arg = arg;
-	strv_init(&t->nested);
-	strv_init(&t->submodules);
+	buf_init(&t->placeholders);
+	buf_init(&t->adopted);
+	buf_init(&t->untracked);
 	strv_init(&t->warnings);
 	strv_init(&t->unreadable);
+	buf_init(&t->refs);
+	buf_init(&t->ignores);
+	strv_init(&t->ignore_dirs);
+	snap_modes_init(&t->modes);
 	t->entries = -1;
 	snap_take_chain(t);
-	t->fresh = !repo->seeded && !repo->shadow;
-	if (!repo->seeded && snap_repo_seed(repo, cause) == -1)
-		goto fail;
-	if (t->fresh)
-		snap_take_check_seed(t);
-	/*
-	 * Unless the copy needs fixing first, add while the queries run; it
-	 * takes longest, so it starts first.
-	 */
-	if (!t->need_fix && !snap_take_add(t))
-		goto fail_error;
-	if (t->fresh && !snap_take_config_silent(t) && !snap_take_ask_config(t))
-		goto fail_error;
-	if (t->record_refs) {
-		snap_take_save_user_index(t);
-		if (!snap_take_spawn(t, SNAP_ENV_DB, refs, NULL, NULL,
-		    snap_take_refs_cb))
-			goto fail_error;
+	t->freeze = t->kind != NULL && strcmp(t->kind, "start") == 0 &&
+	    t->prev_tree == NULL;
+	t->frozen = repo->ignore != NULL && !t->freeze;
+	if (fresh && snap_repo_seed(repo, cause) == -1) {
+		snap_take_free(t);
+		return NULL;
 	}
-	if (t->need_fix && t->pending == 0 && !snap_take_fix_first(t))
-		goto fail_error;
+	t->starting = true;
+	snap_take_begin(t, fresh);
+	t->starting = false;
+	if (t->error != NULL && t->pending == 0) {
+		*cause = t->error;
+		t->error = NULL;
+		snap_take_free(t);
+		return NULL;
+	}
 	if (t->kind != NULL && t->prev_tree == NULL)
 		snap_take_early(t);
 	return t;
-fail_error:
-	*cause = t->error;
-	t->error = NULL;
-fail:
-	snap_take_free(t);
-	return NULL;
 }
 
 void
@@ -1335,24 +1564,14 @@ snap_take_move(struct snap_take *t, struct event_base *base)
 }
 
 /*
- * Whether the work tree may change now without harm to the snapshot: once
- * its ref is written; in a shadow repository (in agentmux's data dir, out
- * of any jail's reach, where nothing can prune the new objects) as soon as
- * the tree is saved in the private index.
- */
-static bool
-snap_take_ref_safe(struct snap_take *t)
-{
-	return t->ref_done || (t->tree_saved && t->repo->shadow);
-}
-
-/*
  * Runs the job on a private loop (blocking) until it is over, or, with
- * UNTIL_REF, until the work tree may change (snap_take_ref_safe): then what
- * is left (commit, ref, record) goes back to the job's own loop.
+ * UNTIL_TREE, until the work tree may change and a crash right after
+ * would lose nothing: once the snapshot is recorded (its tree, real modes
+ * and commit in the own repository, out of any jail's reach); what is
+ * left (freezing the ignore rules) goes back to the job's own loop.
  */
 static void
-snap_take_run(struct snap_take *t, bool until_ref)
+snap_take_run(struct snap_take *t, bool until_tree)
 {
 	struct event_base *base = event_base_new(), *orig = t->base;
 	bool *finished = xcalloc(1, sizeof *finished);
@@ -1362,7 +1581,7 @@ snap_take_run(struct snap_take *t, bool until_ref)
 	/* The job frees itself when it ends: the flag lives outside it. */
 	t->finished = finished;
 	snap_take_move(t, base);
-	while (!*finished && !(until_ref && snap_take_ref_safe(t)))
+	while (!*finished && !(until_tree && t->recorded))
 		event_base_loop(base, EVLOOP_ONCE);
 	if (!*finished) {
 		t->finished = NULL;
@@ -1420,6 +1639,7 @@ snap_take_sync_done(void *arg, const struct snap_result *res,
 	*s->res = *res;
 	s->res->commit = res->commit != NULL ? xstrdup(res->commit) : NULL;
 	s->res->tree = res->tree != NULL ? xstrdup(res->tree) : NULL;
+	s->res->modes = res->modes != NULL ? xstrdup(res->modes) : NULL;
 	s->res->warnings = res->nwarnings > 0 ? xcalloc(res->nwarnings,
 	    sizeof *s->res->warnings) : NULL;
 	for (i = 0; i < res->nwarnings; i++)

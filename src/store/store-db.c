@@ -88,6 +88,21 @@ static const char *const store_migrations[] = {
 	"  work_tree TEXT NOT NULL,"
 	"  shadow INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX sessions_project ON sessions(kind, project);",
+	/*
+	 * 3: what a session did past its record budget, counted instead of
+	 * stored: requests (and how many of them were denied), and other
+	 * records (events, decisions).
+	 */
+	"ALTER TABLE sessions ADD COLUMN unrecorded INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN unrecorded_denied INTEGER NOT NULL "
+	"  DEFAULT 0;"
+	"ALTER TABLE sessions ADD COLUMN unrecorded_other INTEGER NOT NULL "
+	"  DEFAULT 0;",
+	/*
+	 * 4: a turn snapshot dropped to keep its project's snapshots within
+	 * [snapshots] max_size keeps its row (snapshot numbers stay), marked.
+	 */
+	"ALTER TABLE snapshots ADD COLUMN dropped_at INTEGER;",
 };
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */
@@ -321,6 +336,8 @@ store_open(const char *path, char **cause)
 			return NULL;
 	}
 	st = xcalloc(1, sizeof *st);
+	st->budget_max = STORE_BUDGET_MAX;
+	st->headers_max = STORE_HEADERS_MAX;
 	pthread_mutex_init(&st->ckpt_mu, NULL);
 	pthread_cond_init(&st->ckpt_cv, NULL);
 	st->path = path != NULL ? xstrdup(path) : xprintf("%s/agentmux.db", dir);
@@ -418,6 +435,12 @@ store_queue(struct store *st, struct store_op op)
 		st->ops = xreallocarray(st->ops, st->capops, sizeof *st->ops);
 	}
 	st->ops[st->nops++] = op;
+	store_schedule_flush(st);
+}
+
+void
+store_schedule_flush(struct store *st)
+{
 	if (st->flush_ev == NULL)
 		store_flush(st);
 	else if (!event_pending(st->flush_ev, EV_TIMEOUT, NULL))
@@ -474,11 +497,13 @@ store_flush(struct store *st)
 	size_t i;
 	int rc;
 
-	if (st->nops == 0)
+	if (st->nops == 0 && !st->budget_pending)
 		return 0;
 	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	for (i = 0; rc == SQLITE_OK && i < st->nops; i++)
 		rc = store_write_op(st, &st->ops[i]);
+	if (rc == SQLITE_OK)
+		rc = store_budget_write(st);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
@@ -489,6 +514,7 @@ store_flush(struct store *st)
 	for (i = 0; i < st->nops; i++)
 		store_free_op(&st->ops[i]);
 	st->nops = 0;
+	store_budget_written(st);
 	st->last_flush_us = util_mono_us();
 	if (st->degraded) {
 		st->degraded = false;
@@ -511,6 +537,7 @@ store_close(struct store *st)
 		log_warnx("%zu records could not be written to %s",
 		    st->nops + st->dropped, st->path);
 	free(st->ops);
+	free(st->budgets);
 	sqlite3_finalize(st->req_insert);
 	if (st->flush_ev != NULL)
 		event_free(st->flush_ev);

@@ -10,6 +10,24 @@
 
 enum store_op_kind { STORE_OP_REQUEST, STORE_OP_DECISION, STORE_OP_EVENT };
 
+/* What a record is to the budget. */
+enum store_budget_kind {
+	STORE_BUDGET_REQUEST,
+	STORE_BUDGET_RECORD,  /* an event or a decision */
+	STORE_BUDGET_ALERT,   /* an event of level error */
+};
+
+/* What one session has made the store write (store-budget.c). */
+struct store_budget {
+	int64_t session;
+	int64_t used;        /* bytes of records taken */
+	bool hit;            /* past the budget: flagged and told */
+	int64_t requests;    /* counted, not stored, since the last flush */
+	int64_t denied;
+	int64_t other;
+	int alerts;          /* stored past the budget */
+};
+
 /* One write waiting for the next flush. */
 struct store_op {
 	enum store_op_kind kind;
@@ -31,6 +49,11 @@ struct store {
 	size_t dropped;
 	bool degraded;
 	sqlite3_stmt *req_insert;  /* cached: requests are the hot path */
+	struct store_budget *budgets;
+	size_t nbudgets;
+	bool budget_pending;       /* counts to add at the next flush */
+	int64_t budget_max;        /* bytes of records per session */
+	size_t headers_max;        /* bytes of each request's headers kept */
 	/* The checkpointer (store-db.c): its own connection, off the loop. */
 	struct thread ckpt_thread;
 	pthread_mutex_t ckpt_mu;
@@ -51,6 +74,22 @@ char *store_col_text(sqlite3_stmt *, int);
 int store_exec(struct store *, const char *sql, char **cause);
 /* Queues an op and schedules a flush. */
 void store_queue(struct store *, struct store_op);
+/* Schedules a flush (or flushes now without a loop). */
+void store_schedule_flush(struct store *);
+/*
+ * Takes BYTES of SESSION's budget for a record of KIND (alerts: a few are
+ * kept past the budget); false
+ * when the budget is spent: the record is counted (denied: a denied
+ * request), and must not be stored.
+ */
+bool store_budget_take(struct store *, int64_t session, size_t bytes,
+    enum store_budget_kind kind, bool denied);
+/* Adds the counts to the sessions' rows inside the flush transaction. */
+int store_budget_write(struct store *);
+/* The flush committed: the counts are written. */
+void store_budget_written(struct store *);
+/* Headers cut to the store's cap; caller frees; NULL for NULL. */
+char *store_budget_headers(struct store *, const char *headers);
 /* Writes one queued op inside the flush transaction. */
 int store_request_write(struct store *, const struct store_request *);
 int store_decision_write(struct store *, const struct store_decision *);

@@ -13,9 +13,17 @@ store_dup(const char *s)
 void
 store_decision_add(struct store *st, const struct store_decision *d)
 {
-	struct store_decision *c = xcalloc(1, sizeof *c);
+	struct store_decision *c;
 	struct store_op op;
+	size_t n = 0;
 
+	n += d->host != NULL ? strlen(d->host) : 0;
+	n += d->path != NULL ? strlen(d->path) : 0;
+	n += d->method != NULL ? strlen(d->method) : 0;
+	if (!store_budget_take(st, d->session_id, n, STORE_BUDGET_RECORD,
+	    false))
+		return;
+	c = xcalloc(1, sizeof *c);
 	*c = *d;
 	c->host = store_dup(d->host);
 	c->method = store_dup(d->method);
@@ -125,6 +133,12 @@ store_event_add(struct store *st, int64_t session, const char *level,
 	va_start(ap, fmt);
 	xvasprintf(&e->message, fmt, ap);
 	va_end(ap);
+	if (!store_budget_take(st, session, strlen(e->message) + strlen(kind),
+	    strcmp(level, "error") == 0 ? STORE_BUDGET_ALERT :
+	    STORE_BUDGET_RECORD, false)) {
+		store_event_free(e);
+		return;
+	}
 	op.kind = STORE_OP_EVENT;
 	op.u.ev = e;
 	store_queue(st, op);
@@ -236,8 +250,8 @@ store_snapshot_list(struct store *st, int64_t session, size_t *n)
 	struct store_snapshot **v = NULL, *s;
 
 	stmt = store_prepare(st, "SELECT id, session_id, created_at, label, "
-	    "kind, commit_id, tree, parent, ref, files_changed FROM snapshots "
-	    "WHERE session_id = ? ORDER BY id");
+	    "kind, commit_id, tree, parent, ref, files_changed, dropped_at FROM "
+	    "snapshots WHERE session_id = ? ORDER BY id");
 	sqlite3_bind_int64(stmt, 1, session);
 	*n = 0;
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
@@ -252,6 +266,7 @@ store_snapshot_list(struct store *st, int64_t session, size_t *n)
 		s->parent = store_col_text(stmt, 7);
 		s->ref = store_col_text(stmt, 8);
 		s->files_changed = sqlite3_column_int64(stmt, 9);
+		s->dropped_at = sqlite3_column_int64(stmt, 10);
 		v = xreallocarray(v, *n + 1, sizeof *v);
 		v[(*n)++] = s;
 	}

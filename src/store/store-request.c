@@ -23,13 +23,39 @@ store_dupmem(const char *p, size_t n)
 	return d;
 }
 
+/* The bytes R would add to the database. */
+static size_t
+store_request_size(const struct store_request *r)
+{
+	const char *const s[] = { r->method, r->scheme, r->host, r->path,
+		r->http_version, r->status_text, r->decision, r->rule, r->error,
+		r->req_headers, r->resp_headers, r->mime_type };
+	size_t n = r->req_body_len + r->resp_body_len, i;
+
+	for (i = 0; i < nitems(s); i++)
+		n += s[i] != NULL ? strlen(s[i]) : 0;
+	return n;
+}
+
 void
 store_request_add(struct store *st, const struct store_request *r)
 {
-	struct store_request *c = xcalloc(1, sizeof *c);
+	struct store_request *c;
 	struct store_op op;
 
+	c = xcalloc(1, sizeof *c);
 	*c = *r;
+	/* Headers first: what is cut is not charged to the budget. */
+	c->req_headers = store_budget_headers(st, r->req_headers);
+	c->resp_headers = store_budget_headers(st, r->resp_headers);
+	if (!store_budget_take(st, r->session_id, store_request_size(c),
+	    STORE_BUDGET_REQUEST, r->decision != NULL &&
+	    strcmp(r->decision, "deny") == 0)) {
+		free(c->req_headers);
+		free(c->resp_headers);
+		free(c);
+		return;
+	}
 	c->method = store_dup(r->method);
 	c->scheme = store_dup(r->scheme);
 	c->host = store_dup(r->host);
@@ -39,8 +65,6 @@ store_request_add(struct store *st, const struct store_request *r)
 	c->decision = store_dup(r->decision != NULL ? r->decision : "error");
 	c->rule = store_dup(r->rule);
 	c->error = store_dup(r->error);
-	c->req_headers = store_dup(r->req_headers);
-	c->resp_headers = store_dup(r->resp_headers);
 	c->req_body = store_dupmem(r->req_body, r->req_body_len);
 	c->resp_body = store_dupmem(r->resp_body, r->resp_body_len);
 	c->mime_type = store_dup(r->mime_type);

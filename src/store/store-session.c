@@ -15,7 +15,8 @@
 	"(SELECT count(*) FROM snapshots n WHERE n.session_id = s.id), " \
 	"coalesce((SELECT n.files_changed FROM snapshots n WHERE " \
 	"  n.session_id = s.id AND n.kind = 'end' ORDER BY n.id DESC " \
-	"  LIMIT 1), -1)"
+	"  LIMIT 1), -1), " \
+	"s.unrecorded, s.unrecorded_denied, s.unrecorded_other"
 
 int64_t
 store_session_begin(struct store *st, const struct store_session *s,
@@ -133,6 +134,12 @@ store_session_row(sqlite3_stmt *stmt)
 	s->ndenied = sqlite3_column_int64(stmt, 16);
 	s->nsnapshots = sqlite3_column_int64(stmt, 17);
 	s->files_changed = sqlite3_column_int64(stmt, 18);
+	s->unrecorded = sqlite3_column_int64(stmt, 19);
+	s->unrecorded_denied = sqlite3_column_int64(stmt, 20);
+	s->unrecorded_other = sqlite3_column_int64(stmt, 21);
+	/* Counted requests are requests too. */
+	s->nrequests += s->unrecorded;
+	s->ndenied += s->unrecorded_denied;
 	return s;
 }
 

@@ -36,6 +36,22 @@ int store_schema_version(void);
 /** True once a write failed for lack of space (the user has been told). */
 bool store_degraded(struct store *);
 
+/* Until store_set_limits: the defaults of [proxy] record_headers and record_budget. */
+#define STORE_HEADERS_MAX CONFIG_RECORD_HEADERS
+#define STORE_BUDGET_MAX CONFIG_RECORD_BUDGET
+
+/**
+ * Bounds what one session can make the store write: each request's
+ * headers (request and response, each) are cut at a line past
+ * HEADERS_MAX bytes, and once a session's records add up to BUDGET bytes
+ * further requests, events and decisions of it are counted (the
+ * session's unrecorded columns), not stored, and the session is flagged
+ * "budget" with one event that says so. 0 leaves a limit as it was.
+ */
+void store_set_limits(struct store *, int64_t budget, size_t headers_max);
+/** True once session ID has reached its record budget in this process. */
+bool store_budget_hit(struct store *, int64_t id);
+
 /* ---- sessions (store-session.c) ---- */
 
 struct store_session {
@@ -60,6 +76,10 @@ struct store_session {
 	int64_t ndenied;
 	int64_t nsnapshots;
 	int64_t files_changed;
+	/* Past the record budget: counted (and in nrequests), not stored. */
+	int64_t unrecorded;         /* requests */
+	int64_t unrecorded_denied;  /* of which denied */
+	int64_t unrecorded_other;   /* events and decisions */
 };
 
 /** Records a new running session from S (id ignored); returns its id or -1. */
@@ -189,6 +209,7 @@ struct store_snapshot {
 	char *parent;        /* previous snapshot's commit or NULL */
 	char *ref;
 	int64_t files_changed;
+	int64_t dropped_at;  /* ms: dropped to keep [snapshots] max_size; 0 kept */
 };
 
 /** Writes the snapshot at once; returns its id or -1. */
@@ -241,17 +262,101 @@ void store_suggestion_free(struct store_suggestion *);
 
 /* ---- git snapshots, undo and config diffs (snap-*.c) ---- */
 
-/**
- * Nested git repositories under PROJECT (a submodule, a repository inside
- * it, one a .git file points to) whose config or hooks changed since SINCE
- * (ms since the epoch): git on the host obeys them (a `git status` in
- * PROJECT runs a submodule's core.fsmonitor), so each setting that runs a
- * command is taken out of the config (a copy of which goes to QUARANTINE
- * first) and each new hook is moved to QUARANTINE. MESSAGES gets a line
- * per change made. -1 with *CAUSE if PROJECT cannot be read.
+/*
+ * What a session left in the project for the host to run later, looked at
+ * once its command has ended (snap-plant.c): git dirs the host's git would
+ * obey (a nested repository, a submodule's git dir under .git/modules
+ * however it got there, a .git made where the project had none) keep only
+ * config keys known to be inert and lose new hooks, both kept in
+ * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
+ * files the user's own tools run are reported.
  */
-int snap_nested_defuse(const char *project, int64_t since,
-    const char *quarantine, struct strv *messages, char **cause);
+struct snap_plant_opts {
+	const char *project;      /* real path */
+	int64_t since;            /* ms since the epoch: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	bool had_git;             /* the project had its .git at the start */
+	char *const *watch;       /* patterns of files the user's tools run (see snap_plant_match) */
+	size_t nwatch;
+	char *const *existed;     /* watched files there at the start (relative) */
+	size_t nexisted;
+};
+/**
+ * The time to give snap_plant_opts.since: the file systems' own clock. A
+ * file's ctime is stamped from the kernel's coarse clock, which lags
+ * CLOCK_REALTIME by up to a tick; from the fine clock, a change made
+ * within that tick of the start was not seen as a change.
+ */
+int64_t snap_plant_clock(void);
+
+struct snap_plant_result {
+	struct strv alerts;       /* one line per thing found and done */
+	struct strv watched;      /* one line per watched file changed or deleted */
+	int setid;                /* set-uid/set-gid files found */
+};
+
+void snap_plant_result_init(struct snap_plant_result *);
+void snap_plant_result_free(struct snap_plant_result *);
+/** Walks O's project; fills RES. -1 with *CAUSE if the project cannot be read. */
+int snap_plant_scan(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, char **cause);
+/**
+ * True if REL (relative to the project) falls under PATTERN: a path
+ * relative to the project, '*', '?' and [...] within a component; a
+ * pattern naming a dir covers what is in it; a leading "**" + "/" matches
+ * at any depth.
+ */
+bool snap_plant_match(const char *pattern, const char *rel);
+/** Adds to OUT the regular files and dirs under PROJECT that PATTERNS name (none through a link). */
+void snap_plant_existing(const char *project, char *const *patterns,
+    size_t n, struct strv *out);
+
+/*
+ * The user's own history (snap-history.c): objects that existed when a
+ * session started cannot be deleted or changed from inside the jail (each
+ * git dir's objects are an overlay there, over the session's own upper
+ * dir, whose new objects are checked and brought back); refs, HEAD and
+ * reflogs as they were are kept in the session's dir, SESSDIR/history.
+ */
+struct snap_history;
+
+/**
+ * Keeps the refs and reflogs of PROJECT's git dir and its submodules' (in
+ * .git/modules) and makes the overlay dirs for their objects. NULL with
+ * *CAUSE NULL if the project has no git dir (or none that can be
+ * protected: NOTICES says why); NULL with *CAUSE on error.
+ */
+struct snap_history *snap_history_begin(const char *project,
+    const char *sessdir, struct strv *notices, char **cause);
+/** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
+struct snap_history *snap_history_open(const char *sessdir);
+void snap_history_free(struct snap_history *);
+/** How many git dirs are protected; the overlay of the Ith (borrowed paths). */
+size_t snap_history_count(const struct snap_history *);
+void snap_history_overlay(const struct snap_history *, size_t i,
+    const char **path, const char **upper, const char **work);
+/**
+ * Brings the objects the session's git wrote so far back into the git
+ * dirs (each checked: it is what its name is the hash of); a batch at a
+ * time, packs indexed in the background on BASE (NULL: now).
+ */
+void snap_history_import(struct snap_history *, struct event_base *base);
+/**
+ * Once the jail is gone: every object left is brought back (blocking),
+ * reflog entries the session removed put back, refs it deleted (and tags
+ * it moved) reported in WARNINGS; what was refused is in ALERTS.
+ */
+void snap_history_end(struct snap_history *, int64_t session,
+    struct strv *alerts, struct strv *warnings);
+/** True if objects of the session may still need bringing back. */
+bool snap_history_pending(const struct snap_history *);
+/**
+ * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
+ * left objects unbrought: each is finished as snap_history_end would
+ * (unless it still runs in a live agentmux), what was found recorded as
+ * its events. Returns how many.
+ */
+int snap_history_recover(struct store *, const char *data_dir);
 
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and
@@ -279,8 +384,9 @@ struct snap_result {
 	int64_t session;
 	char *commit;             /* NULL when only a tree was written */
 	char *tree;
+	char *modes;              /* the real modes recorded beside the tree */
 	int64_t files_changed;    /* paths differing from the session's start
-	                             (the first: from HEAD) */
+	                             (the first: from the project's last snapshot) */
 	bool unchanged;           /* if_changed and the tree was the last one */
 	char **warnings;          /* files git could not read, ... */
 	size_t nwarnings;
@@ -330,6 +436,9 @@ void snap_session_wait_ref(struct snap_session *);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);
+/** Where what keeping the snapshots within [snapshots] max_size did is said (one line each). */
+void snap_session_set_notice(struct snap_session *,
+    void (*)(void *arg, const char *message), void *arg);
 /** True while a snapshot runs or waits. */
 bool snap_session_busy(struct snap_session *);
 
@@ -383,9 +492,12 @@ int snap_undo(struct store *, const struct config *, int64_t session,
     const struct snap_undo_opts *, char **cause);
 /**
  * Deletes the snapshot refs of sessions no longer in the store and the
- * shadow repositories no session uses; returns how many refs went.
+ * own repositories no session uses, then packs and prunes every one still
+ * used and keeps it within [snapshots] max_size (MESSAGES gets a line per
+ * thing to tell); returns how many refs went.
  */
-int snap_gc(struct store *, char **cause);
+int snap_gc(struct store *, const struct config *, struct strv *messages,
+    char **cause);
 
 /* Config diffs: the changes in a session's config overlays (snap-confdiff.c). */
 

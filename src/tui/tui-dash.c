@@ -107,15 +107,24 @@ tui_view_pop(struct tui *t)
 	tui_redraw(t);
 }
 
-/* The rows the panes (or a view) get: all but the status and prompt bars. */
+/* The rows the panes (or a view) get: all but the status, disk and prompt bars. */
 static struct tui_rect
 tui_area(const struct tui *t)
 {
 	struct tui_rect r = { 0, 0, t->sx, t->sy - 1 };
 
+	if (t->ndisks > 0 && r.sy > 1)
+		r.sy--;
 	if (t->nprompts > 0 && r.sy > 1)
 		r.sy--;
 	return r;
+}
+
+/* The prompt bar's row: above the disk bar, if there is one. */
+static unsigned
+tui_prompt_row(const struct tui *t)
+{
+	return t->sy - 2 - (t->ndisks > 0 ? 1 : 0);
 }
 
 /* Recomputes where every pane goes and tells each its size. */
@@ -159,7 +168,6 @@ tui_draw_small(struct tui *t)
 	if (t->sy > 1)
 		tui_screen_printf(t->scr, 0, 1, t->sx, TUI_STYLE_NORMAL,
 		    "need %dx%d", TUI_MIN_SX, TUI_MIN_SY);
-	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }
 
 static void
@@ -172,20 +180,18 @@ tui_draw_borders(struct tui *t)
 		tui_screen_border(t->scr, &b[i], TUI_STYLE_BORDER);
 }
 
-/* Draws the panes (what changed in them) and places the cursor. */
+/* Draws the panes (what changed in them). */
 static void
 tui_draw_panes(struct tui *t)
 {
 	struct tui_pane *focus = tui_focus_pane(t), *wp;
 	struct tui_rect area = tui_area(t);
-	unsigned cx, cy;
 	size_t i, shown = 0;
 
 	if (t->layout == NULL) {
 		tui_screen_fill(t->scr, &area, TUI_STYLE_NORMAL);
 		tui_screen_print(t->scr, 1, 1, area.sx - 1, TUI_STYLE_DIM,
 		    "no sessions: press the prefix key, then c to start one");
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 		return;
 	}
 	for (i = 0; i < t->npanes; i++)
@@ -196,13 +202,50 @@ tui_draw_panes(struct tui *t)
 		if (wp->shown)
 			tui_pane_draw(wp, wp == focus, shown > 1);
 	}
-	if (focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || t->prompt_focus ||
-	    !tui_vterm_cursor_visible(focus->vt)) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
+}
+
+/*
+ * The terminal's cursor, placed after everything else is drawn: in a
+ * dialog or on the prompt bar's choice when one has the keys, else where
+ * the focused pane has it, as the pane shows it (or hidden).
+ */
+static void
+tui_draw_cursor(struct tui *t)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+	unsigned cx, cy;
+
+	if (t->too_small) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (t->dialog != TUI_DIALOG_NONE) {
+		tui_screen_cursor(t->scr, true, t->dialog_cx, t->dialog_cy,
+		    TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (t->disk_focus) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (t->prompt_focus && t->nprompts > 0) {
+		tui_screen_cursor(t->scr, true,
+		    t->choice_x[t->prompt_choice % 6][0], tui_prompt_row(t),
+		    TUI_CURSOR_DEFAULT);
+		return;
+	}
+	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
+	    focus == NULL || !focus->shown || focus->exited ||
+	    focus->offset != 0 || !tui_vterm_cursor_visible(focus->vt)) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
 		return;
 	}
 	tui_vterm_cursor(focus->vt, &cx, &cy);
+	cx = tui_vterm_cursor_column(focus->vt);
+	if (cx >= focus->r.sx || cy >= focus->r.sy) {
+		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		return;
+	}
 	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
 	    tui_vterm_cursor_shape(focus->vt));
 }
@@ -232,7 +275,6 @@ tui_draw_view(struct tui *t)
 		tui_help_draw(t, &area);
 		break;
 	}
-	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }
 
 /* One frame: called at most ~60 times a second, and only after a change. */
@@ -247,11 +289,14 @@ tui_draw(void *arg)
 		tui_draw_small(t);
 	else {
 		tui_draw_view(t);
+		if (t->ndisks > 0)
+			tui_disk_draw(t, t->sy - 2);
 		if (t->nprompts > 0)
-			tui_prompt_draw(t, t->sy - 2);
+			tui_prompt_draw(t, tui_prompt_row(t));
 		tui_status_draw(t, t->sy - 1);
 		tui_dialog_draw(t);
 	}
+	tui_draw_cursor(t);
 	tui_screen_flush(t->scr);
 }
 
@@ -343,6 +388,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 		}
 	}
 	tui_prompt_drop_pane(t, wp);
+	tui_disk_drop_pane(t, wp);
 	tui_pane_free(wp);
 	t->relayout = true;
 	tui_redraw(t);
@@ -510,7 +556,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_open_focused(t, b->action);
 		break;
 	case TUI_ACT_PROMPTS:
-		if (t->nprompts == 0)
+		if (t->ndisks > 0)
+			tui_disk_focus(t, true);
+		else if (t->nprompts == 0)
 			tui_message(t, false, "no prompts are waiting");
 		else
 			tui_prompt_focus(t, true);
@@ -587,6 +635,8 @@ tui_key(struct tui *t, const struct tui_key *k)
 		tui_dialog_key(t, k);
 		return;
 	}
+	if (t->disk_focus && tui_disk_key(t, k))
+		return;
 	if (t->prompt_focus && tui_prompt_key(t, k))
 		return;
 	if (t->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
@@ -619,7 +669,12 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 
 	if (t->dialog != TUI_DIALOG_NONE || t->too_small)
 		return;
-	if (t->nprompts > 0 && m->y == t->sy - 2) {
+	if (t->ndisks > 0 && m->y == t->sy - 2) {
+		if (m->type == TUI_MOUSE_PRESS)
+			tui_disk_click(t, m->x);
+		return;
+	}
+	if (t->nprompts > 0 && m->y == tui_prompt_row(t)) {
 		if (m->type == TUI_MOUSE_PRESS)
 			tui_prompt_click(t, m->x);
 		return;
@@ -647,7 +702,8 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
 	    .pastelen = len };
 
-	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || wp == NULL ||
+	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || t->disk_focus ||
+	    wp == NULL ||
 	    tui_view_top(t) != TUI_VIEW_PANES)
 		return;
 	tui_pane_input(wp, &in);
@@ -750,6 +806,7 @@ tui_free(struct tui *t)
 		tui_pane_free(t->panes[i]);
 	free(t->panes);
 	tui_prompt_free_all(t);
+	tui_disk_free_all(t);
 	tui_requests_free_all(t);
 	tui_history_free(t);
 	tui_text_free(t->text);

@@ -161,6 +161,7 @@ bool
 tui_dialog_key(struct tui *t, const struct tui_key *k)
 {
 	void (*cb)(struct tui *, void *) = t->confirm_cb;
+	size_t i;
 
 	switch (t->dialog) {
 	case TUI_DIALOG_NONE:
@@ -174,6 +175,9 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 		tui_new_key(t, k);
 		break;
 	}
+	/* The box covered panes that have not changed: they draw afresh. */
+	for (i = 0; t->dialog == TUI_DIALOG_NONE && i < t->npanes; i++)
+		t->panes[i]->redraw = true;
 	tui_screen_invalidate(t->scr);
 	tui_redraw(t);
 	return true;
@@ -200,6 +204,7 @@ tui_dialog_new_draw(struct tui *t)
 	unsigned rows = n < 10 ? (unsigned)n : 10, y;
 	struct tui_rect r = tui_dialog_box(t, 70, rows + 4);
 	const struct config_agent *a;
+	unsigned used;
 
 	tui_screen_print(t->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
 	    t->new_dir_step ? "New session: project directory (Enter starts, "
@@ -210,11 +215,20 @@ tui_dialog_new_draw(struct tui *t)
 		tui_screen_printf(t->scr, r.x + 2, y, r.sx - 4, i == t->new_sel ?
 		    TUI_STYLE_SELECTED : TUI_STYLE_BAR, "%-12s %s", a->name,
 		    a->description != NULL ? a->description : "");
+		if (i == t->new_sel) {
+			t->dialog_cx = r.x + 2;
+			t->dialog_cy = y;
+		}
 	}
-	tui_screen_printf(t->scr, r.x + 2, r.y + r.sy - 2, r.sx - 4,
-	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s%s",
+	used = tui_screen_printf(t->scr, r.x + 2, r.y + r.sy - 2, r.sx - 4,
+	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",
 	    t->new_dir.text.len > 0 ? t->new_dir.text.data : "(the current "
-	    "directory)", t->new_dir_step ? "_" : "");
+	    "directory)");
+	if (t->new_dir_step) {
+		/* The cursor at the end of what is typed. */
+		t->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
+		t->dialog_cy = r.y + r.sy - 2;
+	}
 }
 
 void
@@ -230,12 +244,12 @@ tui_dialog_draw(struct tui *t)
 		    (unsigned)strlen(t->confirm_text) : 70, 2);
 		tui_screen_print(t->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
 		    t->confirm_text);
-		tui_screen_print(t->scr, r.x + 2, r.y + 2, r.sx - 4, TUI_STYLE_BAR,
-		    "y: yes   n, Esc: no");
+		t->dialog_cx = r.x + 2 + tui_screen_print(t->scr, r.x + 2, r.y + 2,
+		    r.sx - 4, TUI_STYLE_BAR, "y: yes   n, Esc: no ");
+		t->dialog_cy = r.y + 2;
 		break;
 	case TUI_DIALOG_NEW:
 		tui_dialog_new_draw(t);
 		break;
 	}
-	tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_BLOCK);
 }

@@ -14,6 +14,7 @@ tui_grid_alloc_dirty(struct tui_grid *gd)
 	gd->dlo = xreallocarray(gd->dlo, gd->sy, sizeof *gd->dlo);
 	gd->dhi = xreallocarray(gd->dhi, gd->sy, sizeof *gd->dhi);
 	gd->scratch = xreallocarray(gd->scratch, gd->sy, sizeof *gd->scratch);
+	memset(gd->dlo, 0, gd->sy * sizeof *gd->dlo);
 	memset(gd->dhi, 0, gd->sy * sizeof *gd->dhi);
 	gd->dirty = gd->all_dirty = true;
 }
@@ -125,6 +126,7 @@ tui_grid_row_clear(struct tui_grid *gd, struct tui_row *r, uint32_t bg)
 
 	r->used = 0;
 	r->next = 0;
+	r->lsize = TUI_LSIZE_SINGLE;
 	if (bg == TUI_COLOR_DEFAULT)
 		return;
 	if (r->cap < gd->sx) {
@@ -590,7 +592,13 @@ tui_grid_fit_width(struct tui_grid *gd)
 	}
 }
 
-/* Takes K rows off the screen's height, keeping CURSOR_Y on it; returns the cursor's move. */
+/*
+ * Takes K rows off the screen's height, keeping CURSOR_Y on it: blank rows
+ * below the cursor first, then rows above it into the history, then (the
+ * cursor at the top) rows below it, as tmux does. Returns the cursor's
+ * move, never more than its row: libvterm takes it as it is, and a
+ * negative row would have it write outside its own arrays.
+ */
 static int
 tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 {
@@ -601,7 +609,7 @@ tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 		gd->sy--;
 		k--;
 	}
-	for (; k > 0; k--) {
+	for (; k > 0 && cursor_y > 0; k--, cursor_y--) {
 		if (gd->hsize < gd->hlimit)
 			gd->hsize++;
 		else if (++gd->first == gd->cap)
@@ -609,6 +617,7 @@ tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 		gd->sy--;
 		delta--;
 	}
+	gd->sy -= k;
 	return delta;
 }
 
@@ -651,6 +660,28 @@ tui_grid_resize(struct tui_grid *gd, unsigned sx, unsigned sy,
 	tui_grid_fit_width(gd);
 	tui_grid_alloc_dirty(gd);
 	return delta;
+}
+
+void
+tui_grid_set_lsize(struct tui_grid *gd, unsigned y, enum tui_lsize ls)
+{
+	struct tui_row *r;
+
+	if (y >= gd->sy)
+		return;
+	r = tui_grid_row(gd, (int)y);
+	if (r->lsize == ls)
+		return;
+	r->lsize = (uint8_t)ls;
+	tui_grid_mark(gd, y, 0, gd->sx);
+}
+
+enum tui_lsize
+tui_grid_lsize(const struct tui_grid *gd, int y)
+{
+	if (y < -(int)gd->hsize || y >= (int)gd->sy)
+		return TUI_LSIZE_SINGLE;
+	return (enum tui_lsize)tui_grid_row(gd, y)->lsize;
 }
 
 void

@@ -73,8 +73,15 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 	    (long long)(ss->nrequests - ss->ndenied), (long long)ss->ndenied,
 	    (long long)ss->files_changed);
 	if (ss->unsafe != NULL && x + 2 < sx)
+		x += 1 + tui_screen_printf(t->scr, x + 1, y, sx - x - 1,
+		    TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
+	if (ss->unrecorded > 0 && x + 2 < sx)
+		x += 1 + tui_screen_print(t->scr, x + 1, y, sx - x - 1,
+		    TUI_STYLE_WARN, "BUDGET");
+	/* Planted files, files the user's tools run: in red at a glance. */
+	if (ss->flags != NULL && x + 2 < sx)
 		tui_screen_printf(t->scr, x + 1, y, sx - x - 1, TUI_STYLE_ALERT,
-		    "UNSAFE %s", ss->unsafe);
+		    "! %s", ss->flags);
 }
 
 void
@@ -113,6 +120,30 @@ tui_history_key(struct tui *t, const struct tui_key *k)
 	return true;
 }
 
+/*
+ * What the session was flagged for and why (error events): lines that
+ * start with "! ", which are drawn in red.
+ */
+static void
+tui_session_alerts(struct tui *t, const struct store_session *ss,
+    struct strv *out)
+{
+	struct store_event **e;
+	size_t ne, i, n = 0;
+
+	if (ss->flags == NULL)
+		return;
+	strv_addf(out, "! flagged: %s", ss->flags);
+	e = store_event_list(t->st, ss->id, &ne);
+	for (i = 0; i < ne && n < 8; i++) {
+		if (strcmp(e[i]->level, "error") != 0)
+			continue;
+		strv_addf(out, "! %s", e[i]->message);
+		n++;
+	}
+	store_event_list_free(e, ne);
+}
+
 /* The session's summary and its latest decisions and requests, as lines. */
 static void
 tui_session_lines(struct tui *t, struct strv *out)
@@ -121,7 +152,8 @@ tui_session_lines(struct tui *t, struct strv *out)
 	struct store_decision **d;
 	struct store_request **r;
 	struct store_request_filter f = { .session_id = t->detail };
-	char when[32], ex[32];
+	char when[32], ex[32], *url;
+	struct strv q;
 	size_t nd, nr, i;
 
 	if (ss == NULL) {
@@ -129,28 +161,42 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    (long long)t->detail);
 		return;
 	}
+	strv_init(&q);
 	util_fmt_time(when, sizeof when, ss->started_at);
 	strv_addf(out, "session %lld: %s in %s, started %s, %s", (long long)ss->id,
-	    ss->agent, ss->project, when, tui_history_exit(ss, ex, sizeof ex));
+	    quote_keep(&q, ss->agent), quote_keep(&q, ss->project), when,
+	    tui_history_exit(ss, ex, sizeof ex));
 	strv_addf(out, "requests %lld (denied %lld), files changed %lld%s%s",
 	    (long long)ss->nrequests, (long long)ss->ndenied,
 	    (long long)ss->files_changed, ss->unsafe != NULL ? ", UNSAFE: " :
 	    "", ss->unsafe != NULL ? ss->unsafe : "");
+	if (ss->unrecorded > 0)
+		strv_addf(out, "BUDGET: the session's records reached [proxy] "
+		    "record_budget; %lld request(s) (%lld denied) and %lld "
+		    "other record(s) were counted, not stored",
+		    (long long)ss->unrecorded, (long long)ss->unrecorded_denied,
+		    (long long)ss->unrecorded_other);
+	tui_session_alerts(t, ss, out);
 	d = store_decision_list(t->st, t->detail, &nd);
 	strv_addf(out, "decisions: %zu", nd);
 	for (i = nd > 5 ? nd - 5 : 0; i < nd; i++)
 		strv_addf(out, "  %s %s %s:%d (%s, by %s)", d[i]->answer,
-		    d[i]->scope, d[i]->host, d[i]->port, d[i]->method != NULL ?
-		    d[i]->method : "any method", d[i]->by);
+		    d[i]->scope, quote_keep(&q, d[i]->host), d[i]->port,
+		    d[i]->method != NULL ? quote_keep(&q, d[i]->method) :
+		    "any method", d[i]->by);
 	store_decision_list_free(d, nd);
 	r = store_request_list(t->st, &f, &nr);
 	strv_addf(out, "requests: %zu (the last ones)", nr);
-	for (i = nr > 8 ? nr - 8 : 0; i < nr; i++)
-		strv_addf(out, "  %-5s %-6s %s:%d%s %d", r[i]->decision,
-		    r[i]->method, r[i]->host, r[i]->port, r[i]->path != NULL ?
-		    r[i]->path : "", r[i]->status);
+	for (i = nr > 8 ? nr - 8 : 0; i < nr; i++) {
+		url = tui_req_url(r[i]->scheme, r[i]->host, r[i]->port,
+		    r[i]->path);
+		strv_addf(out, "  %-5s %-6s %s %d", r[i]->decision,
+		    quote_keep(&q, r[i]->method), url, r[i]->status);
+		free(url);
+	}
 	store_request_list_free(r, nr);
 	store_session_free(ss);
+	strv_free(&q);
 }
 
 void
@@ -179,7 +225,8 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
 	for (i = 0; i < lines->n && y + 2 < area->y + area->sy; i++, y++)
 		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines->v[i]);
+		    TUI_STYLE_TITLE : strncmp(lines->v[i], "! ", 2) == 0 ?
+		    TUI_STYLE_ALERT : TUI_STYLE_NORMAL, lines->v[i]);
 	tui_screen_printf(t->scr, 0, y++, area->sx, TUI_STYLE_DIM,
 	    "snapshots: %zu", t->nsnaps);
 	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
@@ -187,7 +234,8 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 		util_fmt_time(when, sizeof when, sn->created_at);
 		tui_screen_printf(t->scr, 0, y, area->sx, i == t->snap_sel ?
 		    TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
-		    "  %s %-7s %-10.10s files %-4lld %s", when, sn->kind,
+		    "  %s %-7s %-10.10s files %-4lld %s", when,
+		    sn->dropped_at != 0 ? "dropped" : sn->kind,
 		    sn->commit != NULL ? sn->commit : "-",
 		    (long long)sn->files_changed, sn->label != NULL ? sn->label :
 		    "");

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <vterm.h>
+
 #include "core/core.h"
 #include "tui.h"
 
@@ -20,6 +22,7 @@ struct tui_row {
 	uint32_t (*ext)[TUI_CELL_MAXCHARS];
 	unsigned next;
 	unsigned extcap;
+	uint8_t lsize;          /* enum tui_lsize */
 };
 
 /*
@@ -99,6 +102,110 @@ tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
 	return true;
 }
 
+/* ---- a pane's terminal (tui-vterm.c, tui-vtseq.c) ---- */
+
+/*
+ * The scanner in front of libvterm (tui-vtseq.c). Sequences go to libvterm
+ * as they came unless agentmux handles them itself; one it may handle is
+ * held back until its final byte, across reads if it is split.
+ */
+enum tui_vtseq_state {
+	TUI_VTSEQ_GROUND,
+	TUI_VTSEQ_ESC,          /* after ESC, with any intermediate byte */
+	TUI_VTSEQ_CSI,
+	TUI_VTSEQ_STR,          /* an OSC or DCS string: read here (see tui-vtseq.c) */
+	TUI_VTSEQ_STR_ESC,      /* ESC inside one: ST, or a new sequence */
+};
+
+#define TUI_VTSEQ_MAX 128
+
+struct tui_vtseq {
+	enum tui_vtseq_state state;
+	char leader;            /* CSI private marker ('?', '>', ...), or 0 */
+	char inter;             /* the intermediate byte, or 0 */
+	bool odd;               /* not one to handle: passed on as it is */
+	bool drop;              /* the rest of it must not reach libvterm */
+	bool rep;               /* a REP just after a character */
+	bool c2;                /* a UTF-8 lead C2, kept (tui_vtseq_c1) */
+	unsigned nsep;          /* parameter separators so far */
+	unsigned ndigits;       /* digits of the parameter so far */
+	char params[TUI_VTSEQ_MAX];
+	size_t nparams;
+	char held[TUI_VTSEQ_MAX + 8]; /* its bytes from earlier reads */
+	size_t nheld;
+	bool osc;               /* the string is an OSC (else a DCS) */
+	char str[512];          /* the string so far */
+	size_t nstr;            /* its length; sizeof str once it is too long */
+};
+
+/*
+ * The state DECSC saves, as xterm saves it: the cursor, the pen, the
+ * character sets and shift state, origin mode. libvterm 0.1.4 saves only
+ * the cursor and pen, in one slot for both screens; agentmux keeps its
+ * own, one per screen. NOW holds the parts libvterm does not report.
+ */
+struct tui_vtsave {
+	char g[4];              /* the final byte designating G0..G3 */
+	unsigned gl;            /* the set shifted in (SI, SO, LS2, LS3) */
+	bool origin;
+	bool dim;
+	bool conceal;
+	unsigned cx;
+	unsigned cy;
+	struct tui_cell pen;
+};
+
+struct tui_vterm {
+	VTerm *vt;
+	VTermState *state;
+	struct tui_grid *main;
+	struct tui_grid *alt;
+	struct tui_grid *cur;
+	tui_vterm_write_cb write;
+	void *arg;
+
+	struct tui_cell pen;
+	struct tui_vtseq seq;
+	struct tui_vtsave now;
+	struct tui_vtsave saved[2]; /* the normal screen's, the alternate's */
+	bool graphic;           /* the last thing written was a character (REP) */
+	bool esc_kept;          /* an ESC libvterm gets with the next byte */
+	uint32_t last[TUI_CELL_MAXCHARS]; /* that character, as libvterm put it */
+	size_t nlast;
+	unsigned top;           /* the scroll region's first row */
+
+	unsigned cx;
+	unsigned cy;
+	bool cursor_visible;
+	enum tui_cursor_shape cursor_shape;
+	bool reverse;
+	enum tui_mouse_mode mouse;
+	char *title;
+	unsigned bells;
+	bool changed;
+
+	/* For the streaming fast path (see tui_vterm_feed). */
+	bool fast;
+	bool lineinfo;          /* a double-width line was ever set */
+	uint64_t ops;           /* scrolls, moves, erases, mode switches */
+	uint64_t fullscrolls;   /* of those, one-line scrolls of the whole screen */
+	uint64_t fastlines;     /* lines done by the fast path */
+};
+
+/* tui-vterm.c */
+void tui_vterm_input(struct tui_vterm *, const char *data, size_t len);
+void tui_vterm_pen_flag(struct tui_vterm *, unsigned flag, bool on);
+void tui_vterm_set_alt(struct tui_vterm *, bool on);
+void tui_vterm_clear_alt(struct tui_vterm *);
+void tui_vterm_reset_screens(struct tui_vterm *);
+
+/* tui-vtseq.c */
+void tui_vtseq_init(struct tui_vterm *);
+/** Scans LEN bytes of output and gives them to libvterm, handling some sequences here. */
+void tui_vtseq_parse(struct tui_vterm *, const char *data, size_t len);
+/** True if plain ASCII now shows as itself: no sequence open, ASCII shifted in. */
+bool tui_vtseq_plain(const struct tui_vterm *);
+
 /* ---- the dashboard ---- */
 
 struct config;
@@ -150,6 +257,13 @@ struct tui_prompt {
 	int64_t deadline_us;      /* util_mono_us clock */
 	int64_t left_us;          /* what was left when paused */
 	bool paused;
+};
+
+/* A session frozen at a disk limit, asking whether to continue (tui-disk.c). */
+struct tui_disk {
+	struct tui_pane *pane;
+	char *what;               /* "frozen: its processes wrote ..." */
+	char *more;               /* what continuing does */
 };
 
 /* One request, as the requests panel keeps it. */
@@ -243,6 +357,14 @@ struct tui {
 	struct event *tick_ev;
 	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
 
+	/* disk questions (tui-disk.c) */
+	struct tui_disk **disks;
+	size_t ndisks;
+	size_t disk_sel;
+	int disk_choice;            /* 0 continue, 1 stop */
+	bool disk_focus;
+	unsigned disk_x[2][2];
+
 	/* requests (tui-requests.c) */
 	struct tui_req **reqs;
 	size_t nreqs;
@@ -275,6 +397,8 @@ struct tui {
 	size_t new_sel;
 	bool new_dir_step;
 	struct tui_line new_dir;
+	unsigned dialog_cx;         /* where its cursor goes */
+	unsigned dialog_cy;
 };
 
 /* tui-dash.c */
@@ -314,6 +438,18 @@ void tui_prompt_free_all(struct tui *);
 /** Formats the seconds left of P (for the bar and tests). */
 int tui_prompt_seconds_left(const struct tui_prompt *, int64_t now_us);
 
+/* tui-disk.c */
+struct session_disk_ask;
+void tui_disk_ask(struct tui *, struct tui_pane *,
+    const struct session_disk_ask *);
+void tui_disk_drop_pane(struct tui *, struct tui_pane *);
+bool tui_disk_frozen(const struct tui_pane *);
+void tui_disk_focus(struct tui *, bool);
+bool tui_disk_key(struct tui *, const struct tui_key *);
+bool tui_disk_click(struct tui *, unsigned x);
+void tui_disk_draw(struct tui *, unsigned y);
+void tui_disk_free_all(struct tui *);
+
 /* tui-requests.c */
 void tui_requests_event(struct tui *, struct tui_pane *,
     const struct store_request *, bool done);
@@ -322,6 +458,9 @@ bool tui_requests_key(struct tui *, const struct tui_key *);
 void tui_requests_free_all(struct tui *);
 bool tui_req_matches(const struct tui_req *, const char *filter);
 char *tui_req_details(const struct tui_req *);
+/* SCHEME://HOST:PORT/PATH quoted as one name (quote_name); caller frees. */
+char *tui_req_url(const char *scheme, const char *host, int port,
+    const char *path);
 
 /* tui-history.c */
 void tui_history_open(struct tui *);

@@ -438,7 +438,8 @@ static const struct tui_binding tui_keys_table[] = {
 	{ .key = 'r', .action = TUI_ACT_REQUESTS, .name = "r",
 	  .help = "requests panel" },
 	{ .key = 'a', .action = TUI_ACT_PROMPTS, .name = "a",
-	  .help = "answer pending prompts (pauses their countdown)" },
+	  .help = "answer a frozen session's disk question, else pending "
+	  "prompts (pauses their countdown)" },
 	{ .key = 'h', .action = TUI_ACT_HISTORY, .name = "h",
 	  .help = "history of past sessions" },
 	{ .key = 'u', .action = TUI_ACT_SNAPSHOTS, .name = "u",

@@ -201,6 +201,7 @@ static bool
 tui_layout_place(struct tui_node *n, struct tui_rect r)
 {
 	struct tui_rect ra = r, rb = r;
+	bool fits;
 
 	n->r = r;
 	n->shown = true;
@@ -222,7 +223,9 @@ tui_layout_place(struct tui_node *n, struct tui_rect r)
 		rb.sy = r.sy - ra.sy - 1;
 		break;
 	}
-	return tui_layout_place(n->a, ra) & tui_layout_place(n->b, rb);
+	/* Both halves are placed, whether or not the first fits. */
+	fits = tui_layout_place(n->a, ra);
+	return tui_layout_place(n->b, rb) && fits;
 }
 
 bool

@@ -40,6 +40,7 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	wp->status = status;
 	wp->redraw = true;
 	tui_prompt_drop_pane(wp->t, wp);
+	tui_disk_drop_pane(wp->t, wp);
 	tui_message(wp->t, status != 0, "session %d (%s) exited with status %d",
 	    wp->num, wp->agent, status);
 }
@@ -83,6 +84,15 @@ tui_pane_notice(void *arg, struct session *s, const char *level,
 	    wp->num, message);
 }
 
+static void
+tui_pane_disk(void *arg, struct session *s, const struct session_disk_ask *a)
+{
+	struct tui_pane *wp = arg;
+
+	wp->alert = true;
+	tui_disk_ask(wp->t, wp, a);
+}
+
 static const struct session_events tui_pane_events = {
 	.output = tui_pane_output,
 	.exited = tui_pane_exited,
@@ -90,6 +100,7 @@ static const struct session_events tui_pane_events = {
 	.ask = tui_pane_ask,
 	.answered = tui_pane_answered,
 	.notice = tui_pane_notice,
+	.disk = tui_pane_disk,
 };
 
 /* What the terminal answers the program, and the keys typed for it. */
@@ -271,6 +282,8 @@ tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
 		snprintf(buf, len, "closed");
 	else if (wp->exited)
 		snprintf(buf, len, "exited %d", wp->status);
+	else if (tui_disk_frozen(wp))
+		snprintf(buf, len, "frozen");
 	else {
 		snprintf(buf, len, "running");
 		for (i = 0; i < wp->t->nprompts; i++) {

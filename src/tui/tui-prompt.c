@@ -289,9 +289,16 @@ tui_prompt_click(struct tui *t, unsigned x)
 static char *
 tui_prompt_what(const struct tui_prompt *p)
 {
-	return xprintf("%s%s%s://%s:%d%s", p->method != NULL ? p->method : "",
-	    p->method != NULL ? " " : "", p->scheme != NULL ? p->scheme :
-	    "https", p->host, p->port, p->path != NULL ? p->path : "");
+	char *url, *m, *s;
+
+	/* What the user decides on: a name that cannot pass for another. */
+	url = tui_req_url(p->scheme != NULL ? p->scheme : "https", p->host,
+	    p->port, p->path);
+	m = quote_name(p->method != NULL ? p->method : "");
+	s = xprintf("%s%s%s", m, p->method != NULL ? " " : "", url);
+	free(m);
+	free(url);
+	return s;
 }
 
 void

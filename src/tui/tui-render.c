@@ -136,6 +136,7 @@ struct tui_screen {
 	uint32_t last_bg;
 	int last_pair;
 	int shape;            /* the cursor shape last sent, -1 none */
+	char pending[32];     /* DECSCUSR to send after the frame */
 	bool invalid;
 };
 
@@ -224,6 +225,8 @@ tui_screen_locale(void)
 {
 	const char *cs = nl_langinfo(CODESET);
 
+	/* ncursesw writes UTF-8 from here on: so may the quoting helper. */
+	quote_set_utf8(true);
 	if (strcmp(cs, "UTF-8") == 0 || strcmp(cs, "utf8") == 0)
 		return;
 	if (setlocale(LC_CTYPE, "C.UTF-8") == NULL)
@@ -240,9 +243,9 @@ tui_screen_modes(bool on)
 	    "\033[?1000l";
 
 	fflush(stdout);
-	if (on)
+	if (on) /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, enable, sizeof enable - 1);
-	else
+	else /* raw: constant mode sequences */
 		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
 }
 
@@ -324,10 +327,12 @@ tui_screen_close(struct tui_screen *scr)
 		return;
 	tui_screen_current = NULL;
 	curs_set(1);
-	se = tigetstr("Se");
-	if (scr->shape != -1 && se != NULL && se != (char *)-1)
-		putp(se);
 	endwin();
+	se = tigetstr("Ss");
+	if (scr->shape > 0 && se != NULL && se != (char *)-1 &&
+	    (se = tiparm(se, 0)) != NULL)
+		/* raw: terminfo's Ss with 0, no text of a pane's */
+		util_write_all(STDOUT_FILENO, se, strlen(se));
 	tui_screen_modes(false);
 	delscreen(scr->sp);
 	free(scr->line);
@@ -383,28 +388,41 @@ tui_screen_fill(struct tui_screen *scr, const struct tui_rect *r,
 	attr_set(A_NORMAL, 0, NULL);
 }
 
+/*
+ * Every piece of text the dashboard draws comes here, and goes through
+ * the quoting helper first: a control, C1, bidi or invisible character or
+ * a byte that is not UTF-8, from a jail or anywhere else, is drawn as its
+ * escape (\033, \302\233, \342\200\256), never handed to the terminal.
+ * Names from a jail are quoted by the callers too, so they read as names.
+ */
 unsigned
 tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
     unsigned width, enum tui_style style, const char *text)
 {
 	mbstate_t ps;
 	wchar_t wc;
-	size_t n, left = strlen(text);
+	struct buf safe;
+	const char *p;
+	size_t n, left;
 	unsigned used = 0;
 	int w;
 
+	buf_init(&safe);
+	quote_text_add(&safe, text, strlen(text));
+	p = safe.data != NULL ? safe.data : "";
+	left = safe.len;
 	memset(&ps, 0, sizeof ps);
 	tui_screen_set_style(scr, style);
 	move((int)y, (int)x);
 	while (left > 0 && used < width) {
-		n = mbrtowc(&wc, text, left, &ps);
+		n = mbrtowc(&wc, p, left, &ps);
 		if (n == (size_t)-1 || n == (size_t)-2) {
 			wc = L'?';
 			n = 1;
 			memset(&ps, 0, sizeof ps);
 		} else if (n == 0)
 			break;
-		if (wc < 0x20 || wc == 0x7f)
+		if (wc < 0x20) /* the tabs and line ends quote_text_add keeps */
 			wc = L' ';
 		if ((w = wcwidth(wc)) < 0)
 			w = 1;
@@ -412,10 +430,11 @@ tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
 			break;
 		addnwstr(&wc, 1);
 		used += (unsigned)w;
-		text += n;
+		p += n;
 		left -= n;
 	}
 	attr_set(A_NORMAL, 0, NULL);
+	buf_free(&safe);
 	return used;
 }
 
@@ -460,6 +479,11 @@ tui_screen_cell(struct tui_screen *scr, struct tui_grid *gd,
 	int pair = tui_screen_pair(scr, c->fg, c->bg);
 
 	n = tui_grid_chars(gd, c, y, chars);
+	if (c->attr & TUI_ATTR_CONCEAL) {
+		/* Concealed text shows as blanks, as xterm shows it. */
+		n = 0;
+		attr &= ~(attr_t)A_UNDERLINE;
+	}
 	for (i = 0; i < n; i++) {
 		w[i] = (wchar_t)chars[i];
 		if (chars[i] < 0x20 || (chars[i] >= 0x7f && chars[i] < 0xa0))
@@ -477,6 +501,66 @@ tui_screen_cell(struct tui_screen *scr, struct tui_grid *gd,
 	}
 }
 
+/* Makes room in the scratch line for N cells. */
+static void
+tui_screen_line_reserve(struct tui_screen *scr, size_t n)
+{
+	if (scr->linecap >= n)
+		return;
+	scr->linecap = n;
+	scr->line = xreallocarray(scr->line, scr->linecap, sizeof *scr->line);
+}
+
+/* A blank in the attributes and colours of curses cell CC. */
+static void
+tui_screen_blank_like(const cchar_t *cc, cchar_t *blank)
+{
+	wchar_t w[CCHARW_MAX + 1];
+	attr_t attr;
+	short pair;
+	int pair_ext;
+	static const wchar_t sp[] = L" ";
+
+	if (getcchar(cc, w, &attr, &pair, &pair_ext) == ERR)
+		pair_ext = 0;
+	setcchar(blank, sp, attr & ~(attr_t)A_UNDERLINE, 0, &pair_ext);
+}
+
+/*
+ * Draws double-width (or double-height) grid row GY in W columns at
+ * screen row RY, column RX: each cell, then a blank beside it, so the row
+ * is as wide on the screen as libvterm laid it out (half the cells).
+ */
+static void
+tui_screen_row_wide(struct tui_screen *scr, struct tui_grid *gd, int gy,
+    unsigned rx, unsigned ry, unsigned w, bool reverse)
+{
+	const struct tui_cell *c;
+	unsigned x, col = 0;
+	size_t n = 0;
+
+	tui_screen_line_reserve(scr, w + 1);
+	for (x = 0; col < w; x++) {
+		c = tui_grid_cell(gd, x, gy);
+		tui_screen_cell(scr, gd, c, gy, reverse, &scr->line[n]);
+		if (c->wide && col + 4 <= w) {
+			/* Its right half's cell adds the other two columns. */
+			n++;
+			col += 2;
+			continue;
+		}
+		if (c->wide || c->pad)
+			tui_screen_blank_like(&scr->line[n], &scr->line[n]);
+		n++;
+		if (++col < w) {
+			tui_screen_blank_like(&scr->line[n - 1], &scr->line[n]);
+			n++;
+			col++;
+		}
+	}
+	mvadd_wchnstr((int)ry, (int)rx, scr->line, (int)n);
+}
+
 /* Draws columns [X0, X1) of grid row GY at screen row RY, column RX. */
 static void
 tui_screen_row(struct tui_screen *scr, struct tui_grid *gd, int gy,
@@ -488,11 +572,7 @@ tui_screen_row(struct tui_screen *scr, struct tui_grid *gd, int gy,
 
 	if (x0 > 0 && tui_grid_cell(gd, x0, gy)->pad)
 		x0--;
-	if (scr->linecap < x1 - x0) {
-		scr->linecap = x1 - x0;
-		scr->line = xreallocarray(scr->line, scr->linecap,
-		    sizeof *scr->line);
-	}
+	tui_screen_line_reserve(scr, x1 - x0);
 	for (x = x0; x < x1; x++) {
 		c = tui_grid_cell(gd, x, gy);
 		if (c->pad)
@@ -526,6 +606,11 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 			x1 = w;
 		} else if (!tui_grid_row_dirty(gd, (unsigned)gy, &x0, &x1))
 			continue;
+		if (tui_grid_lsize(gd, gy) != TUI_LSIZE_SINGLE) {
+			tui_screen_row_wide(scr, gd, gy, r->x, r->y + y, w,
+			    reverse);
+			x0 = x1 = w;
+		}
 		if (x1 > w)
 			x1 = w;
 		if (x0 < x1)
@@ -537,25 +622,32 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 	tui_grid_clean(gd);
 }
 
+/*
+ * The shape goes to the terminal as DECSCUSR (terminfo's Ss) with the
+ * pane's own number; 0, the terminal's default, is sent only to undo a
+ * shape sent before. It is written after the frame: what putp queues
+ * between a move and the refresh never reached the terminal.
+ */
 void
 tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
     unsigned y, enum tui_cursor_shape shape)
 {
-	static const int codes[] = { [TUI_CURSOR_BLOCK] = 2,
-	    [TUI_CURSOR_UNDERLINE] = 4, [TUI_CURSOR_BAR] = 6 };
-	const char *ss;
+	const char *ss, *seq;
 
 	curs_set(visible ? 1 : 0);
 	if (!visible)
 		return;
 	move((int)y, (int)x);
-	if (scr->shape == codes[shape])
+	if (scr->shape == (int)shape ||
+	    (scr->shape == -1 && shape == TUI_CURSOR_DEFAULT))
 		return;
 	ss = tigetstr("Ss");
 	if (ss == NULL || ss == (char *)-1)
 		return;
-	scr->shape = codes[shape];
-	putp(tiparm(ss, scr->shape));
+	scr->shape = (int)shape;
+	if ((seq = tiparm(ss, scr->shape)) != NULL &&
+	    strlen(seq) < sizeof scr->pending)
+		memcpy(scr->pending, seq, strlen(seq) + 1);
 }
 
 void
@@ -566,6 +658,11 @@ tui_screen_flush(struct tui_screen *scr)
 		scr->invalid = false;
 	}
 	refresh();
+	if (scr->pending[0] != '\0') {
+		/* raw: terminfo's Ss with a shape of 0-6 (tui_vtseq) */
+		util_write_all(STDOUT_FILENO, scr->pending, strlen(scr->pending));
+		scr->pending[0] = '\0';
+	}
 }
 
 /* ---- frame pacing ---- */

@@ -215,11 +215,23 @@ tui_req_mark(const struct tui_req *r, enum tui_style *style)
 	return strcmp(r->decision, "tunnel") == 0 ? "~" : "\xe2\x9c\x93";
 }
 
+char *
+tui_req_url(const char *scheme, const char *host, int port, const char *path)
+{
+	char *url, *q;
+
+	url = xprintf("%s://%s:%d%s", scheme != NULL ? scheme : "?",
+	    host != NULL ? host : "?", port, path != NULL ? path : "");
+	q = quote_name(url);
+	free(url);
+	return q;
+}
+
 static void
 tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
     unsigned sx, bool selected)
 {
-	char when[32], size[16], dur[16], status[8], *line;
+	char when[32], size[16], dur[16], status[8], *line, *url, *m1;
 	enum tui_style mark, style = selected ? TUI_STYLE_SELECTED :
 	    TUI_STYLE_NORMAL;
 	const char *m = tui_req_mark(r, &mark);
@@ -236,9 +248,11 @@ tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
 	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2d ",
 	    strlen(when) > 11 ? when + 11 : when, r->pane);
 	x += tui_screen_print(t->scr, x, y, sx - x, selected ? style : mark, m);
-	line = xprintf(" %-7s %s://%s:%d%s", r->method != NULL ? r->method :
-	    "-", r->scheme != NULL ? r->scheme : "?", r->host != NULL ?
-	    r->host : "?", r->port, r->path != NULL ? r->path : "");
+	url = tui_req_url(r->scheme, r->host, r->port, r->path);
+	m1 = quote_name(r->method != NULL ? r->method : "-");
+	line = xprintf(" %-7s %s", m1, url);
+	free(m1);
+	free(url);
 	if (sx > x + 22)
 		tui_screen_print(t->scr, x, y, sx - x - 22, style, line);
 	if (sx > 22)
@@ -314,27 +328,33 @@ char *
 tui_req_details(const struct tui_req *r)
 {
 	struct buf b;
-	char when[32], size[16], dur[16];
+	struct strv q;
+	char when[32], size[16], dur[16], *url;
 
 	buf_init(&b);
+	strv_init(&q);
 	util_fmt_time(when, sizeof when, r->at);
 	util_fmt_size(size, sizeof size, r->bytes);
 	util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
-	buf_printf(&b, "%s %s://%s:%d%s\n\n", r->method != NULL ? r->method :
-	    "-", r->scheme != NULL ? r->scheme : "?", r->host, r->port,
-	    r->path != NULL ? r->path : "");
+	url = tui_req_url(r->scheme, r->host, r->port, r->path);
+	buf_printf(&b, "%s %s\n\n", quote_keep(&q, r->method != NULL ?
+	    r->method : "-"), url);
+	free(url);
 	buf_printf(&b, "session:   %d\nstarted:   %s\ndecision:  %s\n", r->pane,
 	    when, r->decision != NULL ? r->decision : "(in flight)");
 	if (r->rule != NULL)
-		buf_printf(&b, "rule:      %s\n", r->rule);
+		buf_printf(&b, "rule:      %s\n", quote_keep_line(&q, r->rule));
 	buf_printf(&b, "status:    %d\nreceived:  %s\nduration:  %s\n", r->status,
 	    size, dur);
 	if (r->error != NULL)
-		buf_printf(&b, "error:     %s\n", r->error);
+		buf_printf(&b, "error:     %s\n", quote_keep_line(&q, r->error));
+	/* Header lines stay lines; what is in them is escaped. */
 	buf_printf(&b, "\nrequest headers (secrets redacted):\n%s\n",
-	    r->req_headers != NULL ? r->req_headers : "(none)\n");
+	    r->req_headers != NULL ? quote_keep_text(&q, r->req_headers) :
+	    "(none)\n");
 	buf_printf(&b, "response headers:\n%s", r->resp_headers != NULL ?
-	    r->resp_headers : "(none)\n");
+	    quote_keep_text(&q, r->resp_headers) : "(none)\n");
+	strv_free(&q);
 	return buf_steal(&b);
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "session.h"
 #include "tui-int.h"
 
 static const char *
@@ -36,6 +37,10 @@ tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
 	if (wp->unsafe != NULL && x < t->sx)
 		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_ALERT,
 		    " UNSAFE:%s", wp->unsafe);
+	/* What it does is no longer all recorded: said for as long as it runs. */
+	if (wp->s != NULL && session_budget_reached(wp->s) && x < t->sx)
+		x += tui_screen_print(t->scr, x, y, t->sx - x, TUI_STYLE_WARN,
+		    " BUDGET");
 	if (x < t->sx)
 		x += tui_screen_print(t->scr, x, y, t->sx - x, TUI_STYLE_BAR, " ");
 	return x;

@@ -24,6 +24,7 @@ struct event_base;
 #define TUI_ATTR_BLINK 0x10
 #define TUI_ATTR_REVERSE 0x20
 #define TUI_ATTR_STRIKE 0x40
+#define TUI_ATTR_CONCEAL 0x80   /* SGR 8: drawn as blanks */
 
 /* Colours: the default, one of 256 indexed, or 24-bit RGB. */
 #define TUI_COLOR_DEFAULT 0u
@@ -103,9 +104,18 @@ bool tui_grid_row_is(const struct tui_grid *, unsigned y, const char *s,
     size_t len, const struct tui_cell *pen);
 /** Drops the history. */
 void tui_grid_clear_history(struct tui_grid *);
-/** Marks row Y as continuing on the next row (automatic wrap). */
-void tui_grid_set_wrapped(struct tui_grid *, unsigned y, bool);
-bool tui_grid_wrapped(const struct tui_grid *, int y);
+
+/* A row's line size (DECDWL, DECDHL): its cells are drawn two columns wide. */
+enum tui_lsize {
+	TUI_LSIZE_SINGLE,
+	TUI_LSIZE_WIDE,        /* DECDWL */
+	TUI_LSIZE_TOP,         /* DECDHL, top half */
+	TUI_LSIZE_BOTTOM,      /* DECDHL, bottom half */
+};
+
+/** Sets the line size of screen row Y (a new row is single). */
+void tui_grid_set_lsize(struct tui_grid *, unsigned y, enum tui_lsize);
+enum tui_lsize tui_grid_lsize(const struct tui_grid *, int y);
 /** True if anything on the screen changed since tui_grid_clean. */
 bool tui_grid_is_dirty(const struct tui_grid *);
 /** The changed columns [*X0, *X1) of screen row Y; false if none. */
@@ -325,9 +335,14 @@ size_t tui_layout_borders(const struct tui_layout *, struct tui_rect *r,
  * screen with history, one for the alternate screen).
  */
 
+/* The cursor's shape, numbered as DECSCUSR numbers them. */
 enum tui_cursor_shape {
+	TUI_CURSOR_DEFAULT,        /* whatever the user's terminal does */
+	TUI_CURSOR_BLOCK_BLINK,
 	TUI_CURSOR_BLOCK,
+	TUI_CURSOR_UNDERLINE_BLINK,
 	TUI_CURSOR_UNDERLINE,
+	TUI_CURSOR_BAR_BLINK,
 	TUI_CURSOR_BAR,
 };
 
@@ -354,6 +369,8 @@ void tui_vterm_resize(struct tui_vterm *, unsigned sx, unsigned sy);
 struct tui_grid *tui_vterm_grid(struct tui_vterm *);
 bool tui_vterm_altscreen(const struct tui_vterm *);
 void tui_vterm_cursor(const struct tui_vterm *, unsigned *x, unsigned *y);
+/** The screen column the cursor shows in: twice its cell on a double-width line. */
+unsigned tui_vterm_cursor_column(struct tui_vterm *);
 bool tui_vterm_cursor_visible(const struct tui_vterm *);
 enum tui_cursor_shape tui_vterm_cursor_shape(const struct tui_vterm *);
 /** Reverse video of the whole screen (DECSCNM). */

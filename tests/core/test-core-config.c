@@ -93,7 +93,9 @@ test_valid(void **state)
 	    "[proxy]\n"
 	    "connect_timeout = 5\n"
 	    "connect_to = api.mine.dev:443:127.0.0.1:8443\n"
-	    "record_bodies = 64K\n", &ps);
+	    "record_bodies = 64K\n"
+	    "[snapshots]\n"
+	    "max_size = 512M\n", &ps);
 	assert_int_equal(ps.n, 0);
 	assert_non_null(cf);
 	assert_int_equal(cf->on_unknown, CONFIG_DENY);
@@ -119,6 +121,14 @@ test_valid(void **state)
 	assert_int_equal(cf->proxy.connect_timeout, 5);
 	assert_int_equal(cf->proxy.connect_to.n, 1);
 	assert_int_equal(cf->proxy.max_body_record, 65536);
+	assert_int_equal(cf->snapshots.max_size, 512LL << 20);
+	config_free(cf);
+	/* No limit at all, and the default. */
+	cf = load("[snapshots]\nmax_size = off\n", &ps);
+	assert_int_equal(cf->snapshots.max_size, 0);
+	config_free(cf);
+	cf = load("", &ps);
+	assert_int_equal(cf->snapshots.max_size, 2LL << 30);
 	config_free(cf);
 }
 
@@ -174,6 +184,7 @@ test_bad_values(void **state)
 	expect_problem("[policy]\non_unknown = maybe\n", 2, "ask");
 	expect_problem("\n[policy]\nprompt_timeout = soon\n", 3, "duration");
 	expect_problem("[limits]\nmemory = lots\n", 2, "size");
+	expect_problem("[snapshots]\nmax_size = big\n", 2, "size");
 	expect_problem("[limits]\npids = 2\n", 2, "out of range");
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
 	expect_problem("[ui]\nescape_time = soon\n", 2, "escape_time");
@@ -184,6 +195,43 @@ test_bad_values(void **state)
 	expect_problem("[agent x]\nconfig_dir = relative\n", 2, "absolute");
 	expect_problem("[agent x]\nenv = NOEQUALS\n", 2, "NAME=VALUE");
 	expect_problem("[agent x]\ncommand = 'unterminated\n", 2, "quote");
+}
+
+/* The disk a session may take: defaults, sizes, a share, and what is refused. */
+static void
+test_disk_limits(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+
+	cf = load("", &ps);
+	assert_non_null(cf);
+	assert_int_equal(cf->limits.disk_write, 20LL << 30);
+	assert_int_equal(cf->limits.disk_reserve, 1LL << 30);
+	assert_int_equal(cf->limits.disk_reserve_pct, 0);
+	config_free(cf);
+	config_problems_free(&ps);
+	cf = load("[limits]\ndisk_write = 0\ndisk_reserve = 5%\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(ps.n, 0);
+	assert_int_equal(cf->limits.disk_write, 0);
+	assert_int_equal(cf->limits.disk_reserve, 0);
+	assert_int_equal(cf->limits.disk_reserve_pct, 5);
+	config_free(cf);
+	config_problems_free(&ps);
+	/* The last one given wins, a size after a share too. */
+	cf = load("[limits]\ndisk_reserve = 5%\ndisk_reserve = 512M\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(cf->limits.disk_reserve, 512LL << 20);
+	assert_int_equal(cf->limits.disk_reserve_pct, 0);
+	config_free(cf);
+	config_problems_free(&ps);
+	expect_problem("[limits]\ndisk_write = much\n", 2, "not a size");
+	expect_problem("[limits]\ndisk_reserve = 100%\n", 2,
+	    "not a share of the disk from 0% to 99%");
+	expect_problem("[limits]\ndisk_reserve = -1%\n", 2, "share");
+	expect_problem("[limits]\ndisk_reserve = %\n", 2, "share");
+	expect_problem("[limits]\ndisk_reserve = lots\n", 2, "not a size");
 }
 
 static void
@@ -311,6 +359,7 @@ main(void)
 		cmocka_unit_test(test_missing_explicit_fails),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_disk_limits),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_secret_checks),

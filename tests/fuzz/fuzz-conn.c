@@ -8,8 +8,13 @@
  * Beyond "no crash, no leak" it checks, for every input:
  * - records never hold the secret's real value in headers or bodies, nor
  *   anywhere else unless the input itself carried the value;
- * - the value reaches no upstream but its bound host, unless the input
- *   carried it;
+ * - the value reaches no upstream but its bound host over TLS (never in
+ *   cleartext, not even to that host's TLS port), unless the input carried
+ *   it;
+ * - the placeholder reaches no upstream but the bound host over TLS and
+ *   the tunnel (whose bytes are not looked at) in one piece: as it is, as
+ *   hex or base64 (forms made here with OpenSSL's encoder), percent-
+ *   encoded, or in a WebSocket's frames once unmasked (read here);
  * - what reaches the host whose rules allow only GET parses, with a parser
  *   of its own, as nothing but GET requests (no smuggling past the policy)
  *   unless an answer allowed more;
@@ -37,6 +42,7 @@
 #include <event2/event.h>
 #include <http_parser.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "core/core.h"
@@ -64,6 +70,8 @@ struct fc_peer {
 	SSL *ssl;
 	bool handshaken;
 	bool eof;
+	bool cleartext;    /* a TLS listener's peer that spoke no TLS */
+	bool first_seen;   /* its first byte was looked at */
 	int up;            /* enum fc_up, or -1 for a client */
 	struct buf got;    /* what arrived, decrypted */
 };
@@ -94,6 +102,9 @@ static struct {
 static struct fc_run *fc_cur;
 
 static const char *const fc_values[] = { FUZZ_SECRET_VALUE, NULL };
+
+/* The placeholder's forms no upstream but its own may get (fc_make_forms). */
+static struct strv fc_forms;
 
 /* ---- set-up, once per process ---- */
 
@@ -230,6 +241,49 @@ fc_isolate(void)
 	close(fd);
 }
 
+/* The base64 characters that carry only the placeholder, K bytes into a group. */
+static void
+fc_add_b64(size_t k)
+{
+	size_t len = strlen(FC_PLACEHOLDER), n = k + len, i;
+	unsigned char in[64] = { 0 }, out[96];
+	char *piece;
+
+	/* With its NUL: the byte after it is 0 either way. */
+	memcpy(in + k, FC_PLACEHOLDER, len + 1);
+	EVP_EncodeBlock(out, in, (int)n + 1);
+	piece = xstrndup((char *)out + (8 * k + 5) / 6, 8 * n / 6 -
+	    (8 * k + 5) / 6);
+	strv_add(&fc_forms, piece);
+	for (i = 0; piece[i] != '\0'; i++)
+		piece[i] = piece[i] == '+' ? '-' : piece[i] == '/' ? '_' : piece[i];
+	strv_add(&fc_forms, piece);
+	free(piece);
+}
+
+static void
+fc_make_forms(void)
+{
+	struct buf lo, up;
+	const char *p;
+	size_t k;
+
+	strv_init(&fc_forms);
+	strv_add(&fc_forms, FC_PLACEHOLDER);
+	buf_init(&lo);
+	buf_init(&up);
+	for (p = FC_PLACEHOLDER; *p != '\0'; p++) {
+		buf_printf(&lo, "%02x", (unsigned char)*p);
+		buf_printf(&up, "%02X", (unsigned char)*p);
+	}
+	strv_add(&fc_forms, lo.data);
+	strv_add(&fc_forms, up.data);
+	buf_free(&lo);
+	buf_free(&up);
+	for (k = 0; k < 3; k++)
+		fc_add_b64(k);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -245,6 +299,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	fc_make_cert();
 	fc_make_proxy();
 	fc_make_tls();
+	fc_make_forms();
 	return 0;
 }
 
@@ -337,6 +392,27 @@ fc_peer_got(struct fc_peer *p, const char *data, size_t len)
 		buf_add(&p->got, data, len);
 }
 
+/*
+ * An upstream that was sent something other than a TLS record where it
+ * expects TLS (plain HTTP to a TLS port) is read as it is: a proxy that
+ * sent a secret there sent it in clear.
+ */
+static bool
+fc_peer_cleartext(struct fc_peer *p)
+{
+	unsigned char c;
+
+	if (p->first_seen || recv(p->fd, &c, 1, MSG_PEEK) != 1)
+		return false;
+	p->first_seen = true;
+	if (c == 0x16)
+		return false;
+	SSL_free(p->ssl);
+	p->ssl = NULL;
+	p->cleartext = true;
+	return true;
+}
+
 /* Reads what arrived (through TLS once there is TLS); notes the end. */
 static void
 fc_peer_read(struct fc_peer *p)
@@ -346,6 +422,9 @@ fc_peer_read(struct fc_peer *p)
 	int rc;
 
 	while (p->fd != -1 && !p->eof) {
+		if (p->ssl != NULL && !p->handshaken && p->up != -1 &&
+		    fc_peer_cleartext(p))
+			continue;
 		if (p->ssl != NULL) {
 			if (!p->handshaken) {
 				rc = SSL_do_handshake(p->ssl);
@@ -640,6 +719,81 @@ fc_parse_headers_done(http_parser *hp)
 	return 0;
 }
 
+static int
+fc_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Aborts if D holds a form of the placeholder, as it is or percent-decoded. */
+static void
+fc_check_forms(const char *d, size_t len)
+{
+	struct buf dec;
+	size_t i;
+
+	if (len == 0)
+		return;
+	buf_init(&dec);
+	buf_add(&dec, "", 0);
+	for (i = 0; i < len; i++) {
+		if (d[i] == '%' && i + 2 < len && fc_hexval((unsigned char)d[i + 1])
+		    != -1 && fc_hexval((unsigned char)d[i + 2]) != -1) {
+			buf_addc(&dec, (char)(fc_hexval((unsigned char)d[i + 1]) *
+			    16 + fc_hexval((unsigned char)d[i + 2])));
+			i += 2;
+		} else
+			buf_addc(&dec, d[i]);
+	}
+	for (i = 0; i < fc_forms.n; i++) {
+		if (memmem(d, len, fc_forms.v[i], strlen(fc_forms.v[i])) != NULL ||
+		    memmem(dec.data, dec.len, fc_forms.v[i],
+		    strlen(fc_forms.v[i])) != NULL)
+			abort();
+	}
+	buf_free(&dec);
+}
+
+/*
+ * An upgraded connection's frames, after the head of the request that
+ * upgraded it: data frames' payloads unmasked and taken together, each
+ * control frame's on its own.
+ */
+static void
+fc_check_frames(const char *d, size_t len)
+{
+	const unsigned char *f = (const unsigned char *)d, *mask;
+	size_t off = 0, hl, ext, i, k;
+	uint64_t n;
+	struct buf data, ctl;
+
+	buf_init(&data);
+	while (off + 2 <= len) {
+		n = f[off + 1] & 0x7f;
+		ext = n == 126 ? 2 : n == 127 ? 8 : 0;
+		hl = 2 + ext + ((f[off + 1] & 0x80) ? 4 : 0);
+		if (off + hl > len)
+			break;
+		for (k = 0, n = ext != 0 ? 0 : n; k < ext; k++)
+			n = n << 8 | f[off + 2 + k];
+		mask = (f[off + 1] & 0x80) ? f + off + hl - 4 : NULL;
+		buf_init(&ctl);
+		for (i = 0; i < n && off + hl + i < len; i++)
+			buf_addc((f[off] & 0x08) ? &ctl : &data,
+			    (char)(f[off + hl + i] ^ (mask != NULL ? mask[i & 3] : 0)));
+		fc_check_forms(ctl.data, ctl.len);
+		buf_free(&ctl);
+		if (i < n)
+			break;
+		off += hl + (size_t)n;
+	}
+	fc_check_forms(data.data, data.len);
+	buf_free(&data);
+}
+
 /* Parses what an upstream got as the requests it would read. */
 static void
 fc_check_upstream(struct fc_run *r, struct fc_peer *p)
@@ -649,10 +803,18 @@ fc_check_upstream(struct fc_run *r, struct fc_peer *p)
 	http_parser hp;
 	bool value = memmem(r->sent.data, r->sent.len, FUZZ_SECRET_VALUE,
 	    strlen(FUZZ_SECRET_VALUE)) != NULL;
+	bool verified = p->up == FC_BOUND_TLS && !p->cleartext;
+	const char *end;
 
-	if (p->up != FC_BOUND && p->up != FC_BOUND_TLS && !value &&
-	    p->got.len != 0)
+	if (!verified && !value && p->got.len != 0)
 		fuzz_check_redacted(p->got.data, p->got.len, fc_values);
+	if (!verified && p->up != FC_TUNNEL && p->got.len != 0) {
+		fc_check_forms(p->got.data, p->got.len);
+		if (memmem(p->got.data, p->got.len, "Upgrade: websocket", 18) &&
+		    (end = memmem(p->got.data, p->got.len, "\r\n\r\n", 4)))
+			fc_check_frames(end + 4, p->got.len - (size_t)(end + 4 -
+			    p->got.data));
+	}
 	if (p->up == FC_TUNNEL || p->got.len == 0)
 		return;
 	memset(&s, 0, sizeof s);

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static int
@@ -340,6 +342,97 @@ do_fill(const char *path, int mib)
 	return escaped("wrote %d MiB to %s", mib, path);
 }
 
+/* Writes MIB files of 1 MiB each into DIR; ESCAPED if all of them were written. */
+static int
+write_files(const char *dir, int mib)
+{
+	static char buf[1 << 20];
+	char path[4096];
+	int fd, i;
+
+	for (i = 0; i < mib; i++) {
+		snprintf(path, sizeof path, "%s/w%d", dir, i);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+			return blocked(path);
+		if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+			close(fd);
+			return blocked(path);
+		}
+		close(fd);
+		usleep(10000);
+	}
+	return escaped("wrote %d MiB to %s", mib, dir);
+}
+
+/* The same, once the process's counters are out of an ordinary user's reach. */
+static int
+do_undumpable(const char *dir, int mib)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return blocked("prctl(PR_SET_DUMPABLE)");
+	return write_files(dir, mib);
+}
+
+/*
+ * A process that has SIGCONT sent to it from outside the jail (the
+ * kernel, as lines are typed on its terminal: F_SETSIG on /dev/tty) and
+ * by a timer, and stops itself again after each beat into FILE, so that
+ * it is seen stopped nearly whenever one looks; for up to 60 s. A frozen
+ * session must not see it beat however much is typed.
+ */
+static void
+on_cont(int sig)
+{
+	(void)sig;
+}
+
+static int
+selfcont_tty(void)
+{
+	int fd;
+
+	/* A tty gives O_ASYNC to its foreground group: take it back after. */
+	if ((fd = open("/dev/tty", O_RDONLY | O_NOCTTY)) == -1 ||
+	    fcntl(fd, F_SETSIG, SIGCONT) == -1 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) == -1 ||
+	    fcntl(fd, F_SETOWN, getpid()) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+do_selfcont(const char *file)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	struct sigaction sa;
+	timer_t tm;
+	int fd, i;
+
+	/* A signal ignored (SIGCONT's default) would park the timer. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_cont;
+	sigaction(SIGCONT, &sa, NULL);
+	if (selfcont_tty() == -1)
+		return blocked("F_SETSIG on /dev/tty");
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = SIGCONT;
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_nsec = its.it_interval.tv_nsec = 1000000;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) == -1 ||
+	    timer_settime(tm, 0, &its, NULL) == -1)
+		return blocked("timer_create");
+	if ((fd = open(file, O_WRONLY | O_CREAT | O_APPEND, 0644)) == -1)
+		return blocked(file);
+	for (i = 0; i < 60000; i++) {
+		if (write(fd, ".", 1) != 1)
+			return blocked(file);
+		raise(SIGSTOP);
+	}
+	return escaped("beat for 60 s");
+}
+
 static int
 do_grep(const char *path, const char *needle)
 {
@@ -443,6 +536,74 @@ do_stat(const char *path)
 	return escaped("%s exists", path);
 }
 
+/* DIR/NAME has a set-uid or set-gid bit. */
+static int
+setid_in(const char *dir, const char *name)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return lstat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+}
+
+/*
+ * Every way to give a file in DIR a set-uid or set-gid mode: creating it
+ * so (open, openat, creat, mknod, openat2) and changing it (chmod, fchmod,
+ * fchmodat, fchmodat2).
+ */
+static int
+do_setid(const char *dir)
+{
+	static const char *const names[] = { "open", "openat", "creat",
+	    "mknod", "openat2", "chmod", "fchmod", "fchmodat", "fchmodat2",
+	    "chmod-gid" };
+	struct { uint64_t flags, mode, resolve; } how;
+	char path[4096];
+	size_t i;
+	int fd, dfd;
+
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY)) == -1)
+		return blocked(dir);
+	snprintf(path, sizeof path, "%s/open", dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT, 04755)) != -1)
+		close(fd);
+	if ((fd = openat(dfd, "openat", O_WRONLY | O_CREAT, 02755)) != -1)
+		close(fd);
+	snprintf(path, sizeof path, "%s/creat", dir);
+	if ((fd = creat(path, 04755)) != -1)
+		close(fd);
+	snprintf(path, sizeof path, "%s/mknod", dir);
+	mknod(path, S_IFREG | 04755, 0);
+	memset(&how, 0, sizeof how);
+	how.flags = O_WRONLY | O_CREAT;
+	how.mode = 04755;
+	if ((fd = (int)syscall(437, dfd, "openat2", &how, sizeof how)) != -1)
+		close(fd);
+	for (i = 5; i < sizeof names / sizeof names[0]; i++) {
+		if ((fd = openat(dfd, names[i], O_WRONLY | O_CREAT, 0755)) != -1)
+			close(fd);
+	}
+	snprintf(path, sizeof path, "%s/chmod", dir);
+	chmod(path, 04755);
+	if ((fd = openat(dfd, "fchmod", O_RDONLY)) != -1) {
+		fchmod(fd, 04755);
+		close(fd);
+	}
+	fchmodat(dfd, "fchmodat", 04755, 0);
+	syscall(452, dfd, "fchmodat2", 04755, 0);
+	snprintf(path, sizeof path, "%s/chmod-gid", dir);
+	chmod(path, 02755);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (setid_in(dir, names[i]))
+			return escaped("made %s/%s set-uid or set-gid", dir,
+			    names[i]);
+	}
+	close(dfd);
+	errno = EPERM;
+	return blocked("set-uid and set-gid modes");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -466,6 +627,8 @@ main(int argc, char **argv)
 		return chmod(a, 0777) == 0 ? escaped("chmod %s", a) : blocked(a);
 	if (strcmp(c, "stat") == 0)
 		return do_stat(a);
+	if (strcmp(c, "setid") == 0)
+		return do_setid(a);
 	if (strcmp(c, "tcp") == 0)
 		return do_tcp(a, b);
 	if (strcmp(c, "unix") == 0)
@@ -538,6 +701,10 @@ main(int argc, char **argv)
 		    (printf("BLOCKED: %s is not set\n", a), 1);
 	if (strcmp(c, "grep") == 0)
 		return do_grep(a, b);
+	if (strcmp(c, "undumpable") == 0)
+		return do_undumpable(a, atoi(b));
+	if (strcmp(c, "selfcont") == 0)
+		return do_selfcont(a);
 	fprintf(stderr, "usage: amx-escape ATTEMPT [ARGS]\n");
 	return 2;
 }

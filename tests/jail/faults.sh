@@ -74,7 +74,8 @@ kill9() {
 	[ "$st" = crashed ] && ok "kill -9: the session is marked crashed" || bad "kill -9: the session is '$st'"
 	n=$(db "select count(*) from requests where path like '/k%'")
 	[ "$n" -gt 0 ] && ok "kill -9: $n requests were recorded before it" || bad "kill -9: no requests recorded"
-	(cd "$P" && git rev-list --objects "refs/agentmux/sessions/$(db 'select max(id) from sessions')" |
+	own=$(ls -d "$XDG_DATA_HOME"/agentmux/shadow/*/ | head -n 1)
+	(export GIT_DIR="$own"; git rev-list --objects "refs/agentmux/sessions/$(db 'select max(id) from sessions')" |
 		cut -d' ' -f1 | git cat-file --batch-check | grep -q missing) &&
 		bad "kill -9: the snapshots lack objects" || ok "kill -9: the snapshots are whole"
 	out=$("$AMX" undo last 2>&1)
@@ -114,6 +115,8 @@ crashes() {
 disk_full_in_ns() {
 	local hdr apid i out n
 	mount -t tmpfs -o size=16m tmpfs "$XDG_DATA_HOME" || { echo "SKIP: cannot mount a tmpfs"; exit 77; }
+	# Filled on purpose: no reserve of free space kept ([limits] disk_reserve).
+	printf '[limits]\ndisk_reserve = 0\n' >"$XDG_CONFIG_HOME/agentmux/config"
 	hdr=$(head -c 6000 /dev/zero | tr '\0' 'h')
 	(cd "$P" && "$AMX" run --allow "127.0.0.1:$PP" -- true) </dev/null >/dev/null 2>&1
 	fallocate -l $(( $(df --output=avail -B1 "$XDG_DATA_HOME" | tail -n 1) - 300 * 1024 )) "$XDG_DATA_HOME/filler" ||

@@ -98,6 +98,9 @@ jail_stage() {
 	cp "$AMX_ESCAPE" "$S/bin/amx-escape"
 	cp -r "$AGENTMUX_SHARE" "$S/share"
 	cp "$JAIL_SCRIPT" "$JAIL_LIB" "$S/"
+	if [ -n "${AMX_UPSTREAM:-}" ]; then
+		cp "$AMX_UPSTREAM" "$S/upstream.py"
+	fi
 	chmod -R a+rX "$S"
 	chmod 755 "$S"
 }
@@ -147,6 +150,8 @@ jail_as_user() {
 	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" \
 	    AMX_ESCAPE="$S/bin/amx-escape" AGENTMUX_SHARE="$S/share" \
+	    AMX_SMALLFS="${AMX_SMALLFS:-}" \
+	    AMX_UPSTREAM="$S/upstream.py" \
 	    TMPDIR=/tmp sh "$S/$(basename "$JAIL_SCRIPT")" --as-user || rc=1
 	userdel "$U" 2>/dev/null
 	rm -rf "$S"

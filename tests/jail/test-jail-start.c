@@ -1,11 +1,14 @@
 /* The jail library itself: exit statuses and signals, the handed-out listener, the pty, pipes, errors, projects. */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include <sys/wait.h>
 
+#include <linux/magic.h>
 #include <net/if.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -399,6 +402,248 @@ test_summary(void **state)
 	jail_free(j);
 }
 
+/* The sum of the sizes of the files under the project named in NAMES. */
+static long long
+proj_bytes(const char *const *names)
+{
+	struct stat st;
+	long long sum = 0;
+	char *path;
+
+	for (; *names != NULL; names++) {
+		path = xprintf("%s/%s", proj, *names);
+		if (stat(path, &st) == 0)
+			sum += (long long)st.st_size;
+		free(path);
+	}
+	return sum;
+}
+
+/* Waits (bounded) until the files grow: the jail runs. */
+static void
+wait_growing(const char *const *names)
+{
+	long long before = proj_bytes(names);
+	int i;
+
+	for (i = 0; i < 2000 && proj_bytes(names) == before; i++)
+		usleep(5000);
+	if (proj_bytes(names) == before)
+		fail_msg("the jail's writers do not write");
+}
+
+static enum jail_freeze
+freeze_wait(struct jail *j)
+{
+	enum jail_freeze st = JAIL_FREEZING;
+	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < 4000; i++) {
+		if (jail_freeze_poll(j, &st, &cause) == -1)
+			fail_msg("the freeze failed: %s", cause);
+		if (st == JAIL_FROZEN)
+			break;
+		usleep(2500);
+	}
+	return st;
+}
+
+/* The host pid's parent, from its stat; -1 if gone. */
+static pid_t
+host_ppid(pid_t pid, char *state)
+{
+	char *path = xprintf("/proc/%ld/stat", (long)pid), *text, *s;
+	long ppid = -1;
+
+	text = test_read_file(path);
+	free(path);
+	if (text != NULL && (s = strrchr(text, ')')) != NULL &&
+	    sscanf(s + 1, " %c %ld", state, &ppid) != 2)
+		ppid = -1;
+	free(text);
+	return (pid_t)ppid;
+}
+
+static bool
+below(pid_t pid, pid_t top)
+{
+	char state;
+	int i;
+
+	for (i = 0; i < 64 && pid > 1; i++) {
+		if ((pid = host_ppid(pid, &state)) == top)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Every task of every process under the jail's init is stopped (T) or
+ * frozen (a cgroup-frozen task shows D); returns how many processes.
+ */
+static int
+all_stopped(pid_t init)
+{
+	struct dirent *de, *te;
+	char *tdir, *path, *text, *s;
+	int n = 0;
+	DIR *d, *td;
+
+	assert_non_null(d = opendir("/proc"));
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atol(de->d_name);
+
+		if (pid <= 0 || !below(pid, init))
+			continue;
+		n++;
+		tdir = xprintf("/proc/%ld/task", (long)pid);
+		if ((td = opendir(tdir)) == NULL) {
+			free(tdir);
+			continue;
+		}
+		while ((te = readdir(td)) != NULL) {
+			if (te->d_name[0] == '.')
+				continue;
+			path = xprintf("%s/%s/stat", tdir, te->d_name);
+			text = test_read_file(path);
+			if (text != NULL && (s = strrchr(text, ')')) != NULL &&
+			    strchr("TtDZX", s[2]) == NULL)
+				fail_msg("jailed process %ld runs while frozen "
+				    "(state %c)", (long)pid, s[2]);
+			free(text);
+			free(path);
+		}
+		closedir(td);
+		free(tdir);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * A frozen jail writes nothing and every process in it is stopped, while
+ * its processes were forking as fast as they could; thawed, it runs again;
+ * over and over. The cgroup freezer as root where there is one, else the
+ * init's SIGSTOP (tests/jail/disk.sh runs both paths through agentmux).
+ */
+static void
+test_freeze(void **state)
+{
+	static const char *const files[] = { "beat", "beat2", NULL };
+	char *argv[] = { "sh", "-c", "while :; do echo x >>beat; done & "
+	    "while :; do sh -c 'echo y >>beat2' & sleep 0.001; done", NULL };
+	char *cause = NULL;
+	struct jail_conf c;
+	struct jail *j;
+	long long held;
+	int round, n;
+
+	conf_init(&c, argv, false);
+	c.cwd = proj;
+	assert_non_null(j = jail_start(&c, &cause));
+	jail_close_stdin(j);
+	for (round = 0; round < 5; round++) {
+		wait_growing(files);
+		if (jail_freeze(j, &cause) == -1)
+			fail_msg("jail_freeze: %s", cause);
+		assert_int_equal(freeze_wait(j), JAIL_FROZEN);
+		held = proj_bytes(files);
+		n = all_stopped(jail_pid(j));
+		assert_true(n >= 2);
+		usleep(300000);
+		assert_int_equal(proj_bytes(files), held);
+		assert_int_equal(all_stopped(jail_pid(j)), n);
+		if (jail_thaw(j, &cause) == -1)
+			fail_msg("jail_thaw: %s", cause);
+	}
+	wait_growing(files);
+	/* Frozen, it still dies when killed. */
+	assert_int_equal(jail_freeze(j, &cause), 0);
+	assert_int_equal(freeze_wait(j), JAIL_FROZEN);
+	jail_kill(j);
+	assert_int_equal(wait_jail(j), 128 + SIGKILL);
+	jail_free(j);
+	test_sh_ok("rm -f %s/beat %s/beat2", proj, proj);
+}
+
+static bool
+on_tmpfs(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+}
+
+static struct jail_written
+count(struct jail *j)
+{
+	struct jail_written w;
+	char *cause = NULL;
+	int i;
+
+	if (jail_count(j, &cause) == -1)
+		fail_msg("jail_count: %s", cause);
+	for (i = 0; i < 2000; i++) {
+		if (jail_count_poll(j, &w) == 1)
+			return w;
+		usleep(5000);
+	}
+	fail_msg("the jail's init did not answer the count");
+	return w;
+}
+
+/*
+ * The count takes in what every process wrote: the command, a child that
+ * ended (reaped by its parent), an orphan reaped by the init, and a
+ * process that made itself undumpable (exec of an unreadable file).
+ */
+static void
+test_count(void **state)
+{
+	char *argv[] = { "sh", "-c", "head -c 3000000 /dev/zero >a; "
+	    "sh -c 'head -c 1000000 /dev/zero >b & exit 0'; "
+	    "cp /bin/sh xsh && chmod 111 xsh && "
+	    "./xsh -c 'head -c 2000000 /dev/zero >c; echo ready; sleep 60'",
+	    NULL };
+	struct jail_written w;
+	char *cause = NULL, *line;
+	struct jail_conf c;
+	struct jail *j;
+	char buf[16];
+	ssize_t n;
+
+	if (on_tmpfs(proj))
+		test_skip("SKIP: %s is on tmpfs, which counts no writes", proj);
+	conf_init(&c, argv, false);
+	c.cwd = proj;
+	assert_non_null(j = jail_start(&c, &cause));
+	jail_close_stdin(j);
+	n = read(jail_stdout_fd(j), buf, sizeof buf - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "ready\n");
+	line = test_sh_out("ls -l %s/xsh", proj);
+	assert_non_null(strstr(line, "---x--x--x"));
+	free(line);
+	w = count(j);
+	/*
+	 * An ordinary user cannot read the counters of an undumpable process
+	 * (root owns its /proc files): it is reported, and counted once it
+	 * ends. Root reads it through the init's CAP_SYS_PTRACE.
+	 */
+	if (w.bytes < (getuid() == 0 ? 6000000ULL : 4000000ULL))
+		fail_msg("counted %llu bytes written by %u processes (%u "
+		    "unread), not all that was written",
+		    (unsigned long long)w.bytes, w.procs, w.unread);
+	assert_int_equal(w.unread, getuid() == 0 ? 0 : 1);
+	assert_true(w.procs >= 3);
+	jail_kill(j);
+	wait_jail(j);
+	jail_free(j);
+	test_sh_ok("rm -f %s/a %s/b %s/c %s/xsh", proj, proj, proj, proj);
+}
+
 static void
 expect_refused(const char *d, const char *needle)
 {
@@ -538,6 +783,8 @@ main(void)
 		cmocka_unit_test(test_hold_cgroups),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_freeze),
+		cmocka_unit_test(test_count),
 		cmocka_unit_test(test_project),
 	};
 

@@ -1,4 +1,5 @@
-// A node https client through the proxy: CONNECT, then TLS verified against $CA, then GET.
+// A node https client through the proxy: CONNECT, then TLS verified against $CA, then GET
+// (or, with $BODY_B64_OF, a POST whose body is the base64 of 'x' and that text).
 'use strict';
 const http = require('http');
 const https = require('https');
@@ -21,14 +22,16 @@ req.on('connect', (res, socket) => {
   if (!net.isIP(url.hostname))
     opts.servername = url.hostname;
   const conn = tls.connect(opts);
+  const body = process.env.BODY_B64_OF === undefined ? null :
+    `{"k":"${Buffer.from('x' + process.env.BODY_B64_OF).toString('base64')}"}`;
   const get = https.request({ host: url.hostname, port, path: url.pathname,
-    createConnection: () => conn }, (r) => {
+    method: body === null ? 'GET' : 'POST', createConnection: () => conn }, (r) => {
     let body = '';
     r.on('data', (d) => { body += d; });
     r.on('end', () => { console.log(`${r.statusCode} ${body}`); conn.end(); });
   });
   get.on('error', (e) => { console.log(`error ${e.message}`); process.exit(1); });
-  get.end();
+  get.end(body === null ? undefined : body);
 });
 req.on('error', (e) => { console.log(`error ${e.message}`); process.exit(1); });
 req.end();

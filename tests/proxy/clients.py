@@ -10,7 +10,13 @@
   clients.py cap N URL [BUSY]      hold N connections (idle, or each waiting on a GET
                                    of BUSY), then GET URL on one more; say how many of
                                    the held ones the proxy closed
-  clients.py sni URL NAME          CONNECT to URL's host, then TLS and Host for NAME
+  clients.py sni URL NAME [HOST]   CONNECT to URL's host, then TLS for NAME and
+                                   Host NAME (or HOST)
+  clients.py encode FORM TEXT      print TEXT as b64-K or b64url-K (base64 of K bytes,
+                                   TEXT, one more), hex, HEX, or pct (every byte %XX)
+  clients.py wsmsg URL TEXT        WebSocket: TEXT in two frames (a text frame and
+                                   its continuation, a ping between); print what
+                                   comes back until the close
   clients.py early URL             send the TLS hello with the CONNECT, before the 200;
                                    then GET URL, print the answer
   clients.py halfclose URL         send a GET (http://) and shut the sending side, then
@@ -24,7 +30,7 @@
 """
 import base64, os, socket, ssl, struct, sys, threading, time, urllib.request
 
-PROXY = os.environ["PROXY"]
+PROXY = os.environ.get("PROXY", "127.0.0.1:0")
 PHOST, PPORT = PROXY.rsplit(":", 1)
 CA = os.environ.get("CA")
 
@@ -183,11 +189,59 @@ def cmd_nonreader(url):
     time.sleep(60)
 
 
-def cmd_sni(url, name):
-    s, host, port, target = connect(url, sni=name)
+def cmd_sni(url, name, host=None):
+    s, _, port, target = connect(url, sni=name)
     s.sendall(b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" %
-              (target, name.encode()))
+              (target, (host or name).encode()))
     print(read_all(s).decode(errors="replace"))
+
+
+def ws_send(s, op, msg):
+    mask = os.urandom(4)
+    ln = bytes([0x80 | len(msg)]) if len(msg) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(msg))
+    s.sendall(bytes([op]) + ln + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(msg)))
+
+
+def cmd_wsmsg(url, text):
+    s, host, port, target = connect(url)
+    key = base64.b64encode(os.urandom(16))
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+              b"Sec-WebSocket-Extensions: permessage-deflate\r\n"
+              b"Sec-WebSocket-Version: 13\r\n\r\n" % (target, host.encode(), port, key))
+    head, buf = read_head(s)
+    print(head.split(b"\r\n")[0].decode())
+    half = len(text) // 2
+    ws_send(s, 0x01, b"message: " + text[:half].encode())
+    ws_send(s, 0x89, b"ping")
+    ws_send(s, 0x80, text[half:].encode())
+    ws_send(s, 0x88, b"")
+    try:
+        while b"\x88\x00" not in buf:     # the server's close
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+    except (ConnectionResetError, socket.timeout):
+        pass
+    print("got %d bytes back, then the close" % len(buf))
+    print(buf.decode(errors="replace"))
+
+
+def cmd_encode(form, text):
+    t = text.encode()
+    if form.startswith("b64"):
+        k = int(form.rsplit("-", 1)[1])
+        enc = base64.b64encode(b"xyz"[:k] + t + b"!")
+        if form.startswith("b64url"):
+            enc = enc.translate(bytes.maketrans(b"+/", b"-_"))
+        print(enc.decode())
+    elif form in ("hex", "HEX"):
+        print(t.hex() if form == "hex" else t.hex().upper())
+    elif form == "pct":
+        print("".join("%%%02X" % b for b in t))
+    else:
+        sys.exit("encode: unknown form " + form)
 
 
 def tls_pump(s, tls, inc, out, step):

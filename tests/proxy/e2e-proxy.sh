@@ -28,7 +28,8 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 has() { grep -q -- "$2" <<<"$1"; }
 
 # The upstream: HTTPS (its own CA), HTTP, and HTTPS with a CA nobody trusts.
-UPSTREAM_LIFETIME=600 python3 "$SRC/tests/proxy/upstream.py" "$T/up" </dev/null >"$T/up.log" 2>&1 &
+# What it must never receive: $T/up/watch, and what a jail writes to .watch in the project.
+UPSTREAM_LIFETIME=600 UPSTREAM_WATCH=$T/proj/.watch python3 "$SRC/tests/proxy/upstream.py" "$T/up" </dev/null >"$T/up.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$T/up/ports" ] && break; sleep 0.1; done
 read -r HP PP BP <"$T/up/ports" || { echo "FAIL: the test upstream did not start"; exit 1; }
@@ -151,6 +152,119 @@ grep -q "GET /s3 key=sk-cmd-FromACommand0123456789 auth=Bearer sk-file-FromAFile
 has "$out" "FromAFile\|FromACommand" && bad "run: a file or command secret reached the jail: $out"
 rm -f "$XDG_CONFIG_HOME/agentmux/config"
 
+# ---- issue 15: what a hostile agent tried, inside real jails ----
+# A secret bound to 127.0.0.1 and localhost (its name's port 443 maps to the plain upstream),
+# one bound to 127.0.0.1 only, rules by path, and the upstream told what it must never see.
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[proxy]
+connect_to = localhost:443:127.0.0.1:$PP
+
+[secret clear_key]
+env = CLEAR_KEY
+from_env = AMX_E2E_KEY
+host = 127.0.0.1 localhost
+
+[secret stream_key]
+env = STREAM_KEY
+from_env = AMX_E2E_KEY2
+host = 127.0.0.1
+
+[agent hostile]
+command = sh
+secret = clear_key
+secret = stream_key
+allow = 127.0.0.1:$HP
+allow = localhost
+allow = 127.0.0.1:$PP GET /pub/
+deny = 127.0.0.1:$HP * /secret/
+EOF
+export AMX_E2E_KEY2=sk-e2e-Stream0Value1That2Stays3Out4
+cp "$SRC/tests/proxy/client.js" "$SRC/tests/proxy/clients.py" "$T/proj/"
+printf '%s\n%s\n' "$AMX_E2E_KEY" "$AMX_E2E_KEY2" >"$T/up/watch"
+flags() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0].get("flags") or "")'; }
+i15() {   # NAME -- COMMAND...: a hostile command in a jail; its output in $out; the upstream saw nothing it must not
+	local name=$1
+	shift 2
+	# Each session has placeholders of its own: the jail tells the upstream to watch for them.
+	out=$(run -a hostile -- sh -c 'printf "%s\n%s\n" "$CLEAR_KEY" "$STREAM_KEY" >.watch && exec "$@"' sh "$@" 2>&1)
+	if grep -q "saw-watch" "$SEEN"; then
+		bad "issue 15 $name: the upstream got a secret or a placeholder: $(grep saw-watch "$SEEN")"
+		sed -i '/saw-watch/d' "$SEEN"
+	fi
+}
+# Finding 1: plain HTTP to the bound host, even to its port 443 in absolute form.
+i15 cleartext -- sh -c "curl -sS --max-time 20 -x \"\$HTTPS_PROXY\" -H \"x-api-key: \$CLEAR_KEY\" http://localhost:443/e1 -w ' [%{http_code}]'"
+has "$out" "\[403\]" && has "$out" "only its own hosts may receive, over TLS" &&
+	ok "issue 15: curl: no secret swapped into plain HTTP to port 443" || bad "issue 15: cleartext swap: $out"
+[ "$(flags)" = exfiltration ] && ok "issue 15: the attempt is flagged" || bad "issue 15: not flagged: $(flags)"
+i15 cleartext-python -- /usr/bin/python3 -c "
+import os, urllib.request, urllib.error
+o = urllib.request.build_opener(urllib.request.ProxyHandler({'http': os.environ['HTTPS_PROXY']}))
+try:
+    print(o.open(urllib.request.Request('http://127.0.0.1:$PP/pub/e2', headers={'Authorization': 'Bearer ' + os.environ['CLEAR_KEY']}), timeout=20).status)
+except urllib.error.HTTPError as e:
+    print(e.code)"
+has "$out" "^403" && ok "issue 15: python: none to the plain port either" || bad "issue 15: python cleartext: $out"
+grep -q "/e1 \|/e2 " "$SEEN" && bad "issue 15: a cleartext attempt reached the upstream"
+# Finding 2: past the first MiB, chunked, hex, URL-encoded, base64, WebSocket frames.
+i15 body -- /usr/bin/python3 -c "
+import os, urllib.request, urllib.error
+o = urllib.request.build_opener(urllib.request.ProxyHandler({'https': os.environ['HTTPS_PROXY']}))
+body = os.urandom(1200000).hex().encode() + os.environ['STREAM_KEY'].encode()
+try:
+    print(o.open(urllib.request.Request('https://localhost:$HP/e3', data=body), timeout=30).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except OSError as e:
+    print('cut off:', e)"
+has "$out" "^403\|cut off" && ok "issue 15: python: a placeholder 2.4 MB into a body" || bad "issue 15: long body: $out"
+i15 chunked -- sh -c "head -c 1500000 /dev/zero | tr '\\0' a >big && printf '%s' \"\$STREAM_KEY\" >>big && curl -sS --max-time 30 -H 'Transfer-Encoding: chunked' --data-binary @big https://localhost:$HP/e4 -w ' [%{http_code}]'; rm -f big"
+has "$out" "\[403\]" && ok "issue 15: curl: in a chunked upload" || bad "issue 15: chunked: $out"
+i15 hex -- sh -c "curl -sS --max-time 20 -H \"X-Trace: \$(printf '%s' \"\$STREAM_KEY\" | od -An -tx1 | tr -d ' \\n' | tr a-f A-F)\" https://localhost:$HP/e5 -w ' [%{http_code}]'"
+has "$out" "\[403\]" && ok "issue 15: curl: as hex in a header" || bad "issue 15: hex: $out"
+i15 urlenc -- sh -c "curl -sS --max-time 20 \"https://localhost:$HP/e6?k=\$(printf '%s' \"\$STREAM_KEY\" | od -An -tx1 -v | tr -d '\\n' | sed 's/ /%/g')\" -w ' [%{http_code}]'"
+has "$out" "\[403\]" && ok "issue 15: curl: percent-encoded in the query" || bad "issue 15: urlencoded: $out"
+if command -v node >/dev/null; then
+	i15 node-b64 -- sh -c "PROXY=\${HTTPS_PROXY#http://} CA=\$NODE_EXTRA_CA_CERTS BODY_B64_OF=\$STREAM_KEY node client.js https://localhost:$HP/e7"
+	has "$out" "^403 " && ok "issue 15: node: as base64 in a JSON body" || bad "issue 15: node base64: $out"
+fi
+i15 websocket -- sh -c "PROXY=\${HTTPS_PROXY#http://} CA=\$SSL_CERT_FILE python3 clients.py wsmsg wss://localhost:$HP/ws \"\$STREAM_KEY\""
+has "$out" "101 Switching" && ok "issue 15: python: split over WebSocket frames" || bad "issue 15: websocket: $out"
+# Finding 3: rules match the normalised path.
+i15 dotdot -- curl -sS --max-time 20 --path-as-is "http://127.0.0.1:$PP/pub/../secret/e8" -w ' [%{http_code}]'
+has "$out" "\[403\]" && ok "issue 15: curl: /pub/../secret is not under /pub/" || bad "issue 15: dot segments: $out"
+i15 slashes -- curl -sS --max-time 20 "https://127.0.0.1:$HP//secret/e9" -w ' [%{http_code}]'
+has "$out" "\[403\]" && ok "issue 15: curl: //secret is /secret" || bad "issue 15: repeated slashes: $out"
+i15 escapes -- /usr/bin/python3 -c "
+import urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen('https://127.0.0.1:$HP/%73ecret/e10', timeout=20).status)
+except urllib.error.HTTPError as e:
+    print(e.code)"
+has "$out" "^403" && ok "issue 15: python: /%73ecret is /secret" || bad "issue 15: escapes: $out"
+i15 encslash -- curl -sS --max-time 20 "http://127.0.0.1:$PP/pub/..%2fsecret/e11" -w ' [%{http_code}]'
+has "$out" "\[400\]" && ok "issue 15: curl: an encoded '/' is refused" || bad "issue 15: encoded slash: $out"
+grep -q "secret/e" "$SEEN" && bad "issue 15: a path around the rules reached the upstream: $(grep 'secret/e' "$SEEN")"
+# Finding 4: the user's path deny beats a port allow.
+out=$(run --allow "127.0.0.1:$HP" --deny "127.0.0.1 * /secret/" -- curl -sS --max-time 20 "https://127.0.0.1:$HP/secret/e12" -w ' [%{http_code}]' 2>&1)
+has "$out" "\[403\]" && ok "issue 15: a path deny beats a port allow" || bad "issue 15: specificity: $out"
+# Finding 5: at an allowed address, the Host header and SNI may not name another host.
+out=$(run --allow "127.0.0.1" -- curl -sS --max-time 20 -H "Host: evil.example" "http://127.0.0.1:$PP/e13" -w ' [%{http_code}]' 2>&1)
+has "$out" "\[403\]" && has "$out" "names the host evil.example, which no rule allows" &&
+	ok "issue 15: curl: no Host fronting at an allowed address" || bad "issue 15: Host fronting: $out"
+out=$(run --allow "127.0.0.1" -- /usr/bin/python3 -c "
+import os, socket, ssl
+p = os.environ['HTTPS_PROXY'].split('//')[1].split(':')
+s = socket.create_connection((p[0], int(p[1])), timeout=20)
+s.sendall(b'CONNECT 127.0.0.1:$HP HTTP/1.1\r\nHost: 127.0.0.1:$HP\r\n\r\n')
+s.recv(4096)
+t = ssl.create_default_context().wrap_socket(s, server_hostname='evil.example')
+t.sendall(b'GET /e14 HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n')
+print(t.recv(4096).decode(errors='replace'))" 2>&1)
+has "$out" "403 Forbidden" && ok "issue 15: python: no SNI fronting at an allowed address" || bad "issue 15: SNI fronting: $out"
+grep -q "/e1[34]" "$SEEN" && bad "issue 15: a fronted request reached the upstream"
+rm -f "$T/up/watch" "$T/proj/.watch" "$XDG_CONFIG_HOME/agentmux/config"
+
 # The unprivileged path: a throwaway user gets its own CA and its jail's requests go through.
 if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null; then
 	TUSER=amxe2e$$
@@ -170,6 +284,23 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 			ok "unprivileged user: curl through its own jail and CA"
 			[ "$(stat -c %U:%a "$T/home/data/agentmux/ca.key")" = "$TUSER:600" ] &&
 				ok "unprivileged user: its CA key is its own, 0600" || bad "unprivileged CA key: $(stat -c %U:%a "$T/home/data/agentmux/ca.key")"
+			# Issue 15 as an ordinary user: no cleartext swap, normalised paths, no fronting.
+			mkdir -p "$T/home/config/agentmux"
+			printf '[proxy]\nconnect_to = localhost:443:127.0.0.1:%s\n[secret k]\nenv = K\nfrom_env = AMX_E2E_KEY\nhost = localhost\n%b\n' \
+				"$PP" '[agent u]\ncommand = sh\nsecret = k' >"$T/home/config/agentmux/config"
+			chown -R "$TUSER:" "$T/home/config"
+			urun() { (cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" XDG_CONFIG_HOME="$T/home/config" \
+				AMX_E2E_KEY="$AMX_E2E_KEY" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+				"$AMX" run --on-unknown deny --upstream-ca "$UPCA" "$@" 2>&1); }
+			out=$(urun -a u --allow localhost -- sh -c "curl -sS --max-time 20 -x \"\$HTTPS_PROXY\" -H \"x-api-key: \$K\" http://localhost:443/u2 -w ' [%{http_code}]'")
+			has "$out" "\[403\]" && ! grep -q "/u2" "$SEEN" && ok "unprivileged user: issue 15: no secret in cleartext" ||
+				bad "unprivileged user: cleartext: $out"
+			out=$(urun --allow "127.0.0.1:$PP GET /pub/" -- curl -sS --max-time 20 --path-as-is "http://127.0.0.1:$PP/pub/%2e%2e/u3" -w ' [%{http_code}]')
+			has "$out" "\[403\]" && ! grep -q "/u3" "$SEEN" && ok "unprivileged user: issue 15: normalised paths" ||
+				bad "unprivileged user: paths: $out"
+			out=$(urun --allow 127.0.0.1 -- curl -sS --max-time 20 -H "Host: evil.example" "http://127.0.0.1:$PP/u4" -w ' [%{http_code}]')
+			has "$out" "\[403\]" && ! grep -q "/u4" "$SEEN" && ok "unprivileged user: issue 15: no Host fronting" ||
+				bad "unprivileged user: fronting: $out"
 		elif has "$out" "user namespace"; then
 			echo "skip: unprivileged user namespaces are not available: $out"
 		else

@@ -6,7 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include "lib/testlib.h"
@@ -232,6 +234,64 @@ test_bundle(void **state)
 	free(dir);
 }
 
+/* The first flight of a real OpenSSL client asking for SNI (NULL: none). */
+static void
+hello_of(const char *sni, struct buf *out)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL *ssl = SSL_new(ctx);
+	BIO *rb = BIO_new(BIO_s_mem()), *wb = BIO_new(BIO_s_mem());
+	char chunk[4096];
+	int n;
+
+	SSL_set_bio(ssl, rb, wb);
+	if (sni != NULL)
+		SSL_set_tlsext_host_name(ssl, sni);
+	SSL_set_connect_state(ssl);
+	assert_int_equal(SSL_do_handshake(ssl), -1);
+	while ((n = BIO_read(wb, chunk, sizeof chunk)) > 0)
+		buf_add(out, chunk, (size_t)n);
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+}
+
+/* A tunnel's server name, read from a client's first TLS record. */
+static void
+test_hello_sni(void **state)
+{
+	const char *why;
+	char *sni;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	hello_of("pinned.example.com", &b);
+	assert_int_equal(proxy_tls_hello_sni(b.data, b.len, &sni, &why), 1);
+	assert_string_equal(sni, "pinned.example.com");
+	free(sni);
+	/* Any prefix: more must come. */
+	for (i = 0; i < b.len; i++)
+		assert_int_equal(proxy_tls_hello_sni(b.data, i, &sni, &why), 0);
+	/* A hello split over two records cannot be read. */
+	b.data[3] = 0;
+	b.data[4] = 40;
+	assert_int_equal(proxy_tls_hello_sni(b.data, b.len, &sni, &why), -1);
+	assert_non_null(strstr(why, "one TLS record"));
+	buf_reset(&b);
+	hello_of(NULL, &b);
+	assert_int_equal(proxy_tls_hello_sni(b.data, b.len, &sni, &why), 1);
+	assert_null(sni);
+	/* Lengths that run past the record. */
+	b.data[9 + 34] = 0xff;
+	assert_int_equal(proxy_tls_hello_sni(b.data, b.len, &sni, &why), -1);
+	assert_non_null(strstr(why, "malformed"));
+	assert_int_equal(proxy_tls_hello_sni("GET / HTTP/1.1\r\n", 16, &sni,
+	    &why), -1);
+	assert_non_null(strstr(why, "TLS handshake"));
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -240,6 +300,7 @@ main(void)
 		cmocka_unit_test(test_race),
 		cmocka_unit_test(test_leaves),
 		cmocka_unit_test(test_bundle),
+		cmocka_unit_test(test_hello_sni),
 	};
 
 	log_init(stderr, LOG_LEVEL_WARN);

@@ -79,6 +79,7 @@ struct eng {
 	char alert[512];
 	/* the last client */
 	char *out;
+	size_t seen_mark;           /* seen.log's length when a watch began */
 };
 
 static char *
@@ -400,7 +401,7 @@ eng_setup(void **state)
 {
 	struct eng *e = xcalloc(1, sizeof *e);
 	struct proxy_conf conf;
-	char *cause = NULL, *ports, *path, *upca[2], *cto[2];
+	char *cause = NULL, *ports, *path, *upca[2], *cto[3];
 	int fds[2], i;
 	const char *src = getenv("AGENTMUX_SRC");
 
@@ -441,7 +442,9 @@ eng_setup(void **state)
 	upca[0] = e->upca;
 	upca[1] = NULL;
 	cto[0] = xprintf("localhost:9:127.0.0.1:%d", e->hp);
-	cto[1] = NULL;
+	/* Plain HTTP to port 443 of a name, as in issue 15's first finding. */
+	cto[1] = xprintf("localhost:443:127.0.0.1:%d", e->pp);
+	cto[2] = NULL;
 	memset(&conf, 0, sizeof conf);
 	conf.data_dir = e->dir;
 	conf.upstream_ca = upca;
@@ -454,6 +457,7 @@ eng_setup(void **state)
 	if ((e->px = proxy_create(e->base, &conf, &cause)) == NULL)
 		fail_msg("proxy_create: %s", cause);
 	free(cto[0]);
+	free(cto[1]);
 	e->ca = xstrdup(proxy_ca_cert_path(e->px));
 	e->later = evtimer_new(e->base, eng_answer_later, e);
 	*state = e;
@@ -549,7 +553,8 @@ test_plain_keepalive_head(void **state)
 {
 	struct eng *e = *state;
 
-	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1",
+	    "allow localhost", NULL);
 	assert_int_equal(eng_run(e, CURL "-w '%%{http_code} %%{num_connects}\\n' "
 	    "http://127.0.0.1:$PP/p1 -o /dev/null http://127.0.0.1:$PP/p2 "
 	    "-o /dev/null https://127.0.0.1:$HP/p3 -o /dev/null "
@@ -562,7 +567,10 @@ test_plain_keepalive_head(void **state)
 	    CURL "https://127.0.0.1:$HP/status/304 -w '[%%{http_code}]'");
 	eng_expect_out(e, "[204]");
 	eng_expect_out(e, "[304]");
-	/* CONNECT to an address, SNI and Host for a name (as hbench does). */
+	/*
+	 * CONNECT to an address, SNI and Host for a name (as hbench does):
+	 * a rule allows the name too.
+	 */
 	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
 	    "https://127.0.0.1:$HP/sni localhost"), 0);
 	eng_expect_out(e, "HTTP/1.1 200 OK");
@@ -702,6 +710,363 @@ test_secrets(void **state)
 	free(ph);
 }
 
+static char *eng_hex(const char *, int);
+
+/* Marks TEXT as what the upstream must never receive (upstream.py logs "saw-watch"). */
+static void
+eng_watch(struct eng *e, const char *text)
+{
+	char *path = xprintf("%s/watch", e->updir);
+	FILE *f = fopen(path, "a");
+
+	assert_non_null(f);
+	e->seen_mark = strlen(eng_seen(e));
+	fprintf(f, "%s\n", text);
+	fclose(f);
+	free(path);
+}
+
+/* Nothing eng_watch marked reached the upstream. */
+static void
+eng_expect_unseen(struct eng *e)
+{
+	const char *seen = eng_seen(e), *at;
+
+	if (strlen(seen) >= e->seen_mark &&
+	    (at = strstr(seen + e->seen_mark, "saw-watch")) != NULL)
+		fail_msg("the upstream got what it must not: %.*s", (int)strcspn(at,
+		    "\n"), at);
+}
+
+static void
+eng_unwatch(struct eng *e)
+{
+	char *path = xprintf("%s/watch", e->updir);
+
+	unlink(path);
+	free(path);
+}
+
+/* A secret with a fresh placeholder (also in $PH), bound to HOSTS. */
+static char *
+eng_secret(struct proxy_secret *s, const char *name, const char *value,
+    char **hosts)
+{
+	memset(s, 0, sizeof *s);
+	s->name = name;
+	s->value = value;
+	s->hosts = hosts;
+	s->placeholder = proxy_secret_placeholder(value);
+	setenv("PH", s->placeholder, 1);
+	return (char *)s->placeholder;
+}
+
+/*
+ * Issue 15, finding 1: a secret's value goes out only over TLS verified
+ * for its host. Plain HTTP to the bound host, even to port 443 of its name
+ * in absolute form, or a plain WebSocket to it, carries the placeholder:
+ * blocked and flagged, and the upstream sees neither the value nor the
+ * placeholder.
+ */
+static void
+test_secret_cleartext(void **state)
+{
+	struct eng *e = *state;
+	char *hosts[] = { "localhost", "127.0.0.1", NULL };
+	struct proxy_secret s;
+	char *ph = eng_secret(&s, "CLEARKEY", "sk-clear-Real0Value1Never2In3"
+	    "Cleartext4", hosts);
+
+	eng_session(e, false, 60, &s, 1, "allow 127.0.0.1", "allow localhost",
+	    NULL);
+	eng_watch(e, s.value);
+	eng_watch(e, ph);
+	eng_run(e, CURL "-H \"x-api-key: $PH\" http://localhost:443/c1 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "placeholder of secret CLEARKEY, which only its own "
+	    "hosts may receive, over TLS");
+	eng_run(e, CURL "-H \"Authorization: Bearer $PH\" "
+	    "http://127.0.0.1:$PP/c2 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_run(e, "python3 $CLIENTS wsmsg ws://127.0.0.1:$PP/ws \"$PH\"");
+	eng_expect_out(e, "HTTP/1.1 101");
+	assert_null(strstr(e->out, ph + strlen(ph) / 2));
+	assert_int_equal(e->nalerts, 3);
+	assert_string_equal(e->alert_kind, "exfiltration");
+	assert_non_null(strstr(e->alert, "in a WebSocket frame"));
+	assert_null(strstr(eng_seen(e), "/c1"));
+	assert_null(strstr(eng_seen(e), "/c2"));
+	eng_expect_unseen(e);
+	assert_string_equal(eng_find(e, "/c1")->decision, "deny");
+	assert_string_equal(eng_find(e, "/c2")->rule, "secret CLEARKEY");
+	/* Over TLS verified for the host, the value goes in. */
+	eng_unwatch(e);
+	assert_int_equal(eng_run(e, CURL "-H \"x-api-key: $PH\" "
+	    "https://127.0.0.1:$HP/c3"), 0);
+	assert_non_null(strstr(eng_seen(e), "GET /c3 key=sk-clear-Real0"));
+	eng_end_session(e);
+	free(ph);
+}
+
+/*
+ * Issue 15, finding 2: every byte that goes to a host that may not have
+ * the secret is looked at, however long the body, however it is framed,
+ * and in the forms a placeholder is commonly sent in.
+ */
+static void
+test_secret_streams(void **state)
+{
+	static const char *const forms[] = {
+		/* past the first MiB of a body, as it is */
+		"python3 -c 'import os; print(os.urandom(1500000).hex() + "
+		    "os.environ[\"PH\"])' > $UPDIR/b.txt && " CURL
+		    "--data-binary @$UPDIR/b.txt https://localhost:$HP/b1",
+		/* the same in a chunked stream, over plain HTTP */
+		CURL "-H 'Transfer-Encoding: chunked' --data-binary "
+		    "@$UPDIR/b.txt http://localhost:$PP/b2",
+		/* base64, in each of the three alignments, both alphabets */
+		CURL "-d \"k=$(python3 $CLIENTS encode b64-0 \"$PH\")\" "
+		    "https://localhost:$HP/b3",
+		CURL "-d \"k=$(python3 $CLIENTS encode b64-1 \"$PH\")\" "
+		    "https://localhost:$HP/b4",
+		CURL "-d \"k=$(python3 $CLIENTS encode b64url-2 \"$PH\")\" "
+		    "https://localhost:$HP/b5",
+		/* hex, in either case */
+		CURL "-d \"$(python3 $CLIENTS encode HEX \"$PH\")\" "
+		    "https://localhost:$HP/b6",
+		CURL "-H \"X-Trace: $(python3 $CLIENTS encode hex \"$PH\")\" "
+		    "https://localhost:$HP/b7",
+		/* URL-encoded, in the query and in a form */
+		CURL "\"https://localhost:$HP/b8?k=$(python3 $CLIENTS encode pct "
+		    "\"$PH\")\"",
+		CURL "--data-urlencode \"k=$(python3 $CLIENTS encode b64-2 "
+		    "\"$PH\")\" https://localhost:$HP/b9",
+	};
+
+	struct eng *e = *state;
+	char *hosts[] = { "127.0.0.1", NULL };
+	struct proxy_secret s;
+	char *ph = eng_secret(&s, "STREAMKEY", "ghp_Stream0Value1For2The3Scan"
+	    "4ner5", hosts);
+	size_t i;
+	int n;
+
+	eng_session(e, false, 60, &s, 1, "allow 127.0.0.1", "allow localhost",
+	    NULL);
+	eng_watch(e, ph);
+	for (i = 0; i < nitems(forms); i++) {
+		n = e->nalerts;
+		eng_run(e, "%s -w ' [%%{http_code}]'", forms[i]);
+		if (strstr(e->out, "[403]") == NULL || e->nalerts != n + 1)
+			fail_msg("form %zu was not blocked:\n%s", i, e->out);
+	}
+	assert_non_null(strstr(e->alert, "in the body"));
+	eng_run(e, "python3 $CLIENTS wsmsg wss://localhost:$HP/ws \"$PH\"");
+	eng_expect_out(e, "HTTP/1.1 101");
+	assert_non_null(strstr(e->alert, "in a WebSocket frame"));
+	eng_expect_unseen(e);
+	/* What does not carry it goes through, long or short. */
+	assert_int_equal(eng_run(e, "head -c 2500000 /dev/zero | tr '\\0' a > "
+	    "$UPDIR/a.txt && " CURL "--data-binary @$UPDIR/a.txt "
+	    "https://localhost:$HP/b10 && python3 $CLIENTS wsmsg "
+	    "wss://localhost:$HP/ws nothing-secret-here"), 0);
+	eng_expect_out(e, "\"len\": 2500000");
+	eng_expect_out(e, "message: nothing-s");
+	eng_expect_out(e, "ecret-here");
+	assert_non_null(strstr(eng_seen(e), "POST /b10 "));
+	eng_unwatch(e);
+	eng_end_session(e);
+	free(ph);
+}
+
+/*
+ * Issue 15, finding 3: path rules match the normalised path, and that is
+ * the path that goes upstream; what cannot be normalised is refused.
+ */
+static void
+test_paths(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d GET /pub/", e->pp);
+	char *r2 = xprintf("allow 127.0.0.1:%d", e->hp);
+	char *r3 = xprintf("deny 127.0.0.1:%d * /secret/", e->hp);
+
+	eng_session(e, false, 60, NULL, 0, r1, r2, r3, NULL);
+#define PCURL CURL "--path-as-is -w ' [%%{http_code}]' "
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/../secret/p1");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "GET /secret/p1 on 127.0.0.1 is not allowed");
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/%%2e%%2E/secret/p2");
+	eng_expect_out(e, "[403]");
+	eng_run(e, PCURL "https://127.0.0.1:$HP//secret/p3");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1:");
+	eng_run(e, PCURL "https://127.0.0.1:$HP/%%73ecret/p4");
+	eng_expect_out(e, "[403]");
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/..%%2fsecret/p5");
+	eng_expect_out(e, "[400]");
+	eng_expect_out(e, "malformed request: an encoded '/' or '\\' (%2F, "
+	    "%5C) in the path");
+	eng_run(e, PCURL "https://127.0.0.1:$HP/pub/%%00/p6");
+	eng_expect_out(e, "[400]");
+	eng_run(e, PCURL "\"https://127.0.0.1:$HP/pub/..;/secret/p7\"");
+	eng_expect_out(e, "[400]");
+	/* The normalised path goes up; the query as it was. */
+	assert_int_equal(eng_run(e, PCURL "http://127.0.0.1:$PP/pub/./a//p8 "
+	    PCURL "\"https://127.0.0.1:$HP/pub/%%7e%%41/p9?q=%%2e%%2e/../x\""), 0);
+	eng_expect_out(e, "\"path\": \"/pub/a/p8\"");
+	eng_expect_out(e, "\"path\": \"/pub/~A/p9?q=%2e%2e/../x\"");
+#undef PCURL
+	assert_null(strstr(eng_seen(e), "secret"));
+	assert_string_equal(eng_find(e, "/pub/a/p8")->decision, "allow");
+	assert_string_equal(eng_find(e, "/secret/p3")->decision, "deny");
+	eng_end_session(e);
+	free(r1);
+	free(r2);
+	free(r3);
+}
+
+/*
+ * Issue 15, finding 4: a rule naming a path (or a method) is more specific
+ * than one naming only a port: a user's path deny is not lost to a
+ * profile's port allow.
+ */
+static void
+test_specificity(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d", e->hp);
+
+	eng_session(e, false, 60, NULL, 0, r1, "deny 127.0.0.1 * /secret/",
+	    "deny 127.0.0.1 DELETE", NULL);
+	eng_run(e, CURL "https://127.0.0.1:$HP/secret/s1 -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1 * /secret/ "
+	    "(test)`");
+	eng_run(e, CURL "-X DELETE https://127.0.0.1:$HP/s2 "
+	    "-w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/s3"), 0);
+	eng_expect_out(e, "\"path\": \"/s3\"");
+	assert_null(strstr(eng_seen(e), "/secret/s1"));
+	assert_null(strstr(eng_seen(e), "/s2"));
+	eng_end_session(e);
+	free(r1);
+}
+
+/*
+ * Issue 15, finding 5: the Host header and the TLS server name name where
+ * the request goes. At an allowed address, another name needs a rule of
+ * its own; for a name, no other name will do.
+ */
+static void
+test_names(void **state)
+{
+	static const char *const raw[] = {
+		"GET http://@/f1 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET http://@/f2 HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n",
+		"GET http://@/f3 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n",
+	};
+	struct eng *e = *state;
+	char *hex;
+	size_t i;
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
+	for (i = 0; i < nitems(raw); i++) {
+		hex = eng_hex(raw[i], e->pp);
+		eng_run(e, "python3 $CLIENTS raw %s", hex);
+		if (strstr(e->out, "HTTP/1.1 403 Forbidden") == NULL)
+			fail_msg("case %zu not refused: %s", i, e->out);
+		free(hex);
+	}
+	eng_expect_out(e, "names port 1, but the request goes to port");
+	eng_run(e, "python3 $CLIENTS sni https://127.0.0.1:$HP/f4 "
+	    "evil.example");
+	eng_expect_out(e, "HTTP/1.1 403 Forbidden");
+	eng_expect_out(e, "names the host evil.example, which no rule allows");
+	/* localhost is the loopback address itself (RFC 6761): no other host. */
+	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
+	    "https://127.0.0.1:$HP/f5 localhost"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	assert_string_equal(eng_find(e, "/f5")->decision, "allow");
+	eng_run(e, "python3 $CLIENTS sni https://127.0.0.1:$HP/f9 "
+	    "localhost.evil.example");
+	eng_expect_out(e, "add `allow localhost.evil.example:");
+	eng_end_session(e);
+	/* Names: the Host header and SNI must agree with the CONNECT. */
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", "allow localhost",
+	    "allow evil.example", NULL);
+	eng_run(e, "python3 $CLIENTS sni https://localhost:9/f6 evil.example "
+	    "localhost:9");
+	eng_expect_out(e, "HTTP/1.1 403 Forbidden");
+	eng_expect_out(e, "the Host header names localhost, but TLS asked for "
+	    "evil.example (SNI)");
+	eng_run(e, "python3 $CLIENTS sni https://localhost:9/f7 evil.example");
+	eng_expect_out(e, "the Host header names evil.example, but the request "
+	    "goes to localhost");
+	assert_int_equal(eng_run(e, "python3 $CLIENTS sni "
+	    "https://localhost:9/f8 localhost localhost:9"), 0);
+	eng_expect_out(e, "HTTP/1.1 200 OK");
+	assert_null(strstr(eng_seen(e), "/f1"));
+	assert_null(strstr(eng_seen(e), "/f2"));
+	assert_null(strstr(eng_seen(e), "/f3"));
+	assert_null(strstr(eng_seen(e), "/f4"));
+	assert_non_null(strstr(eng_seen(e), "/f5"));
+	assert_null(strstr(eng_seen(e), "/f9"));
+	assert_null(strstr(eng_seen(e), "/f6"));
+	assert_null(strstr(eng_seen(e), "/f7"));
+	eng_end_session(e);
+}
+
+/*
+ * Issue 15, finding 5, for tunnels: not decrypted, but the server name
+ * the client's TLS asks for must be the tunnel's host (or, for a tunnel
+ * to an address, a host a tunnel rule names); a tunnel carries TLS only.
+ */
+static void
+test_tunnel_sni(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("tunnel localhost:%d", e->hp);
+	char *r2 = xprintf("tunnel 127.0.0.1:%d", e->hp);
+	char *hex;
+
+	eng_session(e, false, 60, NULL, 0, r1, r2, NULL);
+	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://localhost:$HP/t1 "
+	    "evil.example");
+	eng_wait_records(e, 1);
+	assert_string_equal(e->recs[0].decision, "deny");
+	assert_non_null(strstr(e->recs[0].error, "the tunnel's TLS asks for "
+	    "evil.example (SNI), but the tunnel goes to localhost"));
+	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://127.0.0.1:$HP/t2 "
+	    "other.example");
+	eng_wait_records(e, 2);
+	assert_non_null(strstr(e->recs[1].error, "which no tunnel rule names; "
+	    "add `tunnel other.example:"));
+	/* Plain HTTP through a tunnel: not TLS, so not passed. */
+	hex = eng_hex("GET /t3 HTTP/1.1\r\nHost: localhost\r\n\r\n", e->hp);
+	eng_run(e, "python3 -c 'import socket,sys; s=socket.create_connection"
+	    "((\"127.0.0.1\", %d)); s.sendall(b\"CONNECT localhost:\" + sys.argv[1]"
+	    ".encode() + b\" HTTP/1.1\\r\\n\\r\\n\"); print(s.recv(100)); "
+	    "s.sendall(bytes.fromhex(sys.argv[2])); print(s.recv(100))' $HP %s",
+	    e->port, hex);
+	eng_expect_out(e, "200 Connection established");
+	eng_wait_records(e, 3);
+	assert_non_null(strstr(e->recs[2].error, "a tunnel carries TLS"));
+	/* Its own name, or a name a tunnel rule names: through. */
+	assert_int_equal(eng_run(e, "CA=$UPCA python3 $CLIENTS sni "
+	    "https://127.0.0.1:$HP/t4 localhost"), 0);
+	eng_expect_out(e, "\"path\": \"/t4\"");
+	assert_null(strstr(eng_seen(e), "/t1"));
+	assert_null(strstr(eng_seen(e), "/t2"));
+	assert_null(strstr(eng_seen(e), "/t3"));
+	eng_end_session(e);
+	free(hex);
+	free(r1);
+	free(r2);
+}
+
 static void
 test_streaming(void **state)
 {
@@ -824,7 +1189,7 @@ test_malformed(void **state)
 		"POST http://@/m4 HTTP/1.1\r\nHost: @\r\n"
 		"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
 		"GET http://@/m5 HTTP/1.1\r\nHost: @\r\nX: a\r\n b\r\n\r\n",
-		"GET http://localhost/m6 HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET http://@/m6 HTTP/1.1\r\nHost: [evil.example]\r\n\r\n",
 		"POST http://@/m7 HTTP/1.1\r\nHost: @\r\nContent-Length: -5\r\n"
 		"\r\n",
 		"GET /m8 HTTP/1.1\r\nHost: @\r\n\r\n",
@@ -1022,6 +1387,12 @@ main(void)
 		cmocka_unit_test(test_ssrf),
 		cmocka_unit_test(test_flood),
 		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_secret_cleartext),
+		cmocka_unit_test(test_secret_streams),
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_specificity),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_tunnel_sni),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_websocket),
 		cmocka_unit_test(test_upstream_errors),

@@ -193,6 +193,113 @@ test_ipv6_and_case(void **state)
 	proxy_policy_free(pol);
 }
 
+/*
+ * The order, written down in the README and config.example: host (a name,
+ * then the longer glob), then path (named, then longer), then method, then
+ * port; deny on a tie. Each pair of rules that differ in one of these is
+ * checked both ways round: the more specific one decides, whatever its
+ * verdict, at the request and (where it can decide there) at CONNECT.
+ */
+struct order_pair {
+	const char *strong;    /* "HOST[:PORT] [METHOD] [PATH]" */
+	const char *weak;
+};
+
+static const struct order_pair order_pairs[] = {
+	/* host beats everything below it */
+	{ "h.example.com", "*.example.com:443 GET /secret/" },
+	{ "*.example.com", "*.com:443 GET /secret/" },
+	{ "h.example.com", "* * /secret/" },
+	/* path beats method and port, whatever the port (issue 15) */
+	{ "h.example.com * /secret/", "h.example.com:443" },
+	{ "h.example.com * /secret/", "h.example.com GET" },
+	{ "h.example.com * /secret/", "h.example.com:443 GET" },
+	{ "h.example.com * /secret/x", "h.example.com:443 GET /secret/" },
+	{ "h.example.com * /secret/*", "h.example.com:443 GET /secret" },
+	/* method beats port */
+	{ "h.example.com GET", "h.example.com:443" },
+	{ "h.example.com GET /", "h.example.com:443 * /" },
+	/* port beats nothing */
+	{ "h.example.com:443", "h.example.com" },
+};
+
+static enum proxy_verdict
+order_check(const char *verb_strong, const struct order_pair *p,
+    const char **rule)
+{
+	const char *verb_weak = strcmp(verb_strong, "allow") == 0 ? "deny" :
+	    "allow";
+	struct proxy_policy *pol = proxy_policy_create();
+	enum proxy_verdict v;
+	char *cause = NULL;
+
+	/* Added in both orders of the config: the order of lines never matters. */
+	if (proxy_policy_add(pol, verb_weak, p->weak, "weak", &cause) == -1 ||
+	    proxy_policy_add(pol, verb_strong, p->strong, "strong", &cause) == -1 ||
+	    proxy_policy_add(pol, verb_weak, p->weak, "weak", &cause) == -1)
+		fail_msg("%s", cause);
+	v = proxy_policy_check(pol, "h.example.com", 443, "GET", "/secret/x",
+	    rule);
+	if (rule != NULL && *rule != NULL && strstr(*rule, "(strong)") == NULL)
+		v = PROXY_UNKNOWN;
+	proxy_policy_free(pol);
+	return v;
+}
+
+static void
+test_order_pairs(void **state)
+{
+	const char *rule = NULL;
+	size_t i;
+
+	for (i = 0; i < nitems(order_pairs); i++) {
+		if (order_check("allow", &order_pairs[i], &rule) != PROXY_ALLOW)
+			fail_msg("allow %s should beat deny %s",
+			    order_pairs[i].strong, order_pairs[i].weak);
+		if (order_check("deny", &order_pairs[i], &rule) != PROXY_DENY)
+			fail_msg("deny %s should beat allow %s",
+			    order_pairs[i].strong, order_pairs[i].weak);
+	}
+}
+
+/* Issue 15: a user's path deny is not lost to a profile's port allow. */
+static void
+test_path_beats_port(void **state)
+{
+	static const char *const rules[] = {
+		"allow h.com:443",
+		"deny h.com * /secret/",
+		"tunnel t.com:443",
+		"deny t.com * /admin/",
+		"tunnel u.com",
+		"deny u.com:443",
+		NULL
+	};
+	struct proxy_policy *pol = policy(rules);
+	const char *rule;
+
+	assert_int_equal(proxy_policy_check(pol, "h.com", 443, "GET",
+	    "/secret/x", &rule), PROXY_DENY);
+	assert_non_null(strstr(rule, "deny h.com * /secret/"));
+	assert_int_equal(proxy_policy_check(pol, "h.com", 443, "GET", "/pub",
+	    &rule), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "h.com", 443, NULL, NULL,
+	    &rule), PROXY_ALLOW);
+	/* A tunnel could not enforce the path deny: decrypt and decide inside. */
+	assert_int_equal(proxy_policy_check(pol, "t.com", 443, NULL, NULL,
+	    &rule), PROXY_ALLOW);
+	assert_int_equal(proxy_policy_check(pol, "t.com", 443, "GET",
+	    "/admin/x", &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "t.com", 443, "GET", "/",
+	    &rule), PROXY_TUNNEL);
+	/* A port-only deny is more specific than a host-only tunnel. */
+	assert_int_equal(proxy_policy_check(pol, "u.com", 443, NULL, NULL,
+	    &rule), PROXY_DENY);
+	assert_int_equal(proxy_policy_check(pol, "u.com", 8443, NULL, NULL,
+	    &rule), PROXY_TUNNEL);
+	proxy_policy_free(pol);
+}
+
 int
 main(void)
 {
@@ -204,6 +311,8 @@ main(void)
 		cmocka_unit_test(test_methods_and_paths),
 		cmocka_unit_test(test_names_host),
 		cmocka_unit_test(test_ipv6_and_case),
+		cmocka_unit_test(test_order_pairs),
+		cmocka_unit_test(test_path_beats_port),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

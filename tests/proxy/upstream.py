@@ -45,6 +45,21 @@ def log(line):
         f.write(line + "\n")
 
 
+def watched(*parts):
+    """True if one of the lines of DIR/watch, or of the files $UPSTREAM_WATCH
+    lists (separated by ':'), is in PARTS: what a test must never see arrive,
+    e.g. a secret's placeholder."""
+    words = []
+    for path in [os.path.join(D, "watch")] + os.environ.get("UPSTREAM_WATCH", "").split(":"):
+        try:
+            with open(path, "rb") as f:
+                words += [w for w in f.read().split(b"\n") if w]
+        except OSError:
+            pass
+    blob = b"".join(parts)
+    return any(w in blob for w in words)
+
+
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -116,6 +131,7 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Sec-WebSocket-Accept", acc.decode())
         self.end_headers()
         self.wfile.flush()
+        got = b""
         while True:
             h = self.rfile.read(2)
             if len(h) < 2:
@@ -127,8 +143,13 @@ class H(http.server.BaseHTTPRequestHandler):
                 n = struct.unpack(">Q", self.rfile.read(8))[0]
             mask = self.rfile.read(4) if h[1] & 0x80 else b"\0\0\0\0"
             data = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
+            if op in (0, 1, 2):     # a message's pieces, pings aside
+                got += data
+            if watched(got):
+                log("saw-watch %s" % self.path)
             if op == 8:
                 self.wfile.write(b"\x88\x00")
+                self.close_connection = True
                 return
             hdr = bytes([0x80 | op])
             hdr += bytes([len(data)]) if len(data) < 126 else b"\x7e" + struct.pack(">H", len(data))
@@ -142,6 +163,8 @@ class H(http.server.BaseHTTPRequestHandler):
             self.command, self.path, self.headers.get("X-Api-Key"),
             self.headers.get("Authorization"), self.headers.get("Host"),
             len(data)))
+        if watched(self.requestline.encode(), str(self.headers).encode(), data):
+            log("saw-watch %s" % self.path)
         q = self.query()
         if path.startswith("/git/"):
             # Static files of DIR/git: a dumb-HTTP git repository.

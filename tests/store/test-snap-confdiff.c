@@ -325,6 +325,33 @@ test_file_deleted(void **state)
 	assert_int_equal(pending(), 0);
 }
 
+/*
+ * A set-uid file in the upper dir (a jail's root made a root shell in its
+ * config dir) is applied without the bit, and the user is told.
+ */
+static void
+test_setid_not_applied(void **state)
+{
+	struct stat sb;
+	char *out, *p;
+
+	test_sh_ok("cp /bin/true %s/overlay/0/upper/tool && chmod 4755 "
+	    "%s/overlay/0/upper/tool && mkdir %s/overlay/0/upper/gdir && "
+	    "chmod 2755 %s/overlay/0/upper/gdir && echo x > "
+	    "%s/overlay/0/upper/gdir/f", sdir, sdir, sdir, sdir, sdir);
+	out = confdiff(0, "--apply", NULL, NULL);
+	p = xprintf("%s/tool", host);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0755);
+	free(p);
+	p = xprintf("%s/gdir", host);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & (S_ISUID | S_ISGID), 0);
+	free(p);
+	assert_non_null(strstr(out, "set-uid/set-gid bit was not applied"));
+	free(out);
+}
+
 static void
 test_redact_lines(void **state)
 {
@@ -374,6 +401,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_file_deleted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_persist_at_end, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_setid_not_applied, setup,
 		    teardown),
 		cmocka_unit_test(test_redact_lines),
 	};

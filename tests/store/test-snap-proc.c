@@ -1,4 +1,5 @@
 /* The async runner: output, exit codes, signals, big stdin, line callbacks, concurrency, moving, killing. */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -52,6 +53,39 @@ test_signal_status(void **state)
 	opts_sh(&o, argv);
 	assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
 	assert_int_equal(st, 128 + SIGKILL);
+}
+
+/*
+ * A command past its time (one waiting on a FIFO nobody writes, as git
+ * would on a planted one) is killed, so nothing waits for it for ever.
+ */
+static void
+test_timeout(void **state)
+{
+	char *dir = test_tmpdir("proctimeout"), *fifo, *cmd;
+	struct snap_proc_opts o;
+	char *cause = NULL;
+	int64_t t0;
+	int st;
+
+	fifo = xprintf("%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	cmd = xprintf("cat %s", fifo);
+	{
+		char *argv[] = { "sh", "-c", cmd, NULL };
+
+		opts_sh(&o, argv);
+		o.timeout = 1;
+		t0 = util_mono_us();
+		assert_int_equal(snap_proc_run(&o, NULL, NULL, &st, &cause), 0);
+	}
+	assert_int_equal(st, 128 + SIGKILL);
+	/* Killed at its time, not at some later one (generous for a loaded machine). */
+	assert_true(util_mono_us() - t0 < 60 * 1000000LL);
+	free(cmd);
+	free(fifo);
+	test_rmtree(dir);
+	free(dir);
 }
 
 static void
@@ -355,6 +389,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_and_status),
 		cmocka_unit_test(test_signal_status),
+		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_missing_command),
 		cmocka_unit_test(test_big_input),
 		cmocka_unit_test(test_unread_input),

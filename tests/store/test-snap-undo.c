@@ -15,17 +15,18 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "store/store.h"
+#include "store/snap-int.h"
 
 static char *dir;
 static char *proj;
 static char user[32];     /* a throwaway user, deleted in teardown */
 static char *orig_cwd;
+static char *own;
 
 static int
 setup(void **state)
 {
-	char cwd[4096];
+	char cwd[4096], *cause = NULL;
 
 	dir = test_tmpdir("snap");
 	test_isolate(dir);
@@ -33,6 +34,10 @@ setup(void **state)
 	mkdir(proj, 0755);
 	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
 	assert_int_equal(chdir(proj), 0);
+	/* agentmux's own repository for the project: $OWN in shell lines. */
+	own = snap_repo_path(proj, &cause);
+	assert_non_null(own);
+	setenv("OWN", own, 1);
 	return 0;
 }
 
@@ -48,6 +53,7 @@ teardown(void **state)
 	free(dir);
 	free(proj);
 	free(orig_cwd);
+	free(own);
 	return 0;
 }
 
@@ -217,13 +223,13 @@ test_roundtrip(void **state)
 	free(out);
 	t1 = snap_tree(1, 1);
 	/* Untracked, nested and raw CRLF content are in; ignored ones are not. */
-	out = test_sh_out("git ls-tree -r --name-only refs/agentmux/sessions/1");
+	out = test_sh_out("GIT_DIR=$OWN git ls-tree -r --name-only refs/agentmux/sessions/1");
 	assert_non_null(strstr(out, "u.txt\n"));
 	assert_non_null(strstr(out, "nested/n.txt\n"));
 	assert_null(strstr(out, "ignored/"));
 	assert_null(strstr(out, "keep.log"));
 	free(out);
-	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 
@@ -324,7 +330,7 @@ test_submodule(void **state)
 	    "user.email=b commit -qm sub");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = test_sh_out("git ls-tree -r refs/agentmux/sessions/1 sub");
+	out = test_sh_out("GIT_DIR=$OWN git ls-tree -r refs/agentmux/sessions/1 sub");
 	assert_non_null(strstr(out, "blob"));
 	assert_non_null(strstr(out, "sub/s.txt"));
 	assert_null(strstr(out, "commit"));
@@ -348,7 +354,7 @@ test_raw_bytes(void **state)
 	    "echo lower > x.up && git add -A && git commit -qm up");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:x.up");
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:x.up");
 	assert_string_equal(out, "lower\n");
 	free(out);
 	t1 = snap_tree(1, 1);
@@ -360,6 +366,36 @@ test_raw_bytes(void **state)
 	assert_string_equal(t1, t2);
 	free(t1);
 	free(t2);
+}
+
+/*
+ * A name made of escape sequences (as a jailed command could make one):
+ * undo and the diff's headers print it quoted C-style, never raw.
+ */
+static void
+test_control_names(void **state)
+{
+	char *out;
+
+	make_repo();
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	test_sh_ok("printf x > \"$(printf 'e\\033]0;owned\\007v\\033[2J.txt')\"");
+	out = amx(0, "undo", "1", "--dry-run", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_null(strchr(out, 0x07));
+	assert_non_null(strstr(out, "would remove  \"e\\033]0;owned\\av"
+	    "\\033[2J.txt\""));
+	free(out);
+	out = amx(0, "diff", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "\\033]0;owned"));
+	free(out);
+	out = amx(0, "undo", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "remove  \"e\\033]0;owned"));
+	free(out);
+	test_sh_ok("test -z \"$(ls | grep owned)\"");
 }
 
 /*
@@ -377,7 +413,7 @@ test_same_second(void **state)
 	    "touch -d '2020-01-01 00:00:00.5' .git/index && echo two > a && "
 	    "touch -d '2020-01-01 00:00:00.7' a");
 	free(amx(0, "snapshot", NULL));
-	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:a");
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:a");
 	assert_string_equal(out, "two\n");
 	free(out);
 }
@@ -393,7 +429,7 @@ test_autocrlf(void **state)
 	    "git -c user.name=a -c user.email=b commit -qm d");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
 	assert_non_null(strstr(out, "\\r"));
 	free(out);
 }
@@ -408,7 +444,7 @@ test_assume_unchanged(void **state)
 	test_sh_ok("git update-index --assume-unchanged a.txt && echo hidden > a.txt");
 	age_files();
 	free(amx(0, "snapshot", NULL));
-	out = test_sh_out("git cat-file -p refs/agentmux/sessions/1:a.txt");
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:a.txt");
 	assert_string_equal(out, "hidden\n");
 	free(out);
 	/* The user's flag is theirs: still set. */
@@ -513,7 +549,8 @@ test_specs(void **state)
 	out = amx(1, "diff", "1", "--from", "latest~5", NULL);
 	assert_non_null(strstr(out, "before the first"));
 	free(out);
-	out = test_sh_out("git rev-parse --short=8 refs/agentmux/sessions/1~1");
+	out = test_sh_out("%s snapshots 1 --json | python3 -c 'import json, sys; "
+	    "print(json.load(sys.stdin)[1][\"commit\"][:8])'", test_agentmux());
 	out[strcspn(out, "\n")] = '\0';
 	free(amx(0, "undo", "1", "--to", out, NULL));
 	free(out);
@@ -677,6 +714,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_submodule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_names, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_same_second, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_assume_unchanged, setup,

@@ -445,6 +445,137 @@ test_flags_and_gc(void **state)
 	free(p);
 }
 
+/* Headers are cut at a line past the cap, with a line that says so. */
+static void
+test_headers_capped(void **state)
+{
+	char *p = db_path("headers.db");
+	struct store *st = open_or_fail(p);
+	struct store_request_filter f;
+	struct store_request r, **v;
+	struct buf h;
+	size_t n;
+	int64_t sid;
+	int i;
+
+	store_set_limits(st, 0, 1024);
+	sid = begin(st, "headers");
+	buf_init(&h);
+	for (i = 0; i < 100; i++)
+		buf_printf(&h, "X-Flood-%02d: %s\n", i,
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	memset(&r, 0, sizeof r);
+	r.session_id = sid;
+	r.method = (char *)"GET";
+	r.host = (char *)"h";
+	r.decision = (char *)"deny";
+	r.ttfb_us = -1;
+	r.req_headers = h.data;
+	r.resp_headers = (char *)"Server: small\n";
+	store_request_add(st, &r);
+	memset(&f, 0, sizeof f);
+	f.session_id = sid;
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_true(strlen(v[0]->req_headers) < 1024 + 100);
+	assert_non_null(strstr(v[0]->req_headers, "X-Flood-00: a"));
+	assert_null(strstr(v[0]->req_headers, "X-Flood-99"));
+	assert_non_null(strstr(v[0]->req_headers, "bytes of headers not "
+	    "recorded ([proxy] record_headers)]\n"));
+	/* Cut at a line: each line before the note is whole. */
+	assert_non_null(strstr(v[0]->req_headers, "aaaa\n[agentmux: "));
+	assert_string_equal(v[0]->resp_headers, "Server: small\n");
+	store_request_list_free(v, n);
+	/* One long line is cut inside, not dropped whole. */
+	buf_reset(&h);
+	buf_adds(&h, "Host: h\nX-Pad: ");
+	for (i = 0; i < 3000; i++)
+		buf_adds(&h, "\xc3\xa9");
+	buf_adds(&h, "\n");
+	r.req_headers = h.data;
+	store_request_add(st, &r);
+	f.after_id = 1;
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_true(strlen(v[0]->req_headers) > 1000);
+	assert_true(strlen(v[0]->req_headers) < 1024 + 100);
+	assert_non_null(strstr(v[0]->req_headers, "X-Pad: \xc3\xa9\xc3\xa9"));
+	assert_non_null(strstr(v[0]->req_headers, "\xc3\xa9\n[agentmux: "));
+	store_request_list_free(v, n);
+	buf_free(&h);
+	store_close(st);
+	free(p);
+}
+
+/*
+ * Past its budget a session's requests, events and decisions are counted,
+ * not stored: the count stays right, the session is flagged once with an
+ * event, and another session is not affected.
+ */
+static void
+test_budget(void **state)
+{
+	char *p = db_path("budget.db"), *big = xmalloc(4096);
+	struct store *st = open_or_fail(p);
+	struct store_session *s;
+	struct store_decision d;
+	struct store_event **e;
+	int64_t a, b;
+	size_t ne, i;
+	int k;
+
+	memset(big, 'h', 4095);
+	big[4095] = '\0';
+	store_set_limits(st, 1024 * 1024, 0);
+	a = begin(st, "flood");
+	b = begin(st, "quiet");
+	for (k = 0; k < 1000; k++)
+		add_request(st, a, big, k % 2 == 0 ? "deny" : "allow");
+	add_request(st, b, "x.com", "allow");
+	store_event_add(st, a, "info", "test", "after the budget");
+	/* An alert after a flood is still kept. */
+	store_event_add(st, a, "error", "exfiltration", "after the flood");
+	memset(&d, 0, sizeof d);
+	d.session_id = a;
+	d.host = (char *)"h";
+	d.answer = (char *)"deny";
+	d.scope = (char *)"once";
+	d.by = (char *)"user";
+	store_decision_add(st, &d);
+	assert_true(store_budget_hit(st, a));
+	assert_false(store_budget_hit(st, b));
+	store_close(st);
+
+	/* Bounded: about 1 MiB of the 4 MiB sent. */
+	assert_true(sql_int(p, "SELECT sum(length(host)) FROM requests WHERE "
+	    "session_id = 1") <= 1024 * 1024);
+	st = open_or_fail(p);
+	s = store_session_get(st, a);
+	assert_int_equal(s->nrequests, 1000);
+	assert_int_equal(s->ndenied, 500);
+	assert_true(s->unrecorded > 700 && s->unrecorded < 1000);
+	assert_true(s->unrecorded_denied > 300 && s->unrecorded_denied < 500);
+	assert_int_equal(s->unrecorded_other, 2);
+	assert_string_equal(s->flags, "budget");
+	store_session_free(s);
+	e = store_event_list(st, a, &ne);
+	for (i = 0, k = 0; i < ne; i++)
+		k += strcmp(e[i]->kind, "budget") == 0;
+	assert_int_equal(k, 1);
+	for (i = 0, k = 0; i < ne; i++)
+		k += strcmp(e[i]->kind, "exfiltration") == 0;
+	assert_int_equal(k, 1);
+	store_event_list_free(e, ne);
+	s = store_session_get(st, b);
+	assert_int_equal(s->nrequests, 1);
+	assert_int_equal(s->unrecorded, 0);
+	assert_null(s->flags);
+	store_session_free(s);
+	store_close(st);
+	free(big);
+	free(p);
+}
+
 int
 main(void)
 {
@@ -459,6 +590,8 @@ main(void)
 		cmocka_unit_test(test_checkpoints_off_the_loop),
 		cmocka_unit_test(test_lists_and_resolve),
 		cmocka_unit_test(test_flags_and_gc),
+		cmocka_unit_test(test_headers_capped),
+		cmocka_unit_test(test_budget),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

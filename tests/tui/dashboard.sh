@@ -92,16 +92,27 @@ scr | grep -q 'requests panel' || fail "the help does not list the requests pane
 escape
 wait_gone 'requests panel' || fail "the help did not close"
 
-# An exited session shows its status and offers restart; history lists it.
+# An exited session shows its status and offers restart; history lists it,
+# in red with what it was flagged for: a file the user's tools run changed.
+keys 'mkdir -p s && echo evil >s/.envrc' Enter
 keys 'exit 3' Enter
 wait_for 'exited with status 3' || fail "the exit status is not shown in the pane"
 wait_for 'r: restart' || fail "no restart offered"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 scr | grep -Eq '^ +[0-9]+ shell .* 3 ' || fail "history does not list the session that exited with 3"
+tmux -L "$SOCK" capture-pane -e -p -t 0 | grep ' 3 ' | grep '! protected' |
+    grep -q '41' || fail "history does not flag the session in red"
 keys Enter
 wait_for 'snapshots: [1-9]' || fail "Enter in the history did not open a session with its snapshots"
 scr | grep -q 'decisions: ' || fail "the session view does not list decisions"
+escape
+wait_for 'history: [0-9]+ sessions' || fail "Esc did not go back to the history"
+# The session that exited (the second row, newest first) says why it is flagged.
+keys Down Enter
+wait_for 'session 1: ' || fail "Down Enter did not open the session that exited"
+scr | grep -q '! s/.envrc changed in the session' ||
+    fail "the session view does not say which file the user's tools run changed"
 escape
 wait_for 'history: [0-9]+ sessions' || fail "Esc did not go back to the history"
 escape

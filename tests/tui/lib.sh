@@ -69,9 +69,10 @@ wait_gone() {
 	return 1
 }
 
-# start_dashboard [ARGS...]: agentmux in a 160x45 tmux window, in the project.
+# start_dashboard [ARGS...]: agentmux in a tmux window of DASH_SX x DASH_SY (160x45), in the project.
 start_dashboard() {
-	tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$P" \
+	tmux -L "$SOCK" -u -f /dev/null new-session -d -x "${DASH_SX:-160}" \
+		-y "${DASH_SY:-45}" -c "$P" \
 		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
 		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
 		"$AGENTMUX $*; echo DASHBOARD-EXITED-\$?; sleep 60" ||

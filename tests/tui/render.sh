@@ -37,6 +37,11 @@ scr_e | grep -q "$(printf '\033')\\[31mRED" || fail "red is not red"
 scr_e | grep -q "$(printf '\033')\\[1mBOLD" || fail "bold is not bold"
 scr | grep -q "中文|" || fail "wide characters not shown in two columns each"
 
+# Concealed text shows as blanks; a double-width line is drawn two columns a character.
+tmux -L $sock send-keys -t 0 "printf 'c1:a\\033[8msecret\\033[28mb|\\n\\033#6wide|\\n'" Enter
+wait_for '^c1:a      b|$' || fail "concealed text is shown"
+wait_for '^w i d e |$' || fail "a double-width line is not drawn two columns a character"
+
 tmux -L $sock send-keys -t 0 "printf '\\033[?1049hALT%sSCREEN' X; sleep 1; printf '\\033[?1049l'" Enter
 wait_for 'ALTXSCREEN' || fail "alternate screen not shown"
 scr | grep -q 'hello-42' && fail "the normal screen showed through the alternate one"

@@ -55,6 +55,7 @@ harness_draw(void *arg)
 	    tui_vterm_reverse(h->vt), h->all);
 	h->all = false;
 	tui_vterm_cursor(h->vt, &cx, &cy);
+	cx = tui_vterm_cursor_column(h->vt);
 	tui_screen_cursor(h->scr, tui_vterm_cursor_visible(h->vt), cx, cy,
 	    tui_vterm_cursor_shape(h->vt));
 	tui_screen_flush(h->scr);

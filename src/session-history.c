@@ -1,0 +1,138 @@
+/*
+ * The user's git history while a session runs (see snap-history.c): the
+ * jail gets an overlay over each git dir's objects, the objects its git
+ * writes are brought back every second (the user's own git outside sees
+ * the agent's commits), and when it ends the rest follows, reflog entries
+ * it removed are put back and refs it deleted reported. A session that
+ * ended without agentmux is finished at the next start.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "session-int.h"
+#include "store/store.h"
+
+/* How often the objects the session's git wrote are brought back. */
+#define SESSION_HISTORY_SECS 1
+
+int
+session_history_start(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	const char *path, *upper, *work;
+	char *err = NULL;
+	size_t i;
+
+	if (!s->ctx->cf->jail.history) {
+		strv_add(&sp->notices, "[jail] history = off: the jailed command "
+		    "can delete the objects, refs and reflogs of the project's "
+		    "git history");
+		return 0;
+	}
+	s->history = snap_history_begin(s->project, sp->dir, &sp->notices,
+	    &err);
+	if (s->history == NULL && err != NULL) {
+		*cause = xprintf("cannot keep the project's git history out of "
+		    "the jail's reach: %s", err);
+		free(err);
+		return -1;
+	}
+	for (i = 0; i < snap_history_count(s->history); i++) {
+		snap_history_overlay(s->history, i, &path, &upper, &work);
+		strv_add(&sp->ov_path, path);
+		strv_add(&sp->ov_lower, path);
+		strv_add(&sp->ov_upper, upper);
+		strv_add(&sp->ov_work, work);
+	}
+	return 0;
+}
+
+/* The jail could not mount a history overlay: say how to run without it. */
+void
+session_history_hint(struct session *s, char **cause)
+{
+	char *more;
+
+	if (s->history == NULL || *cause == NULL ||
+	    strstr(*cause, "overlay") == NULL ||
+	    strstr(*cause, "/objects") == NULL)
+		return;
+	more = xprintf("%s; the git history's overlay needs overlayfs with "
+	    "user extended attributes on the data dir's file system: move "
+	    "the data dir ($XDG_DATA_HOME) to one that has them, or set "
+	    "'history = off' under [jail] in the config to run without "
+	    "protecting it", *cause);
+	free(*cause);
+	*cause = more;
+}
+
+static void
+session_history_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	snap_history_import(s->history, s->ctx->base);
+}
+
+void
+session_history_watch(struct session *s)
+{
+	struct timeval tv = { SESSION_HISTORY_SECS, 0 };
+
+	if (s->history == NULL)
+		return;
+	s->history_ev = event_new(s->ctx->base, -1, EV_PERSIST,
+	    session_history_cb, s);
+	event_add(s->history_ev, &tv);
+}
+
+/* Tells the user and the record what the history's end found. */
+static void
+session_history_tell(struct session *s, struct strv *alerts,
+    struct strv *warnings)
+{
+	size_t i;
+
+	for (i = 0; i < alerts->n; i++) {
+		store_event_add(s->ctx->st, s->id, "error", "tampering", "%s",
+		    alerts->v[i]);
+		store_session_flag(s->ctx->st, s->id, "tampering");
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "alert", alerts->v[i]);
+	}
+	for (i = 0; i < warnings->n; i++) {
+		store_event_add(s->ctx->st, s->id, "warn", "history", "%s",
+		    warnings->v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "warn", warnings->v[i]);
+	}
+}
+
+/* The jail is gone: everything left is brought back, the reflogs mended. */
+void
+session_history_stop(struct session *s)
+{
+	struct strv alerts, warnings;
+
+	if (s->history_ev != NULL)
+		event_free(s->history_ev);
+	s->history_ev = NULL;
+	if (s->history == NULL)
+		return;
+	strv_init(&alerts);
+	strv_init(&warnings);
+	snap_history_end(s->history, s->id, &alerts, &warnings);
+	session_history_tell(s, &alerts, &warnings);
+	strv_free(&alerts);
+	strv_free(&warnings);
+	snap_history_free(s->history);
+	s->history = NULL;
+}
+
+void
+session_history_recover(struct session_ctx *ctx)
+{
+	snap_history_recover(ctx->st, ctx->data_dir);
+}

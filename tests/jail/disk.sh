@@ -1,0 +1,174 @@
+#!/bin/sh
+# The disk a session may take, through agentmux run (nobody to ask: it
+# stops, saying why): a write budget ([limits] disk_write) reached by a
+# writing loop, by orphans reaped by the jail's init, and by a process
+# that hides its counters; a reserve ([limits] disk_reserve, a size or a
+# share) reached on a small filesystem holding the project, and a start
+# refused below it. As root (the jail in cgroups) and as a throwaway
+# user (none: the init counts and stops). The dashboard's questions are
+# tests/tui/disk.sh.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+conf() {
+	printf '[limits]\nfile_size = 8M\ntmp_size = 32M\n' \
+	    >"$XDG_CONFIG_HOME/agentmux/config"
+	printf '%s\n' "$@" >>"$XDG_CONFIG_HOME/agentmux/config"
+}
+
+# Bytes in the files under DIR.
+bytes() {
+	du -sb "$1" 2>/dev/null | cut -f1
+}
+
+# stopped NAME NEEDLE: the run was stopped (137) and said NEEDLE on stderr.
+stopped() {
+	case "$RC:$OUT" in
+	137:*"$2"*) ok ;;
+	*) bad "$1: exit $RC, expected 137 and '$2': $OUT" ;;
+	esac
+}
+
+# A loop of 1 MiB files goes past a 16 MiB budget: stopped, and told why.
+budget() {
+	conf "disk_write = 16M" "disk_reserve = 0"
+	rm -rf "$P/w"
+	mkdir "$P/w"
+	jrun -- sh -c 'i=0; while [ $i -lt 400 ]; do i=$((i+1));
+	    head -c 1048576 /dev/zero >w/f$i; sleep 0.01; done; echo wrote-all'
+	stopped "budget" "past its 16M disk write budget ([limits] disk_write); to let it write more, raise disk_write in $XDG_CONFIG_HOME/agentmux/config"
+	n=$(bytes "$P/w")
+	[ "$n" -ge $((16 << 20)) ] && [ "$n" -lt $((300 << 20)) ] && ok ||
+	    bad "budget: $n bytes were written against a 16 MiB budget"
+	rec=$("$AMX" show last 2>&1)
+	case $rec in
+	*"state     exited 137"*"error     stopped session "*"past its 16M disk write budget"*) ok ;;
+	*) bad "budget: the record does not say why it stopped: $rec" ;;
+	esac
+	rm -rf "$P/w"
+}
+
+# Orphans that write and end are reaped by the jail's init: their writes count.
+orphans() {
+	conf "disk_write = 16M" "disk_reserve = 0"
+	rm -rf "$P/w"
+	mkdir "$P/w"
+	jrun -- sh -c 'i=0; while [ $i -lt 400 ]; do i=$((i+1));
+	    sh -c "head -c 1048576 /dev/zero >w/f$i & exit 0"; sleep 0.01;
+	    done; echo wrote-all'
+	stopped "orphans" "past its 16M disk write budget"
+	rm -rf "$P/w"
+}
+
+# A process that makes itself undumpable: root's jail still counts it; an
+# ordinary user's cannot (root owns its counters), and stops on that.
+undumpable() {
+	conf "disk_write = 16M" "disk_reserve = 0"
+	rm -rf "$P/w"
+	mkdir "$P/w"
+	jrun -- "$E" undumpable w 400
+	case $OUT in *ESCAPED*) bad "undumpable: $OUT" ;; esac
+	if [ "$WHO" = root ]; then
+		stopped "undumpable" "past its 16M disk write budget"
+	else
+		stopped "undumpable" "1 of its processes keep what they write from the count (they made themselves undumpable"
+	fi
+	rm -rf "$P/w"
+	cp /bin/sh "$P/xsh"
+	chmod 111 "$P/xsh"
+	mkdir "$P/w"
+	jrun -- ./xsh -c 'i=0; while [ $i -lt 400 ]; do i=$((i+1));
+	    head -c 1048576 /dev/zero >w/f$i; sleep 0.01; done; echo wrote-all'
+	if [ "$WHO" = root ]; then
+		stopped "unreadable exec" "past its 16M disk write budget"
+	else
+		stopped "unreadable exec" "keep what they write from the count"
+	fi
+	rm -rf "$P/w" "$P/xsh"
+}
+
+# The reserve on a small filesystem holding the project (AMX_SMALLFS, a
+# 256 MiB tmpfs the root pass mounts): a size, then a share.
+reserve() {
+	if [ -z "${AMX_SMALLFS:-}" ]; then
+		echo "SKIP [$WHO]: the reserve checks need the small tmpfs the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_SMALLFS/$WHO.XXXXXX")
+	(cd "$Q" && git init -q . && git config user.email t@x &&
+	    git config user.name t && echo hi >README && git add README &&
+	    git commit -qm init) || { bad "reserve: no project on the small fs"; return; }
+	# The reserve is looked at up to ten times a second near it: the
+	# loop writes at most 50 MiB/s (slower than a disk could, and the
+	# margin of some 90 MiB leaves a second or two for a loaded machine);
+	# if nothing stopped it, it would write 200 MiB. A share is of each
+	# filesystem watched, so the data dir is on the small one for it.
+	for r in 160M 60%; do
+		conf "disk_write = 0" "disk_reserve = $r"
+		[ "$r" = 60% ] && export XDG_DATA_HOME="$Q.data"
+		mkdir "$Q/w"
+		OUT=$("$AMX" run -C "$Q" -- sh -c 'i=0; while [ $i -lt 200 ]; do
+		    i=$((i+1)); head -c 1048576 /dev/zero >w/f$i || exit 3;
+		    sleep 0.02; done; echo wrote-all' </dev/null 2>&1)
+		RC=$?
+		stopped "reserve $r" "stopped session "
+		case $OUT in
+		*"the disk of $Q has "*" free, less than the "*" that [limits] disk_reserve keeps free; free some space, or lower disk_reserve in $XDG_CONFIG_HOME/agentmux/config (0 turns it off)"*) ok ;;
+		*) bad "reserve $r: no word of the reserve: $OUT" ;;
+		esac
+		free=$(df --output=avail -B1 "$Q" | tail -n 1)
+		[ "$free" -gt $((8 << 20)) ] && ok ||
+		    bad "reserve $r: the disk was left with $free bytes"
+		rm -rf "$Q/w"
+	done
+	rm -rf "$XDG_DATA_HOME"
+	export XDG_DATA_HOME="$T/xdg/data"
+	# Below the reserve already: the session does not start.
+	conf "disk_write = 0" "disk_reserve = 160M"
+	head -c $((120 << 20)) /dev/zero >"$Q/fill"
+	OUT=$("$AMX" run -C "$Q" -- true </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	"1:agentmux: cannot start a session in $Q: the disk of $Q has "*"free, less than the 160M that [limits] disk_reserve keeps free"*) ok ;;
+	*) bad "reserve: a start below the reserve: exit $RC: $OUT" ;;
+	esac
+	# A project named with an escape sequence: the refusal names it
+	# quoted, as git quotes paths, and no control byte reaches the terminal.
+	E=$(printf '\033')
+	H="$Q/p$E[31m"
+	mkdir "$H" && git -C "$H" init -q . || bad "reserve: no hostile project"
+	OUT=$("$AMX" run -C "$H" -- true </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	*"$E"*) bad "reserve: a raw escape in the refusal: $(printf %s "$OUT" | cat -v)" ;;
+	"1:agentmux: cannot start a session in \"$Q/p\\033[31m\": the disk of \"$Q/p\\033[31m\" has "*) ok ;;
+	*) bad "reserve: the hostile project's refusal: exit $RC: $OUT" ;;
+	esac
+	rm -rf "$Q"
+}
+
+# Budget checks need a disk: tmpfs writes are memory, and no process's
+# write_bytes counts them.
+checks() {
+	if [ "$(stat -f -c %T "$P")" = tmpfs ]; then
+		echo "SKIP [$WHO]: the budget checks need $P on a disk, not tmpfs"
+	else
+		budget
+		orphans
+		undumpable
+	fi
+	reserve
+}
+
+# The root pass mounts the small filesystem; the user's pass uses it too.
+if [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	SMALL=$(mktemp -d /tmp/amx-smallfs.XXXXXX) || exit 1
+	if mount -t tmpfs -o size=256m,mode=1777 tmpfs "$SMALL"; then
+		AMX_SMALLFS=$SMALL
+		export AMX_SMALLFS
+		trap 'umount "$SMALL"; rmdir "$SMALL"' EXIT
+	else
+		rmdir "$SMALL"
+	fi
+fi
+jail_main "$@"

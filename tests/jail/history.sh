@@ -1,0 +1,236 @@
+#!/bin/sh
+# The user's own git history against a hostile jailed command: objects that
+# existed at the start survive rm -rf .git/objects and gc --prune=now after
+# rewritten refs, while git in the jail keeps working (commit, branch,
+# rebase, fetch over the proxy) and its new objects reach the host checked;
+# undo --refs puts every branch, tag, the stash and HEAD back, and no
+# planted link in .git makes anyone write through it. As root and as an
+# unprivileged user made for the test.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+# Every object the repository has now, one id a line, sorted.
+all_objects() {
+	git -C "$P" cat-file --batch-all-objects --batch-check='%(objectname)' |
+	    sort
+}
+
+# The user's refs (not agentmux's snapshots), HEAD and the stash.
+user_refs() {
+	git -C "$P" for-each-ref --format='%(refname) %(objectname)' |
+	    grep -v '^refs/agentmux/' | grep -v "${1:-^$}"
+	git -C "$P" symbolic-ref -q HEAD || git -C "$P" rev-parse HEAD
+	git -C "$P" stash list
+}
+
+# Each check starts from a repository of its own, so that each fails alone.
+fresh_repo() {
+	rm -rf "$P"
+	mkdir -p "$P"
+	(cd "$P" && git init -q -b main . && git config user.email t@x &&
+	    git config user.name t && echo hi >README && git add README &&
+	    git commit -qm init) || exit 1
+}
+
+# A history worth destroying: branches, tags (light and annotated), a stash, packed and loose.
+history_state() {
+	fresh_repo
+	(cd "$P" && echo a >h1 && git add h1 && git commit -qm h1 &&
+	    git tag light && echo b >h2 && git add h2 && git commit -qm h2 &&
+	    git tag -a -m annotated ann && git branch keepme HEAD~1 &&
+	    echo s >h3 && git stash -q -u && git pack-refs --all &&
+	    echo c >h4 && git add h4 && git commit -qm h4) || exit 1
+	OBJ0=$(all_objects)
+	REFS0=$(user_refs)
+	LOG0=$(git -C "$P" reflog show --format='%H %gs' main)
+}
+
+objects_kept() {
+	missing=$(printf '%s\n' "$OBJ0" | git -C "$P" cat-file --batch-check |
+	    grep -c missing)
+	[ "$missing" = 0 ] && ok || bad "$1: $missing objects of the start are gone"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "$1: git fsck fails: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
+}
+
+rm_objects() {
+	history_state
+	jrun -- sh -c 'rm -rf .git/objects; rm -rf .git/objects/*;
+	    ls .git/objects | wc -l'
+	case $OUT in *0*) ok ;; *) bad "rm -rf .git/objects did nothing in the jail: $OUT" ;; esac
+	objects_kept "rm -rf .git/objects"
+	[ "$(user_refs)" = "$REFS0" ] && ok || bad "rm -rf .git/objects changed refs"
+}
+
+# Refs rewritten, reflogs expired, everything unreachable pruned: then undo --refs.
+gc_prune() {
+	history_state
+	jrun -- sh -c 'git checkout -q -b agent && echo x >x && git add x &&
+	    git -c user.email=a@b -c user.name=a commit -qm x &&
+	    git update-ref refs/heads/main $(git rev-list --max-parents=0 HEAD) &&
+	    git tag -d light ann >/dev/null && git branch -D keepme >/dev/null &&
+	    git stash clear && git reflog expire --expire=now --all &&
+	    git gc -q --prune=now 2>/dev/null; git repack -adq 2>/dev/null;
+	    git prune --expire=now; echo pruned'
+	case $OUT in *pruned*) ok ;; *) bad "the destructive git did not run: $OUT" ;; esac
+	objects_kept "gc --prune=now after rewriting refs"
+	case $OUT in *"deleted the tag light"*"undo"*"--refs"*) ok ;;
+	*) bad "the end of the session did not report the deleted tag: $OUT" ;; esac
+	out=$("$AMX" undo last --refs 2>&1) || bad "undo --refs failed: $out"
+	case $out in *"keep    agent"*) ok ;; *) bad "undo --refs did not name the new branch: $out" ;; esac
+	[ "$(user_refs '^refs/heads/agent ')" = "$REFS0" ] && ok ||
+	    bad "undo --refs did not put every ref back: $(user_refs) vs $REFS0"
+	log=$(git -C "$P" reflog show --format='%H %gs' main)
+	case $log in *"$LOG0") ok ;; *) bad "main's reflog lost entries: $log" ;; esac
+}
+
+# commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
+git_works() {
+	history_state
+	UP=$T/up
+	mkdir -p "$UP/git"
+	git init -q --bare "$UP/git/repo.git" &&
+	    git clone -q "$UP/git/repo.git" "$T/seed" 2>/dev/null &&
+	    (cd "$T/seed" && for i in 1 2 3; do echo "$i" >"f$i" &&
+	    git add "f$i" && git -c user.name=t -c user.email=t@t commit -qm \
+	    "up$i"; done && git push -q origin HEAD:main) &&
+	    git -C "$UP/git/repo.git" gc -q &&
+	    git -C "$UP/git/repo.git" update-server-info || exit 1
+	UPSTREAM_LIFETIME=300 python3 "$AMX_UPSTREAM" "$UP" </dev/null \
+	    >"$T/up.log" 2>&1 &
+	KILL_PIDS="${KILL_PIDS:-} $!"
+	i=0
+	while [ ! -s "$UP/ports" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	read -r HP _ _ <"$UP/ports" || { bad "the test upstream did not start"; return; }
+	up=$(git -C "$UP/git/repo.git" rev-parse main)
+	jrun --on-unknown deny --upstream-ca "$UP/ca.pem" --allow "127.0.0.1:$HP" \
+	    -- sh -c "set -e; git -c user.email=a@b -c user.name=a commit -q \
+	    --allow-empty -m one; git checkout -q -b feat; echo f >feat &&
+	    git add feat && git -c user.email=a@b -c user.name=a commit -qm feat;
+	    git checkout -q main; git -c user.email=a@b -c user.name=a commit -q \
+	    --allow-empty -m two; git -c user.email=a@b -c user.name=a rebase -q \
+	    main feat; git fetch -q https://127.0.0.1:$HP/git/repo.git \
+	    main:refs/remotes/up/main; echo FEAT \$(git rev-parse feat)"
+	[ "$RC" = 0 ] && ok || bad "git in the jail failed: $OUT"
+	feat=$(printf '%s\n' "$OUT" | sed -n 's/^FEAT //p')
+	git -C "$P" cat-file -e "$feat" 2>/dev/null &&
+	    [ "$(git -C "$P" rev-parse feat)" = "$feat" ] && ok ||
+	    bad "the rebased commit did not reach the host: $OUT"
+	git -C "$P" cat-file -e "$up" 2>/dev/null &&
+	    git -C "$P" log --oneline "$up" | grep -q up1 && ok ||
+	    bad "the fetched pack did not reach the host"
+	objects_kept "commit, rebase and fetch"
+}
+
+# The agent's commits reach the host while the session runs (the user's own git works there).
+during_session() {
+	fresh_repo
+	rm -f "$T/commit" "$T/seen"
+	"$AMX" run -C "$P" -- sh -c 'git -c user.email=a@b -c user.name=a commit \
+	    -q --allow-empty -m during && git rev-parse HEAD >commit.tmp &&
+	    i=0; while [ ! -e seen ] && [ $i -lt 600 ]; do sleep 0.1;
+	    i=$((i + 1)); done; rm -f commit.tmp seen' </dev/null \
+	    >"$T/during.out" 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -s "$P/commit.tmp" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	c=$(cat "$P/commit.tmp" 2>/dev/null)
+	i=0
+	while ! git -C "$P" cat-file -e "$c" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	git -C "$P" cat-file -e "$c" 2>/dev/null && ok ||
+	    bad "the session's commit did not reach the host while it ran"
+	touch "$P/seen"
+	wait "$pid"
+}
+
+# A loose object forged (another's bytes under a name), a link and a FIFO in the jail's objects.
+# (Landlock refuses the FIFO where the kernel has it: tests/jail/snap.sh *planted*.)
+forged_objects() {
+	fresh_repo
+	ln -sf "$T/outside/secret.txt" "$T/outside/link-target" 2>/dev/null
+	jrun -- sh -c 'set -e; blob=$(echo real | git hash-object -w --stdin);
+	    other=$(echo forged | git hash-object --stdin);
+	    d=.git/objects/$(echo $other | cut -c1-2); mkdir -p $d;
+	    cp .git/objects/$(echo $blob | cut -c1-2)/$(echo $blob | cut -c3-) \
+	    $d/$(echo $other | cut -c3-);
+	    ln -s '"$HOME"'/.ssh/id_rsa .git/objects/aa/$(printf "%038d" 0) 2>/dev/null ||
+	    { mkdir -p .git/objects/aa; ln -s '"$HOME"'/.ssh/id_rsa \
+	    .git/objects/aa/$(printf "%038d" 0); };
+	    mkdir -p .git/objects/bb;
+	    mkfifo .git/objects/bb/$(printf "%038d" 1) 2>/dev/null ||
+	    echo "NO FIFO";
+	    echo OTHER $other'
+	other=$(printf '%s\n' "$OUT" | sed -n 's/^OTHER //p')
+	[ -n "$other" ] && ok || bad "the forging did not run: $OUT"
+	git -C "$P" cat-file -e "$other" 2>/dev/null &&
+	    bad "a forged object reached the host as $other" || ok
+	[ ! -e "$P/.git/objects/aa/$(printf '%038d' 0)" ] &&
+	    [ ! -e "$P/.git/objects/bb/$(printf '%038d' 1)" ] && ok ||
+	    bad "a planted link or FIFO reached the host's objects"
+	case $OUT in *"not what their names said"*) ok ;;
+	*) bad "the forged object was not reported: $OUT" ;; esac
+}
+
+# A reflog made a link to a host file: nobody writes through it, undo --refs mends it.
+reflog_link() {
+	fresh_repo
+	orig=$(cat "$T/outside/target.txt")
+	jrun -- sh -c "ln -sf $T/outside/target.txt .git/logs/refs/heads/main &&
+	    ln -sf $T/outside/target.txt .git/logs/refs/heads/later &&
+	    git branch later"
+	(cd "$P" && git -c user.email=a@b -c user.name=a commit -q --allow-empty \
+	    -m host && git branch -q -f later HEAD) 2>/dev/null
+	[ "$(cat "$T/outside/target.txt")" = "$orig" ] && ok ||
+	    bad "the host's git wrote through a reflog link the jail planted"
+	[ ! -L "$P/.git/logs/refs/heads/main" ] &&
+	    [ ! -L "$P/.git/logs/refs/heads/later" ] && ok ||
+	    bad "a reflog link stayed in .git/logs"
+	out=$("$AMX" undo last --refs 2>&1)
+	[ "$(cat "$T/outside/target.txt")" = "$orig" ] && ok ||
+	    bad "undo --refs wrote through a reflog link: $out"
+}
+
+# agentmux killed mid-session, before it brought the commit back: the next start does.
+crash() {
+	fresh_repo
+	rm -f "$P/go" "$P/done" "$P/ready"
+	"$AMX" run -C "$P" -- sh -c 'touch ready; i=0; while [ ! -e go ] &&
+	    [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done;
+	    git -c user.email=a@b -c user.name=a commit -q --allow-empty \
+	    -m crashed && git rev-parse HEAD >done.tmp && mv done.tmp done;
+	    sleep 60' </dev/null >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -e "$P/ready" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	# agentmux stopped: its jail goes on, and nothing brings objects back.
+	kill -STOP "$pid"
+	touch "$P/go"
+	i=0
+	while [ ! -s "$P/done" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	c=$(cat "$P/done")
+	kill -KILL "$pid"
+	wait "$pid" 2>/dev/null
+	rm -f "$P/go" "$P/done" "$P/ready"
+	git -C "$P" cat-file -e "$c" 2>/dev/null &&
+	    bad "the commit reached the host while agentmux was stopped (the check proves nothing)"
+	jrun -- true
+	git -C "$P" cat-file -e "$c" 2>/dev/null && ok ||
+	    bad "a killed session's commit was not brought back at the next start: $OUT"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "the repository is broken after a killed session"
+}
+
+checks() {
+	rm_objects
+	gc_prune
+	git_works
+	during_session
+	forged_objects
+	reflog_link
+	crash
+}
+
+jail_main "$@"

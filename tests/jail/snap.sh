@@ -1,0 +1,245 @@
+#!/bin/sh
+# Snapshots against a hostile jailed command (issue 14, section 1): what
+# it does to .git cannot write outside agentmux's own repository, hide a
+# change, or make undo write its bytes; real modes and the user's umask;
+# the ignore rules as they were at the start; FIFOs, devices and links
+# planted where agentmux reads a file. As root and as an unprivileged
+# user made for the test.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+last_session() {
+	"$AMX" sessions --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])'
+}
+
+# agentmux's own repository for the project, in its data dir.
+own() {
+	ls -d "$XDG_DATA_HOME"/agentmux/shadow/proj-*/ 2>/dev/null | head -n 1
+}
+
+# A fresh project: a tracked file, a subdir, committed.
+fresh() {
+	rm -rf "$P"
+	mkdir -p "$P"
+	(cd "$P" && git init -q . && git config user.email t@x &&
+	    git config user.name t && printf 'int main;\n' >main.c &&
+	    mkdir -p src && printf 'one\n' >src/a.txt && git add -A &&
+	    git commit -qm init) || exit 1
+}
+
+# .git/objects/XX replaced by links to a host dir: nothing is written there.
+objects_symlinked() {
+	fresh
+	mkdir -p "$T/outside-objects"
+	jrun -- sh -c "for x in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+	    for y in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+	    [ -e .git/objects/\$x\$y ] || ln -s '$T/outside-objects' .git/objects/\$x\$y; done; done
+	    echo 'bytes of the agent' >new.txt; echo changed >src/a.txt"
+	[ "$RC" = 0 ] || bad "objects: the command failed: $OUT"
+	"$AMX" snapshot -C "$P" >/dev/null 2>&1 || bad "objects: a snapshot after the session failed"
+	"$AMX" diff last >/dev/null 2>&1 || bad "objects: diff failed"
+	[ -z "$(ls -A "$T/outside-objects")" ] && ok ||
+	    bad "objects: snapshot objects were written into the linked host dir: $(ls "$T/outside-objects" | head -3)"
+	out=$("$AMX" undo last 2>&1)
+	[ ! -e "$P/new.txt" ] && [ "$(cat "$P/src/a.txt")" = one ] && ok ||
+	    bad "objects: undo did not restore the tree: $out"
+	[ -z "$(ls -A "$T/outside-objects")" ] && ok ||
+	    bad "objects: undo wrote into the linked host dir"
+}
+
+# Reflogs planted as links to a host file: nothing is appended to it.
+reflog_symlinked() {
+	fresh
+	printf 'my bashrc\n' >"$T/bashrc"
+	cp "$T/bashrc" "$T/bashrc.orig"
+	n=$(( $(last_session 2>/dev/null || echo 0) + 1 ))
+	jrun -- sh -c "mkdir -p .git/logs/refs/agentmux/sessions .git/logs/refs/agentmux/snaps;
+	    for i in \$(seq 1 $((n + 5))); do ln -sf '$T/bashrc' .git/logs/refs/agentmux/sessions/\$i; done;
+	    echo x >>main.c"
+	"$AMX" snapshot -C "$P" >/dev/null 2>&1
+	"$AMX" undo last >/dev/null 2>&1
+	cmp -s "$T/bashrc" "$T/bashrc.orig" && ok ||
+	    bad "reflog: a line was appended to the linked host file: $(tail -n 1 "$T/bashrc")"
+}
+
+# An edit hidden from the user's index (skip-worktree, or stat data forged
+# to match): diff shows it and undo puts the file back.
+hidden_edit() {
+	fresh
+	jrun -- sh -c 'printf "int evil;\n" >main.c && git update-index --skip-worktree main.c &&
+	    printf "two\n" >src/a.txt && touch -d "2020-01-01" src/a.txt &&
+	    git update-index --cacheinfo 100644,$(git hash-object src/a.txt),src/a.txt &&
+	    touch -d "2001-01-01" src/a.txt'
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"+int evil;"*) ok ;;
+	*) bad "skip-worktree: diff does not show the edit: $out" ;;
+	esac
+	case $out in
+	*"+two"*) ok ;;
+	*) bad "forged index entry: diff does not show the edit: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ "$(cat "$P/main.c")" = "int main;" ] && [ "$(cat "$P/src/a.txt")" = one ] && ok ||
+	    bad "hidden edits: undo did not restore them: $out"
+}
+
+# The loose objects a snapshot needs, overwritten with the agent's bytes
+# or deleted in .git: undo writes exactly what was snapshotted.
+objects_swapped() {
+	fresh
+	(cd "$P" && printf 'secret plan\n' >plan.txt) || exit 1
+	jrun -- sh -c 'b=$(git hash-object plan.txt); e=$(printf "evil\n" | git hash-object -w --stdin);
+	    f=.git/objects/$(echo $b | cut -c1-2)/$(echo $b | cut -c3-);
+	    g=.git/objects/$(echo $e | cut -c1-2)/$(echo $e | cut -c3-);
+	    mkdir -p $(dirname $f); rm -f $f; cp $g $f;
+	    echo evil >plan.txt; echo more >>main.c'
+	out=$("$AMX" undo last 2>&1)
+	[ "$(cat "$P/plan.txt")" = "secret plan" ] && ok ||
+	    bad "swapped object: undo wrote '$(cat "$P/plan.txt")': $out"
+	jrun -- sh -c 'rm -rf .git/objects/??; echo gone >main.c'
+	out=$("$AMX" undo last 2>&1)
+	[ "$(cat "$P/main.c")" = "int main;" ] && ok || bad "deleted objects: undo failed: $out"
+	(cd "$P" && git status >/dev/null 2>&1 || true)
+}
+
+# An object damaged in agentmux's own repository (a disk fault): undo
+# refuses, says which, and touches nothing.
+own_object_damaged() {
+	fresh
+	jrun -- sh -c 'printf "agent\n" >src/a.txt'
+	start=$("$AMX" snapshots last --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["tree"])')
+	b=$(GIT_DIR=$(own) git rev-parse "$start:src/a.txt")
+	f="$(own)objects/$(echo "$b" | cut -c1-2)/$(echo "$b" | cut -c3-)"
+	if [ ! -f "$f" ]; then
+		bad "damaged: the object is not loose: $f"
+		return
+	fi
+	chmod u+w "$f"
+	printf 'not a git object' >"$f"
+	out=$("$AMX" undo last 2>&1)
+	rc=$?
+	case "$rc:$out" in
+	1:*"cannot be restored, so nothing was"*"$b"*"src/a.txt"*) ok ;;
+	*) bad "damaged own object: exit $rc: $out" ;;
+	esac
+	[ "$(cat "$P/src/a.txt")" = agent ] && ok || bad "damaged own object: undo changed the file"
+	rm -f "$f"
+	out=$("$AMX" undo last 2>&1)
+	case $out in
+	*"is missing"*) ok ;;
+	*) bad "missing own object: $out" ;;
+	esac
+}
+
+# Real modes: a 0600 .env and a 0700 dir come back as they were, a change
+# of mode alone shows in diff, and what the agent makes has the user's umask.
+modes() {
+	fresh
+	(cd "$P" && printf 'KEY=1\n' >.env && chmod 600 .env && mkdir -p keys &&
+	    chmod 700 keys && printf 'k\n' >keys/k && chmod 600 keys/k) || exit 1
+	jrun -- sh -c 'chmod 644 .env && chmod 755 keys && printf "KEY=2\n" >.env &&
+	    chmod 666 keys/k && echo n >made && mkdir madedir'
+	[ "$(stat -c %a "$P/made")" = 644 ] && [ "$(stat -c %a "$P/madedir")" = 755 ] && ok ||
+	    bad "umask: the agent's files are $(stat -c %a "$P/made") and $(stat -c %a "$P/madedir"), not 644 and 755"
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"a/keys/k b/keys/k"*"old mode 100600"*"new mode 100666"*) ok ;;
+	*) bad "modes: diff does not show a change of mode alone: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ "$(stat -c %a "$P/.env")" = 600 ] && [ "$(cat "$P/.env")" = KEY=1 ] &&
+	    [ "$(stat -c %a "$P/keys")" = 700 ] && [ "$(stat -c %a "$P/keys/k")" = 600 ] && ok ||
+	    bad "modes: after undo .env $(stat -c %a "$P/.env"), keys $(stat -c %a "$P/keys"), keys/k $(stat -c %a "$P/keys/k"): $out"
+	# Removed by the agent, made again by undo: its mode, and the umask's.
+	jrun -- sh -c 'rm -rf .env keys src'
+	out=$("$AMX" undo last 2>&1)
+	[ "$(stat -c %a "$P/.env")" = 600 ] && [ "$(stat -c %a "$P/keys")" = 700 ] &&
+	    [ "$(stat -c %a "$P/src")" = 755 ] && [ "$(stat -c %a "$P/src/a.txt")" = 644 ] && ok ||
+	    bad "modes: made again by undo: .env $(stat -c %a "$P/.env" 2>&1), keys $(stat -c %a "$P/keys" 2>&1), src/a.txt $(stat -c %a "$P/src/a.txt" 2>&1): $out"
+}
+
+# Ignore rules the agent adds hide nothing: a .gitignore, info/exclude, an attribute.
+frozen_rules() {
+	fresh
+	(cd "$P" && printf 'build/\n' >.gitignore && git add .gitignore &&
+	    git commit -qm ignore) || exit 1
+	jrun -- sh -c 'printf "secret*\n" >>.gitignore && echo s >secret.txt &&
+	    mkdir -p sub && printf "*\n" >sub/.gitignore && echo h >sub/hidden &&
+	    echo "evil/" >>.git/info/exclude && mkdir evil && echo e >evil/x &&
+	    printf "*.c -diff\n" >.gitattributes && printf "int evil;\n" >main.c &&
+	    mkdir -p build && echo o >build/out'
+	out=$("$AMX" diff last --stat 2>&1)
+	for f in secret.txt sub/hidden evil/x; do
+		case $out in
+		*"$f"*) ok ;;
+		*) bad "frozen rules: $f is hidden from diff: $out" ;;
+		esac
+	done
+	case $out in *build/out*) bad "frozen rules: an ignored file shows in diff" ;; *) ok ;; esac
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"+int evil;"*) ok ;;
+	*) bad "frozen rules: an attribute hid main.c's content: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ ! -e "$P/secret.txt" ] && [ ! -e "$P/sub/hidden" ] && [ ! -e "$P/evil/x" ] &&
+	    [ "$(cat "$P/main.c")" = "int main;" ] && [ -e "$P/build/out" ] && ok ||
+	    bad "frozen rules: undo left the agent's files or removed an ignored one: $out"
+}
+
+# FIFOs and devices where a file is expected: none can be made in the
+# project, and one there (made on the host) is never waited on.
+planted() {
+	fresh
+	# The kernel's Landlock ABI (landlock_create_ruleset with its version flag).
+	abi=$(python3 -c 'import ctypes; print(max(0, ctypes.CDLL(None).syscall(444, None, 0, 1)))')
+	jrun -- sh -c 'mkfifo fifo 2>/dev/null && echo MADE; mkfifo sub.fifo 2>/dev/null && echo MADE;
+	    mkfifo /dev/shm/ok-here && echo SHM-OK'
+	case "$abi:$OUT" in
+	0:*) echo "SKIP [$WHO] no FIFO in the project: the kernel has no Landlock" ;;
+	*MADE*) bad "planted: a FIFO was made in the project (Landlock ABI $abi)" ;;
+	*SHM-OK*) ok ;;
+	*) bad "planted: a FIFO could not even be made in /dev/shm: $OUT" ;;
+	esac
+	# Made on the host (as if there before): agentmux reads none of them.
+	mkfifo "$P/.git/info/exclude.fifo" "$P/pipe"
+	mv "$P/.git/info/exclude.fifo" "$P/.git/info/exclude"
+	rm -f "$P/.git/HEAD"
+	mkfifo "$P/.git/HEAD"
+	ln -s "$T/outside/secret.txt" "$P/.git/index.lnk"
+	rm -f "$P/.git/index"
+	mv "$P/.git/index.lnk" "$P/.git/index"
+	if [ "$(id -u)" = 0 ]; then
+		mknod "$P/zero" c 1 5
+	fi
+	out=$(timeout 60 "$AMX" snapshot -C "$P" 2>&1)
+	rc=$?
+	[ "$rc" = 0 ] && ok || bad "planted: snapshot with FIFOs and links in .git: exit $rc: $out"
+	out=$(timeout 60 "$AMX" undo last --dry-run 2>&1)
+	rc=$?
+	[ "$rc" = 0 ] && ok || bad "planted: undo --dry-run: exit $rc: $out"
+	rm -f "$P/zero" "$P/pipe" "$P/.git/info/exclude" "$P/.git/HEAD" "$P/.git/index"
+	printf 'ref: refs/heads/master\n' >"$P/.git/HEAD"
+	# info/exclude as a link to a host file that ignores everything: not followed.
+	printf '*\n' >"$T/outside/ignore-all"
+	ln -s "$T/outside/ignore-all" "$P/.git/info/exclude"
+	echo visible >"$P/visible.txt"
+	c=$("$AMX" snapshot -C "$P" 2>&1 | sed -n 's/^snapshot [0-9]* of session [0-9]*: \([0-9a-f]*\),.*/\1/p')
+	GIT_DIR=$(own) git ls-tree -r --name-only "$c" | grep -q '^visible.txt$' && ok ||
+	    bad "planted: a linked info/exclude was followed (snapshot '$c')"
+	rm -f "$P/.git/info/exclude"
+}
+
+checks() {
+	objects_symlinked
+	reflog_symlinked
+	hidden_edit
+	objects_swapped
+	own_object_damaged
+	modes
+	frozen_rules
+	planted
+}
+
+jail_main "$@"
