@@ -290,8 +290,9 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 				"$PP" '[agent u]\ncommand = sh\nsecret = k' >"$T/home/config/agentmux/config"
 			chown -R "$TUSER:" "$T/home/config"
 			urun() { (cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" XDG_CONFIG_HOME="$T/home/config" \
-				AMX_E2E_KEY="$AMX_E2E_KEY" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
-				"$AMX" run --on-unknown deny --upstream-ca "$UPCA" "$@" 2>&1); }
+				AGENTMUX_SHARE="$T/stage/share" AMX_E2E_KEY="$AMX_E2E_KEY" \
+				timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+				"$T/stage/bin/agentmux" run --on-unknown deny --upstream-ca "$UPCA" "$@" 2>&1); }
 			out=$(urun -a u --allow localhost -- sh -c "curl -sS --max-time 20 -x \"\$HTTPS_PROXY\" -H \"x-api-key: \$K\" http://localhost:443/u2 -w ' [%{http_code}]'")
 			has "$out" "\[403\]" && ! grep -q "/u2" "$SEEN" && ok "unprivileged user: issue 15: no secret in cleartext" ||
 				bad "unprivileged user: cleartext: $out"
