@@ -31,7 +31,7 @@ cmd_config_check(struct cli_args *args)
 		return 2;
 	}
 	if (cf->builtin_error != NULL)
-		fprintf(stderr, "agentmux: %s\n", cf->builtin_error);
+		out_printf(stderr, "agentmux: %s\n", cf->builtin_error);
 	if (cf->path == NULL)
 		out_printf(stdout, "no config file (%s); using the defaults\n",
 		    file != NULL ? file : "see 'agentmux config path'");
