@@ -393,6 +393,9 @@ claude_tui_session() {
 
 claude_tui_checks() {
 	[ -n "$CLAUDE_BIN" ] || return 0
+	# Once, as root: the user pass checks the agents under a user's own
+	# HOME, and proxy-placeholder another user's placeholders.
+	[ "$WHO" = root ] || return 0
 	if ! command -v tmux >/dev/null; then
 		say "skip: Claude Code's screen (tmux is not installed)"
 		return 0
