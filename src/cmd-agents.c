@@ -173,6 +173,8 @@ cmd_agents(struct cli_args *args)
 
 	if ((cf = cli_load_config()) == NULL)
 		return 1;
+	if (cf->builtin_error != NULL)
+		cli_error("%s", cf->builtin_error);
 	v = xcalloc(cf->nagents, sizeof *v);
 	for (i = 0; i < cf->nagents; i++)
 		v[i] = &cf->agents[i];

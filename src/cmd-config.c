@@ -30,6 +30,8 @@ cmd_config_check(struct cli_args *args)
 		config_problems_free(&ps);
 		return 2;
 	}
+	if (cf->builtin_error != NULL)
+		out_printf(stderr, "agentmux: %s\n", cf->builtin_error);
 	if (cf->path == NULL)
 		out_printf(stdout, "no config file (%s); using the defaults\n",
 		    file != NULL ? file : "see 'agentmux config path'");

@@ -213,25 +213,42 @@ session_proxy_notice(struct session *s, const char *level, const char *msg)
 		s->ev.notice(s->arg, s, level, msg);
 }
 
-/* Loads the profile's secrets: each gets a placeholder the jail will see. */
-static void
-session_proxy_load_secrets(struct session *s, const struct config_agent *a)
+/*
+ * Loads the profile's secrets: each gets the placeholder the jail will
+ * see, the same in every session of this user (agents remember a key they
+ * were told to trust by its value). -1 and CAUSE if the user's placeholder
+ * key cannot be used.
+ */
+static int
+session_proxy_load_secrets(struct session *s, const struct config_agent *a,
+    char **cause)
 {
 	const struct config_secret *cs;
 	struct session_secret *ss;
-	char *value, *cause = NULL;
+	unsigned char key[PROXY_SECRET_KEY_LEN];
+	char *value, *err = NULL;
+	bool have_key = false;
 	size_t i;
 
 	for (i = 0; a != NULL && i < a->secrets.n; i++) {
 		if ((cs = config_secret(s->ctx->cf, a->secrets.v[i])) == NULL)
 			continue;
-		if ((value = session_proxy_secret_value(cs, &cause)) == NULL) {
-			if (cause != NULL)
-				session_proxy_notice(s, "warn", cause);
-			free(cause);
-			cause = NULL;
+		if ((value = session_proxy_secret_value(cs, &err)) == NULL) {
+			if (err != NULL)
+				session_proxy_notice(s, "warn", err);
+			free(err);
+			err = NULL;
 			continue;
 		}
+		if (!have_key && proxy_secret_key(s->ctx->data_dir, key,
+		    &err) == -1) {
+			explicit_bzero(value, strlen(value));
+			free(value);
+			*cause = xprintf("[secret %s]: %s", cs->name, err);
+			free(err);
+			return -1;
+		}
+		have_key = true;
 		s->secrets = xreallocarray(s->secrets, s->nsecrets + 1,
 		    sizeof *s->secrets);
 		ss = &s->secrets[s->nsecrets++];
@@ -239,12 +256,15 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 		ss->name = xstrdup(cs->name);
 		ss->env = xstrdup(cs->env);
 		ss->value = value;
-		ss->placeholder = proxy_secret_placeholder(value);
+		ss->placeholder = proxy_secret_placeholder_keyed(key, cs->name,
+		    value);
 		ss->header = cs->header != NULL ? xstrdup(cs->header) : NULL;
 		strv_init(&ss->hosts);
 		for (size_t j = 0; j < cs->hosts.n; j++)
 			strv_add(&ss->hosts, cs->hosts.v[j]);
 	}
+	explicit_bzero(key, sizeof key);
+	return 0;
 }
 
 void
@@ -343,8 +363,7 @@ session_proxy_prepare(struct session *s, const struct config_agent *a,
 {
 	if ((s->policy = session_proxy_policy(s, a, cause)) == NULL)
 		return -1;
-	session_proxy_load_secrets(s, a);
-	return 0;
+	return session_proxy_load_secrets(s, a, cause);
 }
 
 /* ---- what the proxy reports ---- */

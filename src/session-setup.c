@@ -40,8 +40,12 @@ session_setup_profile(const struct config *cf, const char *name,
 	buf_init(&b);
 	for (i = 0; i < cf->nagents; i++)
 		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", cf->agents[i].name);
-	*cause = xprintf("unknown agent '%s'; the agents are: %s", name,
-	    b.len > 0 ? b.data : "(none)");
+	if (cf->builtin_error != NULL)
+		*cause = xprintf("unknown agent '%s': %s; the agents are: %s",
+		    name, cf->builtin_error, b.len > 0 ? b.data : "(none)");
+	else
+		*cause = xprintf("unknown agent '%s'; the agents are: %s", name,
+		    b.len > 0 ? b.data : "(none)");
 	buf_free(&b);
 	return NULL;
 }

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <ini.h>
@@ -40,7 +41,7 @@ static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", NULL };
+	"color", "scrollback", "escape_time", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", NULL };
@@ -599,6 +600,8 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 			    "not '%s'", value);
 	} else if (strcmp(name, "scrollback") == 0)
 		config_get_count(cp, name, value, 100, 10000000, &ui->scrollback);
+	else if (strcmp(name, "escape_time") == 0)
+		config_get_count(cp, name, value, 0, 10000, &ui->escape_time);
 	else
 		config_unknown_key(cp, "ui", config_keys_ui, name);
 }
@@ -919,13 +922,15 @@ config_parse_file(struct config *cf, const char *file, bool builtin,
 	return 0;
 }
 
+/* Has DIR/agents, or is DIR kept from us (EACCES): it is there, unread. */
 static bool
-config_share_has_agents(const char *dir)
+config_share_has_agents(const char *dir, bool *denied)
 {
 	struct stat st;
 	char *p = xprintf("%s/agents", dir);
 	bool ok = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 
+	*denied = !ok && errno == EACCES;
 	free(p);
 	return ok;
 }
@@ -934,17 +939,22 @@ config_share_has_agents(const char *dir)
  * An installed binary's share dir, found from where it is: PREFIX/bin's
  * binary reads PREFIX/share/agentmux, wherever PREFIX was moved (meson
  * install --destdir, a package unpacked elsewhere); NULL if not there.
+ * One that cannot be reached is still the one, so that the error names it.
  */
 static char *
 config_share_beside(const char *exe)
 {
-	char *dir, *slash, *real;
+	char *dir, *slash, *real = NULL;
+	bool denied;
 
 	if (*AGENTMUX_BIN_TO_SHARE == '\0' || (slash = strrchr(exe, '/')) ==
 	    NULL)
 		return NULL;
 	dir = xprintf("%.*s/%s", (int)(slash - exe), exe, AGENTMUX_BIN_TO_SHARE);
-	real = config_share_has_agents(dir) ? path_real(dir) : NULL;
+	if (config_share_has_agents(dir, &denied))
+		real = path_real(dir);
+	else if (denied)
+		real = xstrdup(dir);
 	free(dir);
 	return real;
 }
@@ -980,22 +990,52 @@ config_cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Keeps the first reason a built-in profile was not read, and what to do. */
+static void
+config_builtin_error(struct config *cf, const char *what, const char *path,
+    int error)
+{
+	if (cf->builtin_error != NULL)
+		return;
+	cf->builtin_error = xprintf("cannot read %s %s: %s (%s)", what, path,
+	    strerror(error), error == ENOENT ? "reinstall agentmux" :
+	    "make it readable by you, parent directories included");
+}
+
+/*
+ * The built-in profiles, SHARE/agents/NAME.conf in name order. One that cannot
+ * be read leaves the config usable; looking up an agent then says why it
+ * is missing instead of listing no agents.
+ */
 static void
 config_load_builtin(struct config *cf, struct config_problems *problems)
 {
-	char *pattern;
+	char *dir, *pattern;
 	glob_t g;
+	DIR *d;
 	size_t i;
 
-	pattern = xprintf("%s/agents/*.conf", config_share_dir());
+	dir = xprintf("%s/agents", config_share_dir());
+	if ((d = opendir(dir)) == NULL) {
+		config_builtin_error(cf, "the agent profiles in", dir, errno);
+		free(dir);
+		return;
+	}
+	closedir(d);
+	pattern = xprintf("%s/*.conf", dir);
 	if (glob(pattern, 0, NULL, &g) == 0) {
 		qsort(g.gl_pathv, g.gl_pathc, sizeof *g.gl_pathv,
 		    config_cmp_str);
-		for (i = 0; i < g.gl_pathc; i++)
-			config_parse_file(cf, g.gl_pathv[i], true, problems);
+		for (i = 0; i < g.gl_pathc; i++) {
+			if (config_parse_file(cf, g.gl_pathv[i], true,
+			    problems) == -1)
+				config_builtin_error(cf, "the agent profile",
+				    g.gl_pathv[i], errno);
+		}
 		globfree(&g);
 	}
 	free(pattern);
+	free(dir);
 }
 
 static void
@@ -1017,6 +1057,7 @@ config_set_defaults(struct config *cf)
 	nocolor = getenv("NO_COLOR");
 	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
+	cf->ui.escape_time = 50;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
 	cf->proxy.connect_timeout = 10;
@@ -1195,6 +1236,7 @@ config_free(struct config *cf)
 	if (cf == NULL)
 		return;
 	free(cf->path);
+	free(cf->builtin_error);
 	config_rules_free(&cf->rules);
 	for (i = 0; i < cf->nagents; i++)
 		config_agent_free(&cf->agents[i]);

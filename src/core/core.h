@@ -361,6 +361,7 @@ struct config_ui {
 	char *default_agent;
 	bool color;           /* false with NO_COLOR or color = never */
 	int64_t scrollback;
+	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 };
 
 struct config_proxy {
@@ -404,6 +405,7 @@ struct config {
 	struct config_ui ui;
 	struct config_proxy proxy;
 	struct config_snapshots snapshots;
+	char *builtin_error;      /* why built-in profiles were not read, or NULL */
 	struct config_jail jail;
 };
 

@@ -104,6 +104,23 @@ struct proxy_secret {
 /** Makes a placeholder for VALUE that keeps its harmless prefix; caller frees. */
 char *proxy_secret_placeholder(const char *value);
 
+#define PROXY_SECRET_KEY_LEN 32        /* bytes in a placeholder key */
+
+/**
+ * The same, the same every time for one KEY, secret NAME and VALUE (its
+ * random characters come from HMAC-SHA256 under KEY); caller frees.
+ */
+char *proxy_secret_placeholder_keyed(const unsigned char *key,
+    const char *name, const char *value);
+
+/**
+ * Reads the user's placeholder key (PROXY_SECRET_KEY_LEN bytes) from
+ * DATA_DIR/placeholder.key, making it at random on first use (0600, never
+ * through a link). -1 and CAUSE naming the file and what to do if it is a
+ * link, not a regular file, not the user's, open to others or damaged.
+ */
+int proxy_secret_key(const char *data_dir, unsigned char *key, char **cause);
+
 /** What the proxy reports about one request. All strings borrowed. */
 struct proxy_record {
 	uint64_t id;                   /* unique within the session */

@@ -16,8 +16,6 @@
 /* Below this the dashboard shows a message instead of itself. */
 #define TUI_MIN_SX 20
 #define TUI_MIN_SY 5
-/* How long a lone ESC may wait for the rest of a sequence. */
-#define TUI_ESC_US 50000
 /* How long a message stays in the status bar. */
 #define TUI_MESSAGE_SEC 5
 
@@ -741,7 +739,8 @@ static void
 tui_stdin_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tui *t = arg;
-	struct timeval tv = { 0, TUI_ESC_US };
+	int64_t ms = t->cf->ui.escape_time;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	char buf[8192];
 	ssize_t n;
 

@@ -1,10 +1,13 @@
 #!/bin/sh
-# Real agents end to end: Claude Code, Codex, OpenCode and Gemini CLI as npm installs
-# them, jailed by agentmux run, talking through the proxy (connect_to) to a
+# Real agents end to end: Claude Code, Codex, OpenCode, Gemini CLI, GitHub
+# Copilot CLI, Qwen Code and Crush as npm installs them, jailed by agentmux run, talking through the proxy (connect_to) to a
 # local stand-in for their vendors' APIs (vendor-api.py, its own test CA).
 # The real key reaches the server, the jail holds a placeholder, requests
 # are recorded, config changes land in the session's overlays, denials are
-# shown; agentmux doctor passes. As root, then as a throwaway user whose
+# shown; no request of an agent's start and first task is left for the
+# dashboard to ask about; Claude Code's own screen, driven through a real
+# tmux, starts with no prompt and does not ask about its key in a second
+# session; agentmux doctor passes. As root, then as a throwaway user whose
 # agents live under their own (hidden) HOME: an npm prefix and an nvm tree.
 set -u
 : "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
@@ -21,6 +24,8 @@ REPLY=agentmux-fake-vendor-says-hello
 KEY_A=sk-ant-api03-agentmux-test-real-key-0123456789
 KEY_C=sk-proj-agentmux-test-real-codex-key-0123456789
 KEY_G=AIzaSy-agentmux-test-real-gemini-key-0123456789
+KEY_GH=github_pat_11AGENTMUX0test0real0copilot0token0123456789
+KEY_D=sk-agentmux-test-real-dashscope-key-0123456789
 
 PASSES=0
 FAILS=0
@@ -51,7 +56,8 @@ npm_agent() {
 	if ! (flock 9 && timeout "$NPM_TIMEOUT" npm install -g --prefix "$NPM_PREFIX" \
 	    --no-audit --no-fund --loglevel=error "$pkg") 9>"$NPM_PREFIX.lock" \
 	    >"$NPM_PREFIX.log" 2>&1; then
-		echo "npm install $pkg failed or took over ${NPM_TIMEOUT}s: $(tail -n 2 "$NPM_PREFIX.log" | tr '\n' ' ')"
+		why=$(grep -m 1 -E '^npm error (Error|Installation)|ENOTFOUND|ETIMEDOUT' "$NPM_PREFIX.log")
+		echo "npm install $pkg failed or took over ${NPM_TIMEOUT}s: ${why:-$(tail -n 2 "$NPM_PREFIX.log" | tr '\n' ' ')}"
 		return 1
 	fi
 	if timeout 60 "$NPM_PREFIX/bin/$bin" --version >/dev/null 2>&1; then
@@ -63,7 +69,7 @@ npm_agent() {
 }
 
 find_agents() {
-	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN= GEMINI_BIN=
+	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN= GEMINI_BIN= COPILOT_BIN= QWEN_BIN= CRUSH_BIN=
 	if r=$(npm_agent @anthropic-ai/claude-code claude); then CLAUDE_BIN=$r
 	else echo "SKIP claude: $r"; fi
 	if r=$(npm_agent @openai/codex codex); then CODEX_BIN=$r
@@ -72,6 +78,14 @@ find_agents() {
 	else echo "SKIP opencode: $r"; fi
 	if r=$(npm_agent @google/gemini-cli gemini); then GEMINI_BIN=$r
 	else echo "SKIP gemini: $r"; fi
+	if r=$(npm_agent @github/copilot copilot); then COPILOT_BIN=$r
+	else echo "SKIP copilot: $r"; fi
+	if r=$(npm_agent @qwen-code/qwen-code qwen); then QWEN_BIN=$r
+	else echo "SKIP qwen: $r"; fi
+	# Its npm package downloads the binary from GitHub's releases when
+	# installed: where only the npm registry is reachable, it skips.
+	if r=$(npm_agent @charmland/crush crush); then CRUSH_BIN=$r
+	else echo "SKIP crush: $r"; fi
 }
 
 # ---- the stand-in vendor server ----
@@ -111,8 +125,10 @@ setup() {
 	chmod 700 "$XDG_RUNTIME_DIR"
 	{
 		echo "[proxy]"
-		for h in api.anthropic.com api.openai.com chatgpt.com models.opencode.ai \
-		    generativelanguage.googleapis.com; do
+		for h in api.anthropic.com platform.claude.com api.openai.com \
+		    chatgpt.com models.opencode.ai generativelanguage.googleapis.com \
+		    api.github.com api.individual.githubcopilot.com \
+		    dashscope.aliyuncs.com; do
 			echo "connect_to = $h:443:127.0.0.1:$VPORT"
 		done
 		echo "upstream_ca = $V/ca.pem"
@@ -156,6 +172,22 @@ hit = [e for e in map(json.loads, sys.stdin) if "path" in e and
 sys.exit(0 if hit else 1)' "$1" "$2" "$3"
 }
 
+# Requests of session $1 that no rule decided: the dashboard would have
+# asked about each (agentmux run denies them and lists them).
+undecided_of() {
+	"$AMX" requests "$1" --json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    if r["rule"] is None and r["decision"] == "deny":
+        print(r["method"], r["host"], r["path"])'
+}
+
+# Session $1 (agent $2) left nothing for the dashboard to ask about.
+no_undecided() {
+	u=$(undecided_of "$1")
+	[ -z "$u" ] && ok || bad "$2: requests no rule decided (the dashboard would ask): $u"
+}
+
 # Any request to the stand-in carried VALUE anywhere (headers or body)?
 seen_anywhere() {
 	vendor_seen | grep -qF -- "$1"
@@ -184,6 +216,7 @@ claude_checks() {
 	reqs=$(requests_of "$id")
 	case $reqs in *"POST api.anthropic.com /v1/messages"*" 200 allow"*) ok ;;
 	*) bad "claude's requests are not recorded: $reqs" ;; esac
+	no_undecided "$id" "claude -p"
 	cd_out=$("$AMX" confdiff "$id" 2>&1)
 	case $cd_out in *"added $HOME/.claude.json"*) ok ;;
 	*) bad "~/.claude.json was not captured: $cd_out" ;; esac
@@ -238,6 +271,7 @@ codex_checks() {
 	reqs=$(requests_of "$id")
 	case $reqs in *"api.openai.com /v1/responses 101 allow"*|*"POST api.openai.com /v1/responses 200 allow"*) ok ;;
 	*) bad "codex's model requests are not recorded: $reqs" ;; esac
+	no_undecided "$id" codex
 	cd_out=$("$AMX" confdiff "$id" 2>&1)
 	case $cd_out in *"added $HOME/.codex/sessions/"*) ok ;;
 	*) bad "~/.codex/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
@@ -262,6 +296,7 @@ opencode_checks() {
 	*) bad "opencode's model list request is not recorded: $reqs" ;; esac
 	case $reqs in *"POST api.anthropic.com /v1/messages 200 allow"*) ok ;;
 	*) bad "opencode's model requests are not recorded: $reqs" ;; esac
+	no_undecided "$id" opencode
 	cd_out=$("$AMX" confdiff "$id" 2>&1)
 	case $cd_out in *"added $HOME/.local/share/opencode/"*) ok ;;
 	*) bad "~/.local/share/opencode was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
@@ -281,9 +316,175 @@ gemini_checks() {
 	reqs=$(requests_of "$id")
 	case $reqs in *"POST generativelanguage.googleapis.com /v1beta/models/"*":streamGenerateContent?alt=sse 200 allow"*) ok ;;
 	*) bad "gemini's model requests are not recorded: $reqs" ;; esac
+	no_undecided "$id" gemini
 	cd_out=$("$AMX" confdiff "$id" 2>&1)
 	case $cd_out in *"added $HOME/.gemini/"*) ok ;;
 	*) bad "~/.gemini/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+}
+
+# ---- Claude Code's own screen, through a real tmux ----
+
+tui() { tmux -L "$TS" "$@"; }
+screen_now() { tui capture-pane -p -t amx 2>/dev/null; }
+
+# Sends KEY and waits (10 s at most) for the screen to change.
+tui_key() {
+	before=$(screen_now)
+	tui send-keys -t amx "$@"
+	for _ in $(seq 40); do
+		[ "$(screen_now)" != "$before" ] && return 0
+		sleep 0.25
+	done
+}
+
+# Answers Claude Code's first-start questions until its prompt is ready
+# (120 s at most). $1: what to do when it asks about the key ("yes": pick
+# Yes; else it is a failure). ASKED_KEY says whether it asked.
+tui_until_ready() {
+	ASKED_KEY=no
+	for _ in $(seq 240); do
+		scr=$(screen_now)
+		case $scr in
+		*"Detected a custom API key"*)
+			ASKED_KEY=yes
+			[ "$1" = yes ] || return 1
+			tui_key Up; tui_key Enter ;;
+		*"Choose the text style"*|*"Press Enter to continue"*|*"Yes, I trust this folder"*)
+			tui_key Enter ;;
+		*"? for shortcuts"*) return 0 ;;
+		*AMX-EXITED-*) return 1 ;;
+		*) sleep 0.5 ;;
+		esac
+	done
+	return 1
+}
+
+# Waits (60 s at most) for TEXT on the screen.
+tui_wait() {
+	for _ in $(seq 120); do
+		case $(screen_now) in *"$1"*) return 0 ;; esac
+		sleep 0.5
+	done
+	return 1
+}
+
+# One interactive session: start, answer, one task, /exit. $1 as for
+# tui_until_ready; prints nothing, sets ASKED_KEY, and TUI_OK=yes on success.
+claude_tui_session() {
+	TUI_OK=no
+	tui kill-server 2>/dev/null
+	tui -f /dev/null new-session -d -s amx -x 120 -y 40 \
+	    "cd '$P' && ANTHROPIC_API_KEY='$KEY_A' PATH='$APATH:$PATH' '$AMX' run -a claude -- claude; echo AMX-EXITED-\$?; sleep 600" ||
+	    return 1
+	if tui_until_ready "$1"; then
+		tui send-keys -t amx -l "say hello"
+		sleep 0.5
+		tui_key Enter
+		if tui_wait "$REPLY"; then
+			tui send-keys -t amx -l "/exit"
+			sleep 0.5
+			tui_key Enter
+			tui_wait AMX-EXITED-0 && TUI_OK=yes
+		fi
+	fi
+	[ "$TUI_OK" = yes ] || TUI_SCREEN=$(screen_now)
+	tui kill-server 2>/dev/null
+}
+
+claude_tui_checks() {
+	[ -n "$CLAUDE_BIN" ] || return 0
+	# Once, as root: the user pass checks the agents under a user's own
+	# HOME, and proxy-placeholder another user's placeholders.
+	[ "$WHO" = root ] || return 0
+	if ! command -v tmux >/dev/null; then
+		say "skip: Claude Code's screen (tmux is not installed)"
+		return 0
+	fi
+	TS="amx-agents-$$-$WHO"
+	# First start: its questions are its own; agentmux asks nothing.
+	claude_tui_session yes
+	[ "$TUI_OK" = yes ] && ok ||
+	    bad "claude's first interactive start did not answer: $TUI_SCREEN"
+	[ "$ASKED_KEY" = yes ] && ok ||
+	    bad "claude did not ask about its key on its first start (the test no longer shows item 1)"
+	id=$(last_session)
+	no_undecided "$id" "claude's first interactive start"
+	reqs=$(requests_of "$id")
+	case $reqs in *"GET platform.claude.com /v1/oauth/hello 200 allow"*) ok ;;
+	*) bad "claude's OAuth hello was not allowed by its profile: $reqs" ;; esac
+	# Its approval of the key is kept in ~/.claude.json: the next session
+	# has the same placeholder, so it does not ask again.
+	"$AMX" confdiff "$id" --apply >/dev/null 2>&1
+	grep -q customApiKeyResponses "$HOME/.claude.json" 2>/dev/null && ok ||
+	    bad "claude's approval of the key was not kept in ~/.claude.json"
+	claude_tui_session no
+	[ "$ASKED_KEY" = no ] && ok ||
+	    bad "claude asked about its key again in the next session (its placeholder changed?)"
+	[ "$TUI_OK" = yes ] && ok ||
+	    bad "claude's second interactive session did not answer: $TUI_SCREEN"
+	no_undecided "$(last_session)" "claude's second interactive session"
+}
+
+# ---- GitHub Copilot CLI ----
+
+copilot_checks() {
+	[ -n "$COPILOT_BIN" ] || return 0
+	vendor_mark
+	# The stand-in lists one model; copilot picks none of its own defaults.
+	COPILOT_GITHUB_TOKEN=$KEY_GH arun -a copilot -- copilot -p hello \
+	    --allow-all-tools --model test-model
+	case $OUT in *"$REPLY"*) ok ;; *) bad "copilot -p: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "copilot -p exited $RC: $ERR"
+	seen_header '^/chat/completions' authorization "Bearer $KEY_GH" && ok ||
+	    bad "the stand-in never got the real token from copilot"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"POST api.individual.githubcopilot.com /chat/completions 200 allow"*) ok ;;
+	*) bad "copilot's model requests are not recorded: $reqs" ;; esac
+	case $reqs in *"GET api.github.com /copilot_internal/user 200 allow"*) ok ;;
+	*) bad "copilot's user request is not recorded: $reqs" ;; esac
+	no_undecided "$id" copilot
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.copilot/"*) ok ;;
+	*) bad "~/.copilot/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+	COPILOT_GITHUB_TOKEN=$KEY_GH arun -a copilot -- sh -c 'printf %s "$COPILOT_GITHUB_TOKEN"'
+	case $OUT in "$KEY_GH"|"") bad "the jail's COPILOT_GITHUB_TOKEN: '$OUT'" ;; github_pat_*) ok ;;
+	*) bad "the jail's COPILOT_GITHUB_TOKEN lost its prefix: '$OUT'" ;; esac
+}
+
+# ---- Qwen Code ----
+
+qwen_checks() {
+	[ -n "$QWEN_BIN" ] || return 0
+	vendor_mark
+	DASHSCOPE_API_KEY=$KEY_D arun -a qwen -- qwen -p hello --auth-type openai \
+	    --model test-model
+	case $OUT in *"$REPLY"*) ok ;; *) bad "qwen -p: exit $RC, no reply: $OUT $ERR" ;; esac
+	[ "$RC" = 0 ] && ok || bad "qwen -p exited $RC: $ERR"
+	seen_header 'chat/completions' authorization "Bearer $KEY_D" && ok ||
+	    bad "the stand-in never got the real key from qwen"
+	id=$(last_session)
+	reqs=$(requests_of "$id")
+	case $reqs in *"POST dashscope.aliyuncs.com /compatible-mode/v1/chat/completions 200 allow"*) ok ;;
+	*) bad "qwen's model requests are not recorded: $reqs" ;; esac
+	no_undecided "$id" qwen
+	cd_out=$("$AMX" confdiff "$id" 2>&1)
+	case $cd_out in *"added $HOME/.qwen/"*) ok ;;
+	*) bad "~/.qwen/ was not captured: $(echo "$cd_out" | grep -E '^(added|modified|deleted) ')" ;; esac
+	DASHSCOPE_API_KEY=$KEY_D arun -a qwen -- sh -c 'printf %s "$OPENAI_API_KEY"'
+	case $OUT in "$KEY_D"|"") bad "the jail's OPENAI_API_KEY for qwen: '$OUT'" ;; *) ok ;; esac
+}
+
+# ---- Crush (where its install can download its binary) ----
+
+crush_checks() {
+	[ -n "$CRUSH_BIN" ] || return 0
+	vendor_mark
+	ANTHROPIC_API_KEY=$KEY_A arun -a crush -- crush run hello
+	case $OUT in *"$REPLY"*) ok ;; *) bad "crush run: exit $RC, no reply: $OUT $ERR" ;; esac
+	seen_header '^/v1/messages' x-api-key "$KEY_A" && ok ||
+	    bad "the stand-in never got the real key from crush"
+	no_undecided "$(last_session)" crush
 }
 
 doctor_checks() {
@@ -317,7 +518,8 @@ agents_checks() {
 import json, os, sys
 want = dict(a.split("=", 1) for a in sys.argv[1:] if a.split("=", 1)[1])
 agents = {a["name"]: a for a in json.load(sys.stdin)}
-for name in ("claude", "codex", "opencode", "gemini", "aider", "shell"):
+for name in ("claude", "codex", "opencode", "gemini", "aider", "shell",
+             "copilot", "qwen", "crush"):
     assert name in agents, "profile %s is not listed" % name
 for name, bindir in want.items():
     a = agents[name]
@@ -329,8 +531,19 @@ assert any(s["env"] == "ANTHROPIC_API_KEY" and s["hosts"] == ["api.anthropic.com
            for s in c["secrets"]), c
 assert "allow api.anthropic.com:443" in c["rules"], c
 assert "deny ab.chatgpt.com" in agents["codex"]["rules"], agents["codex"]
+assert "deny platform.claude.com" in c["rules"], c
+p = agents["copilot"]
+assert any(s["env"] == "COPILOT_GITHUB_TOKEN" and "api.github.com" in s["hosts"]
+           for s in p["secrets"]), p
+assert "~/.copilot" in p["config_dirs"], p
+q = agents["qwen"]
+assert any(s["env"] == "OPENAI_API_KEY" and
+           s["hosts"] == ["dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"]
+           for s in q["secrets"]), q
+assert "deny data.charm.land" in agents["crush"]["rules"], agents["crush"]
 ' claude="$CLAUDE_BIN" codex="$CODEX_BIN" opencode="$OPENCODE_BIN" \
-	    gemini="$GEMINI_BIN" && ok ||
+	    gemini="$GEMINI_BIN" copilot="$COPILOT_BIN" qwen="$QWEN_BIN" \
+	    crush="$CRUSH_BIN" && ok ||
 	    bad "agents --json: $js"
 }
 
@@ -352,9 +565,13 @@ checks() {
 	wall_clock_checks
 	doctor_checks
 	claude_checks
+	claude_tui_checks
 	codex_checks
 	opencode_checks
 	gemini_checks
+	copilot_checks
+	qwen_checks
+	crush_checks
 }
 
 # ---- the unprivileged pass: agents under the user's own HOME ----
@@ -388,7 +605,9 @@ user_home() {
 		UPATH=$UPATH${UPATH:+:}$nvm/bin
 	fi
 	[ -n "$OPENCODE_BIN" ] && UPATH=$UPATH${UPATH:+:}$OPENCODE_BIN
-	[ -n "$GEMINI_BIN" ] && UPATH=$UPATH${UPATH:+:}$GEMINI_BIN
+	for d in "$GEMINI_BIN" "$COPILOT_BIN" "$QWEN_BIN" "$CRUSH_BIN"; do
+		[ -n "$d" ] && UPATH=$UPATH${UPATH:+:}$d
+	done
 	chown "$U" "$UH"
 	chmod 700 "$UH"
 }
@@ -418,6 +637,7 @@ as_user() {
 	    TMPDIR=/tmp V="$V" VPORT="$VPORT" UH="$UH" UPATH="$UPATH" \
 	    CLAUDE_BIN="$CLAUDE_BIN" CODEX_BIN="$CODEX_BIN" \
 	    OPENCODE_BIN="$OPENCODE_BIN" GEMINI_BIN="$GEMINI_BIN" \
+	    COPILOT_BIN="$COPILOT_BIN" QWEN_BIN="$QWEN_BIN" CRUSH_BIN="$CRUSH_BIN" \
 	    sh "$S/e2e.sh" --as-user || rc=1
 	userdel "$U" 2>/dev/null
 	rm -rf "$S" "$UH"
@@ -444,7 +664,7 @@ find_agents
 vendor_start
 trap vendor_stop EXIT
 setup
-APATH=$CLAUDE_BIN:$CODEX_BIN:$OPENCODE_BIN:$GEMINI_BIN
+APATH=$CLAUDE_BIN:$CODEX_BIN:$OPENCODE_BIN:$GEMINI_BIN:$COPILOT_BIN:$QWEN_BIN:$CRUSH_BIN
 checks
 cleanup
 say "$PASSES passed, $FAILS failed"
@@ -453,7 +673,7 @@ if [ "$(id -u)" = 0 ]; then
 	as_user || rootfails=$((rootfails + 1))
 fi
 [ "$rootfails" = 0 ] || exit 1
-if [ -z "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN$GEMINI_BIN" ]; then
+if [ -z "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN$GEMINI_BIN$COPILOT_BIN$QWEN_BIN$CRUSH_BIN" ]; then
 	echo "SKIP: no agent could be installed (see above); only doctor ran"
 	exit 77
 fi

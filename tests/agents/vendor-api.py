@@ -14,9 +14,15 @@ import subprocess, sys, threading
 
 D = sys.argv[1]
 REPLY = "agentmux-fake-vendor-says-hello"
-HOSTS = ["api.anthropic.com", "api.openai.com", "chatgpt.com",
+HOSTS = ["api.anthropic.com", "platform.claude.com", "api.openai.com",
+         "chatgpt.com",
          "models.opencode.ai", "models.dev", "opencode.ai",
-         "generativelanguage.googleapis.com", "registry.npmjs.org"]
+         "generativelanguage.googleapis.com", "registry.npmjs.org",
+         "github.com", "api.github.com", "raw.githubusercontent.com",
+         "api.githubcopilot.com", "api.individual.githubcopilot.com",
+         "telemetry.individual.githubcopilot.com",
+         "dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com",
+         "catwalk.charm.sh", "data.charm.land"]
 LOCK = threading.Lock()
 
 
@@ -180,6 +186,65 @@ def openai_events(model):
     ]
 
 
+def chat_events(model):
+    """An OpenAI Chat Completions stream (Qwen Code, Crush, Copilot CLI)."""
+    def chunk(delta, finish=None, usage=None):
+        c = {"id": "chatcmpl-agentmux-1", "object": "chat.completion.chunk",
+             "created": 1700000000, "model": model,
+             "choices": [{"index": 0, "delta": delta,
+                          "finish_reason": finish}]}
+        if usage:
+            c["usage"] = usage
+        return (None, c)
+    return [chunk({"role": "assistant", "content": ""}),
+            chunk({"content": REPLY}),
+            chunk({}, "stop", {"prompt_tokens": 10, "completion_tokens": 5,
+                               "total_tokens": 15})]
+
+
+def chat_message(model):
+    return {"id": "chatcmpl-agentmux-1", "object": "chat.completion",
+            "created": 1700000000, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant",
+                                     "content": REPLY}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                      "total_tokens": 15}}
+
+
+def copilot_user():
+    """GitHub's /copilot_internal/user for a user with Copilot."""
+    return {"login": "agentmux-test", "access_type_sku": "free_limited_copilot",
+            "analytics_tracking_id": "0", "chat_enabled": True,
+            "copilot_plan": "individual", "copilotignore_enabled": False,
+            "restricted_telemetry": True, "is_mcp_enabled": False,
+            "organization_login_list": [], "organization_list": [],
+            "endpoints": {
+                "api": "https://api.individual.githubcopilot.com",
+                "proxy": "https://proxy.individual.githubcopilot.com",
+                "telemetry": "https://telemetry.individual.githubcopilot.com",
+                "origin-tracker": "https://origin-tracker.individual"
+                                  ".githubcopilot.com"}}
+
+
+def copilot_models():
+    """The Copilot API's model list: one chat model."""
+    return {"object": "list", "data": [{
+        "id": "test-model", "name": "test-model", "object": "model",
+        "vendor": "agentmux", "version": "test-model", "preview": False,
+        "model_picker_enabled": True, "is_chat_default": True,
+        "capabilities": {"type": "chat", "family": "test-model",
+                         "tokenizer": "o200k_base",
+                         "limits": {"max_context_window_tokens": 128000,
+                                    "max_output_tokens": 8192,
+                                    "max_prompt_tokens": 100000},
+                         "supports": {"streaming": True,
+                                      "tool_calls": True}},
+        "supported_endpoints": ["/chat/completions"],
+        "policy": {"state": "enabled", "terms": ""},
+        "billing": {"is_premium": False, "multiplier": 0}}]}
+
+
 def from_schema(schema):
     """A value that fits a JSON schema (Gemini CLI's routers ask for JSON)."""
     t = str(schema.get("type", "STRING")).upper()
@@ -297,6 +362,15 @@ class H(http.server.BaseHTTPRequestHandler):
             req = {}
         model = req.get("model", "test-model") if isinstance(req, dict) \
             else "test-model"
+        # Claude Code's first-start connectivity check: both must say 200.
+        if (host, path) in (("api.anthropic.com", "/api/hello"),
+                            ("platform.claude.com", "/v1/oauth/hello")):
+            return self.send(200, {"message": "hello"})
+        # GitHub Copilot CLI: who the token's user is, where the API is.
+        if host == "api.github.com" and path == "/copilot_internal/user":
+            return self.send(200, copilot_user())
+        if host.endswith("githubcopilot.com") and path == "/models":
+            return self.send(200, copilot_models())
         if host == "api.anthropic.com" and path == "/v1/messages":
             results = tool_results(req)
             if results:
@@ -319,6 +393,11 @@ class H(http.server.BaseHTTPRequestHandler):
                 return self.send(200, gemini_chunk(gmodel, req))
             if path.endswith(":countTokens"):
                 return self.send(200, {"totalTokens": 10})
+        if path.endswith("/chat/completions") and self.command == "POST":
+            if req.get("stream"):
+                return self.stream(sse([e for e in chat_events(model)]) +
+                                   b"data: [DONE]\n\n")
+            return self.send(200, chat_message(model))
         if path.endswith("/responses") and self.command == "POST":
             if self.headers.get("Upgrade", "").lower() == "websocket":
                 return self.send(400, {"error": "use GET for a websocket"})

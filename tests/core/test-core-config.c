@@ -71,6 +71,7 @@ test_valid(void **state)
 	    "pids = 512\n"
 	    "[ui]\n"
 	    "prefix = C-b\n"
+	    "escape_time = 0\n"
 	    "[proxy]\n"
 	    "connect_timeout = 5\n"
 	    "connect_to = api.mine.dev:443:127.0.0.1:8443\n"
@@ -98,6 +99,7 @@ test_valid(void **state)
 	assert_int_equal(cf->limits.memory, 2LL << 30);
 	assert_int_equal(cf->limits.pids, 512);
 	assert_int_equal(cf->ui.prefix_key, 2);
+	assert_int_equal(cf->ui.escape_time, 0);
 	assert_int_equal(cf->proxy.connect_timeout, 5);
 	assert_int_equal(cf->proxy.connect_to.n, 1);
 	assert_int_equal(cf->proxy.max_body_record, 65536);
@@ -167,6 +169,8 @@ test_bad_values(void **state)
 	expect_problem("[snapshots]\nmax_size = big\n", 2, "size");
 	expect_problem("[limits]\npids = 2\n", 2, "out of range");
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
+	expect_problem("[ui]\nescape_time = soon\n", 2, "escape_time");
+	expect_problem("[ui]\nescape_time = 10001\n", 2, "out of range");
 	expect_problem("[proxy]\nconnect_to = nonsense\n", 2, "HOST:PORT");
 	expect_problem("[proxy]\nupstream_ca = /nonexistent/ca.pem\n", 2,
 	    "cannot read");

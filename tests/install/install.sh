@@ -202,6 +202,21 @@ if [ "$(id -u)" = 0 ]; then
 		    XDG_CONFIG_HOME=/nonexistent XDG_DATA_HOME=/nonexistent \
 		    agentmux agents 2>&1)
 		check "agents as $U" "$out" "claude"
+		# Profiles the user cannot read (a prefix in a private dir): the
+		# error names the directory and why, instead of "no agents".
+		chmod 700 "$P/share/agentmux"
+		mkdir -m 777 "$W/uproj"
+		out=$(cd "$W/uproj" && setpriv --reuid="$U" --regid="$(id -g "$U")" \
+		    --init-groups env -i HOME="$W/uproj" PATH="$BIN:/usr/bin:/bin" \
+		    XDG_CONFIG_HOME="$W/uproj/c" XDG_DATA_HOME="$W/uproj/d" \
+		    agentmux run -- true 2>&1)
+		check "unreadable profiles" "$out" "unknown agent 'shell': cannot read the agent profiles in $BIN/../share/agentmux/agents: Permission denied (make it readable by you"
+		out=$(setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
+		    env -i HOME=/nonexistent PATH="$BIN:/usr/bin:/bin" \
+		    XDG_CONFIG_HOME=/nonexistent XDG_DATA_HOME=/nonexistent \
+		    agentmux agents 2>&1)
+		check "agents, unreadable profiles" "$out" "cannot read the agent profiles in $BIN/../share/agentmux/agents: Permission denied"
+		chmod 755 "$P/share/agentmux"
 	fi
 fi
 

@@ -264,6 +264,27 @@ test_agentmux(void)
 	return p;
 }
 
+char *
+test_stage_agentmux(const char *dir)
+{
+	const char *share = getenv("AGENTMUX_SHARE");
+	char *cmd;
+
+	if (share == NULL) {
+		fprintf(stderr, "AGENTMUX_SHARE is not set; run through meson "
+		    "test\n");
+		abort();
+	}
+	test_sh_ok("mkdir -p '%s/bin' && cp '%s' '%s/bin/agentmux' && "
+	    "rm -rf '%s/share' && cp -r '%s' '%s/share' && "
+	    "chmod -R a+rX '%s/bin' '%s/share' && chmod a+x '%s'", dir,
+	    test_agentmux(), dir, dir, share, dir, dir, dir, dir);
+	if (asprintf(&cmd, "env AGENTMUX_SHARE='%s/share' '%s/bin/agentmux'",
+	    dir, dir) == -1)
+		abort();
+	return cmd;
+}
+
 void
 test_amx(struct test_run *r, const char *arg, ...)
 {

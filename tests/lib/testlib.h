@@ -33,6 +33,13 @@ void test_amx(struct test_run *, const char *arg, ...);
 void test_run_free(struct test_run *);
 /* The binary under test ($AGENTMUX). */
 const char *test_agentmux(void);
+/*
+ * Copies the binary under test and its profiles ($AGENTMUX_SHARE) into DIR,
+ * readable by anyone, for runs as another user: the source and build trees
+ * may sit in a private directory. Returns the command line that runs the
+ * copy ("env AGENTMUX_SHARE=DIR/share DIR/bin/agentmux"); caller frees.
+ */
+char *test_stage_agentmux(const char *dir);
 /* Runs a shell command line; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs a shell command line and fails the test unless it exits 0. */

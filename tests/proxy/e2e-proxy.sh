@@ -296,9 +296,14 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 	if useradd -M -d "$T/home" "$TUSER" 2>/dev/null; then
 		mkdir -p "$T/home" "$T/uproj" && chown "$TUSER:" "$T/home" "$T/uproj"
 		uid=$(id -u "$TUSER") gid=$(id -g "$TUSER")
+		# The binary and its profiles, copied where the user can read them:
+		# the source and build trees may be in a private directory.
+		mkdir -p "$T/stage/bin" && cp "$AMX" "$T/stage/bin/agentmux" &&
+			cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" && chmod -R a+rX "$T/stage"
 		out=$(cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" \
-			XDG_CONFIG_HOME="$T/home/config" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
-			"$AMX" run --on-unknown deny --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" -- \
+			XDG_CONFIG_HOME="$T/home/config" AGENTMUX_SHARE="$T/stage/share" \
+			timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+			"$T/stage/bin/agentmux" run --on-unknown deny --upstream-ca "$UPCA" --allow "127.0.0.1:$HP" -- \
 			curl -sS --max-time 20 "https://127.0.0.1:$HP/u1" 2>&1)
 		if has "$out" '"path": "/u1"'; then
 			ok "unprivileged user: curl through its own jail and CA"
@@ -310,8 +315,9 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 				"$PP" '[agent u]\ncommand = sh\nsecret = k' >"$T/home/config/agentmux/config"
 			chown -R "$TUSER:" "$T/home/config"
 			urun() { (cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" XDG_CONFIG_HOME="$T/home/config" \
-				AMX_E2E_KEY="$AMX_E2E_KEY" timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
-				"$AMX" run --on-unknown deny --upstream-ca "$UPCA" "$@" 2>&1); }
+				AGENTMUX_SHARE="$T/stage/share" AMX_E2E_KEY="$AMX_E2E_KEY" \
+				timeout 120 setpriv --reuid="$uid" --regid="$gid" --init-groups \
+				"$T/stage/bin/agentmux" run --on-unknown deny --upstream-ca "$UPCA" "$@" 2>&1); }
 			out=$(urun -a u --allow localhost -- sh -c "curl -sS --max-time 20 -x \"\$HTTPS_PROXY\" -H \"x-api-key: \$K\" http://localhost:443/u2 -w ' [%{http_code}]'")
 			has "$out" "\[403\]" && ! grep -q "/u2" "$SEEN" && ok "unprivileged user: issue 15: no secret in cleartext" ||
 				bad "unprivileged user: cleartext: $out"

@@ -1,7 +1,11 @@
 /* Secret placeholders, the swap, and the redaction of what is recorded. */
+#include <sys/stat.h>
+
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/testlib.h"
 #include "proxy/proxy-int.h"
@@ -49,6 +53,116 @@ test_placeholder_shape(void **state)
 	assert_int_equal(strlen(p), strlen(values[2]));
 	assert_true(isupper((unsigned char)p[0]));
 	free(p);
+}
+
+/* One key, one secret, one value: one placeholder; anything else differs. */
+static void
+test_placeholder_keyed(void **state)
+{
+	static const char value[] =
+	    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-xyz_AA";
+	unsigned char k1[PROXY_SECRET_KEY_LEN], k2[PROXY_SECRET_KEY_LEN];
+	char *p, *q;
+	size_t j;
+
+	memset(k1, 1, sizeof k1);
+	memset(k2, 2, sizeof k2);
+	p = proxy_secret_placeholder_keyed(k1, "anthropic", value);
+	q = proxy_secret_placeholder_keyed(k1, "anthropic", value);
+	assert_string_equal(p, q);
+	assert_string_not_equal(p, value);
+	assert_memory_equal(p, "sk-ant-api03-", 13);
+	assert_int_equal(strlen(p), strlen(value));
+	for (j = 16; j + 8 <= strlen(value); j++)
+		assert_null(memmem(p, strlen(p), value + j, 8));
+	free(q);
+	q = proxy_secret_placeholder_keyed(k1, "other", value);
+	assert_string_not_equal(p, q);
+	free(q);
+	q = proxy_secret_placeholder_keyed(k2, "anthropic", value);
+	assert_string_not_equal(p, q);
+	free(q);
+	q = proxy_secret_placeholder_keyed(k1, "anthropic",
+	    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-xyz_AB");
+	assert_string_not_equal(p, q);
+	free(q);
+	free(p);
+	/* Short values still get 16 random characters, the same each time. */
+	p = proxy_secret_placeholder_keyed(k1, "s", "x");
+	q = proxy_secret_placeholder_keyed(k1, "s", "x");
+	assert_string_equal(p, q);
+	assert_true(strlen(p) >= 16);
+	free(p);
+	free(q);
+}
+
+/* The key file: made once 0600, read back; links, FIFOs, open modes and damage refused. */
+static void
+test_placeholder_key_file(void **state)
+{
+	unsigned char k1[PROXY_SECRET_KEY_LEN], k2[PROXY_SECRET_KEY_LEN];
+	char *dir = test_tmpdir("secret-key"), *path, *cause = NULL;
+	struct stat st;
+	int fd;
+
+	path = xprintf("%s/placeholder.key", dir);
+	assert_int_equal(proxy_secret_key(dir, k1, &cause), 0);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), 0);
+	assert_memory_equal(k1, k2, sizeof k1);
+
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), -1);
+	assert_non_null(strstr(cause, path));
+	assert_non_null(strstr(cause, "mode 0644"));
+	free(cause);
+	cause = NULL;
+
+	/* As root (tests and CI): a file of another user's. */
+	if (geteuid() == 0) {
+		assert_int_equal(chmod(path, 0600), 0);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(proxy_secret_key(dir, k2, &cause), -1);
+		assert_non_null(strstr(cause, "owned by uid 65534"));
+		free(cause);
+		cause = NULL;
+	}
+
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(symlink("/etc/hostname", path), 0);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), -1);
+	assert_non_null(strstr(cause, "symbolic link"));
+	assert_non_null(strstr(cause, path));
+	free(cause);
+	cause = NULL;
+
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), -1);
+	assert_non_null(strstr(cause, "not a regular file"));
+	free(cause);
+	cause = NULL;
+
+	assert_int_equal(unlink(path), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not a key\n", 10), 10);
+	close(fd);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), -1);
+	assert_non_null(strstr(cause, "damaged"));
+	free(cause);
+	cause = NULL;
+
+	/* Removed, a new one is made: a new key. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(proxy_secret_key(dir, k2, &cause), 0);
+	assert_memory_not_equal(k1, k2, sizeof k1);
+	unlink(path);
+	rmdir(dir);
+	free(path);
+	free(dir);
 }
 
 static void
@@ -165,6 +279,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_placeholder_shape),
+		cmocka_unit_test(test_placeholder_keyed),
+		cmocka_unit_test(test_placeholder_key_file),
 		cmocka_unit_test(test_swap_bound),
 		cmocka_unit_test(test_redact),
 		cmocka_unit_test(test_redact_names),

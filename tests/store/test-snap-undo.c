@@ -551,7 +551,7 @@ test_specs(void **state)
 static void
 test_unreadable(void **state)
 {
-	char *as, *out, *home;
+	char *as, *out, *home, *stage, *amx_user;
 	int rc;
 
 	if (geteuid() != 0 || test_sh("command -v useradd setpriv >/dev/null") != 0)
@@ -560,6 +560,8 @@ test_unreadable(void **state)
 	if (test_sh("useradd -M -N -s /bin/sh %s", user) != 0)
 		test_skip("useradd %s failed", user);
 	home = xprintf("%s/uhome", test_dir);
+	stage = xprintf("%s/stage", test_dir);
+	amx_user = test_stage_agentmux(stage);
 	as = xprintf("setpriv --reuid=%s --regid=$(id -g %s) --clear-groups "
 	    "env HOME=%s XDG_CONFIG_HOME=%s/c XDG_DATA_HOME=%s/d "
 	    "XDG_RUNTIME_DIR=%s/r", user, user, home, home, home, home);
@@ -568,10 +570,10 @@ test_unreadable(void **state)
 	test_sh_ok("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
 	    "&& git add -A && git -c user.name=u -c user.email=u@x commit -qm i "
 	    "&& echo v0 > locked'", as);
-	test_sh_ok("%s %s snapshot >/dev/null", as, test_agentmux());
+	test_sh_ok("%s %s snapshot >/dev/null", as, amx_user);
 	test_sh_ok("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
 	    "mkdir d && echo x > d/x && chmod 000 d'", as);
-	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, test_agentmux()), &rc);
+	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, amx_user), &rc);
 	assert_int_equal(rc, 0);
 	if (strstr(out, "could not be read") == NULL)
 		fail_msg("undo did not report the unreadable files: %s", out);
@@ -584,6 +586,8 @@ test_unreadable(void **state)
 	test_sh_ok("chmod 755 d");
 	free(as);
 	free(home);
+	free(stage);
+	free(amx_user);
 }
 
 /* agentmux killed mid-session: the session is crashed, and undo still works. */
