@@ -23,6 +23,7 @@ struct tui_row {
 	unsigned next;
 	unsigned extcap;
 	uint8_t lsize;          /* enum tui_lsize */
+	uint8_t wrapped;        /* the line goes on in the next row (autowrap) */
 };
 
 /*
@@ -190,6 +191,12 @@ struct tui_vterm {
 	uint64_t ops;           /* scrolls, moves, erases, mode switches */
 	uint64_t fullscrolls;   /* of those, one-line scrolls of the whole screen */
 	uint64_t fastlines;     /* lines done by the fast path */
+
+	/* Where the last glyph ended, to see an autowrap (tui_vterm_putglyph). */
+	bool flow;              /* nothing moved the cursor since */
+	int flow_row;
+	unsigned flow_col;      /* the glyph's column */
+	unsigned flow_end;      /* the column after it */
 };
 
 /* tui-vterm.c */

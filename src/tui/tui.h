@@ -93,6 +93,18 @@ void tui_grid_move(struct tui_grid *, unsigned dx, unsigned dy, unsigned sx,
  */
 int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
     unsigned cursor_y);
+/**
+ * Resizes to SX x SY rewrapping the lines, as tmux does: rows that wrapped
+ * automatically are joined and split again at SX, lines ended by a newline
+ * stay ended, the history too. *CX, *CY (the cursor, on the screen) follow
+ * the character they were on. The alternate screen is resized with
+ * tui_grid_resize instead, as in xterm.
+ */
+void tui_grid_reflow(struct tui_grid *, unsigned sx, unsigned sy,
+    unsigned *cx, unsigned *cy);
+/** Marks row Y (history rows negative) as going on in the next row, or not. */
+void tui_grid_set_wrapped(struct tui_grid *, int y, bool wrapped);
+bool tui_grid_wrapped(const struct tui_grid *, int y);
 /** Writes LEN printable ASCII bytes at the start of screen row Y in PEN's attributes. */
 void tui_grid_put_ascii(struct tui_grid *, unsigned y, const char *s,
     size_t len, const struct tui_cell *pen);
