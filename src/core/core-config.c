@@ -40,7 +40,7 @@ static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", NULL };
+	"color", "scrollback", "clipboard", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", NULL };
@@ -599,7 +599,13 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 			    "not '%s'", value);
 	} else if (strcmp(name, "scrollback") == 0)
 		config_get_count(cp, name, value, 100, 10000000, &ui->scrollback);
-	else
+	else if (strcmp(name, "clipboard") == 0) {
+		if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
+			ui->clipboard = strcmp(value, "yes") == 0;
+		else
+			config_problem(cp, "clipboard must be yes or no, not '%s'",
+			    value);
+	} else
 		config_unknown_key(cp, "ui", config_keys_ui, name);
 }
 
@@ -1017,6 +1023,7 @@ config_set_defaults(struct config *cf)
 	nocolor = getenv("NO_COLOR");
 	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
+	cf->ui.clipboard = true;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
 	cf->proxy.connect_timeout = 10;

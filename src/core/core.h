@@ -353,6 +353,7 @@ struct config_ui {
 	char *default_agent;
 	bool color;           /* false with NO_COLOR or color = never */
 	int64_t scrollback;
+	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
 };
 
 struct config_proxy {

@@ -696,8 +696,7 @@ tui_grid_clear_history(struct tui_grid *gd)
 	gd->hsize = 0;
 }
 
-/* Appends code point CP as UTF-8. */
-static void
+void
 tui_grid_add_utf8(struct buf *b, uint32_t cp)
 {
 	char s[4];

@@ -622,6 +622,21 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 	tui_grid_clean(gd);
 }
 
+void
+tui_screen_draw_cells(struct tui_screen *scr, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
+    bool reverse)
+{
+	unsigned w = tui_grid_sx(gd) < r->sx ? tui_grid_sx(gd) : r->sx;
+
+	if (x1 > w)
+		x1 = w;
+	if (vy >= r->sy || x0 >= x1 ||
+	    tui_grid_lsize(gd, gy) != TUI_LSIZE_SINGLE)
+		return;
+	tui_screen_row(scr, gd, gy, r->x, r->y + vy, x0, x1, reverse);
+}
+
 /*
  * The shape goes to the terminal as DECSCUSR (terminfo's Ss) with the
  * pane's own number; 0, the terminal's default, is sent only to undo a

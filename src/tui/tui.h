@@ -239,6 +239,7 @@ enum tui_action {
 	TUI_ACT_CONFDIFF,
 	TUI_ACT_PROMPTS,
 	TUI_ACT_SCROLLBACK,
+	TUI_ACT_PASTE,
 	TUI_ACT_HELP,
 	TUI_ACT_QUIT,
 	TUI_ACT_SEND_PREFIX,
@@ -491,6 +492,13 @@ void tui_screen_border(struct tui_screen *, const struct tui_rect *r,
  */
 void tui_screen_draw_grid(struct tui_screen *, struct tui_grid *gd,
     const struct tui_rect *r, unsigned offset, bool reverse, bool all);
+/**
+ * Draws cells [X0, X1) of grid row GY again at row VY of R, inverted when
+ * REVERSE (a selection, a match).
+ */
+void tui_screen_draw_cells(struct tui_screen *, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
+    bool reverse);
 /** Where the terminal's cursor shows (hidden when VISIBLE is false). */
 void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
     unsigned y, enum tui_cursor_shape);

@@ -36,3 +36,41 @@ keys 'echo after-resize' Enter
 wait_for '^after-resize$' || fail "the shell did not go on after the resizes"
 
 echo "copy: reflow on resize"
+
+# ---- search: nothing found says so; a line four screens up is found with ?, n goes on up, N back down.
+tmux -L "$SOCK" set -g set-clipboard on
+keys clear Enter
+wait_for '^P>$' || fail "no prompt after clear"
+keys "echo 'findme'-early; seq 1 200" Enter
+wait_for '^200$' || fail "seq did not run"
+prefix '['
+wait_for 'q: back' || fail "prefix [ did not enter copy mode"
+keys '/'
+wait_for 'search down:' || fail "/ did not ask for a search"
+keys -l 'zzz-nowhere'
+keys Enter
+wait_for 'not found: zzz-nowhere' || fail "a search for nothing did not say so"
+keys '?'
+wait_for 'search up:' || fail "? did not ask for a search"
+keys -l 'findme'
+keys Enter
+wait_for '^findme-early( |$)' || fail "? did not find a line four screens up"
+keys n
+wait_for "^P>echo 'findme'-early" || fail "n did not go on to the command line above"
+keys N
+wait_for '^findme-early' || fail "N did not come back down to the line"
+# Up from the command line, the oldest match: round from the bottom to the line again.
+keys n n
+wait_for 'wrapped round to the bottom' || fail "n did not say it wrapped round"
+
+# ---- copy with keys: Space, $ to the end of the line, Enter; then prefix ] pastes it exactly.
+keys Space '$' Enter
+wait_for 'copied 12 bytes' || fail "Enter did not copy the selection"
+wait_gone 'q: back' || fail "copy mode did not end after the copy"
+[ "$(tmux -L "$SOCK" show-buffer)" = "findme-early" ] ||
+	fail "the outer tmux's buffer (OSC 52) is '$(tmux -L "$SOCK" show-buffer)', not findme-early"
+keys 'echo X'
+prefix ']'
+keys Enter
+wait_for '^Xfindme-early$' || fail "prefix ] did not paste the copy into the pane"
+echo "copy: search, key selection, OSC 52, paste"
