@@ -197,6 +197,10 @@ tui_copy_text(struct tui_grid *gd, int y0, unsigned x0, int y1, unsigned x1,
 	unsigned sx = tui_grid_sx(gd);
 	int y;
 
+	if (lines) {
+		x0 = 0;
+		x1 = sx - 1;
+	}
 	for (y = y0; y <= y1 && b->len < TUI_COPY_MAX; y++) {
 		tui_copy_add_row(gd, y, y == y0 ? x0 : 0,
 		    y == y1 ? (x1 + 1 < sx ? x1 + 1 : sx) : sx, y == y1, lines &&

@@ -74,3 +74,27 @@ prefix ']'
 keys Enter
 wait_for '^Xfindme-early$' || fail "prefix ] did not paste the copy into the pane"
 echo "copy: search, key selection, OSC 52, paste"
+
+# ---- hostile text: a C1 CSI, a right-to-left override and a zero-width space in a line from the pane never
+# reach the outer terminal's clipboard or a paste.
+keys clear Enter
+wait_for '^P>$' || fail "no prompt after clear"
+keys "printf 'bad\\302\\233\\342\\200\\256\\342\\200\\213end\\n'" Enter
+wait_for '^bad' || fail "the hostile line was not printed"
+prefix '['
+wait_for 'q: back' || fail "prefix [ did not enter copy mode"
+keys '?'
+keys -l 'bad'
+keys Enter Space '$' Enter
+wait_for 'copied [0-9]+ bytes' || fail "the hostile line was not copied"
+tmux -L "$SOCK" show-buffer >"$T/buf"
+od -An -c "$T/buf"
+LC_ALL=C grep -q "$(printf '[\001-\037\177]')" "$T/buf" && fail "a control byte reached the clipboard: $(od -c "$T/buf")"
+LC_ALL=C grep -q "$(printf '\302[\200-\237]')" "$T/buf" && fail "a C1 control reached the clipboard: $(od -c "$T/buf")"
+LC_ALL=C grep -q "$(printf '\342\200[\213\256]')" "$T/buf" && fail "a bidi or invisible character reached the clipboard"
+[ "$(cat "$T/buf")" = "badend" ] || fail "the clipboard has '$(cat "$T/buf")', not badend"
+keys 'echo Y'
+prefix ']'
+keys Enter
+wait_for '^Ybadend$' || fail "the paste did not arrive as badend"
+echo "copy: controls, bidi and invisible characters never reach the clipboard or a paste"
