@@ -373,10 +373,6 @@ tui_pane_scroll(struct tui_pane *wp, int lines)
 	wp->scrolled = tui_grid_scrolled(tui_vterm_grid(wp->vt));
 	wp->redraw = true;
 	tui_redraw(wp->t);
-	/* Back at the bottom, the wheel leaves copy mode unless something is selected. */
-	if (wp->offset == 0 && (wp->copy == NULL || (!wp->copy->selecting &&
-	    !wp->copy->typing)))
-		tui_copy_leave(wp);
 }
 
 void
@@ -404,8 +400,13 @@ tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 		if (in->mouse.type == TUI_MOUSE_WHEEL_UP) {
 			tui_copy_enter(wp);
 			tui_pane_scroll(wp, TUI_WHEEL_LINES);
-		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN)
+		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN) {
 			tui_pane_scroll(wp, -TUI_WHEEL_LINES);
+			/* Back at the bottom, the wheel leaves copy mode unless something is selected. */
+			if (wp->offset == 0 && (wp->copy == NULL ||
+			    (!wp->copy->selecting && !wp->copy->typing)))
+				tui_copy_leave(wp);
+		}
 		break;
 	}
 }

@@ -88,7 +88,6 @@ keys -l 'bad'
 keys Enter Space '$' Enter
 wait_for 'copied [0-9]+ bytes' || fail "the hostile line was not copied"
 tmux -L "$SOCK" show-buffer >"$T/buf"
-od -An -c "$T/buf"
 LC_ALL=C grep -q "$(printf '[\001-\037\177]')" "$T/buf" && fail "a control byte reached the clipboard: $(od -c "$T/buf")"
 LC_ALL=C grep -q "$(printf '\302[\200-\237]')" "$T/buf" && fail "a C1 control reached the clipboard: $(od -c "$T/buf")"
 LC_ALL=C grep -q "$(printf '\342\200[\213\256]')" "$T/buf" && fail "a bidi or invisible character reached the clipboard"
@@ -98,3 +97,58 @@ prefix ']'
 keys Enter
 wait_for '^Ybadend$' || fail "the paste did not arrive as badend"
 echo "copy: controls, bidi and invisible characters never reach the clipboard or a paste"
+
+# ---- the mouse: a drag over a line selects it, the release copies it (SGR reports, as tmux sends them).
+keys clear Enter
+wait_for '^P>$' || fail "no prompt after clear"
+keys 'echo dragme-text' Enter
+wait_for '^dragme-text$' || fail "echo did not run"
+y=$(( $(scr | grep -n '^dragme-text$' | tail -n 1 | cut -d: -f1) ))
+keys -l "$(printf '\033[<0;1;%sM' "$y")"
+keys -l "$(printf '\033[<32;6;%sM' "$y")"
+keys -l "$(printf '\033[<32;11;%sM' "$y")"
+keys -l "$(printf '\033[<0;11;%sm' "$y")"
+wait_for 'copied 11 bytes' || fail "a drag over dragme-text did not copy it"
+[ "$(tmux -L "$SOCK" show-buffer)" = "dragme-text" ] ||
+	fail "after the drag the outer tmux's buffer is '$(tmux -L "$SOCK" show-buffer)'"
+
+# ---- bracketed paste: only for a program that asked for it.
+keys "printf '\\033[?2004h'; cat -v" Enter
+sleep 0.5
+prefix ']'
+keys Enter
+wait_for '^\^\[\[200~dragme-text\^\[\[201~$' || fail "the paste was not bracketed for a program that asked"
+keys C-c
+keys clear Enter
+wait_for '^P>$' || fail "no prompt after clear"
+keys 'cat -v' Enter
+sleep 0.5
+prefix ']'
+keys Enter
+wait_for '^dragme-text$' || fail "the paste was bracketed for a program that did not ask"
+keys C-c
+echo "copy: a mouse drag copies; a paste is bracketed only when the program asked"
+
+# ---- [ui] clipboard = no: the copy goes to the paste buffer only.
+tmux -L "$SOCK" set-buffer 'untouched'
+printf '[ui]\nclipboard = no\n' >"$XDG_CONFIG_HOME/agentmux/config"
+tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
+	"$AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not restart agentmux"
+wait_for '1:shell\* running' || fail "no status bar with clipboard = no"
+wait_for '[#$] ?$' || fail "no shell prompt with clipboard = no"
+keys "PS1='P>'" Enter
+keys 'echo nocb-text' Enter
+wait_for '^nocb-text$' || fail "echo did not run"
+prefix '['
+wait_for 'q: back' || fail "prefix [ did not enter copy mode"
+keys '?'
+keys -l 'nocb-text'
+keys Enter Space '$' Enter
+wait_for 'copied 9 bytes' || fail "the copy did not happen with clipboard = no"
+[ "$(tmux -L "$SOCK" show-buffer)" = "untouched" ] ||
+	fail "with clipboard = no the outer tmux's buffer changed to '$(tmux -L "$SOCK" show-buffer)'"
+keys 'echo Z'
+prefix ']'
+keys Enter
+wait_for '^Znocb-text$' || fail "with clipboard = no the paste buffer did not work"
+echo "copy: [ui] clipboard = no keeps copies out of the terminal's clipboard"
