@@ -770,7 +770,8 @@ tui_grid_wrapped(const struct tui_grid *gd, int y)
 /*
  * The rows a reflow makes, in order, and where the cursor lands. Rows that
  * need no change are moved in whole (their cells stay where they are), so
- * a long history of short lines costs a copy of its row structs.
+ * a long history of short lines costs a copy of its row structs; the rows
+ * of a line that is split again give their buffers to the new ones.
  */
 struct tui_grid_flow {
 	struct tui_grid *gd;
@@ -783,9 +784,16 @@ struct tui_grid_flow {
 	bool found;
 	unsigned nrow;          /* and its new place */
 	unsigned ncol;
+
+	struct tui_cell *line;  /* the line being split, its cells in a row */
+	uint32_t (*lext)[TUI_CELL_MAXCHARS]; /* the combining ones' characters */
+	unsigned linecap;
+	struct tui_row *pool;   /* old rows whose buffers the new ones take */
+	unsigned npool;
+	unsigned poolcap;
 };
 
-/* Appends an empty row with room for a whole line of the new width. */
+/* Appends a row, with room for a whole line of the new width. */
 static struct tui_row *
 tui_grid_flow_add(struct tui_grid_flow *fl)
 {
@@ -796,9 +804,17 @@ tui_grid_flow_add(struct tui_grid_flow *fl)
 		fl->rows = xreallocarray(fl->rows, fl->cap, sizeof *fl->rows);
 	}
 	r = &fl->rows[fl->n++];
-	memset(r, 0, sizeof *r);
-	r->cap = fl->sx;
-	r->cells = xreallocarray(NULL, r->cap, sizeof *r->cells);
+	if (fl->npool > 0)
+		*r = fl->pool[--fl->npool];
+	else
+		memset(r, 0, sizeof *r);
+	r->used = r->next = 0;
+	r->wrapped = 0;
+	r->lsize = TUI_LSIZE_SINGLE;
+	if (r->cap < fl->sx) {
+		r->cap = fl->sx;
+		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
+	}
 	return r;
 }
 
@@ -827,12 +843,12 @@ tui_grid_flow_move(struct tui_grid_flow *fl, struct tui_row *r, unsigned i)
 	}
 }
 
-/* Puts cell C of old row S (at offset OFF in its line) into the new rows. */
+/* Puts cell OFF of the line into the new rows; TARGET is the cursor's offset. */
 static void
-tui_grid_flow_cell(struct tui_grid_flow *fl, const struct tui_row *s,
-    const struct tui_cell *c, unsigned off, unsigned target)
+tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
 {
 	struct tui_row *d = &fl->rows[fl->n - 1];
+	const struct tui_cell *c = &fl->line[off];
 	struct tui_cell *dst;
 	unsigned w = c->wide ? 2 : 1;
 
@@ -849,7 +865,7 @@ tui_grid_flow_cell(struct tui_grid_flow *fl, const struct tui_row *s,
 		w = 1;
 	} else if (c->ext) {
 		dst->ext = 0;
-		tui_grid_ext_set(d, dst, s->ext[c->cp], TUI_CELL_MAXCHARS, -1);
+		tui_grid_ext_set(d, dst, fl->lext[off], TUI_CELL_MAXCHARS, -1);
 	}
 	if (target >= off && target < off + w && !fl->found) {
 		fl->found = true;
@@ -864,39 +880,63 @@ tui_grid_flow_cell(struct tui_grid_flow *fl, const struct tui_row *s,
 	d->used += w;
 }
 
+/* Copies old row S's cells to the end of the line (N cells so far), and gives S to the pool. */
+static unsigned
+tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
+{
+	unsigned x;
+
+	if (n + s->used > fl->linecap) {
+		fl->linecap = (n + s->used) * 2;
+		fl->line = xreallocarray(fl->line, fl->linecap, sizeof *fl->line);
+		fl->lext = xreallocarray(fl->lext, fl->linecap, sizeof *fl->lext);
+	}
+	memcpy(fl->line + n, s->cells, s->used * sizeof *s->cells);
+	for (x = 0; x < s->used; x++) {
+		if (s->cells[x].ext)
+			memcpy(fl->lext[n + x], s->ext[s->cells[x].cp],
+			    sizeof *fl->lext);
+	}
+	if (fl->npool == fl->poolcap) {
+		fl->poolcap = fl->poolcap * 2 + 16;
+		fl->pool = xreallocarray(fl->pool, fl->poolcap, sizeof *fl->pool);
+	}
+	fl->pool[fl->npool++] = *s;
+	n += s->used;
+	memset(s, 0, sizeof *s);
+	return n;
+}
+
 /* Joins old rows [I, J] (one line, wrapped automatically) and splits it at the new width. */
 static void
 tui_grid_flow_line(struct tui_grid_flow *fl, unsigned i, unsigned j)
 {
-	struct tui_row *s, *d;
-	unsigned k, x, off = 0, target = UINT_MAX;
-	bool here = false;
+	struct tui_row *d;
+	unsigned k, n = 0, off, target = UINT_MAX;
+	bool here = false, wrapped = false;
 
 	for (k = i; k <= j; k++) {
-		s = tui_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
+		struct tui_row *s = tui_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
+
 		if (k == fl->crow) {
-			target = off + fl->ccol;
+			target = n + fl->ccol;
 			here = true;
 		}
-		off += s->used;
+		wrapped = s->wrapped;
+		n = tui_grid_flow_gather(fl, s, n);
 	}
 	tui_grid_flow_add(fl);
-	for (k = i, off = 0; k <= j; k++) {
-		s = tui_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
-		for (x = 0; x < s->used; x++) {
-			if (!s->cells[x].pad)
-				tui_grid_flow_cell(fl, s, &s->cells[x], off + x,
-				    target);
-		}
-		off += s->used;
+	for (off = 0; off < n; off++) {
+		if (!fl->line[off].pad)
+			tui_grid_flow_cell(fl, off, target);
 	}
 	d = &fl->rows[fl->n - 1];
-	d->wrapped = tui_grid_row(fl->gd, (int)j - (int)fl->gd->hsize)->wrapped;
+	d->wrapped = wrapped;
 	if (here && !fl->found) {
 		/* Past the end of the line: as far past the end of its last row. */
 		fl->found = true;
 		fl->nrow = fl->n - 1;
-		fl->ncol = d->used + (target - off);
+		fl->ncol = d->used + (target - n);
 		if (fl->ncol >= fl->sx)
 			fl->ncol = fl->sx - 1;
 	}
@@ -994,6 +1034,10 @@ tui_grid_reflow(struct tui_grid *gd, unsigned sx, unsigned sy, unsigned *cx,
 		end--;
 	tui_grid_flow_all(&fl, end);
 	tui_grid_flow_place(&fl, sy);
+	tui_grid_flow_free(fl.pool, 0, fl.npool);
+	free(fl.pool);
+	free(fl.line);
+	free(fl.lext);
 	free(fl.rows);
 	gd->sx = fl.sx;
 	/* Rows of the screen past the reflowed ones start blank. */
