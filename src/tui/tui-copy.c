@@ -77,11 +77,27 @@ tui_copy_enter(struct tui_pane *wp)
 		return;
 	wp->copy = xcalloc(1, sizeof *wp->copy);
 	tui_vterm_cursor(wp->vt, &cx, &cy);
-	wp->copy->cline = tui_copy_line(gd, (int)cy - (int)wp->offset);
+	wp->copy->cline = tui_copy_line(gd, (int)cy);
 	wp->copy->cx = cx;
 	wp->scrollback = true;
 	wp->scrolled = tui_grid_scrolled(gd);
 	wp->redraw = true;
+}
+
+void
+tui_copy_clamp(struct tui_pane *wp)
+{
+	struct tui_grid *gd = tui_copy_grid(wp);
+	int y, top = -(int)wp->offset, bottom;
+
+	if (wp->copy == NULL)
+		return;
+	y = tui_copy_row(gd, wp->copy->cline);
+	bottom = top + (int)tui_copy_rows(wp) - 1;
+	if (y < top)
+		wp->copy->cline = tui_copy_line(gd, top);
+	else if (y > bottom)
+		wp->copy->cline = tui_copy_line(gd, bottom);
 }
 
 void
@@ -215,7 +231,8 @@ tui_copy_text(struct tui_grid *gd, int y0, unsigned x0, int y1, unsigned x1,
 AM_TESTABLE void
 tui_copy_base64(const char *s, size_t n, struct buf *b)
 {
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *)s;
 	uint32_t v;
 	size_t i;

@@ -457,6 +457,8 @@ const char *tui_pane_state(const struct tui_pane *, char *buf, size_t len);
 /* tui-copy.c */
 void tui_copy_enter(struct tui_pane *);
 void tui_copy_leave(struct tui_pane *);
+/** Keeps copy mode's cursor in the part of the history the pane shows. */
+void tui_copy_clamp(struct tui_pane *);
 bool tui_copy_key(struct tui_pane *, const struct tui_key *);
 /** The mouse at the pane's cell (X, Y) (outside it while dragging); false if not for copy mode. */
 bool tui_copy_mouse(struct tui_pane *, const struct tui_mouse *, int x, int y);

@@ -371,6 +371,7 @@ tui_pane_scroll(struct tui_pane *wp, int lines)
 
 	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
 	wp->scrolled = tui_grid_scrolled(tui_vterm_grid(wp->vt));
+	tui_copy_clamp(wp);
 	wp->redraw = true;
 	tui_redraw(wp->t);
 }
