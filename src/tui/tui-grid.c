@@ -891,7 +891,8 @@ tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
 		fl->line = xreallocarray(fl->line, fl->linecap, sizeof *fl->line);
 		fl->lext = xreallocarray(fl->lext, fl->linecap, sizeof *fl->lext);
 	}
-	memcpy(fl->line + n, s->cells, s->used * sizeof *s->cells);
+	if (s->used > 0)
+		memcpy(fl->line + n, s->cells, s->used * sizeof *s->cells);
 	for (x = 0; x < s->used; x++) {
 		if (s->cells[x].ext)
 			memcpy(fl->lext[n + x], s->ext[s->cells[x].cp],

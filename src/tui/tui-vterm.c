@@ -348,20 +348,29 @@ tui_vterm_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
 	struct tui_vterm *vt = arg;
 	struct tui_grid *other = vt->cur == vt->main ? vt->alt : vt->main;
 
-	unsigned x = vt->cx, y = vt->cy, ox = 0, oy = tui_grid_sy(other) - 1;
+	unsigned x, y, ox = 0, oy = tui_grid_sy(other) - 1;
+	VTermPos pos;
 
+	/*
+	 * Where libvterm has the cursor: the last one it reported may be
+	 * stale (a line made double-width moves it unreported), and the move
+	 * is added to its own.
+	 */
+	vterm_state_get_cursorpos(vt->state, &pos);
+	x = pos.col < 0 ? 0 : (unsigned)pos.col;
+	y = pos.row < 0 ? 0 : (unsigned)pos.row;
 	vt->ops++;
 	vt->flow = false;
 	if (vt->cur == vt->alt) {
 		delta->row = tui_grid_resize(vt->alt, (unsigned)cols,
-		    (unsigned)rows, vt->cy);
+		    (unsigned)rows, y);
 		/* Nobody knows where its cursor will be: keep its bottom. */
 		tui_vterm_reflow(vt->main, cols, rows, &ox, &oy);
 		return 1;
 	}
 	tui_vterm_reflow(vt->main, cols, rows, &x, &y);
-	delta->row = (int)y - (int)vt->cy;
-	delta->col = (int)x - (int)vt->cx;
+	delta->row = (int)y - pos.row;
+	delta->col = (int)x - pos.col;
 	tui_grid_resize(other, (unsigned)cols, (unsigned)rows, oy);
 	return 1;
 }
