@@ -41,7 +41,7 @@ main(int argc, char **argv)
 	static const unsigned widths[] = { 120, 200, 80, 200 };
 	unsigned lines = argc > 1 ? (unsigned)atoi(argv[1]) : 10000;
 	struct tui_vterm *vt = reflow_bench_pane(lines);
-	int64_t t[5 * nitems(widths)], worst = 0, t0;
+	int64_t t[5 * nitems(widths)] = { 0 }, worst = 0, t0, median;
 	size_t i, n = 0;
 
 	for (i = 0; i < nitems(t); i++) {
@@ -49,15 +49,17 @@ main(int argc, char **argv)
 		tui_vterm_resize(vt, widths[i % nitems(widths)], 50);
 		t[n] = util_mono_us() - t0;
 		if (getenv("REFLOW_BENCH_EACH") != NULL)
-			printf("%u: %.2f ms\n", widths[i % nitems(widths)], (double)t[n] / 1000);
+			printf("%u: %.2f ms\n", widths[i % nitems(widths)],
+			    (double)t[n] / 1000.0);
 		if (t[n] > worst)
 			worst = t[n];
 		n++;
 	}
 	qsort(t, n, sizeof *t, reflow_bench_cmp);
+	median = t[n / 2];
 	printf("RESULT pane.reflow.%ulines median_ms=%.2f worst_ms=%.2f "
-	    "history=%u\n", lines, (double)t[n / 2] / 1000,
-	    (double)worst / 1000, tui_grid_hsize(tui_vterm_grid(vt)));
+	    "history=%u\n", lines, (double)median / 1000.0,
+	    (double)worst / 1000.0, tui_grid_hsize(tui_vterm_grid(vt)));
 	tui_vterm_free(vt);
 	return 0;
 }
