@@ -524,5 +524,5 @@ main(void)
 		cmocka_unit_test(test_reflow_erase_ends_wrap),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }
