@@ -362,6 +362,7 @@ struct config_ui {
 	bool color;           /* false with NO_COLOR or color = never */
 	int64_t scrollback;
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
+	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
 };
 
 struct config_proxy {

@@ -234,6 +234,17 @@ tui_draw_cursor(struct tui *t)
 		    TUI_CURSOR_DEFAULT);
 		return;
 	}
+	if (tui_view_top(t) == TUI_VIEW_PANES && t->layout != NULL &&
+	    focus != NULL && focus->shown && focus->copy != NULL) {
+		/* Copy mode's own cursor. */
+		if (tui_copy_cursor(focus, &cx, &cy))
+			tui_screen_cursor(t->scr, true, focus->r.x + cx,
+			    focus->r.y + cy, TUI_CURSOR_DEFAULT);
+		else
+			tui_screen_cursor(t->scr, false, 0, 0,
+			    TUI_CURSOR_DEFAULT);
+		return;
+	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
 	    focus == NULL || !focus->shown || focus->exited ||
 	    focus->offset != 0 || !tui_vterm_cursor_visible(focus->vt)) {
@@ -565,9 +576,13 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		break;
 	case TUI_ACT_SCROLLBACK:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES) {
-			wp->scrollback = true;
+			tui_copy_enter(wp);
 			tui_pane_scroll(wp, (int)(wp->r.sy / 2));
 		}
+		break;
+	case TUI_ACT_PASTE:
+		if (tui_view_top(t) == TUI_VIEW_PANES)
+			tui_copy_paste(t, wp);
 		break;
 	case TUI_ACT_QUIT:
 		tui_ask_quit(t);
@@ -621,7 +636,7 @@ tui_pane_key(struct tui *t, const struct tui_key *k)
 			tui_remove_pane(t, wp);
 		return;
 	}
-	if (wp->scrollback && tui_pane_scroll_key(wp, k))
+	if (tui_copy_key(wp, k))
 		return;
 	tui_pane_input(wp, &in);
 }
@@ -681,6 +696,12 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL)
 		return;
+	if ((wp = tui_copy_dragging(t)) != NULL) {
+		/* A drag stays with the pane it started in, wherever it goes. */
+		tui_copy_mouse(wp, m, (int)m->x - (int)wp->r.x,
+		    (int)m->y - (int)wp->r.y);
+		return;
+	}
 	if ((num = tui_layout_pane_at(t->layout, m->x, m->y)) == -1 ||
 	    (wp = tui_pane_by_num(t, num)) == NULL)
 		return;
@@ -825,6 +846,7 @@ tui_free(struct tui *t)
 	}
 	free(t->message);
 	buf_free(&t->req_filter.text);
+	buf_free(&t->paste);
 	tui_screen_close(t->scr);
 	free(t);
 }

@@ -1,4 +1,5 @@
 /* A pane's cells: a ring of rows (history above the screen), wide and combining characters, dirty rows. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,7 @@ tui_grid_row_clear(struct tui_grid *gd, struct tui_row *r, uint32_t bg)
 	r->used = 0;
 	r->next = 0;
 	r->lsize = TUI_LSIZE_SINGLE;
+	r->wrapped = 0;
 	if (bg == TUI_COLOR_DEFAULT)
 		return;
 	if (r->cap < gd->sx) {
@@ -348,6 +350,9 @@ tui_grid_erase_row(struct tui_grid *gd, unsigned y, unsigned x0, unsigned x1,
 	tui_grid_cut(r, x0);
 	tui_grid_cut(r, x1);
 	tui_grid_mark(gd, y, x0, x1);
+	/* Its end is blank now: nothing there goes on in the next row. */
+	if (x1 >= gd->sx)
+		r->wrapped = 0;
 	if (bg == TUI_COLOR_DEFAULT && x1 >= r->used) {
 		if (x0 < r->used)
 			r->used = x0;
@@ -691,8 +696,7 @@ tui_grid_clear_history(struct tui_grid *gd)
 	gd->hsize = 0;
 }
 
-/* Appends code point CP as UTF-8. */
-static void
+void
 tui_grid_add_utf8(struct buf *b, uint32_t cp)
 {
 	char s[4];
@@ -745,4 +749,300 @@ tui_grid_row_text(const struct tui_grid *gd, int y, struct buf *b)
 	b->len = keep > start ? keep : start;
 	if (b->data != NULL)
 		b->data[b->len] = '\0';
+}
+
+void
+tui_grid_set_wrapped(struct tui_grid *gd, int y, bool wrapped)
+{
+	if (y < -(int)gd->hsize || y >= (int)gd->sy)
+		return;
+	tui_grid_row(gd, y)->wrapped = wrapped;
+}
+
+bool
+tui_grid_wrapped(const struct tui_grid *gd, int y)
+{
+	if (y < -(int)gd->hsize || y >= (int)gd->sy)
+		return false;
+	return tui_grid_row(gd, y)->wrapped;
+}
+
+/*
+ * The rows a reflow makes, in order, and where the cursor lands. Rows that
+ * need no change are moved in whole (their cells stay where they are), so
+ * a long history of short lines costs a copy of its row structs; the rows
+ * of a line that is split again give their buffers to the new ones.
+ */
+struct tui_grid_flow {
+	struct tui_grid *gd;
+	unsigned sx;
+	struct tui_row *rows;
+	unsigned n;
+	unsigned cap;
+	unsigned crow;          /* the cursor's old row, from the oldest */
+	unsigned ccol;
+	bool found;
+	unsigned nrow;          /* and its new place */
+	unsigned ncol;
+
+	struct tui_cell *line;  /* the line being split, its cells in a row */
+	uint32_t (*lext)[TUI_CELL_MAXCHARS]; /* the combining ones' characters */
+	unsigned linecap;
+	struct tui_row *pool;   /* old rows whose buffers the new ones take */
+	unsigned npool;
+	unsigned poolcap;
+};
+
+/* Appends a row, with room for a whole line of the new width. */
+static struct tui_row *
+tui_grid_flow_add(struct tui_grid_flow *fl)
+{
+	struct tui_row *r;
+
+	if (fl->n == fl->cap) {
+		fl->cap = fl->cap * 2 + 16;
+		fl->rows = xreallocarray(fl->rows, fl->cap, sizeof *fl->rows);
+	}
+	r = &fl->rows[fl->n++];
+	if (fl->npool > 0)
+		*r = fl->pool[--fl->npool];
+	else
+		memset(r, 0, sizeof *r);
+	r->used = r->next = 0;
+	r->wrapped = 0;
+	r->lsize = TUI_LSIZE_SINGLE;
+	if (r->cap < fl->sx) {
+		r->cap = fl->sx;
+		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
+	}
+	return r;
+}
+
+/* Moves old row R over unchanged (cut to the width if it is a double-width one). */
+static void
+tui_grid_flow_move(struct tui_grid_flow *fl, struct tui_row *r, unsigned i)
+{
+	struct tui_row *d;
+
+	if (fl->n == fl->cap) {
+		fl->cap = fl->cap * 2 + 16;
+		fl->rows = xreallocarray(fl->rows, fl->cap, sizeof *fl->rows);
+	}
+	d = &fl->rows[fl->n++];
+	*d = *r;
+	memset(r, 0, sizeof *r);
+	if (d->used > fl->sx) {
+		d->used = fl->sx;
+		if (d->cells[fl->sx - 1].wide)
+			d->cells[fl->sx - 1] = tui_grid_blank;
+	}
+	if (i == fl->crow) {
+		fl->found = true;
+		fl->nrow = fl->n - 1;
+		fl->ncol = fl->ccol < fl->sx ? fl->ccol : fl->sx - 1;
+	}
+}
+
+/* Puts cell OFF of the line into the new rows; TARGET is the cursor's offset. */
+static void
+tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
+{
+	struct tui_row *d = &fl->rows[fl->n - 1];
+	const struct tui_cell *c = &fl->line[off];
+	struct tui_cell *dst;
+	unsigned w = c->wide ? 2 : 1;
+
+	if (d->used + w > fl->sx && d->used > 0) {
+		d->wrapped = 1;
+		d = tui_grid_flow_add(fl);
+	}
+	dst = &d->cells[d->used];
+	*dst = *c;
+	if (w > fl->sx) {
+		/* One column: a wide character cannot show, as in tui_grid_set. */
+		dst->wide = dst->ext = 0;
+		dst->cp = 0;
+		w = 1;
+	} else if (c->ext) {
+		dst->ext = 0;
+		tui_grid_ext_set(d, dst, fl->lext[off], TUI_CELL_MAXCHARS, -1);
+	}
+	if (target >= off && target < off + w && !fl->found) {
+		fl->found = true;
+		fl->nrow = fl->n - 1;
+		fl->ncol = d->used + (target - off);
+	}
+	if (w == 2) {
+		d->cells[d->used + 1] = tui_grid_blank;
+		d->cells[d->used + 1].pad = 1;
+		d->cells[d->used + 1].bg = c->bg;
+	}
+	d->used += w;
+}
+
+/* Copies old row S's cells to the end of the line (N cells so far), and gives S to the pool. */
+static unsigned
+tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
+{
+	unsigned x;
+
+	if (n + s->used > fl->linecap) {
+		fl->linecap = (n + s->used) * 2;
+		fl->line = xreallocarray(fl->line, fl->linecap, sizeof *fl->line);
+		fl->lext = xreallocarray(fl->lext, fl->linecap, sizeof *fl->lext);
+	}
+	if (s->used > 0)
+		memcpy(fl->line + n, s->cells, s->used * sizeof *s->cells);
+	for (x = 0; x < s->used; x++) {
+		if (s->cells[x].ext)
+			memcpy(fl->lext[n + x], s->ext[s->cells[x].cp],
+			    sizeof *fl->lext);
+	}
+	if (fl->npool == fl->poolcap) {
+		fl->poolcap = fl->poolcap * 2 + 16;
+		fl->pool = xreallocarray(fl->pool, fl->poolcap, sizeof *fl->pool);
+	}
+	fl->pool[fl->npool++] = *s;
+	n += s->used;
+	memset(s, 0, sizeof *s);
+	return n;
+}
+
+/* Joins old rows [I, J] (one line, wrapped automatically) and splits it at the new width. */
+static void
+tui_grid_flow_line(struct tui_grid_flow *fl, unsigned i, unsigned j)
+{
+	struct tui_row *d;
+	unsigned k, n = 0, off, target = UINT_MAX;
+	bool here = false, wrapped = false;
+
+	for (k = i; k <= j; k++) {
+		struct tui_row *s = tui_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
+
+		if (k == fl->crow) {
+			target = n + fl->ccol;
+			here = true;
+		}
+		wrapped = s->wrapped;
+		n = tui_grid_flow_gather(fl, s, n);
+	}
+	tui_grid_flow_add(fl);
+	for (off = 0; off < n; off++) {
+		if (!fl->line[off].pad)
+			tui_grid_flow_cell(fl, off, target);
+	}
+	d = &fl->rows[fl->n - 1];
+	d->wrapped = wrapped;
+	if (here && !fl->found) {
+		/* Past the end of the line: as far past the end of its last row. */
+		fl->found = true;
+		fl->nrow = fl->n - 1;
+		fl->ncol = d->used + (target - n);
+		if (fl->ncol >= fl->sx)
+			fl->ncol = fl->sx - 1;
+	}
+}
+
+/* True if old row K goes on in row K+1 and both may be joined. */
+static bool
+tui_grid_flow_joins(const struct tui_grid *gd, unsigned k, unsigned end)
+{
+	const struct tui_row *r = tui_grid_row(gd, (int)k - (int)gd->hsize);
+
+	if (k + 1 >= end || !r->wrapped || r->lsize != TUI_LSIZE_SINGLE)
+		return false;
+	r = tui_grid_row(gd, (int)k + 1 - (int)gd->hsize);
+	return r->lsize == TUI_LSIZE_SINGLE;
+}
+
+/* Reflows old rows [0, END) into FL. */
+static void
+tui_grid_flow_all(struct tui_grid_flow *fl, unsigned end)
+{
+	struct tui_grid *gd = fl->gd;
+	struct tui_row *r;
+	unsigned i = 0, j;
+
+	while (i < end) {
+		for (j = i; tui_grid_flow_joins(gd, j, end); j++)
+			;
+		r = tui_grid_row(gd, (int)i - (int)gd->hsize);
+		if (i == j && (r->used <= fl->sx || r->lsize != TUI_LSIZE_SINGLE))
+			tui_grid_flow_move(fl, r, i);
+		else
+			tui_grid_flow_line(fl, i, j);
+		i = j + 1;
+	}
+}
+
+/* Frees the buffers of rows [I, J) of ROWS. */
+static void
+tui_grid_flow_free(struct tui_row *rows, unsigned i, unsigned j)
+{
+	for (; i < j; i++) {
+		free(rows[i].cells);
+		free(rows[i].ext);
+	}
+}
+
+/*
+ * Makes the reflowed rows the grid: the screen is the last SY of them
+ * (blank rows added below if there are fewer), keeping the cursor's row
+ * on it; the oldest rows past the history limit are dropped.
+ */
+static void
+tui_grid_flow_place(struct tui_grid_flow *fl, unsigned sy)
+{
+	struct tui_grid *gd = fl->gd;
+	unsigned n = fl->n, lo = 0, hsize, cap, i;
+
+	if (n > fl->nrow + sy) {
+		tui_grid_flow_free(fl->rows, fl->nrow + sy, n);
+		n = fl->nrow + sy;
+	}
+	hsize = n > sy ? n - sy : 0;
+	if (hsize > gd->hlimit) {
+		lo = hsize - gd->hlimit;
+		tui_grid_flow_free(fl->rows, 0, lo);
+		hsize = gd->hlimit;
+	}
+	tui_grid_flow_free(gd->rows, 0, gd->cap);
+	free(gd->rows);
+	cap = hsize + sy + (gd->hlimit - hsize < 64 ? gd->hlimit - hsize : 64);
+	gd->rows = xcalloc(cap, sizeof *gd->rows);
+	for (i = lo; i < n; i++)
+		gd->rows[i - lo] = fl->rows[i];
+	gd->cap = cap;
+	gd->first = 0;
+	gd->hsize = hsize;
+	gd->sy = sy;
+	fl->nrow -= lo + hsize;
+}
+
+void
+tui_grid_reflow(struct tui_grid *gd, unsigned sx, unsigned sy, unsigned *cx,
+    unsigned *cy)
+{
+	struct tui_grid_flow fl = { .gd = gd, .sx = sx < 1 ? 1 : sx };
+	unsigned end = gd->hsize + gd->sy;
+
+	sy = sy < 1 ? 1 : sy;
+	fl.crow = gd->hsize + (*cy < gd->sy ? *cy : gd->sy - 1);
+	fl.ccol = *cx;
+	/* Blank rows below the cursor are the screen's, not the text's. */
+	while (end > fl.crow + 1 &&
+	    tui_grid_row(gd, (int)end - 1 - (int)gd->hsize)->used == 0)
+		end--;
+	tui_grid_flow_all(&fl, end);
+	tui_grid_flow_place(&fl, sy);
+	tui_grid_flow_free(fl.pool, 0, fl.npool);
+	free(fl.pool);
+	free(fl.line);
+	free(fl.lext);
+	free(fl.rows);
+	gd->sx = fl.sx;
+	/* Rows of the screen past the reflowed ones start blank. */
+	tui_grid_alloc_dirty(gd);
+	*cx = fl.ncol;
+	*cy = fl.nrow;
 }

@@ -23,6 +23,7 @@ struct tui_row {
 	unsigned next;
 	unsigned extcap;
 	uint8_t lsize;          /* enum tui_lsize */
+	uint8_t wrapped;        /* the line goes on in the next row (autowrap) */
 };
 
 /*
@@ -45,6 +46,9 @@ struct tui_grid {
 	struct tui_row *scratch; /* SY rows for rotating a region */
 	uint64_t scrolled;
 };
+
+/** Appends code point CP as UTF-8 to B. */
+void tui_grid_add_utf8(struct buf *b, uint32_t cp);
 
 static inline struct tui_row *
 tui_grid_row(const struct tui_grid *gd, int y)
@@ -190,6 +194,12 @@ struct tui_vterm {
 	uint64_t ops;           /* scrolls, moves, erases, mode switches */
 	uint64_t fullscrolls;   /* of those, one-line scrolls of the whole screen */
 	uint64_t fastlines;     /* lines done by the fast path */
+
+	/* Where the last glyph ended, to see an autowrap (tui_vterm_putglyph). */
+	bool flow;              /* nothing moved the cursor since */
+	int flow_row;
+	unsigned flow_col;      /* the glyph's column */
+	unsigned flow_end;      /* the column after it */
 };
 
 /* tui-vterm.c */
@@ -242,6 +252,24 @@ struct tui_pane {
 	int status;
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
+	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
+};
+
+/* A pane's copy mode: a cursor in its scrollback, a selection, a search. */
+struct tui_copy {
+	int64_t cline;            /* the cursor's line (tui_copy_line) */
+	unsigned cx;
+	bool selecting;
+	bool lines;               /* the selection is whole lines */
+	int64_t sline;            /* where the selection started */
+	unsigned sx;
+	bool dragging;            /* the mouse's button is down */
+	bool moved;               /* and it moved since it went down */
+	bool typing;              /* a search is being typed */
+	bool typing_back;         /* with ?, upwards */
+	struct buf typed;
+	char *query;              /* the last search, or NULL */
+	bool back;                /* it went upwards */
 };
 
 /* A destination waiting for the user's answer. */
@@ -397,6 +425,8 @@ struct tui {
 	struct tui_line new_dir;
 	unsigned dialog_cx;         /* where its cursor goes */
 	unsigned dialog_cy;
+
+	struct buf paste;           /* the last copy, which prefix ] pastes */
 };
 
 /* tui-dash.c */
@@ -419,9 +449,33 @@ void tui_pane_restart(struct tui_pane *);
 void tui_pane_place(struct tui_pane *, const struct tui_rect *, bool titled);
 void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
 void tui_pane_input(struct tui_pane *, const struct tui_input *);
-bool tui_pane_scroll_key(struct tui_pane *, const struct tui_key *);
 void tui_pane_scroll(struct tui_pane *, int lines);
 const char *tui_pane_state(const struct tui_pane *, char *buf, size_t len);
+
+/* tui-copy.c */
+void tui_copy_enter(struct tui_pane *);
+void tui_copy_leave(struct tui_pane *);
+/** Keeps copy mode's cursor in the part of the history the pane shows. */
+void tui_copy_clamp(struct tui_pane *);
+bool tui_copy_key(struct tui_pane *, const struct tui_key *);
+/** The mouse at the pane's cell (X, Y) (outside it while dragging); false if not for copy mode. */
+bool tui_copy_mouse(struct tui_pane *, const struct tui_mouse *, int x, int y);
+struct tui_pane *tui_copy_dragging(struct tui *);
+void tui_copy_draw(struct tui_pane *);
+bool tui_copy_cursor(struct tui_pane *, unsigned *x, unsigned *y);
+void tui_copy_paste(struct tui *, struct tui_pane *);
+/* For tests: */
+struct tui_copy_match {
+	int y;
+	unsigned x;
+	unsigned w;               /* columns */
+};
+/** Appends the text of rows Y0 (from X0) to Y1 (through X1) to B, controls left out. */
+void tui_copy_text(struct tui_grid *, int y0, unsigned x0, int y1, unsigned x1,
+    bool lines, struct buf *b);
+void tui_copy_base64(const char *s, size_t n, struct buf *b);
+bool tui_copy_find(struct tui_grid *, const char *query, int y, unsigned x,
+    bool backward, struct tui_copy_match *out, bool *wrapped);
 
 /* tui-prompt.c */
 void tui_prompt_ask(struct tui *, struct tui_pane *, const struct session_ask *);

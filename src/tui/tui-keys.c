@@ -435,6 +435,8 @@ static const struct tui_binding tui_keys_table[] = {
 	{ .key = '[', .action = TUI_ACT_SCROLLBACK, .name = "[",
 	  .help = "browse the pane's scrollback (also PageUp after the prefix)" },
 	{ .key = TUI_KEY_PAGEUP, .action = TUI_ACT_SCROLLBACK },
+	{ .key = ']', .action = TUI_ACT_PASTE, .name = "]",
+	  .help = "paste the last copy into the focused pane" },
 	{ .key = 'r', .action = TUI_ACT_REQUESTS, .name = "r",
 	  .help = "requests panel" },
 	{ .key = 'a', .action = TUI_ACT_PROMPTS, .name = "a",

@@ -216,6 +216,11 @@ tui_pane_free(struct tui_pane *wp)
 	if (wp == NULL)
 		return;
 	tui_pane_close(wp);
+	if (wp->copy != NULL) {
+		buf_free(&wp->copy->typed);
+		free(wp->copy->query);
+		free(wp->copy);
+	}
 	tui_vterm_free(wp->vt);
 	free(wp->agent);
 	free(wp->project);
@@ -332,6 +337,8 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 
 	if (titled)
 		tui_pane_title(wp, focused);
+	if (wp->offset != 0 || wp->copy != NULL)
+		all = true;
 	if (wp->offset != 0) {
 		/* Output went on: keep looking at the same lines. */
 		wp->offset += (unsigned)(scrolled - wp->scrolled);
@@ -346,7 +353,9 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	wp->redraw = false;
 	if (focused)
 		wp->bells_seen = tui_vterm_bells(wp->vt);
-	if (wp->offset != 0)
+	if (wp->copy != NULL)
+		tui_copy_draw(wp);
+	else if (wp->offset != 0)
 		tui_screen_printf(wp->t->scr, wp->r.x + (wp->r.sx > 24 ?
 		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
 		    "[%u/%u] q: back", wp->offset, tui_grid_hsize(gd));
@@ -362,46 +371,9 @@ tui_pane_scroll(struct tui_pane *wp, int lines)
 
 	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
 	wp->scrolled = tui_grid_scrolled(tui_vterm_grid(wp->vt));
-	if (wp->offset == 0)
-		wp->scrollback = false;
+	tui_copy_clamp(wp);
 	wp->redraw = true;
 	tui_redraw(wp->t);
-}
-
-bool
-tui_pane_scroll_key(struct tui_pane *wp, const struct tui_key *k)
-{
-	int page = (int)(wp->r.sy > 1 ? wp->r.sy - 1 : 1);
-
-	switch (k->code) {
-	case TUI_KEY_UP:
-	case 'k':
-		tui_pane_scroll(wp, 1);
-		return true;
-	case TUI_KEY_DOWN:
-	case 'j':
-		tui_pane_scroll(wp, -1);
-		return true;
-	case TUI_KEY_PAGEUP:
-	case 'b':
-		tui_pane_scroll(wp, page);
-		return true;
-	case TUI_KEY_PAGEDOWN:
-	case ' ':
-		tui_pane_scroll(wp, -page);
-		return true;
-	case TUI_KEY_HOME:
-	case 'g':
-		tui_pane_scroll(wp, (int)tui_grid_hsize(tui_vterm_grid(wp->vt)));
-		return true;
-	case TUI_KEY_END:
-	case 'G':
-	case 'q':
-	case 0x1b:
-		tui_pane_scroll(wp, -(int)wp->offset);
-		return true;
-	}
-	return true;
 }
 
 void
@@ -419,14 +391,23 @@ tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 		tui_vterm_paste(wp->vt, in->paste, in->pastelen);
 		break;
 	case TUI_INPUT_MOUSE:
-		if (tui_vterm_mouse(wp->vt, &in->mouse))
+		if ((wp->copy == NULL || !wp->copy->dragging) &&
+		    tui_vterm_mouse(wp->vt, &in->mouse))
 			break;
-		/* The program did not ask for the mouse: the wheel scrolls. */
+		/* The program did not ask for the mouse: drags select, the wheel scrolls. */
+		if (tui_copy_mouse(wp, &in->mouse, (int)in->mouse.x,
+		    (int)in->mouse.y))
+			break;
 		if (in->mouse.type == TUI_MOUSE_WHEEL_UP) {
-			wp->scrollback = true;
+			tui_copy_enter(wp);
 			tui_pane_scroll(wp, TUI_WHEEL_LINES);
-		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN)
+		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN) {
 			tui_pane_scroll(wp, -TUI_WHEEL_LINES);
+			/* Back at the bottom, the wheel leaves copy mode unless something is selected. */
+			if (wp->offset == 0 && (wp->copy == NULL ||
+			    (!wp->copy->selecting && !wp->copy->typing)))
+				tui_copy_leave(wp);
+		}
 		break;
 	}
 }

@@ -124,6 +124,34 @@ tui_render_color(uint32_t c, int ncolors)
 	return tui_render_nearest(rgb, ncolors >= 16 ? 16 : 8);
 }
 
+/* RGB of colour C, false for the default colour (the terminal's own, unknown). */
+static bool
+tui_render_rgb(uint32_t c, uint32_t *rgb)
+{
+	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+		*rgb = tui_render_palette(c & 0xff);
+	else if (TUI_COLOR_TYPE(c) == TUI_COLOR_RGB)
+		*rgb = c & 0xffffff;
+	else
+		return false;
+	return true;
+}
+
+bool
+tui_render_hidden(const struct tui_cell *c)
+{
+	uint32_t fg, bg;
+
+	if (c->attr & TUI_ATTR_CONCEAL)
+		return true;
+	if (!tui_render_rgb(c->fg, &fg) || !tui_render_rgb(c->bg, &bg))
+		return false;
+	/* Within 16 a channel, or the same once brought to 256 colours: unreadable. */
+	return tui_render_dist(fg, (int)(bg >> 16), (int)(bg >> 8 & 0xff),
+	    (int)(bg & 0xff)) < 3 * 16 * 16 ||
+	    tui_render_to256(fg) == tui_render_to256(bg);
+}
+
 struct tui_screen {
 	SCREEN *sp;
 	bool color;
@@ -620,6 +648,21 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 			    (int)(r->sx - w));
 	}
 	tui_grid_clean(gd);
+}
+
+void
+tui_screen_draw_cells(struct tui_screen *scr, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
+    bool reverse)
+{
+	unsigned w = tui_grid_sx(gd) < r->sx ? tui_grid_sx(gd) : r->sx;
+
+	if (x1 > w)
+		x1 = w;
+	if (vy >= r->sy || x0 >= x1 ||
+	    tui_grid_lsize(gd, gy) != TUI_LSIZE_SINGLE)
+		return;
+	tui_screen_row(scr, gd, gy, r->x, r->y + vy, x0, x1, reverse);
 }
 
 /*

@@ -20,6 +20,27 @@ tui_vterm_color(const VTermColor *c, bool fg)
 	return TUI_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
 }
 
+/*
+ * libvterm 0.1.4 does not say which rows wrapped, and a reflow on resize
+ * needs to know. A glyph at the start of the row below the one where the
+ * last glyph ended, that would not have fitted after it, with no cursor
+ * move reported in between (libvterm reports one at the end of a run of
+ * text, not for its own wrap), came there by autowrap.
+ */
+static void
+tui_vterm_flow(struct tui_vterm *vt, VTermPos pos, int width)
+{
+	unsigned sx = tui_grid_sx(vt->cur);
+
+	if (vt->flow && pos.col == 0 && pos.row == vt->flow_row + 1 &&
+	    vt->flow_end + (unsigned)width > sx)
+		tui_grid_set_wrapped(vt->cur, vt->flow_row, true);
+	vt->flow = true;
+	vt->flow_row = pos.row;
+	vt->flow_col = (unsigned)pos.col;
+	vt->flow_end = (unsigned)(pos.col + width);
+}
+
 static int
 tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 {
@@ -27,6 +48,7 @@ tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 	struct tui_cell c;
 	size_t n;
 
+	tui_vterm_flow(vt, pos, info->width);
 	/* The last character, for REP (tui-vtseq.c). */
 	for (n = 0; n < TUI_CELL_MAXCHARS && info->chars[n] != 0; n++)
 		vt->last[n] = info->chars[n];
@@ -81,10 +103,30 @@ tui_vterm_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
 {
 	struct tui_vterm *vt = arg;
 
+	/* Where the text left it (at the last glyph, at the edge) or anywhere else. */
+	if (pos.row != vt->flow_row || ((unsigned)pos.col != vt->flow_col &&
+	    (unsigned)pos.col != vt->flow_end))
+		vt->flow = false;
 	vt->cx = (unsigned)pos.col;
 	vt->cy = (unsigned)pos.row;
 	vt->changed = true;
 	return 1;
+}
+
+/* The row the last glyph ended on moved with a scroll (the autowrap's own, at the bottom). */
+static void
+tui_vterm_flow_scroll(struct tui_vterm *vt, VTermRect r, int down, int right)
+{
+	if (!vt->flow)
+		return;
+	if (right != 0 || r.start_col != 0 ||
+	    (unsigned)r.end_col != tui_grid_sx(vt->cur) ||
+	    vt->flow_row < r.start_row || vt->flow_row >= r.end_row)
+		vt->flow = false;
+	else if (vt->flow_row - down < r.start_row && r.start_row != 0)
+		vt->flow = false;
+	else
+		vt->flow_row -= down;
 }
 
 static int
@@ -99,6 +141,7 @@ tui_vterm_scrollrect(VTermRect r, int down, int right, void *arg)
 		vt->fullscrolls++;
 	tui_grid_scroll(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
 	    (unsigned)r.end_col, (unsigned)r.end_row, down, right, vt->pen.bg);
+	tui_vterm_flow_scroll(vt, r, down, right);
 	if (vt->lineinfo && right == 0 && r.start_col == 0 &&
 	    (unsigned)r.end_col == tui_grid_sx(vt->cur))
 		tui_vterm_lineinfo_sync(vt);
@@ -286,18 +329,49 @@ tui_vterm_bell(void *arg)
 	return 1;
 }
 
+/* The normal screen rewraps on a new width (tui_grid_reflow); the alternate screen never does. */
+static void
+tui_vterm_reflow(struct tui_grid *gd, int cols, int rows, unsigned *x,
+    unsigned *y)
+{
+	if ((unsigned)cols == tui_grid_sx(gd)) {
+		*y = (unsigned)((int)*y + tui_grid_resize(gd, (unsigned)cols,
+		    (unsigned)rows, *y));
+		return;
+	}
+	tui_grid_reflow(gd, (unsigned)cols, (unsigned)rows, x, y);
+}
+
 static int
 tui_vterm_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
 {
 	struct tui_vterm *vt = arg;
 	struct tui_grid *other = vt->cur == vt->main ? vt->alt : vt->main;
 
+	unsigned x, y, ox = 0, oy = tui_grid_sy(other) - 1;
+	VTermPos pos;
+
+	/*
+	 * Where libvterm has the cursor: the last one it reported may be
+	 * stale (a line made double-width moves it unreported), and the move
+	 * is added to its own.
+	 */
+	vterm_state_get_cursorpos(vt->state, &pos);
+	x = pos.col < 0 ? 0 : (unsigned)pos.col;
+	y = pos.row < 0 ? 0 : (unsigned)pos.row;
 	vt->ops++;
-	delta->row = tui_grid_resize(vt->cur, (unsigned)cols, (unsigned)rows,
-	    vt->cy);
-	/* Nobody knows where the other screen's cursor will be: keep its bottom. */
-	tui_grid_resize(other, (unsigned)cols, (unsigned)rows,
-	    tui_grid_sy(other) - 1);
+	vt->flow = false;
+	if (vt->cur == vt->alt) {
+		delta->row = tui_grid_resize(vt->alt, (unsigned)cols,
+		    (unsigned)rows, y);
+		/* Nobody knows where its cursor will be: keep its bottom. */
+		tui_vterm_reflow(vt->main, cols, rows, &ox, &oy);
+		return 1;
+	}
+	tui_vterm_reflow(vt->main, cols, rows, &x, &y);
+	delta->row = (int)y - pos.row;
+	delta->col = (int)x - pos.col;
+	tui_grid_resize(other, (unsigned)cols, (unsigned)rows, oy);
 	return 1;
 }
 
@@ -449,6 +523,7 @@ tui_vterm_fast(struct tui_vterm *vt, const char *data, size_t len)
 		tui_grid_put_ascii(gd, sy - 1, p, (size_t)(cr - p), &vt->pen);
 		tui_grid_scroll(gd, 0, 0, sx, sy, 1, 0, vt->pen.bg);
 		vt->fastlines++;
+		vt->flow = false;
 		p = cr + 2;
 	}
 	if (p > data)

@@ -93,6 +93,18 @@ void tui_grid_move(struct tui_grid *, unsigned dx, unsigned dy, unsigned sx,
  */
 int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
     unsigned cursor_y);
+/**
+ * Resizes to SX x SY rewrapping the lines, as tmux does: rows that wrapped
+ * automatically are joined and split again at SX, lines ended by a newline
+ * stay ended, the history too. *CX, *CY (the cursor, on the screen) follow
+ * the character they were on. The alternate screen is resized with
+ * tui_grid_resize instead, as in xterm.
+ */
+void tui_grid_reflow(struct tui_grid *, unsigned sx, unsigned sy,
+    unsigned *cx, unsigned *cy);
+/** Marks row Y (history rows negative) as going on in the next row, or not. */
+void tui_grid_set_wrapped(struct tui_grid *, int y, bool wrapped);
+bool tui_grid_wrapped(const struct tui_grid *, int y);
 /** Writes LEN printable ASCII bytes at the start of screen row Y in PEN's attributes. */
 void tui_grid_put_ascii(struct tui_grid *, unsigned y, const char *s,
     size_t len, const struct tui_cell *pen);
@@ -227,6 +239,7 @@ enum tui_action {
 	TUI_ACT_CONFDIFF,
 	TUI_ACT_PROMPTS,
 	TUI_ACT_SCROLLBACK,
+	TUI_ACT_PASTE,
 	TUI_ACT_HELP,
 	TUI_ACT_QUIT,
 	TUI_ACT_SEND_PREFIX,
@@ -423,6 +436,12 @@ int tui_dashboard(struct event_base *base, struct session_ctx *ctx,
  * show; -1 for the default colour.
  */
 int tui_render_color(uint32_t c, int ncolors);
+/**
+ * True if cell C shows no text: concealed (SGR 8), or its foreground
+ * cannot be told from its background (the same colour, or as good as,
+ * once indexed colours are resolved with xterm's palette).
+ */
+bool tui_render_hidden(const struct tui_cell *c);
 
 /* The dashboard's own colours and attributes (attributes only without colour). */
 enum tui_style {
@@ -479,6 +498,13 @@ void tui_screen_border(struct tui_screen *, const struct tui_rect *r,
  */
 void tui_screen_draw_grid(struct tui_screen *, struct tui_grid *gd,
     const struct tui_rect *r, unsigned offset, bool reverse, bool all);
+/**
+ * Draws cells [X0, X1) of grid row GY again at row VY of R, inverted when
+ * REVERSE (a selection, a match).
+ */
+void tui_screen_draw_cells(struct tui_screen *, struct tui_grid *gd,
+    const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
+    bool reverse);
 /** Where the terminal's cursor shows (hidden when VISIBLE is false). */
 void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
     unsigned y, enum tui_cursor_shape);

@@ -308,6 +308,201 @@ test_resize(void **state)
 	tui_grid_free(gd);
 }
 
+/* Writes S from column 0 of row Y on, wrapping at the width as a terminal would. */
+static unsigned
+put_wrapped(struct tui_grid *gd, unsigned y, const char *s)
+{
+	unsigned sx = tui_grid_sx(gd), n = (unsigned)strlen(s), i;
+
+	for (i = 0; i * sx < n || i == 0; i++) {
+		char row[256];
+		unsigned len = n - i * sx < sx ? n - i * sx : sx;
+
+		memcpy(row, s + i * sx, len);
+		row[len] = '\0';
+		put(gd, 0, y + i, row);
+		if ((i + 1) * sx < n)
+			tui_grid_set_wrapped(gd, (int)(y + i), true);
+	}
+	return y + i;
+}
+
+static void
+test_reflow_widen_narrow(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(10, 6, 100);
+	unsigned cx = 0, cy;
+
+	/* A 25-character line that wrapped, then a hard line of 12 cut by nothing. */
+	cy = put_wrapped(gd, 0, "abcdefghijklmnopqrstuvwxy");
+	put(gd, 0, cy, "0123456789");
+	put(gd, 0, cy + 1, "$");
+	cx = 1;
+	cy += 1;
+	tui_grid_reflow(gd, 30, 6, &cx, &cy);
+	assert_string_equal(text(gd, 0), "abcdefghijklmnopqrstuvwxy");
+	assert_false(tui_grid_wrapped(gd, 0));
+	assert_string_equal(text(gd, 1), "0123456789");
+	assert_string_equal(text(gd, 2), "$");
+	assert_int_equal(cy, 2);
+	assert_int_equal(cx, 1);
+	/* Narrower than both: each splits on its own, the hard end kept. */
+	tui_grid_reflow(gd, 8, 6, &cx, &cy);
+	/* Six rows of text and the cursor's: the first goes to the history. */
+	assert_int_equal(tui_grid_hsize(gd), 1);
+	assert_string_equal(text(gd, -1), "abcdefgh");
+	assert_true(tui_grid_wrapped(gd, -1));
+	assert_string_equal(text(gd, 0), "ijklmnop");
+	assert_string_equal(text(gd, 2), "y");
+	assert_false(tui_grid_wrapped(gd, 2));
+	assert_string_equal(text(gd, 3), "01234567");
+	assert_true(tui_grid_wrapped(gd, 3));
+	assert_string_equal(text(gd, 4), "89");
+	assert_false(tui_grid_wrapped(gd, 4));
+	assert_int_equal(cy, 5);
+	assert_int_equal(cx, 1);
+	assert_string_equal(text(gd, cy), "$");
+	/* Back to the first width: as it was. */
+	tui_grid_reflow(gd, 10, 6, &cx, &cy);
+	assert_int_equal(tui_grid_hsize(gd), 0);
+	assert_string_equal(text(gd, 0), "abcdefghij");
+	assert_string_equal(text(gd, 2), "uvwxy");
+	assert_string_equal(text(gd, 3), "0123456789");
+	assert_string_equal(text(gd, 4), "$");
+	assert_int_equal(cy, 4);
+	tui_grid_free(gd);
+}
+
+static void
+test_reflow_cursor_in_line(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(10, 4, 100);
+	unsigned cx = 3, cy = 1;
+
+	/* The cursor on the 'n' of a wrapped line (offset 13). */
+	put_wrapped(gd, 0, "abcdefghijklmnopq");
+	tui_grid_reflow(gd, 4, 10, &cx, &cy);
+	assert_string_equal(text(gd, cy), "mnop");
+	assert_int_equal(cx, 1);
+	tui_grid_reflow(gd, 20, 4, &cx, &cy);
+	assert_int_equal(cy, 0);
+	assert_int_equal(cx, 13);
+	assert_int_equal(tui_grid_cell(gd, cx, (int)cy)->cp, 'n');
+	/* Past the end of the line, it stays as far past it. */
+	cx = 19;
+	tui_grid_reflow(gd, 10, 4, &cx, &cy);
+	assert_int_equal(cy, 1);
+	assert_int_equal(cx, 9);
+	tui_grid_free(gd);
+}
+
+static void
+test_reflow_wide_at_cut(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(6, 4, 100);
+	struct tui_cell w = { .wide = 1, .cp = 0x4e2d };
+	unsigned cx = 0, cy = 2, x;
+
+	/* "abc" then three wide characters: the second does not fit row 0. */
+	put(gd, 0, 0, "abc");
+	tui_grid_set(gd, 3, 0, &w, NULL, 0);
+	tui_grid_set_wrapped(gd, 0, true);
+	tui_grid_set(gd, 0, 1, &w, NULL, 0);
+	tui_grid_set(gd, 2, 1, &w, NULL, 0);
+	/* Narrowed to 4, a wide character lands one column short of the edge. */
+	tui_grid_reflow(gd, 4, 4, &cx, &cy);
+	assert_string_equal(text(gd, 0), "abc");
+	assert_true(tui_grid_wrapped(gd, 0));
+	assert_true(tui_grid_cell(gd, 0, 1)->wide);
+	assert_true(tui_grid_cell(gd, 1, 1)->pad);
+	assert_true(tui_grid_cell(gd, 2, 1)->wide);
+	assert_true(tui_grid_cell(gd, 0, 2)->wide);
+	assert_false(tui_grid_wrapped(gd, 2));
+	assert_int_equal(cy, 3);
+	/* Widened: one row again, no character lost or cut in half. */
+	tui_grid_reflow(gd, 20, 4, &cx, &cy);
+	assert_string_equal(text(gd, 0),
+	    "abc\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad");
+	for (x = 3; x < 9; x += 2) {
+		assert_true(tui_grid_cell(gd, x, 0)->wide);
+		assert_true(tui_grid_cell(gd, x + 1, 0)->pad);
+	}
+	assert_int_equal(cy, 1);
+	/* One column: a wide character cannot show there, a blank stays. */
+	tui_grid_reflow(gd, 1, 4, &cx, &cy);
+	assert_string_equal(text(gd, -3), "a");
+	assert_string_equal(text(gd, -1), "c");
+	assert_false(tui_grid_cell(gd, 0, 0)->wide);
+	tui_grid_free(gd);
+}
+
+static void
+test_reflow_history(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(10, 3, 1000);
+	unsigned cx = 0, cy = 2, i;
+	char line[32];
+
+	/* 100 lines of 15, each wrapped in two rows, most of them in the history. */
+	for (i = 0; i < 100; i++) {
+		snprintf(line, sizeof line, "line %03u %6s", i, "tail");
+		put_wrapped(gd, 1, line);
+		tui_grid_scroll(gd, 0, 0, 10, 3, 2, 0, TUI_COLOR_DEFAULT);
+	}
+	assert_int_equal(tui_grid_hsize(gd), 200);
+	tui_grid_reflow(gd, 20, 3, &cx, &cy);
+	/* Each line whole in one row; the blank rows at the bottom stay. */
+	assert_int_equal(tui_grid_hsize(gd), 100);
+	assert_string_equal(text(gd, -100), "");
+	assert_string_equal(text(gd, -99), "line 000   tail");
+	assert_string_equal(text(gd, 0), "line 099   tail");
+	assert_int_equal(cy, 2);
+	/* Narrower than the first width, against a smaller limit. */
+	tui_grid_free(gd);
+	gd = tui_grid_create(10, 3, 50);
+	for (i = 0; i < 40; i++) {
+		snprintf(line, sizeof line, "%08u", i);
+		put(gd, 0, 2, line);
+		tui_grid_scroll(gd, 0, 0, 10, 3, 1, 0, TUI_COLOR_DEFAULT);
+	}
+	cx = 0;
+	cy = 2;
+	tui_grid_reflow(gd, 4, 3, &cx, &cy);
+	assert_int_equal(tui_grid_hsize(gd), 50);
+	assert_string_equal(text(gd, 0), "0000");
+	assert_string_equal(text(gd, 1), "0039");
+	assert_string_equal(text(gd, -1), "0038");
+	assert_string_equal(text(gd, -2), "0000");
+	assert_string_equal(text(gd, -50), "0000");
+	assert_string_equal(text(gd, -49), "0014");
+	assert_true(tui_grid_wrapped(gd, -2));
+	assert_int_equal(cy, 2);
+	/* The grid goes on working: a scroll recycles the oldest row. */
+	put(gd, 0, 2, "new");
+	tui_grid_scroll(gd, 0, 0, 4, 3, 1, 0, TUI_COLOR_DEFAULT);
+	assert_string_equal(text(gd, 0), "0039");
+	assert_string_equal(text(gd, 1), "new");
+	assert_int_equal(tui_grid_hsize(gd), 50);
+	tui_grid_free(gd);
+}
+
+static void
+test_reflow_erase_ends_wrap(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(5, 3, 10);
+	unsigned cx = 0, cy = 2;
+
+	put_wrapped(gd, 0, "abcdefg");
+	/* A clear: the rows are written again with hard ends. */
+	tui_grid_erase(gd, 0, 0, 5, 3, TUI_COLOR_DEFAULT);
+	put(gd, 0, 0, "abcde");
+	put(gd, 0, 1, "fg");
+	tui_grid_reflow(gd, 10, 3, &cx, &cy);
+	assert_string_equal(text(gd, 0), "abcde");
+	assert_string_equal(text(gd, 1), "fg");
+	tui_grid_free(gd);
+}
+
 int
 main(void)
 {
@@ -322,6 +517,11 @@ main(void)
 		cmocka_unit_test(test_dirty),
 		cmocka_unit_test(test_erase_colour),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_reflow_widen_narrow),
+		cmocka_unit_test(test_reflow_cursor_in_line),
+		cmocka_unit_test(test_reflow_wide_at_cut),
+		cmocka_unit_test(test_reflow_history),
+		cmocka_unit_test(test_reflow_erase_ends_wrap),
 	};
 
 	return test_run_group(tests, NULL, NULL);

@@ -312,6 +312,65 @@ test_resize(void **state)
 	tui_vterm_free(vt);
 }
 
+static void
+test_resize_reflows(void **state)
+{
+	struct tui_vterm *vt = term(10, 5, 100);
+	unsigned x, y;
+
+	/* A line that wraps, one that ends exactly at the edge, and a prompt. */
+	feed(vt, "abcdefghijklmnopqrstuvwxy\r\n0123456789\r\n$ ab");
+	assert_string_equal(text(vt, 2), "uvwxy");
+	tui_vterm_resize(vt, 30, 5);
+	assert_string_equal(text(vt, 0), "abcdefghijklmnopqrstuvwxy");
+	assert_string_equal(text(vt, 1), "0123456789");
+	assert_string_equal(text(vt, 2), "$ ab");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 4);
+	assert_int_equal(y, 2);
+	/* The program writes on where the cursor is. */
+	feed(vt, "c");
+	assert_string_equal(text(vt, 2), "$ abc");
+	tui_vterm_resize(vt, 7, 5);
+	assert_string_equal(text(vt, -2), "abcdefg");
+	assert_string_equal(text(vt, -1), "hijklmn");
+	assert_string_equal(text(vt, 2), "0123456");
+	assert_string_equal(text(vt, 3), "789");
+	assert_string_equal(text(vt, 4), "$ abc");
+	tui_vterm_cursor(vt, &x, &y);
+	assert_int_equal(x, 5);
+	assert_int_equal(y, 4);
+	/* Lines ended by the program stay ended, wrapped ones rejoin. */
+	tui_vterm_resize(vt, 40, 5);
+	assert_string_equal(text(vt, 0), "abcdefghijklmnopqrstuvwxy");
+	assert_string_equal(text(vt, 1), "0123456789");
+	/* A line written past the edge in one write and another. */
+	feed(vt, "\r\n");
+	feed(vt, "0123456789012345678901234567890123456789");
+	feed(vt, "XY\r\n");
+	tui_vterm_resize(vt, 50, 5);
+	assert_string_equal(text(vt, 3),
+	    "0123456789012345678901234567890123456789XY");
+	tui_vterm_free(vt);
+}
+
+static void
+test_resize_alt_no_reflow(void **state)
+{
+	struct tui_vterm *vt = term(10, 4, 100);
+
+	feed(vt, "abcdefghijklmno\r\n");
+	feed(vt, "\x1b[?1049h\x1b[H" "ABCDEFGHIJKLMNO");
+	tui_vterm_resize(vt, 20, 4);
+	/* The alternate screen keeps its rows as they were... */
+	assert_string_equal(text(vt, 0), "ABCDEFGHIJ");
+	assert_string_equal(text(vt, 1), "KLMNO");
+	/* ...the normal one below it rewraps. */
+	feed(vt, "\x1b[?1049l");
+	assert_string_equal(text(vt, 0), "abcdefghijklmno");
+	tui_vterm_free(vt);
+}
+
 /*
  * libvterm's own screen layer, too slow for panes, is the reference: the
  * same output fed to both must give the same screen, whichever path
@@ -632,6 +691,8 @@ main(void)
 		cmocka_unit_test(test_keys_for_the_program),
 		cmocka_unit_test(test_mouse_reporting),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_resize_reflows),
+		cmocka_unit_test(test_resize_alt_no_reflow),
 		cmocka_unit_test(test_streaming_matches_libvterm),
 		cmocka_unit_test(test_mixed_output_matches_libvterm),
 	};

