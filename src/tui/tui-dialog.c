@@ -194,7 +194,7 @@ tui_new_start(struct tui *t)
 	tui_redraw(t);
 }
 
-/* The subdirectories of DIR whose names start with BASE (not symlinks: names only are read); hidden ones if BASE asks. */
+/* The subdirectories of DIR (itself no symlink) whose names start with BASE, symlinks left out: names only are read; hidden ones if BASE asks. */
 static void
 tui_new_matches(const char *dir, const char *base, struct strv *out)
 {
@@ -204,7 +204,8 @@ tui_new_matches(const char *dir, const char *base, struct strv *out)
 	size_t len = strlen(base);
 	int fd;
 
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);

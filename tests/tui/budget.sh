@@ -39,7 +39,7 @@ wait_for '^ +1 shell .*BUDGET' || fail "the history does not mark the session BU
 keys Enter
 wait_for 'BUDGET: the session.s records reached \[proxy\] record_budget; [0-9]+ request' ||
 	fail "the session view does not say what was not stored"
-scr | grep -q 'requests 300 (denied 300)' || fail "the session view does not count every request"
+scr | grep -q 'requests 300 (allowed 0, denied 300, errors 0)' || fail "the session view does not count every request"
 escape
 escape
 prefix q
