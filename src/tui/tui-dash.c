@@ -708,6 +708,9 @@ tui_key(struct tui *t, const struct tui_key *k)
 {
 	const struct tui_binding *b;
 
+	/* Closing every session: nothing new starts meanwhile. */
+	if (t->quitting)
+		return;
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_dialog_key(t, k);
 		return;

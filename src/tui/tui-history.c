@@ -68,7 +68,7 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 		snprintf(dur, sizeof dur, "-");
 	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
 	x = tui_screen_printf(t->scr, 0, y, sx, style,
-	    "%5lld %-10.10s %-18.18s %s %7s %-10.10s %5lld %5lld %5lld %5s",
+	    "%5lld %-10.10s %-18.18s %s %8s %-10.10s %5lld %5lld %5lld %5s",
 	    (long long)ss->id, ss->agent != NULL ? ss->agent : "-",
 	    tui_history_base(ss->project != NULL ? ss->project : "-"), start,
 	    dur, tui_history_exit(ss, ex, sizeof ex),
