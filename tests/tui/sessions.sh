@@ -270,4 +270,78 @@ scr | grep -q "1 session left config changes to review (6): see them with 'agent
 for id in 4 5 6 7; do
 	wait_state $id "closed *" || fail "session $id was recorded as '$st' after quitting, not closed"
 done
-echo "sessions: record ids everywhere, restart keeps answers, dialog, status bar, close, history, quit"
+
+# --- the same close and quit as an unprivileged user (a throwaway one) ---
+if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
+	echo "sessions: record ids everywhere, restart keeps answers, dialog, status bar, close, history, quit" \
+		"(the unprivileged pass needs root, useradd and setpriv: skipped)"
+	exit 0
+fi
+U="amxs$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+useradd -M -N -d /nonexistent -s /bin/sh "$U" || fail "cannot add a user"
+cleanup_user() {
+	cleanup
+	i=0
+	while [ $i -lt 100 ] && pgrep -u "$U" >/dev/null; do sleep 0.1; i=$((i + 1)); done
+	userdel "$U" 2>/dev/null
+}
+trap cleanup_user EXIT
+W=$T/user
+mkdir -p "$W/bin" "$W/config/agentmux" "$W/data" "$W/run" "$W/home" "$W/proj"
+cp "$AGENTMUX" "$W/bin/agentmux"
+cp -r "$AGENTMUX_SHARE" "$W/share"
+chmod 700 "$W/run"
+(cd "$W/proj" && git init -q . && git config user.email t@x && git config user.name t &&
+	echo hi >README && git add README && git commit -qm init) || fail "no project for the user"
+chown -R "$U:$(id -g "$U")" "$W"
+chmod -R a+rX "$W/bin" "$W/share"
+# user_env CMD...: CMD as the user, with the user's own dirs.
+user_env() {
+	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups env -i PATH="$PATH" HOME="$W/home" \
+		XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data" XDG_RUNTIME_DIR="$W/run" \
+		AGENTMUX_SHARE="$W/share" TERM=xterm-256color "$@"
+}
+# ust ID: "STATE EXIT" of the user's session ID.
+ust() {
+	user_env "$W/bin/agentmux" sessions --all --json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s["id"] == int(sys.argv[1]): print(s["state"], s["exit_status"])' "$1"
+}
+tmux -L "$SOCK" kill-server 2>/dev/null
+{
+	echo "cd '$W/proj' || exit 1"
+	echo "setpriv --reuid='$U' --regid='$(id -g "$U")' --init-groups env -i PATH='$PATH' HOME='$W/home'" \
+		"XDG_CONFIG_HOME='$W/config' XDG_DATA_HOME='$W/data' XDG_RUNTIME_DIR='$W/run'" \
+		"AGENTMUX_SHARE='$W/share' TERM=xterm-256color '$W/bin/agentmux'"
+	echo 'echo DASHBOARD-EXITED-$?'
+	echo 'sleep 60'
+} >"$W/launch.sh"
+chmod a+r "$W/launch.sh"
+tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$W/proj" "sh $W/launch.sh" ||
+	fail "[user] tmux could not start agentmux"
+wait_for '\[proj\] 1:shell\* running' || fail "[user] no first session"
+wait_for '[#$] ?$' || fail "[user] no shell prompt"
+prefix c
+wait_for 'pick an agent' || fail "[user] no agent picker"
+keys s Enter
+wait_for 'project directory' || fail "[user] no project dir step"
+keys Enter
+wait_for '2:shell\* running' || fail "[user] no second session"
+wait_for '[#$] ?$' || fail "[user] no prompt in session 2"
+prefix x
+wait_for 'Close session 2' || fail "[user] closing does not name session 2"
+keys y
+wait_gone '2:shell' 20 || fail "[user] the closed session's pane stayed"
+i=0
+while [ $i -lt 100 ] && [ "$(ust 2)" != "closed 129" ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(ust 2)" = "closed 129" ] || fail "[user] session 2 was recorded as '$(ust 2)', not closed by the hang-up"
+prefix q
+wait_for 'Quit\?' || fail "[user] quitting did not ask"
+keys y
+wait_for 'DASHBOARD-EXITED-0' 20 || fail "[user] the dashboard did not exit"
+i=0
+while [ $i -lt 100 ] && [ "$(ust 1)" != "closed 129" ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(ust 1)" = "closed 129" ] || fail "[user] quitting recorded session 1 as '$(ust 1)', not closed by the hang-up"
+echo "sessions: record ids everywhere, restart keeps answers, dialog, status bar, close, history, quit;" \
+	"as root and as a throwaway user"
