@@ -200,12 +200,16 @@ run_cont_cb(evutil_socket_t sig, short what, void *arg)
 	run_winch_cb(sig, what, arg);
 }
 
+/* SIGHUP: the user's terminal went away, so the session is closed as a hang-up; else it is asked to stop. */
 static void
 run_term_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct run *r = arg;
 
-	session_terminate(r->s);
+	if (sig == SIGHUP)
+		session_close(r->s);
+	else
+		session_terminate(r->s);
 }
 
 static bool

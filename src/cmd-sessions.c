@@ -19,7 +19,7 @@ cmd_session_json(struct json *j, const struct store_session *s)
 	json_kstr(j, "project", s->project);
 	json_key(j, "command");
 	json_raw(j, s->command != NULL ? s->command : "[]");
-	json_kstr(j, "state", s->state);
+	json_kstr(j, "state", s->closed ? "closed" : s->state);
 	json_kstr(j, "started_at", cli_iso_time(t, sizeof t, s->started_at));
 	if (s->ended_at != 0)
 		json_kstr(j, "ended_at", cli_iso_time(t, sizeof t, s->ended_at));
@@ -38,6 +38,8 @@ cmd_session_json(struct json *j, const struct store_session *s)
 	json_kstr(j, "flags", s->flags);
 	json_kint(j, "requests", s->nrequests);
 	json_kint(j, "denied", s->ndenied);
+	json_kint(j, "allowed", s->nallowed);
+	json_kint(j, "errors", s->nerrors);
 	json_kint(j, "unrecorded", s->unrecorded);
 	json_kint(j, "unrecorded_denied", s->unrecorded_denied);
 	json_kint(j, "unrecorded_other", s->unrecorded_other);
@@ -52,15 +54,11 @@ cmd_session_json(struct json *j, const struct store_session *s)
 	json_obj_end(j);
 }
 
-/* "exited 0", "killed by signal 9", "running", "crashed" ... */
+/* "exited 0", "closed", "running", "crashed" ...: the dashboard's words. */
 static const char *
 cmd_session_state(char *buf, size_t len, const struct store_session *s)
 {
-	if (strcmp(s->state, "exited") == 0 && s->has_exit)
-		snprintf(buf, len, "exited %d", s->exit_status);
-	else
-		snprintf(buf, len, "%s", s->state);
-	return buf;
+	return store_session_end_text(s, buf, len);
 }
 
 static void

@@ -107,6 +107,8 @@ struct session {
 	struct event *wall_ev;       /* the profile's wall_clock limit */
 	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
 	char *end_reason;            /* why agentmux ended it, for the record */
+	bool closing;                /* the user closed it: recorded "closed" */
+	struct strv kept;            /* "allow RULE" answered for the session */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */

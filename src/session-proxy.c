@@ -301,6 +301,28 @@ session_proxy_add(struct proxy_policy *pol, const char *verb,
 }
 
 /* Built-in profile rules, [policy], the agent's rules, --allow/--deny. */
+/* The answers given for the session by the run this one restarts. */
+static int
+session_proxy_add_kept(struct session *s, struct proxy_policy *pol,
+    char **cause)
+{
+	const char *rule, *sp;
+	char *verb;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->kept.n && rc == 0; i++) {
+		rule = s->kept.v[i];
+		if ((sp = strchr(rule, ' ')) == NULL)
+			continue;
+		verb = xstrndup(rule, (size_t)(sp - rule));
+		rc = session_proxy_add(pol, verb, sp + 1,
+		    "answered for the session", cause);
+		free(verb);
+	}
+	return rc;
+}
+
 static struct proxy_policy *
 session_proxy_policy(struct session *s, const struct config_agent *a,
     char **cause)
@@ -329,6 +351,8 @@ session_proxy_policy(struct session *s, const struct config_agent *a,
 		    cause) == -1)
 			goto fail;
 	}
+	if (session_proxy_add_kept(s, pol, cause) == -1)
+		goto fail;
 	return pol;
 fail:
 	proxy_policy_free(pol);
@@ -503,6 +527,17 @@ session_proxy_always(struct session *s, const struct proxy_ask *q, bool allow)
 	free(path);
 }
 
+/* A restart of the session keeps what was answered for the session. */
+static void
+session_proxy_keep(struct session *s, const struct proxy_ask *q,
+    const char *verb)
+{
+	char *rule = proxy_host_rule(q->host, q->port, q->scheme);
+
+	strv_addf(&s->kept, "%s %s", verb, rule);
+	free(rule);
+}
+
 static void
 session_proxy_answered(void *arg, const struct proxy_ask *q,
     enum proxy_answer a, const char *by)
@@ -524,6 +559,8 @@ session_proxy_answered(void *arg, const struct proxy_ask *q,
 	d.by = (char *)by;
 	d.waiting = q->waiting;
 	store_decision_add(s->ctx->st, &d);
+	if (a == PROXY_ALLOW_SESSION || a == PROXY_DENY_SESSION)
+		session_proxy_keep(s, q, d.answer);
 	if (a == PROXY_ALLOW_ALWAYS || a == PROXY_DENY_ALWAYS)
 		session_proxy_always(s, q, allow);
 	if (s->ev.answered != NULL)

@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 static void session_finish(struct session *);
+static void session_signal_then_kill(struct session *, int);
 static void session_strv_copy(struct strv *, char *const *);
 
 /* SIGCHLD: whichever jails have ended are reaped. */
@@ -214,6 +215,13 @@ session_io_start(struct session *s)
 	s->in = session_bev(s, jail_stdin_fd(s->jail), EV_WRITE);
 }
 
+/* How the record says it ended: closed by the user, or exited by itself. */
+static const char *
+session_end_state(const struct session *s)
+{
+	return s->closing ? "closed" : "exited";
+}
+
 /*
  * The session has ended once its jail is reaped and its output has been
  * read to the end: only then is the exit reported, after the last byte.
@@ -231,7 +239,7 @@ session_finish(struct session *s)
 		event_del(s->wall_ev);
 	session_disk_end(s);
 	session_files_capture(s);
-	store_session_end(s->ctx->st, s->id, "exited", s->status,
+	store_session_end(s->ctx->st, s->id, session_end_state(s), s->status,
 	    s->end_reason);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
@@ -463,6 +471,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->denied);
 	session_strv_copy(&s->allow, o->allow);
 	session_strv_copy(&s->deny, o->deny);
+	session_strv_copy(&s->kept, o->kept);
 	return s;
 }
 
@@ -653,10 +662,12 @@ session_free(struct session *s)
 		jail_free(s->jail);
 		s->jail = NULL;
 		if (!s->ended && s->id != -1)
-			store_session_end(s->ctx->st, s->id, "exited",
-			    128 + SIGKILL, "ended by agentmux");
+			store_session_end(s->ctx->st, s->id,
+			    session_end_state(s), 128 + SIGKILL, s->closing ?
+			    NULL : "ended by agentmux");
 	} else if (!s->ended && s->id != -1)
-		store_session_end(s->ctx->st, s->id, "exited", s->status, NULL);
+		store_session_end(s->ctx->st, s->id, session_end_state(s),
+		    s->status, NULL);
 	session_history_stop(s);
 	session_guard_stop(s);
 	/* Before the end snapshot carries out config_persist. */
@@ -671,6 +682,7 @@ session_free(struct session *s)
 	strv_free(&s->env);
 	strv_free(&s->allow);
 	strv_free(&s->deny);
+	strv_free(&s->kept);
 	strv_free(&s->protect);
 	strv_free(&s->protected);
 	strv_free(&s->watched);
@@ -776,8 +788,6 @@ session_kill_cb(evutil_socket_t fd, short what, void *arg)
 void
 session_terminate(struct session *s)
 {
-	struct timeval tv = { SESSION_TERM_GRACE_SEC, 0 };
-
 	if (s->jail == NULL || s->reaped)
 		return;
 	/* A frozen command cannot act on SIGTERM: it goes at once. */
@@ -785,7 +795,60 @@ session_terminate(struct session *s)
 		jail_kill(s->jail);
 		return;
 	}
-	jail_signal(s->jail, SIGTERM);
+	session_signal_then_kill(s, SIGTERM);
+}
+
+void
+session_close(struct session *s)
+{
+	s->closing = true;
+	if (s->jail == NULL || s->reaped)
+		return;
+	if (session_disk_frozen(s)) {
+		jail_kill(s->jail);
+		return;
+	}
+	/* What a terminal's hang-up sends: shells end on it, not on SIGTERM. */
+	jail_signal(s->jail, SIGHUP);
+	session_signal_then_kill(s, SIGTERM);
+}
+
+bool
+session_agent_installed(const struct config *cf, const char *agent,
+    char **cause)
+{
+	const struct config_agent *a = config_agent(cf, agent);
+	struct agent_install in;
+
+	if (a == NULL) {
+		*cause = xprintf("unknown agent %s", agent);
+		return false;
+	}
+	if (agent_resolve(a, NULL, getenv("PATH"), &in, cause) == -1)
+		return false;
+	agent_install_free(&in);
+	return true;
+}
+
+bool
+session_closing(struct session *s)
+{
+	return s->closing;
+}
+
+char *const *
+session_kept_rules(struct session *s)
+{
+	return s->kept.v;
+}
+
+/* Sends SIG, and SIGKILL once the grace period is over. */
+static void
+session_signal_then_kill(struct session *s, int sig)
+{
+	struct timeval tv = { SESSION_TERM_GRACE_SEC, 0 };
+
+	jail_signal(s->jail, sig);
 	if (s->kill_ev == NULL)
 		s->kill_ev = evtimer_new(s->ctx->base, session_kill_cb, s);
 	if (!evtimer_pending(s->kill_ev, NULL))

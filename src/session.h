@@ -42,6 +42,8 @@ struct session_opts {
 	char *const *command;        /* NULL: the profile's command */
 	char *const *allow;          /* extra rules from the command line */
 	char *const *deny;
+	char *const *kept;           /* "allow RULE"/"deny RULE" answered for the
+	                                session by a run this one restarts */
 	int on_unknown;              /* -1: the config's; CONFIG_ASK or CONFIG_DENY */
 	int64_t memory;              /* 0: the profile's, then [limits] */
 	int64_t pids;
@@ -161,6 +163,24 @@ void session_resize(struct session *, unsigned short rows,
     unsigned short cols);
 /** Asks the command to stop: SIGTERM, then SIGKILL after a grace period. */
 void session_terminate(struct session *);
+/**
+ * The user closes the session: SIGHUP (as a terminal hang-up), SIGTERM,
+ * then SIGKILL after the grace period; its end is recorded as "closed".
+ */
+void session_close(struct session *);
+/**
+ * Whether profile AGENT's command is installed on the host PATH; if not,
+ * false with *CAUSE naming it and how to install it.
+ */
+bool session_agent_installed(const struct config *, const char *agent,
+    char **cause);
+/** True once session_close was called. */
+bool session_closing(struct session *);
+/**
+ * The "allow RULE"/"deny RULE" answers given for the session (and those it
+ * kept from the run it restarts), for session_opts.kept. Borrowed.
+ */
+char *const *session_kept_rules(struct session *);
 /** Answers question ID. */
 void session_answer(struct session *, uint64_t id, enum session_answer);
 /** Pauses or resumes question ID's countdown (the user is looking at it). */

@@ -114,8 +114,6 @@ char *proxy_addr_refuse(const struct proxy_policy *, const char *host,
 bool proxy_host_valid(char *host);
 /** True if HOST is an IPv4 or IPv6 literal. */
 bool proxy_host_is_addr(const char *host);
-/** HOST as a rule names it: "host", or "host:port" off the scheme's port. */
-char *proxy_host_rule(const char *host, int port, const char *scheme);
 
 /* ---- secrets (proxy-secret.c) ---- */
 

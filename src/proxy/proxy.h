@@ -210,6 +210,8 @@ void proxy_session_answer(struct proxy_session *, uint64_t id,
     enum proxy_answer);
 /** Pauses or resumes the countdown of question ID. */
 void proxy_session_ask_pause(struct proxy_session *, uint64_t id, bool pause);
+/** HOST as a rule names it: "host", or "host:port" off the scheme's port (caller frees). */
+char *proxy_host_rule(const char *host, int port, const char *scheme);
 /** Adds a rule to the session's policy at run time. */
 int proxy_session_add_rule(struct proxy_session *, const char *verb,
     const char *text, const char *origin, char **cause);

@@ -16,7 +16,13 @@
 	"coalesce((SELECT n.files_changed FROM snapshots n WHERE " \
 	"  n.session_id = s.id AND n.kind = 'end' ORDER BY n.id DESC " \
 	"  LIMIT 1), -1), " \
-	"s.unrecorded, s.unrecorded_denied, s.unrecorded_other"
+	"s.unrecorded, s.unrecorded_denied, s.unrecorded_other, " \
+	"(SELECT count(*) FROM requests r WHERE r.session_id = s.id AND " \
+	"  r.decision IN ('allow', 'tunnel')), " \
+	"(SELECT count(*) FROM requests r WHERE r.session_id = s.id AND " \
+	"  r.decision = 'error'), " \
+	"EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.id AND " \
+	"  e.kind = 'closed')"
 
 int64_t
 store_session_begin(struct store *st, const struct store_session *s,
@@ -66,17 +72,41 @@ store_session_update(struct store *st, const char *sql, int64_t id,
 	return 0;
 }
 
+/* Session ID was closed by the user (not budgeted: it is how the session ended). */
+static int
+store_session_closed(struct store *st, int64_t id)
+{
+	sqlite3_stmt *stmt = store_prepare(st, "INSERT INTO events (session_id, "
+	    "at, level, kind, message) VALUES (?, ?, 'info', 'closed', "
+	    "'closed by the user')");
+	int rc;
+
+	sqlite3_bind_int64(stmt, 1, id);
+	sqlite3_bind_int64(stmt, 2, util_now_ms());
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		store_note_failure(st, rc, "the session's end");
+		return -1;
+	}
+	return 0;
+}
+
 int
 store_session_end(struct store *st, int64_t id, const char *state, int exit,
     const char *error)
 {
 	sqlite3_stmt *stmt;
+	bool closed = strcmp(state, "closed") == 0;
 	int rc;
 
 	store_flush(st);
+	/* The schema's states predate "closed": an exit, and an event saying who ended it. */
+	if (closed && store_session_closed(st, id) == -1)
+		return -1;
 	stmt = store_prepare(st, "UPDATE sessions SET state = ?, ended_at = ?, "
 	    "exit_status = ?, error = coalesce(?, error) WHERE id = ?");
-	store_bind_text(stmt, 1, state);
+	store_bind_text(stmt, 1, closed ? "exited" : state);
 	sqlite3_bind_int64(stmt, 2, util_now_ms());
 	if (exit >= 0)
 		sqlite3_bind_int(stmt, 3, exit);
@@ -109,6 +139,20 @@ store_session_set_jail(struct store *st, int64_t id, const char *json)
 	    "id = ?1", id, json);
 }
 
+const char *
+store_session_end_text(const struct store_session *s, char *buf, size_t len)
+{
+	if (s->ended_at == 0 || strcmp(s->state, "running") == 0)
+		snprintf(buf, len, "running");
+	else if (s->closed)
+		snprintf(buf, len, "closed");
+	else if (strcmp(s->state, "exited") == 0 && s->has_exit)
+		snprintf(buf, len, "exited %d", s->exit_status);
+	else
+		snprintf(buf, len, "%s", s->state);
+	return buf;
+}
+
 static struct store_session *
 store_session_row(sqlite3_stmt *stmt)
 {
@@ -137,6 +181,9 @@ store_session_row(sqlite3_stmt *stmt)
 	s->unrecorded = sqlite3_column_int64(stmt, 19);
 	s->unrecorded_denied = sqlite3_column_int64(stmt, 20);
 	s->unrecorded_other = sqlite3_column_int64(stmt, 21);
+	s->nallowed = sqlite3_column_int64(stmt, 22);
+	s->nerrors = sqlite3_column_int64(stmt, 23);
+	s->closed = sqlite3_column_int(stmt, 24) != 0;
 	/* Counted requests are requests too. */
 	s->nrequests += s->unrecorded;
 	s->ndenied += s->unrecorded_denied;

@@ -62,7 +62,7 @@ struct store_session {
 	char *command;      /* JSON array of words */
 	int64_t started_at; /* ms since the epoch */
 	int64_t ended_at;   /* 0 while running */
-	char *state;        /* running | exited | crashed | failed */
+	char *state;        /* running | exited | closed | crashed | failed */
 	bool has_exit;
 	int exit_status;    /* 0-255, 128+N for signal N */
 	char *jail;         /* JSON object of the jail settings */
@@ -74,6 +74,9 @@ struct store_session {
 	/* Filled by store_session_get/list for display. */
 	int64_t nrequests;
 	int64_t ndenied;
+	int64_t nallowed;   /* allowed or tunnelled (not the errors, not denied) */
+	int64_t nerrors;    /* ended in an error */
+	bool closed;        /* the user closed it (an exit, for the schema) */
 	int64_t nsnapshots;
 	int64_t files_changed;
 	/* Past the record budget: counted (and in nrequests), not stored. */
@@ -85,7 +88,10 @@ struct store_session {
 /** Records a new running session from S (id ignored); returns its id or -1. */
 int64_t store_session_begin(struct store *, const struct store_session *s,
     char **cause);
-/** Ends session ID with STATE ("exited", "failed"), EXIT (-1: none) and ERROR. */
+/**
+ * Ends session ID with STATE ("exited", "closed" by the user, "failed"),
+ * EXIT (-1: none) and ERROR.
+ */
 int store_session_end(struct store *, int64_t id, const char *state, int exit,
     const char *error);
 /** Adds FLAG to the session's flags (once). */
@@ -97,6 +103,12 @@ struct store_session *store_session_get(struct store *, int64_t id);
 /** Sessions newest first (all, or the last 50); caller frees with store_session_list_free. */
 struct store_session **store_session_list(struct store *, bool all, size_t *n);
 void store_session_free(struct store_session *);
+/**
+ * How S ended, in the words every command and the dashboard use: "running",
+ * "closed" (by the user), "exited N", "failed", "crashed". Written to BUF.
+ */
+const char *store_session_end_text(const struct store_session *s, char *buf,
+    size_t len);
 void store_session_list_free(struct store_session **, size_t n);
 /** Resolves "last" or a number to an existing session id; -1 with *CAUSE. */
 int store_session_resolve(struct store *, const char *spec, int64_t *id,

@@ -18,6 +18,11 @@
 #define TUI_MIN_SY 5
 /* How long a message stays in the status bar. */
 #define TUI_MESSAGE_SEC 5
+/* How long quitting waits for closed sessions: their kill grace, and a second. */
+#define TUI_QUIT_WAIT_SEC 6
+
+static size_t tui_running(const struct tui *);
+static void tui_remove_pane(struct tui *, struct tui_pane *);
 
 void
 tui_redraw(struct tui *t)
@@ -312,15 +317,73 @@ tui_draw(void *arg)
 }
 
 void
-tui_quit(struct tui *t)
+tui_dash_ran(struct tui *t, int64_t id)
 {
+	t->ran = xreallocarray(t->ran, t->nran + 1, sizeof *t->ran);
+	t->ran[t->nran++] = id;
+}
+
+/* Panes the user closed go once their sessions ended; quitting ends with the last. */
+static void
+tui_reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
 	size_t i;
 
-	t->quitting = true;
-	/* Every jail goes down now, not whenever the process exits. */
-	for (i = 0; i < t->npanes; i++)
-		tui_pane_close(t->panes[i]);
+	for (i = t->npanes; i > 0; i--) {
+		if (t->panes[i - 1]->closing && t->panes[i - 1]->exited)
+			tui_remove_pane(t, t->panes[i - 1]);
+	}
+	if (t->quitting && tui_running(t) == 0)
+		event_base_loopexit(t->base, NULL);
+}
+
+void
+tui_pane_closed(struct tui *t)
+{
+	struct timeval tv = { 0, 0 };
+
+	evtimer_add(t->reap_ev, &tv);
+}
+
+static void
+tui_quit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+
 	event_base_loopexit(t->base, NULL);
+}
+
+/*
+ * Every running session is closed as the user closes one (a hang-up,
+ * then SIGTERM) and the dashboard ends once they have ended, or after
+ * their grace period; whatever is left is killed as the panes are freed.
+ * Asked twice (the terminal went away meanwhile), it ends at once.
+ */
+void
+tui_quit(struct tui *t)
+{
+	struct timeval tv = { TUI_QUIT_WAIT_SEC, 0 };
+	struct tui_pane *wp;
+	size_t i, n;
+
+	if (t->quitting) {
+		event_base_loopexit(t->base, NULL);
+		return;
+	}
+	t->quitting = true;
+	for (i = 0; i < t->npanes; i++) {
+		wp = t->panes[i];
+		wp->closing = true;
+		if (wp->s != NULL && !wp->exited)
+			session_close(wp->s);
+	}
+	if ((n = tui_running(t)) == 0) {
+		event_base_loopexit(t->base, NULL);
+		return;
+	}
+	tui_message(t, false, "closing %zu session%s", n, n == 1 ? "" : "s");
+	evtimer_add(t->quit_ev, &tv);
 }
 
 static void
@@ -363,8 +426,9 @@ tui_close_confirmed(struct tui *t, void *arg)
 	struct tui_pane *wp = tui_pane_by_num(t, (int)(intptr_t)arg);
 
 	if (wp != NULL && wp->s != NULL && !wp->exited) {
-		session_terminate(wp->s);
-		tui_message(t, false, "stopping session %d", wp->num);
+		wp->closing = true;
+		session_close(wp->s);
+		tui_message(t, false, "closing session %lld", (long long)wp->id);
 	}
 }
 
@@ -417,8 +481,8 @@ tui_ask_close(struct tui *t)
 		tui_remove_pane(t, wp);
 		return;
 	}
-	q = xprintf("Close session %d (%s)? Its jail is killed.", wp->num,
-	    wp->agent);
+	q = xprintf("Close session %lld (%s)? Its jail is stopped.",
+	    (long long)wp->id, wp->agent);
 	tui_confirm(t, q, tui_close_confirmed, (void *)(intptr_t)wp->num);
 	free(q);
 }
@@ -442,6 +506,17 @@ tui_select(struct tui *t, int num)
 		tui_view_pop(t);
 	t->relayout = true;
 	tui_redraw(t);
+}
+
+/* C-a 1 to 9, 0: the Nth session in the status bar. */
+static void
+tui_select_nth(struct tui *t, int n)
+{
+	if (n < 1 || (size_t)n > t->npanes) {
+		tui_message(t, false, "no session at place %d of the bar", n);
+		return;
+	}
+	tui_select(t, t->panes[n - 1]->num);
 }
 
 /* The next (or previous) pane in number order from the focused one. */
@@ -534,7 +609,7 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_cycle(t, b->action == TUI_ACT_NEXT ? 1 : -1);
 		break;
 	case TUI_ACT_SELECT:
-		tui_select(t, b->arg == 0 ? 10 : b->arg);
+		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
 		break;
 	case TUI_ACT_ZOOM:
 		if (t->layout != NULL)
@@ -646,6 +721,9 @@ tui_key(struct tui *t, const struct tui_key *k)
 {
 	const struct tui_binding *b;
 
+	/* Closing every session: nothing new starts meanwhile. */
+	if (t->quitting)
+		return;
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_dialog_key(t, k);
 		return;
@@ -692,6 +770,13 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 	if (t->nprompts > 0 && m->y == tui_prompt_row(t)) {
 		if (m->type == TUI_MOUSE_PRESS)
 			tui_prompt_click(t, m->x);
+		return;
+	}
+	if (m->y == t->sy - 1) {
+		/* A session's entry in the status bar: it is shown. */
+		if (m->type == TUI_MOUSE_PRESS &&
+		    (num = tui_status_tab_at(t, m->x)) != -1)
+			tui_select(t, num);
 		return;
 	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL)
@@ -768,6 +853,7 @@ tui_stdin_cb(evutil_socket_t fd, short what, void *arg)
 	n = read(fd, buf, sizeof buf);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
 		/* The terminal went away: nobody is left to answer anything. */
+		event_del(t->stdin_ev);
 		tui_quit(t);
 		return;
 	}
@@ -803,11 +889,14 @@ tui_events(struct tui *t)
 	    tui_stdin_cb, t);
 	t->esc_ev = evtimer_new(t->base, tui_escape_cb, t);
 	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
+	t->reap_ev = evtimer_new(t->base, tui_reap_cb, t);
+	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
 	t->winch_ev = evsignal_new(t->base, SIGWINCH, tui_winch_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
 	t->hup_ev = evsignal_new(t->base, SIGHUP, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
 	if (t->stdin_ev == NULL || t->esc_ev == NULL || t->msg_ev == NULL ||
+	    t->reap_ev == NULL || t->quit_ev == NULL ||
 	    t->winch_ev == NULL || t->term_ev == NULL || t->hup_ev == NULL ||
 	    t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
@@ -839,16 +928,44 @@ tui_free(struct tui *t)
 		event_free(t->stdin_ev);
 		event_free(t->esc_ev);
 		event_free(t->msg_ev);
+		event_free(t->reap_ev);
+		event_free(t->quit_ev);
 		event_free(t->winch_ev);
 		event_free(t->term_ev);
 		event_free(t->hup_ev);
 		event_free(t->int_ev);
 	}
 	free(t->message);
+	free(t->ran);
 	buf_free(&t->req_filter.text);
 	buf_free(&t->paste);
 	tui_screen_close(t->scr);
 	free(t);
+}
+
+/* Sessions of this dashboard whose config changes wait for a review, and how to review them. */
+static void
+tui_dash_left_to_review(struct store *st, const int64_t *ran, size_t n)
+{
+	struct buf ids;
+	size_t i, pending = 0;
+	int64_t first = 0;
+
+	buf_init(&ids);
+	for (i = 0; i < n; i++) {
+		if (snap_confdiff_pending(st, ran[i]) <= 0)
+			continue;
+		if (pending++ == 0)
+			first = ran[i];
+		buf_printf(&ids, "%s%lld", pending > 1 ? ", " : "",
+		    (long long)ran[i]);
+	}
+	if (pending > 0)
+		out_printf(stdout, "%zu session%s left config changes to review "
+		    "(%s): see them with 'agentmux confdiff %lld', keep them "
+		    "with --apply or drop them with --discard\n", pending,
+		    pending == 1 ? "" : "s", ids.data, (long long)first);
+	buf_free(&ids);
 }
 
 /* Logged warnings would scribble over the screen: they go to the status bar. */
@@ -867,6 +984,8 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 {
 	struct tui *t = xcalloc(1, sizeof *t);
 	struct tui_pane *wp;
+	int64_t *ran;
+	size_t nran;
 	int rc;
 
 	t->base = base;
@@ -898,6 +1017,12 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	event_base_dispatch(base);
 	log_set_hook(NULL, NULL);
 	rc = t->exit_code;
+	ran = t->ran;
+	nran = t->nran;
+	t->ran = NULL;
 	tui_free(t);
+	/* The screen is gone: what the user still has to decide is said here. */
+	tui_dash_left_to_review(session_ctx_store(ctx), ran, nran);
+	free(ran);
 	return rc;
 }

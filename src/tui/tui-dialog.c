@@ -1,6 +1,11 @@
 /* Dialogs over everything: confirmations, the new session picker, and the one-line editor they use. */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "session.h"
@@ -12,7 +17,20 @@ tui_dialog_free(struct tui *t)
 	free(t->confirm_text);
 	t->confirm_text = NULL;
 	buf_free(&t->new_dir.text);
+	free(t->new_missing);
+	t->new_missing = NULL;
+	free(t->new_note);
+	t->new_note = NULL;
 	t->dialog = TUI_DIALOG_NONE;
+}
+
+/* The line under the dir: an error (ALERT) or what Tab found; NULL clears it. */
+static void
+tui_new_note(struct tui *t, bool alert, const char *text)
+{
+	free(t->new_note);
+	t->new_note = text != NULL ? xstrdup(text) : NULL;
+	t->new_note_alert = alert;
 }
 
 void
@@ -87,30 +105,83 @@ tui_new_session(struct tui *t)
 {
 	struct tui_pane *focus = tui_focus_pane(t);
 
+	char *cause;
+	size_t i;
+
 	t->dialog = TUI_DIALOG_NEW;
 	t->new_sel = 0;
 	t->new_dir_step = false;
+	tui_new_note(t, false, NULL);
+	/* Agents that are not installed are shown so, and not started. */
+	free(t->new_missing);
+	t->new_missing = xcalloc(t->cf->nagents + 1, sizeof *t->new_missing);
+	for (i = 0; i < t->cf->nagents; i++) {
+		cause = NULL;
+		t->new_missing[i] = !session_agent_installed(t->cf,
+		    t->cf->agents[i].name, &cause);
+		free(cause);
+	}
 	buf_reset(&t->new_dir.text);
 	buf_adds(&t->new_dir.text, focus != NULL && focus->project != NULL ?
 	    focus->project : "");
 	tui_redraw(t);
 }
 
-/* Starts the picked agent in the picked dir and shows it where the focus is. */
+/* TEXT with a leading ~ or ~/ made the home directory, as a shell does; caller frees. */
+static char *
+tui_new_expand(const char *text)
+{
+	if (text[0] == '~' && (text[1] == '\0' || text[1] == '/'))
+		return xprintf("%s%s", path_home(), text + 1);
+	return xstrdup(text);
+}
+
+/*
+ * Directories a project cannot be, said in the dialog's terms (the
+ * jail's own check says it for the command line); NULL if DIR may be one.
+ */
+static char *
+tui_new_refuse(const char *dir)
+{
+	char *real = realpath(dir, NULL), *home = realpath(path_home(), NULL);
+	char *why = NULL;
+
+	if (real != NULL && home != NULL && strcmp(real, home) == 0)
+		why = xstrdup("that is your home directory, with all of your "
+		    "files: pick a project directory inside it (~/NAME; Tab "
+		    "completes)");
+	else if (real != NULL && strcmp(real, "/") == 0)
+		why = xstrdup("that is the whole filesystem: pick a project "
+		    "directory (Tab completes)");
+	free(real);
+	free(home);
+	return why;
+}
+
+/* Starts the picked agent in the picked dir and shows it where the focus is; an error stays in the dialog. */
 static void
 tui_new_start(struct tui *t)
 {
 	const struct config_agent *a = &t->cf->agents[t->new_sel];
-	const char *dir = t->new_dir.text.len > 0 ? t->new_dir.text.data : NULL;
+	char *dir = t->new_dir.text.len > 0 ?
+	    tui_new_expand(t->new_dir.text.data) : NULL;
 	struct tui_pane *wp;
 	char *cause = NULL;
 
-	t->dialog = TUI_DIALOG_NONE;
-	if ((wp = tui_pane_start(t, a->name, dir, NULL, &cause)) == NULL) {
-		tui_message(t, true, "%s", cause);
+	if (dir != NULL && (cause = tui_new_refuse(dir)) != NULL) {
+		tui_new_note(t, true, cause);
+		free(cause);
+		free(dir);
+		return;
+	}
+	wp = tui_pane_start(t, a->name, dir, NULL, &cause);
+	free(dir);
+	if (wp == NULL) {
+		tui_new_note(t, true, cause);
 		free(cause);
 		return;
 	}
+	t->dialog = TUI_DIALOG_NONE;
 	if (t->layout == NULL)
 		t->layout = tui_layout_create(wp->num);
 	else
@@ -121,6 +192,120 @@ tui_new_start(struct tui *t)
 		tui_view_pop(t);
 	t->relayout = true;
 	tui_redraw(t);
+}
+
+/* The subdirectories of DIR (itself no symlink) whose names start with BASE, symlinks left out: names only are read; hidden ones if BASE asks. */
+static void
+tui_new_matches(const char *dir, const char *base, struct strv *out)
+{
+	DIR *d;
+	struct dirent *de;
+	struct stat st;
+	size_t len = strlen(base);
+	int fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    (de->d_name[0] == '.' && base[0] != '.') ||
+		    strncmp(de->d_name, base, len) != 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    0 && S_ISDIR(st.st_mode))
+			strv_add(out, de->d_name);
+	}
+	closedir(d);
+}
+
+/* How long a prefix all of V share. */
+static size_t
+tui_new_common(const struct strv *v)
+{
+	size_t n = strlen(v->v[0]), i, j;
+
+	for (i = 1; i < v->n; i++) {
+		for (j = 0; j < n && v->v[i][j] == v->v[0][j]; j++)
+			;
+		n = j;
+	}
+	return n;
+}
+
+static int
+tui_new_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names found, quoted, as the note under the dir. */
+static void
+tui_new_list(struct tui *t, const struct strv *m)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < m->n; i++) {
+		q = quote_name(m->v[i]);
+		buf_printf(&b, "%s%s/", i > 0 ? "  " : "", q);
+		free(q);
+	}
+	tui_new_note(t, false, b.data);
+	buf_free(&b);
+}
+
+/*
+ * Tab in the dir: completes as a shell does, directories only: one match
+ * is completed (with a slash), several to what they share, and listed
+ * if that adds nothing.
+ */
+static void
+tui_new_complete(struct tui *t)
+{
+	char *text = tui_new_expand(t->new_dir.text.data != NULL ?
+	    t->new_dir.text.data : ""), *slash, *dir, *base;
+	char *typed = xstrdup(t->new_dir.text.data != NULL ?
+	    t->new_dir.text.data : "");
+	struct strv m;
+	size_t common, blen;
+
+	strv_init(&m);
+	slash = strrchr(text, '/');
+	dir = slash == NULL ? xstrdup(".") : slash == text ? xstrdup("/") :
+	    xstrndup(text, (size_t)(slash - text));
+	base = slash == NULL ? text : slash + 1;
+	tui_new_matches(dir, base, &m);
+	blen = strlen(base);
+	if (m.n == 0)
+		tui_new_note(t, true, "no directory there starts with that");
+	else {
+		qsort(m.v, m.n, sizeof *m.v, tui_new_cmp);
+		common = tui_new_common(&m);
+		/* The user's own words are kept (~ stays ~): only the rest is added. */
+		buf_reset(&t->new_dir.text);
+		buf_adds(&t->new_dir.text, typed);
+		buf_add(&t->new_dir.text, m.v[0] + blen, common - blen);
+		if (m.n == 1)
+			buf_addc(&t->new_dir.text, '/');
+		if (m.n == 1)
+			tui_new_note(t, false, NULL);
+		else if (common == blen)
+			tui_new_list(t, &m);
+		else
+			tui_new_note(t, false, NULL);
+	}
+	strv_free(&m);
+	free(dir);
+	free(text);
+	free(typed);
 }
 
 /* Typing a letter picks the next agent whose name starts with it. */
@@ -138,10 +323,28 @@ tui_new_jump(struct tui *t, uint32_t c)
 	}
 }
 
+/* Enter on an agent: on to its directory, unless it is not installed. */
+static void
+tui_new_pick(struct tui *t)
+{
+	char *cause = NULL;
+
+	if (t->cf->nagents == 0)
+		return;
+	if (!session_agent_installed(t->cf, t->cf->agents[t->new_sel].name,
+	    &cause)) {
+		tui_new_note(t, true, cause);
+		free(cause);
+		return;
+	}
+	t->new_dir_step = true;
+}
+
 static void
 tui_new_key(struct tui *t, const struct tui_key *k)
 {
 	if (k->code == 0x1b) {
+		tui_new_note(t, false, NULL);
 		if (t->new_dir_step)
 			t->new_dir_step = false;
 		else
@@ -149,12 +352,18 @@ tui_new_key(struct tui *t, const struct tui_key *k)
 	} else if (k->code == '\r') {
 		if (t->new_dir_step)
 			tui_new_start(t);
-		else if (t->cf->nagents > 0)
-			t->new_dir_step = true;
-	} else if (t->new_dir_step)
-		tui_line_key(&t->new_dir, k);
-	else if (!tui_list_key(k, t->cf->nagents, 5, &t->new_sel))
-		tui_new_jump(t, k->code);
+		else
+			tui_new_pick(t);
+	} else if (t->new_dir_step && k->code == '\t')
+		tui_new_complete(t);
+	else if (t->new_dir_step) {
+		if (tui_line_key(&t->new_dir, k))
+			tui_new_note(t, false, NULL);
+	} else {
+		tui_new_note(t, false, NULL);
+		if (!tui_list_key(k, t->cf->nagents, 5, &t->new_sel))
+			tui_new_jump(t, k->code);
+	}
 }
 
 bool
@@ -197,38 +406,76 @@ tui_dialog_box(struct tui *t, unsigned w, unsigned h)
 	return r;
 }
 
+/* The note cut into lines of up to WIDTH bytes at blanks (at most 4). */
+static void
+tui_dialog_wrap(const char *text, size_t width, struct strv *out)
+{
+	const char *p = text, *cut;
+	size_t len;
+
+	while (*p != '\0' && out->n < 4) {
+		len = strlen(p);
+		if (len <= width) {
+			strv_add(out, p);
+			break;
+		}
+		for (cut = p + width; cut > p && *cut != ' '; cut--)
+			;
+		if (cut == p)
+			cut = p + width;
+		strv_take(out, xstrndup(p, (size_t)(cut - p)));
+		p = *cut == ' ' ? cut + 1 : cut;
+	}
+}
+
 static void
 tui_dialog_new_draw(struct tui *t)
 {
 	size_t n = t->cf->nagents, i, first;
 	unsigned rows = n < 10 ? (unsigned)n : 10, y;
-	struct tui_rect r = tui_dialog_box(t, 70, rows + 4);
+	struct strv note;
+	struct tui_rect r;
+
+	strv_init(&note);
+	if (t->new_note != NULL)
+		tui_dialog_wrap(t->new_note, 70, &note);
+	r = tui_dialog_box(t, 70, rows + 4 + (unsigned)note.n);
 	const struct config_agent *a;
 	unsigned used;
+	bool missing;
 
 	tui_screen_print(t->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
-	    t->new_dir_step ? "New session: project directory (Enter starts, "
+	    t->new_dir_step ? "New session: project directory (Tab completes, "
+	    "Enter starts, "
 	    "Esc back)" : "New session: pick an agent (Enter, Esc cancels)");
 	first = t->new_sel >= rows ? t->new_sel - rows + 1 : 0;
 	for (i = first, y = r.y + 2; i < n && i < first + rows; i++, y++) {
 		a = &t->cf->agents[i];
+		missing = t->new_missing != NULL && t->new_missing[i];
 		tui_screen_printf(t->scr, r.x + 2, y, r.sx - 4, i == t->new_sel ?
-		    TUI_STYLE_SELECTED : TUI_STYLE_BAR, "%-12s %s", a->name,
+		    TUI_STYLE_SELECTED : missing ? TUI_STYLE_DIM : TUI_STYLE_BAR,
+		    "%-12s %s%s", a->name, missing ? "(not installed) " : "",
 		    a->description != NULL ? a->description : "");
 		if (i == t->new_sel) {
 			t->dialog_cx = r.x + 2;
 			t->dialog_cy = y;
 		}
 	}
-	used = tui_screen_printf(t->scr, r.x + 2, r.y + r.sy - 2, r.sx - 4,
+	for (i = 0; i < note.n; i++)
+		tui_screen_print(t->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
+		    (unsigned)i, r.sx - 4, t->new_note_alert ? TUI_STYLE_ALERT :
+		    TUI_STYLE_DIM, note.v[i]);
+	used = tui_screen_printf(t->scr, r.x + 2, r.y + r.sy - 2 -
+	    (unsigned)note.n, r.sx - 4,
 	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",
 	    t->new_dir.text.len > 0 ? t->new_dir.text.data : "(the current "
 	    "directory)");
 	if (t->new_dir_step) {
 		/* The cursor at the end of what is typed. */
 		t->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
-		t->dialog_cy = r.y + r.sy - 2;
+		t->dialog_cy = r.y + r.sy - 2 - (unsigned)note.n;
 	}
+	strv_free(&note);
 }
 
 void

@@ -57,7 +57,7 @@ tui_disk_ask(struct tui *t, struct tui_pane *wp,
 	d->what = xstrdup(what != NULL ? what : a->message);
 	d->more = xstrdup(a->more);
 	wp->redraw = true;
-	tui_message(t, true, "%d: %s", wp->num, a->message);
+	tui_message(t, true, "%lld: %s", (long long)wp->id, a->message);
 }
 
 static void
@@ -113,8 +113,8 @@ tui_disk_answer(struct tui *t, bool go_on)
 	struct tui_disk *d = t->disks[t->disk_sel];
 	struct tui_pane *wp = d->pane;
 
-	tui_message(t, false, "%s session %d", go_on ? "continuing" :
-	    "stopping", wp->num);
+	tui_message(t, false, "%s session %lld", go_on ? "continuing" :
+	    "stopping", (long long)wp->id);
 	tui_disk_remove(t, t->disk_sel);
 	if (wp->s != NULL)
 		session_disk_answer(wp->s, go_on);
@@ -185,8 +185,9 @@ tui_disk_draw(struct tui *t, unsigned y)
 	unsigned x;
 
 	tui_screen_fill(t->scr, &r, style);
-	x = tui_screen_printf(t->scr, 0, y, t->sx, style, " %zu/%zu %d:%s %s ",
-	    t->disk_sel + 1, t->ndisks, d->pane->num, d->pane->agent, d->what);
+	x = tui_screen_printf(t->scr, 0, y, t->sx, style, " %zu/%zu %lld:%s %s ",
+	    t->disk_sel + 1, t->ndisks, (long long)d->pane->id, d->pane->agent,
+	    d->what);
 	if (!t->disk_focus) {
 		tui_screen_print(t->scr, x, y, t->sx - x, style,
 		    "| prefix a to answer");

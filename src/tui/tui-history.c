@@ -36,18 +36,20 @@ tui_history_base(const char *path)
 	return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
-/* "0", "signal 9", "running", "crashed" ... */
+/* "exited 0", "closed", "running" ...: the words `agentmux sessions` uses. */
 static const char *
 tui_history_exit(const struct store_session *ss, char *buf, size_t len)
 {
-	if (ss->ended_at == 0 || strcmp(ss->state, "running") == 0)
-		return "running";
-	if (!ss->has_exit)
-		return ss->state;
-	if (ss->exit_status > 128)
-		snprintf(buf, len, "signal %d", ss->exit_status - 128);
-	else
-		snprintf(buf, len, "%d", ss->exit_status);
+	return store_session_end_text(ss, buf, len);
+}
+
+/* Files changed, or "-" while no end snapshot has counted them. */
+static const char *
+tui_history_files(const struct store_session *ss, char *buf, size_t len)
+{
+	if (ss->files_changed < 0)
+		return "-";
+	snprintf(buf, len, "%lld", (long long)ss->files_changed);
 	return buf;
 }
 
@@ -55,7 +57,7 @@ static void
 tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
     unsigned sx, bool selected)
 {
-	char start[32], dur[16], ex[32];
+	char start[32], dur[16], ex[32], files[24];
 	enum tui_style style = selected ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL;
 	unsigned x;
 
@@ -66,12 +68,12 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 		snprintf(dur, sizeof dur, "-");
 	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
 	x = tui_screen_printf(t->scr, 0, y, sx, style,
-	    "%5lld %-10.10s %-18.18s %s %7s %-9.9s %5lld %5lld %5lld",
+	    "%5lld %-10.10s %-18.18s %s %8s %-10.10s %5lld %5lld %5lld %5s",
 	    (long long)ss->id, ss->agent != NULL ? ss->agent : "-",
 	    tui_history_base(ss->project != NULL ? ss->project : "-"), start,
 	    dur, tui_history_exit(ss, ex, sizeof ex),
-	    (long long)(ss->nrequests - ss->ndenied), (long long)ss->ndenied,
-	    (long long)ss->files_changed);
+	    (long long)ss->nallowed, (long long)ss->ndenied,
+	    (long long)ss->nerrors, tui_history_files(ss, files, sizeof files));
 	if (ss->unsafe != NULL && x + 2 < sx)
 		x += 1 + tui_screen_printf(t->scr, x + 1, y, sx - x - 1,
 		    TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
@@ -95,7 +97,7 @@ tui_history_draw(struct tui *t, const struct tui_rect *area)
 	    " history: %zu sessions, newest first", t->nhist);
 	tui_screen_print(t->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
 	    "   id agent      project            started             "
-	    "duration exit      allow  deny files");
+	    "duration state      allow  deny error files");
 	if (t->hist_sel < t->hist_top)
 		t->hist_top = t->hist_sel;
 	if (t->hist_sel >= t->hist_top + rows)
@@ -152,7 +154,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 	struct store_decision **d;
 	struct store_request **r;
 	struct store_request_filter f = { .session_id = t->detail };
-	char when[32], ex[32], *url;
+	char when[32], ex[32], files[24], *url;
 	struct strv q;
 	size_t nd, nr, i;
 
@@ -166,9 +168,11 @@ tui_session_lines(struct tui *t, struct strv *out)
 	strv_addf(out, "session %lld: %s in %s, started %s, %s", (long long)ss->id,
 	    quote_keep(&q, ss->agent), quote_keep(&q, ss->project), when,
 	    tui_history_exit(ss, ex, sizeof ex));
-	strv_addf(out, "requests %lld (denied %lld), files changed %lld%s%s",
-	    (long long)ss->nrequests, (long long)ss->ndenied,
-	    (long long)ss->files_changed, ss->unsafe != NULL ? ", UNSAFE: " :
+	strv_addf(out, "requests %lld (allowed %lld, denied %lld, errors %lld), "
+	    "files changed %s%s%s", (long long)ss->nrequests,
+	    (long long)ss->nallowed, (long long)ss->ndenied,
+	    (long long)ss->nerrors, tui_history_files(ss, files, sizeof files),
+	    ss->unsafe != NULL ? ", UNSAFE: " :
 	    "", ss->unsafe != NULL ? ss->unsafe : "");
 	if (ss->unrecorded > 0)
 		strv_addf(out, "BUDGET: the session's records reached [proxy] "

@@ -232,10 +232,11 @@ struct tui;
 /* One session shown in a pane. */
 struct tui_pane {
 	struct tui *t;
-	int num;                  /* what the user calls it: 1, 2, ... */
+	int num;                  /* its place in the layout: 1, 2, ... */
 	struct session *s;        /* NULL once closed */
 	struct tui_vterm *vt;
-	int64_t id;               /* the session's record */
+	int64_t id;               /* the session's record: what the user calls it */
+	bool closing;             /* the user closed it: goes once it ended */
 	char *agent;
 	char *project;
 	char *dir;                /* as asked for (restart) */
@@ -297,7 +298,7 @@ struct tui_disk {
 /* One request, as the requests panel keeps it. */
 struct tui_req {
 	int64_t id;
-	int pane;                 /* its pane's number */
+	int64_t session;          /* its session's record (what the user calls it) */
 	int64_t at;               /* ms since the epoch */
 	char *method;
 	char *scheme;
@@ -363,6 +364,15 @@ struct tui {
 	bool too_small;
 	int exit_code;
 	bool quitting;
+	struct event *quit_ev;    /* quits even if a closed session lingers */
+	struct event *reap_ev;    /* removes the panes of closed sessions */
+	struct {
+		unsigned x0, x1;  /* the columns of a session's entry in the bar */
+		int num;
+	} tabs[64];
+	size_t ntabs;
+	int64_t *ran;             /* the sessions this dashboard ran */
+	size_t nran;
 
 	struct event *stdin_ev;
 	struct event *esc_ev;
@@ -423,6 +433,9 @@ struct tui {
 	size_t new_sel;
 	bool new_dir_step;
 	struct tui_line new_dir;
+	bool *new_missing;          /* agents whose command is not installed */
+	char *new_note;             /* under the dir: an error, or what Tab found */
+	bool new_note_alert;
 	unsigned dialog_cx;         /* where its cursor goes */
 	unsigned dialog_cy;
 
@@ -446,6 +459,10 @@ struct tui_pane *tui_pane_start(struct tui *, const char *agent,
 void tui_pane_free(struct tui_pane *);
 void tui_pane_close(struct tui_pane *);
 void tui_pane_restart(struct tui_pane *);
+/* Panes the user closed go once their sessions ended (soon, off this callback). */
+void tui_pane_closed(struct tui *);
+/* Session ID ran in this dashboard (for what quitting leaves to review). */
+void tui_dash_ran(struct tui *, int64_t id);
 void tui_pane_place(struct tui_pane *, const struct tui_rect *, bool titled);
 void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
 void tui_pane_input(struct tui_pane *, const struct tui_input *);
@@ -546,5 +563,7 @@ bool tui_line_key(struct tui_line *, const struct tui_key *);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);
+/* The pane whose entry in the status bar is at column X, or -1. */
+int tui_status_tab_at(const struct tui *, unsigned x);
 
 #endif

@@ -41,8 +41,15 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	wp->redraw = true;
 	tui_prompt_drop_pane(wp->t, wp);
 	tui_disk_drop_pane(wp->t, wp);
-	tui_message(wp->t, status != 0, "session %d (%s) exited with status %d",
-	    wp->num, wp->agent, status);
+	if (wp->closing) {
+		/* Closed by the user: nothing to look at, it goes. */
+		tui_message(wp->t, false, "session %lld (%s) closed",
+		    (long long)wp->id, wp->agent);
+		tui_pane_closed(wp->t);
+		return;
+	}
+	tui_message(wp->t, status != 0, "session %lld (%s) exited with status "
+	    "%d", (long long)wp->id, wp->agent, status);
 }
 
 static void
@@ -80,8 +87,8 @@ tui_pane_notice(void *arg, struct session *s, const char *level,
 
 	if (alert)
 		wp->alert = true;
-	tui_message(wp->t, alert || strcmp(level, "warn") == 0, "%d: %s",
-	    wp->num, message);
+	tui_message(wp->t, alert || strcmp(level, "warn") == 0, "%lld: %s",
+	    (long long)wp->id, message);
 }
 
 static void
@@ -141,7 +148,7 @@ tui_pane_start_size(struct tui *t, unsigned *sx, unsigned *sy)
 
 /* Starts WP's session (again, for a restart); false with *CAUSE. */
 static bool
-tui_pane_session(struct tui_pane *wp, char **cause)
+tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 {
 	struct tui *t = wp->t;
 	struct session_opts o = { .kind = "dashboard", .on_unknown = -1,
@@ -154,12 +161,14 @@ tui_pane_session(struct tui_pane *wp, char **cause)
 	o.agent = wp->agent;
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
+	o.kept = kept;
 	o.rows = (unsigned short)sy;
 	o.cols = (unsigned short)sx;
 	if ((wp->s = session_start(t->ctx, &o, &tui_pane_events, wp,
 	    cause)) == NULL)
 		return false;
 	wp->id = session_id(wp->s);
+	tui_dash_ran(t, wp->id);
 	free(wp->agent);
 	wp->agent = xstrdup(session_agent(wp->s));
 	free(wp->project);
@@ -191,7 +200,7 @@ tui_pane_start(struct tui *t, const char *agent, const char *dir,
 	tui_pane_start_size(t, &sx, &sy);
 	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
 	    tui_pane_write, wp);
-	if (!tui_pane_session(wp, cause)) {
+	if (!tui_pane_session(wp, NULL, cause)) {
 		tui_pane_free(wp);
 		return NULL;
 	}
@@ -237,7 +246,15 @@ tui_pane_restart(struct tui_pane *wp)
 	unsigned sx = tui_grid_sx(tui_vterm_grid(wp->vt));
 	unsigned sy = tui_grid_sy(tui_vterm_grid(wp->vt));
 	char *cause = NULL;
+	int64_t was = wp->id;
+	struct strv kept;
+	char *const *k;
 
+	/* What was answered for the session holds for its next run too. */
+	strv_init(&kept);
+	for (k = wp->s != NULL ? session_kept_rules(wp->s) : NULL;
+	    k != NULL && *k != NULL; k++)
+		strv_add(&kept, *k);
 	tui_pane_close(wp);
 	tui_vterm_free(wp->vt);
 	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
@@ -247,12 +264,16 @@ tui_pane_restart(struct tui_pane *wp)
 	wp->alert = false;
 	wp->bells = wp->bells_seen = 0;
 	wp->redraw = true;
-	if (!tui_pane_session(wp, &cause)) {
+	if (!tui_pane_session(wp, kept.v, &cause)) {
 		wp->exited = true;
 		wp->status = 127;
 		tui_message(t, true, "%s", cause);
 		free(cause);
-	}
+	} else if (kept.n > 0)
+		tui_message(t, false, "session %lld restarts session %lld, with "
+		    "its %zu answer%s for the session", (long long)wp->id,
+		    (long long)was, kept.n, kept.n == 1 ? "" : "s");
+	strv_free(&kept);
 	tui_redraw(t);
 }
 
@@ -309,8 +330,8 @@ tui_pane_title(struct tui_pane *wp, bool focused)
 	unsigned x;
 
 	tui_screen_fill(scr, &r, style);
-	x = tui_screen_printf(scr, r.x, r.y, r.sx, style, " %d: %s  %s ",
-	    wp->num, wp->agent, tui_pane_state(wp, state, sizeof state));
+	x = tui_screen_printf(scr, r.x, r.y, r.sx, style, " %lld: %s  %s ",
+	    (long long)wp->id, wp->agent, tui_pane_state(wp, state, sizeof state));
 	if (*tui_vterm_title(wp->vt) != '\0' && x + 2 < r.sx)
 		tui_screen_print(scr, r.x + x, r.y, r.sx - x, style,
 		    tui_vterm_title(wp->vt));
@@ -324,8 +345,8 @@ tui_pane_banner(struct tui_pane *wp)
 
 	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
 	tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
-	    " %s %d exited with status %d  --  r: restart  x: close ",
-	    wp->agent, wp->num, wp->status);
+	    " %s %lld exited with status %d  --  r: restart  x: close ",
+	    wp->agent, (long long)wp->id, wp->status);
 }
 
 void

@@ -315,8 +315,8 @@ tui_prompt_draw(struct tui *t, unsigned y)
 	tui_screen_fill(t->scr, &r, style);
 	if (p->waiting > 1)
 		snprintf(waiting, sizeof waiting, " (%d waiting)", p->waiting);
-	head = xprintf(" %zu/%zu %d:%s %s%s %ds%s ", t->prompt_sel + 1,
-	    t->nprompts, p->pane->num, p->pane->agent, what, waiting,
+	head = xprintf(" %zu/%zu %lld:%s %s%s %ds%s ", t->prompt_sel + 1,
+	    t->nprompts, (long long)p->pane->id, p->pane->agent, what, waiting,
 	    tui_prompt_seconds_left(p, util_mono_us()), p->paused ? " paused" :
 	    "");
 	x = tui_screen_print(t->scr, 0, y, t->sx, style, head);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <langinfo.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -280,6 +281,8 @@ tui_screen_modes(bool on)
 /* The screen in use, so that an exit from anywhere gives the terminal back. */
 static struct tui_screen *tui_screen_current;
 
+static unsigned tui_screen_walk(const char *, unsigned, bool);
+
 static void
 tui_screen_atexit(void)
 {
@@ -427,6 +430,25 @@ unsigned
 tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
     unsigned width, enum tui_style style, const char *text)
 {
+	unsigned used;
+
+	tui_screen_set_style(scr, style);
+	move((int)y, (int)x);
+	used = tui_screen_walk(text, width, true);
+	attr_set(A_NORMAL, 0, NULL);
+	return used;
+}
+
+unsigned
+tui_screen_width(const char *text)
+{
+	return tui_screen_walk(text, UINT_MAX, false);
+}
+
+/* TEXT made safe, drawn at the cursor (if DRAW) up to WIDTH columns; returns the columns. */
+static unsigned
+tui_screen_walk(const char *text, unsigned width, bool draw)
+{
 	mbstate_t ps;
 	wchar_t wc;
 	struct buf safe;
@@ -440,8 +462,6 @@ tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
 	p = safe.data != NULL ? safe.data : "";
 	left = safe.len;
 	memset(&ps, 0, sizeof ps);
-	tui_screen_set_style(scr, style);
-	move((int)y, (int)x);
 	while (left > 0 && used < width) {
 		n = mbrtowc(&wc, p, left, &ps);
 		if (n == (size_t)-1 || n == (size_t)-2) {
@@ -456,12 +476,12 @@ tui_screen_print(struct tui_screen *scr, unsigned x, unsigned y,
 			w = 1;
 		if (used + (unsigned)w > width)
 			break;
-		addnwstr(&wc, 1);
+		if (draw)
+			addnwstr(&wc, 1);
 		used += (unsigned)w;
 		p += n;
 		left -= n;
 	}
-	attr_set(A_NORMAL, 0, NULL);
 	buf_free(&safe);
 	return used;
 }

@@ -76,14 +76,14 @@ tui_req_same(const char *a, const char *b)
  * at the same time.
  */
 static struct tui_req *
-tui_req_find(struct tui *t, int pane, const struct store_request *sr)
+tui_req_find(struct tui *t, int64_t session, const struct store_request *sr)
 {
 	struct tui_req *r;
 	size_t i;
 
 	for (i = t->nreqs; i > 0; i--) {
 		r = t->reqs[i - 1];
-		if (r->pane != pane)
+		if (r->session != session)
 			continue;
 		if (sr->id != 0) {
 			if (r->id == sr->id)
@@ -103,7 +103,7 @@ void
 tui_requests_event(struct tui *t, struct tui_pane *wp,
     const struct store_request *sr, bool done)
 {
-	struct tui_req *r = tui_req_find(t, wp->num, sr);
+	struct tui_req *r = tui_req_find(t, wp->id, sr);
 	bool was_done = r != NULL && r->decision != NULL;
 
 	if (r == NULL) {
@@ -117,7 +117,7 @@ tui_requests_event(struct tui *t, struct tui_pane *wp,
 		}
 		r = xcalloc(1, sizeof *r);
 		r->id = sr->id;
-		r->pane = wp->num;
+		r->session = wp->id;
 		t->reqs = xreallocarray(t->reqs, t->nreqs + 1, sizeof *t->reqs);
 		t->reqs[t->nreqs++] = r;
 	}
@@ -163,7 +163,8 @@ tui_req_matches(const struct tui_req *r, const char *filter)
 	const char *w = filter;
 	size_t len;
 
-	snprintf(line, sizeof line, "%d %d %s", r->pane, r->status,
+	snprintf(line, sizeof line, "%lld %d %s", (long long)r->session,
+	    r->status,
 	    r->decision != NULL ? r->decision : "pending");
 	while (*w != '\0') {
 		while (isspace((unsigned char)*w))
@@ -245,8 +246,8 @@ tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
 	} else
 		size[0] = dur[0] = '\0';
 	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
-	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2d ",
-	    strlen(when) > 11 ? when + 11 : when, r->pane);
+	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2lld ",
+	    strlen(when) > 11 ? when + 11 : when, (long long)r->session);
 	x += tui_screen_print(t->scr, x, y, sx - x, selected ? style : mark, m);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	m1 = quote_name(r->method != NULL ? r->method : "-");
@@ -340,7 +341,8 @@ tui_req_details(const struct tui_req *r)
 	buf_printf(&b, "%s %s\n\n", quote_keep(&q, r->method != NULL ?
 	    r->method : "-"), url);
 	free(url);
-	buf_printf(&b, "session:   %d\nstarted:   %s\ndecision:  %s\n", r->pane,
+	buf_printf(&b, "session:   %lld\nstarted:   %s\ndecision:  %s\n",
+	    (long long)r->session,
 	    when, r->decision != NULL ? r->decision : "(in flight)");
 	if (r->rule != NULL)
 		buf_printf(&b, "rule:      %s\n", quote_keep_line(&q, r->rule));

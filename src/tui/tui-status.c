@@ -6,12 +6,15 @@
 #include "session.h"
 #include "tui-int.h"
 
+/* The focused session's project (its last part), else the first's. */
 static const char *
 tui_status_project(const struct tui *t)
 {
-	struct tui_pane *wp = t->npanes > 0 ? t->panes[0] : NULL;
+	struct tui_pane *wp = tui_focus_pane((struct tui *)t);
 	const char *p, *slash;
 
+	if (wp == NULL)
+		wp = t->npanes > 0 ? t->panes[0] : NULL;
 	if (wp == NULL || wp->project == NULL)
 		return "agentmux";
 	p = wp->project;
@@ -19,46 +22,160 @@ tui_status_project(const struct tui *t)
 	return slash != NULL && slash[1] != '\0' ? slash + 1 : p;
 }
 
-/* One session's entry: "2:claude running", the focused one marked. */
-static unsigned
-tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
-    unsigned y)
+/* One session's label: "2:claude running", the focused one marked (Z: zoomed). */
+static char *
+tui_status_label(struct tui *t, struct tui_pane *wp, bool focused)
 {
 	char state[32];
+	bool zoomed = focused && t->layout != NULL &&
+	    tui_layout_zoomed(t->layout);
+
+	return xprintf("%lld:%s%s %s%s", (long long)wp->id, wp->agent,
+	    focused ? (zoomed ? "*Z" : "*") : "", tui_pane_state(wp, state,
+	    sizeof state), wp->bells > 0 && !focused ? " !" : "");
+}
+
+/* The columns one session's entry takes, its trailing blank included. */
+static unsigned
+tui_status_pane_width(struct tui *t, struct tui_pane *wp, bool focused)
+{
+	char *label = tui_status_label(t, wp, focused), *unsafe;
+	unsigned w = tui_screen_width(label) + 1;
+
+	free(label);
+	if (wp->unsafe != NULL) {
+		unsafe = xprintf(" UNSAFE:%s", wp->unsafe);
+		w += tui_screen_width(unsafe);
+		free(unsafe);
+	}
+	if (wp->s != NULL && session_budget_reached(wp->s))
+		w += 7;
+	return w;
+}
+
+/* One session's entry, drawn at X up to END; returns the next column. */
+static unsigned
+tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
+    unsigned y, unsigned end)
+{
 	enum tui_style style = focused ? TUI_STYLE_BAR_FOCUS : TUI_STYLE_BAR;
+	char *label;
 
 	if (wp->unsafe != NULL || wp->alert || (wp->exited && wp->status != 0))
 		style = TUI_STYLE_ALERT;
-	if (x >= t->sx)
+	if (x >= end)
 		return x;
-	x += tui_screen_printf(t->scr, x, y, t->sx - x, style, "%d:%s%s %s%s",
-	    wp->num, wp->agent, focused ? "*" : "", tui_pane_state(wp, state,
-	    sizeof state), wp->bells > 0 && !focused ? " !" : "");
-	if (wp->unsafe != NULL && x < t->sx)
-		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_ALERT,
+	label = tui_status_label(t, wp, focused);
+	x += tui_screen_print(t->scr, x, y, end - x, style, label);
+	free(label);
+	if (wp->unsafe != NULL && x < end)
+		x += tui_screen_printf(t->scr, x, y, end - x, TUI_STYLE_ALERT,
 		    " UNSAFE:%s", wp->unsafe);
 	/* What it does is no longer all recorded: said for as long as it runs. */
-	if (wp->s != NULL && session_budget_reached(wp->s) && x < t->sx)
-		x += tui_screen_print(t->scr, x, y, t->sx - x, TUI_STYLE_WARN,
+	if (wp->s != NULL && session_budget_reached(wp->s) && x < end)
+		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
 		    " BUDGET");
-	if (x < t->sx)
-		x += tui_screen_print(t->scr, x, y, t->sx - x, TUI_STYLE_BAR, " ");
+	if (x < end)
+		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_BAR, " ");
 	return x;
+}
+
+/*
+ * The first entry shown: 0 if all fit in AVAIL columns, else one that
+ * keeps the focused entry in view, with room for the marks ("< ", "> ").
+ */
+static size_t
+tui_status_first(struct tui *t, const unsigned *w, size_t focus,
+    unsigned avail)
+{
+	size_t first = 0, i;
+	unsigned sum = 0;
+
+	for (i = 0; i < t->npanes; i++)
+		sum += w[i];
+	if (sum <= avail || focus >= t->npanes)
+		return 0;
+	for (;;) {
+		sum = first > 0 ? 2 : 0;
+		for (i = first; i <= focus; i++)
+			sum += w[i];
+		if (focus + 1 < t->npanes)
+			sum += 2;
+		if (sum <= avail || first == focus)
+			return first;
+		first++;
+	}
+}
+
+/* The sessions' entries from X to END, remembered for clicks. */
+static unsigned
+tui_status_tabs(struct tui *t, unsigned x, unsigned y, unsigned end)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+	unsigned *w = xcalloc(t->npanes + 1, sizeof *w), x0;
+	size_t i, at = t->npanes, first;
+
+	for (i = 0; i < t->npanes; i++) {
+		w[i] = tui_status_pane_width(t, t->panes[i], t->panes[i] ==
+		    focus);
+		if (t->panes[i] == focus)
+			at = i;
+	}
+	first = tui_status_first(t, w, at, end > x ? end - x : 0);
+	t->ntabs = 0;
+	if (first > 0 && x + 2 <= end)
+		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
+		    "< ");
+	for (i = first; i < t->npanes && x < end; i++) {
+		/* Whole entries only, with room for the mark of those after. */
+		if (i != at && x + w[i] + (i + 1 < t->npanes ? 2 : 0) > end)
+			break;
+		x0 = x;
+		x = tui_status_pane(t, t->panes[i], t->panes[i] == focus, x, y,
+		    end);
+		if (t->ntabs < nitems(t->tabs)) {
+			t->tabs[t->ntabs].x0 = x0;
+			t->tabs[t->ntabs].x1 = x;
+			t->tabs[t->ntabs++].num = t->panes[i]->num;
+		}
+	}
+	if (i < t->npanes && x < end)
+		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
+		    "> ");
+	free(w);
+	return x;
+}
+
+int
+tui_status_tab_at(const struct tui *t, unsigned x)
+{
+	size_t i;
+
+	for (i = 0; i < t->ntabs; i++) {
+		if (x >= t->tabs[i].x0 && x < t->tabs[i].x1)
+			return t->tabs[i].num;
+	}
+	return -1;
 }
 
 void
 tui_status_draw(struct tui *t, unsigned y)
 {
 	struct tui_rect r = { 0, y, t->sx, 1 };
-	struct tui_pane *focus = tui_focus_pane(t);
-	unsigned x;
-	size_t i;
+	char right[64] = "";
+	unsigned x, rw;
 
 	tui_screen_fill(t->scr, &r, TUI_STYLE_BAR);
 	x = tui_screen_printf(t->scr, 0, y, t->sx, TUI_STYLE_BAR, "[%s] ",
 	    tui_status_project(t));
-	for (i = 0; i < t->npanes; i++)
-		x = tui_status_pane(t, t->panes[i], t->panes[i] == focus, x, y);
+	/* The counts on the right stay: the entries get what is left. */
+	if (t->nprompts > 0)
+		snprintf(right, sizeof right, " prompts %zu ", t->nprompts);
+	rw = (unsigned)strlen(right);
+	if (t->denied > 0)
+		rw += (unsigned)snprintf(NULL, 0, " denied %lld ",
+		    (long long)t->denied);
+	x = tui_status_tabs(t, x, y, t->sx > x + rw ? t->sx - rw : x);
 	if (t->nprompts > 0 && x < t->sx)
 		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_WARN,
 		    " prompts %zu ", t->nprompts);

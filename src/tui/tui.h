@@ -489,6 +489,8 @@ unsigned tui_screen_print(struct tui_screen *, unsigned x, unsigned y,
 unsigned tui_screen_printf(struct tui_screen *, unsigned x, unsigned y,
     unsigned width, enum tui_style, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/** The columns tui_screen_print would use for TEXT, uncut. */
+unsigned tui_screen_width(const char *text);
 /** Draws a border line along R (one column or one row wide). */
 void tui_screen_border(struct tui_screen *, const struct tui_rect *r,
     enum tui_style);

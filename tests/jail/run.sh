@@ -69,6 +69,24 @@ grace() {
 	[ "$rc" = 137 ] && ok || bad "SIGTERM ignored: exit $rc, expected 137 after the grace period"
 }
 
+# A hang-up of agentmux run's terminal hangs the command up too (a shell that
+# ignores SIGTERM ends at once), and the session is recorded closed.
+hangup() {
+	"$AMX" run -C "$P" -- sh -c 'trap "" TERM; echo ready; sleep 60' \
+	    </dev/null >"$T/hu.out" 2>&1 &
+	apid=$!
+	for _ in $(seq 200); do grep -q ready "$T/hu.out" && break; sleep 0.05; done
+	kill -HUP "$apid"
+	wait "$apid"
+	rc=$?
+	st=$("$AMX" sessions --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)[0]
+print(s["state"], s["exit_status"])')
+	[ "$rc" = 129 ] && [ "$st" = "closed 129" ] && ok ||
+	    bad "SIGHUP to agentmux run: exit $rc, recorded '$st'; expected 129, closed 129"
+}
+
 # SIGKILL of agentmux takes the whole jail down (PR_SET_PDEATHSIG on pid 1).
 no_survivors() {
 	mark="9$$$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')"
@@ -270,6 +288,7 @@ checks() {
 	statuses
 	forwarded
 	grace
+	hangup
 	no_survivors
 	pipes
 	pty

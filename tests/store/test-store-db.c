@@ -395,6 +395,48 @@ test_lists_and_resolve(void **state)
 	free(p);
 }
 
+/* One word for how a session ended, and requests counted by what became of them (issue 23). */
+static void
+test_end_words_and_counts(void **state)
+{
+	char *p = db_path("end.db"), buf[32];
+	struct store *st = open_or_fail(p);
+	struct store_session *s;
+	int64_t a, b, c;
+
+	a = begin(st, "a");
+	b = begin(st, "b");
+	c = begin(st, "c");
+	add_request(st, a, "ok.test", "allow");
+	add_request(st, a, "tun.test", "tunnel");
+	add_request(st, a, "no.test", "deny");
+	add_request(st, a, "down.test", "error");
+	store_flush(st);
+	assert_int_equal(store_session_end(st, a, "exited", 137, NULL), 0);
+	assert_int_equal(store_session_end(st, b, "closed", 129, NULL), 0);
+	s = store_session_get(st, a);
+	assert_string_equal(store_session_end_text(s, buf, sizeof buf),
+	    "exited 137");
+	assert_int_equal(s->nrequests, 4);
+	assert_int_equal(s->nallowed, 2);
+	assert_int_equal(s->ndenied, 1);
+	assert_int_equal(s->nerrors, 1);
+	assert_int_equal(s->files_changed, -1);
+	store_session_free(s);
+	s = store_session_get(st, b);
+	assert_true(s->closed);
+	assert_int_equal(s->exit_status, 129);
+	assert_string_equal(store_session_end_text(s, buf, sizeof buf),
+	    "closed");
+	store_session_free(s);
+	s = store_session_get(st, c);
+	assert_string_equal(store_session_end_text(s, buf, sizeof buf),
+	    "running");
+	store_session_free(s);
+	store_close(st);
+	free(p);
+}
+
 static void
 test_flags_and_gc(void **state)
 {
@@ -623,6 +665,7 @@ main(void)
 		cmocka_unit_test(test_batched_per_loop_pass),
 		cmocka_unit_test(test_checkpoints_off_the_loop),
 		cmocka_unit_test(test_lists_and_resolve),
+		cmocka_unit_test(test_end_words_and_counts),
 		cmocka_unit_test(test_flags_and_gc),
 		cmocka_unit_test(test_headers_capped),
 		cmocka_unit_test(test_prepare_fails_degrades),

@@ -26,20 +26,20 @@ for i in range(300):
     s.close()
 PY
 start_dashboard
-wait_for '1:shell\* running' || fail "no status bar with the session"
+wait_for '[0-9][0-9]*:shell\* running' || fail "no status bar with the session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 keys "/usr/bin/python3 flood.py; echo flood-\$((6*7))" Enter
 # The status bar says it as it happens (a message that goes after a while).
 wait_for 'record_budget' 120 || fail "the status bar does not say the budget was reached"
 wait_for 'flood-42' 120 || fail "the flood did not finish"
-wait_for '1:shell\* running BUDGET' || fail "the status bar does not mark the session BUDGET"
+wait_for '[0-9][0-9]*:shell\* running BUDGET' || fail "the status bar does not mark the session BUDGET"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 wait_for '^ +1 shell .*BUDGET' || fail "the history does not mark the session BUDGET"
 keys Enter
 wait_for 'BUDGET: the session.s records reached \[proxy\] record_budget; [0-9]+ request' ||
 	fail "the session view does not say what was not stored"
-scr | grep -q 'requests 300 (denied 300)' || fail "the session view does not count every request"
+scr | grep -q 'requests 300 (allowed 0, denied 300, errors 0)' || fail "the session view does not count every request"
 escape
 escape
 prefix q

@@ -119,7 +119,8 @@ escape
 
 # r restarts the session in the same pane.
 keys r
-wait_for '1:shell\* running' || fail "r did not restart the session"
+# The restart is a new record (session 3) that keeps the first run's answers for the session.
+wait_for '3:shell\* running' || fail "r did not restart the session as session 3"
 keys 'echo again-$((3*3))' Enter
 wait_for 'again-9' || fail "the restarted session does not run commands"
 

@@ -116,7 +116,7 @@ budget() {
 	dash "$WRITER"
 	wait_for "frozen: its processes wrote [0-9.]+M, past its 16M disk write budget" 60 ||
 		fail "[$WHO] no disk question at the budget"
-	wait_for '1:shell\* frozen' || fail "[$WHO] the status bar does not say frozen"
+	wait_for '[0-9][0-9]*:shell\* frozen' || fail "[$WHO] the status bar does not say frozen"
 	sleep 0.5
 	c1=$(cat "$WP/count") s1=$(size storm)
 	held=$(all_held) || fail "[$WHO] a jailed process runs while frozen: $held"
@@ -160,7 +160,7 @@ $WRITER"
 		b2=$(size beat)
 		[ "$b1" -gt 0 ] || fail "[$WHO] the self-continuing process never beat"
 		[ "$b1" = "$b2" ] || fail "[$WHO] it beat while frozen: $b1 -> $b2"
-		scr | grep -q '1:shell\* frozen' || fail "[$WHO] no longer frozen"
+		scr | grep -q '[0-9][0-9]*:shell\* frozen' || fail "[$WHO] no longer frozen"
 		prefix a
 		keys s
 		wait_for 'exited 137' 20 || fail "[$WHO] stop did not end it"

@@ -64,12 +64,12 @@ on_unknown = ask
 prompt_timeout = 8
 EOF
 start_dashboard
-wait_for '1:shell\* running' || fail "no first session"
+wait_for '[0-9][0-9]*:shell\* running' || fail "no first session"
 wait_for '[#$] ?$' || fail "no shell prompt"
 
 # Allow once: the request waits for the answer, then goes through.
 keys "curl -s $URL/one; echo; echo curl-done-\$((0+1))" Enter
-wait_for "1/1 1:shell .*127\\.0\\.0\\.1:$PORT" || fail "no prompt naming the destination"
+wait_for "1/1 [0-9][0-9]*:shell .*127\\.0\\.0\\.1:$PORT" || fail "no prompt naming the destination"
 wait_for 'prompts 1' || fail "the status bar does not count the prompt"
 grep -q '/one' "$SEEN" 2>/dev/null && fail "the request reached the server before anyone answered"
 prefix a
@@ -82,7 +82,7 @@ wait_gone 'prefix a to answer' || fail "the prompt bar stayed after the answer"
 
 # Deny once: the client gets the proxy's 403 (on its CONNECT, for HTTPS).
 keys "curl -sS -w ' status=%{http_code}' $URL/two; echo; echo curl-done-\$((1+1))" Enter
-wait_for "1/1 1:shell .*127\\.0\\.0\\.1:$PORT" || fail "no prompt for the second request"
+wait_for "1/1 [0-9][0-9]*:shell .*127\\.0\\.0\\.1:$PORT" || fail "no prompt for the second request"
 # A click on the prompt bar (row 44 of 45) focuses it, as the prefix and a do.
 keys -l "$(printf '\033[<0;10;44M\033[<0;10;44m')"
 wait_for 'deny once' || fail "a click on the prompt bar did not focus it"
@@ -94,7 +94,7 @@ grep -q '/two' "$SEEN" && fail "a denied request reached the server"
 
 # Nobody answers: the countdown runs out and the request is denied.
 keys "clear; curl -sS -w ' status=%{http_code}' $URL/three; echo; echo curl-done-\$((1+2))" Enter
-wait_for "1/1 1:shell .*127\\.0\\.0\\.1:$PORT.* [0-9]+s " || fail "no countdown on the prompt bar"
+wait_for "1/1 [0-9][0-9]*:shell .*127\\.0\\.0\\.1:$PORT.* [0-9]+s " || fail "no countdown on the prompt bar"
 wait_for 'curl-done-3' 20 || fail "the unanswered prompt was not denied when its countdown ran out"
 scr | grep -q 'status=403' || fail "the timed-out request did not get a 403"
 grep -q '/three' "$SEEN" && fail "a timed-out request reached the server"

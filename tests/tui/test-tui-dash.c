@@ -12,7 +12,7 @@ req(const char *method, const char *host, const char *path, const char *dec,
 {
 	struct tui_req *r = xcalloc(1, sizeof *r);
 
-	r->pane = 2;
+	r->session = 2;
 	r->method = xstrdup(method);
 	r->scheme = xstrdup("https");
 	r->host = xstrdup(host);
