@@ -118,6 +118,12 @@ struct session_events {
 	 */
 	void (*disk)(void *arg, struct session *,
 	    const struct session_disk_ask *);
+	/*
+	 * After exited, once the end snapshot is taken (or failed): nothing
+	 * of the session writes to the project any more, and its end is in
+	 * the store's next flush.
+	 */
+	void (*done)(void *arg, struct session *);
 };
 
 /**
