@@ -530,6 +530,9 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 
 /* ---- holding a request for the user's answer ---- */
 
+static void proxy_conn_decide(struct proxy_conn *, enum proxy_verdict,
+    const char *);
+
 /* What a request the user (or the clock) denied is told: why, and how to get it allowed. */
 static char *
 proxy_conn_answer_body(struct proxy_conn *pc, const char *hr)
@@ -561,11 +564,19 @@ static void
 proxy_conn_wake(struct proxy_conn *pc)
 {
 	int answer = pc->answer;
+	const char *rule = NULL;
 	char *body, *hr;
 
 	pc->answer = 0;
 	if (pc->state != PROXY_CONN_HELD || answer == 0)
 		return;
+	if (answer == 2) {
+		/* The answer's rule may not cover this one: asked anew if not. */
+		proxy_conn_decide(pc, proxy_policy_check(pc->ps->policy,
+		    pc->r.host, pc->r.port, pc->r.method, pc->r.match, &rule),
+		    rule);
+		return;
+	}
 	if (answer > 0) {
 		pc->r.decision = "allow";
 		pc->r.answered = true;
@@ -595,6 +606,14 @@ proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_wake(pc);
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): enter's count keeps PC */
 	proxy_conn_leave(pc);
+}
+
+void
+proxy_conn_rejudge(struct proxy_conn *pc)
+{
+	pc->answer = 2;
+	pc->answer_timeout = false;
+	event_active(pc->wake, EV_TIMEOUT, 1);
 }
 
 void

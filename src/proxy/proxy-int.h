@@ -459,6 +459,8 @@ struct proxy_session {
 
 /* proxy-conn.c */
 void proxy_conn_accept(struct proxy_session *, int fd);
+/** A held request's question was answered with a narrower rule: the policy judges it again. */
+void proxy_conn_rejudge(struct proxy_conn *);
 /**
  * At the connection cap: closes the connection that has waited longest
  * for a request head (idle or slow), to let a new one in. False if every

@@ -7,6 +7,7 @@
 #include <vterm.h>
 
 #include "core/core.h"
+#include "session.h"
 #include "tui.h"
 
 /*
@@ -357,6 +358,10 @@ struct tui {
 	bool prompt_focus;
 	struct event *tick_ev;
 	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
+	int scope_choice;           /* -1, or the "always" answer whose rule is being chosen */
+	struct session_scope scopes[SESSION_SCOPES_MAX];
+	size_t nscopes;
+	size_t scope_sel;
 
 	/* disk questions (tui-disk.c) */
 	struct tui_disk **disks;
