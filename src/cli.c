@@ -66,8 +66,7 @@ cli_load_config(void)
 	return cf;
 }
 
-/* The last session of the project the current directory is in, or 0 outside every project. */
-static int64_t
+int64_t
 cli_last_here(struct store *st)
 {
 	char *cwd;

@@ -125,6 +125,8 @@ struct config *cli_load_config(void);
  * (the last of all outside every project), and says on stderr which it is.
  */
 int cli_resolve_session(struct store *, const char *spec, int64_t *id);
+/** The last session of the project the current directory is in, or 0 outside every project. */
+int64_t cli_last_here(struct store *);
 /** Formats a millisecond time as ISO 8601 UTC with milliseconds. */
 const char *cli_iso_time(char *buf, size_t len, int64_t ms);
 /** True when stdout is a terminal and colour is not disabled. */
