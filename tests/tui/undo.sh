@@ -33,12 +33,18 @@ scr | grep -q 'still running' && fail "the undo still refused the session it sto
 "$AGENTMUX" snapshots 1 2>&1 | grep -q ' end ' || { "$AGENTMUX" snapshots 1; fail "no end snapshot before the undo"; }
 [ "$(git -C "$P" show HEAD:README)" = hi ] || fail "the project's git history changed"
 # Now it has start and end snapshots: the history still selects start, not the newest.
-i=0
-while [ $i -lt 5 ] && ! scr | grep -q 'C-a ? help'; do escape; i=$((i + 1)); done
+# Back from the undo's output to the session, the history, the panes.
+wait_for 'undo' 30 || fail "no undo output"
+escape
+wait_for 'snapshots: ' 30 || fail "Esc did not go back from the undo's output"
+escape
+wait_for 'history: [0-9]+ sessions' 30 || fail "Esc did not go back to the history"
+escape
+wait_gone 'history: [0-9]+ sessions' 30 || fail "Esc did not leave the history"
 prefix h
-wait_for 'history: [0-9]+ sessions' || fail "no history after the undo"
+wait_for 'history: [0-9]+ sessions' 30 || fail "no history after the undo"
 keys Enter
-wait_for 'snapshots: [2-9]' || fail "the ended session does not list its snapshots"
+wait_for 'snapshots: [2-9]' 30 || fail "the ended session does not list its snapshots"
 tmux -L "$SOCK" capture-pane -e -p -t 0 >"$T/styled"
 grep ' start ' "$T/styled" | grep -q '\[46m' || { cat -v "$T/styled"; fail "the history does not select the start snapshot first"; }
 grep ' end ' "$T/styled" | grep -q '\[46m' && fail "the history selects the end snapshot"
