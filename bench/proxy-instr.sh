@@ -62,20 +62,8 @@ pids+=($!)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
 	-addext 'subjectAltName=DNS:localhost,IP:127.0.0.1' -keyout "$work/floor.key" \
 	-out "$work/floor.crt" 2>/dev/null
-export XDG_CONFIG_HOME=$work/config XDG_DATA_HOME=$work/data XDG_RUNTIME_DIR=$work/run
-mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
-cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
-[secret bench]
-env = BENCH_KEY
-from_env = AMX_BENCH_KEY
-host = api.example.com
-
-[agent bench]
-command = true
-secret = bench
-EOF
-export AMX_BENCH_KEY=sk-bench-Real0Value1For2The3Benchmark4
+. "$src/bench/lib.sh"
+bench_isolate "$work"
 
 # measure NAME READY_PATTERN CMD... -> instructions per request, on stdout (no pattern: the port)
 measure() {

@@ -20,20 +20,8 @@ port=${AMX_PROXY_PORT:-18090}
 upstream=${UPSTREAM_PORT:-18443}
 work=$(mktemp -d "${TMPDIR:-/tmp}/amx-bench-proxy.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-export XDG_CONFIG_HOME=$work/config XDG_DATA_HOME=$work/data XDG_RUNTIME_DIR=$work/run
-mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
-cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
-[secret bench]
-env = BENCH_KEY
-from_env = AMX_BENCH_KEY
-host = api.example.com
-
-[agent bench]
-command = true
-secret = bench
-EOF
-export AMX_BENCH_KEY=sk-bench-Real0Value1For2The3Benchmark4
+. "$src/bench/lib.sh"
+bench_isolate "$work"
 
 # The CA must exist before the anchor builds its trust file: one short start.
 "$build/src/agentmux" proxy --listen "127.0.0.1:0" >"$work/first.out" 2>&1 &

@@ -130,6 +130,40 @@ cli_iso_time(char *buf, size_t len, int64_t ms)
 	return buf;
 }
 
+void
+cli_request_json(struct json *j, const struct store_request *r)
+{
+	char t[40];
+
+	json_kint(j, "id", r->id);
+	json_kint(j, "session", r->session_id);
+	json_kstr(j, "time", cli_iso_time(t, sizeof t, r->started_at));
+	json_kstr(j, "decision", r->decision);
+	json_kstr(j, "rule", r->rule);
+	json_kstr(j, "method", r->method);
+	json_kstr(j, "scheme", r->scheme);
+	json_kstr(j, "host", r->host);
+	json_kint(j, "port", r->port);
+	json_kstr(j, "path", r->path);
+	json_kstr(j, "http_version", r->http_version);
+	if (r->status > 0)
+		json_kint(j, "status", r->status);
+	else
+		json_knull(j, "status");
+	json_kstr(j, "status_text", r->status_text);
+	json_kint(j, "bytes_up", r->bytes_up);
+	json_kint(j, "bytes_down", r->bytes_down);
+	if (r->ttfb_us >= 0)
+		json_kint(j, "ttfb_us", r->ttfb_us);
+	else
+		json_knull(j, "ttfb_us");
+	json_kint(j, "duration_us", r->duration_us);
+	json_kstr(j, "error", r->error);
+	json_kstr(j, "request_headers", r->req_headers);
+	json_kstr(j, "response_headers", r->resp_headers);
+	json_kstr(j, "mime_type", r->mime_type);
+}
+
 bool
 cli_color(void)
 {

@@ -382,7 +382,7 @@ static void
 cmd_export_json_requests(struct json *j, struct cmd_export *x)
 {
 	const struct store_request *r;
-	char t[40], *b64;
+	char *b64;
 	size_t i;
 
 	json_key(j, "requests");
@@ -390,32 +390,7 @@ cmd_export_json_requests(struct json *j, struct cmd_export *x)
 	for (i = 0; i < x->nreq; i++) {
 		r = x->req[i];
 		json_obj_begin(j);
-		json_kint(j, "id", r->id);
-		json_kstr(j, "time", cli_iso_time(t, sizeof t, r->started_at));
-		json_kstr(j, "method", r->method);
-		json_kstr(j, "scheme", r->scheme);
-		json_kstr(j, "host", r->host);
-		json_kint(j, "port", r->port);
-		json_kstr(j, "path", r->path);
-		json_kstr(j, "http_version", r->http_version);
-		if (r->status > 0)
-			json_kint(j, "status", r->status);
-		else
-			json_knull(j, "status");
-		json_kstr(j, "status_text", r->status_text);
-		json_kint(j, "bytes_up", r->bytes_up);
-		json_kint(j, "bytes_down", r->bytes_down);
-		if (r->ttfb_us >= 0)
-			json_kint(j, "ttfb_us", r->ttfb_us);
-		else
-			json_knull(j, "ttfb_us");
-		json_kint(j, "duration_us", r->duration_us);
-		json_kstr(j, "decision", r->decision);
-		json_kstr(j, "rule", r->rule);
-		json_kstr(j, "error", r->error);
-		json_kstr(j, "request_headers", r->req_headers);
-		json_kstr(j, "response_headers", r->resp_headers);
-		json_kstr(j, "mime_type", r->mime_type);
+		cli_request_json(j, r);
 		b64 = r->req_body != NULL ? cmd_export_base64(r->req_body,
 		    r->req_body_len) : NULL;
 		json_kstr(j, "request_body_base64", b64);

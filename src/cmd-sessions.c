@@ -132,40 +132,6 @@ cmd_sessions(struct cli_args *args)
 	return 0;
 }
 
-static void
-cmd_request_json(struct json *j, const struct store_request *r)
-{
-	char t[40];
-
-	json_obj_begin(j);
-	json_kint(j, "id", r->id);
-	json_kint(j, "session", r->session_id);
-	json_kstr(j, "time", cli_iso_time(t, sizeof t, r->started_at));
-	json_kstr(j, "decision", r->decision);
-	json_kstr(j, "rule", r->rule);
-	json_kstr(j, "method", r->method);
-	json_kstr(j, "scheme", r->scheme);
-	json_kstr(j, "host", r->host);
-	json_kint(j, "port", r->port);
-	json_kstr(j, "path", r->path);
-	json_kstr(j, "http_version", r->http_version);
-	if (r->status > 0)
-		json_kint(j, "status", r->status);
-	else
-		json_knull(j, "status");
-	json_kint(j, "bytes_up", r->bytes_up);
-	json_kint(j, "bytes_down", r->bytes_down);
-	if (r->ttfb_us >= 0)
-		json_kint(j, "ttfb_us", r->ttfb_us);
-	else
-		json_knull(j, "ttfb_us");
-	json_kint(j, "duration_us", r->duration_us);
-	json_kstr(j, "error", r->error);
-	json_kstr(j, "request_headers", r->req_headers);
-	json_kstr(j, "response_headers", r->resp_headers);
-	json_obj_end(j);
-}
-
 /* "host:port", the host quoted if it must be; owned by Q. */
 static const char *
 cmd_request_dest(struct strv *q, const struct store_request *r)
@@ -243,8 +209,11 @@ cmd_requests(struct cli_args *args)
 	if (json) {
 		json_init(&j, true);
 		json_arr_begin(&j);
-		for (i = 0; i < n; i++)
-			cmd_request_json(&j, v[i]);
+		for (i = 0; i < n; i++) {
+			json_obj_begin(&j);
+			cli_request_json(&j, v[i]);
+			json_obj_end(&j);
+		}
 		json_arr_end(&j);
 		json_print(&j, stdout);
 		json_free(&j);

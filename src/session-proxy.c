@@ -228,22 +228,6 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 	}
 }
 
-/* Sets NAME=VALUE in ENV, replacing an earlier NAME. */
-static void
-session_proxy_setenv(struct strv *env, const char *name, const char *value)
-{
-	size_t i, n = strlen(name);
-
-	for (i = 0; i < env->n; i++) {
-		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=') {
-			free(env->v[i]);
-			env->v[i] = xprintf("%s=%s", name, value);
-			return;
-		}
-	}
-	strv_addf(env, "%s=%s", name, value);
-}
-
 void
 session_proxy_env(struct session *s, struct strv *env)
 {
@@ -253,12 +237,12 @@ session_proxy_env(struct session *s, struct strv *env)
 	size_t i;
 
 	for (i = 0; i < nitems(ca_vars); i++)
-		session_proxy_setenv(env, ca_vars[i], SESSION_JAIL_CA_BUNDLE);
+		strv_setenv(env, ca_vars[i], SESSION_JAIL_CA_BUNDLE);
 	/* Nothing bypasses the proxy: there is nothing else to reach. */
-	session_proxy_setenv(env, "NO_PROXY", "");
-	session_proxy_setenv(env, "no_proxy", "");
+	strv_setenv(env, "NO_PROXY", "");
+	strv_setenv(env, "no_proxy", "");
 	for (i = 0; i < s->nsecrets; i++)
-		session_proxy_setenv(env, s->secrets[i].env,
+		strv_setenv(env, s->secrets[i].env,
 		    s->secrets[i].placeholder);
 }
 

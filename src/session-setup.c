@@ -106,22 +106,6 @@ session_setup_allowed(const char *kv)
 	return false;
 }
 
-/* Sets NAME=VALUE in ENV, replacing an earlier NAME. */
-static void
-session_setup_setenv(struct strv *env, const char *name, const char *value)
-{
-	size_t i, n = strlen(name);
-
-	for (i = 0; i < env->n; i++) {
-		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=') {
-			free(env->v[i]);
-			env->v[i] = xprintf("%s=%s", name, value);
-			return;
-		}
-	}
-	strv_addf(env, "%s=%s", name, value);
-}
-
 /* Only an allowlist of the caller's environment goes in; the rest is ours. */
 void
 session_setup_env(struct session_setup *ss, const struct config_agent *a,
@@ -138,7 +122,7 @@ session_setup_env(struct session_setup *ss, const struct config_agent *a,
 			strv_add(&ss->env, *e);
 	}
 	if (getenv("TERM") == NULL)
-		session_setup_setenv(&ss->env, "TERM", pty ? "xterm-256color" :
+		strv_setenv(&ss->env, "TERM", pty ? "xterm-256color" :
 		    "dumb");
 	for (i = 0; i < a->env.n; i++) {
 		char *eq = strchr(a->env.v[i], '=');
@@ -146,27 +130,27 @@ session_setup_env(struct session_setup *ss, const struct config_agent *a,
 		if (eq == NULL)
 			continue;
 		*eq = '\0';
-		session_setup_setenv(&ss->env, a->env.v[i], eq + 1);
+		strv_setenv(&ss->env, a->env.v[i], eq + 1);
 		*eq = '=';
 	}
-	session_setup_setenv(&ss->env, "HOME", ss->home);
-	session_setup_setenv(&ss->env, "USER", user);
-	session_setup_setenv(&ss->env, "LOGNAME", user);
-	session_setup_setenv(&ss->env, "SHELL", ss->shell);
+	strv_setenv(&ss->env, "HOME", ss->home);
+	strv_setenv(&ss->env, "USER", user);
+	strv_setenv(&ss->env, "LOGNAME", user);
+	strv_setenv(&ss->env, "SHELL", ss->shell);
 	buf_init(&b);
 	for (i = 0; i < ss->path.n; i++)
 		buf_printf(&b, "%s:", ss->path.v[i]);
 	buf_adds(&b, SESSION_PATH);
-	session_setup_setenv(&ss->env, "PATH", b.data);
+	strv_setenv(&ss->env, "PATH", b.data);
 	buf_free(&b);
 	/* The only door out: every client that honours a proxy finds it. */
 	proxy = xprintf("http://127.0.0.1:%d", port);
-	session_setup_setenv(&ss->env, "HTTP_PROXY", proxy);
-	session_setup_setenv(&ss->env, "HTTPS_PROXY", proxy);
-	session_setup_setenv(&ss->env, "ALL_PROXY", proxy);
-	session_setup_setenv(&ss->env, "http_proxy", proxy);
-	session_setup_setenv(&ss->env, "https_proxy", proxy);
-	session_setup_setenv(&ss->env, "all_proxy", proxy);
+	strv_setenv(&ss->env, "HTTP_PROXY", proxy);
+	strv_setenv(&ss->env, "HTTPS_PROXY", proxy);
+	strv_setenv(&ss->env, "ALL_PROXY", proxy);
+	strv_setenv(&ss->env, "http_proxy", proxy);
+	strv_setenv(&ss->env, "https_proxy", proxy);
+	strv_setenv(&ss->env, "all_proxy", proxy);
 	free(proxy);
 }
 

@@ -57,6 +57,21 @@ strv_addf(struct strv *sv, const char *fmt, ...)
 	strv_take(sv, s);
 }
 
+void
+strv_setenv(struct strv *env, const char *name, const char *value)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], name, n) == 0 && env->v[i][n] == '=') {
+			free(env->v[i]);
+			env->v[i] = xprintf("%s=%s", name, value);
+			return;
+		}
+	}
+	strv_addf(env, "%s=%s", name, value);
+}
+
 bool
 strv_contains(const struct strv *sv, const char *s)
 {

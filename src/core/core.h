@@ -66,6 +66,12 @@ char *buf_steal(struct buf *);
 int buf_read_fd(struct buf *, int fd);
 /** Reads the whole file into B; returns -1 with errno on error. */
 int buf_read_file(struct buf *, const char *path);
+/**
+ * Whether the regular files A and B hold the same bytes. Neither is
+ * followed if it is a link, or read if it is not a regular file (a FIFO,
+ * a device): then, or on any error, they are not the same.
+ */
+bool buf_same_file(const char *a, const char *b);
 
 /* ---- string vectors (core-strv.c): NULL-terminated, owned ---- */
 
@@ -80,6 +86,8 @@ void strv_free(struct strv *);
 void strv_add(struct strv *, const char *);     /* copies */
 void strv_addf(struct strv *, const char *, ...) __attribute__((format(printf, 2, 3)));
 void strv_take(struct strv *, char *);           /* takes ownership */
+/* Sets NAME=VALUE in an environment list, replacing an earlier NAME. */
+void strv_setenv(struct strv *, const char *name, const char *value);
 bool strv_contains(const struct strv *, const char *);
 /** Splits S on whitespace, honouring '...' and "..." quotes and backslashes. */
 int strv_split_words(struct strv *, const char *s, char **cause);

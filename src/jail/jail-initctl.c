@@ -202,28 +202,50 @@ struct jail_pass {
 	pid_t who;
 };
 
-static void
-jail_initctl_pass_one(pid_t pid, void *arg)
+/*
+ * Calls FN(ARG, PID, TID, its /proc dir) for each thread of PID while FN
+ * says true; false when FN said false (a process gone is no thread).
+ */
+static bool
+jail_initctl_each_task(pid_t pid, bool (*fn)(void *, pid_t, pid_t,
+    const char *), void *arg)
 {
-	struct jail_pass *jp = arg;
-	char dir[64], tdir[352], state;
+	char dir[64], tdir[352];
 	struct dirent *de;
-	enum jail_task t;
+	bool go = true;
 	DIR *d;
 
 	snprintf(dir, sizeof dir, "/proc/%ld/task", (long)pid);
 	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
+		return true;
+	while (go && (de = readdir(d)) != NULL) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		snprintf(tdir, sizeof tdir, "%s/%s", dir, de->d_name);
-		if ((t = jail_initctl_task(tdir, &state)) > jp->worst) {
-			jp->worst = t;
-			jp->who = pid;
-		}
+		go = fn(arg, pid, (pid_t)strtol(de->d_name, NULL, 10), tdir);
 	}
 	closedir(d);
+	return go;
+}
+
+static bool
+jail_initctl_pass_task(void *arg, pid_t pid, pid_t tid, const char *tdir)
+{
+	struct jail_pass *jp = arg;
+	enum jail_task t;
+	char state;
+
+	if ((t = jail_initctl_task(tdir, &state)) > jp->worst) {
+		jp->worst = t;
+		jp->who = pid;
+	}
+	return true;
+}
+
+static void
+jail_initctl_pass_one(pid_t pid, void *arg)
+{
+	jail_initctl_each_task(pid, jail_initctl_pass_task, arg);
 }
 
 static struct jail_pass
@@ -369,30 +391,19 @@ jail_initctl_hold_task(struct jail_initctl *ic, pid_t pid, const char *tdir,
 	return true;
 }
 
+static bool
+jail_initctl_hold_each(void *arg, pid_t pid, pid_t tid, const char *tdir)
+{
+	return jail_initctl_hold_task(arg, pid, tdir, tid);
+}
+
 static void
 jail_initctl_hold_one(pid_t pid, void *arg)
 {
-	struct jail_initctl *ic = arg;
-	char dir[64], tdir[352];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(dir, sizeof dir, "/proc/%ld/task", (long)pid);
-	if ((d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(tdir, sizeof tdir, "%s/%s", dir, de->d_name);
-		if (!jail_initctl_hold_task(ic, pid, tdir,
-		    (pid_t)strtol(de->d_name, NULL, 10))) {
-			closedir(d);
-			jail_initctl_end(ic, "x process %ld of the jail ran "
-			    "while the session was frozen (something sent it "
-			    "SIGCONT); the jail was killed", (long)pid);
-		}
-	}
-	closedir(d);
+	if (!jail_initctl_each_task(pid, jail_initctl_hold_each, arg))
+		jail_initctl_end(arg, "x process %ld of the jail ran while "
+		    "the session was frozen (something sent it SIGCONT); the "
+		    "jail was killed", (long)pid);
 }
 
 static void

@@ -49,20 +49,6 @@ struct proxy_ca {
 	size_t maxleaves;
 };
 
-/* The last OpenSSL error as text, for causes. */
-static const char *
-proxy_ca_ssl_error(void)
-{
-	static char buf[256];
-	unsigned long e = ERR_get_error();
-
-	if (e == 0)
-		return "unknown OpenSSL error";
-	ERR_error_string_n(e, buf, sizeof buf);
-	ERR_clear_error();
-	return buf;
-}
-
 static int
 proxy_ca_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 {
@@ -175,12 +161,12 @@ proxy_ca_create(struct proxy_ca *ca, char **cause)
 	if ((ca->key = EVP_EC_gen("P-256")) == NULL ||
 	    (ca->cert = proxy_ca_make_cert(ca->key)) == NULL) {
 		*cause = xprintf("cannot make the agentmux CA: %s",
-		    proxy_ca_ssl_error());
+		    proxy_ssl_error());
 		return -1;
 	}
 	if ((pem = proxy_ca_pem(proxy_ca_write_key, ca->key, &len)) == NULL) {
 		*cause = xprintf("cannot encode the CA key: %s",
-		    proxy_ca_ssl_error());
+		    proxy_ssl_error());
 		return -1;
 	}
 	rc = util_write_file_atomic(ca->key_path, pem, len, 0600, cause);
@@ -190,7 +176,7 @@ proxy_ca_create(struct proxy_ca *ca, char **cause)
 		return -1;
 	if ((pem = proxy_ca_pem(proxy_ca_write_x509, ca->cert, &len)) == NULL) {
 		*cause = xprintf("cannot encode the CA certificate: %s",
-		    proxy_ca_ssl_error());
+		    proxy_ssl_error());
 		return -1;
 	}
 	rc = util_write_file_atomic(ca->cert_path, pem, len, 0644, cause);
@@ -252,7 +238,7 @@ proxy_ca_parse(struct proxy_ca *ca, char **cause)
 	    X509_check_private_key(ca->cert, ca->key) != 1) {
 		*cause = xprintf("the agentmux CA (%s, %s) is damaged: %s; "
 		    "remove both files to make a new one", ca->cert_path,
-		    ca->key_path, proxy_ca_ssl_error());
+		    ca->key_path, proxy_ssl_error());
 		return -1;
 	}
 	return 0;
@@ -379,7 +365,7 @@ proxy_ca_load(struct proxy_ca *ca, char **cause)
 	if (ca->cert == NULL && proxy_ca_parse(ca, cause) == -1)
 		return -1;
 	if ((ca->leaf_key = EVP_EC_gen("P-256")) == NULL) {
-		*cause = xprintf("cannot make a key: %s", proxy_ca_ssl_error());
+		*cause = xprintf("cannot make a key: %s", proxy_ssl_error());
 		return -1;
 	}
 	ca->loaded = true;
@@ -541,7 +527,7 @@ proxy_ca_leaf(struct proxy_ca *ca, const char *host, const char *also,
 	l->expires = now + (time_t)PROXY_LEAF_DAYS * 86400;
 	if ((l->cert = proxy_ca_mint(ca, host, also)) == NULL) {
 		*cause = xprintf("cannot make a certificate for %s: %s", host,
-		    proxy_ca_ssl_error());
+		    proxy_ssl_error());
 		proxy_ca_leaf_free(l);
 		return NULL;
 	}

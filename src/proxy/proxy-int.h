@@ -58,6 +58,11 @@ size_t proxy_ca_cached(struct proxy_ca *);
 void proxy_ca_set_cache(struct proxy_ca *, size_t max);
 
 /* ---- TLS contexts (proxy-tls.c) ---- */
+/*
+ * The oldest queued OpenSSL error as text, for causes (a buffer of this
+ * thread's, good until the next call); empties the queue.
+ */
+const char *proxy_ssl_error(void);
 
 /** The context that faces the jail: our leaf certificates, ALPN http/1.1. */
 SSL_CTX *proxy_tls_server_ctx(struct proxy *, char **cause);

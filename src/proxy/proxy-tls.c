@@ -10,10 +10,10 @@
 
 static const unsigned char proxy_tls_alpn_h1[] = "\x08http/1.1";
 
-static const char *
-proxy_tls_ssl_error(void)
+const char *
+proxy_ssl_error(void)
 {
-	static char buf[256];
+	static _Thread_local char buf[256];
 	unsigned long e = ERR_get_error();
 
 	if (e == 0)
@@ -72,7 +72,7 @@ proxy_tls_server_ctx(struct proxy *px, char **cause)
 
 	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
 		*cause = xprintf("cannot make a TLS context: %s",
-		    proxy_tls_ssl_error());
+		    proxy_ssl_error());
 		return NULL;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -97,7 +97,7 @@ proxy_tls_client_ctx(char *const *upstream_ca, char **cause)
 
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		*cause = xprintf("cannot make a TLS context: %s",
-		    proxy_tls_ssl_error());
+		    proxy_ssl_error());
 		return NULL;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -111,12 +111,12 @@ proxy_tls_client_ctx(char *const *upstream_ca, char **cause)
 		dir = X509_get_default_cert_dir();
 	if (SSL_CTX_load_verify_dir(ctx, dir) != 1)
 		log_warnx("cannot use the system CAs in %s: %s", dir,
-		    proxy_tls_ssl_error());
+		    proxy_ssl_error());
 	for (; upstream_ca != NULL && *upstream_ca != NULL; upstream_ca++) {
 		if (SSL_CTX_load_verify_file(ctx, *upstream_ca) != 1) {
 			*cause = xprintf("cannot load the upstream CA %s: %s "
 			    "(it must be PEM certificates)", *upstream_ca,
-			    proxy_tls_ssl_error());
+			    proxy_ssl_error());
 			SSL_CTX_free(ctx);
 			return NULL;
 		}
@@ -139,7 +139,7 @@ proxy_tls_accept_ssl(struct proxy *px, const char *host, char **cause)
 	    SSL_use_certificate(ssl, leaf) != 1 ||
 	    SSL_use_PrivateKey(ssl, proxy_ca_leaf_key(px->ca)) != 1) {
 		*cause = xprintf("cannot set up TLS for %s: %s", host,
-		    proxy_tls_ssl_error());
+		    proxy_ssl_error());
 		SSL_free(ssl);
 		return NULL;
 	}
@@ -157,7 +157,7 @@ proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
 	    proxy_tls_client_ctx(px->upstream_ca.v, cause)) == NULL)
 		return NULL;
 	if ((ssl = SSL_new(px->client_ctx)) == NULL) {
-		*cause = xprintf("cannot set up TLS: %s", proxy_tls_ssl_error());
+		*cause = xprintf("cannot set up TLS: %s", proxy_ssl_error());
 		return NULL;
 	}
 	if (proxy_host_is_addr(host))
@@ -168,7 +168,7 @@ proxy_tls_connect_ssl(struct proxy *px, const char *host, char **cause)
 	if (!ok || SSL_set_alpn_protos(ssl, proxy_tls_alpn_h1,
 	    sizeof proxy_tls_alpn_h1 - 1) != 0) {
 		*cause = xprintf("cannot set up TLS for %s: %s", host,
-		    proxy_tls_ssl_error());
+		    proxy_ssl_error());
 		SSL_free(ssl);
 		return NULL;
 	}

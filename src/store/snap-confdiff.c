@@ -97,19 +97,10 @@ static bool
 snap_cc_same_file(const char *a, const char *b, const struct stat *sa,
     const struct stat *sb)
 {
-	struct buf x, y;
-	bool same;
-
 	if (sa->st_size != sb->st_size ||
 	    (sa->st_mode & 07777) != (sb->st_mode & 07777))
 		return false;
-	buf_init(&x);
-	buf_init(&y);
-	same = buf_read_file(&x, a) == 0 && buf_read_file(&y, b) == 0 &&
-	    x.len == y.len && (x.len == 0 || memcmp(x.data, y.data, x.len) == 0);
-	buf_free(&x);
-	buf_free(&y);
-	return same;
+	return buf_same_file(a, b);
 }
 
 static bool

@@ -309,21 +309,6 @@ snap_refs_head(struct snap_refs *sr)
 	}
 }
 
-static bool
-snap_refs_same_file(const char *a, const char *b)
-{
-	struct buf x, y;
-	bool same;
-
-	buf_init(&x);
-	buf_init(&y);
-	same = buf_read_file(&x, a) == 0 && buf_read_file(&y, b) == 0 &&
-	    x.len == y.len && (x.len == 0 || memcmp(x.data, y.data, x.len) == 0);
-	buf_free(&x);
-	buf_free(&y);
-	return same;
-}
-
 /* The index as it was at start, through git's own lock protocol. */
 static int
 snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
@@ -336,7 +321,7 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		return -1;
 	saved = xprintf("%s/sessions/%lld/git-index", data, (long long)session);
 	free(data);
-	if (access(saved, R_OK) != 0 || snap_refs_same_file(saved,
+	if (access(saved, R_OK) != 0 || buf_same_file(saved,
 	    r->projindex)) {
 		free(saved);
 		return 0;

@@ -118,11 +118,25 @@ sqlite3_stmt *
 store_prepare(struct store *st, const char *sql)
 {
 	sqlite3_stmt *stmt;
+	int rc;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL) != SQLITE_OK)
-		fatalx("store: cannot prepare '%s': %s", sql,
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &stmt, NULL);
+	if (rc == SQLITE_OK)
+		return stmt;
+	/*
+	 * Not fatal: dying here would take every jail with it (PDEATHSIG).
+	 * SQLite takes a NULL statement everywhere the store passes one
+	 * (bind and step say SQLITE_MISUSE, columns read NULL, finalize
+	 * and reset do nothing), so a write fails and stays queued, a read
+	 * finds nothing, and the store says so once.
+	 */
+	if (!st->degraded)
+		log_warnx("the database %s cannot run a query (%.48s): %s; "
+		    "records are kept in memory and reads find nothing until "
+		    "it can; check it with 'agentmux doctor'", st->path, sql,
 		    sqlite3_errmsg(st->db));
-	return stmt;
+	st->degraded = true;
+	return NULL;
 }
 
 void

@@ -64,7 +64,11 @@ struct store {
 	bool ckpt_stop;
 };
 
-/* Prepares SQL or dies: a statement that does not compile is a bug. */
+/*
+ * Prepares SQL; NULL when it cannot (a damaged or changed database):
+ * the store is marked degraded and says so once. Every sqlite3 call the
+ * store makes on a statement takes NULL.
+ */
 sqlite3_stmt *store_prepare(struct store *, const char *sql);
 /* Binds a string or NULL. */
 void store_bind_text(sqlite3_stmt *, int, const char *);

@@ -155,5 +155,5 @@ main(void)
 		cmocka_unit_test(test_shell_default),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

@@ -321,5 +321,5 @@ main(void)
 		cmocka_unit_test(test_help_everywhere),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

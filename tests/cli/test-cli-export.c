@@ -204,5 +204,5 @@ main(void)
 		cmocka_unit_test(test_policy_suggest_write),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

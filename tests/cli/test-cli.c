@@ -5,24 +5,6 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 
-static char *dir;
-
-static int
-setup(void **state)
-{
-	dir = test_tmpdir("cli");
-	test_isolate(dir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	test_rmtree(dir);
-	free(dir);
-	return 0;
-}
-
 static void
 expect_usage_error3(const char *needle, const char *a1, const char *a2,
     const char *a3)
@@ -147,7 +129,7 @@ test_sessions_empty(void **state)
 static void
 test_config_check(void **state)
 {
-	char *path = xprintf("%s/config/agentmux/config", dir);
+	char *path = xprintf("%s/config/agentmux/config", test_dir);
 	struct test_run r;
 
 	test_amx(&r, "config", "path", NULL);
@@ -191,5 +173,5 @@ main(void)
 		cmocka_unit_test(test_gc_bad_duration),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, test_dir_setup, test_dir_teardown);
 }

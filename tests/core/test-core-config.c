@@ -8,29 +8,11 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 
-static char *dir;
-
-static int
-setup(void **state)
-{
-	dir = test_tmpdir("config");
-	test_isolate(dir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	test_rmtree(dir);
-	free(dir);
-	return 0;
-}
-
 /* Loads TEXT as a config file; returns the config (or NULL) and its problems. */
 static struct config *
 load(const char *text, struct config_problems *ps)
 {
-	char *path = xprintf("%s/config/agentmux/config", dir);
+	char *path = xprintf("%s/config/agentmux/config", test_dir);
 	struct config *cf;
 
 	test_write_file(path, text);
@@ -153,7 +135,7 @@ test_missing_default_is_fine(void **state)
 	assert_null(cf->path);
 	assert_int_equal(ps.n, 0);
 	config_free(cf);
-	test_isolate(dir);
+	test_isolate(test_dir);
 }
 
 static void
@@ -291,7 +273,7 @@ test_rule_validator(void **state)
 static void
 test_append_keeps_comments(void **state)
 {
-	char *path = xprintf("%s/append.conf", dir), *cause = NULL, *text;
+	char *path = xprintf("%s/append.conf", test_dir), *cause = NULL, *text;
 
 	test_write_file(path, "; top comment\n[policy]\n; keep me\n"
 	    "allow = a.com\n\n[ui]\nprefix = C-b\n");
@@ -325,7 +307,7 @@ test_append_keeps_comments(void **state)
 static void
 test_append_creates(void **state)
 {
-	char *path = xprintf("%s/new/dir/config", dir), *cause = NULL, *text;
+	char *path = xprintf("%s/new/dir/config", test_dir), *cause = NULL, *text;
 
 	assert_int_equal(config_append(path, "policy", "allow", "c.com",
 	    &cause), 0);
@@ -365,5 +347,5 @@ main(void)
 		cmocka_unit_test(test_parse_key),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, test_dir_setup, test_dir_teardown);
 }

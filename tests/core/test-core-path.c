@@ -9,28 +9,10 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 
-static char *dir;
-
-static int
-setup(void **state)
-{
-	dir = test_tmpdir("path");
-	test_isolate(dir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	test_rmtree(dir);
-	free(dir);
-	return 0;
-}
-
 static void
 test_private_dir_ok(void **state)
 {
-	char *p = xprintf("%s/ok", dir), *cause = NULL;
+	char *p = xprintf("%s/ok", test_dir), *cause = NULL;
 	int fd;
 
 	mkdir(p, 0700);
@@ -43,7 +25,7 @@ test_private_dir_ok(void **state)
 static void
 test_private_dir_symlink(void **state)
 {
-	char *real = xprintf("%s/real", dir), *link = xprintf("%s/link", dir);
+	char *real = xprintf("%s/real", test_dir), *link = xprintf("%s/link", test_dir);
 	char *cause = NULL;
 
 	mkdir(real, 0700);
@@ -58,7 +40,7 @@ test_private_dir_symlink(void **state)
 static void
 test_private_dir_mode(void **state)
 {
-	char *p = xprintf("%s/open", dir), *cause = NULL;
+	char *p = xprintf("%s/open", test_dir), *cause = NULL;
 
 	mkdir(p, 0700);
 	chmod(p, 0755);
@@ -72,7 +54,7 @@ test_private_dir_mode(void **state)
 static void
 test_private_dir_owner(void **state)
 {
-	char *p = xprintf("%s/foreign", dir), *cause = NULL;
+	char *p = xprintf("%s/foreign", test_dir), *cause = NULL;
 
 	mkdir(p, 0700);
 	if (getuid() == 0) {
@@ -117,7 +99,7 @@ test_runtime_dir(void **state)
 static void
 test_runtime_dir_bad_base_falls_back(void **state)
 {
-	char *link = xprintf("%s/rtlink", dir), *cause = NULL, *rt;
+	char *link = xprintf("%s/rtlink", test_dir), *cause = NULL, *rt;
 
 	/* A base that is not ours is not used: the dir goes to /tmp. */
 	symlink("/", link);
@@ -130,7 +112,7 @@ test_runtime_dir_bad_base_falls_back(void **state)
 	path_runtime_dir_remove();
 	free(rt);
 	free(link);
-	test_isolate(dir);
+	test_isolate(test_dir);
 }
 
 static void
@@ -148,8 +130,8 @@ test_data_dir(void **state)
 static void
 test_data_dir_symlink_refused(void **state)
 {
-	char *base = xprintf("%s/data2", dir), *cause = NULL, *d;
-	char *target = xprintf("%s/elsewhere", dir);
+	char *base = xprintf("%s/data2", test_dir), *cause = NULL, *d;
+	char *target = xprintf("%s/elsewhere", test_dir);
 	char *link = xprintf("%s/agentmux", base);
 
 	mkdir(base, 0700);
@@ -163,14 +145,14 @@ test_data_dir_symlink_refused(void **state)
 	free(base);
 	free(target);
 	free(link);
-	test_isolate(dir);
+	test_isolate(test_dir);
 }
 
 static void
 test_remove_tree_no_follow(void **state)
 {
-	char *t = xprintf("%s/tree", dir), *keep = xprintf("%s/keep", dir);
-	char *f = xprintf("%s/keep/file", dir), *l = xprintf("%s/tree/link", dir);
+	char *t = xprintf("%s/tree", test_dir), *keep = xprintf("%s/keep", test_dir);
+	char *f = xprintf("%s/keep/file", test_dir), *l = xprintf("%s/tree/link", test_dir);
 
 	mkdir(t, 0700);
 	mkdir(keep, 0700);
@@ -212,5 +194,5 @@ main(void)
 		cmocka_unit_test(test_find_exec),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, test_dir_setup, test_dir_teardown);
 }

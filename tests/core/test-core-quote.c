@@ -273,5 +273,5 @@ main(void)
 		cmocka_unit_test(test_keep),
 	};
 
-	return cmocka_run_group_tests(tests, setup_utf8, NULL);
+	return test_run_group(tests, setup_utf8, NULL);
 }

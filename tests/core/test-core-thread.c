@@ -195,5 +195,5 @@ main(void)
 		cmocka_unit_test(test_clone_while_allocating),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -1,6 +1,9 @@
-/* Utilities: units, JSON output, word splitting and quoting. */
+/* Utilities: units, JSON output, word splitting and quoting, file comparison. */
+#include <sys/stat.h>
+
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "lib/testlib.h"
@@ -103,6 +106,58 @@ test_glob(void **state)
 	assert_false(util_glob_match("*.github.com", "github.com", true));
 }
 
+/*
+ * buf_same_file compares bytes, past one read's worth too, and never
+ * follows a link or waits on a FIFO (either may come from a jail).
+ */
+static void
+test_same_file(void **state)
+{
+	char *a = xprintf("%s/a", test_dir), *b = xprintf("%s/b", test_dir);
+	char *l = xprintf("%s/l", test_dir), *f = xprintf("%s/f", test_dir);
+
+	test_sh_ok("head -c 200000 /dev/urandom > %s && cp %s %s", a, a, b);
+	assert_true(buf_same_file(a, b));
+	/* The last byte differs: found past the first 64 KiB. */
+	test_sh_ok("printf x | dd of=%s bs=1 seek=199999 conv=notrunc "
+	    "2>/dev/null", b);
+	assert_false(buf_same_file(a, b));
+	test_sh_ok("cp %s %s && printf y >> %s", a, b, b);
+	assert_false(buf_same_file(a, b));
+	/* A link to the very same file is not followed. */
+	assert_int_equal(symlink(a, l), 0);
+	assert_false(buf_same_file(a, l));
+	assert_false(buf_same_file(l, a));
+	/* A FIFO is not read (no writer: a read would wait for ever). */
+	assert_int_equal(mkfifo(f, 0600), 0);
+	assert_false(buf_same_file(f, f));
+	assert_false(buf_same_file(a, "/nonexistent/x"));
+	test_sh_ok(": > %s && : > %s", a, b);
+	assert_true(buf_same_file(a, b));
+	free(a);
+	free(b);
+	free(l);
+	free(f);
+}
+
+/* strv_setenv replaces NAME only, not a name it is the start of. */
+static void
+test_setenv(void **state)
+{
+	struct strv env;
+
+	strv_init(&env);
+	strv_add(&env, "PATHX=1");
+	strv_add(&env, "PATH=/bin");
+	strv_setenv(&env, "PATH", "/usr/bin");
+	strv_setenv(&env, "HOME", "/h");
+	assert_int_equal(env.n, 3);
+	assert_string_equal(env.v[0], "PATHX=1");
+	assert_string_equal(env.v[1], "PATH=/usr/bin");
+	assert_string_equal(env.v[2], "HOME=/h");
+	strv_free(&env);
+}
+
 int
 main(void)
 {
@@ -113,7 +168,10 @@ main(void)
 		cmocka_unit_test(test_words),
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_glob),
+		cmocka_unit_test(test_setenv),
+		cmocka_unit_test_setup_teardown(test_same_file, test_dir_setup,
+		    test_dir_teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

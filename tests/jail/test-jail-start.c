@@ -788,5 +788,5 @@ main(void)
 		cmocka_unit_test(test_project),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

@@ -16,6 +16,71 @@
 #include "core/core.h"
 #include "testlib.h"
 
+int test_skipped;
+char *test_dir;
+char *test_proj;
+static char *test_cwd;
+
+int
+test_dir_setup(void **state)
+{
+	const char *tag = program_invocation_short_name;
+
+	if (strncmp(tag, "test-", 5) == 0)
+		tag += 5;
+	test_dir = test_tmpdir(tag);
+	test_isolate(test_dir);
+	return 0;
+}
+
+int
+test_dir_teardown(void **state)
+{
+	test_rmtree(test_dir);
+	free(test_dir);
+	test_dir = NULL;
+	return 0;
+}
+
+int
+test_proj_setup(void **state)
+{
+	char cwd[4096];
+
+	test_dir_setup(state);
+	test_proj = xprintf("%s/proj", test_dir);
+	if (mkdir(test_proj, 0755) != 0 || getcwd(cwd, sizeof cwd) == NULL)
+		fail_msg("cannot make %s: %s", test_proj, strerror(errno));
+	test_cwd = xstrdup(cwd);
+	if (chdir(test_proj) != 0)
+		fail_msg("cannot enter %s: %s", test_proj, strerror(errno));
+	return 0;
+}
+
+int
+test_proj_teardown(void **state)
+{
+	if (chdir(test_cwd) != 0)
+		fail_msg("cannot go back to %s: %s", test_cwd, strerror(errno));
+	free(test_cwd);
+	free(test_proj);
+	test_proj = NULL;
+	return test_dir_teardown(state);
+}
+
+int
+test_exit(int failed)
+{
+	if (failed != 0)
+		return failed;
+	if (test_skipped != 0) {
+		fprintf(stderr, "%d test(s) skipped: reported as SKIP\n",
+		    test_skipped);
+		return 77;
+	}
+	return 0;
+}
+
 char *
 test_tmpdir(const char *tag)
 {

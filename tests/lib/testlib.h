@@ -39,7 +39,32 @@ int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void test_sh_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A shell command line's standard output ("" if none); caller frees. */
 char *test_sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Reports SKIP with a reason (exit 77 semantics through cmocka). */
-#define test_skip(...) do { print_message(__VA_ARGS__); print_message("\n"); skip(); } while (0)
+/*
+ * Fixtures (group or per test): test_dir_setup makes a scratch dir,
+ * test_dir, with the XDG dirs isolated in it; test_proj_setup also makes
+ * test_dir/proj, test_proj, and enters it. Their teardowns undo that.
+ */
+extern char *test_dir;
+extern char *test_proj;
+int test_dir_setup(void **state);
+int test_dir_teardown(void **state);
+int test_proj_setup(void **state);
+int test_proj_teardown(void **state);
+/* Tests skipped so far in this binary (test_skip counts them). */
+extern int test_skipped;
+/* Skips the running test with a reason; the binary then exits 77. */
+#define test_skip(...) do {						\
+	test_skipped++;							\
+	print_message(__VA_ARGS__);					\
+	print_message("\n");						\
+	skip();								\
+} while (0)
+/*
+ * Runs a group of cmocka tests and gives meson its exit status: the
+ * number failed, else 77 (SKIP) when any test was skipped, else 0.
+ */
+#define test_run_group(tests, setup, teardown)				\
+	test_exit(cmocka_run_group_tests(tests, setup, teardown))
+int test_exit(int failed);
 
 #endif

@@ -245,5 +245,5 @@ main(void)
 		cmocka_unit_test(test_connect_to),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -304,5 +304,5 @@ main(void)
 	};
 
 	log_init(stderr, LOG_LEVEL_WARN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

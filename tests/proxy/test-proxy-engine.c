@@ -1398,7 +1398,7 @@ test_node_client(void **state)
 	struct eng *e = *state;
 
 	if (access("/usr/bin/node", X_OK) != 0)
-		skip();
+		test_skip("SKIP: no node here (/usr/bin/node)");
 	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
 	assert_int_equal(eng_run(e, "node %s/tests/proxy/client.js "
 	    "https://127.0.0.1:$HP/node", e->src), 0);
@@ -1434,5 +1434,5 @@ main(void)
 		cmocka_unit_test(test_node_client),
 	};
 
-	return cmocka_run_group_tests(tests, eng_setup, eng_teardown);
+	return test_run_group(tests, eng_setup, eng_teardown);
 }

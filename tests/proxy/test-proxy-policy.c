@@ -315,5 +315,5 @@ main(void)
 		cmocka_unit_test(test_path_beats_port),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

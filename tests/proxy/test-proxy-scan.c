@@ -378,5 +378,5 @@ main(void)
 		cmocka_unit_test(test_websocket),
 	};
 
-	return cmocka_run_group_tests(tests, scan_setup, scan_teardown);
+	return test_run_group(tests, scan_setup, scan_teardown);
 }

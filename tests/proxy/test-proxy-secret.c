@@ -170,5 +170,5 @@ main(void)
 		cmocka_unit_test(test_redact_names),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

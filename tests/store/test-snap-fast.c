@@ -17,22 +17,14 @@
 #include "lib/testlib.h"
 #include "store/snap-int.h"
 
-static char *dir;
-static char *proj;
-static char *orig_cwd;
 static struct store *st;
 
 static int
 setup(void **state)
 {
-	char cwd[4096], *cause = NULL;
+	char *cause = NULL;
 
-	dir = test_tmpdir("snapfast");
-	test_isolate(dir);
-	proj = xprintf("%s/proj", dir);
-	mkdir(proj, 0755);
-	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
-	assert_int_equal(chdir(proj), 0);
+	test_proj_setup(state);
 	st = store_open(NULL, &cause);
 	assert_non_null(st);
 	return 0;
@@ -42,12 +34,7 @@ static int
 teardown(void **state)
 {
 	store_close(st);
-	assert_int_equal(chdir(orig_cwd), 0);
-	test_rmtree(dir);
-	free(dir);
-	free(proj);
-	free(orig_cwd);
-	return 0;
+	return test_proj_teardown(state);
 }
 
 /*
@@ -99,7 +86,7 @@ begin(void)
 
 	memset(&s, 0, sizeof s);
 	s.agent = (char *)"shell";
-	s.project = proj;
+	s.project = test_proj;
 	s.command = (char *)"[\"true\"]";
 	id = store_session_begin(st, &s, &cause);
 	assert_true(id > 0);
@@ -125,7 +112,7 @@ static struct snap_repo *
 open_repo(const char *tag)
 {
 	char *cause = NULL;
-	struct snap_repo *r = snap_repo_open(proj, NULL, tag, &cause);
+	struct snap_repo *r = snap_repo_open(test_proj, NULL, tag, &cause);
 
 	if (r == NULL)
 		fail_msg("snap_repo_open: %s", cause);
@@ -388,18 +375,18 @@ test_outside(void **state)
 
 	r = open_repo("out");
 	assert_null(r->projgit);
-	assert_string_equal(r->worktree, proj);
-	top = xprintf("%s/data/agentmux/shadow/", dir);
+	assert_string_equal(r->worktree, test_proj);
+	top = xprintf("%s/data/agentmux/shadow/", test_dir);
 	assert_true(strncmp(r->gitdir, top, strlen(top)) == 0);
 	snap_repo_free(r);
 	/* A subdirectory of a repository snapshots the repository. */
 	git_repo();
 	test_sh_ok("mkdir -p s/t");
-	sub = xprintf("%s/s/t", proj);
+	sub = xprintf("%s/s/t", test_proj);
 	r = snap_repo_open(sub, NULL, "sub", &cause);
 	assert_non_null(r);
 	assert_non_null(r->projgit);
-	assert_string_equal(r->worktree, proj);
+	assert_string_equal(r->worktree, test_proj);
 	assert_true(strncmp(r->gitdir, top, strlen(top)) == 0);
 	snap_repo_free(r);
 	free(sub);
@@ -470,5 +457,5 @@ main(void)
 	};
 
 	log_init(stderr, LOG_LEVEL_WARN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

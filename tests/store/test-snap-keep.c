@@ -17,23 +17,15 @@
 #include "lib/testlib.h"
 #include "store/snap-int.h"
 
-static char *dir;
-static char *proj;
-static char *orig_cwd;
 static char *own;
 
 static int
 setup(void **state)
 {
-	char cwd[4096], *cause = NULL;
+	char *cause = NULL;
 
-	dir = test_tmpdir("snapkeep");
-	test_isolate(dir);
-	proj = xprintf("%s/proj", dir);
-	mkdir(proj, 0755);
-	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
-	assert_int_equal(chdir(proj), 0);
-	own = snap_repo_path(proj, &cause);
+	test_proj_setup(state);
+	own = snap_repo_path(test_proj, &cause);
 	assert_non_null(own);
 	setenv("OWN", own, 1);
 	test_sh_ok("git init -q -b master . && git config user.email t@x && "
@@ -45,13 +37,8 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	assert_int_equal(chdir(orig_cwd), 0);
-	test_rmtree(dir);
-	free(dir);
-	free(proj);
-	free(orig_cwd);
 	free(own);
-	return 0;
+	return test_proj_teardown(state);
 }
 
 static void
@@ -74,7 +61,7 @@ begin(struct store *st)
 
 	memset(&s, 0, sizeof s);
 	s.agent = (char *)"shell";
-	s.project = proj;
+	s.project = test_proj;
 	s.command = (char *)"[\"sh\"]";
 	id = store_session_begin(st, &s, &cause);
 	assert_true(id > 0);
@@ -92,7 +79,7 @@ session(struct store *st, struct config *cf, int n, const char *cmd)
 	int i;
 
 	id = begin(st);
-	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
 	test_sh_ok("%s", cmd);
 	take(base, ss, "start");
@@ -157,7 +144,7 @@ test_budget(void **state)
 	cf->snapshots.max_size = 1200 * 1024;
 	assert_true(usage() > cf->snapshots.max_size);
 	strv_init(&msgs);
-	assert_int_equal(snap_keep_sync(st, cf, own, proj, false, &msgs,
+	assert_int_equal(snap_keep_sync(st, cf, own, test_proj, false, &msgs,
 	    &cause), 0);
 	if (msgs.n == 0 || strstr(msgs.v[0], "dropped, the oldest first") == NULL)
 		fail_msg("nothing said about the drop: %s", msgs.n > 0 ?
@@ -195,7 +182,7 @@ test_budget(void **state)
 	test_run_free(&r);
 	/* Once the grace is over (an hour: aged here), the disk holds no more. */
 	test_sh_ok("find $OWN/objects -type f -exec touch -d '2 hours ago' {} +");
-	assert_int_equal(snap_keep_sync(st, cf, own, proj, true, NULL, &cause), 0);
+	assert_int_equal(snap_keep_sync(st, cf, own, test_proj, true, NULL, &cause), 0);
 	assert_true(on_disk() <= cf->snapshots.max_size + 64 * 1024);
 	/* What is kept is whole: undo to the start puts its big.bin back. */
 	test_sh_ok("GIT_DIR=$OWN git fsck --no-dangling >/dev/null 2>&1");
@@ -220,7 +207,7 @@ test_budget_nothing(void **state)
 	session(st, cf, 0, "head -c 307200 /dev/urandom > big.bin");
 	cf->snapshots.max_size = 1024;
 	strv_init(&msgs);
-	assert_int_equal(snap_keep_sync(st, cf, own, proj, false, &msgs,
+	assert_int_equal(snap_keep_sync(st, cf, own, test_proj, false, &msgs,
 	    &cause), 0);
 	if (msgs.n == 0 || strstr(msgs.v[0], "never dropped") == NULL)
 		fail_msg("nothing said: %s", msgs.n > 0 ? msgs.v[0] : "(nothing)");
@@ -272,5 +259,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

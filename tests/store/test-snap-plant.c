@@ -280,5 +280,5 @@ main(void)
 		    teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

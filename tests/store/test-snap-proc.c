@@ -402,5 +402,5 @@ main(void)
 		cmocka_unit_test(test_dir_and_umask),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -16,24 +16,16 @@
 #include "lib/testlib.h"
 #include "store/snap-int.h"
 
-static char *dir;
-static char *proj;
-static char *orig_cwd;
 static char *own;
 
 static int
 setup(void **state)
 {
-	char cwd[4096], *cause = NULL;
+	char *cause = NULL;
 
-	dir = test_tmpdir("snapsess");
-	test_isolate(dir);
-	proj = xprintf("%s/proj", dir);
-	mkdir(proj, 0755);
-	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
-	assert_int_equal(chdir(proj), 0);
+	test_proj_setup(state);
 	/* agentmux's own repository for the project: $OWN in shell lines. */
-	own = snap_repo_path(proj, &cause);
+	own = snap_repo_path(test_proj, &cause);
 	assert_non_null(own);
 	setenv("OWN", own, 1);
 	return 0;
@@ -42,13 +34,8 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	assert_int_equal(chdir(orig_cwd), 0);
-	test_rmtree(dir);
-	free(dir);
-	free(proj);
-	free(orig_cwd);
 	free(own);
-	return 0;
+	return test_proj_teardown(state);
 }
 
 struct waiter {
@@ -108,7 +95,7 @@ begin(struct store *st)
 
 	memset(&s, 0, sizeof s);
 	s.agent = (char *)"shell";
-	s.project = proj;
+	s.project = test_proj;
 	s.command = (char *)"[\"sh\"]";
 	id = store_session_begin(st, &s, &cause);
 	assert_true(id > 0);
@@ -136,7 +123,7 @@ test_session_snapshots(void **state)
 	st = store_open(NULL, &cause);
 	assert_non_null(st);
 	id = begin(st);
-	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
 	memset(&w, 0, sizeof w);
 	snap_session_set_progress(ss, on_progress, &w);
@@ -210,7 +197,7 @@ test_session_commits(void **state)
 	idx0 = test_sh_out("sha1sum < .git/index");
 	st = store_open(NULL, &cause);
 	id = begin(st);
-	ss = snap_session_create(base, st, cf, id, proj, &cause);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
 	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
 	drain(base, ss);
@@ -308,7 +295,7 @@ test_session_wait_ref(void **state)
 		test_sh_ok("echo before > a");
 		memset(&w, 0, sizeof w);
 		id = begin(st);
-		ss = snap_session_create(base, st, cf, id, proj, &cause);
+		ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 		assert_non_null(ss);
 		assert_int_equal(snap_session_take(ss, "start", NULL, on_done,
 		    &w, &cause), 0);
@@ -353,17 +340,17 @@ test_gc_shadow(void **state)
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
 	test_sh_ok("touch -d '2 hours ago' %s/data/agentmux/shadow/proj-*/agentmux-project",
-	    dir);
+	    test_dir);
 	test_amx(&r, "gc", "--older-than", "1d", NULL);
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
 	/* Still used by the (recent) snapshot session. */
-	test_sh_ok("ls -d %s/data/agentmux/shadow/proj-* >/dev/null", dir);
+	test_sh_ok("ls -d %s/data/agentmux/shadow/proj-* >/dev/null", test_dir);
 	test_amx(&r, "gc", "--older-than", "0s", NULL);
 	assert_int_equal(r.status, 0);
 	test_run_free(&r);
 	assert_int_not_equal(test_sh("ls -d %s/data/agentmux/shadow/proj-* "
-	    ">/dev/null 2>&1", dir), 0);
+	    ">/dev/null 2>&1", test_dir), 0);
 	test_sh_ok("test -f f");
 }
 
@@ -380,5 +367,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

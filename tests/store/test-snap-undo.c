@@ -17,25 +17,17 @@
 #include "lib/testlib.h"
 #include "store/snap-int.h"
 
-static char *dir;
-static char *proj;
 static char user[32];     /* a throwaway user, deleted in teardown */
-static char *orig_cwd;
 static char *own;
 
 static int
 setup(void **state)
 {
-	char cwd[4096], *cause = NULL;
+	char *cause = NULL;
 
-	dir = test_tmpdir("snap");
-	test_isolate(dir);
-	proj = xprintf("%s/proj", dir);
-	mkdir(proj, 0755);
-	orig_cwd = xstrdup(getcwd(cwd, sizeof cwd));
-	assert_int_equal(chdir(proj), 0);
+	test_proj_setup(state);
 	/* agentmux's own repository for the project: $OWN in shell lines. */
-	own = snap_repo_path(proj, &cause);
+	own = snap_repo_path(test_proj, &cause);
 	assert_non_null(own);
 	setenv("OWN", own, 1);
 	return 0;
@@ -44,17 +36,12 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	assert_int_equal(chdir(orig_cwd), 0);
 	if (user[0] != '\0') {
-		test_sh("chmod -R u+rwx %s; userdel %s", dir, user);
+		test_sh("chmod -R u+rwx %s; userdel %s", test_dir, user);
 		user[0] = '\0';
 	}
-	test_rmtree(dir);
-	free(dir);
-	free(proj);
-	free(orig_cwd);
 	free(own);
-	return 0;
+	return test_proj_teardown(state);
 }
 
 /* A shell line's output and exit status; takes CMD. */
@@ -463,7 +450,7 @@ test_shadow(void **state)
 	out = amx(0, "snapshot", "-m", "first", NULL);
 	free(out);
 	test_sh_ok("! test -e .git && ls %s/data/agentmux/shadow/proj-* >/dev/null",
-	    dir);
+	    test_dir);
 	t1 = snap_tree(1, 1);
 	test_sh_ok("echo b > src/a.c && rm 'sp ace.txt' && echo n > new.c && "
 	    "echo dep2 > node_modules/pkg/i.js");
@@ -508,7 +495,7 @@ test_refuse_running(void **state)
 	assert_non_null(st);
 	memset(&s, 0, sizeof s);
 	s.agent = (char *)"shell";
-	s.project = proj;
+	s.project = test_proj;
 	s.command = (char *)"[\"sh\"]";
 	id = store_session_begin(st, &s, &cause);
 	assert_true(id > 0);
@@ -572,7 +559,7 @@ test_unreadable(void **state)
 	snprintf(user, sizeof user, "amxsnap%ld", (long)getpid());
 	if (test_sh("useradd -M -N -s /bin/sh %s", user) != 0)
 		test_skip("useradd %s failed", user);
-	home = xprintf("%s/uhome", dir);
+	home = xprintf("%s/uhome", test_dir);
 	as = xprintf("setpriv --reuid=%s --regid=$(id -g %s) --clear-groups "
 	    "env HOME=%s XDG_CONFIG_HOME=%s/c XDG_DATA_HOME=%s/d "
 	    "XDG_RUNTIME_DIR=%s/r", user, user, home, home, home, home);
@@ -646,7 +633,7 @@ test_last_is_agent(void **state)
 	st = store_open(NULL, &cause);
 	memset(&s, 0, sizeof s);
 	s.agent = (char *)"shell";
-	s.project = proj;
+	s.project = test_proj;
 	s.command = (char *)"[\"sh\"]";
 	assert_int_equal(store_session_begin(st, &s, &cause), 1);
 	store_session_end(st, 1, "exited", 0, NULL);
@@ -727,5 +714,5 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

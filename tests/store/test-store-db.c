@@ -14,28 +14,10 @@
 #include "lib/testlib.h"
 #include "store/store.h"
 
-static char *dir;
-
-static int
-setup(void **state)
-{
-	dir = test_tmpdir("store");
-	test_isolate(dir);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	test_rmtree(dir);
-	free(dir);
-	return 0;
-}
-
 static char *
 db_path(const char *name)
 {
-	return xprintf("%s/%s", dir, name);
+	return xprintf("%s/%s", test_dir, name);
 }
 
 static struct store *
@@ -158,7 +140,7 @@ static void
 test_default_location(void **state)
 {
 	struct store *st = open_or_fail(NULL);
-	char *expect = xprintf("%s/data/agentmux/agentmux.db", dir);
+	char *expect = xprintf("%s/data/agentmux/agentmux.db", test_dir);
 
 	assert_string_equal(store_path(st), expect);
 	store_close(st);
@@ -445,6 +427,58 @@ test_flags_and_gc(void **state)
 	free(p);
 }
 
+static void
+sql_run(const char *path, const char *sql)
+{
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+/*
+ * A query that cannot be prepared (here: its table renamed under the
+ * store) degrades the store instead of ending the process (and with it
+ * every jail): writes stay queued, reads find nothing, and once the
+ * database is whole again the queued records are written.
+ */
+static void
+test_prepare_fails_degrades(void **state)
+{
+	char *p = db_path("prepare.db");
+	struct store *st = open_or_fail(p);
+	struct store_request_filter f;
+	struct store_request **v;
+	int64_t sid;
+	size_t n;
+
+	sid = begin(st, "prepare");
+	store_close(st);
+	sql_run(p, "ALTER TABLE requests RENAME TO requests_away");
+	/* Opening marks crashed sessions with a query over requests. */
+	st = open_or_fail(p);
+	assert_true(store_degraded(st));
+	add_request(st, sid, "one.test", "allow");
+	assert_int_equal(store_flush(st), -1);
+	assert_true(store_degraded(st));
+	memset(&f, 0, sizeof f);
+	f.session_id = sid;
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 0);
+	store_request_list_free(v, n);
+	/* Whole again: the record kept in memory is written. */
+	sql_run(p, "ALTER TABLE requests_away RENAME TO requests");
+	assert_int_equal(store_flush(st), 0);
+	assert_false(store_degraded(st));
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0]->host, "one.test");
+	store_request_list_free(v, n);
+	store_close(st);
+	free(p);
+}
+
 /* Headers are cut at a line past the cap, with a line that says so. */
 static void
 test_headers_capped(void **state)
@@ -591,8 +625,9 @@ main(void)
 		cmocka_unit_test(test_lists_and_resolve),
 		cmocka_unit_test(test_flags_and_gc),
 		cmocka_unit_test(test_headers_capped),
+		cmocka_unit_test(test_prepare_fails_degrades),
 		cmocka_unit_test(test_budget),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, test_dir_setup, test_dir_teardown);
 }

@@ -204,5 +204,5 @@ main(void)
 		cmocka_unit_test(test_many_groups_drop_path),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_run_group(tests, setup, teardown);
 }

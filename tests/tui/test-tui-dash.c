@@ -139,5 +139,5 @@ main(void)
 		cmocka_unit_test(test_line_editor),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -247,5 +247,5 @@ main(void)
 		cmocka_unit_test(test_every_key_has_help),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -175,5 +175,5 @@ main(void)
 		cmocka_unit_test(test_small_terminal),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

@@ -638,5 +638,5 @@ main(void)
 
 	setlocale(LC_CTYPE, "C.UTF-8");
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }

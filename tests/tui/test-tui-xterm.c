@@ -660,5 +660,5 @@ main(void)
 
 	setlocale(LC_CTYPE, "C.UTF-8");
 	buf_init(&replies);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_run_group(tests, NULL, NULL);
 }
