@@ -1,5 +1,6 @@
 /* The helpers commands share: usage errors, the store and config, times, aligned tables. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,16 +66,54 @@ cli_load_config(void)
 	return cf;
 }
 
+int64_t
+cli_last_here(struct store *st)
+{
+	char *cwd;
+	int64_t id;
+
+	if ((cwd = realpath(".", NULL)) == NULL)
+		return 0;
+	id = store_session_last_in(st, cwd);
+	free(cwd);
+	return id;
+}
+
+/* Says on stderr which session "last" chose, before the command acts on it. */
+static void
+cli_say_last(struct store *st, int64_t id, bool here)
+{
+	struct store_session *ss;
+	struct strv q;
+	char when[32];
+
+	if ((ss = store_session_get(st, id)) == NULL)
+		return;
+	strv_init(&q);
+	util_fmt_time(when, sizeof when, ss->started_at);
+	out_printf(stderr, "agentmux: last is session %lld (%s in %s, started "
+	    "%s), %s\n", (long long)id, quote_keep(&q, ss->agent),
+	    quote_keep(&q, ss->project), when, here ? "the last in the project "
+	    "you are in" : "the last of all: you are in no session's project");
+	strv_free(&q);
+	store_session_free(ss);
+}
+
 int
 cli_resolve_session(struct store *st, const char *spec, int64_t *id)
 {
 	char *cause = NULL;
+	int64_t here = 0;
 
-	if (store_session_resolve(st, spec, id, &cause) == -1) {
+	if (strcmp(spec, "last") == 0 && (here = cli_last_here(st)) != 0)
+		*id = here;
+	else if (store_session_resolve(st, spec, id, &cause) == -1) {
 		cli_error("%s", cause);
 		free(cause);
 		return -1;
 	}
+	if (strcmp(spec, "last") == 0)
+		cli_say_last(st, *id, here != 0);
 	return 0;
 }
 

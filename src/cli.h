@@ -119,8 +119,14 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct store *cli_open_store(void);
 /** Loads the config, printing its problems on failure; caller frees. */
 struct config *cli_load_config(void);
-/** Resolves SPEC ("last" or a number) to a session id, or prints why not. */
+/**
+ * Resolves SPEC ("last" or a number) to a session id, or prints why not.
+ * "last" is the last session of the project the current directory is in
+ * (the last of all outside every project), and says on stderr which it is.
+ */
 int cli_resolve_session(struct store *, const char *spec, int64_t *id);
+/** The last session of the project the current directory is in, or 0 outside every project. */
+int64_t cli_last_here(struct store *);
 /** Formats a millisecond time as ISO 8601 UTC with milliseconds. */
 const char *cli_iso_time(char *buf, size_t len, int64_t ms);
 struct json;

@@ -301,7 +301,9 @@ completion_snaps(struct completion *c)
 		completion_offer(c, "worktree", "the files as they are now");
 	if (c->session == NULL || (st = completion_store()) == NULL)
 		return;
-	if (store_session_resolve(st, c->session, &id, &cause) == 0) {
+	/* "last" is what the command will take: the last of this project. */
+	if ((strcmp(c->session, "last") == 0 && (id = cli_last_here(st)) != 0) ||
+	    store_session_resolve(st, c->session, &id, &cause) == 0) {
 		v = store_snapshot_list(st, id, &n);
 		strv_init(&q);
 		for (i = 0; i < n; i++) {

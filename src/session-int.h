@@ -98,6 +98,8 @@ struct session {
 
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
+	bool snap_end_pending;       /* and has not finished yet */
+	bool done_told;              /* the done event was sent */
 
 	bool reaped;
 	bool ended;
@@ -180,6 +182,7 @@ void session_files_free(struct session *);
 void session_snap_start(struct session *);
 void session_snap_wait_start(struct session *);
 void session_snap_end(struct session *);
+void session_snap_done(struct session *);
 void session_snap_free(struct session *, bool ran);
 /* A request to HOST completed: a model host's marks an agent turn. */
 void session_snap_request_done(struct session *, const char *host);

@@ -1,11 +1,14 @@
 /* The proxy in the session layer: one proxy per context, one proxy session per session, its events into the store. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <libpsl.h>
 
 #include "proxy/proxy.h"
 #include "session-int.h"
@@ -506,7 +509,9 @@ session_proxy_always(struct session *s, const struct proxy_ask *q, bool allow)
 
 	path = s->ctx->cf->path != NULL ? xstrdup(s->ctx->cf->path) :
 	    path_config_file();
-	if (q->port == (tls ? 443 : 80))
+	if (q->rule != NULL)
+		rule = xstrdup(q->rule);   /* the scope the user chose */
+	else if (q->port == (tls ? 443 : 80))
 		rule = xprintf(v6 ? "[%s]" : "%s", q->host);
 	else
 		rule = xprintf(v6 ? "[%s]:%d" : "%s:%d", q->host, q->port);
@@ -594,7 +599,7 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	};
 	struct proxy_session_conf sc;
 	struct proxy_secret *ps;
-	char *label;
+	char *label, *config;
 	size_t i;
 
 	if (fd == -1) {
@@ -618,10 +623,14 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	sc.secrets = ps;
 	sc.nsecrets = s->nsecrets;
 	sc.label = label;
+	config = s->ctx->cf->path != NULL ? xstrdup(s->ctx->cf->path) :
+	    path_config_file();
+	sc.config_path = config;
 	s->policy = NULL;   /* the proxy session owns it, even on failure */
 	s->ps = proxy_session_create(s->ctx->px, &sc, &cbs, s, cause);
 	free(ps);
 	free(label);
+	free(config);
 	return s->ps == NULL ? -1 : 0;
 }
 
@@ -658,6 +667,10 @@ session_proxy_stop_accepting(struct session *s)
 
 /* ---- what front ends ask ---- */
 
+/* Debian's public suffix list (package publicsuffix): without it, no scope spans a domain. */
+#define SESSION_PSL_FILE "/usr/share/publicsuffix/public_suffix_list.dat"
+
+
 static enum proxy_answer
 session_proxy_answer_of(enum session_answer a)
 {
@@ -683,6 +696,97 @@ session_answer(struct session *s, uint64_t id, enum session_answer a)
 {
 	if (s->ps != NULL)
 		proxy_session_answer(s->ps, id, session_proxy_answer_of(a));
+}
+
+int
+session_answer_rule(struct session *s, uint64_t id, enum session_answer a,
+    const char *rule, char **cause)
+{
+	if (s->ps == NULL)
+		return 0;
+	return proxy_session_answer_rule(s->ps, id, session_proxy_answer_of(a),
+	    rule, cause);
+}
+
+/* Only characters that mean the same in a rule and in the config file: no glob, comment, space or quote. */
+static bool
+session_proxy_plain(const char *s, const char *extra)
+{
+	for (; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && strchr(extra, *s) == NULL)
+			return false;
+	}
+	return true;
+}
+
+/* The path prefix a scope names: the request's path up to its last '/', no query. */
+static char *
+session_proxy_path_prefix(const char *path)
+{
+	size_t n = strcspn(path, "?#");
+
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	return n > 0 ? xstrndup(path, n) : NULL;
+}
+
+/* Any subdomain of HOST's registrable domain, from Debian's public suffix list; NULL if none or no list. */
+static char *
+session_proxy_regdomain(const char *host)
+{
+	static psl_ctx_t *psl;
+	static bool tried;
+	const char *reg;
+
+	if (!tried) {
+		tried = true;
+		if (access(SESSION_PSL_FILE, R_OK) == 0)
+			psl = psl_load_file(SESSION_PSL_FILE);
+	}
+	if (psl == NULL || strchr(host, ':') != NULL ||
+	    strspn(host, "0123456789.") == strlen(host) ||
+	    (reg = psl_registrable_domain(psl, host)) == NULL ||
+	    strcasecmp(reg, host) == 0)
+		return NULL;
+	return xprintf("*.%s", reg);
+}
+
+size_t
+session_ask_scopes(const struct session_ask *a, struct session_scope *v)
+{
+	bool v6 = strchr(a->host, ':') != NULL;
+	char *prefix;
+	size_t n = 0;
+
+	if (!session_proxy_plain(a->host, ".-:"))
+		return 0;
+	v[n].rule = xprintf(v6 ? "[%s]:%d" : "%s:%d", a->host, a->port);
+	v[n++].what = "this host and port";
+	v[n].rule = xprintf(v6 ? "[%s]" : "%s", a->host);
+	v[n++].what = "this host, any port";
+	v[n].rule = NULL;
+	if (a->method != NULL && a->path != NULL &&
+	    session_proxy_plain(a->method, "") &&
+	    (prefix = session_proxy_path_prefix(a->path)) != NULL) {
+		if (session_proxy_plain(prefix, "/._~-"))
+			v[n].rule = xprintf(v6 ? "[%s]:%d %s %s" : "%s:%d %s %s",
+			    a->host, a->port, a->method, prefix);
+		free(prefix);
+		if (v[n].rule != NULL)
+			v[n++].what = "this host and port, method and path prefix";
+	}
+	if ((v[n].rule = session_proxy_regdomain(a->host)) != NULL)
+		v[n++].what = "any subdomain of the registrable domain";
+	return n;
+}
+
+void
+session_scopes_free(struct session_scope *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].rule);
 }
 
 void

@@ -112,6 +112,19 @@ session_snap_ended(void *arg, const struct snap_result *res,
 	if (error != NULL)
 		session_snap_notice(s, "warn", "the end snapshot failed: %s",
 		    error);
+	s->snap_end_pending = false;
+	session_snap_done(s);
+}
+
+/* Once the exit is reported and the end snapshot is over, the project is free for others to write. */
+void
+session_snap_done(struct session *s)
+{
+	if (!s->ended || s->snap_end_pending || s->done_told)
+		return;
+	s->done_told = true;
+	if (s->ev.done != NULL)
+		s->ev.done(s->arg, s);
 }
 
 /*
@@ -128,8 +141,10 @@ session_snap_end(struct session *s)
 	if (s->snap_ended)
 		return;
 	s->snap_ended = true;
+	s->snap_end_pending = s->snap != NULL;
 	if (s->snap != NULL && snap_session_take(s->snap, "end", NULL,
 	    session_snap_ended, s, &cause) == -1) {
+		s->snap_end_pending = false;
 		session_snap_notice(s, "warn", "%s", cause);
 		free(cause);
 		cause = NULL;

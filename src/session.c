@@ -247,6 +247,7 @@ session_finish(struct session *s)
 	session_snap_end(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
+	session_snap_done(s);
 }
 
 /* ---- starting ---- */
@@ -641,6 +642,8 @@ session_free(struct session *s)
 	if (s == NULL)
 		return;
 	ran = s->jail != NULL;
+	/* The front end lets go of it: no event reaches it from here on. */
+	s->done_told = true;
 	session_unlink(s);
 	session_proxy_end(s);
 	if (s->kill_ev != NULL)

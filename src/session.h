@@ -120,6 +120,12 @@ struct session_events {
 	 */
 	void (*disk)(void *arg, struct session *,
 	    const struct session_disk_ask *);
+	/*
+	 * After exited, once the end snapshot is taken (or failed): nothing
+	 * of the session writes to the project any more, and its end is in
+	 * the store's next flush.
+	 */
+	void (*done)(void *arg, struct session *);
 };
 
 /**
@@ -183,6 +189,29 @@ bool session_closing(struct session *);
 char *const *session_kept_rules(struct session *);
 /** Answers question ID. */
 void session_answer(struct session *, uint64_t id, enum session_answer);
+
+/** A rule an "always" (or "session") answer can save, and what it covers. */
+struct session_scope {
+	char *rule;                  /* after allow/deny: "two.test:8443 GET /v1/" */
+	const char *what;            /* "this host and port", ... */
+};
+#define SESSION_SCOPES_MAX 4
+/**
+ * The rules an answer to ASK can save, narrowest first, into V (at most
+ * SESSION_SCOPES_MAX): this host and port; any port; this method and path
+ * prefix (when both are known and plain); any subdomain of the registrable
+ * domain (only with Debian's public suffix list, and never wider than one
+ * registrable domain). Returns how many; free with session_scopes_free.
+ */
+size_t session_ask_scopes(const struct session_ask *, struct session_scope *v);
+void session_scopes_free(struct session_scope *, size_t n);
+/**
+ * Answers question ID saving RULE (one of session_ask_scopes's) for a
+ * SESSION or ALWAYS answer; requests it does not cover are asked anew.
+ * -1 with *CAUSE if RULE is not a rule.
+ */
+int session_answer_rule(struct session *, uint64_t id, enum session_answer,
+    const char *rule, char **cause);
 /** Pauses or resumes question ID's countdown (the user is looking at it). */
 void session_ask_pause(struct session *, uint64_t id, bool pause);
 /**

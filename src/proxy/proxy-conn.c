@@ -465,14 +465,16 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 	host_v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL,
 	    NULL, NULL);
 	if (host_v == PROXY_ALLOW && strcmp(r->method, "CONNECT") != 0) {
-		body = xprintf("agentmux: %s %s on %s is not allowed; approve "
-		    "it in the dashboard or add `allow %s %s`", r->method,
-		    r->path, r->host, hr, r->method);
+		body = xprintf("agentmux: %s %s on %s is not allowed (%s); "
+		    "approve it in the dashboard, or add `allow %s %s` under "
+		    "[policy] in %s", r->method, r->path, r->host, how, hr,
+		    r->method, pc->ps->config_path);
 		why = xprintf("%s %s is not allowed (%s); add `allow %s %s`",
 		    r->method, hr, how, hr, r->method);
 	} else {
-		body = xprintf("agentmux: %s is not allowed; approve it in the "
-		    "dashboard or add `allow %s`", hr, hr);
+		body = xprintf("agentmux: %s is not allowed (%s); approve it in "
+		    "the dashboard, or add `allow %s` under [policy] in %s", hr,
+		    how, hr, pc->ps->config_path);
 		why = xprintf("%s is not allowed (%s); add `allow %s`", hr, how,
 		    hr);
 	}
@@ -480,6 +482,27 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 	free(hr);
 	free(body);
 	free(why);
+}
+
+/* How to undo a deny rule, by where it came from (its description ends in its origin). */
+static const char *
+proxy_conn_rule_hint(struct proxy_conn *pc, const char *rule)
+{
+	static char hint[512];
+
+	if (strstr(rule, "(answered for the session)") != NULL)
+		return "it was your answer in the dashboard for this session; "
+		    "start a new session to be asked again";
+	if (strstr(rule, "(answered always)") != NULL) {
+		snprintf(hint, sizeof hint, "it was your answer in the "
+		    "dashboard, saved under [policy] in %s; remove that line "
+		    "to allow it", pc->ps->config_path);
+		return hint;
+	}
+	if (strstr(rule, "(--deny)") != NULL)
+		return "it came from --deny on the command line; run without it";
+	return "change or remove that rule where it is written (its file and "
+	    "line are in parentheses), or add a more specific allow rule";
 }
 
 static void
@@ -491,11 +514,11 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 	/* A CONNECT has no path: say "CONNECT to HOST", not "CONNECT  on HOST". */
 	if (pc->r.path == NULL || *pc->r.path == '\0')
 		body = xprintf("agentmux: %s to %s is denied by the rule `%s`; "
-		    "change that rule to allow it", pc->r.method, hr, rule);
+		    "%s", pc->r.method, hr, rule, proxy_conn_rule_hint(pc, rule));
 	else
 		body = xprintf("agentmux: %s %s on %s is denied by the rule "
-		    "`%s`; change that rule to allow it", pc->r.method,
-		    pc->r.path, hr, rule);
+		    "`%s`; %s", pc->r.method, pc->r.path, hr, rule,
+		    proxy_conn_rule_hint(pc, rule));
 	why = xprintf("denied by %s", rule);
 	free(pc->r.rule);
 	pc->r.rule = xstrdup(rule);
@@ -507,15 +530,53 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 
 /* ---- holding a request for the user's answer ---- */
 
+static void proxy_conn_decide(struct proxy_conn *, enum proxy_verdict,
+    const char *);
+
+/* What a request the user (or the clock) denied is told: why, and how to get it allowed. */
+static char *
+proxy_conn_answer_body(struct proxy_conn *pc, const char *hr)
+{
+	const char *rule = pc->answer_rule != NULL ? pc->answer_rule : "";
+	const char *conf = pc->ps->config_path;
+
+	if (pc->answer_timeout)
+		return xprintf("agentmux: nobody answered about %s within %d s "
+		    "([proxy] prompt_timeout), so it was denied; retry and "
+		    "approve it in the dashboard, or add `allow %s` under "
+		    "[policy] in %s", hr, pc->ps->prompt_timeout, hr, conf);
+	if (strstr(rule, "answered always") != NULL)
+		return xprintf("agentmux: %s was denied in the dashboard, and "
+		    "`deny %s` was saved under [policy] in %s; remove that "
+		    "line (or answer differently in a new session) to allow "
+		    "it", hr, hr, conf);
+	if (strstr(rule, "answered for the session") != NULL)
+		return xprintf("agentmux: %s was denied in the dashboard for "
+		    "the rest of this session; start a new session to be "
+		    "asked again, or add `allow %s` under [policy] in %s", hr,
+		    hr, conf);
+	return xprintf("agentmux: %s was denied once in the dashboard; retry "
+	    "to be asked again, or add `allow %s` under [policy] in %s", hr,
+	    hr, conf);
+}
+
 static void
 proxy_conn_wake(struct proxy_conn *pc)
 {
 	int answer = pc->answer;
+	const char *rule = NULL;
 	char *body, *hr;
 
 	pc->answer = 0;
 	if (pc->state != PROXY_CONN_HELD || answer == 0)
 		return;
+	if (answer == 2) {
+		/* The answer's rule may not cover this one: asked anew if not. */
+		proxy_conn_decide(pc, proxy_policy_check(pc->ps->policy,
+		    pc->r.host, pc->r.port, pc->r.method, pc->r.match, &rule),
+		    rule);
+		return;
+	}
 	if (answer > 0) {
 		pc->r.decision = "allow";
 		pc->r.answered = true;
@@ -526,12 +587,7 @@ proxy_conn_wake(struct proxy_conn *pc)
 		return;
 	}
 	hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
-	if (pc->answer_timeout)
-		body = xprintf("agentmux: nobody answered about %s within %d s, "
-		    "so it was denied; approve it in the dashboard or add "
-		    "`allow %s`", hr, pc->ps->prompt_timeout, hr);
-	else
-		body = xprintf("agentmux: %s was denied in the dashboard", hr);
+	body = proxy_conn_answer_body(pc, hr);
 	free(pc->r.rule);
 	pc->r.rule = pc->answer_rule;
 	pc->answer_rule = NULL;
@@ -550,6 +606,14 @@ proxy_conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_wake(pc);
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): enter's count keeps PC */
 	proxy_conn_leave(pc);
+}
+
+void
+proxy_conn_rejudge(struct proxy_conn *pc)
+{
+	pc->answer = 2;
+	pc->answer_timeout = false;
+	event_active(pc->wake, EV_TIMEOUT, 1);
 }
 
 void
@@ -818,7 +882,8 @@ proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
 		return NULL;
 	if (v == PROXY_DENY)
 		return xprintf("the request to %s names the host %s, which the "
-		    "rule `%s` denies", r->host, vhost, rule);
+		    "rule `%s` denies; %s", r->host, vhost, rule,
+		    proxy_conn_rule_hint(pc, rule));
 	hr = proxy_host_rule(vhost, r->port, r->scheme);
 	why = xprintf("the request to %s names the host %s, which no rule "
 	    "allows; a request to an address may name another host only if a "
@@ -916,7 +981,9 @@ proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
 	    "blocked", s->name, pc->r.host, where);
 	body = xprintf("agentmux: blocked: this request to %s carries the "
 	    "placeholder of secret %s, which only its own hosts may receive, "
-	    "over TLS", pc->r.host, s->name);
+	    "over TLS; send it only to those, over https, or, if %s should "
+	    "receive it, add it to `host =` in [secret %s] in %s", pc->r.host,
+	    s->name, pc->r.host, s->name, pc->ps->config_path);
 	log_warnx("%s: %s", ps->label, msg);
 	if (ps->cbs.alert != NULL)
 		ps->cbs.alert(ps->arg, "exfiltration", msg);
@@ -1224,7 +1291,11 @@ proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
 	proxy_conn_enter(pc);
 	proxy_upstream_free(pc->up);
 	pc->up = NULL;
-	body = xprintf("agentmux: %s", why);
+	if (status == 403)
+		body = xprintf("agentmux: %s (under [policy] in %s)", why,
+		    pc->ps->config_path);
+	else
+		body = xprintf("agentmux: %s", why);
 	if (status == 403) {
 		/* The SSRF guard: a policy decision, not an upstream failure. */
 		free(pc->r.rule);

@@ -441,6 +441,7 @@ struct proxy_session {
 	char **secret_values;         /* NULL-terminated, for redaction */
 	struct proxy_patterns *patterns;  /* the placeholders, in every form looked for */
 	char *label;
+	char *config_path;            /* for "add `allow HOST` under [policy] in ..." */
 	struct proxy_session_cbs cbs;
 	void *arg;
 	int listen_fd;
@@ -461,6 +462,8 @@ struct proxy_session {
 
 /* proxy-conn.c */
 void proxy_conn_accept(struct proxy_session *, int fd);
+/** A held request's question was answered with a narrower rule: the policy judges it again. */
+void proxy_conn_rejudge(struct proxy_conn *);
 /**
  * At the connection cap: closes the connection that has waited longest
  * for a request head (idle or slow), to let a new one in. False if every

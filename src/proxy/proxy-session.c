@@ -155,6 +155,8 @@ proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
 	ps->prompt_timeout = conf->prompt_timeout > 0 ? conf->prompt_timeout :
 	    60;
 	ps->label = xstrdup(conf->label != NULL ? conf->label : "proxy");
+	ps->config_path = xstrdup(conf->config_path != NULL ?
+	    conf->config_path : "your agentmux config");
 	if (cbs != NULL)
 		ps->cbs = *cbs;
 	ps->arg = arg;
@@ -204,6 +206,7 @@ proxy_session_free(struct proxy_session *ps)
 	proxy_policy_free(ps->policy);
 	proxy_session_free_secrets(ps);
 	free(ps->label);
+	free(ps->config_path);
 	free(ps);
 }
 
@@ -272,19 +275,25 @@ proxy_session_scope(enum proxy_answer a)
 	return "once";
 }
 
-/* Applies the answer: a rule for SESSION and ALWAYS, then the held requests go on. */
+/*
+ * Applies the answer: a rule for SESSION and ALWAYS (SCOPE, or the
+ * question's host and port), then the held requests go on, or are judged
+ * again when SCOPE may not cover them all.
+ */
 static void
 proxy_session_settle(struct proxy_question *q, enum proxy_answer a,
-    const char *by)
+    const char *by, const char *scope)
 {
 	struct proxy_session *ps = q->ps;
 	bool allow = a == PROXY_ALLOW_ONCE || a == PROXY_ALLOW_SESSION ||
 	    a == PROXY_ALLOW_ALWAYS;
-	char *hr = proxy_host_rule(q->host, q->ask.port, q->scheme);
+	bool once = a == PROXY_ALLOW_ONCE || a == PROXY_DENY_ONCE;
+	char *hr = scope != NULL && !once ? xstrdup(scope) :
+	    proxy_host_rule(q->host, q->ask.port, q->scheme);
 	char *rule, *cause = NULL, *origin;
 	struct proxy_hold *h;
 
-	if (a != PROXY_ALLOW_ONCE && a != PROXY_DENY_ONCE) {
+	if (!once) {
 		origin = xprintf("answered %s", proxy_session_scope(a));
 		if (proxy_policy_add(ps->policy, allow ? "allow" : "deny", hr,
 		    origin, &cause) == -1) {
@@ -298,12 +307,16 @@ proxy_session_settle(struct proxy_question *q, enum proxy_answer a,
 	TAILQ_REMOVE(&ps->questions, q, entry);
 	ps->nquestions--;
 	evtimer_del(q->timer);
+	q->ask.rule = once ? NULL : hr;
 	if (ps->cbs.answered != NULL)
 		ps->cbs.answered(ps->arg, &q->ask, a, by);
 	while ((h = TAILQ_FIRST(&q->held)) != NULL) {
 		TAILQ_REMOVE(&q->held, h, entry);
 		h->q = NULL;
-		proxy_conn_answered(h->pc, allow, rule);
+		if (scope != NULL && !once)
+			proxy_conn_rejudge(h->pc);
+		else
+			proxy_conn_answered(h->pc, allow, rule);
 	}
 	proxy_session_question_free(q);
 	free(rule);
@@ -315,7 +328,7 @@ proxy_session_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_question *q = arg;
 
-	proxy_session_settle(q, PROXY_DENY_ONCE, "timeout");
+	proxy_session_settle(q, PROXY_DENY_ONCE, "timeout", NULL);
 }
 
 int
@@ -380,7 +393,21 @@ proxy_session_answer(struct proxy_session *ps, uint64_t id,
 	struct proxy_question *q;
 
 	if ((q = proxy_session_question(ps, id)) != NULL)
-		proxy_session_settle(q, a, "user");
+		proxy_session_settle(q, a, "user", NULL);
+}
+
+int
+proxy_session_answer_rule(struct proxy_session *ps, uint64_t id,
+    enum proxy_answer a, const char *rule, char **cause)
+{
+	struct proxy_question *q;
+	const char *verb = a <= PROXY_ALLOW_ALWAYS ? "allow" : "deny";
+
+	if (proxy_policy_validate(verb, rule, cause) == -1)
+		return -1;
+	if ((q = proxy_session_question(ps, id)) != NULL)
+		proxy_session_settle(q, a, "user", rule);
+	return 0;
 }
 
 void

@@ -103,8 +103,10 @@ proxy_upstream_handshake_cb(void *arg, short what)
 		return;
 	}
 	why = proxy_side_error(&up->side);
-	msg = xprintf("TLS with %s:%d (%s) failed: %s", up->host, up->port,
-	    up->addr, why);
+	msg = xprintf("TLS with %s:%d (%s) failed: %s%s", up->host, up->port,
+	    up->addr, why, strstr(why, "verify") != NULL ? "; if the server's "
+	    "certificate comes from a private CA, name it with [proxy] "
+	    "upstream_ca in your config" : "");
 	free(why);
 	proxy_upstream_fail(up, 502, msg);
 	free(msg);
@@ -219,8 +221,9 @@ proxy_upstream_try_next(struct proxy_upstream *up)
 		}
 	}
 	if (up->lasterr != NULL) {
-		msg = xprintf("cannot connect to %s:%d (%s)", up->host,
-		    up->port, up->lasterr);
+		msg = xprintf("cannot connect to %s:%d (%s); check that the "
+		    "server is up and listens on that port", up->host, up->port,
+		    up->lasterr);
 		proxy_upstream_fail(up, 502, msg);
 		free(msg);
 	} else if (up->refused != NULL)
@@ -232,6 +235,36 @@ proxy_upstream_try_next(struct proxy_upstream *up)
 	}
 }
 
+/* Why a name did not resolve, in words, and which resolver was asked. */
+static char *
+proxy_upstream_unresolved(struct proxy_upstream *up, int result)
+{
+	const char *why;
+	int n = evdns_base_count_nameservers(up->ps->px->dns);
+
+	switch (result) {
+	case EVUTIL_EAI_NONAME:
+		why = "no such host (the name does not exist, or has no address)";
+		break;
+	case EVUTIL_EAI_AGAIN:
+		why = "the DNS servers did not answer in time";
+		break;
+	case EVUTIL_EAI_FAIL:
+		why = "the DNS servers failed to answer";
+		break;
+	default:
+		why = evutil_gai_strerror(result);
+		break;
+	}
+	if (n == 0)
+		return xprintf("cannot resolve %s: %s (asked /etc/hosts only: "
+		    "/etc/resolv.conf names no usable nameserver); check the "
+		    "name, or the host's DNS set-up", up->host, why);
+	return xprintf("cannot resolve %s: %s (asked the %d nameserver%s in "
+	    "/etc/resolv.conf and /etc/hosts); check the name, or the host's "
+	    "DNS", up->host, why, n, n == 1 ? "" : "s");
+}
+
 static void
 proxy_upstream_resolved(struct proxy_upstream *up, int result,
     struct evutil_addrinfo *ai)
@@ -239,8 +272,7 @@ proxy_upstream_resolved(struct proxy_upstream *up, int result,
 	char *msg;
 
 	if (result != 0) {
-		msg = xprintf("cannot resolve %s: %s", up->host,
-		    evutil_gai_strerror(result));
+		msg = proxy_upstream_unresolved(up, result);
 		proxy_upstream_fail(up, 502, msg);
 		free(msg);
 		return;

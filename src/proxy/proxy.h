@@ -162,6 +162,8 @@ struct proxy_ask {
 	int64_t asked_at;              /* ms since the epoch */
 	int64_t deadline_mono_us;      /* when it times out (util_mono_us) */
 	bool paused;                   /* countdown paused */
+	const char *rule;              /* in answered: the rule a SESSION or ALWAYS
+	                                  answer added ("two.test:443"), or NULL */
 };
 
 enum proxy_answer {
@@ -193,6 +195,7 @@ struct proxy_session_conf {
 	const struct proxy_secret *secrets;
 	size_t nsecrets;
 	const char *label;             /* for log lines ("session 12") */
+	const char *config_path;       /* where [policy] rules go, for hints; NULL: "your config" */
 };
 
 /** Serves a session's listening socket. NULL + *CAUSE on error. */
@@ -208,6 +211,15 @@ void proxy_session_free(struct proxy_session *);
  */
 void proxy_session_answer(struct proxy_session *, uint64_t id,
     enum proxy_answer);
+/**
+ * As proxy_session_answer, with RULE ("HOST[:PORT] [METHOD] [PATH]") as
+ * the rule a SESSION or ALWAYS answer adds instead of the question's host
+ * and port. The held requests are judged again by the policy with it: those
+ * it does not cover are asked about anew. -1 with *CAUSE if RULE is not a
+ * rule, and the question stays open.
+ */
+int proxy_session_answer_rule(struct proxy_session *, uint64_t id,
+    enum proxy_answer, const char *rule, char **cause);
 /** Pauses or resumes the countdown of question ID. */
 void proxy_session_ask_pause(struct proxy_session *, uint64_t id, bool pause);
 /** HOST as a rule names it: "host", or "host:port" off the scheme's port (caller frees). */

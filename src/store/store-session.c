@@ -297,6 +297,24 @@ store_session_resolve(struct store *st, const char *spec, int64_t *id,
 	return 0;
 }
 
+int64_t
+store_session_last_in(struct store *st, const char *dir)
+{
+	sqlite3_stmt *stmt;
+	int64_t id = 0;
+
+	/* A prefix compared as text, never as a LIKE pattern: '%' and '_' are name characters. */
+	stmt = store_prepare(st, "SELECT id FROM sessions WHERE project = ?1 OR "
+	    "(project != '/' AND substr(?1, 1, length(project) + 1) = "
+	    "project || '/') OR project = '/' ORDER BY length(project) DESC, "
+	    "kind != 'snapshot' DESC, id DESC LIMIT 1");
+	sqlite3_bind_text(stmt, 1, dir, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+		id = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return id;
+}
+
 int
 store_session_ref_add(struct store *st, int64_t id, const char *ref,
     const char *oid)

@@ -113,6 +113,12 @@ void store_session_list_free(struct store_session **, size_t n);
 /** Resolves "last" or a number to an existing session id; -1 with *CAUSE. */
 int store_session_resolve(struct store *, const char *spec, int64_t *id,
     char **cause);
+/**
+ * The newest session of the project DIR is in (its project is DIR or a
+ * directory holding it, the innermost first; an agent's session before a
+ * standalone snapshot), or 0 when DIR is in none. DIR is a real path.
+ */
+int64_t store_session_last_in(struct store *, const char *dir);
 /** Records a ref's value at session start (branch tips, HEAD). */
 int store_session_ref_add(struct store *, int64_t id, const char *ref,
     const char *oid);

@@ -994,6 +994,7 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	t->st = session_ctx_store(ctx);
 	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
+	t->scope_choice = -1;
 	buf_init(&t->req_filter.text);
 	strv_init(&t->detail_lines);
 	if ((t->scr = tui_screen_open(t->cf->ui.color, cause)) == NULL) {

@@ -478,22 +478,61 @@ tui_dialog_new_draw(struct tui *t)
 	strv_free(&note);
 }
 
+/* Cuts TEXT into lines of at most W bytes, at spaces where it can: a question is wrapped, never cut. */
+static void
+tui_dialog_wrap(const char *text, size_t w, struct strv *out)
+{
+	size_t n, cut;
+
+	while (*text != '\0') {
+		n = strlen(text);
+		if (n <= w) {
+			strv_add(out, text);
+			return;
+		}
+		for (cut = w; cut > 0 && text[cut] != ' '; cut--)
+			;
+		if (cut == 0)
+			cut = w;
+		strv_addf(out, "%.*s", (int)cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+static void
+tui_dialog_confirm_draw(struct tui *t)
+{
+	struct tui_rect r;
+	struct strv lines;
+	size_t w = t->sx > 8 ? t->sx - 8 : 1, i, widest = 20;
+
+	if (w > 70)
+		w = 70;
+	strv_init(&lines);
+	tui_dialog_wrap(t->confirm_text, w, &lines);
+	for (i = 0; i < lines.n; i++)
+		if (strlen(lines.v[i]) > widest)
+			widest = strlen(lines.v[i]);
+	r = tui_dialog_box(t, (unsigned)widest, (unsigned)lines.n + 1);
+	for (i = 0; i < lines.n; i++)
+		tui_screen_print(t->scr, r.x + 2, r.y + 1 + (unsigned)i, r.sx - 4,
+		    TUI_STYLE_BAR, lines.v[i]);
+	t->dialog_cy = r.y + 1 + (unsigned)lines.n;
+	t->dialog_cx = r.x + 2 + tui_screen_print(t->scr, r.x + 2, t->dialog_cy,
+	    r.sx - 4, TUI_STYLE_BAR, "y: yes   n, Esc: no ");
+	strv_free(&lines);
+}
+
 void
 tui_dialog_draw(struct tui *t)
 {
-	struct tui_rect r;
-
 	switch (t->dialog) {
 	case TUI_DIALOG_NONE:
 		return;
 	case TUI_DIALOG_CONFIRM:
-		r = tui_dialog_box(t, (unsigned)strlen(t->confirm_text) < 70 ?
-		    (unsigned)strlen(t->confirm_text) : 70, 2);
-		tui_screen_print(t->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
-		    t->confirm_text);
-		t->dialog_cx = r.x + 2 + tui_screen_print(t->scr, r.x + 2, r.y + 2,
-		    r.sx - 4, TUI_STYLE_BAR, "y: yes   n, Esc: no ");
-		t->dialog_cy = r.y + 2;
+		tui_dialog_confirm_draw(t);
 		break;
 	case TUI_DIALOG_NEW:
 		tui_dialog_new_draw(t);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "session.h"
 #include "store/store.h"
 #include "tui-int.h"
 
@@ -16,6 +17,10 @@ tui_history_free(struct tui *t)
 	t->snaps = NULL;
 	t->nsnaps = 0;
 	strv_free(&t->detail_lines);
+	free(t->undo_commit);
+	t->undo_commit = NULL;
+	free(t->undo_project);
+	t->undo_project = NULL;
 }
 
 void
@@ -203,6 +208,19 @@ tui_session_lines(struct tui *t, struct strv *out)
 	strv_free(&q);
 }
 
+/* The start snapshot is selected first: undo goes back there by default, as `agentmux undo` does. */
+static size_t
+tui_session_start_snap(const struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nsnaps; i++)
+		if (t->snaps[i]->kind != NULL &&
+		    strcmp(t->snaps[i]->kind, "start") == 0)
+			return i;
+	return 0;
+}
+
 void
 tui_session_open(struct tui *t, int64_t id)
 {
@@ -210,7 +228,7 @@ tui_session_open(struct tui *t, int64_t id)
 	t->detail = id;
 	store_snapshot_list_free(t->snaps, t->nsnaps);
 	t->snaps = store_snapshot_list(t->st, id, &t->nsnaps);
-	t->snap_sel = t->nsnaps > 0 ? t->nsnaps - 1 : 0;
+	t->snap_sel = tui_session_start_snap(t);
 	strv_free(&t->detail_lines);
 	strv_init(&t->detail_lines);
 	tui_session_lines(t, &t->detail_lines);
@@ -265,12 +283,118 @@ tui_session_run(struct tui *t, const char *title, const char *cmd,
 	tui_text_run(t, title, argv, diff);
 }
 
+/* Whether pane WP's session still writes where undoing session ID in PROJECT writes. */
+static bool
+tui_session_blocks_undo(const struct tui_pane *wp, int64_t id,
+    const char *project)
+{
+	return wp->s != NULL && !wp->done && (wp->id == id || (project != NULL &&
+	    wp->project != NULL && strcmp(wp->project, project) == 0));
+}
+
+/* Says which of this dashboard's sessions an undo must stop first ("session 9 (shell)"); NULL: none. */
+static char *
+tui_session_undo_blockers(struct tui *t, int64_t id, const char *project)
+{
+	struct buf b;
+	char *q;
+	size_t i, n = 0;
+
+	buf_init(&b);
+	for (i = 0; i < t->npanes; i++) {
+		if (!tui_session_blocks_undo(t->panes[i], id, project))
+			continue;
+		buf_printf(&b, "%s%d (%s)", n++ > 0 ? ", " : "",
+		    t->panes[i]->num, t->panes[i]->agent);
+	}
+	if (n == 0)
+		return NULL;
+	q = xprintf("session%s %s", n == 1 ? "" : "s", b.data);
+	buf_free(&b);
+	return q;
+}
+
+static void
+tui_session_undo_clear(struct tui *t)
+{
+	free(t->undo_commit);
+	t->undo_commit = NULL;
+	free(t->undo_project);
+	t->undo_project = NULL;
+}
+
+/* Runs the waiting undo once none of this dashboard's sessions writes the project any more. */
+void
+tui_session_undo_resume(struct tui *t)
+{
+	char id[32];
+	char *argv[] = { (char *)"undo", id, (char *)"--to", NULL, NULL };
+	size_t i;
+
+	if (t->undo_commit == NULL)
+		return;
+	for (i = 0; i < t->npanes; i++)
+		if (tui_session_blocks_undo(t->panes[i], t->undo_session,
+		    t->undo_project))
+			return;
+	snprintf(id, sizeof id, "%lld", (long long)t->undo_session);
+	argv[3] = t->undo_commit;
+	/* The undo is another process: it reads the sessions' ends from the store. */
+	store_flush(t->st);
+	tui_text_run(t, "undo", argv, false);
+	tui_session_undo_clear(t);
+}
+
+/* Stops this dashboard's sessions in the project (their ends snapshotted), then undoes. */
 static void
 tui_session_undo(struct tui *t, void *arg)
 {
-	if (t->snap_sel < t->nsnaps)
-		tui_session_run(t, "undo", "undo", "--to",
-		    t->snaps[t->snap_sel]->commit, false);
+	struct store_session *ss;
+	size_t i;
+	bool stopping = false;
+
+	if (t->snap_sel >= t->nsnaps || t->snaps[t->snap_sel]->commit == NULL ||
+	    (ss = store_session_get(t->st, t->detail)) == NULL)
+		return;
+	tui_session_undo_clear(t);
+	t->undo_commit = xstrdup(t->snaps[t->snap_sel]->commit);
+	t->undo_session = t->detail;
+	t->undo_project = ss->project != NULL ? xstrdup(ss->project) : NULL;
+	store_session_free(ss);
+	for (i = 0; i < t->npanes; i++) {
+		if (!tui_session_blocks_undo(t->panes[i], t->undo_session,
+		    t->undo_project) || t->panes[i]->exited)
+			continue;
+		session_terminate(t->panes[i]->s);
+		stopping = true;
+	}
+	if (stopping)
+		tui_message(t, false, "stopping the sessions in the project; "
+		    "the undo runs once their end snapshots are taken");
+	tui_session_undo_resume(t);
+}
+
+/* Asks before undoing to snapshot SN, naming the sessions it stops first. */
+static void
+tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
+{
+	struct store_session *ss = store_session_get(t->st, t->detail);
+	char *stop, *q;
+
+	stop = tui_session_undo_blockers(t, t->detail, ss != NULL ?
+	    ss->project : NULL);
+	store_session_free(ss);
+	if (stop != NULL)
+		q = xprintf("Undo: stop %s (its end is snapshotted), then put "
+		    "the project back as it was at snapshot %.10s (%s)? The "
+		    "present is snapshotted first.", stop, sn->commit, sn->kind);
+	else
+		q = xprintf("Undo: put the project back as it was at snapshot "
+		    "%.10s (%s)? The present is snapshotted first.", sn->commit,
+		    sn->kind);
+	tui_confirm(t, q, tui_session_undo, NULL);
+	free(stop);
+	free(q);
 }
 
 /* Learn a policy from this session: the rules for its agent's profile, shown or written. */
@@ -309,7 +433,6 @@ tui_session_key(struct tui *t, const struct tui_key *k)
 {
 	struct store_snapshot *sn = t->snap_sel < t->nsnaps ?
 	    t->snaps[t->snap_sel] : NULL;
-	char *q;
 
 	switch (k->code) {
 	case 0x1b:
@@ -342,11 +465,7 @@ tui_session_key(struct tui *t, const struct tui_key *k)
 	case 'u':
 		if (sn == NULL || sn->commit == NULL)
 			break;
-		q = xprintf("Undo: put the project back as it was at snapshot "
-		    "%.10s (%s)? The present is snapshotted first.", sn->commit,
-		    sn->kind);
-		tui_confirm(t, q, tui_session_undo, NULL);
-		free(q);
+		tui_session_ask_undo(t, sn);
 		break;
 	default:
 		if (!tui_list_key(k, t->nsnaps, 5, &t->snap_sel))

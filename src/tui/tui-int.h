@@ -7,6 +7,7 @@
 #include <vterm.h>
 
 #include "core/core.h"
+#include "session.h"
 #include "tui.h"
 
 /*
@@ -250,6 +251,7 @@ struct tui_pane {
 	bool scrollback;          /* browsing the history with keys */
 	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
 	bool exited;
+	bool done;                /* exited, and its end snapshot is over */
 	int status;
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
@@ -392,6 +394,10 @@ struct tui {
 	bool prompt_focus;
 	struct event *tick_ev;
 	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
+	int scope_choice;           /* -1, or the "always" answer whose rule is being chosen */
+	struct session_scope scopes[SESSION_SCOPES_MAX];
+	size_t nscopes;
+	size_t scope_sel;
 
 	/* disk questions (tui-disk.c) */
 	struct tui_disk **disks;
@@ -423,6 +429,9 @@ struct tui {
 	struct store_snapshot **snaps;
 	size_t nsnaps;
 	size_t snap_sel;
+	char *undo_commit;          /* an undo waiting for sessions to stop */
+	int64_t undo_session;       /* of this session, in this project */
+	char *undo_project;
 	size_t help_top;
 
 	/* dialogs (tui-dialog.c) */
@@ -538,6 +547,7 @@ bool tui_history_key(struct tui *, const struct tui_key *);
 void tui_session_open(struct tui *, int64_t id);
 void tui_session_draw(struct tui *, const struct tui_rect *);
 bool tui_session_key(struct tui *, const struct tui_key *);
+void tui_session_undo_resume(struct tui *);
 void tui_history_free(struct tui *);
 
 /* tui-text.c */

@@ -100,6 +100,15 @@ tui_pane_disk(void *arg, struct session *s, const struct session_disk_ask *a)
 	tui_disk_ask(wp->t, wp, a);
 }
 
+static void
+tui_pane_done(void *arg, struct session *s)
+{
+	struct tui_pane *wp = arg;
+
+	wp->done = true;
+	tui_session_undo_resume(wp->t);
+}
+
 static const struct session_events tui_pane_events = {
 	.output = tui_pane_output,
 	.exited = tui_pane_exited,
@@ -108,6 +117,7 @@ static const struct session_events tui_pane_events = {
 	.answered = tui_pane_answered,
 	.notice = tui_pane_notice,
 	.disk = tui_pane_disk,
+	.done = tui_pane_done,
 };
 
 /* What the terminal answers the program, and the keys typed for it. */
@@ -179,6 +189,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 		store_session_free(ss);
 	}
 	wp->exited = false;
+	wp->done = false;
 	wp->status = 0;
 	return true;
 }

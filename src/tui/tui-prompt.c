@@ -21,6 +21,8 @@ static const struct {
 	{ SESSION_DENY_ALWAYS, "deny always", 'D' },
 };
 
+static void tui_prompt_scope_close(struct tui *);
+
 int
 tui_prompt_seconds_left(const struct tui_prompt *p, int64_t now_us)
 {
@@ -125,6 +127,8 @@ tui_prompt_ask(struct tui *t, struct tui_pane *wp, const struct session_ask *a)
 static void
 tui_prompt_remove(struct tui *t, size_t at)
 {
+	/* A scope being chosen belongs to the selected question: never to another. */
+	tui_prompt_scope_close(t);
 	tui_prompt_free(t->prompts[at]);
 	memmove(t->prompts + at, t->prompts + at + 1,
 	    (t->nprompts - at - 1) * sizeof *t->prompts);
@@ -173,6 +177,7 @@ tui_prompt_free_all(struct tui *t)
 {
 	size_t i;
 
+	tui_prompt_scope_close(t);
 	for (i = 0; i < t->nprompts; i++)
 		tui_prompt_free(t->prompts[i]);
 	free(t->prompts);
@@ -192,6 +197,8 @@ tui_prompt_focus(struct tui *t, bool on)
 
 	if (on && t->nprompts == 0)
 		return;
+	if (!on)
+		tui_prompt_scope_close(t);
 	t->prompt_focus = on;
 	/* While the user reads them, no countdown runs out. */
 	for (i = 0; i < t->nprompts; i++) {
@@ -210,6 +217,81 @@ tui_prompt_focus(struct tui *t, bool on)
 	tui_redraw(t);
 }
 
+/* Leaves the choice of a rule's scope. */
+static void
+tui_prompt_scope_close(struct tui *t)
+{
+	session_scopes_free(t->scopes, t->nscopes);
+	t->nscopes = 0;
+	t->scope_sel = 0;
+	t->scope_choice = -1;
+}
+
+/* "Always": the rules it can save, shown one by one, the narrowest first. */
+static bool
+tui_prompt_scope_open(struct tui *t, struct tui_prompt *p, int choice)
+{
+	struct session_ask a;
+
+	memset(&a, 0, sizeof a);
+	a.id = p->id;
+	a.host = p->host;
+	a.port = p->port;
+	a.method = p->method;
+	a.path = p->path;
+	a.scheme = p->scheme;
+	tui_prompt_scope_close(t);
+	if ((t->nscopes = session_ask_scopes(&a, t->scopes)) == 0)
+		return false;
+	t->scope_choice = choice;
+	return true;
+}
+
+/* Saves the scope chosen for the "always" answer. */
+static void
+tui_prompt_scope_answer(struct tui *t)
+{
+	struct tui_prompt *p = t->prompts[t->prompt_sel];
+	enum session_answer a = tui_prompt_choices[t->scope_choice].answer;
+	struct session *s = p->pane->s;
+	uint64_t id = p->id;
+	char *rule = xstrdup(t->scopes[t->scope_sel].rule), *cause = NULL;
+
+	tui_message(t, false, "%s always: `%s %s` (%s)", a ==
+	    SESSION_ALLOW_ALWAYS ? "allowing" : "denying", a ==
+	    SESSION_ALLOW_ALWAYS ? "allow" : "deny", rule,
+	    t->scopes[t->scope_sel].what);
+	/* Answering removes the prompt (and the scopes) on the way. */
+	tui_prompt_scope_close(t);
+	t->prompt_choice = 0;
+	if (s != NULL && session_answer_rule(s, id, a, rule, &cause) == -1) {
+		tui_message(t, true, "cannot save that rule: %s", cause);
+		free(cause);
+	}
+	free(rule);
+}
+
+static bool
+tui_prompt_scope_key(struct tui *t, const struct tui_key *k)
+{
+	size_t n = t->nscopes;
+
+	if (k->code >= '1' && k->code < '1' + n) {
+		t->scope_sel = k->code - '1';
+		tui_prompt_scope_answer(t);
+	} else if (k->code == TUI_KEY_LEFT || k->code == TUI_KEY_UP)
+		t->scope_sel = (t->scope_sel + n - 1) % n;
+	else if (k->code == TUI_KEY_RIGHT || k->code == TUI_KEY_DOWN ||
+	    k->code == '\t')
+		t->scope_sel = (t->scope_sel + 1) % n;
+	else if (k->code == '\r')
+		tui_prompt_scope_answer(t);
+	else if (k->code == 0x1b || k->code == 'q')
+		tui_prompt_scope_close(t);
+	tui_redraw(t);
+	return true;
+}
+
 static void
 tui_prompt_answer(struct tui *t, int choice)
 {
@@ -218,6 +300,10 @@ tui_prompt_answer(struct tui *t, int choice)
 	if (t->nprompts == 0 || choice < 0 || choice >= 6)
 		return;
 	p = t->prompts[t->prompt_sel];
+	if ((tui_prompt_choices[choice].answer == SESSION_ALLOW_ALWAYS ||
+	    tui_prompt_choices[choice].answer == SESSION_DENY_ALWAYS) &&
+	    tui_prompt_scope_open(t, p, choice))
+		return;
 	tui_message(t, false, "%s %s:%d (%s)", tui_prompt_choices[choice].answer <=
 	    SESSION_ALLOW_ALWAYS ? "allowing" : "denying", p->host, p->port,
 	    tui_prompt_choices[choice].label);
@@ -234,6 +320,8 @@ tui_prompt_key(struct tui *t, const struct tui_key *k)
 
 	if (k->code == (uint32_t)t->km.prefix_key && k->mods == 0)
 		return false;
+	if (t->scope_choice >= 0)
+		return tui_prompt_scope_key(t, k);
 	for (i = 0; i < 6; i++) {
 		if (k->code == tui_prompt_choices[i].key ||
 		    k->code == (uint32_t)('1' + i)) {
@@ -301,6 +389,23 @@ tui_prompt_what(const struct tui_prompt *p)
 	return s;
 }
 
+/* The rule the "always" answer would save, exactly as it goes into the config, and which of how many. */
+static void
+tui_prompt_scope_draw(struct tui *t, unsigned x, unsigned y,
+    enum tui_style style)
+{
+	const struct session_scope *sc = &t->scopes[t->scope_sel];
+	bool allow = tui_prompt_choices[t->scope_choice].answer ==
+	    SESSION_ALLOW_ALWAYS;
+
+	x += tui_screen_print(t->scr, x, y, t->sx - x, style, "| save ");
+	x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_SELECTED,
+	    "%s %s", allow ? "allow" : "deny", sc->rule);
+	tui_screen_printf(t->scr, x, y, t->sx - x, style, " [%zu/%zu %s]  "
+	    "Left/Right: scope  Enter: save  Esc: back", t->scope_sel + 1,
+	    t->nscopes, sc->what);
+}
+
 void
 tui_prompt_draw(struct tui *t, unsigned y)
 {
@@ -320,6 +425,10 @@ tui_prompt_draw(struct tui *t, unsigned y)
 	    tui_prompt_seconds_left(p, util_mono_us()), p->paused ? " paused" :
 	    "");
 	x = tui_screen_print(t->scr, 0, y, t->sx, style, head);
+	if (t->prompt_focus && t->scope_choice >= 0) {
+		tui_prompt_scope_draw(t, x, y, style);
+		goto out;
+	}
 	if (!t->prompt_focus) {
 		tui_screen_print(t->scr, x, y, t->sx - x, style,
 		    "| prefix a to answer");

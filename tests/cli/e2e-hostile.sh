@@ -87,15 +87,18 @@ checks() {
 	check "show" "$T/show" 'repository'
 	grep -qF '/nf\033]52;c;cHduZWQ=\a\033]2;PWNED\a"' "$T/show" && ok ||
 	    bad "show: the nested repository's name is not quoted: $(cat "$T/show")"
-	"$AMX" show last --json >"$T/show.json" 2>&1
+	# JSON on stdout; stderr says which session "last" chose, and is checked too.
+	"$AMX" show last --json >"$T/show.json" 2>"$T/show.err"
 	check "show --json" "$T/show.json" ""
+	check "show --json (stderr)" "$T/show.err" 'last is session'
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/show.json" &&
 	    ok || bad "show --json is not JSON"
 
 	"$AMX" requests last >"$T/req" 2>&1
 	check "requests" "$T/req" '/p\342\200\256q\302\2332J'
-	"$AMX" requests last --json >"$T/req.json" 2>&1
+	"$AMX" requests last --json >"$T/req.json" 2>"$T/req.err"
 	check "requests --json" "$T/req.json" '\u202e'
+	check "requests --json (stderr)" "$T/req.err" 'last is session'
 	python3 - "$T/req.json" <<-'PY' && ok || bad "requests --json: the path does not decode back"
 	import json, sys
 	paths = [r["path"] for r in json.load(open(sys.argv[1]))]
@@ -114,8 +117,9 @@ checks() {
 	    bad "confdiff does not show the content escaped: $(cat "$T/confdiff")"
 	on_tty "$T/confdiff.tty" confdiff last
 	check "confdiff (terminal)" "$T/confdiff.tty" 'PWNED'
-	"$AMX" export last --har - >"$T/har" 2>&1
+	"$AMX" export last --har - >"$T/har" 2>"$T/har.err"
 	check "export --har" "$T/har" ""
+	check "export --har (stderr)" "$T/har.err" 'last is session'
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/har" &&
 	    ok || bad "export --har is not JSON"
 	"$AMX" policy suggest last >"$T/suggest" 2>&1

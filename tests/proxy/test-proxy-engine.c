@@ -509,18 +509,21 @@ test_allow_deny_unknown(void **state)
 	eng_run(e, CURL "-X POST -d x https://127.0.0.1:$HP/ok/2 "
 	    "-w ' [%%{http_code}]'");
 	eng_expect_out(e, "[403]");
-	eng_expect_out(e, "agentmux: POST /ok/2 on 127.0.0.1 is not allowed; "
-	    "approve it in the dashboard or add `allow 127.0.0.1:");
+	eng_expect_out(e, "agentmux: POST /ok/2 on 127.0.0.1 is not allowed (no "
+	    "rule covers it); approve it in the dashboard, or add `allow "
+	    "127.0.0.1:");
+	eng_expect_out(e, " POST` under [policy] in your agentmux config");
 	eng_run(e, CURL "https://127.0.0.1:$HP/ok/secret -w ' [%%{http_code}]'");
 	eng_expect_out(e, "[403]");
 	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1:");
+	eng_expect_out(e, "change or remove that rule where it is written");
 	/* No rule for the host at all: refused at CONNECT. */
 	eng_run(e, CURL "https://localhost:$HP/x -w ' [%%{http_connect}]'");
 	eng_expect_out(e, "[403]");
 	eng_run(e, CURL "http://localhost:$PP/y -w ' [%%{http_code}]'");
 	eng_expect_out(e, "agentmux: localhost:");
-	eng_expect_out(e, "is not allowed; approve it in the dashboard or add "
-	    "`allow localhost:");
+	eng_expect_out(e, "is not allowed (no rule covers it); approve it in the "
+	    "dashboard, or add `allow localhost:");
 	assert_null(strstr(eng_seen(e), "/ok/2"));
 	assert_null(strstr(eng_seen(e), "/ok/secret"));
 	r = eng_find(e, "/ok/1");
@@ -1116,7 +1119,10 @@ test_upstream_errors(void **state)
 	eng_expect_out(e, "[502]");
 	eng_expect_out(e, "Connection refused");
 	eng_run(e, CURL "http://nonexistent.invalid/x -w ' [%%{http_code}]'");
-	eng_expect_out(e, "cannot resolve nonexistent.invalid");
+	eng_expect_out(e, "cannot resolve nonexistent.invalid: ");
+	eng_expect_out(e, "/etc/hosts");
+	eng_expect_out(e, "check the name");
+	assert_null(strstr(e->out, "nodename nor servname"));
 	assert_string_equal(eng_find(e, "/bad")->decision, "error");
 	assert_int_equal(eng_find(e, "/bad")->status, 502);
 	eng_end_session(e);
@@ -1240,6 +1246,8 @@ test_ask(void **state)
 	eng_run(e, CURL "https://127.0.0.1:$HP/a2 -w ' [%%{http_code}]'");
 	eng_expect_out(e, "[403]");
 	eng_expect_out(e, "nobody answered about 127.0.0.1:");
+	eng_expect_out(e, "retry and approve it in the dashboard, or add "
+	    "`allow 127.0.0.1:");
 	assert_string_equal(e->answered_by, "timeout");
 	assert_null(strstr(eng_seen(e), "/a2"));
 	eng_end_session(e);
@@ -1273,10 +1281,32 @@ test_ask(void **state)
 	eng_session(e, true, 30, NULL, 0, NULL);
 	e->answer = 4;   /* PROXY_DENY_SESSION */
 	eng_run(e, CURL "https://127.0.0.1:$HP/d1 -w ' [%%{http_code}]'");
-	eng_expect_out(e, "was denied in the dashboard");
+	eng_expect_out(e, "was denied in the dashboard for the rest of this "
+	    "session; start a new session to be asked again, or add `allow "
+	    "127.0.0.1:");
 	eng_run(e, CURL "https://127.0.0.1:$HP/d2 -w ' [%%{http_connect}]'");
 	eng_expect_out(e, "[403]");
 	assert_int_equal(e->nanswered, 1);
+	eng_end_session(e);
+
+	/* Denied once: a retry asks again, and the body says so. */
+	eng_session(e, true, 30, NULL, 0, NULL);
+	e->answer = 3;   /* PROXY_DENY_ONCE */
+	eng_run(e, CURL "http://127.0.0.1:$PP/o1");
+	eng_expect_out(e, "was denied once in the dashboard; retry to be asked "
+	    "again, or add `allow 127.0.0.1:");
+	eng_end_session(e);
+
+	/* Denied always: the body names the rule saved and where. */
+	eng_session(e, true, 30, NULL, 0, NULL);
+	e->answer = 5;   /* PROXY_DENY_ALWAYS */
+	eng_run(e, CURL "http://127.0.0.1:$PP/o2");
+	eng_expect_out(e, "was denied in the dashboard, and `deny 127.0.0.1:");
+	eng_expect_out(e, "` was saved under [policy] in your agentmux config; "
+	    "remove that line");
+	eng_run(e, CURL "http://127.0.0.1:$PP/o3");
+	eng_expect_out(e, "it was your answer in the dashboard, saved under "
+	    "[policy] in your agentmux config; remove that line");
 	eng_end_session(e);
 }
 

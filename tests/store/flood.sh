@@ -67,7 +67,7 @@ checks() {
 	grep -q 'flags     budget' "$T/show" || bad "the session is not flagged"
 	"$AMX" sessions >"$T/sessions" 2>&1
 	grep -q 'budget' "$T/sessions" || bad "sessions does not show the flag: $(cat "$T/sessions")"
-	"$AMX" requests last --json >"$T/req.json" 2>&1
+	"$AMX" requests last --json >"$T/req.json" 2>"$T/req.err"
 	python3 - "$T/req.json" "$N" <<-'PY' || bad "the stored requests: see above"
 	import json, sys
 	rs = json.load(open(sys.argv[1]))

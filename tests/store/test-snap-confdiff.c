@@ -374,6 +374,24 @@ test_redact_lines(void **state)
 		{ " MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
 		  " [REDACTED]" },
 		{ "+the value " SECRET " leaked", "+the value [REDACTED] leaked" },
+		/* A key decides, never a word in prose. */
+		{ "+{\"sessionId\":\"0f8e2c1a-5b7d-4e21-9c3a-7d2e8f6a1b90\","
+		  "\"apiKey\":\"k3yv4lu3z\"}", "+{\"sessionId\":\"0f8e2c1a-5b7d-"
+		  "4e21-9c3a-7d2e8f6a1b90\",\"apiKey\":\"[REDACTED]\"}" },
+		{ "+token counting, model migration", "+token counting, model "
+		  "migration" },
+		{ "+Use a token generator when needed", "+Use a token generator "
+		  "when needed" },
+		{ "+TOKEN=t0k3nv4lue", "+TOKEN=[REDACTED]" },
+		{ "+author = Jane Doe", "+author = Jane Doe" },
+		{ "+keyboard: dvorak", "+keyboard: dvorak" },
+		{ "+token_type = Bearer", "+token_type = Bearer" },
+		{ "+sessionKey: abcd1234efgh", "+sessionKey: [REDACTED]" },
+		{ "+AWS_SECRET_ACCESS_KEY=abc123def456", "+AWS_SECRET_ACCESS_KEY="
+		  "[REDACTED]" },
+		{ "+  client_secret: \"abcdefgh\"", "+  client_secret: \"[REDACTED]\"" },
+		{ "+x-api-key: abcdefgh", "+x-api-key: [REDACTED]" },
+		{ "+prefix" SECRET "suffix", "+prefix[REDACTED]suffix" },
 	};
 	char *secrets[] = { (char *)SECRET }, *out;
 	size_t i;
@@ -387,11 +405,38 @@ test_redact_lines(void **state)
 	}
 }
 
+/* Real files an agent wrote into its config dir: only secrets and values under credential keys are hidden. */
+static void
+test_redact_files(void **state)
+{
+	char *out;
+
+	test_sh_ok("cd %s/overlay/0/upper && printf '{\"sessionId\":\""
+	    "0f8e2c1a-5b7d-4e21-9c3a-7d2e8f6a1b90\",\"apiKey\":\"k3yv4lu3z\"}"
+	    "\\n' > session.json && printf 'TOKEN=t0k3nv4lue\\nEDITOR=vi\\n' > "
+	    ".env && printf 'Changes: token counting, model migration\\n' > "
+	    "notes.md && printf 'pasted:%s:here\\n' > other.txt", sdir, SECRET);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "\"sessionId\":\"0f8e2c1a-5b7d-4e21-9c3a-"
+	    "7d2e8f6a1b90\""));
+	assert_non_null(strstr(out, "\"apiKey\":\"[REDACTED]\""));
+	assert_null(strstr(out, "k3yv4lu3z"));
+	assert_non_null(strstr(out, "+TOKEN=[REDACTED]"));
+	assert_non_null(strstr(out, "+EDITOR=vi"));
+	assert_null(strstr(out, "t0k3nv4lue"));
+	assert_non_null(strstr(out, "+Changes: token counting, model migration"));
+	assert_non_null(strstr(out, "+pasted:[REDACTED]:here"));
+	assert_null(strstr(out, SECRET));
+	free(out);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_overlay_changes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_redact_files, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
