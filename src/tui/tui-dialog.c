@@ -406,25 +406,29 @@ tui_dialog_box(struct tui *t, unsigned w, unsigned h)
 	return r;
 }
 
-/* The note cut into lines of up to WIDTH bytes at blanks (at most 4). */
+/*
+ * Cuts TEXT into lines of at most W bytes, at spaces where it can, and at
+ * most MAX lines: a question is wrapped, never cut.
+ */
 static void
-tui_dialog_wrap(const char *text, size_t width, struct strv *out)
+tui_dialog_wrap(const char *text, size_t w, size_t max, struct strv *out)
 {
-	const char *p = text, *cut;
-	size_t len;
+	size_t n, cut;
 
-	while (*p != '\0' && out->n < 4) {
-		len = strlen(p);
-		if (len <= width) {
-			strv_add(out, p);
-			break;
+	while (*text != '\0' && out->n < max) {
+		n = strlen(text);
+		if (n <= w) {
+			strv_add(out, text);
+			return;
 		}
-		for (cut = p + width; cut > p && *cut != ' '; cut--)
+		for (cut = w; cut > 0 && text[cut] != ' '; cut--)
 			;
-		if (cut == p)
-			cut = p + width;
-		strv_take(out, xstrndup(p, (size_t)(cut - p)));
-		p = *cut == ' ' ? cut + 1 : cut;
+		if (cut == 0)
+			cut = w;
+		strv_addf(out, "%.*s", (int)cut, text);
+		text += cut;
+		while (*text == ' ')
+			text++;
 	}
 }
 
@@ -438,7 +442,7 @@ tui_dialog_new_draw(struct tui *t)
 
 	strv_init(&note);
 	if (t->new_note != NULL)
-		tui_dialog_wrap(t->new_note, 70, &note);
+		tui_dialog_wrap(t->new_note, 70, 4, &note);
 	r = tui_dialog_box(t, 70, rows + 4 + (unsigned)note.n);
 	const struct config_agent *a;
 	unsigned used;
@@ -478,29 +482,6 @@ tui_dialog_new_draw(struct tui *t)
 	strv_free(&note);
 }
 
-/* Cuts TEXT into lines of at most W bytes, at spaces where it can: a question is wrapped, never cut. */
-static void
-tui_dialog_wrap(const char *text, size_t w, struct strv *out)
-{
-	size_t n, cut;
-
-	while (*text != '\0') {
-		n = strlen(text);
-		if (n <= w) {
-			strv_add(out, text);
-			return;
-		}
-		for (cut = w; cut > 0 && text[cut] != ' '; cut--)
-			;
-		if (cut == 0)
-			cut = w;
-		strv_addf(out, "%.*s", (int)cut, text);
-		text += cut;
-		while (*text == ' ')
-			text++;
-	}
-}
-
 static void
 tui_dialog_confirm_draw(struct tui *t)
 {
@@ -511,7 +492,7 @@ tui_dialog_confirm_draw(struct tui *t)
 	if (w > 70)
 		w = 70;
 	strv_init(&lines);
-	tui_dialog_wrap(t->confirm_text, w, &lines);
+	tui_dialog_wrap(t->confirm_text, w, SIZE_MAX, &lines);
 	for (i = 0; i < lines.n; i++)
 		if (strlen(lines.v[i]) > widest)
 			widest = strlen(lines.v[i]);
