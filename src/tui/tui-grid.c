@@ -702,6 +702,9 @@ tui_grid_add_utf8(struct buf *b, uint32_t cp)
 	char s[4];
 	size_t n;
 
+	/* Surrogates and what lies past U+10FFFF have no UTF-8: left out. */
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return;
 	if (cp < 0x80) {
 		s[0] = (char)cp;
 		n = 1;
