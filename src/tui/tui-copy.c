@@ -223,8 +223,12 @@ tui_copy_text(struct tui_grid *gd, int y0, unsigned x0, int y1, unsigned x1,
 		    y == y1 ? (x1 + 1 < sx ? x1 + 1 : sx) : sx, y == y1, lines &&
 		    y == y1, b);
 	}
-	if (b->len > TUI_COPY_MAX)
+	if (b->len > TUI_COPY_MAX) {
+		/* Cut before the character the limit falls in, never inside it. */
 		b->len = TUI_COPY_MAX;
+		while (b->len > 0 && ((unsigned char)b->data[b->len] & 0xc0) == 0x80)
+			b->len--;
+	}
 	if (b->data != NULL)
 		b->data[b->len] = '\0';
 }

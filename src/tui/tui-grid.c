@@ -702,6 +702,9 @@ tui_grid_add_utf8(struct buf *b, uint32_t cp)
 	char s[4];
 	size_t n;
 
+	/* Surrogates and what lies past U+10FFFF have no UTF-8: left out. */
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return;
 	if (cp < 0x80) {
 		s[0] = (char)cp;
 		n = 1;
@@ -884,10 +887,14 @@ tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
 static unsigned
 tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
 {
+	size_t need = (size_t)n + s->used;
 	unsigned x;
 
-	if (n + s->used > fl->linecap) {
-		fl->linecap = (n + s->used) * 2;
+	if (need > fl->linecap) {
+		/* tui_grid_flow_joins keeps a line under TUI_GRID_REFLOW_MAX cells. */
+		if (need > UINT_MAX / 2)
+			fatalx("reflow: line of %zu cells", need);
+		fl->linecap = (unsigned)need * 2;
 		fl->line = xreallocarray(fl->line, fl->linecap, sizeof *fl->line);
 		fl->lext = xreallocarray(fl->lext, fl->linecap, sizeof *fl->lext);
 	}
@@ -943,16 +950,25 @@ tui_grid_flow_line(struct tui_grid_flow *fl, unsigned i, unsigned j)
 	}
 }
 
-/* True if old row K goes on in row K+1 and both may be joined. */
+/*
+ * True if old row K goes on in row K+1 and both may be joined to a line of
+ * *CELLS cells so far, which then counts row K+1's too. A line would pass
+ * TUI_GRID_REFLOW_MAX: no, so its next part is rewrapped on its own.
+ */
 static bool
-tui_grid_flow_joins(const struct tui_grid *gd, unsigned k, unsigned end)
+tui_grid_flow_joins(const struct tui_grid *gd, unsigned k, unsigned end,
+    size_t *cells)
 {
 	const struct tui_row *r = tui_grid_row(gd, (int)k - (int)gd->hsize);
 
 	if (k + 1 >= end || !r->wrapped || r->lsize != TUI_LSIZE_SINGLE)
 		return false;
 	r = tui_grid_row(gd, (int)k + 1 - (int)gd->hsize);
-	return r->lsize == TUI_LSIZE_SINGLE;
+	if (r->lsize != TUI_LSIZE_SINGLE ||
+	    *cells + r->used > TUI_GRID_REFLOW_MAX)
+		return false;
+	*cells += r->used;
+	return true;
 }
 
 /* Reflows old rows [0, END) into FL. */
@@ -962,11 +978,13 @@ tui_grid_flow_all(struct tui_grid_flow *fl, unsigned end)
 	struct tui_grid *gd = fl->gd;
 	struct tui_row *r;
 	unsigned i = 0, j;
+	size_t cells;
 
 	while (i < end) {
-		for (j = i; tui_grid_flow_joins(gd, j, end); j++)
-			;
 		r = tui_grid_row(gd, (int)i - (int)gd->hsize);
+		cells = r->used;
+		for (j = i; tui_grid_flow_joins(gd, j, end, &cells); j++)
+			;
 		if (i == j && (r->used <= fl->sx || r->lsize != TUI_LSIZE_SINGLE))
 			tui_grid_flow_move(fl, r, i);
 		else

@@ -41,6 +41,15 @@ tui_vterm_flow(struct tui_vterm *vt, VTermPos pos, int width)
 	vt->flow_end = (unsigned)(pos.col + width);
 }
 
+/* CP, or U+FFFD if no UTF-8 can hold it: libvterm lets surrogates and code points past U+10FFFF through. */
+static uint32_t
+tui_vterm_cp(uint32_t cp)
+{
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0xfffd;
+	return cp;
+}
+
 static int
 tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 {
@@ -51,14 +60,14 @@ tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 	tui_vterm_flow(vt, pos, info->width);
 	/* The last character, for REP (tui-vtseq.c). */
 	for (n = 0; n < TUI_CELL_MAXCHARS && info->chars[n] != 0; n++)
-		vt->last[n] = info->chars[n];
+		vt->last[n] = tui_vterm_cp(info->chars[n]);
 	vt->nlast = n;
 	if (info->width == 1 && info->chars[1] == 0 &&
 	    tui_grid_set_narrow(vt->cur, (unsigned)pos.col, (unsigned)pos.row,
-	    &vt->pen, info->chars[0] & 0x1fffff))
+	    &vt->pen, tui_vterm_cp(info->chars[0])))
 		return 1;
 	c = vt->pen;
-	c.cp = info->chars[0] & 0x1fffff;
+	c.cp = tui_vterm_cp(info->chars[0]);
 	c.wide = info->width == 2;
 	if (info->chars[0] == 0 || info->chars[1] == 0) {
 		tui_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,

