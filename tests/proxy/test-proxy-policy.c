@@ -313,10 +313,12 @@ profile_policy(struct config **cfp, const char *agent)
 
 	path = xprintf("%s/agentmux.conf", dir);
 	test_write_file(path, "");
-	if ((cf = config_load_or_cause(path, &cause)) == NULL)
+	cf = config_load_or_cause(path, &cause);
+	if (cause != NULL)
 		fail_msg("built-in profiles: %s", cause);
-	if ((a = config_agent(cf, agent)) == NULL)
-		fail_msg("no built-in profile %s", agent);
+	assert_non_null(cf);
+	a = config_agent(cf, agent);
+	assert_non_null(a);
 	sets[0] = &cf->rules;
 	sets[1] = &a->rules;
 	for (i = 0; i < nitems(sets); i++) {
