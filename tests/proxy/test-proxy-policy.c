@@ -1,4 +1,4 @@
-/* Policy rules: parsing, errors, and most-specific-wins matching with deny on ties. */
+/* Policy rules: parsing, errors, most-specific-wins matching with deny on ties, and what built-in profiles allow. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,6 +300,94 @@ test_path_beats_port(void **state)
 	proxy_policy_free(pol);
 }
 
+/* The built-in profile of AGENT (from AGENTMUX_SHARE) as the session builds it: [policy], then the agent's rules. */
+static struct proxy_policy *
+profile_policy(struct config **cfp, const char *agent)
+{
+	char *dir = test_tmpdir("policy"), *path, *cause = NULL;
+	struct proxy_policy *pol = proxy_policy_create();
+	const struct config_rules *sets[2];
+	const struct config_agent *a;
+	struct config *cf;
+	size_t i, j;
+
+	path = xprintf("%s/agentmux.conf", dir);
+	test_write_file(path, "");
+	cf = config_load_or_cause(path, &cause);
+	if (cause != NULL)
+		fail_msg("built-in profiles: %s", cause);
+	assert_non_null(cf);
+	a = config_agent(cf, agent);
+	assert_non_null(a);
+	sets[0] = &cf->rules;
+	sets[1] = &a->rules;
+	for (i = 0; i < nitems(sets); i++) {
+		for (j = 0; j < sets[i]->n; j++) {
+			if (proxy_policy_add(pol, sets[i]->v[j].verb,
+			    sets[i]->v[j].text, "test", &cause) == -1)
+				fail_msg("rule %s: %s", sets[i]->v[j].text, cause);
+		}
+	}
+	test_rmtree(dir);
+	free(path);
+	free(dir);
+	*cfp = cf;
+	return pol;
+}
+
+/*
+ * Copilot CLI: its GitHub token reaches only the Copilot API paths the CLI
+ * calls, never GitHub's full MCP server (write tools) on the same host.
+ */
+static void
+test_copilot_profile(void **state)
+{
+	static const char *hosts[] = { "api.githubcopilot.com",
+		"api.individual.githubcopilot.com",
+		"api.business.githubcopilot.com",
+		"api.enterprise.githubcopilot.com" };
+	static const char *needed[][2] = { { "GET", "/models" },
+		{ "POST", "/chat/completions" }, { "POST", "/responses" },
+		{ "POST", "/v1/messages" }, { "POST", "/mcp/readonly" } };
+	static const char *unneeded[][2] = { { "POST", "/mcp/" },
+		{ "POST", "/mcp" }, { "POST", "/mcp/x/repos" },
+		{ "POST", "/mcp/x/repos/readonly" }, { "GET", "/mcp/" },
+		{ "POST", "/agents/swe/v1/jobs" }, { "DELETE", "/models" },
+		{ "POST", "/" } };
+	const struct config_agent *a;
+	const struct config_secret *sec;
+	struct proxy_policy *pol;
+	struct config *cf;
+	const char *rule;
+	size_t i, j;
+
+	(void)state;
+	pol = profile_policy(&cf, "copilot");
+	for (i = 0; i < nitems(hosts); i++) {
+		for (j = 0; j < nitems(needed); j++) {
+			if (proxy_policy_check(pol, hosts[i], 443,
+			    needed[j][0], needed[j][1], &rule) != PROXY_ALLOW)
+				fail_msg("%s %s %s is not allowed", needed[j][0],
+				    hosts[i], needed[j][1]);
+		}
+		for (j = 0; j < nitems(unneeded); j++) {
+			if (proxy_policy_check(pol, hosts[i], 443,
+			    unneeded[j][0], unneeded[j][1], &rule) == PROXY_ALLOW)
+				fail_msg("%s %s %s is allowed by %s",
+				    unneeded[j][0], hosts[i], unneeded[j][1],
+				    rule);
+		}
+	}
+	/* Only COPILOT_GITHUB_TOKEN by default: GH_TOKEN and GITHUB_TOKEN are often full-repo tokens. */
+	a = config_agent(cf, "copilot");
+	assert_int_equal(a->secrets.n, 1);
+	assert_string_equal(a->secrets.v[0], "copilot_github_token");
+	sec = config_secret(cf, "copilot_github_token");
+	assert_non_null(sec);
+	proxy_policy_free(pol);
+	config_free(cf);
+}
+
 int
 main(void)
 {
@@ -313,6 +401,7 @@ main(void)
 		cmocka_unit_test(test_ipv6_and_case),
 		cmocka_unit_test(test_order_pairs),
 		cmocka_unit_test(test_path_beats_port),
+		cmocka_unit_test(test_copilot_profile),
 	};
 
 	return test_run_group(tests, NULL, NULL);
