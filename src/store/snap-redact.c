@@ -183,7 +183,7 @@ snap_redact_credential_key(const char *k, size_t n)
 {
 	static const char *const harmless[] = { "public", "primary",
 	    "foreign", "sort", "partition", "idempotency", "cache" };
-	char w[SNAP_REDACT_WORDS][SNAP_REDACT_WORDLEN];
+	char w[SNAP_REDACT_WORDS][SNAP_REDACT_WORDLEN] = { { 0 } };
 	const char *last, *prev;
 	size_t i, nw;
 
