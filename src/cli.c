@@ -1,4 +1,6 @@
 /* The helpers commands share: usage errors, the store and config, times, aligned tables. */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -66,17 +68,43 @@ cli_load_config(void)
 	return cf;
 }
 
+/*
+ * "last" from the physical directory, checked against the logical $PWD when
+ * it names the same directory: a symlink that an agent made in one project
+ * to another must not let "last" take the other's session unnoticed.
+ */
 int64_t
-cli_last_here(struct store *st)
+cli_last_here(struct store *st, char **cause)
 {
+	struct store_session *ls, *ps;
+	struct stat sb, pb;
+	struct strv q;
+	const char *pwd = getenv("PWD");
 	char *cwd;
-	int64_t id;
+	int64_t id, lid = 0;
 
 	if ((cwd = realpath(".", NULL)) == NULL)
 		return 0;
 	id = store_session_last_in(st, cwd);
+	if (pwd != NULL && *pwd == '/' && strcmp(pwd, cwd) != 0 &&
+	    stat(".", &sb) == 0 && stat(pwd, &pb) == 0 &&
+	    sb.st_dev == pb.st_dev && sb.st_ino == pb.st_ino)
+		lid = store_session_last_in(st, pwd);
 	free(cwd);
-	return id;
+	if (id == 0 || lid == 0 || lid == id)
+		return id;
+	ls = store_session_get(st, lid);
+	ps = store_session_get(st, id);
+	strv_init(&q);
+	*cause = xprintf("\"last\" is ambiguous here: this directory is in "
+	    "project %s by the path you came through and in project %s by "
+	    "where it really is (a symlink); name the session by its id "
+	    "(`agentmux sessions` lists them)", quote_keep(&q, ls != NULL ?
+	    ls->project : "?"), quote_keep(&q, ps != NULL ? ps->project : "?"));
+	strv_free(&q);
+	store_session_free(ls);
+	store_session_free(ps);
+	return -1;
 }
 
 /* Says on stderr which session "last" chose, before the command acts on it. */
@@ -105,7 +133,13 @@ cli_resolve_session(struct store *st, const char *spec, int64_t *id)
 	char *cause = NULL;
 	int64_t here = 0;
 
-	if (strcmp(spec, "last") == 0 && (here = cli_last_here(st)) != 0)
+	if (strcmp(spec, "last") == 0 &&
+	    (here = cli_last_here(st, &cause)) == -1) {
+		cli_error("%s", cause);
+		free(cause);
+		return -1;
+	}
+	if (here != 0)
 		*id = here;
 	else if (store_session_resolve(st, spec, id, &cause) == -1) {
 		cli_error("%s", cause);

@@ -125,8 +125,12 @@ struct config *cli_load_config(void);
  * (the last of all outside every project), and says on stderr which it is.
  */
 int cli_resolve_session(struct store *, const char *spec, int64_t *id);
-/** The last session of the project the current directory is in, or 0 outside every project. */
-int64_t cli_last_here(struct store *);
+/**
+ * The last session of the project the current directory is in, 0 outside
+ * every project, or -1 with *CAUSE (caller frees) when the logical and the
+ * physical path are in different projects.
+ */
+int64_t cli_last_here(struct store *, char **cause);
 /** Formats a millisecond time as ISO 8601 UTC with milliseconds. */
 const char *cli_iso_time(char *buf, size_t len, int64_t ms);
 struct json;

@@ -291,7 +291,7 @@ completion_snaps(struct completion *c)
 	struct store *st;
 	struct strv q;
 	char seq[24], *cause = NULL;
-	int64_t id;
+	int64_t id = 0;
 	size_t n, i;
 
 	completion_offer(c, "start", "the session's first snapshot");
@@ -302,8 +302,10 @@ completion_snaps(struct completion *c)
 	if (c->session == NULL || (st = completion_store()) == NULL)
 		return;
 	/* "last" is what the command will take: the last of this project. */
-	if ((strcmp(c->session, "last") == 0 && (id = cli_last_here(st)) != 0) ||
-	    store_session_resolve(st, c->session, &id, &cause) == 0) {
+	if (strcmp(c->session, "last") == 0)
+		id = cli_last_here(st, &cause);
+	if (id > 0 || (id == 0 &&
+	    store_session_resolve(st, c->session, &id, &cause) == 0)) {
 		v = store_snapshot_list(st, id, &n);
 		strv_init(&q);
 		for (i = 0; i < n; i++) {

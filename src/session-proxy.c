@@ -599,7 +599,7 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	};
 	struct proxy_session_conf sc;
 	struct proxy_secret *ps;
-	char *label, *config;
+	char *label;
 	size_t i;
 
 	if (fd == -1) {
@@ -623,14 +623,10 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	sc.secrets = ps;
 	sc.nsecrets = s->nsecrets;
 	sc.label = label;
-	config = s->ctx->cf->path != NULL ? xstrdup(s->ctx->cf->path) :
-	    path_config_file();
-	sc.config_path = config;
 	s->policy = NULL;   /* the proxy session owns it, even on failure */
 	s->ps = proxy_session_create(s->ctx->px, &sc, &cbs, s, cause);
 	free(ps);
 	free(label);
-	free(config);
 	return s->ps == NULL ? -1 : 0;
 }
 

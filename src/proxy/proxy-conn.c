@@ -467,14 +467,14 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 	if (host_v == PROXY_ALLOW && strcmp(r->method, "CONNECT") != 0) {
 		body = xprintf("agentmux: %s %s on %s is not allowed (%s); "
 		    "approve it in the dashboard, or add `allow %s %s` under "
-		    "[policy] in %s", r->method, r->path, r->host, how, hr,
-		    r->method, pc->ps->config_path);
+		    "[policy] in your agentmux config", r->method, r->path,
+		    r->host, how, hr, r->method);
 		why = xprintf("%s %s is not allowed (%s); add `allow %s %s`",
 		    r->method, hr, how, hr, r->method);
 	} else {
 		body = xprintf("agentmux: %s is not allowed (%s); approve it in "
-		    "the dashboard, or add `allow %s` under [policy] in %s", hr,
-		    how, hr, pc->ps->config_path);
+		    "the dashboard, or add `allow %s` under [policy] in your "
+		    "agentmux config", hr, how, hr);
 		why = xprintf("%s is not allowed (%s); add `allow %s`", hr, how,
 		    hr);
 	}
@@ -486,19 +486,15 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 
 /* How to undo a deny rule, by where it came from (its description ends in its origin). */
 static const char *
-proxy_conn_rule_hint(struct proxy_conn *pc, const char *rule)
+proxy_conn_rule_hint(const char *rule)
 {
-	static char hint[512];
-
 	if (strstr(rule, "(answered for the session)") != NULL)
 		return "it was your answer in the dashboard for this session; "
 		    "start a new session to be asked again";
-	if (strstr(rule, "(answered always)") != NULL) {
-		snprintf(hint, sizeof hint, "it was your answer in the "
-		    "dashboard, saved under [policy] in %s; remove that line "
-		    "to allow it", pc->ps->config_path);
-		return hint;
-	}
+	if (strstr(rule, "(answered always)") != NULL)
+		return "it was your answer in the dashboard, saved under "
+		    "[policy] in your agentmux config; remove that line to "
+		    "allow it";
 	if (strstr(rule, "(--deny)") != NULL)
 		return "it came from --deny on the command line; run without it";
 	return "change or remove that rule where it is written (its file and "
@@ -514,11 +510,11 @@ proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 	/* A CONNECT has no path: say "CONNECT to HOST", not "CONNECT  on HOST". */
 	if (pc->r.path == NULL || *pc->r.path == '\0')
 		body = xprintf("agentmux: %s to %s is denied by the rule `%s`; "
-		    "%s", pc->r.method, hr, rule, proxy_conn_rule_hint(pc, rule));
+		    "%s", pc->r.method, hr, rule, proxy_conn_rule_hint(rule));
 	else
 		body = xprintf("agentmux: %s %s on %s is denied by the rule "
 		    "`%s`; %s", pc->r.method, pc->r.path, hr, rule,
-		    proxy_conn_rule_hint(pc, rule));
+		    proxy_conn_rule_hint(rule));
 	why = xprintf("denied by %s", rule);
 	free(pc->r.rule);
 	pc->r.rule = xstrdup(rule);
@@ -538,26 +534,26 @@ static char *
 proxy_conn_answer_body(struct proxy_conn *pc, const char *hr)
 {
 	const char *rule = pc->answer_rule != NULL ? pc->answer_rule : "";
-	const char *conf = pc->ps->config_path;
 
 	if (pc->answer_timeout)
 		return xprintf("agentmux: nobody answered about %s within %d s "
 		    "([proxy] prompt_timeout), so it was denied; retry and "
 		    "approve it in the dashboard, or add `allow %s` under "
-		    "[policy] in %s", hr, pc->ps->prompt_timeout, hr, conf);
+		    "[policy] in your agentmux config", hr,
+		    pc->ps->prompt_timeout, hr);
 	if (strstr(rule, "answered always") != NULL)
 		return xprintf("agentmux: %s was denied in the dashboard, and "
-		    "`deny %s` was saved under [policy] in %s; remove that "
-		    "line (or answer differently in a new session) to allow "
-		    "it", hr, hr, conf);
+		    "`deny %s` was saved under [policy] in your agentmux "
+		    "config; remove that line (or answer differently in a new "
+		    "session) to allow it", hr, hr);
 	if (strstr(rule, "answered for the session") != NULL)
 		return xprintf("agentmux: %s was denied in the dashboard for "
 		    "the rest of this session; start a new session to be "
-		    "asked again, or add `allow %s` under [policy] in %s", hr,
-		    hr, conf);
+		    "asked again, or add `allow %s` under [policy] in your "
+		    "agentmux config", hr, hr);
 	return xprintf("agentmux: %s was denied once in the dashboard; retry "
-	    "to be asked again, or add `allow %s` under [policy] in %s", hr,
-	    hr, conf);
+	    "to be asked again, or add `allow %s` under [policy] in your "
+	    "agentmux config", hr, hr);
 }
 
 static void
@@ -883,7 +879,7 @@ proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
 	if (v == PROXY_DENY)
 		return xprintf("the request to %s names the host %s, which the "
 		    "rule `%s` denies; %s", r->host, vhost, rule,
-		    proxy_conn_rule_hint(pc, rule));
+		    proxy_conn_rule_hint(rule));
 	hr = proxy_host_rule(vhost, r->port, r->scheme);
 	why = xprintf("the request to %s names the host %s, which no rule "
 	    "allows; a request to an address may name another host only if a "
@@ -979,11 +975,14 @@ proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
 	msg = xprintf("the placeholder of secret %s was sent to %s in %s; "
 	    "it may only go to its own hosts, over TLS, so the request was "
 	    "blocked", s->name, pc->r.host, where);
+	/*
+	 * Only what happened: the jail relays this text, and advice on
+	 * binding the secret to HOST would read as agentmux's own.
+	 */
 	body = xprintf("agentmux: blocked: this request to %s carries the "
 	    "placeholder of secret %s, which only its own hosts may receive, "
-	    "over TLS; send it only to those, over https, or, if %s should "
-	    "receive it, add it to `host =` in [secret %s] in %s", pc->r.host,
-	    s->name, pc->r.host, s->name, pc->ps->config_path);
+	    "over TLS; the request was blocked and flagged to the user",
+	    pc->r.host, s->name);
 	log_warnx("%s: %s", ps->label, msg);
 	if (ps->cbs.alert != NULL)
 		ps->cbs.alert(ps->arg, "exfiltration", msg);
@@ -1292,8 +1291,8 @@ proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
 	proxy_upstream_free(pc->up);
 	pc->up = NULL;
 	if (status == 403)
-		body = xprintf("agentmux: %s (under [policy] in %s)", why,
-		    pc->ps->config_path);
+		body = xprintf("agentmux: %s (under [policy] in your "
+		    "agentmux config)", why);
 	else
 		body = xprintf("agentmux: %s", why);
 	if (status == 403) {

@@ -441,7 +441,6 @@ struct proxy_session {
 	char **secret_values;         /* NULL-terminated, for redaction */
 	struct proxy_patterns *patterns;  /* the placeholders, in every form looked for */
 	char *label;
-	char *config_path;            /* for "add `allow HOST` under [policy] in ..." */
 	struct proxy_session_cbs cbs;
 	void *arg;
 	int listen_fd;

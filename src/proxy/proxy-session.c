@@ -155,8 +155,6 @@ proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
 	ps->prompt_timeout = conf->prompt_timeout > 0 ? conf->prompt_timeout :
 	    60;
 	ps->label = xstrdup(conf->label != NULL ? conf->label : "proxy");
-	ps->config_path = xstrdup(conf->config_path != NULL ?
-	    conf->config_path : "your agentmux config");
 	if (cbs != NULL)
 		ps->cbs = *cbs;
 	ps->arg = arg;
@@ -206,7 +204,6 @@ proxy_session_free(struct proxy_session *ps)
 	proxy_policy_free(ps->policy);
 	proxy_session_free_secrets(ps);
 	free(ps->label);
-	free(ps->config_path);
 	free(ps);
 }
 

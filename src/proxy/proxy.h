@@ -195,7 +195,6 @@ struct proxy_session_conf {
 	const struct proxy_secret *secrets;
 	size_t nsecrets;
 	const char *label;             /* for log lines ("session 12") */
-	const char *config_path;       /* where [policy] rules go, for hints; NULL: "your config" */
 };
 
 /** Serves a session's listening socket. NULL + *CAUSE on error. */

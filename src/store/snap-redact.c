@@ -107,58 +107,128 @@ snap_redact_random(const char *s, size_t n)
 	return up && low && dig;
 }
 
+#define SNAP_REDACT_WORDS 8   /* words of a key looked at, the last ones */
+#define SNAP_REDACT_WORDLEN 32
+
 /*
- * The last two words of key K (N bytes), lower case, into LAST and PREV:
- * words end at '_', '-', '.', a space, or where lower case turns upper
- * ("apiKey" is "api key", "GITHUB_TOKEN" is "github token").
+ * The last words of key K (N bytes), lower case, into W, the last one at
+ * W[*nw - 1]: words end at '_', '-', '.', a space, or where lower case
+ * turns upper ("apiKey" is "api key", "GITHUB_TOKEN" is "github token").
  */
 static void
-snap_redact_key_words(const char *k, size_t n, char *last, char *prev,
-    size_t cap)
+snap_redact_key_words(const char *k, size_t n,
+    char w[SNAP_REDACT_WORDS][SNAP_REDACT_WORDLEN], size_t *nw)
 {
 	size_t i, len = 0;
 	bool split;
 
-	*last = *prev = '\0';
+	*nw = 0;
 	for (i = 0; i < n; i++) {
 		split = !isalnum((unsigned char)k[i]) || (i > 0 &&
 		    islower((unsigned char)k[i - 1]) &&
 		    isupper((unsigned char)k[i]));
-		if (split && len > 0) {
-			memcpy(prev, last, cap);
+		if (split)
 			len = 0;
-			*last = '\0';
-		}
-		if (!isalnum((unsigned char)k[i]) || len + 1 >= cap)
+		if (!isalnum((unsigned char)k[i]) || len + 1 >= SNAP_REDACT_WORDLEN)
 			continue;
-		last[len++] = (char)tolower((unsigned char)k[i]);
-		last[len] = '\0';
+		if (len == 0) {
+			if (*nw == SNAP_REDACT_WORDS) {
+				memmove(w[0], w[1], sizeof w[0] *
+				    (SNAP_REDACT_WORDS - 1));
+				(*nw)--;
+			}
+			(*nw)++;
+		}
+		w[*nw - 1][len++] = (char)tolower((unsigned char)k[i]);
+		w[*nw - 1][len] = '\0';
 	}
 }
 
-/* Whether key K (N bytes) names a credential: api_key, GITHUB_TOKEN, password, clientSecret... */
+/* Whether word W is WANT or its plural ("tokens", "apiKeys"). */
 static bool
-snap_redact_credential_key(const char *k, size_t n)
+snap_redact_word_is(const char *w, const char *want)
 {
-	static const char *const lasts[] = { "token", "secret", "password",
-	    "passwd", "pwd", "passphrase", "credential", "credentials", "cookie",
-	    "auth", "authorization", "apikey", "bearer", "pat" };
-	static const char *const keys[] = { "api", "access", "private",
-	    "secret", "signing", "encryption", "client", "license", "auth",
-	    "master", "session", "ssh", "account" };
-	char last[32], prev[32];
+	size_t n = strlen(want);
+
+	return strncmp(w, want, n) == 0 && (w[n] == '\0' ||
+	    (w[n] == 's' && w[n + 1] == '\0'));
+}
+
+/* Whether W names a credential: token, secret, password, key... or their plurals. */
+static bool
+snap_redact_credential_word(const char *w)
+{
+	static const char *const words[] = { "token", "secret", "password",
+	    "passwd", "pwd", "passphrase", "credential", "cookie", "auth",
+	    "authorization", "apikey", "bearer", "pat", "key" };
 	size_t i;
 
-	snap_redact_key_words(k, n, last, prev, sizeof last);
-	for (i = 0; i < nitems(lasts); i++)
-		if (strcmp(last, lasts[i]) == 0)
-			return true;
-	if (strcmp(last, "key") != 0)
-		return false;
-	for (i = 0; i < nitems(keys); i++)
-		if (strcmp(prev, keys[i]) == 0)
+	for (i = 0; i < nitems(words); i++)
+		if (snap_redact_word_is(w, words[i]))
 			return true;
 	return false;
+}
+
+/*
+ * How key K (N bytes) names a credential. SNAP_REDACT_KEY: its last word
+ * does (api_key, GITHUB_TOKEN, hmacKey, apiKeys), unless it is a key that
+ * the word before makes harmless ("primary key", "sortKey"); every value
+ * under it is hidden. SNAP_REDACT_RANDOM: a credential word is elsewhere in
+ * it (secret_key_base, apiKeyHelper, awsAuthRefresh); only a value that
+ * looks like key material is hidden, so commands stay visible. Else
+ * SNAP_REDACT_ALWAYS, meaning not a credential.
+ */
+static enum snap_redact_check
+snap_redact_credential_key(const char *k, size_t n)
+{
+	static const char *const harmless[] = { "public", "primary",
+	    "foreign", "sort", "partition", "idempotency", "cache" };
+	char w[SNAP_REDACT_WORDS][SNAP_REDACT_WORDLEN] = { { 0 } };
+	const char *last, *prev;
+	size_t i, nw;
+
+	snap_redact_key_words(k, n, w, &nw);
+	if (nw == 0)
+		return SNAP_REDACT_ALWAYS;
+	last = w[nw - 1];
+	prev = nw > 1 ? w[nw - 2] : "";
+	if (snap_redact_credential_word(last)) {
+		if (!snap_redact_word_is(last, "key"))
+			return SNAP_REDACT_KEY;
+		for (i = 0; i < nitems(harmless); i++)
+			if (strcmp(prev, harmless[i]) == 0)
+				return SNAP_REDACT_RANDOM;
+		return SNAP_REDACT_KEY;
+	}
+	for (i = 0; i + 1 < nw; i++)
+		if (snap_redact_credential_word(w[i]))
+			return SNAP_REDACT_RANDOM;
+	return SNAP_REDACT_ALWAYS;
+}
+
+/*
+ * Whether value V (N bytes) looks like key material: random-looking, or 32
+ * or more hex digits, or of lower case and digits (key-3ax6..., a Rails
+ * secret_key_base), which snap_redact_random alone lets through.
+ */
+static bool
+snap_redact_material(const char *s, size_t n)
+{
+	bool hex = true, low = true, alpha = false, dig = false;
+	size_t i;
+
+	if (n >= 16 && snap_redact_random(s, n))
+		return true;
+	if (n < 32)
+		return false;
+	for (i = 0; i < n; i++) {
+		hex = hex && isxdigit((unsigned char)s[i]);
+		low = low && (islower((unsigned char)s[i]) ||
+		    isdigit((unsigned char)s[i]) || s[i] == '-' || s[i] == '_');
+		alpha |= isalpha((unsigned char)s[i]) != 0;
+		dig |= isdigit((unsigned char)s[i]) != 0;
+	}
+	return hex || (low && alpha && dig);
 }
 
 /* Whether pattern I's match M at P is to be hidden. */
@@ -168,6 +238,7 @@ snap_redact_hides(size_t i, const char *p, const regmatch_t *m)
 	int g = snap_redact_patterns[i].group, kg = snap_redact_patterns[i].key;
 	const char *v = p + m[g].rm_so;
 	size_t n = (size_t)(m[g].rm_eo - m[g].rm_so);
+	enum snap_redact_check kc;
 
 	if (m[g].rm_so == -1)
 		return false;
@@ -175,9 +246,12 @@ snap_redact_hides(size_t i, const char *p, const regmatch_t *m)
 	case SNAP_REDACT_ALWAYS:
 		return true;
 	case SNAP_REDACT_KEY:
-		return m[kg].rm_so != -1 && snap_redact_credential_key(p +
-		    m[kg].rm_so, (size_t)(m[kg].rm_eo - m[kg].rm_so)) &&
-		    !snap_redact_harmless(v, n);
+		if (m[kg].rm_so == -1 || snap_redact_harmless(v, n))
+			return false;
+		kc = snap_redact_credential_key(p + m[kg].rm_so,
+		    (size_t)(m[kg].rm_eo - m[kg].rm_so));
+		return kc == SNAP_REDACT_KEY || (kc == SNAP_REDACT_RANDOM &&
+		    snap_redact_material(v, n));
 	case SNAP_REDACT_VALUE:
 		return !snap_redact_harmless(v, n);
 	case SNAP_REDACT_RANDOM:

@@ -323,6 +323,25 @@ tui_session_undo_clear(struct tui *t)
 	t->undo_project = NULL;
 }
 
+/*
+ * A session started (or restarted) in the project of a waiting undo cancels
+ * it, and says so: the undo would wait for that session too and then roll
+ * back its work, hours later, with nobody asked. So the undo only ever waits
+ * for the sessions that ran when it was confirmed.
+ */
+void
+tui_session_undo_cancel(struct tui *t, const struct tui_pane *wp)
+{
+	if (t->undo_commit == NULL || !tui_session_blocks_undo(wp,
+	    t->undo_session, t->undo_project))
+		return;
+	tui_message(t, true, "the undo of session %lld is cancelled: session "
+	    "%d started in its project, and the undo would roll back its work "
+	    "too; undo again once it has stopped", (long long)t->undo_session,
+	    wp->num);
+	tui_session_undo_clear(t);
+}
+
 /* Runs the waiting undo once none of this dashboard's sessions writes the project any more. */
 void
 tui_session_undo_resume(struct tui *t)

@@ -548,6 +548,7 @@ void tui_session_open(struct tui *, int64_t id);
 void tui_session_draw(struct tui *, const struct tui_rect *);
 bool tui_session_key(struct tui *, const struct tui_key *);
 void tui_session_undo_resume(struct tui *);
+void tui_session_undo_cancel(struct tui *, const struct tui_pane *);
 void tui_history_free(struct tui *);
 
 /* tui-text.c */

@@ -191,6 +191,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	wp->exited = false;
 	wp->done = false;
 	wp->status = 0;
+	tui_session_undo_cancel(t, wp);
 	return true;
 }
 

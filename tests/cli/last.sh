@@ -46,6 +46,14 @@ grep -q $'\033' "$T/err" && bad "the chosen session's project went to stderr wit
 (cd "$T/out" && "$AMX" show last >/dev/null 2>"$T/err") || bad "show last outside a project failed"
 grep -q "last is session $idb .*the last of all" "$T/err" || bad "show last outside did not choose $idb: $(cat -v "$T/err")"
 
+# A symlink in b to a (an agent in b can make one): "last" is refused, naming both, and a is left alone.
+ln -s "$A" "$B/vendor"
+(cd "$B/vendor" && "$AMX" undo last >/dev/null 2>"$T/err") && bad "undo last through b/vendor -> a did not refuse"
+grep -q 'ambiguous here: .*/a-b.*/a.*name the session by its id' "$T/err" ||
+	bad "undo last through b/vendor did not name both projects: $(cat -v "$T/err")"
+[ "$(cat "$A/f")" = from-a ] || bad "undo last through b/vendor undid a's session"
+rm "$B/vendor"
+
 # undo last in a puts a back, leaves b alone.
 (cd "$A" && "$AMX" undo last >/dev/null 2>"$T/err") || bad "undo last in a failed: $(cat "$T/err")"
 [ "$(cat "$A/f")" = base ] || bad "undo last in a did not put a back"

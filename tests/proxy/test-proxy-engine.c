@@ -789,6 +789,11 @@ test_secret_cleartext(void **state)
 	eng_expect_out(e, "[403]");
 	eng_expect_out(e, "placeholder of secret CLEARKEY, which only its own "
 	    "hosts may receive, over TLS");
+	/* The jail relays this text: no advice to bind the secret to HOST. */
+	eng_expect_out(e, "blocked and flagged");
+	assert_null(strstr(e->out, "host ="));
+	assert_null(strstr(e->out, "[secret"));
+	assert_null(strstr(e->out, "config"));
 	eng_run(e, CURL "-H \"Authorization: Bearer $PH\" "
 	    "http://127.0.0.1:$PP/c2 -w ' [%%{http_code}]'");
 	eng_expect_out(e, "[403]");

@@ -352,6 +352,8 @@ test_setid_not_applied(void **state)
 	free(out);
 }
 
+#define HEX32 "3f9a0c2e7b1d4a6f8e0c9b7a5d3e1f20"
+
 static void
 test_redact_lines(void **state)
 {
@@ -392,6 +394,28 @@ test_redact_lines(void **state)
 		{ "+  client_secret: \"abcdefgh\"", "+  client_secret: \"[REDACTED]\"" },
 		{ "+x-api-key: abcdefgh", "+x-api-key: [REDACTED]" },
 		{ "+prefix" SECRET "suffix", "+prefix[REDACTED]suffix" },
+		/* Any key, or a plural of a credential word, under any name. */
+		{ "+MAILGUN_KEY=key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+		  "+MAILGUN_KEY=[REDACTED]" },
+		{ "+{\"key\": \"3f9a0c2e7b1d4a6f8e0c9b7a5d3e1f20\"}",
+		  "+{\"key\": \"[REDACTED]\"}" },
+		{ "+{\"hmacKey\": \"" HEX32 HEX32 "\"}",
+		  "+{\"hmacKey\": \"[REDACTED]\"}" },
+		{ "+{\"secret_key_base\": \"" HEX32 HEX32 HEX32 HEX32 "\"}",
+		  "+{\"secret_key_base\": \"[REDACTED]\"}" },
+		{ "+tokens: abcd1234", "+tokens: [REDACTED]" },
+		{ "+secrets = s3cr3tval", "+secrets = [REDACTED]" },
+		{ "+{\"passwords\": \"hunter22\"}",
+		  "+{\"passwords\": \"[REDACTED]\"}" },
+		{ "+{\"apiKeys\": \"k3yv4lu3z\"}",
+		  "+{\"apiKeys\": \"[REDACTED]\"}" },
+		/* Commands and harmless keys stay visible. */
+		{ "+{\"apiKeyHelper\": \"~/bin/get-key.sh\"}",
+		  "+{\"apiKeyHelper\": \"~/bin/get-key.sh\"}" },
+		{ "+{\"awsAuthRefresh\": \"aws sso login\"}",
+		  "+{\"awsAuthRefresh\": \"aws sso login\"}" },
+		{ "+primary_key = user_id", "+primary_key = user_id" },
+		{ "+sortKey: createdAt", "+sortKey: createdAt" },
 	};
 	char *secrets[] = { (char *)SECRET }, *out;
 	size_t i;
