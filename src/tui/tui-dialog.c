@@ -194,34 +194,63 @@ tui_new_start(struct tui *t)
 	tui_redraw(t);
 }
 
-/* The subdirectories of DIR (itself no symlink) whose names start with BASE, symlinks left out: names only are read; hidden ones if BASE asks. */
-static void
+/*
+ * A project is the agent's to fill, and Tab is answered inside the event
+ * loop: so much of a directory is read, and so many matches kept, at most.
+ */
+#define TUI_NEW_READ_MAX 10000
+#define TUI_NEW_MATCH_MAX 200
+/* The note lists names up to about what its four lines show. */
+#define TUI_NEW_NOTE_MAX (4 * 70)
+
+/* Whether entry DE of D is a directory (a symlink is not); stats only if readdir cannot say. */
+static bool
+tui_new_is_dir(DIR *d, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode);
+}
+
+/*
+ * The subdirectories of DIR (itself no symlink) whose names start with
+ * BASE, symlinks left out: names only are read; hidden ones if BASE asks.
+ * Returns false if DIR was too big to read to the end: OUT is then a part.
+ */
+AM_TESTABLE bool
 tui_new_matches(const char *dir, const char *base, struct strv *out)
 {
 	DIR *d;
 	struct dirent *de;
-	struct stat st;
-	size_t len = strlen(base);
+	size_t len = strlen(base), nread = 0;
+	bool whole = true;
 	int fd;
 
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) ==
 	    -1)
-		return;
+		return true;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return;
+		return true;
 	}
 	while ((de = readdir(d)) != NULL) {
+		if (nread++ == TUI_NEW_READ_MAX || out->n == TUI_NEW_MATCH_MAX) {
+			whole = false;
+			break;
+		}
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0 ||
 		    (de->d_name[0] == '.' && base[0] != '.') ||
 		    strncmp(de->d_name, base, len) != 0)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
-		    0 && S_ISDIR(st.st_mode))
+		if (tui_new_is_dir(d, de))
 			strv_add(out, de->d_name);
 	}
 	closedir(d);
+	return whole;
 }
 
 /* How long a prefix all of V share. */
@@ -244,20 +273,27 @@ tui_new_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names found, quoted, as the note under the dir. */
+/*
+ * The names found, quoted, as the note under the dir: as many as its lines
+ * show, then "and more" (also if WHOLE is false: the dir was not all read).
+ */
 static void
-tui_new_list(struct tui *t, const struct strv *m)
+tui_new_list(struct tui *t, const struct strv *m, bool whole)
 {
 	struct buf b;
 	char *q;
 	size_t i;
 
 	buf_init(&b);
-	for (i = 0; i < m->n; i++) {
+	if (!whole)
+		buf_adds(&b, "too many entries to list all: ");
+	for (i = 0; i < m->n && b.len < TUI_NEW_NOTE_MAX; i++) {
 		q = quote_name(m->v[i]);
 		buf_printf(&b, "%s%s/", i > 0 ? "  " : "", q);
 		free(q);
 	}
+	if (i < m->n || !whole)
+		buf_adds(&b, "  and more");
 	tui_new_note(t, false, b.data);
 	buf_free(&b);
 }
@@ -267,7 +303,7 @@ tui_new_list(struct tui *t, const struct strv *m)
  * is completed (with a slash), several to what they share, and listed
  * if that adds nothing.
  */
-static void
+AM_TESTABLE void
 tui_new_complete(struct tui *t)
 {
 	char *text = tui_new_expand(t->new_dir.text.data != NULL ?
@@ -276,17 +312,25 @@ tui_new_complete(struct tui *t)
 	    t->new_dir.text.data : "");
 	struct strv m;
 	size_t common, blen;
+	bool whole;
 
 	strv_init(&m);
 	slash = strrchr(text, '/');
 	dir = slash == NULL ? xstrdup(".") : slash == text ? xstrdup("/") :
 	    xstrndup(text, (size_t)(slash - text));
 	base = slash == NULL ? text : slash + 1;
-	tui_new_matches(dir, base, &m);
+	whole = tui_new_matches(dir, base, &m);
 	blen = strlen(base);
-	if (m.n == 0)
+	if (m.n == 0 && !whole)
+		tui_new_note(t, true, "that directory is too big to look through: "
+		    "type more of the name");
+	else if (m.n == 0)
 		tui_new_note(t, true, "no directory there starts with that");
-	else {
+	else if (!whole) {
+		/* What was not read may share less: nothing is completed. */
+		qsort(m.v, m.n, sizeof *m.v, tui_new_cmp);
+		tui_new_list(t, &m, false);
+	} else {
 		qsort(m.v, m.n, sizeof *m.v, tui_new_cmp);
 		common = tui_new_common(&m);
 		/* The user's own words are kept (~ stays ~): only the rest is added. */
@@ -298,7 +342,7 @@ tui_new_complete(struct tui *t)
 		if (m.n == 1)
 			tui_new_note(t, false, NULL);
 		else if (common == blen)
-			tui_new_list(t, &m);
+			tui_new_list(t, &m, true);
 		else
 			tui_new_note(t, false, NULL);
 	}

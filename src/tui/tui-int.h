@@ -571,6 +571,9 @@ bool tui_dialog_key(struct tui *, const struct tui_key *);
 void tui_dialog_draw(struct tui *);
 void tui_dialog_free(struct tui *);
 bool tui_line_key(struct tui_line *, const struct tui_key *);
+/* For tests: Tab in the new session's dir, and what it reads. */
+void tui_new_complete(struct tui *);
+bool tui_new_matches(const char *dir, const char *base, struct strv *);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);

@@ -1,4 +1,7 @@
-/* Dashboard pieces that need no terminal: the requests filter and details, the countdown, the line editor. */
+/* Dashboard pieces that need no terminal: the requests filter and details, the countdown, the line editor, Tab in the new session dialog. */
+#include <sys/stat.h>
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +132,90 @@ test_line_editor(void **state)
 	buf_free(&l.text);
 }
 
+/*
+ * Tab on a directory the agent filled reads a bounded part of it, inside
+ * the event loop, and says so: nothing is completed that the unread rest
+ * might contradict, and the note stays a few lines.
+ */
+static void
+test_complete_big_dir(void **state)
+{
+	char *d = xprintf("%s/d", test_dir);
+	struct tui *t = xcalloc(1, sizeof *t);
+	struct strv m;
+	char path[4096];
+	int i;
+
+	/* Mostly files: they count as entries read and are quick to remove. */
+	assert_int_equal(mkdir(d, 0700), 0);
+	for (i = 0; i < 20000; i++) {
+		snprintf(path, sizeof path, "%s/%c%05d", d, i < 1000 ? 'd' : 'f',
+		    i);
+		if (i < 1000)
+			assert_int_equal(mkdir(path, 0700), 0);
+		else
+			test_write_file(path, "");
+	}
+	strv_init(&m);
+	assert_false(tui_new_matches(d, "", &m));
+	assert_true(m.n <= 200);
+	strv_free(&m);
+	buf_init(&t->new_dir.text);
+	buf_printf(&t->new_dir.text, "%s/", d);
+	tui_new_complete(t);
+	snprintf(path, sizeof path, "%s/", d);
+	assert_string_equal(t->new_dir.text.data, path);
+	assert_non_null(t->new_note);
+	assert_true(strlen(t->new_note) < 2048);
+	assert_non_null(strstr(t->new_note, "and more"));
+	/* Too big to search a name in: said so, not "no such directory". */
+	buf_reset(&t->new_dir.text);
+	buf_printf(&t->new_dir.text, "%s/x", d);
+	tui_new_complete(t);
+	assert_string_equal(t->new_note, "that directory is too big to look "
+	    "through: type more of the name");
+	free(t->new_note);
+	buf_free(&t->new_dir.text);
+	free(t);
+	free(d);
+}
+
+/* A small directory is still read whole: one match completes, several share a prefix. */
+static void
+test_complete_small_dir(void **state)
+{
+	const char *tmp = test_dir;
+	char *want;
+	struct tui *t = xcalloc(1, sizeof *t);
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/alpha", tmp);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/alps", tmp);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof path, "%s/beta", tmp);
+	assert_int_equal(mkdir(path, 0700), 0);
+	buf_init(&t->new_dir.text);
+	buf_printf(&t->new_dir.text, "%s/a", tmp);
+	tui_new_complete(t);
+	want = xprintf("%s/alp", tmp);
+	assert_string_equal(t->new_dir.text.data, want);
+	free(want);
+	tui_new_complete(t);
+	assert_non_null(t->new_note);
+	assert_null(strstr(t->new_note, "and more"));
+	assert_non_null(strstr(t->new_note, "alpha/"));
+	buf_reset(&t->new_dir.text);
+	buf_printf(&t->new_dir.text, "%s/b", tmp);
+	tui_new_complete(t);
+	want = xprintf("%s/beta/", tmp);
+	assert_string_equal(t->new_dir.text.data, want);
+	free(want);
+	free(t->new_note);
+	buf_free(&t->new_dir.text);
+	free(t);
+}
+
 int
 main(void)
 {
@@ -137,6 +224,10 @@ main(void)
 		cmocka_unit_test(test_details),
 		cmocka_unit_test(test_countdown),
 		cmocka_unit_test(test_line_editor),
+		cmocka_unit_test_setup_teardown(test_complete_big_dir,
+		    test_dir_setup, test_dir_teardown),
+		cmocka_unit_test_setup_teardown(test_complete_small_dir,
+		    test_dir_setup, test_dir_teardown),
 	};
 
 	return test_run_group(tests, NULL, NULL);
