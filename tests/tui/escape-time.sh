@@ -32,7 +32,7 @@ SOCK=$SOCK-long
 # ---- escape_time = 10000: ESC then the prefix a second later is Alt+prefix ----
 printf '[ui]\nescape_time = 10000\n' >"$XDG_CONFIG_HOME/agentmux/config"
 start_dashboard -- cat -v
-wait_for '1:shell\* running' 30 || fail "no status bar with the second cat session"
+wait_for '[0-9]+:shell\* running' 30 || fail "no status bar with the second cat session"
 keys Escape
 sleep 1
 scr | grep -q '\^\[' && fail "escape_time = 10000: ESC was taken alone within a second"
