@@ -165,19 +165,6 @@ proxy_secret_placeholder_keyed(const unsigned char *key, const char *name,
 
 /* ---- the placeholder key: PROXY_SECRET_KEY_FILE in the data dir ---- */
 
-/* The value of hex digit C, or -1. */
-static int
-proxy_secret_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Parses 64 hex digits and an optional newline from TEXT into KEY. */
 static int
 proxy_secret_key_parse(const char *text, size_t len, unsigned char *key)
@@ -190,8 +177,8 @@ proxy_secret_key_parse(const char *text, size_t len, unsigned char *key)
 	if (len != PROXY_SECRET_KEY_LEN * 2)
 		return -1;
 	for (i = 0; i < PROXY_SECRET_KEY_LEN; i++) {
-		if ((hi = proxy_secret_hex(text[2 * i])) == -1 ||
-		    (lo = proxy_secret_hex(text[2 * i + 1])) == -1)
+		if ((hi = proxy_hexval((unsigned char)text[2 * i])) == -1 ||
+		    (lo = proxy_hexval((unsigned char)text[2 * i + 1])) == -1)
 			return -1;
 		key[i] = (unsigned char)(hi << 4 | lo);
 	}
