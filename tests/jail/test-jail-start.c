@@ -601,10 +601,13 @@ count(struct jail *j)
 static void
 test_count(void **state)
 {
+	/* "ready" once the orphan's megabyte is written too (it races on). */
 	char *argv[] = { "sh", "-c", "head -c 3000000 /dev/zero >a; "
 	    "sh -c 'head -c 1000000 /dev/zero >b & exit 0'; "
 	    "cp /bin/sh xsh && chmod 111 xsh && "
-	    "./xsh -c 'head -c 2000000 /dev/zero >c; echo ready; sleep 60'",
+	    "./xsh -c 'head -c 2000000 /dev/zero >c; "
+	    "while [ \"$(wc -c <b)\" -lt 1000000 ]; do sleep 0.05; done; "
+	    "echo ready; sleep 60'",
 	    NULL };
 	struct jail_written w;
 	char *cause = NULL, *line;
