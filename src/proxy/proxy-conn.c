@@ -41,6 +41,7 @@ struct proxy_req {
 	int port;
 	char *path;                 /* normalised: what policy judged and what goes up */
 	char *match;                /* its path part, without the query: what rules match */
+	char *slashed;              /* match with "%2F" read as '/', or NULL: judged too */
 	char version[32];
 	char *req_headers;          /* as recorded: made once the request is on its way */
 	char *resp_headers;
@@ -108,6 +109,8 @@ static void proxy_conn_pump(struct proxy_conn *);
 static void proxy_conn_forward(struct proxy_conn *);
 static void proxy_conn_ready(struct proxy_conn *);
 static int proxy_conn_relay_failed(struct proxy_conn *, bool);
+static enum proxy_verdict proxy_conn_policy(struct proxy_conn *,
+    const char *, const char **);
 
 /* Sets STATE and the client's timeouts that go with it. */
 static void
@@ -180,6 +183,7 @@ proxy_conn_req_clear(struct proxy_req *r)
 	free(r->host);
 	free(r->path);
 	free(r->match);
+	free(r->slashed);
 	free(r->req_headers);
 	free(r->resp_headers);
 	free(r->rule);
@@ -568,8 +572,7 @@ proxy_conn_wake(struct proxy_conn *pc)
 		return;
 	if (answer == 2) {
 		/* The answer's rule may not cover this one: asked anew if not. */
-		proxy_conn_decide(pc, proxy_policy_check(pc->ps->policy,
-		    pc->r.host, pc->r.port, pc->r.method, pc->r.match, &rule),
+		proxy_conn_decide(pc, proxy_conn_policy(pc, pc->r.host, &rule),
 		    rule);
 		return;
 	}
@@ -652,7 +655,32 @@ proxy_conn_normalise(struct proxy_req *r)
 	free(r->path);
 	r->path = norm;
 	r->match = xstrndup(norm, len);
+	r->slashed = proxy_path_slash_reading(r->match);
 	return NULL;
+}
+
+/*
+ * The verdict on the request to HOST: its path as it is and, where it holds
+ * "%2F", as a server that decodes that reads it; the stricter one.
+ */
+static enum proxy_verdict
+proxy_conn_policy(struct proxy_conn *pc, const char *host, const char **rule)
+{
+	struct proxy_req *r = &pc->r;
+	enum proxy_verdict v, v2;
+	const char *rule2 = NULL;
+
+	v = proxy_policy_check(pc->ps->policy, host, r->port, r->method,
+	    r->match, rule);
+	if (r->slashed == NULL || v == PROXY_DENY)
+		return v;
+	v2 = proxy_policy_check(pc->ps->policy, host, r->port, r->method,
+	    r->slashed, &rule2);
+	if (v2 == PROXY_DENY || (v2 == PROXY_UNKNOWN && v != PROXY_UNKNOWN)) {
+		*rule = rule2;
+		return v2;
+	}
+	return v;
 }
 
 /* Host, port and path of the request, from the URL or the tunnel. */
@@ -872,8 +900,7 @@ proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
 	enum proxy_verdict v;
 	char *hr, *why;
 
-	v = proxy_policy_check(pc->ps->policy, vhost, r->port, r->method,
-	    r->match, &rule);
+	v = proxy_conn_policy(pc, vhost, &rule);
 	if (v == PROXY_ALLOW || v == PROXY_TUNNEL)
 		return NULL;
 	if (v == PROXY_DENY)
@@ -1073,8 +1100,7 @@ proxy_conn_judge(struct proxy_conn *pc)
 		free(why);
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->host, r->port, r->method,
-	    r->match, &rule);
+	v = proxy_conn_policy(pc, r->host, &rule);
 	proxy_conn_decide(pc, v, rule);
 }
 

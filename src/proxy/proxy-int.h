@@ -136,13 +136,20 @@ int proxy_hexval(int c);
  * TARGET ("/path?query") with its path normalised as policy judges it:
  * escapes of unreserved characters decoded (others in upper case), "." and
  * ".." segments removed, repeated slashes folded; the query as it was.
- * *PATHLEN is the length of the path part. NULL with *WHY (static) when
- * the path cannot be normalised: an encoded '/' or '\', NUL, a backslash,
- * a '%' that starts no escape, a double-encoded '.', '/' or '\', "..;"
- * segments. Caller frees.
+ * An encoded '/' stays "%2F" (part of a name), provided the path read with
+ * it decoded has no empty or dot segment either. *PATHLEN is the length of
+ * the path part. NULL with *WHY (static) when the path cannot be
+ * normalised: an encoded '\' or NUL, a backslash, a '%' that starts no
+ * escape, a double-encoded '.', '/' or '\', "..;" segments, a "%2F" that
+ * decoded makes an empty or dot segment. Caller frees.
  */
 char *proxy_path_normalise(const char *target, size_t *pathlen,
     const char **why);
+/**
+ * MATCH (a normalised path) as a server that decodes "%2F" reads it, or
+ * NULL if it holds none: policy must allow both readings. Caller frees.
+ */
+char *proxy_path_slash_reading(const char *match);
 
 /* ---- looking for placeholders (proxy-scan.c) ---- */
 

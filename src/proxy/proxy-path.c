@@ -68,8 +68,13 @@ proxy_path_decode(const char *p, size_t len, struct buf *out)
 		c = hi * 16 + lo;
 		if (c == 0)
 			return "an encoded NUL (%00) in the path";
-		if (c == '/' || c == '\\')
-			return "an encoded '/' or '\\' (%2F, %5C) in the path";
+		if (c == '\\')
+			return "an encoded '\\' (%5C) in the path";
+		/*
+		 * An encoded '/' stays encoded: to a server that does not
+		 * decode it, it is part of a name (npm's "@scope%2Fname"); the
+		 * reading of a server that does is judged too (slash_reading).
+		 */
 		if (proxy_path_unreserved(c))
 			buf_addc(out, (char)c);
 		else {
@@ -141,18 +146,13 @@ proxy_path_segments(const char *d, struct buf *out)
 	return NULL;
 }
 
-/*
- * True if P[0..LEN) (starting with '/') is normal already: no escape, no
- * backslash, no empty, "." or ".." segment, no "..;". Most paths are.
- */
+/* True if P[0..LEN) (starting with '/') has no empty, "." or ".." segment, no "..;". */
 static bool
-proxy_path_is_normal(const char *p, size_t len)
+proxy_path_segments_normal(const char *p, size_t len)
 {
 	size_t i, seg = 1;
 
 	for (i = 1; i <= len; i++) {
-		if (i < len && (p[i] == '%' || p[i] == '\\'))
-			return false;
 		if (i < len && p[i] != '/')
 			continue;
 		if ((i == seg && i < len) || proxy_path_dots(p + seg, i - seg) != 0)
@@ -160,6 +160,60 @@ proxy_path_is_normal(const char *p, size_t len)
 		seg = i + 1;
 	}
 	return true;
+}
+
+/*
+ * True if P[0..LEN) (starting with '/') is normal already: no escape, no
+ * backslash, no empty, "." or ".." segment, no "..;". Most paths are.
+ */
+static bool
+proxy_path_is_normal(const char *p, size_t len)
+{
+	return memchr(p, '%', len) == NULL && memchr(p, '\\', len) == NULL &&
+	    proxy_path_segments_normal(p, len);
+}
+
+char *
+proxy_path_slash_reading(const char *match)
+{
+	struct buf b;
+	const char *p;
+
+	if ((p = strstr(match, "%2F")) == NULL)
+		return NULL;
+	buf_init(&b);
+	buf_add(&b, match, (size_t)(p - match));
+	for (; *p != '\0'; p++) {
+		if (strncmp(p, "%2F", 3) == 0) {
+			buf_addc(&b, '/');
+			p += 2;
+		} else
+			buf_addc(&b, *p);
+	}
+	return buf_steal(&b);
+}
+
+/*
+ * NULL unless the path part P[0..LEN) of a normalised path, read by a
+ * server that decodes "%2F", holds an empty, "." or ".." segment.
+ */
+static const char *
+proxy_path_check_slashes(const char *p, size_t len)
+{
+	char *path = xstrndup(p, len), *slashes;
+	bool normal;
+
+	if ((slashes = proxy_path_slash_reading(path)) == NULL) {
+		free(path);
+		return NULL;
+	}
+	normal = proxy_path_segments_normal(slashes, strlen(slashes));
+	free(slashes);
+	free(path);
+	if (normal)
+		return NULL;
+	return "an encoded '/' (%2F) that a server decoding it would read as "
+	    "an empty, '.' or '..' segment";
 }
 
 char *
@@ -183,7 +237,8 @@ proxy_path_normalise(const char *target, size_t *pathlen, const char **why)
 	buf_add(&out, "", 0);
 	if ((*why = proxy_path_decode(target, len, &d)) != NULL ||
 	    (*why = proxy_path_double(d.data)) != NULL ||
-	    (*why = proxy_path_segments(d.data, &out)) != NULL) {
+	    (*why = proxy_path_segments(d.data, &out)) != NULL ||
+	    (*why = proxy_path_check_slashes(out.data, out.len)) != NULL) {
 		buf_free(&d);
 		buf_free(&out);
 		return NULL;

@@ -1,8 +1,8 @@
 /*
  * Fuzzes the path normaliser with any request target. A path it accepts
  * must be in the form policy assumes: starting with '/', no empty, "." or
- * ".." segments, no escape of an unreserved character, no encoded '/',
- * '\' or NUL, nothing a second decoding would turn into '.', '/' or '\',
+ * ".." segments, no escape of an unreserved character, no encoded '\' or
+ * NUL, none of those either when an encoded '/' is read as one, nothing a second decoding would turn into '.', '/' or '\',
  * escapes in upper case; normalising it again changes nothing;
  * the query is the input's, byte for byte.
  */
@@ -35,16 +35,34 @@ fuzz_path_escape(const char *p)
 	int c = hi * 16 + lo;
 
 	if (hi == -1 || lo == -1 || (p[1] >= 'a' && p[1] <= 'f') ||
-	    (p[2] >= 'a' && p[2] <= 'f') || c == 0 || c == '/' || c == '\\' ||
+	    (p[2] >= 'a' && p[2] <= 'f') || c == 0 || c == '\\' ||
 	    fuzz_path_unreserved(c))
 		abort();
+}
+
+/* Aborts if the path part P[0..LEN) has an empty segment (but a last), "." or "..". */
+static void
+fuzz_path_segments(const char *p, size_t len)
+{
+	size_t start, n;
+
+	for (start = 1; start <= len; start += n + 1) {
+		for (n = 0; start + n < len && p[start + n] != '/'; n++)
+			;
+		if (n == 0 && start + n < len)
+			abort();
+		if ((n == 1 && p[start] == '.') ||
+		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
+			abort();
+	}
 }
 
 /* Aborts unless the path part P[0..LEN) is in normal form. */
 static void
 fuzz_path_check(const char *p, size_t len)
 {
-	size_t i, start, n;
+	char *path, *slashed;
+	size_t i;
 
 	if (len == 0 || p[0] != '/')
 		abort();
@@ -63,15 +81,13 @@ fuzz_path_check(const char *p, size_t len)
 			abort();
 	}
 	/* No empty segment but after a final '/', none "." or "..". */
-	for (start = 1; start <= len; start += n + 1) {
-		for (n = 0; start + n < len && p[start + n] != '/'; n++)
-			;
-		if (n == 0 && start + n < len)
-			abort();
-		if ((n == 1 && p[start] == '.') ||
-		    (n == 2 && p[start] == '.' && p[start + 1] == '.'))
-			abort();
-	}
+	fuzz_path_segments(p, len);
+	/* Nor in the reading of a server that decodes "%2F". */
+	path = xstrndup(p, len);
+	if ((slashed = proxy_path_slash_reading(path)) != NULL)
+		fuzz_path_segments(slashed, strlen(slashed));
+	free(slashed);
+	free(path);
 }
 
 int

@@ -269,6 +269,13 @@ except urllib.error.HTTPError as e:
 has "$out" "^403" && ok "issue 15: python: /%73ecret is /secret" || bad "issue 15: escapes: $out"
 i15 encslash -- curl -sS --max-time 20 "http://127.0.0.1:$PP/pub/..%2fsecret/e11" -w ' [%{http_code}]'
 has "$out" "\[400\]" && ok "issue 15: curl: an encoded '/' is refused" || bad "issue 15: encoded slash: $out"
+# An encoded '/' inside a name (npm's scoped packages: GET /@scope%2fname) goes up as
+# it came; the reading of a server that decodes it is judged too.
+i15 scoped -- curl -sS --max-time 20 "https://127.0.0.1:$HP/@scope%2fname" -w ' [%{http_code}]'
+has "$out" "\[200\]" && grep -q "/@scope%2Fname" "$SEEN" && ok "npm: a scoped package's name (@scope%2fname) passes" ||
+	bad "npm: scoped package name: $out"
+i15 encdeny -- curl -sS --max-time 20 "https://127.0.0.1:$HP/secret%2fe14" -w ' [%{http_code}]'
+has "$out" "\[403\]" && ok "issue 15: curl: /secret%2f is judged as /secret/ too" || bad "issue 15: encoded slash deny: $out"
 grep -q "secret/e" "$SEEN" && bad "issue 15: a path around the rules reached the upstream: $(grep 'secret/e' "$SEEN")"
 # Finding 4: the user's path deny beats a port allow.
 out=$(run --allow "127.0.0.1:$HP" --deny "127.0.0.1 * /secret/" -- curl -sS --max-time 20 "https://127.0.0.1:$HP/secret/e12" -w ' [%{http_code}]' 2>&1)

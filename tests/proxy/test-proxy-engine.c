@@ -914,8 +914,8 @@ test_paths(void **state)
 	eng_expect_out(e, "[403]");
 	eng_run(e, PCURL "http://127.0.0.1:$PP/pub/..%%2fsecret/p5");
 	eng_expect_out(e, "[400]");
-	eng_expect_out(e, "malformed request: an encoded '/' or '\\' (%2F, "
-	    "%5C) in the path");
+	eng_expect_out(e, "malformed request: an encoded '/' (%2F) that a "
+	    "server decoding it would read as an empty, '.' or '..' segment");
 	eng_run(e, PCURL "https://127.0.0.1:$HP/pub/%%00/p6");
 	eng_expect_out(e, "[400]");
 	eng_run(e, PCURL "\"https://127.0.0.1:$HP/pub/..;/secret/p7\"");
@@ -925,6 +925,18 @@ test_paths(void **state)
 	    PCURL "\"https://127.0.0.1:$HP/pub/%%7e%%41/p9?q=%%2e%%2e/../x\""), 0);
 	eng_expect_out(e, "\"path\": \"/pub/a/p8\"");
 	eng_expect_out(e, "\"path\": \"/pub/~A/p9?q=%2e%2e/../x\"");
+	/*
+	 * An encoded '/' is part of a name (npm's "@scope%2Fname") and goes up
+	 * as it came, if policy allows the path read both ways.
+	 */
+	assert_int_equal(eng_run(e, PCURL "http://127.0.0.1:$PP/pub/@s%%2fp10"),
+	    0);
+	eng_expect_out(e, "\"path\": \"/pub/@s%2Fp10\"");
+	eng_run(e, PCURL "https://127.0.0.1:$HP/secret%%2Fp11");
+	eng_expect_out(e, "[403]");
+	eng_expect_out(e, "is denied by the rule `deny 127.0.0.1:");
+	eng_run(e, PCURL "http://127.0.0.1:$PP/pub%%2Fp12");
+	eng_expect_out(e, "[403]");
 #undef PCURL
 	assert_null(strstr(eng_seen(e), "secret"));
 	assert_string_equal(eng_find(e, "/pub/a/p8")->decision, "allow");

@@ -69,6 +69,30 @@ test_normalise(void **state)
 	norm("/a//b?", "/a/b?", 4);
 	norm("/100%25/%2541", "/100%25/%2541", 13);
 	norm("/x?../../y", "/x?../../y", 2);
+	/* An encoded '/' stays one: npm's scoped packages. */
+	norm("/@scope%2fname", "/@scope%2Fname", 14);
+	norm("/a/b%2fc%2F", "/a/b%2Fc%2F", 11);
+}
+
+static void
+slashed(const char *match, const char *want)
+{
+	char *s = proxy_path_slash_reading(match);
+
+	if (want == NULL)
+		assert_null(s);
+	else
+		assert_string_equal(s, want);
+	free(s);
+}
+
+static void
+test_slash_reading(void **state)
+{
+	slashed("/a/b", NULL);
+	slashed("/@scope%2Fname", "/@scope/name");
+	slashed("/a%2Fb%2F", "/a/b/");
+	slashed("/a%2f", NULL);
 }
 
 static void
@@ -76,6 +100,11 @@ test_refused(void **state)
 {
 	refused("/pub/..%2fsecret", "encoded '/'");
 	refused("/pub/%2F", "encoded '/'");
+	refused("/%2Fsecret", "empty, '.' or '..' segment");
+	refused("/a%2F%2Fb", "empty, '.' or '..' segment");
+	refused("/a%2F.%2Fb", "empty, '.' or '..' segment");
+	refused("/a%2F..;x", "empty, '.' or '..' segment");
+	refused("/a/%2e%2E%2fb", "empty, '.' or '..' segment");
 	refused("/pub/..%5csecret", "'\\'");
 	refused("/pub/..\\secret", "backslash");
 	refused("/a%00b", "NUL");
@@ -98,6 +127,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normalise),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_slash_reading),
 	};
 
 	return test_run_group(tests, NULL, NULL);
