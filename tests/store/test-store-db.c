@@ -83,7 +83,7 @@ static void
 add_request(struct store *st, int64_t sid, const char *host,
     const char *decision)
 {
-	struct store_request r;
+	struct request r;
 
 	memset(&r, 0, sizeof r);
 	r.session_id = sid;
@@ -307,7 +307,7 @@ test_checkpoints_off_the_loop(void **state)
 	struct store *st = open_or_fail(p);
 	struct event_base *base = event_base_new();
 	int64_t sid = begin(st, "c");
-	struct store_request r;
+	struct request r;
 	struct stat sb;
 	char big[2048];
 	int i, j;
@@ -349,7 +349,7 @@ test_lists_and_resolve(void **state)
 	char *p = db_path("list.db"), *cause = NULL;
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request **rv;
+	struct request **rv;
 	struct store_session **sv;
 	int64_t a, b, id;
 	size_t n;
@@ -491,7 +491,7 @@ test_prepare_fails_degrades(void **state)
 	char *p = db_path("prepare.db");
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request **v;
+	struct request **v;
 	int64_t sid;
 	size_t n;
 
@@ -528,7 +528,7 @@ test_headers_capped(void **state)
 	char *p = db_path("headers.db");
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request r, **v;
+	struct request r, **v;
 	struct buf h;
 	size_t n;
 	int64_t sid;
