@@ -408,7 +408,7 @@ session_proxy_budget(struct session *s)
 		    "stored");
 }
 
-static void
+AM_TESTABLE void
 session_proxy_request(void *arg, const struct request *r)
 {
 	struct session *s = arg;
