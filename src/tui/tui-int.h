@@ -227,7 +227,6 @@ struct store_snapshot;
 struct session_ask;
 struct session_ctx;
 struct store;
-struct store_request;
 struct tui;
 
 /* One session shown in a pane. */
