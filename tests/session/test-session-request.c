@@ -102,7 +102,7 @@ fill(struct request *r, int64_t session, const char *host, const char *dec,
 	r->port = 443;
 	r->path = xstrdup("/p");
 	r->http_version = xstrdup("HTTP/1.1");
-	if (done) {
+	if (done && dec != NULL) {
 		r->decision = xstrdup(dec);
 		r->status = strcmp(dec, "deny") == 0 ? 403 : 200;
 		r->req_headers = xstrdup("Authorization: [redacted]\n");
