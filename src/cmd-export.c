@@ -391,12 +391,13 @@ cmd_export_json_requests(struct json *j, struct cmd_export *x)
 		r = x->req[i];
 		json_obj_begin(j);
 		cli_request_json(j, r);
-		b64 = r->req_body.data != NULL ? cmd_export_base64(r->req_body.data,
-		    r->req_body.len) : NULL;
+		b64 = r->req_body.data != NULL ?
+		    cmd_export_base64(r->req_body.data, r->req_body.len) : NULL;
 		json_kstr(j, "request_body_base64", b64);
 		free(b64);
-		b64 = r->resp_body.data != NULL ? cmd_export_base64(r->resp_body.data,
-		    r->resp_body.len) : NULL;
+		b64 = r->resp_body.data != NULL ?
+		    cmd_export_base64(r->resp_body.data, r->resp_body.len) :
+		    NULL;
 		json_kstr(j, "response_body_base64", b64);
 		free(b64);
 		json_obj_end(j);

@@ -236,7 +236,8 @@ proxy_conn_report(struct proxy_conn *pc, bool done)
 	/* Heads become text here, after what they came with went on its way. */
 	if (r->req_head_kept && r->rec.req_headers == NULL)
 		r->rec.req_headers = proxy_msg_headers_text(&pc->rq, values);
-	if (r->resp_head_kept && r->rec.resp_headers == NULL && pc->rs.head_done)
+	if (r->resp_head_kept && r->rec.resp_headers == NULL &&
+	    pc->rs.head_done)
 		r->rec.resp_headers = proxy_msg_headers_text(&pc->rs, values);
 	/* Every record names a place, if only an empty one. */
 	if (r->rec.host == NULL)
@@ -429,13 +430,13 @@ proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 	char *body, *why;
 	enum proxy_verdict host_v;
 
-	host_v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, NULL,
-	    NULL, NULL);
+	host_v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port,
+	    NULL, NULL, NULL);
 	if (host_v == PROXY_ALLOW && strcmp(r->rec.method, "CONNECT") != 0) {
 		body = xprintf("agentmux: %s %s on %s is not allowed (%s); "
 		    "approve it in the dashboard, or add `allow %s %s` under "
-		    "[policy] in your agentmux config", r->rec.method, r->rec.path,
-		    r->rec.host, how, hr, r->rec.method);
+		    "[policy] in your agentmux config", r->rec.method,
+		    r->rec.path, r->rec.host, how, hr, r->rec.method);
 		why = xprintf("%s %s is not allowed (%s); add `allow %s %s`",
 		    r->rec.method, hr, how, hr, r->rec.method);
 	} else {
@@ -471,13 +472,15 @@ proxy_conn_rule_hint(const char *rule)
 static void
 proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 {
-	char *hr = proxy_host_rule(pc->r.rec.host, pc->r.rec.port, pc->r.rec.scheme);
+	char *hr = proxy_host_rule(pc->r.rec.host, pc->r.rec.port,
+	    pc->r.rec.scheme);
 	char *body, *why;
 
 	/* A CONNECT has no path: say "CONNECT to HOST", not "CONNECT  on HOST". */
 	if (pc->r.rec.path == NULL || *pc->r.rec.path == '\0')
 		body = xprintf("agentmux: %s to %s is denied by the rule `%s`; "
-		    "%s", pc->r.rec.method, hr, rule, proxy_conn_rule_hint(rule));
+		    "%s", pc->r.rec.method, hr, rule,
+		    proxy_conn_rule_hint(rule));
 	else
 		body = xprintf("agentmux: %s %s on %s is denied by the rule "
 		    "`%s`; %s", pc->r.rec.method, pc->r.rec.path, hr, rule,
@@ -536,8 +539,8 @@ proxy_conn_wake(struct proxy_conn *pc)
 	if (answer == 2) {
 		/* The answer's rule may not cover this one: asked anew if not. */
 		proxy_conn_decide(pc, proxy_policy_check(pc->ps->policy,
-		    pc->r.rec.host, pc->r.rec.port, pc->r.rec.method, pc->r.match, &rule),
-		    rule);
+		    pc->r.rec.host, pc->r.rec.port, pc->r.rec.method,
+		    pc->r.match, &rule), rule);
 		return;
 	}
 	if (answer > 0) {
@@ -597,8 +600,9 @@ proxy_conn_hold(struct proxy_conn *pc)
 	bool connect = strcmp(r->rec.method, "CONNECT") == 0;
 
 	proxy_conn_set_state(pc, PROXY_CONN_HELD);
-	if (proxy_session_hold(pc->ps, &pc->hold, r->rec.scheme, r->rec.host, r->rec.port,
-	    connect ? NULL : r->rec.method, connect ? NULL : r->rec.path) == -1)
+	if (proxy_session_hold(pc->ps, &pc->hold, r->rec.scheme, r->rec.host,
+	    r->rec.port, connect ? NULL : r->rec.method,
+	    connect ? NULL : r->rec.path) == -1)
 		proxy_conn_deny_unknown(pc, "too many questions are open");
 }
 
@@ -839,8 +843,8 @@ proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
 	enum proxy_verdict v;
 	char *hr, *why;
 
-	v = proxy_policy_check(pc->ps->policy, vhost, r->rec.port, r->rec.method,
-	    r->match, &rule);
+	v = proxy_policy_check(pc->ps->policy, vhost, r->rec.port,
+	    r->rec.method, r->match, &rule);
 	if (v == PROXY_ALLOW || v == PROXY_TUNNEL)
 		return NULL;
 	if (v == PROXY_DENY)
@@ -993,8 +997,9 @@ proxy_conn_on_req_body(void *arg, const char *data, size_t len)
 	int found;
 
 	if (r->rec.req_body.len < max)
-		buf_add(&r->rec.req_body, data, len < max - r->rec.req_body.len ?
-		    len : max - r->rec.req_body.len);
+		buf_add(&r->rec.req_body, data,
+		    len < max - r->rec.req_body.len ? len :
+		    max - r->rec.req_body.len);
 	/* Every byte, before it goes: proxy_conn_relay_request stops there. */
 	if (r->leak == NULL && (found = proxy_scan_feed(&pc->scan, data,
 	    len)) != -1)
@@ -1017,8 +1022,9 @@ proxy_conn_on_resp_body(void *arg, const char *data, size_t len)
 	size_t max = pc->px->max_body_record;
 
 	if (r->rec.resp_body.len < max)
-		buf_add(&r->rec.resp_body, data, len < max - r->rec.resp_body.len ?
-		    len : max - r->rec.resp_body.len);
+		buf_add(&r->rec.resp_body, data,
+		    len < max - r->rec.resp_body.len ? len :
+		    max - r->rec.resp_body.len);
 	r->rec.bytes_down += (int64_t)len;
 }
 
@@ -1040,8 +1046,8 @@ proxy_conn_judge(struct proxy_conn *pc)
 		free(why);
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, r->rec.method,
-	    r->match, &rule);
+	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port,
+	    r->rec.method, r->match, &rule);
 	proxy_conn_decide(pc, v, rule);
 }
 
@@ -1130,8 +1136,9 @@ proxy_conn_build_head(struct proxy_conn *pc)
 		}
 	}
 	if (!host)
-		buf_printf(b, "Host: %s%s%s\r\n", strchr(r->rec.host, ':') ? "[" : "",
-		    r->rec.host, strchr(r->rec.host, ':') ? "]" : "");
+		buf_printf(b, "Host: %s%s%s\r\n",
+		    strchr(r->rec.host, ':') ? "[" : "", r->rec.host,
+		    strchr(r->rec.host, ':') ? "]" : "");
 	if (r->upgrade)
 		buf_printf(b, "Connection: Upgrade\r\nUpgrade: %s\r\n",
 		    proxy_msg_get(&pc->rq, "upgrade"));
@@ -1481,8 +1488,8 @@ proxy_conn_relay_failed(struct proxy_conn *pc, bool malformed)
 	char *msg;
 
 	if (malformed)
-		msg = xprintf("%s sent a malformed response: %s", pc->r.rec.host,
-		    pc->rs.error);
+		msg = xprintf("%s sent a malformed response: %s",
+		    pc->r.rec.host, pc->rs.error);
 	else if (!pc->r.resp_started && proxy_conn_retry(pc))
 		return -1;
 	else
@@ -1663,7 +1670,8 @@ proxy_conn_tunnel_hello(struct proxy_conn *pc)
 	free(sni);
 	if (why != NULL) {
 		free(pc->r.rec.rule);
-		pc->r.rec.rule = xstrdup("SNI check (a tunnel's TLS names its host)");
+		pc->r.rec.rule = xstrdup("SNI check (a tunnel's TLS names its "
+		    "host)");
 		proxy_conn_close(pc, why);
 		free(why);
 		return -1;
@@ -1835,8 +1843,8 @@ proxy_conn_connect(struct proxy_conn *pc)
 		proxy_conn_block_leak(pc, "the CONNECT target");
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, NULL, NULL,
-	    &rule);
+	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, NULL,
+	    NULL, &rule);
 	if (v == PROXY_TUNNEL)
 		proxy_conn_tunnel(pc, rule);
 	else if (v == PROXY_ALLOW || (v == PROXY_UNKNOWN && pc->ps->ask &&
