@@ -165,7 +165,7 @@ cli_iso_time(char *buf, size_t len, int64_t ms)
 }
 
 void
-cli_request_json(struct json *j, const struct store_request *r)
+cli_request_json(struct json *j, const struct request *r)
 {
 	char t[40];
 

@@ -134,12 +134,12 @@ int64_t cli_last_here(struct store *, char **cause);
 /** Formats a millisecond time as ISO 8601 UTC with milliseconds. */
 const char *cli_iso_time(char *buf, size_t len, int64_t ms);
 struct json;
-struct store_request;
+struct request;
 /**
  * Writes a recorded request's fields (not its bodies) into the open JSON
  * object: the one shape of `requests --json` and `export --format json`.
  */
-void cli_request_json(struct json *, const struct store_request *);
+void cli_request_json(struct json *, const struct request *);
 /** True when stdout is a terminal and colour is not disabled. */
 bool cli_color(void);
 

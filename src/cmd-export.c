@@ -15,7 +15,7 @@
 struct cmd_export {
 	struct store *st;
 	struct store_session *s;
-	struct store_request **req;
+	struct request **req;
 	size_t nreq;
 };
 
@@ -186,7 +186,7 @@ cmd_export_query(struct json *j, const char *path)
 }
 
 static char *
-cmd_export_url(const struct store_request *r)
+cmd_export_url(const struct request *r)
 {
 	const char *scheme = r->scheme != NULL ? r->scheme : "http";
 	bool dflt;
@@ -208,7 +208,7 @@ cmd_export_url(const struct store_request *r)
 }
 
 static void
-cmd_export_har_request(struct json *j, const struct store_request *r)
+cmd_export_har_request(struct json *j, const struct request *r)
 {
 	char *url = cmd_export_url(r), *ct;
 
@@ -225,7 +225,7 @@ cmd_export_har_request(struct json *j, const struct store_request *r)
 	cmd_export_headers(j, r->req_headers);
 	json_key(j, "queryString");
 	cmd_export_query(j, r->path);
-	if (r->req_body != NULL) {
+	if (r->req_body.data != NULL) {
 		ct = cmd_export_header(r->req_headers, "Content-Type");
 		json_key(j, "postData");
 		json_obj_begin(j);
@@ -233,7 +233,7 @@ cmd_export_har_request(struct json *j, const struct store_request *r)
 		json_key(j, "params");
 		json_arr_begin(j);
 		json_arr_end(j);
-		cmd_export_body(j, r->req_body, r->req_body_len);
+		cmd_export_body(j, r->req_body.data, r->req_body.len);
 		json_obj_end(j);
 		free(ct);
 	}
@@ -244,7 +244,7 @@ cmd_export_har_request(struct json *j, const struct store_request *r)
 }
 
 static const char *
-cmd_export_status_text(const struct store_request *r)
+cmd_export_status_text(const struct request *r)
 {
 	if (r->status_text != NULL)
 		return r->status_text;
@@ -254,7 +254,7 @@ cmd_export_status_text(const struct store_request *r)
 }
 
 static void
-cmd_export_har_response(struct json *j, const struct store_request *r)
+cmd_export_har_response(struct json *j, const struct request *r)
 {
 	bool denied = strcmp(r->decision, "deny") == 0;
 	char *ct = cmd_export_header(r->resp_headers, "Content-Type");
@@ -276,8 +276,8 @@ cmd_export_har_response(struct json *j, const struct store_request *r)
 	json_kint(j, "size", r->bytes_down);
 	json_kstr(j, "mimeType", r->mime_type != NULL ? r->mime_type :
 	    ct != NULL ? ct : "");
-	if (r->resp_body != NULL)
-		cmd_export_body(j, r->resp_body, r->resp_body_len);
+	if (r->resp_body.data != NULL)
+		cmd_export_body(j, r->resp_body.data, r->resp_body.len);
 	json_obj_end(j);
 	json_kstr(j, "redirectURL", loc != NULL ? loc : "");
 	json_kint(j, "headersSize", -1);
@@ -290,7 +290,7 @@ cmd_export_har_response(struct json *j, const struct store_request *r)
 }
 
 static void
-cmd_export_har_entry(struct json *j, const struct store_request *r)
+cmd_export_har_entry(struct json *j, const struct request *r)
 {
 	double wait = r->ttfb_us >= 0 ? (double)r->ttfb_us / 1000 : 0;
 	double total = (double)r->duration_us / 1000, receive;
@@ -381,7 +381,7 @@ cmd_export_har(struct json *j, struct cmd_export *x)
 static void
 cmd_export_json_requests(struct json *j, struct cmd_export *x)
 {
-	const struct store_request *r;
+	const struct request *r;
 	char *b64;
 	size_t i;
 
@@ -391,12 +391,13 @@ cmd_export_json_requests(struct json *j, struct cmd_export *x)
 		r = x->req[i];
 		json_obj_begin(j);
 		cli_request_json(j, r);
-		b64 = r->req_body != NULL ? cmd_export_base64(r->req_body,
-		    r->req_body_len) : NULL;
+		b64 = r->req_body.data != NULL ?
+		    cmd_export_base64(r->req_body.data, r->req_body.len) : NULL;
 		json_kstr(j, "request_body_base64", b64);
 		free(b64);
-		b64 = r->resp_body != NULL ? cmd_export_base64(r->resp_body,
-		    r->resp_body_len) : NULL;
+		b64 = r->resp_body.data != NULL ?
+		    cmd_export_base64(r->resp_body.data, r->resp_body.len) :
+		    NULL;
 		json_kstr(j, "response_body_base64", b64);
 		free(b64);
 		json_obj_end(j);

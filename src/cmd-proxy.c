@@ -122,14 +122,13 @@ proxy_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 static void
-proxy_request_cb(void *arg, struct session *s, const struct store_request *r,
-    bool done)
+proxy_request_cb(void *arg, struct session *s, const struct request *r)
 {
 	struct proxy_run *pr = arg;
 	struct strv q;
 	char *url;
 
-	if (!pr->verbose || !done)
+	if (!pr->verbose || !r->done)
 		return;
 	strv_init(&q);
 	url = xprintf("%s://%s:%d%s", r->scheme != NULL ? r->scheme : "?",

@@ -132,7 +132,7 @@ cmd_sessions(struct cli_args *args)
 
 /* "host:port", the host quoted if it must be; owned by Q. */
 static const char *
-cmd_request_dest(struct strv *q, const struct store_request *r)
+cmd_request_dest(struct strv *q, const struct request *r)
 {
 	char *qh = quote_name(r->host != NULL ? r->host : "-");
 
@@ -142,7 +142,7 @@ cmd_request_dest(struct strv *q, const struct store_request *r)
 }
 
 static void
-cmd_requests_table(struct store_request **v, size_t n)
+cmd_requests_table(struct request **v, size_t n)
 {
 	static const char *const hdr[] = { "ID", "SESSION", "TIME", "DECISION",
 		"METHOD", "HOST", "PATH", "STATUS", "SIZE", "TIME", "RULE/ERROR" };
@@ -159,7 +159,7 @@ cmd_requests_table(struct store_request **v, size_t n)
 	cli_table_right(&t, 8);
 	cli_table_right(&t, 9);
 	for (i = 0; i < n; i++) {
-		const struct store_request *r = v[i];
+		const struct request *r = v[i];
 
 		snprintf(id, sizeof id, "%lld", (long long)r->id);
 		snprintf(sid, sizeof sid, "%lld", (long long)r->session_id);
@@ -187,7 +187,7 @@ int
 cmd_requests(struct cli_args *args)
 {
 	struct store_request_filter f;
-	struct store_request **v;
+	struct request **v;
 	struct store *st;
 	struct json j;
 	bool json = cli_has(args, "json");

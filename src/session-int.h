@@ -184,6 +184,12 @@ void session_snap_wait_start(struct session *);
 void session_snap_end(struct session *);
 void session_snap_done(struct session *);
 void session_snap_free(struct session *, bool ran);
+/*
+ * The proxy's report of request R of session ARG: a finished one is stored
+ * and its denial counted; either way R itself, borrowed, goes on to the
+ * front end (session-proxy.c).
+ */
+void session_proxy_request(void *arg, const struct request *r);
 /* A request to HOST completed: a model host's marks an agent turn. */
 void session_snap_request_done(struct session *, const char *host);
 

@@ -408,49 +408,22 @@ session_proxy_budget(struct session *s)
 		    "stored");
 }
 
-static void
-session_proxy_request(void *arg, const struct proxy_record *p)
+AM_TESTABLE void
+session_proxy_request(void *arg, const struct request *r)
 {
 	struct session *s = arg;
-	struct store_request r;
 
-	memset(&r, 0, sizeof r);
-	r.id = (int64_t)p->id;
-	r.session_id = s->id;
-	r.started_at = p->started_at;
-	r.method = (char *)p->method;
-	r.scheme = (char *)p->scheme;
-	r.host = (char *)p->host;
-	r.port = p->port;
-	r.path = (char *)p->path;
-	r.http_version = (char *)p->http_version;
-	r.status = p->status;
-	r.status_text = (char *)p->status_text;
-	r.bytes_up = p->bytes_up;
-	r.bytes_down = p->bytes_down;
-	r.ttfb_us = p->ttfb_us;
-	r.duration_us = p->duration_us;
-	r.decision = (char *)p->decision;
-	r.rule = (char *)p->rule;
-	r.error = (char *)p->error;
-	r.req_headers = (char *)p->req_headers;
-	r.resp_headers = (char *)p->resp_headers;
-	r.req_body = (char *)p->req_body;
-	r.req_body_len = p->req_body_len;
-	r.resp_body = (char *)p->resp_body;
-	r.resp_body_len = p->resp_body_len;
-	r.mime_type = (char *)p->mime_type;
-	if (p->done) {
-		store_request_add(s->ctx->st, &r);
+	if (r->done) {
+		store_request_add(s->ctx->st, r);
 		session_proxy_budget(s);
-		if (strcmp(p->decision, "deny") == 0)
-			session_proxy_note_denied(s, p->host, p->port,
-			    p->error);
-		else if (p->status > 0)
-			session_snap_request_done(s, p->host);
+		if (strcmp(r->decision, "deny") == 0)
+			session_proxy_note_denied(s, r->host, r->port,
+			    r->error);
+		else if (r->status > 0)
+			session_snap_request_done(s, r->host);
 	}
 	if (s->ev.request != NULL)
-		s->ev.request(s->arg, s, &r, p->done);
+		s->ev.request(s->arg, s, r);
 }
 
 static void
@@ -617,6 +590,7 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	label = xprintf("session %lld", (long long)s->id);
 	memset(&sc, 0, sizeof sc);
 	sc.listen_fd = fd;
+	sc.session_id = s->id;
 	sc.policy = s->policy;
 	sc.ask = s->on_unknown == CONFIG_ASK && s->ev.ask != NULL;
 	sc.prompt_timeout = (int)s->ctx->cf->prompt_timeout;

@@ -17,7 +17,7 @@
 struct event_base;
 struct config;
 struct store;
-struct store_request;
+struct request;
 struct session;
 struct session_ctx;
 
@@ -99,12 +99,12 @@ struct session_events {
 	/* The command ended with STATUS (exit code, or 128+N for signal N). */
 	void (*exited)(void *arg, struct session *, int status);
 	/*
-	 * A request started (done false) or finished (done true). Its id is
-	 * the request's number within the session, the same at start and
-	 * end (the store's row id exists only once it is written).
+	 * A request started (R->done false) or finished (R->done true); R is
+	 * borrowed for the call. Its id is the request's number within the
+	 * session, the same at start and end (the store's row id exists only
+	 * once it is written).
 	 */
-	void (*request)(void *arg, struct session *,
-	    const struct store_request *, bool done);
+	void (*request)(void *arg, struct session *, const struct request *r);
 	/* A question was raised or changed (more requests waiting). */
 	void (*ask)(void *arg, struct session *, const struct session_ask *);
 	/* A question was answered: ANSWER "allow"/"deny", BY "user"/"timeout". */

@@ -94,6 +94,56 @@ int strv_split_words(struct strv *, const char *s, char **cause);
 /** Joins with spaces, quoting words a shell would split. */
 char *strv_join_shell(char *const *v);
 
+/* ---- one request's record (core-request.c) ---- */
+
+/**
+ * One proxied request as it crosses the layers: the proxy fills it, the
+ * session hands it on, the store writes it and reads it back, the TUI and
+ * the commands show it. Whoever holds a struct request owns every string
+ * and buffer in it; a const struct request * handed to a callback is
+ * borrowed for that call (request_copy to keep it). Strings are as they came
+ * from the jail or the network, with secrets already redacted from headers
+ * and bodies: quote them when printing.
+ */
+struct request {
+	int64_t id;           /* live: the request's number in its session;
+	                         read from the store: its row */
+	int64_t session_id;   /* the store's number for its session */
+	bool done;            /* false: started, still under way (live view) */
+	int64_t started_at;   /* ms since the epoch */
+	char *method;
+	char *scheme;         /* http | https | tunnel | ws | wss */
+	char *host;
+	int port;
+	char *path;
+	char *http_version;   /* "HTTP/1.1" */
+	int status;           /* 0 if none */
+	char *status_text;
+	int64_t bytes_up;     /* request body bytes */
+	int64_t bytes_down;   /* response body bytes */
+	int64_t ttfb_us;      /* -1 if unknown */
+	int64_t duration_us;
+	char *decision;       /* allow | deny | tunnel | error; NULL: not yet */
+	char *rule;           /* the rule that decided, as text with origin */
+	char *error;
+	char *req_headers;    /* redacted, "Name: value\n" lines */
+	char *resp_headers;
+	struct buf req_body;  /* up to the recording cap; data NULL: none kept */
+	struct buf resp_body;
+	char *mime_type;
+};
+
+/** Empties R without freeing anything (ttfb_us unknown). */
+void request_init(struct request *);
+/** Frees what R holds and empties it; R itself is the caller's. */
+void request_clear(struct request *);
+/** A deep copy of R, its bodies too if BODIES; free with request_free. */
+struct request *request_copy(const struct request *, bool bodies);
+/** Frees R and what it holds; NULL is a no-op. */
+void request_free(struct request *);
+/** Replaces the string *FIELD with a copy of VALUE (NULL: none). */
+void request_set(char **field, const char *value);
+
 /* ---- small utilities (core-util.c) ---- */
 
 /** Wall-clock time in milliseconds since the epoch. */

@@ -29,32 +29,14 @@ enum proxy_conn_state {
 	PROXY_CONN_CLOSING,    /* a last response on its way, then close */
 };
 
-/* The request under way and what is recorded about it. */
+/* The request under way: its record, and how far it has come. */
 struct proxy_req {
-	uint64_t id;                /* 0: none */
-	int64_t started_at;
+	struct request rec;         /* what is recorded: id 0, none under way;
+	                               path normalised (what policy judged and
+	                               what goes up) */
 	int64_t t0;
-	int64_t ttfb_us;
-	const char *method;         /* static: the parser's name for it */
-	const char *scheme;
-	char *host;
-	int port;
-	char *path;                 /* normalised: what policy judged and what goes up */
-	char *match;                /* its path part, without the query: what rules match */
+	char *match;                /* the path without the query: what rules match */
 	char *slashed;              /* match with "%2F" read as '/', or NULL: judged too */
-	char version[32];
-	char *req_headers;          /* as recorded: made once the request is on its way */
-	char *resp_headers;
-	int status;
-	const char *status_text;    /* static, or the response head's */
-	int64_t bytes_up;
-	int64_t bytes_down;
-	const char *decision;
-	char *rule;
-	char *error;
-	char *mime;
-	struct buf req_body;
-	struct buf resp_body;
 	struct buf out_head;        /* what went upstream, kept for one retry */
 	const struct proxy_secret *leak;
 	bool rechunk;               /* the body goes up re-encoded, chunk by chunk */
@@ -180,25 +162,22 @@ proxy_conn_req_clear(struct proxy_req *r)
 {
 	struct buf bufs[3];
 
-	free(r->host);
-	free(r->path);
+	/* The buffers keep their memory for the next request. */
+	buf_reset(&r->rec.req_body);
+	buf_reset(&r->rec.resp_body);
+	buf_reset(&r->out_head);
+	bufs[0] = r->rec.req_body;
+	bufs[1] = r->rec.resp_body;
+	bufs[2] = r->out_head;
+	buf_init(&r->rec.req_body);
+	buf_init(&r->rec.resp_body);
+	request_clear(&r->rec);
 	free(r->match);
 	free(r->slashed);
-	free(r->req_headers);
-	free(r->resp_headers);
-	free(r->rule);
-	free(r->error);
-	free(r->mime);
-	/* The buffers keep their memory for the next request. */
-	buf_reset(&r->req_body);
-	buf_reset(&r->resp_body);
-	buf_reset(&r->out_head);
-	bufs[0] = r->req_body;
-	bufs[1] = r->resp_body;
-	bufs[2] = r->out_head;
 	memset(r, 0, sizeof *r);
-	r->req_body = bufs[0];
-	r->resp_body = bufs[1];
+	request_init(&r->rec);
+	r->rec.req_body = bufs[0];
+	r->rec.resp_body = bufs[1];
 	r->out_head = bufs[2];
 }
 
@@ -206,8 +185,8 @@ static void
 proxy_conn_req_free(struct proxy_req *r)
 {
 	proxy_conn_req_clear(r);
-	buf_free(&r->req_body);
-	buf_free(&r->resp_body);
+	buf_free(&r->rec.req_body);
+	buf_free(&r->rec.resp_body);
 	buf_free(&r->out_head);
 }
 
@@ -218,21 +197,34 @@ proxy_conn_req_begin(struct proxy_conn *pc, const char *method,
 	struct proxy_req *r = &pc->r;
 
 	proxy_conn_req_clear(r);
-	r->id = ++pc->ps->next_request;
-	r->started_at = util_now_ms();
+	r->rec.id = (int64_t)++pc->ps->next_request;
+	r->rec.session_id = pc->ps->session_id;
+	r->rec.started_at = util_now_ms();
 	r->t0 = proxy_conn_now();
-	r->ttfb_us = -1;
-	r->method = method;
-	r->scheme = scheme;
-	snprintf(r->version, sizeof r->version, "HTTP/%u.%u",
-	    pc->rq.p.http_major, pc->rq.p.http_minor);
+	request_set(&r->rec.method, method);
+	request_set(&r->rec.scheme, scheme);
+	r->rec.http_version = xprintf("HTTP/%u.%u", pc->rq.p.http_major,
+	    pc->rq.p.http_minor);
 }
 
 static void
 proxy_conn_set_error(struct proxy_conn *pc, const char *error)
 {
-	if (pc->r.error == NULL && error != NULL)
-		pc->r.error = xstrdup(error);
+	if (pc->r.rec.error == NULL && error != NULL)
+		pc->r.rec.error = xstrdup(error);
+}
+
+/* What a finished record says where nothing more was learnt. */
+static void
+proxy_conn_report_done(struct proxy_req *r, const char *const *values)
+{
+	r->rec.done = true;
+	r->rec.duration_us = proxy_conn_now() - r->t0;
+	if (r->rec.decision == NULL)
+		r->rec.decision = xstrdup("error");
+	/* An upstream may echo a secret: never into a record. */
+	proxy_redact_buf(&r->rec.req_body, values);
+	proxy_redact_buf(&r->rec.resp_body, values);
 }
 
 /* Tells the session about the request: started, or done (then it is over). */
@@ -242,48 +234,24 @@ proxy_conn_report(struct proxy_conn *pc, bool done)
 	struct proxy_session *ps = pc->ps;
 	struct proxy_req *r = &pc->r;
 	const char *const *values = (const char *const *)ps->secret_values;
-	struct proxy_record rec;
 
-	if (r->id == 0)
+	if (r->rec.id == 0)
 		return;
 	/* Heads become text here, after what they came with went on its way. */
-	if (r->req_head_kept && r->req_headers == NULL)
-		r->req_headers = proxy_msg_headers_text(&pc->rq, values);
-	if (r->resp_head_kept && r->resp_headers == NULL && pc->rs.head_done)
-		r->resp_headers = proxy_msg_headers_text(&pc->rs, values);
-	memset(&rec, 0, sizeof rec);
-	rec.id = r->id;
-	rec.done = done;
-	rec.started_at = r->started_at;
-	rec.method = r->method;
-	rec.scheme = r->scheme;
-	rec.host = r->host != NULL ? r->host : "";
-	rec.port = r->port;
-	rec.path = r->path != NULL ? r->path : "";
-	rec.http_version = r->version;
-	rec.status = r->status;
-	rec.status_text = r->status_text;
-	rec.bytes_up = r->bytes_up;
-	rec.bytes_down = r->bytes_down;
-	rec.ttfb_us = r->ttfb_us;
-	rec.duration_us = done ? proxy_conn_now() - r->t0 : 0;
-	rec.decision = r->decision != NULL ? r->decision : "error";
-	rec.rule = r->rule;
-	rec.error = r->error;
-	rec.req_headers = r->req_headers;
-	rec.resp_headers = r->resp_headers;
-	if (done) {
-		/* An upstream may echo a secret: never into a record. */
-		proxy_redact_buf(&r->req_body, values);
-		proxy_redact_buf(&r->resp_body, values);
-	}
-	rec.req_body = r->req_body.data;
-	rec.req_body_len = r->req_body.len;
-	rec.resp_body = r->resp_body.data;
-	rec.resp_body_len = r->resp_body.len;
-	rec.mime_type = r->mime;
+	if (r->req_head_kept && r->rec.req_headers == NULL)
+		r->rec.req_headers = proxy_msg_headers_text(&pc->rq, values);
+	if (r->resp_head_kept && r->rec.resp_headers == NULL &&
+	    pc->rs.head_done)
+		r->rec.resp_headers = proxy_msg_headers_text(&pc->rs, values);
+	/* Every record names a place, if only an empty one. */
+	if (r->rec.host == NULL)
+		r->rec.host = xstrdup("");
+	if (r->rec.path == NULL)
+		r->rec.path = xstrdup("");
+	if (done)
+		proxy_conn_report_done(r, values);
 	if (ps->cbs.request != NULL && (done || !r->started))
-		ps->cbs.request(ps->arg, &rec);
+		ps->cbs.request(ps->arg, &r->rec);
 	r->started = true;
 	if (done)
 		proxy_conn_req_clear(r);
@@ -332,7 +300,7 @@ proxy_conn_close(struct proxy_conn *pc, const char *reason)
 	if (pc->dead)
 		return;
 	pc->dead = true;
-	if (pc->r.id != 0) {
+	if (pc->r.rec.id != 0) {
 		proxy_conn_set_error(pc, reason);
 		proxy_conn_report(pc, true);
 	}
@@ -382,7 +350,7 @@ proxy_conn_finish(struct proxy_conn *pc)
 	struct timeval tv = { pc->px->client_timeout, 0 };
 
 	proxy_conn_set_state(pc, PROXY_CONN_CLOSING);
-	if (pc->r.id != 0)
+	if (pc->r.rec.id != 0)
 		proxy_conn_report(pc, true);
 	proxy_upstream_free(pc->up);
 	pc->up = NULL;
@@ -403,7 +371,7 @@ proxy_conn_finish(struct proxy_conn *pc)
 static bool
 proxy_conn_answered_up(struct proxy_conn *pc)
 {
-	return pc->r.resp_started && (pc->r.status != 0 ||
+	return pc->r.resp_started && (pc->r.rec.status != 0 ||
 	    pc->rs.head_bytes != 0 || pc->rs.head_done);
 }
 
@@ -419,11 +387,11 @@ proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
 		return;
 	}
 	proxy_http_respond(proxy_conn_cout(pc), status, body);
-	if (r->id != 0) {
-		r->status = status;
-		r->status_text = proxy_http_reason(status);
+	if (r->rec.id != 0) {
+		r->rec.status = status;
+		request_set(&r->rec.status_text, proxy_http_reason(status));
 		if (decision != NULL)
-			r->decision = decision;
+			request_set(&r->rec.decision, decision);
 		proxy_conn_set_error(pc, error);
 	}
 	proxy_conn_finish(pc);
@@ -435,14 +403,14 @@ proxy_conn_bad_request(struct proxy_conn *pc, const char *why)
 	char *body = xprintf("agentmux: malformed request: %s", why);
 	char *err = xprintf("malformed request: %s", why);
 
-	if (pc->r.id == 0) {
+	if (pc->r.rec.id == 0) {
 		proxy_conn_req_begin(pc, *proxy_msg_url(&pc->rq) == '\0' ? "-" :
 		    http_method_str(pc->rq.p.method), pc->tls ? "https" : "http");
 		if (pc->tls) {
-			pc->r.host = xstrdup(pc->dest_host);
-			pc->r.port = pc->dest_port;
+			pc->r.rec.host = xstrdup(pc->dest_host);
+			pc->r.rec.port = pc->dest_port;
 		}
-		pc->r.path = xstrdup(proxy_msg_url(&pc->rq));
+		pc->r.rec.path = xstrdup(proxy_msg_url(&pc->rq));
 	}
 	proxy_conn_respond(pc, 400, "error", err, body);
 	free(body);
@@ -462,19 +430,19 @@ static void
 proxy_conn_deny_unknown(struct proxy_conn *pc, const char *how)
 {
 	struct proxy_req *r = &pc->r;
-	char *hr = proxy_host_rule(r->host, r->port, r->scheme);
+	char *hr = proxy_host_rule(r->rec.host, r->rec.port, r->rec.scheme);
 	char *body, *why;
 	enum proxy_verdict host_v;
 
-	host_v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL,
-	    NULL, NULL);
-	if (host_v == PROXY_ALLOW && strcmp(r->method, "CONNECT") != 0) {
+	host_v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port,
+	    NULL, NULL, NULL);
+	if (host_v == PROXY_ALLOW && strcmp(r->rec.method, "CONNECT") != 0) {
 		body = xprintf("agentmux: %s %s on %s is not allowed (%s); "
 		    "approve it in the dashboard, or add `allow %s %s` under "
-		    "[policy] in your agentmux config", r->method, r->path,
-		    r->host, how, hr, r->method);
+		    "[policy] in your agentmux config", r->rec.method,
+		    r->rec.path, r->rec.host, how, hr, r->rec.method);
 		why = xprintf("%s %s is not allowed (%s); add `allow %s %s`",
-		    r->method, hr, how, hr, r->method);
+		    r->rec.method, hr, how, hr, r->rec.method);
 	} else {
 		body = xprintf("agentmux: %s is not allowed (%s); approve it in "
 		    "the dashboard, or add `allow %s` under [policy] in your "
@@ -508,20 +476,22 @@ proxy_conn_rule_hint(const char *rule)
 static void
 proxy_conn_deny_rule(struct proxy_conn *pc, const char *rule)
 {
-	char *hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
+	char *hr = proxy_host_rule(pc->r.rec.host, pc->r.rec.port,
+	    pc->r.rec.scheme);
 	char *body, *why;
 
 	/* A CONNECT has no path: say "CONNECT to HOST", not "CONNECT  on HOST". */
-	if (pc->r.path == NULL || *pc->r.path == '\0')
+	if (pc->r.rec.path == NULL || *pc->r.rec.path == '\0')
 		body = xprintf("agentmux: %s to %s is denied by the rule `%s`; "
-		    "%s", pc->r.method, hr, rule, proxy_conn_rule_hint(rule));
+		    "%s", pc->r.rec.method, hr, rule,
+		    proxy_conn_rule_hint(rule));
 	else
 		body = xprintf("agentmux: %s %s on %s is denied by the rule "
-		    "`%s`; %s", pc->r.method, pc->r.path, hr, rule,
+		    "`%s`; %s", pc->r.rec.method, pc->r.rec.path, hr, rule,
 		    proxy_conn_rule_hint(rule));
 	why = xprintf("denied by %s", rule);
-	free(pc->r.rule);
-	pc->r.rule = xstrdup(rule);
+	free(pc->r.rec.rule);
+	pc->r.rec.rule = xstrdup(rule);
 	proxy_conn_deny(pc, why, body);
 	free(hr);
 	free(body);
@@ -572,23 +542,23 @@ proxy_conn_wake(struct proxy_conn *pc)
 		return;
 	if (answer == 2) {
 		/* The answer's rule may not cover this one: asked anew if not. */
-		proxy_conn_decide(pc, proxy_conn_policy(pc, pc->r.host, &rule),
+		proxy_conn_decide(pc, proxy_conn_policy(pc, pc->r.rec.host, &rule),
 		    rule);
 		return;
 	}
 	if (answer > 0) {
-		pc->r.decision = "allow";
+		request_set(&pc->r.rec.decision, "allow");
 		pc->r.answered = true;
-		free(pc->r.rule);
-		pc->r.rule = pc->answer_rule;
+		free(pc->r.rec.rule);
+		pc->r.rec.rule = pc->answer_rule;
 		pc->answer_rule = NULL;
 		proxy_conn_forward(pc);
 		return;
 	}
-	hr = proxy_host_rule(pc->r.host, pc->r.port, pc->r.scheme);
+	hr = proxy_host_rule(pc->r.rec.host, pc->r.rec.port, pc->r.rec.scheme);
 	body = proxy_conn_answer_body(pc, hr);
-	free(pc->r.rule);
-	pc->r.rule = pc->answer_rule;
+	free(pc->r.rec.rule);
+	pc->r.rec.rule = pc->answer_rule;
 	pc->answer_rule = NULL;
 	proxy_conn_deny(pc, pc->answer_timeout ? "no answer in time" :
 	    "denied by the user", body);
@@ -630,11 +600,12 @@ static void
 proxy_conn_hold(struct proxy_conn *pc)
 {
 	struct proxy_req *r = &pc->r;
-	bool connect = strcmp(r->method, "CONNECT") == 0;
+	bool connect = strcmp(r->rec.method, "CONNECT") == 0;
 
 	proxy_conn_set_state(pc, PROXY_CONN_HELD);
-	if (proxy_session_hold(pc->ps, &pc->hold, r->scheme, r->host, r->port,
-	    connect ? NULL : r->method, connect ? NULL : r->path) == -1)
+	if (proxy_session_hold(pc->ps, &pc->hold, r->rec.scheme, r->rec.host,
+	    r->rec.port, connect ? NULL : r->rec.method,
+	    connect ? NULL : r->rec.path) == -1)
 		proxy_conn_deny_unknown(pc, "too many questions are open");
 }
 
@@ -649,11 +620,11 @@ proxy_conn_normalise(struct proxy_req *r)
 	char *norm;
 
 	/* The fragment never goes on the wire. */
-	r->path[strcspn(r->path, "#")] = '\0';
-	if ((norm = proxy_path_normalise(r->path, &len, &why)) == NULL)
+	r->rec.path[strcspn(r->rec.path, "#")] = '\0';
+	if ((norm = proxy_path_normalise(r->rec.path, &len, &why)) == NULL)
 		return why;
-	free(r->path);
-	r->path = norm;
+	free(r->rec.path);
+	r->rec.path = norm;
 	r->match = xstrndup(norm, len);
 	r->slashed = proxy_path_slash_reading(r->match);
 	return NULL;
@@ -670,12 +641,12 @@ proxy_conn_policy(struct proxy_conn *pc, const char *host, const char **rule)
 	enum proxy_verdict v, v2;
 	const char *rule2 = NULL;
 
-	v = proxy_policy_check(pc->ps->policy, host, r->port, r->method,
-	    r->match, rule);
+	v = proxy_policy_check(pc->ps->policy, host, r->rec.port,
+	    r->rec.method, r->match, rule);
 	if (r->slashed == NULL || v == PROXY_DENY)
 		return v;
-	v2 = proxy_policy_check(pc->ps->policy, host, r->port, r->method,
-	    r->slashed, &rule2);
+	v2 = proxy_policy_check(pc->ps->policy, host, r->rec.port,
+	    r->rec.method, r->slashed, &rule2);
 	if (v2 == PROXY_DENY || (v2 == PROXY_UNKNOWN && v != PROXY_UNKNOWN)) {
 		*rule = rule2;
 		return v2;
@@ -693,9 +664,9 @@ proxy_conn_target(struct proxy_conn *pc)
 	char *host;
 
 	if (pc->tls && url[0] == '/') {
-		r->host = xstrdup(pc->dest_host);
-		r->port = pc->dest_port;
-		r->path = xstrdup(url);
+		r->rec.host = xstrdup(pc->dest_host);
+		r->rec.port = pc->dest_port;
+		r->rec.path = xstrdup(url);
 		return proxy_conn_normalise(r);
 	}
 	if (pc->tls)
@@ -719,14 +690,14 @@ proxy_conn_target(struct proxy_conn *pc)
 		free(host);
 		return "the host name is not valid";
 	}
-	r->host = host;
-	r->port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
-	if (r->port == 0)
+	r->rec.host = host;
+	r->rec.port = (u.field_set & (1 << UF_PORT)) ? u.port : 80;
+	if (r->rec.port == 0)
 		return "port 0 cannot be reached";
 	if (u.field_set & (1 << UF_PATH))
-		r->path = xstrdup(url + u.field_data[UF_PATH].off);
+		r->rec.path = xstrdup(url + u.field_data[UF_PATH].off);
 	else
-		r->path = xprintf("/%s", (u.field_set & (1 << UF_QUERY)) ?
+		r->rec.path = xprintf("/%s", (u.field_set & (1 << UF_QUERY)) ?
 		    url + u.field_data[UF_QUERY].off - 1 : "");
 	return proxy_conn_normalise(r);
 }
@@ -869,22 +840,22 @@ proxy_conn_check_names(struct proxy_conn *pc, char **vhost)
 	if (proxy_conn_sni(pc, &sni) == -1)
 		why = xstrdup("TLS asked for a server name (SNI) that is not "
 		    "a valid host name");
-	else if (port != 0 && port != r->port)
+	else if (port != 0 && port != r->rec.port)
 		why = xprintf("the Host header names port %d, but the request "
-		    "goes to port %d", port, r->port);
+		    "goes to port %d", port, r->rec.port);
 	else if (host != NULL && sni != NULL && !proxy_conn_same_host(host,
 	    sni))
 		why = xprintf("the Host header names %s, but TLS asked for %s "
 		    "(SNI)", host, sni);
 	else if ((name = host != NULL ? host : sni) != NULL &&
-	    !proxy_conn_same_host(name, r->host)) {
+	    !proxy_conn_same_host(name, r->rec.host)) {
 		what = host != NULL ? "the Host header" : "TLS (SNI)";
-		if (proxy_host_is_addr(r->host) && !proxy_host_is_addr(name))
+		if (proxy_host_is_addr(r->rec.host) && !proxy_host_is_addr(name))
 			*vhost = xstrdup(name);
 		else
 			why = xprintf("%s names %s, but the request goes to %s: "
 			    "a request may name only the host it goes to", what,
-			    name, r->host);
+			    name, r->rec.host);
 	}
 	free(host);
 	free(sni);
@@ -905,12 +876,12 @@ proxy_conn_check_vhost(struct proxy_conn *pc, const char *vhost)
 		return NULL;
 	if (v == PROXY_DENY)
 		return xprintf("the request to %s names the host %s, which the "
-		    "rule `%s` denies; %s", r->host, vhost, rule,
+		    "rule `%s` denies; %s", r->rec.host, vhost, rule,
 		    proxy_conn_rule_hint(rule));
-	hr = proxy_host_rule(vhost, r->port, r->scheme);
+	hr = proxy_host_rule(vhost, r->rec.port, r->rec.scheme);
 	why = xprintf("the request to %s names the host %s, which no rule "
 	    "allows; a request to an address may name another host only if a "
-	    "rule allows it: add `allow %s`", r->host, vhost, hr);
+	    "rule allows it: add `allow %s`", r->rec.host, vhost, hr);
 	free(hr);
 	return why;
 }
@@ -921,8 +892,8 @@ proxy_conn_refuse_names(struct proxy_conn *pc, const char *why)
 {
 	char *body = xprintf("agentmux: refused: %s", why);
 
-	free(pc->r.rule);
-	pc->r.rule = xstrdup("Host and SNI check (a request names where it "
+	free(pc->r.rec.rule);
+	pc->r.rec.rule = xstrdup("Host and SNI check (a request names where it "
 	    "goes)");
 	proxy_conn_deny(pc, why, body);
 	free(body);
@@ -932,7 +903,7 @@ proxy_conn_refuse_names(struct proxy_conn *pc, const char *why)
 static bool
 proxy_conn_deliverable(struct proxy_conn *pc, const struct proxy_secret *s)
 {
-	return pc->tls && proxy_secret_bound(s, pc->r.host);
+	return pc->tls && proxy_secret_bound(s, pc->r.rec.host);
 }
 
 /*
@@ -948,7 +919,7 @@ proxy_conn_want(struct proxy_conn *pc, bool connect)
 
 	for (i = 0; i < ps->nsecrets; i++) {
 		s = &ps->secrets[i];
-		pc->want[i] = connect ? !proxy_secret_bound(s, pc->r.host) :
+		pc->want[i] = connect ? !proxy_secret_bound(s, pc->r.rec.host) :
 		    !proxy_conn_deliverable(pc, s);
 	}
 	proxy_scan_reset(&pc->scan, ps->patterns, pc->want);
@@ -987,7 +958,7 @@ proxy_conn_leak_where(struct proxy_conn *pc)
 	if (proxy_conn_scan_text(pc, (const char *)head, pc->head_off))
 		return proxy_conn_scan_text(pc, url, strlen(url)) ? "the URL" :
 		    "a header";
-	if (proxy_conn_scan_text(pc, pc->r.path, strlen(pc->r.path)))
+	if (proxy_conn_scan_text(pc, pc->r.rec.path, strlen(pc->r.rec.path)))
 		return "the URL";
 	return NULL;
 }
@@ -1001,7 +972,7 @@ proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
 
 	msg = xprintf("the placeholder of secret %s was sent to %s in %s; "
 	    "it may only go to its own hosts, over TLS, so the request was "
-	    "blocked", s->name, pc->r.host, where);
+	    "blocked", s->name, pc->r.rec.host, where);
 	/*
 	 * Only what happened: the jail relays this text, and advice on
 	 * binding the secret to HOST would read as agentmux's own.
@@ -1009,13 +980,13 @@ proxy_conn_block_leak(struct proxy_conn *pc, const char *where)
 	body = xprintf("agentmux: blocked: this request to %s carries the "
 	    "placeholder of secret %s, which only its own hosts may receive, "
 	    "over TLS; the request was blocked and flagged to the user",
-	    pc->r.host, s->name);
+	    pc->r.rec.host, s->name);
 	log_warnx("%s: %s", ps->label, msg);
 	if (ps->cbs.alert != NULL)
 		ps->cbs.alert(ps->arg, "exfiltration", msg);
-	free(pc->r.rule);
-	pc->r.rule = xprintf("secret %s", s->name);
-	pc->r.decision = "deny";
+	free(pc->r.rec.rule);
+	pc->r.rec.rule = xprintf("secret %s", s->name);
+	request_set(&pc->r.rec.decision, "deny");
 	proxy_conn_deny(pc, "exfiltration: a secret's placeholder", body);
 	free(msg);
 	free(body);
@@ -1028,8 +999,8 @@ proxy_conn_decide(struct proxy_conn *pc, enum proxy_verdict v,
 	switch (v) {
 	case PROXY_ALLOW:
 	case PROXY_TUNNEL:
-		pc->r.decision = "allow";
-		pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
+		request_set(&pc->r.rec.decision, "allow");
+		pc->r.rec.rule = rule != NULL ? xstrdup(rule) : NULL;
 		proxy_conn_forward(pc);
 		break;
 	case PROXY_DENY:
@@ -1052,9 +1023,10 @@ proxy_conn_on_req_body(void *arg, const char *data, size_t len)
 	size_t max = pc->px->max_body_record;
 	int found;
 
-	if (r->req_body.len < max)
-		buf_add(&r->req_body, data, len < max - r->req_body.len ?
-		    len : max - r->req_body.len);
+	if (r->rec.req_body.len < max)
+		buf_add(&r->rec.req_body, data,
+		    len < max - r->rec.req_body.len ? len :
+		    max - r->rec.req_body.len);
 	/* Every byte, before it goes: proxy_conn_relay_request stops there. */
 	if (r->leak == NULL && (found = proxy_scan_feed(&pc->scan, data,
 	    len)) != -1)
@@ -1066,7 +1038,7 @@ proxy_conn_on_req_body(void *arg, const char *data, size_t len)
 		evbuffer_add(proxy_conn_uout(pc), data, len);
 		evbuffer_add(proxy_conn_uout(pc), "\r\n", 2);
 	}
-	r->bytes_up += (int64_t)len;
+	r->rec.bytes_up += (int64_t)len;
 }
 
 static void
@@ -1076,10 +1048,11 @@ proxy_conn_on_resp_body(void *arg, const char *data, size_t len)
 	struct proxy_req *r = &pc->r;
 	size_t max = pc->px->max_body_record;
 
-	if (r->resp_body.len < max)
-		buf_add(&r->resp_body, data, len < max - r->resp_body.len ?
-		    len : max - r->resp_body.len);
-	r->bytes_down += (int64_t)len;
+	if (r->rec.resp_body.len < max)
+		buf_add(&r->rec.resp_body, data,
+		    len < max - r->rec.resp_body.len ? len :
+		    max - r->rec.resp_body.len);
+	r->rec.bytes_down += (int64_t)len;
 }
 
 /* The Host and SNI checks, then the policy for the request. */
@@ -1100,7 +1073,7 @@ proxy_conn_judge(struct proxy_conn *pc)
 		free(why);
 		return;
 	}
-	v = proxy_conn_policy(pc, r->host, &rule);
+	v = proxy_conn_policy(pc, r->rec.host, &rule);
 	proxy_conn_decide(pc, v, rule);
 }
 
@@ -1124,7 +1097,7 @@ proxy_conn_request(struct proxy_conn *pc)
 	r->upgrade = pc->rq.p.upgrade && proxy_msg_get(&pc->rq, "upgrade") &&
 	    strncasecmp(proxy_msg_get(&pc->rq, "upgrade"), "websocket", 9) == 0;
 	if (r->upgrade)
-		r->scheme = pc->tls ? "wss" : "ws";
+		request_set(&r->rec.scheme, pc->tls ? "wss" : "ws");
 	r->keep_alive = http_should_keep_alive(&pc->rq.p);
 	r->req_head_kept = true;
 	if ((why = proxy_conn_leak_where(pc)) != NULL) {
@@ -1155,8 +1128,8 @@ proxy_conn_build_head(struct proxy_conn *pc)
 	bool host = false;
 
 	buf_reset(b);
-	proxy_conn_add3(b, r->method, " ", r->path);
-	proxy_conn_add3(b, " ", r->version, "\r\n");
+	proxy_conn_add3(b, r->rec.method, " ", r->rec.path);
+	proxy_conn_add3(b, " ", r->rec.http_version, "\r\n");
 	for (i = 0; i < pc->rq.nh; i++) {
 		name = proxy_msg_name(&pc->rq, i);
 		value = proxy_msg_value(&pc->rq, i);
@@ -1189,8 +1162,9 @@ proxy_conn_build_head(struct proxy_conn *pc)
 		}
 	}
 	if (!host)
-		buf_printf(b, "Host: %s%s%s\r\n", strchr(r->host, ':') ? "[" : "",
-		    r->host, strchr(r->host, ':') ? "]" : "");
+		buf_printf(b, "Host: %s%s%s\r\n",
+		    strchr(r->rec.host, ':') ? "[" : "", r->rec.host,
+		    strchr(r->rec.host, ':') ? "]" : "");
 	if (r->upgrade)
 		buf_printf(b, "Connection: Upgrade\r\nUpgrade: %s\r\n",
 		    proxy_msg_get(&pc->rq, "upgrade"));
@@ -1204,11 +1178,11 @@ proxy_conn_get_upstream(struct proxy_conn *pc, bool pooled)
 	struct proxy_want w;
 
 	memset(&w, 0, sizeof w);
-	w.host = pc->r.host;
-	w.port = pc->r.port;
+	w.host = pc->r.rec.host;
+	w.port = pc->r.rec.port;
 	w.tls = pc->tls;
 	w.pooled = pooled;
-	w.named = pc->r.answered && proxy_host_is_addr(pc->r.host);
+	w.named = pc->r.answered && proxy_host_is_addr(pc->r.rec.host);
 	pc->up = proxy_upstream_get(pc->ps, pc, &w);
 }
 
@@ -1282,13 +1256,13 @@ proxy_conn_ready(struct proxy_conn *pc)
 	pc->up_eof = false;
 	free(pc->up_error);
 	pc->up_error = NULL;
-	if (strcmp(r->method, "CONNECT") == 0) {
+	if (strcmp(r->rec.method, "CONNECT") == 0) {
 		/* A tunnel: the client may talk once it hears 200. */
 		evbuffer_add_printf(proxy_conn_cout(pc),
 		    "HTTP/1.1 200 Connection established\r\n\r\n");
-		r->status = 200;
+		r->rec.status = 200;
 		r->resp_started = true;
-		r->ttfb_us = proxy_conn_now() - r->t0;
+		r->rec.ttfb_us = proxy_conn_now() - r->t0;
 		proxy_conn_report(pc, false);
 		proxy_conn_set_state(pc, PROXY_CONN_PIPE);
 		proxy_conn_pump(pc);
@@ -1323,8 +1297,8 @@ proxy_conn_upstream_failed(struct proxy_conn *pc, int status,
 		body = xprintf("agentmux: %s", why);
 	if (status == 403) {
 		/* The SSRF guard: a policy decision, not an upstream failure. */
-		free(pc->r.rule);
-		pc->r.rule = xstrdup("address check (loopback, private and "
+		free(pc->r.rec.rule);
+		pc->r.rec.rule = xstrdup("address check (loopback, private and "
 		    "metadata addresses need a rule naming them)");
 		proxy_conn_deny(pc, why, body);
 	} else
@@ -1380,9 +1354,9 @@ proxy_conn_up_event(struct proxy_conn *pc, short what)
 			proxy_side_enable(&pc->up->side);
 			return;
 		}
-		msg = xprintf("no data from %s for %d s", pc->r.host != NULL ?
-		    pc->r.host : "upstream", pc->px->idle_timeout);
-		if (!pc->r.resp_started && pc->r.id != 0)
+		msg = xprintf("no data from %s for %d s", pc->r.rec.host != NULL ?
+		    pc->r.rec.host : "upstream", pc->px->idle_timeout);
+		if (!pc->r.resp_started && pc->r.rec.id != 0)
 			proxy_conn_respond(pc, 504, "error", msg, msg);
 		else
 			proxy_conn_close(pc, msg);
@@ -1453,15 +1427,15 @@ proxy_conn_response_head(struct proxy_conn *pc)
 	struct proxy_req *r = &pc->r;
 	const char *ct;
 
-	r->status = pc->rs.p.status_code;
-	r->status_text = proxy_msg_url(&pc->rs);
-	free(r->resp_headers);
-	r->resp_headers = NULL;
+	r->rec.status = pc->rs.p.status_code;
+	request_set(&r->rec.status_text, proxy_msg_url(&pc->rs));
+	free(r->rec.resp_headers);
+	r->rec.resp_headers = NULL;
 	r->resp_head_kept = true;
-	free(r->mime);
-	r->mime = NULL;
+	free(r->rec.mime_type);
+	r->rec.mime_type = NULL;
 	if ((ct = proxy_msg_get(&pc->rs, "content-type")) != NULL)
-		r->mime = xstrndup(ct, strcspn(ct, "; \t"));
+		r->rec.mime_type = xstrndup(ct, strcspn(ct, "; \t"));
 }
 
 /* A whole response arrived: interim ones (100, 103) are followed by another. */
@@ -1509,7 +1483,7 @@ proxy_conn_relay_response(struct proxy_conn *pc)
 			break;
 		if (used != 0 && !r->resp_started) {
 			r->resp_started = true;
-			r->ttfb_us = proxy_conn_now() - r->t0;
+			r->rec.ttfb_us = proxy_conn_now() - r->t0;
 		}
 		evbuffer_remove_buffer(src, dst, used);
 		if (!had_head && pc->rs.head_done &&
@@ -1540,12 +1514,12 @@ proxy_conn_relay_failed(struct proxy_conn *pc, bool malformed)
 	char *msg;
 
 	if (malformed)
-		msg = xprintf("%s sent a malformed response: %s", pc->r.host,
-		    pc->rs.error);
+		msg = xprintf("%s sent a malformed response: %s",
+		    pc->r.rec.host, pc->rs.error);
 	else if (!pc->r.resp_started && proxy_conn_retry(pc))
 		return -1;
 	else
-		msg = xprintf("%s closed the connection %s%s%s", pc->r.host,
+		msg = xprintf("%s closed the connection %s%s%s", pc->r.rec.host,
 		    pc->r.resp_started ? "in the middle of the response" :
 		    "before answering", pc->up_error != NULL ? ": " : "",
 		    pc->up_error != NULL ? pc->up_error : "");
@@ -1645,7 +1619,7 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 	}
 	if (found == -2) {
 		why = xprintf("closed: %s", pc->ws->error);
-		pc->r.decision = "deny";
+		request_set(&pc->r.rec.decision, "deny");
 		proxy_conn_close(pc, why);
 		free(why);
 		return -1;
@@ -1671,17 +1645,17 @@ proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
 	if (!proxy_host_valid(sni))
 		return xstrdup("the tunnel's TLS asks for a server name (SNI) "
 		    "that is not a valid host name");
-	if (proxy_conn_same_host(sni, r->host))
+	if (proxy_conn_same_host(sni, r->rec.host))
 		return NULL;
-	if (!proxy_host_is_addr(r->host) || proxy_host_is_addr(sni))
+	if (!proxy_host_is_addr(r->rec.host) || proxy_host_is_addr(sni))
 		return xprintf("the tunnel's TLS asks for %s (SNI), but the "
-		    "tunnel goes to %s", sni, r->host);
-	if (proxy_policy_check(pc->ps->policy, sni, r->port, NULL, NULL,
+		    "tunnel goes to %s", sni, r->rec.host);
+	if (proxy_policy_check(pc->ps->policy, sni, r->rec.port, NULL, NULL,
 	    &rule) == PROXY_TUNNEL)
 		return NULL;
-	hr = proxy_host_rule(sni, r->port, "tunnel");
+	hr = proxy_host_rule(sni, r->rec.port, "tunnel");
 	why = xprintf("the tunnel to %s asks for %s (SNI), which no tunnel "
-	    "rule names; add `tunnel %s`", r->host, sni, hr);
+	    "rule names; add `tunnel %s`", r->rec.host, sni, hr);
 	free(hr);
 	return why;
 }
@@ -1718,11 +1692,12 @@ proxy_conn_tunnel_hello(struct proxy_conn *pc)
 		    "sent is not a TLS hello agentmux can read: %s", bad != NULL ?
 		    bad : "it ended first");
 	else if (sni != NULL && (why = proxy_conn_tunnel_sni(pc, sni)) != NULL)
-		pc->r.decision = "deny";
+		request_set(&pc->r.rec.decision, "deny");
 	free(sni);
 	if (why != NULL) {
-		free(pc->r.rule);
-		pc->r.rule = xstrdup("SNI check (a tunnel's TLS names its host)");
+		free(pc->r.rec.rule);
+		pc->r.rec.rule = xstrdup("SNI check (a tunnel's TLS names its "
+		    "host)");
 		proxy_conn_close(pc, why);
 		free(why);
 		return -1;
@@ -1751,8 +1726,8 @@ proxy_conn_pipe(struct proxy_conn *pc)
 		up = (ssize_t)proxy_conn_move(proxy_conn_cin(pc),
 		    proxy_conn_uout(pc));
 	down = proxy_conn_move(proxy_conn_uin(pc), proxy_conn_cout(pc));
-	r->bytes_up += (int64_t)up;
-	r->bytes_down += (int64_t)down;
+	r->rec.bytes_up += (int64_t)up;
+	r->rec.bytes_down += (int64_t)down;
 	if (up != 0 || down != 0)
 		pc->last_io = proxy_conn_now();
 	proxy_conn_flush(pc);
@@ -1826,10 +1801,10 @@ proxy_conn_intercept(struct proxy_conn *pc)
 		proxy_conn_bad_request(pc, pc->rq.error);
 		return;
 	}
-	pc->dest_host = xstrdup(pc->r.host);
-	pc->dest_port = pc->r.port;
+	pc->dest_host = xstrdup(pc->r.rec.host);
+	pc->dest_port = pc->r.rec.port;
 	/* Requests inside are recorded one by one; the CONNECT itself is not. */
-	if (pc->r.id == pc->ps->next_request)
+	if ((uint64_t)pc->r.rec.id == pc->ps->next_request)
 		pc->ps->next_request--;   /* its number goes to the next request */
 	proxy_conn_req_clear(&pc->r);
 	evbuffer_add_printf(proxy_conn_cout(pc),
@@ -1852,9 +1827,9 @@ proxy_conn_tunnel(struct proxy_conn *pc, const char *rule)
 		proxy_conn_bad_request(pc, pc->rq.error);
 		return;
 	}
-	pc->r.scheme = "tunnel";
-	pc->r.decision = "tunnel";
-	pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
+	request_set(&pc->r.rec.scheme, "tunnel");
+	request_set(&pc->r.rec.decision, "tunnel");
+	pc->r.rec.rule = rule != NULL ? xstrdup(rule) : NULL;
 	pc->r.req_done = true;
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, false);
@@ -1876,11 +1851,11 @@ proxy_conn_connect(struct proxy_conn *pc)
 	    !(u.field_set & (1 << UF_PORT)) || u.port == 0))
 		why = "CONNECT needs HOST:PORT";
 	if (why == NULL) {
-		r->host = xstrndup(url + u.field_data[UF_HOST].off,
+		r->rec.host = xstrndup(url + u.field_data[UF_HOST].off,
 		    u.field_data[UF_HOST].len);
-		r->port = u.port;
-		r->path = xstrdup("");
-		if (!proxy_host_valid(r->host))
+		r->rec.port = u.port;
+		r->rec.path = xstrdup("");
+		if (!proxy_host_valid(r->rec.host))
 			why = "the host name is not valid";
 	}
 	if (why != NULL || pc->tls) {
@@ -1894,8 +1869,8 @@ proxy_conn_connect(struct proxy_conn *pc)
 		proxy_conn_block_leak(pc, "the CONNECT target");
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->host, r->port, NULL, NULL,
-	    &rule);
+	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, NULL,
+	    NULL, &rule);
 	if (v == PROXY_TUNNEL)
 		proxy_conn_tunnel(pc, rule);
 	else if (v == PROXY_ALLOW || (v == PROXY_UNKNOWN && pc->ps->ask &&
@@ -2016,10 +1991,10 @@ proxy_conn_client_event(struct proxy_conn *pc, short what)
 	if (pc->state == PROXY_CONN_HANDSHAKE) {
 		why = proxy_side_error(&pc->client);
 		proxy_conn_req_begin(pc, "CONNECT", "https");
-		pc->r.host = xstrdup(pc->dest_host);
-		pc->r.port = pc->dest_port;
-		pc->r.path = xstrdup("");
-		pc->r.error = xprintf("TLS with the client failed (does it "
+		pc->r.rec.host = xstrdup(pc->dest_host);
+		pc->r.rec.port = pc->dest_port;
+		pc->r.rec.path = xstrdup("");
+		pc->r.rec.error = xprintf("TLS with the client failed (does it "
 		    "trust the agentmux CA?): %s", why);
 		free(why);
 		proxy_conn_close(pc, NULL);

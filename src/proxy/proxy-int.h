@@ -448,6 +448,7 @@ struct proxy_session {
 	char **secret_values;         /* NULL-terminated, for redaction */
 	struct proxy_patterns *patterns;  /* the placeholders, in every form looked for */
 	char *label;
+	int64_t session_id;           /* stamped on every record */
 	struct proxy_session_cbs cbs;
 	void *arg;
 	int listen_fd;

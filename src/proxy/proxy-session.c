@@ -155,6 +155,7 @@ proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
 	ps->prompt_timeout = conf->prompt_timeout > 0 ? conf->prompt_timeout :
 	    60;
 	ps->label = xstrdup(conf->label != NULL ? conf->label : "proxy");
+	ps->session_id = conf->session_id;
 	if (cbs != NULL)
 		ps->cbs = *cbs;
 	ps->arg = arg;

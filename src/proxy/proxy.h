@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct event_base;
+struct request;           /* core.h: the record each request fills */
 
 /* ---- policy (proxy-policy.c) ---- */
 
@@ -121,35 +122,6 @@ char *proxy_secret_placeholder_keyed(const unsigned char *key,
  */
 int proxy_secret_key(const char *data_dir, unsigned char *key, char **cause);
 
-/** What the proxy reports about one request. All strings borrowed. */
-struct proxy_record {
-	uint64_t id;                   /* unique within the session */
-	bool done;                     /* false: just started (live view) */
-	int64_t started_at;            /* ms since the epoch */
-	const char *method;
-	const char *scheme;            /* http | https | tunnel | ws | wss */
-	const char *host;
-	int port;
-	const char *path;
-	const char *http_version;
-	int status;
-	const char *status_text;
-	int64_t bytes_up;
-	int64_t bytes_down;
-	int64_t ttfb_us;
-	int64_t duration_us;
-	const char *decision;          /* allow | deny | tunnel | error */
-	const char *rule;
-	const char *error;
-	const char *req_headers;       /* redacted */
-	const char *resp_headers;
-	const char *req_body;
-	size_t req_body_len;
-	const char *resp_body;
-	size_t resp_body_len;
-	const char *mime_type;
-};
-
 /** A destination nobody has decided on, held until answered. */
 struct proxy_ask {
 	uint64_t id;
@@ -176,8 +148,13 @@ enum proxy_answer {
 };
 
 struct proxy_session_cbs {
-	/* A request started (done false) or finished (done true). */
-	void (*request)(void *arg, const struct proxy_record *);
+	/*
+	 * A request started (done false) or finished (done true): the record is
+	 * the connection's, borrowed for the call. Host and path are "" if
+	 * never learnt; the decision is NULL until done, then "error" if
+	 * nothing decided.
+	 */
+	void (*request)(void *arg, const struct request *);
 	/* A new question, or one whose waiting count changed. */
 	void (*ask)(void *arg, const struct proxy_ask *);
 	/* A question was answered: BY is "user" or "timeout". */
@@ -195,6 +172,7 @@ struct proxy_session_conf {
 	const struct proxy_secret *secrets;
 	size_t nsecrets;
 	const char *label;             /* for log lines ("session 12") */
+	int64_t session_id;            /* stamped on every request's record */
 };
 
 /** Serves a session's listening socket. NULL + *CAUSE on error. */

@@ -433,7 +433,7 @@ store_queue(struct store *st, struct store_op op)
 		st->dropped++;
 		switch (op.kind) {
 		case STORE_OP_REQUEST:
-			store_request_free(op.u.req);
+			request_free(op.u.req);
 			break;
 		case STORE_OP_DECISION:
 			store_decision_free(op.u.dec);
@@ -494,7 +494,7 @@ store_free_op(struct store_op *op)
 {
 	switch (op->kind) {
 	case STORE_OP_REQUEST:
-		store_request_free(op->u.req);
+		request_free(op->u.req);
 		break;
 	case STORE_OP_DECISION:
 		store_decision_free(op->u.dec);

@@ -32,7 +32,7 @@ struct store_budget {
 struct store_op {
 	enum store_op_kind kind;
 	union {
-		struct store_request *req;
+		struct request *req;
 		struct store_decision *dec;
 		struct store_event *ev;
 	} u;
@@ -95,7 +95,7 @@ void store_budget_written(struct store *);
 /* Headers cut to the store's cap; caller frees; NULL for NULL. */
 char *store_budget_headers(struct store *, const char *headers);
 /* Writes one queued op inside the flush transaction. */
-int store_request_write(struct store *, const struct store_request *);
+int store_request_write(struct store *, const struct request *);
 int store_decision_write(struct store *, const struct store_decision *);
 int store_event_write(struct store *, const struct store_event *);
 void store_decision_free(struct store_decision *);

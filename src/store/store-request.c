@@ -4,33 +4,15 @@
 
 #include "store/store-int.h"
 
-static char *
-store_dup(const char *s)
-{
-	return s == NULL ? NULL : xstrdup(s);
-}
-
-static char *
-store_dupmem(const char *p, size_t n)
-{
-	char *d;
-
-	if (p == NULL)
-		return NULL;
-	d = xmalloc(n + 1);
-	memcpy(d, p, n);
-	d[n] = '\0';
-	return d;
-}
-
-/* The bytes R would add to the database. */
+/* The bytes R would add to the database with its headers cut to REQ_H and RESP_H. */
 static size_t
-store_request_size(const struct store_request *r)
+store_request_size(const struct request *r, const char *req_h,
+    const char *resp_h)
 {
 	const char *const s[] = { r->method, r->scheme, r->host, r->path,
 		r->http_version, r->status_text, r->decision, r->rule, r->error,
-		r->req_headers, r->resp_headers, r->mime_type };
-	size_t n = r->req_body_len + r->resp_body_len, i;
+		req_h, resp_h, r->mime_type };
+	size_t n = r->req_body.len + r->resp_body.len, i;
 
 	for (i = 0; i < nitems(s); i++)
 		n += s[i] != NULL ? strlen(s[i]) : 0;
@@ -38,36 +20,31 @@ store_request_size(const struct store_request *r)
 }
 
 void
-store_request_add(struct store *st, const struct store_request *r)
+store_request_add(struct store *st, const struct request *r)
 {
-	struct store_request *c;
+	struct request bare, *c;
 	struct store_op op;
+	char *req_h, *resp_h;
 
-	c = xcalloc(1, sizeof *c);
-	*c = *r;
 	/* Headers first: what is cut is not charged to the budget. */
-	c->req_headers = store_budget_headers(st, r->req_headers);
-	c->resp_headers = store_budget_headers(st, r->resp_headers);
-	if (!store_budget_take(st, r->session_id, store_request_size(c),
-	    STORE_BUDGET_REQUEST, r->decision != NULL &&
+	req_h = store_budget_headers(st, r->req_headers);
+	resp_h = store_budget_headers(st, r->resp_headers);
+	if (!store_budget_take(st, r->session_id, store_request_size(r, req_h,
+	    resp_h), STORE_BUDGET_REQUEST, r->decision != NULL &&
 	    strcmp(r->decision, "deny") == 0)) {
-		free(c->req_headers);
-		free(c->resp_headers);
-		free(c);
+		free(req_h);
+		free(resp_h);
 		return;
 	}
-	c->method = store_dup(r->method);
-	c->scheme = store_dup(r->scheme);
-	c->host = store_dup(r->host);
-	c->path = store_dup(r->path);
-	c->http_version = store_dup(r->http_version);
-	c->status_text = store_dup(r->status_text);
-	c->decision = store_dup(r->decision != NULL ? r->decision : "error");
-	c->rule = store_dup(r->rule);
-	c->error = store_dup(r->error);
-	c->req_body = store_dupmem(r->req_body, r->req_body_len);
-	c->resp_body = store_dupmem(r->resp_body, r->resp_body_len);
-	c->mime_type = store_dup(r->mime_type);
+	/* The copy takes the cut headers instead of copying the whole ones. */
+	bare = *r;
+	bare.req_headers = bare.resp_headers = NULL;
+	c = request_copy(&bare, true);
+	c->req_headers = req_h;
+	c->resp_headers = resp_h;
+	if (c->decision == NULL)
+		c->decision = xstrdup("error");
+	c->done = true;
 	if (c->started_at == 0)
 		c->started_at = util_now_ms();
 	op.kind = STORE_OP_REQUEST;
@@ -99,7 +76,7 @@ store_bind_blob(sqlite3_stmt *stmt, int i, const char *p, size_t n)
 }
 
 int
-store_request_write(struct store *st, const struct store_request *r)
+store_request_write(struct store *st, const struct request *r)
 {
 	sqlite3_stmt *stmt;
 	int rc;
@@ -138,32 +115,38 @@ store_request_write(struct store *st, const struct store_request *r)
 	store_bind_str(stmt, 17, r->error);
 	store_bind_str(stmt, 18, r->req_headers);
 	store_bind_str(stmt, 19, r->resp_headers);
-	store_bind_blob(stmt, 20, r->req_body, r->req_body_len);
-	store_bind_blob(stmt, 21, r->resp_body, r->resp_body_len);
+	store_bind_blob(stmt, 20, r->req_body.data, r->req_body.len);
+	store_bind_blob(stmt, 21, r->resp_body.data, r->resp_body.len);
 	store_bind_str(stmt, 22, r->mime_type);
 	rc = sqlite3_step(stmt);
 	sqlite3_reset(stmt);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static char *
-store_col_blob(sqlite3_stmt *stmt, int i, size_t *len)
+/* A blob column into B: data NULL for SQL NULL, so "none" stays apart from "empty". */
+static void
+store_col_blob(sqlite3_stmt *stmt, int i, struct buf *b)
 {
 	const void *p = sqlite3_column_blob(stmt, i);
 	int n = sqlite3_column_bytes(stmt, i);
 
-	*len = 0;
+	buf_init(b);
 	if (sqlite3_column_type(stmt, i) == SQLITE_NULL)
-		return NULL;
-	*len = (size_t)n;
-	return store_dupmem(p != NULL ? p : "", (size_t)n);
+		return;
+	/* An empty blob is still a body: a NUL of its own, no bytes. */
+	buf_add(b, "", 1);
+	buf_reset(b);
+	if (n > 0)
+		buf_add(b, p, (size_t)n);
 }
 
-static struct store_request *
+static struct request *
 store_request_row(sqlite3_stmt *stmt, bool bodies)
 {
-	struct store_request *r = xcalloc(1, sizeof *r);
+	struct request *r = xmalloc(sizeof *r);
 
+	request_init(r);
+	r->done = true;
 	r->id = sqlite3_column_int64(stmt, 0);
 	r->session_id = sqlite3_column_int64(stmt, 1);
 	r->started_at = sqlite3_column_int64(stmt, 2);
@@ -186,20 +169,20 @@ store_request_row(sqlite3_stmt *stmt, bool bodies)
 	r->req_headers = store_col_text(stmt, 18);
 	r->resp_headers = store_col_text(stmt, 19);
 	if (bodies) {
-		r->req_body = store_col_blob(stmt, 20, &r->req_body_len);
-		r->resp_body = store_col_blob(stmt, 21, &r->resp_body_len);
+		store_col_blob(stmt, 20, &r->req_body);
+		store_col_blob(stmt, 21, &r->resp_body);
 	}
 	r->mime_type = store_col_text(stmt, 22);
 	return r;
 }
 
-struct store_request **
+struct request **
 store_request_list(struct store *st, const struct store_request_filter *f,
     size_t *n)
 {
 	sqlite3_stmt *stmt;
-	struct store_request **v = NULL;
-	struct store_request *r;
+	struct request **v = NULL;
+	struct request *r;
 
 	store_flush(st);
 	stmt = store_prepare(st, "SELECT id, session_id, started_at, method, "
@@ -216,7 +199,7 @@ store_request_list(struct store *st, const struct store_request_filter *f,
 		r = store_request_row(stmt, f->with_bodies);
 		if (f->host_glob != NULL && (r->host == NULL ||
 		    !util_glob_match(f->host_glob, r->host, true))) {
-			store_request_free(r);
+			request_free(r);
 			continue;
 		}
 		v = xreallocarray(v, *n + 1, sizeof *v);
@@ -228,7 +211,7 @@ store_request_list(struct store *st, const struct store_request_filter *f,
 		size_t drop = *n - (size_t)f->limit, i;
 
 		for (i = 0; i < drop; i++)
-			store_request_free(v[i]);
+			request_free(v[i]);
 		memmove(v, v + drop, (size_t)f->limit * sizeof *v);
 		*n = (size_t)f->limit;
 	}
@@ -236,33 +219,11 @@ store_request_list(struct store *st, const struct store_request_filter *f,
 }
 
 void
-store_request_free(struct store_request *r)
-{
-	if (r == NULL)
-		return;
-	free(r->method);
-	free(r->scheme);
-	free(r->host);
-	free(r->path);
-	free(r->http_version);
-	free(r->status_text);
-	free(r->decision);
-	free(r->rule);
-	free(r->error);
-	free(r->req_headers);
-	free(r->resp_headers);
-	free(r->req_body);
-	free(r->resp_body);
-	free(r->mime_type);
-	free(r);
-}
-
-void
-store_request_list_free(struct store_request **v, size_t n)
+store_request_list_free(struct request **v, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		store_request_free(v[i]);
+		request_free(v[i]);
 	free(v);
 }

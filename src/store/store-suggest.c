@@ -315,7 +315,7 @@ store_suggest_dest_rules(struct store_suggestion *out,
 
 /* A record read back from a damaged store may lack its decision or host. */
 static bool
-store_suggest_is_denied(const struct store_request *r)
+store_suggest_is_denied(const struct request *r)
 {
 	return r->decision != NULL && r->host != NULL &&
 	    strcmp(r->decision, "deny") == 0;
@@ -323,7 +323,7 @@ store_suggest_is_denied(const struct store_request *r)
 
 /* Adds a "denied" comment line for each denied destination, with a count. */
 static void
-store_suggest_denied(struct store_suggestion *out, struct store_request **v,
+store_suggest_denied(struct store_suggestion *out, struct request **v,
     size_t n)
 {
 	size_t i, j, count;
@@ -357,7 +357,7 @@ store_suggest(struct store *st, const int64_t *sessions, size_t nsessions,
 {
 	struct store_suggest_ctx sc;
 	struct store_request_filter f;
-	struct store_request **v = NULL, **more;
+	struct request **v = NULL, **more;
 	struct store_suggest_dest *d;
 	size_t n = 0, m, i;
 

@@ -133,36 +133,12 @@ int store_gc(struct store *, int64_t cutoff_ms, int64_t **ids, size_t *n,
 
 /* ---- requests (store-request.c) ---- */
 
-struct store_request {
-	int64_t id;
-	int64_t session_id;
-	int64_t started_at;   /* ms since the epoch */
-	char *method;
-	char *scheme;         /* http | https | tunnel | ws | wss */
-	char *host;
-	int port;
-	char *path;
-	char *http_version;   /* "HTTP/1.1" */
-	int status;           /* 0 if none */
-	char *status_text;
-	int64_t bytes_up;     /* request body bytes */
-	int64_t bytes_down;   /* response body bytes */
-	int64_t ttfb_us;      /* -1 if unknown */
-	int64_t duration_us;
-	char *decision;       /* allow | deny | tunnel | error */
-	char *rule;           /* the rule that decided, as text with origin */
-	char *error;
-	char *req_headers;    /* redacted, "Name: value\n" lines */
-	char *resp_headers;
-	char *req_body;       /* up to the recording cap, or NULL */
-	size_t req_body_len;
-	char *resp_body;
-	size_t resp_body_len;
-	char *mime_type;
-};
-
-/** Queues a copy of R for the next flush. */
-void store_request_add(struct store *, const struct store_request *r);
+/**
+ * Queues a copy of the finished request R (of session R->session_id) for the
+ * next flush, its headers cut to the recording cap, unless the session's
+ * record budget is spent.
+ */
+void store_request_add(struct store *, const struct request *r);
 
 struct store_request_filter {
 	int64_t session_id;   /* 0: every session */
@@ -173,11 +149,13 @@ struct store_request_filter {
 	bool with_bodies;
 };
 
-/** Requests oldest first; caller frees with store_request_list_free. */
-struct store_request **store_request_list(struct store *,
+/**
+ * Requests oldest first, done, ids their rows; caller frees with
+ * store_request_list_free (each one with request_free).
+ */
+struct request **store_request_list(struct store *,
     const struct store_request_filter *, size_t *n);
-void store_request_free(struct store_request *);
-void store_request_list_free(struct store_request **, size_t n);
+void store_request_list_free(struct request **, size_t n);
 
 /* ---- decisions, events, config changes, snapshots (store-record.c) ---- */
 

@@ -157,7 +157,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 {
 	struct store_session *ss = store_session_get(t->st, t->detail);
 	struct store_decision **d;
-	struct store_request **r;
+	struct request **r;
 	struct store_request_filter f = { .session_id = t->detail };
 	char when[32], ex[32], files[24], *url;
 	struct strv q;

@@ -227,7 +227,6 @@ struct store_snapshot;
 struct session_ask;
 struct session_ctx;
 struct store;
-struct store_request;
 struct tui;
 
 /* One session shown in a pane. */
@@ -295,26 +294,6 @@ struct tui_disk {
 	struct tui_pane *pane;
 	char *what;               /* "frozen: its processes wrote ..." */
 	char *more;               /* what continuing does */
-};
-
-/* One request, as the requests panel keeps it. */
-struct tui_req {
-	int64_t id;
-	int64_t session;          /* its session's record (what the user calls it) */
-	int64_t at;               /* ms since the epoch */
-	char *method;
-	char *scheme;
-	char *host;
-	int port;
-	char *path;
-	int status;
-	int64_t bytes;
-	int64_t duration_us;
-	char *decision;           /* NULL while in flight */
-	char *rule;
-	char *error;
-	char *req_headers;
-	char *resp_headers;
 };
 
 enum tui_view {
@@ -408,7 +387,8 @@ struct tui {
 	unsigned disk_x[2][2];
 
 	/* requests (tui-requests.c) */
-	struct tui_req **reqs;
+	struct request **reqs;      /* the records, without bodies; session_id
+	                               is the pane's */
 	size_t nreqs;
 	size_t req_sel;
 	size_t req_top;
@@ -530,12 +510,12 @@ void tui_disk_free_all(struct tui *);
 
 /* tui-requests.c */
 void tui_requests_event(struct tui *, struct tui_pane *,
-    const struct store_request *, bool done);
+    const struct request *);
 void tui_requests_draw(struct tui *, const struct tui_rect *);
 bool tui_requests_key(struct tui *, const struct tui_key *);
 void tui_requests_free_all(struct tui *);
-bool tui_req_matches(const struct tui_req *, const char *filter);
-char *tui_req_details(const struct tui_req *);
+bool tui_req_matches(const struct request *, const char *filter);
+char *tui_req_details(const struct request *);
 /* SCHEME://HOST:PORT/PATH quoted as one name (quote_name); caller frees. */
 char *tui_req_url(const char *scheme, const char *host, int port,
     const char *path);

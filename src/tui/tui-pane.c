@@ -53,12 +53,11 @@ tui_pane_exited(void *arg, struct session *s, int status)
 }
 
 static void
-tui_pane_request(void *arg, struct session *s, const struct store_request *r,
-    bool done)
+tui_pane_request(void *arg, struct session *s, const struct request *r)
 {
 	struct tui_pane *wp = arg;
 
-	tui_requests_event(wp->t, wp, r, done);
+	tui_requests_event(wp->t, wp, r);
 }
 
 static void

@@ -11,58 +11,6 @@
 /* Requests kept in memory; older ones are in the store (history). */
 #define TUI_REQS_MAX 10000
 
-static void
-tui_req_free(struct tui_req *r)
-{
-	if (r == NULL)
-		return;
-	free(r->method);
-	free(r->scheme);
-	free(r->host);
-	free(r->path);
-	free(r->decision);
-	free(r->rule);
-	free(r->error);
-	free(r->req_headers);
-	free(r->resp_headers);
-	free(r);
-}
-
-static char *
-tui_req_dup(const char *s)
-{
-	return s != NULL ? xstrdup(s) : NULL;
-}
-
-/* Copies what the panel shows of SR into R. */
-static void
-tui_req_set(struct tui_req *r, const struct store_request *sr, bool done)
-{
-	r->at = sr->started_at;
-	free(r->method);
-	r->method = tui_req_dup(sr->method);
-	free(r->scheme);
-	r->scheme = tui_req_dup(sr->scheme);
-	free(r->host);
-	r->host = tui_req_dup(sr->host);
-	r->port = sr->port;
-	free(r->path);
-	r->path = tui_req_dup(sr->path);
-	r->status = sr->status;
-	r->bytes = sr->bytes_down;
-	r->duration_us = sr->duration_us;
-	free(r->decision);
-	r->decision = done ? tui_req_dup(sr->decision) : NULL;
-	free(r->rule);
-	r->rule = tui_req_dup(sr->rule);
-	free(r->error);
-	r->error = tui_req_dup(sr->error);
-	free(r->req_headers);
-	r->req_headers = tui_req_dup(sr->req_headers);
-	free(r->resp_headers);
-	r->resp_headers = tui_req_dup(sr->resp_headers);
-}
-
 static bool
 tui_req_same(const char *a, const char *b)
 {
@@ -71,59 +19,65 @@ tui_req_same(const char *a, const char *b)
 }
 
 /*
- * The entry an event is about: by its id when the event has one; else the
- * newest request of that pane still in flight to the same place, started
- * at the same time.
+ * The slot of the entry an event is about: by its id when the event has
+ * one; else the newest request of that pane still in flight to the same
+ * place, started at the same time. NULL if none.
  */
-static struct tui_req *
-tui_req_find(struct tui *t, int64_t session, const struct store_request *sr)
+static struct request **
+tui_req_find(struct tui *t, int64_t session, const struct request *sr)
 {
-	struct tui_req *r;
+	struct request *r;
 	size_t i;
 
 	for (i = t->nreqs; i > 0; i--) {
 		r = t->reqs[i - 1];
-		if (r->session != session)
+		if (r->session_id != session)
 			continue;
 		if (sr->id != 0) {
 			if (r->id == sr->id)
-				return r;
+				return &t->reqs[i - 1];
 			continue;
 		}
-		if (r->decision == NULL && r->at == sr->started_at &&
+		if (!r->done && r->started_at == sr->started_at &&
 		    r->port == sr->port && tui_req_same(r->host, sr->host) &&
 		    tui_req_same(r->path, sr->path) &&
 		    tui_req_same(r->method, sr->method))
-			return r;
+			return &t->reqs[i - 1];
 	}
 	return NULL;
 }
 
+/* A new slot at the end, dropping the oldest entry when the panel is full. */
+static struct request **
+tui_req_add(struct tui *t)
+{
+	if (t->nreqs == TUI_REQS_MAX) {
+		request_free(t->reqs[0]);
+		memmove(t->reqs, t->reqs + 1, (t->nreqs - 1) * sizeof *t->reqs);
+		t->nreqs--;
+		if (t->req_sel > 0)
+			t->req_sel--;
+	}
+	t->reqs = xreallocarray(t->reqs, t->nreqs + 1, sizeof *t->reqs);
+	t->reqs[t->nreqs] = NULL;
+	return &t->reqs[t->nreqs++];
+}
+
 void
 tui_requests_event(struct tui *t, struct tui_pane *wp,
-    const struct store_request *sr, bool done)
+    const struct request *sr)
 {
-	struct tui_req *r = tui_req_find(t, wp->id, sr);
-	bool was_done = r != NULL && r->decision != NULL;
+	struct request **slot = tui_req_find(t, wp->id, sr);
+	bool was_done = slot != NULL && (*slot)->done;
 
-	if (r == NULL) {
-		if (t->nreqs == TUI_REQS_MAX) {
-			tui_req_free(t->reqs[0]);
-			memmove(t->reqs, t->reqs + 1, (t->nreqs - 1) *
-			    sizeof *t->reqs);
-			t->nreqs--;
-			if (t->req_sel > 0)
-				t->req_sel--;
-		}
-		r = xcalloc(1, sizeof *r);
-		r->id = sr->id;
-		r->session = wp->id;
-		t->reqs = xreallocarray(t->reqs, t->nreqs + 1, sizeof *t->reqs);
-		t->reqs[t->nreqs++] = r;
-	}
-	tui_req_set(r, sr, done);
-	if (done && !was_done && r->decision != NULL &&
-	    strcmp(r->decision, "deny") == 0) {
+	if (slot == NULL)
+		slot = tui_req_add(t);
+	/* The panel keeps the record as it is now, without its bodies. */
+	request_free(*slot);
+	*slot = request_copy(sr, false);
+	(*slot)->session_id = wp->id;
+	if (sr->done && !was_done && sr->decision != NULL &&
+	    strcmp(sr->decision, "deny") == 0) {
 		t->denied++;
 		tui_redraw(t);
 	}
@@ -137,7 +91,7 @@ tui_requests_free_all(struct tui *t)
 	size_t i;
 
 	for (i = 0; i < t->nreqs; i++)
-		tui_req_free(t->reqs[i]);
+		request_free(t->reqs[i]);
 	free(t->reqs);
 	t->reqs = NULL;
 	t->nreqs = 0;
@@ -157,15 +111,15 @@ tui_req_contains(const char *s, const char *word, size_t len)
 }
 
 bool
-tui_req_matches(const struct tui_req *r, const char *filter)
+tui_req_matches(const struct request *r, const char *filter)
 {
 	char line[64];
 	const char *w = filter;
 	size_t len;
 
-	snprintf(line, sizeof line, "%lld %d %s", (long long)r->session,
-	    r->status,
-	    r->decision != NULL ? r->decision : "pending");
+	snprintf(line, sizeof line, "%lld %d %s", (long long)r->session_id,
+	    r->status, r->done && r->decision != NULL ? r->decision :
+	    "pending");
 	while (*w != '\0') {
 		while (isspace((unsigned char)*w))
 			w++;
@@ -199,10 +153,10 @@ tui_requests_visible(struct tui *t, size_t *n)
 }
 
 static const char *
-tui_req_mark(const struct tui_req *r, enum tui_style *style)
+tui_req_mark(const struct request *r, enum tui_style *style)
 {
 	*style = TUI_STYLE_NORMAL;
-	if (r->decision == NULL)
+	if (!r->done || r->decision == NULL)
 		return "\xe2\x80\xa6";
 	if (strcmp(r->decision, "deny") == 0) {
 		*style = TUI_STYLE_ALERT;
@@ -229,7 +183,7 @@ tui_req_url(const char *scheme, const char *host, int port, const char *path)
 }
 
 static void
-tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
+tui_requests_row(struct tui *t, const struct request *r, unsigned y,
     unsigned sx, bool selected)
 {
 	char when[32], size[16], dur[16], status[8], *line, *url, *m1;
@@ -238,16 +192,16 @@ tui_requests_row(struct tui *t, const struct tui_req *r, unsigned y,
 	const char *m = tui_req_mark(r, &mark);
 	unsigned x;
 
-	util_fmt_time(when, sizeof when, r->at);
+	util_fmt_time(when, sizeof when, r->started_at);
 	snprintf(status, sizeof status, "%d", r->status);
-	if (r->decision != NULL) {
-		util_fmt_size(size, sizeof size, r->bytes);
+	if (r->done) {
+		util_fmt_size(size, sizeof size, r->bytes_down);
 		util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
 	} else
 		size[0] = dur[0] = '\0';
 	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
 	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2lld ",
-	    strlen(when) > 11 ? when + 11 : when, (long long)r->session);
+	    strlen(when) > 11 ? when + 11 : when, (long long)r->session_id);
 	x += tui_screen_print(t->scr, x, y, sx - x, selected ? style : mark, m);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	m1 = quote_name(r->method != NULL ? r->method : "-");
@@ -326,7 +280,7 @@ tui_list_key(const struct tui_key *k, size_t n, size_t page, size_t *sel)
 }
 
 char *
-tui_req_details(const struct tui_req *r)
+tui_req_details(const struct request *r)
 {
 	struct buf b;
 	struct strv q;
@@ -334,16 +288,16 @@ tui_req_details(const struct tui_req *r)
 
 	buf_init(&b);
 	strv_init(&q);
-	util_fmt_time(when, sizeof when, r->at);
-	util_fmt_size(size, sizeof size, r->bytes);
+	util_fmt_time(when, sizeof when, r->started_at);
+	util_fmt_size(size, sizeof size, r->bytes_down);
 	util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	buf_printf(&b, "%s %s\n\n", quote_keep(&q, r->method != NULL ?
 	    r->method : "-"), url);
 	free(url);
 	buf_printf(&b, "session:   %lld\nstarted:   %s\ndecision:  %s\n",
-	    (long long)r->session,
-	    when, r->decision != NULL ? r->decision : "(in flight)");
+	    (long long)r->session_id, when, r->done && r->decision != NULL ?
+	    r->decision : "(in flight)");
 	if (r->rule != NULL)
 		buf_printf(&b, "rule:      %s\n", quote_keep_line(&q, r->rule));
 	buf_printf(&b, "status:    %d\nreceived:  %s\nduration:  %s\n", r->status,

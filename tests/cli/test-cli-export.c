@@ -12,7 +12,7 @@ static void
 req(struct store *st, int64_t sid, const char *decision, const char *method,
     const char *host, int port, const char *path, int status)
 {
-	struct store_request r;
+	struct request r;
 
 	memset(&r, 0, sizeof r);
 	r.session_id = sid;
@@ -34,10 +34,9 @@ req(struct store *st, int64_t sid, const char *decision, const char *method,
 	r.req_headers = (char *)"Host: api.example.com\nAuthorization: [redacted]\n"
 	    "Content-Type: application/json\n";
 	r.resp_headers = (char *)"Content-Type: text/plain\n";
-	r.req_body = (char *)"{\"a\":1}";
-	r.req_body_len = 7;
-	r.resp_body = (char *)"\x00\x01\x02";
-	r.resp_body_len = 3;
+	/* Borrowed: the store copies what it keeps. */
+	r.req_body = (struct buf){ .data = (char *)"{\"a\":1}", .len = 7 };
+	r.resp_body = (struct buf){ .data = (char *)"\x00\x01\x02", .len = 3 };
 	store_request_add(st, &r);
 }
 

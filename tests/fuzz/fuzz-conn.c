@@ -319,16 +319,17 @@ fc_check_field(const char *s, size_t len, bool always)
 }
 
 static void
-fc_on_request(void *arg, const struct proxy_record *rec)
+fc_on_request(void *arg, const struct request *rec)
 {
-	if (rec->decision == NULL || rec->method == NULL || rec->host == NULL)
+	if ((rec->done && rec->decision == NULL) || rec->method == NULL ||
+	    rec->host == NULL || rec->path == NULL)
 		abort();
 	fc_check_field(rec->req_headers, rec->req_headers != NULL ?
 	    strlen(rec->req_headers) : 0, true);
 	fc_check_field(rec->resp_headers, rec->resp_headers != NULL ?
 	    strlen(rec->resp_headers) : 0, true);
-	fc_check_field(rec->req_body, rec->req_body_len, true);
-	fc_check_field(rec->resp_body, rec->resp_body_len, true);
+	fc_check_field(rec->req_body.data, rec->req_body.len, true);
+	fc_check_field(rec->resp_body.data, rec->resp_body.len, true);
 	fc_check_field(rec->path, strlen(rec->path), false);
 	fc_check_field(rec->host, strlen(rec->host), false);
 	if (rec->status_text != NULL)

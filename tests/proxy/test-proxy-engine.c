@@ -27,22 +27,6 @@
 
 #define ENG_MAX_RECS 256
 
-struct eng_rec {
-	char *method;
-	char *scheme;
-	char *host;
-	int port;
-	char *path;
-	int status;
-	char *decision;
-	char *rule;
-	char *error;
-	char *req_headers;
-	char *resp_headers;
-	char *resp_body;
-	int64_t bytes_up;
-	int64_t bytes_down;
-};
 
 struct eng {
 	struct event_base *base;
@@ -58,7 +42,7 @@ struct eng {
 	/* the session under test */
 	struct proxy_session *ps;
 	int port;
-	struct eng_rec recs[ENG_MAX_RECS];
+	struct request *recs[ENG_MAX_RECS];  /* finished records, copied */
 	size_t nrecs;
 	int nstarted;
 	int nstarted_heads;         /* started records that carry the request's head */
@@ -82,17 +66,10 @@ struct eng {
 	size_t seen_mark;           /* seen.log's length when a watch began */
 };
 
-static char *
-dup0(const char *s)
-{
-	return s != NULL ? xstrdup(s) : NULL;
-}
-
 static void
-eng_on_request(void *arg, const struct proxy_record *r)
+eng_on_request(void *arg, const struct request *r)
 {
 	struct eng *e = arg;
-	struct eng_rec *c;
 
 	if (!r->done) {
 		e->nstarted++;
@@ -102,22 +79,7 @@ eng_on_request(void *arg, const struct proxy_record *r)
 		return;
 	}
 	assert_true(e->nrecs < ENG_MAX_RECS);
-	c = &e->recs[e->nrecs++];
-	c->method = dup0(r->method);
-	c->scheme = dup0(r->scheme);
-	c->host = dup0(r->host);
-	c->port = r->port;
-	c->path = dup0(r->path);
-	c->status = r->status;
-	c->decision = dup0(r->decision);
-	c->rule = dup0(r->rule);
-	c->error = dup0(r->error);
-	c->req_headers = dup0(r->req_headers);
-	c->resp_headers = dup0(r->resp_headers);
-	c->resp_body = r->resp_body != NULL ? xstrndup(r->resp_body,
-	    r->resp_body_len) : NULL;
-	c->bytes_up = r->bytes_up;
-	c->bytes_down = r->bytes_down;
+	e->recs[e->nrecs++] = request_copy(r, true);
 }
 
 static void
@@ -179,20 +141,8 @@ eng_clear(struct eng *e)
 {
 	size_t i;
 
-	for (i = 0; i < e->nrecs; i++) {
-		struct eng_rec *c = &e->recs[i];
-
-		free(c->method);
-		free(c->scheme);
-		free(c->host);
-		free(c->path);
-		free(c->decision);
-		free(c->rule);
-		free(c->error);
-		free(c->req_headers);
-		free(c->resp_headers);
-		free(c->resp_body);
-	}
+	for (i = 0; i < e->nrecs; i++)
+		request_free(e->recs[i]);
 	e->nrecs = 0;
 	e->nstarted = e->nstarted_heads = e->nasks = e->nanswered = e->nalerts = 0;
 	e->max_waiting = 0;
@@ -381,14 +331,14 @@ eng_expect_out(struct eng *e, const char *needle)
 		    e->out != NULL ? e->out : "(none)");
 }
 
-static struct eng_rec *
+static struct request *
 eng_find(struct eng *e, const char *path)
 {
 	size_t i;
 
 	for (i = 0; i < e->nrecs; i++) {
-		if (strcmp(e->recs[i].path, path) == 0)
-			return &e->recs[i];
+		if (strcmp(e->recs[i]->path, path) == 0)
+			return e->recs[i];
 	}
 	fail_msg("no record of %s (%zu records)", path, e->nrecs);
 	return NULL;
@@ -499,7 +449,7 @@ test_allow_deny_unknown(void **state)
 	struct eng *e = *state;
 	char *r1 = xprintf("allow 127.0.0.1:%d GET,HEAD /ok", e->hp);
 	char *r2 = xprintf("deny 127.0.0.1:%d * /ok/secret", e->hp);
-	struct eng_rec *r;
+	struct request *r;
 
 	eng_session(e, false, 60, NULL, 0, r1, r2, NULL);
 	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/ok/1 "
@@ -610,7 +560,7 @@ test_tunnel(void **state)
 {
 	struct eng *e = *state;
 	char *rule = xprintf("tunnel localhost:%d", e->hp);
-	struct eng_rec *r;
+	struct request *r;
 
 	eng_session(e, false, 60, NULL, 0, rule, NULL);
 	/* The upstream's own certificate reaches the client: no interception. */
@@ -685,8 +635,8 @@ test_secrets(void **state)
 	    "Value2Never3In4The5Jail auth=Bearer sk-test-"));
 	assert_non_null(strstr(eng_seen(e), ph));
 	assert_null(strstr(eng_find(e, "/s1")->req_headers, s.value));
-	assert_null(strstr(eng_find(e, "/s1")->resp_body, s.value));
-	assert_non_null(strstr(eng_find(e, "/s1")->resp_body, "[redacted]"));
+	assert_null(strstr(eng_find(e, "/s1")->resp_body.data, s.value));
+	assert_non_null(strstr(eng_find(e, "/s1")->resp_body.data, "[redacted]"));
 	/* Anywhere else: blocked and reported. */
 	eng_run(e, CURL "-H \"x-api-key: $PH\" https://localhost:$HP/s2 "
 	    "-w ' [%%{http_code}]'");
@@ -1056,13 +1006,13 @@ test_tunnel_sni(void **state)
 	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://localhost:$HP/t1 "
 	    "evil.example");
 	eng_wait_records(e, 1);
-	assert_string_equal(e->recs[0].decision, "deny");
-	assert_non_null(strstr(e->recs[0].error, "the tunnel's TLS asks for "
+	assert_string_equal(e->recs[0]->decision, "deny");
+	assert_non_null(strstr(e->recs[0]->error, "the tunnel's TLS asks for "
 	    "evil.example (SNI), but the tunnel goes to localhost"));
 	eng_run(e, "CA=$UPCA python3 $CLIENTS sni https://127.0.0.1:$HP/t2 "
 	    "other.example");
 	eng_wait_records(e, 2);
-	assert_non_null(strstr(e->recs[1].error, "which no tunnel rule names; "
+	assert_non_null(strstr(e->recs[1]->error, "which no tunnel rule names; "
 	    "add `tunnel other.example:"));
 	/* Plain HTTP through a tunnel: not TLS, so not passed. */
 	hex = eng_hex("GET /t3 HTTP/1.1\r\nHost: localhost\r\n\r\n", e->hp);
@@ -1073,7 +1023,7 @@ test_tunnel_sni(void **state)
 	    e->port, hex);
 	eng_expect_out(e, "200 Connection established");
 	eng_wait_records(e, 3);
-	assert_non_null(strstr(e->recs[2].error, "a tunnel carries TLS"));
+	assert_non_null(strstr(e->recs[2]->error, "a tunnel carries TLS"));
 	/* Its own name, or a name a tunnel rule names: through. */
 	assert_int_equal(eng_run(e, "CA=$UPCA python3 $CLIENTS sni "
 	    "https://127.0.0.1:$HP/t4 localhost"), 0);
@@ -1116,9 +1066,9 @@ test_websocket(void **state)
 	eng_expect_out(e, "HTTP/1.1 101 Switching Protocols\necho 5 hello\n"
 	    "echo 500 world\nHTTP/1.1 101");
 	eng_wait_records(e, 2);
-	assert_string_equal(e->recs[0].scheme, "wss");
-	assert_int_equal(e->recs[0].status, 101);
-	assert_string_equal(e->recs[1].scheme, "ws");
+	assert_string_equal(e->recs[0]->scheme, "wss");
+	assert_int_equal(e->recs[0]->status, 101);
+	assert_string_equal(e->recs[1]->scheme, "ws");
 	eng_end_session(e);
 }
 
@@ -1154,7 +1104,7 @@ static void
 test_client_tls_errors(void **state)
 {
 	struct eng *e = *state;
-	struct eng_rec *r;
+	struct request *r;
 
 	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", NULL);
 	eng_run(e, "curl -sS --max-time 30 -x \"$PURL\" "
@@ -1169,7 +1119,7 @@ test_client_tls_errors(void **state)
 	eng_run(e, "python3 $CLIENTS halfhello https://127.0.0.1:$HP/");
 	eng_expect_out(e, "HTTP/1.1 200 Connection established");
 	eng_wait_records(e, 2);
-	assert_non_null(strstr(e->recs[1].error, "TLS with the client failed "
+	assert_non_null(strstr(e->recs[1]->error, "TLS with the client failed "
 	    "(does it trust the agentmux CA?): the other side closed the "
 	    "connection during TLS"));
 	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/after "
@@ -1238,8 +1188,8 @@ test_malformed(void **state)
 	assert_null(strstr(eng_seen(e), "/m8"));
 	assert_null(strstr(eng_seen(e), "/m5"));
 	assert_int_equal(e->nrecs, nitems(bad));
-	assert_string_equal(e->recs[0].decision, "error");
-	assert_int_equal(e->recs[0].status, 400);
+	assert_string_equal(e->recs[0]->decision, "error");
+	assert_int_equal(e->recs[0]->status, 400);
 	eng_end_session(e);
 }
 

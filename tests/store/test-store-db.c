@@ -83,7 +83,7 @@ static void
 add_request(struct store *st, int64_t sid, const char *host,
     const char *decision)
 {
-	struct store_request r;
+	struct request r;
 
 	memset(&r, 0, sizeof r);
 	r.session_id = sid;
@@ -307,7 +307,7 @@ test_checkpoints_off_the_loop(void **state)
 	struct store *st = open_or_fail(p);
 	struct event_base *base = event_base_new();
 	int64_t sid = begin(st, "c");
-	struct store_request r;
+	struct request r;
 	struct stat sb;
 	char big[2048];
 	int i, j;
@@ -349,7 +349,7 @@ test_lists_and_resolve(void **state)
 	char *p = db_path("list.db"), *cause = NULL;
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request **rv;
+	struct request **rv;
 	struct store_session **sv;
 	int64_t a, b, id;
 	size_t n;
@@ -491,7 +491,7 @@ test_prepare_fails_degrades(void **state)
 	char *p = db_path("prepare.db");
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request **v;
+	struct request **v;
 	int64_t sid;
 	size_t n;
 
@@ -521,6 +521,78 @@ test_prepare_fails_degrades(void **state)
 	free(p);
 }
 
+/*
+ * A record goes in as the proxy hands it over (then freed at once: the store
+ * keeps its own copy) and comes back the same: bodies with NUL bytes, an
+ * empty body apart from none, a missing decision as "error".
+ */
+static void
+test_request_round_trip(void **state)
+{
+	char *p = db_path("round.db");
+	struct store *st = open_or_fail(p);
+	struct store_request_filter f;
+	struct request *r = xmalloc(sizeof *r), **v;
+	int64_t sid = begin(st, "round");
+	size_t n;
+
+	request_init(r);
+	r->id = 9;
+	r->session_id = sid;
+	r->done = true;
+	r->started_at = 1700000000123;
+	r->method = xstrdup("PUT");
+	r->scheme = xstrdup("https");
+	r->host = xstrdup("api.example.com");
+	r->port = 8443;
+	r->path = xstrdup("/up");
+	r->http_version = xstrdup("HTTP/1.1");
+	r->status = 204;
+	r->status_text = xstrdup("No Content");
+	r->bytes_up = 3;
+	r->duration_us = 42;
+	r->rule = xstrdup("allow api.example.com (config:1)");
+	r->req_headers = xstrdup("Content-Type: x\n");
+	buf_add(&r->req_body, "a\0b", 3);
+	buf_add(&r->resp_body, "", 0);
+	r->mime_type = xstrdup("x");
+	store_request_add(st, r);
+	request_free(r);
+	memset(&f, 0, sizeof f);
+	f.session_id = sid;
+	f.with_bodies = true;
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_true(v[0]->done);
+	assert_true(v[0]->id > 0);
+	assert_int_equal(v[0]->session_id, sid);
+	assert_int_equal(v[0]->started_at, 1700000000123);
+	assert_string_equal(v[0]->method, "PUT");
+	assert_string_equal(v[0]->host, "api.example.com");
+	assert_int_equal(v[0]->port, 8443);
+	assert_string_equal(v[0]->status_text, "No Content");
+	assert_string_equal(v[0]->decision, "error");
+	assert_string_equal(v[0]->rule, "allow api.example.com (config:1)");
+	assert_null(v[0]->error);
+	assert_null(v[0]->resp_headers);
+	assert_int_equal(v[0]->ttfb_us, -1);
+	assert_int_equal(v[0]->duration_us, 42);
+	assert_int_equal(v[0]->req_body.len, 3);
+	assert_memory_equal(v[0]->req_body.data, "a\0b", 3);
+	assert_non_null(v[0]->resp_body.data);
+	assert_int_equal(v[0]->resp_body.len, 0);
+	store_request_list_free(v, n);
+	/* Without bodies asked for, none come. */
+	f.with_bodies = false;
+	v = store_request_list(st, &f, &n);
+	assert_int_equal(n, 1);
+	assert_null(v[0]->req_body.data);
+	assert_null(v[0]->resp_body.data);
+	store_request_list_free(v, n);
+	store_close(st);
+	free(p);
+}
+
 /* Headers are cut at a line past the cap, with a line that says so. */
 static void
 test_headers_capped(void **state)
@@ -528,7 +600,7 @@ test_headers_capped(void **state)
 	char *p = db_path("headers.db");
 	struct store *st = open_or_fail(p);
 	struct store_request_filter f;
-	struct store_request r, **v;
+	struct request r, **v;
 	struct buf h;
 	size_t n;
 	int64_t sid;
@@ -667,6 +739,7 @@ main(void)
 		cmocka_unit_test(test_lists_and_resolve),
 		cmocka_unit_test(test_end_words_and_counts),
 		cmocka_unit_test(test_flags_and_gc),
+		cmocka_unit_test(test_request_round_trip),
 		cmocka_unit_test(test_headers_capped),
 		cmocka_unit_test(test_prepare_fails_degrades),
 		cmocka_unit_test(test_budget),

@@ -43,7 +43,7 @@ static void
 req(const char *decision, const char *method, const char *host, int port,
     const char *path)
 {
-	struct store_request r;
+	struct request r;
 
 	memset(&r, 0, sizeof r);
 	r.session_id = sid;
@@ -131,7 +131,7 @@ static void
 test_round_trip(void **state)
 {
 	struct store_request_filter f;
-	struct store_request **v;
+	struct request **v;
 	struct store_suggestion sg;
 	struct proxy_policy *pol = proxy_policy_create();
 	char *cause = NULL;

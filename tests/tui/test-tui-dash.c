@@ -9,13 +9,16 @@
 #include "lib/testlib.h"
 #include "tui/tui-int.h"
 
-static struct tui_req *
+/* A record as the panel keeps it: done once it has a decision. */
+static struct request *
 req(const char *method, const char *host, const char *path, const char *dec,
     int status)
 {
-	struct tui_req *r = xcalloc(1, sizeof *r);
+	struct request *r = xmalloc(sizeof *r);
 
-	r->session = 2;
+	request_init(r);
+	r->session_id = 2;
+	r->done = dec != NULL;
 	r->method = xstrdup(method);
 	r->scheme = xstrdup("https");
 	r->host = xstrdup(host);
@@ -28,23 +31,11 @@ req(const char *method, const char *host, const char *path, const char *dec,
 }
 
 static void
-req_free(struct tui_req *r)
-{
-	free(r->method);
-	free(r->scheme);
-	free(r->host);
-	free(r->path);
-	free(r->decision);
-	free(r->req_headers);
-	free(r);
-}
-
-static void
 test_filter(void **state)
 {
-	struct tui_req *a = req("GET", "api.github.com", "/repos/x", "allow", 200);
-	struct tui_req *d = req("POST", "evil.example", "/upload", "deny", 403);
-	struct tui_req *p = req("GET", "pypi.org", "/simple/", NULL, 0);
+	struct request *a = req("GET", "api.github.com", "/repos/x", "allow", 200);
+	struct request *d = req("POST", "evil.example", "/upload", "deny", 403);
+	struct request *p = req("GET", "pypi.org", "/simple/", NULL, 0);
 
 	assert_true(tui_req_matches(a, ""));
 	assert_true(tui_req_matches(a, "github"));
@@ -56,15 +47,19 @@ test_filter(void **state)
 	assert_true(tui_req_matches(d, "post"));
 	assert_true(tui_req_matches(p, "pending"));
 	assert_false(tui_req_matches(p, "allow"));
-	req_free(a);
-	req_free(d);
-	req_free(p);
+	/* Allowed and on its way, not finished: still pending. */
+	p->decision = xstrdup("allow");
+	assert_true(tui_req_matches(p, "pending"));
+	assert_false(tui_req_matches(p, "allow"));
+	request_free(a);
+	request_free(d);
+	request_free(p);
 }
 
 static void
 test_details(void **state)
 {
-	struct tui_req *d = req("POST", "evil.example", "/upload", "deny", 403);
+	struct request *d = req("POST", "evil.example", "/upload", "deny", 403);
 	char *text;
 
 	d->rule = xstrdup("deny evil.example (config:3)");
@@ -74,8 +69,7 @@ test_details(void **state)
 	assert_non_null(strstr(text, "rule:      deny evil.example (config:3)"));
 	assert_non_null(strstr(text, "Authorization: [redacted]"));
 	free(text);
-	free(d->rule);
-	req_free(d);
+	request_free(d);
 }
 
 static void
