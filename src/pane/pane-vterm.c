@@ -1,4 +1,4 @@
-/* A pane's terminal: libvterm's state layer parses the program's output and drives agentmux's own grids. */
+/* A pane's terminal, kept by its session: libvterm's state layer parses the program's output and drives agentmux's own grids. */
 #include <stdlib.h>
 #include <string.h>
 

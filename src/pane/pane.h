@@ -148,7 +148,10 @@ uint64_t pane_grid_scrolled(const struct pane_grid *);
 /*
  * libvterm's state layer parses what the program writes and keeps the
  * terminal's state; the cells are ours, in a pane_grid (one for the normal
- * screen with history, one for the alternate screen).
+ * screen with history, one for the alternate screen). A session owns the
+ * pane of its pty and feeds it; front ends read it to draw (cells, dirty
+ * rows, scroll counter, cursor, modes, title, bells) and send keys through
+ * it. What a viewer does (scrolling back, copy mode, focus) is not here.
  */
 
 /* The cursor's shape, numbered as DECSCUSR numbers them. */
@@ -215,10 +218,13 @@ typedef void (*pane_write_cb)(void *arg, const char *data, size_t len);
 
 struct pane;
 
-/** A SX x SY terminal with HLIMIT lines of history; WRITE gets its replies. */
+/**
+ * A SX x SY terminal with HLIMIT lines of history; WRITE (may be NULL)
+ * gets its replies and encoded keys. The caller owns its one reference.
+ */
 struct pane *pane_create(unsigned sx, unsigned sy, unsigned hlimit,
     pane_write_cb write, void *arg);
-/** Another reference to VT, for the caller (dropped with pane_free); returns VT. */
+/** Another reference, for the caller (dropped with pane_free); returns its argument. */
 struct pane *pane_ref(struct pane *);
 /** Drops a reference; the last one frees it. NULL is a no-op. */
 void pane_free(struct pane *);

@@ -1,4 +1,4 @@
-/* The dashboard: pane grids fed by libvterm's state layer, layout, keys, drawing with ncursesw. */
+/* The dashboard: layout, keys, views, and drawing the sessions' panes (pane/pane.h) with ncursesw. */
 #ifndef AGENTMUX_TUI_H
 #define AGENTMUX_TUI_H
 
