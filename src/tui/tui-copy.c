@@ -33,7 +33,7 @@ tui_copy_row(struct pane_grid *gd, int64_t line)
 static struct pane_grid *
 tui_copy_grid(struct tui_pane *wp)
 {
-	return pane_grid(wp->vt);
+	return pane_grid(wp->pane);
 }
 
 /* Rows of the grid the pane shows. */
@@ -76,7 +76,7 @@ tui_copy_enter(struct tui_pane *wp)
 	if (wp->copy != NULL)
 		return;
 	wp->copy = xcalloc(1, sizeof *wp->copy);
-	pane_cursor(wp->vt, &cx, &cy);
+	pane_cursor(wp->pane, &cx, &cy);
 	wp->copy->cline = tui_copy_line(gd, (int)cy);
 	wp->copy->cx = cx;
 	wp->scrollback = true;
@@ -314,7 +314,7 @@ tui_copy_paste(struct tui *t, struct tui_pane *wp)
 	buf_init(&b);
 	for (i = 0; i < t->paste.len; i++)
 		buf_addc(&b, t->paste.data[i] == '\n' ? '\r' : t->paste.data[i]);
-	pane_paste(wp->vt, b.data, b.len);
+	pane_paste(wp->pane, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -781,7 +781,7 @@ tui_copy_draw_matches(struct tui_pane *wp, unsigned vy, int y)
 	n = tui_copy_row_matches(gd, y, q, nq, fold, m, pane_grid_sx(gd) + 1);
 	for (i = 0; i < n; i++) {
 		tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, m[i].x,
-		    m[i].x + m[i].w, !pane_reverse(wp->vt));
+		    m[i].x + m[i].w, !pane_reverse(wp->pane));
 	}
 	free(m);
 }
@@ -803,7 +803,7 @@ tui_copy_draw(struct tui_pane *wp)
 			tui_copy_draw_matches(wp, vy, y);
 		if (tui_copy_selected(wp, y, &x0, &x1))
 			tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, x0,
-			    x1, !pane_reverse(wp->vt));
+			    x1, !pane_reverse(wp->pane));
 	}
 	if (cp->typing) {
 		tui_screen_printf(wp->t->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,

@@ -252,18 +252,18 @@ tui_draw_cursor(struct tui *t)
 	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
 	    focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || !pane_cursor_visible(focus->vt)) {
+	    focus->offset != 0 || !pane_cursor_visible(focus->pane)) {
 		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
-	pane_cursor(focus->vt, &cx, &cy);
-	cx = pane_cursor_column(focus->vt);
+	pane_cursor(focus->pane, &cx, &cy);
+	cx = pane_cursor_column(focus->pane);
 	if (cx >= focus->r.sx || cy >= focus->r.sy) {
 		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
-	    pane_cursor_shape(focus->vt));
+	    pane_cursor_shape(focus->pane));
 }
 
 static void
@@ -664,7 +664,7 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
-			pane_key(wp->vt, prefix.code, prefix.mods);
+			pane_key(wp->pane, prefix.code, prefix.mods);
 		break;
 	case TUI_ACT_REDRAW:
 		tui_screen_invalidate(t->scr);

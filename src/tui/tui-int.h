@@ -28,7 +28,7 @@ struct tui_pane {
 	struct tui *t;
 	int num;                  /* its place in the layout: 1, 2, ... */
 	struct session *s;        /* NULL once closed */
-	struct pane *vt;
+	struct pane *pane;        /* its session's (a reference), or a blank one */
 	int64_t id;               /* the session's record: what the user calls it */
 	bool closing;             /* the user closed it: goes once it ended */
 	char *agent;

@@ -22,8 +22,8 @@ tui_pane_changed(void *arg, struct session *s)
 {
 	struct tui_pane *wp = arg;
 
-	if (pane_bells(wp->vt) != wp->bells_seen) {
-		wp->bells = pane_bells(wp->vt) - wp->bells_seen;
+	if (pane_bells(wp->pane) != wp->bells_seen) {
+		wp->bells = pane_bells(wp->pane) - wp->bells_seen;
 		tui_redraw(wp->t);
 	}
 	if (tui_pane_visible(wp))
@@ -166,8 +166,8 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	struct store_session *ss;
 	unsigned sx, sy;
 
-	sx = pane_grid_sx(pane_grid(wp->vt));
-	sy = pane_grid_sy(pane_grid(wp->vt));
+	sx = pane_grid_sx(pane_grid(wp->pane));
+	sy = pane_grid_sy(pane_grid(wp->pane));
 	o.agent = wp->agent;
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
@@ -178,8 +178,8 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	    cause)) == NULL)
 		return false;
 	/* The session keeps the terminal's state; the dashboard draws it. */
-	pane_free(wp->vt);
-	wp->vt = pane_ref(session_pane(wp->s));
+	pane_free(wp->pane);
+	wp->pane = pane_ref(session_pane(wp->s));
 	wp->id = session_id(wp->s);
 	tui_dash_ran(t, wp->id);
 	free(wp->agent);
@@ -213,7 +213,7 @@ tui_pane_start(struct tui *t, const char *agent, const char *dir,
 	for (; command != NULL && *command != NULL; command++)
 		strv_add(&wp->command, *command);
 	tui_pane_start_size(t, &sx, &sy);
-	wp->vt = tui_pane_blank(sx, sy);
+	wp->pane = tui_pane_blank(sx, sy);
 	if (!tui_pane_session(wp, NULL, cause)) {
 		tui_pane_free(wp);
 		return NULL;
@@ -244,7 +244,7 @@ tui_pane_free(struct tui_pane *wp)
 		free(wp->copy->query);
 		free(wp->copy);
 	}
-	pane_free(wp->vt);
+	pane_free(wp->pane);
 	free(wp->agent);
 	free(wp->project);
 	free(wp->dir);
@@ -257,8 +257,8 @@ void
 tui_pane_restart(struct tui_pane *wp)
 {
 	struct tui *t = wp->t;
-	unsigned sx = pane_grid_sx(pane_grid(wp->vt));
-	unsigned sy = pane_grid_sy(pane_grid(wp->vt));
+	unsigned sx = pane_grid_sx(pane_grid(wp->pane));
+	unsigned sy = pane_grid_sy(pane_grid(wp->pane));
 	char *cause = NULL;
 	int64_t was = wp->id;
 	struct strv kept;
@@ -270,8 +270,8 @@ tui_pane_restart(struct tui_pane *wp)
 	    k != NULL && *k != NULL; k++)
 		strv_add(&kept, *k);
 	tui_pane_close(wp);
-	pane_free(wp->vt);
-	wp->vt = tui_pane_blank(sx, sy);
+	pane_free(wp->pane);
+	wp->pane = tui_pane_blank(sx, sy);
 	wp->offset = 0;
 	wp->scrollback = false;
 	wp->alert = false;
@@ -302,7 +302,7 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 	wp->shown = true;
 	wp->redraw = true;
 	if (r.sx == wp->r.sx && r.sy == wp->r.sy &&
-	    pane_grid_sx(pane_grid(wp->vt)) == r.sx) {
+	    pane_grid_sx(pane_grid(wp->pane)) == r.sx) {
 		wp->r = r;
 		return;
 	}
@@ -310,7 +310,7 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 	if (wp->s != NULL)
 		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
 	else
-		pane_resize(wp->vt, r.sx, r.sy);
+		pane_resize(wp->pane, r.sx, r.sy);
 }
 
 const char *
@@ -346,9 +346,9 @@ tui_pane_title(struct tui_pane *wp, bool focused)
 	tui_screen_fill(scr, &r, style);
 	x = tui_screen_printf(scr, r.x, r.y, r.sx, style, " %lld: %s  %s ",
 	    (long long)wp->id, wp->agent, tui_pane_state(wp, state, sizeof state));
-	if (*pane_title(wp->vt) != '\0' && x + 2 < r.sx)
+	if (*pane_title(wp->pane) != '\0' && x + 2 < r.sx)
 		tui_screen_print(scr, r.x + x, r.y, r.sx - x, style,
-		    pane_title(wp->vt));
+		    pane_title(wp->pane));
 }
 
 /* The bar over a pane whose program ended. */
@@ -366,7 +366,7 @@ tui_pane_banner(struct tui_pane *wp)
 void
 tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 {
-	struct pane_grid *gd = pane_grid(wp->vt);
+	struct pane_grid *gd = pane_grid(wp->pane);
 	uint64_t scrolled = pane_grid_scrolled(gd);
 	bool all = wp->redraw;
 
@@ -384,10 +384,10 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	wp->scrolled = scrolled;
 	if (all || pane_grid_is_dirty(gd))
 		tui_screen_draw_grid(wp->t->scr, gd, &wp->r, wp->offset,
-		    pane_reverse(wp->vt), all);
+		    pane_reverse(wp->pane), all);
 	wp->redraw = false;
 	if (focused)
-		wp->bells_seen = pane_bells(wp->vt);
+		wp->bells_seen = pane_bells(wp->pane);
 	if (wp->copy != NULL)
 		tui_copy_draw(wp);
 	else if (wp->offset != 0)
@@ -401,11 +401,11 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 void
 tui_pane_scroll(struct tui_pane *wp, int lines)
 {
-	unsigned h = pane_grid_hsize(pane_grid(wp->vt));
+	unsigned h = pane_grid_hsize(pane_grid(wp->pane));
 	long o = (long)wp->offset + lines;
 
 	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
-	wp->scrolled = pane_grid_scrolled(pane_grid(wp->vt));
+	wp->scrolled = pane_grid_scrolled(pane_grid(wp->pane));
 	tui_copy_clamp(wp);
 	wp->redraw = true;
 	tui_redraw(wp->t);
@@ -422,15 +422,15 @@ tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 	case TUI_INPUT_KEY:
 		if (wp->offset != 0)
 			tui_pane_scroll(wp, -(int)wp->offset);
-		pane_key(wp->vt, in->key.code, in->key.mods);
+		pane_key(wp->pane, in->key.code, in->key.mods);
 		break;
 	case TUI_INPUT_PASTE:
-		pane_paste(wp->vt, in->paste, in->pastelen);
+		pane_paste(wp->pane, in->paste, in->pastelen);
 		break;
 	case TUI_INPUT_MOUSE:
 		tui_keys_mouse_event(&in->mouse, &m);
 		if ((wp->copy == NULL || !wp->copy->dragging) &&
-		    pane_mouse(wp->vt, &m))
+		    pane_mouse(wp->pane, &m))
 			break;
 		/* The program did not ask for the mouse: drags select, the wheel scrolls. */
 		if (tui_copy_mouse(wp, &in->mouse, (int)in->mouse.x,
