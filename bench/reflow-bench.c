@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "tui/tui.h"
+#include "pane/pane.h"
 
 static int
 reflow_bench_cmp(const void *a, const void *b)
@@ -15,10 +15,10 @@ reflow_bench_cmp(const void *a, const void *b)
 }
 
 /* A pane of 200x50 with LINES lines through it: short ones, and every third 300 characters long. */
-static struct tui_vterm *
+static struct pane *
 reflow_bench_pane(unsigned lines)
 {
-	struct tui_vterm *vt = tui_vterm_create(200, 50, lines, NULL, NULL);
+	struct pane *vt = pane_create(200, 50, lines, NULL, NULL);
 	char line[512];
 	unsigned i;
 	int n;
@@ -30,7 +30,7 @@ reflow_bench_pane(unsigned lines)
 		} else
 			n = snprintf(line, sizeof line, "line %u of the build log\r\n",
 			    i);
-		tui_vterm_feed(vt, line, (size_t)n);
+		pane_feed(vt, line, (size_t)n);
 	}
 	return vt;
 }
@@ -40,13 +40,13 @@ main(int argc, char **argv)
 {
 	static const unsigned widths[] = { 120, 200, 80, 200 };
 	unsigned lines = argc > 1 ? (unsigned)atoi(argv[1]) : 10000;
-	struct tui_vterm *vt = reflow_bench_pane(lines);
+	struct pane *vt = reflow_bench_pane(lines);
 	int64_t t[5 * nitems(widths)] = { 0 }, worst = 0, t0, median;
 	size_t i, n = 0;
 
 	for (i = 0; i < nitems(t); i++) {
 		t0 = util_mono_us();
-		tui_vterm_resize(vt, widths[i % nitems(widths)], 50);
+		pane_resize(vt, widths[i % nitems(widths)], 50);
 		t[n] = util_mono_us() - t0;
 		if (getenv("REFLOW_BENCH_EACH") != NULL)
 			printf("%u: %.2f ms\n", widths[i % nitems(widths)],
@@ -59,7 +59,7 @@ main(int argc, char **argv)
 	median = t[n / 2];
 	printf("RESULT pane.reflow.%ulines median_ms=%.2f worst_ms=%.2f "
 	    "history=%u\n", lines, (double)median / 1000.0,
-	    (double)worst / 1000.0, tui_grid_hsize(tui_vterm_grid(vt)));
-	tui_vterm_free(vt);
+	    (double)worst / 1000.0, pane_grid_hsize(pane_grid(vt)));
+	pane_free(vt);
 	return 0;
 }

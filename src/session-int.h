@@ -9,6 +9,7 @@
 struct bufferevent;
 struct event;
 struct jail;
+struct pane;
 struct snap_history;
 struct proxy;
 struct proxy_policy;
@@ -75,6 +76,7 @@ struct session {
 	struct bufferevent *err;
 	struct bufferevent *in;
 	bool in_closing;             /* close stdin once what is queued is written */
+	struct pane *pane;           /* the pty's screen and scrollback, or NULL */
 
 	char *guard_gitdir;          /* the project's .git, watched (session-guard.c) */
 	unsigned guard_had;          /* which redirecting files it had at the start */
@@ -164,6 +166,15 @@ void session_disk_start(struct session *);
 bool session_disk_frozen(struct session *);
 void session_disk_end(struct session *);
 void session_disk_free(struct session *);
+
+/* The pty's terminal state (session-pane.c). */
+void session_pane_start(struct session *, const struct session_opts *);
+/** Feeds pty output to the pane; false if the session keeps none. */
+bool session_pane_feed(struct session *, const char *data, size_t len);
+void session_pane_changed(struct session *);
+void session_pane_resize(struct session *, unsigned short rows,
+    unsigned short cols);
+void session_pane_free(struct session *);
 
 /* The user's git history (session-history.c). */
 int session_history_start(struct session *, struct session_setup *,

@@ -122,6 +122,7 @@ static void
 session_emit(struct session *s, int stream, struct evbuffer *eb)
 {
 	struct evbuffer_iovec v[8];
+	bool fed = false;
 	int n, i;
 
 	while (evbuffer_get_length(eb) > 0) {
@@ -129,12 +130,17 @@ session_emit(struct session *s, int stream, struct evbuffer *eb)
 		if (n > (int)nitems(v))
 			n = (int)nitems(v);
 		for (i = 0; i < n; i++) {
+			if (stream == 1 && session_pane_feed(s, v[i].iov_base,
+			    v[i].iov_len))
+				fed = true;
 			if (s->ev.output != NULL)
 				s->ev.output(s->arg, s, stream, v[i].iov_base,
 				    v[i].iov_len);
 			evbuffer_drain(eb, v[i].iov_len);
 		}
 	}
+	if (fed)
+		session_pane_changed(s);
 }
 
 static void
@@ -586,6 +592,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		return NULL;
 	s = session_new(ctx, o, ev, arg);
 	s->agent = xstrdup(a->name);
+	session_pane_start(s, o);
 	session_setup_init(&ss);
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
 	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
@@ -651,6 +658,7 @@ session_free(struct session *s)
 	if (s->wall_ev != NULL)
 		event_free(s->wall_ev);
 	session_disk_free(s);
+	session_pane_free(s);
 	if (s->pty != NULL)
 		bufferevent_free(s->pty);
 	if (s->out != NULL)
@@ -775,6 +783,7 @@ session_close_input(struct session *s)
 void
 session_resize(struct session *s, unsigned short rows, unsigned short cols)
 {
+	session_pane_resize(s, rows, cols);
 	if (s->jail != NULL && !s->reaped)
 		jail_resize(s->jail, rows, cols);
 }

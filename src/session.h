@@ -20,6 +20,7 @@ struct store;
 struct request;
 struct session;
 struct session_ctx;
+struct pane;
 
 /**
  * What every session of one agentmux process shares: the loop, the config,
@@ -48,6 +49,7 @@ struct session_opts {
 	int64_t memory;              /* 0: the profile's, then [limits] */
 	int64_t pids;
 	bool pty;                    /* a pty (dashboard, run on a terminal), else pipes */
+	bool pane;                   /* with pty: keep its terminal state (session_pane) */
 	unsigned short rows;
 	unsigned short cols;
 	int listen_fd;               /* -1: jail the command; else serve this listener
@@ -93,9 +95,17 @@ struct session_disk_ask {
 
 /** Events from a session to its front end. Any callback may be NULL. */
 struct session_events {
-	/* Output of the command: STREAM 1 (pty or stdout) or 2 (stderr). */
+	/*
+	 * Output of the command: STREAM 1 (pty or stdout) or 2 (stderr).
+	 * With a pane, the pty's output is in it before this is called.
+	 */
 	void (*output)(void *arg, struct session *, int stream,
 	    const char *data, size_t len);
+	/*
+	 * The session's pane (session_pane) took output: its screen, cursor,
+	 * title, bells or modes may have changed and it wants drawing.
+	 */
+	void (*pane_changed)(void *arg, struct session *);
 	/* The command ended with STATUS (exit code, or 128+N for signal N). */
 	void (*exited)(void *arg, struct session *, int status);
 	/*
@@ -164,7 +174,14 @@ int session_write(struct session *, const void *, size_t);
 size_t session_input_pending(struct session *);
 /** Ends the command's input (pipe mode). */
 void session_close_input(struct session *);
-/** Resizes the command's pty. */
+/**
+ * The terminal state of the session's pty (screen, scrollback, cursor,
+ * title, modes), fed on the session side so it can be drawn at any time;
+ * NULL without opts.pane. Borrowed: pane_ref it to keep it past
+ * session_free (it then keeps the last screen and sends nothing).
+ */
+struct pane *session_pane(struct session *);
+/** Resizes the command's pty and the session's pane. */
 void session_resize(struct session *, unsigned short rows,
     unsigned short cols);
 /** Asks the command to stop: SIGTERM, then SIGKILL after a grace period. */

@@ -12,35 +12,35 @@
 
 /* Lines are numbered by the grid's scroll counter, so they stay put as output scrolls them. */
 static int64_t
-tui_copy_line(struct tui_grid *gd, int y)
+tui_copy_line(struct pane_grid *gd, int y)
 {
-	return (int64_t)tui_grid_scrolled(gd) + y;
+	return (int64_t)pane_grid_scrolled(gd) + y;
 }
 
 /* Row of LINE now, kept on the grid (the oldest history row at worst). */
 static int
-tui_copy_row(struct tui_grid *gd, int64_t line)
+tui_copy_row(struct pane_grid *gd, int64_t line)
 {
-	int64_t y = line - (int64_t)tui_grid_scrolled(gd);
+	int64_t y = line - (int64_t)pane_grid_scrolled(gd);
 
-	if (y < -(int64_t)tui_grid_hsize(gd))
-		y = -(int64_t)tui_grid_hsize(gd);
-	if (y >= (int64_t)tui_grid_sy(gd))
-		y = (int64_t)tui_grid_sy(gd) - 1;
+	if (y < -(int64_t)pane_grid_hsize(gd))
+		y = -(int64_t)pane_grid_hsize(gd);
+	if (y >= (int64_t)pane_grid_sy(gd))
+		y = (int64_t)pane_grid_sy(gd) - 1;
 	return (int)y;
 }
 
-static struct tui_grid *
+static struct pane_grid *
 tui_copy_grid(struct tui_pane *wp)
 {
-	return tui_vterm_grid(wp->vt);
+	return pane_grid(wp->pane);
 }
 
 /* Rows of the grid the pane shows. */
 static unsigned
 tui_copy_rows(struct tui_pane *wp)
 {
-	unsigned sy = tui_grid_sy(tui_copy_grid(wp));
+	unsigned sy = pane_grid_sy(tui_copy_grid(wp));
 
 	return wp->r.sy < sy ? wp->r.sy : sy;
 }
@@ -49,7 +49,7 @@ tui_copy_rows(struct tui_pane *wp)
 static void
 tui_copy_show(struct tui_pane *wp)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int y = tui_copy_row(gd, wp->copy->cline), rows = (int)tui_copy_rows(wp);
 	int off = (int)wp->offset;
 
@@ -59,10 +59,10 @@ tui_copy_show(struct tui_pane *wp)
 		off = rows - 1 - y;
 	if (off < 0)
 		off = 0;
-	if (off > (int)tui_grid_hsize(gd))
-		off = (int)tui_grid_hsize(gd);
+	if (off > (int)pane_grid_hsize(gd))
+		off = (int)pane_grid_hsize(gd);
 	wp->offset = (unsigned)off;
-	wp->scrolled = tui_grid_scrolled(gd);
+	wp->scrolled = pane_grid_scrolled(gd);
 	wp->redraw = true;
 	tui_redraw(wp->t);
 }
@@ -70,24 +70,24 @@ tui_copy_show(struct tui_pane *wp)
 void
 tui_copy_enter(struct tui_pane *wp)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	unsigned cx, cy;
 
 	if (wp->copy != NULL)
 		return;
 	wp->copy = xcalloc(1, sizeof *wp->copy);
-	tui_vterm_cursor(wp->vt, &cx, &cy);
+	pane_cursor(wp->pane, &cx, &cy);
 	wp->copy->cline = tui_copy_line(gd, (int)cy);
 	wp->copy->cx = cx;
 	wp->scrollback = true;
-	wp->scrolled = tui_grid_scrolled(gd);
+	wp->scrolled = pane_grid_scrolled(gd);
 	wp->redraw = true;
 }
 
 void
 tui_copy_clamp(struct tui_pane *wp)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int y, top = -(int)wp->offset, bottom;
 
 	if (wp->copy == NULL)
@@ -120,7 +120,7 @@ static void
 tui_copy_ends(struct tui_pane *wp, int *y0, unsigned *x0, int *y1,
     unsigned *x1)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	struct tui_copy *cp = wp->copy;
 	int a = tui_copy_row(gd, cp->sline), b = tui_copy_row(gd, cp->cline);
 
@@ -137,7 +137,7 @@ tui_copy_ends(struct tui_pane *wp, int *y0, unsigned *x0, int *y1,
 	}
 	if (cp->lines) {
 		*x0 = 0;
-		*x1 = tui_grid_sx(gd) - 1;
+		*x1 = pane_grid_sx(gd) - 1;
 	}
 }
 
@@ -145,7 +145,7 @@ tui_copy_ends(struct tui_pane *wp, int *y0, unsigned *x0, int *y1,
 static bool
 tui_copy_selected(struct tui_pane *wp, int y, unsigned *x0, unsigned *x1)
 {
-	unsigned sx = tui_grid_sx(tui_copy_grid(wp)), a, b;
+	unsigned sx = pane_grid_sx(tui_copy_grid(wp)), a, b;
 	int y0, y1;
 
 	if (!wp->copy->selecting)
@@ -162,15 +162,15 @@ tui_copy_selected(struct tui_pane *wp, int y, unsigned *x0, unsigned *x1)
 
 /* Appends the cell at X of row Y as UTF-8, leaving out what must never be pasted or sent. */
 static void
-tui_copy_add_cell(struct tui_grid *gd, unsigned x, int y, struct buf *b)
+tui_copy_add_cell(struct pane_grid *gd, unsigned x, int y, struct buf *b)
 {
-	const struct tui_cell *c = tui_grid_cell(gd, x, y);
-	uint32_t chars[TUI_CELL_MAXCHARS];
+	const struct pane_cell *c = pane_grid_cell(gd, x, y);
+	uint32_t chars[PANE_CELL_MAXCHARS];
 	size_t n, i;
 
 	if (c->pad)
 		return;
-	n = tui_grid_chars(gd, c, y, chars);
+	n = pane_grid_chars(gd, c, y, chars);
 	/* What the pane draws as blanks is copied as blanks: no hidden text in a paste. */
 	if (n == 0 || tui_render_hidden(c)) {
 		buf_add(b, "  ", c->wide ? 2 : 1);
@@ -179,7 +179,7 @@ tui_copy_add_cell(struct tui_grid *gd, unsigned x, int y, struct buf *b)
 	for (i = 0; i < n; i++) {
 		/* Controls, C1, bidi and invisible characters: left out. */
 		if (!quote_cp_unsafe(chars[i]))
-			tui_grid_add_utf8(b, chars[i]);
+			pane_grid_add_utf8(b, chars[i]);
 	}
 }
 
@@ -189,10 +189,10 @@ tui_copy_add_cell(struct tui_grid *gd, unsigned x, int y, struct buf *b)
  * after it unless NL).
  */
 static void
-tui_copy_add_row(struct tui_grid *gd, int y, unsigned x0, unsigned x1,
+tui_copy_add_row(struct pane_grid *gd, int y, unsigned x0, unsigned x1,
     bool last, bool nl, struct buf *b)
 {
-	bool wrapped = tui_grid_wrapped(gd, y) && x1 >= tui_grid_sx(gd);
+	bool wrapped = pane_grid_wrapped(gd, y) && x1 >= pane_grid_sx(gd);
 	size_t start = b->len, keep = b->len;
 	unsigned x;
 
@@ -208,10 +208,10 @@ tui_copy_add_row(struct tui_grid *gd, int y, unsigned x0, unsigned x1,
 }
 
 AM_TESTABLE void
-tui_copy_text(struct tui_grid *gd, int y0, unsigned x0, int y1, unsigned x1,
+tui_copy_text(struct pane_grid *gd, int y0, unsigned x0, int y1, unsigned x1,
     bool lines, struct buf *b)
 {
-	unsigned sx = tui_grid_sx(gd);
+	unsigned sx = pane_grid_sx(gd);
 	int y;
 
 	if (lines) {
@@ -314,7 +314,7 @@ tui_copy_paste(struct tui *t, struct tui_pane *wp)
 	buf_init(&b);
 	for (i = 0; i < t->paste.len; i++)
 		buf_addc(&b, t->paste.data[i] == '\n' ? '\r' : t->paste.data[i]);
-	tui_vterm_paste(wp->vt, b.data, b.len);
+	pane_paste(wp->pane, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -322,18 +322,18 @@ tui_copy_paste(struct tui *t, struct tui_pane *wp)
 
 /* The code points of row Y and the column of each (combining ones left out). */
 static size_t
-tui_copy_row_cps(struct tui_grid *gd, int y, uint32_t *cps, unsigned *cols)
+tui_copy_row_cps(struct pane_grid *gd, int y, uint32_t *cps, unsigned *cols)
 {
-	uint32_t chars[TUI_CELL_MAXCHARS];
-	unsigned x, sx = tui_grid_sx(gd);
+	uint32_t chars[PANE_CELL_MAXCHARS];
+	unsigned x, sx = pane_grid_sx(gd);
 	size_t n = 0;
-	const struct tui_cell *c;
+	const struct pane_cell *c;
 
 	for (x = 0; x < sx; x++) {
-		c = tui_grid_cell(gd, x, y);
+		c = pane_grid_cell(gd, x, y);
 		if (c->pad)
 			continue;
-		cps[n] = tui_grid_chars(gd, c, y, chars) == 0 ? ' ' : chars[0];
+		cps[n] = pane_grid_chars(gd, c, y, chars) == 0 ? ' ' : chars[0];
 		cols[n++] = x;
 	}
 	return n;
@@ -388,10 +388,10 @@ tui_copy_query(const char *s, uint32_t *q, size_t max, bool *fold)
  * right, into M; their number. Matches in a row do not overlap.
  */
 static size_t
-tui_copy_row_matches(struct tui_grid *gd, int y, const uint32_t *q, size_t nq,
+tui_copy_row_matches(struct pane_grid *gd, int y, const uint32_t *q, size_t nq,
     bool fold, struct tui_copy_match *m, size_t max)
 {
-	unsigned sx = tui_grid_sx(gd), *cols;
+	unsigned sx = pane_grid_sx(gd), *cols;
 	uint32_t *cps;
 	size_t n, k, found = 0;
 
@@ -435,29 +435,29 @@ tui_copy_pick(const struct tui_copy_match *m, size_t n, unsigned x,
  * round the end.
  */
 AM_TESTABLE bool
-tui_copy_find(struct tui_grid *gd, const char *query, int y, unsigned x,
+tui_copy_find(struct pane_grid *gd, const char *query, int y, unsigned x,
     bool backward, struct tui_copy_match *out, bool *wrapped)
 {
-	unsigned nrows = tui_grid_hsize(gd) + tui_grid_sy(gd), i;
-	struct tui_copy_match *m = xreallocarray(NULL, tui_grid_sx(gd) + 1,
+	unsigned nrows = pane_grid_hsize(gd) + pane_grid_sy(gd), i;
+	struct tui_copy_match *m = xreallocarray(NULL, pane_grid_sx(gd) + 1,
 	    sizeof *m);
 	const struct tui_copy_match *c = NULL;
 	uint32_t q[256];
 	bool fold;
 	size_t nq = tui_copy_query(query, q, nitems(q), &fold), n;
-	int top = -(int)tui_grid_hsize(gd), row = y;
+	int top = -(int)pane_grid_hsize(gd), row = y;
 
 	*wrapped = false;
 	for (i = 0; i <= nrows && c == NULL; i++) {
 		n = tui_copy_row_matches(gd, row, q, nq, fold, m,
-		    tui_grid_sx(gd) + 1);
+		    pane_grid_sx(gd) + 1);
 		/* The cursor's row: after it first, all of it last. */
 		c = tui_copy_pick(m, n, x, backward, i != 0);
 		if (c != NULL)
 			break;
 		row += backward ? -1 : 1;
-		if (row >= (int)tui_grid_sy(gd) || row < top) {
-			row = backward ? (int)tui_grid_sy(gd) - 1 : top;
+		if (row >= (int)pane_grid_sy(gd) || row < top) {
+			row = backward ? (int)pane_grid_sy(gd) - 1 : top;
 			*wrapped = true;
 		}
 	}
@@ -474,7 +474,7 @@ static void
 tui_copy_next(struct tui_pane *wp, bool reverse)
 {
 	struct tui_copy *cp = wp->copy;
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	struct tui_copy_match m;
 	bool back = cp->back != reverse, wrapped;
 	char *q;
@@ -530,19 +530,19 @@ static void
 tui_copy_move(struct tui_pane *wp, int dy, int dx, int x)
 {
 	struct tui_copy *cp = wp->copy;
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int y = tui_copy_row(gd, cp->cline) + dy, nx = (int)cp->cx + dx;
 
-	if (y < -(int)tui_grid_hsize(gd))
-		y = -(int)tui_grid_hsize(gd);
-	if (y >= (int)tui_grid_sy(gd))
-		y = (int)tui_grid_sy(gd) - 1;
+	if (y < -(int)pane_grid_hsize(gd))
+		y = -(int)pane_grid_hsize(gd);
+	if (y >= (int)pane_grid_sy(gd))
+		y = (int)pane_grid_sy(gd) - 1;
 	if (x >= 0)
 		nx = x;
 	if (nx < 0)
 		nx = 0;
-	if (nx >= (int)tui_grid_sx(gd))
-		nx = (int)tui_grid_sx(gd) - 1;
+	if (nx >= (int)pane_grid_sx(gd))
+		nx = (int)pane_grid_sx(gd) - 1;
 	cp->cline = tui_copy_line(gd, y);
 	cp->cx = (unsigned)nx;
 	tui_copy_show(wp);
@@ -552,11 +552,11 @@ tui_copy_move(struct tui_pane *wp, int dy, int dx, int x)
 static int
 tui_copy_eol(struct tui_pane *wp)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int y = tui_copy_row(gd, wp->copy->cline), x;
 
-	for (x = (int)tui_grid_sx(gd) - 1; x > 0; x--) {
-		const struct tui_cell *c = tui_grid_cell(gd, (unsigned)x, y);
+	for (x = (int)pane_grid_sx(gd) - 1; x > 0; x--) {
+		const struct pane_cell *c = pane_grid_cell(gd, (unsigned)x, y);
 
 		if (c->pad || c->ext || (c->cp != 0 && c->cp != ' '))
 			break;
@@ -599,7 +599,7 @@ static bool
 tui_copy_move_key(struct tui_pane *wp, const struct tui_key *k)
 {
 	int page = (int)(tui_copy_rows(wp) > 1 ? tui_copy_rows(wp) - 1 : 1);
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 
 	switch (k->code) {
 	case TUI_KEY_UP:
@@ -636,11 +636,11 @@ tui_copy_move_key(struct tui_pane *wp, const struct tui_key *k)
 		tui_copy_move(wp, page, 0, -1);
 		return true;
 	case 'g':
-		tui_copy_move(wp, -(int)(tui_grid_hsize(gd) + tui_grid_sy(gd)), 0,
+		tui_copy_move(wp, -(int)(pane_grid_hsize(gd) + pane_grid_sy(gd)), 0,
 		    0);
 		return true;
 	case 'G':
-		tui_copy_move(wp, (int)(tui_grid_hsize(gd) + tui_grid_sy(gd)), 0,
+		tui_copy_move(wp, (int)(pane_grid_hsize(gd) + pane_grid_sy(gd)), 0,
 		    0);
 		return true;
 	}
@@ -696,15 +696,15 @@ tui_copy_key(struct tui_pane *wp, const struct tui_key *k)
 static void
 tui_copy_point(struct tui_pane *wp, int x, int y)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int rows = (int)tui_copy_rows(wp);
 
-	if (y < 0 && wp->offset < tui_grid_hsize(gd))
+	if (y < 0 && wp->offset < pane_grid_hsize(gd))
 		wp->offset++;
 	else if (y >= rows && wp->offset > 0)
 		wp->offset--;
 	y = y < 0 ? 0 : y >= rows ? rows - 1 : y;
-	x = x < 0 ? 0 : x >= (int)tui_grid_sx(gd) ? (int)tui_grid_sx(gd) - 1 : x;
+	x = x < 0 ? 0 : x >= (int)pane_grid_sx(gd) ? (int)pane_grid_sx(gd) - 1 : x;
 	wp->copy->cline = tui_copy_line(gd, y - (int)wp->offset);
 	wp->copy->cx = (unsigned)x;
 	tui_copy_show(wp);
@@ -771,17 +771,17 @@ tui_copy_dragging(struct tui *t)
 static void
 tui_copy_draw_matches(struct tui_pane *wp, unsigned vy, int y)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	struct tui_copy_match *m;
 	uint32_t q[256];
 	bool fold;
 	size_t nq = tui_copy_query(wp->copy->query, q, nitems(q), &fold), n, i;
 
-	m = xreallocarray(NULL, tui_grid_sx(gd) + 1, sizeof *m);
-	n = tui_copy_row_matches(gd, y, q, nq, fold, m, tui_grid_sx(gd) + 1);
+	m = xreallocarray(NULL, pane_grid_sx(gd) + 1, sizeof *m);
+	n = tui_copy_row_matches(gd, y, q, nq, fold, m, pane_grid_sx(gd) + 1);
 	for (i = 0; i < n; i++) {
 		tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, m[i].x,
-		    m[i].x + m[i].w, !tui_vterm_reverse(wp->vt));
+		    m[i].x + m[i].w, !pane_reverse(wp->pane));
 	}
 	free(m);
 }
@@ -790,7 +790,7 @@ tui_copy_draw_matches(struct tui_pane *wp, unsigned vy, int y)
 void
 tui_copy_draw(struct tui_pane *wp)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	struct tui_copy *cp = wp->copy;
 	unsigned vy, x0, x1, w = wp->r.sx < 40 ? wp->r.sx : 40;
 	int y;
@@ -803,7 +803,7 @@ tui_copy_draw(struct tui_pane *wp)
 			tui_copy_draw_matches(wp, vy, y);
 		if (tui_copy_selected(wp, y, &x0, &x1))
 			tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, x0,
-			    x1, !tui_vterm_reverse(wp->vt));
+			    x1, !pane_reverse(wp->pane));
 	}
 	if (cp->typing) {
 		tui_screen_printf(wp->t->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
@@ -813,13 +813,13 @@ tui_copy_draw(struct tui_pane *wp)
 	}
 	tui_screen_printf(wp->t->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
 	    TUI_STYLE_SELECTED, "[%u/%u] %s q: back", wp->offset,
-	    tui_grid_hsize(gd), cp->selecting ? "Enter: copy" : "/ ? n N Space");
+	    pane_grid_hsize(gd), cp->selecting ? "Enter: copy" : "/ ? n N Space");
 }
 
 bool
 tui_copy_cursor(struct tui_pane *wp, unsigned *x, unsigned *y)
 {
-	struct tui_grid *gd = tui_copy_grid(wp);
+	struct pane_grid *gd = tui_copy_grid(wp);
 	int vy;
 
 	if (wp->copy == NULL)

@@ -221,22 +221,22 @@ tui_draw_cursor(struct tui *t)
 	unsigned cx, cy;
 
 	if (t->too_small) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_screen_cursor(t->scr, true, t->dialog_cx, t->dialog_cy,
-		    TUI_CURSOR_DEFAULT);
+		    PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (t->disk_focus) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (t->prompt_focus && t->nprompts > 0) {
 		tui_screen_cursor(t->scr, true,
 		    t->choice_x[t->prompt_choice % 6][0], tui_prompt_row(t),
-		    TUI_CURSOR_DEFAULT);
+		    PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (tui_view_top(t) == TUI_VIEW_PANES && t->layout != NULL &&
@@ -244,26 +244,26 @@ tui_draw_cursor(struct tui *t)
 		/* Copy mode's own cursor. */
 		if (tui_copy_cursor(focus, &cx, &cy))
 			tui_screen_cursor(t->scr, true, focus->r.x + cx,
-			    focus->r.y + cy, TUI_CURSOR_DEFAULT);
+			    focus->r.y + cy, PANE_CURSOR_DEFAULT);
 		else
 			tui_screen_cursor(t->scr, false, 0, 0,
-			    TUI_CURSOR_DEFAULT);
+			    PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
 	    focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || !tui_vterm_cursor_visible(focus->vt)) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+	    focus->offset != 0 || !pane_cursor_visible(focus->pane)) {
+		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
-	tui_vterm_cursor(focus->vt, &cx, &cy);
-	cx = tui_vterm_cursor_column(focus->vt);
+	pane_cursor(focus->pane, &cx, &cy);
+	cx = pane_cursor_column(focus->pane);
 	if (cx >= focus->r.sx || cy >= focus->r.sy) {
-		tui_screen_cursor(t->scr, false, 0, 0, TUI_CURSOR_DEFAULT);
+		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
-	    tui_vterm_cursor_shape(focus->vt));
+	    pane_cursor_shape(focus->pane));
 }
 
 static void
@@ -664,7 +664,7 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
-			tui_vterm_key(wp->vt, &prefix);
+			pane_key(wp->pane, prefix.code, prefix.mods);
 		break;
 	case TUI_ACT_REDRAW:
 		tui_screen_invalidate(t->scr);

@@ -10,213 +10,6 @@
 #include "session.h"
 #include "tui.h"
 
-/*
- * A row holds only the cells written so far (USED); everything to their
- * right is a blank with the default colours, so blank lines cost nothing and
- * clearing a row is O(1). Combining sequences live in the row (EXT) and go
- * away with it.
- */
-struct tui_row {
-	struct tui_cell *cells;
-	unsigned used;
-	unsigned cap;
-	uint32_t (*ext)[TUI_CELL_MAXCHARS];
-	unsigned next;
-	unsigned extcap;
-	uint8_t lsize;          /* enum tui_lsize */
-	uint8_t wrapped;        /* the line goes on in the next row (autowrap) */
-};
-
-/*
- * ROWS is a ring of CAP rows; the logical rows start at FIRST: HSIZE lines
- * of history, then the SY screen rows; slots after them are spare. A scroll
- * of the whole screen just advances the window.
- */
-struct tui_grid {
-	struct tui_row *rows;
-	unsigned cap;
-	unsigned first;
-	unsigned hsize;
-	unsigned hlimit;
-	unsigned sx;
-	unsigned sy;
-	unsigned *dlo;          /* dirty columns [dlo, dhi) of each screen row */
-	unsigned *dhi;
-	bool dirty;
-	bool all_dirty;
-	struct tui_row *scratch; /* SY rows for rotating a region */
-	uint64_t scrolled;
-};
-
-/** Appends code point CP as UTF-8 to B. */
-void tui_grid_add_utf8(struct buf *b, uint32_t cp);
-
-static inline struct tui_row *
-tui_grid_row(const struct tui_grid *gd, int y)
-{
-	unsigned i = gd->first + (unsigned)((int)gd->hsize + y);
-
-	if (i >= gd->cap)
-		i -= gd->cap;
-	return &gd->rows[i];
-}
-
-/* Marks columns [X0, X1) of screen row Y as changed. */
-static inline void
-tui_grid_mark(struct tui_grid *gd, unsigned y, unsigned x0, unsigned x1)
-{
-	gd->dirty = true;
-	if (gd->dhi[y] <= gd->dlo[y]) {
-		gd->dlo[y] = x0;
-		gd->dhi[y] = x1;
-		return;
-	}
-	if (x0 < gd->dlo[y])
-		gd->dlo[y] = x0;
-	if (x1 > gd->dhi[y])
-		gd->dhi[y] = x1;
-}
-
-/*
- * The common case, inlined where glyphs are written: narrow code point CP
- * in the attributes and colours of PEN (which is neither wide nor combined),
- * over a narrow cell or appended at the end of the row. False if it needs
- * tui_grid_set's full treatment.
- */
-static inline bool
-tui_grid_set_narrow(struct tui_grid *gd, unsigned x, unsigned y,
-    const struct tui_cell *pen, uint32_t cp)
-{
-	struct tui_row *r;
-	struct tui_cell *dst;
-
-	if (x >= gd->sx || y >= gd->sy)
-		return false;
-	r = tui_grid_row(gd, (int)y);
-	if (x == r->used && x < r->cap)
-		r->used++;
-	else if (x >= r->used)
-		return false;
-	else if (r->cells[x].wide || r->cells[x].pad || r->cells[x].ext)
-		return false;
-	dst = &r->cells[x];
-	*dst = *pen;
-	dst->cp = cp;
-	if (!gd->all_dirty)
-		tui_grid_mark(gd, y, x, x + 1);
-	return true;
-}
-
-/* ---- a pane's terminal (tui-vterm.c, tui-vtseq.c) ---- */
-
-/*
- * The scanner in front of libvterm (tui-vtseq.c). Sequences go to libvterm
- * as they came unless agentmux handles them itself; one it may handle is
- * held back until its final byte, across reads if it is split.
- */
-enum tui_vtseq_state {
-	TUI_VTSEQ_GROUND,
-	TUI_VTSEQ_ESC,          /* after ESC, with any intermediate byte */
-	TUI_VTSEQ_CSI,
-	TUI_VTSEQ_STR,          /* an OSC or DCS string: read here (see tui-vtseq.c) */
-	TUI_VTSEQ_STR_ESC,      /* ESC inside one: ST, or a new sequence */
-};
-
-#define TUI_VTSEQ_MAX 128
-
-struct tui_vtseq {
-	enum tui_vtseq_state state;
-	char leader;            /* CSI private marker ('?', '>', ...), or 0 */
-	char inter;             /* the intermediate byte, or 0 */
-	bool odd;               /* not one to handle: passed on as it is */
-	bool drop;              /* the rest of it must not reach libvterm */
-	bool rep;               /* a REP just after a character */
-	bool c2;                /* a UTF-8 lead C2, kept (tui_vtseq_c1) */
-	unsigned nsep;          /* parameter separators so far */
-	unsigned ndigits;       /* digits of the parameter so far */
-	char params[TUI_VTSEQ_MAX];
-	size_t nparams;
-	char held[TUI_VTSEQ_MAX + 8]; /* its bytes from earlier reads */
-	size_t nheld;
-	bool osc;               /* the string is an OSC (else a DCS) */
-	char str[512];          /* the string so far */
-	size_t nstr;            /* its length; sizeof str once it is too long */
-};
-
-/*
- * The state DECSC saves, as xterm saves it: the cursor, the pen, the
- * character sets and shift state, origin mode. libvterm 0.1.4 saves only
- * the cursor and pen, in one slot for both screens; agentmux keeps its
- * own, one per screen. NOW holds the parts libvterm does not report.
- */
-struct tui_vtsave {
-	char g[4];              /* the final byte designating G0..G3 */
-	unsigned gl;            /* the set shifted in (SI, SO, LS2, LS3) */
-	bool origin;
-	bool dim;
-	bool conceal;
-	unsigned cx;
-	unsigned cy;
-	struct tui_cell pen;
-};
-
-struct tui_vterm {
-	VTerm *vt;
-	VTermState *state;
-	struct tui_grid *main;
-	struct tui_grid *alt;
-	struct tui_grid *cur;
-	tui_vterm_write_cb write;
-	void *arg;
-
-	struct tui_cell pen;
-	struct tui_vtseq seq;
-	struct tui_vtsave now;
-	struct tui_vtsave saved[2]; /* the normal screen's, the alternate's */
-	bool graphic;           /* the last thing written was a character (REP) */
-	bool esc_kept;          /* an ESC libvterm gets with the next byte */
-	uint32_t last[TUI_CELL_MAXCHARS]; /* that character, as libvterm put it */
-	size_t nlast;
-	unsigned top;           /* the scroll region's first row */
-
-	unsigned cx;
-	unsigned cy;
-	bool cursor_visible;
-	enum tui_cursor_shape cursor_shape;
-	bool reverse;
-	enum tui_mouse_mode mouse;
-	char *title;
-	unsigned bells;
-	bool changed;
-
-	/* For the streaming fast path (see tui_vterm_feed). */
-	bool fast;
-	bool lineinfo;          /* a double-width line was ever set */
-	uint64_t ops;           /* scrolls, moves, erases, mode switches */
-	uint64_t fullscrolls;   /* of those, one-line scrolls of the whole screen */
-	uint64_t fastlines;     /* lines done by the fast path */
-
-	/* Where the last glyph ended, to see an autowrap (tui_vterm_putglyph). */
-	bool flow;              /* nothing moved the cursor since */
-	int flow_row;
-	unsigned flow_col;      /* the glyph's column */
-	unsigned flow_end;      /* the column after it */
-};
-
-/* tui-vterm.c */
-void tui_vterm_input(struct tui_vterm *, const char *data, size_t len);
-void tui_vterm_pen_flag(struct tui_vterm *, unsigned flag, bool on);
-void tui_vterm_set_alt(struct tui_vterm *, bool on);
-void tui_vterm_clear_alt(struct tui_vterm *);
-void tui_vterm_reset_screens(struct tui_vterm *);
-
-/* tui-vtseq.c */
-void tui_vtseq_init(struct tui_vterm *);
-/** Scans LEN bytes of output and gives them to libvterm, handling some sequences here. */
-void tui_vtseq_parse(struct tui_vterm *, const char *data, size_t len);
-/** True if plain ASCII now shows as itself: no sequence open, ASCII shifted in. */
-bool tui_vtseq_plain(const struct tui_vterm *);
-
 /* ---- the dashboard ---- */
 
 struct config;
@@ -234,7 +27,7 @@ struct tui_pane {
 	struct tui *t;
 	int num;                  /* its place in the layout: 1, 2, ... */
 	struct session *s;        /* NULL once closed */
-	struct tui_vterm *vt;
+	struct pane *pane;        /* its session's (a reference), or a blank one */
 	int64_t id;               /* the session's record: what the user calls it */
 	bool closing;             /* the user closed it: goes once it ended */
 	char *agent;
@@ -477,10 +270,10 @@ struct tui_copy_match {
 	unsigned w;               /* columns */
 };
 /** Appends the text of rows Y0 (from X0) to Y1 (through X1) to B, controls left out. */
-void tui_copy_text(struct tui_grid *, int y0, unsigned x0, int y1, unsigned x1,
+void tui_copy_text(struct pane_grid *, int y0, unsigned x0, int y1, unsigned x1,
     bool lines, struct buf *b);
 void tui_copy_base64(const char *s, size_t n, struct buf *b);
-bool tui_copy_find(struct tui_grid *, const char *query, int y, unsigned x,
+bool tui_copy_find(struct pane_grid *, const char *query, int y, unsigned x,
     bool backward, struct tui_copy_match *out, bool *wrapped);
 
 /* tui-prompt.c */

@@ -499,3 +499,13 @@ tui_keys_dispatch(struct tui_keymap *km, const struct tui_key *k,
 		*binding = tui_keys_lookup(k->code);
 	return *binding != NULL ? TUI_DISPATCH_ACTION : TUI_DISPATCH_UNBOUND;
 }
+
+void
+tui_keys_mouse_event(const struct tui_mouse *m, struct pane_mouse_event *out)
+{
+	out->type = (enum pane_mouse_type)m->type;
+	out->button = m->button;
+	out->x = m->x;
+	out->y = m->y;
+	out->mods = m->mods;
+}

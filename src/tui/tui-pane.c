@@ -16,15 +16,14 @@ tui_pane_visible(const struct tui_pane *wp)
 	return wp->shown && tui_view_top(wp->t) == TUI_VIEW_PANES;
 }
 
+/* The session's pane took output: bells are counted for the tab, and it is drawn. */
 static void
-tui_pane_output(void *arg, struct session *s, int stream, const char *data,
-    size_t len)
+tui_pane_changed(void *arg, struct session *s)
 {
 	struct tui_pane *wp = arg;
 
-	tui_vterm_feed(wp->vt, data, len);
-	if (tui_vterm_bells(wp->vt) != wp->bells_seen) {
-		wp->bells = tui_vterm_bells(wp->vt) - wp->bells_seen;
+	if (pane_bells(wp->pane) != wp->bells_seen) {
+		wp->bells = pane_bells(wp->pane) - wp->bells_seen;
 		tui_redraw(wp->t);
 	}
 	if (tui_pane_visible(wp))
@@ -109,7 +108,7 @@ tui_pane_done(void *arg, struct session *s)
 }
 
 static const struct session_events tui_pane_events = {
-	.output = tui_pane_output,
+	.pane_changed = tui_pane_changed,
 	.exited = tui_pane_exited,
 	.request = tui_pane_request,
 	.ask = tui_pane_ask,
@@ -118,16 +117,6 @@ static const struct session_events tui_pane_events = {
 	.disk = tui_pane_disk,
 	.done = tui_pane_done,
 };
-
-/* What the terminal answers the program, and the keys typed for it. */
-static void
-tui_pane_write(void *arg, const char *data, size_t len)
-{
-	struct tui_pane *wp = arg;
-
-	if (wp->s != NULL && !wp->exited)
-		session_write(wp->s, data, len);
-}
 
 /* The lowest pane number not in use. */
 static int
@@ -155,18 +144,29 @@ tui_pane_start_size(struct tui *t, unsigned *sx, unsigned *sy)
 	*sy = t->sy > 2 ? t->sy - 1 : 1;
 }
 
+/*
+ * What a pane shows until its session gives it its own (and if the
+ * session cannot start): an empty screen of its size, which answers
+ * nothing.
+ */
+static struct pane *
+tui_pane_blank(unsigned sx, unsigned sy)
+{
+	return pane_create(sx, sy, 0, NULL, NULL);
+}
+
 /* Starts WP's session (again, for a restart); false with *CAUSE. */
 static bool
 tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 {
 	struct tui *t = wp->t;
 	struct session_opts o = { .kind = "dashboard", .on_unknown = -1,
-	    .pty = true, .listen_fd = -1 };
+	    .pty = true, .pane = true, .listen_fd = -1 };
 	struct store_session *ss;
 	unsigned sx, sy;
 
-	sx = tui_grid_sx(tui_vterm_grid(wp->vt));
-	sy = tui_grid_sy(tui_vterm_grid(wp->vt));
+	sx = pane_grid_sx(pane_grid(wp->pane));
+	sy = pane_grid_sy(pane_grid(wp->pane));
 	o.agent = wp->agent;
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
@@ -176,6 +176,9 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	if ((wp->s = session_start(t->ctx, &o, &tui_pane_events, wp,
 	    cause)) == NULL)
 		return false;
+	/* The session keeps the terminal's state; the dashboard draws it. */
+	pane_free(wp->pane);
+	wp->pane = pane_ref(session_pane(wp->s));
 	wp->id = session_id(wp->s);
 	tui_dash_ran(t, wp->id);
 	free(wp->agent);
@@ -209,8 +212,7 @@ tui_pane_start(struct tui *t, const char *agent, const char *dir,
 	for (; command != NULL && *command != NULL; command++)
 		strv_add(&wp->command, *command);
 	tui_pane_start_size(t, &sx, &sy);
-	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
-	    tui_pane_write, wp);
+	wp->pane = tui_pane_blank(sx, sy);
 	if (!tui_pane_session(wp, NULL, cause)) {
 		tui_pane_free(wp);
 		return NULL;
@@ -241,7 +243,7 @@ tui_pane_free(struct tui_pane *wp)
 		free(wp->copy->query);
 		free(wp->copy);
 	}
-	tui_vterm_free(wp->vt);
+	pane_free(wp->pane);
 	free(wp->agent);
 	free(wp->project);
 	free(wp->dir);
@@ -254,8 +256,8 @@ void
 tui_pane_restart(struct tui_pane *wp)
 {
 	struct tui *t = wp->t;
-	unsigned sx = tui_grid_sx(tui_vterm_grid(wp->vt));
-	unsigned sy = tui_grid_sy(tui_vterm_grid(wp->vt));
+	unsigned sx = pane_grid_sx(pane_grid(wp->pane));
+	unsigned sy = pane_grid_sy(pane_grid(wp->pane));
 	char *cause = NULL;
 	int64_t was = wp->id;
 	struct strv kept;
@@ -267,9 +269,8 @@ tui_pane_restart(struct tui_pane *wp)
 	    k != NULL && *k != NULL; k++)
 		strv_add(&kept, *k);
 	tui_pane_close(wp);
-	tui_vterm_free(wp->vt);
-	wp->vt = tui_vterm_create(sx, sy, (unsigned)t->cf->ui.scrollback,
-	    tui_pane_write, wp);
+	pane_free(wp->pane);
+	wp->pane = tui_pane_blank(sx, sy);
 	wp->offset = 0;
 	wp->scrollback = false;
 	wp->alert = false;
@@ -300,14 +301,15 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 	wp->shown = true;
 	wp->redraw = true;
 	if (r.sx == wp->r.sx && r.sy == wp->r.sy &&
-	    tui_grid_sx(tui_vterm_grid(wp->vt)) == r.sx) {
+	    pane_grid_sx(pane_grid(wp->pane)) == r.sx) {
 		wp->r = r;
 		return;
 	}
 	wp->r = r;
-	tui_vterm_resize(wp->vt, r.sx, r.sy);
-	if (wp->s != NULL && !wp->exited)
+	if (wp->s != NULL)
 		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
+	else
+		pane_resize(wp->pane, r.sx, r.sy);
 }
 
 const char *
@@ -343,9 +345,9 @@ tui_pane_title(struct tui_pane *wp, bool focused)
 	tui_screen_fill(scr, &r, style);
 	x = tui_screen_printf(scr, r.x, r.y, r.sx, style, " %lld: %s  %s ",
 	    (long long)wp->id, wp->agent, tui_pane_state(wp, state, sizeof state));
-	if (*tui_vterm_title(wp->vt) != '\0' && x + 2 < r.sx)
+	if (*pane_title(wp->pane) != '\0' && x + 2 < r.sx)
 		tui_screen_print(scr, r.x + x, r.y, r.sx - x, style,
-		    tui_vterm_title(wp->vt));
+		    pane_title(wp->pane));
 }
 
 /* The bar over a pane whose program ended. */
@@ -363,8 +365,8 @@ tui_pane_banner(struct tui_pane *wp)
 void
 tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 {
-	struct tui_grid *gd = tui_vterm_grid(wp->vt);
-	uint64_t scrolled = tui_grid_scrolled(gd);
+	struct pane_grid *gd = pane_grid(wp->pane);
+	uint64_t scrolled = pane_grid_scrolled(gd);
 	bool all = wp->redraw;
 
 	if (titled)
@@ -374,23 +376,23 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	if (wp->offset != 0) {
 		/* Output went on: keep looking at the same lines. */
 		wp->offset += (unsigned)(scrolled - wp->scrolled);
-		if (wp->offset > tui_grid_hsize(gd))
-			wp->offset = tui_grid_hsize(gd);
+		if (wp->offset > pane_grid_hsize(gd))
+			wp->offset = pane_grid_hsize(gd);
 		all = true;
 	}
 	wp->scrolled = scrolled;
-	if (all || tui_grid_is_dirty(gd))
+	if (all || pane_grid_is_dirty(gd))
 		tui_screen_draw_grid(wp->t->scr, gd, &wp->r, wp->offset,
-		    tui_vterm_reverse(wp->vt), all);
+		    pane_reverse(wp->pane), all);
 	wp->redraw = false;
 	if (focused)
-		wp->bells_seen = tui_vterm_bells(wp->vt);
+		wp->bells_seen = pane_bells(wp->pane);
 	if (wp->copy != NULL)
 		tui_copy_draw(wp);
 	else if (wp->offset != 0)
 		tui_screen_printf(wp->t->scr, wp->r.x + (wp->r.sx > 24 ?
 		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
-		    "[%u/%u] q: back", wp->offset, tui_grid_hsize(gd));
+		    "[%u/%u] q: back", wp->offset, pane_grid_hsize(gd));
 	if (wp->exited)
 		tui_pane_banner(wp);
 }
@@ -398,11 +400,11 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 void
 tui_pane_scroll(struct tui_pane *wp, int lines)
 {
-	unsigned h = tui_grid_hsize(tui_vterm_grid(wp->vt));
+	unsigned h = pane_grid_hsize(pane_grid(wp->pane));
 	long o = (long)wp->offset + lines;
 
 	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
-	wp->scrolled = tui_grid_scrolled(tui_vterm_grid(wp->vt));
+	wp->scrolled = pane_grid_scrolled(pane_grid(wp->pane));
 	tui_copy_clamp(wp);
 	wp->redraw = true;
 	tui_redraw(wp->t);
@@ -411,20 +413,23 @@ tui_pane_scroll(struct tui_pane *wp, int lines)
 void
 tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 {
+	struct pane_mouse_event m;
+
 	if (wp->s == NULL || wp->exited)
 		return;
 	switch (in->type) {
 	case TUI_INPUT_KEY:
 		if (wp->offset != 0)
 			tui_pane_scroll(wp, -(int)wp->offset);
-		tui_vterm_key(wp->vt, &in->key);
+		pane_key(wp->pane, in->key.code, in->key.mods);
 		break;
 	case TUI_INPUT_PASTE:
-		tui_vterm_paste(wp->vt, in->paste, in->pastelen);
+		pane_paste(wp->pane, in->paste, in->pastelen);
 		break;
 	case TUI_INPUT_MOUSE:
+		tui_keys_mouse_event(&in->mouse, &m);
 		if ((wp->copy == NULL || !wp->copy->dragging) &&
-		    tui_vterm_mouse(wp->vt, &in->mouse))
+		    pane_mouse(wp->pane, &m))
 			break;
 		/* The program did not ask for the mouse: drags select, the wheel scrolls. */
 		if (tui_copy_mouse(wp, &in->mouse, (int)in->mouse.x,

@@ -106,21 +106,21 @@ tui_render_color(uint32_t c, int ncolors)
 	unsigned idx = c & 0xff;
 	uint32_t rgb = c & 0xffffff;
 
-	if (ncolors <= 0 || TUI_COLOR_TYPE(c) == TUI_COLOR_DEFAULT)
+	if (ncolors <= 0 || PANE_COLOR_TYPE(c) == PANE_COLOR_DEFAULT)
 		return -1;
 	if (ncolors >= 0x1000000) {
-		if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+		if (PANE_COLOR_TYPE(c) == PANE_COLOR_INDEXED)
 			return idx < 8 ? (int)idx : (int)tui_render_palette(idx);
 		return rgb < 8 ? 8 : (int)rgb;
 	}
 	if (ncolors >= 256) {
-		if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+		if (PANE_COLOR_TYPE(c) == PANE_COLOR_INDEXED)
 			return (int)idx;
 		return tui_render_to256(rgb);
 	}
-	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED && idx < 16)
+	if (PANE_COLOR_TYPE(c) == PANE_COLOR_INDEXED && idx < 16)
 		return ncolors >= 16 ? (int)idx : (int)(idx & 7);
-	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+	if (PANE_COLOR_TYPE(c) == PANE_COLOR_INDEXED)
 		rgb = tui_render_palette(idx);
 	return tui_render_nearest(rgb, ncolors >= 16 ? 16 : 8);
 }
@@ -129,9 +129,9 @@ tui_render_color(uint32_t c, int ncolors)
 static bool
 tui_render_rgb(uint32_t c, uint32_t *rgb)
 {
-	if (TUI_COLOR_TYPE(c) == TUI_COLOR_INDEXED)
+	if (PANE_COLOR_TYPE(c) == PANE_COLOR_INDEXED)
 		*rgb = tui_render_palette(c & 0xff);
-	else if (TUI_COLOR_TYPE(c) == TUI_COLOR_RGB)
+	else if (PANE_COLOR_TYPE(c) == PANE_COLOR_RGB)
 		*rgb = c & 0xffffff;
 	else
 		return false;
@@ -139,11 +139,11 @@ tui_render_rgb(uint32_t c, uint32_t *rgb)
 }
 
 bool
-tui_render_hidden(const struct tui_cell *c)
+tui_render_hidden(const struct pane_cell *c)
 {
 	uint32_t fg, bg;
 
-	if (c->attr & TUI_ATTR_CONCEAL)
+	if (c->attr & PANE_ATTR_CONCEAL)
 		return true;
 	if (!tui_render_rgb(c->fg, &fg) || !tui_render_rgb(c->bg, &bg))
 		return false;
@@ -169,23 +169,23 @@ struct tui_screen {
 	bool invalid;
 };
 
-/* Curses attributes for a cell's TUI_ATTR_* bits (strike has no curses attribute). */
+/* Curses attributes for a cell's PANE_ATTR_* bits (strike has no curses attribute). */
 static attr_t
 tui_screen_attrs(unsigned attr)
 {
 	attr_t a = A_NORMAL;
 
-	if (attr & TUI_ATTR_BOLD)
+	if (attr & PANE_ATTR_BOLD)
 		a |= A_BOLD;
-	if (attr & TUI_ATTR_DIM)
+	if (attr & PANE_ATTR_DIM)
 		a |= A_DIM;
-	if (attr & TUI_ATTR_ITALIC)
+	if (attr & PANE_ATTR_ITALIC)
 		a |= A_ITALIC;
-	if (attr & TUI_ATTR_UNDERLINE)
+	if (attr & PANE_ATTR_UNDERLINE)
 		a |= A_UNDERLINE;
-	if (attr & TUI_ATTR_BLINK)
+	if (attr & PANE_ATTR_BLINK)
 		a |= A_BLINK;
-	if (attr & TUI_ATTR_REVERSE)
+	if (attr & PANE_ATTR_REVERSE)
 		a |= A_REVERSE;
 	return a;
 }
@@ -517,17 +517,17 @@ tui_screen_border(struct tui_screen *scr, const struct tui_rect *r,
 
 /* Fills one curses cell from grid cell C of row Y. */
 static void
-tui_screen_cell(struct tui_screen *scr, struct tui_grid *gd,
-    const struct tui_cell *c, int y, bool reverse, cchar_t *cc)
+tui_screen_cell(struct tui_screen *scr, struct pane_grid *gd,
+    const struct pane_cell *c, int y, bool reverse, cchar_t *cc)
 {
-	uint32_t chars[TUI_CELL_MAXCHARS];
-	wchar_t w[TUI_CELL_MAXCHARS + 1];
+	uint32_t chars[PANE_CELL_MAXCHARS];
+	wchar_t w[PANE_CELL_MAXCHARS + 1];
 	size_t n, i;
 	attr_t attr = tui_screen_attrs(c->attr);
 	int pair = tui_screen_pair(scr, c->fg, c->bg);
 
-	n = tui_grid_chars(gd, c, y, chars);
-	if (c->attr & TUI_ATTR_CONCEAL) {
+	n = pane_grid_chars(gd, c, y, chars);
+	if (c->attr & PANE_ATTR_CONCEAL) {
 		/* Concealed text shows as blanks, as xterm shows it. */
 		n = 0;
 		attr &= ~(attr_t)A_UNDERLINE;
@@ -580,16 +580,16 @@ tui_screen_blank_like(const cchar_t *cc, cchar_t *blank)
  * is as wide on the screen as libvterm laid it out (half the cells).
  */
 static void
-tui_screen_row_wide(struct tui_screen *scr, struct tui_grid *gd, int gy,
+tui_screen_row_wide(struct tui_screen *scr, struct pane_grid *gd, int gy,
     unsigned rx, unsigned ry, unsigned w, bool reverse)
 {
-	const struct tui_cell *c;
+	const struct pane_cell *c;
 	unsigned x, col = 0;
 	size_t n = 0;
 
 	tui_screen_line_reserve(scr, w + 1);
 	for (x = 0; col < w; x++) {
-		c = tui_grid_cell(gd, x, gy);
+		c = pane_grid_cell(gd, x, gy);
 		tui_screen_cell(scr, gd, c, gy, reverse, &scr->line[n]);
 		if (c->wide && col + 4 <= w) {
 			/* Its right half's cell adds the other two columns. */
@@ -611,18 +611,18 @@ tui_screen_row_wide(struct tui_screen *scr, struct tui_grid *gd, int gy,
 
 /* Draws columns [X0, X1) of grid row GY at screen row RY, column RX. */
 static void
-tui_screen_row(struct tui_screen *scr, struct tui_grid *gd, int gy,
+tui_screen_row(struct tui_screen *scr, struct pane_grid *gd, int gy,
     unsigned rx, unsigned ry, unsigned x0, unsigned x1, bool reverse)
 {
-	const struct tui_cell *c;
+	const struct pane_cell *c;
 	unsigned x;
 	size_t n = 0;
 
-	if (x0 > 0 && tui_grid_cell(gd, x0, gy)->pad)
+	if (x0 > 0 && pane_grid_cell(gd, x0, gy)->pad)
 		x0--;
 	tui_screen_line_reserve(scr, x1 - x0);
 	for (x = x0; x < x1; x++) {
-		c = tui_grid_cell(gd, x, gy);
+		c = pane_grid_cell(gd, x, gy);
 		if (c->pad)
 			continue;
 		tui_screen_cell(scr, gd, c, gy, reverse, &scr->line[n++]);
@@ -631,20 +631,20 @@ tui_screen_row(struct tui_screen *scr, struct tui_grid *gd, int gy,
 }
 
 void
-tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
+tui_screen_draw_grid(struct tui_screen *scr, struct pane_grid *gd,
     const struct tui_rect *r, unsigned offset, bool reverse, bool all)
 {
-	unsigned sx = tui_grid_sx(gd), y, x0, x1, w;
+	unsigned sx = pane_grid_sx(gd), y, x0, x1, w;
 	int gy;
 
 	w = sx < r->sx ? sx : r->sx;
-	if (offset > tui_grid_hsize(gd))
-		offset = tui_grid_hsize(gd);
+	if (offset > pane_grid_hsize(gd))
+		offset = pane_grid_hsize(gd);
 	if (offset != 0)
 		all = true;
 	for (y = 0; y < r->sy; y++) {
 		gy = (int)y - (int)offset;
-		if (y >= tui_grid_sy(gd) && gy >= 0) {
+		if (y >= pane_grid_sy(gd) && gy >= 0) {
 			if (all)
 				mvhline((int)(r->y + y), (int)r->x, ' ', (int)r->sx);
 			continue;
@@ -652,9 +652,9 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 		if (all) {
 			x0 = 0;
 			x1 = w;
-		} else if (!tui_grid_row_dirty(gd, (unsigned)gy, &x0, &x1))
+		} else if (!pane_grid_row_dirty(gd, (unsigned)gy, &x0, &x1))
 			continue;
-		if (tui_grid_lsize(gd, gy) != TUI_LSIZE_SINGLE) {
+		if (pane_grid_lsize(gd, gy) != PANE_LSIZE_SINGLE) {
 			tui_screen_row_wide(scr, gd, gy, r->x, r->y + y, w,
 			    reverse);
 			x0 = x1 = w;
@@ -667,20 +667,20 @@ tui_screen_draw_grid(struct tui_screen *scr, struct tui_grid *gd,
 			mvhline((int)(r->y + y), (int)(r->x + w), ' ',
 			    (int)(r->sx - w));
 	}
-	tui_grid_clean(gd);
+	pane_grid_clean(gd);
 }
 
 void
-tui_screen_draw_cells(struct tui_screen *scr, struct tui_grid *gd,
+tui_screen_draw_cells(struct tui_screen *scr, struct pane_grid *gd,
     const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
     bool reverse)
 {
-	unsigned w = tui_grid_sx(gd) < r->sx ? tui_grid_sx(gd) : r->sx;
+	unsigned w = pane_grid_sx(gd) < r->sx ? pane_grid_sx(gd) : r->sx;
 
 	if (x1 > w)
 		x1 = w;
 	if (vy >= r->sy || x0 >= x1 ||
-	    tui_grid_lsize(gd, gy) != TUI_LSIZE_SINGLE)
+	    pane_grid_lsize(gd, gy) != PANE_LSIZE_SINGLE)
 		return;
 	tui_screen_row(scr, gd, gy, r->x, r->y + vy, x0, x1, reverse);
 }
@@ -693,7 +693,7 @@ tui_screen_draw_cells(struct tui_screen *scr, struct tui_grid *gd,
  */
 void
 tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
-    unsigned y, enum tui_cursor_shape shape)
+    unsigned y, enum pane_cursor_shape shape)
 {
 	const char *ss, *seq;
 
@@ -702,7 +702,7 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 		return;
 	move((int)y, (int)x);
 	if (scr->shape == (int)shape ||
-	    (scr->shape == -1 && shape == TUI_CURSOR_DEFAULT))
+	    (scr->shape == -1 && shape == PANE_CURSOR_DEFAULT))
 		return;
 	ss = tigetstr("Ss");
 	if (ss == NULL || ss == (char *)-1)
@@ -722,7 +722,7 @@ tui_screen_flush(struct tui_screen *scr)
 	}
 	refresh();
 	if (scr->pending[0] != '\0') {
-		/* raw: terminfo's Ss with a shape of 0-6 (tui_vtseq) */
+		/* raw: terminfo's Ss with a shape of 0-6 (pane_vtseq) */
 		util_write_all(STDOUT_FILENO, scr->pending, strlen(scr->pending));
 		scr->pending[0] = '\0';
 	}

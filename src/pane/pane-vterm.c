@@ -1,23 +1,22 @@
-/* A pane's terminal: libvterm's state layer parses the program's output and drives agentmux's own grids. */
+/* A pane's terminal, kept by its session: libvterm's state layer parses the program's output and drives agentmux's own grids. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <vterm.h>
 
 #include "core/core.h"
-#include "tui.h"
-#include "tui-int.h"
+#include "pane-int.h"
 
 static uint32_t
-tui_vterm_color(const VTermColor *c, bool fg)
+pane_color(const VTermColor *c, bool fg)
 {
 	if (fg && VTERM_COLOR_IS_DEFAULT_FG(c))
-		return TUI_COLOR_DEFAULT;
+		return PANE_COLOR_DEFAULT;
 	if (!fg && VTERM_COLOR_IS_DEFAULT_BG(c))
-		return TUI_COLOR_DEFAULT;
+		return PANE_COLOR_DEFAULT;
 	if (VTERM_COLOR_IS_INDEXED(c))
-		return TUI_COLOR_INDEX(c->indexed.idx);
-	return TUI_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
+		return PANE_COLOR_INDEX(c->indexed.idx);
+	return PANE_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
 }
 
 /*
@@ -28,13 +27,13 @@ tui_vterm_color(const VTermColor *c, bool fg)
  * text, not for its own wrap), came there by autowrap.
  */
 static void
-tui_vterm_flow(struct tui_vterm *vt, VTermPos pos, int width)
+pane_flow(struct pane *vt, VTermPos pos, int width)
 {
-	unsigned sx = tui_grid_sx(vt->cur);
+	unsigned sx = pane_grid_sx(vt->cur);
 
 	if (vt->flow && pos.col == 0 && pos.row == vt->flow_row + 1 &&
 	    vt->flow_end + (unsigned)width > sx)
-		tui_grid_set_wrapped(vt->cur, vt->flow_row, true);
+		pane_grid_set_wrapped(vt->cur, vt->flow_row, true);
 	vt->flow = true;
 	vt->flow_row = pos.row;
 	vt->flow_col = (unsigned)pos.col;
@@ -43,7 +42,7 @@ tui_vterm_flow(struct tui_vterm *vt, VTermPos pos, int width)
 
 /* CP, or U+FFFD if no UTF-8 can hold it: libvterm lets surrogates and code points past U+10FFFF through. */
 static uint32_t
-tui_vterm_cp(uint32_t cp)
+pane_cp(uint32_t cp)
 {
 	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0xfffd;
@@ -51,32 +50,32 @@ tui_vterm_cp(uint32_t cp)
 }
 
 static int
-tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
+pane_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
 {
-	struct tui_vterm *vt = arg;
-	struct tui_cell c;
+	struct pane *vt = arg;
+	struct pane_cell c;
 	size_t n;
 
-	tui_vterm_flow(vt, pos, info->width);
-	/* The last character, for REP (tui-vtseq.c). */
-	for (n = 0; n < TUI_CELL_MAXCHARS && info->chars[n] != 0; n++)
-		vt->last[n] = tui_vterm_cp(info->chars[n]);
+	pane_flow(vt, pos, info->width);
+	/* The last character, for REP (pane-vtseq.c). */
+	for (n = 0; n < PANE_CELL_MAXCHARS && info->chars[n] != 0; n++)
+		vt->last[n] = pane_cp(info->chars[n]);
 	vt->nlast = n;
 	if (info->width == 1 && info->chars[1] == 0 &&
-	    tui_grid_set_narrow(vt->cur, (unsigned)pos.col, (unsigned)pos.row,
-	    &vt->pen, tui_vterm_cp(info->chars[0])))
+	    pane_grid_set_narrow(vt->cur, (unsigned)pos.col, (unsigned)pos.row,
+	    &vt->pen, pane_cp(info->chars[0])))
 		return 1;
 	c = vt->pen;
-	c.cp = tui_vterm_cp(info->chars[0]);
+	c.cp = pane_cp(info->chars[0]);
 	c.wide = info->width == 2;
 	if (info->chars[0] == 0 || info->chars[1] == 0) {
-		tui_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,
+		pane_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,
 		    NULL, 0);
 		return 1;
 	}
-	for (n = 1; n < TUI_CELL_MAXCHARS && info->chars[n] != 0; n++)
+	for (n = 1; n < PANE_CELL_MAXCHARS && info->chars[n] != 0; n++)
 		;
-	tui_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,
+	pane_grid_set(vt->cur, (unsigned)pos.col, (unsigned)pos.row, &c,
 	    info->chars, n);
 	return 1;
 }
@@ -89,28 +88,28 @@ tui_vterm_putglyph(VTermGlyphInfo *info, VTermPos pos, void *arg)
  * must agree. vterm_state_get_lineinfo hands out libvterm's own array.
  */
 static void
-tui_vterm_lineinfo_sync(struct tui_vterm *vt)
+pane_lineinfo_sync(struct pane *vt)
 {
 	VTermLineInfo *li;
-	enum tui_lsize ls;
+	enum pane_lsize ls;
 	unsigned y;
 
-	for (y = 0; y < tui_grid_sy(vt->cur); y++) {
+	for (y = 0; y < pane_grid_sy(vt->cur); y++) {
 		li = (VTermLineInfo *)vterm_state_get_lineinfo(vt->state, (int)y);
-		ls = tui_grid_lsize(vt->cur, (int)y);
+		ls = pane_grid_lsize(vt->cur, (int)y);
 		/* Half of one column is none: libvterm would put the cursor at -1. */
-		if (tui_grid_sx(vt->cur) < 2)
-			ls = TUI_LSIZE_SINGLE;
-		li->doublewidth = ls != TUI_LSIZE_SINGLE;
-		li->doubleheight = ls == TUI_LSIZE_TOP ? 1 : ls == TUI_LSIZE_BOTTOM ?
+		if (pane_grid_sx(vt->cur) < 2)
+			ls = PANE_LSIZE_SINGLE;
+		li->doublewidth = ls != PANE_LSIZE_SINGLE;
+		li->doubleheight = ls == PANE_LSIZE_TOP ? 1 : ls == PANE_LSIZE_BOTTOM ?
 		    2 : 0;
 	}
 }
 
 static int
-tui_vterm_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
+pane_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	/* Where the text left it (at the last glyph, at the edge) or anywhere else. */
 	if (pos.row != vt->flow_row || ((unsigned)pos.col != vt->flow_col &&
@@ -124,12 +123,12 @@ tui_vterm_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
 
 /* The row the last glyph ended on moved with a scroll (the autowrap's own, at the bottom). */
 static void
-tui_vterm_flow_scroll(struct tui_vterm *vt, VTermRect r, int down, int right)
+pane_flow_scroll(struct pane *vt, VTermRect r, int down, int right)
 {
 	if (!vt->flow)
 		return;
 	if (right != 0 || r.start_col != 0 ||
-	    (unsigned)r.end_col != tui_grid_sx(vt->cur) ||
+	    (unsigned)r.end_col != pane_grid_sx(vt->cur) ||
 	    vt->flow_row < r.start_row || vt->flow_row >= r.end_row)
 		vt->flow = false;
 	else if (vt->flow_row - down < r.start_row && r.start_row != 0)
@@ -139,31 +138,31 @@ tui_vterm_flow_scroll(struct tui_vterm *vt, VTermRect r, int down, int right)
 }
 
 static int
-tui_vterm_scrollrect(VTermRect r, int down, int right, void *arg)
+pane_scrollrect(VTermRect r, int down, int right, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	vt->ops++;
 	if (down == 1 && right == 0 && r.start_row == 0 && r.start_col == 0 &&
-	    (unsigned)r.end_row == tui_grid_sy(vt->cur) &&
-	    (unsigned)r.end_col == tui_grid_sx(vt->cur))
+	    (unsigned)r.end_row == pane_grid_sy(vt->cur) &&
+	    (unsigned)r.end_col == pane_grid_sx(vt->cur))
 		vt->fullscrolls++;
-	tui_grid_scroll(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
+	pane_grid_scroll(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
 	    (unsigned)r.end_col, (unsigned)r.end_row, down, right, vt->pen.bg);
-	tui_vterm_flow_scroll(vt, r, down, right);
+	pane_flow_scroll(vt, r, down, right);
 	if (vt->lineinfo && right == 0 && r.start_col == 0 &&
-	    (unsigned)r.end_col == tui_grid_sx(vt->cur))
-		tui_vterm_lineinfo_sync(vt);
+	    (unsigned)r.end_col == pane_grid_sx(vt->cur))
+		pane_lineinfo_sync(vt);
 	return 1;
 }
 
 static int
-tui_vterm_moverect(VTermRect dst, VTermRect src, void *arg)
+pane_moverect(VTermRect dst, VTermRect src, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	vt->ops++;
-	tui_grid_move(vt->cur, (unsigned)dst.start_col, (unsigned)dst.start_row,
+	pane_grid_move(vt->cur, (unsigned)dst.start_col, (unsigned)dst.start_row,
 	    (unsigned)src.start_col, (unsigned)src.start_row,
 	    (unsigned)(src.end_col - src.start_col),
 	    (unsigned)(src.end_row - src.start_row));
@@ -171,20 +170,20 @@ tui_vterm_moverect(VTermRect dst, VTermRect src, void *arg)
 }
 
 static int
-tui_vterm_erase(VTermRect r, int selective, void *arg)
+pane_erase(VTermRect r, int selective, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	vt->ops++;
-	tui_grid_erase(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
+	pane_grid_erase(vt->cur, (unsigned)r.start_col, (unsigned)r.start_row,
 	    (unsigned)r.end_col, (unsigned)r.end_row, vt->pen.bg);
 	return 1;
 }
 
 static int
-tui_vterm_initpen(void *arg)
+pane_initpen(void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	memset(&vt->pen, 0, sizeof vt->pen);
 	vt->now.dim = vt->now.conceal = false;
@@ -192,7 +191,7 @@ tui_vterm_initpen(void *arg)
 }
 
 void
-tui_vterm_pen_flag(struct tui_vterm *vt, unsigned flag, bool on)
+pane_pen_flag(struct pane *vt, unsigned flag, bool on)
 {
 	if (on)
 		vt->pen.attr |= flag;
@@ -201,34 +200,34 @@ tui_vterm_pen_flag(struct tui_vterm *vt, unsigned flag, bool on)
 }
 
 static int
-tui_vterm_setpenattr(VTermAttr attr, VTermValue *val, void *arg)
+pane_setpenattr(VTermAttr attr, VTermValue *val, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	switch (attr) {
 	case VTERM_ATTR_BOLD:
-		tui_vterm_pen_flag(vt, TUI_ATTR_BOLD, val->boolean);
+		pane_pen_flag(vt, PANE_ATTR_BOLD, val->boolean);
 		break;
 	case VTERM_ATTR_UNDERLINE:
-		tui_vterm_pen_flag(vt, TUI_ATTR_UNDERLINE, val->number != 0);
+		pane_pen_flag(vt, PANE_ATTR_UNDERLINE, val->number != 0);
 		break;
 	case VTERM_ATTR_ITALIC:
-		tui_vterm_pen_flag(vt, TUI_ATTR_ITALIC, val->boolean);
+		pane_pen_flag(vt, PANE_ATTR_ITALIC, val->boolean);
 		break;
 	case VTERM_ATTR_BLINK:
-		tui_vterm_pen_flag(vt, TUI_ATTR_BLINK, val->boolean);
+		pane_pen_flag(vt, PANE_ATTR_BLINK, val->boolean);
 		break;
 	case VTERM_ATTR_REVERSE:
-		tui_vterm_pen_flag(vt, TUI_ATTR_REVERSE, val->boolean);
+		pane_pen_flag(vt, PANE_ATTR_REVERSE, val->boolean);
 		break;
 	case VTERM_ATTR_STRIKE:
-		tui_vterm_pen_flag(vt, TUI_ATTR_STRIKE, val->boolean);
+		pane_pen_flag(vt, PANE_ATTR_STRIKE, val->boolean);
 		break;
 	case VTERM_ATTR_FOREGROUND:
-		vt->pen.fg = tui_vterm_color(&val->color, true);
+		vt->pen.fg = pane_color(&val->color, true);
 		break;
 	case VTERM_ATTR_BACKGROUND:
-		vt->pen.bg = tui_vterm_color(&val->color, false);
+		vt->pen.bg = pane_color(&val->color, false);
 		break;
 	case VTERM_ATTR_FONT:
 	case VTERM_N_ATTRS:
@@ -238,7 +237,7 @@ tui_vterm_setpenattr(VTermAttr attr, VTermValue *val, void *arg)
 }
 
 static void
-tui_vterm_set_title(struct tui_vterm *vt, const char *s)
+pane_set_title(struct pane *vt, const char *s)
 {
 	free(vt->title);
 	vt->title = xstrdup(s != NULL ? s : "");
@@ -246,53 +245,53 @@ tui_vterm_set_title(struct tui_vterm *vt, const char *s)
 
 /*
  * Switches between the normal screen and the alternate one. The modes
- * that switch are handled in tui-vtseq.c (libvterm 0.1.4 clears the
+ * that switch are handled in pane-vtseq.c (libvterm 0.1.4 clears the
  * alternate screen on every way in, which xterm does only for 1049).
  */
 void
-tui_vterm_set_alt(struct tui_vterm *vt, bool on)
+pane_set_alt(struct pane *vt, bool on)
 {
 	if (vt->cur == (on ? vt->alt : vt->main))
 		return;
 	vt->changed = true;
 	vt->ops++;
 	vt->cur = on ? vt->alt : vt->main;
-	tui_grid_set_dirty(vt->cur);
+	pane_grid_set_dirty(vt->cur);
 	if (vt->lineinfo)
-		tui_vterm_lineinfo_sync(vt);
+		pane_lineinfo_sync(vt);
 }
 
 /* Blanks the alternate screen, as xterm does entering it with 1049 (leaving it with 1047). */
 void
-tui_vterm_clear_alt(struct tui_vterm *vt)
+pane_clear_alt(struct pane *vt)
 {
 	unsigned y;
 
-	tui_grid_erase(vt->alt, 0, 0, tui_grid_sx(vt->alt), tui_grid_sy(vt->alt),
-	    TUI_COLOR_DEFAULT);
-	for (y = 0; y < tui_grid_sy(vt->alt); y++)
-		tui_grid_set_lsize(vt->alt, y, TUI_LSIZE_SINGLE);
+	pane_grid_erase(vt->alt, 0, 0, pane_grid_sx(vt->alt), pane_grid_sy(vt->alt),
+	    PANE_COLOR_DEFAULT);
+	for (y = 0; y < pane_grid_sy(vt->alt); y++)
+		pane_grid_set_lsize(vt->alt, y, PANE_LSIZE_SINGLE);
 	if (vt->lineinfo && vt->cur == vt->alt)
-		tui_vterm_lineinfo_sync(vt);
+		pane_lineinfo_sync(vt);
 }
 
 /* A full reset (RIS) blanks both screens; libvterm's state layer does not. */
 void
-tui_vterm_reset_screens(struct tui_vterm *vt)
+pane_reset_screens(struct pane *vt)
 {
 	unsigned y;
 
-	tui_grid_erase(vt->main, 0, 0, tui_grid_sx(vt->main),
-	    tui_grid_sy(vt->main), TUI_COLOR_DEFAULT);
-	for (y = 0; y < tui_grid_sy(vt->main); y++)
-		tui_grid_set_lsize(vt->main, y, TUI_LSIZE_SINGLE);
-	tui_vterm_clear_alt(vt);
+	pane_grid_erase(vt->main, 0, 0, pane_grid_sx(vt->main),
+	    pane_grid_sy(vt->main), PANE_COLOR_DEFAULT);
+	for (y = 0; y < pane_grid_sy(vt->main); y++)
+		pane_grid_set_lsize(vt->main, y, PANE_LSIZE_SINGLE);
+	pane_clear_alt(vt);
 }
 
 static int
-tui_vterm_settermprop(VTermProp prop, VTermValue *val, void *arg)
+pane_settermprop(VTermProp prop, VTermValue *val, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	vt->changed = true;
 	vt->ops++;
@@ -304,23 +303,23 @@ tui_vterm_settermprop(VTermProp prop, VTermValue *val, void *arg)
 	case VTERM_PROP_ICONNAME:
 		return 1;
 	case VTERM_PROP_ALTSCREEN:
-		tui_vterm_set_alt(vt, val->boolean);
+		pane_set_alt(vt, val->boolean);
 		return 1;
 	case VTERM_PROP_TITLE:
-		tui_vterm_set_title(vt, val->string);
+		pane_set_title(vt, val->string);
 		return 1;
 	case VTERM_PROP_REVERSE:
 		vt->reverse = val->boolean;
-		tui_grid_set_dirty(vt->cur);
+		pane_grid_set_dirty(vt->cur);
 		return 1;
 	case VTERM_PROP_CURSORSHAPE:
-		/* Kept from DECSCUSR itself (tui-vtseq.c), blinking included. */
+		/* Kept from DECSCUSR itself (pane-vtseq.c), blinking included. */
 		return 1;
 	case VTERM_PROP_MOUSE:
 		vt->mouse = val->number == VTERM_PROP_MOUSE_CLICK ?
-		    TUI_MOUSE_CLICKS : val->number == VTERM_PROP_MOUSE_DRAG ?
-		    TUI_MOUSE_DRAGS : val->number == VTERM_PROP_MOUSE_MOVE ?
-		    TUI_MOUSE_MOTION : TUI_MOUSE_OFF;
+		    PANE_MOUSE_CLICKS : val->number == VTERM_PROP_MOUSE_DRAG ?
+		    PANE_MOUSE_DRAGS : val->number == VTERM_PROP_MOUSE_MOVE ?
+		    PANE_MOUSE_MOTION : PANE_MOUSE_OFF;
 		return 1;
 	case VTERM_N_PROPS:
 		break;
@@ -329,35 +328,35 @@ tui_vterm_settermprop(VTermProp prop, VTermValue *val, void *arg)
 }
 
 static int
-tui_vterm_bell(void *arg)
+pane_bell(void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	vt->bells++;
 	vt->changed = true;
 	return 1;
 }
 
-/* The normal screen rewraps on a new width (tui_grid_reflow); the alternate screen never does. */
+/* The normal screen rewraps on a new width (pane_grid_reflow); the alternate screen never does. */
 static void
-tui_vterm_reflow(struct tui_grid *gd, int cols, int rows, unsigned *x,
+pane_reflow(struct pane_grid *gd, int cols, int rows, unsigned *x,
     unsigned *y)
 {
-	if ((unsigned)cols == tui_grid_sx(gd)) {
-		*y = (unsigned)((int)*y + tui_grid_resize(gd, (unsigned)cols,
+	if ((unsigned)cols == pane_grid_sx(gd)) {
+		*y = (unsigned)((int)*y + pane_grid_resize(gd, (unsigned)cols,
 		    (unsigned)rows, *y));
 		return;
 	}
-	tui_grid_reflow(gd, (unsigned)cols, (unsigned)rows, x, y);
+	pane_grid_reflow(gd, (unsigned)cols, (unsigned)rows, x, y);
 }
 
 static int
-tui_vterm_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
+pane_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
 {
-	struct tui_vterm *vt = arg;
-	struct tui_grid *other = vt->cur == vt->main ? vt->alt : vt->main;
+	struct pane *vt = arg;
+	struct pane_grid *other = vt->cur == vt->main ? vt->alt : vt->main;
 
-	unsigned x, y, ox = 0, oy = tui_grid_sy(other) - 1;
+	unsigned x, y, ox = 0, oy = pane_grid_sy(other) - 1;
 	VTermPos pos;
 
 	/*
@@ -371,112 +370,127 @@ tui_vterm_resize_cb(int rows, int cols, VTermPos *delta, void *arg)
 	vt->ops++;
 	vt->flow = false;
 	if (vt->cur == vt->alt) {
-		delta->row = tui_grid_resize(vt->alt, (unsigned)cols,
+		delta->row = pane_grid_resize(vt->alt, (unsigned)cols,
 		    (unsigned)rows, y);
 		/* Nobody knows where its cursor will be: keep its bottom. */
-		tui_vterm_reflow(vt->main, cols, rows, &ox, &oy);
+		pane_reflow(vt->main, cols, rows, &ox, &oy);
 		return 1;
 	}
-	tui_vterm_reflow(vt->main, cols, rows, &x, &y);
+	pane_reflow(vt->main, cols, rows, &x, &y);
 	delta->row = (int)y - pos.row;
 	delta->col = (int)x - pos.col;
-	tui_grid_resize(other, (unsigned)cols, (unsigned)rows, oy);
+	pane_grid_resize(other, (unsigned)cols, (unsigned)rows, oy);
 	return 1;
 }
 
-static enum tui_lsize
-tui_vterm_lsize(const VTermLineInfo *li)
+static enum pane_lsize
+pane_vterm_lsize(const VTermLineInfo *li)
 {
 	if (li->doubleheight == 1)
-		return TUI_LSIZE_TOP;
+		return PANE_LSIZE_TOP;
 	if (li->doubleheight == 2)
-		return TUI_LSIZE_BOTTOM;
-	return li->doublewidth ? TUI_LSIZE_WIDE : TUI_LSIZE_SINGLE;
+		return PANE_LSIZE_BOTTOM;
+	return li->doublewidth ? PANE_LSIZE_WIDE : PANE_LSIZE_SINGLE;
 }
 
 /* Double-width and double-height lines are drawn two columns a cell (tui-render.c). */
 static int
-tui_vterm_setlineinfo(int row, const VTermLineInfo *newinfo,
+pane_setlineinfo(int row, const VTermLineInfo *newinfo,
     const VTermLineInfo *oldinfo, void *arg)
 {
-	struct tui_vterm *vt = arg;
-	enum tui_lsize ls = tui_vterm_lsize(newinfo);
+	struct pane *vt = arg;
+	enum pane_lsize ls = pane_vterm_lsize(newinfo);
 
-	if (ls != TUI_LSIZE_SINGLE)
+	if (ls != PANE_LSIZE_SINGLE)
 		vt->lineinfo = true;
-	tui_grid_set_lsize(vt->cur, (unsigned)row, ls);
+	pane_grid_set_lsize(vt->cur, (unsigned)row, ls);
 	return 1;
 }
 
-static const VTermStateCallbacks tui_vterm_callbacks = {
-	.putglyph = tui_vterm_putglyph,
-	.movecursor = tui_vterm_movecursor,
-	.scrollrect = tui_vterm_scrollrect,
-	.moverect = tui_vterm_moverect,
-	.erase = tui_vterm_erase,
-	.initpen = tui_vterm_initpen,
-	.setpenattr = tui_vterm_setpenattr,
-	.settermprop = tui_vterm_settermprop,
-	.bell = tui_vterm_bell,
-	.resize = tui_vterm_resize_cb,
-	.setlineinfo = tui_vterm_setlineinfo,
+static const VTermStateCallbacks pane_callbacks = {
+	.putglyph = pane_putglyph,
+	.movecursor = pane_movecursor,
+	.scrollrect = pane_scrollrect,
+	.moverect = pane_moverect,
+	.erase = pane_erase,
+	.initpen = pane_initpen,
+	.setpenattr = pane_setpenattr,
+	.settermprop = pane_settermprop,
+	.bell = pane_bell,
+	.resize = pane_resize_cb,
+	.setlineinfo = pane_setlineinfo,
 };
 
 static void
-tui_vterm_output(const char *s, size_t len, void *arg)
+pane_output(const char *s, size_t len, void *arg)
 {
-	struct tui_vterm *vt = arg;
+	struct pane *vt = arg;
 
 	if (vt->write != NULL)
 		vt->write(vt->arg, s, len);
 }
 
-struct tui_vterm *
-tui_vterm_create(unsigned sx, unsigned sy, unsigned hlimit,
-    tui_vterm_write_cb write, void *arg)
+struct pane *
+pane_create(unsigned sx, unsigned sy, unsigned hlimit,
+    pane_write_cb write, void *arg)
 {
-	struct tui_vterm *vt = xcalloc(1, sizeof *vt);
+	struct pane *vt = xcalloc(1, sizeof *vt);
 
 	sx = sx < 1 ? 1 : sx;
 	sy = sy < 1 ? 1 : sy;
+	vt->refs = 1;
 	vt->write = write;
 	vt->arg = arg;
 	vt->title = xstrdup("");
 	vt->cursor_visible = true;
-	tui_vtseq_init(vt);
-	vt->main = tui_grid_create(sx, sy, hlimit);
-	vt->alt = tui_grid_create(sx, sy, 0);
+	pane_vtseq_init(vt);
+	vt->main = pane_grid_create(sx, sy, hlimit);
+	vt->alt = pane_grid_create(sx, sy, 0);
 	vt->cur = vt->main;
 	if ((vt->vt = vterm_new((int)sy, (int)sx)) == NULL)
 		fatalx("libvterm could not create a %ux%u terminal", sx, sy);
 	vterm_set_utf8(vt->vt, 1);
-	vterm_output_set_callback(vt->vt, tui_vterm_output, vt);
+	vterm_output_set_callback(vt->vt, pane_output, vt);
 	vt->state = vterm_obtain_state(vt->vt);
-	vterm_state_set_callbacks(vt->state, &tui_vterm_callbacks, vt);
+	vterm_state_set_callbacks(vt->state, &pane_callbacks, vt);
 	vterm_state_set_bold_highbright(vt->state, 0);
 	vterm_state_reset(vt->state, 1);
 	return vt;
 }
 
-void
-tui_vterm_free(struct tui_vterm *vt)
+struct pane *
+pane_ref(struct pane *vt)
 {
-	if (vt == NULL)
+	vt->refs++;
+	return vt;
+}
+
+void
+pane_set_write(struct pane *vt, pane_write_cb write, void *arg)
+{
+	vt->write = write;
+	vt->arg = arg;
+}
+
+void
+pane_free(struct pane *vt)
+{
+	if (vt == NULL || --vt->refs > 0)
 		return;
 	vterm_free(vt->vt);
-	tui_grid_free(vt->main);
-	tui_grid_free(vt->alt);
+	pane_grid_free(vt->main);
+	pane_grid_free(vt->alt);
 	free(vt->title);
 	free(vt);
 }
 
 /* True if LINE (LEN bytes, then CR LF) is printable ASCII shorter than the screen. */
 static bool
-tui_vterm_plain(const struct tui_vterm *vt, const char *line, size_t len)
+pane_plain(const struct pane *vt, const char *line, size_t len)
 {
 	size_t i;
 
-	if (len >= tui_grid_sx(vt->cur))
+	if (len >= pane_grid_sx(vt->cur))
 		return false;
 	for (i = 0; i < len; i++) {
 		if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e)
@@ -493,21 +507,21 @@ tui_vterm_plain(const struct tui_vterm *vt, const char *line, size_t len)
  * scroll of the whole screen, cursor back at the bottom-left) is that so.
  */
 static void
-tui_vterm_slow_line(struct tui_vterm *vt, const char *p, size_t n)
+pane_slow_line(struct pane *vt, const char *p, size_t n)
 {
-	struct tui_grid *gd = vt->cur;
-	unsigned sy = tui_grid_sy(gd);
+	struct pane_grid *gd = vt->cur;
+	unsigned sy = pane_grid_sy(gd);
 	uint64_t ops = vt->ops, fullscrolls = vt->fullscrolls;
 	bool plain;
 
 	plain = n >= 2 && p[n - 2] == '\r' && p[n - 1] == '\n' &&
-	    tui_vterm_plain(vt, p, n - 2) && tui_vtseq_plain(vt) &&
+	    pane_plain(vt, p, n - 2) && pane_vtseq_plain(vt) &&
 	    vt->cx == 0 && vt->cy == sy - 1 && sy >= 2 && !vt->lineinfo;
-	tui_vtseq_parse(vt, p, n);
+	pane_vtseq_parse(vt, p, n);
 	vt->fast = plain && vt->cur == gd && vt->ops == ops + 1 &&
 	    vt->fullscrolls == fullscrolls + 1 && vt->cx == 0 &&
-	    vt->cy == sy - 1 && tui_vtseq_plain(vt) &&
-	    tui_grid_row_is(gd, sy - 2, p, n - 2, &vt->pen);
+	    vt->cy == sy - 1 && pane_vtseq_plain(vt) &&
+	    pane_grid_row_is(gd, sy - 2, p, n - 2, &vt->pen);
 }
 
 /*
@@ -517,20 +531,20 @@ tui_vterm_slow_line(struct tui_vterm *vt, const char *p, size_t n)
  * bytes used; stops at the first line that is not plain.
  */
 static size_t
-tui_vterm_fast(struct tui_vterm *vt, const char *data, size_t len)
+pane_fast(struct pane *vt, const char *data, size_t len)
 {
-	struct tui_grid *gd = vt->cur;
+	struct pane_grid *gd = vt->cur;
 	const char *p = data, *end = data + len, *cr;
-	unsigned sx = tui_grid_sx(gd), sy = tui_grid_sy(gd);
+	unsigned sx = pane_grid_sx(gd), sy = pane_grid_sy(gd);
 	size_t max;
 
 	while (p < end) {
 		max = (size_t)(end - p) < sx ? (size_t)(end - p) : sx;
 		if ((cr = memchr(p, '\r', max)) == NULL || cr + 1 >= end ||
-		    cr[1] != '\n' || !tui_vterm_plain(vt, p, (size_t)(cr - p)))
+		    cr[1] != '\n' || !pane_plain(vt, p, (size_t)(cr - p)))
 			break;
-		tui_grid_put_ascii(gd, sy - 1, p, (size_t)(cr - p), &vt->pen);
-		tui_grid_scroll(gd, 0, 0, sx, sy, 1, 0, vt->pen.bg);
+		pane_grid_put_ascii(gd, sy - 1, p, (size_t)(cr - p), &vt->pen);
+		pane_grid_scroll(gd, 0, 0, sx, sy, 1, 0, vt->pen.bg);
 		vt->fastlines++;
 		vt->flow = false;
 		p = cr + 2;
@@ -549,20 +563,20 @@ tui_vterm_fast(struct tui_vterm *vt, const char *data, size_t len)
  * scroll the whole screen, the following plain lines are done here.
  */
 void
-tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
+pane_feed(struct pane *vt, const char *data, size_t len)
 {
 	const char *p = data, *end = data + len, *nl;
 	size_t n;
 
 	while (p < end) {
 		if (vt->fast) {
-			p += tui_vterm_fast(vt, p, (size_t)(end - p));
+			p += pane_fast(vt, p, (size_t)(end - p));
 			if (p == end)
 				break;
 		}
 		nl = memchr(p, '\n', (size_t)(end - p));
 		n = nl != NULL ? (size_t)(nl + 1 - p) : (size_t)(end - p);
-		tui_vterm_slow_line(vt, p, n);
+		pane_slow_line(vt, p, n);
 		p += n;
 	}
 }
@@ -576,7 +590,7 @@ tui_vterm_feed(struct tui_vterm *vt, const char *data, size_t len)
  * program wrote may be read together with it).
  */
 static void
-tui_vterm_reset_margins(struct tui_vterm *vt, VTermPos pos)
+pane_reset_margins(struct pane *vt, VTermPos pos)
 {
 	char buf[64];
 	int n;
@@ -588,54 +602,54 @@ tui_vterm_reset_margins(struct tui_vterm *vt, VTermPos pos)
 }
 
 void
-tui_vterm_resize(struct tui_vterm *vt, unsigned sx, unsigned sy)
+pane_resize(struct pane *vt, unsigned sx, unsigned sy)
 {
 	VTermPos pos;
 	bool rows;
 
 	sx = sx < 1 ? 1 : sx;
 	sy = sy < 1 ? 1 : sy;
-	if (sx == tui_grid_sx(vt->cur) && sy == tui_grid_sy(vt->cur))
+	if (sx == pane_grid_sx(vt->cur) && sy == pane_grid_sy(vt->cur))
 		return;
-	rows = sy != tui_grid_sy(vt->cur);
+	rows = sy != pane_grid_sy(vt->cur);
 	vterm_set_size(vt->vt, (int)sy, (int)sx);
 	vt->fast = false;
 	/* First: a double-width line one column wide puts the cursor at -1. */
 	if (vt->lineinfo)
-		tui_vterm_lineinfo_sync(vt);
+		pane_lineinfo_sync(vt);
 	vterm_state_get_cursorpos(vt->state, &pos);
 	if (rows)
-		tui_vterm_reset_margins(vt, pos);
+		pane_reset_margins(vt, pos);
 	vt->cx = (unsigned)pos.col;
 	vt->cy = (unsigned)pos.row;
 	vt->changed = true;
 }
 
-struct tui_grid *
-tui_vterm_grid(struct tui_vterm *vt)
+struct pane_grid *
+pane_grid(struct pane *vt)
 {
 	return vt->cur;
 }
 
 bool
-tui_vterm_altscreen(const struct tui_vterm *vt)
+pane_altscreen(const struct pane *vt)
 {
 	return vt->cur == vt->alt;
 }
 
 void
-tui_vterm_cursor(const struct tui_vterm *vt, unsigned *x, unsigned *y)
+pane_cursor(const struct pane *vt, unsigned *x, unsigned *y)
 {
 	*x = vt->cx;
 	*y = vt->cy;
 }
 
 unsigned
-tui_vterm_cursor_column(struct tui_vterm *vt)
+pane_cursor_column(struct pane *vt)
 {
-	unsigned sx = tui_grid_sx(vt->cur);
+	unsigned sx = pane_grid_sx(vt->cur);
 
-	if (tui_grid_lsize(vt->cur, (int)vt->cy) == TUI_LSIZE_SINGLE)
+	if (pane_grid_lsize(vt->cur, (int)vt->cy) == PANE_LSIZE_SINGLE)
 		return vt->cx;
 	return 2 * vt->cx < sx ? 2 * vt->cx : sx - 1;
 }
@@ -649,7 +663,7 @@ tui_vterm_cursor_column(struct tui_vterm *vt)
  * last byte of a write: it is kept here and given with the byte after it.
  */
 void
-tui_vterm_input(struct tui_vterm *vt, const char *data, size_t len)
+pane_input(struct pane *vt, const char *data, size_t len)
 {
 	char pair[2];
 
@@ -670,49 +684,49 @@ tui_vterm_input(struct tui_vterm *vt, const char *data, size_t len)
 }
 
 bool
-tui_vterm_cursor_visible(const struct tui_vterm *vt)
+pane_cursor_visible(const struct pane *vt)
 {
 	return vt->cursor_visible;
 }
 
-enum tui_cursor_shape
-tui_vterm_cursor_shape(const struct tui_vterm *vt)
+enum pane_cursor_shape
+pane_cursor_shape(const struct pane *vt)
 {
 	return vt->cursor_shape;
 }
 
 bool
-tui_vterm_reverse(const struct tui_vterm *vt)
+pane_reverse(const struct pane *vt)
 {
 	return vt->reverse;
 }
 
-enum tui_mouse_mode
-tui_vterm_mouse_mode(const struct tui_vterm *vt)
+enum pane_mouse_mode
+pane_mouse_mode(const struct pane *vt)
 {
 	return vt->mouse;
 }
 
 const char *
-tui_vterm_title(const struct tui_vterm *vt)
+pane_title(const struct pane *vt)
 {
 	return vt->title;
 }
 
 unsigned
-tui_vterm_bells(const struct tui_vterm *vt)
+pane_bells(const struct pane *vt)
 {
 	return vt->bells;
 }
 
 uint64_t
-tui_vterm_fast_lines(const struct tui_vterm *vt)
+pane_fast_lines(const struct pane *vt)
 {
 	return vt->fastlines;
 }
 
 bool
-tui_vterm_take_changed(struct tui_vterm *vt)
+pane_take_changed(struct pane *vt)
 {
 	bool changed = vt->changed;
 
@@ -721,37 +735,37 @@ tui_vterm_take_changed(struct tui_vterm *vt)
 }
 
 static VTermModifier
-tui_vterm_mods(int mods)
+pane_mods(int mods)
 {
 	int m = VTERM_MOD_NONE;
 
-	if (mods & TUI_MOD_SHIFT)
+	if (mods & PANE_MOD_SHIFT)
 		m |= VTERM_MOD_SHIFT;
-	if (mods & TUI_MOD_ALT)
+	if (mods & PANE_MOD_ALT)
 		m |= VTERM_MOD_ALT;
-	if (mods & TUI_MOD_CTRL)
+	if (mods & PANE_MOD_CTRL)
 		m |= VTERM_MOD_CTRL;
 	return (VTermModifier)m;
 }
 
 /* The libvterm key for a special key, or VTERM_KEY_NONE. */
 static VTermKey
-tui_vterm_special(uint32_t code)
+pane_special(uint32_t code)
 {
 	static const struct {
 		uint32_t code;
 		VTermKey key;
 	} map[] = {
-		{ TUI_KEY_UP, VTERM_KEY_UP },
-		{ TUI_KEY_DOWN, VTERM_KEY_DOWN },
-		{ TUI_KEY_LEFT, VTERM_KEY_LEFT },
-		{ TUI_KEY_RIGHT, VTERM_KEY_RIGHT },
-		{ TUI_KEY_HOME, VTERM_KEY_HOME },
-		{ TUI_KEY_END, VTERM_KEY_END },
-		{ TUI_KEY_INSERT, VTERM_KEY_INS },
-		{ TUI_KEY_DELETE, VTERM_KEY_DEL },
-		{ TUI_KEY_PAGEUP, VTERM_KEY_PAGEUP },
-		{ TUI_KEY_PAGEDOWN, VTERM_KEY_PAGEDOWN },
+		{ PANE_KEY_UP, VTERM_KEY_UP },
+		{ PANE_KEY_DOWN, VTERM_KEY_DOWN },
+		{ PANE_KEY_LEFT, VTERM_KEY_LEFT },
+		{ PANE_KEY_RIGHT, VTERM_KEY_RIGHT },
+		{ PANE_KEY_HOME, VTERM_KEY_HOME },
+		{ PANE_KEY_END, VTERM_KEY_END },
+		{ PANE_KEY_INSERT, VTERM_KEY_INS },
+		{ PANE_KEY_DELETE, VTERM_KEY_DEL },
+		{ PANE_KEY_PAGEUP, VTERM_KEY_PAGEUP },
+		{ PANE_KEY_PAGEDOWN, VTERM_KEY_PAGEDOWN },
 		{ '\r', VTERM_KEY_ENTER },
 		{ '\t', VTERM_KEY_TAB },
 		{ 0x7f, VTERM_KEY_BACKSPACE },
@@ -759,8 +773,8 @@ tui_vterm_special(uint32_t code)
 	};
 	size_t i;
 
-	if (code >= TUI_KEY_F1 && code <= TUI_KEY_F12)
-		return (VTermKey)VTERM_KEY_FUNCTION(code - TUI_KEY_F1 + 1);
+	if (code >= PANE_KEY_F1 && code <= PANE_KEY_F12)
+		return (VTermKey)VTERM_KEY_FUNCTION(code - PANE_KEY_F1 + 1);
 	for (i = 0; i < nitems(map); i++) {
 		if (map[i].code == code)
 			return map[i].key;
@@ -769,70 +783,70 @@ tui_vterm_special(uint32_t code)
 }
 
 void
-tui_vterm_key(struct tui_vterm *vt, const struct tui_key *k)
+pane_key(struct pane *vt, uint32_t code, int mods)
 {
-	VTermModifier mod = tui_vterm_mods(k->mods);
+	VTermModifier mod = pane_mods(mods);
 	VTermKey key;
 	char c;
 
-	if (k->code == TUI_KEY_BACKTAB) {
+	if (code == PANE_KEY_BACKTAB) {
 		vterm_keyboard_key(vt->vt, VTERM_KEY_TAB,
 		    (VTermModifier)(mod | VTERM_MOD_SHIFT));
 		return;
 	}
-	if (k->code == TUI_KEY_FOCUS_IN || k->code == TUI_KEY_FOCUS_OUT)
+	if (code == PANE_KEY_FOCUS_IN || code == PANE_KEY_FOCUS_OUT)
 		return;
-	key = tui_vterm_special(k->code);
+	key = pane_special(code);
 	/* Plain control characters go as they came; libvterm would CSI-u them. */
-	if (k->code < 0x20 && k->mods == 0 && k->code != '\r' &&
-	    k->code != '\t' && k->code != 0x1b) {
-		c = (char)k->code;
-		tui_vterm_output(&c, 1, vt);
+	if (code < 0x20 && mods == 0 && code != '\r' &&
+	    code != '\t' && code != 0x1b) {
+		c = (char)code;
+		pane_output(&c, 1, vt);
 		return;
 	}
 	if (key != VTERM_KEY_NONE)
 		vterm_keyboard_key(vt->vt, key, mod);
-	else if (k->code < TUI_KEY_BASE)
-		vterm_keyboard_unichar(vt->vt, k->code, mod);
+	else if (code < PANE_KEY_BASE)
+		vterm_keyboard_unichar(vt->vt, code, mod);
 }
 
 void
-tui_vterm_paste(struct tui_vterm *vt, const char *data, size_t len)
+pane_paste(struct pane *vt, const char *data, size_t len)
 {
 	vterm_keyboard_start_paste(vt->vt);
-	tui_vterm_output(data, len, vt);
+	pane_output(data, len, vt);
 	vterm_keyboard_end_paste(vt->vt);
 }
 
 bool
-tui_vterm_mouse(struct tui_vterm *vt, const struct tui_mouse *m)
+pane_mouse(struct pane *vt, const struct pane_mouse_event *m)
 {
-	VTermModifier mod = tui_vterm_mods(m->mods);
+	VTermModifier mod = pane_mods(m->mods);
 
-	if (vt->mouse == TUI_MOUSE_OFF)
+	if (vt->mouse == PANE_MOUSE_OFF)
 		return false;
 	vterm_mouse_move(vt->vt, (int)m->y, (int)m->x, mod);
 	switch (m->type) {
-	case TUI_MOUSE_PRESS:
+	case PANE_MOUSE_PRESS:
 		vterm_mouse_button(vt->vt, m->button, true, mod);
 		break;
-	case TUI_MOUSE_RELEASE:
+	case PANE_MOUSE_RELEASE:
 		vterm_mouse_button(vt->vt, m->button, false, mod);
 		break;
-	case TUI_MOUSE_WHEEL_UP:
+	case PANE_MOUSE_WHEEL_UP:
 		vterm_mouse_button(vt->vt, 4, true, mod);
 		break;
-	case TUI_MOUSE_WHEEL_DOWN:
+	case PANE_MOUSE_WHEEL_DOWN:
 		vterm_mouse_button(vt->vt, 5, true, mod);
 		break;
-	case TUI_MOUSE_DRAG:
+	case PANE_MOUSE_DRAG:
 		break;
 	}
 	return true;
 }
 
 void
-tui_vterm_write(struct tui_vterm *vt, const char *data, size_t len)
+pane_write(struct pane *vt, const char *data, size_t len)
 {
-	tui_vterm_output(data, len, vt);
+	pane_output(data, len, vt);
 }

@@ -6,8 +6,7 @@
 #include <vterm.h>
 
 #include "core/core.h"
-#include "tui.h"
-#include "tui-int.h"
+#include "pane-int.h"
 
 /*
  * A scanner follows the output as libvterm's parser does. At the final
@@ -17,66 +16,66 @@
  * scroll regions, REP after a control, window reports). Only a sequence
  * handled here costs a break in what libvterm is given.
  */
-enum tui_vtseq_verdict {
-	TUI_VTSEQ_PASS,
-	TUI_VTSEQ_AFTER,
-	TUI_VTSEQ_OWN,
+enum pane_vtseq_verdict {
+	PANE_VTSEQ_PASS,
+	PANE_VTSEQ_AFTER,
+	PANE_VTSEQ_OWN,
 };
 
 /* Where a read stands: given to libvterm up to FROM; the open sequence began at START. */
-struct tui_vtseq_buf {
+struct pane_vtseq_buf {
 	const char *from;
 	const char *start;
 	const char *p;
 	const char *end;
 };
 
-static const struct tui_vtsave tui_vtseq_defaults = {
+static const struct pane_vtsave pane_vtseq_defaults = {
 	.g = { 'B', 'B', 'B', 'B' },
 };
 
 void
-tui_vtseq_init(struct tui_vterm *vt)
+pane_vtseq_init(struct pane *vt)
 {
 	memset(&vt->seq, 0, sizeof vt->seq);
-	vt->now = vt->saved[0] = vt->saved[1] = tui_vtseq_defaults;
+	vt->now = vt->saved[0] = vt->saved[1] = pane_vtseq_defaults;
 	vt->graphic = false;
-	vt->cursor_shape = TUI_CURSOR_DEFAULT;
+	vt->cursor_shape = PANE_CURSOR_DEFAULT;
 }
 
 bool
-tui_vtseq_plain(const struct tui_vterm *vt)
+pane_vtseq_plain(const struct pane *vt)
 {
-	return vt->seq.state == TUI_VTSEQ_GROUND && !vt->seq.c2 &&
+	return vt->seq.state == PANE_VTSEQ_GROUND && !vt->seq.c2 &&
 	    vt->now.g[vt->now.gl] == 'B';
 }
 
 /* Gives libvterm what comes before the open sequence, then its held bytes, then the read up to UPTO. */
 static void
-tui_vtseq_flush(struct tui_vterm *vt, struct tui_vtseq_buf *b,
+pane_vtseq_flush(struct pane *vt, struct pane_vtseq_buf *b,
     const char *upto)
 {
 	const char *start = b->start != NULL ? b->start : upto;
 
 	if (start > b->from)
-		tui_vterm_input(vt, b->from, (size_t)(start - b->from));
+		pane_input(vt, b->from, (size_t)(start - b->from));
 	if (vt->seq.nheld > 0) {
-		tui_vterm_input(vt, vt->seq.held, vt->seq.nheld);
+		pane_input(vt, vt->seq.held, vt->seq.nheld);
 		vt->seq.nheld = 0;
 	}
 	if (upto > start)
-		tui_vterm_input(vt, start, (size_t)(upto - start));
+		pane_input(vt, start, (size_t)(upto - start));
 	b->from = upto;
 	b->start = NULL;
 }
 
 static void
-tui_vtseq_begin(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *at,
+pane_vtseq_begin(struct pane *vt, struct pane_vtseq_buf *b, const char *at,
     bool odd)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 
-	sq->state = TUI_VTSEQ_ESC;
+	sq->state = PANE_VTSEQ_ESC;
 	sq->leader = sq->inter = 0;
 	sq->nparams = sq->nsep = sq->ndigits = 0;
 	sq->odd = odd;
@@ -89,7 +88,7 @@ tui_vtseq_begin(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *at,
  * sub-parameters (38:2:1:2:3). Returns how many there were.
  */
 static size_t
-tui_vtseq_args(const struct tui_vtseq *sq, int *args, size_t max)
+pane_vtseq_args(const struct pane_vtseq *sq, int *args, size_t max)
 {
 	size_t n = 0, i;
 	long v = -1;
@@ -113,11 +112,11 @@ tui_vtseq_args(const struct tui_vtseq *sq, int *args, size_t max)
 
 /* ---- SGR: faint and concealed, which libvterm 0.1.4 ignores ---- */
 
-static enum tui_vtseq_verdict
-tui_vtseq_sgr(struct tui_vterm *vt, struct tui_vtsave *to)
+static enum pane_vtseq_verdict
+pane_vtseq_sgr(struct pane *vt, struct pane_vtsave *to)
 {
-	int args[TUI_VTSEQ_MAX];
-	size_t n = tui_vtseq_args(&vt->seq, args, nitems(args)), i;
+	int args[PANE_VTSEQ_MAX];
+	size_t n = pane_vtseq_args(&vt->seq, args, nitems(args)), i;
 
 	*to = vt->now;
 	for (i = 0; i < n; i++) {
@@ -148,31 +147,31 @@ tui_vtseq_sgr(struct tui_vterm *vt, struct tui_vtsave *to)
 		}
 	}
 	if (to->dim == vt->now.dim && to->conceal == vt->now.conceal)
-		return TUI_VTSEQ_PASS;
-	return TUI_VTSEQ_AFTER;
+		return PANE_VTSEQ_PASS;
+	return PANE_VTSEQ_AFTER;
 }
 
 static void
-tui_vtseq_set_extras(struct tui_vterm *vt, bool dim, bool conceal)
+pane_vtseq_set_extras(struct pane *vt, bool dim, bool conceal)
 {
 	vt->now.dim = dim;
 	vt->now.conceal = conceal;
-	tui_vterm_pen_flag(vt, TUI_ATTR_DIM, dim);
-	tui_vterm_pen_flag(vt, TUI_ATTR_CONCEAL, conceal);
+	pane_pen_flag(vt, PANE_ATTR_DIM, dim);
+	pane_pen_flag(vt, PANE_ATTR_CONCEAL, conceal);
 }
 
 /* ---- DECSC and DECRC ---- */
 
-static struct tui_vtsave *
-tui_vtseq_slot(struct tui_vterm *vt)
+static struct pane_vtsave *
+pane_vtseq_slot(struct pane *vt)
 {
 	return &vt->saved[vt->cur == vt->alt];
 }
 
 static void
-tui_vtseq_save(struct tui_vterm *vt)
+pane_vtseq_save(struct pane *vt)
 {
-	struct tui_vtsave *s = tui_vtseq_slot(vt);
+	struct pane_vtsave *s = pane_vtseq_slot(vt);
 
 	*s = vt->now;
 	s->cx = vt->cx;
@@ -182,13 +181,13 @@ tui_vtseq_save(struct tui_vterm *vt)
 
 /* Appends ;38;5;N, ;38;2;R;G;B or nothing (the default) for colour C. */
 static void
-tui_vtseq_sgr_color(struct buf *b, uint32_t c, int base)
+pane_vtseq_sgr_color(struct buf *b, uint32_t c, int base)
 {
-	switch (TUI_COLOR_TYPE(c)) {
-	case TUI_COLOR_INDEXED:
+	switch (PANE_COLOR_TYPE(c)) {
+	case PANE_COLOR_INDEXED:
 		buf_printf(b, ";%d;5;%u", base, c & 0xff);
 		break;
-	case TUI_COLOR_RGB:
+	case PANE_COLOR_RGB:
 		buf_printf(b, ";%d;2;%u;%u;%u", base, c >> 16 & 0xff,
 		    c >> 8 & 0xff, c & 0xff);
 		break;
@@ -197,15 +196,15 @@ tui_vtseq_sgr_color(struct buf *b, uint32_t c, int base)
 
 /* The SGR sequence that sets libvterm's pen to PEN. */
 static void
-tui_vtseq_sgr_of(struct buf *b, const struct tui_cell *pen)
+pane_vtseq_sgr_of(struct buf *b, const struct pane_cell *pen)
 {
 	static const struct {
 		unsigned attr;
 		const char *sgr;
 	} map[] = {
-		{ TUI_ATTR_BOLD, ";1" }, { TUI_ATTR_ITALIC, ";3" },
-		{ TUI_ATTR_UNDERLINE, ";4" }, { TUI_ATTR_BLINK, ";5" },
-		{ TUI_ATTR_REVERSE, ";7" }, { TUI_ATTR_STRIKE, ";9" },
+		{ PANE_ATTR_BOLD, ";1" }, { PANE_ATTR_ITALIC, ";3" },
+		{ PANE_ATTR_UNDERLINE, ";4" }, { PANE_ATTR_BLINK, ";5" },
+		{ PANE_ATTR_REVERSE, ";7" }, { PANE_ATTR_STRIKE, ";9" },
 	};
 	size_t i;
 
@@ -214,8 +213,8 @@ tui_vtseq_sgr_of(struct buf *b, const struct tui_cell *pen)
 		if (pen->attr & map[i].attr)
 			buf_adds(b, map[i].sgr);
 	}
-	tui_vtseq_sgr_color(b, pen->fg, 38);
-	tui_vtseq_sgr_color(b, pen->bg, 48);
+	pane_vtseq_sgr_color(b, pen->fg, 38);
+	pane_vtseq_sgr_color(b, pen->bg, 48);
 	buf_addc(b, 'm');
 }
 
@@ -226,11 +225,11 @@ tui_vtseq_sgr_of(struct buf *b, const struct tui_cell *pen)
  * as xterm restores it.
  */
 static void
-tui_vtseq_restore(struct tui_vterm *vt)
+pane_vtseq_restore(struct pane *vt)
 {
 	static const char *const shifts[] = { "\017", "\016", "\033n",
 	    "\033o" };
-	struct tui_vtsave s = *tui_vtseq_slot(vt);
+	struct pane_vtsave s = *pane_vtseq_slot(vt);
 	unsigned row = s.cy;
 	struct buf b;
 
@@ -240,19 +239,19 @@ tui_vtseq_restore(struct tui_vterm *vt)
 	buf_printf(&b, "\033[?6%c\033(%c\033)%c\033*%c\033+%c%s",
 	    s.origin ? 'h' : 'l', s.g[0], s.g[1], s.g[2], s.g[3],
 	    shifts[s.gl & 3]);
-	tui_vtseq_sgr_of(&b, &s.pen);
+	pane_vtseq_sgr_of(&b, &s.pen);
 	buf_printf(&b, "\033[%u;%uH", row + 1, s.cx + 1);
-	tui_vterm_input(vt, b.data, b.len);
+	pane_input(vt, b.data, b.len);
 	buf_free(&b);
 	vt->now = s;
-	tui_vtseq_set_extras(vt, (s.pen.attr & TUI_ATTR_DIM) != 0,
-	    (s.pen.attr & TUI_ATTR_CONCEAL) != 0);
+	pane_vtseq_set_extras(vt, (s.pen.attr & PANE_ATTR_DIM) != 0,
+	    (s.pen.attr & PANE_ATTR_CONCEAL) != 0);
 }
 
 /* ---- modes ---- */
 
 static void
-tui_vtseq_input_mode(struct tui_vterm *vt, bool private, int mode, bool set)
+pane_vtseq_input_mode(struct pane *vt, bool private, int mode, bool set)
 {
 	char buf[32];
 	int n;
@@ -260,7 +259,7 @@ tui_vtseq_input_mode(struct tui_vterm *vt, bool private, int mode, bool set)
 	n = snprintf(buf, sizeof buf, "\033[%s%d%c", private ? "?" : "", mode,
 	    set ? 'h' : 'l');
 	if (n > 0 && (size_t)n < sizeof buf)
-		tui_vterm_input(vt, buf, (size_t)n);
+		pane_input(vt, buf, (size_t)n);
 }
 
 /*
@@ -269,69 +268,69 @@ tui_vtseq_input_mode(struct tui_vterm *vt, bool private, int mode, bool set)
  * screen cleared.
  */
 static void
-tui_vtseq_deccolm(struct tui_vterm *vt)
+pane_vtseq_deccolm(struct pane *vt)
 {
 	static const char seq[] = "\033[r\033[H\033[2J";
 
 	vt->top = 0;
-	tui_vterm_input(vt, seq, sizeof seq - 1);
+	pane_input(vt, seq, sizeof seq - 1);
 }
 
 /* One DEC private mode, set or reset. */
 static void
-tui_vtseq_dec_mode(struct tui_vterm *vt, int mode, bool set)
+pane_vtseq_dec_mode(struct pane *vt, int mode, bool set)
 {
 	switch (mode) {
 	case 3:
-		tui_vtseq_deccolm(vt);
+		pane_vtseq_deccolm(vt);
 		return;
 	case 6:
 		vt->now.origin = set;
 		break;
 	case 47:
-		tui_vterm_set_alt(vt, set);
+		pane_set_alt(vt, set);
 		return;
 	case 1047:
 		/* Cleared on the way out, as xterm does. */
 		if (!set && vt->cur == vt->alt)
-			tui_vterm_clear_alt(vt);
-		tui_vterm_set_alt(vt, set);
+			pane_clear_alt(vt);
+		pane_set_alt(vt, set);
 		return;
 	case 1048:
 		if (set)
-			tui_vtseq_save(vt);
+			pane_vtseq_save(vt);
 		else
-			tui_vtseq_restore(vt);
+			pane_vtseq_restore(vt);
 		return;
 	case 1049:
 		/* DECSC on the normal screen, then the alternate one, cleared. */
 		if (set && vt->cur == vt->main)
-			tui_vtseq_save(vt);
-		tui_vterm_set_alt(vt, set);
+			pane_vtseq_save(vt);
+		pane_set_alt(vt, set);
 		if (set)
-			tui_vterm_clear_alt(vt);
+			pane_clear_alt(vt);
 		else
-			tui_vtseq_restore(vt);
+			pane_vtseq_restore(vt);
 		return;
 	}
-	tui_vtseq_input_mode(vt, true, mode, set);
+	pane_vtseq_input_mode(vt, true, mode, set);
 }
 
 /* SM, RM, DECSET, DECRST: every parameter, one at a time (libvterm applies only the first). */
 static void
-tui_vtseq_modes(struct tui_vterm *vt, bool set)
+pane_vtseq_modes(struct pane *vt, bool set)
 {
-	int args[TUI_VTSEQ_MAX];
-	size_t n = tui_vtseq_args(&vt->seq, args, nitems(args)), i;
+	int args[PANE_VTSEQ_MAX];
+	size_t n = pane_vtseq_args(&vt->seq, args, nitems(args)), i;
 	bool private = vt->seq.leader == '?';
 
 	for (i = 0; i < n; i++) {
 		if (args[i] < 0)
 			continue;
 		if (private)
-			tui_vtseq_dec_mode(vt, args[i], set);
+			pane_vtseq_dec_mode(vt, args[i], set);
 		else
-			tui_vtseq_input_mode(vt, false, args[i], set);
+			pane_vtseq_input_mode(vt, false, args[i], set);
 	}
 }
 
@@ -343,13 +342,13 @@ tui_vtseq_modes(struct tui_vterm *vt, bool set)
  * takes 0 as "invalid" and accepts a single line).
  */
 static void
-tui_vtseq_decstbm(struct tui_vterm *vt)
+pane_vtseq_decstbm(struct pane *vt)
 {
-	int args[2] = { -1, -1 }, rows = (int)tui_grid_sy(vt->cur);
+	int args[2] = { -1, -1 }, rows = (int)pane_grid_sy(vt->cur);
 	int top, bot, n;
 	char buf[32];
 
-	tui_vtseq_args(&vt->seq, args, nitems(args));
+	pane_vtseq_args(&vt->seq, args, nitems(args));
 	top = args[0] < 1 ? 1 : args[0];
 	bot = args[1] < 1 || args[1] > rows ? rows : args[1];
 	if (bot <= top)
@@ -357,7 +356,7 @@ tui_vtseq_decstbm(struct tui_vterm *vt)
 	vt->top = (unsigned)top - 1;
 	n = snprintf(buf, sizeof buf, "\033[%d;%dr", top, bot);
 	if (n > 0 && (size_t)n < sizeof buf)
-		tui_vterm_input(vt, buf, (size_t)n);
+		pane_input(vt, buf, (size_t)n);
 }
 
 /*
@@ -366,13 +365,13 @@ tui_vtseq_decstbm(struct tui_vterm *vt)
  * title set by whatever was printed would become the program's input).
  */
 static void
-tui_vtseq_winops(struct tui_vterm *vt)
+pane_vtseq_winops(struct pane *vt)
 {
 	int args[1] = { -1 };
 	char buf[64];
 	int n = 0;
 
-	tui_vtseq_args(&vt->seq, args, nitems(args));
+	pane_vtseq_args(&vt->seq, args, nitems(args));
 	switch (args[0]) {
 	case 11:
 		n = snprintf(buf, sizeof buf, "\033[1t");
@@ -383,11 +382,11 @@ tui_vtseq_winops(struct tui_vterm *vt)
 	case 18:
 	case 19:
 		n = snprintf(buf, sizeof buf, "\033[%d;%u;%ut", args[0] - 10,
-		    tui_grid_sy(vt->cur), tui_grid_sx(vt->cur));
+		    pane_grid_sy(vt->cur), pane_grid_sx(vt->cur));
 		break;
 	}
 	if (n > 0 && (size_t)n < sizeof buf)
-		tui_vterm_write(vt, buf, (size_t)n);
+		pane_write(vt, buf, (size_t)n);
 }
 
 /*
@@ -396,13 +395,13 @@ tui_vtseq_winops(struct tui_vterm *vt)
  * DECREQTPARM, and the tertiary device attributes (a unit ID of zeros).
  */
 static void
-tui_vtseq_report(struct tui_vterm *vt, char final)
+pane_vtseq_report(struct pane *vt, char final)
 {
 	int args[1] = { -1 };
 	char buf[64];
 	int n = 0;
 
-	tui_vtseq_args(&vt->seq, args, nitems(args));
+	pane_vtseq_args(&vt->seq, args, nitems(args));
 	if (final == 'n' && args[0] == 6) {
 		n = snprintf(buf, sizeof buf, "\033[%s%u;%uR",
 		    vt->seq.leader == '?' ? "?" : "",
@@ -413,12 +412,12 @@ tui_vtseq_report(struct tui_vterm *vt, char final)
 	else if (final == 'c' && args[0] <= 0)
 		n = snprintf(buf, sizeof buf, "\033P!|00000000\033\\");
 	if (n > 0 && (size_t)n < sizeof buf)
-		tui_vterm_write(vt, buf, (size_t)n);
+		pane_write(vt, buf, (size_t)n);
 }
 
 /* Appends code point CP as UTF-8. */
 static void
-tui_vtseq_utf8(struct buf *b, uint32_t cp)
+pane_vtseq_utf8(struct buf *b, uint32_t cp)
 {
 	char s[4];
 
@@ -453,97 +452,97 @@ tui_vtseq_utf8(struct buf *b, uint32_t cp)
  * width, so it never sees one.
  */
 static void
-tui_vtseq_rep(struct tui_vterm *vt)
+pane_vtseq_rep(struct pane *vt)
 {
 	int args[1] = { -1 };
-	unsigned n, max = tui_grid_sx(vt->cur) * tui_grid_sy(vt->cur), i;
+	unsigned n, max = pane_grid_sx(vt->cur) * pane_grid_sy(vt->cur), i;
 	size_t k;
 	struct buf b;
 
 	if (!vt->seq.rep || vt->nlast == 0)
 		return;
-	tui_vtseq_args(&vt->seq, args, nitems(args));
+	pane_vtseq_args(&vt->seq, args, nitems(args));
 	n = args[0] < 1 ? 1 : (unsigned)args[0];
 	if (n > max)
 		n = max;
 	buf_init(&b);
 	for (i = 0; i < n; i++) {
 		for (k = 0; k < vt->nlast; k++)
-			tui_vtseq_utf8(&b, vt->last[k]);
+			pane_vtseq_utf8(&b, vt->last[k]);
 	}
-	tui_vterm_input(vt, b.data, b.len);
+	pane_input(vt, b.data, b.len);
 	buf_free(&b);
 }
 
 /* DECALN: the screen full of E in the default colours, margins reset, cursor home. */
 static void
-tui_vtseq_decaln(struct tui_vterm *vt)
+pane_vtseq_decaln(struct pane *vt)
 {
 	static const char seq[] = "\033#8\033[r";
-	struct tui_cell pen = vt->pen;
+	struct pane_cell pen = vt->pen;
 
 	memset(&vt->pen, 0, sizeof vt->pen);
-	tui_vterm_input(vt, seq, sizeof seq - 1);
+	pane_input(vt, seq, sizeof seq - 1);
 	vt->pen = pen;
 	vt->top = 0;
 }
 
 /* A full or soft reset: what is tracked here goes back to its start. */
 static void
-tui_vtseq_reset(struct tui_vterm *vt, bool hard)
+pane_vtseq_reset(struct pane *vt, bool hard)
 {
-	vt->now = vt->saved[0] = vt->saved[1] = tui_vtseq_defaults;
+	vt->now = vt->saved[0] = vt->saved[1] = pane_vtseq_defaults;
 	vt->top = 0;
-	tui_vtseq_set_extras(vt, false, false);
+	pane_vtseq_set_extras(vt, false, false);
 	if (!hard)
 		return;
-	vt->cursor_shape = TUI_CURSOR_DEFAULT;
-	tui_vterm_reset_screens(vt);
+	vt->cursor_shape = PANE_CURSOR_DEFAULT;
+	pane_reset_screens(vt);
 }
 
-static enum tui_vtseq_verdict
-tui_vtseq_judge_csi(struct tui_vterm *vt, char final, struct tui_vtsave *to)
+static enum pane_vtseq_verdict
+pane_vtseq_judge_csi(struct pane *vt, char final, struct pane_vtsave *to)
 {
-	const struct tui_vtseq *sq = &vt->seq;
+	const struct pane_vtseq *sq = &vt->seq;
 
 	if (sq->inter == ' ' && final == 'q' && sq->leader == 0)
-		return TUI_VTSEQ_AFTER;                 /* DECSCUSR */
+		return PANE_VTSEQ_AFTER;                 /* DECSCUSR */
 	if (sq->inter == '!' && final == 'p' && sq->leader == 0)
-		return TUI_VTSEQ_AFTER;                 /* DECSTR */
+		return PANE_VTSEQ_AFTER;                 /* DECSTR */
 	if (sq->inter != 0)
-		return TUI_VTSEQ_PASS;
+		return PANE_VTSEQ_PASS;
 	if ((final == 'h' || final == 'l') &&
 	    (sq->leader == 0 || sq->leader == '?'))
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	if (final == 'n' && (sq->leader == 0 || sq->leader == '?') &&
 	    vt->now.origin && sq->nparams == 1 && sq->params[0] == '6')
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	if (final == 'c' && sq->leader == '=')
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	if (sq->leader != 0)
-		return TUI_VTSEQ_PASS;
+		return PANE_VTSEQ_PASS;
 	switch (final) {
 	case 'm':
-		return tui_vtseq_sgr(vt, to);
+		return pane_vtseq_sgr(vt, to);
 	case 'r':
 	case 't':
 	case 'x':
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	case 'b':
 		vt->seq.rep = vt->graphic;
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	case 's':
 	case 'u':
 		/* SCOSC, SCORC (libvterm reads CSI s as DECSLRM and homes). */
-		return sq->nparams == 0 ? TUI_VTSEQ_OWN : TUI_VTSEQ_PASS;
+		return sq->nparams == 0 ? PANE_VTSEQ_OWN : PANE_VTSEQ_PASS;
 	}
-	return TUI_VTSEQ_PASS;
+	return PANE_VTSEQ_PASS;
 }
 
-static enum tui_vtseq_verdict
-tui_vtseq_judge_esc(struct tui_vterm *vt, char final)
+static enum pane_vtseq_verdict
+pane_vtseq_judge_esc(struct pane *vt, char final)
 {
-	const struct tui_vtseq *sq = &vt->seq;
+	const struct pane_vtseq *sq = &vt->seq;
 
 	switch (sq->inter) {
 	case 0:
@@ -553,89 +552,89 @@ tui_vtseq_judge_esc(struct tui_vterm *vt, char final)
 	case '*':
 	case '+':
 		vt->now.g[sq->inter - '('] = final;
-		return TUI_VTSEQ_PASS;
+		return PANE_VTSEQ_PASS;
 	case '#':
 		/*
 		 * A double-width line one column wide would be none at all:
 		 * libvterm then puts the cursor in column -1.
 		 */
 		if ((final == '3' || final == '4' || final == '6') &&
-		    tui_grid_sx(vt->cur) < 2)
-			return TUI_VTSEQ_OWN;
-		return final == '8' ? TUI_VTSEQ_OWN : TUI_VTSEQ_PASS;
+		    pane_grid_sx(vt->cur) < 2)
+			return PANE_VTSEQ_OWN;
+		return final == '8' ? PANE_VTSEQ_OWN : PANE_VTSEQ_PASS;
 	default:
-		return TUI_VTSEQ_PASS;
+		return PANE_VTSEQ_PASS;
 	}
 	switch (final) {
 	case 'c':
-		return TUI_VTSEQ_AFTER;
+		return PANE_VTSEQ_AFTER;
 	case '7':
 	case '8':
-		return TUI_VTSEQ_OWN;
+		return PANE_VTSEQ_OWN;
 	case 'n':
 	case 'o':
 		vt->now.gl = final == 'n' ? 2 : 3;
 		break;
 	}
-	return TUI_VTSEQ_PASS;
+	return PANE_VTSEQ_PASS;
 }
 
 /* Does what the sequence ending in FINAL asks of this layer. */
 static void
-tui_vtseq_act(struct tui_vterm *vt, char final, const struct tui_vtsave *to)
+pane_vtseq_act(struct pane *vt, char final, const struct pane_vtsave *to)
 {
-	const struct tui_vtseq *sq = &vt->seq;
+	const struct pane_vtseq *sq = &vt->seq;
 	int args[1] = { -1 };
 
-	if (sq->state == TUI_VTSEQ_ESC) {
+	if (sq->state == PANE_VTSEQ_ESC) {
 		if (sq->inter == '#' && final == '8')
-			tui_vtseq_decaln(vt);
+			pane_vtseq_decaln(vt);
 		else if (sq->inter == '#')
 			return;
 		else if (final == '7')
-			tui_vtseq_save(vt);
+			pane_vtseq_save(vt);
 		else if (final == '8')
-			tui_vtseq_restore(vt);
+			pane_vtseq_restore(vt);
 		else
-			tui_vtseq_reset(vt, true);
+			pane_vtseq_reset(vt, true);
 		return;
 	}
 	switch (final) {
 	case 'q':
-		tui_vtseq_args(sq, args, nitems(args));
+		pane_vtseq_args(sq, args, nitems(args));
 		if (args[0] >= -1 && args[0] <= 6)
-			vt->cursor_shape = (enum tui_cursor_shape)(args[0] < 0 ? 0 :
+			vt->cursor_shape = (enum pane_cursor_shape)(args[0] < 0 ? 0 :
 			    args[0]);
 		break;
 	case 'p':
-		tui_vtseq_reset(vt, false);
+		pane_vtseq_reset(vt, false);
 		break;
 	case 'h':
 	case 'l':
-		tui_vtseq_modes(vt, final == 'h');
+		pane_vtseq_modes(vt, final == 'h');
 		break;
 	case 'm':
-		tui_vtseq_set_extras(vt, to->dim, to->conceal);
+		pane_vtseq_set_extras(vt, to->dim, to->conceal);
 		break;
 	case 't':
-		tui_vtseq_winops(vt);
+		pane_vtseq_winops(vt);
 		break;
 	case 'r':
-		tui_vtseq_decstbm(vt);
+		pane_vtseq_decstbm(vt);
 		break;
 	case 'n':
 	case 'x':
 	case 'c':
-		tui_vtseq_report(vt, final);
+		pane_vtseq_report(vt, final);
 		break;
 	case 'b':
-		tui_vtseq_rep(vt);
+		pane_vtseq_rep(vt);
 		break;
 	case 's':
-		tui_vtseq_save(vt);
+		pane_vtseq_save(vt);
 		break;
 	case 'u':
-		tui_vtseq_restore(vt);
+		pane_vtseq_restore(vt);
 		break;
 	}
 }
@@ -648,57 +647,57 @@ tui_vtseq_act(struct tui_vterm *vt, char final, const struct tui_vtsave *to)
  * "b" for a REP of a character it never had, and looped for ever.
  */
 static void
-tui_vtseq_cancel(struct tui_vterm *vt)
+pane_vtseq_cancel(struct pane *vt)
 {
-	tui_vterm_input(vt, "\030", 1);
+	pane_input(vt, "\030", 1);
 }
 
 /* The final byte of a sequence: B->p is just past it. */
 static void
-tui_vtseq_finish(struct tui_vterm *vt, struct tui_vtseq_buf *b, char final)
+pane_vtseq_finish(struct pane *vt, struct pane_vtseq_buf *b, char final)
 {
-	struct tui_vtseq *sq = &vt->seq;
-	enum tui_vtseq_verdict v = TUI_VTSEQ_PASS;
-	struct tui_vtsave to = vt->now;
+	struct pane_vtseq *sq = &vt->seq;
+	enum pane_vtseq_verdict v = PANE_VTSEQ_PASS;
+	struct pane_vtsave to = vt->now;
 
 	if (!sq->odd) {
-		v = sq->state == TUI_VTSEQ_CSI ?
-		    tui_vtseq_judge_csi(vt, final, &to) :
-		    tui_vtseq_judge_esc(vt, final);
-	} else if (sq->state == TUI_VTSEQ_CSI && final == 'b' &&
+		v = sq->state == PANE_VTSEQ_CSI ?
+		    pane_vtseq_judge_csi(vt, final, &to) :
+		    pane_vtseq_judge_esc(vt, final);
+	} else if (sq->state == PANE_VTSEQ_CSI && final == 'b' &&
 	    sq->leader == 0 && sq->inter == 0) {
 		/* However odd, libvterm would take it for REP: dropped. */
 		sq->rep = false;
-		v = TUI_VTSEQ_OWN;
+		v = PANE_VTSEQ_OWN;
 	}
 	vt->graphic = false;
 	switch (v) {
-	case TUI_VTSEQ_PASS:
+	case PANE_VTSEQ_PASS:
 		if (sq->nheld > 0)
-			tui_vtseq_flush(vt, b, b->start);
+			pane_vtseq_flush(vt, b, b->start);
 		b->start = NULL;
 		break;
-	case TUI_VTSEQ_AFTER:
-		tui_vtseq_flush(vt, b, b->p);
-		tui_vtseq_act(vt, final, &to);
+	case PANE_VTSEQ_AFTER:
+		pane_vtseq_flush(vt, b, b->p);
+		pane_vtseq_act(vt, final, &to);
 		break;
-	case TUI_VTSEQ_OWN:
+	case PANE_VTSEQ_OWN:
 		/* (No start: what came of it was given already, as it grew.) */
 		sq->nheld = 0;
 		if (b->start != NULL)
-			tui_vtseq_flush(vt, b, b->start);
+			pane_vtseq_flush(vt, b, b->start);
 		b->from = b->p;
-		tui_vtseq_cancel(vt);
-		tui_vtseq_act(vt, final, &to);
+		pane_vtseq_cancel(vt);
+		pane_vtseq_act(vt, final, &to);
 		break;
 	}
-	sq->state = TUI_VTSEQ_GROUND;
+	sq->state = PANE_VTSEQ_GROUND;
 }
 
 static void
-tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
+pane_vtseq_esc_byte(struct pane *vt, struct pane_vtseq_buf *b, char c)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 
 	/*
 	 * libvterm reads [, ] and P as CSI, OSC and DCS even after an
@@ -709,18 +708,18 @@ tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 		sq->inter = c;
 	} else if (c == '[') {
 		sq->inter = 0;
-		sq->state = TUI_VTSEQ_CSI;
+		sq->state = PANE_VTSEQ_CSI;
 	} else if (c == ']' || c == 'P') {
-		/* OSC and DCS: read here to their end (tui_vtseq_str). */
+		/* OSC and DCS: read here to their end (pane_vtseq_str). */
 		sq->nheld = 0;
-		tui_vtseq_flush(vt, b, b->start);
+		pane_vtseq_flush(vt, b, b->start);
 		b->from = b->p;
-		tui_vtseq_cancel(vt);
-		sq->state = TUI_VTSEQ_STR;
+		pane_vtseq_cancel(vt);
+		sq->state = PANE_VTSEQ_STR;
 		sq->osc = c == ']';
 		sq->nstr = 0;
 	} else if (c >= 0x30 && c <= 0x7e)
-		tui_vtseq_finish(vt, b, c);
+		pane_vtseq_finish(vt, b, c);
 	/* libvterm ignores a byte from 0x80 up after an ESC, and so does this. */
 }
 
@@ -732,28 +731,28 @@ tui_vtseq_esc_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
  * and the rest of the sequence is dropped. Digits past five significant
  * ones in a parameter are dropped too (xterm caps parameters as well).
  */
-#define TUI_VTSEQ_ARGS 16
-#define TUI_VTSEQ_DIGITS 5
+#define PANE_VTSEQ_ARGS 16
+#define PANE_VTSEQ_DIGITS 5
 
 static bool
-tui_vtseq_guard(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
+pane_vtseq_guard(struct pane *vt, struct pane_vtseq_buf *b, char c)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 
 	if (c == ';' || c == ':') {
 		sq->ndigits = 0;
-		if (++sq->nsep < TUI_VTSEQ_ARGS)
+		if (++sq->nsep < PANE_VTSEQ_ARGS)
 			return true;
-		tui_vtseq_flush(vt, b, b->p - 1);
-		tui_vterm_input(vt, "\030", 1);
+		pane_vtseq_flush(vt, b, b->p - 1);
+		pane_input(vt, "\030", 1);
 		b->from = b->p;
 		sq->drop = true;
 		return false;
 	}
 	/* Leading zeros change nothing (vttest sends eleven digits of them). */
-	if ((c == '0' && sq->ndigits == 0) || ++sq->ndigits <= TUI_VTSEQ_DIGITS)
+	if ((c == '0' && sq->ndigits == 0) || ++sq->ndigits <= PANE_VTSEQ_DIGITS)
 		return true;
-	tui_vtseq_flush(vt, b, b->p - 1);
+	pane_vtseq_flush(vt, b, b->p - 1);
 	b->from = b->p;
 	sq->odd = true;
 	return false;
@@ -765,16 +764,16 @@ tui_vtseq_guard(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
  * else ends the sequence there, unused (libvterm's "invalid CSI").
  */
 static void
-tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
+pane_vtseq_csi_byte(struct pane *vt, struct pane_vtseq_buf *b, char c)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	bool param = (c >= '0' && c <= '9') || c == ';' || c == ':';
 
 	if (c >= 0x3c && c <= 0x3f && sq->nparams == 0 && sq->inter == 0) {
 		sq->odd |= sq->leader != 0;
 		sq->leader = c;
 	} else if (param && sq->inter == 0) {
-		if (!tui_vtseq_guard(vt, b, c))
+		if (!pane_vtseq_guard(vt, b, c))
 			return;
 		if (sq->nparams < sizeof sq->params)
 			sq->params[sq->nparams++] = c;
@@ -784,10 +783,10 @@ tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
 		sq->odd |= sq->inter != 0;
 		sq->inter = c;
 	} else if (c >= 0x40 && c <= 0x7e)
-		tui_vtseq_finish(vt, b, c);
+		pane_vtseq_finish(vt, b, c);
 	else {
 		sq->odd = true;
-		tui_vtseq_finish(vt, b, c);
+		pane_vtseq_finish(vt, b, c);
 	}
 }
 
@@ -797,9 +796,9 @@ tui_vtseq_csi_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b, char c)
  * kept without it, to be judged as if it had not been there.
  */
 static void
-tui_vtseq_control(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q)
+pane_vtseq_control(struct pane *vt, struct pane_vtseq_buf *b, const char *q)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	size_t n;
 
 	vt->graphic = false;
@@ -813,48 +812,48 @@ tui_vtseq_control(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q)
 		return;
 	}
 	if (b->start > b->from)
-		tui_vterm_input(vt, b->from, (size_t)(b->start - b->from));
+		pane_input(vt, b->from, (size_t)(b->start - b->from));
 	memcpy(sq->held + sq->nheld, b->start, n);
 	sq->nheld += n;
-	tui_vterm_input(vt, q, 1);
+	pane_input(vt, q, 1);
 	b->from = b->start = q + 1;
 }
 
 /* One byte of an open ESC or CSI sequence. */
 static void
-tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+pane_vtseq_byte(struct pane *vt, struct pane_vtseq_buf *b)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	char c = *b->p++;
 
 	if (sq->drop && c != 0x1b) {
 		b->from = b->p;
 		if (c == 0x18 || c == 0x1a || (c >= 0x40 && c <= 0x7e))
-			sq->state = TUI_VTSEQ_GROUND;
+			sq->state = PANE_VTSEQ_GROUND;
 		return;
 	}
 	if (c == 0x18 || c == 0x1a) {
 		/* CAN and SUB abandon it. */
 		sq->odd = true;
-		tui_vtseq_finish(vt, b, c);
+		pane_vtseq_finish(vt, b, c);
 		return;
 	}
 	if (c == 0x1b) {
 		if (sq->nheld > 0)
-			tui_vtseq_flush(vt, b, b->start);
-		tui_vtseq_begin(vt, b, b->p - 1, false);
+			pane_vtseq_flush(vt, b, b->start);
+		pane_vtseq_begin(vt, b, b->p - 1, false);
 		return;
 	}
 	if (c == 0x00 || c == 0x7f)
 		return;         /* libvterm ignores NUL and DEL in a sequence */
 	if ((unsigned char)c < 0x20) {
-		tui_vtseq_control(vt, b, b->p - 1);
+		pane_vtseq_control(vt, b, b->p - 1);
 		return;
 	}
-	if (sq->state == TUI_VTSEQ_ESC)
-		tui_vtseq_esc_byte(vt, b, c);
+	if (sq->state == PANE_VTSEQ_ESC)
+		pane_vtseq_esc_byte(vt, b, c);
 	else
-		tui_vtseq_csi_byte(vt, b, c);
+		pane_vtseq_csi_byte(vt, b, c);
 }
 
 /*
@@ -870,32 +869,32 @@ tui_vtseq_byte(struct tui_vterm *vt, struct tui_vtseq_buf *b)
  * something was printed.
  */
 static bool
-tui_vtseq_c1(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q,
+pane_vtseq_c1(struct pane *vt, struct pane_vtseq_buf *b, const char *q,
     bool *shown)
 {
 	static const char fffd[] = "\xef\xbf\xbd";
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	unsigned char c = (unsigned char)*q;
 	char pair[2];
 
 	if (sq->c2) {
 		if (c == 0x7f)
 			return false;
-		tui_vtseq_flush(vt, b, q);
+		pane_vtseq_flush(vt, b, q);
 		sq->c2 = false;
 		if (c >= 0x80 && c <= 0xbf) {
 			pair[0] = (char)0xc2;
 			pair[1] = (char)c;
 			if ((*shown = c >= 0xa0))
-				tui_vterm_input(vt, pair, sizeof pair);
+				pane_input(vt, pair, sizeof pair);
 			b->from = q + 1;
 			return true;
 		}
-		tui_vterm_input(vt, fffd, sizeof fffd - 1);
+		pane_input(vt, fffd, sizeof fffd - 1);
 	}
 	if (c != 0xc2)
 		return false;
-	tui_vtseq_flush(vt, b, q);
+	pane_vtseq_flush(vt, b, q);
 	b->from = q + 1;
 	sq->c2 = true;
 	*shown = false;
@@ -904,7 +903,7 @@ tui_vtseq_c1(struct tui_vterm *vt, struct tui_vtseq_buf *b, const char *q,
 
 /* Text and controls, up to the next ESC. */
 static void
-tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+pane_vtseq_ground(struct pane *vt, struct pane_vtseq_buf *b)
 {
 	const char *q = b->p;
 	bool shown = true;
@@ -913,7 +912,7 @@ tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 	while (q < b->end && (unsigned char)*q >= 0x20) {
 		shown = true;
 		if ((unsigned char)*q == 0xc2 || vt->seq.c2)
-			tui_vtseq_c1(vt, b, q, &shown);
+			pane_vtseq_c1(vt, b, q, &shown);
 		q++;
 	}
 	if (q > b->p)
@@ -924,7 +923,7 @@ tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 	c = *b->p++;
 	switch (c) {
 	case 0x1b:
-		tui_vtseq_begin(vt, b, b->p - 1, false);
+		pane_vtseq_begin(vt, b, b->p - 1, false);
 		return;
 	case 0x0e:
 	case 0x0f:
@@ -946,11 +945,11 @@ tui_vtseq_ground(struct tui_vterm *vt, struct tui_vtseq_buf *b)
  * DCS is dropped, as libvterm ignored them.
  */
 static void
-tui_vtseq_dcs_end(struct tui_vterm *vt)
+pane_vtseq_dcs_end(struct pane *vt)
 {
 	static const char *const known[] = { "m", "r", "s", " q", "\"q" };
 	static const char invalid[] = "\033P0$r\033\\";
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	size_t i, n;
 	char buf[sizeof sq->str + 8];
 
@@ -962,11 +961,11 @@ tui_vtseq_dcs_end(struct tui_vterm *vt)
 		if (sq->nstr - 2 == n && memcmp(sq->str + 2, known[i], n) == 0) {
 			n = (size_t)snprintf(buf, sizeof buf, "\033P%.*s\033\\",
 			    (int)sq->nstr, sq->str);
-			tui_vterm_input(vt, buf, n);
+			pane_input(vt, buf, n);
 			return;
 		}
 	}
-	tui_vterm_write(vt, invalid, sizeof invalid - 1);
+	pane_write(vt, invalid, sizeof invalid - 1);
 }
 
 /*
@@ -978,9 +977,9 @@ tui_vtseq_dcs_end(struct tui_vterm *vt)
  * ran them) and one longer than the buffer is dropped whole.
  */
 static void
-tui_vtseq_osc_end(struct tui_vterm *vt)
+pane_vtseq_osc_end(struct pane *vt)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	char buf[sizeof sq->str + 3];
 
 	if (sq->nstr >= sizeof sq->str)
@@ -989,40 +988,40 @@ tui_vtseq_osc_end(struct tui_vterm *vt)
 	buf[1] = ']';
 	memcpy(buf + 2, sq->str, sq->nstr);
 	buf[2 + sq->nstr] = 0x07;
-	tui_vterm_input(vt, buf, sq->nstr + 3);
+	pane_input(vt, buf, sq->nstr + 3);
 }
 
 static void
-tui_vtseq_str_end(struct tui_vterm *vt)
+pane_vtseq_str_end(struct pane *vt)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 
-	sq->state = TUI_VTSEQ_GROUND;
+	sq->state = PANE_VTSEQ_GROUND;
 	if (sq->osc)
-		tui_vtseq_osc_end(vt);
+		pane_vtseq_osc_end(vt);
 	else
-		tui_vtseq_dcs_end(vt);
+		pane_vtseq_dcs_end(vt);
 }
 
 /* A byte of an OSC or DCS string, which libvterm does not see as it comes. */
 static void
-tui_vtseq_str(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+pane_vtseq_str(struct pane *vt, struct pane_vtseq_buf *b)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	char c = *b->p++;
 
 	b->from = b->p;
 	if (c == 0x18 || c == 0x1a) {
-		sq->state = TUI_VTSEQ_GROUND;
+		sq->state = PANE_VTSEQ_GROUND;
 		return;
 	}
-	if (sq->state == TUI_VTSEQ_STR_ESC) {
+	if (sq->state == PANE_VTSEQ_STR_ESC) {
 		if (c == '\\') {
-			tui_vtseq_str_end(vt);
+			pane_vtseq_str_end(vt);
 			return;
 		}
 		/* As libvterm would: the string is dropped, ESC starts a sequence. */
-		tui_vtseq_begin(vt, b, b->p - 1, false);
+		pane_vtseq_begin(vt, b, b->p - 1, false);
 		sq->held[0] = 0x1b;
 		sq->nheld = 1;
 		b->p--;
@@ -1030,9 +1029,9 @@ tui_vtseq_str(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 		return;
 	}
 	if (c == 0x1b)
-		sq->state = TUI_VTSEQ_STR_ESC;
+		sq->state = PANE_VTSEQ_STR_ESC;
 	else if (c == 0x07)
-		tui_vtseq_str_end(vt);
+		pane_vtseq_str_end(vt);
 	else if (sq->osc && ((unsigned char)c < 0x20 || c == 0x7f))
 		return;
 	else if (sq->nstr < sizeof sq->str)
@@ -1043,49 +1042,49 @@ tui_vtseq_str(struct tui_vterm *vt, struct tui_vtseq_buf *b)
 
 /* The read ends: an open sequence that may be handled here waits for the rest. */
 static void
-tui_vtseq_end(struct tui_vterm *vt, struct tui_vtseq_buf *b)
+pane_vtseq_end(struct pane *vt, struct pane_vtseq_buf *b)
 {
-	struct tui_vtseq *sq = &vt->seq;
+	struct pane_vtseq *sq = &vt->seq;
 	size_t n;
 
-	if ((sq->state != TUI_VTSEQ_ESC && sq->state != TUI_VTSEQ_CSI) ||
+	if ((sq->state != PANE_VTSEQ_ESC && sq->state != PANE_VTSEQ_CSI) ||
 	    sq->odd || b->start == NULL) {
-		tui_vtseq_flush(vt, b, b->end);
+		pane_vtseq_flush(vt, b, b->end);
 		return;
 	}
 	n = (size_t)(b->end - b->start);
 	if (sq->nheld + n > sizeof sq->held) {
 		sq->odd = true;
-		tui_vtseq_flush(vt, b, b->end);
+		pane_vtseq_flush(vt, b, b->end);
 		return;
 	}
 	if (b->start > b->from)
-		tui_vterm_input(vt, b->from, (size_t)(b->start - b->from));
+		pane_input(vt, b->from, (size_t)(b->start - b->from));
 	memcpy(sq->held + sq->nheld, b->start, n);
 	sq->nheld += n;
 }
 
 void
-tui_vtseq_parse(struct tui_vterm *vt, const char *data, size_t len)
+pane_vtseq_parse(struct pane *vt, const char *data, size_t len)
 {
-	struct tui_vtseq_buf b = { data, NULL, data, data + len };
+	struct pane_vtseq_buf b = { data, NULL, data, data + len };
 
-	if (vt->seq.state == TUI_VTSEQ_ESC || vt->seq.state == TUI_VTSEQ_CSI)
+	if (vt->seq.state == PANE_VTSEQ_ESC || vt->seq.state == PANE_VTSEQ_CSI)
 		b.start = data;
 	while (b.p < b.end) {
 		switch (vt->seq.state) {
-		case TUI_VTSEQ_GROUND:
-			tui_vtseq_ground(vt, &b);
+		case PANE_VTSEQ_GROUND:
+			pane_vtseq_ground(vt, &b);
 			break;
-		case TUI_VTSEQ_ESC:
-		case TUI_VTSEQ_CSI:
-			tui_vtseq_byte(vt, &b);
+		case PANE_VTSEQ_ESC:
+		case PANE_VTSEQ_CSI:
+			pane_vtseq_byte(vt, &b);
 			break;
-		case TUI_VTSEQ_STR:
-		case TUI_VTSEQ_STR_ESC:
-			tui_vtseq_str(vt, &b);
+		case PANE_VTSEQ_STR:
+		case PANE_VTSEQ_STR_ESC:
+			pane_vtseq_str(vt, &b);
 			break;
 		}
 	}
-	tui_vtseq_end(vt, &b);
+	pane_vtseq_end(vt, &b);
 }

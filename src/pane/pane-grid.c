@@ -4,13 +4,12 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "tui.h"
-#include "tui-int.h"
+#include "pane-int.h"
 
-static const struct tui_cell tui_grid_blank;
+static const struct pane_cell pane_grid_blank;
 
 static void
-tui_grid_alloc_dirty(struct tui_grid *gd)
+pane_grid_alloc_dirty(struct pane_grid *gd)
 {
 	gd->dlo = xreallocarray(gd->dlo, gd->sy, sizeof *gd->dlo);
 	gd->dhi = xreallocarray(gd->dhi, gd->sy, sizeof *gd->dhi);
@@ -20,22 +19,22 @@ tui_grid_alloc_dirty(struct tui_grid *gd)
 	gd->dirty = gd->all_dirty = true;
 }
 
-struct tui_grid *
-tui_grid_create(unsigned sx, unsigned sy, unsigned hlimit)
+struct pane_grid *
+pane_grid_create(unsigned sx, unsigned sy, unsigned hlimit)
 {
-	struct tui_grid *gd = xcalloc(1, sizeof *gd);
+	struct pane_grid *gd = xcalloc(1, sizeof *gd);
 
 	gd->sx = sx < 1 ? 1 : sx;
 	gd->sy = sy < 1 ? 1 : sy;
 	gd->hlimit = hlimit;
 	gd->cap = gd->sy + (hlimit < 64 ? hlimit : 64);
 	gd->rows = xcalloc(gd->cap, sizeof *gd->rows);
-	tui_grid_alloc_dirty(gd);
+	pane_grid_alloc_dirty(gd);
 	return gd;
 }
 
 void
-tui_grid_free(struct tui_grid *gd)
+pane_grid_free(struct pane_grid *gd)
 {
 	unsigned i;
 
@@ -53,43 +52,43 @@ tui_grid_free(struct tui_grid *gd)
 }
 
 unsigned
-tui_grid_sx(const struct tui_grid *gd)
+pane_grid_sx(const struct pane_grid *gd)
 {
 	return gd->sx;
 }
 
 unsigned
-tui_grid_sy(const struct tui_grid *gd)
+pane_grid_sy(const struct pane_grid *gd)
 {
 	return gd->sy;
 }
 
 unsigned
-tui_grid_hsize(const struct tui_grid *gd)
+pane_grid_hsize(const struct pane_grid *gd)
 {
 	return gd->hsize;
 }
 
 unsigned
-tui_grid_hlimit(const struct tui_grid *gd)
+pane_grid_hlimit(const struct pane_grid *gd)
 {
 	return gd->hlimit;
 }
 
 uint64_t
-tui_grid_scrolled(const struct tui_grid *gd)
+pane_grid_scrolled(const struct pane_grid *gd)
 {
 	return gd->scrolled;
 }
 
 bool
-tui_grid_is_dirty(const struct tui_grid *gd)
+pane_grid_is_dirty(const struct pane_grid *gd)
 {
 	return gd->dirty;
 }
 
 bool
-tui_grid_row_dirty(const struct tui_grid *gd, unsigned y, unsigned *x0,
+pane_grid_row_dirty(const struct pane_grid *gd, unsigned y, unsigned *x0,
     unsigned *x1)
 {
 	if (y >= gd->sy)
@@ -107,13 +106,13 @@ tui_grid_row_dirty(const struct tui_grid *gd, unsigned y, unsigned *x0,
 }
 
 void
-tui_grid_set_dirty(struct tui_grid *gd)
+pane_grid_set_dirty(struct pane_grid *gd)
 {
 	gd->dirty = gd->all_dirty = true;
 }
 
 void
-tui_grid_clean(struct tui_grid *gd)
+pane_grid_clean(struct pane_grid *gd)
 {
 	memset(gd->dhi, 0, gd->sy * sizeof *gd->dhi);
 	gd->dirty = gd->all_dirty = false;
@@ -121,22 +120,22 @@ tui_grid_clean(struct tui_grid *gd)
 
 /* Empties row R; a non-default BG has to be written out to show. */
 static void
-tui_grid_row_clear(struct tui_grid *gd, struct tui_row *r, uint32_t bg)
+pane_grid_row_clear(struct pane_grid *gd, struct pane_row *r, uint32_t bg)
 {
 	unsigned x;
 
 	r->used = 0;
 	r->next = 0;
-	r->lsize = TUI_LSIZE_SINGLE;
+	r->lsize = PANE_LSIZE_SINGLE;
 	r->wrapped = 0;
-	if (bg == TUI_COLOR_DEFAULT)
+	if (bg == PANE_COLOR_DEFAULT)
 		return;
 	if (r->cap < gd->sx) {
 		r->cap = gd->sx;
 		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
 	}
 	for (x = 0; x < gd->sx; x++) {
-		r->cells[x] = tui_grid_blank;
+		r->cells[x] = pane_grid_blank;
 		r->cells[x].bg = bg;
 	}
 	r->used = gd->sx;
@@ -144,7 +143,7 @@ tui_grid_row_clear(struct tui_grid *gd, struct tui_row *r, uint32_t bg)
 
 /* Makes cells [0, N) of R real, blank ones past what was used. */
 static void
-tui_grid_row_reserve(struct tui_grid *gd, struct tui_row *r, unsigned n)
+pane_grid_row_reserve(struct pane_grid *gd, struct pane_row *r, unsigned n)
 {
 	if (n <= r->used)
 		return;
@@ -153,27 +152,27 @@ tui_grid_row_reserve(struct tui_grid *gd, struct tui_row *r, unsigned n)
 		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
 	}
 	while (r->used < n)
-		r->cells[r->used++] = tui_grid_blank;
+		r->cells[r->used++] = pane_grid_blank;
 }
 
-const struct tui_cell *
-tui_grid_cell(const struct tui_grid *gd, unsigned x, int y)
+const struct pane_cell *
+pane_grid_cell(const struct pane_grid *gd, unsigned x, int y)
 {
-	const struct tui_row *r;
+	const struct pane_row *r;
 
 	if (y < -(int)gd->hsize || y >= (int)gd->sy)
-		return &tui_grid_blank;
-	r = tui_grid_row(gd, y);
+		return &pane_grid_blank;
+	r = pane_grid_row(gd, y);
 	if (x >= r->used)
-		return &tui_grid_blank;
+		return &pane_grid_blank;
 	return &r->cells[x];
 }
 
 size_t
-tui_grid_chars(const struct tui_grid *gd, const struct tui_cell *c, int y,
+pane_grid_chars(const struct pane_grid *gd, const struct pane_cell *c, int y,
     uint32_t *chars)
 {
-	const struct tui_row *r;
+	const struct pane_row *r;
 	size_t n;
 
 	if (c->pad || (c->cp == 0 && !c->ext))
@@ -182,17 +181,17 @@ tui_grid_chars(const struct tui_grid *gd, const struct tui_cell *c, int y,
 		chars[0] = c->cp;
 		return 1;
 	}
-	r = tui_grid_row(gd, y);
-	for (n = 0; n < TUI_CELL_MAXCHARS && r->ext[c->cp][n] != 0; n++)
+	r = pane_grid_row(gd, y);
+	for (n = 0; n < PANE_CELL_MAXCHARS && r->ext[c->cp][n] != 0; n++)
 		chars[n] = r->ext[c->cp][n];
 	return n;
 }
 
 /* Rebuilds R's combining sequences keeping only those cells still use. */
 static void
-tui_grid_ext_compact(struct tui_row *r)
+pane_grid_ext_compact(struct pane_row *r)
 {
-	uint32_t (*old)[TUI_CELL_MAXCHARS] = r->ext;
+	uint32_t (*old)[PANE_CELL_MAXCHARS] = r->ext;
 	unsigned x;
 
 	r->ext = xcalloc(r->extcap, sizeof *r->ext);
@@ -208,18 +207,18 @@ tui_grid_ext_compact(struct tui_row *r)
 
 /* Stores a combining sequence for cell C of row R. */
 static void
-tui_grid_ext_set(struct tui_row *r, struct tui_cell *c, const uint32_t *chars,
+pane_grid_ext_set(struct pane_row *r, struct pane_cell *c, const uint32_t *chars,
     size_t n, int reuse)
 {
 	unsigned idx;
 
-	if (n > TUI_CELL_MAXCHARS)
-		n = TUI_CELL_MAXCHARS;
+	if (n > PANE_CELL_MAXCHARS)
+		n = PANE_CELL_MAXCHARS;
 	if (reuse >= 0)
 		idx = (unsigned)reuse;
 	else {
 		if (r->next == r->extcap && r->extcap >= 2 * r->used + 8)
-			tui_grid_ext_compact(r);
+			pane_grid_ext_compact(r);
 		if (r->next == r->extcap) {
 			r->extcap = r->extcap == 0 ? 8 : r->extcap * 2;
 			r->ext = xreallocarray(r->ext, r->extcap, sizeof *r->ext);
@@ -234,7 +233,7 @@ tui_grid_ext_set(struct tui_row *r, struct tui_cell *c, const uint32_t *chars,
 
 /* Blanks a wide character that the boundary before column X would cut in two. */
 static void
-tui_grid_cut(struct tui_row *r, unsigned x)
+pane_grid_cut(struct pane_row *r, unsigned x)
 {
 	if (x == 0 || x >= r->used || !r->cells[x].pad || !r->cells[x - 1].wide)
 		return;
@@ -246,23 +245,23 @@ tui_grid_cut(struct tui_row *r, unsigned x)
 }
 
 void
-tui_grid_set(struct tui_grid *gd, unsigned x, unsigned y,
-    const struct tui_cell *c, const uint32_t *chars, size_t nchars)
+pane_grid_set(struct pane_grid *gd, unsigned x, unsigned y,
+    const struct pane_cell *c, const uint32_t *chars, size_t nchars)
 {
-	struct tui_row *r;
-	struct tui_cell *dst;
+	struct pane_row *r;
+	struct pane_cell *dst;
 	unsigned w = c->wide ? 2 : 1;
 	int oldext;
 
 	if (x >= gd->sx || y >= gd->sy)
 		return;
-	r = tui_grid_row(gd, (int)y);
+	r = pane_grid_row(gd, (int)y);
 	if (w == 1 && chars == NULL && !c->ext && !c->pad &&
-	    tui_grid_set_narrow(gd, x, y, c, c->cp))
+	    pane_grid_set_narrow(gd, x, y, c, c->cp))
 		return;
-	tui_grid_row_reserve(gd, r, x + w > gd->sx ? gd->sx : x + w);
-	tui_grid_cut(r, x);
-	tui_grid_cut(r, x + w > gd->sx ? gd->sx : x + w);
+	pane_grid_row_reserve(gd, r, x + w > gd->sx ? gd->sx : x + w);
+	pane_grid_cut(r, x);
+	pane_grid_cut(r, x + w > gd->sx ? gd->sx : x + w);
 	dst = &r->cells[x];
 	oldext = dst->ext ? (int)dst->cp : -1;
 	*dst = *c;
@@ -272,58 +271,58 @@ tui_grid_set(struct tui_grid *gd, unsigned x, unsigned y,
 		dst->cp = dst->wide = dst->ext = 0;
 		w = 1;
 	} else if (chars != NULL && nchars > 1)
-		tui_grid_ext_set(r, dst, chars, nchars, oldext);
+		pane_grid_ext_set(r, dst, chars, nchars, oldext);
 	else if (chars != NULL && nchars == 1)
 		dst->cp = chars[0];
 	if (w == 2) {
-		r->cells[x + 1] = tui_grid_blank;
+		r->cells[x + 1] = pane_grid_blank;
 		r->cells[x + 1].pad = 1;
 		r->cells[x + 1].bg = c->bg;
 	}
-	tui_grid_mark(gd, y, x, x + w);
+	pane_grid_mark(gd, y, x, x + w);
 }
 
 void
-tui_grid_put_ascii(struct tui_grid *gd, unsigned y, const char *s, size_t len,
-    const struct tui_cell *pen)
+pane_grid_put_ascii(struct pane_grid *gd, unsigned y, const char *s, size_t len,
+    const struct pane_cell *pen)
 {
-	struct tui_row *r;
-	struct tui_cell *c;
+	struct pane_row *r;
+	struct pane_cell *c;
 	size_t x;
 
 	if (y >= gd->sy || len > gd->sx)
 		return;
-	r = tui_grid_row(gd, (int)y);
+	r = pane_grid_row(gd, (int)y);
 	if (r->used != 0) {
 		/* Over older cells: each one needs the careful treatment. */
 		for (x = 0; x < len; x++) {
-			if (!tui_grid_set_narrow(gd, (unsigned)x, y, pen,
+			if (!pane_grid_set_narrow(gd, (unsigned)x, y, pen,
 			    (unsigned char)s[x]))
-				tui_grid_set(gd, (unsigned)x, y, &(struct tui_cell){
+				pane_grid_set(gd, (unsigned)x, y, &(struct pane_cell){
 				    .cp = (unsigned char)s[x], .attr = pen->attr,
 				    .fg = pen->fg, .bg = pen->bg }, NULL, 0);
 		}
 		return;
 	}
-	tui_grid_row_reserve(gd, r, (unsigned)len);
+	pane_grid_row_reserve(gd, r, (unsigned)len);
 	for (x = 0, c = r->cells; x < len; x++, c++) {
 		*c = *pen;
 		c->cp = (unsigned char)s[x];
 	}
-	tui_grid_mark(gd, y, 0, (unsigned)len);
+	pane_grid_mark(gd, y, 0, (unsigned)len);
 }
 
 bool
-tui_grid_row_is(const struct tui_grid *gd, unsigned y, const char *s,
-    size_t len, const struct tui_cell *pen)
+pane_grid_row_is(const struct pane_grid *gd, unsigned y, const char *s,
+    size_t len, const struct pane_cell *pen)
 {
-	const struct tui_row *r;
-	const struct tui_cell *c;
+	const struct pane_row *r;
+	const struct pane_cell *c;
 	unsigned x;
 
 	if (y >= gd->sy)
 		return false;
-	r = tui_grid_row(gd, (int)y);
+	r = pane_grid_row(gd, (int)y);
 	if (r->used < len)
 		return false;
 	for (x = 0; x < r->used; x++) {
@@ -341,32 +340,32 @@ tui_grid_row_is(const struct tui_grid *gd, unsigned y, const char *s,
 
 /* Blanks cells [X0, X1) of screen row Y. */
 static void
-tui_grid_erase_row(struct tui_grid *gd, unsigned y, unsigned x0, unsigned x1,
+pane_grid_erase_row(struct pane_grid *gd, unsigned y, unsigned x0, unsigned x1,
     uint32_t bg)
 {
-	struct tui_row *r = tui_grid_row(gd, (int)y);
+	struct pane_row *r = pane_grid_row(gd, (int)y);
 	unsigned x;
 
-	tui_grid_cut(r, x0);
-	tui_grid_cut(r, x1);
-	tui_grid_mark(gd, y, x0, x1);
+	pane_grid_cut(r, x0);
+	pane_grid_cut(r, x1);
+	pane_grid_mark(gd, y, x0, x1);
 	/* Its end is blank now: nothing there goes on in the next row. */
 	if (x1 >= gd->sx)
 		r->wrapped = 0;
-	if (bg == TUI_COLOR_DEFAULT && x1 >= r->used) {
+	if (bg == PANE_COLOR_DEFAULT && x1 >= r->used) {
 		if (x0 < r->used)
 			r->used = x0;
 		return;
 	}
-	tui_grid_row_reserve(gd, r, x1);
+	pane_grid_row_reserve(gd, r, x1);
 	for (x = x0; x < x1; x++) {
-		r->cells[x] = tui_grid_blank;
+		r->cells[x] = pane_grid_blank;
 		r->cells[x].bg = bg;
 	}
 }
 
 void
-tui_grid_erase(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
+pane_grid_erase(struct pane_grid *gd, unsigned x0, unsigned y0, unsigned x1,
     unsigned y1, uint32_t bg)
 {
 	unsigned y;
@@ -378,14 +377,14 @@ tui_grid_erase(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
 	if (x0 >= x1)
 		return;
 	for (y = y0; y < y1; y++)
-		tui_grid_erase_row(gd, y, x0, x1, bg);
+		pane_grid_erase_row(gd, y, x0, x1, bg);
 }
 
 /* Grows the ring, keeping the logical order (and every row's buffers). */
 static void
-tui_grid_grow(struct tui_grid *gd, unsigned want)
+pane_grid_grow(struct pane_grid *gd, unsigned want)
 {
-	struct tui_row *rows;
+	struct pane_row *rows;
 	unsigned cap = gd->cap, i;
 
 	if (want > cap)
@@ -405,9 +404,9 @@ tui_grid_grow(struct tui_grid *gd, unsigned want)
  * the cache, and a flood of output writes it as soon as it appears.
  */
 static void
-tui_grid_prefetch(struct tui_grid *gd)
+pane_grid_prefetch(struct pane_grid *gd)
 {
-	const struct tui_row *r;
+	const struct pane_row *r;
 	unsigned i = gd->first + gd->hsize + gd->sy, n, off;
 
 	if (gd->hsize < gd->hlimit && gd->hsize + gd->sy == gd->cap)
@@ -424,11 +423,11 @@ tui_grid_prefetch(struct tui_grid *gd)
  * and a blank row appears at the bottom. No cell moves.
  */
 static void
-tui_grid_push_line(struct tui_grid *gd, uint32_t bg)
+pane_grid_push_line(struct pane_grid *gd, uint32_t bg)
 {
 	if (gd->hsize < gd->hlimit) {
 		if (gd->hsize + gd->sy == gd->cap) {
-			tui_grid_grow(gd, gd->hlimit + gd->sy < 2 * gd->cap ?
+			pane_grid_grow(gd, gd->hlimit + gd->sy < 2 * gd->cap ?
 			    gd->hlimit + gd->sy : 2 * gd->cap);
 		}
 		gd->hsize++;
@@ -439,29 +438,29 @@ tui_grid_push_line(struct tui_grid *gd, uint32_t bg)
 		if (gd->hlimit != 0)
 			gd->scrolled++;
 	}
-	tui_grid_row_clear(gd, tui_grid_row(gd, (int)gd->sy - 1), bg);
-	tui_grid_prefetch(gd);
+	pane_grid_row_clear(gd, pane_grid_row(gd, (int)gd->sy - 1), bg);
+	pane_grid_prefetch(gd);
 }
 
 /* Rotates full-width rows [Y0, Y1) up by N (down if negative), blanking the new ones. */
 static void
-tui_grid_rotate(struct tui_grid *gd, unsigned y0, unsigned y1, int n,
+pane_grid_rotate(struct pane_grid *gd, unsigned y0, unsigned y1, int n,
     uint32_t bg)
 {
 	unsigned h = y1 - y0, k = (unsigned)(n < 0 ? -n : n), i;
 
 	for (i = 0; i < h; i++)
-		gd->scratch[i] = *tui_grid_row(gd, (int)(y0 + i));
+		gd->scratch[i] = *pane_grid_row(gd, (int)(y0 + i));
 	for (i = 0; i < h; i++) {
 		/* Row i of the region takes what was at i+n, wrapping around. */
 		unsigned from = n > 0 ? (i + k) % h : (i + h - k) % h;
 
-		*tui_grid_row(gd, (int)(y0 + i)) = gd->scratch[from];
+		*pane_grid_row(gd, (int)(y0 + i)) = gd->scratch[from];
 	}
 	for (i = 0; i < k; i++) {
 		unsigned y = n > 0 ? y1 - 1 - i : y0 + i;
 
-		tui_grid_row_clear(gd, tui_grid_row(gd, (int)y), bg);
+		pane_grid_row_clear(gd, pane_grid_row(gd, (int)y), bg);
 	}
 }
 
@@ -470,7 +469,7 @@ tui_grid_rotate(struct tui_grid *gd, unsigned y0, unsigned y1, int n,
  * of them lost its right half, or a right half just after them its left.
  */
 static void
-tui_grid_mend(struct tui_row *r, unsigned x0, unsigned x1)
+pane_grid_mend(struct pane_row *r, unsigned x0, unsigned x1)
 {
 	if (x0 > 0 && x0 < r->used && r->cells[x0 - 1].wide &&
 	    !r->cells[x0].pad) {
@@ -487,22 +486,22 @@ tui_grid_mend(struct tui_row *r, unsigned x0, unsigned x1)
 
 /* Copies cell SX of row S to DX of row D, moving a combining sequence along. */
 static void
-tui_grid_copy_cell(struct tui_row *d, unsigned dx, const struct tui_row *s,
+pane_grid_copy_cell(struct pane_row *d, unsigned dx, const struct pane_row *s,
     unsigned sx)
 {
-	const struct tui_cell *c = sx < s->used ? &s->cells[sx] : &tui_grid_blank;
+	const struct pane_cell *c = sx < s->used ? &s->cells[sx] : &pane_grid_blank;
 
 	d->cells[dx] = *c;
 	if (c->ext && d != s) {
 		/* After the copy, so that a compaction sees the new cell. */
 		d->cells[dx].ext = 0;
-		tui_grid_ext_set(d, &d->cells[dx], s->ext[c->cp],
-		    TUI_CELL_MAXCHARS, -1);
+		pane_grid_ext_set(d, &d->cells[dx], s->ext[c->cp],
+		    PANE_CELL_MAXCHARS, -1);
 	}
 }
 
 void
-tui_grid_move(struct tui_grid *gd, unsigned dx, unsigned dy, unsigned sx,
+pane_grid_move(struct pane_grid *gd, unsigned dx, unsigned dy, unsigned sx,
     unsigned sy, unsigned nx, unsigned ny)
 {
 	unsigned i, j, row, col;
@@ -512,26 +511,26 @@ tui_grid_move(struct tui_grid *gd, unsigned dx, unsigned dy, unsigned sx,
 	    sy + ny > gd->sy)
 		return;
 	for (i = 0; i < ny; i++) {
-		struct tui_row *d, *s;
+		struct pane_row *d, *s;
 
 		row = up ? i : ny - 1 - i;
-		d = tui_grid_row(gd, (int)(dy + row));
-		s = tui_grid_row(gd, (int)(sy + row));
+		d = pane_grid_row(gd, (int)(dy + row));
+		s = pane_grid_row(gd, (int)(sy + row));
 		/* The block moves whole: no wide character crosses its edges. */
-		tui_grid_cut(s, sx);
-		tui_grid_cut(s, sx + nx);
-		tui_grid_row_reserve(gd, d, dx + nx);
+		pane_grid_cut(s, sx);
+		pane_grid_cut(s, sx + nx);
+		pane_grid_row_reserve(gd, d, dx + nx);
 		for (j = 0; j < nx; j++) {
 			col = left ? j : nx - 1 - j;
-			tui_grid_copy_cell(d, dx + col, s, sx + col);
+			pane_grid_copy_cell(d, dx + col, s, sx + col);
 		}
-		tui_grid_mend(d, dx, dx + nx);
-		tui_grid_mark(gd, dy + row, dx, dx + nx);
+		pane_grid_mend(d, dx, dx + nx);
+		pane_grid_mark(gd, dy + row, dx, dx + nx);
 	}
 }
 
 void
-tui_grid_scroll(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
+pane_grid_scroll(struct pane_grid *gd, unsigned x0, unsigned y0, unsigned x1,
     unsigned y1, int down, int right, uint32_t bg)
 {
 	unsigned w, h, ad, ar;
@@ -548,43 +547,43 @@ tui_grid_scroll(struct tui_grid *gd, unsigned x0, unsigned y0, unsigned x1,
 	ad = (unsigned)(down < 0 ? -down : down);
 	ar = (unsigned)(right < 0 ? -right : right);
 	if (ad >= h || ar >= w) {
-		tui_grid_erase(gd, x0, y0, x1, y1, bg);
+		pane_grid_erase(gd, x0, y0, x1, y1, bg);
 		return;
 	}
 	if (right == 0 && x0 == 0 && x1 == gd->sx) {
 		if (down > 0 && y0 == 0 && y1 == gd->sy) {
 			for (i = 0; i < down; i++)
-				tui_grid_push_line(gd, bg);
+				pane_grid_push_line(gd, bg);
 		} else if (down != 0)
-			tui_grid_rotate(gd, y0, y1, down, bg);
+			pane_grid_rotate(gd, y0, y1, down, bg);
 		if (y0 == 0 && y1 == gd->sy)
 			gd->dirty = gd->all_dirty = true;
 		else {
 			for (i = (int)y0; i < (int)y1; i++)
-				tui_grid_mark(gd, (unsigned)i, 0, gd->sx);
+				pane_grid_mark(gd, (unsigned)i, 0, gd->sx);
 		}
 		return;
 	}
-	tui_grid_move(gd, x0 + (right < 0 ? ar : 0), y0 + (down < 0 ? ad : 0),
+	pane_grid_move(gd, x0 + (right < 0 ? ar : 0), y0 + (down < 0 ? ad : 0),
 	    x0 + (right > 0 ? ar : 0), y0 + (down > 0 ? ad : 0), w - ar, h - ad);
 	if (down > 0)
-		tui_grid_erase(gd, x0, y1 - ad, x1, y1, bg);
+		pane_grid_erase(gd, x0, y1 - ad, x1, y1, bg);
 	else if (down < 0)
-		tui_grid_erase(gd, x0, y0, x1, y0 + ad, bg);
+		pane_grid_erase(gd, x0, y0, x1, y0 + ad, bg);
 	if (right > 0)
-		tui_grid_erase(gd, x1 - ar, y0, x1, y1, bg);
+		pane_grid_erase(gd, x1 - ar, y0, x1, y1, bg);
 	else if (right < 0)
-		tui_grid_erase(gd, x0, y0, x0 + ar, y1, bg);
+		pane_grid_erase(gd, x0, y0, x0 + ar, y1, bg);
 }
 
 /* Cuts screen rows back to the width, blanking a wide character cut in two. */
 static void
-tui_grid_fit_width(struct tui_grid *gd)
+pane_grid_fit_width(struct pane_grid *gd)
 {
 	unsigned y;
 
 	for (y = 0; y < gd->sy; y++) {
-		struct tui_row *r = tui_grid_row(gd, (int)y);
+		struct pane_row *r = pane_grid_row(gd, (int)y);
 
 		if (r->used <= gd->sx)
 			continue;
@@ -605,12 +604,12 @@ tui_grid_fit_width(struct tui_grid *gd)
  * negative row would have it write outside its own arrays.
  */
 static int
-tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
+pane_grid_shrink(struct pane_grid *gd, unsigned k, unsigned cursor_y)
 {
 	int delta = 0;
 
 	while (k > 0 && gd->sy - 1 > cursor_y &&
-	    tui_grid_row(gd, (int)gd->sy - 1)->used == 0) {
+	    pane_grid_row(gd, (int)gd->sy - 1)->used == 0) {
 		gd->sy--;
 		k--;
 	}
@@ -628,7 +627,7 @@ tui_grid_shrink(struct tui_grid *gd, unsigned k, unsigned cursor_y)
 
 /* Adds K rows to the screen's height, first from the history; returns the cursor's move. */
 static int
-tui_grid_enlarge(struct tui_grid *gd, unsigned k)
+pane_grid_enlarge(struct pane_grid *gd, unsigned k)
 {
 	unsigned j = k < gd->hsize ? k : gd->hsize;
 
@@ -636,17 +635,17 @@ tui_grid_enlarge(struct tui_grid *gd, unsigned k)
 	gd->sy += j;
 	k -= j;
 	if (gd->hsize + gd->sy + k > gd->cap)
-		tui_grid_grow(gd, gd->hsize + gd->sy + k);
+		pane_grid_grow(gd, gd->hsize + gd->sy + k);
 	for (; k > 0; k--) {
 		gd->sy++;
-		tui_grid_row_clear(gd, tui_grid_row(gd, (int)gd->sy - 1),
-		    TUI_COLOR_DEFAULT);
+		pane_grid_row_clear(gd, pane_grid_row(gd, (int)gd->sy - 1),
+		    PANE_COLOR_DEFAULT);
 	}
 	return (int)j;
 }
 
 int
-tui_grid_resize(struct tui_grid *gd, unsigned sx, unsigned sy,
+pane_grid_resize(struct pane_grid *gd, unsigned sx, unsigned sy,
     unsigned cursor_y)
 {
 	int delta = 0;
@@ -658,46 +657,46 @@ tui_grid_resize(struct tui_grid *gd, unsigned sx, unsigned sy,
 	if (cursor_y >= gd->sy)
 		cursor_y = gd->sy - 1;
 	if (sy < gd->sy)
-		delta = tui_grid_shrink(gd, gd->sy - sy, cursor_y);
+		delta = pane_grid_shrink(gd, gd->sy - sy, cursor_y);
 	else if (sy > gd->sy)
-		delta = tui_grid_enlarge(gd, sy - gd->sy);
+		delta = pane_grid_enlarge(gd, sy - gd->sy);
 	gd->sx = sx;
-	tui_grid_fit_width(gd);
-	tui_grid_alloc_dirty(gd);
+	pane_grid_fit_width(gd);
+	pane_grid_alloc_dirty(gd);
 	return delta;
 }
 
 void
-tui_grid_set_lsize(struct tui_grid *gd, unsigned y, enum tui_lsize ls)
+pane_grid_set_lsize(struct pane_grid *gd, unsigned y, enum pane_lsize ls)
 {
-	struct tui_row *r;
+	struct pane_row *r;
 
 	if (y >= gd->sy)
 		return;
-	r = tui_grid_row(gd, (int)y);
+	r = pane_grid_row(gd, (int)y);
 	if (r->lsize == ls)
 		return;
 	r->lsize = (uint8_t)ls;
-	tui_grid_mark(gd, y, 0, gd->sx);
+	pane_grid_mark(gd, y, 0, gd->sx);
 }
 
-enum tui_lsize
-tui_grid_lsize(const struct tui_grid *gd, int y)
+enum pane_lsize
+pane_grid_lsize(const struct pane_grid *gd, int y)
 {
 	if (y < -(int)gd->hsize || y >= (int)gd->sy)
-		return TUI_LSIZE_SINGLE;
-	return (enum tui_lsize)tui_grid_row(gd, y)->lsize;
+		return PANE_LSIZE_SINGLE;
+	return (enum pane_lsize)pane_grid_row(gd, y)->lsize;
 }
 
 void
-tui_grid_clear_history(struct tui_grid *gd)
+pane_grid_clear_history(struct pane_grid *gd)
 {
 	gd->first = (gd->first + gd->hsize) % gd->cap;
 	gd->hsize = 0;
 }
 
 void
-tui_grid_add_utf8(struct buf *b, uint32_t cp)
+pane_grid_add_utf8(struct buf *b, uint32_t cp)
 {
 	char s[4];
 	size_t n;
@@ -728,24 +727,24 @@ tui_grid_add_utf8(struct buf *b, uint32_t cp)
 }
 
 void
-tui_grid_row_text(const struct tui_grid *gd, int y, struct buf *b)
+pane_grid_row_text(const struct pane_grid *gd, int y, struct buf *b)
 {
-	const struct tui_row *r;
-	uint32_t chars[TUI_CELL_MAXCHARS];
+	const struct pane_row *r;
+	uint32_t chars[PANE_CELL_MAXCHARS];
 	size_t start = b->len, n, i, keep = b->len;
 	unsigned x;
 
 	if (y < -(int)gd->hsize || y >= (int)gd->sy)
 		return;
-	r = tui_grid_row(gd, y);
+	r = pane_grid_row(gd, y);
 	for (x = 0; x < r->used && x < gd->sx; x++) {
 		if (r->cells[x].pad)
 			continue;
-		n = tui_grid_chars(gd, &r->cells[x], y, chars);
+		n = pane_grid_chars(gd, &r->cells[x], y, chars);
 		if (n == 0)
 			buf_addc(b, ' ');
 		for (i = 0; i < n; i++)
-			tui_grid_add_utf8(b, chars[i]);
+			pane_grid_add_utf8(b, chars[i]);
 		if (n != 0 && chars[0] != ' ')
 			keep = b->len;
 	}
@@ -755,19 +754,19 @@ tui_grid_row_text(const struct tui_grid *gd, int y, struct buf *b)
 }
 
 void
-tui_grid_set_wrapped(struct tui_grid *gd, int y, bool wrapped)
+pane_grid_set_wrapped(struct pane_grid *gd, int y, bool wrapped)
 {
 	if (y < -(int)gd->hsize || y >= (int)gd->sy)
 		return;
-	tui_grid_row(gd, y)->wrapped = wrapped;
+	pane_grid_row(gd, y)->wrapped = wrapped;
 }
 
 bool
-tui_grid_wrapped(const struct tui_grid *gd, int y)
+pane_grid_wrapped(const struct pane_grid *gd, int y)
 {
 	if (y < -(int)gd->hsize || y >= (int)gd->sy)
 		return false;
-	return tui_grid_row(gd, y)->wrapped;
+	return pane_grid_row(gd, y)->wrapped;
 }
 
 /*
@@ -776,10 +775,10 @@ tui_grid_wrapped(const struct tui_grid *gd, int y)
  * a long history of short lines costs a copy of its row structs; the rows
  * of a line that is split again give their buffers to the new ones.
  */
-struct tui_grid_flow {
-	struct tui_grid *gd;
+struct pane_grid_flow {
+	struct pane_grid *gd;
 	unsigned sx;
-	struct tui_row *rows;
+	struct pane_row *rows;
 	unsigned n;
 	unsigned cap;
 	unsigned crow;          /* the cursor's old row, from the oldest */
@@ -788,19 +787,19 @@ struct tui_grid_flow {
 	unsigned nrow;          /* and its new place */
 	unsigned ncol;
 
-	struct tui_cell *line;  /* the line being split, its cells in a row */
-	uint32_t (*lext)[TUI_CELL_MAXCHARS]; /* the combining ones' characters */
+	struct pane_cell *line;  /* the line being split, its cells in a row */
+	uint32_t (*lext)[PANE_CELL_MAXCHARS]; /* the combining ones' characters */
 	unsigned linecap;
-	struct tui_row *pool;   /* old rows whose buffers the new ones take */
+	struct pane_row *pool;   /* old rows whose buffers the new ones take */
 	unsigned npool;
 	unsigned poolcap;
 };
 
 /* Appends a row, with room for a whole line of the new width. */
-static struct tui_row *
-tui_grid_flow_add(struct tui_grid_flow *fl)
+static struct pane_row *
+pane_grid_flow_add(struct pane_grid_flow *fl)
 {
-	struct tui_row *r;
+	struct pane_row *r;
 
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap * 2 + 16;
@@ -813,7 +812,7 @@ tui_grid_flow_add(struct tui_grid_flow *fl)
 		memset(r, 0, sizeof *r);
 	r->used = r->next = 0;
 	r->wrapped = 0;
-	r->lsize = TUI_LSIZE_SINGLE;
+	r->lsize = PANE_LSIZE_SINGLE;
 	if (r->cap < fl->sx) {
 		r->cap = fl->sx;
 		r->cells = xreallocarray(r->cells, r->cap, sizeof *r->cells);
@@ -823,9 +822,9 @@ tui_grid_flow_add(struct tui_grid_flow *fl)
 
 /* Moves old row R over unchanged (cut to the width if it is a double-width one). */
 static void
-tui_grid_flow_move(struct tui_grid_flow *fl, struct tui_row *r, unsigned i)
+pane_grid_flow_move(struct pane_grid_flow *fl, struct pane_row *r, unsigned i)
 {
-	struct tui_row *d;
+	struct pane_row *d;
 
 	if (fl->n == fl->cap) {
 		fl->cap = fl->cap * 2 + 16;
@@ -837,7 +836,7 @@ tui_grid_flow_move(struct tui_grid_flow *fl, struct tui_row *r, unsigned i)
 	if (d->used > fl->sx) {
 		d->used = fl->sx;
 		if (d->cells[fl->sx - 1].wide)
-			d->cells[fl->sx - 1] = tui_grid_blank;
+			d->cells[fl->sx - 1] = pane_grid_blank;
 	}
 	if (i == fl->crow) {
 		fl->found = true;
@@ -848,27 +847,27 @@ tui_grid_flow_move(struct tui_grid_flow *fl, struct tui_row *r, unsigned i)
 
 /* Puts cell OFF of the line into the new rows; TARGET is the cursor's offset. */
 static void
-tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
+pane_grid_flow_cell(struct pane_grid_flow *fl, unsigned off, unsigned target)
 {
-	struct tui_row *d = &fl->rows[fl->n - 1];
-	const struct tui_cell *c = &fl->line[off];
-	struct tui_cell *dst;
+	struct pane_row *d = &fl->rows[fl->n - 1];
+	const struct pane_cell *c = &fl->line[off];
+	struct pane_cell *dst;
 	unsigned w = c->wide ? 2 : 1;
 
 	if (d->used + w > fl->sx && d->used > 0) {
 		d->wrapped = 1;
-		d = tui_grid_flow_add(fl);
+		d = pane_grid_flow_add(fl);
 	}
 	dst = &d->cells[d->used];
 	*dst = *c;
 	if (w > fl->sx) {
-		/* One column: a wide character cannot show, as in tui_grid_set. */
+		/* One column: a wide character cannot show, as in pane_grid_set. */
 		dst->wide = dst->ext = 0;
 		dst->cp = 0;
 		w = 1;
 	} else if (c->ext) {
 		dst->ext = 0;
-		tui_grid_ext_set(d, dst, fl->lext[off], TUI_CELL_MAXCHARS, -1);
+		pane_grid_ext_set(d, dst, fl->lext[off], PANE_CELL_MAXCHARS, -1);
 	}
 	if (target >= off && target < off + w && !fl->found) {
 		fl->found = true;
@@ -876,7 +875,7 @@ tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
 		fl->ncol = d->used + (target - off);
 	}
 	if (w == 2) {
-		d->cells[d->used + 1] = tui_grid_blank;
+		d->cells[d->used + 1] = pane_grid_blank;
 		d->cells[d->used + 1].pad = 1;
 		d->cells[d->used + 1].bg = c->bg;
 	}
@@ -885,13 +884,13 @@ tui_grid_flow_cell(struct tui_grid_flow *fl, unsigned off, unsigned target)
 
 /* Copies old row S's cells to the end of the line (N cells so far), and gives S to the pool. */
 static unsigned
-tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
+pane_grid_flow_gather(struct pane_grid_flow *fl, struct pane_row *s, unsigned n)
 {
 	size_t need = (size_t)n + s->used;
 	unsigned x;
 
 	if (need > fl->linecap) {
-		/* tui_grid_flow_joins keeps a line under TUI_GRID_REFLOW_MAX cells. */
+		/* pane_grid_flow_joins keeps a line under PANE_GRID_REFLOW_MAX cells. */
 		if (need > UINT_MAX / 2)
 			fatalx("reflow: line of %zu cells", need);
 		fl->linecap = (unsigned)need * 2;
@@ -917,26 +916,26 @@ tui_grid_flow_gather(struct tui_grid_flow *fl, struct tui_row *s, unsigned n)
 
 /* Joins old rows [I, J] (one line, wrapped automatically) and splits it at the new width. */
 static void
-tui_grid_flow_line(struct tui_grid_flow *fl, unsigned i, unsigned j)
+pane_grid_flow_line(struct pane_grid_flow *fl, unsigned i, unsigned j)
 {
-	struct tui_row *d;
+	struct pane_row *d;
 	unsigned k, n = 0, off, target = UINT_MAX;
 	bool here = false, wrapped = false;
 
 	for (k = i; k <= j; k++) {
-		struct tui_row *s = tui_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
+		struct pane_row *s = pane_grid_row(fl->gd, (int)k - (int)fl->gd->hsize);
 
 		if (k == fl->crow) {
 			target = n + fl->ccol;
 			here = true;
 		}
 		wrapped = s->wrapped;
-		n = tui_grid_flow_gather(fl, s, n);
+		n = pane_grid_flow_gather(fl, s, n);
 	}
-	tui_grid_flow_add(fl);
+	pane_grid_flow_add(fl);
 	for (off = 0; off < n; off++) {
 		if (!fl->line[off].pad)
-			tui_grid_flow_cell(fl, off, target);
+			pane_grid_flow_cell(fl, off, target);
 	}
 	d = &fl->rows[fl->n - 1];
 	d->wrapped = wrapped;
@@ -953,19 +952,19 @@ tui_grid_flow_line(struct tui_grid_flow *fl, unsigned i, unsigned j)
 /*
  * True if old row K goes on in row K+1 and both may be joined to a line of
  * *CELLS cells so far, which then counts row K+1's too. A line would pass
- * TUI_GRID_REFLOW_MAX: no, so its next part is rewrapped on its own.
+ * PANE_GRID_REFLOW_MAX: no, so its next part is rewrapped on its own.
  */
 static bool
-tui_grid_flow_joins(const struct tui_grid *gd, unsigned k, unsigned end,
+pane_grid_flow_joins(const struct pane_grid *gd, unsigned k, unsigned end,
     size_t *cells)
 {
-	const struct tui_row *r = tui_grid_row(gd, (int)k - (int)gd->hsize);
+	const struct pane_row *r = pane_grid_row(gd, (int)k - (int)gd->hsize);
 
-	if (k + 1 >= end || !r->wrapped || r->lsize != TUI_LSIZE_SINGLE)
+	if (k + 1 >= end || !r->wrapped || r->lsize != PANE_LSIZE_SINGLE)
 		return false;
-	r = tui_grid_row(gd, (int)k + 1 - (int)gd->hsize);
-	if (r->lsize != TUI_LSIZE_SINGLE ||
-	    *cells + r->used > TUI_GRID_REFLOW_MAX)
+	r = pane_grid_row(gd, (int)k + 1 - (int)gd->hsize);
+	if (r->lsize != PANE_LSIZE_SINGLE ||
+	    *cells + r->used > PANE_GRID_REFLOW_MAX)
 		return false;
 	*cells += r->used;
 	return true;
@@ -973,29 +972,29 @@ tui_grid_flow_joins(const struct tui_grid *gd, unsigned k, unsigned end,
 
 /* Reflows old rows [0, END) into FL. */
 static void
-tui_grid_flow_all(struct tui_grid_flow *fl, unsigned end)
+pane_grid_flow_all(struct pane_grid_flow *fl, unsigned end)
 {
-	struct tui_grid *gd = fl->gd;
-	struct tui_row *r;
+	struct pane_grid *gd = fl->gd;
+	struct pane_row *r;
 	unsigned i = 0, j;
 	size_t cells;
 
 	while (i < end) {
-		r = tui_grid_row(gd, (int)i - (int)gd->hsize);
+		r = pane_grid_row(gd, (int)i - (int)gd->hsize);
 		cells = r->used;
-		for (j = i; tui_grid_flow_joins(gd, j, end, &cells); j++)
+		for (j = i; pane_grid_flow_joins(gd, j, end, &cells); j++)
 			;
-		if (i == j && (r->used <= fl->sx || r->lsize != TUI_LSIZE_SINGLE))
-			tui_grid_flow_move(fl, r, i);
+		if (i == j && (r->used <= fl->sx || r->lsize != PANE_LSIZE_SINGLE))
+			pane_grid_flow_move(fl, r, i);
 		else
-			tui_grid_flow_line(fl, i, j);
+			pane_grid_flow_line(fl, i, j);
 		i = j + 1;
 	}
 }
 
 /* Frees the buffers of rows [I, J) of ROWS. */
 static void
-tui_grid_flow_free(struct tui_row *rows, unsigned i, unsigned j)
+pane_grid_flow_free(struct pane_row *rows, unsigned i, unsigned j)
 {
 	for (; i < j; i++) {
 		free(rows[i].cells);
@@ -1009,22 +1008,22 @@ tui_grid_flow_free(struct tui_row *rows, unsigned i, unsigned j)
  * on it; the oldest rows past the history limit are dropped.
  */
 static void
-tui_grid_flow_place(struct tui_grid_flow *fl, unsigned sy)
+pane_grid_flow_place(struct pane_grid_flow *fl, unsigned sy)
 {
-	struct tui_grid *gd = fl->gd;
+	struct pane_grid *gd = fl->gd;
 	unsigned n = fl->n, lo = 0, hsize, cap, i;
 
 	if (n > fl->nrow + sy) {
-		tui_grid_flow_free(fl->rows, fl->nrow + sy, n);
+		pane_grid_flow_free(fl->rows, fl->nrow + sy, n);
 		n = fl->nrow + sy;
 	}
 	hsize = n > sy ? n - sy : 0;
 	if (hsize > gd->hlimit) {
 		lo = hsize - gd->hlimit;
-		tui_grid_flow_free(fl->rows, 0, lo);
+		pane_grid_flow_free(fl->rows, 0, lo);
 		hsize = gd->hlimit;
 	}
-	tui_grid_flow_free(gd->rows, 0, gd->cap);
+	pane_grid_flow_free(gd->rows, 0, gd->cap);
 	free(gd->rows);
 	cap = hsize + sy + (gd->hlimit - hsize < 64 ? gd->hlimit - hsize : 64);
 	gd->rows = xcalloc(cap, sizeof *gd->rows);
@@ -1038,10 +1037,10 @@ tui_grid_flow_place(struct tui_grid_flow *fl, unsigned sy)
 }
 
 void
-tui_grid_reflow(struct tui_grid *gd, unsigned sx, unsigned sy, unsigned *cx,
+pane_grid_reflow(struct pane_grid *gd, unsigned sx, unsigned sy, unsigned *cx,
     unsigned *cy)
 {
-	struct tui_grid_flow fl = { .gd = gd, .sx = sx < 1 ? 1 : sx };
+	struct pane_grid_flow fl = { .gd = gd, .sx = sx < 1 ? 1 : sx };
 	unsigned end = gd->hsize + gd->sy;
 
 	sy = sy < 1 ? 1 : sy;
@@ -1049,18 +1048,18 @@ tui_grid_reflow(struct tui_grid *gd, unsigned sx, unsigned sy, unsigned *cx,
 	fl.ccol = *cx;
 	/* Blank rows below the cursor are the screen's, not the text's. */
 	while (end > fl.crow + 1 &&
-	    tui_grid_row(gd, (int)end - 1 - (int)gd->hsize)->used == 0)
+	    pane_grid_row(gd, (int)end - 1 - (int)gd->hsize)->used == 0)
 		end--;
-	tui_grid_flow_all(&fl, end);
-	tui_grid_flow_place(&fl, sy);
-	tui_grid_flow_free(fl.pool, 0, fl.npool);
+	pane_grid_flow_all(&fl, end);
+	pane_grid_flow_place(&fl, sy);
+	pane_grid_flow_free(fl.pool, 0, fl.npool);
 	free(fl.pool);
 	free(fl.line);
 	free(fl.lext);
 	free(fl.rows);
 	gd->sx = fl.sx;
 	/* Rows of the screen past the reflowed ones start blank. */
-	tui_grid_alloc_dirty(gd);
+	pane_grid_alloc_dirty(gd);
 	*cx = fl.ncol;
 	*cy = fl.nrow;
 }

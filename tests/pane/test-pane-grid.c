@@ -4,269 +4,269 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "tui/tui.h"
+#include "pane/pane.h"
 
 static void
-put(struct tui_grid *gd, unsigned x, unsigned y, const char *s)
+put(struct pane_grid *gd, unsigned x, unsigned y, const char *s)
 {
-	struct tui_cell c = { 0 };
+	struct pane_cell c = { 0 };
 
 	for (; *s != '\0'; s++, x++) {
 		c.cp = (unsigned char)*s;
-		tui_grid_set(gd, x, y, &c, NULL, 0);
+		pane_grid_set(gd, x, y, &c, NULL, 0);
 	}
 }
 
 /* Row Y's text; a static buffer, good until the next call. */
 static const char *
-text(struct tui_grid *gd, int y)
+text(struct pane_grid *gd, int y)
 {
 	static struct buf b;
 
 	buf_reset(&b);
 	buf_adds(&b, "");
-	tui_grid_row_text(gd, y, &b);
+	pane_grid_row_text(gd, y, &b);
 	return b.data;
 }
 
 static void
 test_write_and_read(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 3, 100);
+	struct pane_grid *gd = pane_grid_create(10, 3, 100);
 
 	put(gd, 0, 0, "hello");
 	put(gd, 3, 1, "x");
 	assert_string_equal(text(gd, 0), "hello");
 	assert_string_equal(text(gd, 1), "   x");
 	assert_string_equal(text(gd, 2), "");
-	assert_int_equal(tui_grid_cell(gd, 1, 0)->cp, 'e');
-	assert_int_equal(tui_grid_cell(gd, 9, 2)->cp, 0);
+	assert_int_equal(pane_grid_cell(gd, 1, 0)->cp, 'e');
+	assert_int_equal(pane_grid_cell(gd, 9, 2)->cp, 0);
 	/* Writing past the edge is ignored. */
 	put(gd, 8, 0, "abc");
 	assert_string_equal(text(gd, 0), "hello   ab");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_wide_and_combining(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 2, 0);
-	struct tui_cell c = { .wide = 1, .cp = 0x4e2d };
-	uint32_t comb[] = { 'e', 0x301 }, out[TUI_CELL_MAXCHARS];
+	struct pane_grid *gd = pane_grid_create(10, 2, 0);
+	struct pane_cell c = { .wide = 1, .cp = 0x4e2d };
+	uint32_t comb[] = { 'e', 0x301 }, out[PANE_CELL_MAXCHARS];
 
-	tui_grid_set(gd, 2, 0, &c, NULL, 0);
-	assert_true(tui_grid_cell(gd, 2, 0)->wide);
-	assert_true(tui_grid_cell(gd, 3, 0)->pad);
+	pane_grid_set(gd, 2, 0, &c, NULL, 0);
+	assert_true(pane_grid_cell(gd, 2, 0)->wide);
+	assert_true(pane_grid_cell(gd, 3, 0)->pad);
 	assert_string_equal(text(gd, 0), "  \xe4\xb8\xad");
 	/* Overwriting the right half blanks the left half. */
 	put(gd, 3, 0, "r");
-	assert_false(tui_grid_cell(gd, 2, 0)->wide);
+	assert_false(pane_grid_cell(gd, 2, 0)->wide);
 	assert_string_equal(text(gd, 0), "   r");
 	/* And overwriting the left half blanks the right half. */
-	tui_grid_set(gd, 5, 0, &c, NULL, 0);
+	pane_grid_set(gd, 5, 0, &c, NULL, 0);
 	put(gd, 5, 0, "l");
-	assert_false(tui_grid_cell(gd, 6, 0)->pad);
+	assert_false(pane_grid_cell(gd, 6, 0)->pad);
 	assert_string_equal(text(gd, 0), "   r l");
 	/* A wide character cannot start in the last column. */
-	tui_grid_set(gd, 9, 1, &c, NULL, 0);
-	assert_false(tui_grid_cell(gd, 9, 1)->wide);
+	pane_grid_set(gd, 9, 1, &c, NULL, 0);
+	assert_false(pane_grid_cell(gd, 9, 1)->wide);
 	/* A base character and a combining accent share a cell. */
 	c.wide = 0;
-	tui_grid_set(gd, 0, 1, &c, comb, 2);
-	assert_int_equal(tui_grid_chars(gd, tui_grid_cell(gd, 0, 1), 1, out), 2);
+	pane_grid_set(gd, 0, 1, &c, comb, 2);
+	assert_int_equal(pane_grid_chars(gd, pane_grid_cell(gd, 0, 1), 1, out), 2);
 	assert_int_equal(out[0], 'e');
 	assert_int_equal(out[1], 0x301);
 	assert_string_equal(text(gd, 1), "e\xcc\x81");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_combining_reuse(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(4, 1, 0);
-	struct tui_cell c = { 0 };
+	struct pane_grid *gd = pane_grid_create(4, 1, 0);
+	struct pane_cell c = { 0 };
 	uint32_t seq[] = { 'a', 0x301, 0x302 };
 	unsigned i;
 
 	/* A spinner redrawing accented cells forever stays bounded and right. */
 	for (i = 0; i < 10000; i++) {
 		seq[0] = 'a' + i % 3;
-		tui_grid_set(gd, i % 4, 0, &c, seq, 3);
+		pane_grid_set(gd, i % 4, 0, &c, seq, 3);
 		if (i % 7 == 0)
 			put(gd, (i + 1) % 4, 0, "z");
 	}
 	assert_int_equal(strlen(text(gd, 0)) > 0, 1);
 	for (i = 0; i < 4; i++) {
-		uint32_t out[TUI_CELL_MAXCHARS];
-		size_t n = tui_grid_chars(gd, tui_grid_cell(gd, i, 0), 0, out);
+		uint32_t out[PANE_CELL_MAXCHARS];
+		size_t n = pane_grid_chars(gd, pane_grid_cell(gd, i, 0), 0, out);
 
 		assert_true(n == 1 || n == 3);
 		if (n == 3)
 			assert_int_equal(out[2], 0x302);
 	}
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_scroll_history(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(8, 3, 5);
+	struct pane_grid *gd = pane_grid_create(8, 3, 5);
 	char line[16];
 	unsigned i;
 
 	for (i = 0; i < 20; i++) {
 		snprintf(line, sizeof line, "L%u", i);
-		tui_grid_scroll(gd, 0, 0, 8, 3, 1, 0, TUI_COLOR_DEFAULT);
+		pane_grid_scroll(gd, 0, 0, 8, 3, 1, 0, PANE_COLOR_DEFAULT);
 		put(gd, 0, 2, line);
 	}
 	/* L17..L19 on screen, five lines of history above, older ones gone. */
 	assert_string_equal(text(gd, 0), "L17");
 	assert_string_equal(text(gd, 2), "L19");
-	assert_int_equal(tui_grid_hsize(gd), 5);
+	assert_int_equal(pane_grid_hsize(gd), 5);
 	assert_string_equal(text(gd, -1), "L16");
 	assert_string_equal(text(gd, -5), "L12");
 	assert_string_equal(text(gd, -6), "");
-	assert_int_equal(tui_grid_scrolled(gd), 20);
-	tui_grid_clear_history(gd);
-	assert_int_equal(tui_grid_hsize(gd), 0);
+	assert_int_equal(pane_grid_scrolled(gd), 20);
+	pane_grid_clear_history(gd);
+	assert_int_equal(pane_grid_hsize(gd), 0);
 	assert_string_equal(text(gd, 0), "L17");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_scrollback_ten_thousand(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(80, 24, 10000);
+	struct pane_grid *gd = pane_grid_create(80, 24, 10000);
 	char line[16];
 	unsigned i;
 
 	for (i = 0; i < 12000; i++) {
 		snprintf(line, sizeof line, "%u", i);
-		tui_grid_scroll(gd, 0, 0, 80, 24, 1, 0, TUI_COLOR_DEFAULT);
+		pane_grid_scroll(gd, 0, 0, 80, 24, 1, 0, PANE_COLOR_DEFAULT);
 		put(gd, 0, 23, line);
 	}
-	assert_int_equal(tui_grid_hsize(gd), 10000);
+	assert_int_equal(pane_grid_hsize(gd), 10000);
 	assert_string_equal(text(gd, 23), "11999");
 	assert_string_equal(text(gd, 0), "11976");
 	assert_string_equal(text(gd, -1), "11975");
 	assert_string_equal(text(gd, -10000), "1976");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_scroll_region(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(6, 5, 10);
+	struct pane_grid *gd = pane_grid_create(6, 5, 10);
 	unsigned y;
 
 	for (y = 0; y < 5; y++)
 		put(gd, 0, y, (const char *[]){ "a", "b", "c", "d", "e" }[y]);
 	/* Rows 1..3 scroll up one: b leaves, a blank appears above e. */
-	tui_grid_scroll(gd, 0, 1, 6, 4, 1, 0, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 0, 1, 6, 4, 1, 0, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "a");
 	assert_string_equal(text(gd, 1), "c");
 	assert_string_equal(text(gd, 2), "d");
 	assert_string_equal(text(gd, 3), "");
 	assert_string_equal(text(gd, 4), "e");
-	assert_int_equal(tui_grid_hsize(gd), 0);
+	assert_int_equal(pane_grid_hsize(gd), 0);
 	/* And down two, with a coloured background for the new rows. */
-	tui_grid_scroll(gd, 0, 1, 6, 4, -2, 0, TUI_COLOR_INDEX(4));
+	pane_grid_scroll(gd, 0, 1, 6, 4, -2, 0, PANE_COLOR_INDEX(4));
 	assert_string_equal(text(gd, 1), "");
-	assert_int_equal(tui_grid_cell(gd, 5, 2)->bg, TUI_COLOR_INDEX(4));
+	assert_int_equal(pane_grid_cell(gd, 5, 2)->bg, PANE_COLOR_INDEX(4));
 	assert_string_equal(text(gd, 3), "c");
 	assert_string_equal(text(gd, 4), "e");
 	/* The region scrolling with its top at row 0 still keeps no history. */
-	tui_grid_scroll(gd, 0, 0, 6, 4, 1, 0, TUI_COLOR_DEFAULT);
-	assert_int_equal(tui_grid_hsize(gd), 0);
+	pane_grid_scroll(gd, 0, 0, 6, 4, 1, 0, PANE_COLOR_DEFAULT);
+	assert_int_equal(pane_grid_hsize(gd), 0);
 	assert_string_equal(text(gd, 2), "c");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_scroll_sideways(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(8, 2, 0);
-	struct tui_cell w = { .wide = 1, .cp = 0x4e2d };
+	struct pane_grid *gd = pane_grid_create(8, 2, 0);
+	struct pane_cell w = { .wide = 1, .cp = 0x4e2d };
 
 	put(gd, 0, 0, "abcdefgh");
 	/* Delete two characters at column 2 (DCH), insert one at 1 (ICH). */
-	tui_grid_scroll(gd, 2, 0, 8, 1, 0, 2, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 2, 0, 8, 1, 0, 2, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "abefgh");
-	tui_grid_scroll(gd, 1, 0, 8, 1, 0, -1, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 1, 0, 8, 1, 0, -1, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "a befgh");
 	/* A wide character pushed over the edge is not left as half. */
 	put(gd, 0, 1, "xxxxxx");
-	tui_grid_set(gd, 6, 1, &w, NULL, 0);
-	tui_grid_scroll(gd, 0, 1, 8, 2, 0, -1, TUI_COLOR_DEFAULT);
-	assert_false(tui_grid_cell(gd, 7, 1)->wide);
+	pane_grid_set(gd, 6, 1, &w, NULL, 0);
+	pane_grid_scroll(gd, 0, 1, 8, 2, 0, -1, PANE_COLOR_DEFAULT);
+	assert_false(pane_grid_cell(gd, 7, 1)->wide);
 	assert_string_equal(text(gd, 1), " xxxxxx");
 	/* Rectangles narrower than the screen move cells. */
 	put(gd, 0, 0, "12345678");
 	put(gd, 0, 1, "abcdefgh");
-	tui_grid_scroll(gd, 2, 0, 5, 2, 1, 0, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 2, 0, 5, 2, 1, 0, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "12cde678");
 	assert_string_equal(text(gd, 1), "ab   fgh");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_dirty(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(20, 4, 10);
+	struct pane_grid *gd = pane_grid_create(20, 4, 10);
 	unsigned x0, x1, y;
 
-	assert_true(tui_grid_is_dirty(gd));
-	tui_grid_clean(gd);
-	assert_false(tui_grid_is_dirty(gd));
+	assert_true(pane_grid_is_dirty(gd));
+	pane_grid_clean(gd);
+	assert_false(pane_grid_is_dirty(gd));
 	for (y = 0; y < 4; y++)
-		assert_false(tui_grid_row_dirty(gd, y, &x0, &x1));
+		assert_false(pane_grid_row_dirty(gd, y, &x0, &x1));
 	put(gd, 5, 2, "abc");
 	put(gd, 12, 2, "z");
-	assert_true(tui_grid_is_dirty(gd));
-	assert_false(tui_grid_row_dirty(gd, 1, &x0, &x1));
-	assert_true(tui_grid_row_dirty(gd, 2, &x0, &x1));
+	assert_true(pane_grid_is_dirty(gd));
+	assert_false(pane_grid_row_dirty(gd, 1, &x0, &x1));
+	assert_true(pane_grid_row_dirty(gd, 2, &x0, &x1));
 	assert_int_equal(x0, 5);
 	assert_int_equal(x1, 13);
-	tui_grid_clean(gd);
-	tui_grid_erase(gd, 0, 3, 4, 4, TUI_COLOR_DEFAULT);
-	assert_true(tui_grid_row_dirty(gd, 3, &x0, &x1));
+	pane_grid_clean(gd);
+	pane_grid_erase(gd, 0, 3, 4, 4, PANE_COLOR_DEFAULT);
+	assert_true(pane_grid_row_dirty(gd, 3, &x0, &x1));
 	assert_int_equal(x1, 4);
-	tui_grid_clean(gd);
+	pane_grid_clean(gd);
 	/* A scroll of the whole screen changes every row. */
-	tui_grid_scroll(gd, 0, 0, 20, 4, 1, 0, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 0, 0, 20, 4, 1, 0, PANE_COLOR_DEFAULT);
 	for (y = 0; y < 4; y++) {
-		assert_true(tui_grid_row_dirty(gd, y, &x0, &x1));
+		assert_true(pane_grid_row_dirty(gd, y, &x0, &x1));
 		assert_int_equal(x1, 20);
 	}
-	tui_grid_clean(gd);
+	pane_grid_clean(gd);
 	/* A region scroll only its rows. */
-	tui_grid_scroll(gd, 0, 1, 20, 3, 1, 0, TUI_COLOR_DEFAULT);
-	assert_false(tui_grid_row_dirty(gd, 0, &x0, &x1));
-	assert_true(tui_grid_row_dirty(gd, 1, &x0, &x1));
-	assert_true(tui_grid_row_dirty(gd, 2, &x0, &x1));
-	assert_false(tui_grid_row_dirty(gd, 3, &x0, &x1));
-	tui_grid_free(gd);
+	pane_grid_scroll(gd, 0, 1, 20, 3, 1, 0, PANE_COLOR_DEFAULT);
+	assert_false(pane_grid_row_dirty(gd, 0, &x0, &x1));
+	assert_true(pane_grid_row_dirty(gd, 1, &x0, &x1));
+	assert_true(pane_grid_row_dirty(gd, 2, &x0, &x1));
+	assert_false(pane_grid_row_dirty(gd, 3, &x0, &x1));
+	pane_grid_free(gd);
 }
 
 static void
 test_erase_colour(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(6, 2, 0);
+	struct pane_grid *gd = pane_grid_create(6, 2, 0);
 
 	put(gd, 0, 0, "abcdef");
-	tui_grid_erase(gd, 2, 0, 4, 1, TUI_COLOR_MAKE_RGB(1, 2, 3));
+	pane_grid_erase(gd, 2, 0, 4, 1, PANE_COLOR_MAKE_RGB(1, 2, 3));
 	assert_string_equal(text(gd, 0), "ab  ef");
-	assert_int_equal(tui_grid_cell(gd, 3, 0)->bg, TUI_COLOR_MAKE_RGB(1, 2, 3));
-	assert_int_equal(tui_grid_cell(gd, 4, 0)->bg, TUI_COLOR_DEFAULT);
-	tui_grid_erase(gd, 1, 0, 6, 1, TUI_COLOR_DEFAULT);
+	assert_int_equal(pane_grid_cell(gd, 3, 0)->bg, PANE_COLOR_MAKE_RGB(1, 2, 3));
+	assert_int_equal(pane_grid_cell(gd, 4, 0)->bg, PANE_COLOR_DEFAULT);
+	pane_grid_erase(gd, 1, 0, 6, 1, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "a");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_resize(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 6, 100);
+	struct pane_grid *gd = pane_grid_create(10, 6, 100);
 	unsigned y;
 	int delta;
 
@@ -275,44 +275,44 @@ test_resize(void **state)
 		    "r4wide-row", "" }[y]);
 	/* Shrinking by three with the cursor on r4: the empty last row goes,
 	 * then r0 and r1 move into the history. */
-	delta = tui_grid_resize(gd, 10, 3, 4);
+	delta = pane_grid_resize(gd, 10, 3, 4);
 	assert_int_equal(delta, -2);
-	assert_int_equal(tui_grid_sy(gd), 3);
-	assert_int_equal(tui_grid_hsize(gd), 2);
+	assert_int_equal(pane_grid_sy(gd), 3);
+	assert_int_equal(pane_grid_hsize(gd), 2);
 	assert_string_equal(text(gd, 0), "r2");
 	assert_string_equal(text(gd, 2), "r4wide-row");
 	assert_string_equal(text(gd, -1), "r1");
 	/* Narrower cuts the screen rows. */
-	tui_grid_resize(gd, 4, 3, 2);
+	pane_grid_resize(gd, 4, 3, 2);
 	assert_string_equal(text(gd, 2), "r4wi");
 	/* Growing brings the history back. */
-	delta = tui_grid_resize(gd, 12, 7, 2);
+	delta = pane_grid_resize(gd, 12, 7, 2);
 	assert_int_equal(delta, 2);
-	assert_int_equal(tui_grid_hsize(gd), 0);
+	assert_int_equal(pane_grid_hsize(gd), 0);
 	assert_string_equal(text(gd, 0), "r0");
 	assert_string_equal(text(gd, 4), "r4wi");
 	assert_string_equal(text(gd, 6), "");
 	put(gd, 0, 6, "bottom");
 	assert_string_equal(text(gd, 6), "bottom");
-	assert_true(tui_grid_is_dirty(gd));
+	assert_true(pane_grid_is_dirty(gd));
 	/* A grid without history drops what leaves the top. */
-	tui_grid_free(gd);
-	gd = tui_grid_create(5, 4, 0);
+	pane_grid_free(gd);
+	gd = pane_grid_create(5, 4, 0);
 	put(gd, 0, 3, "last");
-	assert_int_equal(tui_grid_resize(gd, 5, 2, 3), -2);
+	assert_int_equal(pane_grid_resize(gd, 5, 2, 3), -2);
 	assert_string_equal(text(gd, 1), "last");
-	tui_grid_scroll(gd, 0, 0, 5, 2, 1, 0, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 0, 0, 5, 2, 1, 0, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "last");
 	assert_string_equal(text(gd, 1), "");
-	assert_int_equal(tui_grid_hsize(gd), 0);
-	tui_grid_free(gd);
+	assert_int_equal(pane_grid_hsize(gd), 0);
+	pane_grid_free(gd);
 }
 
 /* Writes S from column 0 of row Y on, wrapping at the width as a terminal would. */
 static unsigned
-put_wrapped(struct tui_grid *gd, unsigned y, const char *s)
+put_wrapped(struct pane_grid *gd, unsigned y, const char *s)
 {
-	unsigned sx = tui_grid_sx(gd), n = (unsigned)strlen(s), i;
+	unsigned sx = pane_grid_sx(gd), n = (unsigned)strlen(s), i;
 
 	for (i = 0; i * sx < n || i == 0; i++) {
 		char row[256];
@@ -322,7 +322,7 @@ put_wrapped(struct tui_grid *gd, unsigned y, const char *s)
 		row[len] = '\0';
 		put(gd, 0, y + i, row);
 		if ((i + 1) * sx < n)
-			tui_grid_set_wrapped(gd, (int)(y + i), true);
+			pane_grid_set_wrapped(gd, (int)(y + i), true);
 	}
 	return y + i;
 }
@@ -330,9 +330,9 @@ put_wrapped(struct tui_grid *gd, unsigned y, const char *s)
 static void
 test_reflow_long_line(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(100, 800, 10);
-	unsigned n = TUI_GRID_REFLOW_MAX + 4000, y, x, cx = 0, cy = 799;
-	unsigned first = TUI_GRID_REFLOW_MAX / 100 * 100;
+	struct pane_grid *gd = pane_grid_create(100, 800, 10);
+	unsigned n = PANE_GRID_REFLOW_MAX + 4000, y, x, cx = 0, cy = 799;
+	unsigned first = PANE_GRID_REFLOW_MAX / 100 * 100;
 	char row[101];
 
 	/* One line of N cells wrapped over many rows. */
@@ -341,22 +341,22 @@ test_reflow_long_line(void **state)
 			row[x] = (char)('a' + (y * 100 + x) % 26);
 		row[100] = '\0';
 		put(gd, 0, y, row);
-		tui_grid_set_wrapped(gd, (int)y, (y + 1) * 100 < n);
+		pane_grid_set_wrapped(gd, (int)y, (y + 1) * 100 < n);
 	}
 	/* A line past the limit is rewrapped in parts, each joining at most the limit's cells. */
-	tui_grid_reflow(gd, 200, 800, &cx, &cy);
+	pane_grid_reflow(gd, 200, 800, &cx, &cy);
 	y = first / 200;
 	assert_int_equal(strlen(text(gd, (int)y)), first % 200);
-	assert_true(tui_grid_wrapped(gd, (int)y));
+	assert_true(pane_grid_wrapped(gd, (int)y));
 	assert_int_equal(text(gd, (int)y + 1)[0], 'a' + first % 26);
 	assert_int_equal(strlen(text(gd, (int)y + 1)), 200);
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_reflow_widen_narrow(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 6, 100);
+	struct pane_grid *gd = pane_grid_create(10, 6, 100);
 	unsigned cx = 0, cy;
 
 	/* A 25-character line that wrapped, then a hard line of 12 cut by nothing. */
@@ -365,107 +365,107 @@ test_reflow_widen_narrow(void **state)
 	put(gd, 0, cy + 1, "$");
 	cx = 1;
 	cy += 1;
-	tui_grid_reflow(gd, 30, 6, &cx, &cy);
+	pane_grid_reflow(gd, 30, 6, &cx, &cy);
 	assert_string_equal(text(gd, 0), "abcdefghijklmnopqrstuvwxy");
-	assert_false(tui_grid_wrapped(gd, 0));
+	assert_false(pane_grid_wrapped(gd, 0));
 	assert_string_equal(text(gd, 1), "0123456789");
 	assert_string_equal(text(gd, 2), "$");
 	assert_int_equal(cy, 2);
 	assert_int_equal(cx, 1);
 	/* Narrower than both: each splits on its own, the hard end kept. */
-	tui_grid_reflow(gd, 8, 6, &cx, &cy);
+	pane_grid_reflow(gd, 8, 6, &cx, &cy);
 	/* Six rows of text and the cursor's: the first goes to the history. */
-	assert_int_equal(tui_grid_hsize(gd), 1);
+	assert_int_equal(pane_grid_hsize(gd), 1);
 	assert_string_equal(text(gd, -1), "abcdefgh");
-	assert_true(tui_grid_wrapped(gd, -1));
+	assert_true(pane_grid_wrapped(gd, -1));
 	assert_string_equal(text(gd, 0), "ijklmnop");
 	assert_string_equal(text(gd, 2), "y");
-	assert_false(tui_grid_wrapped(gd, 2));
+	assert_false(pane_grid_wrapped(gd, 2));
 	assert_string_equal(text(gd, 3), "01234567");
-	assert_true(tui_grid_wrapped(gd, 3));
+	assert_true(pane_grid_wrapped(gd, 3));
 	assert_string_equal(text(gd, 4), "89");
-	assert_false(tui_grid_wrapped(gd, 4));
+	assert_false(pane_grid_wrapped(gd, 4));
 	assert_int_equal(cy, 5);
 	assert_int_equal(cx, 1);
 	assert_string_equal(text(gd, cy), "$");
 	/* Back to the first width: as it was. */
-	tui_grid_reflow(gd, 10, 6, &cx, &cy);
-	assert_int_equal(tui_grid_hsize(gd), 0);
+	pane_grid_reflow(gd, 10, 6, &cx, &cy);
+	assert_int_equal(pane_grid_hsize(gd), 0);
 	assert_string_equal(text(gd, 0), "abcdefghij");
 	assert_string_equal(text(gd, 2), "uvwxy");
 	assert_string_equal(text(gd, 3), "0123456789");
 	assert_string_equal(text(gd, 4), "$");
 	assert_int_equal(cy, 4);
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_reflow_cursor_in_line(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 4, 100);
+	struct pane_grid *gd = pane_grid_create(10, 4, 100);
 	unsigned cx = 3, cy = 1;
 
 	/* The cursor on the 'n' of a wrapped line (offset 13). */
 	put_wrapped(gd, 0, "abcdefghijklmnopq");
-	tui_grid_reflow(gd, 4, 10, &cx, &cy);
+	pane_grid_reflow(gd, 4, 10, &cx, &cy);
 	assert_string_equal(text(gd, cy), "mnop");
 	assert_int_equal(cx, 1);
-	tui_grid_reflow(gd, 20, 4, &cx, &cy);
+	pane_grid_reflow(gd, 20, 4, &cx, &cy);
 	assert_int_equal(cy, 0);
 	assert_int_equal(cx, 13);
-	assert_int_equal(tui_grid_cell(gd, cx, (int)cy)->cp, 'n');
+	assert_int_equal(pane_grid_cell(gd, cx, (int)cy)->cp, 'n');
 	/* Past the end of the line, it stays as far past it. */
 	cx = 19;
-	tui_grid_reflow(gd, 10, 4, &cx, &cy);
+	pane_grid_reflow(gd, 10, 4, &cx, &cy);
 	assert_int_equal(cy, 1);
 	assert_int_equal(cx, 9);
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 static void
 test_reflow_wide_at_cut(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(6, 4, 100);
-	struct tui_cell w = { .wide = 1, .cp = 0x4e2d };
+	struct pane_grid *gd = pane_grid_create(6, 4, 100);
+	struct pane_cell w = { .wide = 1, .cp = 0x4e2d };
 	unsigned cx = 0, cy = 2, x;
 
 	/* "abc" then three wide characters: the second does not fit row 0. */
 	put(gd, 0, 0, "abc");
-	tui_grid_set(gd, 3, 0, &w, NULL, 0);
-	tui_grid_set_wrapped(gd, 0, true);
-	tui_grid_set(gd, 0, 1, &w, NULL, 0);
-	tui_grid_set(gd, 2, 1, &w, NULL, 0);
+	pane_grid_set(gd, 3, 0, &w, NULL, 0);
+	pane_grid_set_wrapped(gd, 0, true);
+	pane_grid_set(gd, 0, 1, &w, NULL, 0);
+	pane_grid_set(gd, 2, 1, &w, NULL, 0);
 	/* Narrowed to 4, a wide character lands one column short of the edge. */
-	tui_grid_reflow(gd, 4, 4, &cx, &cy);
+	pane_grid_reflow(gd, 4, 4, &cx, &cy);
 	assert_string_equal(text(gd, 0), "abc");
-	assert_true(tui_grid_wrapped(gd, 0));
-	assert_true(tui_grid_cell(gd, 0, 1)->wide);
-	assert_true(tui_grid_cell(gd, 1, 1)->pad);
-	assert_true(tui_grid_cell(gd, 2, 1)->wide);
-	assert_true(tui_grid_cell(gd, 0, 2)->wide);
-	assert_false(tui_grid_wrapped(gd, 2));
+	assert_true(pane_grid_wrapped(gd, 0));
+	assert_true(pane_grid_cell(gd, 0, 1)->wide);
+	assert_true(pane_grid_cell(gd, 1, 1)->pad);
+	assert_true(pane_grid_cell(gd, 2, 1)->wide);
+	assert_true(pane_grid_cell(gd, 0, 2)->wide);
+	assert_false(pane_grid_wrapped(gd, 2));
 	assert_int_equal(cy, 3);
 	/* Widened: one row again, no character lost or cut in half. */
-	tui_grid_reflow(gd, 20, 4, &cx, &cy);
+	pane_grid_reflow(gd, 20, 4, &cx, &cy);
 	assert_string_equal(text(gd, 0),
 	    "abc\xe4\xb8\xad\xe4\xb8\xad\xe4\xb8\xad");
 	for (x = 3; x < 9; x += 2) {
-		assert_true(tui_grid_cell(gd, x, 0)->wide);
-		assert_true(tui_grid_cell(gd, x + 1, 0)->pad);
+		assert_true(pane_grid_cell(gd, x, 0)->wide);
+		assert_true(pane_grid_cell(gd, x + 1, 0)->pad);
 	}
 	assert_int_equal(cy, 1);
 	/* One column: a wide character cannot show there, a blank stays. */
-	tui_grid_reflow(gd, 1, 4, &cx, &cy);
+	pane_grid_reflow(gd, 1, 4, &cx, &cy);
 	assert_string_equal(text(gd, -3), "a");
 	assert_string_equal(text(gd, -1), "c");
-	assert_false(tui_grid_cell(gd, 0, 0)->wide);
-	tui_grid_free(gd);
+	assert_false(pane_grid_cell(gd, 0, 0)->wide);
+	pane_grid_free(gd);
 }
 
 static void
 test_reflow_history(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(10, 3, 1000);
+	struct pane_grid *gd = pane_grid_create(10, 3, 1000);
 	unsigned cx = 0, cy = 2, i;
 	char line[32];
 
@@ -473,60 +473,60 @@ test_reflow_history(void **state)
 	for (i = 0; i < 100; i++) {
 		snprintf(line, sizeof line, "line %03u %6s", i, "tail");
 		put_wrapped(gd, 1, line);
-		tui_grid_scroll(gd, 0, 0, 10, 3, 2, 0, TUI_COLOR_DEFAULT);
+		pane_grid_scroll(gd, 0, 0, 10, 3, 2, 0, PANE_COLOR_DEFAULT);
 	}
-	assert_int_equal(tui_grid_hsize(gd), 200);
-	tui_grid_reflow(gd, 20, 3, &cx, &cy);
+	assert_int_equal(pane_grid_hsize(gd), 200);
+	pane_grid_reflow(gd, 20, 3, &cx, &cy);
 	/* Each line whole in one row; the blank rows at the bottom stay. */
-	assert_int_equal(tui_grid_hsize(gd), 100);
+	assert_int_equal(pane_grid_hsize(gd), 100);
 	assert_string_equal(text(gd, -100), "");
 	assert_string_equal(text(gd, -99), "line 000   tail");
 	assert_string_equal(text(gd, 0), "line 099   tail");
 	assert_int_equal(cy, 2);
 	/* Narrower than the first width, against a smaller limit. */
-	tui_grid_free(gd);
-	gd = tui_grid_create(10, 3, 50);
+	pane_grid_free(gd);
+	gd = pane_grid_create(10, 3, 50);
 	for (i = 0; i < 40; i++) {
 		snprintf(line, sizeof line, "%08u", i);
 		put(gd, 0, 2, line);
-		tui_grid_scroll(gd, 0, 0, 10, 3, 1, 0, TUI_COLOR_DEFAULT);
+		pane_grid_scroll(gd, 0, 0, 10, 3, 1, 0, PANE_COLOR_DEFAULT);
 	}
 	cx = 0;
 	cy = 2;
-	tui_grid_reflow(gd, 4, 3, &cx, &cy);
-	assert_int_equal(tui_grid_hsize(gd), 50);
+	pane_grid_reflow(gd, 4, 3, &cx, &cy);
+	assert_int_equal(pane_grid_hsize(gd), 50);
 	assert_string_equal(text(gd, 0), "0000");
 	assert_string_equal(text(gd, 1), "0039");
 	assert_string_equal(text(gd, -1), "0038");
 	assert_string_equal(text(gd, -2), "0000");
 	assert_string_equal(text(gd, -50), "0000");
 	assert_string_equal(text(gd, -49), "0014");
-	assert_true(tui_grid_wrapped(gd, -2));
+	assert_true(pane_grid_wrapped(gd, -2));
 	assert_int_equal(cy, 2);
 	/* The grid goes on working: a scroll recycles the oldest row. */
 	put(gd, 0, 2, "new");
-	tui_grid_scroll(gd, 0, 0, 4, 3, 1, 0, TUI_COLOR_DEFAULT);
+	pane_grid_scroll(gd, 0, 0, 4, 3, 1, 0, PANE_COLOR_DEFAULT);
 	assert_string_equal(text(gd, 0), "0039");
 	assert_string_equal(text(gd, 1), "new");
-	assert_int_equal(tui_grid_hsize(gd), 50);
-	tui_grid_free(gd);
+	assert_int_equal(pane_grid_hsize(gd), 50);
+	pane_grid_free(gd);
 }
 
 static void
 test_reflow_erase_ends_wrap(void **state)
 {
-	struct tui_grid *gd = tui_grid_create(5, 3, 10);
+	struct pane_grid *gd = pane_grid_create(5, 3, 10);
 	unsigned cx = 0, cy = 2;
 
 	put_wrapped(gd, 0, "abcdefg");
 	/* A clear: the rows are written again with hard ends. */
-	tui_grid_erase(gd, 0, 0, 5, 3, TUI_COLOR_DEFAULT);
+	pane_grid_erase(gd, 0, 0, 5, 3, PANE_COLOR_DEFAULT);
 	put(gd, 0, 0, "abcde");
 	put(gd, 0, 1, "fg");
-	tui_grid_reflow(gd, 10, 3, &cx, &cy);
+	pane_grid_reflow(gd, 10, 3, &cx, &cy);
 	assert_string_equal(text(gd, 0), "abcde");
 	assert_string_equal(text(gd, 1), "fg");
-	tui_grid_free(gd);
+	pane_grid_free(gd);
 }
 
 int

@@ -8,7 +8,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "tui/tui.h"
+#include "pane/pane.h"
 
 static struct buf replies;
 
@@ -18,47 +18,47 @@ reply(void *arg, const char *data, size_t len)
 	buf_add(&replies, data, len);
 }
 
-static struct tui_vterm *
+static struct pane *
 term(unsigned sx, unsigned sy, unsigned hlimit)
 {
 	buf_reset(&replies);
 	buf_adds(&replies, "");
-	return tui_vterm_create(sx, sy, hlimit, reply, NULL);
+	return pane_create(sx, sy, hlimit, reply, NULL);
 }
 
 static void
-feed(struct tui_vterm *vt, const char *s)
+feed(struct pane *vt, const char *s)
 {
-	tui_vterm_feed(vt, s, strlen(s));
+	pane_feed(vt, s, strlen(s));
 }
 
 static const char *
-text(struct tui_vterm *vt, int y)
+text(struct pane *vt, int y)
 {
 	static struct buf b;
 
 	buf_reset(&b);
 	buf_adds(&b, "");
-	tui_grid_row_text(tui_vterm_grid(vt), y, &b);
+	pane_grid_row_text(pane_grid(vt), y, &b);
 	return b.data;
 }
 
-static const struct tui_cell *
-cell(struct tui_vterm *vt, unsigned x, int y)
+static const struct pane_cell *
+cell(struct pane *vt, unsigned x, int y)
 {
-	return tui_grid_cell(tui_vterm_grid(vt), x, y);
+	return pane_grid_cell(pane_grid(vt), x, y);
 }
 
 static void
 test_text_and_cursor(void **state)
 {
-	struct tui_vterm *vt = term(20, 5, 100);
+	struct pane *vt = term(20, 5, 100);
 	unsigned x, y;
 
 	feed(vt, "hello\r\nworld");
 	assert_string_equal(text(vt, 0), "hello");
 	assert_string_equal(text(vt, 1), "world");
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(x, 5);
 	assert_int_equal(y, 1);
 	feed(vt, "\x1b[3;4Hx\x1b[1;1H\x1b[K");
@@ -68,96 +68,96 @@ test_text_and_cursor(void **state)
 	feed(vt, "\x1b[4;1H0123456789012345678901");
 	assert_string_equal(text(vt, 3), "01234567890123456789");
 	assert_string_equal(text(vt, 4), "01");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_colours_and_attributes(void **state)
 {
-	struct tui_vterm *vt = term(20, 3, 0);
+	struct pane *vt = term(20, 3, 0);
 
 	feed(vt, "\x1b[31mR\x1b[38;5;200mX\x1b[38;2;1;2;3mY\x1b[44mB\x1b[0mZ");
-	assert_int_equal(cell(vt, 0, 0)->fg, TUI_COLOR_INDEX(1));
-	assert_int_equal(cell(vt, 1, 0)->fg, TUI_COLOR_INDEX(200));
-	assert_int_equal(cell(vt, 2, 0)->fg, TUI_COLOR_MAKE_RGB(1, 2, 3));
-	assert_int_equal(cell(vt, 3, 0)->bg, TUI_COLOR_INDEX(4));
-	assert_int_equal(cell(vt, 4, 0)->fg, TUI_COLOR_DEFAULT);
-	assert_int_equal(cell(vt, 4, 0)->bg, TUI_COLOR_DEFAULT);
+	assert_int_equal(cell(vt, 0, 0)->fg, PANE_COLOR_INDEX(1));
+	assert_int_equal(cell(vt, 1, 0)->fg, PANE_COLOR_INDEX(200));
+	assert_int_equal(cell(vt, 2, 0)->fg, PANE_COLOR_MAKE_RGB(1, 2, 3));
+	assert_int_equal(cell(vt, 3, 0)->bg, PANE_COLOR_INDEX(4));
+	assert_int_equal(cell(vt, 4, 0)->fg, PANE_COLOR_DEFAULT);
+	assert_int_equal(cell(vt, 4, 0)->bg, PANE_COLOR_DEFAULT);
 	feed(vt, "\r\n\x1b[1ma\x1b[4mb\x1b[0;3mc\x1b[7md\x1b[9me\x1b[5mf\x1b[m");
-	assert_int_equal(cell(vt, 0, 1)->attr, TUI_ATTR_BOLD);
-	assert_int_equal(cell(vt, 1, 1)->attr, TUI_ATTR_BOLD | TUI_ATTR_UNDERLINE);
-	assert_int_equal(cell(vt, 2, 1)->attr, TUI_ATTR_ITALIC);
-	assert_int_equal(cell(vt, 3, 1)->attr, TUI_ATTR_ITALIC | TUI_ATTR_REVERSE);
-	assert_true(cell(vt, 4, 1)->attr & TUI_ATTR_STRIKE);
-	assert_true(cell(vt, 5, 1)->attr & TUI_ATTR_BLINK);
+	assert_int_equal(cell(vt, 0, 1)->attr, PANE_ATTR_BOLD);
+	assert_int_equal(cell(vt, 1, 1)->attr, PANE_ATTR_BOLD | PANE_ATTR_UNDERLINE);
+	assert_int_equal(cell(vt, 2, 1)->attr, PANE_ATTR_ITALIC);
+	assert_int_equal(cell(vt, 3, 1)->attr, PANE_ATTR_ITALIC | PANE_ATTR_REVERSE);
+	assert_true(cell(vt, 4, 1)->attr & PANE_ATTR_STRIKE);
+	assert_true(cell(vt, 5, 1)->attr & PANE_ATTR_BLINK);
 	/* Faint, which libvterm itself ignores, and colour 2 that is not faint. */
 	feed(vt, "\r\n\x1b[2mf\x1b[22mn\x1b[1;2mb\x1b[0m\x1b[38;2;2;2;2mc\x1b[m");
-	assert_int_equal(cell(vt, 0, 2)->attr, TUI_ATTR_DIM);
+	assert_int_equal(cell(vt, 0, 2)->attr, PANE_ATTR_DIM);
 	assert_int_equal(cell(vt, 1, 2)->attr, 0);
-	assert_int_equal(cell(vt, 2, 2)->attr, TUI_ATTR_DIM | TUI_ATTR_BOLD);
+	assert_int_equal(cell(vt, 2, 2)->attr, PANE_ATTR_DIM | PANE_ATTR_BOLD);
 	assert_int_equal(cell(vt, 3, 2)->attr, 0);
-	assert_int_equal(cell(vt, 3, 2)->fg, TUI_COLOR_MAKE_RGB(2, 2, 2));
+	assert_int_equal(cell(vt, 3, 2)->fg, PANE_COLOR_MAKE_RGB(2, 2, 2));
 	/* A sequence split between two reads still counts. */
 	feed(vt, "\x1b[H\x1b[");
 	feed(vt, "2mX");
-	assert_int_equal(cell(vt, 0, 0)->attr, TUI_ATTR_DIM);
+	assert_int_equal(cell(vt, 0, 0)->attr, PANE_ATTR_DIM);
 	feed(vt, "\x1b[0m");
 	/* Erasing uses the current background. */
 	feed(vt, "\x1b[41m\x1b[2J\x1b[m");
-	assert_int_equal(cell(vt, 7, 1)->bg, TUI_COLOR_INDEX(1));
-	tui_vterm_free(vt);
+	assert_int_equal(cell(vt, 7, 1)->bg, PANE_COLOR_INDEX(1));
+	pane_free(vt);
 }
 
 static void
 test_wide_and_combining(void **state)
 {
-	struct tui_vterm *vt = term(10, 2, 0);
-	uint32_t chars[TUI_CELL_MAXCHARS];
+	struct pane *vt = term(10, 2, 0);
+	uint32_t chars[PANE_CELL_MAXCHARS];
 	unsigned x, y;
 
 	feed(vt, "\xe4\xb8\xad" "a" "e\xcc\x81" "b");
 	assert_true(cell(vt, 0, 0)->wide);
 	assert_true(cell(vt, 1, 0)->pad);
 	assert_int_equal(cell(vt, 2, 0)->cp, 'a');
-	assert_int_equal(tui_grid_chars(tui_vterm_grid(vt), cell(vt, 3, 0), 0,
+	assert_int_equal(pane_grid_chars(pane_grid(vt), cell(vt, 3, 0), 0,
 	    chars), 2);
 	assert_int_equal(chars[1], 0x301);
 	assert_int_equal(cell(vt, 4, 0)->cp, 'b');
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(x, 5);
 	assert_string_equal(text(vt, 0), "\xe4\xb8\xad" "ae\xcc\x81" "b");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_alternate_screen(void **state)
 {
-	struct tui_vterm *vt = term(10, 3, 100);
+	struct pane *vt = term(10, 3, 100);
 	unsigned x, y;
 
 	feed(vt, "main\r\nline");
 	feed(vt, "\x1b[?1049h");
-	assert_true(tui_vterm_altscreen(vt));
+	assert_true(pane_altscreen(vt));
 	assert_string_equal(text(vt, 0), "");
 	feed(vt, "\x1b[Halt");
 	assert_string_equal(text(vt, 0), "alt");
 	/* Scrolling the alternate screen keeps no history. */
 	feed(vt, "\r\n\n\n\n");
-	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 0);
+	assert_int_equal(pane_grid_hsize(pane_grid(vt)), 0);
 	feed(vt, "\x1b[?1049l");
-	assert_false(tui_vterm_altscreen(vt));
+	assert_false(pane_altscreen(vt));
 	assert_string_equal(text(vt, 0), "main");
 	assert_string_equal(text(vt, 1), "line");
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(x, 4);
 	assert_int_equal(y, 1);
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_scroll_region_and_history(void **state)
 {
-	struct tui_vterm *vt = term(10, 5, 1000);
+	struct pane *vt = term(10, 5, 1000);
 	int i;
 
 	feed(vt, "a\r\nb\r\nc\r\nd\r\ne");
@@ -168,7 +168,7 @@ test_scroll_region_and_history(void **state)
 	assert_string_equal(text(vt, 2), "d");
 	assert_string_equal(text(vt, 3), "X");
 	assert_string_equal(text(vt, 4), "e");
-	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 0);
+	assert_int_equal(pane_grid_hsize(pane_grid(vt)), 0);
 	/* Reverse index at the region's top scrolls it down. */
 	feed(vt, "\x1b[2;1H\x1bM");
 	assert_string_equal(text(vt, 1), "");
@@ -178,16 +178,16 @@ test_scroll_region_and_history(void **state)
 	feed(vt, "\x1b[r\x1b[5;1H");
 	for (i = 0; i < 1500; i++)
 		feed(vt, "\r\nline");
-	assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), 1000);
+	assert_int_equal(pane_grid_hsize(pane_grid(vt)), 1000);
 	assert_string_equal(text(vt, 4), "line");
 	assert_string_equal(text(vt, -1000), "line");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_insert_delete(void **state)
 {
-	struct tui_vterm *vt = term(10, 3, 0);
+	struct pane *vt = term(10, 3, 0);
 
 	feed(vt, "abcdef\r\x1b[2P");
 	assert_string_equal(text(vt, 0), "cdef");
@@ -199,13 +199,13 @@ test_insert_delete(void **state)
 	assert_string_equal(text(vt, 2), "1");
 	feed(vt, "\x1b[M");
 	assert_string_equal(text(vt, 0), "  cdef");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_replies_and_modes(void **state)
 {
-	struct tui_vterm *vt = term(20, 5, 0);
+	struct pane *vt = term(20, 5, 0);
 
 	feed(vt, "\x1b[c");
 	assert_string_equal(replies.data, "\x1b[?1;2c");
@@ -213,162 +213,165 @@ test_replies_and_modes(void **state)
 	feed(vt, "\x1b[3;7H\x1b[6n");
 	assert_string_equal(replies.data, "\x1b[3;7R");
 	feed(vt, "\x1b]2;my title\x07");
-	assert_string_equal(tui_vterm_title(vt), "my title");
-	assert_true(tui_vterm_take_changed(vt));
-	assert_false(tui_vterm_take_changed(vt));
-	assert_true(tui_vterm_cursor_visible(vt));
+	assert_string_equal(pane_title(vt), "my title");
+	assert_true(pane_take_changed(vt));
+	assert_false(pane_take_changed(vt));
+	assert_true(pane_cursor_visible(vt));
 	feed(vt, "\x1b[?25l\x1b[4 q");
-	assert_false(tui_vterm_cursor_visible(vt));
-	assert_int_equal(tui_vterm_cursor_shape(vt), TUI_CURSOR_UNDERLINE);
+	assert_false(pane_cursor_visible(vt));
+	assert_int_equal(pane_cursor_shape(vt), PANE_CURSOR_UNDERLINE);
 	feed(vt, "\x1b[6 q\x07");
-	assert_int_equal(tui_vterm_cursor_shape(vt), TUI_CURSOR_BAR);
-	assert_int_equal(tui_vterm_bells(vt), 1);
+	assert_int_equal(pane_cursor_shape(vt), PANE_CURSOR_BAR);
+	assert_int_equal(pane_bells(vt), 1);
 	feed(vt, "\x1b[?5h");
-	assert_true(tui_vterm_reverse(vt));
-	tui_vterm_free(vt);
+	assert_true(pane_reverse(vt));
+	pane_free(vt);
 }
 
 static void
 test_keys_for_the_program(void **state)
 {
-	struct tui_vterm *vt = term(20, 5, 0);
-	struct tui_key k = { .code = TUI_KEY_UP };
+	struct pane *vt = term(20, 5, 0);
+	struct {
+		uint32_t code;
+		int mods;
+	} k = { .code = PANE_KEY_UP };
 
 	buf_reset(&replies);
-	tui_vterm_key(vt, &k);
+	pane_key(vt, k.code, k.mods);
 	assert_string_equal(replies.data, "\x1b[A");
 	buf_reset(&replies);
 	feed(vt, "\x1b[?1h");
-	tui_vterm_key(vt, &k);
+	pane_key(vt, k.code, k.mods);
 	assert_string_equal(replies.data, "\x1bOA");
 	buf_reset(&replies);
 	k.code = 3;
-	tui_vterm_key(vt, &k);
-	k.code = TUI_KEY_F1 + 4;
-	tui_vterm_key(vt, &k);
+	pane_key(vt, k.code, k.mods);
+	k.code = PANE_KEY_F1 + 4;
+	pane_key(vt, k.code, k.mods);
 	k.code = 'x';
-	k.mods = TUI_MOD_ALT;
-	tui_vterm_key(vt, &k);
+	k.mods = PANE_MOD_ALT;
+	pane_key(vt, k.code, k.mods);
 	k.code = 0xe9;
 	k.mods = 0;
-	tui_vterm_key(vt, &k);
+	pane_key(vt, k.code, k.mods);
 	k.code = '\r';
-	tui_vterm_key(vt, &k);
-	k.code = TUI_KEY_BACKTAB;
-	tui_vterm_key(vt, &k);
+	pane_key(vt, k.code, k.mods);
+	k.code = PANE_KEY_BACKTAB;
+	pane_key(vt, k.code, k.mods);
 	assert_string_equal(replies.data, "\x03\x1b[15~\x1bx\xc3\xa9\r\x1b[Z");
 	/* Pastes are bracketed only when the program asked. */
 	buf_reset(&replies);
-	tui_vterm_paste(vt, "p1", 2);
+	pane_paste(vt, "p1", 2);
 	feed(vt, "\x1b[?2004h");
-	tui_vterm_paste(vt, "p2", 2);
+	pane_paste(vt, "p2", 2);
 	assert_string_equal(replies.data, "p1\x1b[200~p2\x1b[201~");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_mouse_reporting(void **state)
 {
-	struct tui_vterm *vt = term(20, 5, 0);
-	struct tui_mouse m = { .type = TUI_MOUSE_PRESS, .button = 1, .x = 2,
+	struct pane *vt = term(20, 5, 0);
+	struct pane_mouse_event m = { .type = PANE_MOUSE_PRESS, .button = 1, .x = 2,
 	    .y = 1 };
 
 	buf_reset(&replies);
-	assert_false(tui_vterm_mouse(vt, &m));
+	assert_false(pane_mouse(vt, &m));
 	assert_int_equal(replies.len, 0);
 	feed(vt, "\x1b[?1000h\x1b[?1006h");
-	assert_int_equal(tui_vterm_mouse_mode(vt), TUI_MOUSE_CLICKS);
-	assert_true(tui_vterm_mouse(vt, &m));
-	m.type = TUI_MOUSE_RELEASE;
-	assert_true(tui_vterm_mouse(vt, &m));
+	assert_int_equal(pane_mouse_mode(vt), PANE_MOUSE_CLICKS);
+	assert_true(pane_mouse(vt, &m));
+	m.type = PANE_MOUSE_RELEASE;
+	assert_true(pane_mouse(vt, &m));
 	assert_string_equal(replies.data, "\x1b[<0;3;2M\x1b[<0;3;2m");
 	feed(vt, "\x1b[?1000l");
-	assert_int_equal(tui_vterm_mouse_mode(vt), TUI_MOUSE_OFF);
-	tui_vterm_free(vt);
+	assert_int_equal(pane_mouse_mode(vt), PANE_MOUSE_OFF);
+	pane_free(vt);
 }
 
 static void
 test_resize(void **state)
 {
-	struct tui_vterm *vt = term(10, 5, 100);
+	struct pane *vt = term(10, 5, 100);
 	unsigned x, y;
 
 	feed(vt, "1\r\n2\r\n3\r\n4\r\n5");
-	tui_vterm_resize(vt, 8, 3);
-	assert_int_equal(tui_grid_sy(tui_vterm_grid(vt)), 3);
-	assert_int_equal(tui_grid_sx(tui_vterm_grid(vt)), 8);
+	pane_resize(vt, 8, 3);
+	assert_int_equal(pane_grid_sy(pane_grid(vt)), 3);
+	assert_int_equal(pane_grid_sx(pane_grid(vt)), 8);
 	assert_string_equal(text(vt, 0), "3");
 	assert_string_equal(text(vt, 2), "5");
 	assert_string_equal(text(vt, -1), "2");
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(y, 2);
 	/* The program now writes in the new size. */
 	feed(vt, "\x1b[1;1H123456789");
 	assert_string_equal(text(vt, 0), "12345678");
 	assert_string_equal(text(vt, 1), "9");
-	tui_vterm_resize(vt, 8, 5);
+	pane_resize(vt, 8, 5);
 	assert_string_equal(text(vt, 0), "1");
 	assert_string_equal(text(vt, 2), "12345678");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_resize_reflows(void **state)
 {
-	struct tui_vterm *vt = term(10, 5, 100);
+	struct pane *vt = term(10, 5, 100);
 	unsigned x, y;
 
 	/* A line that wraps, one that ends exactly at the edge, and a prompt. */
 	feed(vt, "abcdefghijklmnopqrstuvwxy\r\n0123456789\r\n$ ab");
 	assert_string_equal(text(vt, 2), "uvwxy");
-	tui_vterm_resize(vt, 30, 5);
+	pane_resize(vt, 30, 5);
 	assert_string_equal(text(vt, 0), "abcdefghijklmnopqrstuvwxy");
 	assert_string_equal(text(vt, 1), "0123456789");
 	assert_string_equal(text(vt, 2), "$ ab");
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(x, 4);
 	assert_int_equal(y, 2);
 	/* The program writes on where the cursor is. */
 	feed(vt, "c");
 	assert_string_equal(text(vt, 2), "$ abc");
-	tui_vterm_resize(vt, 7, 5);
+	pane_resize(vt, 7, 5);
 	assert_string_equal(text(vt, -2), "abcdefg");
 	assert_string_equal(text(vt, -1), "hijklmn");
 	assert_string_equal(text(vt, 2), "0123456");
 	assert_string_equal(text(vt, 3), "789");
 	assert_string_equal(text(vt, 4), "$ abc");
-	tui_vterm_cursor(vt, &x, &y);
+	pane_cursor(vt, &x, &y);
 	assert_int_equal(x, 5);
 	assert_int_equal(y, 4);
 	/* Lines ended by the program stay ended, wrapped ones rejoin. */
-	tui_vterm_resize(vt, 40, 5);
+	pane_resize(vt, 40, 5);
 	assert_string_equal(text(vt, 0), "abcdefghijklmnopqrstuvwxy");
 	assert_string_equal(text(vt, 1), "0123456789");
 	/* A line written past the edge in one write and another. */
 	feed(vt, "\r\n");
 	feed(vt, "0123456789012345678901234567890123456789");
 	feed(vt, "XY\r\n");
-	tui_vterm_resize(vt, 50, 5);
+	pane_resize(vt, 50, 5);
 	assert_string_equal(text(vt, 3),
 	    "0123456789012345678901234567890123456789XY");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
 test_resize_alt_no_reflow(void **state)
 {
-	struct tui_vterm *vt = term(10, 4, 100);
+	struct pane *vt = term(10, 4, 100);
 
 	feed(vt, "abcdefghijklmno\r\n");
 	feed(vt, "\x1b[?1049h\x1b[H" "ABCDEFGHIJKLMNO");
-	tui_vterm_resize(vt, 20, 4);
+	pane_resize(vt, 20, 4);
 	/* The alternate screen keeps its rows as they were... */
 	assert_string_equal(text(vt, 0), "ABCDEFGHIJ");
 	assert_string_equal(text(vt, 1), "KLMNO");
 	/* ...the normal one below it rewraps. */
 	feed(vt, "\x1b[?1049l");
 	assert_string_equal(text(vt, 0), "abcdefghijklmno");
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 /*
@@ -427,17 +430,17 @@ static uint32_t
 oracle_color(const VTermColor *c, bool fg)
 {
 	if (fg ? VTERM_COLOR_IS_DEFAULT_FG(c) : VTERM_COLOR_IS_DEFAULT_BG(c))
-		return TUI_COLOR_DEFAULT;
+		return PANE_COLOR_DEFAULT;
 	if (VTERM_COLOR_IS_INDEXED(c))
-		return TUI_COLOR_INDEX(c->indexed.idx);
-	return TUI_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
+		return PANE_COLOR_INDEX(c->indexed.idx);
+	return PANE_COLOR_MAKE_RGB(c->rgb.red, c->rgb.green, c->rgb.blue);
 }
 
 /* With ORACLE_DEBUG set, prints both screens, to see what differs. */
-static const char *text(struct tui_vterm *, int);
+static const char *text(struct pane *, int);
 
 static void
-oracle_dump(struct oracle *o, struct tui_vterm *vt, unsigned sx, unsigned sy)
+oracle_dump(struct oracle *o, struct pane *vt, unsigned sx, unsigned sy)
 {
 	if (getenv("ORACLE_DEBUG") == NULL)
 		return;
@@ -472,12 +475,12 @@ oracle_dump(struct oracle *o, struct tui_vterm *vt, unsigned sx, unsigned sy)
 
 /* Compares every screen cell of VT with the reference. */
 static void
-oracle_compare(struct oracle *o, struct tui_vterm *vt, unsigned sx,
+oracle_compare(struct oracle *o, struct pane *vt, unsigned sx,
     unsigned sy)
 {
 	VTermScreenCell oc;
-	const struct tui_cell *c;
-	uint32_t chars[TUI_CELL_MAXCHARS];
+	const struct pane_cell *c;
+	uint32_t chars[PANE_CELL_MAXCHARS];
 	unsigned x, y;
 	size_t n;
 
@@ -502,7 +505,7 @@ oracle_compare(struct oracle *o, struct tui_vterm *vt, unsigned sx,
 					    "character's right half", x, y);
 				continue;
 			}
-			n = tui_grid_chars(tui_vterm_grid(vt), c, (int)y, chars);
+			n = pane_grid_chars(pane_grid(vt), c, (int)y, chars);
 			/*
 			 * A wide character pushed half off the right edge:
 			 * libvterm keeps the half that cannot be drawn, the
@@ -526,11 +529,11 @@ oracle_compare(struct oracle *o, struct tui_vterm *vt, unsigned sx,
 			if (c->wide != (oc.width == 2) &&
 			    wcwidth((wchar_t)oc.chars[0]) == 2)
 				ORACLE_FAIL("cell %u,%u: width", x, y);
-			if (!!(c->attr & TUI_ATTR_BOLD) != oc.attrs.bold ||
-			    !!(c->attr & TUI_ATTR_UNDERLINE) !=
+			if (!!(c->attr & PANE_ATTR_BOLD) != oc.attrs.bold ||
+			    !!(c->attr & PANE_ATTR_UNDERLINE) !=
 			    !!oc.attrs.underline ||
-			    !!(c->attr & TUI_ATTR_REVERSE) != oc.attrs.reverse ||
-			    !!(c->attr & TUI_ATTR_ITALIC) != oc.attrs.italic)
+			    !!(c->attr & PANE_ATTR_REVERSE) != oc.attrs.reverse ||
+			    !!(c->attr & PANE_ATTR_ITALIC) != oc.attrs.italic)
 				ORACLE_FAIL("cell %u,%u: attributes", x, y);
 			if (c->fg != oracle_color(&oc.fg, true) ||
 			    c->bg != oracle_color(&oc.bg, false))
@@ -597,7 +600,7 @@ static void
 oracle_run(unsigned sx, unsigned sy, unsigned chunks, bool wild)
 {
 	struct oracle o;
-	struct tui_vterm *vt = term(sx, sy, 100000);
+	struct pane *vt = term(sx, sy, 100000);
 	struct buf b;
 	size_t off, n;
 	unsigned i;
@@ -611,7 +614,7 @@ oracle_run(unsigned sx, unsigned sy, unsigned chunks, bool wild)
 		n = 1 + rng(rng(4) == 0 ? 3000 : 200);
 		if (n > b.len - off)
 			n = b.len - off;
-		tui_vterm_feed(vt, b.data + off, n);
+		pane_feed(vt, b.data + off, n);
 		vterm_input_write(o.vt, b.data + off, n);
 		if (getenv("ORACLE_DEBUG") != NULL) {
 			(void)rng(50);
@@ -638,25 +641,25 @@ oracle_run(unsigned sx, unsigned sy, unsigned chunks, bool wild)
 
 		buf_init(&h);
 		buf_adds(&h, "");
-		assert_int_equal(tui_grid_hsize(tui_vterm_grid(vt)), o.npushed);
+		assert_int_equal(pane_grid_hsize(pane_grid(vt)), o.npushed);
 		for (y = -(int)o.npushed; y < 0; y++) {
 			struct buf line;
 
 			buf_init(&line);
 			buf_adds(&line, "");
-			tui_grid_row_text(tui_vterm_grid(vt), y, &line);
+			pane_grid_row_text(pane_grid(vt), y, &line);
 			buf_adds(&h, line.data);
 			buf_addc(&h, '\n');
 			buf_free(&line);
 		}
 		assert_string_equal(h.data, o.pushed.data);
 		buf_free(&h);
-		assert_true(tui_vterm_fast_lines(vt) > chunks / 2);
+		assert_true(pane_fast_lines(vt) > chunks / 2);
 	}
 	buf_free(&b);
 	buf_free(&o.pushed);
 	vterm_free(o.vt);
-	tui_vterm_free(vt);
+	pane_free(vt);
 }
 
 static void
