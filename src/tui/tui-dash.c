@@ -9,7 +9,7 @@
 #include <event2/event.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "store/store.h"
 #include "tui-int.h"
 

@@ -7,7 +7,7 @@
 #include <vterm.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "tui.h"
 
 /*
