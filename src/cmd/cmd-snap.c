@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "snap/snap.h"
 #include "store/store.h"
 
 /* Counting files on a terminal while a large tree is hashed. */

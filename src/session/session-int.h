@@ -5,6 +5,7 @@
 #include "core/core.h"
 #include "jail/jail.h"
 #include "session.h"
+#include "snap/snap.h"
 
 struct bufferevent;
 struct event;

@@ -53,7 +53,7 @@ snap_gc_refs(struct store *st)
 	size_t n, i;
 	int done = 0;
 
-	snap_orphans(st, &ids, &gitdirs, &n);
+	store_snap_orphans(st, &ids, &gitdirs, &n);
 	for (i = 0; i < n; i++) {
 		if (access(gitdirs[i], F_OK) != 0 || !snap_gc_own(gitdirs[i]))
 			; /* Gone; or a project's own .git, never written. */
@@ -68,7 +68,7 @@ snap_gc_refs(struct store *st)
 			free(gitdirs[i]);
 			continue;
 		}
-		snap_orphan_forget(st, ids[i]);
+		store_snap_orphan_forget(st, ids[i]);
 		free(gitdirs[i]);
 	}
 	free(ids);
@@ -97,7 +97,7 @@ snap_gc_shadows(struct store *st)
 			m = xprintf("%s/agentmux-project", p);
 			if ((lstat(m, &sb) == -1 || (int64_t)sb.st_mtime * 1000 <
 			    util_now_ms() - SNAP_GC_SHADOW_GRACE) &&
-			    !snap_gitdir_used(st, p) && path_remove_tree(p) == -1)
+			    !store_snap_gitdir_used(st, p) && path_remove_tree(p) == -1)
 				log_warn("cannot remove %s", p);
 			free(m);
 			free(p);
@@ -115,7 +115,7 @@ snap_gc_keep(struct store *st, const struct config *cf, struct strv *messages)
 	char **gitdirs, **worktrees, *cause = NULL;
 	size_t n, i;
 
-	snap_keep_repos(st, &gitdirs, &worktrees, &n);
+	store_snap_keep_repos(st, &gitdirs, &worktrees, &n);
 	for (i = 0; i < n; i++) {
 		if (snap_keep_sync(st, cf, gitdirs[i], worktrees[i], true,
 		    messages, &cause) == -1) {

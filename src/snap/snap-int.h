@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "store/store.h"
+#include "snap/snap.h"
 
 struct event_base;
 
@@ -318,50 +318,11 @@ struct snap_repo *snap_session_repo(struct store *, const struct config *,
 int snap_undo_refs(struct store *, struct snap_repo *, int64_t session,
     bool dry_run, FILE *out, char **cause);
 
-/* ---- the store side (snap-store.c) ---- */
-
-struct snap_where {
-	char *gitdir;
-	char *worktree;
-	bool shadow;
-};
-
-/* Where session ID's snapshots live; -1 if none were taken. */
-int snap_where(struct store *, int64_t session, struct snap_where *);
-void snap_where_free(struct snap_where *);
-/* The "snapshot" session that holds standalone snapshots of PROJECT (made if need be). */
-int64_t snap_project_session(struct store *, const char *project,
-    char **cause);
-/* Marks the standalone session as used now (for gc). */
-void snap_project_touch(struct store *, int64_t session);
-/* Repositories of sessions that are gone: (session, gitdir) pairs; caller frees. */
-int snap_orphans(struct store *, int64_t **ids, char ***gitdirs, size_t *n);
-void snap_orphan_forget(struct store *, int64_t session);
-/* Whether any recorded session still uses GITDIR. */
-bool snap_gitdir_used(struct store *, const char *gitdir);
-/* Turn snapshots in GITDIR that may be dropped (not dropped yet, not a session's last), oldest first. */
-struct store_snapshot **snap_keep_candidates(struct store *,
-    const char *gitdir, size_t *n);
-/* The commits of snapshots in GITDIR that stay (not dropped, not candidates). */
-void snap_keep_kept(struct store *, const char *gitdir, struct strv *out);
-/* Marks snapshot ID as dropped, now. */
-void snap_keep_mark(struct store *, int64_t id);
-/* The newest session whose snapshots are in GITDIR (0 if none). */
-int64_t snap_keep_newest(struct store *, const char *gitdir);
-/* The own repositories recorded sessions use, with their projects; caller frees. */
-int snap_keep_repos(struct store *, char ***gitdirs, char ***worktrees,
-    size_t *n);
-/* The tree of the last snapshot kept in the own repository GITDIR, or NULL; caller frees. */
-char *snap_project_last_tree(struct store *, const char *gitdir);
-/* Sessions of WORKTREE whose snapshots are still in its .git (from before own repositories); caller frees. */
-int snap_legacy_list(struct store *, const char *worktree, int64_t **ids,
-    char ***gitdirs, size_t *n);
-
 /* ---- snapshots from before own repositories (snap-legacy.c) ---- */
 
 /* Brings session ID's snapshots from the project's git dir (W) into the own repository; -1 with *CAUSE. */
 int snap_legacy_migrate(struct store *, const struct config *, int64_t id,
-    const struct snap_where *w, char **cause);
+    const struct store_snap_where *w, char **cause);
 /* The same for every session of WORKTREE that needs it; how many failed (each is logged). */
 int snap_legacy_project(struct store *, const struct config *,
     const char *worktree);

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "snap/snap-int.h"
-#include "store/store-int.h"
 
 /* Loose objects or bytes of them that make a pack worth it. */
 #define SNAP_KEEP_LOOSE 2048
@@ -291,7 +290,7 @@ snap_keep_drop(struct snap_keep *k)
 
 	buf_init(&in);
 	for (i = 0; i < k->ndrop; i++) {
-		snap_keep_mark(k->st, k->cand[i]->id);
+		store_snap_keep_mark(k->st, k->cand[i]->id);
 		if (!strv_contains(&k->kept, k->cand[i]->commit))
 			buf_printf(&in, "delete refs/agentmux/snaps/%lld/%s\n",
 			    (long long)k->cand[i]->session_id,
@@ -363,8 +362,8 @@ snap_keep_plan(struct snap_keep *k)
 {
 	char size[16], max[16];
 
-	k->cand = snap_keep_candidates(k->st, k->repo->gitdir, &k->ncand);
-	snap_keep_kept(k->st, k->repo->gitdir, &k->kept);
+	k->cand = store_snap_keep_candidates(k->st, k->repo->gitdir, &k->ncand);
+	store_snap_keep_kept(k->st, k->repo->gitdir, &k->kept);
 	if (k->ncand == 0) {
 		util_fmt_size(size, sizeof size, k->usage);
 		util_fmt_size(max, sizeof max, k->max_size);
@@ -373,7 +372,7 @@ snap_keep_plan(struct snap_keep *k)
 		    "sessions' last snapshots are left, which are never dropped: "
 		    "raise max_size or remove old sessions (agentmux gc)",
 		    k->repo->worktree, size, max));
-		store_event_add(k->st, snap_keep_newest(k->st, k->repo->gitdir),
+		store_event_add(k->st, store_snap_keep_newest(k->st, k->repo->gitdir),
 		    "warn", "snapshot", "%s", k->messages.v[k->messages.n - 1]);
 		snap_keep_end(k);
 		return;

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "snap/snap-int.h"
-#include "store/store-int.h"
 
 /* Fetches session ID's snapshot refs from the project's GITDIR into R; -1 with *CAUSE. */
 static int
@@ -79,31 +78,9 @@ out:
 	return rc;
 }
 
-/* Points session ID's record at the own repository GITDIR. */
-static int
-snap_legacy_repoint(struct store *st, int64_t id, const char *gitdir,
-    char **cause)
-{
-	sqlite3_stmt *stmt;
-	int rc;
-
-	stmt = store_prepare(st, "UPDATE snapshot_repos SET git_dir = ?, "
-	    "shadow = 1 WHERE session_id = ?");
-	store_bind_text(stmt, 1, gitdir);
-	sqlite3_bind_int64(stmt, 2, id);
-	rc = sqlite3_step(stmt);
-	sqlite3_finalize(stmt);
-	if (rc != SQLITE_DONE) {
-		*cause = xprintf("cannot record the snapshot repository in %s: "
-		    "%s", store_path(st), sqlite3_errstr(rc));
-		return -1;
-	}
-	return 0;
-}
-
 int
 snap_legacy_migrate(struct store *st, const struct config *cf, int64_t id,
-    const struct snap_where *w, char **cause)
+    const struct store_snap_where *w, char **cause)
 {
 	struct store_snapshot **v;
 	struct snap_repo *r;
@@ -121,7 +98,7 @@ snap_legacy_migrate(struct store *st, const struct config *cf, int64_t id,
 		*cause = xprintf("the snapshots of session %lld are in %s, from "
 		    "before agentmux kept its own, and could not be brought "
 		    "over: %s", (long long)id, w->gitdir, err);
-	else if (snap_legacy_repoint(st, id, r->gitdir, cause) == 0) {
+	else if (store_snap_repo_move(st, id, r->gitdir, cause) == 0) {
 		store_event_add(st, id, "info", "snapshot", "the session's %zu "
 		    "snapshot(s) were brought from %s into %s", n, w->gitdir,
 		    r->gitdir);
@@ -137,13 +114,13 @@ int
 snap_legacy_project(struct store *st, const struct config *cf,
     const char *worktree)
 {
-	struct snap_where w;
+	struct store_snap_where w;
 	int64_t *ids;
 	char **gitdirs, *cause = NULL;
 	size_t n, i;
 	int failed = 0;
 
-	snap_legacy_list(st, worktree, &ids, &gitdirs, &n);
+	store_snap_legacy_list(st, worktree, &ids, &gitdirs, &n);
 	for (i = 0; i < n; i++) {
 		w.gitdir = gitdirs[i];
 		w.worktree = (char *)worktree;

@@ -597,6 +597,13 @@ fail:
 	return NULL;
 }
 
+int
+snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
+    char **cause)
+{
+	return store_snap_repo_add(st, session, r->gitdir, r->worktree, cause);
+}
+
 void
 snap_repo_free(struct snap_repo *r)
 {

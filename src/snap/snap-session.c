@@ -353,7 +353,7 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	if ((repo = snap_repo_open(dir, cf, "project", cause)) == NULL)
 		return -1;
 	snap_legacy_project(st, cf, repo->worktree);
-	if ((*session = snap_project_session(st, repo->worktree,
+	if ((*session = store_snap_project_session(st, repo->worktree,
 	    cause)) == -1) {
 		snap_repo_free(repo);
 		return -1;
@@ -364,7 +364,7 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	o.session = *session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
 	if (rc == 0) {
-		snap_project_touch(st, *session);
+		store_snap_project_touch(st, *session);
 		snap_keep_detached(repo->gitdir);
 	}
 	snap_repo_free(repo);
@@ -406,19 +406,19 @@ snap_session_repo(struct store *st, const struct config *cf,
     int64_t session, const char *tag, char **cause)
 {
 	struct store_session *s;
-	struct snap_where w;
+	struct store_snap_where w;
 	struct snap_repo *r;
 
-	if (snap_where(st, session, &w) == 0 && !w.shadow &&
+	if (store_snap_where(st, session, &w) == 0 && !w.shadow &&
 	    snap_legacy_migrate(st, cf, session, &w, cause) == -1) {
-		snap_where_free(&w);
+		store_snap_where_free(&w);
 		return NULL;
 	}
-	snap_where_free(&w);
-	if (snap_where(st, session, &w) == 0) {
+	store_snap_where_free(&w);
+	if (store_snap_where(st, session, &w) == 0) {
 		r = snap_repo_reopen(w.gitdir, w.worktree, cf, tag, true,
 		    cause);
-		snap_where_free(&w);
+		store_snap_where_free(&w);
 	} else if ((s = store_session_get(st, session)) == NULL) {
 		*cause = xprintf("there is no session %lld", (long long)session);
 		return NULL;
@@ -447,7 +447,7 @@ snap_session_now(struct store *st, const struct config *cf, int64_t session,
 	o.session = session;
 	rc = snap_take_sync(st, repo, &o, res, cause);
 	if (rc == 0) {
-		snap_project_touch(st, session);
+		store_snap_project_touch(st, session);
 		snap_keep_detached(repo->gitdir);
 	}
 	snap_repo_free(repo);

@@ -1447,7 +1447,7 @@ snap_take_chain(struct snap_take *t)
 		 */
 		t->prev_changed = n > 1 ? v[n - 1]->files_changed : 0;
 		t->count_from = xstrdup(v[0]->tree);
-	} else if ((last = snap_project_last_tree(t->st, t->repo->gitdir)) !=
+	} else if ((last = store_snap_last_tree(t->st, t->repo->gitdir)) !=
 	    NULL)
 		t->count_from = last;
 	else

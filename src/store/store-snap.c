@@ -2,12 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snap/snap-int.h"
 #include "store/store-int.h"
 
 int
-snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
-    char **cause)
+store_snap_repo_add(struct store *st, int64_t session, const char *gitdir,
+    const char *worktree, char **cause)
 {
 	sqlite3_stmt *stmt;
 	int rc;
@@ -15,8 +14,8 @@ snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
 	stmt = store_prepare(st, "INSERT OR IGNORE INTO snapshot_repos "
 	    "(session_id, git_dir, work_tree, shadow) VALUES (?, ?, ?, ?)");
 	sqlite3_bind_int64(stmt, 1, session);
-	store_bind_text(stmt, 2, r->gitdir);
-	store_bind_text(stmt, 3, r->worktree);
+	store_bind_text(stmt, 2, gitdir);
+	store_bind_text(stmt, 3, worktree);
 	/* 1: the own repository (all snapshots since there are own repositories). */
 	sqlite3_bind_int(stmt, 4, 1);
 	rc = sqlite3_step(stmt);
@@ -31,7 +30,28 @@ snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
 }
 
 int
-snap_where(struct store *st, int64_t session, struct snap_where *w)
+store_snap_repo_move(struct store *st, int64_t id, const char *gitdir,
+    char **cause)
+{
+	sqlite3_stmt *stmt;
+	int rc;
+
+	stmt = store_prepare(st, "UPDATE snapshot_repos SET git_dir = ?, "
+	    "shadow = 1 WHERE session_id = ?");
+	store_bind_text(stmt, 1, gitdir);
+	sqlite3_bind_int64(stmt, 2, id);
+	rc = sqlite3_step(stmt);
+	sqlite3_finalize(stmt);
+	if (rc != SQLITE_DONE) {
+		*cause = xprintf("cannot record the snapshot repository in %s: "
+		    "%s", store_path(st), sqlite3_errstr(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_snap_where(struct store *st, int64_t session, struct store_snap_where *w)
 {
 	sqlite3_stmt *stmt;
 	int rc = -1;
@@ -51,7 +71,7 @@ snap_where(struct store *st, int64_t session, struct snap_where *w)
 }
 
 void
-snap_where_free(struct snap_where *w)
+store_snap_where_free(struct store_snap_where *w)
 {
 	free(w->gitdir);
 	free(w->worktree);
@@ -59,7 +79,7 @@ snap_where_free(struct snap_where *w)
 }
 
 int64_t
-snap_project_session(struct store *st, const char *project, char **cause)
+store_snap_project_session(struct store *st, const char *project, char **cause)
 {
 	struct store_session s;
 	sqlite3_stmt *stmt;
@@ -90,7 +110,7 @@ snap_project_session(struct store *st, const char *project, char **cause)
 }
 
 void
-snap_project_touch(struct store *st, int64_t session)
+store_snap_project_touch(struct store *st, int64_t session)
 {
 	sqlite3_stmt *stmt;
 
@@ -103,7 +123,7 @@ snap_project_touch(struct store *st, int64_t session)
 }
 
 int
-snap_orphans(struct store *st, int64_t **ids, char ***gitdirs, size_t *n)
+store_snap_orphans(struct store *st, int64_t **ids, char ***gitdirs, size_t *n)
 {
 	sqlite3_stmt *stmt;
 
@@ -125,7 +145,7 @@ snap_orphans(struct store *st, int64_t **ids, char ***gitdirs, size_t *n)
 }
 
 void
-snap_orphan_forget(struct store *st, int64_t session)
+store_snap_orphan_forget(struct store *st, int64_t session)
 {
 	sqlite3_stmt *stmt;
 
@@ -137,7 +157,7 @@ snap_orphan_forget(struct store *st, int64_t session)
 }
 
 bool
-snap_gitdir_used(struct store *st, const char *gitdir)
+store_snap_gitdir_used(struct store *st, const char *gitdir)
 {
 	sqlite3_stmt *stmt;
 	bool used;
@@ -151,7 +171,7 @@ snap_gitdir_used(struct store *st, const char *gitdir)
 }
 
 char *
-snap_project_last_tree(struct store *st, const char *gitdir)
+store_snap_last_tree(struct store *st, const char *gitdir)
 {
 	sqlite3_stmt *stmt;
 	char *tree = NULL;
@@ -167,7 +187,7 @@ snap_project_last_tree(struct store *st, const char *gitdir)
 }
 
 int
-snap_legacy_list(struct store *st, const char *worktree, int64_t **ids,
+store_snap_legacy_list(struct store *st, const char *worktree, int64_t **ids,
     char ***gitdirs, size_t *n)
 {
 	sqlite3_stmt *stmt;
@@ -192,7 +212,7 @@ snap_legacy_list(struct store *st, const char *worktree, int64_t **ids,
 
 /* A snapshot row's columns, in the order the queries below select them. */
 static struct store_snapshot *
-snap_store_row(sqlite3_stmt *stmt)
+store_snap_row(sqlite3_stmt *stmt)
 {
 	struct store_snapshot *s = xcalloc(1, sizeof *s);
 
@@ -211,7 +231,7 @@ snap_store_row(sqlite3_stmt *stmt)
 	"MAX(l.id) FROM snapshots l WHERE l.session_id = s.session_id)"
 
 struct store_snapshot **
-snap_keep_candidates(struct store *st, const char *gitdir, size_t *n)
+store_snap_keep_candidates(struct store *st, const char *gitdir, size_t *n)
 {
 	struct store_snapshot **v = NULL;
 	sqlite3_stmt *stmt;
@@ -224,14 +244,14 @@ snap_keep_candidates(struct store *st, const char *gitdir, size_t *n)
 	store_bind_text(stmt, 1, gitdir);
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
 		v = xreallocarray(v, *n + 1, sizeof *v);
-		v[(*n)++] = snap_store_row(stmt);
+		v[(*n)++] = store_snap_row(stmt);
 	}
 	sqlite3_finalize(stmt);
 	return v;
 }
 
 void
-snap_keep_kept(struct store *st, const char *gitdir, struct strv *out)
+store_snap_keep_kept(struct store *st, const char *gitdir, struct strv *out)
 {
 	sqlite3_stmt *stmt;
 	char *c;
@@ -249,7 +269,7 @@ snap_keep_kept(struct store *st, const char *gitdir, struct strv *out)
 }
 
 void
-snap_keep_mark(struct store *st, int64_t id)
+store_snap_keep_mark(struct store *st, int64_t id)
 {
 	sqlite3_stmt *stmt;
 
@@ -262,7 +282,7 @@ snap_keep_mark(struct store *st, int64_t id)
 }
 
 int64_t
-snap_keep_newest(struct store *st, const char *gitdir)
+store_snap_keep_newest(struct store *st, const char *gitdir)
 {
 	sqlite3_stmt *stmt;
 	int64_t id = 0;
@@ -277,7 +297,7 @@ snap_keep_newest(struct store *st, const char *gitdir)
 }
 
 int
-snap_keep_repos(struct store *st, char ***gitdirs, char ***worktrees,
+store_snap_keep_repos(struct store *st, char ***gitdirs, char ***worktrees,
     size_t *n)
 {
 	sqlite3_stmt *stmt;

@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "session/session.h"
+#include "snap/snap.h"
 #include "store/store.h"
 #include "tui-int.h"
 

@@ -16,6 +16,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
+#include "snap/snap.h"
 #include "store/store.h"
 
 #define SECRET "supersecretvalue123"

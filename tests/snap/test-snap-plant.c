@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
+#include "snap/snap.h"
 #include "store/store.h"
 
 static char *dir;
