@@ -15,7 +15,6 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "proxy/proxy.h"
 #include "session/session.h"
 #include "store/store.h"
 
@@ -178,7 +177,7 @@ proxy_check_rules(struct proxy_args *pa)
 
 	for (i = 0; i < 2; i++) {
 		for (j = 0; j < lists[i]->n; j++) {
-			if (proxy_policy_validate(verbs[i], lists[i]->v[j],
+			if (session_rule_validate(verbs[i], lists[i]->v[j],
 			    &cause) == 0)
 				continue;
 			cli_usage_error("proxy", "--%s '%s': %s", verbs[i],

@@ -15,8 +15,6 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "jail/jail.h"
-#include "proxy/proxy.h"
 #include "session/session.h"
 
 /* Input read at once, and how much may wait for the command before we stop reading. */
@@ -287,7 +285,7 @@ run_rule(const char *verb, const char *text, struct strv *into)
 {
 	char *cause = NULL;
 
-	if (proxy_policy_validate(verb, text, &cause) == -1) {
+	if (session_rule_validate(verb, text, &cause) == -1) {
 		cli_usage_error("run", "bad --%s rule '%s': %s", verb, text,
 		    cause);
 		free(cause);
@@ -429,7 +427,7 @@ cmd_run(struct cli_args *args)
 		return 2;
 	}
 	/* The jail's cgroups are got ready while the rest is set up. */
-	jail_prewarm();
+	session_prewarm();
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
 	r.base = event_base_new();

@@ -18,6 +18,11 @@ struct event_base;
 struct config;
 struct store;
 struct store_request;
+struct store_request_filter;
+struct store_session;
+struct store_event;
+struct store_decision;
+struct store_snapshot;
 struct session;
 struct session_ctx;
 
@@ -29,7 +34,10 @@ struct session_ctx;
 struct session_ctx *session_ctx_create(struct event_base *base,
     const struct config *cf, char *const *upstream_ca, char **cause);
 void session_ctx_free(struct session_ctx *);
-/** The store all sessions record into; borrowed. */
+/**
+ * The store all sessions record into; borrowed. Front ends read records
+ * through session_record_* instead.
+ */
 struct store *session_ctx_store(struct session_ctx *);
 /** The CA certificate clients of the proxy must trust (PEM path); borrowed. */
 const char *session_ctx_ca_cert(struct session_ctx *);
@@ -229,5 +237,40 @@ int session_snapshot(struct session *, const char *label, char **cause);
  * Caller frees.
  */
 char *session_denied_summary(struct session *);
+
+/* ---- for front ends: records and checks (session-front.c) ---- */
+
+/**
+ * Gets the jail's cgroups ready while the rest is set up; changes nothing.
+ * For front ends about to start a session, as early as they know it.
+ */
+void session_prewarm(void);
+/** Checks the rule TEXT for an "allow" or "deny" (VERB) option; -1 with *CAUSE. */
+int session_rule_validate(const char *verb, const char *text, char **cause);
+/** Writes the records still queued, so that what follows reads them. */
+void session_records_flush(struct session_ctx *);
+/**
+ * The recorded sessions newest first (all, or the last 50); caller frees
+ * with store_session_list_free. The store_* types and their _free calls
+ * are the records' own (store/store.h).
+ */
+struct store_session **session_records_list(struct session_ctx *, bool all,
+    size_t *n);
+/** Session record ID, or NULL; caller frees with store_session_free. */
+struct store_session *session_record_get(struct session_ctx *, int64_t id);
+/** Events of session ID; caller frees with store_event_list_free. */
+struct store_event **session_record_events(struct session_ctx *, int64_t id,
+    size_t *n);
+/** Decisions of session ID; caller frees with store_decision_list_free. */
+struct store_decision **session_record_decisions(struct session_ctx *,
+    int64_t id, size_t *n);
+/** Requests oldest first; caller frees with store_request_list_free. */
+struct store_request **session_record_requests(struct session_ctx *,
+    const struct store_request_filter *, size_t *n);
+/** Snapshots of session ID; caller frees with store_snapshot_list_free. */
+struct store_snapshot **session_record_snapshots(struct session_ctx *,
+    int64_t id, size_t *n);
+/** Config changes of session ID waiting for a review; -1 on error. */
+int session_record_confdiff_pending(struct session_ctx *, int64_t id);
 
 #endif

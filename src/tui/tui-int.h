@@ -352,7 +352,6 @@ struct tui {
 	struct event_base *base;
 	struct session_ctx *ctx;
 	const struct config *cf;
-	struct store *st;
 	struct tui_screen *scr;
 	struct tui_frames *frames;
 	struct tui_keys *keys;
