@@ -792,27 +792,6 @@ out:
 	return rc;
 }
 
-static int
-snap_cc_check_running(struct store *st, int64_t session, char **cause)
-{
-	struct store_session *s;
-	int rc = 0;
-
-	if ((s = store_session_get(st, session)) == NULL) {
-		*cause = xprintf("there is no session %lld", (long long)session);
-		return -1;
-	}
-	if (strcmp(s->state, "running") == 0 &&
-	    util_proc_alive(s->owner_pid, s->owner_start)) {
-		*cause = xprintf("session %lld is still running; its config "
-		    "overlays are in use, so apply or discard once it ends",
-		    (long long)session);
-		rc = -1;
-	}
-	store_session_free(s);
-	return rc;
-}
-
 /* An applied file had a set-uid or set-gid bit, which did not come along. */
 static void
 snap_cc_setid(struct store *st, int64_t session, const char *path, FILE *out)
@@ -888,7 +867,8 @@ int
 snap_confdiff_apply(struct store *st, int64_t session,
     const struct snap_confdiff_opts *opts, bool apply, char **cause)
 {
-	if (snap_cc_check_running(st, session, cause) == -1)
+	if (snap_check_ended(st, session, NULL, "its config overlays are in "
+	    "use, so apply or discard once it ends", cause) == -1)
 		return -1;
 	return snap_cc_do(st, session, opts->paths, apply, opts->out, cause);
 }

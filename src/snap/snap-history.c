@@ -987,8 +987,7 @@ snap_history_running(struct store *st, int64_t id)
 
 	if (ss == NULL)
 		return false;
-	running = strcmp(ss->state, "running") == 0 &&
-	    util_proc_alive(ss->owner_pid, ss->owner_start);
+	running = store_session_live(ss);
 	store_session_free(ss);
 	return running;
 }

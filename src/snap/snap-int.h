@@ -314,6 +314,15 @@ int snap_repo_record(struct store *, int64_t session, struct snap_repo *,
 struct snap_repo *snap_session_repo(struct store *, const struct config *,
     int64_t session, const char *tag, char **cause);
 
+/*
+ * Refuses, -1 with *CAUSE, while session SESSION runs in a live agentmux
+ * (WHY: what to do then), or with WORKTREE any other session of that
+ * project does (the files they write are the ones about to change), or
+ * when there is no session SESSION.
+ */
+int snap_check_ended(struct store *, int64_t session, const char *worktree,
+    const char *why, char **cause);
+
 /* undo --refs: branch tips, HEAD and the index as at session start (snap-refs.c). */
 int snap_undo_refs(struct store *, struct snap_repo *, int64_t session,
     bool dry_run, FILE *out, char **cause);

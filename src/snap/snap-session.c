@@ -453,3 +453,43 @@ snap_session_now(struct store *st, const struct config *cf, int64_t session,
 	snap_repo_free(repo);
 	return rc;
 }
+
+int
+snap_check_ended(struct store *st, int64_t session, const char *worktree,
+    const char *why, char **cause)
+{
+	struct store_session **v;
+	bool found = false;
+	char *q;
+	size_t n, i;
+	int rc = 0;
+
+	v = store_session_list(st, true, &n);
+	for (i = 0; i < n && rc == 0; i++) {
+		if (v[i]->id == session)
+			found = true;
+		if (!store_session_live(v[i]) ||
+		    strcmp(v[i]->kind, "snapshot") == 0 ||
+		    (v[i]->id != session && (worktree == NULL ||
+		    strcmp(v[i]->project, worktree) != 0)))
+			continue;
+		if (v[i]->id == session)
+			*cause = xprintf("session %lld is still running "
+			    "(agentmux pid %ld); %s", (long long)session,
+			    (long)v[i]->owner_pid, why);
+		else {
+			q = quote_name(worktree);
+			*cause = xprintf("session %lld is running in %s (agentmux "
+			    "pid %ld); end it before changing anything there",
+			    (long long)v[i]->id, q, (long)v[i]->owner_pid);
+			free(q);
+		}
+		rc = -1;
+	}
+	store_session_list_free(v, n);
+	if (rc == 0 && !found) {
+		*cause = xprintf("there is no session %lld", (long long)session);
+		rc = -1;
+	}
+	return rc;
+}

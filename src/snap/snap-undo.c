@@ -13,6 +13,9 @@
 
 #include "snap/snap-int.h"
 
+/* What a user whose session still runs is told to do. */
+#define SNAP_UNDO_WHY "end it before undoing what it did"
+
 struct snap_change {
 	unsigned old_mode;
 	unsigned new_mode;
@@ -326,41 +329,6 @@ snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 		out_puts(out, "\n");
 	}
 	strv_free(&q);
-}
-
-/* The session, and any other running in the same project, must have ended: undo writes the tree they write. */
-static int
-snap_undo_check_running(struct store *st, int64_t session,
-    const char *worktree, char **cause)
-{
-	struct store_session **v;
-	char *q;
-	size_t n, i;
-	int rc = 0;
-
-	v = store_session_list(st, true, &n);
-	for (i = 0; i < n && rc == 0; i++) {
-		if (strcmp(v[i]->state, "running") != 0 ||
-		    strcmp(v[i]->kind, "snapshot") == 0 ||
-		    (v[i]->id != session && (worktree == NULL ||
-		    strcmp(v[i]->project, worktree) != 0)) ||
-		    !util_proc_alive(v[i]->owner_pid, v[i]->owner_start))
-			continue;
-		if (v[i]->id == session)
-			*cause = xprintf("session %lld is still running "
-			    "(agentmux pid %ld); end it before undoing what it "
-			    "did", (long long)session, (long)v[i]->owner_pid);
-		else {
-			q = quote_name(worktree);
-			*cause = xprintf("session %lld is running in %s (agentmux "
-			    "pid %ld); end it before undoing anything there",
-			    (long long)v[i]->id, q, (long)v[i]->owner_pid);
-			free(q);
-		}
-		rc = -1;
-	}
-	store_session_list_free(v, n);
-	return rc;
 }
 
 static int
@@ -804,11 +772,12 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	snap_modes_init(&u.to_modes);
 	snap_modes_init(&u.now_modes);
 	if (snap_undo_exists(st, session, cause) == -1 ||
-	    snap_undo_check_running(st, session, NULL, cause) == -1 ||
+	    snap_check_ended(st, session, NULL, SNAP_UNDO_WHY, cause) == -1 ||
 	    (u.target = snap_resolve(st, session, o->to != NULL ? o->to :
 	    "start", &u.seq, cause)) == NULL ||
 	    (u.repo = snap_session_repo(st, cf, session, "undo", cause)) == NULL ||
-	    snap_undo_check_running(st, session, u.repo->worktree, cause) == -1 ||
+	    snap_check_ended(st, session, u.repo->worktree, SNAP_UNDO_WHY,
+	    cause) == -1 ||
 	    snap_undo_paths(u.repo, o->paths, &u.paths, cause) == -1)
 		goto out;
 	if ((u.rootfd = open(u.repo->worktree, O_PATH | O_DIRECTORY |

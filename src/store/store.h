@@ -103,6 +103,8 @@ struct store_session *store_session_get(struct store *, int64_t id);
 /** Sessions newest first (all, or the last 50); caller frees with store_session_list_free. */
 struct store_session **store_session_list(struct store *, bool all, size_t *n);
 void store_session_free(struct store_session *);
+/** True while S runs in an agentmux process that is still alive (not a crash left "running"). */
+bool store_session_live(const struct store_session *s);
 /**
  * How S ended, in the words every command and the dashboard use: "running",
  * "closed" (by the user), "exited N", "failed", "crashed". Written to BUF.
