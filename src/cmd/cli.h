@@ -1,4 +1,4 @@
-/* The command line: the table of commands and helpers every command uses. */
+/* The command layer (src/cmd, on top of every module): the table of commands and helpers every command uses. */
 #ifndef AGENTMUX_CLI_H
 #define AGENTMUX_CLI_H
 

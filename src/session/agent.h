@@ -1,4 +1,4 @@
-/* Agent profiles at run time: finding an agent's real install so the jail can show it. */
+/* Agent profiles at run time (part of the session layer): finding an agent's real install so the jail can show it. */
 #ifndef AGENTMUX_AGENT_H
 #define AGENTMUX_AGENT_H
 

@@ -1,4 +1,4 @@
-/* The session layer: one jailed command, its proxy listener, its pty, its records and snapshots. */
+/* The session layer (src/session): one jailed command, its proxy listener, its pty, its records and snapshots. */
 #ifndef AGENTMUX_SESSION_H
 #define AGENTMUX_SESSION_H
 

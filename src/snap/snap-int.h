@@ -1,4 +1,4 @@
-/* Internals shared by the snapshot files: repositories, snapshot jobs. */
+/* Internals of the snapshot module (src/snap), shared by its files: repositories, snapshot jobs. */
 #ifndef AGENTMUX_SNAP_INT_H
 #define AGENTMUX_SNAP_INT_H
 

@@ -1,4 +1,4 @@
-/* The store's side of snapshots: where a session's snapshots live, standalone snapshot sessions, gc bookkeeping. */
+/* The store's side of snapshots (their SQL, so src/snap needs store.h only): where a session's snapshots live, standalone snapshot sessions, gc bookkeeping. */
 #include <stdlib.h>
 #include <string.h>
 
