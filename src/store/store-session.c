@@ -225,6 +225,13 @@ store_session_list(struct store *st, bool all, size_t *n)
 	return v;
 }
 
+bool
+store_session_live(const struct store_session *s)
+{
+	return strcmp(s->state, "running") == 0 &&
+	    util_proc_alive(s->owner_pid, s->owner_start);
+}
+
 void
 store_session_free(struct store_session *s)
 {

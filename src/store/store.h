@@ -1,4 +1,4 @@
-/* The store: one SQLite database of sessions, requests, decisions, snapshots and events; git snapshots; config diffs. */
+/* The store: one SQLite database of sessions, requests, decisions, snapshots and events (SQLite only). */
 #ifndef AGENTMUX_STORE_H
 #define AGENTMUX_STORE_H
 
@@ -103,6 +103,8 @@ struct store_session *store_session_get(struct store *, int64_t id);
 /** Sessions newest first (all, or the last 50); caller frees with store_session_list_free. */
 struct store_session **store_session_list(struct store *, bool all, size_t *n);
 void store_session_free(struct store_session *);
+/** True while S runs in an agentmux process that is still alive (not a crash left "running"). */
+bool store_session_live(const struct store_session *s);
 /**
  * How S ended, in the words every command and the dashboard use: "running",
  * "closed" (by the user), "exited N", "failed", "crashed". Written to BUF.
@@ -256,278 +258,52 @@ void store_suggest(struct store *, const int64_t *sessions, size_t n,
     struct store_suggestion *out);
 void store_suggestion_free(struct store_suggestion *);
 
-/* ---- git snapshots, undo and config diffs (snap-*.c) ---- */
+/* ---- where snapshots live, and their bookkeeping (store-snap.c) ---- */
 
-/*
- * What a session left in the project for the host to run later, looked at
- * once its command has ended (snap-plant.c): git dirs the host's git would
- * obey (a nested repository, a submodule's git dir under .git/modules
- * however it got there, a .git made where the project had none) keep only
- * config keys known to be inert and lose new hooks, both kept in
- * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
- * files the user's own tools run are reported.
- */
-struct snap_plant_opts {
-	const char *project;      /* real path */
-	int64_t since;            /* ms since the epoch: what changed from then on counts */
-	const char *quarantine;   /* where what is taken out goes */
-	bool had_git;             /* the project had its .git at the start */
-	char *const *watch;       /* patterns of files the user's tools run (see snap_plant_match) */
-	size_t nwatch;
-	char *const *existed;     /* watched files there at the start (relative) */
-	size_t nexisted;
-};
-/**
- * The time to give snap_plant_opts.since: the file systems' own clock. A
- * file's ctime is stamped from the kernel's coarse clock, which lags
- * CLOCK_REALTIME by up to a tick; from the fine clock, a change made
- * within that tick of the start was not seen as a change.
- */
-int64_t snap_plant_clock(void);
-
-struct snap_plant_result {
-	struct strv alerts;       /* one line per thing found and done */
-	struct strv watched;      /* one line per watched file changed or deleted */
-	int setid;                /* set-uid/set-gid files found */
+struct store_snap_where {
+	char *gitdir;
+	char *worktree;
+	bool shadow;
 };
 
-void snap_plant_result_init(struct snap_plant_result *);
-void snap_plant_result_free(struct snap_plant_result *);
-/** Walks O's project; fills RES. -1 with *CAUSE if the project cannot be read. */
-int snap_plant_scan(const struct snap_plant_opts *o,
-    struct snap_plant_result *res, char **cause);
 /**
- * True if REL (relative to the project) falls under PATTERN: a path
- * relative to the project, '*', '?' and [...] within a component; a
- * pattern naming a dir covers what is in it; a leading "**" + "/" matches
- * at any depth.
+ * Records GITDIR (the own repository of WORKTREE) as where session
+ * SESSION's snapshots live (once); -1 with *CAUSE.
  */
-bool snap_plant_match(const char *pattern, const char *rel);
-/** Adds to OUT the regular files and dirs under PROJECT that PATTERNS name (none through a link). */
-void snap_plant_existing(const char *project, char *const *patterns,
-    size_t n, struct strv *out);
-
-/*
- * The user's own history (snap-history.c): objects that existed when a
- * session started cannot be deleted or changed from inside the jail (each
- * git dir's objects are an overlay there, over the session's own upper
- * dir, whose new objects are checked and brought back); refs, HEAD and
- * reflogs as they were are kept in the session's dir, SESSDIR/history.
- */
-struct snap_history;
-
-/**
- * Keeps the refs and reflogs of PROJECT's git dir and its submodules' (in
- * .git/modules) and makes the overlay dirs for their objects. NULL with
- * *CAUSE NULL if the project has no git dir (or none that can be
- * protected: NOTICES says why); NULL with *CAUSE on error.
- */
-struct snap_history *snap_history_begin(const char *project,
-    const char *sessdir, struct strv *notices, char **cause);
-/** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
-struct snap_history *snap_history_open(const char *sessdir);
-void snap_history_free(struct snap_history *);
-/** How many git dirs are protected; the overlay of the Ith (borrowed paths). */
-size_t snap_history_count(const struct snap_history *);
-void snap_history_overlay(const struct snap_history *, size_t i,
-    const char **path, const char **upper, const char **work);
-/**
- * Brings the objects the session's git wrote so far back into the git
- * dirs (each checked: it is what its name is the hash of); a batch at a
- * time, packs indexed in the background on BASE (NULL: now).
- */
-void snap_history_import(struct snap_history *, struct event_base *base);
-/**
- * Once the jail is gone: every object left is brought back (blocking),
- * reflog entries the session removed put back, refs it deleted (and tags
- * it moved) reported in WARNINGS; what was refused is in ALERTS.
- */
-void snap_history_end(struct snap_history *, int64_t session,
-    struct strv *alerts, struct strv *warnings);
-/** True if objects of the session may still need bringing back. */
-bool snap_history_pending(const struct snap_history *);
-/**
- * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
- * left objects unbrought: each is finished as snap_history_end would
- * (unless it still runs in a live agentmux), what was found recorded as
- * its events. Returns how many.
- */
-int snap_history_recover(struct store *, const char *data_dir);
-
-/*
- * A snapshot is a git commit of the whole working tree (tracked files and
- * untracked ones that are not ignored, with modes and symlinks, as raw
- * bytes: no filters, no line-ending conversion), written through a private
- * index in the runtime dir. Each session's snapshots chain under
- * refs/agentmux/sessions/<id>, and each has a ref of its own,
- * refs/agentmux/snaps/<id>/<commit>, so that gc keeps every one of them
- * whatever the chain's history looks like (the jail keeps refs/agentmux
- * read-only). A project outside git gets a shadow git dir
- * in the data dir. Files inside nested repositories and submodules are
- * snapshotted as ordinary content (their .git dirs are not).
- *
- * Snapshots of a session are numbered 1, 2, ... in the order they were
- * taken; SNAP arguments accept that number, "start", "end", "latest"
- * (or "last"), NAME~K (K before NAME), or a commit id prefix.
- */
-
-struct config;
-struct snap_session;
-
-struct snap_result {
-	int64_t id;               /* the record; 0 when not recorded (unchanged) */
-	int64_t seq;              /* its number in the session */
-	int64_t session;
-	char *commit;             /* NULL when only a tree was written */
-	char *tree;
-	char *modes;              /* the real modes recorded beside the tree */
-	int64_t files_changed;    /* paths differing from the session's start
-	                             (the first: from the project's last snapshot) */
-	bool unchanged;           /* if_changed and the tree was the last one */
-	char **warnings;          /* files git could not read, ... */
-	size_t nwarnings;
-	char **unreadable;        /* paths that could not be saved */
-	size_t nunreadable;
-};
-
-void snap_result_clear(struct snap_result *);
-
-/** Called with a snapshot's result, or ERROR (then RESULT is NULL). */
-typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
-    const char *error);
-
-/**
- * Snapshots of one running session of PROJECT, on BASE: opens (or makes)
- * the repository; runs git once, synchronously. Borrows everything.
- * NULL with *CAUSE.
- */
-struct snap_session *snap_session_create(struct event_base *base,
-    struct store *, const struct config *, int64_t session,
-    const char *project, char **cause);
-/** Finishes snapshots still in progress (blocking), then frees; NULL is a no-op. */
-void snap_session_free(struct snap_session *);
-/**
- * Queues a snapshot of KIND (start | end | manual | turn | undo) with
- * LABEL (may be NULL); DONE (may be NULL) runs when it is recorded. A
- * start snapshot also records HEAD, the branch tips and the index.
- */
-int snap_session_take(struct snap_session *, const char *kind,
-    const char *label, snap_done_cb done, void *arg, char **cause);
-/**
- * An agent turn ended (a request to a model host completed): snapshots
- * if the tree changed, at most once per [snapshots] interval (a later
- * turn within the interval is taken when it runs out).
- */
-void snap_session_turn(struct snap_session *);
-/** Waits (blocking, on a private loop) for the snapshots queued so far. */
-void snap_session_wait(struct snap_session *);
-/**
- * Waits (blocking) until the first queued snapshot has saved the tree and
- * its ref points at it: the files are safe, and out of reach of a prune in
- * the jail; its record follows on the loop. In a shadow repository, which no
- * jail can reach, it returns once the tree is saved: the commit and ref
- * follow on the loop too.
- */
-void snap_session_wait_ref(struct snap_session *);
-/** Progress of a large snapshot: FILES hashed so far. */
-void snap_session_set_progress(struct snap_session *,
-    void (*)(void *arg, int64_t files), void *arg);
-/** Where what keeping the snapshots within [snapshots] max_size did is said (one line each). */
-void snap_session_set_notice(struct snap_session *,
-    void (*)(void *arg, const char *message), void *arg);
-/** True while a snapshot runs or waits. */
-bool snap_session_busy(struct snap_session *);
-
-/** Progress of the blocking snapshots below (the command line): FILES hashed so far, -1 when done. */
-void snap_set_progress(void (*)(void *arg, int64_t files), void *arg);
-/**
- * Snapshots the project of DIR on its own (kind manual), recorded in the
- * project's "snapshot" session (one per project, made on first use);
- * *SESSION gets its id. Blocks.
- */
-int snap_project(struct store *, const struct config *, const char *dir,
-    const char *label, struct snap_result *, int64_t *session,
+int store_snap_repo_add(struct store *, int64_t session, const char *gitdir,
+    const char *worktree, char **cause);
+/** Points session ID's record at the own repository GITDIR; -1 with *CAUSE. */
+int store_snap_repo_move(struct store *, int64_t id, const char *gitdir,
     char **cause);
-/** Snapshots session ID's project into its chain now (kind manual). Blocks. */
-int snap_session_now(struct store *, const struct config *, int64_t session,
-    const char *label, struct snap_result *, char **cause);
-/**
- * Finds snapshot SPEC of SESSION; *SEQ gets its number. NULL with *CAUSE
- * saying what exists. Caller frees.
- */
-struct store_snapshot *snap_resolve(struct store *, int64_t session,
-    const char *spec, int64_t *seq, char **cause);
-
-struct snap_diff_opts {
-	const char *from;         /* SNAP; NULL: start */
-	const char *to;           /* SNAP or "worktree"; NULL: worktree */
-	bool stat;
-	bool color;
-	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
-	int out_fd;
-};
-
-/** Writes the diff to OUT_FD. -1 with *CAUSE. */
-int snap_diff(struct store *, const struct config *, int64_t session,
-    const struct snap_diff_opts *, char **cause);
-
-struct snap_undo_opts {
-	const char *to;           /* SNAP; NULL: start */
-	bool dry_run;
-	bool refs;                /* also reset branch tips, HEAD and the index */
-	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
-	FILE *out;                /* what changed, one line each */
-};
-
-/**
- * Puts session SESSION's project back as it was at a snapshot, first
- * snapshotting the present (kind undo). Refuses while the session runs.
- * Blocks. -1 with *CAUSE.
- */
-int snap_undo(struct store *, const struct config *, int64_t session,
-    const struct snap_undo_opts *, char **cause);
-/**
- * Deletes the snapshot refs of sessions no longer in the store and the
- * own repositories no session uses, then packs and prunes every one still
- * used and keeps it within [snapshots] max_size (MESSAGES gets a line per
- * thing to tell); returns how many refs went.
- */
-int snap_gc(struct store *, const struct config *, struct strv *messages,
+/* Where session ID's snapshots live; -1 if none were taken. */
+int store_snap_where(struct store *, int64_t session, struct store_snap_where *);
+void store_snap_where_free(struct store_snap_where *);
+/* The "snapshot" session that holds standalone snapshots of PROJECT (made if need be). */
+int64_t store_snap_project_session(struct store *, const char *project,
     char **cause);
-
-/* Config diffs: the changes in a session's config overlays (snap-confdiff.c). */
-
-struct snap_confdiff_opts {
-	char *const *paths;       /* host paths (or under them); NULL: all */
-	bool color;
-	FILE *out;
-	const struct config *cf;  /* secret values to redact */
-};
-
-/** Prints pending changes as unified diffs, secrets redacted. -1 with *CAUSE. */
-int snap_confdiff_show(struct store *, int64_t session,
-    const struct snap_confdiff_opts *, char **cause);
-/**
- * Applies (copies into the host dirs, atomically per file, modes kept;
- * deletions too) or discards pending changes, recording each. Refuses
- * while the session runs. Returns how many, -1 with *CAUSE.
- */
-int snap_confdiff_apply(struct store *, int64_t session,
-    const struct snap_confdiff_opts *, bool apply, char **cause);
-/** Pending config changes of SESSION (scans its overlays); -1 on error. */
-int snap_confdiff_pending(struct store *, int64_t session);
-/**
- * At session end: PERSIST (enum config_persist) always applies everything, never discards
- * everything, review leaves it for the user. Returns how many changed.
- */
-int snap_confdiff_session_end(struct store *, const struct config *,
-    int64_t session, int persist, char **cause);
-
-/* Line-level redaction of secrets (snap-redact.c). */
-
-/** Values that must never be shown: [secret] values from env and files; caller frees. */
-char **snap_redact_secrets(const struct config *, size_t *n);
-/** LINE with secret-looking values replaced; caller frees. */
-char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
+/* Marks the standalone session as used now (for gc). */
+void store_snap_project_touch(struct store *, int64_t session);
+/* Repositories of sessions that are gone: (session, gitdir) pairs; caller frees. */
+int store_snap_orphans(struct store *, int64_t **ids, char ***gitdirs, size_t *n);
+void store_snap_orphan_forget(struct store *, int64_t session);
+/* Whether any recorded session still uses GITDIR. */
+bool store_snap_gitdir_used(struct store *, const char *gitdir);
+/* Turn snapshots in GITDIR that may be dropped (not dropped yet, not a session's last), oldest first. */
+struct store_snapshot **store_snap_keep_candidates(struct store *,
+    const char *gitdir, size_t *n);
+/* The commits of snapshots in GITDIR that stay (not dropped, not candidates). */
+void store_snap_keep_kept(struct store *, const char *gitdir, struct strv *out);
+/* Marks snapshot ID as dropped, now. */
+void store_snap_keep_mark(struct store *, int64_t id);
+/* The newest session whose snapshots are in GITDIR (0 if none). */
+int64_t store_snap_keep_newest(struct store *, const char *gitdir);
+/* The own repositories recorded sessions use, with their projects; caller frees. */
+int store_snap_keep_repos(struct store *, char ***gitdirs, char ***worktrees,
+    size_t *n);
+/* The tree of the last snapshot kept in the own repository GITDIR, or NULL; caller frees. */
+char *store_snap_last_tree(struct store *, const char *gitdir);
+/* Sessions of WORKTREE whose snapshots are still in its .git (from before own repositories); caller frees. */
+int store_snap_legacy_list(struct store *, const char *worktree, int64_t **ids,
+    char ***gitdirs, size_t *n);
 
 #endif

@@ -9,7 +9,7 @@
 #include <event2/event.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "store/store.h"
 #include "tui-int.h"
 
@@ -945,7 +945,8 @@ tui_free(struct tui *t)
 
 /* Sessions of this dashboard whose config changes wait for a review, and how to review them. */
 static void
-tui_dash_left_to_review(struct store *st, const int64_t *ran, size_t n)
+tui_dash_left_to_review(struct session_ctx *ctx, const int64_t *ran,
+    size_t n)
 {
 	struct buf ids;
 	size_t i, pending = 0;
@@ -953,7 +954,7 @@ tui_dash_left_to_review(struct store *st, const int64_t *ran, size_t n)
 
 	buf_init(&ids);
 	for (i = 0; i < n; i++) {
-		if (snap_confdiff_pending(st, ran[i]) <= 0)
+		if (session_record_confdiff_pending(ctx, ran[i]) <= 0)
 			continue;
 		if (pending++ == 0)
 			first = ran[i];
@@ -991,7 +992,6 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	t->base = base;
 	t->ctx = ctx;
 	t->cf = session_ctx_config(ctx);
-	t->st = session_ctx_store(ctx);
 	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
 	t->scope_choice = -1;
@@ -1023,7 +1023,7 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	t->ran = NULL;
 	tui_free(t);
 	/* The screen is gone: what the user still has to decide is said here. */
-	tui_dash_left_to_review(session_ctx_store(ctx), ran, nran);
+	tui_dash_left_to_review(ctx, ran, nran);
 	free(ran);
 	return rc;
 }

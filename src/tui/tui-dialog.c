@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "tui-int.h"
 
 void

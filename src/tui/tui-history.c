@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "store/store.h"
 #include "tui-int.h"
 
@@ -26,9 +26,9 @@ tui_history_free(struct tui *t)
 void
 tui_history_open(struct tui *t)
 {
-	store_flush(t->st);
+	session_records_flush(t->ctx);
 	store_session_list_free(t->hist, t->nhist);
-	t->hist = store_session_list(t->st, true, &t->nhist);
+	t->hist = session_records_list(t->ctx, true, &t->nhist);
 	t->hist_sel = t->hist_top = 0;
 	tui_view_push(t, TUI_VIEW_HISTORY);
 }
@@ -141,7 +141,7 @@ tui_session_alerts(struct tui *t, const struct store_session *ss,
 	if (ss->flags == NULL)
 		return;
 	strv_addf(out, "! flagged: %s", ss->flags);
-	e = store_event_list(t->st, ss->id, &ne);
+	e = session_record_events(t->ctx, ss->id, &ne);
 	for (i = 0; i < ne && n < 8; i++) {
 		if (strcmp(e[i]->level, "error") != 0)
 			continue;
@@ -155,7 +155,7 @@ tui_session_alerts(struct tui *t, const struct store_session *ss,
 static void
 tui_session_lines(struct tui *t, struct strv *out)
 {
-	struct store_session *ss = store_session_get(t->st, t->detail);
+	struct store_session *ss = session_record_get(t->ctx, t->detail);
 	struct store_decision **d;
 	struct request **r;
 	struct store_request_filter f = { .session_id = t->detail };
@@ -186,7 +186,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    (long long)ss->unrecorded, (long long)ss->unrecorded_denied,
 		    (long long)ss->unrecorded_other);
 	tui_session_alerts(t, ss, out);
-	d = store_decision_list(t->st, t->detail, &nd);
+	d = session_record_decisions(t->ctx, t->detail, &nd);
 	strv_addf(out, "decisions: %zu", nd);
 	for (i = nd > 5 ? nd - 5 : 0; i < nd; i++)
 		strv_addf(out, "  %s %s %s:%d (%s, by %s)", d[i]->answer,
@@ -194,7 +194,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    d[i]->method != NULL ? quote_keep(&q, d[i]->method) :
 		    "any method", d[i]->by);
 	store_decision_list_free(d, nd);
-	r = store_request_list(t->st, &f, &nr);
+	r = session_record_requests(t->ctx, &f, &nr);
 	strv_addf(out, "requests: %zu (the last ones)", nr);
 	for (i = nr > 8 ? nr - 8 : 0; i < nr; i++) {
 		url = tui_req_url(r[i]->scheme, r[i]->host, r[i]->port,
@@ -224,10 +224,10 @@ tui_session_start_snap(const struct tui *t)
 void
 tui_session_open(struct tui *t, int64_t id)
 {
-	store_flush(t->st);
+	session_records_flush(t->ctx);
 	t->detail = id;
 	store_snapshot_list_free(t->snaps, t->nsnaps);
-	t->snaps = store_snapshot_list(t->st, id, &t->nsnaps);
+	t->snaps = session_record_snapshots(t->ctx, id, &t->nsnaps);
 	t->snap_sel = tui_session_start_snap(t);
 	strv_free(&t->detail_lines);
 	strv_init(&t->detail_lines);
@@ -359,7 +359,7 @@ tui_session_undo_resume(struct tui *t)
 	snprintf(id, sizeof id, "%lld", (long long)t->undo_session);
 	argv[3] = t->undo_commit;
 	/* The undo is another process: it reads the sessions' ends from the store. */
-	store_flush(t->st);
+	session_records_flush(t->ctx);
 	tui_text_run(t, "undo", argv, false);
 	tui_session_undo_clear(t);
 }
@@ -373,7 +373,7 @@ tui_session_undo(struct tui *t, void *arg)
 	bool stopping = false;
 
 	if (t->snap_sel >= t->nsnaps || t->snaps[t->snap_sel]->commit == NULL ||
-	    (ss = store_session_get(t->st, t->detail)) == NULL)
+	    (ss = session_record_get(t->ctx, t->detail)) == NULL)
 		return;
 	tui_session_undo_clear(t);
 	t->undo_commit = xstrdup(t->snaps[t->snap_sel]->commit);
@@ -397,7 +397,7 @@ tui_session_undo(struct tui *t, void *arg)
 static void
 tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
 {
-	struct store_session *ss = store_session_get(t->st, t->detail);
+	struct store_session *ss = session_record_get(t->ctx, t->detail);
 	char *stop, *q;
 
 	stop = tui_session_undo_blockers(t, t->detail, ss != NULL ?
@@ -420,7 +420,7 @@ tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
 static void
 tui_session_suggest(struct tui *t, bool write)
 {
-	struct store_session *ss = store_session_get(t->st, t->detail);
+	struct store_session *ss = session_record_get(t->ctx, t->detail);
 	char id[32];
 	char *argv[] = { (char *)"policy", (char *)"suggest", id,
 		(char *)"--agent", NULL, write ? (char *)"--write" : NULL, NULL };

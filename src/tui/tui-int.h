@@ -7,7 +7,7 @@
 #include <vterm.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "tui.h"
 
 /* ---- the dashboard ---- */
@@ -124,7 +124,6 @@ struct tui {
 	struct event_base *base;
 	struct session_ctx *ctx;
 	const struct config *cf;
-	struct store *st;
 	struct tui_screen *scr;
 	struct tui_frames *frames;
 	struct tui_keys *keys;

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "store/store.h"
 #include "tui-int.h"
 
@@ -185,7 +185,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	wp->agent = xstrdup(session_agent(wp->s));
 	free(wp->project);
 	wp->project = xstrdup(session_project(wp->s));
-	if ((ss = store_session_get(t->st, wp->id)) != NULL) {
+	if ((ss = session_record_get(t->ctx, wp->id)) != NULL) {
 		free(wp->unsafe);
 		wp->unsafe = ss->unsafe != NULL ? xstrdup(ss->unsafe) : NULL;
 		store_session_free(ss);

@@ -5,7 +5,7 @@
 #include <event2/event.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "tui-int.h"
 
 static const struct {

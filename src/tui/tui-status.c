@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "session.h"
+#include "session/session.h"
 #include "tui-int.h"
 
 /* The focused session's project (its last part), else the first's. */

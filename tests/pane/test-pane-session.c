@@ -7,7 +7,7 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 #include "pane/pane.h"
-#include "session.h"
+#include "session/session.h"
 
 struct run {
 	struct event_base *base;

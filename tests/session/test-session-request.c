@@ -6,7 +6,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "session-int.h"
+#include "session/session-int.h"
 #include "store/store.h"
 
 struct seen {

@@ -9,8 +9,8 @@ set -u
 AMX=${AGENTMUX:?AGENTMUX must name the binary}
 HERE=$(cd "$(dirname "$0")" && pwd)
 HOSTILE_LIB=$HERE/hostile-lib.sh
-[ -f "$HOSTILE_LIB" ] || HOSTILE_LIB=$HERE/../cli/hostile-lib.sh
-# shellcheck source=../cli/hostile-lib.sh
+[ -f "$HOSTILE_LIB" ] || HOSTILE_LIB=$HERE/../cmd/hostile-lib.sh
+# shellcheck source=../cmd/hostile-lib.sh
 . "$HOSTILE_LIB"
 command -v python3 >/dev/null || { echo "SKIP: python3 is missing"; exit 77; }
 [ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 (for the jail) is missing"; exit 77; }

@@ -7,7 +7,7 @@
 # paste buffers are never set by them.
 set -u
 . "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/../cli/hostile-lib.sh"
+. "$(dirname "$0")/../cmd/hostile-lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
 [ -x /usr/bin/python3 ] || { echo "SKIP: /usr/bin/python3 (for the jail) is missing"; exit 77; }
 

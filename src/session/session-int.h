@@ -1,0 +1,228 @@
+/* Internals of the session layer, shared by its files (the proxy wiring joins them as session-proxy.c). */
+#ifndef AGENTMUX_SESSION_INT_H
+#define AGENTMUX_SESSION_INT_H
+
+#include "core/core.h"
+#include "jail/jail.h"
+#include "session.h"
+#include "snap/snap.h"
+
+struct bufferevent;
+struct event;
+struct jail;
+struct pane;
+struct snap_history;
+struct proxy;
+struct proxy_policy;
+struct proxy_session;
+struct session_disk;
+struct session_secret;
+
+/* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
+#define SESSION_TERM_GRACE_SEC 5
+
+/* The port of the proxy listener inside every jail (its own network namespace). */
+#define SESSION_PROXY_PORT 3128
+
+/* Requests to one destination the proxy denied, and why (the first reason). */
+struct session_denial {
+	char *dest;                  /* HOST:PORT */
+	char *why;
+	int n;
+};
+
+struct session_ctx {
+	struct event_base *base;
+	const struct config *cf;
+	struct store *st;
+	char *data_dir;
+	struct strv upstream_ca;     /* extra upstream CAs, for the proxy */
+	struct proxy *px;            /* CA, TLS contexts, DNS: every session's */
+	struct event *sigchld;
+	struct session *sessions;    /* every live session */
+};
+
+struct session {
+	struct session_ctx *ctx;
+	struct session *next;
+	struct session_events ev;
+	void *arg;
+
+	int64_t id;
+	char *kind;
+	char *agent;
+	char *project;
+	char *cwd;
+	char *command;               /* as asked for, shell-quoted, for display */
+	char *dir;                   /* $DATA/sessions/<id> */
+	struct strv argv;            /* what runs (argv[0] as found on the host) */
+	struct strv asked;           /* the command as asked for, for the record */
+	struct strv env;
+	struct strv allow;           /* --allow/--deny, for the proxy */
+	struct strv deny;
+	int on_unknown;
+
+	struct jail *jail;
+	int listen_fd;               /* the jail's proxy listener until served */
+	struct proxy_session *ps;    /* serves the listener (session-proxy.c) */
+	struct proxy_policy *policy; /* until the proxy session takes it */
+	struct session_secret *secrets;
+	size_t nsecrets;
+	struct strv denied;          /* rules that denied requests suggest */
+	struct session_denial *denials; /* what was denied, per destination */
+	size_t ndenials;
+
+	struct bufferevent *pty;     /* pty mode: both directions */
+	struct bufferevent *out;     /* pipe mode */
+	struct bufferevent *err;
+	struct bufferevent *in;
+	bool in_closing;             /* close stdin once what is queued is written */
+	struct pane *pane;           /* the pty's screen and scrollback, or NULL */
+
+	char *guard_gitdir;          /* the project's .git, watched (session-guard.c) */
+	unsigned guard_had;          /* which redirecting files it had at the start */
+	int guard_fd;
+	struct event *guard_ev;
+	int64_t guard_since;         /* when the command started (ms), 0 once checked */
+	bool guard_had_git;          /* the project had a .git then */
+	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
+	struct strv protected;       /* what they matched at the start (relative) */
+	struct strv watched;         /* what the watched ones (built-in too) matched */
+	struct strv guard_socks;     /* host sockets in the project, known */
+	struct event *guard_sock_ev; /* looks for new ones */
+
+	int home_fd;                 /* the jail's HOME (session-files.c) */
+	struct strv hfiles;          /* file entries there, relative to HOME */
+	struct strv hcopies;         /* their overlay/<n> dirs */
+	bool files_taken;
+
+	struct snap_history *history; /* the user's git history (session-history.c) */
+	struct event *history_ev;    /* brings the session's objects back */
+
+	struct snap_session *snap;   /* its snapshots (session-snap.c) */
+	bool snap_ended;             /* the end snapshot is queued */
+	bool snap_end_pending;       /* and has not finished yet */
+	bool done_told;              /* the done event was sent */
+
+	bool reaped;
+	bool ended;
+	bool budget_told;            /* the record budget was reached and said */
+	int status;
+	struct event *kill_ev;
+	struct event *wall_ev;       /* the profile's wall_clock limit */
+	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
+	char *end_reason;            /* why agentmux ended it, for the record */
+	bool closing;                /* the user closed it: recorded "closed" */
+	struct strv kept;            /* "allow RULE" answered for the session */
+};
+
+/* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
+struct session_setup {
+	char *dir;                   /* $DATA/sessions/<id> */
+	const char *shell;
+	const char *home;
+	struct strv env;
+	struct strv binds;           /* read-only, at the same path */
+	struct strv path;            /* dirs to put first on the jail's PATH */
+	struct strv ov_path;         /* overlays: where, lower, upper, work */
+	struct strv ov_lower;
+	struct strv ov_upper;
+	struct strv ov_work;
+	struct strv file_paths;      /* single files: where, and the session's copy */
+	struct strv file_srcs;
+	struct strv hf_rel;          /* file entries under HOME: path from HOME */
+	struct strv hf_base;         /* and the session's overlay/<n> dir */
+	struct strv notices;         /* things the user should hear about */
+	struct strv protect;         /* project files read-only in the jail (absolute) */
+	struct jail_overlay *overlays;
+	struct jail_bind *jbinds;
+};
+
+struct config_agent;
+struct jail_conf;
+
+void session_setup_init(struct session_setup *);
+void session_setup_free(struct session_setup *);
+const struct config_agent *session_setup_profile(const struct config *,
+    const char *name, char **cause);
+int session_setup_command(struct session_setup *, struct strv *argv,
+    const struct config_agent *, char *const *command, const char *project,
+    char **cause);
+void session_setup_env(struct session_setup *, const struct config_agent *,
+    bool pty, int port);
+int session_setup_overlays(struct session_setup *,
+    const struct config_agent *, char **cause);
+void session_setup_jail(struct session_setup *, struct jail_conf *);
+
+/* The project's git dir while the command runs (session-guard.c). */
+int session_guard_sockets(struct session *, char **cause);
+void session_guard_start(struct session *);
+void session_guard_check(struct session *);
+void session_guard_stop(struct session *);
+
+/* The disk write budget and reserve (session-disk.c). */
+int session_disk_check(struct session_ctx *, const char *project,
+    char **cause);
+void session_disk_start(struct session *);
+bool session_disk_frozen(struct session *);
+void session_disk_end(struct session *);
+void session_disk_free(struct session *);
+
+/* The pty's terminal state (session-pane.c). */
+void session_pane_start(struct session *, const struct session_opts *);
+/** Feeds pty output to the pane; false if the session keeps none. */
+bool session_pane_feed(struct session *, const char *data, size_t len);
+void session_pane_changed(struct session *);
+void session_pane_resize(struct session *, unsigned short rows,
+    unsigned short cols);
+void session_pane_free(struct session *);
+
+/* The user's git history (session-history.c). */
+int session_history_start(struct session *, struct session_setup *,
+    char **cause);
+void session_history_watch(struct session *);
+void session_history_hint(struct session *, char **cause);
+void session_history_stop(struct session *);
+void session_history_recover(struct session_ctx *);
+
+/* File entries under HOME (session-files.c). */
+int session_files_place(struct session *, char **cause);
+void session_files_capture(struct session *);
+void session_files_free(struct session *);
+
+/* Snapshots (session-snap.c). */
+void session_snap_start(struct session *);
+void session_snap_wait_start(struct session *);
+void session_snap_end(struct session *);
+void session_snap_done(struct session *);
+void session_snap_free(struct session *, bool ran);
+/*
+ * The proxy's report of request R of session ARG: a finished one is stored
+ * and its denial counted; either way R itself, borrowed, goes on to the
+ * front end (session-proxy.c).
+ */
+void session_proxy_request(void *arg, const struct request *r);
+/* A request to HOST completed: a model host's marks an agent turn. */
+void session_snap_request_done(struct session *, const char *host);
+
+/* session-proxy.c: the proxy's side of sessions. */
+int session_proxy_ctx_init(struct session_ctx *, char **cause);
+void session_proxy_ctx_free(struct session_ctx *);
+/** The bundle the jail trusts (system CAs plus ours); borrowed. */
+const char *session_proxy_ca_bundle(struct session_ctx *);
+/** Checks O's --allow/--deny rules; -1 with *CAUSE naming the bad one. */
+int session_proxy_check(const struct session_opts *, char **cause);
+/** Builds the session's policy and loads its profile's secrets (A may be NULL). */
+int session_proxy_prepare(struct session *, const struct config_agent *a,
+    char **cause);
+/** Adds the CA variables, NO_PROXY and the secrets' placeholders to ENV. */
+void session_proxy_env(struct session *, struct strv *env);
+/** Serves listener FD (which it takes, even on failure). */
+int session_proxy_serve(struct session *, int fd, char **cause);
+void session_proxy_stop_accepting(struct session *);
+/** Closes the proxy session and forgets the secrets. */
+void session_proxy_end(struct session *);
+void session_proxy_note_denied(struct session *, const char *host, int port,
+    const char *error);
+
+#endif

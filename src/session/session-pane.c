@@ -1,0 +1,68 @@
+/* A session's terminal: its pty output kept in a pane (screen, scrollback, modes) for whoever draws it. */
+#include "core/core.h"
+#include "pane/pane.h"
+#include "session/session-int.h"
+
+/* Replies the terminal makes (device attributes, cursor reports) and encoded keys go to the program. */
+static void
+session_pane_write(void *arg, const char *data, size_t len)
+{
+	struct session *s = arg;
+
+	if (s->pty != NULL)
+		session_write(s, data, len);
+}
+
+void
+session_pane_start(struct session *s, const struct session_opts *o)
+{
+	int64_t hlimit = s->ctx->cf->ui.scrollback;
+
+	if (!o->pty || !o->pane)
+		return;
+	if (hlimit < 0)
+		hlimit = 0;
+	s->pane = pane_create(o->cols, o->rows, (unsigned)hlimit,
+	    session_pane_write, s);
+}
+
+bool
+session_pane_feed(struct session *s, const char *data, size_t len)
+{
+	if (s->pane == NULL)
+		return false;
+	pane_feed(s->pane, data, len);
+	return true;
+}
+
+void
+session_pane_changed(struct session *s)
+{
+	if (s->pane != NULL && s->ev.pane_changed != NULL)
+		s->ev.pane_changed(s->arg, s);
+}
+
+void
+session_pane_resize(struct session *s, unsigned short rows,
+    unsigned short cols)
+{
+	if (s->pane != NULL)
+		pane_resize(s->pane, cols, rows);
+}
+
+void
+session_pane_free(struct session *s)
+{
+	if (s->pane == NULL)
+		return;
+	/* Whoever still holds it keeps the last screen, with nobody to reply to. */
+	pane_set_write(s->pane, NULL, NULL);
+	pane_free(s->pane);
+	s->pane = NULL;
+}
+
+struct pane *
+session_pane(struct session *s)
+{
+	return s->pane;
+}

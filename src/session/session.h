@@ -1,0 +1,293 @@
+/* The session layer (src/session): one jailed command, its proxy listener, its pty, its records and snapshots. */
+#ifndef AGENTMUX_SESSION_H
+#define AGENTMUX_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Front ends (`agentmux run`, `agentmux proxy`, the dashboard) talk to
+ * sessions only through this header: events come in through the callbacks
+ * of struct session_events, commands go out through the session_* calls.
+ * Nothing here exposes the jail or the proxy, so the dashboard could later
+ * attach to a background server instead, like a tmux client.
+ */
+
+struct event_base;
+struct config;
+struct store;
+struct request;
+struct store_request_filter;
+struct store_session;
+struct store_event;
+struct store_decision;
+struct store_snapshot;
+struct session;
+struct session_ctx;
+struct pane;
+
+/**
+ * What every session of one agentmux process shares: the loop, the config,
+ * the store, the proxy (CA, TLS contexts, DNS) and the runtime dir.
+ * Borrows BASE and CF (they must outlive it). NULL with *CAUSE on error.
+ */
+struct session_ctx *session_ctx_create(struct event_base *base,
+    const struct config *cf, char *const *upstream_ca, char **cause);
+void session_ctx_free(struct session_ctx *);
+/**
+ * The store all sessions record into; borrowed. Front ends read records
+ * through session_record_* instead.
+ */
+struct store *session_ctx_store(struct session_ctx *);
+/** The CA certificate clients of the proxy must trust (PEM path); borrowed. */
+const char *session_ctx_ca_cert(struct session_ctx *);
+const struct config *session_ctx_config(struct session_ctx *);
+
+struct session_opts {
+	const char *kind;            /* "run", "dashboard" or "proxy" */
+	const char *agent;           /* profile; NULL: [ui] default_agent, else shell */
+	const char *dir;             /* project dir (-C); NULL: the current dir */
+	char *const *command;        /* NULL: the profile's command */
+	char *const *allow;          /* extra rules from the command line */
+	char *const *deny;
+	char *const *kept;           /* "allow RULE"/"deny RULE" answered for the
+	                                session by a run this one restarts */
+	int on_unknown;              /* -1: the config's; CONFIG_ASK or CONFIG_DENY */
+	int64_t memory;              /* 0: the profile's, then [limits] */
+	int64_t pids;
+	bool pty;                    /* a pty (dashboard, run on a terminal), else pipes */
+	bool pane;                   /* with pty: keep its terminal state (session_pane) */
+	unsigned short rows;
+	unsigned short cols;
+	int listen_fd;               /* -1: jail the command; else serve this listener
+	                                with no jail and no command (agentmux proxy) */
+};
+
+/** A destination waiting for the user's decision. Strings borrowed. */
+struct session_ask {
+	uint64_t id;
+	const char *host;
+	int port;
+	const char *method;          /* NULL when asked before decryption */
+	const char *path;
+	const char *scheme;
+	int waiting;                 /* requests held on it */
+	int64_t asked_at;            /* ms since the epoch */
+	int64_t deadline_mono_us;    /* when it times out (util_mono_us clock) */
+	bool paused;
+};
+
+enum session_answer {
+	SESSION_ALLOW_ONCE,
+	SESSION_ALLOW_SESSION,
+	SESSION_ALLOW_ALWAYS,        /* also written to the config file */
+	SESSION_DENY_ONCE,
+	SESSION_DENY_SESSION,
+	SESSION_DENY_ALWAYS,
+};
+
+/**
+ * A disk limit the session reached ([limits] disk_write or disk_reserve):
+ * it is frozen until session_disk_answer. Strings borrowed.
+ */
+struct session_disk_ask {
+	const char *reason;          /* "budget", "reserve", or "uncounted" (writes it cannot count) */
+	const char *message;         /* one line for the user: what was reached, and that it is frozen */
+	const char *more;            /* what continuing does ("budget 40G", "down to 450M free") */
+	int64_t written;             /* bytes its processes wrote, as last counted */
+	int64_t budget;              /* its write budget; 0: none */
+	int64_t free;                /* reserve: bytes free on the disk that reached it */
+	int64_t reserve;             /* and what was to stay free there */
+};
+
+/** Events from a session to its front end. Any callback may be NULL. */
+struct session_events {
+	/*
+	 * Output of the command: STREAM 1 (pty or stdout) or 2 (stderr).
+	 * With a pane, the pty's output is in it before this is called.
+	 */
+	void (*output)(void *arg, struct session *, int stream,
+	    const char *data, size_t len);
+	/*
+	 * The session's pane (session_pane) took output: its screen, cursor,
+	 * title, bells or modes may have changed and it wants drawing.
+	 */
+	void (*pane_changed)(void *arg, struct session *);
+	/* The command ended with STATUS (exit code, or 128+N for signal N). */
+	void (*exited)(void *arg, struct session *, int status);
+	/*
+	 * A request started (R->done false) or finished (R->done true); R is
+	 * borrowed for the call. Its id is the request's number within the
+	 * session, the same at start and end (the store's row id exists only
+	 * once it is written).
+	 */
+	void (*request)(void *arg, struct session *, const struct request *r);
+	/* A question was raised or changed (more requests waiting). */
+	void (*ask)(void *arg, struct session *, const struct session_ask *);
+	/* A question was answered: ANSWER "allow"/"deny", BY "user"/"timeout". */
+	void (*answered)(void *arg, struct session *, uint64_t id,
+	    const char *answer, const char *by);
+	/* Something the user should see: LEVEL "info", "warn" or "alert". */
+	void (*notice)(void *arg, struct session *, const char *level,
+	    const char *message);
+	/*
+	 * The session reached a disk limit and is frozen; it stays so until
+	 * session_disk_answer. NULL: nobody can be asked, and a session that
+	 * reaches one is stopped instead (a notice says why).
+	 */
+	void (*disk)(void *arg, struct session *,
+	    const struct session_disk_ask *);
+	/*
+	 * After exited, once the end snapshot is taken (or failed): nothing
+	 * of the session writes to the project any more, and its end is in
+	 * the store's next flush.
+	 */
+	void (*done)(void *arg, struct session *);
+};
+
+/**
+ * Checks OPTS without starting anything (the agent profile exists, the
+ * project may be jailed): -1 with *CAUSE when they are wrong, which is a
+ * usage error of the front end.
+ */
+int session_check(struct session_ctx *, const struct session_opts *,
+    char **cause);
+
+/**
+ * Starts a session: resolves the agent profile and project, records the
+ * session, snapshots the project, starts the jail and serves its proxy
+ * listener. NULL with *CAUSE (a sentence saying what to do) on error.
+ */
+struct session *session_start(struct session_ctx *,
+    const struct session_opts *, const struct session_events *, void *arg,
+    char **cause);
+/** Ends what still runs, records the end, frees; NULL is a no-op. */
+void session_free(struct session *);
+
+int64_t session_id(struct session *);
+const char *session_agent(struct session *);
+const char *session_project(struct session *);
+/** The command line, shell-quoted; borrowed. */
+const char *session_command(struct session *);
+bool session_running(struct session *);
+/** True once the session's records reached [proxy] record_budget. */
+bool session_budget_reached(struct session *);
+/** Exit status once ended, else -1. */
+int session_exit_status(struct session *);
+
+/** Sends input to the command (pty or stdin). */
+int session_write(struct session *, const void *, size_t);
+/** Bytes given to session_write that the command has not taken yet. */
+size_t session_input_pending(struct session *);
+/** Ends the command's input (pipe mode). */
+void session_close_input(struct session *);
+/**
+ * The terminal state of the session's pty (screen, scrollback, cursor,
+ * title, modes), fed on the session side so it can be drawn at any time;
+ * NULL without opts.pane. Borrowed: pane_ref it to keep it past
+ * session_free (it then keeps the last screen and sends nothing).
+ */
+struct pane *session_pane(struct session *);
+/** Resizes the command's pty and the session's pane. */
+void session_resize(struct session *, unsigned short rows,
+    unsigned short cols);
+/** Asks the command to stop: SIGTERM, then SIGKILL after a grace period. */
+void session_terminate(struct session *);
+/**
+ * The user closes the session: SIGHUP (as a terminal hang-up), SIGTERM,
+ * then SIGKILL after the grace period; its end is recorded as "closed".
+ */
+void session_close(struct session *);
+/**
+ * Whether profile AGENT's command is installed on the host PATH; if not,
+ * false with *CAUSE naming it and how to install it.
+ */
+bool session_agent_installed(const struct config *, const char *agent,
+    char **cause);
+/** True once session_close was called. */
+bool session_closing(struct session *);
+/**
+ * The "allow RULE"/"deny RULE" answers given for the session (and those it
+ * kept from the run it restarts), for session_opts.kept. Borrowed.
+ */
+char *const *session_kept_rules(struct session *);
+/** Answers question ID. */
+void session_answer(struct session *, uint64_t id, enum session_answer);
+
+/** A rule an "always" (or "session") answer can save, and what it covers. */
+struct session_scope {
+	char *rule;                  /* after allow/deny: "two.test:8443 GET /v1/" */
+	const char *what;            /* "this host and port", ... */
+};
+#define SESSION_SCOPES_MAX 4
+/**
+ * The rules an answer to ASK can save, narrowest first, into V (at most
+ * SESSION_SCOPES_MAX): this host and port; any port; this method and path
+ * prefix (when both are known and plain); any subdomain of the registrable
+ * domain (only with Debian's public suffix list, and never wider than one
+ * registrable domain). Returns how many; free with session_scopes_free.
+ */
+size_t session_ask_scopes(const struct session_ask *, struct session_scope *v);
+void session_scopes_free(struct session_scope *, size_t n);
+/**
+ * Answers question ID saving RULE (one of session_ask_scopes's) for a
+ * SESSION or ALWAYS answer; requests it does not cover are asked anew.
+ * -1 with *CAUSE if RULE is not a rule.
+ */
+int session_answer_rule(struct session *, uint64_t id, enum session_answer,
+    const char *rule, char **cause);
+/** Pauses or resumes question ID's countdown (the user is looking at it). */
+void session_ask_pause(struct session *, uint64_t id, bool pause);
+/**
+ * Answers the disk question of a frozen session: GO_ON lets it continue
+ * (a budget larger by [limits] disk_write, a reserve down to half the
+ * free space left, or its uncounted processes let be), else it is stopped.
+ */
+void session_disk_answer(struct session *, bool go_on);
+/** Takes a snapshot now, without blocking; LABEL may be NULL. */
+int session_snapshot(struct session *, const char *label, char **cause);
+/**
+ * What the proxy denied so far, or NULL: one line per destination
+ * ("denied HOST:PORT (N requests): why"), then, if some had no rule, one
+ * line ending in the --allow options that would let them through.
+ * Caller frees.
+ */
+char *session_denied_summary(struct session *);
+
+/* ---- for front ends: records and checks (session-front.c) ---- */
+
+/**
+ * Gets the jail's cgroups ready while the rest is set up; changes nothing.
+ * For front ends about to start a session, as early as they know it.
+ */
+void session_prewarm(void);
+/** Checks the rule TEXT for an "allow" or "deny" (VERB) option; -1 with *CAUSE. */
+int session_rule_validate(const char *verb, const char *text, char **cause);
+/** Writes the records still queued, so that what follows reads them. */
+void session_records_flush(struct session_ctx *);
+/**
+ * The recorded sessions newest first (all, or the last 50); caller frees
+ * with store_session_list_free. The store_* types and their _free calls
+ * are the records' own (store/store.h).
+ */
+struct store_session **session_records_list(struct session_ctx *, bool all,
+    size_t *n);
+/** Session record ID, or NULL; caller frees with store_session_free. */
+struct store_session *session_record_get(struct session_ctx *, int64_t id);
+/** Events of session ID; caller frees with store_event_list_free. */
+struct store_event **session_record_events(struct session_ctx *, int64_t id,
+    size_t *n);
+/** Decisions of session ID; caller frees with store_decision_list_free. */
+struct store_decision **session_record_decisions(struct session_ctx *,
+    int64_t id, size_t *n);
+/** Requests oldest first; caller frees with store_request_list_free. */
+struct request **session_record_requests(struct session_ctx *,
+    const struct store_request_filter *, size_t *n);
+/** Snapshots of session ID; caller frees with store_snapshot_list_free. */
+struct store_snapshot **session_record_snapshots(struct session_ctx *,
+    int64_t id, size_t *n);
+/** Config changes of session ID waiting for a review; -1 on error. */
+int session_record_confdiff_pending(struct session_ctx *, int64_t id);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * Diffs between snapshots, or a snapshot and the working tree as it is
+ * now: git's diff of the trees, then the real modes that changed where
+ * git, which keeps 644 and 755 only, sees nothing.
+ */
+#include <sys/stat.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* One side of a diff: its tree and real modes. */
+struct snap_diff_side {
+	char *tree;
+	struct snap_modes modes;
+};
+
+static void
+snap_diff_side_free(struct snap_diff_side *d)
+{
+	free(d->tree);
+	snap_modes_free(&d->modes);
+}
+
+/* The modes recorded in COMMIT (unknown for a snapshot that predates them). */
+static void
+snap_diff_commit_modes(struct snap_repo *r, const char *commit,
+    struct snap_modes *m)
+{
+	const char *args[] = { "cat-file", "commit", commit, NULL };
+	struct buf out;
+	char *cause = NULL;
+
+	buf_init(&out);
+	if (snap_git(r, SNAP_ENV_DB, args, NULL, &out, &cause) == 0)
+		snap_modes_from_commit(m, out.data, out.len);
+	else {
+		log_debug("%s", cause);
+		free(cause);
+		snap_modes_init(m);
+	}
+	buf_free(&out);
+}
+
+/* The side SPEC names: a snapshot, or (worktree, now) the tree as it is. */
+static int
+snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
+    const char *spec, struct snap_diff_side *d, char **cause)
+{
+	struct store_snapshot *s;
+	struct snap_take_opts o;
+	struct snap_result res;
+
+	snap_modes_init(&d->modes);
+	if (strcmp(spec, "worktree") == 0 || strcmp(spec, "now") == 0) {
+		memset(&o, 0, sizeof o);
+		o.session = session;
+		if (snap_take_sync(st, r, &o, &res, cause) == -1)
+			return -1;
+		d->tree = res.tree;
+		res.tree = NULL;
+		snap_modes_parse(&d->modes, res.modes, strlen(res.modes));
+		snap_result_clear(&res);
+		return 0;
+	}
+	if ((s = snap_resolve(st, session, spec, NULL, cause)) == NULL)
+		return -1;
+	d->tree = xstrdup(s->tree);
+	snap_diff_commit_modes(r, s->commit, &d->modes);
+	store_snapshot_free(s);
+	return 0;
+}
+
+/* A tree's entries: path and mode, sorted by path. */
+struct snap_diff_entry {
+	char *path;
+	unsigned mode;
+};
+
+struct snap_diff_entries {
+	struct snap_diff_entry *v;
+	size_t n;
+};
+
+static int
+snap_diff_entry_cmp(const void *a, const void *b)
+{
+	const struct snap_diff_entry *x = a, *y = b;
+
+	return strcmp(x->path, y->path);
+}
+
+static void
+snap_diff_entries_free(struct snap_diff_entries *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		free(e->v[i].path);
+	free(e->v);
+	memset(e, 0, sizeof *e);
+}
+
+/* Entries of TREE: all of them, or those named in M's and N's lists. */
+static int
+snap_diff_entries(struct snap_repo *r, const char *tree, bool all,
+    const struct snap_modes *m, const struct snap_modes *n,
+    struct snap_diff_entries *e, char **cause)
+{
+	const char *p, *end, *tab;
+	struct strv args;
+	struct buf out;
+	unsigned mode;
+	size_t i;
+	int rc;
+
+	strv_init(&args);
+	strv_add(&args, "ls-tree");
+	strv_add(&args, "-z");
+	strv_add(&args, "--full-tree");
+	if (all) {
+		strv_add(&args, "-r");
+		strv_add(&args, "-t");
+	}
+	strv_add(&args, tree);
+	if (!all) {
+		strv_add(&args, "--");
+		for (i = 0; i < m->n; i++)
+			strv_add(&args, m->v[i].path);
+		for (i = 0; i < n->n; i++)
+			strv_add(&args, n->v[i].path);
+	}
+	buf_init(&out);
+	rc = snap_git(r, SNAP_ENV_DB, (const char *const *)args.v, NULL, &out,
+	    cause);
+	for (p = out.data, end = p + out.len; rc == 0 && p != NULL && p < end;
+	    p += strlen(p) + 1) {
+		if ((tab = strchr(p, '\t')) == NULL || sscanf(p, "%o", &mode) != 1)
+			continue;
+		e->v = xreallocarray(e->v, e->n + 1, sizeof *e->v);
+		e->v[e->n].path = xstrdup(tab + 1);
+		e->v[e->n].mode = mode;
+		e->n++;
+	}
+	if (e->n > 1)
+		qsort(e->v, e->n, sizeof *e->v, snap_diff_entry_cmp);
+	buf_free(&out);
+	strv_free(&args);
+	return rc;
+}
+
+/* Whether PATH is under one of the (relative) paths the command line named; all when none. */
+static bool
+snap_diff_named(const struct strv *rel, const char *path)
+{
+	size_t i, n;
+
+	if (rel->n == 0 || rel->v == NULL)
+		return true;
+	for (i = 0; i < rel->n; i++) {
+		n = strlen(rel->v[i]);
+		if (strcmp(rel->v[i], ".") == 0 || (strncmp(path, rel->v[i],
+		    n) == 0 && (path[n] == '\0' || path[n] == '/')))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A change of real mode alone, for every file and dir on both sides:
+ * git's own way of saying it, or a --stat line.
+ */
+static void
+snap_diff_mode_lines(const struct snap_diff_side *a,
+    const struct snap_diff_side *b, const struct snap_diff_entries *ea,
+    const struct snap_diff_entries *eb, const struct strv *rel, bool stat,
+    struct buf *text)
+{
+	const struct snap_diff_entry *x;
+	size_t i;
+	mode_t ma, mb;
+	bool exec;
+
+	for (i = 0; i < eb->n; i++) {
+		x = ea->n == 0 ? NULL : bsearch(&eb->v[i], ea->v, ea->n,
+		    sizeof *ea->v, snap_diff_entry_cmp);
+		if (x == NULL || x->mode != eb->v[i].mode ||
+		    (!S_ISREG(x->mode) && !S_ISDIR(x->mode)) ||
+		    !snap_diff_named(rel, x->path))
+			continue;
+		exec = S_ISDIR(x->mode) || (x->mode & 0111) != 0;
+		ma = snap_modes_of(&a->modes, x->path, exec);
+		mb = snap_modes_of(&b->modes, x->path, exec);
+		if (ma == mb)
+			continue;
+		if (stat) {
+			buf_printf(text, " %s | mode %03o => %03o\n", x->path,
+			    (unsigned)ma, (unsigned)mb);
+			continue;
+		}
+		buf_adds(text, "diff --git ");
+		snap_quote_path(text, "a/", x->path);
+		buf_addc(text, ' ');
+		snap_quote_path(text, "b/", x->path);
+		buf_printf(text, "\nold mode %06o\nnew mode %06o\n",
+		    (x->mode & 0170000) | (unsigned)ma,
+		    (x->mode & 0170000) | (unsigned)mb);
+	}
+}
+
+/* What git's diff cannot show: modes changed while content and x bit stayed. */
+static int
+snap_diff_modes(struct snap_repo *r, const struct snap_diff_side *a,
+    const struct snap_diff_side *b, const struct strv *rel, bool stat,
+    int fd, char **cause)
+{
+	struct snap_diff_entries ea, eb;
+	struct buf text;
+	bool all;
+	int rc = -1;
+
+	if (!a->modes.known || !b->modes.known)
+		return 0;
+	all = a->modes.umask != b->modes.umask;
+	if (!all && a->modes.n == 0 && b->modes.n == 0)
+		return 0;
+	memset(&ea, 0, sizeof ea);
+	memset(&eb, 0, sizeof eb);
+	buf_init(&text);
+	if (snap_diff_entries(r, a->tree, all, &a->modes, &b->modes, &ea,
+	    cause) == 0 && snap_diff_entries(r, b->tree, all, &a->modes,
+	    &b->modes, &eb, cause) == 0) {
+		snap_diff_mode_lines(a, b, &ea, &eb, rel, stat, &text);
+		rc = text.len == 0 || util_write_all(fd, text.data, text.len) ==
+		    0 ? 0 : -1;
+		if (rc == -1)
+			*cause = xstrdup("cannot write the diff");
+	}
+	buf_free(&text);
+	snap_diff_entries_free(&ea);
+	snap_diff_entries_free(&eb);
+	return rc;
+}
+
+int
+snap_diff(struct store *st, const struct config *cf, int64_t session,
+    const struct snap_diff_opts *o, char **cause)
+{
+	struct snap_diff_side from, to;
+	struct snap_repo *r;
+	struct strv args, rel;
+	char *path, *const *p;
+	int rc = -1;
+
+	memset(&from, 0, sizeof from);
+	memset(&to, 0, sizeof to);
+	strv_init(&args);
+	strv_init(&rel);
+	if ((r = snap_session_repo(st, cf, session, "diff", cause)) == NULL)
+		return -1;
+	for (p = o->paths; p != NULL && *p != NULL; p++) {
+		if ((path = snap_relpath(r->worktree, *p, cause)) == NULL)
+			goto out;
+		strv_take(&rel, *path == '\0' ? (free(path), xstrdup(".")) :
+		    path);
+	}
+	if (snap_diff_side(st, r, session, o->from != NULL ? o->from :
+	    "start", &from, cause) == -1 || snap_diff_side(st, r, session,
+	    o->to != NULL ? o->to : "worktree", &to, cause) == -1)
+		goto out;
+	strv_add(&args, "diff");
+	strv_add(&args, "--no-ext-diff");
+	strv_add(&args, "--no-textconv");
+	strv_add(&args, "-M");
+	strv_add(&args, o->color ? "--color=always" : "--color=never");
+	if (o->stat)
+		strv_add(&args, "--stat");
+	strv_add(&args, from.tree);
+	strv_add(&args, to.tree);
+	strv_add(&args, "--");
+	for (p = rel.v; p != NULL && *p != NULL; p++)
+		strv_add(&args, *p);
+	if (snap_git_fd(r, SNAP_ENV_SHOW, (const char *const *)args.v,
+	    o->out_fd, cause) == 0)
+		rc = snap_diff_modes(r, &from, &to, &rel, o->stat, o->out_fd,
+		    cause);
+out:
+	snap_diff_side_free(&from);
+	snap_diff_side_free(&to);
+	strv_free(&args);
+	strv_free(&rel);
+	snap_repo_free(r);
+	return rc;
+}

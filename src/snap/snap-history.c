@@ -1,0 +1,1055 @@
+/*
+ * The user's own history against a hostile session. The jail sees each git
+ * dir's objects through an overlay (the host's objects the read-only lower
+ * layer, the session's own dir the upper one), so no object that existed
+ * at the start can be deleted or changed from inside while git there works
+ * as ever; the session's new objects are brought back as they appear
+ * (snap-import.c). Refs, HEAD and reflogs as they were at the start are
+ * kept in the session's dir, out of the jail's reach: reflog entries the
+ * session removed are put back when it ends, and `undo --refs` puts every
+ * branch, tag and HEAD back (snap-refs.c). Everything in a git dir is read
+ * without following a link: the jail could have left one anywhere.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* Submodule git dirs looked for under .git/modules: how deep, how many. */
+#define SNAP_HIST_DEPTH 8
+#define SNAP_HIST_MAX 256
+/* Ref files and HEAD are small; a reflog is read whole. */
+#define SNAP_HIST_REF_MAX 4096
+#define SNAP_HIST_LOG_MAX (256 * 1024 * 1024)
+
+/* ---- refs, read without git ---- */
+
+/* DE's type, asked of the file system if readdir did not say (no link followed). */
+static int
+snap_hist_type(DIR *d, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type;
+	if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return DT_UNKNOWN;
+	if (S_ISDIR(st.st_mode))
+		return DT_DIR;
+	return S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+}
+
+bool
+snap_hist_refname_ok(const char *ref)
+{
+	const char *p;
+
+	if (strncmp(ref, "refs/", 5) != 0 || strstr(ref, "..") != NULL ||
+	    strstr(ref, "//") != NULL || strstr(ref, "/.") != NULL ||
+	    strstr(ref, "@{") != NULL || ref[strlen(ref) - 1] == '/' ||
+	    ref[strlen(ref) - 1] == '.' || (strlen(ref) > 5 &&
+	    strcmp(ref + strlen(ref) - 5, ".lock") == 0))
+		return false;
+	for (p = ref; *p != '\0'; p++) {
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f ||
+		    strchr("~^:?*[\\", *p) != NULL)
+			return false;
+	}
+	return true;
+}
+
+/* A ref's value: an object id (40 or 64 hex) or "ref: refs/...". */
+static bool
+snap_hist_value_ok(const char *v)
+{
+	size_t n = strspn(v, "0123456789abcdef");
+
+	if (strncmp(v, "ref: ", 5) == 0)
+		return snap_hist_refname_ok(v + 5);
+	return (n == 40 || n == 64) && v[n] == '\0';
+}
+
+int
+snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max)
+{
+	struct stat st;
+	int fd, rc = -1;
+
+	buf_reset(b);
+	fd = path_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK, 0);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (size_t)st.st_size <= max && buf_read_fd(b, fd) == 0)
+		rc = 0;
+	else if (fstat(fd, &st) == 0)
+		errno = EINVAL;         /* not a plain file, or too big */
+	close(fd);
+	if (rc == 0 && b->data == NULL)
+		buf_adds(b, "");
+	return rc;
+}
+
+/* Sets REF to VALUE in OUT ("ref\tvalue" entries), replacing an earlier one. */
+static void
+snap_hist_set(struct strv *out, const char *ref, const char *value)
+{
+	size_t i, n = strlen(ref);
+
+	for (i = 0; i < out->n; i++) {
+		if (strncmp(out->v[i], ref, n) == 0 && out->v[i][n] == '\t') {
+			free(out->v[i]);
+			out->v[i] = xprintf("%s\t%s", ref, value);
+			return;
+		}
+	}
+	strv_addf(out, "%s\t%s", ref, value);
+}
+
+const char *
+snap_hist_value(const struct strv *refs, const char *ref)
+{
+	size_t i, n = strlen(ref);
+
+	for (i = 0; i < refs->n; i++) {
+		if (strncmp(refs->v[i], ref, n) == 0 && refs->v[i][n] == '\t')
+			return refs->v[i] + n + 1;
+	}
+	return NULL;
+}
+
+/* packed-refs: "oid refname" lines ('#' a header, '^' a peeled tag). */
+static void
+snap_hist_packed(int gitfd, struct strv *out)
+{
+	char *line, *save = NULL, *sp;
+	struct buf b;
+
+	buf_init(&b);
+	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == 0) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if (*line == '#' || *line == '^' ||
+			    (sp = strchr(line, ' ')) == NULL)
+				continue;
+			*sp = '\0';
+			if (snap_hist_refname_ok(sp + 1) &&
+			    snap_hist_value_ok(line) &&
+			    strncmp(sp + 1, "refs/agentmux/", 14) != 0)
+				snap_hist_set(out, sp + 1, line);
+		}
+	}
+	buf_free(&b);
+}
+
+/* Loose refs under DIR (a ref prefix, "refs"); agentmux's own are not the user's. */
+static void
+snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
+{
+	struct dirent *de;
+	struct buf b;
+	char *rel;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 || strcmp(dir, "refs/agentmux") == 0 ||
+	    (fd = path_open_beneath(gitfd, dir, O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	buf_init(&b);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		rel = xprintf("%s/%s", dir, de->d_name);
+		if (snap_hist_type(d, de) == DT_DIR)
+			snap_hist_loose(gitfd, rel, depth + 1, out);
+		else if (snap_hist_refname_ok(rel) && snap_hist_read(gitfd, rel,
+		    &b, SNAP_HIST_REF_MAX) == 0) {
+			b.data[strcspn(b.data, "\n")] = '\0';
+			if (snap_hist_value_ok(b.data))
+				snap_hist_set(out, rel, b.data);
+		}
+		free(rel);
+	}
+	buf_free(&b);
+	closedir(d);
+}
+
+void
+snap_hist_refs(int gitfd, struct strv *out)
+{
+	struct buf b;
+
+	strv_init(out);
+	buf_init(&b);
+	if (snap_hist_read(gitfd, "HEAD", &b, SNAP_HIST_REF_MAX) == 0) {
+		b.data[strcspn(b.data, "\n")] = '\0';
+		if (snap_hist_value_ok(b.data))
+			snap_hist_set(out, "HEAD", b.data);
+	}
+	buf_free(&b);
+	snap_hist_packed(gitfd, out);
+	snap_hist_loose(gitfd, "refs", 0, out);
+}
+
+/* ---- reflogs ---- */
+
+/* Copies the regular files under REL of FROMFD (a git dir) into TO, keeping the layout. */
+static void
+snap_hist_copy_logs(int fromfd, const char *rel, const char *to, int depth)
+{
+	struct dirent *de;
+	char *sub, *dst;
+	DIR *d;
+	int fd, in, out;
+
+	if (depth > 32 || strcmp(rel, "logs/refs/agentmux") == 0 ||
+	    (fd = path_open_beneath(fromfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	path_mkdir_p(to, 0700);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = xprintf("%s/%s", rel, de->d_name);
+		dst = xprintf("%s/%s", to, de->d_name);
+		if (snap_hist_type(d, de) == DT_DIR)
+			snap_hist_copy_logs(fromfd, sub, dst, depth + 1);
+		else if (snap_hist_type(d, de) == DT_REG && (in = openat(dirfd(d),
+		    de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC)) != -1) {
+			out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+			    O_CLOEXEC, 0600);
+			if (out != -1) {
+				snap_copy_fd(in, out);
+				close(out);
+			}
+			close(in);
+		}
+		free(dst);
+		free(sub);
+	}
+	closedir(d);
+}
+
+static int
+snap_hist_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lines of TEXT, in order, and sorted in SORTED (borrowing TEXT, which is cut up). */
+static char **
+snap_hist_lines(char *text, size_t *n, char ***sorted)
+{
+	char **v = NULL, *line, *save = NULL;
+
+	*n = 0;
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		v = xreallocarray(v, *n + 1, sizeof *v);
+		v[(*n)++] = line;
+	}
+	*sorted = xcalloc(*n + 1, sizeof **sorted);
+	if (*n > 0) {
+		memcpy(*sorted, v, *n * sizeof *v);
+		qsort(*sorted, *n, sizeof **sorted, snap_hist_cmp);
+	}
+	return v;
+}
+
+/*
+ * What a reflog must hold: SAVED (as at the start) and then each entry of
+ * NOW that SAVED does not have. The number of entries put back, 0 if NOW
+ * still begins with SAVED.
+ */
+int
+snap_hist_merge_log(const struct buf *saved, const struct buf *now,
+    struct buf *out)
+{
+	char *s = xstrdup(saved->data != NULL ? saved->data : "");
+	char *c = xstrdup(now->data != NULL ? now->data : "");
+	char **sv, **sorted, **cv, **csorted, *key;
+	size_t ns, nc, i;
+	int missing = 0;
+
+	buf_init(out);
+	if (saved->len == 0 || (saved->len <= now->len && now->data != NULL &&
+	    saved->data != NULL && memcmp(saved->data, now->data,
+	    saved->len) == 0)) {
+		free(s);
+		free(c);
+		return 0;
+	}
+	sv = snap_hist_lines(s, &ns, &sorted);
+	cv = snap_hist_lines(c, &nc, &csorted);
+	for (i = 0; i < ns; i++) {
+		buf_printf(out, "%s\n", sv[i]);
+		key = sv[i];
+		if (bsearch(&key, csorted, nc, sizeof *csorted,
+		    snap_hist_cmp) == NULL)
+			missing++;
+	}
+	for (i = 0; i < nc; i++) {
+		key = cv[i];
+		if (bsearch(&key, sorted, ns, sizeof *sorted,
+		    snap_hist_cmp) == NULL)
+			buf_printf(out, "%s\n", cv[i]);
+	}
+	free(sv);
+	free(sorted);
+	free(cv);
+	free(csorted);
+	free(s);
+	free(c);
+	/* Reordered but whole counts as put back too: the file is rewritten. */
+	return missing > 0 ? missing : 1;
+}
+
+int
+snap_hist_write(int gitfd, const char *rel, const struct buf *text,
+    mode_t mode)
+{
+	char *dir, *base, *tmp;
+	unsigned char rnd[6];
+	int dfd, fd, rc = -1;
+
+	dir = strrchr(rel, '/') != NULL ? xstrndup(rel, (size_t)(strrchr(rel,
+	    '/') - rel)) : xstrdup(".");
+	base = strrchr(rel, '/') != NULL ? strrchr(rel, '/') + 1 : (char *)rel;
+	if (snap_hist_mkdirs(gitfd, dir) == -1 ||
+	    (dfd = path_open_beneath(gitfd, dir, O_RDONLY | O_DIRECTORY,
+	    0)) == -1) {
+		free(dir);
+		return -1;
+	}
+	util_random(rnd, sizeof rnd);
+	tmp = xprintf("%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
+	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	if (fd != -1) {
+		if (util_write_all(fd, text->data != NULL ? text->data : "",
+		    text->len) == 0 && fsync(fd) == 0)
+			rc = 0;
+		if (close(fd) == -1)
+			rc = -1;
+		if (rc == 0 && renameat(dfd, tmp, dfd, base) == -1)
+			rc = -1;
+		if (rc == -1)
+			unlinkat(dfd, tmp, 0);
+	}
+	close(dfd);
+	free(tmp);
+	free(dir);
+	return rc;
+}
+
+int
+snap_hist_mkdirs(int gitfd, const char *rel)
+{
+	char *copy, *s;
+	int fd;
+
+	if (strcmp(rel, ".") == 0)
+		return 0;
+	copy = xstrdup(rel);
+	for (s = copy; ; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		fd = path_open_beneath(gitfd, copy, O_PATH | O_DIRECTORY, 0);
+		if (fd == -1 && errno == ENOENT) {
+			/* The parent was found link-free just before. */
+			char *slash = strrchr(copy, '/');
+			int pfd = slash == NULL ? dup(gitfd) :
+			    (*slash = '\0', path_open_beneath(gitfd, copy,
+			    O_PATH | O_DIRECTORY, 0));
+
+			if (slash != NULL)
+				*slash = '/';
+			if (pfd != -1 && mkdirat(pfd, slash != NULL ? slash + 1 :
+			    copy, 0755) == 0)
+				fd = path_open_beneath(gitfd, copy, O_PATH |
+				    O_DIRECTORY, 0);
+			if (pfd != -1)
+				close(pfd);
+		}
+		if (fd == -1) {
+			free(copy);
+			return -1;
+		}
+		close(fd);
+		if (c == '\0')
+			break;
+		*s = c;
+	}
+	free(copy);
+	return 0;
+}
+
+/* The saved reflog REL (under the saved logs dir LOGS) put back into GITFD if the session removed entries. */
+static int
+snap_hist_repair_one(int gitfd, int logsfd, const char *rel,
+    const struct strv *now)
+{
+	struct buf saved, cur, merged;
+	char *path = xprintf("logs/%s", rel);
+	bool replace = false;
+	int put = 0;
+
+	buf_init(&saved);
+	buf_init(&cur);
+	buf_init(&merged);
+	if (snap_hist_read(logsfd, rel, &saved, SNAP_HIST_LOG_MAX) == -1)
+		goto out;
+	if (snap_hist_read(gitfd, path, &cur, SNAP_HIST_LOG_MAX) == -1) {
+		/*
+		 * Gone with its ref: undo --refs brings both back. A link or
+		 * FIFO in its place (git would append through it) is replaced.
+		 */
+		if (errno == ENOENT && snap_hist_value(now, rel) == NULL)
+			goto out;
+		if (errno != ENOENT && errno != ELOOP && errno != EINVAL)
+			goto out;
+		replace = errno != ENOENT;
+		buf_reset(&cur);
+	}
+	if ((put = snap_hist_merge_log(&saved, &cur, &merged)) == 0 && replace) {
+		buf_add(&merged, saved.data != NULL ? saved.data : "",
+		    saved.len);
+		put = 1;
+	}
+	if (put > 0 && snap_hist_write(gitfd, path, &merged, 0644) == -1)
+		put = -1;
+out:
+	buf_free(&merged);
+	buf_free(&cur);
+	buf_free(&saved);
+	free(path);
+	return put;
+}
+
+/* Every saved reflog under REL of LOGSFD: REPAIRED gets "ref (n entries)" for each put back. */
+static void
+snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
+    const struct strv *now, struct strv *repaired)
+{
+	struct dirent *de;
+	char *sub;
+	DIR *d;
+	int fd, n;
+
+	if (depth > 32)
+		return;
+	fd = rel[0] == '\0' ? openat(logsfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC) : path_open_beneath(logsfd, rel, O_RDONLY |
+	    O_DIRECTORY, 0);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		sub = rel[0] == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
+		    rel, de->d_name);
+		if (snap_hist_type(d, de) == DT_DIR)
+			snap_hist_repair(gitfd, logsfd, sub, depth + 1, now,
+			    repaired);
+		else if ((n = snap_hist_repair_one(gitfd, logsfd, sub,
+		    now)) > 0)
+			strv_addf(repaired, "%s (%d entr%s)", sub, n, n == 1 ?
+			    "y" : "ies");
+		else if (n == -1)
+			strv_addf(repaired, "%s (could not be written: %s)", sub,
+			    strerror(errno));
+		free(sub);
+	}
+	closedir(d);
+}
+
+/* ---- the history of a session ---- */
+
+void
+snap_history_free(struct snap_history *h)
+{
+	size_t i;
+
+	if (h == NULL)
+		return;
+	for (i = 0; i < h->n; i++) {
+		snap_import_free(h->v[i].imp);
+		free(h->v[i].gitdir);
+		free(h->v[i].base);
+		free(h->v[i].objects);
+		free(h->v[i].upper);
+		free(h->v[i].work);
+	}
+	free(h->v);
+	free(h->dir);
+	free(h);
+}
+
+static struct snap_hgit *
+snap_history_add(struct snap_history *h, const char *gitdir)
+{
+	struct snap_hgit *g;
+
+	h->v = xreallocarray(h->v, h->n + 1, sizeof *h->v);
+	g = &h->v[h->n];
+	memset(g, 0, sizeof *g);
+	g->gitdir = xstrdup(gitdir);
+	g->base = xprintf("%s/%zu", h->dir, h->n);
+	g->objects = xprintf("%s/objects", gitdir);
+	g->upper = xprintf("%s/upper", g->base);
+	g->work = xprintf("%s/work", g->base);
+	g->imp = snap_import_create(gitdir, g->upper);
+	h->n++;
+	return g;
+}
+
+/* Submodule git dirs (a HEAD in them) under DIR, to any depth of plain dirs. */
+static void
+snap_history_modules(const char *dir, int level, struct strv *out)
+{
+	struct dirent *de;
+	struct stat st;
+	char *sub, *head;
+	DIR *d;
+
+	if (level > SNAP_HIST_DEPTH || out->n >= SNAP_HIST_MAX ||
+	    lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && out->n < SNAP_HIST_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = xprintf("%s/%s", dir, de->d_name);
+		head = xprintf("%s/HEAD", sub);
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (lstat(head, &st) == 0) {
+				strv_add(out, sub);
+				free(head);
+				head = xprintf("%s/modules", sub);
+				snap_history_modules(head, level + 1, out);
+			} else
+				snap_history_modules(sub, level + 1, out);
+		}
+		free(head);
+		free(sub);
+	}
+	closedir(d);
+}
+
+/* Whether GITDIR's objects can be overlaid; if not, NOTICES says why. */
+static bool
+snap_history_usable(const char *gitdir, struct strv *notices)
+{
+	char *objects = xprintf("%s/objects", gitdir);
+	struct stat st;
+	bool ok = false;
+
+	if (strpbrk(gitdir, ",:\\\n") != NULL)
+		strv_addf(notices, "the history in %s cannot be kept from the "
+		    "jailed command: its path has ',', ':' or '\\' in it, which "
+		    "an overlay cannot take; rename it to protect it",
+		    gitdir);
+	else if (lstat(objects, &st) == -1 || !S_ISDIR(st.st_mode))
+		strv_addf(notices, "the history in %s cannot be kept from the "
+		    "jailed command: its objects dir is %s", gitdir,
+		    lstat(objects, &st) == -1 ? "missing" : "a link or a file");
+	else
+		ok = true;
+	free(objects);
+	return ok;
+}
+
+/* Keeps G's refs and reflogs as they are now, and makes its overlay dirs. */
+static int
+snap_history_save(struct snap_hgit *g, char **cause)
+{
+	struct strv refs;
+	struct buf b;
+	char *logs, *path;
+	size_t i;
+	int gitfd, rc = -1;
+
+	if (path_mkdir_p(g->upper, 0700) == -1 ||
+	    path_mkdir_p(g->work, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", g->base,
+		    strerror(errno));
+		return -1;
+	}
+	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot open %s: %s", g->gitdir,
+		    strerror(errno));
+		return -1;
+	}
+	snap_hist_refs(gitfd, &refs);
+	buf_init(&b);
+	for (i = 0; i < refs.n; i++)
+		buf_printf(&b, "%s\n", refs.v[i]);
+	path = xprintf("%s/refs", g->base);
+	logs = xprintf("%s/logs", g->base);
+	if (util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
+	    0600, cause) == 0) {
+		snap_hist_copy_logs(gitfd, "logs", logs, 0);
+		rc = 0;
+	}
+	free(logs);
+	free(path);
+	buf_free(&b);
+	strv_free(&refs);
+	close(gitfd);
+	return rc;
+}
+
+/*
+ * $DATA/history-pending/<id> while session ID's objects may still need
+ * bringing back: the next start looks there, not through every session.
+ * SESSDIR is $DATA/sessions/<id>; caller frees.
+ */
+static char *
+snap_history_marker(const char *sessdir)
+{
+	const char *id = strrchr(sessdir, '/') + 1;
+	char *data = xstrndup(sessdir, (size_t)(id - 1 - sessdir)), *m;
+
+	*strrchr(data, '/') = '\0';
+	m = xprintf("%s/history-pending/%s", data, id);
+	free(data);
+	return m;
+}
+
+static int
+snap_history_manifest(struct snap_history *h, char **cause)
+{
+	struct buf b;
+	char *path;
+	size_t i;
+	int rc;
+
+	buf_init(&b);
+	for (i = 0; i < h->n; i++)
+		buf_printf(&b, "%zu\t%s\n", i, h->v[i].gitdir);
+	path = xprintf("%s/gitdirs", h->dir);
+	rc = util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
+	    0600, cause);
+	free(path);
+	buf_free(&b);
+	return rc;
+}
+
+static int
+snap_history_mark(const char *sessdir, char **cause)
+{
+	char *m = snap_history_marker(sessdir), *dir;
+	int rc;
+
+	dir = xstrndup(m, (size_t)(strrchr(m, '/') - m));
+	if (path_mkdir_p(dir, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", dir, strerror(errno));
+		rc = -1;
+	} else
+		rc = util_write_file_atomic(m, "", 0, 0600, cause);
+	free(dir);
+	free(m);
+	return rc;
+}
+
+struct snap_history *
+snap_history_begin(const char *project, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	struct snap_history *h;
+	struct strv dirs;
+	struct stat st;
+	char *git = xprintf("%s/.git", project), *modules;
+	size_t i;
+
+	*cause = NULL;
+	if (lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		free(git);
+		return NULL;
+	}
+	strv_init(&dirs);
+	strv_add(&dirs, git);
+	modules = xprintf("%s/modules", git);
+	snap_history_modules(modules, 0, &dirs);
+	free(modules);
+	free(git);
+	h = xcalloc(1, sizeof *h);
+	h->dir = xprintf("%s/history", sessdir);
+	for (i = 0; i < dirs.n; i++) {
+		if (!snap_history_usable(dirs.v[i], notices))
+			continue;
+		if (snap_history_save(snap_history_add(h, dirs.v[i]),
+		    cause) == -1)
+			break;
+	}
+	strv_free(&dirs);
+	if (*cause == NULL && h->n > 0 && snap_history_mark(sessdir, cause) ==
+	    0 && snap_history_manifest(h, cause) == 0)
+		return h;
+	snap_history_free(h);
+	return NULL;
+}
+
+struct snap_history *
+snap_history_open(const char *sessdir)
+{
+	struct snap_history *h;
+	char *path, *line, *save = NULL, *tab;
+	struct buf b;
+
+	path = xprintf("%s/history/gitdirs", sessdir);
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1 || b.data == NULL) {
+		buf_free(&b);
+		free(path);
+		return NULL;
+	}
+	free(path);
+	h = xcalloc(1, sizeof *h);
+	h->dir = xprintf("%s/history", sessdir);
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((tab = strchr(line, '\t')) != NULL && tab[1] == '/' &&
+		    (size_t)strtoul(line, NULL, 10) == h->n)
+			snap_history_add(h, tab + 1);
+	}
+	buf_free(&b);
+	if (h->n == 0) {
+		snap_history_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+size_t
+snap_history_count(const struct snap_history *h)
+{
+	return h != NULL ? h->n : 0;
+}
+
+void
+snap_history_overlay(const struct snap_history *h, size_t i,
+    const char **path, const char **upper, const char **work)
+{
+	*path = h->v[i].objects;
+	*upper = h->v[i].upper;
+	*work = h->v[i].work;
+}
+
+void
+snap_history_import(struct snap_history *h, struct event_base *base)
+{
+	size_t i;
+
+	for (i = 0; h != NULL && i < h->n; i++)
+		snap_import_run(h->v[i].imp, base, false);
+}
+
+/* "the branch main", "the tag v1", "refs/stash": a ref as the user knows it; caller frees. */
+static char *
+snap_history_refname(const char *ref)
+{
+	if (strncmp(ref, "refs/heads/", 11) == 0)
+		return xprintf("the branch %s", ref + 11);
+	if (strncmp(ref, "refs/tags/", 10) == 0)
+		return xprintf("the tag %s", ref + 10);
+	if (strncmp(ref, "refs/remotes/", 13) == 0)
+		return xprintf("the remote-tracking branch %s", ref + 13);
+	return xstrdup(ref);
+}
+
+/* Refs that existed at the start and are gone, or tags that moved: what undo --refs would put back. */
+static void
+snap_history_report(const struct strv *start, const struct strv *now,
+    int64_t session, const char *gitdir, struct strv *warnings)
+{
+	const char *v, *was;
+	char *ref, *name;
+	size_t i;
+
+	for (i = 0; i < start->n; i++) {
+		if (strncmp(start->v[i], "refs/", 5) != 0)
+			continue;
+		ref = xstrndup(start->v[i], strcspn(start->v[i], "\t"));
+		was = start->v[i] + strlen(ref) + 1;
+		v = snap_hist_value(now, ref);
+		name = snap_history_refname(ref);
+		if (v == NULL)
+			strv_addf(warnings, "the session deleted %s in %s (it was "
+			    "%.12s); 'agentmux undo %lld --refs' puts it back",
+			    name, gitdir, was, (long long)session);
+		else if (strncmp(ref, "refs/tags/", 10) == 0 &&
+		    strcmp(v, was) != 0)
+			strv_addf(warnings, "the session moved %s in %s (from "
+			    "%.12s to %.12s); 'agentmux undo %lld --refs' puts it "
+			    "back", name, gitdir, was, v, (long long)session);
+		free(name);
+		free(ref);
+	}
+}
+
+/* Reads the refs kept for G at the start. */
+int
+snap_history_start_refs(const struct snap_hgit *g, struct strv *refs)
+{
+	char *path = xprintf("%s/refs", g->base), *line, *save = NULL;
+	struct buf b;
+
+	strv_init(refs);
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		free(path);
+		return -1;
+	}
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save))
+		strv_add(refs, line);
+	buf_free(&b);
+	free(path);
+	return 0;
+}
+
+/*
+ * rm -rf of NAME in DFD, what the jail left: dirs are made ours to read
+ * first (the kernel leaves an overlay's work/work mode 000, and the jail
+ * may have done the same to any), links are removed, never followed.
+ */
+static void
+snap_history_rm_at(int dfd, const char *name, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	if (!S_ISDIR(st.st_mode) || depth > 64) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	fchmodat(dfd, name, 0700, 0);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd != -1 && (d = fdopendir(fd)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") != 0 &&
+			    strcmp(de->d_name, "..") != 0)
+				snap_history_rm_at(dirfd(d), de->d_name,
+				    depth + 1);
+		}
+		closedir(d);
+	} else if (fd != -1)
+		close(fd);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void
+snap_history_remove(const char *path)
+{
+	char *dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd != -1) {
+		snap_history_rm_at(fd, strrchr(path, '/') + 1, 0);
+		close(fd);
+	}
+	free(dir);
+}
+
+/* After the session: the last objects, reflog entries put back, ref changes reported. */
+static void
+snap_history_end_one(struct snap_hgit *g, int64_t session,
+    struct strv *alerts, struct strv *warnings)
+{
+	struct strv start, now, repaired;
+	const struct strv *problems;
+	char *logs;
+	int64_t n, refused, too_big;
+	int gitfd, logsfd;
+	size_t i;
+
+	snap_import_finish(g->imp);
+	n = snap_import_count(g->imp, &refused, &too_big);
+	problems = snap_import_problems(g->imp);
+	for (i = 0; i < problems->n; i++)
+		strv_add(warnings, problems->v[i]);
+	if (refused > 0)
+		strv_addf(alerts, "%lld file%s in the session's objects of %s "
+		    "were not what their names said and were not brought "
+		    "back", (long long)refused, refused == 1 ? "" : "s",
+		    g->gitdir);
+	if (too_big > 0)
+		strv_addf(alerts, "%lld object%s the session wrote into %s %s "
+		    "too big to check (over 4 GiB each, or 32 GiB in all) and "
+		    "%s not brought back", (long long)too_big, too_big == 1 ?
+		    "" : "s", g->gitdir, too_big == 1 ? "was" : "were",
+		    too_big == 1 ? "was" : "were");
+	log_debug("%s: %lld new objects brought back", g->gitdir,
+	    (long long)n);
+	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return;
+	snap_hist_refs(gitfd, &now);
+	strv_init(&repaired);
+	logs = xprintf("%s/logs", g->base);
+	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		snap_hist_repair(gitfd, logsfd, "", 0, &now, &repaired);
+		close(logsfd);
+	}
+	for (i = 0; i < repaired.n; i++)
+		strv_addf(warnings, "reflog entries the session took out of "
+		    "%s/logs/%s were put back", g->gitdir, repaired.v[i]);
+	if (snap_history_start_refs(g, &start) == 0)
+		snap_history_report(&start, &now, session, g->gitdir, warnings);
+	strv_free(&start);
+	strv_free(&repaired);
+	strv_free(&now);
+	free(logs);
+	close(gitfd);
+	if (!snap_import_failed(g->imp)) {
+		/* Done, even if what is left cannot all be removed. */
+		logs = xprintf("%s/done", g->base);
+		util_write_file_atomic(logs, "", 0, 0600, NULL);
+		free(logs);
+		snap_history_remove(g->upper);
+		snap_history_remove(g->work);
+	}
+}
+
+void
+snap_history_end(struct snap_history *h, int64_t session,
+    struct strv *alerts, struct strv *warnings)
+{
+	char *sess, *m;
+	size_t i;
+
+	for (i = 0; h != NULL && i < h->n; i++)
+		snap_history_end_one(&h->v[i], session, alerts, warnings);
+	if (h == NULL || snap_history_pending(h))
+		return;
+	sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') - h->dir));
+	m = snap_history_marker(sess);
+	unlink(m);
+	free(m);
+	free(sess);
+}
+
+bool
+snap_history_pending(const struct snap_history *h)
+{
+	struct stat st;
+	char *done;
+	size_t i;
+	bool pending = false;
+
+	for (i = 0; h != NULL && i < h->n && !pending; i++) {
+		done = xprintf("%s/done", h->v[i].base);
+		pending = lstat(h->v[i].upper, &st) == 0 && lstat(done,
+		    &st) == -1;
+		free(done);
+	}
+	return pending;
+}
+
+/* Whether session ID still runs in a live agentmux (its objects are its own to bring back). */
+static bool
+snap_history_running(struct store *st, int64_t id)
+{
+	struct store_session *ss = store_session_get(st, id);
+	bool running;
+
+	if (ss == NULL)
+		return false;
+	running = store_session_live(ss);
+	store_session_free(ss);
+	return running;
+}
+
+/* Finishes session ID's history; what it found goes to the session's events. */
+static void
+snap_history_recover_one(struct store *st, struct snap_history *h,
+    int64_t id)
+{
+	struct strv alerts, warnings;
+	size_t i;
+
+	strv_init(&alerts);
+	strv_init(&warnings);
+	store_event_add(st, id, "warn", "history", "the session ended without "
+	    "agentmux; the objects its git wrote were brought into the "
+	    "repository at the next start");
+	snap_history_end(h, id, &alerts, &warnings);
+	for (i = 0; i < alerts.n; i++) {
+		store_event_add(st, id, "error", "tampering", "%s",
+		    alerts.v[i]);
+		store_session_flag(st, id, "tampering");
+	}
+	for (i = 0; i < warnings.n; i++)
+		store_event_add(st, id, "warn", "history", "%s", warnings.v[i]);
+	strv_free(&alerts);
+	strv_free(&warnings);
+}
+
+int
+snap_history_recover(struct store *st, const char *data_dir)
+{
+	char *dir = xprintf("%s/history-pending", data_dir), *sess, *end, *m;
+	struct snap_history *h;
+	struct dirent *de;
+	long long id;
+	DIR *d;
+	int n = 0;
+
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		id = strtoll(de->d_name, &end, 10);
+		if (id <= 0 || *end != '\0' || snap_history_running(st, id))
+			continue;
+		sess = xprintf("%s/sessions/%s", data_dir, de->d_name);
+		h = snap_history_open(sess);
+		if (h != NULL && snap_history_pending(h)) {
+			snap_history_recover_one(st, h, id);
+			n++;
+		} else {
+			/* Done, or gone with its session (gc). */
+			m = xprintf("%s/%s", dir, de->d_name);
+			unlink(m);
+			free(m);
+		}
+		snap_history_free(h);
+		free(sess);
+	}
+	closedir(d);
+	free(dir);
+	return n;
+}

@@ -1,0 +1,360 @@
+/*
+ * Reading git's index file (versions 2 to 4) for its entries and the tree
+ * it caches, and making git hash entries again whose stat data cannot be
+ * trusted, without running git.
+ */
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+#define SNAP_CE_EXTENDED  0x4000
+#define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
+
+static uint32_t
+snap_index_u32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+/* git's offset varint (index v4 name compression). */
+static bool
+snap_index_varint(const unsigned char **pp, const unsigned char *end,
+    size_t *out)
+{
+	const unsigned char *p = *pp;
+	size_t v;
+	unsigned char c;
+
+	if (p >= end)
+		return false;
+	c = *p++;
+	v = c & 127;
+	while (c & 128) {
+		if (p >= end || v > (SIZE_MAX >> 8))
+			return false;
+		c = *p++;
+		v = ((v + 1) << 7) + (c & 127);
+	}
+	*pp = p;
+	*out = v;
+	return true;
+}
+
+/* One entry's fields, as snap_index_entry reads them. */
+struct snap_index_entry {
+	uint32_t ctime;
+	uint32_t mode;
+	const unsigned char *oid;
+	uint16_t flags;
+	uint16_t xflags;
+};
+
+/*
+ * Reads the entry at *PP into E and NAME (which holds the previous name:
+ * version 4 strips a prefix of it); false if the file is cut short.
+ */
+static bool
+snap_index_entry(const unsigned char **pp, const unsigned char *end,
+    uint32_t version, size_t oidlen, struct buf *name,
+    struct snap_index_entry *e)
+{
+	const unsigned char *p = *pp, *start = p;
+	size_t len, strip, entlen;
+
+	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
+		return false;
+	e->ctime = snap_index_u32(p);
+	e->mode = snap_index_u32(p + 24);
+	e->oid = p + SNAP_CE_FIXED;
+	p += SNAP_CE_FIXED + oidlen;
+	e->flags = (uint16_t)(p[0] << 8 | p[1]);
+	p += 2;
+	e->xflags = 0;
+	if ((e->flags & SNAP_CE_EXTENDED) && version >= 3) {
+		if (end - p < 2)
+			return false;
+		e->xflags = (uint16_t)(p[0] << 8 | p[1]);
+		p += 2;
+	}
+	if (version == 4) {
+		if (!snap_index_varint(&p, end, &strip) || strip > name->len)
+			return false;
+		name->len -= strip;
+	} else
+		name->len = 0;
+	len = strnlen((const char *)p, (size_t)(end - p));
+	if (p + len >= end)
+		return false;
+	buf_add(name, p, len);
+	p += len + 1;
+	if (version != 4) {
+		/* Entries are NUL-padded to a multiple of eight. */
+		entlen = (size_t)(p - start);
+		p = start + ((entlen + 7) & ~(size_t)7);
+		if (p > end)
+			return false;
+	}
+	*pp = p;
+	return true;
+}
+
+/* Reads FILE's header: the first entry, the end, version and count; false if it is no index. */
+static bool
+snap_index_header(const struct buf *file, const unsigned char **p,
+    const unsigned char **end, uint32_t *version, uint32_t *n)
+{
+	if (file->len < 12 || memcmp(file->data, "DIRC", 4) != 0)
+		return false;
+	*p = (const unsigned char *)file->data;
+	*end = *p + file->len;
+	*version = snap_index_u32(*p + 4);
+	*n = snap_index_u32(*p + 8);
+	*p += 12;
+	return *version >= 2 && *version <= 4;
+}
+
+/* Reads PATH (ours: the own repository's or a private index) and its header. */
+static bool
+snap_index_open(struct buf *file, const char *path, const unsigned char **p,
+    const unsigned char **end, uint32_t *version, uint32_t *n)
+{
+	if (buf_read_file(file, path) == -1)
+		return false;
+	return snap_index_header(file, p, end, version, n);
+}
+
+/*
+ * The root of a TREE extension: an empty path, "<entries> <subtrees>\n",
+ * then the tree's id unless <entries> is -1 (invalidated).
+ */
+static int
+snap_index_tree_root(const unsigned char *p, size_t len, size_t oidlen,
+    char **tree, int64_t *entries)
+{
+	const unsigned char *end = p + len, *nl;
+	static const char hex[] = "0123456789abcdef";
+	char *s;
+	size_t i;
+
+	if (len == 0 || *p != '\0' ||
+	    (nl = memchr(p + 1, '\n', len - 1)) == NULL)
+		return 0;
+	*entries = strtoll((const char *)p + 1, &s, 10);
+	if (s == (const char *)p + 1 || *s != ' ' || *entries < 0 ||
+	    (size_t)(end - (nl + 1)) < oidlen)
+		return 0;
+	*tree = s = xmalloc(oidlen * 2 + 1);
+	for (i = 0, p = nl + 1; i < oidlen; i++) {
+		*s++ = hex[p[i] >> 4];
+		*s++ = hex[p[i] & 15];
+	}
+	*s = '\0';
+	return 1;
+}
+
+int
+snap_index_tree(const char *path, size_t oidlen, char **tree,
+    int64_t *entries)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct buf file, name;
+	uint32_t version, n, i, size;
+	int rc = 0;
+
+	*tree = NULL;
+	buf_init(&file);
+	buf_init(&name);
+	if (!snap_index_open(&file, path, &p, &end, &version, &n)) {
+		rc = -1;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e)) {
+			rc = -1;
+			goto out;
+		}
+	}
+	/* Extensions, up to the trailing checksum. */
+	while ((size_t)(end - p) >= 8 + oidlen) {
+		size = snap_index_u32(p + 4);
+		if ((size_t)(end - p) - 8 - oidlen < size)
+			break;
+		/* A split or sparse index's cache covers what is not in this file. */
+		if (memcmp(p, "link", 4) == 0 || memcmp(p, "sdir", 4) == 0) {
+			free(*tree);
+			*tree = NULL;
+			rc = 0;
+			break;
+		}
+		if (memcmp(p, "TREE", 4) == 0 && *tree == NULL)
+			rc = snap_index_tree_root(p + 8, size, oidlen, tree,
+			    entries);
+		p += 8 + size;
+	}
+out:
+	buf_free(&file);
+	buf_free(&name);
+	return rc;
+}
+
+int
+snap_index_each_buf(const struct buf *file, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct snap_index_ent ent;
+	struct buf name;
+	uint32_t version, n, i;
+	int rc = -1;
+
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &n))
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+		if ((e.mode & 0170000) == 0040000)
+			continue; /* a sparse index's directory */
+		ent.name = name.data;
+		ent.namelen = name.len;
+		ent.mode = e.mode;
+		ent.oid = e.oid;
+		ent.ctime = e.ctime;
+		ent.flags = e.flags;
+		ent.xflags = e.xflags;
+		if (fn(arg, &ent) == -1)
+			goto out;
+	}
+	rc = 0;
+out:
+	buf_free(&name);
+	return rc;
+}
+
+int
+snap_index_each(const char *path, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg)
+{
+	struct buf file;
+	int rc;
+
+	buf_init(&file);
+	rc = buf_read_file(&file, path) == -1 ? -1 :
+	    snap_index_each_buf(&file, oidlen, fn, arg);
+	buf_free(&file);
+	return rc;
+}
+
+/* Zeroes the recorded mtime of the entries changed at SINCE or later; their count. */
+static int
+snap_index_smudge_entries(unsigned char *data, size_t len, size_t oidlen,
+    uint32_t since)
+{
+	const unsigned char *p, *end, *start;
+	struct snap_index_entry e;
+	struct buf name;
+	uint32_t version, n, i;
+	int count = 0;
+
+	p = data + 12;
+	end = data + len;
+	version = snap_index_u32(data + 4);
+	n = snap_index_u32(data + 8);
+	buf_init(&name);
+	for (i = 0; i < n; i++) {
+		start = p;
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e)) {
+			count = -1;
+			break;
+		}
+		if (e.ctime < since || (e.mode & 0170000) == 0040000)
+			continue;
+		/* mtime: seconds at 8, nanoseconds at 12. */
+		memset(data + (start - data) + 8, 0, 8);
+		count++;
+	}
+	buf_free(&name);
+	return count;
+}
+
+/* The trailing checksum of an index file's DATA, recomputed. */
+static int
+snap_index_checksum(unsigned char *data, size_t len, size_t oidlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const EVP_MD *md_type = oidlen == 20 ? EVP_sha1() : EVP_sha256();
+
+	if (EVP_Digest(data, len - oidlen, md, &mdlen, md_type, NULL) != 1 ||
+	    mdlen != oidlen)
+		return -1;
+	memcpy(data + len - oidlen, md, oidlen);
+	return 0;
+}
+
+/*
+ * git trusts an entry whose stat data matches, and compares seconds only:
+ * a file changed again within the second its ctime was recorded in, its
+ * size kept and its mtime set back, would pass as unchanged (git's own
+ * "racy" check looks at mtime, which can be forged). Such entries get
+ * their mtime zeroed, so that git hashes them again next time.
+ */
+int
+snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
+{
+	struct timespec times[2];
+	struct stat sb;
+	struct buf file;
+	char *tmp;
+	int fd, count = -1;
+
+	buf_init(&file);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fstat(fd, &sb) == -1 || buf_read_fd(&file, fd) == -1) {
+		if (fd != -1)
+			close(fd);
+		buf_free(&file);
+		return -1;
+	}
+	close(fd);
+	if (file.len < 12 + oidlen || memcmp(file.data, "DIRC", 4) != 0 ||
+	    snap_index_u32((unsigned char *)file.data + 4) < 2 ||
+	    snap_index_u32((unsigned char *)file.data + 4) > 4 ||
+	    (count = snap_index_smudge_entries((unsigned char *)file.data,
+	    file.len, oidlen, since)) <= 0) {
+		buf_free(&file);
+		return count;
+	}
+	/* The index keeps its times: racy-git checks compare against them. */
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	tmp = xprintf("%s.smudge", path);
+	fd = -1;
+	if (snap_index_checksum((unsigned char *)file.data, file.len,
+	    oidlen) == -1 || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
+	    util_write_all(fd, file.data, file.len) == -1 ||
+	    futimens(fd, times) == -1 || close(fd) == -1 ||
+	    (fd = -1, rename(tmp, path) == -1)) {
+		if (fd != -1)
+			close(fd);
+		unlink(tmp);
+		count = -1;
+	}
+	free(tmp);
+	buf_free(&file);
+	return count;
+}

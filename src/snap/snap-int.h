@@ -1,0 +1,425 @@
+/* Internals of the snapshot module (src/snap), shared by its files: repositories, snapshot jobs. */
+#ifndef AGENTMUX_SNAP_INT_H
+#define AGENTMUX_SNAP_INT_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "snap/snap.h"
+
+struct event_base;
+
+/* ---- repositories (snap-repo.c) ---- */
+
+enum snap_env {
+	SNAP_ENV_TREE,    /* the work tree through the private index, raw bytes */
+	SNAP_ENV_DB,      /* agentmux's own repository: refs and objects */
+	SNAP_ENV_SHOW,    /* like DB, but in the user's language, for output */
+	SNAP_ENV_PROJECT, /* the project's git dir (its refs), read as hostile */
+};
+#define SNAP_NENV 4
+
+/*
+ * A project and agentmux's own snapshot repository for it, in the data
+ * dir, out of every jail's reach: snapshots are written there only, with
+ * its own index as the stat cache. The project's git dir, if any, is
+ * never written by snapshotting; it is read (as hostile input) for its
+ * ignore rules, the user's tracked paths and, at a session's start, refs.
+ */
+struct snap_repo {
+	char *worktree;       /* top level of the project (real path) */
+	char *gitdir;         /* agentmux's own repository for the project */
+	char *format;         /* its object format: sha1 */
+	char *projgit;        /* the project's git dir, or NULL outside git */
+	char *projcommon;     /* where the project's refs live */
+	char *projindex;      /* the user's index file */
+	char *private;        /* our own dir in the runtime dir */
+	char *index;          /* the private index, in PRIVATE */
+	char *seed;           /* the own repository's index: the stat cache */
+	bool seeded;
+	struct stat synced;   /* the private index when last copied from or to the seed */
+	int umask;            /* for files git writes into the project */
+	int timeout;          /* > 0: git run to the end is killed after so many seconds */
+	char *live_excludes;  /* what git reads from the own repository's info/exclude */
+	char *ignore;         /* the ignore rules frozen at the session's start, or NULL */
+	char *start_tree;     /* the start snapshot's tree (frozen snapshots begin from it) */
+	char *last_commit;    /* the last commit this process made for the chain */
+	char *last_modes;     /* and the modes it recorded */
+	struct strv env[SNAP_NENV]; /* per enum snap_env */
+};
+
+/*
+ * Finds the project of DIR (the nearest directory holding .git, else DIR
+ * itself) and agentmux's own repository for it (made if need be); TAG
+ * names the private dir (one per chain).
+ */
+struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
+    const char *tag, char **cause);
+/* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
+struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
+    const struct config *cf, const char *tag, bool use, char **cause);
+void snap_repo_free(struct snap_repo *);
+/* The own repository's path for the project WORKTREE; caller frees; NULL with *CAUSE. */
+char *snap_repo_path(const char *worktree, char **cause);
+/* Makes the private index a fresh copy of the seed (or empty). */
+int snap_repo_seed(struct snap_repo *, char **cause);
+/* Copies the private index back as the own repository's (the stat cache). */
+void snap_repo_save_index(struct snap_repo *);
+/*
+ * Writes the excludes git reads from the own repository when a snapshot
+ * takes the project's ignore rules as they are now: the project's
+ * .git/info/exclude (read without following a link or waiting on a
+ * FIFO), or [snapshots] exclude outside git. Their text goes to *TEXT
+ * (caller frees).
+ */
+int snap_repo_live_excludes(struct snap_repo *, const struct config *,
+    char **text, char **cause);
+/* The empty tree's id in this repository's object format; borrowed. */
+const char *snap_repo_empty_tree(struct snap_repo *);
+/* The empty blob's id (always in the own repository); borrowed. */
+const char *snap_repo_empty_blob(struct snap_repo *);
+/* The commit the project's HEAD points to, or NULL (unborn, outside git); *SYMREF gets "refs/heads/X" or NULL. Caller frees. */
+char *snap_repo_head(struct snap_repo *, char **symref);
+/*
+ * Runs git with ARGS (NULL-terminated) in ENV, to the end, with INDEX (NULL:
+ * the private one) as its index, INPUT on stdin, stdout into OUT or onto
+ * OUT_FD (>= 0). Returns the exit status; -1 with *CAUSE if it did not run.
+ */
+int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
+    const char *const *args, const struct buf *input, struct buf *out,
+    struct buf *err, int out_fd, char **cause);
+/* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
+int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause);
+/* The environment for git outside any repository (our settings, no GIT_*); caller frees. */
+void snap_env_plain(struct strv *env);
+/* Runs git (ARGV) in / with that environment, to the end; its exit status in *STATUS, -1 with *CAUSE if it could not run. */
+int snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
+    int *status, char **cause);
+/* The same with INPUT (LEN bytes) on its standard input. */
+int snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause);
+/* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
+int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
+/* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */
+int snap_git_plain_io(const char *gitdir, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause);
+/* Like snap_git, but the command's stdout goes to FD. */
+int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
+    int fd, char **cause);
+/* Starts git asynchronously; see proc_start. */
+struct proc *snap_git_start(struct event_base *, struct snap_repo *,
+    enum snap_env, const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), proc_cb done,
+    void *arg, char **cause);
+/*
+ * Starts git with its stdin held open: proc_input gives it its input
+ * later, so its start-up overlaps with what decides that input.
+ */
+struct proc *snap_git_start_held(struct event_base *,
+    struct snap_repo *, enum snap_env, const char *const *args,
+    proc_cb done, void *arg, char **cause);
+/* git's error output as one line for a message; caller frees. */
+char *snap_git_error(const char *what, struct proc *);
+/* Copies what is left of IN to OUT; -1 with errno. */
+int snap_copy_fd(int in, int out);
+/* Copies SRC to DST (created 0600); -1 with *CAUSE. */
+int snap_copy_file(const char *src, const char *dst, char **cause);
+
+/* ---- reading the index file (snap-index.c) ---- */
+
+/*
+ * The tree git keeps for the whole of the index file PATH (its cache-tree,
+ * which git invalidates whenever an entry changes): 1 with *TREE (hex,
+ * caller frees) and its count of *ENTRIES when it is valid, 0 when it is
+ * not (or the index is split or sparse), -1 if the file is unreadable.
+ */
+int snap_index_tree(const char *path, size_t oidlen, char **tree,
+    int64_t *entries);
+
+/* One entry of an index file, for snap_index_each (borrowed for the call). */
+struct snap_index_ent {
+	const char *name;
+	size_t namelen;
+	uint32_t mode;
+	const unsigned char *oid;     /* raw, OIDLEN bytes */
+	uint32_t ctime;               /* seconds */
+	uint16_t flags;
+	uint16_t xflags;
+};
+
+/* Calls FN for each entry of the index file PATH; -1 if it is unreadable or FN says -1. */
+int snap_index_each(const char *path, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg);
+/* The same for an index file read into FILE (the user's, read safely). */
+int snap_index_each_buf(const struct buf *file, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg);
+/*
+ * Makes git hash again the entries of the index file PATH whose ctime is
+ * SINCE (seconds) or later: the count, 0 if none, -1 with errno.
+ */
+int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
+
+/* ---- real modes beside git's (snap-modes.c) ---- */
+
+struct snap_mode {
+	char *path;
+	mode_t mode;
+};
+
+/* The modes that differ from what the umask gives, sorted by path. */
+struct snap_modes {
+	struct snap_mode *v;
+	size_t n;
+	size_t cap;
+	mode_t umask;
+	bool known;               /* false: a snapshot made before modes were kept */
+};
+
+void snap_modes_init(struct snap_modes *);
+void snap_modes_free(struct snap_modes *);
+/* What a file or dir gets from UMASK alone. */
+mode_t snap_modes_canonical(mode_t umask_, bool dir_or_exec);
+/* The mode recorded for PATH, or -1. */
+int snap_modes_find(const struct snap_modes *, const char *path);
+/* PATH's mode in M (recorded, else what M's umask gives). */
+mode_t snap_modes_of(const struct snap_modes *, const char *path,
+    bool dir_or_exec);
+/* Keeps from find's "TYPE MODE PATH\0" records those that differ from UMASK's. */
+void snap_modes_from_find(struct snap_modes *, mode_t umask_, const char *out,
+    size_t len);
+/* PREFIX and PATH as git prints a name: quoted C-style if PATH needs it. */
+void snap_quote_path(struct buf *, const char *prefix, const char *path);
+/* The block a snapshot's commit message holds (after its subject). */
+void snap_modes_format(const struct snap_modes *, struct buf *);
+bool snap_modes_equal(const struct snap_modes *, const struct snap_modes *);
+/* Reads the block (as snap_modes_format writes it) from TEXT; M stays unknown without one. */
+void snap_modes_parse(struct snap_modes *, const char *text, size_t len);
+/* Reads the block from a commit object's text; M stays unknown without one. */
+void snap_modes_from_commit(struct snap_modes *, const char *text, size_t len);
+/* Gives REL under DIRFD the mode WANT through no link: 1 changed, 0 not, -1 with errno. */
+int snap_modes_apply(int dirfd, const char *rel, mode_t want);
+/* What find is asked about: ".", the index's dirs and files (not links), NUL-separated; how many. */
+size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
+/* Paths up to this many are looked at here (snap_modes_stat), more by find. */
+#define SNAP_MODES_HERE 1000
+/* find's records for PATHS under WORKTREE, each opened beneath it, never through a link. */
+void snap_modes_stat(const char *worktree, const struct buf *paths,
+    struct buf *out);
+
+/* ---- frozen ignore rules (snap-ignore.c) ---- */
+
+/* Whether no config file git reads for the user could name core.excludesFile (git need not be asked). */
+bool snap_ignore_config_silent(void);
+/* Where session SESSION's frozen rules are kept; caller frees. */
+char *snap_ignore_path(int64_t session, char **cause);
+/* The .gitignore files of the index: "<oid>\n" lines into OIDS, their dirs into DIRS. */
+void snap_ignore_oids(const char *index, size_t oidlen, struct buf *oids,
+    struct strv *dirs);
+/*
+ * Writes SESSION's frozen rules (the user's excludes file, R's live
+ * excludes, the .gitignore files in BATCH, cat-file --batch output for
+ * DIRS) and makes R use them: R's ignore and start_tree (TREE) are set.
+ */
+int snap_ignore_write(struct snap_repo *r, int64_t session, const char *tree,
+    const char *excludes_file, const struct buf *batch,
+    const struct strv *dirs, char **cause);
+
+/* ---- checking objects before undo writes them (snap-verify.c) ---- */
+
+struct snap_verify_obj {
+	const char *oid;          /* hex */
+	const char *type;         /* blob, tree, commit; NULL: any */
+	const char *what;         /* what it is for (a path), for the message */
+};
+
+/*
+ * Reads V's objects from R's own repository and checks that each hashes
+ * to its id; KEEP (may be NULL) gets the first one's content. -1 with
+ * *CAUSE naming the first that is missing, damaged or of another type.
+ */
+int snap_verify_objects(struct snap_repo *, const struct snap_verify_obj *v,
+    size_t n, struct buf *keep, char **cause);
+
+/* ---- keeping the own repository bounded (snap-keep.c) ---- */
+
+struct snap_keep;
+
+/*
+ * Packs the own repository GITDIR (of WORKTREE) through BASE and keeps its
+ * snapshots within CF's [snapshots] max_size, dropping the oldest turn
+ * snapshots; DONE runs at the end (what was said: snap_keep_messages).
+ */
+struct snap_keep *snap_keep_start(struct event_base *, struct store *,
+    const struct config *cf, const char *gitdir, const char *worktree,
+    void (*done)(void *, const struct snap_keep *), void *arg, char **cause);
+/* Stops it (a running git command gets SIGTERM); NULL is a no-op. */
+void snap_keep_free(struct snap_keep *);
+/* What it told the user; borrowed. */
+const char *const *snap_keep_messages(const struct snap_keep *, size_t *n);
+/*
+ * Runs it to the end on a private loop (THOROUGH: a full pack and a prune
+ * in any case); MESSAGES (may be NULL) gets what it said.
+ */
+int snap_keep_sync(struct store *, const struct config *cf,
+    const char *gitdir, const char *worktree, bool thorough,
+    struct strv *messages, char **cause);
+/* Marks a first snapshot's uncompressed pack in GITDIR: the next pack compresses it. */
+#define SNAP_KEEP_MARK "agentmux-recompress"
+void snap_keep_mark_packed(const char *gitdir);
+/* Whether GITDIR has loose objects enough to pack, or a first snapshot's pack. */
+bool snap_keep_due(const char *gitdir);
+/* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
+void snap_keep_detached(const char *gitdir);
+
+/* ---- snapshot jobs (snap-take.c) ---- */
+
+struct snap_take;
+
+struct snap_take_opts {
+	const char *kind;           /* start | end | manual | turn | undo; NULL: tree only */
+	const char *label;
+	int64_t session;
+	bool if_changed;            /* skip (not recorded) when the tree did not change */
+	bool record_refs;           /* record HEAD, branch tips and the index */
+};
+
+/*
+ * Snapshots REPO's working tree through BASE; DONE runs once with the
+ * result or an error. The store is written when it is done.
+ */
+struct snap_take *snap_take_start(struct event_base *base, struct store *,
+    struct snap_repo *, const struct snap_take_opts *,
+    void (*progress)(void *, int64_t), void (*done)(void *,
+    const struct snap_result *, const char *error), void *arg,
+    char **cause);
+/* Finishes a job on a private loop (blocking); DONE still runs. */
+void snap_take_finish(struct snap_take *);
+/* Runs a job on a private loop until the work tree may change (its ref written; a shadow's tree saved); the rest goes on on its loop. */
+void snap_take_finish_ref(struct snap_take *);
+/* Abandons a job (its git command is killed); DONE does not run. */
+void snap_take_cancel(struct snap_take *);
+/* Runs a snapshot to the end on a private loop. */
+int snap_take_sync(struct store *, struct snap_repo *,
+    const struct snap_take_opts *, struct snap_result *, char **cause);
+/* Records the repository a session's snapshots live in (once). */
+int snap_repo_record(struct store *, int64_t session, struct snap_repo *,
+    char **cause);
+
+/* The repository session SESSION's snapshots live in (else its project's). */
+struct snap_repo *snap_session_repo(struct store *, const struct config *,
+    int64_t session, const char *tag, char **cause);
+
+/*
+ * Refuses, -1 with *CAUSE, while session SESSION runs in a live agentmux
+ * (WHY: what to do then), or with WORKTREE any other session of that
+ * project does (the files they write are the ones about to change), or
+ * when there is no session SESSION.
+ */
+int snap_check_ended(struct store *, int64_t session, const char *worktree,
+    const char *why, char **cause);
+
+/* undo --refs: branch tips, HEAD and the index as at session start (snap-refs.c). */
+int snap_undo_refs(struct store *, struct snap_repo *, int64_t session,
+    bool dry_run, FILE *out, char **cause);
+
+/* ---- snapshots from before own repositories (snap-legacy.c) ---- */
+
+/* Brings session ID's snapshots from the project's git dir (W) into the own repository; -1 with *CAUSE. */
+int snap_legacy_migrate(struct store *, const struct config *, int64_t id,
+    const struct store_snap_where *w, char **cause);
+/* The same for every session of WORKTREE that needs it; how many failed (each is logged). */
+int snap_legacy_project(struct store *, const struct config *,
+    const char *worktree);
+
+/* ---- git dirs the host's git would obey (snap-nested.c) ---- */
+
+struct snap_nested {
+	const char *project;      /* real path */
+	int projfd;               /* the project's dir */
+	int64_t since;            /* ms: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	struct strv *messages;    /* one line per change made */
+	struct strv done;         /* git dirs seen (relative) */
+	const char *gitdir;       /* the git dir being looked at */
+	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
+	int n;                    /* files kept in the quarantine so far */
+};
+
+/* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
+void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
+void snap_nested_gitdir(struct snap_nested *, const char *repo,
+    const char *rel);
+/* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
+char *snap_nested_inside(struct snap_nested *, const char *base,
+    const char *where);
+/* Keeps NAME in DIRFD in the quarantine (MOVE: and takes it away); the quarantine path, caller frees. */
+char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
+    bool move);
+/* True if ST changed (ctime) at SINCE (ms) or later. */
+bool snap_nested_changed(const struct stat *, int64_t since);
+/* S for a message, control characters escaped; caller frees. */
+char *snap_nested_quote(const char *s);
+
+/* ---- the user's history (snap-history.c, snap-import.c, snap-refs.c) ---- */
+
+struct snap_import;
+
+struct snap_hgit {
+	char *gitdir;             /* the host's git dir */
+	char *base;               /* what is kept of it: HISTORY/<n> */
+	char *objects;            /* GITDIR/objects, where the jail's overlay goes */
+	char *upper;              /* the overlay's upper and work dirs, in BASE */
+	char *work;
+	struct snap_import *imp;
+};
+
+struct snap_history {
+	char *dir;                /* $DATA/sessions/<id>/history */
+	struct snap_hgit *v;
+	size_t n;
+};
+
+/* A valid ref name under refs/ that is safe as a path. */
+bool snap_hist_refname_ok(const char *ref);
+/* Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's own left out). */
+void snap_hist_refs(int gitfd, struct strv *out);
+/* REF's value in such a list, or NULL; borrowed. */
+const char *snap_hist_value(const struct strv *refs, const char *ref);
+/* The refs kept for G at the session's start; -1 if none were. */
+int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
+/* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
+int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */
+int snap_hist_write(int gitfd, const char *rel, const struct buf *text,
+    mode_t mode);
+/* mkdir -p of REL under GITFD, never through a link. */
+int snap_hist_mkdirs(int gitfd, const char *rel);
+/* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
+int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
+    struct buf *out);
+
+struct snap_import *snap_import_create(const char *gitdir, const char *upper);
+void snap_import_free(struct snap_import *);
+/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
+void snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/* Waits for a pack being indexed, then brings back everything left (blocking). */
+void snap_import_finish(struct snap_import *);
+/* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
+int64_t snap_import_count(const struct snap_import *, int64_t *refused,
+    int64_t *too_big);
+/* Whether the host refused a write (the upper dir is kept to try again). */
+bool snap_import_failed(const struct snap_import *);
+const struct strv *snap_import_problems(const struct snap_import *);
+
+/* ---- paths given on the command line (snap-spec.c) ---- */
+
+/* PATH (absolute, or relative to the current dir) relative to WORKTREE; caller frees. */
+char *snap_relpath(const char *worktree, const char *path, char **cause);
+
+#endif

@@ -1,0 +1,594 @@
+/*
+ * Keeping a project's snapshot repository bounded, in the background:
+ * loose objects (written uncompressed, for speed) are packed with deltas,
+ * and when the snapshots still take more than [snapshots] max_size, the
+ * oldest turn snapshots are dropped (never a session's start, end or
+ * last one) and the user is told. Each step is a git command on the
+ * event loop; nothing here waits.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* Loose objects or bytes of them that make a pack worth it. */
+#define SNAP_KEEP_LOOSE 2048
+#define SNAP_KEEP_LOOSE_BYTES (64LL << 20)
+/* Packs beyond this are folded into one. */
+#define SNAP_KEEP_PACKS 16
+/*
+ * Unreachable objects younger than this stay: a snapshot being taken in
+ * another process may be about to name them (git freshens what it
+ * reuses, so an object in use is never that old).
+ */
+#define SNAP_KEEP_UNPACK "--unpack-unreachable=1.hour.ago"
+#define SNAP_KEEP_EXPIRE "--expire=1.hour.ago"
+
+struct snap_keep {
+	struct event_base *base;
+	struct store *st;
+	struct snap_repo *repo;
+	int64_t max_size;
+	struct proc *proc;
+	int64_t loose;            /* count-objects: loose objects and their bytes */
+	int64_t loose_bytes;
+	int64_t packs;
+	int64_t usage;            /* bytes the reachable objects take */
+	struct store_snapshot **cand;   /* turn snapshots that may go, oldest first */
+	size_t ncand;
+	struct strv kept;         /* commits of the snapshots that stay */
+	size_t lo, hi;            /* the search for how many to drop */
+	size_t ndrop;
+	bool dropped;
+	bool thorough;            /* gc: fold and prune even without a drop */
+	bool prune;               /* the next fold is followed by a prune */
+	bool recompress;          /* the next fold compresses afresh (a first snapshot's pack) */
+	struct strv messages;
+	void (*done)(void *, const struct snap_keep *);
+	void *arg;
+};
+
+static void snap_keep_usage(struct snap_keep *);
+static void snap_keep_try(struct snap_keep *);
+static void snap_keep_fold(struct snap_keep *);
+static void snap_keep_end(struct snap_keep *);
+
+/* Within the budget: done, unless gc asked for all of it (a fold and a prune). */
+static void
+snap_keep_last(struct snap_keep *k)
+{
+	if (k->thorough && !k->prune) {
+		k->prune = true;
+		snap_keep_fold(k);
+	} else
+		snap_keep_end(k);
+}
+
+const char *const *
+snap_keep_messages(const struct snap_keep *k, size_t *n)
+{
+	*n = k->messages.n;
+	return (const char *const *)k->messages.v;
+}
+
+static void
+snap_keep_free_cand(struct snap_keep *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->ncand; i++)
+		store_snapshot_free(k->cand[i]);
+	free(k->cand);
+	k->cand = NULL;
+	k->ncand = 0;
+}
+
+void
+snap_keep_free(struct snap_keep *k)
+{
+	if (k == NULL)
+		return;
+	/* A git command still running is asked to stop: git cleans up after itself. */
+	proc_term(k->proc);
+	snap_keep_free_cand(k);
+	strv_free(&k->kept);
+	strv_free(&k->messages);
+	snap_repo_free(k->repo);
+	free(k);
+}
+
+static void
+snap_keep_end(struct snap_keep *k)
+{
+	proc_free(k->proc);
+	k->proc = NULL;
+	if (k->done != NULL)
+		k->done(k->arg, k);
+}
+
+/*
+ * Runs git ARGS (with INPUT) in the own repository, niced: it is
+ * background work, and the user's session comes first. CB when done.
+ */
+static void
+snap_keep_git(struct snap_keep *k, const char *const *args,
+    const struct buf *input, proc_cb cb)
+{
+	struct proc_opts o;
+	struct strv argv;
+	char *cause = NULL;
+
+	strv_init(&argv);
+	strv_add(&argv, "nice");
+	strv_add(&argv, "-n");
+	strv_add(&argv, "10");
+	strv_add(&argv, "git");
+	strv_add(&argv, "--no-pager");
+	for (; *args != NULL; args++)
+		strv_add(&argv, *args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = k->repo->env[SNAP_ENV_DB].v;
+	o.dir = k->repo->gitdir;
+	o.out_fd = -1;
+	o.umask = 077;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	proc_free(k->proc);
+	k->proc = proc_start(k->base, &o, cb, k, &cause);
+	strv_free(&argv);
+	if (k->proc == NULL) {
+		log_warnx("snapshots of %s: %s", k->repo->worktree, cause);
+		free(cause);
+		snap_keep_end(k);
+	}
+}
+
+/* A failed step is logged; what follows is skipped. */
+static bool
+snap_keep_ok(struct snap_keep *k, struct proc *p, const char *what)
+{
+	char *err;
+
+	if (proc_status(p) == 0)
+		return true;
+	err = snap_git_error(what, p);
+	log_warnx("snapshots of %s: %s", k->repo->worktree, err);
+	free(err);
+	snap_keep_end(k);
+	return false;
+}
+
+static int64_t
+snap_keep_field(const char *out, const char *name)
+{
+	const char *p;
+	size_t n = strlen(name);
+
+	for (p = out; p != NULL && *p != '\0'; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, name, n) == 0 && p[n] == ':')
+			return strtoll(p + n + 1, NULL, 10);
+	}
+	return 0;
+}
+
+static void
+snap_keep_pruned_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+
+	if (snap_keep_ok(k, p, "prune"))
+		snap_keep_end(k);
+}
+
+/* After a drop: a full pack, and unreachable objects past the grace go. */
+static void
+snap_keep_folded_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+	const char *args[] = { "prune", SNAP_KEEP_EXPIRE, NULL };
+
+	if (!snap_keep_ok(k, p, "repack"))
+		return;
+	if (k->prune)
+		snap_keep_git(k, args, NULL, snap_keep_pruned_cb);
+	else
+		snap_keep_usage(k);
+}
+
+static void
+snap_keep_fold(struct snap_keep *k)
+{
+	const char *args[] = { "repack", "-A", "-d", "-q", SNAP_KEEP_UNPACK,
+	    NULL, NULL };
+
+	if (k->recompress)
+		args[5] = "-F";
+	k->recompress = false;
+	snap_keep_git(k, args, NULL, snap_keep_folded_cb);
+}
+
+/*
+ * Whether GITDIR holds a first snapshot's objects, packed uncompressed,
+ * and takes the mark: a pack of everything that compresses them afresh
+ * (-F: a plain repack would copy their data as it is) follows at once.
+ */
+static bool
+snap_keep_take_mark(const char *gitdir)
+{
+	char *p = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	bool marked = unlink(p) == 0;
+
+	free(p);
+	return marked;
+}
+
+void
+snap_keep_mark_packed(const char *gitdir)
+{
+	char *p = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	int fd;
+
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1)
+		log_debug("cannot write %s: %s", p, strerror(errno));
+	else
+		close(fd);
+	free(p);
+}
+
+static void
+snap_keep_refs_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+
+	if (snap_keep_ok(k, p, "update-ref"))
+		snap_keep_fold(k);
+}
+
+/* Says what was dropped, in each session it was dropped from. */
+static void
+snap_keep_tell(struct snap_keep *k)
+{
+	char size[16], max[16], *msg;
+	size_t i;
+
+	util_fmt_size(size, sizeof size, k->usage);
+	util_fmt_size(max, sizeof max, k->max_size);
+	msg = xprintf("%zu turn snapshot%s of %s dropped, the oldest first: its "
+	    "snapshots took %s, over [snapshots] max_size = %s (starts, ends "
+	    "and each session's last are kept)", k->ndrop, k->ndrop == 1 ?
+	    " was" : "s were", k->repo->worktree, size, max);
+	strv_add(&k->messages, msg);
+	for (i = 0; i < k->ndrop; i++) {
+		if (i > 0 && k->cand[i]->session_id ==
+		    k->cand[i - 1]->session_id)
+			continue;
+		store_event_add(k->st, k->cand[i]->session_id, "warn",
+		    "snapshot", "%s", msg);
+	}
+	free(msg);
+}
+
+/* Drops the first NDROP candidates: marked in the store, their refs deleted. */
+static void
+snap_keep_drop(struct snap_keep *k)
+{
+	struct buf in;
+	size_t i;
+
+	buf_init(&in);
+	for (i = 0; i < k->ndrop; i++) {
+		store_snap_keep_mark(k->st, k->cand[i]->id);
+		if (!strv_contains(&k->kept, k->cand[i]->commit))
+			buf_printf(&in, "delete refs/agentmux/snaps/%lld/%s\n",
+			    (long long)k->cand[i]->session_id,
+			    k->cand[i]->commit);
+	}
+	k->dropped = k->prune = true;
+	snap_keep_tell(k);
+	if (in.len > 0) {
+		const char *args[] = { "update-ref", "--stdin", NULL };
+
+		snap_keep_git(k, args, &in, snap_keep_refs_cb);
+	} else
+		snap_keep_fold(k);
+	buf_free(&in);
+}
+
+/* The bytes only the first N candidates hold: what dropping them frees. */
+static void
+snap_keep_unique_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+	int64_t unique;
+	size_t n = (k->lo + k->hi) / 2;
+
+	if (!snap_keep_ok(k, p, "rev-list"))
+		return;
+	unique = strtoll(proc_out(p)->data != NULL ?
+	    proc_out(p)->data : "0", NULL, 10);
+	if (k->usage - unique <= k->max_size)
+		k->hi = n;
+	else
+		k->lo = n;
+	snap_keep_try(k);
+}
+
+/*
+ * How many of the oldest to drop: the fewest whose objects, gone, bring
+ * the snapshots within the budget (a search over rev-list --disk-usage of
+ * the first N against all that stay), or all of them if none do.
+ */
+static void
+snap_keep_try(struct snap_keep *k)
+{
+	const char *args[] = { "rev-list", "--objects", "--disk-usage",
+	    "--stdin", NULL };
+	struct buf in;
+	size_t i, n;
+
+	if (k->hi - k->lo <= 1) {
+		k->ndrop = k->hi;
+		snap_keep_drop(k);
+		return;
+	}
+	n = (k->lo + k->hi) / 2;
+	buf_init(&in);
+	for (i = 0; i < n; i++)
+		buf_printf(&in, "%s\n", k->cand[i]->commit);
+	for (i = n; i < k->ncand; i++)
+		buf_printf(&in, "^%s\n", k->cand[i]->commit);
+	for (i = 0; i < k->kept.n; i++)
+		buf_printf(&in, "^%s\n", k->kept.v[i]);
+	snap_keep_git(k, args, &in, snap_keep_unique_cb);
+	buf_free(&in);
+}
+
+/* Over the budget: which turn snapshots may go. */
+static void
+snap_keep_plan(struct snap_keep *k)
+{
+	char size[16], max[16];
+
+	k->cand = store_snap_keep_candidates(k->st, k->repo->gitdir, &k->ncand);
+	store_snap_keep_kept(k->st, k->repo->gitdir, &k->kept);
+	if (k->ncand == 0) {
+		util_fmt_size(size, sizeof size, k->usage);
+		util_fmt_size(max, sizeof max, k->max_size);
+		strv_take(&k->messages, xprintf("the snapshots of %s take %s, "
+		    "over [snapshots] max_size = %s, and only starts, ends and "
+		    "sessions' last snapshots are left, which are never dropped: "
+		    "raise max_size or remove old sessions (agentmux gc)",
+		    k->repo->worktree, size, max));
+		store_event_add(k->st, store_snap_keep_newest(k->st, k->repo->gitdir),
+		    "warn", "snapshot", "%s", k->messages.v[k->messages.n - 1]);
+		snap_keep_end(k);
+		return;
+	}
+	/* Between none (over) and all (taken as enough if nothing is). */
+	k->lo = 0;
+	k->hi = k->ncand;
+	snap_keep_try(k);
+}
+
+static void
+snap_keep_usage_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+
+	if (!snap_keep_ok(k, p, "rev-list"))
+		return;
+	k->usage = strtoll(proc_out(p)->data != NULL ?
+	    proc_out(p)->data : "0", NULL, 10);
+	if (k->max_size > 0 && k->usage > k->max_size && !k->dropped)
+		snap_keep_plan(k);
+	else
+		snap_keep_last(k);
+}
+
+/*
+ * What the snapshots take: the objects reachable from their refs (and the
+ * index), as stored. Unreachable ones on the way out are not counted.
+ */
+static void
+snap_keep_usage(struct snap_keep *k)
+{
+	const char *args[] = { "rev-list", "--objects", "--disk-usage",
+	    "--all", "--indexed-objects", NULL };
+
+	if (k->max_size <= 0) {
+		snap_keep_last(k);
+		return;
+	}
+	snap_keep_git(k, args, NULL, snap_keep_usage_cb);
+}
+
+static void
+snap_keep_packed_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+
+	if (!snap_keep_ok(k, p, "repack"))
+		return;
+	if (k->packs + 1 >= SNAP_KEEP_PACKS)
+		snap_keep_fold(k);
+	else
+		snap_keep_usage(k);
+}
+
+static void
+snap_keep_count_cb(struct proc *p, void *arg)
+{
+	struct snap_keep *k = arg;
+	const char *out = proc_out(p)->data;
+	const char *args[] = { "repack", "-d", "-q", NULL };
+
+	if (!snap_keep_ok(k, p, "count-objects"))
+		return;
+	k->loose = snap_keep_field(out, "count");
+	k->loose_bytes = snap_keep_field(out, "size") * 1024;
+	k->packs = snap_keep_field(out, "packs");
+	if ((k->recompress = snap_keep_take_mark(k->repo->gitdir)))
+		snap_keep_fold(k);
+	else if (k->loose >= SNAP_KEEP_LOOSE || k->loose_bytes >= SNAP_KEEP_LOOSE_BYTES)
+		snap_keep_git(k, args, NULL, snap_keep_packed_cb);
+	else if (k->packs >= SNAP_KEEP_PACKS)
+		snap_keep_fold(k);
+	else
+		snap_keep_usage(k);
+}
+
+struct snap_keep *
+snap_keep_start(struct event_base *base, struct store *st,
+    const struct config *cf, const char *gitdir, const char *worktree,
+    void (*done)(void *, const struct snap_keep *), void *arg, char **cause)
+{
+	struct snap_keep *k = xcalloc(1, sizeof *k);
+	const char *args[] = { "count-objects", "-v", NULL };
+
+	k->base = base;
+	k->st = st;
+	k->max_size = cf != NULL ? cf->snapshots.max_size : 0;
+	k->done = done;
+	k->arg = arg;
+	strv_init(&k->kept);
+	strv_init(&k->messages);
+	if ((k->repo = snap_repo_reopen(gitdir, worktree, cf, "keep", false,
+	    cause)) == NULL) {
+		free(k);
+		return NULL;
+	}
+	k->proc = snap_git_start(base, k->repo, SNAP_ENV_DB, args, NULL, NULL,
+	    snap_keep_count_cb, k, cause);
+	if (k->proc == NULL) {
+		snap_keep_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+struct snap_keep_sync {
+	bool done;
+	struct strv *messages;
+};
+
+static void
+snap_keep_sync_done(void *arg, const struct snap_keep *k)
+{
+	struct snap_keep_sync *s = arg;
+	size_t i;
+
+	for (i = 0; s->messages != NULL && i < k->messages.n; i++)
+		strv_add(s->messages, k->messages.v[i]);
+	s->done = true;
+}
+
+int
+snap_keep_sync(struct store *st, const struct config *cf, const char *gitdir,
+    const char *worktree, bool thorough, struct strv *messages, char **cause)
+{
+	struct event_base *base = event_base_new();
+	struct snap_keep_sync s = { false, messages };
+	struct snap_keep *k;
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	k = snap_keep_start(base, st, cf, gitdir, worktree, snap_keep_sync_done,
+	    &s, cause);
+	if (k != NULL)
+		k->thorough = thorough;
+	while (k != NULL && !s.done)
+		event_base_loop(base, EVLOOP_ONCE);
+	snap_keep_free(k);
+	event_base_free(base);
+	return k == NULL ? -1 : 0;
+}
+
+/*
+ * Whether a pack is worth starting: the loose objects counted (and their
+ * bytes summed) until either is enough.
+ */
+bool
+snap_keep_due(const char *gitdir)
+{
+	struct dirent *de;
+	struct stat sb;
+	int64_t n = 0, bytes = 0;
+	char *dir;
+	DIR *d;
+	int i;
+
+	dir = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	i = access(dir, F_OK);
+	free(dir);
+	if (i == 0)
+		return true;
+	for (i = 0; i < 256 && n < SNAP_KEEP_LOOSE &&
+	    bytes < SNAP_KEEP_LOOSE_BYTES; i++) {
+		dir = xprintf("%s/objects/%02x", gitdir, i);
+		if ((d = opendir(dir)) != NULL) {
+			while ((de = readdir(d)) != NULL) {
+				if (de->d_name[0] == '.')
+					continue;
+				n++;
+				if (fstatat(dirfd(d), de->d_name, &sb,
+				    AT_SYMLINK_NOFOLLOW) == 0)
+					bytes += sb.st_size;
+			}
+			closedir(d);
+		}
+		free(dir);
+	}
+	return n >= SNAP_KEEP_LOOSE || bytes >= SNAP_KEEP_LOOSE_BYTES;
+}
+
+void
+snap_keep_detached(const char *gitdir)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct buf err;
+	char *cause = NULL, *dir;
+	int st;
+	char *argv[] = { "sh", "-c", "\"$@\" </dev/null >/dev/null 2>&1 &",
+	    "sh", "nice", "-n", "10", "git", "repack", "-d", "-q", NULL, NULL,
+	    NULL, NULL };
+
+	if (!snap_keep_due(gitdir))
+		return;
+	if (snap_keep_take_mark(gitdir)) {
+		argv[11] = "-A";
+		argv[12] = "-F";
+		argv[13] = SNAP_KEEP_UNPACK;
+	}
+	/* The shell puts git in the background and ends: git outlives agentmux. */
+	snap_env_plain(&env);
+	dir = xprintf("GIT_DIR=%s", gitdir);
+	strv_add(&env, dir);
+	free(dir);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = gitdir;
+	o.out_fd = -1;
+	o.umask = 077;
+	buf_init(&err);
+	if (proc_run(&o, NULL, &err, &st, &cause) == -1) {
+		log_debug("%s", cause);
+		free(cause);
+	}
+	buf_free(&err);
+	strv_free(&env);
+}

@@ -1,0 +1,626 @@
+/*
+ * Git dirs a jailed command planted or changed, which the host's git would
+ * obey: a nested repository's or a submodule's (a `git status` in the
+ * project runs its core.fsmonitor, a commit in it its hooks), one under
+ * .git/modules, a .git made where the project had none. Their config keeps
+ * only keys known to be inert (everything else goes; the file as it was is
+ * kept in the session's quarantine dir), and their hooks are moved there.
+ * Everything is reached from the project's dir without following a link.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/*
+ * Config keys (git's lower-cased form, globs over subsections) known to be
+ * inert: git never runs a command named by them, and they send it nowhere
+ * on its own. Anything else in a planted config goes: a deny-list always
+ * misses one (gpg.ssh.defaultKeyCommand, trailer.*.command, ...).
+ */
+static const char *const snap_nested_inert[] = {
+	"core.repositoryformatversion", "core.filemode", "core.bare",
+	"core.logallrefupdates", "core.ignorecase", "core.precomposeunicode",
+	"core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf",
+	"core.quotepath", "core.abbrev", "core.compression",
+	"core.loosecompression", "core.bigfilethreshold",
+	"core.sparsecheckout", "core.sparsecheckoutcone", "core.commentchar",
+	"core.whitespace",
+	"extensions.objectformat", "extensions.worktreeconfig",
+	"extensions.preciousobjects",
+	"user.name", "user.email",
+	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push",
+	"remote.*.tagopt", "remote.*.mirror", "remote.*.prune",
+	"branch.*.remote", "branch.*.merge", "branch.*.rebase",
+	"branch.*.pushremote", "branch.*.description",
+	"submodule.*.url", "submodule.*.active", "submodule.*.branch",
+	"submodule.*.ignore", "submodule.*.fetchrecursesubmodules",
+	"submodule.*.shallow", "submodule.active",
+	"init.defaultbranch", "pull.rebase", "pull.ff", "push.default",
+	"fetch.prune", "merge.conflictstyle", "rebase.autosquash",
+	"rebase.autostash", "diff.renames", "status.showuntrackedfiles",
+	"i18n.commitencoding", "i18n.logoutputencoding",
+	"lfs.repositoryformatversion",
+};
+
+/* Keys whose value is a URL git would fetch from: no transport helper (ext::, fd::, x::). */
+static const char *const snap_nested_urls[] = {
+	"remote.*.url", "remote.*.pushurl", "submodule.*.url",
+};
+
+/* A config file larger than this is not read: it goes whole. */
+#define SNAP_NESTED_MAX (1024 * 1024)
+
+/* A path for a message: as it is if safe, else quoted as git quotes paths (core-quote.c). */
+char *
+snap_nested_quote(const char *s)
+{
+	return quote_name(s);
+}
+
+static bool
+snap_nested_url_ok(const char *value)
+{
+	size_t n = strspn(value, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+
+	/* "helper::address" runs git-remote-helper (ext:: runs a shell). */
+	return n == 0 || strncmp(value + n, "::", 2) != 0;
+}
+
+/* PATH with "." and ".." components worked out (no link is followed); caller frees. */
+static char *
+snap_nested_normal(const char *path)
+{
+	char *copy = xstrdup(path), *comp, *save = NULL, *slash;
+	struct buf b;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	for (comp = strtok_r(copy, "/", &save); comp != NULL;
+	    comp = strtok_r(NULL, "/", &save)) {
+		if (strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0) {
+			if ((slash = strrchr(b.data, '/')) != NULL) {
+				*slash = '\0';
+				b.len = (size_t)(slash - b.data);
+			}
+			continue;
+		}
+		buf_printf(&b, "/%s", comp);
+	}
+	free(copy);
+	if (b.len == 0)
+		buf_adds(&b, "/");
+	return buf_steal(&b);
+}
+
+/*
+ * A git dir's core.worktree (git writes one for every submodule) is inert
+ * only while it names a dir in the project: elsewhere, `git clean` in that
+ * repository would clean there.
+ */
+static bool
+snap_nested_worktree_ok(struct snap_nested *nc, const char *value)
+{
+	char *abs, *norm;
+	size_t n = strlen(nc->project);
+	bool ok;
+
+	if (value == NULL || nc->gitdir == NULL)
+		return false;
+	abs = value[0] == '/' ? xstrdup(value) : xprintf("%s/%s", nc->gitdir,
+	    value);
+	norm = snap_nested_normal(abs);
+	ok = strncmp(norm, nc->project, n) == 0 && (norm[n] == '/' ||
+	    norm[n] == '\0');
+	free(norm);
+	free(abs);
+	return ok;
+}
+
+/* True if KEY = VALUE (VALUE NULL: a bare boolean) is known to be inert. */
+static bool
+snap_nested_allowed(struct snap_nested *nc, const char *key,
+    const char *value)
+{
+	size_t i;
+	bool ok = false;
+
+	if (strcmp(key, "core.worktree") == 0)
+		return snap_nested_worktree_ok(nc, value);
+	/* checkout, rebase, merge or none; "!command" runs a command. */
+	if (util_glob_match("submodule.*.update", key, false))
+		return value != NULL && value[strspn(value, " \t")] != '!';
+
+	for (i = 0; i < nitems(snap_nested_inert) && !ok; i++)
+		ok = util_glob_match(snap_nested_inert[i], key, false);
+	for (i = 0; i < nitems(snap_nested_urls) && ok; i++) {
+		if (util_glob_match(snap_nested_urls[i], key, false))
+			ok = value != NULL && snap_nested_url_ok(value);
+	}
+	return ok;
+}
+
+/* An entry's stat, found from the project's dir without following a link. */
+static int
+snap_nested_lstat(struct snap_nested *nc, const char *rel, struct stat *st)
+{
+	int fd, rc;
+
+	if ((fd = path_open_beneath(nc->projfd, rel, O_PATH, 0)) == -1)
+		return -1;
+	rc = fstat(fd, st);
+	close(fd);
+	return rc;
+}
+
+int64_t
+snap_plant_clock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+snap_nested_changed(const struct stat *st, int64_t since)
+{
+	/* ctime: a command can set a file's mtime back, never its ctime. */
+	return (int64_t)st->st_ctim.tv_sec * 1000 +
+	    st->st_ctim.tv_nsec / 1000000 >= since;
+}
+
+/* Copies what FD (a file) holds into a new file TO in the quarantine. */
+static int
+snap_nested_copy_to(int fd, const char *to)
+{
+	int out, rc;
+
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (out == -1)
+		return -1;
+	rc = snap_copy_fd(fd, out);
+	if (close(out) == -1)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * Keeps NAME in DIRFD (a file, or a symlink: its target is written down)
+ * in the quarantine as "<n>-NAME"; MOVE: and takes it out of the project.
+ * The quarantine path, or NULL.
+ */
+char *
+snap_nested_keep(struct snap_nested *nc, int dirfd, const char *name,
+    bool move)
+{
+	char target[PATH_MAX], *to;
+	struct stat st;
+	ssize_t n;
+	int fd, rc = -1;
+
+	if (path_mkdir_p(nc->quarantine, 0700) == -1 ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return NULL;
+	to = xprintf("%s/%d-%s%s", nc->quarantine, ++nc->n, name,
+	    S_ISLNK(st.st_mode) ? ".symlink" : "");
+	if (S_ISLNK(st.st_mode)) {
+		if ((n = readlinkat(dirfd, name, target, sizeof target - 1)) >= 0) {
+			target[n] = '\0';
+			rc = util_write_file_atomic(to, target, (size_t)n, 0600,
+			    NULL);
+		}
+	} else if (S_ISREG(st.st_mode) && (fd = openat(dirfd, name, O_RDONLY |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
+		rc = snap_nested_copy_to(fd, to);
+		close(fd);
+	} else if (!S_ISREG(st.st_mode))
+		rc = util_write_file_atomic(to, "", 0, 0600, NULL);
+	if (rc == 0 && move && unlinkat(dirfd, name, S_ISDIR(st.st_mode) ?
+	    AT_REMOVEDIR : 0) == -1)
+		rc = -1;
+	if (rc == -1) {
+		free(to);
+		return NULL;
+	}
+	return to;
+}
+
+/* Reads NAME in DIRFD if it is a regular file no larger than the cap; -1 if not. */
+static int
+snap_nested_read(int dirfd, const char *name, struct buf *out, mode_t *mode)
+{
+	struct stat st;
+	int fd, rc = -1;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= SNAP_NESTED_MAX && buf_read_fd(out, fd) == 0) {
+		*mode = st.st_mode & 0666;
+		rc = 0;
+	}
+	close(fd);
+	return rc;
+}
+
+/* Lists TEXT (a config file's contents) as NUL-separated "key[\nvalue]" entries, without includes. */
+static int
+snap_nested_list(const struct buf *text, struct buf *out)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--null", "--list",
+	    NULL };
+	char *cause = NULL;
+	int st, rc;
+
+	rc = snap_git_outside_input(argv, text->data != NULL ? text->data : "",
+	    text->len, out, NULL, &st, &cause);
+	free(cause);
+	return rc == 0 && st == 0 ? 0 : -1;
+}
+
+/* Appends S to B inside double quotes, escaped as git's config parser reads it. */
+static void
+snap_nested_quoted(struct buf *b, const char *s)
+{
+	buf_addc(b, '"');
+	for (; *s != '\0'; s++) {
+		switch (*s) {
+		case '\\':
+		case '"':
+			buf_addc(b, '\\');
+			buf_addc(b, *s);
+			break;
+		case '\n':
+			buf_adds(b, "\\n");
+			break;
+		case '\t':
+			buf_adds(b, "\\t");
+			break;
+		case '\b':
+			buf_adds(b, "\\b");
+			break;
+		default:
+			buf_addc(b, *s);
+		}
+	}
+	buf_addc(b, '"');
+}
+
+/* Writes KEY (section[.subsection].name) = VALUE into B, opening its section if it is not the last one. */
+static void
+snap_nested_emit(struct buf *b, char **last, const char *key,
+    const char *value)
+{
+	const char *dot = strchr(key, '.'), *rdot = strrchr(key, '.');
+	char *section, *sub;
+
+	if (dot == NULL)
+		return;
+	section = xstrndup(key, (size_t)(rdot - key));
+	if (*last == NULL || strcmp(*last, section) != 0) {
+		buf_printf(b, "[%.*s", (int)(dot - key), key);
+		if (dot != rdot) {
+			sub = xstrndup(dot + 1, (size_t)(rdot - dot - 1));
+			buf_addc(b, ' ');
+			snap_nested_quoted(b, sub);
+			free(sub);
+		}
+		buf_adds(b, "]\n");
+		free(*last);
+		*last = section;
+	} else
+		free(section);
+	buf_printf(b, "\t%s", rdot + 1);
+	if (value != NULL) {
+		buf_adds(b, " = ");
+		snap_nested_quoted(b, value);
+	}
+	buf_addc(b, '\n');
+}
+
+/* Splits LIST (from snap_nested_list) into what stays, written as config text into KEEP, and the names of what goes. */
+static void
+snap_nested_filter(struct snap_nested *nc, struct buf *list, struct buf *keep,
+    struct strv *gone)
+{
+	char *last = NULL, *key, *nl, *value;
+	size_t off, len;
+
+	for (off = 0; off < list->len; off += len + 1) {
+		key = list->data + off;
+		len = strlen(key);
+		value = NULL;
+		if ((nl = strchr(key, '\n')) != NULL) {
+			*nl = '\0';
+			value = nl + 1;
+		}
+		if (snap_nested_allowed(nc, key, value))
+			snap_nested_emit(keep, &last, key, value);
+		else if (!strv_contains(gone, key))
+			strv_add(gone, key);
+	}
+	free(last);
+}
+
+/* Replaces NAME in DIRFD with TEXT, atomically (a temp file renamed over it). */
+static int
+snap_nested_replace(int dirfd, const char *name, const struct buf *text,
+    mode_t mode)
+{
+	char tmp[64];
+	int fd, rc = -1;
+
+	snprintf(tmp, sizeof tmp, ".agentmux-config-%ld", (long)getpid());
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	if (fd == -1)
+		return -1;
+	if (util_write_all(fd, text->data != NULL ? text->data : "",
+	    text->len) == 0 && fsync(fd) == 0)
+		rc = 0;
+	if (close(fd) == -1)
+		rc = -1;
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) == -1)
+		rc = -1;
+	if (rc == -1)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
+}
+
+/* What is wrong with config file NAME in DIRFD, if anything, and the text it should have instead. */
+static const char *
+snap_nested_judge(struct snap_nested *nc, int dirfd, const char *name,
+    struct buf *keep, struct strv *gone, mode_t *mode)
+{
+	struct buf text, list;
+	const char *why = NULL;
+
+	buf_init(&text);
+	buf_init(&list);
+	*mode = 0644;
+	if (snap_nested_read(dirfd, name, &text, mode) == -1)
+		why = "it is not a regular file of at most 1 MiB";
+	else if (snap_nested_list(&text, &list) == -1)
+		why = "git cannot read it";
+	else
+		snap_nested_filter(nc, &list, keep, gone);
+	buf_free(&text);
+	buf_free(&list);
+	return why;
+}
+
+/* Keeps only the inert keys of config NAME in DIRFD (the git dir of REPO), if it changed. */
+static void
+snap_nested_config(struct snap_nested *nc, const char *repo, int dirfd,
+    const char *gitdir, const char *name)
+{
+	struct buf keep, list;
+	struct strv gone;
+	struct stat st;
+	const char *why;
+	char *kept, *qrepo, *qpath;
+	mode_t mode;
+	size_t i;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !snap_nested_changed(&st, nc->since))
+		return;
+	buf_init(&keep);
+	strv_init(&gone);
+	nc->gitdir = gitdir;
+	why = snap_nested_judge(nc, dirfd, name, &keep, &gone, &mode);
+	nc->gitdir = NULL;
+	qrepo = snap_nested_quote(repo);
+	qpath = snap_nested_quote(gitdir);
+	if (why != NULL) {
+		/* Nothing of it can be trusted: it goes whole. */
+		if ((kept = snap_nested_keep(nc, dirfd, name, true)) != NULL)
+			strv_addf(nc->messages, "the repository %s had a config "
+			    "agentmux cannot check (%s/%s: %s); it was moved to "
+			    "%s", qrepo, qpath, name, why, kept);
+		free(kept);
+	} else if (gone.n > 0 &&
+	    (kept = snap_nested_keep(nc, dirfd, name, false)) != NULL) {
+		buf_init(&list);
+		for (i = 0; i < gone.n; i++)
+			buf_printf(&list, "%s%s", i == 0 ? "" : ", ", gone.v[i]);
+		if (snap_nested_replace(dirfd, name, &keep, mode) == 0)
+			strv_addf(nc->messages, "the repository %s had "
+			    "settings git could run commands from (%s) in "
+			    "%s/%s; only settings known to be harmless were "
+			    "kept (the file as it was is %s)", qrepo, list.data,
+			    qpath, name, kept);
+		else
+			strv_addf(nc->messages, "the repository %s has "
+			    "settings git could run commands from (%s) in "
+			    "%s/%s, and agentmux could not rewrite it: %s; do "
+			    "not run git there before you look at it", qrepo,
+			    list.data, qpath, name, strerror(errno));
+		buf_free(&list);
+		free(kept);
+	}
+	free(qrepo);
+	free(qpath);
+	strv_free(&gone);
+	buf_free(&keep);
+}
+
+/* Hooks written since the start are moved out: git would run them on the host. */
+static void
+snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
+    const char *gitdir)
+{
+	struct dirent *de;
+	struct stat st;
+	char *to, *qrepo, *qpath, *qname;
+	DIR *d;
+	int fd;
+
+	if (fstatat(gitfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	qrepo = snap_nested_quote(repo);
+	qpath = snap_nested_quote(gitdir);
+	if (!S_ISDIR(st.st_mode)) {
+		/* A hooks symlink sends git to a dir of the agent's choosing. */
+		if ((to = snap_nested_keep(nc, gitfd, "hooks", true)) != NULL)
+			strv_addf(nc->messages, "the repository %s had "
+			    "%s/hooks as a link elsewhere; it was moved to %s",
+			    qrepo, qpath, to);
+		free(to);
+		goto out;
+	}
+	fd = openat(gitfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	while ((de = readdir(d)) != NULL) {
+		/* git runs hooks/NAME only: a .sample, a dir, a dot file never. */
+		if (de->d_name[0] == '.' || fstatat(fd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(st.st_mode) ||
+		    !snap_nested_changed(&st, nc->since) ||
+		    (strlen(de->d_name) > 7 && strcmp(de->d_name +
+		    strlen(de->d_name) - 7, ".sample") == 0))
+			continue;
+		if ((to = snap_nested_keep(nc, fd, de->d_name, true)) == NULL)
+			continue;
+		qname = snap_nested_quote(de->d_name);
+		strv_addf(nc->messages, "the repository %s had a new "
+		    "hook %s/hooks/%s, which git would run; it was moved to %s",
+		    qrepo, qpath, qname, to);
+		free(qname);
+		free(to);
+	}
+	closedir(d);
+out:
+	free(qrepo);
+	free(qpath);
+}
+
+/* Defuses the git dir REL (relative to the project) of repository REPO, once. */
+static void
+snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
+    const char *rel, bool common)
+{
+	char *path = xprintf("%s/%s", nc->project, rel), *crel;
+	struct buf b;
+	mode_t mode;
+	int fd;
+
+	/*
+	 * The project's own git dir is the user's: the jail kept its config
+	 * and hooks read-only, and a .git file pointing there is no reason to
+	 * touch what the user changed there meanwhile.
+	 */
+	if ((nc->own_git && strcmp(rel, ".git") == 0) ||
+	    strv_contains(&nc->done, rel) ||
+	    (fd = path_open_beneath(nc->projfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) == -1) {
+		free(path);
+		return;
+	}
+	strv_add(&nc->done, rel);
+	snap_nested_config(nc, repo, fd, path, "config");
+	snap_nested_config(nc, repo, fd, path, "config.worktree");
+	snap_nested_hooks(nc, repo, fd, path);
+	/* A commondir sends git to another git dir's config and hooks. */
+	buf_init(&b);
+	if (!common && snap_nested_read(fd, "commondir", &b, &mode) == 0 &&
+	    b.data != NULL) {
+		b.data[strcspn(b.data, "\r\n")] = '\0';
+		crel = snap_nested_inside(nc, path, b.data);
+		if (crel != NULL)
+			snap_nested_gitdir_at(nc, repo, crel, true);
+		free(crel);
+	}
+	buf_free(&b);
+	close(fd);
+	free(path);
+}
+
+char *
+snap_nested_inside(struct snap_nested *nc, const char *base,
+    const char *where)
+{
+	char *abs, *real;
+	size_t n = strlen(nc->project);
+
+	abs = where[0] == '/' ? xstrdup(where) : xprintf("%s/%s", base, where);
+	real = realpath(abs, NULL);
+	free(abs);
+	/* Outside the project the jail could not write: nothing to defuse. */
+	if (real == NULL || strncmp(real, nc->project, n) != 0 ||
+	    real[n] != '/') {
+		free(real);
+		return NULL;
+	}
+	abs = xstrdup(real + n + 1);
+	free(real);
+	return abs;
+}
+
+void
+snap_nested_gitdir(struct snap_nested *nc, const char *repo, const char *rel)
+{
+	snap_nested_gitdir_at(nc, repo, rel, false);
+}
+
+void
+snap_nested_dotgit(struct snap_nested *nc, const char *rel)
+{
+	char *repo, *dir, *gitdir = NULL, *abs;
+	struct stat st;
+	struct buf b;
+	mode_t mode;
+	int dfd;
+
+	if (snap_nested_lstat(nc, rel, &st) == -1)
+		return;
+	dir = strrchr(rel, '/') != NULL ? xstrndup(rel, (size_t)(strrchr(rel,
+	    '/') - rel)) : xstrdup("");
+	repo = dir[0] != '\0' ? xprintf("%s/%s", nc->project, dir) :
+	    xstrdup(nc->project);
+	if (S_ISDIR(st.st_mode))
+		gitdir = xstrdup(rel);
+	else if (S_ISLNK(st.st_mode)) {
+		abs = xprintf("%s/%s", nc->project, rel);
+		gitdir = snap_nested_inside(nc, repo, abs);
+		free(abs);
+	} else if (S_ISREG(st.st_mode)) {
+		/* "gitdir: PATH", relative to the dir the .git file is in. */
+		buf_init(&b);
+		dfd = dir[0] != '\0' ? path_open_beneath(nc->projfd, dir,
+		    O_RDONLY | O_DIRECTORY, 0) : openat(nc->projfd, ".",
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd != -1 && snap_nested_read(dfd, ".git", &b, &mode) == 0 &&
+		    b.data != NULL && strncmp(b.data, "gitdir: ", 8) == 0) {
+			b.data[strcspn(b.data, "\r\n")] = '\0';
+			gitdir = snap_nested_inside(nc, repo, b.data + 8);
+		}
+		if (dfd != -1)
+			close(dfd);
+		buf_free(&b);
+	}
+	if (gitdir != NULL)
+		snap_nested_gitdir(nc, repo, gitdir);
+	free(gitdir);
+	free(repo);
+	free(dir);
+}

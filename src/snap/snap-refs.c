@@ -1,0 +1,406 @@
+/*
+ * undo --refs: every branch, tag and other ref, HEAD, their reflogs and the
+ * index back as they were at session start. The refs come from what the
+ * session kept out of the jail's reach (snap-history.c), or for sessions
+ * from before that, from the store. They are written as git writes loose
+ * refs (a .lock file renamed over the ref), never through a link the jail
+ * may have left in the git dir, and only to objects that exist.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+struct snap_refs {
+	struct store *st;
+	struct snap_repo *r;
+	int gitfd;
+	int64_t session;
+	bool dry;
+	FILE *out;
+	struct strv start;        /* "ref\tvalue" as at the start */
+	struct strv now;          /* and as now */
+	struct strv present;      /* object ids of the start that exist */
+	const struct snap_hgit *kept; /* what the session kept, or NULL */
+	int failed;               /* refs that could not be put back */
+};
+
+/* How the user names REF: "main" for a branch, the full name otherwise. */
+static const char *
+snap_refs_short(const char *ref)
+{
+	return strncmp(ref, "refs/heads/", 11) == 0 ? ref + 11 : ref;
+}
+
+/* The refs kept for this git dir by the session, else those the store has. */
+static void
+snap_refs_start(struct snap_refs *sr, struct snap_history **h)
+{
+	char *data, *sess, *real, *cause = NULL;
+	char **rec;
+	size_t n, i;
+
+	*h = NULL;
+	if ((data = path_data_dir(&cause)) != NULL) {
+		sess = xprintf("%s/sessions/%lld", data, (long long)sr->session);
+		*h = snap_history_open(sess);
+		free(sess);
+		free(data);
+	}
+	free(cause);
+	real = realpath(sr->r->projcommon, NULL);
+	for (i = 0; *h != NULL && real != NULL && i < (*h)->n; i++) {
+		if (strcmp((*h)->v[i].gitdir, real) != 0)
+			continue;
+		/* It initialises the list (empty if nothing was kept). */
+		strv_free(&sr->start);
+		if (snap_history_start_refs(&(*h)->v[i], &sr->start) == 0) {
+			sr->kept = &(*h)->v[i];
+			break;
+		}
+	}
+	free(real);
+	if (sr->kept != NULL)
+		return;
+	rec = store_session_refs(sr->st, sr->session, &n);
+	for (i = 0; i < n; i++) {
+		rec[i][strcspn(rec[i], " ")] = '\t';
+		strv_add(&sr->start, rec[i]);
+		free(rec[i]);
+	}
+	free(rec);
+}
+
+/* Which of the start's object ids the repository still has (one git cat-file). */
+static int
+snap_refs_present(struct snap_refs *sr, char **cause)
+{
+	const char *args[] = { "cat-file", "--batch-check=%(objectname)",
+	    NULL };
+	char *line, *save = NULL, *tab;
+	struct buf in, out;
+	size_t i;
+	int rc;
+
+	buf_init(&in);
+	buf_init(&out);
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0)
+			buf_printf(&in, "%s\n", tab + 1);
+	}
+	rc = in.len == 0 ? 0 : snap_git(sr->r, SNAP_ENV_PROJECT, args, &in,
+	    &out, cause);
+	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if (strchr(line, ' ') == NULL)
+			strv_add(&sr->present, line);
+	}
+	buf_free(&in);
+	buf_free(&out);
+	return rc;
+}
+
+/* The reflog of REF as kept at the start, with what was written since after it. */
+static void
+snap_refs_reflog(struct snap_refs *sr, const char *ref, const char *old,
+    const char *new)
+{
+	struct buf saved, cur, text;
+	char *path = xprintf("logs/%s", ref), *kept;
+	int logsfd = -1;
+
+	buf_init(&saved);
+	buf_init(&cur);
+	buf_init(&text);
+	if (sr->kept != NULL) {
+		kept = xprintf("%s/logs", sr->kept->base);
+		logsfd = open(kept, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		free(kept);
+	}
+	if (logsfd != -1)
+		snap_hist_read(logsfd, ref, &saved, 256 * 1024 * 1024);
+	if (snap_hist_read(sr->gitfd, path, &cur, 256 * 1024 * 1024) == -1)
+		buf_reset(&cur);
+	if (snap_hist_merge_log(&saved, &cur, &text) == 0)
+		buf_add(&text, cur.data != NULL ? cur.data : "", cur.len);
+	/* The stash's reflog is its list: an entry there would be a stash. */
+	if (strcmp(ref, "refs/stash") != 0)
+		buf_printf(&text, "%s %s agentmux <agentmux@localhost> %lld "
+		    "+0000\tagentmux: undo --refs of session %lld\n", old, new,
+		    (long long)time(NULL), (long long)sr->session);
+	if (snap_hist_write(sr->gitfd, path, &text, 0644) == -1)
+		log_debug("cannot write %s: %s", path, strerror(errno));
+	if (logsfd != -1)
+		close(logsfd);
+	buf_free(&text);
+	buf_free(&cur);
+	buf_free(&saved);
+	free(path);
+}
+
+/* Writes VALUE into REF (or HEAD) as git does: REF.lock, then renamed over REF. */
+static int
+snap_refs_write(struct snap_refs *sr, const char *ref, const char *value)
+{
+	char *dir, *lock, *text;
+	const char *base;
+	int dfd, fd, rc = -1;
+
+	base = strrchr(ref, '/') != NULL ? strrchr(ref, '/') + 1 : ref;
+	dir = base != ref ? xstrndup(ref, (size_t)(base - ref - 1)) :
+	    xstrdup(".");
+	if (snap_hist_mkdirs(sr->gitfd, dir) == -1 || (dfd = strcmp(dir,
+	    ".") == 0 ? openat(sr->gitfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC) : path_open_beneath(sr->gitfd, dir, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1) {
+		free(dir);
+		return -1;
+	}
+	lock = xprintf("%s.lock", base);
+	text = xprintf("%s\n", value);
+	fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	if (fd != -1) {
+		if (util_write_all(fd, text, strlen(text)) == 0 &&
+		    fsync(fd) == 0)
+			rc = 0;
+		if (close(fd) == -1)
+			rc = -1;
+		if (rc == 0 && renameat(dfd, lock, dfd, base) == -1)
+			rc = -1;
+		if (rc == -1)
+			unlinkat(dfd, lock, 0);
+	}
+	close(dfd);
+	free(text);
+	free(lock);
+	free(dir);
+	return rc;
+}
+
+/* A zero id of the width of VALUE's (or SHA-1's), for reflog lines. */
+static const char *
+snap_refs_zero(const char *value)
+{
+	static const char zeros[] = "000000000000000000000000000000000000000000"
+	    "0000000000000000000000";
+
+	return zeros + (sizeof zeros - 1) - (value != NULL &&
+	    strlen(value) == 64 ? 64 : 40);
+}
+
+/* Puts REF back to WANT (an object id or "ref: X"); CUR is what it is now (NULL: gone). */
+static void
+snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
+    const char *cur)
+{
+	bool sym = strncmp(want, "ref: ", 5) == 0;
+
+	if (!sym && !strv_contains(&sr->present, want)) {
+		out_printf(sr->out, "  cannot  put %s back: its commit %.12s is "
+		    "gone from the repository\n", snap_refs_short(ref), want);
+		sr->failed++;
+		return;
+	}
+	out_printf(sr->out, "  %sreset   %s to %.12s (it was %.12s)\n", sr->dry ?
+	    "would " : "", snap_refs_short(ref), sym ? want + 5 : want,
+	    cur != NULL ? cur : "deleted");
+	if (sr->dry)
+		return;
+	if (snap_refs_write(sr, ref, want) == -1) {
+		out_printf(sr->out, "  cannot  put %s back: %s%s\n",
+		    snap_refs_short(ref), strerror(errno), errno == EEXIST ?
+		    " (a .lock file is there: is git running?)" : errno ==
+		    EISDIR || errno == ENOTDIR ? " (a ref of the session's is "
+		    "in the way: delete it)" : "");
+		sr->failed++;
+		return;
+	}
+	if (!sym)
+		snap_refs_reflog(sr, ref, cur != NULL && strncmp(cur, "ref: ",
+		    5) != 0 ? cur : snap_refs_zero(want), want);
+}
+
+/* A ref made during the session stays; how to delete it, quoted for a shell. */
+static void
+snap_refs_keep(FILE *out, const char *ref)
+{
+	char *argv[5] = { "git", NULL, NULL, NULL, NULL };
+	char *q = quote_name(snap_refs_short(ref)), *cmd;
+
+	if (strncmp(ref, "refs/heads/", 11) == 0) {
+		argv[1] = "branch";
+		argv[2] = "-D";
+		argv[3] = (char *)ref + 11;
+	} else if (strncmp(ref, "refs/tags/", 10) == 0) {
+		argv[1] = "tag";
+		argv[2] = "-d";
+		argv[3] = (char *)ref + 10;
+	} else {
+		argv[1] = "update-ref";
+		argv[2] = "-d";
+		argv[3] = (char *)ref;
+	}
+	cmd = strv_join_shell(argv);
+	out_printf(out, "  keep    %s: made during the session; delete it "
+	    "with: %s\n", q, cmd);
+	free(cmd);
+	free(q);
+}
+
+/* Every ref of the start that is not as it was; refs made since are kept (and named). */
+static void
+snap_refs_all(struct snap_refs *sr)
+{
+	const char *cur, *want;
+	char *ref;
+	size_t i;
+
+	for (i = 0; i < sr->start.n; i++) {
+		ref = xstrndup(sr->start.v[i], strcspn(sr->start.v[i], "\t"));
+		want = sr->start.v[i] + strlen(ref) + 1;
+		cur = snap_hist_value(&sr->now, ref);
+		if (snap_hist_refname_ok(ref) && (cur == NULL ||
+		    strcmp(cur, want) != 0))
+			snap_refs_one(sr, ref, want, cur);
+		free(ref);
+	}
+	for (i = 0; i < sr->now.n; i++) {
+		ref = xstrndup(sr->now.v[i], strcspn(sr->now.v[i], "\t"));
+		if (strncmp(ref, "refs/", 5) == 0 &&
+		    snap_hist_value(&sr->start, ref) == NULL)
+			snap_refs_keep(sr->out, ref);
+		free(ref);
+	}
+}
+
+/* HEAD: on the branch it was on, or detached where it was. */
+static void
+snap_refs_head(struct snap_refs *sr)
+{
+	const char *want = snap_hist_value(&sr->start, "HEAD");
+	const char *cur = snap_hist_value(&sr->now, "HEAD");
+
+	if (want == NULL || (cur != NULL && strcmp(cur, want) == 0))
+		return;
+	if (strncmp(want, "ref: ", 5) == 0)
+		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :
+		    "", want + 5);
+	else if (!strv_contains(&sr->present, want)) {
+		out_printf(sr->out, "  cannot  put HEAD back: its commit %.12s is "
+		    "gone from the repository\n", want);
+		sr->failed++;
+		return;
+	} else
+		out_printf(sr->out, "  %sdetach  HEAD at %.12s\n", sr->dry ?
+		    "would " : "", want);
+	if (!sr->dry && snap_refs_write(sr, "HEAD", want) == -1) {
+		out_printf(sr->out, "  cannot  put HEAD back: %s\n",
+		    strerror(errno));
+		sr->failed++;
+	}
+}
+
+/* The index as it was at start, through git's own lock protocol. */
+static int
+snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
+    char **cause)
+{
+	char *data, *saved = NULL, *lock = NULL;
+	int rc = -1, fd;
+
+	if ((data = path_data_dir(cause)) == NULL)
+		return -1;
+	saved = xprintf("%s/sessions/%lld/git-index", data, (long long)session);
+	free(data);
+	if (access(saved, R_OK) != 0 || buf_same_file(saved,
+	    r->projindex)) {
+		free(saved);
+		return 0;
+	}
+	out_printf(out, "  %srestore the index (.git/index) as it was at start\n",
+	    dry ? "would " : "");
+	if (dry) {
+		free(saved);
+		return 0;
+	}
+	lock = xprintf("%s.lock", r->projindex);
+	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+	    O_NOFOLLOW, 0600)) == -1)
+		*cause = xprintf("cannot lock %s: %s (is git running?)", lock,
+		    strerror(errno));
+	else if (close(fd) == 0 && snap_copy_file(saved, lock, cause) == 0 &&
+	    rename(lock, r->projindex) == 0)
+		rc = 0;
+	else {
+		if (*cause == NULL)
+			*cause = xprintf("cannot replace %s: %s", r->projindex,
+			    strerror(errno));
+		unlink(lock);
+	}
+	free(lock);
+	free(saved);
+	return rc;
+}
+
+int
+snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
+    bool dry, FILE *out, char **cause)
+{
+	struct snap_history *h = NULL;
+	struct snap_refs sr;
+	int rc = -1;
+
+	memset(&sr, 0, sizeof sr);
+	sr.st = st;
+	sr.r = r;
+	sr.session = session;
+	sr.dry = dry;
+	sr.out = out;
+	strv_init(&sr.start);
+	strv_init(&sr.present);
+	strv_init(&sr.now);
+	sr.gitfd = -1;
+	if (r->projgit != NULL)
+		snap_refs_start(&sr, &h);
+	if (sr.start.n == 0) {
+		out_printf(out, "  --refs: no refs were recorded at the start of "
+		    "session %lld; nothing to reset\n", (long long)session);
+		rc = 0;
+		goto out;
+	}
+	if ((sr.gitfd = open(r->projcommon, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot open %s: %s", r->projcommon,
+		    strerror(errno));
+		goto out;
+	}
+	strv_free(&sr.now);
+	snap_hist_refs(sr.gitfd, &sr.now);
+	if (snap_refs_present(&sr, cause) == 0) {
+		snap_refs_all(&sr);
+		snap_refs_head(&sr);
+		if (snap_refs_index(r, session, dry, out, cause) == 0)
+			rc = 0;
+	}
+	close(sr.gitfd);
+	if (rc == 0 && sr.failed > 0) {
+		*cause = xprintf("%d ref%s could not be put back (see above)",
+		    sr.failed, sr.failed == 1 ? "" : "s");
+		rc = -1;
+	}
+out:
+	strv_free(&sr.start);
+	strv_free(&sr.now);
+	strv_free(&sr.present);
+	snap_history_free(h);
+	return rc;
+}

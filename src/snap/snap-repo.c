@@ -1,0 +1,1012 @@
+/*
+ * Where snapshots are written: agentmux's own repository for the project,
+ * in the data dir, whatever the project is; the project's own git dir is
+ * only read, as hostile input.
+ */
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+extern char **environ;
+
+/* The most agentmux reads of a file the project's git dir holds (info/exclude, HEAD, a ref). */
+#define SNAP_REPO_READ_MAX (1024 * 1024)
+/* How long git may take on the project's own git dir, which may hold anything. */
+#define SNAP_REPO_PROJECT_TIMEOUT 60
+
+/*
+ * Settings for every git command agentmux runs. They keep snapshots raw
+ * (no line-ending conversion), keep the user's hooks, pager, signing key,
+ * fsmonitor daemon and automatic gc out of it, and write loose objects
+ * uncompressed: hashing and writing is most of a snapshot's cost, and the
+ * background repack compresses them. The index is a stat cache that must
+ * see every change: ctime is trusted (a forged mtime leaves it), and
+ * nothing may mark entries as unchanged or out of the work tree.
+ */
+static const char *const snap_git_config[][2] = {
+	{ "core.hooksPath", "/dev/null" },
+	{ "core.autocrlf", "false" },
+	{ "core.safecrlf", "false" },
+	{ "core.symlinks", "true" },
+	{ "core.fileMode", "true" },
+	{ "core.fsmonitor", "false" },
+	{ "core.splitIndex", "false" },
+	{ "core.untrackedCache", "false" },
+	{ "core.trustctime", "true" },
+	{ "core.checkStat", "default" },
+	{ "core.ignoreStat", "false" },
+	{ "core.sparseCheckout", "false" },
+	{ "index.sparse", "false" },
+	{ "feature.manyFiles", "false" },
+	{ "core.logAllRefUpdates", "false" },
+	{ "core.looseCompression", "0" },
+	{ "core.quotePath", "false" },
+	{ "core.pager", "cat" },
+	{ "gc.auto", "0" },
+	{ "maintenance.auto", "false" },
+	{ "advice.addEmbeddedRepo", "false" },
+	{ "advice.detachedHead", "false" },
+	{ "commit.gpgSign", "false" },
+	{ "submodule.recurse", "false" },
+	{ "diff.external", "" },
+};
+
+/*
+ * Attributes of the own repository, where info/attributes outranks every
+ * .gitattributes in the tree: no text conversion, filter, ident or
+ * encoding, so a snapshot holds the bytes on disk and undo writes them
+ * back; and no diff driver or -diff, so an attribute in the project cannot
+ * hide a change from `agentmux diff` or run a textconv program.
+ */
+static const char snap_raw_attributes[] =
+    "* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n";
+
+static const char *const snap_empty_trees[][2] = {
+	{ "sha1", "4b825dc642cb6eb9a060e54bf8d69288fbee4904" },
+	{ "sha256", "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321" },
+};
+
+static const char *const snap_empty_blobs[][2] = {
+	{ "sha1", "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391" },
+	{ "sha256", "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813" },
+};
+
+static const char *
+snap_repo_format_id(const char *const (*v)[2], size_t n, const char *format)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(format, v[i][0]) == 0)
+			return v[i][1];
+	}
+	return v[0][1];
+}
+
+const char *
+snap_repo_empty_tree(struct snap_repo *r)
+{
+	return snap_repo_format_id(snap_empty_trees, nitems(snap_empty_trees),
+	    r->format);
+}
+
+const char *
+snap_repo_empty_blob(struct snap_repo *r)
+{
+	return snap_repo_format_id(snap_empty_blobs, nitems(snap_empty_blobs),
+	    r->format);
+}
+
+/* The caller's environment without GIT_* (a GIT_DIR there must not redirect us). */
+static void
+snap_env_clean(struct strv *env, bool keep_locale)
+{
+	char **e;
+
+	strv_init(env);
+	for (e = environ; *e != NULL; e++) {
+		if (strncmp(*e, "GIT_", 4) == 0 ||
+		    strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
+			continue;
+		if (!keep_locale && (strncmp(*e, "LC_ALL=", 7) == 0 ||
+		    strncmp(*e, "LANGUAGE=", 9) == 0))
+			continue;
+		strv_add(env, *e);
+	}
+	if (!keep_locale)
+		strv_add(env, "LC_ALL=C");
+}
+
+static void
+snap_env_common(struct strv *env)
+{
+	size_t i;
+
+	strv_add(env, "GIT_TERMINAL_PROMPT=0");
+	strv_add(env, "GIT_OPTIONAL_LOCKS=0");
+	strv_add(env, "GIT_NO_REPLACE_OBJECTS=1");
+	strv_add(env, "GIT_LITERAL_PATHSPECS=1");
+	strv_add(env, "GIT_AUTHOR_NAME=agentmux");
+	strv_add(env, "GIT_AUTHOR_EMAIL=agentmux@localhost");
+	strv_add(env, "GIT_COMMITTER_NAME=agentmux");
+	strv_add(env, "GIT_COMMITTER_EMAIL=agentmux@localhost");
+	/*
+	 * git allocates and frees a buffer per object it writes; glibc gives
+	 * the top of the heap back each time (brk), which costs more than
+	 * the hashing on a VM. Keeping it spares that.
+	 */
+	strv_add(env, "GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456:"
+	    "glibc.malloc.top_pad=67108864");
+	strv_addf(env, "GIT_CONFIG_COUNT=%zu", nitems(snap_git_config));
+	for (i = 0; i < nitems(snap_git_config); i++) {
+		strv_addf(env, "GIT_CONFIG_KEY_%zu=%s", i, snap_git_config[i][0]);
+		strv_addf(env, "GIT_CONFIG_VALUE_%zu=%s", i,
+		    snap_git_config[i][1]);
+	}
+}
+
+static void
+snap_repo_envs(struct snap_repo *r)
+{
+	struct strv *e;
+	int i;
+
+	for (i = 0; i < SNAP_NENV; i++) {
+		e = &r->env[i];
+		strv_free(e);
+		snap_env_clean(e, i == SNAP_ENV_SHOW);
+		snap_env_common(e);
+		if (i == SNAP_ENV_PROJECT) {
+			if (r->projgit != NULL)
+				strv_addf(e, "GIT_DIR=%s", r->projgit);
+			continue;
+		}
+		strv_addf(e, "GIT_DIR=%s", r->gitdir);
+		strv_addf(e, "GIT_WORK_TREE=%s", r->worktree);
+		strv_addf(e, "GIT_INDEX_FILE=%s", r->index);
+	}
+}
+
+int
+snap_copy_fd(int in, int out)
+{
+	ssize_t n;
+
+	for (;;) {
+		n = sendfile(out, in, NULL, 1 << 30);
+		if (n == 0)
+			return 0;
+		if (n == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+/*
+ * Copies keep the source's times: git trusts an index entry's stat data
+ * only if the file is older than the index file itself ("racy git"), so
+ * a copy of an index must look as old as the original, or a file changed
+ * in the same second as the index was written would pass as unchanged.
+ */
+int
+snap_copy_file(const char *src, const char *dst, char **cause)
+{
+	struct timespec times[2];
+	struct stat sb;
+	int in, out, rc = -1;
+
+	if ((in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fstat(in, &sb) == -1) {
+		*cause = xprintf("cannot read %s: %s", src, strerror(errno));
+		if (in != -1)
+			close(in);
+		return -1;
+	}
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (out != -1 && snap_copy_fd(in, out) == 0 && futimens(out, times) == 0)
+		rc = 0;
+	else
+		*cause = xprintf("cannot write %s: %s", dst, strerror(errno));
+	close(in);
+	if (out != -1)
+		close(out);
+	return rc;
+}
+
+/*
+ * Writes PATH if its content is not TEXT already: a rename of a temporary
+ * file, so git never reads half of it. No fsync: these are rewritten
+ * before they are used.
+ */
+static int
+snap_write_if_changed(const char *path, const char *text, char **cause)
+{
+	struct buf b;
+	char *tmp;
+	int same, fd, rc = -1;
+
+	buf_init(&b);
+	same = buf_read_file(&b, path) == 0 && strcmp(b.data != NULL ?
+	    b.data : "", text) == 0;
+	buf_free(&b);
+	if (same)
+		return 0;
+	tmp = xprintf("%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (fd != -1 && util_write_all(fd, text, strlen(text)) == 0 &&
+	    close(fd) == 0 && (fd = -1, rename(tmp, path) == 0))
+		rc = 0;
+	else {
+		*cause = xprintf("cannot write %s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
+}
+
+/* The own repository's dir name: the project's base name and a hash of its path. */
+char *
+snap_repo_path(const char *worktree, char **cause)
+{
+	const char *base = strrchr(worktree, '/');
+	uint64_t h = 1469598103934665603ULL;
+	char name[40], *data, *path;
+	size_t i;
+
+	if ((data = path_data_dir(cause)) == NULL)
+		return NULL;
+	for (i = 0; worktree[i] != '\0'; i++)
+		h = (h ^ (unsigned char)worktree[i]) * 1099511628211ULL;
+	base = base != NULL && base[1] != '\0' ? base + 1 : "root";
+	for (i = 0; i < sizeof name - 1 && base[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)base[i];
+
+		name[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' ? (char)c : '_';
+	}
+	name[i < 24 ? i : 24] = '\0';
+	path = xprintf("%s/shadow/%s-%016llx", data, name,
+	    (unsigned long long)h);
+	free(data);
+	return path;
+}
+
+/* Runs git for the own repository outside any snapshot (its set-up); -1 with *CAUSE. */
+static int
+snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
+    char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct buf err;
+	int st, rc;
+
+	snap_env_clean(&env, false);
+	snap_env_common(&env);
+	strv_addf(&env, "GIT_DIR=%s", r->gitdir);
+	strv_addf(&env, "GIT_WORK_TREE=%s", r->worktree);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = r->gitdir;
+	o.out_fd = -1;
+	o.umask = 077;
+	buf_init(&err);
+	rc = proc_run(&o, NULL, &err, &st, cause);
+	strv_free(&env);
+	if (rc == 0 && st != 0) {
+		*cause = xprintf("cannot %s the snapshot repository %s: %s",
+		    what, r->gitdir, err.data != NULL ? err.data : "git failed");
+		rc = -1;
+	}
+	buf_free(&err);
+	return rc;
+}
+
+/*
+ * Makes (once) the own repository: git init, the empty blob (an entry
+ * whose file cannot be read is recorded as it), our attributes, and a
+ * marker naming the project.
+ */
+static int
+snap_repo_init(struct snap_repo *r, bool use, char **cause)
+{
+	char *p;
+	int rc;
+	char *init[] = { "git", "init", "-q", "--template=",
+	    "--object-format=sha1", NULL };
+	char *blob[] = { "git", "hash-object", "-w", "-t", "blob", "--stdin",
+	    NULL };
+
+	if (path_mkdir_p(r->gitdir, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", r->gitdir,
+		    strerror(errno));
+		return -1;
+	}
+	p = xprintf("%s/agentmux-project", r->gitdir);
+	if (access(p, F_OK) != 0 && (snap_repo_setup_git(r, init, "create",
+	    cause) == -1 || snap_repo_setup_git(r, blob, "set up",
+	    cause) == -1 || util_write_file_atomic(p, r->worktree,
+	    strlen(r->worktree), 0600, cause) == -1)) {
+		free(p);
+		return -1;
+	}
+	/* Its time says when it was last used (gc spares recent ones). */
+	if (use)
+		utimensat(AT_FDCWD, p, NULL, 0);
+	free(p);
+	p = xprintf("%s/info", r->gitdir);
+	path_mkdir_p(p, 0700);
+	free(p);
+	p = xprintf("%s/info/attributes", r->gitdir);
+	rc = snap_write_if_changed(p, snap_raw_attributes, cause);
+	free(p);
+	return rc;
+}
+
+/* The git dir a ".git" file names ("gitdir: PATH", relative to DIR); caller frees. */
+static char *
+snap_repo_gitfile(int dirfd, const char *dir)
+{
+	struct buf b;
+	char *path = NULL, *nl, *real;
+
+	buf_init(&b);
+	if (path_read_beneath(dirfd, ".git", 4096, &b) == -1 ||
+	    b.data == NULL || strncmp(b.data, "gitdir: ", 8) != 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	if ((nl = strchr(b.data, '\n')) != NULL)
+		*nl = '\0';
+	path = b.data[8] == '/' ? xstrdup(b.data + 8) : xprintf("%s/%s", dir,
+	    b.data + 8);
+	buf_free(&b);
+	real = path_real(path);
+	free(path);
+	return real;
+}
+
+/* A linked worktree's git dir names where its refs live (commondir); else it is its own. */
+static char *
+snap_repo_commondir(const char *gitdir)
+{
+	struct buf b;
+	char *path, *nl, *real;
+	int fd;
+
+	if ((fd = open(gitdir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return xstrdup(gitdir);
+	buf_init(&b);
+	if (path_read_beneath(fd, "commondir", 4096, &b) == -1 ||
+	    b.data == NULL) {
+		close(fd);
+		buf_free(&b);
+		return xstrdup(gitdir);
+	}
+	close(fd);
+	if ((nl = strchr(b.data, '\n')) != NULL)
+		*nl = '\0';
+	path = b.data[0] == '/' ? xstrdup(b.data) : xprintf("%s/%s", gitdir,
+	    b.data);
+	buf_free(&b);
+	real = path_real(path);
+	free(path);
+	return real != NULL ? real : xstrdup(gitdir);
+}
+
+/*
+ * The project of REAL: the nearest directory from it up that holds .git
+ * (a dir, or a file naming the git dir), as git and the jail find it;
+ * outside git, REAL itself. Nothing here runs git.
+ */
+static void
+snap_repo_locate(struct snap_repo *r, const char *real)
+{
+	char *cur = xstrdup(real), *slash;
+	struct stat st;
+	int fd;
+
+	for (;;) {
+		fd = open(*cur == '\0' ? "/" : cur, O_PATH | O_DIRECTORY |
+		    O_CLOEXEC);
+		if (fd != -1 && fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) ==
+		    0)
+			break;
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+		if (*cur == '\0')
+			break;
+		slash = strrchr(cur, '/');
+		*slash = '\0';   /* "/x" becomes "", which stands for / */
+	}
+	if (fd == -1) {
+		r->worktree = xstrdup(real);
+		free(cur);
+		return;
+	}
+	r->worktree = *cur == '\0' ? xstrdup("/") : xstrdup(cur);
+	if (S_ISDIR(st.st_mode))
+		r->projgit = xprintf("%s/.git", *cur == '\0' ? "" : cur);
+	else if (S_ISREG(st.st_mode))
+		r->projgit = snap_repo_gitfile(fd, r->worktree);
+	close(fd);
+	free(cur);
+	if (r->projgit != NULL) {
+		r->projcommon = snap_repo_commondir(r->projgit);
+		r->projindex = xprintf("%s/index", r->projgit);
+	}
+}
+
+int
+snap_repo_live_excludes(struct snap_repo *r, const struct config *cf,
+    char **text, char **cause)
+{
+	struct buf b, ex;
+	char *p;
+	size_t i;
+	int fd, rc;
+
+	/* Without a config (a job that adds nothing), what is there stays. */
+	if (r->projgit == NULL && cf == NULL)
+		return 0;
+	buf_init(&b);
+	if (r->projgit == NULL) {
+		buf_adds(&b, "# Written by agentmux from [snapshots] exclude.\n");
+		for (i = 0; cf != NULL && i < cf->snapshots.excludes.n; i++)
+			buf_printf(&b, "%s\n", cf->snapshots.excludes.v[i]);
+	} else {
+		buf_adds(&b, "# The project's info/exclude, read by agentmux.\n");
+		buf_init(&ex);
+		fd = open(r->projcommon, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd != -1 && path_read_beneath(fd, "info/exclude",
+		    SNAP_REPO_READ_MAX, &ex) == -1 && errno != ENOENT)
+			log_debug("not using %s/info/exclude: %s", r->projcommon,
+			    strerror(errno));
+		else if (ex.data != NULL) {
+			buf_add(&b, ex.data, strlen(ex.data));
+			if (b.data[b.len - 1] != '\n')
+				buf_addc(&b, '\n');
+		}
+		if (fd != -1)
+			close(fd);
+		buf_free(&ex);
+	}
+	p = xprintf("%s/info/exclude", r->gitdir);
+	rc = snap_write_if_changed(p, b.data, cause);
+	free(p);
+	if (rc == 0 && text != NULL)
+		*text = buf_steal(&b);
+	buf_free(&b);
+	return rc;
+}
+
+/* Sets up the private dir and environments once the repository is known. */
+static int
+snap_repo_finish(struct snap_repo *r, const char *tag, char **cause)
+{
+	const char *rt;
+	char *made;
+
+	if (path_runtime_dir() == NULL) {
+		if ((made = path_runtime_dir_create(cause)) == NULL)
+			return -1;
+		free(made);
+	}
+	rt = path_runtime_dir();
+	r->private = xprintf("%s/snap-%s", rt, tag);
+	r->index = xprintf("%s/index", r->private);
+	if (path_mkdir_p(r->private, 0700) == -1) {
+		*cause = xprintf("cannot create %s: %s", r->private,
+		    strerror(errno));
+		return -1;
+	}
+	r->seed = xprintf("%s/index", r->gitdir);
+	r->format = xstrdup("sha1");
+	r->umask = (int)util_user_umask();
+	snap_repo_envs(r);
+	return 0;
+}
+
+static struct snap_repo *
+snap_repo_new(void)
+{
+	struct snap_repo *r = xcalloc(1, sizeof *r);
+
+	r->umask = -1;
+	return r;
+}
+
+struct snap_repo *
+snap_repo_open(const char *dir, const struct config *cf, const char *tag,
+    char **cause)
+{
+	struct snap_repo *r = snap_repo_new();
+	char *real;
+
+	if ((real = path_real(dir)) == NULL) {
+		*cause = xprintf("cannot use %s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if (strchr(real, '\n') != NULL) {
+		*cause = xprintf("cannot snapshot %s: its path has a newline",
+		    real);
+		goto fail;
+	}
+	snap_repo_locate(r, real);
+	if ((r->gitdir = snap_repo_path(r->worktree, cause)) == NULL ||
+	    snap_repo_init(r, true, cause) == -1 ||
+	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
+	    snap_repo_finish(r, tag, cause) == -1)
+		goto fail;
+	free(real);
+	return r;
+fail:
+	free(real);
+	snap_repo_free(r);
+	return NULL;
+}
+
+struct snap_repo *
+snap_repo_reopen(const char *gitdir, const char *worktree,
+    const struct config *cf, const char *tag, bool use, char **cause)
+{
+	struct snap_repo *r = snap_repo_new();
+	char *p;
+
+	p = xprintf("%s/agentmux-project", gitdir);
+	if (access(p, F_OK) != 0) {
+		*cause = xprintf("the snapshot repository %s is gone: %s", gitdir,
+		    strerror(errno));
+		free(p);
+		goto fail;
+	}
+	free(p);
+	snap_repo_locate(r, worktree);
+	if (strcmp(r->worktree, worktree) != 0) {
+		/* The project lost its .git: its own dir is still the project. */
+		free(r->worktree);
+		free(r->projgit);
+		free(r->projcommon);
+		free(r->projindex);
+		r->projgit = r->projcommon = r->projindex = NULL;
+		r->worktree = xstrdup(worktree);
+	}
+	r->gitdir = xstrdup(gitdir);
+	if (snap_repo_init(r, use, cause) == -1 ||
+	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
+	    snap_repo_finish(r, tag, cause) == -1)
+		goto fail;
+	return r;
+fail:
+	snap_repo_free(r);
+	return NULL;
+}
+
+int
+snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
+    char **cause)
+{
+	return store_snap_repo_add(st, session, r->gitdir, r->worktree, cause);
+}
+
+void
+snap_repo_free(struct snap_repo *r)
+{
+	int i;
+
+	if (r == NULL)
+		return;
+	free(r->worktree);
+	free(r->gitdir);
+	free(r->format);
+	free(r->projgit);
+	free(r->projcommon);
+	free(r->projindex);
+	free(r->private);
+	free(r->index);
+	free(r->seed);
+	free(r->live_excludes);
+	free(r->ignore);
+	free(r->start_tree);
+	free(r->last_commit);
+	free(r->last_modes);
+	for (i = 0; i < SNAP_NENV; i++)
+		strv_free(&r->env[i]);
+	free(r);
+}
+
+/* Notes the private index as it is now (git replaces the file whenever it writes it). */
+static void
+snap_repo_note_index(struct snap_repo *r)
+{
+	if (stat(r->index, &r->synced) == -1)
+		memset(&r->synced, 0, sizeof r->synced);
+}
+
+int
+snap_repo_seed(struct snap_repo *r, char **cause)
+{
+	char *err = NULL;
+
+	unlink(r->index);
+	r->seeded = true;
+	if (access(r->seed, R_OK) != 0)
+		return 0;
+	if (snap_copy_file(r->seed, r->index, &err) == -1) {
+		/* Only costs time: everything is hashed afresh. */
+		log_debug("%s", err);
+		free(err);
+		unlink(r->index);
+	}
+	snap_repo_note_index(r);
+	return 0;
+}
+
+void
+snap_repo_save_index(struct snap_repo *r)
+{
+	char *tmp, *err = NULL;
+	struct stat sb;
+
+	/* Unchanged since it was copied: nothing to save. */
+	if (stat(r->index, &sb) == 0 && sb.st_ino == r->synced.st_ino &&
+	    sb.st_dev == r->synced.st_dev && sb.st_size == r->synced.st_size &&
+	    sb.st_mtim.tv_sec == r->synced.st_mtim.tv_sec &&
+	    sb.st_mtim.tv_nsec == r->synced.st_mtim.tv_nsec)
+		return;
+	tmp = xprintf("%s.agentmux-%ld", r->seed, (long)getpid());
+	if (snap_copy_file(r->index, tmp, &err) == 0 &&
+	    rename(tmp, r->seed) == 0) {
+		free(tmp);
+		snap_repo_note_index(r);
+		return;
+	}
+	log_debug("cannot save the index of %s: %s", r->gitdir, err != NULL ?
+	    err : strerror(errno));
+	free(err);
+	unlink(tmp);
+	free(tmp);
+}
+
+/* The first line of REL under the project's DIR; caller frees; NULL if it is not a small regular file. */
+static char *
+snap_read_line(const char *dir, const char *rel)
+{
+	struct buf b;
+	char *nl;
+	int fd;
+
+	if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return NULL;
+	buf_init(&b);
+	if (path_read_beneath(fd, rel, SNAP_REPO_READ_MAX, &b) == -1 ||
+	    b.data == NULL) {
+		close(fd);
+		buf_free(&b);
+		return NULL;
+	}
+	close(fd);
+	if ((nl = strchr(b.data, '\n')) != NULL)
+		*nl = '\0';
+	return buf_steal(&b);
+}
+
+/* Looks NAME up in the project's packed-refs; caller frees. */
+static char *
+snap_packed_ref(struct snap_repo *r, const char *name)
+{
+	struct buf b;
+	char *line, *save = NULL, *sp, *oid = NULL;
+	int fd;
+
+	if ((fd = open(r->projcommon, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return NULL;
+	buf_init(&b);
+	if (path_read_beneath(fd, "packed-refs", 64 * SNAP_REPO_READ_MAX,
+	    &b) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if (*line == '#' || *line == '^' ||
+			    (sp = strchr(line, ' ')) == NULL)
+				continue;
+			if (strcmp(sp + 1, name) == 0) {
+				oid = xstrndup(line, (size_t)(sp - line));
+				break;
+			}
+		}
+	}
+	close(fd);
+	buf_free(&b);
+	return oid;
+}
+
+char *
+snap_repo_head(struct snap_repo *r, char **symref)
+{
+	char *v, *name = NULL;
+	int depth;
+
+	*symref = NULL;
+	if (r->projgit == NULL)
+		return NULL;
+	v = snap_read_line(r->projgit, "HEAD");
+	for (depth = 0; v != NULL && strncmp(v, "ref: ", 5) == 0 && depth < 5;
+	    depth++) {
+		free(name);
+		name = xstrdup(v + 5);
+		if (*symref == NULL)
+			*symref = xstrdup(name);
+		free(v);
+		v = strstr(name, "..") == NULL && strncmp(name, "refs/", 5) ==
+		    0 ? snap_read_line(r->projcommon, name) : NULL;
+		if (v == NULL)
+			v = snap_packed_ref(r, name);
+	}
+	free(name);
+	if (v != NULL && (strlen(v) < 40 || strspn(v, "0123456789abcdef") !=
+	    strlen(v))) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
+/* A copy of R's environment WHICH with INDEX as GIT_INDEX_FILE. */
+static void
+snap_env_with_index(struct snap_repo *r, enum snap_env which,
+    const char *index, struct strv *env)
+{
+	size_t i;
+
+	strv_init(env);
+	for (i = 0; i < r->env[which].n; i++) {
+		if (strncmp(r->env[which].v[i], "GIT_INDEX_FILE=", 15) == 0)
+			strv_addf(env, "GIT_INDEX_FILE=%s", index);
+		else
+			strv_add(env, r->env[which].v[i]);
+	}
+}
+
+static void
+snap_git_argv(struct strv *argv, const char *const *args)
+{
+	strv_init(argv);
+	strv_add(argv, "git");
+	strv_add(argv, "--no-pager");
+	for (; *args != NULL; args++)
+		strv_add(argv, *args);
+}
+
+int
+snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
+    const char *const *args, const struct buf *input, struct buf *out,
+    struct buf *err, int out_fd, char **cause)
+{
+	struct proc_opts o;
+	struct strv argv, env;
+	int st, rc;
+
+	snap_git_argv(&argv, args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	if (index != NULL) {
+		snap_env_with_index(r, which, index, &env);
+		o.env = env.v;
+	} else
+		o.env = r->env[which].v;
+	o.dir = r->worktree;
+	o.out_fd = out_fd;
+	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
+	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
+	    r->timeout;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	rc = proc_run(&o, out, err, &st, cause);
+	strv_free(&argv);
+	if (index != NULL)
+		strv_free(&env);
+	return rc == -1 ? -1 : st;
+}
+
+/* The first line of git's complaint, for a message. */
+static char *
+snap_git_complaint(const char *cmd, const struct buf *err, int st)
+{
+	const char *s = err->data != NULL ? err->data : "";
+	const char *line = s, *nl;
+
+	/* Skip hints and warnings to the first fatal or error line. */
+	for (; *s != '\0'; s = nl + 1) {
+		if (strncmp(s, "fatal: ", 7) == 0 || strncmp(s, "error: ", 7) == 0) {
+			line = s;
+			break;
+		}
+		if ((nl = strchr(s, '\n')) == NULL)
+			break;
+	}
+	nl = strchr(line, '\n');
+	if (*line == '\0')
+		return xprintf("git %s failed (exit %d)", cmd, st);
+	return xprintf("git %s failed: %.*s", cmd, nl != NULL ?
+	    (int)(nl - line) : (int)strlen(line), line);
+}
+
+int
+snap_git(struct snap_repo *r, enum snap_env which, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause)
+{
+	struct buf err;
+	int st;
+
+	buf_init(&err);
+	st = snap_git_status(r, which, NULL, args, input, out, &err, -1, cause);
+	if (st > 0)
+		*cause = snap_git_complaint(args[0], &err, st);
+	buf_free(&err);
+	return st == 0 ? 0 : -1;
+}
+
+int
+snap_git_fd(struct snap_repo *r, enum snap_env which, const char *const *args,
+    int fd, char **cause)
+{
+	struct buf err;
+	int st;
+
+	buf_init(&err);
+	st = snap_git_status(r, which, NULL, args, NULL, NULL, &err, fd, cause);
+	if (st > 0)
+		*cause = snap_git_complaint(args[0], &err, st);
+	buf_free(&err);
+	return st == 0 ? 0 : -1;
+}
+
+static struct proc *
+snap_git_spawn(struct event_base *base, struct snap_repo *r,
+    enum snap_env which, const char *const *args, const struct buf *input,
+    bool input_later, void (*line)(void *, const char *, size_t),
+    proc_cb done, void *arg, char **cause)
+{
+	struct proc_opts o;
+	struct proc *p;
+	struct strv argv;
+
+	snap_git_argv(&argv, args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = r->env[which].v;
+	o.dir = r->worktree;
+	o.out_fd = -1;
+	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
+	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
+	    r->timeout;
+	o.line = line;
+	o.input_later = input_later;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	p = proc_start(base, &o, done, arg, cause);
+	strv_free(&argv);
+	return p;
+}
+
+struct proc *
+snap_git_start(struct event_base *base, struct snap_repo *r,
+    enum snap_env which, const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), proc_cb done,
+    void *arg, char **cause)
+{
+	return snap_git_spawn(base, r, which, args, input, false, line, done,
+	    arg, cause);
+}
+
+struct proc *
+snap_git_start_held(struct event_base *base, struct snap_repo *r,
+    enum snap_env which, const char *const *args, proc_cb done,
+    void *arg, char **cause)
+{
+	return snap_git_spawn(base, r, which, args, NULL, true, NULL, done, arg,
+	    cause);
+}
+
+char *
+snap_git_error(const char *what, struct proc *p)
+{
+	return snap_git_complaint(what, proc_err(p), proc_status(p));
+}
+
+int
+snap_git_plain(const char *gitdir, const char *const *args, char **cause)
+{
+	return snap_git_plain_io(gitdir, args, NULL, NULL, cause);
+}
+
+int
+snap_git_plain_io(const char *gitdir, const char *const *args,
+    const struct buf *input, struct buf *out, char **cause)
+{
+	struct proc_opts o;
+	struct strv env, argv;
+	struct buf err;
+	int st, rc;
+
+	snap_env_clean(&env, false);
+	snap_env_common(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	snap_git_argv(&argv, args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = env.v;
+	o.dir = gitdir;
+	o.out_fd = -1;
+	o.umask = -1;
+	o.timeout = SNAP_REPO_PROJECT_TIMEOUT;
+	if (input != NULL) {
+		o.input = input->data;
+		o.inputlen = input->len;
+	}
+	buf_init(&err);
+	rc = proc_run(&o, out, &err, &st, cause);
+	if (rc == 0 && st != 0) {
+		*cause = snap_git_complaint(args[0], &err, st);
+		rc = -1;
+	}
+	buf_free(&err);
+	strv_free(&env);
+	strv_free(&argv);
+	return rc;
+}
+
+void
+snap_env_plain(struct strv *env)
+{
+	snap_env_clean(env, false);
+	snap_env_common(env);
+}
+
+int
+snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
+    int *status, char **cause)
+{
+	return snap_git_outside_input(argv, NULL, 0, out, err, status, cause);
+}
+
+int
+snap_git_outside_input(char *const *argv, const char *input, size_t len,
+    struct buf *out, struct buf *err, int *status, char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	int rc;
+
+	snap_env_plain(&env);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = "/";
+	o.out_fd = -1;
+	o.umask = -1;
+	o.input = input;
+	o.inputlen = len;
+	rc = proc_run(&o, out, err, status, cause);
+	strv_free(&env);
+	return rc;
+}

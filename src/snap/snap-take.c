@@ -1,0 +1,1718 @@
+/*
+ * Taking a snapshot into agentmux's own repository, as a chain of async
+ * steps: the work tree into the private index (git add, with the ignore
+ * rules as they are, or as the session froze them at its start), the
+ * tree, the real modes beside it, the commit and its ref.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* Rounds of adopting nested repositories before giving up on new ones. */
+#define SNAP_ADOPT_ROUNDS 3
+/* Progress is reported every this many files. */
+#define SNAP_PROGRESS_STEP 250
+/* A nested repository's dir gets an index entry of this name, so that git goes into it. */
+#define SNAP_PLACEHOLDER ".agentmux-nested-placeholder"
+
+struct snap_take {
+	struct event_base *base;
+	struct store *st;
+	struct snap_repo *repo;
+	char *kind;               /* NULL: a tree only, not recorded */
+	char *label;
+	int64_t session;
+	bool if_changed;
+	bool record_refs;
+	bool frozen;              /* the session's frozen ignore rules, not the tree's own */
+	bool freeze;              /* a start snapshot: freeze the rules it was taken with */
+	bool bulk;                /* no stat cache: every file is hashed and written (into one pack) */
+	char *prev_tree;          /* the chain's last tree */
+	char *prev_commit;        /* the chain's last commit (the record's parent) */
+	int64_t prev_changed;     /* and its count of changed files */
+	char *count_from;         /* changes are counted from this tree */
+	int rounds;
+	struct buf placeholders;  /* index lines that make git go into nested repositories */
+	struct buf untracked;     /* frozen: files git lists as untracked, NUL-separated */
+	struct strv warnings;
+	struct strv unreadable;
+	int64_t files;
+	time_t add_since;         /* the second the work tree was first read in */
+	struct proc *procs[6];
+	int pending;
+	int freezing;             /* the freeze's commands still running (not in PENDING) */
+	bool counted;             /* the count of changed files is in */
+	bool refs_done;           /* the project's refs are read (record_refs) */
+	bool recorded;            /* the store has the snapshot: the rest may follow */
+	void (*next)(struct snap_take *); /* what runs once PENDING is 0 */
+	/*
+	 * A snapshot that starts a chain always makes a commit: the commands
+	 * that write it and its ref start with the job, waiting for their
+	 * input, so their start-up is not on the way to the ref.
+	 */
+	struct proc *early_commit;   /* hash-object -t commit -w --stdin */
+	struct proc *early_ref;      /* update-ref --stdin */
+	struct buf refs;          /* for-each-ref output (record_refs) */
+	struct snap_modes modes;
+	struct buf ignores;       /* freeze: the .gitignore files' text (cat-file --batch) */
+	struct strv ignore_dirs;  /* freeze: their dirs, in the same order */
+	char *excludes_file;      /* freeze: the user's core.excludesFile */
+	char *tree;
+	int64_t entries;          /* the index's entries in the tree; -1 unknown */
+	char *commit;
+	int64_t changed;
+	char *error;
+	void (*progress)(void *, int64_t);
+	snap_done_cb done;
+	void *arg;
+	bool *finished;           /* set when the job is over */
+	bool starting;            /* inside snap_take_start: it reports errors itself */
+	struct snap_result res;   /* recorded, waiting for the freeze to end */
+	struct buf adopted;       /* index lines that take the placeholders out again */
+};
+
+static void snap_take_add(struct snap_take *);
+static void snap_take_finished(struct snap_take *);
+static void snap_take_added(struct snap_take *);
+static void snap_take_frozen_round(struct snap_take *);
+
+void
+snap_result_clear(struct snap_result *res)
+{
+	size_t i;
+
+	free(res->commit);
+	free(res->tree);
+	free(res->modes);
+	for (i = 0; i < res->nwarnings; i++)
+		free(res->warnings[i]);
+	free(res->warnings);
+	for (i = 0; i < res->nunreadable; i++)
+		free(res->unreadable[i]);
+	free(res->unreadable);
+	memset(res, 0, sizeof *res);
+}
+
+static void
+snap_take_free(struct snap_take *t)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++)
+		proc_free(t->procs[i]);
+	proc_free(t->early_commit);
+	proc_free(t->early_ref);
+	free(t->kind);
+	free(t->label);
+	free(t->prev_tree);
+	free(t->prev_commit);
+	free(t->count_from);
+	buf_free(&t->placeholders);
+	buf_free(&t->adopted);
+	buf_free(&t->untracked);
+	strv_free(&t->warnings);
+	strv_free(&t->unreadable);
+	buf_free(&t->refs);
+	snap_modes_free(&t->modes);
+	buf_free(&t->ignores);
+	strv_free(&t->ignore_dirs);
+	free(t->excludes_file);
+	free(t->tree);
+	free(t->commit);
+	free(t->error);
+	snap_result_clear(&t->res);
+	free(t);
+}
+
+static size_t
+snap_take_oidlen(struct snap_take *t)
+{
+	return strcmp(t->repo->format, "sha1") == 0 ? 20 : 32;
+}
+
+/* Slot I's process is done with; frees it. */
+static void
+snap_take_reap(struct snap_take *t, struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] == p) {
+			proc_free(p);
+			t->procs[i] = NULL;
+		}
+	}
+}
+
+static void
+snap_take_track(struct snap_take *t, struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] == NULL) {
+			t->procs[i] = p;
+			t->pending++;
+			return;
+		}
+	}
+	fatalx("snapshot: too many git commands at once");
+}
+
+/* Notes an error (the first one counts). */
+static void
+snap_take_error(struct snap_take *t, char *error)
+{
+	if (t->error == NULL)
+		t->error = error;
+	else
+		free(error);
+}
+
+/*
+ * P, started early, ended before it was given its input: it failed to
+ * start (its step runs a command of its own instead). True if so.
+ */
+static bool
+snap_take_early_died(struct snap_take *t, struct proc *p)
+{
+	struct proc **slot = p == t->early_commit ? &t->early_commit :
+	    p == t->early_ref ? &t->early_ref : NULL;
+
+	if (slot == NULL)
+		return false;
+	log_debug("%s", proc_err(p)->data != NULL ?
+	    proc_err(p)->data : "an early git command ended");
+	*slot = NULL;
+	proc_free(p);
+	return true;
+}
+
+/* Gives the early command in *SLOT its input and makes it a step of the job. */
+static void
+snap_take_feed(struct snap_take *t, struct proc **slot,
+    const struct buf *in)
+{
+	struct proc *p = *slot;
+
+	*slot = NULL;
+	snap_take_track(t, p);
+	proc_input(p, in->data, in->len);
+}
+
+/* Starts a git step; false (with t->error set) if it cannot run. */
+static bool
+snap_take_spawn(struct snap_take *t, enum snap_env env,
+    const char *const *args, const struct buf *input,
+    void (*line)(void *, const char *, size_t), proc_cb cb)
+{
+	struct proc *p;
+	char *cause = NULL;
+
+	p = snap_git_start(t->base, t->repo, env, args, input, line, cb, t,
+	    &cause);
+	if (p == NULL) {
+		snap_take_error(t, cause);
+		return false;
+	}
+	snap_take_track(t, p);
+	return true;
+}
+
+/* Moves the strv's strings into a plain array for the result. */
+static char **
+snap_take_strings(struct strv *sv, size_t *n)
+{
+	char **v = NULL;
+	size_t i;
+
+	*n = sv->n;
+	if (sv->n > 0) {
+		v = xcalloc(sv->n, sizeof *v);
+		for (i = 0; i < sv->n; i++)
+			v[i] = xstrdup(sv->v[i]);
+	}
+	return v;
+}
+
+static void
+snap_take_end(struct snap_take *t, struct snap_result *res)
+{
+	if (t->progress != NULL && t->files > 0)
+		t->progress(t->arg, t->files);
+	if (t->finished != NULL)
+		*t->finished = true;
+	if (t->done != NULL)
+		t->done(t->arg, t->error == NULL ? res : NULL, t->error);
+	snap_take_free(t);
+}
+
+/*
+ * A step's command is done: once none runs, what comes next runs (or the
+ * job ends with its error).
+ */
+static void
+snap_take_step(struct snap_take *t)
+{
+	void (*next)(struct snap_take *) = t->next;
+
+	if (t->pending > 0 || t->starting)
+		return;
+	if (t->error != NULL) {
+		snap_take_end(t, NULL);
+		return;
+	}
+	t->next = NULL;
+	if (next != NULL)
+		next(t);
+}
+
+/* Fills the result from what the job found; the strings are copied. */
+static void
+snap_take_result(struct snap_take *t, struct snap_result *res)
+{
+	struct buf b;
+
+	memset(res, 0, sizeof *res);
+	res->session = t->session;
+	res->commit = t->commit != NULL ? xstrdup(t->commit) : NULL;
+	res->tree = t->tree != NULL ? xstrdup(t->tree) : NULL;
+	res->files_changed = t->changed;
+	res->warnings = snap_take_strings(&t->warnings, &res->nwarnings);
+	res->unreadable = snap_take_strings(&t->unreadable, &res->nunreadable);
+	buf_init(&b);
+	snap_modes_format(&t->modes, &b);
+	res->modes = buf_steal(&b);
+}
+
+/* Records HEAD and the branch tips of the project as they are at session start. */
+static void
+snap_take_record_refs(struct snap_take *t)
+{
+	char *line, *save = NULL, *sp, *head, *sym = NULL, *v;
+
+	/* "<oid> <refname>" (a ref name has no spaces). */
+	for (line = t->refs.data != NULL ? strtok_r(t->refs.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if ((sp = strchr(line, ' ')) == NULL)
+			continue;
+		*sp++ = '\0';
+		sp[strcspn(sp, " ")] = '\0';
+		store_session_ref_add(t->st, t->session, sp, line);
+	}
+	head = snap_repo_head(t->repo, &sym);
+	v = sym != NULL ? xprintf("ref: %s", sym) : head;
+	if (v != NULL)
+		store_session_ref_add(t->st, t->session, "HEAD", v);
+	if (v != head)
+		free(v);
+	free(head);
+	free(sym);
+}
+
+/* Keeps the user's index as it was at session start, for undo --refs. */
+static void
+snap_take_save_user_index(struct snap_take *t)
+{
+	char *data, *dir, *dst, *cause = NULL;
+	struct buf b;
+	int fd;
+
+	if (t->repo->projgit == NULL || (data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	dir = xprintf("%s/sessions/%lld", data, (long long)t->session);
+	dst = xprintf("%s/git-index", dir);
+	buf_init(&b);
+	fd = open(t->repo->projgit, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd != -1 && path_read_beneath(fd, "index", (size_t)1 << 31,
+	    &b) == 0 && b.data != NULL && (path_mkdir_p(dir, 0700) == -1 ||
+	    util_write_file_atomic(dst, b.data, b.len, 0600, &cause) == -1)) {
+		strv_take(&t->warnings, xprintf("cannot keep a copy of the "
+		    "index: %s", cause != NULL ? cause : strerror(errno)));
+		free(cause);
+	}
+	if (fd != -1)
+		close(fd);
+	buf_free(&b);
+	free(dst);
+	free(dir);
+	free(data);
+}
+
+/* Counts snapshots of the session up to ID: the number users type. */
+static int64_t
+snap_take_seq(struct store *st, int64_t session, int64_t id)
+{
+	struct store_snapshot **v;
+	size_t n, i;
+	int64_t seq = 0;
+
+	v = store_snapshot_list(st, session, &n);
+	for (i = 0; i < n; i++) {
+		if (v[i]->id <= id)
+			seq++;
+	}
+	store_snapshot_list_free(v, n);
+	return seq;
+}
+
+/* The chain's last commit and modes, for the next snapshot of this process. */
+static void
+snap_take_remember(struct snap_take *t, const struct snap_result *res)
+{
+	free(t->repo->last_commit);
+	free(t->repo->last_modes);
+	t->repo->last_commit = xstrdup(t->commit);
+	t->repo->last_modes = xstrdup(res->modes);
+}
+
+static void
+snap_take_record(struct snap_take *t)
+{
+	struct store_snapshot s;
+	struct snap_result res;
+	char *ref, *cause = NULL, *q;
+	int64_t id;
+
+	snap_take_result(t, &res);
+	if (t->kind == NULL) {
+		snap_take_end(t, &res);
+		snap_result_clear(&res);
+		return;
+	}
+	ref = xprintf("refs/agentmux/snaps/%lld/%s", (long long)t->session,
+	    t->commit);
+	memset(&s, 0, sizeof s);
+	s.session_id = t->session;
+	s.label = t->label;
+	s.kind = t->kind;
+	s.commit = t->commit;
+	s.tree = t->tree;
+	s.parent = t->prev_commit;
+	s.ref = ref;
+	s.files_changed = t->changed;
+	if (snap_repo_record(t->st, t->session, t->repo, &cause) == -1 ||
+	    (id = store_snapshot_add(t->st, &s, &cause)) == -1) {
+		/* The step that called ends the job with it. */
+		free(ref);
+		snap_result_clear(&res);
+		snap_take_error(t, cause);
+		return;
+	}
+	free(ref);
+	if (t->record_refs)
+		snap_take_record_refs(t);
+	if (t->unreadable.n > 0) {
+		q = quote_name(t->unreadable.v[0]);
+		store_event_add(t->st, t->session, "warn", "snapshot",
+		    "snapshot %lld could not save %zu unreadable path(s), e.g. "
+		    "%s", (long long)id, t->unreadable.n, q);
+		free(q);
+	}
+	snap_repo_save_index(t->repo);
+	snap_take_remember(t, &res);
+	res.id = id;
+	res.seq = snap_take_seq(t->st, t->session, id);
+	t->recorded = true;
+	t->res = res;
+}
+
+/*
+ * The snapshot is recorded once its commit is written and its count in:
+ * the store then has it (a crash from here on loses nothing), while its
+ * ref is still being written (nothing prunes a new object meanwhile).
+ */
+static void
+snap_take_try_record(struct snap_take *t)
+{
+	if (!t->recorded && t->error == NULL && t->commit != NULL &&
+	    t->counted && t->refs_done)
+		snap_take_record(t);
+}
+
+/* The job is over once it is recorded and nothing of it runs any more. */
+static void
+snap_take_finished(struct snap_take *t)
+{
+	struct snap_result res;
+
+	if (!t->recorded || t->pending > 0 || t->freezing > 0)
+		return;
+	res = t->res;
+	memset(&t->res, 0, sizeof t->res);
+	snap_take_end(t, &res);
+	snap_result_clear(&res);
+}
+
+static char *
+snap_take_oid(struct proc *p)
+{
+	struct buf *out = proc_out(p);
+
+	if (out->data == NULL)
+		return xstrdup("");
+	return xstrndup(out->data, strcspn(out->data, " \t\n"));
+}
+
+/* ---- the commit and its ref ---- */
+
+static void
+snap_take_update_ref_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	if (snap_take_early_died(t, p))
+		return;
+	t->pending--;
+	if (proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("update-ref", p));
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+static const char *const snap_take_update_ref[] = { "update-ref", "--stdin",
+    NULL };
+
+/* The commit is written: its ref, and the chain's (a ref per snapshot keeps it whatever happens to the others). */
+static void
+snap_take_commit_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf in;
+
+	if (snap_take_early_died(t, p))
+		return;
+	t->pending--;
+	if (proc_status(p) != 0) {
+		snap_take_error(t, snap_git_error("hash-object", p));
+		snap_take_reap(t, p);
+		snap_take_step(t);
+		return;
+	}
+	t->commit = snap_take_oid(p);
+	snap_take_reap(t, p);
+	if (t->error != NULL) {
+		snap_take_step(t);
+		return;
+	}
+	buf_init(&in);
+	buf_printf(&in, "update refs/agentmux/sessions/%lld %s\n"
+	    "update refs/agentmux/snaps/%lld/%s %s\n", (long long)t->session,
+	    t->commit, (long long)t->session, t->commit, t->commit);
+	if (t->early_ref != NULL)
+		snap_take_feed(t, &t->early_ref, &in);
+	else
+		snap_take_spawn(t, SNAP_ENV_DB, snap_take_update_ref, &in, NULL,
+		    snap_take_update_ref_cb);
+	buf_free(&in);
+	snap_take_try_record(t);
+	snap_take_step(t);
+}
+
+static void
+snap_take_count_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = proc_out(p);
+	size_t i;
+
+	t->pending--;
+	if (proc_status(p) != 0) {
+		/* The tree it counts from is gone (dropped): count it all. */
+		log_debug("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "diff-tree failed");
+		t->changed = t->entries >= 0 ? t->entries : 0;
+	} else {
+		for (i = 0, t->changed = 0; i < out->len; i++)
+			t->changed += out->data[i] == '\0';
+	}
+	snap_take_reap(t, p);
+	t->counted = true;
+	snap_take_try_record(t);
+	snap_take_step(t);
+}
+
+/*
+ * The commit object: its tree, no parent (each snapshot stands alone, so
+ * that an old one can be dropped), agentmux as author and committer, now;
+ * then its message: the kind, the real modes, the label.
+ */
+static void
+snap_take_commit_text(struct snap_take *t, struct buf *b)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	long off;
+
+	localtime_r(&now, &tm);
+	off = tm.tm_gmtoff / 60;
+	buf_printf(b, "tree %s\n", t->tree);
+	buf_printf(b, "author agentmux <agentmux@localhost> %lld %c%02ld%02ld\n"
+	    "committer agentmux <agentmux@localhost> %lld %c%02ld%02ld\n\n",
+	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60,
+	    (long long)now, off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+	buf_printf(b, "agentmux snapshot: %s, session %lld\n\n", t->kind,
+	    (long long)t->session);
+	snap_modes_format(&t->modes, b);
+	if (t->label != NULL)
+		buf_printf(b, "\n%s\n", t->label);
+}
+
+/* What changed since t->count_from, without git where it is known. */
+static bool
+snap_take_count(struct snap_take *t)
+{
+	const char *count[] = { "diff-tree", "-r", "-z", "--no-renames",
+	    "--name-only", t->count_from, t->tree, NULL };
+
+	if (strcmp(t->count_from, t->tree) == 0) {
+		t->changed = 0;
+		t->counted = true;
+		return true;
+	}
+	if (t->entries >= 0 &&
+	    strcmp(t->count_from, snap_repo_empty_tree(t->repo)) == 0) {
+		t->changed = t->entries;
+		t->counted = true;
+		return true;
+	}
+	return snap_take_spawn(t, SNAP_ENV_DB, count, NULL, NULL,
+	    snap_take_count_cb);
+}
+
+/* The tree and modes are known and differ from the last: commit and count, in parallel. */
+static void
+snap_take_commit(struct snap_take *t)
+{
+	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
+	    NULL };
+	struct buf text;
+	bool ok = true;
+
+	buf_init(&text);
+	snap_take_commit_text(t, &text);
+	if (t->early_commit != NULL)
+		snap_take_feed(t, &t->early_commit, &text);
+	else
+		ok = snap_take_spawn(t, SNAP_ENV_DB, hash, &text, NULL,
+		    snap_take_commit_cb);
+	buf_free(&text);
+	t->next = snap_take_finished;
+	if (ok)
+		snap_take_count(t);
+	snap_take_step(t);
+}
+
+/* Whether the modes now are those of the chain's last snapshot (as far as this process knows). */
+static bool
+snap_take_same_modes(struct snap_take *t)
+{
+	struct buf b;
+	bool same;
+
+	if (t->repo->last_modes == NULL || t->repo->last_commit == NULL ||
+	    t->prev_commit == NULL || strcmp(t->repo->last_commit,
+	    t->prev_commit) != 0)
+		return false;
+	buf_init(&b);
+	snap_modes_format(&t->modes, &b);
+	same = strcmp(b.data, t->repo->last_modes) == 0;
+	buf_free(&b);
+	return same;
+}
+
+/* The tree and modes are known: done if nothing changed, else on to the commit. */
+static void
+snap_take_have_tree(struct snap_take *t)
+{
+	bool same = t->prev_tree != NULL && strcmp(t->prev_tree, t->tree) ==
+	    0 && snap_take_same_modes(t);
+	struct snap_result res;
+
+	if (t->if_changed && same) {
+		snap_take_result(t, &res);
+		res.unchanged = true;
+		snap_take_end(t, &res);
+		snap_result_clear(&res);
+		return;
+	}
+	if (t->kind == NULL) {
+		snap_take_record(t);
+		return;
+	}
+	/* Nothing changed since the last one: it is recorded again, as it is. */
+	if (same) {
+		t->commit = xstrdup(t->prev_commit);
+		t->changed = t->prev_changed;
+		t->counted = true;
+		t->next = snap_take_finished;
+		snap_take_try_record(t);
+		snap_take_step(t);
+		return;
+	}
+	snap_take_commit(t);
+}
+
+/* ---- the tree, the modes, and (at the start) the ignore rules ---- */
+
+static void
+snap_take_write_tree_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	char *cached = NULL;
+
+	t->pending--;
+	if (proc_status(p) != 0) {
+		snap_take_error(t, snap_git_error("write-tree", p));
+		snap_take_reap(t, p);
+		snap_take_step(t);
+		return;
+	}
+	t->tree = snap_take_oid(p);
+	snap_take_reap(t, p);
+	/* write-tree keeps the tree in the index: its entry count comes with it. */
+	if (snap_index_tree(t->repo->index, snap_take_oidlen(t), &cached,
+	    &t->entries) != 1 || strcmp(cached, t->tree) != 0)
+		t->entries = -1;
+	free(cached);
+	snap_take_step(t);
+}
+
+/*
+ * The tree of the private index as git keeps it in the index itself (its
+ * cache-tree, invalidated by git on every change to an entry): what
+ * write-tree would print, without running it. git takes a valid cache as
+ * it is if the tree object exists; so does this, if the object is loose
+ * (or the empty tree, which git never needs stored); else NULL.
+ */
+static char *
+snap_take_cached_tree(struct snap_take *t)
+{
+	char *tree = NULL, *path;
+	bool ok;
+
+	if (snap_index_tree(t->repo->index, snap_take_oidlen(t), &tree,
+	    &t->entries) != 1)
+		return NULL;
+	path = xprintf("%s/objects/%.2s/%s", t->repo->gitdir, tree, tree + 2);
+	ok = strcmp(tree, snap_repo_empty_tree(t->repo)) == 0 ||
+	    access(path, F_OK) == 0;
+	free(path);
+	if (!ok) {
+		free(tree);
+		t->entries = -1;
+		return NULL;
+	}
+	return tree;
+}
+
+static void
+snap_take_modes_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = proc_out(p);
+
+	t->pending--;
+	/* Exit 1: a path went meanwhile; what find saw is kept. */
+	if (proc_status(p) != 0 && proc_status(p) != 1)
+		snap_take_error(t, xprintf("cannot read the modes of the files: "
+		    "find exited %d", proc_status(p)));
+	snap_modes_from_find(&t->modes, (mode_t)t->repo->umask, out->data,
+	    out->len);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * The real modes of the index's files and dirs, from find in the project;
+ * for a small tree, read here (as cheap as parsing the index, and never
+ * through a link).
+ */
+static bool
+snap_take_modes(struct snap_take *t)
+{
+	struct proc_opts o;
+	struct proc *p;
+	struct strv env;
+	struct buf paths, out;
+	char *cause = NULL;
+	char *argv[] = { "find", "-files0-from", "-", "-maxdepth", "0",
+	    "-printf", "%y %m %p\\0", NULL };
+	size_t n;
+
+	buf_init(&paths);
+	n = snap_modes_paths(t->repo->index, snap_take_oidlen(t), &paths);
+	if (n <= SNAP_MODES_HERE) {
+		buf_init(&out);
+		snap_modes_stat(t->repo->worktree, &paths, &out);
+		snap_modes_from_find(&t->modes, (mode_t)t->repo->umask,
+		    out.data, out.len);
+		buf_free(&out);
+		buf_free(&paths);
+		return true;
+	}
+	snap_env_plain(&env);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = t->repo->worktree;
+	o.input = paths.data;
+	o.inputlen = paths.len;
+	o.out_fd = -1;
+	o.umask = -1;
+	p = proc_start(t->base, &o, snap_take_modes_cb, t, &cause);
+	strv_free(&env);
+	buf_free(&paths);
+	if (p == NULL) {
+		snap_take_error(t, cause);
+		return false;
+	}
+	snap_take_track(t, p);
+	return true;
+}
+
+/* The freeze's commands are done: the rules are written; a job recorded meanwhile ends. */
+static void
+snap_take_frozen(struct snap_take *t)
+{
+	char *cause = NULL;
+
+	if (--t->freezing > 0)
+		return;
+	if (snap_ignore_write(t->repo, t->session, t->tree, t->excludes_file,
+	    &t->ignores, &t->ignore_dirs, &cause) == -1) {
+		log_warnx("the ignore rules of session %lld could not be kept, "
+		    "so its later snapshots use the project's as they are: %s",
+		    (long long)t->session, cause);
+		store_event_add(t->st, t->session, "warn", "snapshot", "the "
+		    "ignore rules could not be kept, so later snapshots use the "
+		    "project's as they are: %s", cause);
+		free(cause);
+	}
+	snap_take_finished(t);
+}
+
+static void
+snap_take_freeze_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	if (proc_status(p) != 0)
+		log_warnx("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "git cat-file failed");
+	else
+		buf_add(&t->ignores, proc_out(p)->data,
+		    proc_out(p)->len);
+	snap_take_reap(t, p);
+	snap_take_frozen(t);
+}
+
+static void
+snap_take_excludes_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	/* Exit 1: not set, so git's default. */
+	if (proc_status(p) == 0 && proc_out(p)->data != NULL)
+		t->excludes_file = xstrndup(proc_out(p)->data,
+		    strcspn(proc_out(p)->data, "\n"));
+	snap_take_reap(t, p);
+	snap_take_frozen(t);
+}
+
+/* Starts a command of the freeze: beside the job's own, not one of its steps. */
+static bool
+snap_take_spawn_side(struct snap_take *t, const char *const *args,
+    const struct buf *input, proc_cb cb)
+{
+	if (!snap_take_spawn(t, SNAP_ENV_DB, args, input, NULL, cb))
+		return false;
+	t->pending--;
+	t->freezing++;
+	return true;
+}
+
+/*
+ * The start snapshot freezes the ignore rules it was taken with: the
+ * .gitignore files now in its tree (read back from the own repository),
+ * the project's info/exclude and the user's excludes file. This runs
+ * beside the commit and its record, which need not wait for it.
+ */
+static bool
+snap_take_freeze(struct snap_take *t)
+{
+	const char *cat[] = { "cat-file", "--batch", NULL };
+	const char *cfg[] = { "config", "--path", "--get", "core.excludesFile",
+	    NULL };
+	struct buf oids;
+	bool ok;
+
+	buf_init(&oids);
+	snap_ignore_oids(t->repo->index, snap_take_oidlen(t), &oids,
+	    &t->ignore_dirs);
+	/* One more than the commands: the job's tree must be known too. */
+	t->freezing++;
+	ok = (snap_ignore_config_silent() || snap_take_spawn_side(t, cfg, NULL,
+	    snap_take_excludes_cb)) && (oids.len == 0 ||
+	    snap_take_spawn_side(t, cat, &oids, snap_take_freeze_cb));
+	buf_free(&oids);
+	return ok;
+}
+
+/* The tree and the modes are in: the commit (the freeze, if any, goes on beside). */
+static void
+snap_take_tree_done(struct snap_take *t)
+{
+	if (t->freeze)
+		snap_take_frozen(t);
+	if (t->error == NULL)
+		snap_take_have_tree(t);
+}
+
+/*
+ * The index is final: the tree (from the index's own cache if it has
+ * it), the real modes and, at a session's start, its ignore rules, all
+ * at once; then on.
+ */
+static void
+snap_take_write_tree(struct snap_take *t)
+{
+	const char *args[] = { "write-tree", NULL };
+
+	t->next = snap_take_tree_done;
+	if ((t->tree = snap_take_cached_tree(t)) == NULL)
+		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
+		    snap_take_write_tree_cb);
+	if (t->error == NULL)
+		snap_take_modes(t);
+	if (t->error == NULL && t->freeze && !snap_take_freeze(t)) {
+		strv_take(&t->warnings, xprintf("the ignore rules could not be "
+		    "read back: %s", t->error));
+		t->error = NULL;
+	}
+	snap_take_step(t);
+}
+
+/*
+ * The work tree is in the private index. An entry that changed in the
+ * same second as it was read could change again unseen (git compares
+ * whole seconds, and mtime can be set back): such entries are made to be
+ * hashed again next time. Then the tree.
+ */
+static void
+snap_take_added(struct snap_take *t)
+{
+	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t),
+	    (uint32_t)t->add_since) == -1 && errno != ENOENT)
+		log_debug("cannot mark the racy entries of %s: %s",
+		    t->repo->index, strerror(errno));
+	snap_take_write_tree(t);
+}
+
+/* ---- git add: nested repositories, unreadable files ---- */
+
+/* Paths inside quotes on git's message line, e.g. "error: unable to index file 'x'". */
+static void
+snap_take_quoted(struct strv *sv, const char *line, const char *prefix)
+{
+	size_t n = strlen(prefix), len;
+	const char *end;
+
+	if (strncmp(line, prefix, n) != 0)
+		return;
+	line += n;
+	/* "'PATH': reason", or "'PATH'" */
+	if ((end = strstr(line, "': ")) != NULL)
+		len = (size_t)(end - line);
+	else
+		len = strlen(line);
+	if (len > 0 && line[len - 1] == '\'')
+		len--;
+	if (len > 0 && line[len - 1] == '/')
+		len--;
+	strv_take(sv, xstrndup(line, len));
+}
+
+/*
+ * A nested repository (or submodule) is content too: an index entry
+ * under its dir makes git go into it as into any dir (git treats a dir
+ * with entries as tracked). The entry names no file, so the next add
+ * drops it. git is never run in the nested repository itself.
+ */
+static void
+snap_take_nested(struct snap_take *t, const char *dir, size_t len)
+{
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	/* Its gitlink (if git made one) goes, an entry inside comes. */
+	buf_printf(&t->placeholders, "0 %s\t%.*s", snap_repo_empty_tree(t->repo),
+	    (int)len, dir);
+	buf_addc(&t->placeholders, '\0');
+	buf_printf(&t->placeholders, "100644 %s\t%.*s/" SNAP_PLACEHOLDER,
+	    snap_repo_empty_blob(t->repo), (int)len, dir);
+	buf_addc(&t->placeholders, '\0');
+	/* Whatever is left of both goes before the tree is written. */
+	buf_printf(&t->adopted, "0 %s\t%.*s", snap_repo_empty_tree(t->repo),
+	    (int)len, dir);
+	buf_addc(&t->adopted, '\0');
+	buf_printf(&t->adopted, "0 %s\t%.*s/" SNAP_PLACEHOLDER,
+	    snap_repo_empty_tree(t->repo), (int)len, dir);
+	buf_addc(&t->adopted, '\0');
+}
+
+/*
+ * Reads git add's complaints: nested repositories to go into, files and
+ * dirs it could not read (reported, and never touched by undo).
+ */
+static void
+snap_take_parse_add(struct snap_take *t, char *err)
+{
+	const char *embedded = "warning: adding embedded git repository: ";
+	char *line, *save = NULL;
+
+	for (line = strtok_r(err, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, embedded, strlen(embedded)) == 0) {
+			snap_take_nested(t, line + strlen(embedded),
+			    strlen(line + strlen(embedded)));
+			continue;
+		}
+		if (strncmp(line, "error: '", 8) == 0 && strstr(line,
+		    "' does not have a commit checked out") != NULL) {
+			snap_take_nested(t, line + 8, strcspn(line + 8, "'"));
+			continue;
+		}
+		snap_take_quoted(&t->unreadable, line,
+		    "error: unable to index file '");
+		snap_take_quoted(&t->unreadable, line,
+		    "warning: could not open directory '");
+		if (strncmp(line, "error: ", 7) == 0 ||
+		    strncmp(line, "warning: ", 9) == 0 ||
+		    strncmp(line, "fatal: ", 7) == 0)
+			strv_add(&t->warnings, line);
+	}
+}
+
+static void
+snap_take_line(void *arg, const char *line, size_t len)
+{
+	struct snap_take *t = arg;
+
+	if (len < 5 || (strncmp(line, "add '", 5) != 0 &&
+	    strncmp(line, "remove '", 8) != 0))
+		return;
+	if (++t->files % SNAP_PROGRESS_STEP == 0 && t->progress != NULL)
+		t->progress(t->arg, t->files);
+}
+
+/* Puts the index lines in IN into the private index, then NEXT. */
+static void
+snap_take_index_info_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("update-index", p));
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+static void
+snap_take_index_info(struct snap_take *t, const struct buf *in,
+    void (*next)(struct snap_take *))
+{
+	const char *args[] = { "update-index", "-z", "--index-info", NULL };
+
+	t->next = next;
+	snap_take_spawn(t, SNAP_ENV_TREE, args, in, NULL,
+	    snap_take_index_info_cb);
+	snap_take_step(t);
+}
+
+/* After an add: into the nested repositories it found, or on to the tree. */
+static void
+snap_take_adopt(struct snap_take *t, void (*again)(struct snap_take *))
+{
+	struct buf in;
+
+	if (t->placeholders.len == 0 || ++t->rounds > SNAP_ADOPT_ROUNDS) {
+		buf_init(&in);
+		buf_add(&in, t->adopted.data, t->adopted.len);
+		buf_reset(&t->adopted);
+		if (in.len > 0)
+			snap_take_index_info(t, &in, snap_take_added);
+		else
+			snap_take_added(t);
+		buf_free(&in);
+		return;
+	}
+	buf_init(&in);
+	buf_add(&in, t->placeholders.data, t->placeholders.len);
+	buf_reset(&t->placeholders);
+	snap_take_index_info(t, &in, again);
+	buf_free(&in);
+}
+
+static void
+snap_take_live_done(struct snap_take *t)
+{
+	snap_take_adopt(t, snap_take_add);
+}
+
+static void
+snap_take_add_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	int st = proc_status(p);
+
+	t->pending--;
+	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
+	if (st != 0 && st != 1)
+		snap_take_error(t, snap_git_error("add", p));
+	if (proc_err(p)->data != NULL)
+		snap_take_parse_add(t, proc_err(p)->data);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/* Resets what an add round reports: the last round's is the snapshot's. */
+static void
+snap_take_round_begin(struct snap_take *t)
+{
+	strv_free(&t->warnings);
+	strv_init(&t->warnings);
+	strv_free(&t->unreadable);
+	strv_init(&t->unreadable);
+	if (t->add_since == 0)
+		t->add_since = time(NULL);
+}
+
+/*
+ * The add of a first snapshot, which wrote its objects into one pack: a
+ * file that shrank while git streamed it makes git give up (where a loose
+ * object would have been an error for that file only), so a failure is
+ * retried the usual way. What the pack holds is compressed by the next
+ * background pack.
+ */
+static void
+snap_take_bulk_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	int st = proc_status(p);
+
+	t->bulk = false;
+	if (st == 0 || st == 1) {
+		/* Nothing added (an empty project): no pack was written. */
+		if (t->files > 0)
+			snap_keep_mark_packed(t->repo->gitdir);
+		snap_take_add_cb(p, arg);
+		return;
+	}
+	log_debug("%s", proc_err(p)->data != NULL ? proc_err(p)->data :
+	    "git add into a pack failed");
+	t->pending--;
+	snap_take_reap(t, p);
+	snap_take_add(t);
+}
+
+/* git add -A with the project's ignore rules as they are (a start or standalone snapshot). */
+static void
+snap_take_add(struct snap_take *t)
+{
+	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
+	    NULL };
+	/*
+	 * Nothing is cached yet: every file is hashed and written. Streamed
+	 * into one pack (every file is over the threshold), uncompressed,
+	 * it costs a write per file instead of a file per object.
+	 */
+	const char *bulk[] = { "-c", "core.bigFileThreshold=1", "-c",
+	    "core.compression=0", "add", "-A", "--ignore-errors", "--verbose",
+	    NULL };
+
+	snap_take_round_begin(t);
+	t->next = snap_take_live_done;
+	snap_take_spawn(t, SNAP_ENV_TREE, t->bulk ? bulk : args, NULL,
+	    snap_take_line, t->bulk ? snap_take_bulk_cb : snap_take_add_cb);
+	snap_take_step(t);
+}
+
+/* ---- the session's frozen ignore rules ---- */
+
+static void
+snap_take_untracked_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("ls-files", p));
+	else
+		buf_add(&t->untracked, proc_out(p)->data,
+		    proc_out(p)->len);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+static void snap_take_frozen_list(struct snap_take *);
+
+static void
+snap_take_frozen_done(struct snap_take *t)
+{
+	snap_take_adopt(t, snap_take_frozen_list);
+}
+
+/* update-index stops at the first file it cannot read: git add then takes them one by one. */
+static void
+snap_take_update_cb(struct proc *p, void *arg)
+{
+	const char *args[] = { "add", "-f", "--ignore-errors", "--verbose",
+	    "--pathspec-from-file=-", "--pathspec-file-nul", NULL };
+	struct snap_take *t = arg;
+	struct buf list;
+
+	t->pending--;
+	if (proc_status(p) != 0) {
+		log_debug("%s", proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "update-index failed");
+		buf_init(&list);
+		buf_add(&list, t->untracked.data, t->untracked.len);
+		snap_take_spawn(t, SNAP_ENV_TREE, args, &list, snap_take_line,
+		    snap_take_add_cb);
+		buf_free(&list);
+	}
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * What git lists as untracked under the frozen rules goes in: a dir with
+ * a trailing slash is a nested repository, the rest are files.
+ */
+static void
+snap_take_frozen_listed(struct snap_take *t)
+{
+	const char *args[] = { "update-index", "--add", "--remove",
+	    "--verbose", "-z", "--stdin", NULL };
+	const char *p = t->untracked.data, *end = p + t->untracked.len;
+	struct buf files;
+	size_t len;
+
+	buf_init(&files);
+	for (; p != NULL && p < end; p += len + 1) {
+		len = strlen(p);
+		if (len > 0 && p[len - 1] == '/')
+			snap_take_nested(t, p, len);
+		else if (len > 0) {
+			buf_add(&files, p, len);
+			buf_addc(&files, '\0');
+		}
+	}
+	buf_reset(&t->untracked);
+	buf_add(&t->untracked, files.data, files.len);
+	t->next = snap_take_frozen_done;
+	if (files.len > 0)
+		snap_take_spawn(t, SNAP_ENV_TREE, args, &files, snap_take_line,
+		    snap_take_update_cb);
+	buf_free(&files);
+	snap_take_step(t);
+}
+
+/* Lists what is untracked under the frozen rules (after add -u, or after placeholders went in). */
+static void
+snap_take_frozen_ls(struct snap_take *t)
+{
+	char *from = xprintf("--exclude-from=%s", t->repo->ignore);
+	const char *ls[] = { "ls-files", "-z", "-o", from, NULL };
+
+	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
+	    snap_take_untracked_cb);
+	free(from);
+}
+
+/* A later round: only what the placeholders opened up is listed. */
+static void
+snap_take_frozen_list(struct snap_take *t)
+{
+	buf_reset(&t->untracked);
+	t->next = snap_take_frozen_listed;
+	snap_take_frozen_ls(t);
+	snap_take_step(t);
+}
+
+/*
+ * git add would read the ignore rules of the tree as it is now, where
+ * the agent may have added some: instead, what is tracked is updated
+ * (add -u reads no rules) while git lists what is untracked under the
+ * rules frozen at the session's start only (ls-files reads no
+ * .gitignore unless told to).
+ */
+static void
+snap_take_frozen_round(struct snap_take *t)
+{
+	const char *upd[] = { "add", "-u", "--ignore-errors", "--verbose",
+	    NULL };
+
+	snap_take_round_begin(t);
+	buf_reset(&t->untracked);
+	t->next = snap_take_frozen_listed;
+	if (snap_take_spawn(t, SNAP_ENV_TREE, upd, NULL, snap_take_line,
+	    snap_take_add_cb))
+		snap_take_frozen_ls(t);
+	snap_take_step(t);
+}
+
+/* ---- the user's tracked files, as hints ---- */
+
+struct snap_take_names {
+	struct strv names;
+	struct strv modes;        /* per name, "100644" ... */
+};
+
+static int
+snap_take_names_cb(void *arg, const struct snap_index_ent *e)
+{
+	struct snap_take_names *n = arg;
+
+	strv_add(&n->names, e->name);
+	strv_addf(&n->modes, "%o", e->mode);
+	return 0;
+}
+
+static void
+snap_take_names_free(struct snap_take_names *n)
+{
+	strv_free(&n->names);
+	strv_free(&n->modes);
+}
+
+static int
+snap_take_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether NAME lies in one of the (sorted) dirs DIRS. */
+static bool
+snap_take_under(const struct strv *dirs, const char *name)
+{
+	char *copy, *slash;
+	bool found = false;
+
+	if (dirs->n == 0)
+		return false;
+	copy = xstrdup(name);
+	while (!found && (slash = strrchr(copy, '/')) != NULL) {
+		*slash = '\0';
+		found = bsearch(&copy, dirs->v, dirs->n, sizeof *dirs->v,
+		    snap_take_strcmp) != NULL;
+	}
+	free(copy);
+	return found;
+}
+
+/*
+ * The lines that make the private index hold what the user tracks (an
+ * entry git must hash: it could be ignored, and tracked files are
+ * content whatever the rules say) and nothing else kept from earlier
+ * snapshots (git add decides afresh what is not tracked). The user's
+ * index is only read, and only for names: never for content.
+ */
+static void
+snap_take_tracked_lines(struct snap_take *t, struct snap_take_names *user,
+    struct snap_take_names *ours, struct buf *in)
+{
+	struct strv gitlinks;
+	size_t i = 0, j = 0;
+	int c;
+
+	strv_init(&gitlinks);
+	for (i = 0; i < user->names.n; i++) {
+		if (strcmp(user->modes.v[i], "160000") == 0)
+			strv_add(&gitlinks, user->names.v[i]);
+	}
+	for (i = 0; i < user->names.n || j < ours->names.n;) {
+		c = i == user->names.n ? 1 : j == ours->names.n ? -1 :
+		    strcmp(user->names.v[i], ours->names.v[j]);
+		if (c == 0) {
+			i++;
+			j++;
+		} else if (c < 0) {
+			if (strcmp(user->modes.v[i], "160000") != 0) {
+				buf_printf(in, "%s %s\t%s", user->modes.v[i],
+				    snap_repo_empty_blob(t->repo),
+				    user->names.v[i]);
+				buf_addc(in, '\0');
+			}
+			i++;
+		} else {
+			if (!snap_take_under(&gitlinks, ours->names.v[j])) {
+				buf_printf(in, "0 %s\t%s",
+				    snap_repo_empty_tree(t->repo),
+				    ours->names.v[j]);
+				buf_addc(in, '\0');
+			}
+			j++;
+		}
+	}
+	strv_free(&gitlinks);
+}
+
+/* Before a live add in a git project: the private index's names made the user's tracked ones. */
+static void
+snap_take_tracked(struct snap_take *t)
+{
+	struct snap_take_names user, ours;
+	struct buf file, in;
+	int fd;
+
+	if (t->repo->projgit == NULL) {
+		snap_take_add(t);
+		return;
+	}
+	memset(&user, 0, sizeof user);
+	memset(&ours, 0, sizeof ours);
+	buf_init(&file);
+	buf_init(&in);
+	fd = open(t->repo->projgit, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd != -1 && path_read_beneath(fd, "index", (size_t)1 << 30,
+	    &file) == 0 && file.data != NULL)
+		snap_index_each_buf(&file, snap_take_oidlen(t),
+		    snap_take_names_cb, &user);
+	if (fd != -1)
+		close(fd);
+	snap_index_each(t->repo->index, snap_take_oidlen(t),
+	    snap_take_names_cb, &ours);
+	snap_take_tracked_lines(t, &user, &ours, &in);
+	if (in.len > 0)
+		snap_take_index_info(t, &in, snap_take_add);
+	else
+		snap_take_add(t);
+	buf_free(&in);
+	buf_free(&file);
+	snap_take_names_free(&user);
+	snap_take_names_free(&ours);
+}
+
+/* ---- starting ---- */
+
+static void
+snap_take_refs_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (proc_status(p) != 0)
+		strv_take(&t->warnings, snap_git_error("for-each-ref", p));
+	else
+		buf_add(&t->refs, proc_out(p)->data, proc_out(p)->len);
+	snap_take_reap(t, p);
+	t->refs_done = true;
+	snap_take_try_record(t);
+	snap_take_step(t);
+}
+
+/*
+ * The chain so far: the last snapshot of the session (the record's
+ * parent), and where changes count from: the session's first tree, or
+ * for the first, the project's last snapshot before it (else nothing).
+ */
+static void
+snap_take_chain(struct snap_take *t)
+{
+	struct store_snapshot **v;
+	char *last;
+	size_t n;
+
+	n = 0;
+	v = t->session > 0 ? store_snapshot_list(t->st, t->session, &n) : NULL;
+	if (n > 0) {
+		t->prev_commit = xstrdup(v[n - 1]->commit);
+		t->prev_tree = xstrdup(v[n - 1]->tree);
+		/*
+		 * Later snapshots count from the first one's tree: the same
+		 * tree as the last one has its count, unless the last one is
+		 * the first (whose count is from before): then nothing changed.
+		 */
+		t->prev_changed = n > 1 ? v[n - 1]->files_changed : 0;
+		t->count_from = xstrdup(v[0]->tree);
+	} else if ((last = store_snap_last_tree(t->st, t->repo->gitdir)) !=
+	    NULL)
+		t->count_from = last;
+	else
+		t->count_from = xstrdup(snap_repo_empty_tree(t->repo));
+	store_snapshot_list_free(v, n);
+}
+
+/* The first snapshot of a chain makes a commit: start its writers now. */
+static void
+snap_take_early(struct snap_take *t)
+{
+	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
+	    NULL };
+	char *cause = NULL;
+
+	t->early_commit = snap_git_start_held(t->base, t->repo, SNAP_ENV_DB,
+	    hash, snap_take_commit_cb, t, &cause);
+	if (t->early_commit != NULL)
+		t->early_ref = snap_git_start_held(t->base, t->repo,
+		    SNAP_ENV_DB, snap_take_update_ref, snap_take_update_ref_cb,
+		    t, &cause);
+	/* Not fatal: the steps run their own commands then. */
+	if (cause != NULL)
+		log_debug("%s", cause);
+	free(cause);
+}
+
+static void
+snap_take_read_tree_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	if (proc_status(p) != 0)
+		snap_take_error(t, snap_git_error("read-tree", p));
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * A frozen chain begun in another process: the start snapshot's entries,
+ * with the stat data the seed has for those that are the same (a one-way
+ * merge into the index alone).
+ */
+static void
+snap_take_from_start(struct snap_take *t)
+{
+	const char *args[] = { "read-tree", "-m", "-i", t->repo->start_tree,
+	    NULL };
+
+	t->next = snap_take_frozen_round;
+	snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
+	    snap_take_read_tree_cb);
+}
+
+/* The job's first step (it ends on the loop, never inside snap_take_start). */
+static void
+snap_take_begin(struct snap_take *t, bool fresh)
+{
+	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
+	    "%(refname)", "refs/heads/", NULL };
+
+	if (t->record_refs) {
+		snap_take_save_user_index(t);
+		snap_take_spawn(t, SNAP_ENV_PROJECT, refs, NULL, NULL,
+		    snap_take_refs_cb);
+	}
+	if (t->frozen && fresh && t->repo->start_tree != NULL)
+		snap_take_from_start(t);
+	else if (t->frozen)
+		snap_take_frozen_round(t);
+	else
+		snap_take_tracked(t);
+}
+
+struct snap_take *
+snap_take_start(struct event_base *base, struct store *st,
+    struct snap_repo *repo, const struct snap_take_opts *o,
+    void (*progress)(void *, int64_t), snap_done_cb done, void *arg,
+    char **cause)
+{
+	struct snap_take *t = xcalloc(1, sizeof *t);
+	bool fresh = !repo->seeded;
+
+	t->base = base;
+	t->st = st;
+	t->repo = repo;
+	t->kind = o->kind != NULL ? xstrdup(o->kind) : NULL;
+	t->label = o->label != NULL ? xstrdup(o->label) : NULL;
+	t->session = o->session;
+	t->if_changed = o->if_changed;
+	t->record_refs = o->record_refs && repo->projgit != NULL;
+	t->refs_done = !t->record_refs;
+	t->progress = progress;
+	t->done = done;
+	t->arg = arg;
+	buf_init(&t->placeholders);
+	buf_init(&t->adopted);
+	buf_init(&t->untracked);
+	strv_init(&t->warnings);
+	strv_init(&t->unreadable);
+	buf_init(&t->refs);
+	buf_init(&t->ignores);
+	strv_init(&t->ignore_dirs);
+	snap_modes_init(&t->modes);
+	t->entries = -1;
+	snap_take_chain(t);
+	t->freeze = t->kind != NULL && strcmp(t->kind, "start") == 0 &&
+	    t->prev_tree == NULL;
+	t->frozen = repo->ignore != NULL && !t->freeze;
+	if (fresh && snap_repo_seed(repo, cause) == -1) {
+		snap_take_free(t);
+		return NULL;
+	}
+	t->bulk = fresh && access(repo->index, F_OK) != 0;
+	t->starting = true;
+	snap_take_begin(t, fresh);
+	t->starting = false;
+	if (t->error != NULL && t->pending == 0) {
+		*cause = t->error;
+		t->error = NULL;
+		snap_take_free(t);
+		return NULL;
+	}
+	if (t->kind != NULL && t->prev_tree == NULL)
+		snap_take_early(t);
+	return t;
+}
+
+void
+snap_take_cancel(struct snap_take *t)
+{
+	if (t != NULL)
+		snap_take_free(t);
+}
+
+/* Moves the job's commands' watchers to BASE. */
+static void
+snap_take_move(struct snap_take *t, struct event_base *base)
+{
+	size_t i;
+
+	t->base = base;
+	for (i = 0; i < nitems(t->procs); i++) {
+		if (t->procs[i] != NULL)
+			proc_move(t->procs[i], base);
+	}
+	if (t->early_commit != NULL)
+		proc_move(t->early_commit, base);
+	if (t->early_ref != NULL)
+		proc_move(t->early_ref, base);
+}
+
+/*
+ * Runs the job on a private loop (blocking) until it is over, or, with
+ * UNTIL_TREE, until the work tree may change and a crash right after
+ * would lose nothing: once the snapshot is recorded (its tree, real modes
+ * and commit in the own repository, out of any jail's reach); what is
+ * left (freezing the ignore rules) goes back to the job's own loop.
+ */
+static void
+snap_take_run(struct snap_take *t, bool until_tree)
+{
+	struct event_base *base = event_base_new(), *orig = t->base;
+	bool *finished = xcalloc(1, sizeof *finished);
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	/* The job frees itself when it ends: the flag lives outside it. */
+	t->finished = finished;
+	snap_take_move(t, base);
+	while (!*finished && !(until_tree && t->recorded))
+		event_base_loop(base, EVLOOP_ONCE);
+	if (!*finished) {
+		t->finished = NULL;
+		snap_take_move(t, orig);
+	}
+	free(finished);
+	event_base_free(base);
+}
+
+void
+snap_take_finish(struct snap_take *t)
+{
+	snap_take_run(t, false);
+}
+
+void
+snap_take_finish_ref(struct snap_take *t)
+{
+	snap_take_run(t, true);
+}
+
+static void (*snap_sync_progress)(void *, int64_t);
+static void *snap_sync_progress_arg;
+
+void
+snap_set_progress(void (*fn)(void *, int64_t), void *arg)
+{
+	snap_sync_progress = fn;
+	snap_sync_progress_arg = arg;
+}
+
+struct snap_take_sync {
+	struct snap_result *res;
+	char *error;
+};
+
+static void
+snap_take_sync_progress(void *arg, int64_t files)
+{
+	if (snap_sync_progress != NULL)
+		snap_sync_progress(snap_sync_progress_arg, files);
+}
+
+static void
+snap_take_sync_done(void *arg, const struct snap_result *res,
+    const char *error)
+{
+	struct snap_take_sync *s = arg;
+	size_t i;
+
+	if (error != NULL) {
+		s->error = xstrdup(error);
+		return;
+	}
+	*s->res = *res;
+	s->res->commit = res->commit != NULL ? xstrdup(res->commit) : NULL;
+	s->res->tree = res->tree != NULL ? xstrdup(res->tree) : NULL;
+	s->res->modes = res->modes != NULL ? xstrdup(res->modes) : NULL;
+	s->res->warnings = res->nwarnings > 0 ? xcalloc(res->nwarnings,
+	    sizeof *s->res->warnings) : NULL;
+	for (i = 0; i < res->nwarnings; i++)
+		s->res->warnings[i] = xstrdup(res->warnings[i]);
+	s->res->unreadable = res->nunreadable > 0 ? xcalloc(res->nunreadable,
+	    sizeof *s->res->unreadable) : NULL;
+	for (i = 0; i < res->nunreadable; i++)
+		s->res->unreadable[i] = xstrdup(res->unreadable[i]);
+}
+
+int
+snap_take_sync(struct store *st, struct snap_repo *repo,
+    const struct snap_take_opts *o, struct snap_result *res, char **cause)
+{
+	struct event_base *base = event_base_new();
+	struct snap_take_sync s;
+	struct snap_take *t;
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	memset(res, 0, sizeof *res);
+	s.res = res;
+	s.error = NULL;
+	t = snap_take_start(base, st, repo, o, snap_take_sync_progress,
+	    snap_take_sync_done, &s, cause);
+	if (t != NULL)
+		snap_take_finish(t);
+	if (snap_sync_progress != NULL)
+		snap_sync_progress(snap_sync_progress_arg, -1);
+	event_base_free(base);
+	if (t == NULL)
+		return -1;
+	if (s.error != NULL) {
+		*cause = s.error;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,286 @@
+/* Snapshots: git snapshots of a project, undo, config diffs, what a session planted, the user's history. */
+#ifndef AGENTMUX_SNAP_H
+#define AGENTMUX_SNAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/core.h"
+#include "store/store.h"
+
+struct event_base;
+
+/*
+ * What a session left in the project for the host to run later, looked at
+ * once its command has ended (snap-plant.c): git dirs the host's git would
+ * obey (a nested repository, a submodule's git dir under .git/modules
+ * however it got there, a .git made where the project had none) keep only
+ * config keys known to be inert and lose new hooks, both kept in
+ * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
+ * files the user's own tools run are reported.
+ */
+struct snap_plant_opts {
+	const char *project;      /* real path */
+	int64_t since;            /* ms since the epoch: what changed from then on counts */
+	const char *quarantine;   /* where what is taken out goes */
+	bool had_git;             /* the project had its .git at the start */
+	char *const *watch;       /* patterns of files the user's tools run (see snap_plant_match) */
+	size_t nwatch;
+	char *const *existed;     /* watched files there at the start (relative) */
+	size_t nexisted;
+};
+/**
+ * The time to give snap_plant_opts.since: the file systems' own clock. A
+ * file's ctime is stamped from the kernel's coarse clock, which lags
+ * CLOCK_REALTIME by up to a tick; from the fine clock, a change made
+ * within that tick of the start was not seen as a change.
+ */
+int64_t snap_plant_clock(void);
+
+struct snap_plant_result {
+	struct strv alerts;       /* one line per thing found and done */
+	struct strv watched;      /* one line per watched file changed or deleted */
+	int setid;                /* set-uid/set-gid files found */
+};
+
+void snap_plant_result_init(struct snap_plant_result *);
+void snap_plant_result_free(struct snap_plant_result *);
+/** Walks O's project; fills RES. -1 with *CAUSE if the project cannot be read. */
+int snap_plant_scan(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, char **cause);
+/**
+ * True if REL (relative to the project) falls under PATTERN: a path
+ * relative to the project, '*', '?' and [...] within a component; a
+ * pattern naming a dir covers what is in it; a leading "**" + "/" matches
+ * at any depth.
+ */
+bool snap_plant_match(const char *pattern, const char *rel);
+/** Adds to OUT the regular files and dirs under PROJECT that PATTERNS name (none through a link). */
+void snap_plant_existing(const char *project, char *const *patterns,
+    size_t n, struct strv *out);
+
+/*
+ * The user's own history (snap-history.c): objects that existed when a
+ * session started cannot be deleted or changed from inside the jail (each
+ * git dir's objects are an overlay there, over the session's own upper
+ * dir, whose new objects are checked and brought back); refs, HEAD and
+ * reflogs as they were are kept in the session's dir, SESSDIR/history.
+ */
+struct snap_history;
+
+/**
+ * Keeps the refs and reflogs of PROJECT's git dir and its submodules' (in
+ * .git/modules) and makes the overlay dirs for their objects. NULL with
+ * *CAUSE NULL if the project has no git dir (or none that can be
+ * protected: NOTICES says why); NULL with *CAUSE on error.
+ */
+struct snap_history *snap_history_begin(const char *project,
+    const char *sessdir, struct strv *notices, char **cause);
+/** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
+struct snap_history *snap_history_open(const char *sessdir);
+void snap_history_free(struct snap_history *);
+/** How many git dirs are protected; the overlay of the Ith (borrowed paths). */
+size_t snap_history_count(const struct snap_history *);
+void snap_history_overlay(const struct snap_history *, size_t i,
+    const char **path, const char **upper, const char **work);
+/**
+ * Brings the objects the session's git wrote so far back into the git
+ * dirs (each checked: it is what its name is the hash of); a batch at a
+ * time, packs indexed in the background on BASE (NULL: now).
+ */
+void snap_history_import(struct snap_history *, struct event_base *base);
+/**
+ * Once the jail is gone: every object left is brought back (blocking),
+ * reflog entries the session removed put back, refs it deleted (and tags
+ * it moved) reported in WARNINGS; what was refused is in ALERTS.
+ */
+void snap_history_end(struct snap_history *, int64_t session,
+    struct strv *alerts, struct strv *warnings);
+/** True if objects of the session may still need bringing back. */
+bool snap_history_pending(const struct snap_history *);
+/**
+ * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
+ * left objects unbrought: each is finished as snap_history_end would
+ * (unless it still runs in a live agentmux), what was found recorded as
+ * its events. Returns how many.
+ */
+int snap_history_recover(struct store *, const char *data_dir);
+
+/*
+ * A snapshot is a git commit of the whole working tree (tracked files and
+ * untracked ones that are not ignored, with modes and symlinks, as raw
+ * bytes: no filters, no line-ending conversion), written through a private
+ * index in the runtime dir. Each session's snapshots chain under
+ * refs/agentmux/sessions/<id>, and each has a ref of its own,
+ * refs/agentmux/snaps/<id>/<commit>, so that gc keeps every one of them
+ * whatever the chain's history looks like (the jail keeps refs/agentmux
+ * read-only). A project outside git gets a shadow git dir
+ * in the data dir. Files inside nested repositories and submodules are
+ * snapshotted as ordinary content (their .git dirs are not).
+ *
+ * Snapshots of a session are numbered 1, 2, ... in the order they were
+ * taken; SNAP arguments accept that number, "start", "end", "latest"
+ * (or "last"), NAME~K (K before NAME), or a commit id prefix.
+ */
+
+struct config;
+struct snap_session;
+
+struct snap_result {
+	int64_t id;               /* the record; 0 when not recorded (unchanged) */
+	int64_t seq;              /* its number in the session */
+	int64_t session;
+	char *commit;             /* NULL when only a tree was written */
+	char *tree;
+	char *modes;              /* the real modes recorded beside the tree */
+	int64_t files_changed;    /* paths differing from the session's start
+	                             (the first: from the project's last snapshot) */
+	bool unchanged;           /* if_changed and the tree was the last one */
+	char **warnings;          /* files git could not read, ... */
+	size_t nwarnings;
+	char **unreadable;        /* paths that could not be saved */
+	size_t nunreadable;
+};
+
+void snap_result_clear(struct snap_result *);
+
+/** Called with a snapshot's result, or ERROR (then RESULT is NULL). */
+typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
+    const char *error);
+
+/**
+ * Snapshots of one running session of PROJECT, on BASE: opens (or makes)
+ * the repository; runs git once, synchronously. Borrows everything.
+ * NULL with *CAUSE.
+ */
+struct snap_session *snap_session_create(struct event_base *base,
+    struct store *, const struct config *, int64_t session,
+    const char *project, char **cause);
+/** Finishes snapshots still in progress (blocking), then frees; NULL is a no-op. */
+void snap_session_free(struct snap_session *);
+/**
+ * Queues a snapshot of KIND (start | end | manual | turn | undo) with
+ * LABEL (may be NULL); DONE (may be NULL) runs when it is recorded. A
+ * start snapshot also records HEAD, the branch tips and the index.
+ */
+int snap_session_take(struct snap_session *, const char *kind,
+    const char *label, snap_done_cb done, void *arg, char **cause);
+/**
+ * An agent turn ended (a request to a model host completed): snapshots
+ * if the tree changed, at most once per [snapshots] interval (a later
+ * turn within the interval is taken when it runs out).
+ */
+void snap_session_turn(struct snap_session *);
+/** Waits (blocking, on a private loop) for the snapshots queued so far. */
+void snap_session_wait(struct snap_session *);
+/**
+ * Waits (blocking) until the first queued snapshot has saved the tree and
+ * its ref points at it: the files are safe, and out of reach of a prune in
+ * the jail; its record follows on the loop. In a shadow repository, which no
+ * jail can reach, it returns once the tree is saved: the commit and ref
+ * follow on the loop too.
+ */
+void snap_session_wait_ref(struct snap_session *);
+/** Progress of a large snapshot: FILES hashed so far. */
+void snap_session_set_progress(struct snap_session *,
+    void (*)(void *arg, int64_t files), void *arg);
+/** Where what keeping the snapshots within [snapshots] max_size did is said (one line each). */
+void snap_session_set_notice(struct snap_session *,
+    void (*)(void *arg, const char *message), void *arg);
+/** True while a snapshot runs or waits. */
+bool snap_session_busy(struct snap_session *);
+
+/** Progress of the blocking snapshots below (the command line): FILES hashed so far, -1 when done. */
+void snap_set_progress(void (*)(void *arg, int64_t files), void *arg);
+/**
+ * Snapshots the project of DIR on its own (kind manual), recorded in the
+ * project's "snapshot" session (one per project, made on first use);
+ * *SESSION gets its id. Blocks.
+ */
+int snap_project(struct store *, const struct config *, const char *dir,
+    const char *label, struct snap_result *, int64_t *session,
+    char **cause);
+/** Snapshots session ID's project into its chain now (kind manual). Blocks. */
+int snap_session_now(struct store *, const struct config *, int64_t session,
+    const char *label, struct snap_result *, char **cause);
+/**
+ * Finds snapshot SPEC of SESSION; *SEQ gets its number. NULL with *CAUSE
+ * saying what exists. Caller frees.
+ */
+struct store_snapshot *snap_resolve(struct store *, int64_t session,
+    const char *spec, int64_t *seq, char **cause);
+
+struct snap_diff_opts {
+	const char *from;         /* SNAP; NULL: start */
+	const char *to;           /* SNAP or "worktree"; NULL: worktree */
+	bool stat;
+	bool color;
+	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
+	int out_fd;
+};
+
+/** Writes the diff to OUT_FD. -1 with *CAUSE. */
+int snap_diff(struct store *, const struct config *, int64_t session,
+    const struct snap_diff_opts *, char **cause);
+
+struct snap_undo_opts {
+	const char *to;           /* SNAP; NULL: start */
+	bool dry_run;
+	bool refs;                /* also reset branch tips, HEAD and the index */
+	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
+	FILE *out;                /* what changed, one line each */
+};
+
+/**
+ * Puts session SESSION's project back as it was at a snapshot, first
+ * snapshotting the present (kind undo). Refuses while the session runs.
+ * Blocks. -1 with *CAUSE.
+ */
+int snap_undo(struct store *, const struct config *, int64_t session,
+    const struct snap_undo_opts *, char **cause);
+/**
+ * Deletes the snapshot refs of sessions no longer in the store and the
+ * own repositories no session uses, then packs and prunes every one still
+ * used and keeps it within [snapshots] max_size (MESSAGES gets a line per
+ * thing to tell); returns how many refs went.
+ */
+int snap_gc(struct store *, const struct config *, struct strv *messages,
+    char **cause);
+
+/* Config diffs: the changes in a session's config overlays (snap-confdiff.c). */
+
+struct snap_confdiff_opts {
+	char *const *paths;       /* host paths (or under them); NULL: all */
+	bool color;
+	FILE *out;
+	const struct config *cf;  /* secret values to redact */
+};
+
+/** Prints pending changes as unified diffs, secrets redacted. -1 with *CAUSE. */
+int snap_confdiff_show(struct store *, int64_t session,
+    const struct snap_confdiff_opts *, char **cause);
+/**
+ * Applies (copies into the host dirs, atomically per file, modes kept;
+ * deletions too) or discards pending changes, recording each. Refuses
+ * while the session runs. Returns how many, -1 with *CAUSE.
+ */
+int snap_confdiff_apply(struct store *, int64_t session,
+    const struct snap_confdiff_opts *, bool apply, char **cause);
+/** Pending config changes of SESSION (scans its overlays); -1 on error. */
+int snap_confdiff_pending(struct store *, int64_t session);
+/**
+ * At session end: PERSIST (enum config_persist) always applies everything, never discards
+ * everything, review leaves it for the user. Returns how many changed.
+ */
+int snap_confdiff_session_end(struct store *, const struct config *,
+    int64_t session, int persist, char **cause);
+
+/* Line-level redaction of secrets (snap-redact.c). */
+
+/** Values that must never be shown: [secret] values from env and files; caller frees. */
+char **snap_redact_secrets(const struct config *, size_t *n);
+/** LINE with secret-looking values replaced; caller frees. */
+char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
+
+#endif

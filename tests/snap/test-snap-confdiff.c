@@ -1,0 +1,481 @@
+/*
+ * Config diffs of real overlay upper dirs (made by a real overlayfs in a
+ * user namespace, and by hand as root): created, modified, deleted files
+ * and a deleted and an opaque dir; redaction; apply and discard, file by
+ * file; no writing through host symlinks; config_persist at session end.
+ */
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap.h"
+#include "store/store.h"
+
+#define SECRET "supersecretvalue123"
+#define TOKEN "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"
+
+static char *dir;
+static char *host;        /* the overlaid host dir */
+static char *hostfile;    /* an overlaid host file */
+static char *sdir;        /* the session's data dir */
+static int64_t sid;
+
+static int64_t
+new_session(bool running)
+{
+	struct store_session s;
+	struct store *st;
+	char *cause = NULL;
+	int64_t id;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"claude";
+	s.project = dir;
+	s.command = (char *)"[\"claude\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	if (!running)
+		store_session_end(st, id, "exited", 0, NULL);
+	store_close(st);
+	return id;
+}
+
+/* The host config: what the agent's dirs hold before the session. */
+static int
+setup(void **state)
+{
+	char *cfg;
+
+	dir = test_tmpdir("confdiff");
+	test_isolate(dir);
+	host = xprintf("%s/home/.agent", dir);
+	hostfile = xprintf("%s/home/.agentrc", dir);
+	test_sh_ok("mkdir -p %s/plugins/p %s/keep %s/sub && cd %s && "
+	    "printf '{\\n  \"theme\": \"dark\",\\n  \"apiKey\": \"%s\"\\n}\\n' "
+	    "> settings.json && echo old > old.txt && echo p > plugins/p/x && "
+	    "echo k1 > keep/a && echo k2 > keep/b && echo s > sub/s && "
+	    "printf '\\001\\000\\002' > blob.bin && echo run > tool.sh && "
+	    "chmod 700 tool.sh && ln -s settings.json link && "
+	    "echo 'editor = vi' > %s", host, host, host, host, TOKEN, hostfile);
+	cfg = xprintf("%s/config/agentmux/config", dir);
+	test_write_file(cfg, "[secret test]\nenv = TEST_TOKEN\n"
+	    "from_env = AMX_TEST_SECRET\nhost = example.com\n");
+	free(cfg);
+	setenv("AMX_TEST_SECRET", SECRET, 1);
+	sid = new_session(false);
+	sdir = xprintf("%s/data/agentmux/sessions/%lld", dir, (long long)sid);
+	test_sh_ok("mkdir -p %s/overlay/0/upper %s/overlay/0/work %s/overlay/1 && "
+	    "printf '0\\tdir\\t%s\\n1\\tfile\\t%s\\n' > %s/overlays", sdir, sdir,
+	    sdir, host, hostfile, sdir);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	test_sh_ok("rm -rf %s/outside", dir);
+	test_rmtree(dir);
+	free(dir);
+	free(host);
+	free(hostfile);
+	free(sdir);
+	return 0;
+}
+
+/* What the agent does, through a real overlay (userxattr, as in the jail). */
+static bool
+agent_through_overlay(void)
+{
+	return test_sh("unshare -rm sh -c 'mkdir -p %s/m && mount -t overlay "
+	    "overlay -o userxattr,lowerdir=%s,upperdir=%s/overlay/0/upper,"
+	    "workdir=%s/overlay/0/work %s/m && cd %s/m && "
+	    "sed -i s/dark/light/ settings.json && echo \"token = %s\" >> "
+	    "settings.json && rm old.txt && rm -r plugins && rm -r keep && "
+	    "mkdir keep && echo new > keep/c && echo fresh > new.txt && "
+	    "printf \"\\001\\000\\003\" > blob.bin && chmod 755 tool.sh && "
+	    "ln -sfn new.txt link && touch sub/s' 2>/dev/null", dir, host,
+	    sdir, sdir, dir, dir, TOKEN) == 0;
+}
+
+static char *
+confdiff(int want, const char *a1, const char *a2, const char *a3)
+{
+	struct test_run r;
+	char *out, id[24];
+
+	snprintf(id, sizeof id, "%lld", (long long)sid);
+	test_amx(&r, "confdiff", id, a1, a2, a3, NULL);
+	if (r.status != want)
+		fail_msg("confdiff exited %d: %s%s", r.status, r.out, r.err);
+	out = xprintf("%s%s", r.out, r.err);
+	test_run_free(&r);
+	return out;
+}
+
+static int
+pending(void)
+{
+	struct store *st;
+	char *cause = NULL;
+	int n;
+
+	st = store_open(NULL, &cause);
+	n = snap_confdiff_pending(st, sid);
+	store_close(st);
+	return n;
+}
+
+static void
+test_overlay_changes(void **state)
+{
+	char *out, *p;
+
+	if (!agent_through_overlay())
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cp %s %s/overlay/1/file && echo 'editor = ed' >> "
+	    "%s/overlay/1/file", hostfile, sdir, sdir);
+	/* The kernel's own whiteouts and opaque dirs. */
+	test_sh_ok("test -c %s/overlay/0/upper/old.txt && test -c "
+	    "%s/overlay/0/upper/plugins", sdir, sdir);
+
+	out = confdiff(0, NULL, NULL, NULL);
+	p = xprintf("modified %s/settings.json", host);
+	assert_non_null(strstr(out, p));
+	free(p);
+	assert_non_null(strstr(out, "-  \"theme\": \"dark\""));
+	assert_non_null(strstr(out, "+  \"theme\": \"light\""));
+	assert_non_null(strstr(out, "\"apiKey\": \"[REDACTED]\""));
+	assert_non_null(strstr(out, "+token = [REDACTED]"));
+	assert_null(strstr(out, TOKEN));
+	assert_non_null(strstr(out, "deleted directory: 1 file"));
+	assert_non_null(strstr(out, "binary file: 3 -> 3 bytes"));
+	assert_non_null(strstr(out, "mode 0700 -> 0755"));
+	assert_non_null(strstr(out, "+symlink -> new.txt"));
+	assert_non_null(strstr(out, "+editor = ed"));
+	/* keep/ was replaced by an opaque dir: a and b deleted, c added. */
+	p = xprintf("deleted %s/keep/a", host);
+	assert_non_null(strstr(out, p));
+	free(p);
+	p = xprintf("added %s/keep/c", host);
+	assert_non_null(strstr(out, p));
+	free(p);
+	/* A copy-up without a change (touch) is no change. */
+	assert_null(strstr(out, "sub/s"));
+	free(out);
+	assert_int_equal(pending(), 11);
+
+	/* File by file: one applied, one discarded. */
+	p = xprintf("%s/settings.json", host);
+	out = confdiff(0, p, "--apply", NULL);
+	assert_non_null(strstr(out, "applied"));
+	free(out);
+	test_sh_ok("grep -q light %s && grep -q 'token = ' %s", p, p);
+	free(p);
+	p = xprintf("%s/old.txt", host);
+	out = confdiff(0, "--discard", p, NULL);
+	assert_non_null(strstr(out, "discarded"));
+	free(out);
+	test_sh_ok("test -f %s", p);
+	free(p);
+	assert_int_equal(pending(), 9);
+	out = confdiff(0, NULL, NULL, NULL);
+	p = xprintf("modified %s/settings.json", host);
+	assert_null(strstr(out, p));
+	free(p);
+	assert_null(strstr(out, "old.txt"));
+	free(out);
+
+	/* The rest: deletions, the opaque dir, modes, links, the file entry. */
+	out = confdiff(0, "--apply", NULL, NULL);
+	free(out);
+	assert_int_equal(pending(), 0);
+	test_sh_ok("cd %s && test -f old.txt && ! test -e plugins && ! test -e keep/a "
+	    "&& ! test -e keep/b && grep -q new keep/c && grep -q fresh new.txt "
+	    "&& test \"$(stat -c %%a tool.sh)\" = 755 && test \"$(readlink "
+	    "link)\" = new.txt && printf '\\001\\000\\003' | cmp - blob.bin && "
+	    "grep -q ed %s", host, hostfile);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "no pending config changes"));
+	free(out);
+}
+
+/* Whiteouts and opaque dirs made by hand, as a root-run overlay leaves them. */
+static void
+test_by_hand(void **state)
+{
+	char *u, *p, *out;
+
+	if (geteuid() != 0)
+		test_skip("mknod of a whiteout and trusted.* xattrs need root");
+	u = xprintf("%s/overlay/0/upper", sdir);
+	p = xprintf("%s/old.txt", u);
+	assert_int_equal(mknod(p, S_IFCHR | 0600, makedev(0, 0)), 0);
+	free(p);
+	p = xprintf("%s/keep", u);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(setxattr(p, "trusted.overlay.opaque", "y", 1, 0), 0);
+	free(p);
+	p = xprintf("%s/keep/b", u);
+	test_write_file(p, "k2 changed\n");
+	free(p);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "deleted "));
+	assert_non_null(strstr(out, "/old.txt"));
+	assert_non_null(strstr(out, "/keep/a"));
+	assert_non_null(strstr(out, "+k2 changed"));
+	free(out);
+	assert_int_equal(pending(), 3);
+	free(confdiff(0, "--discard", NULL, NULL));
+	assert_int_equal(pending(), 0);
+	test_sh_ok("test -f %s/old.txt && test -f %s/keep/a", host, host);
+	free(u);
+}
+
+/* An agent-made dir where the host has a symlink is never written through. */
+static void
+test_no_symlink_follow(void **state)
+{
+	char *out, *p;
+
+	test_sh_ok("mkdir -p %s/outside && ln -s %s/outside %s/esc && mkdir -p "
+	    "%s/overlay/0/upper/esc && echo x > %s/overlay/0/upper/esc/planted",
+	    dir, dir, host, sdir, sdir);
+	/* Alone, the file would go through the host's symlink: refused. */
+	p = xprintf("%s/esc/planted", host);
+	out = confdiff(1, "--apply", p, NULL);
+	assert_non_null(strstr(out, "not followed"));
+	free(out);
+	free(p);
+	test_sh_ok("! test -e %s/outside/planted", dir);
+	/* With the agent's replacing of the symlink by a dir, it is a dir of its own. */
+	out = confdiff(0, "--apply", NULL, NULL);
+	free(out);
+	test_sh_ok("! test -e %s/outside/planted && ! test -L %s/esc && test -f "
+	    "%s/esc/planted", dir, host, host);
+}
+
+static void
+test_refused_while_running(void **state)
+{
+	char *out;
+
+	sid = new_session(true);
+	free(sdir);
+	sdir = xprintf("%s/data/agentmux/sessions/%lld", dir, (long long)sid);
+	test_sh_ok("mkdir -p %s/overlay/1 && printf '1\\tfile\\t%s\\n' > %s/overlays && "
+	    "echo 'editor = x' > %s/overlay/1/file", sdir, hostfile, sdir, sdir);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "still running"));
+	free(out);
+	/* Showing is fine while it runs. */
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "+editor = x"));
+	free(out);
+	test_sh_ok("grep -q vi %s", hostfile);
+}
+
+static void
+test_persist_at_end(void **state)
+{
+	struct config *cf = config_default();
+	struct store *st;
+	char *cause = NULL;
+
+	test_sh_ok("echo 'editor = always' > %s/overlay/1/file", sdir);
+	st = store_open(NULL, &cause);
+	assert_int_equal(snap_confdiff_session_end(st, cf, sid,
+	    CONFIG_PERSIST_REVIEW, &cause), 0);
+	assert_int_equal(snap_confdiff_pending(st, sid), 1);
+	assert_int_equal(snap_confdiff_session_end(st, cf, sid,
+	    CONFIG_PERSIST_ALWAYS, &cause), 1);
+	assert_int_equal(snap_confdiff_pending(st, sid), 0);
+	store_close(st);
+	test_sh_ok("grep -q always %s", hostfile);
+	config_free(cf);
+}
+
+/* A file entry the agent removed: overlay/<n>/deleted instead of a copy. */
+static void
+test_file_deleted(void **state)
+{
+	char *out;
+
+	test_sh_ok("touch %s/overlay/1/deleted", sdir);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "deleted"));
+	assert_non_null(strstr(out, hostfile));
+	assert_non_null(strstr(out, "-editor = vi"));
+	free(out);
+	out = confdiff(0, "--apply", hostfile, NULL);
+	free(out);
+	assert_int_equal(access(hostfile, F_OK), -1);
+	/* No copy and no mark: nothing to review (the host had no file). */
+	test_sh_ok("rm %s/overlay/1/deleted && echo 'editor = new' > %s", sdir,
+	    hostfile);
+	assert_int_equal(pending(), 0);
+}
+
+/*
+ * A set-uid file in the upper dir (a jail's root made a root shell in its
+ * config dir) is applied without the bit, and the user is told.
+ */
+static void
+test_setid_not_applied(void **state)
+{
+	struct stat sb;
+	char *out, *p;
+
+	test_sh_ok("cp /bin/true %s/overlay/0/upper/tool && chmod 4755 "
+	    "%s/overlay/0/upper/tool && mkdir %s/overlay/0/upper/gdir && "
+	    "chmod 2755 %s/overlay/0/upper/gdir && echo x > "
+	    "%s/overlay/0/upper/gdir/f", sdir, sdir, sdir, sdir, sdir);
+	out = confdiff(0, "--apply", NULL, NULL);
+	p = xprintf("%s/tool", host);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0755);
+	free(p);
+	p = xprintf("%s/gdir", host);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & (S_ISUID | S_ISGID), 0);
+	free(p);
+	assert_non_null(strstr(out, "set-uid/set-gid bit was not applied"));
+	free(out);
+}
+
+#define HEX32 "3f9a0c2e7b1d4a6f8e0c9b7a5d3e1f20"
+
+static void
+test_redact_lines(void **state)
+{
+	static const struct {
+		const char *in;
+		const char *want;
+	} cases[] = {
+		{ "+  \"api_key\": \"abc123xyz\",", "+  \"api_key\": \"[REDACTED]\"," },
+		{ " \"maxTokens\": 4096,", " \"maxTokens\": 4096," },
+		{ "-export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx",
+		  "-export GITHUB_TOKEN=[REDACTED]" },
+		{ "+Authorization: Bearer abcdefgh12345", "+Authorization: Bearer [REDACTED]" },
+		{ "+password: hunter22", "+password: [REDACTED]" },
+		{ "+db_password = 'x'", "+db_password = 'x'" },
+		{ "+theme = dark", "+theme = dark" },
+		{ "+use " TOKEN " here", "+use [REDACTED] here" },
+		{ "+aws AKIAABCDEFGHIJKLMNOP", "+aws [REDACTED]" },
+		{ "+sha 0123456789abcdef0123456789abcdef01234567",
+		  "+sha 0123456789abcdef0123456789abcdef01234567" },
+		{ " MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+		  " [REDACTED]" },
+		{ "+the value " SECRET " leaked", "+the value [REDACTED] leaked" },
+		/* A key decides, never a word in prose. */
+		{ "+{\"sessionId\":\"0f8e2c1a-5b7d-4e21-9c3a-7d2e8f6a1b90\","
+		  "\"apiKey\":\"k3yv4lu3z\"}", "+{\"sessionId\":\"0f8e2c1a-5b7d-"
+		  "4e21-9c3a-7d2e8f6a1b90\",\"apiKey\":\"[REDACTED]\"}" },
+		{ "+token counting, model migration", "+token counting, model "
+		  "migration" },
+		{ "+Use a token generator when needed", "+Use a token generator "
+		  "when needed" },
+		{ "+TOKEN=t0k3nv4lue", "+TOKEN=[REDACTED]" },
+		{ "+author = Jane Doe", "+author = Jane Doe" },
+		{ "+keyboard: dvorak", "+keyboard: dvorak" },
+		{ "+token_type = Bearer", "+token_type = Bearer" },
+		{ "+sessionKey: abcd1234efgh", "+sessionKey: [REDACTED]" },
+		{ "+AWS_SECRET_ACCESS_KEY=abc123def456", "+AWS_SECRET_ACCESS_KEY="
+		  "[REDACTED]" },
+		{ "+  client_secret: \"abcdefgh\"", "+  client_secret: \"[REDACTED]\"" },
+		{ "+x-api-key: abcdefgh", "+x-api-key: [REDACTED]" },
+		{ "+prefix" SECRET "suffix", "+prefix[REDACTED]suffix" },
+		/* Any key, or a plural of a credential word, under any name. */
+		{ "+MAILGUN_KEY=key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+		  "+MAILGUN_KEY=[REDACTED]" },
+		{ "+{\"key\": \"3f9a0c2e7b1d4a6f8e0c9b7a5d3e1f20\"}",
+		  "+{\"key\": \"[REDACTED]\"}" },
+		{ "+{\"hmacKey\": \"" HEX32 HEX32 "\"}",
+		  "+{\"hmacKey\": \"[REDACTED]\"}" },
+		{ "+{\"secret_key_base\": \"" HEX32 HEX32 HEX32 HEX32 "\"}",
+		  "+{\"secret_key_base\": \"[REDACTED]\"}" },
+		{ "+tokens: abcd1234", "+tokens: [REDACTED]" },
+		{ "+secrets = s3cr3tval", "+secrets = [REDACTED]" },
+		{ "+{\"passwords\": \"hunter22\"}",
+		  "+{\"passwords\": \"[REDACTED]\"}" },
+		{ "+{\"apiKeys\": \"k3yv4lu3z\"}",
+		  "+{\"apiKeys\": \"[REDACTED]\"}" },
+		/* Commands and harmless keys stay visible. */
+		{ "+{\"apiKeyHelper\": \"~/bin/get-key.sh\"}",
+		  "+{\"apiKeyHelper\": \"~/bin/get-key.sh\"}" },
+		{ "+{\"awsAuthRefresh\": \"aws sso login\"}",
+		  "+{\"awsAuthRefresh\": \"aws sso login\"}" },
+		{ "+primary_key = user_id", "+primary_key = user_id" },
+		{ "+sortKey: createdAt", "+sortKey: createdAt" },
+	};
+	char *secrets[] = { (char *)SECRET }, *out;
+	size_t i;
+
+	for (i = 0; i < nitems(cases); i++) {
+		out = snap_redact_line(cases[i].in, secrets, 1);
+		if (strcmp(out, cases[i].want) != 0)
+			fail_msg("redact '%s' gave '%s', not '%s'", cases[i].in,
+			    out, cases[i].want);
+		free(out);
+	}
+}
+
+/* Real files an agent wrote into its config dir: only secrets and values under credential keys are hidden. */
+static void
+test_redact_files(void **state)
+{
+	char *out;
+
+	test_sh_ok("cd %s/overlay/0/upper && printf '{\"sessionId\":\""
+	    "0f8e2c1a-5b7d-4e21-9c3a-7d2e8f6a1b90\",\"apiKey\":\"k3yv4lu3z\"}"
+	    "\\n' > session.json && printf 'TOKEN=t0k3nv4lue\\nEDITOR=vi\\n' > "
+	    ".env && printf 'Changes: token counting, model migration\\n' > "
+	    "notes.md && printf 'pasted:%s:here\\n' > other.txt", sdir, SECRET);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_non_null(strstr(out, "\"sessionId\":\"0f8e2c1a-5b7d-4e21-9c3a-"
+	    "7d2e8f6a1b90\""));
+	assert_non_null(strstr(out, "\"apiKey\":\"[REDACTED]\""));
+	assert_null(strstr(out, "k3yv4lu3z"));
+	assert_non_null(strstr(out, "+TOKEN=[REDACTED]"));
+	assert_non_null(strstr(out, "+EDITOR=vi"));
+	assert_null(strstr(out, "t0k3nv4lue"));
+	assert_non_null(strstr(out, "+Changes: token counting, model migration"));
+	assert_non_null(strstr(out, "+pasted:[REDACTED]:here"));
+	assert_null(strstr(out, SECRET));
+	free(out);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_overlay_changes, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_redact_files, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_refused_while_running, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_file_deleted, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_persist_at_end, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_setid_not_applied, setup,
+		    teardown),
+		cmocka_unit_test(test_redact_lines),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}

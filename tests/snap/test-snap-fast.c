@@ -1,0 +1,461 @@
+/*
+ * The snapshot's shortcuts give what git itself would: the tree read from
+ * the index's cache, the commit written early, the counts known without
+ * diff-tree, the project found without rev-parse; and the index agentmux
+ * keeps notices a change made in the same second as it was read.
+ */
+#include <sys/stat.h>
+
+#include <event2/event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap-int.h"
+
+static struct store *st;
+
+static int
+setup(void **state)
+{
+	char *cause = NULL;
+
+	test_proj_setup(state);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	store_close(st);
+	return test_proj_teardown(state);
+}
+
+/*
+ * Files older than any index written from now on: none is racily clean,
+ * and none changed (ctime) in the second a snapshot reads it.
+ */
+static void
+age(void)
+{
+	test_sh_ok("find . -path ./.git -prune -o -exec touch -h -d '1 minute ago' {} + "
+	    "&& sleep 1.1");
+}
+
+/* The git commands the debug log says ran, from here to log_ran(). */
+static FILE *log_file;
+
+static void
+log_start(void)
+{
+	log_file = tmpfile();
+	assert_non_null(log_file);
+	log_init(log_file, LOG_LEVEL_DEBUG);
+}
+
+static char *
+log_ran(void)
+{
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+
+	log_init(stderr, LOG_LEVEL_WARN);
+	rewind(log_file);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, log_file)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(log_file);
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b);
+}
+
+static int64_t
+begin(void)
+{
+	struct store_session s;
+	char *cause = NULL;
+	int64_t id;
+
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = test_proj;
+	s.command = (char *)"[\"true\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	return id;
+}
+
+static void
+take(struct snap_repo *r, int64_t session, const char *kind,
+    struct snap_result *res)
+{
+	struct snap_take_opts o;
+	char *cause = NULL;
+
+	memset(&o, 0, sizeof o);
+	o.kind = kind;
+	o.session = session;
+	o.record_refs = strcmp(kind, "start") == 0;
+	if (snap_take_sync(st, r, &o, res, &cause) == -1)
+		fail_msg("the %s snapshot failed: %s", kind, cause);
+}
+
+static struct snap_repo *
+open_repo(const char *tag)
+{
+	char *cause = NULL;
+	struct snap_repo *r = snap_repo_open(test_proj, NULL, tag, &cause);
+
+	if (r == NULL)
+		fail_msg("snap_repo_open: %s", cause);
+	return r;
+}
+
+static void
+git_repo(void)
+{
+	test_sh_ok("git init -q -b main . && git config user.email t@example.com && "
+	    "git config user.name t");
+}
+
+/* The cache git keeps in an index: read as write-tree would print it, and only when valid. */
+static void
+test_index_tree(void **state)
+{
+	char *tree = NULL, *want;
+	int64_t n = -1;
+
+	git_repo();
+	test_sh_ok("mkdir -p d/e && echo a > a && echo b > d/b && echo c > d/e/c && "
+	    "git add -A");
+	/* git add alone keeps no tree for what it added. */
+	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
+	assert_null(tree);
+	want = test_sh_out("git write-tree | tr -d '\\n'");
+	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 1);
+	assert_string_equal(tree, want);
+	assert_int_equal(n, 3);
+	free(tree);
+	/* Version 4 names are read too. */
+	test_sh_ok("git update-index --index-version 4 && git write-tree >/dev/null");
+	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 1);
+	assert_string_equal(tree, want);
+	free(tree);
+	/* A change to an entry invalidates it up to the root. */
+	test_sh_ok("echo x > d/e/x && git add d/e/x");
+	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
+	/* A split index's cache is not this file's alone: not used. */
+	test_sh_ok("git write-tree >/dev/null && git update-index --split-index && "
+	    "git write-tree >/dev/null");
+	assert_int_equal(snap_index_tree(".git/index", 20, &tree, &n), 0);
+	assert_int_equal(snap_index_tree("no-such-index", 20, &tree, &n), -1);
+	free(want);
+}
+
+/*
+ * A tree as git sees it: every entry with its mode and object, as
+ * ls-tree -r (of a tree) and ls-files -s (of an index) print them.
+ */
+static char *
+tree_entries(struct snap_repo *r, const char *tree)
+{
+	return test_sh_out("GIT_DIR=%s git ls-tree -r --full-tree %s | "
+	    "sed 's/ blob / /; s/ commit / /; s/\\t/ /'", r->gitdir, tree);
+}
+
+static char *
+index_entries(struct snap_repo *r)
+{
+	return test_sh_out("GIT_DIR=%s GIT_INDEX_FILE=%s git ls-files -s | "
+	    "awk '{ p = $0; sub(/^[^\\t]*\\t/, \"\", p); print $1, $2, p }'",
+	    r->gitdir, r->index);
+}
+
+/*
+ * A tricky tree: modes, symlinks, names with spaces and non-ASCII,
+ * ignored files, a nested repository, CRLF under text=auto, an empty
+ * dir. Taken again unchanged, the tree comes from the index's cache; it
+ * must be the one write-tree made, and hold exactly the index's entries.
+ */
+static void
+test_cached_tree(void **state)
+{
+	struct snap_result r1, r2, r3;
+	struct snap_repo *r;
+	char *a, *b;
+	int64_t id;
+
+	git_repo();
+	test_sh_ok("mkdir -p sub 'sp ace' empty && echo one > a.txt && "
+	    "echo two > sub/b.txt && echo é > 'sp ace/é.txt' && "
+	    "printf '#!/bin/sh\\n' > run.sh && chmod +x run.sh && "
+	    "ln -s a.txt link && ln -s sub dirlink && "
+	    "printf 'ignored/\\n' > .gitignore && mkdir ignored && "
+	    "echo i > ignored/x && printf '* text=auto\\n' > .gitattributes && "
+	    "printf 'crlf\\r\\n' > win.txt");
+	test_sh_ok("git add -A && git commit -qm init && echo u > untracked.txt");
+	test_sh_ok("mkdir nested && cd nested && git init -q && echo n > n.txt && "
+	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
+	age();
+	id = begin();
+	r = open_repo("fast");
+	take(r, id, "start", &r1);
+	log_start();
+	take(r, id, "end", &r2);
+	/* Unchanged: git add alone, the rest is known. */
+	a = log_ran();
+	assert_non_null(strstr(a, "add"));
+	assert_null(strstr(a, "write-tree"));
+	assert_null(strstr(a, "commit"));
+	assert_null(strstr(a, "diff-tree"));
+	free(a);
+	assert_string_equal(r1.tree, r2.tree);
+	assert_string_equal(r1.commit, r2.commit);
+	assert_int_equal(snap_index_tree(r->index, 20, &a, &id), 1);
+	assert_string_equal(a, r2.tree);
+	free(a);
+	a = tree_entries(r, r2.tree);
+	b = index_entries(r);
+	assert_string_equal(a, b);
+	assert_non_null(strstr(a, "nested/n.txt"));
+	assert_non_null(strstr(a, "120000"));
+	assert_non_null(strstr(a, "100755"));
+	assert_null(strstr(a, "ignored/"));
+	free(a);
+	free(b);
+	/* The raw bytes, CR and all. */
+	a = test_sh_out("GIT_DIR=%s git cat-file -p %s:win.txt | od -c",
+	    r->gitdir, r2.tree);
+	assert_non_null(strstr(a, "\\r"));
+	free(a);
+	/* A change: the cache is invalid, write-tree runs, and it is right. */
+	test_sh_ok("echo changed > sub/b.txt && rm link && chmod -x run.sh");
+	take(r, begin(), "start", &r3);
+	assert_string_not_equal(r3.tree, r2.tree);
+	a = tree_entries(r, r3.tree);
+	b = index_entries(r);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	snap_result_clear(&r1);
+	snap_result_clear(&r2);
+	snap_result_clear(&r3);
+	snap_repo_free(r);
+}
+
+/*
+ * The first snapshot of a session writes its commit through hash-object:
+ * no parent, agentmux as author and committer, its kind and the real
+ * modes in its message. Its refs are written in the own repository (none
+ * in the project's), and the repository stays sound.
+ */
+static void
+test_early_commit(void **state)
+{
+	struct snap_result res;
+	struct snap_repo *r;
+	char *text, *ref;
+	int64_t id;
+
+	git_repo();
+	test_sh_ok("echo a > a && git add a && git commit -qm init && echo b > b "
+	    "&& chmod 600 b");
+	age();
+	id = begin();
+	r = open_repo("early");
+	log_start();
+	take(r, id, "start", &res);
+	text = log_ran();
+	assert_non_null(strstr(text, "hash-object"));
+	assert_null(strstr(text, "commit-tree"));
+	free(text);
+	text = test_sh_out("GIT_DIR=%s git cat-file commit %s", r->gitdir,
+	    res.commit);
+	assert_null(strstr(text, "parent "));
+	assert_non_null(strstr(text, "author agentmux <agentmux@localhost> "));
+	if (strstr(text, "\n\nagentmux snapshot: start, session ") == NULL ||
+	    strstr(text, "\n\nagentmux-modes umask=") == NULL ||
+	    strstr(text, "\n600 b\n") == NULL)
+		fail_msg("the commit does not hold its kind and modes: %s", text);
+	free(text);
+	ref = test_sh_out("GIT_DIR=%s git rev-parse refs/agentmux/sessions/%lld "
+	    "refs/agentmux/snaps/%lld/%s | sort -u | tr -d '\\n'", r->gitdir,
+	    (long long)id, (long long)id, res.commit);
+	assert_string_equal(ref, res.commit);
+	test_sh_ok("GIT_DIR=%s git fsck --no-dangling --no-progress 2>/dev/null",
+	    r->gitdir);
+	/* The project's repository has no object or ref of it. */
+	test_sh_ok("! git cat-file -e %s 2>/dev/null && "
+	    "test -z \"$(git for-each-ref refs/agentmux)\"", res.commit);
+	free(ref);
+	snap_result_clear(&res);
+	snap_repo_free(r);
+}
+
+/* Counts git would give (diff-tree), found without it where they are known. */
+static void
+test_counts(void **state)
+{
+	struct snap_result res;
+	struct snap_repo *r;
+	char *n;
+	int64_t id;
+
+	/* The project's first snapshot: from the empty tree, every file. */
+	git_repo();
+	test_sh_ok("mkdir -p d && echo a > a && echo b > d/b && echo c > d/c");
+	age();
+	log_start();
+	r = open_repo("counts");
+	id = begin();
+	take(r, id, "start", &res);
+	assert_int_equal(res.files_changed, 3);
+	n = log_ran();
+	assert_null(strstr(n, "rev-parse"));
+	assert_null(strstr(n, "diff-tree"));
+	free(n);
+	snap_result_clear(&res);
+	/* Nothing changed since the start: nothing, not the start's count. */
+	take(r, id, "end", &res);
+	assert_int_equal(res.files_changed, 0);
+	snap_result_clear(&res);
+	snap_repo_free(r);
+	/* A later session counts from the project's last snapshot. */
+	test_sh_ok("echo x > a && rm d/b && echo n > n && echo m > d/m");
+	r = open_repo("counts2");
+	take(r, begin(), "start", &res);
+	assert_int_equal(res.files_changed, 4);
+	snap_result_clear(&res);
+	snap_repo_free(r);
+}
+
+/*
+ * Line-ending conversion in the user's git config changes nothing: the
+ * snapshot keeps the bytes on disk, CR and all.
+ */
+static void
+test_config_files(void **state)
+{
+	struct snap_result res;
+	struct snap_repo *r;
+	char *out, *gdir;
+
+	git_repo();
+	test_sh_ok("printf 'crlf\\r\\n' > win.txt && git -c core.autocrlf=true add "
+	    "win.txt && git commit -qm init");
+	age();
+	gdir = xprintf("%s/git", getenv("XDG_CONFIG_HOME"));
+	mkdir(gdir, 0700);
+	test_sh_ok("printf '[core]\\n\\tautocrlf = true\\n' > %s/config", gdir);
+	r = open_repo("global");
+	take(r, begin(), "start", &res);
+	out = test_sh_out("GIT_DIR=%s git cat-file -p %s:win.txt | od -c",
+	    r->gitdir, res.tree);
+	assert_non_null(strstr(out, "\\r"));
+	free(out);
+	snap_result_clear(&res);
+	snap_repo_free(r);
+	free(gdir);
+}
+
+/* The project is found without git: outside any repository, the dir itself; inside one, its top. */
+static void
+test_outside(void **state)
+{
+	struct snap_repo *r;
+	char *sub, *cause = NULL, *top;
+
+	r = open_repo("out");
+	assert_null(r->projgit);
+	assert_string_equal(r->worktree, test_proj);
+	top = xprintf("%s/data/agentmux/shadow/", test_dir);
+	assert_true(strncmp(r->gitdir, top, strlen(top)) == 0);
+	snap_repo_free(r);
+	/* A subdirectory of a repository snapshots the repository. */
+	git_repo();
+	test_sh_ok("mkdir -p s/t");
+	sub = xprintf("%s/s/t", test_proj);
+	r = snap_repo_open(sub, NULL, "sub", &cause);
+	assert_non_null(r);
+	assert_non_null(r->projgit);
+	assert_string_equal(r->worktree, test_proj);
+	assert_true(strncmp(r->gitdir, top, strlen(top)) == 0);
+	snap_repo_free(r);
+	free(sub);
+	free(top);
+}
+
+/*
+ * git compares whole seconds: a file changed again in the second the
+ * snapshot read it, its size kept and its mtime set back, looks unchanged
+ * to the stat data. agentmux's own index makes git hash such a file
+ * again, so the change is in the next snapshot. (Tried until the change
+ * falls in the same second as the first read, as an agent would.)
+ */
+static void
+test_same_second_ctime(void **state)
+{
+	struct snap_result r1, r2;
+	struct snap_repo *r;
+	char *out, *ctime1, *ctime2;
+	int64_t id;
+	int i;
+
+	git_repo();
+	test_sh_ok("echo aaaa > f && touch -d '2020-01-01 00:00:00' f");
+	for (i = 0; i < 50; i++) {
+		id = begin();
+		r = open_repo("ctime");
+		test_sh_ok("echo aaaa > f && touch -d '2020-01-01 00:00:00' f");
+		ctime1 = test_sh_out("stat -c %%Z f");
+		take(r, id, "start", &r1);
+		test_sh_ok("echo bbbb > f && touch -d '2020-01-01 00:00:00' f");
+		ctime2 = test_sh_out("stat -c %%Z f");
+		if (strcmp(ctime1, ctime2) == 0)
+			break;
+		free(ctime1);
+		free(ctime2);
+		snap_result_clear(&r1);
+		snap_repo_free(r);
+	}
+	if (i == 50)
+		test_skip("never changed the file within one second of reading it");
+	take(r, id, "end", &r2);
+	out = test_sh_out("GIT_DIR=%s git cat-file -p %s:f", r->gitdir, r2.tree);
+	assert_string_equal(out, "bbbb\n");
+	free(out);
+	free(ctime1);
+	free(ctime2);
+	snap_result_clear(&r1);
+	snap_result_clear(&r2);
+	snap_repo_free(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_index_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cached_tree, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_early_commit, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_config_files, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_outside, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_second_ctime, setup,
+		    teardown),
+	};
+
+	log_init(stderr, LOG_LEVEL_WARN);
+	return test_run_group(tests, NULL, NULL);
+}

@@ -1,0 +1,285 @@
+/*
+ * The end-of-session look at a project (snap_plant_scan) on real files and
+ * real git: set-uid bits taken off what changed (and only that), a planted
+ * config cut to inert keys with values that survive git's own parser, a
+ * reflog link moved out, the patterns of the files the user's tools run.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap.h"
+#include "store/store.h"
+
+static char *dir;
+static char *proj;
+
+static int
+setup(void **state)
+{
+	dir = test_tmpdir("plant");
+	test_isolate(dir);
+	proj = xprintf("%s/proj", dir);
+	test_sh_ok("mkdir -p %s", proj);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	test_rmtree(dir);
+	free(dir);
+	free(proj);
+	return 0;
+}
+
+/* Runs the scan with SINCE; RES is the caller's to free. */
+static void
+scan(int64_t since, bool had_git, struct snap_plant_result *res)
+{
+	struct snap_plant_opts o;
+	char *q = xprintf("%s/quarantine", dir), *cause = NULL;
+
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.since = since;
+	o.quarantine = q;
+	o.had_git = had_git;
+	snap_plant_result_init(res);
+	if (snap_plant_scan(&o, res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	free(q);
+}
+
+static mode_t
+mode_of(const char *rel)
+{
+	char *p = xprintf("%s/%s", proj, rel);
+	struct stat st;
+
+	assert_int_equal(lstat(p, &st), 0);
+	free(p);
+	return st.st_mode & 07777;
+}
+
+/* What changed in the session loses its set-uid and set-gid bits; what did not keeps them. */
+static void
+test_setid(void **state)
+{
+	struct snap_plant_result res;
+	int64_t since;
+
+	test_sh_ok("cd %s && cp /bin/true old && chmod 4755 old", proj);
+	sleep(1);
+	since = util_now_ms();
+	test_sh_ok("cd %s && cp /bin/true new && chmod 6755 new && mkdir d && "
+	    "chmod 2755 d", proj);
+	scan(since, false, &res);
+	assert_int_equal(mode_of("new"), 0755);
+	assert_int_equal(mode_of("d"), 0755);
+	assert_int_equal(mode_of("old"), 04755);
+	assert_int_equal(res.setid, 2);
+	assert_int_equal(res.alerts.n, 2);
+	assert_non_null(strstr(res.alerts.v[0], "agentmux took that bit off"));
+	snap_plant_result_free(&res);
+}
+
+/* Inert keys stay, with values git reads back the same; the rest goes, the file kept. */
+static void
+test_allow_list(void **state)
+{
+	struct snap_plant_result res;
+	char *s;
+
+	test_sh_ok("cd %s && git init -q nest && cd nest && "
+	    "git config user.name 'a \"quoted\" \\ name' && "
+	    "git config remote.'we\"ird.sub'.url https://example.com/x && "
+	    "git config remote.bad.url 'ext::sh -c x' && "
+	    "git config branch.main.merge refs/heads/main && "
+	    "git config core.worktree ../../.. && "
+	    "git config gpg.ssh.defaultKeyCommand 'touch x' && "
+	    "git config alias.st status && git config foo.bar true", proj);
+	scan(0, false, &res);
+	s = test_sh_out("git config --file %s/nest/.git/config user.name", proj);
+	assert_string_equal(s, "a \"quoted\" \\ name\n");
+	free(s);
+	s = test_sh_out("git config --file %s/nest/.git/config "
+	    "remote.'we\"ird.sub'.url", proj);
+	assert_string_equal(s, "https://example.com/x\n");
+	free(s);
+	s = test_sh_out("git config --file %s/nest/.git/config --get-regexp "
+	    "'gpg|alias|foo|remote.bad|core.worktree'; true", proj);
+	assert_string_equal(s, "");
+	free(s);
+	s = test_sh_out("git config --file %s/nest/.git/config "
+	    "branch.main.merge", proj);
+	assert_string_equal(s, "refs/heads/main\n");
+	free(s);
+	assert_true(res.alerts.n >= 1);
+	assert_non_null(strstr(res.alerts.v[0], "gpg.ssh.defaultkeycommand"));
+	test_sh_ok("grep -q defaultKeyCommand %s/quarantine/*-config", dir);
+	/* What the scan wrote is inert: a second one finds nothing. */
+	snap_plant_result_free(&res);
+	scan(0, false, &res);
+	assert_int_equal(res.alerts.n, 0);
+	snap_plant_result_free(&res);
+}
+
+/* A config git cannot parse, or one that is a FIFO, goes whole (and nothing hangs). */
+static void
+test_bad_config(void **state)
+{
+	struct snap_plant_result res;
+
+	test_sh_ok("cd %s && git init -q a && printf '[core\\n' >a/.git/config && "
+	    "git init -q b && rm b/.git/config && mkfifo b/.git/config", proj);
+	scan(0, false, &res);
+	test_sh_ok("! test -e %s/a/.git/config && ! test -e %s/b/.git/config",
+	    proj, proj);
+	assert_int_equal(res.alerts.n, 2);
+	snap_plant_result_free(&res);
+}
+
+/* A link in a git dir (a reflog the host's git would append through) goes. */
+static void
+test_gitdir_link(void **state)
+{
+	struct snap_plant_result res;
+
+	test_sh_ok("cd %s && git init -q . && git -c user.name=t -c "
+	    "user.email=t@x commit -q --allow-empty -m x "
+	    "&& echo keep > %s/target && ln -sf %s/target .git/logs/HEAD && "
+	    "mkfifo .git/refs/heads/fifo", proj, dir, dir);
+	scan(0, true, &res);
+	test_sh_ok("! test -L %s/.git/logs/HEAD && ! test -p "
+	    "%s/.git/refs/heads/fifo && test \"$(cat %s/target)\" = keep", proj,
+	    proj, dir);
+	assert_int_equal(res.alerts.n, 2);
+	snap_plant_result_free(&res);
+}
+
+/* A .git file pointing at the project's own git dir does not get the user's config cut. */
+static void
+test_own_gitdir(void **state)
+{
+	struct snap_plant_result res;
+	char *s;
+
+	test_sh_ok("cd %s && git init -q . && git config alias.st status && "
+	    "mkdir sub && echo 'gitdir: ../.git' >sub/.git", proj);
+	scan(0, true, &res);
+	s = test_sh_out("git -C %s config alias.st", proj);
+	assert_string_equal(s, "status\n");
+	free(s);
+	assert_int_equal(res.alerts.n, 0);
+	snap_plant_result_free(&res);
+}
+
+static void
+test_match(void **state)
+{
+	assert_true(snap_plant_match(".envrc", ".envrc"));
+	assert_false(snap_plant_match(".envrc", "sub/.envrc"));
+	assert_true(snap_plant_match("**/.envrc", "sub/deep/.envrc"));
+	assert_true(snap_plant_match("**/.envrc", ".envrc"));
+	assert_true(snap_plant_match(".devcontainer", ".devcontainer/x/y"));
+	assert_false(snap_plant_match(".devcontainer", ".devcontainer2"));
+	assert_true(snap_plant_match(".claude/settings*.json",
+	    ".claude/settings.local.json"));
+	assert_false(snap_plant_match(".claude/settings*.json",
+	    ".claude/x/settings.json"));
+}
+
+/* Watched files: changed ones flagged, a .gitattributes only when it names a driver. */
+static void
+test_watch(void **state)
+{
+	char *const watch[] = { (char *)".envrc", (char *)".mcp.json" };
+	char *const existed[] = { (char *)".mcp.json" };
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *cause = NULL;
+
+	test_sh_ok("cd %s && echo x >.envrc && mkdir -p a b && "
+	    "echo '*.c filter=x' >a/.gitattributes && "
+	    "echo '*.c -diff' >b/.gitattributes", proj);
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = dir;
+	o.watch = watch;
+	o.nwatch = 2;
+	o.existed = existed;
+	o.nexisted = 1;
+	snap_plant_result_init(&res);
+	assert_int_equal(snap_plant_scan(&o, &res, &cause), 0);
+	assert_int_equal(res.watched.n, 3);
+	assert_true(strstr(res.watched.v[0], ".envrc") != NULL ||
+	    strstr(res.watched.v[1], ".envrc") != NULL);
+	assert_non_null(strstr(res.watched.v[2], ".mcp.json was deleted"));
+	snap_plant_result_free(&res);
+}
+
+/*
+ * A watched file changed at once after the start: its ctime comes from the
+ * kernel's coarse clock, up to a tick behind the fine one, so a start
+ * taken from the fine clock missed it (an agent that wrote .envrc first
+ * thing went unflagged; jail-plant saw it under load).
+ */
+static void
+test_watch_at_once(void **state)
+{
+	char *const watch[] = { (char *)".envrc" };
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *cause = NULL, *path;
+	int i, missed = 0, fd;
+
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = dir;
+	o.watch = watch;
+	o.nwatch = 1;
+	path = xprintf("%s/.envrc", proj);
+	for (i = 0; i < 50; i++) {
+		unlink(path);
+		o.since = snap_plant_clock();
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) == -1)
+			fail_msg("open %s: %s", path, strerror(errno));
+		close(fd);
+		snap_plant_result_init(&res);
+		assert_int_equal(snap_plant_scan(&o, &res, &cause), 0);
+		missed += res.watched.n == 0;
+		snap_plant_result_free(&res);
+	}
+	free(path);
+	assert_int_equal(missed, 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_setid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_allow_list, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_bad_config, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_gitdir_link, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
+		    teardown),
+		cmocka_unit_test(test_match),
+		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watch_at_once, setup,
+		    teardown),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}

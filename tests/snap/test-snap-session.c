@@ -1,0 +1,371 @@
+/*
+ * Snapshots of a running session through the event loop: start (with refs
+ * and index), turn boundaries (only when changed, rate-limited), progress,
+ * finishing at free; then a session that commits, undo --refs, and gc.
+ */
+#include <sys/stat.h>
+
+#include <event2/event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap-int.h"
+
+static char *own;
+
+static int
+setup(void **state)
+{
+	char *cause = NULL;
+
+	test_proj_setup(state);
+	/* agentmux's own repository for the project: $OWN in shell lines. */
+	own = snap_repo_path(test_proj, &cause);
+	assert_non_null(own);
+	setenv("OWN", own, 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	free(own);
+	return test_proj_teardown(state);
+}
+
+struct waiter {
+	int calls;
+	char *error;
+	int64_t seq;
+	bool unchanged;
+	int64_t progress;
+};
+
+static void
+on_done(void *arg, const struct snap_result *res, const char *error)
+{
+	struct waiter *w = arg;
+
+	w->calls++;
+	if (error != NULL)
+		w->error = xstrdup(error);
+	else {
+		w->seq = res->seq;
+		w->unchanged = res->unchanged;
+	}
+}
+
+static void
+on_progress(void *arg, int64_t files)
+{
+	struct waiter *w = arg;
+
+	w->progress = files;
+}
+
+static void
+drain(struct event_base *base, struct snap_session *ss)
+{
+	while (snap_session_busy(ss))
+		event_base_loop(base, EVLOOP_ONCE);
+}
+
+static size_t
+count(struct store *st, int64_t id)
+{
+	struct store_snapshot **v;
+	size_t n;
+
+	v = store_snapshot_list(st, id, &n);
+	store_snapshot_list_free(v, n);
+	return n;
+}
+
+static int64_t
+begin(struct store *st)
+{
+	struct store_session s;
+	char *cause = NULL;
+	int64_t id;
+
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = test_proj;
+	s.command = (char *)"[\"sh\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	return id;
+}
+
+static void
+test_session_snapshots(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct waiter w;
+	struct store *st;
+	char *cause = NULL, **refs;
+	size_t nrefs, i;
+	int64_t id;
+	bool head = false, master = false;
+
+	cf->snapshots.interval = 1;
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
+	    "git config user.name t && echo a > a && git add a && "
+	    "git commit -qm a && git branch side");
+	test_sh_ok("mkdir many && for i in $(seq 600); do echo $i > many/f$i; done");
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
+	assert_non_null(ss);
+	memset(&w, 0, sizeof w);
+	snap_session_set_progress(ss, on_progress, &w);
+	assert_int_equal(snap_session_take(ss, "start", NULL, on_done, &w,
+	    &cause), 0);
+	assert_true(snap_session_busy(ss));
+	drain(base, ss);
+	assert_int_equal(w.calls, 1);
+	assert_null(w.error);
+	assert_int_equal(w.seq, 1);
+	/* Every file was hashed: the 600 and the one git tracks. */
+	assert_true(w.progress >= 600);
+	refs = store_session_refs(st, id, &nrefs);
+	for (i = 0; i < nrefs; i++) {
+		head |= strcmp(refs[i], "HEAD ref: refs/heads/master") == 0;
+		master |= strncmp(refs[i], "refs/heads/master ", 18) == 0;
+		free(refs[i]);
+	}
+	free(refs);
+	assert_true(head && master);
+	assert_int_equal(snap_session_take(ss, "sideways", NULL, NULL, NULL,
+	    &cause), -1);
+	free(cause);
+	cause = NULL;
+
+	/* A turn that changed something is recorded; one that did not is not. */
+	test_sh_ok("echo b > a");
+	snap_session_turn(ss);
+	drain(base, ss);
+	assert_int_equal(count(st, id), 2);
+	snap_session_turn(ss);          /* within the interval: deferred */
+	assert_true(snap_session_busy(ss));
+	drain(base, ss);
+	assert_int_equal(count(st, id), 2);
+	test_sh_ok("echo c > a");
+	snap_session_turn(ss);
+	snap_session_turn(ss);          /* coalesced with the one waiting */
+	drain(base, ss);
+	assert_int_equal(count(st, id), 3);
+
+	/* Freeing finishes what was asked for: the end snapshot is not lost. */
+	memset(&w, 0, sizeof w);
+	assert_int_equal(snap_session_take(ss, "end", "bye", on_done, &w,
+	    &cause), 0);
+	snap_session_free(ss);
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(count(st, id), 4);
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
+/* A session that commits, moves branches and switches; undo --refs puts all back. */
+static void
+test_session_commits(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	struct test_run r;
+	char *cause = NULL, *master0, *side0, *idx0, *s;
+	int64_t id;
+
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
+	    "git config user.name t && echo a > a && echo b > b && "
+	    "git add a b && git commit -qm a && git branch side && "
+	    "echo staged > s && git add s");
+	master0 = test_sh_out("git rev-parse master");
+	side0 = test_sh_out("git rev-parse side");
+	idx0 = test_sh_out("sha1sum < .git/index");
+	st = store_open(NULL, &cause);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
+	assert_non_null(ss);
+	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	/* The agent: commits, a new branch, moves side, switches. */
+	test_sh_ok("echo A > a && git commit -qam agent1 && git checkout -qb agent && "
+	    "rm b && echo n > n && git add -A && git commit -qm agent2 && "
+	    "git branch -f side HEAD");
+	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+	snap_session_free(ss);
+	store_session_end(st, id, "exited", 0, NULL);
+	store_close(st);
+
+	test_amx(&r, "undo", "last", "--refs", "--dry-run", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "would reset   master"));
+	test_run_free(&r);
+	s = test_sh_out("git rev-parse master");
+	assert_string_not_equal(s, master0);
+	free(s);
+
+	test_amx(&r, "undo", "last", "--refs", NULL);
+	if (r.status != 0)
+		fail_msg("undo --refs: %s%s", r.out, r.err);
+	assert_non_null(strstr(r.out, "keep    agent"));
+	test_run_free(&r);
+	s = test_sh_out("git rev-parse master");
+	assert_string_equal(s, master0);
+	free(s);
+	s = test_sh_out("git rev-parse side");
+	assert_string_equal(s, side0);
+	free(s);
+	s = test_sh_out("git symbolic-ref HEAD");
+	assert_string_equal(s, "refs/heads/master\n");
+	free(s);
+	s = test_sh_out("sha1sum < .git/index");
+	assert_string_equal(s, idx0);
+	free(s);
+	/* The tree is as it was, the status as clean as at start. */
+	test_sh_ok("test \"$(cat a)\" = a && test -f b && ! test -e n");
+	s = test_sh_out("git status --porcelain");
+	assert_string_equal(s, "A  s\n");
+	free(s);
+	/* The agent's work is still reachable: its branch and master's reflog. */
+	test_sh_ok("git rev-parse -q --verify agent >/dev/null && "
+	    "git log -g --format=%%s master | grep -q agent1");
+
+	/* None of it in the project's repository. */
+	test_sh_ok("test -z \"$(git for-each-ref refs/agentmux)\"");
+	/* gc of the session deletes its snapshot refs: the chain and each one's. */
+	test_sh_ok("GIT_DIR=$OWN git show-ref -q refs/agentmux/sessions/%lld",
+	    (long long)id);
+	test_sh_ok("test \"$(GIT_DIR=$OWN git for-each-ref refs/agentmux/snaps/%lld/ "
+	    "| wc -l)\" -ge 2", (long long)id);
+	test_amx(&r, "gc", "--older-than", "0s", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "removed 1 snapshot ref"));
+	test_run_free(&r);
+	assert_int_not_equal(test_sh("GIT_DIR=$OWN git show-ref -q "
+	    "refs/agentmux/sessions/%lld", (long long)id), 0);
+	test_sh_ok("test -z \"$(GIT_DIR=$OWN git for-each-ref "
+	    "refs/agentmux/snaps/%lld/)\"", (long long)id);
+	free(master0);
+	free(side0);
+	free(idx0);
+	event_base_free(base);
+	config_free(cf);
+}
+
+/*
+ * The command may start once snap_session_wait_ref returns: the own
+ * repository is out of any jail's reach, so as soon as the tree and modes
+ * are saved, with the commit and ref following on the loop. What changes
+ * right after is not in the start snapshot, in a project outside git or
+ * in one.
+ */
+static void
+test_session_wait_ref(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct waiter w;
+	struct store *st;
+	struct test_run r;
+	char *cause = NULL, *s;
+	int64_t id;
+	int round;
+
+	st = store_open(NULL, &cause);
+	for (round = 0; round < 2; round++) {
+		if (round == 1) {
+			test_sh_ok("rm -f a b && git init -q -b master . && "
+			    "git config user.email t@x && git config user.name t");
+		}
+		test_sh_ok("echo before > a");
+		memset(&w, 0, sizeof w);
+		id = begin(st);
+		ss = snap_session_create(base, st, cf, id, test_proj, &cause);
+		assert_non_null(ss);
+		assert_int_equal(snap_session_take(ss, "start", NULL, on_done,
+		    &w, &cause), 0);
+		snap_session_wait_ref(ss);
+		/* The tree is saved: the ref may follow on the loop. */
+		/* The command runs: the tree changes at once. */
+		test_sh_ok("echo after > a && echo new > b");
+		drain(base, ss);
+		assert_int_equal(w.calls, 1);
+		assert_null(w.error);
+		snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+		snap_session_free(ss);
+		store_session_end(st, id, "exited", 0, NULL);
+
+		test_amx(&r, "diff", "last", NULL);
+		if (r.status != 0)
+			fail_msg("diff: %s%s", r.out, r.err);
+		assert_non_null(strstr(r.out, "-before\n+after\n"));
+		assert_non_null(strstr(r.out, "+new\n"));
+		test_run_free(&r);
+		test_amx(&r, "undo", "last", NULL);
+		if (r.status != 0)
+			fail_msg("undo: %s%s", r.out, r.err);
+		test_run_free(&r);
+		s = test_sh_out("cat a; test -e b && echo b-left");
+		assert_string_equal(s, "before\n");
+		free(s);
+	}
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
+/* gc removes a shadow repository once no session uses it. */
+static void
+test_gc_shadow(void **state)
+{
+	struct test_run r;
+
+	test_sh_ok("echo x > f");
+	test_amx(&r, "snapshot", NULL);
+	assert_int_equal(r.status, 0);
+	test_run_free(&r);
+	test_sh_ok("touch -d '2 hours ago' %s/data/agentmux/shadow/proj-*/agentmux-project",
+	    test_dir);
+	test_amx(&r, "gc", "--older-than", "1d", NULL);
+	assert_int_equal(r.status, 0);
+	test_run_free(&r);
+	/* Still used by the (recent) snapshot session. */
+	test_sh_ok("ls -d %s/data/agentmux/shadow/proj-* >/dev/null", test_dir);
+	test_amx(&r, "gc", "--older-than", "0s", NULL);
+	assert_int_equal(r.status, 0);
+	test_run_free(&r);
+	assert_int_not_equal(test_sh("ls -d %s/data/agentmux/shadow/proj-* "
+	    ">/dev/null 2>&1", test_dir), 0);
+	test_sh_ok("test -f f");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_session_snapshots, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_session_commits, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_session_wait_ref, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}

@@ -1,0 +1,722 @@
+/*
+ * Snapshots and undo on real git repositories: every kind of file, exact
+ * round trips, undo of undo, paths, the user's git state untouched, raw
+ * bytes through filters, shadow repositories, refusal while running.
+ */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap-int.h"
+
+static char user[32];     /* a throwaway user, deleted in teardown */
+static char *own;
+
+static int
+setup(void **state)
+{
+	char *cause = NULL;
+
+	test_proj_setup(state);
+	/* agentmux's own repository for the project: $OWN in shell lines. */
+	own = snap_repo_path(test_proj, &cause);
+	assert_non_null(own);
+	setenv("OWN", own, 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	if (user[0] != '\0') {
+		test_sh("chmod -R u+rwx %s; userdel %s", test_dir, user);
+		user[0] = '\0';
+	}
+	free(own);
+	return test_proj_teardown(state);
+}
+
+/* A shell line's output and exit status; takes CMD. */
+static char *
+sh_out_rc(char *cmd, int *rc)
+{
+	FILE *fp = popen(cmd, "r");
+	struct buf b;
+	char chunk[4096];
+	size_t n;
+	int st;
+
+	assert_non_null(fp);
+	buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+		buf_add(&b, chunk, n);
+	st = pclose(fp);
+	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	free(cmd);
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b);
+}
+
+/* Runs agentmux with the NULL-terminated arguments; asserts the exit status; returns stdout and stderr (caller frees). */
+static char *
+amx(int want, ...)
+{
+	char *argv[16], *out;
+	struct test_run r;
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = (char *)test_agentmux();
+	va_start(ap, want);
+	while (n < 15 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	test_run(&r, NULL, 120, argv);
+	if (r.status != want)
+		fail_msg("agentmux %s %s %s exited %d, not %d: %s%s", argv[1],
+		    n > 2 ? argv[2] : "", n > 3 ? argv[3] : "", r.status, want,
+		    r.out, r.err);
+	out = xprintf("%s%s", r.out, r.err);
+	test_run_free(&r);
+	return out;
+}
+
+/* The user's git state that agentmux must never touch, as one string. */
+static char *
+git_state(void)
+{
+	return test_sh_out("(cd .git && sha1sum index HEAD $(find refs/heads "
+	    "refs/tags refs/stash logs -type f 2>/dev/null | sort) "
+	    "$(ls packed-refs 2>/dev/null)); git for-each-ref refs/heads "
+	    "refs/tags refs/stash; git stash list");
+}
+
+/* The tree of session SESSION's snapshot number SEQ (0: the latest); caller frees. */
+static char *
+snap_tree(int64_t session, size_t seq)
+{
+	struct store_snapshot **v;
+	struct store *st;
+	char *cause = NULL, *tree;
+	size_t n;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	v = store_snapshot_list(st, session, &n);
+	assert_true(n > 0);
+	if (seq == 0)
+		seq = n;
+	assert_true(seq <= n);
+	tree = xstrdup(v[seq - 1]->tree);
+	store_snapshot_list_free(v, n);
+	store_close(st);
+	return tree;
+}
+
+static size_t
+snap_count(int64_t session)
+{
+	struct store_snapshot **v;
+	struct store *st;
+	char *cause = NULL;
+	size_t n;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	v = store_snapshot_list(st, session, &n);
+	store_snapshot_list_free(v, n);
+	store_close(st);
+	return n;
+}
+
+/* Snapshots now and returns the new tree; the worktree as git sees it, raw. */
+static char *
+tree_now(void)
+{
+	free(amx(0, "snapshot", "-m", "check", NULL));
+	return snap_tree(1, 0);
+}
+
+/*
+ * Files older than the index: git then trusts their stat data instead of
+ * hashing them again ("racily clean" files are always hashed), which is
+ * the case a copied index must get right.
+ */
+static void
+age_files(void)
+{
+	test_sh_ok("find . -path ./.git -prune -o -exec touch -h -d '1 hour ago' {} + "
+	    "&& git update-index -q --refresh; true");
+}
+
+static void
+make_repo(void)
+{
+	test_sh_ok("git init -q -b master . && git config user.email t@example.com && "
+	    "git config user.name t && git config commit.gpgSign false");
+	test_sh_ok("mkdir -p sub 'dir with space' deep/er && echo one > a.txt && "
+	    "echo two > sub/b.txt && echo keep > 'dir with space/é.txt' && "
+	    "echo f > deep/er/f");
+	test_sh_ok("printf '\\000\\001\\002bin\\377' > bin.dat && "
+	    "printf '#!/bin/sh\\necho hi\\n' > run.sh && chmod +x run.sh");
+	test_sh_ok("ln -s a.txt link && ln -s sub dirlink");
+	test_sh_ok("printf 'ignored/\\n*.log\\n' > .gitignore && mkdir ignored && "
+	    "echo i > ignored/x && echo l > keep.log");
+	test_sh_ok("printf '* text=auto\\n*.id ident\\n' > .gitattributes && "
+	    "printf 'crlf\\r\\nline\\r\\n' > win.txt && printf '$Id$\\n' > f.id");
+	test_sh_ok("printf x > \"$(printf 'new\\nline.txt')\"");
+	test_sh_ok("git add -A && git commit -qm init && git branch side");
+	test_sh_ok("echo stashed >> a.txt && git stash -q && echo untracked > u.txt && "
+	    "echo staged > s.txt && git add s.txt");
+	test_sh_ok("mkdir nested && cd nested && git init -q && echo n > n.txt && "
+	    "git add n.txt && git -c user.name=a -c user.email=b commit -qm n");
+	age_files();
+}
+
+/* What an agent might do: every kind of change. */
+static void
+agent_changes(void)
+{
+	test_sh_ok("echo changed > a.txt && rm sub/b.txt && echo new > c.txt && "
+	    "chmod +x u.txt && chmod -x run.sh");
+	test_sh_ok("rm link && ln -s sub/b.txt link2 && ln -sfn a.txt dirlink");
+	test_sh_ok("mv 'dir with space/é.txt' 'dir with space/renamed é.txt'");
+	test_sh_ok("printf 'lf\\n' > win.txt && echo j > ignored/y && echo more > keep.log");
+	test_sh_ok("mkdir -p n/m && echo d > n/m/deep && rm -r deep && echo file > deep");
+	test_sh_ok("echo nested-change > nested/n.txt && echo nn > nested/new.txt");
+	test_sh_ok("printf y > \"$(printf 'new\\nline.txt')\" && "
+	    "printf '\\000changed' > bin.dat");
+}
+
+static void
+test_roundtrip(void **state)
+{
+	char *before, *after, *t1, *t2, *tchanged, *out;
+
+	make_repo();
+	before = git_state();
+	out = amx(0, "snapshot", "-m", "start", NULL);
+	assert_non_null(strstr(out, "snapshot 1 of session 1"));
+	free(out);
+	t1 = snap_tree(1, 1);
+	/* Untracked, nested and raw CRLF content are in; ignored ones are not. */
+	out = test_sh_out("GIT_DIR=$OWN git ls-tree -r --name-only refs/agentmux/sessions/1");
+	assert_non_null(strstr(out, "u.txt\n"));
+	assert_non_null(strstr(out, "nested/n.txt\n"));
+	assert_null(strstr(out, "ignored/"));
+	assert_null(strstr(out, "keep.log"));
+	free(out);
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:win.txt | od -c");
+	assert_non_null(strstr(out, "\\r"));
+	free(out);
+
+	agent_changes();
+	out = amx(0, "diff", "1", "--stat", NULL);
+	assert_non_null(strstr(out, "a.txt"));
+	assert_non_null(strstr(out, "c.txt"));
+	free(out);
+	out = amx(0, "undo", "1", "--dry-run", NULL);
+	assert_non_null(strstr(out, "would remove  c.txt"));
+	free(out);
+	out = amx(0, "undo", "1", NULL);
+	assert_non_null(strstr(out, "restore sub/b.txt"));
+	free(out);
+	/* Exactly the first snapshot's tree again; ignored files left alone. */
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	test_sh_ok("test -f ignored/y && grep -q more keep.log && test -f deep/er/f");
+	test_sh_ok("test \"$(cat \"$(printf 'new\\nline.txt')\")\" = x && "
+	    "! test -e nested/new.txt && grep -q '^n$' nested/n.txt && "
+	    "test -d nested/.git && ! test -e c.txt && ! test -e n");
+	test_sh_ok("test \"$(stat -c %%a run.sh)\" = 755 && test \"$(stat -c %%a "
+	    "u.txt)\" = 644 && test \"$(readlink dirlink)\" = sub");
+	after = git_state();
+	assert_string_equal(before, after);
+
+	/* Undo of the undo: the agent's version (snapshot 2) comes back. */
+	tchanged = snap_tree(1, 2);
+	assert_string_not_equal(t1, tchanged);
+	free(amx(0, "undo", "1", "--to", "2", NULL));
+	free(t2);
+	t2 = tree_now();
+	assert_string_equal(tchanged, t2);
+	test_sh_ok("grep -q changed a.txt && test -f c.txt && test -f deep");
+	free(after);
+	after = git_state();
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+	free(t1);
+	free(t2);
+	free(tchanged);
+}
+
+static void
+test_paths(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", NULL));
+	agent_changes();
+	out = amx(0, "undo", "1", "a.txt", "dir with space", NULL);
+	assert_non_null(strstr(out, "revert  a.txt"));
+	assert_null(strstr(out, "c.txt"));
+	free(out);
+	test_sh_ok("grep -q one a.txt && test -f 'dir with space/é.txt' && "
+	    "! test -e 'dir with space/renamed é.txt' && test -f c.txt && "
+	    "! test -e sub/b.txt");
+	/* A path from a subdirectory is relative to it. */
+	test_sh_ok("cd sub && %s undo 1 b.txt >/dev/null", test_agentmux());
+	test_sh_ok("test -f sub/b.txt && test -f c.txt");
+	out = amx(1, "undo", "1", "/etc/passwd", NULL);
+	assert_non_null(strstr(out, "outside the project"));
+	free(out);
+}
+
+static void
+test_names_in_diff(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", NULL));
+	agent_changes();
+	out = amx(0, "diff", "1", "c.txt", NULL);
+	assert_non_null(strstr(out, "+new"));
+	assert_null(strstr(out, "a.txt"));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "1", "--to", "worktree", NULL);
+	assert_non_null(strstr(out, "renamed é.txt"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "9", NULL);
+	assert_non_null(strstr(out, "snapshots 1 to"));
+	free(out);
+}
+
+/* A registered submodule is content too: its files are saved and restored. */
+static void
+test_submodule(void **state)
+{
+	char *out;
+
+	test_sh_ok("mkdir ../subsrc && cd ../subsrc && git init -q && echo s > s.txt && "
+	    "git add s.txt && git -c user.name=a -c user.email=b commit -qm s");
+	test_sh_ok("git init -q -b master . && git -c protocol.file.allow=always "
+	    "submodule add -q ../subsrc sub && git -c user.name=a -c "
+	    "user.email=b commit -qm sub");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = test_sh_out("GIT_DIR=$OWN git ls-tree -r refs/agentmux/sessions/1 sub");
+	assert_non_null(strstr(out, "blob"));
+	assert_non_null(strstr(out, "sub/s.txt"));
+	assert_null(strstr(out, "commit"));
+	free(out);
+	test_sh_ok("echo changed > sub/s.txt && echo n > sub/new");
+	free(amx(0, "undo", "1", NULL));
+	test_sh_ok("grep -q '^s$' sub/s.txt && ! test -e sub/new && test -e sub/.git && "
+	    "test -z \"$(git -C sub status --porcelain)\"");
+}
+
+/* Filters and line-ending attributes must not change what is saved or written back. */
+static void
+test_raw_bytes(void **state)
+{
+	char *out, *t1, *t2;
+
+	make_repo();
+	test_sh_ok("git config filter.upper.clean 'tr a-z A-Z' && "
+	    "git config filter.upper.smudge cat && "
+	    "echo '*.up filter=upper' >> .gitattributes && "
+	    "echo lower > x.up && git add -A && git commit -qm up");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:x.up");
+	assert_string_equal(out, "lower\n");
+	free(out);
+	t1 = snap_tree(1, 1);
+	test_sh_ok("echo other > x.up && printf 'a\\r\\nb\\n' > win.txt");
+	free(amx(0, "undo", "1", NULL));
+	test_sh_ok("test \"$(cat x.up)\" = lower && printf 'crlf\\r\\nline\\r\\n' | "
+	    "cmp - win.txt");
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
+/*
+ * A name made of escape sequences (as a jailed command could make one):
+ * undo and the diff's headers print it quoted C-style, never raw.
+ */
+static void
+test_control_names(void **state)
+{
+	char *out;
+
+	make_repo();
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	test_sh_ok("printf x > \"$(printf 'e\\033]0;owned\\007v\\033[2J.txt')\"");
+	out = amx(0, "undo", "1", "--dry-run", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_null(strchr(out, 0x07));
+	assert_non_null(strstr(out, "would remove  \"e\\033]0;owned\\av"
+	    "\\033[2J.txt\""));
+	free(out);
+	out = amx(0, "diff", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "\\033]0;owned"));
+	free(out);
+	out = amx(0, "undo", "1", NULL);
+	assert_null(strchr(out, 0x1b));
+	assert_non_null(strstr(out, "remove  \"e\\033]0;owned"));
+	free(out);
+	test_sh_ok("test -z \"$(ls | grep owned)\"");
+}
+
+/*
+ * A file changed in the same second as the user's index was written, with
+ * the same size, is still seen: a copied index keeps the original's time,
+ * so git's racy-entry check works as it would on the original.
+ */
+static void
+test_same_second(void **state)
+{
+	char *out;
+
+	test_sh_ok("git init -q . && git config core.trustctime false && echo one > a "
+	    "&& touch -d '2020-01-01 00:00:00.1' a && git add a && "
+	    "touch -d '2020-01-01 00:00:00.5' .git/index && echo two > a && "
+	    "touch -d '2020-01-01 00:00:00.7' a");
+	free(amx(0, "snapshot", NULL));
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:a");
+	assert_string_equal(out, "two\n");
+	free(out);
+}
+
+/* core.autocrlf in the user's config normalises their blobs; snapshots keep CRLF. */
+static void
+test_autocrlf(void **state)
+{
+	char *out;
+
+	test_sh_ok("git init -q . && git config core.autocrlf input && "
+	    "printf 'a\\r\\nb\\r\\n' > dos.txt && git add dos.txt && "
+	    "git -c user.name=a -c user.email=b commit -qm d");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:dos.txt | od -c");
+	assert_non_null(strstr(out, "\\r"));
+	free(out);
+}
+
+/* A file the user marked assume-unchanged is still snapshotted as it is. */
+static void
+test_assume_unchanged(void **state)
+{
+	char *out;
+
+	make_repo();
+	test_sh_ok("git update-index --assume-unchanged a.txt && echo hidden > a.txt");
+	age_files();
+	free(amx(0, "snapshot", NULL));
+	out = test_sh_out("GIT_DIR=$OWN git cat-file -p refs/agentmux/sessions/1:a.txt");
+	assert_string_equal(out, "hidden\n");
+	free(out);
+	/* The user's flag is theirs: still set. */
+	out = test_sh_out("git ls-files -v a.txt");
+	assert_string_equal(out, "h a.txt\n");
+	free(out);
+}
+
+static void
+test_shadow(void **state)
+{
+	char *out, *t1, *t2;
+
+	test_sh_ok("mkdir -p src node_modules/pkg && echo a > src/a.c && "
+	    "echo dep > node_modules/pkg/i.js && echo 'x' > 'sp ace.txt'");
+	out = amx(0, "snapshot", "-m", "first", NULL);
+	free(out);
+	test_sh_ok("! test -e .git && ls %s/data/agentmux/shadow/proj-* >/dev/null",
+	    test_dir);
+	t1 = snap_tree(1, 1);
+	test_sh_ok("echo b > src/a.c && rm 'sp ace.txt' && echo n > new.c && "
+	    "echo dep2 > node_modules/pkg/i.js");
+	out = amx(0, "undo", "1", NULL);
+	assert_non_null(strstr(out, "remove  new.c"));
+	assert_null(strstr(out, "node_modules"));
+	free(out);
+	test_sh_ok("grep -q a src/a.c && test -f 'sp ace.txt' && ! test -e new.c && "
+	    "grep -q dep2 node_modules/pkg/i.js");
+	t2 = tree_now();
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
+static void
+test_empty_repo(void **state)
+{
+	char *out;
+
+	test_sh_ok("git init -q . && echo a > a && mkdir d && echo b > d/b");
+	out = amx(0, "snapshot", NULL);
+	assert_non_null(strstr(out, "2 files changed"));
+	free(out);
+	test_sh_ok("rm -r d && echo c > c");
+	free(amx(0, "undo", "1", NULL));
+	test_sh_ok("test -f d/b && ! test -e c && test -z \"$(git rev-parse -q "
+	    "--verify HEAD)\"");
+	assert_int_equal(snap_count(1), 2);
+}
+
+static void
+test_refuse_running(void **state)
+{
+	struct store_session s;
+	struct store *st;
+	char *cause = NULL, *out;
+	int64_t id;
+
+	make_repo();
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = test_proj;
+	s.command = (char *)"[\"sh\"]";
+	id = store_session_begin(st, &s, &cause);
+	assert_true(id > 0);
+	store_close(st);
+	/* Running, and its owner (this test) is alive. */
+	out = amx(1, "undo", "last", NULL);
+	assert_non_null(strstr(out, "still running"));
+	free(out);
+	out = amx(1, "undo", "last", "--to", "start", NULL);
+	assert_non_null(strstr(out, "still running"));
+	free(out);
+}
+
+static void
+test_specs(void **state)
+{
+	char *out;
+
+	make_repo();
+	free(amx(0, "snapshot", "-m", "one", NULL));
+	test_sh_ok("echo 2 > a.txt");
+	free(amx(0, "snapshot", "-m", "two", NULL));
+	test_sh_ok("echo 3 > a.txt");
+	free(amx(0, "snapshot", "-m", "three", NULL));
+	out = amx(0, "snapshots", "1", "--json", NULL);
+	assert_non_null(strstr(out, "\"snap\": 3"));
+	assert_non_null(strstr(out, "\"label\": \"two\""));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "latest~2", "--to", "latest~1", NULL);
+	assert_non_null(strstr(out, "+2"));
+	free(out);
+	out = amx(0, "diff", "1", "--from", "start", "--to", "2", NULL);
+	assert_non_null(strstr(out, "+2"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "end", NULL);
+	assert_non_null(strstr(out, "no end snapshot"));
+	free(out);
+	out = amx(1, "diff", "1", "--from", "latest~5", NULL);
+	assert_non_null(strstr(out, "before the first"));
+	free(out);
+	out = test_sh_out("%s snapshots 1 --json | python3 -c 'import json, sys; "
+	    "print(json.load(sys.stdin)[1][\"commit\"][:8])'", test_agentmux());
+	out[strcspn(out, "\n")] = '\0';
+	free(amx(0, "undo", "1", "--to", out, NULL));
+	free(out);
+	test_sh_ok("grep -q 2 a.txt");
+}
+
+/*
+ * Files agentmux cannot read (as an ordinary user) are reported, the rest
+ * is snapshotted, and undo never overwrites what it could not save first.
+ */
+static void
+test_unreadable(void **state)
+{
+	char *as, *out, *home, *stage, *amx_user;
+	int rc;
+
+	if (geteuid() != 0 || test_sh("command -v useradd setpriv >/dev/null") != 0)
+		test_skip("needs root, useradd and setpriv to run as a throwaway user");
+	snprintf(user, sizeof user, "amxsnap%ld", (long)getpid());
+	if (test_sh("useradd -M -N -s /bin/sh %s", user) != 0)
+		test_skip("useradd %s failed", user);
+	home = xprintf("%s/uhome", test_dir);
+	stage = xprintf("%s/stage", test_dir);
+	amx_user = test_stage_agentmux(stage);
+	as = xprintf("setpriv --reuid=%s --regid=$(id -g %s) --clear-groups "
+	    "env HOME=%s XDG_CONFIG_HOME=%s/c XDG_DATA_HOME=%s/d "
+	    "XDG_RUNTIME_DIR=%s/r", user, user, home, home, home, home);
+	test_sh_ok("mkdir -p %s/r && chown -R %s %s . && chmod 700 %s/r", home, user,
+	    home, home);
+	test_sh_ok("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
+	    "&& git add -A && git -c user.name=u -c user.email=u@x commit -qm i "
+	    "&& echo v0 > locked'", as);
+	test_sh_ok("%s %s snapshot >/dev/null", as, amx_user);
+	test_sh_ok("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
+	    "mkdir d && echo x > d/x && chmod 000 d'", as);
+	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, amx_user), &rc);
+	assert_int_equal(rc, 0);
+	if (strstr(out, "could not be read") == NULL)
+		fail_msg("undo did not report the unreadable files: %s", out);
+	assert_non_null(strstr(out, "skip    locked"));
+	assert_non_null(strstr(out, "revert  a"));
+	free(out);
+	/* Restored what it could; the unreadable file and dir are untouched. */
+	test_sh_ok("grep -q a a && grep -q v2 locked && test -d d && "
+	    "test \"$(stat -c %%a locked)\" = 0");
+	test_sh_ok("chmod 755 d");
+	free(as);
+	free(home);
+	free(stage);
+	free(amx_user);
+}
+
+/* agentmux killed mid-session: the session is crashed, and undo still works. */
+static void
+test_crash_undo(void **state)
+{
+	struct test_run r;
+	char *out;
+	pid_t pid;
+	int i, st;
+
+	make_repo();
+	test_amx(&r, "run", "--", "true", NULL);
+	if (r.status != 0)
+		test_skip("agentmux run cannot jail here: %s", r.err);
+	test_run_free(&r);
+	if ((pid = fork()) == 0) {
+		setsid();
+		execl(test_agentmux(), "agentmux", "run", "--", "sh", "-c",
+		    "echo crashed > a.txt && echo new > c.txt && sleep 60",
+		    (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 100 && test_sh("test -f c.txt") != 0; i++)
+		usleep(100000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	assert_int_equal(test_sh("test -f c.txt"), 0);
+	out = amx(0, "sessions", NULL);
+	assert_non_null(strstr(out, "crashed"));
+	free(out);
+	out = amx(0, "undo", "last", NULL);
+	assert_non_null(strstr(out, "remove  c.txt"));
+	free(out);
+	test_sh_ok("grep -q one a.txt && ! test -e c.txt");
+}
+
+/* "last" is the last agent session, not a project's standalone snapshots. */
+static void
+test_last_is_agent(void **state)
+{
+	struct store_session s;
+	struct store *st;
+	char *cause = NULL, *out;
+
+	make_repo();
+	st = store_open(NULL, &cause);
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = test_proj;
+	s.command = (char *)"[\"sh\"]";
+	assert_int_equal(store_session_begin(st, &s, &cause), 1);
+	store_session_end(st, 1, "exited", 0, NULL);
+	store_close(st);
+	out = amx(0, "snapshot", NULL);
+	assert_non_null(strstr(out, "of session 2"));
+	free(out);
+	out = amx(0, "snapshots", "last", NULL);
+	assert_non_null(strstr(out, "session 1 has no snapshots"));
+	free(out);
+}
+
+/* A session through `agentmux run`: start and end snapshots, then undo. */
+static void
+test_run_session(void **state)
+{
+	struct test_run r;
+	char *out, *t1, *t2;
+
+	make_repo();
+	test_amx(&r, "run", "--", "true", NULL);
+	if (r.status != 0)
+		test_skip("agentmux run cannot jail here: %s", r.err);
+	test_run_free(&r);
+	test_amx(&r, "run", "--", "sh", "-c", "echo changed > a.txt && rm "
+	    "sub/b.txt && echo new > c.txt && chmod +x u.txt && rm link && "
+	    "git add c.txt && git -c user.name=a -c user.email=b commit -qm "
+	    "agent", NULL);
+	if (r.status != 0)
+		fail_msg("agentmux run: %s%s", r.out, r.err);
+	test_run_free(&r);
+	out = amx(0, "snapshots", "last", NULL);
+	assert_non_null(strstr(out, "start"));
+	assert_non_null(strstr(out, "end"));
+	free(out);
+	out = amx(0, "diff", "last", "--from", "start", "--to", "end", "--stat",
+	    NULL);
+	assert_non_null(strstr(out, "c.txt"));
+	free(out);
+	t1 = snap_tree(2, 1);
+	out = amx(0, "undo", "last", "--refs", NULL);
+	assert_non_null(strstr(out, "remove  c.txt"));
+	assert_non_null(strstr(out, "reset   master"));
+	free(out);
+	test_sh_ok("grep -q one a.txt && test -f sub/b.txt && ! test -e c.txt && "
+	    "test -L link && git log -1 --format=%%s | grep -q init");
+	free(amx(0, "snapshot", "2", NULL));
+	t2 = snap_tree(2, 0);
+	assert_string_equal(t1, t2);
+	free(t1);
+	free(t2);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_submodule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_same_second, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_autocrlf, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_assume_unchanged, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_shadow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_repo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refuse_running, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_specs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_undo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_is_agent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreadable, setup, teardown),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}
