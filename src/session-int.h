@@ -101,6 +101,18 @@ struct session {
 	bool snap_end_pending;       /* and has not finished yet */
 	bool done_told;              /* the done event was sent */
 
+	/* Starting: session_start returned, the command does not run yet. */
+	bool starting;
+	bool start_saved;            /* the start snapshot saved the tree */
+	bool start_setup;            /* the jail handed out its descriptors */
+	bool start_go;               /* the command was released */
+	struct event *start_ev;      /* the snapshot said it saved the tree */
+	struct event *start_jail_ev; /* the jail's status channel */
+	struct event *start_timer;   /* the jail's time to get ready */
+	struct buf start_in;         /* what was written for the command meanwhile */
+	unsigned short rows;         /* its pty's size, once it runs */
+	unsigned short cols;
+
 	bool reaped;
 	bool ended;
 	bool budget_told;            /* the record budget was reached and said */
@@ -180,7 +192,7 @@ void session_files_free(struct session *);
 
 /* Snapshots (session-snap.c). */
 void session_snap_start(struct session *);
-void session_snap_wait_start(struct session *);
+bool session_snap_when_saved(struct session *, void (*fn)(void *));
 void session_snap_end(struct session *);
 void session_snap_done(struct session *);
 void session_snap_free(struct session *, bool ran);

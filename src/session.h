@@ -96,6 +96,14 @@ struct session_events {
 	/* Output of the command: STREAM 1 (pty or stdout) or 2 (stderr). */
 	void (*output)(void *arg, struct session *, int stream,
 	    const char *data, size_t len);
+	/*
+	 * The start is over (session_start returned before it was): OK, the
+	 * command runs; else CAUSE (a sentence) says why it did not, the
+	 * session is recorded as failed and no other event follows (free it).
+	 * Not for a session that serves a listener (listen_fd).
+	 */
+	void (*started)(void *arg, struct session *, bool ok,
+	    const char *cause);
 	/* The command ended with STATUS (exit code, or 128+N for signal N). */
 	void (*exited)(void *arg, struct session *, int status);
 	/*
@@ -138,8 +146,12 @@ int session_check(struct session_ctx *, const struct session_opts *,
 
 /**
  * Starts a session: resolves the agent profile and project, records the
- * session, snapshots the project, starts the jail and serves its proxy
- * listener. NULL with *CAUSE (a sentence saying what to do) on error.
+ * session and begins the jail and the start snapshot, then returns at once
+ * with the session starting (session_starting). On the loop, once the
+ * snapshot has saved the tree and the jail is set up, the command is
+ * released and the proxy serves its listener; the started event says when
+ * (or why not). Input written meanwhile is kept for the command. NULL with
+ * *CAUSE (a sentence saying what to do) on an error found before it returns.
  */
 struct session *session_start(struct session_ctx *,
     const struct session_opts *, const struct session_events *, void *arg,
@@ -153,6 +165,8 @@ const char *session_project(struct session *);
 /** The command line, shell-quoted; borrowed. */
 const char *session_command(struct session *);
 bool session_running(struct session *);
+/** True from session_start until the started event. */
+bool session_starting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
 /** Exit status once ended, else -1. */

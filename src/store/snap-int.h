@@ -303,6 +303,11 @@ void snap_take_finish(struct snap_take *);
 void snap_take_finish_ref(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);
+/*
+ * FN(ARG) runs once the job is recorded (what snap_take_finish_ref waits
+ * for) or over, whichever comes first; at once if it is recorded already.
+ */
+void snap_take_when_saved(struct snap_take *, void (*fn)(void *), void *arg);
 /* Runs a snapshot to the end on a private loop. */
 int snap_take_sync(struct store *, struct snap_repo *,
     const struct snap_take_opts *, struct snap_result *, char **cause);

@@ -96,6 +96,18 @@ snap_session_wait_ref(struct snap_session *ss)
 		snap_take_finish_ref(ss->job);
 }
 
+int
+snap_session_when_saved(struct snap_session *ss, void (*fn)(void *),
+    void *arg)
+{
+	if (fn != NULL && ss->job == NULL && ss->nqueue > 0)
+		snap_session_next(ss);
+	if (ss->job == NULL)
+		return 0;
+	snap_take_when_saved(ss->job, fn, arg);
+	return 1;
+}
+
 void
 snap_session_free(struct snap_session *ss)
 {

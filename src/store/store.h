@@ -451,6 +451,14 @@ void snap_session_wait(struct snap_session *);
  * follow on the loop too.
  */
 void snap_session_wait_ref(struct snap_session *);
+/**
+ * The same wait as snap_session_wait_ref, on the loop: FN(ARG) runs once
+ * the first queued snapshot has saved the tree and written its ref, or has
+ * failed (its done callback says which). Returns 1, or 0 when no snapshot
+ * is queued (FN does not run). FN NULL: whoever waited no longer does.
+ */
+int snap_session_when_saved(struct snap_session *, void (*fn)(void *arg),
+    void *arg);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);
