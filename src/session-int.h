@@ -41,6 +41,8 @@ struct session_ctx {
 };
 
 struct session {
+	int references;              /* the front end's, and callbacks running */
+	bool freed;                  /* session_free ran: only the memory is left */
 	struct session_ctx *ctx;
 	struct session *next;
 	struct session_events ev;

@@ -160,8 +160,9 @@ session_snap_end(struct session *s)
 }
 
 /*
- * Finishes queued snapshots (blocking) and frees. RAN: the command ran,
- * so an end snapshot is taken if none was (the session was killed).
+ * Lets go of the snapshots: those queued are still taken, on the loop.
+ * RAN: the command ran, so an end snapshot is taken if none was (the
+ * session was killed).
  */
 void
 session_snap_free(struct session *s, bool ran)

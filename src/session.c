@@ -82,6 +82,10 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
+	/* The end snapshots of the sessions freed are taken before the store closes. */
+	while (snap_session_orphans() > 0 &&
+	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
+		;
 	session_proxy_ctx_free(ctx);
 	if (ctx->sigchld != NULL)
 		event_free(ctx->sigchld);
@@ -250,9 +254,13 @@ session_finish(struct session *s)
 	session_history_stop(s);
 	session_guard_stop(s);
 	session_snap_end(s);
+	/* The front end may free it from the callback. */
+	session_add_ref(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
-	session_snap_done(s);
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
 }
 
 /* ---- starting ---- */
@@ -444,6 +452,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 {
 	struct session *s = xcalloc(1, sizeof *s);
 
+	s->references = 1;      /* the front end's, dropped by session_free */
 	s->ctx = ctx;
 	if (ev != NULL)
 		s->ev = *ev;
@@ -805,12 +814,27 @@ session_starting(struct session *s)
 }
 
 void
+session_add_ref(struct session *s)
+{
+	s->references++;
+}
+
+void
+session_remove_ref(struct session *s)
+{
+	if (--s->references > 0)
+		return;
+	free(s);
+}
+
+void
 session_free(struct session *s)
 {
 	bool ran;
 
-	if (s == NULL)
+	if (s == NULL || s->freed)
 		return;
+	s->freed = true;
 	ran = s->jail != NULL;
 	/* The front end lets go of it: no event reaches it from here on. */
 	s->done_told = true;
@@ -867,7 +891,8 @@ session_free(struct session *s)
 	free(s->cwd);
 	free(s->command);
 	free(s->end_reason);
-	free(s);
+	s->agent = s->project = s->command = NULL;
+	session_remove_ref(s);
 }
 
 /* ---- what front ends ask ---- */

@@ -156,8 +156,20 @@ int session_check(struct session_ctx *, const struct session_opts *,
 struct session *session_start(struct session_ctx *,
     const struct session_opts *, const struct session_events *, void *arg,
     char **cause);
-/** Ends what still runs, records the end, frees; NULL is a no-op. */
+/**
+ * Ends what still runs, records the end, frees; NULL is a no-op. The end
+ * snapshot, if still to take, is taken on the loop afterwards (it does not
+ * wait). Safe from the session's own callbacks: no event follows.
+ */
 void session_free(struct session *);
+/*
+ * Sessions are reference-counted (as tmux's): one the session layer is
+ * calling back about stays in memory until the callback returns, even if
+ * the front end frees it there. A front end that keeps the pointer past a
+ * session_free (to compare it) holds a reference of its own.
+ */
+void session_add_ref(struct session *);
+void session_remove_ref(struct session *);
 
 int64_t session_id(struct session *);
 const char *session_agent(struct session *);

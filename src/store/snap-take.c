@@ -1659,11 +1659,6 @@ snap_take_finish(struct snap_take *t)
 	snap_take_run(t, false);
 }
 
-void
-snap_take_finish_ref(struct snap_take *t)
-{
-	snap_take_run(t, true);
-}
 
 static void (*snap_sync_progress)(void *, int64_t);
 static void *snap_sync_progress_arg;
