@@ -333,7 +333,7 @@ session_cwd(const char *dir, const char *project)
 
 static void
 session_limits(struct jail_limits *l, const struct config *cf,
-    const struct config_agent *a, const struct session_opts *o)
+    const struct config_agent *a, const struct session *o)
 {
 	memset(l, 0, sizeof *l);
 	l->memory = o->memory > 0 ? o->memory : a->memory > 0 ? a->memory :
@@ -383,7 +383,7 @@ session_protect(struct session *s, const struct config_agent *a,
 
 static int
 session_jail(struct session *s, struct session_setup *sp,
-    const struct config_agent *a, const struct session_opts *o, char **cause)
+    const struct config_agent *a, char **cause)
 {
 	struct jail_conf jc;
 	size_t i;
@@ -392,7 +392,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	sp->shell = agent_user_shell();
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
-	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
+	session_setup_env(sp, a, s->want_pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
 	if (session_setup_overlays(sp, a, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
@@ -405,10 +405,10 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.home = sp->home;
 	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
 	session_setup_jail(sp, &jc);
-	session_limits(&jc.limits, s->ctx->cf, a, o);
-	jc.pty = o->pty;
-	jc.rows = o->rows;
-	jc.cols = o->cols;
+	session_limits(&jc.limits, s->ctx->cf, a, s);
+	jc.pty = s->want_pty;
+	jc.rows = s->rows;
+	jc.cols = s->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
 	jc.hold = true;
 	session_protect(s, a, &sp->protect);
@@ -465,6 +465,9 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	buf_init(&s->start_in);
 	s->rows = o->rows;
 	s->cols = o->cols;
+	s->want_pty = o->pty;
+	s->memory = o->memory;
+	s->pids = o->pids;
 	strv_init(&s->hfiles);
 	strv_init(&s->hcopies);
 	strv_init(&s->protect);
@@ -502,6 +505,19 @@ session_unlink(struct session *s)
 }
 
 /*
+ * agentmux proxy has no dashboard to keep alive: its loop runs (it is not
+ * running yet) until the secret commands are done.
+ */
+static int
+session_listener_secrets(struct session *s, char **cause)
+{
+	while (s->secrets_pending > 0 &&
+	    event_base_loop(s->ctx->base, EVLOOP_ONCE) == 0)
+		;
+	return session_proxy_secrets_finish(s, cause);
+}
+
+/*
  * A session with no jail and no command: the proxy serves O's listener
  * (agentmux proxy). Policy from the config, the profile if one is named,
  * and --allow/--deny; it ends when the front end frees it.
@@ -528,7 +544,8 @@ session_start_listener(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	s->reaped = true;   /* nothing runs: it ends when it is freed */
 	if (session_record(s, cause) == -1 ||
-	    session_proxy_prepare(s, a, cause) == -1) {
+	    session_proxy_prepare(s, a, cause) == -1 ||
+	    session_listener_secrets(s, cause) == -1) {
 		close(fd);
 		fd = -1;
 	}
@@ -600,9 +617,10 @@ session_start_events_free(struct session *s)
 static void
 session_start_fail(struct session *s, const char *cause)
 {
-	if (s->closing)
+	if (s->closing || cause == NULL)
 		cause = "closed before its command started";
 	session_start_events_free(s);
+	session_proxy_secrets_drop(s);
 	jail_free(s->jail);
 	s->jail = NULL;
 	s->starting = false;
@@ -758,12 +776,54 @@ session_start_watch(struct session *s)
 		event_active(s->start_ev, EV_TIMEOUT, 0);
 }
 
+/*
+ * The jail is made (and moved into its cgroups) while the start snapshot
+ * runs; the command waits for both, on the loop.
+ */
+static int
+session_start_jail(struct session *s, char **cause)
+{
+	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	int rc;
+
+	if (a == NULL) {
+		*cause = xprintf("agent %s is no longer configured", s->agent);
+		return -1;
+	}
+	if (session_proxy_secrets_finish(s, cause) == -1)
+		return -1;
+	rc = session_jail(s, s->setup, a, cause);
+	session_setup_free(s->setup);
+	free(s->setup);
+	s->setup = NULL;
+	if (rc == -1)
+		return -1;
+	session_snap_start(s);
+	session_start_watch(s);
+	return 0;
+}
+
+/* The secret commands are done (on the loop): the jail comes next. */
+static void
+session_start_secrets(struct session *s)
+{
+	char *cause = NULL;
+
+	if (s->closing) {
+		session_start_fail(s, NULL);
+		return;
+	}
+	if (session_start_jail(s, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
 {
 	const struct config_agent *a;
-	struct session_setup ss;
 	struct session *s;
 
 	if (o->listen_fd != -1)
@@ -772,10 +832,11 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		return NULL;
 	s = session_new(ctx, o, ev, arg);
 	s->agent = xstrdup(a->name);
-	session_setup_init(&ss);
+	s->setup = xcalloc(1, sizeof *s->setup);
+	session_setup_init(s->setup);
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
-	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
-	    s->project, cause) == -1)
+	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
+	    o->command, s->project, cause) == -1)
 		goto fail;
 	if (session_guard_sockets(s, cause) == -1 ||
 	    session_disk_check(ctx, s->project, cause) == -1)
@@ -787,22 +848,18 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		goto fail;
 	if (session_proxy_prepare(s, a, cause) == -1)
 		goto failed;
-	/*
-	 * The jail is made (and moved into its cgroups) while the start
-	 * snapshot runs; the command waits for both, on the loop.
-	 */
-	if (session_jail(s, &ss, a, o, cause) == -1)
-		goto failed;
-	session_setup_free(&ss);
-	session_snap_start(s);
 	session_link(s);
-	session_start_watch(s);
+	s->starting = true;
+	/* Secret commands first: the jail's environment holds their placeholders. */
+	if (session_proxy_secrets_wait(s, session_start_secrets))
+		return s;
+	if (session_start_jail(s, cause) == -1)
+		goto failed;
 	return s;
 failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
 	s->ended = true;
 fail:
-	session_setup_free(&ss);
 	session_free(s);
 	return NULL;
 }
@@ -841,6 +898,11 @@ session_free(struct session *s)
 	session_unlink(s);
 	session_start_events_free(s);
 	buf_free(&s->start_in);
+	session_proxy_secrets_drop(s);
+	if (s->setup != NULL) {
+		session_setup_free(s->setup);
+		free(s->setup);
+	}
 	session_proxy_end(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);

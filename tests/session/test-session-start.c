@@ -101,17 +101,24 @@ fixture_close(struct fixture *f)
 }
 
 static struct session *
-start(struct fixture *f, struct obs *o, const char *script)
+start_agent(struct fixture *f, struct obs *o, const char *agent,
+    const char *script)
 {
 	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
-	struct session_opts so = { .kind = "run", .command = argv,
-	    .on_unknown = -1, .listen_fd = -1 };
+	struct session_opts so = { .kind = "run", .agent = agent,
+	    .command = argv, .on_unknown = -1, .listen_fd = -1 };
 	char *cause = NULL;
 
 	o->s = session_start(f->ctx, &so, &obs_events, o, &cause);
 	if (o->s == NULL)
 		fail_msg("session_start: %s", cause);
 	return o->s;
+}
+
+static struct session *
+start(struct fixture *f, struct obs *o, const char *script)
+{
+	return start_agent(f, o, NULL, script);
 }
 
 static size_t
@@ -183,6 +190,42 @@ test_input_kept(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * A secret command runs on the loop: session_start does not wait for it,
+ * and the command gets its placeholder once it is in.
+ */
+static void
+test_secret_command_async(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	int64_t t0, spent;
+
+	test_write_file(path, "[secret slow]\nenv = SLOW_KEY\n"
+	    "command = sleep 1; echo sk-slow-0123456789abcdef\n"
+	    "host = example.test\n\n"
+	    "[agent slowsecret]\ncommand = sh\nsecret = slow\n");
+	free(path);
+	fixture_open(&f);
+	t0 = util_mono_us();
+	s = start_agent(&f, &o, "slowsecret", "case \"$SLOW_KEY\" in "
+	    "*sk-slow-0123456789abcdef*) exit 1 ;; ?*) exit 5 ;; "
+	    "esac; exit 2");
+	spent = util_mono_us() - t0;
+	assert_true(spent < 900000);
+	assert_true(session_starting(s));
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	assert_true(util_mono_us() - t0 >= 1000000);
+	loop_until(&f, &o.done);
+	/* The placeholder, not the value, reached the command. */
+	assert_int_equal(o.status, 5);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* Freed from each of its callbacks, the session layer does not touch it after. */
 static void
 test_free_from_callbacks(void **state)
@@ -217,6 +260,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_start_returns_at_once,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_input_kept,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_secret_command_async,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
 		    test_proj_setup, test_proj_teardown),
