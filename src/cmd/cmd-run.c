@@ -29,6 +29,7 @@ struct run {
 	bool stdin_done;
 	bool exited;
 	int status;
+	char *start_failed;       /* why the command did not start */
 	struct event *in_ev;
 	struct event *feed_ev;
 	struct event *winch_ev;
@@ -108,6 +109,33 @@ run_stop_input(struct run *r)
 		event_del(r->in_ev);
 	if (r->feed_ev != NULL)
 		event_del(r->feed_ev);
+}
+
+static void
+run_started(void *arg, struct session *s, bool ok, const char *cause)
+{
+	struct run *r = arg;
+
+	if (!ok)
+		r->start_failed = xstrdup(cause);
+}
+
+/*
+ * Runs the loop until the command runs (after the start snapshot saved
+ * the tree); -1 with *CAUSE if it did not start.
+ */
+static int
+run_wait_started(struct run *r, char **cause)
+{
+	while (session_starting(r->s) &&
+	    event_base_loop(r->base, EVLOOP_ONCE) == 0)
+		;
+	if (r->start_failed == NULL && !session_starting(r->s))
+		return 0;
+	*cause = r->start_failed != NULL ? r->start_failed :
+	    xstrdup("the event loop ended before the command started");
+	r->start_failed = NULL;
+	return -1;
 }
 
 static void
@@ -413,7 +441,8 @@ int
 cmd_run(struct cli_args *args)
 {
 	struct session_events ev = { .output = run_output,
-	    .exited = run_exited, .notice = run_notice };
+	    .started = run_started, .exited = run_exited,
+	    .notice = run_notice };
 	struct session_ctx *ctx = NULL;
 	struct config *cf = NULL;
 	struct run_args ra;
@@ -448,7 +477,8 @@ cmd_run(struct cli_args *args)
 	ra.o.pty = r.tty;
 	if (r.tty)
 		run_winsize(&ra.o.rows, &ra.o.cols);
-	if ((r.s = session_start(ctx, &ra.o, &ev, &r, &cause)) == NULL) {
+	if ((r.s = session_start(ctx, &ra.o, &ev, &r, &cause)) == NULL ||
+	    run_wait_started(&r, &cause) == -1) {
 		cli_error("%s", cause);
 		goto out;
 	}

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -480,38 +481,82 @@ fail:
 	return NULL;
 }
 
+/* How long a command asked to stop (proc_term) has before it is killed. */
+#define PROC_TERM_GRACE_MS 800
+
+static void proc_reaper_cb(evutil_socket_t, short, void *);
+
+/*
+ * Watches PIDFD on BASE for the exit of PID, a child nobody waits for any
+ * more; after GRACE_MS (0: none) it is killed. Nothing is allocated: the
+ * loop's own one-off event carries the pid, so a loop freed first leaves
+ * only a zombie until this process ends. False if it cannot be watched.
+ */
+static bool
+proc_reaper_add(struct event_base *base, pid_t pid, int pidfd, int grace_ms)
+{
+	struct timeval tv = { grace_ms / 1000, (grace_ms % 1000) * 1000 };
+
+	return event_base_once(base, pidfd, EV_READ | (grace_ms > 0 ?
+	    EV_TIMEOUT : 0), proc_reaper_cb, (void *)(intptr_t)pid,
+	    grace_ms > 0 ? &tv : NULL) == 0;
+}
+
+static void
+proc_reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+	pid_t pid = (pid_t)(intptr_t)arg;
+
+	/*
+	 * Its grace is over (unreaped, the pid is still ours): killed, it is
+	 * gone at once (the wait is for the kernel to tear it down).
+	 */
+	if (what & EV_TIMEOUT)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	close((int)fd);
+}
+
+/*
+ * Lets go of P's child, still running, after SIG: the loop reaps it when
+ * its pidfd says it ended (GRACE_MS later it is killed). Without a pidfd,
+ * it is killed and waited for here (it is gone at once).
+ */
+static void
+proc_let_go(struct proc *p, int sig, int grace_ms)
+{
+	kill(p->pid, sig);
+	if (p->pidfd != -1 && p->base != NULL &&
+	    proc_reaper_add(p->base, p->pid, p->pidfd, grace_ms)) {
+		p->pidfd = -1;          /* the reaper's now */
+		p->pid = -1;
+		return;
+	}
+	if (sig != SIGKILL)
+		kill(p->pid, SIGKILL);
+	while (waitpid(p->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	p->pid = -1;
+}
+
 void
 proc_term(struct proc *p)
 {
-	int i, st;
-
-	if (p != NULL && p->pid > 0 && waitpid(p->pid, &st, WNOHANG) == 0) {
-		kill(p->pid, SIGTERM);
-		/* Most of a second for it to clean up, then it goes anyway. */
-		for (i = 0; i < 200; i++) {
-			if (waitpid(p->pid, &st, WNOHANG) != 0) {
-				p->pid = -1;
-				break;
-			}
-			usleep(i < 20 ? 500 : 5000);
-		}
-	} else if (p != NULL && p->pid > 0)
-		p->pid = -1;
+	if (p != NULL && p->pid > 0)
+		proc_let_go(p, SIGTERM, PROC_TERM_GRACE_MS);
 	proc_free(p);
 }
 
 void
 proc_free(struct proc *p)
 {
-	int i, st;
+	int i;
 
 	if (p == NULL)
 		return;
-	if (p->pid > 0) {
-		kill(p->pid, SIGKILL);
-		while (waitpid(p->pid, &st, 0) == -1 && errno == EINTR)
-			;
-	}
+	if (p->pid > 0)
+		proc_let_go(p, SIGKILL, 0);
 	for (i = 0; i < 3; i++)
 		proc_close(p, i);
 	if (p->exit_ev != NULL)

@@ -576,7 +576,10 @@ int proc_status(struct proc *);
 /* What the command wrote; borrowed, NUL-terminated. */
 struct buf *proc_out(struct proc *);
 struct buf *proc_err(struct proc *);
-/* Kills (SIGKILL) and reaps the command if it still runs; NULL is a no-op. */
+/*
+ * Kills (SIGKILL) the command if it still runs and frees, without waiting:
+ * the loop reaps it when its pidfd says it ended. NULL is a no-op.
+ */
 void proc_free(struct proc *);
 /* The same, but it gets SIGTERM and most of a second to clean up first. */
 void proc_term(struct proc *);

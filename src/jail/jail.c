@@ -103,12 +103,14 @@ jail_take_fds(struct jail *j, struct msghdr *msg)
 }
 
 /*
- * Reads the status channel until the init says the command runs ("R",
- * after an error the command sent if its exec failed), or until the
- * channel closes (the init is gone).
+ * Reads what the status channel holds: 1 once the init says the command
+ * runs ("R", after an error the command sent if its exec failed), or, with
+ * UNTIL_FDS, once it handed out its descriptors ("F"), or once the channel
+ * closes (the init is gone); 0 while there is nothing more to read; -1
+ * with *CAUSE.
  */
 static int
-jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
+jail_read_status(struct jail *j, bool until_fds, char **cause)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -117,30 +119,23 @@ jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
 	char data[1024];
 	struct iovec iov = { .iov_base = data, .iov_len = sizeof data - 1 };
 	struct msghdr msg;
-	struct pollfd pfd = { .fd = sock, .events = POLLIN };
-	int64_t deadline = util_mono_us() + JAIL_START_TIMEOUT_MS * 1000LL;
 	ssize_t n;
 
 	for (;;) {
-		int left = (int)((deadline - util_mono_us()) / 1000);
-
-		if (left <= 0) {
-			*cause = xstrdup("the jail did not start within 20 "
-			    "seconds");
-			return -1;
-		}
-		if (poll(&pfd, 1, left) == -1 && errno != EINTR)
-			goto fail;
 		memset(&msg, 0, sizeof msg);
 		msg.msg_iov = &iov;
 		msg.msg_iovlen = 1;
 		msg.msg_control = u.buf;
 		msg.msg_controllen = sizeof u.buf;
-		if ((n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) ==
-		    -1) {
-			if (errno == EAGAIN || errno == EINTR)
+		if ((n = recvmsg(j->sock, &msg, MSG_DONTWAIT |
+		    MSG_CMSG_CLOEXEC)) == -1) {
+			if (errno == EINTR)
 				continue;
-			goto fail;
+			if (errno == EAGAIN)
+				return 0;
+			*cause = xprintf("cannot read the jail's status: %s",
+			    strerror(errno));
+			return -1;
 		}
 		if (n == 0 && j->listen_fd == -1) {
 			/* Killed or crashed before it could say anything. */
@@ -149,22 +144,43 @@ jail_wait_ready(struct jail *j, int sock, bool until_fds, char **cause)
 			return -1;
 		}
 		if (n == 0)
-			return 0;
+			return 1;
 		data[n] = '\0';
 		if (data[0] == 'R')
-			return 0;
+			return 1;
 		if (data[0] == 'F') {
 			jail_take_fds(j, &msg);
 			if (until_fds)
-				return 0;
+				return 1;
 		} else if (data[0] == 'E') {
 			*cause = xstrdup(data + 1);
 			return -1;
 		}
 	}
-fail:
-	*cause = xprintf("cannot read the jail's status: %s", strerror(errno));
-	return -1;
+}
+
+/* Waits (blocking, JAIL_START_TIMEOUT_MS at most) for jail_read_status. */
+static int
+jail_wait_ready(struct jail *j, bool until_fds, char **cause)
+{
+	struct pollfd pfd = { .fd = j->sock, .events = POLLIN };
+	int64_t deadline = util_mono_us() + JAIL_START_TIMEOUT_MS * 1000LL;
+	int left, rc;
+
+	while ((rc = jail_read_status(j, until_fds, cause)) == 0) {
+		left = (int)((deadline - util_mono_us()) / 1000);
+		if (left <= 0) {
+			*cause = xstrdup("the jail did not start within 20 "
+			    "seconds");
+			return -1;
+		}
+		if (poll(&pfd, 1, left) == -1 && errno != EINTR) {
+			*cause = xprintf("cannot read the jail's status: %s",
+			    strerror(errno));
+			return -1;
+		}
+	}
+	return rc == 1 ? 0 : -1;
 }
 
 static char *
@@ -395,7 +411,7 @@ jail_wait_setup(struct jail *j, char **cause)
 {
 	if (j->sock == -1 || j->listen_fd != -1)
 		return 0;
-	return jail_wait_ready(j, j->sock, true, cause);
+	return jail_wait_ready(j, true, cause);
 }
 
 int
@@ -404,10 +420,44 @@ jail_go(struct jail *j, char **cause)
 	if (j->sock == -1)
 		return 0;
 	if (jail_send_go(j, cause) == -1 ||
-	    jail_wait_ready(j, j->sock, false, cause) == -1)
+	    jail_wait_ready(j, false, cause) == -1)
 		return -1;
 	jail_keep_ctl(j);
 	return 0;
+}
+
+int
+jail_status_fd(struct jail *j)
+{
+	return j->sock;
+}
+
+int
+jail_setup_poll(struct jail *j, char **cause)
+{
+	if (j->sock == -1 || j->listen_fd != -1)
+		return 1;
+	return jail_read_status(j, true, cause);
+}
+
+int
+jail_go_send(struct jail *j, char **cause)
+{
+	if (j->sock == -1)
+		return 0;
+	return jail_send_go(j, cause);
+}
+
+int
+jail_go_poll(struct jail *j, char **cause)
+{
+	int rc;
+
+	if (j->sock == -1)
+		return 1;
+	if ((rc = jail_read_status(j, false, cause)) == 1)
+		jail_keep_ctl(j);
+	return rc;
 }
 
 struct jail *
@@ -436,7 +486,7 @@ jail_start(const struct jail_conf *c, char **cause)
 	/* Held, it is set up while the caller works: jail_go waits for it. */
 	if (jail_prepare_go(&p, j, cause) == -1 || (!c->hold &&
 	    (jail_send_go(j, cause) == -1 ||
-	    jail_wait_ready(j, j->sock, false, cause) == -1)))
+	    jail_wait_ready(j, false, cause) == -1)))
 		goto fail;
 	if (!c->hold)
 		jail_keep_ctl(j);

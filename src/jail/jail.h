@@ -79,6 +79,19 @@ int jail_go(struct jail *, char **cause);
  * *CAUSE like jail_go (then jail_free it).
  */
 int jail_wait_setup(struct jail *, char **cause);
+/*
+ * The same two waits without blocking, for an event loop: watch
+ * jail_status_fd for reading (-1 when there is nothing to wait for) and
+ * call the poll on each wake-up. jail_setup_poll: 1 once the set-up
+ * handed out its descriptors; then jail_go_send releases the command and
+ * jail_go_poll says 1 once it runs. 0: not yet; -1 with *CAUSE like
+ * jail_go (then jail_free it). The caller bounds the wait (jail_go allows
+ * 20 seconds).
+ */
+int jail_status_fd(struct jail *);
+int jail_setup_poll(struct jail *, char **cause);
+int jail_go_send(struct jail *, char **cause);
+int jail_go_poll(struct jail *, char **cause);
 /**
  * Readies in the background what the first jail_start would wait for (as
  * root with cgroup v1: the kernel's cgroup attach lock); changes nothing.

@@ -17,6 +17,7 @@ struct proxy_policy;
 struct proxy_session;
 struct session_disk;
 struct session_secret;
+struct session_secret_job;
 
 /* Grace between SIGTERM and SIGKILL when a session is asked to stop. */
 #define SESSION_TERM_GRACE_SEC 5
@@ -43,6 +44,8 @@ struct session_ctx {
 };
 
 struct session {
+	int references;              /* the front end's, and callbacks running */
+	bool freed;                  /* session_free ran: only the memory is left */
 	struct session_ctx *ctx;
 	struct session *next;
 	struct session_events ev;
@@ -68,6 +71,10 @@ struct session {
 	struct proxy_policy *policy; /* until the proxy session takes it */
 	struct session_secret *secrets;
 	size_t nsecrets;
+	struct session_secret_job *secret_jobs; /* getting their values (start) */
+	size_t nsecret_jobs;
+	size_t secrets_pending;      /* commands still running */
+	void (*secrets_done)(struct session *);
 	struct strv denied;          /* rules that denied requests suggest */
 	struct session_denial *denials; /* what was denied, per destination */
 	size_t ndenials;
@@ -103,6 +110,22 @@ struct session {
 	bool snap_ended;             /* the end snapshot is queued */
 	bool snap_end_pending;       /* and has not finished yet */
 	bool done_told;              /* the done event was sent */
+
+	/* Starting: session_start returned, the command does not run yet. */
+	bool starting;
+	bool start_saved;            /* the start snapshot saved the tree */
+	bool start_setup;            /* the jail handed out its descriptors */
+	bool start_go;               /* the command was released */
+	struct event *start_ev;      /* the snapshot said it saved the tree */
+	struct event *start_jail_ev; /* the jail's status channel */
+	struct event *start_timer;   /* the jail's time to get ready */
+	struct buf start_in;         /* what was written for the command meanwhile */
+	unsigned short rows;         /* its pty's size, once it runs */
+	unsigned short cols;
+	bool want_pty;               /* session_opts's, for the jail made later */
+	int64_t memory;
+	int64_t pids;
+	struct session_setup *setup; /* until the jail is made */
 
 	bool reaped;
 	bool ended;
@@ -192,7 +215,7 @@ void session_files_free(struct session *);
 
 /* Snapshots (session-snap.c). */
 void session_snap_start(struct session *);
-void session_snap_wait_start(struct session *);
+bool session_snap_when_saved(struct session *, void (*fn)(void *));
 void session_snap_end(struct session *);
 void session_snap_done(struct session *);
 void session_snap_free(struct session *, bool ran);
@@ -212,9 +235,19 @@ void session_proxy_ctx_free(struct session_ctx *);
 const char *session_proxy_ca_bundle(struct session_ctx *);
 /** Checks O's --allow/--deny rules; -1 with *CAUSE naming the bad one. */
 int session_proxy_check(const struct session_opts *, char **cause);
-/** Builds the session's policy and loads its profile's secrets (A may be NULL). */
+/**
+ * Builds the session's policy and begins getting its profile's secrets
+ * (A may be NULL): secret commands run on the loop.
+ */
 int session_proxy_prepare(struct session *, const struct config_agent *a,
     char **cause);
+/** True if secret commands still run: DONE(S) is called once they ended. */
+bool session_proxy_secrets_wait(struct session *,
+    void (*done)(struct session *));
+/** Every value in: the secrets and their placeholders; -1 with *CAUSE. */
+int session_proxy_secrets_finish(struct session *, char **cause);
+/** Lets go of what getting the secrets left (commands still running are killed). */
+void session_proxy_secrets_drop(struct session *);
 /** Adds the CA variables, NO_PROXY and the secrets' placeholders to ENV. */
 void session_proxy_env(struct session *, struct strv *env);
 /** Serves listener FD (which it takes, even on failure). */

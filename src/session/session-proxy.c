@@ -105,44 +105,29 @@ session_proxy_chunk(void *arg, const char *data, size_t len)
 	buf_add(po->out, data, len);
 }
 
-/*
- * Runs COMMAND with sh -c through the child-process runner and keeps its
- * output; it is killed past SESSION_SECRET_CMD_SECS. Its stderr is not
- * let onto the terminal (the dashboard owns it): its first line is told
- * in CAUSE when the command fails.
- */
-static int
-session_proxy_run(const char *command, struct buf *out, char **cause)
-{
-	char *argv[] = { "sh", "-c", (char *)command, NULL };
-	struct session_proxy_out po = { out, false };
-	struct proc_opts o;
-	struct buf why, line;
-	char *err = NULL;
-	int status;
+/* A secret command running for a session's start. */
+struct session_secret_job {
+	struct session *s;
+	const struct config_secret *cs;
+	struct proc *p;
+	struct buf out;
+	struct session_proxy_out po;
+	char *value;                 /* once in; NULL: none (said in a notice) */
+};
 
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.exe = "/bin/sh";
-	o.out_fd = -1;
-	o.umask = -1;
-	o.chunk = session_proxy_chunk;
-	o.chunk_arg = &po;
-	o.timeout = SESSION_SECRET_CMD_SECS;
-	o.err_max = 512;
-	buf_init(&why);
-	if (proc_run(&o, NULL, &why, &status, &err) == -1) {
-		*cause = xprintf("cannot run '%s': %s", command, err);
-		free(err);
-		return -1;
-	}
+/* Why a secret command that ended failed (-1, *CAUSE), or 0. */
+static int
+session_proxy_run_result(struct proc *p, const char *command, bool over,
+    char **cause)
+{
+	struct buf *err = proc_err(p), why;
+	int status = proc_status(p);
+
 	/* Its first line of complaint, escaped, goes into the cause. */
-	buf_init(&line);
-	if (why.len > 0)
-		quote_line_add(&line, why.data, strcspn(why.data, "\n"));
-	buf_free(&why);
-	why = line;
-	if (po.over)
+	buf_init(&why);
+	if (err->len > 0)
+		quote_line_add(&why, err->data, strcspn(err->data, "\n"));
+	if (over)
 		*cause = xprintf("'%s' printed more than %d bytes; a secret is "
 		    "one line", command, SESSION_SECRET_MAX);
 	else if (status == 128 + SIGKILL)
@@ -153,13 +138,30 @@ session_proxy_run(const char *command, struct buf *out, char **cause)
 		    status, why.len > 0 ? ": " : "", why.len > 0 ?
 		    why.data : "");
 	buf_free(&why);
-	return po.over || status != 0 ? -1 : 0;
+	return over || status != 0 ? -1 : 0;
+}
+
+/* The trimmed value in B, or NULL with *CAUSE if it is empty; B is wiped. */
+static char *
+session_proxy_secret_take(const struct config_secret *cs, struct buf *b,
+    int rc, char **cause)
+{
+	session_proxy_trim(b);
+	if (rc == -1 || b->len == 0) {
+		if (rc == 0)
+			*cause = xprintf("[secret %s] is empty", cs->name);
+		if (b->data != NULL)
+			explicit_bzero(b->data, b->len);
+		buf_free(b);
+		return NULL;
+	}
+	return buf_steal(b);
 }
 
 /*
- * The value of secret CS from the caller's environment, a file or a
- * command; NULL when its source is unset (then it is not passed), or with
- * *CAUSE when the source is there but fails.
+ * The value of secret CS from the caller's environment or a file; NULL
+ * when its source is unset (then it is not passed), or with *CAUSE when
+ * the source is there but fails. (A command's is read on the loop.)
  */
 static char *
 session_proxy_secret_value(const struct config_secret *cs, char **cause)
@@ -180,18 +182,8 @@ session_proxy_secret_value(const struct config_secret *cs, char **cause)
 			*cause = xprintf("[secret %s]: cannot read %s: %s",
 			    cs->name, path, strerror(errno));
 		free(path);
-	} else if (cs->command != NULL)
-		rc = session_proxy_run(cs->command, &b, cause);
-	session_proxy_trim(&b);
-	if (rc == -1 || b.len == 0) {
-		if (rc == 0)
-			*cause = xprintf("[secret %s] is empty", cs->name);
-		if (b.data != NULL)
-			explicit_bzero(b.data, b.len);
-		buf_free(&b);
-		return NULL;
 	}
-	return buf_steal(&b);
+	return session_proxy_secret_take(cs, &b, rc, cause);
 }
 
 static void
@@ -216,39 +208,150 @@ session_proxy_notice(struct session *s, const char *level, const char *msg)
 		s->ev.notice(s->arg, s, level, msg);
 }
 
+/* A secret command ended: its value is kept, or why not is said. */
+static void
+session_proxy_job_done(struct proc *p, void *arg)
+{
+	struct session_secret_job *j = arg;
+	struct session *s = j->s;
+	char *err = NULL;
+	int rc;
+
+	rc = session_proxy_run_result(p, j->cs->command, j->po.over, &err);
+	j->value = session_proxy_secret_take(j->cs, &j->out, rc, &err);
+	proc_free(p);
+	j->p = NULL;
+	if (err != NULL)
+		session_proxy_notice(s, "warn", err);
+	free(err);
+	if (--s->secrets_pending == 0 && s->secrets_done != NULL)
+		s->secrets_done(s);
+}
+
 /*
- * Loads the profile's secrets: each gets the placeholder the jail will
- * see, the same in every session of this user (agents remember a key they
- * were told to trust by its value). -1 and CAUSE if the user's placeholder
- * key cannot be used.
+ * Runs CS's command with sh -c through the child-process runner on the
+ * loop; it is killed past SESSION_SECRET_CMD_SECS and its output kept up
+ * to SESSION_SECRET_MAX. Its stderr is not let onto the terminal (the
+ * dashboard owns it): its first line is told when the command fails.
  */
-static int
-session_proxy_load_secrets(struct session *s, const struct config_agent *a,
-    char **cause)
+static void
+session_proxy_job_start(struct session *s, struct session_secret_job *j)
+{
+	char *argv[] = { "sh", "-c", (char *)j->cs->command, NULL };
+	struct proc_opts o;
+	char *err = NULL;
+
+	buf_init(&j->out);
+	j->po.out = &j->out;
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.exe = "/bin/sh";
+	o.out_fd = -1;
+	o.umask = -1;
+	o.chunk = session_proxy_chunk;
+	o.chunk_arg = &j->po;
+	o.timeout = SESSION_SECRET_CMD_SECS;
+	o.err_max = 512;
+	if ((j->p = proc_start(s->ctx->base, &o, session_proxy_job_done, j,
+	    &err)) != NULL) {
+		s->secrets_pending++;
+		return;
+	}
+	session_proxy_notice(s, "warn", err);
+	free(err);
+}
+
+/*
+ * Gets the profile's secrets: from the environment and files at once,
+ * from commands on the loop (session_proxy_secrets_wait).
+ */
+static void
+session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 {
 	const struct config_secret *cs;
+	struct session_secret_job *j;
+	char *err = NULL;
+	size_t i;
+
+	if (a == NULL || a->secrets.n == 0)
+		return;
+	s->secret_jobs = xcalloc(a->secrets.n, sizeof *s->secret_jobs);
+	for (i = 0; i < a->secrets.n; i++) {
+		if ((cs = config_secret(s->ctx->cf, a->secrets.v[i])) == NULL)
+			continue;
+		j = &s->secret_jobs[s->nsecret_jobs++];
+		j->s = s;
+		j->cs = cs;
+		if (cs->command != NULL && cs->from_env == NULL &&
+		    cs->file == NULL) {
+			session_proxy_job_start(s, j);
+			continue;
+		}
+		if ((j->value = session_proxy_secret_value(cs, &err)) == NULL &&
+		    err != NULL)
+			session_proxy_notice(s, "warn", err);
+		free(err);
+		err = NULL;
+	}
+}
+
+bool
+session_proxy_secrets_wait(struct session *s,
+    void (*done)(struct session *))
+{
+	s->secrets_done = done;
+	return s->secrets_pending > 0;
+}
+
+/* Lets go of secret commands still running, and of values not taken. */
+void
+session_proxy_secrets_drop(struct session *s)
+{
+	struct session_secret_job *j;
+	size_t i;
+
+	for (i = 0; i < s->nsecret_jobs; i++) {
+		j = &s->secret_jobs[i];
+		proc_free(j->p);
+		if (j->p != NULL && j->out.data != NULL)
+			explicit_bzero(j->out.data, j->out.len);
+		buf_free(&j->out);
+		if (j->value != NULL) {
+			explicit_bzero(j->value, strlen(j->value));
+			free(j->value);
+		}
+	}
+	free(s->secret_jobs);
+	s->secret_jobs = NULL;
+	s->nsecret_jobs = 0;
+	s->secrets_pending = 0;
+}
+
+/*
+ * Once every value is in, in the profile's order: each secret gets the
+ * placeholder the jail will see, the same in every session of this user
+ * (agents remember a key they were told to trust by its value). -1 and
+ * CAUSE if the user's placeholder key cannot be used.
+ */
+int
+session_proxy_secrets_finish(struct session *s, char **cause)
+{
+	struct session_secret_job *j;
 	struct session_secret *ss;
 	unsigned char key[PROXY_SECRET_KEY_LEN];
-	char *value, *err = NULL;
+	char *err = NULL;
 	bool have_key = false;
 	size_t i;
 
-	for (i = 0; a != NULL && i < a->secrets.n; i++) {
-		if ((cs = config_secret(s->ctx->cf, a->secrets.v[i])) == NULL)
+	for (i = 0; i < s->nsecret_jobs; i++) {
+		j = &s->secret_jobs[i];
+		if (j->value == NULL)
 			continue;
-		if ((value = session_proxy_secret_value(cs, &err)) == NULL) {
-			if (err != NULL)
-				session_proxy_notice(s, "warn", err);
-			free(err);
-			err = NULL;
-			continue;
-		}
 		if (!have_key && proxy_secret_key(s->ctx->data_dir, key,
 		    &err) == -1) {
-			explicit_bzero(value, strlen(value));
-			free(value);
-			*cause = xprintf("[secret %s]: %s", cs->name, err);
+			*cause = xprintf("[secret %s]: %s", j->cs->name, err);
 			free(err);
+			session_proxy_secrets_drop(s);
 			return -1;
 		}
 		have_key = true;
@@ -256,17 +359,20 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a,
 		    sizeof *s->secrets);
 		ss = &s->secrets[s->nsecrets++];
 		memset(ss, 0, sizeof *ss);
-		ss->name = xstrdup(cs->name);
-		ss->env = xstrdup(cs->env);
-		ss->value = value;
-		ss->placeholder = proxy_secret_placeholder_keyed(key, cs->name,
-		    value);
-		ss->header = cs->header != NULL ? xstrdup(cs->header) : NULL;
+		ss->name = xstrdup(j->cs->name);
+		ss->env = xstrdup(j->cs->env);
+		ss->value = j->value;
+		j->value = NULL;
+		ss->placeholder = proxy_secret_placeholder_keyed(key,
+		    j->cs->name, ss->value);
+		ss->header = j->cs->header != NULL ? xstrdup(j->cs->header) :
+		    NULL;
 		strv_init(&ss->hosts);
-		for (size_t j = 0; j < cs->hosts.n; j++)
-			strv_add(&ss->hosts, cs->hosts.v[j]);
+		for (size_t k = 0; k < j->cs->hosts.n; k++)
+			strv_add(&ss->hosts, j->cs->hosts.v[k]);
 	}
 	explicit_bzero(key, sizeof key);
+	session_proxy_secrets_drop(s);
 	return 0;
 }
 
@@ -390,7 +496,8 @@ session_proxy_prepare(struct session *s, const struct config_agent *a,
 {
 	if ((s->policy = session_proxy_policy(s, a, cause)) == NULL)
 		return -1;
-	return session_proxy_load_secrets(s, a, cause);
+	session_proxy_load_secrets(s, a);
+	return 0;
 }
 
 /* ---- what the proxy reports ---- */

@@ -66,8 +66,8 @@ session_snap_progress(void *arg, int64_t files)
 /*
  * The start snapshot, taken before the command runs: it is started here,
  * once the jail is being made (held before the command), and the session
- * waits until its tree is saved and its ref written (session_snap_wait_start)
- * before letting the command go: nothing may change the tree before that,
+ * lets the command go only once its tree is saved and its ref written
+ * (session_snap_when_saved): nothing may change the tree before that,
  * and until the ref is written a `git prune` in the jail could drop the
  * snapshot's new objects (a shadow repository is out of the jail's reach:
  * there the tree is enough); the rest follows on the loop. Failing to
@@ -96,11 +96,11 @@ session_snap_start(struct session *s)
 	}
 }
 
-void
-session_snap_wait_start(struct session *s)
+/* FN(S) runs on the loop once the start snapshot saved the tree; false: nothing to wait for. */
+bool
+session_snap_when_saved(struct session *s, void (*fn)(void *))
 {
-	if (s->snap != NULL)
-		snap_session_wait_ref(s->snap);
+	return s->snap != NULL && snap_session_when_saved(s->snap, fn, s) == 1;
 }
 
 static void
@@ -160,12 +160,15 @@ session_snap_end(struct session *s)
 }
 
 /*
- * Finishes queued snapshots (blocking) and frees. RAN: the command ran,
- * so an end snapshot is taken if none was (the session was killed).
+ * Lets go of the snapshots: those queued are still taken, on the loop.
+ * RAN: the command ran, so an end snapshot is taken if none was (the
+ * session was killed).
  */
 void
 session_snap_free(struct session *s, bool ran)
 {
+	if (s->snap != NULL)
+		snap_session_when_saved(s->snap, NULL, NULL);
 	if (s->snap != NULL && ran && s->id != -1)
 		session_snap_end(s);
 	snap_session_free(s->snap);

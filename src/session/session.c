@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 static void session_finish(struct session *);
+static void session_start_fail(struct session *, const char *);
 static void session_signal_then_kill(struct session *, int);
 static void session_strv_copy(struct strv *, char *const *);
 
@@ -29,11 +30,15 @@ session_ctx_sigchld(evutil_socket_t sig, short what, void *arg)
 
 	for (s = ctx->sessions; s != NULL; s = next) {
 		next = s->next;
-		if (s->jail != NULL && !s->reaped &&
-		    jail_reap(s->jail, &s->status) == 1) {
-			s->reaped = true;
+		if (s->jail == NULL || s->reaped ||
+		    jail_reap(s->jail, &s->status) != 1)
+			continue;
+		s->reaped = true;
+		if (s->starting)
+			session_start_fail(s, "the jail's setup ended before "
+			    "it started the command");
+		else
 			session_finish(s);
-		}
 	}
 }
 
@@ -77,6 +82,10 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
+	/* The end snapshots of the sessions freed are taken before the store closes. */
+	while (snap_session_orphans() > 0 &&
+	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
+		;
 	session_proxy_ctx_free(ctx);
 	if (ctx->sigchld != NULL)
 		event_free(ctx->sigchld);
@@ -235,8 +244,8 @@ session_end_state(const struct session *s)
 static void
 session_finish(struct session *s)
 {
-	if (s->ended || !s->reaped || s->pty != NULL || s->out != NULL ||
-	    s->err != NULL)
+	if (s->ended || !s->reaped || s->starting || s->pty != NULL ||
+	    s->out != NULL || s->err != NULL)
 		return;
 	s->ended = true;
 	if (s->kill_ev != NULL)
@@ -251,9 +260,13 @@ session_finish(struct session *s)
 	session_history_stop(s);
 	session_guard_stop(s);
 	session_snap_end(s);
+	/* The front end may free it from the callback. */
+	session_add_ref(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
-	session_snap_done(s);
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
 }
 
 /* ---- starting ---- */
@@ -326,7 +339,7 @@ session_cwd(const char *dir, const char *project)
 
 static void
 session_limits(struct jail_limits *l, const struct config *cf,
-    const struct config_agent *a, const struct session_opts *o)
+    const struct config_agent *a, const struct session *o)
 {
 	memset(l, 0, sizeof *l);
 	l->memory = o->memory > 0 ? o->memory : a->memory > 0 ? a->memory :
@@ -376,7 +389,7 @@ session_protect(struct session *s, const struct config_agent *a,
 
 static int
 session_jail(struct session *s, struct session_setup *sp,
-    const struct config_agent *a, const struct session_opts *o, char **cause)
+    const struct config_agent *a, char **cause)
 {
 	struct jail_conf jc;
 	size_t i;
@@ -385,7 +398,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	sp->shell = agent_user_shell();
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
-	session_setup_env(sp, a, o->pty, SESSION_PROXY_PORT);
+	session_setup_env(sp, a, s->want_pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
 	if (session_setup_overlays(sp, a, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
@@ -398,10 +411,10 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.home = sp->home;
 	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
 	session_setup_jail(sp, &jc);
-	session_limits(&jc.limits, s->ctx->cf, a, o);
-	jc.pty = o->pty;
-	jc.rows = o->rows;
-	jc.cols = o->cols;
+	session_limits(&jc.limits, s->ctx->cf, a, s);
+	jc.pty = s->want_pty;
+	jc.rows = s->rows;
+	jc.cols = s->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
 	jc.hold = true;
 	session_protect(s, a, &sp->protect);
@@ -429,18 +442,6 @@ session_jail(struct session *s, struct session_setup *sp,
 	return 0;
 }
 
-/* Once the jail's set-up is done: the config file entries into its HOME, then the command. */
-static int
-session_go(struct session *s, char **cause)
-{
-	if (jail_wait_setup(s->jail, cause) == -1)
-		return -1;
-	s->home_fd = jail_take_home_fd(s->jail);
-	if (session_files_place(s, cause) == -1)
-		return -1;
-	return jail_go(s->jail, cause);
-}
-
 static void
 session_strv_copy(struct strv *to, char *const *from)
 {
@@ -457,6 +458,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 {
 	struct session *s = xcalloc(1, sizeof *s);
 
+	s->references = 1;      /* the front end's, dropped by session_free */
 	s->ctx = ctx;
 	if (ev != NULL)
 		s->ev = *ev;
@@ -466,6 +468,12 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->guard_fd = -1;
 	s->home_fd = -1;
 	s->status = -1;
+	buf_init(&s->start_in);
+	s->rows = o->rows;
+	s->cols = o->cols;
+	s->want_pty = o->pty;
+	s->memory = o->memory;
+	s->pids = o->pids;
 	strv_init(&s->hfiles);
 	strv_init(&s->hcopies);
 	strv_init(&s->protect);
@@ -503,6 +511,19 @@ session_unlink(struct session *s)
 }
 
 /*
+ * agentmux proxy has no dashboard to keep alive: its loop runs (it is not
+ * running yet) until the secret commands are done.
+ */
+static int
+session_listener_secrets(struct session *s, char **cause)
+{
+	while (s->secrets_pending > 0 &&
+	    event_base_loop(s->ctx->base, EVLOOP_ONCE) == 0)
+		;
+	return session_proxy_secrets_finish(s, cause);
+}
+
+/*
  * A session with no jail and no command: the proxy serves O's listener
  * (agentmux proxy). Policy from the config, the profile if one is named,
  * and --allow/--deny; it ends when the front end frees it.
@@ -529,7 +550,8 @@ session_start_listener(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	s->reaped = true;   /* nothing runs: it ends when it is freed */
 	if (session_record(s, cause) == -1 ||
-	    session_proxy_prepare(s, a, cause) == -1) {
+	    session_proxy_prepare(s, a, cause) == -1 ||
+	    session_listener_secrets(s, cause) == -1) {
 		close(fd);
 		fd = -1;
 	}
@@ -578,12 +600,236 @@ session_wall_start(struct session *s, const struct config_agent *a)
 	evtimer_add(s->wall_ev, &tv);
 }
 
+/* ---- starting, on the loop ---- */
+
+/* The jail's set-up and its command each get so long, as jail_go gives them. */
+#define SESSION_JAIL_TIMEOUT_SEC 20
+
+static void session_start_step(struct session *);
+
+static void
+session_start_events_free(struct session *s)
+{
+	if (s->start_ev != NULL)
+		event_free(s->start_ev);
+	if (s->start_jail_ev != NULL)
+		event_free(s->start_jail_ev);
+	if (s->start_timer != NULL)
+		event_free(s->start_timer);
+	s->start_ev = s->start_jail_ev = s->start_timer = NULL;
+}
+
+/* The start failed with CAUSE: it is recorded, and the front end told. */
+static void
+session_start_fail(struct session *s, const char *cause)
+{
+	if (s->closing || cause == NULL)
+		cause = "closed before its command started";
+	session_start_events_free(s);
+	session_proxy_secrets_drop(s);
+	jail_free(s->jail);
+	s->jail = NULL;
+	s->starting = false;
+	s->reaped = true;
+	s->ended = true;
+	s->done_told = true;    /* no exited, no done: started says it all */
+	store_session_end(s->ctx->st, s->id, "failed", -1, cause);
+	log_debug("session %lld: start failed: %s", (long long)s->id, cause);
+	if (s->ev.started != NULL)
+		s->ev.started(s->arg, s, false, cause);
+}
+
+/* The command runs: the proxy serves its listener, its output is read. */
+static void
+session_start_done(struct session *s)
+{
+	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	char *cause = NULL;
+	bool closing;
+
+	session_start_events_free(s);
+	if (session_proxy_serve(s, jail_take_listen_fd(s->jail),
+	    &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+		return;
+	}
+	store_session_set_jail(s->ctx->st, s->id, jail_summary(s->jail));
+	s->starting = false;
+	session_io_start(s);
+	closing = s->in_closing;
+	s->in_closing = false;
+	if (s->start_in.len > 0)
+		session_write(s, s->start_in.data, s->start_in.len);
+	buf_free(&s->start_in);
+	if (closing)
+		session_close_input(s);
+	if (s->rows != 0 && s->cols != 0)
+		jail_resize(s->jail, s->rows, s->cols);
+	if (a != NULL)
+		session_wall_start(s, a);
+	session_disk_start(s);
+	if (s->ev.started != NULL)
+		s->ev.started(s->arg, s, true, NULL);
+}
+
+static void
+session_start_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_start_fail(arg, "the jail did not start within 20 seconds");
+}
+
+static void
+session_start_arm_timer(struct session *s)
+{
+	struct timeval tv = { SESSION_JAIL_TIMEOUT_SEC, 0 };
+
+	evtimer_add(s->start_timer, &tv);
+}
+
+/* The jail's status channel has something: its set-up, or its command's start. */
+static void
+session_start_jail_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	char *cause = NULL;
+	int rc;
+
+	if (!s->start_setup) {
+		if ((rc = jail_setup_poll(s->jail, &cause)) == 1) {
+			s->start_setup = true;
+			/* Nothing more comes until it is released. */
+			event_del(s->start_jail_ev);
+			session_start_step(s);
+		}
+	} else if ((rc = jail_go_poll(s->jail, &cause)) == 1)
+		session_start_done(s);
+	if (rc == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
+/* The snapshot saved the tree (called from inside its job: the rest waits for the loop). */
+static void
+session_start_saved(void *arg)
+{
+	struct session *s = arg;
+
+	event_active(s->start_ev, EV_TIMEOUT, 0);
+}
+
+static void
+session_start_saved_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	s->start_saved = true;
+	session_guard_start(s);
+	session_history_watch(s);
+	session_start_arm_timer(s);
+	session_start_step(s);
+}
+
+/*
+ * Once the tree is saved and the jail set up: the config file entries go
+ * into its HOME, then the command is released.
+ */
+static void
+session_start_step(struct session *s)
+{
+	char *cause = NULL;
+
+	if (!s->start_saved || !s->start_setup || s->start_go)
+		return;
+	s->start_go = true;
+	s->home_fd = jail_take_home_fd(s->jail);
+	if (session_files_place(s, &cause) == -1 ||
+	    jail_go_send(s->jail, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+		return;
+	}
+	if (jail_status_fd(s->jail) == -1) {
+		session_start_done(s);
+		return;
+	}
+	session_start_arm_timer(s);
+	event_add(s->start_jail_ev, NULL);
+}
+
+/* Watches what the start waits for: the snapshot and the jail. */
+static void
+session_start_watch(struct session *s)
+{
+	struct event_base *base = s->ctx->base;
+	int fd = jail_status_fd(s->jail);
+
+	s->starting = true;
+	s->start_ev = event_new(base, -1, 0, session_start_saved_cb, s);
+	s->start_timer = evtimer_new(base, session_start_timer_cb, s);
+	s->start_jail_ev = event_new(base, fd, EV_READ | EV_PERSIST,
+	    session_start_jail_cb, s);
+	if (s->start_ev == NULL || s->start_timer == NULL ||
+	    s->start_jail_ev == NULL)
+		fatalx("cannot create the events a session starts on");
+	if (fd == -1)
+		s->start_setup = true;
+	else
+		event_add(s->start_jail_ev, NULL);
+	/* No snapshot (it could not be taken): the tree need not wait. */
+	if (!session_snap_when_saved(s, session_start_saved))
+		event_active(s->start_ev, EV_TIMEOUT, 0);
+}
+
+/*
+ * The jail is made (and moved into its cgroups) while the start snapshot
+ * runs; the command waits for both, on the loop.
+ */
+static int
+session_start_jail(struct session *s, char **cause)
+{
+	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	int rc;
+
+	if (a == NULL) {
+		*cause = xprintf("agent %s is no longer configured", s->agent);
+		return -1;
+	}
+	if (session_proxy_secrets_finish(s, cause) == -1)
+		return -1;
+	rc = session_jail(s, s->setup, a, cause);
+	session_setup_free(s->setup);
+	free(s->setup);
+	s->setup = NULL;
+	if (rc == -1)
+		return -1;
+	session_snap_start(s);
+	session_start_watch(s);
+	return 0;
+}
+
+/* The secret commands are done (on the loop): the jail comes next. */
+static void
+session_start_secrets(struct session *s)
+{
+	char *cause = NULL;
+
+	if (s->closing) {
+		session_start_fail(s, NULL);
+		return;
+	}
+	if (session_start_jail(s, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
 {
 	const struct config_agent *a;
-	struct session_setup ss;
 	struct session *s;
 
 	if (o->listen_fd != -1)
@@ -593,10 +839,11 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s = session_new(ctx, o, ev, arg);
 	s->agent = xstrdup(a->name);
 	session_pane_start(s, o);
-	session_setup_init(&ss);
+	s->setup = xcalloc(1, sizeof *s->setup);
+	session_setup_init(s->setup);
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
-	    cause) == -1 || session_setup_command(&ss, &s->argv, a, o->command,
-	    s->project, cause) == -1)
+	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
+	    o->command, s->project, cause) == -1)
 		goto fail;
 	if (session_guard_sockets(s, cause) == -1 ||
 	    session_disk_check(ctx, s->project, cause) == -1)
@@ -608,37 +855,40 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		goto fail;
 	if (session_proxy_prepare(s, a, cause) == -1)
 		goto failed;
-	/*
-	 * The jail is made (and moved into its cgroups) while the start
-	 * snapshot runs; the command waits for both.
-	 */
-	if (session_jail(s, &ss, a, o, cause) == -1)
-		goto failed;
-	session_snap_start(s);
-	session_snap_wait_start(s);
-	session_guard_start(s);
-	session_history_watch(s);
-	if (session_go(s, cause) == -1) {
-		jail_free(s->jail);
-		s->jail = NULL;
-		goto failed;
-	}
-	if (session_proxy_serve(s, jail_take_listen_fd(s->jail), cause) == -1)
-		goto failed;
-	session_setup_free(&ss);
-	store_session_set_jail(ctx->st, s->id, jail_summary(s->jail));
 	session_link(s);
-	session_io_start(s);
-	session_wall_start(s, a);
-	session_disk_start(s);
+	s->starting = true;
+	/* Secret commands first: the jail's environment holds their placeholders. */
+	if (session_proxy_secrets_wait(s, session_start_secrets))
+		return s;
+	if (session_start_jail(s, cause) == -1)
+		goto failed;
 	return s;
 failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
 	s->ended = true;
 fail:
-	session_setup_free(&ss);
 	session_free(s);
 	return NULL;
+}
+
+bool
+session_starting(struct session *s)
+{
+	return s->starting;
+}
+
+void
+session_add_ref(struct session *s)
+{
+	s->references++;
+}
+
+void
+session_remove_ref(struct session *s)
+{
+	if (--s->references > 0)
+		return;
+	free(s);
 }
 
 void
@@ -646,12 +896,20 @@ session_free(struct session *s)
 {
 	bool ran;
 
-	if (s == NULL)
+	if (s == NULL || s->freed)
 		return;
+	s->freed = true;
 	ran = s->jail != NULL;
 	/* The front end lets go of it: no event reaches it from here on. */
 	s->done_told = true;
 	session_unlink(s);
+	session_start_events_free(s);
+	buf_free(&s->start_in);
+	session_proxy_secrets_drop(s);
+	if (s->setup != NULL) {
+		session_setup_free(s->setup);
+		free(s->setup);
+	}
 	session_proxy_end(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);
@@ -703,7 +961,8 @@ session_free(struct session *s)
 	free(s->cwd);
 	free(s->command);
 	free(s->end_reason);
-	free(s);
+	s->agent = s->project = s->command = NULL;
+	session_remove_ref(s);
 }
 
 /* ---- what front ends ask ---- */
@@ -755,6 +1014,11 @@ session_write(struct session *s, const void *data, size_t len)
 {
 	struct bufferevent *bev = s->pty != NULL ? s->pty : s->in;
 
+	if (s->starting && !s->in_closing) {
+		/* Kept until the command runs (keys typed while it starts). */
+		buf_add(&s->start_in, data, len);
+		return 0;
+	}
 	if (bev == NULL || s->in_closing) {
 		errno = EPIPE;
 		return -1;
@@ -767,6 +1031,8 @@ session_input_pending(struct session *s)
 {
 	struct bufferevent *bev = s->pty != NULL ? s->pty : s->in;
 
+	if (s->starting)
+		return s->start_in.len;
 	return bev != NULL ? evbuffer_get_length(bufferevent_get_output(bev)) :
 	    0;
 }
@@ -774,6 +1040,10 @@ session_input_pending(struct session *s)
 void
 session_close_input(struct session *s)
 {
+	if (s->starting) {
+		s->in_closing = true;   /* once what was written meanwhile is */
+		return;
+	}
 	if (s->in == NULL)
 		return;
 	s->in_closing = true;
@@ -784,7 +1054,9 @@ void
 session_resize(struct session *s, unsigned short rows, unsigned short cols)
 {
 	session_pane_resize(s, rows, cols);
-	if (s->jail != NULL && !s->reaped)
+	s->rows = rows;
+	s->cols = cols;
+	if (s->jail != NULL && !s->reaped && !s->starting)
 		jail_resize(s->jail, rows, cols);
 }
 
@@ -802,6 +1074,11 @@ session_terminate(struct session *s)
 {
 	if (s->jail == NULL || s->reaped)
 		return;
+	/* Nothing of it runs yet that could act on a signal. */
+	if (s->starting) {
+		jail_kill(s->jail);
+		return;
+	}
 	/* A frozen command cannot act on SIGTERM: it goes at once. */
 	if (session_disk_frozen(s)) {
 		jail_kill(s->jail);
@@ -816,7 +1093,7 @@ session_close(struct session *s)
 	s->closing = true;
 	if (s->jail == NULL || s->reaped)
 		return;
-	if (session_disk_frozen(s)) {
+	if (s->starting || session_disk_frozen(s)) {
 		jail_kill(s->jail);
 		return;
 	}

@@ -114,6 +114,14 @@ struct session_events {
 	 * title, bells or modes may have changed and it wants drawing.
 	 */
 	void (*pane_changed)(void *arg, struct session *);
+	/*
+	 * The start is over (session_start returned before it was): OK, the
+	 * command runs; else CAUSE (a sentence) says why it did not, the
+	 * session is recorded as failed and no other event follows (free it).
+	 * Not for a session that serves a listener (listen_fd).
+	 */
+	void (*started)(void *arg, struct session *, bool ok,
+	    const char *cause);
 	/* The command ended with STATUS (exit code, or 128+N for signal N). */
 	void (*exited)(void *arg, struct session *, int status);
 	/*
@@ -156,14 +164,30 @@ int session_check(struct session_ctx *, const struct session_opts *,
 
 /**
  * Starts a session: resolves the agent profile and project, records the
- * session, snapshots the project, starts the jail and serves its proxy
- * listener. NULL with *CAUSE (a sentence saying what to do) on error.
+ * session and begins the jail and the start snapshot, then returns at once
+ * with the session starting (session_starting). On the loop, once the
+ * snapshot has saved the tree and the jail is set up, the command is
+ * released and the proxy serves its listener; the started event says when
+ * (or why not). Input written meanwhile is kept for the command. NULL with
+ * *CAUSE (a sentence saying what to do) on an error found before it returns.
  */
 struct session *session_start(struct session_ctx *,
     const struct session_opts *, const struct session_events *, void *arg,
     char **cause);
-/** Ends what still runs, records the end, frees; NULL is a no-op. */
+/**
+ * Ends what still runs, records the end, frees; NULL is a no-op. The end
+ * snapshot, if still to take, is taken on the loop afterwards (it does not
+ * wait). Safe from the session's own callbacks: no event follows.
+ */
 void session_free(struct session *);
+/*
+ * Sessions are reference-counted (as tmux's): one the session layer is
+ * calling back about stays in memory until the callback returns, even if
+ * the front end frees it there. A front end that keeps the pointer past a
+ * session_free (to compare it) holds a reference of its own.
+ */
+void session_add_ref(struct session *);
+void session_remove_ref(struct session *);
 
 int64_t session_id(struct session *);
 const char *session_agent(struct session *);
@@ -171,6 +195,8 @@ const char *session_project(struct session *);
 /** The command line, shell-quoted; borrowed. */
 const char *session_command(struct session *);
 bool session_running(struct session *);
+/** True from session_start until the started event. */
+bool session_starting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
 /** Exit status once ended, else -1. */

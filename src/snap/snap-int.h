@@ -299,10 +299,13 @@ struct snap_take *snap_take_start(struct event_base *base, struct store *,
     char **cause);
 /* Finishes a job on a private loop (blocking); DONE still runs. */
 void snap_take_finish(struct snap_take *);
-/* Runs a job on a private loop until the work tree may change (its ref written; a shadow's tree saved); the rest goes on on its loop. */
-void snap_take_finish_ref(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);
+/*
+ * FN(ARG) runs once the job is recorded (the work tree may
+ * change then) or over, whichever comes first; at once if it is recorded already.
+ */
+void snap_take_when_saved(struct snap_take *, void (*fn)(void *), void *arg);
 /* Runs a snapshot to the end on a private loop. */
 int snap_take_sync(struct store *, struct snap_repo *,
     const struct snap_take_opts *, struct snap_result *, char **cause);

@@ -36,7 +36,12 @@ struct snap_session {
 	struct event *keep_ev;          /* a keep job waiting to start */
 	void (*notice)(void *, const char *);
 	void *notice_arg;
+	bool orphan;                    /* freed while busy: it frees itself once done */
+	int calling;                    /* inside a done callback (which may free it) */
 };
+
+/* Sessions freed with snapshots still to take: each frees itself when they are taken. */
+static int snap_session_norphans;
 
 static void snap_session_next(struct snap_session *);
 
@@ -71,42 +76,24 @@ snap_queued_clear(struct snap_queued *q)
 	memset(q, 0, sizeof *q);
 }
 
-void
-snap_session_wait(struct snap_session *ss)
+int
+snap_session_when_saved(struct snap_session *ss, void (*fn)(void *),
+    void *arg)
 {
-	bool closing = ss->closing;
-
-	/* Done callbacks must not start the next job on the main loop. */
-	ss->closing = true;
-	while (ss->job != NULL || ss->nqueue > 0) {
-		if (ss->job == NULL)
-			snap_session_next(ss);
-		if (ss->job != NULL)
-			snap_take_finish(ss->job);
-	}
-	ss->closing = closing;
-}
-
-void
-snap_session_wait_ref(struct snap_session *ss)
-{
-	if (ss->job == NULL && ss->nqueue > 0)
+	if (fn != NULL && ss->job == NULL && ss->nqueue > 0)
 		snap_session_next(ss);
-	if (ss->job != NULL)
-		snap_take_finish_ref(ss->job);
+	if (ss->job == NULL)
+		return 0;
+	snap_take_when_saved(ss->job, fn, arg);
+	return 1;
 }
 
-void
-snap_session_free(struct snap_session *ss)
+/* Frees what is left once nothing runs. */
+static void
+snap_session_release(struct snap_session *ss)
 {
 	size_t i;
 
-	if (ss == NULL)
-		return;
-	if (ss->turn_ev != NULL)
-		event_free(ss->turn_ev);
-	/* What was asked for is taken: the end snapshot must not be lost. */
-	snap_session_wait(ss);
 	ss->closing = true;
 	if (ss->keep_ev != NULL)
 		event_free(ss->keep_ev);
@@ -118,6 +105,49 @@ snap_session_free(struct snap_session *ss)
 	free(ss->queue);
 	snap_repo_free(ss->repo);
 	free(ss);
+}
+
+/* An orphan whose last snapshot is taken goes; true if it went. */
+static bool
+snap_session_reap(struct snap_session *ss)
+{
+	if (!ss->orphan || ss->calling > 0 || ss->job != NULL ||
+	    ss->nqueue > 0)
+		return false;
+	snap_session_norphans--;
+	snap_session_release(ss);
+	return true;
+}
+
+void
+snap_session_free(struct snap_session *ss)
+{
+	size_t i;
+
+	if (ss == NULL || ss->orphan)
+		return;
+	if (ss->turn_ev != NULL)
+		event_free(ss->turn_ev);
+	ss->turn_ev = NULL;
+	/* Nobody hears of them any more; what was asked for is still taken. */
+	for (i = 0; i < ss->nqueue; i++)
+		ss->queue[i].done = NULL;
+	ss->running.done = NULL;
+	ss->progress = NULL;
+	ss->notice = NULL;
+	if (ss->job != NULL)
+		snap_take_when_saved(ss->job, NULL, NULL);
+	ss->orphan = true;
+	snap_session_norphans++;
+	if (ss->job == NULL && ss->nqueue > 0)
+		snap_session_next(ss);
+	snap_session_reap(ss);
+}
+
+int
+snap_session_orphans(void)
+{
+	return snap_session_norphans;
 }
 
 static void
@@ -169,7 +199,7 @@ snap_session_keep(struct snap_session *ss, bool at_start)
 {
 	struct timeval tv = { at_start ? SNAP_SESSION_KEEP_DELAY : 0, 0 };
 
-	if (ss->keep != NULL || ss->closing)
+	if (ss->keep != NULL || ss->closing || ss->orphan)
 		return;
 	if (ss->keep_ev == NULL)
 		ss->keep_ev = evtimer_new(ss->base, snap_session_keep_cb, ss);
@@ -195,14 +225,17 @@ snap_session_done(void *arg, const struct snap_result *res, const char *error)
 	if (error != NULL)
 		store_event_add(ss->st, ss->id, "warn", "snapshot",
 		    "the %s snapshot failed: %s", q.kind, error);
+	ss->calling++;
 	if (q.done != NULL)
 		q.done(q.arg, res, error);
+	ss->calling--;
 	if (error == NULL && (strcmp(q.kind, "start") == 0 ||
 	    strcmp(q.kind, "end") == 0))
 		snap_session_keep(ss, strcmp(q.kind, "start") == 0);
 	snap_queued_clear(&q);
 	if (!ss->closing)
 		snap_session_next(ss);
+	snap_session_reap(ss);
 }
 
 /* Starts the first queued snapshot; one runs at a time (they share an index). */
@@ -230,8 +263,10 @@ snap_session_next(struct snap_session *ss)
 		memset(&ss->running, 0, sizeof ss->running);
 		store_event_add(ss->st, ss->id, "warn", "snapshot",
 		    "the %s snapshot failed: %s", q.kind, cause);
+		ss->calling++;
 		if (q.done != NULL)
 			q.done(q.arg, NULL, cause);
+		ss->calling--;
 		free(cause);
 		cause = NULL;
 		snap_queued_clear(&q);

@@ -74,6 +74,8 @@ struct snap_take {
 	snap_done_cb done;
 	void *arg;
 	bool *finished;           /* set when the job is over */
+	void (*saved)(void *);    /* once recorded, or over (snap_take_when_saved) */
+	void *saved_arg;
 	bool starting;            /* inside snap_take_start: it reports errors itself */
 	struct snap_result res;   /* recorded, waiting for the freeze to end */
 	struct buf adopted;       /* index lines that take the placeholders out again */
@@ -243,9 +245,21 @@ snap_take_strings(struct strv *sv, size_t *n)
 	return v;
 }
 
+/* Tells whoever waits for the tree to be safe, once. */
+static void
+snap_take_tell_saved(struct snap_take *t)
+{
+	void (*fn)(void *) = t->saved;
+
+	t->saved = NULL;
+	if (fn != NULL)
+		fn(t->saved_arg);
+}
+
 static void
 snap_take_end(struct snap_take *t, struct snap_result *res)
 {
+	snap_take_tell_saved(t);
 	if (t->progress != NULL && t->files > 0)
 		t->progress(t->arg, t->files);
 	if (t->finished != NULL)
@@ -425,6 +439,7 @@ snap_take_record(struct snap_take *t)
 	res.seq = snap_take_seq(t->st, t->session, id);
 	t->recorded = true;
 	t->res = res;
+	snap_take_tell_saved(t);
 }
 
 /*
@@ -1578,6 +1593,15 @@ snap_take_start(struct event_base *base, struct store *st,
 }
 
 void
+snap_take_when_saved(struct snap_take *t, void (*fn)(void *), void *arg)
+{
+	t->saved = fn;
+	t->saved_arg = arg;
+	if (t->recorded)
+		snap_take_tell_saved(t);
+}
+
+void
 snap_take_cancel(struct snap_take *t)
 {
 	if (t != NULL)
@@ -1635,11 +1659,6 @@ snap_take_finish(struct snap_take *t)
 	snap_take_run(t, false);
 }
 
-void
-snap_take_finish_ref(struct snap_take *t)
-{
-	snap_take_run(t, true);
-}
 
 static void (*snap_sync_progress)(void *, int64_t);
 static void *snap_sync_progress_arg;

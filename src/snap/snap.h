@@ -157,8 +157,17 @@ typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
 struct snap_session *snap_session_create(struct event_base *base,
     struct store *, const struct config *, int64_t session,
     const char *project, char **cause);
-/** Finishes snapshots still in progress (blocking), then frees; NULL is a no-op. */
+/**
+ * Lets go of it; NULL is a no-op. Snapshots asked for and not yet taken
+ * are still taken, on the loop (no callback of theirs runs), and it frees
+ * itself after; may be called from its own callbacks.
+ */
 void snap_session_free(struct snap_session *);
+/**
+ * How many freed ones still take their snapshots: a process runs its loop
+ * until none is left before it closes the store.
+ */
+int snap_session_orphans(void);
 /**
  * Queues a snapshot of KIND (start | end | manual | turn | undo) with
  * LABEL (may be NULL); DONE (may be NULL) runs when it is recorded. A
@@ -172,16 +181,15 @@ int snap_session_take(struct snap_session *, const char *kind,
  * turn within the interval is taken when it runs out).
  */
 void snap_session_turn(struct snap_session *);
-/** Waits (blocking, on a private loop) for the snapshots queued so far. */
-void snap_session_wait(struct snap_session *);
 /**
- * Waits (blocking) until the first queued snapshot has saved the tree and
- * its ref points at it: the files are safe, and out of reach of a prune in
- * the jail; its record follows on the loop. In a shadow repository, which no
- * jail can reach, it returns once the tree is saved: the commit and ref
- * follow on the loop too.
+ * FN(ARG) runs on the loop once the first queued snapshot has saved the
+ * tree and its ref points at it (the files are safe, and out of reach of a
+ * prune in the jail; its record follows), or has failed (its done callback
+ * says which). Returns 1, or 0 when no snapshot
+ * is queued (FN does not run). FN NULL: whoever waited no longer does.
  */
-void snap_session_wait_ref(struct snap_session *);
+int snap_session_when_saved(struct snap_session *, void (*fn)(void *arg),
+    void *arg);
 /** Progress of a large snapshot: FILES hashed so far. */
 void snap_session_set_progress(struct snap_session *,
     void (*)(void *arg, int64_t files), void *arg);

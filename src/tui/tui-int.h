@@ -43,6 +43,7 @@ struct tui_pane {
 	bool scrollback;          /* browsing the history with keys */
 	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
 	bool exited;
+	char *start_failed;       /* why its session did not start, or NULL */
 	bool done;                /* exited, and its end snapshot is over */
 	int status;
 	unsigned bells;           /* rings not yet seen */

@@ -51,6 +51,32 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	    "%d", (long long)wp->id, wp->agent, status);
 }
 
+/* The session's command runs, or it did not start: then the pane says why, as an ended one. */
+static void
+tui_pane_started(void *arg, struct session *s, bool ok, const char *cause)
+{
+	struct tui_pane *wp = arg;
+
+	wp->redraw = true;
+	tui_redraw(wp->t);
+	if (ok)
+		return;
+	wp->exited = true;
+	wp->status = 127;
+	free(wp->start_failed);
+	wp->start_failed = xstrdup(cause);
+	tui_prompt_drop_pane(wp->t, wp);
+	tui_disk_drop_pane(wp->t, wp);
+	if (wp->closing) {
+		tui_message(wp->t, false, "session %lld (%s) closed",
+		    (long long)wp->id, wp->agent);
+		tui_pane_closed(wp->t);
+		return;
+	}
+	tui_message(wp->t, true, "session %lld (%s) did not start: %s",
+	    (long long)wp->id, wp->agent, cause);
+}
+
 static void
 tui_pane_request(void *arg, struct session *s, const struct request *r)
 {
@@ -109,6 +135,7 @@ tui_pane_done(void *arg, struct session *s)
 
 static const struct session_events tui_pane_events = {
 	.pane_changed = tui_pane_changed,
+	.started = tui_pane_started,
 	.exited = tui_pane_exited,
 	.request = tui_pane_request,
 	.ask = tui_pane_ask,
@@ -191,6 +218,8 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 		store_session_free(ss);
 	}
 	wp->exited = false;
+	free(wp->start_failed);
+	wp->start_failed = NULL;
 	wp->done = false;
 	wp->status = 0;
 	tui_session_undo_cancel(t, wp);
@@ -248,6 +277,7 @@ tui_pane_free(struct tui_pane *wp)
 	free(wp->project);
 	free(wp->dir);
 	free(wp->unsafe);
+	free(wp->start_failed);
 	strv_free(&wp->command);
 	free(wp);
 }
@@ -319,8 +349,12 @@ tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
 
 	if (wp->s == NULL && !wp->exited)
 		snprintf(buf, len, "closed");
+	else if (wp->start_failed != NULL)
+		snprintf(buf, len, "failed");
 	else if (wp->exited)
 		snprintf(buf, len, "exited %d", wp->status);
+	else if (session_starting(wp->s))
+		snprintf(buf, len, "starting");
 	else if (tui_disk_frozen(wp))
 		snprintf(buf, len, "frozen");
 	else {
@@ -350,16 +384,34 @@ tui_pane_title(struct tui_pane *wp, bool focused)
 		    pane_title(wp->pane));
 }
 
-/* The bar over a pane whose program ended. */
+/* The bar over a pane whose program ended (or never started: why, above it). */
 static void
 tui_pane_banner(struct tui_pane *wp)
 {
 	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
 
 	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	if (wp->start_failed == NULL) {
+		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		    " %s %lld exited with status %d  --  r: restart  x: close ",
+		    wp->agent, (long long)wp->id, wp->status);
+		return;
+	}
 	tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
-	    " %s %lld exited with status %d  --  r: restart  x: close ",
-	    wp->agent, (long long)wp->id, wp->status);
+	    " %s %lld did not start  --  r: restart  x: close ", wp->agent,
+	    (long long)wp->id);
+	if (wp->r.sy > 1)
+		tui_screen_print(wp->t->scr, r.x, r.y - 1, r.sx, TUI_STYLE_WARN,
+		    wp->start_failed);
+}
+
+/* A pane whose session is starting says so until its command's output comes. */
+static void
+tui_pane_starting(struct tui_pane *wp)
+{
+	tui_screen_print(wp->t->scr, wp->r.x, wp->r.y, wp->r.sx,
+	    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (snapshotting the project; "
+	    "keys typed now are kept for it)");
 }
 
 void
@@ -395,6 +447,8 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 		    "[%u/%u] q: back", wp->offset, pane_grid_hsize(gd));
 	if (wp->exited)
 		tui_pane_banner(wp);
+	else if (wp->s != NULL && session_starting(wp->s))
+		tui_pane_starting(wp);
 }
 
 void

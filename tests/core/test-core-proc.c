@@ -257,10 +257,59 @@ test_free_kills(void **state)
 	assert_non_null(p);
 	proc_free(p);
 	assert_int_equal(done, 0);
-	/* Nothing left to reap: the child is gone. */
+	/* The loop reaps it (it ends once that is done): nothing is left. */
+	assert_int_not_equal(event_base_dispatch(base), -1);
 	assert_int_equal(waitpid(-1, &st, WNOHANG), -1);
 	assert_int_equal(errno, ECHILD);
 	event_base_free(base);
+}
+
+/*
+ * proc_term does not wait for a command that ignores SIGTERM: it returns
+ * at once, and the loop kills and reaps it once its grace is over.
+ */
+static void
+test_term_does_not_wait(void **state)
+{
+	char *dir = test_tmpdir("proc-term"), *file = xprintf("%s/pid", dir);
+	char *script = xprintf("echo $$ > %s; trap '' TERM; echo ready; "
+	    "exec sleep 30", file);
+	char *argv[] = { "sh", "-c", script, NULL };
+	struct event_base *base = event_base_new();
+	struct proc_opts o;
+	struct proc *p;
+	char *cause = NULL, *text;
+	int64_t t0, spent;
+	pid_t pid;
+	int i, st, done = 0;
+
+	opts_sh(&o, argv);
+	p = proc_start(base, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	/* Until it says ready, it has not set its trap. */
+	for (i = 0; i < 500 && strstr(proc_out(p)->data != NULL ?
+	    proc_out(p)->data : "", "ready") == NULL; i++)
+		event_base_loop(base, EVLOOP_ONCE);
+	text = test_read_file(file);
+	assert_non_null(text);
+	pid = (pid_t)atoi(text);
+	free(text);
+	t0 = util_mono_us();
+	proc_term(p);
+	spent = util_mono_us() - t0;
+	assert_true(spent < 100000);
+	/* Not reaped yet: it ignores SIGTERM, and nobody waited. */
+	assert_int_equal(kill(pid, 0), 0);
+	assert_int_not_equal(event_base_dispatch(base), -1);
+	assert_int_equal(kill(pid, 0), -1);
+	assert_int_equal(errno, ESRCH);
+	assert_int_equal(waitpid(-1, &st, WNOHANG), -1);
+	assert_int_equal(done, 0);
+	event_base_free(base);
+	test_rmtree(dir);
+	free(dir);
+	free(file);
+	free(script);
 }
 
 static void
@@ -416,6 +465,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_and_status),
+		cmocka_unit_test(test_term_does_not_wait),
 		cmocka_unit_test(test_signal_status),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_missing_command),

@@ -89,6 +89,12 @@ session(struct store *st, struct config *cf, int n, const char *cmd)
 	}
 	take(base, ss, "end");
 	snap_session_free(ss);
+	/*
+	 * A keep job the free stopped is reaped on the loop, not waited for:
+	 * run it until that is done, so that no git of it touches the
+	 * repository after.
+	 */
+	event_base_dispatch(base);
 	store_session_end(st, id, "exited", 0, NULL);
 	event_base_free(base);
 	return id;

@@ -75,6 +75,21 @@ drain(struct event_base *base, struct snap_session *ss)
 		event_base_loop(base, EVLOOP_ONCE);
 }
 
+/* Lets go of SS, and runs the loop until what it was asked for is taken. */
+static void
+release(struct event_base *base, struct snap_session *ss)
+{
+	snap_session_free(ss);
+	while (snap_session_orphans() > 0)
+		event_base_loop(base, EVLOOP_ONCE);
+}
+
+static void
+saved(void *arg)
+{
+	*(bool *)arg = true;
+}
+
 static size_t
 count(struct store *st, int64_t id)
 {
@@ -164,12 +179,19 @@ test_session_snapshots(void **state)
 	drain(base, ss);
 	assert_int_equal(count(st, id), 3);
 
-	/* Freeing finishes what was asked for: the end snapshot is not lost. */
+	/*
+	 * Freeing does not wait, and what was asked for is still taken on the
+	 * loop: the end snapshot is not lost (nobody is called back about it).
+	 */
 	memset(&w, 0, sizeof w);
 	assert_int_equal(snap_session_take(ss, "end", "bye", on_done, &w,
 	    &cause), 0);
 	snap_session_free(ss);
-	assert_int_equal(w.calls, 1);
+	assert_int_equal(snap_session_orphans(), 1);
+	assert_int_equal(count(st, id), 3);
+	while (snap_session_orphans() > 0)
+		event_base_loop(base, EVLOOP_ONCE);
+	assert_int_equal(w.calls, 0);
 	assert_int_equal(count(st, id), 4);
 	store_close(st);
 	event_base_free(base);
@@ -206,7 +228,7 @@ test_session_commits(void **state)
 	    "rm b && echo n > n && git add -A && git commit -qm agent2 && "
 	    "git branch -f side HEAD");
 	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
-	snap_session_free(ss);
+	release(base, ss);
 	store_session_end(st, id, "exited", 0, NULL);
 	store_close(st);
 
@@ -267,7 +289,7 @@ test_session_commits(void **state)
 }
 
 /*
- * The command may start once snap_session_wait_ref returns: the own
+ * The command may start once snap_session_when_saved says so: the own
  * repository is out of any jail's reach, so as soon as the tree and modes
  * are saved, with the commit and ref following on the loop. What changes
  * right after is not in the start snapshot, in a project outside git or
@@ -285,6 +307,7 @@ test_session_wait_ref(void **state)
 	char *cause = NULL, *s;
 	int64_t id;
 	int round;
+	bool is_saved;
 
 	st = store_open(NULL, &cause);
 	for (round = 0; round < 2; round++) {
@@ -299,7 +322,11 @@ test_session_wait_ref(void **state)
 		assert_non_null(ss);
 		assert_int_equal(snap_session_take(ss, "start", NULL, on_done,
 		    &w, &cause), 0);
-		snap_session_wait_ref(ss);
+		is_saved = false;
+		assert_int_equal(snap_session_when_saved(ss, saved, &is_saved),
+		    1);
+		while (!is_saved)
+			event_base_loop(base, EVLOOP_ONCE);
 		/* The tree is saved: the ref may follow on the loop. */
 		/* The command runs: the tree changes at once. */
 		test_sh_ok("echo after > a && echo new > b");
@@ -307,7 +334,7 @@ test_session_wait_ref(void **state)
 		assert_int_equal(w.calls, 1);
 		assert_null(w.error);
 		snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
-		snap_session_free(ss);
+		release(base, ss);
 		store_session_end(st, id, "exited", 0, NULL);
 
 		test_amx(&r, "diff", "last", NULL);

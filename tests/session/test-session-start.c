@@ -1,0 +1,272 @@
+/* Starting a session on the loop: session_start returns before the start snapshot, started comes later, and a session may be freed from its own callbacks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "session/session.h"
+#include "snap/snap.h"
+#include "store/store.h"
+
+enum free_at { FREE_NONE, FREE_STARTED, FREE_EXITED, FREE_DONE };
+
+struct obs {
+	struct session *s;
+	enum free_at free_at;
+	int started;
+	bool ok;
+	int exited;
+	int status;
+	int done;
+};
+
+static void
+obs_free_at(struct obs *o, struct session *s, enum free_at at)
+{
+	if (o->free_at != at)
+		return;
+	assert_ptr_equal(s, o->s);
+	session_free(s);
+	o->s = NULL;
+}
+
+static void
+obs_started(void *arg, struct session *s, bool ok, const char *cause)
+{
+	struct obs *o = arg;
+
+	o->started++;
+	o->ok = ok;
+	if (!ok)
+		print_message("start failed: %s\n", cause);
+	obs_free_at(o, s, FREE_STARTED);
+}
+
+static void
+obs_exited(void *arg, struct session *s, int status)
+{
+	struct obs *o = arg;
+
+	o->exited++;
+	o->status = status;
+	obs_free_at(o, s, FREE_EXITED);
+}
+
+static void
+obs_done(void *arg, struct session *s)
+{
+	struct obs *o = arg;
+
+	o->done++;
+	obs_free_at(o, s, FREE_DONE);
+}
+
+static const struct session_events obs_events = {
+	.started = obs_started,
+	.exited = obs_exited,
+	.done = obs_done,
+};
+
+struct fixture {
+	struct config *cf;
+	struct event_base *base;
+	struct session_ctx *ctx;
+};
+
+static void
+fixture_open(struct fixture *f)
+{
+	char *cause = NULL;
+
+	/* Enough files that the snapshot takes a while: it must not matter. */
+	test_sh_ok("git init -q . && for d in 0 1 2 3; do mkdir $d && "
+	    "for i in $(seq 100); do echo $d $i > $d/$i; done; done");
+	f->cf = config_load_or_cause(NULL, &cause);
+	if (f->cf == NULL)
+		fail_msg("config: %s", cause);
+	f->base = event_base_new();
+	assert_non_null(f->base);
+	f->ctx = session_ctx_create(f->base, f->cf, NULL, &cause);
+	if (f->ctx == NULL)
+		fail_msg("session_ctx_create: %s", cause);
+}
+
+static void
+fixture_close(struct fixture *f)
+{
+	session_ctx_free(f->ctx);
+	event_base_free(f->base);
+	config_free(f->cf);
+}
+
+static struct session *
+start_agent(struct fixture *f, struct obs *o, const char *agent,
+    const char *script)
+{
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+	struct session_opts so = { .kind = "run", .agent = agent,
+	    .command = argv, .on_unknown = -1, .listen_fd = -1 };
+	char *cause = NULL;
+
+	o->s = session_start(f->ctx, &so, &obs_events, o, &cause);
+	if (o->s == NULL)
+		fail_msg("session_start: %s", cause);
+	return o->s;
+}
+
+static struct session *
+start(struct fixture *f, struct obs *o, const char *script)
+{
+	return start_agent(f, o, NULL, script);
+}
+
+static size_t
+snapshots(struct fixture *f, int64_t id)
+{
+	struct store_snapshot **v;
+	size_t n;
+
+	v = store_snapshot_list(session_ctx_store(f->ctx), id, &n);
+	store_snapshot_list_free(v, n);
+	return n;
+}
+
+/* Runs the loop until *COUNTER is set (a bounded number of wake-ups). */
+static void
+loop_until(struct fixture *f, int *counter)
+{
+	int i;
+
+	for (i = 0; i < 100000 && *counter == 0; i++)
+		assert_int_equal(event_base_loop(f->base, EVLOOP_ONCE), 0);
+	assert_int_not_equal(*counter, 0);
+}
+
+static void
+test_start_returns_at_once(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	int64_t id;
+
+	fixture_open(&f);
+	s = start(&f, &o, "exit 3");
+	id = session_id(s);
+	/* Nothing of the start has run on the loop yet: no snapshot, no command. */
+	assert_true(session_starting(s));
+	assert_true(session_running(s));
+	assert_int_equal(o.started, 0);
+	assert_int_equal(snapshots(&f, id), 0);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	assert_false(session_starting(s));
+	/* The command runs only once the start snapshot is recorded. */
+	assert_int_equal(snapshots(&f, id), 1);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.exited, 1);
+	assert_int_equal(o.status, 3);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/* Input written while it starts reaches the command once it runs. */
+static void
+test_input_kept(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+
+	fixture_open(&f);
+	s = start(&f, &o, "read x; test \"$x\" = kept && exit 7; exit 1");
+	assert_int_equal(session_write(s, "kept\n", 5), 0);
+	assert_int_equal(session_input_pending(s), 5);
+	session_close_input(s);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 7);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/*
+ * A secret command runs on the loop: session_start does not wait for it,
+ * and the command gets its placeholder once it is in.
+ */
+static void
+test_secret_command_async(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	int64_t t0, spent;
+
+	test_write_file(path, "[secret slow]\nenv = SLOW_KEY\n"
+	    "command = sleep 1; echo sk-slow-0123456789abcdef\n"
+	    "host = example.test\n\n"
+	    "[agent slowsecret]\ncommand = sh\nsecret = slow\n");
+	free(path);
+	fixture_open(&f);
+	t0 = util_mono_us();
+	s = start_agent(&f, &o, "slowsecret", "case \"$SLOW_KEY\" in "
+	    "*sk-slow-0123456789abcdef*) exit 1 ;; ?*) exit 5 ;; "
+	    "esac; exit 2");
+	spent = util_mono_us() - t0;
+	assert_true(spent < 900000);
+	assert_true(session_starting(s));
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	assert_true(util_mono_us() - t0 >= 1000000);
+	loop_until(&f, &o.done);
+	/* The placeholder, not the value, reached the command. */
+	assert_int_equal(o.status, 5);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/* Freed from each of its callbacks, the session layer does not touch it after. */
+static void
+test_free_from_callbacks(void **state)
+{
+	enum free_at at[] = { FREE_STARTED, FREE_EXITED, FREE_DONE };
+	struct fixture f;
+	struct obs o;
+	size_t i;
+
+	for (i = 0; i < nitems(at); i++) {
+		fixture_open(&f);
+		memset(&o, 0, sizeof o);
+		o.free_at = at[i];
+		start(&f, &o, "exit 0");
+		loop_until(&f, at[i] == FREE_STARTED ? &o.started :
+		    at[i] == FREE_EXITED ? &o.exited : &o.done);
+		assert_null(o.s);
+		/* What is left (the end snapshot) finishes on the loop. */
+		while (snap_session_orphans() > 0)
+			assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+		if (at[i] == FREE_EXITED)
+			assert_int_equal(o.done, 0);
+		fixture_close(&f);
+		test_sh_ok("rm -rf .git 0 1 2 3");
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_start_returns_at_once,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_input_kept,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_secret_command_async,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
+		    test_proj_setup, test_proj_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
