@@ -3,14 +3,16 @@
 #include "pane/pane.h"
 #include "session/session-int.h"
 
-/* Replies the terminal makes (device attributes, cursor reports) and encoded keys go to the program. */
+/*
+ * Replies the terminal makes (device attributes, cursor reports) and encoded
+ * keys go to the program; while it starts, session_write keeps them for it.
+ */
 static void
 session_pane_write(void *arg, const char *data, size_t len)
 {
 	struct session *s = arg;
 
-	if (s->pty != NULL)
-		session_write(s, data, len);
+	(void)session_write(s, data, len);
 }
 
 void
