@@ -27,6 +27,7 @@ enum proxy_conn_state {
 	PROXY_CONN_HANDSHAKE,  /* TLS with the client */
 	PROXY_CONN_PIPE,       /* a tunnel or a WebSocket: bytes both ways */
 	PROXY_CONN_CLOSING,    /* a last response on its way, then close */
+	PROXY_CONN_SNIFF,      /* transparent: its first bytes say TLS or HTTP */
 };
 
 /* The request under way and what is recorded about it. */
@@ -82,6 +83,8 @@ struct proxy_conn {
 	int busy;                   /* callbacks under way; freed after them */
 	bool dead;
 	bool tls;                   /* requests arrive decrypted, for DEST */
+	bool transparent;           /* redirected: requests in origin form, for DEST */
+	bool raw;                   /* transparent, and no HTTP: nothing to answer in */
 	char *dest_host;
 	int dest_port;
 	struct proxy_msg rq;
@@ -105,6 +108,8 @@ struct proxy_conn {
 };
 
 static void proxy_conn_pump(struct proxy_conn *);
+static void proxy_conn_sniff(struct proxy_conn *);
+static void proxy_conn_refuse_raw(struct proxy_conn *, const char *);
 static void proxy_conn_forward(struct proxy_conn *);
 static void proxy_conn_ready(struct proxy_conn *);
 static int proxy_conn_relay_failed(struct proxy_conn *, bool);
@@ -135,6 +140,7 @@ proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
 	case PROXY_CONN_CONNECTED:
 	case PROXY_CONN_HANDSHAKE:
 	case PROXY_CONN_CLOSING:
+	case PROXY_CONN_SNIFF:
 		proxy_side_read_timeout(&pc->client, NULL);
 		break;
 	}
@@ -410,7 +416,9 @@ proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
 {
 	struct proxy_req *r = &pc->r;
 
-	if (proxy_conn_answered_up(pc)) {
+	if (proxy_conn_answered_up(pc) || pc->raw) {
+		if (r->id != 0 && decision != NULL)
+			r->decision = decision;
 		proxy_conn_close(pc, error);
 		return;
 	}
@@ -434,7 +442,7 @@ proxy_conn_bad_request(struct proxy_conn *pc, const char *why)
 	if (pc->r.id == 0) {
 		proxy_conn_req_begin(pc, *proxy_msg_url(&pc->rq) == '\0' ? "-" :
 		    http_method_str(pc->rq.p.method), pc->tls ? "https" : "http");
-		if (pc->tls) {
+		if (pc->tls || pc->transparent) {
 			pc->r.host = xstrdup(pc->dest_host);
 			pc->r.port = pc->dest_port;
 		}
@@ -664,13 +672,13 @@ proxy_conn_target(struct proxy_conn *pc)
 	struct proxy_req *r = &pc->r;
 	char *host;
 
-	if (pc->tls && url[0] == '/') {
+	if ((pc->tls || pc->transparent) && url[0] == '/') {
 		r->host = xstrdup(pc->dest_host);
 		r->port = pc->dest_port;
 		r->path = xstrdup(url);
 		return proxy_conn_normalise(r);
 	}
-	if (pc->tls)
+	if (pc->tls || pc->transparent)
 		return "inside a tunnel, requests must name a path";
 	if (url[0] == '/' || strcmp(url, "*") == 0)
 		return "send requests to a proxy in absolute form "
@@ -1257,9 +1265,10 @@ proxy_conn_ready(struct proxy_conn *pc)
 	free(pc->up_error);
 	pc->up_error = NULL;
 	if (strcmp(r->method, "CONNECT") == 0) {
-		/* A tunnel: the client may talk once it hears 200. */
-		evbuffer_add_printf(proxy_conn_cout(pc),
-		    "HTTP/1.1 200 Connection established\r\n\r\n");
+		/* A tunnel: the client may talk once it hears 200 (if it asked). */
+		if (!pc->transparent)
+			evbuffer_add_printf(proxy_conn_cout(pc),
+			    "HTTP/1.1 200 Connection established\r\n\r\n");
 		r->status = 200;
 		r->resp_started = true;
 		r->ttfb_us = proxy_conn_now() - r->t0;
@@ -1857,7 +1866,7 @@ proxy_conn_connect(struct proxy_conn *pc)
 		if (!proxy_host_valid(r->host))
 			why = "the host name is not valid";
 	}
-	if (why != NULL || pc->tls) {
+	if (why != NULL || pc->tls || pc->transparent) {
 		proxy_conn_bad_request(pc, why != NULL ? why :
 		    "CONNECT inside a tunnel");
 		return;
@@ -1947,6 +1956,9 @@ proxy_conn_pump(struct proxy_conn *pc)
 			proxy_conn_linger(pc);
 		if (pc->client_eof && proxy_side_pending(&pc->client) == 0)
 			proxy_conn_close(pc, NULL);
+		break;
+	case PROXY_CONN_SNIFF:
+		proxy_conn_sniff(pc);
 		break;
 	case PROXY_CONN_HELD:
 	case PROXY_CONN_UPSTREAM:
@@ -2040,6 +2052,8 @@ proxy_conn_timer(struct proxy_conn *pc)
 	} else if (pc->state == PROXY_CONN_HANDSHAKE)
 		proxy_conn_close(pc, "the TLS handshake with the client timed "
 		    "out");
+	else if (pc->state == PROXY_CONN_SNIFF)
+		proxy_conn_refuse_raw(pc, "it sent nothing");
 	else
 		proxy_conn_close(pc, NULL);   /* the linger is over */
 }
@@ -2071,8 +2085,9 @@ proxy_conn_evict(struct proxy_session *ps)
 	return true;
 }
 
-void
-proxy_conn_accept(struct proxy_session *ps, int fd)
+/* A new client connection on FD, waiting for its first bytes. */
+static struct proxy_conn *
+proxy_conn_new(struct proxy_session *ps, int fd)
 {
 	struct proxy *px = ps->px;
 	struct proxy_conn *pc = xcalloc(1, sizeof *pc);
@@ -2099,7 +2114,128 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	ps->nconns++;
 	proxy_conn_client_setup(pc);
 	pc->head_since = util_mono_us();
+	evtimer_add(pc->timer, &tv);
+	return pc;
+}
+
+void
+proxy_conn_accept(struct proxy_session *ps, int fd)
+{
+	struct proxy_conn *pc = proxy_conn_new(ps, fd);
+
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	proxy_side_read_timeout(&pc->client, NULL);
+}
+
+/* ---- transparent interception ---- */
+
+/* The record of a redirected connection as a whole (a tunnel, a refusal). */
+static void
+proxy_conn_raw_begin(struct proxy_conn *pc, const char *scheme)
+{
+	struct proxy_req *r = &pc->r;
+
+	if (r->id != 0)
+		return;
+	proxy_conn_req_begin(pc, "CONNECT", scheme);
+	r->host = xstrdup(pc->dest_host);
+	r->port = pc->dest_port;
+	r->path = xstrdup("");
+	pc->raw = true;
+}
+
+/* Not HTTP, not TLS, and no tunnel rule: refused, with the rule that would let it through. */
+static void
+proxy_conn_refuse_raw(struct proxy_conn *pc, const char *what)
+{
+	char *hr = proxy_host_rule(pc->dest_host, pc->dest_port, "tunnel");
+	char *why;
+
+	why = xprintf("%s that agentmux can judge (HTTP or TLS), and no "
+	    "tunnel rule names %s; add `tunnel %s` to let raw TCP through",
+	    what, hr, hr);
+	proxy_conn_raw_begin(pc, "tcp");
+	pc->r.decision = "deny";
+	proxy_conn_close(pc, why);
+	free(why);
+	free(hr);
+}
+
+/* What a redirected client sends first says what it speaks. */
+static void
+proxy_conn_sniff(struct proxy_conn *pc)
+{
+	struct timeval tv = { pc->px->client_timeout, 0 };
+	unsigned char c;
+
+	if (evbuffer_copyout(proxy_conn_cin(pc), &c, 1) != 1) {
+		if (pc->client_eof)
+			proxy_conn_close(pc, NULL);
+		return;
+	}
+	evtimer_del(pc->timer);
+	if (c == 0x16) {            /* a TLS handshake record */
+		proxy_conn_start_tls(pc);
+		return;
+	}
+	if (c < 'A' || c > 'Z') {
+		proxy_conn_refuse_raw(pc, "it speaks something other than "
+		    "HTTP or TLS");
+		return;
+	}
+	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	evtimer_add(pc->timer, &tv);
+	proxy_conn_read_head(pc);
+}
+
+/* A tunnel rule names the destination: raw bytes both ways, recorded as a whole. */
+static void
+proxy_conn_raw_tunnel(struct proxy_conn *pc, const char *rule)
+{
+	proxy_conn_raw_begin(pc, "tunnel");
+	pc->r.decision = "tunnel";
+	pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
+	pc->r.req_done = true;
+	/* Raw TCP (ssh speaks first from the server): no TLS hello to check. */
+	pc->hello_seen = true;
+	evtimer_del(pc->timer);
+	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
+	proxy_conn_get_upstream(pc, false);
+}
+
+void
+proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
+    const char *name, int port)
+{
+	struct proxy_conn *pc = proxy_conn_new(ps, fd);
+	const char *rule = NULL;
+	enum proxy_verdict v;
+	char *why;
+
+	pc->transparent = true;
+	pc->dest_host = xstrdup(name);
+	pc->dest_port = port;
+	proxy_conn_enter(pc);
+	proxy_conn_set_state(pc, PROXY_CONN_SNIFF);
+	v = proxy_policy_check(ps->policy, name, port, NULL, NULL, &rule);
+	if (v == PROXY_TUNNEL)
+		proxy_conn_raw_tunnel(pc, rule);
+	else if (v == PROXY_DENY) {
+		proxy_conn_raw_begin(pc, "tcp");
+		pc->r.decision = "deny";
+		pc->r.rule = xstrdup(rule);
+		why = xprintf("denied by %s", rule);
+		proxy_conn_close(pc, why);
+		free(why);
+	} else if (v == PROXY_UNKNOWN && (!ps->ask || ps->dying)) {
+		proxy_conn_raw_begin(pc, "tcp");
+		pc->r.decision = "deny";
+		why = proxy_host_rule(name, port, "tunnel");
+		pc->r.error = xprintf("no rule covers it; add `allow %s`, or "
+		    "`tunnel %s` for what is not HTTP", why, why);
+		proxy_conn_close(pc, NULL);
+		free(why);
+	}
+	/* Else it is decided per request, as inside a CONNECT. */
+	proxy_conn_leave(pc);
 }
