@@ -1643,6 +1643,41 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 	return (ssize_t)done;
 }
 
+/*
+ * What a raw tunnel's client sends, looked at for every placeholder
+ * before it goes (nothing is swapped in there, and it may be cleartext):
+ * the bytes moved, or -1 if the connection is closed for what they carry.
+ */
+static ssize_t
+proxy_conn_raw_up(struct proxy_conn *pc)
+{
+	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
+	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
+	size_t done = 0, len;
+	struct evbuffer_iovec v;
+	struct evbuffer_ptr pos;
+	int found = -1;
+
+	if (n > room)
+		n = room;
+	while (done < n && found == -1) {
+		if (evbuffer_ptr_set(src, &pos, done, EVBUFFER_PTR_SET) == -1 ||
+		    evbuffer_peek(src, (ev_ssize_t)(n - done), &pos, &v, 1) < 1)
+			break;
+		len = v.iov_len < n - done ? v.iov_len : n - done;
+		found = proxy_scan_feed(&pc->scan, v.iov_base, len);
+		done += len;
+	}
+	if (found >= 0) {
+		pc->r.leak = &pc->ps->secrets[found];
+		proxy_conn_block_leak(pc, "a raw TCP tunnel");
+		return -1;
+	}
+	if (done != 0)
+		evbuffer_remove_buffer(src, dst, done);
+	return (ssize_t)done;
+}
+
 /* Why a tunnel's TLS may not ask for server name SNI, or NULL. */
 static char *
 proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
@@ -1729,6 +1764,9 @@ proxy_conn_pipe(struct proxy_conn *pc)
 	}
 	if (pc->ws != NULL) {
 		if ((up = proxy_conn_ws_up(pc)) == -1)
+			return;
+	} else if (pc->raw && proxy_scan_active(&pc->scan)) {
+		if ((up = proxy_conn_raw_up(pc)) == -1)
 			return;
 	} else
 		up = (ssize_t)proxy_conn_move(proxy_conn_cin(pc),
@@ -2196,8 +2234,12 @@ proxy_conn_raw_tunnel(struct proxy_conn *pc, const char *rule)
 	pc->r.decision = "tunnel";
 	pc->r.rule = rule != NULL ? xstrdup(rule) : NULL;
 	pc->r.req_done = true;
-	/* Raw TCP (ssh speaks first from the server): no TLS hello to check. */
-	pc->hello_seen = true;
+	/*
+	 * Raw TCP (ssh speaks first from the server): no TLS hello to wait
+	 * for, but on 443 it is TLS, whose server name must be the host's.
+	 */
+	pc->hello_seen = pc->dest_port != 443;
+	proxy_scan_reset(&pc->scan, pc->ps->patterns, NULL);
 	evtimer_del(pc->timer);
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, false);

@@ -363,14 +363,15 @@ int
 proxy_dns_start(struct proxy_session *ps, int udp_fd, int tcp_fd,
     char **cause)
 {
+	/* The session owns them from here: proxy_dns_stop closes them. */
+	ps->dns_udp_fd = udp_fd;
+	ps->dns_tcp_fd = tcp_fd;
 	if (util_set_nonblock(udp_fd) == -1 || util_set_nonblock(tcp_fd) ==
 	    -1) {
 		*cause = xprintf("cannot use the jail's resolver sockets: %s",
 		    strerror(errno));
 		return -1;
 	}
-	ps->dns_udp_fd = udp_fd;
-	ps->dns_tcp_fd = tcp_fd;
 	ps->dns_udp_ev = event_new(ps->px->base, udp_fd, EV_READ | EV_PERSIST,
 	    proxy_dns_udp_cb, ps);
 	ps->dns_tcp_ev = event_new(ps->px->base, tcp_fd, EV_READ | EV_PERSIST,

@@ -130,8 +130,8 @@ out=$(run -- curl -sS --noproxy '*' --max-time 20 --connect-to other.test:443:we
 RAWPY='
 import socket, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
-if sys.argv[3] == "listen": print(s.recv(100))
-s.sendall(b"hello\n"); print(s.recv(100))'
+if sys.argv[3] == "listen": print(s.recv(100)); sys.argv[3] = "hello"
+s.sendall(sys.argv[3].encode() + b"\n"); print(s.recv(100))'
 out=$(run -- /usr/bin/python3 -c "$RAWPY" git.test 22 listen 2>&1)
 has "$out" "SSH-2.0-amxtest" && has "$out" "echo:hello" && ok "raw TCP through a tunnel rule" || bad "tunnel: $out"
 r=$(lastreq '"host": "git.test"' '"scheme": "tunnel"')
@@ -146,6 +146,20 @@ out=$(run -- /usr/bin/python3 -c "$RAWPY" raw.test 2222 talk 2>&1)
 r=$(lastreq '"host": "raw.test"' '"decision": "deny"')
 ! has "$out" "echo:hello" && has "$r" "tunnel raw.test:2222" && ok "raw TCP without a tunnel rule is refused, with the rule that would allow it" ||
 	bad "raw without tunnel: $out / $r"
+
+# ---- secrets: swapped over intercepted TLS, never let through a raw tunnel ----
+export AMX_TP_KEY=sk-tp-Real0Value1That2Stays3Outside4
+cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.keep"
+printf '[secret k]\nenv = K\nfrom_env = AMX_TP_KEY\nhost = web.test\n[agent u]\ncommand = sh\nsecret = k\n' \
+	>>"$XDG_CONFIG_HOME/agentmux/config"
+out=$(run -a u -- sh -c 'echo "jail sees $K"; curl -sS --noproxy "*" --max-time 20 -H "x-api-key: $K" https://web.test/s1' 2>&1)
+! has "$out" "jail sees $AMX_TP_KEY" && has "$out" "\"x-api-key\": \"$AMX_TP_KEY\"" &&
+	ok "a secret's placeholder is swapped for its value over intercepted TLS" || bad "secret swap: $out"
+out=$(run -a u -- sh -c "/usr/bin/python3 -c '$RAWPY' git.test 22 \"\$K\"" 2>&1)
+r=$(lastreq '"host": "git.test"' '"decision": "deny"')
+! has "$out" "echo:" && has "$r" "secret k" && "$AMX" sessions --json | grep -q exfiltration &&
+	ok "a placeholder sent into a raw tunnel is blocked and flagged" || bad "raw tunnel leak: $out / $r"
+mv "$T/config.keep" "$XDG_CONFIG_HOME/agentmux/config"
 
 # ---- the boundary ----
 out=$(run -- /usr/bin/python3 -c '
