@@ -62,6 +62,8 @@ def watched(*parts):
 
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Head and body go in separate writes: without this, keep-alive requests wait on delayed ACKs.
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
