@@ -213,6 +213,7 @@ jail_summary_make(struct jail_plan *p)
 	json_kstr(&js, "project", c->project);
 	json_kstr(&js, "home", "tmpfs");
 	json_kint(&js, "proxy_port", c->proxy_port);
+	json_kbool(&js, "transparent", c->transparent);
 	json_kstr(&js, "network", "loopback only; the proxy listener");
 	json_kbool(&js, "no_new_privs", true);
 	json_kstr(&js, "capabilities", "none");

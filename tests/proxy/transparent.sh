@@ -98,6 +98,18 @@ has "$r" '"method": "A"' && has "$r" '"decision": "allow"' && ok "a lookup is re
 out=$("$AMX" requests 2>&1)
 has "$out" "evil.test" && ok "agentmux requests lists lookups" || bad "requests: $out"
 
+# The resolver over TCP too (a stub retries there when a UDP answer is cut).
+out=$(run -- /usr/bin/python3 -c '
+import socket, struct
+q = struct.pack("!HHHHHH", 7, 0x100, 1, 0, 0, 0) + b"\x03web\x04test\x00" + struct.pack("!HH", 1, 1)
+s = socket.create_connection(("127.0.0.53", 53), timeout=5)
+s.sendall(struct.pack("!H", len(q)) + q)
+a = s.recv(600)[2:]
+print("rcode=%d answers=%d addr=%s" % (a[3] & 15, a[7], socket.inet_ntoa(a[-4:])))' 2>&1)
+has "$out" "rcode=0 answers=1 addr=198\.1[89]\." && ok "the resolver answers over TCP" || bad "DNS over TCP: $out"
+"$AMX" show last --json 2>/dev/null | grep -q '"transparent": *true' && ok "the session's jail summary says transparent" ||
+	bad "jail summary: $("$AMX" show last --json 2>&1 | head -c 300)"
+
 # ---- clients with no proxy ----
 out=$(run -- curl -sS --noproxy '*' --max-time 20 https://web.test/t1 2>&1)
 has "$out" '"path": "/t1"' && ok "curl --noproxy: https intercepted and allowed" || bad "curl https: $out"
