@@ -417,12 +417,34 @@ doctor_first_line(const struct buf *out)
 	return xstrndup(out->data, strcspn(out->data, "\n"));
 }
 
+/*
+ * True if the probe's OUT says the name resolved only to one of agentmux's
+ * synthetic addresses (its resolver in the jail), never a real one.
+ */
+static bool
+doctor_synthetic(const struct buf *out)
+{
+	const char *p = out->data != NULL ? strstr(out->data, " resolves to ") :
+	    NULL;
+	struct in_addr a;
+	char *s;
+	bool yes;
+
+	if (p == NULL)
+		return false;
+	s = xstrndup(p + 13, strcspn(p + 13, "\n"));
+	yes = inet_pton(AF_INET, s, &a) == 1 && (ntohl(a.s_addr) &
+	    (~0U << (32 - JAIL_SYNTH_PREFIX))) == JAIL_SYNTH_NET;
+	free(s);
+	return yes;
+}
+
 static void
 doctor_boundary_network(struct doctor *d)
 {
 	char port[16], *outside, *home;
 	struct buf out;
-	bool ok;
+	bool ok, synthetic;
 	int rc;
 
 	snprintf(port, sizeof port, "%d", d->port);
@@ -437,10 +459,14 @@ doctor_boundary_network(struct doctor *d)
 	buf_free(&out);
 	rc = doctor_run(d, &out, (char *const[]){ "--", d->self, "probe",
 	    "resolve", "example.com", NULL });
-	doctor_add(d, rc == 1, "no DNS", rc == 1 ? xstrdup("names do not "
-	    "resolve in the jail (the proxy resolves them on the host)") :
-	    doctor_first_line(&out), xstrdup("report this: DNS works inside "
-	    "the jail"));
+	synthetic = rc == 0 && doctor_synthetic(&out);
+	doctor_add(d, rc == 1 || synthetic, "no real DNS", rc == 1 ?
+	    xstrdup("names do not resolve in the jail (the proxy resolves "
+	    "them on the host)") : synthetic ? xstrdup("names resolve only "
+	    "to agentmux's synthetic addresses (198.18.0.0/15), whose "
+	    "connections its proxy judges; the proxy resolves them on the "
+	    "host") : doctor_first_line(&out), xstrdup("report this: real "
+	    "DNS works inside the jail"));
 	buf_free(&out);
 	outside = xprintf("%s/outside", d->tmp);
 	home = xprintf("%s/.agentmux-doctor-%ld", path_home(), (long)getpid());

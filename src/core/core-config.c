@@ -44,7 +44,8 @@ static const char *const config_keys_ui[] = { "prefix", "default_agent",
 	"color", "scrollback", "escape_time", "clipboard", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
-	"record_bodies", "record_headers", "record_budget", NULL };
+	"record_bodies", "record_headers", "record_budget", "transparent",
+	NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
 	"max_size", NULL };
 static const char *const config_keys_jail[] = { "protect", "history", NULL };
@@ -681,7 +682,13 @@ config_proxy_key(struct config_parse *cp, const char *name, const char *value)
 	else if (strcmp(name, "record_budget") == 0)
 		config_get_size_min(cp, name, value, 1024 * 1024,
 		    &px->record_budget);
-	else
+	else if (strcmp(name, "transparent") == 0) {
+		if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
+			px->transparent = strcmp(value, "yes") == 0;
+		else
+			config_problem(cp, "transparent: write yes or no, not "
+			    "'%s'", value);
+	} else
 		config_unknown_key(cp, "proxy", config_keys_proxy, name);
 }
 
@@ -1071,6 +1078,7 @@ config_set_defaults(struct config *cf)
 	cf->proxy.idle_timeout = 300;
 	cf->proxy.client_timeout = 30;
 	cf->proxy.max_connections = 256;
+	cf->proxy.transparent = true;
 	cf->proxy.record_headers = CONFIG_RECORD_HEADERS;
 	cf->proxy.record_budget = CONFIG_RECORD_BUDGET;
 	cf->snapshots.interval = 30;

@@ -425,6 +425,7 @@ struct config_proxy {
 	int64_t max_body_record;  /* bytes of each body stored; 0 = none */
 	int64_t record_headers;   /* bytes of each request's headers stored */
 	int64_t record_budget;    /* bytes of records one session may store */
+	bool transparent;         /* a resolver in the jail, its TCP redirected here */
 };
 
 /* Defaults of [proxy] record_headers and record_budget. */

@@ -175,6 +175,17 @@ jail_init_main(struct jail_plan *p)
 	jail_mount_setup(p);
 	jail_ns_uts(p);
 	fds[n++] = jail_net_listen(p);
+	if (p->conf->transparent) {
+		int nfds[3];
+
+		jail_redirect_setup(p, nfds);
+		if (jail_send_fds(p->sock, "N", nfds, 3) == -1)
+			jail_child_fail(p, "cannot hand the jail's resolver "
+			    "sockets out");
+		close(nfds[0]);
+		close(nfds[1]);
+		close(nfds[2]);
+	}
 	/* The host reads the agent's config files here after the jail is gone. */
 	if ((fds[n++] = open(p->conf->home, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1)

@@ -108,6 +108,8 @@ void jail_ns_uts(struct jail_plan *);
 void jail_net_plan(struct jail_plan *);
 void jail_net_check(struct jail_plan *);
 int jail_net_listen(struct jail_plan *);
+/* jail-redirect.c: with conf->transparent, inside the netns before caps drop. */
+void jail_redirect_setup(struct jail_plan *, int fds[3]);
 
 /* jail-seccomp.c */
 int jail_seccomp_compile(struct sock_fprog *, char **cause);
@@ -170,6 +172,7 @@ struct jail {
 	int status;
 	int listen_fd;
 	int home_fd;
+	int net_fds[3];    /* redirect listener, resolver UDP and TCP */
 	int pty_fd;
 	int in_fd;
 	int out_fd;

@@ -87,7 +87,13 @@ jail_landlock_plan(struct jail_plan *p)
 		p->ll_fs |= JAIL_LL_FS_TRUNCATE;
 	if (abi >= 5)
 		p->ll_fs |= JAIL_LL_FS_IOCTL_DEV;
-	if (abi >= 4)
+	/*
+	 * Landlock rules name ports, not addresses: with transparent
+	 * interception a connect to any port must reach the redirect, so
+	 * the network namespace (lo only, the redirect fixed before the
+	 * capabilities go) is the wall, and TCP is not restricted here.
+	 */
+	if (abi >= 4 && !p->conf->transparent)
 		p->ll_net = JAIL_LL_NET_CONNECT_TCP;
 	if (abi >= 6)
 		p->ll_scoped = JAIL_LL_SCOPE_ABSTRACT_UNIX |

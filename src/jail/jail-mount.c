@@ -287,10 +287,18 @@ jail_mount_etc(struct jail_plan *p)
 	jail_mount_file(p, "/etc/hosts", xprintf("127.0.0.1\tlocalhost\n"
 	    "::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", host));
 	jail_mount_file(p, "/etc/hostname", xprintf("%s\n", host));
-	/* Names come from files only: there is no DNS in the jail. */
-	jail_mount_file(p, "/etc/nsswitch.conf", xstrdup("passwd: files\n"
-	    "group: files\nshadow: files\nhosts: files\nnetworks: files\n"
-	    "protocols: files\nservices: files\nethers: files\nrpc: files\n"));
+	/*
+	 * Names come from files only, unless agentmux answers them: with
+	 * transparent interception the jail's resolver is agentmux's own.
+	 */
+	jail_mount_file(p, "/etc/nsswitch.conf", xprintf("passwd: files\n"
+	    "group: files\nshadow: files\nhosts: files%s\nnetworks: files\n"
+	    "protocols: files\nservices: files\nethers: files\nrpc: files\n",
+	    p->conf->transparent ? " dns" : ""));
+	if (p->conf->transparent)
+		jail_mount_file(p, "/etc/resolv.conf", xstrdup("# agentmux "
+		    "answers every name itself; nothing goes upstream.\n"
+		    "nameserver 127.0.0.53\n"));
 	for (i = 0; i < nitems(jail_etc_host); i++) {
 		snprintf(path, sizeof path, "/etc/%s", jail_etc_host[i]);
 		jail_mount_host(p, path);

@@ -102,6 +102,26 @@ jail_take_fds(struct jail *j, struct msghdr *msg)
 		j->pty_fd = fds[2];
 }
 
+/* Takes the descriptors of an "N" message: the redirect's listener and the resolver's. */
+static void
+jail_take_net(struct jail *j, struct msghdr *msg)
+{
+	struct cmsghdr *cm;
+	int i, n;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < n && i < 3; i++) {
+			if (j->net_fds[i] != -1)
+				close(j->net_fds[i]);
+			memcpy(&j->net_fds[i], CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+		}
+	}
+}
+
 /*
  * Reads what the status channel holds: 1 once the init says the command
  * runs ("R", after an error the command sent if its exec failed), or, with
@@ -148,7 +168,9 @@ jail_read_status(struct jail *j, bool until_fds, char **cause)
 		data[n] = '\0';
 		if (data[0] == 'R')
 			return 1;
-		if (data[0] == 'F') {
+		if (data[0] == 'N')
+			jail_take_net(j, &msg);
+		else if (data[0] == 'F') {
 			jail_take_fds(j, &msg);
 			if (until_fds)
 				return 1;
@@ -207,6 +229,7 @@ jail_summary_make(struct jail_plan *p)
 	json_kstr(&js, "project", c->project);
 	json_kstr(&js, "home", "tmpfs");
 	json_kint(&js, "proxy_port", c->proxy_port);
+	json_kbool(&js, "transparent", c->transparent);
 	json_kstr(&js, "network", "loopback only; the proxy listener");
 	json_kbool(&js, "no_new_privs", true);
 	json_kstr(&js, "capabilities", "none");
@@ -338,6 +361,7 @@ jail_new(void)
 	j->sock = -1;
 	j->listen_fd = j->home_fd = j->pty_fd = j->in_fd = j->out_fd =
 	    j->err_fd = -1;
+	j->net_fds[0] = j->net_fds[1] = j->net_fds[2] = -1;
 	strv_init(&j->cg_dirs);
 	jail_ctl_init(&j->ctl);
 	return j;
@@ -526,6 +550,9 @@ jail_free(struct jail *j)
 	free(j->go);
 	jail_close(&j->listen_fd);
 	jail_close(&j->home_fd);
+	jail_close(&j->net_fds[0]);
+	jail_close(&j->net_fds[1]);
+	jail_close(&j->net_fds[2]);
 	jail_close(&j->pty_fd);
 	jail_close(&j->in_fd);
 	jail_close(&j->out_fd);
@@ -550,6 +577,15 @@ jail_take_listen_fd(struct jail *j)
 
 	j->listen_fd = -1;
 	return fd;
+}
+
+void
+jail_take_net_fds(struct jail *j, int *redirect, int *dns_udp, int *dns_tcp)
+{
+	*redirect = j->net_fds[0];
+	*dns_udp = j->net_fds[1];
+	*dns_tcp = j->net_fds[2];
+	j->net_fds[0] = j->net_fds[1] = j->net_fds[2] = -1;
 }
 
 int

@@ -11,6 +11,15 @@
 struct jail;
 struct strv;
 
+/*
+ * Transparent interception: names the jail's resolver answers stand for
+ * addresses in 198.18.0.0/15 (reserved for benchmarking, never routed),
+ * which the jail's nftables redirect sends to agentmux's listener.
+ */
+#define JAIL_SYNTH_NET 0xc6120000U      /* 198.18.0.0 */
+#define JAIL_SYNTH_PREFIX 15
+#define JAIL_RESOLVER_ADDR 0x7f000035U  /* 127.0.0.53, port 53 */
+
 /** A host dir the jailed process sees, at the same path, as an overlay. */
 struct jail_overlay {
 	const char *path;     /* where the jail sees it (a host path) */
@@ -51,6 +60,8 @@ struct jail_conf {
 	unsigned short rows;
 	unsigned short cols;
 	int proxy_port;             /* port of the listener made inside the jail */
+	bool transparent;           /* a resolver and the redirect of the synthetic range */
+	int transparent_port;       /* port of the redirect's listener (127.0.0.1) */
 	bool hold;                  /* set up, but start the command at jail_go */
 	const char *hostname;       /* the jail's UTS name; NULL: "agentmux" */
 	/* Files and dirs in the project (absolute) kept read-only: what the host's tools run. */
@@ -107,6 +118,13 @@ pid_t jail_pid(struct jail *);
  * caller takes ownership (a second call returns -1).
  */
 int jail_take_listen_fd(struct jail *);
+/**
+ * With CONF->transparent: the redirect's listener (TCP), the resolver's
+ * UDP socket and its TCP listener, all made inside the jail's network
+ * namespace; the caller takes ownership (a second call gives -1s).
+ */
+void jail_take_net_fds(struct jail *, int *redirect, int *dns_udp,
+    int *dns_tcp);
 /**
  * A descriptor of the jail's HOME (its private tmpfs), opened before the
  * command starts; the caller takes ownership (a second call returns -1).

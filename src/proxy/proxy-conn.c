@@ -27,6 +27,7 @@ enum proxy_conn_state {
 	PROXY_CONN_HANDSHAKE,  /* TLS with the client */
 	PROXY_CONN_PIPE,       /* a tunnel or a WebSocket: bytes both ways */
 	PROXY_CONN_CLOSING,    /* a last response on its way, then close */
+	PROXY_CONN_SNIFF,      /* transparent: its first bytes say TLS or HTTP */
 };
 
 /* The request under way: its record, and how far it has come. */
@@ -65,6 +66,8 @@ struct proxy_conn {
 	int busy;                   /* callbacks under way; freed after them */
 	bool dead;
 	bool tls;                   /* requests arrive decrypted, for DEST */
+	bool transparent;           /* redirected: requests in origin form, for DEST */
+	bool raw;                   /* transparent, and no HTTP: nothing to answer in */
 	char *dest_host;
 	int dest_port;
 	struct proxy_msg rq;
@@ -88,6 +91,8 @@ struct proxy_conn {
 };
 
 static void proxy_conn_pump(struct proxy_conn *);
+static void proxy_conn_sniff(struct proxy_conn *);
+static void proxy_conn_refuse_raw(struct proxy_conn *, const char *);
 static void proxy_conn_forward(struct proxy_conn *);
 static void proxy_conn_ready(struct proxy_conn *);
 static int proxy_conn_relay_failed(struct proxy_conn *, bool);
@@ -120,6 +125,7 @@ proxy_conn_set_state(struct proxy_conn *pc, enum proxy_conn_state state)
 	case PROXY_CONN_CONNECTED:
 	case PROXY_CONN_HANDSHAKE:
 	case PROXY_CONN_CLOSING:
+	case PROXY_CONN_SNIFF:
 		proxy_side_read_timeout(&pc->client, NULL);
 		break;
 	}
@@ -382,7 +388,9 @@ proxy_conn_respond(struct proxy_conn *pc, int status, const char *decision,
 {
 	struct proxy_req *r = &pc->r;
 
-	if (proxy_conn_answered_up(pc)) {
+	if (proxy_conn_answered_up(pc) || pc->raw) {
+		if (r->rec.id != 0 && decision != NULL)
+			request_set(&r->rec.decision, decision);
 		proxy_conn_close(pc, error);
 		return;
 	}
@@ -406,7 +414,7 @@ proxy_conn_bad_request(struct proxy_conn *pc, const char *why)
 	if (pc->r.rec.id == 0) {
 		proxy_conn_req_begin(pc, *proxy_msg_url(&pc->rq) == '\0' ? "-" :
 		    http_method_str(pc->rq.p.method), pc->tls ? "https" : "http");
-		if (pc->tls) {
+		if (pc->tls || pc->transparent) {
 			pc->r.rec.host = xstrdup(pc->dest_host);
 			pc->r.rec.port = pc->dest_port;
 		}
@@ -663,13 +671,13 @@ proxy_conn_target(struct proxy_conn *pc)
 	struct proxy_req *r = &pc->r;
 	char *host;
 
-	if (pc->tls && url[0] == '/') {
+	if ((pc->tls || pc->transparent) && url[0] == '/') {
 		r->rec.host = xstrdup(pc->dest_host);
 		r->rec.port = pc->dest_port;
 		r->rec.path = xstrdup(url);
 		return proxy_conn_normalise(r);
 	}
-	if (pc->tls)
+	if (pc->tls || pc->transparent)
 		return "inside a tunnel, requests must name a path";
 	if (url[0] == '/' || strcmp(url, "*") == 0)
 		return "send requests to a proxy in absolute form "
@@ -1257,9 +1265,10 @@ proxy_conn_ready(struct proxy_conn *pc)
 	free(pc->up_error);
 	pc->up_error = NULL;
 	if (strcmp(r->rec.method, "CONNECT") == 0) {
-		/* A tunnel: the client may talk once it hears 200. */
-		evbuffer_add_printf(proxy_conn_cout(pc),
-		    "HTTP/1.1 200 Connection established\r\n\r\n");
+		/* A tunnel: the client may talk once it hears 200 (if it asked). */
+		if (!pc->transparent)
+			evbuffer_add_printf(proxy_conn_cout(pc),
+			    "HTTP/1.1 200 Connection established\r\n\r\n");
 		r->rec.status = 200;
 		r->resp_started = true;
 		r->rec.ttfb_us = proxy_conn_now() - r->t0;
@@ -1634,6 +1643,41 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 	return (ssize_t)done;
 }
 
+/*
+ * What a raw tunnel's client sends, looked at for every placeholder
+ * before it goes (nothing is swapped in there, and it may be cleartext):
+ * the bytes moved, or -1 if the connection is closed for what they carry.
+ */
+static ssize_t
+proxy_conn_raw_up(struct proxy_conn *pc)
+{
+	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
+	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
+	size_t done = 0, len;
+	struct evbuffer_iovec v;
+	struct evbuffer_ptr pos;
+	int found = -1;
+
+	if (n > room)
+		n = room;
+	while (done < n && found == -1) {
+		if (evbuffer_ptr_set(src, &pos, done, EVBUFFER_PTR_SET) == -1 ||
+		    evbuffer_peek(src, (ev_ssize_t)(n - done), &pos, &v, 1) < 1)
+			break;
+		len = v.iov_len < n - done ? v.iov_len : n - done;
+		found = proxy_scan_feed(&pc->scan, v.iov_base, len);
+		done += len;
+	}
+	if (found >= 0) {
+		pc->r.leak = &pc->ps->secrets[found];
+		proxy_conn_block_leak(pc, "a raw TCP tunnel");
+		return -1;
+	}
+	if (done != 0)
+		evbuffer_remove_buffer(src, dst, done);
+	return (ssize_t)done;
+}
+
 /* Why a tunnel's TLS may not ask for server name SNI, or NULL. */
 static char *
 proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
@@ -1721,6 +1765,9 @@ proxy_conn_pipe(struct proxy_conn *pc)
 	}
 	if (pc->ws != NULL) {
 		if ((up = proxy_conn_ws_up(pc)) == -1)
+			return;
+	} else if (pc->raw && proxy_scan_active(&pc->scan)) {
+		if ((up = proxy_conn_raw_up(pc)) == -1)
 			return;
 	} else
 		up = (ssize_t)proxy_conn_move(proxy_conn_cin(pc),
@@ -1858,7 +1905,7 @@ proxy_conn_connect(struct proxy_conn *pc)
 		if (!proxy_host_valid(r->rec.host))
 			why = "the host name is not valid";
 	}
-	if (why != NULL || pc->tls) {
+	if (why != NULL || pc->tls || pc->transparent) {
 		proxy_conn_bad_request(pc, why != NULL ? why :
 		    "CONNECT inside a tunnel");
 		return;
@@ -1948,6 +1995,9 @@ proxy_conn_pump(struct proxy_conn *pc)
 			proxy_conn_linger(pc);
 		if (pc->client_eof && proxy_side_pending(&pc->client) == 0)
 			proxy_conn_close(pc, NULL);
+		break;
+	case PROXY_CONN_SNIFF:
+		proxy_conn_sniff(pc);
 		break;
 	case PROXY_CONN_HELD:
 	case PROXY_CONN_UPSTREAM:
@@ -2041,6 +2091,8 @@ proxy_conn_timer(struct proxy_conn *pc)
 	} else if (pc->state == PROXY_CONN_HANDSHAKE)
 		proxy_conn_close(pc, "the TLS handshake with the client timed "
 		    "out");
+	else if (pc->state == PROXY_CONN_SNIFF)
+		proxy_conn_refuse_raw(pc, "it sent nothing");
 	else
 		proxy_conn_close(pc, NULL);   /* the linger is over */
 }
@@ -2072,8 +2124,9 @@ proxy_conn_evict(struct proxy_session *ps)
 	return true;
 }
 
-void
-proxy_conn_accept(struct proxy_session *ps, int fd)
+/* A new client connection on FD, waiting for its first bytes. */
+static struct proxy_conn *
+proxy_conn_new(struct proxy_session *ps, int fd)
 {
 	struct proxy *px = ps->px;
 	struct proxy_conn *pc = xcalloc(1, sizeof *pc);
@@ -2100,7 +2153,130 @@ proxy_conn_accept(struct proxy_session *ps, int fd)
 	ps->nconns++;
 	proxy_conn_client_setup(pc);
 	pc->head_since = util_mono_us();
+	evtimer_add(pc->timer, &tv);
+	return pc;
+}
+
+void
+proxy_conn_accept(struct proxy_session *ps, int fd)
+{
+	struct proxy_conn *pc = proxy_conn_new(ps, fd);
+
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	proxy_side_read_timeout(&pc->client, NULL);
+}
+
+/* ---- transparent interception ---- */
+
+/* The record of a redirected connection as a whole (a tunnel, a refusal). */
+static void
+proxy_conn_raw_begin(struct proxy_conn *pc, const char *scheme)
+{
+	struct proxy_req *r = &pc->r;
+
+	if (r->rec.id != 0)
+		return;
+	proxy_conn_req_begin(pc, "CONNECT", scheme);
+	r->rec.host = xstrdup(pc->dest_host);
+	r->rec.port = pc->dest_port;
+	r->rec.path = xstrdup("");
+	pc->raw = true;
+}
+
+/* Not HTTP, not TLS, and no tunnel rule: refused, with the rule that would let it through. */
+static void
+proxy_conn_refuse_raw(struct proxy_conn *pc, const char *what)
+{
+	char *hr = proxy_host_rule(pc->dest_host, pc->dest_port, "tunnel");
+	char *why;
+
+	why = xprintf("%s that agentmux can judge (HTTP or TLS), and no "
+	    "tunnel rule names %s; add `tunnel %s` to let raw TCP through",
+	    what, hr, hr);
+	proxy_conn_raw_begin(pc, "tcp");
+	request_set(&pc->r.rec.decision, "deny");
+	proxy_conn_close(pc, why);
+	free(why);
+	free(hr);
+}
+
+/* What a redirected client sends first says what it speaks. */
+static void
+proxy_conn_sniff(struct proxy_conn *pc)
+{
+	struct timeval tv = { pc->px->client_timeout, 0 };
+	unsigned char c;
+
+	if (evbuffer_copyout(proxy_conn_cin(pc), &c, 1) != 1) {
+		if (pc->client_eof)
+			proxy_conn_close(pc, NULL);
+		return;
+	}
+	evtimer_del(pc->timer);
+	if (c == 0x16) {            /* a TLS handshake record */
+		proxy_conn_start_tls(pc);
+		return;
+	}
+	if (c < 'A' || c > 'Z') {
+		proxy_conn_refuse_raw(pc, "it speaks something other than "
+		    "HTTP or TLS");
+		return;
+	}
+	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	evtimer_add(pc->timer, &tv);
+	proxy_conn_read_head(pc);
+}
+
+/* A tunnel rule names the destination: raw bytes both ways, recorded as a whole. */
+static void
+proxy_conn_raw_tunnel(struct proxy_conn *pc, const char *rule)
+{
+	proxy_conn_raw_begin(pc, "tunnel");
+	request_set(&pc->r.rec.decision, "tunnel");
+	pc->r.rec.rule = rule != NULL ? xstrdup(rule) : NULL;
+	pc->r.req_done = true;
+	/*
+	 * Raw TCP (ssh speaks first from the server): no TLS hello to wait
+	 * for, but on 443 it is TLS, whose server name must be the host's.
+	 */
+	pc->hello_seen = pc->dest_port != 443;
+	proxy_scan_reset(&pc->scan, pc->ps->patterns, NULL);
+	evtimer_del(pc->timer);
+	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
+	proxy_conn_get_upstream(pc, false);
+}
+
+void
+proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
+    const char *name, int port)
+{
+	struct proxy_conn *pc = proxy_conn_new(ps, fd);
+	const char *rule = NULL;
+	enum proxy_verdict v;
+	char *why;
+
+	pc->transparent = true;
+	pc->dest_host = xstrdup(name);
+	pc->dest_port = port;
+	proxy_conn_set_state(pc, PROXY_CONN_SNIFF);
+	v = proxy_policy_check(ps->policy, name, port, NULL, NULL, &rule);
+	if (v == PROXY_TUNNEL)
+		proxy_conn_raw_tunnel(pc, rule);
+	else if (v == PROXY_DENY) {
+		proxy_conn_raw_begin(pc, "tcp");
+		request_set(&pc->r.rec.decision, "deny");
+		pc->r.rec.rule = xstrdup(rule);
+		why = xprintf("denied by %s", rule);
+		proxy_conn_close(pc, why);
+		free(why);
+	} else if (v == PROXY_UNKNOWN && (!ps->ask || ps->dying)) {
+		proxy_conn_raw_begin(pc, "tcp");
+		request_set(&pc->r.rec.decision, "deny");
+		why = proxy_host_rule(name, port, "tunnel");
+		pc->r.rec.error = xprintf("no rule covers it; add `allow %s`, or "
+		    "`tunnel %s` for what is not HTTP", why, why);
+		proxy_conn_close(pc, NULL);
+		free(why);
+	}
+	/* Else it is decided per request, as inside a CONNECT. */
 }

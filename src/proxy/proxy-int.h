@@ -416,6 +416,7 @@ struct proxy {
 
 struct proxy_conn;
 struct proxy_upstream;
+struct proxy_dns_tcp;
 
 /* A connection's place in the line of requests waiting on one question. */
 struct proxy_hold {
@@ -465,10 +466,70 @@ struct proxy_session {
 	int npool;
 	TAILQ_HEAD(, proxy_question) questions;
 	int nquestions;
+	/* Transparent interception (proxy-resolver.c, proxy-session.c). */
+	int redirect_fd;              /* the redirect's listener, or -1 */
+	struct event *redirect_ev;
+	struct strv synth;            /* name I stands for PROXY_SYNTH_FIRST + I */
+	int dns_udp_fd;
+	int dns_tcp_fd;
+	struct event *dns_udp_ev;
+	struct event *dns_tcp_ev;
+	TAILQ_HEAD(, proxy_dns_tcp) dns_tcp;
+	int ndns_tcp;
 };
+
+/* ---- the jail's resolver (proxy-resolver.c) ---- */
+
+#define PROXY_DNS_MAX 512             /* bytes of a query (no EDNS buffer offered) */
+#define PROXY_DNS_NAME_MAX 254        /* a dotted name and its NUL */
+#define PROXY_DNS_NOERROR 0
+#define PROXY_DNS_SERVFAIL 2
+#define PROXY_DNS_NXDOMAIN 3
+#define PROXY_DNS_NOTIMP 4
+#define PROXY_SYNTH_FIRST 0xc6120100U  /* 198.18.1.0: the first given out */
+#define PROXY_SYNTH_MAX 65536
+
+/* A query, as parsed. */
+struct proxy_dns_query {
+	unsigned id;
+	unsigned flags;
+	unsigned opcode;
+	unsigned type;
+	unsigned class;
+	size_t qlen;                  /* bytes of the question section */
+	char name[PROXY_DNS_NAME_MAX];
+};
+
+/**
+ * Parses a DNS query strictly (one question, no answers, no compression
+ * in the name, at most one additional record, which is ignored); -1 if it
+ * is not one. Hostile input: every length is checked.
+ */
+int proxy_dns_parse(const void *data, size_t len, struct proxy_dns_query *q);
+/**
+ * The answer to QUERY (parsed as Q) with RCODE and, if ADDR is not 0, one
+ * A record for it, in OUT; its length, or 0 if CAP is too small.
+ */
+size_t proxy_dns_answer(const void *query, const struct proxy_dns_query *q,
+    int rcode, uint32_t addr, unsigned char *out, size_t cap);
+/** The synthetic address (host order) that stands for NAME, made if new; 0 if the session has too many. */
+uint32_t proxy_dns_addr_of(struct proxy_session *, const char *name);
+/** The name synthetic address ADDR (host order) stands for, or NULL; borrowed. */
+const char *proxy_dns_name_of(struct proxy_session *, uint32_t addr);
+/** Serves the jail's resolver sockets, which the session owns from then on. */
+int proxy_dns_start(struct proxy_session *, int udp_fd, int tcp_fd,
+    char **cause);
+void proxy_dns_stop(struct proxy_session *);
 
 /* proxy-conn.c */
 void proxy_conn_accept(struct proxy_session *, int fd);
+/**
+ * A connection the jail made to NAME:PORT (a synthetic address): judged
+ * by the policy like a CONNECT, then TLS (intercepted), plain HTTP, or a
+ * raw tunnel if a tunnel rule names it.
+ */
+void proxy_conn_accept_transparent(struct proxy_session *, int fd,
+    const char *name, int port);
 /** A held request's question was answered with a narrower rule: the policy judges it again. */
 void proxy_conn_rejudge(struct proxy_conn *);
 /**

@@ -1,6 +1,10 @@
 /* One session's proxy: its listener, its connections, its policy and the questions it asks the user. */
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +53,39 @@ proxy_session_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_session *ps = arg;
 
-	if (ps->accepting)
+	if (ps->accepting) {
 		event_add(ps->listen_ev, NULL);
+		if (ps->redirect_ev != NULL)
+			event_add(ps->redirect_ev, NULL);
+	}
+}
+
+/*
+ * A connection the redirect brought: where the jail meant it to go
+ * (SO_ORIGINAL_DST, from the redirect's conntrack entry) is a synthetic
+ * address, and so a name its resolver gave out.
+ */
+static void
+proxy_session_redirected(struct proxy_session *ps, int fd)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof sin;
+	const char *name = NULL;
+	uint32_t a;
+
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &sin, &sl) == 0 &&
+	    sin.sin_family == AF_INET) {
+		a = ntohl(sin.sin_addr.s_addr);
+		name = proxy_dns_name_of(ps, a);
+	}
+	if (name == NULL) {
+		/* Not an address the resolver gave out: nothing to judge. */
+		log_debug("%s: a redirected connection to an address no name "
+		    "stands for", ps->label);
+		close(fd);
+		return;
+	}
+	proxy_conn_accept_transparent(ps, fd, name, ntohs(sin.sin_port));
 }
 
 static void
@@ -58,6 +93,7 @@ proxy_session_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct proxy_session *ps = arg;
 	struct timeval tv = { 1, 0 };
+	bool redirect = lfd == ps->redirect_fd;
 	int i, fd;
 
 	for (i = 0; i < PROXY_ACCEPT_BATCH && ps->accepting; i++) {
@@ -70,6 +106,8 @@ proxy_session_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			/* Out of descriptors: stop for a second, not spin. */
 			log_warn("%s: accept", ps->label);
 			event_del(ps->listen_ev);
+			if (ps->redirect_ev != NULL)
+				event_del(ps->redirect_ev);
 			evtimer_add(ps->resume_ev, &tv);
 			return;
 		}
@@ -77,6 +115,8 @@ proxy_session_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		if (ps->nconns >= ps->px->max_connections &&
 		    !proxy_conn_evict(ps))
 			proxy_session_refuse(ps, fd);
+		else if (redirect)
+			proxy_session_redirected(ps, fd);
 		else
 			proxy_conn_accept(ps, fd);
 	}
@@ -134,6 +174,37 @@ proxy_session_free_secrets(struct proxy_session *ps)
 	proxy_scan_patterns_free(ps->patterns);
 }
 
+/* Serves the redirect's listener and the jail's resolver. */
+static int
+proxy_session_transparent(struct proxy_session *ps,
+    const struct proxy_session_conf *conf, char **cause)
+{
+	if (conf->redirect_fd == -1 || conf->dns_udp_fd == -1 ||
+	    conf->dns_tcp_fd == -1) {
+		*cause = xstrdup("the jail handed out no sockets for "
+		    "transparent interception");
+		goto fail;
+	}
+	if (util_set_nonblock(conf->redirect_fd) == -1) {
+		*cause = xprintf("cannot use the redirect's listener: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	ps->redirect_fd = conf->redirect_fd;
+	ps->redirect_ev = event_new(ps->px->base, ps->redirect_fd, EV_READ |
+	    EV_PERSIST, proxy_session_accept_cb, ps);
+	event_add(ps->redirect_ev, NULL);
+	return proxy_dns_start(ps, conf->dns_udp_fd, conf->dns_tcp_fd, cause);
+fail:
+	if (conf->redirect_fd != -1)
+		close(conf->redirect_fd);
+	if (conf->dns_udp_fd != -1)
+		close(conf->dns_udp_fd);
+	if (conf->dns_tcp_fd != -1)
+		close(conf->dns_tcp_fd);
+	return -1;
+}
+
 struct proxy_session *
 proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
     const struct proxy_session_cbs *cbs, void *arg, char **cause)
@@ -169,6 +240,14 @@ proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
 	ps->resume_ev = evtimer_new(px->base, proxy_session_resume_cb, ps);
 	ps->accepting = true;
 	event_add(ps->listen_ev, NULL);
+	ps->redirect_fd = ps->dns_udp_fd = ps->dns_tcp_fd = -1;
+	TAILQ_INIT(&ps->dns_tcp);
+	strv_init(&ps->synth);
+	if (conf->transparent && proxy_session_transparent(ps, conf,
+	    cause) == -1) {
+		proxy_session_free(ps);
+		return NULL;
+	}
 	return ps;
 }
 
@@ -200,6 +279,8 @@ proxy_session_free(struct proxy_session *ps)
 		proxy_session_question_free(q);
 	}
 	proxy_upstream_drain_pool(ps);
+	proxy_dns_stop(ps);
+	strv_free(&ps->synth);
 	event_free(ps->listen_ev);
 	event_free(ps->resume_ev);
 	proxy_policy_free(ps->policy);
@@ -218,6 +299,12 @@ proxy_session_stop_accepting(struct proxy_session *ps)
 	evtimer_del(ps->resume_ev);
 	close(ps->listen_fd);
 	ps->listen_fd = -1;
+	if (ps->redirect_ev != NULL) {
+		event_free(ps->redirect_ev);
+		ps->redirect_ev = NULL;
+		close(ps->redirect_fd);
+		ps->redirect_fd = -1;
+	}
 }
 
 int

@@ -72,6 +72,10 @@ const char *proxy_addr_class_name(enum proxy_addr_class);
 struct proxy;
 struct proxy_session;
 
+/* Names the jail's resolver answers stand for addresses in 198.18.0.0/15. */
+#define PROXY_SYNTH_NET 0xc6120000U
+#define PROXY_SYNTH_PREFIX 15
+
 struct proxy_conf {
 	const char *data_dir;          /* the CA lives here (key 0600), and the
 	                                  jail's CA bundle */
@@ -173,6 +177,15 @@ struct proxy_session_conf {
 	size_t nsecrets;
 	const char *label;             /* for log lines ("session 12") */
 	int64_t session_id;            /* stamped on every request's record */
+	/*
+	 * Transparent interception: the jail's redirect listener and its
+	 * resolver's UDP and TCP sockets (the session owns them), used only
+	 * if TRANSPARENT.
+	 */
+	bool transparent;
+	int redirect_fd;
+	int dns_udp_fd;
+	int dns_tcp_fd;
 };
 
 /** Serves a session's listening socket. NULL + *CAUSE on error. */

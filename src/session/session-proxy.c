@@ -12,6 +12,10 @@
 
 #include "proxy/proxy.h"
 #include "session-int.h"
+
+_Static_assert(PROXY_SYNTH_NET == JAIL_SYNTH_NET &&
+    PROXY_SYNTH_PREFIX == JAIL_SYNTH_PREFIX,
+    "the jail redirects the range the proxy's resolver gives out");
 #include "store/store.h"
 
 /* Where the jail's bundle is shown (jail-mount.c binds it there). */
@@ -704,6 +708,12 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	sc.secrets = ps;
 	sc.nsecrets = s->nsecrets;
 	sc.label = label;
+	sc.redirect_fd = sc.dns_udp_fd = sc.dns_tcp_fd = -1;
+	if (s->jail != NULL && s->ctx->cf->proxy.transparent) {
+		sc.transparent = true;
+		jail_take_net_fds(s->jail, &sc.redirect_fd, &sc.dns_udp_fd,
+		    &sc.dns_tcp_fd);
+	}
 	s->policy = NULL;   /* the proxy session owns it, even on failure */
 	s->ps = proxy_session_create(s->ctx->px, &sc, &cbs, s, cause);
 	free(ps);

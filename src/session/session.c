@@ -416,6 +416,8 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.rows = s->rows;
 	jc.cols = s->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
+	jc.transparent = s->ctx->cf->proxy.transparent;
+	jc.transparent_port = SESSION_PROXY_PORT + 1;
 	jc.hold = true;
 	session_protect(s, a, &sp->protect);
 	jc.protect = sp->protect.v;

@@ -164,18 +164,33 @@ do_unix(const char *path, int abstract)
 	return do_connect(AF_UNIX, (struct sockaddr *)&sun, len, path);
 }
 
+/*
+ * A name resolves to nothing real: not at all, or (transparent
+ * interception) only to agentmux's synthetic addresses, 198.18.0.0/15.
+ */
 static int
 do_resolve(const char *name)
 {
-	struct addrinfo *ai;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *i;
+	struct sockaddr_in *sin;
 	int rc;
 
-	if ((rc = getaddrinfo(name, "443", NULL, &ai)) != 0) {
+	if ((rc = getaddrinfo(name, "443", &hints, &ai)) != 0) {
 		printf("BLOCKED: resolve %s: %s\n", name, gai_strerror(rc));
 		return 1;
 	}
+	for (i = ai; i != NULL; i = i->ai_next) {
+		sin = (struct sockaddr_in *)i->ai_addr;
+		if (i->ai_family != AF_INET || (ntohl(sin->sin_addr.s_addr) &
+		    0xfffe0000U) != 0xc6120000U) {
+			freeaddrinfo(ai);
+			return escaped("resolved %s to a real address", name);
+		}
+	}
 	freeaddrinfo(ai);
-	return escaped("resolved %s", name);
+	printf("BLOCKED: %s resolves only to agentmux's synthetic addresses\n",
+	    name);
+	return 1;
 }
 
 static int

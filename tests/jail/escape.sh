@@ -141,15 +141,24 @@ network() {
 	fi
 	blocked "connect to a host unix socket" "$E" unix "$T/host.sock"
 	blocked "connect to a host abstract socket" "$E" abstract "$ABSTRACT"
-	blocked "resolve a name" "$E" resolve example.com
+	blocked "resolve a name (to anything real)" "$E" resolve example.com
 	works "resolve localhost" "$E" resolve localhost
+	blocked "connect to a real address" "$E" tcp 1.1.1.1 443
+	blocked "connect to a private address" "$E" tcp 10.0.0.1 80
 	blocked "raw socket" "$E" raw
 	blocked "packet socket" "$E" packet
 	blocked "audit netlink" "$E" netlink-audit
 	blocked "uevent netlink" "$E" netlink-uevent
 	works "route netlink" "$E" netlink-route
+	# Landlock's port rule holds where it can: with transparent = no.
+	# (With interception every port must reach the redirect; the jail's
+	# own listeners are then its own business, inside its namespace.)
+	cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.keep"
+	printf '[proxy]\ntransparent = no\n' >>"$XDG_CONFIG_HOME/agentmux/config"
 	skippable "connect to a port of the jail's own (Landlock)" \
 	    "$E" selfconnect 8080
+	blocked "resolve a name (transparent = no)" "$E" resolve example.com
+	mv "$T/config.keep" "$XDG_CONFIG_HOME/agentmux/config"
 }
 
 processes() {

@@ -34,7 +34,7 @@ def make_leaf(name, ca_key, ca_pem):
        "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=localhost",
        "-keyout", key, "-out", csr)
     with open(ext, "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n")
+        f.write("subjectAltName=DNS:localhost,DNS:web.test,DNS:api.test,IP:127.0.0.1,IP:::1\n")
     sh("openssl", "x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key,
        "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", pem)
     return key, pem
@@ -62,6 +62,8 @@ def watched(*parts):
 
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Head and body go in separate writes: without this, keep-alive requests wait on delayed ACKs.
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass

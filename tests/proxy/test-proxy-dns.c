@@ -1,0 +1,146 @@
+/* The jail resolver's parser and answers: what a query may be, and the bytes of each answer. */
+#include <arpa/inet.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/testlib.h"
+#include "proxy/proxy-int.h"
+
+/* A query for NAME ("a.b") of TYPE, with FLAGS and ARCOUNT, in BUF; its length. */
+static size_t
+mkq(unsigned char *buf, const char *name, unsigned type, unsigned flags,
+    unsigned ar)
+{
+	const char *p = name, *dot;
+	size_t n = 12, l;
+
+	memset(buf, 0, 12);
+	buf[0] = 0xab;
+	buf[1] = 0xcd;
+	buf[2] = (unsigned char)(flags >> 8);
+	buf[3] = (unsigned char)flags;
+	buf[5] = 1;
+	buf[11] = (unsigned char)ar;
+	for (;;) {
+		dot = strchr(p, '.');
+		l = dot != NULL ? (size_t)(dot - p) : strlen(p);
+		buf[n++] = (unsigned char)l;
+		memcpy(buf + n, p, l);
+		n += l;
+		if (dot == NULL)
+			break;
+		p = dot + 1;
+	}
+	buf[n++] = 0;
+	buf[n++] = (unsigned char)(type >> 8);
+	buf[n++] = (unsigned char)type;
+	buf[n++] = 0;
+	buf[n++] = 1;
+	return n;
+}
+
+static void
+test_parse(void **state)
+{
+	unsigned char b[600];
+	struct proxy_dns_query q;
+	size_t n;
+
+	n = mkq(b, "API.Example.com", 1, 0x0100, 0);
+	assert_int_equal(proxy_dns_parse(b, n, &q), 0);
+	assert_string_equal(q.name, "API.Example.com");
+	assert_int_equal(q.id, 0xabcd);
+	assert_int_equal(q.type, 1);
+	assert_int_equal(q.class, 1);
+	assert_int_equal(q.qlen, n - 12);
+	static const unsigned char opt[] = { 0, 0, 0x29, 0x04, 0xd0, 0, 0, 0,
+	    0, 0, 0 };
+	/* An EDNS OPT record after the question is let be. */
+	n = mkq(b, "x.test", 28, 0x0100, 1);
+	memcpy(b + n, opt, sizeof opt);
+	assert_int_equal(proxy_dns_parse(b, n + sizeof opt, &q), 0);
+	assert_int_equal(q.type, 28);
+}
+
+static void
+test_refused(void **state)
+{
+	unsigned char b[600];
+	struct proxy_dns_query q;
+	size_t n;
+
+	n = mkq(b, "a.test", 1, 0x8100, 0);          /* a response */
+	assert_int_equal(proxy_dns_parse(b, n, &q), -1);
+	n = mkq(b, "a.test", 1, 0x0100, 0);
+	b[5] = 2;                                     /* two questions */
+	assert_int_equal(proxy_dns_parse(b, n, &q), -1);
+	b[5] = 1;
+	b[7] = 1;                                     /* an answer in a query */
+	assert_int_equal(proxy_dns_parse(b, n, &q), -1);
+	b[7] = 0;
+	assert_int_equal(proxy_dns_parse(b, n - 1, &q), -1);   /* cut short */
+	assert_int_equal(proxy_dns_parse(b, 11, &q), -1);
+	/* A compression pointer in a query's name. */
+	n = 12;
+	memcpy(b + n, "\x01" "a\xc0\x0c\0\x01\0\x01", 8);
+	assert_int_equal(proxy_dns_parse(b, n + 8, &q), -1);
+	/* A 64-byte label; a label holding a dot or a NUL. */
+	memset(b + 12, 'a', 70);
+	b[12] = 64;
+	b[77] = 0;
+	memcpy(b + 78, "\0\x01\0\x01", 4);
+	assert_int_equal(proxy_dns_parse(b, 82, &q), -1);
+	memcpy(b + 12, "\x03" "a.b\0\0\x01\0\x01", 9);
+	assert_int_equal(proxy_dns_parse(b, 21, &q), -1);
+	memcpy(b + 12, "\x03" "a\0b\0\0\x01\0\x01", 9);
+	assert_int_equal(proxy_dns_parse(b, 21, &q), -1);
+	/* The root alone names nothing. */
+	memcpy(b + 12, "\0\0\x01\0\x01", 5);
+	assert_int_equal(proxy_dns_parse(b, 17, &q), -1);
+	/* Longer than a datagram may be. */
+	mkq(b, "a.test", 1, 0x0100, 0);
+	assert_int_equal(proxy_dns_parse(b, PROXY_DNS_MAX + 1, &q), -1);
+}
+
+static void
+test_answer(void **state)
+{
+	unsigned char b[600], out[600];
+	struct proxy_dns_query q;
+	uint32_t a;
+	size_t n, m;
+
+	n = mkq(b, "web.test", 1, 0x0100, 0);
+	assert_int_equal(proxy_dns_parse(b, n, &q), 0);
+	m = proxy_dns_answer(b, &q, PROXY_DNS_NOERROR, 0xc6120105U, out,
+	    sizeof out);
+	assert_int_equal(m, n + 16);
+	assert_int_equal(out[0], 0xab);
+	assert_int_equal(out[2] & 0x80, 0x80);     /* QR */
+	assert_int_equal(out[2] & 0x01, 0x01);     /* RD as asked */
+	assert_int_equal(out[3] & 0x0f, 0);        /* NOERROR */
+	assert_int_equal(out[7], 1);               /* one answer */
+	assert_memory_equal(out + 12, b + 12, n - 12);
+	memcpy(&a, out + m - 4, 4);
+	assert_int_equal(ntohl(a), 0xc6120105U);
+	/* NXDOMAIN: the question and no record. */
+	m = proxy_dns_answer(b, &q, PROXY_DNS_NXDOMAIN, 0, out, sizeof out);
+	assert_int_equal(m, n);
+	assert_int_equal(out[3] & 0x0f, 3);
+	assert_int_equal(out[7], 0);
+	/* Too little room: nothing. */
+	assert_int_equal(proxy_dns_answer(b, &q, 0, 1, out, n + 15), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_answer),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}
