@@ -628,9 +628,15 @@ session_start_fail(struct session *s, const char *cause)
 	if (s->closing || cause == NULL)
 		cause = "closed before its command started";
 	session_start_events_free(s);
+	/* The start snapshot runs on: it must not call back into this start. */
+	if (s->snap != NULL)
+		snap_session_when_saved(s->snap, NULL, NULL);
 	session_proxy_secrets_drop(s);
 	jail_free(s->jail);
 	s->jail = NULL;
+	/* Started once the tree was saved: nothing is left to watch. */
+	session_history_stop(s);
+	session_guard_stop(s);
 	s->starting = false;
 	s->reaped = true;
 	s->ended = true;
@@ -718,7 +724,9 @@ session_start_saved(void *arg)
 {
 	struct session *s = arg;
 
-	event_active(s->start_ev, EV_TIMEOUT, 0);
+	/* Only a start still waiting for it (one that failed has let go). */
+	if (s->starting && s->start_ev != NULL)
+		event_active(s->start_ev, EV_TIMEOUT, 0);
 }
 
 static void

@@ -254,6 +254,69 @@ test_free_from_callbacks(void **state)
 	}
 }
 
+/*
+ * A start that fails while the start snapshot still runs (here: terminated,
+ * as an undo from the dashboard does), with the session kept (the TUI shows
+ * "did not start"): once the snapshot is recorded it must not call back into
+ * the failed start. git is slowed (a wrapper first on PATH, as
+ * tests/tui/start-wait.sh does) so that the jail is gone first.
+ */
+static void
+test_fail_while_snapshot_runs(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *bin = xprintf("%s/bin", test_dir);
+	char *wrap = xprintf("%s/git", bin);
+	char *old = xstrdup(getenv("PATH"));
+	char *path = xprintf("%s:%s", bin, old);
+	char *real = test_sh_out("command -v git");
+	char *text;
+	int64_t id, t0;
+	int i;
+
+	real[strcspn(real, "\n")] = '\0';
+	text = xprintf("#!/bin/sh\ncase \"$*\" in *write-tree*) sleep 2 ;; "
+	    "esac\nexec %s \"$@\"\n", real);
+	test_sh_ok("mkdir -p '%s'", bin);
+	test_write_file(wrap, text);
+	test_sh_ok("chmod 755 '%s'", wrap);
+	setenv("PATH", path, 1);
+	fixture_open(&f);
+	s = start(&f, &o, "sleep 5");
+	id = session_id(s);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_NONBLOCK), 0);
+	session_terminate(s);
+	loop_until(&f, &o.started);
+	assert_false(o.ok);
+	assert_false(session_starting(s));
+	/* The snapshot was still running: it is recorded with the session kept. */
+	assert_int_equal(snapshots(&f, id), 0);
+	t0 = util_mono_us();
+	while (snapshots(&f, id) == 0 && util_mono_us() - t0 < 20000000)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	assert_int_equal(snapshots(&f, id), 1);
+	/* And the loop runs on with it, as the dashboard's does. */
+	t0 = util_mono_us();
+	while (util_mono_us() - t0 < 500000)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_NONBLOCK), 0);
+	assert_int_equal(o.started, 1);
+	assert_int_equal(o.exited, 0);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(text);
+	free(real);
+	free(path);
+	free(old);
+	free(wrap);
+	free(bin);
+}
+
 int
 main(void)
 {
@@ -265,6 +328,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_secret_command_async,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_fail_while_snapshot_runs,
 		    test_proj_setup, test_proj_teardown),
 	};
 
