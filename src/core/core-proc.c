@@ -487,55 +487,79 @@ fail:
 static void proc_reaper_cb(evutil_socket_t, short, void *);
 
 /*
- * Watches PIDFD on BASE for the exit of PID, a child nobody waits for any
- * more; after GRACE_MS (0: none) it is killed. Nothing is allocated: the
- * loop's own one-off event carries the pid, so a loop freed first leaves
- * only a zombie until this process ends. False if it cannot be watched.
+ * Reaps the child of PIDFD if it has ended, never waiting (a child killed
+ * in uninterruptible sleep, on a FUSE or NFS project, ends only later): 1
+ * reaped (or not ours to reap), 0 still there, -1 the kernel cannot wait
+ * on a pidfd (before Linux 5.4).
+ */
+static int
+proc_pidfd_reap(int pidfd)
+{
+	siginfo_t si;
+	int r;
+
+	memset(&si, 0, sizeof si);
+	do
+		r = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG);
+	while (r == -1 && errno == EINTR);
+	if (r == -1)
+		return errno == ECHILD ? 1 : -1;
+	return si.si_pid != 0;
+}
+
+/*
+ * Watches PIDFD on BASE for the exit of its child, one nobody waits for
+ * any more; after GRACE_MS (0: none) it is killed. Nothing is allocated:
+ * the loop's own one-off event carries the base, so a loop freed first
+ * leaves only a zombie until this process ends. False if it cannot be
+ * watched.
  */
 static bool
-proc_reaper_add(struct event_base *base, pid_t pid, int pidfd, int grace_ms)
+proc_reaper_add(struct event_base *base, int pidfd, int grace_ms)
 {
 	struct timeval tv = { grace_ms / 1000, (grace_ms % 1000) * 1000 };
 
 	return event_base_once(base, pidfd, EV_READ | (grace_ms > 0 ?
-	    EV_TIMEOUT : 0), proc_reaper_cb, (void *)(intptr_t)pid,
-	    grace_ms > 0 ? &tv : NULL) == 0;
+	    EV_TIMEOUT : 0), proc_reaper_cb, base, grace_ms > 0 ? &tv : NULL) ==
+	    0;
 }
 
 static void
 proc_reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
-	pid_t pid = (pid_t)(intptr_t)arg;
-
-	/*
-	 * Its grace is over (unreaped, the pid is still ours): killed, it is
-	 * gone at once (the wait is for the kernel to tear it down).
-	 */
+	/* Its grace is over: killed by its pidfd, which names it and no other. */
 	if (what & EV_TIMEOUT)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-		;
+		syscall(SYS_pidfd_send_signal, (int)fd, SIGKILL, NULL, 0);
+	/* Not gone yet: the pidfd says when, the loop goes on meanwhile. */
+	if (proc_pidfd_reap((int)fd) == 0 && proc_reaper_add(arg, (int)fd, 0))
+		return;
 	close((int)fd);
 }
 
 /*
  * Lets go of P's child, still running, after SIG: the loop reaps it when
- * its pidfd says it ended (GRACE_MS later it is killed). Without a pidfd,
- * it is killed and waited for here (it is gone at once).
+ * its pidfd says it ended (GRACE_MS later it is killed). Without a pidfd
+ * to wait on, it is killed and reaped here if it is already gone; the loop
+ * is never held up waiting for it (what has not ended stays a zombie).
  */
 static void
 proc_let_go(struct proc *p, int sig, int grace_ms)
 {
+	int r;
+
 	kill(p->pid, sig);
 	if (p->pidfd != -1 && p->base != NULL &&
-	    proc_reaper_add(p->base, p->pid, p->pidfd, grace_ms)) {
-		p->pidfd = -1;          /* the reaper's now */
+	    ((r = proc_pidfd_reap(p->pidfd)) == 1 ||
+	    (r == 0 && proc_reaper_add(p->base, p->pidfd, grace_ms)))) {
+		if (r == 1)
+			close(p->pidfd);
+		p->pidfd = -1;          /* the reaper's now, or reaped */
 		p->pid = -1;
 		return;
 	}
 	if (sig != SIGKILL)
 		kill(p->pid, SIGKILL);
-	while (waitpid(p->pid, NULL, 0) == -1 && errno == EINTR)
+	while (waitpid(p->pid, NULL, WNOHANG) == -1 && errno == EINTR)
 		;
 	p->pid = -1;
 }
