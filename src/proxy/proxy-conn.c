@@ -1704,6 +1704,25 @@ proxy_conn_tunnel_sni(struct proxy_conn *pc, char *sni)
 	return why;
 }
 
+/* Why a tunnel that is not TLS is closed; a redirected one is told the rule for raw TCP. */
+static char *
+proxy_conn_not_hello(const struct proxy_conn *pc, const char *bad)
+{
+	char *hr, *why;
+
+	if (!pc->transparent)
+		return xprintf("closed: a tunnel carries TLS, and what the "
+		    "client sent is not a TLS hello agentmux can read: %s",
+		    bad != NULL ? bad : "it ended first");
+	hr = proxy_host_rule(pc->dest_host, pc->dest_port, "tunnel");
+	why = xprintf("closed: a tunnel rule without a port carries TLS for "
+	    "its host only, and what the client sent is not a TLS hello "
+	    "agentmux can read (%s); add `tunnel %s` to let raw TCP through",
+	    bad != NULL ? bad : "it ended first", hr);
+	free(hr);
+	return why;
+}
+
 /*
  * A tunnel is not decrypted, but its first TLS record says which server
  * it is for: that must be the tunnel's host. 1 once checked, 0 while the
@@ -1732,9 +1751,7 @@ proxy_conn_tunnel_hello(struct proxy_conn *pc)
 		return 1;
 	}
 	if (rc != 1)
-		why = xprintf("closed: a tunnel carries TLS, and what the client "
-		    "sent is not a TLS hello agentmux can read: %s", bad != NULL ?
-		    bad : "it ended first");
+		why = proxy_conn_not_hello(pc, bad);
 	else if (sni != NULL && (why = proxy_conn_tunnel_sni(pc, sni)) != NULL)
 		request_set(&pc->r.rec.decision, "deny");
 	free(sni);
@@ -2229,17 +2246,19 @@ proxy_conn_sniff(struct proxy_conn *pc)
 
 /* A tunnel rule names the destination: raw bytes both ways, recorded as a whole. */
 static void
-proxy_conn_raw_tunnel(struct proxy_conn *pc, const char *rule)
+proxy_conn_raw_tunnel(struct proxy_conn *pc, const char *rule, bool raw_ok)
 {
 	proxy_conn_raw_begin(pc, "tunnel");
 	request_set(&pc->r.rec.decision, "tunnel");
 	pc->r.rec.rule = rule != NULL ? xstrdup(rule) : NULL;
 	pc->r.req_done = true;
 	/*
-	 * Raw TCP (ssh speaks first from the server): no TLS hello to wait
-	 * for, but on 443 it is TLS, whose server name must be the host's.
+	 * Raw TCP (ssh speaks first from the server) only where the rule
+	 * names the port (`tunnel HOST:PORT`); a host-wide tunnel is for
+	 * clients that pin certificates: TLS whose server name must be the
+	 * host's, on every port, as in a CONNECT.
 	 */
-	pc->hello_seen = pc->dest_port != 443;
+	pc->hello_seen = raw_ok;
 	proxy_scan_reset(&pc->scan, pc->ps->patterns, NULL);
 	evtimer_del(pc->timer);
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
@@ -2253,15 +2272,16 @@ proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
 	struct proxy_conn *pc = proxy_conn_new(ps, fd);
 	const char *rule = NULL;
 	enum proxy_verdict v;
+	bool names_port;
 	char *why;
 
 	pc->transparent = true;
 	pc->dest_host = xstrdup(name);
 	pc->dest_port = port;
 	proxy_conn_set_state(pc, PROXY_CONN_SNIFF);
-	v = proxy_policy_check(ps->policy, name, port, NULL, NULL, &rule);
+	v = proxy_policy_check_dest(ps->policy, name, port, &rule, &names_port);
 	if (v == PROXY_TUNNEL)
-		proxy_conn_raw_tunnel(pc, rule);
+		proxy_conn_raw_tunnel(pc, rule, names_port);
 	else if (v == PROXY_DENY) {
 		proxy_conn_raw_begin(pc, "tcp");
 		request_set(&pc->r.rec.decision, "deny");

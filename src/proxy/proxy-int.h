@@ -417,6 +417,7 @@ struct proxy {
 struct proxy_conn;
 struct proxy_upstream;
 struct proxy_dns_tcp;
+struct proxy_dns_set;
 
 /* A connection's place in the line of requests waiting on one question. */
 struct proxy_hold {
@@ -470,6 +471,11 @@ struct proxy_session {
 	int redirect_fd;              /* the redirect's listener, or -1 */
 	struct event *redirect_ev;
 	struct strv synth;            /* name I stands for PROXY_SYNTH_FIRST + I */
+	struct proxy_dns_set *synth_index;  /* name -> I, for synth */
+	struct proxy_dns_set *dns_recorded; /* "TYPE name" lookups recorded once */
+	struct strv dns_keys;         /* the keys dns_recorded indexes */
+	uint64_t dns_repeats;         /* lookups counted, not recorded again */
+	bool dns_full_told;           /* the name cap was recorded once */
 	int dns_udp_fd;
 	int dns_tcp_fd;
 	struct event *dns_udp_ev;
@@ -487,7 +493,8 @@ struct proxy_session {
 #define PROXY_DNS_NXDOMAIN 3
 #define PROXY_DNS_NOTIMP 4
 #define PROXY_SYNTH_FIRST 0xc6120100U  /* 198.18.1.0: the first given out */
-#define PROXY_SYNTH_MAX 65536
+#define PROXY_SYNTH_MAX 4096           /* names per session: a bound on memory and work */
+#define PROXY_DNS_KEYS_MAX 16384      /* distinct lookups recorded per session */
 
 /* A query, as parsed. */
 struct proxy_dns_query {
@@ -520,6 +527,14 @@ const char *proxy_dns_name_of(struct proxy_session *, uint32_t addr);
 int proxy_dns_start(struct proxy_session *, int udp_fd, int tcp_fd,
     char **cause);
 void proxy_dns_stop(struct proxy_session *);
+/**
+ * The answer to query MSG (LEN bytes) in OUT (CAP bytes), recording the
+ * lookup (once per name and type); its length, or 0 to drop it.
+ */
+size_t proxy_dns_reply(struct proxy_session *, const unsigned char *msg,
+    size_t len, unsigned char *out, size_t cap);
+/** Frees the session's name tables. */
+void proxy_dns_free(struct proxy_session *);
 
 /* proxy-conn.c */
 void proxy_conn_accept(struct proxy_session *, int fd);

@@ -408,9 +408,9 @@ proxy_policy_connect(const struct proxy_rule **best,
 	return b != NULL ? b->verdict : PROXY_UNKNOWN;
 }
 
-enum proxy_verdict
-proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
-    const char *method, const char *path, const char **rule)
+static enum proxy_verdict
+proxy_policy_decide(const struct proxy_policy *pol, const char *host, int port,
+    const char *method, const char *path, const struct proxy_rule **bestp)
 {
 	const struct proxy_rule *best = NULL, *allow_in = NULL, *deny_in = NULL;
 	const struct proxy_rule *r;
@@ -441,8 +441,34 @@ proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
 		v = proxy_policy_connect(&best, allow_in, deny_in);
 	else
 		v = best != NULL ? best->verdict : PROXY_UNKNOWN;
+	*bestp = best;
+	return v;
+}
+
+enum proxy_verdict
+proxy_policy_check(const struct proxy_policy *pol, const char *host, int port,
+    const char *method, const char *path, const char **rule)
+{
+	const struct proxy_rule *best;
+	enum proxy_verdict v;
+
+	v = proxy_policy_decide(pol, host, port, method, path, &best);
 	if (rule != NULL)
 		*rule = best != NULL ? best->desc : NULL;
+	return v;
+}
+
+enum proxy_verdict
+proxy_policy_check_dest(const struct proxy_policy *pol, const char *host,
+    int port, const char **rule, bool *names_port)
+{
+	const struct proxy_rule *best;
+	enum proxy_verdict v;
+
+	v = proxy_policy_decide(pol, host, port, NULL, NULL, &best);
+	if (rule != NULL)
+		*rule = best != NULL ? best->desc : NULL;
+	*names_port = best != NULL && best->port != 0;
 	return v;
 }
 

@@ -17,6 +17,8 @@
 #define PROXY_DNS_TTL 5               /* seconds: the name stays, the decision comes at connect */
 #define PROXY_DNS_TCP_MAX 8           /* resolver TCP connections at once */
 #define PROXY_DNS_TCP_SECS 5
+#define PROXY_DNS_STR1(x) #x
+#define PROXY_DNS_STR(x) PROXY_DNS_STR1(x)
 
 /* One DNS-over-TCP client: a length-prefixed query, one answer, then close. */
 struct proxy_dns_tcp {
@@ -134,19 +136,90 @@ proxy_dns_answer(const void *query, const struct proxy_dns_query *q,
 
 /* ---- names and their synthetic addresses ---- */
 
-uint32_t
-proxy_dns_addr_of(struct proxy_session *ps, const char *name)
+/*
+ * An open-addressing index of strings kept in a strv: slot holds I + 1 of
+ * V[I], 0 when empty. Twice as many slots as entries at most, so a
+ * lookup is a few probes, not a scan (a jail sends as many names as it
+ * likes).
+ */
+struct proxy_dns_set {
+	uint32_t *slot;
+	size_t nslot;               /* a power of two */
+};
+
+static uint32_t
+proxy_dns_hash(const char *s)
+{
+	uint32_t h = 2166136261U;   /* FNV-1a */
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619U;
+	return h;
+}
+
+static struct proxy_dns_set *
+proxy_dns_set_new(size_t max)
+{
+	struct proxy_dns_set *set = xcalloc(1, sizeof *set);
+
+	set->nslot = 16;
+	while (set->nslot < max * 2)
+		set->nslot *= 2;
+	set->slot = xcalloc(set->nslot, sizeof *set->slot);
+	return set;
+}
+
+static void
+proxy_dns_set_free(struct proxy_dns_set *set)
+{
+	if (set == NULL)
+		return;
+	free(set->slot);
+	free(set);
+}
+
+/* The slot that holds KEY, or the empty one where it would go. */
+static size_t
+proxy_dns_set_find(const struct proxy_dns_set *set, const struct strv *v,
+    const char *key)
+{
+	size_t i = proxy_dns_hash(key) & (set->nslot - 1);
+
+	while (set->slot[i] != 0 && strcmp(v->v[set->slot[i] - 1], key) != 0)
+		i = (i + 1) & (set->nslot - 1);
+	return i;
+}
+
+/* KEY's index in V, added (if fewer than MAX) when new; -1 when full. */
+static long
+proxy_dns_intern(struct proxy_dns_set **setp, struct strv *v, size_t max,
+    const char *key, bool *added)
 {
 	size_t i;
 
-	for (i = 0; i < ps->synth.n; i++) {
-		if (strcmp(ps->synth.v[i], name) == 0)
-			return PROXY_SYNTH_FIRST + (uint32_t)i;
-	}
-	if (ps->synth.n >= PROXY_SYNTH_MAX)
-		return 0;
-	strv_add(&ps->synth, name);
-	return PROXY_SYNTH_FIRST + (uint32_t)i;
+	*added = false;
+	if (*setp == NULL)
+		*setp = proxy_dns_set_new(max);
+	i = proxy_dns_set_find(*setp, v, key);
+	if ((*setp)->slot[i] != 0)
+		return (long)(*setp)->slot[i] - 1;
+	if (v->n >= max)
+		return -1;
+	strv_add(v, key);
+	(*setp)->slot[i] = (uint32_t)v->n;
+	*added = true;
+	return (long)v->n - 1;
+}
+
+uint32_t
+proxy_dns_addr_of(struct proxy_session *ps, const char *name)
+{
+	bool added;
+	long i;
+
+	i = proxy_dns_intern(&ps->synth_index, &ps->synth, PROXY_SYNTH_MAX,
+	    name, &added);
+	return i == -1 ? 0 : PROXY_SYNTH_FIRST + (uint32_t)i;
 }
 
 const char *
@@ -155,6 +228,16 @@ proxy_dns_name_of(struct proxy_session *ps, uint32_t addr)
 	if (addr < PROXY_SYNTH_FIRST || addr - PROXY_SYNTH_FIRST >= ps->synth.n)
 		return NULL;
 	return ps->synth.v[addr - PROXY_SYNTH_FIRST];
+}
+
+void
+proxy_dns_free(struct proxy_session *ps)
+{
+	proxy_dns_set_free(ps->synth_index);
+	proxy_dns_set_free(ps->dns_recorded);
+	ps->synth_index = ps->dns_recorded = NULL;
+	strv_free(&ps->synth);
+	strv_free(&ps->dns_keys);
 }
 
 /* ---- answering ---- */
@@ -202,9 +285,24 @@ proxy_dns_record(struct proxy_session *ps, const struct proxy_dns_query *q,
     const char *decision, const char *rule, const char *error)
 {
 	struct request rec;
+	char *key;
+	bool added;
 
 	if (ps->cbs.request == NULL)
 		return;
+	/*
+	 * Once per name, type and outcome: a repeat is counted, not stored,
+	 * so a jail's lookups cannot use up the session's record budget.
+	 */
+	key = xprintf("%s %s %s", proxy_dns_type_name(q->type), decision,
+	    q->name);
+	proxy_dns_intern(&ps->dns_recorded, &ps->dns_keys, PROXY_DNS_KEYS_MAX,
+	    key, &added);
+	free(key);
+	if (!added) {
+		ps->dns_repeats++;
+		return;
+	}
 	request_init(&rec);
 	rec.id = (int64_t)++ps->next_request;
 	rec.session_id = ps->session_id;
@@ -228,8 +326,8 @@ proxy_dns_record(struct proxy_session *ps, const struct proxy_dns_query *q,
  * The answer to query MSG (LEN bytes) in OUT, its length, or 0 to drop
  * it (not a query one can answer: a client gets no help probing us).
  */
-static size_t
-proxy_dns_handle(struct proxy_session *ps, const unsigned char *msg,
+size_t
+proxy_dns_reply(struct proxy_session *ps, const unsigned char *msg,
     size_t len, unsigned char *out, size_t cap)
 {
 	struct proxy_dns_query q;
@@ -259,10 +357,16 @@ proxy_dns_handle(struct proxy_session *ps, const unsigned char *msg,
 	if (q.type == 1 && (addr = proxy_dns_addr_of(ps, q.name)) == 0)
 		rcode = PROXY_DNS_SERVFAIL;
 	n = proxy_dns_answer(msg, &q, rcode, addr, out, cap);
-	if (q.type == 1 || q.type == 28)
-		proxy_dns_record(ps, &q, rcode == PROXY_DNS_NOERROR ? "allow" :
-		    "error", NULL, rcode == PROXY_DNS_NOERROR ? NULL :
-		    "too many names looked up in this session");
+	if (rcode != PROXY_DNS_NOERROR) {
+		/* Said once: every later new name fails the same way. */
+		if (!ps->dns_full_told)
+			proxy_dns_record(ps, &q, "error", NULL, "SERVFAIL: this "
+			    "session looked up " PROXY_DNS_STR(PROXY_SYNTH_MAX)
+			    " names, agentmux's limit for one session; names "
+			    "not seen before now fail (start a new session)");
+		ps->dns_full_told = true;
+	} else if (q.type == 1 || q.type == 28)
+		proxy_dns_record(ps, &q, "allow", NULL, NULL);
 	return n;
 }
 
@@ -284,7 +388,7 @@ proxy_dns_udp_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		if ((size_t)n > sizeof in)
 			continue;
-		if ((m = proxy_dns_handle(ps, in, (size_t)n, out, sizeof out)) !=
+		if ((m = proxy_dns_reply(ps, in, (size_t)n, out, sizeof out)) !=
 		    0)
 			sendto(fd, out, m, MSG_DONTWAIT, (struct sockaddr *)&ss,
 			    sl);
@@ -326,7 +430,7 @@ proxy_dns_tcp_cb(evutil_socket_t fd, short what, void *arg)
 	if (dt->len < 2 + want)
 		return;
 	/* One query per connection: enough for a stub resolver's retry. */
-	if ((m = proxy_dns_handle(dt->ps, dt->buf + 2, want, out + 2,
+	if ((m = proxy_dns_reply(dt->ps, dt->buf + 2, want, out + 2,
 	    sizeof out - 2)) != 0) {
 		proxy_dns_put16(out, (unsigned)m);
 		n = send(fd, out, m + 2, MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -243,6 +243,7 @@ proxy_session_create(struct proxy *px, const struct proxy_session_conf *conf,
 	ps->redirect_fd = ps->dns_udp_fd = ps->dns_tcp_fd = -1;
 	TAILQ_INIT(&ps->dns_tcp);
 	strv_init(&ps->synth);
+	strv_init(&ps->dns_keys);
 	if (conf->transparent && proxy_session_transparent(ps, conf,
 	    cause) == -1) {
 		proxy_session_free(ps);
@@ -280,7 +281,7 @@ proxy_session_free(struct proxy_session *ps)
 	}
 	proxy_upstream_drain_pool(ps);
 	proxy_dns_stop(ps);
-	strv_free(&ps->synth);
+	proxy_dns_free(ps);
 	event_free(ps->listen_ev);
 	event_free(ps->resume_ev);
 	proxy_policy_free(ps->policy);

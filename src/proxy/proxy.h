@@ -43,6 +43,13 @@ int proxy_policy_validate(const char *verb, const char *text, char **cause);
 enum proxy_verdict proxy_policy_check(const struct proxy_policy *,
     const char *host, int port, const char *method, const char *path,
     const char **rule);
+/**
+ * proxy_policy_check at connect time (no method or path), also telling
+ * whether the deciding rule names the port: only a `tunnel HOST:PORT`
+ * lets raw TCP through, a host-wide tunnel carries TLS for HOST only.
+ */
+enum proxy_verdict proxy_policy_check_dest(const struct proxy_policy *,
+    const char *host, int port, const char **rule, bool *names_port);
 /** True if some rule names HOST literally (an address or "localhost"), not by glob. */
 bool proxy_policy_names_host(const struct proxy_policy *, const char *host);
 /** Number of rules. */

@@ -1,6 +1,7 @@
 /* The jail resolver's parser and answers: what a query may be, and the bytes of each answer. */
 #include <arpa/inet.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,110 @@ test_answer(void **state)
 	assert_int_equal(proxy_dns_answer(b, &q, 0, 1, out, n + 15), 0);
 }
 
+static int nrecorded;
+
+static void
+count_request(void *arg, const struct request *r)
+{
+	(void)arg;
+	(void)r;
+	nrecorded++;
+}
+
+/* A session with an empty policy whose records are counted. */
+static struct proxy_session *
+mksession(void)
+{
+	struct proxy_session *ps = calloc(1, sizeof *ps);
+
+	assert_non_null(ps);
+	ps->policy = proxy_policy_create();
+	ps->cbs.request = count_request;
+	strv_init(&ps->synth);
+	strv_init(&ps->dns_keys);
+	nrecorded = 0;
+	return ps;
+}
+
+static void
+freesession(struct proxy_session *ps)
+{
+	proxy_dns_free(ps);
+	proxy_policy_free(ps->policy);
+	free(ps);
+}
+
+/* The rcode of the answer to an A query for NAME, and its address in *ADDR. */
+static int
+ask(struct proxy_session *ps, const char *name, uint32_t *addr)
+{
+	unsigned char b[600], out[700];
+	size_t n = mkq(b, name, 1, 0x0100, 0), m;
+
+	m = proxy_dns_reply(ps, b, n, out, sizeof out);
+	assert_true(m >= n);
+	*addr = 0;
+	if (m == n + 16) {
+		memcpy(addr, out + m - 4, 4);
+		*addr = ntohl(*addr);
+	}
+	return out[3] & 0x0f;
+}
+
+/* Many names: each its own address, found again and mapped back; then the cap. */
+static void
+test_many_names(void **state)
+{
+	struct proxy_session *ps = mksession();
+	char name[64];
+	uint32_t a;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 20000; i++) {
+		snprintf(name, sizeof name, "n%d.many.test", i);
+		a = proxy_dns_addr_of(ps, name);
+		if (i < PROXY_SYNTH_MAX) {
+			assert_int_equal(a, PROXY_SYNTH_FIRST + (uint32_t)i);
+			assert_string_equal(proxy_dns_name_of(ps, a), name);
+		} else
+			assert_int_equal(a, 0);
+	}
+	for (i = PROXY_SYNTH_MAX - 1; i >= 0; i -= 7) {
+		snprintf(name, sizeof name, "n%d.many.test", i);
+		assert_int_equal(proxy_dns_addr_of(ps, name),
+		    PROXY_SYNTH_FIRST + (uint32_t)i);
+	}
+	assert_null(proxy_dns_name_of(ps, PROXY_SYNTH_FIRST + PROXY_SYNTH_MAX));
+	/* Full: a known name still answers, a new one gets SERVFAIL, said once. */
+	assert_int_equal(ask(ps, "n5.many.test", &a), 0);
+	assert_int_equal(a, PROXY_SYNTH_FIRST + 5);
+	nrecorded = 0;
+	assert_int_equal(ask(ps, "new1.many.test", &a), PROXY_DNS_SERVFAIL);
+	assert_int_equal(ask(ps, "new2.many.test", &a), PROXY_DNS_SERVFAIL);
+	assert_int_equal(nrecorded, 1);
+	freesession(ps);
+}
+
+/* A lookup is recorded once per name and type; repeats are counted. */
+static void
+test_recorded_once(void **state)
+{
+	struct proxy_session *ps = mksession();
+	uint32_t a, b;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 50; i++)
+		assert_int_equal(ask(ps, "web.test", &a), 0);
+	assert_int_equal(nrecorded, 1);
+	assert_int_equal(ps->dns_repeats, 49);
+	assert_int_equal(ask(ps, "api.test", &b), 0);
+	assert_int_not_equal(a, b);
+	assert_int_equal(nrecorded, 2);
+	freesession(ps);
+}
+
 int
 main(void)
 {
@@ -140,6 +245,8 @@ main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_answer),
+		cmocka_unit_test(test_many_names),
+		cmocka_unit_test(test_recorded_once),
 	};
 
 	return test_run_group(tests, NULL, NULL);

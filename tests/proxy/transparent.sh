@@ -60,10 +60,13 @@ connect_to = web.test:443:127.0.0.1:$HP
 connect_to = web.test:80:127.0.0.1:$PP
 connect_to = git.test:22:127.0.0.1:$RP
 connect_to = raw.test:2222:127.0.0.1:$RP
+connect_to = pinned.test:22:127.0.0.1:$RP
+connect_to = pinned.test:8443:127.0.0.1:$HP
 [policy]
 allow = web.test
 allow = raw.test
 tunnel = git.test:22
+tunnel = pinned.test
 deny = evil.test
 EOF
 
@@ -158,8 +161,19 @@ out=$(run -- /usr/bin/python3 -c "$RAWPY" raw.test 2222 talk 2>&1)
 r=$(lastreq '"host": "raw.test"' '"decision": "deny"')
 ! has "$out" "echo:hello" && has "$r" "tunnel raw.test:2222" && ok "raw TCP without a tunnel rule is refused, with the rule that would allow it" ||
 	bad "raw without tunnel: $out / $r"
-
-# ---- secrets: swapped over intercepted TLS, never let through a raw tunnel ----
+# A host-wide tunnel (for clients that pin certificates) carries TLS naming
+# its host on any port, never raw TCP: that takes `tunnel HOST:PORT`.
+out=$(run -- /usr/bin/python3 -c "$RAWPY" pinned.test 22 talk 2>&1)
+r=$(lastreq '"host": "pinned.test"' '"port": 22')
+! has "$out" "echo:hello" && ! has "$out" "SSH-2.0" && has "$r" "tunnel pinned.test:22" &&
+	ok "a host-wide tunnel rule refuses raw TCP, naming the rule that would allow it" || bad "host-wide tunnel raw: $out / $r"
+out=$(run -- /usr/bin/python3 -c '
+import socket, ssl
+c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
+s = c.wrap_socket(socket.create_connection(("pinned.test", 8443), timeout=10), server_hostname="pinned.test")
+s.sendall(b"GET /p1 HTTP/1.1\r\nHost: pinned.test\r\nConnection: close\r\n\r\n"); print(s.recv(4000).decode())' 2>&1)
+grep -q "/p1" "$SEEN" && ok "a host-wide tunnel passes TLS naming its host to another port than 443" || bad "host-wide tunnel TLS: $out"
+, never let through a raw tunnel ----
 export AMX_TP_KEY=sk-tp-Real0Value1That2Stays3Outside4
 cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.keep"
 printf '[secret k]\nenv = K\nfrom_env = AMX_TP_KEY\nhost = web.test\n[agent u]\ncommand = sh\nsecret = k\n' \
