@@ -6,6 +6,7 @@
  * last one) and the user is told. Each step is a git command on the
  * event loop; nothing here waits.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -30,6 +31,15 @@
  */
 #define SNAP_KEEP_UNPACK "--unpack-unreachable=1.hour.ago"
 #define SNAP_KEEP_EXPIRE "--expire=1.hour.ago"
+/*
+ * Held by whoever packs or prunes the repository: this process's keep, or
+ * a detached repack (flock(1)) that outlived an earlier one. Two at once
+ * undo each other's work: a repack packing loose objects a prune is
+ * deleting keeps them on disk past the budget.
+ */
+#define SNAP_KEEP_LOCK "agentmux-keep.lock"
+/* How often a keep asks again for the lock a detached repack holds. */
+#define SNAP_KEEP_LOCK_RETRY_MS 200
 
 struct snap_keep {
 	struct event_base *base;
@@ -51,6 +61,8 @@ struct snap_keep {
 	bool prune;               /* the next fold is followed by a prune */
 	bool recompress;          /* the next fold compresses afresh (a first snapshot's pack) */
 	struct strv messages;
+	int lock;                 /* the repository's keep lock, held; -1: not */
+	struct event *wait;       /* retries the lock while another holds it */
 	void (*done)(void *, const struct snap_keep *);
 	void *arg;
 };
@@ -59,6 +71,36 @@ static void snap_keep_usage(struct snap_keep *);
 static void snap_keep_try(struct snap_keep *);
 static void snap_keep_fold(struct snap_keep *);
 static void snap_keep_end(struct snap_keep *);
+static void snap_keep_unlock(struct snap_keep *);
+
+/*
+ * Takes GITDIR's keep lock without waiting: its descriptor, -2 if another
+ * holds it, -1 if it cannot be had at all (then nothing stops the keep).
+ */
+static int
+snap_keep_lock_take(const char *gitdir)
+{
+	char *path = xprintf("%s/%s", gitdir, SNAP_KEEP_LOCK);
+	int fd, error;
+
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1)
+		log_debug("%s: %s", path, strerror(errno));
+	free(path);
+	if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	error = errno;
+	close(fd);
+	return error == EWOULDBLOCK ? -2 : -1;
+}
+
+static void
+snap_keep_unlock(struct snap_keep *k)
+{
+	if (k->lock >= 0)
+		close(k->lock);
+	k->lock = -1;
+}
 
 /* Within the budget: done, unless gc asked for all of it (a fold and a prune). */
 static void
@@ -97,6 +139,9 @@ snap_keep_free(struct snap_keep *k)
 		return;
 	/* A git command still running is asked to stop: git cleans up after itself. */
 	proc_term(k->proc);
+	snap_keep_unlock(k);
+	if (k->wait != NULL)
+		event_free(k->wait);
 	snap_keep_free_cand(k);
 	strv_free(&k->kept);
 	strv_free(&k->messages);
@@ -109,6 +154,7 @@ snap_keep_end(struct snap_keep *k)
 {
 	proc_free(k->proc);
 	k->proc = NULL;
+	snap_keep_unlock(k);
 	if (k->done != NULL)
 		k->done(k->arg, k);
 }
@@ -450,19 +496,50 @@ snap_keep_count_cb(struct proc *p, void *arg)
 		snap_keep_usage(k);
 }
 
+/* Counts the objects, the first step, once the lock is held; -1 with *CAUSE. */
+static int
+snap_keep_begin(struct snap_keep *k, char **cause)
+{
+	const char *args[] = { "count-objects", "-v", NULL };
+
+	k->proc = snap_git_start(k->base, k->repo, SNAP_ENV_DB, args, NULL,
+	    NULL, snap_keep_count_cb, k, cause);
+	return k->proc != NULL ? 0 : -1;
+}
+
+/* A detached repack held the lock: asked again until it is done. */
+static void
+snap_keep_wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_keep *k = arg;
+	struct timeval tv = { 0, SNAP_KEEP_LOCK_RETRY_MS * 1000 };
+	char *cause = NULL;
+
+	if ((k->lock = snap_keep_lock_take(k->repo->gitdir)) == -2) {
+		evtimer_add(k->wait, &tv);
+		return;
+	}
+	if (snap_keep_begin(k, &cause) == -1) {
+		log_warnx("snapshots of %s: %s", k->repo->worktree, cause);
+		free(cause);
+		snap_keep_end(k);
+	}
+}
+
 struct snap_keep *
 snap_keep_start(struct event_base *base, struct store *st,
     const struct config *cf, const char *gitdir, const char *worktree,
     void (*done)(void *, const struct snap_keep *), void *arg, char **cause)
 {
 	struct snap_keep *k = xcalloc(1, sizeof *k);
-	const char *args[] = { "count-objects", "-v", NULL };
+	struct timeval tv = { 0, SNAP_KEEP_LOCK_RETRY_MS * 1000 };
 
 	k->base = base;
 	k->st = st;
 	k->max_size = cf != NULL ? cf->snapshots.max_size : 0;
 	k->done = done;
 	k->arg = arg;
+	k->lock = -1;
 	strv_init(&k->kept);
 	strv_init(&k->messages);
 	if ((k->repo = snap_repo_reopen(gitdir, worktree, cf, "keep", false,
@@ -470,9 +547,14 @@ snap_keep_start(struct event_base *base, struct store *st,
 		free(k);
 		return NULL;
 	}
-	k->proc = snap_git_start(base, k->repo, SNAP_ENV_DB, args, NULL, NULL,
-	    snap_keep_count_cb, k, cause);
-	if (k->proc == NULL) {
+	if ((k->lock = snap_keep_lock_take(gitdir)) == -2) {
+		k->wait = evtimer_new(base, snap_keep_wait_cb, k);
+		if (k->wait == NULL)
+			fatalx("cannot create an event");
+		evtimer_add(k->wait, &tv);
+		return k;
+	}
+	if (snap_keep_begin(k, cause) == -1) {
 		snap_keep_free(k);
 		return NULL;
 	}
@@ -554,32 +636,56 @@ snap_keep_due(const char *gitdir)
 	return n >= SNAP_KEEP_LOOSE || bytes >= SNAP_KEEP_LOOSE_BYTES;
 }
 
+/*
+ * The command that packs in the background: the shell puts git there and
+ * ends, and git outlives agentmux, holding LOCK (flock -n: it does nothing
+ * if a keep took the lock since; that keep packs instead). A first
+ * snapshot's MARK goes only once its pack is compressed afresh.
+ */
+static void
+snap_keep_detached_argv(struct strv *argv, const char *lock, const char *mark)
+{
+	const char *head[] = { "sh", "-c",
+	    "\"$@\" </dev/null >/dev/null 2>&1 &", "sh", "flock", "-n", lock,
+	    NULL };
+	const char *fresh[] = { "sh", "-c", "nice -n 10 git repack -A -d -F -q "
+	    "\"$1\" && rm -f -- \"$0\"", mark, SNAP_KEEP_UNPACK, NULL };
+	const char *plain[] = { "nice", "-n", "10", "git", "repack", "-d", "-q",
+	    NULL };
+	const char *const *v;
+
+	for (v = head; *v != NULL; v++)
+		strv_add(argv, *v);
+	for (v = access(mark, F_OK) == 0 ? fresh : plain; *v != NULL; v++)
+		strv_add(argv, *v);
+}
+
 void
 snap_keep_detached(const char *gitdir)
 {
 	struct proc_opts o;
-	struct strv env;
+	struct strv env, argv;
 	struct buf err;
-	char *cause = NULL, *dir;
-	int st;
-	char *argv[] = { "sh", "-c", "\"$@\" </dev/null >/dev/null 2>&1 &",
-	    "sh", "nice", "-n", "10", "git", "repack", "-d", "-q", NULL, NULL,
-	    NULL, NULL };
+	char *cause = NULL, *dir, *lock, *mark;
+	int st, fd;
 
 	if (!snap_keep_due(gitdir))
 		return;
-	if (snap_keep_take_mark(gitdir)) {
-		argv[11] = "-A";
-		argv[12] = "-F";
-		argv[13] = SNAP_KEEP_UNPACK;
-	}
-	/* The shell puts git in the background and ends: git outlives agentmux. */
+	/* A keep of this process's (or another detached repack) is at it. */
+	if ((fd = snap_keep_lock_take(gitdir)) == -2)
+		return;
+	if (fd >= 0)
+		close(fd);
+	lock = xprintf("%s/%s", gitdir, SNAP_KEEP_LOCK);
+	mark = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
+	strv_init(&argv);
+	snap_keep_detached_argv(&argv, lock, mark);
 	snap_env_plain(&env);
 	dir = xprintf("GIT_DIR=%s", gitdir);
 	strv_add(&env, dir);
 	free(dir);
 	memset(&o, 0, sizeof o);
-	o.argv = argv;
+	o.argv = argv.v;
 	o.env = env.v;
 	o.dir = gitdir;
 	o.out_fd = -1;
@@ -591,4 +697,7 @@ snap_keep_detached(const char *gitdir)
 	}
 	buf_free(&err);
 	strv_free(&env);
+	strv_free(&argv);
+	free(lock);
+	free(mark);
 }

@@ -255,6 +255,37 @@ test_pack(void **state)
 	config_free(cf);
 }
 
+/*
+ * Packing and pruning take turns: a keep waits while a repack that outlived
+ * an earlier agentmux holds the repository's lock (the two at once left
+ * loose objects a prune was deleting in a new pack, past the budget).
+ */
+static void
+test_lock(void **state)
+{
+	struct config *cf = config_default();
+	struct store *st;
+	char *cause = NULL;
+	int i;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	session(st, cf, 2, "echo x >> f.txt");
+	test_sh_ok("(flock \"$OWN/agentmux-keep.lock\" sh -c 'sleep 1; "
+	    "touch released') </dev/null >/dev/null 2>&1 &");
+	for (i = 0; i < 100 && test_sh("flock -n \"$OWN/agentmux-keep.lock\" "
+	    "true") == 0; i++)
+		usleep(20000);
+	if (i == 100)
+		fail_msg("the lock was never taken by the test's holder");
+	assert_int_equal(snap_keep_sync(st, cf, own, test_proj, true, NULL,
+	    &cause), 0);
+	test_sh_ok("test -e released");
+	test_sh_ok("GIT_DIR=$OWN git fsck --no-dangling >/dev/null 2>&1");
+	store_close(st);
+	config_free(cf);
+}
+
 /* 300 files of base64 text (zlib makes them a quarter smaller) in 3 dirs. */
 static void
 first_files(void)
@@ -379,6 +410,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_budget_nothing, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_pack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_first_fallback, setup,
 		    teardown),
