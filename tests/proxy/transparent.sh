@@ -173,7 +173,7 @@ c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.
 s = c.wrap_socket(socket.create_connection(("pinned.test", 8443), timeout=10), server_hostname="pinned.test")
 s.sendall(b"GET /p1 HTTP/1.1\r\nHost: pinned.test\r\nConnection: close\r\n\r\n"); print(s.recv(4000).decode())' 2>&1)
 grep -q "/p1" "$SEEN" && ok "a host-wide tunnel passes TLS naming its host to another port than 443" || bad "host-wide tunnel TLS: $out"
-, never let through a raw tunnel ----
+# ---- secrets: swapped over intercepted TLS, never let through a raw tunnel ----
 export AMX_TP_KEY=sk-tp-Real0Value1That2Stays3Outside4
 cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.keep"
 printf '[secret k]\nenv = K\nfrom_env = AMX_TP_KEY\nhost = web.test\n[agent u]\ncommand = sh\nsecret = k\n' \
