@@ -1601,6 +1601,48 @@ proxy_conn_move(struct evbuffer *src, struct evbuffer *dst)
 	return n;
 }
 
+static int
+proxy_conn_feed_ws(struct proxy_conn *pc, const void *data, size_t len)
+{
+	return proxy_ws_feed(pc->ws, data, len);
+}
+
+static int
+proxy_conn_feed_scan(struct proxy_conn *pc, const void *data, size_t len)
+{
+	return proxy_scan_feed(&pc->scan, data, len);
+}
+
+/*
+ * Hands what the client sent, as much as fits upstream, to FEED a piece at
+ * a time while it answers -1 (go on); *DONE: the bytes it took whole.
+ * Returns FEED's last answer.
+ */
+static int
+proxy_conn_feed_up(struct proxy_conn *pc,
+    int (*feed)(struct proxy_conn *, const void *, size_t), size_t *done)
+{
+	struct evbuffer *src = proxy_conn_cin(pc);
+	size_t n = evbuffer_get_length(src);
+	size_t room = proxy_conn_room(proxy_conn_uout(pc)), len;
+	struct evbuffer_iovec v;
+	struct evbuffer_ptr pos;
+	int found = -1;
+
+	*done = 0;
+	if (n > room)
+		n = room;
+	while (*done < n && found == -1) {
+		if (evbuffer_ptr_set(src, &pos, *done, EVBUFFER_PTR_SET) == -1 ||
+		    evbuffer_peek(src, (ev_ssize_t)(n - *done), &pos, &v, 1) < 1)
+			break;
+		len = v.iov_len < n - *done ? v.iov_len : n - *done;
+		if ((found = feed(pc, v.iov_base, len)) == -1)
+			*done += len;
+	}
+	return found;
+}
+
 /*
  * What a WebSocket's client sends, frames looked at before they go: the
  * bytes moved, or -1 if the connection is closed for what they carry.
@@ -1608,24 +1650,11 @@ proxy_conn_move(struct evbuffer *src, struct evbuffer *dst)
 static ssize_t
 proxy_conn_ws_up(struct proxy_conn *pc)
 {
-	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
-	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
-	size_t done = 0, len;
-	struct evbuffer_iovec v;
-	struct evbuffer_ptr pos;
+	size_t done;
 	char *why;
-	int found = -1;
+	int found;
 
-	if (n > room)
-		n = room;
-	while (done < n && found == -1) {
-		if (evbuffer_ptr_set(src, &pos, done, EVBUFFER_PTR_SET) == -1 ||
-		    evbuffer_peek(src, (ev_ssize_t)(n - done), &pos, &v, 1) < 1)
-			break;
-		len = v.iov_len < n - done ? v.iov_len : n - done;
-		if ((found = proxy_ws_feed(pc->ws, v.iov_base, len)) == -1)
-			done += len;
-	}
+	found = proxy_conn_feed_up(pc, proxy_conn_feed_ws, &done);
 	if (found == -2) {
 		why = xprintf("closed: %s", pc->ws->error);
 		request_set(&pc->r.rec.decision, "deny");
@@ -1639,7 +1668,8 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 		return -1;
 	}
 	if (done != 0)
-		evbuffer_remove_buffer(src, dst, done);
+		evbuffer_remove_buffer(proxy_conn_cin(pc), proxy_conn_uout(pc),
+		    done);
 	return (ssize_t)done;
 }
 
@@ -1651,30 +1681,18 @@ proxy_conn_ws_up(struct proxy_conn *pc)
 static ssize_t
 proxy_conn_raw_up(struct proxy_conn *pc)
 {
-	struct evbuffer *src = proxy_conn_cin(pc), *dst = proxy_conn_uout(pc);
-	size_t n = evbuffer_get_length(src), room = proxy_conn_room(dst);
-	size_t done = 0, len;
-	struct evbuffer_iovec v;
-	struct evbuffer_ptr pos;
-	int found = -1;
+	size_t done;
+	int found;
 
-	if (n > room)
-		n = room;
-	while (done < n && found == -1) {
-		if (evbuffer_ptr_set(src, &pos, done, EVBUFFER_PTR_SET) == -1 ||
-		    evbuffer_peek(src, (ev_ssize_t)(n - done), &pos, &v, 1) < 1)
-			break;
-		len = v.iov_len < n - done ? v.iov_len : n - done;
-		found = proxy_scan_feed(&pc->scan, v.iov_base, len);
-		done += len;
-	}
+	found = proxy_conn_feed_up(pc, proxy_conn_feed_scan, &done);
 	if (found >= 0) {
 		pc->r.leak = &pc->ps->secrets[found];
 		proxy_conn_block_leak(pc, "a raw TCP tunnel");
 		return -1;
 	}
 	if (done != 0)
-		evbuffer_remove_buffer(src, dst, done);
+		evbuffer_remove_buffer(proxy_conn_cin(pc), proxy_conn_uout(pc),
+		    done);
 	return (ssize_t)done;
 }
 
