@@ -648,8 +648,10 @@ snap_keep_detached_argv(struct strv *argv, const char *lock, const char *mark)
 	const char *head[] = { "sh", "-c",
 	    "\"$@\" </dev/null >/dev/null 2>&1 &", "sh", "flock", "-n", lock,
 	    NULL };
-	const char *fresh[] = { "sh", "-c", "nice -n 10 git repack -A -d -F -q "
-	    "\"$1\" && rm -f -- \"$0\"", mark, SNAP_KEEP_UNPACK, NULL };
+	static const char script[] =
+	    "nice -n 10 git repack -A -d -F -q \"$1\" && rm -f -- \"$0\"";
+	const char *fresh[] = { "sh", "-c", script, mark, SNAP_KEEP_UNPACK,
+	    NULL };
 	const char *plain[] = { "nice", "-n", "10", "git", "repack", "-d", "-q",
 	    NULL };
 	const char *const *v;
