@@ -1846,6 +1846,23 @@ proxy_conn_client_setup(struct proxy_conn *pc)
 	proxy_side_enable(&pc->client);
 }
 
+/*
+ * Why the tunnel rule RULE does not cover HOST:PORT, or NULL: a rule that
+ * names no port passes TLS to port 443 only. Anywhere else the client's
+ * first record (a hello naming the host, checked) could carry any bytes
+ * to whatever listens there: a line protocol would read them as commands.
+ */
+static char *
+proxy_conn_tunnel_port(const char *rule, bool names_port, const char *host,
+    int port)
+{
+	if (names_port || port == 443)
+		return NULL;
+	return xprintf("the rule `%s` names no port, so it passes TLS to port "
+	    "443 only; add `tunnel %s:%d` to tunnel port %d", rule, host, port,
+	    port);
+}
+
 /* The 200 went out: from here the client speaks TLS to our leaf certificate. */
 static void
 proxy_conn_start_tls(struct proxy_conn *pc)
@@ -1924,6 +1941,8 @@ proxy_conn_connect(struct proxy_conn *pc)
 	struct http_parser_url u;
 	struct proxy_req *r;
 	enum proxy_verdict v;
+	bool names_port;
+	char *wide, *body;
 
 	proxy_conn_req_begin(pc, "CONNECT", "https");
 	r = &pc->r;
@@ -1951,9 +1970,17 @@ proxy_conn_connect(struct proxy_conn *pc)
 		proxy_conn_block_leak(pc, "the CONNECT target");
 		return;
 	}
-	v = proxy_policy_check(pc->ps->policy, r->rec.host, r->rec.port, NULL,
-	    NULL, &rule);
-	if (v == PROXY_TUNNEL)
+	v = proxy_policy_check_dest(pc->ps->policy, r->rec.host, r->rec.port,
+	    &rule, &names_port);
+	if (v == PROXY_TUNNEL && (wide = proxy_conn_tunnel_port(rule,
+	    names_port, r->rec.host, r->rec.port)) != NULL) {
+		body = xprintf("agentmux: refused: %s", wide);
+		pc->r.rec.rule = xstrdup(rule);
+		request_set(&pc->r.rec.decision, "deny");
+		proxy_conn_deny(pc, wide, body);
+		free(body);
+		free(wide);
+	} else if (v == PROXY_TUNNEL)
 		proxy_conn_tunnel(pc, rule);
 	else if (v == PROXY_ALLOW || (v == PROXY_UNKNOWN && pc->ps->ask &&
 	    !pc->ps->dying))
@@ -2298,7 +2325,14 @@ proxy_conn_accept_transparent(struct proxy_session *ps, int fd,
 	pc->dest_port = port;
 	proxy_conn_set_state(pc, PROXY_CONN_SNIFF);
 	v = proxy_policy_check_dest(ps->policy, name, port, &rule, &names_port);
-	if (v == PROXY_TUNNEL)
+	if (v == PROXY_TUNNEL && (why = proxy_conn_tunnel_port(rule,
+	    names_port, name, port)) != NULL) {
+		proxy_conn_raw_begin(pc, "tcp");
+		request_set(&pc->r.rec.decision, "deny");
+		pc->r.rec.rule = xstrdup(rule);
+		proxy_conn_close(pc, why);
+		free(why);
+	} else if (v == PROXY_TUNNEL)
 		proxy_conn_raw_tunnel(pc, rule, names_port);
 	else if (v == PROXY_DENY) {
 		proxy_conn_raw_begin(pc, "tcp");

@@ -59,7 +59,8 @@ proxy_dns_name(const unsigned char *msg, size_t len, size_t off, char *name)
 		l = msg[off++];
 		if (l == 0)
 			break;
-		if (l > 63 || off + l > len || n + l + 1 > PROXY_DNS_NAME_MAX)
+		if (l > 63 || off + l > len ||
+		    n + (n != 0) + l + 1 > PROXY_DNS_NAME_MAX)
 			return 0;
 		/* A byte that would cut or split the name as text. */
 		if (memchr(msg + off, '\0', l) != NULL ||
@@ -326,11 +327,47 @@ proxy_dns_record(struct proxy_session *ps, const struct proxy_dns_query *q,
  * The answer to query MSG (LEN bytes) in OUT, its length, or 0 to drop
  * it (not a query one can answer: a client gets no help probing us).
  */
+/*
+ * The secret whose placeholder NAME carries (in any case, across its dots,
+ * or hex-encoded) and that may not go to NAME, or NULL: a name is asked of
+ * the host's DNS when something connects to it, so it must not carry one
+ * out, as a CONNECT target may not.
+ */
+static const struct proxy_secret *
+proxy_dns_leak(struct proxy_session *ps, const char *name)
+{
+	const struct proxy_secret *s;
+	char *flat = xmalloc(strlen(name) + 1), *p = flat;
+	const char *c;
+	bool *want;
+	size_t i;
+	int found;
+
+	for (c = name; *c != '\0'; c++) {
+		if (*c != '.')
+			*p++ = *c;
+	}
+	*p = '\0';
+	want = xcalloc(ps->nsecrets > 0 ? ps->nsecrets : 1, sizeof *want);
+	for (s = NULL, i = 0; s == NULL && i < ps->nsecrets; i++) {
+		want[i] = !proxy_secret_bound(&ps->secrets[i], name);
+		if (want[i] && strcasestr(flat, ps->secrets[i].placeholder) != NULL)
+			s = &ps->secrets[i];
+	}
+	if (s == NULL && ps->nsecrets > 0 && (found = proxy_scan_once(
+	    ps->patterns, want, flat, strlen(flat))) != -1)
+		s = &ps->secrets[found];
+	free(want);
+	free(flat);
+	return s;
+}
+
 size_t
 proxy_dns_reply(struct proxy_session *ps, const unsigned char *msg,
     size_t len, unsigned char *out, size_t cap)
 {
 	struct proxy_dns_query q;
+	const struct proxy_secret *leak;
 	const char *rule = NULL;
 	char *why;
 	uint32_t addr = 0;
@@ -343,6 +380,17 @@ proxy_dns_reply(struct proxy_session *ps, const unsigned char *msg,
 		return proxy_dns_answer(msg, &q, PROXY_DNS_NOTIMP, 0, out, cap);
 	if (!proxy_host_valid(q.name) || proxy_host_is_addr(q.name)) {
 		proxy_dns_record(ps, &q, "deny", NULL, "not a host name");
+		return proxy_dns_answer(msg, &q, PROXY_DNS_NXDOMAIN, 0, out,
+		    cap);
+	}
+	if ((leak = proxy_dns_leak(ps, q.name)) != NULL) {
+		why = xprintf("the placeholder of secret %s was looked up in the "
+		    "name %s; it may only go to its own hosts, over TLS, so the "
+		    "name does not resolve", leak->name, q.name);
+		if (ps->cbs.alert != NULL)
+			ps->cbs.alert(ps->arg, "exfiltration", why);
+		proxy_dns_record(ps, &q, "deny", NULL, why);
+		free(why);
 		return proxy_dns_answer(msg, &q, PROXY_DNS_NXDOMAIN, 0, out,
 		    cap);
 	}

@@ -99,6 +99,24 @@ test_refused(void **state)
 	/* The root alone names nothing. */
 	memcpy(b + 12, "\0\0\x01\0\x01", 5);
 	assert_int_equal(proxy_dns_parse(b, 17, &q), -1);
+	/*
+	 * 254 characters (labels of 63, 63, 63 and 62): one past a name's
+	 * longest; its NUL was written past the name's buffer. 253 parse.
+	 */
+	n = 12;
+	memset(b + n, 'x', 260);
+	b[n] = 63;
+	b[n + 64] = 63;
+	b[n + 128] = 63;
+	b[n + 192] = 62;
+	b[n + 255] = 0;
+	memcpy(b + n + 256, "\0\x01\0\x01", 4);
+	assert_int_equal(proxy_dns_parse(b, n + 260, &q), -1);
+	b[n + 192] = 61;
+	b[n + 254] = 0;
+	memcpy(b + n + 255, "\0\x01\0\x01", 4);
+	assert_int_equal(proxy_dns_parse(b, n + 259, &q), 0);
+	assert_int_equal(strlen(q.name), 253);
 	/* Longer than a datagram may be. */
 	mkq(b, "a.test", 1, 0x0100, 0);
 	assert_int_equal(proxy_dns_parse(b, PROXY_DNS_MAX + 1, &q), -1);
@@ -238,6 +256,52 @@ test_recorded_once(void **state)
 	freesession(ps);
 }
 
+static int nalerts;
+
+static void
+count_alert(void *arg, const char *kind, const char *message)
+{
+	(void)arg;
+	assert_string_equal(kind, "exfiltration");
+	assert_non_null(strstr(message, "secret k"));
+	nalerts++;
+}
+
+/*
+ * A name carrying a secret's placeholder (any case, split by dots, or in
+ * hex) is not resolved and is flagged: connecting to it would send the
+ * placeholder to the host's DNS. Its own host may carry it (nothing to
+ * swap there, but nothing leaks either).
+ */
+static void
+test_placeholder_name(void **state)
+{
+	struct proxy_session *ps = mksession();
+	char *const hosts[] = { "web.test", NULL };
+	struct proxy_secret sec = { "k", "sk-tp-Gxds1SikF", "sk-real", hosts,
+	    NULL };
+	uint32_t a;
+
+	(void)state;
+	ps->secrets = &sec;
+	ps->nsecrets = 1;
+	ps->patterns = proxy_scan_patterns(&sec, 1);
+	ps->cbs.alert = count_alert;
+	nalerts = 0;
+	assert_int_equal(ask(ps, "sk-tp-gxds1sikf.leak.test", &a),
+	    PROXY_DNS_NXDOMAIN);
+	assert_int_equal(ask(ps, "sk-tp-gx.ds1sikf.leak.test", &a),
+	    PROXY_DNS_NXDOMAIN);
+	/* "sk-tp-Gxds1SikF" in hex. */
+	assert_int_equal(ask(ps, "736b2d74702d47786473315369.6b46.leak.test",
+	    &a), PROXY_DNS_NXDOMAIN);
+	assert_int_equal(nalerts, 3);
+	assert_int_equal(ask(ps, "other.leak.test", &a), 0);
+	assert_int_equal(nalerts, 3);
+	proxy_scan_patterns_free(ps->patterns);
+	freesession(ps);
+}
+
 int
 main(void)
 {
@@ -247,6 +311,7 @@ main(void)
 		cmocka_unit_test(test_answer),
 		cmocka_unit_test(test_many_names),
 		cmocka_unit_test(test_recorded_once),
+		cmocka_unit_test(test_placeholder_name),
 	};
 
 	return test_run_group(tests, NULL, NULL);

@@ -574,6 +574,21 @@ test_tunnel(void **state)
 	assert_true(r->bytes_up > 0 && r->bytes_down > 0);
 	eng_end_session(e);
 	free(rule);
+	/*
+	 * A tunnel rule naming no port passes TLS to port 443 only: elsewhere
+	 * a hello naming the host could carry a line protocol's commands.
+	 */
+	eng_session(e, false, 60, NULL, 0, "tunnel localhost", NULL);
+	eng_run(e, "curl -sS --max-time 30 --cacert \"$UPCA\" -x \"$PURL\" "
+	    "https://localhost:$HP/tun2");
+	eng_wait_records(e, 1);
+	r = eng_find(e, "");
+	assert_string_equal(r->decision, "deny");
+	assert_non_null(r->error);
+	assert_non_null(strstr(r->error, "passes TLS to port 443 only; add "
+	    "`tunnel localhost:"));
+	assert_null(strstr(eng_seen(e), "/tun2"));
+	eng_end_session(e);
 }
 
 static void

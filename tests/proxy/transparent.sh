@@ -62,6 +62,7 @@ connect_to = git.test:22:127.0.0.1:$RP
 connect_to = raw.test:2222:127.0.0.1:$RP
 connect_to = pinned.test:22:127.0.0.1:$RP
 connect_to = pinned.test:8443:127.0.0.1:$HP
+connect_to = pinned.test:443:127.0.0.1:$HP
 [policy]
 allow = web.test
 allow = raw.test
@@ -167,12 +168,19 @@ out=$(run -- /usr/bin/python3 -c "$RAWPY" pinned.test 22 talk 2>&1)
 r=$(lastreq '"host": "pinned.test"' '"port": 22')
 ! has "$out" "echo:hello" && ! has "$out" "SSH-2.0" && has "$r" "tunnel pinned.test:22" &&
 	ok "a host-wide tunnel rule refuses raw TCP, naming the rule that would allow it" || bad "host-wide tunnel raw: $out / $r"
-out=$(run -- /usr/bin/python3 -c '
-import socket, ssl
+TLSPY='
+import socket, ssl, sys
 c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
-s = c.wrap_socket(socket.create_connection(("pinned.test", 8443), timeout=10), server_hostname="pinned.test")
-s.sendall(b"GET /p1 HTTP/1.1\r\nHost: pinned.test\r\nConnection: close\r\n\r\n"); print(s.recv(4000).decode())' 2>&1)
-grep -q "/p1" "$SEEN" && ok "a host-wide tunnel passes TLS naming its host to another port than 443" || bad "host-wide tunnel TLS: $out"
+s = c.wrap_socket(socket.create_connection(("pinned.test", int(sys.argv[1])), timeout=10), server_hostname="pinned.test")
+s.sendall(b"GET /" + sys.argv[2].encode() + b" HTTP/1.1\r\nHost: pinned.test\r\nConnection: close\r\n\r\n"); print(s.recv(4000).decode())'
+out=$(run -- /usr/bin/python3 -c "$TLSPY" 443 p1 2>&1)
+grep -q "/p1" "$SEEN" && ok "a host-wide tunnel passes TLS naming its host to port 443" || bad "host-wide tunnel TLS: $out"
+# Elsewhere its first record could carry any bytes to whatever listens there
+# (a hello naming the host, then a line protocol's commands): not without a port.
+out=$(run -- /usr/bin/python3 -c "$TLSPY" 8443 p2 2>&1)
+r=$(lastreq '"host": "pinned.test"' '"port": 8443')
+! grep -q "/p2" "$SEEN" && has "$r" "tunnel pinned.test:8443" && has "$r" "passes TLS to port 443 only" &&
+	ok "a host-wide tunnel rule does not reach port 8443, naming the rule that would" || bad "host-wide tunnel to 8443: $out / $r"
 # ---- secrets: swapped over intercepted TLS, never let through a raw tunnel ----
 export AMX_TP_KEY=sk-tp-Real0Value1That2Stays3Outside4
 cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.keep"
