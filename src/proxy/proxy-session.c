@@ -78,7 +78,8 @@ proxy_session_redirected(struct proxy_session *ps, int fd)
 		a = ntohl(sin.sin_addr.s_addr);
 		name = proxy_dns_name_of(ps, a);
 	}
-	if (name == NULL) {
+	/* Port 0 reaches nothing (a CONNECT to it is refused as well). */
+	if (name == NULL || sin.sin_port == 0) {
 		/* Not an address the resolver gave out: nothing to judge. */
 		log_debug("%s: a redirected connection to an address no name "
 		    "stands for", ps->label);
