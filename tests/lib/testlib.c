@@ -36,6 +36,12 @@ test_dir_setup(void **state)
 int
 test_dir_teardown(void **state)
 {
+	/*
+	 * The process's runtime dir was made in this test's XDG_RUNTIME_DIR:
+	 * the next test makes its own, or its snapshots' private indexes
+	 * would bring this test's dir back after it is gone.
+	 */
+	path_runtime_dir_remove();
 	test_rmtree(test_dir);
 	free(test_dir);
 	test_dir = NULL;
