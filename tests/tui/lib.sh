@@ -17,8 +17,18 @@ mkdir -p "$P"
 UPID=
 
 cleanup() {
+	# The dashboard writes its sessions' ends as it goes: wait (bounded)
+	# for the panes' processes, or they write into $T after it is removed.
+	_pids=$(tmux -L "$SOCK" list-panes -a -F '#{pane_pid}' 2>/dev/null)
 	tmux -L "$SOCK" kill-server 2>/dev/null
 	[ -n "$UPID" ] && kill "$UPID" 2>/dev/null
+	for _p in $_pids; do
+		_i=0
+		while kill -0 "$_p" 2>/dev/null && [ $_i -lt 100 ]; do
+			sleep 0.05
+			_i=$((_i + 1))
+		done
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT
