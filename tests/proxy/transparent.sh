@@ -11,23 +11,8 @@ for t in python3 curl openssl; do
 	command -v $t >/dev/null || { echo "SKIP: $t is missing"; exit 77; }
 done
 
-T=$(mktemp -d /tmp/amx-transparent.XXXXXX)
-chmod 755 "$T"
-export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
-mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR" "$T/up" "$T/proj"
-chmod 700 "$XDG_RUNTIME_DIR"
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-	[ -n "${TUSER:-}" ] && userdel "$TUSER" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-has() { grep -q -- "$2" <<<"$1"; }
+# shellcheck source=tests/proxy/e2e-lib.sh
+. "$SRC/tests/proxy/e2e-lib.sh" transparent
 
 # HTTPS and HTTP upstreams whose certificate names web.test, and a raw TCP
 # server that speaks first (as sshd does) and echoes one line.
