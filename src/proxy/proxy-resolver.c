@@ -337,24 +337,27 @@ static const struct proxy_secret *
 proxy_dns_leak(struct proxy_session *ps, const char *name)
 {
 	const struct proxy_secret *s;
-	char *flat = xmalloc(strlen(name) + 1), *p = flat;
+	char *flat, *p;
 	const char *c;
 	bool *want;
 	size_t i;
 	int found;
 
+	if (ps->nsecrets == 0)
+		return NULL;
+	flat = p = xmalloc(strlen(name) + 1);
 	for (c = name; *c != '\0'; c++) {
 		if (*c != '.')
 			*p++ = *c;
 	}
 	*p = '\0';
-	want = xcalloc(ps->nsecrets > 0 ? ps->nsecrets : 1, sizeof *want);
+	want = xcalloc(ps->nsecrets, sizeof *want);
 	for (s = NULL, i = 0; s == NULL && i < ps->nsecrets; i++) {
 		want[i] = !proxy_secret_bound(&ps->secrets[i], name);
 		if (want[i] && strcasestr(flat, ps->secrets[i].placeholder) != NULL)
 			s = &ps->secrets[i];
 	}
-	if (s == NULL && ps->nsecrets > 0 && (found = proxy_scan_once(
+	if (s == NULL && (found = proxy_scan_once(
 	    ps->patterns, want, flat, strlen(flat))) != -1)
 		s = &ps->secrets[found];
 	free(want);
