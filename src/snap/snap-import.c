@@ -59,7 +59,12 @@ struct snap_import {
 	int64_t pack_refused;       /* packs index-pack refused */
 	bool failed;                /* the host's side refused a write: try again later */
 	struct strv problems;
+	struct event_base *fin_base;  /* finishing: the loop the packs left are indexed on */
+	void (*fin_done)(void *);     /* told once the last pass is over */
+	void *fin_arg;
 };
+
+static void snap_import_finish_next(struct snap_import *);
 
 struct snap_import *
 snap_import_create(const char *gitdir, const char *upper)
@@ -498,6 +503,9 @@ snap_import_pack_cb(struct proc *p, void *arg)
 	/* Freed here: the runner is done with it once this returns. */
 	im->proc = NULL;
 	proc_free(p);
+	/* Last: a finish's caller may free IM when it is told. */
+	if (im->fin_done != NULL)
+		snap_import_finish_next(im);
 }
 
 /* Imports pack NAME (open as FD) now, or starts it in the background on BASE. */
@@ -622,23 +630,36 @@ snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 	free(objects);
 }
 
-void
-snap_import_finish(struct snap_import *im)
+/* Finishing: the next pack left is indexed on the loop; with none left, the caller is told. */
+static void
+snap_import_finish_next(struct snap_import *im)
 {
-	struct event_base *base;
+	void (*done)(void *) = im->fin_done;
+	int upobj;
 
-	/* A pack still being indexed is waited for, then the rest, now. */
-	if (im->proc != NULL) {
-		base = event_base_new();
-		if (base == NULL)
-			fatalx("cannot create an event loop");
-		proc_move(im->proc, base);
-		while (im->proc != NULL)
-			event_base_loop(base, EVLOOP_ONCE);
-		event_base_free(base);
+	if (im->proc == NULL && (upobj = open(im->upper, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		snap_import_packs(im, upobj, im->fin_base);
+		close(upobj);
 	}
+	/* Its end comes back here. */
+	if (im->proc != NULL)
+		return;
+	im->fin_done = NULL;
+	done(im->fin_arg);
+}
+
+void
+snap_import_finish(struct snap_import *im, struct event_base *base,
+    void (*done)(void *), void *arg)
+{
 	/* The last pass looks at everything again: count only what it refuses. */
 	memset(im->seen, 0, sizeof im->seen);
 	im->refused = im->pack_refused;
-	snap_import_run(im, NULL, true);
+	im->fin_base = base;
+	im->fin_done = done;
+	im->fin_arg = arg;
+	/* A pack being indexed is left to end; the rest is started after it. */
+	snap_import_run(im, base, true);
+	snap_import_finish_next(im);
 }

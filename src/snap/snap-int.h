@@ -386,6 +386,10 @@ struct snap_history {
 	char *dir;                /* $DATA/sessions/<id>/history */
 	struct snap_hgit *v;
 	size_t n;
+	size_t ending;            /* at the end: imports still finishing */
+	int64_t end_session;
+	snap_history_end_cb end_done;
+	void *end_arg;
 };
 
 /* A valid ref name under refs/ that is safe as a path. */
@@ -411,8 +415,13 @@ struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);
 /* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
 void snap_import_run(struct snap_import *, struct event_base *base, bool all);
-/* Waits for a pack being indexed, then brings back everything left (blocking). */
-void snap_import_finish(struct snap_import *);
+/*
+ * Brings back everything left: the loose objects now, the packs one at a
+ * time on BASE (after one being indexed already); then DONE(ARG), which
+ * may be called before this returns and may free the import.
+ */
+void snap_import_finish(struct snap_import *, struct event_base *base,
+    void (*done)(void *), void *arg);
 /* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
 int64_t snap_import_count(const struct snap_import *, int64_t *refused,
     int64_t *too_big);

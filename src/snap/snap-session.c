@@ -36,6 +36,7 @@ struct snap_session {
 	struct event *keep_ev;          /* a keep job waiting to start */
 	void (*notice)(void *, const char *);
 	void *notice_arg;
+	int held;                       /* queued snapshots wait (snap_session_hold) */
 	bool orphan;                    /* freed while busy: it frees itself once done */
 	int calling;                    /* inside a done callback (which may free it) */
 };
@@ -112,7 +113,7 @@ static bool
 snap_session_reap(struct snap_session *ss)
 {
 	if (!ss->orphan || ss->calling > 0 || ss->job != NULL ||
-	    ss->nqueue > 0)
+	    ss->nqueue > 0 || ss->held > 0)
 		return false;
 	snap_session_norphans--;
 	snap_session_release(ss);
@@ -246,7 +247,7 @@ snap_session_next(struct snap_session *ss)
 	struct snap_queued q;
 	char *cause = NULL;
 
-	while (ss->job == NULL && ss->nqueue > 0) {
+	while (ss->job == NULL && ss->nqueue > 0 && ss->held == 0) {
 		q = ss->queue[0];
 		memmove(ss->queue, ss->queue + 1, --ss->nqueue * sizeof *ss->queue);
 		memset(&o, 0, sizeof o);
@@ -367,6 +368,22 @@ snap_session_set_progress(struct snap_session *ss,
 {
 	ss->progress = fn;
 	ss->progress_arg = arg;
+}
+
+void
+snap_session_hold(struct snap_session *ss)
+{
+	ss->held++;
+}
+
+void
+snap_session_release_hold(struct snap_session *ss)
+{
+	if (--ss->held > 0)
+		return;
+	if (!ss->closing)
+		snap_session_next(ss);
+	snap_session_reap(ss);
 }
 
 bool
