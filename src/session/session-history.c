@@ -68,12 +68,17 @@ session_history_hint(struct session *s, char **cause)
 	*cause = more;
 }
 
+/* A pass, and the next: at the loop's next turn if this one had to stop, else in a while. */
 static void
 session_history_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	struct timeval tv = { SESSION_HISTORY_SECS, 0 }, now = { 0, 0 };
 
-	snap_history_import(s->history, s->ctx->base);
+	if (snap_history_import(s->history, s->ctx->base))
+		event_add(s->history_ev, &tv);
+	else
+		event_add(s->history_ev, &now);
 }
 
 void
@@ -83,8 +88,9 @@ session_history_watch(struct session *s)
 
 	if (s->history == NULL)
 		return;
-	s->history_ev = event_new(s->ctx->base, -1, EV_PERSIST,
-	    session_history_cb, s);
+	s->history_ev = evtimer_new(s->ctx->base, session_history_cb, s);
+	if (s->history_ev == NULL)
+		fatalx("cannot create a timer");
 	event_add(s->history_ev, &tv);
 }
 

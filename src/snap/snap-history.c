@@ -763,13 +763,17 @@ snap_history_overlay(const struct snap_history *h, size_t i,
 	*work = h->v[i].work;
 }
 
-void
+bool
 snap_history_import(struct snap_history *h, struct event_base *base)
 {
 	size_t i;
+	bool whole = true;
 
-	for (i = 0; h != NULL && i < h->n; i++)
-		snap_import_run(h->v[i].imp, base, false);
+	for (i = 0; h != NULL && i < h->n; i++) {
+		if (!snap_import_run(h->v[i].imp, base, false))
+			whole = false;
+	}
+	return whole;
 }
 
 /* "the branch main", "the tag v1", "refs/stash": a ref as the user knows it; caller frees. */

@@ -33,6 +33,11 @@
 #define SNAP_IMPORT_TICK_BYTES (64ULL << 20)
 #define SNAP_IMPORT_OBJECT_MAX (4ULL << 30)
 #define SNAP_IMPORT_TOTAL_MAX (32ULL << 30)
+/*
+ * And how long it may hold the loop: each object written is synced, which
+ * can take tens of milliseconds; the rest follows at the loop's next turn.
+ */
+#define SNAP_IMPORT_SLICE_US 10000
 
 /* A pack looked at: its name, and what it was when it was looked at. */
 struct snap_import_pack {
@@ -59,6 +64,8 @@ struct snap_import {
 	int64_t pack_refused;       /* packs index-pack refused */
 	bool failed;                /* the host's side refused a write: try again later */
 	struct strv problems;
+	int64_t until_us;           /* when the pass running must let the loop go on */
+	struct event *fin_ev;       /* finishing: the loose objects' next slice */
 	struct event_base *fin_base;  /* finishing: the loop the packs left are indexed on */
 	void (*fin_done)(void *);     /* told once the last pass is over */
 	void *fin_arg;
@@ -86,6 +93,8 @@ snap_import_free(struct snap_import *im)
 	if (im == NULL)
 		return;
 	proc_free(im->proc);
+	if (im->fin_ev != NULL)
+		event_free(im->fin_ev);
 	if (im->proc_fd != -1)
 		close(im->proc_fd);
 	for (i = 0; i < im->npacks; i++)
@@ -398,6 +407,8 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 		    max);
 		if (r == 0)
 			whole = false;
+		if (r != 1 && util_mono_us() >= im->until_us)
+			break;
 		if (!all && (--*entries <= 0 || im->inflated - start >
 		    SNAP_IMPORT_TICK_BYTES))
 			break;
@@ -415,24 +426,29 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 	return de != NULL ? -1 : 0;
 }
 
-/* Loose objects: a pass's worth, from where the last one stopped (ALL: every one). */
-static void
+/*
+ * Loose objects: a pass's worth (ALL: every one), from where the last one
+ * stopped; false if it stopped (for the loop) before the end.
+ */
+static bool
 snap_import_loose(struct snap_import *im, int upobj, int hostobj, bool all)
 {
 	int entries = SNAP_IMPORT_ENTRIES, i, n;
 	uint64_t start = im->inflated;
 	char fan[3];
 
+	im->until_us = util_mono_us() + SNAP_IMPORT_SLICE_US;
 	for (n = 0; n < 256; n++) {
-		i = all ? n : (im->next + n) % 256;
+		i = (im->next + n) % 256;
 		snprintf(fan, sizeof fan, "%02x", i);
 		if (snap_import_fanout(im, upobj, hostobj, fan, all, &entries,
 		    start) == -1) {
 			im->next = i;
-			return;
+			return false;
 		}
 	}
 	im->next = 0;
+	return true;
 }
 
 /* The record of pack NAME, added if it is new. */
@@ -611,16 +627,17 @@ snap_import_packs(struct snap_import *im, int upobj, struct event_base *base)
 	closedir(d);
 }
 
-void
+bool
 snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 {
 	char *objects = xprintf("%s/objects", im->gitdir);
 	int upobj, hostobj;
+	bool whole = true;
 
 	upobj = open(im->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	hostobj = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (upobj != -1 && hostobj != -1) {
-		snap_import_loose(im, upobj, hostobj, all);
+		whole = snap_import_loose(im, upobj, hostobj, all);
 		snap_import_packs(im, upobj, base);
 	}
 	if (upobj != -1)
@@ -628,6 +645,7 @@ snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 	if (hostobj != -1)
 		close(hostobj);
 	free(objects);
+	return whole;
 }
 
 /* Finishing: the next pack left is indexed on the loop; with none left, the caller is told. */
@@ -649,17 +667,33 @@ snap_import_finish_next(struct snap_import *im)
 	done(im->fin_arg);
 }
 
+/* Finishing: a slice of the loose objects; the rest at the loop's next turn, then the packs. */
+static void
+snap_import_finish_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_import *im = arg;
+	struct timeval now = { 0, 0 };
+
+	/* A pack being indexed is left to end; the rest is started after it. */
+	if (snap_import_run(im, im->fin_base, true))
+		snap_import_finish_next(im);
+	else if (event_add(im->fin_ev, &now) == -1)
+		fatalx("cannot add a timer");
+}
+
 void
 snap_import_finish(struct snap_import *im, struct event_base *base,
     void (*done)(void *), void *arg)
 {
 	/* The last pass looks at everything again: count only what it refuses. */
 	memset(im->seen, 0, sizeof im->seen);
+	im->next = 0;
 	im->refused = im->pack_refused;
 	im->fin_base = base;
 	im->fin_done = done;
 	im->fin_arg = arg;
-	/* A pack being indexed is left to end; the rest is started after it. */
-	snap_import_run(im, base, true);
-	snap_import_finish_next(im);
+	if (im->fin_ev == NULL &&
+	    (im->fin_ev = evtimer_new(base, snap_import_finish_cb, im)) == NULL)
+		fatalx("cannot create a timer");
+	snap_import_finish_cb(-1, 0, im);
 }

@@ -413,8 +413,12 @@ int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
 
 struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);
-/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
-void snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/*
+ * Brings verified new objects back (a batch of loose ones; ALL: every one)
+ * for a slice of time; packs through BASE, or now if NULL. False if loose
+ * ones are left for the next call, which goes on where this one stopped.
+ */
+bool snap_import_run(struct snap_import *, struct event_base *base, bool all);
 /*
  * Brings back everything left: the loose objects now, the packs one at a
  * time on BASE (after one being indexed already); then DONE(ARG), which

@@ -87,9 +87,10 @@ void snap_history_overlay(const struct snap_history *, size_t i,
 /**
  * Brings the objects the session's git wrote so far back into the git
  * dirs (each checked: it is what its name is the hash of); a batch at a
- * time, packs indexed in the background on BASE (NULL: now).
+ * time, packs indexed in the background on BASE (NULL: now). False if it
+ * stopped to let the loop go on: call again soon.
  */
-void snap_history_import(struct snap_history *, struct event_base *base);
+bool snap_history_import(struct snap_history *, struct event_base *base);
 /**
  * Once the jail is gone: every object left is brought back (packs indexed
  * on BASE, one at a time), then reflog entries the session removed put
