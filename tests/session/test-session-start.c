@@ -403,6 +403,66 @@ test_history_end_on_loop(void **state)
 	free(bin);
 }
 
+/*
+ * A project's first session makes its snapshot repository (git init, the
+ * empty blob): on the loop, which serves a timer while git init runs
+ * (slowed by a wrapper); the command still waits for the start snapshot.
+ */
+static void
+test_repo_made_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *bin = xprintf("%s/bin", test_dir);
+	char *wrap = xprintf("%s/git", bin);
+	char *old = xstrdup(getenv("PATH"));
+	char *path = xprintf("%s:%s", bin, old);
+	char *real = test_sh_out("command -v git");
+	char *text;
+	int64_t id;
+
+	real[strcspn(real, "\n")] = '\0';
+	text = xprintf("#!/bin/sh\ncase \"$*\" in *init*--template=*) "
+	    "echo x >>'%s/made'; sleep 2 ;; esac\nexec %s \"$@\"\n",
+	    test_dir, real);
+	test_sh_ok("mkdir -p '%s'", bin);
+	test_write_file(wrap, text);
+	test_sh_ok("chmod 755 '%s'", wrap);
+	fixture_open(&f);
+	setenv("PATH", path, 1);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "exit 4");
+	id = session_id(s);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* The repository was made here, and the command waited for the snapshot. */
+	test_sh_ok("test -s '%s/made'", test_dir);
+	assert_int_equal(snapshots(&f, id), 1);
+	print_message("start: %d ticks, the longest gap %lld ms\n", tk.ticks,
+	    (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(text);
+	free(real);
+	free(path);
+	free(old);
+	free(wrap);
+	free(bin);
+}
+
 int
 main(void)
 {
@@ -418,6 +478,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fail_while_snapshot_runs,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_history_end_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_repo_made_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
