@@ -158,8 +158,9 @@ typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
     const char *error);
 
 /**
- * Snapshots of one running session of PROJECT, on BASE: opens (or makes)
- * the repository; runs git once, synchronously. Borrows everything.
+ * Snapshots of one running session of PROJECT, on BASE: opens the
+ * repository, or makes it on BASE (snapshots asked for meanwhile wait for
+ * it; if it cannot be made, they fail with why). Borrows everything.
  * NULL with *CAUSE.
  */
 struct snap_session *snap_session_create(struct event_base *base,
