@@ -524,32 +524,22 @@ snap_import_pack_cb(struct proc *p, void *arg)
 		snap_import_finish_next(im);
 }
 
-/* Imports pack NAME (open as FD) now, or starts it in the background on BASE. */
+/* Starts importing pack NAME (open as FD) in the background on BASE. */
 static void
 snap_import_pack_run(struct snap_import *im, struct snap_import_pack *pk,
     int fd, struct event_base *base)
 {
 	struct proc_opts o;
 	struct strv env;
-	struct buf err;
 	char *cause = NULL;
-	int st;
 
 	snap_import_index_opts(im, fd, &env, &o);
-	if (base != NULL) {
-		im->proc = proc_start(base, &o, snap_import_pack_cb, im,
-		    &cause);
-		if (im->proc != NULL) {
-			im->proc_pack = (size_t)(pk - im->packs);
-			im->proc_fd = fd;
-			strv_free(&env);
-			return;
-		}
-	} else {
-		buf_init(&err);
-		if (proc_run(&o, NULL, &err, &st, &cause) == 0)
-			snap_import_pack_result(im, pk, st, &err);
-		buf_free(&err);
+	im->proc = proc_start(base, &o, snap_import_pack_cb, im, &cause);
+	if (im->proc != NULL) {
+		im->proc_pack = (size_t)(pk - im->packs);
+		im->proc_fd = fd;
+		strv_free(&env);
+		return;
 	}
 	if (cause != NULL) {
 		im->failed = true;

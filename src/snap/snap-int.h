@@ -426,7 +426,7 @@ struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);
 /*
  * Brings verified new objects back (a batch of loose ones; ALL: every one)
- * for a slice of time; packs through BASE, or now if NULL. False if loose
+ * for a slice of time; packs indexed on BASE, one at a time. False if loose
  * ones are left for the next call, which goes on where this one stopped.
  */
 bool snap_import_run(struct snap_import *, struct event_base *base, bool all);

@@ -87,7 +87,7 @@ void snap_history_overlay(const struct snap_history *, size_t i,
 /**
  * Brings the objects the session's git wrote so far back into the git
  * dirs (each checked: it is what its name is the hash of); a batch at a
- * time, packs indexed in the background on BASE (NULL: now). False if it
+ * time, packs indexed in the background on BASE. False if it
  * stopped to let the loop go on: call again soon.
  */
 bool snap_history_import(struct snap_history *, struct event_base *base);
