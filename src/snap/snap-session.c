@@ -88,7 +88,8 @@ snap_session_create(struct event_base *base, struct store *st,
 	if (!ss->repo->creating && ss->repo_error == NULL) {
 		/* Older snapshots of the project come into its own repository first. */
 		snap_legacy_project(st, cf, ss->repo->worktree);
-		snap_session_release_hold(ss);
+		/* Nothing is queued yet, nothing to start: the hold just goes. */
+		ss->held--;
 	}
 	return ss;
 }
