@@ -28,6 +28,7 @@ struct run {
 	bool pollable;            /* stdin can be watched by the loop */
 	bool stdin_done;
 	bool exited;
+	bool done;          /* and its end is over (history, end snapshot) */
 	int status;
 	char *start_failed;       /* why the command did not start */
 	struct event *in_ev;
@@ -146,6 +147,16 @@ run_exited(void *arg, struct session *s, int status)
 	r->exited = true;
 	r->status = status;
 	run_stop_input(r);
+	event_base_loopbreak(r->base);
+}
+
+/* The session's end is over: what it found (refs the command deleted) has been told. */
+static void
+run_done(void *arg, struct session *s)
+{
+	struct run *r = arg;
+
+	r->done = true;
 	event_base_loopbreak(r->base);
 }
 
@@ -416,7 +427,9 @@ run_session(struct run *r)
 	run_events(r);
 	if (r->tty)
 		run_raw();
-	while (!r->exited && event_base_loop(r->base, EVLOOP_ONCE) == 0)
+	/* Then its end, whose warnings are the command's too. */
+	while ((!r->exited || !r->done) &&
+	    event_base_loop(r->base, EVLOOP_ONCE) == 0)
 		;
 	run_restore();
 	run_events_free(r);
@@ -442,7 +455,7 @@ cmd_run(struct cli_args *args)
 {
 	struct session_events ev = { .output = run_output,
 	    .started = run_started, .exited = run_exited,
-	    .notice = run_notice };
+	    .done = run_done, .notice = run_notice };
 	struct session_ctx *ctx = NULL;
 	struct config *cf = NULL;
 	struct run_args ra;

@@ -68,12 +68,17 @@ session_history_hint(struct session *s, char **cause)
 	*cause = more;
 }
 
+/* A pass, and the next: at the loop's next turn if this one had to stop, else in a while. */
 static void
 session_history_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	struct timeval tv = { SESSION_HISTORY_SECS, 0 }, now = { 0, 0 };
 
-	snap_history_import(s->history, s->ctx->base);
+	if (snap_history_import(s->history, s->ctx->base))
+		event_add(s->history_ev, &tv);
+	else
+		event_add(s->history_ev, &now);
 }
 
 void
@@ -83,8 +88,9 @@ session_history_watch(struct session *s)
 
 	if (s->history == NULL)
 		return;
-	s->history_ev = event_new(s->ctx->base, -1, EV_PERSIST,
-	    session_history_cb, s);
+	s->history_ev = evtimer_new(s->ctx->base, session_history_cb, s);
+	if (s->history_ev == NULL)
+		fatalx("cannot create a timer");
 	event_add(s->history_ev, &tv);
 }
 
@@ -99,40 +105,74 @@ session_history_tell(struct session *s, struct strv *alerts,
 		store_event_add(s->ctx->st, s->id, "error", "tampering", "%s",
 		    alerts->v[i]);
 		store_session_flag(s->ctx->st, s->id, "tampering");
-		if (s->ev.notice != NULL)
+		if (s->ev.notice != NULL && !s->freed)
 			s->ev.notice(s->arg, s, "alert", alerts->v[i]);
 	}
 	for (i = 0; i < warnings->n; i++) {
 		store_event_add(s->ctx->st, s->id, "warn", "history", "%s",
 		    warnings->v[i]);
-		if (s->ev.notice != NULL)
+		if (s->ev.notice != NULL && !s->freed)
 			s->ev.notice(s->arg, s, "warn", warnings->v[i]);
 	}
 }
 
-/* The jail is gone: everything left is brought back, the reflogs mended. */
+/* History ends still running, of sessions freed or not. */
+static int session_history_nending;
+
+/* The history's end is over: told, and the end snapshot may run. */
+static void
+session_history_ended(void *arg, struct strv *alerts, struct strv *warnings)
+{
+	struct session *s = arg;
+	struct snap_session *held = s->history_snap;
+
+	session_history_tell(s, alerts, warnings);
+	snap_history_free(s->history);
+	s->history = NULL;
+	s->history_snap = NULL;
+	s->history_ending = false;
+	session_history_nending--;
+	if (held != NULL)
+		snap_session_release_hold(held);
+	/* Inside session_history_stop, its caller goes on and tells. */
+	if (!s->history_in_stop)
+		session_snap_done(s);
+	session_remove_ref(s);
+}
+
+/*
+ * The jail is gone: everything left is brought back, the reflogs mended,
+ * on the loop (a pack the session's git wrote is indexed by git
+ * index-pack, which may take a while). The session's snapshots wait for
+ * it: the end snapshot records the refs as mended.
+ */
 void
 session_history_stop(struct session *s)
 {
-	struct strv alerts, warnings;
-
 	if (s->history_ev != NULL)
 		event_free(s->history_ev);
 	s->history_ev = NULL;
-	if (s->history == NULL)
+	if (s->history == NULL || s->history_ending)
 		return;
-	strv_init(&alerts);
-	strv_init(&warnings);
-	snap_history_end(s->history, s->id, &alerts, &warnings);
-	session_history_tell(s, &alerts, &warnings);
-	strv_free(&alerts);
-	strv_free(&warnings);
-	snap_history_free(s->history);
-	s->history = NULL;
+	s->history_ending = true;
+	session_history_nending++;
+	session_add_ref(s);
+	if ((s->history_snap = s->snap) != NULL)
+		snap_session_hold(s->history_snap);
+	s->history_in_stop = true;
+	snap_history_end(s->history, s->ctx->base, s->id,
+	    session_history_ended, s);
+	s->history_in_stop = false;
+}
+
+int
+session_history_endings(void)
+{
+	return session_history_nending;
 }
 
 void
 session_history_recover(struct session_ctx *ctx)
 {
-	snap_history_recover(ctx->st, ctx->data_dir);
+	snap_history_recover(ctx->st, ctx->base, ctx->data_dir);
 }

@@ -105,6 +105,9 @@ struct session {
 
 	struct snap_history *history; /* the user's git history (session-history.c) */
 	struct event *history_ev;    /* brings the session's objects back */
+	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
+	bool history_in_stop;        /* inside session_history_stop */
+	struct snap_session *history_snap;
 
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
@@ -206,6 +209,8 @@ int session_history_start(struct session *, struct session_setup *,
 void session_history_watch(struct session *);
 void session_history_hint(struct session *, char **cause);
 void session_history_stop(struct session *);
+/* How many sessions' history ends still run: the process's loop runs on until none. */
+int session_history_endings(void);
 void session_history_recover(struct session_ctx *);
 
 /* File entries under HOME (session-files.c). */

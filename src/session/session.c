@@ -82,8 +82,8 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
-	/* The end snapshots of the sessions freed are taken before the store closes. */
-	while (snap_session_orphans() > 0 &&
+	/* The history ends and end snapshots of the sessions freed are over before the store closes. */
+	while ((session_history_endings() > 0 || snap_session_orphans() > 0) &&
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
 	session_proxy_ctx_free(ctx);

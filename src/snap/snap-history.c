@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "snap/snap-int.h"
 
 /* Submodule git dirs looked for under .git/modules: how deep, how many. */
@@ -761,13 +763,17 @@ snap_history_overlay(const struct snap_history *h, size_t i,
 	*work = h->v[i].work;
 }
 
-void
+bool
 snap_history_import(struct snap_history *h, struct event_base *base)
 {
 	size_t i;
+	bool whole = true;
 
-	for (i = 0; h != NULL && i < h->n; i++)
-		snap_import_run(h->v[i].imp, base, false);
+	for (i = 0; h != NULL && i < h->n; i++) {
+		if (!snap_import_run(h->v[i].imp, base, false))
+			whole = false;
+	}
+	return whole;
 }
 
 /* "the branch main", "the tag v1", "refs/stash": a ref as the user knows it; caller frees. */
@@ -894,7 +900,6 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	int gitfd, logsfd;
 	size_t i;
 
-	snap_import_finish(g->imp);
 	n = snap_import_count(g->imp, &refused, &too_big);
 	problems = snap_import_problems(g->imp);
 	for (i = 0; i < problems->n; i++)
@@ -943,22 +948,57 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	}
 }
 
-void
-snap_history_end(struct snap_history *h, int64_t session,
-    struct strv *alerts, struct strv *warnings)
+/* Every import is finished: the refs and reflogs, then the caller is told. */
+static void
+snap_history_end_last(struct snap_history *h)
 {
+	struct strv alerts, warnings;
 	char *sess, *m;
 	size_t i;
 
-	for (i = 0; h != NULL && i < h->n; i++)
-		snap_history_end_one(&h->v[i], session, alerts, warnings);
-	if (h == NULL || snap_history_pending(h))
-		return;
-	sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') - h->dir));
-	m = snap_history_marker(sess);
-	unlink(m);
-	free(m);
-	free(sess);
+	strv_init(&alerts);
+	strv_init(&warnings);
+	for (i = 0; i < h->n; i++)
+		snap_history_end_one(&h->v[i], h->end_session, &alerts,
+		    &warnings);
+	if (!snap_history_pending(h)) {
+		sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') -
+		    h->dir));
+		m = snap_history_marker(sess);
+		unlink(m);
+		free(m);
+		free(sess);
+	}
+	/* Last: the caller may free H. */
+	h->end_done(h->end_arg, &alerts, &warnings);
+	strv_free(&alerts);
+	strv_free(&warnings);
+}
+
+static void
+snap_history_import_done(void *arg)
+{
+	struct snap_history *h = arg;
+
+	if (--h->ending == 0)
+		snap_history_end_last(h);
+}
+
+void
+snap_history_end(struct snap_history *h, struct event_base *base,
+    int64_t session, snap_history_end_cb done, void *arg)
+{
+	size_t i;
+
+	h->end_session = session;
+	h->end_done = done;
+	h->end_arg = arg;
+	/* One more than there are: none ends it before all have started. */
+	h->ending = h->n + 1;
+	for (i = 0; i < h->n; i++)
+		snap_import_finish(h->v[i].imp, base, snap_history_import_done,
+		    h);
+	snap_history_import_done(h);
 }
 
 bool
@@ -993,32 +1033,50 @@ snap_history_running(struct store *st, int64_t id)
 }
 
 /* Finishes session ID's history; what it found goes to the session's events. */
+struct snap_history_recovery {
+	struct store *st;
+	int64_t id;
+	bool done;
+};
+
 static void
-snap_history_recover_one(struct store *st, struct snap_history *h,
-    int64_t id)
+snap_history_recovered(void *arg, struct strv *alerts, struct strv *warnings)
 {
-	struct strv alerts, warnings;
+	struct snap_history_recovery *r = arg;
 	size_t i;
 
-	strv_init(&alerts);
-	strv_init(&warnings);
+	for (i = 0; i < alerts->n; i++) {
+		store_event_add(r->st, r->id, "error", "tampering", "%s",
+		    alerts->v[i]);
+		store_session_flag(r->st, r->id, "tampering");
+	}
+	for (i = 0; i < warnings->n; i++)
+		store_event_add(r->st, r->id, "warn", "history", "%s",
+		    warnings->v[i]);
+	r->done = true;
+}
+
+static void
+snap_history_recover_one(struct store *st, struct event_base *base,
+    struct snap_history *h, int64_t id)
+{
+	struct snap_history_recovery r = { st, id, false };
+
 	store_event_add(st, id, "warn", "history", "the session ended without "
 	    "agentmux; the objects its git wrote were brought into the "
 	    "repository at the next start");
-	snap_history_end(h, id, &alerts, &warnings);
-	for (i = 0; i < alerts.n; i++) {
-		store_event_add(st, id, "error", "tampering", "%s",
-		    alerts.v[i]);
-		store_session_flag(st, id, "tampering");
-	}
-	for (i = 0; i < warnings.n; i++)
-		store_event_add(st, id, "warn", "history", "%s", warnings.v[i]);
-	strv_free(&alerts);
-	strv_free(&warnings);
+	snap_history_end(h, base, id, snap_history_recovered, &r);
+	/* Until it is over (a pack being indexed is an event on BASE). */
+	while (!r.done && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	if (!r.done)
+		fatalx("the event loop stopped while the history of session "
+		    "%lld was brought back", (long long)id);
 }
 
 int
-snap_history_recover(struct store *st, const char *data_dir)
+snap_history_recover(struct store *st, struct event_base *base,
+    const char *data_dir)
 {
 	char *dir = xprintf("%s/history-pending", data_dir), *sess, *end, *m;
 	struct snap_history *h;
@@ -1038,7 +1096,7 @@ snap_history_recover(struct store *st, const char *data_dir)
 		sess = xprintf("%s/sessions/%s", data_dir, de->d_name);
 		h = snap_history_open(sess);
 		if (h != NULL && snap_history_pending(h)) {
-			snap_history_recover_one(st, h, id);
+			snap_history_recover_one(st, base, h, id);
 			n++;
 		} else {
 			/* Done, or gone with its session (gc). */

@@ -33,6 +33,11 @@
 #define SNAP_IMPORT_TICK_BYTES (64ULL << 20)
 #define SNAP_IMPORT_OBJECT_MAX (4ULL << 30)
 #define SNAP_IMPORT_TOTAL_MAX (32ULL << 30)
+/*
+ * And how long it may hold the loop: each object written is synced, which
+ * can take tens of milliseconds; the rest follows at the loop's next turn.
+ */
+#define SNAP_IMPORT_SLICE_US 10000
 
 /* A pack looked at: its name, and what it was when it was looked at. */
 struct snap_import_pack {
@@ -59,7 +64,14 @@ struct snap_import {
 	int64_t pack_refused;       /* packs index-pack refused */
 	bool failed;                /* the host's side refused a write: try again later */
 	struct strv problems;
+	int64_t until_us;           /* when the pass running must let the loop go on */
+	struct event *fin_ev;       /* finishing: the loose objects' next slice */
+	struct event_base *fin_base;  /* finishing: the loop the packs left are indexed on */
+	void (*fin_done)(void *);     /* told once the last pass is over */
+	void *fin_arg;
 };
+
+static void snap_import_finish_next(struct snap_import *);
 
 struct snap_import *
 snap_import_create(const char *gitdir, const char *upper)
@@ -81,6 +93,8 @@ snap_import_free(struct snap_import *im)
 	if (im == NULL)
 		return;
 	proc_free(im->proc);
+	if (im->fin_ev != NULL)
+		event_free(im->fin_ev);
 	if (im->proc_fd != -1)
 		close(im->proc_fd);
 	for (i = 0; i < im->npacks; i++)
@@ -393,6 +407,8 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 		    max);
 		if (r == 0)
 			whole = false;
+		if (r != 1 && util_mono_us() >= im->until_us)
+			break;
 		if (!all && (--*entries <= 0 || im->inflated - start >
 		    SNAP_IMPORT_TICK_BYTES))
 			break;
@@ -410,24 +426,29 @@ snap_import_fanout(struct snap_import *im, int upobj, int hostobj,
 	return de != NULL ? -1 : 0;
 }
 
-/* Loose objects: a pass's worth, from where the last one stopped (ALL: every one). */
-static void
+/*
+ * Loose objects: a pass's worth (ALL: every one), from where the last one
+ * stopped; false if it stopped (for the loop) before the end.
+ */
+static bool
 snap_import_loose(struct snap_import *im, int upobj, int hostobj, bool all)
 {
 	int entries = SNAP_IMPORT_ENTRIES, i, n;
 	uint64_t start = im->inflated;
 	char fan[3];
 
+	im->until_us = util_mono_us() + SNAP_IMPORT_SLICE_US;
 	for (n = 0; n < 256; n++) {
-		i = all ? n : (im->next + n) % 256;
+		i = (im->next + n) % 256;
 		snprintf(fan, sizeof fan, "%02x", i);
 		if (snap_import_fanout(im, upobj, hostobj, fan, all, &entries,
 		    start) == -1) {
 			im->next = i;
-			return;
+			return false;
 		}
 	}
 	im->next = 0;
+	return true;
 }
 
 /* The record of pack NAME, added if it is new. */
@@ -498,34 +519,27 @@ snap_import_pack_cb(struct proc *p, void *arg)
 	/* Freed here: the runner is done with it once this returns. */
 	im->proc = NULL;
 	proc_free(p);
+	/* Last: a finish's caller may free IM when it is told. */
+	if (im->fin_done != NULL)
+		snap_import_finish_next(im);
 }
 
-/* Imports pack NAME (open as FD) now, or starts it in the background on BASE. */
+/* Starts importing pack NAME (open as FD) in the background on BASE. */
 static void
 snap_import_pack_run(struct snap_import *im, struct snap_import_pack *pk,
     int fd, struct event_base *base)
 {
 	struct proc_opts o;
 	struct strv env;
-	struct buf err;
 	char *cause = NULL;
-	int st;
 
 	snap_import_index_opts(im, fd, &env, &o);
-	if (base != NULL) {
-		im->proc = proc_start(base, &o, snap_import_pack_cb, im,
-		    &cause);
-		if (im->proc != NULL) {
-			im->proc_pack = (size_t)(pk - im->packs);
-			im->proc_fd = fd;
-			strv_free(&env);
-			return;
-		}
-	} else {
-		buf_init(&err);
-		if (proc_run(&o, NULL, &err, &st, &cause) == 0)
-			snap_import_pack_result(im, pk, st, &err);
-		buf_free(&err);
+	im->proc = proc_start(base, &o, snap_import_pack_cb, im, &cause);
+	if (im->proc != NULL) {
+		im->proc_pack = (size_t)(pk - im->packs);
+		im->proc_fd = fd;
+		strv_free(&env);
+		return;
 	}
 	if (cause != NULL) {
 		im->failed = true;
@@ -603,16 +617,17 @@ snap_import_packs(struct snap_import *im, int upobj, struct event_base *base)
 	closedir(d);
 }
 
-void
+bool
 snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 {
 	char *objects = xprintf("%s/objects", im->gitdir);
 	int upobj, hostobj;
+	bool whole = true;
 
 	upobj = open(im->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	hostobj = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (upobj != -1 && hostobj != -1) {
-		snap_import_loose(im, upobj, hostobj, all);
+		whole = snap_import_loose(im, upobj, hostobj, all);
 		snap_import_packs(im, upobj, base);
 	}
 	if (upobj != -1)
@@ -620,25 +635,55 @@ snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 	if (hostobj != -1)
 		close(hostobj);
 	free(objects);
+	return whole;
+}
+
+/* Finishing: the next pack left is indexed on the loop; with none left, the caller is told. */
+static void
+snap_import_finish_next(struct snap_import *im)
+{
+	void (*done)(void *) = im->fin_done;
+	int upobj;
+
+	if (im->proc == NULL && (upobj = open(im->upper, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		snap_import_packs(im, upobj, im->fin_base);
+		close(upobj);
+	}
+	/* Its end comes back here. */
+	if (im->proc != NULL)
+		return;
+	im->fin_done = NULL;
+	done(im->fin_arg);
+}
+
+/* Finishing: a slice of the loose objects; the rest at the loop's next turn, then the packs. */
+static void
+snap_import_finish_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_import *im = arg;
+	struct timeval now = { 0, 0 };
+
+	/* A pack being indexed is left to end; the rest is started after it. */
+	if (snap_import_run(im, im->fin_base, true))
+		snap_import_finish_next(im);
+	else if (event_add(im->fin_ev, &now) == -1)
+		fatalx("cannot add a timer");
 }
 
 void
-snap_import_finish(struct snap_import *im)
+snap_import_finish(struct snap_import *im, struct event_base *base,
+    void (*done)(void *), void *arg)
 {
-	struct event_base *base;
-
-	/* A pack still being indexed is waited for, then the rest, now. */
-	if (im->proc != NULL) {
-		base = event_base_new();
-		if (base == NULL)
-			fatalx("cannot create an event loop");
-		proc_move(im->proc, base);
-		while (im->proc != NULL)
-			event_base_loop(base, EVLOOP_ONCE);
-		event_base_free(base);
-	}
 	/* The last pass looks at everything again: count only what it refuses. */
 	memset(im->seen, 0, sizeof im->seen);
+	im->next = 0;
 	im->refused = im->pack_refused;
-	snap_import_run(im, NULL, true);
+	im->fin_base = base;
+	im->fin_done = done;
+	im->fin_arg = arg;
+	if (im->fin_ev == NULL &&
+	    (im->fin_ev = evtimer_new(base, snap_import_finish_cb, im)) == NULL)
+		fatalx("cannot create a timer");
+	snap_import_finish_cb(-1, 0, im);
 }

@@ -50,6 +50,8 @@ struct snap_repo {
 	char *last_commit;    /* the last commit this process made for the chain */
 	char *last_modes;     /* and the modes it recorded */
 	struct strv env[SNAP_NENV]; /* per enum snap_env */
+	struct event_base *base;    /* snap_repo_open_loop: where it is made */
+	bool creating;              /* and it is being made (no git may use it yet) */
 };
 
 /*
@@ -59,6 +61,15 @@ struct snap_repo {
  */
 struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
     const char *tag, char **cause);
+/*
+ * The same without waiting for git: a repository that must be made first
+ * is made on BASE (CREATING is set until then), and DONE(ARG, ERROR) told
+ * once it is (ERROR NULL) or cannot be; DONE is not called if nothing had
+ * to be made, and the repository must not be freed before it is.
+ */
+struct snap_repo *snap_repo_open_loop(const char *dir,
+    const struct config *cf, const char *tag, struct event_base *base,
+    void (*done)(void *, const char *error), void *arg, char **cause);
 /* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
 struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
     const struct config *cf, const char *tag, bool use, char **cause);
@@ -386,6 +397,10 @@ struct snap_history {
 	char *dir;                /* $DATA/sessions/<id>/history */
 	struct snap_hgit *v;
 	size_t n;
+	size_t ending;            /* at the end: imports still finishing */
+	int64_t end_session;
+	snap_history_end_cb end_done;
+	void *end_arg;
 };
 
 /* A valid ref name under refs/ that is safe as a path. */
@@ -409,10 +424,19 @@ int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
 
 struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);
-/* Brings verified new objects back (a batch of loose ones; ALL: every one); packs through BASE, or now if NULL. */
-void snap_import_run(struct snap_import *, struct event_base *base, bool all);
-/* Waits for a pack being indexed, then brings back everything left (blocking). */
-void snap_import_finish(struct snap_import *);
+/*
+ * Brings verified new objects back (a batch of loose ones; ALL: every one)
+ * for a slice of time; packs indexed on BASE, one at a time. False if loose
+ * ones are left for the next call, which goes on where this one stopped.
+ */
+bool snap_import_run(struct snap_import *, struct event_base *base, bool all);
+/*
+ * Brings back everything left: the loose objects now, the packs one at a
+ * time on BASE (after one being indexed already); then DONE(ARG), which
+ * may be called before this returns and may free the import.
+ */
+void snap_import_finish(struct snap_import *, struct event_base *base,
+    void (*done)(void *), void *arg);
 /* Objects brought back; *REFUSED those that were not what they claimed, *TOO_BIG those over the caps. */
 int64_t snap_import_count(const struct snap_import *, int64_t *refused,
     int64_t *too_big);

@@ -284,6 +284,23 @@ snap_repo_path(const char *worktree, char **cause)
 	return path;
 }
 
+/* How git runs for the own repository outside any snapshot (its set-up). */
+static void
+snap_repo_setup_opts(struct snap_repo *r, char **argv, struct strv *env,
+    struct proc_opts *o)
+{
+	snap_env_clean(env, false);
+	snap_env_common(env);
+	strv_addf(env, "GIT_DIR=%s", r->gitdir);
+	strv_addf(env, "GIT_WORK_TREE=%s", r->worktree);
+	memset(o, 0, sizeof *o);
+	o->argv = argv;
+	o->env = env->v;
+	o->dir = r->gitdir;
+	o->out_fd = -1;
+	o->umask = 077;
+}
+
 /* Runs git for the own repository outside any snapshot (its set-up); -1 with *CAUSE. */
 static int
 snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
@@ -294,16 +311,7 @@ snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
 	struct buf err;
 	int st, rc;
 
-	snap_env_clean(&env, false);
-	snap_env_common(&env);
-	strv_addf(&env, "GIT_DIR=%s", r->gitdir);
-	strv_addf(&env, "GIT_WORK_TREE=%s", r->worktree);
-	memset(&o, 0, sizeof o);
-	o.argv = argv;
-	o.env = env.v;
-	o.dir = r->gitdir;
-	o.out_fd = -1;
-	o.umask = 077;
+	snap_repo_setup_opts(r, argv, &env, &o);
 	buf_init(&err);
 	rc = proc_run(&o, NULL, &err, &st, cause);
 	strv_free(&env);
@@ -316,20 +324,22 @@ snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
 	return rc;
 }
 
+static char *snap_repo_init_argv[] = { "git", "init", "-q", "--template=",
+    "--object-format=sha1", NULL };
+static char *snap_repo_blob_argv[] = { "git", "hash-object", "-w", "-t",
+    "blob", "--stdin", NULL };
+
 /*
  * Makes (once) the own repository: git init, the empty blob (an entry
  * whose file cannot be read is recorded as it), our attributes, and a
- * marker naming the project.
+ * marker naming the project. LATER: the two gits and the marker are left
+ * to snap_repo_create (*LATER says if they are).
  */
 static int
-snap_repo_init(struct snap_repo *r, bool use, char **cause)
+snap_repo_init(struct snap_repo *r, bool use, bool *later, char **cause)
 {
 	char *p;
 	int rc;
-	char *init[] = { "git", "init", "-q", "--template=",
-	    "--object-format=sha1", NULL };
-	char *blob[] = { "git", "hash-object", "-w", "-t", "blob", "--stdin",
-	    NULL };
 
 	if (path_mkdir_p(r->gitdir, 0700) == -1) {
 		*cause = xprintf("cannot create %s: %s", r->gitdir,
@@ -337,8 +347,11 @@ snap_repo_init(struct snap_repo *r, bool use, char **cause)
 		return -1;
 	}
 	p = xprintf("%s/agentmux-project", r->gitdir);
-	if (access(p, F_OK) != 0 && (snap_repo_setup_git(r, init, "create",
-	    cause) == -1 || snap_repo_setup_git(r, blob, "set up",
+	if (later != NULL)
+		*later = access(p, F_OK) != 0;
+	else if (access(p, F_OK) != 0 && (snap_repo_setup_git(r,
+	    snap_repo_init_argv, "create", cause) == -1 ||
+	    snap_repo_setup_git(r, snap_repo_blob_argv, "set up",
 	    cause) == -1 || util_write_file_atomic(p, r->worktree,
 	    strlen(r->worktree), 0600, cause) == -1)) {
 		free(p);
@@ -531,9 +544,102 @@ snap_repo_new(void)
 	return r;
 }
 
+/* Making the own repository on the loop: git init, then the empty blob, then the marker. */
+struct snap_repo_create {
+	struct snap_repo *r;
+	int step;                 /* 0: git init, 1: the empty blob */
+	void (*done)(void *, const char *error);
+	void *arg;
+};
+
+static void snap_repo_create_step(struct snap_repo_create *);
+
+static void
+snap_repo_create_finish(struct snap_repo_create *c, char *error)
+{
+	c->r->creating = false;
+	c->done(c->arg, error);
+	free(error);
+	free(c);
+}
+
+static void
+snap_repo_create_cb(struct proc *p, void *arg)
+{
+	struct snap_repo_create *c = arg;
+	const struct buf *err = proc_err(p);
+	char *error = NULL, *marker;
+
+	if (proc_status(p) != 0)
+		error = xprintf("cannot %s the snapshot repository %s: %s",
+		    c->step == 0 ? "create" : "set up", c->r->gitdir,
+		    err->data != NULL ? err->data : "git failed");
+	proc_free(p);
+	if (error == NULL && ++c->step < 2) {
+		snap_repo_create_step(c);
+		return;
+	}
+	if (error == NULL) {
+		marker = xprintf("%s/agentmux-project", c->r->gitdir);
+		util_write_file_atomic(marker, c->r->worktree,
+		    strlen(c->r->worktree), 0600, &error);
+		free(marker);
+	}
+	snap_repo_create_finish(c, error);
+}
+
+static void
+snap_repo_create_step(struct snap_repo_create *c)
+{
+	struct proc_opts o;
+	struct strv env;
+	char *cause = NULL;
+
+	snap_repo_setup_opts(c->r, c->step == 0 ? snap_repo_init_argv :
+	    snap_repo_blob_argv, &env, &o);
+	if (proc_start(c->r->base, &o, snap_repo_create_cb, c,
+	    &cause) == NULL)
+		snap_repo_create_finish(c, xprintf("cannot create the "
+		    "snapshot repository %s: %s", c->r->gitdir, cause));
+	strv_free(&env);
+	free(cause);
+}
+
+static struct snap_repo *snap_repo_open_at(const char *dir,
+    const struct config *cf, const char *tag, bool *later, char **cause);
+
 struct snap_repo *
 snap_repo_open(const char *dir, const struct config *cf, const char *tag,
     char **cause)
+{
+	return snap_repo_open_at(dir, cf, tag, NULL, cause);
+}
+
+struct snap_repo *
+snap_repo_open_loop(const char *dir, const struct config *cf,
+    const char *tag, struct event_base *base,
+    void (*done)(void *, const char *error), void *arg, char **cause)
+{
+	struct snap_repo_create *c;
+	struct snap_repo *r;
+	bool later = false;
+
+	if ((r = snap_repo_open_at(dir, cf, tag, &later, cause)) == NULL ||
+	    !later)
+		return r;
+	r->base = base;
+	c = xcalloc(1, sizeof *c);
+	c->r = r;
+	c->done = done;
+	c->arg = arg;
+	r->creating = true;
+	snap_repo_create_step(c);
+	return r;
+}
+
+static struct snap_repo *
+snap_repo_open_at(const char *dir, const struct config *cf, const char *tag,
+    bool *later, char **cause)
 {
 	struct snap_repo *r = snap_repo_new();
 	char *real;
@@ -549,7 +655,7 @@ snap_repo_open(const char *dir, const struct config *cf, const char *tag,
 	}
 	snap_repo_locate(r, real);
 	if ((r->gitdir = snap_repo_path(r->worktree, cause)) == NULL ||
-	    snap_repo_init(r, true, cause) == -1 ||
+	    snap_repo_init(r, true, later, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
@@ -587,7 +693,7 @@ snap_repo_reopen(const char *gitdir, const char *worktree,
 		r->worktree = xstrdup(worktree);
 	}
 	r->gitdir = xstrdup(gitdir);
-	if (snap_repo_init(r, use, cause) == -1 ||
+	if (snap_repo_init(r, use, NULL, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;

@@ -36,6 +36,10 @@ struct snap_session {
 	struct event *keep_ev;          /* a keep job waiting to start */
 	void (*notice)(void *, const char *);
 	void *notice_arg;
+	int held;                       /* queued snapshots wait (snap_session_hold) */
+	char *repo_error;               /* its repository could not be made */
+	void (*saved_fn)(void *);       /* held: when_saved for the next snapshot */
+	void *saved_arg;
 	bool orphan;                    /* freed while busy: it frees itself once done */
 	int calling;                    /* inside a done callback (which may free it) */
 };
@@ -44,6 +48,19 @@ struct snap_session {
 static int snap_session_norphans;
 
 static void snap_session_next(struct snap_session *);
+
+/* The repository is made: the snapshots asked for meanwhile go ahead (or fail with it). */
+static void
+snap_session_created(void *arg, const char *error)
+{
+	struct snap_session *ss = arg;
+
+	if (error != NULL)
+		ss->repo_error = xstrdup(error);
+	else
+		snap_legacy_project(ss->st, ss->cf, ss->repo->worktree);
+	snap_session_release_hold(ss);
+}
 
 struct snap_session *
 snap_session_create(struct event_base *base, struct store *st,
@@ -59,12 +76,21 @@ snap_session_create(struct event_base *base, struct store *st,
 	ss->st = st;
 	ss->cf = cf;
 	ss->id = session;
-	if ((ss->repo = snap_repo_open(project, cf, tag, cause)) == NULL) {
+	/* A project's first snapshot makes its repository: on the loop, snapshots held meanwhile. */
+	snap_session_hold(ss);
+	ss->repo = snap_repo_open_loop(project, cf, tag, base,
+	    snap_session_created, ss, cause);
+	if (ss->repo == NULL) {
 		free(ss);
 		return NULL;
 	}
-	/* Older snapshots of the project come into its own repository first. */
-	snap_legacy_project(st, cf, ss->repo->worktree);
+	/* Nothing to make (if it failed at once, snap_session_created said so). */
+	if (!ss->repo->creating && ss->repo_error == NULL) {
+		/* Older snapshots of the project come into its own repository first. */
+		snap_legacy_project(st, cf, ss->repo->worktree);
+		/* Nothing is queued yet, nothing to start: the hold just goes. */
+		ss->held--;
+	}
 	return ss;
 }
 
@@ -80,8 +106,15 @@ int
 snap_session_when_saved(struct snap_session *ss, void (*fn)(void *),
     void *arg)
 {
+	ss->saved_fn = NULL;
 	if (fn != NULL && ss->job == NULL && ss->nqueue > 0)
 		snap_session_next(ss);
+	/* Held: for the snapshot that starts once it is let go. */
+	if (fn != NULL && ss->job == NULL && ss->nqueue > 0) {
+		ss->saved_fn = fn;
+		ss->saved_arg = arg;
+		return 1;
+	}
 	if (ss->job == NULL)
 		return 0;
 	snap_take_when_saved(ss->job, fn, arg);
@@ -104,6 +137,7 @@ snap_session_release(struct snap_session *ss)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);
 	snap_repo_free(ss->repo);
+	free(ss->repo_error);
 	free(ss);
 }
 
@@ -112,7 +146,7 @@ static bool
 snap_session_reap(struct snap_session *ss)
 {
 	if (!ss->orphan || ss->calling > 0 || ss->job != NULL ||
-	    ss->nqueue > 0)
+	    ss->nqueue > 0 || ss->held > 0)
 		return false;
 	snap_session_norphans--;
 	snap_session_release(ss);
@@ -133,6 +167,7 @@ snap_session_free(struct snap_session *ss)
 	for (i = 0; i < ss->nqueue; i++)
 		ss->queue[i].done = NULL;
 	ss->running.done = NULL;
+	ss->saved_fn = NULL;
 	ss->progress = NULL;
 	ss->notice = NULL;
 	if (ss->job != NULL)
@@ -245,8 +280,9 @@ snap_session_next(struct snap_session *ss)
 	struct snap_take_opts o;
 	struct snap_queued q;
 	char *cause = NULL;
+	void (*saved)(void *);
 
-	while (ss->job == NULL && ss->nqueue > 0) {
+	while (ss->job == NULL && ss->nqueue > 0 && ss->held == 0) {
 		q = ss->queue[0];
 		memmove(ss->queue, ss->queue + 1, --ss->nqueue * sizeof *ss->queue);
 		memset(&o, 0, sizeof o);
@@ -256,10 +292,23 @@ snap_session_next(struct snap_session *ss)
 		o.if_changed = q.if_changed;
 		o.record_refs = strcmp(q.kind, "start") == 0;
 		ss->running = q;
-		ss->job = snap_take_start(ss->base, ss->st, ss->repo, &o,
-		    snap_session_progress, snap_session_done, ss, &cause);
-		if (ss->job != NULL)
+		if (ss->repo_error != NULL)
+			cause = xstrdup(ss->repo_error);
+		else
+			ss->job = snap_take_start(ss->base, ss->st, ss->repo,
+			    &o, snap_session_progress, snap_session_done, ss,
+			    &cause);
+		saved = ss->saved_fn;
+		ss->saved_fn = NULL;
+		if (ss->job != NULL) {
+			if (saved != NULL)
+				snap_take_when_saved(ss->job, saved,
+				    ss->saved_arg);
 			return;
+		}
+		/* Nothing will be saved: what waits for it goes on. */
+		if (saved != NULL)
+			saved(ss->saved_arg);
 		memset(&ss->running, 0, sizeof ss->running);
 		store_event_add(ss->st, ss->id, "warn", "snapshot",
 		    "the %s snapshot failed: %s", q.kind, cause);
@@ -367,6 +416,22 @@ snap_session_set_progress(struct snap_session *ss,
 {
 	ss->progress = fn;
 	ss->progress_arg = arg;
+}
+
+void
+snap_session_hold(struct snap_session *ss)
+{
+	ss->held++;
+}
+
+void
+snap_session_release_hold(struct snap_session *ss)
+{
+	if (--ss->held > 0)
+		return;
+	if (!ss->closing)
+		snap_session_next(ss);
+	snap_session_reap(ss);
 }
 
 bool

@@ -87,25 +87,33 @@ void snap_history_overlay(const struct snap_history *, size_t i,
 /**
  * Brings the objects the session's git wrote so far back into the git
  * dirs (each checked: it is what its name is the hash of); a batch at a
- * time, packs indexed in the background on BASE (NULL: now).
+ * time, packs indexed in the background on BASE. False if it
+ * stopped to let the loop go on: call again soon.
  */
-void snap_history_import(struct snap_history *, struct event_base *base);
+bool snap_history_import(struct snap_history *, struct event_base *base);
 /**
- * Once the jail is gone: every object left is brought back (blocking),
- * reflog entries the session removed put back, refs it deleted (and tags
- * it moved) reported in WARNINGS; what was refused is in ALERTS.
+ * Once the jail is gone: every object left is brought back (packs indexed
+ * on BASE, one at a time), then reflog entries the session removed put
+ * back, refs it deleted (and tags it moved) reported in WARNINGS; what was
+ * refused is in ALERTS. DONE(ARG, ALERTS, WARNINGS) says it is over (the
+ * lists are borrowed for the call); it may come before this returns, and
+ * may free the history.
  */
-void snap_history_end(struct snap_history *, int64_t session,
-    struct strv *alerts, struct strv *warnings);
+typedef void (*snap_history_end_cb)(void *, struct strv *alerts,
+    struct strv *warnings);
+void snap_history_end(struct snap_history *, struct event_base *base,
+    int64_t session, snap_history_end_cb done, void *arg);
 /** True if objects of the session may still need bringing back. */
 bool snap_history_pending(const struct snap_history *);
 /**
  * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
  * left objects unbrought: each is finished as snap_history_end would
  * (unless it still runs in a live agentmux), what was found recorded as
- * its events. Returns how many.
+ * its events. Runs BASE, the process's loop, until they are (this is
+ * before the process serves anything). Returns how many.
  */
-int snap_history_recover(struct store *, const char *data_dir);
+int snap_history_recover(struct store *, struct event_base *base,
+    const char *data_dir);
 
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and
@@ -150,8 +158,9 @@ typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
     const char *error);
 
 /**
- * Snapshots of one running session of PROJECT, on BASE: opens (or makes)
- * the repository; runs git once, synchronously. Borrows everything.
+ * Snapshots of one running session of PROJECT, on BASE: opens the
+ * repository, or makes it on BASE (snapshots asked for meanwhile wait for
+ * it; if it cannot be made, they fail with why). Borrows everything.
  * NULL with *CAUSE.
  */
 struct snap_session *snap_session_create(struct event_base *base,
@@ -198,6 +207,13 @@ void snap_session_set_notice(struct snap_session *,
     void (*)(void *arg, const char *message), void *arg);
 /** True while a snapshot runs or waits. */
 bool snap_session_busy(struct snap_session *);
+/**
+ * Holds the snapshots queued from now on (and keeps a freed one) until as
+ * many releases: what they record must wait for work outside (the end
+ * of the session's git history).
+ */
+void snap_session_hold(struct snap_session *);
+void snap_session_release_hold(struct snap_session *);
 
 /** Progress of the blocking snapshots below (the command line): FILES hashed so far, -1 when done. */
 void snap_set_progress(void (*)(void *arg, int64_t files), void *arg);

@@ -317,6 +317,152 @@ test_fail_while_snapshot_runs(void **state)
 	free(bin);
 }
 
+/* A timer on the loop: how long the loop went without serving it, from when MEASURE is set. */
+struct ticker {
+	struct event *ev;
+	bool measure;
+	int64_t last_us;
+	int64_t worst_us;
+	int ticks;
+};
+
+static void
+ticker_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ticker *tk = arg;
+	int64_t now = util_mono_us();
+
+	if (tk->measure && tk->last_us != 0 && now - tk->last_us > tk->worst_us)
+		tk->worst_us = now - tk->last_us;
+	if (tk->measure)
+		tk->ticks++;
+	tk->last_us = now;
+}
+
+/*
+ * The session's end brings back the pack its git wrote through git
+ * index-pack (slowed here by a wrapper first on PATH): on the loop, which
+ * serves a timer meanwhile (it used to wait for index-pack in a loop of its
+ * own); the objects are there once done is told.
+ */
+static void
+test_history_end_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *bin = xprintf("%s/bin", test_dir);
+	char *wrap = xprintf("%s/git", bin);
+	char *old = xstrdup(getenv("PATH"));
+	char *path = xprintf("%s:%s", bin, old);
+	char *real = test_sh_out("command -v git");
+	char *text;
+
+	real[strcspn(real, "\n")] = '\0';
+	/* Long enough that what is left of it when the command ends shows. */
+	text = xprintf("#!/bin/sh\ncase \"$*\" in *index-pack*) echo x >>'%s/"
+	    "indexed'; sleep 4 ;; esac\nexec %s \"$@\"\n", test_dir, real);
+	test_sh_ok("mkdir -p '%s'", bin);
+	test_write_file(wrap, text);
+	test_sh_ok("chmod 755 '%s'", wrap);
+	setenv("PATH", path, 1);
+	fixture_open(&f);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start(&f, &o, "git add -A && git -c user.email=a@b -c "
+	    "user.name=a commit -qm x && git repack -adq");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* From the command's start to the end of its end. */
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	loop_until(&f, &o.exited);
+	assert_int_equal(o.status, 0);
+	loop_until(&f, &o.done);
+	/* The pack went through index-pack, and the loop went on meanwhile. */
+	test_sh_ok("test -s '%s/indexed'", test_dir);
+	print_message("end: %d ticks, the longest gap %lld ms\n", tk.ticks,
+	    (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* The commit the jail's git wrote, packed, is in the user's repository. */
+	test_sh_ok("git cat-file -e 'HEAD^{commit}' && git log --oneline | "
+	    "grep -q x");
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(text);
+	free(real);
+	free(path);
+	free(old);
+	free(wrap);
+	free(bin);
+}
+
+/*
+ * A project's first session makes its snapshot repository (git init, the
+ * empty blob): on the loop, which serves a timer while git init runs
+ * (slowed by a wrapper); the command still waits for the start snapshot.
+ */
+static void
+test_repo_made_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *bin = xprintf("%s/bin", test_dir);
+	char *wrap = xprintf("%s/git", bin);
+	char *old = xstrdup(getenv("PATH"));
+	char *path = xprintf("%s:%s", bin, old);
+	char *real = test_sh_out("command -v git");
+	char *text;
+	int64_t id;
+
+	real[strcspn(real, "\n")] = '\0';
+	text = xprintf("#!/bin/sh\ncase \"$*\" in *init*--template=*) "
+	    "echo x >>'%s/made'; sleep 2 ;; esac\nexec %s \"$@\"\n",
+	    test_dir, real);
+	test_sh_ok("mkdir -p '%s'", bin);
+	test_write_file(wrap, text);
+	test_sh_ok("chmod 755 '%s'", wrap);
+	fixture_open(&f);
+	setenv("PATH", path, 1);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "exit 4");
+	id = session_id(s);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* The repository was made here, and the command waited for the snapshot. */
+	test_sh_ok("test -s '%s/made'", test_dir);
+	assert_int_equal(snapshots(&f, id), 1);
+	print_message("start: %d ticks, the longest gap %lld ms\n", tk.ticks,
+	    (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(text);
+	free(real);
+	free(path);
+	free(old);
+	free(wrap);
+	free(bin);
+}
+
 int
 main(void)
 {
@@ -330,6 +476,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_fail_while_snapshot_runs,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_history_end_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_repo_made_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 

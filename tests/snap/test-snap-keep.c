@@ -388,6 +388,9 @@ test_first_fallback(void **state)
 	id = begin(st);
 	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
 	assert_non_null(ss);
+	/* The repository is made on the loop. */
+	while (test_sh("test -f $OWN/agentmux-project") != 0)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
 	test_sh_ok("rmdir $OWN/objects/pack && touch $OWN/objects/pack");
 	take(base, ss, "start");
 	test_sh_ok("rm $OWN/objects/pack && mkdir $OWN/objects/pack");
