@@ -273,6 +273,11 @@ int snap_keep_sync(struct store *, const struct config *cf,
 void snap_keep_mark_packed(const char *gitdir);
 /* Whether GITDIR has loose objects enough to pack, or a first snapshot's pack. */
 bool snap_keep_due(const char *gitdir);
+/*
+ * Keeps each of GITDIR's 256 objects/XX directories from being removed by
+ * a pack (a snapshot writing into one at that moment failed); before any.
+ */
+void snap_keep_fanout(const char *gitdir);
 /* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
 void snap_keep_detached(const char *gitdir);
 
