@@ -281,6 +281,32 @@ void snap_keep_fanout(const char *gitdir);
 /* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
 void snap_keep_detached(const char *gitdir);
 
+/* ---- writing a pack without git (snap-pack.c) ---- */
+
+#define SNAP_PACK_OID 20
+/* The pack entry types (gitformat-pack(5)). */
+enum snap_pack_type {
+	SNAP_PACK_COMMIT = 1,
+	SNAP_PACK_TREE = 2,
+	SNAP_PACK_BLOB = 3,
+};
+struct snap_pack;
+
+/* Starts a pack of COUNT objects in GITDIR's objects/pack; NULL with *CAUSE. */
+struct snap_pack *snap_pack_begin(const char *gitdir, uint32_t count,
+    char **cause);
+/* Adds an object (stored, uncompressed); its SHA-1 id in OID. -1 with *CAUSE. */
+int snap_pack_add(struct snap_pack *, enum snap_pack_type, const void *data,
+    size_t len, unsigned char oid[SNAP_PACK_OID], char **cause);
+/*
+ * Ends the pack, writes its .idx and puts both in place (NAME, if not NULL,
+ * gets its hex checksum); frees it. -1 with *CAUSE, nothing left behind.
+ */
+int snap_pack_finish(struct snap_pack *, char *name, size_t namelen,
+    char **cause);
+/* Drops an unfinished pack and its temporary file; NULL is a no-op. */
+void snap_pack_abort(struct snap_pack *);
+
 /* ---- snapshot jobs (snap-take.c) ---- */
 
 struct snap_take;

@@ -1,0 +1,392 @@
+/*
+ * Writing a pack and its index directly, without git: the writer a
+ * project's first snapshot needs (every file hashed and stored) to cost
+ * what git add -A into a fresh index costs. git hashes each object twice
+ * with its collision-detecting SHA-1 (the object id, then the pack
+ * checksum); here each id is one OpenSSL SHA-1 and entries are stored
+ * (deflate blocks of type 0, no compression: the background pack
+ * compresses them), so a byte is read once, hashed twice by the fast
+ * SHA-1 and copied once.
+ *
+ * Format: gitformat-pack(5): a "PACK" v2 header with the object count,
+ * entries (type and size, then a zlib stream), the SHA-1 of all that; the
+ * .idx v2 beside it (fan-out, sorted ids, CRC-32s, offsets, the pack's
+ * and its own checksum). Both are written under temporary names in
+ * objects/pack and renamed once whole, the .idx last (it makes the pack
+ * visible to git).
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "snap/snap-int.h"
+
+/* Bytes buffered before a write(2). */
+#define SNAP_PACK_BUF (256 * 1024)
+/* The most a stored deflate block holds. */
+#define SNAP_PACK_BLOCK 65535
+
+struct snap_pack_obj {
+	unsigned char oid[SNAP_PACK_OID];
+	uint32_t crc;
+	uint64_t offset;
+};
+
+struct snap_pack {
+	char *dir;                /* objects/pack */
+	char *tmp;                /* the pack's temporary name */
+	int fd;
+	uint32_t want;            /* objects announced in the header */
+	uint64_t offset;          /* bytes written so far */
+	EVP_MD_CTX *sum;          /* the pack's checksum */
+	EVP_MD_CTX *id;           /* an object's id */
+	uint32_t crc;             /* the current entry's CRC-32 */
+	unsigned char *buf;
+	size_t len;
+	struct snap_pack_obj *objs;
+	size_t n;
+};
+
+static const char *const snap_pack_types[] = {
+	[SNAP_PACK_COMMIT] = "commit", [SNAP_PACK_TREE] = "tree",
+	[SNAP_PACK_BLOB] = "blob",
+};
+
+static int
+snap_pack_flush(struct snap_pack *p, char **cause)
+{
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < p->len) {
+		w = write(p->fd, p->buf + off, p->len - off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			*cause = xprintf("cannot write %s: %s", p->tmp,
+			    w == -1 ? strerror(errno) : "short write");
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	p->len = 0;
+	return 0;
+}
+
+/* Appends to the pack: its checksum, the entry's CRC-32 and the offset follow. */
+static int
+snap_pack_put(struct snap_pack *p, const void *data, size_t len, char **cause)
+{
+	const unsigned char *d = data;
+	size_t chunk;
+
+	EVP_DigestUpdate(p->sum, d, len);
+	p->crc = (uint32_t)crc32_z(p->crc, d, len);
+	p->offset += len;
+	while (len > 0) {
+		if (p->len == SNAP_PACK_BUF && snap_pack_flush(p, cause) == -1)
+			return -1;
+		chunk = SNAP_PACK_BUF - p->len;
+		if (chunk > len)
+			chunk = len;
+		memcpy(p->buf + p->len, d, chunk);
+		p->len += chunk;
+		d += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+static void
+snap_pack_be32(unsigned char *b, uint32_t v)
+{
+	b[0] = (unsigned char)(v >> 24);
+	b[1] = (unsigned char)(v >> 16);
+	b[2] = (unsigned char)(v >> 8);
+	b[3] = (unsigned char)v;
+}
+
+struct snap_pack *
+snap_pack_begin(const char *gitdir, uint32_t count, char **cause)
+{
+	struct snap_pack *p = xcalloc(1, sizeof *p);
+	unsigned char head[12] = { 'P', 'A', 'C', 'K', 0, 0, 0, 2 };
+
+	p->dir = xprintf("%s/objects/pack", gitdir);
+	p->tmp = xprintf("%s/tmp_pack_XXXXXX", p->dir);
+	p->want = count;
+	p->buf = xmalloc(SNAP_PACK_BUF);
+	p->objs = xcalloc(count > 0 ? count : 1, sizeof *p->objs);
+	p->sum = EVP_MD_CTX_new();
+	p->id = EVP_MD_CTX_new();
+	if (p->sum == NULL || p->id == NULL)
+		fatalx("out of memory");
+	EVP_DigestInit_ex(p->sum, EVP_sha1(), NULL);
+	if ((p->fd = mkostemp(p->tmp, O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot create a pack in %s: %s", p->dir,
+		    strerror(errno));
+		p->tmp[0] = '\0';
+		snap_pack_abort(p);
+		return NULL;
+	}
+	snap_pack_be32(head + 8, count);
+	if (snap_pack_put(p, head, sizeof head, cause) == -1) {
+		snap_pack_abort(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The zlib stream of DATA in stored blocks: header, blocks, Adler-32. */
+static int
+snap_pack_stored(struct snap_pack *p, const unsigned char *data, size_t len,
+    char **cause)
+{
+	unsigned char zh[2] = { 0x78, 0x01 }, bh[5];
+	size_t chunk;
+
+	if (snap_pack_put(p, zh, sizeof zh, cause) == -1)
+		return -1;
+	do {
+		chunk = len > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : len;
+		bh[0] = chunk == len;           /* BFINAL, BTYPE 00 */
+		bh[1] = (unsigned char)chunk;
+		bh[2] = (unsigned char)(chunk >> 8);
+		bh[3] = (unsigned char)~chunk;
+		bh[4] = (unsigned char)(~chunk >> 8);
+		if (snap_pack_put(p, bh, sizeof bh, cause) == -1 ||
+		    snap_pack_put(p, data, chunk, cause) == -1)
+			return -1;
+		data += chunk;
+		len -= chunk;
+	} while (len > 0);
+	return 0;
+}
+
+int
+snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
+    const void *data, size_t len, unsigned char oid[SNAP_PACK_OID],
+    char **cause)
+{
+	struct snap_pack_obj *o;
+	unsigned char eh[16], tail[4];
+	char head[64];
+	size_t s = len, el = 0;
+	int hl;
+
+	if (p->n == p->want) {
+		*cause = xprintf("more objects than the %u announced", p->want);
+		return -1;
+	}
+	hl = snprintf(head, sizeof head, "%s %zu", snap_pack_types[type], len);
+	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
+	EVP_DigestUpdate(p->id, data, len);
+	o = &p->objs[p->n];
+	EVP_DigestFinal_ex(p->id, o->oid, NULL);
+	memcpy(oid, o->oid, SNAP_PACK_OID);
+	o->offset = p->offset;
+	/* Type and size: 4 bits of size first, then 7 a byte, low first. */
+	eh[0] = (unsigned char)(((unsigned)type << 4) | (s & 15));
+	s >>= 4;
+	while (s > 0) {
+		eh[el++] |= 0x80;
+		eh[el] = s & 0x7f;
+		s >>= 7;
+	}
+	el++;
+	p->crc = (uint32_t)crc32_z(0, NULL, 0);
+	if (snap_pack_put(p, eh, el, cause) == -1 ||
+	    snap_pack_stored(p, data, len, cause) == -1)
+		return -1;
+	snap_pack_be32(tail, (uint32_t)adler32_z(adler32_z(0, NULL, 0),
+	    data, len));
+	if (snap_pack_put(p, tail, sizeof tail, cause) == -1)
+		return -1;
+	o->crc = p->crc;
+	p->n++;
+	return 0;
+}
+
+static int
+snap_pack_cmp(const void *a, const void *b)
+{
+	const struct snap_pack_obj *x = a, *y = b;
+
+	return memcmp(x->oid, y->oid, SNAP_PACK_OID);
+}
+
+/* Appends to IDX (and to its checksum MD). */
+static void
+snap_pack_idx_put(struct buf *idx, EVP_MD_CTX *md, const void *d, size_t len)
+{
+	EVP_DigestUpdate(md, d, len);
+	buf_add(idx, d, len);
+}
+
+/* The .idx v2 of P's sorted objects, ending with PACKSUM and its own checksum. */
+static void
+snap_pack_idx(struct snap_pack *p, const unsigned char *packsum,
+    struct buf *idx)
+{
+	unsigned char b[8], magic[8] = { 0xff, 't', 'O', 'c', 0, 0, 0, 2 };
+	unsigned char own[SNAP_PACK_OID];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	uint32_t large = 0;
+	size_t i, k = 0;
+	unsigned f;
+
+	if (md == NULL)
+		fatalx("out of memory");
+	EVP_DigestInit_ex(md, EVP_sha1(), NULL);
+	snap_pack_idx_put(idx, md, magic, sizeof magic);
+	for (f = 0; f < 256; f++) {
+		while (k < p->n && p->objs[k].oid[0] <= f)
+			k++;
+		snap_pack_be32(b, (uint32_t)k);
+		snap_pack_idx_put(idx, md, b, 4);
+	}
+	for (i = 0; i < p->n; i++)
+		snap_pack_idx_put(idx, md, p->objs[i].oid, SNAP_PACK_OID);
+	for (i = 0; i < p->n; i++) {
+		snap_pack_be32(b, p->objs[i].crc);
+		snap_pack_idx_put(idx, md, b, 4);
+	}
+	/* Offsets past 2^31 - 1 go to a table of 8-byte ones. */
+	for (i = 0; i < p->n; i++) {
+		if (p->objs[i].offset < 0x80000000u)
+			snap_pack_be32(b, (uint32_t)p->objs[i].offset);
+		else
+			snap_pack_be32(b, 0x80000000u | large++);
+		snap_pack_idx_put(idx, md, b, 4);
+	}
+	for (i = 0; i < p->n; i++) {
+		if (p->objs[i].offset < 0x80000000u)
+			continue;
+		snap_pack_be32(b, (uint32_t)(p->objs[i].offset >> 32));
+		snap_pack_be32(b + 4, (uint32_t)p->objs[i].offset);
+		snap_pack_idx_put(idx, md, b, 8);
+	}
+	snap_pack_idx_put(idx, md, packsum, SNAP_PACK_OID);
+	EVP_DigestFinal_ex(md, own, NULL);
+	buf_add(idx, own, sizeof own);
+	EVP_MD_CTX_free(md);
+}
+
+/* Writes IDX under a temporary name in P's dir: that name, or NULL with *CAUSE. */
+static char *
+snap_pack_idx_write(struct snap_pack *p, const struct buf *idx, char **cause)
+{
+	char *tmp = xprintf("%s/tmp_idx_XXXXXX", p->dir);
+	size_t off = 0;
+	ssize_t w;
+	int fd;
+
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot create a pack index in %s: %s", p->dir,
+		    strerror(errno));
+		free(tmp);
+		return NULL;
+	}
+	while (off < idx->len) {
+		w = write(fd, idx->data + off, idx->len - off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off < idx->len || fchmod(fd, 0444) == -1 || close(fd) == -1) {
+		*cause = xprintf("cannot write %s: %s", tmp, strerror(errno));
+		if (off < idx->len)
+			close(fd);
+		unlink(tmp);
+		free(tmp);
+		return NULL;
+	}
+	return tmp;
+}
+
+int
+snap_pack_finish(struct snap_pack *p, char *name, size_t namelen,
+    char **cause)
+{
+	unsigned char sum[SNAP_PACK_OID];
+	char hex[2 * SNAP_PACK_OID + 1], *tmpidx, *pack, *idxname;
+	struct buf idx;
+	size_t i;
+	int r = -1;
+
+	if (p->n != p->want) {
+		*cause = xprintf("%zu objects of the %u announced", p->n,
+		    p->want);
+		goto out;
+	}
+	EVP_DigestFinal_ex(p->sum, sum, NULL);
+	if (p->len + sizeof sum > SNAP_PACK_BUF && snap_pack_flush(p, cause) == -1)
+		goto out;
+	memcpy(p->buf + p->len, sum, sizeof sum);
+	p->len += sizeof sum;
+	if (snap_pack_flush(p, cause) == -1)
+		goto out;
+	if (fchmod(p->fd, 0444) == -1 || close(p->fd) == -1) {
+		p->fd = -1;
+		*cause = xprintf("cannot write %s: %s", p->tmp, strerror(errno));
+		goto out;
+	}
+	p->fd = -1;
+	qsort(p->objs, p->n, sizeof *p->objs, snap_pack_cmp);
+	for (i = 0; i < sizeof sum; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+	buf_init(&idx);
+	snap_pack_idx(p, sum, &idx);
+	tmpidx = snap_pack_idx_write(p, &idx, cause);
+	buf_free(&idx);
+	if (tmpidx == NULL)
+		goto out;
+	pack = xprintf("%s/pack-%s.pack", p->dir, hex);
+	idxname = xprintf("%s/pack-%s.idx", p->dir, hex);
+	if (rename(p->tmp, pack) == -1 || rename(tmpidx, idxname) == -1) {
+		*cause = xprintf("cannot put the pack in %s: %s", p->dir,
+		    strerror(errno));
+		unlink(tmpidx);
+		unlink(pack);
+	} else {
+		p->tmp[0] = '\0';
+		if (name != NULL)
+			snprintf(name, namelen, "%s", hex);
+		r = 0;
+	}
+	free(pack);
+	free(idxname);
+	free(tmpidx);
+out:
+	snap_pack_abort(p);
+	return r;
+}
+
+void
+snap_pack_abort(struct snap_pack *p)
+{
+	if (p == NULL)
+		return;
+	if (p->fd != -1)
+		close(p->fd);
+	if (p->tmp[0] != '\0')
+		unlink(p->tmp);
+	EVP_MD_CTX_free(p->sum);
+	EVP_MD_CTX_free(p->id);
+	free(p->objs);
+	free(p->buf);
+	free(p->tmp);
+	free(p->dir);
+	free(p);
+}

@@ -1,0 +1,150 @@
+/*
+ * The pack writer of snap-pack.c, checked by git itself: ids as git
+ * hash-object computes them, a pack and .idx that verify-pack and
+ * fsck --strict accept, contents that cat-file gives back byte for byte,
+ * and nothing left behind by a pack that is not finished.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap-int.h"
+
+static void
+hex(const unsigned char *oid, char *out)
+{
+	int i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		snprintf(out + 2 * i, 3, "%02x", oid[i]);
+}
+
+/* Adds FILE's content as a blob; checks its id against git hash-object's. */
+static void
+add_file(struct snap_pack *p, const char *file, unsigned char *oid)
+{
+	char *cause = NULL, *data, *want, got[2 * SNAP_PACK_OID + 1];
+	size_t len;
+	FILE *f = fopen(file, "rb");
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	rewind(f);
+	data = xmalloc(len + 1);
+	assert_int_equal(fread(data, 1, len, f), len);
+	fclose(f);
+	if (snap_pack_add(p, SNAP_PACK_BLOB, data, len, oid, &cause) == -1)
+		fail_msg("%s: %s", file, cause);
+	hex(oid, got);
+	want = test_sh_out("git hash-object --no-filters %s", file);
+	want[strcspn(want, "\n")] = '\0';
+	assert_string_equal(got, want);
+	free(want);
+	free(data);
+}
+
+static void
+test_pack_git(void **state)
+{
+	const char *files[] = { "empty", "one", "block", "block1", "big",
+	    "text" };
+	unsigned char oids[6][SNAP_PACK_OID], tree[SNAP_PACK_OID],
+	    commit[SNAP_PACK_OID];
+	char *cause = NULL, name[64], h[2 * SNAP_PACK_OID + 1], *want;
+	struct snap_pack *p;
+	struct buf t;
+	size_t i;
+
+	/* Stored deflate blocks hold 65535 bytes: sizes around that and many. */
+	test_sh_ok("git init -q --bare own.git && : > empty && printf x > one && "
+	    "head -c 65535 /dev/urandom > block && head -c 65536 /dev/urandom "
+	    "> block1 && head -c 300001 /dev/urandom > big && echo hello > text");
+	p = snap_pack_begin("own.git", 8, &cause);
+	if (p == NULL)
+		fail_msg("%s", cause);
+	for (i = 0; i < 6; i++)
+		add_file(p, files[i], oids[i]);
+	/* A tree of the text, named "a", and a commit of it. */
+	buf_init(&t);
+	buf_adds(&t, "100644 a");
+	buf_add(&t, "", 1);
+	buf_add(&t, oids[5], SNAP_PACK_OID);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_TREE, t.data, t.len, tree,
+	    &cause), 0);
+	buf_free(&t);
+	hex(tree, h);
+	want = xprintf("tree %s\nauthor a <a@x> 1 +0000\ncommitter a <a@x> 1 "
+	    "+0000\n\nm\n", h);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_COMMIT, want,
+	    strlen(want), commit, &cause), 0);
+	free(want);
+	/* Not in place before it is finished. */
+	test_sh_ok("! ls own.git/objects/pack/*.idx 2>/dev/null");
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	hex(commit, h);
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx", name);
+	test_sh_ok("git --git-dir=own.git update-ref refs/heads/m %s && "
+	    "git --git-dir=own.git symbolic-ref HEAD refs/heads/m", h);
+	test_sh_ok("git --git-dir=own.git fsck --strict --no-dangling 2>&1 | "
+	    "{ ! grep .; }");
+	test_sh_ok("git --git-dir=own.git ls-tree -r m | grep -q '	a$'");
+	test_sh_ok("test \"$(git --git-dir=own.git show m:a)\" = hello");
+	test_sh_ok("test \"$(ls own.git/objects/pack | grep -c tmp_)\" = 0");
+	for (i = 0; i < 6; i++) {
+		hex(oids[i], h);
+		test_sh_ok("git --git-dir=own.git cat-file blob %s | cmp - %s",
+		    h, files[i]);
+	}
+}
+
+/* Fewer objects than announced, or an abort: no pack, no temporary file. */
+static void
+test_pack_unfinished(void **state)
+{
+	unsigned char oid[SNAP_PACK_OID];
+	char *cause = NULL;
+	struct snap_pack *p;
+
+	test_sh_ok("git init -q --bare own.git");
+	p = snap_pack_begin("own.git", 2, &cause);
+	assert_non_null(p);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
+	    0);
+	assert_int_equal(snap_pack_finish(p, NULL, 0, &cause), -1);
+	assert_non_null(strstr(cause, "1 objects of the 2"));
+	free(cause);
+	cause = NULL;
+	test_sh_ok("test -z \"$(ls own.git/objects/pack)\"");
+	p = snap_pack_begin("own.git", 1, &cause);
+	assert_non_null(p);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
+	    0);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "b", 1, oid, &cause),
+	    -1);
+	free(cause);
+	snap_pack_abort(p);
+	test_sh_ok("test -z \"$(ls own.git/objects/pack)\"");
+	/* No pack dir: a clear error. */
+	test_sh_ok("rmdir own.git/objects/pack");
+	cause = NULL;
+	assert_null(snap_pack_begin("own.git", 1, &cause));
+	assert_non_null(strstr(cause, "cannot create a pack in"));
+	free(cause);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pack_git, test_proj_setup,
+		    test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_unfinished,
+		    test_proj_setup, test_proj_teardown),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}
