@@ -81,7 +81,7 @@ snap_pack_flush(struct snap_pack *p, char **cause)
 	return 0;
 }
 
-/* Appends to the pack: its checksum, the entry's CRC-32 and the offset follow. */
+/* Appends to the pack; its checksum, the entry CRC-32 and the offset follow. */
 static int
 snap_pack_put(struct snap_pack *p, const void *data, size_t len, char **cause)
 {
@@ -232,7 +232,7 @@ snap_pack_idx_put(struct buf *idx, EVP_MD_CTX *md, const void *d, size_t len)
 	buf_add(idx, d, len);
 }
 
-/* The .idx v2 of P's sorted objects, ending with PACKSUM and its own checksum. */
+/* The .idx v2 of P's sorted objects, ending with PACKSUM and its own sum. */
 static void
 snap_pack_idx(struct snap_pack *p, const unsigned char *packsum,
     struct buf *idx)
@@ -281,7 +281,7 @@ snap_pack_idx(struct snap_pack *p, const unsigned char *packsum,
 	EVP_MD_CTX_free(md);
 }
 
-/* Writes IDX under a temporary name in P's dir: that name, or NULL with *CAUSE. */
+/* Writes IDX under a temporary name in P's dir: the name, or NULL, *CAUSE. */
 static char *
 snap_pack_idx_write(struct snap_pack *p, const struct buf *idx, char **cause)
 {
