@@ -292,10 +292,13 @@ enum snap_pack_type {
 };
 struct snap_pack;
 
-/* Starts a pack of COUNT objects in GITDIR's objects/pack; NULL with *CAUSE. */
+/* Starts a pack of at most COUNT objects in GITDIR's objects/pack; NULL, *CAUSE. */
 struct snap_pack *snap_pack_begin(const char *gitdir, uint32_t count,
     char **cause);
-/* Adds an object (stored, uncompressed); its SHA-1 id in OID. -1 with *CAUSE. */
+/*
+ * Adds an object (stored, uncompressed; content already there is not
+ * stored again); its SHA-1 id in OID. -1 with *CAUSE, e.g. on a collision.
+ */
 int snap_pack_add(struct snap_pack *, enum snap_pack_type, const void *data,
     size_t len, unsigned char oid[SNAP_PACK_OID], char **cause);
 /*

@@ -14,6 +14,14 @@
  * and its own checksum). Both are written under temporary names in
  * objects/pack and renamed once whole, the .idx last (it makes the pack
  * visible to git).
+ *
+ * Plain SHA-1, not git's collision-detecting sha1dc (no C library of it
+ * is packaged here): an agent could craft two files with one id (an
+ * identical-prefix collision of "blob <size>\0..." costs about 2^63
+ * SHA-1 computations). Within one pack that is caught: an id seen again
+ * is compared byte for byte with what is stored under it, and two
+ * contents refuse the pack. Against later snapshots it is harmless: they
+ * are written by git, whose sha1dc refuses the other half of a pair.
  */
 #include <sys/stat.h>
 
@@ -38,6 +46,8 @@ struct snap_pack_obj {
 	unsigned char oid[SNAP_PACK_OID];
 	uint32_t crc;
 	uint64_t offset;
+	uint64_t data;            /* where its zlib stream starts */
+	size_t len;               /* its size */
 };
 
 struct snap_pack {
@@ -53,6 +63,9 @@ struct snap_pack {
 	size_t len;
 	struct snap_pack_obj *objs;
 	size_t n;
+	/* The objects by id (index + 1; 0: free), to store each once. */
+	uint32_t *ids;
+	size_t nids;              /* a power of two, at least twice want */
 };
 
 static const char *const snap_pack_types[] = {
@@ -125,6 +138,9 @@ snap_pack_begin(const char *gitdir, uint32_t count, char **cause)
 	p->want = count;
 	p->buf = xmalloc(SNAP_PACK_BUF);
 	p->objs = xcalloc(count > 0 ? count : 1, sizeof *p->objs);
+	for (p->nids = 16; p->nids < 2 * (size_t)count; p->nids *= 2)
+		;
+	p->ids = xcalloc(p->nids, sizeof *p->ids);
 	p->sum = EVP_MD_CTX_new();
 	p->id = EVP_MD_CTX_new();
 	if (p->sum == NULL || p->id == NULL)
@@ -171,6 +187,62 @@ snap_pack_stored(struct snap_pack *p, const unsigned char *data, size_t len,
 	return 0;
 }
 
+/* OID in hex, into HEX (2 * SNAP_PACK_OID + 1 bytes). */
+static void
+snap_pack_hex(const unsigned char *oid, char *hex)
+{
+	size_t i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		snprintf(hex + 2 * i, 3, "%02x", oid[i]);
+}
+
+/* The slot of OID in P's table: the object there, or the free slot for it. */
+static uint32_t *
+snap_pack_slot(struct snap_pack *p, const unsigned char *oid)
+{
+	size_t i = ((size_t)oid[0] << 24 | (size_t)oid[1] << 16 |
+	    (size_t)oid[2] << 8 | oid[3]) & (p->nids - 1);
+
+	while (p->ids[i] != 0 && memcmp(p->objs[p->ids[i] - 1].oid, oid,
+	    SNAP_PACK_OID) != 0)
+		i = (i + 1) & (p->nids - 1);
+	return &p->ids[i];
+}
+
+/*
+ * Whether O, already in the pack, holds DATA: an id seen twice is the
+ * same content written twice (stored once), unless two contents collide
+ * (plain SHA-1 does not detect a crafted collision; this does, here).
+ */
+static int
+snap_pack_same(struct snap_pack *p, const struct snap_pack_obj *o,
+    const unsigned char *data, size_t len, char **cause)
+{
+	unsigned char chunk[SNAP_PACK_BLOCK];
+	uint64_t at = o->data + 2;
+	size_t left = len, n;
+
+	if (o->len != len)
+		return 0;
+	if (p->len > 0 && snap_pack_flush(p, cause) == -1)
+		return -1;
+	do {
+		n = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : left;
+		/* Each stored block: a 5-byte header, then its bytes. */
+		if (pread(p->fd, chunk, n, (off_t)(at + 5)) != (ssize_t)n) {
+			*cause = xprintf("cannot read back %s", p->tmp);
+			return -1;
+		}
+		if (memcmp(chunk, data, n) != 0)
+			return 0;
+		at += 5 + n;
+		data += n;
+		left -= n;
+	} while (left > 0);
+	return 1;
+}
+
 int
 snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
     const void *data, size_t len, unsigned char oid[SNAP_PACK_OID],
@@ -178,22 +250,37 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 {
 	struct snap_pack_obj *o;
 	unsigned char eh[16], tail[4];
-	char head[64];
+	uint32_t *slot;
+	char head[64], hex[2 * SNAP_PACK_OID + 1];
 	size_t s = len, el = 0;
-	int hl;
+	int hl, same;
 
-	if (p->n == p->want) {
-		*cause = xprintf("more objects than the %u announced", p->want);
-		return -1;
-	}
 	hl = snprintf(head, sizeof head, "%s %zu", snap_pack_types[type], len);
 	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
 	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
 	EVP_DigestUpdate(p->id, data, len);
+	EVP_DigestFinal_ex(p->id, oid, NULL);
+	slot = snap_pack_slot(p, oid);
+	if (*slot != 0) {
+		if ((same = snap_pack_same(p, &p->objs[*slot - 1], data, len,
+		    cause)) == -1)
+			return -1;
+		if (same == 0) {
+			snap_pack_hex(oid, hex);
+			*cause = xprintf("two different contents have the same "
+			    "SHA-1 id %s: a crafted collision", hex);
+			return -1;
+		}
+		return 0;
+	}
+	if (p->n == p->want) {
+		*cause = xprintf("more objects than the %u announced", p->want);
+		return -1;
+	}
 	o = &p->objs[p->n];
-	EVP_DigestFinal_ex(p->id, o->oid, NULL);
-	memcpy(oid, o->oid, SNAP_PACK_OID);
+	memcpy(o->oid, oid, SNAP_PACK_OID);
 	o->offset = p->offset;
+	o->len = len;
 	/* Type and size: 4 bits of size first, then 7 a byte, low first. */
 	eh[0] = (unsigned char)(((unsigned)type << 4) | (s & 15));
 	s >>= 4;
@@ -204,8 +291,10 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 	}
 	el++;
 	p->crc = (uint32_t)crc32_z(0, NULL, 0);
-	if (snap_pack_put(p, eh, el, cause) == -1 ||
-	    snap_pack_stored(p, data, len, cause) == -1)
+	if (snap_pack_put(p, eh, el, cause) == -1)
+		return -1;
+	o->data = p->offset;
+	if (snap_pack_stored(p, data, len, cause) == -1)
 		return -1;
 	snap_pack_be32(tail, (uint32_t)adler32_z(adler32_z(0, NULL, 0),
 	    data, len));
@@ -213,6 +302,7 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 		return -1;
 	o->crc = p->crc;
 	p->n++;
+	*slot = (uint32_t)p->n;
 	return 0;
 }
 
@@ -315,6 +405,38 @@ snap_pack_idx_write(struct snap_pack *p, const struct buf *idx, char **cause)
 	return tmp;
 }
 
+/*
+ * Fewer objects than announced (contents written twice are stored once):
+ * the header gets the count, and the checksum is taken again over the
+ * file, read back.
+ */
+static int
+snap_pack_recount(struct snap_pack *p, char **cause)
+{
+	unsigned char count[4], chunk[SNAP_PACK_BLOCK];
+	uint64_t at = 0;
+	ssize_t n;
+
+	if (snap_pack_flush(p, cause) == -1)
+		return -1;
+	snap_pack_be32(count, (uint32_t)p->n);
+	if (pwrite(p->fd, count, sizeof count, 8) != (ssize_t)sizeof count) {
+		*cause = xprintf("cannot write %s: %s", p->tmp, strerror(errno));
+		return -1;
+	}
+	EVP_DigestInit_ex(p->sum, EVP_sha1(), NULL);
+	while (at < p->offset) {
+		n = pread(p->fd, chunk, sizeof chunk, (off_t)at);
+		if (n <= 0) {
+			*cause = xprintf("cannot read back %s", p->tmp);
+			return -1;
+		}
+		EVP_DigestUpdate(p->sum, chunk, (size_t)n);
+		at += (uint64_t)n;
+	}
+	return 0;
+}
+
 int
 snap_pack_finish(struct snap_pack *p, char *name, size_t namelen,
     char **cause)
@@ -322,14 +444,10 @@ snap_pack_finish(struct snap_pack *p, char *name, size_t namelen,
 	unsigned char sum[SNAP_PACK_OID];
 	char hex[2 * SNAP_PACK_OID + 1], *tmpidx, *pack, *idxname;
 	struct buf idx;
-	size_t i;
 	int r = -1;
 
-	if (p->n != p->want) {
-		*cause = xprintf("%zu objects of the %u announced", p->n,
-		    p->want);
+	if (p->n != p->want && snap_pack_recount(p, cause) == -1)
 		goto out;
-	}
 	EVP_DigestFinal_ex(p->sum, sum, NULL);
 	if (p->len + sizeof sum > SNAP_PACK_BUF && snap_pack_flush(p, cause) == -1)
 		goto out;
@@ -344,8 +462,7 @@ snap_pack_finish(struct snap_pack *p, char *name, size_t namelen,
 	}
 	p->fd = -1;
 	qsort(p->objs, p->n, sizeof *p->objs, snap_pack_cmp);
-	for (i = 0; i < sizeof sum; i++)
-		snprintf(hex + 2 * i, 3, "%02x", sum[i]);
+	snap_pack_hex(sum, hex);
 	buf_init(&idx);
 	snap_pack_idx(p, sum, &idx);
 	tmpidx = snap_pack_idx_write(p, &idx, cause);

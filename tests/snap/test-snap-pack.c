@@ -2,7 +2,8 @@
  * The pack writer of snap-pack.c, checked by git itself: ids as git
  * hash-object computes them, a pack and .idx that verify-pack and
  * fsck --strict accept, contents that cat-file gives back byte for byte,
- * and nothing left behind by a pack that is not finished.
+ * each content stored once, and nothing left behind by a pack that is
+ * not finished.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,7 +102,41 @@ test_pack_git(void **state)
 	}
 }
 
-/* Fewer objects than announced, or an abort: no pack, no temporary file. */
+/*
+ * The same content twice (copies of a file, empty files) is stored once:
+ * git refuses a pack that holds an object twice ("bad" to verify-pack).
+ * The header then counts what was stored, and the checksum is of that.
+ */
+static void
+test_pack_twice(void **state)
+{
+	unsigned char a[SNAP_PACK_OID], b[SNAP_PACK_OID], c[SNAP_PACK_OID];
+	char *cause = NULL, name[64];
+	struct snap_pack *p;
+
+	test_sh_ok("git init -q --bare own.git && head -c 200000 /dev/urandom "
+	    "> big && cp big big2 && : > e1 && : > e2 && echo x > x");
+	p = snap_pack_begin("own.git", 5, &cause);
+	assert_non_null(p);
+	add_file(p, "big", a);
+	add_file(p, "e1", b);
+	add_file(p, "big2", c);
+	assert_memory_equal(a, c, SNAP_PACK_OID);
+	add_file(p, "e2", c);
+	assert_memory_equal(b, c, SNAP_PACK_OID);
+	add_file(p, "x", c);
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx", name);
+	test_sh_ok("test \"$(git --git-dir=own.git count-objects -v | "
+	    "grep in-pack)\" = 'in-pack: 3'");
+	test_sh_ok("git --git-dir=own.git fsck --strict --no-dangling 2>&1 | "
+	    "grep -v '^notice:' | { ! grep .; }");
+	test_sh_ok("git --git-dir=own.git cat-file blob $(git hash-object big) "
+	    "| cmp - big2");
+}
+
+/* More objects than announced, or an abort: no pack, no temporary file. */
 static void
 test_pack_unfinished(void **state)
 {
@@ -110,21 +145,15 @@ test_pack_unfinished(void **state)
 	struct snap_pack *p;
 
 	test_sh_ok("git init -q --bare own.git");
-	p = snap_pack_begin("own.git", 2, &cause);
-	assert_non_null(p);
-	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
-	    0);
-	assert_int_equal(snap_pack_finish(p, NULL, 0, &cause), -1);
-	assert_non_null(strstr(cause, "1 objects of the 2"));
-	free(cause);
-	cause = NULL;
-	test_sh_ok("test -z \"$(ls own.git/objects/pack)\"");
 	p = snap_pack_begin("own.git", 1, &cause);
 	assert_non_null(p);
 	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
 	    0);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
+	    0);
 	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "b", 1, oid, &cause),
 	    -1);
+	assert_non_null(strstr(cause, "more objects than the 1 announced"));
 	free(cause);
 	snap_pack_abort(p);
 	test_sh_ok("test -z \"$(ls own.git/objects/pack)\"");
@@ -142,6 +171,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pack_git, test_proj_setup,
 		    test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_twice,
+		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_unfinished,
 		    test_proj_setup, test_proj_teardown),
 	};
