@@ -307,6 +307,18 @@ int snap_pack_add(struct snap_pack *, enum snap_pack_type, const void *data,
  */
 int snap_pack_finish(struct snap_pack *, char *name, size_t namelen,
     char **cause);
+/* A file of a tree: its path (from the top, '/'-separated), git mode and id. */
+struct snap_pack_entry {
+	const char *path;
+	unsigned mode;            /* 0100644, 0100755, 0120000 or 0160000 */
+	unsigned char oid[SNAP_PACK_OID];
+};
+/*
+ * Adds the trees of E[0..N) (sorted by path, bytewise, as in an index) to
+ * P; the top one's id in ROOT. -1 with *CAUSE.
+ */
+int snap_pack_trees(struct snap_pack *, const struct snap_pack_entry *e,
+    size_t n, unsigned char root[SNAP_PACK_OID], char **cause);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 

@@ -507,3 +507,58 @@ snap_pack_abort(struct snap_pack *p)
 	free(p->dir);
 	free(p);
 }
+
+/*
+ * The tree of E[0..N), entries whose paths share the first SKIP bytes:
+ * written into P (its subtrees first), its id in OID. E is in index
+ * order (paths compared bytewise), which is tree order too: git compares
+ * a directory's name as if it ended with '/', as its paths do.
+ */
+static int
+snap_pack_tree(struct snap_pack *p, const struct snap_pack_entry *e,
+    size_t n, size_t skip, unsigned char oid[SNAP_PACK_OID], char **cause)
+{
+	unsigned char sub[SNAP_PACK_OID];
+	const char *name, *slash;
+	char mode[16];
+	struct buf t;
+	size_t i = 0, j, len;
+	int r = 0;
+
+	buf_init(&t);
+	while (i < n && r == 0) {
+		name = e[i].path + skip;
+		if ((slash = strchr(name, '/')) == NULL) {
+			snprintf(mode, sizeof mode, "%o ", e[i].mode);
+			buf_adds(&t, mode);
+			buf_add(&t, name, strlen(name) + 1);
+			buf_add(&t, e[i].oid, SNAP_PACK_OID);
+			i++;
+			continue;
+		}
+		len = (size_t)(slash - name) + 1;
+		for (j = i + 1; j < n && strncmp(e[j].path + skip, name,
+		    len) == 0; j++)
+			;
+		if ((r = snap_pack_tree(p, e + i, j - i, skip + len, sub,
+		    cause)) == 0) {
+			buf_adds(&t, "40000 ");
+			buf_add(&t, name, len - 1);
+			buf_add(&t, "", 1);
+			buf_add(&t, sub, SNAP_PACK_OID);
+		}
+		i = j;
+	}
+	if (r == 0)
+		r = snap_pack_add(p, SNAP_PACK_TREE, t.data != NULL ? t.data :
+		    "", t.len, oid, cause);
+	buf_free(&t);
+	return r;
+}
+
+int
+snap_pack_trees(struct snap_pack *p, const struct snap_pack_entry *e,
+    size_t n, unsigned char root[SNAP_PACK_OID], char **cause)
+{
+	return snap_pack_tree(p, e, n, 0, root, cause);
+}

@@ -165,12 +165,90 @@ test_pack_unfinished(void **state)
 	free(cause);
 }
 
+/* HEX (40 digits) as an id. */
+static void
+unhex(const char *hex, unsigned char *oid)
+{
+	unsigned v;
+	int i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++) {
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+		oid[i] = (unsigned char)v;
+	}
+}
+
+/*
+ * Trees as git writes them: the entries of git's own index (ls-files -s)
+ * give the root id write-tree gives, over names that sort apart only as
+ * git sorts them ("a-b", "a.b", "a/", "a0"), names with a space, a
+ * newline and bytes that are not UTF-8, modes of every kind (executable,
+ * symlink, a submodule's gitlink), deep and empty files.
+ */
+static void
+test_pack_trees(void **state)
+{
+	struct snap_pack_entry e[64];
+	unsigned char root[SNAP_PACK_OID];
+	static char list[65536];
+	char *cause = NULL, *out, *s, want[64], got[64], name[64], oidhex[41];
+	struct snap_pack *p;
+	size_t n = 0, len;
+	unsigned mode;
+	FILE *f;
+
+	test_sh_ok("git init -q w && cd w && mkdir -p a/b/c 'sp ace' \"$(printf "
+	    "'nl\\nx')\" && echo 1 > a-b && echo 2 > a.b && echo 3 > a0 && "
+	    "echo 4 > a/b/c/deep && : > a/empty && echo 5 > 'sp ace/f g' && "
+	    "echo 6 > \"$(printf 'nl\\nx')/f\" && echo 7 > \"$(printf "
+	    "'\\377\\376')\" && echo 8 > x && chmod 755 x && ln -s "
+	    "/etc/passwd abs && ln -s ../nowhere a/dangling && "
+	    "git add -A && git update-index --add --cacheinfo "
+	    "160000,$(git hash-object -t commit --stdin </dev/null "
+	    "--literally),sub && git write-tree >../want");
+	out = test_sh_out("cd w && git ls-files -s -z | tr '\\0' '\\n' | "
+	    "grep -c .");
+	assert_true(atoi(out) >= 12);
+	free(out);
+	/* Each "MODE OID STAGE\tPATH", NUL-terminated. */
+	test_sh_ok("cd w && git ls-files -s -z > ../list");
+	f = fopen("list", "rb");
+	assert_non_null(f);
+	len = fread(list, 1, sizeof list - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < 64; s += strlen(s) + 1) {
+		assert_int_equal(sscanf(s, "%o %40s", &mode, oidhex), 2);
+		e[n].mode = mode;
+		unhex(oidhex, e[n].oid);
+		e[n].path = strchr(s, '\t') + 1;
+		n++;
+	}
+	test_sh_ok("git init -q --bare own.git");
+	p = snap_pack_begin("own.git", 64, &cause);
+	assert_non_null(p);
+	if (snap_pack_trees(p, e, n, root, &cause) == -1)
+		fail_msg("%s", cause);
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	hex(root, got);
+	out = test_sh_out("cat want");
+	snprintf(want, sizeof want, "%.40s", out);
+	free(out);
+	assert_string_equal(got, want);
+	/* The trees themselves, as git reads them from the pack. */
+	test_sh_ok("git --git-dir=own.git cat-file -p %s:a/b >/dev/null && "
+	    "test \"$(git --git-dir=own.git ls-tree -r -z %s | od -c)\" = "
+	    "\"$(git -C w ls-tree -r -z %s | od -c)\"", got, got, got);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pack_git, test_proj_setup,
 		    test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_trees,
+		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_twice,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_unfinished,
