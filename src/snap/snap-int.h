@@ -319,6 +319,13 @@ struct snap_pack_entry {
  */
 int snap_pack_trees(struct snap_pack *, const struct snap_pack_entry *e,
     size_t n, unsigned char root[SNAP_PACK_OID], char **cause);
+/*
+ * Writes PATH, an index (DIRC v2) of E[0..N) (sorted by path) with the
+ * stat data SB[i] of each: git's stat cache, so that the next add -u
+ * hashes only what changed. Through PATH.lock, as git does. -1, *CAUSE.
+ */
+int snap_pack_index(const char *path, const struct snap_pack_entry *e,
+    const struct stat *sb, size_t n, char **cause);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 

@@ -562,3 +562,87 @@ snap_pack_trees(struct snap_pack *p, const struct snap_pack_entry *e,
 {
 	return snap_pack_tree(p, e, n, 0, root, cause);
 }
+
+static void
+snap_pack_be16(unsigned char *b, uint16_t v)
+{
+	b[0] = (unsigned char)(v >> 8);
+	b[1] = (unsigned char)v;
+}
+
+/* One index entry: stat data, mode, id, flags, path, 1-8 NULs to 8 bytes. */
+static void
+snap_pack_index_entry(struct buf *idx, const struct snap_pack_entry *e,
+    const struct stat *sb)
+{
+	unsigned char b[62], pad[8] = { 0 };
+	size_t len = strlen(e->path), padn;
+	uint32_t v[10];
+	int i;
+
+	v[0] = (uint32_t)sb->st_ctim.tv_sec;
+	v[1] = (uint32_t)sb->st_ctim.tv_nsec;
+	v[2] = (uint32_t)sb->st_mtim.tv_sec;
+	v[3] = (uint32_t)sb->st_mtim.tv_nsec;
+	v[4] = (uint32_t)sb->st_dev;
+	v[5] = (uint32_t)sb->st_ino;
+	v[6] = e->mode;
+	v[7] = (uint32_t)sb->st_uid;
+	v[8] = (uint32_t)sb->st_gid;
+	v[9] = (uint32_t)sb->st_size;
+	for (i = 0; i < 10; i++)
+		snap_pack_be32(b + 4 * i, v[i]);
+	memcpy(b + 40, e->oid, SNAP_PACK_OID);
+	snap_pack_be16(b + 60, (uint16_t)(len < 0xfff ? len : 0xfff));
+	buf_add(idx, b, sizeof b);
+	buf_add(idx, e->path, len);
+	padn = 8 - (sizeof b + len) % 8;
+	buf_add(idx, pad, padn);
+}
+
+int
+snap_pack_index(const char *path, const struct snap_pack_entry *e,
+    const struct stat *sb, size_t n, char **cause)
+{
+	unsigned char head[12] = { 'D', 'I', 'R', 'C', 0, 0, 0, 2 };
+	unsigned char sum[SNAP_PACK_OID];
+	char *tmp = xprintf("%s.lock", path);
+	struct buf idx;
+	size_t i, off = 0;
+	ssize_t w;
+	int fd, r = -1;
+
+	buf_init(&idx);
+	snap_pack_be32(head + 8, (uint32_t)n);
+	buf_add(&idx, head, sizeof head);
+	for (i = 0; i < n; i++)
+		snap_pack_index_entry(&idx, &e[i], &sb[i]);
+	EVP_Digest(idx.data, idx.len, sum, NULL, EVP_sha1(), NULL);
+	buf_add(&idx, sum, sizeof sum);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		*cause = xprintf("cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	while (off < idx.len) {
+		w = write(fd, idx.data + off, idx.len - off);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off < idx.len || close(fd) == -1 || rename(tmp, path) == -1) {
+		*cause = xprintf("cannot write %s: %s", path, strerror(errno));
+		if (off < idx.len)
+			close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	r = 0;
+out:
+	buf_free(&idx);
+	free(tmp);
+	return r;
+}

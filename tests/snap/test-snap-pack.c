@@ -5,6 +5,8 @@
  * each content stored once, and nothing left behind by a pack that is
  * not finished.
  */
+#include <sys/stat.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +243,54 @@ test_pack_trees(void **state)
 	    "\"$(git -C w ls-tree -r -z %s | od -c)\"", got, got, got);
 }
 
+/*
+ * The index written with each file's stat data is git's stat cache: git
+ * diff-files (which compares stat data only, never content) finds every
+ * file clean, and the file is byte for byte the one git add writes.
+ * A change shows after, as it would with git's own.
+ */
+static void
+test_pack_index(void **state)
+{
+	struct snap_pack_entry e[32];
+	struct stat sb[32];
+	static char list[65536];
+	char *cause = NULL, *s, *at, oidhex[41];
+	size_t n = 0, len;
+	unsigned mode;
+	FILE *f;
+
+	/* Old mtimes: git smudges entries as new as the index ("racy"). */
+	test_sh_ok("git init -q w && cd w && mkdir -p a/b 'sp ace' && echo 1 > "
+	    "a-b && echo 2 > a/b/deep && : > a/empty && echo 3 > 'sp ace/f g' "
+	    "&& echo 4 > x && chmod 755 x && ln -s /etc/passwd abs && "
+	    "find . -path ./.git -prune -o -exec touch -h -d 2020-01-01 {} + && "
+	    "GIT_INDEX_FILE=../git.idx git add -A && "
+	    "GIT_INDEX_FILE=../git.idx git ls-files -s -z > ../list");
+	f = fopen("list", "rb");
+	assert_non_null(f);
+	len = fread(list, 1, sizeof list - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < 32; s += strlen(s) + 1) {
+		assert_int_equal(sscanf(s, "%o %40s", &mode, oidhex), 2);
+		e[n].mode = mode;
+		unhex(oidhex, e[n].oid);
+		e[n].path = strchr(s, '\t') + 1;
+		at = xprintf("w/%s", e[n].path);
+		assert_int_equal(lstat(at, &sb[n]), 0);
+		free(at);
+		n++;
+	}
+	assert_int_equal(n, 6);
+	if (snap_pack_index("ours.idx", e, sb, n, &cause) == -1)
+		fail_msg("%s", cause);
+	test_sh_ok("test ! -e ours.idx.lock && cd w && GIT_INDEX_FILE=../ours.idx "
+	    "git diff-files --quiet && cmp ../git.idx ../ours.idx");
+	test_sh_ok("cd w && echo more >> a/b/deep && test \"$(GIT_INDEX_FILE="
+	    "../ours.idx git diff-files --name-only)\" = a/b/deep");
+}
+
 int
 main(void)
 {
@@ -248,6 +298,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_git, test_proj_setup,
 		    test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_trees,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_index,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_twice,
 		    test_proj_setup, test_proj_teardown),
