@@ -326,6 +326,15 @@ int snap_pack_trees(struct snap_pack *, const struct snap_pack_entry *e,
  */
 int snap_pack_index(const char *path, const struct snap_pack_entry *e,
     const struct stat *sb, size_t n, char **cause);
+/*
+ * Stores the files PATHS[0..N) of the work tree WT (a directory fd; the
+ * paths are sorted here, bytewise) in P as git add would: a regular
+ * file's bytes, a symlink's target (never followed, nor any directory on
+ * the way); E[i] and SB[i] (lstat data) for each, in order. 1 if a file
+ * changed while read or is neither (take the git path), -1 with *CAUSE.
+ */
+int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
+    struct snap_pack_entry *e, struct stat *sb, char **cause);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 

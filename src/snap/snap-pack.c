@@ -646,3 +646,130 @@ out:
 	free(tmp);
 	return r;
 }
+
+/*
+ * Opens the directory holding PATH (relative to WT) one name at a time,
+ * never through a symlink; its fd (WT itself: not to be closed) and, in
+ * NAME, PATH's last name. -1 if a component is not a directory.
+ */
+static int
+snap_pack_parent(int wt, const char *path, const char **name)
+{
+	const char *s = path, *slash;
+	char part[256];
+	int fd = wt, next;
+	size_t len;
+
+	while ((slash = strchr(s, '/')) != NULL) {
+		len = (size_t)(slash - s);
+		if (len == 0 || len >= sizeof part) {
+			next = -1;
+			errno = ENAMETOOLONG;
+		} else {
+			memcpy(part, s, len);
+			part[len] = '\0';
+			next = openat(fd, part, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd != wt)
+			close(fd);
+		if (next == -1)
+			return -1;
+		fd = next;
+		s = slash + 1;
+	}
+	*name = s;
+	return fd;
+}
+
+/* Reads FD's SB->st_size bytes into B; 1 if it held another size. */
+static int
+snap_pack_read(int fd, const struct stat *sb, struct buf *b)
+{
+	char chunk[65536];
+	struct stat after;
+	ssize_t n;
+
+	b->len = 0;
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_add(b, chunk, (size_t)n);
+	if (n == -1)
+		return -1;
+	if (fstat(fd, &after) == -1)
+		return -1;
+	if ((off_t)b->len != sb->st_size || after.st_size != sb->st_size ||
+	    after.st_mtim.tv_sec != sb->st_mtim.tv_sec ||
+	    after.st_mtim.tv_nsec != sb->st_mtim.tv_nsec)
+		return 1;
+	return 0;
+}
+
+/*
+ * One file of the work tree into P, as git add stores it: a regular
+ * file's bytes (mode 100755 if its owner may run it, else 100644), a
+ * symlink's target (120000, never followed). 1 if it changed while read
+ * or is of another kind; -1 with *CAUSE.
+ */
+static int
+snap_pack_file(struct snap_pack *p, int wt, const char *path,
+    struct snap_pack_entry *e, struct stat *sb, struct buf *b, char **cause)
+{
+	const char *name;
+	char target[4096];
+	ssize_t len;
+	int dir, fd, r = 1;
+
+	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
+	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
+		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+		if (dir != -1 && dir != wt)
+			close(dir);
+		return -1;
+	}
+	e->path = path;
+	if (S_ISLNK(sb->st_mode)) {
+		len = readlinkat(dir, name, target, sizeof target);
+		e->mode = 0120000;
+		if (len >= 0 && (size_t)len < sizeof target)
+			r = snap_pack_add(p, SNAP_PACK_BLOB, target, (size_t)len,
+			    e->oid, cause);
+	} else if (S_ISREG(sb->st_mode)) {
+		fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC);
+		e->mode = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
+		if (fd == -1 || fstat(fd, sb) == -1 || !S_ISREG(sb->st_mode))
+			r = 1;
+		else if ((r = snap_pack_read(fd, sb, b)) == 0)
+			r = snap_pack_add(p, SNAP_PACK_BLOB, b->data != NULL ?
+			    b->data : "", b->len, e->oid, cause);
+		if (fd != -1)
+			close(fd);
+	}
+	if (dir != wt)
+		close(dir);
+	if (r == -1 && *cause == NULL)
+		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+	return r;
+}
+
+static int
+snap_pack_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+snap_pack_files(struct snap_pack *p, int wt, char **paths, size_t n,
+    struct snap_pack_entry *e, struct stat *sb, char **cause)
+{
+	struct buf b;
+	size_t i;
+	int r = 0;
+
+	qsort(paths, n, sizeof *paths, snap_pack_strcmp);
+	buf_init(&b);
+	for (i = 0; i < n && r == 0; i++)
+		r = snap_pack_file(p, wt, paths[i], &e[i], &sb[i], &b, cause);
+	buf_free(&b);
+	return r;
+}
