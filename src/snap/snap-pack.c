@@ -502,6 +502,7 @@ snap_pack_abort(struct snap_pack *p)
 	EVP_MD_CTX_free(p->sum);
 	EVP_MD_CTX_free(p->id);
 	free(p->objs);
+	free(p->ids);
 	free(p->buf);
 	free(p->tmp);
 	free(p->dir);
