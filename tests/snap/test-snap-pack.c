@@ -353,8 +353,10 @@ test_pack_files(void **state)
 		fail_msg("%s", cause);
 	/* As git add wrote it (write-tree adds its cache of trees). */
 	test_sh_ok("cmp added.idx ours.idx");
-	test_sh_ok("export GIT_DIR=own.git; git update-ref refs/heads/m $(echo "
-	    "m | git commit-tree %s) && git symbolic-ref HEAD refs/heads/m && "
+	test_sh_ok("export GIT_DIR=own.git GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@x "
+	    "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@x; git update-ref "
+	    "refs/heads/m $(echo m | git commit-tree %s) && "
+	    "git symbolic-ref HEAD refs/heads/m && "
 	    "git fsck --strict --no-dangling 2>&1 | { ! grep .; } && "
 	    "test \"$(git show m:a/out)\" = ../.. && ! git cat-file -e m:skip.log",
 	    got);
