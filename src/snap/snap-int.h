@@ -284,8 +284,70 @@ int snap_keep_sync(struct store *, const struct config *cf,
 void snap_keep_mark_packed(const char *gitdir);
 /* Whether GITDIR has loose objects enough to pack, or a first snapshot's pack. */
 bool snap_keep_due(const char *gitdir);
+/*
+ * Keeps each of GITDIR's 256 objects/XX directories from being removed by
+ * a pack (a snapshot writing into one at that moment failed); before any.
+ */
+void snap_keep_fanout(const char *gitdir);
 /* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
 void snap_keep_detached(const char *gitdir);
+
+/* ---- writing a pack without git (snap-pack.c) ---- */
+
+#define SNAP_PACK_OID 20
+/* The pack entry types (gitformat-pack(5)). */
+enum snap_pack_type {
+	SNAP_PACK_COMMIT = 1,
+	SNAP_PACK_TREE = 2,
+	SNAP_PACK_BLOB = 3,
+};
+struct snap_pack;
+
+/* Starts a pack of at most COUNT objects in GITDIR's objects/pack; NULL, *CAUSE. */
+struct snap_pack *snap_pack_begin(const char *gitdir, uint32_t count,
+    char **cause);
+/*
+ * Adds an object (stored, uncompressed; content already there is not
+ * stored again); its SHA-1 id in OID. -1 with *CAUSE, e.g. on a collision.
+ */
+int snap_pack_add(struct snap_pack *, enum snap_pack_type, const void *data,
+    size_t len, unsigned char oid[SNAP_PACK_OID], char **cause);
+/*
+ * Ends the pack, writes its .idx and puts both in place (NAME, if not NULL,
+ * gets its hex checksum); frees it. -1 with *CAUSE, nothing left behind.
+ */
+int snap_pack_finish(struct snap_pack *, char *name, size_t namelen,
+    char **cause);
+/* A file of a tree: its path (from the top, '/'-separated), git mode and id. */
+struct snap_pack_entry {
+	const char *path;
+	unsigned mode;            /* 0100644, 0100755, 0120000 or 0160000 */
+	unsigned char oid[SNAP_PACK_OID];
+};
+/*
+ * Adds the trees of E[0..N) (sorted by path, bytewise, as in an index) to
+ * P; the top one's id in ROOT. -1 with *CAUSE.
+ */
+int snap_pack_trees(struct snap_pack *, const struct snap_pack_entry *e,
+    size_t n, unsigned char root[SNAP_PACK_OID], char **cause);
+/*
+ * Writes PATH, an index (DIRC v2) of E[0..N) (sorted by path) with the
+ * stat data SB[i] of each: git's stat cache, so that the next add -u
+ * hashes only what changed. Through PATH.lock, as git does. -1, *CAUSE.
+ */
+int snap_pack_index(const char *path, const struct snap_pack_entry *e,
+    const struct stat *sb, size_t n, char **cause);
+/*
+ * Stores the files PATHS[0..N) of the work tree WT (a directory fd; the
+ * paths are sorted here, bytewise) in P as git add would: a regular
+ * file's bytes, a symlink's target (never followed, nor any directory on
+ * the way); E[i] and SB[i] (lstat data) for each, in order. 1 if a file
+ * changed while read or is neither (take the git path), -1 with *CAUSE.
+ */
+int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
+    struct snap_pack_entry *e, struct stat *sb, char **cause);
+/* Drops an unfinished pack and its temporary file; NULL is a no-op. */
+void snap_pack_abort(struct snap_pack *);
 
 /* ---- snapshot jobs (snap-take.c) ---- */
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,18 @@
  * deleting keeps them on disk past the budget.
  */
 #define SNAP_KEEP_LOCK "agentmux-keep.lock"
+/*
+ * A file in each objects/XX directory, so that no pack empties it: git
+ * prune-packed (run by repack -d, under the lock) and prune rmdir every
+ * fan-out directory they leave empty, and a snapshot writing there at once
+ * (the lock does not cover snapshots: they never wait for a pack) failed
+ * with "unable to create temporary file" when the rmdir fell between its
+ * git's mkdir and mkstemp. The name is one git passes over: fsck says
+ * nothing of tmp_obj_*, and prune only takes one older than its expiry,
+ * which a date in the future never is.
+ */
+#define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
+#define SNAP_KEEP_FANOUT_TIME 4102444800LL /* 2100-01-01 */
 /* How often a keep asks again for the lock a detached repack holds. */
 #define SNAP_KEEP_LOCK_RETRY_MS 200
 
@@ -100,6 +113,59 @@ snap_keep_unlock(struct snap_keep *k)
 	if (k->lock >= 0)
 		close(k->lock);
 	k->lock = -1;
+}
+
+/* Puts the fan-out file in DIRFD's objects/XX (made if need be); -1 on failure. */
+static int
+snap_keep_fanout_one(int objects, const char *name)
+{
+	struct timespec ts[2] = { { SNAP_KEEP_FANOUT_TIME, 0 },
+	    { SNAP_KEEP_FANOUT_TIME, 0 } };
+	struct stat sb;
+	int dir, fd, r = 0;
+
+	if (mkdirat(objects, name, 0700) == -1 && errno != EEXIST)
+		return -1;
+	dir = openat(objects, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (dir == -1)
+		return -1;
+	if (fstatat(dir, SNAP_KEEP_FANOUT, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(sb.st_mode) && sb.st_mtime >= SNAP_KEEP_FANOUT_TIME) {
+		close(dir);
+		return 0;
+	}
+	fd = openat(dir, SNAP_KEEP_FANOUT, O_WRONLY | O_CREAT | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC, 0444);
+	if (fd == -1 || futimens(fd, ts) == -1)
+		r = -1;
+	if (fd != -1)
+		close(fd);
+	close(dir);
+	return r;
+}
+
+void
+snap_keep_fanout(const char *gitdir)
+{
+	char *path = xprintf("%s/objects", gitdir), name[3];
+	int objects, i;
+
+	objects = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (objects == -1) {
+		log_debug("%s: %s", path, strerror(errno));
+		free(path);
+		return;
+	}
+	for (i = 0; i < 256; i++) {
+		snprintf(name, sizeof name, "%02x", i);
+		if (snap_keep_fanout_one(objects, name) == -1) {
+			log_debug("%s/%s: %s", path, name, strerror(errno));
+			break;
+		}
+	}
+	close(objects);
+	free(path);
 }
 
 /* Within the budget: done, unless gc asked for all of it (a fold and a prune). */
@@ -502,6 +568,7 @@ snap_keep_begin(struct snap_keep *k, char **cause)
 {
 	const char *args[] = { "count-objects", "-v", NULL };
 
+	snap_keep_fanout(k->repo->gitdir);
 	k->proc = snap_git_start(k->base, k->repo, SNAP_ENV_DB, args, NULL,
 	    NULL, snap_keep_count_cb, k, cause);
 	return k->proc != NULL ? 0 : -1;
@@ -622,7 +689,8 @@ snap_keep_due(const char *gitdir)
 		dir = xprintf("%s/objects/%02x", gitdir, i);
 		if ((d = opendir(dir)) != NULL) {
 			while ((de = readdir(d)) != NULL) {
-				if (de->d_name[0] == '.')
+				if (de->d_name[0] == '.' || strncmp(de->d_name,
+				    "tmp_obj_", 8) == 0)
 					continue;
 				n++;
 				if (fstatat(dirfd(d), de->d_name, &sb,
@@ -678,6 +746,7 @@ snap_keep_detached(const char *gitdir)
 		return;
 	if (fd >= 0)
 		close(fd);
+	snap_keep_fanout(gitdir);
 	lock = xprintf("%s/%s", gitdir, SNAP_KEEP_LOCK);
 	mark = xprintf("%s/%s", gitdir, SNAP_KEEP_MARK);
 	strv_init(&argv);

@@ -1,0 +1,384 @@
+/*
+ * The pack writer of snap-pack.c, checked by git itself: ids as git
+ * hash-object computes them, a pack and .idx that verify-pack and
+ * fsck --strict accept, contents that cat-file gives back byte for byte,
+ * each content stored once, and nothing left behind by a pack that is
+ * not finished.
+ */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "snap/snap-int.h"
+
+static void
+hex(const unsigned char *oid, char *out)
+{
+	int i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		snprintf(out + 2 * i, 3, "%02x", oid[i]);
+}
+
+/* Adds FILE's content as a blob; checks its id against git hash-object's. */
+static void
+add_file(struct snap_pack *p, const char *file, unsigned char *oid)
+{
+	char *cause = NULL, *data, *want, got[2 * SNAP_PACK_OID + 1];
+	size_t len;
+	FILE *f = fopen(file, "rb");
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	len = (size_t)ftell(f);
+	rewind(f);
+	data = xmalloc(len + 1);
+	assert_int_equal(fread(data, 1, len, f), len);
+	fclose(f);
+	if (snap_pack_add(p, SNAP_PACK_BLOB, data, len, oid, &cause) == -1)
+		fail_msg("%s: %s", file, cause);
+	hex(oid, got);
+	want = test_sh_out("git hash-object --no-filters %s", file);
+	want[strcspn(want, "\n")] = '\0';
+	assert_string_equal(got, want);
+	free(want);
+	free(data);
+}
+
+static void
+test_pack_git(void **state)
+{
+	const char *files[] = { "empty", "one", "block", "block1", "big",
+	    "text" };
+	unsigned char oids[6][SNAP_PACK_OID], tree[SNAP_PACK_OID],
+	    commit[SNAP_PACK_OID];
+	char *cause = NULL, name[64], h[2 * SNAP_PACK_OID + 1], *want;
+	struct snap_pack *p;
+	struct buf t;
+	size_t i;
+
+	/* Stored deflate blocks hold 65535 bytes: sizes around that and many. */
+	test_sh_ok("git init -q --bare own.git && : > empty && printf x > one && "
+	    "head -c 65535 /dev/urandom > block && head -c 65536 /dev/urandom "
+	    "> block1 && head -c 300001 /dev/urandom > big && echo hello > text");
+	p = snap_pack_begin("own.git", 8, &cause);
+	if (p == NULL)
+		fail_msg("%s", cause);
+	for (i = 0; i < 6; i++)
+		add_file(p, files[i], oids[i]);
+	/* A tree of the text, named "a", and a commit of it. */
+	buf_init(&t);
+	buf_adds(&t, "100644 a");
+	buf_add(&t, "", 1);
+	buf_add(&t, oids[5], SNAP_PACK_OID);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_TREE, t.data, t.len, tree,
+	    &cause), 0);
+	buf_free(&t);
+	hex(tree, h);
+	want = xprintf("tree %s\nauthor a <a@x> 1 +0000\ncommitter a <a@x> 1 "
+	    "+0000\n\nm\n", h);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_COMMIT, want,
+	    strlen(want), commit, &cause), 0);
+	free(want);
+	/* Not in place before it is finished. */
+	test_sh_ok("! ls own.git/objects/pack/*.idx 2>/dev/null");
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	hex(commit, h);
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx", name);
+	test_sh_ok("git --git-dir=own.git update-ref refs/heads/m %s && "
+	    "git --git-dir=own.git symbolic-ref HEAD refs/heads/m", h);
+	test_sh_ok("git --git-dir=own.git fsck --strict --no-dangling 2>&1 | "
+	    "{ ! grep .; }");
+	test_sh_ok("git --git-dir=own.git ls-tree -r m | grep -q '	a$'");
+	test_sh_ok("test \"$(git --git-dir=own.git show m:a)\" = hello");
+	test_sh_ok("test \"$(ls own.git/objects/pack | grep -c tmp_)\" = 0");
+	for (i = 0; i < 6; i++) {
+		hex(oids[i], h);
+		test_sh_ok("git --git-dir=own.git cat-file blob %s | cmp - %s",
+		    h, files[i]);
+	}
+}
+
+/*
+ * The same content twice (copies of a file, empty files) is stored once:
+ * git refuses a pack that holds an object twice ("bad" to verify-pack).
+ * The header then counts what was stored, and the checksum is of that.
+ */
+static void
+test_pack_twice(void **state)
+{
+	unsigned char a[SNAP_PACK_OID], b[SNAP_PACK_OID], c[SNAP_PACK_OID];
+	char *cause = NULL, name[64];
+	struct snap_pack *p;
+
+	test_sh_ok("git init -q --bare own.git && head -c 200000 /dev/urandom "
+	    "> big && cp big big2 && : > e1 && : > e2 && echo x > x");
+	p = snap_pack_begin("own.git", 5, &cause);
+	assert_non_null(p);
+	add_file(p, "big", a);
+	add_file(p, "e1", b);
+	add_file(p, "big2", c);
+	assert_memory_equal(a, c, SNAP_PACK_OID);
+	add_file(p, "e2", c);
+	assert_memory_equal(b, c, SNAP_PACK_OID);
+	add_file(p, "x", c);
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx", name);
+	test_sh_ok("test \"$(git --git-dir=own.git count-objects -v | "
+	    "grep in-pack)\" = 'in-pack: 3'");
+	test_sh_ok("git --git-dir=own.git fsck --strict --no-dangling 2>&1 | "
+	    "grep -v '^notice:' | { ! grep .; }");
+	test_sh_ok("git --git-dir=own.git cat-file blob $(git hash-object big) "
+	    "| cmp - big2");
+}
+
+/* More objects than announced, or an abort: no pack, no temporary file. */
+static void
+test_pack_unfinished(void **state)
+{
+	unsigned char oid[SNAP_PACK_OID];
+	char *cause = NULL;
+	struct snap_pack *p;
+
+	test_sh_ok("git init -q --bare own.git");
+	p = snap_pack_begin("own.git", 1, &cause);
+	assert_non_null(p);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
+	    0);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "a", 1, oid, &cause),
+	    0);
+	assert_int_equal(snap_pack_add(p, SNAP_PACK_BLOB, "b", 1, oid, &cause),
+	    -1);
+	assert_non_null(strstr(cause, "more objects than the 1 announced"));
+	free(cause);
+	snap_pack_abort(p);
+	test_sh_ok("test -z \"$(ls own.git/objects/pack)\"");
+	/* No pack dir: a clear error. */
+	test_sh_ok("rmdir own.git/objects/pack");
+	cause = NULL;
+	assert_null(snap_pack_begin("own.git", 1, &cause));
+	assert_non_null(strstr(cause, "cannot create a pack in"));
+	free(cause);
+}
+
+/* HEX (40 digits) as an id. */
+static void
+unhex(const char *hex, unsigned char *oid)
+{
+	unsigned v;
+	int i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++) {
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+		oid[i] = (unsigned char)v;
+	}
+}
+
+/*
+ * Trees as git writes them: the entries of git's own index (ls-files -s)
+ * give the root id write-tree gives, over names that sort apart only as
+ * git sorts them ("a-b", "a.b", "a/", "a0"), names with a space, a
+ * newline and bytes that are not UTF-8, modes of every kind (executable,
+ * symlink, a submodule's gitlink), deep and empty files.
+ */
+static void
+test_pack_trees(void **state)
+{
+	struct snap_pack_entry e[64];
+	unsigned char root[SNAP_PACK_OID];
+	static char list[65536];
+	char *cause = NULL, *out, *s, want[64], got[64], name[64], oidhex[41];
+	struct snap_pack *p;
+	size_t n = 0, len;
+	unsigned mode;
+	FILE *f;
+
+	test_sh_ok("git init -q w && cd w && mkdir -p a/b/c 'sp ace' \"$(printf "
+	    "'nl\\nx')\" && echo 1 > a-b && echo 2 > a.b && echo 3 > a0 && "
+	    "echo 4 > a/b/c/deep && : > a/empty && echo 5 > 'sp ace/f g' && "
+	    "echo 6 > \"$(printf 'nl\\nx')/f\" && echo 7 > \"$(printf "
+	    "'\\377\\376')\" && echo 8 > x && chmod 755 x && ln -s "
+	    "/etc/passwd abs && ln -s ../nowhere a/dangling && "
+	    "git add -A && git update-index --add --cacheinfo "
+	    "160000,$(git hash-object -t commit --stdin </dev/null "
+	    "--literally),sub && git write-tree >../want");
+	out = test_sh_out("cd w && git ls-files -s -z | tr '\\0' '\\n' | "
+	    "grep -c .");
+	assert_true(atoi(out) >= 12);
+	free(out);
+	/* Each "MODE OID STAGE\tPATH", NUL-terminated. */
+	test_sh_ok("cd w && git ls-files -s -z > ../list");
+	f = fopen("list", "rb");
+	assert_non_null(f);
+	len = fread(list, 1, sizeof list - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < 64; s += strlen(s) + 1) {
+		assert_int_equal(sscanf(s, "%o %40s", &mode, oidhex), 2);
+		e[n].mode = mode;
+		unhex(oidhex, e[n].oid);
+		e[n].path = strchr(s, '\t') + 1;
+		n++;
+	}
+	test_sh_ok("git init -q --bare own.git");
+	p = snap_pack_begin("own.git", 64, &cause);
+	assert_non_null(p);
+	if (snap_pack_trees(p, e, n, root, &cause) == -1)
+		fail_msg("%s", cause);
+	assert_int_equal(snap_pack_finish(p, name, sizeof name, &cause), 0);
+	hex(root, got);
+	out = test_sh_out("cat want");
+	snprintf(want, sizeof want, "%.40s", out);
+	free(out);
+	assert_string_equal(got, want);
+	/* The trees themselves, as git reads them from the pack. */
+	test_sh_ok("git --git-dir=own.git cat-file -p %s:a/b >/dev/null && "
+	    "test \"$(git --git-dir=own.git ls-tree -r -z %s | od -c)\" = "
+	    "\"$(git -C w ls-tree -r -z %s | od -c)\"", got, got, got);
+}
+
+/*
+ * The index written with each file's stat data is git's stat cache: git
+ * diff-files (which compares stat data only, never content) finds every
+ * file clean, and the file is byte for byte the one git add writes.
+ * A change shows after, as it would with git's own.
+ */
+static void
+test_pack_index(void **state)
+{
+	struct snap_pack_entry e[32];
+	struct stat sb[32];
+	static char list[65536];
+	char *cause = NULL, *s, *at, oidhex[41];
+	size_t n = 0, len;
+	unsigned mode;
+	FILE *f;
+
+	/* Old mtimes: git smudges entries as new as the index ("racy"). */
+	test_sh_ok("git init -q w && cd w && mkdir -p a/b 'sp ace' && echo 1 > "
+	    "a-b && echo 2 > a/b/deep && : > a/empty && echo 3 > 'sp ace/f g' "
+	    "&& echo 4 > x && chmod 755 x && ln -s /etc/passwd abs && "
+	    "find . -path ./.git -prune -o -exec touch -h -d 2020-01-01 {} + && "
+	    "GIT_INDEX_FILE=../git.idx git add -A && "
+	    "GIT_INDEX_FILE=../git.idx git ls-files -s -z > ../list");
+	f = fopen("list", "rb");
+	assert_non_null(f);
+	len = fread(list, 1, sizeof list - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < 32; s += strlen(s) + 1) {
+		assert_int_equal(sscanf(s, "%o %40s", &mode, oidhex), 2);
+		e[n].mode = mode;
+		unhex(oidhex, e[n].oid);
+		e[n].path = strchr(s, '\t') + 1;
+		at = xprintf("w/%s", e[n].path);
+		assert_int_equal(lstat(at, &sb[n]), 0);
+		free(at);
+		n++;
+	}
+	assert_int_equal(n, 6);
+	if (snap_pack_index("ours.idx", e, sb, n, &cause) == -1)
+		fail_msg("%s", cause);
+	test_sh_ok("test ! -e ours.idx.lock && cd w && GIT_INDEX_FILE=../ours.idx "
+	    "git diff-files --quiet && cmp ../git.idx ../ours.idx");
+	test_sh_ok("cd w && echo more >> a/b/deep && test \"$(GIT_INDEX_FILE="
+	    "../ours.idx git diff-files --name-only)\" = a/b/deep");
+}
+
+/*
+ * A first snapshot's work, end to end: the files git lists (its ignore
+ * rules applied), read and stored here, give the tree git add -A and
+ * write-tree give, the index git add writes, and a repository fsck
+ * --strict accepts. Executables, symlinks (absolute, dangling, out of the
+ * tree: stored as links, never followed), empty and large files, names
+ * with a space, a newline and non-UTF-8 bytes; ignored files left out.
+ */
+static void
+test_pack_files(void **state)
+{
+	struct snap_pack_entry e[64];
+	struct stat sb[64];
+	unsigned char root[SNAP_PACK_OID];
+	static char list[65536];
+	char *cause = NULL, *paths[64], *out, *s, got[64], name[64];
+	struct snap_pack *p;
+	size_t n = 0, len;
+	FILE *f;
+	int wt;
+
+	test_sh_ok("git init -q w && cd w && mkdir -p a/b 'sp ace' "
+	    "\"$(printf 'nl\\nx')\" && echo 1 > a-b && echo 2 > a.b && "
+	    "echo 3 > a/b/deep && : > a/empty && echo 4 > 'sp ace/f g' && "
+	    "echo 5 > \"$(printf 'nl\\nx')/f\" && echo 6 > \"$(printf "
+	    "'\\377')\" && echo 7 > x && chmod 755 x && ln -s /etc/passwd abs "
+	    "&& ln -s ../../nowhere a/dangling && ln -s ../.. a/out && "
+	    "head -c 3000000 /dev/urandom > big && echo '*.log' > .gitignore && "
+	    "echo secret > skip.log && "
+	    "find . -path ./.git -prune -o -exec touch -h -d 2020-01-01 {} + && "
+	    "GIT_INDEX_FILE=../git.idx git add -A && cp ../git.idx ../added.idx "
+	    "&& GIT_INDEX_FILE=../git.idx git write-tree > ../want && "
+	    "GIT_INDEX_FILE=../none.idx git ls-files -o -z --exclude-standard "
+	    "> ../list");
+	f = fopen("list", "rb");
+	assert_non_null(f);
+	len = fread(list, 1, sizeof list - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < 64; s += strlen(s) + 1)
+		paths[n++] = s;
+	assert_int_equal(n, 13);
+	test_sh_ok("git init -q --bare own.git");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	p = snap_pack_begin("own.git", 64, &cause);
+	assert_non_null(p);
+	if (snap_pack_files(p, wt, paths, n, e, sb, &cause) != 0 ||
+	    snap_pack_trees(p, e, n, root, &cause) == -1 ||
+	    snap_pack_finish(p, name, sizeof name, &cause) == -1)
+		fail_msg("%s", cause != NULL ? cause : "a file changed");
+	close(wt);
+	hex(root, got);
+	out = test_sh_out("cat want");
+	assert_true(strncmp(out, got, 40) == 0);
+	free(out);
+	if (snap_pack_index("ours.idx", e, sb, n, &cause) == -1)
+		fail_msg("%s", cause);
+	/* As git add wrote it (write-tree adds its cache of trees). */
+	test_sh_ok("cmp added.idx ours.idx");
+	test_sh_ok("export GIT_DIR=own.git GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@x "
+	    "GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@x; git update-ref "
+	    "refs/heads/m $(echo m | git commit-tree %s) && "
+	    "git symbolic-ref HEAD refs/heads/m && "
+	    "git fsck --strict --no-dangling 2>&1 | { ! grep .; } && "
+	    "test \"$(git show m:a/out)\" = ../.. && ! git cat-file -e m:skip.log",
+	    got);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pack_git, test_proj_setup,
+		    test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_trees,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_index,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_files,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_twice,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_unfinished,
+		    test_proj_setup, test_proj_teardown),
+	};
+
+	return test_run_group(tests, NULL, NULL);
+}
