@@ -21,6 +21,9 @@
 #define CLI_OPT_UPSTREAM_CA \
 	{ "upstream-ca", 0, "FILE", CLI_FILE, \
 	  "also trust FILE's CA certificates upstream (repeat)" }
+#define CLI_OPT_SERVER \
+	{ "socket-name", 'L', "NAME", CLI_TEXT, \
+	  "the server named NAME (default: default), as tmux's -L" }
 #define CLI_ARG_SESSION \
 	{ "SESSION", CLI_SESSION, 0, "a session number, or 'last'" }
 #define CLI_ARG_PATHS(what) \
@@ -31,6 +34,7 @@ static const struct cli_opt cli_top_opts[] = {
 	    "default_agent, else shell)"),
 	{ "dir", 'C', "DIR", CLI_DIR, "the project: DIR's git top-level, or "
 	  "DIR (default: .)" },
+	CLI_OPT_SERVER,
 	{ "version", 'V', NULL, CLI_TEXT, "print the version and what this "
 	  "machine gives the jail" },
 	CLI_END
@@ -45,8 +49,16 @@ static const struct cli_cmd cli_top_cmd = {
 	.args = cli_top_args, .flags = CLI_ORDERED,
 	.summary = "the dashboard: agents in jailed panes, their requests, "
 	"prompts and snapshots",
-	.help = "In the dashboard the prefix key (C-a, or [ui] prefix) then ? "
-	"lists every key.\n",
+	.help = "The sessions belong to a server (one per user, started by the "
+	"first\nagentmux): with sessions running, agentmux attaches to them; "
+	"-a, -C or a\ncommand start a new one. In the dashboard the prefix key "
+	"(C-a, or [ui]\nprefix) then ? lists every key; prefix d detaches, and "
+	"the sessions keep\nrunning.\n",
+};
+
+static const struct cli_opt cli_attach_opts[] = {
+	CLI_OPT_SERVER,
+	CLI_END
 };
 
 static const struct cli_opt cli_run_opts[] = {
@@ -294,6 +306,12 @@ static const struct cli_opt cli_gc_opts[] = {
 };
 
 static const struct cli_cmd cli_cmds[] = {
+	{ .name = "attach", .fn = cmd_attach, .opts = cli_attach_opts,
+	  .summary = "attach this terminal to the server's dashboard",
+	  .help =
+	  "Draws the dashboard of the running server (see agentmux) in this\n"
+	  "terminal; prefix d detaches again. Starts the server, and a session\n"
+	  "in the current directory, if none runs.\n" },
 	{ .name = "run", .fn = cmd_run, .opts = cli_run_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "run a command (default: the agent's) in a jail, in this "

@@ -169,6 +169,7 @@ int cmd_config_keys(struct cli_args *);
 int cmd_completion(struct cli_args *);
 int cmd_completion_words(struct cli_args *);
 int cmd_dashboard(struct cli_args *);
+int cmd_attach(struct cli_args *);
 int cmd_agents(struct cli_args *);
 int cmd_doctor(struct cli_args *);
 int cmd_export(struct cli_args *);

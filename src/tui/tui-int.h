@@ -125,7 +125,7 @@ struct tui {
 	struct event_base *base;
 	struct session_ctx *ctx;
 	const struct config *cf;
-	struct tui_screen *scr;
+	struct tui_screen *scr;     /* NULL while detached */
 	struct tui_frames *frames;
 	struct tui_keys *keys;
 	struct tui_keymap km;
@@ -148,12 +148,12 @@ struct tui {
 	int64_t *ran;             /* the sessions this dashboard ran */
 	size_t nran;
 
-	struct event *stdin_ev;
+	struct event *input_ev;     /* the attached terminal's keys */
 	struct event *esc_ev;
-	struct event *winch_ev;
 	struct event *term_ev;
-	struct event *hup_ev;
 	struct event *int_ev;
+	void (*detach_cb)(void *, const char *);
+	void *detach_arg;
 	struct event *msg_ev;
 	char *message;              /* shown in the status bar for a while */
 	bool message_alert;
