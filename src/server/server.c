@@ -353,6 +353,30 @@ server_log_open(void)
 	free(path);
 }
 
+/* NAME.pid beside the socket: what scripts (and tests) end the server by. */
+static void
+server_pid_write(int dirfd, const char *name, bool remove)
+{
+	char *file = xprintf("%s.pid", name), *pid;
+	int fd;
+
+	if (remove) {
+		unlinkat(dirfd, file, 0);
+		free(file);
+		return;
+	}
+	fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd != -1) {
+		pid = xprintf("%ld\n", (long)getpid());
+		if (util_write_all(fd, pid, strlen(pid)) == -1)
+			log_warn("cannot write %s", file);
+		free(pid);
+		close(fd);
+	}
+	free(file);
+}
+
 /* The end: every client is told, with what the sessions left to review. */
 static int
 server_finish(struct server *sv)
@@ -378,6 +402,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	server_log_open();
 	signal(SIGHUP, SIG_IGN);
 	log_info("server %s starts (pid %ld)", name, (long)getpid());
+	server_pid_write(dirfd, name, false);
 	if (chdir("/") == -1)
 		fatal("chdir /");
 	sv.lfd = lfd;
@@ -402,6 +427,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	/* New clients find no server (and start one) from here on. */
 	if (unlinkat(dirfd, name, 0) == -1)
 		log_warn("cannot remove the socket %s", name);
+	server_pid_write(dirfd, name, true);
 	close(dirfd);
 	rc = server_finish(&sv);
 	event_free(sv.accept_ev);
