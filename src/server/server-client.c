@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -178,9 +179,24 @@ server_client_exit(const struct buf *b)
 	return code;
 }
 
+/*
+ * The server died without giving the terminal back: its modes as they
+ * were before, the main screen, the cursor, no mouse or bracketed paste.
+ */
+static void
+server_client_restore(const struct termios *tio)
+{
+	/* raw: constant xterm mode sequences, what the dashboard turned on */
+	static const char reset[] = "\033[?2004l\033[?1006l\033[?1002l"
+	    "\033[?1000l\033[?1049l\033[?25h\r\n";
+
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, tio);
+	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
+}
+
 /* Waits for the server to let this client go, telling it of every resize. */
 static int
-server_client_wait(int fd, char **cause)
+server_client_wait(int fd, const struct termios *tio, char **cause)
 {
 	struct pollfd pfd = { fd, POLLIN, 0 };
 	sigset_t block, old;
@@ -221,6 +237,7 @@ server_client_wait(int fd, char **cause)
 			return i;
 		}
 		if (type <= 0) {
+			server_client_restore(tio);
 			log = server_log_path();
 			*cause = xprintf("lost the server; its log is %s", log);
 			free(log);
@@ -235,9 +252,15 @@ int
 server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause)
 {
+	struct sockaddr_un sun;
+	struct termios tio;
 	struct buf b;
 	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, rc;
 
+	/* A directory that is not right is said first, terminal or not. */
+	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
+		return -1;
+	close(fd);
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		*cause = xstrdup("the dashboard needs a terminal; run "
 		    "'agentmux run' for a command without one");
@@ -245,6 +268,8 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	}
 	if ((fd = server_client_open(h->name, cf, cause)) == -1)
 		return -1;
+	if (tcgetattr(STDIN_FILENO, &tio) == -1)
+		fatal("tcgetattr");
 	buf_init(&b);
 	server_client_hello(h, &b);
 	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
@@ -253,7 +278,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		    strerror(errno));
 		rc = -1;
 	} else
-		rc = server_client_wait(fd, cause);
+		rc = server_client_wait(fd, &tio, cause);
 	buf_free(&b);
 	close(fd);
 	return rc;

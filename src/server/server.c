@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -325,6 +326,22 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	sv->clients[sv->nclients++] = c;
 }
 
+/* Everything logged goes to the log file, with the time; warnings to the status bar too. */
+static void
+server_log_hook(enum log_level level, const char *msg, void *arg)
+{
+	struct server *sv = arg;
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+	    localtime_r(&now, &tm));
+	out_printf(stderr, "%s [%ld] %s\n", when, (long)getpid(), msg);
+	if (level <= LOG_LEVEL_WARN && sv->t != NULL)
+		tui_notice(sv->t, level == LOG_LEVEL_ERROR, msg);
+}
+
 /* Stdout and stderr go to the log; nothing reads stdin. */
 static void
 server_log_open(void)
@@ -400,6 +417,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	int rc = 1;
 
 	server_log_open();
+	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);
 	log_info("server %s starts (pid %ld)", name, (long)getpid());
 	server_pid_write(dirfd, name, false);
@@ -414,6 +432,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 		exit(1);
 	}
 	sv.t = tui_create(sv.base, sv.ctx);
+	log_set_hook(server_log_hook, &sv);
 	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
 	util_set_nonblock(lfd);
 	sv.accept_ev = event_new(sv.base, lfd, EV_READ | EV_PERSIST,
@@ -434,6 +453,8 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	event_free(sv.check_ev);
 	close(lfd);
 	tui_free(sv.t);
+	sv.t = NULL;
+	log_set_hook(server_log_hook, &sv);
 	session_ctx_free(sv.ctx);
 	event_base_free(sv.base);
 	config_free(cf);

@@ -969,6 +969,12 @@ tui_log_hook(enum log_level level, const char *msg, void *arg)
 		tui_message(t, level == LOG_LEVEL_ERROR, "%s", msg);
 }
 
+void
+tui_notice(struct tui *t, bool alert, const char *msg)
+{
+	tui_message(t, alert, "%s", msg);
+}
+
 struct tui *
 tui_create(struct event_base *base, struct session_ctx *ctx)
 {

@@ -251,6 +251,8 @@ bool tui_attached(const struct tui *);
  */
 void tui_set_detach_cb(struct tui *, void (*cb)(void *, const char *),
     void *arg);
+/** MSG in the status bar for a while (a warning logged, say). */
+void tui_notice(struct tui *, bool alert, const char *msg);
 /** The attached terminal changed size. */
 void tui_resize(struct tui *);
 size_t tui_sessions_running(const struct tui *);
