@@ -174,8 +174,10 @@ server_client_exit(const struct buf *b)
 	if (b->len < sizeof code)
 		return 1;
 	memcpy(&code, b->data, sizeof code);
+	/* The server's own text (it quoted what it took from sessions). */
 	if (b->len > sizeof code)
-		fwrite(b->data + sizeof code, 1, b->len - sizeof code, stdout);
+		fwrite(b->data + sizeof code, 1, b->len - sizeof code,
+		    code == 0 ? stdout : stderr);
 	return code;
 }
 
@@ -190,6 +192,8 @@ server_client_restore(const struct termios *tio)
 	static const char reset[] = "\033[?2004l\033[?1006l\033[?1002l"
 	    "\033[?1000l\033[?1049l\033[?25h\r\n";
 
+	if (tio == NULL)
+		return;
 	tcsetattr(STDIN_FILENO, TCSAFLUSH, tio);
 	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
@@ -248,6 +252,31 @@ server_client_wait(int fd, const struct termios *tio, char **cause)
 	return -1;
 }
 
+/* new -d: the session starts in the server; this terminal stays as it is. */
+static int
+server_client_new(struct config *cf, const struct server_hello *h,
+    char **cause)
+{
+	struct buf b;
+	struct strv kv;
+	size_t at = 0, n;
+	int rc;
+
+	buf_init(&b);
+	server_client_hello(h, &b);
+	strv_init(&kv);
+	strv_add(&kv, "CMD=new");
+	while (at < b.len) {
+		n = strlen(b.data + at);
+		strv_add(&kv, b.data + at);
+		at += n + 1;
+	}
+	rc = server_client_command(h->name, cf, kv.v, cause);
+	strv_free(&kv);
+	buf_free(&b);
+	return rc;
+}
+
 int
 server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause)
@@ -261,6 +290,8 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
 		return -1;
 	close(fd);
+	if (h->detached)
+		return server_client_new(cf, h, cause);
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		*cause = xstrdup("the dashboard needs a terminal; run "
 		    "'agentmux run' for a command without one");
@@ -279,6 +310,36 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		rc = -1;
 	} else
 		rc = server_client_wait(fd, &tio, cause);
+	buf_free(&b);
+	close(fd);
+	return rc;
+}
+
+int
+server_client_command(const char *name, struct config *cf, char *const *kv,
+    char **cause)
+{
+	struct termios tio;
+	struct buf b;
+	size_t i;
+	int fd, rc;
+
+	if ((fd = server_client_open(name, cf, cause)) == -1)
+		return -1;
+	buf_init(&b);
+	for (i = 0; kv[i] != NULL; i++)
+		buf_add(&b, kv[i], strlen(kv[i]) + 1);
+	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, NULL, 0) ==
+	    -1) {
+		*cause = xprintf("cannot talk to the server: %s",
+		    strerror(errno));
+		rc = -1;
+	} else {
+		/* No terminal of ours is the server's to leave in a mode. */
+		rc = tcgetattr(STDIN_FILENO, &tio) == 0 ?
+		    server_client_wait(fd, &tio, cause) :
+		    server_client_wait(fd, NULL, cause);
+	}
 	buf_free(&b);
 	close(fd);
 	return rc;

@@ -144,28 +144,111 @@ server_hello_get(const struct strv *kv, const char *key)
 	return NULL;
 }
 
-/* Starts the session a hello asks for; -1 with *CAUSE. */
-static int
-server_hello_start(struct server *sv, const struct strv *kv, char **cause)
+/* The ARG=s of a hello, in order. */
+static void
+server_hello_args(const struct strv *kv, struct strv *argv)
+{
+	size_t i;
+
+	for (i = 0; i < kv->n; i++) {
+		if (strncmp(kv->v[i], "ARG=", 4) == 0)
+			strv_add(argv, kv->v[i] + 4);
+	}
+}
+
+/* Starts the session a hello asks for: its number, or -1 with *CAUSE. */
+static int64_t
+server_hello_start(struct server *sv, const struct strv *kv, bool focus,
+    char **cause)
 {
 	struct tui_opts o = { 0 };
 	struct strv argv;
-	size_t i;
-	int rc;
+	int64_t rc;
 
 	strv_init(&argv);
-	for (i = 0; i < kv->n; i++) {
-		if (strncmp(kv->v[i], "ARG=", 4) == 0)
-			strv_add(&argv, kv->v[i] + 4);
-	}
+	server_hello_args(kv, &argv);
 	o.agent = server_hello_get(kv, "AGENT");
 	if ((o.dir = server_hello_get(kv, "DIR")) == NULL)
 		o.dir = server_hello_get(kv, "CWD");
 	if (argv.n > 0)
 		o.command = argv.v;
-	rc = tui_start(sv->t, &o, cause);
+	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
 	return rc;
+}
+
+/* Session number ID= of a command; -1 with *CAUSE. */
+static int64_t
+server_command_id(const struct strv *kv, char **cause)
+{
+	const char *v = server_hello_get(kv, "ID");
+	long long id;
+	char *end;
+
+	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0') {
+		*cause = xprintf("'%s' is not a session number; 'agentmux ls' "
+		    "lists them", v != NULL ? v : "");
+		return -1;
+	}
+	return id;
+}
+
+/* Runs command CMD=; *TEXT gets what the client prints. 0, or -1 with *CAUSE. */
+static int
+server_command_run(struct server *sv, const struct strv *kv, char **text,
+    char **cause)
+{
+	const char *cmd = server_hello_get(kv, "CMD");
+	struct strv argv;
+	int64_t id;
+	int rc;
+
+	if (strcmp(cmd, "ls") == 0) {
+		*text = tui_list(sv->t, server_hello_get(kv, "JSON") != NULL);
+		return 0;
+	}
+	if (strcmp(cmd, "kill-server") == 0) {
+		tui_end(sv->t);
+		return 0;
+	}
+	if (strcmp(cmd, "new") == 0) {
+		if ((id = server_hello_start(sv, kv, false, cause)) == -1)
+			return -1;
+		*text = xprintf("%lld\n", (long long)id);
+		return 0;
+	}
+	if ((id = server_command_id(kv, cause)) == -1)
+		return -1;
+	if (strcmp(cmd, "kill") == 0)
+		return tui_kill(sv->t, id, cause);
+	if (strcmp(cmd, "send") == 0) {
+		strv_init(&argv);
+		server_hello_args(kv, &argv);
+		rc = tui_send(sv->t, id, argv.v != NULL ? argv.v :
+		    (char *[]){ NULL }, server_hello_get(kv, "LITERAL") != NULL,
+		    cause);
+		strv_free(&argv);
+		return rc;
+	}
+	*cause = xprintf("this server knows no command '%s'; it may be older "
+	    "than this agentmux ('agentmux kill-server' ends it)", cmd);
+	return -1;
+}
+
+/* A command from a client that is not attaching: its answer is its exit. */
+static void
+server_command(struct server_client *c, const struct strv *kv)
+{
+	char *text = NULL, *cause = NULL, *msg;
+
+	if (server_command_run(c->sv, kv, &text, &cause) == -1) {
+		msg = xprintf("%s\n", cause);
+		server_client_exit(c, 1, msg);
+		free(msg);
+	} else
+		server_client_exit(c, 0, text);
+	free(text);
+	free(cause);
 }
 
 /* A client's hello: start what it asks, then draw on its terminal. */
@@ -179,9 +262,13 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	const char *nc = server_hello_get(kv, "NO_COLOR");
 	char *cause = NULL, *text;
 
+	if (server_hello_get(kv, "CMD") != NULL) {
+		server_command(c, kv);
+		return;
+	}
 	if ((server_hello_get(kv, "NEW") != NULL ||
 	    tui_sessions(sv->t) == 0) &&
-	    server_hello_start(sv, kv, &cause) == -1)
+	    server_hello_start(sv, kv, true, &cause) == -1)
 		goto fail;
 	if (*nfds != 2) {
 		cause = xstrdup("the client sent no terminal");

@@ -35,4 +35,14 @@ char *server_log_path(void);
 int server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause);
 
+/**
+ * Runs a command in server NAME: KV is its NULL-ended KEY=VALUE strings
+ * (CMD=ls|new|kill|kill-server|send, ID=, ARG=..., JSON=1, LITERAL=1,
+ * and for new AGENT=, DIR=, CWD=). With CF a server is started if none
+ * runs. What the server answers is printed; returns the exit code, or -1
+ * with *CAUSE.
+ */
+int server_client_command(const char *name, struct config *cf,
+    char *const *kv, char **cause);
+
 #endif

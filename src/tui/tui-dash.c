@@ -1004,16 +1004,26 @@ tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
 	t->detach_arg = arg;
 }
 
-int
-tui_start(struct tui *t, const struct tui_opts *opts, char **cause)
+int64_t
+tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
+    char **cause)
 {
 	struct tui_pane *wp;
 
 	if ((wp = tui_pane_start(t, opts->agent, opts->dir, opts->command,
 	    cause)) == NULL)
 		return -1;
-	tui_select(t, wp->num);
-	return 0;
+	if (focus || t->layout == NULL)
+		tui_select(t, wp->num);
+	else
+		tui_redraw(t);
+	return wp->id;
+}
+
+void
+tui_end(struct tui *t)
+{
+	tui_quit(t);
 }
 
 /* Everything on the new screen is drawn afresh, at its size. */

@@ -49,6 +49,9 @@ struct tui_pane {
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
 	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
+	int64_t started_us;       /* util_mono_us when it started */
+	uint64_t requests;        /* seen in its proxy (agentmux ls) */
+	uint64_t denials;
 };
 
 /* A pane's copy mode: a cursor in its scrollback, a selection, a search. */

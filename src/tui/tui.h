@@ -234,8 +234,11 @@ struct tui;
  */
 struct tui *tui_create(struct event_base *base, struct session_ctx *ctx);
 void tui_free(struct tui *);
-/** Starts a session with OPTS and focuses it; -1 with *CAUSE if it could not. */
-int tui_start(struct tui *, const struct tui_opts *opts, char **cause);
+/** Starts a session with OPTS (focused if FOCUS): its number, or -1 with *CAUSE. */
+int64_t tui_start(struct tui *, const struct tui_opts *opts, bool focus,
+    char **cause);
+/** Closes every session, then ends the loop (as the quit key does). */
+void tui_end(struct tui *);
 /**
  * Draws on the terminal INFD/OUTFD (owned from now on, closed on failure)
  * of type TERM, and reads its keys; a terminal attached before is let go.
@@ -251,6 +254,14 @@ bool tui_attached(const struct tui *);
  */
 void tui_set_detach_cb(struct tui *, void (*cb)(void *, const char *),
     void *arg);
+/* tui-cmds.c: what the server's commands do */
+/** The sessions, a line each (or JSON): number, agent, project, state, age, requests, denials, prompts; caller frees. */
+char *tui_list(struct tui *, bool json);
+/** Closes session ID (as the close key does); -1 with *CAUSE. */
+int tui_kill(struct tui *, int64_t id, char **cause);
+/** Types WORDS into session ID: tmux key names (Enter, C-c) unless LITERAL; -1 with *CAUSE. */
+int tui_send(struct tui *, int64_t id, char *const *words, bool literal,
+    char **cause);
 /** MSG in the status bar for a while (a warning logged, say). */
 void tui_notice(struct tui *, bool alert, const char *msg);
 /** The attached terminal changed size. */

@@ -95,6 +95,38 @@ attach2
 wait_for2 '^still-49$' 20 || fail "no pane after the client was killed"
 echo "server: a SIGKILLed client leaves the session running"
 
+# ---- commands over the socket: ls, new -d, send, kill, kill-server ----
+out=$("$AGENTMUX" ls) || fail "ls failed: $out"
+echo "$out" | grep -q "^1: shell .*/proj, running, [0-9]*s, 0 requests, 0 denied, 0 prompts waiting$" ||
+	fail "ls: $out"
+id=$(cd "$P" && "$AGENTMUX" new -d -- sh) || fail "new -d failed: $id"
+[ "$id" = 2 ] || fail "new -d printed '$id', not 2"
+wait_for2 '2:shell' || fail "the attached client does not show the new session"
+tmux -L "$SOCK2" send-keys -t 0 C-a 2
+wait_for2 '2:shell\* running' 20 || fail "session 2 did not start"
+"$AGENTMUX" send -l 2 'echo sent-$((5*5))' || fail "send -l failed"
+"$AGENTMUX" send 2 Enter || fail "send Enter failed"
+wait_for2 '^sent-25$' || fail "what send typed did not run in session 2"
+"$AGENTMUX" send 2 'sleep 1000' Enter || fail "send with key names failed"
+sleep 0.5
+"$AGENTMUX" send 2 C-c || fail "send C-c failed"
+sleep 0.3
+"$AGENTMUX" send 2 'echo after-int' Enter || fail "send after C-c failed"
+wait_for2 '^after-int$' || fail "send C-c did not interrupt the sleep"
+n=$("$AGENTMUX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+[ "$n" = 2 ] || fail "ls --json lists $n sessions, not 2"
+out=$("$AGENTMUX" kill 9 2>&1) && fail "kill 9 succeeded: $out"
+echo "$out" | grep -q "no running session 9 here" || fail "kill 9: $out"
+"$AGENTMUX" kill 2 || fail "kill 2 failed"
+i=0
+# (a session closed by kill goes from the list once it ended)
+while "$AGENTMUX" ls | grep -q "^2: "; do
+	[ $i -lt 100 ] || fail "kill 2 did not end session 2: $("$AGENTMUX" ls)"
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "server: ls, new -d, send (text and key names), kill"
+
 # ---- another user cannot connect (SO_PEERCRED), a bad version is refused ----
 D="$XDG_RUNTIME_DIR/agentmux"
 hello() { # hello VERSION: the server's answer to a hello of VERSION, as text
@@ -151,12 +183,22 @@ else
 fi
 kill -0 "$spid" || fail "the server ended after refusing connections"
 
+"$AGENTMUX" kill-server || fail "kill-server failed"
+wait_for2 'ATTACH-EXITED-0' 15 || fail "kill-server did not let the client go"
+i=0
+while kill -0 "$spid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -0 "$spid" 2>/dev/null && fail "kill-server did not end the server"
+out=$("$AGENTMUX" ls 2>&1) && fail "ls with no server succeeded: $out"
+echo "$out" | grep -q "no server is running" || fail "ls with no server: $out"
+echo "server: kill-server ends the sessions, the clients and the server"
+
 # ---- the server SIGKILLed: nothing jailed survives, the session crashed ----
 tmux -L "$SOCK2" kill-server
 tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
 	"$AGENTMUX -- sleep 4243; echo DASHBOARD-EXITED-\$?; sleep 60" ||
 	fail "tmux could not restart agentmux"
-wait_for '2:shell\* running' 30 || fail "the second session did not start"
+wait_for '[0-9]+:shell\* running' 30 || fail "the session of a new server did not start"
+spid=$(server_pid)
 i=0
 while [ -z "$(sleeping 4243)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ -n "$(sleeping 4243)" ] || fail "no jailed sleep 4243"
@@ -172,8 +214,8 @@ i=0
 while kill -0 "$spid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 st=$("$AGENTMUX" sessions --all --json | python3 -c '
 import json, sys
-print(" ".join(sorted(set(s["state"] for s in json.load(sys.stdin)))))')
-[ "$st" = crashed ] || fail "the sessions of the killed server are '$st', not crashed"
+print(max(json.load(sys.stdin), key=lambda s: s["id"])["state"])')
+[ "$st" = crashed ] || fail "the session of the killed server is '$st', not crashed"
 echo "server: SIGKILLed, it takes every jail with it; its sessions crashed"
 
 # ---- a socket directory with the wrong mode or owner is refused ----
