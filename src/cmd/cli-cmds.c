@@ -56,8 +56,14 @@ static const struct cli_cmd cli_top_cmd = {
 	"the sessions keep\nrunning.\n",
 };
 
+static const struct cli_opt cli_server_opts[] = {
+	CLI_OPT_SERVER,
+	CLI_END
+};
 static const struct cli_opt cli_attach_opts[] = {
 	CLI_OPT_SERVER,
+	{ "target", 't', "SESSION", CLI_TEXT, "show this live session "
+	  "(agentmux ls)" },
 	CLI_END
 };
 static const struct cli_opt cli_ls_opts[] = {
@@ -348,10 +354,10 @@ static const struct cli_cmd cli_cmds[] = {
 	{ .name = "new", .fn = cmd_new, .opts = cli_new_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "start a session in the server (and attach, unless -d)" },
-	{ .name = "kill", .fn = cmd_kill, .opts = cli_attach_opts,
+	{ .name = "kill", .fn = cmd_kill, .opts = cli_server_opts,
 	  .args = cli_live_args,
 	  .summary = "close a live session (its jail is stopped)" },
-	{ .name = "kill-server", .fn = cmd_kill_server, .opts = cli_attach_opts,
+	{ .name = "kill-server", .fn = cmd_kill_server, .opts = cli_server_opts,
 	  .summary = "close every session and end the server" },
 	{ .name = "send", .fn = cmd_send, .opts = cli_send_opts,
 	  .args = cli_send_args, .flags = CLI_ORDERED,

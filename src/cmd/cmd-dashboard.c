@@ -53,5 +53,6 @@ cmd_attach(struct cli_args *args)
 	struct server_hello h = { 0 };
 
 	h.name = cli_get(args, "socket-name");
+	h.target = cli_get(args, "target");
 	return cmd_dashboard_attach(&h);
 }

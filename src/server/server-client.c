@@ -152,6 +152,8 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 		buf_printf(b, "CWD=%s%c", cwd, '\0');
 	if (h->new_session)
 		buf_printf(b, "NEW=1%c", '\0');
+	if (h->target != NULL)
+		buf_printf(b, "ID=%s%c", h->target, '\0');
 	if (h->agent != NULL)
 		buf_printf(b, "AGENT=%s%c", h->agent, '\0');
 	if (h->dir != NULL) {

@@ -261,6 +261,7 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	const char *term = server_hello_get(kv, "TERM");
 	const char *nc = server_hello_get(kv, "NO_COLOR");
 	char *cause = NULL, *text;
+	int64_t id;
 
 	if (server_hello_get(kv, "CMD") != NULL) {
 		server_command(c, kv);
@@ -269,6 +270,10 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	if ((server_hello_get(kv, "NEW") != NULL ||
 	    tui_sessions(sv->t) == 0) &&
 	    server_hello_start(sv, kv, true, &cause) == -1)
+		goto fail;
+	if (server_hello_get(kv, "ID") != NULL &&
+	    ((id = server_command_id(kv, &cause)) == -1 ||
+	    tui_focus(sv->t, id, &cause) == -1))
 		goto fail;
 	if (*nfds != 2) {
 		cause = xstrdup("the client sent no terminal");

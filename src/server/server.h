@@ -14,6 +14,7 @@ struct server_hello {
 	const char *agent;        /* NULL: [ui] default_agent, else shell */
 	const char *dir;          /* NULL: the client's current dir */
 	char *const *command;     /* NULL: the agent's */
+	const char *target;       /* attach -t: the session to show, or NULL */
 };
 
 /**

@@ -1020,6 +1020,22 @@ tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
 	return wp->id;
 }
 
+int
+tui_focus(struct tui *t, int64_t id, char **cause)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id == id) {
+			tui_select(t, t->panes[i]->num);
+			return 0;
+		}
+	}
+	*cause = xprintf("no session %lld here; 'agentmux ls' lists them",
+	    (long long)id);
+	return -1;
+}
+
 void
 tui_end(struct tui *t)
 {

@@ -237,6 +237,8 @@ void tui_free(struct tui *);
 /** Starts a session with OPTS (focused if FOCUS): its number, or -1 with *CAUSE. */
 int64_t tui_start(struct tui *, const struct tui_opts *opts, bool focus,
     char **cause);
+/** Shows session ID in the focused place; -1 with *CAUSE if there is none. */
+int tui_focus(struct tui *, int64_t id, char **cause);
 /** Closes every session, then ends the loop (as the quit key does). */
 void tui_end(struct tui *);
 /**
