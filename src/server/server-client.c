@@ -176,10 +176,11 @@ server_client_exit(const struct buf *b)
 	if (b->len < sizeof code)
 		return 1;
 	memcpy(&code, b->data, sizeof code);
-	/* The server's own text (it quoted what it took from sessions). */
-	if (b->len > sizeof code)
-		fwrite(b->data + sizeof code, 1, b->len - sizeof code,
-		    code == 0 ? stdout : stderr);
+	if (b->len == sizeof code)
+		return code;
+	/* raw: the server's own text; it quoted the sessions' fields */
+	fwrite(b->data + sizeof code, 1, b->len - sizeof code,
+	    code == 0 ? stdout : stderr);
 	return code;
 }
 
@@ -190,13 +191,14 @@ server_client_exit(const struct buf *b)
 static void
 server_client_restore(const struct termios *tio)
 {
-	/* raw: constant xterm mode sequences, what the dashboard turned on */
+	/* Constant xterm mode sequences: what the dashboard turned on. */
 	static const char reset[] = "\033[?2004l\033[?1006l\033[?1002l"
 	    "\033[?1000l\033[?1049l\033[?25h\r\n";
 
 	if (tio == NULL)
 		return;
 	tcsetattr(STDIN_FILENO, TCSAFLUSH, tio);
+	/* raw: constant mode sequences */
 	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
