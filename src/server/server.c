@@ -267,14 +267,6 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 		server_command(c, kv);
 		return;
 	}
-	if ((server_hello_get(kv, "NEW") != NULL ||
-	    tui_sessions(sv->t) == 0) &&
-	    server_hello_start(sv, kv, true, &cause) == -1)
-		goto fail;
-	if (server_hello_get(kv, "ID") != NULL &&
-	    ((id = server_command_id(kv, &cause)) == -1 ||
-	    tui_focus(sv->t, id, &cause) == -1))
-		goto fail;
 	if (*nfds != 2) {
 		cause = xstrdup("the client sent no terminal");
 		goto fail;
@@ -286,14 +278,25 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 		server_client_exit(old, 0, text);
 		free(text);
 	}
+	/* The terminal first: one the server cannot draw on starts nothing. */
 	*nfds = 0;
 	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
 	    &cause) == -1)
 		goto fail;
 	c->attached = true;
+	if ((server_hello_get(kv, "NEW") != NULL ||
+	    tui_sessions(sv->t) == 0) &&
+	    server_hello_start(sv, kv, true, &cause) == -1)
+		goto fail;
+	if (server_hello_get(kv, "ID") != NULL &&
+	    ((id = server_command_id(kv, &cause)) == -1 ||
+	    tui_focus(sv->t, id, &cause) == -1))
+		goto fail;
 	log_info("client %ld attached", (long)c->pid);
 	return;
 fail:
+	if (c->attached)
+		tui_detach(sv->t);
 	log_warnx("client %ld: %s", (long)c->pid, cause);
 	text = xprintf("%s\n", cause);
 	server_client_exit(c, 1, text);

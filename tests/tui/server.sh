@@ -45,6 +45,20 @@ sleeping() {
 	pgrep -f "^(/usr/bin/)?sleep $1\$"
 }
 
+# ---- a terminal the server cannot draw on starts nothing ----
+tmux -L "$SOCK" -u -f /dev/null new-session -d -x 100 -y 30 -c "$P" \
+	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+	"TERM=no-such-terminal $AGENTMUX; echo BADTERM-EXITED-\$?; sleep 60" ||
+	fail "tmux could not start agentmux"
+wait_for 'BADTERM-EXITED-1' 20 || fail "a client with an unknown TERM did not exit 1"
+scr | grep -q "cannot use terminal type 'no-such-terminal'" || fail "the unknown TERM is not named"
+out=$("$AGENTMUX" ls 2>&1)
+[ -z "$out" ] || fail "a client with an unknown TERM started a session: $out"
+tmux -L "$SOCK" kill-server
+sleep 0.5
+echo "server: a terminal it cannot draw on starts no session"
+
 # ---- detach with the prefix, the session keeps running ----
 start_dashboard
 wait_for '1:shell\* running' 30 || fail "no dashboard"
