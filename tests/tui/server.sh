@@ -86,6 +86,15 @@ wait_for2 '^very-6-first( |$)' || fail "the scrollback did not survive the detac
 tmux -L "$SOCK2" send-keys -t 0 q
 echo "server: reattached from a second tmux: the same pane and scrollback"
 
+# ---- the client's terminal resized: the client tells the server (SIGWINCH) ----
+tmux -L "$SOCK2" send-keys -t 0 'clear; stty size' Enter
+wait_for2 '^[0-9]+ 100$' || fail "the pane is not 100 columns wide in a 100-column client"
+tmux -L "$SOCK2" resize-window -t 0 -x 80 -y 24
+sleep 0.5
+tmux -L "$SOCK2" send-keys -t 0 'clear; stty size' Enter
+wait_for2 '^[0-9]+ 80$' || fail "after the client's terminal went to 80 columns the pane did not follow"
+echo "server: a resized client terminal resizes the pane (SIGWINCH forwarded)"
+
 # ---- the terminal killed: the session keeps running ----
 tmux -L "$SOCK2" kill-server
 sleep 0.5
