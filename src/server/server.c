@@ -493,12 +493,16 @@ server_pid_write(int dirfd, const char *name, bool remove)
 static int
 server_finish(struct server *sv)
 {
+	struct server_client *v[SERVER_CLIENTS_MAX];
 	char *text = tui_left_to_review(sv->t);
 	int code = tui_exit_code(sv->t);
+	size_t n = sv->nclients, i;
 
 	tui_detach(sv->t);
-	while (sv->nclients > 0)
-		server_client_exit(sv->clients[0], code, text);
+	/* Each one freed takes itself out of the list: a copy is walked. */
+	memcpy(v, sv->clients, n * sizeof *v);
+	for (i = 0; i < n; i++)
+		server_client_exit(v[i], code, text);
 	free(text);
 	return code;
 }
