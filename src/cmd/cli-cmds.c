@@ -21,6 +21,9 @@
 #define CLI_OPT_UPSTREAM_CA \
 	{ "upstream-ca", 0, "FILE", CLI_FILE, \
 	  "also trust FILE's CA certificates upstream (repeat)" }
+#define CLI_OPT_SERVER \
+	{ "socket-name", 'L', "NAME", CLI_TEXT, \
+	  "the server named NAME (default: default), as tmux's -L" }
 #define CLI_ARG_SESSION \
 	{ "SESSION", CLI_SESSION, 0, "a session number, or 'last'" }
 #define CLI_ARG_PATHS(what) \
@@ -31,6 +34,7 @@ static const struct cli_opt cli_top_opts[] = {
 	    "default_agent, else shell)"),
 	{ "dir", 'C', "DIR", CLI_DIR, "the project: DIR's git top-level, or "
 	  "DIR (default: .)" },
+	CLI_OPT_SERVER,
 	{ "version", 'V', NULL, CLI_TEXT, "print the version and what this "
 	  "machine gives the jail" },
 	CLI_END
@@ -45,8 +49,52 @@ static const struct cli_cmd cli_top_cmd = {
 	.args = cli_top_args, .flags = CLI_ORDERED,
 	.summary = "the dashboard: agents in jailed panes, their requests, "
 	"prompts and snapshots",
-	.help = "In the dashboard the prefix key (C-a, or [ui] prefix) then ? "
-	"lists every key.\n",
+	.help = "The sessions belong to a server (one per user, started by the "
+	"first\nagentmux): with sessions running, agentmux attaches to them; "
+	"-a, -C or a\ncommand start a new one. In the dashboard the prefix key "
+	"(C-a, or [ui]\nprefix) then ? lists every key; prefix d detaches, and "
+	"the sessions keep\nrunning.\n",
+};
+
+static const struct cli_opt cli_server_opts[] = {
+	CLI_OPT_SERVER,
+	CLI_END
+};
+static const struct cli_opt cli_attach_opts[] = {
+	CLI_OPT_SERVER,
+	{ "target", 't', "SESSION", CLI_TEXT, "show this live session "
+	  "(agentmux ls)" },
+	CLI_END
+};
+static const struct cli_opt cli_ls_opts[] = {
+	CLI_OPT_SERVER,
+	CLI_OPT_JSON("an array of sessions"),
+	CLI_END
+};
+static const struct cli_opt cli_new_opts[] = {
+	CLI_OPT_SERVER,
+	{ "detached", 'd', NULL, CLI_TEXT, "start it without attaching; "
+	  "print its number" },
+	CLI_OPT_AGENT("the agent (default: [ui] default_agent, else shell)"),
+	{ "dir", 'C', "DIR", CLI_DIR, "the project: DIR's git top-level, or "
+	  "DIR (default: .)" },
+	CLI_END
+};
+static const struct cli_opt cli_send_opts[] = {
+	CLI_OPT_SERVER,
+	{ "literal", 'l', NULL, CLI_TEXT, "type the words as they are (no key "
+	  "names)" },
+	CLI_END
+};
+static const struct cli_arg cli_live_args[] = {
+	{ "SESSION", CLI_TEXT, 0, "a live session's number (agentmux ls)" },
+	CLI_ARGS_END
+};
+static const struct cli_arg cli_send_args[] = {
+	{ "SESSION", CLI_TEXT, 0, "a live session's number (agentmux ls)" },
+	{ "KEYS", CLI_TEXT, CLI_REPEAT, "text, or key names as tmux's "
+	  "send-keys takes them: Enter, Escape, C-c, M-x, Up, F1" },
+	CLI_ARGS_END
 };
 
 static const struct cli_opt cli_run_opts[] = {
@@ -294,6 +342,26 @@ static const struct cli_opt cli_gc_opts[] = {
 };
 
 static const struct cli_cmd cli_cmds[] = {
+	{ .name = "attach", .fn = cmd_attach, .opts = cli_attach_opts,
+	  .summary = "attach this terminal to the server's dashboard",
+	  .help =
+	  "Draws the dashboard of the running server (see agentmux) in this\n"
+	  "terminal; prefix d detaches again. Starts the server, and a session\n"
+	  "in the current directory, if none runs.\n" },
+	{ .name = "ls", .fn = cmd_ls, .opts = cli_ls_opts,
+	  .summary = "the server's live sessions: number, agent, project, "
+	  "state, age, requests, denials, prompts waiting" },
+	{ .name = "new", .fn = cmd_new, .opts = cli_new_opts,
+	  .args = cli_run_args, .flags = CLI_ORDERED,
+	  .summary = "start a session in the server (and attach, unless -d)" },
+	{ .name = "kill", .fn = cmd_kill, .opts = cli_server_opts,
+	  .args = cli_live_args,
+	  .summary = "close a live session (its jail is stopped)" },
+	{ .name = "kill-server", .fn = cmd_kill_server, .opts = cli_server_opts,
+	  .summary = "close every session and end the server" },
+	{ .name = "send", .fn = cmd_send, .opts = cli_send_opts,
+	  .args = cli_send_args, .flags = CLI_ORDERED,
+	  .summary = "type into a live session (for scripts)" },
 	{ .name = "run", .fn = cmd_run, .opts = cli_run_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "run a command (default: the agent's) in a jail, in this "

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "core/core.h"
 #include "jail/jail.h"
+#include "server/server.h"
 
 /* One line of the report. */
 struct doctor_check {
@@ -131,6 +132,23 @@ doctor_git(struct doctor *d)
 	free(git);
 }
 
+/* The server's socket directory: private, and (the escape tests prove) out of every jail's sight. */
+static void
+doctor_server_dir(struct doctor *d)
+{
+	char *cause = NULL, *sock;
+
+	if ((sock = server_socket_path(NULL, &cause)) == NULL) {
+		doctor_add(d, false, "server socket", cause, xstrdup("do as "
+		    "it says, or set XDG_RUNTIME_DIR to a private directory of "
+		    "yours (agentmux makes its own dir there 0700)"));
+		return;
+	}
+	doctor_add(d, true, "server socket", xprintf("%s (its directory "
+	    "0700 and yours; jails do not see it)", sock), NULL);
+	free(sock);
+}
+
 static void
 doctor_dirs(struct doctor *d)
 {
@@ -166,6 +184,7 @@ doctor_dirs(struct doctor *d)
 		path_runtime_dir_remove();
 		free(rt);
 	}
+	doctor_server_dir(d);
 	free(ca);
 	free(key);
 	free(data);

@@ -262,7 +262,7 @@ tui_copy_base64(const char *s, size_t n, struct buf *b)
 
 /* Sends TEXT to the outer terminal's clipboard (OSC 52): base64, so no byte of it is a control. */
 static void
-tui_copy_clipboard(const char *text, size_t len)
+tui_copy_clipboard(struct tui *t, const char *text, size_t len)
 {
 	struct buf b;
 
@@ -270,9 +270,9 @@ tui_copy_clipboard(const char *text, size_t len)
 	buf_adds(&b, "\033]52;c;");
 	tui_copy_base64(text, len, &b);
 	buf_adds(&b, "\a");
-	fflush(stdout);
 	/* raw: OSC 52 around base64, which has no control byte */
-	util_write_all(STDOUT_FILENO, b.data, b.len);
+	if (t->scr != NULL)
+		tui_screen_write(t->scr, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -290,7 +290,7 @@ tui_copy_take(struct tui_pane *wp)
 	tui_copy_text(tui_copy_grid(wp), y0, x0, y1, x1, wp->copy->lines,
 	    &t->paste);
 	if (t->cf->ui.clipboard && t->paste.len > 0)
-		tui_copy_clipboard(t->paste.data, t->paste.len);
+		tui_copy_clipboard(t, t->paste.data, t->paste.len);
 	tui_message(t, false, "copied %zu bytes: %s ] pastes them", t->paste.len,
 	    t->cf->ui.prefix);
 	tui_copy_leave(wp);

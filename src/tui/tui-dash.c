@@ -22,6 +22,7 @@
 #define TUI_QUIT_WAIT_SEC 6
 
 static size_t tui_running(const struct tui *);
+static void tui_detached(struct tui *, const char *);
 static void tui_remove_pane(struct tui *, struct tui_pane *);
 
 void
@@ -299,6 +300,8 @@ tui_draw(void *arg)
 {
 	struct tui *t = arg;
 
+	if (t->scr == NULL)
+		return;           /* detached: the next client draws it all */
 	if (t->relayout)
 		tui_relayout(t);
 	if (t->too_small)
@@ -662,6 +665,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_QUIT:
 		tui_ask_quit(t);
 		break;
+	case TUI_ACT_DETACH:
+		tui_detached(t, NULL);
+		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
 			pane_key(wp->pane, prefix.code, prefix.mods);
@@ -841,8 +847,17 @@ tui_escape_cb(evutil_socket_t fd, short what, void *arg)
 	tui_keys_flush(t->keys, tui_dash_input, t);
 }
 
+/* The terminal went away (or the user detached): the sessions keep running. */
 static void
-tui_stdin_cb(evutil_socket_t fd, short what, void *arg)
+tui_detached(struct tui *t, const char *why)
+{
+	tui_detach(t);
+	if (t->detach_cb != NULL)
+		t->detach_cb(t->detach_arg, why);
+}
+
+static void
+tui_term_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tui *t = arg;
 	int64_t ms = t->cf->ui.escape_time;
@@ -852,24 +867,11 @@ tui_stdin_cb(evutil_socket_t fd, short what, void *arg)
 
 	n = read(fd, buf, sizeof buf);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		/* The terminal went away: nobody is left to answer anything. */
-		event_del(t->stdin_ev);
-		tui_quit(t);
+		tui_detached(t, "its terminal went away");
 		return;
 	}
 	if (n > 0 && tui_keys_parse(t->keys, buf, (size_t)n, tui_dash_input, t))
 		evtimer_add(t->esc_ev, &tv);
-}
-
-static void
-tui_winch_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct tui *t = arg;
-
-	tui_screen_resize(t->scr);
-	tui_screen_size(t->scr, &t->sx, &t->sy);
-	t->relayout = true;
-	tui_redraw(t);
 }
 
 static void
@@ -884,34 +886,28 @@ tui_signal_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tui_events(struct tui *t)
 {
-	util_set_nonblock(STDIN_FILENO);
-	t->stdin_ev = event_new(t->base, STDIN_FILENO, EV_READ | EV_PERSIST,
-	    tui_stdin_cb, t);
 	t->esc_ev = evtimer_new(t->base, tui_escape_cb, t);
 	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
 	t->reap_ev = evtimer_new(t->base, tui_reap_cb, t);
 	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
-	t->winch_ev = evsignal_new(t->base, SIGWINCH, tui_winch_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
-	t->hup_ev = evsignal_new(t->base, SIGHUP, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
-	if (t->stdin_ev == NULL || t->esc_ev == NULL || t->msg_ev == NULL ||
-	    t->reap_ev == NULL || t->quit_ev == NULL ||
-	    t->winch_ev == NULL || t->term_ev == NULL || t->hup_ev == NULL ||
-	    t->int_ev == NULL)
+	if (t->esc_ev == NULL || t->msg_ev == NULL || t->reap_ev == NULL ||
+	    t->quit_ev == NULL || t->term_ev == NULL || t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
-	event_add(t->stdin_ev, NULL);
-	event_add(t->winch_ev, NULL);
 	event_add(t->term_ev, NULL);
-	event_add(t->hup_ev, NULL);
 	event_add(t->int_ev, NULL);
 }
 
-static void
+void
 tui_free(struct tui *t)
 {
 	size_t i;
 
+	if (t == NULL)
+		return;
+	tui_detach(t);
+	log_set_hook(NULL, NULL);
 	for (i = 0; i < t->npanes; i++)
 		tui_pane_free(t->panes[i]);
 	free(t->panes);
@@ -924,49 +920,43 @@ tui_free(struct tui *t)
 	tui_layout_free(t->layout);
 	tui_keys_free(t->keys);
 	tui_frames_free(t->frames);
-	if (t->stdin_ev != NULL) {
-		event_free(t->stdin_ev);
-		event_free(t->esc_ev);
-		event_free(t->msg_ev);
-		event_free(t->reap_ev);
-		event_free(t->quit_ev);
-		event_free(t->winch_ev);
-		event_free(t->term_ev);
-		event_free(t->hup_ev);
-		event_free(t->int_ev);
-	}
+	event_free(t->esc_ev);
+	event_free(t->msg_ev);
+	event_free(t->reap_ev);
+	event_free(t->quit_ev);
+	event_free(t->term_ev);
+	event_free(t->int_ev);
 	free(t->message);
 	free(t->ran);
 	buf_free(&t->req_filter.text);
 	buf_free(&t->paste);
-	tui_screen_close(t->scr);
 	free(t);
 }
 
-/* Sessions of this dashboard whose config changes wait for a review, and how to review them. */
-static void
-tui_dash_left_to_review(struct session_ctx *ctx, const int64_t *ran,
-    size_t n)
+char *
+tui_left_to_review(struct tui *t)
 {
 	struct buf ids;
 	size_t i, pending = 0;
 	int64_t first = 0;
+	char *s = NULL;
 
 	buf_init(&ids);
-	for (i = 0; i < n; i++) {
-		if (session_record_confdiff_pending(ctx, ran[i]) <= 0)
+	for (i = 0; i < t->nran; i++) {
+		if (session_record_confdiff_pending(t->ctx, t->ran[i]) <= 0)
 			continue;
 		if (pending++ == 0)
-			first = ran[i];
+			first = t->ran[i];
 		buf_printf(&ids, "%s%lld", pending > 1 ? ", " : "",
-		    (long long)ran[i]);
+		    (long long)t->ran[i]);
 	}
 	if (pending > 0)
-		out_printf(stdout, "%zu session%s left config changes to review "
+		s = xprintf("%zu session%s left config changes to review "
 		    "(%s): see them with 'agentmux confdiff %lld', keep them "
 		    "with --apply or drop them with --discard\n", pending,
 		    pending == 1 ? "" : "s", ids.data, (long long)first);
 	buf_free(&ids);
+	return s;
 }
 
 /* Logged warnings would scribble over the screen: they go to the status bar. */
@@ -979,15 +969,16 @@ tui_log_hook(enum log_level level, const char *msg, void *arg)
 		tui_message(t, level == LOG_LEVEL_ERROR, "%s", msg);
 }
 
-int
-tui_dashboard(struct event_base *base, struct session_ctx *ctx,
-    const struct tui_opts *opts, char **cause)
+void
+tui_notice(struct tui *t, bool alert, const char *msg)
+{
+	tui_message(t, alert, "%s", msg);
+}
+
+struct tui *
+tui_create(struct event_base *base, struct session_ctx *ctx)
 {
 	struct tui *t = xcalloc(1, sizeof *t);
-	struct tui_pane *wp;
-	int64_t *ran;
-	size_t nran;
-	int rc;
 
 	t->base = base;
 	t->ctx = ctx;
@@ -995,35 +986,140 @@ tui_dashboard(struct event_base *base, struct session_ctx *ctx,
 	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
 	t->scope_choice = -1;
+	t->sx = 80;
+	t->sy = 24;
 	buf_init(&t->req_filter.text);
 	strv_init(&t->detail_lines);
-	if ((t->scr = tui_screen_open(t->cf->ui.color, cause)) == NULL) {
-		free(t);
-		return -1;
-	}
-	tui_screen_size(t->scr, &t->sx, &t->sy);
 	t->keys = tui_keys_create();
 	t->frames = tui_frames_create(base, tui_draw, t);
 	tui_events(t);
 	log_set_hook(tui_log_hook, t);
+	return t;
+}
+
+void
+tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
+{
+	t->detach_cb = cb;
+	t->detach_arg = arg;
+}
+
+int64_t
+tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
+    char **cause)
+{
+	struct tui_pane *wp;
+
 	if ((wp = tui_pane_start(t, opts->agent, opts->dir, opts->command,
-	    cause)) == NULL) {
-		log_set_hook(NULL, NULL);
-		tui_free(t);
+	    cause)) == NULL)
 		return -1;
+	if (focus || t->layout == NULL)
+		tui_select(t, wp->num);
+	else
+		tui_redraw(t);
+	return wp->id;
+}
+
+int
+tui_focus(struct tui *t, int64_t id, char **cause)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id == id) {
+			tui_select(t, t->panes[i]->num);
+			return 0;
+		}
 	}
-	t->layout = tui_layout_create(wp->num);
+	*cause = xprintf("no session %lld here; 'agentmux ls' lists them",
+	    (long long)id);
+	return -1;
+}
+
+void
+tui_end(struct tui *t)
+{
+	tui_quit(t);
+}
+
+/* Everything on the new screen is drawn afresh, at its size. */
+static void
+tui_redraw_all(struct tui *t)
+{
+	size_t i;
+
+	tui_screen_size(t->scr, &t->sx, &t->sy);
+	for (i = 0; i < t->npanes; i++)
+		t->panes[i]->redraw = true;
+	tui_screen_invalidate(t->scr);
 	t->relayout = true;
 	tui_redraw(t);
-	event_base_dispatch(base);
-	log_set_hook(NULL, NULL);
-	rc = t->exit_code;
-	ran = t->ran;
-	nran = t->nran;
-	t->ran = NULL;
-	tui_free(t);
-	/* The screen is gone: what the user still has to decide is said here. */
-	tui_dash_left_to_review(ctx, ran, nran);
-	free(ran);
-	return rc;
+}
+
+int
+tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
+    char **cause)
+{
+	int fd;
+
+	tui_detach(t);
+	if ((t->scr = tui_screen_open_fds(infd, outfd, term,
+	    color && t->cf->ui.color, cause)) == NULL)
+		return -1;
+	fd = tui_screen_infd(t->scr);
+	util_set_nonblock(fd);
+	t->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST,
+	    tui_term_cb, t);
+	if (t->input_ev == NULL)
+		fatalx("cannot create the dashboard's input event");
+	event_add(t->input_ev, NULL);
+	tui_redraw_all(t);
+	return 0;
+}
+
+void
+tui_detach(struct tui *t)
+{
+	if (t->scr == NULL)
+		return;
+	event_free(t->input_ev);
+	t->input_ev = NULL;
+	evtimer_del(t->esc_ev);
+	tui_screen_close(t->scr);
+	t->scr = NULL;
+}
+
+bool
+tui_attached(const struct tui *t)
+{
+	return t->scr != NULL;
+}
+
+void
+tui_resize(struct tui *t)
+{
+	if (t->scr == NULL)
+		return;
+	tui_screen_resize(t->scr);
+	tui_screen_size(t->scr, &t->sx, &t->sy);
+	t->relayout = true;
+	tui_redraw(t);
+}
+
+size_t
+tui_sessions_running(const struct tui *t)
+{
+	return tui_running(t);
+}
+
+size_t
+tui_sessions(const struct tui *t)
+{
+	return t->npanes;
+}
+
+int
+tui_exit_code(const struct tui *t)
+{
+	return t->exit_code;
 }

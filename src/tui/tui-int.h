@@ -49,6 +49,9 @@ struct tui_pane {
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
 	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
+	int64_t started_us;       /* util_mono_us when it started */
+	uint64_t requests;        /* seen in its proxy (agentmux ls) */
+	uint64_t denials;
 };
 
 /* A pane's copy mode: a cursor in its scrollback, a selection, a search. */
@@ -125,7 +128,7 @@ struct tui {
 	struct event_base *base;
 	struct session_ctx *ctx;
 	const struct config *cf;
-	struct tui_screen *scr;
+	struct tui_screen *scr;     /* NULL while detached */
 	struct tui_frames *frames;
 	struct tui_keys *keys;
 	struct tui_keymap km;
@@ -148,12 +151,12 @@ struct tui {
 	int64_t *ran;             /* the sessions this dashboard ran */
 	size_t nran;
 
-	struct event *stdin_ev;
+	struct event *input_ev;     /* the attached terminal's keys */
 	struct event *esc_ev;
-	struct event *winch_ev;
 	struct event *term_ev;
-	struct event *hup_ev;
 	struct event *int_ev;
+	void (*detach_cb)(void *, const char *);
+	void *detach_arg;
 	struct event *msg_ev;
 	char *message;              /* shown in the status bar for a while */
 	bool message_alert;

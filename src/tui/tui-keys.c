@@ -446,7 +446,7 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "history of past sessions" },
 	{ .key = 'u', .action = TUI_ACT_SNAPSHOTS, .name = "u",
 	  .help = "snapshots of the focused session, and undo" },
-	{ .key = 'd', .action = TUI_ACT_DIFF, .name = "d",
+	{ .key = 'D', .action = TUI_ACT_DIFF, .name = "D",
 	  .help = "what the focused session changed in the project" },
 	{ .key = 'g', .action = TUI_ACT_CONFDIFF, .name = "g",
 	  .help = "what the focused session changed in its agent config" },
@@ -454,6 +454,9 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "this help" },
 	{ .key = 'q', .action = TUI_ACT_QUIT, .name = "q",
 	  .help = "quit (asks first while sessions run)" },
+	{ .key = 'd', .action = TUI_ACT_DETACH, .name = "d",
+	  .help = "detach: the sessions keep running ('agentmux attach' "
+	  "comes back)" },
 	{ .key = 0x0c, .action = TUI_ACT_REDRAW, .name = "C-l",
 	  .help = "redraw the screen" },
 	{ .key = 0, .action = TUI_ACT_SEND_PREFIX, .name = "prefix",

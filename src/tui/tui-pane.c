@@ -235,6 +235,7 @@ tui_pane_start(struct tui *t, const char *agent, const char *dir,
 
 	wp->t = t;
 	wp->num = tui_pane_free_num(t);
+	wp->started_us = util_mono_us();
 	wp->agent = agent != NULL ? xstrdup(agent) : NULL;
 	wp->dir = dir != NULL ? xstrdup(dir) : NULL;
 	strv_init(&wp->command);

@@ -155,6 +155,9 @@ tui_render_hidden(const struct pane_cell *c)
 
 struct tui_screen {
 	SCREEN *sp;
+	FILE *in;             /* the terminal's descriptors, owned */
+	FILE *out;
+	int outfd;
 	bool color;
 	int ncolors;
 	attr_t style_attr[TUI_STYLE_COUNT];
@@ -264,18 +267,18 @@ tui_screen_locale(void)
 
 /* Turns the terminal's mouse reporting and bracketed paste on or off. */
 static void
-tui_screen_modes(bool on)
+tui_screen_modes(struct tui_screen *scr, bool on)
 {
 	static const char enable[] = "\033[?1000h\033[?1002h\033[?1006h"
 	    "\033[?2004h";
 	static const char disable[] = "\033[?2004l\033[?1006l\033[?1002l"
 	    "\033[?1000l";
 
-	fflush(stdout);
+	fflush(scr->out);
 	if (on) /* raw: constant mode sequences */
-		util_write_all(STDOUT_FILENO, enable, sizeof enable - 1);
+		util_write_all(scr->outfd, enable, sizeof enable - 1);
 	else /* raw: constant mode sequences */
-		util_write_all(STDOUT_FILENO, disable, sizeof disable - 1);
+		util_write_all(scr->outfd, disable, sizeof disable - 1);
 }
 
 /* The screen in use, so that an exit from anywhere gives the terminal back. */
@@ -287,33 +290,31 @@ static void
 tui_screen_atexit(void)
 {
 	if (tui_screen_current != NULL) {
+		set_term(tui_screen_current->sp);
 		endwin();
-		tui_screen_modes(false);
+		tui_screen_modes(tui_screen_current, false);
 	}
 }
 
 struct tui_screen *
 tui_screen_open(bool color, char **cause)
 {
-	static bool registered;
-	struct tui_screen *scr;
-	const char *term = getenv("TERM");
+	int in, out;
 
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		*cause = xstrdup("the dashboard needs a terminal; run "
 		    "'agentmux run' for a command without one");
 		return NULL;
 	}
-	tui_screen_locale();
-	scr = xcalloc(1, sizeof *scr);
-	if ((scr->sp = newterm(term, stdout, stdin)) == NULL) {
-		*cause = xprintf("cannot use terminal type '%s'; set TERM to "
-		    "one this system knows (e.g. xterm-256color)",
-		    term != NULL ? term : "");
-		free(scr);
-		return NULL;
-	}
-	set_term(scr->sp);
+	if ((in = dup(STDIN_FILENO)) == -1 || (out = dup(STDOUT_FILENO)) == -1)
+		fatal("dup");
+	return tui_screen_open_fds(in, out, getenv("TERM"), color, cause);
+}
+
+/* Curses' modes for the dashboard, on the screen just made. */
+static void
+tui_screen_setup(struct tui_screen *scr, bool color)
+{
 	raw();
 	noecho();
 	nonl();
@@ -340,13 +341,59 @@ tui_screen_open(bool color, char **cause)
 	refresh();
 	endwin();
 	refresh();
-	tui_screen_modes(true);
+}
+
+struct tui_screen *
+tui_screen_open_fds(int infd, int outfd, const char *term, bool color,
+    char **cause)
+{
+	static bool registered;
+	struct tui_screen *scr;
+
+	if (!isatty(infd) || !isatty(outfd)) {
+		*cause = xstrdup("the dashboard needs a terminal; run "
+		    "'agentmux run' for a command without one");
+		close(infd);
+		close(outfd);
+		return NULL;
+	}
+	tui_screen_locale();
+	scr = xcalloc(1, sizeof *scr);
+	scr->outfd = outfd;
+	if ((scr->in = fdopen(infd, "r")) == NULL ||
+	    (scr->out = fdopen(outfd, "w")) == NULL)
+		fatal("fdopen");
+	if ((scr->sp = newterm(term, scr->out, scr->in)) == NULL) {
+		*cause = xprintf("cannot use terminal type '%s'; set TERM to "
+		    "one this system knows (e.g. xterm-256color)",
+		    term != NULL ? term : "");
+		fclose(scr->in);
+		fclose(scr->out);
+		free(scr);
+		return NULL;
+	}
+	set_term(scr->sp);
+	tui_screen_setup(scr, color);
+	tui_screen_modes(scr, true);
 	tui_screen_current = scr;
 	if (!registered) {
 		atexit(tui_screen_atexit);
 		registered = true;
 	}
 	return scr;
+}
+
+int
+tui_screen_infd(const struct tui_screen *scr)
+{
+	return fileno(scr->in);
+}
+
+void
+tui_screen_write(struct tui_screen *scr, const void *data, size_t len)
+{
+	fflush(scr->out);
+	util_write_all(scr->outfd, data, len);
 }
 
 void
@@ -356,16 +403,20 @@ tui_screen_close(struct tui_screen *scr)
 
 	if (scr == NULL)
 		return;
-	tui_screen_current = NULL;
+	if (tui_screen_current == scr)
+		tui_screen_current = NULL;
+	set_term(scr->sp);
 	curs_set(1);
 	endwin();
 	se = tigetstr("Ss");
 	if (scr->shape > 0 && se != NULL && se != (char *)-1 &&
 	    (se = tiparm(se, 0)) != NULL)
 		/* raw: terminfo's Ss with 0, no text of a pane's */
-		util_write_all(STDOUT_FILENO, se, strlen(se));
-	tui_screen_modes(false);
+		util_write_all(scr->outfd, se, strlen(se));
+	tui_screen_modes(scr, false);
 	delscreen(scr->sp);
+	fclose(scr->in);
+	fclose(scr->out);
 	free(scr->line);
 	free(scr);
 }
@@ -382,9 +433,10 @@ tui_screen_resize(struct tui_screen *scr)
 {
 	struct winsize ws;
 
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
+	if (ioctl(scr->outfd, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
 	    ws.ws_col == 0)
 		return;
+	set_term(scr->sp);
 	resizeterm(ws.ws_row, ws.ws_col);
 	scr->invalid = true;
 }
@@ -392,7 +444,8 @@ tui_screen_resize(struct tui_screen *scr)
 void
 tui_screen_invalidate(struct tui_screen *scr)
 {
-	scr->invalid = true;
+	if (scr != NULL)
+		scr->invalid = true;
 }
 
 int
@@ -716,6 +769,7 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 void
 tui_screen_flush(struct tui_screen *scr)
 {
+	set_term(scr->sp);
 	if (scr->invalid) {
 		clearok(curscr, TRUE);
 		scr->invalid = false;
@@ -723,7 +777,7 @@ tui_screen_flush(struct tui_screen *scr)
 	refresh();
 	if (scr->pending[0] != '\0') {
 		/* raw: terminfo's Ss with a shape of 0-6 (pane_vtseq) */
-		util_write_all(STDOUT_FILENO, scr->pending, strlen(scr->pending));
+		util_write_all(scr->outfd, scr->pending, strlen(scr->pending));
 		scr->pending[0] = '\0';
 	}
 }

@@ -70,8 +70,10 @@ tui_requests_event(struct tui *t, struct tui_pane *wp,
 	struct request **slot = tui_req_find(t, wp->id, sr);
 	bool was_done = slot != NULL && (*slot)->done;
 
-	if (slot == NULL)
+	if (slot == NULL) {
 		slot = tui_req_add(t);
+		wp->requests++;
+	}
 	/* The panel keeps the record as it is now, without its bodies. */
 	request_free(*slot);
 	*slot = request_copy(sr, false);
@@ -79,6 +81,7 @@ tui_requests_event(struct tui *t, struct tui_pane *wp,
 	if (sr->done && !was_done && sr->decision != NULL &&
 	    strcmp(sr->decision, "deny") == 0) {
 		t->denied++;
+		wp->denials++;
 		tui_redraw(t);
 	}
 	if (tui_view_top(t) == TUI_VIEW_REQUESTS)

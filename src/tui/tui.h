@@ -117,6 +117,7 @@ enum tui_action {
 	TUI_ACT_PASTE,
 	TUI_ACT_HELP,
 	TUI_ACT_QUIT,
+	TUI_ACT_DETACH,
 	TUI_ACT_SEND_PREFIX,
 	TUI_ACT_REDRAW,
 };
@@ -225,14 +226,54 @@ struct tui_opts {
 	char *const *command;     /* NULL: the agent's */
 };
 
+struct tui;
+
 /**
- * Runs the dashboard on BASE until the user quits: takes over the
- * terminal and starts the first session with OPTS. Every session has
- * ended when it returns. Returns the exit code, or -1 with *CAUSE if it
- * could not start at all.
+ * The dashboard's sessions and one view of them, on BASE, with no
+ * terminal yet; free with tui_free, which ends its sessions' panes.
  */
-int tui_dashboard(struct event_base *base, struct session_ctx *ctx,
-    const struct tui_opts *opts, char **cause);
+struct tui *tui_create(struct event_base *base, struct session_ctx *ctx);
+void tui_free(struct tui *);
+/** Starts a session with OPTS (focused if FOCUS): its number, or -1 with *CAUSE. */
+int64_t tui_start(struct tui *, const struct tui_opts *opts, bool focus,
+    char **cause);
+/** Shows session ID in the focused place; -1 with *CAUSE if there is none. */
+int tui_focus(struct tui *, int64_t id, char **cause);
+/** Closes every session, then ends the loop (as the quit key does). */
+void tui_end(struct tui *);
+/**
+ * Draws on the terminal INFD/OUTFD (owned from now on, closed on failure)
+ * of type TERM, and reads its keys; a terminal attached before is let go.
+ */
+int tui_attach(struct tui *, int infd, int outfd, const char *term,
+    bool color, char **cause);
+/** Lets the terminal go (its modes restored); the sessions keep running. */
+void tui_detach(struct tui *);
+bool tui_attached(const struct tui *);
+/**
+ * CB(ARG, WHY) is called once the dashboard let its terminal go by itself
+ * (the detach key, or the terminal went away).
+ */
+void tui_set_detach_cb(struct tui *, void (*cb)(void *, const char *),
+    void *arg);
+/* tui-cmds.c: what the server's commands do */
+/** The sessions, a line each (or JSON): number, agent, project, state, age, requests, denials, prompts; caller frees. */
+char *tui_list(struct tui *, bool json);
+/** Closes session ID (as the close key does); -1 with *CAUSE. */
+int tui_kill(struct tui *, int64_t id, char **cause);
+/** Types WORDS into session ID: tmux key names (Enter, C-c) unless LITERAL; -1 with *CAUSE. */
+int tui_send(struct tui *, int64_t id, char *const *words, bool literal,
+    char **cause);
+/** MSG in the status bar for a while (a warning logged, say). */
+void tui_notice(struct tui *, bool alert, const char *msg);
+/** The attached terminal changed size. */
+void tui_resize(struct tui *);
+size_t tui_sessions_running(const struct tui *);
+size_t tui_sessions(const struct tui *);
+/** What the dashboard ends with, once the user quit (0, or 128 + a signal). */
+int tui_exit_code(const struct tui *);
+/** What sessions run here left to review, as lines to print; NULL if none. */
+char *tui_left_to_review(struct tui *);
 
 /* ---- drawing (tui-render.c) ---- */
 
@@ -276,6 +317,16 @@ struct tui_screen;
  * terminal cannot be used.
  */
 struct tui_screen *tui_screen_open(bool color, char **cause);
+/**
+ * The same on the terminal INFD (keys) and OUTFD (drawing) of type TERM,
+ * which it owns from now on (closed on failure too).
+ */
+struct tui_screen *tui_screen_open_fds(int infd, int outfd, const char *term,
+    bool color, char **cause);
+/** The descriptor keys come from (borrowed). */
+int tui_screen_infd(const struct tui_screen *);
+/** Writes raw bytes to the terminal, after what curses has queued. */
+void tui_screen_write(struct tui_screen *, const void *data, size_t len);
 /** Gives the terminal back as it was; NULL is a no-op. */
 void tui_screen_close(struct tui_screen *);
 void tui_screen_size(const struct tui_screen *, unsigned *sx, unsigned *sy);

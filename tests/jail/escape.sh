@@ -140,6 +140,13 @@ network() {
 		blocked "connect to the host's address" "$E" tcp "$ip" "$port"
 	fi
 	blocked "connect to a host unix socket" "$E" unix "$T/host.sock"
+	# The agentmux server (which owns every jail) is out of every jail's reach.
+	"$AMX" new -d -C "$P" -- sleep 300 >/dev/null 2>&1 || bad "no agentmux server started"
+	[ -S "$XDG_RUNTIME_DIR/agentmux/default" ] || bad "the agentmux server has no socket"
+	blocked "connect to the agentmux server" "$E" unix "$XDG_RUNTIME_DIR/agentmux/default"
+	blocked "read the agentmux server's pid file" "$E" read "$XDG_RUNTIME_DIR/agentmux/default.pid"
+	"$AMX" kill-server >/dev/null 2>&1 || bad "kill-server failed"
+	for _ in $(seq 200); do [ -e "$XDG_RUNTIME_DIR/agentmux/default.pid" ] || break; sleep 0.05; done
 	blocked "connect to a host abstract socket" "$E" abstract "$ABSTRACT"
 	blocked "resolve a name (to anything real)" "$E" resolve example.com
 	works "resolve localhost" "$E" resolve localhost

@@ -148,6 +148,7 @@ echo "copy: a mouse drag copies; a paste is bracketed only when the program aske
 # ---- [ui] clipboard = no: the copy goes to the paste buffer only.
 tmux -L "$SOCK" set-buffer 'untouched'
 printf '[ui]\nclipboard = no\n' >"$XDG_CONFIG_HOME/agentmux/config"
+stop_server || fail "the agentmux server did not end"
 tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
 	"$AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not restart agentmux"
 wait_for '[0-9]+:shell\* running' || fail "no status bar with clipboard = no"

@@ -62,8 +62,8 @@ wait_for '│' || fail "unzooming did not bring the split back"
 
 # The project diff shows what the session changed.
 keys 'echo changed >new-file.txt' Enter
-prefix d
-wait_for 'project diff' || fail "prefix d did not open the project diff"
+prefix D
+wait_for 'project diff' || fail "prefix D did not open the project diff"
 wait_for 'new-file.txt' || fail "the project diff does not show the new file"
 escape
 wait_gone 'project diff' || fail "the diff view did not close"

@@ -25,8 +25,10 @@ prefix '?'
 wait_for 'new session' || fail "escape_time = 0: the prefix after ESC was not the prefix"
 escape
 wait_gone 'new session' || fail "the key list did not close"
-# A server of its own for the second dashboard (cleanup ends the last one).
+# A tmux and an agentmux server of their own for the second dashboard
+# (cleanup ends the last ones): the server reads the config.
 tmux -L "$SOCK" kill-server 2>/dev/null
+stop_server || fail "the first agentmux server did not end"
 SOCK=$SOCK-long
 
 # ---- escape_time = 10000: ESC then the prefix a second later is Alt+prefix ----

@@ -84,8 +84,8 @@ escape
 escape
 
 # The project diff: names and content from the jail.
-prefix d
-wait_for 'project diff' || fail "prefix d did not open the project diff"
+prefix D
+wait_for 'project diff' || fail "prefix D did not open the project diff"
 wait_for 'PWNED' 30 || fail "the project diff does not show the hostile names or content"
 wait_for '\\033]2;PWNED' || fail "the project diff does not show the escape sequences escaped"
 screen_clean "the project diff"

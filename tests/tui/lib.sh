@@ -7,7 +7,8 @@ command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77
 SOCK=amx-dash-$$
 T=$(mktemp -d /tmp/amx-dash.XXXXXX) || exit 1
 chmod 755 "$T"
-export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" XDG_RUNTIME_DIR="$T/run"
+export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" XDG_RUNTIME_DIR="$T/run" \
+	XDG_STATE_HOME="$T/state"
 mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 P="$T/proj"
@@ -16,19 +17,45 @@ mkdir -p "$P"
 	echo hi >README && git add README && git commit -qm init) || exit 1
 UPID=
 
+# server_pid [NAME]: the pid of this test's agentmux server (NAME: default), or nothing.
+server_pid() {
+	cat "$XDG_RUNTIME_DIR/agentmux/${1:-default}.pid" 2>/dev/null
+}
+
+# stop_server [NAME]: ends this test's server (SIGTERM: its sessions close) and waits for it, so that the next dashboard starts one with the config as it is now.
+stop_server() {
+	_sp=$(server_pid "$@")
+	[ -n "$_sp" ] || return 0
+	kill -TERM "$_sp" 2>/dev/null
+	_i=0
+	while kill -0 "$_sp" 2>/dev/null && [ $_i -lt 200 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	! kill -0 "$_sp" 2>/dev/null
+}
+
 cleanup() {
 	# The dashboard writes its sessions' ends as it goes: wait (bounded)
-	# for the panes' processes, or they write into $T after it is removed.
+	# for the panes' processes and the server (which outlives its
+	# clients), or they write into $T after it is removed.
 	_pids=$(tmux -L "$SOCK" list-panes -a -F '#{pane_pid}' 2>/dev/null)
 	tmux -L "$SOCK" kill-server 2>/dev/null
 	[ -n "$UPID" ] && kill "$UPID" 2>/dev/null
+	# This test's servers: its own, and those of users it ran as ($T/*/run).
+	for _f in "$XDG_RUNTIME_DIR"/agentmux/*.pid "$T"/*/run/agentmux/*.pid; do
+		[ -f "$_f" ] || continue
+		_s=$(cat "$_f")
+		kill -TERM "$_s" 2>/dev/null && _pids="$_pids $_s"
+	done
 	for _p in $_pids; do
 		_i=0
-		while kill -0 "$_p" 2>/dev/null && [ $_i -lt 100 ]; do
+		while kill -0 "$_p" 2>/dev/null && [ $_i -lt 160 ]; do
 			sleep 0.05
 			_i=$((_i + 1))
 		done
 	done
+	[ -n "${_s:-}" ] && kill -KILL "$_s" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -84,7 +111,8 @@ start_dashboard() {
 	tmux -L "$SOCK" -u -f /dev/null new-session -d -x "${DASH_SX:-160}" \
 		-y "${DASH_SY:-45}" -c "$P" \
 		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
-		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
+		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+		-e "TERM=xterm-256color" \
 		"$AGENTMUX $*; echo DASHBOARD-EXITED-\$?; sleep 60" ||
 		fail "tmux could not start agentmux"
 }

@@ -131,8 +131,30 @@ grep -q "^allow = 127.0.0.1:$PORT GET /one" "$XDG_CONFIG_HOME/agentmux/config" |
 escape
 escape
 escape
+
+# Detached: a prompt raised meanwhile waits (agentmux ls shows it, its
+# countdown running) and is answered after reattaching.
+keys "clear; sleep 2; curl -s $URL/four; echo; echo curl-done-\$((2+2))" Enter
+prefix d
+wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
+i=0
+until "$AGENTMUX" ls | grep -q ", waiting, .*, 1 prompts waiting$"; do
+	[ $i -lt 50 ] || fail "ls does not show the prompt raised while detached: $("$AGENTMUX" ls)"
+	sleep 0.1
+	i=$((i + 1))
+done
+grep -q '/four' "$SEEN" && fail "the request reached the server while nobody was attached"
+tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
+	"$AGENTMUX attach; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not reattach"
+wait_for "1/1 [0-9][0-9]*:shell .*127\\.0\\.0\\.1:$PORT" || fail "the prompt is not shown after reattaching"
+prefix a
+wait_for 'allow once' || fail "the reattached prompt did not take the focus"
+keys a
+wait_for 'curl-done-4' || fail "curl did not finish after the answer"
+grep -q 'served /four' "$SEEN" || fail "allow once after reattaching did not let the request through"
+
 prefix q
 wait_for 'Quit\?' || fail "quitting did not ask"
 keys y
 wait_for 'DASHBOARD-EXITED-0' || fail "the dashboard did not exit"
-echo "prompts: allow once, deny once, timeout, requests panel"
+echo "prompts: allow once, deny once, timeout, requests panel, answered after reattaching"

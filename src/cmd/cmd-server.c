@@ -1,0 +1,104 @@
+/* The server's commands: ls, new, kill, kill-server, send, each one message to the running server. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/core.h"
+#include "server/server.h"
+
+/* Sends KV to the server (started with the config if START); prints its answer. */
+static int
+cmd_server_send(struct cli_args *args, struct strv *kv, bool start)
+{
+	struct config *cf = NULL;
+	char *cause = NULL;
+	int rc;
+
+	if (start && (cf = cli_load_config()) == NULL)
+		return 1;
+	if ((rc = server_client_command(cli_get(args, "socket-name"), cf,
+	    kv->v, &cause)) == -1) {
+		cli_error("%s", cause);
+		rc = 1;
+	}
+	free(cause);
+	config_free(cf);
+	strv_free(kv);
+	return rc;
+}
+
+int
+cmd_ls(struct cli_args *args)
+{
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=ls");
+	if (cli_has(args, "json"))
+		strv_add(&kv, "JSON=1");
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_kill_server(struct cli_args *args)
+{
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=kill-server");
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_kill(struct cli_args *args)
+{
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=kill");
+	strv_addf(&kv, "ID=%s", args->argv[0]);
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_send(struct cli_args *args)
+{
+	struct strv kv;
+	int i;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=send");
+	strv_addf(&kv, "ID=%s", args->argv[0]);
+	if (cli_has(args, "literal"))
+		strv_add(&kv, "LITERAL=1");
+	for (i = 1; i < args->argc; i++)
+		strv_addf(&kv, "ARG=%s", args->argv[i]);
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_new(struct cli_args *args)
+{
+	struct server_hello h = { 0 };
+	struct config *cf;
+	char *cause = NULL;
+	int rc;
+
+	h.name = cli_get(args, "socket-name");
+	h.agent = cli_get(args, "agent");
+	h.dir = cli_get(args, "dir");
+	h.detached = cli_has(args, "detached");
+	h.new_session = true;
+	if (args->argc > 0)
+		h.command = args->argv;
+	if ((cf = cli_load_config()) == NULL)
+		return 1;
+	if ((rc = server_client_attach(cf, &h, &cause)) == -1) {
+		cli_error("%s", cause);
+		rc = 1;
+	}
+	free(cause);
+	config_free(cf);
+	return rc;
+}

@@ -1,0 +1,350 @@
+/* The client: finds (or starts) the server, hands it this terminal, forwards its size, waits to be let go. */
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "server-int.h"
+#include "server.h"
+
+/* How long a client waits for a server it started to answer. */
+#define SERVER_START_TRIES 50
+
+static volatile sig_atomic_t server_client_winch;
+
+static void
+server_client_sigwinch(int sig)
+{
+	server_client_winch = 1;
+}
+
+static int
+server_client_connect(const struct sockaddr_un *sun)
+{
+	int fd;
+
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	if (connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Forks the server on the listening socket LFD: it is nobody's child and has no terminal. */
+static int
+server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
+    const char *name, char **cause)
+{
+	pid_t pid;
+	int status;
+
+	switch ((pid = fork())) {
+	case -1:
+		*cause = xprintf("cannot start the server: fork: %s",
+		    strerror(errno));
+		return -1;
+	case 0:
+		close(lockfd);
+		if (setsid() == -1 || (pid = fork()) == -1)
+			_exit(1);
+		if (pid != 0)
+			_exit(0);
+		server_main(lfd, dirfd, cf, name);
+	default:
+		break;
+	}
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	return 0;
+}
+
+/* Starts the server (under a lock, so two clients do not both): its socket is bound here. */
+static int
+server_client_start(int dirfd, const struct sockaddr_un *sun,
+    struct config *cf, const char *name, char **cause)
+{
+	char *lock = xprintf("%s.lock", name);
+	int lockfd, lfd = -1, fd = -1;
+
+	lockfd = openat(dirfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	free(lock);
+	if (lockfd == -1 || flock(lockfd, LOCK_EX) == -1) {
+		*cause = xprintf("cannot lock the server's socket directory: "
+		    "%s", strerror(errno));
+		goto out;
+	}
+	/* Another client may have started it meanwhile. */
+	if ((fd = server_client_connect(sun)) != -1)
+		goto out;
+	/* A socket nobody listens on is a dead server's. */
+	unlinkat(dirfd, name, 0);
+	if ((lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(lfd, (const struct sockaddr *)sun, sizeof *sun) == -1 ||
+	    listen(lfd, 16) == -1) {
+		*cause = xprintf("cannot listen on the server's socket: %s",
+		    strerror(errno));
+		goto out;
+	}
+	if (server_client_fork(lfd, dirfd, lockfd, cf, name, cause) == 0 &&
+	    (fd = server_client_connect(sun)) == -1)
+		*cause = xprintf("cannot connect to the server just started: "
+		    "%s", strerror(errno));
+out:
+	if (lfd != -1)
+		close(lfd);
+	if (lockfd != -1)
+		close(lockfd);
+	return fd;
+}
+
+/* Connects to server NAME, starting it with CF if none runs; -1 with *CAUSE. */
+static int
+server_client_open(const char *name, struct config *cf, char **cause)
+{
+	struct sockaddr_un sun;
+	int dirfd, fd;
+
+	if ((dirfd = server_sock_dir(name, &sun, cause)) == -1)
+		return -1;
+	name = server_sock_name(name, cause);
+	if ((fd = server_client_connect(&sun)) == -1) {
+		if (errno != ENOENT && errno != ECONNREFUSED)
+			*cause = xprintf("cannot connect to the server: %s",
+			    strerror(errno));
+		else if (cf != NULL)
+			fd = server_client_start(dirfd, &sun, cf, name, cause);
+		else
+			*cause = xprintf("no server is running (%s)", name);
+	}
+	close(dirfd);
+	return fd;
+}
+
+/* The hello: what the server needs of this terminal and what to start. */
+static void
+server_client_hello(const struct server_hello *h, struct buf *b)
+{
+	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
+	    "NO_COLOR", "COLORTERM" };
+	char cwd[PATH_MAX], *dir;
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < nitems(env); i++) {
+		if ((v = getenv(env[i])) != NULL)
+			buf_printf(b, "%s=%s%c", env[i], v, '\0');
+	}
+	if (getcwd(cwd, sizeof cwd) != NULL)
+		buf_printf(b, "CWD=%s%c", cwd, '\0');
+	if (h->new_session)
+		buf_printf(b, "NEW=1%c", '\0');
+	if (h->target != NULL)
+		buf_printf(b, "ID=%s%c", h->target, '\0');
+	if (h->agent != NULL)
+		buf_printf(b, "AGENT=%s%c", h->agent, '\0');
+	if (h->dir != NULL) {
+		/* The server's own directory is /: a relative one is ours. */
+		dir = h->dir[0] == '/' ? xstrdup(h->dir) :
+		    xprintf("%s/%s", cwd, h->dir);
+		buf_printf(b, "DIR=%s%c", dir, '\0');
+		free(dir);
+	}
+	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
+		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
+}
+
+/* What the server's exit message says; the exit code. */
+static int
+server_client_exit(const struct buf *b)
+{
+	int32_t code;
+
+	if (b->len < sizeof code)
+		return 1;
+	memcpy(&code, b->data, sizeof code);
+	if (b->len == sizeof code)
+		return code;
+	/* raw: the server's own text; it quoted the sessions' fields */
+	fwrite(b->data + sizeof code, 1, b->len - sizeof code,
+	    code == 0 ? stdout : stderr);
+	return code;
+}
+
+/*
+ * The server died without giving the terminal back: its modes as they
+ * were before, the main screen, the cursor, no mouse or bracketed paste.
+ */
+static void
+server_client_restore(const struct termios *tio)
+{
+	/* Constant xterm mode sequences: what the dashboard turned on. */
+	static const char reset[] = "\033[?2004l\033[?1006l\033[?1002l"
+	    "\033[?1000l\033[?1049l\033[?25h\r\n";
+
+	if (tio == NULL)
+		return;
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, tio);
+	/* raw: constant mode sequences */
+	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
+}
+
+/* Waits for the server to let this client go, telling it of every resize. */
+static int
+server_client_wait(int fd, const struct termios *tio, char **cause)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	sigset_t block, old;
+	struct buf b;
+	uint32_t version;
+	int fds[SERVER_MSG_FDS], nfds, type, i;
+	char *log;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	signal(SIGWINCH, server_client_sigwinch);
+	buf_init(&b);
+	for (;;) {
+		if (server_client_winch) {
+			server_client_winch = 0;
+			server_msg_send(fd, SERVER_MSG_RESIZE, NULL, 0, NULL, 0);
+		}
+		if (ppoll(&pfd, 1, NULL, &old) == -1 && errno == EINTR)
+			continue;
+		buf_reset(&b);
+		type = server_msg_recv(fd, &b, &version, fds, &nfds);
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (type == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (version != 0) {
+			*cause = xprintf("the running agentmux server speaks "
+			    "protocol %u, this agentmux %d: end it with "
+			    "'agentmux kill-server' (its sessions end too) or "
+			    "start another with -L NAME", version,
+			    SERVER_PROTOCOL);
+			break;
+		}
+		if (type == SERVER_MSG_EXIT) {
+			i = server_client_exit(&b);
+			buf_free(&b);
+			return i;
+		}
+		if (type <= 0) {
+			server_client_restore(tio);
+			log = server_log_path();
+			*cause = xprintf("lost the server; its log is %s", log);
+			free(log);
+			break;
+		}
+	}
+	buf_free(&b);
+	return -1;
+}
+
+/* new -d: the session starts in the server; this terminal stays as it is. */
+static int
+server_client_new(struct config *cf, const struct server_hello *h,
+    char **cause)
+{
+	struct buf b;
+	struct strv kv;
+	size_t at = 0, n;
+	int rc;
+
+	buf_init(&b);
+	server_client_hello(h, &b);
+	strv_init(&kv);
+	strv_add(&kv, "CMD=new");
+	while (at < b.len) {
+		n = strlen(b.data + at);
+		strv_add(&kv, b.data + at);
+		at += n + 1;
+	}
+	rc = server_client_command(h->name, cf, kv.v, cause);
+	strv_free(&kv);
+	buf_free(&b);
+	return rc;
+}
+
+int
+server_client_attach(struct config *cf, const struct server_hello *h,
+    char **cause)
+{
+	struct sockaddr_un sun;
+	struct termios tio;
+	struct buf b;
+	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, rc;
+
+	/* A directory that is not right is said first, terminal or not. */
+	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
+		return -1;
+	close(fd);
+	if (h->detached)
+		return server_client_new(cf, h, cause);
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		*cause = xstrdup("the dashboard needs a terminal; run "
+		    "'agentmux run' for a command without one");
+		return -1;
+	}
+	if ((fd = server_client_open(h->name, cf, cause)) == -1)
+		return -1;
+	if (tcgetattr(STDIN_FILENO, &tio) == -1)
+		fatal("tcgetattr");
+	buf_init(&b);
+	server_client_hello(h, &b);
+	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
+	    -1) {
+		*cause = xprintf("cannot talk to the server: %s",
+		    strerror(errno));
+		rc = -1;
+	} else
+		rc = server_client_wait(fd, &tio, cause);
+	buf_free(&b);
+	close(fd);
+	return rc;
+}
+
+int
+server_client_command(const char *name, struct config *cf, char *const *kv,
+    char **cause)
+{
+	struct termios tio;
+	struct buf b;
+	size_t i;
+	int fd, rc;
+
+	if ((fd = server_client_open(name, cf, cause)) == -1)
+		return -1;
+	buf_init(&b);
+	for (i = 0; kv[i] != NULL; i++)
+		buf_add(&b, kv[i], strlen(kv[i]) + 1);
+	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, NULL, 0) ==
+	    -1) {
+		*cause = xprintf("cannot talk to the server: %s",
+		    strerror(errno));
+		rc = -1;
+	} else {
+		/* No terminal of ours is the server's to leave in a mode. */
+		rc = tcgetattr(STDIN_FILENO, &tio) == 0 ?
+		    server_client_wait(fd, &tio, cause) :
+		    server_client_wait(fd, NULL, cause);
+	}
+	buf_free(&b);
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,562 @@
+/* The server's process: it owns the event loop, the sessions and the dashboard, and takes clients' terminals. */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "core/core.h"
+#include "session/session.h"
+#include "server-int.h"
+#include "server.h"
+#include "tui/tui.h"
+
+/* A server with no session and no client ends; one just started waits this long for its first client. */
+#define SERVER_GRACE_US (10 * 1000 * 1000)
+#define SERVER_CLIENTS_MAX 64
+
+struct server;
+
+/* One connection from a client. */
+struct server_client {
+	struct server *sv;
+	int fd;
+	struct event *ev;
+	pid_t pid;
+	bool attached;            /* its terminal is the dashboard's */
+};
+
+struct server {
+	struct event_base *base;
+	struct session_ctx *ctx;
+	struct tui *t;
+	int lfd;
+	struct event *accept_ev;
+	struct event *check_ev;
+	struct server_client *clients[SERVER_CLIENTS_MAX];
+	size_t nclients;
+	int64_t started_us;
+};
+
+static void
+server_client_free(struct server_client *c)
+{
+	struct server *sv = c->sv;
+	size_t i;
+
+	for (i = 0; i < sv->nclients; i++) {
+		if (sv->clients[i] == c) {
+			sv->clients[i] = sv->clients[--sv->nclients];
+			break;
+		}
+	}
+	event_free(c->ev);
+	close(c->fd);
+	free(c);
+}
+
+/* Ends the server once nothing is left for it to do. */
+static void
+server_check(struct server *sv)
+{
+	if (sv->nclients > 0 || tui_sessions_running(sv->t) > 0)
+		return;
+	if (util_mono_us() - sv->started_us < SERVER_GRACE_US)
+		return;
+	log_info("no sessions and no clients: the server ends");
+	event_base_loopexit(sv->base, NULL);
+}
+
+static void
+server_check_cb(evutil_socket_t fd, short what, void *arg)
+{
+	server_check(arg);
+}
+
+/* What a detached client prints. */
+static char *
+server_detached_text(struct server *sv)
+{
+	size_t n = tui_sessions_running(sv->t);
+
+	return xprintf("[detached (from agentmux, %zu session%s running)]\n",
+	    n, n == 1 ? "" : "s");
+}
+
+/* Tells client C to exit with CODE and TEXT, and lets it go. */
+static void
+server_client_exit(struct server_client *c, int code, const char *text)
+{
+	if (server_msg_exit(c->fd, code, text) == -1)
+		log_warn("cannot tell client %ld to exit", (long)c->pid);
+	server_client_free(c);
+}
+
+static struct server_client *
+server_attached(struct server *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nclients; i++) {
+		if (sv->clients[i]->attached)
+			return sv->clients[i];
+	}
+	return NULL;
+}
+
+/* The dashboard let its terminal go (the detach key, or a hang-up). */
+static void
+server_detached_cb(void *arg, const char *why)
+{
+	struct server *sv = arg;
+	struct server_client *c = server_attached(sv);
+	char *text;
+
+	if (c == NULL)
+		return;
+	if (why != NULL)
+		log_info("client %ld detached: %s", (long)c->pid, why);
+	text = server_detached_text(sv);
+	server_client_exit(c, 0, text);
+	free(text);
+	server_check(sv);
+}
+
+/* The value of KEY in a hello's KEY=VALUE strings, or NULL. */
+static const char *
+server_hello_get(const struct strv *kv, const char *key)
+{
+	size_t i, n = strlen(key);
+
+	for (i = 0; i < kv->n; i++) {
+		if (strncmp(kv->v[i], key, n) == 0 && kv->v[i][n] == '=')
+			return kv->v[i] + n + 1;
+	}
+	return NULL;
+}
+
+/* The ARG=s of a hello, in order. */
+static void
+server_hello_args(const struct strv *kv, struct strv *argv)
+{
+	size_t i;
+
+	for (i = 0; i < kv->n; i++) {
+		if (strncmp(kv->v[i], "ARG=", 4) == 0)
+			strv_add(argv, kv->v[i] + 4);
+	}
+}
+
+/* Starts the session a hello asks for: its number, or -1 with *CAUSE. */
+static int64_t
+server_hello_start(struct server *sv, const struct strv *kv, bool focus,
+    char **cause)
+{
+	struct tui_opts o = { 0 };
+	struct strv argv;
+	int64_t rc;
+
+	strv_init(&argv);
+	server_hello_args(kv, &argv);
+	o.agent = server_hello_get(kv, "AGENT");
+	if ((o.dir = server_hello_get(kv, "DIR")) == NULL)
+		o.dir = server_hello_get(kv, "CWD");
+	if (argv.n > 0)
+		o.command = argv.v;
+	rc = tui_start(sv->t, &o, focus, cause);
+	strv_free(&argv);
+	return rc;
+}
+
+/* Session number ID= of a command; -1 with *CAUSE. */
+static int64_t
+server_command_id(const struct strv *kv, char **cause)
+{
+	const char *v = server_hello_get(kv, "ID");
+	long long id;
+	char *end;
+
+	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0') {
+		*cause = xprintf("'%s' is not a session number; 'agentmux ls' "
+		    "lists them", v != NULL ? v : "");
+		return -1;
+	}
+	return id;
+}
+
+/* Runs command CMD=; *TEXT gets what the client prints. 0, or -1 with *CAUSE. */
+static int
+server_command_run(struct server *sv, const struct strv *kv, char **text,
+    char **cause)
+{
+	const char *cmd = server_hello_get(kv, "CMD");
+	struct strv argv;
+	int64_t id;
+	int rc;
+
+	if (strcmp(cmd, "ls") == 0) {
+		*text = tui_list(sv->t, server_hello_get(kv, "JSON") != NULL);
+		return 0;
+	}
+	if (strcmp(cmd, "kill-server") == 0) {
+		tui_end(sv->t);
+		return 0;
+	}
+	if (strcmp(cmd, "new") == 0) {
+		if ((id = server_hello_start(sv, kv, false, cause)) == -1)
+			return -1;
+		*text = xprintf("%lld\n", (long long)id);
+		return 0;
+	}
+	if ((id = server_command_id(kv, cause)) == -1)
+		return -1;
+	if (strcmp(cmd, "kill") == 0)
+		return tui_kill(sv->t, id, cause);
+	if (strcmp(cmd, "send") == 0) {
+		strv_init(&argv);
+		server_hello_args(kv, &argv);
+		rc = tui_send(sv->t, id, argv.v != NULL ? argv.v :
+		    (char *[]){ NULL }, server_hello_get(kv, "LITERAL") != NULL,
+		    cause);
+		strv_free(&argv);
+		return rc;
+	}
+	*cause = xprintf("this server knows no command '%s'; it may be older "
+	    "than this agentmux ('agentmux kill-server' ends it)", cmd);
+	return -1;
+}
+
+/* A command from a client that is not attaching: its answer is its exit. */
+static void
+server_command(struct server_client *c, const struct strv *kv)
+{
+	char *text = NULL, *cause = NULL, *msg;
+
+	if (server_command_run(c->sv, kv, &text, &cause) == -1) {
+		msg = xprintf("%s\n", cause);
+		server_client_exit(c, 1, msg);
+		free(msg);
+	} else
+		server_client_exit(c, 0, text);
+	free(text);
+	free(cause);
+}
+
+/* A client's hello: start what it asks, then draw on its terminal. */
+static void
+server_hello(struct server_client *c, const struct strv *kv, int *fds,
+    int *nfds)
+{
+	struct server *sv = c->sv;
+	struct server_client *old;
+	const char *term = server_hello_get(kv, "TERM");
+	const char *nc = server_hello_get(kv, "NO_COLOR");
+	char *cause = NULL, *text;
+	int64_t id;
+
+	if (server_hello_get(kv, "CMD") != NULL) {
+		server_command(c, kv);
+		return;
+	}
+	if (*nfds != 2) {
+		cause = xstrdup("the client sent no terminal");
+		goto fail;
+	}
+	if ((old = server_attached(sv)) != NULL) {
+		/* One view for now: the newest terminal takes it over. */
+		tui_detach(sv->t);
+		text = server_detached_text(sv);
+		server_client_exit(old, 0, text);
+		free(text);
+	}
+	/* The terminal first: one the server cannot draw on starts nothing. */
+	*nfds = 0;
+	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
+	    &cause) == -1)
+		goto fail;
+	c->attached = true;
+	if ((server_hello_get(kv, "NEW") != NULL ||
+	    tui_sessions(sv->t) == 0) &&
+	    server_hello_start(sv, kv, true, &cause) == -1)
+		goto fail;
+	if (server_hello_get(kv, "ID") != NULL &&
+	    ((id = server_command_id(kv, &cause)) == -1 ||
+	    tui_focus(sv->t, id, &cause) == -1))
+		goto fail;
+	log_info("client %ld attached", (long)c->pid);
+	return;
+fail:
+	if (c->attached)
+		tui_detach(sv->t);
+	log_warnx("client %ld: %s", (long)c->pid, cause);
+	text = xprintf("%s\n", cause);
+	server_client_exit(c, 1, text);
+	free(text);
+	free(cause);
+}
+
+/* Splits a hello's payload into its NUL-ended strings. */
+static void
+server_hello_parse(const struct buf *b, struct strv *kv)
+{
+	size_t at = 0, n;
+
+	while (at < b->len) {
+		n = strnlen(b->data + at, b->len - at);
+		if (at + n == b->len)
+			break;    /* not NUL-ended: left out */
+		strv_add(kv, b->data + at);
+		at += n + 1;
+	}
+}
+
+static void
+server_client_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server_client *c = arg;
+	struct server *sv = c->sv;
+	struct strv kv;
+	struct buf b;
+	uint32_t version;
+	int fds[SERVER_MSG_FDS], nfds = 0, type, i;
+	char *text;
+
+	buf_init(&b);
+	type = server_msg_recv(fd, &b, &version, fds, &nfds);
+	if (type == -1 && (errno == EAGAIN || errno == EINTR))
+		goto out;
+	if (type <= 0) {
+		/* Gone (even killed): its view goes, the sessions stay. */
+		if (c->attached)
+			tui_detach(sv->t);
+		server_client_free(c);
+		server_check(sv);
+		goto out;
+	}
+	if (version != 0) {
+		text = xprintf("this agentmux server speaks protocol %d, the "
+		    "client %u: end the server with 'agentmux kill-server' "
+		    "(its sessions end too) or start another with -L NAME\n",
+		    SERVER_PROTOCOL, version);
+		server_client_exit(c, 1, text);
+		free(text);
+		goto out;
+	}
+	switch ((enum server_msg_type)type) {
+	case SERVER_MSG_HELLO:
+		strv_init(&kv);
+		server_hello_parse(&b, &kv);
+		server_hello(c, &kv, fds, &nfds);
+		strv_free(&kv);
+		break;
+	case SERVER_MSG_RESIZE:
+		if (c->attached)
+			tui_resize(sv->t);
+		break;
+	case SERVER_MSG_EXIT:
+		break;
+	}
+out:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	buf_free(&b);
+}
+
+/* Only this user's processes may talk to the server. */
+static bool
+server_peer_ok(int fd, pid_t *pid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1) {
+		log_warn("SO_PEERCRED");
+		return false;
+	}
+	*pid = cr.pid;
+	if (cr.uid != getuid()) {
+		log_warnx("refused a connection from uid %ld (pid %ld): not "
+		    "this server's user", (long)cr.uid, (long)cr.pid);
+		return false;
+	}
+	return true;
+}
+
+static void
+server_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct server *sv = arg;
+	struct server_client *c;
+	pid_t pid;
+	int fd;
+
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) ==
+	    -1) {
+		if (errno != EAGAIN && errno != EINTR)
+			log_warn("accept");
+		return;
+	}
+	if (!server_peer_ok(fd, &pid) || sv->nclients == SERVER_CLIENTS_MAX) {
+		close(fd);
+		return;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->sv = sv;
+	c->fd = fd;
+	c->pid = pid;
+	c->ev = event_new(sv->base, fd, EV_READ | EV_PERSIST, server_client_cb,
+	    c);
+	if (c->ev == NULL)
+		fatalx("cannot create a client's event");
+	event_add(c->ev, NULL);
+	sv->clients[sv->nclients++] = c;
+}
+
+/* Everything logged goes to the log file, with the time; warnings to the status bar too. */
+static void
+server_log_hook(enum log_level level, const char *msg, void *arg)
+{
+	struct server *sv = arg;
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+	    localtime_r(&now, &tm));
+	out_printf(stderr, "%s [%ld] %s\n", when, (long)getpid(), msg);
+	if (level <= LOG_LEVEL_WARN && sv->t != NULL)
+		tui_notice(sv->t, level == LOG_LEVEL_ERROR, msg);
+}
+
+/* Stdout and stderr go to the log; nothing reads stdin. */
+static void
+server_log_open(void)
+{
+	char *path = server_log_path(), *dir = xstrdup(path);
+	int fd;
+
+	*strrchr(dir, '/') = '\0';
+	if (path_mkdir_p(dir, 0700) == -1 ||
+	    (fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd != -1) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) != -1) {
+		dup2(fd, STDIN_FILENO);
+		if (fd > STDIN_FILENO)
+			close(fd);
+	}
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	free(dir);
+	free(path);
+}
+
+/* NAME.pid beside the socket: what scripts (and tests) end the server by. */
+static void
+server_pid_write(int dirfd, const char *name, bool remove)
+{
+	char *file = xprintf("%s.pid", name), *pid;
+	int fd;
+
+	if (remove) {
+		unlinkat(dirfd, file, 0);
+		free(file);
+		return;
+	}
+	fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
+	if (fd != -1) {
+		pid = xprintf("%ld\n", (long)getpid());
+		if (util_write_all(fd, pid, strlen(pid)) == -1)
+			log_warn("cannot write %s", file);
+		free(pid);
+		close(fd);
+	}
+	free(file);
+}
+
+/* The end: every client is told, with what the sessions left to review. */
+static int
+server_finish(struct server *sv)
+{
+	struct server_client *v[SERVER_CLIENTS_MAX];
+	char *text = tui_left_to_review(sv->t);
+	int code = tui_exit_code(sv->t);
+	size_t n = sv->nclients, i;
+
+	tui_detach(sv->t);
+	/* Each one freed takes itself out of the list: a copy is walked. */
+	memcpy(v, sv->clients, n * sizeof *v);
+	for (i = 0; i < n; i++)
+		server_client_exit(v[i], code, text);
+	free(text);
+	return code;
+}
+
+void
+server_main(int lfd, int dirfd, struct config *cf, const char *name)
+{
+	struct server sv = { 0 };
+	struct timeval tv = { 1, 0 };
+	char *cause = NULL;
+	int rc = 1;
+
+	server_log_open();
+	log_set_hook(server_log_hook, &sv);
+	signal(SIGHUP, SIG_IGN);
+	log_info("server %s starts (pid %ld)", name, (long)getpid());
+	server_pid_write(dirfd, name, false);
+	if (chdir("/") == -1)
+		fatal("chdir /");
+	sv.lfd = lfd;
+	sv.started_us = util_mono_us();
+	if ((sv.base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	if ((sv.ctx = session_ctx_create(sv.base, cf, NULL, &cause)) == NULL) {
+		log_warnx("%s", cause);
+		exit(1);
+	}
+	sv.t = tui_create(sv.base, sv.ctx);
+	log_set_hook(server_log_hook, &sv);
+	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
+	util_set_nonblock(lfd);
+	sv.accept_ev = event_new(sv.base, lfd, EV_READ | EV_PERSIST,
+	    server_accept_cb, &sv);
+	sv.check_ev = event_new(sv.base, -1, EV_PERSIST, server_check_cb, &sv);
+	if (sv.accept_ev == NULL || sv.check_ev == NULL)
+		fatalx("cannot create the server's events");
+	event_add(sv.accept_ev, NULL);
+	event_add(sv.check_ev, &tv);
+	event_base_dispatch(sv.base);
+	/* New clients find no server (and start one) from here on. */
+	if (unlinkat(dirfd, name, 0) == -1)
+		log_warn("cannot remove the socket %s", name);
+	server_pid_write(dirfd, name, true);
+	close(dirfd);
+	rc = server_finish(&sv);
+	event_free(sv.accept_ev);
+	event_free(sv.check_ev);
+	close(lfd);
+	tui_free(sv.t);
+	sv.t = NULL;
+	log_set_hook(server_log_hook, &sv);
+	session_ctx_free(sv.ctx);
+	event_base_free(sv.base);
+	config_free(cf);
+	log_info("server %s ends", name);
+	exit(rc);
+}

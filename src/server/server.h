@@ -1,0 +1,49 @@
+/* The server (src/server, above session and tui, below cmd): one per user owns every session; clients hand it their terminals over a unix socket. */
+#ifndef AGENTMUX_SERVER_H
+#define AGENTMUX_SERVER_H
+
+#include <stdbool.h>
+
+struct config;
+
+/* What a client asks of the server. */
+struct server_hello {
+	const char *name;         /* -L NAME; NULL: "default" */
+	bool new_session;         /* start a session even if some run */
+	bool detached;            /* -d: start it, do not attach */
+	const char *agent;        /* NULL: [ui] default_agent, else shell */
+	const char *dir;          /* NULL: the client's current dir */
+	char *const *command;     /* NULL: the agent's */
+	const char *target;       /* attach -t: the session to show, or NULL */
+};
+
+/**
+ * The socket of server NAME (NULL: "default"):
+ * $XDG_RUNTIME_DIR/agentmux/NAME, else /tmp/agentmux-UID/NAME. Its
+ * directory is created 0700 and checked (owner, mode, no symlink).
+ * Caller frees; NULL with *CAUSE.
+ */
+char *server_socket_path(const char *name, char **cause);
+/** $XDG_STATE_HOME/agentmux/server.log (else ~/.local/state/...); caller frees. */
+char *server_log_path(void);
+
+/**
+ * The client: connects to the server (starting it with CF, which the
+ * server then owns, if none runs), hands it this terminal and waits
+ * until it detaches or quits. Returns the exit code to exit with; on -1,
+ * *CAUSE says why nothing happened (CF is still the caller's).
+ */
+int server_client_attach(struct config *cf, const struct server_hello *h,
+    char **cause);
+
+/**
+ * Runs a command in server NAME: KV is its NULL-ended KEY=VALUE strings
+ * (CMD=ls|new|kill|kill-server|send, ID=, ARG=..., JSON=1, LITERAL=1,
+ * and for new AGENT=, DIR=, CWD=). With CF a server is started if none
+ * runs. What the server answers is printed; returns the exit code, or -1
+ * with *CAUSE.
+ */
+int server_client_command(const char *name, struct config *cf,
+    char *const *kv, char **cause);
+
+#endif

@@ -1,0 +1,180 @@
+/* What the server's commands do to the dashboard's sessions: list them, close one, type into one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "pane/pane.h"
+#include "session/session.h"
+#include "tui-int.h"
+
+/* tmux's key names, as agentmux send takes them. */
+static const struct {
+	const char *name;
+	uint32_t code;
+} tui_cmds_keys[] = {
+	{ "Enter", '\r' }, { "Escape", 0x1b }, { "Tab", '\t' },
+	{ "BTab", PANE_KEY_BACKTAB }, { "Space", ' ' }, { "BSpace", 0x7f },
+	{ "Up", PANE_KEY_UP }, { "Down", PANE_KEY_DOWN },
+	{ "Left", PANE_KEY_LEFT }, { "Right", PANE_KEY_RIGHT },
+	{ "Home", PANE_KEY_HOME }, { "End", PANE_KEY_END },
+	{ "IC", PANE_KEY_INSERT }, { "DC", PANE_KEY_DELETE },
+	{ "PPage", PANE_KEY_PAGEUP }, { "PgUp", PANE_KEY_PAGEUP },
+	{ "NPage", PANE_KEY_PAGEDOWN }, { "PgDn", PANE_KEY_PAGEDOWN },
+};
+
+/* The pane of the session recorded as ID, or NULL. */
+static struct tui_pane *
+tui_cmds_pane(struct tui *t, int64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id == id)
+			return t->panes[i];
+	}
+	return NULL;
+}
+
+static size_t
+tui_cmds_prompts(const struct tui *t, const struct tui_pane *wp)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->nprompts; i++)
+		n += t->prompts[i]->pane == wp;
+	return n;
+}
+
+static void
+tui_cmds_json(struct tui *t, struct buf *out)
+{
+	struct json j;
+	char state[32];
+	size_t i;
+
+	json_init(&j, false);
+	json_arr_begin(&j);
+	for (i = 0; i < t->npanes; i++) {
+		struct tui_pane *wp = t->panes[i];
+
+		json_obj_begin(&j);
+		json_kint(&j, "id", wp->id);
+		json_kstr(&j, "agent", wp->agent);
+		json_kstr(&j, "project", wp->project);
+		json_kstr(&j, "state", tui_pane_state(wp, state, sizeof state));
+		json_kint(&j, "seconds", (util_mono_us() - wp->started_us) /
+		    1000000);
+		json_kint(&j, "requests", (int64_t)wp->requests);
+		json_kint(&j, "denials", (int64_t)wp->denials);
+		json_kint(&j, "prompts", (int64_t)tui_cmds_prompts(t, wp));
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	buf_add(out, j.out.data, j.out.len);
+	buf_addc(out, '\n');
+	json_free(&j);
+}
+
+char *
+tui_list(struct tui *t, bool json)
+{
+	struct buf out;
+	char state[32], *q;
+	size_t i;
+
+	buf_init(&out);
+	if (json)
+		tui_cmds_json(t, &out);
+	for (i = 0; !json && i < t->npanes; i++) {
+		struct tui_pane *wp = t->panes[i];
+
+		/* Names came from the user, a project's path from disk: quoted. */
+		q = quote_name(wp->project != NULL ? wp->project : "");
+		buf_printf(&out, "%lld: %s %s, %s, %llds, %llu requests, %llu "
+		    "denied, %zu prompts waiting\n", (long long)wp->id,
+		    wp->agent != NULL ? wp->agent : "?", q,
+		    tui_pane_state(wp, state, sizeof state),
+		    (long long)((util_mono_us() - wp->started_us) / 1000000),
+		    (unsigned long long)wp->requests,
+		    (unsigned long long)wp->denials, tui_cmds_prompts(t, wp));
+		free(q);
+	}
+	buf_addc(&out, '\0');
+	return out.data;
+}
+
+int
+tui_kill(struct tui *t, int64_t id, char **cause)
+{
+	struct tui_pane *wp = tui_cmds_pane(t, id);
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		*cause = xprintf("no running session %lld here; 'agentmux ls' "
+		    "lists them", (long long)id);
+		return -1;
+	}
+	wp->closing = true;
+	session_close(wp->s);
+	tui_message(t, false, "closing session %lld", (long long)id);
+	return 0;
+}
+
+/* Key name NAME (tmux's: Enter, C-c, M-x, F1...) as a code and mods; false if it is none. */
+static bool
+tui_cmds_key(const char *name, uint32_t *code, int *mods)
+{
+	size_t i;
+	int n;
+
+	*mods = 0;
+	while (strlen(name) > 2 && name[1] == '-' &&
+	    strchr("CMS", name[0]) != NULL) {
+		*mods |= name[0] == 'C' ? PANE_MOD_CTRL : name[0] == 'M' ?
+		    PANE_MOD_ALT : PANE_MOD_SHIFT;
+		name += 2;
+	}
+	for (i = 0; i < nitems(tui_cmds_keys); i++) {
+		if (strcmp(name, tui_cmds_keys[i].name) == 0) {
+			*code = tui_cmds_keys[i].code;
+			return true;
+		}
+	}
+	if (name[0] == 'F' && (n = atoi(name + 1)) >= 1 && n <= 12) {
+		*code = PANE_KEY_F1 + (uint32_t)n - 1;
+		return true;
+	}
+	if (strlen(name) == 1 && (unsigned char)name[0] >= 0x20 &&
+	    (unsigned char)name[0] < 0x7f) {
+		*code = (uint32_t)name[0];
+		if ((*mods & PANE_MOD_CTRL) != 0 && ((*code >= 'a' &&
+		    *code <= 'z') || (*code >= '@' && *code <= '_'))) {
+			*code &= 0x1f;  /* C-c is ETX, as a terminal sends it */
+			*mods &= ~PANE_MOD_CTRL;
+		}
+		return true;
+	}
+	return false;
+}
+
+int
+tui_send(struct tui *t, int64_t id, char *const *words, bool literal,
+    char **cause)
+{
+	struct tui_pane *wp = tui_cmds_pane(t, id);
+	uint32_t code;
+	int mods;
+	size_t i;
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		*cause = xprintf("no running session %lld here; 'agentmux ls' "
+		    "lists them", (long long)id);
+		return -1;
+	}
+	for (i = 0; words[i] != NULL; i++) {
+		if (!literal && tui_cmds_key(words[i], &code, &mods))
+			pane_key(wp->pane, code, mods);
+		else
+			pane_write(wp->pane, words[i], strlen(words[i]));
+	}
+	return 0;
+}
