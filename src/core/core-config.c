@@ -41,7 +41,7 @@ static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", "escape_time", "clipboard", NULL };
+	"color", "scrollback", "escape_time", "clipboard", "idle_after", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", "transparent",
@@ -603,6 +603,8 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 		config_get_count(cp, name, value, 100, 10000000, &ui->scrollback);
 	else if (strcmp(name, "escape_time") == 0)
 		config_get_count(cp, name, value, 0, 10000, &ui->escape_time);
+	else if (strcmp(name, "idle_after") == 0)
+		config_get_count(cp, name, value, 100, 600000, &ui->idle_after);
 	else if (strcmp(name, "clipboard") == 0) {
 		if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
 			ui->clipboard = strcmp(value, "yes") == 0;
@@ -1071,6 +1073,7 @@ config_set_defaults(struct config *cf)
 	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
 	cf->ui.escape_time = 50;
+	cf->ui.idle_after = 3000;
 	cf->ui.clipboard = true;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);

@@ -413,6 +413,7 @@ struct config_ui {
 	int64_t scrollback;
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
+	int64_t idle_after;   /* ms a pane is quiet after output before it may need the user */
 };
 
 struct config_proxy {

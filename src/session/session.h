@@ -101,6 +101,24 @@ struct session_disk_ask {
 	int64_t reserve;             /* and what was to stay free there */
 };
 
+/**
+ * A session's one state, the same everywhere it is shown. NEEDS_YOU is
+ * inferred: its pane quiet for [ui] idle_after after output, no request
+ * to a model host of its profile in flight, and the program in the
+ * foreground of its terminal waiting to read it. PROMPT: a network
+ * question is pending. EXITED/CRASHED once it ended (crashed: killed by
+ * a signal of its own failure, such as SIGSEGV or SIGABRT).
+ */
+enum session_state {
+	SESSION_STARTING,
+	SESSION_WORKING,
+	SESSION_NEEDS_YOU,
+	SESSION_PROMPT,
+	SESSION_PAUSED,
+	SESSION_EXITED,
+	SESSION_CRASHED,
+};
+
 /** Events from a session to its front end. Any callback may be NULL. */
 struct session_events {
 	/*
@@ -152,6 +170,8 @@ struct session_events {
 	 * the store's next flush.
 	 */
 	void (*done)(void *arg, struct session *);
+	/* The session's state (session_state) changed to STATE. */
+	void (*state)(void *arg, struct session *, enum session_state state);
 };
 
 /**
@@ -199,6 +219,15 @@ bool session_running(struct session *);
 bool session_starting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
+/** The session's state now (see enum session_state). */
+enum session_state session_state(struct session *);
+/** "starting", "working", "needs you", ...; static. */
+const char *session_state_name(enum session_state);
+/**
+ * The state as the user reads it, into BUF: "working", "needs you",
+ * "exited 2", "closed", "crashed"; returns BUF.
+ */
+const char *session_state_text(struct session *, char *buf, size_t len);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 
