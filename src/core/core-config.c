@@ -41,7 +41,7 @@ static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", "escape_time", "clipboard", "idle_after", NULL };
+	"color", "scrollback", "escape_time", "clipboard", "idle_after", "notify", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", "transparent",
@@ -576,6 +576,38 @@ config_limits_key(struct config_parse *cp, const char *name, const char *value)
 		config_unknown_key(cp, "limits", config_keys_limits, name);
 }
 
+/* [ui] notify = bell | osc | command ARGV...: the command is words, never a shell line. */
+static void
+config_get_notify(struct config_parse *cp, const char *value,
+    struct config_ui *ui)
+{
+	struct strv words;
+	char *cause = NULL;
+	size_t i;
+
+	if (strcmp(value, "bell") == 0 || strcmp(value, "osc") == 0) {
+		ui->notify = value[0] == 'b' ? CONFIG_NOTIFY_BELL :
+		    CONFIG_NOTIFY_OSC;
+		return;
+	}
+	strv_init(&words);
+	if (strv_split_words(&words, value, &cause) == -1) {
+		config_problem(cp, "notify: %s", cause);
+		free(cause);
+	} else if (words.n < 2 || strcmp(words.v[0], "command") != 0)
+		config_problem(cp, "notify must be bell, osc or command "
+		    "followed by a program and its arguments (e.g. command "
+		    "notify-send agentmux), not '%s'", value);
+	else {
+		strv_free(&ui->notify_argv);
+		strv_init(&ui->notify_argv);
+		for (i = 1; i < words.n; i++)
+			strv_add(&ui->notify_argv, words.v[i]);
+		ui->notify = CONFIG_NOTIFY_COMMAND;
+	}
+	strv_free(&words);
+}
+
 static void
 config_ui_key(struct config_parse *cp, const char *name, const char *value)
 {
@@ -605,6 +637,8 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 		config_get_count(cp, name, value, 0, 10000, &ui->escape_time);
 	else if (strcmp(name, "idle_after") == 0)
 		config_get_count(cp, name, value, 100, 600000, &ui->idle_after);
+	else if (strcmp(name, "notify") == 0)
+		config_get_notify(cp, value, ui);
 	else if (strcmp(name, "clipboard") == 0) {
 		if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
 			ui->clipboard = strcmp(value, "yes") == 0;
@@ -1074,6 +1108,7 @@ config_set_defaults(struct config *cf)
 	cf->ui.scrollback = 10000;
 	cf->ui.escape_time = 50;
 	cf->ui.idle_after = 3000;
+	strv_init(&cf->ui.notify_argv);
 	cf->ui.clipboard = true;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
@@ -1265,6 +1300,7 @@ config_free(struct config *cf)
 	free(cf->ui.prefix);
 	free(cf->ui.default_agent);
 	strv_free(&cf->proxy.upstream_ca);
+	strv_free(&cf->ui.notify_argv);
 	strv_free(&cf->proxy.connect_to);
 	strv_free(&cf->snapshots.excludes);
 	strv_free(&cf->jail.protect);

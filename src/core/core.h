@@ -414,6 +414,15 @@ struct config_ui {
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
 	int64_t idle_after;   /* ms a pane is quiet after output before it may need the user */
+	int notify;           /* CONFIG_NOTIFY_*: how a session needing the user is told */
+	struct strv notify_argv; /* CONFIG_NOTIFY_COMMAND: run with the message added */
+};
+
+/* [ui] notify: a bell, OSC 9/777 desktop notifications, or a command. */
+enum {
+	CONFIG_NOTIFY_BELL,
+	CONFIG_NOTIFY_OSC,
+	CONFIG_NOTIFY_COMMAND,
 };
 
 struct config_proxy {

@@ -537,6 +537,28 @@ tui_cycle(struct tui *t, int dir)
 		tui_select(t, t->panes[at]->num);
 }
 
+/* C-a w: the next session after the focused one that needs the user. */
+static void
+tui_next_needs(struct tui *t)
+{
+	struct tui_pane *focus = tui_focus_pane(t);
+	size_t i, at = 0, k;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i] == focus)
+			at = i;
+	}
+	for (k = 1; k <= t->npanes; k++) {
+		i = (at + k) % t->npanes;
+		if (tui_status_needs(t->panes[i]) && (t->panes[i] != focus ||
+		    tui_view_top(t) != TUI_VIEW_PANES)) {
+			tui_select(t, t->panes[i]->num);
+			return;
+		}
+	}
+	tui_message(t, false, "no other session needs you");
+}
+
 static void
 tui_split(struct tui *t, bool side)
 {
@@ -607,6 +629,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_NEXT:
 	case TUI_ACT_PREV:
 		tui_cycle(t, b->action == TUI_ACT_NEXT ? 1 : -1);
+		break;
+	case TUI_ACT_NEXT_NEEDS:
+		tui_next_needs(t);
 		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
@@ -921,6 +946,7 @@ tui_free(struct tui *t)
 	tui_history_free(t);
 	tui_text_free(t->text);
 	tui_dialog_free(t);
+	tui_status_free(t);
 	tui_layout_free(t->layout);
 	tui_keys_free(t->keys);
 	tui_frames_free(t->frames);

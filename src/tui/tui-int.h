@@ -222,6 +222,10 @@ struct tui {
 	unsigned dialog_cy;
 
 	struct buf paste;           /* the last copy, which prefix ] pastes */
+
+	/* telling the user a session needs them (tui-status.c) */
+	int64_t notify_last_us;     /* the last notification (rate limit) */
+	struct proc *notify_proc;   /* [ui] notify's command, while it runs */
 };
 
 /* tui-dash.c */
@@ -350,6 +354,13 @@ bool tui_new_matches(const char *dir, const char *base, struct strv *);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);
+/** True if WP's session needs the user: it waits for input, or has a prompt. */
+bool tui_status_needs(const struct tui_pane *wp);
+/** WP's session started needing the user (state ST): bell, OSC or command. */
+void tui_status_notify(struct tui *, struct tui_pane *wp,
+    enum session_state st);
+/** Lets go of a notification command still running. */
+void tui_status_free(struct tui *);
 /* The pane whose entry in the status bar is at column X, or -1. */
 int tui_status_tab_at(const struct tui *, unsigned x);
 

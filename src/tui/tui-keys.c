@@ -410,6 +410,8 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "next session" },
 	{ .key = 'p', .action = TUI_ACT_PREV, .name = "p",
 	  .help = "previous session" },
+	{ .key = 'w', .action = TUI_ACT_NEXT_NEEDS, .name = "w",
+	  .help = "the next session that needs you (or has a prompt)" },
 	{ .key = '0', .action = TUI_ACT_SELECT, .arg = 0, .name = "0-9",
 	  .help = "the Nth session in the status bar" },
 	{ .key = '1', .action = TUI_ACT_SELECT, .arg = 1 },

@@ -119,6 +119,7 @@ enum tui_action {
 	TUI_ACT_QUIT,
 	TUI_ACT_SEND_PREFIX,
 	TUI_ACT_REDRAW,
+	TUI_ACT_NEXT_NEEDS,   /* the next session that needs you */
 };
 
 enum tui_dir {
@@ -265,6 +266,7 @@ enum tui_style {
 	TUI_STYLE_PROMPT,      /* the prompt bar */
 	TUI_STYLE_PROMPT_FOCUS,
 	TUI_STYLE_KEY,         /* a key name in help text */
+	TUI_STYLE_NEEDS,       /* a session that needs you, or has a prompt */
 	TUI_STYLE_COUNT
 };
 

@@ -1,0 +1,56 @@
+#!/bin/sh
+# Session states in the dashboard: a shell at its prompt needs you, a command running is working; a session
+# that starts needing you while another has the focus is counted in the bar and told through [ui] notify (a
+# command, given the message as an argument), never for the focused one; prefix w goes to it.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<CONF
+[ui]
+idle_after = 500
+notify = command /bin/sh -c 'printf "%s\\\\n" "\$1" >>"\$0"' $T/notified
+CONF
+
+start_dashboard
+wait_for '1:shell\* needs you' || fail "a shell at its prompt does not need you"
+# Working while a command runs, even with no output for longer than idle_after.
+keys 'sleep 4; echo slept' Enter
+wait_for '1:shell\* working' || fail "typing a command does not make the session work"
+sleep 1.5
+scr | grep -Eq '1:shell\* working' || fail "a session in sleep is not working after idle_after"
+
+# A second session takes the focus while the first still sleeps.
+prefix c
+wait_for 'pick an agent' || fail "no agent picker"
+keys s
+keys Enter
+wait_for 'project directory' || fail "no project dir step"
+keys Enter
+wait_for '2:shell\* needs you' || fail "the second session does not need you at its prompt"
+[ -s "$T/notified" ] && fail "a notification came for the focused session: $(cat "$T/notified")"
+
+# The first one's prompt comes back: it needs you, counted, and told once.
+wait_for '1:shell needs you 2:shell\* needs you +needs you 2' 15 ||
+	fail "the bar does not show session 1 needing you, with the count"
+i=0
+while [ $i -lt 50 ] && ! [ -s "$T/notified" ]; do sleep 0.1; i=$((i + 1)); done
+grep -qx 'agentmux: session 1 (shell) needs you' "$T/notified" ||
+	fail "no notification for session 1: $(cat "$T/notified" 2>/dev/null)"
+[ "$(wc -l <"$T/notified")" = 1 ] || fail "more than one notification: $(cat "$T/notified")"
+
+# prefix w: to the session that needs you.
+prefix w
+wait_for '1:shell\* needs you' || fail "prefix w did not go to session 1"
+wait_for 'slept' || fail "session 1 is not shown after prefix w"
+
+# The same state in the records, while it runs.
+"$AGENTMUX" sessions | grep -Eq '^ *1 .*needs you' || fail "agentmux sessions does not say session 1 needs you: $("$AGENTMUX" sessions)"
+"$AGENTMUX" show 1 | grep -q 'needs you' || fail "agentmux show 1 does not say it needs you"
+
+# An exited session says how.
+keys 'exit 3' Enter
+wait_for '1:shell\* exited 3' || fail "an exited session does not say exited 3"
+prefix q
+keys y
+wait_for 'DASHBOARD-EXITED' 30 || fail "the dashboard did not quit"
+echo "states: needs you, working, notify, prefix w, records, exited"
