@@ -146,6 +146,9 @@ struct session {
 	uint64_t *st_asks;           /* questions pending */
 	size_t st_nasks;
 	struct event *st_idle_ev;    /* idle_after after the last output */
+	struct event *st_freeze_ev;  /* looks whether the pause took */
+	int64_t st_pause_us;         /* when it was asked */
+	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -206,6 +209,8 @@ void session_state_activity(struct session *);
 void session_state_request(struct session *, const char *host, bool done);
 void session_state_ask(struct session *, uint64_t id, bool asked);
 void session_state_free(struct session *);
+/** Microseconds the last pause took to freeze every process; 0 if not yet. */
+int64_t session_state_frozen_us(struct session *);
 bool session_state_syscall_reads(const char *text);
 
 /* The pty's terminal state (session-pane.c). */

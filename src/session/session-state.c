@@ -12,6 +12,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "proxy/proxy.h"
 #include "session-int.h"
 #include "store/store.h"
 
@@ -301,7 +302,161 @@ session_state_free(struct session *s)
 	if (s->st_idle_ev != NULL)
 		event_free(s->st_idle_ev);
 	s->st_idle_ev = NULL;
+	if (s->st_freeze_ev != NULL)
+		event_free(s->st_freeze_ev);
+	s->st_freeze_ev = NULL;
 	free(s->st_asks);
 	s->st_asks = NULL;
 	s->st_nasks = 0;
+}
+
+/* ---- pause and resume ---- */
+
+/* How often a pause looks whether every process has stopped, and for how long. */
+#define SESSION_STATE_FREEZE_POLL_US 2000
+#define SESSION_STATE_FREEZE_MAX_US (5 * 1000000LL)
+
+static void session_state_freeze_cb(evutil_socket_t, short, void *);
+
+static void
+session_state_freeze_schedule(struct session *s)
+{
+	struct timeval tv = { 0, SESSION_STATE_FREEZE_POLL_US };
+
+	if (s->st_freeze_ev == NULL)
+		s->st_freeze_ev = evtimer_new(s->ctx->base,
+		    session_state_freeze_cb, s);
+	evtimer_add(s->st_freeze_ev, &tv);
+}
+
+static void
+session_state_notice(struct session *s, const char *level, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, strcmp(level, "alert") == 0 ?
+	    "error" : level, "pause", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, level, msg);
+}
+
+/* The freeze did not take: the session runs on (or its jail is gone), and the user is told. */
+static void
+session_state_freeze_failed(struct session *s, const char *why)
+{
+	char *cause = NULL, *msg;
+
+	if (jail_thaw(s->jail, &cause) == -1)
+		free(cause);
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, false);
+	s->st_paused = false;
+	msg = xprintf("session %lld could not be paused: %s", (long long)s->id,
+	    why);
+	session_state_notice(s, "warn", msg);
+	free(msg);
+	session_state_update(s);
+}
+
+static void
+session_state_freeze_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	enum jail_freeze st;
+	char *cause = NULL, *msg;
+
+	(void)fd;
+	(void)what;
+	if (!s->st_paused || s->ended)
+		return;
+	if (jail_freeze_poll(s->jail, &st, &cause) == -1) {
+		session_state_freeze_failed(s, cause);
+		free(cause);
+		return;
+	}
+	if (st == JAIL_FROZEN) {
+		s->st_frozen_us = util_mono_us() - s->st_pause_us;
+		log_debug("session %lld: frozen in %lld us (%s)",
+		    (long long)s->id, (long long)s->st_frozen_us,
+		    jail_freeze_how(s->jail));
+		return;
+	}
+	if (util_mono_us() - s->st_pause_us > SESSION_STATE_FREEZE_MAX_US) {
+		msg = xprintf("its processes did not all stop within 5 "
+		    "seconds (%s)", jail_freeze_how(s->jail));
+		session_state_freeze_failed(s, msg);
+		free(msg);
+		return;
+	}
+	session_state_freeze_schedule(s);
+}
+
+static int
+session_state_pause(struct session *s, char **cause)
+{
+	if (jail_freeze(s->jail, cause) == -1)
+		return -1;
+	s->st_paused = true;
+	s->st_pause_us = util_mono_us();
+	s->st_frozen_us = 0;
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, true);
+	if (s->st_idle_ev != NULL)
+		evtimer_del(s->st_idle_ev);
+	store_event_add(s->ctx->st, s->id, "info", "pause", "paused (%s)",
+	    jail_freeze_how(s->jail));
+	session_state_freeze_schedule(s);
+	return 0;
+}
+
+static int
+session_state_resume(struct session *s, char **cause)
+{
+	if (jail_thaw(s->jail, cause) == -1)
+		return -1;
+	s->st_paused = false;
+	if (s->st_freeze_ev != NULL)
+		evtimer_del(s->st_freeze_ev);
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, false);
+	/* Quiet as it was: what it was waiting for is looked at again. */
+	if (!s->st_idle)
+		session_state_arm(s);
+	store_event_add(s->ctx->st, s->id, "info", "pause", "resumed");
+	return 0;
+}
+
+int
+session_pause(struct session *s, bool pause, char **cause)
+{
+	int rc;
+
+	if (s->ended || s->reaped || s->jail == NULL || s->starting) {
+		*cause = xprintf("session %lld is not running: only a running "
+		    "session can be %s", (long long)s->id, pause ? "paused" :
+		    "resumed");
+		return -1;
+	}
+	if (session_disk_frozen(s)) {
+		*cause = xprintf("session %lld is frozen at a disk limit: answer "
+		    "its disk question first", (long long)s->id);
+		return -1;
+	}
+	if (s->st_paused == pause)
+		return 0;
+	rc = pause ? session_state_pause(s, cause) :
+	    session_state_resume(s, cause);
+	if (rc == 0)
+		session_state_update(s);
+	return rc;
+}
+
+bool
+session_paused(struct session *s)
+{
+	return s->st_paused;
+}
+
+int64_t
+session_state_frozen_us(struct session *s)
+{
+	return s->st_frozen_us;
 }

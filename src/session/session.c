@@ -1087,6 +1087,19 @@ session_kill_cb(evutil_socket_t fd, short what, void *arg)
 		jail_kill(s->jail);
 }
 
+/* A paused session is resumed to be ended: it acts on its signals as it would. */
+static void
+session_unpause(struct session *s)
+{
+	char *cause = NULL;
+
+	if (session_paused(s) && session_pause(s, false, &cause) == -1) {
+		log_warnx("session %lld: %s", (long long)s->id, cause);
+		free(cause);
+		jail_kill(s->jail);
+	}
+}
+
 void
 session_terminate(struct session *s)
 {
@@ -1102,6 +1115,7 @@ session_terminate(struct session *s)
 		jail_kill(s->jail);
 		return;
 	}
+	session_unpause(s);
 	session_signal_then_kill(s, SIGTERM);
 }
 
@@ -1115,6 +1129,7 @@ session_close(struct session *s)
 		jail_kill(s->jail);
 		return;
 	}
+	session_unpause(s);
 	/* What a terminal's hang-up sends: shells end on it, not on SIGTERM. */
 	jail_signal(s->jail, SIGHUP);
 	session_signal_then_kill(s, SIGTERM);

@@ -228,6 +228,16 @@ const char *session_state_name(enum session_state);
  * "exited 2", "closed", "crashed"; returns BUF.
  */
 const char *session_state_text(struct session *, char *buf, size_t len);
+/**
+ * Pauses (PAUSE) or resumes the session: every process of its jail is
+ * frozen without its knowing (the cgroup freezer, else SIGSTOP by the
+ * jail's init), its proxy holds new connections and its prompts'
+ * countdowns stop; resuming lets all of it go on where it was. -1 with
+ * *CAUSE if it cannot be (not running, or frozen at a disk limit).
+ */
+int session_pause(struct session *, bool pause, char **cause);
+/** True while paused (from session_pause until it is resumed). */
+bool session_paused(struct session *);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 

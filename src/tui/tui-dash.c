@@ -537,6 +537,27 @@ tui_cycle(struct tui *t, int dir)
 		tui_select(t, t->panes[at]->num);
 }
 
+/* C-a P: pauses the focused session, or resumes it. */
+static void
+tui_pause(struct tui *t, struct tui_pane *wp)
+{
+	char *cause = NULL;
+	bool pause;
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		tui_message(t, false, "no running session to pause");
+		return;
+	}
+	pause = !session_paused(wp->s);
+	if (session_pause(wp->s, pause, &cause) == -1) {
+		tui_message(t, true, "%s", cause);
+		free(cause);
+		return;
+	}
+	tui_message(t, false, "session %lld (%s) %s", (long long)wp->id,
+	    wp->agent, pause ? "paused: prefix P resumes it" : "resumed");
+}
+
 /* C-a w: the next session after the focused one that needs the user. */
 static void
 tui_next_needs(struct tui *t)
@@ -632,6 +653,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		break;
 	case TUI_ACT_NEXT_NEEDS:
 		tui_next_needs(t);
+		break;
+	case TUI_ACT_PAUSE:
+		tui_pause(t, wp);
 		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);

@@ -412,6 +412,9 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "previous session" },
 	{ .key = 'w', .action = TUI_ACT_NEXT_NEEDS, .name = "w",
 	  .help = "the next session that needs you (or has a prompt)" },
+	{ .key = 'P', .action = TUI_ACT_PAUSE, .name = "P",
+	  .help = "pause the focused session (its jail frozen, its requests "
+	  "and prompts held) / resume it" },
 	{ .key = '0', .action = TUI_ACT_SELECT, .arg = 0, .name = "0-9",
 	  .help = "the Nth session in the status bar" },
 	{ .key = '1', .action = TUI_ACT_SELECT, .arg = 1 },

@@ -120,6 +120,7 @@ enum tui_action {
 	TUI_ACT_SEND_PREFIX,
 	TUI_ACT_REDRAW,
 	TUI_ACT_NEXT_NEEDS,   /* the next session that needs you */
+	TUI_ACT_PAUSE,        /* pause or resume the focused session */
 };
 
 enum tui_dir {

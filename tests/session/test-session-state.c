@@ -216,6 +216,92 @@ test_crashed(void **state)
 	fixture_close(&f);
 }
 
+static long
+counter(void)
+{
+	char *text = test_read_file("count");
+	long v = text != NULL ? strtol(text, NULL, 10) : -1;
+
+	free(text);
+	return v;
+}
+
+/*
+ * Paused, a loop writing a counter stops advancing (every process of the
+ * jail frozen) and the state says so; resumed, it goes on from there; a
+ * paused session closed by the user ends as a running one would.
+ */
+static void
+test_pause_resume(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "i=0; while :; do "
+	    "i=$((i+1)); echo $i > count.new; mv count.new count; sleep 0.02; "
+	    "done", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, buf[64], *text;
+	long c1, c2;
+	int64_t t0;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_int_equal(session_pause(s, true, &cause), -1);
+	assert_non_null(strstr(cause, "not running"));
+	free(cause);
+	cause = NULL;
+	while (o.started == 0)
+		loop_for(&f, 20);
+	t0 = util_mono_us();
+	while (counter() < 5 && util_mono_us() - t0 < 10000000)
+		loop_for(&f, 20);
+	assert_true(counter() >= 5);
+
+	if (session_pause(s, true, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	assert_true(session_paused(s));
+	assert_int_equal(session_state(s), SESSION_PAUSED);
+	assert_int_equal(o.last, SESSION_PAUSED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf), "paused");
+	while (session_state_frozen_us(s) == 0 && util_mono_us() - t0 < 20000000)
+		loop_for(&f, 1);
+	print_message("frozen in %lld us\n",
+	    (long long)session_state_frozen_us(s));
+	assert_true(session_state_frozen_us(s) > 0);
+	assert_true(session_state_frozen_us(s) < 1000000);
+	c1 = counter();
+	loop_for(&f, 600);
+	c2 = counter();
+	assert_int_equal(c1, c2);
+	text = recorded(&f, s);
+	assert_string_equal(text, "paused");
+	free(text);
+
+	if (session_pause(s, false, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	assert_false(session_paused(s));
+	assert_int_not_equal(session_state(s), SESSION_PAUSED);
+	t0 = util_mono_us();
+	while (counter() <= c2 + 3 && util_mono_us() - t0 < 5000000)
+		loop_for(&f, 20);
+	assert_true(counter() > c2 + 3);
+
+	/* Closed while paused: it is resumed to get its hang-up, and ends. */
+	assert_int_equal(session_pause(s, true, &cause), 0);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	assert_int_equal(session_state(s), SESSION_EXITED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf), "closed");
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What /proc/PID/syscall says of a process waiting for input. */
 static void
 test_syscall_reads(void **state)
@@ -246,6 +332,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_shell_states,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_crashed,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pause_resume,
 		    test_proj_setup, test_proj_teardown),
 	};
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Session states in the dashboard: a shell at its prompt needs you, a command running is working; a session
 # that starts needing you while another has the focus is counted in the bar and told through [ui] notify (a
-# command, given the message as an argument), never for the focused one; prefix w goes to it.
+# command, given the message as an argument), never for the focused one; prefix w goes to it; prefix P
+# pauses a session (a loop in its jail stops) and resumes it.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -47,10 +48,28 @@ wait_for 'slept' || fail "session 1 is not shown after prefix w"
 "$AGENTMUX" sessions | grep -Eq '^ *1 .*needs you' || fail "agentmux sessions does not say session 1 needs you: $("$AGENTMUX" sessions)"
 "$AGENTMUX" show 1 | grep -q 'needs you' || fail "agentmux show 1 does not say it needs you"
 
+# prefix P pauses it: a loop in its jail stops advancing; prefix P again resumes it.
+keys 'while :; do i=$((${i:-0}+1)); echo $i >cnt.new; mv cnt.new cnt; sleep 0.05; done &' Enter
+i=0
+while [ $i -lt 50 ] && ! [ -s "$P/cnt" ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$P/cnt" ] || fail "the counter loop did not start"
+prefix P
+wait_for '1:shell\* paused' || fail "prefix P did not pause the session"
+sleep 0.3
+c1=$(cat "$P/cnt")
+sleep 1
+[ "$(cat "$P/cnt")" = "$c1" ] || fail "the counter advanced while paused: $c1 -> $(cat "$P/cnt")"
+"$AGENTMUX" sessions | grep -Eq '^ *1 .*paused' || fail "agentmux sessions does not say session 1 is paused"
+prefix P
+wait_for 'session 1 \(shell\) resumed' || fail "prefix P did not resume the session"
+sleep 0.5
+[ "$(cat "$P/cnt")" -gt "$c1" ] || fail "the counter did not go on after resume"
+keys 'kill %1' Enter
+
 # An exited session says how.
 keys 'exit 3' Enter
 wait_for '1:shell\* exited 3' || fail "an exited session does not say exited 3"
 prefix q
 keys y
 wait_for 'DASHBOARD-EXITED' 30 || fail "the dashboard did not quit"
-echo "states: needs you, working, notify, prefix w, records, exited"
+echo "states: needs you, working, notify, prefix w, records, pause and resume, exited"
