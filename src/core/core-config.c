@@ -34,7 +34,8 @@ static const char *const config_keys_policy[] = { "on_unknown",
 	"prompt_timeout", "allow", "deny", "tunnel", NULL };
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
-	"wall_clock", "config_persist", "memory", "pids", "protect", NULL };
+	"wall_clock", "config_persist", "memory", "pids", "protect", "resume",
+	NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
@@ -418,7 +419,22 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 			free(cause);
 		} else {
 			free(a->command);
+	free(a->resume);
 			a->command = xstrdup(value);
+		}
+		strv_free(&words);
+	} else if (strcmp(name, "resume") == 0) {
+		strv_init(&words);
+		if (strv_split_words(&words, value, &cause) == -1) {
+			config_problem(cp, "resume: %s", cause);
+			free(cause);
+		} else if (words.n == 0)
+			config_problem(cp, "resume: give the command line that "
+			    "continues the agent's last conversation (e.g. "
+			    "claude --continue)");
+		else {
+			free(a->resume);
+			a->resume = xstrdup(value);
 		}
 		strv_free(&words);
 	} else if (strcmp(name, "env") == 0) {

@@ -377,6 +377,7 @@ struct config_agent {
 	char *name;
 	char *description;
 	char *command;        /* command line (words) */
+	char *resume;         /* command line continuing its last conversation, or NULL */
 	struct strv env;      /* KEY=VALUE for the jail */
 	struct config_rules rules;
 	struct strv config_dirs; /* dirs/files to overlay, "~/" allowed */

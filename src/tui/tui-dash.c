@@ -756,6 +756,8 @@ tui_pane_key(struct tui *t, const struct tui_key *k)
 	if (wp->exited || wp->s == NULL) {
 		if (k->code == 'r')
 			tui_pane_restart(wp);
+		else if (k->code == 'c' && wp->start_failed == NULL)
+			(void)tui_pane_resume(wp);
 		else if (k->code == 'x')
 			tui_remove_pane(t, wp);
 		return;

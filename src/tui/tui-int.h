@@ -245,6 +245,8 @@ struct tui_pane *tui_pane_start(struct tui *, const char *agent,
 void tui_pane_free(struct tui_pane *);
 void tui_pane_close(struct tui_pane *);
 void tui_pane_restart(struct tui_pane *);
+/** c on an exited pane: restarts it with its profile's resume command; false if it has none. */
+bool tui_pane_resume(struct tui_pane *);
 /* Panes the user closed go once their sessions ended (soon, off this callback). */
 void tui_pane_closed(struct tui *);
 /* Session ID ran in this dashboard (for what quitting leaves to review). */

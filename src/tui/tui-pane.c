@@ -295,6 +295,41 @@ tui_pane_free(struct tui_pane *wp)
 	free(wp);
 }
 
+/* The profile's resume command, or NULL. */
+static const char *
+tui_pane_resume_command(const struct tui_pane *wp)
+{
+	const struct config_agent *a = wp->agent != NULL ?
+	    config_agent(wp->t->cf, wp->agent) : NULL;
+
+	return a != NULL ? a->resume : NULL;
+}
+
+/*
+ * c on an exited pane: restarts it with the profile's resume command
+ * (its last conversation), which further restarts keep; false if the
+ * profile has none.
+ */
+bool
+tui_pane_resume(struct tui_pane *wp)
+{
+	const char *line = tui_pane_resume_command(wp);
+	char *cause = NULL;
+
+	if (line == NULL)
+		return false;
+	strv_free(&wp->command);
+	strv_init(&wp->command);
+	if (strv_split_words(&wp->command, line, &cause) == -1) {
+		/* Checked when the config was read. */
+		tui_message(wp->t, true, "resume: %s", cause);
+		free(cause);
+		return true;
+	}
+	tui_pane_restart(wp);
+	return true;
+}
+
 void
 tui_pane_restart(struct tui_pane *wp)
 {
@@ -395,6 +430,14 @@ tui_pane_banner(struct tui_pane *wp)
 	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
 
 	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	if (wp->start_failed == NULL && tui_pane_resume_command(wp) != NULL) {
+		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		    " %s %lld exited with status %d  --  r: restart  c: continue "
+		    "its conversation (%s)  x: close ", wp->agent,
+		    (long long)wp->id, wp->status,
+		    tui_pane_resume_command(wp));
+		return;
+	}
 	if (wp->start_failed == NULL) {
 		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  x: close ",

@@ -179,6 +179,7 @@ test_bad_values(void **state)
 	expect_problem("[ui]\nescape_time = 10001\n", 2, "out of range");
 	expect_problem("[ui]\nidle_after = 50\n", 2, "out of range");
 	expect_problem("[ui]\nnotify = loudly\n", 2, "notify must be");
+	expect_problem("[agent x]\ncommand = x\nresume =\n", 3, "resume: give");
 	expect_problem("[ui]\nnotify = command\n", 2, "notify must be");
 	expect_problem("[ui]\n\nidle_after = soon\n", 3, "idle_after");
 	expect_problem("[proxy]\nconnect_to = nonsense\n", 2, "HOST:PORT");

@@ -10,6 +10,8 @@ cat >"$XDG_CONFIG_HOME/agentmux/config" <<CONF
 [ui]
 idle_after = 500
 notify = command /bin/sh -c 'printf "%s\\\\n" "\$1" >>"\$0"' $T/notified
+[agent shell]
+resume = sh -c 'echo resumed-\$((40+2)); exec sh'
 CONF
 
 start_dashboard
@@ -66,10 +68,14 @@ sleep 0.5
 [ "$(cat "$P/cnt")" -gt "$c1" ] || fail "the counter did not go on after resume"
 keys 'kill %1' Enter
 
-# An exited session says how.
+# An exited session says how, and offers its profile's resume command.
 keys 'exit 3' Enter
 wait_for '1:shell\* exited 3' || fail "an exited session does not say exited 3"
+wait_for 'r: restart  c: continue its conversation \(sh -c' || fail "the exited pane does not offer to continue"
+keys c
+wait_for '3:shell\* (working|needs you)' || fail "c did not restart the session as session 3"
+wait_for 'resumed-42' || fail "c did not run the profile's resume command"
 prefix q
 keys y
 wait_for 'DASHBOARD-EXITED' 30 || fail "the dashboard did not quit"
-echo "states: needs you, working, notify, prefix w, records, pause and resume, exited"
+echo "states: needs you, working, notify, prefix w, records, pause and resume, exited, resume command"
