@@ -649,6 +649,12 @@ session_disk_start(struct session *s)
 	session_disk_schedule(sd, 0);
 }
 
+int64_t
+session_disk_written(struct session *s)
+{
+	return s->disk != NULL ? (int64_t)s->disk->written : -1;
+}
+
 bool
 session_disk_frozen(struct session *s)
 {

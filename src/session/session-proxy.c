@@ -524,7 +524,7 @@ session_proxy_request(void *arg, const struct request *r)
 {
 	struct session *s = arg;
 
-	session_state_request(s, r->host, r->done);
+	session_state_request(s, r);
 	if (r->done) {
 		store_request_add(s->ctx->st, r);
 		session_proxy_budget(s);

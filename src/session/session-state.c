@@ -261,11 +261,23 @@ session_state_model_host(struct session *s, const char *host)
  * (working); the last one's end looks again after idle_after.
  */
 void
-session_state_request(struct session *s, const char *host, bool done)
+session_state_request(struct session *s, const struct request *r)
 {
-	if (!session_state_model_host(s, host))
+	bool model = session_state_model_host(s, r->host);
+
+	if (r->done) {
+		if (r->decision != NULL && strcmp(r->decision, "deny") == 0)
+			s->st_denied++;
+		else if (r->decision != NULL && strcmp(r->decision, "error") != 0)
+			s->st_allowed++;
+		s->st_up += r->bytes_up;
+		s->st_down += r->bytes_down;
+		if (model && r->status > 0)
+			s->st_turns++;
+	}
+	if (!model)
 		return;
-	if (!done) {
+	if (!r->done) {
 		s->st_model_inflight++;
 		s->st_idle = false;
 		session_state_update(s);

@@ -682,6 +682,7 @@ session_start_done(struct session *s)
 	if (a != NULL)
 		session_wall_start(s, a);
 	session_disk_start(s);
+	s->st_started_ms = util_now_ms();
 	session_state_activity(s);
 	if (s->ev.started != NULL)
 		s->ev.started(s->arg, s, true, NULL);

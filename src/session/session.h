@@ -236,6 +236,27 @@ const char *session_state_text(struct session *, char *buf, size_t len);
  * *CAUSE if it cannot be (not running, or frozen at a disk limit).
  */
 int session_pause(struct session *, bool pause, char **cause);
+/** What a session costs, as session_costs reads it. */
+struct session_costs {
+	double cpu_sec;              /* CPU time of its processes, live and ended */
+	double cpu_share;            /* of one CPU, over its run so far (0.5: half) */
+	int64_t memory;              /* resident bytes of its live processes */
+	int procs;                   /* its live processes */
+	int64_t written;             /* bytes written to storage; -1: not counted */
+	int64_t allowed;             /* requests through its proxy */
+	int64_t denied;
+	int64_t bytes_up;            /* request and response body bytes */
+	int64_t bytes_down;
+	int64_t turns;               /* model-API requests answered */
+	int64_t run_ms;              /* how long its command has run */
+};
+/**
+ * Reads what session S costs into C: its processes from /proc (those in
+ * its jail's pid namespace; cutime counts those that ended), the proxy's
+ * counts from its requests. Cheap enough for a view opened by the user,
+ * not for every frame.
+ */
+void session_costs(struct session *, struct session_costs *c);
 /** True while paused (from session_pause until it is resumed). */
 bool session_paused(struct session *);
 /** Exit status once ended, else -1. */

@@ -657,6 +657,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_PAUSE:
 		tui_pause(t, wp);
 		break;
+	case TUI_ACT_SESSIONS:
+		tui_status_sessions(t);
+		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
 		break;

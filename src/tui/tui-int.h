@@ -361,6 +361,8 @@ bool tui_status_needs(const struct tui_pane *wp);
 /** WP's session started needing the user (state ST): bell, OSC or command. */
 void tui_status_notify(struct tui *, struct tui_pane *wp,
     enum session_state st);
+/** Shows the sessions view: each session's state and what it costs, as of now. */
+void tui_status_sessions(struct tui *);
 /** Lets go of a notification command still running. */
 void tui_status_free(struct tui *);
 /* The pane whose entry in the status bar is at column X, or -1. */

@@ -412,6 +412,9 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "previous session" },
 	{ .key = 'w', .action = TUI_ACT_NEXT_NEEDS, .name = "w",
 	  .help = "the next session that needs you (or has a prompt)" },
+	{ .key = 's', .action = TUI_ACT_SESSIONS, .name = "s",
+	  .help = "sessions: the state and cost of each (CPU, memory, "
+	  "processes, disk, requests, model turns)" },
 	{ .key = 'P', .action = TUI_ACT_PAUSE, .name = "P",
 	  .help = "pause the focused session (its jail frozen, its requests "
 	  "and prompts held) / resume it" },

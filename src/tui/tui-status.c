@@ -149,6 +149,54 @@ tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
 	buf_free(&b);
 }
 
+/* One session's line of the sessions view. */
+static void
+tui_status_cost_line(struct buf *b, struct tui_pane *wp)
+{
+	struct session_costs c;
+	char state[32], mem[16], up[16], down[16], wr[16] = "-";
+
+	tui_pane_state(wp, state, sizeof state);
+	if (wp->s == NULL) {
+		buf_printf(b, "%4lld  %-10s %-10s\n", (long long)wp->id,
+		    wp->agent, state);
+		return;
+	}
+	session_costs(wp->s, &c);
+	util_fmt_size(mem, sizeof mem, c.memory);
+	util_fmt_size(up, sizeof up, c.bytes_up);
+	util_fmt_size(down, sizeof down, c.bytes_down);
+	if (c.written >= 0)
+		util_fmt_size(wr, sizeof wr, c.written);
+	buf_printf(b, "%4lld  %-10s %-10s %7.1fs %4.0f%% %7s %5d %7s "
+	    "%6lld %6lld %7s %7s %5lld\n", (long long)wp->id, wp->agent, state,
+	    c.cpu_sec, c.cpu_share * 100.0, mem, c.procs, wr,
+	    (long long)c.allowed, (long long)c.denied, up, down,
+	    (long long)c.turns);
+}
+
+void
+tui_status_sessions(struct tui *t)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	buf_printf(&b, "%4s  %-10s %-10s %8s %5s %7s %5s %7s %6s %6s %7s %7s "
+	    "%5s\n", "ID", "AGENT", "STATE", "CPU", "SHARE", "MEMORY", "PROCS",
+	    "WRITTEN", "ALLOW", "DENY", "UP", "DOWN", "TURNS");
+	for (i = 0; i < t->npanes; i++)
+		tui_status_cost_line(&b, t->panes[i]);
+	buf_adds(&b, "\nCPU: time of its processes, live and ended; SHARE: of "
+	    "one CPU since it started;\nMEMORY: resident, of its live "
+	    "processes; WRITTEN: to disk, as its disk watch counted it (-: "
+	    "none);\nALLOW, DENY, UP, DOWN: requests and body bytes through "
+	    "its proxy; TURNS: model-API answers.\nAs of when this view "
+	    "opened: prefix s again reads them anew.\n");
+	tui_text_show(t, "sessions", b.data, false);
+	buf_free(&b);
+}
+
 void
 tui_status_free(struct tui *t)
 {

@@ -121,6 +121,7 @@ enum tui_action {
 	TUI_ACT_REDRAW,
 	TUI_ACT_NEXT_NEEDS,   /* the next session that needs you */
 	TUI_ACT_PAUSE,        /* pause or resume the focused session */
+	TUI_ACT_SESSIONS,     /* what each session costs */
 };
 
 enum tui_dir {

@@ -76,6 +76,7 @@ fixture_open(struct fixture *f)
 	f->cf = config_load_or_cause(NULL, &cause);
 	if (f->cf == NULL)
 		fail_msg("config: %s", cause);
+	assert_non_null(f->cf);
 	assert_int_equal(f->cf->ui.idle_after, 300);
 	f->base = event_base_new();
 	assert_non_null(f->base);
@@ -302,6 +303,45 @@ test_pause_resume(void **state)
 	fixture_close(&f);
 }
 
+/* What a session costs: its processes' CPU and memory, counted from /proc of its jail. */
+static void
+test_costs(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "i=0; while [ $i -lt "
+	    "300000 ]; do i=$((i+1)); done; sleep 30 & sleep 30 & echo spun; "
+	    "read x", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct session_costs c;
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	/* Spun, and waiting at its read with two sleeps beside it. */
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	session_costs(s, &c);
+	print_message("cpu %.2f s (share %.2f), memory %lld, %d processes\n",
+	    c.cpu_sec, c.cpu_share, (long long)c.memory, c.procs);
+	/* Its init, the shell and the two sleeps. */
+	assert_true(c.procs >= 4);
+	assert_true(c.cpu_sec >= 0.05);
+	assert_true(c.cpu_share > 0.0);
+	assert_true(c.memory > 100 * 1024);
+	assert_true(c.run_ms > 0);
+	assert_int_equal(c.allowed + c.denied, 0);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What /proc/PID/syscall says of a process waiting for input. */
 static void
 test_syscall_reads(void **state)
@@ -334,6 +374,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crashed,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_resume,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_costs,
 		    test_proj_setup, test_proj_teardown),
 	};
 

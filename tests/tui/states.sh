@@ -68,6 +68,13 @@ sleep 0.5
 [ "$(cat "$P/cnt")" -gt "$c1" ] || fail "the counter did not go on after resume"
 keys 'kill %1' Enter
 
+# prefix s: the sessions view, with what each costs.
+prefix s
+wait_for 'ID +AGENT +STATE +CPU +SHARE +MEMORY +PROCS' || fail "prefix s did not show the sessions view"
+wait_for '^ +1 +shell +(working|needs you) +[0-9.]+s +[0-9]+% +[0-9.]+[KMG]? +[1-9]' || fail "the sessions view has no costs for session 1"
+keys q
+wait_gone 'ID +AGENT +STATE' || fail "q did not leave the sessions view"
+
 # An exited session says how, and offers its profile's resume command.
 keys 'exit 3' Enter
 wait_for '1:shell\* exited 3' || fail "an exited session does not say exited 3"
