@@ -217,8 +217,6 @@ void session_state_activity(struct session *);
 void session_state_request(struct session *, const struct request *r);
 void session_state_ask(struct session *, uint64_t id, bool asked);
 void session_state_free(struct session *);
-/** Microseconds the last pause took to freeze every process; 0 if not yet. */
-int64_t session_state_frozen_us(struct session *);
 bool session_state_syscall_reads(const char *text);
 
 /* The pty's terminal state (session-pane.c). */

@@ -468,7 +468,7 @@ session_paused(struct session *s)
 }
 
 int64_t
-session_state_frozen_us(struct session *s)
+session_pause_took_us(struct session *s)
 {
 	return s->st_frozen_us;
 }

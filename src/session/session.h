@@ -257,6 +257,8 @@ struct session_costs {
  * not for every frame.
  */
 void session_costs(struct session *, struct session_costs *c);
+/** Microseconds the last pause took until every process had stopped; 0 until then. */
+int64_t session_pause_took_us(struct session *);
 /** True while paused (from session_pause until it is resumed). */
 bool session_paused(struct session *);
 /** Exit status once ended, else -1. */

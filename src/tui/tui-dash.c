@@ -562,7 +562,7 @@ tui_pause(struct tui *t, struct tui_pane *wp)
 static void
 tui_next_needs(struct tui *t)
 {
-	struct tui_pane *focus = tui_focus_pane(t);
+	struct tui_pane *focus = tui_focus_pane(t), *wp;
 	size_t i, at = 0, k;
 
 	for (i = 0; i < t->npanes; i++) {
@@ -570,10 +570,10 @@ tui_next_needs(struct tui *t)
 			at = i;
 	}
 	for (k = 1; k <= t->npanes; k++) {
-		i = (at + k) % t->npanes;
-		if (tui_status_needs(t->panes[i]) && (t->panes[i] != focus ||
+		wp = t->panes[(at + k) % t->npanes];
+		if (wp != NULL && tui_status_needs(wp) && (wp != focus ||
 		    tui_view_top(t) != TUI_VIEW_PANES)) {
-			tui_select(t, t->panes[i]->num);
+			tui_select(t, wp->num);
 			return;
 		}
 	}
