@@ -715,7 +715,8 @@ session_disk_answer(struct session *s, bool go_on)
 			sd->fs[sd->hit].reserve = sd->fs[sd->hit].free / 2;
 	} else
 		sd->unread_ok = sd->unread;
-	if (jail_thaw(s->jail, &cause) == -1) {
+	/* Paused by the user meanwhile: it stays frozen until resumed. */
+	if (!session_paused(s) && jail_thaw(s->jail, &cause) == -1) {
 		msg = xprintf("stopped session %lld: it cannot be thawed: %s",
 		    (long long)s->id, cause);
 		session_disk_stop(sd, msg);

@@ -247,7 +247,8 @@ session_state_model_host(struct session *s, const char *host)
 	const struct config_agent *a;
 	size_t i;
 
-	if (host == NULL || (a = config_agent(s->ctx->cf, s->agent)) == NULL)
+	if (host == NULL || s->agent == NULL ||
+	    (a = config_agent(s->ctx->cf, s->agent)) == NULL)
 		return false;
 	for (i = 0; i < a->model_hosts.n; i++) {
 		if (util_glob_match(a->model_hosts.v[i], host, true))
