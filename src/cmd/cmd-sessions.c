@@ -21,6 +21,9 @@ cmd_session_json(struct json *j, const struct store_session *s)
 	json_key(j, "command");
 	json_raw(j, s->command != NULL ? s->command : "[]");
 	json_kstr(j, "state", s->closed ? "closed" : s->state);
+	/* What a running session does: "working", "needs you", ... */
+	json_kstr(j, "activity", strcmp(s->state, "running") == 0 &&
+	    store_session_live(s) ? s->live : NULL);
 	json_kstr(j, "started_at", cli_iso_time(t, sizeof t, s->started_at));
 	if (s->ended_at != 0)
 		json_kstr(j, "ended_at", cli_iso_time(t, sizeof t, s->ended_at));

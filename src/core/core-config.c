@@ -34,14 +34,15 @@ static const char *const config_keys_policy[] = { "on_unknown",
 	"prompt_timeout", "allow", "deny", "tunnel", NULL };
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
-	"wall_clock", "config_persist", "memory", "pids", "protect", NULL };
+	"wall_clock", "config_persist", "memory", "pids", "protect", "resume",
+	NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", "escape_time", "clipboard", NULL };
+	"color", "scrollback", "escape_time", "clipboard", "idle_after", "notify", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", "transparent",
@@ -418,7 +419,22 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 			free(cause);
 		} else {
 			free(a->command);
+	free(a->resume);
 			a->command = xstrdup(value);
+		}
+		strv_free(&words);
+	} else if (strcmp(name, "resume") == 0) {
+		strv_init(&words);
+		if (strv_split_words(&words, value, &cause) == -1) {
+			config_problem(cp, "resume: %s", cause);
+			free(cause);
+		} else if (words.n == 0)
+			config_problem(cp, "resume: give the command line that "
+			    "continues the agent's last conversation (e.g. "
+			    "claude --continue)");
+		else {
+			free(a->resume);
+			a->resume = xstrdup(value);
 		}
 		strv_free(&words);
 	} else if (strcmp(name, "env") == 0) {
@@ -576,6 +592,38 @@ config_limits_key(struct config_parse *cp, const char *name, const char *value)
 		config_unknown_key(cp, "limits", config_keys_limits, name);
 }
 
+/* [ui] notify = bell | osc | command ARGV...: the command is words, never a shell line. */
+static void
+config_get_notify(struct config_parse *cp, const char *value,
+    struct config_ui *ui)
+{
+	struct strv words;
+	char *cause = NULL;
+	size_t i;
+
+	if (strcmp(value, "bell") == 0 || strcmp(value, "osc") == 0) {
+		ui->notify = value[0] == 'b' ? CONFIG_NOTIFY_BELL :
+		    CONFIG_NOTIFY_OSC;
+		return;
+	}
+	strv_init(&words);
+	if (strv_split_words(&words, value, &cause) == -1) {
+		config_problem(cp, "notify: %s", cause);
+		free(cause);
+	} else if (words.n < 2 || strcmp(words.v[0], "command") != 0)
+		config_problem(cp, "notify must be bell, osc or command "
+		    "followed by a program and its arguments (e.g. command "
+		    "notify-send agentmux), not '%s'", value);
+	else {
+		strv_free(&ui->notify_argv);
+		strv_init(&ui->notify_argv);
+		for (i = 1; i < words.n; i++)
+			strv_add(&ui->notify_argv, words.v[i]);
+		ui->notify = CONFIG_NOTIFY_COMMAND;
+	}
+	strv_free(&words);
+}
+
 static void
 config_ui_key(struct config_parse *cp, const char *name, const char *value)
 {
@@ -603,6 +651,10 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 		config_get_count(cp, name, value, 100, 10000000, &ui->scrollback);
 	else if (strcmp(name, "escape_time") == 0)
 		config_get_count(cp, name, value, 0, 10000, &ui->escape_time);
+	else if (strcmp(name, "idle_after") == 0)
+		config_get_count(cp, name, value, 100, 600000, &ui->idle_after);
+	else if (strcmp(name, "notify") == 0)
+		config_get_notify(cp, value, ui);
 	else if (strcmp(name, "clipboard") == 0) {
 		if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
 			ui->clipboard = strcmp(value, "yes") == 0;
@@ -1071,6 +1123,8 @@ config_set_defaults(struct config *cf)
 	cf->ui.color = nocolor == NULL || *nocolor == '\0';
 	cf->ui.scrollback = 10000;
 	cf->ui.escape_time = 50;
+	cf->ui.idle_after = 3000;
+	strv_init(&cf->ui.notify_argv);
 	cf->ui.clipboard = true;
 	strv_init(&cf->proxy.upstream_ca);
 	strv_init(&cf->proxy.connect_to);
@@ -1262,6 +1316,7 @@ config_free(struct config *cf)
 	free(cf->ui.prefix);
 	free(cf->ui.default_agent);
 	strv_free(&cf->proxy.upstream_ca);
+	strv_free(&cf->ui.notify_argv);
 	strv_free(&cf->proxy.connect_to);
 	strv_free(&cf->snapshots.excludes);
 	strv_free(&cf->jail.protect);

@@ -377,6 +377,7 @@ struct config_agent {
 	char *name;
 	char *description;
 	char *command;        /* command line (words) */
+	char *resume;         /* command line continuing its last conversation, or NULL */
 	struct strv env;      /* KEY=VALUE for the jail */
 	struct config_rules rules;
 	struct strv config_dirs; /* dirs/files to overlay, "~/" allowed */
@@ -413,6 +414,16 @@ struct config_ui {
 	int64_t scrollback;
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
+	int64_t idle_after;   /* ms a pane is quiet after output before it may need the user */
+	int notify;           /* CONFIG_NOTIFY_*: how a session needing the user is told */
+	struct strv notify_argv; /* CONFIG_NOTIFY_COMMAND: run with the message added */
+};
+
+/* [ui] notify: a bell, OSC 9/777 desktop notifications, or a command. */
+enum {
+	CONFIG_NOTIFY_BELL,
+	CONFIG_NOTIFY_OSC,
+	CONFIG_NOTIFY_COMMAND,
 };
 
 struct config_proxy {

@@ -438,6 +438,7 @@ struct proxy_question {
 	TAILQ_HEAD(, proxy_hold) held;
 	struct event *timer;
 	int64_t remaining_us;         /* while paused */
+	bool session_paused;          /* paused by proxy_session_pause, not the user */
 };
 
 struct proxy_session {
@@ -457,6 +458,7 @@ struct proxy_session {
 	struct event *listen_ev;
 	struct event *resume_ev;      /* accepting again after running out of fds */
 	bool accepting;
+	bool paused;                  /* proxy_session_pause: new connections wait */
 	bool dying;
 	uint64_t next_request;
 	uint64_t next_ask;

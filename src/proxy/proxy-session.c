@@ -53,7 +53,7 @@ proxy_session_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_session *ps = arg;
 
-	if (ps->accepting) {
+	if (ps->accepting && !ps->paused) {
 		event_add(ps->listen_ev, NULL);
 		if (ps->redirect_ev != NULL)
 			event_add(ps->redirect_ev, NULL);
@@ -507,6 +507,11 @@ proxy_session_ask_pause(struct proxy_session *ps, uint64_t id, bool pause)
 	if ((q = proxy_session_question(ps, id)) == NULL ||
 	    q->ask.paused == pause)
 		return;
+	/* The user stops looking at it while the session is paused: it stays paused till resume. */
+	if (!pause && ps->paused) {
+		q->session_paused = true;
+		return;
+	}
 	if (pause) {
 		q->remaining_us = q->ask.deadline_mono_us - now;
 		if (q->remaining_us < 0)
@@ -520,4 +525,44 @@ proxy_session_ask_pause(struct proxy_session *ps, uint64_t id, bool pause)
 	}
 	q->ask.paused = pause;
 	proxy_session_notify(q);
+}
+
+/* New connections wait (in the kernel's backlog) while the session is paused. */
+static void
+proxy_session_listen(struct proxy_session *ps, bool on)
+{
+	if (!ps->accepting)
+		return;
+	if (on) {
+		event_add(ps->listen_ev, NULL);
+		if (ps->redirect_ev != NULL)
+			event_add(ps->redirect_ev, NULL);
+		return;
+	}
+	event_del(ps->listen_ev);
+	evtimer_del(ps->resume_ev);
+	if (ps->redirect_ev != NULL)
+		event_del(ps->redirect_ev);
+}
+
+void
+proxy_session_pause(struct proxy_session *ps, bool pause)
+{
+	struct proxy_question *q, *next;
+
+	if (ps->paused == pause)
+		return;
+	ps->paused = pause;
+	proxy_session_listen(ps, !pause);
+	/* Resuming a countdown may not answer it, but go the safe way. */
+	for (q = TAILQ_FIRST(&ps->questions); q != NULL; q = next) {
+		next = TAILQ_NEXT(q, entry);
+		if (pause && !q->ask.paused) {
+			q->session_paused = true;
+			proxy_session_ask_pause(ps, q->ask.id, true);
+		} else if (!pause && q->session_paused) {
+			q->session_paused = false;
+			proxy_session_ask_pause(ps, q->ask.id, false);
+		}
+	}
 }

@@ -219,6 +219,13 @@ int proxy_session_answer_rule(struct proxy_session *, uint64_t id,
     enum proxy_answer, const char *rule, char **cause);
 /** Pauses or resumes the countdown of question ID. */
 void proxy_session_ask_pause(struct proxy_session *, uint64_t id, bool pause);
+/**
+ * Holds the session (its jail is paused): new connections wait in the
+ * listener's backlog, and every question's countdown stops; resuming
+ * accepts them and lets the countdowns go on from where they were (those
+ * the user paused stay paused).
+ */
+void proxy_session_pause(struct proxy_session *, bool pause);
 /** HOST as a rule names it: "host", or "host:port" off the scheme's port (caller frees). */
 char *proxy_host_rule(const char *host, int port, const char *scheme);
 /** Adds a rule to the session's policy at run time. */

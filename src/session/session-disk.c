@@ -649,6 +649,12 @@ session_disk_start(struct session *s)
 	session_disk_schedule(sd, 0);
 }
 
+int64_t
+session_disk_written(struct session *s)
+{
+	return s->disk != NULL ? (int64_t)s->disk->written : -1;
+}
+
 bool
 session_disk_frozen(struct session *s)
 {
@@ -709,7 +715,8 @@ session_disk_answer(struct session *s, bool go_on)
 			sd->fs[sd->hit].reserve = sd->fs[sd->hit].free / 2;
 	} else
 		sd->unread_ok = sd->unread;
-	if (jail_thaw(s->jail, &cause) == -1) {
+	/* Paused by the user meanwhile: it stays frozen until resumed. */
+	if (!session_paused(s) && jail_thaw(s->jail, &cause) == -1) {
 		msg = xprintf("stopped session %lld: it cannot be thawed: %s",
 		    (long long)s->id, cause);
 		session_disk_stop(sd, msg);

@@ -140,6 +140,24 @@ struct session {
 	char *end_reason;            /* why agentmux ended it, for the record */
 	bool closing;                /* the user closed it: recorded "closed" */
 	struct strv kept;            /* "allow RULE" answered for the session */
+
+	/* Its state (session-state.c). */
+	enum session_state st_state; /* as last told */
+	bool st_idle;                /* quiet, no turn in flight, reading its terminal */
+	bool st_paused;
+	int st_model_inflight;       /* requests to model hosts not ended yet */
+	uint64_t *st_asks;           /* questions pending */
+	size_t st_nasks;
+	struct event *st_idle_ev;    /* idle_after after the last output */
+	struct event *st_freeze_ev;  /* looks whether the pause took */
+	int64_t st_pause_us;         /* when it was asked */
+	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
+	int64_t st_allowed;          /* requests through the proxy, ended */
+	int64_t st_denied;
+	int64_t st_up;               /* body bytes up and down */
+	int64_t st_down;
+	int64_t st_turns;            /* model-API requests answered */
+	int64_t st_started_ms;       /* when the command began (for the CPU share) */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -191,8 +209,18 @@ int session_disk_check(struct session_ctx *, const char *project,
     char **cause);
 void session_disk_start(struct session *);
 bool session_disk_frozen(struct session *);
+/** Bytes its processes wrote as last counted; -1 if nothing counts them. */
+int64_t session_disk_written(struct session *);
 void session_disk_end(struct session *);
 void session_disk_free(struct session *);
+
+/* The session's state (session-state.c). */
+void session_state_update(struct session *);
+void session_state_activity(struct session *);
+void session_state_request(struct session *, const struct request *r);
+void session_state_ask(struct session *, uint64_t id, bool asked);
+void session_state_free(struct session *);
+bool session_state_syscall_reads(const char *text);
 
 /* The pty's terminal state (session-pane.c). */
 void session_pane_start(struct session *, const struct session_opts *);

@@ -524,6 +524,7 @@ session_proxy_request(void *arg, const struct request *r)
 {
 	struct session *s = arg;
 
+	session_state_request(s, r);
 	if (r->done) {
 		store_request_add(s->ctx->st, r);
 		session_proxy_budget(s);
@@ -554,6 +555,7 @@ session_proxy_ask(void *arg, const struct proxy_ask *q)
 	a.asked_at = q->asked_at;
 	a.deadline_mono_us = q->deadline_mono_us;
 	a.paused = q->paused;
+	session_state_ask(s, q->id, true);
 	if (s->ev.ask != NULL)
 		s->ev.ask(s->arg, s, &a);
 }
@@ -652,6 +654,7 @@ session_proxy_answered(void *arg, const struct proxy_ask *q,
 		session_proxy_keep(s, q, d.answer);
 	if (a == PROXY_ALLOW_ALWAYS || a == PROXY_DENY_ALWAYS)
 		session_proxy_always(s, q, allow);
+	session_state_ask(s, q->id, false);
 	if (s->ev.answered != NULL)
 		s->ev.answered(s->arg, s, q->id, d.answer, by);
 }

@@ -148,6 +148,8 @@ session_emit(struct session *s, int stream, struct evbuffer *eb)
 			evbuffer_drain(eb, v[i].iov_len);
 		}
 	}
+	if (stream == 1)
+		session_state_activity(s);
 	if (fed)
 		session_pane_changed(s);
 }
@@ -256,12 +258,15 @@ session_finish(struct session *s)
 	session_files_capture(s);
 	store_session_end(s->ctx->st, s->id, session_end_state(s), s->status,
 	    s->end_reason);
+	if (s->st_idle_ev != NULL)
+		event_del(s->st_idle_ev);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	session_guard_stop(s);
 	session_snap_end(s);
 	/* The front end may free it from the callback. */
 	session_add_ref(s);
+	session_state_update(s);
 	if (s->ev.exited != NULL)
 		s->ev.exited(s->arg, s, s->status);
 	if (!s->freed)
@@ -677,6 +682,8 @@ session_start_done(struct session *s)
 	if (a != NULL)
 		session_wall_start(s, a);
 	session_disk_start(s);
+	s->st_started_ms = util_now_ms();
+	session_state_activity(s);
 	if (s->ev.started != NULL)
 		s->ev.started(s->arg, s, true, NULL);
 }
@@ -926,6 +933,7 @@ session_free(struct session *s)
 	if (s->wall_ev != NULL)
 		event_free(s->wall_ev);
 	session_disk_free(s);
+	session_state_free(s);
 	session_pane_free(s);
 	if (s->pty != NULL)
 		bufferevent_free(s->pty);
@@ -1033,6 +1041,7 @@ session_write(struct session *s, const void *data, size_t len)
 		errno = EPIPE;
 		return -1;
 	}
+	session_state_activity(s);
 	return bufferevent_write(bev, data, len);
 }
 
@@ -1079,6 +1088,19 @@ session_kill_cb(evutil_socket_t fd, short what, void *arg)
 		jail_kill(s->jail);
 }
 
+/* A paused session is resumed to be ended: it acts on its signals as it would. */
+static void
+session_unpause(struct session *s)
+{
+	char *cause = NULL;
+
+	if (session_paused(s) && session_pause(s, false, &cause) == -1) {
+		log_warnx("session %lld: %s", (long long)s->id, cause);
+		free(cause);
+		jail_kill(s->jail);
+	}
+}
+
 void
 session_terminate(struct session *s)
 {
@@ -1094,6 +1116,7 @@ session_terminate(struct session *s)
 		jail_kill(s->jail);
 		return;
 	}
+	session_unpause(s);
 	session_signal_then_kill(s, SIGTERM);
 }
 
@@ -1107,6 +1130,7 @@ session_close(struct session *s)
 		jail_kill(s->jail);
 		return;
 	}
+	session_unpause(s);
 	/* What a terminal's hang-up sends: shells end on it, not on SIGTERM. */
 	jail_signal(s->jail, SIGHUP);
 	session_signal_then_kill(s, SIGTERM);

@@ -101,6 +101,24 @@ struct session_disk_ask {
 	int64_t reserve;             /* and what was to stay free there */
 };
 
+/**
+ * A session's one state, the same everywhere it is shown. NEEDS_YOU is
+ * inferred: its pane quiet for [ui] idle_after after output, no request
+ * to a model host of its profile in flight, and the program in the
+ * foreground of its terminal waiting to read it. PROMPT: a network
+ * question is pending. EXITED/CRASHED once it ended (crashed: killed by
+ * a signal of its own failure, such as SIGSEGV or SIGABRT).
+ */
+enum session_state {
+	SESSION_STARTING,
+	SESSION_WORKING,
+	SESSION_NEEDS_YOU,
+	SESSION_PROMPT,
+	SESSION_PAUSED,
+	SESSION_EXITED,
+	SESSION_CRASHED,
+};
+
 /** Events from a session to its front end. Any callback may be NULL. */
 struct session_events {
 	/*
@@ -152,6 +170,8 @@ struct session_events {
 	 * the store's next flush.
 	 */
 	void (*done)(void *arg, struct session *);
+	/* The session's state (session_state) changed to STATE. */
+	void (*state)(void *arg, struct session *, enum session_state state);
 };
 
 /**
@@ -199,6 +219,48 @@ bool session_running(struct session *);
 bool session_starting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
+/** The session's state now (see enum session_state). */
+enum session_state session_state(struct session *);
+/** "starting", "working", "needs you", ...; static. */
+const char *session_state_name(enum session_state);
+/**
+ * The state as the user reads it, into BUF: "working", "needs you",
+ * "exited 2", "closed", "crashed"; returns BUF.
+ */
+const char *session_state_text(struct session *, char *buf, size_t len);
+/**
+ * Pauses (PAUSE) or resumes the session: every process of its jail is
+ * frozen without its knowing (the cgroup freezer, else SIGSTOP by the
+ * jail's init), its proxy holds new connections and its prompts'
+ * countdowns stop; resuming lets all of it go on where it was. -1 with
+ * *CAUSE if it cannot be (not running, or frozen at a disk limit).
+ */
+int session_pause(struct session *, bool pause, char **cause);
+/** What a session costs, as session_costs reads it. */
+struct session_costs {
+	double cpu_sec;              /* CPU time of its processes, live and ended */
+	double cpu_share;            /* of one CPU, over its run so far (0.5: half) */
+	int64_t memory;              /* resident bytes of its live processes */
+	int procs;                   /* its live processes */
+	int64_t written;             /* bytes written to storage; -1: not counted */
+	int64_t allowed;             /* requests through its proxy */
+	int64_t denied;
+	int64_t bytes_up;            /* request and response body bytes */
+	int64_t bytes_down;
+	int64_t turns;               /* model-API requests answered */
+	int64_t run_ms;              /* how long its command has run */
+};
+/**
+ * Reads what session S costs into C: its processes from /proc (those in
+ * its jail's pid namespace; cutime counts those that ended), the proxy's
+ * counts from its requests. Cheap enough for a view opened by the user,
+ * not for every frame.
+ */
+void session_costs(struct session *, struct session_costs *c);
+/** Microseconds the last pause took until every process had stopped; 0 until then. */
+int64_t session_pause_took_us(struct session *);
+/** True while paused (from session_pause until it is resumed). */
+bool session_paused(struct session *);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 

@@ -103,6 +103,11 @@ static const char *const store_migrations[] = {
 	 * [snapshots] max_size keeps its row (snapshot numbers stay), marked.
 	 */
 	"ALTER TABLE snapshots ADD COLUMN dropped_at INTEGER;",
+	/*
+	 * 5: what a running session is doing (starting, working, needs you,
+	 * prompt, paused), for those who read the records while it runs.
+	 */
+	"ALTER TABLE sessions ADD COLUMN live TEXT;",
 };
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */

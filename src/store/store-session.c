@@ -22,7 +22,8 @@
 	"(SELECT count(*) FROM requests r WHERE r.session_id = s.id AND " \
 	"  r.decision = 'error'), " \
 	"EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.id AND " \
-	"  e.kind = 'closed')"
+	"  e.kind = 'closed'), " \
+	"s.live"
 
 int64_t
 store_session_begin(struct store *st, const struct store_session *s,
@@ -133,6 +134,13 @@ store_session_flag(struct store *st, int64_t id, const char *flag)
 }
 
 int
+store_session_set_live(struct store *st, int64_t id, const char *state)
+{
+	return store_session_update(st, "UPDATE sessions SET live = ?2 WHERE "
+	    "id = ?1", id, state);
+}
+
+int
 store_session_set_jail(struct store *st, int64_t id, const char *json)
 {
 	return store_session_update(st, "UPDATE sessions SET jail = ?2 WHERE "
@@ -142,7 +150,10 @@ store_session_set_jail(struct store *st, int64_t id, const char *json)
 const char *
 store_session_end_text(const struct store_session *s, char *buf, size_t len)
 {
-	if (s->ended_at == 0 || strcmp(s->state, "running") == 0)
+	if ((s->ended_at == 0 || strcmp(s->state, "running") == 0) &&
+	    s->live != NULL && store_session_live(s))
+		snprintf(buf, len, "%s", s->live);
+	else if (s->ended_at == 0 || strcmp(s->state, "running") == 0)
 		snprintf(buf, len, "running");
 	else if (s->closed)
 		snprintf(buf, len, "closed");
@@ -184,6 +195,7 @@ store_session_row(sqlite3_stmt *stmt)
 	s->nallowed = sqlite3_column_int64(stmt, 22);
 	s->nerrors = sqlite3_column_int64(stmt, 23);
 	s->closed = sqlite3_column_int(stmt, 24) != 0;
+	s->live = store_col_text(stmt, 25);
 	/* Counted requests are requests too. */
 	s->nrequests += s->unrecorded;
 	s->ndenied += s->unrecorded_denied;
@@ -242,6 +254,7 @@ store_session_free(struct store_session *s)
 	free(s->project);
 	free(s->command);
 	free(s->state);
+	free(s->live);
 	free(s->jail);
 	free(s->unsafe);
 	free(s->flags);

@@ -63,6 +63,7 @@ struct store_session {
 	int64_t started_at; /* ms since the epoch */
 	int64_t ended_at;   /* 0 while running */
 	char *state;        /* running | exited | closed | crashed | failed */
+	char *live;         /* while running: starting, working, needs you, prompt, paused */
 	bool has_exit;
 	int exit_status;    /* 0-255, 128+N for signal N */
 	char *jail;         /* JSON object of the jail settings */
@@ -96,6 +97,8 @@ int store_session_end(struct store *, int64_t id, const char *state, int exit,
     const char *error);
 /** Adds FLAG to the session's flags (once). */
 int store_session_flag(struct store *, int64_t id, const char *flag);
+/** Records what running session ID is doing (a session_state_name). */
+int store_session_set_live(struct store *, int64_t id, const char *state);
 /** Replaces the session's jail settings (JSON text). */
 int store_session_set_jail(struct store *, int64_t id, const char *json);
 /** One session, or NULL if there is none with that id; caller frees. */
@@ -106,7 +109,8 @@ void store_session_free(struct store_session *);
 /** True while S runs in an agentmux process that is still alive (not a crash left "running"). */
 bool store_session_live(const struct store_session *s);
 /**
- * How S ended, in the words every command and the dashboard use: "running",
+ * How S ended, in the words every command and the dashboard use: "running"
+ * (or, while its agentmux runs, what it does: "working", "needs you" ...),
  * "closed" (by the user), "exited N", "failed", "crashed". Written to BUF.
  */
 const char *store_session_end_text(const struct store_session *s, char *buf,

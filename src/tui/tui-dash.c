@@ -540,6 +540,49 @@ tui_cycle(struct tui *t, int dir)
 		tui_select(t, t->panes[at]->num);
 }
 
+/* C-a P: pauses the focused session, or resumes it. */
+static void
+tui_pause(struct tui *t, struct tui_pane *wp)
+{
+	char *cause = NULL;
+	bool pause;
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		tui_message(t, false, "no running session to pause");
+		return;
+	}
+	pause = !session_paused(wp->s);
+	if (session_pause(wp->s, pause, &cause) == -1) {
+		tui_message(t, true, "%s", cause);
+		free(cause);
+		return;
+	}
+	tui_message(t, false, "session %lld (%s) %s", (long long)wp->id,
+	    wp->agent, pause ? "paused: prefix P resumes it" : "resumed");
+}
+
+/* C-a w: the next session after the focused one that needs the user. */
+static void
+tui_next_needs(struct tui *t)
+{
+	struct tui_pane *focus = tui_focus_pane(t), *wp;
+	size_t i, at = 0, k;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i] == focus)
+			at = i;
+	}
+	for (k = 1; k <= t->npanes; k++) {
+		wp = t->panes[(at + k) % t->npanes];
+		if (wp != NULL && tui_status_needs(wp) && (wp != focus ||
+		    tui_view_top(t) != TUI_VIEW_PANES)) {
+			tui_select(t, wp->num);
+			return;
+		}
+	}
+	tui_message(t, false, "no other session needs you");
+}
+
 static void
 tui_split(struct tui *t, bool side)
 {
@@ -610,6 +653,15 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_NEXT:
 	case TUI_ACT_PREV:
 		tui_cycle(t, b->action == TUI_ACT_NEXT ? 1 : -1);
+		break;
+	case TUI_ACT_NEXT_NEEDS:
+		tui_next_needs(t);
+		break;
+	case TUI_ACT_PAUSE:
+		tui_pause(t, wp);
+		break;
+	case TUI_ACT_SESSIONS:
+		tui_status_sessions(t);
 		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
@@ -713,6 +765,8 @@ tui_pane_key(struct tui *t, const struct tui_key *k)
 	if (wp->exited || wp->s == NULL) {
 		if (k->code == 'r')
 			tui_pane_restart(wp);
+		else if (k->code == 'c' && wp->start_failed == NULL)
+			(void)tui_pane_resume(wp);
 		else if (k->code == 'x')
 			tui_remove_pane(t, wp);
 		return;
@@ -917,6 +971,7 @@ tui_free(struct tui *t)
 	tui_history_free(t);
 	tui_text_free(t->text);
 	tui_dialog_free(t);
+	tui_status_free(t);
 	tui_layout_free(t->layout);
 	tui_keys_free(t->keys);
 	tui_frames_free(t->frames);

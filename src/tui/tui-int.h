@@ -225,6 +225,10 @@ struct tui {
 	unsigned dialog_cy;
 
 	struct buf paste;           /* the last copy, which prefix ] pastes */
+
+	/* telling the user a session needs them (tui-status.c) */
+	int64_t notify_last_us;     /* the last notification (rate limit) */
+	struct proc *notify_proc;   /* [ui] notify's command, while it runs */
 };
 
 /* tui-dash.c */
@@ -244,6 +248,8 @@ struct tui_pane *tui_pane_start(struct tui *, const char *agent,
 void tui_pane_free(struct tui_pane *);
 void tui_pane_close(struct tui_pane *);
 void tui_pane_restart(struct tui_pane *);
+/** c on an exited pane: restarts it with its profile's resume command; false if it has none. */
+bool tui_pane_resume(struct tui_pane *);
 /* Panes the user closed go once their sessions ended (soon, off this callback). */
 void tui_pane_closed(struct tui *);
 /* Session ID ran in this dashboard (for what quitting leaves to review). */
@@ -353,6 +359,15 @@ bool tui_new_matches(const char *dir, const char *base, struct strv *);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);
+/** True if WP's session needs the user: it waits for input, or has a prompt. */
+bool tui_status_needs(const struct tui_pane *wp);
+/** WP's session started needing the user (state ST): bell, OSC or command. */
+void tui_status_notify(struct tui *, struct tui_pane *wp,
+    enum session_state st);
+/** Shows the sessions view: each session's state and what it costs, as of now. */
+void tui_status_sessions(struct tui *);
+/** Lets go of a notification command still running. */
+void tui_status_free(struct tui *);
 /* The pane whose entry in the status bar is at column X, or -1. */
 int tui_status_tab_at(const struct tui *, unsigned x);
 

@@ -410,6 +410,14 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "next session" },
 	{ .key = 'p', .action = TUI_ACT_PREV, .name = "p",
 	  .help = "previous session" },
+	{ .key = 'w', .action = TUI_ACT_NEXT_NEEDS, .name = "w",
+	  .help = "the next session that needs you (or has a prompt)" },
+	{ .key = 's', .action = TUI_ACT_SESSIONS, .name = "s",
+	  .help = "sessions: the state and cost of each (CPU, memory, "
+	  "processes, disk, requests, model turns)" },
+	{ .key = 'P', .action = TUI_ACT_PAUSE, .name = "P",
+	  .help = "pause the focused session (its jail frozen, its requests "
+	  "and prompts held) / resume it" },
 	{ .key = '0', .action = TUI_ACT_SELECT, .arg = 0, .name = "0-9",
 	  .help = "the Nth session in the status bar" },
 	{ .key = '1', .action = TUI_ACT_SELECT, .arg = 1 },

@@ -133,6 +133,18 @@ tui_pane_done(void *arg, struct session *s)
 	tui_session_undo_resume(wp->t);
 }
 
+/* The session's state changed: its tab is redrawn, and if it now needs the user, they are told. */
+static void
+tui_pane_state_changed(void *arg, struct session *s, enum session_state st)
+{
+	struct tui_pane *wp = arg;
+
+	wp->redraw = true;
+	tui_redraw(wp->t);
+	if (st == SESSION_NEEDS_YOU || st == SESSION_PROMPT)
+		tui_status_notify(wp->t, wp, st);
+}
+
 static const struct session_events tui_pane_events = {
 	.pane_changed = tui_pane_changed,
 	.started = tui_pane_started,
@@ -143,6 +155,7 @@ static const struct session_events tui_pane_events = {
 	.notice = tui_pane_notice,
 	.disk = tui_pane_disk,
 	.done = tui_pane_done,
+	.state = tui_pane_state_changed,
 };
 
 /* The lowest pane number not in use. */
@@ -283,6 +296,41 @@ tui_pane_free(struct tui_pane *wp)
 	free(wp);
 }
 
+/* The profile's resume command, or NULL. */
+static const char *
+tui_pane_resume_command(const struct tui_pane *wp)
+{
+	const struct config_agent *a = wp->agent != NULL ?
+	    config_agent(wp->t->cf, wp->agent) : NULL;
+
+	return a != NULL ? a->resume : NULL;
+}
+
+/*
+ * c on an exited pane: restarts it with the profile's resume command
+ * (its last conversation), which further restarts keep; false if the
+ * profile has none.
+ */
+bool
+tui_pane_resume(struct tui_pane *wp)
+{
+	const char *line = tui_pane_resume_command(wp);
+	char *cause = NULL;
+
+	if (line == NULL)
+		return false;
+	strv_free(&wp->command);
+	strv_init(&wp->command);
+	if (strv_split_words(&wp->command, line, &cause) == -1) {
+		/* Checked when the config was read. */
+		tui_message(wp->t, true, "resume: %s", cause);
+		free(cause);
+		return true;
+	}
+	tui_pane_restart(wp);
+	return true;
+}
+
 void
 tui_pane_restart(struct tui_pane *wp)
 {
@@ -346,25 +394,16 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 const char *
 tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
 {
-	size_t i;
-
 	if (wp->s == NULL && !wp->exited)
 		snprintf(buf, len, "closed");
 	else if (wp->start_failed != NULL)
 		snprintf(buf, len, "failed");
-	else if (wp->exited)
+	else if (wp->exited && wp->s == NULL)
 		snprintf(buf, len, "exited %d", wp->status);
-	else if (session_starting(wp->s))
-		snprintf(buf, len, "starting");
-	else if (tui_disk_frozen(wp))
+	else if (!wp->exited && tui_disk_frozen(wp))
 		snprintf(buf, len, "frozen");
-	else {
-		snprintf(buf, len, "running");
-		for (i = 0; i < wp->t->nprompts; i++) {
-			if (wp->t->prompts[i]->pane == wp)
-				snprintf(buf, len, "waiting");
-		}
-	}
+	else
+		session_state_text(wp->s, buf, len);
 	return buf;
 }
 
@@ -392,6 +431,14 @@ tui_pane_banner(struct tui_pane *wp)
 	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
 
 	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	if (wp->start_failed == NULL && tui_pane_resume_command(wp) != NULL) {
+		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		    " %s %lld exited with status %d  --  r: restart  c: continue "
+		    "its conversation (%s)  x: close ", wp->agent,
+		    (long long)wp->id, wp->status,
+		    tui_pane_resume_command(wp));
+		return;
+	}
 	if (wp->start_failed == NULL) {
 		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  x: close ",

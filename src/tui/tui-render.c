@@ -239,6 +239,8 @@ tui_screen_styles(struct tui_screen *scr)
 		[TUI_STYLE_PROMPT_FOCUS] = { COLOR_WHITE, COLOR_MAGENTA, A_BOLD,
 		    A_BOLD | A_REVERSE },
 		[TUI_STYLE_KEY] = { COLOR_CYAN, -1, A_BOLD, A_BOLD },
+		[TUI_STYLE_NEEDS] = { COLOR_WHITE, COLOR_MAGENTA, A_BOLD,
+		    A_BOLD | A_UNDERLINE },
 	};
 	int i;
 

@@ -1,6 +1,7 @@
-/* The status bar: project, sessions and their states, prompts waiting, requests denied, unsafe flags in red. */
+/* The status bar: project, sessions and their states, those that need you, prompts waiting, requests denied, unsafe flags in red; telling the user a session needs them. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "session/session.h"
@@ -22,7 +23,188 @@ tui_status_project(const struct tui *t)
 	return slash != NULL && slash[1] != '\0' ? slash + 1 : p;
 }
 
-/* One session's label: "2:claude running", the focused one marked (Z: zoomed). */
+/* Notifications closer together than this are dropped (one at a time is enough to look). */
+#define TUI_STATUS_NOTIFY_GAP_US 2000000
+
+/* A notification command gets this long before it is killed. */
+#define TUI_STATUS_NOTIFY_TIMEOUT 10
+
+bool
+tui_status_needs(const struct tui_pane *wp)
+{
+	enum session_state st;
+
+	if (wp->s == NULL || wp->exited)
+		return false;
+	st = session_state(wp->s);
+	return st == SESSION_NEEDS_YOU || st == SESSION_PROMPT;
+}
+
+/* How many sessions need the user. */
+static size_t
+tui_status_count_needs(const struct tui *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (tui_status_needs(t->panes[i]))
+			n++;
+	}
+	return n;
+}
+
+static void
+tui_status_notify_done(struct proc *p, void *arg)
+{
+	struct tui *t = arg;
+
+	if (proc_status(p) != 0)
+		tui_message(t, true, "[ui] notify command failed (status %d)",
+		    proc_status(p));
+	proc_free(p);
+	t->notify_proc = NULL;
+}
+
+/* [ui] notify = command ARGV...: the message is its last argument, never a shell's. */
+static void
+tui_status_notify_command(struct tui *t, const char *msg)
+{
+	const struct strv *a = &t->cf->ui.notify_argv;
+	struct proc_opts po = { .timeout = TUI_STATUS_NOTIFY_TIMEOUT,
+	    .in_fd = -1, .out_fd = -1, .umask = -1 };
+	struct strv argv;
+	char *cause = NULL;
+	size_t i;
+
+	if (t->notify_proc != NULL)
+		return;
+	strv_init(&argv);
+	for (i = 0; i < a->n; i++)
+		strv_add(&argv, a->v[i]);
+	strv_add(&argv, msg);
+	po.argv = argv.v;
+	t->notify_proc = proc_start(t->base, &po, tui_status_notify_done, t,
+	    &cause);
+	if (t->notify_proc == NULL) {
+		tui_message(t, true, "[ui] notify: %s", cause);
+		free(cause);
+	}
+	strv_free(&argv);
+}
+
+/* OSC 9 (iTerm2, kitty, WezTerm, ...) and OSC 777 (urxvt, foot, Ghostty, VTE): MSG has no control character. */
+static void
+tui_status_notify_osc(const char *msg)
+{
+	struct buf b;
+	const char *p;
+
+	buf_init(&b);
+	buf_adds(&b, "\033]9;");
+	buf_adds(&b, msg);
+	buf_adds(&b, "\a\033]777;notify;agentmux;");
+	/* A ';' would end OSC 777's body field early. */
+	for (p = msg; *p != '\0'; p++)
+		buf_add(&b, *p == ';' ? "," : p, 1);
+	buf_adds(&b, "\a");
+	fflush(stdout);
+	/* raw: two OSCs around quoted text, which has no control byte */
+	util_write_all(STDOUT_FILENO, b.data, b.len);
+	buf_free(&b);
+}
+
+void
+tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
+{
+	int64_t now = util_mono_us();
+	struct buf b;
+	char *raw;
+
+	/* The user is looking at it. */
+	if (wp == tui_focus_pane(t) && tui_view_top(t) == TUI_VIEW_PANES)
+		return;
+	if (t->notify_last_us != 0 &&
+	    now - t->notify_last_us < TUI_STATUS_NOTIFY_GAP_US)
+		return;
+	t->notify_last_us = now;
+	raw = xprintf("agentmux: session %lld (%s) %s", (long long)wp->id,
+	    wp->agent, st == SESSION_PROMPT ? "has a prompt" : "needs you");
+	buf_init(&b);
+	quote_line_add(&b, raw, strlen(raw));
+	buf_adds(&b, "");
+	free(raw);
+	switch (t->cf->ui.notify) {
+	case CONFIG_NOTIFY_OSC:
+		tui_status_notify_osc(b.data);
+		break;
+	case CONFIG_NOTIFY_COMMAND:
+		tui_status_notify_command(t, b.data);
+		break;
+	default:
+		fflush(stdout);
+		/* raw: the bell, nothing of the session's */
+		util_write_all(STDOUT_FILENO, "\a", 1);
+		break;
+	}
+	buf_free(&b);
+}
+
+/* One session's line of the sessions view. */
+static void
+tui_status_cost_line(struct buf *b, struct tui_pane *wp)
+{
+	struct session_costs c;
+	char state[32], mem[16], up[16], down[16], wr[16] = "-";
+
+	tui_pane_state(wp, state, sizeof state);
+	if (wp->s == NULL) {
+		buf_printf(b, "%4lld  %-10s %-10s\n", (long long)wp->id,
+		    wp->agent, state);
+		return;
+	}
+	session_costs(wp->s, &c);
+	util_fmt_size(mem, sizeof mem, c.memory);
+	util_fmt_size(up, sizeof up, c.bytes_up);
+	util_fmt_size(down, sizeof down, c.bytes_down);
+	if (c.written >= 0)
+		util_fmt_size(wr, sizeof wr, c.written);
+	buf_printf(b, "%4lld  %-10s %-10s %7.1fs %4.0f%% %7s %5d %7s "
+	    "%6lld %6lld %7s %7s %5lld\n", (long long)wp->id, wp->agent, state,
+	    c.cpu_sec, c.cpu_share * 100.0, mem, c.procs, wr,
+	    (long long)c.allowed, (long long)c.denied, up, down,
+	    (long long)c.turns);
+}
+
+void
+tui_status_sessions(struct tui *t)
+{
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	buf_printf(&b, "%4s  %-10s %-10s %8s %5s %7s %5s %7s %6s %6s %7s %7s "
+	    "%5s\n", "ID", "AGENT", "STATE", "CPU", "SHARE", "MEMORY", "PROCS",
+	    "WRITTEN", "ALLOW", "DENY", "UP", "DOWN", "TURNS");
+	for (i = 0; i < t->npanes; i++)
+		tui_status_cost_line(&b, t->panes[i]);
+	buf_adds(&b, "\nCPU: time of its processes, live and ended; SHARE: of "
+	    "one CPU since it started;\nMEMORY: resident, of its live "
+	    "processes; WRITTEN: to disk, as its disk watch counted it (-: "
+	    "none);\nALLOW, DENY, UP, DOWN: requests and body bytes through "
+	    "its proxy; TURNS: model-API answers.\nAs of when this view "
+	    "opened: prefix s again reads them anew.\n");
+	tui_text_show(t, "sessions", b.data, false);
+	buf_free(&b);
+}
+
+void
+tui_status_free(struct tui *t)
+{
+	proc_free(t->notify_proc);
+	t->notify_proc = NULL;
+}
+
+/* One session's label: "2:claude working", the focused one marked (Z: zoomed), ! a bell not seen. */
 static char *
 tui_status_label(struct tui *t, struct tui_pane *wp, bool focused)
 {
@@ -63,6 +245,8 @@ tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
 
 	if (wp->unsafe != NULL || wp->alert || (wp->exited && wp->status != 0))
 		style = TUI_STYLE_ALERT;
+	else if (tui_status_needs(wp))
+		style = TUI_STYLE_NEEDS;
 	if (x >= end)
 		return x;
 	label = tui_status_label(t, wp, focused);
@@ -163,6 +347,7 @@ tui_status_draw(struct tui *t, unsigned y)
 {
 	struct tui_rect r = { 0, y, t->sx, 1 };
 	char right[64] = "";
+	size_t needs = tui_status_count_needs(t);
 	unsigned x, rw;
 
 	tui_screen_fill(t->scr, &r, TUI_STYLE_BAR);
@@ -172,10 +357,15 @@ tui_status_draw(struct tui *t, unsigned y)
 	if (t->nprompts > 0)
 		snprintf(right, sizeof right, " prompts %zu ", t->nprompts);
 	rw = (unsigned)strlen(right);
+	if (needs > 0)
+		rw += (unsigned)snprintf(NULL, 0, " needs you %zu ", needs);
 	if (t->denied > 0)
 		rw += (unsigned)snprintf(NULL, 0, " denied %lld ",
 		    (long long)t->denied);
 	x = tui_status_tabs(t, x, y, t->sx > x + rw ? t->sx - rw : x);
+	if (needs > 0 && x < t->sx)
+		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_NEEDS,
+		    " needs you %zu ", needs);
 	if (t->nprompts > 0 && x < t->sx)
 		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_WARN,
 		    " prompts %zu ", t->nprompts);

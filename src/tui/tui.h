@@ -120,6 +120,9 @@ enum tui_action {
 	TUI_ACT_DETACH,
 	TUI_ACT_SEND_PREFIX,
 	TUI_ACT_REDRAW,
+	TUI_ACT_NEXT_NEEDS,   /* the next session that needs you */
+	TUI_ACT_PAUSE,        /* pause or resume the focused session */
+	TUI_ACT_SESSIONS,     /* what each session costs */
 };
 
 enum tui_dir {
@@ -306,6 +309,7 @@ enum tui_style {
 	TUI_STYLE_PROMPT,      /* the prompt bar */
 	TUI_STYLE_PROMPT_FOCUS,
 	TUI_STYLE_KEY,         /* a key name in help text */
+	TUI_STYLE_NEEDS,       /* a session that needs you, or has a prompt */
 	TUI_STYLE_COUNT
 };
 

@@ -72,6 +72,8 @@ test_valid(void **state)
 	    "[ui]\n"
 	    "prefix = C-b\n"
 	    "escape_time = 0\n"
+	    "idle_after = 1500\n"
+	    "notify = command notify-send -a 'agent mux'\n"
 	    "[proxy]\n"
 	    "connect_timeout = 5\n"
 	    "connect_to = api.mine.dev:443:127.0.0.1:8443\n"
@@ -100,6 +102,10 @@ test_valid(void **state)
 	assert_int_equal(cf->limits.pids, 512);
 	assert_int_equal(cf->ui.prefix_key, 2);
 	assert_int_equal(cf->ui.escape_time, 0);
+	assert_int_equal(cf->ui.idle_after, 1500);
+	assert_int_equal(cf->ui.notify, CONFIG_NOTIFY_COMMAND);
+	assert_int_equal(cf->ui.notify_argv.n, 3);
+	assert_string_equal(cf->ui.notify_argv.v[2], "agent mux");
 	assert_int_equal(cf->proxy.connect_timeout, 5);
 	assert_int_equal(cf->proxy.connect_to.n, 1);
 	assert_int_equal(cf->proxy.max_body_record, 65536);
@@ -171,6 +177,11 @@ test_bad_values(void **state)
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
 	expect_problem("[ui]\nescape_time = soon\n", 2, "escape_time");
 	expect_problem("[ui]\nescape_time = 10001\n", 2, "out of range");
+	expect_problem("[ui]\nidle_after = 50\n", 2, "out of range");
+	expect_problem("[ui]\nnotify = loudly\n", 2, "notify must be");
+	expect_problem("[agent x]\ncommand = x\nresume =\n", 3, "resume: give");
+	expect_problem("[ui]\nnotify = command\n", 2, "notify must be");
+	expect_problem("[ui]\n\nidle_after = soon\n", 3, "idle_after");
 	expect_problem("[proxy]\nconnect_to = nonsense\n", 2, "HOST:PORT");
 	expect_problem("[proxy]\nupstream_ca = /nonexistent/ca.pem\n", 2,
 	    "cannot read");

@@ -501,6 +501,76 @@ test_allow_deny_unknown(void **state)
 	free(r2);
 }
 
+/* What the pause test's timers saw, and do. */
+struct eng_pause {
+	struct eng *e;
+	int started_at_resume;      /* requests the proxy had begun by then */
+	int answered_at_resume;     /* questions answered by then */
+};
+
+static void
+eng_pause_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_pause *p = arg;
+
+	proxy_session_pause(p->e->ps, true);
+}
+
+static void
+eng_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_pause *p = arg;
+
+	p->started_at_resume = p->e->nstarted;
+	p->answered_at_resume = p->e->nanswered;
+	proxy_session_pause(p->e->ps, false);
+}
+
+/*
+ * A paused session's proxy holds a request made meanwhile (its connection
+ * waits to be accepted) and it completes once resumed; a prompt's
+ * countdown stops while paused and goes on from where it was.
+ */
+static void
+test_session_pause(void **state)
+{
+	struct eng *e = *state;
+	char *r1 = xprintf("allow 127.0.0.1:%d", e->hp);
+	struct eng_pause p = { .e = e };
+	struct timeval at_resume = { 0, 800000 }, at_pause = { 0, 300000 };
+	struct event *resume = evtimer_new(e->base, eng_resume_cb, &p);
+	struct event *pause = evtimer_new(e->base, eng_pause_cb, &p);
+	int64_t t0;
+
+	eng_session(e, true, 1, NULL, 0, r1, NULL);
+	proxy_session_pause(e->ps, true);
+	evtimer_add(resume, &at_resume);
+	t0 = util_mono_us();
+	assert_int_equal(eng_run(e, CURL "https://127.0.0.1:$HP/ok/held "
+	    "-w ' [%%{http_code}]'"), 0);
+	eng_expect_out(e, "[200]");
+	assert_int_equal(p.started_at_resume, 0);
+	assert_true(util_mono_us() - t0 >= 750000);
+	assert_non_null(eng_find(e, "/ok/held"));
+
+	/* A 1 s countdown, paused from 0.3 s to 1.8 s: it times out at ~2.5 s. */
+	e->answer = -1;
+	at_resume.tv_sec = 1;
+	evtimer_add(pause, &at_pause);
+	evtimer_add(resume, &at_resume);
+	t0 = util_mono_us();
+	eng_run(e, CURL "http://localhost:$PP/asked -w ' [%%{http_code}]'");
+	eng_expect_out(e, "[403]");
+	assert_int_equal(p.answered_at_resume, 0);
+	assert_int_equal(e->nanswered, 1);
+	assert_string_equal(e->answered_by, "timeout");
+	assert_true(util_mono_us() - t0 >= 2200000);
+	event_free(resume);
+	event_free(pause);
+	eng_end_session(e);
+	free(r1);
+}
+
 static void
 test_plain_keepalive_head(void **state)
 {
@@ -1394,6 +1464,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow_deny_unknown),
+		cmocka_unit_test(test_session_pause),
 		cmocka_unit_test(test_plain_keepalive_head),
 		cmocka_unit_test(test_tunnel),
 		cmocka_unit_test(test_ssrf),

@@ -26,13 +26,13 @@ for i in range(300):
     s.close()
 PY
 start_dashboard
-wait_for '[0-9][0-9]*:shell\* running' || fail "no status bar with the session"
+wait_for '[0-9][0-9]*:shell\* (working|needs you)' || fail "no status bar with the session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 keys "/usr/bin/python3 flood.py; echo flood-\$((6*7))" Enter
 # The status bar says it as it happens (a message that goes after a while).
 wait_for 'record_budget' 120 || fail "the status bar does not say the budget was reached"
 wait_for 'flood-42' 120 || fail "the flood did not finish"
-wait_for '[0-9][0-9]*:shell\* running BUDGET' || fail "the status bar does not mark the session BUDGET"
+wait_for '[0-9][0-9]*:shell\* (working|needs you) BUDGET' || fail "the status bar does not mark the session BUDGET"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
 wait_for '^ +1 shell .*BUDGET' || fail "the history does not mark the session BUDGET"

@@ -14,7 +14,7 @@ a70=$(printf '%070d' 0 | tr 0 a)
 b70=$(printf '%070d' 0 | tr 0 b)
 
 start_dashboard
-wait_for '1:shell\* running' || fail "no status bar with the first session"
+wait_for '1:shell\* (working|needs you)' || fail "no status bar with the first session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 keys "PS1='P>'" Enter
 wait_for '^P>$' || fail "the prompt did not change"
@@ -151,7 +151,7 @@ printf '[ui]\nclipboard = no\n' >"$XDG_CONFIG_HOME/agentmux/config"
 stop_server || fail "the agentmux server did not end"
 tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
 	"$AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not restart agentmux"
-wait_for '[0-9]+:shell\* running' || fail "no status bar with clipboard = no"
+wait_for '[0-9]+:shell\* (working|needs you)' || fail "no status bar with clipboard = no"
 wait_for '[#$] ?$' || fail "no shell prompt with clipboard = no"
 keys "PS1='P>'" Enter
 keys 'echo nocb-text' Enter

@@ -28,7 +28,7 @@ row_of() {
 }
 
 start_dashboard
-wait_for '[0-9][0-9]*:shell\* running' || fail "no status bar with the first session"
+wait_for '[0-9][0-9]*:shell\* (working|needs you)' || fail "no status bar with the first session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 tmux -L "$SOCK" pipe-pane -o -t 0 "cat >>'$T/out'" || fail "cannot watch what agentmux writes"
 

@@ -6,7 +6,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 start_dashboard
-wait_for '1:shell\* running' || fail "no status bar with the first session"
+wait_for '1:shell\* (working|needs you)' || fail "no status bar with the first session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 
 # A command typed in the pane runs in the jail and shows its output.
@@ -21,7 +21,7 @@ keys s
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
-wait_for '2:shell\* running' || fail "the second session did not start"
+wait_for '2:shell\* (working|needs you)' || fail "the second session did not start"
 wait_for '[#$] ?$' || fail "no prompt in the second session"
 keys 'echo second-$((7*7))' Enter
 wait_for 'second-49' || fail "the second session did not run a command"
@@ -35,10 +35,10 @@ scr | grep -q 'marker-42' && fail "the first session still shows after switching
 
 # Switching by number, and with n/p.
 prefix 1
-wait_for '1:shell\* running' || fail "prefix 1 did not focus session 1"
+wait_for '1:shell\* (working|needs you)' || fail "prefix 1 did not focus session 1"
 wait_for 'marker-42' || fail "session 1 is not shown after prefix 1"
 prefix n
-wait_for '2:shell\* running' || fail "prefix n did not go to session 2"
+wait_for '2:shell\* (working|needs you)' || fail "prefix n did not go to session 2"
 wait_for 'second-49' || fail "session 2 is not shown after prefix n"
 
 # Side by side: both are shown, each knows its own width.
@@ -120,7 +120,7 @@ escape
 # r restarts the session in the same pane.
 keys r
 # The restart is a new record (session 3) that keeps the first run's answers for the session.
-wait_for '3:shell\* running' || fail "r did not restart the session as session 3"
+wait_for '3:shell\* (working|needs you)' || fail "r did not restart the session as session 3"
 keys 'echo again-$((3*3))' Enter
 wait_for 'again-9' || fail "the restarted session does not run commands"
 

@@ -30,7 +30,7 @@ hostile_agent_script >"$P/agent.sh"
 start_dashboard -a hostile
 tmux -L "$SOCK" set -g set-clipboard on
 tmux -L "$SOCK" set -g allow-rename on
-wait_for '1:hostile\* running' || fail "no status bar with the session"
+wait_for '1:hostile\* (working|needs you)' || fail "no status bar with the session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 TITLE0=$(tmux -L "$SOCK" display -p -t 0 '#{pane_title}')
 
@@ -64,7 +64,7 @@ keys s
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
-wait_for '2:shell\* running' || fail "the second session did not start"
+wait_for '2:shell\* (working|needs you)' || fail "the second session did not start"
 prefix '|'
 prefix 1
 wait_for '1: hostile .*title\\342\\200\\256x' || fail "the pane title does not show the agent's title escaped"

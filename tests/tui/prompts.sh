@@ -64,7 +64,7 @@ on_unknown = ask
 prompt_timeout = 8
 EOF
 start_dashboard
-wait_for '[0-9][0-9]*:shell\* running' || fail "no first session"
+wait_for '[0-9][0-9]*:shell\* (working|needs you)' || fail "no first session"
 wait_for '[#$] ?$' || fail "no shell prompt"
 
 # Allow once: the request waits for the answer, then goes through.

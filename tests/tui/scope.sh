@@ -60,7 +60,7 @@ on_unknown = ask
 prompt_timeout = 120
 EOF
 start_dashboard
-wait_for '1:shell\* running' || fail "no first session"
+wait_for '1:shell\* (working|needs you)' || fail "no first session"
 wait_for '[#$] ?$' || fail "no shell prompt"
 req=0
 

@@ -106,7 +106,7 @@ mkdir -p "$O"
 	echo o >o && git add o && git commit -qm o) || fail "cannot make the other project"
 
 start_dashboard
-wait_for '\[proj\] 3:shell\* running' || fail "the first tab is not named by its record, session 3"
+wait_for '\[proj\] 3:shell\* (working|needs you)' || fail "the first tab is not named by its record, session 3"
 wait_for '[#$] ?$' || fail "no shell prompt"
 
 # --- the new-session dialog ---
@@ -153,13 +153,13 @@ scr | grep -q 'sub-\\033x' || fail "a directory named with an escape is not list
 keys C-u "$T/oth" Tab
 wait_for "dir: $T/other/( |\$)" || fail "Tab did not complete the only directory"
 keys Enter
-wait_for '\[other\] 3:shell running 4:shell\* running' ||
+wait_for '\[other\] 3:shell (working|needs you) 4:shell\* (working|needs you)' ||
 	fail "the second session is not session 4, or the bar does not show its project"
 wait_for '[#$] ?$' || fail "no prompt in session 4"
 
 # The bar shows the focused session's project.
 prefix 1
-wait_for '\[proj\] 3:shell\* running' || fail "the bar does not show session 3's project when it has the focus"
+wait_for '\[proj\] 3:shell\* (working|needs you)' || fail "the bar does not show session 3's project when it has the focus"
 
 # --- one number, and a restart that keeps the session's answers ---
 keys "curl -s $URL/alpha; echo; echo curl-done-\$((0+1))" Enter
@@ -172,7 +172,7 @@ wait_for 'curl-done-1' || fail "curl did not finish"
 keys 'exit' Enter
 wait_for 'shell 3 exited with status 0' || fail "the exited pane does not name session 3"
 keys r
-wait_for '5:shell\* running' || fail "r did not restart the session as session 5"
+wait_for '5:shell\* (working|needs you)' || fail "r did not restart the session as session 5"
 wait_for 'restarts session 3' || fail "the restart does not say which session it continues"
 wait_for '[#$] ?$' || fail "no prompt after the restart"
 keys "curl -s $URL/bravo; echo; echo curl-done-\$((1+1))" Enter
@@ -199,7 +199,7 @@ keys End
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
-wait_for '6:keeper\* running' || fail "the keeper session is not session 6"
+wait_for '6:keeper\* (working|needs you)' || fail "the keeper session is not session 6"
 wait_for '[#$] ?$' || fail "no prompt in session 6"
 keys 'echo changed >~/.amxcfg/setting; echo wrote-$((3+3))' Enter
 wait_for 'wrote-6' || fail "session 6 could not write its config dir"
@@ -211,31 +211,31 @@ for want in 7 8; do
 	keys s Enter
 	wait_for 'project directory' || fail "no project dir step"
 	keys Enter
-	wait_for "$want:shell\\* running" || fail "no session $want"
+	wait_for "$want:shell\\* (working|needs you)" || fail "no session $want"
 done
 tmux -L "$SOCK" resize-window -t 0 -x 80 -y 45
-wait_for '^\[proj\] < .*8:shell\* running' || fail "at 80 columns the focused last tab is cut off, or no mark"
+wait_for '^\[proj\] < .*8:shell\* (working|needs you)' || fail "at 80 columns the focused last tab is cut off, or no mark"
 prefix 1
-wait_for '^\[proj\] 5:shell\* running .* >( |$)' || fail "at 80 columns the first tab is not shown with a mark"
+wait_for '^\[proj\] 5:shell\* (working|needs you) .* >( |$)' || fail "at 80 columns the first tab is not shown with a mark"
 prefix '|'
 wait_for '│' || fail "no split to zoom"
 # The split shows session 4 beside it, focused.
 prefix z
-wait_for '4:shell\*Z running' || fail "zoom has no mark"
+wait_for '4:shell\*Z (working|needs you)' || fail "zoom has no mark"
 prefix z
-wait_for '4:shell\* running' || fail "the zoom mark stayed after unzooming"
+wait_for '4:shell\* (working|needs you)' || fail "the zoom mark stayed after unzooming"
 tmux -L "$SOCK" resize-window -t 0 -x 160 -y 45
-wait_for '6:keeper running 7:shell running 8:shell running' ||
+wait_for '6:keeper (working|needs you) 7:shell (working|needs you) 8:shell (working|needs you)' ||
 	fail "the bar did not show every tab again at 160 columns"
 # A click on a tab focuses it.
 col=$(scr | tail -n 1 | awk '{ print index($0, "6:keeper") }')
 [ "$col" -gt 0 ] || fail "no tab for session 6 to click"
 keys -l "$(printf '\033[<0;%d;45M\033[<0;%d;45m' "$((col + 1))" "$((col + 1))")"
-wait_for '\[proj\] .*6:keeper\* running' || fail "a click on a tab did not focus it"
+wait_for '\[proj\] .*6:keeper\* (working|needs you)' || fail "a click on a tab did not focus it"
 
 # --- closing: a hang-up ends the shell, the pane goes, the record says closed ---
 prefix 5
-wait_for '8:shell\* running' || fail "prefix 5 did not focus the fifth tab"
+wait_for '8:shell\* (working|needs you)' || fail "prefix 5 did not focus the fifth tab"
 prefix x
 wait_for 'Close session 8' || fail "closing does not name session 8"
 keys y
@@ -251,11 +251,11 @@ wait_for 'history: [0-9]+ sessions' || fail "no history"
 scr | grep -Eq '^ +8 shell .* closed ' || fail "history does not say session 8 was closed"
 scr | grep -Eq '^ +1 [a-z]+ .* exited 0 ' || fail "history does not say exited 0 as the CLI does"
 scr | grep -Eq '^ +3 shell .* exited 0 ' || fail "history does not say session 3 exited 0"
-scr | grep -Eq '^ +5 shell .* running .* +- *$' ||
+scr | grep -Eq '^ +5 shell .* (working|needs you) .* +- *$' ||
 	fail "a running session's row is not 'running' with files '-'"
 keys Down Down Down
 keys Enter
-wait_for 'session 5: .* started [0-9-]+ [0-9:]+, running$' || fail "the session header does not say running"
+wait_for 'session 5: .* started [0-9-]+ [0-9:]+, (working|needs you)$' || fail "the session header does not say running"
 wait_for 'files changed -' || fail "a running session's files changed is not '-'"
 escape
 escape
@@ -320,14 +320,14 @@ tmux -L "$SOCK" kill-server 2>/dev/null
 chmod a+r "$W/launch.sh"
 tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$W/proj" "sh $W/launch.sh" ||
 	fail "[user] tmux could not start agentmux"
-wait_for '\[proj\] 1:shell\* running' || fail "[user] no first session"
+wait_for '\[proj\] 1:shell\* (working|needs you)' || fail "[user] no first session"
 wait_for '[#$] ?$' || fail "[user] no shell prompt"
 prefix c
 wait_for 'pick an agent' || fail "[user] no agent picker"
 keys s Enter
 wait_for 'project directory' || fail "[user] no project dir step"
 keys Enter
-wait_for '2:shell\* running' || fail "[user] no second session"
+wait_for '2:shell\* (working|needs you)' || fail "[user] no second session"
 wait_for '[#$] ?$' || fail "[user] no prompt in session 2"
 prefix x
 wait_for 'Close session 2' || fail "[user] closing does not name session 2"

@@ -36,7 +36,7 @@ tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$P" \
 	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
 	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" -e "PATH=$T/bin:$PATH" \
 	"$AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not start agentmux"
-wait_for '1:shell\* running' 30 || fail "the first session did not start"
+wait_for '1:shell\* (working|needs you)' 30 || fail "the first session did not start"
 wait_for '[#$] ?$' 30 || fail "no shell prompt in the first session"
 
 # The second session, on the large project.
@@ -52,7 +52,7 @@ keys 'echo kept-$((5+6))' Enter
 
 # Back to the first: it echoes, and its proxy answers, while the second still starts.
 prefix 1
-wait_for '1:shell\* running' 10 || fail "the first session did not come back into view"
+wait_for '1:shell\* (working|needs you)' 10 || fail "the first session did not come back into view"
 keys 'echo echoed-$((3+4))' Enter
 wait_for 'echoed-7' 10 || fail "the first pane did not echo while the second session started"
 keys "curl -s -o /dev/null -w 'code-%{http_code}\\n' http://nowhere.test/" Enter
@@ -61,7 +61,7 @@ scr | grep -q '2:shell starting' ||
 	fail "the second session was no longer starting when the first answered (the check proves nothing)"
 
 # The second starts in the end, with what was typed into it.
-wait_for '2:shell running' 120 || fail "the second session did not start"
+wait_for '2:shell (working|needs you)' 120 || fail "the second session did not start"
 prefix 2
 wait_for 'kept-11' 20 || fail "the keys typed while the session started were lost"
 exit 0

@@ -37,7 +37,7 @@ case $probe in
 esac
 
 start_dashboard
-wait_for '[0-9][0-9]*:shell\* running' || fail "no first session"
+wait_for '[0-9][0-9]*:shell\* (working|needs you)' || fail "no first session"
 wait_for '[#$] ?$' || fail "no shell prompt"
 
 # Allow once: curl ignores every proxy; the redirect brings it to the prompt all the same.

@@ -6,7 +6,7 @@ DASH_SX=100 DASH_SY=30
 . "$(dirname "$0")/lib.sh"
 
 start_dashboard
-wait_for '1:shell\* running' || fail "no status bar with the first session"
+wait_for '1:shell\* (working|needs you)' || fail "no status bar with the first session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 # This shell ignores SIGTERM: the undo waits the grace period for it, time to start another session.
 keys "trap '' TERM HUP; echo changed >README; echo done-\$((6*7))" Enter

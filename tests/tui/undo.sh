@@ -7,7 +7,7 @@ DASH_SX=80 DASH_SY=30
 . "$(dirname "$0")/lib.sh"
 
 start_dashboard
-wait_for '1:shell\* running' || fail "no status bar with the first session"
+wait_for '1:shell\* (working|needs you)' || fail "no status bar with the first session"
 wait_for '[#$] ?$' || fail "no shell prompt in the pane"
 keys 'echo changed >README; echo new >added; echo done-$((6*7))' Enter
 wait_for 'done-42' || fail "the pane did not run the edits"

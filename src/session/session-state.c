@@ -1,0 +1,475 @@
+/* A session's one state (starting, working, needs you, prompt, paused, exited, crashed), inferred from events, never polled. */
+#include <sys/syscall.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "proxy/proxy.h"
+#include "session-int.h"
+#include "store/store.h"
+
+static const char *const session_state_names[] = {
+	[SESSION_STARTING] = "starting",
+	[SESSION_WORKING] = "working",
+	[SESSION_NEEDS_YOU] = "needs you",
+	[SESSION_PROMPT] = "prompt",
+	[SESSION_PAUSED] = "paused",
+	[SESSION_EXITED] = "exited",
+	[SESSION_CRASHED] = "crashed",
+};
+
+const char *
+session_state_name(enum session_state st)
+{
+	if ((size_t)st >= nitems(session_state_names))
+		return "unknown";
+	return session_state_names[st];
+}
+
+/* A signal that is the program's own failure, not someone ending it. */
+static bool
+session_state_crash_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
+	    sig == SIGABRT || sig == SIGFPE || sig == SIGSYS ||
+	    sig == SIGTRAP;
+}
+
+/* What the session is now, from what the session layer knows of it. */
+static enum session_state
+session_state_compute(const struct session *s)
+{
+	if (s->starting)
+		return SESSION_STARTING;
+	if (s->ended || s->reaped) {
+		if (s->status > 128 && !s->closing &&
+		    session_state_crash_signal(s->status - 128))
+			return SESSION_CRASHED;
+		return SESSION_EXITED;
+	}
+	if (s->st_paused)
+		return SESSION_PAUSED;
+	if (s->st_nasks > 0)
+		return SESSION_PROMPT;
+	if (s->st_idle)
+		return SESSION_NEEDS_YOU;
+	return SESSION_WORKING;
+}
+
+enum session_state
+session_state(struct session *s)
+{
+	return session_state_compute(s);
+}
+
+const char *
+session_state_text(struct session *s, char *buf, size_t len)
+{
+	enum session_state st = session_state_compute(s);
+
+	if (st == SESSION_EXITED && s->closing)
+		snprintf(buf, len, "closed");
+	else if (st == SESSION_EXITED)
+		snprintf(buf, len, "exited %d", s->status);
+	else
+		snprintf(buf, len, "%s", session_state_name(st));
+	return buf;
+}
+
+/*
+ * Recomputes the state; a change is recorded (the live state of a running
+ * session: its end is recorded by store_session_end) and told.
+ */
+void
+session_state_update(struct session *s)
+{
+	enum session_state st = session_state_compute(s);
+
+	if (st == s->st_state || s->freed)
+		return;
+	s->st_state = st;
+	if (st != SESSION_EXITED && st != SESSION_CRASHED && s->id != -1)
+		store_session_set_live(s->ctx->st, s->id,
+		    session_state_name(st));
+	log_debug("session %lld: %s", (long long)s->id,
+	    session_state_name(st));
+	if (s->ev.state != NULL && !s->done_told)
+		s->ev.state(s->arg, s, st);
+}
+
+/* ---- is the program reading its terminal? ---- */
+
+/* Reads /proc/PID/NAME into BUF (NUL-terminated); -1 if it cannot be read. */
+static int
+session_state_proc_read(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* A syscall a program waits for its input in: a read of fd 0, or a poll of some set. */
+AM_TESTABLE bool
+session_state_syscall_reads(const char *text)
+{
+	long nr;
+	unsigned long arg0;
+
+	if (sscanf(text, "%ld 0x%lx", &nr, &arg0) != 2)
+		return false;
+	if (nr == SYS_read || nr == SYS_readv)
+		return arg0 == 0;
+	return nr == SYS_pselect6 || nr == SYS_ppoll ||
+#ifdef SYS_select
+	    nr == SYS_select ||
+#endif
+#ifdef SYS_poll
+	    nr == SYS_poll ||
+#endif
+#ifdef SYS_epoll_wait
+	    nr == SYS_epoll_wait ||
+#endif
+#ifdef SYS_epoll_pwait2
+	    nr == SYS_epoll_pwait2 ||
+#endif
+	    nr == SYS_epoll_pwait;
+}
+
+/*
+ * Whether process PID sleeps waiting for input: /proc/PID/syscall when it
+ * may be read (a read of fd 0, or select/poll/epoll as event loops such as
+ * node's wait on the terminal), else its wchan (n_tty_read, or a poll);
+ * a process running, or asleep in anything else (nanosleep, wait4), is
+ * working.
+ */
+static bool
+session_state_pid_reads(pid_t pid)
+{
+	char buf[256], *p;
+
+	if (session_state_proc_read(pid, "stat", buf, sizeof buf) == -1 ||
+	    (p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] != 'S')
+		return false;
+	if (session_state_proc_read(pid, "syscall", buf, sizeof buf) == 0 &&
+	    isdigit((unsigned char)buf[0]))
+		return session_state_syscall_reads(buf);
+	if (session_state_proc_read(pid, "wchan", buf, sizeof buf) == 0 &&
+	    strcmp(buf, "0") != 0)
+		return strstr(buf, "tty_read") != NULL ||
+		    strstr(buf, "wait_woken") != NULL ||
+		    strstr(buf, "poll") != NULL ||
+		    strstr(buf, "select") != NULL;
+	/* Neither can be read here: quiet with no turn in flight has to do. */
+	return true;
+}
+
+/* The foreground process group of the session's terminal is waiting for input. */
+static bool
+session_state_reading(struct session *s)
+{
+	int fd = s->jail != NULL ? jail_pty_fd(s->jail) : -1;
+	pid_t pgrp;
+
+	/* With pipes there is no terminal to read: quiet is all there is. */
+	if (fd == -1)
+		return true;
+	if ((pgrp = tcgetpgrp(fd)) <= 0)
+		return false;
+	return session_state_pid_reads(pgrp);
+}
+
+/* ---- the quiet timer ---- */
+
+static void
+session_state_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->ended || s->starting || s->st_paused)
+		return;
+	/* A turn in flight ends with a request's end, which looks again. */
+	if (s->st_model_inflight > 0)
+		return;
+	if (!session_state_reading(s))
+		return;
+	s->st_idle = true;
+	session_state_update(s);
+}
+
+/* (Re)arms the quiet timer: idle_after from now, needs-you is looked at again. */
+static void
+session_state_arm(struct session *s)
+{
+	int64_t ms = s->ctx->cf->ui.idle_after;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (s->st_idle_ev == NULL)
+		s->st_idle_ev = evtimer_new(s->ctx->base, session_state_idle_cb,
+		    s);
+	evtimer_add(s->st_idle_ev, &tv);
+}
+
+/* The program wrote to its terminal, or was written to: it is working again. */
+void
+session_state_activity(struct session *s)
+{
+	if (s->ended || s->starting)
+		return;
+	s->st_idle = false;
+	session_state_arm(s);
+	session_state_update(s);
+}
+
+/* Whether HOST is one of the session's profile's model hosts. */
+static bool
+session_state_model_host(struct session *s, const char *host)
+{
+	const struct config_agent *a;
+	size_t i;
+
+	if (host == NULL || s->agent == NULL ||
+	    (a = config_agent(s->ctx->cf, s->agent)) == NULL)
+		return false;
+	for (i = 0; i < a->model_hosts.n; i++) {
+		if (util_glob_match(a->model_hosts.v[i], host, true))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A request started or ended: model-API requests in flight are a turn
+ * (working); the last one's end looks again after idle_after.
+ */
+void
+session_state_request(struct session *s, const struct request *r)
+{
+	bool model = session_state_model_host(s, r->host);
+
+	if (r->done) {
+		if (r->decision != NULL && strcmp(r->decision, "deny") == 0)
+			s->st_denied++;
+		else if (r->decision != NULL && strcmp(r->decision, "error") != 0)
+			s->st_allowed++;
+		s->st_up += r->bytes_up;
+		s->st_down += r->bytes_down;
+		if (model && r->status > 0)
+			s->st_turns++;
+	}
+	if (!model)
+		return;
+	if (!r->done) {
+		s->st_model_inflight++;
+		s->st_idle = false;
+		session_state_update(s);
+		return;
+	}
+	if (s->st_model_inflight > 0)
+		s->st_model_inflight--;
+	if (s->st_model_inflight == 0 && !s->ended)
+		session_state_arm(s);
+}
+
+/* Question ID was raised (ASKED) or answered. */
+void
+session_state_ask(struct session *s, uint64_t id, bool asked)
+{
+	size_t i;
+
+	for (i = 0; i < s->st_nasks; i++) {
+		if (s->st_asks[i] == id)
+			break;
+	}
+	if (asked && i == s->st_nasks) {
+		s->st_asks = xreallocarray(s->st_asks, s->st_nasks + 1,
+		    sizeof *s->st_asks);
+		s->st_asks[s->st_nasks++] = id;
+	} else if (!asked && i < s->st_nasks)
+		s->st_asks[i] = s->st_asks[--s->st_nasks];
+	session_state_update(s);
+}
+
+void
+session_state_free(struct session *s)
+{
+	if (s->st_idle_ev != NULL)
+		event_free(s->st_idle_ev);
+	s->st_idle_ev = NULL;
+	if (s->st_freeze_ev != NULL)
+		event_free(s->st_freeze_ev);
+	s->st_freeze_ev = NULL;
+	free(s->st_asks);
+	s->st_asks = NULL;
+	s->st_nasks = 0;
+}
+
+/* ---- pause and resume ---- */
+
+/* How often a pause looks whether every process has stopped, and for how long. */
+#define SESSION_STATE_FREEZE_POLL_US 2000
+#define SESSION_STATE_FREEZE_MAX_US (5 * 1000000LL)
+
+static void session_state_freeze_cb(evutil_socket_t, short, void *);
+
+static void
+session_state_freeze_schedule(struct session *s)
+{
+	struct timeval tv = { 0, SESSION_STATE_FREEZE_POLL_US };
+
+	if (s->st_freeze_ev == NULL)
+		s->st_freeze_ev = evtimer_new(s->ctx->base,
+		    session_state_freeze_cb, s);
+	evtimer_add(s->st_freeze_ev, &tv);
+}
+
+static void
+session_state_notice(struct session *s, const char *level, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, strcmp(level, "alert") == 0 ?
+	    "error" : level, "pause", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, level, msg);
+}
+
+/* The freeze did not take: the session runs on (or its jail is gone), and the user is told. */
+static void
+session_state_freeze_failed(struct session *s, const char *why)
+{
+	char *cause = NULL, *msg;
+
+	if (jail_thaw(s->jail, &cause) == -1)
+		free(cause);
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, false);
+	s->st_paused = false;
+	msg = xprintf("session %lld could not be paused: %s", (long long)s->id,
+	    why);
+	session_state_notice(s, "warn", msg);
+	free(msg);
+	session_state_update(s);
+}
+
+static void
+session_state_freeze_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	enum jail_freeze st;
+	char *cause = NULL, *msg;
+
+	(void)fd;
+	(void)what;
+	if (!s->st_paused || s->ended)
+		return;
+	if (jail_freeze_poll(s->jail, &st, &cause) == -1) {
+		session_state_freeze_failed(s, cause);
+		free(cause);
+		return;
+	}
+	if (st == JAIL_FROZEN) {
+		s->st_frozen_us = util_mono_us() - s->st_pause_us;
+		log_debug("session %lld: frozen in %lld us (%s)",
+		    (long long)s->id, (long long)s->st_frozen_us,
+		    jail_freeze_how(s->jail));
+		return;
+	}
+	if (util_mono_us() - s->st_pause_us > SESSION_STATE_FREEZE_MAX_US) {
+		msg = xprintf("its processes did not all stop within 5 "
+		    "seconds (%s)", jail_freeze_how(s->jail));
+		session_state_freeze_failed(s, msg);
+		free(msg);
+		return;
+	}
+	session_state_freeze_schedule(s);
+}
+
+static int
+session_state_pause(struct session *s, char **cause)
+{
+	if (jail_freeze(s->jail, cause) == -1)
+		return -1;
+	s->st_paused = true;
+	s->st_pause_us = util_mono_us();
+	s->st_frozen_us = 0;
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, true);
+	if (s->st_idle_ev != NULL)
+		evtimer_del(s->st_idle_ev);
+	store_event_add(s->ctx->st, s->id, "info", "pause", "paused (%s)",
+	    jail_freeze_how(s->jail));
+	session_state_freeze_schedule(s);
+	return 0;
+}
+
+static int
+session_state_resume(struct session *s, char **cause)
+{
+	if (jail_thaw(s->jail, cause) == -1)
+		return -1;
+	s->st_paused = false;
+	if (s->st_freeze_ev != NULL)
+		evtimer_del(s->st_freeze_ev);
+	if (s->ps != NULL)
+		proxy_session_pause(s->ps, false);
+	/* Quiet as it was: what it was waiting for is looked at again. */
+	if (!s->st_idle)
+		session_state_arm(s);
+	store_event_add(s->ctx->st, s->id, "info", "pause", "resumed");
+	return 0;
+}
+
+int
+session_pause(struct session *s, bool pause, char **cause)
+{
+	int rc;
+
+	if (s->ended || s->reaped || s->jail == NULL || s->starting) {
+		*cause = xprintf("session %lld is not running: only a running "
+		    "session can be %s", (long long)s->id, pause ? "paused" :
+		    "resumed");
+		return -1;
+	}
+	if (session_disk_frozen(s)) {
+		*cause = xprintf("session %lld is frozen at a disk limit: answer "
+		    "its disk question first", (long long)s->id);
+		return -1;
+	}
+	if (s->st_paused == pause)
+		return 0;
+	rc = pause ? session_state_pause(s, cause) :
+	    session_state_resume(s, cause);
+	if (rc == 0)
+		session_state_update(s);
+	return rc;
+}
+
+bool
+session_paused(struct session *s)
+{
+	return s->st_paused;
+}
+
+int64_t
+session_pause_took_us(struct session *s)
+{
+	return s->st_frozen_us;
+}

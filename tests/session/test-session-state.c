@@ -1,0 +1,385 @@
+/* A session's state: a shell at its prompt needs you, a command running works, typing works, its end is exited N; told as events and recorded. */
+#include <sys/syscall.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "core/core.h"
+#include "lib/testlib.h"
+#include "session/session-int.h"
+#include "session/session.h"
+#include "store/store.h"
+
+struct obs {
+	int started;
+	bool ok;
+	int done;
+	int changes;
+	enum session_state last;
+	char trail[512];             /* every state told, in order */
+};
+
+static void
+obs_started(void *arg, struct session *s, bool ok, const char *cause)
+{
+	struct obs *o = arg;
+
+	o->started++;
+	o->ok = ok;
+	if (!ok)
+		print_message("start failed: %s\n", cause);
+}
+
+static void
+obs_done(void *arg, struct session *s)
+{
+	struct obs *o = arg;
+
+	o->done++;
+}
+
+static void
+obs_state(void *arg, struct session *s, enum session_state st)
+{
+	struct obs *o = arg;
+	size_t len = strlen(o->trail);
+
+	assert_int_equal(session_state(s), st);
+	o->changes++;
+	o->last = st;
+	snprintf(o->trail + len, sizeof o->trail - len, "%s%s", len > 0 ?
+	    "," : "", session_state_name(st));
+}
+
+static const struct session_events obs_events = {
+	.started = obs_started,
+	.done = obs_done,
+	.state = obs_state,
+};
+
+struct fixture {
+	struct config *cf;
+	struct event_base *base;
+	struct session_ctx *ctx;
+};
+
+static void
+fixture_open(struct fixture *f)
+{
+	char *cause = NULL;
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+
+	memset(f, 0, sizeof *f);
+	test_write_file(path, "[ui]\nidle_after = 300\n");
+	free(path);
+	f->cf = config_load_or_cause(NULL, &cause);
+	if (f->cf == NULL) {
+		fail_msg("config: %s", cause);
+		return;
+	}
+	assert_int_equal(f->cf->ui.idle_after, 300);
+	f->base = event_base_new();
+	assert_non_null(f->base);
+	f->ctx = session_ctx_create(f->base, f->cf, NULL, &cause);
+	if (f->ctx == NULL)
+		fail_msg("session_ctx_create: %s", cause);
+}
+
+static void
+fixture_close(struct fixture *f)
+{
+	session_ctx_free(f->ctx);
+	event_base_free(f->base);
+	config_free(f->cf);
+}
+
+/* Runs the loop for MS milliseconds. */
+static void
+loop_for(struct fixture *f, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	event_base_loopexit(f->base, &tv);
+	assert_int_equal(event_base_dispatch(f->base), 0);
+}
+
+/* Runs the loop until S is in state ST, at most 10 seconds; how long it took (ms). */
+static int64_t
+loop_until_state(struct fixture *f, struct session *s, enum session_state st)
+{
+	int64_t t0 = util_mono_us();
+
+	while (session_state(s) != st && util_mono_us() - t0 < 10000000)
+		loop_for(f, 20);
+	if (session_state(s) != st)
+		fail_msg("state %s, not %s", session_state_name(session_state(s)),
+		    session_state_name(st));
+	return (util_mono_us() - t0) / 1000;
+}
+
+static char *
+recorded(struct fixture *f, struct session *s)
+{
+	struct store_session *ss;
+	char buf[64];
+
+	session_records_flush(f->ctx);
+	ss = session_record_get(f->ctx, session_id(s));
+	assert_non_null(ss);
+	store_session_end_text(ss, buf, sizeof buf);
+	store_session_free(ss);
+	return xstrdup(buf);
+}
+
+static void
+test_shell_states(void **state)
+{
+	char *const command[] = { "/bin/sh", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, *text, buf[64];
+	int i;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_int_equal(session_state(s), SESSION_STARTING);
+	while (o.started == 0)
+		loop_for(&f, 20);
+	assert_true(o.ok);
+
+	/* At its prompt, reading its terminal: it needs you. */
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	assert_string_equal(session_state_text(s, buf, sizeof buf),
+	    "needs you");
+	text = recorded(&f, s);
+	assert_string_equal(text, "needs you");
+	free(text);
+
+	/* Typing makes it work, and a command running stays working. */
+	assert_int_equal(session_write(s, "sleep 2\n", 8), 0);
+	assert_int_equal(session_state(s), SESSION_WORKING);
+	for (i = 0; i < 6; i++) {
+		loop_for(&f, 200);
+		assert_int_equal(session_state(s), SESSION_WORKING);
+	}
+	text = recorded(&f, s);
+	assert_string_equal(text, "working");
+	free(text);
+
+	/* Its prompt back, it needs you again, within idle_after + 1 s. */
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+
+	assert_int_equal(session_write(s, "exit 4\n", 7), 0);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	assert_int_equal(session_state(s), SESSION_EXITED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf),
+	    "exited 4");
+	assert_int_equal(o.last, SESSION_EXITED);
+	print_message("states: %s\n", o.trail);
+	assert_non_null(strstr(o.trail, "working,needs you,working,needs you,"));
+	text = recorded(&f, s);
+	assert_string_equal(text, "exited 4");
+	free(text);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/* A program killed by a signal of its own failure crashed; one that exits does not. */
+static void
+test_crashed(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "kill -SEGV $$", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, buf[64];
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	assert_int_equal(session_exit_status(s), 128 + 11);
+	assert_int_equal(session_state(s), SESSION_CRASHED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf), "crashed");
+	session_free(s);
+	fixture_close(&f);
+}
+
+static long
+counter(void)
+{
+	char *text = test_read_file("count");
+	long v = text != NULL ? strtol(text, NULL, 10) : -1;
+
+	free(text);
+	return v;
+}
+
+/*
+ * Paused, a loop writing a counter stops advancing (every process of the
+ * jail frozen) and the state says so; resumed, it goes on from there; a
+ * paused session closed by the user ends as a running one would.
+ */
+static void
+test_pause_resume(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "i=0; while :; do "
+	    "i=$((i+1)); echo $i > count.new; mv count.new count; sleep 0.02; "
+	    "done", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, buf[64], *text;
+	long c1, c2;
+	int64_t t0;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_int_equal(session_pause(s, true, &cause), -1);
+	assert_non_null(strstr(cause, "not running"));
+	free(cause);
+	cause = NULL;
+	while (o.started == 0)
+		loop_for(&f, 20);
+	t0 = util_mono_us();
+	while (counter() < 5 && util_mono_us() - t0 < 10000000)
+		loop_for(&f, 20);
+	assert_true(counter() >= 5);
+
+	if (session_pause(s, true, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	assert_true(session_paused(s));
+	assert_int_equal(session_state(s), SESSION_PAUSED);
+	assert_int_equal(o.last, SESSION_PAUSED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf), "paused");
+	while (session_pause_took_us(s) == 0 && util_mono_us() - t0 < 20000000)
+		loop_for(&f, 1);
+	print_message("frozen in %lld us\n",
+	    (long long)session_pause_took_us(s));
+	assert_true(session_pause_took_us(s) > 0);
+	assert_true(session_pause_took_us(s) < 1000000);
+	c1 = counter();
+	loop_for(&f, 600);
+	c2 = counter();
+	assert_int_equal(c1, c2);
+	text = recorded(&f, s);
+	assert_string_equal(text, "paused");
+	free(text);
+
+	if (session_pause(s, false, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	assert_false(session_paused(s));
+	assert_int_not_equal(session_state(s), SESSION_PAUSED);
+	t0 = util_mono_us();
+	while (counter() <= c2 + 3 && util_mono_us() - t0 < 5000000)
+		loop_for(&f, 20);
+	assert_true(counter() > c2 + 3);
+
+	/* Closed while paused: it is resumed to get its hang-up, and ends. */
+	assert_int_equal(session_pause(s, true, &cause), 0);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	assert_int_equal(session_state(s), SESSION_EXITED);
+	assert_string_equal(session_state_text(s, buf, sizeof buf), "closed");
+	session_free(s);
+	fixture_close(&f);
+}
+
+/* What a session costs: its processes' CPU and memory, counted from /proc of its jail. */
+static void
+test_costs(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "i=0; while [ $i -lt "
+	    "300000 ]; do i=$((i+1)); done; sleep 30 & sleep 30 & echo spun; "
+	    "read x", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct session_costs c;
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	/* Spun, and waiting at its read with two sleeps beside it. */
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	session_costs(s, &c);
+	print_message("cpu %.2f s (share %.2f), memory %lld, %d processes\n",
+	    c.cpu_sec, c.cpu_share, (long long)c.memory, c.procs);
+	/* Its init, the shell and the two sleeps. */
+	assert_true(c.procs >= 4);
+	assert_true(c.cpu_sec >= 0.05);
+	assert_true(c.cpu_share > 0.0);
+	assert_true(c.memory > 100 * 1024);
+	assert_true(c.run_ms > 0);
+	assert_int_equal(c.allowed + c.denied, 0);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/* What /proc/PID/syscall says of a process waiting for input. */
+static void
+test_syscall_reads(void **state)
+{
+	char text[128];
+
+	snprintf(text, sizeof text, "%d 0x0 0x7ffd1 0x1 0x0 0x0 0x0 0x7ff "
+	    "0x7f", SYS_read);
+	assert_true(session_state_syscall_reads(text));
+	snprintf(text, sizeof text, "%d 0x3 0x7ffd1 0x1 0x0 0x0 0x0 0x7ff "
+	    "0x7f", SYS_read);
+	assert_false(session_state_syscall_reads(text));
+	snprintf(text, sizeof text, "%d 0x4 0x7ffd1 0x1 0x0 0x0 0x0 0x7ff "
+	    "0x7f", SYS_epoll_pwait);
+	assert_true(session_state_syscall_reads(text));
+	snprintf(text, sizeof text, "%d 0x0 0x0 0x7ffd1 0x0 0x0 0x0 0x7ff "
+	    "0x7f", SYS_clock_nanosleep);
+	assert_false(session_state_syscall_reads(text));
+	assert_false(session_state_syscall_reads("running"));
+	assert_false(session_state_syscall_reads("-1 0x7ff 0x7f"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_syscall_reads),
+		cmocka_unit_test_setup_teardown(test_shell_states,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_crashed,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pause_resume,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_costs,
+		    test_proj_setup, test_proj_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
