@@ -709,7 +709,7 @@ snap_pack_read(int fd, const struct stat *sb, struct buf *b)
  * One file of the work tree into P, as git add stores it: a regular
  * file's bytes (mode 100755 if its owner may run it, else 100644), a
  * symlink's target (120000, never followed). 1 if it changed while read
- * or is of another kind; -1 with *CAUSE.
+ * or is of another kind (a directory: a nested repository); -1 with *CAUSE.
  */
 static int
 snap_pack_file(struct snap_pack *p, int wt, const char *path,
@@ -720,6 +720,12 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	ssize_t len;
 	int dir, fd, r = 1;
 
+	/*
+	 * git ls-files -o lists a nested repository as "sub/": git add
+	 * goes into it (snap-take.c), which is the git path's work.
+	 */
+	if (*path == '\0' || path[strlen(path) - 1] == '/')
+		return 1;
 	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
 		*cause = xprintf("cannot read %s: %s", path, strerror(errno));

@@ -362,6 +362,60 @@ test_pack_files(void **state)
 	    got);
 }
 
+/* PATHS of the NUL-separated list in FILE, into LIST: how many. */
+static size_t
+read_list(const char *file, char *list, size_t size, char **paths,
+    size_t max)
+{
+	size_t n = 0, len;
+	char *s;
+	FILE *f = fopen(file, "rb");
+
+	assert_non_null(f);
+	len = fread(list, 1, size - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < max; s += strlen(s) + 1)
+		paths[n++] = s;
+	return n;
+}
+
+/*
+ * An untracked nested repository is listed by git ls-files -o as "sub/"
+ * (a directory, not a file): the writer leaves it to the git path (1),
+ * which goes into it, rather than failing the snapshot.
+ */
+static void
+test_pack_nested(void **state)
+{
+	struct snap_pack_entry e[8];
+	struct stat sb[8];
+	static char list[4096];
+	char *cause = NULL, *paths[8];
+	struct snap_pack *p;
+	size_t n;
+	int wt;
+
+	test_sh_ok("git init -q w && cd w && echo 1 > a && git init -q sub && "
+	    "echo 2 > sub/f && git -C sub add f && git -C sub -c user.name=t "
+	    "-c user.email=t@x commit -q -m m && "
+	    "GIT_INDEX_FILE=../none.idx git ls-files -o -z --exclude-standard "
+	    "> ../list");
+	n = read_list("list", list, sizeof list, paths, 8);
+	assert_int_equal(n, 2);
+	assert_string_equal(paths[1], "sub/");
+	test_sh_ok("git init -q --bare own.git");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	p = snap_pack_begin("own.git", 8, &cause);
+	assert_non_null(p);
+	if (snap_pack_files(p, wt, paths, n, e, sb, &cause) != 1)
+		fail_msg("not left to git: %s", cause != NULL ? cause : "stored");
+	assert_null(cause);
+	close(wt);
+	snap_pack_abort(p);
+}
+
 int
 main(void)
 {
@@ -377,6 +431,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_twice,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_unfinished,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_nested,
 		    test_proj_setup, test_proj_teardown),
 	};
 
