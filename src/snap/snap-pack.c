@@ -683,6 +683,26 @@ snap_pack_parent(int wt, const char *path, const char **name)
 	return fd;
 }
 
+/*
+ * Whether a file's fstat data AFTER it was read is what it was BEFORE:
+ * the same file (a rename over it gives another inode), of the same
+ * size, and neither written (mtime) nor changed in any way since (ctime:
+ * utimensat can set mtime back, never ctime). The kernel's clocks tick
+ * coarsely, so a change in the same tick as the one before can still
+ * pass, as it does git's own stat check ("racy git").
+ */
+bool
+snap_pack_unchanged(const struct stat *before, const struct stat *after)
+{
+	return before->st_dev == after->st_dev &&
+	    before->st_ino == after->st_ino &&
+	    before->st_size == after->st_size &&
+	    before->st_mtim.tv_sec == after->st_mtim.tv_sec &&
+	    before->st_mtim.tv_nsec == after->st_mtim.tv_nsec &&
+	    before->st_ctim.tv_sec == after->st_ctim.tv_sec &&
+	    before->st_ctim.tv_nsec == after->st_ctim.tv_nsec;
+}
+
 /* Reads FD's SB->st_size bytes into B; 1 if it held another size. */
 static int
 snap_pack_read(int fd, const struct stat *sb, struct buf *b)
@@ -698,9 +718,7 @@ snap_pack_read(int fd, const struct stat *sb, struct buf *b)
 		return -1;
 	if (fstat(fd, &after) == -1)
 		return -1;
-	if ((off_t)b->len != sb->st_size || after.st_size != sb->st_size ||
-	    after.st_mtim.tv_sec != sb->st_mtim.tv_sec ||
-	    after.st_mtim.tv_nsec != sb->st_mtim.tv_nsec)
+	if ((off_t)b->len != sb->st_size || !snap_pack_unchanged(sb, &after))
 		return 1;
 	return 0;
 }

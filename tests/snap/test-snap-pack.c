@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,6 +417,107 @@ test_pack_nested(void **state)
 	snap_pack_abort(p);
 }
 
+/*
+ * The stat check after a read: a file rewritten in place with its size
+ * and mtime set back (utimensat) still shows by its ctime, a file
+ * replaced by another of the same size and mtime by its inode.
+ */
+static void
+test_pack_unchanged(void **state)
+{
+	struct stat before, after;
+	struct timespec ts[2];
+	int fd;
+
+	test_sh_ok("echo aaaa > f && echo bbbb > g && touch -d 2020-01-01 f g");
+	assert_int_equal(stat("f", &before), 0);
+	assert_int_equal(stat("f", &after), 0);
+	assert_true(snap_pack_unchanged(&before, &after));
+	/* The clock that stamps ctime ticks coarsely. */
+	usleep(50000);
+	fd = open("f", O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "cccc", 4, 0), 4);
+	ts[0] = before.st_atim;
+	ts[1] = before.st_mtim;
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+	assert_int_equal(stat("f", &after), 0);
+	assert_int_equal(after.st_size, before.st_size);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+	assert_false(snap_pack_unchanged(&before, &after));
+	/* Another file put in its place, with its ctime copied too. */
+	test_sh_ok("mv g f");
+	assert_int_equal(stat("f", &after), 0);
+	after.st_ctim = before.st_ctim;
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_false(snap_pack_unchanged(&before, &after));
+}
+
+struct rewriter {
+	volatile int stop;
+	struct timespec times[2];
+};
+
+/* Rewrites "w/f" in place, again and again, setting its mtime back each time. */
+static void *
+rewrite(void *arg)
+{
+	struct rewriter *rw = arg;
+	unsigned char c = 0;
+	int fd = open("w/f", O_WRONLY);
+
+	if (fd == -1)
+		return NULL;
+	while (!rw->stop) {
+		c++;
+		if (pwrite(fd, &c, 1, 0) != 1 || futimens(fd, rw->times) == -1)
+			break;
+		usleep(1000);
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A file rewritten while it is read, its size and mtime set back each
+ * time, is found changed (1: the git path), never stored torn.
+ */
+static void
+test_pack_rewritten(void **state)
+{
+	struct snap_pack_entry e[1];
+	struct stat sb[1];
+	struct rewriter rw = { 0 };
+	struct stat st;
+	char *cause = NULL, *paths[1] = { "f" };
+	struct snap_pack *p;
+	pthread_t t;
+	int wt, r;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && head -c 64000000 "
+	    "/dev/urandom > w/f");
+	assert_int_equal(stat("w/f", &st), 0);
+	rw.times[0] = st.st_atim;
+	rw.times[1] = st.st_mtim;
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	p = snap_pack_begin("own.git", 1, &cause);
+	assert_non_null(p);
+	assert_int_equal(pthread_create(&t, NULL, rewrite, &rw), 0);
+	usleep(20000);
+	r = snap_pack_files(p, wt, paths, 1, e, sb, &cause);
+	rw.stop = 1;
+	pthread_join(t, NULL);
+	close(wt);
+	snap_pack_abort(p);
+	if (r != 1)
+		fail_msg("a rewritten file was stored: %s", cause != NULL ?
+		    cause : "as unchanged");
+	assert_null(cause);
+}
+
 int
 main(void)
 {
@@ -433,6 +535,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_unfinished,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_nested,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_unchanged,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_rewritten,
 		    test_proj_setup, test_proj_teardown),
 	};
 
