@@ -5,7 +5,9 @@
  * each content stored once, and nothing left behind by a pack that is
  * not finished.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -518,6 +520,116 @@ test_pack_rewritten(void **state)
 	assert_null(cause);
 }
 
+/* Stores the files of "w" in a pack of own.git: 0, 1 or -1 as snap_pack_files, the pack's name and the entries. */
+static int
+pack_dir(char **paths, size_t n, struct snap_pack_entry *e, struct stat *sb,
+    char *name, size_t namelen, char **cause)
+{
+	struct snap_pack *p;
+	int wt, r;
+
+	if ((wt = open("w", O_RDONLY | O_DIRECTORY)) == -1)
+		return -1;
+	if ((p = snap_pack_begin("own.git", (uint32_t)n, cause)) == NULL) {
+		close(wt);
+		return -1;
+	}
+	r = snap_pack_files(p, wt, paths, n, e, sb, cause);
+	close(wt);
+	if (r != 0) {
+		snap_pack_abort(p);
+		return r;
+	}
+	return snap_pack_finish(p, name, namelen, cause);
+}
+
+/*
+ * A file far larger than the memory agentmux may use (sparse: 1 GiB that
+ * takes no disk) is streamed: it packs under an address-space limit of
+ * what the process maps already plus 64 MiB, with the id git gives it.
+ */
+static void
+test_pack_large(void **state)
+{
+	struct snap_pack_entry e[1];
+	struct stat sb[1];
+	struct rlimit rl;
+	char *cause = NULL, *paths[1] = { "sparse" }, name[64], got[64], *want;
+	unsigned long long vm = 0;
+	char line[256];
+	FILE *f;
+	pid_t pid;
+	int status;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && printf head > "
+	    "w/sparse && truncate -s 1G w/sparse && printf tail >> w/sparse");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* ASan maps terabytes of shadow: the limit is for other builds. */
+#ifndef __SANITIZE_ADDRESS__
+		f = fopen("/proc/self/status", "r");
+		while (f != NULL && fgets(line, sizeof line, f) != NULL)
+			if (sscanf(line, "VmSize: %llu kB", &vm) == 1)
+				break;
+		if (f != NULL)
+			fclose(f);
+		rl.rlim_cur = rl.rlim_max = (vm + 64 * 1024) * 1024;
+		if (vm == 0 || setrlimit(RLIMIT_AS, &rl) == -1)
+			_exit(3);
+#endif
+		if (pack_dir(paths, 1, e, sb, name, sizeof name, &cause) != 0)
+			_exit(4);
+		hex(e[0].oid, got);
+		f = fopen("id", "w");
+		if (f == NULL || fprintf(f, "%s\n", got) < 0 || fclose(f) != 0)
+			_exit(5);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("packing a 1 GiB file under a memory limit failed "
+		    "(status %#x)", status);
+	want = test_sh_out("git hash-object --no-filters w/sparse");
+	f = fopen("id", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof got, f));
+	fclose(f);
+	assert_string_equal(got, want);
+	free(want);
+	test_sh_ok("test \"$(git --git-dir=own.git cat-file -s $(cat id))\" = "
+	    "$(stat -c %%s w/sparse)");
+}
+
+/*
+ * Files of one content, streamed, are stored once (the copy written,
+ * then taken back, also past what was flushed): git accepts the pack,
+ * and files read after a copy are stored right.
+ */
+static void
+test_pack_files_twice(void **state)
+{
+	struct snap_pack_entry e[8];
+	struct stat sb[8];
+	char *cause = NULL, *paths[5] = { "a", "b", "c", "d", "e" }, name[64];
+	char h[2 * SNAP_PACK_OID + 1];
+	size_t i;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && cd w && head -c "
+	    "1000000 /dev/urandom > a && cp a b && echo x > c && cp c d && "
+	    "head -c 70000 /dev/urandom > e");
+	if (pack_dir(paths, 5, e, sb, name, sizeof name, &cause) != 0)
+		fail_msg("%s", cause != NULL ? cause : "a file changed");
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx && test \"$(git --git-dir=own.git count-objects -v | "
+	    "grep in-pack)\" = 'in-pack: 3'", name);
+	for (i = 0; i < 5; i++) {
+		hex(e[i].oid, h);
+		test_sh_ok("git --git-dir=own.git cat-file blob %s | cmp - w/%s",
+		    h, paths[i]);
+	}
+}
+
 int
 main(void)
 {
@@ -539,6 +651,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_unchanged,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_rewritten,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_large,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_files_twice,
 		    test_proj_setup, test_proj_teardown),
 	};
 
