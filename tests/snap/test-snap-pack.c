@@ -394,7 +394,7 @@ test_pack_nested(void **state)
 	struct snap_pack_entry e[8];
 	struct stat sb[8];
 	static char list[4096];
-	char *cause = NULL, *paths[8];
+	char *cause = NULL, *paths[8] = { NULL };
 	struct snap_pack *p;
 	size_t n;
 	int wt;
