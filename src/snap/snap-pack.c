@@ -855,8 +855,11 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		o = &p->objs[*slot - 1];
-		if ((r = snap_pack_same_at(p, o->data, data, p->offset - data,
-		    cause)) == -1)
+		/* Of another size, the streams are laid out apart. */
+		if (o->len != size)
+			r = 0;
+		else if ((r = snap_pack_same_at(p, o->data, data,
+		    p->offset - data, cause)) == -1)
 			return -1;
 		if (r == 0) {
 			snap_pack_hex(oid, hex);
