@@ -543,6 +543,29 @@ pack_dir(char **paths, size_t n, struct snap_pack_entry *e, struct stat *sb,
 	return snap_pack_finish(p, name, namelen, cause);
 }
 
+/* Limits the address space to what is mapped now plus MIB MiB. */
+static int
+limit_memory(unsigned long long mib)
+{
+	/* ASan maps terabytes of shadow: the limit is for other builds. */
+#ifndef __SANITIZE_ADDRESS__
+	struct rlimit rl;
+	unsigned long long vm = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmSize: %llu kB", &vm) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	rl.rlim_cur = rl.rlim_max = (vm + mib * 1024) * 1024;
+	if (vm == 0 || setrlimit(RLIMIT_AS, &rl) == -1)
+		return -1;
+#endif
+	return 0;
+}
+
 /*
  * A file far larger than the memory agentmux may use (sparse: 1 GiB that
  * takes no disk) is streamed: it packs under an address-space limit of
@@ -553,10 +576,7 @@ test_pack_large(void **state)
 {
 	struct snap_pack_entry e[1];
 	struct stat sb[1];
-	struct rlimit rl;
 	char *cause = NULL, *paths[1] = { "sparse" }, name[64], got[64], *want;
-	unsigned long long vm = 0;
-	char line[256];
 	FILE *f;
 	pid_t pid;
 	int status;
@@ -566,18 +586,8 @@ test_pack_large(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		/* ASan maps terabytes of shadow: the limit is for other builds. */
-#ifndef __SANITIZE_ADDRESS__
-		f = fopen("/proc/self/status", "r");
-		while (f != NULL && fgets(line, sizeof line, f) != NULL)
-			if (sscanf(line, "VmSize: %llu kB", &vm) == 1)
-				break;
-		if (f != NULL)
-			fclose(f);
-		rl.rlim_cur = rl.rlim_max = (vm + 64 * 1024) * 1024;
-		if (vm == 0 || setrlimit(RLIMIT_AS, &rl) == -1)
+		if (limit_memory(64) == -1)
 			_exit(3);
-#endif
 		if (pack_dir(paths, 1, e, sb, name, sizeof name, &cause) != 0)
 			_exit(4);
 		hex(e[0].oid, got);
