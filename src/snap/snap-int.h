@@ -346,6 +346,8 @@ int snap_pack_index(const char *path, const struct snap_pack_entry *e,
  */
 int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
     struct snap_pack_entry *e, struct stat *sb, char **cause);
+/* Whether a file's fstat data after a read (AFTER) says it did not change. */
+bool snap_pack_unchanged(const struct stat *before, const struct stat *after);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 

@@ -6,7 +6,8 @@
  * checksum); here each id is one OpenSSL SHA-1 and entries are stored
  * (deflate blocks of type 0, no compression: the background pack
  * compresses them), so a byte is read once, hashed twice by the fast
- * SHA-1 and copied once.
+ * SHA-1 and copied once. A file is streamed a block at a time, so the
+ * writer's memory is the same for a 1 TiB file as for an empty one.
  *
  * Format: gitformat-pack(5): a "PACK" v2 header with the object count,
  * entries (type and size, then a zlib stream), the SHA-1 of all that; the
@@ -61,6 +62,8 @@ struct snap_pack {
 	uint32_t crc;             /* the current entry's CRC-32 */
 	unsigned char *buf;
 	size_t len;
+	unsigned char *rbuf;      /* a file's next block, as read */
+	EVP_MD_CTX *saved;        /* the checksum before the current entry */
 	struct snap_pack_obj *objs;
 	size_t n;
 	/* The objects by id (index + 1; 0: free), to store each once. */
@@ -137,13 +140,15 @@ snap_pack_begin(const char *gitdir, uint32_t count, char **cause)
 	p->tmp = xprintf("%s/tmp_pack_XXXXXX", p->dir);
 	p->want = count;
 	p->buf = xmalloc(SNAP_PACK_BUF);
+	p->rbuf = xmalloc(SNAP_PACK_BLOCK);
 	p->objs = xcalloc(count > 0 ? count : 1, sizeof *p->objs);
 	for (p->nids = 16; p->nids < 2 * (size_t)count; p->nids *= 2)
 		;
 	p->ids = xcalloc(p->nids, sizeof *p->ids);
 	p->sum = EVP_MD_CTX_new();
 	p->id = EVP_MD_CTX_new();
-	if (p->sum == NULL || p->id == NULL)
+	p->saved = EVP_MD_CTX_new();
+	if (p->sum == NULL || p->id == NULL || p->saved == NULL)
 		fatalx("out of memory");
 	EVP_DigestInit_ex(p->sum, EVP_sha1(), NULL);
 	if ((p->fd = mkostemp(p->tmp, O_CLOEXEC)) == -1) {
@@ -243,16 +248,38 @@ snap_pack_same(struct snap_pack *p, const struct snap_pack_obj *o,
 	return 1;
 }
 
+/*
+ * An entry's type and size (4 bits of the size first, then 7 a byte, low
+ * first); its CRC-32 starts there.
+ */
+static int
+snap_pack_head(struct snap_pack *p, enum snap_pack_type type, uint64_t s,
+    char **cause)
+{
+	unsigned char eh[16];
+	size_t el = 0;
+
+	eh[0] = (unsigned char)(((unsigned)type << 4) | (s & 15));
+	s >>= 4;
+	while (s > 0) {
+		eh[el++] |= 0x80;
+		eh[el] = s & 0x7f;
+		s >>= 7;
+	}
+	el++;
+	p->crc = (uint32_t)crc32_z(0, NULL, 0);
+	return snap_pack_put(p, eh, el, cause);
+}
+
 int
 snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
     const void *data, size_t len, unsigned char oid[SNAP_PACK_OID],
     char **cause)
 {
 	struct snap_pack_obj *o;
-	unsigned char eh[16], tail[4];
+	unsigned char tail[4];
 	uint32_t *slot;
 	char head[64], hex[2 * SNAP_PACK_OID + 1];
-	size_t s = len, el = 0;
 	int hl, same;
 
 	hl = snprintf(head, sizeof head, "%s %zu", snap_pack_types[type], len);
@@ -281,17 +308,7 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 	memcpy(o->oid, oid, SNAP_PACK_OID);
 	o->offset = p->offset;
 	o->len = len;
-	/* Type and size: 4 bits of size first, then 7 a byte, low first. */
-	eh[0] = (unsigned char)(((unsigned)type << 4) | (s & 15));
-	s >>= 4;
-	while (s > 0) {
-		eh[el++] |= 0x80;
-		eh[el] = s & 0x7f;
-		s >>= 7;
-	}
-	el++;
-	p->crc = (uint32_t)crc32_z(0, NULL, 0);
-	if (snap_pack_put(p, eh, el, cause) == -1)
+	if (snap_pack_head(p, type, len, cause) == -1)
 		return -1;
 	o->data = p->offset;
 	if (snap_pack_stored(p, data, len, cause) == -1)
@@ -501,6 +518,8 @@ snap_pack_abort(struct snap_pack *p)
 		unlink(p->tmp);
 	EVP_MD_CTX_free(p->sum);
 	EVP_MD_CTX_free(p->id);
+	EVP_MD_CTX_free(p->saved);
+	free(p->rbuf);
 	free(p->objs);
 	free(p->ids);
 	free(p->buf);
@@ -683,43 +702,214 @@ snap_pack_parent(int wt, const char *path, const char **name)
 	return fd;
 }
 
-/* Reads FD's SB->st_size bytes into B; 1 if it held another size. */
-static int
-snap_pack_read(int fd, const struct stat *sb, struct buf *b)
+/*
+ * Whether a file's fstat data AFTER it was read is what it was BEFORE:
+ * the same file (a rename over it gives another inode), of the same
+ * size, and neither written (mtime) nor changed in any way since (ctime:
+ * utimensat can set mtime back, never ctime). The kernel's clocks tick
+ * coarsely, so a change in the same tick as the one before can still
+ * pass, as it does git's own stat check ("racy git").
+ */
+bool
+snap_pack_unchanged(const struct stat *before, const struct stat *after)
 {
-	char chunk[65536];
-	struct stat after;
+	return before->st_dev == after->st_dev &&
+	    before->st_ino == after->st_ino &&
+	    before->st_size == after->st_size &&
+	    before->st_mtim.tv_sec == after->st_mtim.tv_sec &&
+	    before->st_mtim.tv_nsec == after->st_mtim.tv_nsec &&
+	    before->st_ctim.tv_sec == after->st_ctim.tv_sec &&
+	    before->st_ctim.tv_nsec == after->st_ctim.tv_nsec;
+}
+
+/* Reads up to LEN bytes of FD into BUF: how many (fewer at its end), -1. */
+static ssize_t
+snap_pack_fill(int fd, unsigned char *buf, size_t len)
+{
+	size_t got = 0;
 	ssize_t n;
 
-	b->len = 0;
-	while ((n = read(fd, chunk, sizeof chunk)) > 0)
-		buf_add(b, chunk, (size_t)n);
-	if (n == -1)
-		return -1;
-	if (fstat(fd, &after) == -1)
-		return -1;
-	if ((off_t)b->len != sb->st_size || after.st_size != sb->st_size ||
-	    after.st_mtim.tv_sec != sb->st_mtim.tv_sec ||
-	    after.st_mtim.tv_nsec != sb->st_mtim.tv_nsec)
-		return 1;
+	while (got < len) {
+		n = read(fd, buf + got, len - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Takes back everything written since START (its checksum too). */
+static int
+snap_pack_undo(struct snap_pack *p, uint64_t start, char **cause)
+{
+	uint64_t ondisk = p->offset - p->len;
+
+	if (start >= ondisk)
+		p->len -= (size_t)(p->offset - start);
+	else {
+		p->len = 0;
+		if (ftruncate(p->fd, (off_t)start) == -1 ||
+		    lseek(p->fd, (off_t)start, SEEK_SET) == -1) {
+			*cause = xprintf("cannot write %s: %s", p->tmp,
+			    strerror(errno));
+			return -1;
+		}
+	}
+	p->offset = start;
+	EVP_MD_CTX_copy_ex(p->sum, p->saved);
 	return 0;
+}
+
+/*
+ * Whether the LEN bytes at A and B in the pack are the same: two entries
+ * of one size have their zlib streams laid out alike, so equal streams
+ * are equal contents.
+ */
+static int
+snap_pack_same_at(struct snap_pack *p, uint64_t a, uint64_t b, uint64_t len,
+    char **cause)
+{
+	unsigned char x[4096], y[4096];
+	size_t n;
+
+	if (p->len > 0 && snap_pack_flush(p, cause) == -1)
+		return -1;
+	while (len > 0) {
+		n = len > sizeof x ? sizeof x : (size_t)len;
+		if (pread(p->fd, x, n, (off_t)a) != (ssize_t)n ||
+		    pread(p->fd, y, n, (off_t)b) != (ssize_t)n) {
+			*cause = xprintf("cannot read back %s", p->tmp);
+			return -1;
+		}
+		if (memcmp(x, y, n) != 0)
+			return 0;
+		a += n;
+		b += n;
+		len -= n;
+	}
+	return 1;
+}
+
+/*
+ * Streams the blob of FD (SB its fstat data) into P a block at a time,
+ * so that memory stays bounded whatever its size (a sparse 1 TiB file):
+ * each block is read, hashed into the id and copied into the pack once.
+ * The id is known only at the end, so content already in the pack is
+ * written, then taken back. 1 (nothing written) if the file did not hold
+ * SB's size or changed while read; -1 with *CAUSE.
+ */
+static int
+snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
+    const char *path, unsigned char oid[SNAP_PACK_OID], char **cause)
+{
+	struct snap_pack_obj *o;
+	struct stat after;
+	unsigned char zh[2] = { 0x78, 0x01 }, bh[5], tail[4], extra;
+	uint64_t size = (uint64_t)sb->st_size, left = size, start = p->offset;
+	uint64_t data;
+	uint32_t adler = (uint32_t)adler32_z(0, NULL, 0), *slot;
+	char head[64], hex[2 * SNAP_PACK_OID + 1];
+	size_t chunk;
+	ssize_t n;
+	int hl, r = 1;
+
+	EVP_MD_CTX_copy_ex(p->saved, p->sum);
+	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
+	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
+	if (snap_pack_head(p, SNAP_PACK_BLOB, size, cause) == -1)
+		return -1;
+	data = p->offset;
+	if (snap_pack_put(p, zh, sizeof zh, cause) == -1)
+		return -1;
+	do {
+		chunk = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : (size_t)left;
+		if ((n = snap_pack_fill(fd, p->rbuf, chunk)) == -1)
+			goto unreadable;
+		if ((size_t)n != chunk)
+			goto changed;           /* shorter than it was */
+		bh[0] = chunk == left;          /* BFINAL, BTYPE 00 */
+		bh[1] = (unsigned char)chunk;
+		bh[2] = (unsigned char)(chunk >> 8);
+		bh[3] = (unsigned char)~chunk;
+		bh[4] = (unsigned char)(~chunk >> 8);
+		if (snap_pack_put(p, bh, sizeof bh, cause) == -1 ||
+		    snap_pack_put(p, p->rbuf, chunk, cause) == -1)
+			return -1;
+		EVP_DigestUpdate(p->id, p->rbuf, chunk);
+		adler = (uint32_t)adler32_z(adler, p->rbuf, chunk);
+		left -= chunk;
+	} while (left > 0);
+	if ((n = snap_pack_fill(fd, &extra, 1)) == -1 || fstat(fd, &after) == -1)
+		goto unreadable;
+	if (n != 0 || !snap_pack_unchanged(sb, &after))
+		goto changed;                   /* longer, or changed */
+	snap_pack_be32(tail, adler);
+	if (snap_pack_put(p, tail, sizeof tail, cause) == -1)
+		return -1;
+	EVP_DigestFinal_ex(p->id, oid, NULL);
+	slot = snap_pack_slot(p, oid);
+	if (*slot != 0) {
+		o = &p->objs[*slot - 1];
+		/* Of another size, the streams are laid out apart. */
+		if (o->len != size)
+			r = 0;
+		else if ((r = snap_pack_same_at(p, o->data, data,
+		    p->offset - data, cause)) == -1)
+			return -1;
+		if (r == 0) {
+			snap_pack_hex(oid, hex);
+			*cause = xprintf("two different contents have the same "
+			    "SHA-1 id %s: a crafted collision", hex);
+			return -1;
+		}
+		return snap_pack_undo(p, start, cause);
+	}
+	if (p->n == p->want) {
+		*cause = xprintf("more objects than the %u announced", p->want);
+		return -1;
+	}
+	o = &p->objs[p->n++];
+	memcpy(o->oid, oid, SNAP_PACK_OID);
+	o->offset = start;
+	o->data = data;
+	o->len = (size_t)size;
+	o->crc = p->crc;
+	*slot = (uint32_t)p->n;
+	return 0;
+
+unreadable:
+	*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+	return -1;
+changed:
+	return snap_pack_undo(p, start, cause) == -1 ? -1 : 1;
 }
 
 /*
  * One file of the work tree into P, as git add stores it: a regular
  * file's bytes (mode 100755 if its owner may run it, else 100644), a
  * symlink's target (120000, never followed). 1 if it changed while read
- * or is of another kind; -1 with *CAUSE.
+ * or is of another kind (a directory: a nested repository); -1 with *CAUSE.
  */
 static int
 snap_pack_file(struct snap_pack *p, int wt, const char *path,
-    struct snap_pack_entry *e, struct stat *sb, struct buf *b, char **cause)
+    struct snap_pack_entry *e, struct stat *sb, char **cause)
 {
 	const char *name;
 	char target[4096];
 	ssize_t len;
 	int dir, fd, r = 1;
 
+	/*
+	 * git ls-files -o lists a nested repository as "sub/": git add
+	 * goes into it (snap-take.c), which is the git path's work.
+	 */
+	if (*path == '\0' || path[strlen(path) - 1] == '/')
+		return 1;
 	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
 		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
@@ -740,9 +930,8 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 		e->mode = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
 		if (fd == -1 || fstat(fd, sb) == -1 || !S_ISREG(sb->st_mode))
 			r = 1;
-		else if ((r = snap_pack_read(fd, sb, b)) == 0)
-			r = snap_pack_add(p, SNAP_PACK_BLOB, b->data != NULL ?
-			    b->data : "", b->len, e->oid, cause);
+		else
+			r = snap_pack_blob(p, fd, sb, path, e->oid, cause);
 		if (fd != -1)
 			close(fd);
 	}
@@ -763,14 +952,11 @@ int
 snap_pack_files(struct snap_pack *p, int wt, char **paths, size_t n,
     struct snap_pack_entry *e, struct stat *sb, char **cause)
 {
-	struct buf b;
 	size_t i;
 	int r = 0;
 
 	qsort(paths, n, sizeof *paths, snap_pack_strcmp);
-	buf_init(&b);
 	for (i = 0; i < n && r == 0; i++)
-		r = snap_pack_file(p, wt, paths[i], &e[i], &sb[i], &b, cause);
-	buf_free(&b);
+		r = snap_pack_file(p, wt, paths[i], &e[i], &sb[i], cause);
 	return r;
 }

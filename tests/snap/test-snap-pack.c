@@ -5,9 +5,12 @@
  * each content stored once, and nothing left behind by a pack that is
  * not finished.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +365,281 @@ test_pack_files(void **state)
 	    got);
 }
 
+/* PATHS of the NUL-separated list in FILE, into LIST: how many. */
+static size_t
+read_list(const char *file, char *list, size_t size, char **paths,
+    size_t max)
+{
+	size_t n = 0, len;
+	char *s;
+	FILE *f = fopen(file, "rb");
+
+	assert_non_null(f);
+	len = fread(list, 1, size - 1, f);
+	fclose(f);
+	list[len] = '\0';
+	for (s = list; s < list + len && n < max; s += strlen(s) + 1)
+		paths[n++] = s;
+	return n;
+}
+
+/*
+ * An untracked nested repository is listed by git ls-files -o as "sub/"
+ * (a directory, not a file): the writer leaves it to the git path (1),
+ * which goes into it, rather than failing the snapshot.
+ */
+static void
+test_pack_nested(void **state)
+{
+	struct snap_pack_entry e[8];
+	struct stat sb[8];
+	static char list[4096];
+	char *cause = NULL, *paths[8] = { NULL };
+	struct snap_pack *p;
+	size_t n;
+	int wt;
+
+	test_sh_ok("git init -q w && cd w && echo 1 > a && git init -q sub && "
+	    "echo 2 > sub/f && git -C sub add f && git -C sub -c user.name=t "
+	    "-c user.email=t@x commit -q -m m && "
+	    "GIT_INDEX_FILE=../none.idx git ls-files -o -z --exclude-standard "
+	    "> ../list");
+	n = read_list("list", list, sizeof list, paths, 8);
+	assert_int_equal(n, 2);
+	assert_string_equal(paths[1], "sub/");
+	test_sh_ok("git init -q --bare own.git");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	p = snap_pack_begin("own.git", 8, &cause);
+	assert_non_null(p);
+	if (snap_pack_files(p, wt, paths, n, e, sb, &cause) != 1)
+		fail_msg("not left to git: %s", cause != NULL ? cause : "stored");
+	assert_null(cause);
+	close(wt);
+	snap_pack_abort(p);
+}
+
+/*
+ * The stat check after a read: a file rewritten in place with its size
+ * and mtime set back (utimensat) still shows by its ctime, a file
+ * replaced by another of the same size and mtime by its inode.
+ */
+static void
+test_pack_unchanged(void **state)
+{
+	struct stat before, after;
+	struct timespec ts[2];
+	int fd;
+
+	test_sh_ok("echo aaaa > f && echo bbbb > g && touch -d 2020-01-01 f g");
+	assert_int_equal(stat("f", &before), 0);
+	assert_int_equal(stat("f", &after), 0);
+	assert_true(snap_pack_unchanged(&before, &after));
+	/* The clock that stamps ctime ticks coarsely. */
+	usleep(50000);
+	fd = open("f", O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "cccc", 4, 0), 4);
+	ts[0] = before.st_atim;
+	ts[1] = before.st_mtim;
+	assert_int_equal(futimens(fd, ts), 0);
+	close(fd);
+	assert_int_equal(stat("f", &after), 0);
+	assert_int_equal(after.st_size, before.st_size);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+	assert_false(snap_pack_unchanged(&before, &after));
+	/* Another file put in its place, with its ctime copied too. */
+	test_sh_ok("mv g f");
+	assert_int_equal(stat("f", &after), 0);
+	after.st_ctim = before.st_ctim;
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_false(snap_pack_unchanged(&before, &after));
+}
+
+struct rewriter {
+	volatile int stop;
+	struct timespec times[2];
+};
+
+/* Rewrites "w/f" in place, again and again, setting its mtime back each time. */
+static void *
+rewrite(void *arg)
+{
+	struct rewriter *rw = arg;
+	unsigned char c = 0;
+	int fd = open("w/f", O_WRONLY);
+
+	if (fd == -1)
+		return NULL;
+	while (!rw->stop) {
+		c++;
+		if (pwrite(fd, &c, 1, 0) != 1 || futimens(fd, rw->times) == -1)
+			break;
+		usleep(1000);
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A file rewritten while it is read, its size and mtime set back each
+ * time, is found changed (1: the git path), never stored torn.
+ */
+static void
+test_pack_rewritten(void **state)
+{
+	struct snap_pack_entry e[1];
+	struct stat sb[1];
+	struct rewriter rw = { 0 };
+	struct stat st;
+	char *cause = NULL, *paths[1] = { "f" };
+	struct snap_pack *p;
+	pthread_t t;
+	int wt, r;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && head -c 64000000 "
+	    "/dev/urandom > w/f");
+	assert_int_equal(stat("w/f", &st), 0);
+	rw.times[0] = st.st_atim;
+	rw.times[1] = st.st_mtim;
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	p = snap_pack_begin("own.git", 1, &cause);
+	assert_non_null(p);
+	assert_int_equal(pthread_create(&t, NULL, rewrite, &rw), 0);
+	usleep(20000);
+	r = snap_pack_files(p, wt, paths, 1, e, sb, &cause);
+	rw.stop = 1;
+	pthread_join(t, NULL);
+	close(wt);
+	snap_pack_abort(p);
+	if (r != 1)
+		fail_msg("a rewritten file was stored: %s", cause != NULL ?
+		    cause : "as unchanged");
+	assert_null(cause);
+}
+
+/* Stores the files of "w" in a pack of own.git: 0, 1 or -1 as snap_pack_files, the pack's name and the entries. */
+static int
+pack_dir(char **paths, size_t n, struct snap_pack_entry *e, struct stat *sb,
+    char *name, size_t namelen, char **cause)
+{
+	struct snap_pack *p;
+	int wt, r;
+
+	if ((wt = open("w", O_RDONLY | O_DIRECTORY)) == -1)
+		return -1;
+	if ((p = snap_pack_begin("own.git", (uint32_t)n, cause)) == NULL) {
+		close(wt);
+		return -1;
+	}
+	r = snap_pack_files(p, wt, paths, n, e, sb, cause);
+	close(wt);
+	if (r != 0) {
+		snap_pack_abort(p);
+		return r;
+	}
+	return snap_pack_finish(p, name, namelen, cause);
+}
+
+/* Limits the address space to what is mapped now plus MIB MiB. */
+static int
+limit_memory(unsigned long long mib)
+{
+	/* ASan maps terabytes of shadow: the limit is for other builds. */
+#ifndef __SANITIZE_ADDRESS__
+	struct rlimit rl;
+	unsigned long long vm = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmSize: %llu kB", &vm) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	rl.rlim_cur = rl.rlim_max = (vm + mib * 1024) * 1024;
+	if (vm == 0 || setrlimit(RLIMIT_AS, &rl) == -1)
+		return -1;
+#endif
+	return 0;
+}
+
+/*
+ * A file far larger than the memory agentmux may use (sparse: 1 GiB that
+ * takes no disk) is streamed: it packs under an address-space limit of
+ * what the process maps already plus 64 MiB, with the id git gives it.
+ */
+static void
+test_pack_large(void **state)
+{
+	struct snap_pack_entry e[1];
+	struct stat sb[1];
+	char *cause = NULL, *paths[1] = { "sparse" }, name[64], got[64], *want;
+	FILE *f;
+	pid_t pid;
+	int status;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && printf head > "
+	    "w/sparse && truncate -s 1G w/sparse && printf tail >> w/sparse");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (limit_memory(64) == -1)
+			_exit(3);
+		if (pack_dir(paths, 1, e, sb, name, sizeof name, &cause) != 0)
+			_exit(4);
+		hex(e[0].oid, got);
+		f = fopen("id", "w");
+		if (f == NULL || fprintf(f, "%s\n", got) < 0 || fclose(f) != 0)
+			_exit(5);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("packing a 1 GiB file under a memory limit failed "
+		    "(status %#x)", status);
+	want = test_sh_out("git hash-object --no-filters w/sparse");
+	f = fopen("id", "r");
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof got, f));
+	fclose(f);
+	assert_string_equal(got, want);
+	free(want);
+	test_sh_ok("test \"$(git --git-dir=own.git cat-file -s $(cat id))\" = "
+	    "$(stat -c %%s w/sparse)");
+}
+
+/*
+ * Files of one content, streamed, are stored once (the copy written,
+ * then taken back, also past what was flushed): git accepts the pack,
+ * and files read after a copy are stored right.
+ */
+static void
+test_pack_files_twice(void **state)
+{
+	struct snap_pack_entry e[8];
+	struct stat sb[8];
+	char *cause = NULL, *paths[5] = { "a", "b", "c", "d", "e" }, name[64];
+	char h[2 * SNAP_PACK_OID + 1];
+	size_t i;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && cd w && head -c "
+	    "1000000 /dev/urandom > a && cp a b && echo x > c && cp c d && "
+	    "head -c 70000 /dev/urandom > e");
+	if (pack_dir(paths, 5, e, sb, name, sizeof name, &cause) != 0)
+		fail_msg("%s", cause != NULL ? cause : "a file changed");
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx && test \"$(git --git-dir=own.git count-objects -v | "
+	    "grep in-pack)\" = 'in-pack: 3'", name);
+	for (i = 0; i < 5; i++) {
+		hex(e[i].oid, h);
+		test_sh_ok("git --git-dir=own.git cat-file blob %s | cmp - w/%s",
+		    h, paths[i]);
+	}
+}
+
 int
 main(void)
 {
@@ -377,6 +655,16 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_twice,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_unfinished,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_nested,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_unchanged,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_rewritten,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_large,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_files_twice,
 		    test_proj_setup, test_proj_teardown),
 	};
 
