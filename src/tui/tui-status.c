@@ -94,7 +94,7 @@ tui_status_notify_command(struct tui *t, const char *msg)
 
 /* OSC 9 (iTerm2, kitty, WezTerm, ...) and OSC 777 (urxvt, foot, Ghostty, VTE): MSG has no control character. */
 static void
-tui_status_notify_osc(const char *msg)
+tui_status_notify_osc(struct tui *t, const char *msg)
 {
 	struct buf b;
 	const char *p;
@@ -107,9 +107,9 @@ tui_status_notify_osc(const char *msg)
 	for (p = msg; *p != '\0'; p++)
 		buf_add(&b, *p == ';' ? "," : p, 1);
 	buf_adds(&b, "\a");
-	fflush(stdout);
 	/* raw: two OSCs around quoted text, which has no control byte */
-	util_write_all(STDOUT_FILENO, b.data, b.len);
+	if (t->scr != NULL)
+		tui_screen_write(t->scr, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -120,8 +120,9 @@ tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
 	struct buf b;
 	char *raw;
 
-	/* The user is looking at it. */
-	if (wp == tui_focus_pane(t) && tui_view_top(t) == TUI_VIEW_PANES)
+	/* The user is looking at it (when a client is attached). */
+	if (t->scr != NULL && wp == tui_focus_pane(t) &&
+	    tui_view_top(t) == TUI_VIEW_PANES)
 		return;
 	if (t->notify_last_us != 0 &&
 	    now - t->notify_last_us < TUI_STATUS_NOTIFY_GAP_US)
@@ -135,15 +136,15 @@ tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
 	free(raw);
 	switch (t->cf->ui.notify) {
 	case CONFIG_NOTIFY_OSC:
-		tui_status_notify_osc(b.data);
+		tui_status_notify_osc(t, b.data);
 		break;
 	case CONFIG_NOTIFY_COMMAND:
 		tui_status_notify_command(t, b.data);
 		break;
 	default:
-		fflush(stdout);
 		/* raw: the bell, nothing of the session's */
-		util_write_all(STDOUT_FILENO, "\a", 1);
+		if (t->scr != NULL)
+			tui_screen_write(t->scr, "\a", 1);
 		break;
 	}
 	buf_free(&b);
