@@ -86,6 +86,14 @@ static const struct cli_opt cli_send_opts[] = {
 	  "names)" },
 	CLI_END
 };
+static const struct cli_opt cli_wait_opts[] = {
+	CLI_OPT_SERVER,
+	{ "for", 0, "needs-you|prompt|exit", CLI_CHOICE, "the state to wait "
+	  "for (default exit)" },
+	{ "timeout", 0, "SECONDS", CLI_TEXT, "give up after this long "
+	  "(exit 1)" },
+	CLI_END
+};
 static const struct cli_arg cli_live_args[] = {
 	{ "SESSION", CLI_TEXT, 0, "a live session's number (agentmux ls)" },
 	CLI_ARGS_END
@@ -357,6 +365,17 @@ static const struct cli_cmd cli_cmds[] = {
 	{ .name = "kill", .fn = cmd_kill, .opts = cli_server_opts,
 	  .args = cli_live_args,
 	  .summary = "close a live session (its jail is stopped)" },
+	{ .name = "pause", .fn = cmd_pause, .opts = cli_server_opts,
+	  .args = cli_live_args,
+	  .summary = "freeze a live session's jail; its proxy holds new "
+	  "requests and its prompts' countdowns stop" },
+	{ .name = "resume", .fn = cmd_resume, .opts = cli_server_opts,
+	  .args = cli_live_args,
+	  .summary = "let a paused session go on where it stopped" },
+	{ .name = "wait", .fn = cmd_wait, .opts = cli_wait_opts,
+	  .args = cli_live_args,
+	  .summary = "wait until a live session needs you, has a prompt, or "
+	  "exits (exit 0; 1 on timeout)" },
 	{ .name = "kill-server", .fn = cmd_kill_server, .opts = cli_server_opts,
 	  .summary = "close every session and end the server" },
 	{ .name = "send", .fn = cmd_send, .opts = cli_send_opts,

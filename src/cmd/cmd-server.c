@@ -1,4 +1,4 @@
-/* The server's commands: ls, new, kill, kill-server, send, each one message to the running server. */
+/* The server's commands: ls, new, kill, kill-server, send, pause, resume, wait, each one message to the running server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +58,49 @@ cmd_kill(struct cli_args *args)
 	strv_init(&kv);
 	strv_add(&kv, "CMD=kill");
 	strv_addf(&kv, "ID=%s", args->argv[0]);
+	return cmd_server_send(args, &kv, false);
+}
+
+/* pause and resume: one message naming the session. */
+static int
+cmd_server_session(struct cli_args *args, const char *cmd)
+{
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_addf(&kv, "CMD=%s", cmd);
+	strv_addf(&kv, "ID=%s", args->argv[0]);
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_pause(struct cli_args *args)
+{
+	return cmd_server_session(args, "pause");
+}
+
+int
+cmd_resume(struct cli_args *args)
+{
+	return cmd_server_session(args, "resume");
+}
+
+int
+cmd_wait(struct cli_args *args)
+{
+	const char *what = cli_get(args, "for");
+	struct strv kv;
+
+	if (what != NULL && strcmp(what, "needs-you") != 0 &&
+	    strcmp(what, "prompt") != 0 && strcmp(what, "exit") != 0)
+		return cli_usage_error("wait", "--for takes needs-you, prompt "
+		    "or exit, not '%s'", what);
+	strv_init(&kv);
+	strv_add(&kv, "CMD=wait");
+	strv_addf(&kv, "ID=%s", args->argv[0]);
+	strv_addf(&kv, "FOR=%s", what != NULL ? what : "exit");
+	if (cli_get(args, "timeout") != NULL)
+		strv_addf(&kv, "TIMEOUT=%s", cli_get(args, "timeout"));
 	return cmd_server_send(args, &kv, false);
 }
 

@@ -33,6 +33,11 @@ struct server_client {
 	struct event *ev;
 	pid_t pid;
 	bool attached;            /* its terminal is the dashboard's */
+
+	/* agentmux wait: the session and state it waits for, until its timer */
+	int64_t wait_id;          /* 0: not waiting */
+	char *wait_for;
+	struct event *wait_ev;
 };
 
 struct server {
@@ -60,6 +65,9 @@ server_client_free(struct server_client *c)
 		}
 	}
 	event_free(c->ev);
+	if (c->wait_ev != NULL)
+		event_free(c->wait_ev);
+	free(c->wait_for);
 	close(c->fd);
 	free(c);
 }
@@ -221,6 +229,9 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 		return -1;
 	if (strcmp(cmd, "kill") == 0)
 		return tui_kill(sv->t, id, cause);
+	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
+		return tui_set_paused(sv->t, id, strcmp(cmd, "pause") == 0,
+		    cause);
 	if (strcmp(cmd, "send") == 0) {
 		strv_init(&argv);
 		server_hello_args(kv, &argv);
@@ -235,11 +246,106 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 	return -1;
 }
 
+/* Answers client C's wait if its session reached the state: true if it did (C is gone). */
+static bool
+server_wait_check(struct server_client *c)
+{
+	char *cause = NULL, *msg;
+	int rc;
+
+	if ((rc = tui_reached(c->sv->t, c->wait_id, c->wait_for, &cause)) == 0)
+		return false;
+	if (rc == 1)
+		server_client_exit(c, 0, "");
+	else {
+		msg = xprintf("%s\n", cause);
+		server_client_exit(c, 1, msg);
+		free(msg);
+	}
+	free(cause);
+	return true;
+}
+
+/* A session changed: every waiting client whose state came is answered. */
+static void
+server_changed_cb(void *arg)
+{
+	struct server *sv = arg;
+	size_t i = 0;
+
+	while (i < sv->nclients) {
+		/* An answered client leaves the array: look at slot I again. */
+		if (sv->clients[i]->wait_id == 0 ||
+		    !server_wait_check(sv->clients[i]))
+			i++;
+	}
+}
+
+static void
+server_wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server_client *c = arg;
+	char *msg;
+
+	msg = xprintf("session %lld did not reach '%s' in time\n",
+	    (long long)c->wait_id, c->wait_for);
+	server_client_exit(c, 1, msg);
+	free(msg);
+}
+
+/* agentmux wait: answered now, or when the state comes (or its timeout). */
+static int
+server_wait(struct server_client *c, const struct strv *kv, int64_t id,
+    char **cause)
+{
+	const char *what = server_hello_get(kv, "FOR");
+	const char *timeout = server_hello_get(kv, "TIMEOUT");
+	struct timeval tv;
+	long long secs = 0;
+	char *end;
+	int rc;
+
+	if (what == NULL)
+		what = "exit";
+	if (timeout != NULL && ((secs = strtoll(timeout, &end, 10)) < 0 ||
+	    *end != '\0' || secs > 365LL * 86400)) {
+		*cause = xprintf("'%s' is not a timeout in seconds", timeout);
+		return -1;
+	}
+	if ((rc = tui_reached(c->sv->t, id, what, cause)) == -1)
+		return -1;
+	if (rc == 1)
+		return 1;
+	c->wait_id = id;
+	c->wait_for = xstrdup(what);
+	if (timeout != NULL) {
+		c->wait_ev = evtimer_new(c->sv->base, server_wait_timeout_cb, c);
+		tv.tv_sec = (time_t)secs;
+		tv.tv_usec = 0;
+		evtimer_add(c->wait_ev, &tv);
+	}
+	return 0;
+}
+
 /* A command from a client that is not attaching: its answer is its exit. */
 static void
 server_command(struct server_client *c, const struct strv *kv)
 {
 	char *text = NULL, *cause = NULL, *msg;
+	int64_t id;
+	int rc;
+
+	if (strcmp(server_hello_get(kv, "CMD"), "wait") == 0) {
+		if ((id = server_command_id(kv, &cause)) == -1 ||
+		    (rc = server_wait(c, kv, id, &cause)) == -1) {
+			msg = xprintf("%s\n", cause);
+			server_client_exit(c, 1, msg);
+			free(msg);
+		} else if (rc == 1)
+			server_client_exit(c, 0, "");
+		free(cause);
+		return;
+	}
 
 	if (server_command_run(c->sv, kv, &text, &cause) == -1) {
 		msg = xprintf("%s\n", cause);
@@ -533,6 +639,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	sv.t = tui_create(sv.base, sv.ctx);
 	log_set_hook(server_log_hook, &sv);
 	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
+	tui_set_change_cb(sv.t, server_changed_cb, &sv);
 	util_set_nonblock(lfd);
 	sv.accept_ev = event_new(sv.base, lfd, EV_READ | EV_PERSIST,
 	    server_accept_cb, &sv);

@@ -45,6 +45,30 @@ tui_cmds_prompts(const struct tui *t, const struct tui_pane *wp)
 	return n;
 }
 
+/* What a live session costs (issue: ls --json), as the sessions view shows it. */
+static void
+tui_cmds_json_costs(struct json *j, struct session *s)
+{
+	struct session_costs c;
+
+	session_costs(s, &c);
+	json_key(j, "costs");
+	json_obj_begin(j);
+	json_kint(j, "cpu_ms", (int64_t)(c.cpu_sec * 1000));
+	json_kint(j, "cpu_share_pct", (int64_t)(c.cpu_share * 100));
+	json_kint(j, "memory", c.memory);
+	json_kint(j, "processes", c.procs);
+	json_kint(j, "written", c.written);
+	json_kint(j, "allowed", c.allowed);
+	json_kint(j, "denied", c.denied);
+	json_kint(j, "bytes_up", c.bytes_up);
+	json_kint(j, "bytes_down", c.bytes_down);
+	json_kint(j, "turns", c.turns);
+	json_kint(j, "run_ms", c.run_ms);
+	json_obj_end(j);
+	json_kbool(j, "paused", session_paused(s));
+}
+
 static void
 tui_cmds_json(struct tui *t, struct buf *out)
 {
@@ -67,6 +91,8 @@ tui_cmds_json(struct tui *t, struct buf *out)
 		json_kint(&j, "requests", (int64_t)wp->requests);
 		json_kint(&j, "denials", (int64_t)wp->denials);
 		json_kint(&j, "prompts", (int64_t)tui_cmds_prompts(t, wp));
+		if (wp->s != NULL && !wp->exited)
+			tui_cmds_json_costs(&j, wp->s);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -177,4 +203,60 @@ tui_send(struct tui *t, int64_t id, char *const *words, bool literal,
 			pane_write(wp->pane, words[i], strlen(words[i]));
 	}
 	return 0;
+}
+
+/* Session WP ended: it will never reach WHAT. */
+static int
+tui_reached_never(const struct tui_pane *wp, const char *what, char **cause)
+{
+	*cause = xprintf("session %lld ended before it reached '%s'",
+	    (long long)wp->id, what);
+	return -1;
+}
+
+int
+tui_set_paused(struct tui *t, int64_t id, bool pause, char **cause)
+{
+	struct tui_pane *wp = tui_cmds_pane(t, id);
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		*cause = xprintf("no running session %lld here; 'agentmux ls' "
+		    "lists them", (long long)id);
+		return -1;
+	}
+	if (session_paused(wp->s) == pause)
+		return 0;
+	if (session_pause(wp->s, pause, cause) == -1)
+		return -1;
+	tui_message(t, false, "session %lld (%s) %s", (long long)id,
+	    wp->agent, pause ? "paused (agentmux resume)" : "resumed");
+	return 0;
+}
+
+int
+tui_reached(struct tui *t, int64_t id, const char *what, char **cause)
+{
+	struct tui_pane *wp = tui_cmds_pane(t, id);
+	enum session_state st;
+
+	if (strcmp(what, "exit") != 0 && strcmp(what, "needs-you") != 0 &&
+	    strcmp(what, "prompt") != 0) {
+		*cause = xprintf("cannot wait for '%s': say needs-you, prompt "
+		    "or exit", what);
+		return -1;
+	}
+	if (wp == NULL) {
+		*cause = xprintf("no session %lld here; 'agentmux ls' lists "
+		    "them", (long long)id);
+		return -1;
+	}
+	if (wp->exited || wp->s == NULL || wp->start_failed != NULL)
+		return strcmp(what, "exit") == 0 ? 1 : tui_reached_never(wp,
+		    what, cause);
+	if (strcmp(what, "exit") == 0)
+		return 0;
+	st = session_state(wp->s);
+	if (strcmp(what, "prompt") == 0)
+		return st == SESSION_PROMPT;
+	return st == SESSION_NEEDS_YOU;
 }

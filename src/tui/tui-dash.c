@@ -1053,6 +1053,13 @@ tui_create(struct event_base *base, struct session_ctx *ctx)
 }
 
 void
+tui_set_change_cb(struct tui *t, void (*cb)(void *), void *arg)
+{
+	t->change_cb = cb;
+	t->change_arg = arg;
+}
+
+void
 tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
 {
 	t->detach_cb = cb;

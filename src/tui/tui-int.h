@@ -157,6 +157,8 @@ struct tui {
 	struct event *int_ev;
 	void (*detach_cb)(void *, const char *);
 	void *detach_arg;
+	void (*change_cb)(void *);  /* a session's state changed or it ended */
+	void *change_arg;
 	struct event *msg_ev;
 	char *message;              /* shown in the status bar for a while */
 	bool message_alert;

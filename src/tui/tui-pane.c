@@ -40,6 +40,8 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	wp->redraw = true;
 	tui_prompt_drop_pane(wp->t, wp);
 	tui_disk_drop_pane(wp->t, wp);
+	if (wp->t->change_cb != NULL)
+		wp->t->change_cb(wp->t->change_arg);
 	if (wp->closing) {
 		/* Closed by the user: nothing to look at, it goes. */
 		tui_message(wp->t, false, "session %lld (%s) closed",
@@ -143,6 +145,8 @@ tui_pane_state_changed(void *arg, struct session *s, enum session_state st)
 	tui_redraw(wp->t);
 	if (st == SESSION_NEEDS_YOU || st == SESSION_PROMPT)
 		tui_status_notify(wp->t, wp, st);
+	if (wp->t->change_cb != NULL)
+		wp->t->change_cb(wp->t->change_arg);
 }
 
 static const struct session_events tui_pane_events = {

@@ -267,6 +267,16 @@ int tui_kill(struct tui *, int64_t id, char **cause);
 /** Types WORDS into session ID: tmux key names (Enter, C-c) unless LITERAL; -1 with *CAUSE. */
 int tui_send(struct tui *, int64_t id, char *const *words, bool literal,
     char **cause);
+/** Pauses (PAUSE) or resumes session ID (as prefix P does); -1 with *CAUSE. */
+int tui_set_paused(struct tui *, int64_t id, bool pause, char **cause);
+/**
+ * Whether session ID is in state FOR ("needs-you", "prompt", "exit"):
+ * 1 if it is, 0 if not yet, -1 with *CAUSE (no such live session, or FOR
+ * is none of those).
+ */
+int tui_reached(struct tui *, int64_t id, const char *what, char **cause);
+/** CB(ARG) is called whenever a session's state changes or it ends. */
+void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);
 /** MSG in the status bar for a while (a warning logged, say). */
 void tui_notice(struct tui *, bool alert, const char *msg);
 /** The attached terminal changed size. */
