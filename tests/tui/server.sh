@@ -61,7 +61,7 @@ echo "server: a terminal it cannot draw on starts no session"
 
 # ---- detach with the prefix, the session keeps running ----
 start_dashboard
-wait_for '1:shell\* running' 30 || fail "no dashboard"
+wait_for '1:shell\* (working|needs you)' 30 || fail "no dashboard"
 wait_for '[#$] ?$' 20 || fail "no shell prompt"
 keys 'echo very-$((2*3))-first; for i in $(seq 1 80); do echo scroll-$i; done; echo marker-$((6*7))' Enter
 wait_for '^marker-42$' || fail "the shell did not run"
@@ -120,13 +120,13 @@ echo "server: a SIGKILLed client leaves the session running"
 
 # ---- commands over the socket: ls, new -d, send, kill, kill-server ----
 out=$("$AGENTMUX" ls) || fail "ls failed: $out"
-echo "$out" | grep -q "^1: shell .*/proj, running, [0-9]*s, 0 requests, 0 denied, 0 prompts waiting$" ||
+echo "$out" | grep -Eq "^1: shell .*/proj, (working|needs you), [0-9]*s, 0 requests, 0 denied, 0 prompts waiting$" ||
 	fail "ls: $out"
 id=$(cd "$P" && "$AGENTMUX" new -d -- sh) || fail "new -d failed: $id"
 [ "$id" = 2 ] || fail "new -d printed '$id', not 2"
 wait_for2 '2:shell' || fail "the attached client does not show the new session"
 tmux -L "$SOCK2" send-keys -t 0 C-a 2
-wait_for2 '2:shell\* running' 20 || fail "session 2 did not start"
+wait_for2 '2:shell\* (working|needs you)' 20 || fail "session 2 did not start"
 "$AGENTMUX" send -l 2 'echo sent-$((5*5))' || fail "send -l failed"
 "$AGENTMUX" send 2 Enter || fail "send Enter failed"
 wait_for2 '^sent-25$' || fail "what send typed did not run in session 2"
@@ -136,11 +136,41 @@ sleep 0.5
 sleep 0.3
 "$AGENTMUX" send 2 'echo after-int' Enter || fail "send after C-c failed"
 wait_for2 '^after-int$' || fail "send C-c did not interrupt the sleep"
+
+# ---- wait, pause, resume ----
+"$AGENTMUX" send 2 'sleep 2' Enter || fail "send sleep failed"
+out=$("$AGENTMUX" wait 2 --for needs-you --timeout 60 2>&1) ||
+	fail "wait --for needs-you did not see the shell's prompt: $out"
+out=$("$AGENTMUX" wait 2 --for prompt --timeout 1 2>&1) &&
+	fail "wait --for prompt returned 0 with no prompt: $out"
+echo "$out" | grep -q "did not reach 'prompt' in time" || fail "wait's timeout: $out"
+out=$("$AGENTMUX" wait 2 --for nothing 2>&1) && fail "wait --for nothing succeeded"
+echo "$out" | grep -q "needs-you, prompt or exit" || fail "wait --for nothing: $out"
+"$AGENTMUX" send -l 2 'i=0; while :; do i=$((i+1)); echo $i > count; sleep 0.05; done' &&
+	"$AGENTMUX" send 2 Enter || fail "send of the counter failed"
+i=0
+while [ ! -s "$P/count" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+"$AGENTMUX" pause 2 || fail "pause 2 failed"
+"$AGENTMUX" ls --json | python3 -c 'import json, sys; s = [x for x in json.load(sys.stdin) if x["id"] == 2][0]; sys.exit(0 if s["paused"] and s["costs"]["processes"] > 0 else 1)' ||
+	fail "ls --json does not say session 2 is paused, with its processes: $("$AGENTMUX" ls --json)"
+sleep 0.3
+c1=$(cat "$P/count"); sleep 1; c2=$(cat "$P/count")
+[ "$c1" = "$c2" ] || fail "the counter went on while paused ($c1 -> $c2)"
+"$AGENTMUX" resume 2 || fail "resume 2 failed"
+sleep 1; c3=$(cat "$P/count")
+[ "$c3" -gt "$c2" ] || fail "the counter did not go on after resume ($c2 -> $c3)"
+"$AGENTMUX" send 2 C-c || fail "send C-c to the counter failed"
+rm -f "$P/count"
+echo "server: wait (needs-you, timeout, a bad state), pause and resume"
 n=$("$AGENTMUX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 [ "$n" = 2 ] || fail "ls --json lists $n sessions, not 2"
 out=$("$AGENTMUX" kill 9 2>&1) && fail "kill 9 succeeded: $out"
 echo "$out" | grep -q "no running session 9 here" || fail "kill 9: $out"
+"$AGENTMUX" wait 2 --for exit --timeout 60 >"$T/wait-exit" 2>&1 &
+waitpid=$!
+sleep 0.3
 "$AGENTMUX" kill 2 || fail "kill 2 failed"
+wait $waitpid || fail "wait --for exit did not return 0 when kill ended it: $(cat "$T/wait-exit")"
 i=0
 # (a session closed by kill goes from the list once it ended)
 while "$AGENTMUX" ls | grep -q "^2: "; do
@@ -220,7 +250,7 @@ tmux -L "$SOCK2" kill-server
 tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
 	"$AGENTMUX -- sleep 4243; echo DASHBOARD-EXITED-\$?; sleep 60" ||
 	fail "tmux could not restart agentmux"
-wait_for '[0-9]+:shell\* running' 30 || fail "the session of a new server did not start"
+wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "the session of a new server did not start"
 spid=$(server_pid)
 i=0
 while [ -z "$(sleeping 4243)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done

@@ -82,7 +82,7 @@ ssh_attach() {
 }
 
 ssh_attach
-wait_for '[0-9]+:shell\* running' 30 || fail "ssh -t ... agentmux attach drew no dashboard: $(tail -n 5 "$T/sshd.log")"
+wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "ssh -t ... agentmux attach drew no dashboard: $(tail -n 5 "$T/sshd.log")"
 wait_for '[#$] ?$' 20 || fail "no shell prompt over ssh"
 keys 'echo over-ssh-$((3*4))' Enter
 wait_for '^over-ssh-12$' || fail "a command typed over ssh did not run in the pane"
@@ -105,6 +105,6 @@ spid=$(cat "$W/run/agentmux/default.pid" 2>/dev/null)
 out=$(setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups env -i PATH="$PATH" HOME="$W/home" \
 	XDG_CONFIG_HOME="$W/config" XDG_DATA_HOME="$W/data" XDG_RUNTIME_DIR="$W/run" \
 	AGENTMUX_SHARE="$W/share" "$W/bin/agentmux" ls 2>&1)
-echo "$out" | grep -q "^[0-9]*: shell .*, running," || fail "the session did not survive the dropped connection: $out"
+echo "$out" | grep -Eq "^[0-9]*: shell .*, (working|needs you)," || fail "the session did not survive the dropped connection: $out"
 echo "ssh: a dropped connection detaches; the session keeps running"
 echo "1 passed, 0 failed"
