@@ -21,6 +21,16 @@
 #define CLI_OPT_UPSTREAM_CA \
 	{ "upstream-ca", 0, "FILE", CLI_FILE, \
 	  "also trust FILE's CA certificates upstream (repeat)" }
+/* A session in a worktree of its own, or knowingly in a shared tree (cmd_worktree_opts). */
+#define CLI_OPTS_WORKTREE \
+	{ "worktree", 0, NULL, CLI_TEXT, "work in a git worktree of its own " \
+	  "(under the data dir, on branch agentmux/ID/NAME)" }, \
+	{ "base", 0, "REF", CLI_TEXT, "with --worktree: start its branch at " \
+	  "REF (default: HEAD)" }, \
+	{ "branch", 0, "NAME", CLI_TEXT, "with --worktree: NAME in " \
+	  "agentmux/ID/NAME (default: the agent's name)" }, \
+	{ "shared", 0, NULL, CLI_TEXT, "start even if another session runs " \
+	  "in the project's tree" }
 #define CLI_ARG_SESSION \
 	{ "SESSION", CLI_SESSION, 0, "a session number, or 'last'" }
 #define CLI_ARG_PATHS(what) \
@@ -63,6 +73,7 @@ static const struct cli_opt cli_run_opts[] = {
 	{ "pids", 0, "N", CLI_TEXT, "process limit (default: the agent's, then "
 	  "[limits])" },
 	CLI_OPT_UPSTREAM_CA,
+	CLI_OPTS_WORKTREE,
 	CLI_END
 };
 static const struct cli_arg cli_run_args[] = {

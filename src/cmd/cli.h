@@ -159,6 +159,13 @@ void cli_table_print(struct cli_table *, FILE *);
 void cli_table_free(struct cli_table *);
 
 /* The commands, each in src/cmd-*.c. */
+struct session_opts;
+/*
+ * --worktree, --base, --branch and --shared (CLI_OPTS_WORKTREE) into O,
+ * checked; -1 after a usage error for CMD. For every command that starts
+ * a session.
+ */
+int cmd_worktree_opts(const char *cmd, struct cli_args *, struct session_opts *o);
 int cmd_sessions(struct cli_args *);
 int cmd_show(struct cli_args *);
 int cmd_requests(struct cli_args *);

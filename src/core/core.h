@@ -388,6 +388,8 @@ struct config_agent {
 	int64_t memory;       /* 0 = default */
 	int64_t pids;
 	struct strv protect;  /* more [jail] protect patterns; "none" clears */
+	char *setup;          /* shell command run in the jail before COMMAND, or NULL */
+	bool worktree;        /* its sessions get a worktree of their own */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;
@@ -413,6 +415,7 @@ struct config_ui {
 	int64_t scrollback;
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */
+	bool worktree;        /* new sessions get a worktree of their own */
 };
 
 struct config_proxy {

@@ -137,6 +137,13 @@ struct session {
 	char *end_reason;            /* why agentmux ended it, for the record */
 	bool closing;                /* the user closed it: recorded "closed" */
 	struct strv kept;            /* "allow RULE" answered for the session */
+
+	/* A worktree session (session-worktree.c); PROJECT is the worktree. */
+	struct snap_worktree *wt;    /* NULL: the session works in the tree itself */
+	char *wt_root;               /* $DATA/worktrees/wt-XXXXXX, the worktree's parent */
+	char *wt_main;               /* the main working tree it was made from */
+	char *wt_base;               /* --base, or NULL: HEAD */
+	char *wt_name;               /* NAME of its branch agentmux/ID/NAME */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -146,6 +153,7 @@ struct session_setup {
 	const char *home;
 	struct strv env;
 	struct strv binds;           /* read-only, at the same path */
+	struct strv rw_binds;        /* read-write, at the same path (worktree sessions) */
 	struct strv path;            /* dirs to put first on the jail's PATH */
 	struct strv ov_path;         /* overlays: where, lower, upper, work */
 	struct strv ov_lower;
@@ -201,6 +209,18 @@ void session_pane_resize(struct session *, unsigned short rows,
 void session_pane_free(struct session *);
 
 /* The user's git history (session-history.c). */
+/* session-worktree.c */
+bool session_worktree_wanted(const struct session_opts *,
+    const struct config_agent *);
+int session_worktree_shared_check(struct session *,
+    const struct session_opts *, char **cause);
+int session_worktree_plan(struct session *, const struct session_opts *,
+    char **cause);
+int session_worktree_make(struct session *, char **cause);
+void session_worktree_jail(struct session *, struct session_setup *);
+void session_worktree_setup(struct session *, const struct config_agent *);
+void session_worktree_free(struct session *);
+
 int session_history_start(struct session *, struct session_setup *,
     char **cause);
 void session_history_watch(struct session *);

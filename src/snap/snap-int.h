@@ -123,6 +123,10 @@ struct proc *snap_git_start(struct event_base *, struct snap_repo *,
 struct proc *snap_git_start_held(struct event_base *,
     struct snap_repo *, enum snap_env, const char *const *args,
     proc_cb done, void *arg, char **cause);
+/* The first line of git's complaint (ERR) about CMD exiting ST, for a message; caller frees. */
+char *snap_git_complaint(const char *cmd, const struct buf *err, int st);
+/* Makes REL under DIRFD one component at a time, never through a link; its fd, or -1 with errno. */
+int snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode);
 /* git's error output as one line for a message; caller frees. */
 char *snap_git_error(const char *what, struct proc *);
 /* Copies what is left of IN to OUT; -1 with errno. */

@@ -77,6 +77,9 @@ struct snap_history;
  */
 struct snap_history *snap_history_begin(const char *project,
     const char *sessdir, struct strv *notices, char **cause);
+/** The same for the git dir GITDIR (a worktree session's shared one). */
+struct snap_history *snap_history_begin_gitdir(const char *gitdir,
+    const char *sessdir, struct strv *notices, char **cause);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
 void snap_history_free(struct snap_history *);
@@ -290,5 +293,38 @@ int snap_confdiff_session_end(struct store *, const struct config *,
 char **snap_redact_secrets(const struct config *, size_t *n);
 /** LINE with secret-looking values replaced; caller frees. */
 char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
+
+/* ---- worktree sessions (snap-worktree.c) ---- */
+
+/** A session's linked worktree of a project; the strings are owned. */
+struct snap_worktree {
+	char *path;           /* the linked worktree, under the data dir */
+	char *project;        /* the main working tree it was made from */
+	char *common;         /* the project's git dir, shared: PROJECT/.git */
+	char *admin;          /* the worktree's own git dir: COMMON/worktrees/NAME */
+	char *branch;         /* agentmux/ID/NAME: its own ref dir */
+	char *base;           /* the commit it started from (hex) */
+};
+
+/**
+ * Makes PATH (which must not exist) a linked worktree of PROJECT's
+ * repository on the new BRANCH (agentmux/ID/NAME, so that the dir
+ * refs/heads/agentmux/ID holds its refs alone), from BASE (NULL: HEAD).
+ * git runs without hooks, fsmonitor or the caller's GIT_*. Fills *WT
+ * (snap_worktree_clear frees it); -1 with *CAUSE.
+ */
+int snap_worktree_add(const char *project, const char *path,
+    const char *branch, const char *base, struct snap_worktree *wt,
+    char **cause);
+/**
+ * Copies into WT's worktree the untracked files of its project that the
+ * project's .worktreeinclude (gitignore syntax) names: regular files only,
+ * never through a link on either side; what could not be copied goes to
+ * SKIPPED (relative). SCRATCH is a private dir for a temporary file. -1
+ * with *CAUSE if the list could not be made.
+ */
+int snap_worktree_include(const struct snap_worktree *wt,
+    const char *scratch, size_t *copied, struct strv *skipped, char **cause);
+void snap_worktree_clear(struct snap_worktree *);
 
 #endif

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Worktree sessions (issue 18), real git in real jails: each session works in a linked worktree of its own
+# under the data dir, on agentmux/ID/NAME; the main working tree is not in the jail; committing on its own
+# branch works and reaches the user's repository, while moving main, a tag, another branch or another
+# session's branch is refused by the kernel (read-only mounts); .worktreeinclude copies untracked files in
+# without following links; the profile's setup runs inside the jail; a second session in a shared tree is
+# refused with the hint.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-worktree.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+bgpid=
+cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[agent wtsetup]
+description = a shell whose worktree sessions run a setup first
+command = sh
+setup = echo "setup in \$(pwd)" >setup-ran; ls -A $T/p >setup-saw-main 2>&1; touch $T/setup-was-here
+EOF
+
+P=$T/p
+mkdir -p "$P"
+(cd "$P" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+	echo base >f && printf '.env\nnode_modules/\nlink-env\n' >.gitignore &&
+	printf '.env\nlink-env\n' >.worktreeinclude &&
+	git add f .gitignore .worktreeinclude && git commit -qm init && git tag v1 && git branch other) || exit 1
+echo 'TOKEN=from-main' >"$P/.env"
+echo 'outside' >"$T/outside-secret"
+ln -s "$T/outside-secret" "$P/link-env"
+echo 'main only' >"$P/main-only"
+main0=$(git -C "$P" rev-parse main)
+other0=$(git -C "$P" rev-parse other)
+tag0=$(git -C "$P" rev-parse v1)
+cd "$P" || exit 1
+
+# Session one: commits on its own branch; tries main, a tag, another branch.
+out=$("$AMX" run --worktree -- sh -c '
+	echo "cwd=$(pwd)"
+	echo "env=$(cat .env)"
+	[ -e link-env ] && echo "link-env copied"
+	[ -e main-only ] && echo "main-only visible"
+	ls -A '"$P"' | grep -v "^\.git$" | sed "s/^/main-tree: /"
+	echo two >f && git add f && git commit -qm "from session" && echo COMMIT-OK
+	git update-ref refs/heads/main HEAD 2>/dev/null && echo MAIN-MOVED
+	git tag -f v1 HEAD 2>/dev/null && echo TAG-MOVED
+	git tag evil 2>/dev/null && echo TAG-MADE
+	git branch -f other HEAD 2>/dev/null && echo OTHER-MOVED
+	git branch mine 2>/dev/null && echo TOP-BRANCH-MADE
+	true' </dev/null 2>"$T/err1")
+rc=$?
+[ $rc -eq 0 ] || bad "the worktree session failed ($rc): $(cat "$T/err1")"
+id1=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+wt1=$(sed -n 's/^cwd=//p' <<<"$out")
+case $wt1 in
+"$XDG_DATA_HOME"/agentmux/worktrees/*/p) ok "the session ran in a worktree under the data dir" ;;
+*) bad "the session did not run in a worktree under the data dir: cwd=$wt1 ($out)" ;;
+esac
+grep -q 'env=TOKEN=from-main' <<<"$out" && ok ".worktreeinclude copied .env" ||
+	bad ".worktreeinclude did not copy .env: $out"
+grep -q 'link-env copied' <<<"$out" && bad ".worktreeinclude copied a symlink out of the project"
+grep -q 'main-only visible' <<<"$out" && bad "an untracked file of the main tree was in the worktree"
+grep -q 'main-tree:' <<<"$out" && bad "the main working tree was visible in the jail: $out"
+grep -q COMMIT-OK <<<"$out" && ok "a commit on the session's own branch worked" ||
+	bad "committing on the session's branch failed: $out $(cat "$T/err1")"
+for what in MAIN-MOVED TAG-MOVED TAG-MADE OTHER-MOVED TOP-BRANCH-MADE; do
+	grep -q "$what" <<<"$out" && bad "the session could do $what"
+done
+[ "$(git -C "$P" rev-parse main)" = "$main0" ] && [ "$(git -C "$P" rev-parse other)" = "$other0" ] &&
+	[ "$(git -C "$P" rev-parse v1)" = "$tag0" ] && ! git -C "$P" rev-parse -q --verify refs/tags/evil >/dev/null &&
+	! git -C "$P" rev-parse -q --verify refs/heads/mine >/dev/null &&
+	ok "main, other, the tag and refs/heads stayed as they were" ||
+	bad "a ref of the user's moved or appeared: $(git -C "$P" show-ref)"
+b1=agentmux/$id1/shell
+tip=$(git -C "$P" rev-parse -q --verify "refs/heads/$b1") || bad "no branch $b1 in the user's repository"
+[ "$(git -C "$P" log -1 --format=%s "$tip" 2>/dev/null)" = "from session" ] &&
+	[ "$(git -C "$P" rev-parse "$tip^")" = "$main0" ] &&
+	ok "the user's git sees the session's commit on $b1" ||
+	bad "the user's git does not see the session's commit on $b1"
+git -C "$P" fsck --no-dangling >/dev/null 2>&1 || bad "the user's repository does not pass git fsck"
+[ "$(cat "$P/f")" = base ] || bad "the main working tree changed"
+[ -d "$wt1" ] && [ "$(cat "$wt1/f")" = two ] && ok "ending the session kept its worktree" ||
+	bad "the worktree is gone after the session ended"
+
+# Session two, on another base: cannot move session one's branch, nor make one beside it.
+out=$("$AMX" run --worktree --base v1 --branch try -- sh -c '
+	git rev-parse --abbrev-ref HEAD
+	git update-ref refs/heads/'"$b1"' HEAD 2>/dev/null && echo MOVED-ONE
+	git branch agentmux/'"$id1"'/x 2>/dev/null && echo MADE-IN-ONE
+	git branch agentmux/mine/x 2>/dev/null && echo MADE-OTHER
+	git checkout -q -b agentmux/'"$id1"'/y 2>/dev/null && echo SWITCHED-INTO-ONE
+	true' </dev/null 2>"$T/err2") || bad "the second session failed: $(cat "$T/err2")"
+id2=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+grep -q "^agentmux/$id2/try$" <<<"$out" && ok "--branch NAME gave agentmux/$id2/try" ||
+	bad "--branch try did not give agentmux/$id2/try: $out"
+for what in MOVED-ONE MADE-IN-ONE MADE-OTHER SWITCHED-INTO-ONE; do
+	grep -q "$what" <<<"$out" && bad "session two could do $what"
+done
+[ "$(git -C "$P" rev-parse "$b1")" = "$tip" ] && ok "session two could not move session one's branch" ||
+	bad "session one's branch moved"
+
+# The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
+out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
+	bad "the setup session failed: $(cat "$T/err3")"
+grep -q "^setup in $XDG_DATA_HOME/agentmux/worktrees/.*/p$" <<<"$out" && ok "setup ran in the worktree first" ||
+	bad "setup did not run in the worktree before the command: $out $(cat "$T/err3")"
+grep -q main-only <<<"$out" && bad "setup saw the main working tree: $out"
+[ -e "$T/setup-was-here" ] && bad "setup wrote outside the jail"
+[ -e "$P/setup-ran" ] && bad "setup ran in the main tree"
+out=$("$AMX" run -a wtsetup --worktree -- true </dev/null 2>&1) &&
+	: # (the command ran after a setup that succeeded)
+cat >>"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[agent wtfail]
+command = sh
+setup = exit 3
+EOF
+out=$("$AMX" run -a wtfail --worktree -- sh -c 'echo COMMAND-RAN' </dev/null 2>&1)
+rc=$?
+{ [ $rc -eq 3 ] && ! grep -q COMMAND-RAN <<<"$out"; } && ok "a failing setup stops the command" ||
+	bad "a failing setup did not stop the command (rc $rc): $out"
+
+# A shared tree: a second session without --worktree is refused with the hint; --shared and --worktree start.
+"$AMX" run -- sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &
+bgpid=$!
+for _ in $(seq 100); do
+	"$AMX" sessions --json | python3 -c 'import json,sys; sys.exit(0 if any(s["state"]=="running" for s in json.load(sys.stdin)) else 1)' && break
+	sleep 0.1
+done
+out=$(cd "$P" && "$AMX" run -- true </dev/null 2>&1)
+rc=$?
+{ [ $rc -ne 0 ] && grep -q 'is running on .*--worktree.*--shared' <<<"$out"; } &&
+	ok "a second session in the shared tree is refused with the hint" ||
+	bad "a second session in the shared tree was not refused with the hint (rc $rc): $out"
+(cd "$P" && "$AMX" run --shared -- true </dev/null >/dev/null 2>&1) || bad "--shared did not start"
+(cd "$P" && "$AMX" run --worktree -- true </dev/null >/dev/null 2>&1) ||
+	bad "--worktree did not start beside a session in the shared tree"
+kill "$bgpid" 2>/dev/null
+wait "$bgpid" 2>/dev/null
+bgpid=
+
+# Usage errors.
+"$AMX" run --branch x -- true </dev/null >/dev/null 2>&1 && bad "--branch without --worktree was accepted"
+"$AMX" run --worktree --branch '../x' -- true </dev/null >/dev/null 2>&1 && bad "--branch ../x was accepted"
+out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
+	bad "--base no-such-ref was accepted"
+grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
+
+[ $fails -eq 0 ] && echo "all worktree checks passed"
+exit $((fails > 0))
