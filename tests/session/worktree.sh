@@ -157,5 +157,27 @@ out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
 	bad "--base no-such-ref was accepted"
 grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
 
-[ $fails -eq 0 ] && echo "all worktree checks passed"
+# The same as an ordinary user (users are not root; the mounts and Landlock differ), once, from root.
+if [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
+	else
+		u="amxw$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+		mkdir -p "$T/stage"
+		cp "$AMX" "$T/stage/agentmux"
+		cp "$0" "$T/stage/worktree.sh"
+		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
+		chmod -R a+rX "$T/stage"
+		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
+		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
+		    AGENTMUX_SHARE="$T/stage/share" \
+		    bash "$T/stage/worktree.sh" --as-user | sed 's/^/user: /' ||
+		    bad "the unprivileged pass failed"
+		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
+		userdel "$u" 2>/dev/null
+	fi
+fi
+
+[ $fails -eq 0 ] && echo "all worktree checks passed${1:+ ($1)}"
 exit $((fails > 0))
