@@ -267,6 +267,21 @@ static const struct cli_arg cli_diff_args[] = {
 	CLI_ARGS_END
 };
 
+static const struct cli_opt cli_merge_opts[] = {
+	{ "squash", 0, NULL, CLI_TEXT, "one commit of all its changes, not a "
+	  "merge commit" },
+	{ "apply", 0, NULL, CLI_TEXT, "its changes staged in the main tree, "
+	  "not committed" },
+	{ "into", 0, "BRANCH", CLI_TEXT, "refuse unless the main tree is on "
+	  "BRANCH" },
+	CLI_END
+};
+static const struct cli_opt cli_discard_opts[] = {
+	{ "yes", 0, NULL, CLI_TEXT, "do not ask (needed when not on a "
+	  "terminal)" },
+	CLI_END
+};
+
 static const struct cli_opt cli_undo_opts[] = {
 	{ "to", 0, "SNAP", CLI_SNAP, "the snapshot to go back to (default: "
 	  "start); see 'snapshots'" },
@@ -389,6 +404,19 @@ static const struct cli_cmd cli_cmds[] = {
 	  "SNAP: a number from 'agentmux snapshots SESSION', start, end, latest,\n"
 	  "NAME~N (N before NAME) or a commit id prefix. Coloured on a terminal\n"
 	  "unless NO_COLOR is set.\n" },
+	{ .name = "merge", .fn = cmd_merge, .opts = cli_merge_opts,
+	  .args = cli_session_args,
+	  .summary = "bring a worktree session's branch into the main tree's "
+	  "branch",
+	  .help =
+	  "Runs in the project's main working tree, with your git identity\n"
+	  "and settings but no hooks. Refuses when that tree has uncommitted\n"
+	  "changes; a conflict is left to you as git leaves it, with the files\n"
+	  "named and how to go back.\n" },
+	{ .name = "discard", .fn = cmd_discard, .opts = cli_discard_opts,
+	  .args = cli_session_args,
+	  .summary = "remove a worktree session's worktree and branch (its "
+	  "snapshots stay)" },
 	{ .name = "undo", .fn = cmd_undo, .opts = cli_undo_opts,
 	  .args = cli_undo_args,
 	  .summary = "put a session's project back as it was at a snapshot "

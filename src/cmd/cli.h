@@ -166,6 +166,8 @@ struct session_opts;
  * a session.
  */
 int cmd_worktree_opts(const char *cmd, struct cli_args *, struct session_opts *o);
+int cmd_merge(struct cli_args *);
+int cmd_discard(struct cli_args *);
 int cmd_sessions(struct cli_args *);
 int cmd_show(struct cli_args *);
 int cmd_requests(struct cli_args *);

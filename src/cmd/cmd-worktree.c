@@ -1,9 +1,14 @@
 /* Worktree sessions from the command line: the options every command that starts a session shares. */
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "session/session.h"
+#include "snap/snap.h"
+#include "store/store.h"
 
 /* NAME of a branch agentmux/ID/NAME: letters, digits, '.', '_', '-'. */
 static bool
@@ -48,4 +53,124 @@ cmd_worktree_opts(const char *cmd, struct cli_args *args,
 		return -1;
 	}
 	return 0;
+}
+
+/* Opens the store, resolves SPEC and finds its worktree; 0, or the exit code. */
+static int
+cmd_worktree_open(const char *cmd, const char *spec, int64_t *id,
+    bool *live, struct snap_worktree *wt, char **root)
+{
+	struct store_session *rec;
+	struct store *st;
+	char *data, *cause = NULL;
+	int rc = 1;
+
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (cli_resolve_session(st, spec, id) == -1)
+		goto out;
+	rec = store_session_get(st, *id);
+	*live = rec != NULL && store_session_live(rec);
+	store_session_free(rec);
+	if ((data = path_data_dir(&cause)) == NULL ||
+	    snap_worktree_find(data, *id, wt, root, &cause) == -1)
+		cli_error("%s: %s", cmd, cause);
+	else
+		rc = 0;
+	free(data);
+	free(cause);
+out:
+	store_close(st);
+	return rc;
+}
+
+int
+cmd_merge(struct cli_args *args)
+{
+	enum snap_worktree_how how = SNAP_WORKTREE_MERGE;
+	struct snap_worktree wt;
+	char *root = NULL, *done = NULL, *cause = NULL;
+	int64_t id;
+	bool live;
+	int rc;
+
+	if (cli_has(args, "squash") && cli_has(args, "apply"))
+		return cli_usage_error("merge", "give --squash or --apply, not "
+		    "both");
+	if (cli_has(args, "squash"))
+		how = SNAP_WORKTREE_SQUASH;
+	else if (cli_has(args, "apply"))
+		how = SNAP_WORKTREE_APPLY;
+	if ((rc = cmd_worktree_open("merge", args->argv[0], &id, &live, &wt,
+	    &root)) != 0)
+		return rc;
+	if (live)
+		out_printf(stderr, "agentmux: session %lld still runs: what "
+		    "it commits from now on is not in this merge\n",
+		    (long long)id);
+	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"), &done,
+	    &cause) == -1) {
+		cli_error("merge: %s", cause);
+		rc = 1;
+	} else
+		out_printf(stdout, "%s\n", done);
+	free(done);
+	free(cause);
+	free(root);
+	snap_worktree_clear(&wt);
+	return rc;
+}
+
+/* Asks on the terminal; false unless the answer is yes. */
+static bool
+cmd_worktree_confirm(const struct snap_worktree *wt, int merged)
+{
+	char line[16];
+
+	out_printf(stderr, "discard the worktree %s and branch %s%s? "
+	    "(its snapshots stay) [y/N] ", wt->path, wt->branch,
+	    merged == 1 ? " (merged)" : ", NOT merged");
+	if (fgets(line, sizeof line, stdin) == NULL)
+		return false;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+int
+cmd_discard(struct cli_args *args)
+{
+	struct snap_worktree wt;
+	char *root = NULL, *cause = NULL;
+	int64_t id;
+	bool live;
+	int rc, merged;
+
+	if ((rc = cmd_worktree_open("discard", args->argv[0], &id, &live,
+	    &wt, &root)) != 0)
+		return rc;
+	merged = snap_worktree_merged(&wt, NULL);
+	if (live) {
+		cli_error("discard: session %lld still runs; end it first",
+		    (long long)id);
+		rc = 1;
+	} else if (!cli_has(args, "yes") && !isatty(STDIN_FILENO)) {
+		cli_error("discard: not on a terminal to confirm; pass --yes "
+		    "to discard session %lld's worktree and branch %s%s",
+		    (long long)id, wt.branch, merged == 1 ? "" :
+		    " (not merged)");
+		rc = 1;
+	} else if (!cli_has(args, "yes") && !cmd_worktree_confirm(&wt,
+	    merged)) {
+		out_printf(stderr, "nothing discarded\n");
+		rc = 1;
+	} else if (snap_worktree_discard(&wt, root, &cause) == -1) {
+		cli_error("discard: %s", cause);
+		rc = 1;
+	} else
+		out_printf(stdout, "discarded the worktree and branch %s of "
+		    "session %lld; 'agentmux undo %lld' still has its "
+		    "snapshots\n", wt.branch, (long long)id, (long long)id);
+	free(cause);
+	free(root);
+	snap_worktree_clear(&wt);
+	return rc;
 }

@@ -326,5 +326,32 @@ int snap_worktree_add(const char *project, const char *path,
 int snap_worktree_include(const struct snap_worktree *wt,
     const char *scratch, size_t *copied, struct strv *skipped, char **cause);
 void snap_worktree_clear(struct snap_worktree *);
+/**
+ * The worktree of SESSION, from its record beside it under DATA_DIR's
+ * worktrees/: fills *WT and *ROOT (its parent dir); -1 with *CAUSE if the
+ * session has none.
+ */
+int snap_worktree_find(const char *data_dir, int64_t session,
+    struct snap_worktree *wt, char **root, char **cause);
+/** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
+int snap_worktree_merged(const struct snap_worktree *, const char *into);
+
+enum snap_worktree_how {
+	SNAP_WORKTREE_MERGE,      /* a merge commit */
+	SNAP_WORKTREE_SQUASH,     /* one commit of all its changes */
+	SNAP_WORKTREE_APPLY,      /* its changes staged, not committed */
+};
+
+/**
+ * Brings WT's branch into the main tree's branch (which must be INTO if
+ * given), with the user's git but no hooks. Refuses a main tree with
+ * uncommitted changes; a conflict is left as git leaves it, and *CAUSE
+ * names the files and how to go back. *DONE says what was done.
+ */
+int snap_worktree_merge(const struct snap_worktree *, int64_t session,
+    enum snap_worktree_how how, const char *into, char **done, char **cause);
+/** Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots stay. -1 with *CAUSE. */
+int snap_worktree_discard(const struct snap_worktree *, const char *root,
+    char **cause);
 
 #endif

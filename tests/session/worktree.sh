@@ -111,6 +111,44 @@ done
 [ "$(git -C "$P" rev-parse "$b1")" = "$tip" ] && ok "session two could not move session one's branch" ||
 	bad "session one's branch moved"
 
+# merge, merge --squash, merge --apply, a conflict, a dirty main tree, discard.
+newest() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+wtrun() { "$AMX" run --worktree -- sh -c "$1"'; git add -A && git commit -qm "$0"' "$2" </dev/null >/dev/null 2>&1 ||
+	bad "the session for $2 failed"; }
+wtrun 'echo three >f; echo g >g' s3; id3=$(newest)
+wtrun 'echo h >h' s4; id4=$(newest)
+wtrun 'echo i >i' s5; id5=$(newest)
+echo dirty >>f
+out=$("$AMX" merge "$id1" 2>&1) && bad "merge into a dirty main tree was not refused"
+grep -q 'uncommitted changes; commit or stash them first' <<<"$out" || bad "merge into a dirty tree did not say why: $out"
+git checkout -q f
+out=$("$AMX" merge "$id1" --into other 2>&1) && bad "merge --into other with main checked out was not refused"
+out=$("$AMX" merge "$id1" 2>&1) || bad "merge $id1 failed: $out"
+{ [ "$(cat f)" = two ] && [ "$(git rev-parse HEAD^2)" = "$tip" ]; } && ok "merge made a merge commit of session one's branch" ||
+	bad "merge did not bring session one's commit in: $out"
+out=$("$AMX" merge "$id3" 2>&1) && bad "a conflicting merge said it worked: $out"
+grep -q "stopped on conflicts in f: .*git merge --abort" <<<"$out" && [ -f .git/MERGE_HEAD ] &&
+	ok "a conflict is left as git leaves it, the file and the way back named" ||
+	bad "a conflicting merge did not name f and how to go back: $out"
+git merge --abort
+out=$("$AMX" merge "$id4" --squash 2>&1) || bad "merge --squash failed: $out"
+{ [ "$(cat h)" = h ] && [ "$(git rev-list --parents -1 HEAD | wc -w)" = 2 ]; } &&
+	ok "merge --squash made one commit" || bad "merge --squash did not make one plain commit: $out; h=$(cat h 2>&1) $(git log --oneline --graph | head -5)"
+head=$(git rev-parse HEAD)
+out=$("$AMX" merge "$id5" --apply 2>&1) || bad "merge --apply failed: $out"
+{ [ "$(git rev-parse HEAD)" = "$head" ] && [ "$(git diff --cached --name-only)" = i ]; } &&
+	ok "merge --apply left the changes staged, uncommitted" || bad "merge --apply committed or staged otherwise: $out"
+git reset -q --hard
+wt3=$(git worktree list --porcelain | sed -n 's/^worktree //p' | grep -v "^$P$" | while read -r w; do
+	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$id3/shell" ] && echo "$w"; done)
+"$AMX" discard "$id3" </dev/null >/dev/null 2>&1 && bad "discard off a terminal without --yes did not refuse"
+out=$("$AMX" discard "$id3" --yes 2>&1) || bad "discard failed: $out"
+{ ! git rev-parse -q --verify "refs/heads/agentmux/$id3/shell" >/dev/null && [ -n "$wt3" ] && [ ! -e "$wt3" ] &&
+	! git worktree list | grep -q "$wt3"; } && ok "discard removed the worktree and the branch" ||
+	bad "discard left the branch or the worktree ($wt3): $out"
+"$AMX" snapshots "$id3" >/dev/null 2>&1 || bad "session $id3's snapshots went with discard"
+"$AMX" merge "$id3" >/dev/null 2>&1 && bad "merge of a discarded session worked"
+
 # The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
 out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
 	bad "the setup session failed: $(cat "$T/err3")"
@@ -158,7 +196,7 @@ out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
 grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
 
 # The same as an ordinary user (users are not root; the mounts and Landlock differ), once, from root.
-if [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
 		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
 	else
