@@ -166,6 +166,9 @@ struct session_opts;
  * a session.
  */
 int cmd_worktree_opts(const char *cmd, struct cli_args *, struct session_opts *o);
+struct store_session;
+/** A worktree session's "BRANCH, merged|unmerged" (or "discarded"); NULL for others. Caller frees. */
+char *cmd_worktree_describe(const struct store_session *);
 int cmd_merge(struct cli_args *);
 int cmd_discard(struct cli_args *);
 int cmd_sessions(struct cli_args *);

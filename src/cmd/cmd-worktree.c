@@ -174,3 +174,39 @@ cmd_discard(struct cli_args *args)
 	snap_worktree_clear(&wt);
 	return rc;
 }
+
+/*
+ * For a worktree session (its project under the data dir's worktrees/):
+ * "BRANCH, merged" or "BRANCH, unmerged" (into the main tree's HEAD), or
+ * "discarded"; NULL for any other session. Caller frees.
+ */
+char *
+cmd_worktree_describe(const struct store_session *s)
+{
+	struct snap_worktree wt;
+	char *data, *under, *root = NULL, *cause = NULL, *text = NULL;
+	int merged;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	under = xprintf("%s/worktrees/", data);
+	if (s->project == NULL || strncmp(s->project, under,
+	    strlen(under)) != 0)
+		goto out;
+	if (snap_worktree_find(data, s->id, &wt, &root, &cause) == -1) {
+		text = xstrdup("discarded");
+		goto out;
+	}
+	merged = snap_worktree_merged(&wt, NULL);
+	text = xprintf("%s, %s", wt.branch, merged == 1 ? "merged" :
+	    merged == 0 ? "unmerged" : "merged?");
+	snap_worktree_clear(&wt);
+out:
+	free(cause);
+	free(root);
+	free(under);
+	free(data);
+	return text;
+}

@@ -139,6 +139,10 @@ out=$("$AMX" merge "$id5" --apply 2>&1) || bad "merge --apply failed: $out"
 { [ "$(git rev-parse HEAD)" = "$head" ] && [ "$(git diff --cached --name-only)" = i ]; } &&
 	ok "merge --apply left the changes staged, uncommitted" || bad "merge --apply committed or staged otherwise: $out"
 git reset -q --hard
+"$AMX" show "$id1" | grep -q "^  worktree  agentmux/$id1/shell, merged$" && ok "show says a merged session's branch is merged" ||
+	bad "show does not say session $id1's branch is merged: $("$AMX" show "$id1" | head -6)"
+"$AMX" sessions | grep -q "/p (agentmux/$id5/shell, unmerged)" && ok "sessions marks an unmerged branch" ||
+	bad "sessions does not mark session $id5's branch unmerged: $("$AMX" sessions)"
 wt3=$(git worktree list --porcelain | sed -n 's/^worktree //p' | grep -v "^$P$" | while read -r w; do
 	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$id3/shell" ] && echo "$w"; done)
 "$AMX" discard "$id3" </dev/null >/dev/null 2>&1 && bad "discard off a terminal without --yes did not refuse"
