@@ -112,6 +112,8 @@ done
 	bad "session one's branch moved"
 
 # merge, merge --squash, merge --apply, a conflict, a dirty main tree, discard.
+wt_of() { git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r w; do
+	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "$1" ] && echo "$w"; done; }
 newest() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
 wtrun() { "$AMX" run --worktree -- sh -c "$1"'; git add -A && git commit -qm "$0"' "$2" </dev/null >/dev/null 2>&1 ||
 	bad "the session for $2 failed"; }
@@ -143,8 +145,7 @@ git reset -q --hard
 	bad "show does not say session $id1's branch is merged: $("$AMX" show "$id1" | head -6)"
 "$AMX" sessions | grep -q "/p (agentmux/$id5/shell, unmerged)" && ok "sessions marks an unmerged branch" ||
 	bad "sessions does not mark session $id5's branch unmerged: $("$AMX" sessions)"
-wt3=$(git worktree list --porcelain | sed -n 's/^worktree //p' | grep -v "^$P$" | while read -r w; do
-	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$id3/shell" ] && echo "$w"; done)
+wt3=$(wt_of "agentmux/$id3/shell")
 "$AMX" discard "$id3" </dev/null >/dev/null 2>&1 && bad "discard off a terminal without --yes did not refuse"
 out=$("$AMX" discard "$id3" --yes 2>&1) || bad "discard failed: $out"
 { ! git rev-parse -q --verify "refs/heads/agentmux/$id3/shell" >/dev/null && [ -n "$wt3" ] && [ ! -e "$wt3" ] &&
@@ -172,6 +173,35 @@ out=$("$AMX" run -a wtfail --worktree -- sh -c 'echo COMMAND-RAN' </dev/null 2>&
 rc=$?
 { [ $rc -eq 3 ] && ! grep -q COMMAND-RAN <<<"$out"; } && ok "a failing setup stops the command" ||
 	bad "a failing setup did not stop the command (rc $rc): $out"
+
+# Three worktree sessions of one repository at once: each branch and diff holds its own changes only, and
+# undoing one leaves the others byte-for-byte as they were.
+start=$(git rev-parse HEAD)
+pids=
+for n in 1 2 3; do
+	"$AMX" run --worktree --branch "par$n" -- sh -c "echo $n >par$n && git add par$n && git commit -qm par$n &&
+		sleep 2 && echo $n$n >>par$n && git commit -qam par$n-2 && echo edit$n >f" </dev/null >/dev/null 2>"$T/par$n.err" &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p" || bad "a parallel session failed: $(cat "$T"/par*.err)"; done
+sums() { (cd "$1" && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+for n in 1 2 3; do
+	pid_=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if (s.get("worktree") or "").endswith("/par'"$n"', unmerged")][0])')
+	eval "par$n=$pid_"
+	br="agentmux/$pid_/par$n"
+	[ "$(git rev-list --count "$start..$br")" = 2 ] && [ "$(git diff --name-only "$start" "$br")" = "par$n" ] ||
+		bad "branch $br does not hold its own two commits alone: $(git log --oneline "$start..$br") $(git diff --name-only "$start" "$br")"
+	d=$("$AMX" diff "$pid_" 2>&1)
+	{ grep -q "^+edit$n" <<<"$d" && grep -q "par$n" <<<"$d" && ! grep -Eq "par[^$n]|edit[^$n]" <<<"$d"; } ||
+		bad "diff $pid_ does not show its own changes alone: $d"
+	eval "wt$n=\$(wt_of \"\$br\")"
+done
+ok "three parallel worktree sessions each committed on their own branch, each diff shows its own changes"
+sums "$wt1" >"$T/s1"; sums "$wt3" >"$T/s3"
+"$AMX" undo "$par2" >/dev/null 2>&1 || bad "undo $par2 failed"
+{ [ ! -e "$wt2/par2" ] && [ "$(cat "$wt2/f")" != edit2 ]; } || bad "undo $par2 did not put its worktree back"
+sums "$wt1" | cmp -s - "$T/s1" && sums "$wt3" | cmp -s - "$T/s3" &&
+	ok "undo of one parallel session left the other two byte-for-byte" || bad "undo of $par2 touched another worktree"
 
 # A shared tree: a second session without --worktree is refused with the hint; --shared and --worktree start.
 "$AMX" run -- sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &
