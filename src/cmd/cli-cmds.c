@@ -290,6 +290,8 @@ static const struct cli_opt cli_undo_opts[] = {
 	{ "refs", 0, NULL, CLI_TEXT, "also reset the branch tips the session "
 	  "moved, HEAD and the index to what they were at its start (the old "
 	  "tips stay in the reflog)" },
+	{ "force", 0, NULL, CLI_TEXT, "undo even if another session changed "
+	  "the same tree while this one ran" },
 	CLI_END
 };
 static const struct cli_arg cli_undo_args[] = {

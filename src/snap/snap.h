@@ -239,6 +239,7 @@ struct snap_undo_opts {
 	const char *to;           /* SNAP; NULL: start */
 	bool dry_run;
 	bool refs;                /* also reset branch tips, HEAD and the index */
+	bool force;               /* even if another session changed the same tree meanwhile */
 	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
 	FILE *out;                /* what changed, one line each */
 };

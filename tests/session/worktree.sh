@@ -222,6 +222,26 @@ kill "$bgpid" 2>/dev/null
 wait "$bgpid" 2>/dev/null
 bgpid=
 
+# Sessions sharing a tree: undo of one refuses, naming the other session and its files, unless given paths
+# or --force.
+"$AMX" run --shared -- sh -c 'touch a-started; for i in $(seq 300); do [ -e go ] && break; sleep 0.1; done; echo from-a >a-file' \
+	</dev/null >/dev/null 2>&1 &
+apid=$!
+"$AMX" run --shared -- sh -c 'for i in $(seq 300); do [ -e a-started ] && break; sleep 0.1; done; echo from-b >b-file; touch go' \
+	</dev/null >/dev/null 2>&1 || bad "the --shared session failed"
+wait "$apid" || bad "the first shared-tree session failed"
+byc() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "'"$1"'" in " ".join(s["command"])][0])'; }
+ida=$(byc 'from-a')
+idb=$(byc 'from-b')
+[ "$ida" != "$idb" ] || bad "the two shared-tree sessions have one id"
+out=$("$AMX" undo "$idb" 2>&1) && bad "undo of a session whose tree another session changed meanwhile did not refuse"
+grep -q "shared its tree with session $ida, .*changed .*a-file.*; .*name the paths to undo, or pass --force" <<<"$out" &&
+	[ -e a-file ] && [ -e b-file ] && ok "undo refuses naming the other session and its file" ||
+	bad "undo did not refuse naming session $ida and a-file: $out $("$AMX" sessions | head -4) $("$AMX" snapshots "$ida")"
+"$AMX" undo "$idb" b-file >/dev/null 2>&1 || bad "undo $idb b-file failed"
+{ [ ! -e b-file ] && [ "$(cat a-file)" = from-a ]; } && ok "undo with a path undid that path alone" ||
+	bad "undo $idb b-file did not leave a-file alone"
+
 # Usage errors.
 "$AMX" run --branch x -- true </dev/null >/dev/null 2>&1 && bad "--branch without --worktree was accepted"
 "$AMX" run --worktree --branch '../x' -- true </dev/null >/dev/null 2>&1 && bad "--branch ../x was accepted"
