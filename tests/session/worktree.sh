@@ -15,11 +15,15 @@ export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XD
 mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 bgpid=
+u=
 cleanup() {
 	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
+	[ -n "$u" ] && userdel "$u" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
+# A test timeout (TERM) or ^C still cleans up.
+trap 'exit 1' INT TERM
 fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -268,6 +272,7 @@ if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ];
 		    bad "the unprivileged pass failed"
 		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
 		userdel "$u" 2>/dev/null
+		u=
 	fi
 fi
 
