@@ -24,6 +24,16 @@
 #define CLI_OPT_SERVER \
 	{ "socket-name", 'L', "NAME", CLI_TEXT, \
 	  "the server named NAME (default: default), as tmux's -L" }
+/* A session in a worktree of its own, or knowingly in a shared tree (cmd_worktree_opts). */
+#define CLI_OPTS_WORKTREE \
+	{ "worktree", 0, NULL, CLI_TEXT, "work in a git worktree of its own " \
+	  "(under the data dir, on branch agentmux/ID/NAME)" }, \
+	{ "base", 0, "REF", CLI_TEXT, "with --worktree: start its branch at " \
+	  "REF (default: HEAD)" }, \
+	{ "branch", 0, "NAME", CLI_TEXT, "with --worktree: NAME in " \
+	  "agentmux/ID/NAME (default: the agent's name)" }, \
+	{ "shared", 0, NULL, CLI_TEXT, "start even if another session runs " \
+	  "in the project's tree" }
 #define CLI_ARG_SESSION \
 	{ "SESSION", CLI_SESSION, 0, "a session number, or 'last'" }
 #define CLI_ARG_PATHS(what) \
@@ -119,6 +129,7 @@ static const struct cli_opt cli_run_opts[] = {
 	{ "pids", 0, "N", CLI_TEXT, "process limit (default: the agent's, then "
 	  "[limits])" },
 	CLI_OPT_UPSTREAM_CA,
+	CLI_OPTS_WORKTREE,
 	CLI_END
 };
 static const struct cli_arg cli_run_args[] = {
@@ -312,6 +323,21 @@ static const struct cli_arg cli_diff_args[] = {
 	CLI_ARGS_END
 };
 
+static const struct cli_opt cli_merge_opts[] = {
+	{ "squash", 0, NULL, CLI_TEXT, "one commit of all its changes, not a "
+	  "merge commit" },
+	{ "apply", 0, NULL, CLI_TEXT, "its changes staged in the main tree, "
+	  "not committed" },
+	{ "into", 0, "BRANCH", CLI_TEXT, "refuse unless the main tree is on "
+	  "BRANCH" },
+	CLI_END
+};
+static const struct cli_opt cli_discard_opts[] = {
+	{ "yes", 0, NULL, CLI_TEXT, "do not ask (needed when not on a "
+	  "terminal)" },
+	CLI_END
+};
+
 static const struct cli_opt cli_undo_opts[] = {
 	{ "to", 0, "SNAP", CLI_SNAP, "the snapshot to go back to (default: "
 	  "start); see 'snapshots'" },
@@ -320,6 +346,8 @@ static const struct cli_opt cli_undo_opts[] = {
 	{ "refs", 0, NULL, CLI_TEXT, "also reset the branch tips the session "
 	  "moved, HEAD and the index to what they were at its start (the old "
 	  "tips stay in the reflog)" },
+	{ "force", 0, NULL, CLI_TEXT, "undo even if another session changed "
+	  "the same tree while this one ran" },
 	CLI_END
 };
 static const struct cli_arg cli_undo_args[] = {
@@ -465,6 +493,19 @@ static const struct cli_cmd cli_cmds[] = {
 	  "SNAP: a number from 'agentmux snapshots SESSION', start, end, latest,\n"
 	  "NAME~N (N before NAME) or a commit id prefix. Coloured on a terminal\n"
 	  "unless NO_COLOR is set.\n" },
+	{ .name = "merge", .fn = cmd_merge, .opts = cli_merge_opts,
+	  .args = cli_session_args,
+	  .summary = "bring a worktree session's branch into the main tree's "
+	  "branch",
+	  .help =
+	  "Runs in the project's main working tree, with your git identity\n"
+	  "and settings but no hooks. Refuses when that tree has uncommitted\n"
+	  "changes; a conflict is left to you as git leaves it, with the files\n"
+	  "named and how to go back.\n" },
+	{ .name = "discard", .fn = cmd_discard, .opts = cli_discard_opts,
+	  .args = cli_session_args,
+	  .summary = "remove a worktree session's worktree and branch (its "
+	  "snapshots stay)" },
 	{ .name = "undo", .fn = cmd_undo, .opts = cli_undo_opts,
 	  .args = cli_undo_args,
 	  .summary = "put a session's project back as it was at a snapshot "

@@ -159,6 +159,18 @@ void cli_table_print(struct cli_table *, FILE *);
 void cli_table_free(struct cli_table *);
 
 /* The commands, each in src/cmd-*.c. */
+struct session_opts;
+/*
+ * --worktree, --base, --branch and --shared (CLI_OPTS_WORKTREE) into O,
+ * checked; -1 after a usage error for CMD. For every command that starts
+ * a session.
+ */
+int cmd_worktree_opts(const char *cmd, struct cli_args *, struct session_opts *o);
+struct store_session;
+/** A worktree session's "BRANCH, merged|unmerged" (or "discarded"); NULL for others. Caller frees. */
+char *cmd_worktree_describe(const struct store_session *);
+int cmd_merge(struct cli_args *);
+int cmd_discard(struct cli_args *);
 int cmd_sessions(struct cli_args *);
 int cmd_show(struct cli_args *);
 int cmd_requests(struct cli_args *);

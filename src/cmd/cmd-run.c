@@ -406,6 +406,8 @@ run_parse(struct run_args *ra, struct cli_args *args)
 				return -1;
 		}
 	}
+	if (cmd_worktree_opts("run", args, &ra->o) == -1)
+		return -1;
 	ra->o.command = args->argc > 0 ? args->argv : NULL;
 	ra->o.allow = ra->allow.v;
 	ra->o.deny = ra->deny.v;

@@ -11,13 +11,16 @@
 static void
 cmd_session_json(struct json *j, const struct store_session *s)
 {
-	char t[40];
+	char t[40], *wt;
 
 	json_obj_begin(j);
 	json_kint(j, "id", s->id);
 	json_kstr(j, "kind", s->kind);
 	json_kstr(j, "agent", s->agent);
 	json_kstr(j, "project", s->project);
+	wt = cmd_worktree_describe(s);
+	json_kstr(j, "worktree", wt);
+	free(wt);
 	json_key(j, "command");
 	json_raw(j, s->command != NULL ? s->command : "[]");
 	json_kstr(j, "state", s->closed ? "closed" : s->state);
@@ -74,6 +77,7 @@ cmd_sessions_table(struct store_session **v, size_t n)
 	char id[24], st[32], start[32], dur[32], reqs[24], den[24];
 	const char *row[9];
 	struct strv q;
+	char *wt;
 	size_t i;
 
 	strv_init(&q);
@@ -93,7 +97,12 @@ cmd_sessions_table(struct store_session **v, size_t n)
 		    sizeof dur, v[i]->ended_at - v[i]->started_at);
 		row[5] = reqs;
 		row[6] = den;
-		row[7] = quote_keep(&q, v[i]->project);
+		if ((wt = cmd_worktree_describe(v[i])) != NULL) {
+			strv_addf(&q, "%s (%s)", v[i]->project, wt);
+			free(wt);
+			row[7] = quote_keep(&q, q.v[q.n - 1]);
+		} else
+			row[7] = quote_keep(&q, v[i]->project);
 		row[8] = quote_keep_line(&q, v[i]->unsafe != NULL ?
 		    v[i]->unsafe : v[i]->flags);
 		cli_table_add(&t, row);
@@ -299,13 +308,17 @@ cmd_show_json(struct store *st, const struct store_session *s)
 static void
 cmd_show_session(const struct store_session *s, struct strv *q)
 {
-	char t[40], st_s[32], dur[32];
+	char t[40], st_s[32], dur[32], *wt;
 
 	out_printf(stdout, "session %lld (%s)\n", (long long)s->id, s->kind);
 	out_printf(stdout, "  state     %s\n", cmd_session_state(st_s,
 	    sizeof st_s, s));
 	out_printf(stdout, "  agent     %s\n", quote_keep(q, s->agent));
 	out_printf(stdout, "  project   %s\n", quote_keep(q, s->project));
+	if ((wt = cmd_worktree_describe(s)) != NULL) {
+		out_printf(stdout, "  worktree  %s\n", quote_keep(q, wt));
+		free(wt);
+	}
 	out_printf(stdout, "  command   %s\n", quote_keep_line(q, s->command));
 	out_printf(stdout, "  started   %s\n", util_fmt_time(t, sizeof t,
 	    s->started_at));

@@ -347,6 +347,7 @@ cmd_undo(struct cli_args *args)
 	o.to = cli_get(args, "to");
 	o.dry_run = cli_has(args, "dry-run");
 	o.refs = cli_has(args, "refs");
+	o.force = cli_has(args, "force");
 	if ((rc = cmd_snap_open(args->argv[0], &cf, &st, &id)) != 0)
 		return rc;
 	o.paths = args->argv + 1;

@@ -35,14 +35,15 @@ static const char *const config_keys_policy[] = { "on_unknown",
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
 	"wall_clock", "config_persist", "memory", "pids", "protect", "resume",
-	NULL };
+	"setup", "worktree", NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
 	"file_size", "open_files", "tmp_size", "cpu", "disk_write",
 	"disk_reserve", NULL };
 static const char *const config_keys_ui[] = { "prefix", "default_agent",
-	"color", "scrollback", "escape_time", "clipboard", "idle_after", "notify", NULL };
+	"color", "scrollback", "escape_time", "clipboard", "idle_after", "notify",
+	"worktree", NULL };
 static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	"connect_timeout", "idle_timeout", "client_timeout", "max_connections",
 	"record_bodies", "record_headers", "record_budget", "transparent",
@@ -275,6 +276,17 @@ config_get_size_min(struct config_parse *cp, const char *name,
 	*out = v;
 }
 
+/* A yes/no value into *OUT; anything else is a problem of the file's. */
+static void
+config_get_yes_no(struct config_parse *cp, const char *name,
+    const char *value, bool *out)
+{
+	if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0)
+		*out = strcmp(value, "yes") == 0;
+	else
+		config_problem(cp, "%s must be yes or no, not '%s'", name, value);
+}
+
 static bool
 config_get_count(struct config_parse *cp, const char *name, const char *value,
     long long min, long long max, int64_t *out)
@@ -480,7 +492,12 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 	else if (strcmp(name, "protect") == 0) {
 		if (config_protect_ok(cp, value))
 			strv_add(&a->protect, value);
-	} else
+	} else if (strcmp(name, "setup") == 0) {
+		free(a->setup);
+		a->setup = xstrdup(value);
+	} else if (strcmp(name, "worktree") == 0)
+		config_get_yes_no(cp, name, value, &a->worktree);
+	else
 		config_unknown_key(cp, "agent", config_keys_agent, name);
 }
 
@@ -661,7 +678,9 @@ config_ui_key(struct config_parse *cp, const char *name, const char *value)
 		else
 			config_problem(cp, "clipboard must be yes or no, not '%s'",
 			    value);
-	} else
+	} else if (strcmp(name, "worktree") == 0)
+		config_get_yes_no(cp, name, value, &ui->worktree);
+	else
 		config_unknown_key(cp, "ui", config_keys_ui, name);
 }
 
@@ -1274,6 +1293,7 @@ config_agent_free(struct config_agent *a)
 	free(a->name);
 	free(a->description);
 	free(a->command);
+	free(a->setup);
 	strv_free(&a->env);
 	config_rules_free(&a->rules);
 	strv_free(&a->config_dirs);

@@ -389,6 +389,8 @@ struct config_agent {
 	int64_t memory;       /* 0 = default */
 	int64_t pids;
 	struct strv protect;  /* more [jail] protect patterns; "none" clears */
+	char *setup;          /* shell command run in the jail before COMMAND, or NULL */
+	bool worktree;        /* its sessions get a worktree of their own */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;
@@ -417,6 +419,7 @@ struct config_ui {
 	int64_t idle_after;   /* ms a pane is quiet after output before it may need the user */
 	int notify;           /* CONFIG_NOTIFY_*: how a session needing the user is told */
 	struct strv notify_argv; /* CONFIG_NOTIFY_COMMAND: run with the message added */
+	bool worktree;        /* new sessions get a worktree of their own */
 };
 
 /* [ui] notify: a bell, OSC 9/777 desktop notifications, or a command. */

@@ -158,6 +158,13 @@ struct session {
 	int64_t st_down;
 	int64_t st_turns;            /* model-API requests answered */
 	int64_t st_started_ms;       /* when the command began (for the CPU share) */
+
+	/* A worktree session (session-worktree.c); PROJECT is the worktree. */
+	struct snap_worktree *wt;    /* NULL: the session works in the tree itself */
+	char *wt_root;               /* $DATA/worktrees/wt-XXXXXX, the worktree's parent */
+	char *wt_main;               /* the main working tree it was made from */
+	char *wt_base;               /* --base, or NULL: HEAD */
+	char *wt_name;               /* NAME of its branch agentmux/ID/NAME */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -167,6 +174,7 @@ struct session_setup {
 	const char *home;
 	struct strv env;
 	struct strv binds;           /* read-only, at the same path */
+	struct strv rw_binds;        /* read-write, at the same path (worktree sessions) */
 	struct strv path;            /* dirs to put first on the jail's PATH */
 	struct strv ov_path;         /* overlays: where, lower, upper, work */
 	struct strv ov_lower;
@@ -232,6 +240,18 @@ void session_pane_resize(struct session *, unsigned short rows,
 void session_pane_free(struct session *);
 
 /* The user's git history (session-history.c). */
+/* session-worktree.c */
+bool session_worktree_wanted(const struct session_opts *,
+    const struct config_agent *);
+int session_worktree_shared_check(struct session *,
+    const struct session_opts *, char **cause);
+int session_worktree_plan(struct session *, const struct session_opts *,
+    char **cause);
+int session_worktree_make(struct session *, char **cause);
+void session_worktree_jail(struct session *, struct session_setup *);
+void session_worktree_setup(struct session *, const struct config_agent *);
+void session_worktree_free(struct session *);
+
 int session_history_start(struct session *, struct session_setup *,
     char **cause);
 void session_history_watch(struct session *);

@@ -408,6 +408,7 @@ session_setup_init(struct session_setup *ss)
 	memset(ss, 0, sizeof *ss);
 	strv_init(&ss->env);
 	strv_init(&ss->binds);
+	strv_init(&ss->rw_binds);
 	strv_init(&ss->path);
 	strv_init(&ss->ov_path);
 	strv_init(&ss->ov_lower);
@@ -426,6 +427,7 @@ session_setup_free(struct session_setup *ss)
 {
 	strv_free(&ss->env);
 	strv_free(&ss->binds);
+	strv_free(&ss->rw_binds);
 	strv_free(&ss->path);
 	strv_free(&ss->ov_path);
 	strv_free(&ss->ov_lower);
@@ -457,7 +459,7 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 	}
 	jc->overlays = ss->overlays;
 	jc->noverlays = ss->ov_path.n;
-	n = ss->binds.n + ss->file_paths.n;
+	n = ss->binds.n + ss->file_paths.n + ss->rw_binds.n;
 	ss->jbinds = xcalloc(n + 1, sizeof *ss->jbinds);
 	for (i = 0; i < ss->binds.n; i++)
 		ss->jbinds[i].path = ss->binds.v[i];
@@ -465,6 +467,10 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 		ss->jbinds[ss->binds.n + i].path = ss->file_paths.v[i];
 		ss->jbinds[ss->binds.n + i].src = ss->file_srcs.v[i];
 		ss->jbinds[ss->binds.n + i].rw = true;
+	}
+	for (i = 0; i < ss->rw_binds.n; i++) {
+		ss->jbinds[n - ss->rw_binds.n + i].path = ss->rw_binds.v[i];
+		ss->jbinds[n - ss->rw_binds.n + i].rw = true;
 	}
 	jc->binds = ss->jbinds;
 	jc->nbinds = n;

@@ -408,6 +408,8 @@ session_jail(struct session *s, struct session_setup *sp,
 	if (session_setup_overlays(sp, a, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
 		return -1;
+	if (s->wt != NULL)
+		session_worktree_jail(s, sp);
 	memset(&jc, 0, sizeof jc);
 	jc.project = s->project;
 	jc.cwd = s->cwd;
@@ -867,9 +869,15 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		goto fail;
 	session_asked(s, a, o);
 	s->cwd = session_cwd(o->dir, s->project);
+	if (session_worktree_wanted(o, a) ? session_worktree_plan(s, o,
+	    cause) == -1 : session_worktree_shared_check(s, o, cause) == -1)
+		goto fail;
+	session_worktree_setup(s, a);
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
+	if (s->wt != NULL && session_worktree_make(s, cause) == -1)
+		goto failed;
 	if (session_proxy_prepare(s, a, cause) == -1)
 		goto failed;
 	session_link(s);
@@ -976,6 +984,7 @@ session_free(struct session *s)
 	free(s->kind);
 	free(s->agent);
 	free(s->project);
+	session_worktree_free(s);
 	free(s->cwd);
 	free(s->command);
 	free(s->end_reason);

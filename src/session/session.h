@@ -62,6 +62,10 @@ struct session_opts {
 	unsigned short cols;
 	int listen_fd;               /* -1: jail the command; else serve this listener
 	                                with no jail and no command (agentmux proxy) */
+	bool worktree;               /* a linked worktree of the project of its own */
+	const char *base;            /* with worktree: its branch starts here (NULL: HEAD) */
+	const char *branch;          /* with worktree: NAME in agentmux/ID/NAME (NULL: the agent's) */
+	bool shared;                 /* start in a tree another session runs in */
 };
 
 /** A destination waiting for the user's decision. Strings borrowed. */

@@ -620,6 +620,45 @@ snap_confdiff_show(struct store *st, int64_t session,
 }
 
 /*
+ * The overlay's root (~/.claude, say) is not on the host (the session
+ * made it): it is made now, in its parent, which must be a real dir,
+ * with the mode the jail gave it (never set-id). Its fd, or -1 with errno.
+ */
+static int
+snap_cc_make_root(const struct snap_cc *cc, const char *rel)
+{
+	const char *name = strrchr(cc->root, '/');
+	char *parent, *up;
+	struct stat sb;
+	mode_t mode;
+	int pfd, fd = -1;
+	bool made;
+
+	if (name == NULL || cc->upper == NULL ||
+	    strlen(cc->upper) < strlen(rel) + 1) {
+		errno = ENOENT;
+		return -1;
+	}
+	parent = name == cc->root ? xstrdup("/") : xstrndup(cc->root,
+	    (size_t)(name - cc->root));
+	up = xstrndup(cc->upper, strlen(cc->upper) - strlen(rel) - 1);
+	mode = stat(up, &sb) == 0 ? sb.st_mode & 0777 : 0700;
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		made = mkdirat(pfd, name + 1, mode) == 0;
+		if (made || errno == EEXIST)
+			fd = openat(pfd, name + 1, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		/* The mode the jail gave it, not what agentmux's umask leaves. */
+		if (made && fd != -1)
+			(void)fchmod(fd, mode);
+		close(pfd);
+	}
+	free(parent);
+	free(up);
+	return fd;
+}
+
+/*
  * Opens the host dir CC's path is in, walking down from its overlay's
  * root without following symlinks (an agent cannot make us write through
  * one), creating missing dirs with the modes they have in the upper dir.
@@ -645,6 +684,8 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 	} else {
 		fd = open(cc->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		rel = cc->host + strlen(cc->root) + 1;
+		if (fd == -1 && errno == ENOENT)
+			fd = snap_cc_make_root(cc, rel);
 	}
 	if (fd == -1) {
 		*cause = xprintf("cannot open %s: %s", cc->root, strerror(errno));

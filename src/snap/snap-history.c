@@ -683,10 +683,22 @@ struct snap_history *
 snap_history_begin(const char *project, const char *sessdir,
     struct strv *notices, char **cause)
 {
+	char *git = xprintf("%s/.git", project);
+	struct snap_history *h;
+
+	h = snap_history_begin_gitdir(git, sessdir, notices, cause);
+	free(git);
+	return h;
+}
+
+struct snap_history *
+snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
+    struct strv *notices, char **cause)
+{
 	struct snap_history *h;
 	struct strv dirs;
 	struct stat st;
-	char *git = xprintf("%s/.git", project), *modules;
+	char *git = xstrdup(gitdir), *modules;
 	size_t i;
 
 	*cause = NULL;

@@ -134,6 +134,17 @@ struct proc *snap_git_start(struct event_base *, struct snap_repo *,
 struct proc *snap_git_start_held(struct event_base *,
     struct snap_repo *, enum snap_env, const char *const *args,
     proc_cb done, void *arg, char **cause);
+/* The first line of git's complaint (ERR) about CMD exiting ST, for a message; caller frees. */
+char *snap_git_complaint(const char *cmd, const struct buf *err, int st);
+/*
+ * -1 with *CAUSE naming the other session and the files it changed, if a
+ * session in the same tree (the store's project) ran while SESSION did and
+ * its snapshots changed files (snap-overlap.c).
+ */
+int snap_overlap_check(struct store *, struct snap_repo *, int64_t session,
+    char **cause);
+/* Makes REL under DIRFD one component at a time, never through a link; its fd, or -1 with errno. */
+int snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode);
 /* git's error output as one line for a message; caller frees. */
 char *snap_git_error(const char *what, struct proc *);
 /* Copies what is left of IN to OUT; -1 with errno. */

@@ -932,7 +932,7 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
 }
 
 /* The first line of git's complaint, for a message. */
-static char *
+char *
 snap_git_complaint(const char *cmd, const struct buf *err, int st)
 {
 	const char *s = err->data != NULL ? err->data : "";

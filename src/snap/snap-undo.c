@@ -780,6 +780,10 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    cause) == -1 ||
 	    snap_undo_paths(u.repo, o->paths, &u.paths, cause) == -1)
 		goto out;
+	/* A shared tree: the whole tree back would take another session's changes. */
+	if (!o->force && (o->paths == NULL || o->paths[0] == NULL) &&
+	    snap_overlap_check(st, u.repo, session, cause) == -1)
+		goto out;
 	if ((u.rootfd = open(u.repo->worktree, O_PATH | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot open %s: %s", u.repo->worktree,

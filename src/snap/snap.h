@@ -77,6 +77,9 @@ struct snap_history;
  */
 struct snap_history *snap_history_begin(const char *project,
     const char *sessdir, struct strv *notices, char **cause);
+/** The same for the git dir GITDIR (a worktree session's shared one). */
+struct snap_history *snap_history_begin_gitdir(const char *gitdir,
+    const char *sessdir, struct strv *notices, char **cause);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
 void snap_history_free(struct snap_history *);
@@ -252,6 +255,7 @@ struct snap_undo_opts {
 	const char *to;           /* SNAP; NULL: start */
 	bool dry_run;
 	bool refs;                /* also reset branch tips, HEAD and the index */
+	bool force;               /* even if another session changed the same tree meanwhile */
 	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
 	FILE *out;                /* what changed, one line each */
 };
@@ -306,5 +310,65 @@ int snap_confdiff_session_end(struct store *, const struct config *,
 char **snap_redact_secrets(const struct config *, size_t *n);
 /** LINE with secret-looking values replaced; caller frees. */
 char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
+
+/* ---- worktree sessions (snap-worktree.c) ---- */
+
+/** A session's linked worktree of a project; the strings are owned. */
+struct snap_worktree {
+	char *path;           /* the linked worktree, under the data dir */
+	char *project;        /* the main working tree it was made from */
+	char *common;         /* the project's git dir, shared: PROJECT/.git */
+	char *admin;          /* the worktree's own git dir: COMMON/worktrees/NAME */
+	char *branch;         /* agentmux/ID/NAME: its own ref dir */
+	char *base;           /* the commit it started from (hex) */
+};
+
+/**
+ * Makes PATH (which must not exist) a linked worktree of PROJECT's
+ * repository on the new BRANCH (agentmux/ID/NAME, so that the dir
+ * refs/heads/agentmux/ID holds its refs alone), from BASE (NULL: HEAD).
+ * git runs without hooks, fsmonitor or the caller's GIT_*. Fills *WT
+ * (snap_worktree_clear frees it); -1 with *CAUSE.
+ */
+int snap_worktree_add(const char *project, const char *path,
+    const char *branch, const char *base, struct snap_worktree *wt,
+    char **cause);
+/**
+ * Copies into WT's worktree the untracked files of its project that the
+ * project's .worktreeinclude (gitignore syntax) names: regular files only,
+ * never through a link on either side; what could not be copied goes to
+ * SKIPPED (relative). SCRATCH is a private dir for a temporary file. -1
+ * with *CAUSE if the list could not be made.
+ */
+int snap_worktree_include(const struct snap_worktree *wt,
+    const char *scratch, size_t *copied, struct strv *skipped, char **cause);
+void snap_worktree_clear(struct snap_worktree *);
+/**
+ * The worktree of SESSION, from its record beside it under DATA_DIR's
+ * worktrees/: fills *WT and *ROOT (its parent dir); -1 with *CAUSE if the
+ * session has none.
+ */
+int snap_worktree_find(const char *data_dir, int64_t session,
+    struct snap_worktree *wt, char **root, char **cause);
+/** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
+int snap_worktree_merged(const struct snap_worktree *, const char *into);
+
+enum snap_worktree_how {
+	SNAP_WORKTREE_MERGE,      /* a merge commit */
+	SNAP_WORKTREE_SQUASH,     /* one commit of all its changes */
+	SNAP_WORKTREE_APPLY,      /* its changes staged, not committed */
+};
+
+/**
+ * Brings WT's branch into the main tree's branch (which must be INTO if
+ * given), with the user's git but no hooks. Refuses a main tree with
+ * uncommitted changes; a conflict is left as git leaves it, and *CAUSE
+ * names the files and how to go back. *DONE says what was done.
+ */
+int snap_worktree_merge(const struct snap_worktree *, int64_t session,
+    enum snap_worktree_how how, const char *into, char **done, char **cause);
+/** Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots stay. -1 with *CAUSE. */
+int snap_worktree_discard(const struct snap_worktree *, const char *root,
+    char **cause);
 
 #endif

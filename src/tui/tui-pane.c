@@ -215,6 +215,9 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
 	o.kept = kept;
+	o.worktree = t->cf->ui.worktree;
+	/* Until the dashboard asks (a dialog), it shares a tree as it always did. */
+	o.shared = !o.worktree;
 	o.rows = (unsigned short)sy;
 	o.cols = (unsigned short)sx;
 	if ((wp->s = session_start(t->ctx, &o, &tui_pane_events, wp,

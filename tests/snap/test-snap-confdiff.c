@@ -242,6 +242,31 @@ test_by_hand(void **state)
 	free(u);
 }
 
+/*
+ * The overlaid dir is not on the host yet (the agent made ~/.claude in the
+ * jail): applying makes it, with what is under it, instead of failing on
+ * each file with "cannot open".
+ */
+static void
+test_absent_root(void **state)
+{
+	char *out;
+
+	test_sh_ok("rm -rf %s && mkdir -p %s/overlay/0/upper/sub && "
+	    "chmod 750 %s/overlay/0/upper && echo '{}' > "
+	    "%s/overlay/0/upper/settings.json && echo x > "
+	    "%s/overlay/0/upper/sub/x", host, sdir, sdir, sdir, sdir);
+	assert_int_equal(pending(), 2);
+	out = confdiff(0, "--apply", NULL, NULL);
+	assert_null(strstr(out, "cannot open"));
+	assert_non_null(strstr(out, "applied"));
+	free(out);
+	assert_int_equal(pending(), 0);
+	test_sh_ok("test \"$(cat %s/settings.json)\" = '{}' && "
+	    "test \"$(cat %s/sub/x)\" = x && "
+	    "test \"$(stat -c %%a %s)\" = 750", host, host, host);
+}
+
 /* An agent-made dir where the host has a symlink is never written through. */
 static void
 test_no_symlink_follow(void **state)
@@ -464,6 +489,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redact_files, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_absent_root, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_refused_while_running, setup,

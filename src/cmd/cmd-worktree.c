@@ -1,0 +1,212 @@
+/* Worktree sessions from the command line: the options every command that starts a session shares. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "session/session.h"
+#include "snap/snap.h"
+#include "store/store.h"
+
+/* NAME of a branch agentmux/ID/NAME: letters, digits, '.', '_', '-'. */
+static bool
+cmd_worktree_name_ok(const char *name)
+{
+	const char *p;
+
+	if (*name == '\0' || *name == '.' || *name == '-' ||
+	    strlen(name) > 100 || strstr(name, "..") != NULL ||
+	    strstr(name, ".lock") != NULL)
+		return false;
+	for (p = name; *p != '\0'; p++) {
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && strchr("._-", *p) == NULL)
+			return false;
+	}
+	return true;
+}
+
+int
+cmd_worktree_opts(const char *cmd, struct cli_args *args,
+    struct session_opts *o)
+{
+	o->worktree = cli_has(args, "worktree");
+	o->shared = cli_has(args, "shared");
+	o->base = cli_get(args, "base");
+	o->branch = cli_get(args, "branch");
+	if (!o->worktree && (o->base != NULL || o->branch != NULL)) {
+		cli_usage_error(cmd, "--%s goes with --worktree", o->base !=
+		    NULL ? "base" : "branch");
+		return -1;
+	}
+	if (o->worktree && o->shared) {
+		cli_usage_error(cmd, "--worktree and --shared exclude each "
+		    "other: a worktree is a tree of its own");
+		return -1;
+	}
+	if (o->branch != NULL && !cmd_worktree_name_ok(o->branch)) {
+		cli_usage_error(cmd, "bad --branch '%s': give a name of "
+		    "letters, digits, '.', '_' and '-' (the branch is "
+		    "agentmux/ID/NAME)", o->branch);
+		return -1;
+	}
+	return 0;
+}
+
+/* Opens the store, resolves SPEC and finds its worktree; 0, or the exit code. */
+static int
+cmd_worktree_open(const char *cmd, const char *spec, int64_t *id,
+    bool *live, struct snap_worktree *wt, char **root)
+{
+	struct store_session *rec;
+	struct store *st;
+	char *data, *cause = NULL;
+	int rc = 1;
+
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (cli_resolve_session(st, spec, id) == -1)
+		goto out;
+	rec = store_session_get(st, *id);
+	*live = rec != NULL && store_session_live(rec);
+	store_session_free(rec);
+	if ((data = path_data_dir(&cause)) == NULL ||
+	    snap_worktree_find(data, *id, wt, root, &cause) == -1)
+		cli_error("%s: %s", cmd, cause);
+	else
+		rc = 0;
+	free(data);
+	free(cause);
+out:
+	store_close(st);
+	return rc;
+}
+
+int
+cmd_merge(struct cli_args *args)
+{
+	enum snap_worktree_how how = SNAP_WORKTREE_MERGE;
+	struct snap_worktree wt;
+	char *root = NULL, *done = NULL, *cause = NULL;
+	int64_t id;
+	bool live;
+	int rc;
+
+	if (cli_has(args, "squash") && cli_has(args, "apply"))
+		return cli_usage_error("merge", "give --squash or --apply, not "
+		    "both");
+	if (cli_has(args, "squash"))
+		how = SNAP_WORKTREE_SQUASH;
+	else if (cli_has(args, "apply"))
+		how = SNAP_WORKTREE_APPLY;
+	if ((rc = cmd_worktree_open("merge", args->argv[0], &id, &live, &wt,
+	    &root)) != 0)
+		return rc;
+	if (live)
+		out_printf(stderr, "agentmux: session %lld still runs: what "
+		    "it commits from now on is not in this merge\n",
+		    (long long)id);
+	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"), &done,
+	    &cause) == -1) {
+		cli_error("merge: %s", cause);
+		rc = 1;
+	} else
+		out_printf(stdout, "%s\n", done);
+	free(done);
+	free(cause);
+	free(root);
+	snap_worktree_clear(&wt);
+	return rc;
+}
+
+/* Asks on the terminal; false unless the answer is yes. */
+static bool
+cmd_worktree_confirm(const struct snap_worktree *wt, int merged)
+{
+	char line[16];
+
+	out_printf(stderr, "discard the worktree %s and branch %s%s? "
+	    "(its snapshots stay) [y/N] ", wt->path, wt->branch,
+	    merged == 1 ? " (merged)" : ", NOT merged");
+	if (fgets(line, sizeof line, stdin) == NULL)
+		return false;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+int
+cmd_discard(struct cli_args *args)
+{
+	struct snap_worktree wt;
+	char *root = NULL, *cause = NULL;
+	int64_t id;
+	bool live;
+	int rc, merged;
+
+	if ((rc = cmd_worktree_open("discard", args->argv[0], &id, &live,
+	    &wt, &root)) != 0)
+		return rc;
+	merged = snap_worktree_merged(&wt, NULL);
+	if (live) {
+		cli_error("discard: session %lld still runs; end it first",
+		    (long long)id);
+		rc = 1;
+	} else if (!cli_has(args, "yes") && !isatty(STDIN_FILENO)) {
+		cli_error("discard: not on a terminal to confirm; pass --yes "
+		    "to discard session %lld's worktree and branch %s%s",
+		    (long long)id, wt.branch, merged == 1 ? "" :
+		    " (not merged)");
+		rc = 1;
+	} else if (!cli_has(args, "yes") && !cmd_worktree_confirm(&wt,
+	    merged)) {
+		out_printf(stderr, "nothing discarded\n");
+		rc = 1;
+	} else if (snap_worktree_discard(&wt, root, &cause) == -1) {
+		cli_error("discard: %s", cause);
+		rc = 1;
+	} else
+		out_printf(stdout, "discarded the worktree and branch %s of "
+		    "session %lld; 'agentmux undo %lld' still has its "
+		    "snapshots\n", wt.branch, (long long)id, (long long)id);
+	free(cause);
+	free(root);
+	snap_worktree_clear(&wt);
+	return rc;
+}
+
+/*
+ * For a worktree session (its project under the data dir's worktrees/):
+ * "BRANCH, merged" or "BRANCH, unmerged" (into the main tree's HEAD), or
+ * "discarded"; NULL for any other session. Caller frees.
+ */
+char *
+cmd_worktree_describe(const struct store_session *s)
+{
+	struct snap_worktree wt;
+	char *data, *under, *root = NULL, *cause = NULL, *text = NULL;
+	int merged;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	under = xprintf("%s/worktrees/", data);
+	if (s->project == NULL || strncmp(s->project, under,
+	    strlen(under)) != 0)
+		goto out;
+	if (snap_worktree_find(data, s->id, &wt, &root, &cause) == -1) {
+		text = xstrdup("discarded");
+		goto out;
+	}
+	merged = snap_worktree_merged(&wt, NULL);
+	text = xprintf("%s, %s", wt.branch, merged == 1 ? "merged" :
+	    merged == 0 ? "unmerged" : "merged?");
+	snap_worktree_clear(&wt);
+out:
+	free(cause);
+	free(root);
+	free(under);
+	free(data);
+	return text;
+}

@@ -1,0 +1,209 @@
+/*
+ * Worktree sessions: the session's own linked worktree (under the data
+ * dir) is its project in the jail. The main working tree is not there;
+ * the shared git dir is, read-only, with only what git needs to commit on
+ * the session's branch writable: the worktree's own git dir and the
+ * session's ref dir (refs/heads/agentmux/ID, where git also makes its lock
+ * files), so the kernel refuses any other ref. Objects go through the
+ * history overlay (session-history.c): new ones land in the session's own
+ * upper dir and are checked and brought back; old ones cannot be touched.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session-int.h"
+#include "store/store.h"
+
+/* True if the session should get a worktree: asked for, or its profile's. */
+bool
+session_worktree_wanted(const struct session_opts *o,
+    const struct config_agent *a)
+{
+	return o->worktree || a->worktree;
+}
+
+/* A live session other than S whose tree is PROJECT: its id, else 0. */
+static int64_t
+session_worktree_sharer(struct session_ctx *ctx, const char *project)
+{
+	struct store_session **v;
+	size_t i, n;
+	int64_t id = 0;
+
+	v = store_session_list(ctx->st, true, &n);
+	for (i = 0; i < n && id == 0; i++) {
+		if (v[i]->project != NULL && strcmp(v[i]->project, project) ==
+		    0 && store_session_live(v[i]))
+			id = v[i]->id;
+	}
+	store_session_list_free(v, n);
+	return id;
+}
+
+int
+session_worktree_shared_check(struct session *s, const struct session_opts *o,
+    char **cause)
+{
+	int64_t other;
+
+	if (o->shared || s->wt != NULL)
+		return 0;
+	if ((other = session_worktree_sharer(s->ctx, s->project)) == 0)
+		return 0;
+	*cause = xprintf("session %lld is running on %s already: two sessions "
+	    "in one tree see and undo each other's changes; start this one "
+	    "with --worktree (a tree of its own), or with --shared to share "
+	    "the tree knowingly", (long long)other, s->project);
+	return -1;
+}
+
+/*
+ * Before the session is recorded: where its worktree will be (a fresh
+ * dir under the data dir, named like the project so tools see the same
+ * name), which becomes the project the session records, snapshots and
+ * jails. The command's dir is carried over.
+ */
+int
+session_worktree_plan(struct session *s, const struct session_opts *o,
+    char **cause)
+{
+	char *parent = xprintf("%s/worktrees", s->ctx->data_dir);
+	char *root = xprintf("%s/wt-XXXXXX", parent);
+	const char *name = strrchr(s->project, '/') + 1;
+	size_t n = strlen(s->project);
+	char *cwd;
+
+	if (path_mkdir_p(parent, 0700) == -1 || mkdtemp(root) == NULL) {
+		*cause = xprintf("cannot make a worktree dir in %s: %s", parent,
+		    strerror(errno));
+		free(parent);
+		free(root);
+		return -1;
+	}
+	free(parent);
+	s->wt = xcalloc(1, sizeof *s->wt);
+	s->wt_root = root;
+	s->wt_main = s->project;
+	s->wt_base = o->base != NULL ? xstrdup(o->base) : NULL;
+	s->wt_name = xstrdup(o->branch != NULL ? o->branch : s->agent);
+	s->project = xprintf("%s/%s", root, *name != '\0' ? name : "project");
+	cwd = s->cwd;
+	s->cwd = xprintf("%s%s", s->project, strncmp(cwd, s->wt_main, n) ==
+	    0 ? cwd + n : "");
+	free(cwd);
+	return 0;
+}
+
+/* What the worktree is, beside it, for the commands that review it later. */
+static int
+session_worktree_note(struct session *s, char **cause)
+{
+	const struct snap_worktree *wt = s->wt;
+	char *path = xprintf("%s/session", s->wt_root);
+	char *text = xprintf("session=%lld\nproject=%s\nworktree=%s\n"
+	    "branch=%s\nbase=%s\ncommon=%s\nadmin=%s\n", (long long)s->id,
+	    wt->project, wt->path, wt->branch, wt->base, wt->common,
+	    wt->admin);
+	int rc;
+
+	rc = util_write_file_atomic(path, text, strlen(text), 0600, cause);
+	free(path);
+	free(text);
+	return rc;
+}
+
+/* Once recorded: the worktree, on agentmux/ID/NAME, and what .worktreeinclude names. */
+int
+session_worktree_make(struct session *s, char **cause)
+{
+	struct strv skipped;
+	char *branch;
+	size_t copied;
+	int rc;
+
+	branch = xprintf("agentmux/%lld/%s", (long long)s->id, s->wt_name);
+	rc = snap_worktree_add(s->wt_main, s->project, branch, s->wt_base,
+	    s->wt, cause);
+	free(branch);
+	if (rc == -1) {
+		/* Nothing was made: the dir it was to be in goes. */
+		path_remove_tree(s->wt_root);
+		return -1;
+	}
+	strv_init(&skipped);
+	if (snap_worktree_include(s->wt, s->wt_root, &copied, &skipped,
+	    cause) == -1 || session_worktree_note(s, cause) == -1) {
+		strv_free(&skipped);
+		return -1;
+	}
+	store_event_add(s->ctx->st, s->id, "info", "worktree", "worktree %s "
+	    "on branch %s from %s (%zu file%s copied by .worktreeinclude)",
+	    s->wt->path, s->wt->branch, s->wt->base, copied, copied == 1 ?
+	    "" : "s");
+	if (skipped.n > 0)
+		store_event_add(s->ctx->st, s->id, "warn", "worktree", "%zu "
+		    "file%s named by .worktreeinclude not copied (not regular "
+		    "files, or behind a link)", skipped.n, skipped.n == 1 ? "" :
+		    "s");
+	strv_free(&skipped);
+	return 0;
+}
+
+/* The shared git dir read-only, with the worktree's git dir and the session's ref dirs writable. */
+void
+session_worktree_jail(struct session *s, struct session_setup *sp)
+{
+	const struct snap_worktree *wt = s->wt;
+	const char *slash = strrchr(wt->branch, '/');
+	int dirlen = (int)(slash - wt->branch);
+
+	strv_add(&sp->binds, wt->common);
+	strv_add(&sp->rw_binds, wt->admin);
+	strv_addf(&sp->rw_binds, "%s/refs/heads/%.*s", wt->common, dirlen,
+	    wt->branch);
+	strv_addf(&sp->rw_binds, "%s/logs/refs/heads/%.*s", wt->common,
+	    dirlen, wt->branch);
+	/* What sends the host's git elsewhere stays as git wrote it. */
+	strv_addf(&sp->binds, "%s/commondir", wt->admin);
+	strv_addf(&sp->binds, "%s/gitdir", wt->admin);
+}
+
+/* The profile's setup runs in the jail first; the command only if it succeeds. */
+void
+session_worktree_setup(struct session *s, const struct config_agent *a)
+{
+	struct strv argv;
+	size_t i;
+
+	if (s->wt == NULL || a->setup == NULL || *a->setup == '\0')
+		return;
+	strv_init(&argv);
+	strv_add(&argv, "/bin/sh");
+	strv_add(&argv, "-c");
+	strv_addf(&argv, "%s\nst=$?\nif [ $st -ne 0 ]; then echo \"agentmux: "
+	    "the setup command failed (exit $st)\" >&2; exit $st; fi\n"
+	    "exec \"$@\"", a->setup);
+	strv_add(&argv, "agentmux-setup");
+	for (i = 0; i < s->argv.n; i++)
+		strv_add(&argv, s->argv.v[i]);
+	strv_free(&s->argv);
+	s->argv = argv;
+}
+
+void
+session_worktree_free(struct session *s)
+{
+	if (s->wt != NULL)
+		snap_worktree_clear(s->wt);
+	free(s->wt);
+	free(s->wt_root);
+	free(s->wt_main);
+	free(s->wt_base);
+	free(s->wt_name);
+	s->wt = NULL;
+	s->wt_root = s->wt_main = s->wt_base = s->wt_name = NULL;
+}

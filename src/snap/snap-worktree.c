@@ -1,0 +1,706 @@
+/* Worktree sessions: a linked worktree of the project on a branch of its own, made by host-side git kept away from what the project names. */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap-int.h"
+#include "snap.h"
+
+/* The most of .worktreeinclude agentmux reads. */
+#define SNAP_WORKTREE_INCLUDE_MAX (256 * 1024)
+/* How long git may take to check a worktree out. */
+#define SNAP_WORKTREE_TIMEOUT 600
+
+void
+snap_worktree_clear(struct snap_worktree *wt)
+{
+	free(wt->path);
+	free(wt->project);
+	free(wt->common);
+	free(wt->admin);
+	free(wt->branch);
+	free(wt->base);
+	memset(wt, 0, sizeof *wt);
+}
+
+/* Runs git in DIR with GIT_DIR=GITDIR (and GIT_WORK_TREE=WORKTREE if set); -1 with *CAUSE unless it exits 0. */
+static int
+snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
+    const char *const *args, struct buf *out, char **cause)
+{
+	struct proc_opts o;
+	struct strv env, argv;
+	struct buf err;
+	size_t i;
+	int st, rc;
+
+	snap_env_plain(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	if (worktree != NULL)
+		strv_addf(&env, "GIT_WORK_TREE=%s", worktree);
+	strv_init(&argv);
+	strv_add(&argv, "git");
+	for (i = 0; args[i] != NULL; i++)
+		strv_add(&argv, args[i]);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = env.v;
+	o.dir = dir;
+	o.out_fd = -1;
+	/* The checkout's files as the user's own git would make them. */
+	o.umask = (int)util_user_umask();
+	o.timeout = SNAP_WORKTREE_TIMEOUT;
+	buf_init(&err);
+	rc = proc_run(&o, out, &err, &st, cause);
+	if (rc == 0 && st != 0) {
+		*cause = snap_git_complaint(args[0], &err, st);
+		rc = -1;
+	}
+	buf_free(&err);
+	strv_free(&env);
+	strv_free(&argv);
+	return rc;
+}
+
+/*
+ * Makes (or opens) REL under the directory DIRFD one component at a time,
+ * never through a symlink: the project's .git may hold links an earlier
+ * jailed command planted. Returns its fd, or -1 with errno.
+ */
+int
+snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode)
+{
+	char *copy = xstrdup(rel), *part, *save = NULL;
+	int fd = dup(dirfd), next;
+
+	for (part = strtok_r(copy, "/", &save); fd != -1 && part != NULL;
+	    part = strtok_r(NULL, "/", &save)) {
+		if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0) {
+			close(fd);
+			fd = -1;
+			errno = EINVAL;
+			break;
+		}
+		if (mkdirat(fd, part, mode) == -1 && errno != EEXIST) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+		next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd;
+}
+
+/* The project's own git dir: PROJECT/.git, a real directory. */
+static char *
+snap_worktree_common(const char *project, char **cause)
+{
+	char *git = xprintf("%s/.git", project), *real;
+	struct stat st;
+
+	if (lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		*cause = xprintf("cannot make a worktree of %s: it has no .git "
+		    "directory of its own (a worktree session needs the main "
+		    "checkout of a git repository); run it without --worktree",
+		    project);
+		free(git);
+		return NULL;
+	}
+	real = realpath(git, NULL);
+	free(git);
+	if (real == NULL)
+		*cause = xprintf("cannot make a worktree of %s: %s", project,
+		    strerror(errno));
+	return real;
+}
+
+/* The commit REF names in GITDIR (hex); NULL with *CAUSE. */
+static char *
+snap_worktree_commit(const char *gitdir, const char *ref, char **cause)
+{
+	char *spec = xprintf("%s^{commit}", ref), *err = NULL;
+	const char *args[] = { "rev-parse", "--verify", "--quiet",
+	    "--end-of-options", spec, NULL };
+	struct buf out;
+
+	buf_init(&out);
+	if (snap_worktree_git(gitdir, NULL, gitdir, args, &out, &err) == -1 ||
+	    out.len < 40) {
+		*cause = xprintf("cannot start a worktree from '%s': no such "
+		    "commit in the project; pass --base with a branch, tag or "
+		    "commit", ref);
+		free(err);
+		free(spec);
+		buf_free(&out);
+		return NULL;
+	}
+	free(spec);
+	out.data[strcspn(out.data, "\n")] = '\0';
+	return buf_steal(&out);
+}
+
+/* Reads PATH/.git ("gitdir: X") as git just wrote it: X must be a dir under COMMON/worktrees. */
+static char *
+snap_worktree_admin(const char *path, const char *common, char **cause)
+{
+	char *file = xprintf("%s/.git", path), *admin = NULL, *real = NULL;
+	char *under = xprintf("%s/worktrees/", common);
+	struct buf b;
+	struct stat st;
+
+	buf_init(&b);
+	if (buf_read_file(&b, file) == 0 && b.data != NULL &&
+	    strncmp(b.data, "gitdir: ", 8) == 0) {
+		b.data[strcspn(b.data, "\n")] = '\0';
+		real = realpath(b.data + 8, NULL);
+	}
+	if (real != NULL && strncmp(real, under, strlen(under)) == 0 &&
+	    strchr(real + strlen(under), '/') == NULL &&
+	    lstat(real, &st) == 0 && S_ISDIR(st.st_mode))
+		admin = real;
+	else {
+		*cause = xprintf("git made the worktree %s, but its .git does "
+		    "not point into %s/worktrees; remove it with 'git worktree "
+		    "remove %s'", path, common, path);
+		free(real);
+	}
+	buf_free(&b);
+	free(file);
+	free(under);
+	return admin;
+}
+
+/* The branch's dirs (refs and reflogs) exist as real dirs, for the jail's writable binds. */
+static int
+snap_worktree_refdirs(const struct snap_worktree *wt, char **cause)
+{
+	const char *slash = strrchr(wt->branch, '/');
+	char *dir = xstrndup(wt->branch, (size_t)(slash - wt->branch));
+	char *refs = xprintf("refs/heads/%s", dir);
+	char *logs = xprintf("logs/refs/heads/%s", dir);
+	int cfd, fd = -1, fd2 = -1;
+
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		fd = snap_worktree_mkdirs(cfd, refs, 0755);
+		fd2 = snap_worktree_mkdirs(cfd, logs, 0755);
+		close(cfd);
+	}
+	if (fd == -1 || fd2 == -1)
+		*cause = xprintf("cannot make the branch's dirs under %s "
+		    "(%s, %s): %s; something there is not a directory", wt->common,
+		    refs, logs, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	if (fd2 != -1)
+		close(fd2);
+	free(dir);
+	free(refs);
+	free(logs);
+	return fd == -1 || fd2 == -1 ? -1 : 0;
+}
+
+/* A branch name agentmux makes: agentmux/ID/NAME, NAME of safe characters. */
+static bool
+snap_worktree_branch_ok(const char *branch)
+{
+	const char *p;
+
+	if (strncmp(branch, "agentmux/", 9) != 0 || strlen(branch) > 200)
+		return false;
+	for (p = branch; *p != '\0'; p++) {
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && strchr("/._-", *p) == NULL)
+			return false;
+	}
+	return strstr(branch, "..") == NULL && strstr(branch, "//") == NULL &&
+	    strchr(branch + 9, '/') != NULL && branch[strlen(branch) - 1] !=
+	    '/' && strstr(branch, ".lock") == NULL && strstr(branch, "/.") ==
+	    NULL;
+}
+
+int
+snap_worktree_add(const char *project, const char *path, const char *branch,
+    const char *base, struct snap_worktree *wt, char **cause)
+{
+	const char *args[] = { "worktree", "add", "--quiet", "-b", branch,
+	    path, NULL, NULL };
+	char *parent;
+
+	memset(wt, 0, sizeof *wt);
+	if (!snap_worktree_branch_ok(branch)) {
+		*cause = xprintf("cannot use '%s' as a session's branch: use "
+		    "letters, digits, '.', '_' and '-'", branch);
+		return -1;
+	}
+	wt->project = xstrdup(project);
+	wt->branch = xstrdup(branch);
+	wt->path = xstrdup(path);
+	if ((wt->common = snap_worktree_common(project, cause)) == NULL ||
+	    (wt->base = snap_worktree_commit(wt->common, base != NULL ? base :
+	    "HEAD", cause)) == NULL)
+		goto fail;
+	parent = xstrndup(path, (size_t)(strrchr(path, '/') - path));
+	if (path_mkdir_p(parent, 0700) == -1) {
+		*cause = xprintf("cannot make %s: %s", parent, strerror(errno));
+		free(parent);
+		goto fail;
+	}
+	free(parent);
+	args[6] = wt->base;
+	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
+	if (snap_worktree_git(wt->common, NULL, wt->common, args, NULL,
+	    cause) == -1)
+		goto fail;
+	if ((wt->admin = snap_worktree_admin(path, wt->common, cause)) ==
+	    NULL || snap_worktree_refdirs(wt, cause) == -1)
+		goto fail;
+	return 0;
+fail:
+	snap_worktree_clear(wt);
+	return -1;
+}
+
+/* Copies the regular file REL from under SRCFD to under DSTFD, following no link on either side. */
+static int
+snap_worktree_copy(int srcfd, int dstfd, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	char *dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
+	struct stat st;
+	int in, out = -1, dfd, rc = -1;
+
+	in = path_open_beneath(srcfd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+	    0);
+	if (in == -1 || fstat(in, &st) == -1 || !S_ISREG(st.st_mode))
+		goto out;
+	dfd = dir != NULL ? snap_worktree_mkdirs(dstfd, dir, 0755) :
+	    dup(dstfd);
+	if (dfd == -1)
+		goto out;
+	out = openat(dfd, slash != NULL ? slash + 1 : rel, O_WRONLY | O_CREAT |
+	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+	close(dfd);
+	if (out != -1 && snap_copy_fd(in, out) == 0)
+		rc = 0;
+out:
+	if (in != -1)
+		close(in);
+	if (out != -1)
+		close(out);
+	free(dir);
+	return rc;
+}
+
+int
+snap_worktree_include(const struct snap_worktree *wt, const char *scratch,
+    size_t *copied, struct strv *skipped, char **cause)
+{
+	char *excl = NULL, *arg = NULL, *p, *end;
+	const char *args[] = { "ls-files", "-z", "--others", "--ignored",
+	    NULL, NULL };
+	struct buf b, list;
+	int pfd, wfd = -1, rc = -1;
+
+	*copied = 0;
+	buf_init(&b);
+	buf_init(&list);
+	if ((pfd = open(wt->project, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot open %s: %s", wt->project,
+		    strerror(errno));
+		goto out;
+	}
+	/* A link, FIFO or device there is not read: the project is hostile. */
+	if (path_read_beneath(pfd, ".worktreeinclude",
+	    SNAP_WORKTREE_INCLUDE_MAX, &b) == -1) {
+		rc = 0;
+		goto out;
+	}
+	excl = xprintf("%s/worktreeinclude", scratch);
+	arg = xprintf("--exclude-from=%s", excl);
+	args[4] = arg;
+	if (util_write_file_atomic(excl, b.data != NULL ? b.data : "",
+	    b.len, 0600, cause) == -1)
+		goto out;
+	if (snap_worktree_git(wt->common, wt->project, wt->project, args,
+	    &list, cause) == -1 || (wfd = open(wt->path, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (*cause == NULL)
+			*cause = xprintf("cannot open %s: %s", wt->path,
+			    strerror(errno));
+		goto out;
+	}
+	buf_add(&list, "", 1);
+	for (p = list.data; p < list.data + list.len - 1; p = end + 1) {
+		end = p + strlen(p);
+		if (*p == '\0')
+			continue;
+		if (snap_worktree_copy(pfd, wfd, p) == 0)
+			(*copied)++;
+		else if (skipped != NULL)
+			strv_add(skipped, p);
+	}
+	rc = 0;
+out:
+	if (excl != NULL)
+		unlink(excl);
+	if (pfd != -1)
+		close(pfd);
+	if (wfd != -1)
+		close(wfd);
+	buf_free(&b);
+	buf_free(&list);
+	free(excl);
+	free(arg);
+	return rc;
+}
+
+/*
+ * git for the user's own operations on the main tree (merge): their
+ * identity and settings, but no hooks, fsmonitor or external diff, and
+ * none of the caller's GIT_*. Exit status in *ST, git's stderr in ERR.
+ */
+static int
+snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
+    struct buf *out, struct buf *err, int *st, char **cause)
+{
+	static const char *const conf[][2] = {
+		{ "core.hooksPath", "/dev/null" },
+		{ "core.fsmonitor", "false" },
+		{ "diff.external", "" },
+		{ "core.pager", "cat" },
+	};
+	struct proc_opts o;
+	struct strv env, argv;
+	char **e;
+	size_t i;
+	int rc;
+
+	strv_init(&env);
+	for (e = environ; *e != NULL; e++) {
+		if (strncmp(*e, "GIT_", 4) != 0)
+			strv_add(&env, *e);
+	}
+	strv_add(&env, "GIT_TERMINAL_PROMPT=0");
+	strv_add(&env, "GIT_EDITOR=true");
+	strv_addf(&env, "GIT_DIR=%s", wt->common);
+	strv_addf(&env, "GIT_WORK_TREE=%s", wt->project);
+	strv_addf(&env, "GIT_CONFIG_COUNT=%zu", nitems(conf));
+	for (i = 0; i < nitems(conf); i++) {
+		strv_addf(&env, "GIT_CONFIG_KEY_%zu=%s", i, conf[i][0]);
+		strv_addf(&env, "GIT_CONFIG_VALUE_%zu=%s", i, conf[i][1]);
+	}
+	strv_init(&argv);
+	strv_add(&argv, "git");
+	for (i = 0; args[i] != NULL; i++)
+		strv_add(&argv, args[i]);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = env.v;
+	o.dir = wt->project;
+	o.out_fd = -1;
+	o.umask = (int)util_user_umask();
+	o.timeout = SNAP_WORKTREE_TIMEOUT;
+	rc = proc_run(&o, out, err, st, cause);
+	strv_free(&env);
+	strv_free(&argv);
+	return rc;
+}
+
+/* Like snap_worktree_user_git, -1 with *CAUSE (git's complaint) unless it exits 0. */
+static int
+snap_worktree_user_ok(const struct snap_worktree *wt, const char *const *args,
+    struct buf *out, char **cause)
+{
+	struct buf err;
+	int st, rc;
+
+	buf_init(&err);
+	rc = snap_worktree_user_git(wt, args, out, &err, &st, cause);
+	if (rc == 0 && st != 0) {
+		*cause = snap_git_complaint(args[0], &err, st);
+		rc = -1;
+	}
+	buf_free(&err);
+	return rc;
+}
+
+/* The line KEY=... of TEXT, or NULL; caller frees. */
+static char *
+snap_worktree_field(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+	const char *p, *end;
+
+	for (p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'),
+	    p = p != NULL ? p + 1 : NULL) {
+		if (strncmp(p, key, n) == 0 && p[n] == '=') {
+			end = strchr(p, '\n');
+			return xstrndup(p + n + 1, end != NULL ?
+			    (size_t)(end - p - n - 1) : strlen(p + n + 1));
+		}
+	}
+	return NULL;
+}
+
+int
+snap_worktree_find(const char *data_dir, int64_t session,
+    struct snap_worktree *wt, char **root, char **cause)
+{
+	char *dir = xprintf("%s/worktrees", data_dir), *path, *id;
+	struct dirent *de;
+	struct buf b;
+	DIR *d;
+
+	memset(wt, 0, sizeof *wt);
+	*root = NULL;
+	id = xprintf("%lld", (long long)session);
+	if ((d = opendir(dir)) != NULL) {
+		while (*root == NULL && (de = readdir(d)) != NULL) {
+			if (strncmp(de->d_name, "wt-", 3) != 0)
+				continue;
+			path = xprintf("%s/%s/session", dir, de->d_name);
+			buf_init(&b);
+			buf_adds(&b, "");
+			if (buf_read_file(&b, path) == 0) {
+				char *s = snap_worktree_field(b.data, "session");
+
+				if (s != NULL && strcmp(s, id) == 0)
+					*root = xprintf("%s/%s", dir, de->d_name);
+				free(s);
+			}
+			if (*root != NULL) {
+				wt->project = snap_worktree_field(b.data, "project");
+				wt->path = snap_worktree_field(b.data, "worktree");
+				wt->branch = snap_worktree_field(b.data, "branch");
+				wt->base = snap_worktree_field(b.data, "base");
+				wt->common = snap_worktree_field(b.data, "common");
+				wt->admin = snap_worktree_field(b.data, "admin");
+			}
+			buf_free(&b);
+			free(path);
+		}
+		closedir(d);
+	}
+	free(dir);
+	free(id);
+	if (*root != NULL && wt->project != NULL && wt->path != NULL &&
+	    wt->branch != NULL && wt->base != NULL && wt->common != NULL &&
+	    wt->admin != NULL)
+		return 0;
+	if (*root == NULL)
+		*cause = xprintf("session %lld has no worktree (it was not "
+		    "started with --worktree, or its worktree was discarded)",
+		    (long long)session);
+	else
+		*cause = xprintf("the worktree record %s/session is damaged",
+		    *root);
+	free(*root);
+	*root = NULL;
+	snap_worktree_clear(wt);
+	return -1;
+}
+
+/* The branch of the main tree, or NULL (detached); caller frees. */
+static char *
+snap_worktree_main_branch(const struct snap_worktree *wt)
+{
+	const char *args[] = { "symbolic-ref", "-q", "--short", "HEAD", NULL };
+	char *err = NULL;
+	struct buf out;
+
+	buf_init(&out);
+	if (snap_worktree_user_ok(wt, args, &out, &err) == -1 ||
+	    out.len == 0) {
+		free(err);
+		buf_free(&out);
+		return NULL;
+	}
+	out.data[strcspn(out.data, "\n")] = '\0';
+	return buf_steal(&out);
+}
+
+int
+snap_worktree_merged(const struct snap_worktree *wt, const char *into)
+{
+	const char *args[] = { "merge-base", "--is-ancestor", "--end-of-options",
+	    wt->branch, into != NULL ? into : "HEAD", NULL };
+	char *cause = NULL;
+	struct buf err;
+	int st;
+
+	buf_init(&err);
+	if (snap_worktree_user_git(wt, args, NULL, &err, &st, &cause) == -1)
+		st = -1;
+	free(cause);
+	buf_free(&err);
+	return st == 0 ? 1 : st == 1 ? 0 : -1;
+}
+
+/* The main tree must be on INTO (if given) with nothing uncommitted in tracked files. */
+static int
+snap_worktree_merge_check(const struct snap_worktree *wt, const char *into,
+    char **on, char **cause)
+{
+	const char *status[] = { "status", "--porcelain", "--untracked-files=no",
+	    NULL };
+	struct buf out;
+
+	if ((*on = snap_worktree_main_branch(wt)) == NULL) {
+		*cause = xprintf("the main tree %s is on no branch (detached "
+		    "HEAD); check out the branch to merge into first",
+		    wt->project);
+		return -1;
+	}
+	if (into != NULL && strcmp(*on, into) != 0) {
+		*cause = xprintf("the main tree %s is on %s, not %s; check out "
+		    "%s there first ('git switch %s')", wt->project, *on, into,
+		    into, into);
+		return -1;
+	}
+	buf_init(&out);
+	if (snap_worktree_user_ok(wt, status, &out, cause) == -1) {
+		buf_free(&out);
+		return -1;
+	}
+	if (out.len > 0) {
+		*cause = xprintf("the main tree %s has uncommitted changes; "
+		    "commit or stash them first, then merge again", wt->project);
+		buf_free(&out);
+		return -1;
+	}
+	buf_free(&out);
+	return 0;
+}
+
+/* After a merge that stopped: which files conflict, for the message. */
+static char *
+snap_worktree_conflicts(const struct snap_worktree *wt)
+{
+	const char *args[] = { "diff", "--name-only", "--diff-filter=U", "-z",
+	    NULL };
+	char *err = NULL, *p;
+	struct buf out, list;
+
+	buf_init(&out);
+	buf_init(&list);
+	if (snap_worktree_user_ok(wt, args, &out, &err) == 0 && out.len > 0) {
+		buf_add(&out, "", 1);
+		for (p = out.data; p < out.data + out.len - 1; p += strlen(p) + 1) {
+			char *q = quote_name(p);
+
+			buf_printf(&list, "%s%s", list.len > 0 ? ", " : "", q);
+			free(q);
+		}
+	}
+	free(err);
+	buf_free(&out);
+	if (list.len == 0)
+		buf_adds(&list, "(see 'git status')");
+	return buf_steal(&list);
+}
+
+int
+snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
+    enum snap_worktree_how how, const char *into, char **done, char **cause)
+{
+	char *msg = xprintf("Merge agentmux session %lld (%s)",
+	    (long long)session, wt->branch), *on = NULL, *files, *err = NULL;
+	const char *merge[] = { "merge", "--no-ff", "--no-edit", "-m", msg,
+	    "--end-of-options", wt->branch, NULL };
+	const char *squash[] = { "merge", "--squash", "--end-of-options",
+	    wt->branch, NULL };
+	const char *commit[] = { "commit", "-q", "--no-verify", "-m", msg,
+	    NULL };
+	int rc = -1;
+
+	*done = NULL;
+	if (snap_worktree_merge_check(wt, into, &on, cause) == -1)
+		goto out;
+	if (snap_worktree_merged(wt, NULL) == 1) {
+		*done = xprintf("%s is merged into %s already", wt->branch, on);
+		rc = 0;
+		goto out;
+	}
+	if (snap_worktree_user_ok(wt, how == SNAP_WORKTREE_MERGE ? merge :
+	    squash, NULL, &err) == -1) {
+		files = snap_worktree_conflicts(wt);
+		*cause = xprintf("merging %s into %s stopped on conflicts in "
+		    "%s: resolve them in %s and commit, or undo the merge with "
+		    "'%s'", wt->branch, on, files, wt->project,
+		    how == SNAP_WORKTREE_MERGE ? "git merge --abort" :
+		    "git reset --merge");
+		free(files);
+		free(err);
+		goto out;
+	}
+	if (how == SNAP_WORKTREE_SQUASH &&
+	    snap_worktree_user_ok(wt, commit, NULL, cause) == -1)
+		goto out;
+	*done = xprintf(how == SNAP_WORKTREE_APPLY ? "%s applied to %s as "
+	    "uncommitted (staged) changes" : how == SNAP_WORKTREE_SQUASH ?
+	    "%s squashed into one commit on %s" : "%s merged into %s",
+	    wt->branch, on);
+	rc = 0;
+out:
+	free(on);
+	free(msg);
+	return rc;
+}
+
+int
+snap_worktree_discard(const struct snap_worktree *wt, const char *root,
+    char **cause)
+{
+	const char *slash = strrchr(wt->branch, '/');
+	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
+	    wt->branch), *ref, *p, *err = NULL;
+	const char *remove[] = { "worktree", "remove", "--force", wt->path,
+	    NULL };
+	const char *prune[] = { "worktree", "prune", NULL };
+	const char *list[] = { "for-each-ref", "--format=%(refname)", ns,
+	    NULL };
+	struct buf out;
+	int rc = 0;
+
+	/* Its files first (git removes them without following links), then its refs. */
+	if (snap_worktree_git(wt->common, NULL, wt->common, remove, NULL,
+	    &err) == -1) {
+		free(err);
+		err = NULL;
+		path_remove_tree(wt->path);
+		(void)snap_worktree_git(wt->common, NULL, wt->common, prune,
+		    NULL, &err);
+		free(err);
+		err = NULL;
+	}
+	buf_init(&out);
+	if (snap_worktree_git(wt->common, NULL, wt->common, list, &out,
+	    cause) == -1)
+		rc = -1;
+	buf_adds(&out, "");
+	for (p = out.data; rc == 0 && (ref = strsep(&p, "\n")) != NULL;) {
+		const char *del[] = { "update-ref", "-d", "--end-of-options",
+		    ref, NULL };
+
+		if (*ref != '\0' && strncmp(ref, ns, strlen(ns)) == 0)
+			rc = snap_worktree_git(wt->common, NULL, wt->common,
+			    del, NULL, cause);
+	}
+	buf_free(&out);
+	free(ns);
+	if (rc == 0)
+		path_remove_tree(root);
+	return rc;
+}

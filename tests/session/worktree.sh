@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# Worktree sessions (issue 18), real git in real jails: each session works in a linked worktree of its own
+# under the data dir, on agentmux/ID/NAME; the main working tree is not in the jail; committing on its own
+# branch works and reaches the user's repository, while moving main, a tag, another branch or another
+# session's branch is refused by the kernel (read-only mounts); .worktreeinclude copies untracked files in
+# without following links; the profile's setup runs inside the jail; a second session in a shared tree is
+# refused with the hint.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-worktree.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+bgpid=
+u=
+cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
+	[ -n "$u" ] && userdel "$u" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+# A test timeout (TERM) or ^C still cleans up.
+trap 'exit 1' INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[agent wtsetup]
+description = a shell whose worktree sessions run a setup first
+command = sh
+setup = echo "setup in \$(pwd)" >setup-ran; ls -A $T/p >setup-saw-main 2>&1; touch $T/setup-was-here
+EOF
+
+P=$T/p
+mkdir -p "$P"
+(cd "$P" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+	echo base >f && printf '.env\nnode_modules/\nlink-env\n' >.gitignore &&
+	printf '.env\nlink-env\n' >.worktreeinclude &&
+	git add f .gitignore .worktreeinclude && git commit -qm init && git tag v1 && git branch other) || exit 1
+echo 'TOKEN=from-main' >"$P/.env"
+echo 'outside' >"$T/outside-secret"
+ln -s "$T/outside-secret" "$P/link-env"
+echo 'main only' >"$P/main-only"
+main0=$(git -C "$P" rev-parse main)
+other0=$(git -C "$P" rev-parse other)
+tag0=$(git -C "$P" rev-parse v1)
+cd "$P" || exit 1
+
+# Session one: commits on its own branch; tries main, a tag, another branch.
+out=$("$AMX" run --worktree -- sh -c '
+	echo "cwd=$(pwd)"
+	echo "env=$(cat .env)"
+	[ -e link-env ] && echo "link-env copied"
+	[ -e main-only ] && echo "main-only visible"
+	ls -A '"$P"' | grep -v "^\.git$" | sed "s/^/main-tree: /"
+	echo two >f && git add f && git commit -qm "from session" && echo COMMIT-OK
+	git update-ref refs/heads/main HEAD 2>/dev/null && echo MAIN-MOVED
+	git tag -f v1 HEAD 2>/dev/null && echo TAG-MOVED
+	git tag evil 2>/dev/null && echo TAG-MADE
+	git branch -f other HEAD 2>/dev/null && echo OTHER-MOVED
+	git branch mine 2>/dev/null && echo TOP-BRANCH-MADE
+	true' </dev/null 2>"$T/err1")
+rc=$?
+[ $rc -eq 0 ] || bad "the worktree session failed ($rc): $(cat "$T/err1")"
+id1=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+wt1=$(sed -n 's/^cwd=//p' <<<"$out")
+case $wt1 in
+"$XDG_DATA_HOME"/agentmux/worktrees/*/p) ok "the session ran in a worktree under the data dir" ;;
+*) bad "the session did not run in a worktree under the data dir: cwd=$wt1 ($out)" ;;
+esac
+grep -q 'env=TOKEN=from-main' <<<"$out" && ok ".worktreeinclude copied .env" ||
+	bad ".worktreeinclude did not copy .env: $out"
+grep -q 'link-env copied' <<<"$out" && bad ".worktreeinclude copied a symlink out of the project"
+grep -q 'main-only visible' <<<"$out" && bad "an untracked file of the main tree was in the worktree"
+grep -q 'main-tree:' <<<"$out" && bad "the main working tree was visible in the jail: $out"
+grep -q COMMIT-OK <<<"$out" && ok "a commit on the session's own branch worked" ||
+	bad "committing on the session's branch failed: $out $(cat "$T/err1")"
+for what in MAIN-MOVED TAG-MOVED TAG-MADE OTHER-MOVED TOP-BRANCH-MADE; do
+	grep -q "$what" <<<"$out" && bad "the session could do $what"
+done
+[ "$(git -C "$P" rev-parse main)" = "$main0" ] && [ "$(git -C "$P" rev-parse other)" = "$other0" ] &&
+	[ "$(git -C "$P" rev-parse v1)" = "$tag0" ] && ! git -C "$P" rev-parse -q --verify refs/tags/evil >/dev/null &&
+	! git -C "$P" rev-parse -q --verify refs/heads/mine >/dev/null &&
+	ok "main, other, the tag and refs/heads stayed as they were" ||
+	bad "a ref of the user's moved or appeared: $(git -C "$P" show-ref)"
+b1=agentmux/$id1/shell
+tip=$(git -C "$P" rev-parse -q --verify "refs/heads/$b1") || bad "no branch $b1 in the user's repository"
+[ "$(git -C "$P" log -1 --format=%s "$tip" 2>/dev/null)" = "from session" ] &&
+	[ "$(git -C "$P" rev-parse "$tip^")" = "$main0" ] &&
+	ok "the user's git sees the session's commit on $b1" ||
+	bad "the user's git does not see the session's commit on $b1"
+git -C "$P" fsck --no-dangling >/dev/null 2>&1 || bad "the user's repository does not pass git fsck"
+[ "$(cat "$P/f")" = base ] || bad "the main working tree changed"
+[ -d "$wt1" ] && [ "$(cat "$wt1/f")" = two ] && ok "ending the session kept its worktree" ||
+	bad "the worktree is gone after the session ended"
+
+# Session two, on another base: cannot move session one's branch, nor make one beside it.
+out=$("$AMX" run --worktree --base v1 --branch try -- sh -c '
+	git rev-parse --abbrev-ref HEAD
+	git update-ref refs/heads/'"$b1"' HEAD 2>/dev/null && echo MOVED-ONE
+	git branch agentmux/'"$id1"'/x 2>/dev/null && echo MADE-IN-ONE
+	git branch agentmux/mine/x 2>/dev/null && echo MADE-OTHER
+	git checkout -q -b agentmux/'"$id1"'/y 2>/dev/null && echo SWITCHED-INTO-ONE
+	true' </dev/null 2>"$T/err2") || bad "the second session failed: $(cat "$T/err2")"
+id2=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+grep -q "^agentmux/$id2/try$" <<<"$out" && ok "--branch NAME gave agentmux/$id2/try" ||
+	bad "--branch try did not give agentmux/$id2/try: $out"
+for what in MOVED-ONE MADE-IN-ONE MADE-OTHER SWITCHED-INTO-ONE; do
+	grep -q "$what" <<<"$out" && bad "session two could do $what"
+done
+[ "$(git -C "$P" rev-parse "$b1")" = "$tip" ] && ok "session two could not move session one's branch" ||
+	bad "session one's branch moved"
+
+# merge, merge --squash, merge --apply, a conflict, a dirty main tree, discard.
+wt_of() { git worktree list --porcelain | sed -n 's/^worktree //p' | while read -r w; do
+	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "$1" ] && echo "$w"; done; }
+newest() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+wtrun() { "$AMX" run --worktree -- sh -c "$1"'; git add -A && git commit -qm "$0"' "$2" </dev/null >/dev/null 2>&1 ||
+	bad "the session for $2 failed"; }
+wtrun 'echo three >f; echo g >g' s3; id3=$(newest)
+wtrun 'echo h >h' s4; id4=$(newest)
+wtrun 'echo i >i' s5; id5=$(newest)
+echo dirty >>f
+out=$("$AMX" merge "$id1" 2>&1) && bad "merge into a dirty main tree was not refused"
+grep -q 'uncommitted changes; commit or stash them first' <<<"$out" || bad "merge into a dirty tree did not say why: $out"
+git checkout -q f
+out=$("$AMX" merge "$id1" --into other 2>&1) && bad "merge --into other with main checked out was not refused"
+out=$("$AMX" merge "$id1" 2>&1) || bad "merge $id1 failed: $out"
+{ [ "$(cat f)" = two ] && [ "$(git rev-parse HEAD^2)" = "$tip" ]; } && ok "merge made a merge commit of session one's branch" ||
+	bad "merge did not bring session one's commit in: $out"
+out=$("$AMX" merge "$id3" 2>&1) && bad "a conflicting merge said it worked: $out"
+grep -q "stopped on conflicts in f: .*git merge --abort" <<<"$out" && [ -f .git/MERGE_HEAD ] &&
+	ok "a conflict is left as git leaves it, the file and the way back named" ||
+	bad "a conflicting merge did not name f and how to go back: $out"
+git merge --abort
+out=$("$AMX" merge "$id4" --squash 2>&1) || bad "merge --squash failed: $out"
+{ [ "$(cat h)" = h ] && [ "$(git rev-list --parents -1 HEAD | wc -w)" = 2 ]; } &&
+	ok "merge --squash made one commit" || bad "merge --squash did not make one plain commit: $out; h=$(cat h 2>&1) $(git log --oneline --graph | head -5)"
+head=$(git rev-parse HEAD)
+out=$("$AMX" merge "$id5" --apply 2>&1) || bad "merge --apply failed: $out"
+{ [ "$(git rev-parse HEAD)" = "$head" ] && [ "$(git diff --cached --name-only)" = i ]; } &&
+	ok "merge --apply left the changes staged, uncommitted" || bad "merge --apply committed or staged otherwise: $out"
+git reset -q --hard
+"$AMX" show "$id1" | grep -q "^  worktree  agentmux/$id1/shell, merged$" && ok "show says a merged session's branch is merged" ||
+	bad "show does not say session $id1's branch is merged: $("$AMX" show "$id1" | head -6)"
+"$AMX" sessions | grep -q "/p (agentmux/$id5/shell, unmerged)" && ok "sessions marks an unmerged branch" ||
+	bad "sessions does not mark session $id5's branch unmerged: $("$AMX" sessions)"
+wt3=$(wt_of "agentmux/$id3/shell")
+"$AMX" discard "$id3" </dev/null >/dev/null 2>&1 && bad "discard off a terminal without --yes did not refuse"
+out=$("$AMX" discard "$id3" --yes 2>&1) || bad "discard failed: $out"
+{ ! git rev-parse -q --verify "refs/heads/agentmux/$id3/shell" >/dev/null && [ -n "$wt3" ] && [ ! -e "$wt3" ] &&
+	! git worktree list | grep -q "$wt3"; } && ok "discard removed the worktree and the branch" ||
+	bad "discard left the branch or the worktree ($wt3): $out"
+"$AMX" snapshots "$id3" >/dev/null 2>&1 || bad "session $id3's snapshots went with discard"
+"$AMX" merge "$id3" >/dev/null 2>&1 && bad "merge of a discarded session worked"
+
+# The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
+out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
+	bad "the setup session failed: $(cat "$T/err3")"
+grep -q "^setup in $XDG_DATA_HOME/agentmux/worktrees/.*/p$" <<<"$out" && ok "setup ran in the worktree first" ||
+	bad "setup did not run in the worktree before the command: $out $(cat "$T/err3")"
+grep -q main-only <<<"$out" && bad "setup saw the main working tree: $out"
+[ -e "$T/setup-was-here" ] && bad "setup wrote outside the jail"
+[ -e "$P/setup-ran" ] && bad "setup ran in the main tree"
+out=$("$AMX" run -a wtsetup --worktree -- true </dev/null 2>&1) &&
+	: # (the command ran after a setup that succeeded)
+cat >>"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[agent wtfail]
+command = sh
+setup = exit 3
+EOF
+out=$("$AMX" run -a wtfail --worktree -- sh -c 'echo COMMAND-RAN' </dev/null 2>&1)
+rc=$?
+{ [ $rc -eq 3 ] && ! grep -q COMMAND-RAN <<<"$out"; } && ok "a failing setup stops the command" ||
+	bad "a failing setup did not stop the command (rc $rc): $out"
+
+# Three worktree sessions of one repository at once: each branch and diff holds its own changes only, and
+# undoing one leaves the others byte-for-byte as they were.
+start=$(git rev-parse HEAD)
+pids=
+for n in 1 2 3; do
+	"$AMX" run --worktree --branch "par$n" -- sh -c "echo $n >par$n && git add par$n && git commit -qm par$n &&
+		sleep 2 && echo $n$n >>par$n && git commit -qam par$n-2 && echo edit$n >f" </dev/null >/dev/null 2>"$T/par$n.err" &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p" || bad "a parallel session failed: $(cat "$T"/par*.err)"; done
+sums() { (cd "$1" && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+for n in 1 2 3; do
+	pid_=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if (s.get("worktree") or "").endswith("/par'"$n"', unmerged")][0])')
+	eval "par$n=$pid_"
+	br="agentmux/$pid_/par$n"
+	[ "$(git rev-list --count "$start..$br")" = 2 ] && [ "$(git diff --name-only "$start" "$br")" = "par$n" ] ||
+		bad "branch $br does not hold its own two commits alone: $(git log --oneline "$start..$br") $(git diff --name-only "$start" "$br")"
+	d=$("$AMX" diff "$pid_" 2>&1)
+	{ grep -q "^+edit$n" <<<"$d" && grep -q "par$n" <<<"$d" && ! grep -Eq "par[^$n]|edit[^$n]" <<<"$d"; } ||
+		bad "diff $pid_ does not show its own changes alone: $d"
+	eval "wt$n=\$(wt_of \"\$br\")"
+done
+ok "three parallel worktree sessions each committed on their own branch, each diff shows its own changes"
+sums "$wt1" >"$T/s1"; sums "$wt3" >"$T/s3"
+"$AMX" undo "$par2" >/dev/null 2>&1 || bad "undo $par2 failed"
+{ [ ! -e "$wt2/par2" ] && [ "$(cat "$wt2/f")" != edit2 ]; } || bad "undo $par2 did not put its worktree back"
+sums "$wt1" | cmp -s - "$T/s1" && sums "$wt3" | cmp -s - "$T/s3" &&
+	ok "undo of one parallel session left the other two byte-for-byte" || bad "undo of $par2 touched another worktree"
+
+# A shared tree: a second session without --worktree is refused with the hint; --shared and --worktree start.
+"$AMX" run -- sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &
+bgpid=$!
+for _ in $(seq 100); do
+	"$AMX" sessions --json | python3 -c 'import json,sys; sys.exit(0 if any(s["state"]=="running" for s in json.load(sys.stdin)) else 1)' && break
+	sleep 0.1
+done
+out=$(cd "$P" && "$AMX" run -- true </dev/null 2>&1)
+rc=$?
+{ [ $rc -ne 0 ] && grep -q 'is running on .*--worktree.*--shared' <<<"$out"; } &&
+	ok "a second session in the shared tree is refused with the hint" ||
+	bad "a second session in the shared tree was not refused with the hint (rc $rc): $out"
+(cd "$P" && "$AMX" run --shared -- true </dev/null >/dev/null 2>&1) || bad "--shared did not start"
+(cd "$P" && "$AMX" run --worktree -- true </dev/null >/dev/null 2>&1) ||
+	bad "--worktree did not start beside a session in the shared tree"
+kill "$bgpid" 2>/dev/null
+wait "$bgpid" 2>/dev/null
+bgpid=
+
+# Sessions sharing a tree: undo of one refuses, naming the other session and its files, unless given paths
+# or --force.
+"$AMX" run --shared -- sh -c 'touch a-started; for i in $(seq 300); do [ -e go ] && break; sleep 0.1; done; echo from-a >a-file' \
+	</dev/null >/dev/null 2>&1 &
+apid=$!
+"$AMX" run --shared -- sh -c 'for i in $(seq 300); do [ -e a-started ] && break; sleep 0.1; done; echo from-b >b-file; touch go' \
+	</dev/null >/dev/null 2>&1 || bad "the --shared session failed"
+wait "$apid" || bad "the first shared-tree session failed"
+byc() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "'"$1"'" in " ".join(s["command"])][0])'; }
+ida=$(byc 'from-a')
+idb=$(byc 'from-b')
+[ "$ida" != "$idb" ] || bad "the two shared-tree sessions have one id"
+out=$("$AMX" undo "$idb" 2>&1) && bad "undo of a session whose tree another session changed meanwhile did not refuse"
+grep -q "shared its tree with session $ida, .*changed .*a-file.*; .*name the paths to undo, or pass --force" <<<"$out" &&
+	[ -e a-file ] && [ -e b-file ] && ok "undo refuses naming the other session and its file" ||
+	bad "undo did not refuse naming session $ida and a-file: $out $("$AMX" sessions | head -4) $("$AMX" snapshots "$ida")"
+"$AMX" undo "$idb" b-file >/dev/null 2>&1 || bad "undo $idb b-file failed"
+{ [ ! -e b-file ] && [ "$(cat a-file)" = from-a ]; } && ok "undo with a path undid that path alone" ||
+	bad "undo $idb b-file did not leave a-file alone"
+
+# Usage errors.
+"$AMX" run --branch x -- true </dev/null >/dev/null 2>&1 && bad "--branch without --worktree was accepted"
+"$AMX" run --worktree --branch '../x' -- true </dev/null >/dev/null 2>&1 && bad "--branch ../x was accepted"
+out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
+	bad "--base no-such-ref was accepted"
+grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
+
+# The same as an ordinary user (users are not root; the mounts and Landlock differ), once, from root.
+if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
+	else
+		u="amxw$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+		mkdir -p "$T/stage"
+		cp "$AMX" "$T/stage/agentmux"
+		cp "$0" "$T/stage/worktree.sh"
+		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
+		chmod -R a+rX "$T/stage"
+		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
+		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
+		    AGENTMUX_SHARE="$T/stage/share" \
+		    bash "$T/stage/worktree.sh" --as-user | sed 's/^/user: /' ||
+		    bad "the unprivileged pass failed"
+		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
+		userdel "$u" 2>/dev/null
+		u=
+	fi
+fi
+
+[ $fails -eq 0 ] && echo "all worktree checks passed${1:+ ($1)}"
+exit $((fails > 0))
