@@ -88,6 +88,7 @@ static const struct cli_opt cli_new_opts[] = {
 	CLI_OPT_AGENT("the agent (default: [ui] default_agent, else shell)"),
 	{ "dir", 'C', "DIR", CLI_DIR, "the project: DIR's git top-level, or "
 	  "DIR (default: .)" },
+	CLI_OPTS_WORKTREE,
 	CLI_END
 };
 static const struct cli_opt cli_send_opts[] = {

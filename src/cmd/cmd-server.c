@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "core/core.h"
 #include "server/server.h"
+#include "session/session.h"
 
 /* Sends KV to the server (started with the config if START); prints its answer. */
 static int
@@ -124,6 +125,7 @@ int
 cmd_new(struct cli_args *args)
 {
 	struct server_hello h = { 0 };
+	struct session_opts wo = { 0 };
 	struct config *cf;
 	char *cause = NULL;
 	int rc;
@@ -133,6 +135,12 @@ cmd_new(struct cli_args *args)
 	h.dir = cli_get(args, "dir");
 	h.detached = cli_has(args, "detached");
 	h.new_session = true;
+	if (cmd_worktree_opts("new", args, &wo) == -1)
+		return 2;
+	h.worktree = wo.worktree;
+	h.base = wo.base;
+	h.branch = wo.branch;
+	h.refuse_shared = !wo.shared && !wo.worktree;
 	if (args->argc > 0)
 		h.command = args->argv;
 	if ((cf = cli_load_config()) == NULL)

@@ -156,6 +156,14 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 		buf_printf(b, "ID=%s%c", h->target, '\0');
 	if (h->agent != NULL)
 		buf_printf(b, "AGENT=%s%c", h->agent, '\0');
+	if (h->worktree)
+		buf_printf(b, "WORKTREE=1%c", '\0');
+	if (h->base != NULL)
+		buf_printf(b, "BASE=%s%c", h->base, '\0');
+	if (h->branch != NULL)
+		buf_printf(b, "BRANCH=%s%c", h->branch, '\0');
+	if (h->refuse_shared)
+		buf_printf(b, "REFUSE_SHARED=1%c", '\0');
 	if (h->dir != NULL) {
 		/* The server's own directory is /: a relative one is ours. */
 		dir = h->dir[0] == '/' ? xstrdup(h->dir) :

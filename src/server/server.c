@@ -180,6 +180,10 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 		o.dir = server_hello_get(kv, "CWD");
 	if (argv.n > 0)
 		o.command = argv.v;
+	o.worktree = server_hello_get(kv, "WORKTREE") != NULL;
+	o.base = server_hello_get(kv, "BASE");
+	o.branch = server_hello_get(kv, "BRANCH");
+	o.refuse_shared = server_hello_get(kv, "REFUSE_SHARED") != NULL;
 	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
 	return rc;

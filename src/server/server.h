@@ -15,6 +15,10 @@ struct server_hello {
 	const char *dir;          /* NULL: the client's current dir */
 	char *const *command;     /* NULL: the agent's */
 	const char *target;       /* attach -t: the session to show, or NULL */
+	bool worktree;            /* new --worktree: a worktree of its own */
+	const char *base;         /* --base REF */
+	const char *branch;       /* --branch NAME */
+	bool refuse_shared;       /* new without --shared: refuse a shared tree */
 };
 
 /**

@@ -1072,8 +1072,7 @@ tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
 {
 	struct tui_pane *wp;
 
-	if ((wp = tui_pane_start(t, opts->agent, opts->dir, opts->command,
-	    cause)) == NULL)
+	if ((wp = tui_pane_start(t, opts, cause)) == NULL)
 		return -1;
 	if (focus || t->layout == NULL)
 		tui_select(t, wp->num);

@@ -174,7 +174,8 @@ tui_new_start(struct tui *t)
 		free(dir);
 		return;
 	}
-	wp = tui_pane_start(t, a->name, dir, NULL, &cause);
+	wp = tui_pane_start(t, &(struct tui_opts){ .agent = a->name,
+	    .dir = dir }, &cause);
 	free(dir);
 	if (wp == NULL) {
 		tui_new_note(t, true, cause);

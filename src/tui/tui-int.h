@@ -34,6 +34,10 @@ struct tui_pane {
 	char *project;
 	char *dir;                /* as asked for (restart) */
 	struct strv command;      /* as asked for (restart); empty: the profile's */
+	bool worktree;            /* as asked for: a worktree of its own */
+	char *base;               /* with worktree: --base, or NULL */
+	char *branch;             /* with worktree: --branch, or NULL */
+	bool refuse_shared;       /* asked without --shared (agentmux new) */
 	char *unsafe;             /* unsafe flags in force, or NULL */
 	bool alert;               /* something alarming happened (exfiltration) */
 	struct tui_rect r;        /* where its cells go, when shown */
@@ -245,8 +249,8 @@ enum tui_view tui_view_top(const struct tui *);
 void tui_quit(struct tui *);
 
 /* tui-pane.c */
-struct tui_pane *tui_pane_start(struct tui *, const char *agent,
-    const char *dir, char *const *command, char **cause);
+struct tui_pane *tui_pane_start(struct tui *, const struct tui_opts *,
+    char **cause);
 void tui_pane_free(struct tui_pane *);
 void tui_pane_close(struct tui_pane *);
 void tui_pane_restart(struct tui_pane *);

@@ -69,6 +69,8 @@ tui_pane_started(void *arg, struct session *s, bool ok, const char *cause)
 	wp->start_failed = xstrdup(cause);
 	tui_prompt_drop_pane(wp->t, wp);
 	tui_disk_drop_pane(wp->t, wp);
+	if (wp->t->change_cb != NULL)
+		wp->t->change_cb(wp->t->change_arg);
 	if (wp->closing) {
 		tui_message(wp->t, false, "session %lld (%s) closed",
 		    (long long)wp->id, wp->agent);
@@ -215,9 +217,15 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
 	o.kept = kept;
-	o.worktree = t->cf->ui.worktree;
-	/* Until the dashboard asks (a dialog), it shares a tree as it always did. */
-	o.shared = !o.worktree;
+	o.worktree = wp->worktree || t->cf->ui.worktree;
+	o.base = wp->base;
+	o.branch = wp->branch;
+	/*
+	 * agentmux new refuses a tree another session runs in, as run does;
+	 * the dashboard's own starts share it as they always did, until it
+	 * can ask (a dialog).
+	 */
+	o.shared = !o.worktree && !wp->refuse_shared;
 	o.rows = (unsigned short)sy;
 	o.cols = (unsigned short)sx;
 	if ((wp->s = session_start(t->ctx, &o, &tui_pane_events, wp,
@@ -247,17 +255,21 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 }
 
 struct tui_pane *
-tui_pane_start(struct tui *t, const char *agent, const char *dir,
-    char *const *command, char **cause)
+tui_pane_start(struct tui *t, const struct tui_opts *o, char **cause)
 {
 	struct tui_pane *wp = xcalloc(1, sizeof *wp);
+	char *const *command = o->command;
 	unsigned sx, sy;
 
 	wp->t = t;
 	wp->num = tui_pane_free_num(t);
 	wp->started_us = util_mono_us();
-	wp->agent = agent != NULL ? xstrdup(agent) : NULL;
-	wp->dir = dir != NULL ? xstrdup(dir) : NULL;
+	wp->agent = o->agent != NULL ? xstrdup(o->agent) : NULL;
+	wp->dir = o->dir != NULL ? xstrdup(o->dir) : NULL;
+	wp->worktree = o->worktree;
+	wp->base = o->base != NULL ? xstrdup(o->base) : NULL;
+	wp->branch = o->branch != NULL ? xstrdup(o->branch) : NULL;
+	wp->refuse_shared = o->refuse_shared;
 	strv_init(&wp->command);
 	for (; command != NULL && *command != NULL; command++)
 		strv_add(&wp->command, *command);
@@ -297,6 +309,8 @@ tui_pane_free(struct tui_pane *wp)
 	free(wp->agent);
 	free(wp->project);
 	free(wp->dir);
+	free(wp->base);
+	free(wp->branch);
 	free(wp->unsafe);
 	free(wp->start_failed);
 	strv_free(&wp->command);

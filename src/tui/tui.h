@@ -227,6 +227,10 @@ struct tui_opts {
 	const char *agent;        /* NULL: [ui] default_agent, else shell */
 	const char *dir;          /* NULL: the current dir */
 	char *const *command;     /* NULL: the agent's */
+	bool worktree;            /* a worktree of its own (else [ui] worktree) */
+	const char *base;         /* with worktree: where its branch starts */
+	const char *branch;       /* with worktree: NAME of agentmux/ID/NAME */
+	bool refuse_shared;       /* refuse a tree another session runs in */
 };
 
 struct tui;

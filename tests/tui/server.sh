@@ -122,7 +122,11 @@ echo "server: a SIGKILLed client leaves the session running"
 out=$("$AGENTMUX" ls) || fail "ls failed: $out"
 echo "$out" | grep -Eq "^1: shell .*/proj, (working|needs you), [0-9]*s, 0 requests, 0 denied, 0 prompts waiting$" ||
 	fail "ls: $out"
-id=$(cd "$P" && "$AGENTMUX" new -d -- sh) || fail "new -d failed: $id"
+out=$(cd "$P" && "$AGENTMUX" new -d -- sh 2>&1) &&
+	fail "new -d in a tree session 1 runs in was not refused: $out"
+echo "$out" | grep -q "session 1 is running on .* with --worktree .* --shared" ||
+	fail "new -d in a shared tree: $out"
+id=$(cd "$P" && "$AGENTMUX" new -d --shared -- sh) || fail "new -d failed: $id"
 [ "$id" = 2 ] || fail "new -d printed '$id', not 2"
 wait_for2 '2:shell' || fail "the attached client does not show the new session"
 tmux -L "$SOCK2" send-keys -t 0 C-a 2
@@ -179,6 +183,26 @@ while "$AGENTMUX" ls | grep -q "^2: "; do
 	i=$((i + 1))
 done
 echo "server: ls, new -d, send (text and key names), kill"
+
+# ---- new --worktree: a session of its own branch, out of the user's tree ----
+id=$(cd "$P" && "$AGENTMUX" new -d --worktree --branch srv -- sh -c \
+	'git rev-parse --abbrev-ref HEAD >branch; pwd >where; sleep 60') ||
+	fail "new -d --worktree failed: $id"
+i=0
+while ! "$AGENTMUX" ls --json | python3 -c 'import json, sys; [s] = [x for x in json.load(sys.stdin) if x["id"] == '"$id"']; sys.exit(0 if s["state"] != "starting" else 1)' 2>/dev/null; do
+	[ $i -lt 200 ] || fail "the worktree session did not start: $("$AGENTMUX" ls)"
+	sleep 0.1; i=$((i + 1))
+done
+wt=$(cd "$P" && git worktree list --porcelain | sed -n 's/^worktree //p' | grep -v "^$P\$" | head -n 1)
+[ -n "$wt" ] || fail "new --worktree made no worktree: $(cd "$P" && git worktree list)"
+case "$wt" in "$P"/*) fail "the worktree is inside the user's tree: $wt" ;; esac
+i=0
+while [ ! -s "$wt/branch" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat "$wt/branch" 2>/dev/null)" = "agentmux/$id/srv" ] ||
+	fail "the worktree session is on '$(cat "$wt/branch" 2>/dev/null)', not agentmux/$id/srv"
+[ ! -e "$P/branch" ] || fail "the worktree session wrote into the user's tree"
+"$AGENTMUX" kill "$id" || fail "kill of the worktree session failed"
+echo "server: new --worktree starts a session on a branch of its own, in a worktree outside the tree"
 
 # ---- another user cannot connect (SO_PEERCRED), a bad version is refused ----
 D="$XDG_RUNTIME_DIR/agentmux"
