@@ -44,6 +44,12 @@ session_worktree_sharer(struct session_ctx *ctx, const char *project)
 	return id;
 }
 
+const char *
+session_branch(struct session *s)
+{
+	return s->wt != NULL && s->wt->branch != NULL ? s->wt->branch : NULL;
+}
+
 int
 session_worktree_shared_check(struct session *s, const struct session_opts *o,
     char **cause)

@@ -265,6 +265,8 @@ void session_costs(struct session *, struct session_costs *c);
 int64_t session_pause_took_us(struct session *);
 /** True while paused (from session_pause until it is resumed). */
 bool session_paused(struct session *);
+/** A worktree session's branch (agentmux/ID/NAME) once made, else NULL. */
+const char *session_branch(struct session *);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 

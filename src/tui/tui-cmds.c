@@ -35,6 +35,13 @@ tui_cmds_pane(struct tui *t, int64_t id)
 	return NULL;
 }
 
+/* A worktree session's branch (agentmux/ID/NAME: checked by the session layer), or NULL. */
+static const char *
+tui_cmds_branch(const struct tui_pane *wp)
+{
+	return wp->s != NULL ? session_branch(wp->s) : NULL;
+}
+
 static size_t
 tui_cmds_prompts(const struct tui *t, const struct tui_pane *wp)
 {
@@ -91,6 +98,8 @@ tui_cmds_json(struct tui *t, struct buf *out)
 		json_kint(&j, "requests", (int64_t)wp->requests);
 		json_kint(&j, "denials", (int64_t)wp->denials);
 		json_kint(&j, "prompts", (int64_t)tui_cmds_prompts(t, wp));
+		if (wp->s != NULL)
+			json_kstr(&j, "branch", session_branch(wp->s));
 		if (wp->s != NULL && !wp->exited)
 			tui_cmds_json_costs(&j, wp->s);
 		json_obj_end(&j);
@@ -105,7 +114,7 @@ char *
 tui_list(struct tui *t, bool json)
 {
 	struct buf out;
-	char state[32], *q;
+	char state[32], *q, *qb;
 	size_t i;
 
 	buf_init(&out);
@@ -116,14 +125,18 @@ tui_list(struct tui *t, bool json)
 
 		/* Names came from the user, a project's path from disk: quoted. */
 		q = quote_name(wp->project != NULL ? wp->project : "");
-		buf_printf(&out, "%lld: %s %s, %s, %llds, %llu requests, %llu "
-		    "denied, %zu prompts waiting\n", (long long)wp->id,
+		qb = tui_cmds_branch(wp) != NULL ?
+		    quote_name(tui_cmds_branch(wp)) : NULL;
+		buf_printf(&out, "%lld: %s %s%s%s, %s, %llds, %llu requests, "
+		    "%llu denied, %zu prompts waiting\n", (long long)wp->id,
 		    wp->agent != NULL ? wp->agent : "?", q,
+		    qb != NULL ? " on " : "", qb != NULL ? qb : "",
 		    tui_pane_state(wp, state, sizeof state),
 		    (long long)((util_mono_us() - wp->started_us) / 1000000),
 		    (unsigned long long)wp->requests,
 		    (unsigned long long)wp->denials, tui_cmds_prompts(t, wp));
 		free(q);
+		free(qb);
 	}
 	buf_addc(&out, '\0');
 	return out.data;

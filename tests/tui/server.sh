@@ -201,6 +201,7 @@ while [ ! -s "$wt/branch" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ "$(cat "$wt/branch" 2>/dev/null)" = "agentmux/$id/srv" ] ||
 	fail "the worktree session is on '$(cat "$wt/branch" 2>/dev/null)', not agentmux/$id/srv"
 [ ! -e "$P/branch" ] || fail "the worktree session wrote into the user's tree"
+"$AGENTMUX" ls | grep -q "^$id: shell .* on agentmux/$id/srv, " || fail "ls does not show the branch: $("$AGENTMUX" ls)"
 "$AGENTMUX" kill "$id" || fail "kill of the worktree session failed"
 echo "server: new --worktree starts a session on a branch of its own, in a worktree outside the tree"
 
