@@ -1063,7 +1063,7 @@ tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
 	int fd;
 
 	tui_detach(t);
-	if ((t->scr = tui_screen_open_fds(infd, outfd, term,
+	if ((t->scr = tui_screen_open_fds(t->base, infd, outfd, term,
 	    color && t->cf->ui.color, cause)) == NULL)
 		return -1;
 	fd = tui_screen_infd(t->scr);
