@@ -281,6 +281,20 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	return rc;
 }
 
+/*
+ * The terminal's file flags as they were: the server makes it
+ * non-blocking, and a shell left with that fails its reads (EAGAIN),
+ * whether the server let go or died.
+ */
+static void
+server_client_flags(const int fl[2])
+{
+	if (fl[0] != -1)
+		fcntl(STDIN_FILENO, F_SETFL, fl[0]);
+	if (fl[1] != -1)
+		fcntl(STDOUT_FILENO, F_SETFL, fl[1]);
+}
+
 int
 server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause)
@@ -288,7 +302,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	struct sockaddr_un sun;
 	struct termios tio;
 	struct buf b;
-	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, rc;
+	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, fl[2], rc;
 
 	/* A directory that is not right is said first, terminal or not. */
 	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
@@ -305,6 +319,8 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		return -1;
 	if (tcgetattr(STDIN_FILENO, &tio) == -1)
 		fatal("tcgetattr");
+	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
+	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
 	buf_init(&b);
 	server_client_hello(h, &b);
 	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
@@ -314,6 +330,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		rc = -1;
 	} else
 		rc = server_client_wait(fd, &tio, cause);
+	server_client_flags(fl);
 	buf_free(&b);
 	close(fd);
 	return rc;

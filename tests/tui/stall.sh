@@ -50,5 +50,38 @@ grep -q 'flood-line-with-some-text' "$T/seen" ||
 	fail "the client's terminal, read again, did not get the dashboard"
 timeout 10 "$AGENTMUX" ls >/dev/null 2>&1 || fail "the server does not answer after"
 echo "stall: read again, the terminal gets the frames it missed"
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+
+# ---- a server that dies leaves the client's terminal blocking ----
+# The terminal is held open here too, to read its flags after the client.
+spid=$(server_pid)
+[ -n "$spid" ] || fail "no server pid file"
+out=$(python3 - "$AGENTMUX" "$id" "$spid" <<'PY'
+import fcntl, os, select, signal, subprocess, sys, termios, time
+exe, sid, spid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSWINSZ, b"\x1e\x00\x64\x00\x00\x00\x00\x00")
+def ctty():
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+p = subprocess.Popen([exe, "attach", "-t", sid], stdin=s, stdout=s, stderr=s,
+                     preexec_fn=ctty, env=dict(os.environ, TERM="xterm-256color"))
+out, end = b"", time.time() + 10
+while b"flood-line" not in out and time.time() < end:
+    if select.select([m], [], [], 0.2)[0]:
+        out += os.read(m, 65536)
+os.kill(spid, signal.SIGKILL)
+try:
+    rc = p.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    p.kill()
+    rc = "hung"
+nb = fcntl.fcntl(s, fcntl.F_GETFL) & os.O_NONBLOCK
+print("drawn" if b"flood-line" in out else "not-drawn", rc, "nonblock" if nb else "blocking")
+PY
+)
+case $out in
+drawn\ 1\ blocking) ;;
+*) fail "a client whose server died: $out (want: drawn 1 blocking)" ;;
+esac
+echo "stall: the client of a server that died gives its terminal back blocking"
 exit 0
