@@ -1,6 +1,7 @@
 /* The client: finds (or starts) the server, hands it this terminal, forwards its size, waits to be let go. */
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -43,6 +44,28 @@ server_client_connect(const struct sockaddr_un *sun)
 	return -1;
 }
 
+/*
+ * The server keeps its socket and directory as descriptors 3 and 4 and
+ * nothing else of the shell that started it: a pipe or fifo the shell
+ * held open would otherwise never see its end while the server runs.
+ */
+static void
+server_client_fds(int *lfd, int *dirfd)
+{
+	int l, d, fd;
+
+	if ((l = fcntl(*lfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    (d = fcntl(*dirfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    dup3(l, 3, O_CLOEXEC) == -1 || dup3(d, 4, O_CLOEXEC) == -1)
+		_exit(1);
+	if (syscall(SYS_close_range, 5U, ~0U, 0U) == -1) {
+		for (fd = 5; fd < (int)sysconf(_SC_OPEN_MAX); fd++)
+			close(fd);
+	}
+	*lfd = 3;
+	*dirfd = 4;
+}
+
 /* Forks the server on the listening socket LFD: it is nobody's child and has no terminal. */
 static int
 server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
@@ -62,6 +85,7 @@ server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
 			_exit(1);
 		if (pid != 0)
 			_exit(0);
+		server_client_fds(&lfd, &dirfd);
 		server_main(lfd, dirfd, cf, name);
 	default:
 		break;
