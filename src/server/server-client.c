@@ -158,9 +158,9 @@ server_client_open(const char *name, struct config *cf, char **cause)
 	return fd;
 }
 
-/* The hello: what the server needs of this terminal and what to start. */
-static void
-server_client_hello(const struct server_hello *h, struct buf *b)
+/* The hello: what the server needs of this terminal and what to start; -1 with *CAUSE. */
+static int
+server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
 {
 	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
 	    "NO_COLOR", "COLORTERM" };
@@ -174,6 +174,12 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 	}
 	if (getcwd(cwd, sizeof cwd) != NULL)
 		buf_printf(b, "CWD=%s%c", cwd, '\0');
+	else if (h->dir != NULL && h->dir[0] != '/') {
+		*cause = xprintf("cannot find the current directory (%s), "
+		    "which %s is relative to: pass the project as an absolute "
+		    "path", strerror(errno), h->dir);
+		return -1;
+	}
 	if (h->new_session)
 		buf_printf(b, "NEW=1%c", '\0');
 	if (h->target != NULL)
@@ -189,6 +195,7 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 	}
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
+	return 0;
 }
 
 /* What the server's exit message says; the exit code. */
@@ -291,7 +298,10 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	int rc;
 
 	buf_init(&b);
-	server_client_hello(h, &b);
+	if (server_client_hello(h, &b, cause) == -1) {
+		buf_free(&b);
+		return -1;
+	}
 	strv_init(&kv);
 	strv_add(&kv, "CMD=new");
 	while (at < b.len) {
@@ -339,14 +349,16 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		    "'agentmux run' for a command without one");
 		return -1;
 	}
-	if ((fd = server_client_open(h->name, cf, cause)) == -1)
+	buf_init(&b);
+	if (server_client_hello(h, &b, cause) == -1 ||
+	    (fd = server_client_open(h->name, cf, cause)) == -1) {
+		buf_free(&b);
 		return -1;
+	}
 	if (tcgetattr(STDIN_FILENO, &tio) == -1)
 		fatal("tcgetattr");
 	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
 	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
-	buf_init(&b);
-	server_client_hello(h, &b);
 	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
 	    -1) {
 		*cause = xprintf("cannot talk to the server: %s",

@@ -1,6 +1,7 @@
 #!/bin/sh
 # What the client leaves behind and hands over: the server it starts keeps
-# none of the starting shell's descriptors.
+# none of the starting shell's descriptors; a relative project needs a
+# current directory.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -12,6 +13,15 @@ rc=$?
 wait
 [ $rc = 0 ] || fail "the fifo held open by the starting shell never ended (the server kept it)"
 echo "client: the server keeps no descriptor of the shell that started it"
+
+# ---- a relative project from a directory that is gone is refused ----
+mkdir "$T/gone" || fail "mkdir"
+out=$(cd "$T/gone" && rmdir "$T/gone" && timeout 10 "$AGENTMUX" new -d -C . -- sh 2>&1)
+rc=$?
+[ $rc = 1 ] || fail "new -d -C . from a removed directory exited $rc: $out"
+echo "$out" | grep -q "cannot find the current directory" ||
+	fail "new -d -C . from a removed directory does not say why: $out"
+echo "client: a relative project from a removed directory is refused"
 
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 exit 0
