@@ -202,6 +202,7 @@ server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
 static int
 server_client_exit(const struct buf *b)
 {
+	struct buf q;
 	int32_t code;
 
 	if (b->len < sizeof code)
@@ -209,9 +210,12 @@ server_client_exit(const struct buf *b)
 	memcpy(&code, b->data, sizeof code);
 	if (b->len == sizeof code)
 		return code;
-	/* raw: the server's own text; it quoted the sessions' fields */
-	fwrite(b->data + sizeof code, 1, b->len - sizeof code,
-	    code == 0 ? stdout : stderr);
+	/* Its errors name paths from disk, which may hold any byte. */
+	buf_init(&q);
+	quote_text_add(&q, b->data + sizeof code, b->len - sizeof code);
+	/* raw: quoted just above, newlines kept */
+	fwrite(q.data, 1, q.len, code == 0 ? stdout : stderr);
+	buf_free(&q);
 	return code;
 }
 
