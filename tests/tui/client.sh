@@ -1,7 +1,7 @@
 #!/bin/sh
 # What the client leaves behind and hands over: the server it starts keeps
 # none of the starting shell's descriptors; a relative project needs a
-# current directory.
+# current directory; the socket directory is the user's alone.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -35,4 +35,28 @@ printf '%s' "$out" | grep -qF 'f\033[31mx' ||
 echo "client: the server's error text is printed quoted"
 
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+
+# ---- a socket directory's parent that is not the user's alone ----
+mkdir -m 777 "$T/rt"
+out=$(XDG_RUNTIME_DIR="$T/rt" "$AGENTMUX" ls 2>&1)
+echo "$out" | grep -q "under XDG_RUNTIME_DIR $T/rt: it has mode 0777, which lets others replace it" ||
+	fail "an XDG_RUNTIME_DIR others may write to was used: $out"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+	chmod 700 "$T/rt"
+	chown 1:1 "$T/rt"
+	out=$(XDG_RUNTIME_DIR="$T/rt" "$AGENTMUX" ls 2>&1)
+	echo "$out" | grep -q "under XDG_RUNTIME_DIR $T/rt: it is owned by uid 1 .*, not by you" ||
+		fail "an XDG_RUNTIME_DIR of uid 1 was used: $out"
+	# Another user made /tmp/agentmux-UID first: the victim is told who and what to do.
+	u=$((60000 + $$ % 5000))
+	while [ -e "/tmp/agentmux-$u" ] || getent passwd "$u" >/dev/null; do u=$((u + 1)); done
+	mkdir -m 700 "/tmp/agentmux-$u"
+	out=$(cd / && setpriv --reuid="$u" --regid="$u" --clear-groups env -u XDG_RUNTIME_DIR \
+		HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent XDG_STATE_HOME=/nonexistent \
+		"$AGENTMUX" ls 2>&1)
+	rmdir "/tmp/agentmux-$u"
+	echo "$out" | grep -q "/tmp/agentmux-$u is owned by uid 0, not by you (uid $u): uid 0 (root) made it.*set XDG_RUNTIME_DIR" ||
+		fail "a /tmp/agentmux-UID of root's did not name its owner and a way out: $out"
+fi
+echo "client: a socket directory's parent others may write, or another's, is refused with its owner"
 exit 0
