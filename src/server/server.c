@@ -185,7 +185,9 @@ server_command_id(const struct strv *kv, char **cause)
 	long long id;
 	char *end;
 
-	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0') {
+	errno = 0;
+	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0' ||
+	    errno == ERANGE) {
 		*cause = xprintf("'%s' is not a session number; 'agentmux ls' "
 		    "lists them", v != NULL ? v : "");
 		return -1;

@@ -59,4 +59,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 		fail "a /tmp/agentmux-UID of root's did not name its owner and a way out: $out"
 fi
 echo "client: a socket directory's parent others may write, or another's, is refused with its owner"
+
+# ---- a session number out of range is not one ----
+(cd "$P" && "$AGENTMUX" new -d -- sh >/dev/null) || fail "new -d failed"
+out=$("$AGENTMUX" kill 99999999999999999999 2>&1)
+echo "$out" | grep -q "'99999999999999999999' is not a session number" ||
+	fail "a session number out of range was taken: $out"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a session number out of range is refused as one"
 exit 0
