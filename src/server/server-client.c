@@ -353,6 +353,16 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		    "'agentmux run' for a command without one");
 		return -1;
 	}
+	/*
+	 * The server reads the terminal for us: from a background job it
+	 * would take the keys typed to the shell and send them into a jail.
+	 */
+	if (tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+		*cause = xstrdup("the terminal is not this job's: the dashboard "
+		    "runs in the foreground only (not with '&'); run it again "
+		    "without '&', or 'fg' it before it attaches");
+		return -1;
+	}
 	buf_init(&b);
 	if (server_client_hello(h, &b, cause) == -1 ||
 	    (fd = server_client_open(h->name, cf, cause)) == -1) {

@@ -67,4 +67,50 @@ echo "$out" | grep -q "'99999999999999999999' is not a session number" ||
 	fail "a session number out of range was taken: $out"
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 echo "client: a session number out of range is refused as one"
+
+# ---- a client in a background job of its terminal is refused ----
+out=$(python3 - "$AGENTMUX" "$P" <<'PY'
+import fcntl, os, select, sys, termios, time
+exe, proj = sys.argv[1], sys.argv[2]
+m, s = os.openpty()
+pid = os.fork()
+if pid == 0:
+    # A shell's session: it leads, its group is the foreground; the job is not.
+    os.setsid()
+    fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        for fd in (0, 1, 2):
+            os.dup2(s, fd)
+        os.chdir(proj)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(exe, [exe, "attach"])
+    end = time.time() + 10
+    while time.time() < end:
+        p, st = os.waitpid(job, os.WNOHANG)
+        if p:
+            os._exit(os.waitstatus_to_exitcode(st))
+        time.sleep(0.1)
+    os.kill(job, 9)
+    os._exit(99)
+os.close(s)
+out, end = b"", time.time() + 12
+while b"not this job" not in out and time.time() < end:
+    if not select.select([m], [], [], 0.2)[0]:
+        continue
+    try:
+        b = os.read(m, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), "refused" if b"not this job" in out else "attached")
+PY
+)
+[ "$out" = "1 refused" ] || fail "a client in a background job attached: $out"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a client in a background job of its terminal is refused"
 exit 0
