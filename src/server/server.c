@@ -23,6 +23,8 @@
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
+/* How long a connection may take to send its hello. */
+#define SERVER_HELLO_S 3
 
 struct server;
 
@@ -31,6 +33,7 @@ struct server_client {
 	struct server *sv;
 	int fd;
 	struct event *ev;
+	struct event *hello_ev;   /* drops it if no hello comes in time */
 	pid_t pid;
 	bool attached;            /* its terminal is the dashboard's */
 };
@@ -60,6 +63,7 @@ server_client_free(struct server_client *c)
 		}
 	}
 	event_free(c->ev);
+	event_free(c->hello_ev);
 	close(c->fd);
 	free(c);
 }
@@ -355,6 +359,7 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	switch ((enum server_msg_type)type) {
 	case SERVER_MSG_HELLO:
+		evtimer_del(c->hello_ev);
 		strv_init(&kv);
 		server_hello_parse(&b, &kv);
 		server_hello(c, &kv, fds, &nfds);
@@ -371,6 +376,22 @@ out:
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
 	buf_free(&b);
+}
+
+/*
+ * A connection that says nothing holds one of the few client slots:
+ * a client sends its hello at once, so one that has not is dropped.
+ */
+static void
+server_hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server_client *c = arg;
+	struct server *sv = c->sv;
+
+	log_warnx("dropped a connection (pid %ld) that sent no hello in %d s",
+	    (long)c->pid, SERVER_HELLO_S);
+	server_client_free(c);
+	server_check(sv);
 }
 
 /* Only this user's processes may talk to the server. */
@@ -398,6 +419,7 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct server *sv = arg;
 	struct server_client *c;
+	struct timeval tv = { SERVER_HELLO_S, 0 };
 	pid_t pid;
 	int fd;
 
@@ -417,9 +439,11 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	c->pid = pid;
 	c->ev = event_new(sv->base, fd, EV_READ | EV_PERSIST, server_client_cb,
 	    c);
-	if (c->ev == NULL)
+	c->hello_ev = evtimer_new(sv->base, server_hello_timeout_cb, c);
+	if (c->ev == NULL || c->hello_ev == NULL)
 		fatalx("cannot create a client's event");
 	event_add(c->ev, NULL);
+	evtimer_add(c->hello_ev, &tv);
 	sv->clients[sv->nclients++] = c;
 }
 

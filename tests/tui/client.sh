@@ -113,4 +113,24 @@ PY
 [ "$out" = "1 refused" ] || fail "a client in a background job attached: $out"
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 echo "client: a client in a background job of its terminal is refused"
+
+# ---- a connection that never says hello is dropped ----
+(cd "$P" && "$AGENTMUX" new -d -- sh >/dev/null) || fail "new -d failed"
+out=$(python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.settimeout(10)
+t0 = time.time()
+try:
+    print("closed" if s.recv(65536) == b"" else "answered", round(time.time() - t0))
+except socket.timeout:
+    print("held")' "$XDG_RUNTIME_DIR/agentmux/default" 2>&1)
+case $out in
+"closed 2"|"closed 3"|"closed 4") ;;
+*) fail "a connection with no hello was not dropped after about 3 s: $out" ;;
+esac
+"$AGENTMUX" ls >/dev/null || fail "the server did not answer after dropping a silent connection"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a connection that sends no hello is dropped after 3 s"
 exit 0
