@@ -277,18 +277,22 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 		cause = xstrdup("the client sent no terminal");
 		goto fail;
 	}
-	if ((old = server_attached(sv)) != NULL) {
-		/* One view for now: the newest terminal takes it over. */
-		tui_detach(sv->t);
-		text = server_detached_text(sv);
-		server_client_exit(old, 0, text);
-		free(text);
-	}
-	/* The terminal first: one the server cannot draw on starts nothing. */
+	/*
+	 * The terminal first: one the server cannot draw on starts nothing
+	 * and leaves the view attached (if any) as it is.
+	 */
+	old = server_attached(sv);
 	*nfds = 0;
 	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
 	    &cause) == -1)
 		goto fail;
+	if (old != NULL) {
+		/* One view for now: the newest terminal has taken it over. */
+		old->attached = false;
+		text = server_detached_text(sv);
+		server_client_exit(old, 0, text);
+		free(text);
+	}
 	c->attached = true;
 	if ((server_hello_get(kv, "NEW") != NULL ||
 	    tui_sessions(sv->t) == 0) &&

@@ -521,6 +521,9 @@ tui_screen_free(struct tui_screen *scr)
 	close(scr->ttyfd);
 	free(scr->line);
 	free(scr);
+	/* Curses draws on the screen in use again, not on one just freed. */
+	if (tui_screen_current != NULL)
+		set_term(tui_screen_current->sp);
 }
 
 struct tui_screen *

@@ -133,4 +133,36 @@ esac
 "$AGENTMUX" ls >/dev/null || fail "the server did not answer after dropping a silent connection"
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 echo "client: a connection that sends no hello is dropped after 3 s"
+
+# ---- a client whose terminal cannot be drawn on leaves the attached view ----
+start_dashboard
+wait_for '[0-9]+:shell\* running' 30 || fail "no dashboard"
+wait_for '[#$] ?$' 20 || fail "no shell prompt"
+out=$(python3 - "$AGENTMUX" "$P" <<'PY'
+import fcntl, os, select, sys, termios, time
+exe, proj = sys.argv[1], sys.argv[2]
+pid, fd = __import__("pty").fork()
+if pid == 0:
+    os.chdir(proj)
+    os.environ["TERM"] = "no-such-terminal"
+    os.execv(exe, [exe, "attach"])
+out, end = b"", time.time() + 10
+while time.time() < end:
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            b = os.read(fd, 4096)
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), "named" if b"no-such-terminal" in out else "unnamed")
+PY
+)
+[ "$out" = "1 named" ] || fail "a client with an unknown TERM: $out"
+scr | grep -q 'detached' && fail "a client with an unknown TERM kicked the attached view"
+keys 'echo still-$((3*4))' Enter
+wait_for '^still-12$' || fail "the attached view does not work after a failed attach"
+echo "client: a failed attach leaves the attached view as it was"
 exit 0
