@@ -1,6 +1,7 @@
 /* The client: finds (or starts) the server, hands it this terminal, forwards its size, waits to be let go. */
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -43,6 +44,28 @@ server_client_connect(const struct sockaddr_un *sun)
 	return -1;
 }
 
+/*
+ * The server keeps its socket and directory as descriptors 3 and 4 and
+ * nothing else of the shell that started it: a pipe or fifo the shell
+ * held open would otherwise never see its end while the server runs.
+ */
+static void
+server_client_fds(int *lfd, int *dirfd)
+{
+	int l, d, fd;
+
+	if ((l = fcntl(*lfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    (d = fcntl(*dirfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
+	    dup3(l, 3, O_CLOEXEC) == -1 || dup3(d, 4, O_CLOEXEC) == -1)
+		_exit(1);
+	if (syscall(SYS_close_range, 5U, ~0U, 0U) == -1) {
+		for (fd = 5; fd < (int)sysconf(_SC_OPEN_MAX); fd++)
+			close(fd);
+	}
+	*lfd = 3;
+	*dirfd = 4;
+}
+
 /* Forks the server on the listening socket LFD: it is nobody's child and has no terminal. */
 static int
 server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
@@ -62,6 +85,7 @@ server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
 			_exit(1);
 		if (pid != 0)
 			_exit(0);
+		server_client_fds(&lfd, &dirfd);
 		server_main(lfd, dirfd, cf, name);
 	default:
 		break;
@@ -134,9 +158,9 @@ server_client_open(const char *name, struct config *cf, char **cause)
 	return fd;
 }
 
-/* The hello: what the server needs of this terminal and what to start. */
-static void
-server_client_hello(const struct server_hello *h, struct buf *b)
+/* The hello: what the server needs of this terminal and what to start; -1 with *CAUSE. */
+static int
+server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
 {
 	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
 	    "NO_COLOR", "COLORTERM" };
@@ -150,6 +174,12 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 	}
 	if (getcwd(cwd, sizeof cwd) != NULL)
 		buf_printf(b, "CWD=%s%c", cwd, '\0');
+	else if (h->dir != NULL && h->dir[0] != '/') {
+		*cause = xprintf("cannot find the current directory (%s), "
+		    "which %s is relative to: pass the project as an absolute "
+		    "path", strerror(errno), h->dir);
+		return -1;
+	}
 	if (h->new_session)
 		buf_printf(b, "NEW=1%c", '\0');
 	if (h->target != NULL)
@@ -173,12 +203,14 @@ server_client_hello(const struct server_hello *h, struct buf *b)
 	}
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
+	return 0;
 }
 
 /* What the server's exit message says; the exit code. */
 static int
 server_client_exit(const struct buf *b)
 {
+	struct buf q;
 	int32_t code;
 
 	if (b->len < sizeof code)
@@ -186,9 +218,12 @@ server_client_exit(const struct buf *b)
 	memcpy(&code, b->data, sizeof code);
 	if (b->len == sizeof code)
 		return code;
-	/* raw: the server's own text; it quoted the sessions' fields */
-	fwrite(b->data + sizeof code, 1, b->len - sizeof code,
-	    code == 0 ? stdout : stderr);
+	/* Its errors name paths from disk, which may hold any byte. */
+	buf_init(&q);
+	quote_text_add(&q, b->data + sizeof code, b->len - sizeof code);
+	/* raw: quoted just above, newlines kept */
+	fwrite(q.data, 1, q.len, code == 0 ? stdout : stderr);
+	buf_free(&q);
 	return code;
 }
 
@@ -275,7 +310,10 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	int rc;
 
 	buf_init(&b);
-	server_client_hello(h, &b);
+	if (server_client_hello(h, &b, cause) == -1) {
+		buf_free(&b);
+		return -1;
+	}
 	strv_init(&kv);
 	strv_add(&kv, "CMD=new");
 	while (at < b.len) {
@@ -289,6 +327,20 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	return rc;
 }
 
+/*
+ * The terminal's file flags as they were: the server makes it
+ * non-blocking, and a shell left with that fails its reads (EAGAIN),
+ * whether the server let go or died.
+ */
+static void
+server_client_flags(const int fl[2])
+{
+	if (fl[0] != -1)
+		fcntl(STDIN_FILENO, F_SETFL, fl[0]);
+	if (fl[1] != -1)
+		fcntl(STDOUT_FILENO, F_SETFL, fl[1]);
+}
+
 int
 server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause)
@@ -296,7 +348,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	struct sockaddr_un sun;
 	struct termios tio;
 	struct buf b;
-	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, rc;
+	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, fl[2], rc;
 
 	/* A directory that is not right is said first, terminal or not. */
 	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
@@ -309,12 +361,26 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		    "'agentmux run' for a command without one");
 		return -1;
 	}
-	if ((fd = server_client_open(h->name, cf, cause)) == -1)
+	/*
+	 * The server reads the terminal for us: from a background job it
+	 * would take the keys typed to the shell and send them into a jail.
+	 */
+	if (tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+		*cause = xstrdup("the terminal is not this job's: the dashboard "
+		    "runs in the foreground only (not with '&'); run it again "
+		    "without '&', or 'fg' it before it attaches");
 		return -1;
+	}
+	buf_init(&b);
+	if (server_client_hello(h, &b, cause) == -1 ||
+	    (fd = server_client_open(h->name, cf, cause)) == -1) {
+		buf_free(&b);
+		return -1;
+	}
 	if (tcgetattr(STDIN_FILENO, &tio) == -1)
 		fatal("tcgetattr");
-	buf_init(&b);
-	server_client_hello(h, &b);
+	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
+	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
 	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
 	    -1) {
 		*cause = xprintf("cannot talk to the server: %s",
@@ -322,6 +388,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		rc = -1;
 	} else
 		rc = server_client_wait(fd, &tio, cause);
+	server_client_flags(fl);
 	buf_free(&b);
 	close(fd);
 	return rc;

@@ -4,6 +4,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +38,87 @@ bad:
 	return NULL;
 }
 
+/* $XDG_RUNTIME_DIR if it is set to an absolute path (borrowed), else NULL. */
+static const char *
+server_sock_runtime(void)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+
+	return rt != NULL && rt[0] == '/' ? rt : NULL;
+}
+
 /* $XDG_RUNTIME_DIR/agentmux, else /tmp/agentmux-UID; caller frees. */
 static char *
 server_sock_dir_path(void)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
+	const char *rt = server_sock_runtime();
 
-	if (rt != NULL && rt[0] == '/')
+	if (rt != NULL)
 		return xprintf("%s/agentmux", rt);
 	return xprintf("/tmp/agentmux-%ld", (long)getuid());
+}
+
+/* "uid N (NAME)" for a message; caller frees. */
+static char *
+server_sock_who(uid_t uid)
+{
+	struct passwd *pw = getpwuid(uid);
+	char *name, *who;
+
+	if (pw == NULL)
+		return xprintf("uid %ld", (long)uid);
+	name = quote_name(pw->pw_name);
+	who = xprintf("uid %ld (%s)", (long)uid, name);
+	free(name);
+	return who;
+}
+
+/*
+ * What the socket directory is made in must be the user's alone: in
+ * $XDG_RUNTIME_DIR another user must not be able to swap it, and in /tmp
+ * another user can make /tmp/agentmux-UID first to lock the user out.
+ */
+static int
+server_sock_parent(const char *rt, const char *dir, char **cause)
+{
+	struct stat st;
+	char *who;
+
+	if (rt != NULL) {
+		if (lstat(rt, &st) == -1 || !S_ISDIR(st.st_mode)) {
+			*cause = xprintf("refusing the server's socket "
+			    "directory under XDG_RUNTIME_DIR %s: it is not a "
+			    "directory; point XDG_RUNTIME_DIR at a directory of "
+			    "your own, mode 0700, or unset it", rt);
+			return -1;
+		}
+		if (st.st_uid == getuid() && (st.st_mode & 022) == 0)
+			return 0;
+		if (st.st_uid == getuid()) {
+			*cause = xprintf("refusing the server's socket "
+			    "directory under XDG_RUNTIME_DIR %s: it has mode "
+			    "%04o, which lets others replace it; run 'chmod 700 "
+			    "%s'", rt, (unsigned)(st.st_mode & 07777), rt);
+			return -1;
+		}
+		who = server_sock_who(st.st_uid);
+		*cause = xprintf("refusing the server's socket directory "
+		    "under XDG_RUNTIME_DIR %s: it is owned by %s, not by you; "
+		    "point XDG_RUNTIME_DIR at a directory of your own, mode "
+		    "0700, or unset it", rt, who);
+		free(who);
+		return -1;
+	}
+	if (lstat(dir, &st) == -1 || st.st_uid == getuid())
+		return 0;
+	who = server_sock_who(st.st_uid);
+	*cause = xprintf("refusing the server's socket directory: %s is owned "
+	    "by uid %ld, not by you (uid %ld): %s made it, which keeps "
+	    "agentmux from using it; set XDG_RUNTIME_DIR to a directory of "
+	    "your own (mode 0700), or have it removed", dir,
+	    (long)st.st_uid, (long)getuid(), who);
+	free(who);
+	return -1;
 }
 
 int
@@ -55,6 +128,10 @@ server_sock_dir(const char *name, struct sockaddr_un *sun, char **cause)
 	int fd;
 
 	if ((name = server_sock_name(name, cause)) == NULL) {
+		free(dir);
+		return -1;
+	}
+	if (server_sock_parent(server_sock_runtime(), dir, cause) == -1) {
 		free(dir);
 		return -1;
 	}

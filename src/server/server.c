@@ -23,6 +23,8 @@
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
+/* How long a connection may take to send its hello. */
+#define SERVER_HELLO_S 3
 
 struct server;
 
@@ -31,6 +33,7 @@ struct server_client {
 	struct server *sv;
 	int fd;
 	struct event *ev;
+	struct event *hello_ev;   /* drops it if no hello comes in time */
 	pid_t pid;
 	bool attached;            /* its terminal is the dashboard's */
 
@@ -65,6 +68,7 @@ server_client_free(struct server_client *c)
 		}
 	}
 	event_free(c->ev);
+	event_free(c->hello_ev);
 	if (c->wait_ev != NULL)
 		event_free(c->wait_ev);
 	free(c->wait_for);
@@ -197,7 +201,9 @@ server_command_id(const struct strv *kv, char **cause)
 	long long id;
 	char *end;
 
-	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0') {
+	errno = 0;
+	if (v == NULL || (id = strtoll(v, &end, 10)) <= 0 || *end != '\0' ||
+	    errno == ERANGE) {
 		*cause = xprintf("'%s' is not a session number; 'agentmux ls' "
 		    "lists them", v != NULL ? v : "");
 		return -1;
@@ -381,18 +387,22 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 		cause = xstrdup("the client sent no terminal");
 		goto fail;
 	}
-	if ((old = server_attached(sv)) != NULL) {
-		/* One view for now: the newest terminal takes it over. */
-		tui_detach(sv->t);
-		text = server_detached_text(sv);
-		server_client_exit(old, 0, text);
-		free(text);
-	}
-	/* The terminal first: one the server cannot draw on starts nothing. */
+	/*
+	 * The terminal first: one the server cannot draw on starts nothing
+	 * and leaves the view attached (if any) as it is.
+	 */
+	old = server_attached(sv);
 	*nfds = 0;
 	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
 	    &cause) == -1)
 		goto fail;
+	if (old != NULL) {
+		/* One view for now: the newest terminal has taken it over. */
+		old->attached = false;
+		text = server_detached_text(sv);
+		server_client_exit(old, 0, text);
+		free(text);
+	}
 	c->attached = true;
 	if ((server_hello_get(kv, "NEW") != NULL ||
 	    tui_sessions(sv->t) == 0) &&
@@ -463,6 +473,7 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	switch ((enum server_msg_type)type) {
 	case SERVER_MSG_HELLO:
+		evtimer_del(c->hello_ev);
 		strv_init(&kv);
 		server_hello_parse(&b, &kv);
 		server_hello(c, &kv, fds, &nfds);
@@ -479,6 +490,22 @@ out:
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
 	buf_free(&b);
+}
+
+/*
+ * A connection that says nothing holds one of the few client slots:
+ * a client sends its hello at once, so one that has not is dropped.
+ */
+static void
+server_hello_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server_client *c = arg;
+	struct server *sv = c->sv;
+
+	log_warnx("dropped a connection (pid %ld) that sent no hello in %d s",
+	    (long)c->pid, SERVER_HELLO_S);
+	server_client_free(c);
+	server_check(sv);
 }
 
 /* Only this user's processes may talk to the server. */
@@ -506,6 +533,7 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct server *sv = arg;
 	struct server_client *c;
+	struct timeval tv = { SERVER_HELLO_S, 0 };
 	pid_t pid;
 	int fd;
 
@@ -525,9 +553,11 @@ server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	c->pid = pid;
 	c->ev = event_new(sv->base, fd, EV_READ | EV_PERSIST, server_client_cb,
 	    c);
-	if (c->ev == NULL)
+	c->hello_ev = evtimer_new(sv->base, server_hello_timeout_cb, c);
+	if (c->ev == NULL || c->hello_ev == NULL)
 		fatalx("cannot create a client's event");
 	event_add(c->ev, NULL);
+	evtimer_add(c->hello_ev, &tv);
 	sv->clients[sv->nclients++] = c;
 }
 

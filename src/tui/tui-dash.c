@@ -1121,12 +1121,15 @@ int
 tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
     char **cause)
 {
+	struct tui_screen *scr;
 	int fd;
 
-	tui_detach(t);
-	if ((t->scr = tui_screen_open_fds(infd, outfd, term,
+	/* The new terminal is tried before the view it replaces goes. */
+	if ((scr = tui_screen_open_fds(t->base, infd, outfd, term,
 	    color && t->cf->ui.color, cause)) == NULL)
 		return -1;
+	tui_detach(t);
+	t->scr = scr;
 	fd = tui_screen_infd(t->scr);
 	util_set_nonblock(fd);
 	t->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST,

@@ -1,17 +1,23 @@
 /* Drawing with ncursesw: changed grid rows only, colours mapped to what the terminal has, frames paced. */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <limits.h>
 #include <locale.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 #include <wchar.h>
 
 #include <curses.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <term.h>
 
@@ -153,11 +159,25 @@ tui_render_hidden(const struct pane_cell *c)
 	    tui_render_to256(fg) == tui_render_to256(bg);
 }
 
+/*
+ * Bytes queued for a terminal past which no frame is drawn: its reader
+ * has stopped (a stopped ssh, a frozen terminal), and the loop must not
+ * wait for it nor queue without bound.
+ */
+#define TUI_SCREEN_HIGH (1024 * 1024)
+/* How long closing a screen waits for its terminal to take the last bytes. */
+#define TUI_SCREEN_CLOSE_MS 200
+
 struct tui_screen {
 	SCREEN *sp;
-	FILE *in;             /* the terminal's descriptors, owned */
-	FILE *out;
-	int outfd;
+	FILE *in;             /* the terminal's keys, owned */
+	FILE *out;            /* curses writes here: a memory file, owned */
+	int ttyfd;            /* the terminal drawn on, owned */
+	struct termios tio;   /* its modes before */
+	bool tio_saved;
+	struct evbuffer *obuf; /* what the terminal has not taken yet */
+	struct event *wev;    /* writes OBUF when it can; NULL: no loop */
+	bool held;            /* a frame waits for OBUF to drain */
 	bool color;
 	int ncolors;
 	attr_t style_attr[TUI_STYLE_COUNT];
@@ -267,6 +287,94 @@ tui_screen_locale(void)
 		setlocale(LC_CTYPE, "C.utf8");
 }
 
+/* Moves what curses wrote into its memory file to the end of OBUF. */
+static void
+tui_screen_take(struct tui_screen *scr)
+{
+	char buf[65536];
+	off_t at = 0;
+	ssize_t n;
+	int fd = fileno(scr->out);
+
+	fflush(scr->out);
+	while ((n = pread(fd, buf, sizeof buf, at)) > 0) {
+		evbuffer_add(scr->obuf, buf, (size_t)n);
+		at += n;
+	}
+	if (at > 0 && (ftruncate(fd, 0) == -1 || lseek(fd, 0, SEEK_SET) == -1))
+		fatal("cannot reset the dashboard's frame buffer");
+}
+
+static void tui_screen_writable(evutil_socket_t, short, void *);
+
+/*
+ * Writes what the terminal takes now, never waiting for it: the rest
+ * goes when the loop sees it writable. A terminal that is gone loses
+ * its bytes; its reader notices and detaches it.
+ */
+static void
+tui_screen_push(struct tui_screen *scr)
+{
+	tui_screen_take(scr);
+	while (evbuffer_get_length(scr->obuf) > 0) {
+		if (evbuffer_write(scr->obuf, scr->ttyfd) > 0)
+			continue;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && scr->wev != NULL) {
+			event_add(scr->wev, NULL);
+			return;
+		}
+		if (errno != EAGAIN)
+			evbuffer_drain(scr->obuf, evbuffer_get_length(scr->obuf));
+		else
+			/* No loop (the test harness): wait, as a tty would. */
+			poll(&(struct pollfd){ scr->ttyfd, POLLOUT, 0 }, 1, -1);
+	}
+}
+
+/* Queues bytes of ours after what curses has written, and sends them. */
+static void
+tui_screen_add(struct tui_screen *scr, const void *data, size_t len)
+{
+	tui_screen_take(scr);
+	evbuffer_add(scr->obuf, data, len);
+	tui_screen_push(scr);
+}
+
+static void
+tui_screen_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui_screen *scr = arg;
+
+	tui_screen_push(scr);
+	/* Drained: the frame held back is drawn now, as it is at this point. */
+	if (scr->held && evbuffer_get_length(scr->obuf) == 0) {
+		scr->held = false;
+		tui_screen_flush(scr);
+	}
+}
+
+/* The last bytes (the terminal's modes back): a little wait, then given up. */
+static void
+tui_screen_last(struct tui_screen *scr)
+{
+	struct pollfd pfd = { scr->ttyfd, POLLOUT, 0 };
+	int waited = 0;
+
+	tui_screen_take(scr);
+	while (evbuffer_get_length(scr->obuf) > 0 &&
+	    waited < TUI_SCREEN_CLOSE_MS) {
+		if (evbuffer_write(scr->obuf, scr->ttyfd) > 0)
+			continue;
+		if (errno != EAGAIN && errno != EINTR)
+			break;
+		if (poll(&pfd, 1, 10) == 0)
+			waited += 10;
+	}
+	evbuffer_drain(scr->obuf, evbuffer_get_length(scr->obuf));
+}
+
 /* Turns the terminal's mouse reporting and bracketed paste on or off. */
 static void
 tui_screen_modes(struct tui_screen *scr, bool on)
@@ -276,11 +384,10 @@ tui_screen_modes(struct tui_screen *scr, bool on)
 	static const char disable[] = "\033[?2004l\033[?1006l\033[?1002l"
 	    "\033[?1000l";
 
-	fflush(scr->out);
 	if (on) /* raw: constant mode sequences */
-		util_write_all(scr->outfd, enable, sizeof enable - 1);
+		tui_screen_add(scr, enable, sizeof enable - 1);
 	else /* raw: constant mode sequences */
-		util_write_all(scr->outfd, disable, sizeof disable - 1);
+		tui_screen_add(scr, disable, sizeof disable - 1);
 }
 
 /* The screen in use, so that an exit from anywhere gives the terminal back. */
@@ -288,14 +395,27 @@ static struct tui_screen *tui_screen_current;
 
 static unsigned tui_screen_walk(const char *, unsigned, bool);
 
+/* Curses lets the terminal go, and the terminal gets its own modes back. */
+static void
+tui_screen_end(struct tui_screen *scr)
+{
+	int flags;
+
+	set_term(scr->sp);
+	endwin();
+	tui_screen_modes(scr, false);
+	tui_screen_last(scr);
+	if (scr->tio_saved)
+		tcsetattr(scr->ttyfd, TCSADRAIN, &scr->tio);
+	if ((flags = fcntl(scr->ttyfd, F_GETFL)) != -1)
+		fcntl(scr->ttyfd, F_SETFL, flags & ~O_NONBLOCK);
+}
+
 static void
 tui_screen_atexit(void)
 {
-	if (tui_screen_current != NULL) {
-		set_term(tui_screen_current->sp);
-		endwin();
-		tui_screen_modes(tui_screen_current, false);
-	}
+	if (tui_screen_current != NULL)
+		tui_screen_end(tui_screen_current);
 }
 
 struct tui_screen *
@@ -310,7 +430,8 @@ tui_screen_open(bool color, char **cause)
 	}
 	if ((in = dup(STDIN_FILENO)) == -1 || (out = dup(STDOUT_FILENO)) == -1)
 		fatal("dup");
-	return tui_screen_open_fds(in, out, getenv("TERM"), color, cause);
+	return tui_screen_open_fds(NULL, in, out, getenv("TERM"), color,
+	    cause);
 }
 
 /* Curses' modes for the dashboard, on the screen just made. */
@@ -345,9 +466,71 @@ tui_screen_setup(struct tui_screen *scr, bool color)
 	refresh();
 }
 
+/*
+ * The terminal in raw mode, as curses would set it: curses writes to a
+ * memory file, so it cannot set the terminal's modes itself.
+ */
+static void
+tui_screen_raw(struct tui_screen *scr)
+{
+	struct termios tio;
+
+	if (tcgetattr(scr->ttyfd, &scr->tio) == -1)
+		return;
+	scr->tio_saved = true;
+	tio = scr->tio;
+	cfmakeraw(&tio);
+	tio.c_cc[VMIN] = 1;
+	tio.c_cc[VTIME] = 0;
+	tcsetattr(scr->ttyfd, TCSADRAIN, &tio);
+}
+
+/*
+ * Curses never writes to the terminal: it draws into a memory file that
+ * tui_screen_push empties into OBUF, and the loop writes that as the
+ * terminal takes it. A terminal that stops reading costs its own
+ * frames, never the loop's time.
+ */
+static bool
+tui_screen_curses(struct tui_screen *scr, struct event_base *base,
+    const char *term)
+{
+	int mfd;
+
+	if ((mfd = memfd_create("agentmux-frame", MFD_CLOEXEC)) == -1 ||
+	    (scr->out = fdopen(mfd, "w")) == NULL)
+		fatal("cannot make the dashboard's frame buffer");
+	scr->obuf = evbuffer_new();
+	if (base != NULL)
+		scr->wev = event_new(base, scr->ttyfd, EV_WRITE,
+		    tui_screen_writable, scr);
+	if (scr->obuf == NULL || (base != NULL && scr->wev == NULL))
+		fatalx("cannot create the dashboard's output buffer");
+	if (base != NULL)
+		util_set_nonblock(scr->ttyfd);
+	return (scr->sp = newterm(term, scr->out, scr->in)) != NULL;
+}
+
+static void
+tui_screen_free(struct tui_screen *scr)
+{
+	if (scr->wev != NULL)
+		event_free(scr->wev);
+	if (scr->obuf != NULL)
+		evbuffer_free(scr->obuf);
+	fclose(scr->in);
+	fclose(scr->out);
+	close(scr->ttyfd);
+	free(scr->line);
+	free(scr);
+	/* Curses draws on the screen in use again, not on one just freed. */
+	if (tui_screen_current != NULL)
+		set_term(tui_screen_current->sp);
+}
+
 struct tui_screen *
-tui_screen_open_fds(int infd, int outfd, const char *term, bool color,
-    char **cause)
+tui_screen_open_fds(struct event_base *base, int infd, int outfd,
+    const char *term, bool color, char **cause)
 {
 	static bool registered;
 	struct tui_screen *scr;
@@ -361,20 +544,19 @@ tui_screen_open_fds(int infd, int outfd, const char *term, bool color,
 	}
 	tui_screen_locale();
 	scr = xcalloc(1, sizeof *scr);
-	scr->outfd = outfd;
-	if ((scr->in = fdopen(infd, "r")) == NULL ||
-	    (scr->out = fdopen(outfd, "w")) == NULL)
+	scr->ttyfd = outfd;
+	if ((scr->in = fdopen(infd, "r")) == NULL)
 		fatal("fdopen");
-	if ((scr->sp = newterm(term, scr->out, scr->in)) == NULL) {
+	if (!tui_screen_curses(scr, base, term)) {
 		*cause = xprintf("cannot use terminal type '%s'; set TERM to "
 		    "one this system knows (e.g. xterm-256color)",
 		    term != NULL ? term : "");
-		fclose(scr->in);
-		fclose(scr->out);
-		free(scr);
+		tui_screen_free(scr);
 		return NULL;
 	}
 	set_term(scr->sp);
+	tui_screen_raw(scr);
+	tui_screen_resize(scr);
 	tui_screen_setup(scr, color);
 	tui_screen_modes(scr, true);
 	tui_screen_current = scr;
@@ -394,8 +576,7 @@ tui_screen_infd(const struct tui_screen *scr)
 void
 tui_screen_write(struct tui_screen *scr, const void *data, size_t len)
 {
-	fflush(scr->out);
-	util_write_all(scr->outfd, data, len);
+	tui_screen_add(scr, data, len);
 }
 
 void
@@ -409,18 +590,14 @@ tui_screen_close(struct tui_screen *scr)
 		tui_screen_current = NULL;
 	set_term(scr->sp);
 	curs_set(1);
-	endwin();
 	se = tigetstr("Ss");
 	if (scr->shape > 0 && se != NULL && se != (char *)-1 &&
 	    (se = tiparm(se, 0)) != NULL)
 		/* raw: terminfo's Ss with 0, no text of a pane's */
-		util_write_all(scr->outfd, se, strlen(se));
-	tui_screen_modes(scr, false);
+		tui_screen_add(scr, se, strlen(se));
+	tui_screen_end(scr);
 	delscreen(scr->sp);
-	fclose(scr->in);
-	fclose(scr->out);
-	free(scr->line);
-	free(scr);
+	tui_screen_free(scr);
 }
 
 void
@@ -435,7 +612,7 @@ tui_screen_resize(struct tui_screen *scr)
 {
 	struct winsize ws;
 
-	if (ioctl(scr->outfd, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
+	if (ioctl(scr->ttyfd, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
 	    ws.ws_col == 0)
 		return;
 	set_term(scr->sp);
@@ -771,17 +948,24 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 void
 tui_screen_flush(struct tui_screen *scr)
 {
+	/* The terminal is not reading: the frame waits in curses' windows. */
+	if (evbuffer_get_length(scr->obuf) > TUI_SCREEN_HIGH) {
+		scr->held = true;
+		return;
+	}
 	set_term(scr->sp);
 	if (scr->invalid) {
 		clearok(curscr, TRUE);
 		scr->invalid = false;
 	}
 	refresh();
+	tui_screen_take(scr);
 	if (scr->pending[0] != '\0') {
 		/* raw: terminfo's Ss with a shape of 0-6 (pane_vtseq) */
-		util_write_all(scr->outfd, scr->pending, strlen(scr->pending));
+		evbuffer_add(scr->obuf, scr->pending, strlen(scr->pending));
 		scr->pending[0] = '\0';
 	}
+	tui_screen_push(scr);
 }
 
 /* ---- frame pacing ---- */

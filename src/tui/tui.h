@@ -337,10 +337,12 @@ struct tui_screen;
 struct tui_screen *tui_screen_open(bool color, char **cause);
 /**
  * The same on the terminal INFD (keys) and OUTFD (drawing) of type TERM,
- * which it owns from now on (closed on failure too).
+ * which it owns from now on (closed on failure too). With BASE, output
+ * is written as OUTFD takes it and frames wait while it does not (OUTFD
+ * becomes non-blocking); without, each frame is written out in full.
  */
-struct tui_screen *tui_screen_open_fds(int infd, int outfd, const char *term,
-    bool color, char **cause);
+struct tui_screen *tui_screen_open_fds(struct event_base *base, int infd,
+    int outfd, const char *term, bool color, char **cause);
 /** The descriptor keys come from (borrowed). */
 int tui_screen_infd(const struct tui_screen *);
 /** Writes raw bytes to the terminal, after what curses has queued. */

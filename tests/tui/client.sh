@@ -1,0 +1,168 @@
+#!/bin/sh
+# What the client leaves behind and hands over: the server it starts keeps
+# none of the starting shell's descriptors; a relative project needs a
+# current directory; the socket directory is the user's alone.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+# ---- the server keeps no descriptor of the shell that started it ----
+mkfifo "$T/fifo" || fail "mkfifo"
+( exec 7>"$T/fifo"; cd "$P" && exec "$AGENTMUX" new -d -- sh >/dev/null ) &
+timeout 10 cat "$T/fifo" >/dev/null
+rc=$?
+wait
+[ $rc = 0 ] || fail "the fifo held open by the starting shell never ended (the server kept it)"
+echo "client: the server keeps no descriptor of the shell that started it"
+
+# ---- a relative project from a directory that is gone is refused ----
+mkdir "$T/gone" || fail "mkdir"
+out=$(cd "$T/gone" && rmdir "$T/gone" && timeout 10 "$AGENTMUX" new -d -C . -- sh 2>&1)
+rc=$?
+[ $rc = 1 ] || fail "new -d -C . from a removed directory exited $rc: $out"
+echo "$out" | grep -q "cannot find the current directory" ||
+	fail "new -d -C . from a removed directory does not say why: $out"
+echo "client: a relative project from a removed directory is refused"
+
+# ---- the server's error text reaches the terminal quoted ----
+esc=$(printf 'f\033[31mx')
+touch "$T/$esc" || fail "touch"
+out=$(cd "$P" && timeout 10 "$AGENTMUX" new -d -C "$T/$esc" -- sh 2>&1)
+[ $? = 1 ] || fail "new -d -C FILE did not fail: $out"
+printf '%s' "$out" | grep -q "$(printf '\033')" &&
+	fail "the server's error went out with a raw ESC: $(printf '%s' "$out" | od -c | head -5)"
+printf '%s' "$out" | grep -qF 'f\033[31mx' ||
+	fail "the server's error does not show the name quoted: $out"
+echo "client: the server's error text is printed quoted"
+
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+
+# ---- a socket directory's parent that is not the user's alone ----
+mkdir -m 777 "$T/rt"
+out=$(XDG_RUNTIME_DIR="$T/rt" "$AGENTMUX" ls 2>&1)
+echo "$out" | grep -q "under XDG_RUNTIME_DIR $T/rt: it has mode 0777, which lets others replace it" ||
+	fail "an XDG_RUNTIME_DIR others may write to was used: $out"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+	chmod 700 "$T/rt"
+	chown 1:1 "$T/rt"
+	out=$(XDG_RUNTIME_DIR="$T/rt" "$AGENTMUX" ls 2>&1)
+	echo "$out" | grep -q "under XDG_RUNTIME_DIR $T/rt: it is owned by uid 1 .*, not by you" ||
+		fail "an XDG_RUNTIME_DIR of uid 1 was used: $out"
+	# Another user made /tmp/agentmux-UID first: the victim is told who and what to do.
+	u=$((60000 + $$ % 5000))
+	while [ -e "/tmp/agentmux-$u" ] || getent passwd "$u" >/dev/null; do u=$((u + 1)); done
+	mkdir -m 700 "/tmp/agentmux-$u"
+	out=$(cd / && setpriv --reuid="$u" --regid="$u" --clear-groups env -u XDG_RUNTIME_DIR \
+		HOME=/nonexistent XDG_CONFIG_HOME=/nonexistent XDG_STATE_HOME=/nonexistent \
+		"$AGENTMUX" ls 2>&1)
+	rmdir "/tmp/agentmux-$u"
+	echo "$out" | grep -q "/tmp/agentmux-$u is owned by uid 0, not by you (uid $u): uid 0 (root) made it.*set XDG_RUNTIME_DIR" ||
+		fail "a /tmp/agentmux-UID of root's did not name its owner and a way out: $out"
+fi
+echo "client: a socket directory's parent others may write, or another's, is refused with its owner"
+
+# ---- a session number out of range is not one ----
+(cd "$P" && "$AGENTMUX" new -d -- sh >/dev/null) || fail "new -d failed"
+out=$("$AGENTMUX" kill 99999999999999999999 2>&1)
+echo "$out" | grep -q "'99999999999999999999' is not a session number" ||
+	fail "a session number out of range was taken: $out"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a session number out of range is refused as one"
+
+# ---- a client in a background job of its terminal is refused ----
+out=$(python3 - "$AGENTMUX" "$P" <<'PY'
+import fcntl, os, select, sys, termios, time
+exe, proj = sys.argv[1], sys.argv[2]
+m, s = os.openpty()
+pid = os.fork()
+if pid == 0:
+    # A shell's session: it leads, its group is the foreground; the job is not.
+    os.setsid()
+    fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+    job = os.fork()
+    if job == 0:
+        os.setpgid(0, 0)
+        for fd in (0, 1, 2):
+            os.dup2(s, fd)
+        os.chdir(proj)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(exe, [exe, "attach"])
+    end = time.time() + 10
+    while time.time() < end:
+        p, st = os.waitpid(job, os.WNOHANG)
+        if p:
+            os._exit(os.waitstatus_to_exitcode(st))
+        time.sleep(0.1)
+    os.kill(job, 9)
+    os._exit(99)
+os.close(s)
+out, end = b"", time.time() + 12
+while b"not this job" not in out and time.time() < end:
+    if not select.select([m], [], [], 0.2)[0]:
+        continue
+    try:
+        b = os.read(m, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), "refused" if b"not this job" in out else "attached")
+PY
+)
+[ "$out" = "1 refused" ] || fail "a client in a background job attached: $out"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a client in a background job of its terminal is refused"
+
+# ---- a connection that never says hello is dropped ----
+(cd "$P" && "$AGENTMUX" new -d -- sh >/dev/null) || fail "new -d failed"
+out=$(python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.settimeout(10)
+t0 = time.time()
+try:
+    print("closed" if s.recv(65536) == b"" else "answered", round(time.time() - t0))
+except socket.timeout:
+    print("held")' "$XDG_RUNTIME_DIR/agentmux/default" 2>&1)
+case $out in
+"closed 2"|"closed 3"|"closed 4") ;;
+*) fail "a connection with no hello was not dropped after about 3 s: $out" ;;
+esac
+"$AGENTMUX" ls >/dev/null || fail "the server did not answer after dropping a silent connection"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+echo "client: a connection that sends no hello is dropped after 3 s"
+
+# ---- a client whose terminal cannot be drawn on leaves the attached view ----
+start_dashboard
+wait_for '[0-9]+:shell\* running' 30 || fail "no dashboard"
+wait_for '[#$] ?$' 20 || fail "no shell prompt"
+out=$(python3 - "$AGENTMUX" "$P" <<'PY'
+import fcntl, os, select, sys, termios, time
+exe, proj = sys.argv[1], sys.argv[2]
+pid, fd = __import__("pty").fork()
+if pid == 0:
+    os.chdir(proj)
+    os.environ["TERM"] = "no-such-terminal"
+    os.execv(exe, [exe, "attach"])
+out, end = b"", time.time() + 10
+while time.time() < end:
+    if select.select([fd], [], [], 0.2)[0]:
+        try:
+            b = os.read(fd, 4096)
+        except OSError:
+            break
+        if not b:
+            break
+        out += b
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), "named" if b"no-such-terminal" in out else "unnamed")
+PY
+)
+[ "$out" = "1 named" ] || fail "a client with an unknown TERM: $out"
+scr | grep -q 'detached' && fail "a client with an unknown TERM kicked the attached view"
+keys 'echo still-$((3*4))' Enter
+wait_for '^still-12$' || fail "the attached view does not work after a failed attach"
+echo "client: a failed attach leaves the attached view as it was"
+exit 0
