@@ -136,7 +136,7 @@ echo "client: a connection that sends no hello is dropped after 3 s"
 
 # ---- a client whose terminal cannot be drawn on leaves the attached view ----
 start_dashboard
-wait_for '[0-9]+:shell\* running' 30 || fail "no dashboard"
+wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "no dashboard"
 wait_for '[#$] ?$' 20 || fail "no shell prompt"
 out=$(python3 - "$AGENTMUX" "$P" <<'PY'
 import fcntl, os, select, sys, termios, time

@@ -138,7 +138,7 @@ keys "clear; sleep 2; curl -s $URL/four; echo; echo curl-done-\$((2+2))" Enter
 prefix d
 wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
 i=0
-until "$AGENTMUX" ls | grep -q ", waiting, .*, 1 prompts waiting$"; do
+until "$AGENTMUX" ls | grep -q ", prompt, .*, 1 prompts waiting$"; do
 	[ $i -lt 50 ] || fail "ls does not show the prompt raised while detached: $("$AGENTMUX" ls)"
 	sleep 0.1
 	i=$((i + 1))
