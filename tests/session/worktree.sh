@@ -154,6 +154,28 @@ out=$("$AMX" discard "$id3" --yes 2>&1) || bad "discard failed: $out"
 "$AMX" snapshots "$id3" >/dev/null 2>&1 || bad "session $id3's snapshots went with discard"
 "$AMX" merge "$id3" >/dev/null 2>&1 && bad "merge of a discarded session worked"
 
+# A session turns its own branch into a symref to main and plants a symref and a symlinked ref to other
+# in its ref dir: merge refuses, sessions does not call it merged, discard deletes the links, never main.
+main1=$(git rev-parse main)
+other1=$(git rev-parse other)
+out=$("$AMX" run --worktree -- sh -c 'b=$(git symbolic-ref HEAD) &&
+	git symbolic-ref "$b" refs/heads/main && git symbolic-ref "${b%/*}/evil" refs/heads/other &&
+	ln -s refs/heads/other "$(git rev-parse --path-format=absolute --git-common-dir)/${b%/*}/link" &&
+	echo PLANTED' </dev/null 2>&1)
+idl=$(newest)
+grep -q PLANTED <<<"$out" || bad "the session could not plant the symrefs: $out"
+"$AMX" sessions | grep "agentmux/$idl/" | grep -q ", merged)" && bad "sessions calls a symref to main merged"
+out=$("$AMX" merge "$idl" 2>&1) && bad "merge of a session whose branch is a symref worked: $out"
+grep -q "is a link to another ref" <<<"$out" && ok "merge refuses a session branch that is a symref" ||
+	bad "merge of a symref branch did not say why: $out"
+out=$("$AMX" discard "$idl" --yes 2>&1) || bad "discard of the symref session failed: $out"
+{ [ "$(git rev-parse -q --verify refs/heads/main)" = "$main1" ] &&
+	[ "$(git rev-parse -q --verify refs/heads/other)" = "$other1" ]; } &&
+	ok "discard deleted the session's symrefs and symlinked ref, not main or other" ||
+	bad "discard through a symref deleted or moved main or other: $out; $(git for-each-ref refs/heads | head)"
+[ -z "$(git for-each-ref "refs/heads/agentmux/$idl/")" ] && [ ! -L ".git/refs/heads/agentmux/$idl/link" ] ||
+	bad "discard left the session's refs: $(git for-each-ref "refs/heads/agentmux/$idl/")"
+
 # The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
 out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
 	bad "the setup session failed: $(cat "$T/err3")"
