@@ -672,6 +672,88 @@ snap_worktree_conflicts(const struct snap_worktree *wt)
 	return buf_steal(&list);
 }
 
+/*
+ * Whether PATH (relative) or a leading directory of it names something
+ * in the main tree DIRFD that is not a directory, or PATH exists at all:
+ * walked through no link.
+ */
+static int
+snap_worktree_in_way(int dirfd, const char *path)
+{
+	char *copy = xstrdup(path), *part, *next, *save = NULL;
+	struct stat st;
+	int fd = dup(dirfd), sub, hit = 0;
+
+	part = strtok_r(copy, "/", &save);
+	while (fd != -1 && part != NULL) {
+		next = strtok_r(NULL, "/", &save);
+		if (fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			break;
+		if (next == NULL || !S_ISDIR(st.st_mode)) {
+			hit = 1;
+			break;
+		}
+		sub = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		fd = sub;
+		part = next;
+	}
+	if (fd != -1)
+		close(fd);
+	free(copy);
+	return hit;
+}
+
+/*
+ * Git lets a merge overwrite ignored files (a .env the session committed
+ * with 'git add -f' would replace the user's, which no snapshot holds):
+ * refuse, naming them, when a file the branch adds is already in the
+ * main tree, untracked.
+ */
+static int
+snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
+{
+	char *ref = xprintf("refs/heads/%s", wt->branch), *p, *q;
+	const char *args[] = { "diff", "--no-renames", "--name-only", "-z",
+	    "--diff-filter=A", "HEAD", ref, "--", NULL };
+	struct buf out, list;
+	int dirfd, n = 0;
+
+	buf_init(&out);
+	buf_init(&list);
+	if (snap_worktree_user_ok(wt, args, &out, cause) == -1)
+		dirfd = -1;
+	else if ((dirfd = open(wt->project, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		*cause = xprintf("cannot open the main tree %s: %s",
+		    wt->project, strerror(errno));
+	if (dirfd == -1) {
+		buf_free(&out);
+		free(ref);
+		return -1;
+	}
+	buf_add(&out, "", 1);
+	for (p = out.data; p < out.data + out.len - 1; p += strlen(p) + 1) {
+		if (!snap_worktree_in_way(dirfd, p) || n++ >= 10)
+			continue;
+		q = quote_name(p);
+		buf_printf(&list, "%s%s", list.len > 0 ? ", " : "", q);
+		free(q);
+	}
+	close(dirfd);
+	if (n > 0)
+		*cause = xprintf("merging %s would overwrite %d untracked or "
+		    "ignored file%s of the main tree %s (%s%s), which no "
+		    "snapshot keeps; move them aside (or delete them from the "
+		    "branch) and merge again", wt->branch, n, n == 1 ? "" : "s",
+		    wt->project, list.data, n > 10 ? ", ..." : "");
+	buf_free(&list);
+	buf_free(&out);
+	free(ref);
+	return n > 0 ? -1 : 0;
+}
+
 int
 snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
     enum snap_worktree_how how, const char *into, char **done, char **cause)
@@ -695,6 +777,8 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 		rc = 0;
 		goto out;
 	}
+	if (snap_worktree_merge_untracked(wt, cause) == -1)
+		goto out;
 	if (snap_worktree_user_ok(wt, how == SNAP_WORKTREE_MERGE ? merge :
 	    squash, NULL, &err) == -1) {
 		files = snap_worktree_conflicts(wt);

@@ -176,6 +176,20 @@ out=$("$AMX" discard "$idl" --yes 2>&1) || bad "discard of the symref session fa
 [ -z "$(git for-each-ref "refs/heads/agentmux/$idl/")" ] && [ ! -L ".git/refs/heads/agentmux/$idl/link" ] ||
 	bad "discard left the session's refs: $(git for-each-ref "refs/heads/agentmux/$idl/")"
 
+# The session commits its own .env (ignored in the main tree, which holds the user's): merge, --squash and
+# --apply refuse, naming it, and the user's .env stays.
+"$AMX" run --worktree -- sh -c 'echo TOKEN=from-agent >.env && git add -f .env && git commit -qm env' \
+	</dev/null >/dev/null 2>&1 || bad "the .env session failed"
+ide=$(newest)
+for how in "" --squash --apply; do
+	out=$("$AMX" merge "$ide" $how 2>&1) && bad "merge $how overwrote an ignored file of the main tree: $out"
+	grep -q "would overwrite 1 untracked or ignored file .*(\.env)" <<<"$out" ||
+		bad "merge $how did not name .env: $out"
+done
+[ "$(cat .env)" = TOKEN=from-main ] && ok "merge refuses to overwrite the main tree's ignored .env" ||
+	bad "merge replaced the user's .env: $(cat .env)"
+git reset -q --hard
+
 # The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
 out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
 	bad "the setup session failed: $(cat "$T/err3")"
