@@ -180,6 +180,32 @@ snap_worktree_admin(const char *path, const char *common, char **cause)
 	return admin;
 }
 
+/*
+ * An empty config.worktree in the worktree's admin dir, for the jail to
+ * bind read-only: one the agent wrote there would be obeyed by the
+ * user's git (core.fsmonitor runs a command) once
+ * extensions.worktreeConfig is set.
+ */
+static int
+snap_worktree_noconfig(const struct snap_worktree *wt, char **cause)
+{
+	int dfd, fd = -1;
+
+	if ((dfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		fd = openat(dfd, "config.worktree", O_WRONLY | O_CREAT |
+		    O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		close(dfd);
+	}
+	if (fd == -1) {
+		*cause = xprintf("cannot make %s/config.worktree: %s",
+		    wt->admin, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* The branch's dirs (refs and reflogs) exist as real dirs, for the jail's writable binds. */
 static int
 snap_worktree_refdirs(const struct snap_worktree *wt, char **cause)
@@ -263,7 +289,8 @@ snap_worktree_add(const char *project, const char *path, const char *branch,
 	    cause) == -1)
 		goto fail;
 	if ((wt->admin = snap_worktree_admin(path, wt->common, cause)) ==
-	    NULL || snap_worktree_refdirs(wt, cause) == -1)
+	    NULL || snap_worktree_refdirs(wt, cause) == -1 ||
+	    snap_worktree_noconfig(wt, cause) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -906,8 +933,9 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	const char *slash = strrchr(wt->branch, '/');
 	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
 	    wt->branch), *ref, *p, *err = NULL;
-	const char *remove[] = { "worktree", "remove", "--force", wt->path,
-	    NULL };
+	/* Twice: a 'locked' file the jail left in its admin dir is no bar. */
+	const char *remove[] = { "worktree", "remove", "--force", "--force",
+	    wt->path, NULL };
 	const char *prune[] = { "worktree", "prune", NULL };
 	const char *list[] = { "for-each-ref",
 	    "--format=%(refname) %(objectname) %(symref)", ns, NULL };

@@ -190,6 +190,23 @@ done
 	bad "merge replaced the user's .env: $(cat .env)"
 git reset -q --hard
 
+# The jail writes config.worktree (obeyed by the user's git once extensions.worktreeConfig is set, as
+# sparse-checkout does) and a 'locked' file in its admin dir: the first is refused, the second does not
+# stop discard.
+"$AMX" run --worktree -- sh -c 'g=$(git rev-parse --absolute-git-dir)
+	printf "[core]\n\tfsmonitor = \"touch '"$T"'/PWNED; false\"\n" >"$g/config.worktree" 2>/dev/null && echo WROTE
+	touch "$g/locked"' </dev/null >"$T/outc" 2>&1
+idc=$(newest)
+wtc=$(wt_of "agentmux/$idc/shell")
+git config extensions.worktreeConfig true
+git -C "$wtc" status >/dev/null 2>&1
+git config --unset extensions.worktreeConfig
+{ ! grep -q WROTE "$T/outc" && [ ! -e "$T/PWNED" ]; } && ok "the jail cannot plant config.worktree for the user's git" ||
+	bad "the jail planted config.worktree ($(cat "$T/outc")); PWNED: $(ls "$T/PWNED" 2>&1)"
+out=$("$AMX" discard "$idc" --yes 2>&1) || bad "discard of a locked worktree failed: $out"
+{ [ -n "$wtc" ] && [ ! -e "$wtc" ] && ! git worktree list | grep -q "$wtc"; } &&
+	ok "discard removes a worktree the jail locked" || bad "discard left the locked worktree $wtc: $out"
+
 # The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
 out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
 	bad "the setup session failed: $(cat "$T/err3")"
