@@ -176,6 +176,8 @@ session_worktree_jail(struct session *s, struct session_setup *sp)
 	/* What sends the host's git elsewhere stays as git wrote it. */
 	strv_addf(&sp->binds, "%s/commondir", wt->admin);
 	strv_addf(&sp->binds, "%s/gitdir", wt->admin);
+	/* Made empty by snap_worktree_add: host git may obey it. */
+	strv_addf(&sp->binds, "%s/config.worktree", wt->admin);
 }
 
 /* The profile's setup runs in the jail first; the command only if it succeeds. */

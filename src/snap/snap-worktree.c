@@ -180,6 +180,32 @@ snap_worktree_admin(const char *path, const char *common, char **cause)
 	return admin;
 }
 
+/*
+ * An empty config.worktree in the worktree's admin dir, for the jail to
+ * bind read-only: one the agent wrote there would be obeyed by the
+ * user's git (core.fsmonitor runs a command) once
+ * extensions.worktreeConfig is set.
+ */
+static int
+snap_worktree_noconfig(const struct snap_worktree *wt, char **cause)
+{
+	int dfd, fd = -1;
+
+	if ((dfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		fd = openat(dfd, "config.worktree", O_WRONLY | O_CREAT |
+		    O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		close(dfd);
+	}
+	if (fd == -1) {
+		*cause = xprintf("cannot make %s/config.worktree: %s",
+		    wt->admin, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* The branch's dirs (refs and reflogs) exist as real dirs, for the jail's writable binds. */
 static int
 snap_worktree_refdirs(const struct snap_worktree *wt, char **cause)
@@ -263,7 +289,8 @@ snap_worktree_add(const char *project, const char *path, const char *branch,
 	    cause) == -1)
 		goto fail;
 	if ((wt->admin = snap_worktree_admin(path, wt->common, cause)) ==
-	    NULL || snap_worktree_refdirs(wt, cause) == -1)
+	    NULL || snap_worktree_refdirs(wt, cause) == -1 ||
+	    snap_worktree_noconfig(wt, cause) == -1)
 		goto fail;
 	return 0;
 fail:
@@ -531,6 +558,62 @@ snap_worktree_main_branch(const struct snap_worktree *wt)
 	return buf_steal(&out);
 }
 
+/*
+ * Whether REF is a link: a symref, or a loose ref file that is a symlink. The
+ * session's ref dir is writable in its jail, so either may point at main.
+ */
+static int
+snap_worktree_ref_link(const char *common, const char *ref,
+    const char *symref)
+{
+	char *path = xprintf("%s/%s", common, ref);
+	struct stat st;
+	int link;
+
+	link = (symref != NULL && *symref != '\0') ||
+	    (lstat(path, &st) == 0 && S_ISLNK(st.st_mode));
+	free(path);
+	return link;
+}
+
+/* 0 if the session's branch is a plain ref, -1 with *CAUSE if it is a link or unreadable. */
+static int
+snap_worktree_branch_plain(const struct snap_worktree *wt, char **cause)
+{
+	char *ref = xprintf("refs/heads/%s", wt->branch), *line, *p, *sp;
+	const char *args[] = { "for-each-ref", "--format=%(refname) %(symref)",
+	    ref, NULL };
+	struct buf out;
+	int rc = 0;
+
+	buf_init(&out);
+	if (snap_worktree_git(wt->common, NULL, wt->common, args, &out,
+	    cause) == -1) {
+		buf_free(&out);
+		free(ref);
+		return -1;
+	}
+	buf_adds(&out, "");
+	for (p = out.data; rc == 0 && (line = strsep(&p, "\n")) != NULL;) {
+		if ((sp = strchr(line, ' ')) == NULL)
+			continue;
+		*sp = '\0';
+		if (strcmp(line, ref) == 0 &&
+		    snap_worktree_ref_link(wt->common, line, sp + 1))
+			rc = -1;
+	}
+	if (rc == 0 && snap_worktree_ref_link(wt->common, ref, NULL))
+		rc = -1;
+	free(ref);
+	if (rc == -1)
+		*cause = xprintf("the session's branch %s is a link to another "
+		    "ref (made in the jail); agentmux does not follow it: look "
+		    "at it with 'git symbolic-ref %s' and 'discard' the session",
+		    wt->branch, wt->branch);
+	buf_free(&out);
+	return rc;
+}
+
 int
 snap_worktree_merged(const struct snap_worktree *wt, const char *into)
 {
@@ -540,6 +623,11 @@ snap_worktree_merged(const struct snap_worktree *wt, const char *into)
 	struct buf err;
 	int st;
 
+	/* A symref would report its target as merged. */
+	if (snap_worktree_branch_plain(wt, &cause) == -1) {
+		free(cause);
+		return -1;
+	}
 	buf_init(&err);
 	if (snap_worktree_user_git(wt, args, NULL, &err, &st, &cause) == -1)
 		st = -1;
@@ -611,6 +699,88 @@ snap_worktree_conflicts(const struct snap_worktree *wt)
 	return buf_steal(&list);
 }
 
+/*
+ * Whether PATH (relative) or a leading directory of it names something
+ * in the main tree DIRFD that is not a directory, or PATH exists at all:
+ * walked through no link.
+ */
+static int
+snap_worktree_in_way(int dirfd, const char *path)
+{
+	char *copy = xstrdup(path), *part, *next, *save = NULL;
+	struct stat st;
+	int fd = dup(dirfd), sub, hit = 0;
+
+	part = strtok_r(copy, "/", &save);
+	while (fd != -1 && part != NULL) {
+		next = strtok_r(NULL, "/", &save);
+		if (fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			break;
+		if (next == NULL || !S_ISDIR(st.st_mode)) {
+			hit = 1;
+			break;
+		}
+		sub = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		fd = sub;
+		part = next;
+	}
+	if (fd != -1)
+		close(fd);
+	free(copy);
+	return hit;
+}
+
+/*
+ * Git lets a merge overwrite ignored files (a .env the session committed
+ * with 'git add -f' would replace the user's, which no snapshot holds):
+ * refuse, naming them, when a file the branch adds is already in the
+ * main tree, untracked.
+ */
+static int
+snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
+{
+	char *ref = xprintf("refs/heads/%s", wt->branch), *p, *q;
+	const char *args[] = { "diff", "--no-renames", "--name-only", "-z",
+	    "--diff-filter=A", "HEAD", ref, "--", NULL };
+	struct buf out, list;
+	int dirfd, n = 0;
+
+	buf_init(&out);
+	buf_init(&list);
+	if (snap_worktree_user_ok(wt, args, &out, cause) == -1)
+		dirfd = -1;
+	else if ((dirfd = open(wt->project, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		*cause = xprintf("cannot open the main tree %s: %s",
+		    wt->project, strerror(errno));
+	if (dirfd == -1) {
+		buf_free(&out);
+		free(ref);
+		return -1;
+	}
+	buf_add(&out, "", 1);
+	for (p = out.data; p < out.data + out.len - 1; p += strlen(p) + 1) {
+		if (!snap_worktree_in_way(dirfd, p) || n++ >= 10)
+			continue;
+		q = quote_name(p);
+		buf_printf(&list, "%s%s", list.len > 0 ? ", " : "", q);
+		free(q);
+	}
+	close(dirfd);
+	if (n > 0)
+		*cause = xprintf("merging %s would overwrite %d untracked or "
+		    "ignored file%s of the main tree %s (%s%s), which no "
+		    "snapshot keeps; move them aside (or delete them from the "
+		    "branch) and merge again", wt->branch, n, n == 1 ? "" : "s",
+		    wt->project, list.data, n > 10 ? ", ..." : "");
+	buf_free(&list);
+	buf_free(&out);
+	free(ref);
+	return n > 0 ? -1 : 0;
+}
+
 int
 snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
     enum snap_worktree_how how, const char *into, char **done, char **cause)
@@ -626,13 +796,16 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 	int rc = -1;
 
 	*done = NULL;
-	if (snap_worktree_merge_check(wt, into, &on, cause) == -1)
+	if (snap_worktree_branch_plain(wt, cause) == -1 ||
+	    snap_worktree_merge_check(wt, into, &on, cause) == -1)
 		goto out;
 	if (snap_worktree_merged(wt, NULL) == 1) {
 		*done = xprintf("%s is merged into %s already", wt->branch, on);
 		rc = 0;
 		goto out;
 	}
+	if (snap_worktree_merge_untracked(wt, cause) == -1)
+		goto out;
 	if (snap_worktree_user_ok(wt, how == SNAP_WORKTREE_MERGE ? merge :
 	    squash, NULL, &err) == -1) {
 		files = snap_worktree_conflicts(wt);
@@ -659,6 +832,100 @@ out:
 	return rc;
 }
 
+/* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
+static void
+snap_worktree_unlink_links(int fd)
+{
+	DIR *d;
+	struct dirent *de;
+	int sub;
+
+	if (fd == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_type == DT_LNK)
+			unlinkat(fd, de->d_name, 0);
+		else if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0) {
+			sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			snap_worktree_unlink_links(sub);
+			unlinkat(fd, de->d_name, AT_REMOVEDIR);
+		}
+	}
+	closedir(d);
+}
+
+/* Opens REL under DIRFD one component at a time, never through a symlink; -1 with errno. */
+static int
+snap_worktree_open_dir(int dirfd, const char *rel)
+{
+	char *copy = xstrdup(rel), *part, *save = NULL;
+	int fd = dup(dirfd), next;
+
+	for (part = strtok_r(copy, "/", &save); fd != -1 && part != NULL;
+	    part = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd;
+}
+
+/* Empties and removes the session's ref dir NS ("refs/heads/agentmux/ID/") under COMMON, through no link. */
+static void
+snap_worktree_discard_dir(const char *common, const char *ns)
+{
+	char *parent = xstrdup(ns), *name;
+	int cfd, pfd;
+
+	parent[strlen(parent) - 1] = '\0';
+	name = strrchr(parent, '/');
+	*name++ = '\0';
+	if ((cfd = open(common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		if ((pfd = snap_worktree_open_dir(cfd, parent)) != -1) {
+			snap_worktree_unlink_links(openat(pfd, name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+			(void)unlinkat(pfd, name, AT_REMOVEDIR);
+			close(pfd);
+		}
+		close(cfd);
+	}
+	free(parent);
+}
+
+/*
+ * Deletes one ref of the session from a for-each-ref line "REF OID SYMREF".
+ * Never through a link: --no-deref deletes a symref (or a symlinked loose
+ * ref) itself, not main it may point at; a plain ref only if still at OID.
+ */
+static int
+snap_worktree_discard_ref(const struct snap_worktree *wt, const char *ns,
+    char *line, char **cause)
+{
+	char *oid, *symref;
+	const char *del[] = { "update-ref", "--no-deref", "-d",
+	    "--end-of-options", line, NULL, NULL };
+
+	if ((oid = strchr(line, ' ')) == NULL)
+		return 0;
+	*oid++ = '\0';
+	if ((symref = strchr(oid, ' ')) != NULL)
+		*symref++ = '\0';
+	if (strncmp(line, ns, strlen(ns)) != 0)
+		return 0;
+	if (!snap_worktree_ref_link(wt->common, line, symref))
+		del[5] = oid;
+	return snap_worktree_git(wt->common, NULL, wt->common, del, NULL,
+	    cause);
+}
+
 int
 snap_worktree_discard(const struct snap_worktree *wt, const char *root,
     char **cause)
@@ -666,11 +933,12 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	const char *slash = strrchr(wt->branch, '/');
 	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
 	    wt->branch), *ref, *p, *err = NULL;
-	const char *remove[] = { "worktree", "remove", "--force", wt->path,
-	    NULL };
+	/* Twice: a 'locked' file the jail left in its admin dir is no bar. */
+	const char *remove[] = { "worktree", "remove", "--force", "--force",
+	    wt->path, NULL };
 	const char *prune[] = { "worktree", "prune", NULL };
-	const char *list[] = { "for-each-ref", "--format=%(refname)", ns,
-	    NULL };
+	const char *list[] = { "for-each-ref",
+	    "--format=%(refname) %(objectname) %(symref)", ns, NULL };
 	struct buf out;
 	int rc = 0;
 
@@ -690,14 +958,10 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	    cause) == -1)
 		rc = -1;
 	buf_adds(&out, "");
-	for (p = out.data; rc == 0 && (ref = strsep(&p, "\n")) != NULL;) {
-		const char *del[] = { "update-ref", "-d", "--end-of-options",
-		    ref, NULL };
-
-		if (*ref != '\0' && strncmp(ref, ns, strlen(ns)) == 0)
-			rc = snap_worktree_git(wt->common, NULL, wt->common,
-			    del, NULL, cause);
-	}
+	for (p = out.data; rc == 0 && (ref = strsep(&p, "\n")) != NULL;)
+		rc = snap_worktree_discard_ref(wt, ns, ref, cause);
+	if (rc == 0)
+		snap_worktree_discard_dir(wt->common, ns);
 	buf_free(&out);
 	free(ns);
 	if (rc == 0)

@@ -158,6 +158,59 @@ out=$("$AMX" discard "$id3" --yes 2>&1) || bad "discard failed: $out"
 "$AMX" snapshots "$id3" >/dev/null 2>&1 || bad "session $id3's snapshots went with discard"
 "$AMX" merge "$id3" >/dev/null 2>&1 && bad "merge of a discarded session worked"
 
+# A session turns its own branch into a symref to main and plants a symref and a symlinked ref to other
+# in its ref dir: merge refuses, sessions does not call it merged, discard deletes the links, never main.
+main1=$(git rev-parse main)
+other1=$(git rev-parse other)
+out=$("$AMX" run --worktree -- sh -c 'b=$(git symbolic-ref HEAD) &&
+	git symbolic-ref "$b" refs/heads/main && git symbolic-ref "${b%/*}/evil" refs/heads/other &&
+	ln -s refs/heads/other "$(git rev-parse --path-format=absolute --git-common-dir)/${b%/*}/link" &&
+	echo PLANTED' </dev/null 2>&1)
+idl=$(newest)
+grep -q PLANTED <<<"$out" || bad "the session could not plant the symrefs: $out"
+"$AMX" sessions | grep "agentmux/$idl/" | grep -q ", merged)" && bad "sessions calls a symref to main merged"
+out=$("$AMX" merge "$idl" 2>&1) && bad "merge of a session whose branch is a symref worked: $out"
+grep -q "is a link to another ref" <<<"$out" && ok "merge refuses a session branch that is a symref" ||
+	bad "merge of a symref branch did not say why: $out"
+out=$("$AMX" discard "$idl" --yes 2>&1) || bad "discard of the symref session failed: $out"
+{ [ "$(git rev-parse -q --verify refs/heads/main)" = "$main1" ] &&
+	[ "$(git rev-parse -q --verify refs/heads/other)" = "$other1" ]; } &&
+	ok "discard deleted the session's symrefs and symlinked ref, not main or other" ||
+	bad "discard through a symref deleted or moved main or other: $out; $(git for-each-ref refs/heads | head)"
+[ -z "$(git for-each-ref "refs/heads/agentmux/$idl/")" ] && [ ! -L ".git/refs/heads/agentmux/$idl/link" ] ||
+	bad "discard left the session's refs: $(git for-each-ref "refs/heads/agentmux/$idl/")"
+
+# The session commits its own .env (ignored in the main tree, which holds the user's): merge, --squash and
+# --apply refuse, naming it, and the user's .env stays.
+"$AMX" run --worktree -- sh -c 'echo TOKEN=from-agent >.env && git add -f .env && git commit -qm env' \
+	</dev/null >/dev/null 2>&1 || bad "the .env session failed"
+ide=$(newest)
+for how in "" --squash --apply; do
+	out=$("$AMX" merge "$ide" $how 2>&1) && bad "merge $how overwrote an ignored file of the main tree: $out"
+	grep -q "would overwrite 1 untracked or ignored file .*(\.env)" <<<"$out" ||
+		bad "merge $how did not name .env: $out"
+done
+[ "$(cat .env)" = TOKEN=from-main ] && ok "merge refuses to overwrite the main tree's ignored .env" ||
+	bad "merge replaced the user's .env: $(cat .env)"
+git reset -q --hard
+
+# The jail writes config.worktree (obeyed by the user's git once extensions.worktreeConfig is set, as
+# sparse-checkout does) and a 'locked' file in its admin dir: the first is refused, the second does not
+# stop discard.
+"$AMX" run --worktree -- sh -c 'g=$(git rev-parse --absolute-git-dir)
+	printf "[core]\n\tfsmonitor = \"touch '"$T"'/PWNED; false\"\n" >"$g/config.worktree" 2>/dev/null && echo WROTE
+	touch "$g/locked"' </dev/null >"$T/outc" 2>&1
+idc=$(newest)
+wtc=$(wt_of "agentmux/$idc/shell")
+git config extensions.worktreeConfig true
+git -C "$wtc" status >/dev/null 2>&1
+git config --unset extensions.worktreeConfig
+{ ! grep -q WROTE "$T/outc" && [ ! -e "$T/PWNED" ]; } && ok "the jail cannot plant config.worktree for the user's git" ||
+	bad "the jail planted config.worktree ($(cat "$T/outc")); PWNED: $(ls "$T/PWNED" 2>&1)"
+out=$("$AMX" discard "$idc" --yes 2>&1) || bad "discard of a locked worktree failed: $out"
+{ [ -n "$wtc" ] && [ ! -e "$wtc" ] && ! git worktree list | grep -q "$wtc"; } &&
+	ok "discard removes a worktree the jail locked" || bad "discard left the locked worktree $wtc: $out"
+
 # The profile's setup runs in the jail, in the worktree, before the command, and never on the host.
 out=$("$AMX" run -a wtsetup --worktree -- sh -c 'cat setup-ran; cat setup-saw-main' </dev/null 2>"$T/err3") ||
 	bad "the setup session failed: $(cat "$T/err3")"
