@@ -96,8 +96,14 @@ snap_overlap_check(struct store *st, struct snap_repo *r, int64_t session,
 	v = store_session_list(st, true, &n);
 	strv_init(&files);
 	for (i = 0; i < n && rc == 0; i++) {
+		/*
+		 * The user's own snapshots (agentmux snapshot) are kept in a
+		 * record of their own that spans every session they were
+		 * taken around: no agent ran in it.
+		 */
 		if (v[i]->id == session || v[i]->project == NULL ||
-		    strcmp(v[i]->project, me->project) != 0 ||
+		    (v[i]->kind != NULL && strcmp(v[i]->kind, "snapshot") ==
+		    0) || strcmp(v[i]->project, me->project) != 0 ||
 		    !snap_overlap_when(me, v[i]))
 			continue;
 		snap_overlap_files(st, r, v[i]->id, &files);
