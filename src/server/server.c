@@ -20,6 +20,8 @@
 #include "server.h"
 #include "tui/tui.h"
 
+extern char **environ;
+
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
@@ -168,17 +170,48 @@ server_hello_args(const struct strv *kv, struct strv *argv)
 	}
 }
 
+/*
+ * The client's environment, its ENV=s: the session takes its variables
+ * and secrets from the client that asks for it, never from the server,
+ * whose environment is that of the client that happened to start it.
+ */
+static void
+server_hello_env(const struct strv *kv, struct strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < kv->n; i++) {
+		if (strncmp(kv->v[i], "ENV=", 4) == 0 &&
+		    strchr(kv->v[i] + 4, '=') != NULL)
+			strv_add(env, kv->v[i] + 4);
+	}
+}
+
+/* Frees ENV, wiping it first: a client's environment holds its secrets. */
+static void
+server_strv_wipe(struct strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		explicit_bzero(env->v[i], strlen(env->v[i]));
+	strv_free(env);
+}
+
 /* Starts the session a hello asks for: its number, or -1 with *CAUSE. */
 static int64_t
 server_hello_start(struct server *sv, const struct strv *kv, bool focus,
     char **cause)
 {
 	struct tui_opts o = { 0 };
-	struct strv argv;
+	struct strv argv, env;
 	int64_t rc;
 
 	strv_init(&argv);
 	server_hello_args(kv, &argv);
+	strv_init(&env);
+	server_hello_env(kv, &env);
+	o.env = env.v;
 	o.agent = server_hello_get(kv, "AGENT");
 	if ((o.dir = server_hello_get(kv, "DIR")) == NULL)
 		o.dir = server_hello_get(kv, "CWD");
@@ -190,6 +223,7 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	o.refuse_shared = server_hello_get(kv, "REFUSE_SHARED") != NULL;
 	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
+	server_strv_wipe(&env);
 	return rc;
 }
 
@@ -377,6 +411,7 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	const char *term = server_hello_get(kv, "TERM");
 	const char *nc = server_hello_get(kv, "NO_COLOR");
 	char *cause = NULL, *text;
+	struct strv env;
 	int64_t id;
 
 	if (server_hello_get(kv, "CMD") != NULL) {
@@ -396,6 +431,10 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
 	    &cause) == -1)
 		goto fail;
+	strv_init(&env);
+	server_hello_env(kv, &env);
+	tui_set_env(sv->t, env.v);
+	server_strv_wipe(&env);
 	if (old != NULL) {
 		/* One view for now: the newest terminal has taken it over. */
 		old->attached = false;
@@ -477,7 +516,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		strv_init(&kv);
 		server_hello_parse(&b, &kv);
 		server_hello(c, &kv, fds, &nfds);
-		strv_free(&kv);
+		/* It holds the client's environment, secrets and all. */
+		server_strv_wipe(&kv);
 		break;
 	case SERVER_MSG_RESIZE:
 		if (c->attached)
@@ -489,6 +529,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 out:
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
+	if (b.data != NULL)
+		explicit_bzero(b.data, b.len);
 	buf_free(&b);
 }
 
@@ -647,6 +689,54 @@ server_finish(struct server *sv)
 	return code;
 }
 
+/* True for a variable the server keeps for itself (server_env_reduce). */
+static bool
+server_env_kept(const char *kv)
+{
+	static const char *keep[] = { "HOME=", "PATH=", "LANG=", "LC_",
+	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=" };
+	size_t i;
+
+	for (i = 0; i < nitems(keep); i++) {
+		if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The server was forked from the client that started it and has its
+ * environment, secrets and all. Sessions take their own client's (the
+ * hello's ENV=s), so the server keeps only what it needs itself (its
+ * dirs, PATH, locale) and wipes the rest where /proc/PID/environ shows
+ * it: clearing environ alone would leave the strings there.
+ */
+static void
+server_env_reduce(void)
+{
+	struct strv kept;
+	char **e, *eq;
+	size_t i;
+
+	strv_init(&kept);
+	for (e = environ; *e != NULL; e++) {
+		if (server_env_kept(*e))
+			strv_add(&kept, *e);
+	}
+	for (e = environ; *e != NULL; e++)
+		explicit_bzero(*e, strlen(*e));
+	if (clearenv() != 0)
+		fatalx("cannot clear the server's environment");
+	for (i = 0; i < kept.n; i++) {
+		if ((eq = strchr(kept.v[i], '=')) == NULL)
+			continue;
+		*eq = '\0';
+		if (setenv(kept.v[i], eq + 1, 1) == -1)
+			fatal("setenv %s", kept.v[i]);
+	}
+	strv_free(&kept);
+}
+
 void
 server_main(int lfd, int dirfd, struct config *cf, const char *name)
 {
@@ -655,6 +745,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	char *cause = NULL;
 	int rc = 1;
 
+	server_env_reduce();
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);

@@ -168,7 +168,8 @@ session_proxy_secret_take(const struct config_secret *cs, struct buf *b,
  * the source is there but fails. (A command's is read on the loop.)
  */
 static char *
-session_proxy_secret_value(const struct config_secret *cs, char **cause)
+session_proxy_secret_value(const struct session *s,
+    const struct config_secret *cs, char **cause)
 {
 	const char *v;
 	char *path;
@@ -176,7 +177,7 @@ session_proxy_secret_value(const struct config_secret *cs, char **cause)
 	int rc = 0;
 
 	if (cs->from_env != NULL) {
-		v = getenv(cs->from_env);
+		v = session_getenv(s, cs->from_env);
 		return v != NULL && *v != '\0' ? xstrdup(v) : NULL;
 	}
 	buf_init(&b);
@@ -291,7 +292,7 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 			session_proxy_job_start(s, j);
 			continue;
 		}
-		if ((j->value = session_proxy_secret_value(cs, &err)) == NULL &&
+		if ((j->value = session_proxy_secret_value(s, cs, &err)) == NULL &&
 		    err != NULL)
 			session_proxy_notice(s, "warn", err);
 		free(err);

@@ -14,6 +14,8 @@
 #include "agent.h"
 #include "jail/jail.h"
 #include "session-int.h"
+
+extern char **environ;
 #include "store/store.h"
 
 static void session_finish(struct session *);
@@ -403,7 +405,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	sp->shell = agent_user_shell();
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
-	session_setup_env(sp, a, s->want_pty, SESSION_PROXY_PORT);
+	session_setup_env(sp, s, a, s->want_pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
 	if (session_setup_overlays(sp, a, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
@@ -461,6 +463,39 @@ session_strv_copy(struct strv *to, char *const *from)
 		strv_add(to, from[i]);
 }
 
+/* The client's environment may hold its secrets: wiped, not just freed. */
+static void
+session_env_free(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->caller_env.n; i++)
+		explicit_bzero(s->caller_env.v[i], strlen(s->caller_env.v[i]));
+	strv_free(&s->caller_env);
+}
+
+const char *
+session_getenv(const struct session *s, const char *name)
+{
+	size_t i, n = strlen(name);
+	const char *kv;
+
+	if (!s->has_caller_env)
+		return getenv(name);
+	for (i = 0; i < s->caller_env.n; i++) {
+		kv = s->caller_env.v[i];
+		if (strncmp(kv, name, n) == 0 && kv[n] == '=')
+			return kv + n + 1;
+	}
+	return NULL;
+}
+
+char *const *
+session_environ(const struct session *s)
+{
+	return s->has_caller_env ? s->caller_env.v : environ;
+}
+
 static struct session *
 session_new(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg)
@@ -496,6 +531,9 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	session_strv_copy(&s->allow, o->allow);
 	session_strv_copy(&s->deny, o->deny);
 	session_strv_copy(&s->kept, o->kept);
+	/* The server's own environment is its first client's: never used. */
+	s->has_caller_env = o->env != NULL;
+	session_strv_copy(&s->caller_env, o->env);
 	return s;
 }
 
@@ -862,7 +900,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_setup_init(s->setup);
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
 	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
-	    o->command, s->project, cause) == -1)
+	    o->command, s->project, session_getenv(s, "PATH"), cause) == -1)
 		goto fail;
 	if (session_guard_sockets(s, cause) == -1 ||
 	    session_disk_check(ctx, s->project, cause) == -1)
@@ -975,6 +1013,7 @@ session_free(struct session *s)
 	strv_free(&s->argv);
 	strv_free(&s->asked);
 	strv_free(&s->env);
+	session_env_free(s);
 	strv_free(&s->allow);
 	strv_free(&s->deny);
 	strv_free(&s->kept);

@@ -66,6 +66,8 @@ struct session_opts {
 	const char *base;            /* with worktree: its branch starts here (NULL: HEAD) */
 	const char *branch;          /* with worktree: NAME in agentmux/ID/NAME (NULL: the agent's) */
 	bool shared;                 /* start in a tree another session runs in */
+	char *const *env;            /* the asking client's environment, K=V,
+	                                NULL-ended; NULL: this process's own */
 };
 
 /** A destination waiting for the user's decision. Strings borrowed. */

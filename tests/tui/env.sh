@@ -1,0 +1,68 @@
+#!/bin/sh
+# Sessions of the server take their environment and secrets from the
+# client that asks for them (issue 17): two `new -d` with a different TZ,
+# LANG and [secret] from_env value each see their own, not those of the
+# client that started the server; a client without the secret's variable
+# gets no secret even though the server's starter had it.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<'CONF'
+[secret k]
+env = AMX_K
+from_env = AMX_ENV_SECRET
+host = 127.0.0.1
+
+[agent envtest]
+command = sh
+secret = k
+CONF
+
+for p in a b c; do
+	mkdir -p "$T/$p" &&
+	(cd "$T/$p" && git init -q . && git config user.email t@x &&
+		git config user.name t && echo hi >README && git add README &&
+		git commit -qm init) || fail "git init $p"
+done
+# new_env DIR ENV...: `agentmux new -d` in DIR with ENV; the session writes
+# what it sees to DIR/env.out.
+new_env() {
+	_d=$1
+	shift
+	(cd "$_d" && env "$@" timeout 20 "$AGENTMUX" new -d -a envtest -- sh -c \
+		'echo "TZ=${TZ-unset} LANG=${LANG-unset} K=${AMX_K:+set}" >env.out; sleep 60' \
+		>/dev/null) || fail "new -d in $_d failed"
+}
+wait_file() {
+	_i=0
+	while [ ! -s "$1" ] && [ $_i -lt 200 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	[ -s "$1" ] || fail "$1 was not written"
+}
+
+# The first client starts the server: its environment is the server's.
+new_env "$T/a" TZ=Zone/A LANG=C.UTF-8 AMX_ENV_SECRET=sk-A
+new_env "$T/b" TZ=Zone/B LANG=POSIX AMX_ENV_SECRET=sk-B
+new_env "$T/c" -u AMX_ENV_SECRET TZ=Zone/C LANG=POSIX
+for p in a b c; do wait_file "$T/$p/env.out"; done
+
+grep -qx 'TZ=Zone/A LANG=C.UTF-8 K=set' "$T/a/env.out" ||
+	fail "session a does not see its client's environment: $(cat "$T/a/env.out")"
+grep -qx 'TZ=Zone/B LANG=POSIX K=set' "$T/b/env.out" ||
+	fail "session b sees the first client's environment, not its own: $(cat "$T/b/env.out")"
+grep -qx 'TZ=Zone/C LANG=POSIX K=' "$T/c/env.out" ||
+	fail "session c (no secret variable) got the first client's secret: $(cat "$T/c/env.out")"
+echo "env: each session has its own client's TZ, LANG and secret"
+
+# The secret's value itself: the proxy's record names no value, but the
+# server's memory of the hello must not stay in its environment either.
+sp=$(server_pid)
+[ -n "$sp" ] || fail "no server pid"
+tr '\0' '\n' <"/proc/$sp/environ" | grep -q '^AMX_ENV_SECRET=' &&
+	fail "the server's environment keeps its first client's secret variable"
+echo "env: the server's own environment keeps no client secret"
+
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+exit 0
