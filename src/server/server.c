@@ -55,6 +55,9 @@ struct server {
 	struct server_client *clients[SERVER_CLIENTS_MAX];
 	size_t nclients;
 	int64_t started_us;
+	struct config **cfs;          /* every config loaded, the newest last:
+	                                 live sessions point into the older */
+	size_t ncfs;
 };
 
 static void
@@ -227,6 +230,34 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	return rc;
 }
 
+/*
+ * Reads the config file again for the sessions started from now on; a
+ * file with problems is refused (its FILE:LINE errors) and the one in use
+ * kept. Older configs stay alive until the server ends: live sessions
+ * and their proxies point into them.
+ */
+static int
+server_reload(struct server *sv, char **text, char **cause)
+{
+	struct config *cf;
+	char *err = NULL;
+
+	if ((cf = config_load_or_cause(NULL, &err)) == NULL) {
+		*cause = xprintf("%s\nthe server keeps the config it has; fix "
+		    "the file and run 'agentmux reload' again", err);
+		free(err);
+		return -1;
+	}
+	sv->cfs = xreallocarray(sv->cfs, sv->ncfs + 1, sizeof *sv->cfs);
+	sv->cfs[sv->ncfs++] = cf;
+	session_ctx_set_config(sv->ctx, cf);
+	tui_set_config(sv->t, cf);
+	log_info("config reloaded");
+	*text = xstrdup("the config is reloaded: sessions started from now "
+	    "on use it; running ones keep theirs\n");
+	return 0;
+}
+
 /* Session number ID= of a command; -1 with *CAUSE. */
 static int64_t
 server_command_id(const struct strv *kv, char **cause)
@@ -259,6 +290,8 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 		*text = tui_list(sv->t, server_hello_get(kv, "JSON") != NULL);
 		return 0;
 	}
+	if (strcmp(cmd, "reload") == 0)
+		return server_reload(sv, text, cause);
 	if (strcmp(cmd, "kill-server") == 0) {
 		tui_end(sv->t);
 		return 0;
@@ -743,6 +776,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	struct server sv = { 0 };
 	struct timeval tv = { 1, 0 };
 	char *cause = NULL;
+	size_t i;
 	int rc = 1;
 
 	server_env_reduce();
@@ -789,6 +823,9 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	session_ctx_free(sv.ctx);
 	event_base_free(sv.base);
 	config_free(cf);
+	for (i = 0; i < sv.ncfs; i++)
+		config_free(sv.cfs[i]);
+	free(sv.cfs);
 	log_info("server %s ends", name);
 	exit(rc);
 }

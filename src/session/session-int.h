@@ -47,6 +47,8 @@ struct session {
 	int references;              /* the front end's, and callbacks running */
 	bool freed;                  /* session_free ran: only the memory is left */
 	struct session_ctx *ctx;
+	const struct config *cf;     /* the ctx's when it started (a reload
+	                                does not change a live session's) */
 	struct session *next;
 	struct session_events ev;
 	void *arg;

@@ -109,6 +109,12 @@ session_ctx_config(struct session_ctx *ctx)
 	return ctx->cf;
 }
 
+void
+session_ctx_set_config(struct session_ctx *ctx, const struct config *cf)
+{
+	ctx->cf = cf;
+}
+
 /* ---- checking what was asked for ---- */
 
 int
@@ -374,7 +380,7 @@ session_protect(struct session *s, const struct config_agent *a,
 
 	strv_free(&s->protect);
 	strv_free(&s->protected);
-	config_protect(s->ctx->cf, a, &s->protect);
+	config_protect(s->cf, a, &s->protect);
 	strv_init(&s->protected);
 	snap_plant_existing(s->project, s->protect.v, s->protect.n,
 	    &s->protected);
@@ -420,12 +426,12 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.home = sp->home;
 	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
 	session_setup_jail(sp, &jc);
-	session_limits(&jc.limits, s->ctx->cf, a, s);
+	session_limits(&jc.limits, s->cf, a, s);
 	jc.pty = s->want_pty;
 	jc.rows = s->rows;
 	jc.cols = s->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
-	jc.transparent = s->ctx->cf->proxy.transparent;
+	jc.transparent = s->cf->proxy.transparent;
 	jc.transparent_port = SESSION_PROXY_PORT + 1;
 	jc.hold = true;
 	session_protect(s, a, &sp->protect);
@@ -504,6 +510,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 
 	s->references = 1;      /* the front end's, dropped by session_free */
 	s->ctx = ctx;
+	s->cf = ctx->cf;
 	if (ev != NULL)
 		s->ev = *ev;
 	s->arg = arg;
@@ -619,7 +626,7 @@ static void
 session_wall_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	char *msg;
 
 	if (s->ended || a == NULL)
@@ -696,7 +703,7 @@ session_start_fail(struct session *s, const char *cause)
 static void
 session_start_done(struct session *s)
 {
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	char *cause = NULL;
 	bool closing;
 
@@ -846,7 +853,7 @@ session_start_watch(struct session *s)
 static int
 session_start_jail(struct session *s, char **cause)
 {
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	int rc;
 
 	if (a == NULL) {

@@ -1081,6 +1081,13 @@ tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
 }
 
 void
+tui_set_config(struct tui *t, const struct config *cf)
+{
+	t->cf = cf;
+	tui_redraw(t);
+}
+
+void
 tui_set_env(struct tui *t, char *const *env)
 {
 	tui_env_free(t);

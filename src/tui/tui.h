@@ -256,6 +256,8 @@ void tui_end(struct tui *);
  */
 int tui_attach(struct tui *, int infd, int outfd, const char *term,
     bool color, char **cause);
+/** CF (borrowed, kept alive by the caller) is the config from now on (a reload). */
+void tui_set_config(struct tui *, const struct config *cf);
 /**
  * ENV (K=V, NULL-ended, copied) is the environment of the attached
  * terminal's client: the sessions the dashboard starts itself take it.

@@ -64,5 +64,44 @@ tr '\0' '\n' <"/proc/$sp/environ" | grep -q '^AMX_ENV_SECRET=' &&
 	fail "the server's environment keeps its first client's secret variable"
 echo "env: the server's own environment keeps no client secret"
 
+# ---- reload: the config file read again for new sessions ----
+cfg="$XDG_CONFIG_HOME/agentmux/config"
+cat >>"$cfg" <<'CONF'
+
+[agent rl]
+command = sh
+env = AMX_V=one
+CONF
+# new_rl DIR: a session of agent rl in DIR writes its AMX_V to DIR/rl.out.
+new_rl() {
+	(cd "$1" && timeout 20 "$AGENTMUX" new -d --shared -a rl -- sh -c \
+		'echo "V=${AMX_V-unset}" >rl.out; sleep 60' >/dev/null) ||
+		fail "new -d -a rl in $1 failed"
+	wait_file "$1/rl.out"
+}
+out=$(timeout 10 "$AGENTMUX" new -d -a rl -- true 2>&1) &&
+	fail "the server knew agent rl before a reload: $out"
+out=$(timeout 10 "$AGENTMUX" reload 2>&1) || fail "reload failed: $out"
+new_rl "$T/a"
+grep -qx 'V=one' "$T/a/rl.out" || fail "after reload: $(cat "$T/a/rl.out")"
+sed -i 's/^env = AMX_V=one$/env = AMX_V=two/' "$cfg"
+out=$(timeout 10 "$AGENTMUX" reload 2>&1) || fail "reload failed: $out"
+new_rl "$T/b"
+grep -qx 'V=two' "$T/b/rl.out" || fail "a value changed and reloaded: $(cat "$T/b/rl.out")"
+echo "env: reload reads the config again for new sessions"
+
+sed -i 's/^env = AMX_V=two$/env = AMX_V=three/' "$cfg"
+printf '[agent broken\n' >>"$cfg"
+line=$(wc -l <"$cfg")
+out=$(timeout 10 "$AGENTMUX" reload 2>&1) && fail "a malformed config was reloaded: $out"
+echo "$out" | grep -q "config:$line" ||
+	fail "the refused reload does not name FILE:LINE ($line): $out"
+echo "$out" | grep -q "keeps the config it has" || fail "the refusal does not say the old one is kept: $out"
+# The file fixed but not reloaded: the server still has the one before.
+sed -i '$d' "$cfg"
+new_rl "$T/c"
+grep -qx 'V=two' "$T/c/rl.out" || fail "after a refused reload: $(cat "$T/c/rl.out")"
+echo "env: a malformed config is refused by reload with FILE:LINE, the old one kept"
+
 timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 exit 0
