@@ -58,6 +58,8 @@ struct server {
 	struct config **cfs;          /* every config loaded, the newest last:
 	                                 live sessions point into the older */
 	size_t ncfs;
+	char *cf_hash;                /* the newest's file (server_config_hash) */
+	time_t cf_time;               /* when it was loaded */
 };
 
 static void
@@ -230,6 +232,53 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	return rc;
 }
 
+char *
+server_config_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	if (path == NULL || buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		return xstrdup("none");
+	}
+	for (i = 0; i < b.len; i++) {
+		h ^= (unsigned char)b.data[i];
+		h *= 1099511628211ULL;
+	}
+	buf_free(&b);
+	return xprintf("%016llx", (unsigned long long)h);
+}
+
+/* Notes which file content CF was loaded from, and when. */
+static void
+server_config_loaded(struct server *sv, const struct config *cf)
+{
+	free(sv->cf_hash);
+	sv->cf_hash = server_config_hash(cf->path);
+	sv->cf_time = time(NULL);
+}
+
+/* Whether the client's config file (its HASH=) is the one the server runs. */
+static char *
+server_config_status(struct server *sv, const struct strv *kv)
+{
+	const char *hash = server_hello_get(kv, "HASH");
+	char when[64];
+	struct tm tm;
+
+	if (localtime_r(&sv->cf_time, &tm) == NULL ||
+	    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, sizeof when, "?");
+	if (hash != NULL && strcmp(hash, sv->cf_hash) == 0)
+		return xprintf("the server runs this file as it is now (loaded "
+		    "%s)\n", when);
+	return xprintf("the server runs the config of %s; 'agentmux "
+	    "reload' to use the file as it is now\n", when);
+}
+
 /*
  * Reads the config file again for the sessions started from now on; a
  * file with problems is refused (its FILE:LINE errors) and the one in use
@@ -252,6 +301,7 @@ server_reload(struct server *sv, char **text, char **cause)
 	sv->cfs[sv->ncfs++] = cf;
 	session_ctx_set_config(sv->ctx, cf);
 	tui_set_config(sv->t, cf);
+	server_config_loaded(sv, cf);
 	log_info("config reloaded");
 	*text = xstrdup("the config is reloaded: sessions started from now "
 	    "on use it; running ones keep theirs\n");
@@ -292,6 +342,10 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 	}
 	if (strcmp(cmd, "reload") == 0)
 		return server_reload(sv, text, cause);
+	if (strcmp(cmd, "config-status") == 0) {
+		*text = server_config_status(sv, kv);
+		return 0;
+	}
 	if (strcmp(cmd, "kill-server") == 0) {
 		tui_end(sv->t);
 		return 0;
@@ -722,16 +776,28 @@ server_finish(struct server *sv)
 	return code;
 }
 
-/* True for a variable the server keeps for itself (server_env_reduce). */
+/*
+ * True for a variable the server keeps for itself (server_env_reduce).
+ * A [secret]'s from_env variable too, for now: the dashboard's snapshot
+ * diffs redact its value (snap_redact_secrets reads the environment).
+ */
 static bool
-server_env_kept(const char *kv)
+server_env_kept(const struct config *cf, const char *kv)
 {
 	static const char *keep[] = { "HOME=", "PATH=", "LANG=", "LC_",
-	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=" };
+	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=", "SHELL=", "AGENTMUX_",
+	    "SSL_CERT_DIR=", "SSL_CERT_FILE=" };
+	const char *name;
 	size_t i;
 
 	for (i = 0; i < nitems(keep); i++) {
 		if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
+			return true;
+	}
+	for (i = 0; i < cf->nsecrets; i++) {
+		if ((name = cf->secrets[i].from_env) != NULL &&
+		    strncmp(kv, name, strlen(name)) == 0 &&
+		    kv[strlen(name)] == '=')
 			return true;
 	}
 	return false;
@@ -745,7 +811,7 @@ server_env_kept(const char *kv)
  * it: clearing environ alone would leave the strings there.
  */
 static void
-server_env_reduce(void)
+server_env_reduce(const struct config *cf)
 {
 	struct strv kept;
 	char **e, *eq;
@@ -753,7 +819,7 @@ server_env_reduce(void)
 
 	strv_init(&kept);
 	for (e = environ; *e != NULL; e++) {
-		if (server_env_kept(*e))
+		if (server_env_kept(cf, *e))
 			strv_add(&kept, *e);
 	}
 	for (e = environ; *e != NULL; e++)
@@ -779,7 +845,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	size_t i;
 	int rc = 1;
 
-	server_env_reduce();
+	server_env_reduce(cf);
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);
@@ -789,6 +855,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 		fatal("chdir /");
 	sv.lfd = lfd;
 	sv.started_us = util_mono_us();
+	server_config_loaded(&sv, cf);
 	if ((sv.base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((sv.ctx = session_ctx_create(sv.base, cf, NULL, &cause)) == NULL) {
@@ -826,6 +893,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	for (i = 0; i < sv.ncfs; i++)
 		config_free(sv.cfs[i]);
 	free(sv.cfs);
+	free(sv.cf_hash);
 	log_info("server %s ends", name);
 	exit(rc);
 }
