@@ -407,6 +407,9 @@ static const struct cli_cmd cli_cmds[] = {
 	  "exits (exit 0; 1 on timeout)" },
 	{ .name = "kill-server", .fn = cmd_kill_server, .opts = cli_server_opts,
 	  .summary = "close every session and end the server" },
+	{ .name = "reload", .fn = cmd_reload, .opts = cli_server_opts,
+	  .summary = "read the config file again for the server's new "
+	  "sessions (running ones keep theirs)" },
 	{ .name = "send", .fn = cmd_send, .opts = cli_send_opts,
 	  .args = cli_send_args, .flags = CLI_ORDERED,
 	  .summary = "type into a live session (for scripts)" },

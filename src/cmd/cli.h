@@ -186,6 +186,7 @@ int cmd_ls(struct cli_args *);
 int cmd_new(struct cli_args *);
 int cmd_kill(struct cli_args *);
 int cmd_kill_server(struct cli_args *);
+int cmd_reload(struct cli_args *);
 int cmd_pause(struct cli_args *);
 int cmd_resume(struct cli_args *);
 int cmd_wait(struct cli_args *);

@@ -6,6 +6,26 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "server/server.h"
+
+/*
+ * Whether a running server has the file as it is now (it prints which);
+ * with no server running, nothing: there is nothing to tell.
+ */
+static void
+cmd_config_server(const struct config *cf)
+{
+	char *hash = server_config_hash(cf->path), *cause = NULL;
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=config-status");
+	strv_addf(&kv, "HASH=%s", hash);
+	if (server_client_command(NULL, NULL, kv.v, &cause) == -1)
+		free(cause);
+	strv_free(&kv);
+	free(hash);
+}
 
 int
 cmd_config_check(struct cli_args *args)
@@ -39,6 +59,8 @@ cmd_config_check(struct cli_args *args)
 		out_printf(stdout,
 		    "%s: ok (%zu rules, %zu agent profiles, %zu secrets)\n",
 		    cf->path, cf->rules.n, cf->nagents, cf->nsecrets);
+	if (file == NULL)
+		cmd_config_server(cf);
 	config_free(cf);
 	config_problems_free(&ps);
 	return 0;

@@ -1,4 +1,4 @@
-/* The server's commands: ls, new, kill, kill-server, send, pause, resume, wait, each one message to the running server. */
+/* The server's commands: ls, new, kill, kill-server, reload, send, pause, resume, wait, each one message to the running server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +48,16 @@ cmd_kill_server(struct cli_args *args)
 
 	strv_init(&kv);
 	strv_add(&kv, "CMD=kill-server");
+	return cmd_server_send(args, &kv, false);
+}
+
+int
+cmd_reload(struct cli_args *args)
+{
+	struct strv kv;
+
+	strv_init(&kv);
+	strv_add(&kv, "CMD=reload");
 	return cmd_server_send(args, &kv, false);
 }
 

@@ -20,6 +20,8 @@
 #include "server-int.h"
 #include "server.h"
 
+extern char **environ;
+
 /* How long a client waits for a server it started to answer. */
 #define SERVER_START_TRIES 50
 
@@ -158,6 +160,49 @@ server_client_open(const char *name, struct config *cf, char **cause)
 	return fd;
 }
 
+/* Room kept in a hello for its header and what a command adds (CMD=new). */
+#define SERVER_CLIENT_ENV_SLACK 256
+
+/* Variables the jail takes (or finds its command with): sent first. */
+static bool
+server_client_env_first(const char *kv)
+{
+	static const char *first[] = { "PATH=", "SHELL=", "TERM=", "LANG=",
+	    "TZ=", "COLORTERM=", "LC_" };
+	size_t i;
+
+	for (i = 0; i < nitems(first); i++) {
+		if (strncmp(kv, first[i], strlen(first[i])) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * This client's environment as ENV=s: a session takes its variables and
+ * secrets (a [secret]'s from_env may name any variable) from the client
+ * that asks for it, not from the server's, which is that of whichever
+ * client started the server. All of it goes, as much as fits in the one
+ * message: what the jail takes first, then the rest in order.
+ */
+static void
+server_client_env(struct buf *b)
+{
+	char **e;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (e = environ; *e != NULL; e++) {
+			if (server_client_env_first(*e) != (pass == 0))
+				continue;
+			if (b->len + strlen(*e) + 5 > SERVER_MSG_MAX -
+			    SERVER_CLIENT_ENV_SLACK)
+				continue;
+			buf_printf(b, "ENV=%s%c", *e, '\0');
+		}
+	}
+}
+
 /* The hello: what the server needs of this terminal and what to start; -1 with *CAUSE. */
 static int
 server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
@@ -203,6 +248,7 @@ server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
 	}
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
+	server_client_env(b);
 	return 0;
 }
 

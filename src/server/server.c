@@ -20,6 +20,8 @@
 #include "server.h"
 #include "tui/tui.h"
 
+extern char **environ;
+
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
@@ -53,6 +55,11 @@ struct server {
 	struct server_client *clients[SERVER_CLIENTS_MAX];
 	size_t nclients;
 	int64_t started_us;
+	struct config **cfs;          /* every config loaded, the newest last:
+	                                 live sessions point into the older */
+	size_t ncfs;
+	char *cf_hash;                /* the newest's file (server_config_hash) */
+	time_t cf_time;               /* when it was loaded */
 };
 
 static void
@@ -168,17 +175,48 @@ server_hello_args(const struct strv *kv, struct strv *argv)
 	}
 }
 
+/*
+ * The client's environment, its ENV=s: the session takes its variables
+ * and secrets from the client that asks for it, never from the server,
+ * whose environment is that of the client that happened to start it.
+ */
+static void
+server_hello_env(const struct strv *kv, struct strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < kv->n; i++) {
+		if (strncmp(kv->v[i], "ENV=", 4) == 0 &&
+		    strchr(kv->v[i] + 4, '=') != NULL)
+			strv_add(env, kv->v[i] + 4);
+	}
+}
+
+/* Frees ENV, wiping it first: a client's environment holds its secrets. */
+static void
+server_strv_wipe(struct strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		explicit_bzero(env->v[i], strlen(env->v[i]));
+	strv_free(env);
+}
+
 /* Starts the session a hello asks for: its number, or -1 with *CAUSE. */
 static int64_t
 server_hello_start(struct server *sv, const struct strv *kv, bool focus,
     char **cause)
 {
 	struct tui_opts o = { 0 };
-	struct strv argv;
+	struct strv argv, env;
 	int64_t rc;
 
 	strv_init(&argv);
 	server_hello_args(kv, &argv);
+	strv_init(&env);
+	server_hello_env(kv, &env);
+	o.env = env.v;
 	o.agent = server_hello_get(kv, "AGENT");
 	if ((o.dir = server_hello_get(kv, "DIR")) == NULL)
 		o.dir = server_hello_get(kv, "CWD");
@@ -190,7 +228,84 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	o.refuse_shared = server_hello_get(kv, "REFUSE_SHARED") != NULL;
 	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
+	server_strv_wipe(&env);
 	return rc;
+}
+
+char *
+server_config_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	if (path == NULL || buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		return xstrdup("none");
+	}
+	for (i = 0; i < b.len; i++) {
+		h ^= (unsigned char)b.data[i];
+		h *= 1099511628211ULL;
+	}
+	buf_free(&b);
+	return xprintf("%016llx", (unsigned long long)h);
+}
+
+/* Notes which file content CF was loaded from, and when. */
+static void
+server_config_loaded(struct server *sv, const struct config *cf)
+{
+	free(sv->cf_hash);
+	sv->cf_hash = server_config_hash(cf->path);
+	sv->cf_time = time(NULL);
+}
+
+/* Whether the client's config file (its HASH=) is the one the server runs. */
+static char *
+server_config_status(struct server *sv, const struct strv *kv)
+{
+	const char *hash = server_hello_get(kv, "HASH");
+	char when[64];
+	struct tm tm;
+
+	if (localtime_r(&sv->cf_time, &tm) == NULL ||
+	    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, sizeof when, "?");
+	if (hash != NULL && strcmp(hash, sv->cf_hash) == 0)
+		return xprintf("the server runs this file as it is now (loaded "
+		    "%s)\n", when);
+	return xprintf("the server runs the config of %s; 'agentmux "
+	    "reload' to use the file as it is now\n", when);
+}
+
+/*
+ * Reads the config file again for the sessions started from now on; a
+ * file with problems is refused (its FILE:LINE errors) and the one in use
+ * kept. Older configs stay alive until the server ends: live sessions
+ * and their proxies point into them.
+ */
+static int
+server_reload(struct server *sv, char **text, char **cause)
+{
+	struct config *cf;
+	char *err = NULL;
+
+	if ((cf = config_load_or_cause(NULL, &err)) == NULL) {
+		*cause = xprintf("%s\nthe server keeps the config it has; fix "
+		    "the file and run 'agentmux reload' again", err);
+		free(err);
+		return -1;
+	}
+	sv->cfs = xreallocarray(sv->cfs, sv->ncfs + 1, sizeof *sv->cfs);
+	sv->cfs[sv->ncfs++] = cf;
+	session_ctx_set_config(sv->ctx, cf);
+	tui_set_config(sv->t, cf);
+	server_config_loaded(sv, cf);
+	log_info("config reloaded");
+	*text = xstrdup("the config is reloaded: sessions started from now "
+	    "on use it; running ones keep theirs\n");
+	return 0;
 }
 
 /* Session number ID= of a command; -1 with *CAUSE. */
@@ -223,6 +338,12 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 
 	if (strcmp(cmd, "ls") == 0) {
 		*text = tui_list(sv->t, server_hello_get(kv, "JSON") != NULL);
+		return 0;
+	}
+	if (strcmp(cmd, "reload") == 0)
+		return server_reload(sv, text, cause);
+	if (strcmp(cmd, "config-status") == 0) {
+		*text = server_config_status(sv, kv);
 		return 0;
 	}
 	if (strcmp(cmd, "kill-server") == 0) {
@@ -377,6 +498,7 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	const char *term = server_hello_get(kv, "TERM");
 	const char *nc = server_hello_get(kv, "NO_COLOR");
 	char *cause = NULL, *text;
+	struct strv env;
 	int64_t id;
 
 	if (server_hello_get(kv, "CMD") != NULL) {
@@ -396,6 +518,10 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
 	    &cause) == -1)
 		goto fail;
+	strv_init(&env);
+	server_hello_env(kv, &env);
+	tui_set_env(sv->t, env.v);
+	server_strv_wipe(&env);
 	if (old != NULL) {
 		/* One view for now: the newest terminal has taken it over. */
 		old->attached = false;
@@ -477,7 +603,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		strv_init(&kv);
 		server_hello_parse(&b, &kv);
 		server_hello(c, &kv, fds, &nfds);
-		strv_free(&kv);
+		/* It holds the client's environment, secrets and all. */
+		server_strv_wipe(&kv);
 		break;
 	case SERVER_MSG_RESIZE:
 		if (c->attached)
@@ -489,6 +616,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 out:
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);
+	if (b.data != NULL)
+		explicit_bzero(b.data, b.len);
 	buf_free(&b);
 }
 
@@ -647,14 +776,76 @@ server_finish(struct server *sv)
 	return code;
 }
 
+/*
+ * True for a variable the server keeps for itself (server_env_reduce).
+ * A [secret]'s from_env variable too, for now: the dashboard's snapshot
+ * diffs redact its value (snap_redact_secrets reads the environment).
+ */
+static bool
+server_env_kept(const struct config *cf, const char *kv)
+{
+	static const char *keep[] = { "HOME=", "PATH=", "LANG=", "LC_",
+	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=", "SHELL=", "AGENTMUX_",
+	    "SSL_CERT_DIR=", "SSL_CERT_FILE=" };
+	const char *name;
+	size_t i;
+
+	for (i = 0; i < nitems(keep); i++) {
+		if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
+			return true;
+	}
+	for (i = 0; i < cf->nsecrets; i++) {
+		if ((name = cf->secrets[i].from_env) != NULL &&
+		    strncmp(kv, name, strlen(name)) == 0 &&
+		    kv[strlen(name)] == '=')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The server was forked from the client that started it and has its
+ * environment, secrets and all. Sessions take their own client's (the
+ * hello's ENV=s), so the server keeps only what it needs itself (its
+ * dirs, PATH, locale) and wipes the rest where /proc/PID/environ shows
+ * it: clearing environ alone would leave the strings there.
+ */
+static void
+server_env_reduce(const struct config *cf)
+{
+	struct strv kept;
+	char **e, *eq;
+	size_t i;
+
+	strv_init(&kept);
+	for (e = environ; *e != NULL; e++) {
+		if (server_env_kept(cf, *e))
+			strv_add(&kept, *e);
+	}
+	for (e = environ; *e != NULL; e++)
+		explicit_bzero(*e, strlen(*e));
+	if (clearenv() != 0)
+		fatalx("cannot clear the server's environment");
+	for (i = 0; i < kept.n; i++) {
+		if ((eq = strchr(kept.v[i], '=')) == NULL)
+			continue;
+		*eq = '\0';
+		if (setenv(kept.v[i], eq + 1, 1) == -1)
+			fatal("setenv %s", kept.v[i]);
+	}
+	strv_free(&kept);
+}
+
 void
 server_main(int lfd, int dirfd, struct config *cf, const char *name)
 {
 	struct server sv = { 0 };
 	struct timeval tv = { 1, 0 };
 	char *cause = NULL;
+	size_t i;
 	int rc = 1;
 
+	server_env_reduce(cf);
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);
@@ -664,6 +855,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 		fatal("chdir /");
 	sv.lfd = lfd;
 	sv.started_us = util_mono_us();
+	server_config_loaded(&sv, cf);
 	if ((sv.base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((sv.ctx = session_ctx_create(sv.base, cf, NULL, &cause)) == NULL) {
@@ -698,6 +890,10 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	session_ctx_free(sv.ctx);
 	event_base_free(sv.base);
 	config_free(cf);
+	for (i = 0; i < sv.ncfs; i++)
+		config_free(sv.cfs[i]);
+	free(sv.cfs);
+	free(sv.cf_hash);
 	log_info("server %s ends", name);
 	exit(rc);
 }

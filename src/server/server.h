@@ -30,6 +30,12 @@ struct server_hello {
 char *server_socket_path(const char *name, char **cause);
 /** $XDG_STATE_HOME/agentmux/server.log (else ~/.local/state/...); caller frees. */
 char *server_log_path(void);
+/**
+ * A digest of the config file PATH's content (FNV-1a, 16 hex digits:
+ * tells an edited file from the one a server loaded, not a security
+ * hash); "none" when PATH is NULL or cannot be read. Free it.
+ */
+char *server_config_hash(const char *path);
 
 /**
  * The client: connects to the server (starting it with CF, which the

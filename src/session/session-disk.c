@@ -624,7 +624,7 @@ session_disk_tick(evutil_socket_t fd, short what, void *arg)
 void
 session_disk_start(struct session *s)
 {
-	const struct config *cf = s->ctx->cf;
+	const struct config *cf = s->cf;
 	struct session_disk *sd;
 	char *cause = NULL;
 

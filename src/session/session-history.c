@@ -25,7 +25,7 @@ session_history_start(struct session *s, struct session_setup *sp,
 	char *err = NULL;
 	size_t i;
 
-	if (!s->ctx->cf->jail.history) {
+	if (!s->cf->jail.history) {
 		strv_add(&sp->notices, "[jail] history = off: the jailed command "
 		    "can delete the objects, refs and reflogs of the project's "
 		    "git history");

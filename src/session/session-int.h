@@ -47,6 +47,8 @@ struct session {
 	int references;              /* the front end's, and callbacks running */
 	bool freed;                  /* session_free ran: only the memory is left */
 	struct session_ctx *ctx;
+	const struct config *cf;     /* the ctx's when it started (a reload
+	                                does not change a live session's) */
 	struct session *next;
 	struct session_events ev;
 	void *arg;
@@ -61,6 +63,8 @@ struct session {
 	struct strv argv;            /* what runs (argv[0] as found on the host) */
 	struct strv asked;           /* the command as asked for, for the record */
 	struct strv env;
+	struct strv caller_env;      /* the asking client's environment */
+	bool has_caller_env;         /* else the process's own (run, tests) */
 	struct strv allow;           /* --allow/--deny, for the proxy */
 	struct strv deny;
 	int on_unknown;
@@ -199,9 +203,16 @@ const struct config_agent *session_setup_profile(const struct config *,
     const char *name, char **cause);
 int session_setup_command(struct session_setup *, struct strv *argv,
     const struct config_agent *, char *const *command, const char *project,
-    char **cause);
-void session_setup_env(struct session_setup *, const struct config_agent *,
-    bool pty, int port);
+    const char *path_env, char **cause);
+void session_setup_env(struct session_setup *, const struct session *,
+    const struct config_agent *, bool pty, int port);
+/*
+ * Variable NAME of the environment the session was asked from (its
+ * client's, session_opts env), else of this process; NULL if unset.
+ */
+const char *session_getenv(const struct session *, const char *name);
+/* That whole environment, NULL-ended. */
+char *const *session_environ(const struct session *);
 int session_setup_overlays(struct session_setup *,
     const struct config_agent *, char **cause);
 void session_setup_jail(struct session_setup *, struct jail_conf *);

@@ -18,7 +18,7 @@ session_pane_write(void *arg, const char *data, size_t len)
 void
 session_pane_start(struct session *s, const struct session_opts *o)
 {
-	int64_t hlimit = s->ctx->cf->ui.scrollback;
+	int64_t hlimit = s->cf->ui.scrollback;
 
 	if (!o->pty || !o->pane)
 		return;

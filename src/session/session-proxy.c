@@ -168,7 +168,8 @@ session_proxy_secret_take(const struct config_secret *cs, struct buf *b,
  * the source is there but fails. (A command's is read on the loop.)
  */
 static char *
-session_proxy_secret_value(const struct config_secret *cs, char **cause)
+session_proxy_secret_value(const struct session *s,
+    const struct config_secret *cs, char **cause)
 {
 	const char *v;
 	char *path;
@@ -176,7 +177,7 @@ session_proxy_secret_value(const struct config_secret *cs, char **cause)
 	int rc = 0;
 
 	if (cs->from_env != NULL) {
-		v = getenv(cs->from_env);
+		v = session_getenv(s, cs->from_env);
 		return v != NULL && *v != '\0' ? xstrdup(v) : NULL;
 	}
 	buf_init(&b);
@@ -281,7 +282,7 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 		return;
 	s->secret_jobs = xcalloc(a->secrets.n, sizeof *s->secret_jobs);
 	for (i = 0; i < a->secrets.n; i++) {
-		if ((cs = config_secret(s->ctx->cf, a->secrets.v[i])) == NULL)
+		if ((cs = config_secret(s->cf, a->secrets.v[i])) == NULL)
 			continue;
 		j = &s->secret_jobs[s->nsecret_jobs++];
 		j->s = s;
@@ -291,7 +292,7 @@ session_proxy_load_secrets(struct session *s, const struct config_agent *a)
 			session_proxy_job_start(s, j);
 			continue;
 		}
-		if ((j->value = session_proxy_secret_value(cs, &err)) == NULL &&
+		if ((j->value = session_proxy_secret_value(s, cs, &err)) == NULL &&
 		    err != NULL)
 			session_proxy_notice(s, "warn", err);
 		free(err);
@@ -440,7 +441,7 @@ static struct proxy_policy *
 session_proxy_policy(struct session *s, const struct config_agent *a,
     char **cause)
 {
-	const struct config_rules *sets[2] = { &s->ctx->cf->rules,
+	const struct config_rules *sets[2] = { &s->cf->rules,
 		a != NULL ? &a->rules : NULL };
 	struct proxy_policy *pol = proxy_policy_create();
 	const struct config_rule *r;
@@ -593,7 +594,7 @@ session_proxy_always(struct session *s, const struct proxy_ask *q, bool allow)
 	bool tls = q->scheme != NULL && strcmp(q->scheme, "http") != 0 &&
 	    strcmp(q->scheme, "ws") != 0;
 
-	path = s->ctx->cf->path != NULL ? xstrdup(s->ctx->cf->path) :
+	path = s->cf->path != NULL ? xstrdup(s->cf->path) :
 	    path_config_file();
 	if (q->rule != NULL)
 		rule = xstrdup(q->rule);   /* the scope the user chose */
@@ -707,12 +708,12 @@ session_proxy_serve(struct session *s, int fd, char **cause)
 	sc.session_id = s->id;
 	sc.policy = s->policy;
 	sc.ask = s->on_unknown == CONFIG_ASK && s->ev.ask != NULL;
-	sc.prompt_timeout = (int)s->ctx->cf->prompt_timeout;
+	sc.prompt_timeout = (int)s->cf->prompt_timeout;
 	sc.secrets = ps;
 	sc.nsecrets = s->nsecrets;
 	sc.label = label;
 	sc.redirect_fd = sc.dns_udp_fd = sc.dns_tcp_fd = -1;
-	if (s->jail != NULL && s->ctx->cf->proxy.transparent) {
+	if (s->jail != NULL && s->cf->proxy.transparent) {
 		sc.transparent = true;
 		jail_take_net_fds(s->jail, &sc.redirect_fd, &sc.dns_udp_fd,
 		    &sc.dns_tcp_fd);

@@ -13,8 +13,6 @@
 #include "agent.h"
 #include "session-int.h"
 
-extern char **environ;
-
 /* The jail's PATH; the command's own directory goes first when it is elsewhere. */
 #define SESSION_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:" \
     "/usr/sbin:/sbin"
@@ -68,7 +66,7 @@ session_setup_under(const char *path, const char *dir)
 int
 session_setup_command(struct session_setup *ss, struct strv *argv,
     const struct config_agent *a, char *const *command, const char *project,
-    char **cause)
+    const char *path_env, char **cause)
 {
 	struct agent_install in;
 	size_t i;
@@ -80,7 +78,7 @@ session_setup_command(struct session_setup *ss, struct strv *argv,
 			strv_add(argv, command[i]);
 		return 0;
 	}
-	if (agent_resolve(a, command, getenv("PATH"), &in, cause) == -1)
+	if (agent_resolve(a, command, path_env, &in, cause) == -1)
 		return -1;
 	for (i = 0; i < in.argv.n; i++)
 		strv_add(argv, in.argv.v[i]);
@@ -112,20 +110,21 @@ session_setup_allowed(const char *kv)
 
 /* Only an allowlist of the caller's environment goes in; the rest is ours. */
 void
-session_setup_env(struct session_setup *ss, const struct config_agent *a,
-    bool pty, int port)
+session_setup_env(struct session_setup *ss, const struct session *s,
+    const struct config_agent *a, bool pty, int port)
 {
 	struct passwd *pw = getpwuid(getuid());
 	const char *user = pw != NULL ? pw->pw_name : "user";
-	char **e, *proxy;
+	char *const *e;
+	char *proxy;
 	struct buf b;
 	size_t i;
 
-	for (e = environ; *e != NULL; e++) {
+	for (e = session_environ(s); *e != NULL; e++) {
 		if (session_setup_allowed(*e))
 			strv_add(&ss->env, *e);
 	}
-	if (getenv("TERM") == NULL)
+	if (session_getenv(s, "TERM") == NULL)
 		strv_setenv(&ss->env, "TERM", pty ? "xterm-256color" :
 		    "dumb");
 	for (i = 0; i < a->env.n; i++) {

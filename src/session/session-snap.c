@@ -78,7 +78,7 @@ session_snap_start(struct session *s)
 {
 	char *cause = NULL;
 
-	s->snap = snap_session_create(s->ctx->base, s->ctx->st, s->ctx->cf,
+	s->snap = snap_session_create(s->ctx->base, s->ctx->st, s->cf,
 	    s->id, s->project, &cause);
 	if (s->snap == NULL) {
 		session_snap_notice(s, "alert", "cannot snapshot the project, "
@@ -150,9 +150,9 @@ session_snap_end(struct session *s)
 		free(cause);
 		cause = NULL;
 	}
-	if ((a = config_agent(s->ctx->cf, s->agent)) == NULL)
+	if ((a = config_agent(s->cf, s->agent)) == NULL)
 		return;
-	n = snap_confdiff_session_end(s->ctx->st, s->ctx->cf, s->id,
+	n = snap_confdiff_session_end(s->ctx->st, s->cf, s->id,
 	    (int)a->persist, &cause);
 	if (n == -1) {
 		session_snap_notice(s, "warn", "config changes: %s", cause);
@@ -198,7 +198,7 @@ session_snap_request_done(struct session *s, const char *host)
 	size_t i;
 
 	if (s->snap == NULL || s->ended || host == NULL ||
-	    (a = config_agent(s->ctx->cf, s->agent)) == NULL)
+	    (a = config_agent(s->cf, s->agent)) == NULL)
 		return;
 	for (i = 0; i < a->model_hosts.n; i++) {
 		if (util_glob_match(a->model_hosts.v[i], host, true)) {

@@ -220,7 +220,7 @@ session_state_idle_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_state_arm(struct session *s)
 {
-	int64_t ms = s->ctx->cf->ui.idle_after;
+	int64_t ms = s->cf->ui.idle_after;
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 	if (s->st_idle_ev == NULL)
@@ -248,7 +248,7 @@ session_state_model_host(struct session *s, const char *host)
 	size_t i;
 
 	if (host == NULL || s->agent == NULL ||
-	    (a = config_agent(s->ctx->cf, s->agent)) == NULL)
+	    (a = config_agent(s->cf, s->agent)) == NULL)
 		return false;
 	for (i = 0; i < a->model_hosts.n; i++) {
 		if (util_glob_match(a->model_hosts.v[i], host, true))

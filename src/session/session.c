@@ -14,6 +14,8 @@
 #include "agent.h"
 #include "jail/jail.h"
 #include "session-int.h"
+
+extern char **environ;
 #include "store/store.h"
 
 static void session_finish(struct session *);
@@ -105,6 +107,12 @@ const struct config *
 session_ctx_config(struct session_ctx *ctx)
 {
 	return ctx->cf;
+}
+
+void
+session_ctx_set_config(struct session_ctx *ctx, const struct config *cf)
+{
+	ctx->cf = cf;
 }
 
 /* ---- checking what was asked for ---- */
@@ -372,7 +380,7 @@ session_protect(struct session *s, const struct config_agent *a,
 
 	strv_free(&s->protect);
 	strv_free(&s->protected);
-	config_protect(s->ctx->cf, a, &s->protect);
+	config_protect(s->cf, a, &s->protect);
 	strv_init(&s->protected);
 	snap_plant_existing(s->project, s->protect.v, s->protect.n,
 	    &s->protected);
@@ -403,7 +411,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	sp->shell = agent_user_shell();
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
-	session_setup_env(sp, a, s->want_pty, SESSION_PROXY_PORT);
+	session_setup_env(sp, s, a, s->want_pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
 	if (session_setup_overlays(sp, a, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
@@ -418,12 +426,12 @@ session_jail(struct session *s, struct session_setup *sp,
 	jc.home = sp->home;
 	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
 	session_setup_jail(sp, &jc);
-	session_limits(&jc.limits, s->ctx->cf, a, s);
+	session_limits(&jc.limits, s->cf, a, s);
 	jc.pty = s->want_pty;
 	jc.rows = s->rows;
 	jc.cols = s->cols;
 	jc.proxy_port = SESSION_PROXY_PORT;
-	jc.transparent = s->ctx->cf->proxy.transparent;
+	jc.transparent = s->cf->proxy.transparent;
 	jc.transparent_port = SESSION_PROXY_PORT + 1;
 	jc.hold = true;
 	session_protect(s, a, &sp->protect);
@@ -461,6 +469,39 @@ session_strv_copy(struct strv *to, char *const *from)
 		strv_add(to, from[i]);
 }
 
+/* The client's environment may hold its secrets: wiped, not just freed. */
+static void
+session_env_free(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->caller_env.n; i++)
+		explicit_bzero(s->caller_env.v[i], strlen(s->caller_env.v[i]));
+	strv_free(&s->caller_env);
+}
+
+const char *
+session_getenv(const struct session *s, const char *name)
+{
+	size_t i, n = strlen(name);
+	const char *kv;
+
+	if (!s->has_caller_env)
+		return getenv(name);
+	for (i = 0; i < s->caller_env.n; i++) {
+		kv = s->caller_env.v[i];
+		if (strncmp(kv, name, n) == 0 && kv[n] == '=')
+			return kv + n + 1;
+	}
+	return NULL;
+}
+
+char *const *
+session_environ(const struct session *s)
+{
+	return s->has_caller_env ? s->caller_env.v : environ;
+}
+
 static struct session *
 session_new(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg)
@@ -469,6 +510,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 
 	s->references = 1;      /* the front end's, dropped by session_free */
 	s->ctx = ctx;
+	s->cf = ctx->cf;
 	if (ev != NULL)
 		s->ev = *ev;
 	s->arg = arg;
@@ -496,6 +538,9 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	session_strv_copy(&s->allow, o->allow);
 	session_strv_copy(&s->deny, o->deny);
 	session_strv_copy(&s->kept, o->kept);
+	/* The server's own environment is its first client's: never used. */
+	s->has_caller_env = o->env != NULL;
+	session_strv_copy(&s->caller_env, o->env);
 	return s;
 }
 
@@ -581,7 +626,7 @@ static void
 session_wall_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	char *msg;
 
 	if (s->ended || a == NULL)
@@ -658,7 +703,7 @@ session_start_fail(struct session *s, const char *cause)
 static void
 session_start_done(struct session *s)
 {
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	char *cause = NULL;
 	bool closing;
 
@@ -808,7 +853,7 @@ session_start_watch(struct session *s)
 static int
 session_start_jail(struct session *s, char **cause)
 {
-	const struct config_agent *a = config_agent(s->ctx->cf, s->agent);
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	int rc;
 
 	if (a == NULL) {
@@ -862,7 +907,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_setup_init(s->setup);
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
 	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
-	    o->command, s->project, cause) == -1)
+	    o->command, s->project, session_getenv(s, "PATH"), cause) == -1)
 		goto fail;
 	if (session_guard_sockets(s, cause) == -1 ||
 	    session_disk_check(ctx, s->project, cause) == -1)
@@ -975,6 +1020,7 @@ session_free(struct session *s)
 	strv_free(&s->argv);
 	strv_free(&s->asked);
 	strv_free(&s->env);
+	session_env_free(s);
 	strv_free(&s->allow);
 	strv_free(&s->deny);
 	strv_free(&s->kept);

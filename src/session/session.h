@@ -43,6 +43,12 @@ struct store *session_ctx_store(struct session_ctx *);
 /** The CA certificate clients of the proxy must trust (PEM path); borrowed. */
 const char *session_ctx_ca_cert(struct session_ctx *);
 const struct config *session_ctx_config(struct session_ctx *);
+/**
+ * CF (borrowed) is the config of the sessions started from now on; live
+ * ones keep the one they started with, which the caller keeps alive
+ * until they end.
+ */
+void session_ctx_set_config(struct session_ctx *, const struct config *cf);
 
 struct session_opts {
 	const char *kind;            /* "run", "dashboard" or "proxy" */
@@ -66,6 +72,8 @@ struct session_opts {
 	const char *base;            /* with worktree: its branch starts here (NULL: HEAD) */
 	const char *branch;          /* with worktree: NAME in agentmux/ID/NAME (NULL: the agent's) */
 	bool shared;                 /* start in a tree another session runs in */
+	char *const *env;            /* the asking client's environment, K=V,
+	                                NULL-ended; NULL: this process's own */
 };
 
 /** A destination waiting for the user's decision. Strings borrowed. */

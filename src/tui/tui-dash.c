@@ -953,6 +953,18 @@ tui_events(struct tui *t)
 	event_add(t->int_ev, NULL);
 }
 
+/* A client's environment may hold its secrets: wiped, not just freed. */
+static void
+tui_env_free(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->client_env.n; i++)
+		explicit_bzero(t->client_env.v[i], strlen(t->client_env.v[i]));
+	strv_free(&t->client_env);
+	t->has_client_env = false;
+}
+
 void
 tui_free(struct tui *t)
 {
@@ -965,6 +977,7 @@ tui_free(struct tui *t)
 	for (i = 0; i < t->npanes; i++)
 		tui_pane_free(t->panes[i]);
 	free(t->panes);
+	tui_env_free(t);
 	tui_prompt_free_all(t);
 	tui_disk_free_all(t);
 	tui_requests_free_all(t);
@@ -1037,6 +1050,7 @@ tui_create(struct event_base *base, struct session_ctx *ctx)
 
 	t->base = base;
 	t->ctx = ctx;
+	strv_init(&t->client_env);
 	t->cf = session_ctx_config(ctx);
 	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
@@ -1064,6 +1078,23 @@ tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
 {
 	t->detach_cb = cb;
 	t->detach_arg = arg;
+}
+
+void
+tui_set_config(struct tui *t, const struct config *cf)
+{
+	t->cf = cf;
+	tui_redraw(t);
+}
+
+void
+tui_set_env(struct tui *t, char *const *env)
+{
+	tui_env_free(t);
+	strv_init(&t->client_env);
+	t->has_client_env = env != NULL;
+	for (; env != NULL && *env != NULL; env++)
+		strv_add(&t->client_env, *env);
 }
 
 int64_t

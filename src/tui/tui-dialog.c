@@ -174,8 +174,10 @@ tui_new_start(struct tui *t)
 		free(dir);
 		return;
 	}
+	/* The environment of the client whose terminal asks. */
 	wp = tui_pane_start(t, &(struct tui_opts){ .agent = a->name,
-	    .dir = dir }, &cause);
+	    .dir = dir, .env = t->has_client_env ? t->client_env.v : NULL },
+	    &cause);
 	free(dir);
 	if (wp == NULL) {
 		tui_new_note(t, true, cause);

@@ -34,6 +34,8 @@ struct tui_pane {
 	char *project;
 	char *dir;                /* as asked for (restart) */
 	struct strv command;      /* as asked for (restart); empty: the profile's */
+	struct strv env;          /* its client's environment (restart) */
+	bool has_env;             /* else the process's own */
 	bool worktree;            /* as asked for: a worktree of its own */
 	char *base;               /* with worktree: --base, or NULL */
 	char *branch;             /* with worktree: --branch, or NULL */
@@ -129,6 +131,8 @@ struct tui_line {
 };
 
 struct tui {
+	struct strv client_env;   /* the attached client's (tui_set_env) */
+	bool has_client_env;
 	struct event_base *base;
 	struct session_ctx *ctx;
 	const struct config *cf;

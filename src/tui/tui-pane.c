@@ -217,6 +217,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	o.dir = wp->dir;
 	o.command = wp->command.n > 0 ? wp->command.v : NULL;
 	o.kept = kept;
+	o.env = wp->has_env ? wp->env.v : NULL;
 	o.worktree = wp->worktree || t->cf->ui.worktree;
 	o.base = wp->base;
 	o.branch = wp->branch;
@@ -273,6 +274,10 @@ tui_pane_start(struct tui *t, const struct tui_opts *o, char **cause)
 	strv_init(&wp->command);
 	for (; command != NULL && *command != NULL; command++)
 		strv_add(&wp->command, *command);
+	strv_init(&wp->env);
+	wp->has_env = o->env != NULL;
+	for (command = o->env; command != NULL && *command != NULL; command++)
+		strv_add(&wp->env, *command);
 	tui_pane_start_size(t, &sx, &sy);
 	wp->pane = tui_pane_blank(sx, sy);
 	if (!tui_pane_session(wp, NULL, cause)) {
@@ -297,6 +302,8 @@ tui_pane_close(struct tui_pane *wp)
 void
 tui_pane_free(struct tui_pane *wp)
 {
+	size_t i;
+
 	if (wp == NULL)
 		return;
 	tui_pane_close(wp);
@@ -314,6 +321,10 @@ tui_pane_free(struct tui_pane *wp)
 	free(wp->unsafe);
 	free(wp->start_failed);
 	strv_free(&wp->command);
+	/* Its client's environment may hold secrets. */
+	for (i = 0; i < wp->env.n; i++)
+		explicit_bzero(wp->env.v[i], strlen(wp->env.v[i]));
+	strv_free(&wp->env);
 	free(wp);
 }
 

@@ -231,6 +231,8 @@ struct tui_opts {
 	const char *base;         /* with worktree: where its branch starts */
 	const char *branch;       /* with worktree: NAME of agentmux/ID/NAME */
 	bool refuse_shared;       /* refuse a tree another session runs in */
+	char *const *env;         /* the asking client's environment (kept for
+	                             a restart); NULL: this process's own */
 };
 
 struct tui;
@@ -254,6 +256,13 @@ void tui_end(struct tui *);
  */
 int tui_attach(struct tui *, int infd, int outfd, const char *term,
     bool color, char **cause);
+/** CF (borrowed, kept alive by the caller) is the config from now on (a reload). */
+void tui_set_config(struct tui *, const struct config *cf);
+/**
+ * ENV (K=V, NULL-ended, copied) is the environment of the attached
+ * terminal's client: the sessions the dashboard starts itself take it.
+ */
+void tui_set_env(struct tui *, char *const *env);
 /** Lets the terminal go (its modes restored); the sessions keep running. */
 void tui_detach(struct tui *);
 bool tui_attached(const struct tui *);
