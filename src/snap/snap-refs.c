@@ -29,6 +29,7 @@ struct snap_refs {
 	struct strv present;      /* object ids of the start that exist */
 	const struct snap_hgit *kept; /* what the session kept, or NULL */
 	int failed;               /* refs that could not be put back */
+	char *scope;              /* a worktree session's own refs (refs/heads/agentmux/ID/), or NULL: all */
 };
 
 /* How the user names REF: "main" for a branch, the full name otherwise. */
@@ -257,6 +258,42 @@ snap_refs_keep(FILE *out, const char *ref)
 }
 
 /* Every ref of the start that is not as it was; refs made since are kept (and named). */
+/*
+ * A worktree session moved its own branch alone (the kernel refused it
+ * the rest): only refs under its own dir are put back, never the user's
+ * main, tags or another session's branch, which may have moved since.
+ */
+static bool
+snap_refs_in_scope(const struct snap_refs *sr, const char *ref)
+{
+	return sr->scope == NULL || strncmp(ref, sr->scope,
+	    strlen(sr->scope)) == 0;
+}
+
+/* The ref dir of SESSION's worktree (refs/heads/agentmux/ID/), or NULL if it is not a worktree session. */
+static char *
+snap_refs_scope(int64_t session)
+{
+	struct snap_worktree wt;
+	char *data, *root = NULL, *cause = NULL, *scope = NULL;
+	const char *slash;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	if (snap_worktree_find(data, session, &wt, &root, &cause) == 0) {
+		if ((slash = strrchr(wt.branch, '/')) != NULL)
+			scope = xprintf("refs/heads/%.*s/",
+			    (int)(slash - wt.branch), wt.branch);
+		snap_worktree_clear(&wt);
+	}
+	free(cause);
+	free(root);
+	free(data);
+	return scope;
+}
+
 static void
 snap_refs_all(struct snap_refs *sr)
 {
@@ -268,7 +305,8 @@ snap_refs_all(struct snap_refs *sr)
 		ref = xstrndup(sr->start.v[i], strcspn(sr->start.v[i], "\t"));
 		want = sr->start.v[i] + strlen(ref) + 1;
 		cur = snap_hist_value(&sr->now, ref);
-		if (snap_hist_refname_ok(ref) && (cur == NULL ||
+		if (snap_refs_in_scope(sr, ref) && snap_hist_refname_ok(ref) &&
+		    (cur == NULL ||
 		    strcmp(cur, want) != 0))
 			snap_refs_one(sr, ref, want, cur);
 		free(ref);
@@ -276,6 +314,7 @@ snap_refs_all(struct snap_refs *sr)
 	for (i = 0; i < sr->now.n; i++) {
 		ref = xstrndup(sr->now.v[i], strcspn(sr->now.v[i], "\t"));
 		if (strncmp(ref, "refs/", 5) == 0 &&
+		    snap_refs_in_scope(sr, ref) &&
 		    snap_hist_value(&sr->start, ref) == NULL)
 			snap_refs_keep(sr->out, ref);
 		free(ref);
@@ -289,7 +328,8 @@ snap_refs_head(struct snap_refs *sr)
 	const char *want = snap_hist_value(&sr->start, "HEAD");
 	const char *cur = snap_hist_value(&sr->now, "HEAD");
 
-	if (want == NULL || (cur != NULL && strcmp(cur, want) == 0))
+	/* The shared HEAD is the main tree's, not a worktree session's. */
+	if (sr->scope != NULL || want == NULL || (cur != NULL && strcmp(cur, want) == 0))
 		return;
 	if (strncmp(want, "ref: ", 5) == 0)
 		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :
@@ -369,6 +409,9 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	strv_init(&sr.present);
 	strv_init(&sr.now);
 	sr.gitfd = -1;
+	if ((sr.scope = snap_refs_scope(session)) != NULL)
+		out_printf(out, "  --refs: a worktree session: its own branch "
+		    "alone (%s*)\n", sr.scope);
 	if (r->projgit != NULL)
 		snap_refs_start(&sr, &h);
 	if (sr.start.n == 0) {
@@ -401,6 +444,7 @@ out:
 	strv_free(&sr.start);
 	strv_free(&sr.now);
 	strv_free(&sr.present);
+	free(sr.scope);
 	snap_history_free(h);
 	return rc;
 }

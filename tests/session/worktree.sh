@@ -260,6 +260,26 @@ sums "$wt1" >"$T/s1"; sums "$wt3" >"$T/s3"
 sums "$wt1" | cmp -s - "$T/s1" && sums "$wt3" | cmp -s - "$T/s3" &&
 	ok "undo of one parallel session left the other two byte-for-byte" || bad "undo of $par2 touched another worktree"
 
+# undo --refs of a worktree session puts back its own branch alone: the user's
+# main, moved while the session ran, and the shared HEAD stay as they are.
+"$AMX" run --worktree --branch refs1 -- sh -c 'sleep 2; echo r >r && git add r && git commit -qm r' \
+	</dev/null >/dev/null 2>"$T/refs1.err" &
+rpid=$!
+sleep 1
+echo user >user-commit && git add user-commit && git commit -qm user-commit
+usertip=$(git rev-parse main 2>/dev/null || git rev-parse HEAD)
+wait "$rpid" || bad "the refs1 session failed: $(cat "$T/refs1.err")"
+rid=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if (s.get("worktree") or "").endswith("/refs1, unmerged")][0])')
+out=$("$AMX" undo "$rid" --refs --dry-run 2>&1)
+{ ! grep -Eq "(reset|switch|delete) +(main|master|HEAD)" <<<"$out" && grep -q "agentmux/$rid/refs1" <<<"$out"; } &&
+	ok "undo --refs --dry-run of a worktree session names its own branch alone" ||
+	bad "undo --refs --dry-run of worktree session $rid: $out"
+"$AMX" undo "$rid" --refs >/dev/null 2>&1 || bad "undo $rid --refs failed"
+{ [ "$(git rev-parse HEAD)" = "$usertip" ] && [ -e user-commit ] &&
+	[ "$(git rev-list --count "$usertip..agentmux/$rid/refs1")" = 0 ]; } &&
+	ok "undo --refs of a worktree session left the user's main and HEAD, and put its own branch back" ||
+	bad "undo --refs of $rid: HEAD $(git rev-parse HEAD) (user's $usertip), branch $(git log --oneline -1 "agentmux/$rid/refs1")"
+
 # A shared tree: a second session without --worktree is refused with the hint; --shared and --worktree start.
 "$AMX" run -- sh -c 'sleep 60' </dev/null >/dev/null 2>&1 &
 bgpid=$!
