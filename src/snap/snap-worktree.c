@@ -29,6 +29,95 @@ snap_worktree_clear(struct snap_worktree *wt)
 	memset(wt, 0, sizeof *wt);
 }
 
+/*
+ * The filter drivers git knows for GITDIR (its config, the user's, the
+ * system's): their names into NAMES. A project's .gitattributes names
+ * which one runs on each file, so checking out an agent's branch would
+ * run the user's smudge filter on content the agent chose (git-lfs then
+ * fetches from a URL in the project's .lfsconfig, outside the proxy).
+ */
+static void
+snap_worktree_filter_names(const char *gitdir, struct strv *names)
+{
+	const char *args[] = { "git", "config", "-z", "--get-regexp",
+	    "^filter\\..*\\.(smudge|clean|process)$", NULL };
+	struct proc_opts o;
+	struct strv env;
+	struct buf out, err;
+	char *cause = NULL, *p, *end, *name;
+	const char *dot;
+	int st;
+
+	snap_env_plain(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	memset(&o, 0, sizeof o);
+	o.argv = (char **)args;
+	o.env = env.v;
+	o.dir = "/";
+	o.out_fd = -1;
+	o.umask = -1;
+	o.timeout = 30;
+	buf_init(&out);
+	buf_init(&err);
+	if (proc_run(&o, &out, &err, &st, &cause) == 0 && st == 0) {
+		buf_add(&out, "", 1);
+		for (p = out.data; p < out.data + out.len - 1; p = end + 1) {
+			end = p + strlen(p);
+			/* "filter.NAME.smudge\nVALUE": NAME may hold dots. */
+			*strchrnul(p, '\n') = '\0';
+			if ((dot = strrchr(p, '.')) == NULL || dot <= p + 7)
+				continue;
+			name = xstrndup(p + 7, (size_t)(dot - (p + 7)));
+			if (!strv_contains(names, name))
+				strv_add(names, name);
+			free(name);
+		}
+	}
+	free(cause);
+	buf_free(&out);
+	buf_free(&err);
+	strv_free(&env);
+}
+
+/*
+ * Adds to ENV (whose GIT_CONFIG_COUNT entries come first) config that
+ * blanks every filter driver of GITDIR: git then checks files out and
+ * in as they are. git-lfs's own smudge is skipped too.
+ */
+static void
+snap_worktree_no_filters(struct strv *env, const char *gitdir)
+{
+	static const char *const keys[] = { "smudge", "clean", "process" };
+	struct strv names;
+	size_t i, j, at = env->n, count = 0;
+
+	for (i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], "GIT_CONFIG_COUNT=", 17) == 0) {
+			at = i;
+			count = (size_t)strtoul(env->v[i] + 17, NULL, 10);
+		}
+	}
+	strv_add(env, "GIT_LFS_SKIP_SMUDGE=1");
+	strv_init(&names);
+	snap_worktree_filter_names(gitdir, &names);
+	for (i = 0; i < names.n; i++) {
+		for (j = 0; j < nitems(keys); j++) {
+			strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.%s", count,
+			    names.v[i], keys[j]);
+			strv_addf(env, "GIT_CONFIG_VALUE_%zu=", count++);
+		}
+		strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.required", count,
+		    names.v[i]);
+		strv_addf(env, "GIT_CONFIG_VALUE_%zu=false", count++);
+	}
+	strv_free(&names);
+	if (at < env->n) {
+		free(env->v[at]);
+		env->v[at] = xprintf("GIT_CONFIG_COUNT=%zu", count);
+	} else
+		strv_addf(env, "GIT_CONFIG_COUNT=%zu", count);
+}
+
 /* Runs git in DIR with GIT_DIR=GITDIR (and GIT_WORK_TREE=WORKTREE if set); -1 with *CAUSE unless it exits 0. */
 static int
 snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
@@ -41,6 +130,7 @@ snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
 	int st, rc;
 
 	snap_env_plain(&env);
+	snap_worktree_no_filters(&env, gitdir);
 	strv_addf(&env, "GIT_DIR=%s", gitdir);
 	if (worktree != NULL)
 		strv_addf(&env, "GIT_WORK_TREE=%s", worktree);
@@ -428,6 +518,7 @@ snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
 		strv_addf(&env, "GIT_CONFIG_KEY_%zu=%s", i, conf[i][0]);
 		strv_addf(&env, "GIT_CONFIG_VALUE_%zu=%s", i, conf[i][1]);
 	}
+	snap_worktree_no_filters(&env, wt->common);
 	strv_init(&argv);
 	strv_add(&argv, "git");
 	for (i = 0; args[i] != NULL; i++)

@@ -326,6 +326,26 @@ out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
 	bad "--base no-such-ref was accepted"
 grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
 
+# Host git runs no filter driver over what a session's branch holds: the
+# project's .gitattributes names the driver (git-lfs would fetch from a
+# URL in the project's .lfsconfig). Neither at worktree add nor at merge.
+printf 'filtered*.txt filter=amxevil\n' >.gitattributes
+echo data >filtered.txt
+git add -A && git commit -qm filtered
+# (the user's driver, configured once the files are in)
+git config filter.amxevil.smudge "touch '$T/FILTER-RAN'; cat"
+git config filter.amxevil.process "touch '$T/FILTER-RAN'; false"
+"$AMX" run --worktree --branch filt -- sh -c 'echo more >filtered2.txt && git -c filter.amxevil.process= -c filter.amxevil.smudge= add filtered2.txt && git -c filter.amxevil.process= -c filter.amxevil.smudge= commit -qm f2' \
+	</dev/null >"$T/filt.out" 2>&1 || bad "the filter session failed: $(cat "$T/filt.out")"
+fid=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if (s.get("worktree") or "").endswith("/filt, unmerged")][0])')
+[ ! -e "$T/FILTER-RAN" ] && ok "worktree add ran no filter driver the project's attributes name" ||
+	bad "worktree add ran the filter driver"
+out=$("$AMX" merge "$fid" 2>&1) || bad "merge of the filter session failed: $out"
+{ [ ! -e "$T/FILTER-RAN" ] && [ "$(cat filtered2.txt 2>/dev/null)" = more ]; } &&
+	ok "merge checked the branch's file out as it is, with no filter driver" ||
+	bad "merge ran the filter driver, or filtered2.txt is not as committed: $(cat filtered2.txt 2>&1)"
+git config --unset filter.amxevil.smudge; git config --unset filter.amxevil.process
+
 # The same as an ordinary user (users are not root; the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
