@@ -126,7 +126,8 @@ session_worktree_note(struct session *s, char **cause)
 int
 session_worktree_make(struct session *s, char **cause)
 {
-	struct strv skipped;
+	struct strv skipped, over;
+	char *q;
 	char *branch;
 	size_t copied;
 	int rc;
@@ -141,9 +142,11 @@ session_worktree_make(struct session *s, char **cause)
 		return -1;
 	}
 	strv_init(&skipped);
-	if (snap_worktree_include(s->wt, s->wt_root, &copied, &skipped,
+	strv_init(&over);
+	if (snap_worktree_include(s->wt, s->wt_root, &copied, &skipped, &over,
 	    cause) == -1 || session_worktree_note(s, cause) == -1) {
 		strv_free(&skipped);
+		strv_free(&over);
 		return -1;
 	}
 	store_event_add(s->ctx->st, s->id, "info", "worktree", "worktree %s "
@@ -155,7 +158,17 @@ session_worktree_make(struct session *s, char **cause)
 		    "file%s named by .worktreeinclude not copied (not regular "
 		    "files, or behind a link)", skipped.n, skipped.n == 1 ? "" :
 		    "s");
+	if (over.n > 0) {
+		q = quote_name(over.v[0]);
+		store_event_add(s->ctx->st, s->id, "warn", "worktree", "%zu "
+		    "file%s named by .worktreeinclude not copied: past the "
+		    "1 GiB it may copy (the first: %s); copy what the agent "
+		    "needs by hand, or name less in .worktreeinclude", over.n,
+		    over.n == 1 ? "" : "s", q);
+		free(q);
+	}
 	strv_free(&skipped);
+	strv_free(&over);
 	return 0;
 }
 

@@ -16,6 +16,8 @@
 #define SNAP_WORKTREE_INCLUDE_MAX (256 * 1024)
 /* How long git may take to check a worktree out. */
 #define SNAP_WORKTREE_TIMEOUT 600
+/* What .worktreeinclude may copy into the data dir, in bytes of data. */
+#define SNAP_WORKTREE_COPY_MAX ((int64_t)1 << 30)
 
 void
 snap_worktree_clear(struct snap_worktree *wt)
@@ -388,19 +390,90 @@ fail:
 	return -1;
 }
 
-/* Copies the regular file REL from under SRCFD to under DSTFD, following no link on either side. */
+/* Writes LEN bytes of BUF at OFF of FD, all of them; -1 with errno. */
 static int
-snap_worktree_copy(int srcfd, int dstfd, const char *rel)
+snap_worktree_pwrite(int fd, const char *buf, size_t len, off_t off)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = pwrite(fd, buf, len, off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/*
+ * Copies IN's data to OUT at the same offsets, leaving holes as holes (a
+ * sparse file the project holds costs the data dir no more than it costs
+ * the project), then gives OUT IN's SIZE.
+ */
+static int
+snap_worktree_copy_data(int in, int out, off_t size)
+{
+	char buf[65536];
+	off_t data = 0, hole, o;
+	ssize_t n;
+
+	for (;;) {
+		if ((data = lseek(in, data, SEEK_DATA)) == -1) {
+			if (errno == ENXIO)
+				break;          /* no data after it */
+			if (errno != EINVAL || data != 0)
+				return -1;
+			data = 0;               /* no SEEK_DATA here: all is data */
+			hole = size;
+		} else if ((hole = lseek(in, data, SEEK_HOLE)) == -1)
+			return -1;
+		for (o = data; o < hole; o += n) {
+			n = pread(in, buf, (size_t)(hole - o < (off_t)sizeof buf ?
+			    hole - o : (off_t)sizeof buf), o);
+			if (n == -1 && errno == EINTR) {
+				n = 0;
+				continue;
+			}
+			if (n <= 0 || snap_worktree_pwrite(out, buf, (size_t)n,
+			    o) == -1)
+				return -1;
+		}
+		if ((data = hole) >= size)
+			break;
+	}
+	return ftruncate(out, size);
+}
+
+/*
+ * Copies the regular file REL from under SRCFD to under DSTFD, following
+ * no link on either side, if its data fits in what is left of *BUDGET
+ * (taken from it). 0 if copied, 1 if over the budget, -1 if it cannot be.
+ */
+static int
+snap_worktree_copy(int srcfd, int dstfd, const char *rel, int64_t *budget)
 {
 	const char *slash = strrchr(rel, '/');
 	char *dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
 	struct stat st;
+	int64_t cost;
 	int in, out = -1, dfd, rc = -1;
 
 	in = path_open_beneath(srcfd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC,
 	    0);
 	if (in == -1 || fstat(in, &st) == -1 || !S_ISREG(st.st_mode))
 		goto out;
+	/* What it takes on disk: a sparse file's holes cost nothing. */
+	cost = (int64_t)st.st_blocks * 512;
+	if (cost > (int64_t)st.st_size)
+		cost = (int64_t)st.st_size;
+	if (cost > *budget) {
+		rc = 1;
+		goto out;
+	}
 	dfd = dir != NULL ? snap_worktree_mkdirs(dstfd, dir, 0755) :
 	    dup(dstfd);
 	if (dfd == -1)
@@ -408,8 +481,10 @@ snap_worktree_copy(int srcfd, int dstfd, const char *rel)
 	out = openat(dfd, slash != NULL ? slash + 1 : rel, O_WRONLY | O_CREAT |
 	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
 	close(dfd);
-	if (out != -1 && snap_copy_fd(in, out) == 0)
+	if (out != -1 && snap_worktree_copy_data(in, out, st.st_size) == 0) {
+		*budget -= cost;
 		rc = 0;
+	}
 out:
 	if (in != -1)
 		close(in);
@@ -421,8 +496,9 @@ out:
 
 int
 snap_worktree_include(const struct snap_worktree *wt, const char *scratch,
-    size_t *copied, struct strv *skipped, char **cause)
+    size_t *copied, struct strv *skipped, struct strv *over, char **cause)
 {
+	int64_t budget = SNAP_WORKTREE_COPY_MAX;
 	char *excl = NULL, *arg = NULL, *p, *end;
 	const char *args[] = { "ls-files", "-z", "--others", "--ignored",
 	    NULL, NULL };
@@ -463,10 +539,17 @@ snap_worktree_include(const struct snap_worktree *wt, const char *scratch,
 		end = p + strlen(p);
 		if (*p == '\0')
 			continue;
-		if (snap_worktree_copy(pfd, wfd, p) == 0)
+		switch (snap_worktree_copy(pfd, wfd, p, &budget)) {
+		case 0:
 			(*copied)++;
-		else if (skipped != NULL)
+			break;
+		case 1:
+			strv_add(over, p);
+			break;
+		default:
 			strv_add(skipped, p);
+			break;
+		}
 	}
 	rc = 0;
 out:

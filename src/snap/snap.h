@@ -337,11 +337,14 @@ int snap_worktree_add(const char *project, const char *path,
  * Copies into WT's worktree the untracked files of its project that the
  * project's .worktreeinclude (gitignore syntax) names: regular files only,
  * never through a link on either side; what could not be copied goes to
- * SKIPPED (relative). SCRATCH is a private dir for a temporary file. -1
- * with *CAUSE if the list could not be made.
+ * SKIPPED (relative), and what did not fit in the 1 GiB of data it may
+ * copy in all to OVER (holes of sparse files are kept, and cost
+ * nothing). SCRATCH is a private dir for a temporary file. -1 with
+ * *CAUSE if the list could not be made.
  */
 int snap_worktree_include(const struct snap_worktree *wt,
-    const char *scratch, size_t *copied, struct strv *skipped, char **cause);
+    const char *scratch, size_t *copied, struct strv *skipped,
+    struct strv *over, char **cause);
 void snap_worktree_clear(struct snap_worktree *);
 /**
  * The worktree of SESSION, from its record beside it under DATA_DIR's

@@ -326,6 +326,26 @@ out=$("$AMX" run --worktree --base no-such-ref -- true </dev/null 2>&1) &&
 	bad "--base no-such-ref was accepted"
 grep -q "no such commit" <<<"$out" || bad "--base no-such-ref did not say why: $out"
 
+# .worktreeinclude copies a sparse file sparse, and no more than 1 GiB of
+# data in all: what is past it is not copied, and said.
+printf '.env\nlink-env\nsparse.img\nbig.bin\n' >.worktreeinclude
+truncate -s 8G sparse.img
+printf middle | dd of=sparse.img bs=1 seek=4294967296 conv=notrunc status=none
+fallocate -l 1100M big.bin 2>/dev/null || head -c 1100M /dev/zero >big.bin
+out=$("$AMX" run --worktree --branch sparse -- sh -c 'stat -c "size=%s blocks=%b" sparse.img
+	echo "middle=$(dd if=sparse.img bs=1 skip=4294967296 count=6 status=none)"
+	[ -e big.bin ] && echo BIG-COPIED; true' </dev/null 2>&1)
+sid=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+blocks=$(sed -n 's/^size=8589934592 blocks=\([0-9]*\)$/\1/p' <<<"$out")
+{ [ -n "$blocks" ] && [ "$blocks" -lt 4096 ] && grep -q '^middle=middle$' <<<"$out"; } &&
+	ok ".worktreeinclude copied a sparse 8 GiB file sparse, its data in place" ||
+	bad ".worktreeinclude's copy of a sparse file: $out"
+{ ! grep -q BIG-COPIED <<<"$out" && "$AMX" show "$sid" 2>&1 | grep -q "past the 1 GiB it may copy"; } &&
+	ok ".worktreeinclude copied nothing past 1 GiB of data, and said so" ||
+	bad ".worktreeinclude past 1 GiB: $out $("$AMX" show "$sid" 2>&1 | grep -i worktree)"
+rm -f sparse.img big.bin
+git checkout -q .worktreeinclude
+
 # Host git runs no filter driver over what a session's branch holds: the
 # project's .gitattributes names the driver (git-lfs would fetch from a
 # URL in the project's .lfsconfig). Neither at worktree add nor at merge.
