@@ -431,7 +431,6 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 			free(cause);
 		} else {
 			free(a->command);
-	free(a->resume);
 			a->command = xstrdup(value);
 		}
 		strv_free(&words);
@@ -1294,6 +1293,7 @@ config_agent_free(struct config_agent *a)
 	free(a->description);
 	free(a->command);
 	free(a->setup);
+	free(a->resume);
 	strv_free(&a->env);
 	config_rules_free(&a->rules);
 	strv_free(&a->config_dirs);

@@ -120,6 +120,25 @@ test_valid(void **state)
 	config_free(cf);
 }
 
+/* A profile's command given after its resume (a user's file over a built-in one) keeps the resume. */
+static void
+test_resume_then_command(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+	const struct config_agent *a;
+
+	cf = load("[agent x]\nresume = x --continue\ncommand = x --fast\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(ps.n, 0);
+	a = config_agent(cf, "x");
+	assert_non_null(a);
+	assert_string_equal(a->command, "x --fast");
+	assert_non_null(a->resume);
+	assert_string_equal(a->resume, "x --continue");
+	config_free(cf);
+}
+
 static void
 test_builtin_profiles(void **state)
 {
@@ -360,6 +379,7 @@ main(void)
 		cmocka_unit_test(test_append_keeps_comments),
 		cmocka_unit_test(test_append_creates),
 		cmocka_unit_test(test_parse_key),
+		cmocka_unit_test(test_resume_then_command),
 	};
 
 	return test_run_group(tests, test_dir_setup, test_dir_teardown);
