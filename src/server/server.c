@@ -285,6 +285,15 @@ server_config_status(struct server *sv, const struct strv *kv)
  * kept. Older configs stay alive until the server ends: live sessions
  * and their proxies point into them.
  */
+static int server_reload(struct server *, char **, char **);
+
+/* prefix R in the dashboard. */
+static int
+server_reload_cb(void *arg, char **text, char **cause)
+{
+	return server_reload(arg, text, cause);
+}
+
 static int
 server_reload(struct server *sv, char **text, char **cause)
 {
@@ -866,6 +875,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	log_set_hook(server_log_hook, &sv);
 	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
 	tui_set_change_cb(sv.t, server_changed_cb, &sv);
+	tui_set_reload_cb(sv.t, server_reload_cb, &sv);
 	util_set_nonblock(lfd);
 	sv.accept_ev = event_new(sv.base, lfd, EV_READ | EV_PERSIST,
 	    server_accept_cb, &sv);

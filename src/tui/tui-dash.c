@@ -24,6 +24,7 @@
 static size_t tui_running(const struct tui *);
 static void tui_detached(struct tui *, const char *);
 static void tui_remove_pane(struct tui *, struct tui_pane *);
+static void tui_reload(struct tui *);
 
 void
 tui_redraw(struct tui *t)
@@ -663,6 +664,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_SESSIONS:
 		tui_status_sessions(t);
 		break;
+	case TUI_ACT_RELOAD:
+		tui_reload(t);
+		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
 		break;
@@ -1064,6 +1068,32 @@ tui_create(struct event_base *base, struct session_ctx *ctx)
 	tui_events(t);
 	log_set_hook(tui_log_hook, t);
 	return t;
+}
+
+void
+tui_set_reload_cb(struct tui *t, int (*cb)(void *, char **, char **),
+    void *arg)
+{
+	t->reload_cb = cb;
+	t->reload_arg = arg;
+}
+
+/* prefix R: the server re-reads its config file, and the answer is shown. */
+static void
+tui_reload(struct tui *t)
+{
+	char *text = NULL, *cause = NULL;
+
+	if (t->reload_cb == NULL) {
+		tui_message(t, true, "no config to reload here");
+		return;
+	}
+	if (t->reload_cb(t->reload_arg, &text, &cause) == -1)
+		tui_message(t, true, "%s", cause);
+	else
+		tui_message(t, false, "%s", text);
+	free(text);
+	free(cause);
 }
 
 void

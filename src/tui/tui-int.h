@@ -165,6 +165,8 @@ struct tui {
 	struct event *int_ev;
 	void (*detach_cb)(void *, const char *);
 	void *detach_arg;
+	int (*reload_cb)(void *, char **, char **); /* prefix R, or NULL */
+	void *reload_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
 	struct event *msg_ev;

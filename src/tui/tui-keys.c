@@ -415,6 +415,9 @@ static const struct tui_binding tui_keys_table[] = {
 	{ .key = 's', .action = TUI_ACT_SESSIONS, .name = "s",
 	  .help = "sessions: the state and cost of each (CPU, memory, "
 	  "processes, disk, requests, model turns)" },
+	{ .key = 'R', .action = TUI_ACT_RELOAD, .name = "R",
+	  .help = "re-read the config file for sessions started from now "
+	  "(agentmux reload)" },
 	{ .key = 'P', .action = TUI_ACT_PAUSE, .name = "P",
 	  .help = "pause the focused session (its jail frozen, its requests "
 	  "and prompts held) / resume it" },

@@ -123,6 +123,7 @@ enum tui_action {
 	TUI_ACT_NEXT_NEEDS,   /* the next session that needs you */
 	TUI_ACT_PAUSE,        /* pause or resume the focused session */
 	TUI_ACT_SESSIONS,     /* what each session costs */
+	TUI_ACT_RELOAD,       /* the server re-reads the config file */
 };
 
 enum tui_dir {
@@ -288,6 +289,12 @@ int tui_set_paused(struct tui *, int64_t id, bool pause, char **cause);
  * is none of those).
  */
 int tui_reached(struct tui *, int64_t id, const char *what, char **cause);
+/**
+ * CB(ARG, &TEXT, &CAUSE) re-reads the config for new sessions (prefix
+ * R): 0 with *TEXT to show, or -1 with *CAUSE; both freed by the TUI.
+ */
+void tui_set_reload_cb(struct tui *, int (*cb)(void *, char **, char **),
+    void *arg);
 /** CB(ARG) is called whenever a session's state changes or it ends. */
 void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);
 /** MSG in the status bar for a while (a warning logged, say). */

@@ -168,6 +168,9 @@ sleep 1; c3=$(cat "$P/count")
 "$AGENTMUX" send 2 C-c || fail "send C-c to the counter failed"
 rm -f "$P/count"
 echo "server: wait (needs-you, timeout, a bad state), pause and resume"
+tmux -L "$SOCK2" send-keys -t 0 C-a R
+wait_for2 'the config is reloaded' || fail "prefix R did not reload the config"
+echo "server: prefix R reloads the config"
 n=$("$AGENTMUX" ls --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 [ "$n" = 2 ] || fail "ls --json lists $n sessions, not 2"
 out=$("$AGENTMUX" kill 9 2>&1) && fail "kill 9 succeeded: $out"
