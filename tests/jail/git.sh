@@ -83,7 +83,9 @@ legacy() {
 	t=$(git -C "$P" rev-parse "$c^{tree}")
 	git -C "$P" update-ref refs/agentmux/sessions/900 "$c"
 	git -C "$P" update-ref "refs/agentmux/snaps/900/$c" "$c"
-	now=$(date +%s)000
+	# (to the millisecond: a record rounded down to the second would seem to
+	# have run beside the session that ended just before, and undo refuses)
+	now=$(date +%s%3N)
 	db "insert into sessions (id, kind, agent, project, command, started_at, ended_at, state, owner_pid)
 	    values (900, 'run', 'shell', '$P', '[\"sh\"]', $now, $now, 'exited', 1);
 	    insert into snapshots (session_id, created_at, kind, commit_id, tree, ref, files_changed)
