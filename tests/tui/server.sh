@@ -152,7 +152,7 @@ out=$("$AGENTMUX" wait 2 --for prompt --timeout 1 2>&1) &&
 echo "$out" | grep -q "did not reach 'prompt' in time" || fail "wait's timeout: $out"
 out=$("$AGENTMUX" wait 2 --for nothing 2>&1) && fail "wait --for nothing succeeded"
 echo "$out" | grep -q "needs-you, prompt or exit" || fail "wait --for nothing: $out"
-"$AGENTMUX" send -l 2 'i=0; while :; do i=$((i+1)); echo $i > count; sleep 0.05; done' &&
+"$AGENTMUX" send -l 2 'i=0; while :; do i=$((i+1)); echo $i > count.t; mv count.t count; sleep 0.05; done' &&
 	"$AGENTMUX" send 2 Enter || fail "send of the counter failed"
 i=0
 while [ ! -s "$P/count" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -162,11 +162,12 @@ while [ ! -s "$P/count" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 0.3
 c1=$(cat "$P/count"); sleep 1; c2=$(cat "$P/count")
 [ "$c1" = "$c2" ] || fail "the counter went on while paused ($c1 -> $c2)"
+[ -n "$c2" ] || fail "the counter file was empty while paused"
 "$AGENTMUX" resume 2 || fail "resume 2 failed"
 sleep 1; c3=$(cat "$P/count")
 [ "$c3" -gt "$c2" ] || fail "the counter did not go on after resume ($c2 -> $c3)"
 "$AGENTMUX" send 2 C-c || fail "send C-c to the counter failed"
-rm -f "$P/count"
+rm -f "$P/count" "$P/count.t"
 echo "server: wait (needs-you, timeout, a bad state), pause and resume"
 tmux -L "$SOCK2" send-keys -t 0 C-a R
 wait_for2 'the config is reloaded' || fail "prefix R did not reload the config"
