@@ -35,7 +35,7 @@ static const char *const config_keys_policy[] = { "on_unknown",
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
 	"wall_clock", "config_persist", "memory", "pids", "protect", "resume",
-	"setup", "worktree", NULL };
+	"setup", "worktree", "needs_you_screen", NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
@@ -414,6 +414,47 @@ config_protect_ok(struct config_parse *cp, const char *value)
 }
 
 static void
+config_agent_screen_free(struct config_agent *a)
+{
+	if (a->needs_you_re != NULL)
+		regfree(a->needs_you_re);
+	free(a->needs_you_re);
+	a->needs_you_re = NULL;
+	free(a->needs_you_screen);
+	a->needs_you_screen = NULL;
+}
+
+/*
+ * needs_you_screen: an extended regular expression, compiled once here so a
+ * bad one is told with its line and never reaches a session.
+ */
+static void
+config_agent_screen(struct config_parse *cp, struct config_agent *a,
+    const char *value)
+{
+	regex_t *re;
+	char why[128];
+	int rc;
+
+	if (*value == '\0') {
+		config_problem(cp, "needs_you_screen: give a regular expression "
+		    "the agent's screen matches while it waits for you");
+		return;
+	}
+	re = xmalloc(sizeof *re);
+	if ((rc = regcomp(re, value, REG_EXTENDED | REG_NOSUB)) != 0) {
+		regerror(rc, re, why, sizeof why);
+		free(re);
+		config_problem(cp, "needs_you_screen: '%s' is not an extended "
+		    "regular expression: %s", value, why);
+		return;
+	}
+	config_agent_screen_free(a);
+	a->needs_you_screen = xstrdup(value);
+	a->needs_you_re = re;
+}
+
+static void
 config_agent_key(struct config_parse *cp, const char *aname, const char *name,
     const char *value)
 {
@@ -496,6 +537,8 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 		a->setup = xstrdup(value);
 	} else if (strcmp(name, "worktree") == 0)
 		config_get_yes_no(cp, name, value, &a->worktree);
+	else if (strcmp(name, "needs_you_screen") == 0)
+		config_agent_screen(cp, a, value);
 	else
 		config_unknown_key(cp, "agent", config_keys_agent, name);
 }
@@ -1300,6 +1343,7 @@ config_agent_free(struct config_agent *a)
 	strv_free(&a->secrets);
 	strv_free(&a->model_hosts);
 	strv_free(&a->protect);
+	config_agent_screen_free(a);
 	free(a->origin);
 }
 

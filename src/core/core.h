@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <pthread.h>
+#include <regex.h>
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -391,6 +392,8 @@ struct config_agent {
 	struct strv protect;  /* more [jail] protect patterns; "none" clears */
 	char *setup;          /* shell command run in the jail before COMMAND, or NULL */
 	bool worktree;        /* its sessions get a worktree of their own */
+	char *needs_you_screen; /* a screen that waits for the user (ERE), or NULL */
+	regex_t *needs_you_re;  /* it compiled (REG_NOSUB), or NULL */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;

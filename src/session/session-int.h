@@ -154,6 +154,7 @@ struct session {
 	size_t st_nasks;
 	struct event *st_idle_ev;    /* idle_after after the last output */
 	struct event *st_freeze_ev;  /* looks whether the pause took */
+	struct event *st_hint_ev;    /* the screen settled: its profile's hint is looked at */
 	int64_t st_pause_us;         /* when it was asked */
 	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
 	int64_t st_allowed;          /* requests through the proxy, ended */
@@ -240,6 +241,12 @@ void session_state_request(struct session *, const struct request *r);
 void session_state_ask(struct session *, uint64_t id, bool asked);
 void session_state_free(struct session *);
 bool session_state_syscall_reads(const char *text);
+/** The foreground process of its terminal waits for input (or there is no terminal). */
+bool session_state_reading(struct session *);
+
+/* A profile's screen hint (session-hint.c). */
+void session_hint_arm(struct session *);
+void session_hint_free(struct session *);
 
 /* The pty's terminal state (session-pane.c). */
 void session_pane_start(struct session *, const struct session_opts *);

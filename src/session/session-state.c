@@ -182,7 +182,7 @@ session_state_pid_reads(pid_t pid)
 }
 
 /* The foreground process group of the session's terminal is waiting for input. */
-static bool
+bool
 session_state_reading(struct session *s)
 {
 	int fd = s->jail != NULL ? jail_pty_fd(s->jail) : -1;
@@ -237,6 +237,7 @@ session_state_activity(struct session *s)
 		return;
 	s->st_idle = false;
 	session_state_arm(s);
+	session_hint_arm(s);
 	session_state_update(s);
 }
 
@@ -318,6 +319,7 @@ session_state_free(struct session *s)
 	if (s->st_freeze_ev != NULL)
 		event_free(s->st_freeze_ev);
 	s->st_freeze_ev = NULL;
+	session_hint_free(s);
 	free(s->st_asks);
 	s->st_asks = NULL;
 	s->st_nasks = 0;

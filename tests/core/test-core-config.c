@@ -139,6 +139,38 @@ test_resume_then_command(void **state)
 	config_free(cf);
 }
 
+/* needs_you_screen compiles once; a bad one is a problem on its line; the built-in claude has one. */
+static void
+test_needs_you_screen(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+	const struct config_agent *a;
+
+	cf = load("[agent x]\ncommand = x\nneeds_you_screen = Allow.*1\\. Yes\n"
+	    "needs_you_screen = Proceed\\?\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(ps.n, 0);
+	a = config_agent(cf, "x");
+	assert_non_null(a);
+	assert_string_equal(a->needs_you_screen, "Proceed\\?");
+	assert_non_null(a->needs_you_re);
+	assert_int_equal(regexec(a->needs_you_re, "go on?\nProceed?", 0, NULL,
+	    0), 0);
+	assert_int_not_equal(regexec(a->needs_you_re, "Proceed", 0, NULL, 0),
+	    0);
+	a = config_agent(cf, "claude");
+	assert_non_null(a);
+	assert_non_null(a->needs_you_re);
+	assert_null(config_agent(cf, "shell")->needs_you_re);
+	config_free(cf);
+	expect_problem("[agent x]\ncommand = x\n\nneeds_you_screen = (1. Yes\n",
+	    4, "needs_you_screen: '(1. Yes' is not an extended regular "
+	    "expression");
+	expect_problem("[agent x]\nneeds_you_screen =\n", 2,
+	    "needs_you_screen: give a regular expression");
+}
+
 static void
 test_builtin_profiles(void **state)
 {
@@ -380,6 +412,7 @@ main(void)
 		cmocka_unit_test(test_append_creates),
 		cmocka_unit_test(test_parse_key),
 		cmocka_unit_test(test_resume_then_command),
+		cmocka_unit_test(test_needs_you_screen),
 	};
 
 	return test_run_group(tests, test_dir_setup, test_dir_teardown);

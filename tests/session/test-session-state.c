@@ -65,26 +65,33 @@ struct fixture {
 	struct session_ctx *ctx;
 };
 
+/* Opens with the config file TEXT. */
 static void
-fixture_open(struct fixture *f)
+fixture_open_with(struct fixture *f, const char *text)
 {
 	char *cause = NULL;
 	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
 
 	memset(f, 0, sizeof *f);
-	test_write_file(path, "[ui]\nidle_after = 300\n");
+	test_write_file(path, text);
 	free(path);
 	f->cf = config_load_or_cause(NULL, &cause);
 	if (f->cf == NULL) {
 		fail_msg("config: %s", cause);
 		return;
 	}
-	assert_int_equal(f->cf->ui.idle_after, 300);
 	f->base = event_base_new();
 	assert_non_null(f->base);
 	f->ctx = session_ctx_create(f->base, f->cf, NULL, &cause);
 	if (f->ctx == NULL)
 		fail_msg("session_ctx_create: %s", cause);
+}
+
+static void
+fixture_open(struct fixture *f)
+{
+	fixture_open_with(f, "[ui]\nidle_after = 300\n");
+	assert_int_equal(f->cf->ui.idle_after, 300);
 }
 
 static void
@@ -344,6 +351,71 @@ test_costs(void **state)
 	fixture_close(&f);
 }
 
+/* Asserts S stays in state ST for MS milliseconds. */
+static void
+stays(struct fixture *f, struct session *s, enum session_state st, int ms)
+{
+	int i;
+
+	for (i = 0; i < ms / 100; i++) {
+		loop_for(f, 100);
+		if (session_state(s) != st)
+			fail_msg("after %d ms: %s, not %s", i * 100,
+			    session_state_name(session_state(s)),
+			    session_state_name(st));
+	}
+}
+
+/*
+ * A profile's needs_you_screen: with idle_after far off, a program reading
+ * its terminal under a matching screen needs you as soon as its output
+ * settles; one reading under any other screen does not yet, and one asleep
+ * under a matching screen works (the screen alone marks nothing).
+ */
+static void
+test_screen_hint(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "echo plain; read a; "
+	    "printf 'Run ls?\\n Do you want to proceed?\\n > 1. Yes\\n"
+	    "   2. No\\n'; read b; sleep 30", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .pane = true, .rows = 24, .cols = 80,
+	    .listen_fd = -1, .agent = "hinted", .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+	int64_t ms;
+
+	fixture_open_with(&f, "[ui]\nidle_after = 30000\n[agent hinted]\n"
+	    "command = sh\nneeds_you_screen = Do you want to .*\\?.*1\\. Yes\n");
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	while (o.started == 0)
+		loop_for(&f, 20);
+	assert_true(o.ok);
+
+	/* Reading under a plain screen: idle_after (30 s) is still to come. */
+	stays(&f, s, SESSION_WORKING, 1500);
+	/* The question on its screen, reading: needs you at once. */
+	assert_int_equal(session_write(s, "\n", 1), 0);
+	ms = loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	print_message("needs you %lld ms after the question\n", (long long)ms);
+	assert_true(ms < 2000);
+	/* Answered: working, and asleep under the same screen it stays so. */
+	assert_int_equal(session_write(s, "y\n", 2), 0);
+	assert_int_equal(session_state(s), SESSION_WORKING);
+	stays(&f, s, SESSION_WORKING, 1500);
+	assert_non_null(strstr(o.trail, "needs you,working"));
+
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What /proc/PID/syscall says of a process waiting for input. */
 static void
 test_syscall_reads(void **state)
@@ -376,6 +448,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crashed,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_resume,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_screen_hint,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_costs,
 		    test_proj_setup, test_proj_teardown),
