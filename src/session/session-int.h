@@ -153,6 +153,7 @@ struct session {
 	uint64_t *st_asks;           /* questions pending */
 	size_t st_nasks;
 	struct event *st_idle_ev;    /* idle_after after the last output */
+	int64_t st_recheck_ms;       /* quiet, not reading: next look this much later */
 	struct event *st_freeze_ev;  /* looks whether the pause took */
 	struct event *st_hint_ev;    /* the screen settled: its profile's hint is looked at */
 	int64_t st_pause_us;         /* when it was asked */

@@ -198,6 +198,30 @@ session_state_reading(struct session *s)
 
 /* ---- the quiet timer ---- */
 
+/* How much later a quiet session that was not reading is looked at again, at most. */
+#define SESSION_STATE_RECHECK_MAX_MS 30000
+
+static void session_state_timer(struct session *, int64_t ms);
+
+/*
+ * Quiet, but its program was not waiting for input at that moment (a
+ * collector, a worker finishing, a command still running): looked at again
+ * 1 s later, then less often each time (up to 30 s), since nothing it does
+ * without output would tell. Seen with OpenCode: its prompt drawn, its main
+ * thread busy a moment longer, and it stayed "working" at its prompt.
+ */
+static void
+session_state_recheck(struct session *s)
+{
+	if (s->st_recheck_ms == 0)
+		s->st_recheck_ms = 1000;
+	else if (s->st_recheck_ms < SESSION_STATE_RECHECK_MAX_MS / 2)
+		s->st_recheck_ms *= 2;
+	else
+		s->st_recheck_ms = SESSION_STATE_RECHECK_MAX_MS;
+	session_state_timer(s, s->st_recheck_ms);
+}
+
 static void
 session_state_idle_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -210,23 +234,31 @@ session_state_idle_cb(evutil_socket_t fd, short what, void *arg)
 	/* A turn in flight ends with a request's end, which looks again. */
 	if (s->st_model_inflight > 0)
 		return;
-	if (!session_state_reading(s))
+	if (!session_state_reading(s)) {
+		session_state_recheck(s);
 		return;
+	}
 	s->st_idle = true;
 	session_state_update(s);
 }
 
 /* (Re)arms the quiet timer: idle_after from now, needs-you is looked at again. */
 static void
-session_state_arm(struct session *s)
+session_state_timer(struct session *s, int64_t ms)
 {
-	int64_t ms = s->cf->ui.idle_after;
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
 	if (s->st_idle_ev == NULL)
 		s->st_idle_ev = evtimer_new(s->ctx->base, session_state_idle_cb,
 		    s);
 	evtimer_add(s->st_idle_ev, &tv);
+}
+
+static void
+session_state_arm(struct session *s)
+{
+	s->st_recheck_ms = 0;
+	session_state_timer(s, s->cf->ui.idle_after);
 }
 
 /* The program wrote to its terminal, or was written to: it is working again. */

@@ -416,6 +416,41 @@ test_screen_hint(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * Quiet while it works (no output), then reading without a word: the look
+ * at idle_after found it busy, a later one finds it waiting (OpenCode's
+ * prompt stayed "working" when nothing looked again).
+ */
+static void
+test_quiet_then_reading(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "echo busy; sleep 1; "
+	    "read x", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+	int64_t ms;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	while (o.started == 0)
+		loop_for(&f, 20);
+	ms = loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	print_message("needs you %lld ms after the start\n", (long long)ms);
+	assert_true(ms >= 900);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What /proc/PID/syscall says of a process waiting for input. */
 static void
 test_syscall_reads(void **state)
@@ -448,6 +483,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crashed,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_resume,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_quiet_then_reading,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_screen_hint,
 		    test_proj_setup, test_proj_teardown),
