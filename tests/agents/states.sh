@@ -1,27 +1,38 @@
 #!/bin/sh
-# Claude Code as npm installs it, jailed by agentmux run in a real tmux, against the local stand-in for its
-# vendor's API (vendor-api.py): at its prompt the session needs you (inferred: the pane quiet for
-# [ui] idle_after, no model request in flight, Claude reading its terminal); typing a task makes it working;
-# the turn over, it needs you again. Read from the records (agentmux sessions --json) as a script would.
+# Claude Code, Codex and OpenCode as npm installs them, each jailed by agentmux run in a real tmux, against
+# the local stand-in for their vendors' APIs (vendor-api.py). At its prompt (and at its first-start
+# questions) a session needs you (inferred: the pane quiet for [ui] idle_after, no model request in flight,
+# the agent reading its terminal); a task typed makes it working, and it stays so while its turn is in
+# flight (the stand-in answers late); the turn over, it needs you again. Claude Code's permission question
+# needs you at once through its profile's needs_you_screen hint, with idle_after set far beyond the wait,
+# and answering it makes it working. Read from the records (agentmux sessions --json) as a script would.
 set -u
 : "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
 HERE=$(cd "$(dirname "$0")" && pwd)
 NPM_PREFIX=${AGENTMUX_TEST_NPM:-/var/tmp/agentmux-test-npm}
 REPLY=agentmux-fake-vendor-says-hello
 KEY_A=sk-ant-api03-agentmux-test-real-key-0123456789
+KEY_C=sk-proj-agentmux-test-real-codex-key-0123456789
 
 for tool in python3 openssl git tmux timeout; do
 	command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
 done
-CLAUDE_BIN=
-for d in "$NPM_PREFIX/bin" /var/tmp/amx-acceptance-npm/bin; do
-	if [ -x "$d/claude" ] && timeout 60 "$d/claude" --version >/dev/null 2>&1; then
-		CLAUDE_BIN=$d
-		break
-	fi
-done
-# agents-e2e installs it (npm, bounded); this test only uses what is there.
-[ -n "$CLAUDE_BIN" ] || { echo "SKIP: Claude Code is not installed in $NPM_PREFIX (tests/agents/e2e.sh installs it)"; exit 77; }
+
+# The bin dir holding a working BIN; agents-e2e installs them (npm, bounded), this test only uses what is there.
+find_bin() {
+	for d in "$NPM_PREFIX/bin" /var/tmp/amx-acceptance-npm/bin; do
+		if [ -x "$d/$1" ] && timeout 60 "$d/$1" --version >/dev/null 2>&1; then
+			echo "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+CLAUDE_BIN=$(find_bin claude) || CLAUDE_BIN=
+CODEX_BIN=$(find_bin codex) || CODEX_BIN=
+OPENCODE_BIN=$(find_bin opencode) || OPENCODE_BIN=
+[ -n "$CLAUDE_BIN$CODEX_BIN$OPENCODE_BIN" ] ||
+	{ echo "SKIP: none of claude, codex, opencode is installed in $NPM_PREFIX (tests/agents/e2e.sh installs them)"; exit 77; }
 
 V=$(mktemp -d /tmp/amx-vendor.XXXXXX) || exit 1
 T=$(mktemp -d /tmp/amx-states.XXXXXX) || exit 1
@@ -42,19 +53,31 @@ VPORT=$(cat "$V/port")
 export HOME="$T/home" XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" XDG_RUNTIME_DIR="$T/run"
 mkdir -p "$HOME" "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
-cat >"$XDG_CONFIG_HOME/agentmux/config" <<CONF
-[ui]
-idle_after = 1000
-[proxy]
-connect_to = api.anthropic.com:443:127.0.0.1:$VPORT
-connect_to = platform.claude.com:443:127.0.0.1:$VPORT
-upstream_ca = $V/ca.pem
-CONF
-P="$T/proj"
-mkdir -p "$P"
-(cd "$P" && git init -q . && git config user.email t@x && git config user.name t &&
-	echo hi >README && git add README && git commit -qm init) || exit 1
 
+# config IDLE_MS: every vendor host to the stand-in; [ui] idle_after for the sessions started next.
+config() {
+	{
+		echo "[ui]"
+		echo "idle_after = $1"
+		echo "[proxy]"
+		for h in api.anthropic.com platform.claude.com api.openai.com chatgpt.com \
+		    models.opencode.ai registry.npmjs.org; do
+			echo "connect_to = $h:443:127.0.0.1:$VPORT"
+		done
+		echo "upstream_ca = $V/ca.pem"
+	} >"$XDG_CONFIG_HOME/agentmux/config"
+}
+
+# project NAME: a git project of its own for each agent.
+project() {
+	P="$T/$1"
+	[ -d "$P" ] && return 0
+	mkdir -p "$P"
+	(cd "$P" && git init -q . && git config user.email t@x && git config user.name t &&
+		echo hi >README && git add README && git commit -qm init) || exit 1
+}
+
+W=
 fail() {
 	echo "FAIL: $*"
 	echo "--- screen:"
@@ -62,15 +85,16 @@ fail() {
 	exit 1
 }
 tui() { tmux -L "$TS" "$@"; }
-screen_now() { tui capture-pane -p -t amx 2>/dev/null; }
+screen_now() { tui capture-pane -p -t "$W" 2>/dev/null; }
 
-# What the running session does, as agentmux sessions --json says.
-activity() {
+# The latest session's field NAME, as agentmux sessions --json says.
+latest() {
 	"$AGENTMUX" sessions --json | python3 -c '
 import json, sys
 v = json.load(sys.stdin)
-print(v[0]["activity"] if v else "")'
+print(v[0][sys.argv[1]] if v else "")' "$1"
 }
+activity() { latest activity; }
 
 # wait_activity STATE SECONDS: polls the records.
 wait_activity() {
@@ -84,52 +108,153 @@ wait_activity() {
 	return 1
 }
 
-tui -f /dev/null new-session -d -s amx -x 120 -y 40 \
-    "cd '$P' && ANTHROPIC_API_KEY='$KEY_A' PATH='$CLAUDE_BIN:$PATH' '$AGENTMUX' run -a claude -- claude; echo AMX-EXITED-\$?; sleep 600" ||
-	fail "tmux could not start agentmux run"
+# wait_screen TEXT SECONDS
+wait_screen() {
+	n=$(( $2 * 2 ))
+	i=0
+	while [ $i -lt $n ]; do
+		case $(screen_now) in *"$1"*) return 0 ;; *AMX-EXITED-*) return 1 ;; esac
+		sleep 0.5
+		i=$((i + 1))
+	done
+	return 1
+}
 
-# Its first-start questions: while one is on the screen, it needs you too.
-asked=no
-ready=no
-for _ in $(seq 240); do
-	case $(screen_now) in
-	*"Detected a custom API key"*)
-		if [ $asked = no ]; then
-			wait_activity "needs you" 5 ||
-				fail "Claude Code asking about its key is '$(activity)', not 'needs you'"
-			asked=yes
-		fi
-		tui send-keys -t amx Up; sleep 0.5; tui send-keys -t amx Enter; sleep 1 ;;
-	*"Choose the text style"*|*"Press Enter to continue"*|*"Yes, I trust this folder"*)
-		tui send-keys -t amx Enter; sleep 1 ;;
-	*"? for shortcuts"*) ready=yes; break ;;
-	*AMX-EXITED-*) fail "agentmux run ended" ;;
-	*) sleep 0.5 ;;
+# start NAME BIN ENV COMMAND: agentmux run -a NAME in tmux window NAME, in NAME's project.
+start() {
+	W=$1
+	project "$1"
+	tui -f /dev/null new-session -d -s "$W" -x 120 -y 40 \
+	    "cd '$P' && $3 PATH='$2:$PATH' '$AGENTMUX' run -a $1 -- $4; echo AMX-EXITED-\$?; sleep 600" ||
+		fail "tmux could not start agentmux run -a $1"
+}
+
+# typed TEXT: as a user types it, then Enter.
+typed() {
+	tui send-keys -t "$W" -l "$1"
+	sleep 0.3
+	tui send-keys -t "$W" Enter
+}
+
+# turn NAME: at its prompt it needs you; a task makes it working, still so while the stand-in holds
+# its answer (3 s, past idle_after); the answer shown, it needs you again.
+turn() {
+	wait_activity "needs you" 10 || fail "$1 at its prompt is '$(activity)', not 'needs you'"
+	typed "say hello, agentmux-slow"
+	[ "$(activity)" = working ] || wait_activity working 2 || fail "typing a task left $1 '$(activity)'"
+	sleep 2
+	[ "$(activity)" = working ] || fail "$1 with its turn in flight is '$(activity)', not 'working'"
+	wait_screen "$REPLY" 60 || fail "$1 did not show the stand-in's answer"
+	wait_activity "needs you" 10 || fail "$1 after its turn is '$(activity)', not 'needs you'"
+}
+
+# ended NAME: the session is recorded as exited 0.
+ended() {
+	wait_screen AMX-EXITED- 30 || fail "$1 did not end"
+	[ "$(latest state)" = "exited" ] && [ "$(latest exit_status)" = 0 ] ||
+		fail "$1's session is not recorded 'exited 0': $("$AGENTMUX" sessions | head -n 3)"
+	tui kill-session -t "$W"
+}
+
+# claude_start: through its first-start questions to its prompt; with "check", each question needs you.
+claude_start() {
+	start claude "$CLAUDE_BIN" "ANTHROPIC_API_KEY='$KEY_A'" claude
+	asked=no
+	ready=no
+	for _ in $(seq 240); do
+		case $(screen_now) in
+		*"Detected a custom API key"*)
+			if [ $asked = no ] && [ "$1" = check ]; then
+				wait_activity "needs you" 5 ||
+					fail "Claude Code asking about its key is '$(activity)', not 'needs you'"
+				asked=yes
+			fi
+			tui send-keys -t "$W" Up; sleep 0.5; tui send-keys -t "$W" Enter; sleep 1 ;;
+		*"Choose the text style"*|*"Press Enter to continue"*|*"Yes, I trust this folder"*)
+			tui send-keys -t "$W" Enter; sleep 1 ;;
+		*"? for shortcuts"*) ready=yes; break ;;
+		*AMX-EXITED-*) fail "agentmux run ended" ;;
+		*) sleep 0.5 ;;
+		esac
+	done
+	[ $ready = yes ] || fail "Claude Code's prompt did not come"
+}
+
+claude_states() {
+	config 1000
+	claude_start check
+	turn "Claude Code"
+	typed "/exit"
+	ended "Claude Code"
+
+	# Its permission question, with idle_after far off: only the profile's screen hint says it waits.
+	config 30000
+	claude_start nocheck
+	typed "agentmux-run: touch amx-tool-ran"
+	wait_screen "Do you want to proceed?" 60 || fail "Claude Code did not ask before running the stand-in's command"
+	wait_activity "needs you" 5 ||
+		fail "Claude Code asking for permission is '$(activity)', not 'needs you' (its needs_you_screen)"
+	tui send-keys -t "$W" Enter
+	[ "$(activity)" = working ] || wait_activity working 2 || fail "answering Claude Code left it '$(activity)'"
+	wait_screen "$REPLY" 60 || fail "Claude Code did not show the stand-in's answer after its command"
+	[ -e "$P/amx-tool-ran" ] || fail "Claude Code did not run the command it asked about"
+	typed "/exit"
+	ended "Claude Code"
+	echo "claude: key question and prompt need you (asked about its key: $asked), a task works," \
+	    "its end needs you again; its permission question needs you at once, the answer works"
+}
+
+codex_states() {
+	config 1000
+	# A provider of its own reading CODEX_API_KEY: Codex's own API-key provider would first ask to sign
+	# in (ChatGPT, a device code, or a key typed into its screen), and the key is never typed into a jail.
+	mkdir -p "$HOME/.codex"
+	cat >"$HOME/.codex/config.toml" <<-TOML
+	model_provider = "agentmux"
+	model = "gpt-5"
+	[model_providers.agentmux]
+	name = "OpenAI through agentmux"
+	base_url = "https://api.openai.com/v1"
+	env_key = "CODEX_API_KEY"
+	wire_api = "responses"
+	TOML
+	start codex "$CODEX_BIN" "CODEX_API_KEY='$KEY_C'" codex
+	wait_screen "Trust this folder?" 90 || fail "Codex did not ask whether to trust the project"
+	wait_activity "needs you" 10 || fail "Codex asking about the project is '$(activity)', not 'needs you'"
+	tui send-keys -t "$W" Enter
+	wait_screen "? for shortcuts" 60 || fail "Codex's prompt did not come"
+	turn Codex
+	typed "/quit"
+	ended Codex
+	echo "codex: its trust question and prompt need you, a task works, its end needs you again"
+}
+
+opencode_states() {
+	config 1000
+	start opencode "$OPENCODE_BIN" "ANTHROPIC_API_KEY='$KEY_A'" "opencode -m anthropic/claude-sonnet-4-5"
+	# Its plugin package is not in the stand-in's registry: it retries a while before its prompt.
+	wait_screen "Ask anything" 150 || fail "OpenCode's prompt did not come"
+	turn OpenCode
+	tui send-keys -t "$W" C-c
+	sleep 1
+	case $(screen_now) in *AMX-EXITED-*) ;; *) tui send-keys -t "$W" C-c ;; esac
+	ended OpenCode
+	echo "opencode: its prompt needs you, a task works, its end needs you again"
+}
+
+# AGENTMUX_TEST_AGENTS="claude codex" runs only those.
+for a in ${AGENTMUX_TEST_AGENTS:-claude codex opencode}; do
+	case $a in
+	claude) bin=$CLAUDE_BIN ;;
+	codex) bin=$CODEX_BIN ;;
+	opencode) bin=$OPENCODE_BIN ;;
+	*) echo "FAIL: AGENTMUX_TEST_AGENTS names '$a': claude, codex or opencode"; exit 1 ;;
 	esac
+	if [ -n "$bin" ]; then
+		t0=$(date +%s)
+		"${a}_states"
+		echo "  ($a: $(( $(date +%s) - t0 )) s)"
+	else
+		echo "SKIP $a: not installed in $NPM_PREFIX"
+	fi
 done
-[ $ready = yes ] || fail "Claude Code's prompt did not come"
-
-# At its prompt: needs you within idle_after + 1 s of its last output.
-wait_activity "needs you" 10 || fail "Claude Code at its prompt is '$(activity)', not 'needs you'"
-
-# A task typed: working; its turn over (the stand-in's answer shown), needs you again.
-tui send-keys -t amx -l "say hello"
-sleep 0.3
-tui send-keys -t amx Enter
-[ "$(activity)" = working ] || wait_activity working 2 || fail "typing a task left the session '$(activity)'"
-for _ in $(seq 120); do
-	case $(screen_now) in *"$REPLY"*) break ;; esac
-	sleep 0.5
-done
-case $(screen_now) in *"$REPLY"*) ;; *) fail "Claude Code did not show the stand-in's answer" ;; esac
-wait_activity "needs you" 10 || fail "Claude Code after its turn is '$(activity)', not 'needs you'"
-
-tui send-keys -t amx -l "/exit"
-sleep 0.5
-tui send-keys -t amx Enter
-for _ in $(seq 60); do
-	case $(screen_now) in *AMX-EXITED-*) break ;; esac
-	sleep 0.5
-done
-"$AGENTMUX" sessions | grep -Eq '^ *1 +exited 0' || fail "the session is not recorded 'exited 0': $("$AGENTMUX" sessions)"
-echo "claude: key question and prompt need you (asked about its key: $asked), a task works, its end needs you again"

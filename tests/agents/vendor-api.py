@@ -7,10 +7,11 @@ DIR/port and every request (method, host, path, headers, body start) as a
 JSON line to DIR/requests.jsonl. It speaks just enough of each API for one
 short streamed answer: the Anthropic Messages API (Claude Code, OpenCode),
 the OpenAI Responses API over SSE and WebSocket (Codex), the
-models.dev catalogue OpenCode fetches, and the Gemini API (Gemini CLI). Every answer says REPLY.
+models.dev catalogue OpenCode fetches, and the Gemini API (Gemini CLI). Every answer says REPLY;
+one to a request that mentions agentmux-slow comes SLOW seconds late.
 """
 import base64, hashlib, http.server, json, os, socketserver, ssl, struct
-import subprocess, sys, threading
+import subprocess, sys, threading, time
 
 D = sys.argv[1]
 REPLY = "agentmux-fake-vendor-says-hello"
@@ -24,6 +25,7 @@ HOSTS = ["api.anthropic.com", "platform.claude.com", "api.openai.com",
          "dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com",
          "catwalk.charm.sh", "data.charm.land"]
 LOCK = threading.Lock()
+SLOW = 3
 
 
 def sh(*args):
@@ -355,6 +357,10 @@ class H(http.server.BaseHTTPRequestHandler):
     def handle_one(self):
         body = self.body() if self.command in ("POST", "PUT", "PATCH") else b""
         host = self.record(body)
+        # "agentmux-slow" in a request: a turn that takes a while, so a test
+        # sees the session working while it is in flight.
+        if b"agentmux-slow" in body:
+            time.sleep(SLOW)
         path = self.path.split("?")[0]
         try:
             req = json.loads(body) if body else {}
