@@ -136,13 +136,21 @@ typed() {
 	tui send-keys -t "$W" Enter
 }
 
+# Requests the stand-in holds or held (they mention agentmux-slow).
+slow_seen() { grep -c '^{"slow": ' "$V/requests.jsonl" 2>/dev/null; }
+
 # turn NAME: at its prompt it needs you; a task makes it working, still so while the stand-in holds
 # its answer (3 s, past idle_after); the answer shown, it needs you again.
 turn() {
 	wait_activity "needs you" 10 || fail "$1 at its prompt is '$(activity)', not 'needs you'"
+	n0=$(slow_seen)
 	typed "say hello, agentmux-slow"
 	[ "$(activity)" = working ] || wait_activity working 2 || fail "typing a task left $1 '$(activity)'"
-	sleep 2
+	# (Before its request goes out, an agent may think quietly for longer than idle_after: that is
+	# not what is checked here.)
+	for _ in $(seq 300); do [ "$(slow_seen)" -gt "$n0" ] && break; sleep 0.1; done
+	[ "$(slow_seen)" -gt "$n0" ] || fail "$1 did not send its task to the stand-in"
+	sleep 1.5
 	[ "$(activity)" = working ] || fail "$1 with its turn in flight is '$(activity)', not 'working'"
 	wait_screen "$REPLY" 60 || fail "$1 did not show the stand-in's answer"
 	wait_activity "needs you" 10 || fail "$1 after its turn is '$(activity)', not 'needs you'"
@@ -154,6 +162,21 @@ ended() {
 	[ "$(latest state)" = "exited" ] && [ "$(latest exit_status)" = 0 ] ||
 		fail "$1's session is not recorded 'exited 0': $("$AGENTMUX" sessions | head -n 3)"
 	tui kill-session -t "$W"
+}
+
+# claude_seed: its onboarding done and the jail's key (the placeholder agentmux gives it) approved, as
+# after a first start: left to itself, its onboarding sometimes offers the login methods instead of the
+# key, and what it asks then differs from run to run. Its trust question stays.
+claude_seed() {
+	project claude
+	ph=$(cd "$P" && ANTHROPIC_API_KEY=$KEY_A "$AGENTMUX" run -a claude -- sh -c 'printf %s "$ANTHROPIC_API_KEY"' \
+	    </dev/null 2>/dev/null)
+	case $ph in ""|"$KEY_A") fail "the jail's ANTHROPIC_API_KEY is '$ph', not a placeholder" ;; esac
+	python3 -c '
+import json, sys
+json.dump({"hasCompletedOnboarding": True, "theme": "dark",
+           "customApiKeyResponses": {"approved": [sys.argv[1][-20:]], "rejected": []}},
+          open(sys.argv[2], "w"))' "$ph" "$HOME/.claude.json"
 }
 
 # claude_start: through its first-start questions to its prompt; with "check", each question needs you.
@@ -170,7 +193,14 @@ claude_start() {
 				asked=yes
 			fi
 			tui send-keys -t "$W" Up; sleep 0.5; tui send-keys -t "$W" Enter; sleep 1 ;;
-		*"Choose the text style"*|*"Press Enter to continue"*|*"Yes, I trust this folder"*)
+		*"Yes, I trust this folder"*)
+			if [ $asked = no ] && [ "$1" = check ]; then
+				wait_activity "needs you" 5 ||
+					fail "Claude Code asking whether to trust the project is '$(activity)', not 'needs you'"
+				asked=yes
+			fi
+			tui send-keys -t "$W" Enter; sleep 1 ;;
+		*"Choose the text style"*|*"Press Enter to continue"*)
 			tui send-keys -t "$W" Enter; sleep 1 ;;
 		*"? for shortcuts"*) ready=yes; break ;;
 		*AMX-EXITED-*) fail "agentmux run ended" ;;
@@ -182,7 +212,9 @@ claude_start() {
 
 claude_states() {
 	config 1000
+	claude_seed
 	claude_start check
+	asked1=$asked
 	turn "Claude Code"
 	typed "/exit"
 	ended "Claude Code"
@@ -200,7 +232,8 @@ claude_states() {
 	[ -e "$P/amx-tool-ran" ] || fail "Claude Code did not run the command it asked about"
 	typed "/exit"
 	ended "Claude Code"
-	echo "claude: key question and prompt need you (asked about its key: $asked), a task works," \
+	[ $asked1 = yes ] || fail "Claude Code asked neither about its key nor about the project"
+	echo "claude: its first question and prompt need you, a task works," \
 	    "its end needs you again; its permission question needs you at once, the answer works"
 }
 

@@ -359,7 +359,9 @@ class H(http.server.BaseHTTPRequestHandler):
         host = self.record(body)
         # "agentmux-slow" in a request: a turn that takes a while, so a test
         # sees the session working while it is in flight.
+        # (A line of its own: the request's line keeps only its body's start.)
         if b"agentmux-slow" in body:
+            log({"slow": self.path})
             time.sleep(SLOW)
         path = self.path.split("?")[0]
         try:
