@@ -11,6 +11,11 @@
  * redraw to finish, well under idle_after, so a known question shows at once.
  */
 #define SESSION_HINT_SETTLE_MS 250
+/* A matching screen whose program is not reading yet: looked at again this often, so many times. */
+#define SESSION_HINT_AGAIN_MS 500
+#define SESSION_HINT_TRIES 20
+
+static void session_hint_timer(struct session *, int64_t ms);
 
 /* The session's compiled screen pattern, or NULL (no profile, no hint, no pane). */
 static const regex_t *
@@ -56,13 +61,33 @@ session_hint_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (re == NULL || s->ended || s->starting || s->st_paused ||
-	    s->st_idle || s->st_model_inflight > 0)
+	    s->st_idle || !session_hint_screen(s, re))
 		return;
-	/* The screen only adds to the evidence: it must still be reading. */
-	if (!session_hint_screen(s, re) || !session_state_reading(s))
+	/*
+	 * The screen only adds to the evidence: no turn in flight, and it
+	 * reads. A program busy a moment longer after drawing its question
+	 * (Claude Code is) is looked at again while the question stays.
+	 */
+	if (s->st_model_inflight > 0 || !session_state_reading(s)) {
+		log_debug("session %lld: its screen asks, but %s",
+		    (long long)s->id, s->st_model_inflight > 0 ?
+		    "a model request is in flight" : "it is not reading");
+		if (s->st_hint_tries++ < SESSION_HINT_TRIES)
+			session_hint_timer(s, SESSION_HINT_AGAIN_MS);
 		return;
+	}
 	s->st_idle = true;
 	session_state_update(s);
+}
+
+static void
+session_hint_timer(struct session *s, int64_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (s->st_hint_ev == NULL)
+		s->st_hint_ev = evtimer_new(s->ctx->base, session_hint_cb, s);
+	evtimer_add(s->st_hint_ev, &tv);
 }
 
 /* Output or input: the screen is looked at once it has been still a moment. */
@@ -70,17 +95,13 @@ void
 session_hint_arm(struct session *s)
 {
 	int64_t ms = s->cf->ui.idle_after;
-	struct timeval tv;
 
 	if (session_hint_re(s) == NULL)
 		return;
 	if (ms > SESSION_HINT_SETTLE_MS)
 		ms = SESSION_HINT_SETTLE_MS;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	if (s->st_hint_ev == NULL)
-		s->st_hint_ev = evtimer_new(s->ctx->base, session_hint_cb, s);
-	evtimer_add(s->st_hint_ev, &tv);
+	s->st_hint_tries = 0;
+	session_hint_timer(s, ms);
 }
 
 void

@@ -156,6 +156,7 @@ struct session {
 	int64_t st_recheck_ms;       /* quiet, not reading: next look this much later */
 	struct event *st_freeze_ev;  /* looks whether the pause took */
 	struct event *st_hint_ev;    /* the screen settled: its profile's hint is looked at */
+	int st_hint_tries;           /* looks again at a matching screen since the last output */
 	int64_t st_pause_us;         /* when it was asked */
 	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
 	int64_t st_allowed;          /* requests through the proxy, ended */

@@ -18,10 +18,22 @@ session_pane_write(void *arg, const char *data, size_t len)
 void
 session_pane_start(struct session *s, const struct session_opts *o)
 {
+	const struct config_agent *a = config_agent(s->cf, s->agent);
 	int64_t hlimit = s->cf->ui.scrollback;
 
-	if (!o->pty || !o->pane)
+	if (!o->pty)
 		return;
+	/*
+	 * Nobody draws it (agentmux run), but its profile's needs_you_screen
+	 * reads the screen: the screen only, answering nothing (the terminal
+	 * it runs in answers).
+	 */
+	if (!o->pane) {
+		if (a != NULL && a->needs_you_re != NULL && o->rows > 0 &&
+		    o->cols > 0)
+			s->pane = pane_create(o->cols, o->rows, 0, NULL, NULL);
+		return;
+	}
 	if (hlimit < 0)
 		hlimit = 0;
 	s->pane = pane_create(o->cols, o->rows, (unsigned)hlimit,

@@ -4,7 +4,7 @@
 # questions) a session needs you (inferred: the pane quiet for [ui] idle_after, no model request in flight,
 # the agent reading its terminal); a task typed makes it working, and it stays so while its turn is in
 # flight (the stand-in answers late); the turn over, it needs you again. Claude Code's permission question
-# needs you at once through its profile's needs_you_screen hint, with idle_after set far beyond the wait,
+# needs you at once through its profile's needs_you_screen hint, with idle_after at its 10-minute most,
 # and answering it makes it working. Read from the records (agentmux sessions --json) as a script would.
 set -u
 : "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
@@ -170,8 +170,8 @@ ended() {
 claude_seed() {
 	project claude
 	ph=$(cd "$P" && ANTHROPIC_API_KEY=$KEY_A "$AGENTMUX" run -a claude -- sh -c 'printf %s "$ANTHROPIC_API_KEY"' \
-	    </dev/null 2>/dev/null)
-	case $ph in ""|"$KEY_A") fail "the jail's ANTHROPIC_API_KEY is '$ph', not a placeholder" ;; esac
+	    </dev/null 2>"$T/seed.err")
+	case $ph in ""|"$KEY_A") fail "the jail's ANTHROPIC_API_KEY is '$ph', not a placeholder: $(cat "$T/seed.err")" ;; esac
 	python3 -c '
 import json, sys
 json.dump({"hasCompletedOnboarding": True, "theme": "dark",
@@ -220,7 +220,7 @@ claude_states() {
 	ended "Claude Code"
 
 	# Its permission question, with idle_after far off: only the profile's screen hint says it waits.
-	config 30000
+	config 600000
 	claude_start nocheck
 	typed "agentmux-run: touch amx-tool-ran"
 	wait_screen "Do you want to proceed?" 60 || fail "Claude Code did not ask before running the stand-in's command"
