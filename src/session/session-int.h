@@ -109,6 +109,7 @@ struct session {
 
 	struct snap_history *history; /* the user's git history (session-history.c) */
 	struct event *history_ev;    /* brings the session's objects back */
+	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
 	bool history_in_stop;        /* inside session_history_stop */
 	struct snap_session *history_snap;
