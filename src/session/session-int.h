@@ -141,6 +141,8 @@ struct session {
 	int status;
 	struct event *kill_ev;
 	struct event *wall_ev;       /* the profile's wall_clock limit */
+	int64_t wall_due_us;         /* when it is up (monotonic) */
+	int64_t wall_left_us;        /* paused: what was left of it */
 	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
 	char *end_reason;            /* why agentmux ended it, for the record */
 	bool closing;                /* the user closed it: recorded "closed" */
@@ -240,6 +242,8 @@ void session_state_activity(struct session *);
 void session_state_request(struct session *, const struct request *r);
 void session_state_ask(struct session *, uint64_t id, bool asked);
 void session_state_free(struct session *);
+/* A pause stops the profile's wall_clock countdown; resume goes on with what was left (session.c). */
+void session_wall_hold(struct session *, bool hold);
 bool session_state_syscall_reads(const char *text);
 
 /* The pty's terminal state (session-pane.c). */

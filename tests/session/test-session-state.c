@@ -305,6 +305,59 @@ test_pause_resume(void **state)
 	fixture_close(&f);
 }
 
+/* The wall_clock limit stops while the session is paused and goes on with what was left. */
+static void
+test_pause_wall_clock(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "echo up; read x", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command, .agent = "walled" };
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+	int64_t t0, ran, after;
+
+	fixture_open(&f);
+	config_free(f.cf);
+	session_ctx_free(f.ctx);
+	test_write_file(path, "[ui]\nidle_after = 300\n[agent walled]\n"
+	    "command = sh\nwall_clock = 4\n");
+	free(path);
+	if ((f.cf = config_load_or_cause(NULL, &cause)) == NULL ||
+	    (f.ctx = session_ctx_create(f.base, f.cf, NULL, &cause)) == NULL)
+		fail_msg("config: %s", cause);
+	t0 = util_mono_us();
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	ran = util_mono_us() - t0;
+	if (session_pause(s, true, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	/* Paused for longer than the whole limit: nothing ends it. */
+	loop_for(&f, 4500);
+	assert_int_equal(o.done, 0);
+	assert_int_equal(session_state(s), SESSION_PAUSED);
+	if (session_pause(s, false, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	t0 = util_mono_us();
+	while (o.done == 0 && util_mono_us() - t0 < 10000000)
+		loop_for(&f, 20);
+	after = util_mono_us() - t0;
+	print_message("ran %lld ms before the pause, ended %lld ms after "
+	    "the resume\n", (long long)ran / 1000, (long long)after / 1000);
+	assert_int_equal(o.done, 1);
+	/* What was left of the 4 s, no less (and the kill's grace at most). */
+	assert_true(ran < 4000000);
+	assert_true(after >= 4000000 - ran - 100000);
+	assert_true(after < 4000000 - ran + 4000000);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What a session costs: its processes' CPU and memory, counted from /proc of its jail. */
 static void
 test_costs(void **state)
@@ -376,6 +429,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_crashed,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_resume,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pause_wall_clock,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_costs,
 		    test_proj_setup, test_proj_teardown),
