@@ -608,10 +608,12 @@ proxy_timer_left(struct event *ev, struct timeval *left)
 	if (!event_pending(ev, EV_TIMEOUT, &due))
 		return false;
 	evutil_gettimeofday(&now, NULL);
-	if (evutil_timercmp(&due, &now, >))
-		evutil_timersub(&due, &now, left);
-	else
+	evutil_timersub(&due, &now, left);
+	/* Due already: at once, but still a timeout (0 would mean none). */
+	if (left->tv_sec < 0 || (left->tv_sec == 0 && left->tv_usec <= 0)) {
+		left->tv_sec = 0;
 		left->tv_usec = 1;
+	}
 	return true;
 }
 
