@@ -245,6 +245,9 @@ void session_state_free(struct session *);
 /* A pause stops the profile's wall_clock countdown; resume goes on with what was left (session.c). */
 void session_wall_hold(struct session *, bool hold);
 bool session_state_syscall_reads(const char *text);
+/* Whether a process waits for input, from its /proc stat, syscall and wchan (NULL: unreadable). */
+bool session_state_proc_reads(const char *stat, const char *syscall,
+    const char *wchan);
 
 /* The pty's terminal state (session-pane.c). */
 void session_pane_start(struct session *, const struct session_opts *);

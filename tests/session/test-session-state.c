@@ -419,11 +419,33 @@ test_syscall_reads(void **state)
 	assert_false(session_state_syscall_reads("-1 0x7ff 0x7f"));
 }
 
+/* Asleep in what cannot be read (/proc/PID/syscall and wchan refused): working, not needs you. */
+static void
+test_proc_unreadable(void **state)
+{
+	const char *sleeping = "42 (sh) S 1 42 42 34816 42 4194560";
+	char sc[128];
+
+	snprintf(sc, sizeof sc, "%d 0x0 0x7ffd1 0x1 0x0 0x0 0x0 0x7ff 0x7f",
+	    SYS_read);
+	assert_true(session_state_proc_reads(sleeping, sc, NULL));
+	assert_true(session_state_proc_reads(sleeping, NULL, "n_tty_read"));
+	assert_false(session_state_proc_reads(sleeping, NULL,
+	    "hrtimer_nanosleep"));
+	assert_false(session_state_proc_reads("42 (sh) R 1 42", sc, NULL));
+	assert_false(session_state_proc_reads(NULL, sc, "n_tty_read"));
+	/* Neither readable, or wchan hidden as "0": no evidence it waits. */
+	assert_false(session_state_proc_reads(sleeping, NULL, NULL));
+	assert_false(session_state_proc_reads(sleeping, NULL, "0"));
+	assert_false(session_state_proc_reads(sleeping, "running", NULL));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syscall_reads),
+		cmocka_unit_test(test_proc_unreadable),
 		cmocka_unit_test_setup_teardown(test_shell_states,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_crashed,
