@@ -18,7 +18,7 @@ cleanup() {
 	tmux -L "$inner" kill-server 2>/dev/null || true
 	"$amx" kill-server >/dev/null 2>&1 || true
 	sp=$(cat "$XDG_RUNTIME_DIR/agentmux/default.pid" 2>/dev/null || true)
-	[ -n "$sp" ] && kill "$sp" 2>/dev/null || true
+	if [ -n "$sp" ]; then kill "$sp" 2>/dev/null || true; fi
 	sleep 0.5
 	rm -rf "$work"
 }
@@ -55,7 +55,7 @@ measure() {
 	    printf "RESULT %s: cpu_ms %.1f wakeups %d (%s s)\n", n, c / 1e6, w, s }'
 }
 
-for i in 1 2 3 4; do
+for _ in 1 2 3 4; do
 	"$amx" new -d --shared -- /bin/sh >/dev/null
 done
 sp=$(cat "$XDG_RUNTIME_DIR/agentmux/default.pid")
@@ -66,7 +66,7 @@ measure "agentmux server, 4 sessions, attached" "$sp"
 tmux -L "$outer" kill-server
 
 tmux -L "$inner" -f /dev/null new-session -d -c "$work/proj" /bin/sh
-for i in 2 3 4; do
+for _ in 2 3 4; do
 	tmux -L "$inner" new-window -d -c "$work/proj" /bin/sh
 done
 tp=$(tmux -L "$inner" display-message -p '#{pid}')
