@@ -70,7 +70,8 @@ bench_start(struct session_ctx *ctx, struct event_base *base,
 	char *plain[] = { (char *)"/bin/sh", NULL };
 	struct session_opts so = { .kind = "run", .on_unknown = -1,
 	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
-	    .command = script != NULL ? argv : plain, .pids = 1024 };
+	    .command = script != NULL ? argv : plain, .pids = 1024,
+	    .shared = true };
 	struct session *s;
 	char *cause = NULL;
 

@@ -88,6 +88,8 @@ struct proxy_conn {
 	bool hello_seen;            /* a tunnel's TLS hello was checked */
 	int64_t last_io;
 	int64_t head_since;         /* when it began waiting for a request */
+	int64_t held_since;         /* the session paused: when (0: it is not) */
+	struct timeval timer_left;  /* held: what was left of TIMER (0: none) */
 };
 
 static void proxy_conn_pump(struct proxy_conn *);
@@ -2184,6 +2186,46 @@ proxy_conn_evict(struct proxy_session *ps)
 	proxy_conn_close(oldest, oldest->head_off == 0 ? NULL : "closed to "
 	    "make room for a new connection: no complete request head yet");
 	return true;
+}
+
+/*
+ * The session is paused (its jail frozen) or resumed: the connection's
+ * timeouts stop, and go on with what was left; the idle time it counts
+ * does not include the pause.
+ */
+static void
+proxy_conn_pause_one(struct proxy_conn *pc, bool hold)
+{
+	int64_t paused;
+
+	if (pc->dead || (pc->held_since != 0) == hold)
+		return;
+	proxy_side_hold(&pc->client, hold);
+	if (pc->up != NULL)
+		proxy_side_hold(&pc->up->side, hold);
+	if (hold) {
+		pc->held_since = util_mono_us();
+		if (proxy_timer_left(pc->timer, &pc->timer_left))
+			evtimer_del(pc->timer);
+		return;
+	}
+	paused = util_mono_us() - pc->held_since;
+	pc->held_since = 0;
+	pc->last_io += paused;
+	pc->head_since += paused;
+	if (evutil_timerisset(&pc->timer_left))
+		evtimer_add(pc->timer, &pc->timer_left);
+	evutil_timerclear(&pc->timer_left);
+}
+
+void
+proxy_conn_pause(struct proxy_session *ps, bool hold)
+{
+	struct proxy_conn *pc;
+
+	/* Nothing is closed here: the list stays as it is. */
+	TAILQ_FOREACH(pc, &ps->conns, entry)
+		proxy_conn_pause_one(pc, hold);
 }
 
 /* A new client connection on FD, waiting for its first bytes. */

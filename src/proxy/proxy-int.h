@@ -342,6 +342,9 @@ struct proxy_side {
 	struct event *tell;           /* runs the owner's callbacks from the loop */
 	struct timeval rtv;           /* idle timeout while reading; 0: none */
 	struct timeval wtv;           /* timeout while bytes wait; 0: none */
+	bool held;                    /* the session is paused: no timeout runs */
+	struct timeval rleft;         /* held: what was left of each timeout (0: none) */
+	struct timeval wleft;
 	void (*io)(void *);           /* more was read, or there is room again */
 	void (*event)(void *, short); /* PROXY_SIDE_* */
 	void *arg;
@@ -379,6 +382,10 @@ void proxy_side_enable(struct proxy_side *);
 void proxy_side_update(struct proxy_side *);
 /** An idle read timeout (NULL: none); it comes as PROXY_SIDE_TIMEOUT and stops reading. */
 void proxy_side_read_timeout(struct proxy_side *, const struct timeval *);
+/* Stops its timeouts (the session is paused) or lets them go on with what was left. */
+void proxy_side_hold(struct proxy_side *, bool hold);
+/* What is left of EV's timeout into LEFT; false if it has none. */
+bool proxy_timer_left(struct event *ev, struct timeval *left);
 /** How long queued bytes may wait for the socket (NULL: for ever). */
 void proxy_side_write_timeout(struct proxy_side *, const struct timeval *);
 /** IO runs when what is queued falls to LOW (default half of PROXY_BUF_HIGH). */
@@ -556,6 +563,8 @@ void proxy_conn_rejudge(struct proxy_conn *);
  */
 bool proxy_conn_evict(struct proxy_session *);
 void proxy_conn_close(struct proxy_conn *, const char *reason);
+/* Stops the timeouts of the session's connections (it is paused) or lets them go on. */
+void proxy_conn_pause(struct proxy_session *, bool hold);
 /** The upstream for the held request is ready (or failed: STATUS, REASON). */
 void proxy_conn_upstream_ready(struct proxy_conn *);
 void proxy_conn_upstream_failed(struct proxy_conn *, int status,

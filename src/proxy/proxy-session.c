@@ -554,6 +554,8 @@ proxy_session_pause(struct proxy_session *ps, bool pause)
 		return;
 	ps->paused = pause;
 	proxy_session_listen(ps, !pause);
+	/* A frozen jail is not an idle one: its connections wait too. */
+	proxy_conn_pause(ps, pause);
 	/* Resuming a countdown may not answer it, but go the safe way. */
 	for (q = TAILQ_FIRST(&ps->questions); q != NULL; q = next) {
 		next = TAILQ_NEXT(q, entry);

@@ -280,7 +280,8 @@ proxy_side_encrypt(struct proxy_side *s)
 static void
 proxy_side_want_write(struct proxy_side *s)
 {
-	const struct timeval *tv = s->wtv.tv_sec > 0 ? &s->wtv : NULL;
+	const struct timeval *tv = s->wtv.tv_sec > 0 && !s->held ? &s->wtv :
+	    NULL;
 	bool want = !s->broken && evbuffer_get_length(s->ssl != NULL ?
 	    s->wire : s->out) != 0;
 
@@ -573,7 +574,7 @@ proxy_side_update(struct proxy_side *s)
 		event_active(s->rev, EV_READ, 1);
 	if (event_pending(s->rev, EV_READ, NULL))
 		return;
-	tv = !s->handshake && s->rtv.tv_sec > 0 ? &s->rtv : NULL;
+	tv = !s->handshake && !s->held && s->rtv.tv_sec > 0 ? &s->rtv : NULL;
 	event_add(s->rev, tv);
 }
 
@@ -592,10 +593,66 @@ proxy_side_read_timeout(struct proxy_side *s, const struct timeval *tv)
 		proxy_side_update(s);
 		return;
 	}
-	if (s->rtv.tv_sec > 0)
+	if (s->rtv.tv_sec > 0 && !s->held)
 		event_add(s->rev, &s->rtv);
 	else
 		event_remove_timer(s->rev);
+}
+
+bool
+proxy_timer_left(struct event *ev, struct timeval *left)
+{
+	struct timeval due, now;
+
+	evutil_timerclear(left);
+	if (!event_pending(ev, EV_TIMEOUT, &due))
+		return false;
+	evutil_gettimeofday(&now, NULL);
+	evutil_timersub(&due, &now, left);
+	/* Due already: at once, but still a timeout (0 would mean none). */
+	if (left->tv_sec < 0 || (left->tv_sec == 0 && left->tv_usec <= 0)) {
+		left->tv_sec = 0;
+		left->tv_usec = 1;
+	}
+	return true;
+}
+
+/* EV (pending with WHAT) again, with the timeout LEFT if there was one, else FULL's. */
+static void
+proxy_side_rearm(struct event *ev, short what, const struct timeval *left,
+    const struct timeval *full)
+{
+	if (!event_pending(ev, what, NULL))
+		return;
+	if (evutil_timerisset(left))
+		event_add(ev, left);
+	else if (full->tv_sec > 0)
+		event_add(ev, full);
+}
+
+/*
+ * A paused session's jail reads and writes nothing: the time it is frozen
+ * is not a client's idleness, so no timeout runs, and each goes on at
+ * resume with what was left of it.
+ */
+void
+proxy_side_hold(struct proxy_side *s, bool hold)
+{
+	if (!s->open || s->held == hold)
+		return;
+	s->held = hold;
+	if (hold) {
+		if (proxy_timer_left(s->rev, &s->rleft))
+			event_remove_timer(s->rev);
+		if (proxy_timer_left(s->wev, &s->wleft))
+			event_remove_timer(s->wev);
+		return;
+	}
+	if (!s->handshake)
+		proxy_side_rearm(s->rev, EV_READ, &s->rleft, &s->rtv);
+	proxy_side_rearm(s->wev, EV_WRITE, &s->wleft, &s->wtv);
+	evutil_timerclear(&s->rleft);
+	evutil_timerclear(&s->wleft);
 }
 
 void

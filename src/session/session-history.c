@@ -1,7 +1,7 @@
 /*
  * The user's git history while a session runs (see snap-history.c): the
  * jail gets an overlay over each git dir's objects, the objects its git
- * writes are brought back every second (the user's own git outside sees
+ * writes are brought back as it writes them (the user's own git outside sees
  * the agent's commits), and when it ends the rest follows, reflog entries
  * it removed are put back and refs it deleted reported. A session that
  * ended without agentmux is finished at the next start.
@@ -14,7 +14,13 @@
 #include "session-int.h"
 #include "store/store.h"
 
-/* How often the objects the session's git wrote are brought back. */
+/*
+ * The objects the session's git writes are brought back when the watch
+ * says it wrote some, after a short delay that gathers a commit's objects
+ * into one pass (and bounds the passes a busy git causes); on a timer
+ * only while there is no watch or work no write will announce.
+ */
+#define SESSION_HISTORY_GATHER_MS 250
 #define SESSION_HISTORY_SECS 1
 
 int
@@ -73,30 +79,51 @@ session_history_hint(struct session *s, char **cause)
 	*cause = more;
 }
 
-/* A pass, and the next: at the loop's next turn if this one had to stop, else in a while. */
+/* A pass, and the next: at the loop's next turn if this one had to stop, in a while if it must poll. */
 static void
 session_history_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	struct timeval tv = { SESSION_HISTORY_SECS, 0 }, now = { 0, 0 };
 
-	if (snap_history_import(s->history, s->ctx->base))
-		event_add(s->history_ev, &tv);
-	else
+	if (!snap_history_import(s->history, s->ctx->base))
 		event_add(s->history_ev, &now);
+	else if (snap_history_busy(s->history))
+		event_add(s->history_ev, &tv);
+}
+
+/* The session's git wrote: a pass soon, unless one is due already (a busy git does not put it off). */
+static void
+session_history_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	struct timeval tv = { 0, SESSION_HISTORY_GATHER_MS * 1000 };
+
+	if (snap_history_watch_read(s->history) &&
+	    !evtimer_pending(s->history_ev, NULL))
+		event_add(s->history_ev, &tv);
 }
 
 void
 session_history_watch(struct session *s)
 {
-	struct timeval tv = { SESSION_HISTORY_SECS, 0 };
+	struct timeval now = { 0, 0 };
+	int fd;
 
 	if (s->history == NULL)
 		return;
 	s->history_ev = evtimer_new(s->ctx->base, session_history_cb, s);
 	if (s->history_ev == NULL)
 		fatalx("cannot create a timer");
-	event_add(s->history_ev, &tv);
+	if ((fd = snap_history_watch(s->history)) != -1) {
+		s->history_watch_ev = event_new(s->ctx->base, fd,
+		    EV_READ | EV_PERSIST, session_history_read_cb, s);
+		if (s->history_watch_ev == NULL)
+			fatalx("cannot create the history's watch event");
+		event_add(s->history_watch_ev, NULL);
+	}
+	/* A first pass: what was written before the watch was set. */
+	event_add(s->history_ev, &now);
 }
 
 /* Tells the user and the record what the history's end found. */
@@ -157,6 +184,9 @@ session_history_stop(struct session *s)
 	if (s->history_ev != NULL)
 		event_free(s->history_ev);
 	s->history_ev = NULL;
+	if (s->history_watch_ev != NULL)
+		event_free(s->history_watch_ev);
+	s->history_watch_ev = NULL;
 	if (s->history == NULL || s->history_ending)
 		return;
 	s->history_ending = true;

@@ -109,6 +109,7 @@ struct session {
 
 	struct snap_history *history; /* the user's git history (session-history.c) */
 	struct event *history_ev;    /* brings the session's objects back */
+	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
 	bool history_in_stop;        /* inside session_history_stop */
 	struct snap_session *history_snap;
@@ -140,6 +141,8 @@ struct session {
 	int status;
 	struct event *kill_ev;
 	struct event *wall_ev;       /* the profile's wall_clock limit */
+	int64_t wall_due_us;         /* when it is up (monotonic) */
+	int64_t wall_left_us;        /* paused: what was left of it */
 	struct session_disk *disk;   /* its disk budget and reserve (session-disk.c) */
 	char *end_reason;            /* why agentmux ended it, for the record */
 	bool closing;                /* the user closed it: recorded "closed" */
@@ -242,6 +245,8 @@ void session_state_activity(struct session *);
 void session_state_request(struct session *, const struct request *r);
 void session_state_ask(struct session *, uint64_t id, bool asked);
 void session_state_free(struct session *);
+/* A pause stops the profile's wall_clock countdown; resume goes on with what was left (session.c). */
+void session_wall_hold(struct session *, bool hold);
 bool session_state_syscall_reads(const char *text);
 /** The foreground process of its terminal waits for input (or there is no terminal). */
 bool session_state_reading(struct session *);
@@ -249,6 +254,9 @@ bool session_state_reading(struct session *);
 /* A profile's screen hint (session-hint.c). */
 void session_hint_arm(struct session *);
 void session_hint_free(struct session *);
+/* Whether a process waits for input, from its /proc stat, syscall and wchan (NULL: unreadable). */
+bool session_state_proc_reads(const char *stat, const char *syscall,
+    const char *wchan);
 
 /* The pty's terminal state (session-pane.c). */
 void session_pane_start(struct session *, const struct session_opts *);

@@ -160,25 +160,44 @@ session_state_syscall_reads(const char *text)
  * a process running, or asleep in anything else (nanosleep, wait4), is
  * working.
  */
+AM_TESTABLE bool
+session_state_proc_reads(const char *stat, const char *syscall,
+    const char *wchan)
+{
+	const char *p;
+
+	if (stat == NULL || (p = strrchr(stat, ')')) == NULL || p[1] != ' ' ||
+	    p[2] != 'S')
+		return false;
+	if (syscall != NULL && isdigit((unsigned char)syscall[0]))
+		return session_state_syscall_reads(syscall);
+	if (wchan != NULL && strcmp(wchan, "0") != 0)
+		return strstr(wchan, "tty_read") != NULL ||
+		    strstr(wchan, "wait_woken") != NULL ||
+		    strstr(wchan, "poll") != NULL ||
+		    strstr(wchan, "select") != NULL;
+	/*
+	 * Asleep, but in what cannot be read here (ptrace access refused:
+	 * Yama, a hardened kernel): `sleep 30` and a prompt look the same,
+	 * and saying "needs you" of a program that is working would call
+	 * the user for nothing. Without evidence it waits, it works.
+	 */
+	return false;
+}
+
 static bool
 session_state_pid_reads(pid_t pid)
 {
-	char buf[256], *p;
+	char stat[256], sc[256], wchan[256];
+	bool has_sc, has_wchan;
 
-	if (session_state_proc_read(pid, "stat", buf, sizeof buf) == -1 ||
-	    (p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] != 'S')
+	if (session_state_proc_read(pid, "stat", stat, sizeof stat) == -1)
 		return false;
-	if (session_state_proc_read(pid, "syscall", buf, sizeof buf) == 0 &&
-	    isdigit((unsigned char)buf[0]))
-		return session_state_syscall_reads(buf);
-	if (session_state_proc_read(pid, "wchan", buf, sizeof buf) == 0 &&
-	    strcmp(buf, "0") != 0)
-		return strstr(buf, "tty_read") != NULL ||
-		    strstr(buf, "wait_woken") != NULL ||
-		    strstr(buf, "poll") != NULL ||
-		    strstr(buf, "select") != NULL;
-	/* Neither can be read here: quiet with no turn in flight has to do. */
-	return true;
+	has_sc = session_state_proc_read(pid, "syscall", sc, sizeof sc) == 0;
+	has_wchan = session_state_proc_read(pid, "wchan", wchan,
+	    sizeof wchan) == 0;
+	return session_state_proc_reads(stat, has_sc ? sc : NULL,
+	    has_wchan ? wchan : NULL);
 }
 
 /* The foreground process group of the session's terminal is waiting for input. */
@@ -395,6 +414,7 @@ session_state_freeze_failed(struct session *s, const char *why)
 		free(cause);
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, false);
+	session_wall_hold(s, false);
 	s->st_paused = false;
 	msg = xprintf("session %lld could not be paused: %s", (long long)s->id,
 	    why);
@@ -446,6 +466,7 @@ session_state_pause(struct session *s, char **cause)
 	s->st_frozen_us = 0;
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, true);
+	session_wall_hold(s, true);
 	if (s->st_idle_ev != NULL)
 		evtimer_del(s->st_idle_ev);
 	store_event_add(s->ctx->st, s->id, "info", "pause", "paused (%s)",
@@ -464,6 +485,7 @@ session_state_resume(struct session *s, char **cause)
 		evtimer_del(s->st_freeze_ev);
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, false);
+	session_wall_hold(s, false);
 	/* Quiet as it was: what it was waiting for is looked at again. */
 	if (!s->st_idle)
 		session_state_arm(s);

@@ -651,6 +651,30 @@ session_wall_start(struct session *s, const struct config_agent *a)
 	s->wall_ev = evtimer_new(s->ctx->base, session_wall_cb, s);
 	if (s->wall_ev == NULL)
 		fatalx("cannot create a timer");
+	s->wall_due_us = util_mono_us() + (int64_t)a->wall_clock * 1000000;
+	evtimer_add(s->wall_ev, &tv);
+}
+
+/*
+ * A paused session's wall clock stops (the time it was frozen was not the
+ * agent's to use) and goes on at resume with what was left.
+ */
+void
+session_wall_hold(struct session *s, bool hold)
+{
+	struct timeval tv;
+	int64_t now = util_mono_us();
+
+	if (s->wall_ev == NULL || s->ended)
+		return;
+	if (hold) {
+		s->wall_left_us = s->wall_due_us > now ? s->wall_due_us - now : 0;
+		evtimer_del(s->wall_ev);
+		return;
+	}
+	s->wall_due_us = now + s->wall_left_us;
+	tv.tv_sec = (time_t)(s->wall_left_us / 1000000);
+	tv.tv_usec = (suseconds_t)(s->wall_left_us % 1000000);
 	evtimer_add(s->wall_ev, &tv);
 }
 

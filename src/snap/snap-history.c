@@ -508,6 +508,8 @@ snap_history_free(struct snap_history *h)
 	}
 	free(h->v);
 	free(h->dir);
+	if (h->wfd != -1)
+		close(h->wfd);
 	free(h);
 }
 
@@ -713,6 +715,7 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
 	free(modules);
 	free(git);
 	h = xcalloc(1, sizeof *h);
+	h->wfd = -1;
 	h->dir = xprintf("%s/history", sessdir);
 	for (i = 0; i < dirs.n; i++) {
 		if (!snap_history_usable(dirs.v[i], notices))
@@ -745,6 +748,7 @@ snap_history_open(const char *sessdir)
 	}
 	free(path);
 	h = xcalloc(1, sizeof *h);
+	h->wfd = -1;
 	h->dir = xprintf("%s/history", sessdir);
 	for (line = strtok_r(b.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {

@@ -123,6 +123,12 @@ snap_import_failed(const struct snap_import *im)
 	return im->failed;
 }
 
+bool
+snap_import_busy(const struct snap_import *im)
+{
+	return im->proc != NULL || im->failed;
+}
+
 const struct strv *
 snap_import_problems(const struct snap_import *im)
 {

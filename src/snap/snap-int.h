@@ -466,6 +466,7 @@ struct snap_hgit {
 	char *upper;              /* the overlay's upper and work dirs, in BASE */
 	char *work;
 	struct snap_import *imp;
+	int wd;                   /* the inotify watch of UPPER (snap-watch.c) */
 };
 
 struct snap_history {
@@ -476,6 +477,8 @@ struct snap_history {
 	int64_t end_session;
 	snap_history_end_cb end_done;
 	void *end_arg;
+	int wfd;                  /* inotify on the upper dirs, or -1 (snap-watch.c) */
+	bool wlost;               /* a dir could not be watched: look on a timer */
 };
 
 /* A valid ref name under refs/ that is safe as a path. */
@@ -517,6 +520,8 @@ int64_t snap_import_count(const struct snap_import *, int64_t *refused,
     int64_t *too_big);
 /* Whether the host refused a write (the upper dir is kept to try again). */
 bool snap_import_failed(const struct snap_import *);
+/* Whether it has work no new file will announce: a pack being indexed, a write the host refused. */
+bool snap_import_busy(const struct snap_import *);
 const struct strv *snap_import_problems(const struct snap_import *);
 
 /* ---- paths given on the command line (snap-spec.c) ---- */

@@ -95,6 +95,21 @@ void snap_history_overlay(const struct snap_history *, size_t i,
  */
 bool snap_history_import(struct snap_history *, struct event_base *base);
 /**
+ * Watches for objects the session's git writes (inotify, no link
+ * followed): a descriptor (the history's own) to read with
+ * snap_history_watch_read when it is readable; -1 if there can be none
+ * (then import on a timer).
+ */
+int snap_history_watch(struct snap_history *);
+/** Reads what the watch saw: true if the session's git may have written objects. */
+bool snap_history_watch_read(struct snap_history *);
+/**
+ * Whether an import should still be tried on a timer: there is no watch
+ * (or a dir could not be watched), a pack is being indexed, or the host
+ * refused a write.
+ */
+bool snap_history_busy(const struct snap_history *);
+/**
  * Once the jail is gone: every object left is brought back (packs indexed
  * on BASE, one at a time), then reflog entries the session removed put
  * back, refs it deleted (and tags it moved) reported in WARNINGS; what was

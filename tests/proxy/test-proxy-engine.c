@@ -506,6 +506,9 @@ struct eng_pause {
 	struct eng *e;
 	int started_at_resume;      /* requests the proxy had begun by then */
 	int answered_at_resume;     /* questions answered by then */
+	char *flag;                 /* pause once the client made this file */
+	struct event *when;
+	struct event *resume;
 };
 
 static void
@@ -514,6 +517,21 @@ eng_pause_cb(evutil_socket_t fd, short what, void *arg)
 	struct eng_pause *p = arg;
 
 	proxy_session_pause(p->e->ps, true);
+}
+
+/* Pauses once the client says its connection is open, and resumes 2 s later. */
+static void
+eng_pause_when_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_pause *p = arg;
+	struct timeval poll = { 0, 10000 }, two = { 2, 0 };
+
+	if (access(p->flag, F_OK) == -1) {
+		evtimer_add(p->when, &poll);
+		return;
+	}
+	proxy_session_pause(p->e->ps, true);
+	evtimer_add(p->resume, &two);
 }
 
 static void
@@ -565,6 +583,30 @@ test_session_pause(void **state)
 	assert_int_equal(e->nanswered, 1);
 	assert_string_equal(e->answered_by, "timeout");
 	assert_true(util_mono_us() - t0 >= 2200000);
+
+	/*
+	 * A request head begun and left unfinished, client_timeout 2 s,
+	 * paused for 2 s just after: the connection's timer stops with the
+	 * jail and closes it at ~4 s, not at 2 s.
+	 */
+	p.flag = xprintf("%s/sent", e->dir);
+	p.when = evtimer_new(e->base, eng_pause_when_cb, &p);
+	p.resume = resume;
+	evtimer_add(p.when, &at_pause);
+	assert_int_equal(eng_run(e, "python3 -c 'import os, socket, time\n"
+	    "h, p = os.environ[\"PROXY\"].split(\":\")\n"
+	    "c = socket.create_connection((h, int(p)))\n"
+	    "t = time.monotonic()\n"
+	    "c.sendall(b\"GET http://localhost/x HTTP/1.1\\r\\n\")\n"
+	    "open(\"%s\", \"w\").close()\n"
+	    "while c.recv(4096): pass\n"
+	    "print(\"closed after %%d ms\" %% ((time.monotonic() - t) * 1000))'",
+	    p.flag), 0);
+	print_message("unfinished head: %s", e->out);
+	eng_expect_out(e, "closed after ");
+	assert_true(atoi(strstr(e->out, "after ") + 6) >= 3700);
+	event_free(p.when);
+	free(p.flag);
 	event_free(resume);
 	event_free(pause);
 	eng_end_session(e);

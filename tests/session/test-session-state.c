@@ -312,6 +312,59 @@ test_pause_resume(void **state)
 	fixture_close(&f);
 }
 
+/* The wall_clock limit stops while the session is paused and goes on with what was left. */
+static void
+test_pause_wall_clock(void **state)
+{
+	char *const command[] = { "/bin/sh", "-c", "echo up; read x", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command, .agent = "walled" };
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+	int64_t t0, ran, after;
+
+	fixture_open(&f);
+	config_free(f.cf);
+	session_ctx_free(f.ctx);
+	test_write_file(path, "[ui]\nidle_after = 300\n[agent walled]\n"
+	    "command = sh\nwall_clock = 4\n");
+	free(path);
+	if ((f.cf = config_load_or_cause(NULL, &cause)) == NULL ||
+	    (f.ctx = session_ctx_create(f.base, f.cf, NULL, &cause)) == NULL)
+		fail_msg("config: %s", cause);
+	t0 = util_mono_us();
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	ran = util_mono_us() - t0;
+	if (session_pause(s, true, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	/* Paused for longer than the whole limit: nothing ends it. */
+	loop_for(&f, 4500);
+	assert_int_equal(o.done, 0);
+	assert_int_equal(session_state(s), SESSION_PAUSED);
+	if (session_pause(s, false, &cause) == -1)
+		fail_msg("session_pause: %s", cause);
+	t0 = util_mono_us();
+	while (o.done == 0 && util_mono_us() - t0 < 10000000)
+		loop_for(&f, 20);
+	after = util_mono_us() - t0;
+	print_message("ran %lld ms before the pause, ended %lld ms after "
+	    "the resume\n", (long long)ran / 1000, (long long)after / 1000);
+	assert_int_equal(o.done, 1);
+	/* What was left of the 4 s, no less (and the kill's grace at most). */
+	assert_true(ran < 4000000);
+	assert_true(after >= 4000000 - ran - 100000);
+	assert_true(after < 4000000 - ran + 4000000);
+	session_free(s);
+	fixture_close(&f);
+}
+
 /* What a session costs: its processes' CPU and memory, counted from /proc of its jail. */
 static void
 test_costs(void **state)
@@ -473,11 +526,33 @@ test_syscall_reads(void **state)
 	assert_false(session_state_syscall_reads("-1 0x7ff 0x7f"));
 }
 
+/* Asleep in what cannot be read (/proc/PID/syscall and wchan refused): working, not needs you. */
+static void
+test_proc_unreadable(void **state)
+{
+	const char *sleeping = "42 (sh) S 1 42 42 34816 42 4194560";
+	char sc[128];
+
+	snprintf(sc, sizeof sc, "%d 0x0 0x7ffd1 0x1 0x0 0x0 0x0 0x7ff 0x7f",
+	    SYS_read);
+	assert_true(session_state_proc_reads(sleeping, sc, NULL));
+	assert_true(session_state_proc_reads(sleeping, NULL, "n_tty_read"));
+	assert_false(session_state_proc_reads(sleeping, NULL,
+	    "hrtimer_nanosleep"));
+	assert_false(session_state_proc_reads("42 (sh) R 1 42", sc, NULL));
+	assert_false(session_state_proc_reads(NULL, sc, "n_tty_read"));
+	/* Neither readable, or wchan hidden as "0": no evidence it waits. */
+	assert_false(session_state_proc_reads(sleeping, NULL, NULL));
+	assert_false(session_state_proc_reads(sleeping, NULL, "0"));
+	assert_false(session_state_proc_reads(sleeping, "running", NULL));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syscall_reads),
+		cmocka_unit_test(test_proc_unreadable),
 		cmocka_unit_test_setup_teardown(test_shell_states,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_crashed,
@@ -487,6 +562,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_quiet_then_reading,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_screen_hint,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pause_wall_clock,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_costs,
 		    test_proj_setup, test_proj_teardown),
