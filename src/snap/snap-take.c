@@ -1157,6 +1157,7 @@ snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
     const char *cause)
 {
 	struct snap_take *t = arg;
+	char *q;
 
 	t->packjob = NULL;
 	t->pending--;
@@ -1170,10 +1171,14 @@ snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
 	} else {
 		log_info("the first snapshot of %s is taken by git: %s",
 		    t->repo->worktree, cause);
-		if (result == -1 && t->session > 0)
+		if (result == -1 && t->session > 0) {
+			/* CAUSE names a file of the project: hostile. */
+			q = quote_text(cause);
 			store_event_add(t->st, t->session, "info", "snapshot",
 			    "the first snapshot is taken by git (its own "
-			    "writer failed: %s)", cause);
+			    "writer failed: %s)", q);
+			free(q);
+		}
 		t->next = snap_take_add;
 	}
 	snap_take_step(t);
