@@ -908,7 +908,7 @@ snap_take_write_tree(struct snap_take *t)
 	const char *args[] = { "write-tree", NULL };
 
 	t->next = snap_take_tree_done;
-	if ((t->tree = snap_take_cached_tree(t)) == NULL)
+	if (t->tree == NULL && (t->tree = snap_take_cached_tree(t)) == NULL)
 		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
 		    snap_take_write_tree_cb);
 	if (t->error == NULL)
@@ -1166,6 +1166,9 @@ snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
 		    t->repo->worktree, (long long)files, tree);
 		t->files = files;
 		t->bulk = false;
+		/* The writer made the trees from the index it wrote: write-tree's. */
+		t->tree = xstrdup(tree);
+		t->entries = files;
 		snap_keep_mark_packed(t->repo->gitdir);
 		t->next = snap_take_live_done;
 	} else {
