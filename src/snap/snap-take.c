@@ -1264,10 +1264,6 @@ snap_take_native(struct snap_take *t)
 static void
 snap_take_add(struct snap_take *t)
 {
-	if (t->native) {
-		snap_take_native(t);
-		return;
-	}
 	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
 	    NULL };
 	/*
@@ -1279,6 +1275,10 @@ snap_take_add(struct snap_take *t)
 	    "core.compression=0", "add", "-A", "--ignore-errors", "--verbose",
 	    NULL };
 
+	if (t->native) {
+		snap_take_native(t);
+		return;
+	}
 	snap_take_round_begin(t);
 	t->next = snap_take_live_done;
 	snap_take_spawn(t, SNAP_ENV_TREE, t->bulk ? bulk : args, NULL,
