@@ -12,7 +12,9 @@
 # plus 200 untracked files). Goal: agentmux <= 1.2x git add -A into a
 # fresh index. OTHER=another agentmux (e.g. main's build) adds it as
 # agentmux-other, in the same run.
-# Usage: bench/snapshot-first.sh [AGENTMUX]   (RUNS, NFILES, TOTAL_MIB, OTHER)
+# FRESH_REPO=0 leaves git-add-fresh-repo out (under load it alone can take
+# minutes a run).
+# Usage: bench/snapshot-first.sh [AGENTMUX]   (RUNS, NFILES, TOTAL_MIB, OTHER, FRESH_REPO)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 amx=${1:-$root/build/src/agentmux}
@@ -71,13 +73,16 @@ EOF
     git config user.email b@localhost && git config gc.auto 0 &&
     git add src && git commit -qm base && git gc -q)
 
+if [ "${FRESH_REPO:-1}" != 0 ]; then
+	set -- -n git-add-fresh-repo --prepare "sh -c 'rm -rf $tmp/fresh.git && git init -q --bare $tmp/fresh.git'" \
+	    "env GIT_DIR=$tmp/fresh.git GIT_WORK_TREE=$repo GIT_INDEX_FILE=$tmp/fresh.git/index git add -A" "$@"
+fi
+
 cd "$repo"
 hyperfine -N --style none --warmup 1 --runs "$runs" \
     --export-json "$tmp/h.json" \
     -n git-add-fresh-index --prepare "rm -f $tmp/fresh.idx" \
     "env GIT_INDEX_FILE=$tmp/fresh.idx git add -A" \
-    -n git-add-fresh-repo --prepare "sh -c 'rm -rf $tmp/fresh.git && git init -q --bare $tmp/fresh.git'" \
-    "env GIT_DIR=$tmp/fresh.git GIT_WORK_TREE=$repo GIT_INDEX_FILE=$tmp/fresh.git/index git add -A" \
     -n agentmux --prepare "$tmp/fresh-data" \
     "env XDG_DATA_HOME=$tmp/data $amx snapshot -C $repo" "$@" >/dev/null
 python3 - "$tmp/h.json" <<'EOF'

@@ -362,7 +362,36 @@ bool snap_pack_unchanged(const struct stat *before, const struct stat *after);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 
+/*
+ * A first snapshot's work tree written without git, on a helper thread:
+ * RESULT 0 with the top TREE's id (the pack and the private index are in
+ * place), 1 if git's path must take it (CAUSE says why: a nested
+ * repository, a file that changed while read, one of another kind), -1
+ * on an error (CAUSE; nothing of it counts). FILES: how many were stored.
+ */
+typedef void (*snap_pack_job_cb)(void *arg, int result, const char *tree,
+    int64_t files, const char *cause);
+struct snap_pack_job;
+/*
+ * Stores the files of LIST (NUL-separated paths relative to WORKTREE, as
+ * git ls-files -z gives them; copied) into one pack of GITDIR, writes
+ * INDEX with their stat data and hands the result to DONE on BASE, which
+ * frees the job after DONE returns; PROGRESS (may be NULL) gets the
+ * count now and then. NULL with *CAUSE if it cannot start.
+ */
+struct snap_pack_job *snap_pack_job_start(struct event_base *base,
+    const char *gitdir, const char *index, const char *worktree,
+    struct buf *list, snap_pack_job_cb done,
+    void (*progress)(void *, int64_t), void *arg, char **cause);
+/* Moves the job's watcher to BASE; NULL is a no-op. */
+void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
+/* Stops the job (waiting for the file at hand) and frees it; DONE is not called; NULL is a no-op. */
+void snap_pack_job_free(struct snap_pack_job *);
+
 /* ---- snapshot jobs (snap-take.c) ---- */
+
+/* Tests: first snapshots are taken by git alone, to compare with the writer's. */
+extern bool snap_take_git_only;
 
 struct snap_take;
 

@@ -27,8 +27,10 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -893,7 +895,8 @@ changed:
  * One file of the work tree into P, as git add stores it: a regular
  * file's bytes (mode 100755 if its owner may run it, else 100644), a
  * symlink's target (120000, never followed). 1 if it changed while read
- * or is of another kind (a directory: a nested repository); -1 with *CAUSE.
+ * or is of another kind (a directory: a nested repository); 2 (and
+ * *CAUSE) if it is not there; -1 with *CAUSE.
  */
 static int
 snap_pack_file(struct snap_pack *p, int wt, const char *path,
@@ -912,10 +915,12 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 		return 1;
 	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
+		/* Gone since it was listed: git add would not see it either. */
+		r = errno == ENOENT || errno == ENOTDIR ? 2 : -1;
 		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
 		if (dir != -1 && dir != wt)
 			close(dir);
-		return -1;
+		return r;
 	}
 	e->path = path;
 	if (S_ISLNK(sb->st_mode)) {
@@ -958,5 +963,260 @@ snap_pack_files(struct snap_pack *p, int wt, char **paths, size_t n,
 	qsort(paths, n, sizeof *paths, snap_pack_strcmp);
 	for (i = 0; i < n && r == 0; i++)
 		r = snap_pack_file(p, wt, paths[i], &e[i], &sb[i], cause);
+	return r == 2 ? -1 : r;
+}
+
+/* ---- a first snapshot's files, written on a helper thread ---- */
+
+/* Progress is told to the loop every this many files. */
+#define SNAP_PACK_JOB_STEP 250
+
+struct snap_pack_job {
+	struct event_base *base;
+	struct event *ev;         /* the read end of PIPE, on BASE */
+	int pipe[2];              /* the thread's "more done" and "over" */
+	struct thread thread;
+	char *gitdir;
+	char *index;
+	int wt;                   /* the work tree (O_DIRECTORY) */
+	struct buf list;          /* the files, NUL-separated */
+	atomic_bool stop;         /* the job is freed: give up */
+	atomic_bool over;         /* the fields below are final */
+	atomic_size_t files;      /* stored so far */
+	int result;
+	char *cause;
+	char tree[2 * SNAP_PACK_OID + 1];
+	snap_pack_job_cb done;
+	void (*progress)(void *, int64_t);
+	void *arg;
+};
+
+/* The files of the list, sorted bytewise (index order); caller frees. */
+static char **
+snap_pack_job_paths(struct buf *list, size_t *n)
+{
+	char *s, *end = list->data + list->len, **paths;
+	size_t i = 0;
+
+	*n = 0;
+	for (s = list->data; s < end; s += strlen(s) + 1)
+		(*n)++;
+	paths = xcalloc(*n > 0 ? *n : 1, sizeof *paths);
+	for (s = list->data; s < end; s += strlen(s) + 1)
+		paths[i++] = s;
+	qsort(paths, *n, sizeof *paths, snap_pack_strcmp);
+	return paths;
+}
+
+/* Tells the loop (a lost byte is fine: one is unread already). */
+static void
+snap_pack_job_poke(struct snap_pack_job *j)
+{
+	char c = 0;
+
+	/* Full (EAGAIN): the loop has bytes to read already. */
+	if (write(j->pipe[1], &c, 1) == -1)
+		return;
+}
+
+/*
+ * Each file into the pack, holding the clone gate for one file at a
+ * time (a jail's clone waits for no more); those gone since they were
+ * listed are left out, as git add leaves them. N becomes the count kept.
+ */
+static int
+snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
+    char **paths, size_t *n, struct snap_pack_entry *e, struct stat *sb)
+{
+	size_t i, kept = 0;
+	int r = 0;
+
+	for (i = 0; i < *n && r == 0; i++) {
+		clone_gate_enter();
+		if (atomic_load(&j->stop)) {
+			j->cause = xstrdup("stopped");
+			clone_gate_leave();
+			return -1;
+		}
+		r = snap_pack_file(p, j->wt, paths[i], &e[kept], &sb[kept],
+		    &j->cause);
+		if (r == 2) {
+			free(j->cause);
+			j->cause = NULL;
+			r = 0;
+		} else if (r == 0)
+			kept++;
+		clone_gate_leave();
+		if (kept % SNAP_PACK_JOB_STEP == 0 && r == 0) {
+			atomic_store(&j->files, kept);
+			snap_pack_job_poke(j);
+		}
+	}
+	*n = kept;
+	atomic_store(&j->files, kept);
 	return r;
+}
+
+/* The trees, the pack put in place, then the index (what makes it count). */
+static int
+snap_pack_job_end(struct snap_pack_job *j, struct snap_pack *p,
+    struct snap_pack_entry *e, struct stat *sb, size_t n)
+{
+	unsigned char root[SNAP_PACK_OID];
+
+	if (snap_pack_trees(p, e, n, root, &j->cause) == -1) {
+		snap_pack_abort(p);
+		return -1;
+	}
+	if (snap_pack_finish(p, NULL, 0, &j->cause) == -1 ||
+	    snap_pack_index(j->index, e, sb, n, &j->cause) == -1)
+		return -1;
+	snap_pack_hex(root, j->tree);
+	return 0;
+}
+
+/* The thread's work: 0 with the tree, 1 (git's path, CAUSE says why), -1. */
+static int
+snap_pack_job_write(struct snap_pack_job *j)
+{
+	struct snap_pack_entry *e;
+	struct snap_pack *p;
+	struct stat *sb;
+	char **paths;
+	size_t n;
+	int r;
+
+	clone_gate_enter();
+	paths = snap_pack_job_paths(&j->list, &n);
+	e = xcalloc(n > 0 ? n : 1, sizeof *e);
+	sb = xcalloc(n > 0 ? n : 1, sizeof *sb);
+	/* At most a tree per file, and the top one. */
+	p = snap_pack_begin(j->gitdir, (uint32_t)(2 * n + 1), &j->cause);
+	clone_gate_leave();
+	r = p == NULL ? -1 : snap_pack_job_files(j, p, paths, &n, e, sb);
+	clone_gate_enter();
+	if (r == 0)
+		r = snap_pack_job_end(j, p, e, sb, n);
+	else
+		snap_pack_abort(p);
+	if (r == 1 && j->cause == NULL)
+		j->cause = xstrdup("a file changed while it was read, or is not "
+		    "a regular file or link (a nested repository)");
+	free(paths);
+	free(e);
+	free(sb);
+	clone_gate_leave();
+	return r;
+}
+
+static void
+snap_pack_job_main(void *arg)
+{
+	struct snap_pack_job *j = arg;
+
+	j->result = snap_pack_job_write(j);
+	atomic_store(&j->over, true);
+	snap_pack_job_poke(j);
+}
+
+/* On the loop: progress, or the job's end (the thread then joined). */
+static void
+snap_pack_job_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_pack_job *j = arg;
+	char drain[64];
+
+	(void)what;
+	while (read(fd, drain, sizeof drain) > 0)
+		;
+	if (!atomic_load(&j->over)) {
+		if (j->progress != NULL)
+			j->progress(j->arg, (int64_t)atomic_load(&j->files));
+		return;
+	}
+	event_del(j->ev);
+	thread_join(&j->thread);
+	j->done(j->arg, j->result, j->result == 0 ? j->tree : NULL,
+	    (int64_t)atomic_load(&j->files), j->cause);
+	snap_pack_job_free(j);
+}
+
+static bool
+snap_pack_job_watch(struct snap_pack_job *j, struct event_base *base)
+{
+	j->base = base;
+	j->ev = event_new(base, j->pipe[0], EV_READ | EV_PERSIST,
+	    snap_pack_job_ready, j);
+	return j->ev != NULL && event_add(j->ev, NULL) == 0;
+}
+
+struct snap_pack_job *
+snap_pack_job_start(struct event_base *base, const char *gitdir,
+    const char *index, const char *worktree, struct buf *list,
+    snap_pack_job_cb done, void (*progress)(void *, int64_t), void *arg,
+    char **cause)
+{
+	struct snap_pack_job *j = xcalloc(1, sizeof *j);
+	int rc;
+
+	j->pipe[0] = j->pipe[1] = j->wt = -1;
+	j->gitdir = xstrdup(gitdir);
+	j->index = xstrdup(index);
+	j->done = done;
+	j->progress = progress;
+	j->arg = arg;
+	buf_init(&j->list);
+	buf_add(&j->list, list->data, list->len);
+	if ((j->wt = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1 || pipe2(j->pipe, O_CLOEXEC | O_NONBLOCK) == -1) {
+		*cause = xprintf("cannot read %s: %s", worktree,
+		    strerror(errno));
+		goto fail;
+	}
+	if (!snap_pack_job_watch(j, base)) {
+		*cause = xstrdup("cannot watch the snapshot thread");
+		goto fail;
+	}
+	if ((rc = thread_spawn(&j->thread, snap_pack_job_main, j)) != 0) {
+		*cause = xprintf("cannot start a thread: %s", strerror(rc));
+		goto fail;
+	}
+	return j;
+fail:
+	snap_pack_job_free(j);
+	return NULL;
+}
+
+void
+snap_pack_job_move(struct snap_pack_job *j, struct event_base *base)
+{
+	if (j == NULL)
+		return;
+	if (j->ev != NULL)
+		event_free(j->ev);
+	if (!snap_pack_job_watch(j, base))
+		fatalx("cannot watch the snapshot thread");
+}
+
+void
+snap_pack_job_free(struct snap_pack_job *j)
+{
+	if (j == NULL)
+		return;
+	/* The thread stops at its next file; what it wrote is dropped. */
+	atomic_store(&j->stop, true);
+	thread_join(&j->thread);
+	if (j->ev != NULL)
+		event_free(j->ev);
+	if (j->pipe[0] != -1)
+		close(j->pipe[0]);
+	if (j->pipe[1] != -1)
+		close(j->pipe[1]);
+	if (j->wt != -1)
+		close(j->wt);
+	buf_free(&j->list);
+	free(j->cause);
+	free(j->gitdir);
+	free(j->index);
+	free(j);
 }

@@ -35,6 +35,8 @@ struct snap_take {
 	bool frozen;              /* the session's frozen ignore rules, not the tree's own */
 	bool freeze;              /* a start snapshot: freeze the rules it was taken with */
 	bool bulk;                /* no stat cache: every file is hashed and written (into one pack) */
+	bool native;              /* bulk, and agentmux's own pack writer is yet to be tried */
+	struct snap_pack_job *packjob; /* that writer, at work on its thread */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
@@ -108,6 +110,7 @@ snap_take_free(struct snap_take *t)
 {
 	size_t i;
 
+	snap_pack_job_free(t->packjob);
 	for (i = 0; i < nitems(t->procs); i++)
 		proc_free(t->procs[i]);
 	proc_free(t->early_commit);
@@ -905,7 +908,7 @@ snap_take_write_tree(struct snap_take *t)
 	const char *args[] = { "write-tree", NULL };
 
 	t->next = snap_take_tree_done;
-	if ((t->tree = snap_take_cached_tree(t)) == NULL)
+	if (t->tree == NULL && (t->tree = snap_take_cached_tree(t)) == NULL)
 		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
 		    snap_take_write_tree_cb);
 	if (t->error == NULL)
@@ -1141,6 +1144,122 @@ snap_take_bulk_cb(struct proc *p, void *arg)
 	snap_take_add(t);
 }
 
+/* ---- a first snapshot through agentmux's own pack writer ---- */
+
+bool snap_take_git_only;
+
+/*
+ * The writer is over: its index is the private index, as git add's
+ * would be; else git's path takes the snapshot, and the log says why.
+ */
+static void
+snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
+    const char *cause)
+{
+	struct snap_take *t = arg;
+	char *q;
+
+	t->packjob = NULL;
+	t->pending--;
+	if (result == 0) {
+		log_debug("first snapshot of %s: %lld files, tree %s",
+		    t->repo->worktree, (long long)files, tree);
+		t->files = files;
+		t->bulk = false;
+		/* The writer made the trees from the index it wrote: write-tree's. */
+		t->tree = xstrdup(tree);
+		t->entries = files;
+		snap_keep_mark_packed(t->repo->gitdir);
+		t->next = snap_take_live_done;
+	} else {
+		log_info("the first snapshot of %s is taken by git: %s",
+		    t->repo->worktree, cause);
+		if (result == -1 && t->session > 0) {
+			/* CAUSE names a file of the project: hostile. */
+			q = quote_text(cause);
+			store_event_add(t->st, t->session, "info", "snapshot",
+			    "the first snapshot is taken by git (its own "
+			    "writer failed: %s)", q);
+			free(q);
+		}
+		t->next = snap_take_add;
+	}
+	snap_take_step(t);
+}
+
+static void
+snap_take_native_progress(void *arg, int64_t files)
+{
+	struct snap_take *t = arg;
+
+	t->files = files;
+	if (t->progress != NULL)
+		t->progress(t->arg, files);
+}
+
+/* The files git would add are listed: they go to the writer's thread. */
+static void
+snap_take_native_listed(struct snap_take *t)
+{
+	char *cause = NULL;
+
+	if (t->untracked.len == 0) {
+		/* Nothing (an empty project), or listing failed: git's path. */
+		snap_take_add(t);
+		return;
+	}
+	t->packjob = snap_pack_job_start(t->base, t->repo->gitdir,
+	    t->repo->index, t->repo->worktree, &t->untracked,
+	    snap_take_native_cb, snap_take_native_progress, t, &cause);
+	buf_reset(&t->untracked);
+	if (t->packjob == NULL) {
+		log_info("the first snapshot of %s is taken by git: %s",
+		    t->repo->worktree, cause);
+		free(cause);
+		snap_take_add(t);
+		return;
+	}
+	t->pending++;
+}
+
+static void
+snap_take_native_ls_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+
+	t->pending--;
+	buf_reset(&t->untracked);
+	if (proc_status(p) == 0)
+		buf_add(&t->untracked, proc_out(p)->data, proc_out(p)->len);
+	else
+		log_info("%s", proc_err(p)->data != NULL ? proc_err(p)->data :
+		    "git ls-files failed");
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * The first snapshot, with nothing cached: git lists what add -A would
+ * take (the private index holds the user's tracked names: -c; what is
+ * untracked and not ignored by the rules git add reads: -o
+ * --exclude-standard), and agentmux's own writer stores it. A nested
+ * repository is listed as "DIR/": the writer then leaves it all to git.
+ */
+static void
+snap_take_native(struct snap_take *t)
+{
+	const char *ls[] = { "ls-files", "-z", "-c", "-o",
+	    "--exclude-standard", NULL };
+
+	t->native = false;
+	snap_take_round_begin(t);
+	buf_reset(&t->untracked);
+	t->next = snap_take_native_listed;
+	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
+	    snap_take_native_ls_cb);
+	snap_take_step(t);
+}
+
 /* git add -A with the project's ignore rules as they are (a start or standalone snapshot). */
 static void
 snap_take_add(struct snap_take *t)
@@ -1156,6 +1275,10 @@ snap_take_add(struct snap_take *t)
 	    "core.compression=0", "add", "-A", "--ignore-errors", "--verbose",
 	    NULL };
 
+	if (t->native) {
+		snap_take_native(t);
+		return;
+	}
 	snap_take_round_begin(t);
 	t->next = snap_take_live_done;
 	snap_take_spawn(t, SNAP_ENV_TREE, t->bulk ? bulk : args, NULL,
@@ -1578,6 +1701,8 @@ snap_take_start(struct event_base *base, struct store *st,
 		return NULL;
 	}
 	t->bulk = fresh && access(repo->index, F_OK) != 0;
+	t->native = t->bulk && snap_take_oidlen(t) == SNAP_PACK_OID &&
+	    !snap_take_git_only;
 	t->starting = true;
 	snap_take_begin(t, fresh);
 	t->starting = false;
@@ -1623,6 +1748,7 @@ snap_take_move(struct snap_take *t, struct event_base *base)
 		proc_move(t->early_commit, base);
 	if (t->early_ref != NULL)
 		proc_move(t->early_ref, base);
+	snap_pack_job_move(t->packjob, base);
 }
 
 /*

@@ -640,6 +640,200 @@ test_pack_files_twice(void **state)
 	}
 }
 
+/* ---- a project's first snapshot, through the writer and through git ---- */
+
+/* A session on DIR in ST (a start snapshot needs one to be recorded). */
+static int64_t
+first_session(struct store *st, const char *dir)
+{
+	struct store_session s;
+	char *cause = NULL;
+	int64_t id;
+
+	memset(&s, 0, sizeof s);
+	s.agent = (char *)"shell";
+	s.project = (char *)dir;
+	s.command = (char *)"[\"true\"]";
+	id = store_session_begin(st, &s, &cause);
+	if (id <= 0)
+		fail_msg("%s", cause);
+	return id;
+}
+
+/* Takes a KIND snapshot of DIR for SESSION; GIT: through git alone. Returns the debug log. */
+static char *
+first_take(struct store *st, const char *dir, int64_t session,
+    const char *kind, bool git, struct snap_result *res)
+{
+	struct snap_take_opts o;
+	struct snap_repo *r;
+	char *cause = NULL, *logtext;
+	FILE *lf = tmpfile();
+
+	assert_non_null(lf);
+	log_init(lf, LOG_LEVEL_DEBUG);
+	if ((r = snap_repo_open(dir, NULL, "first", &cause)) == NULL)
+		fail_msg("snap_repo_open: %s", cause);
+	memset(&o, 0, sizeof o);
+	o.kind = kind;
+	o.session = session;
+	snap_take_git_only = git;
+	if (snap_take_sync(st, r, &o, res, &cause) == -1)
+		fail_msg("the %s snapshot of %s failed: %s", kind, dir, cause);
+	snap_take_git_only = false;
+	snap_repo_free(r);
+	log_init(stderr, LOG_LEVEL_WARN);
+	logtext = xmalloc(65536);
+	rewind(lf);
+	logtext[fread(logtext, 1, 65535, lf)] = '\0';
+	fclose(lf);
+	return logtext;
+}
+
+/* Runs the diff (from the start to the work tree) or the undo of SESSION into FILE. */
+static void
+first_review(struct store *st, int64_t session, bool undo, const char *file)
+{
+	struct snap_diff_opts d;
+	struct snap_undo_opts u;
+	char *cause = NULL;
+	FILE *f = fopen(file, "w");
+	int r;
+
+	assert_non_null(f);
+	memset(&d, 0, sizeof d);
+	memset(&u, 0, sizeof u);
+	d.out_fd = fileno(f);
+	u.out = f;
+	r = undo ? snap_undo(st, NULL, session, &u, &cause) :
+	    snap_diff(st, NULL, session, &d, &cause);
+	if (r == -1)
+		fail_msg("%s: %s", undo ? "undo" : "diff", cause);
+	fclose(f);
+}
+
+/*
+ * A project's first snapshot taken by agentmux's own writer is the one
+ * git's path takes of the same project: the same tree (names git sorts
+ * its own way, modes 0600/0755, symlinks never followed, ignored files
+ * and empty dirs left out, a tracked file that is ignored kept, one
+ * deleted since it was committed left out) and real modes; and every
+ * later step over the index the writer wrote gives what git's gives: the
+ * next snapshot, the diff and the undo.
+ */
+static void
+test_pack_first_snapshot(void **state)
+{
+	struct snap_result ra, rb, ea, eb;
+	struct store *st;
+	char *cause = NULL, *a, *b, *la, *lb;
+	int64_t sa, sb;
+
+	test_sh_ok("mkdir a && cd a && git init -q -b main && "
+	    "git config user.email t@x && git config user.name t && "
+	    "mkdir -p a/b foo build empty/sub conf && echo 1 > a-b && "
+	    "echo 2 > a.b && echo 3 > a/b/deep && echo 4 > a0 && echo 5 > ab "
+	    "&& echo 6 > foo.txt && echo 7 > foo/x && echo 8 > foo- && "
+	    "printf 'build/\\n*.log\\n' > .gitignore && echo kept > kept.log && "
+	    "echo gone > gone && git add -A && git add -f kept.log && "
+	    "git commit -q -m base && rm gone && "
+	    "echo s > conf/.env && chmod 600 conf/.env && chmod 700 conf && "
+	    "printf '#!/bin/sh\\n' > run.sh && chmod 755 run.sh && "
+	    "ln -s /etc/passwd abs && ln -s ../../nowhere a/dangling && "
+	    "ln -s ../.. a/out && echo x > build/out.o && echo l > new.log && "
+	    "head -c 300000 /dev/urandom > big && cd .. && cp -a a b");
+	a = xprintf("%s/a", test_proj);
+	b = xprintf("%s/b", test_proj);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	sa = first_session(st, a);
+	sb = first_session(st, b);
+	la = first_take(st, a, sa, "start", false, &ra);
+	lb = first_take(st, b, sb, "start", true, &rb);
+	/* The writer took the first, git the second. */
+	if (strstr(la, "files, tree ") == NULL || strstr(la, "taken by git"))
+		fail_msg("not written by agentmux's writer: %s", la);
+	assert_null(strstr(lb, "files, tree "));
+	assert_string_equal(ra.tree, rb.tree);
+	assert_string_equal(ra.modes, rb.modes);
+	assert_non_null(strstr(ra.modes, "600 conf/.env"));
+	/* The same changes, then the next snapshot over each one's index. */
+	test_sh_ok("for d in a b; do (cd $d && echo changed > foo/x && "
+	    "chmod 640 conf/.env && rm a0 && echo n > newfile && "
+	    "echo i > more.log && chmod 644 run.sh); done");
+	free(first_take(st, a, sa, "end", false, &ea));
+	free(first_take(st, b, sb, "end", false, &eb));
+	assert_string_equal(ea.tree, eb.tree);
+	assert_string_equal(ea.modes, eb.modes);
+	assert_int_equal(ea.files_changed, eb.files_changed);
+	assert_int_equal(ea.files_changed, 4);
+	store_session_end(st, sa, "exited", 0, NULL);
+	store_session_end(st, sb, "exited", 0, NULL);
+	first_review(st, sa, false, "diff.a");
+	first_review(st, sb, false, "diff.b");
+	test_sh_ok("cmp diff.a diff.b && grep -q changed diff.a");
+	first_review(st, sa, true, "undo.a");
+	first_review(st, sb, true, "undo.b");
+	/* The same lines but for the session's number and start time. */
+	test_sh_ok("for f in undo.a undo.b; do sed -E '1d; s/(session|undo) "
+	    "[0-9]+/\\1 N/g' $f > $f.n; done && cmp undo.a.n undo.b.n && "
+	    "grep -q 'chmod   conf/.env (600, now 640)' undo.a && "
+	    "diff -r --no-dereference -x .git a b "
+	    "&& (cd a && find . -path ./.git -prune -o -printf '%%m %%y %%p\\n' "
+	    "| sort) > m.a && (cd b && find . -path ./.git -prune -o -printf "
+	    "'%%m %%y %%p\\n' | sort) > m.b && cmp m.a m.b && "
+	    "grep -qx '600 f ./conf/.env' m.a && test \"$(cat a/foo/x)\" = 7 "
+	    "&& test -e a/a0 && ! test -e a/newfile");
+	snap_result_clear(&ra);
+	snap_result_clear(&rb);
+	snap_result_clear(&ea);
+	snap_result_clear(&eb);
+	free(la);
+	free(lb);
+	free(a);
+	free(b);
+	store_close(st);
+}
+
+/*
+ * A nested repository: the writer leaves the first snapshot to git's
+ * path, which goes into it, and the log says so; the tree is git's.
+ */
+static void
+test_pack_first_nested(void **state)
+{
+	struct snap_result ra, rb;
+	struct store *st;
+	char *cause = NULL, *a, *b, *la, *lb, *own;
+	int64_t sa, sb;
+
+	test_sh_ok("mkdir a && cd a && git init -q && echo 1 > f && "
+	    "git init -q sub && echo 2 > sub/g && cd .. && cp -a a b");
+	a = xprintf("%s/a", test_proj);
+	b = xprintf("%s/b", test_proj);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	sa = first_session(st, a);
+	sb = first_session(st, b);
+	la = first_take(st, a, sa, "start", false, &ra);
+	lb = first_take(st, b, sb, "start", true, &rb);
+	if (strstr(la, "taken by git") == NULL)
+		fail_msg("the writer did not leave it to git: %s", la);
+	assert_string_equal(ra.tree, rb.tree);
+	own = snap_repo_path(a, &cause);
+	assert_non_null(own);
+	test_sh_ok("test \"$(git --git-dir=%s show %s:sub/g)\" = 2", own,
+	    ra.tree);
+	free(own);
+	snap_result_clear(&ra);
+	snap_result_clear(&rb);
+	free(la);
+	free(lb);
+	free(a);
+	free(b);
+	store_close(st);
+}
+
 int
 main(void)
 {
@@ -665,6 +859,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_large,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_files_twice,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_first_snapshot,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_first_nested,
 		    test_proj_setup, test_proj_teardown),
 	};
 
