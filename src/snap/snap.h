@@ -179,8 +179,9 @@ struct snap_session *snap_session_create(struct event_base *base,
  */
 void snap_session_free(struct snap_session *);
 /**
- * How many freed ones still take their snapshots: a process runs its loop
- * until none is left before it closes the store.
+ * How many freed ones still take their snapshots (or have a repack's shell
+ * to reap): a process runs its loop until none is left before it closes
+ * the store.
  */
 int snap_session_orphans(void);
 /**
