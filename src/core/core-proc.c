@@ -596,29 +596,47 @@ proc_free(struct proc *p)
 	free(p);
 }
 
-static void
-proc_run_done(struct proc *p, void *arg)
+struct event_base *
+proc_sync_base(void)
 {
-	event_base_loopbreak(p->base);
+	struct event_base *base = event_base_new();
+
+	if (base == NULL)
+		fatalx("cannot create an event loop");
+	return base;
 }
 
+void
+proc_sync_run(struct event_base *base, const bool *done)
+{
+	while (!*done && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	if (!*done)
+		fatalx("a command's own event loop stopped before its work was "
+		    "over");
+}
+
+static void
+proc_run_over(struct proc *p, void *arg)
+{
+	bool *over = arg;
+
+	*over = true;
+}
 
 int
 proc_run(const struct proc_opts *o, struct buf *out,
     struct buf *err, int *status, char **cause)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = proc_sync_base();
 	struct proc *p;
+	bool over = false;
 
-	if (base == NULL)
-		fatalx("cannot create an event loop");
-	if ((p = proc_start(base, o, proc_run_done, NULL,
-	    cause)) == NULL) {
+	if ((p = proc_start(base, o, proc_run_over, &over, cause)) == NULL) {
 		event_base_free(base);
 		return -1;
 	}
-	while (p->status == -1 || p->exit_ev != NULL)
-		event_base_loop(base, EVLOOP_ONCE);
+	proc_sync_run(base, &over);
 	*status = p->status;
 	if (out != NULL)
 		buf_add(out, p->out.data, p->out.len);

@@ -604,8 +604,22 @@ void proc_term(struct proc *);
 /* Moves a running command's watchers to BASE (to finish it elsewhere). */
 void proc_move(struct proc *, struct event_base *base);
 /*
- * Runs OPTS's command to the end; OUT and ERR (either may be NULL) get its
- * output. One that outlives its timeout is killed: *STATUS is then 128+9.
+ * The one loop a process may have besides its main one, for a blocking
+ * wrapper around work that runs on a loop (proc_run, snap_take_sync,
+ * snap_keep_sync): a fresh base, run by proc_sync_run until *DONE. Only
+ * for a command that is its process's only loop (agentmux undo, snapshot,
+ * diff, gc, worktree: the dashboard runs them as child processes); never
+ * on a path the server, agentmux run or a session reaches, where the work
+ * runs on the caller's loop and reports back by callback. The caller
+ * frees the base.
+ */
+struct event_base *proc_sync_base(void);
+void proc_sync_run(struct event_base *, const bool *done);
+/*
+ * Runs OPTS's command to the end on a loop of its own (see
+ * proc_sync_base: for commands only); OUT and ERR (either may be NULL)
+ * get its output. One that outlives its timeout is killed: *STATUS is
+ * then 128+9.
  */
 int proc_run(const struct proc_opts *, struct buf *out,
     struct buf *err, int *status, char **cause);

@@ -175,6 +175,8 @@ struct session {
 	char *wt_main;               /* the main working tree it was made from */
 	char *wt_base;               /* --base, or NULL: HEAD */
 	char *wt_name;               /* NAME of its branch agentmux/ID/NAME */
+	struct snap_worktree_make *wt_make; /* the worktree being made */
+	void (*wt_made)(struct session *, const char *error);
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -275,7 +277,8 @@ int session_worktree_shared_check(struct session *,
     const struct session_opts *, char **cause);
 int session_worktree_plan(struct session *, const struct session_opts *,
     char **cause);
-int session_worktree_make(struct session *, char **cause);
+int session_worktree_make(struct session *,
+    void (*done)(struct session *, const char *error), char **cause);
 void session_worktree_jail(struct session *, struct session_setup *);
 void session_worktree_setup(struct session *, const struct config_agent *);
 void session_worktree_free(struct session *);

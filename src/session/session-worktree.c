@@ -122,53 +122,71 @@ session_worktree_note(struct session *s, char **cause)
 	return rc;
 }
 
-/* Once recorded: the worktree, on agentmux/ID/NAME, and what .worktreeinclude names. */
-int
-session_worktree_make(struct session *s, char **cause)
+/* What .worktreeinclude did not copy, in the session's events. */
+static void
+session_worktree_report(struct session *s, const struct snap_worktree_made *m)
 {
-	struct strv skipped, over;
 	char *q;
-	char *branch;
-	size_t copied;
-	int rc;
 
-	branch = xprintf("agentmux/%lld/%s", (long long)s->id, s->wt_name);
-	rc = snap_worktree_add(s->wt_main, s->project, branch, s->wt_base,
-	    s->wt, cause);
-	free(branch);
-	if (rc == -1) {
-		/* Nothing was made: the dir it was to be in goes. */
-		path_remove_tree(s->wt_root);
-		return -1;
-	}
-	strv_init(&skipped);
-	strv_init(&over);
-	if (snap_worktree_include(s->wt, s->wt_root, &copied, &skipped, &over,
-	    cause) == -1 || session_worktree_note(s, cause) == -1) {
-		strv_free(&skipped);
-		strv_free(&over);
-		return -1;
-	}
 	store_event_add(s->ctx->st, s->id, "info", "worktree", "worktree %s "
 	    "on branch %s from %s (%zu file%s copied by .worktreeinclude)",
-	    s->wt->path, s->wt->branch, s->wt->base, copied, copied == 1 ?
+	    s->wt->path, s->wt->branch, s->wt->base, m->copied, m->copied == 1 ?
 	    "" : "s");
-	if (skipped.n > 0)
+	if (m->skipped.n > 0)
 		store_event_add(s->ctx->st, s->id, "warn", "worktree", "%zu "
 		    "file%s named by .worktreeinclude not copied (not regular "
-		    "files, or behind a link)", skipped.n, skipped.n == 1 ? "" :
-		    "s");
-	if (over.n > 0) {
-		q = quote_name(over.v[0]);
+		    "files, or behind a link)", m->skipped.n, m->skipped.n == 1 ?
+		    "" : "s");
+	if (m->over.n > 0) {
+		q = quote_name(m->over.v[0]);
 		store_event_add(s->ctx->st, s->id, "warn", "worktree", "%zu "
 		    "file%s named by .worktreeinclude not copied: past the "
 		    "1 GiB it may copy (the first: %s); copy what the agent "
-		    "needs by hand, or name less in .worktreeinclude", over.n,
-		    over.n == 1 ? "" : "s", q);
+		    "needs by hand, or name less in .worktreeinclude",
+		    m->over.n, m->over.n == 1 ? "" : "s", q);
 		free(q);
 	}
-	strv_free(&skipped);
-	strv_free(&over);
+}
+
+/* The worktree is made (or not), on the loop: the start goes on. */
+static void
+session_worktree_made(void *arg, const struct snap_worktree_made *m,
+    const char *error)
+{
+	struct session *s = arg;
+	char *cause = NULL;
+
+	s->wt_make = NULL;
+	if (!m->added)
+		/* Nothing was made: the dir it was to be in goes. */
+		path_remove_tree(s->wt_root);
+	if (error == NULL && session_worktree_note(s, &cause) == 0)
+		session_worktree_report(s, m);
+	s->wt_made(s, error != NULL ? error : cause);
+	free(cause);
+}
+
+/*
+ * Once recorded: the worktree, on agentmux/ID/NAME, and what
+ * .worktreeinclude names, made on the loop; DONE(S, ERROR) is told once
+ * it is (ERROR: NULL), unless it cannot start: -1 with *CAUSE.
+ */
+int
+session_worktree_make(struct session *s,
+    void (*done)(struct session *, const char *), char **cause)
+{
+	char *branch;
+
+	branch = xprintf("agentmux/%lld/%s", (long long)s->id, s->wt_name);
+	s->wt_made = done;
+	s->wt_make = snap_worktree_make_start(s->ctx->base, s->wt_main,
+	    s->project, branch, s->wt_base, s->wt_root, s->wt,
+	    session_worktree_made, s, cause);
+	free(branch);
+	if (s->wt_make == NULL) {
+		path_remove_tree(s->wt_root);
+		return -1;
+	}
 	return 0;
 }
 
@@ -218,6 +236,9 @@ session_worktree_setup(struct session *s, const struct config_agent *a)
 void
 session_worktree_free(struct session *s)
 {
+	/* Stopped half made: what is there stays, as a session's worktree does. */
+	snap_worktree_make_free(s->wt_make);
+	s->wt_make = NULL;
 	if (s->wt != NULL)
 		snap_worktree_clear(s->wt);
 	free(s->wt);

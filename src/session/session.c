@@ -84,8 +84,9 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
-	/* The history ends and end snapshots of the sessions freed are over before the store closes. */
-	while ((session_history_endings() > 0 || snap_session_orphans() > 0) &&
+	/* The history ends and end snapshots of the sessions freed, and the recovery, are over before the store closes. */
+	while ((session_history_endings() > 0 || snap_session_orphans() > 0 ||
+	    snap_history_recovering() > 0) &&
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
 	session_proxy_ctx_free(ctx);
@@ -913,6 +914,41 @@ session_start_secrets(struct session *s)
 	}
 }
 
+/*
+ * The session's proxy, then its secret commands (the jail's environment
+ * holds their placeholders), then the jail; -1 with *CAUSE if it fails
+ * before anything runs on the loop.
+ */
+static int
+session_start_proxy(struct session *s, const struct config_agent *a,
+    char **cause)
+{
+	if (session_proxy_prepare(s, a, cause) == -1)
+		return -1;
+	if (session_proxy_secrets_wait(s, session_start_secrets))
+		return 0;
+	return session_start_jail(s, cause);
+}
+
+/* The worktree is made (ERROR: NULL), on the loop: the proxy comes next. */
+static void
+session_start_made(struct session *s, const char *error)
+{
+	const struct config_agent *a;
+	char *cause = NULL;
+
+	if (s->closing || error != NULL) {
+		session_start_fail(s, error);
+		return;
+	}
+	if ((a = config_agent(s->cf, s->agent)) == NULL)
+		cause = xprintf("agent %s is no longer configured", s->agent);
+	if (cause != NULL || session_start_proxy(s, a, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
@@ -945,16 +981,15 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
-	if (s->wt != NULL && session_worktree_make(s, cause) == -1)
-		goto failed;
-	if (session_proxy_prepare(s, a, cause) == -1)
-		goto failed;
 	session_link(s);
 	s->starting = true;
-	/* Secret commands first: the jail's environment holds their placeholders. */
-	if (session_proxy_secrets_wait(s, session_start_secrets))
+	/* A worktree is made on the loop: the rest of the start follows it. */
+	if (s->wt != NULL) {
+		if (session_worktree_make(s, session_start_made, cause) == -1)
+			goto failed;
 		return s;
-	if (session_start_jail(s, cause) == -1)
+	}
+	if (session_start_proxy(s, a, cause) == -1)
 		goto failed;
 	return s;
 failed:

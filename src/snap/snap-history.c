@@ -1048,12 +1048,24 @@ snap_history_running(struct store *st, int64_t id)
 	return running;
 }
 
-/* Finishes session ID's history; what it found goes to the session's events. */
+/*
+ * Bringing back the histories of sessions that ended without agentmux,
+ * one after another on the loop (a pack being indexed is a child of
+ * core's runner): what each found goes to its session's events.
+ */
 struct snap_history_recovery {
 	struct store *st;
+	struct event_base *base;
+	char *data_dir;
+	struct strv ids;          /* the sessions to look at */
+	size_t next;
+	struct snap_history *h;   /* the one being brought back */
 	int64_t id;
-	bool done;
 };
+
+static int snap_history_nrecovering;
+
+static void snap_history_recover_next(struct snap_history_recovery *);
 
 static void
 snap_history_recovered(void *arg, struct strv *alerts, struct strv *warnings)
@@ -1069,61 +1081,84 @@ snap_history_recovered(void *arg, struct strv *alerts, struct strv *warnings)
 	for (i = 0; i < warnings->n; i++)
 		store_event_add(r->st, r->id, "warn", "history", "%s",
 		    warnings->v[i]);
-	r->done = true;
+	/* Told last by snap_history_end: its history may go. */
+	snap_history_free(r->h);
+	r->h = NULL;
+	snap_history_recover_next(r);
 }
 
+/* Starts bringing back the next session of R that needs it, or ends R. */
 static void
-snap_history_recover_one(struct store *st, struct event_base *base,
-    struct snap_history *h, int64_t id)
+snap_history_recover_next(struct snap_history_recovery *r)
 {
-	struct snap_history_recovery r = { st, id, false };
+	struct snap_history *h;
+	char *sess, *m;
+	int64_t id;
 
-	store_event_add(st, id, "warn", "history", "the session ended without "
-	    "agentmux; the objects its git wrote were brought into the "
-	    "repository at the next start");
-	snap_history_end(h, base, id, snap_history_recovered, &r);
-	/* Until it is over (a pack being indexed is an event on BASE). */
-	while (!r.done && event_base_loop(base, EVLOOP_ONCE) == 0)
-		;
-	if (!r.done)
-		fatalx("the event loop stopped while the history of session "
-		    "%lld was brought back", (long long)id);
+	while (r->next < r->ids.n) {
+		id = strtoll(r->ids.v[r->next++], NULL, 10);
+		sess = xprintf("%s/sessions/%lld", r->data_dir, (long long)id);
+		h = snap_history_open(sess);
+		free(sess);
+		if (h != NULL && snap_history_pending(h)) {
+			store_event_add(r->st, id, "warn", "history", "the "
+			    "session ended without agentmux; the objects its "
+			    "git wrote were brought into the repository at the "
+			    "next start");
+			r->h = h;
+			r->id = id;
+			snap_history_end(h, r->base, id, snap_history_recovered,
+			    r);
+			return;
+		}
+		/* Done, or gone with its session (gc). */
+		m = xprintf("%s/history-pending/%lld", r->data_dir,
+		    (long long)id);
+		unlink(m);
+		free(m);
+		snap_history_free(h);
+	}
+	snap_history_nrecovering--;
+	strv_free(&r->ids);
+	free(r->data_dir);
+	free(r);
 }
 
 int
 snap_history_recover(struct store *st, struct event_base *base,
     const char *data_dir)
 {
-	char *dir = xprintf("%s/history-pending", data_dir), *sess, *end, *m;
-	struct snap_history *h;
+	char *dir = xprintf("%s/history-pending", data_dir), *end;
+	struct snap_history_recovery *r;
 	struct dirent *de;
 	long long id;
 	DIR *d;
-	int n = 0;
+	int n;
 
 	if ((d = opendir(dir)) == NULL) {
 		free(dir);
 		return 0;
 	}
+	r = xcalloc(1, sizeof *r);
+	strv_init(&r->ids);
 	while ((de = readdir(d)) != NULL) {
 		id = strtoll(de->d_name, &end, 10);
-		if (id <= 0 || *end != '\0' || snap_history_running(st, id))
-			continue;
-		sess = xprintf("%s/sessions/%s", data_dir, de->d_name);
-		h = snap_history_open(sess);
-		if (h != NULL && snap_history_pending(h)) {
-			snap_history_recover_one(st, base, h, id);
-			n++;
-		} else {
-			/* Done, or gone with its session (gc). */
-			m = xprintf("%s/%s", dir, de->d_name);
-			unlink(m);
-			free(m);
-		}
-		snap_history_free(h);
-		free(sess);
+		if (id > 0 && *end == '\0' && !snap_history_running(st, id))
+			strv_addf(&r->ids, "%lld", id);
 	}
 	closedir(d);
 	free(dir);
+	n = (int)r->ids.n;
+	r->st = st;
+	r->base = base;
+	r->data_dir = xstrdup(data_dir);
+	snap_history_nrecovering++;
+	snap_history_recover_next(r);
 	return n;
+}
+
+int
+snap_history_recovering(void)
+{
+	return snap_history_nrecovering;
 }

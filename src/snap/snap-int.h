@@ -301,7 +301,14 @@ bool snap_keep_due(const char *gitdir);
  */
 void snap_keep_fanout(const char *gitdir);
 /* Packs GITDIR's loose objects in a process of its own that outlives agentmux (if due). */
-void snap_keep_detached(const char *gitdir);
+/*
+ * Packs GITDIR's loose objects in a process that outlives this one, if
+ * enough are there: its shell runs on BASE, or, with BASE NULL (a command
+ * that is its process's only loop), to its end before this returns.
+ */
+void snap_keep_detached(struct event_base *base, const char *gitdir);
+/* Shells of snap_keep_detached still to be reaped on their loop. */
+int snap_keep_detaching(void);
 
 /* ---- writing a pack without git (snap-pack.c) ---- */
 
@@ -412,8 +419,6 @@ struct snap_take *snap_take_start(struct event_base *base, struct store *,
     void (*progress)(void *, int64_t), void (*done)(void *,
     const struct snap_result *, const char *error), void *arg,
     char **cause);
-/* Finishes a job on a private loop (blocking); DONE still runs. */
-void snap_take_finish(struct snap_take *);
 /* Abandons a job (its git command is killed); DONE does not run. */
 void snap_take_cancel(struct snap_take *);
 /*

@@ -644,22 +644,21 @@ snap_keep_sync_done(void *arg, const struct snap_keep *k)
 	s->done = true;
 }
 
+/* Blocking, on a loop of its own: for commands only (see proc_sync_base). */
 int
 snap_keep_sync(struct store *st, const struct config *cf, const char *gitdir,
     const char *worktree, bool thorough, struct strv *messages, char **cause)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = proc_sync_base();
 	struct snap_keep_sync s = { false, messages };
 	struct snap_keep *k;
 
-	if (base == NULL)
-		fatalx("cannot create an event loop");
 	k = snap_keep_start(base, st, cf, gitdir, worktree, snap_keep_sync_done,
 	    &s, cause);
-	if (k != NULL)
+	if (k != NULL) {
 		k->thorough = thorough;
-	while (k != NULL && !s.done)
-		event_base_loop(base, EVLOOP_ONCE);
+		proc_sync_run(base, &s.done);
+	}
 	snap_keep_free(k);
 	event_base_free(base);
 	return k == NULL ? -1 : 0;
@@ -730,8 +729,27 @@ snap_keep_detached_argv(struct strv *argv, const char *lock, const char *mark)
 		strv_add(argv, *v);
 }
 
+/* Started background repacks whose shell has not been reaped yet. */
+static int snap_keep_ndetaching;
+
+static void
+snap_keep_detached_done(struct proc *p, void *arg)
+{
+	if (proc_status(p) != 0)
+		log_debug("the background repack's shell exited %d",
+		    proc_status(p));
+	proc_free(p);
+	snap_keep_ndetaching--;
+}
+
+int
+snap_keep_detaching(void)
+{
+	return snap_keep_ndetaching;
+}
+
 void
-snap_keep_detached(const char *gitdir)
+snap_keep_detached(struct event_base *base, const char *gitdir)
 {
 	struct proc_opts o;
 	struct strv env, argv;
@@ -762,10 +780,15 @@ snap_keep_detached(const char *gitdir)
 	o.out_fd = -1;
 	o.umask = 077;
 	buf_init(&err);
-	if (proc_run(&o, NULL, &err, &st, &cause) == -1) {
+	/* The shell ends as soon as it has put git in the background. */
+	if (base != NULL && proc_start(base, &o, snap_keep_detached_done, NULL,
+	    &cause) != NULL)
+		snap_keep_ndetaching++;
+	else if (base == NULL)
+		(void)proc_run(&o, NULL, &err, &st, &cause);
+	if (cause != NULL)
 		log_debug("%s", cause);
-		free(cause);
-	}
+	free(cause);
 	buf_free(&err);
 	strv_free(&env);
 	strv_free(&argv);

@@ -132,7 +132,7 @@ snap_session_release(struct snap_session *ss)
 		event_free(ss->keep_ev);
 	snap_keep_free(ss->keep);
 	/* The loose objects are packed by a process that outlives this one. */
-	snap_keep_detached(ss->repo->gitdir);
+	snap_keep_detached(ss->base, ss->repo->gitdir);
 	for (i = 0; i < ss->nqueue; i++)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);
@@ -182,7 +182,8 @@ snap_session_free(struct snap_session *ss)
 int
 snap_session_orphans(void)
 {
-	return snap_session_norphans;
+	/* A repack's shell started as the last of them went is one too. */
+	return snap_session_norphans + snap_keep_detaching();
 }
 
 static void
@@ -465,7 +466,7 @@ snap_project(struct store *st, const struct config *cf, const char *dir,
 	rc = snap_take_sync(st, repo, &o, res, cause);
 	if (rc == 0) {
 		store_snap_project_touch(st, *session);
-		snap_keep_detached(repo->gitdir);
+		snap_keep_detached(NULL, repo->gitdir);
 	}
 	snap_repo_free(repo);
 	return rc;
@@ -548,7 +549,7 @@ snap_session_now(struct store *st, const struct config *cf, int64_t session,
 	rc = snap_take_sync(st, repo, &o, res, cause);
 	if (rc == 0) {
 		store_snap_project_touch(st, session);
-		snap_keep_detached(repo->gitdir);
+		snap_keep_detached(NULL, repo->gitdir);
 	}
 	snap_repo_free(repo);
 	return rc;

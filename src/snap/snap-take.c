@@ -1733,59 +1733,6 @@ snap_take_cancel(struct snap_take *t)
 		snap_take_free(t);
 }
 
-/* Moves the job's commands' watchers to BASE. */
-static void
-snap_take_move(struct snap_take *t, struct event_base *base)
-{
-	size_t i;
-
-	t->base = base;
-	for (i = 0; i < nitems(t->procs); i++) {
-		if (t->procs[i] != NULL)
-			proc_move(t->procs[i], base);
-	}
-	if (t->early_commit != NULL)
-		proc_move(t->early_commit, base);
-	if (t->early_ref != NULL)
-		proc_move(t->early_ref, base);
-	snap_pack_job_move(t->packjob, base);
-}
-
-/*
- * Runs the job on a private loop (blocking) until it is over, or, with
- * UNTIL_TREE, until the work tree may change and a crash right after
- * would lose nothing: once the snapshot is recorded (its tree, real modes
- * and commit in the own repository, out of any jail's reach); what is
- * left (freezing the ignore rules) goes back to the job's own loop.
- */
-static void
-snap_take_run(struct snap_take *t, bool until_tree)
-{
-	struct event_base *base = event_base_new(), *orig = t->base;
-	bool *finished = xcalloc(1, sizeof *finished);
-
-	if (base == NULL)
-		fatalx("cannot create an event loop");
-	/* The job frees itself when it ends: the flag lives outside it. */
-	t->finished = finished;
-	snap_take_move(t, base);
-	while (!*finished && !(until_tree && t->recorded))
-		event_base_loop(base, EVLOOP_ONCE);
-	if (!*finished) {
-		t->finished = NULL;
-		snap_take_move(t, orig);
-	}
-	free(finished);
-	event_base_free(base);
-}
-
-void
-snap_take_finish(struct snap_take *t)
-{
-	snap_take_run(t, false);
-}
-
-
 static void (*snap_sync_progress)(void *, int64_t);
 static void *snap_sync_progress_arg;
 
@@ -1833,23 +1780,26 @@ snap_take_sync_done(void *arg, const struct snap_result *res,
 		s->res->unreadable[i] = xstrdup(res->unreadable[i]);
 }
 
+/* Blocking, on a loop of its own: for commands only (see proc_sync_base). */
 int
 snap_take_sync(struct store *st, struct snap_repo *repo,
     const struct snap_take_opts *o, struct snap_result *res, char **cause)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = proc_sync_base();
 	struct snap_take_sync s;
 	struct snap_take *t;
+	bool finished = false;
 
-	if (base == NULL)
-		fatalx("cannot create an event loop");
 	memset(res, 0, sizeof *res);
 	s.res = res;
 	s.error = NULL;
 	t = snap_take_start(base, st, repo, o, snap_take_sync_progress,
 	    snap_take_sync_done, &s, cause);
-	if (t != NULL)
-		snap_take_finish(t);
+	if (t != NULL) {
+		/* The job frees itself when it ends: the flag lives outside it. */
+		t->finished = &finished;
+		proc_sync_run(base, &finished);
+	}
 	if (snap_sync_progress != NULL)
 		snap_sync_progress(snap_sync_progress_arg, -1);
 	event_base_free(base);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "snap-int.h"
 #include "snap.h"
 
@@ -31,50 +33,68 @@ snap_worktree_clear(struct snap_worktree *wt)
 	memset(wt, 0, sizeof *wt);
 }
 
+/* The filter driver names in OUT (git config -z --get-regexp's) into NAMES. */
+static void
+snap_worktree_filter_parse(struct buf *out, struct strv *names)
+{
+	char *p, *end, *name;
+	const char *dot;
+
+	buf_add(out, "", 1);
+	for (p = out->data; p < out->data + out->len - 1; p = end + 1) {
+		end = p + strlen(p);
+		/* "filter.NAME.smudge\nVALUE": NAME may hold dots. */
+		*strchrnul(p, '\n') = '\0';
+		if ((dot = strrchr(p, '.')) == NULL || dot <= p + 7)
+			continue;
+		name = xstrndup(p + 7, (size_t)(dot - (p + 7)));
+		if (!strv_contains(names, name))
+			strv_add(names, name);
+		free(name);
+	}
+}
+
+/* The command that lists GITDIR's filter drivers, into *O (ENV is filled). */
+static void
+snap_worktree_filter_opts(const char *gitdir, struct strv *env,
+    struct proc_opts *o)
+{
+	static const char *const args[] = { "git", "config", "-z",
+	    "--get-regexp", "^filter\\..*\\.(smudge|clean|process)$", NULL };
+
+	snap_env_plain(env);
+	strv_addf(env, "GIT_DIR=%s", gitdir);
+	memset(o, 0, sizeof *o);
+	o->argv = (char **)args;
+	o->env = env->v;
+	o->dir = "/";
+	o->out_fd = -1;
+	o->umask = -1;
+	o->timeout = 30;
+}
+
 /*
  * The filter drivers git knows for GITDIR (its config, the user's, the
  * system's): their names into NAMES. A project's .gitattributes names
  * which one runs on each file, so checking out an agent's branch would
  * run the user's smudge filter on content the agent chose (git-lfs then
  * fetches from a URL in the project's .lfsconfig, outside the proxy).
+ * Blocking: for the commands that are their process's only loop.
  */
 static void
 snap_worktree_filter_names(const char *gitdir, struct strv *names)
 {
-	const char *args[] = { "git", "config", "-z", "--get-regexp",
-	    "^filter\\..*\\.(smudge|clean|process)$", NULL };
 	struct proc_opts o;
 	struct strv env;
 	struct buf out, err;
-	char *cause = NULL, *p, *end, *name;
-	const char *dot;
+	char *cause = NULL;
 	int st;
 
-	snap_env_plain(&env);
-	strv_addf(&env, "GIT_DIR=%s", gitdir);
-	memset(&o, 0, sizeof o);
-	o.argv = (char **)args;
-	o.env = env.v;
-	o.dir = "/";
-	o.out_fd = -1;
-	o.umask = -1;
-	o.timeout = 30;
+	snap_worktree_filter_opts(gitdir, &env, &o);
 	buf_init(&out);
 	buf_init(&err);
-	if (proc_run(&o, &out, &err, &st, &cause) == 0 && st == 0) {
-		buf_add(&out, "", 1);
-		for (p = out.data; p < out.data + out.len - 1; p = end + 1) {
-			end = p + strlen(p);
-			/* "filter.NAME.smudge\nVALUE": NAME may hold dots. */
-			*strchrnul(p, '\n') = '\0';
-			if ((dot = strrchr(p, '.')) == NULL || dot <= p + 7)
-				continue;
-			name = xstrndup(p + 7, (size_t)(dot - (p + 7)));
-			if (!strv_contains(names, name))
-				strv_add(names, name);
-			free(name);
-		}
-	}
+	if (proc_run(&o, &out, &err, &st, &cause) == 0 && st == 0)
+		snap_worktree_filter_parse(&out, names);
 	free(cause);
 	buf_free(&out);
 	buf_free(&err);
@@ -83,14 +103,13 @@ snap_worktree_filter_names(const char *gitdir, struct strv *names)
 
 /*
  * Adds to ENV (whose GIT_CONFIG_COUNT entries come first) config that
- * blanks every filter driver of GITDIR: git then checks files out and
+ * blanks every filter driver NAMES holds: git then checks files out and
  * in as they are. git-lfs's own smudge is skipped too.
  */
 static void
-snap_worktree_no_filters(struct strv *env, const char *gitdir)
+snap_worktree_no_filters_named(struct strv *env, const struct strv *names)
 {
 	static const char *const keys[] = { "smudge", "clean", "process" };
-	struct strv names;
 	size_t i, j, at = env->n, count = 0;
 
 	for (i = 0; i < env->n; i++) {
@@ -100,19 +119,16 @@ snap_worktree_no_filters(struct strv *env, const char *gitdir)
 		}
 	}
 	strv_add(env, "GIT_LFS_SKIP_SMUDGE=1");
-	strv_init(&names);
-	snap_worktree_filter_names(gitdir, &names);
-	for (i = 0; i < names.n; i++) {
+	for (i = 0; i < names->n; i++) {
 		for (j = 0; j < nitems(keys); j++) {
 			strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.%s", count,
-			    names.v[i], keys[j]);
+			    names->v[i], keys[j]);
 			strv_addf(env, "GIT_CONFIG_VALUE_%zu=", count++);
 		}
 		strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.required", count,
-		    names.v[i]);
+		    names->v[i]);
 		strv_addf(env, "GIT_CONFIG_VALUE_%zu=false", count++);
 	}
-	strv_free(&names);
 	if (at < env->n) {
 		free(env->v[at]);
 		env->v[at] = xprintf("GIT_CONFIG_COUNT=%zu", count);
@@ -120,34 +136,67 @@ snap_worktree_no_filters(struct strv *env, const char *gitdir)
 		strv_addf(env, "GIT_CONFIG_COUNT=%zu", count);
 }
 
-/* Runs git in DIR with GIT_DIR=GITDIR (and GIT_WORK_TREE=WORKTREE if set); -1 with *CAUSE unless it exits 0. */
+/* The same for the filter drivers GITDIR knows, looked up (blocking). */
+static void
+snap_worktree_no_filters(struct strv *env, const char *gitdir)
+{
+	struct strv names;
+
+	strv_init(&names);
+	snap_worktree_filter_names(gitdir, &names);
+	snap_worktree_no_filters_named(env, &names);
+	strv_free(&names);
+}
+
+/*
+ * git in DIR with GIT_DIR=GITDIR (and GIT_WORK_TREE=WORKTREE if set), the
+ * filter drivers NAMES blanked: into *O, with ENV and ARGV filled.
+ */
+static void
+snap_worktree_git_opts(const char *gitdir, const char *worktree,
+    const char *dir, const char *const *args, const struct strv *names,
+    struct strv *env, struct strv *argv, struct proc_opts *o)
+{
+	size_t i;
+
+	snap_env_plain(env);
+	snap_worktree_no_filters_named(env, names);
+	strv_addf(env, "GIT_DIR=%s", gitdir);
+	if (worktree != NULL)
+		strv_addf(env, "GIT_WORK_TREE=%s", worktree);
+	strv_init(argv);
+	strv_add(argv, "git");
+	for (i = 0; args[i] != NULL; i++)
+		strv_add(argv, args[i]);
+	memset(o, 0, sizeof *o);
+	o->argv = argv->v;
+	o->env = env->v;
+	o->dir = dir;
+	o->out_fd = -1;
+	/* The checkout's files as the user's own git would make them. */
+	o->umask = (int)util_user_umask();
+	o->timeout = SNAP_WORKTREE_TIMEOUT;
+}
+
+/*
+ * Runs git as snap_worktree_git_opts sets it up, to the end (blocking:
+ * for the commands that are their process's only loop); -1 with *CAUSE
+ * unless it exits 0.
+ */
 static int
 snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
     const char *const *args, struct buf *out, char **cause)
 {
 	struct proc_opts o;
-	struct strv env, argv;
+	struct strv env, argv, names;
 	struct buf err;
-	size_t i;
 	int st, rc;
 
-	snap_env_plain(&env);
-	snap_worktree_no_filters(&env, gitdir);
-	strv_addf(&env, "GIT_DIR=%s", gitdir);
-	if (worktree != NULL)
-		strv_addf(&env, "GIT_WORK_TREE=%s", worktree);
-	strv_init(&argv);
-	strv_add(&argv, "git");
-	for (i = 0; args[i] != NULL; i++)
-		strv_add(&argv, args[i]);
-	memset(&o, 0, sizeof o);
-	o.argv = argv.v;
-	o.env = env.v;
-	o.dir = dir;
-	o.out_fd = -1;
-	/* The checkout's files as the user's own git would make them. */
-	o.umask = (int)util_user_umask();
-	o.timeout = SNAP_WORKTREE_TIMEOUT;
+	strv_init(&names);
+	snap_worktree_filter_names(gitdir, &names);
+	snap_worktree_git_opts(gitdir, worktree, dir, args, &names, &env,
+	    &argv, &o);
+	strv_free(&names);
 	buf_init(&err);
 	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
@@ -214,31 +263,6 @@ snap_worktree_common(const char *project, char **cause)
 		*cause = xprintf("cannot make a worktree of %s: %s", project,
 		    strerror(errno));
 	return real;
-}
-
-/* The commit REF names in GITDIR (hex); NULL with *CAUSE. */
-static char *
-snap_worktree_commit(const char *gitdir, const char *ref, char **cause)
-{
-	char *spec = xprintf("%s^{commit}", ref), *err = NULL;
-	const char *args[] = { "rev-parse", "--verify", "--quiet",
-	    "--end-of-options", spec, NULL };
-	struct buf out;
-
-	buf_init(&out);
-	if (snap_worktree_git(gitdir, NULL, gitdir, args, &out, &err) == -1 ||
-	    out.len < 40) {
-		*cause = xprintf("cannot start a worktree from '%s': no such "
-		    "commit in the project; pass --base with a branch, tag or "
-		    "commit", ref);
-		free(err);
-		free(spec);
-		buf_free(&out);
-		return NULL;
-	}
-	free(spec);
-	out.data[strcspn(out.data, "\n")] = '\0';
-	return buf_steal(&out);
 }
 
 /* Reads PATH/.git ("gitdir: X") as git just wrote it: X must be a dir under COMMON/worktrees. */
@@ -347,49 +371,6 @@ snap_worktree_branch_ok(const char *branch)
 	    NULL;
 }
 
-int
-snap_worktree_add(const char *project, const char *path, const char *branch,
-    const char *base, struct snap_worktree *wt, char **cause)
-{
-	const char *args[] = { "worktree", "add", "--quiet", "-b", branch,
-	    path, NULL, NULL };
-	char *parent;
-
-	memset(wt, 0, sizeof *wt);
-	if (!snap_worktree_branch_ok(branch)) {
-		*cause = xprintf("cannot use '%s' as a session's branch: use "
-		    "letters, digits, '.', '_' and '-'", branch);
-		return -1;
-	}
-	wt->project = xstrdup(project);
-	wt->branch = xstrdup(branch);
-	wt->path = xstrdup(path);
-	if ((wt->common = snap_worktree_common(project, cause)) == NULL ||
-	    (wt->base = snap_worktree_commit(wt->common, base != NULL ? base :
-	    "HEAD", cause)) == NULL)
-		goto fail;
-	parent = xstrndup(path, (size_t)(strrchr(path, '/') - path));
-	if (path_mkdir_p(parent, 0700) == -1) {
-		*cause = xprintf("cannot make %s: %s", parent, strerror(errno));
-		free(parent);
-		goto fail;
-	}
-	free(parent);
-	args[6] = wt->base;
-	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
-	if (snap_worktree_git(wt->common, NULL, wt->common, args, NULL,
-	    cause) == -1)
-		goto fail;
-	if ((wt->admin = snap_worktree_admin(path, wt->common, cause)) ==
-	    NULL || snap_worktree_refdirs(wt, cause) == -1 ||
-	    snap_worktree_noconfig(wt, cause) == -1)
-		goto fail;
-	return 0;
-fail:
-	snap_worktree_clear(wt);
-	return -1;
-}
-
 /* Writes LEN bytes of BUF at OFF of FD, all of them; -1 with errno. */
 static int
 snap_worktree_pwrite(int fd, const char *buf, size_t len, off_t off)
@@ -410,28 +391,32 @@ snap_worktree_pwrite(int fd, const char *buf, size_t len, off_t off)
 }
 
 /*
- * Copies IN's data to OUT at the same offsets, leaving holes as holes (a
- * sparse file the project holds costs the data dir no more than it costs
- * the project), then gives OUT IN's SIZE.
+ * Copies IN's data to OUT at the same offsets from *POS on, leaving holes
+ * as holes (a sparse file the project holds costs the data dir no more
+ * than it costs the project), until LIMIT bytes are copied: 0 if there is
+ * more (*POS is where to go on), 1 once OUT has it all and IN's SIZE, -1
+ * with errno.
  */
 static int
-snap_worktree_copy_data(int in, int out, off_t size)
+snap_worktree_copy_some(int in, int out, off_t size, off_t *pos, off_t limit)
 {
 	char buf[65536];
-	off_t data = 0, hole, o;
+	off_t data, hole, o, done = 0;
 	ssize_t n;
 
-	for (;;) {
-		if ((data = lseek(in, data, SEEK_DATA)) == -1) {
-			if (errno == ENXIO)
-				break;          /* no data after it */
-			if (errno != EINVAL || data != 0)
+	while (*pos < size && done < limit) {
+		if ((data = lseek(in, *pos, SEEK_DATA)) == -1) {
+			if (errno == ENXIO) {
+				*pos = size;    /* no data after it */
+				break;
+			}
+			if (errno != EINVAL)
 				return -1;
-			data = 0;               /* no SEEK_DATA here: all is data */
+			data = *pos;            /* no SEEK_DATA here: all is data */
 			hole = size;
 		} else if ((hole = lseek(in, data, SEEK_HOLE)) == -1)
 			return -1;
-		for (o = data; o < hole; o += n) {
+		for (o = data; o < hole && done < limit; o += n, done += n) {
 			n = pread(in, buf, (size_t)(hole - o < (off_t)sizeof buf ?
 			    hole - o : (off_t)sizeof buf), o);
 			if (n == -1 && errno == EINTR) {
@@ -442,29 +427,33 @@ snap_worktree_copy_data(int in, int out, off_t size)
 			    o) == -1)
 				return -1;
 		}
-		if ((data = hole) >= size)
-			break;
+		*pos = o;
 	}
-	return ftruncate(out, size);
+	if (*pos < size)
+		return 0;
+	return ftruncate(out, size) == -1 ? -1 : 1;
 }
 
 /*
- * Copies the regular file REL from under SRCFD to under DSTFD, following
- * no link on either side, if its data fits in what is left of *BUDGET
- * (taken from it). 0 if copied, 1 if over the budget, -1 if it cannot be.
+ * Opens the regular file REL under SRCFD (*IN) and makes it under DSTFD
+ * (*OUT), following no link on either side, if its data fits in what is
+ * left of *BUDGET (taken from it): 0 if opened, 1 if over the budget, -1
+ * if it cannot be copied.
  */
 static int
-snap_worktree_copy(int srcfd, int dstfd, const char *rel, int64_t *budget)
+snap_worktree_copy_open(int srcfd, int dstfd, const char *rel,
+    int64_t *budget, int *in, int *out, off_t *size)
 {
 	const char *slash = strrchr(rel, '/');
 	char *dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
 	struct stat st;
 	int64_t cost;
-	int in, out = -1, dfd, rc = -1;
+	int dfd, rc = -1;
 
-	in = path_open_beneath(srcfd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+	*out = -1;
+	*in = path_open_beneath(srcfd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC,
 	    0);
-	if (in == -1 || fstat(in, &st) == -1 || !S_ISREG(st.st_mode))
+	if (*in == -1 || fstat(*in, &st) == -1 || !S_ISREG(st.st_mode))
 		goto out;
 	/* What it takes on disk: a sparse file's holes cost nothing. */
 	cost = (int64_t)st.st_blocks * 512;
@@ -478,92 +467,401 @@ snap_worktree_copy(int srcfd, int dstfd, const char *rel, int64_t *budget)
 	    dup(dstfd);
 	if (dfd == -1)
 		goto out;
-	out = openat(dfd, slash != NULL ? slash + 1 : rel, O_WRONLY | O_CREAT |
+	*out = openat(dfd, slash != NULL ? slash + 1 : rel, O_WRONLY | O_CREAT |
 	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
 	close(dfd);
-	if (out != -1 && snap_worktree_copy_data(in, out, st.st_size) == 0) {
+	if (*out != -1) {
 		*budget -= cost;
+		*size = st.st_size;
 		rc = 0;
 	}
 out:
-	if (in != -1)
-		close(in);
-	if (out != -1)
-		close(out);
+	if (rc != 0 && *in != -1)
+		close(*in);
+	if (rc != 0)
+		*in = -1;
 	free(dir);
 	return rc;
 }
 
-int
-snap_worktree_include(const struct snap_worktree *wt, const char *scratch,
-    size_t *copied, struct strv *skipped, struct strv *over, char **cause)
+/*
+ * Making a worktree on the caller's loop: each git is a child of core's
+ * runner, and .worktreeinclude's copies go in slices of a few MiB a loop
+ * turn, so the sessions, panes and proxies beside it run on meanwhile.
+ */
+enum snap_worktree_step {
+	SNAP_WORKTREE_FILTERS,    /* git config: the filter drivers */
+	SNAP_WORKTREE_COMMIT,     /* git rev-parse: the base commit */
+	SNAP_WORKTREE_ADD,        /* git worktree add */
+	SNAP_WORKTREE_LIST,       /* git ls-files: what .worktreeinclude names */
+	SNAP_WORKTREE_COPY,       /* the copies, a slice a turn */
+};
+
+/* What one loop turn copies at most, in bytes of data. */
+#define SNAP_WORKTREE_SLICE ((off_t)4 << 20)
+
+struct snap_worktree_make {
+	struct event_base *base;
+	struct snap_worktree *wt;
+	enum snap_worktree_step step;
+	char *ref;                /* what the worktree starts from */
+	char *scratch;
+	char *excl;               /* the copy of .worktreeinclude git reads */
+	struct strv filters;      /* the filter drivers, blanked for every git */
+	struct strv env, argv;
+	struct proc *proc;
+	struct event *slice_ev;
+	struct buf list;          /* ls-files -z: the files to copy */
+	size_t at;                /* the next of them */
+	size_t cur;               /* the one being copied */
+	int pfd, wfd;             /* the project and the worktree */
+	int in, out;              /* the file being copied */
+	off_t pos, size;
+	int64_t budget;
+	struct snap_worktree_made made;
+	snap_worktree_cb done;
+	void *arg;
+};
+
+static void snap_worktree_make_cb(struct proc *, void *);
+
+/* Starts the next git of M on its loop; -1 with *CAUSE. */
+static int
+snap_worktree_make_git(struct snap_worktree_make *m, const char *worktree,
+    const char *dir, const char *const *args, char **cause)
 {
-	int64_t budget = SNAP_WORKTREE_COPY_MAX;
-	char *excl = NULL, *arg = NULL, *p, *end;
+	struct proc_opts o;
+
+	strv_free(&m->env);
+	strv_free(&m->argv);
+	snap_worktree_git_opts(m->wt->common, worktree, dir, args, &m->filters,
+	    &m->env, &m->argv, &o);
+	o.err_max = 64 * 1024;
+	m->proc = proc_start(m->base, &o, snap_worktree_make_cb, m, cause);
+	return m->proc == NULL ? -1 : 0;
+}
+
+/* Tells the caller how it went (ERROR: NULL if made) and lets M go. */
+static void
+snap_worktree_make_end(struct snap_worktree_make *m, const char *error)
+{
+	if (!m->made.added)
+		snap_worktree_clear(m->wt);
+	m->done(m->arg, &m->made, error);
+	snap_worktree_make_free(m);
+}
+
+static void
+snap_worktree_make_fail(struct snap_worktree_make *m, char *cause)
+{
+	snap_worktree_make_end(m, cause);
+	free(cause);
+}
+
+/* Opens the next file of M's list to copy: 0, or 1 if it is not copied (noted). */
+static int
+snap_worktree_make_open(struct snap_worktree_make *m)
+{
+	const char *rel = m->list.data + m->at;
+	int rc;
+
+	m->cur = m->at;
+	m->at += strlen(rel) + 1;
+	if (*rel == '\0')
+		return 1;
+	rc = snap_worktree_copy_open(m->pfd, m->wfd, rel, &m->budget, &m->in,
+	    &m->out, &m->size);
+	if (rc == 0) {
+		m->pos = 0;
+		return 0;
+	}
+	strv_add(rc == 1 ? &m->made.over : &m->made.skipped, rel);
+	return 1;
+}
+
+/* The next slice of the copies, on the loop; the last one ends M. */
+static void
+snap_worktree_make_slice(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_worktree_make *m = arg;
+	struct timeval now = { 0, 0 };
+	off_t left = SNAP_WORKTREE_SLICE, was;
+	int rc;
+
+	while (left > 0 && (m->in != -1 || m->at < m->list.len)) {
+		/* Opening costs a little too: many small files take turns. */
+		left -= 4096;
+		if (m->in == -1 && snap_worktree_make_open(m) != 0)
+			continue;
+		was = m->pos;
+		rc = snap_worktree_copy_some(m->in, m->out, m->size, &m->pos,
+		    left > 0 ? left : 1);
+		left -= m->pos - was;
+		if (rc == 0)
+			continue;
+		close(m->in);
+		close(m->out);
+		m->in = m->out = -1;
+		if (rc == 1)
+			m->made.copied++;
+		else
+			strv_add(&m->made.skipped, m->list.data + m->cur);
+	}
+	if (m->in != -1 || m->at < m->list.len)
+		event_add(m->slice_ev, &now);
+	else
+		snap_worktree_make_end(m, NULL);
+}
+
+/* git ls-files is over: the copies start, or, if it failed, M ends. */
+static void
+snap_worktree_make_listed(struct snap_worktree_make *m, struct proc *p)
+{
+	int st = proc_status(p);
+	char *cause;
+
+	if (st != 0) {
+		snap_worktree_make_fail(m, snap_git_complaint("ls-files",
+		    proc_err(p), st));
+		return;
+	}
+	buf_add(&m->list, proc_out(p)->data, proc_out(p)->len);
+	if ((m->wfd = open(m->wt->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		cause = xprintf("cannot open %s: %s", m->wt->path,
+		    strerror(errno));
+		snap_worktree_make_fail(m, cause);
+		return;
+	}
+	m->step = SNAP_WORKTREE_COPY;
+	m->slice_ev = evtimer_new(m->base, snap_worktree_make_slice, m);
+	if (m->slice_ev == NULL)
+		fatalx("cannot make a timer");
+	snap_worktree_make_slice(-1, 0, m);
+}
+
+/*
+ * The worktree is made: what the project's .worktreeinclude names is
+ * listed next (git ls-files), if it has one; else M is over.
+ */
+static int
+snap_worktree_make_include(struct snap_worktree_make *m, char **cause)
+{
 	const char *args[] = { "ls-files", "-z", "--others", "--ignored",
 	    NULL, NULL };
-	struct buf b, list;
-	int pfd, wfd = -1, rc = -1;
+	struct buf b;
+	char *arg;
+	int rc;
 
-	*copied = 0;
 	buf_init(&b);
-	buf_init(&list);
-	if ((pfd = open(wt->project, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	if ((m->pfd = open(m->wt->project, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
-		*cause = xprintf("cannot open %s: %s", wt->project,
+		*cause = xprintf("cannot open %s: %s", m->wt->project,
 		    strerror(errno));
-		goto out;
+		return -1;
 	}
 	/* A link, FIFO or device there is not read: the project is hostile. */
-	if (path_read_beneath(pfd, ".worktreeinclude",
+	if (path_read_beneath(m->pfd, ".worktreeinclude",
 	    SNAP_WORKTREE_INCLUDE_MAX, &b) == -1) {
-		rc = 0;
-		goto out;
+		buf_free(&b);
+		return 1;
 	}
-	excl = xprintf("%s/worktreeinclude", scratch);
-	arg = xprintf("--exclude-from=%s", excl);
-	args[4] = arg;
-	if (util_write_file_atomic(excl, b.data != NULL ? b.data : "",
-	    b.len, 0600, cause) == -1)
-		goto out;
-	if (snap_worktree_git(wt->common, wt->project, wt->project, args,
-	    &list, cause) == -1 || (wfd = open(wt->path, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		if (*cause == NULL)
-			*cause = xprintf("cannot open %s: %s", wt->path,
-			    strerror(errno));
-		goto out;
-	}
-	buf_add(&list, "", 1);
-	for (p = list.data; p < list.data + list.len - 1; p = end + 1) {
-		end = p + strlen(p);
-		if (*p == '\0')
-			continue;
-		switch (snap_worktree_copy(pfd, wfd, p, &budget)) {
-		case 0:
-			(*copied)++;
-			break;
-		case 1:
-			strv_add(over, p);
-			break;
-		default:
-			strv_add(skipped, p);
-			break;
-		}
-	}
-	rc = 0;
-out:
-	if (excl != NULL)
-		unlink(excl);
-	if (pfd != -1)
-		close(pfd);
-	if (wfd != -1)
-		close(wfd);
+	m->excl = xprintf("%s/worktreeinclude", m->scratch);
+	rc = util_write_file_atomic(m->excl, b.data != NULL ? b.data : "",
+	    b.len, 0600, cause);
 	buf_free(&b);
-	buf_free(&list);
-	free(excl);
+	if (rc == -1)
+		return -1;
+	arg = xprintf("--exclude-from=%s", m->excl);
+	args[4] = arg;
+	m->step = SNAP_WORKTREE_LIST;
+	rc = snap_worktree_make_git(m, m->wt->project, m->wt->project, args,
+	    cause);
 	free(arg);
 	return rc;
+}
+
+/* git worktree add is over: its admin dir checked, the jail's binds made. */
+static void
+snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
+{
+	int st = proc_status(p);
+	struct snap_worktree *wt = m->wt;
+	char *cause = NULL;
+	int rc;
+
+	if (st != 0) {
+		snap_worktree_make_fail(m, snap_git_complaint("worktree",
+		    proc_err(p), st));
+		return;
+	}
+	if ((wt->admin = snap_worktree_admin(wt->path, wt->common, &cause)) ==
+	    NULL || snap_worktree_refdirs(wt, &cause) == -1 ||
+	    snap_worktree_noconfig(wt, &cause) == -1) {
+		snap_worktree_make_fail(m, cause);
+		return;
+	}
+	m->made.added = true;
+	if ((rc = snap_worktree_make_include(m, &cause)) == -1)
+		snap_worktree_make_fail(m, cause);
+	else if (rc == 1)
+		snap_worktree_make_end(m, NULL);
+}
+
+/* The base commit is known (or not): git worktree add comes next. */
+static void
+snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
+{
+	int st = proc_status(p);
+	const char *args[] = { "worktree", "add", "--quiet", "-b",
+	    m->wt->branch, m->wt->path, NULL, NULL };
+	struct buf *out = proc_out(p);
+	char *cause = NULL, *parent;
+
+	if (st != 0 || out->len < 40) {
+		snap_worktree_make_fail(m, xprintf("cannot start a worktree "
+		    "from '%s': no such commit in the project; pass --base "
+		    "with a branch, tag or commit", m->ref));
+		return;
+	}
+	m->wt->base = xstrndup(out->data, strcspn(out->data, "\n"));
+	parent = xstrndup(m->wt->path, (size_t)(strrchr(m->wt->path, '/') -
+	    m->wt->path));
+	if (path_mkdir_p(parent, 0700) == -1) {
+		snap_worktree_make_fail(m, xprintf("cannot make %s: %s", parent,
+		    strerror(errno)));
+		free(parent);
+		return;
+	}
+	free(parent);
+	args[6] = m->wt->base;
+	m->step = SNAP_WORKTREE_ADD;
+	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
+	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
+		snap_worktree_make_fail(m, cause);
+}
+
+/* The filter drivers are known: the base commit is looked up next. */
+static void
+snap_worktree_make_filters(struct snap_worktree_make *m, struct proc *p)
+{
+	int st = proc_status(p);
+	char *spec = xprintf("%s^{commit}", m->ref), *cause = NULL;
+	const char *args[] = { "rev-parse", "--verify", "--quiet",
+	    "--end-of-options", spec, NULL };
+
+	if (st == 0)
+		snap_worktree_filter_parse(proc_out(p), &m->filters);
+	m->step = SNAP_WORKTREE_COMMIT;
+	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
+		snap_worktree_make_fail(m, cause);
+	free(spec);
+}
+
+/* One git of M ended: the step it was for goes on. */
+static void
+snap_worktree_make_cb(struct proc *p, void *arg)
+{
+	struct snap_worktree_make *m = arg;
+
+	/* Each step starts its successor's git (or ends M): this one goes. */
+	m->proc = NULL;
+	switch (m->step) {
+	case SNAP_WORKTREE_FILTERS:
+		snap_worktree_make_filters(m, p);
+		break;
+	case SNAP_WORKTREE_COMMIT:
+		snap_worktree_make_commit(m, p);
+		break;
+	case SNAP_WORKTREE_ADD:
+		snap_worktree_make_added(m, p);
+		break;
+	case SNAP_WORKTREE_LIST:
+		snap_worktree_make_listed(m, p);
+		break;
+	case SNAP_WORKTREE_COPY:
+		fatalx("a worktree's copies run no git");
+	}
+	proc_free(p);
+}
+
+struct snap_worktree_make *
+snap_worktree_make_start(struct event_base *base, const char *project,
+    const char *path, const char *branch, const char *ref,
+    const char *scratch, struct snap_worktree *wt, snap_worktree_cb done,
+    void *arg, char **cause)
+{
+	struct snap_worktree_make *m;
+	struct strv env;
+	struct proc_opts o;
+
+	memset(wt, 0, sizeof *wt);
+	if (!snap_worktree_branch_ok(branch)) {
+		*cause = xprintf("cannot use '%s' as a session's branch: use "
+		    "letters, digits, '.', '_' and '-'", branch);
+		return NULL;
+	}
+	wt->project = xstrdup(project);
+	wt->branch = xstrdup(branch);
+	wt->path = xstrdup(path);
+	if ((wt->common = snap_worktree_common(project, cause)) == NULL) {
+		snap_worktree_clear(wt);
+		return NULL;
+	}
+	m = xcalloc(1, sizeof *m);
+	m->base = base;
+	m->wt = wt;
+	m->ref = xstrdup(ref != NULL ? ref : "HEAD");
+	m->scratch = xstrdup(scratch);
+	m->pfd = m->wfd = m->in = m->out = -1;
+	m->budget = SNAP_WORKTREE_COPY_MAX;
+	m->done = done;
+	m->arg = arg;
+	strv_init(&m->filters);
+	strv_init(&m->env);
+	strv_init(&m->argv);
+	strv_init(&m->made.skipped);
+	strv_init(&m->made.over);
+	buf_init(&m->list);
+	snap_worktree_filter_opts(wt->common, &env, &o);
+	m->proc = proc_start(base, &o, snap_worktree_make_cb, m, cause);
+	strv_free(&env);
+	if (m->proc == NULL) {
+		snap_worktree_clear(wt);
+		snap_worktree_make_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void
+snap_worktree_make_free(struct snap_worktree_make *m)
+{
+	if (m == NULL)
+		return;
+	proc_free(m->proc);
+	if (m->slice_ev != NULL)
+		event_free(m->slice_ev);
+	if (m->excl != NULL)
+		unlink(m->excl);
+	if (m->pfd != -1)
+		close(m->pfd);
+	if (m->wfd != -1)
+		close(m->wfd);
+	if (m->in != -1)
+		close(m->in);
+	if (m->out != -1)
+		close(m->out);
+	strv_free(&m->filters);
+	strv_free(&m->env);
+	strv_free(&m->argv);
+	strv_free(&m->made.skipped);
+	strv_free(&m->made.over);
+	buf_free(&m->list);
+	free(m->ref);
+	free(m->scratch);
+	free(m->excl);
+	free(m);
 }
 
 /*

@@ -127,11 +127,14 @@ bool snap_history_pending(const struct snap_history *);
  * Sessions in DATA_DIR that ended without agentmux (a crash, SIGKILL) and
  * left objects unbrought: each is finished as snap_history_end would
  * (unless it still runs in a live agentmux), what was found recorded as
- * its events. Runs BASE, the process's loop, until they are (this is
- * before the process serves anything). Returns how many.
+ * its events. Runs on BASE, one session after another, and returns at
+ * once: snap_history_recovering says while it runs. Returns how many
+ * sessions it looks at.
  */
 int snap_history_recover(struct store *, struct event_base *base,
     const char *data_dir);
+/** How many snap_history_recover runs are not over (the store must outlive them). */
+int snap_history_recovering(void);
 
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and
@@ -191,8 +194,9 @@ struct snap_session *snap_session_create(struct event_base *base,
  */
 void snap_session_free(struct snap_session *);
 /**
- * How many freed ones still take their snapshots: a process runs its loop
- * until none is left before it closes the store.
+ * How many freed ones still take their snapshots (or have a repack's shell
+ * to reap): a process runs its loop until none is left before it closes
+ * the store.
  */
 int snap_session_orphans(void);
 /**
@@ -338,28 +342,38 @@ struct snap_worktree {
 	char *base;           /* the commit it started from (hex) */
 };
 
+/** What making a worktree copied by .worktreeinclude (borrowed in the callback). */
+struct snap_worktree_made {
+	bool added;           /* the worktree exists (else WT was cleared) */
+	size_t copied;
+	struct strv skipped;  /* not regular files, behind a link, or unreadable */
+	struct strv over;     /* past the 1 GiB of data it may copy in all */
+};
+/** ERROR is NULL if the worktree was made; both are borrowed. */
+typedef void (*snap_worktree_cb)(void *arg,
+    const struct snap_worktree_made *, const char *error);
+struct snap_worktree_make;
 /**
  * Makes PATH (which must not exist) a linked worktree of PROJECT's
  * repository on the new BRANCH (agentmux/ID/NAME, so that the dir
- * refs/heads/agentmux/ID holds its refs alone), from BASE (NULL: HEAD).
- * git runs without hooks, fsmonitor or the caller's GIT_*. Fills *WT
- * (snap_worktree_clear frees it); -1 with *CAUSE.
- */
-int snap_worktree_add(const char *project, const char *path,
-    const char *branch, const char *base, struct snap_worktree *wt,
-    char **cause);
-/**
- * Copies into WT's worktree the untracked files of its project that the
+ * refs/heads/agentmux/ID holds its refs alone), from REF (NULL: HEAD),
+ * then copies into it the untracked files of the project that the
  * project's .worktreeinclude (gitignore syntax) names: regular files only,
- * never through a link on either side; what could not be copied goes to
- * SKIPPED (relative), and what did not fit in the 1 GiB of data it may
- * copy in all to OVER (holes of sparse files are kept, and cost
- * nothing). SCRATCH is a private dir for a temporary file. -1 with
- * *CAUSE if the list could not be made.
+ * never through a link on either side, no more than 1 GiB of data in all
+ * (holes of sparse files are kept, and cost nothing). git runs without
+ * hooks, fsmonitor, filter drivers or the caller's GIT_*. All of it runs
+ * on BASE (git through core's runner, the copies a slice a loop turn);
+ * DONE(ARG, ...) is told once, and the job then frees itself. *WT is
+ * filled (snap_worktree_clear frees it) and must outlive the job. SCRATCH
+ * is a private dir for a temporary file. NULL with *CAUSE if it cannot
+ * start (DONE is then never told).
  */
-int snap_worktree_include(const struct snap_worktree *wt,
-    const char *scratch, size_t *copied, struct strv *skipped,
-    struct strv *over, char **cause);
+struct snap_worktree_make *snap_worktree_make_start(struct event_base *base,
+    const char *project, const char *path, const char *branch,
+    const char *ref, const char *scratch, struct snap_worktree *wt,
+    snap_worktree_cb done, void *arg, char **cause);
+/** Stops a job that has not told DONE yet (its git killed); NULL is a no-op. */
+void snap_worktree_make_free(struct snap_worktree_make *);
 void snap_worktree_clear(struct snap_worktree *);
 /**
  * The worktree of SESSION, from its record beside it under DATA_DIR's

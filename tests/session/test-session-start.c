@@ -1,6 +1,11 @@
 /* Starting a session on the loop: session_start returns before the start snapshot, started comes later, and a session may be freed from its own callbacks. */
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -463,6 +468,191 @@ test_repo_made_on_loop(void **state)
 	free(bin);
 }
 
+/*
+ * Puts a git first on PATH that sleeps SECS when its arguments match the
+ * shell pattern WHEN (noting it in TEST_DIR/MARK first); the old PATH is
+ * returned, for the caller to put back and free.
+ */
+static char *
+slow_git(const char *when, int secs, const char *mark)
+{
+	char *bin = xprintf("%s/bin", test_dir);
+	char *wrap = xprintf("%s/git", bin);
+	char *old = xstrdup(getenv("PATH"));
+	char *path = xprintf("%s:%s", bin, old);
+	char *real = test_sh_out("command -v git");
+	char *text;
+
+	real[strcspn(real, "\n")] = '\0';
+	text = xprintf("#!/bin/sh\ncase \"$*\" in %s) echo x >>'%s/%s'; "
+	    "sleep %d ;; esac\nexec %s \"$@\"\n", when, test_dir, mark, secs,
+	    real);
+	test_sh_ok("mkdir -p '%s'", bin);
+	test_write_file(wrap, text);
+	test_sh_ok("chmod 755 '%s'", wrap);
+	setenv("PATH", path, 1);
+	free(text);
+	free(real);
+	free(path);
+	free(wrap);
+	free(bin);
+	return old;
+}
+
+/*
+ * A worktree session's worktree is made on the loop: git worktree add
+ * (slowed to 2 s) and the copies .worktreeinclude names (24 MiB here,
+ * several slices) leave the loop serving a timer; the command runs in the
+ * worktree, with the copy, once it is all made.
+ */
+static void
+test_worktree_made_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"test \"$(cksum "
+	    "<big.bin)\" = \"$1\" && test \"$(pwd)\" != \"$2\" && exit 6; "
+	    "exit 1", (char *)"sh", NULL, NULL, NULL };
+	struct session_opts so = { .kind = "run", .command = argv,
+	    .on_unknown = -1, .listen_fd = -1, .worktree = true };
+	char *cause = NULL, *old, *sum;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm base && printf 'big.bin\\n' >.worktreeinclude && "
+	    "printf 'big.bin\\n' >.git/info/exclude && head -c 25165824 "
+	    "/dev/urandom >big.bin");
+	sum = test_sh_out("cksum <big.bin");
+	sum[strcspn(sum, "\n")] = '\0';
+	argv[4] = sum;
+	argv[5] = test_proj;
+	old = slow_git("*worktree*add*", 2, "added");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	o.s = s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_true(session_starting(s));
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	test_sh_ok("test -s '%s/added'", test_dir);
+	print_message("worktree: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	assert_non_null(session_branch(s));
+	loop_until(&f, &o.done);
+	/* The copy was there, in the worktree, byte for byte. */
+	assert_int_equal(o.status, 6);
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(old);
+	free(sum);
+}
+
+/*
+ * In a child process: a session whose git commits and packs (its objects
+ * in the history overlay), then agentmux killed (SIGKILL) before the
+ * session ends, as a crash leaves it.
+ */
+static void
+crash_in_child(void)
+{
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"git add -A && "
+	    "git -c user.email=a@b -c user.name=a commit -qm x && git repack "
+	    "-adq && touch committed; sleep 60", NULL };
+	struct session_opts so = { .kind = "run", .command = argv,
+	    .on_unknown = -1, .listen_fd = -1 };
+	struct config *cf;
+	struct event_base *base;
+	struct session_ctx *ctx;
+	char *cause = NULL;
+	int64_t t0 = util_mono_us();
+
+	if ((cf = config_load_or_cause(NULL, &cause)) == NULL ||
+	    (base = event_base_new()) == NULL ||
+	    (ctx = session_ctx_create(base, cf, NULL, &cause)) == NULL ||
+	    session_start(ctx, &so, NULL, NULL, &cause) == NULL) {
+		fprintf(stderr, "crash_in_child: %s\n", cause);
+		_exit(1);
+	}
+	while (access("committed", F_OK) != 0 &&
+	    util_mono_us() - t0 < 60000000) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		usleep(10000);
+	}
+	raise(SIGKILL);
+	_exit(1);
+}
+
+/*
+ * The next start brings back what a crashed session's git wrote: on the
+ * loop, with git index-pack slowed to 2 s; session_ctx_create returns at
+ * once and the loop serves a timer meanwhile (it used to run the loop
+ * itself until the pack was in).
+ */
+static void
+test_recovery_on_loop(void **state)
+{
+	struct fixture f;
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	char *cause = NULL, *old;
+	int64_t t0, spent;
+	pid_t pid;
+	int st;
+
+	test_sh_ok("git init -q . && echo a >a");
+	if ((pid = fork()) == 0)
+		crash_in_child();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	test_sh_ok("test -e committed && ! git cat-file -e 'HEAD^{commit}' "
+	    "2>/dev/null");
+	old = slow_git("*index-pack*", 2, "indexed");
+	f.cf = config_load_or_cause(NULL, &cause);
+	if (f.cf == NULL)
+		fail_msg("config: %s", cause);
+	f.base = event_base_new();
+	assert_non_null(f.base);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	t0 = util_mono_us();
+	f.ctx = session_ctx_create(f.base, f.cf, NULL, &cause);
+	if (f.ctx == NULL)
+		fail_msg("session_ctx_create: %s", cause);
+	spent = util_mono_us() - t0;
+	print_message("recovery: session_ctx_create took %lld ms\n",
+	    (long long)spent / 1000);
+	assert_true(spent < 1000000);
+	assert_true(snap_history_recovering() > 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	while (snap_history_recovering() > 0 && util_mono_us() - t0 < 60000000)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	assert_int_equal(snap_history_recovering(), 0);
+	print_message("recovery: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* The pack went through index-pack, and the commit is the user's. */
+	test_sh_ok("test -s '%s/indexed' && git cat-file -e 'HEAD^{commit}' "
+	    "&& git log --oneline | grep -q x", test_dir);
+	event_free(tk.ev);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(old);
+}
+
 int
 main(void)
 {
@@ -480,6 +670,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_history_end_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_repo_made_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_worktree_made_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_recovery_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
