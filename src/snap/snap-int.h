@@ -151,6 +151,16 @@ char *snap_git_error(const char *what, struct proc *);
 int snap_copy_fd(int in, int out);
 /* Copies SRC to DST (created 0600); -1 with *CAUSE. */
 int snap_copy_file(const char *src, const char *dst, char **cause);
+/*
+ * Merges THEIRS (the session's version) into OURS (the host's now) against
+ * BASE (how it was at the session's start; NULL or empty: none): key by
+ * key if JSON and all parse, else line by line (git merge-file on copies
+ * in TMPDIR). 0 with RESULT, 1 with what conflicts in CONF (keys, or the
+ * conflicting hunks' lines), -1 with *CAUSE (snap-confmerge.c).
+ */
+int snap_confmerge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, bool json, const char *tmpdir,
+    struct buf *result, struct strv *conf, char **cause);
 
 /* ---- reading the index file (snap-index.c) ---- */
 
