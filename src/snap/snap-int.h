@@ -143,6 +143,14 @@ char *snap_git_complaint(const char *cmd, const struct buf *err, int st);
  */
 int snap_overlap_check(struct store *, struct snap_repo *, int64_t session,
     char **cause);
+/*
+ * For diff: one line per file changed from tree FROM to tree TO (and
+ * NAMED, given ARG) that another session sharing SESSION's tree changed
+ * while it ran, "M  PATH  [also changed by session N]", into TEXT.
+ */
+int snap_overlap_marks(struct store *, struct snap_repo *, int64_t session,
+    const char *from, const char *to, bool (*named)(const char *, void *),
+    void *arg, struct buf *text);
 /* Makes REL under DIRFD one component at a time, never through a link; its fd, or -1 with errno. */
 int snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode);
 /* git's error output as one line for a message; caller frees. */
