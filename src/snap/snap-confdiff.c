@@ -336,26 +336,26 @@ snap_cc_pending(struct store *st, int64_t session, char *const *paths,
     struct snap_ccs *c, char **cause)
 {
 	struct store_confchange **done;
-	size_t ndone, i, j, k;
+	struct snap_ccs all;
+	size_t ndone, i, j;
 	bool keep;
 
-	if (snap_cc_read(session, c, cause) == -1)
+	memset(c, 0, sizeof *c);
+	if (snap_cc_read(session, &all, cause) == -1)
 		return -1;
 	done = store_confchange_list(st, session, &ndone);
-	for (i = k = 0; i < c->n; i++) {
-		keep = snap_cc_wanted(&c->v[i], paths);
+	/* Kept entries move to C (their slot in ALL emptied); the rest is freed. */
+	for (i = 0; i < all.n; i++) {
+		keep = snap_cc_wanted(&all.v[i], paths);
 		for (j = 0; keep && j < ndone; j++)
-			keep = strcmp(done[j]->path, c->v[i].host) != 0;
-		if (keep) {
-			c->v[k++] = c->v[i];
+			keep = strcmp(done[j]->path, all.v[i].host) != 0;
+		if (!keep)
 			continue;
-		}
-		free(c->v[i].host);
-		free(c->v[i].upper);
-		free(c->v[i].root);
-		free(c->v[i].entry);
+		c->v = xreallocarray(c->v, c->n + 1, sizeof *c->v);
+		c->v[c->n++] = all.v[i];
+		memset(&all.v[i], 0, sizeof all.v[i]);
 	}
-	c->n = k;
+	snap_ccs_free(&all);
 	store_confchange_list_free(done, ndone);
 	return 0;
 }
@@ -682,8 +682,7 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 	mode_t mode;
 
 	*base = strrchr(cc->host, '/') + 1;
-	/* clang's analyzer loses track of the entries snap_cc_pending compacts. */
-	if (strcmp(cc->host, cc->root) == 0) { /* NOLINT(clang-analyzer-unix.Malloc) */
+	if (strcmp(cc->host, cc->root) == 0) {
 		root = xstrndup(cc->host, (size_t)(*base - cc->host));
 		fd = open(*root != '\0' ? root : "/", O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC);
