@@ -72,7 +72,7 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 sys.exit(0 if c == {"theme": "dark", "numStartups": 1, "fromA": "sessionA", "fromB": "sessionB"} else 1)
 PY
-	bad "~/.tc.json did not merge: $(cat "$HOME/.tc.json") ($out)"
+	bad "$HOME/.tc.json did not merge: $(cat "$HOME/.tc.json") ($out)"
 [ "$(cat "$HOME/.tcd/notes.txt")" = "$(printf 'sessionA\ntwo\nthree\nfour\nsessionB')" ] &&
 	ok "non-overlapping line edits of a text file merged" ||
 	bad "notes.txt did not merge: $(cat "$HOME/.tcd/notes.txt")"
