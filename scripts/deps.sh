@@ -5,7 +5,7 @@ set -eu
 
 build="meson ninja-build pkg-config gcc libc6-dev libncurses-dev libevent-dev
   libssl-dev libseccomp-dev libsqlite3-dev libvterm-dev libhttp-parser-dev
-  libinih-dev libpsl-dev libmnl-dev libnftnl-dev publicsuffix git ca-certificates openssl"
+  libinih-dev libjansson-dev libpsl-dev libmnl-dev libnftnl-dev publicsuffix git ca-certificates openssl"
 test="libcmocka-dev tmux curl python3 sqlite3 nodejs iproute2 procps util-linux
   clang libclang-rt-14-dev llvm valgrind cppcheck clang-tidy
   mandoc zsh fish bash-completion debhelper dpkg-dev fakeroot lintian vttest

@@ -364,6 +364,9 @@ static const struct cli_opt cli_confdiff_opts[] = {
 	  "have ended" },
 	{ "discard", 0, NULL, CLI_TEXT, "drop the changes: the host dirs stay "
 	  "as they are" },
+	{ "force", 0, NULL, CLI_TEXT, "with --apply: where the host changed a "
+	  "file in the same places since the session started (a conflict, "
+	  "left pending otherwise), the session's version replaces it" },
 	CLI_END
 };
 static const struct cli_arg cli_confdiff_args[] = {

@@ -382,6 +382,7 @@ cmd_confdiff(struct cli_args *args)
 	memset(&o, 0, sizeof o);
 	o.paths = args->argv + 1;
 	o.color = cli_color();
+	o.force = cli_has(args, "force");
 	o.out = stdout;
 	o.cf = cf;
 	if (!apply && !discard)

@@ -284,6 +284,8 @@ session_setup_overlay(struct session_setup *ss, size_t n, const char *path,
 			goto out;
 		}
 		if (rc == 0)
+			rc = snap_confdiff_base(path, base, true, cause);
+		if (rc == 0)
 			buf_printf(manifest, "%zu\tfile\t%s\n", n, path);
 		goto out;
 	}
@@ -302,7 +304,8 @@ session_setup_overlay(struct session_setup *ss, size_t n, const char *path,
 	if (session_setup_mkdir(ss->ov_upper.v[ss->ov_upper.n - 1],
 	    cause) == -1 || session_setup_mkdir(ss->ov_work.v[ss->ov_work.n -
 	    1], cause) == -1 || (!exists && session_setup_mkdir(
-	    ss->ov_lower.v[ss->ov_lower.n - 1], cause) == -1))
+	    ss->ov_lower.v[ss->ov_lower.n - 1], cause) == -1) ||
+	    snap_confdiff_base(path, base, false, cause) == -1)
 		goto out;
 	buf_printf(manifest, "%zu\tdir\t%s\n", n, path);
 	rc = 0;

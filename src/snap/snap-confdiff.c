@@ -25,6 +25,7 @@ struct snap_cc {
 	char *host;           /* the host path */
 	char *upper;          /* its copy in the upper dir (NULL for deletions) */
 	char *root;           /* the overlaid host dir (or file) it is under */
+	char *entry;          /* the session's overlay/<n> it came from */
 	char change;          /* A(dded), M(odified), D(eleted) */
 	char type;            /* f(ile), l(ink), d(ir) */
 };
@@ -43,6 +44,7 @@ snap_ccs_free(struct snap_ccs *c)
 		free(c->v[i].host);
 		free(c->v[i].upper);
 		free(c->v[i].root);
+		free(c->v[i].entry);
 	}
 	free(c->v);
 	memset(c, 0, sizeof *c);
@@ -59,6 +61,7 @@ snap_ccs_add(struct snap_ccs *c, const char *root, const char *host,
 	cc->root = xstrdup(root);
 	cc->host = xstrdup(host);
 	cc->upper = upper != NULL ? xstrdup(upper) : NULL;
+	cc->entry = NULL;
 	cc->change = change;
 	cc->type = type;
 }
@@ -257,6 +260,7 @@ snap_cc_read(int64_t session, struct snap_ccs *c, char **cause)
 {
 	char *data, *sdir, *p, *line, *save = NULL, *kind, *host, *tab;
 	struct buf b;
+	size_t first;
 
 	memset(c, 0, sizeof *c);
 	if ((data = path_data_dir(cause)) == NULL)
@@ -282,6 +286,7 @@ snap_cc_read(int64_t session, struct snap_ccs *c, char **cause)
 			continue;
 		*tab = '\0';
 		host = tab + 1;
+		first = c->n;
 		if (strcmp(kind, "dir") == 0) {
 			p = xprintf("%s/overlay/%s/upper", sdir, line);
 			snap_cc_scan(c, host, p, host);
@@ -290,6 +295,8 @@ snap_cc_read(int64_t session, struct snap_ccs *c, char **cause)
 			snap_cc_file(c, p, host);
 		}
 		free(p);
+		for (; first < c->n; first++)
+			c->v[first].entry = xprintf("%s/overlay/%s", sdir, line);
 	}
 	buf_free(&b);
 	free(sdir);
@@ -329,25 +336,26 @@ snap_cc_pending(struct store *st, int64_t session, char *const *paths,
     struct snap_ccs *c, char **cause)
 {
 	struct store_confchange **done;
-	size_t ndone, i, j, k;
+	struct snap_ccs all;
+	size_t ndone, i, j;
 	bool keep;
 
-	if (snap_cc_read(session, c, cause) == -1)
+	memset(c, 0, sizeof *c);
+	if (snap_cc_read(session, &all, cause) == -1)
 		return -1;
 	done = store_confchange_list(st, session, &ndone);
-	for (i = k = 0; i < c->n; i++) {
-		keep = snap_cc_wanted(&c->v[i], paths);
+	/* Kept entries move to C (their slot in ALL emptied); the rest is freed. */
+	for (i = 0; i < all.n; i++) {
+		keep = snap_cc_wanted(&all.v[i], paths);
 		for (j = 0; keep && j < ndone; j++)
-			keep = strcmp(done[j]->path, c->v[i].host) != 0;
-		if (keep) {
-			c->v[k++] = c->v[i];
+			keep = strcmp(done[j]->path, all.v[i].host) != 0;
+		if (!keep)
 			continue;
-		}
-		free(c->v[i].host);
-		free(c->v[i].upper);
-		free(c->v[i].root);
+		c->v = xreallocarray(c->v, c->n + 1, sizeof *c->v);
+		c->v[c->n++] = all.v[i];
+		memset(&all.v[i], 0, sizeof all.v[i]);
 	}
-	c->n = k;
+	snap_ccs_free(&all);
 	store_confchange_list_free(done, ndone);
 	return 0;
 }
@@ -674,8 +682,7 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 	mode_t mode;
 
 	*base = strrchr(cc->host, '/') + 1;
-	/* clang's analyzer loses track of the entries snap_cc_pending compacts. */
-	if (strcmp(cc->host, cc->root) == 0) { /* NOLINT(clang-analyzer-unix.Malloc) */
+	if (strcmp(cc->host, cc->root) == 0) {
 		root = xstrndup(cc->host, (size_t)(*base - cc->host));
 		fd = open(*root != '\0' ? root : "/", O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC);
@@ -722,13 +729,14 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 }
 
 /*
- * Copies the upper file or symlink to a temporary name in DIRFD. Its mode
- * comes along without the set-uid and set-gid bits (*SETID says if it had
- * one): a jail's root could have made a root shell there.
+ * Copies the upper file or symlink (or SRC, a merge of it, if not NULL) to
+ * a temporary name in DIRFD. Its mode comes along without the set-uid and
+ * set-gid bits (*SETID says if it had one): a jail's root could have made
+ * a root shell there.
  */
 static int
-snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
-    bool *setid, char **cause)
+snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
+    const char *tmp, bool *setid, char **cause)
 {
 	char target[4096];
 	struct stat sb;
@@ -744,9 +752,11 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *tmp,
 		}
 		return 0;
 	}
-	if ((in = open(cc->upper, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	if (src == NULL)
+		src = cc->upper;
+	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 	    fstat(in, &sb) == -1) {
-		*cause = xprintf("cannot read %s: %s", cc->upper, strerror(errno));
+		*cause = xprintf("cannot read %s: %s", src, strerror(errno));
 		if (in != -1)
 			close(in);
 		return -1;
@@ -793,9 +803,13 @@ snap_cc_remove_dir(int dirfd, const char *base, const char *full, char **cause)
 	return snap_cc_remove(dirfd, base, full, cause);
 }
 
-/* Puts one change into the host dir: a new file is renamed over the old one. */
+/*
+ * Puts one change (or SRC, its merge with the host's version, if not NULL)
+ * into the host dir: a new file is renamed over the old one.
+ */
 static int
-snap_cc_apply_one(const struct snap_cc *cc, bool *setid, char **cause)
+snap_cc_apply_one(const struct snap_cc *cc, const char *src, bool *setid,
+    char **cause)
 {
 	const char *base;
 	unsigned char rnd[6];
@@ -812,7 +826,7 @@ snap_cc_apply_one(const struct snap_cc *cc, bool *setid, char **cause)
 	util_random(rnd, sizeof rnd);
 	tmp = xprintf(".%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
-	if (snap_cc_copy_in(fd, cc, tmp, setid, cause) == -1)
+	if (snap_cc_copy_in(fd, cc, src, tmp, setid, cause) == -1)
 		goto out;
 	/* A dir cannot be renamed over: a file replacing one removes it first. */
 	if (cc->change == 'M' && snap_cc_remove_dir(fd, base, cc->host,
@@ -849,92 +863,359 @@ snap_cc_setid(struct store *st, int64_t session, const char *path, FILE *out)
 	free(q);
 }
 
+/* What one apply or discard run is given and counts. */
+struct snap_cc_run {
+	char *const *paths;
+	bool apply;
+	bool force;
+	FILE *out;
+	char **secrets;
+	size_t nsecrets;
+	int done;
+	int failed;
+	int conflicts;
+};
+
+/* Where CC's copy from the session's start is: base/REL, or base-file. */
+static char *
+snap_cc_orig(const struct snap_cc *cc)
+{
+	if (strcmp(cc->host, cc->root) == 0)
+		return xprintf("%s/base-file", cc->entry);
+	return xprintf("%s/base%s", cc->entry, cc->host + strlen(cc->root));
+}
+
+/* A regular file, read whole without following a link; -1 if not one or too big. */
 static int
-snap_cc_do(struct store *st, int64_t session, char *const *paths, bool apply,
-    FILE *out, char **cause)
+snap_cc_slurp(int dirfd, const char *path, struct buf *b)
+{
+	struct stat sb;
+	int fd, rc = -1;
+
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    sb.st_size <= 16 * SNAP_CC_MAX_DIFF)
+		rc = buf_read_fd(b, fd);
+	close(fd);
+	return rc;
+}
+
+enum snap_cc_how { SNAP_CC_PLAIN, SNAP_CC_MERGED, SNAP_CC_CONFLICT,
+    SNAP_CC_ERROR };
+
+static bool
+snap_cc_after(const struct stat *sh, const struct stat *mark)
+{
+	return sh->st_ctim.tv_sec > mark->st_ctim.tv_sec ||
+	    (sh->st_ctim.tv_sec == mark->st_ctim.tv_sec &&
+	    sh->st_ctim.tv_nsec >= mark->st_ctim.tv_nsec);
+}
+
+/* The host changed CC's file since the start too: merge it, three ways. */
+static enum snap_cc_how
+snap_cc_merge(const struct snap_cc *cc, int pfd, const char *base,
+    struct buf *merged, struct strv *conf, char **cause)
+{
+	struct buf start, ours, theirs;
+	char *orig = snap_cc_orig(cc);
+	size_t n = strlen(cc->host);
+	bool had;
+	int rc = SNAP_CC_ERROR;
+
+	buf_init(&start);
+	buf_init(&ours);
+	buf_init(&theirs);
+	had = snap_cc_slurp(AT_FDCWD, orig, &start) == 0;
+	if (snap_cc_slurp(pfd, base, &ours) == -1) {
+		strv_add(conf, "(it is no longer a regular file on the host)");
+		rc = SNAP_CC_CONFLICT;
+	} else if (cc->change == 'D') {
+		if (!had || start.len != ours.len || (ours.len > 0 &&
+		    memcmp(start.data, ours.data, ours.len) != 0))
+			strv_add(conf, "(the session deleted it; the host "
+			    "changed it)");
+		rc = conf->n > 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
+	} else if (cc->type != 'f' || snap_cc_slurp(AT_FDCWD, cc->upper,
+	    &theirs) == -1) {
+		strv_add(conf, "(not a regular file in the session)");
+		rc = SNAP_CC_CONFLICT;
+	} else
+		switch (snap_confmerge(had ? &start : NULL, &ours, &theirs,
+		    n > 5 && strcmp(cc->host + n - 5, ".json") == 0, cc->entry,
+		    merged, conf, cause)) {
+		case 0:
+			rc = SNAP_CC_MERGED;
+			break;
+		case 1:
+			rc = SNAP_CC_CONFLICT;
+			break;
+		default:
+			break;
+		}
+	free(orig);
+	buf_free(&start);
+	buf_free(&ours);
+	buf_free(&theirs);
+	return rc;
+}
+
+/*
+ * How CC goes onto the host as it is now: as it is, when the host's file
+ * has not changed since the session's start mark (sessions from before
+ * marks were kept: always); else merged with the host's changes, or not
+ * at all (a conflict, what conflicts in CONF).
+ */
+static enum snap_cc_how
+snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
+    struct strv *conf, char **cause)
+{
+	struct stat mark, sh;
+	const char *base;
+	char *m, *orig;
+	int pfd, rc;
+
+	if (cc->entry == NULL || cc->type == 'd')
+		return SNAP_CC_PLAIN;
+	m = xprintf("%s/base-time", cc->entry);
+	rc = lstat(m, &mark);
+	free(m);
+	if (rc == -1)
+		return SNAP_CC_PLAIN;
+	if ((pfd = snap_cc_parent(cc, &base, cause)) == -1)
+		return SNAP_CC_ERROR;
+	if (fstatat(pfd, base, &sh, AT_SYMLINK_NOFOLLOW) == -1) {
+		/* Gone from the host: was it there at the start? */
+		orig = snap_cc_orig(cc);
+		rc = access(orig, F_OK) == 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
+		if (rc == SNAP_CC_CONFLICT)
+			strv_add(conf, "(deleted on the host since the session "
+			    "started)");
+		free(orig);
+	} else if (!snap_cc_after(&sh, &mark))
+		rc = SNAP_CC_PLAIN;
+	else
+		rc = snap_cc_merge(cc, pfd, base, merged, conf, cause);
+	close(pfd);
+	return rc;
+}
+
+/* Writes MERGED beside the session's copy (its mode) for snap_cc_apply_one. */
+static char *
+snap_cc_merged_file(const struct snap_cc *cc, const struct buf *merged,
+    char **cause)
+{
+	char *path = xprintf("%s/merged", cc->entry);
+	struct stat sb;
+	mode_t mode = 0600;
+
+	if (cc->upper != NULL && lstat(cc->upper, &sb) == 0)
+		mode = sb.st_mode & 0777;
+	if (util_write_file_atomic(path, merged->data != NULL ? merged->data :
+	    "", merged->len, mode, cause) == -1) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Tells what conflicts in CC's file; nothing is written to it. */
+static void
+snap_cc_conflict(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, const struct strv *conf)
+{
+	char *q = quote_name(cc->host), *line;
+	size_t i;
+
+	store_event_add(st, session, "warn", "confdiff", "not applied: %s "
+	    "changed on the host too, in the same places", q);
+	r->conflicts++;
+	if (r->out == NULL) {
+		free(q);
+		return;
+	}
+	out_printf(r->out, "%-9s %-8s %s: the host changed it too, since the "
+	    "session started, in the same places:\n", "conflict",
+	    snap_cc_word(cc->change), q);
+	for (i = 0; i < conf->n; i++) {
+		line = snap_redact_line(conf->v[i], r->secrets, r->nsecrets);
+		out_printf(r->out, "          %s\n", line);
+		free(line);
+	}
+	free(q);
+}
+
+/* Applies CC (merged with the host's changes if need be); 1 on a conflict. */
+static int
+snap_cc_put(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, bool *setid, char **cause)
+{
+	struct strv conf;
+	struct buf merged;
+	char *src = NULL;
+	int how, rc = -1;
+
+	strv_init(&conf);
+	buf_init(&merged);
+	how = snap_cc_resolve(cc, &merged, &conf, cause);
+	if (how == SNAP_CC_CONFLICT && r->force)
+		how = SNAP_CC_PLAIN;
+	if (how == SNAP_CC_CONFLICT) {
+		snap_cc_conflict(r, st, session, cc, &conf);
+		rc = 1;
+	} else if (how == SNAP_CC_MERGED)
+		src = snap_cc_merged_file(cc, &merged, cause);
+	if ((how == SNAP_CC_MERGED && src != NULL) || how == SNAP_CC_PLAIN)
+		rc = snap_cc_apply_one(cc, src, setid, cause);
+	if (src != NULL)
+		unlink(src);
+	free(src);
+	buf_free(&merged);
+	strv_free(&conf);
+	return rc;
+}
+
+static void
+snap_cc_failed(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, char *err)
+{
+	char *q;
+
+	if (r->out != NULL)
+		out_printf(r->out, "not applied: %s\n", err);
+	q = quote_name(cc->host);
+	store_event_add(st, session, "warn", "confdiff", "cannot apply %s: %s",
+	    q, err);
+	free(q);
+	free(err);
+	r->failed++;
+}
+
+/* Records CC as applied or discarded, and says so. */
+static int
+snap_cc_record(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, bool setid, char **cause)
 {
 	struct store_confchange rec;
+	char *q;
+
+	memset(&rec, 0, sizeof rec);
+	rec.session_id = session;
+	rec.path = cc->host;
+	rec.change = (char *)snap_cc_word(cc->change);
+	rec.action = (char *)(r->apply ? "applied" : "discarded");
+	if (store_confchange_add(st, &rec, cause) == -1)
+		return -1;
+	if (r->out != NULL) {
+		q = quote_name(rec.path);
+		out_printf(r->out, "%-9s %-8s %s\n", rec.action, rec.change, q);
+		free(q);
+	}
+	if (setid)
+		snap_cc_setid(st, session, rec.path, r->out);
+	r->done++;
+	return 0;
+}
+
+static int
+snap_cc_do(struct store *st, int64_t session, struct snap_cc_run *r,
+    char **cause)
+{
 	struct snap_ccs c;
-	char *err = NULL, *q;
+	char *err = NULL;
 	size_t i;
-	int n = 0, failed = 0;
+	int rc = 0;
 	bool setid;
 
-	if (snap_cc_pending(st, session, paths, &c, cause) == -1)
+	if (snap_cc_pending(st, session, r->paths, &c, cause) == -1)
 		return -1;
-	for (i = 0; i < c.n; i++) {
+	for (i = 0; rc == 0 && i < c.n; i++) {
 		setid = false;
-		if (apply && snap_cc_apply_one(&c.v[i], &setid, &err) == -1) {
-			if (out != NULL)
-				out_printf(out, "not applied: %s\n", err);
-			q = quote_name(c.v[i].host);
-			store_event_add(st, session, "warn", "confdiff",
-			    "cannot apply %s: %s", q, err);
-			free(q);
-			free(err);
+		if (r->apply && (rc = snap_cc_put(r, st, session, &c.v[i],
+		    &setid, &err)) != 0) {
+			if (rc == -1)
+				snap_cc_failed(r, st, session, &c.v[i], err);
 			err = NULL;
-			failed++;
+			rc = 0;
 			continue;
 		}
-		memset(&rec, 0, sizeof rec);
-		rec.session_id = session;
-		rec.path = c.v[i].host;
-		rec.change = (char *)snap_cc_word(c.v[i].change);
-		rec.action = (char *)(apply ? "applied" : "discarded");
-		if (store_confchange_add(st, &rec, cause) == -1) {
-			snap_ccs_free(&c);
-			return -1;
-		}
-		if (out != NULL) {
-			q = quote_name(rec.path);
-			out_printf(out, "%-9s %-8s %s\n", rec.action,
-			    rec.change, q);
-			free(q);
-		}
-		if (setid)
-			snap_cc_setid(st, session, rec.path, out);
-		n++;
+		rc = snap_cc_record(r, st, session, &c.v[i], setid, cause);
 	}
 	snap_ccs_free(&c);
-	if (failed > 0) {
+	return rc;
+}
+
+/* "N applied, M conflicts" when not all went in; -1 with *CAUSE then. */
+static int
+snap_cc_summary(struct snap_cc_run *r, int64_t session, char **cause)
+{
+	if (r->conflicts == 0 && r->failed == 0)
+		return r->done;
+	if (r->out != NULL)
+		out_printf(r->out, "%d applied, %d conflict%s%s\n", r->done,
+		    r->conflicts, r->conflicts == 1 ? "" : "s", r->failed > 0 ?
+		    ", some failed" : "");
+	if (r->failed > 0)
 		*cause = xprintf("%d change%s could not be applied (see above); "
-		    "they stay pending", failed, failed == 1 ? "" : "s");
-		return -1;
-	}
-	return n;
+		    "they stay pending", r->failed, r->failed == 1 ? "" : "s");
+	else
+		*cause = xprintf("%d change%s conflict%s with the host and "
+		    "stay%s pending: edit the host file and then 'agentmux "
+		    "confdiff %lld --discard PATH', or take the session's "
+		    "version with --apply --force PATH", r->conflicts,
+		    r->conflicts == 1 ? "" : "s", r->conflicts == 1 ? "s" : "",
+		    r->conflicts == 1 ? "s" : "", (long long)session);
+	return -1;
 }
 
 int
 snap_confdiff_apply(struct store *st, int64_t session,
     const struct snap_confdiff_opts *opts, bool apply, char **cause)
 {
+	struct snap_cc_run r;
+	int rc;
+
 	if (snap_check_ended(st, session, NULL, "its config overlays are in "
 	    "use, so apply or discard once it ends", cause) == -1)
 		return -1;
-	return snap_cc_do(st, session, opts->paths, apply, opts->out, cause);
+	memset(&r, 0, sizeof r);
+	r.paths = opts->paths;
+	r.apply = apply;
+	r.force = opts->force;
+	r.out = opts->out;
+	r.secrets = snap_redact_secrets(opts->cf, &r.nsecrets);
+	rc = snap_cc_do(st, session, &r, cause);
+	if (rc == 0)
+		rc = snap_cc_summary(&r, session, cause);
+	snap_cc_secrets_free(r.secrets, r.nsecrets);
+	return rc;
 }
 
 int
 snap_confdiff_session_end(struct store *st, const struct config *cf,
     int64_t session, int persist, char **cause)
 {
+	struct snap_cc_run r;
 	int n;
 
+	memset(&r, 0, sizeof r);
 	switch (persist) {
 	case CONFIG_PERSIST_ALWAYS:
-		n = snap_cc_do(st, session, NULL, true, NULL, cause);
+		r.apply = true;
 		break;
 	case CONFIG_PERSIST_NEVER:
-		n = snap_cc_do(st, session, NULL, false, NULL, cause);
 		break;
 	default:
 		return 0;
 	}
-	if (n > 0)
+	if (snap_cc_do(st, session, &r, cause) == -1)
+		return -1;
+	if ((n = r.done) > 0)
 		store_event_add(st, session, "info", "confdiff", "%d config "
 		    "change%s %s at session end (config_persist = %s)", n,
 		    n == 1 ? "" : "s", persist == CONFIG_PERSIST_ALWAYS ?
 		    "applied" : "discarded", persist == CONFIG_PERSIST_ALWAYS ?
 		    "always" : "never");
-	return n;
+	return snap_cc_summary(&r, session, cause);
 }

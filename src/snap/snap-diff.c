@@ -168,6 +168,44 @@ snap_diff_named(const struct strv *rel, const char *path)
 	return false;
 }
 
+static bool
+snap_diff_named_cb(const char *path, void *arg)
+{
+	return snap_diff_named(arg, path);
+}
+
+/*
+ * Files of this diff that another session sharing the tree changed while
+ * this one ran: said first, as the diff cannot tell whose a change is.
+ */
+static int
+snap_diff_marks(struct store *st, struct snap_repo *r, int64_t session,
+    const struct snap_diff_side *a, const struct snap_diff_side *b,
+    struct strv *rel, int fd, char **cause)
+{
+	struct buf marks, text;
+	int rc = 0;
+
+	buf_init(&marks);
+	buf_init(&text);
+	snap_overlap_marks(st, r, session, a->tree, b->tree,
+	    snap_diff_named_cb, rel, &marks);
+	if (marks.len > 0) {
+		buf_printf(&text, "Another session shared this tree while "
+		    "session %lld ran; the diff holds its changes to these "
+		    "files too:\n", (long long)session);
+		buf_add(&text, marks.data, marks.len);
+		buf_addc(&text, '\n');
+		if (util_write_all(fd, text.data, text.len) == -1) {
+			*cause = xstrdup("cannot write the diff");
+			rc = -1;
+		}
+	}
+	buf_free(&marks);
+	buf_free(&text);
+	return rc;
+}
+
 /*
  * A change of real mode alone, for every file and dir on both sides:
  * git's own way of saying it, or a --stat line.
@@ -282,8 +320,9 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	strv_add(&args, "--");
 	for (p = rel.v; p != NULL && *p != NULL; p++)
 		strv_add(&args, *p);
-	if (snap_git_fd(r, SNAP_ENV_SHOW, (const char *const *)args.v,
-	    o->out_fd, cause) == 0)
+	if (snap_diff_marks(st, r, session, &from, &to, &rel, o->out_fd,
+	    cause) == 0 && snap_git_fd(r, SNAP_ENV_SHOW,
+	    (const char *const *)args.v, o->out_fd, cause) == 0)
 		rc = snap_diff_modes(r, &from, &to, &rel, o->stat, o->out_fd,
 		    cause);
 out:

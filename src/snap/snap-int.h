@@ -143,6 +143,14 @@ char *snap_git_complaint(const char *cmd, const struct buf *err, int st);
  */
 int snap_overlap_check(struct store *, struct snap_repo *, int64_t session,
     char **cause);
+/*
+ * For diff: one line per file changed from tree FROM to tree TO (and
+ * NAMED, given ARG) that another session sharing SESSION's tree changed
+ * while it ran, "M  PATH  [also changed by session N]", into TEXT.
+ */
+int snap_overlap_marks(struct store *, struct snap_repo *, int64_t session,
+    const char *from, const char *to, bool (*named)(const char *, void *),
+    void *arg, struct buf *text);
 /* Makes REL under DIRFD one component at a time, never through a link; its fd, or -1 with errno. */
 int snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode);
 /* git's error output as one line for a message; caller frees. */
@@ -151,6 +159,16 @@ char *snap_git_error(const char *what, struct proc *);
 int snap_copy_fd(int in, int out);
 /* Copies SRC to DST (created 0600); -1 with *CAUSE. */
 int snap_copy_file(const char *src, const char *dst, char **cause);
+/*
+ * Merges THEIRS (the session's version) into OURS (the host's now) against
+ * BASE (how it was at the session's start; NULL or empty: none): key by
+ * key if JSON and all parse, else line by line (git merge-file on copies
+ * in TMPDIR). 0 with RESULT, 1 with what conflicts in CONF (keys, or the
+ * conflicting hunks' lines), -1 with *CAUSE (snap-confmerge.c).
+ */
+int snap_confmerge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, bool json, const char *tmpdir,
+    struct buf *result, struct strv *conf, char **cause);
 
 /* ---- reading the index file (snap-index.c) ---- */
 

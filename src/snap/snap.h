@@ -300,6 +300,7 @@ int snap_gc(struct store *, const struct config *, struct strv *messages,
 struct snap_confdiff_opts {
 	char *const *paths;       /* host paths (or under them); NULL: all */
 	bool color;
+	bool force;               /* a conflict takes the session's version */
 	FILE *out;
 	const struct config *cf;  /* secret values to redact */
 };
@@ -314,6 +315,14 @@ int snap_confdiff_show(struct store *, int64_t session,
  */
 int snap_confdiff_apply(struct store *, int64_t session,
     const struct snap_confdiff_opts *, bool apply, char **cause);
+/**
+ * At session start, before the jail: how config dir or file HOST is now,
+ * kept under ENTRY (the session's overlay/<n>) so that applying merges
+ * three ways: a time mark, then copies of its small regular files (never
+ * through a link; bounded in size and count). -1 with *CAUSE.
+ */
+int snap_confdiff_base(const char *host, const char *entry, bool file,
+    char **cause);
 /** Pending config changes of SESSION (scans its overlays); -1 on error. */
 int snap_confdiff_pending(struct store *, int64_t session);
 /**

@@ -443,7 +443,7 @@ tui_session_suggest_write(struct tui *t, void *arg)
 static void
 tui_session_apply(struct tui *t, void *arg)
 {
-	tui_session_run(t, "config changes applied", "confdiff", "--apply", NULL,
+	tui_session_run(t, "apply config changes", "confdiff", "--apply", NULL,
 	    false);
 }
 

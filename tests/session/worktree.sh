@@ -301,7 +301,7 @@ bgpid=
 
 # Sessions sharing a tree: undo of one refuses, naming the other session and its files, unless given paths
 # or --force.
-"$AMX" run --shared -- sh -c 'touch a-started; for i in $(seq 300); do [ -e go ] && break; sleep 0.1; done; echo from-a >a-file' \
+"$AMX" run --shared -- sh -c 'touch a-started; for i in $(seq 300); do [ -e go ] && break; sleep 0.1; done; sleep 2; echo from-a >a-file' \
 	</dev/null >/dev/null 2>&1 &
 apid=$!
 "$AMX" run --shared -- sh -c 'for i in $(seq 300); do [ -e a-started ] && break; sleep 0.1; done; echo from-b >b-file; touch go' \
@@ -311,6 +311,13 @@ byc() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for
 ida=$(byc 'from-a')
 idb=$(byc 'from-b')
 [ "$ida" != "$idb" ] || bad "the two shared-tree sessions have one id"
+# diff marks the files the other session changed too; the session's own file is not marked.
+out=$("$AMX" diff "$idb" 2>&1) || bad "diff $idb failed: $out"
+# (a-file comes after b's end: a's alone; b-file while both ran.)
+{ grep -q "^A  a-file  \[also changed by session $ida\]$" <<<"$out" && grep -q '^+from-b$' <<<"$out" &&
+	grep -q "^A  b-file  \[changed while session $ida ran too\]$" <<<"$out"; } &&
+	ok "diff marks the file the other session changed alone, and the one changed while both ran" ||
+	bad "diff $idb did not mark a-file as session $ida's alone: $out"
 out=$("$AMX" undo "$idb" 2>&1) && bad "undo of a session whose tree another session changed meanwhile did not refuse"
 grep -q "shared its tree with session $ida, .*changed .*a-file.*; .*name the paths to undo, or pass --force" <<<"$out" &&
 	[ -e a-file ] && [ -e b-file ] && ok "undo refuses naming the other session and its file" ||

@@ -480,6 +480,169 @@ test_redact_files(void **state)
 	free(out);
 }
 
+/*
+ * Three-way apply: the session's start is kept (snap_confdiff_base, as
+ * session setup calls it), then the session changes its copies and the
+ * host (another session's apply, say) changes the same files.
+ */
+static void
+take_base(void)
+{
+	char *e0 = xprintf("%s/overlay/0", sdir), *e1 = xprintf("%s/overlay/1",
+	    sdir), *cause = NULL;
+
+	assert_int_equal(snap_confdiff_base(host, e0, false, &cause), 0);
+	assert_int_equal(snap_confdiff_base(hostfile, e1, true, &cause), 0);
+	free(e0);
+	free(e1);
+}
+
+static char *
+host_text(const char *name)
+{
+	char *p = xprintf("%s/%s", host, name), *t = test_read_file(p);
+
+	free(p);
+	return t;
+}
+
+/* Disjoint keys merge, nested too; the host file's indentation stays. */
+static void
+test_merge_json(void **state)
+{
+	char *out, *t;
+
+	test_sh_ok("cd %s && printf '{\\n  \"theme\": \"dark\",\\n  "
+	    "\"projects\": {\"/a\": {\"n\": 1}}\\n}\\n' > settings.json", host);
+	take_base();
+	test_sh_ok("printf '{\"theme\": \"dark\", \"model\": \"opus\", "
+	    "\"projects\": {\"/a\": {\"n\": 1}, \"/b\": {\"n\": 2}}}' > "
+	    "%s/overlay/0/upper/settings.json", sdir);
+	test_sh_ok("cd %s && printf '{\\n  \"theme\": \"dark\",\\n  "
+	    "\"editor\": \"vim\",\\n  \"projects\": {\"/a\": {\"n\": 3}}\\n}\\n' "
+	    "> settings.json", host);
+	out = confdiff(0, "--apply", NULL, NULL);
+	assert_null(strstr(out, "conflict"));
+	assert_non_null(strstr(out, "applied"));
+	free(out);
+	t = host_text("settings.json");
+	assert_string_equal(t, "{\n  \"theme\": \"dark\",\n  \"editor\": "
+	    "\"vim\",\n  \"projects\": {\n    \"/a\": {\n      \"n\": 3\n    },\n"
+	    "    \"/b\": {\n      \"n\": 2\n    }\n  },\n  \"model\": \"opus\"\n}\n");
+	free(t);
+	assert_int_equal(pending(), 0);
+}
+
+/* The same key changed on both sides: shown, nothing written, --force takes it. */
+static void
+test_merge_json_conflict(void **state)
+{
+	char *out, *t;
+
+	take_base();
+	test_sh_ok("printf '{\"theme\": \"light\", \"apiKey\": \"%s\"}\\n' > "
+	    "%s/overlay/0/upper/settings.json", TOKEN, sdir);
+	test_sh_ok("printf '{\"theme\": \"blue\", \"apiKey\": \"%s\"}\\n' > "
+	    "%s/settings.json", TOKEN, host);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "conflict"));
+	assert_non_null(strstr(out, "settings.json"));
+	assert_non_null(strstr(out, "          theme\n"));
+	assert_null(strstr(out, "apiKey"));
+	assert_non_null(strstr(out, "0 applied, 1 conflict"));
+	free(out);
+	t = host_text("settings.json");
+	assert_non_null(strstr(t, "blue"));
+	free(t);
+	assert_int_equal(pending(), 1);
+	free(confdiff(0, "--apply", "--force", NULL));
+	t = host_text("settings.json");
+	assert_non_null(strstr(t, "light"));
+	free(t);
+	assert_int_equal(pending(), 0);
+}
+
+/* Text: edits to different lines merge; the same line conflicts, redacted. */
+static void
+test_merge_text(void **state)
+{
+	char *out, *t;
+
+	test_sh_ok("cd %s && printf 'a\\nb\\nc\\nd\\ne\\nf\\n' > notes.txt && "
+	    "printf 'k=1\\nz=2\\n' > keys.txt && echo s > sub/s", host);
+	take_base();
+	test_sh_ok("cd %s/overlay/0/upper && printf 'A\\nb\\nc\\nd\\ne\\nf\\n' "
+	    "> notes.txt && printf 'k=%s\\nz=2\\n' > keys.txt", sdir, SECRET);
+	test_sh_ok("cd %s && printf 'a\\nb\\nc\\nd\\ne\\nF\\n' > notes.txt && "
+	    "printf 'k=9\\nz=2\\n' > keys.txt", host);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "keys.txt: the host changed it too"));
+	assert_non_null(strstr(out, "<<<<<<< host now"));
+	assert_non_null(strstr(out, "k=9"));
+	assert_non_null(strstr(out, "k=[REDACTED]"));
+	assert_null(strstr(out, SECRET));
+	assert_non_null(strstr(out, "1 applied, 1 conflict"));
+	free(out);
+	t = host_text("notes.txt");
+	assert_string_equal(t, "A\nb\nc\nd\ne\nF\n");
+	free(t);
+	t = host_text("keys.txt");
+	assert_string_equal(t, "k=9\nz=2\n");
+	free(t);
+}
+
+/* Both appended to a log (history.jsonl): both appends are kept. */
+static void
+test_merge_append(void **state)
+{
+	char *t;
+
+	test_sh_ok("cd %s && printf '{\"q\":1}\\n' > history.jsonl", host);
+	take_base();
+	test_sh_ok("printf '{\"q\":1}\\n{\"q\":3}\\n' > "
+	    "%s/overlay/0/upper/history.jsonl", sdir);
+	test_sh_ok("printf '{\"q\":2}\\n' >> %s/history.jsonl", host);
+	free(confdiff(0, "--apply", NULL, NULL));
+	t = host_text("history.jsonl");
+	assert_string_equal(t, "{\"q\":1}\n{\"q\":2}\n{\"q\":3}\n");
+	free(t);
+}
+
+/*
+ * A file entry (~/.agentrc): merged against its start copy. A session
+ * deleting what the host changed since is a conflict; a file the host
+ * left alone since the start is applied as it is (the host's file in
+ * between is what the session started from).
+ */
+static void
+test_merge_file_entry(void **state)
+{
+	char *out, *t;
+
+	test_sh_ok("printf 'editor = vi\\n#\\npager = less\\n' > %s",
+	    hostfile);
+	take_base();
+	test_sh_ok("printf 'editor = emacs\\n#\\npager = less\\n' > "
+	    "%s/overlay/1/file", sdir);
+	test_sh_ok("printf 'editor = vi\\n#\\npager = more\\n' > %s",
+	    hostfile);
+	free(confdiff(0, "--apply", NULL, NULL));
+	t = test_read_file(hostfile);
+	assert_string_equal(t, "editor = emacs\n#\npager = more\n");
+	free(t);
+	/* Deleted in the session, changed on the host: a conflict. */
+	test_sh_ok("cd %s && echo x > gone.txt", host);
+	take_base();
+	test_sh_ok("mknod %s/overlay/0/upper/gone.txt c 0 0 2>/dev/null || "
+	    "true; echo y > %s/gone.txt", sdir, host);
+	if (geteuid() == 0) {
+		out = confdiff(1, "--apply", NULL, NULL);
+		assert_non_null(strstr(out, "the session deleted it"));
+		free(out);
+		test_sh_ok("test \"$(cat %s/gone.txt)\" = y", host);
+	}
+}
+
 int
 main(void)
 {
@@ -502,6 +665,16 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_setid_not_applied, setup,
 		    teardown),
 		cmocka_unit_test(test_redact_lines),
+		cmocka_unit_test_setup_teardown(test_merge_json, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_json_conflict, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_text, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_append, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_file_entry, setup,
+		    teardown),
 	};
 
 	return test_run_group(tests, NULL, NULL);
