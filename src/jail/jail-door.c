@@ -37,30 +37,42 @@ jail_door_die(int sock, const char *what)
 	_exit(1);
 }
 
-/* Everything but the two descriptors it needs goes: none of them is the jail's business. */
+/* Everything but the three descriptors it needs goes: none of them is the jail's business. */
 static void
-jail_door_close_others(int a, int b)
+jail_door_close_others(int a, int b, int c)
 {
-	int lo = a < b ? a : b, hi = a < b ? b : a;
+	int keep[3] = { a, b, c }, t, i, j;
+	unsigned from = 3;
 
-	if (lo > 3)
-		syscall(SYS_close_range, 3U, (unsigned)lo - 1, 0U);
-	if (hi > lo + 1)
-		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1,
-		    0U);
-	syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0U);
+	for (i = 0; i < 3; i++) {
+		for (j = i + 1; j < 3; j++) {
+			if (keep[j] < keep[i]) {
+				t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+		}
+	}
+	for (i = 0; i < 3; i++) {
+		if ((unsigned)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned)keep[i] - 1,
+			    0U);
+		if ((unsigned)keep[i] + 1 > from)
+			from = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0U);
 }
 
 /*
  * The helper, between fork and _exit: system calls only (the server has
  * threads, and a lock one held is held here forever). It joins the
  * jail's user namespace (where its user has the capabilities setns needs
- * over the jail's network) and network namespace, never its mounts or
- * pids: nothing in the jail can see it, and it runs nothing the jail
+ * over the jail's network) and network namespace, through the
+ * descriptors the jail's init handed out, never its mounts or pids: nothing in the jail can see it, and it runs nothing the jail
  * names. Each byte asks for one socket; it ends when the host closes.
  */
 static void __attribute__((noreturn))
-jail_door_main(int pidfd, int sock, pid_t parent)
+jail_door_main(int userns, int netns, int sock, pid_t parent)
 {
 	char c;
 	ssize_t n;
@@ -69,10 +81,12 @@ jail_door_main(int pidfd, int sock, pid_t parent)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != parent)
 		_exit(1);
 	prctl(PR_SET_DUMPABLE, 0);
-	jail_door_close_others(pidfd, sock);
-	if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWNET) == -1)
+	jail_door_close_others(userns, netns, sock);
+	if (setns(userns, CLONE_NEWUSER) == -1 || setns(netns,
+	    CLONE_NEWNET) == -1)
 		jail_door_die(sock, "cannot enter the jail's network namespace");
-	close(pidfd);
+	close(userns);
+	close(netns);
 	for (;;) {
 		if ((n = recv(sock, &c, 1, 0)) == 0)
 			_exit(0);
@@ -95,28 +109,24 @@ int
 jail_door_open(struct jail *j, int *pidfd, char **cause)
 {
 	pid_t parent = getpid(), pid;
-	int sv[2], jfd;
+	int sv[2];
 
 	*pidfd = -1;
 	if (j->pid <= 0 || j->reaped) {
 		*cause = xstrdup("the session's jail has ended");
 		return -1;
 	}
-	/* The init is this process's child, not reaped: its pid is no other's. */
-	if ((jfd = (int)syscall(SYS_pidfd_open, j->pid, 0)) == -1) {
-		*cause = xprintf("cannot open the jail's process: %s",
-		    strerror(errno));
+	if (j->ns_fds[0] == -1 || j->ns_fds[1] == -1) {
+		*cause = xstrdup("the jail did not hand out its namespaces");
 		return -1;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		*cause = xprintf("cannot create a socket pair: %s",
 		    strerror(errno));
-		close(jfd);
 		return -1;
 	}
 	if ((pid = fork()) == 0)
-		jail_door_main(jfd, sv[1], parent);
-	close(jfd);
+		jail_door_main(j->ns_fds[0], j->ns_fds[1], sv[1], parent);
 	close(sv[1]);
 	if (pid == -1) {
 		*cause = xprintf("cannot fork the jail's door: %s",
