@@ -23,16 +23,16 @@
 static void __attribute__((noreturn))
 jail_door_die(int sock, const char *what)
 {
-	char msg[96];
-	size_t n = strlen(what);
+	char tag = JAIL_DOOR_FAIL;
 	int e = errno;
+	struct iovec iov[3] = {
+		{ .iov_base = &tag, .iov_len = 1 },
+		{ .iov_base = &e, .iov_len = sizeof e },
+		{ .iov_base = (void *)what, .iov_len = strlen(what) },
+	};
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 3 };
 
-	if (n > sizeof msg - 1 - sizeof e)
-		n = sizeof msg - 1 - sizeof e;
-	msg[0] = JAIL_DOOR_FAIL;
-	memcpy(msg + 1, &e, sizeof e);
-	memcpy(msg + 1 + sizeof e, what, n);
-	if (send(sock, msg, 1 + sizeof e + n, MSG_NOSIGNAL) == -1)
+	if (sendmsg(sock, &msg, MSG_NOSIGNAL) == -1)
 		_exit(1);
 	_exit(1);
 }
@@ -164,7 +164,7 @@ jail_door_recv(int door, int *fd, char **cause)
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	char text[128];
+	char text[128] = "";
 	struct iovec iov = { .iov_base = text, .iov_len = sizeof text - 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
 	    .msg_control = u.buf, .msg_controllen = sizeof u.buf };

@@ -113,8 +113,9 @@ void jail_prewarm(void);
 void jail_free(struct jail *);
 /**
  * Opens a door into the jail's network: a helper process in the jail's
- * user and network namespaces (not its mounts or pids: nothing in the
- * jail sees it) that makes one TCP socket there for each byte written to
+ * user and network namespaces (entered through the descriptors the
+ * jail's init handed out at its start; not its mounts or pids: nothing in
+ * the jail sees it) that makes one TCP socket there for each byte written to
  * the returned descriptor, a non-blocking SOCK_SEQPACKET socket the
  * caller owns. A socket keeps the namespace it was made in: connected
  * from the host, it reaches the jail's loopback, and the jail gains no

@@ -428,20 +428,26 @@ static int
 session_port_check(struct session *s, const char *host, bool named,
     int host_port, int jail_port, int *family, char **cause)
 {
+	char *q;
+
 	if (jail_port < 1 || jail_port > 65535 || host_port < 0 ||
 	    host_port > 65535) {
 		*cause = xstrdup("a port is a number from 1 to 65535 (a "
 		    "HOST_PORT of 0: any free one)");
 		return -1;
 	}
-	if (jail_port == SESSION_PROXY_PORT) {
+	/* Through them the host's programs would use the session's proxy, its secrets too. */
+	if (jail_port == SESSION_PROXY_PORT ||
+	    jail_port == SESSION_PROXY_PORT + 1) {
 		*cause = xprintf("port %d in the jail is agentmux's own proxy "
-		    "listener, not the session's", jail_port);
+		    "listener, not the session's; it is not forwarded",
+		    jail_port);
 		return -1;
 	}
 	if (!session_port_loopback(host, family) && *family == AF_UNSPEC) {
-		*cause = xprintf("'%s' is not a numeric IPv4 or IPv6 address",
-		    host);
+		q = quote_name(host);
+		*cause = xprintf("%s is not a numeric IPv4 or IPv6 address", q);
+		free(q);
 		return -1;
 	}
 	if (!session_port_loopback(host, family) && !named) {
@@ -495,8 +501,13 @@ session_port_add(struct session *s, const char *host, bool named,
 static void
 session_port_free(struct session_port *sp)
 {
-	while (sp->conns != NULL)
-		session_port_conn_free(sp->conns, "the forward was removed");
+	struct session_port_conn *c;
+
+	/* Each taken off the list first: conn_free finds it gone. */
+	while ((c = sp->conns) != NULL) {
+		sp->conns = c->next;
+		session_port_conn_free(c, "the forward was removed");
+	}
 	evconnlistener_free(sp->lev);
 	free(sp);
 }
@@ -504,12 +515,11 @@ session_port_free(struct session_port *sp)
 int
 session_port_remove(struct session *s, int jail_port, char **cause)
 {
+	struct session_ports *sps = session_port_state(s);
 	struct session_port **pp, *sp;
 	int n = 0;
 
-	for (pp = s->ports != NULL ? &s->ports->list : NULL;
-	    pp != NULL && *pp != NULL;) {
-		sp = *pp;
+	for (pp = &sps->list; (sp = *pp) != NULL;) {
 		if (sp->jail_port != jail_port) {
 			pp = &sp->next;
 			continue;
@@ -524,7 +534,7 @@ session_port_remove(struct session *s, int jail_port, char **cause)
 		    jail_port);
 		return -1;
 	}
-	if (s->ports->list == NULL)
+	if (sps->list == NULL)
 		session_port_door_close(s);
 	return 0;
 }

@@ -116,6 +116,8 @@ for s in json.load(sys.stdin):
 	[ $rc -ne 0 ] && grep -q "not a loopback address.*--host 0.0.0.0" <<<"$out" &&
 		ok "$who: a non-loopback address not named with --host is refused: $out" ||
 		bad "$who: 0.0.0.0 without --host: rc $rc, '$out'"
+	out=$(amx port "$id" 3128 "$HP2" 2>&1) && bad "$who: the jail's proxy listener was forwarded: $out" ||
+		ok "$who: the jail's proxy listener is not forwarded: $out"
 	ss -ltn 2>/dev/null | grep -q "0.0.0.0:$HP2 " && bad "$who: something listens on 0.0.0.0:$HP2 after the refusal"
 	out=$(amx port --host 127.0.0.2 "$id" "$JP" "$HP2" 2>&1) &&
 		[ "$(curl -s -m 10 "http://127.0.0.2:$HP2/index.txt")" = "hello from the jail" ] &&
