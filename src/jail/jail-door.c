@@ -68,8 +68,9 @@ jail_door_close_others(int a, int b, int c)
  * threads, and a lock one held is held here forever). It joins the
  * jail's user namespace (where its user has the capabilities setns needs
  * over the jail's network) and network namespace, through the
- * descriptors the jail's init handed out, never its mounts or pids: nothing in the jail can see it, and it runs nothing the jail
- * names. Each byte asks for one socket; it ends when the host closes.
+ * descriptors the jail's init handed out, never its mounts or pids:
+ * nothing in the jail can see it, and it runs nothing the jail names.
+ * Each byte asks for one socket; it ends when the host closes.
  */
 static void __attribute__((noreturn))
 jail_door_main(int userns, int netns, int sock, pid_t parent)
