@@ -97,6 +97,22 @@ static const struct cli_opt cli_send_opts[] = {
 	  "names)" },
 	CLI_END
 };
+static const struct cli_opt cli_port_opts[] = {
+	CLI_OPT_SERVER,
+	{ "delete", 'd', NULL, CLI_TEXT, "remove the forward to JAIL_PORT "
+	  "instead" },
+	{ "host", 0, "ADDR", CLI_TEXT, "listen on ADDR (default 127.0.0.1); "
+	  "an address that is not loopback only so" },
+	CLI_END
+};
+static const struct cli_arg cli_port_args[] = {
+	{ "SESSION", CLI_TEXT, 0, "a live session's number (agentmux ls)" },
+	{ "JAIL_PORT", CLI_TEXT, 0, "the port its program listens on, on the "
+	  "jail's 127.0.0.1" },
+	{ "HOST_PORT", CLI_TEXT, CLI_OPTIONAL, "[ADDR:]PORT on the host "
+	  "(default: JAIL_PORT on 127.0.0.1; 0: any free port)" },
+	CLI_ARGS_END
+};
 static const struct cli_opt cli_wait_opts[] = {
 	CLI_OPT_SERVER,
 	{ "for", 0, "needs-you|prompt|exit", CLI_CHOICE, "the state to wait "
@@ -416,6 +432,19 @@ static const struct cli_cmd cli_cmds[] = {
 	{ .name = "send", .fn = cmd_send, .opts = cli_send_opts,
 	  .args = cli_send_args, .flags = CLI_ORDERED,
 	  .summary = "type into a live session (for scripts)" },
+	{ .name = "port", .fn = cmd_port, .opts = cli_port_opts,
+	  .args = cli_port_args,
+	  .summary = "forward a host port to a port in a live session's jail "
+	  "(its dev server)",
+	  .help =
+	  "Each jail has a network of its own, so dev servers in different\n"
+	  "sessions never clash on ports, and the host cannot reach them. This\n"
+	  "listens on 127.0.0.1:HOST_PORT on the host, in the server, and\n"
+	  "connects each connection to 127.0.0.1:JAIL_PORT inside the jail,\n"
+	  "from outside: nothing in the jail gains a way out. The forward lasts\n"
+	  "until 'agentmux port -d SESSION JAIL_PORT' or the session's end;\n"
+	  "'agentmux ls' lists it. An address that is not loopback, where other\n"
+	  "machines could connect, is used only when named with --host.\n" },
 	{ .name = "run", .fn = cmd_run, .opts = cli_run_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "run a command (default: the agent's) in a jail, in this "

@@ -191,6 +191,7 @@ int cmd_pause(struct cli_args *);
 int cmd_resume(struct cli_args *);
 int cmd_wait(struct cli_args *);
 int cmd_send(struct cli_args *);
+int cmd_port(struct cli_args *);
 int cmd_agents(struct cli_args *);
 int cmd_doctor(struct cli_args *);
 int cmd_export(struct cli_args *);

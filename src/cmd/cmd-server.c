@@ -1,4 +1,4 @@
-/* The server's commands: ls, new, kill, kill-server, reload, send, pause, resume, wait, each one message to the running server. */
+/* The server's commands: ls, new, kill, kill-server, reload, send, pause, resume, wait, port, each one message to the running server. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +128,67 @@ cmd_send(struct cli_args *args)
 		strv_add(&kv, "LITERAL=1");
 	for (i = 1; i < args->argc; i++)
 		strv_addf(&kv, "ARG=%s", args->argv[i]);
+	return cmd_server_send(args, &kv, false);
+}
+
+/*
+ * HOST_PORT as [ADDR:]PORT ([ADDR]:PORT for IPv6) into KV's HOST= and
+ * HPORT=; an address given so is not NAMED: the server refuses one that
+ * is not loopback. -1 if it is malformed.
+ */
+static int
+cmd_port_host(const char *arg, struct strv *kv)
+{
+	const char *colon, *close;
+
+	if (arg[0] == '[') {
+		if ((close = strchr(arg, ']')) == NULL || close[1] != ':')
+			return -1;
+		strv_addf(kv, "HOST=%.*s", (int)(close - arg - 1), arg + 1);
+		strv_addf(kv, "HPORT=%s", close + 2);
+		return 0;
+	}
+	if ((colon = strrchr(arg, ':')) == NULL) {
+		strv_addf(kv, "HPORT=%s", arg);
+		return 0;
+	}
+	if (strchr(arg, ':') != colon)
+		return -1;      /* IPv6 without brackets: which colon is it? */
+	strv_addf(kv, "HOST=%.*s", (int)(colon - arg), arg);
+	strv_addf(kv, "HPORT=%s", colon + 1);
+	return 0;
+}
+
+int
+cmd_port(struct cli_args *args)
+{
+	const char *host = cli_get(args, "host");
+	bool del = cli_has(args, "delete");
+	struct strv kv;
+
+	if (del && (args->argc > 2 || host != NULL))
+		return cli_usage_error("port", "-d takes SESSION JAIL_PORT "
+		    "only");
+	strv_init(&kv);
+	strv_add(&kv, "CMD=port");
+	strv_addf(&kv, "ID=%s", args->argv[0]);
+	strv_addf(&kv, "JPORT=%s", args->argv[1]);
+	if (del)
+		strv_add(&kv, "DELETE=1");
+	if (args->argc > 2 && cmd_port_host(args->argv[2], &kv) == -1) {
+		strv_free(&kv);
+		return cli_usage_error("port", "HOST_PORT is [ADDR:]PORT, or "
+		    "[ADDR]:PORT for IPv6; not '%s'", args->argv[2]);
+	}
+	if (host != NULL) {
+		if (args->argc > 2 && strchr(args->argv[2], ':') != NULL) {
+			strv_free(&kv);
+			return cli_usage_error("port", "give the address once: "
+			    "with --host, or in HOST_PORT");
+		}
+		strv_addf(&kv, "HOST=%s", host);
+		strv_add(&kv, "NAMED=1");
+	}
 	return cmd_server_send(args, &kv, false);
 }
 

@@ -536,6 +536,24 @@ proc_reaper_cb(evutil_socket_t fd, short what, void *arg)
 	close((int)fd);
 }
 
+void
+proc_reap_pidfd(struct event_base *base, int pidfd, int grace_ms)
+{
+	int r;
+
+	if (pidfd == -1)
+		return;
+	if ((r = proc_pidfd_reap(pidfd)) == 0 &&
+	    proc_reaper_add(base, pidfd, grace_ms))
+		return;
+	if (r == 0) {
+		/* Not watchable: killed now, and left a zombie at worst. */
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		proc_pidfd_reap(pidfd);
+	}
+	close(pidfd);
+}
+
 /*
  * Lets go of P's child, still running, after SIG: the loop reaps it when
  * its pidfd says it ended (GRACE_MS later it is killed). Without a pidfd

@@ -601,6 +601,12 @@ struct buf *proc_err(struct proc *);
 void proc_free(struct proc *);
 /* The same, but it gets SIGTERM and most of a second to clean up first. */
 void proc_term(struct proc *);
+/*
+ * Reaps, through BASE, the child of PIDFD (a process this one forked
+ * itself, asked to end), without waiting; GRACE_MS (0: none) later it is
+ * killed. PIDFD becomes the loop's; -1 is a no-op.
+ */
+void proc_reap_pidfd(struct event_base *base, int pidfd, int grace_ms);
 /* Moves a running command's watchers to BASE (to finish it elsewhere). */
 void proc_move(struct proc *, struct event_base *base);
 /*

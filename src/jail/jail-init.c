@@ -157,6 +157,26 @@ jail_init_spawn(struct jail_plan *p, int slave)
 	return pid;
 }
 
+/*
+ * Hands agentmux the jail's user and network namespaces, for reaching the
+ * jail's loopback later (jail-door.c). Opened now, on itself: the init
+ * is soon not dumpable, and then an ordinary user's agentmux could no
+ * longer open them through /proc/PID/ns.
+ */
+static void
+jail_init_send_ns(struct jail_plan *p)
+{
+	int fds[2];
+
+	if ((fds[0] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (fds[1] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1)
+		jail_child_fail(p, "cannot open the jail's namespaces");
+	if (jail_send_fds(p->sock, "U", fds, 2) == -1)
+		jail_child_fail(p, "cannot hand the jail's namespaces out");
+	close(fds[0]);
+	close(fds[1]);
+}
+
 void
 jail_init_main(struct jail_plan *p)
 {
@@ -166,6 +186,7 @@ jail_init_main(struct jail_plan *p)
 
 	jail_init_early(p);
 	jail_ns_ids(p);
+	jail_init_send_ns(p);
 	/*
 	 * Planned here, not in agentmux: this overlaps with the parent's
 	 * share (cgroups, the seccomp program) instead of delaying the clone.

@@ -173,6 +173,7 @@ struct jail {
 	int listen_fd;
 	int home_fd;
 	int net_fds[3];    /* redirect listener, resolver UDP and TCP */
+	int ns_fds[2];     /* the jail's user and network namespaces (jail-door.c) */
 	int pty_fd;
 	int in_fd;
 	int out_fd;

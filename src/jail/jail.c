@@ -122,6 +122,27 @@ jail_take_net(struct jail *j, struct msghdr *msg)
 	}
 }
 
+static void jail_close(int *);
+
+/* Takes the descriptors of a "U" message: the jail's user and network namespaces. */
+static void
+jail_take_ns(struct jail *j, struct msghdr *msg)
+{
+	struct cmsghdr *cm;
+	int i, n;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (i = 0; i < n && i < 2; i++) {
+			jail_close(&j->ns_fds[i]);
+			memcpy(&j->ns_fds[i], CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+		}
+	}
+}
+
 /*
  * Reads what the status channel holds: 1 once the init says the command
  * runs ("R", after an error the command sent if its exec failed), or, with
@@ -170,6 +191,8 @@ jail_read_status(struct jail *j, bool until_fds, char **cause)
 			return 1;
 		if (data[0] == 'N')
 			jail_take_net(j, &msg);
+		else if (data[0] == 'U')
+			jail_take_ns(j, &msg);
 		else if (data[0] == 'F') {
 			jail_take_fds(j, &msg);
 			if (until_fds)
@@ -362,6 +385,7 @@ jail_new(void)
 	j->listen_fd = j->home_fd = j->pty_fd = j->in_fd = j->out_fd =
 	    j->err_fd = -1;
 	j->net_fds[0] = j->net_fds[1] = j->net_fds[2] = -1;
+	j->ns_fds[0] = j->ns_fds[1] = -1;
 	strv_init(&j->cg_dirs);
 	jail_ctl_init(&j->ctl);
 	return j;
@@ -553,6 +577,8 @@ jail_free(struct jail *j)
 	jail_close(&j->net_fds[0]);
 	jail_close(&j->net_fds[1]);
 	jail_close(&j->net_fds[2]);
+	jail_close(&j->ns_fds[0]);
+	jail_close(&j->ns_fds[1]);
 	jail_close(&j->pty_fd);
 	jail_close(&j->in_fd);
 	jail_close(&j->out_fd);

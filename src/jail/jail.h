@@ -111,6 +111,25 @@ int jail_go_poll(struct jail *, char **cause);
 void jail_prewarm(void);
 /** Kills whatever still runs and frees; NULL is a no-op. */
 void jail_free(struct jail *);
+/**
+ * Opens a door into the jail's network: a helper process in the jail's
+ * user and network namespaces (entered through the descriptors the
+ * jail's init handed out at its start; not its mounts or pids: nothing in
+ * the jail sees it) that makes one TCP socket there for each byte written to
+ * the returned descriptor, a non-blocking SOCK_SEQPACKET socket the
+ * caller owns. A socket keeps the namespace it was made in: connected
+ * from the host, it reaches the jail's loopback, and the jail gains no
+ * way out. The helper ends when the descriptor is closed, or this
+ * process ends; *PIDFD (the caller's, -1 if none) says when, to reap it.
+ * -1 with *CAUSE.
+ */
+int jail_door_open(struct jail *, int *pidfd, char **cause);
+/**
+ * One answer of a door: 1 with *FD a new non-blocking, close-on-exec TCP
+ * socket in the jail's network namespace (the caller's); 0 if none has
+ * come yet; -1 with *CAUSE if the helper failed or ended.
+ */
+int jail_door_recv(int door, int *fd, char **cause);
 /** The host pid of the jail's init. */
 pid_t jail_pid(struct jail *);
 /**

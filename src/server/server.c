@@ -335,6 +335,44 @@ server_command_id(const struct strv *kv, char **cause)
 	return id;
 }
 
+/* A port number VALUE of a command; -1 with *CAUSE if it is none. */
+static int
+server_command_port_num(const char *value, const char *what, char **cause)
+{
+	long long n;
+	char *end;
+
+	errno = 0;
+	if (value == NULL || (n = strtoll(value, &end, 10)) < 0 || n > 65535 ||
+	    *end != '\0' || end == value || errno == ERANGE) {
+		*cause = xprintf("'%s' is not a %s (a number from 1 to 65535)",
+		    value != NULL ? value : "", what);
+		return -1;
+	}
+	return (int)n;
+}
+
+/* agentmux port: JPORT=, HPORT=, HOST=, NAMED=, DELETE=. */
+static int
+server_command_port(struct server *sv, int64_t id, const struct strv *kv,
+    char **text, char **cause)
+{
+	struct tui_port_opts o = { 0 };
+	const char *hport = server_hello_get(kv, "HPORT");
+
+	if ((o.jail_port = server_command_port_num(server_hello_get(kv,
+	    "JPORT"), "port", cause)) == -1)
+		return -1;
+	o.host_port = o.jail_port;
+	if (hport != NULL && (o.host_port = server_command_port_num(hport,
+	    "host port", cause)) == -1)
+		return -1;
+	o.host = server_hello_get(kv, "HOST");
+	o.named = server_hello_get(kv, "NAMED") != NULL;
+	o.remove = server_hello_get(kv, "DELETE") != NULL;
+	return tui_port(sv->t, id, &o, text, cause);
+}
+
 /* Runs command CMD=; *TEXT gets what the client prints. 0, or -1 with *CAUSE. */
 static int
 server_command_run(struct server *sv, const struct strv *kv, char **text,
@@ -372,6 +410,8 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0)
 		return tui_set_paused(sv->t, id, strcmp(cmd, "pause") == 0,
 		    cause);
+	if (strcmp(cmd, "port") == 0)
+		return server_command_port(sv, id, kv, text, cause);
 	if (strcmp(cmd, "send") == 0) {
 		strv_init(&argv);
 		server_hello_args(kv, &argv);

@@ -16,6 +16,7 @@ struct proxy;
 struct proxy_policy;
 struct proxy_session;
 struct session_disk;
+struct session_ports;
 struct session_secret;
 struct session_secret_job;
 
@@ -177,6 +178,8 @@ struct session {
 	char *wt_name;               /* NAME of its branch agentmux/ID/NAME */
 	struct snap_worktree_make *wt_make; /* the worktree being made */
 	void (*wt_made)(struct session *, const char *error);
+
+	struct session_ports *ports; /* its forwarded ports (session-port.c), or NULL */
 };
 
 /* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
@@ -268,6 +271,9 @@ void session_pane_changed(struct session *);
 void session_pane_resize(struct session *, unsigned short rows,
     unsigned short cols);
 void session_pane_free(struct session *);
+
+/* Forwarded ports (session-port.c): all of them end with the jail. */
+void session_ports_end(struct session *);
 
 /* The user's git history (session-history.c). */
 /* session-worktree.c */

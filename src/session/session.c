@@ -263,6 +263,7 @@ session_finish(struct session *s)
 		event_del(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_del(s->wall_ev);
+	session_ports_end(s);
 	session_disk_end(s);
 	session_files_capture(s);
 	store_session_end(s->ctx->st, s->id, session_end_state(s), s->status,
@@ -1040,6 +1041,7 @@ session_free(struct session *s)
 		free(s->setup);
 	}
 	session_proxy_end(s);
+	session_ports_end(s);
 	if (s->kill_ev != NULL)
 		event_free(s->kill_ev);
 	if (s->wall_ev != NULL)

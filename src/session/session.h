@@ -275,6 +275,31 @@ int64_t session_pause_took_us(struct session *);
 bool session_paused(struct session *);
 /** A worktree session's branch (agentmux/ID/NAME) once made, else NULL. */
 const char *session_branch(struct session *);
+
+/** One forward of session_ports. */
+struct session_port_info {
+	const char *host;            /* the host address listened on; borrowed */
+	int host_port;
+	int jail_port;
+	size_t conns;                /* connections it carries now */
+};
+
+/**
+ * Forwards HOST:HOST_PORT on the host (HOST NULL: 127.0.0.1; HOST_PORT 0:
+ * any free port) to 127.0.0.1:JAIL_PORT inside the session's jail, its own
+ * network namespace, until session_port_remove or the jail's end. The
+ * host listens; each connection is made into the jail from outside, so
+ * nothing in the jail gains a way out. An address that is not loopback
+ * only if the user NAMED it (--host). *BOUND: the host port listened on.
+ * -1 with *CAUSE (a port in use says by what).
+ */
+int session_port_add(struct session *, const char *host, bool named,
+    int host_port, int jail_port, int *bound, char **cause);
+/** Removes every forward to JAIL_PORT, closing its connections; -1 with *CAUSE if none. */
+int session_port_remove(struct session *, int jail_port, char **cause);
+/** The session's forwards: up to MAX in OUT (newest first); returns how many there are. */
+size_t session_ports(struct session *, struct session_port_info *out,
+    size_t max);
 /** Exit status once ended, else -1. */
 int session_exit_status(struct session *);
 

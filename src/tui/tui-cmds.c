@@ -76,6 +76,44 @@ tui_cmds_json_costs(struct json *j, struct session *s)
 	json_kbool(j, "paused", session_paused(s));
 }
 
+/* Forwards shown at most, per session. */
+#define TUI_CMDS_PORTS_MAX 64
+
+/* A session's forwarded ports (agentmux port), as ls --json shows them. */
+static void
+tui_cmds_json_ports(struct json *j, struct session *s)
+{
+	struct session_port_info pi[TUI_CMDS_PORTS_MAX];
+	size_t n = session_ports(s, pi, nitems(pi)), i;
+
+	json_key(j, "ports");
+	json_arr_begin(j);
+	for (i = 0; i < n && i < nitems(pi); i++) {
+		json_obj_begin(j);
+		json_kstr(j, "host", pi[i].host);
+		json_kint(j, "host_port", pi[i].host_port);
+		json_kint(j, "jail_port", pi[i].jail_port);
+		json_kint(j, "connections", (int64_t)pi[i].conns);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+/* The same for ls: ", ports 127.0.0.1:8080->8000 ...". */
+static void
+tui_cmds_ports(struct buf *out, struct session *s)
+{
+	struct session_port_info pi[TUI_CMDS_PORTS_MAX];
+	size_t n = s != NULL ? session_ports(s, pi, nitems(pi)) : 0, i;
+
+	for (i = 0; i < n && i < nitems(pi); i++) {
+		buf_printf(out, "%s%s%s%s:%d->%d", i == 0 ? ", ports " : " ",
+		    strchr(pi[i].host, ':') != NULL ? "[" : "", pi[i].host,
+		    strchr(pi[i].host, ':') != NULL ? "]" : "",
+		    pi[i].host_port, pi[i].jail_port);
+	}
+}
+
 static void
 tui_cmds_json(struct tui *t, struct buf *out)
 {
@@ -102,6 +140,8 @@ tui_cmds_json(struct tui *t, struct buf *out)
 			json_kstr(&j, "branch", session_branch(wp->s));
 		if (wp->s != NULL && !wp->exited)
 			tui_cmds_json_costs(&j, wp->s);
+		if (wp->s != NULL)
+			tui_cmds_json_ports(&j, wp->s);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -128,13 +168,16 @@ tui_list(struct tui *t, bool json)
 		qb = tui_cmds_branch(wp) != NULL ?
 		    quote_name(tui_cmds_branch(wp)) : NULL;
 		buf_printf(&out, "%lld: %s %s%s%s, %s, %llds, %llu requests, "
-		    "%llu denied, %zu prompts waiting\n", (long long)wp->id,
+		    "%llu denied, %zu prompts waiting", (long long)wp->id,
 		    wp->agent != NULL ? wp->agent : "?", q,
 		    qb != NULL ? " on " : "", qb != NULL ? qb : "",
 		    tui_pane_state(wp, state, sizeof state),
 		    (long long)((util_mono_us() - wp->started_us) / 1000000),
 		    (unsigned long long)wp->requests,
 		    (unsigned long long)wp->denials, tui_cmds_prompts(t, wp));
+		if (!wp->exited)
+			tui_cmds_ports(&out, wp->s);
+		buf_addc(&out, '\n');
 		free(q);
 		free(qb);
 	}
@@ -272,4 +315,37 @@ tui_reached(struct tui *t, int64_t id, const char *what, char **cause)
 	if (strcmp(what, "prompt") == 0)
 		return st == SESSION_PROMPT;
 	return st == SESSION_NEEDS_YOU;
+}
+
+int
+tui_port(struct tui *t, int64_t id, const struct tui_port_opts *o,
+    char **text, char **cause)
+{
+	struct tui_pane *wp = tui_cmds_pane(t, id);
+	const char *host = o->host != NULL ? o->host : "127.0.0.1";
+	bool v6 = strchr(host, ':') != NULL;
+	int bound;
+
+	if (wp == NULL || wp->s == NULL || wp->exited) {
+		*cause = xprintf("no running session %lld here; 'agentmux ls' "
+		    "lists them", (long long)id);
+		return -1;
+	}
+	if (o->remove) {
+		if (session_port_remove(wp->s, o->jail_port, cause) == -1)
+			return -1;
+		*text = xprintf("session %lld: its port %d is no longer "
+		    "forwarded\n", (long long)id, o->jail_port);
+		return 0;
+	}
+	if (session_port_add(wp->s, host, o->named, o->host_port,
+	    o->jail_port, &bound, cause) == -1)
+		return -1;
+	*text = xprintf("%s%s%s:%d -> session %lld's port %d (until "
+	    "'agentmux port -d %lld %d' or the session's end)\n",
+	    v6 ? "[" : "", host, v6 ? "]" : "", bound, (long long)id,
+	    o->jail_port, (long long)id, o->jail_port);
+	tui_message(t, false, "session %lld: port %d forwarded to %s:%d",
+	    (long long)id, o->jail_port, host, bound);
+	return 0;
 }

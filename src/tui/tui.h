@@ -273,9 +273,20 @@ bool tui_attached(const struct tui *);
  */
 void tui_set_detach_cb(struct tui *, void (*cb)(void *, const char *),
     void *arg);
+/* agentmux port: what to forward, or remove. */
+struct tui_port_opts {
+	int jail_port;
+	int host_port;               /* 0: any free one */
+	const char *host;            /* NULL: 127.0.0.1 */
+	bool named;                  /* the user named HOST with --host */
+	bool remove;
+};
 /* tui-cmds.c: what the server's commands do */
 /** The sessions, a line each (or JSON): number, agent, project, state, age, requests, denials, prompts; caller frees. */
 char *tui_list(struct tui *, bool json);
+/** The server's port forward of session ID (see session_port_add); *TEXT says what was made. -1 with *CAUSE. */
+int tui_port(struct tui *, int64_t id, const struct tui_port_opts *,
+    char **text, char **cause);
 /** Closes session ID (as the close key does); -1 with *CAUSE. */
 int tui_kill(struct tui *, int64_t id, char **cause);
 /** Types WORDS into session ID: tmux key names (Enter, C-c) unless LITERAL; -1 with *CAUSE. */
