@@ -787,26 +787,19 @@ server_finish(struct server *sv)
 
 /*
  * True for a variable the server keeps for itself (server_env_reduce).
- * A [secret]'s from_env variable too, for now: the dashboard's snapshot
- * diffs redact its value (snap_redact_secrets reads the environment).
+ * Never a [secret]'s from_env variable: each session has its own
+ * client's, and the dashboard's confdiff gets that session's.
  */
 static bool
-server_env_kept(const struct config *cf, const char *kv)
+server_env_kept(const char *kv)
 {
 	static const char *keep[] = { "HOME=", "PATH=", "LANG=", "LC_",
 	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=", "SHELL=", "AGENTMUX_",
 	    "SSL_CERT_DIR=", "SSL_CERT_FILE=" };
-	const char *name;
 	size_t i;
 
 	for (i = 0; i < nitems(keep); i++) {
 		if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
-			return true;
-	}
-	for (i = 0; i < cf->nsecrets; i++) {
-		if ((name = cf->secrets[i].from_env) != NULL &&
-		    strncmp(kv, name, strlen(name)) == 0 &&
-		    kv[strlen(name)] == '=')
 			return true;
 	}
 	return false;
@@ -820,7 +813,7 @@ server_env_kept(const struct config *cf, const char *kv)
  * it: clearing environ alone would leave the strings there.
  */
 static void
-server_env_reduce(const struct config *cf)
+server_env_reduce(void)
 {
 	struct strv kept;
 	char **e, *eq;
@@ -828,7 +821,7 @@ server_env_reduce(const struct config *cf)
 
 	strv_init(&kept);
 	for (e = environ; *e != NULL; e++) {
-		if (server_env_kept(cf, *e))
+		if (server_env_kept(*e))
 			strv_add(&kept, *e);
 	}
 	for (e = environ; *e != NULL; e++)
@@ -854,7 +847,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	size_t i;
 	int rc = 1;
 
-	server_env_reduce(cf);
+	server_env_reduce();
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);
