@@ -25,6 +25,8 @@ extern char **environ;
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
+/* How long an attached terminal may read nothing of what waits for it before it is detached. */
+#define SERVER_STUCK_US (10 * 1000 * 1000)
 /* How long a connection may take to send its hello. */
 #define SERVER_HELLO_S 3
 
@@ -95,9 +97,39 @@ server_check(struct server *sv)
 	event_base_loopexit(sv->base, NULL);
 }
 
+static struct server_client *server_attached(struct server *);
+static void server_client_exit(struct server_client *, int, const char *);
+
+/*
+ * A terminal that has read nothing of what waits for it for so long (a
+ * stopped ssh, a frozen terminal emulator) is let go: the sessions go on,
+ * and the user reattaches from one that reads.
+ */
+static void
+server_stuck(struct server *sv)
+{
+	struct server_client *c = server_attached(sv);
+	size_t n;
+	char *text;
+
+	if (c == NULL || tui_stuck_us(sv->t) < SERVER_STUCK_US)
+		return;
+	log_warnx("client %ld detached: its terminal has read nothing for "
+	    "%d s", (long)c->pid, SERVER_STUCK_US / 1000000);
+	tui_detach(sv->t);
+	n = tui_sessions_running(sv->t);
+	text = xprintf("[detached (from agentmux, %zu session%s running): "
+	    "the terminal read nothing for %d s]\n", n, n == 1 ? "" : "s",
+	    SERVER_STUCK_US / 1000000);
+	c->attached = false;
+	server_client_exit(c, 0, text);
+	free(text);
+}
+
 static void
 server_check_cb(evutil_socket_t fd, short what, void *arg)
 {
+	server_stuck(arg);
 	server_check(arg);
 }
 
