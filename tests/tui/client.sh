@@ -217,4 +217,46 @@ PY
 [ "$out" = "0 said waited" ] || fail "a terminal that reads nothing: $out"
 timeout 10 "$AGENTMUX" ls | grep -q "^ *$id:" || fail "the flood session did not go on: $(timeout 10 "$AGENTMUX" ls)"
 echo "client: a terminal that reads nothing for 10 s is detached, its sessions go on"
+
+# ---- a server that ends as a client connects: the client starts another ----
+# A stand-in listens on the socket and never takes the connection; it then
+# ends as a server does (socket removed first), or dies (socket left).
+stop_server || fail "the server did not end"
+# fake_end MODE: MODE "orderly" or "died"; prints the client's exit code and output.
+fake_end() {
+	python3 - "$AGENTMUX" "$P" "$XDG_RUNTIME_DIR/agentmux/default" "$1" <<'PY'
+import os, socket, subprocess, sys, time
+exe, proj, path, mode = sys.argv[1:5]
+if os.path.exists(path):
+    os.unlink(path)
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ls.bind(path)
+ls.listen(4)
+c = subprocess.Popen([exe, "new", "-d", "--", "sh", "-c", "echo again >again.out; sleep 60"],
+                     cwd=proj, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT)
+time.sleep(1.5)
+if mode == "orderly":
+    os.unlink(path)
+ls.close()
+try:
+    out, _ = c.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    c.kill(); out = b"timeout"
+if mode == "died" and os.path.exists(path):
+    os.unlink(path)
+print(c.returncode, out.decode(errors="replace").strip())
+PY
+}
+rm -f "$P/again.out"
+out=$(fake_end died)
+case $out in 1*"lost the server"*) ;; *) fail "a client whose server died: $out" ;; esac
+[ -e "$P/again.out" ] && fail "a client whose server died started the session elsewhere"
+out=$(fake_end orderly)
+case $out in "0 "[0-9]*) ;; *) fail "a client that reached a server as it ended: $out" ;; esac
+i=0
+while [ ! -s "$P/again.out" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s "$P/again.out" ] || fail "the session of a client that reached an ending server did not start"
+echo "client: a client that reaches a server as it ends starts another; one that died is said"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 exit 0
