@@ -5,15 +5,17 @@
 #      clients run in a pane of a detached outer tmux (160x45), the clock
 #      runs from the client's start until the outer pane shows every
 #      session's mark and the status line (polled with capture-pane);
-#  (b) a key typed into a pane (outer send-keys) until it shows in the outer
-#      pane, through client and server, against the same through tmux;
+#  (b) a key typed into a pane until it comes back on the client's terminal,
+#      through client and server, against the same through tmux: the client
+#      runs on a pty of bench/key-echo.py, which times each key on the read
+#      (polling capture-pane costs more than the echo itself);
 #  (c) pane throughput with a client attached against tmux attached
 #      (bench/pane.sh: the shared anchor, as ../shared/acceptance/pane-speed.sh);
 #  (d) the server's VmRSS with 4 idle sessions and per extra session (4 more,
 #      the difference / 4), against the tmux server's with 4 and 8 windows.
 #      The jails' processes are not the server's: only the server is counted.
 # Ratios only, never timed assertions: the machine's load moves every figure.
-# Usage: bench/server.sh [BUILD_DIR]   (ROUNDS=10 attaches, KEYS=30 keys,
+# Usage: bench/server.sh [BUILD_DIR]   (ROUNDS=10 attaches, KEYS=100 keys,
 # RUNS=3 throughput runs, PANE=0 skips (c), ANCHORS as bench/pane.sh takes it)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +23,7 @@ build=$(cd "${1:-$src/build}" && pwd)
 amx=$build/src/agentmux
 [[ -x $amx ]] || { echo "bench/server.sh: build first (meson setup build && meson compile -C build)" >&2; exit 1; }
 command -v tmux >/dev/null || { echo "bench/server.sh: tmux is missing" >&2; exit 1; }
-ROUNDS=${ROUNDS:-10} KEYS=${KEYS:-30} RUNS=${RUNS:-3} PANE=${PANE:-1}
+ROUNDS=${ROUNDS:-10} KEYS=${KEYS:-100} RUNS=${RUNS:-3} PANE=${PANE:-1}
 work=$(mktemp -d /tmp/amx-bench-server.XXXXXX)
 chmod 755 "$work"
 outer=amx-srv-outer-$$ inner=amx-srv-inner-$$
@@ -38,7 +40,7 @@ mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR" "$work/
 chmod 700 "$XDG_RUNTIME_DIR"
 git -C "$work/proj" init -q
 echo '*' >"$work/proj/.gitignore"
-mark=amx-bench-drawn
+mark='amx-bench-drawn'
 
 now_ms() { date +%s%N | awk '{printf "%.3f", $1 / 1e6}'; }
 scr() { tmux -L "$outer" capture-pane -p -t out; }
@@ -84,21 +86,12 @@ attach() {
 	stats "attach.$name" "$work/$name.ms"
 }
 
-# keys NAME: KEYS marks typed one at a time into the attached client, each timed until it shows.
+# keys NAME COMMAND...: KEYS marks typed into the client COMMAND runs, each timed until it echoes.
 keys() {
-	local name=$1 i t0 t1 k
-	: >"$work/$name.ms"
-	for ((i = 1; i <= KEYS; i++)); do
-		k="k${i}q"
-		t0=$(now_ms)
-		tmux -L "$outer" send-keys -t out -l "$k"
-		wait_all 10 "$k" || { echo "bench/server.sh: $name: '$k' never showed" >&2; exit 1; }
-		t1=$(now_ms)
-		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >>"$work/$name.ms"
-		tmux -L "$outer" send-keys -t out C-u
-		sleep 0.05
-	done
-	stats "key.$name" "$work/$name.ms"
+	local name=$1
+	shift
+	python3 "$src/bench/key-echo.py" "$name" "$KEYS" "$mark-" "$@" ||
+		{ echo "bench/server.sh: $name: no key figures" >&2; exit 1; }
 }
 
 rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
@@ -119,13 +112,7 @@ spid=$(cat "$XDG_RUNTIME_DIR/agentmux/default.pid")
 rss4=$(rss_kib "$spid")
 attach agentmux "$amx attach" 'tmux -L "$outer" send-keys -t out C-a d' "$mark-" '4:shell' |
 	tee -a "$work/results"
-# (b) with the client attached, focused on session 4.
-tmux -L "$outer" send-keys -t out "$amx attach" Enter
-wait_all 20 "$mark-" || { echo "bench/server.sh: no dashboard for the keys" >&2; exit 1; }
-sleep 1
-keys agentmux | tee -a "$work/results"
-tmux -L "$outer" send-keys -t out C-u C-a d
-wait_all 10 detached || { echo "bench/server.sh: the key client did not detach" >&2; exit 1; }
+keys agentmux "$amx" attach | tee -a "$work/results"
 for n in 5 6 7 8; do
 	(cd "$work/proj" && "$amx" new -d --shared -- sh -c "echo $mark-$n; exec sh" >/dev/null)
 done
@@ -144,11 +131,7 @@ tpid=$(tmux -L "$inner" display-message -p '#{pid}')
 trss4=$(rss_kib "$tpid")
 attach tmux "TMUX= tmux -L $inner attach -t in" \
 	'tmux -L "$inner" detach-client -s in' "$mark-" '3:sh' | tee -a "$work/results"
-tmux -L "$outer" send-keys -t out "clear; TMUX= tmux -L $inner attach -t in" Enter
-wait_all 20 "$mark-" || { echo "bench/server.sh: no tmux for the keys" >&2; exit 1; }
-sleep 1
-keys tmux | tee -a "$work/results"
-tmux -L "$inner" detach-client -s in
+TMUX='' keys tmux tmux -L "$inner" attach -t in | tee -a "$work/results"
 for n in 5 6 7 8; do
 	tmux -L "$inner" new-window -d -t in -c "$work/proj" sh -c "echo $mark-$n; exec sh"
 done
