@@ -59,7 +59,7 @@ cmd_agents_json_one(struct json *j, const struct config *cf,
 	json_kstr(j, "name", a->name);
 	json_kstr(j, "description", a->description);
 	json_kstr(j, "command", a->command != NULL && *a->command != '\0' ?
-	    a->command : agent_user_shell());
+	    a->command : agent_user_shell(getenv("SHELL")));
 	json_kbool(j, "found", found);
 	json_kstr(j, "path", found ? in.real : NULL);
 	json_kstr(j, "problem", found ? NULL : cause);
@@ -140,7 +140,7 @@ cmd_agents_table(const struct config *cf, const struct config_agent **v,
 		secrets = cmd_agents_join(&sv);
 		row[0] = v[i]->name;
 		row[1] = v[i]->command != NULL && *v[i]->command != '\0' ?
-		    v[i]->command : agent_user_shell();
+		    v[i]->command : agent_user_shell(getenv("SHELL"));
 		row[3] = rules;
 		row[4] = secrets;
 		row[5] = dirs;

@@ -1167,7 +1167,7 @@ config_load_builtin(struct config *cf, struct config_problems *problems)
 static void
 config_set_defaults(struct config *cf)
 {
-	const char *const *e, *nocolor;
+	const char *const *e;
 
 	cf->on_unknown = CONFIG_ASK;
 	cf->prompt_timeout = 60;
@@ -1180,8 +1180,8 @@ config_set_defaults(struct config *cf)
 	cf->limits.disk_reserve = 1LL << 30;
 	cf->ui.prefix = xstrdup("C-a");
 	cf->ui.prefix_key = 1;
-	nocolor = getenv("NO_COLOR");
-	cf->ui.color = nocolor == NULL || *nocolor == '\0';
+	/* NO_COLOR is each terminal's (the server's clients differ), not the file's. */
+	cf->ui.color = true;
 	cf->ui.scrollback = 10000;
 	cf->ui.escape_time = 50;
 	cf->ui.idle_after = 3000;

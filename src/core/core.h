@@ -415,7 +415,7 @@ struct config_ui {
 	char *prefix;         /* "C-a" */
 	int prefix_key;       /* the byte it sends */
 	char *default_agent;
-	bool color;           /* false with NO_COLOR or color = never */
+	bool color;           /* false with color = never (NO_COLOR: per client) */
 	int64_t scrollback;
 	int64_t escape_time;  /* ms a lone ESC waits for the rest of a sequence */
 	bool clipboard;       /* copies also go to the terminal's clipboard (OSC 52) */

@@ -1,6 +1,7 @@
 /* The client: finds (or starts) the server, hands it this terminal, forwards its size, waits to be let go. */
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -24,6 +25,8 @@ extern char **environ;
 
 /* How long a client waits for a server it started to answer. */
 #define SERVER_START_TRIES 50
+/* How often a client tries again a server that ended as it connected. */
+#define SERVER_CLIENT_RETRIES 3
 
 static volatile sig_atomic_t server_client_winch;
 
@@ -137,11 +140,13 @@ out:
 	return fd;
 }
 
-/* Connects to server NAME, starting it with CF if none runs; -1 with *CAUSE. */
+/* Connects to server NAME, starting it with CF if none runs, its socket's inode in *INO; -1 with *CAUSE. */
 static int
-server_client_open(const char *name, struct config *cf, char **cause)
+server_client_open(const char *name, struct config *cf, ino_t *ino,
+    char **cause)
 {
 	struct sockaddr_un sun;
+	struct stat st;
 	int dirfd, fd;
 
 	if ((dirfd = server_sock_dir(name, &sun, cause)) == -1)
@@ -156,8 +161,39 @@ server_client_open(const char *name, struct config *cf, char **cause)
 		else
 			*cause = xprintf("no server is running (%s)", name);
 	}
+	*ino = 0;
+	if (fd != -1 && name != NULL &&
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		*ino = st.st_ino;
 	close(dirfd);
 	return fd;
+}
+
+/*
+ * Whether the server this client lost had ended in order (it removes its
+ * socket first): a connection it had not yet taken when it ended. Then a
+ * new one is started; a server that died leaves its socket, and is said.
+ */
+static bool
+server_client_gone(const char *name, ino_t ino)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	char *cause = NULL;
+	const char *sock;
+	int dirfd;
+	bool gone;
+
+	if (ino == 0 || (dirfd = server_sock_dir(name, &sun, &cause)) == -1) {
+		free(cause);
+		return false;
+	}
+	sock = server_sock_name(name, &cause);
+	gone = sock != NULL && (fstatat(dirfd, sock, &st,
+	    AT_SYMLINK_NOFOLLOW) == -1 || st.st_ino != ino);
+	free(cause);
+	close(dirfd);
+	return gone;
 }
 
 /* Room kept in a hello for its header and what a command adds (CMD=new). */
@@ -291,7 +327,7 @@ server_client_restore(const struct termios *tio)
 	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
-/* Waits for the server to let this client go, telling it of every resize. */
+/* Waits for the server to let this client go, telling it of every resize; -2 (with *CAUSE) if it is lost. */
 static int
 server_client_wait(int fd, const struct termios *tio, char **cause)
 {
@@ -338,7 +374,8 @@ server_client_wait(int fd, const struct termios *tio, char **cause)
 			log = server_log_path();
 			*cause = xprintf("lost the server; its log is %s", log);
 			free(log);
-			break;
+			buf_free(&b);
+			return -2;
 		}
 	}
 	buf_free(&b);
@@ -387,6 +424,37 @@ server_client_flags(const int fl[2])
 		fcntl(STDOUT_FILENO, F_SETFL, fl[1]);
 }
 
+/*
+ * Sends hello B (with descriptors FDS) to server NAME and waits to be let
+ * go; again, to a new server, if the one reached ended before it took the
+ * connection. -1 with *CAUSE.
+ */
+static int
+server_client_send(const char *name, struct config *cf, const struct buf *b,
+    int *fds, int nfds, const struct termios *tio, char **cause)
+{
+	ino_t ino;
+	int fd, rc = -1, tries;
+
+	for (tries = 0; tries <= SERVER_CLIENT_RETRIES; tries++) {
+		if ((fd = server_client_open(name, cf, &ino, cause)) == -1)
+			return -1;
+		if (server_msg_send(fd, SERVER_MSG_HELLO, b->data, b->len, fds,
+		    nfds) == -1) {
+			*cause = xprintf("cannot talk to the server: %s",
+			    strerror(errno));
+			rc = -1;
+		} else
+			rc = server_client_wait(fd, tio, cause);
+		close(fd);
+		if (rc != -2 || !server_client_gone(name, ino))
+			break;
+		free(*cause);
+		*cause = NULL;
+	}
+	return rc == -2 ? -1 : rc;
+}
+
 int
 server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause)
@@ -418,8 +486,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		return -1;
 	}
 	buf_init(&b);
-	if (server_client_hello(h, &b, cause) == -1 ||
-	    (fd = server_client_open(h->name, cf, cause)) == -1) {
+	if (server_client_hello(h, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
@@ -427,16 +494,9 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		fatal("tcgetattr");
 	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
 	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
-	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, fds, 2) ==
-	    -1) {
-		*cause = xprintf("cannot talk to the server: %s",
-		    strerror(errno));
-		rc = -1;
-	} else
-		rc = server_client_wait(fd, &tio, cause);
+	rc = server_client_send(h->name, cf, &b, fds, 2, &tio, cause);
 	server_client_flags(fl);
 	buf_free(&b);
-	close(fd);
 	return rc;
 }
 
@@ -447,25 +507,14 @@ server_client_command(const char *name, struct config *cf, char *const *kv,
 	struct termios tio;
 	struct buf b;
 	size_t i;
-	int fd, rc;
+	int rc;
 
-	if ((fd = server_client_open(name, cf, cause)) == -1)
-		return -1;
 	buf_init(&b);
 	for (i = 0; kv[i] != NULL; i++)
 		buf_add(&b, kv[i], strlen(kv[i]) + 1);
-	if (server_msg_send(fd, SERVER_MSG_HELLO, b.data, b.len, NULL, 0) ==
-	    -1) {
-		*cause = xprintf("cannot talk to the server: %s",
-		    strerror(errno));
-		rc = -1;
-	} else {
-		/* No terminal of ours is the server's to leave in a mode. */
-		rc = tcgetattr(STDIN_FILENO, &tio) == 0 ?
-		    server_client_wait(fd, &tio, cause) :
-		    server_client_wait(fd, NULL, cause);
-	}
+	/* No terminal of ours is the server's to leave in a mode. */
+	rc = server_client_send(name, cf, &b, NULL, 0,
+	    tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL, cause);
 	buf_free(&b);
-	close(fd);
 	return rc;
 }

@@ -25,6 +25,8 @@ extern char **environ;
 /* A server with no session and no client ends; one just started waits this long for its first client. */
 #define SERVER_GRACE_US (10 * 1000 * 1000)
 #define SERVER_CLIENTS_MAX 64
+/* How long an attached terminal may read nothing of what waits for it before it is detached. */
+#define SERVER_STUCK_US (10 * 1000 * 1000)
 /* How long a connection may take to send its hello. */
 #define SERVER_HELLO_S 3
 
@@ -95,9 +97,39 @@ server_check(struct server *sv)
 	event_base_loopexit(sv->base, NULL);
 }
 
+static struct server_client *server_attached(struct server *);
+static void server_client_exit(struct server_client *, int, const char *);
+
+/*
+ * A terminal that has read nothing of what waits for it for so long (a
+ * stopped ssh, a frozen terminal emulator) is let go: the sessions go on,
+ * and the user reattaches from one that reads.
+ */
+static void
+server_stuck(struct server *sv)
+{
+	struct server_client *c = server_attached(sv);
+	size_t n;
+	char *text;
+
+	if (c == NULL || tui_stuck_us(sv->t) < SERVER_STUCK_US)
+		return;
+	log_warnx("client %ld detached: its terminal has read nothing for "
+	    "%d s", (long)c->pid, SERVER_STUCK_US / 1000000);
+	tui_detach(sv->t);
+	n = tui_sessions_running(sv->t);
+	text = xprintf("[detached (from agentmux, %zu session%s running): "
+	    "the terminal read nothing for %d s]\n", n, n == 1 ? "" : "s",
+	    SERVER_STUCK_US / 1000000);
+	c->attached = false;
+	server_client_exit(c, 0, text);
+	free(text);
+}
+
 static void
 server_check_cb(evutil_socket_t fd, short what, void *arg)
 {
+	server_stuck(arg);
 	server_check(arg);
 }
 
@@ -827,26 +859,19 @@ server_finish(struct server *sv)
 
 /*
  * True for a variable the server keeps for itself (server_env_reduce).
- * A [secret]'s from_env variable too, for now: the dashboard's snapshot
- * diffs redact its value (snap_redact_secrets reads the environment).
+ * Never a [secret]'s from_env variable: each session has its own
+ * client's, and the dashboard's confdiff gets that session's.
  */
 static bool
-server_env_kept(const struct config *cf, const char *kv)
+server_env_kept(const char *kv)
 {
 	static const char *keep[] = { "HOME=", "PATH=", "LANG=", "LC_",
 	    "XDG_", "TMPDIR=", "USER=", "LOGNAME=", "SHELL=", "AGENTMUX_",
 	    "SSL_CERT_DIR=", "SSL_CERT_FILE=" };
-	const char *name;
 	size_t i;
 
 	for (i = 0; i < nitems(keep); i++) {
 		if (strncmp(kv, keep[i], strlen(keep[i])) == 0)
-			return true;
-	}
-	for (i = 0; i < cf->nsecrets; i++) {
-		if ((name = cf->secrets[i].from_env) != NULL &&
-		    strncmp(kv, name, strlen(name)) == 0 &&
-		    kv[strlen(name)] == '=')
 			return true;
 	}
 	return false;
@@ -860,7 +885,7 @@ server_env_kept(const struct config *cf, const char *kv)
  * it: clearing environ alone would leave the strings there.
  */
 static void
-server_env_reduce(const struct config *cf)
+server_env_reduce(void)
 {
 	struct strv kept;
 	char **e, *eq;
@@ -868,7 +893,7 @@ server_env_reduce(const struct config *cf)
 
 	strv_init(&kept);
 	for (e = environ; *e != NULL; e++) {
-		if (server_env_kept(cf, *e))
+		if (server_env_kept(*e))
 			strv_add(&kept, *e);
 	}
 	for (e = environ; *e != NULL; e++)
@@ -894,7 +919,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	size_t i;
 	int rc = 1;
 
-	server_env_reduce(cf);
+	server_env_reduce();
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);

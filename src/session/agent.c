@@ -24,9 +24,8 @@ static const struct {
 };
 
 const char *
-agent_user_shell(void)
+agent_user_shell(const char *sh)
 {
-	const char *sh = getenv("SHELL");
 	struct passwd *pw;
 
 	if (sh != NULL && *sh == '/' && access(sh, X_OK) == 0)
@@ -191,7 +190,7 @@ agent_resolve(const struct config_agent *a, char *const *command,
 	    strv_split_words(&words, a->command, cause) == -1)
 		goto fail;
 	if (words.n == 0)
-		strv_add(&words, agent_user_shell());
+		strv_add(&words, agent_user_shell(getenv("SHELL")));
 	if ((out->found = path_find_exec(words.v[0], path_env)) == NULL) {
 		agent_not_found(words.v[0], cause);
 		goto fail;

@@ -23,7 +23,10 @@ struct agent_install {
 int agent_resolve(const struct config_agent *a, char *const *command,
     const char *path_env, struct agent_install *out, char **cause);
 void agent_install_free(struct agent_install *);
-/** The user's shell (SHELL, else the passwd entry, else /bin/sh); borrowed. */
-const char *agent_user_shell(void);
+/**
+ * The user's shell: SH (a SHELL value, may be NULL), else the passwd
+ * entry, else /bin/sh; borrowed (SH itself when it is taken).
+ */
+const char *agent_user_shell(const char *sh);
 
 #endif

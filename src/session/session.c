@@ -410,7 +410,7 @@ session_jail(struct session *s, struct session_setup *sp,
 	size_t i;
 
 	sp->home = path_home();
-	sp->shell = agent_user_shell();
+	sp->shell = agent_user_shell(session_getenv(s, "SHELL"));
 	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
 	    (long long)s->id);
 	session_setup_env(sp, s, a, s->want_pty, SESSION_PROXY_PORT);
@@ -956,6 +956,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 {
 	const struct config_agent *a;
 	struct session *s;
+	char *shell[2] = { NULL, NULL }, *const *command = o->command;
 
 	if (o->listen_fd != -1)
 		return session_start_listener(ctx, o, ev, arg, cause);
@@ -966,9 +967,16 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	session_pane_start(s, o);
 	s->setup = xcalloc(1, sizeof *s->setup);
 	session_setup_init(s->setup);
+	/* No command: the shell of the client that asks, not the server's. */
+	if ((command == NULL || command[0] == NULL) &&
+	    (a->command == NULL || a->command[strspn(a->command, " \t")] ==
+	    '\0')) {
+		shell[0] = (char *)agent_user_shell(session_getenv(s, "SHELL"));
+		command = shell;
+	}
 	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
 	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
-	    o->command, s->project, session_getenv(s, "PATH"), cause) == -1)
+	    command, s->project, session_getenv(s, "PATH"), cause) == -1)
 		goto fail;
 	if (session_guard_sockets(s, cause) == -1 ||
 	    session_disk_check(ctx, s->project, cause) == -1)

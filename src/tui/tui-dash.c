@@ -1220,6 +1220,12 @@ tui_attached(const struct tui *t)
 	return t->scr != NULL;
 }
 
+int64_t
+tui_stuck_us(const struct tui *t)
+{
+	return t->scr != NULL ? tui_screen_stuck_us(t->scr) : 0;
+}
+
 void
 tui_resize(struct tui *t)
 {

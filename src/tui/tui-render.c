@@ -178,6 +178,7 @@ struct tui_screen {
 	struct evbuffer *obuf; /* what the terminal has not taken yet */
 	struct event *wev;    /* writes OBUF when it can; NULL: no loop */
 	bool held;            /* a frame waits for OBUF to drain */
+	int64_t stuck_us;     /* since when OBUF waits and nothing is taken, or 0 */
 	bool color;
 	int ncolors;
 	attr_t style_attr[TUI_STYLE_COUNT];
@@ -317,11 +318,15 @@ tui_screen_push(struct tui_screen *scr)
 {
 	tui_screen_take(scr);
 	while (evbuffer_get_length(scr->obuf) > 0) {
-		if (evbuffer_write(scr->obuf, scr->ttyfd) > 0)
+		if (evbuffer_write(scr->obuf, scr->ttyfd) > 0) {
+			scr->stuck_us = 0;
 			continue;
+		}
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN && scr->wev != NULL) {
+			if (scr->stuck_us == 0)
+				scr->stuck_us = util_mono_us();
 			event_add(scr->wev, NULL);
 			return;
 		}
@@ -1010,6 +1015,12 @@ tui_frames_free(struct tui_frames *fr)
 		return;
 	event_free(fr->ev);
 	free(fr);
+}
+
+int64_t
+tui_screen_stuck_us(const struct tui_screen *scr)
+{
+	return scr->stuck_us == 0 ? 0 : util_mono_us() - scr->stuck_us;
 }
 
 void

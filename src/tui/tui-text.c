@@ -3,9 +3,10 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "core/core.h"
 #include "tui-int.h"
+
+extern char **environ;
 
 /*
  * A command whose output a text view shows. The view may be left before
@@ -112,21 +113,78 @@ tui_text_done(struct proc *p, void *arg)
 }
 
 /* Runs "agentmux ARGV..." (this very binary) with its output shown in TX. */
+/* The environment whose [secret] values a command about session ARG sees. */
+static char *const *
+tui_text_secret_env(struct tui *t, const char *arg)
+{
+	char *end;
+	long long id;
+	size_t i;
+
+	id = arg != NULL ? strtoll(arg, &end, 10) : 0;
+	for (i = 0; id > 0 && *end == '\0' && i < t->npanes; i++) {
+		if (t->panes[i]->id == id && t->panes[i]->has_env)
+			return t->panes[i]->env.v;
+	}
+	return t->has_client_env ? t->client_env.v : NULL;
+}
+
+/*
+ * A command's environment: this process's, which holds no client's
+ * secrets, and the [secret] variables of the session it is about (else
+ * of the client that asks), so that confdiff redacts that session's own
+ * values and no other client's.
+ */
+static void
+tui_text_env(struct tui *t, char *const *argv, struct strv *env)
+{
+	char *const *from = tui_text_secret_env(t, argv[0] != NULL ?
+	    argv[1] : NULL), *const *e;
+	const char *name;
+	size_t i, n;
+
+	for (e = environ; *e != NULL; e++)
+		strv_add(env, *e);
+	for (i = 0; from != NULL && i < t->cf->nsecrets; i++) {
+		if ((name = t->cf->secrets[i].from_env) == NULL)
+			continue;
+		n = strlen(name);
+		for (e = from; *e != NULL; e++) {
+			if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+				strv_setenv(env, name, *e + n + 1);
+		}
+	}
+}
+
+/* The environment a command had may hold a session's secrets: wiped. */
+static void
+tui_text_env_free(struct strv *env)
+{
+	size_t i;
+
+	for (i = 0; i < env->n; i++)
+		explicit_bzero(env->v[i], strlen(env->v[i]));
+	strv_free(env);
+}
+
 void
 tui_text_run(struct tui *t, const char *title, char *const *argv, bool diff)
 {
 	struct tui_text *tx = tui_text_new(t, title, diff);
 	struct tui_text_job *job = xcalloc(1, sizeof *job);
 	struct proc_opts o;
-	struct strv args;
+	struct strv args, env;
 	char *cause = NULL;
 
 	strv_init(&args);
+	strv_init(&env);
+	tui_text_env(t, argv, &env);
 	strv_add(&args, "agentmux");
 	for (; *argv != NULL; argv++)
 		strv_add(&args, *argv);
 	memset(&o, 0, sizeof o);
 	o.argv = args.v;
+	o.env = env.v;
 	o.exe = "/proc/self/exe";
 	o.err_to_out = true;
 	o.out_fd = -1;
@@ -143,6 +201,7 @@ tui_text_run(struct tui *t, const char *title, char *const *argv, bool diff)
 	} else
 		tx->job = job;
 	strv_free(&args);
+	tui_text_env_free(&env);
 	tui_view_push(t, TUI_VIEW_TEXT);
 	tui_redraw(t);
 }

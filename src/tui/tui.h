@@ -267,6 +267,8 @@ void tui_set_env(struct tui *, char *const *env);
 /** Lets the terminal go (its modes restored); the sessions keep running. */
 void tui_detach(struct tui *);
 bool tui_attached(const struct tui *);
+/** How long the attached terminal has not read what waits for it (µs), 0 if it keeps up. */
+int64_t tui_stuck_us(const struct tui *);
 /**
  * CB(ARG, WHY) is called once the dashboard let its terminal go by itself
  * (the detach key, or the terminal went away).
@@ -416,6 +418,8 @@ void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
     unsigned y, enum pane_cursor_shape);
 /** Sends the frame to the terminal. */
 void tui_screen_flush(struct tui_screen *);
+/** How long the terminal has taken none of the bytes waiting for it (µs), 0 if none wait. */
+int64_t tui_screen_stuck_us(const struct tui_screen *);
 /** Colours the terminal has (0 when drawing without colour). */
 int tui_screen_colors(const struct tui_screen *);
 

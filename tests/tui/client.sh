@@ -165,4 +165,98 @@ scr | grep -q 'detached' && fail "a client with an unknown TERM kicked the attac
 keys 'echo still-$((3*4))' Enter
 wait_for '^still-12$' || fail "the attached view does not work after a failed attach"
 echo "client: a failed attach leaves the attached view as it was"
+
+# ---- a terminal that reads nothing is detached, the sessions go on ----
+# (The view is let go first: a terminal that takes over an attached view
+# while a pane floods is drawn nothing, a bug of the one-view server.)
+prefix d
+wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
+id=$(cd "$P" && timeout 20 "$AGENTMUX" new -d --shared -- sh -c \
+	'i=0; while :; do i=$((i + 1)); echo flood-$((6*7))-$i; done') ||
+	fail "new -d for the flood failed"
+out=$(python3 - "$AGENTMUX" "$P" "$id" "$XDG_STATE_HOME/agentmux/server.log" <<'PY'
+import fcntl, os, pty, select, struct, sys, termios, time
+exe, proj, sid, log = sys.argv[1:5]
+pid, fd = pty.fork()
+if pid == 0:
+    os.chdir(proj)
+    os.environ["TERM"] = "xterm-256color"
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    os.execv(exe, [exe, "attach", "-t", sid])
+def read_for(secs, until=None):
+    got, end = b"", time.time() + secs
+    while time.time() < end and (until is None or until not in got):
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                b = os.read(fd, 65536)
+            except OSError:
+                break
+            if not b:
+                break
+            got += b
+    return got
+got = read_for(40, b"flood-42")
+if b"flood-42" not in got:
+    os.kill(pid, 9); print("never-drawn", repr(got[-200:])); sys.exit()
+# From here on nothing is read: the pty fills, and the server's writes wait.
+t0, end = time.time(), time.time() + 60
+while time.time() < end:
+    with open(log, errors="replace") as f:
+        if "its terminal has read nothing" in f.read():
+            break
+    time.sleep(0.5)
+else:
+    os.kill(pid, 9); print("not-detached"); sys.exit()
+waited = time.time() - t0
+out = read_for(10)
+_, st = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(st), "said" if b"read nothing" in out else "silent",
+      "waited" if waited >= 9 else "early %.1f" % waited)
+PY
+)
+[ "$out" = "0 said waited" ] || fail "a terminal that reads nothing: $out"
+timeout 10 "$AGENTMUX" ls | grep -q "^ *$id:" || fail "the flood session did not go on: $(timeout 10 "$AGENTMUX" ls)"
+echo "client: a terminal that reads nothing for 10 s is detached, its sessions go on"
+
+# ---- a server that ends as a client connects: the client starts another ----
+# A stand-in listens on the socket and never takes the connection; it then
+# ends as a server does (socket removed first), or dies (socket left).
+stop_server || fail "the server did not end"
+# fake_end MODE: MODE "orderly" or "died"; prints the client's exit code and output.
+fake_end() {
+	python3 - "$AGENTMUX" "$P" "$XDG_RUNTIME_DIR/agentmux/default" "$1" <<'PY'
+import os, socket, subprocess, sys, time
+exe, proj, path, mode = sys.argv[1:5]
+if os.path.exists(path):
+    os.unlink(path)
+ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+ls.bind(path)
+ls.listen(4)
+c = subprocess.Popen([exe, "new", "-d", "--", "sh", "-c", "echo again >again.out; sleep 60"],
+                     cwd=proj, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT)
+time.sleep(1.5)
+if mode == "orderly":
+    os.unlink(path)
+ls.close()
+try:
+    out, _ = c.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    c.kill(); out = b"timeout"
+if mode == "died" and os.path.exists(path):
+    os.unlink(path)
+print(c.returncode, out.decode(errors="replace").strip())
+PY
+}
+rm -f "$P/again.out"
+out=$(fake_end died)
+case $out in 1*"lost the server"*) ;; *) fail "a client whose server died: $out" ;; esac
+[ -e "$P/again.out" ] && fail "a client whose server died started the session elsewhere"
+out=$(fake_end orderly)
+case $out in "0 "[0-9]*) ;; *) fail "a client that reached a server as it ended: $out" ;; esac
+i=0
+while [ ! -s "$P/again.out" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s "$P/again.out" ] || fail "the session of a client that reached an ending server did not start"
+echo "client: a client that reaches a server as it ends starts another; one that died is said"
+timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
 exit 0

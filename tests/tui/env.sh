@@ -3,9 +3,15 @@
 # client that asks for them (issue 17): two `new -d` with a different TZ,
 # LANG and [secret] from_env value each see their own, not those of the
 # client that started the server; a client without the secret's variable
-# gets no secret even though the server's starter had it.
+# gets no secret even though the server's starter had it. Neither the
+# server's environment nor a confdiff of another client's session knows
+# the starter's secret; a session's default shell is its client's SHELL;
+# NO_COLOR is each terminal's.
 set -u
 . "$(dirname "$0")/lib.sh"
+export HOME="$T/home"
+mkdir -p "$HOME/.amxenvcfg"
+chmod 755 "$HOME"
 
 cat >"$XDG_CONFIG_HOME/agentmux/config" <<'CONF'
 [secret k]
@@ -16,6 +22,7 @@ host = 127.0.0.1
 [agent envtest]
 command = sh
 secret = k
+config_dir = ~/.amxenvcfg
 CONF
 
 for p in a b c; do
@@ -25,13 +32,15 @@ for p in a b c; do
 		git commit -qm init) || fail "git init $p"
 done
 # new_env DIR ENV...: `agentmux new -d` in DIR with ENV; the session writes
-# what it sees to DIR/env.out.
+# what it sees to DIR/env.out, its number to DIR/id, and both clients'
+# secret values to its config dir (for the confdiff below).
 new_env() {
 	_d=$1
 	shift
 	(cd "$_d" && env "$@" timeout 20 "$AGENTMUX" new -d -a envtest -- sh -c \
-		'echo "TZ=${TZ-unset} LANG=${LANG-unset} K=${AMX_K:+set}" >env.out; sleep 60' \
-		>/dev/null) || fail "new -d in $_d failed"
+		'echo "said alpha-client-one and beta-client-two" >~/.amxenvcfg/said
+		echo "TZ=${TZ-unset} LANG=${LANG-unset} K=${AMX_K:+set}" >env.out; sleep 60' \
+		>"$_d/id") || fail "new -d in $_d failed"
 }
 wait_file() {
 	_i=0
@@ -43,8 +52,8 @@ wait_file() {
 }
 
 # The first client starts the server: its environment is the server's.
-new_env "$T/a" TZ=Zone/A LANG=C.UTF-8 AMX_ENV_SECRET=sk-A AMX_OTHER_KEY=sk-other
-new_env "$T/b" TZ=Zone/B LANG=POSIX AMX_ENV_SECRET=sk-B
+new_env "$T/a" NO_COLOR=1 TZ=Zone/A LANG=C.UTF-8 AMX_ENV_SECRET=alpha-client-one AMX_OTHER_KEY=sk-other
+new_env "$T/b" TZ=Zone/B LANG=POSIX AMX_ENV_SECRET=beta-client-two
 new_env "$T/c" -u AMX_ENV_SECRET TZ=Zone/C LANG=POSIX
 for p in a b c; do wait_file "$T/$p/env.out"; done
 
@@ -57,16 +66,72 @@ grep -qx 'TZ=Zone/C LANG=POSIX K=' "$T/c/env.out" ||
 echo "env: each session has its own client's TZ, LANG and secret"
 
 # The server's own environment (its first client's) keeps only what it
-# needs: not the other variables of that client, which may hold secrets.
-# (A [secret]'s from_env variable stays for now: the dashboard's diffs
-# redact its value from the environment.)
+# needs: not the other variables of that client, which may hold secrets,
+# nor its [secret]'s from_env variable.
 sp=$(server_pid)
 [ -n "$sp" ] || fail "no server pid"
 tr '\0' '\n' <"/proc/$sp/environ" | grep -q '^AMX_OTHER_KEY=' &&
 	fail "the server's environment keeps its first client's variables"
 tr '\0' '\n' <"/proc/$sp/environ" | grep -q 'sk-other' &&
 	fail "the server's environment memory still shows its first client's variable"
+tr '\0' '\n' <"/proc/$sp/environ" | grep -q 'AMX_ENV_SECRET\|alpha-client-one' &&
+	fail "the server's environment keeps its first client's secret"
 echo "env: the server's own environment keeps no variable of its first client it does not need"
+
+# The dashboard's config diff of session b (prefix g), from a terminal
+# without the secret's variable: b's value redacted, a's unknown to it.
+start_dashboard attach -t "$(cat "$T/b/id")"
+wait_for "$(cat "$T/b/id"):envtest\*" || fail "no dashboard on session b"
+prefix g
+wait_for 'said ' || fail "no config diff of session b"
+scr | grep -q 'said alpha-client-one and \[REDACTED\]' ||
+	fail "session b's config diff does not redact b's value and only that"
+echo "env: a session's config diff redacts its own client's secret, not the server starter's"
+
+# NO_COLOR is the terminal's: the server was started by a client with it;
+# a client without it sees colour, and one with it again none.
+prefix d
+wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
+# colored: the screen shows a colour of its own (not 39/49, the default).
+colored() {
+	tmux -L "$SOCK" capture-pane -e -p -t 0 |
+		grep -Eq "$(printf '\033')\\[([0-9;]*;)?(3[0-8]|4[0-8])[;m]"
+}
+# start_dashboard_env ENV...: agentmux attach in this test's tmux pane, respawned with ENV (-e NAME=VALUE).
+start_dashboard_env() {
+	tmux -L "$SOCK" respawn-pane -k -t 0 -c "$P" \
+		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+		-e "TERM=xterm-256color" -e "HOME=$HOME" "$@" \
+		"$AGENTMUX attach; echo DASHBOARD-EXITED-\$?; sleep 60" ||
+		fail "tmux could not start agentmux"
+	wait_for 'envtest' || fail "no dashboard"
+	sleep 0.5
+}
+start_dashboard_env -e NO_COLOR=
+colored || fail "a client without NO_COLOR is drawn without colour (the server starter's)"
+prefix d
+wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
+start_dashboard_env -e NO_COLOR=1
+colored && fail "a client with NO_COLOR is drawn in colour"
+prefix d
+wait_for 'DASHBOARD-EXITED-0' || fail "prefix d did not detach"
+echo "env: NO_COLOR is each client's"
+
+# A session with no command runs its own client's SHELL.
+for sh in /bin/bash /bin/sh; do
+	d=$T/sh$(basename "$sh")
+	mkdir -p "$d" && git -C "$d" init -q || fail "git init $d"
+	id=$(cd "$d" && SHELL=$sh timeout 20 "$AGENTMUX" new -d) || fail "new -d with SHELL=$sh failed"
+	timeout 10 "$AGENTMUX" send -l "$id" 'readlink /proc/$$/exe >shell.out' >/dev/null ||
+		fail "send to $id failed"
+	timeout 10 "$AGENTMUX" send "$id" Enter >/dev/null || fail "send Enter to $id failed"
+	wait_file "$d/shell.out"
+	want=$(readlink -f "$sh")
+	[ "$(cat "$d/shell.out")" = "$want" ] ||
+		fail "SHELL=$sh: the session runs $(cat "$d/shell.out"), not $want"
+done
+echo "env: a session's default shell is its own client's SHELL"
 
 # ---- reload: the config file read again for new sessions ----
 cfg="$XDG_CONFIG_HOME/agentmux/config"
