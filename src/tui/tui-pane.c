@@ -186,8 +186,8 @@ tui_pane_start_size(struct tui *t, unsigned *sx, unsigned *sy)
 		*sy = focus->r.sy;
 		return;
 	}
-	*sx = t->sx;
-	*sy = t->sy > 2 ? t->sy - 1 : 1;
+	*sx = t->c->sx;
+	*sy = t->c->sy > 2 ? t->c->sy - 1 : 1;
 }
 
 /*
@@ -401,9 +401,11 @@ tui_pane_restart(struct tui_pane *wp)
 }
 
 void
-tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
+tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled,
+    bool resize)
 {
 	struct tui_rect r = *slot;
+	struct pane_grid *gd = pane_grid(wp->pane);
 
 	if (titled && r.sy > 1) {
 		r.y++;
@@ -411,12 +413,11 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 	}
 	wp->shown = true;
 	wp->redraw = true;
-	if (r.sx == wp->r.sx && r.sy == wp->r.sy &&
-	    pane_grid_sx(pane_grid(wp->pane)) == r.sx) {
-		wp->r = r;
-		return;
-	}
 	wp->r = r;
+	/* Another client's cell: drawn cut or padded, the size kept. */
+	if (!resize ||
+	    (pane_grid_sx(gd) == r.sx && pane_grid_sy(gd) == r.sy))
+		return;
 	if (wp->s != NULL)
 		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
 	else
@@ -442,7 +443,7 @@ tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
 static void
 tui_pane_title(struct tui_pane *wp, bool focused)
 {
-	struct tui_screen *scr = wp->t->scr;
+	struct tui_screen *scr = wp->t->c->scr;
 	struct tui_rect r = { wp->r.x, wp->r.y - 1, wp->r.sx, 1 };
 	enum tui_style style = focused ? TUI_STYLE_BAR_FOCUS : TUI_STYLE_TITLE;
 	char state[32];
@@ -462,9 +463,9 @@ tui_pane_banner(struct tui_pane *wp)
 {
 	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
 
-	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	tui_screen_fill(wp->t->c->scr, &r, TUI_STYLE_WARN);
 	if (wp->start_failed == NULL && tui_pane_resume_command(wp) != NULL) {
-		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  c: continue "
 		    "its conversation (%s)  x: close ", wp->agent,
 		    (long long)wp->id, wp->status,
@@ -472,16 +473,16 @@ tui_pane_banner(struct tui_pane *wp)
 		return;
 	}
 	if (wp->start_failed == NULL) {
-		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  x: close ",
 		    wp->agent, (long long)wp->id, wp->status);
 		return;
 	}
-	tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+	tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 	    " %s %lld did not start  --  r: restart  x: close ", wp->agent,
 	    (long long)wp->id);
 	if (wp->r.sy > 1)
-		tui_screen_print(wp->t->scr, r.x, r.y - 1, r.sx, TUI_STYLE_WARN,
+		tui_screen_print(wp->t->c->scr, r.x, r.y - 1, r.sx, TUI_STYLE_WARN,
 		    wp->start_failed);
 }
 
@@ -489,7 +490,7 @@ tui_pane_banner(struct tui_pane *wp)
 static void
 tui_pane_starting(struct tui_pane *wp)
 {
-	tui_screen_print(wp->t->scr, wp->r.x, wp->r.y, wp->r.sx,
+	tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
 	    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (snapshotting the project; "
 	    "keys typed now are kept for it)");
 }
@@ -514,7 +515,7 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	}
 	wp->scrolled = scrolled;
 	if (all || pane_grid_is_dirty(gd))
-		tui_screen_draw_grid(wp->t->scr, gd, &wp->r, wp->offset,
+		tui_screen_draw_grid(wp->t->c->scr, gd, &wp->r, wp->offset,
 		    pane_reverse(wp->pane), all);
 	wp->redraw = false;
 	if (focused)
@@ -522,7 +523,7 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	if (wp->copy != NULL)
 		tui_copy_draw(wp);
 	else if (wp->offset != 0)
-		tui_screen_printf(wp->t->scr, wp->r.x + (wp->r.sx > 24 ?
+		tui_screen_printf(wp->t->c->scr, wp->r.x + (wp->r.sx > 24 ?
 		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
 		    "[%u/%u] q: back", wp->offset, pane_grid_hsize(gd));
 	if (wp->exited)
