@@ -40,6 +40,22 @@ tui_redraw(struct tui *t)
 }
 
 void
+tui_redraw_pane(struct tui *t, const struct tui_pane *wp)
+{
+	struct tui_client *c;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		/* (A zoomed layout hides some of its panes: drawn all the same.) */
+		if (c->scr != NULL && c->layout != NULL &&
+		    (c->nviews == 0 || c->views[c->nviews - 1] == TUI_VIEW_PANES) &&
+		    tui_layout_contains(c->layout, wp->num))
+			tui_frames_schedule(c->frames);
+	}
+}
+
+void
 tui_relayout_all(struct tui *t)
 {
 	size_t i;
@@ -204,6 +220,7 @@ tui_client_set(struct tui *t, struct tui_client *c)
 	t->c = c;
 	if (c->scr == NULL)
 		return;
+	tui_screen_use(c->scr);
 	if (c->relayout)
 		tui_relayout(t);
 	else if (t->placed != c)

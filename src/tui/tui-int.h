@@ -275,6 +275,8 @@ struct tui {
 void tui_redraw(struct tui *);
 /* Every client lays its panes out again (the bars or the panes changed). */
 void tui_relayout_all(struct tui *);
+/* WP's output changed: the clients that show it draw. */
+void tui_redraw_pane(struct tui *, const struct tui_pane *wp);
 void tui_message(struct tui *, bool alert, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct tui_pane *tui_focus_pane(struct tui *);

@@ -10,11 +10,6 @@
 /* Lines one turn of the mouse wheel scrolls. */
 #define TUI_WHEEL_LINES 3
 
-static bool
-tui_pane_visible(const struct tui_pane *wp)
-{
-	return wp->shown && tui_view_top(wp->t) == TUI_VIEW_PANES;
-}
 
 /* The session's pane took output: bells are counted for the tab, and it is drawn. */
 static void
@@ -26,8 +21,7 @@ tui_pane_changed(void *arg, struct session *s)
 		wp->bells = pane_bells(wp->pane) - wp->bells_seen;
 		tui_redraw(wp->t);
 	}
-	if (tui_pane_visible(wp))
-		tui_redraw(wp->t);
+	tui_redraw_pane(wp->t, wp);
 }
 
 static void

@@ -377,6 +377,12 @@ int tui_screen_infd(const struct tui_screen *);
 void tui_screen_write(struct tui_screen *, const void *data, size_t len);
 /** Gives the terminal back as it was; NULL is a no-op. */
 void tui_screen_close(struct tui_screen *);
+/**
+ * Curses draws on this screen from now on (the drawing calls below work
+ * on the screen in use): with several terminals attached, each frame
+ * starts with its own.
+ */
+void tui_screen_use(struct tui_screen *);
 void tui_screen_size(const struct tui_screen *, unsigned *sx, unsigned *sy);
 /** Picks up the terminal's new size (after SIGWINCH). */
 void tui_screen_resize(struct tui_screen *);
