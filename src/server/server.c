@@ -37,7 +37,7 @@ struct server_client {
 	struct event *ev;
 	struct event *hello_ev;   /* drops it if no hello comes in time */
 	pid_t pid;
-	struct tui_client *tc;    /* its view, while its terminal is attached */
+	struct tui_client *tc; /* its view, while its terminal is attached */
 
 	/* agentmux wait: the session and state it waits for, until its timer */
 	int64_t wait_id;          /* 0: not waiting */
@@ -524,8 +524,8 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	 * It gets a view of its own beside the clients attached already.
 	 */
 	*nfds = 0;
-	if ((c->tc = tui_attach(sv->t, fds[0], fds[1], term, nc == NULL ||
-	    *nc == '\0', &cause)) == NULL)
+	if ((c->tc = tui_attach(sv->t, fds[0], fds[1], term,
+	         nc == NULL || *nc == '\0', &cause)) == NULL)
 		goto fail;
 	strv_init(&env);
 	server_hello_env(kv, &env);

@@ -802,18 +802,20 @@ tui_copy_draw(struct tui_pane *wp)
 		if (cp->query != NULL)
 			tui_copy_draw_matches(wp, vy, y);
 		if (tui_copy_selected(wp, y, &x0, &x1))
-			tui_screen_draw_cells(wp->t->c->scr, gd, &wp->r, vy, y, x0,
-			    x1, !pane_reverse(wp->pane));
+			tui_screen_draw_cells(wp->t->c->scr, gd, &wp->r, vy, y,
+			    x0, x1, !pane_reverse(wp->pane));
 	}
 	if (cp->typing) {
-		tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
-		    TUI_STYLE_SELECTED, "search %s: %s", cp->typing_back ?
-		    "up" : "down", cp->typed.data != NULL ? cp->typed.data : "");
+		tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w,
+		    wp->r.y, w, TUI_STYLE_SELECTED, "search %s: %s",
+		    cp->typing_back ? "up" : "down",
+		    cp->typed.data != NULL ? cp->typed.data : "");
 		return;
 	}
 	tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
 	    TUI_STYLE_SELECTED, "[%u/%u] %s q: back", wp->offset,
-	    pane_grid_hsize(gd), cp->selecting ? "Enter: copy" : "/ ? n N Space");
+	    pane_grid_hsize(gd),
+	    cp->selecting ? "Enter: copy" : "/ ? n N Space");
 }
 
 bool

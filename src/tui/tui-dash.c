@@ -49,7 +49,8 @@ tui_redraw_pane(struct tui *t, const struct tui_pane *wp)
 		c = t->clients[i];
 		/* (A zoomed layout hides some of its panes: drawn all the same.) */
 		if (c->scr != NULL && c->layout != NULL &&
-		    (c->nviews == 0 || c->views[c->nviews - 1] == TUI_VIEW_PANES) &&
+		    (c->nviews == 0 ||
+		        c->views[c->nviews - 1] == TUI_VIEW_PANES) &&
 		    tui_layout_contains(c->layout, wp->num))
 			tui_frames_schedule(c->frames);
 	}
@@ -114,7 +115,8 @@ tui_focus_pane(struct tui *t)
 enum tui_view
 tui_view_top(const struct tui *t)
 {
-	return t->c->nviews == 0 ? TUI_VIEW_PANES : t->c->views[t->c->nviews - 1];
+	return t->c->nviews == 0 ? TUI_VIEW_PANES :
+	                           t->c->views[t->c->nviews - 1];
 }
 
 void
@@ -123,7 +125,8 @@ tui_view_push(struct tui *t, enum tui_view v)
 	if (tui_view_top(t) == v)
 		return;
 	if (t->c->nviews == nitems(t->c->views))
-		memmove(t->c->views, t->c->views + 1, (t->c->nviews - 1) * sizeof *t->c->views);
+		memmove(t->c->views, t->c->views + 1,
+		    (t->c->nviews - 1) * sizeof *t->c->views);
 	else
 		t->c->nviews++;
 	t->c->views[t->c->nviews - 1] = v;
@@ -314,8 +317,8 @@ tui_draw_cursor(struct tui *t)
 	}
 	if (t->c->prompt_focus && t->nprompts > 0) {
 		tui_screen_cursor(t->c->scr, true,
-		    t->c->choice_x[t->c->prompt_choice % 6][0], tui_prompt_row(t),
-		    PANE_CURSOR_DEFAULT);
+		    t->c->choice_x[t->c->prompt_choice % 6][0],
+		    tui_prompt_row(t), PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (tui_view_top(t) == TUI_VIEW_PANES && t->c->layout != NULL &&
@@ -591,7 +594,8 @@ tui_select(struct tui *t, int num)
 	if (t->c->layout == NULL)
 		t->c->layout = tui_layout_create(num);
 	else if (!tui_layout_set_focus(t->c->layout, num))
-		tui_layout_replace(t->c->layout, tui_layout_focus(t->c->layout), num);
+		tui_layout_replace(t->c->layout, tui_layout_focus(t->c->layout),
+		    num);
 	tui_layout_set_focus(t->c->layout, num);
 	while (tui_view_top(t) != TUI_VIEW_PANES)
 		tui_view_pop(t);
@@ -682,8 +686,10 @@ tui_split(struct tui *t, bool side)
 		if (tui_layout_contains(t->c->layout, t->panes[i]->num))
 			continue;
 		if (!tui_layout_split(t->c->layout, t->panes[i]->num, side))
-			tui_message(t, false, tui_layout_zoomed(t->c->layout) ?
-			    "unzoom first (prefix z)" : "no room to split");
+			tui_message(t, false,
+			    tui_layout_zoomed(t->c->layout) ?
+			        "unzoom first (prefix z)" :
+			        "no room to split");
 		t->c->relayout = true;
 		tui_redraw(t);
 		return;
@@ -941,7 +947,8 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 	if ((num = tui_layout_pane_at(t->c->layout, m->x, m->y)) == -1 ||
 	    (wp = tui_pane_by_num(t, num)) == NULL)
 		return;
-	if (m->type == TUI_MOUSE_PRESS && num != tui_layout_focus(t->c->layout)) {
+	if (m->type == TUI_MOUSE_PRESS &&
+	    num != tui_layout_focus(t->c->layout)) {
 		tui_layout_set_focus(t->c->layout, num);
 		tui_redraw(t);
 	}
@@ -959,9 +966,8 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
 	    .pastelen = len };
 
-	if (t->dialog != TUI_DIALOG_NONE || t->c->prompt_focus || t->c->disk_focus ||
-	    wp == NULL ||
-	    tui_view_top(t) != TUI_VIEW_PANES)
+	if (t->dialog != TUI_DIALOG_NONE || t->c->prompt_focus ||
+	    t->c->disk_focus || wp == NULL || tui_view_top(t) != TUI_VIEW_PANES)
 		return;
 	tui_pane_input(wp, &in);
 }
@@ -1024,7 +1030,8 @@ tui_term_cb(evutil_socket_t fd, short what, void *arg)
 		tui_detached(c, "its terminal went away");
 		return;
 	}
-	if (n > 0 && tui_keys_parse(c->keys, buf, (size_t)n, tui_dash_input, c) &&
+	if (n > 0 &&
+	    tui_keys_parse(c->keys, buf, (size_t)n, tui_dash_input, c) &&
 	    c->scr != NULL)
 		evtimer_add(c->esc_ev, &tv);
 }
@@ -1046,8 +1053,8 @@ tui_events(struct tui *t)
 	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
-	if (t->msg_ev == NULL || t->reap_ev == NULL ||
-	    t->quit_ev == NULL || t->term_ev == NULL || t->int_ev == NULL)
+	if (t->msg_ev == NULL || t->reap_ev == NULL || t->quit_ev == NULL ||
+	    t->term_ev == NULL || t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
 	event_add(t->term_ev, NULL);
 	event_add(t->int_ev, NULL);
@@ -1369,8 +1376,8 @@ tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
 	c->scr = scr;
 	fd = tui_screen_infd(c->scr);
 	util_set_nonblock(fd);
-	c->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST,
-	    tui_term_cb, c);
+	c->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST, tui_term_cb,
+	    c);
 	if (c->input_ev == NULL)
 		fatalx("cannot create the dashboard's input event");
 	event_add(c->input_ev, NULL);
@@ -1390,8 +1397,8 @@ tui_client_other(struct tui *t, struct tui_client *c)
 	for (i = 0; i < t->nclients; i++) {
 		if (t->clients[i] == c)
 			continue;
-		if (other == NULL || (other->scr == NULL &&
-		    t->clients[i]->scr != NULL))
+		if (other == NULL ||
+		    (other->scr == NULL && t->clients[i]->scr != NULL))
 			other = t->clients[i];
 	}
 	return other;

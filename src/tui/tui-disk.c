@@ -189,25 +189,26 @@ tui_disk_draw(struct tui *t, unsigned y)
 	struct tui_disk *d = t->disks[t->c->disk_sel];
 	struct tui_rect r = { 0, y, t->c->sx, 1 };
 	enum tui_style style = t->c->disk_focus ? TUI_STYLE_PROMPT_FOCUS :
-	    TUI_STYLE_ALERT;
+	                                          TUI_STYLE_ALERT;
 	unsigned x;
 
 	tui_screen_fill(t->c->scr, &r, style);
-	x = tui_screen_printf(t->c->scr, 0, y, t->c->sx, style, " %zu/%zu %lld:%s %s ",
-	    t->c->disk_sel + 1, t->ndisks, (long long)d->pane->id, d->pane->agent,
-	    d->what);
+	x = tui_screen_printf(t->c->scr, 0, y, t->c->sx, style,
+	    " %zu/%zu %lld:%s %s ", t->c->disk_sel + 1, t->ndisks,
+	    (long long)d->pane->id, d->pane->agent, d->what);
 	if (!t->c->disk_focus) {
 		tui_screen_print(t->c->scr, x, y, t->c->sx - x, style,
 		    "| prefix a to answer");
 		return;
 	}
 	t->c->disk_x[0][0] = x;
-	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, t->c->disk_choice == 0 ?
-	    TUI_STYLE_SELECTED : style, "[c] continue (%s)", d->more);
+	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+	    t->c->disk_choice == 0 ? TUI_STYLE_SELECTED : style,
+	    "[c] continue (%s)", d->more);
 	t->c->disk_x[0][1] = x;
 	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style, " ");
 	t->c->disk_x[1][0] = x;
-	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, t->c->disk_choice == 1 ?
-	    TUI_STYLE_SELECTED : style, "[s] stop");
+	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x,
+	    t->c->disk_choice == 1 ? TUI_STYLE_SELECTED : style, "[s] stop");
 	t->c->disk_x[1][1] = x;
 }

@@ -191,7 +191,7 @@ struct tui {
 	struct tui_client *c;
 	struct tui_client **clients;
 	size_t nclients;
-	struct tui_client *latest;  /* its sizes are the panes' (window-size latest) */
+	struct tui_client *latest;  /* the panes take its sizes (window-size latest) */
 	struct tui_client *placed;  /* whose layout the panes' places are */
 	struct tui_client **gone;   /* detached beside others: freed by reap_ev */
 	size_t ngone;

@@ -10,7 +10,6 @@
 /* Lines one turn of the mouse wheel scrolls. */
 #define TUI_WHEEL_LINES 3
 
-
 /* The session's pane took output: bells are counted for the tab, and it is drawn. */
 static void
 tui_pane_changed(void *arg, struct session *s)
@@ -409,8 +408,7 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled,
 	wp->redraw = true;
 	wp->r = r;
 	/* Another client's cell: drawn cut or padded, the size kept. */
-	if (!resize ||
-	    (pane_grid_sx(gd) == r.sx && pane_grid_sy(gd) == r.sy))
+	if (!resize || (pane_grid_sx(gd) == r.sx && pane_grid_sy(gd) == r.sy))
 		return;
 	if (wp->s != NULL)
 		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
@@ -461,8 +459,8 @@ tui_pane_banner(struct tui_pane *wp)
 	if (wp->start_failed == NULL && tui_pane_resume_command(wp) != NULL) {
 		tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  c: continue "
-		    "its conversation (%s)  x: close ", wp->agent,
-		    (long long)wp->id, wp->status,
+		    "its conversation (%s)  x: close ",
+		    wp->agent, (long long)wp->id, wp->status,
 		    tui_pane_resume_command(wp));
 		return;
 	}
@@ -476,8 +474,8 @@ tui_pane_banner(struct tui_pane *wp)
 	    " %s %lld did not start  --  r: restart  x: close ", wp->agent,
 	    (long long)wp->id);
 	if (wp->r.sy > 1)
-		tui_screen_print(wp->t->c->scr, r.x, r.y - 1, r.sx, TUI_STYLE_WARN,
-		    wp->start_failed);
+		tui_screen_print(wp->t->c->scr, r.x, r.y - 1, r.sx,
+		    TUI_STYLE_WARN, wp->start_failed);
 }
 
 /* A pane whose session is starting says so until its command's output comes. */
@@ -485,7 +483,8 @@ static void
 tui_pane_starting(struct tui_pane *wp)
 {
 	tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
-	    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (snapshotting the project; "
+	    TUI_STYLE_TITLE,
+	    "starting\xe2\x80\xa6 (snapshotting the project; "
 	    "keys typed now are kept for it)");
 }
 
@@ -517,9 +516,10 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	if (wp->copy != NULL)
 		tui_copy_draw(wp);
 	else if (wp->offset != 0)
-		tui_screen_printf(wp->t->c->scr, wp->r.x + (wp->r.sx > 24 ?
-		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
-		    "[%u/%u] q: back", wp->offset, pane_grid_hsize(gd));
+		tui_screen_printf(wp->t->c->scr,
+		    wp->r.x + (wp->r.sx > 24 ? wp->r.sx - 24 : 0), wp->r.y, 24,
+		    TUI_STYLE_SELECTED, "[%u/%u] q: back", wp->offset,
+		    pane_grid_hsize(gd));
 	if (wp->exited)
 		tui_pane_banner(wp);
 	else if (wp->s != NULL && session_starting(wp->s))

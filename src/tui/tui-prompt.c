@@ -296,9 +296,9 @@ tui_prompt_scope_answer(struct tui *t)
 	uint64_t id = p->id;
 	char *rule = xstrdup(t->c->scopes[t->c->scope_sel].rule), *cause = NULL;
 
-	tui_message(t, false, "%s always: `%s %s` (%s)", a ==
-	    SESSION_ALLOW_ALWAYS ? "allowing" : "denying", a ==
-	    SESSION_ALLOW_ALWAYS ? "allow" : "deny", rule,
+	tui_message(t, false, "%s always: `%s %s` (%s)",
+	    a == SESSION_ALLOW_ALWAYS ? "allowing" : "denying",
+	    a == SESSION_ALLOW_ALWAYS ? "allow" : "deny", rule,
 	    t->c->scopes[t->c->scope_sel].what);
 	/* Answering removes the prompt (and the scopes) on the way. */
 	tui_prompt_scope_close(t->c);
@@ -377,7 +377,8 @@ tui_prompt_key(struct tui *t, const struct tui_key *k)
 		t->c->prompt_choice = (t->c->prompt_choice + 1) % 6;
 		break;
 	case TUI_KEY_UP:
-		t->c->prompt_sel = (t->c->prompt_sel + t->nprompts - 1) % t->nprompts;
+		t->c->prompt_sel = (t->c->prompt_sel + t->nprompts - 1) %
+		    t->nprompts;
 		break;
 	case TUI_KEY_DOWN:
 		t->c->prompt_sel = (t->c->prompt_sel + 1) % t->nprompts;
@@ -438,11 +439,12 @@ tui_prompt_scope_draw(struct tui *t, unsigned x, unsigned y,
 	    SESSION_ALLOW_ALWAYS;
 
 	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style, "| save ");
-	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, TUI_STYLE_SELECTED,
-	    "%s %s", allow ? "allow" : "deny", sc->rule);
-	tui_screen_printf(t->c->scr, x, y, t->c->sx - x, style, " [%zu/%zu %s]  "
-	    "Left/Right: scope  Enter: save  Esc: back", t->c->scope_sel + 1,
-	    t->c->nscopes, sc->what);
+	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+	    TUI_STYLE_SELECTED, "%s %s", allow ? "allow" : "deny", sc->rule);
+	tui_screen_printf(t->c->scr, x, y, t->c->sx - x, style,
+	    " [%zu/%zu %s]  "
+	    "Left/Right: scope  Enter: save  Esc: back",
+	    t->c->scope_sel + 1, t->c->nscopes, sc->what);
 }
 
 void
@@ -451,7 +453,7 @@ tui_prompt_draw(struct tui *t, unsigned y)
 	struct tui_prompt *p = t->prompts[t->c->prompt_sel];
 	struct tui_rect r = { 0, y, t->c->sx, 1 };
 	enum tui_style style = t->c->prompt_focus ? TUI_STYLE_PROMPT_FOCUS :
-	    TUI_STYLE_PROMPT;
+	                                            TUI_STYLE_PROMPT;
 	char *what = tui_prompt_what(p), *head, waiting[32] = "";
 	unsigned x;
 	int i;
@@ -461,8 +463,8 @@ tui_prompt_draw(struct tui *t, unsigned y)
 		snprintf(waiting, sizeof waiting, " (%d waiting)", p->waiting);
 	head = xprintf(" %zu/%zu %lld:%s %s%s %ds%s ", t->c->prompt_sel + 1,
 	    t->nprompts, (long long)p->pane->id, p->pane->agent, what, waiting,
-	    tui_prompt_seconds_left(p, util_mono_us()), p->paused ? " paused" :
-	    "");
+	    tui_prompt_seconds_left(p, util_mono_us()),
+	    p->paused ? " paused" : "");
 	x = tui_screen_print(t->c->scr, 0, y, t->c->sx, style, head);
 	if (t->c->prompt_focus && t->c->scope_choice >= 0) {
 		tui_prompt_scope_draw(t, x, y, style);
@@ -475,11 +477,13 @@ tui_prompt_draw(struct tui *t, unsigned y)
 	}
 	for (i = 0; i < 6 && x < t->c->sx; i++) {
 		t->c->choice_x[i][0] = x;
-		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, i ==
-		    t->c->prompt_choice ? TUI_STYLE_SELECTED : style, "[%c] %s",
-		    (char)tui_prompt_choices[i].key, tui_prompt_choices[i].label);
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    i == t->c->prompt_choice ? TUI_STYLE_SELECTED : style,
+		    "[%c] %s", (char)tui_prompt_choices[i].key,
+		    tui_prompt_choices[i].label);
 		t->c->choice_x[i][1] = x;
-		x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style, " ");
+		x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style,
+		    " ");
 	}
 out:
 	free(what);

@@ -205,7 +205,8 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 	tui_screen_fill(t->c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
 	x = tui_screen_printf(t->c->scr, 0, y, sx, style, "%s %2lld ",
 	    strlen(when) > 11 ? when + 11 : when, (long long)r->session_id);
-	x += tui_screen_print(t->c->scr, x, y, sx - x, selected ? style : mark, m);
+	x += tui_screen_print(t->c->scr, x, y, sx - x, selected ? style : mark,
+	    m);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	m1 = quote_name(r->method != NULL ? r->method : "-");
 	line = xprintf(" %-7s %s", m1, url);
@@ -214,8 +215,8 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 	if (sx > x + 22)
 		tui_screen_print(t->c->scr, x, y, sx - x - 22, style, line);
 	if (sx > 22)
-		tui_screen_printf(t->c->scr, sx - 21, y, 21, style, "%4s %7s %7s",
-		    r->status != 0 ? status : "-", size, dur);
+		tui_screen_printf(t->c->scr, sx - 21, y, 21, style,
+		    "%4s %7s %7s", r->status != 0 ? status : "-", size, dur);
 	free(line);
 }
 
@@ -229,11 +230,12 @@ tui_requests_draw(struct tui *t, const struct tui_rect *area)
 	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
 	    " requests: %zu of %zu  %s%s%s", n, t->nreqs,
 	    t->req_filter.active || t->req_filter.text.len > 0 ? "filter: " :
-	    "/ filters", t->req_filter.text.data != NULL ?
-	    t->req_filter.text.data : "", t->req_filter.active ? "_" : "");
+	                                                         "/ filters",
+	    t->req_filter.text.data != NULL ? t->req_filter.text.data : "",
+	    t->req_filter.active ? "_" : "");
 	tui_screen_printf(t->c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
-	    "time      s   method  url%*s", (int)(area->sx > 40 ? area->sx - 40 :
-	    0), "status    size    time");
+	    "time      s   method  url%*s",
+	    (int)(area->sx > 40 ? area->sx - 40 : 0), "status    size    time");
 	rows = area->sy > 3 ? area->sy - 3 : 1;
 	if (t->req_follow || t->req_sel >= n)
 		t->req_sel = n > 0 ? n - 1 : 0;
@@ -245,7 +247,8 @@ tui_requests_draw(struct tui *t, const struct tui_rect *area)
 	    i++, y++)
 		tui_requests_row(t, t->reqs[v[i]], y, area->sx, i == t->req_sel);
 	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
-	    TUI_STYLE_DIM, " up/down move  Enter details  / filter  "
+	    TUI_STYLE_DIM,
+	    " up/down move  Enter details  / filter  "
 	    "Esc back");
 	free(v);
 }

@@ -280,14 +280,15 @@ tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
 	x += tui_screen_print(t->c->scr, x, y, end - x, style, label);
 	free(label);
 	if (wp->unsafe != NULL && x < end)
-		x += tui_screen_printf(t->c->scr, x, y, end - x, TUI_STYLE_ALERT,
-		    " UNSAFE:%s", wp->unsafe);
+		x += tui_screen_printf(t->c->scr, x, y, end - x,
+		    TUI_STYLE_ALERT, " UNSAFE:%s", wp->unsafe);
 	/* What it does is no longer all recorded: said for as long as it runs. */
 	if (wp->s != NULL && session_budget_reached(wp->s) && x < end)
 		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_WARN,
 		    " BUDGET");
 	if (x < end)
-		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_BAR, " ");
+		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_BAR,
+		    " ");
 	return x;
 }
 
@@ -391,19 +392,19 @@ tui_status_draw(struct tui *t, unsigned y)
 		    (long long)t->denied);
 	x = tui_status_tabs(t, x, y, t->c->sx > x + rw ? t->c->sx - rw : x);
 	if (needs > 0 && x < t->c->sx)
-		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, TUI_STYLE_NEEDS,
-		    " needs you %zu ", needs);
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_NEEDS, " needs you %zu ", needs);
 	if (t->nprompts > 0 && x < t->c->sx)
-		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, TUI_STYLE_WARN,
-		    " prompts %zu ", t->nprompts);
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_WARN, " prompts %zu ", t->nprompts);
 	if (t->denied > 0 && x < t->c->sx)
-		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x, TUI_STYLE_ALERT,
-		    " denied %lld ", (long long)t->denied);
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_ALERT, " denied %lld ", (long long)t->denied);
 	if (t->message != NULL && x + 2 < t->c->sx)
 		tui_screen_printf(t->c->scr, x + 1, y, t->c->sx - x - 1,
 		    t->message_alert ? TUI_STYLE_ALERT : TUI_STYLE_BAR, " %s ",
 		    t->message);
 	else if (x + 12 < t->c->sx)
-		tui_screen_printf(t->c->scr, t->c->sx - 11, y, 11, TUI_STYLE_BAR,
-		    "%s ? help", t->cf->ui.prefix);
+		tui_screen_printf(t->c->scr, t->c->sx - 11, y, 11,
+		    TUI_STYLE_BAR, "%s ? help", t->cf->ui.prefix);
 }

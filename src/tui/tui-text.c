@@ -177,12 +177,12 @@ tui_text_draw(struct tui *t, const struct tui_rect *area)
 	if (tx->top + rows > tx->lines.n)
 		tx->top = tx->lines.n > rows ? tx->lines.n - rows : 0;
 	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
-	    " %s  (%zu lines%s)", tx->title, tx->lines.n, tx->job != NULL ?
-	    ", running" : "");
+	    " %s  (%zu lines%s)", tx->title, tx->lines.n,
+	    tx->job != NULL ? ", running" : "");
 	for (i = tx->top, y = area->y + 1; i < tx->lines.n && y < area->y + 1 +
 	    rows; i++, y++)
-		tui_screen_print(t->c->scr, 0, y, area->sx, tui_text_style(tx,
-		    tx->lines.v[i]), tx->lines.v[i]);
+		tui_screen_print(t->c->scr, 0, y, area->sx,
+		    tui_text_style(tx, tx->lines.v[i]), tx->lines.v[i]);
 	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down/PageUp/PageDown scroll  Esc back");
 }
@@ -276,8 +276,8 @@ tui_help_draw(struct tui *t, const struct tui_rect *area)
 	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
 	for (i = t->help_top, y = area->y; i < lines.n && y < area->y + rows;
 	    i++, y++)
-		tui_screen_print(t->c->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
+		tui_screen_print(t->c->scr, 0, y, area->sx,
+		    i == 0 ? TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
 	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down scroll  Esc back");
 	strv_free(&lines);
