@@ -39,7 +39,7 @@ struct server_client {
 	struct event *ev;
 	struct event *hello_ev;   /* drops it if no hello comes in time */
 	pid_t pid;
-	bool attached;            /* its terminal is the dashboard's */
+	struct tui_client *tc; /* its view, while its terminal is attached */
 
 	/* agentmux wait: the session and state it waits for, until its timer */
 	int64_t wait_id;          /* 0: not waiting */
@@ -97,33 +97,46 @@ server_check(struct server *sv)
 	event_base_loopexit(sv->base, NULL);
 }
 
-static struct server_client *server_attached(struct server *);
 static void server_client_exit(struct server_client *, int, const char *);
 
 /*
  * A terminal that has read nothing of what waits for it for so long (a
  * stopped ssh, a frozen terminal emulator) is let go: the sessions go on,
- * and the user reattaches from one that reads.
+ * and the user reattaches from one that reads. Each client on its own.
  */
 static void
-server_stuck(struct server *sv)
+server_stuck_one(struct server *sv, struct server_client *c)
 {
-	struct server_client *c = server_attached(sv);
 	size_t n;
 	char *text;
 
-	if (c == NULL || tui_stuck_us(sv->t) < SERVER_STUCK_US)
+	if (c->tc == NULL || tui_stuck_us(sv->t, c->tc) < SERVER_STUCK_US)
 		return;
 	log_warnx("client %ld detached: its terminal has read nothing for "
 	    "%d s", (long)c->pid, SERVER_STUCK_US / 1000000);
-	tui_detach(sv->t);
+	tui_detach(sv->t, c->tc);
+	c->tc = NULL;
 	n = tui_sessions_running(sv->t);
 	text = xprintf("[detached (from agentmux, %zu session%s running): "
 	    "the terminal read nothing for %d s]\n", n, n == 1 ? "" : "s",
 	    SERVER_STUCK_US / 1000000);
-	c->attached = false;
 	server_client_exit(c, 0, text);
 	free(text);
+}
+
+static void
+server_stuck(struct server *sv)
+{
+	struct server_client *v[SERVER_CLIENTS_MAX];
+	size_t i, n = 0;
+
+	/* Exiting a client may free it: walk a copy. */
+	for (i = 0; i < sv->nclients; i++) {
+		if (sv->clients[i]->tc != NULL)
+			v[n++] = sv->clients[i];
+	}
+	for (i = 0; i < n; i++)
+		server_stuck_one(sv, v[i]);
 }
 
 static void
@@ -152,28 +165,30 @@ server_client_exit(struct server_client *c, int code, const char *text)
 	server_client_free(c);
 }
 
+/* The client whose terminal view TC is, or NULL. */
 static struct server_client *
-server_attached(struct server *sv)
+server_attached(struct server *sv, const struct tui_client *tc)
 {
 	size_t i;
 
 	for (i = 0; i < sv->nclients; i++) {
-		if (sv->clients[i]->attached)
+		if (sv->clients[i]->tc == tc)
 			return sv->clients[i];
 	}
 	return NULL;
 }
 
-/* The dashboard let its terminal go (the detach key, or a hang-up). */
+/* The dashboard let a client's terminal go (its detach key, or a hang-up): only that client exits. */
 static void
-server_detached_cb(void *arg, const char *why)
+server_detached_cb(void *arg, struct tui_client *tc, const char *why)
 {
 	struct server *sv = arg;
-	struct server_client *c = server_attached(sv);
+	struct server_client *c = server_attached(sv, tc);
 	char *text;
 
 	if (c == NULL)
 		return;
+	c->tc = NULL;
 	if (why != NULL)
 		log_info("client %ld detached: %s", (long)c->pid, why);
 	text = server_detached_text(sv);
@@ -575,7 +590,6 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
     int *nfds)
 {
 	struct server *sv = c->sv;
-	struct server_client *old;
 	const char *term = server_hello_get(kv, "TERM");
 	const char *nc = server_hello_get(kv, "NO_COLOR");
 	char *cause = NULL, *text;
@@ -591,26 +605,17 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 		goto fail;
 	}
 	/*
-	 * The terminal first: one the server cannot draw on starts nothing
-	 * and leaves the view attached (if any) as it is.
+	 * The terminal first: one the server cannot draw on starts nothing.
+	 * It gets a view of its own beside the clients attached already.
 	 */
-	old = server_attached(sv);
 	*nfds = 0;
-	if (tui_attach(sv->t, fds[0], fds[1], term, nc == NULL || *nc == '\0',
-	    &cause) == -1)
+	if ((c->tc = tui_attach(sv->t, fds[0], fds[1], term,
+	         nc == NULL || *nc == '\0', &cause)) == NULL)
 		goto fail;
 	strv_init(&env);
 	server_hello_env(kv, &env);
-	tui_set_env(sv->t, env.v);
+	tui_set_env(sv->t, c->tc, env.v);
 	server_strv_wipe(&env);
-	if (old != NULL) {
-		/* One view for now: the newest terminal has taken it over. */
-		old->attached = false;
-		text = server_detached_text(sv);
-		server_client_exit(old, 0, text);
-		free(text);
-	}
-	c->attached = true;
 	if ((server_hello_get(kv, "NEW") != NULL ||
 	    tui_sessions(sv->t) == 0) &&
 	    server_hello_start(sv, kv, true, &cause) == -1)
@@ -622,8 +627,9 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	log_info("client %ld attached", (long)c->pid);
 	return;
 fail:
-	if (c->attached)
-		tui_detach(sv->t);
+	if (c->tc != NULL)
+		tui_detach(sv->t, c->tc);
+	c->tc = NULL;
 	log_warnx("client %ld: %s", (long)c->pid, cause);
 	text = xprintf("%s\n", cause);
 	server_client_exit(c, 1, text);
@@ -663,8 +669,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	if (type <= 0) {
 		/* Gone (even killed): its view goes, the sessions stay. */
-		if (c->attached)
-			tui_detach(sv->t);
+		if (c->tc != NULL)
+			tui_detach(sv->t, c->tc);
 		server_client_free(c);
 		server_check(sv);
 		goto out;
@@ -688,8 +694,8 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		server_strv_wipe(&kv);
 		break;
 	case SERVER_MSG_RESIZE:
-		if (c->attached)
-			tui_resize(sv->t);
+		if (c->tc != NULL)
+			tui_resize(sv->t, c->tc);
 		break;
 	case SERVER_MSG_EXIT:
 		break;
@@ -848,7 +854,7 @@ server_finish(struct server *sv)
 	int code = tui_exit_code(sv->t);
 	size_t n = sv->nclients, i;
 
-	tui_detach(sv->t);
+	tui_detach_all(sv->t);
 	/* Each one freed takes itself out of the list: a copy is walked. */
 	memcpy(v, sv->clients, n * sizeof *v);
 	for (i = 0; i < n; i++)

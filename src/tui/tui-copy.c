@@ -271,8 +271,8 @@ tui_copy_clipboard(struct tui *t, const char *text, size_t len)
 	tui_copy_base64(text, len, &b);
 	buf_adds(&b, "\a");
 	/* raw: OSC 52 around base64, which has no control byte */
-	if (t->scr != NULL)
-		tui_screen_write(t->scr, b.data, b.len);
+	if (t->c->scr != NULL)
+		tui_screen_write(t->c->scr, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -780,7 +780,7 @@ tui_copy_draw_matches(struct tui_pane *wp, unsigned vy, int y)
 	m = xreallocarray(NULL, pane_grid_sx(gd) + 1, sizeof *m);
 	n = tui_copy_row_matches(gd, y, q, nq, fold, m, pane_grid_sx(gd) + 1);
 	for (i = 0; i < n; i++) {
-		tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, m[i].x,
+		tui_screen_draw_cells(wp->t->c->scr, gd, &wp->r, vy, y, m[i].x,
 		    m[i].x + m[i].w, !pane_reverse(wp->pane));
 	}
 	free(m);
@@ -802,18 +802,20 @@ tui_copy_draw(struct tui_pane *wp)
 		if (cp->query != NULL)
 			tui_copy_draw_matches(wp, vy, y);
 		if (tui_copy_selected(wp, y, &x0, &x1))
-			tui_screen_draw_cells(wp->t->scr, gd, &wp->r, vy, y, x0,
-			    x1, !pane_reverse(wp->pane));
+			tui_screen_draw_cells(wp->t->c->scr, gd, &wp->r, vy, y,
+			    x0, x1, !pane_reverse(wp->pane));
 	}
 	if (cp->typing) {
-		tui_screen_printf(wp->t->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
-		    TUI_STYLE_SELECTED, "search %s: %s", cp->typing_back ?
-		    "up" : "down", cp->typed.data != NULL ? cp->typed.data : "");
+		tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w,
+		    wp->r.y, w, TUI_STYLE_SELECTED, "search %s: %s",
+		    cp->typing_back ? "up" : "down",
+		    cp->typed.data != NULL ? cp->typed.data : "");
 		return;
 	}
-	tui_screen_printf(wp->t->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
+	tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
 	    TUI_STYLE_SELECTED, "[%u/%u] %s q: back", wp->offset,
-	    pane_grid_hsize(gd), cp->selecting ? "Enter: copy" : "/ ? n N Space");
+	    pane_grid_hsize(gd),
+	    cp->selecting ? "Enter: copy" : "/ ? n N Space");
 }
 
 bool

@@ -22,15 +22,48 @@
 #define TUI_QUIT_WAIT_SEC 6
 
 static size_t tui_running(const struct tui *);
-static void tui_detached(struct tui *, const char *);
+static void tui_detached(struct tui_client *, const char *);
 static void tui_remove_pane(struct tui *, struct tui_pane *);
 static void tui_reload(struct tui *);
+static void tui_clients_reap(struct tui *);
 
+/* What is shared changed, or one client's view did: every attached client draws. */
 void
 tui_redraw(struct tui *t)
 {
-	if (t->frames != NULL)
-		tui_frames_schedule(t->frames);
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i]->scr != NULL)
+			tui_frames_schedule(t->clients[i]->frames);
+	}
+}
+
+void
+tui_redraw_pane(struct tui *t, const struct tui_pane *wp)
+{
+	struct tui_client *c;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		/* (A zoomed layout hides some of its panes: drawn all the same.) */
+		if (c->scr != NULL && c->layout != NULL &&
+		    (c->nviews == 0 ||
+		        c->views[c->nviews - 1] == TUI_VIEW_PANES) &&
+		    tui_layout_contains(c->layout, wp->num))
+			tui_frames_schedule(c->frames);
+	}
+}
+
+void
+tui_relayout_all(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++)
+		t->clients[i]->relayout = true;
+	tui_redraw(t);
 }
 
 static void
@@ -74,15 +107,16 @@ tui_pane_by_num(struct tui *t, int num)
 struct tui_pane *
 tui_focus_pane(struct tui *t)
 {
-	if (t->layout == NULL)
+	if (t->c->layout == NULL)
 		return NULL;
-	return tui_pane_by_num(t, tui_layout_focus(t->layout));
+	return tui_pane_by_num(t, tui_layout_focus(t->c->layout));
 }
 
 enum tui_view
 tui_view_top(const struct tui *t)
 {
-	return t->nviews == 0 ? TUI_VIEW_PANES : t->views[t->nviews - 1];
+	return t->c->nviews == 0 ? TUI_VIEW_PANES :
+	                           t->c->views[t->c->nviews - 1];
 }
 
 void
@@ -90,12 +124,13 @@ tui_view_push(struct tui *t, enum tui_view v)
 {
 	if (tui_view_top(t) == v)
 		return;
-	if (t->nviews == nitems(t->views))
-		memmove(t->views, t->views + 1, (t->nviews - 1) * sizeof *t->views);
+	if (t->c->nviews == nitems(t->c->views))
+		memmove(t->c->views, t->c->views + 1,
+		    (t->c->nviews - 1) * sizeof *t->c->views);
 	else
-		t->nviews++;
-	t->views[t->nviews - 1] = v;
-	tui_screen_invalidate(t->scr);
+		t->c->nviews++;
+	t->c->views[t->c->nviews - 1] = v;
+	tui_screen_invalidate(t->c->scr);
 	tui_redraw(t);
 }
 
@@ -104,8 +139,8 @@ tui_view_pop(struct tui *t)
 {
 	size_t i;
 
-	if (t->nviews > 0)
-		t->nviews--;
+	if (t->c->nviews > 0)
+		t->c->nviews--;
 	if (tui_view_top(t) == TUI_VIEW_PANES) {
 		/* The panes were covered: all of them draw afresh. */
 		for (i = 0; i < t->npanes; i++)
@@ -118,7 +153,7 @@ tui_view_pop(struct tui *t)
 static struct tui_rect
 tui_area(const struct tui *t)
 {
-	struct tui_rect r = { 0, 0, t->sx, t->sy - 1 };
+	struct tui_rect r = { 0, 0, t->c->sx, t->c->sy - 1 };
 
 	if (t->ndisks > 0 && r.sy > 1)
 		r.sy--;
@@ -131,49 +166,94 @@ tui_area(const struct tui *t)
 static unsigned
 tui_prompt_row(const struct tui *t)
 {
-	return t->sy - 2 - (t->ndisks > 0 ? 1 : 0);
+	return t->c->sy - 2 - (t->ndisks > 0 ? 1 : 0);
 }
 
-/* Recomputes where every pane goes and tells each its size. */
+/*
+ * Puts the panes where the current client's layout has them. The panes
+ * are shared, their places are not: a client that draws or takes a
+ * mouse click after another places them again (as every pane is then
+ * drawn whole). Only the most recently active client resizes them.
+ */
 static void
-tui_relayout(struct tui *t)
+tui_place(struct tui *t)
 {
 	struct tui_rect area = tui_area(t), r;
 	int shown[64];
 	size_t n, i;
 	bool titled;
 
-	t->relayout = false;
-	t->too_small = t->sx < TUI_MIN_SX || t->sy < TUI_MIN_SY;
+	t->placed = t->c;
+	t->c->too_small = t->c->sx < TUI_MIN_SX || t->c->sy < TUI_MIN_SY;
 	for (i = 0; i < t->npanes; i++)
 		t->panes[i]->shown = false;
-	if (t->layout == NULL || t->too_small)
+	if (t->c->layout == NULL || t->c->too_small)
 		return;
-	if (!tui_layout_apply(t->layout, area.x, area.y, area.sx, area.sy)) {
-		t->too_small = true;
+	if (!tui_layout_apply(t->c->layout, area.x, area.y, area.sx, area.sy)) {
+		t->c->too_small = true;
 		return;
 	}
-	n = tui_layout_panes(t->layout, shown, nitems(shown));
+	n = tui_layout_panes(t->c->layout, shown, nitems(shown));
 	titled = n > 1;
 	for (i = 0; i < n && i < nitems(shown); i++) {
 		struct tui_pane *wp = tui_pane_by_num(t, shown[i]);
 
-		if (wp != NULL && tui_layout_rect(t->layout, shown[i], &r))
-			tui_pane_place(wp, &r, titled);
+		if (wp != NULL && tui_layout_rect(t->c->layout, shown[i], &r))
+			tui_pane_place(wp, &r, titled, t->c == t->latest);
 	}
-	tui_screen_invalidate(t->scr);
+}
+
+/* Recomputes where every pane goes and tells each its size. */
+static void
+tui_relayout(struct tui *t)
+{
+	t->c->relayout = false;
+	tui_place(t);
+	tui_screen_invalidate(t->c->scr);
+}
+
+/*
+ * Client C's view is the one worked on from now: its key, its frame.
+ * The panes are placed for it first if another client's layout (or a
+ * change) placed them last.
+ */
+static void
+tui_client_set(struct tui *t, struct tui_client *c)
+{
+	t->c = c;
+	if (c->scr == NULL)
+		return;
+	tui_screen_use(c->scr);
+	if (c->relayout)
+		tui_relayout(t);
+	else if (t->placed != c)
+		tui_place(t);
+}
+
+/*
+ * Client C did something (a key, attached, resized): the panes take its
+ * sizes, as tmux's window-size latest does, before the key reaches one.
+ */
+static void
+tui_client_active(struct tui *t, struct tui_client *c)
+{
+	if (t->latest == c)
+		return;
+	t->latest = c;
+	c->relayout = true;
+	tui_client_set(t, c);
 }
 
 static void
 tui_draw_small(struct tui *t)
 {
-	struct tui_rect all = { 0, 0, t->sx, t->sy };
+	struct tui_rect all = { 0, 0, t->c->sx, t->c->sy };
 
-	tui_screen_fill(t->scr, &all, TUI_STYLE_NORMAL);
-	tui_screen_printf(t->scr, 0, 0, t->sx, TUI_STYLE_ALERT,
-	    "too small: %ux%u", t->sx, t->sy);
-	if (t->sy > 1)
-		tui_screen_printf(t->scr, 0, 1, t->sx, TUI_STYLE_NORMAL,
+	tui_screen_fill(t->c->scr, &all, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->c->scr, 0, 0, t->c->sx, TUI_STYLE_ALERT,
+	    "too small: %ux%u", t->c->sx, t->c->sy);
+	if (t->c->sy > 1)
+		tui_screen_printf(t->c->scr, 0, 1, t->c->sx, TUI_STYLE_NORMAL,
 		    "need %dx%d", TUI_MIN_SX, TUI_MIN_SY);
 }
 
@@ -181,10 +261,10 @@ static void
 tui_draw_borders(struct tui *t)
 {
 	struct tui_rect b[64];
-	size_t n = tui_layout_borders(t->layout, b, nitems(b)), i;
+	size_t n = tui_layout_borders(t->c->layout, b, nitems(b)), i;
 
 	for (i = 0; i < n && i < nitems(b); i++)
-		tui_screen_border(t->scr, &b[i], TUI_STYLE_BORDER);
+		tui_screen_border(t->c->scr, &b[i], TUI_STYLE_BORDER);
 }
 
 /* Draws the panes (what changed in them). */
@@ -195,9 +275,9 @@ tui_draw_panes(struct tui *t)
 	struct tui_rect area = tui_area(t);
 	size_t i, shown = 0;
 
-	if (t->layout == NULL) {
-		tui_screen_fill(t->scr, &area, TUI_STYLE_NORMAL);
-		tui_screen_print(t->scr, 1, 1, area.sx - 1, TUI_STYLE_DIM,
+	if (t->c->layout == NULL) {
+		tui_screen_fill(t->c->scr, &area, TUI_STYLE_NORMAL);
+		tui_screen_print(t->c->scr, 1, 1, area.sx - 1, TUI_STYLE_DIM,
 		    "no sessions: press the prefix key, then c to start one");
 		return;
 	}
@@ -222,49 +302,49 @@ tui_draw_cursor(struct tui *t)
 	struct tui_pane *focus = tui_focus_pane(t);
 	unsigned cx, cy;
 
-	if (t->too_small) {
-		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
+	if (t->c->too_small) {
+		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (t->dialog != TUI_DIALOG_NONE) {
-		tui_screen_cursor(t->scr, true, t->dialog_cx, t->dialog_cy,
+		tui_screen_cursor(t->c->scr, true, t->dialog_cx, t->dialog_cy,
 		    PANE_CURSOR_DEFAULT);
 		return;
 	}
-	if (t->disk_focus) {
-		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
+	if (t->c->disk_focus) {
+		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
-	if (t->prompt_focus && t->nprompts > 0) {
-		tui_screen_cursor(t->scr, true,
-		    t->choice_x[t->prompt_choice % 6][0], tui_prompt_row(t),
-		    PANE_CURSOR_DEFAULT);
+	if (t->c->prompt_focus && t->nprompts > 0) {
+		tui_screen_cursor(t->c->scr, true,
+		    t->c->choice_x[t->c->prompt_choice % 6][0],
+		    tui_prompt_row(t), PANE_CURSOR_DEFAULT);
 		return;
 	}
-	if (tui_view_top(t) == TUI_VIEW_PANES && t->layout != NULL &&
+	if (tui_view_top(t) == TUI_VIEW_PANES && t->c->layout != NULL &&
 	    focus != NULL && focus->shown && focus->copy != NULL) {
 		/* Copy mode's own cursor. */
 		if (tui_copy_cursor(focus, &cx, &cy))
-			tui_screen_cursor(t->scr, true, focus->r.x + cx,
+			tui_screen_cursor(t->c->scr, true, focus->r.x + cx,
 			    focus->r.y + cy, PANE_CURSOR_DEFAULT);
 		else
-			tui_screen_cursor(t->scr, false, 0, 0,
+			tui_screen_cursor(t->c->scr, false, 0, 0,
 			    PANE_CURSOR_DEFAULT);
 		return;
 	}
-	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL ||
+	if (tui_view_top(t) != TUI_VIEW_PANES || t->c->layout == NULL ||
 	    focus == NULL || !focus->shown || focus->exited ||
 	    focus->offset != 0 || !pane_cursor_visible(focus->pane)) {
-		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
+		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	pane_cursor(focus->pane, &cx, &cy);
 	cx = pane_cursor_column(focus->pane);
 	if (cx >= focus->r.sx || cy >= focus->r.sy) {
-		tui_screen_cursor(t->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
+		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
-	tui_screen_cursor(t->scr, true, focus->r.x + cx, focus->r.y + cy,
+	tui_screen_cursor(t->c->scr, true, focus->r.x + cx, focus->r.y + cy,
 	    pane_cursor_shape(focus->pane));
 }
 
@@ -299,25 +379,25 @@ tui_draw_view(struct tui *t)
 static void
 tui_draw(void *arg)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
+	struct tui *t = c->t;
 
-	if (t->scr == NULL)
+	if (c->scr == NULL)
 		return;           /* detached: the next client draws it all */
-	if (t->relayout)
-		tui_relayout(t);
-	if (t->too_small)
+	tui_client_set(t, c);
+	if (t->c->too_small)
 		tui_draw_small(t);
 	else {
 		tui_draw_view(t);
 		if (t->ndisks > 0)
-			tui_disk_draw(t, t->sy - 2);
+			tui_disk_draw(t, t->c->sy - 2);
 		if (t->nprompts > 0)
 			tui_prompt_draw(t, tui_prompt_row(t));
-		tui_status_draw(t, t->sy - 1);
+		tui_status_draw(t, t->c->sy - 1);
 		tui_dialog_draw(t);
 	}
 	tui_draw_cursor(t);
-	tui_screen_flush(t->scr);
+	tui_screen_flush(t->c->scr);
 }
 
 void
@@ -334,6 +414,7 @@ tui_reap_cb(evutil_socket_t fd, short what, void *arg)
 	struct tui *t = arg;
 	size_t i;
 
+	tui_clients_reap(t);
 	for (i = t->npanes; i > 0; i--) {
 		if (t->panes[i - 1]->closing && t->panes[i - 1]->exited)
 			tui_remove_pane(t, t->panes[i - 1]);
@@ -436,28 +517,38 @@ tui_close_confirmed(struct tui *t, void *arg)
 	}
 }
 
-/* Takes pane WP off the screen and out of the list. */
+/* Takes pane WP out of client C's layout: a pane it does not show yet takes its place. */
 static void
-tui_remove_pane(struct tui *t, struct tui_pane *wp)
+tui_unshow_pane(struct tui *t, struct tui_client *c, struct tui_pane *wp)
 {
-	size_t i;
 	struct tui_pane *hidden = NULL;
+	size_t i;
 
+	if (c->layout == NULL || !tui_layout_contains(c->layout, wp->num))
+		return;
 	for (i = 0; i < t->npanes; i++) {
-		if (t->panes[i] != wp && (t->layout == NULL ||
-		    !tui_layout_contains(t->layout, t->panes[i]->num))) {
+		if (t->panes[i] != wp &&
+		    !tui_layout_contains(c->layout, t->panes[i]->num)) {
 			hidden = t->panes[i];
 			break;
 		}
 	}
-	if (t->layout != NULL) {
-		if (hidden != NULL)
-			tui_layout_replace(t->layout, wp->num, hidden->num);
-		else if (!tui_layout_remove(t->layout, wp->num)) {
-			tui_layout_free(t->layout);
-			t->layout = NULL;
-		}
+	if (hidden != NULL)
+		tui_layout_replace(c->layout, wp->num, hidden->num);
+	else if (!tui_layout_remove(c->layout, wp->num)) {
+		tui_layout_free(c->layout);
+		c->layout = NULL;
 	}
+}
+
+/* Takes pane WP off every client's screen and out of the list. */
+static void
+tui_remove_pane(struct tui *t, struct tui_pane *wp)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++)
+		tui_unshow_pane(t, t->clients[i], wp);
 	for (i = 0; i < t->npanes; i++) {
 		if (t->panes[i] == wp) {
 			memmove(t->panes + i, t->panes + i + 1,
@@ -469,8 +560,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 	tui_prompt_drop_pane(t, wp);
 	tui_disk_drop_pane(t, wp);
 	tui_pane_free(wp);
-	t->relayout = true;
-	tui_redraw(t);
+	tui_relayout_all(t);
 }
 
 static void
@@ -501,14 +591,15 @@ tui_select(struct tui *t, int num)
 		tui_message(t, false, "no session %d", num);
 		return;
 	}
-	if (t->layout == NULL)
-		t->layout = tui_layout_create(num);
-	else if (!tui_layout_set_focus(t->layout, num))
-		tui_layout_replace(t->layout, tui_layout_focus(t->layout), num);
-	tui_layout_set_focus(t->layout, num);
+	if (t->c->layout == NULL)
+		t->c->layout = tui_layout_create(num);
+	else if (!tui_layout_set_focus(t->c->layout, num))
+		tui_layout_replace(t->c->layout, tui_layout_focus(t->c->layout),
+		    num);
+	tui_layout_set_focus(t->c->layout, num);
 	while (tui_view_top(t) != TUI_VIEW_PANES)
 		tui_view_pop(t);
-	t->relayout = true;
+	t->c->relayout = true;
 	tui_redraw(t);
 }
 
@@ -589,15 +680,17 @@ tui_split(struct tui *t, bool side)
 {
 	size_t i;
 
-	if (t->layout == NULL)
+	if (t->c->layout == NULL)
 		return;
 	for (i = 0; i < t->npanes; i++) {
-		if (tui_layout_contains(t->layout, t->panes[i]->num))
+		if (tui_layout_contains(t->c->layout, t->panes[i]->num))
 			continue;
-		if (!tui_layout_split(t->layout, t->panes[i]->num, side))
-			tui_message(t, false, tui_layout_zoomed(t->layout) ?
-			    "unzoom first (prefix z)" : "no room to split");
-		t->relayout = true;
+		if (!tui_layout_split(t->c->layout, t->panes[i]->num, side))
+			tui_message(t, false,
+			    tui_layout_zoomed(t->c->layout) ?
+			        "unzoom first (prefix z)" :
+			        "no room to split");
+		t->c->relayout = true;
 		tui_redraw(t);
 		return;
 	}
@@ -642,7 +735,7 @@ static void
 tui_action(struct tui *t, const struct tui_binding *b)
 {
 	struct tui_pane *wp = tui_focus_pane(t);
-	struct tui_key prefix = { .code = (uint32_t)t->km.prefix_key };
+	struct tui_key prefix = { .code = (uint32_t)t->c->km.prefix_key };
 
 	switch (b->action) {
 	case TUI_ACT_NEW:
@@ -671,10 +764,10 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
 		break;
 	case TUI_ACT_ZOOM:
-		if (t->layout != NULL)
-			tui_layout_set_zoom(t->layout,
-			    !tui_layout_zoomed(t->layout));
-		t->relayout = true;
+		if (t->c->layout != NULL)
+			tui_layout_set_zoom(t->c->layout,
+			    !tui_layout_zoomed(t->c->layout));
+		t->c->relayout = true;
 		tui_redraw(t);
 		break;
 	case TUI_ACT_SPLIT_H:
@@ -682,8 +775,8 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_split(t, b->action == TUI_ACT_SPLIT_H);
 		break;
 	case TUI_ACT_FOCUS:
-		if (t->layout != NULL &&
-		    tui_layout_focus_dir(t->layout, (enum tui_dir)b->arg))
+		if (t->c->layout != NULL &&
+		    tui_layout_focus_dir(t->c->layout, (enum tui_dir)b->arg))
 			tui_redraw(t);
 		break;
 	case TUI_ACT_REQUESTS:
@@ -722,15 +815,15 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		tui_ask_quit(t);
 		break;
 	case TUI_ACT_DETACH:
-		tui_detached(t, NULL);
+		tui_detached(t->c, NULL);
 		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
 			pane_key(wp->pane, prefix.code, prefix.mods);
 		break;
 	case TUI_ACT_REDRAW:
-		tui_screen_invalidate(t->scr);
-		t->relayout = true;
+		tui_screen_invalidate(t->c->scr);
+		t->c->relayout = true;
 		tui_redraw(t);
 		break;
 	}
@@ -792,15 +885,15 @@ tui_key(struct tui *t, const struct tui_key *k)
 		tui_dialog_key(t, k);
 		return;
 	}
-	if (t->disk_focus && tui_disk_key(t, k))
+	if (t->c->disk_focus && tui_disk_key(t, k))
 		return;
-	if (t->prompt_focus && tui_prompt_key(t, k))
+	if (t->c->prompt_focus && tui_prompt_key(t, k))
 		return;
 	if (t->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
 		tui_requests_key(t, k);
 		return;
 	}
-	switch (tui_keys_dispatch(&t->km, k, &b)) {
+	switch (tui_keys_dispatch(&t->c->km, k, &b)) {
 	case TUI_DISPATCH_PREFIX:
 		return;
 	case TUI_DISPATCH_ACTION:
@@ -824,9 +917,9 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 	struct tui_pane *wp;
 	int num;
 
-	if (t->dialog != TUI_DIALOG_NONE || t->too_small)
+	if (t->dialog != TUI_DIALOG_NONE || t->c->too_small)
 		return;
-	if (t->ndisks > 0 && m->y == t->sy - 2) {
+	if (t->ndisks > 0 && m->y == t->c->sy - 2) {
 		if (m->type == TUI_MOUSE_PRESS)
 			tui_disk_click(t, m->x);
 		return;
@@ -836,14 +929,14 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 			tui_prompt_click(t, m->x);
 		return;
 	}
-	if (m->y == t->sy - 1) {
+	if (m->y == t->c->sy - 1) {
 		/* A session's entry in the status bar: it is shown. */
 		if (m->type == TUI_MOUSE_PRESS &&
 		    (num = tui_status_tab_at(t, m->x)) != -1)
 			tui_select(t, num);
 		return;
 	}
-	if (tui_view_top(t) != TUI_VIEW_PANES || t->layout == NULL)
+	if (tui_view_top(t) != TUI_VIEW_PANES || t->c->layout == NULL)
 		return;
 	if ((wp = tui_copy_dragging(t)) != NULL) {
 		/* A drag stays with the pane it started in, wherever it goes. */
@@ -851,11 +944,12 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 		    (int)m->y - (int)wp->r.y);
 		return;
 	}
-	if ((num = tui_layout_pane_at(t->layout, m->x, m->y)) == -1 ||
+	if ((num = tui_layout_pane_at(t->c->layout, m->x, m->y)) == -1 ||
 	    (wp = tui_pane_by_num(t, num)) == NULL)
 		return;
-	if (m->type == TUI_MOUSE_PRESS && num != tui_layout_focus(t->layout)) {
-		tui_layout_set_focus(t->layout, num);
+	if (m->type == TUI_MOUSE_PRESS &&
+	    num != tui_layout_focus(t->c->layout)) {
+		tui_layout_set_focus(t->c->layout, num);
 		tui_redraw(t);
 	}
 	if (m->y < wp->r.y)
@@ -872,9 +966,8 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
 	    .pastelen = len };
 
-	if (t->dialog != TUI_DIALOG_NONE || t->prompt_focus || t->disk_focus ||
-	    wp == NULL ||
-	    tui_view_top(t) != TUI_VIEW_PANES)
+	if (t->dialog != TUI_DIALOG_NONE || t->c->prompt_focus ||
+	    t->c->disk_focus || wp == NULL || tui_view_top(t) != TUI_VIEW_PANES)
 		return;
 	tui_pane_input(wp, &in);
 }
@@ -882,8 +975,14 @@ tui_paste(struct tui *t, const char *data, size_t len)
 static void
 tui_dash_input(void *arg, const struct tui_input *in)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
+	struct tui *t = c->t;
 
+	/* Detached by a key earlier in the same read: the rest is not for it. */
+	if (c->scr == NULL)
+		return;
+	tui_client_active(t, c);
+	tui_client_set(t, c);
 	switch (in->type) {
 	case TUI_INPUT_KEY:
 		tui_key(t, &in->key);
@@ -900,24 +999,27 @@ tui_dash_input(void *arg, const struct tui_input *in)
 static void
 tui_escape_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
 
-	tui_keys_flush(t->keys, tui_dash_input, t);
+	tui_keys_flush(c->keys, tui_dash_input, c);
 }
 
-/* The terminal went away (or the user detached): the sessions keep running. */
+/* A client's terminal went away (or its user detached): the sessions keep running. */
 static void
-tui_detached(struct tui *t, const char *why)
+tui_detached(struct tui_client *c, const char *why)
 {
-	tui_detach(t);
+	struct tui *t = c->t;
+
+	tui_detach(t, c);
 	if (t->detach_cb != NULL)
-		t->detach_cb(t->detach_arg, why);
+		t->detach_cb(t->detach_arg, c, why);
 }
 
 static void
 tui_term_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
+	struct tui *t = c->t;
 	int64_t ms = t->cf->ui.escape_time;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 	char buf[8192];
@@ -925,11 +1027,13 @@ tui_term_cb(evutil_socket_t fd, short what, void *arg)
 
 	n = read(fd, buf, sizeof buf);
 	if (n == 0 || (n == -1 && errno != EAGAIN && errno != EINTR)) {
-		tui_detached(t, "its terminal went away");
+		tui_detached(c, "its terminal went away");
 		return;
 	}
-	if (n > 0 && tui_keys_parse(t->keys, buf, (size_t)n, tui_dash_input, t))
-		evtimer_add(t->esc_ev, &tv);
+	if (n > 0 &&
+	    tui_keys_parse(c->keys, buf, (size_t)n, tui_dash_input, c) &&
+	    c->scr != NULL)
+		evtimer_add(c->esc_ev, &tv);
 }
 
 static void
@@ -944,14 +1048,13 @@ tui_signal_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tui_events(struct tui *t)
 {
-	t->esc_ev = evtimer_new(t->base, tui_escape_cb, t);
 	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
 	t->reap_ev = evtimer_new(t->base, tui_reap_cb, t);
 	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
-	if (t->esc_ev == NULL || t->msg_ev == NULL || t->reap_ev == NULL ||
-	    t->quit_ev == NULL || t->term_ev == NULL || t->int_ev == NULL)
+	if (t->msg_ev == NULL || t->reap_ev == NULL || t->quit_ev == NULL ||
+	    t->term_ev == NULL || t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
 	event_add(t->term_ev, NULL);
 	event_add(t->int_ev, NULL);
@@ -959,14 +1062,65 @@ tui_events(struct tui *t)
 
 /* A client's environment may hold its secrets: wiped, not just freed. */
 static void
-tui_env_free(struct tui *t)
+tui_env_free(struct tui_client *c)
 {
 	size_t i;
 
-	for (i = 0; i < t->client_env.n; i++)
-		explicit_bzero(t->client_env.v[i], strlen(t->client_env.v[i]));
-	strv_free(&t->client_env);
-	t->has_client_env = false;
+	for (i = 0; i < c->env.n; i++)
+		explicit_bzero(c->env.v[i], strlen(c->env.v[i]));
+	strv_free(&c->env);
+	c->has_env = false;
+}
+
+/* A view with no terminal yet, for a client attaching. */
+static struct tui_client *
+tui_client_new(struct tui *t)
+{
+	struct tui_client *c = xcalloc(1, sizeof *c);
+
+	c->t = t;
+	strv_init(&c->env);
+	c->km.prefix_key = t->cf->ui.prefix_key;
+	c->scope_choice = -1;
+	c->sx = 80;
+	c->sy = 24;
+	c->keys = tui_keys_create();
+	c->frames = tui_frames_create(t->base, tui_draw, c);
+	if ((c->esc_ev = evtimer_new(t->base, tui_escape_cb, c)) == NULL)
+		fatalx("cannot create a client's events");
+	t->clients = xreallocarray(t->clients, t->nclients + 1,
+	    sizeof *t->clients);
+	t->clients[t->nclients++] = c;
+	return c;
+}
+
+static void
+tui_client_free(struct tui_client *c)
+{
+	if (c->input_ev != NULL)
+		event_free(c->input_ev);
+	tui_screen_close(c->scr);
+	tui_env_free(c);
+	session_scopes_free(c->scopes, c->nscopes);
+	tui_text_free(c->text);
+	tui_layout_free(c->layout);
+	tui_keys_free(c->keys);
+	tui_frames_free(c->frames);
+	event_free(c->esc_ev);
+	free(c);
+}
+
+/* Clients that detached beside others go once their callbacks are over. */
+static void
+tui_clients_reap(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->ngone; i++)
+		tui_client_free(t->gone[i]);
+	free(t->gone);
+	t->gone = NULL;
+	t->ngone = 0;
 }
 
 void
@@ -976,23 +1130,21 @@ tui_free(struct tui *t)
 
 	if (t == NULL)
 		return;
-	tui_detach(t);
+	tui_detach_all(t);
 	log_set_hook(NULL, NULL);
 	for (i = 0; i < t->npanes; i++)
 		tui_pane_free(t->panes[i]);
 	free(t->panes);
-	tui_env_free(t);
 	tui_prompt_free_all(t);
 	tui_disk_free_all(t);
 	tui_requests_free_all(t);
 	tui_history_free(t);
-	tui_text_free(t->text);
 	tui_dialog_free(t);
 	tui_status_free(t);
-	tui_layout_free(t->layout);
-	tui_keys_free(t->keys);
-	tui_frames_free(t->frames);
-	event_free(t->esc_ev);
+	tui_clients_reap(t);
+	for (i = 0; i < t->nclients; i++)
+		tui_client_free(t->clients[i]);
+	free(t->clients);
 	event_free(t->msg_ev);
 	event_free(t->reap_ev);
 	event_free(t->quit_ev);
@@ -1054,18 +1206,13 @@ tui_create(struct event_base *base, struct session_ctx *ctx)
 
 	t->base = base;
 	t->ctx = ctx;
-	strv_init(&t->client_env);
 	t->cf = session_ctx_config(ctx);
-	t->km.prefix_key = t->cf->ui.prefix_key;
 	t->req_follow = true;
-	t->scope_choice = -1;
-	t->sx = 80;
-	t->sy = 24;
 	buf_init(&t->req_filter.text);
 	strv_init(&t->detail_lines);
-	t->keys = tui_keys_create();
-	t->frames = tui_frames_create(base, tui_draw, t);
 	tui_events(t);
+	/* The view the first client takes. */
+	t->c = t->latest = tui_client_new(t);
 	log_set_hook(tui_log_hook, t);
 	return t;
 }
@@ -1104,7 +1251,8 @@ tui_set_change_cb(struct tui *t, void (*cb)(void *), void *arg)
 }
 
 void
-tui_set_detach_cb(struct tui *t, void (*cb)(void *, const char *), void *arg)
+tui_set_detach_cb(struct tui *t,
+    void (*cb)(void *, struct tui_client *, const char *), void *arg)
 {
 	t->detach_cb = cb;
 	t->detach_arg = arg;
@@ -1118,13 +1266,13 @@ tui_set_config(struct tui *t, const struct config *cf)
 }
 
 void
-tui_set_env(struct tui *t, char *const *env)
+tui_set_env(struct tui *t, struct tui_client *c, char *const *env)
 {
-	tui_env_free(t);
-	strv_init(&t->client_env);
-	t->has_client_env = env != NULL;
+	tui_env_free(c);
+	strv_init(&c->env);
+	c->has_env = env != NULL;
 	for (; env != NULL && *env != NULL; env++)
-		strv_add(&t->client_env, *env);
+		strv_add(&c->env, *env);
 }
 
 int64_t
@@ -1133,9 +1281,19 @@ tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
 {
 	struct tui_pane *wp;
 
+	struct tui_client *c = t->c;
+	size_t i;
+
 	if ((wp = tui_pane_start(t, opts, cause)) == NULL)
 		return -1;
-	if (focus || t->layout == NULL)
+	/* The view that asked shows it; one that shows nothing does too. */
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i] != c && t->clients[i]->layout == NULL) {
+			t->clients[i]->layout = tui_layout_create(wp->num);
+			t->clients[i]->relayout = true;
+		}
+	}
+	if (focus || c->layout == NULL)
 		tui_select(t, wp->num);
 	else
 		tui_redraw(t);
@@ -1164,76 +1322,173 @@ tui_end(struct tui *t)
 	tui_quit(t);
 }
 
-/* Everything on the new screen is drawn afresh, at its size. */
+/* Everything on client C's new screen is drawn afresh, at its size. */
 static void
-tui_redraw_all(struct tui *t)
+tui_redraw_all(struct tui *t, struct tui_client *c)
 {
 	size_t i;
 
-	tui_screen_size(t->scr, &t->sx, &t->sy);
+	tui_screen_size(c->scr, &c->sx, &c->sy);
 	for (i = 0; i < t->npanes; i++)
 		t->panes[i]->redraw = true;
-	tui_screen_invalidate(t->scr);
-	t->relayout = true;
+	tui_screen_invalidate(c->scr);
+	c->relayout = true;
 	tui_redraw(t);
 }
 
-int
+/*
+ * The view a terminal attaching takes: the one the last client to
+ * detach left (its layout, focus and panels as they were), else a new
+ * one showing what the most recently active client focuses.
+ */
+static struct tui_client *
+tui_client_for_attach(struct tui *t)
+{
+	struct tui_client *c;
+	struct tui_pane *focus;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i]->scr == NULL)
+			return t->clients[i];
+	}
+	c = tui_client_new(t);
+	t->c = t->latest;
+	if ((focus = tui_focus_pane(t)) == NULL && t->npanes > 0)
+		focus = t->panes[0];
+	if (focus != NULL)
+		c->layout = tui_layout_create(focus->num);
+	return c;
+}
+
+struct tui_client *
 tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
     char **cause)
 {
 	struct tui_screen *scr;
+	struct tui_client *c;
 	int fd;
 
-	/* The new terminal is tried before the view it replaces goes. */
 	if ((scr = tui_screen_open_fds(t->base, infd, outfd, term,
 	    color && t->cf->ui.color, cause)) == NULL)
-		return -1;
-	tui_detach(t);
-	t->scr = scr;
-	fd = tui_screen_infd(t->scr);
+		return NULL;
+	c = tui_client_for_attach(t);
+	c->scr = scr;
+	fd = tui_screen_infd(c->scr);
 	util_set_nonblock(fd);
-	t->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST,
-	    tui_term_cb, t);
-	if (t->input_ev == NULL)
+	c->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST, tui_term_cb,
+	    c);
+	if (c->input_ev == NULL)
 		fatalx("cannot create the dashboard's input event");
-	event_add(t->input_ev, NULL);
-	tui_redraw_all(t);
-	return 0;
+	event_add(c->input_ev, NULL);
+	/* Attaching is activity: the panes take this terminal's size. */
+	t->c = t->latest = c;
+	tui_redraw_all(t, c);
+	return c;
+}
+
+/* Another attached client (else any other) takes C's place as the current and the latest. */
+static struct tui_client *
+tui_client_other(struct tui *t, struct tui_client *c)
+{
+	struct tui_client *other = NULL;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i] == c)
+			continue;
+		if (other == NULL ||
+		    (other->scr == NULL && t->clients[i]->scr != NULL))
+			other = t->clients[i];
+	}
+	return other;
 }
 
 void
-tui_detach(struct tui *t)
+tui_detach(struct tui *t, struct tui_client *c)
 {
-	if (t->scr == NULL)
+	struct tui_client *other;
+	struct timeval tv = { 0, 0 };
+	size_t i;
+
+	if (c == NULL || c->scr == NULL)
 		return;
-	event_free(t->input_ev);
-	t->input_ev = NULL;
-	evtimer_del(t->esc_ev);
-	tui_screen_close(t->scr);
-	t->scr = NULL;
+	event_free(c->input_ev);
+	c->input_ev = NULL;
+	evtimer_del(c->esc_ev);
+	tui_screen_close(c->scr);
+	c->scr = NULL;
+	if (c->prompt_focus)
+		tui_prompt_unfocus(t, c);
+	/* The last view is kept for the next client, as it was. */
+	if ((other = tui_client_other(t, c)) == NULL)
+		return;
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i] == c) {
+			t->clients[i] = t->clients[--t->nclients];
+			break;
+		}
+	}
+	t->gone = xreallocarray(t->gone, t->ngone + 1, sizeof *t->gone);
+	t->gone[t->ngone++] = c;
+	evtimer_add(t->reap_ev, &tv);
+	if (t->c == c)
+		t->c = other;
+	if (t->placed == c)
+		t->placed = NULL;
+	if (t->latest == c) {
+		/* The panes take the size of a client still there. */
+		t->latest = other;
+		other->relayout = true;
+		tui_redraw(t);
+	}
+}
+
+void
+tui_detach_all(struct tui *t)
+{
+	size_t i;
+
+	/* Each one detached may leave the list: look again from the start. */
+	while (tui_attached(t)) {
+		for (i = 0; i < t->nclients; i++) {
+			if (t->clients[i]->scr != NULL) {
+				tui_detach(t, t->clients[i]);
+				break;
+			}
+		}
+	}
 }
 
 bool
 tui_attached(const struct tui *t)
 {
-	return t->scr != NULL;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i]->scr != NULL)
+			return true;
+	}
+	return false;
 }
 
 int64_t
-tui_stuck_us(const struct tui *t)
+tui_stuck_us(const struct tui *t, const struct tui_client *c)
 {
-	return t->scr != NULL ? tui_screen_stuck_us(t->scr) : 0;
+	(void)t;
+	return c != NULL && c->scr != NULL ? tui_screen_stuck_us(c->scr) : 0;
 }
 
 void
-tui_resize(struct tui *t)
+tui_resize(struct tui *t, struct tui_client *c)
 {
-	if (t->scr == NULL)
+	if (c->scr == NULL)
 		return;
-	tui_screen_resize(t->scr);
-	tui_screen_size(t->scr, &t->sx, &t->sy);
-	t->relayout = true;
+	tui_screen_resize(c->scr);
+	tui_screen_size(c->scr, &c->sx, &c->sy);
+	c->relayout = true;
+	/* A resize is activity: the panes take the new size. */
+	t->latest = c;
 	tui_redraw(t);
 }
 

@@ -176,7 +176,7 @@ tui_new_start(struct tui *t)
 	}
 	/* The environment of the client whose terminal asks. */
 	wp = tui_pane_start(t, &(struct tui_opts){ .agent = a->name,
-	    .dir = dir, .env = t->has_client_env ? t->client_env.v : NULL },
+	    .dir = dir, .env = t->c->has_env ? t->c->env.v : NULL },
 	    &cause);
 	free(dir);
 	if (wp == NULL) {
@@ -185,15 +185,15 @@ tui_new_start(struct tui *t)
 		return;
 	}
 	t->dialog = TUI_DIALOG_NONE;
-	if (t->layout == NULL)
-		t->layout = tui_layout_create(wp->num);
+	if (t->c->layout == NULL)
+		t->c->layout = tui_layout_create(wp->num);
 	else
-		tui_layout_replace(t->layout, tui_layout_focus(t->layout),
+		tui_layout_replace(t->c->layout, tui_layout_focus(t->c->layout),
 		    wp->num);
-	tui_layout_set_focus(t->layout, wp->num);
+	tui_layout_set_focus(t->c->layout, wp->num);
 	while (tui_view_top(t) != TUI_VIEW_PANES)
 		tui_view_pop(t);
-	t->relayout = true;
+	t->c->relayout = true;
 	tui_redraw(t);
 }
 
@@ -434,7 +434,7 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 	/* The box covered panes that have not changed: they draw afresh. */
 	for (i = 0; t->dialog == TUI_DIALOG_NONE && i < t->npanes; i++)
 		t->panes[i]->redraw = true;
-	tui_screen_invalidate(t->scr);
+	tui_screen_invalidate(t->c->scr);
 	tui_redraw(t);
 	return true;
 }
@@ -445,11 +445,11 @@ tui_dialog_box(struct tui *t, unsigned w, unsigned h)
 {
 	struct tui_rect r;
 
-	r.sx = w + 4 < t->sx ? w + 4 : t->sx;
-	r.sy = h + 2 < t->sy ? h + 2 : t->sy;
-	r.x = (t->sx - r.sx) / 2;
-	r.y = (t->sy - r.sy) / 2;
-	tui_screen_fill(t->scr, &r, TUI_STYLE_BAR);
+	r.sx = w + 4 < t->c->sx ? w + 4 : t->c->sx;
+	r.sy = h + 2 < t->c->sy ? h + 2 : t->c->sy;
+	r.x = (t->c->sx - r.sx) / 2;
+	r.y = (t->c->sy - r.sy) / 2;
+	tui_screen_fill(t->c->scr, &r, TUI_STYLE_BAR);
 	return r;
 }
 
@@ -495,7 +495,7 @@ tui_dialog_new_draw(struct tui *t)
 	unsigned used;
 	bool missing;
 
-	tui_screen_print(t->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	tui_screen_print(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
 	    t->new_dir_step ? "New session: project directory (Tab completes, "
 	    "Enter starts, "
 	    "Esc back)" : "New session: pick an agent (Enter, Esc cancels)");
@@ -503,7 +503,7 @@ tui_dialog_new_draw(struct tui *t)
 	for (i = first, y = r.y + 2; i < n && i < first + rows; i++, y++) {
 		a = &t->cf->agents[i];
 		missing = t->new_missing != NULL && t->new_missing[i];
-		tui_screen_printf(t->scr, r.x + 2, y, r.sx - 4, i == t->new_sel ?
+		tui_screen_printf(t->c->scr, r.x + 2, y, r.sx - 4, i == t->new_sel ?
 		    TUI_STYLE_SELECTED : missing ? TUI_STYLE_DIM : TUI_STYLE_BAR,
 		    "%-12s %s%s", a->name, missing ? "(not installed) " : "",
 		    a->description != NULL ? a->description : "");
@@ -513,10 +513,10 @@ tui_dialog_new_draw(struct tui *t)
 		}
 	}
 	for (i = 0; i < note.n; i++)
-		tui_screen_print(t->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
+		tui_screen_print(t->c->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
 		    (unsigned)i, r.sx - 4, t->new_note_alert ? TUI_STYLE_ALERT :
 		    TUI_STYLE_DIM, note.v[i]);
-	used = tui_screen_printf(t->scr, r.x + 2, r.y + r.sy - 2 -
+	used = tui_screen_printf(t->c->scr, r.x + 2, r.y + r.sy - 2 -
 	    (unsigned)note.n, r.sx - 4,
 	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",
 	    t->new_dir.text.len > 0 ? t->new_dir.text.data : "(the current "
@@ -534,7 +534,7 @@ tui_dialog_confirm_draw(struct tui *t)
 {
 	struct tui_rect r;
 	struct strv lines;
-	size_t w = t->sx > 8 ? t->sx - 8 : 1, i, widest = 20;
+	size_t w = t->c->sx > 8 ? t->c->sx - 8 : 1, i, widest = 20;
 
 	if (w > 70)
 		w = 70;
@@ -545,10 +545,10 @@ tui_dialog_confirm_draw(struct tui *t)
 			widest = strlen(lines.v[i]);
 	r = tui_dialog_box(t, (unsigned)widest, (unsigned)lines.n + 1);
 	for (i = 0; i < lines.n; i++)
-		tui_screen_print(t->scr, r.x + 2, r.y + 1 + (unsigned)i, r.sx - 4,
+		tui_screen_print(t->c->scr, r.x + 2, r.y + 1 + (unsigned)i, r.sx - 4,
 		    TUI_STYLE_BAR, lines.v[i]);
 	t->dialog_cy = r.y + 1 + (unsigned)lines.n;
-	t->dialog_cx = r.x + 2 + tui_screen_print(t->scr, r.x + 2, t->dialog_cy,
+	t->dialog_cx = r.x + 2 + tui_screen_print(t->c->scr, r.x + 2, t->dialog_cy,
 	    r.sx - 4, TUI_STYLE_BAR, "y: yes   n, Esc: no ");
 	strv_free(&lines);
 }

@@ -50,7 +50,7 @@ tui_disk_ask(struct tui *t, struct tui_pane *wp,
 		    sizeof *t->disks);
 		t->disks[t->ndisks++] = d;
 		if (t->ndisks == 1)
-			t->relayout = true;
+			tui_relayout_all(t);
 	}
 	free(d->what);
 	free(d->more);
@@ -63,16 +63,24 @@ tui_disk_ask(struct tui *t, struct tui_pane *wp,
 static void
 tui_disk_remove(struct tui *t, size_t at)
 {
+	struct tui_client *c;
+	size_t i;
+
 	t->disks[at]->pane->redraw = true;
 	tui_disk_free(t->disks[at]);
 	memmove(t->disks + at, t->disks + at + 1,
 	    (t->ndisks - at - 1) * sizeof *t->disks);
 	t->ndisks--;
-	if (t->disk_sel >= t->ndisks)
-		t->disk_sel = t->ndisks > 0 ? t->ndisks - 1 : 0;
-	if (t->ndisks == 0) {
-		t->disk_focus = false;
-		t->relayout = true;
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		if (c->disk_sel > at)
+			c->disk_sel--;
+		if (c->disk_sel >= t->ndisks)
+			c->disk_sel = t->ndisks > 0 ? t->ndisks - 1 : 0;
+		if (t->ndisks == 0) {
+			c->disk_focus = false;
+			c->relayout = true;
+		}
 	}
 	tui_redraw(t);
 }
@@ -102,20 +110,20 @@ tui_disk_free_all(struct tui *t)
 void
 tui_disk_focus(struct tui *t, bool on)
 {
-	t->disk_focus = on && t->ndisks > 0;
-	t->disk_choice = 0;
+	t->c->disk_focus = on && t->ndisks > 0;
+	t->c->disk_choice = 0;
 	tui_redraw(t);
 }
 
 static void
 tui_disk_answer(struct tui *t, bool go_on)
 {
-	struct tui_disk *d = t->disks[t->disk_sel];
+	struct tui_disk *d = t->disks[t->c->disk_sel];
 	struct tui_pane *wp = d->pane;
 
 	tui_message(t, false, "%s session %lld", go_on ? "continuing" :
 	    "stopping", (long long)wp->id);
-	tui_disk_remove(t, t->disk_sel);
+	tui_disk_remove(t, t->c->disk_sel);
 	if (wp->s != NULL)
 		session_disk_answer(wp->s, go_on);
 }
@@ -123,7 +131,7 @@ tui_disk_answer(struct tui *t, bool go_on)
 bool
 tui_disk_key(struct tui *t, const struct tui_key *k)
 {
-	if (k->code == (uint32_t)t->km.prefix_key && k->mods == 0)
+	if (k->code == (uint32_t)t->c->km.prefix_key && k->mods == 0)
 		return false;
 	switch (k->code) {
 	case 'c':
@@ -135,18 +143,18 @@ tui_disk_key(struct tui *t, const struct tui_key *k)
 		tui_disk_answer(t, false);
 		return true;
 	case '\r':
-		tui_disk_answer(t, t->disk_choice == 0);
+		tui_disk_answer(t, t->c->disk_choice == 0);
 		return true;
 	case TUI_KEY_LEFT:
 	case TUI_KEY_RIGHT:
 	case '\t':
-		t->disk_choice = !t->disk_choice;
+		t->c->disk_choice = !t->c->disk_choice;
 		break;
 	case TUI_KEY_UP:
-		t->disk_sel = (t->disk_sel + t->ndisks - 1) % t->ndisks;
+		t->c->disk_sel = (t->c->disk_sel + t->ndisks - 1) % t->ndisks;
 		break;
 	case TUI_KEY_DOWN:
-		t->disk_sel = (t->disk_sel + 1) % t->ndisks;
+		t->c->disk_sel = (t->c->disk_sel + 1) % t->ndisks;
 		break;
 	case 0x1b:
 	case 'q':
@@ -162,12 +170,12 @@ tui_disk_click(struct tui *t, unsigned x)
 {
 	int i;
 
-	if (!t->disk_focus) {
+	if (!t->c->disk_focus) {
 		tui_disk_focus(t, true);
 		return true;
 	}
 	for (i = 0; i < 2; i++) {
-		if (x >= t->disk_x[i][0] && x < t->disk_x[i][1]) {
+		if (x >= t->c->disk_x[i][0] && x < t->c->disk_x[i][1]) {
 			tui_disk_answer(t, i == 0);
 			return true;
 		}
@@ -178,28 +186,29 @@ tui_disk_click(struct tui *t, unsigned x)
 void
 tui_disk_draw(struct tui *t, unsigned y)
 {
-	struct tui_disk *d = t->disks[t->disk_sel];
-	struct tui_rect r = { 0, y, t->sx, 1 };
-	enum tui_style style = t->disk_focus ? TUI_STYLE_PROMPT_FOCUS :
-	    TUI_STYLE_ALERT;
+	struct tui_disk *d = t->disks[t->c->disk_sel];
+	struct tui_rect r = { 0, y, t->c->sx, 1 };
+	enum tui_style style = t->c->disk_focus ? TUI_STYLE_PROMPT_FOCUS :
+	                                          TUI_STYLE_ALERT;
 	unsigned x;
 
-	tui_screen_fill(t->scr, &r, style);
-	x = tui_screen_printf(t->scr, 0, y, t->sx, style, " %zu/%zu %lld:%s %s ",
-	    t->disk_sel + 1, t->ndisks, (long long)d->pane->id, d->pane->agent,
-	    d->what);
-	if (!t->disk_focus) {
-		tui_screen_print(t->scr, x, y, t->sx - x, style,
+	tui_screen_fill(t->c->scr, &r, style);
+	x = tui_screen_printf(t->c->scr, 0, y, t->c->sx, style,
+	    " %zu/%zu %lld:%s %s ", t->c->disk_sel + 1, t->ndisks,
+	    (long long)d->pane->id, d->pane->agent, d->what);
+	if (!t->c->disk_focus) {
+		tui_screen_print(t->c->scr, x, y, t->c->sx - x, style,
 		    "| prefix a to answer");
 		return;
 	}
-	t->disk_x[0][0] = x;
-	x += tui_screen_printf(t->scr, x, y, t->sx - x, t->disk_choice == 0 ?
-	    TUI_STYLE_SELECTED : style, "[c] continue (%s)", d->more);
-	t->disk_x[0][1] = x;
-	x += tui_screen_print(t->scr, x, y, t->sx - x, style, " ");
-	t->disk_x[1][0] = x;
-	x += tui_screen_print(t->scr, x, y, t->sx - x, t->disk_choice == 1 ?
-	    TUI_STYLE_SELECTED : style, "[s] stop");
-	t->disk_x[1][1] = x;
+	t->c->disk_x[0][0] = x;
+	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+	    t->c->disk_choice == 0 ? TUI_STYLE_SELECTED : style,
+	    "[c] continue (%s)", d->more);
+	t->c->disk_x[0][1] = x;
+	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style, " ");
+	t->c->disk_x[1][0] = x;
+	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x,
+	    t->c->disk_choice == 1 ? TUI_STYLE_SELECTED : style, "[s] stop");
+	t->c->disk_x[1][1] = x;
 }

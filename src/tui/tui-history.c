@@ -71,24 +71,26 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 		util_fmt_duration(dur, sizeof dur, ss->ended_at - ss->started_at);
 	else
 		snprintf(dur, sizeof dur, "-");
-	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
-	x = tui_screen_printf(t->scr, 0, y, sx, style,
+	tui_screen_fill(t->c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(t->c->scr, 0, y, sx, style,
 	    "%5lld %-10.10s %-18.18s %s %8s %-10.10s %5lld %5lld %5lld %5s",
 	    (long long)ss->id, ss->agent != NULL ? ss->agent : "-",
 	    tui_history_base(ss->project != NULL ? ss->project : "-"), start,
-	    dur, tui_history_exit(ss, ex, sizeof ex),
-	    (long long)ss->nallowed, (long long)ss->ndenied,
-	    (long long)ss->nerrors, tui_history_files(ss, files, sizeof files));
+	    dur, tui_history_exit(ss, ex, sizeof ex), (long long)ss->nallowed,
+	    (long long)ss->ndenied, (long long)ss->nerrors,
+	    tui_history_files(ss, files, sizeof files));
 	if (ss->unsafe != NULL && x + 2 < sx)
-		x += 1 + tui_screen_printf(t->scr, x + 1, y, sx - x - 1,
-		    TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
+		x += 1 +
+		    tui_screen_printf(t->c->scr, x + 1, y, sx - x - 1,
+		        TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
 	if (ss->unrecorded > 0 && x + 2 < sx)
-		x += 1 + tui_screen_print(t->scr, x + 1, y, sx - x - 1,
-		    TUI_STYLE_WARN, "BUDGET");
+		x += 1 +
+		    tui_screen_print(t->c->scr, x + 1, y, sx - x - 1,
+		        TUI_STYLE_WARN, "BUDGET");
 	/* Planted files, files the user's tools run: in red at a glance. */
 	if (ss->flags != NULL && x + 2 < sx)
-		tui_screen_printf(t->scr, x + 1, y, sx - x - 1, TUI_STYLE_ALERT,
-		    "! %s", ss->flags);
+		tui_screen_printf(t->c->scr, x + 1, y, sx - x - 1,
+		    TUI_STYLE_ALERT, "! %s", ss->flags);
 }
 
 void
@@ -97,10 +99,10 @@ tui_history_draw(struct tui *t, const struct tui_rect *area)
 	size_t rows = area->sy > 3 ? area->sy - 3 : 1, i;
 	unsigned y;
 
-	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
-	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
 	    " history: %zu sessions, newest first", t->nhist);
-	tui_screen_print(t->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	tui_screen_print(t->c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
 	    "   id agent      project            started             "
 	    "duration state      allow  deny error files");
 	if (t->hist_sel < t->hist_top)
@@ -110,7 +112,7 @@ tui_history_draw(struct tui *t, const struct tui_rect *area)
 	for (i = t->hist_top, y = area->y + 2; i < t->nhist && y < area->y + 2 +
 	    rows; i++, y++)
 		tui_history_row(t, t->hist[i], y, area->sx, i == t->hist_sel);
-	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down move  Enter open  Esc back");
 }
 
@@ -244,26 +246,29 @@ tui_session_draw(struct tui *t, const struct tui_rect *area)
 	size_t i;
 	unsigned y = area->y;
 
-	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
 	for (i = 0; i < lines->n && y + 2 < area->y + area->sy; i++, y++)
-		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : strncmp(lines->v[i], "! ", 2) == 0 ?
-		    TUI_STYLE_ALERT : TUI_STYLE_NORMAL, lines->v[i]);
-	tui_screen_printf(t->scr, 0, y++, area->sx, TUI_STYLE_DIM,
+		tui_screen_print(t->c->scr, 0, y, area->sx,
+		    i == 0                                 ? TUI_STYLE_TITLE :
+		        strncmp(lines->v[i], "! ", 2) == 0 ? TUI_STYLE_ALERT :
+		                                             TUI_STYLE_NORMAL,
+		    lines->v[i]);
+	tui_screen_printf(t->c->scr, 0, y++, area->sx, TUI_STYLE_DIM,
 	    "snapshots: %zu", t->nsnaps);
 	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
 		sn = t->snaps[i];
 		util_fmt_time(when, sizeof when, sn->created_at);
-		tui_screen_printf(t->scr, 0, y, area->sx, i == t->snap_sel ?
-		    TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
+		tui_screen_printf(t->c->scr, 0, y, area->sx,
+		    i == t->snap_sel ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
 		    "  %s %-7s %-10.10s files %-4lld %s", when,
 		    sn->dropped_at != 0 ? "dropped" : sn->kind,
 		    sn->commit != NULL ? sn->commit : "-",
-		    (long long)sn->files_changed, sn->label != NULL ? sn->label :
-		    "");
+		    (long long)sn->files_changed,
+		    sn->label != NULL ? sn->label : "");
 	}
-	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
-	    TUI_STYLE_DIM, " d diff  Enter diff from snapshot  u undo to "
+	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
+	    TUI_STYLE_DIM,
+	    " d diff  Enter diff from snapshot  u undo to "
 	    "snapshot  g config diff  a apply config  p suggest policy  "
 	    "w write policy  Esc back");
 }

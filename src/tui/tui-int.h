@@ -130,40 +130,83 @@ struct tui_line {
 	bool active;
 };
 
-struct tui {
-	struct strv client_env;   /* the attached client's (tui_set_env) */
-	bool has_client_env;
-	struct event_base *base;
-	struct session_ctx *ctx;
-	const struct config *cf;
-	struct tui_screen *scr;     /* NULL while detached */
+/*
+ * One attached terminal's view of the dashboard: its screen, keys,
+ * layout (focus, zoom), open panels and where it stands in the prompt
+ * and disk bars. The sessions, their panes and their questions are the
+ * dashboard's (struct tui), shared by every client.
+ */
+struct tui_client {
+	struct tui *t;
+	struct strv env;          /* its client's environment (tui_set_env) */
+	bool has_env;
+	struct tui_screen *scr;   /* NULL: detached, the view kept for the next */
 	struct tui_frames *frames;
 	struct tui_keys *keys;
 	struct tui_keymap km;
 	struct tui_layout *layout;  /* NULL while no pane is shown */
-	struct tui_pane **panes;
-	size_t npanes;
 	unsigned sx;
 	unsigned sy;
 	bool relayout;
 	bool too_small;
-	int exit_code;
-	bool quitting;
-	struct event *quit_ev;    /* quits even if a closed session lingers */
-	struct event *reap_ev;    /* removes the panes of closed sessions */
 	struct {
 		unsigned x0, x1;  /* the columns of a session's entry in the bar */
 		int num;
 	} tabs[64];
 	size_t ntabs;
+	struct event *input_ev;   /* the terminal's keys */
+	struct event *esc_ev;
+
+	/* prompts (tui-prompt.c) */
+	size_t prompt_sel;
+	int prompt_choice;
+	bool prompt_focus;
+	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
+	int scope_choice;           /* -1, or the "always" answer whose rule is being chosen */
+	struct session_scope scopes[SESSION_SCOPES_MAX];
+	size_t nscopes;
+	size_t scope_sel;
+
+	/* disk questions (tui-disk.c) */
+	size_t disk_sel;
+	int disk_choice;            /* 0 continue, 1 stop */
+	bool disk_focus;
+	unsigned disk_x[2][2];
+
+	/* views */
+	enum tui_view views[8];
+	size_t nviews;
+	struct tui_text *text;
+};
+
+struct tui {
+	struct event_base *base;
+	struct session_ctx *ctx;
+	const struct config *cf;
+	/*
+	 * The client whose view the code at hand works on (tui_client_set):
+	 * the one whose key is handled or whose frame is drawn. Never NULL:
+	 * with no terminal attached it is the view the next one takes.
+	 */
+	struct tui_client *c;
+	struct tui_client **clients;
+	size_t nclients;
+	struct tui_client *latest;  /* the panes take its sizes (window-size latest) */
+	struct tui_client *placed;  /* whose layout the panes' places are */
+	struct tui_client **gone;   /* detached beside others: freed by reap_ev */
+	size_t ngone;
+	struct tui_pane **panes;
+	size_t npanes;
+	int exit_code;
+	bool quitting;
+	struct event *quit_ev;    /* quits even if a closed session lingers */
+	struct event *reap_ev;    /* removes the panes of closed sessions */
 	int64_t *ran;             /* the sessions this dashboard ran */
 	size_t nran;
 
-	struct event *input_ev;     /* the attached terminal's keys */
-	struct event *esc_ev;
 	struct event *term_ev;
 	struct event *int_ev;
-	void (*detach_cb)(void *, const char *);
+	void (*detach_cb)(void *, struct tui_client *, const char *);
 	void *detach_arg;
 	int (*reload_cb)(void *, char **, char **); /* prefix R, or NULL */
 	void *reload_arg;
@@ -173,26 +216,14 @@ struct tui {
 	char *message;              /* shown in the status bar for a while */
 	bool message_alert;
 
-	/* prompts (tui-prompt.c) */
+	/* prompts (tui-prompt.c): every client's */
 	struct tui_prompt **prompts;
 	size_t nprompts;
-	size_t prompt_sel;
-	int prompt_choice;
-	bool prompt_focus;
 	struct event *tick_ev;
-	unsigned choice_x[6][2];    /* where each choice was drawn, for clicks */
-	int scope_choice;           /* -1, or the "always" answer whose rule is being chosen */
-	struct session_scope scopes[SESSION_SCOPES_MAX];
-	size_t nscopes;
-	size_t scope_sel;
 
 	/* disk questions (tui-disk.c) */
 	struct tui_disk **disks;
 	size_t ndisks;
-	size_t disk_sel;
-	int disk_choice;            /* 0 continue, 1 stop */
-	bool disk_focus;
-	unsigned disk_x[2][2];
 
 	/* requests (tui-requests.c) */
 	struct request **reqs;      /* the records, without bodies; session_id
@@ -204,10 +235,7 @@ struct tui {
 	struct tui_line req_filter;
 	int64_t denied;
 
-	/* views */
-	enum tui_view views[8];
-	size_t nviews;
-	struct tui_text *text;
+	/* the history views, shared by the clients */
 	struct store_session **hist;
 	size_t nhist;
 	size_t hist_sel;
@@ -222,7 +250,7 @@ struct tui {
 	char *undo_project;
 	size_t help_top;
 
-	/* dialogs (tui-dialog.c) */
+	/* dialogs (tui-dialog.c): one at a time, shown to every client */
 	enum tui_dialog dialog;
 	char *confirm_text;
 	void (*confirm_cb)(struct tui *, void *);
@@ -245,6 +273,10 @@ struct tui {
 
 /* tui-dash.c */
 void tui_redraw(struct tui *);
+/* Every client lays its panes out again (the bars or the panes changed). */
+void tui_relayout_all(struct tui *);
+/* WP's output changed: the clients that show it draw. */
+void tui_redraw_pane(struct tui *, const struct tui_pane *wp);
 void tui_message(struct tui *, bool alert, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct tui_pane *tui_focus_pane(struct tui *);
@@ -266,7 +298,9 @@ bool tui_pane_resume(struct tui_pane *);
 void tui_pane_closed(struct tui *);
 /* Session ID ran in this dashboard (for what quitting leaves to review). */
 void tui_dash_ran(struct tui *, int64_t id);
-void tui_pane_place(struct tui_pane *, const struct tui_rect *, bool titled);
+/* Shows WP at SLOT; RESIZE: its session takes the size (the latest client's). */
+void tui_pane_place(struct tui_pane *, const struct tui_rect *, bool titled,
+    bool resize);
 void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
 void tui_pane_input(struct tui_pane *, const struct tui_input *);
 void tui_pane_scroll(struct tui_pane *, int lines);
@@ -303,6 +337,8 @@ void tui_prompt_answered(struct tui *, struct tui_pane *, uint64_t id,
     const char *answer, const char *by);
 void tui_prompt_drop_pane(struct tui *, struct tui_pane *);
 void tui_prompt_focus(struct tui *, bool);
+/** Client C let go of the prompt bar (it detached). */
+void tui_prompt_unfocus(struct tui *, struct tui_client *c);
 bool tui_prompt_key(struct tui *, const struct tui_key *);
 void tui_prompt_draw(struct tui *, unsigned y);
 bool tui_prompt_click(struct tui *, unsigned x);

@@ -10,12 +10,6 @@
 /* Lines one turn of the mouse wheel scrolls. */
 #define TUI_WHEEL_LINES 3
 
-static bool
-tui_pane_visible(const struct tui_pane *wp)
-{
-	return wp->shown && tui_view_top(wp->t) == TUI_VIEW_PANES;
-}
-
 /* The session's pane took output: bells are counted for the tab, and it is drawn. */
 static void
 tui_pane_changed(void *arg, struct session *s)
@@ -26,8 +20,7 @@ tui_pane_changed(void *arg, struct session *s)
 		wp->bells = pane_bells(wp->pane) - wp->bells_seen;
 		tui_redraw(wp->t);
 	}
-	if (tui_pane_visible(wp))
-		tui_redraw(wp->t);
+	tui_redraw_pane(wp->t, wp);
 }
 
 static void
@@ -186,8 +179,8 @@ tui_pane_start_size(struct tui *t, unsigned *sx, unsigned *sy)
 		*sy = focus->r.sy;
 		return;
 	}
-	*sx = t->sx;
-	*sy = t->sy > 2 ? t->sy - 1 : 1;
+	*sx = t->c->sx;
+	*sy = t->c->sy > 2 ? t->c->sy - 1 : 1;
 }
 
 /*
@@ -401,9 +394,11 @@ tui_pane_restart(struct tui_pane *wp)
 }
 
 void
-tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
+tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled,
+    bool resize)
 {
 	struct tui_rect r = *slot;
+	struct pane_grid *gd = pane_grid(wp->pane);
 
 	if (titled && r.sy > 1) {
 		r.y++;
@@ -411,12 +406,10 @@ tui_pane_place(struct tui_pane *wp, const struct tui_rect *slot, bool titled)
 	}
 	wp->shown = true;
 	wp->redraw = true;
-	if (r.sx == wp->r.sx && r.sy == wp->r.sy &&
-	    pane_grid_sx(pane_grid(wp->pane)) == r.sx) {
-		wp->r = r;
-		return;
-	}
 	wp->r = r;
+	/* Another client's cell: drawn cut or padded, the size kept. */
+	if (!resize || (pane_grid_sx(gd) == r.sx && pane_grid_sy(gd) == r.sy))
+		return;
 	if (wp->s != NULL)
 		session_resize(wp->s, (unsigned short)r.sy, (unsigned short)r.sx);
 	else
@@ -442,7 +435,7 @@ tui_pane_state(const struct tui_pane *wp, char *buf, size_t len)
 static void
 tui_pane_title(struct tui_pane *wp, bool focused)
 {
-	struct tui_screen *scr = wp->t->scr;
+	struct tui_screen *scr = wp->t->c->scr;
 	struct tui_rect r = { wp->r.x, wp->r.y - 1, wp->r.sx, 1 };
 	enum tui_style style = focused ? TUI_STYLE_BAR_FOCUS : TUI_STYLE_TITLE;
 	char state[32];
@@ -462,35 +455,36 @@ tui_pane_banner(struct tui_pane *wp)
 {
 	struct tui_rect r = { wp->r.x, wp->r.y + wp->r.sy - 1, wp->r.sx, 1 };
 
-	tui_screen_fill(wp->t->scr, &r, TUI_STYLE_WARN);
+	tui_screen_fill(wp->t->c->scr, &r, TUI_STYLE_WARN);
 	if (wp->start_failed == NULL && tui_pane_resume_command(wp) != NULL) {
-		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  c: continue "
-		    "its conversation (%s)  x: close ", wp->agent,
-		    (long long)wp->id, wp->status,
+		    "its conversation (%s)  x: close ",
+		    wp->agent, (long long)wp->id, wp->status,
 		    tui_pane_resume_command(wp));
 		return;
 	}
 	if (wp->start_failed == NULL) {
-		tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+		tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 		    " %s %lld exited with status %d  --  r: restart  x: close ",
 		    wp->agent, (long long)wp->id, wp->status);
 		return;
 	}
-	tui_screen_printf(wp->t->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
+	tui_screen_printf(wp->t->c->scr, r.x, r.y, r.sx, TUI_STYLE_WARN,
 	    " %s %lld did not start  --  r: restart  x: close ", wp->agent,
 	    (long long)wp->id);
 	if (wp->r.sy > 1)
-		tui_screen_print(wp->t->scr, r.x, r.y - 1, r.sx, TUI_STYLE_WARN,
-		    wp->start_failed);
+		tui_screen_print(wp->t->c->scr, r.x, r.y - 1, r.sx,
+		    TUI_STYLE_WARN, wp->start_failed);
 }
 
 /* A pane whose session is starting says so until its command's output comes. */
 static void
 tui_pane_starting(struct tui_pane *wp)
 {
-	tui_screen_print(wp->t->scr, wp->r.x, wp->r.y, wp->r.sx,
-	    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (snapshotting the project; "
+	tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
+	    TUI_STYLE_TITLE,
+	    "starting\xe2\x80\xa6 (snapshotting the project; "
 	    "keys typed now are kept for it)");
 }
 
@@ -514,7 +508,7 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	}
 	wp->scrolled = scrolled;
 	if (all || pane_grid_is_dirty(gd))
-		tui_screen_draw_grid(wp->t->scr, gd, &wp->r, wp->offset,
+		tui_screen_draw_grid(wp->t->c->scr, gd, &wp->r, wp->offset,
 		    pane_reverse(wp->pane), all);
 	wp->redraw = false;
 	if (focused)
@@ -522,9 +516,10 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 	if (wp->copy != NULL)
 		tui_copy_draw(wp);
 	else if (wp->offset != 0)
-		tui_screen_printf(wp->t->scr, wp->r.x + (wp->r.sx > 24 ?
-		    wp->r.sx - 24 : 0), wp->r.y, 24, TUI_STYLE_SELECTED,
-		    "[%u/%u] q: back", wp->offset, pane_grid_hsize(gd));
+		tui_screen_printf(wp->t->c->scr,
+		    wp->r.x + (wp->r.sx > 24 ? wp->r.sx - 24 : 0), wp->r.y, 24,
+		    TUI_STYLE_SELECTED, "[%u/%u] q: back", wp->offset,
+		    pane_grid_hsize(gd));
 	if (wp->exited)
 		tui_pane_banner(wp);
 	else if (wp->s != NULL && session_starting(wp->s))

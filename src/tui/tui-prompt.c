@@ -21,7 +21,20 @@ static const struct {
 	{ SESSION_DENY_ALWAYS, "deny always", 'D' },
 };
 
-static void tui_prompt_scope_close(struct tui *);
+static void tui_prompt_scope_close(struct tui_client *);
+
+/* Whether some client has the prompt bar's keys: the countdowns wait for it. */
+static bool
+tui_prompt_any_focus(const struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i]->prompt_focus)
+			return true;
+	}
+	return false;
+}
 
 int
 tui_prompt_seconds_left(const struct tui_prompt *p, int64_t now_us)
@@ -69,7 +82,7 @@ static void
 tui_prompt_timer(struct tui *t)
 {
 	struct timeval tv = { 1, 0 };
-	bool want = t->nprompts > 0 && !t->prompt_focus;
+	bool want = t->nprompts > 0 && !tui_prompt_any_focus(t);
 
 	if (t->tick_ev == NULL)
 		t->tick_ev = event_new(t->base, -1, EV_PERSIST, tui_prompt_tick, t);
@@ -110,8 +123,8 @@ tui_prompt_ask(struct tui *t, struct tui_pane *wp, const struct session_ask *a)
 		    sizeof *t->prompts);
 		t->prompts[t->nprompts++] = p;
 		if (t->nprompts == 1)
-			t->relayout = true;
-		if (t->prompt_focus && wp->s != NULL) {
+			tui_relayout_all(t);
+		if (tui_prompt_any_focus(t) && wp->s != NULL) {
 			/* The user is answering: this one waits too. */
 			session_ask_pause(wp->s, a->id, true);
 			p->paused = true;
@@ -124,21 +137,35 @@ tui_prompt_ask(struct tui *t, struct tui_pane *wp, const struct session_ask *a)
 	tui_redraw(t);
 }
 
+/* Question AT went: client C keeps its place on the one it looked at, if that stays. */
+static void
+tui_prompt_removed(struct tui_client *c, size_t at, size_t n)
+{
+	/* A scope being chosen belongs to the selected question: never to another. */
+	if (c->prompt_sel == at)
+		tui_prompt_scope_close(c);
+	if (c->prompt_sel > at)
+		c->prompt_sel--;
+	if (c->prompt_sel >= n)
+		c->prompt_sel = n > 0 ? n - 1 : 0;
+	if (n == 0) {
+		c->prompt_focus = false;
+		c->relayout = true;
+	}
+}
+
+/* An answer from any client, or the timeout: it goes from every client's bar. */
 static void
 tui_prompt_remove(struct tui *t, size_t at)
 {
-	/* A scope being chosen belongs to the selected question: never to another. */
-	tui_prompt_scope_close(t);
+	size_t i;
+
 	tui_prompt_free(t->prompts[at]);
 	memmove(t->prompts + at, t->prompts + at + 1,
 	    (t->nprompts - at - 1) * sizeof *t->prompts);
 	t->nprompts--;
-	if (t->prompt_sel >= t->nprompts)
-		t->prompt_sel = t->nprompts > 0 ? t->nprompts - 1 : 0;
-	if (t->nprompts == 0) {
-		t->prompt_focus = false;
-		t->relayout = true;
-	}
+	for (i = 0; i < t->nclients; i++)
+		tui_prompt_removed(t->clients[i], at, t->nprompts);
 	tui_prompt_timer(t);
 	tui_redraw(t);
 }
@@ -177,7 +204,8 @@ tui_prompt_free_all(struct tui *t)
 {
 	size_t i;
 
-	tui_prompt_scope_close(t);
+	for (i = 0; i < t->nclients; i++)
+		tui_prompt_scope_close(t->clients[i]);
 	for (i = 0; i < t->nprompts; i++)
 		tui_prompt_free(t->prompts[i]);
 	free(t->prompts);
@@ -198,9 +226,10 @@ tui_prompt_focus(struct tui *t, bool on)
 	if (on && t->nprompts == 0)
 		return;
 	if (!on)
-		tui_prompt_scope_close(t);
-	t->prompt_focus = on;
-	/* While the user reads them, no countdown runs out. */
+		tui_prompt_scope_close(t->c);
+	t->c->prompt_focus = on;
+	/* While a user reads them (in any client), no countdown runs out. */
+	on = tui_prompt_any_focus(t);
 	for (i = 0; i < t->nprompts; i++) {
 		p = t->prompts[i];
 		if (p->paused == on)
@@ -217,14 +246,24 @@ tui_prompt_focus(struct tui *t, bool on)
 	tui_redraw(t);
 }
 
+void
+tui_prompt_unfocus(struct tui *t, struct tui_client *c)
+{
+	struct tui_client *cur = t->c;
+
+	t->c = c;
+	tui_prompt_focus(t, false);
+	t->c = cur;
+}
+
 /* Leaves the choice of a rule's scope. */
 static void
-tui_prompt_scope_close(struct tui *t)
+tui_prompt_scope_close(struct tui_client *c)
 {
-	session_scopes_free(t->scopes, t->nscopes);
-	t->nscopes = 0;
-	t->scope_sel = 0;
-	t->scope_choice = -1;
+	session_scopes_free(c->scopes, c->nscopes);
+	c->nscopes = 0;
+	c->scope_sel = 0;
+	c->scope_choice = -1;
 }
 
 /* "Always": the rules it can save, shown one by one, the narrowest first. */
@@ -240,10 +279,10 @@ tui_prompt_scope_open(struct tui *t, struct tui_prompt *p, int choice)
 	a.method = p->method;
 	a.path = p->path;
 	a.scheme = p->scheme;
-	tui_prompt_scope_close(t);
-	if ((t->nscopes = session_ask_scopes(&a, t->scopes)) == 0)
+	tui_prompt_scope_close(t->c);
+	if ((t->c->nscopes = session_ask_scopes(&a, t->c->scopes)) == 0)
 		return false;
-	t->scope_choice = choice;
+	t->c->scope_choice = choice;
 	return true;
 }
 
@@ -251,19 +290,19 @@ tui_prompt_scope_open(struct tui *t, struct tui_prompt *p, int choice)
 static void
 tui_prompt_scope_answer(struct tui *t)
 {
-	struct tui_prompt *p = t->prompts[t->prompt_sel];
-	enum session_answer a = tui_prompt_choices[t->scope_choice].answer;
+	struct tui_prompt *p = t->prompts[t->c->prompt_sel];
+	enum session_answer a = tui_prompt_choices[t->c->scope_choice].answer;
 	struct session *s = p->pane->s;
 	uint64_t id = p->id;
-	char *rule = xstrdup(t->scopes[t->scope_sel].rule), *cause = NULL;
+	char *rule = xstrdup(t->c->scopes[t->c->scope_sel].rule), *cause = NULL;
 
-	tui_message(t, false, "%s always: `%s %s` (%s)", a ==
-	    SESSION_ALLOW_ALWAYS ? "allowing" : "denying", a ==
-	    SESSION_ALLOW_ALWAYS ? "allow" : "deny", rule,
-	    t->scopes[t->scope_sel].what);
+	tui_message(t, false, "%s always: `%s %s` (%s)",
+	    a == SESSION_ALLOW_ALWAYS ? "allowing" : "denying",
+	    a == SESSION_ALLOW_ALWAYS ? "allow" : "deny", rule,
+	    t->c->scopes[t->c->scope_sel].what);
 	/* Answering removes the prompt (and the scopes) on the way. */
-	tui_prompt_scope_close(t);
-	t->prompt_choice = 0;
+	tui_prompt_scope_close(t->c);
+	t->c->prompt_choice = 0;
 	if (s != NULL && session_answer_rule(s, id, a, rule, &cause) == -1) {
 		tui_message(t, true, "cannot save that rule: %s", cause);
 		free(cause);
@@ -274,20 +313,20 @@ tui_prompt_scope_answer(struct tui *t)
 static bool
 tui_prompt_scope_key(struct tui *t, const struct tui_key *k)
 {
-	size_t n = t->nscopes;
+	size_t n = t->c->nscopes;
 
 	if (k->code >= '1' && k->code < '1' + n) {
-		t->scope_sel = k->code - '1';
+		t->c->scope_sel = k->code - '1';
 		tui_prompt_scope_answer(t);
 	} else if (k->code == TUI_KEY_LEFT || k->code == TUI_KEY_UP)
-		t->scope_sel = (t->scope_sel + n - 1) % n;
+		t->c->scope_sel = (t->c->scope_sel + n - 1) % n;
 	else if (k->code == TUI_KEY_RIGHT || k->code == TUI_KEY_DOWN ||
 	    k->code == '\t')
-		t->scope_sel = (t->scope_sel + 1) % n;
+		t->c->scope_sel = (t->c->scope_sel + 1) % n;
 	else if (k->code == '\r')
 		tui_prompt_scope_answer(t);
 	else if (k->code == 0x1b || k->code == 'q')
-		tui_prompt_scope_close(t);
+		tui_prompt_scope_close(t->c);
 	tui_redraw(t);
 	return true;
 }
@@ -299,7 +338,7 @@ tui_prompt_answer(struct tui *t, int choice)
 
 	if (t->nprompts == 0 || choice < 0 || choice >= 6)
 		return;
-	p = t->prompts[t->prompt_sel];
+	p = t->prompts[t->c->prompt_sel];
 	if ((tui_prompt_choices[choice].answer == SESSION_ALLOW_ALWAYS ||
 	    tui_prompt_choices[choice].answer == SESSION_DENY_ALWAYS) &&
 	    tui_prompt_scope_open(t, p, choice))
@@ -310,7 +349,7 @@ tui_prompt_answer(struct tui *t, int choice)
 	if (p->pane->s != NULL)
 		session_answer(p->pane->s, p->id,
 		    tui_prompt_choices[choice].answer);
-	t->prompt_choice = 0;
+	t->c->prompt_choice = 0;
 }
 
 bool
@@ -318,9 +357,9 @@ tui_prompt_key(struct tui *t, const struct tui_key *k)
 {
 	int i;
 
-	if (k->code == (uint32_t)t->km.prefix_key && k->mods == 0)
+	if (k->code == (uint32_t)t->c->km.prefix_key && k->mods == 0)
 		return false;
-	if (t->scope_choice >= 0)
+	if (t->c->scope_choice >= 0)
 		return tui_prompt_scope_key(t, k);
 	for (i = 0; i < 6; i++) {
 		if (k->code == tui_prompt_choices[i].key ||
@@ -331,20 +370,21 @@ tui_prompt_key(struct tui *t, const struct tui_key *k)
 	}
 	switch (k->code) {
 	case TUI_KEY_LEFT:
-		t->prompt_choice = (t->prompt_choice + 5) % 6;
+		t->c->prompt_choice = (t->c->prompt_choice + 5) % 6;
 		break;
 	case TUI_KEY_RIGHT:
 	case '\t':
-		t->prompt_choice = (t->prompt_choice + 1) % 6;
+		t->c->prompt_choice = (t->c->prompt_choice + 1) % 6;
 		break;
 	case TUI_KEY_UP:
-		t->prompt_sel = (t->prompt_sel + t->nprompts - 1) % t->nprompts;
+		t->c->prompt_sel = (t->c->prompt_sel + t->nprompts - 1) %
+		    t->nprompts;
 		break;
 	case TUI_KEY_DOWN:
-		t->prompt_sel = (t->prompt_sel + 1) % t->nprompts;
+		t->c->prompt_sel = (t->c->prompt_sel + 1) % t->nprompts;
 		break;
 	case '\r':
-		tui_prompt_answer(t, t->prompt_choice);
+		tui_prompt_answer(t, t->c->prompt_choice);
 		break;
 	case 0x1b:
 	case 'q':
@@ -360,12 +400,12 @@ tui_prompt_click(struct tui *t, unsigned x)
 {
 	int i;
 
-	if (!t->prompt_focus) {
+	if (!t->c->prompt_focus) {
 		tui_prompt_focus(t, true);
 		return true;
 	}
 	for (i = 0; i < 6; i++) {
-		if (x >= t->choice_x[i][0] && x < t->choice_x[i][1]) {
+		if (x >= t->c->choice_x[i][0] && x < t->c->choice_x[i][1]) {
 			tui_prompt_answer(t, i);
 			return true;
 		}
@@ -394,53 +434,56 @@ static void
 tui_prompt_scope_draw(struct tui *t, unsigned x, unsigned y,
     enum tui_style style)
 {
-	const struct session_scope *sc = &t->scopes[t->scope_sel];
-	bool allow = tui_prompt_choices[t->scope_choice].answer ==
+	const struct session_scope *sc = &t->c->scopes[t->c->scope_sel];
+	bool allow = tui_prompt_choices[t->c->scope_choice].answer ==
 	    SESSION_ALLOW_ALWAYS;
 
-	x += tui_screen_print(t->scr, x, y, t->sx - x, style, "| save ");
-	x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_SELECTED,
-	    "%s %s", allow ? "allow" : "deny", sc->rule);
-	tui_screen_printf(t->scr, x, y, t->sx - x, style, " [%zu/%zu %s]  "
-	    "Left/Right: scope  Enter: save  Esc: back", t->scope_sel + 1,
-	    t->nscopes, sc->what);
+	x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style, "| save ");
+	x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+	    TUI_STYLE_SELECTED, "%s %s", allow ? "allow" : "deny", sc->rule);
+	tui_screen_printf(t->c->scr, x, y, t->c->sx - x, style,
+	    " [%zu/%zu %s]  "
+	    "Left/Right: scope  Enter: save  Esc: back",
+	    t->c->scope_sel + 1, t->c->nscopes, sc->what);
 }
 
 void
 tui_prompt_draw(struct tui *t, unsigned y)
 {
-	struct tui_prompt *p = t->prompts[t->prompt_sel];
-	struct tui_rect r = { 0, y, t->sx, 1 };
-	enum tui_style style = t->prompt_focus ? TUI_STYLE_PROMPT_FOCUS :
-	    TUI_STYLE_PROMPT;
+	struct tui_prompt *p = t->prompts[t->c->prompt_sel];
+	struct tui_rect r = { 0, y, t->c->sx, 1 };
+	enum tui_style style = t->c->prompt_focus ? TUI_STYLE_PROMPT_FOCUS :
+	                                            TUI_STYLE_PROMPT;
 	char *what = tui_prompt_what(p), *head, waiting[32] = "";
 	unsigned x;
 	int i;
 
-	tui_screen_fill(t->scr, &r, style);
+	tui_screen_fill(t->c->scr, &r, style);
 	if (p->waiting > 1)
 		snprintf(waiting, sizeof waiting, " (%d waiting)", p->waiting);
-	head = xprintf(" %zu/%zu %lld:%s %s%s %ds%s ", t->prompt_sel + 1,
+	head = xprintf(" %zu/%zu %lld:%s %s%s %ds%s ", t->c->prompt_sel + 1,
 	    t->nprompts, (long long)p->pane->id, p->pane->agent, what, waiting,
-	    tui_prompt_seconds_left(p, util_mono_us()), p->paused ? " paused" :
-	    "");
-	x = tui_screen_print(t->scr, 0, y, t->sx, style, head);
-	if (t->prompt_focus && t->scope_choice >= 0) {
+	    tui_prompt_seconds_left(p, util_mono_us()),
+	    p->paused ? " paused" : "");
+	x = tui_screen_print(t->c->scr, 0, y, t->c->sx, style, head);
+	if (t->c->prompt_focus && t->c->scope_choice >= 0) {
 		tui_prompt_scope_draw(t, x, y, style);
 		goto out;
 	}
-	if (!t->prompt_focus) {
-		tui_screen_print(t->scr, x, y, t->sx - x, style,
+	if (!t->c->prompt_focus) {
+		tui_screen_print(t->c->scr, x, y, t->c->sx - x, style,
 		    "| prefix a to answer");
 		goto out;
 	}
-	for (i = 0; i < 6 && x < t->sx; i++) {
-		t->choice_x[i][0] = x;
-		x += tui_screen_printf(t->scr, x, y, t->sx - x, i ==
-		    t->prompt_choice ? TUI_STYLE_SELECTED : style, "[%c] %s",
-		    (char)tui_prompt_choices[i].key, tui_prompt_choices[i].label);
-		t->choice_x[i][1] = x;
-		x += tui_screen_print(t->scr, x, y, t->sx - x, style, " ");
+	for (i = 0; i < 6 && x < t->c->sx; i++) {
+		t->c->choice_x[i][0] = x;
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    i == t->c->prompt_choice ? TUI_STYLE_SELECTED : style,
+		    "[%c] %s", (char)tui_prompt_choices[i].key,
+		    tui_prompt_choices[i].label);
+		t->c->choice_x[i][1] = x;
+		x += tui_screen_print(t->c->scr, x, y, t->c->sx - x, style,
+		    " ");
 	}
 out:
 	free(what);

@@ -398,6 +398,34 @@ tui_screen_modes(struct tui_screen *scr, bool on)
 /* The screen in use, so that an exit from anywhere gives the terminal back. */
 static struct tui_screen *tui_screen_current;
 
+/*
+ * Screens open, and curses screens let go of while others were open.
+ * Tried here (ncurses 6.4, several terminals attached to the server):
+ * delscreen on one screen leaves every other one drawing nothing ever
+ * after. A screen closed beside others is kept until the last one
+ * closes, then all go.
+ */
+static size_t tui_screen_nopen;
+static SCREEN **tui_screen_dead;
+static size_t tui_screen_ndead;
+
+static void
+tui_screen_delete(SCREEN *sp)
+{
+	size_t i;
+
+	tui_screen_dead = xreallocarray(tui_screen_dead, tui_screen_ndead + 1,
+	    sizeof *tui_screen_dead);
+	tui_screen_dead[tui_screen_ndead++] = sp;
+	if (tui_screen_nopen > 0 && --tui_screen_nopen > 0)
+		return;
+	for (i = 0; i < tui_screen_ndead; i++)
+		delscreen(tui_screen_dead[i]);
+	free(tui_screen_dead);
+	tui_screen_dead = NULL;
+	tui_screen_ndead = 0;
+}
+
 static unsigned tui_screen_walk(const char *, unsigned, bool);
 
 /* Curses lets the terminal go, and the terminal gets its own modes back. */
@@ -565,6 +593,7 @@ tui_screen_open_fds(struct event_base *base, int infd, int outfd,
 	tui_screen_setup(scr, color);
 	tui_screen_modes(scr, true);
 	tui_screen_current = scr;
+	tui_screen_nopen++;
 	if (!registered) {
 		atexit(tui_screen_atexit);
 		registered = true;
@@ -601,13 +630,21 @@ tui_screen_close(struct tui_screen *scr)
 		/* raw: terminfo's Ss with 0, no text of a pane's */
 		tui_screen_add(scr, se, strlen(se));
 	tui_screen_end(scr);
-	delscreen(scr->sp);
+	tui_screen_delete(scr->sp);
 	tui_screen_free(scr);
+}
+
+void
+tui_screen_use(struct tui_screen *scr)
+{
+	set_term(scr->sp);
+	tui_screen_current = scr;
 }
 
 void
 tui_screen_size(const struct tui_screen *scr, unsigned *sx, unsigned *sy)
 {
+	set_term(scr->sp);
 	*sx = COLS > 0 ? (unsigned)COLS : 1;
 	*sy = LINES > 0 ? (unsigned)LINES : 1;
 }

@@ -202,20 +202,21 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 		util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
 	} else
 		size[0] = dur[0] = '\0';
-	tui_screen_fill(t->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
-	x = tui_screen_printf(t->scr, 0, y, sx, style, "%s %2lld ",
+	tui_screen_fill(t->c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(t->c->scr, 0, y, sx, style, "%s %2lld ",
 	    strlen(when) > 11 ? when + 11 : when, (long long)r->session_id);
-	x += tui_screen_print(t->scr, x, y, sx - x, selected ? style : mark, m);
+	x += tui_screen_print(t->c->scr, x, y, sx - x, selected ? style : mark,
+	    m);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	m1 = quote_name(r->method != NULL ? r->method : "-");
 	line = xprintf(" %-7s %s", m1, url);
 	free(m1);
 	free(url);
 	if (sx > x + 22)
-		tui_screen_print(t->scr, x, y, sx - x - 22, style, line);
+		tui_screen_print(t->c->scr, x, y, sx - x - 22, style, line);
 	if (sx > 22)
-		tui_screen_printf(t->scr, sx - 21, y, 21, style, "%4s %7s %7s",
-		    r->status != 0 ? status : "-", size, dur);
+		tui_screen_printf(t->c->scr, sx - 21, y, 21, style,
+		    "%4s %7s %7s", r->status != 0 ? status : "-", size, dur);
 	free(line);
 }
 
@@ -225,15 +226,16 @@ tui_requests_draw(struct tui *t, const struct tui_rect *area)
 	size_t n, *v = tui_requests_visible(t, &n), i, rows;
 	unsigned y;
 
-	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
-	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
 	    " requests: %zu of %zu  %s%s%s", n, t->nreqs,
 	    t->req_filter.active || t->req_filter.text.len > 0 ? "filter: " :
-	    "/ filters", t->req_filter.text.data != NULL ?
-	    t->req_filter.text.data : "", t->req_filter.active ? "_" : "");
-	tui_screen_printf(t->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
-	    "time      s   method  url%*s", (int)(area->sx > 40 ? area->sx - 40 :
-	    0), "status    size    time");
+	                                                         "/ filters",
+	    t->req_filter.text.data != NULL ? t->req_filter.text.data : "",
+	    t->req_filter.active ? "_" : "");
+	tui_screen_printf(t->c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	    "time      s   method  url%*s",
+	    (int)(area->sx > 40 ? area->sx - 40 : 0), "status    size    time");
 	rows = area->sy > 3 ? area->sy - 3 : 1;
 	if (t->req_follow || t->req_sel >= n)
 		t->req_sel = n > 0 ? n - 1 : 0;
@@ -244,8 +246,9 @@ tui_requests_draw(struct tui *t, const struct tui_rect *area)
 	for (i = t->req_top, y = area->y + 2; i < n && y < area->y + 2 + rows;
 	    i++, y++)
 		tui_requests_row(t, t->reqs[v[i]], y, area->sx, i == t->req_sel);
-	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
-	    TUI_STYLE_DIM, " up/down move  Enter details  / filter  "
+	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
+	    TUI_STYLE_DIM,
+	    " up/down move  Enter details  / filter  "
 	    "Esc back");
 	free(v);
 }

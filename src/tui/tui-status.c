@@ -92,6 +92,35 @@ tui_status_notify_command(struct tui *t, const char *msg)
 	strv_free(&argv);
 }
 
+/* Writes LEN bytes of DATA to every attached client's terminal. */
+static void
+tui_status_write_all(struct tui *t, const char *data, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i]->scr != NULL)
+			tui_screen_write(t->clients[i]->scr, data, len);
+	}
+}
+
+/* Whether an attached client shows WP focused, nothing over it: its user is looking at it. */
+static bool
+tui_status_looking(struct tui *t, const struct tui_pane *wp)
+{
+	struct tui_client *cur = t->c;
+	bool looking = false;
+	size_t i;
+
+	for (i = 0; i < t->nclients && !looking; i++) {
+		t->c = t->clients[i];
+		looking = t->c->scr != NULL && wp == tui_focus_pane(t) &&
+		    tui_view_top(t) == TUI_VIEW_PANES;
+	}
+	t->c = cur;
+	return looking;
+}
+
 /* OSC 9 (iTerm2, kitty, WezTerm, ...) and OSC 777 (urxvt, foot, Ghostty, VTE): MSG has no control character. */
 static void
 tui_status_notify_osc(struct tui *t, const char *msg)
@@ -108,8 +137,7 @@ tui_status_notify_osc(struct tui *t, const char *msg)
 		buf_add(&b, *p == ';' ? "," : p, 1);
 	buf_adds(&b, "\a");
 	/* raw: two OSCs around quoted text, which has no control byte */
-	if (t->scr != NULL)
-		tui_screen_write(t->scr, b.data, b.len);
+	tui_status_write_all(t, b.data, b.len);
 	buf_free(&b);
 }
 
@@ -120,9 +148,8 @@ tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
 	struct buf b;
 	char *raw;
 
-	/* The user is looking at it (when a client is attached). */
-	if (t->scr != NULL && wp == tui_focus_pane(t) &&
-	    tui_view_top(t) == TUI_VIEW_PANES)
+	/* A user is looking at it (in a client attached). */
+	if (tui_status_looking(t, wp))
 		return;
 	if (t->notify_last_us != 0 &&
 	    now - t->notify_last_us < TUI_STATUS_NOTIFY_GAP_US)
@@ -143,8 +170,7 @@ tui_status_notify(struct tui *t, struct tui_pane *wp, enum session_state st)
 		break;
 	default:
 		/* raw: the bell, nothing of the session's */
-		if (t->scr != NULL)
-			tui_screen_write(t->scr, "\a", 1);
+		tui_status_write_all(t, "\a", 1);
 		break;
 	}
 	buf_free(&b);
@@ -210,8 +236,8 @@ static char *
 tui_status_label(struct tui *t, struct tui_pane *wp, bool focused)
 {
 	char state[32];
-	bool zoomed = focused && t->layout != NULL &&
-	    tui_layout_zoomed(t->layout);
+	bool zoomed = focused && t->c->layout != NULL &&
+	    tui_layout_zoomed(t->c->layout);
 
 	return xprintf("%lld:%s%s %s%s", (long long)wp->id, wp->agent,
 	    focused ? (zoomed ? "*Z" : "*") : "", tui_pane_state(wp, state,
@@ -251,17 +277,18 @@ tui_status_pane(struct tui *t, struct tui_pane *wp, bool focused, unsigned x,
 	if (x >= end)
 		return x;
 	label = tui_status_label(t, wp, focused);
-	x += tui_screen_print(t->scr, x, y, end - x, style, label);
+	x += tui_screen_print(t->c->scr, x, y, end - x, style, label);
 	free(label);
 	if (wp->unsafe != NULL && x < end)
-		x += tui_screen_printf(t->scr, x, y, end - x, TUI_STYLE_ALERT,
-		    " UNSAFE:%s", wp->unsafe);
+		x += tui_screen_printf(t->c->scr, x, y, end - x,
+		    TUI_STYLE_ALERT, " UNSAFE:%s", wp->unsafe);
 	/* What it does is no longer all recorded: said for as long as it runs. */
 	if (wp->s != NULL && session_budget_reached(wp->s) && x < end)
-		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
+		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_WARN,
 		    " BUDGET");
 	if (x < end)
-		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_BAR, " ");
+		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_BAR,
+		    " ");
 	return x;
 }
 
@@ -307,9 +334,9 @@ tui_status_tabs(struct tui *t, unsigned x, unsigned y, unsigned end)
 			at = i;
 	}
 	first = tui_status_first(t, w, at, end > x ? end - x : 0);
-	t->ntabs = 0;
+	t->c->ntabs = 0;
 	if (first > 0 && x + 2 <= end)
-		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
+		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_WARN,
 		    "< ");
 	for (i = first; i < t->npanes && x < end; i++) {
 		/* Whole entries only, with room for the mark of those after. */
@@ -318,14 +345,14 @@ tui_status_tabs(struct tui *t, unsigned x, unsigned y, unsigned end)
 		x0 = x;
 		x = tui_status_pane(t, t->panes[i], t->panes[i] == focus, x, y,
 		    end);
-		if (t->ntabs < nitems(t->tabs)) {
-			t->tabs[t->ntabs].x0 = x0;
-			t->tabs[t->ntabs].x1 = x;
-			t->tabs[t->ntabs++].num = t->panes[i]->num;
+		if (t->c->ntabs < nitems(t->c->tabs)) {
+			t->c->tabs[t->c->ntabs].x0 = x0;
+			t->c->tabs[t->c->ntabs].x1 = x;
+			t->c->tabs[t->c->ntabs++].num = t->panes[i]->num;
 		}
 	}
 	if (i < t->npanes && x < end)
-		x += tui_screen_print(t->scr, x, y, end - x, TUI_STYLE_WARN,
+		x += tui_screen_print(t->c->scr, x, y, end - x, TUI_STYLE_WARN,
 		    "> ");
 	free(w);
 	return x;
@@ -336,9 +363,9 @@ tui_status_tab_at(const struct tui *t, unsigned x)
 {
 	size_t i;
 
-	for (i = 0; i < t->ntabs; i++) {
-		if (x >= t->tabs[i].x0 && x < t->tabs[i].x1)
-			return t->tabs[i].num;
+	for (i = 0; i < t->c->ntabs; i++) {
+		if (x >= t->c->tabs[i].x0 && x < t->c->tabs[i].x1)
+			return t->c->tabs[i].num;
 	}
 	return -1;
 }
@@ -346,13 +373,13 @@ tui_status_tab_at(const struct tui *t, unsigned x)
 void
 tui_status_draw(struct tui *t, unsigned y)
 {
-	struct tui_rect r = { 0, y, t->sx, 1 };
+	struct tui_rect r = { 0, y, t->c->sx, 1 };
 	char right[64] = "";
 	size_t needs = tui_status_count_needs(t);
 	unsigned x, rw;
 
-	tui_screen_fill(t->scr, &r, TUI_STYLE_BAR);
-	x = tui_screen_printf(t->scr, 0, y, t->sx, TUI_STYLE_BAR, "[%s] ",
+	tui_screen_fill(t->c->scr, &r, TUI_STYLE_BAR);
+	x = tui_screen_printf(t->c->scr, 0, y, t->c->sx, TUI_STYLE_BAR, "[%s] ",
 	    tui_status_project(t));
 	/* The counts on the right stay: the entries get what is left. */
 	if (t->nprompts > 0)
@@ -363,21 +390,21 @@ tui_status_draw(struct tui *t, unsigned y)
 	if (t->denied > 0)
 		rw += (unsigned)snprintf(NULL, 0, " denied %lld ",
 		    (long long)t->denied);
-	x = tui_status_tabs(t, x, y, t->sx > x + rw ? t->sx - rw : x);
-	if (needs > 0 && x < t->sx)
-		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_NEEDS,
-		    " needs you %zu ", needs);
-	if (t->nprompts > 0 && x < t->sx)
-		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_WARN,
-		    " prompts %zu ", t->nprompts);
-	if (t->denied > 0 && x < t->sx)
-		x += tui_screen_printf(t->scr, x, y, t->sx - x, TUI_STYLE_ALERT,
-		    " denied %lld ", (long long)t->denied);
-	if (t->message != NULL && x + 2 < t->sx)
-		tui_screen_printf(t->scr, x + 1, y, t->sx - x - 1,
+	x = tui_status_tabs(t, x, y, t->c->sx > x + rw ? t->c->sx - rw : x);
+	if (needs > 0 && x < t->c->sx)
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_NEEDS, " needs you %zu ", needs);
+	if (t->nprompts > 0 && x < t->c->sx)
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_WARN, " prompts %zu ", t->nprompts);
+	if (t->denied > 0 && x < t->c->sx)
+		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
+		    TUI_STYLE_ALERT, " denied %lld ", (long long)t->denied);
+	if (t->message != NULL && x + 2 < t->c->sx)
+		tui_screen_printf(t->c->scr, x + 1, y, t->c->sx - x - 1,
 		    t->message_alert ? TUI_STYLE_ALERT : TUI_STYLE_BAR, " %s ",
 		    t->message);
-	else if (x + 12 < t->sx)
-		tui_screen_printf(t->scr, t->sx - 11, y, 11, TUI_STYLE_BAR,
-		    "%s ? help", t->cf->ui.prefix);
+	else if (x + 12 < t->c->sx)
+		tui_screen_printf(t->c->scr, t->c->sx - 11, y, 11,
+		    TUI_STYLE_BAR, "%s ? help", t->cf->ui.prefix);
 }

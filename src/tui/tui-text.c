@@ -43,8 +43,8 @@ tui_text_new(struct tui *t, const char *title, bool diff)
 	strv_init(&tx->lines);
 	buf_init(&tx->partial);
 	tx->diff = diff;
-	tui_text_free(t->text);
-	t->text = tx;
+	tui_text_free(t->c->text);
+	t->c->text = tx;
 	return tx;
 }
 
@@ -126,7 +126,7 @@ tui_text_secret_env(struct tui *t, const char *arg)
 		if (t->panes[i]->id == id && t->panes[i]->has_env)
 			return t->panes[i]->env.v;
 	}
-	return t->has_client_env ? t->client_env.v : NULL;
+	return t->c != NULL && t->c->has_env ? t->c->env.v : NULL;
 }
 
 /*
@@ -226,31 +226,31 @@ tui_text_style(const struct tui_text *tx, const char *line)
 void
 tui_text_draw(struct tui *t, const struct tui_rect *area)
 {
-	struct tui_text *tx = t->text;
+	struct tui_text *tx = t->c->text;
 	size_t rows = area->sy > 2 ? area->sy - 2 : 1, i;
 	unsigned y;
 
-	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
 	if (tx == NULL)
 		return;
 	if (tx->top + rows > tx->lines.n)
 		tx->top = tx->lines.n > rows ? tx->lines.n - rows : 0;
-	tui_screen_printf(t->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
-	    " %s  (%zu lines%s)", tx->title, tx->lines.n, tx->job != NULL ?
-	    ", running" : "");
+	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	    " %s  (%zu lines%s)", tx->title, tx->lines.n,
+	    tx->job != NULL ? ", running" : "");
 	for (i = tx->top, y = area->y + 1; i < tx->lines.n && y < area->y + 1 +
 	    rows; i++, y++)
-		tui_screen_print(t->scr, 0, y, area->sx, tui_text_style(tx,
-		    tx->lines.v[i]), tx->lines.v[i]);
-	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+		tui_screen_print(t->c->scr, 0, y, area->sx,
+		    tui_text_style(tx, tx->lines.v[i]), tx->lines.v[i]);
+	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down/PageUp/PageDown scroll  Esc back");
 }
 
 bool
 tui_text_key(struct tui *t, const struct tui_key *k)
 {
-	struct tui_text *tx = t->text;
-	size_t page = t->sy > 4 ? t->sy - 4 : 1;
+	struct tui_text *tx = t->c->text;
+	size_t page = t->c->sy > 4 ? t->c->sy - 4 : 1;
 
 	if (k->code == 0x1b || k->code == 'q') {
 		tui_view_pop(t);
@@ -332,12 +332,12 @@ tui_help_draw(struct tui *t, const struct tui_rect *area)
 	tui_help_lines(t, &lines);
 	if (t->help_top + rows > lines.n)
 		t->help_top = lines.n > rows ? lines.n - rows : 0;
-	tui_screen_fill(t->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
 	for (i = t->help_top, y = area->y; i < lines.n && y < area->y + rows;
 	    i++, y++)
-		tui_screen_print(t->scr, 0, y, area->sx, i == 0 ?
-		    TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
-	tui_screen_print(t->scr, 0, area->y + area->sy - 1, area->sx,
+		tui_screen_print(t->c->scr, 0, y, area->sx,
+		    i == 0 ? TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
+	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down scroll  Esc back");
 	strv_free(&lines);
 }

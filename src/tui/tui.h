@@ -237,6 +237,8 @@ struct tui_opts {
 };
 
 struct tui;
+/* One attached terminal's view (its focus, zoom, panels, prompt focus). */
+struct tui_client;
 
 /**
  * The dashboard's sessions and one view of them, on BASE, with no
@@ -253,28 +255,38 @@ int tui_focus(struct tui *, int64_t id, char **cause);
 void tui_end(struct tui *);
 /**
  * Draws on the terminal INFD/OUTFD (owned from now on, closed on failure)
- * of type TERM, and reads its keys; a terminal attached before is let go.
+ * of type TERM, and reads its keys, beside any other terminal attached:
+ * each client has its view (the one the last client to detach left, or
+ * a new one), and the panes take the size of the one most recently
+ * active. The view is the dashboard's (gone at tui_detach); NULL with
+ * *CAUSE.
  */
-int tui_attach(struct tui *, int infd, int outfd, const char *term,
-    bool color, char **cause);
+struct tui_client *tui_attach(struct tui *, int infd, int outfd,
+    const char *term, bool color, char **cause);
 /** CF (borrowed, kept alive by the caller) is the config from now on (a reload). */
 void tui_set_config(struct tui *, const struct config *cf);
 /**
- * ENV (K=V, NULL-ended, copied) is the environment of the attached
- * terminal's client: the sessions the dashboard starts itself take it.
+ * ENV (K=V, NULL-ended, copied) is the environment of client C: the
+ * sessions started from its view take it.
  */
-void tui_set_env(struct tui *, char *const *env);
-/** Lets the terminal go (its modes restored); the sessions keep running. */
-void tui_detach(struct tui *);
-bool tui_attached(const struct tui *);
-/** How long the attached terminal has not read what waits for it (µs), 0 if it keeps up. */
-int64_t tui_stuck_us(const struct tui *);
+void tui_set_env(struct tui *, struct tui_client *c, char *const *env);
 /**
- * CB(ARG, WHY) is called once the dashboard let its terminal go by itself
- * (the detach key, or the terminal went away).
+ * Lets client C's terminal go (its modes restored); the sessions and
+ * the other clients keep running. C is not to be used after.
  */
-void tui_set_detach_cb(struct tui *, void (*cb)(void *, const char *),
-    void *arg);
+void tui_detach(struct tui *, struct tui_client *c);
+/** Lets every client's terminal go. */
+void tui_detach_all(struct tui *);
+/** Whether any terminal is attached. */
+bool tui_attached(const struct tui *);
+/** How long client C's terminal has not read what waits for it (µs), 0 if it keeps up. */
+int64_t tui_stuck_us(const struct tui *, const struct tui_client *c);
+/**
+ * CB(ARG, C, WHY) is called once the dashboard let client C's terminal
+ * go by itself (the detach key, or the terminal went away).
+ */
+void tui_set_detach_cb(struct tui *,
+    void (*cb)(void *, struct tui_client *, const char *), void *arg);
 /* agentmux port: what to forward, or remove. */
 struct tui_port_opts {
 	int jail_port;
@@ -312,8 +324,8 @@ void tui_set_reload_cb(struct tui *, int (*cb)(void *, char **, char **),
 void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);
 /** MSG in the status bar for a while (a warning logged, say). */
 void tui_notice(struct tui *, bool alert, const char *msg);
-/** The attached terminal changed size. */
-void tui_resize(struct tui *);
+/** Client C's terminal changed size (it is the most recently active now). */
+void tui_resize(struct tui *, struct tui_client *c);
 size_t tui_sessions_running(const struct tui *);
 size_t tui_sessions(const struct tui *);
 /** What the dashboard ends with, once the user quit (0, or 128 + a signal). */
@@ -378,6 +390,12 @@ int tui_screen_infd(const struct tui_screen *);
 void tui_screen_write(struct tui_screen *, const void *data, size_t len);
 /** Gives the terminal back as it was; NULL is a no-op. */
 void tui_screen_close(struct tui_screen *);
+/**
+ * Curses draws on this screen from now on (the drawing calls below work
+ * on the screen in use): with several terminals attached, each frame
+ * starts with its own.
+ */
+void tui_screen_use(struct tui_screen *);
 void tui_screen_size(const struct tui_screen *, unsigned *sx, unsigned *sy);
 /** Picks up the terminal's new size (after SIGWINCH). */
 void tui_screen_resize(struct tui_screen *);
