@@ -356,11 +356,19 @@ test_first(void **state)
 		if (size < before * 85 / 100 && test_sh("test -f $OWN/"
 		    SNAP_KEEP_MARK) != 0)
 			break;
+		/* The packing process is watched on the loop: let it turn. */
+		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(200000);
 	}
 	if (i == 600)
 		fail_msg("the first snapshot was not compressed in 2 minutes: "
 		    "%lld bytes of %lld", size, before);
+	/* Its process is reaped on the loop before the loop goes. */
+	for (i = 0; i < 600 && snap_session_orphans() > 0; i++) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		usleep(100000);
+	}
+	assert_int_equal(snap_session_orphans(), 0);
 	test_sh_ok("GIT_DIR=$OWN git fsck --no-dangling >/dev/null 2>&1");
 	first_same();
 	event_base_free(base);

@@ -21,13 +21,13 @@ for d in range(100):
     for f in range(100):
         open("d%02d/f%03d.txt" % (d, f), "w").write("file %d %d\n" % (d, f) * 20)
 ') || fail "cannot make the large project"
-# On a fast machine that is quick: git in that project is slowed further, so that the start outlasts the
-# checks below (this wrapper is the test's; agentmux runs whatever git is first on PATH).
+# On a fast machine that is quick (agentmux's own writer hashes the files, without git): every git in that
+# project is slowed by 5 s, so that the start outlasts the checks below (this wrapper is the test's; agentmux runs whatever git is first on PATH).
 REAL_GIT=$(command -v git)
 mkdir -p "$T/bin"
 cat >"$T/bin/git" <<WRAP
 #!/bin/sh
-case "\$(pwd) \${GIT_WORK_TREE:-} \$*" in *"$B"*) sleep 2 ;; esac
+case "\$(pwd) \${GIT_WORK_TREE:-} \$*" in *"$B"*) sleep 5 ;; esac
 exec "$REAL_GIT" "\$@"
 WRAP
 chmod 755 "$T/bin/git"
