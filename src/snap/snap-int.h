@@ -531,6 +531,7 @@ struct snap_history {
 	void *end_arg;
 	int wfd;                  /* inotify on the upper dirs, or -1 (snap-watch.c) */
 	bool wlost;               /* a dir could not be watched: look on a timer */
+	size_t nwatch;            /* watches added: capped, since the jail names the dirs */
 };
 
 /* A valid ref name under refs/ that is safe as a path. */

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -892,6 +893,53 @@ changed:
 }
 
 /*
+ * Whether git would take NAME, a component of a path, as it is: git
+ * refuses ".git" in any case, with the dots and spaces NTFS drops, its
+ * short name "git~1", a backslash or colon (core.protectNTFS, on by
+ * default), and a link named like .gitmodules. A tree holding such a
+ * name could never be read back by read-tree, so undo to it would fail:
+ * such names are the git path's, which leaves them out as git add does.
+ */
+static bool
+snap_pack_name_plain(const char *name, size_t len, bool link)
+{
+	size_t n = len;
+
+	if (len == 0 || (len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return false;
+	if (memchr(name, '\\', len) != NULL || memchr(name, ':', len) != NULL)
+		return false;
+	while (n > 0 && (name[n - 1] == '.' || name[n - 1] == ' '))
+		n--;
+	if (n == 4 && strncasecmp(name, ".git", 4) == 0)
+		return false;
+	if (len >= 4 && strncasecmp(name, "git~", 4) == 0)
+		return false;
+	if (link && (strncasecmp(name, ".git", 4) == 0 ||
+	    strncasecmp(name, ".mailmap", 8) == 0 ||
+	    memchr(name, '~', len) != NULL))
+		return false;
+	return true;
+}
+
+/* Whether every component of PATH is one git takes as it is (above). */
+static bool
+snap_pack_path_plain(const char *path, bool link)
+{
+	const char *p = path, *slash;
+
+	for (;;) {
+		slash = strchr(p, '/');
+		if (slash == NULL)
+			return snap_pack_name_plain(p, strlen(p), link);
+		if (!snap_pack_name_plain(p, (size_t)(slash - p), false))
+			return false;
+		p = slash + 1;
+	}
+}
+
+/*
  * One file of the work tree into P, as git add stores it: a regular
  * file's bytes (mode 100755 if its owner may run it, else 100644), a
  * symlink's target (120000, never followed). 1 if it changed while read
@@ -911,7 +959,8 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	 * git ls-files -o lists a nested repository as "sub/": git add
 	 * goes into it (snap-take.c), which is the git path's work.
 	 */
-	if (*path == '\0' || path[strlen(path) - 1] == '/')
+	if (*path == '\0' || path[strlen(path) - 1] == '/' ||
+	    !snap_pack_path_plain(path, false))
 		return 1;
 	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
@@ -923,20 +972,28 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 		return r;
 	}
 	e->path = path;
-	if (S_ISLNK(sb->st_mode)) {
+	if (S_ISLNK(sb->st_mode) && !snap_pack_path_plain(path, true)) {
+		r = 1;
+	} else if (S_ISLNK(sb->st_mode)) {
 		len = readlinkat(dir, name, target, sizeof target);
 		e->mode = 0120000;
 		if (len >= 0 && (size_t)len < sizeof target)
 			r = snap_pack_add(p, SNAP_PACK_BLOB, target, (size_t)len,
 			    e->oid, cause);
 	} else if (S_ISREG(sb->st_mode)) {
+		dev_t dev = sb->st_dev;
+		ino_t ino = sb->st_ino;
+
 		fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		    O_CLOEXEC);
-		e->mode = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
-		if (fd == -1 || fstat(fd, sb) == -1 || !S_ISREG(sb->st_mode))
+		/* Another file renamed over it since the lstat: git's turn. */
+		if (fd == -1 || fstat(fd, sb) == -1 || !S_ISREG(sb->st_mode) ||
+		    sb->st_dev != dev || sb->st_ino != ino)
 			r = 1;
-		else
+		else {
+			e->mode = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
 			r = snap_pack_blob(p, fd, sb, path, e->oid, cause);
+		}
 		if (fd != -1)
 			close(fd);
 	}

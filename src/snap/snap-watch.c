@@ -33,6 +33,15 @@ snap_watch_name_ok(const char *name)
 	    NULL && strchr("0123456789abcdef", name[1]) != NULL;
 }
 
+/*
+ * The most watches one history adds: the jail makes and renames the dirs,
+ * and a watch lives as long as its dir does, whatever its name becomes,
+ * so a jail renaming fanout dirs away in a loop would otherwise take the
+ * host user's whole inotify allowance (fs.inotify.max_user_watches).
+ * Past it the history looks on its timer instead.
+ */
+#define SNAP_WATCH_MAX(h) (4 * 258 * (h)->n)
+
 /* Watches NAME under G's upper dir; false if the watch could not be had for want of room. */
 static bool
 snap_watch_add(struct snap_history *h, struct snap_hgit *g, const char *name)
@@ -42,9 +51,13 @@ snap_watch_add(struct snap_history *h, struct snap_hgit *g, const char *name)
 
 	if (!snap_watch_name_ok(name))
 		return true;
+	if (h->nwatch >= SNAP_WATCH_MAX(h))
+		return false;
 	path = xprintf("%s/%s", g->upper, name);
 	wd = inotify_add_watch(h->wfd, path, SNAP_WATCH_MASK);
 	free(path);
+	if (wd != -1)
+		h->nwatch++;
 	/* Gone again, or not a dir (a link, a file): nothing to watch. */
 	return wd != -1 || errno == ENOENT || errno == ENOTDIR ||
 	    errno == ELOOP;
@@ -114,11 +127,17 @@ snap_history_watch_read(struct snap_history *h)
 	const struct inotify_event *ev;
 	bool changed = false;
 	ssize_t n, off;
-	size_t i;
+	size_t i, turn;
 
 	if (h == NULL || h->wfd == -1)
 		return false;
-	while ((n = read(h->wfd, b, sizeof b)) > 0) {
+	/*
+	 * A few buffers a turn: one change is all the import needs to hear,
+	 * and a jail making events as fast as they are read must not keep
+	 * the loop here; what is left wakes the loop again.
+	 */
+	for (turn = 0; turn < 8 && (n = read(h->wfd, b, sizeof b)) > 0;
+	    turn++) {
 		for (off = 0; off < n; off += (ssize_t)(sizeof *ev + ev->len)) {
 			ev = (const struct inotify_event *)(b + off);
 			if (ev->mask & IN_Q_OVERFLOW) {

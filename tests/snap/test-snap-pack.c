@@ -796,6 +796,50 @@ test_pack_first_snapshot(void **state)
 }
 
 /*
+ * Names git refuses (".GIT" in any case, NTFS's "git~1" and trailing
+ * dots, a link named .gitmodules) are left to git's path: stored by the
+ * writer, they would make a tree read-tree cannot read back, and undo to
+ * the first snapshot would fail.
+ */
+static void
+test_pack_git_names(void **state)
+{
+	static const char *lists[] = {
+		".GIT/config", "a/.Git/x", "git~1/y", ".git. /z", "b/.git",
+		"dir\\name", "c:d",
+	};
+	struct snap_pack_entry e[2];
+	struct stat sb[2];
+	char *cause = NULL, *paths[2];
+	const char *name;
+	struct snap_pack *p;
+	size_t i;
+	int wt;
+
+	test_sh_ok("mkdir -p w/.GIT w/a/.Git w/git~1 'w/.git. ' w/b && "
+	    "echo 1 > w/.GIT/config && echo 1 > w/a/.Git/x && "
+	    "echo 1 > w/git~1/y && echo 1 > 'w/.git. /z' && echo 1 > w/b/.git"
+	    " && echo 1 > 'w/dir\\name' && echo 1 > w/c:d && echo 1 > w/plain"
+	    " && ln -s plain w/.gitmodules && git init -q --bare own.git");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	for (i = 0; i < sizeof lists / sizeof *lists + 1; i++) {
+		p = snap_pack_begin("own.git", 2, &cause);
+		assert_non_null(p);
+		paths[0] = (char *)"plain";
+		name = i < sizeof lists / sizeof *lists ? lists[i] :
+		    ".gitmodules";
+		paths[1] = (char *)name;
+		if (snap_pack_files(p, wt, paths, 2, e, sb, &cause) != 1)
+			fail_msg("%s was not left to git: %s", name,
+			    cause != NULL ? cause : "stored");
+		assert_null(cause);
+		snap_pack_abort(p);
+	}
+	close(wt);
+}
+
+/*
  * A nested repository: the writer leaves the first snapshot to git's
  * path, which goes into it, and the log says so; the tree is git's.
  */
@@ -861,6 +905,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_files_twice,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_first_snapshot,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_git_names,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_first_nested,
 		    test_proj_setup, test_proj_teardown),
