@@ -124,6 +124,19 @@ snap_modes_from_find(struct snap_modes *m, mode_t umask_, const char *out,
 	snap_modes_sort(m);
 }
 
+/* The length of the plain character at S (N bytes), or 0 if it must be escaped (snap_quote_path). */
+static size_t
+snap_quote_len(const char *s, size_t n, uint32_t *c)
+{
+	size_t len;
+
+	if (*s == '"' || *s == '\\')
+		return 0;
+	if ((len = quote_utf8_decode(s, n, c)) == 0 || quote_cp_unsafe(*c))
+		return 0;
+	return len;
+}
+
 /*
  * PREFIX and PATH as one token on a line, as git prints a name: as they
  * are, or quoted C-style when PATH holds a control character, a quote or
@@ -132,23 +145,43 @@ snap_modes_from_find(struct snap_modes *m, mode_t umask_, const char *out,
 void
 snap_quote_path(struct buf *b, const char *prefix, const char *path)
 {
-	const unsigned char *s;
+	size_t i, n = strlen(path), len, k;
 	bool plain = true;
+	uint32_t c;
 
-	for (s = (const unsigned char *)path; *s != '\0' && plain; s++)
-		plain = *s >= 0x20 && *s != 0x7f && *s != '"' && *s != '\\';
+	/*
+	 * Escaped: C0 controls, DEL, '"', '\\', and every byte of a
+	 * sequence that is not UTF-8 or is a code point a terminal must not
+	 * be handed raw (C1 controls such as CSI, bidi overrides:
+	 * quote_cp_unsafe), so an agent's file name prints as text.
+	 */
+	for (i = 0; i < n; i += len) {
+		len = snap_quote_len(path + i, n - i, &c);
+		if (len == 0) {
+			plain = false;
+			break;
+		}
+	}
 	if (plain) {
 		buf_printf(b, "%s%s", prefix, path);
 		return;
 	}
 	buf_printf(b, "\"%s", prefix);
-	for (s = (const unsigned char *)path; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			buf_printf(b, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			buf_printf(b, "\\%03o", *s);
-		else
-			buf_addc(b, (char)*s);
+	for (i = 0; i < n; i += len) {
+		if ((len = snap_quote_len(path + i, n - i, &c)) > 0) {
+			buf_add(b, path + i, len);
+			continue;
+		}
+		len = quote_utf8_decode(path + i, n - i, &c);
+		if (len == 0)
+			len = 1;
+		for (k = 0; k < len; k++) {
+			if (path[i + k] == '"' || path[i + k] == '\\')
+				buf_printf(b, "\\%c", path[i + k]);
+			else
+				buf_printf(b, "\\%03o",
+				    (unsigned)(unsigned char)path[i + k]);
+		}
 	}
 	buf_addc(b, '"');
 }
