@@ -92,6 +92,22 @@ struct proxy_conn {
 	struct timeval timer_left;  /* held: what was left of TIMER (0: none) */
 };
 
+/*
+ * Arms the connection's timer for TV from now; while the session is paused
+ * it is kept as what is left, for resume (a client outside the jail may
+ * still send bytes that restart it).
+ */
+static void
+proxy_conn_arm(struct proxy_conn *pc, const struct timeval *tv)
+{
+	if (pc->held_since != 0) {
+		evtimer_del(pc->timer);
+		pc->timer_left = *tv;
+		return;
+	}
+	evtimer_add(pc->timer, tv);
+}
+
 static void proxy_conn_pump(struct proxy_conn *);
 static void proxy_conn_sniff(struct proxy_conn *);
 static void proxy_conn_refuse_raw(struct proxy_conn *, const char *);
@@ -348,7 +364,7 @@ proxy_conn_linger(struct proxy_conn *pc)
 	evbuffer_drain(proxy_conn_cin(pc), evbuffer_get_length(proxy_conn_cin(pc)));
 	proxy_side_read_timeout(&pc->client, NULL);
 	proxy_side_enable(&pc->client);
-	evtimer_add(pc->timer, &tv);
+	proxy_conn_arm(pc, &tv);
 }
 
 /* Closes once what is queued for the client has been written. */
@@ -1833,7 +1849,7 @@ proxy_conn_tls_ready(struct proxy_conn *pc)
 
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
 	proxy_msg_reset(&pc->rq);
-	evtimer_add(pc->timer, &tv);
+	proxy_conn_arm(pc, &tv);
 	proxy_conn_pump(pc);
 }
 
@@ -1888,7 +1904,7 @@ proxy_conn_start_tls(struct proxy_conn *pc)
 	pc->tls = true;
 	proxy_conn_client_setup(pc);
 	proxy_conn_set_state(pc, PROXY_CONN_HANDSHAKE);
-	evtimer_add(pc->timer, &tv);
+	proxy_conn_arm(pc, &tv);
 }
 
 static void
@@ -2004,7 +2020,7 @@ proxy_conn_read_head(struct proxy_conn *pc)
 	size_t used, len = evbuffer_get_length(in);
 
 	if (len > pc->head_off && !evtimer_pending(pc->timer, NULL))
-		evtimer_add(pc->timer, &tv);
+		proxy_conn_arm(pc, &tv);
 	if (len <= pc->head_off)
 		goto eof;
 	/* Feed only what the parser has not seen yet. */
@@ -2257,7 +2273,7 @@ proxy_conn_new(struct proxy_session *ps, int fd)
 	ps->nconns++;
 	proxy_conn_client_setup(pc);
 	pc->head_since = util_mono_us();
-	evtimer_add(pc->timer, &tv);
+	proxy_conn_arm(pc, &tv);
 	return pc;
 }
 
@@ -2327,7 +2343,7 @@ proxy_conn_sniff(struct proxy_conn *pc)
 		return;
 	}
 	proxy_conn_set_state(pc, PROXY_CONN_HEAD);
-	evtimer_add(pc->timer, &tv);
+	proxy_conn_arm(pc, &tv);
 	proxy_conn_read_head(pc);
 }
 
