@@ -23,6 +23,7 @@ for d in range(100):
 ') || fail "cannot make the large project"
 # On a fast machine that is quick (agentmux's own writer hashes the files, without git): every git in that
 # project is slowed by 5 s, so that the start outlasts the checks below (this wrapper is the test's; agentmux runs whatever git is first on PATH).
+# PATH is set in the command: tmux gives a new pane the client's PATH whatever -e says, so -e PATH never reached agentmux.
 REAL_GIT=$(command -v git)
 mkdir -p "$T/bin"
 cat >"$T/bin/git" <<WRAP
@@ -34,8 +35,8 @@ chmod 755 "$T/bin/git"
 
 tmux -L "$SOCK" -u -f /dev/null new-session -d -x 160 -y 45 -c "$P" \
 	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
-	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" -e "PATH=$T/bin:$PATH" \
-	"$AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not start agentmux"
+	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
+	"PATH='$T/bin':\$PATH $AGENTMUX; echo DASHBOARD-EXITED-\$?; sleep 60" || fail "tmux could not start agentmux"
 wait_for '1:shell\* (working|needs you)' 30 || fail "the first session did not start"
 wait_for '[#$] ?$' 30 || fail "no shell prompt in the first session"
 
