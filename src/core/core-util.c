@@ -1,5 +1,6 @@
 /* Small utilities: time, units, processes, file descriptors, globs. */
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -239,6 +240,50 @@ util_set_cloexec(int fd)
 	if ((flags = fcntl(fd, F_GETFD)) == -1)
 		return -1;
 	return fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+int
+util_cmsg_put(struct msghdr *msg, void *control, size_t space,
+    const int *fds, size_t n)
+{
+	struct cmsghdr *cm;
+
+	if (n == 0 || CMSG_SPACE(sizeof(int) * n) > space) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	memset(control, 0, space);
+	msg->msg_control = control;
+	msg->msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	cm = CMSG_FIRSTHDR(msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	return 0;
+}
+
+size_t
+util_cmsg_take(struct msghdr *msg, int *fds, size_t max)
+{
+	struct cmsghdr *cm;
+	size_t taken = 0, n, i;
+	int fd;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+			if (taken < max) {
+				util_set_cloexec(fd);
+				fds[taken++] = fd;
+			} else
+				close(fd);
+		}
+	}
+	return taken;
 }
 
 int

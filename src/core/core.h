@@ -172,6 +172,18 @@ bool util_proc_alive(pid_t, uint64_t start);
 /** Sets O_NONBLOCK / FD_CLOEXEC; return -1 on error. */
 int util_set_nonblock(int fd);
 int util_set_cloexec(int fd);
+struct msghdr;
+/**
+ * Puts N descriptors (SCM_RIGHTS) into MSG's control part, in CONTROL of
+ * SPACE bytes (at least CMSG_SPACE(N ints)); -1 (EMSGSIZE) if they do not fit.
+ */
+int util_cmsg_put(struct msghdr *msg, void *control, size_t space, const int *fds, size_t n);
+/**
+ * Takes the descriptors MSG carries: at most MAX into FDS, each made
+ * close-on-exec; any beyond MAX are closed, never left open. Returns how
+ * many went into FDS.
+ */
+size_t util_cmsg_take(struct msghdr *msg, int *fds, size_t max);
 /** Writes all of BUF, retrying on EINTR; -1 on error. */
 int util_write_all(int fd, const void *buf, size_t len);
 /** Writes DATA to PATH atomically (temp file, fsync, rename) with MODE. */

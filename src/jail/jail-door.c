@@ -141,20 +141,13 @@ jail_door_open(struct jail *j, int *pidfd, char **cause)
 	return sv[0];
 }
 
-/* The socket an 's' answer carries, or -1. */
+/* The socket an 's' answer carries, or -1; any more are closed. */
 static int
 jail_door_fd(struct msghdr *msg)
 {
-	struct cmsghdr *cm;
-	int fd = -1, n;
+	int fd = -1;
 
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (n >= 1 && fd == -1)
-			memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-	}
+	util_cmsg_take(msg, &fd, 1);
 	return fd;
 }
 

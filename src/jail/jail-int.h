@@ -205,6 +205,8 @@ void jail_child_fail(struct jail_plan *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
 void jail_child_failx(struct jail_plan *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
+/* The most descriptors one status message carries. */
+#define JAIL_MSG_FDS 4
 int jail_send_fds(int sock, const char *tag, const int *fds, int nfds);
 
 #endif

@@ -57,89 +57,53 @@ int
 jail_send_fds(int sock, const char *tag, const int *fds, int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MSG_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { .iov_base = (void *)tag, .iov_len = strlen(tag) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
 
-	if (nfds > 4)
+	if (nfds < 1 || util_cmsg_put(&msg, u.buf, sizeof u.buf, fds,
+	    (size_t)nfds) == -1)
 		return -1;
-	memset(&u, 0, sizeof u);
-	msg.msg_control = u.buf;
-	msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) == -1 ? -1 : 0;
-}
-
-/* Takes the descriptors of an "F" message: the listener, HOME, then the pty master if any. */
-static void
-jail_take_fds(struct jail *j, struct msghdr *msg)
-{
-	struct cmsghdr *cm;
-	int fds[4], n = 0, i;
-
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (n > 4)
-			n = 4;
-		memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)n);
-	}
-	for (i = 0; i < n; i++)
-		util_set_cloexec(fds[i]);
-	if (n >= 1 && j->listen_fd == -1)
-		j->listen_fd = fds[0];
-	if (n >= 2 && j->home_fd == -1)
-		j->home_fd = fds[1];
-	if (n >= 3 && j->pty_fd == -1)
-		j->pty_fd = fds[2];
-}
-
-/* Takes the descriptors of an "N" message: the redirect's listener and the resolver's. */
-static void
-jail_take_net(struct jail *j, struct msghdr *msg)
-{
-	struct cmsghdr *cm;
-	int i, n;
-
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (i = 0; i < n && i < 3; i++) {
-			if (j->net_fds[i] != -1)
-				close(j->net_fds[i]);
-			memcpy(&j->net_fds[i], CMSG_DATA(cm) + i * sizeof(int),
-			    sizeof(int));
-		}
-	}
 }
 
 static void jail_close(int *);
 
-/* Takes the descriptors of a "U" message: the jail's user and network namespaces. */
+/* Puts FD into *SLOT if that is empty; else FD is closed (a repeat). */
 static void
-jail_take_ns(struct jail *j, struct msghdr *msg)
+jail_take_one(int *slot, int fd)
 {
-	struct cmsghdr *cm;
-	int i, n;
+	if (*slot == -1)
+		*slot = fd;
+	else
+		close(fd);
+}
 
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (i = 0; i < n && i < 2; i++) {
+/*
+ * Takes the N descriptors of a status message by its tag: "F" the
+ * listener, HOME, then the pty master if any; "N" the redirect's listener
+ * and the resolver's; "U" the jail's user and network namespaces. Any
+ * other message's descriptors, and any beyond those, are closed.
+ */
+static void
+jail_take(struct jail *j, char tag, int *fds, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (tag == 'F' && i < 3)
+			jail_take_one(i == 0 ? &j->listen_fd : i == 1 ?
+			    &j->home_fd : &j->pty_fd, fds[i]);
+		else if (tag == 'N' && i < 3) {
+			jail_close(&j->net_fds[i]);
+			j->net_fds[i] = fds[i];
+		} else if (tag == 'U' && i < 2) {
 			jail_close(&j->ns_fds[i]);
-			memcpy(&j->ns_fds[i], CMSG_DATA(cm) + i * sizeof(int),
-			    sizeof(int));
-		}
+			j->ns_fds[i] = fds[i];
+		} else
+			close(fds[i]);
 	}
 }
 
@@ -154,9 +118,11 @@ static int
 jail_read_status(struct jail *j, bool until_fds, char **cause)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * JAIL_MSG_FDS)];
 		struct cmsghdr align;
 	} u;
+	int fds[JAIL_MSG_FDS];
+	size_t nfds;
 	char data[1024];
 	struct iovec iov = { .iov_base = data, .iov_len = sizeof data - 1 };
 	struct msghdr msg;
@@ -187,14 +153,11 @@ jail_read_status(struct jail *j, bool until_fds, char **cause)
 		if (n == 0)
 			return 1;
 		data[n] = '\0';
+		nfds = util_cmsg_take(&msg, fds, nitems(fds));
+		jail_take(j, data[0], fds, nfds);
 		if (data[0] == 'R')
 			return 1;
-		if (data[0] == 'N')
-			jail_take_net(j, &msg);
-		else if (data[0] == 'U')
-			jail_take_ns(j, &msg);
-		else if (data[0] == 'F') {
-			jail_take_fds(j, &msg);
+		if (data[0] == 'F') {
 			if (until_fds)
 				return 1;
 		} else if (data[0] == 'E') {

@@ -20,22 +20,14 @@ server_msg_send(int fd, enum server_msg_type type, const void *data,
 		char buf[CMSG_SPACE(sizeof(int) * SERVER_MSG_FDS)];
 	} u;
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
-	struct cmsghdr *cm;
 
 	if (len > SERVER_MSG_MAX - sizeof hdr || nfds > SERVER_MSG_FDS) {
 		errno = EMSGSIZE;
 		return -1;
 	}
-	if (nfds > 0) {
-		memset(&u, 0, sizeof u);
-		msg.msg_control = u.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
+	if (nfds > 0 && util_cmsg_put(&msg, u.buf, sizeof u.buf, fds,
+	    (size_t)nfds) == -1)
+		return -1;
 	while (sendmsg(fd, &msg, MSG_NOSIGNAL) == -1) {
 		if (errno != EINTR)
 			return -1;
@@ -57,28 +49,6 @@ server_msg_exit(int fd, int code, const char *text)
 	rc = server_msg_send(fd, SERVER_MSG_EXIT, b.data, b.len, NULL, 0);
 	buf_free(&b);
 	return rc;
-}
-
-/* Takes the descriptors a message carried; any beyond room are closed. */
-static void
-server_msg_fds(struct msghdr *msg, int *fds, int *nfds)
-{
-	struct cmsghdr *cm;
-	size_t n, i;
-	int fd;
-
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < n; i++) {
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-			if (*nfds < SERVER_MSG_FDS)
-				fds[(*nfds)++] = fd;
-			else
-				close(fd);
-		}
-	}
 }
 
 int
@@ -104,7 +74,7 @@ server_msg_recv(int fd, struct buf *b, uint32_t *version, int *fds, int *nfds)
 		free(data);
 		return (int)n;
 	}
-	server_msg_fds(&msg, fds, nfds);
+	*nfds = (int)util_cmsg_take(&msg, fds, SERVER_MSG_FDS);
 	if ((size_t)n < sizeof hdr || (msg.msg_flags & MSG_TRUNC) != 0) {
 		free(data);
 		errno = EPROTO;

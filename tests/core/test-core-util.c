@@ -1,5 +1,8 @@
-/* Utilities: units, JSON output, word splitting and quoting, file comparison. */
+/* Utilities: units, JSON output, word splitting and quoting, file comparison, descriptors passed over sockets. */
+#include <sys/socket.h>
 #include <sys/stat.h>
+
+#include <fcntl.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +161,57 @@ test_setenv(void **state)
 	strv_free(&env);
 }
 
+/* Three descriptors sent, two taken: the third is closed in the receiver, not left open. */
+static void
+test_cmsg(void **state)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 3)];
+		struct cmsghdr align;
+	} u, r;
+	char tag = 'x';
+	struct iovec iov = { &tag, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int sv[2], pipes[2], send[3], got[2] = { -1, -1 }, before, after, fd;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(pipe(pipes), 0);
+	send[0] = pipes[0];
+	send[1] = pipes[1];
+	send[2] = pipes[0];
+	/* Too many for the room given. */
+	assert_int_equal(util_cmsg_put(&msg, u.buf, CMSG_SPACE(sizeof(int)),
+	    send, 3), -1);
+	assert_int_equal(util_cmsg_put(&msg, u.buf, sizeof u.buf, send, 3), 0);
+	assert_true(sendmsg(sv[0], &msg, 0) == 1);
+
+	/* The lowest free descriptor before and after: the dropped one is closed. */
+	before = dup(0);
+	close(before);
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = r.buf;
+	msg.msg_controllen = sizeof r.buf;
+	assert_true(recvmsg(sv[1], &msg, 0) == 1);
+	assert_int_equal(util_cmsg_take(&msg, got, 2), 2);
+	assert_true(fcntl(got[0], F_GETFD) & FD_CLOEXEC);
+	assert_true(fcntl(got[1], F_GETFD) & FD_CLOEXEC);
+	close(got[0]);
+	close(got[1]);
+	after = dup(0);
+	close(after);
+	assert_int_equal(after, before);
+	/* And nothing above them was left open either. */
+	for (fd = before; fd < before + 3; fd++)
+		assert_int_equal(fcntl(fd, F_GETFD), -1);
+	close(pipes[0]);
+	close(pipes[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int
 main(void)
 {
@@ -169,6 +223,7 @@ main(void)
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_glob),
 		cmocka_unit_test(test_setenv),
+		cmocka_unit_test(test_cmsg),
 		cmocka_unit_test_setup_teardown(test_same_file, test_dir_setup,
 		    test_dir_teardown),
 	};
