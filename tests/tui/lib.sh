@@ -122,3 +122,49 @@ prefix() {
 	keys C-a
 	keys "$@"
 }
+
+# https_upstream_make SANS: a CA and a server certificate for SANS (e.g. "DNS:localhost,IP:127.0.0.1") in
+# $u ($T/up; the CA is $u/ca.pem), and $u/srv.py, an HTTPS server that answers "served PATH HOST" and
+# appends the same line to $SEEN.
+https_upstream_make() {
+	u=$T/up
+	SEEN=$u/seen.log
+	mkdir -p "$u"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=tui-test-ca -keyout "$u/ca.key" \
+		-out "$u/ca.pem" -addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign >/dev/null 2>&1 || fail "openssl could not make a CA"
+	openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$u/srv.key" -out "$u/srv.csr" \
+		>/dev/null 2>&1 || fail "openssl could not make a key"
+	printf 'subjectAltName=%s\n' "$1" >"$u/ext"
+	openssl x509 -req -in "$u/srv.csr" -CA "$u/ca.pem" -CAkey "$u/ca.key" -CAcreateserial -days 2 \
+		-extfile "$u/ext" -out "$u/srv.pem" >/dev/null 2>&1 || fail "openssl could not sign"
+	cat >"$u/srv.py" <<'PY'
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        out = ("served %s %s\n" % (self.path, self.headers.get("Host"))).encode()
+        with open(sys.argv[3], "ab") as f: f.write(out)
+        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
+        self.wfile.write(out)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1] + "/srv.pem", sys.argv[1] + "/srv.key")
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+}
+
+# https_upstream_start NAME SECONDS: starts a server of https_upstream_make's for at most SECONDS; it
+# writes its port to $u/NAME once it listens. Its pid is $! right after.
+https_upstream_start() {
+	timeout "$2" python3 "$u/srv.py" "$u" "$u/$1" "$SEEN" >/dev/null 2>&1 &
+}
+
+# https_upstream_port NAME: the port the server started as NAME listens on, waited for (bounded); empty if none.
+https_upstream_port() {
+	_i=0
+	while [ $_i -lt 100 ] && [ ! -s "$u/$1" ]; do sleep 0.1; _i=$((_i + 1)); done
+	cat "$u/$1" 2>/dev/null
+}

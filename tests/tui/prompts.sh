@@ -9,38 +9,10 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; e
 command -v openssl >/dev/null 2>&1 || { echo "SKIP: openssl is not installed"; exit 77; }
 
 # A local HTTPS server with its own CA; it writes what it served to $SEEN.
-u=$T/up
-mkdir -p "$u"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=tui-test-ca -keyout "$u/ca.key" \
-	-out "$u/ca.pem" -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
-	>/dev/null 2>&1 || fail "openssl could not make a CA"
-openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$u/srv.key" -out "$u/srv.csr" \
-	>/dev/null 2>&1 || fail "openssl could not make a key"
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$u/ext"
-openssl x509 -req -in "$u/srv.csr" -CA "$u/ca.pem" -CAkey "$u/ca.key" -CAcreateserial -days 2 \
-	-extfile "$u/ext" -out "$u/srv.pem" >/dev/null 2>&1 || fail "openssl could not sign"
-SEEN=$u/seen.log
-cat >"$u/srv.py" <<'PY'
-import http.server, ssl, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        out = ("served %s\n" % self.path).encode()
-        with open(sys.argv[3], "ab") as f: f.write(out)
-        self.send_response(200); self.send_header("Content-Length", str(len(out))); self.end_headers()
-        self.wfile.write(out)
-    def log_message(self, *a): pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[1] + "/srv.pem", sys.argv[1] + "/srv.key")
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-open(sys.argv[2], "w").write(str(s.server_address[1]))
-s.serve_forever()
-PY
-timeout 300 python3 "$u/srv.py" "$u" "$u/port" "$SEEN" >/dev/null 2>&1 &
+https_upstream_make DNS:localhost,IP:127.0.0.1
+https_upstream_start port 300
 UPID=$!
-i=0
-while [ $i -lt 100 ] && [ ! -s "$u/port" ]; do sleep 0.1; i=$((i + 1)); done
-PORT=$(cat "$u/port" 2>/dev/null)
+PORT=$(https_upstream_port port)
 [ -n "$PORT" ] || fail "the local HTTPS server did not start"
 URL=https://127.0.0.1:$PORT
 
