@@ -38,36 +38,8 @@ chown -R "$U:$(id -g "$U")" "$W"
 chmod -R a+rX "$W/bin" "$W/share"
 [ -d /run/sshd ] || { mkdir -m 755 /run/sshd && MADE_PRIVSEP=1; }
 
-start_sshd() {
-	SP=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	cat >"$T/sshd_config" <<-CONF
-	Port $SP
-	ListenAddress 127.0.0.1
-	HostKey $T/hostkey
-	PidFile none
-	UsePAM no
-	PasswordAuthentication no
-	KbdInteractiveAuthentication no
-	PubkeyAuthentication yes
-	AuthorizedKeysFile $W/home/.ssh/authorized_keys
-	StrictModes no
-	AllowUsers $U
-	PermitRootLogin no
-	X11Forwarding no
-	AllowTcpForwarding no
-	CONF
-	"$SSHD" -D -e -f "$T/sshd_config" </dev/null >>"$T/sshd.log" 2>&1 &
-	SSHD_PID=$!
-	for _ in $(seq 50); do
-		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)' "$SP" 2>/dev/null &&
-			return 0
-		kill -0 "$SSHD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$SSHD_PID" 2>/dev/null; wait "$SSHD_PID" 2>/dev/null; SSHD_PID=""
-	return 1
-}
-for _ in 1 2 3; do start_sshd && break; done
+. "$(dirname "$0")/../lib/sshd.sh"
+sshd_start "$T/sshd_config" "$T/hostkey" "$U" "$W/home/.ssh/authorized_keys" "$T/sshd.log"
 [ -n "$SSHD_PID" ] || fail "sshd did not start: $(tail -n 5 "$T/sshd.log")"
 
 # ssh_attach: a tmux window running ssh -t ... agentmux attach (nothing else set up on the "host").
