@@ -325,6 +325,11 @@ proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
 	sigaddset(&def, SIGCHLD);
 	sigaddset(&def, SIGINT);
 	sigaddset(&def, SIGTERM);
+	/* The server ignores these (no job control): its commands do not. */
+	sigaddset(&def, SIGHUP);
+	sigaddset(&def, SIGTSTP);
+	sigaddset(&def, SIGTTIN);
+	sigaddset(&def, SIGTTOU);
 	posix_spawnattr_setsigmask(sa, &none);
 	posix_spawnattr_setsigdefault(sa, &def);
 	return posix_spawnattr_setflags(sa, POSIX_SPAWN_SETSIGMASK |

@@ -929,6 +929,14 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	server_log_open();
 	log_set_hook(server_log_hook, &sv);
 	signal(SIGHUP, SIG_IGN);
+	/*
+	 * No job control for a server: curses, finding SIGTSTP taken, leaves
+	 * it alone instead of setting it around every frame it draws. Its
+	 * commands and jails start from the defaults.
+	 */
+	signal(SIGTSTP, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
+	signal(SIGTTOU, SIG_IGN);
 	log_info("server %s starts (pid %ld)", name, (long)getpid());
 	server_pid_write(dirfd, name, false);
 	if (chdir("/") == -1)

@@ -172,6 +172,7 @@ struct tui_screen {
 	SCREEN *sp;
 	FILE *in;             /* the terminal's keys, owned */
 	FILE *out;            /* curses writes here: a memory file, owned */
+	off_t taken;          /* how much of it is in OBUF already */
 	int ttyfd;            /* the terminal drawn on, owned */
 	struct termios tio;   /* its modes before */
 	bool tio_saved;
@@ -288,22 +289,33 @@ tui_screen_locale(void)
 		setlocale(LC_CTYPE, "C.utf8");
 }
 
-/* Moves what curses wrote into its memory file to the end of OBUF. */
+/* The memory file is emptied once this much of it has been taken. */
+#define TUI_SCREEN_FILE_MAX (1024 * 1024)
+
+/*
+ * Moves what curses wrote into its memory file since the last take to the
+ * end of OBUF: one read a frame (a short one is the end), the file emptied
+ * only now and then rather than every frame.
+ */
 static void
 tui_screen_take(struct tui_screen *scr)
 {
 	char buf[65536];
-	off_t at = 0;
 	ssize_t n;
 	int fd = fileno(scr->out);
 
 	fflush(scr->out);
-	while ((n = pread(fd, buf, sizeof buf, at)) > 0) {
-		evbuffer_add(scr->obuf, buf, (size_t)n);
-		at += n;
+	do {
+		if ((n = pread(fd, buf, sizeof buf, scr->taken)) > 0) {
+			evbuffer_add(scr->obuf, buf, (size_t)n);
+			scr->taken += n;
+		}
+	} while (n == (ssize_t)sizeof buf);
+	if (scr->taken >= TUI_SCREEN_FILE_MAX) {
+		if (ftruncate(fd, 0) == -1 || lseek(fd, 0, SEEK_SET) == -1)
+			fatal("cannot reset the dashboard's frame buffer");
+		scr->taken = 0;
 	}
-	if (at > 0 && (ftruncate(fd, 0) == -1 || lseek(fd, 0, SEEK_SET) == -1))
-		fatal("cannot reset the dashboard's frame buffer");
 }
 
 static void tui_screen_writable(evutil_socket_t, short, void *);
