@@ -129,6 +129,8 @@ struct session {
 	struct event *start_jail_ev; /* the jail's status channel */
 	struct event *start_timer;   /* the jail's time to get ready */
 	struct buf start_in;         /* what was written for the command meanwhile */
+	struct buf keys;             /* written this turn of the loop, sent at its end */
+	struct event *keys_ev;       /* sends KEYS: active while it holds any */
 	unsigned short rows;         /* its pty's size, once it runs */
 	unsigned short cols;
 	bool want_pty;               /* session_opts's, for the jail made later */

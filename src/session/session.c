@@ -522,6 +522,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->home_fd = -1;
 	s->status = -1;
 	buf_init(&s->start_in);
+	buf_init(&s->keys);
 	s->rows = o->rows;
 	s->cols = o->cols;
 	s->want_pty = o->pty;
@@ -1054,6 +1055,9 @@ session_free(struct session *s)
 		event_free(s->kill_ev);
 	if (s->wall_ev != NULL)
 		event_free(s->wall_ev);
+	if (s->keys_ev != NULL)
+		event_free(s->keys_ev);
+	buf_free(&s->keys);
 	session_disk_free(s);
 	session_state_free(s);
 	session_pane_free(s);
@@ -1151,6 +1155,48 @@ session_exit_status(struct session *s)
 	return s->ended ? s->status : -1;
 }
 
+/*
+ * Sends what was written to the jail this turn of the loop (the keys of
+ * one read of the terminal, a terminal's reply): at once what the jail
+ * takes when nothing is queued before it, one write for them all rather
+ * than a round of the loop to find the pty writable; the rest, or an
+ * error to report, goes through the bufferevent.
+ */
+static void
+session_keys_flush(struct session *s)
+{
+	struct bufferevent *bev = s->pty != NULL ? s->pty : s->in;
+	const char *data = s->keys.data;
+	size_t len = s->keys.len;
+	ssize_t n;
+
+	if (bev != NULL && len > 0) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			while ((n = write(bufferevent_getfd(bev), data,
+			    len)) == -1 && errno == EINTR)
+				;
+			if (n > 0) {
+				data += n;
+				len -= (size_t)n;
+			}
+		}
+		if (len > 0)
+			(void)bufferevent_write(bev, data, len);
+	}
+	/* Kept for the next keys; a paste's room is let go. */
+	if (s->keys.len > 65536) {
+		buf_free(&s->keys);
+		buf_init(&s->keys);
+	} else
+		buf_reset(&s->keys);
+}
+
+static void
+session_keys_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_keys_flush(arg);
+}
+
 int
 session_write(struct session *s, const void *data, size_t len)
 {
@@ -1166,7 +1212,16 @@ session_write(struct session *s, const void *data, size_t len)
 		return -1;
 	}
 	session_state_activity(s);
-	return bufferevent_write(bev, data, len);
+	if (len == 0)
+		return 0;
+	if (s->keys_ev == NULL &&
+	    (s->keys_ev = event_new(s->ctx->base, -1, 0, session_keys_cb,
+	    s)) == NULL)
+		fatalx("cannot create an event");
+	if (s->keys.len == 0)
+		event_active(s->keys_ev, EV_TIMEOUT, 0);
+	buf_add(&s->keys, data, len);
+	return 0;
 }
 
 size_t
@@ -1176,8 +1231,8 @@ session_input_pending(struct session *s)
 
 	if (s->starting)
 		return s->start_in.len;
-	return bev != NULL ? evbuffer_get_length(bufferevent_get_output(bev)) :
-	    0;
+	return bev != NULL ? s->keys.len +
+	    evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 void
@@ -1189,6 +1244,7 @@ session_close_input(struct session *s)
 	}
 	if (s->in == NULL)
 		return;
+	session_keys_flush(s);
 	s->in_closing = true;
 	session_in_drained(s->in, s);
 }
