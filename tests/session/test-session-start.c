@@ -653,6 +653,72 @@ test_recovery_on_loop(void **state)
 	free(old);
 }
 
+/*
+ * Snapshots from before own repositories (in the project's .git, under
+ * refs/agentmux, as agentmux once made them) come into the own repository
+ * at the first start on the project: on the loop, with git fetch slowed
+ * to 2 s, while a timer is served (they used to be fetched with the loop
+ * waiting); the session's own start snapshot waits for them.
+ */
+static void
+test_legacy_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *old, *moved;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm old && echo legacy >0/1 && "
+	    "export GIT_INDEX_FILE=\"$PWD/../legacy-index\" && "
+	    "git read-tree HEAD && git add -A && t=$(git write-tree) && "
+	    "c=$(git -c user.email=a@b -c user.name=a commit-tree -p HEAD "
+	    "-m 'agentmux snapshot: start, session 900' $t) && "
+	    "git update-ref refs/agentmux/sessions/900 $c && "
+	    "git update-ref refs/agentmux/snaps/900/$c $c && "
+	    "git checkout -q -- 0/1 && now=$(date +%%s%%3N) && "
+	    "sqlite3 \"$XDG_DATA_HOME/agentmux/agentmux.db\" \""
+	    "insert into sessions (id, kind, agent, project, command, "
+	    "started_at, ended_at, state, owner_pid) values (900, 'run', "
+	    "'shell', '$PWD', '[\\\"sh\\\"]', $now, $now, 'exited', 1); "
+	    "insert into snapshots (session_id, created_at, kind, commit_id, "
+	    "tree, ref, files_changed) values (900, $now, 'start', '$c', '$t', "
+	    "'refs/agentmux/sessions/900', 1); insert into snapshot_repos "
+	    "(session_id, git_dir, work_tree, shadow) values (900, "
+	    "'$PWD/.git', '$PWD', 0);\"");
+	old = slow_git("*--no-write-fetch-head*", 2, "fetched");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	print_message("legacy: %d ticks, the longest gap %lld ms\n", tk.ticks,
+	    (long long)tk.worst_us / 1000);
+	/* It was fetched, checked and its record moved, before the start snapshot. */
+	test_sh_ok("test -s '%s/fetched'", test_dir);
+	moved = test_sh_out("sqlite3 \"$XDG_DATA_HOME/agentmux/agentmux.db\" "
+	    "'select shadow from snapshot_repos where session_id = 900'");
+	assert_string_equal(moved, "1\n");
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(moved);
+	free(old);
+}
+
 int
 main(void)
 {
@@ -674,6 +740,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_worktree_made_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
