@@ -229,6 +229,12 @@ const char *session_command(struct session *);
 bool session_running(struct session *);
 /** True from session_start until the started event. */
 bool session_starting(struct session *);
+/**
+ * While it starts and waits for something (the objects of crashed
+ * sessions on its project being brought back), why, as a sentence for the
+ * user; NULL otherwise. Borrowed.
+ */
+const char *session_start_waiting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
 /** The session's state now (see enum session_state). */

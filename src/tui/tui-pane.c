@@ -482,10 +482,17 @@ tui_pane_banner(struct tui_pane *wp)
 static void
 tui_pane_starting(struct tui_pane *wp)
 {
-	tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
-	    TUI_STYLE_TITLE,
-	    "starting\xe2\x80\xa6 (snapshotting the project; "
-	    "keys typed now are kept for it)");
+	const char *why = session_start_waiting(wp->s);
+
+	/* (The reason is agentmux's own sentence, with a session number.) */
+	if (why != NULL)
+		tui_screen_printf(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
+		    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (%s)", why);
+	else
+		tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
+		    TUI_STYLE_TITLE,
+		    "starting\xe2\x80\xa6 (snapshotting the project; "
+		    "keys typed now are kept for it)");
 }
 
 void

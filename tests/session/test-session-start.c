@@ -22,6 +22,7 @@ struct obs {
 	enum free_at free_at;
 	int started;
 	bool ok;
+	int recovering;          /* snap_history_recovering() when it started */
 	int exited;
 	int status;
 	int done;
@@ -44,6 +45,7 @@ obs_started(void *arg, struct session *s, bool ok, const char *cause)
 
 	o->started++;
 	o->ok = ok;
+	o->recovering = snap_history_recovering();
 	if (!ok)
 		print_message("start failed: %s\n", cause);
 	obs_free_at(o, s, FREE_STARTED);
@@ -654,6 +656,84 @@ test_recovery_on_loop(void **state)
 }
 
 /*
+ * A session started on a project while a crashed session of it is still
+ * brought back (index-pack slowed to 3 s) waits for that, starting, with
+ * the reason, and the loop serving a timer; one on another project does
+ * not wait (it used to start beside the recovery).
+ */
+static void
+test_start_waits_for_recovery(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 }, o2 = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"exit 0", NULL };
+	char *other = xprintf("%s/other", test_dir);
+	struct session_opts so = { .kind = "run", .command = argv,
+	    .on_unknown = -1, .listen_fd = -1, .dir = other };
+	char *cause = NULL, *old;
+	const char *why;
+	pid_t pid;
+	int st;
+
+	test_sh_ok("git init -q . && echo a >a && mkdir '%s' && "
+	    "git -C '%s' init -q", other, other);
+	if ((pid = fork()) == 0)
+		crash_in_child();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	old = slow_git("*index-pack*", 3, "indexed");
+	f.cf = config_load_or_cause(NULL, &cause);
+	if (f.cf == NULL)
+		fail_msg("config: %s", cause);
+	f.base = event_base_new();
+	assert_non_null(f.base);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	f.ctx = session_ctx_create(f.base, f.cf, NULL, &cause);
+	if (f.ctx == NULL)
+		fail_msg("session_ctx_create: %s", cause);
+	assert_true(snap_history_recovering() > 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	start(&f, &o, "exit 0");
+	assert_true(session_starting(o.s));
+	why = session_start_waiting(o.s);
+	assert_non_null(why);
+	print_message("waiting: %s\n", why);
+	assert_non_null(strstr(why, "ended without agentmux"));
+	o2.s = session_start(f.ctx, &so, &obs_events, &o2, &cause);
+	if (o2.s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_null(session_start_waiting(o2.s));
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* It started once the crashed session was back, not beside it. */
+	assert_int_equal(o.recovering, 0);
+	assert_null(session_start_waiting(o.s));
+	test_sh_ok("test -s '%s/indexed' && git cat-file -e 'HEAD^{commit}'",
+	    test_dir);
+	print_message("recovery wait: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	loop_until(&f, &o2.done);
+	assert_true(o2.ok);
+	event_free(tk.ev);
+	session_free(o.s);
+	session_free(o2.s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(other);
+	free(old);
+}
+
+/*
  * Snapshots from before own repositories (in the project's .git, under
  * refs/agentmux, as agentmux once made them) come into the own repository
  * at the first start on the project: on the loop, with git fetch slowed
@@ -742,6 +822,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_recovery_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_start_waits_for_recovery,
 		    test_proj_setup, test_proj_teardown),
 	};
 
