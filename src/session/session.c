@@ -882,6 +882,16 @@ session_start_watch(struct session *s)
 		event_active(s->start_ev, EV_TIMEOUT, 0);
 }
 
+/* The start snapshot is asked for, once. */
+static void
+session_start_snapshot(struct session *s)
+{
+	if (s->start_snapped)
+		return;
+	s->start_snapped = true;
+	session_snap_start(s);
+}
+
 /*
  * The jail is made (and moved into its cgroups) while the start snapshot
  * runs; the command waits for both, on the loop.
@@ -904,7 +914,7 @@ session_start_jail(struct session *s, char **cause)
 	s->setup = NULL;
 	if (rc == -1)
 		return -1;
-	session_snap_start(s);
+	session_start_snapshot(s);
 	session_start_watch(s);
 	return 0;
 }
@@ -927,8 +937,9 @@ session_start_secrets(struct session *s)
 
 /*
  * The session's proxy, then its secret commands (the jail's environment
- * holds their placeholders), then the jail; -1 with *CAUSE if it fails
- * before anything runs on the loop.
+ * holds their placeholders, so the jail waits for them; the start snapshot
+ * does not), then the jail; -1 with *CAUSE if it fails before anything
+ * runs on the loop.
  */
 static int
 session_start_proxy(struct session *s, const struct config_agent *a,
@@ -936,8 +947,11 @@ session_start_proxy(struct session *s, const struct config_agent *a,
 {
 	if (session_proxy_prepare(s, a, cause) == -1)
 		return -1;
-	if (session_proxy_secrets_wait(s, session_start_secrets))
+	if (session_proxy_secrets_wait(s, session_start_secrets)) {
+		/* The tree is saved while they run: they hold only the jail. */
+		session_start_snapshot(s);
 		return 0;
+	}
 	return session_start_jail(s, cause);
 }
 

@@ -347,6 +347,55 @@ ticker_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * A secret command that waits (here for a file the test makes) holds only
+ * the jail: the start snapshot is taken meanwhile, with the loop serving
+ * a timer, and the command runs once the secret is in (it used to wait
+ * for the secret before the snapshot began).
+ */
+static void
+test_secret_holds_only_jail(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	char *text = xprintf("[secret held]\nenv = HELD_KEY\ncommand = while "
+	    "! test -e '%s/go'; do sleep 0.05; done; echo "
+	    "sk-held-0123456789abcdef\nhost = example.test\n\n"
+	    "[agent heldsecret]\ncommand = sh\nsecret = held\n", test_dir);
+	int64_t id, t0;
+
+	test_write_file(path, text);
+	free(text);
+	free(path);
+	fixture_open(&f);
+	/* A timer wakes the loop while nothing else happens. */
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start_agent(&f, &o, "heldsecret", "test -n \"$HELD_KEY\" && "
+	    "exit 5; exit 2");
+	id = session_id(s);
+	t0 = util_mono_us();
+	/* (A bound, not a timing: the snapshot comes long before.) */
+	while (snapshots(&f, id) == 0 && util_mono_us() - t0 < 30000000)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	assert_int_equal(snapshots(&f, id), 1);
+	assert_true(session_starting(s));
+	assert_int_equal(o.started, 0);
+	test_sh_ok("touch '%s/go'", test_dir);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 5);
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/*
  * The session's end brings back the pack its git wrote through git
  * index-pack (slowed here by a wrapper first on PATH): on the loop, which
  * serves a timer meanwhile (it used to wait for index-pack in a loop of its
@@ -808,6 +857,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_input_kept,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_secret_command_async,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_secret_holds_only_jail,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
 		    test_proj_setup, test_proj_teardown),
