@@ -4,7 +4,6 @@
 
 #include "core/core.h"
 #include "session/session.h"
-#include "store/store.h"
 #include "tui-int.h"
 
 /* Lines one turn of the mouse wheel scrolls. */
@@ -237,7 +236,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	if ((ss = session_record_get(t->ctx, wp->id)) != NULL) {
 		free(wp->unsafe);
 		wp->unsafe = ss->unsafe != NULL ? xstrdup(ss->unsafe) : NULL;
-		store_session_free(ss);
+		session_record_free(ss);
 	}
 	wp->exited = false;
 	free(wp->start_failed);
