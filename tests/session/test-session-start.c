@@ -612,7 +612,9 @@ test_worktree_made_on_loop(void **state)
 /*
  * In a child process: a session whose git commits and packs (its objects
  * in the history overlay), then agentmux killed (SIGKILL) before the
- * session ends, as a crash leaves it.
+ * session ends, as a crash leaves it. Once the command runs, the loop is
+ * left alone: its history watch could bring the objects in before the
+ * kill, and there would be nothing left to recover.
  */
 static void
 crash_in_child(void)
@@ -625,21 +627,24 @@ crash_in_child(void)
 	struct config *cf;
 	struct event_base *base;
 	struct session_ctx *ctx;
+	struct session *s;
 	char *cause = NULL;
 	int64_t t0 = util_mono_us();
 
 	if ((cf = config_load_or_cause(NULL, &cause)) == NULL ||
 	    (base = event_base_new()) == NULL ||
 	    (ctx = session_ctx_create(base, cf, NULL, &cause)) == NULL ||
-	    session_start(ctx, &so, NULL, NULL, &cause) == NULL) {
+	    (s = session_start(ctx, &so, NULL, NULL, &cause)) == NULL) {
 		fprintf(stderr, "crash_in_child: %s\n", cause);
 		_exit(1);
 	}
-	while (access("committed", F_OK) != 0 &&
-	    util_mono_us() - t0 < 60000000) {
+	while (session_starting(s) && util_mono_us() - t0 < 60000000) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(10000);
 	}
+	while (access("committed", F_OK) != 0 &&
+	    util_mono_us() - t0 < 60000000)
+		usleep(10000);
 	raise(SIGKILL);
 	_exit(1);
 }
