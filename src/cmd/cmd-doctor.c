@@ -20,8 +20,8 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "jail/jail.h"
 #include "server/server.h"
+#include "session/session.h"
 
 /* One line of the report. */
 struct doctor_check {
@@ -68,33 +68,30 @@ doctor_add(struct doctor *d, bool ok, const char *name, char *detail,
 }
 
 static void
-doctor_userns(struct doctor *d)
+doctor_userns(struct doctor *d, const struct session_host *h)
 {
-	char *cause = NULL;
-
-	if (jail_probe_userns(&cause) == 0)
+	if (h->userns_cause == NULL)
 		doctor_add(d, true, "user namespaces", xstrdup("unprivileged "
 		    "user namespaces work"), NULL);
 	else
-		doctor_add(d, false, "user namespaces", cause, xstrdup("enable "
-		    "them: sysctl kernel.unprivileged_userns_clone=1 (Debian), "
-		    "or kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu "
+		doctor_add(d, false, "user namespaces",
+		    xstrdup(h->userns_cause), xstrdup("enable them: sysctl "
+		    "kernel.unprivileged_userns_clone=1 (Debian), or "
+		    "kernel.apparmor_restrict_unprivileged_userns=0 (Ubuntu "
 		    "24.04+), then rerun agentmux doctor"));
 }
 
 static void
-doctor_kernel(struct doctor *d)
+doctor_kernel(struct doctor *d, const struct session_host *h)
 {
-	char *cause = NULL;
-	int level, abi;
+	int abi = h->landlock_abi;
 
-	if ((level = jail_probe_seccomp(&cause)) >= 0)
+	if (h->seccomp_level >= 0)
 		doctor_add(d, true, "seccomp", xprintf("filters available "
-		    "(libseccomp API level %d)", level), NULL);
+		    "(libseccomp API level %d)", h->seccomp_level), NULL);
 	else
-		doctor_add(d, false, "seccomp", cause, xstrdup("use a kernel "
-		    "with CONFIG_SECCOMP_FILTER"));
-	abi = jail_probe_landlock();
+		doctor_add(d, false, "seccomp", xstrdup(h->seccomp_cause),
+		    xstrdup("use a kernel with CONFIG_SECCOMP_FILTER"));
 	if (abi >= 4)
 		doctor_add(d, true, "Landlock", xprintf("ABI %d: file writes "
 		    "and TCP connect are confined%s", abi, abi >= 6 ?
@@ -107,14 +104,14 @@ doctor_kernel(struct doctor *d)
 		doctor_add(d, true, "Landlock", xstrdup("not available; the "
 		    "jail relies on namespaces, seccomp and mounts alone (boot "
 		    "with lsm=...,landlock for a second layer)"), NULL);
-	if (jail_probe_overlay(&cause) == 0)
+	if (h->overlay_cause == NULL)
 		doctor_add(d, true, "overlayfs", xstrdup("works in a user "
 		    "namespace (agent config changes are captured for review)"),
 		    NULL);
 	else
-		doctor_add(d, false, "overlayfs", cause, xstrdup("use a kernel "
-		    ">= 5.11 with overlayfs"));
-	doctor_add(d, true, "resource limits", jail_probe_limits(), NULL);
+		doctor_add(d, false, "overlayfs", xstrdup(h->overlay_cause),
+		    xstrdup("use a kernel >= 5.11 with overlayfs"));
+	doctor_add(d, true, "resource limits", xstrdup(h->limits), NULL);
 }
 
 static void
@@ -445,15 +442,13 @@ doctor_synthetic(const struct buf *out)
 {
 	const char *p = out->data != NULL ? strstr(out->data, " resolves to ") :
 	    NULL;
-	struct in_addr a;
 	char *s;
 	bool yes;
 
 	if (p == NULL)
 		return false;
 	s = xstrndup(p + 13, strcspn(p + 13, "\n"));
-	yes = inet_pton(AF_INET, s, &a) == 1 && (ntohl(a.s_addr) &
-	    (~0U << (32 - JAIL_SYNTH_PREFIX))) == JAIL_SYNTH_NET;
+	yes = session_host_synthetic(s);
 	free(s);
 	return yes;
 }
@@ -679,15 +674,18 @@ doctor_print_json(struct doctor *d, bool ok)
 int
 cmd_doctor(struct cli_args *args)
 {
+	struct session_host h;
 	struct doctor d;
 	bool ok = true, userns;
 	size_t i;
 
 	memset(&d, 0, sizeof d);
 	d.json = cli_has(args, "json");
-	doctor_userns(&d);
+	session_host_probe(&h, true);
+	doctor_userns(&d, &h);
 	userns = d.v[0].ok;
-	doctor_kernel(&d);
+	doctor_kernel(&d, &h);
+	session_host_free(&h);
 	doctor_git(&d);
 	doctor_dirs(&d);
 	doctor_config(&d);

@@ -128,6 +128,11 @@ run_started(void *arg, struct session *s, bool ok, const char *cause)
 static int
 run_wait_started(struct run *r, char **cause)
 {
+	const char *why = session_start_waiting(r->s);
+
+	/* A wait the user would otherwise take for a hang. */
+	if (why != NULL)
+		out_printf(stderr, "agentmux: %s\n", why);
 	while (session_starting(r->s) &&
 	    event_base_loop(r->base, EVLOOP_ONCE) == 0)
 		;

@@ -11,59 +11,53 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "jail/jail.h"
+#include "session/session.h"
 
 static void
-version_kernel(void)
+version_kernel(const struct session_host *h)
 {
 	struct utsname u;
-	char *cause = NULL;
 
 	if (uname(&u) == 0)
 		out_printf(stdout, "kernel:          %s %s %s\n", u.sysname,
 		    u.release, u.machine);
-	if (jail_probe_userns(&cause) == 0)
+	if (h->userns_cause == NULL)
 		out_printf(stdout, "user namespaces: yes\n");
-	else {
-		out_printf(stdout, "user namespaces: no: %s\n", cause);
-		free(cause);
-	}
+	else
+		out_printf(stdout, "user namespaces: no: %s\n", h->userns_cause);
 }
 
 static void
-version_confinement(void)
+version_confinement(const struct session_host *h)
 {
 	const struct scmp_version *sv = seccomp_version();
-	char *cause = NULL, *limits;
-	int abi, level;
 
-	if ((abi = jail_probe_landlock()) > 0)
-		out_printf(stdout, "Landlock:        ABI %d\n", abi);
+	if (h->landlock_abi > 0)
+		out_printf(stdout, "Landlock:        ABI %d\n", h->landlock_abi);
 	else
 		out_printf(stdout, "Landlock:        not available\n");
-	if ((level = jail_probe_seccomp(&cause)) >= 0)
+	if (h->seccomp_level >= 0)
 		out_printf(stdout, "seccomp:         filters (libseccomp "
 		    "%u.%u.%u, API level %d)\n", sv->major, sv->minor,
-		    sv->micro, level);
-	else {
-		out_printf(stdout, "seccomp:         no: %s\n", cause);
-		free(cause);
-	}
-	limits = jail_probe_limits();
-	out_printf(stdout, "limits:          %s\n", limits);
-	free(limits);
+		    sv->micro, h->seccomp_level);
+	else
+		out_printf(stdout, "seccomp:         no: %s\n", h->seccomp_cause);
+	out_printf(stdout, "limits:          %s\n", h->limits);
 }
 
 int
 cmd_version(struct cli_args *args)
 {
+	struct session_host h;
 	struct strv q;
 	char *agents;
 
 	strv_init(&q);
 	out_printf(stdout, "agentmux %s\n", AGENTMUX_VERSION);
-	version_kernel();
-	version_confinement();
+	session_host_probe(&h, false);
+	version_kernel(&h);
+	version_confinement(&h);
+	session_host_free(&h);
 	out_printf(stdout, "libvterm:        %s\n", AGENTMUX_VTERM_VERSION);
 	out_printf(stdout, "libraries:       %s, libevent %s, SQLite %s\n",
 	    OpenSSL_version(OPENSSL_VERSION), event_get_version(),

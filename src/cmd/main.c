@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "proxy/proxy.h"
+#include "session/session.h"
 
 static void
 main_cleanup(void)
@@ -60,6 +60,6 @@ main(int argc, char **argv)
 	atexit(main_cleanup);
 	log_init(stderr, getenv("AGENTMUX_DEBUG") != NULL ? LOG_LEVEL_DEBUG :
 	    LOG_LEVEL_WARN);
-	config_set_rule_validator(proxy_policy_validate);
+	config_set_rule_validator(session_rule_validate);
 	return main_dispatch(argc, argv);
 }

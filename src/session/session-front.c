@@ -28,10 +28,29 @@ session_records_list(struct session_ctx *ctx, bool all, size_t *n)
 	return store_session_list(session_ctx_store(ctx), all, n);
 }
 
+void
+session_records_list_free(struct store_session **v, size_t n)
+{
+	store_session_list_free(v, n);
+}
+
 struct store_session *
 session_record_get(struct session_ctx *ctx, int64_t id)
 {
 	return store_session_get(session_ctx_store(ctx), id);
+}
+
+void
+session_record_free(struct store_session *ss)
+{
+	store_session_free(ss);
+}
+
+const char *
+session_record_end_text(const struct store_session *ss, char *buf,
+    size_t len)
+{
+	return store_session_end_text(ss, buf, len);
 }
 
 struct store_event **
@@ -40,10 +59,22 @@ session_record_events(struct session_ctx *ctx, int64_t id, size_t *n)
 	return store_event_list(session_ctx_store(ctx), id, n);
 }
 
+void
+session_record_events_free(struct store_event **v, size_t n)
+{
+	store_event_list_free(v, n);
+}
+
 struct store_decision **
 session_record_decisions(struct session_ctx *ctx, int64_t id, size_t *n)
 {
 	return store_decision_list(session_ctx_store(ctx), id, n);
+}
+
+void
+session_record_decisions_free(struct store_decision **v, size_t n)
+{
+	store_decision_list_free(v, n);
 }
 
 struct request **
@@ -53,10 +84,22 @@ session_record_requests(struct session_ctx *ctx,
 	return store_request_list(session_ctx_store(ctx), f, n);
 }
 
+void
+session_record_requests_free(struct request **v, size_t n)
+{
+	store_request_list_free(v, n);
+}
+
 struct store_snapshot **
 session_record_snapshots(struct session_ctx *ctx, int64_t id, size_t *n)
 {
 	return store_snapshot_list(session_ctx_store(ctx), id, n);
+}
+
+void
+session_record_snapshots_free(struct store_snapshot **v, size_t n)
+{
+	store_snapshot_list_free(v, n);
 }
 
 int

@@ -125,6 +125,9 @@ struct session {
 	bool start_saved;            /* the start snapshot saved the tree */
 	bool start_setup;            /* the jail handed out its descriptors */
 	bool start_go;               /* the command was released */
+	bool start_snapped;          /* the start snapshot was asked for */
+	struct snap_history_wait *start_recovery; /* the project's crashed sessions come back first */
+	char *start_waiting;         /* why it waits, if it does */
 	struct event *start_ev;      /* the snapshot said it saved the tree */
 	struct event *start_jail_ev; /* the jail's status channel */
 	struct event *start_timer;   /* the jail's time to get ready */

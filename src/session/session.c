@@ -689,6 +689,15 @@ session_wall_hold(struct session *s, bool hold)
 static void session_start_step(struct session *);
 
 static void
+session_start_wait_free(struct session *s)
+{
+	snap_history_wait_free(s->start_recovery);
+	s->start_recovery = NULL;
+	free(s->start_waiting);
+	s->start_waiting = NULL;
+}
+
+static void
 session_start_events_free(struct session *s)
 {
 	if (s->start_ev != NULL)
@@ -707,6 +716,7 @@ session_start_fail(struct session *s, const char *cause)
 	if (s->closing || cause == NULL)
 		cause = "closed before its command started";
 	session_start_events_free(s);
+	session_start_wait_free(s);
 	/* The start snapshot runs on: it must not call back into this start. */
 	if (s->snap != NULL)
 		snap_session_when_saved(s->snap, NULL, NULL);
@@ -873,6 +883,16 @@ session_start_watch(struct session *s)
 		event_active(s->start_ev, EV_TIMEOUT, 0);
 }
 
+/* The start snapshot is asked for, once. */
+static void
+session_start_snapshot(struct session *s)
+{
+	if (s->start_snapped)
+		return;
+	s->start_snapped = true;
+	session_snap_start(s);
+}
+
 /*
  * The jail is made (and moved into its cgroups) while the start snapshot
  * runs; the command waits for both, on the loop.
@@ -895,7 +915,7 @@ session_start_jail(struct session *s, char **cause)
 	s->setup = NULL;
 	if (rc == -1)
 		return -1;
-	session_snap_start(s);
+	session_start_snapshot(s);
 	session_start_watch(s);
 	return 0;
 }
@@ -918,8 +938,9 @@ session_start_secrets(struct session *s)
 
 /*
  * The session's proxy, then its secret commands (the jail's environment
- * holds their placeholders), then the jail; -1 with *CAUSE if it fails
- * before anything runs on the loop.
+ * holds their placeholders, so the jail waits for them; the start snapshot
+ * does not), then the jail; -1 with *CAUSE if it fails before anything
+ * runs on the loop.
  */
 static int
 session_start_proxy(struct session *s, const struct config_agent *a,
@@ -927,8 +948,11 @@ session_start_proxy(struct session *s, const struct config_agent *a,
 {
 	if (session_proxy_prepare(s, a, cause) == -1)
 		return -1;
-	if (session_proxy_secrets_wait(s, session_start_secrets))
+	if (session_proxy_secrets_wait(s, session_start_secrets)) {
+		/* The tree is saved while they run: they hold only the jail. */
+		session_start_snapshot(s);
 		return 0;
+	}
 	return session_start_jail(s, cause);
 }
 
@@ -949,6 +973,67 @@ session_start_made(struct session *s, const char *error)
 		session_start_fail(s, cause);
 		free(cause);
 	}
+}
+
+/*
+ * The start proper, once nothing holds it: a worktree is made on the loop
+ * (the rest of the start follows it), else the proxy comes first; -1 with
+ * *CAUSE if it fails before anything runs on the loop.
+ */
+static int
+session_start_go(struct session *s, const struct config_agent *a,
+    char **cause)
+{
+	if (s->wt != NULL)
+		return session_worktree_make(s, session_start_made, cause);
+	return session_start_proxy(s, a, cause);
+}
+
+/* The crashed sessions of its project are back: the start goes on. */
+static void
+session_start_recovered(void *arg)
+{
+	struct session *s = arg;
+	const struct config_agent *a;
+	char *cause = NULL;
+
+	s->start_recovery = NULL;
+	session_start_wait_free(s);
+	if (s->closing) {
+		session_start_fail(s, NULL);
+		return;
+	}
+	if ((a = config_agent(s->cf, s->agent)) == NULL)
+		cause = xprintf("agent %s is no longer configured", s->agent);
+	if (cause != NULL || session_start_go(s, a, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
+/*
+ * A session of the same project that ended without agentmux is still
+ * being brought back (the objects its git wrote go into the project's
+ * .git): the start waits, on the loop, so that its snapshot and its jail
+ * see the project as it will be. True if it waits.
+ */
+static bool
+session_start_wait(struct session *s)
+{
+	int64_t crashed = -1;
+
+	s->start_recovery = snap_history_recover_wait(s->project, &crashed,
+	    session_start_recovered, s);
+	if (s->start_recovery == NULL)
+		return false;
+	s->start_waiting = xprintf("waiting for session %lld, which ended "
+	    "without agentmux, to be brought back: the objects its git wrote "
+	    "are going into the project's .git", (long long)crashed);
+	store_event_add(s->ctx->st, s->id, "info", "start", "%s",
+	    s->start_waiting);
+	/* (Not told as a notice: the front end does not have it yet.) */
+	log_debug("session %lld: %s", (long long)s->id, s->start_waiting);
+	return true;
 }
 
 struct session *
@@ -993,16 +1078,8 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 		goto fail;
 	session_link(s);
 	s->starting = true;
-	/* A worktree is made on the loop: the rest of the start follows it. */
-	if (s->wt != NULL) {
-		if (session_worktree_make(s, session_start_made, cause) == -1)
-			goto failed;
+	if (session_start_wait(s) || session_start_go(s, a, cause) == 0)
 		return s;
-	}
-	if (session_start_proxy(s, a, cause) == -1)
-		goto failed;
-	return s;
-failed:
 	store_session_end(ctx->st, s->id, "failed", -1, *cause);
 	s->ended = true;
 fail:
@@ -1014,6 +1091,12 @@ bool
 session_starting(struct session *s)
 {
 	return s->starting;
+}
+
+const char *
+session_start_waiting(struct session *s)
+{
+	return s->starting ? s->start_waiting : NULL;
 }
 
 void
@@ -1043,6 +1126,7 @@ session_free(struct session *s)
 	s->done_told = true;
 	session_unlink(s);
 	session_start_events_free(s);
+	session_start_wait_free(s);
 	buf_free(&s->start_in);
 	session_proxy_secrets_drop(s);
 	if (s->setup != NULL) {

@@ -7,6 +7,12 @@
 #include <stdint.h>
 
 /*
+ * The records front ends show are the store's own types (their fields);
+ * everything done with them goes through the session_record* calls below.
+ */
+#include "store/store.h"
+
+/*
  * Front ends (`agentmux run`, `agentmux proxy`, the dashboard) talk to
  * sessions only through this header: events come in through the callbacks
  * of struct session_events, commands go out through the session_* calls.
@@ -229,6 +235,12 @@ const char *session_command(struct session *);
 bool session_running(struct session *);
 /** True from session_start until the started event. */
 bool session_starting(struct session *);
+/**
+ * While it starts and waits for something (the objects of crashed
+ * sessions on its project being brought back), why, as a sentence for the
+ * user; NULL otherwise. Borrowed.
+ */
+const char *session_start_waiting(struct session *);
 /** True once the session's records reached [proxy] record_budget. */
 bool session_budget_reached(struct session *);
 /** The session's state now (see enum session_state). */
@@ -395,26 +407,57 @@ int session_rule_validate(const char *verb, const char *text, char **cause);
 void session_records_flush(struct session_ctx *);
 /**
  * The recorded sessions newest first (all, or the last 50); caller frees
- * with store_session_list_free. The store_* types and their _free calls
- * are the records' own (store/store.h).
+ * with session_records_list_free.
  */
 struct store_session **session_records_list(struct session_ctx *, bool all,
     size_t *n);
-/** Session record ID, or NULL; caller frees with store_session_free. */
+void session_records_list_free(struct store_session **, size_t n);
+/** Session record ID, or NULL; caller frees with session_record_free. */
 struct store_session *session_record_get(struct session_ctx *, int64_t id);
-/** Events of session ID; caller frees with store_event_list_free. */
+void session_record_free(struct store_session *);
+/** How record S ended ("exited 2", "crashed", ...), into BUF; returns BUF. */
+const char *session_record_end_text(const struct store_session *, char *buf,
+    size_t len);
+/** Events of session ID; caller frees with session_record_events_free. */
 struct store_event **session_record_events(struct session_ctx *, int64_t id,
     size_t *n);
-/** Decisions of session ID; caller frees with store_decision_list_free. */
+void session_record_events_free(struct store_event **, size_t n);
+/** Decisions of session ID; caller frees with session_record_decisions_free. */
 struct store_decision **session_record_decisions(struct session_ctx *,
     int64_t id, size_t *n);
-/** Requests oldest first; caller frees with store_request_list_free. */
+void session_record_decisions_free(struct store_decision **, size_t n);
+/** Requests oldest first; caller frees with session_record_requests_free. */
 struct request **session_record_requests(struct session_ctx *,
     const struct store_request_filter *, size_t *n);
-/** Snapshots of session ID; caller frees with store_snapshot_list_free. */
+void session_record_requests_free(struct request **, size_t n);
+/** Snapshots of session ID; caller frees with session_record_snapshots_free. */
 struct store_snapshot **session_record_snapshots(struct session_ctx *,
     int64_t id, size_t *n);
+void session_record_snapshots_free(struct store_snapshot **, size_t n);
 /** Config changes of session ID waiting for a review; -1 on error. */
 int session_record_confdiff_pending(struct session_ctx *, int64_t id);
+
+/* ---- what this machine lets a jail use (session-host.c) ---- */
+
+/** For agentmux doctor and version: each probe's answer, or why it failed. */
+struct session_host {
+	char *userns_cause;      /* NULL: unprivileged user namespaces work */
+	int seccomp_level;       /* libseccomp's API level; -1: see seccomp_cause */
+	char *seccomp_cause;
+	int landlock_abi;        /* 0: no Landlock */
+	bool overlay_probed;
+	char *overlay_cause;     /* probed, NULL: overlayfs works in a user namespace */
+	char *limits;            /* how limits are enforced here */
+};
+
+/**
+ * Probes the kernel as a jail would use it (forking and waiting: for
+ * commands only, never on a loop that serves sessions); OVERLAY: overlayfs
+ * too. Free with session_host_free.
+ */
+void session_host_probe(struct session_host *, bool overlay);
+void session_host_free(struct session_host *);
+/** True if ADDR (IPv4, as text) is one the jail's resolver makes up, never a real one. */
+bool session_host_synthetic(const char *addr);
 
 #endif

@@ -1058,14 +1058,119 @@ struct snap_history_recovery {
 	struct event_base *base;
 	char *data_dir;
 	struct strv ids;          /* the sessions to look at */
+	struct strv projects;     /* each one's project ("" if unknown) */
 	size_t next;
+	size_t at;                /* ids from here on are not over */
 	struct snap_history *h;   /* the one being brought back */
 	int64_t id;
+	struct snap_history_recovery *link;   /* in snap_history_recoveries */
+};
+
+/* A start waiting for the sessions of its project to be brought back. */
+struct snap_history_wait {
+	char *project;
+	void (*done)(void *);
+	void *arg;
+	struct snap_history_wait *link;
 };
 
 static int snap_history_nrecovering;
+static struct snap_history_recovery *snap_history_recoveries;
+static struct snap_history_wait *snap_history_waits;
 
 static void snap_history_recover_next(struct snap_history_recovery *);
+
+/* A session of PROJECT not yet brought back (its id into *ID), or false. */
+static bool
+snap_history_project_pending(const char *project, int64_t *id)
+{
+	struct snap_history_recovery *r;
+	size_t i;
+
+	for (r = snap_history_recoveries; r != NULL; r = r->link) {
+		for (i = r->at; i < r->ids.n; i++) {
+			if (strcmp(r->projects.v[i], project) != 0)
+				continue;
+			if (id != NULL)
+				*id = strtoll(r->ids.v[i], NULL, 10);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Starts whose projects are no longer being brought back go on, one at a time. */
+static void
+snap_history_wake(void)
+{
+	struct snap_history_wait **wp, *w;
+
+	for (wp = &snap_history_waits; (w = *wp) != NULL; wp = &w->link) {
+		if (snap_history_project_pending(w->project, NULL))
+			continue;
+		*wp = w->link;
+		w->done(w->arg);
+		free(w->project);
+		free(w);
+		/* The call may have added or ended waits: start again. */
+		snap_history_wake();
+		return;
+	}
+}
+
+struct snap_history_wait *
+snap_history_recover_wait(const char *project, int64_t *session,
+    void (*done)(void *), void *arg)
+{
+	struct snap_history_wait *w;
+
+	if (!snap_history_project_pending(project, session))
+		return NULL;
+	w = xcalloc(1, sizeof *w);
+	w->project = xstrdup(project);
+	w->done = done;
+	w->arg = arg;
+	w->link = snap_history_waits;
+	snap_history_waits = w;
+	return w;
+}
+
+void
+snap_history_wait_free(struct snap_history_wait *w)
+{
+	struct snap_history_wait **wp;
+
+	if (w == NULL)
+		return;
+	for (wp = &snap_history_waits; *wp != NULL; wp = &(*wp)->link) {
+		if (*wp == w) {
+			*wp = w->link;
+			break;
+		}
+	}
+	free(w->project);
+	free(w);
+}
+
+/* R is over: it goes, and the starts that waited for it go on. */
+static void
+snap_history_recover_end(struct snap_history_recovery *r)
+{
+	struct snap_history_recovery **rp;
+
+	for (rp = &snap_history_recoveries; *rp != NULL; rp = &(*rp)->link) {
+		if (*rp == r) {
+			*rp = r->link;
+			break;
+		}
+	}
+	snap_history_nrecovering--;
+	strv_free(&r->ids);
+	strv_free(&r->projects);
+	free(r->data_dir);
+	free(r);
+	snap_history_wake();
+}
 
 static void
 snap_history_recovered(void *arg, struct strv *alerts, struct strv *warnings)
@@ -1084,6 +1189,8 @@ snap_history_recovered(void *arg, struct strv *alerts, struct strv *warnings)
 	/* Told last by snap_history_end: its history may go. */
 	snap_history_free(r->h);
 	r->h = NULL;
+	r->at = r->next;
+	snap_history_wake();
 	snap_history_recover_next(r);
 }
 
@@ -1096,6 +1203,7 @@ snap_history_recover_next(struct snap_history_recovery *r)
 	int64_t id;
 
 	while (r->next < r->ids.n) {
+		r->at = r->next;
 		id = strtoll(r->ids.v[r->next++], NULL, 10);
 		sess = xprintf("%s/sessions/%lld", r->data_dir, (long long)id);
 		h = snap_history_open(sess);
@@ -1118,10 +1226,17 @@ snap_history_recover_next(struct snap_history_recovery *r)
 		free(m);
 		snap_history_free(h);
 	}
-	snap_history_nrecovering--;
-	strv_free(&r->ids);
-	free(r->data_dir);
-	free(r);
+	snap_history_recover_end(r);
+}
+
+/* The project session ID ran in, into PROJECTS ("" if it is not known). */
+static void
+snap_history_add_project(struct store *st, int64_t id, struct strv *projects)
+{
+	struct store_session *ss = store_session_get(st, id);
+
+	strv_add(projects, ss != NULL && ss->project != NULL ? ss->project : "");
+	store_session_free(ss);
 }
 
 int
@@ -1141,10 +1256,13 @@ snap_history_recover(struct store *st, struct event_base *base,
 	}
 	r = xcalloc(1, sizeof *r);
 	strv_init(&r->ids);
+	strv_init(&r->projects);
 	while ((de = readdir(d)) != NULL) {
 		id = strtoll(de->d_name, &end, 10);
-		if (id > 0 && *end == '\0' && !snap_history_running(st, id))
+		if (id > 0 && *end == '\0' && !snap_history_running(st, id)) {
 			strv_addf(&r->ids, "%lld", id);
+			snap_history_add_project(st, id, &r->projects);
+		}
 	}
 	closedir(d);
 	free(dir);
@@ -1153,6 +1271,8 @@ snap_history_recover(struct store *st, struct event_base *base,
 	r->base = base;
 	r->data_dir = xstrdup(data_dir);
 	snap_history_nrecovering++;
+	r->link = snap_history_recoveries;
+	snap_history_recoveries = r;
 	snap_history_recover_next(r);
 	return n;
 }

@@ -476,6 +476,15 @@ int snap_legacy_migrate(struct store *, const struct config *, int64_t id,
 /* The same for every session of WORKTREE that needs it; how many failed (each is logged). */
 int snap_legacy_project(struct store *, const struct config *,
     const char *worktree);
+/*
+ * The same through BASE, one git after another on the loop (a session's
+ * start): false if WORKTREE has nothing to bring over; otherwise DONE(ARG)
+ * runs once all is done (at once if each failed before git ran). A start
+ * on a project already being brought over waits for that one.
+ */
+bool snap_legacy_project_start(struct event_base *, struct store *,
+    const struct config *, const char *worktree, void (*done)(void *),
+    void *arg);
 
 /* ---- git dirs the host's git would obey (snap-nested.c) ---- */
 

@@ -49,6 +49,24 @@ static int snap_session_norphans;
 
 static void snap_session_next(struct snap_session *);
 
+/* Older snapshots of the project came into its own repository: the snapshots held go ahead. */
+static void
+snap_session_legacy_done(void *arg)
+{
+	snap_session_release_hold(arg);
+}
+
+/*
+ * Older snapshots of the project come into its own repository first, on
+ * the loop; true if they do (the hold goes once they are in).
+ */
+static bool
+snap_session_legacy(struct snap_session *ss)
+{
+	return snap_legacy_project_start(ss->base, ss->st, ss->cf,
+	    ss->repo->worktree, snap_session_legacy_done, ss);
+}
+
 /* The repository is made: the snapshots asked for meanwhile go ahead (or fail with it). */
 static void
 snap_session_created(void *arg, const char *error)
@@ -57,8 +75,8 @@ snap_session_created(void *arg, const char *error)
 
 	if (error != NULL)
 		ss->repo_error = xstrdup(error);
-	else
-		snap_legacy_project(ss->st, ss->cf, ss->repo->worktree);
+	else if (snap_session_legacy(ss))
+		return;
 	snap_session_release_hold(ss);
 }
 
@@ -85,9 +103,8 @@ snap_session_create(struct event_base *base, struct store *st,
 		return NULL;
 	}
 	/* Nothing to make (if it failed at once, snap_session_created said so). */
-	if (!ss->repo->creating && ss->repo_error == NULL) {
-		/* Older snapshots of the project come into its own repository first. */
-		snap_legacy_project(st, cf, ss->repo->worktree);
+	if (!ss->repo->creating && ss->repo_error == NULL &&
+	    !snap_session_legacy(ss)) {
 		/* Nothing is queued yet, nothing to start: the hold just goes. */
 		ss->held--;
 	}

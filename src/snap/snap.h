@@ -135,6 +135,18 @@ int snap_history_recover(struct store *, struct event_base *base,
     const char *data_dir);
 /** How many snap_history_recover runs are not over (the store must outlive them). */
 int snap_history_recovering(void);
+/**
+ * A session's start on PROJECT while sessions of it are still brought
+ * back (their objects imported into its .git) waits: NULL if none is;
+ * otherwise *SESSION (may be NULL) gets one of them, and DONE(ARG) runs
+ * from the loop once none is left (never from inside this call). The
+ * wait is freed by then; snap_history_wait_free cancels it before.
+ */
+struct snap_history_wait;
+struct snap_history_wait *snap_history_recover_wait(const char *project,
+    int64_t *session, void (*done)(void *), void *arg);
+/** Cancels a wait whose DONE has not run; NULL is a no-op. */
+void snap_history_wait_free(struct snap_history_wait *);
 
 /*
  * A snapshot is a git commit of the whole working tree (tracked files and

@@ -10,7 +10,6 @@
 
 #include "core/core.h"
 #include "session/session.h"
-#include "store/store.h"
 #include "tui-int.h"
 
 /* Below this the dashboard shows a message instead of itself. */

@@ -4,16 +4,15 @@
 
 #include "core/core.h"
 #include "session/session.h"
-#include "store/store.h"
 #include "tui-int.h"
 
 void
 tui_history_free(struct tui *t)
 {
-	store_session_list_free(t->hist, t->nhist);
+	session_records_list_free(t->hist, t->nhist);
 	t->hist = NULL;
 	t->nhist = 0;
-	store_snapshot_list_free(t->snaps, t->nsnaps);
+	session_record_snapshots_free(t->snaps, t->nsnaps);
 	t->snaps = NULL;
 	t->nsnaps = 0;
 	strv_free(&t->detail_lines);
@@ -27,7 +26,7 @@ void
 tui_history_open(struct tui *t)
 {
 	session_records_flush(t->ctx);
-	store_session_list_free(t->hist, t->nhist);
+	session_records_list_free(t->hist, t->nhist);
 	t->hist = session_records_list(t->ctx, true, &t->nhist);
 	t->hist_sel = t->hist_top = 0;
 	tui_view_push(t, TUI_VIEW_HISTORY);
@@ -45,7 +44,7 @@ tui_history_base(const char *path)
 static const char *
 tui_history_exit(const struct store_session *ss, char *buf, size_t len)
 {
-	return store_session_end_text(ss, buf, len);
+	return session_record_end_text(ss, buf, len);
 }
 
 /* Files changed, or "-" while no end snapshot has counted them. */
@@ -150,7 +149,7 @@ tui_session_alerts(struct tui *t, const struct store_session *ss,
 		strv_addf(out, "! %s", e[i]->message);
 		n++;
 	}
-	store_event_list_free(e, ne);
+	session_record_events_free(e, ne);
 }
 
 /* The session's summary and its latest decisions and requests, as lines. */
@@ -195,7 +194,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    d[i]->scope, quote_keep(&q, d[i]->host), d[i]->port,
 		    d[i]->method != NULL ? quote_keep(&q, d[i]->method) :
 		    "any method", d[i]->by);
-	store_decision_list_free(d, nd);
+	session_record_decisions_free(d, nd);
 	r = session_record_requests(t->ctx, &f, &nr);
 	strv_addf(out, "requests: %zu (the last ones)", nr);
 	for (i = nr > 8 ? nr - 8 : 0; i < nr; i++) {
@@ -205,8 +204,8 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    quote_keep(&q, r[i]->method), url, r[i]->status);
 		free(url);
 	}
-	store_request_list_free(r, nr);
-	store_session_free(ss);
+	session_record_requests_free(r, nr);
+	session_record_free(ss);
 	strv_free(&q);
 }
 
@@ -228,7 +227,7 @@ tui_session_open(struct tui *t, int64_t id)
 {
 	session_records_flush(t->ctx);
 	t->detail = id;
-	store_snapshot_list_free(t->snaps, t->nsnaps);
+	session_record_snapshots_free(t->snaps, t->nsnaps);
 	t->snaps = session_record_snapshots(t->ctx, id, &t->nsnaps);
 	t->snap_sel = tui_session_start_snap(t);
 	strv_free(&t->detail_lines);
@@ -384,7 +383,7 @@ tui_session_undo(struct tui *t, void *arg)
 	t->undo_commit = xstrdup(t->snaps[t->snap_sel]->commit);
 	t->undo_session = t->detail;
 	t->undo_project = ss->project != NULL ? xstrdup(ss->project) : NULL;
-	store_session_free(ss);
+	session_record_free(ss);
 	for (i = 0; i < t->npanes; i++) {
 		if (!tui_session_blocks_undo(t->panes[i], t->undo_session,
 		    t->undo_project) || t->panes[i]->exited)
@@ -407,7 +406,7 @@ tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
 
 	stop = tui_session_undo_blockers(t, t->detail, ss != NULL ?
 	    ss->project : NULL);
-	store_session_free(ss);
+	session_record_free(ss);
 	if (stop != NULL)
 		q = xprintf("Undo: stop %s (its end is snapshotted), then put "
 		    "the project back as it was at snapshot %.10s (%s)? The "
@@ -436,7 +435,7 @@ tui_session_suggest(struct tui *t, bool write)
 	argv[4] = ss->agent;
 	tui_text_run(t, write ? "policy written" : "policy suggestion", argv,
 	    write);
-	store_session_free(ss);
+	session_record_free(ss);
 }
 
 static void

@@ -4,7 +4,6 @@
 
 #include "core/core.h"
 #include "session/session.h"
-#include "store/store.h"
 #include "tui-int.h"
 
 /* Lines one turn of the mouse wheel scrolls. */
@@ -237,7 +236,7 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	if ((ss = session_record_get(t->ctx, wp->id)) != NULL) {
 		free(wp->unsafe);
 		wp->unsafe = ss->unsafe != NULL ? xstrdup(ss->unsafe) : NULL;
-		store_session_free(ss);
+		session_record_free(ss);
 	}
 	wp->exited = false;
 	free(wp->start_failed);
@@ -482,10 +481,17 @@ tui_pane_banner(struct tui_pane *wp)
 static void
 tui_pane_starting(struct tui_pane *wp)
 {
-	tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
-	    TUI_STYLE_TITLE,
-	    "starting\xe2\x80\xa6 (snapshotting the project; "
-	    "keys typed now are kept for it)");
+	const char *why = session_start_waiting(wp->s);
+
+	/* (The reason is agentmux's own sentence, with a session number.) */
+	if (why != NULL)
+		tui_screen_printf(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
+		    TUI_STYLE_TITLE, "starting\xe2\x80\xa6 (%s)", why);
+	else
+		tui_screen_print(wp->t->c->scr, wp->r.x, wp->r.y, wp->r.sx,
+		    TUI_STYLE_TITLE,
+		    "starting\xe2\x80\xa6 (snapshotting the project; "
+		    "keys typed now are kept for it)");
 }
 
 void

@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include "core/core.h"
-#include "store/store.h"
 #include "tui-int.h"
 
 /* Requests kept in memory; older ones are in the store (history). */

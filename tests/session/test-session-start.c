@@ -22,6 +22,7 @@ struct obs {
 	enum free_at free_at;
 	int started;
 	bool ok;
+	int recovering;          /* snap_history_recovering() when it started */
 	int exited;
 	int status;
 	int done;
@@ -44,6 +45,7 @@ obs_started(void *arg, struct session *s, bool ok, const char *cause)
 
 	o->started++;
 	o->ok = ok;
+	o->recovering = snap_history_recovering();
 	if (!ok)
 		print_message("start failed: %s\n", cause);
 	obs_free_at(o, s, FREE_STARTED);
@@ -345,6 +347,55 @@ ticker_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * A secret command that waits (here for a file the test makes) holds only
+ * the jail: the start snapshot is taken meanwhile, with the loop serving
+ * a timer, and the command runs once the secret is in (it used to wait
+ * for the secret before the snapshot began).
+ */
+static void
+test_secret_holds_only_jail(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *path = xprintf("%s/agentmux/config", getenv("XDG_CONFIG_HOME"));
+	char *text = xprintf("[secret held]\nenv = HELD_KEY\ncommand = while "
+	    "! test -e '%s/go'; do sleep 0.05; done; echo "
+	    "sk-held-0123456789abcdef\nhost = example.test\n\n"
+	    "[agent heldsecret]\ncommand = sh\nsecret = held\n", test_dir);
+	int64_t id, t0;
+
+	test_write_file(path, text);
+	free(text);
+	free(path);
+	fixture_open(&f);
+	/* A timer wakes the loop while nothing else happens. */
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start_agent(&f, &o, "heldsecret", "test -n \"$HELD_KEY\" && "
+	    "exit 5; exit 2");
+	id = session_id(s);
+	t0 = util_mono_us();
+	/* (A bound, not a timing: the snapshot comes long before.) */
+	while (snapshots(&f, id) == 0 && util_mono_us() - t0 < 30000000)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	assert_int_equal(snapshots(&f, id), 1);
+	assert_true(session_starting(s));
+	assert_int_equal(o.started, 0);
+	test_sh_ok("touch '%s/go'", test_dir);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 5);
+	event_free(tk.ev);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/*
  * The session's end brings back the pack its git wrote through git
  * index-pack (slowed here by a wrapper first on PATH): on the loop, which
  * serves a timer meanwhile (it used to wait for index-pack in a loop of its
@@ -561,7 +612,9 @@ test_worktree_made_on_loop(void **state)
 /*
  * In a child process: a session whose git commits and packs (its objects
  * in the history overlay), then agentmux killed (SIGKILL) before the
- * session ends, as a crash leaves it.
+ * session ends, as a crash leaves it. Once the command runs, the loop is
+ * left alone: its history watch could bring the objects in before the
+ * kill, and there would be nothing left to recover.
  */
 static void
 crash_in_child(void)
@@ -574,21 +627,24 @@ crash_in_child(void)
 	struct config *cf;
 	struct event_base *base;
 	struct session_ctx *ctx;
+	struct session *s;
 	char *cause = NULL;
 	int64_t t0 = util_mono_us();
 
 	if ((cf = config_load_or_cause(NULL, &cause)) == NULL ||
 	    (base = event_base_new()) == NULL ||
 	    (ctx = session_ctx_create(base, cf, NULL, &cause)) == NULL ||
-	    session_start(ctx, &so, NULL, NULL, &cause) == NULL) {
+	    (s = session_start(ctx, &so, NULL, NULL, &cause)) == NULL) {
 		fprintf(stderr, "crash_in_child: %s\n", cause);
 		_exit(1);
 	}
-	while (access("committed", F_OK) != 0 &&
-	    util_mono_us() - t0 < 60000000) {
+	while (session_starting(s) && util_mono_us() - t0 < 60000000) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(10000);
 	}
+	while (access("committed", F_OK) != 0 &&
+	    util_mono_us() - t0 < 60000000)
+		usleep(10000);
 	raise(SIGKILL);
 	_exit(1);
 }
@@ -653,6 +709,150 @@ test_recovery_on_loop(void **state)
 	free(old);
 }
 
+/*
+ * A session started on a project while a crashed session of it is still
+ * brought back (index-pack slowed to 3 s) waits for that, starting, with
+ * the reason, and the loop serving a timer; one on another project does
+ * not wait (it used to start beside the recovery).
+ */
+static void
+test_start_waits_for_recovery(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 }, o2 = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"exit 0", NULL };
+	char *other = xprintf("%s/other", test_dir);
+	struct session_opts so = { .kind = "run", .command = argv,
+	    .on_unknown = -1, .listen_fd = -1, .dir = other };
+	char *cause = NULL, *old;
+	const char *why;
+	pid_t pid;
+	int st;
+
+	test_sh_ok("git init -q . && echo a >a && mkdir '%s' && "
+	    "git -C '%s' init -q", other, other);
+	if ((pid = fork()) == 0)
+		crash_in_child();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	old = slow_git("*index-pack*", 3, "indexed");
+	f.cf = config_load_or_cause(NULL, &cause);
+	if (f.cf == NULL)
+		fail_msg("config: %s", cause);
+	f.base = event_base_new();
+	assert_non_null(f.base);
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	f.ctx = session_ctx_create(f.base, f.cf, NULL, &cause);
+	if (f.ctx == NULL)
+		fail_msg("session_ctx_create: %s", cause);
+	assert_true(snap_history_recovering() > 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	start(&f, &o, "exit 0");
+	assert_true(session_starting(o.s));
+	why = session_start_waiting(o.s);
+	assert_non_null(why);
+	print_message("waiting: %s\n", why);
+	assert_non_null(strstr(why, "ended without agentmux"));
+	o2.s = session_start(f.ctx, &so, &obs_events, &o2, &cause);
+	if (o2.s == NULL)
+		fail_msg("session_start: %s", cause);
+	assert_null(session_start_waiting(o2.s));
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* It started once the crashed session was back, not beside it. */
+	assert_int_equal(o.recovering, 0);
+	assert_null(session_start_waiting(o.s));
+	test_sh_ok("test -s '%s/indexed' && git cat-file -e 'HEAD^{commit}'",
+	    test_dir);
+	print_message("recovery wait: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	loop_until(&f, &o2.done);
+	assert_true(o2.ok);
+	event_free(tk.ev);
+	session_free(o.s);
+	session_free(o2.s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(other);
+	free(old);
+}
+
+/*
+ * Snapshots from before own repositories (in the project's .git, under
+ * refs/agentmux, as agentmux once made them) come into the own repository
+ * at the first start on the project: on the loop, with git fetch slowed
+ * to 2 s, while a timer is served (they used to be fetched with the loop
+ * waiting); the session's own start snapshot waits for them.
+ */
+static void
+test_legacy_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *old, *moved;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm old && echo legacy >0/1 && "
+	    "export GIT_INDEX_FILE=\"$PWD/../legacy-index\" && "
+	    "git read-tree HEAD && git add -A && t=$(git write-tree) && "
+	    "c=$(git -c user.email=a@b -c user.name=a commit-tree -p HEAD "
+	    "-m 'agentmux snapshot: start, session 900' $t) && "
+	    "git update-ref refs/agentmux/sessions/900 $c && "
+	    "git update-ref refs/agentmux/snaps/900/$c $c && "
+	    "git checkout -q -- 0/1 && now=$(date +%%s%%3N) && "
+	    "sqlite3 \"$XDG_DATA_HOME/agentmux/agentmux.db\" \""
+	    "insert into sessions (id, kind, agent, project, command, "
+	    "started_at, ended_at, state, owner_pid) values (900, 'run', "
+	    "'shell', '$PWD', '[\\\"sh\\\"]', $now, $now, 'exited', 1); "
+	    "insert into snapshots (session_id, created_at, kind, commit_id, "
+	    "tree, ref, files_changed) values (900, $now, 'start', '$c', '$t', "
+	    "'refs/agentmux/sessions/900', 1); insert into snapshot_repos "
+	    "(session_id, git_dir, work_tree, shadow) values (900, "
+	    "'$PWD/.git', '$PWD', 0);\"");
+	old = slow_git("*--no-write-fetch-head*", 2, "fetched");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	print_message("legacy: %d ticks, the longest gap %lld ms\n", tk.ticks,
+	    (long long)tk.worst_us / 1000);
+	/* It was fetched, checked and its record moved, before the start snapshot. */
+	test_sh_ok("test -s '%s/fetched'", test_dir);
+	moved = test_sh_out("sqlite3 \"$XDG_DATA_HOME/agentmux/agentmux.db\" "
+	    "'select shadow from snapshot_repos where session_id = 900'");
+	assert_string_equal(moved, "1\n");
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(moved);
+	free(old);
+}
+
 int
 main(void)
 {
@@ -662,6 +862,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_input_kept,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_secret_command_async,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_secret_holds_only_jail,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_free_from_callbacks,
 		    test_proj_setup, test_proj_teardown),
@@ -674,6 +876,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_worktree_made_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_recovery_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_start_waits_for_recovery,
 		    test_proj_setup, test_proj_teardown),
 	};
 
