@@ -69,27 +69,56 @@ tui_relayout_all(struct tui *t)
 static void
 tui_message_expire(evutil_socket_t fd, short what, void *arg)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
 
-	free(t->message);
-	t->message = NULL;
-	tui_redraw(t);
+	free(c->message);
+	c->message = NULL;
+	if (c->scr != NULL)
+		tui_frames_schedule(c->frames);
+}
+
+/* TEXT (owned from now on) in client C's status bar for a while. */
+static void
+tui_client_message(struct tui_client *c, bool alert, char *text)
+{
+	struct timeval tv = { TUI_MESSAGE_SEC, 0 };
+
+	free(c->message);
+	c->message = text;
+	c->message_alert = alert;
+	evtimer_add(c->msg_ev, &tv);
+	if (c->scr != NULL)
+		tui_frames_schedule(c->frames);
 }
 
 void
 tui_message(struct tui *t, bool alert, const char *fmt, ...)
 {
-	struct timeval tv = { TUI_MESSAGE_SEC, 0 };
 	va_list ap;
+	char *text;
+	size_t i;
 
-	free(t->message);
 	va_start(ap, fmt);
-	if (vasprintf(&t->message, fmt, ap) == -1)
+	if (vasprintf(&text, fmt, ap) == -1)
 		fatalx("out of memory");
 	va_end(ap);
-	t->message_alert = alert;
-	evtimer_add(t->msg_ev, &tv);
-	tui_redraw(t);
+	/* The view kept for the next client gets it too: it may attach soon. */
+	for (i = 0; i < t->nclients; i++)
+		tui_client_message(t->clients[i], alert, xstrdup(text));
+	free(text);
+}
+
+void
+tui_reply(struct tui *t, bool alert, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+
+	va_start(ap, fmt);
+	if (vasprintf(&text, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	tui_client_message(t->c, alert, text);
 }
 
 struct tui_pane *
@@ -588,7 +617,7 @@ tui_select(struct tui *t, int num)
 	struct tui_pane *wp = tui_pane_by_num(t, num);
 
 	if (wp == NULL) {
-		tui_message(t, false, "no session %d", num);
+		tui_reply(t, false, "no session %d", num);
 		return;
 	}
 	if (t->c->layout == NULL)
@@ -608,7 +637,7 @@ static void
 tui_select_nth(struct tui *t, int n)
 {
 	if (n < 1 || (size_t)n > t->npanes) {
-		tui_message(t, false, "no session at place %d of the bar", n);
+		tui_reply(t, false, "no session at place %d of the bar", n);
 		return;
 	}
 	tui_select(t, t->panes[n - 1]->num);
@@ -640,16 +669,16 @@ tui_pause(struct tui *t, struct tui_pane *wp)
 	bool pause;
 
 	if (wp == NULL || wp->s == NULL || wp->exited) {
-		tui_message(t, false, "no running session to pause");
+		tui_reply(t, false, "no running session to pause");
 		return;
 	}
 	pause = !session_paused(wp->s);
 	if (session_pause(wp->s, pause, &cause) == -1) {
-		tui_message(t, true, "%s", cause);
+		tui_reply(t, true, "%s", cause);
 		free(cause);
 		return;
 	}
-	tui_message(t, false, "session %lld (%s) %s", (long long)wp->id,
+	tui_reply(t, false, "session %lld (%s) %s", (long long)wp->id,
 	    wp->agent, pause ? "paused: prefix P resumes it" : "resumed");
 }
 
@@ -672,7 +701,7 @@ tui_next_needs(struct tui *t)
 			return;
 		}
 	}
-	tui_message(t, false, "no other session needs you");
+	tui_reply(t, false, "no other session needs you");
 }
 
 static void
@@ -686,7 +715,7 @@ tui_split(struct tui *t, bool side)
 		if (tui_layout_contains(t->c->layout, t->panes[i]->num))
 			continue;
 		if (!tui_layout_split(t->c->layout, t->panes[i]->num, side))
-			tui_message(t, false,
+			tui_reply(t, false,
 			    tui_layout_zoomed(t->c->layout) ?
 			        "unzoom first (prefix z)" :
 			        "no room to split");
@@ -694,7 +723,7 @@ tui_split(struct tui *t, bool side)
 		tui_redraw(t);
 		return;
 	}
-	tui_message(t, false, "every session is shown already; prefix c "
+	tui_reply(t, false, "every session is shown already; prefix c "
 	    "starts another");
 }
 
@@ -705,7 +734,7 @@ tui_open_focused(struct tui *t, enum tui_action act)
 	char *argv[5], id[32];
 
 	if (wp == NULL || wp->id <= 0) {
-		tui_message(t, false, "no session to show");
+		tui_reply(t, false, "no session to show");
 		return;
 	}
 	snprintf(id, sizeof id, "%lld", (long long)wp->id);
@@ -797,7 +826,7 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		if (t->ndisks > 0)
 			tui_disk_focus(t, true);
 		else if (t->nprompts == 0)
-			tui_message(t, false, "no prompts are waiting");
+			tui_reply(t, false, "no prompts are waiting");
 		else
 			tui_prompt_focus(t, true);
 		break;
@@ -900,7 +929,7 @@ tui_key(struct tui *t, const struct tui_key *k)
 		tui_action(t, b);
 		return;
 	case TUI_DISPATCH_UNBOUND:
-		tui_message(t, false, "%s: no such command (prefix ? lists "
+		tui_reply(t, false, "%s: no such command (prefix ? lists "
 		    "them)", tui_keys_name(k));
 		return;
 	case TUI_DISPATCH_PANE:
@@ -1048,12 +1077,11 @@ tui_signal_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tui_events(struct tui *t)
 {
-	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
 	t->reap_ev = evtimer_new(t->base, tui_reap_cb, t);
 	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
-	if (t->msg_ev == NULL || t->reap_ev == NULL || t->quit_ev == NULL ||
+	if (t->reap_ev == NULL || t->quit_ev == NULL ||
 	    t->term_ev == NULL || t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
 	event_add(t->term_ev, NULL);
@@ -1086,7 +1114,9 @@ tui_client_new(struct tui *t)
 	c->sy = 24;
 	c->keys = tui_keys_create();
 	c->frames = tui_frames_create(t->base, tui_draw, c);
-	if ((c->esc_ev = evtimer_new(t->base, tui_escape_cb, c)) == NULL)
+	c->esc_ev = evtimer_new(t->base, tui_escape_cb, c);
+	c->msg_ev = evtimer_new(t->base, tui_message_expire, c);
+	if (c->esc_ev == NULL || c->msg_ev == NULL)
 		fatalx("cannot create a client's events");
 	t->clients = xreallocarray(t->clients, t->nclients + 1,
 	    sizeof *t->clients);
@@ -1107,6 +1137,8 @@ tui_client_free(struct tui_client *c)
 	tui_keys_free(c->keys);
 	tui_frames_free(c->frames);
 	event_free(c->esc_ev);
+	event_free(c->msg_ev);
+	free(c->message);
 	free(c);
 }
 
@@ -1145,12 +1177,10 @@ tui_free(struct tui *t)
 	for (i = 0; i < t->nclients; i++)
 		tui_client_free(t->clients[i]);
 	free(t->clients);
-	event_free(t->msg_ev);
 	event_free(t->reap_ev);
 	event_free(t->quit_ev);
 	event_free(t->term_ev);
 	event_free(t->int_ev);
-	free(t->message);
 	free(t->ran);
 	buf_free(&t->req_filter.text);
 	buf_free(&t->paste);
@@ -1232,13 +1262,13 @@ tui_reload(struct tui *t)
 	char *text = NULL, *cause = NULL;
 
 	if (t->reload_cb == NULL) {
-		tui_message(t, true, "no config to reload here");
+		tui_reply(t, true, "no config to reload here");
 		return;
 	}
 	if (t->reload_cb(t->reload_arg, &text, &cause) == -1)
-		tui_message(t, true, "%s", cause);
+		tui_reply(t, true, "%s", cause);
 	else
-		tui_message(t, false, "%s", text);
+		tui_reply(t, false, "%s", text);
 	free(text);
 	free(cause);
 }

@@ -177,6 +177,11 @@ struct tui_client {
 	enum tui_view views[8];
 	size_t nviews;
 	struct tui_text *text;
+
+	/* the status bar's message: a reply to this client, or a notice to all */
+	char *message;
+	bool message_alert;
+	struct event *msg_ev;
 };
 
 struct tui {
@@ -212,9 +217,6 @@ struct tui {
 	void *reload_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
-	struct event *msg_ev;
-	char *message;              /* shown in the status bar for a while */
-	bool message_alert;
 
 	/* prompts (tui-prompt.c): every client's */
 	struct tui_prompt **prompts;
@@ -277,7 +279,11 @@ void tui_redraw(struct tui *);
 void tui_relayout_all(struct tui *);
 /* WP's output changed: the clients that show it draw. */
 void tui_redraw_pane(struct tui *, const struct tui_pane *wp);
+/* A notice for every attached client's status bar (a session's event). */
 void tui_message(struct tui *, bool alert, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A reply to the current client's own action, in its status bar only. */
+void tui_reply(struct tui *, bool alert, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct tui_pane *tui_focus_pane(struct tui *);
 struct tui_pane *tui_pane_by_num(struct tui *, int);
