@@ -26,6 +26,7 @@ static void tui_detached(struct tui_client *, const char *);
 static void tui_remove_pane(struct tui *, struct tui_pane *);
 static void tui_reload(struct tui *);
 static void tui_clients_reap(struct tui *);
+static void tui_suspend_key(struct tui *);
 
 /* What is shared changed, or one client's view did: every attached client draws. */
 void
@@ -335,6 +336,11 @@ tui_draw_cursor(struct tui *t)
 		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
+	if (t->c->cmdline.active) {
+		tui_screen_cursor(t->c->scr, true, t->c->cmdline_cx,
+		    t->c->sy - 1, PANE_CURSOR_DEFAULT);
+		return;
+	}
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_screen_cursor(t->c->scr, true, t->dialog_cx, t->dialog_cy,
 		    PANE_CURSOR_DEFAULT);
@@ -411,8 +417,8 @@ tui_draw(void *arg)
 	struct tui_client *c = arg;
 	struct tui *t = c->t;
 
-	if (c->scr == NULL)
-		return;           /* detached: the next client draws it all */
+	if (c->scr == NULL || c->suspended)
+		return;           /* detached or suspended: drawn all when back */
 	tui_client_set(t, c);
 	if (t->c->too_small)
 		tui_draw_small(t);
@@ -423,6 +429,8 @@ tui_draw(void *arg)
 		if (t->nprompts > 0)
 			tui_prompt_draw(t, tui_prompt_row(t));
 		tui_status_draw(t, t->c->sy - 1);
+		if (t->c->cmdline.active)
+			tui_cmdline_draw(t, t->c->sy - 1);
 		tui_dialog_draw(t);
 	}
 	tui_draw_cursor(t);
@@ -846,6 +854,12 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_DETACH:
 		tui_detached(t->c, NULL);
 		break;
+	case TUI_ACT_COMMAND:
+		tui_cmdline_open(t);
+		break;
+	case TUI_ACT_SUSPEND:
+		tui_suspend_key(t);
+		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
 			pane_key(wp->pane, prefix.code, prefix.mods);
@@ -910,6 +924,12 @@ tui_key(struct tui *t, const struct tui_key *k)
 	/* Closing every session: nothing new starts meanwhile. */
 	if (t->quitting)
 		return;
+	/* The client's own prompt first: a shared dialog waits for it. */
+	if (tui_cmdline_key(t, k, &b)) {
+		if (b != NULL)
+			tui_action(t, b);
+		return;
+	}
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_dialog_key(t, k);
 		return;
@@ -1108,6 +1128,7 @@ tui_client_new(struct tui *t)
 
 	c->t = t;
 	strv_init(&c->env);
+	buf_init(&c->cmdline.text);
 	c->km.prefix_key = t->cf->ui.prefix_key;
 	c->scope_choice = -1;
 	c->sx = 80;
@@ -1139,6 +1160,7 @@ tui_client_free(struct tui_client *c)
 	event_free(c->esc_ev);
 	event_free(c->msg_ev);
 	free(c->message);
+	buf_free(&c->cmdline.text);
 	free(c);
 }
 
@@ -1227,6 +1249,13 @@ void
 tui_notice(struct tui *t, bool alert, const char *msg)
 {
 	tui_message(t, alert, "%s", msg);
+}
+
+void
+tui_notice_client(struct tui *t, struct tui_client *c, bool alert,
+    const char *msg)
+{
+	tui_client_message(c, alert, xstrdup(msg));
 }
 
 struct tui *
@@ -1506,14 +1535,15 @@ int64_t
 tui_stuck_us(const struct tui *t, const struct tui_client *c)
 {
 	(void)t;
-	return c != NULL && c->scr != NULL ? tui_screen_stuck_us(c->scr) : 0;
+	return c != NULL && c->scr != NULL && !c->suspended ?
+	    tui_screen_stuck_us(c->scr) : 0;
 }
 
 void
 tui_resize(struct tui *t, struct tui_client *c)
 {
-	if (c->scr == NULL)
-		return;
+	if (c->scr == NULL || c->suspended)
+		return;           /* a suspended one reads its size at resume */
 	tui_screen_resize(c->scr);
 	tui_screen_size(c->scr, &c->sx, &c->sy);
 	c->relayout = true;
@@ -1538,4 +1568,79 @@ int
 tui_exit_code(const struct tui *t)
 {
 	return t->exit_code;
+}
+
+void
+tui_set_suspend_cb(struct tui *t,
+    int (*cb)(void *, struct tui_client *, char **), void *arg)
+{
+	t->suspend_cb = cb;
+	t->suspend_arg = arg;
+}
+
+/* prefix C-z: the server suspends this client, or says why it cannot. */
+static void
+tui_suspend_key(struct tui *t)
+{
+	char *cause = NULL;
+
+	if (t->suspend_cb == NULL) {
+		tui_reply(t, true, "this dashboard cannot be suspended");
+		return;
+	}
+	if (t->suspend_cb(t->suspend_arg, t->c, &cause) == -1) {
+		tui_reply(t, true, "%s", cause);
+		free(cause);
+	}
+}
+
+/* An attached client other than C that is not suspended, or NULL. */
+static struct tui_client *
+tui_client_awake(struct tui *t, struct tui_client *c)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i] != c && t->clients[i]->scr != NULL &&
+		    !t->clients[i]->suspended)
+			return t->clients[i];
+	}
+	return NULL;
+}
+
+void
+tui_suspend(struct tui *t, struct tui_client *c)
+{
+	struct tui_client *other;
+
+	if (c->scr == NULL || c->suspended)
+		return;
+	/* The shell reads the terminal now: not a key of it is ours. */
+	event_del(c->input_ev);
+	evtimer_del(c->esc_ev);
+	c->km.prefixed = false;
+	if (c->prompt_focus)
+		tui_prompt_unfocus(t, c);
+	tui_screen_suspend(c->scr);
+	c->suspended = true;
+	/* The panes take the size of a client still drawn on. */
+	if (t->latest == c && (other = tui_client_awake(t, c)) != NULL) {
+		t->latest = other;
+		other->relayout = true;
+		tui_redraw(t);
+	}
+}
+
+void
+tui_resume(struct tui *t, struct tui_client *c)
+{
+	if (c->scr == NULL || !c->suspended)
+		return;
+	c->suspended = false;
+	tui_screen_resume(c->scr);
+	util_set_nonblock(tui_screen_infd(c->scr));
+	event_add(c->input_ev, NULL);
+	/* Coming back is activity: the panes take this terminal's size. */
+	t->c = t->latest = c;
+	tui_redraw_all(t, c);
 }

@@ -141,6 +141,7 @@ struct tui_client {
 	struct strv env;          /* its client's environment (tui_set_env) */
 	bool has_env;
 	struct tui_screen *scr;   /* NULL: detached, the view kept for the next */
+	bool suspended;           /* stopped as a job: nothing read or drawn */
 	struct tui_frames *frames;
 	struct tui_keys *keys;
 	struct tui_keymap km;
@@ -177,6 +178,10 @@ struct tui_client {
 	enum tui_view views[8];
 	size_t nviews;
 	struct tui_text *text;
+
+	/* the command prompt (tui-cmdline.c), over the status bar */
+	struct tui_line cmdline;
+	unsigned cmdline_cx;        /* where its cursor goes */
 
 	/* the status bar's message: a reply to this client, or a notice to all */
 	char *message;
@@ -215,6 +220,9 @@ struct tui {
 	void *detach_arg;
 	int (*reload_cb)(void *, char **, char **); /* prefix R, or NULL */
 	void *reload_arg;
+	/* prefix C-z, or NULL */
+	int (*suspend_cb)(void *, struct tui_client *, char **);
+	void *suspend_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
 
@@ -410,6 +418,21 @@ bool tui_line_key(struct tui_line *, const struct tui_key *);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);
 bool tui_new_matches(const char *dir, const char *base, struct strv *);
+
+/* tui-cmdline.c */
+/** The commands the prompt takes, in the order the help lists them. */
+const struct tui_binding *tui_cmdline_commands(size_t *n);
+/** Opens the current client's command prompt (prefix :). */
+void tui_cmdline_open(struct tui *);
+/**
+ * A key for the current client's command prompt: false if it is not
+ * open. Enter closes it, *RUN the command typed (NULL: none, or an
+ * unknown one, said in the client's bar).
+ */
+bool tui_cmdline_key(struct tui *, const struct tui_key *,
+    const struct tui_binding **run);
+/** Draws the prompt on row Y, where the status bar is. */
+void tui_cmdline_draw(struct tui *, unsigned y);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);

@@ -191,6 +191,7 @@ struct tui_screen {
 	int shape;            /* the cursor shape last sent, -1 none */
 	char pending[32];     /* DECSCUSR to send after the frame */
 	bool invalid;
+	bool suspended;       /* the terminal is the shell's until resumed */
 };
 
 /* Curses attributes for a cell's PANE_ATTR_* bits (strike has no curses attribute). */
@@ -434,6 +435,9 @@ tui_screen_end(struct tui_screen *scr)
 {
 	int flags;
 
+	/* Suspended, the terminal is the shell's: it was given back then. */
+	if (scr->suspended)
+		return;
 	set_term(scr->sp);
 	endwin();
 	tui_screen_modes(scr, false);
@@ -499,6 +503,21 @@ tui_screen_setup(struct tui_screen *scr, bool color)
 	refresh();
 }
 
+/* The terminal's modes as saved, made raw (again, after a suspend). */
+static void
+tui_screen_raw_again(struct tui_screen *scr)
+{
+	struct termios tio;
+
+	if (!scr->tio_saved)
+		return;
+	tio = scr->tio;
+	cfmakeraw(&tio);
+	tio.c_cc[VMIN] = 1;
+	tio.c_cc[VTIME] = 0;
+	tcsetattr(scr->ttyfd, TCSADRAIN, &tio);
+}
+
 /*
  * The terminal in raw mode, as curses would set it: curses writes to a
  * memory file, so it cannot set the terminal's modes itself.
@@ -506,16 +525,10 @@ tui_screen_setup(struct tui_screen *scr, bool color)
 static void
 tui_screen_raw(struct tui_screen *scr)
 {
-	struct termios tio;
-
 	if (tcgetattr(scr->ttyfd, &scr->tio) == -1)
 		return;
 	scr->tio_saved = true;
-	tio = scr->tio;
-	cfmakeraw(&tio);
-	tio.c_cc[VMIN] = 1;
-	tio.c_cc[VTIME] = 0;
-	tcsetattr(scr->ttyfd, TCSADRAIN, &tio);
+	tui_screen_raw_again(scr);
 }
 
 /*
@@ -610,18 +623,19 @@ tui_screen_infd(const struct tui_screen *scr)
 void
 tui_screen_write(struct tui_screen *scr, const void *data, size_t len)
 {
+	if (scr->suspended)
+		return;     /* the shell's terminal now */
 	tui_screen_add(scr, data, len);
 }
 
-void
-tui_screen_close(struct tui_screen *scr)
+/* The terminal back as it was: the cursor's shape, curses' modes, its own. */
+static void
+tui_screen_give(struct tui_screen *scr)
 {
 	const char *se;
 
-	if (scr == NULL)
+	if (scr->suspended)
 		return;
-	if (tui_screen_current == scr)
-		tui_screen_current = NULL;
 	set_term(scr->sp);
 	curs_set(1);
 	se = tigetstr("Ss");
@@ -630,8 +644,48 @@ tui_screen_close(struct tui_screen *scr)
 		/* raw: terminfo's Ss with 0, no text of a pane's */
 		tui_screen_add(scr, se, strlen(se));
 	tui_screen_end(scr);
+}
+
+void
+tui_screen_close(struct tui_screen *scr)
+{
+	if (scr == NULL)
+		return;
+	if (tui_screen_current == scr)
+		tui_screen_current = NULL;
+	tui_screen_give(scr);
 	tui_screen_delete(scr->sp);
 	tui_screen_free(scr);
+}
+
+void
+tui_screen_suspend(struct tui_screen *scr)
+{
+	if (scr->suspended)
+		return;
+	tui_screen_give(scr);
+	scr->suspended = true;
+	scr->held = false;
+	scr->stuck_us = 0;
+	if (scr->wev != NULL)
+		event_del(scr->wev);
+}
+
+void
+tui_screen_resume(struct tui_screen *scr)
+{
+	if (!scr->suspended)
+		return;
+	scr->suspended = false;
+	if (scr->wev != NULL)
+		util_set_nonblock(scr->ttyfd);
+	tui_screen_raw_again(scr);
+	tui_screen_resize(scr);
+	set_term(scr->sp);
+	/* After endwin, curses takes the terminal again at its next refresh. */
+	scr->shape = -1;
+	scr->invalid = true;
+	tui_screen_modes(scr, true);
 }
 
 void
@@ -990,6 +1044,8 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 void
 tui_screen_flush(struct tui_screen *scr)
 {
+	if (scr->suspended)
+		return;     /* drawn whole when resumed */
 	/* The terminal is not reading: the frame waits in curses' windows. */
 	if (evbuffer_get_length(scr->obuf) > TUI_SCREEN_HIGH) {
 		scr->held = true;
