@@ -698,9 +698,16 @@ tui_screen_use(struct tui_screen *scr)
 void
 tui_screen_size(const struct tui_screen *scr, unsigned *sx, unsigned *sy)
 {
+	int y, x;
+
+	/*
+	 * The screen's own window: set_term leaves LINES and COLS those of
+	 * the screen made or resized last, another client's.
+	 */
 	set_term(scr->sp);
-	*sx = COLS > 0 ? (unsigned)COLS : 1;
-	*sy = LINES > 0 ? (unsigned)LINES : 1;
+	getmaxyx(stdscr, y, x);
+	*sx = x > 0 ? (unsigned)x : 1;
+	*sy = y > 0 ? (unsigned)y : 1;
 }
 
 void
