@@ -146,6 +146,17 @@ wait_status 1 "session $s2" || fail "the first client did not see session $s2 cl
 wait_status 2 "session $s2" || fail2 "the second client did not see session $s2 close"
 echo "suspend: a reply is the asking client's, a session's notice everyone's"
 
+# ---- one client suspended, the other draws and types on ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z with two clients did not suspend the first"
+tmux -L "$SOCK2" send-keys -t 0 'clear; echo other-$((3+4))' Enter
+wait_for2 '^other-7$' || fail2 "the second client does not type into the pane while the first is suspended"
+scr | grep -q 'other-7' && fail "the suspended client's terminal was drawn on"
+keys 'fg' Enter
+wait_for '^other-7$' || fail "fg did not draw what the pane showed meanwhile"
+echo "suspend: the other client goes on while one is suspended"
+
 # ---- attach and new say when the config file is not the server's ----
 echo '# second' >>"$XDG_CONFIG_HOME/agentmux/config"
 tmux -L "$SOCK2" send-keys -t 0 C-a d
