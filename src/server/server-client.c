@@ -373,6 +373,7 @@ static void
 server_client_suspend(int fd, const struct termios *tio, const int *fl)
 {
 	const struct timespec ts = { 0, 100 * 1000 * 1000 };
+	pid_t pgrp;
 
 	if (tio != NULL)
 		tcsetattr(STDIN_FILENO, TCSADRAIN, tio);
@@ -382,13 +383,14 @@ server_client_suspend(int fd, const struct termios *tio, const int *fl)
 	signal(SIGTTIN, SIG_DFL);
 	/* The whole job, as the terminal's C-z would (a wrapper script too). */
 	kill(0, SIGTSTP);
-	while (tcgetpgrp(STDIN_FILENO) != getpgrp()) {
+	/* (A terminal gone, tcgetpgrp fails: the server finds that out.) */
+	while ((pgrp = tcgetpgrp(STDIN_FILENO)) != -1 && pgrp != getpgrp()) {
 		kill(0, SIGTTIN);
 		/* An orphaned job is not stopped: wait, never spin. */
 		nanosleep(&ts, NULL);
 	}
-	if (server_msg_send(fd, SERVER_MSG_WAKEUP, NULL, 0, NULL, 0) == -1)
-		return;   /* the server is gone: the next read says so */
+	/* A server gone meanwhile: the next read says so. */
+	(void)server_msg_send(fd, SERVER_MSG_WAKEUP, NULL, 0, NULL, 0);
 }
 
 /* Waits for the server to let this client go, telling it of every resize; -2 (with *CAUSE) if it is lost. */
