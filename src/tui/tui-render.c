@@ -173,6 +173,7 @@ struct tui_screen {
 	FILE *in;             /* the terminal's keys, owned */
 	FILE *out;            /* curses writes here: a memory file, owned */
 	int ttyfd;            /* the terminal drawn on, owned */
+	int rows, cols;       /* the size curses was given for it, 0 unknown */
 	struct termios tio;   /* its modes before */
 	bool tio_saved;
 	struct evbuffer *obuf; /* what the terminal has not taken yet */
@@ -407,6 +408,10 @@ static struct tui_screen *tui_screen_current;
  * closes, then all go.
  */
 static size_t tui_screen_nopen;
+static void tui_screen_mend(struct tui_screen *);
+/* The screens open, each at the size of its own terminal (tui_screen_mend). */
+static struct tui_screen **tui_screens;
+static size_t tui_nscreens;
 static SCREEN **tui_screen_dead;
 static size_t tui_screen_ndead;
 
@@ -601,8 +606,15 @@ tui_screen_open_fds(struct event_base *base, int infd, int outfd,
 		return NULL;
 	}
 	set_term(scr->sp);
+	tui_screens = xreallocarray(tui_screens, tui_nscreens + 1,
+	    sizeof *tui_screens);
+	tui_screens[tui_nscreens++] = scr;
+	/* Made at terminfo's size, it changed the others' windows to it. */
+	tui_screen_mend(scr);
 	tui_screen_raw(scr);
 	tui_screen_resize(scr);
+	if (scr->rows == 0)
+		getmaxyx(stdscr, scr->rows, scr->cols);
 	tui_screen_setup(scr, color);
 	tui_screen_modes(scr, true);
 	tui_screen_current = scr;
@@ -649,10 +661,18 @@ tui_screen_give(struct tui_screen *scr)
 void
 tui_screen_close(struct tui_screen *scr)
 {
+	size_t i;
+
 	if (scr == NULL)
 		return;
 	if (tui_screen_current == scr)
 		tui_screen_current = NULL;
+	for (i = 0; i < tui_nscreens; i++) {
+		if (tui_screens[i] == scr) {
+			tui_screens[i] = tui_screens[--tui_nscreens];
+			break;
+		}
+	}
 	tui_screen_give(scr);
 	tui_screen_delete(scr->sp);
 	tui_screen_free(scr);
@@ -710,6 +730,47 @@ tui_screen_size(const struct tui_screen *scr, unsigned *sx, unsigned *sy)
 	*sy = y > 0 ? (unsigned)y : 1;
 }
 
+/*
+ * Puts the other screens' windows back at their own sizes after a
+ * resizeterm. ncurses 6.4 keeps one list of windows for all screens, and
+ * resizeterm on one screen resizes every screen's stdscr, curscr and
+ * newscr: the next refresh of another screen then read its lines past
+ * their ends (a heap overflow, then a crash in doupdate, with one
+ * terminal taller and another wider). A screen mended is drawn whole.
+ */
+static void
+tui_screen_mend(struct tui_screen *except)
+{
+	struct tui_screen *o;
+	WINDOW *w[3];
+	bool changed;
+	size_t i, k;
+	int y, x;
+
+	for (i = 0; i < tui_nscreens; i++) {
+		if ((o = tui_screens[i]) == except || o->rows <= 0 ||
+		    o->cols <= 0)
+			continue;
+		set_term(o->sp);
+		w[0] = stdscr;
+		w[1] = curscr;
+		w[2] = newscr;
+		changed = false;
+		for (k = 0; k < nitems(w); k++) {
+			getmaxyx(w[k], y, x);
+			if (y != o->rows || x != o->cols) {
+				wresize(w[k], o->rows, o->cols);
+				changed = true;
+			}
+		}
+		if (changed) {
+			clearok(curscr, TRUE);
+			o->invalid = true;
+		}
+	}
+	set_term(except->sp);
+}
+
 void
 tui_screen_resize(struct tui_screen *scr)
 {
@@ -720,7 +781,10 @@ tui_screen_resize(struct tui_screen *scr)
 		return;
 	set_term(scr->sp);
 	resizeterm(ws.ws_row, ws.ws_col);
+	scr->rows = ws.ws_row;
+	scr->cols = ws.ws_col;
 	scr->invalid = true;
+	tui_screen_mend(scr);
 }
 
 void
