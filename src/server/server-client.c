@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -241,11 +242,12 @@ server_client_env(struct buf *b)
 
 /* The hello: what the server needs of this terminal and what to start; -1 with *CAUSE. */
 static int
-server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
+server_client_hello(const struct server_hello *h, const struct config *cf,
+    struct buf *b, char **cause)
 {
 	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
 	    "NO_COLOR", "COLORTERM" };
-	char cwd[PATH_MAX], *dir;
+	char cwd[PATH_MAX], *dir, *hash;
 	const char *v;
 	size_t i;
 
@@ -284,6 +286,12 @@ server_client_hello(const struct server_hello *h, struct buf *b, char **cause)
 	}
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
+	/* The config file as it is here: the server says if it runs another. */
+	if (cf != NULL) {
+		hash = server_config_hash(cf->path);
+		buf_printf(b, "HASH=%s%c", hash, '\0');
+		free(hash);
+	}
 	server_client_env(b);
 	return 0;
 }
@@ -310,6 +318,20 @@ server_client_exit(const struct buf *b)
 }
 
 /*
+ * The terminal's file flags as they were: the server makes it
+ * non-blocking, and a shell left with that fails its reads (EAGAIN),
+ * whether the server let go or died.
+ */
+static void
+server_client_flags(const int fl[2])
+{
+	if (fl[0] != -1)
+		fcntl(STDIN_FILENO, F_SETFL, fl[0]);
+	if (fl[1] != -1)
+		fcntl(STDOUT_FILENO, F_SETFL, fl[1]);
+}
+
+/*
  * The server died without giving the terminal back: its modes as they
  * were before, the main screen, the cursor, no mouse or bracketed paste.
  */
@@ -327,9 +349,54 @@ server_client_restore(const struct termios *tio)
 	util_write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
+/* A line the server has for the user: to stderr, quoted (it may name paths). */
+static void
+server_client_warn(const struct buf *b)
+{
+	struct buf q;
+
+	buf_init(&q);
+	quote_text_add(&q, b->data, b->len);
+	/* raw: quoted just above, newlines kept */
+	fwrite(q.data, 1, q.len, stderr);
+	fflush(stderr);
+	buf_free(&q);
+}
+
+/*
+ * The server gave the terminal back (prefix C-z): this client stops as
+ * a job does, and the shell takes the terminal. Continued in the
+ * foreground ('fg'), it tells the server, which takes it again; in the
+ * background ('bg') it stops again, as a job reading its terminal does.
+ */
+static void
+server_client_suspend(int fd, const struct termios *tio, const int *fl)
+{
+	const struct timespec ts = { 0, 100 * 1000 * 1000 };
+	pid_t pgrp;
+
+	if (tio != NULL)
+		tcsetattr(STDIN_FILENO, TCSADRAIN, tio);
+	if (fl != NULL)
+		server_client_flags(fl);
+	signal(SIGTSTP, SIG_DFL);
+	signal(SIGTTIN, SIG_DFL);
+	/* The whole job, as the terminal's C-z would (a wrapper script too). */
+	kill(0, SIGTSTP);
+	/* (A terminal gone, tcgetpgrp fails: the server finds that out.) */
+	while ((pgrp = tcgetpgrp(STDIN_FILENO)) != -1 && pgrp != getpgrp()) {
+		kill(0, SIGTTIN);
+		/* An orphaned job is not stopped: wait, never spin. */
+		nanosleep(&ts, NULL);
+	}
+	/* A server gone meanwhile: the next read says so. */
+	(void)server_msg_send(fd, SERVER_MSG_WAKEUP, NULL, 0, NULL, 0);
+}
+
 /* Waits for the server to let this client go, telling it of every resize; -2 (with *CAUSE) if it is lost. */
 static int
-server_client_wait(int fd, const struct termios *tio, char **cause)
+server_client_wait(int fd, const struct termios *tio, const int *fl,
+    char **cause)
 {
 	struct pollfd pfd = { fd, POLLIN, 0 };
 	sigset_t block, old;
@@ -369,6 +436,10 @@ server_client_wait(int fd, const struct termios *tio, char **cause)
 			buf_free(&b);
 			return i;
 		}
+		if (type == SERVER_MSG_SUSPEND)
+			server_client_suspend(fd, tio, fl);
+		else if (type == SERVER_MSG_WARN)
+			server_client_warn(&b);
 		if (type <= 0) {
 			server_client_restore(tio);
 			log = server_log_path();
@@ -393,7 +464,7 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	int rc;
 
 	buf_init(&b);
-	if (server_client_hello(h, &b, cause) == -1) {
+	if (server_client_hello(h, cf, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
@@ -411,27 +482,14 @@ server_client_new(struct config *cf, const struct server_hello *h,
 }
 
 /*
- * The terminal's file flags as they were: the server makes it
- * non-blocking, and a shell left with that fails its reads (EAGAIN),
- * whether the server let go or died.
- */
-static void
-server_client_flags(const int fl[2])
-{
-	if (fl[0] != -1)
-		fcntl(STDIN_FILENO, F_SETFL, fl[0]);
-	if (fl[1] != -1)
-		fcntl(STDOUT_FILENO, F_SETFL, fl[1]);
-}
-
-/*
  * Sends hello B (with descriptors FDS) to server NAME and waits to be let
  * go; again, to a new server, if the one reached ended before it took the
  * connection. -1 with *CAUSE.
  */
 static int
 server_client_send(const char *name, struct config *cf, const struct buf *b,
-    int *fds, int nfds, const struct termios *tio, char **cause)
+    int *fds, int nfds, const struct termios *tio, const int *fl,
+    char **cause)
 {
 	ino_t ino;
 	int fd, rc = -1, tries;
@@ -445,7 +503,7 @@ server_client_send(const char *name, struct config *cf, const struct buf *b,
 			    strerror(errno));
 			rc = -1;
 		} else
-			rc = server_client_wait(fd, tio, cause);
+			rc = server_client_wait(fd, tio, fl, cause);
 		close(fd);
 		if (rc != -2 || !server_client_gone(name, ino))
 			break;
@@ -486,15 +544,17 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		return -1;
 	}
 	buf_init(&b);
-	if (server_client_hello(h, &b, cause) == -1) {
+	if (server_client_hello(h, cf, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
+	/* This client stops as a job when the server gives its terminal back. */
+	buf_printf(&b, "SUSPEND=1%c", '\0');
 	if (tcgetattr(STDIN_FILENO, &tio) == -1)
 		fatal("tcgetattr");
 	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
 	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
-	rc = server_client_send(h->name, cf, &b, fds, 2, &tio, cause);
+	rc = server_client_send(h->name, cf, &b, fds, 2, &tio, fl, cause);
 	server_client_flags(fl);
 	buf_free(&b);
 	return rc;
@@ -514,7 +574,7 @@ server_client_command(const char *name, struct config *cf, char *const *kv,
 		buf_add(&b, kv[i], strlen(kv[i]) + 1);
 	/* No terminal of ours is the server's to leave in a mode. */
 	rc = server_client_send(name, cf, &b, NULL, 0,
-	    tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL, cause);
+	    tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL, NULL, cause);
 	buf_free(&b);
 	return rc;
 }

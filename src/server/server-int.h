@@ -23,6 +23,10 @@ enum server_msg_type {
 	SERVER_MSG_HELLO = 1,     /* client: KEY=VALUE strings, its tty fds */
 	SERVER_MSG_RESIZE,        /* client: its terminal changed size */
 	SERVER_MSG_EXIT,          /* server: int32 exit code, then text */
+	/* Added within protocol 1: a peer that does not know them ignores them. */
+	SERVER_MSG_SUSPEND,       /* server: the terminal is given back; stop */
+	SERVER_MSG_WAKEUP,        /* client: continued in the foreground */
+	SERVER_MSG_WARN,          /* server: a line for the client's stderr */
 };
 
 struct server_msg_hdr {

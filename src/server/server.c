@@ -40,6 +40,7 @@ struct server_client {
 	struct event *hello_ev;   /* drops it if no hello comes in time */
 	pid_t pid;
 	struct tui_client *tc; /* its view, while its terminal is attached */
+	bool can_suspend;         /* its hello said SUSPEND=1 */
 
 	/* agentmux wait: the session and state it waits for, until its timer */
 	int64_t wait_id;          /* 0: not waiting */
@@ -197,6 +198,34 @@ server_detached_cb(void *arg, struct tui_client *tc, const char *why)
 	server_check(sv);
 }
 
+/*
+ * prefix C-z: the dashboard gives client TC's terminal back and the
+ * client stops as a job; its SERVER_MSG_WAKEUP ('fg') takes it again.
+ */
+static int
+server_suspend_cb(void *arg, struct tui_client *tc, char **cause)
+{
+	struct server *sv = arg;
+	struct server_client *c = server_attached(sv, tc);
+
+	if (c == NULL || !c->can_suspend) {
+		*cause = xstrdup("this client cannot be suspended: it is older "
+		    "than the server; detach (prefix d) and attach again with "
+		    "this agentmux");
+		return -1;
+	}
+	tui_suspend(sv->t, tc);
+	if (server_msg_send(c->fd, SERVER_MSG_SUSPEND, NULL, 0, NULL, 0) ==
+	    -1) {
+		*cause = xprintf("cannot suspend the client: %s",
+		    strerror(errno));
+		tui_resume(sv->t, tc);
+		return -1;
+	}
+	log_info("client %ld suspended", (long)c->pid);
+	return 0;
+}
+
 /* The value of KEY in a hello's KEY=VALUE strings, or NULL. */
 static const char *
 server_hello_get(const struct strv *kv, const char *key)
@@ -308,22 +337,61 @@ server_config_loaded(struct server *sv, const struct config *cf)
 	sv->cf_time = time(NULL);
 }
 
+/* When the config in use was loaded, as WHEN (of LEN bytes) says it. */
+static void
+server_config_when(const struct server *sv, char *when, size_t len)
+{
+	struct tm tm;
+
+	if (localtime_r(&sv->cf_time, &tm) == NULL ||
+	    strftime(when, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(when, len, "?");
+}
+
 /* Whether the client's config file (its HASH=) is the one the server runs. */
 static char *
 server_config_status(struct server *sv, const struct strv *kv)
 {
 	const char *hash = server_hello_get(kv, "HASH");
 	char when[64];
-	struct tm tm;
 
-	if (localtime_r(&sv->cf_time, &tm) == NULL ||
-	    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm) == 0)
-		snprintf(when, sizeof when, "?");
+	server_config_when(sv, when, sizeof when);
 	if (hash != NULL && strcmp(hash, sv->cf_hash) == 0)
 		return xprintf("the server runs this file as it is now (loaded "
 		    "%s)\n", when);
 	return xprintf("the server runs the config of %s; 'agentmux "
 	    "reload' to use the file as it is now\n", when);
+}
+
+/*
+ * What a client that attaches (TC) or starts a session is told when its
+ * config file (its HASH=) is not the one the server runs, as config
+ * check says: a line in its status bar, or on its stderr. Nothing waits.
+ */
+static void
+server_config_warn(struct server *sv, struct server_client *c,
+    const struct strv *kv)
+{
+	const char *hash = server_hello_get(kv, "HASH");
+	char when[64], *text;
+
+	if (hash == NULL || strcmp(hash, sv->cf_hash) == 0)
+		return;
+	server_config_when(sv, when, sizeof when);
+	/* The status bar is short: there the load time is left out. */
+	if (c->tc != NULL) {
+		text = xstrdup("config changed since the server read it: "
+		    "prefix R reloads");
+		tui_notice_client(sv->t, c->tc, true, text);
+	} else {
+		text = xprintf("agentmux: the config file changed since the "
+		    "server loaded it (%s), and new sessions still use that "
+		    "one: 'agentmux reload' reads the file\n", when);
+		if (server_msg_send(c->fd, SERVER_MSG_WARN, text, strlen(text),
+		    NULL, 0) == -1)
+			log_warn("cannot warn client %ld", (long)c->pid);
+	}
+	free(text);
 }
 
 /*
@@ -574,6 +642,8 @@ server_command(struct server_client *c, const struct strv *kv)
 		return;
 	}
 
+	if (strcmp(server_hello_get(kv, "CMD"), "new") == 0)
+		server_config_warn(c->sv, c, kv);
 	if (server_command_run(c->sv, kv, &text, &cause) == -1) {
 		msg = xprintf("%s\n", cause);
 		server_client_exit(c, 1, msg);
@@ -612,6 +682,7 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	if ((c->tc = tui_attach(sv->t, fds[0], fds[1], term,
 	         nc == NULL || *nc == '\0', &cause)) == NULL)
 		goto fail;
+	c->can_suspend = server_hello_get(kv, "SUSPEND") != NULL;
 	strv_init(&env);
 	server_hello_env(kv, &env);
 	tui_set_env(sv->t, c->tc, env.v);
@@ -625,6 +696,7 @@ server_hello(struct server_client *c, const struct strv *kv, int *fds,
 	    tui_focus(sv->t, id, &cause) == -1))
 		goto fail;
 	log_info("client %ld attached", (long)c->pid);
+	server_config_warn(sv, c, kv);
 	return;
 fail:
 	if (c->tc != NULL)
@@ -697,8 +769,16 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		if (c->tc != NULL)
 			tui_resize(sv->t, c->tc);
 		break;
-	case SERVER_MSG_EXIT:
+	case SERVER_MSG_WAKEUP:
+		if (c->tc != NULL) {
+			log_info("client %ld is back", (long)c->pid);
+			tui_resume(sv->t, c->tc);
+		}
 		break;
+	case SERVER_MSG_EXIT:
+	case SERVER_MSG_SUSPEND:
+	case SERVER_MSG_WARN:
+		break;      /* the server's own: not for a client to send */
 	}
 out:
 	for (i = 0; i < nfds; i++)
@@ -955,6 +1035,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
 	tui_set_change_cb(sv.t, server_changed_cb, &sv);
 	tui_set_reload_cb(sv.t, server_reload_cb, &sv);
+	tui_set_suspend_cb(sv.t, server_suspend_cb, &sv);
 	util_set_nonblock(lfd);
 	sv.accept_ev = event_new(sv.base, lfd, EV_READ | EV_PERSIST,
 	    server_accept_cb, &sv);

@@ -291,7 +291,7 @@ tui_copy_take(struct tui_pane *wp)
 	    &t->paste);
 	if (t->cf->ui.clipboard && t->paste.len > 0)
 		tui_copy_clipboard(t, t->paste.data, t->paste.len);
-	tui_message(t, false, "copied %zu bytes: %s ] pastes them", t->paste.len,
+	tui_reply(t, false, "copied %zu bytes: %s ] pastes them", t->paste.len,
 	    t->cf->ui.prefix);
 	tui_copy_leave(wp);
 }
@@ -303,7 +303,7 @@ tui_copy_paste(struct tui *t, struct tui_pane *wp)
 	size_t i;
 
 	if (t->paste.len == 0) {
-		tui_message(t, false, "nothing copied yet: select in the "
+		tui_reply(t, false, "nothing copied yet: select in the "
 		    "scrollback (%s [) with Space, copy with Enter",
 		    t->cf->ui.prefix);
 		return;
@@ -480,18 +480,18 @@ tui_copy_next(struct tui_pane *wp, bool reverse)
 	char *q;
 
 	if (cp->query == NULL) {
-		tui_message(wp->t, false, "no search yet: / searches down, ? up");
+		tui_reply(wp->t, false, "no search yet: / searches down, ? up");
 		return;
 	}
 	if (!tui_copy_find(gd, cp->query, tui_copy_row(gd, cp->cline), cp->cx,
 	    back, &m, &wrapped)) {
 		q = quote_name(cp->query);
-		tui_message(wp->t, false, "not found: %s", q);
+		tui_reply(wp->t, false, "not found: %s", q);
 		free(q);
 		return;
 	}
 	if (wrapped)
-		tui_message(wp->t, false, "search wrapped round to the %s",
+		tui_reply(wp->t, false, "search wrapped round to the %s",
 		    back ? "bottom" : "top");
 	cp->cline = tui_copy_line(gd, m.y);
 	cp->cx = m.x;
@@ -583,7 +583,7 @@ tui_copy_select_key(struct tui_pane *wp, const struct tui_key *k)
 		if (cp->selecting)
 			tui_copy_take(wp);
 		else
-			tui_message(wp->t, false, "nothing selected: Space "
+			tui_reply(wp->t, false, "nothing selected: Space "
 			    "starts a selection");
 		return true;
 	default:

@@ -25,6 +25,7 @@ static void tui_detached(struct tui_client *, const char *);
 static void tui_remove_pane(struct tui *, struct tui_pane *);
 static void tui_reload(struct tui *);
 static void tui_clients_reap(struct tui *);
+static void tui_suspend_key(struct tui *);
 
 /* What is shared changed, or one client's view did: every attached client draws. */
 void
@@ -68,27 +69,56 @@ tui_relayout_all(struct tui *t)
 static void
 tui_message_expire(evutil_socket_t fd, short what, void *arg)
 {
-	struct tui *t = arg;
+	struct tui_client *c = arg;
 
-	free(t->message);
-	t->message = NULL;
-	tui_redraw(t);
+	free(c->message);
+	c->message = NULL;
+	if (c->scr != NULL)
+		tui_frames_schedule(c->frames);
+}
+
+/* TEXT (owned from now on) in client C's status bar for a while. */
+static void
+tui_client_message(struct tui_client *c, bool alert, char *text)
+{
+	struct timeval tv = { TUI_MESSAGE_SEC, 0 };
+
+	free(c->message);
+	c->message = text;
+	c->message_alert = alert;
+	evtimer_add(c->msg_ev, &tv);
+	if (c->scr != NULL)
+		tui_frames_schedule(c->frames);
 }
 
 void
 tui_message(struct tui *t, bool alert, const char *fmt, ...)
 {
-	struct timeval tv = { TUI_MESSAGE_SEC, 0 };
 	va_list ap;
+	char *text;
+	size_t i;
 
-	free(t->message);
 	va_start(ap, fmt);
-	if (vasprintf(&t->message, fmt, ap) == -1)
+	if (vasprintf(&text, fmt, ap) == -1)
 		fatalx("out of memory");
 	va_end(ap);
-	t->message_alert = alert;
-	evtimer_add(t->msg_ev, &tv);
-	tui_redraw(t);
+	/* The view kept for the next client gets it too: it may attach soon. */
+	for (i = 0; i < t->nclients; i++)
+		tui_client_message(t->clients[i], alert, xstrdup(text));
+	free(text);
+}
+
+void
+tui_reply(struct tui *t, bool alert, const char *fmt, ...)
+{
+	va_list ap;
+	char *text;
+
+	va_start(ap, fmt);
+	if (vasprintf(&text, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	tui_client_message(t->c, alert, text);
 }
 
 struct tui_pane *
@@ -305,6 +335,11 @@ tui_draw_cursor(struct tui *t)
 		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
+	if (t->c->cmdline.active) {
+		tui_screen_cursor(t->c->scr, true, t->c->cmdline_cx,
+		    t->c->sy - 1, PANE_CURSOR_DEFAULT);
+		return;
+	}
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_screen_cursor(t->c->scr, true, t->dialog_cx, t->dialog_cy,
 		    PANE_CURSOR_DEFAULT);
@@ -381,8 +416,8 @@ tui_draw(void *arg)
 	struct tui_client *c = arg;
 	struct tui *t = c->t;
 
-	if (c->scr == NULL)
-		return;           /* detached: the next client draws it all */
+	if (c->scr == NULL || c->suspended)
+		return;           /* detached or suspended: drawn all when back */
 	tui_client_set(t, c);
 	if (t->c->too_small)
 		tui_draw_small(t);
@@ -393,6 +428,8 @@ tui_draw(void *arg)
 		if (t->nprompts > 0)
 			tui_prompt_draw(t, tui_prompt_row(t));
 		tui_status_draw(t, t->c->sy - 1);
+		if (t->c->cmdline.active)
+			tui_cmdline_draw(t, t->c->sy - 1);
 		tui_dialog_draw(t);
 	}
 	tui_draw_cursor(t);
@@ -587,7 +624,7 @@ tui_select(struct tui *t, int num)
 	struct tui_pane *wp = tui_pane_by_num(t, num);
 
 	if (wp == NULL) {
-		tui_message(t, false, "no session %d", num);
+		tui_reply(t, false, "no session %d", num);
 		return;
 	}
 	if (t->c->layout == NULL)
@@ -607,7 +644,7 @@ static void
 tui_select_nth(struct tui *t, int n)
 {
 	if (n < 1 || (size_t)n > t->npanes) {
-		tui_message(t, false, "no session at place %d of the bar", n);
+		tui_reply(t, false, "no session at place %d of the bar", n);
 		return;
 	}
 	tui_select(t, t->panes[n - 1]->num);
@@ -639,16 +676,16 @@ tui_pause(struct tui *t, struct tui_pane *wp)
 	bool pause;
 
 	if (wp == NULL || wp->s == NULL || wp->exited) {
-		tui_message(t, false, "no running session to pause");
+		tui_reply(t, false, "no running session to pause");
 		return;
 	}
 	pause = !session_paused(wp->s);
 	if (session_pause(wp->s, pause, &cause) == -1) {
-		tui_message(t, true, "%s", cause);
+		tui_reply(t, true, "%s", cause);
 		free(cause);
 		return;
 	}
-	tui_message(t, false, "session %lld (%s) %s", (long long)wp->id,
+	tui_reply(t, false, "session %lld (%s) %s", (long long)wp->id,
 	    wp->agent, pause ? "paused: prefix P resumes it" : "resumed");
 }
 
@@ -671,7 +708,7 @@ tui_next_needs(struct tui *t)
 			return;
 		}
 	}
-	tui_message(t, false, "no other session needs you");
+	tui_reply(t, false, "no other session needs you");
 }
 
 static void
@@ -685,7 +722,7 @@ tui_split(struct tui *t, bool side)
 		if (tui_layout_contains(t->c->layout, t->panes[i]->num))
 			continue;
 		if (!tui_layout_split(t->c->layout, t->panes[i]->num, side))
-			tui_message(t, false,
+			tui_reply(t, false,
 			    tui_layout_zoomed(t->c->layout) ?
 			        "unzoom first (prefix z)" :
 			        "no room to split");
@@ -693,7 +730,7 @@ tui_split(struct tui *t, bool side)
 		tui_redraw(t);
 		return;
 	}
-	tui_message(t, false, "every session is shown already; prefix c "
+	tui_reply(t, false, "every session is shown already; prefix c "
 	    "starts another");
 }
 
@@ -704,7 +741,7 @@ tui_open_focused(struct tui *t, enum tui_action act)
 	char *argv[5], id[32];
 
 	if (wp == NULL || wp->id <= 0) {
-		tui_message(t, false, "no session to show");
+		tui_reply(t, false, "no session to show");
 		return;
 	}
 	snprintf(id, sizeof id, "%lld", (long long)wp->id);
@@ -796,7 +833,7 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		if (t->ndisks > 0)
 			tui_disk_focus(t, true);
 		else if (t->nprompts == 0)
-			tui_message(t, false, "no prompts are waiting");
+			tui_reply(t, false, "no prompts are waiting");
 		else
 			tui_prompt_focus(t, true);
 		break;
@@ -815,6 +852,12 @@ tui_action(struct tui *t, const struct tui_binding *b)
 		break;
 	case TUI_ACT_DETACH:
 		tui_detached(t->c, NULL);
+		break;
+	case TUI_ACT_COMMAND:
+		tui_cmdline_open(t);
+		break;
+	case TUI_ACT_SUSPEND:
+		tui_suspend_key(t);
 		break;
 	case TUI_ACT_SEND_PREFIX:
 		if (wp != NULL && tui_view_top(t) == TUI_VIEW_PANES)
@@ -880,6 +923,12 @@ tui_key(struct tui *t, const struct tui_key *k)
 	/* Closing every session: nothing new starts meanwhile. */
 	if (t->quitting)
 		return;
+	/* The client's own prompt first: a shared dialog waits for it. */
+	if (tui_cmdline_key(t, k, &b)) {
+		if (b != NULL)
+			tui_action(t, b);
+		return;
+	}
 	if (t->dialog != TUI_DIALOG_NONE) {
 		tui_dialog_key(t, k);
 		return;
@@ -899,7 +948,7 @@ tui_key(struct tui *t, const struct tui_key *k)
 		tui_action(t, b);
 		return;
 	case TUI_DISPATCH_UNBOUND:
-		tui_message(t, false, "%s: no such command (prefix ? lists "
+		tui_reply(t, false, "%s: no such command (prefix ? lists "
 		    "them)", tui_keys_name(k));
 		return;
 	case TUI_DISPATCH_PANE:
@@ -1047,12 +1096,11 @@ tui_signal_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tui_events(struct tui *t)
 {
-	t->msg_ev = evtimer_new(t->base, tui_message_expire, t);
 	t->reap_ev = evtimer_new(t->base, tui_reap_cb, t);
 	t->quit_ev = evtimer_new(t->base, tui_quit_cb, t);
 	t->term_ev = evsignal_new(t->base, SIGTERM, tui_signal_cb, t);
 	t->int_ev = evsignal_new(t->base, SIGINT, tui_signal_cb, t);
-	if (t->msg_ev == NULL || t->reap_ev == NULL || t->quit_ev == NULL ||
+	if (t->reap_ev == NULL || t->quit_ev == NULL ||
 	    t->term_ev == NULL || t->int_ev == NULL)
 		fatalx("cannot create the dashboard's events");
 	event_add(t->term_ev, NULL);
@@ -1079,13 +1127,16 @@ tui_client_new(struct tui *t)
 
 	c->t = t;
 	strv_init(&c->env);
+	buf_init(&c->cmdline.text);
 	c->km.prefix_key = t->cf->ui.prefix_key;
 	c->scope_choice = -1;
 	c->sx = 80;
 	c->sy = 24;
 	c->keys = tui_keys_create();
 	c->frames = tui_frames_create(t->base, tui_draw, c);
-	if ((c->esc_ev = evtimer_new(t->base, tui_escape_cb, c)) == NULL)
+	c->esc_ev = evtimer_new(t->base, tui_escape_cb, c);
+	c->msg_ev = evtimer_new(t->base, tui_message_expire, c);
+	if (c->esc_ev == NULL || c->msg_ev == NULL)
 		fatalx("cannot create a client's events");
 	t->clients = xreallocarray(t->clients, t->nclients + 1,
 	    sizeof *t->clients);
@@ -1106,6 +1157,9 @@ tui_client_free(struct tui_client *c)
 	tui_keys_free(c->keys);
 	tui_frames_free(c->frames);
 	event_free(c->esc_ev);
+	event_free(c->msg_ev);
+	free(c->message);
+	buf_free(&c->cmdline.text);
 	free(c);
 }
 
@@ -1144,12 +1198,10 @@ tui_free(struct tui *t)
 	for (i = 0; i < t->nclients; i++)
 		tui_client_free(t->clients[i]);
 	free(t->clients);
-	event_free(t->msg_ev);
 	event_free(t->reap_ev);
 	event_free(t->quit_ev);
 	event_free(t->term_ev);
 	event_free(t->int_ev);
-	free(t->message);
 	free(t->ran);
 	buf_free(&t->req_filter.text);
 	buf_free(&t->paste);
@@ -1198,6 +1250,13 @@ tui_notice(struct tui *t, bool alert, const char *msg)
 	tui_message(t, alert, "%s", msg);
 }
 
+void
+tui_notice_client(struct tui *t, struct tui_client *c, bool alert,
+    const char *msg)
+{
+	tui_client_message(c, alert, xstrdup(msg));
+}
+
 struct tui *
 tui_create(struct event_base *base, struct session_ctx *ctx)
 {
@@ -1231,13 +1290,13 @@ tui_reload(struct tui *t)
 	char *text = NULL, *cause = NULL;
 
 	if (t->reload_cb == NULL) {
-		tui_message(t, true, "no config to reload here");
+		tui_reply(t, true, "no config to reload here");
 		return;
 	}
 	if (t->reload_cb(t->reload_arg, &text, &cause) == -1)
-		tui_message(t, true, "%s", cause);
+		tui_reply(t, true, "%s", cause);
 	else
-		tui_message(t, false, "%s", text);
+		tui_reply(t, false, "%s", text);
 	free(text);
 	free(cause);
 }
@@ -1475,14 +1534,15 @@ int64_t
 tui_stuck_us(const struct tui *t, const struct tui_client *c)
 {
 	(void)t;
-	return c != NULL && c->scr != NULL ? tui_screen_stuck_us(c->scr) : 0;
+	return c != NULL && c->scr != NULL && !c->suspended ?
+	    tui_screen_stuck_us(c->scr) : 0;
 }
 
 void
 tui_resize(struct tui *t, struct tui_client *c)
 {
-	if (c->scr == NULL)
-		return;
+	if (c->scr == NULL || c->suspended)
+		return;           /* a suspended one reads its size at resume */
 	tui_screen_resize(c->scr);
 	tui_screen_size(c->scr, &c->sx, &c->sy);
 	c->relayout = true;
@@ -1507,4 +1567,79 @@ int
 tui_exit_code(const struct tui *t)
 {
 	return t->exit_code;
+}
+
+void
+tui_set_suspend_cb(struct tui *t,
+    int (*cb)(void *, struct tui_client *, char **), void *arg)
+{
+	t->suspend_cb = cb;
+	t->suspend_arg = arg;
+}
+
+/* prefix C-z: the server suspends this client, or says why it cannot. */
+static void
+tui_suspend_key(struct tui *t)
+{
+	char *cause = NULL;
+
+	if (t->suspend_cb == NULL) {
+		tui_reply(t, true, "this dashboard cannot be suspended");
+		return;
+	}
+	if (t->suspend_cb(t->suspend_arg, t->c, &cause) == -1) {
+		tui_reply(t, true, "%s", cause);
+		free(cause);
+	}
+}
+
+/* An attached client other than C that is not suspended, or NULL. */
+static struct tui_client *
+tui_client_awake(struct tui *t, struct tui_client *c)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (t->clients[i] != c && t->clients[i]->scr != NULL &&
+		    !t->clients[i]->suspended)
+			return t->clients[i];
+	}
+	return NULL;
+}
+
+void
+tui_suspend(struct tui *t, struct tui_client *c)
+{
+	struct tui_client *other;
+
+	if (c->scr == NULL || c->suspended)
+		return;
+	/* The shell reads the terminal now: not a key of it is ours. */
+	event_del(c->input_ev);
+	evtimer_del(c->esc_ev);
+	c->km.prefixed = false;
+	if (c->prompt_focus)
+		tui_prompt_unfocus(t, c);
+	tui_screen_suspend(c->scr);
+	c->suspended = true;
+	/* The panes take the size of a client still drawn on. */
+	if (t->latest == c && (other = tui_client_awake(t, c)) != NULL) {
+		t->latest = other;
+		other->relayout = true;
+		tui_redraw(t);
+	}
+}
+
+void
+tui_resume(struct tui *t, struct tui_client *c)
+{
+	if (c->scr == NULL || !c->suspended)
+		return;
+	c->suspended = false;
+	tui_screen_resume(c->scr);
+	util_set_nonblock(tui_screen_infd(c->scr));
+	event_add(c->input_ev, NULL);
+	/* Coming back is activity: the panes take this terminal's size. */
+	t->c = t->latest = c;
+	tui_redraw_all(t, c);
 }

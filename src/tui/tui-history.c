@@ -392,7 +392,7 @@ tui_session_undo(struct tui *t, void *arg)
 		stopping = true;
 	}
 	if (stopping)
-		tui_message(t, false, "stopping the sessions in the project; "
+		tui_reply(t, false, "stopping the sessions in the project; "
 		    "the undo runs once their end snapshots are taken");
 	tui_session_undo_resume(t);
 }

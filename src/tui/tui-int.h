@@ -141,6 +141,7 @@ struct tui_client {
 	struct strv env;          /* its client's environment (tui_set_env) */
 	bool has_env;
 	struct tui_screen *scr;   /* NULL: detached, the view kept for the next */
+	bool suspended;           /* stopped as a job: nothing read or drawn */
 	struct tui_frames *frames;
 	struct tui_keys *keys;
 	struct tui_keymap km;
@@ -177,6 +178,15 @@ struct tui_client {
 	enum tui_view views[8];
 	size_t nviews;
 	struct tui_text *text;
+
+	/* the command prompt (tui-cmdline.c), over the status bar */
+	struct tui_line cmdline;
+	unsigned cmdline_cx;        /* where its cursor goes */
+
+	/* the status bar's message: a reply to this client, or a notice to all */
+	char *message;
+	bool message_alert;
+	struct event *msg_ev;
 };
 
 struct tui {
@@ -210,11 +220,11 @@ struct tui {
 	void *detach_arg;
 	int (*reload_cb)(void *, char **, char **); /* prefix R, or NULL */
 	void *reload_arg;
+	/* prefix C-z, or NULL */
+	int (*suspend_cb)(void *, struct tui_client *, char **);
+	void *suspend_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
-	struct event *msg_ev;
-	char *message;              /* shown in the status bar for a while */
-	bool message_alert;
 
 	/* prompts (tui-prompt.c): every client's */
 	struct tui_prompt **prompts;
@@ -277,7 +287,11 @@ void tui_redraw(struct tui *);
 void tui_relayout_all(struct tui *);
 /* WP's output changed: the clients that show it draw. */
 void tui_redraw_pane(struct tui *, const struct tui_pane *wp);
+/* A notice for every attached client's status bar (a session's event). */
 void tui_message(struct tui *, bool alert, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A reply to the current client's own action, in its status bar only. */
+void tui_reply(struct tui *, bool alert, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct tui_pane *tui_focus_pane(struct tui *);
 struct tui_pane *tui_pane_by_num(struct tui *, int);
@@ -404,6 +418,21 @@ bool tui_line_key(struct tui_line *, const struct tui_key *);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);
 bool tui_new_matches(const char *dir, const char *base, struct strv *);
+
+/* tui-cmdline.c */
+/** The commands the prompt takes, in the order the help lists them. */
+const struct tui_binding *tui_cmdline_commands(size_t *n);
+/** Opens the current client's command prompt (prefix :). */
+void tui_cmdline_open(struct tui *);
+/**
+ * A key for the current client's command prompt: false if it is not
+ * open. Enter closes it, *RUN the command typed (NULL: none, or an
+ * unknown one, said in the client's bar).
+ */
+bool tui_cmdline_key(struct tui *, const struct tui_key *,
+    const struct tui_binding **run);
+/** Draws the prompt on row Y, where the status bar is. */
+void tui_cmdline_draw(struct tui *, unsigned y);
 
 /* tui-status.c */
 void tui_status_draw(struct tui *, unsigned y);

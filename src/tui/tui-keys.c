@@ -468,6 +468,11 @@ static const struct tui_binding tui_keys_table[] = {
 	{ .key = 'd', .action = TUI_ACT_DETACH, .name = "d",
 	  .help = "detach: the sessions keep running ('agentmux attach' "
 	  "comes back)" },
+	{ .key = ':', .action = TUI_ACT_COMMAND, .name = ":",
+	  .help = "command prompt: reload, detach (Enter runs, Esc leaves)" },
+	{ .key = 0x1a, .action = TUI_ACT_SUSPEND, .name = "C-z",
+	  .help = "suspend this client as a shell job ('fg' comes back); C-z "
+	  "without the prefix goes to the pane" },
 	{ .key = 0x0c, .action = TUI_ACT_REDRAW, .name = "C-l",
 	  .help = "redraw the screen" },
 	{ .key = 0, .action = TUI_ACT_SEND_PREFIX, .name = "prefix",

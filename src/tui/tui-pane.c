@@ -347,7 +347,7 @@ tui_pane_resume(struct tui_pane *wp)
 	strv_init(&wp->command);
 	if (strv_split_words(&wp->command, line, &cause) == -1) {
 		/* Checked when the config was read. */
-		tui_message(wp->t, true, "resume: %s", cause);
+		tui_reply(wp->t, true, "resume: %s", cause);
 		free(cause);
 		return true;
 	}
@@ -382,10 +382,10 @@ tui_pane_restart(struct tui_pane *wp)
 	if (!tui_pane_session(wp, kept.v, &cause)) {
 		wp->exited = true;
 		wp->status = 127;
-		tui_message(t, true, "%s", cause);
+		tui_reply(t, true, "%s", cause);
 		free(cause);
 	} else if (kept.n > 0)
-		tui_message(t, false, "session %lld restarts session %lld, with "
+		tui_reply(t, false, "session %lld restarts session %lld, with "
 		    "its %zu answer%s for the session", (long long)wp->id,
 		    (long long)was, kept.n, kept.n == 1 ? "" : "s");
 	strv_free(&kept);

@@ -304,7 +304,7 @@ tui_prompt_scope_answer(struct tui *t)
 	tui_prompt_scope_close(t->c);
 	t->c->prompt_choice = 0;
 	if (s != NULL && session_answer_rule(s, id, a, rule, &cause) == -1) {
-		tui_message(t, true, "cannot save that rule: %s", cause);
+		tui_reply(t, true, "cannot save that rule: %s", cause);
 		free(cause);
 	}
 	free(rule);

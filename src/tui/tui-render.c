@@ -174,6 +174,7 @@ struct tui_screen {
 	FILE *out;            /* curses writes here: a memory file, owned */
 	off_t taken;          /* how much of it is in OBUF already */
 	int ttyfd;            /* the terminal drawn on, owned */
+	int rows, cols;       /* the size curses was given for it, 0 unknown */
 	struct termios tio;   /* its modes before */
 	bool tio_saved;
 	struct evbuffer *obuf; /* what the terminal has not taken yet */
@@ -192,6 +193,7 @@ struct tui_screen {
 	int shape;            /* the cursor shape last sent, -1 none */
 	char pending[32];     /* DECSCUSR to send after the frame */
 	bool invalid;
+	bool suspended;       /* the terminal is the shell's until resumed */
 };
 
 /* Curses attributes for a cell's PANE_ATTR_* bits (strike has no curses attribute). */
@@ -418,6 +420,10 @@ static struct tui_screen *tui_screen_current;
  * closes, then all go.
  */
 static size_t tui_screen_nopen;
+static void tui_screen_mend(struct tui_screen *);
+/* The screens open, each at the size of its own terminal (tui_screen_mend). */
+static struct tui_screen **tui_screens;
+static size_t tui_nscreens;
 static SCREEN **tui_screen_dead;
 static size_t tui_screen_ndead;
 
@@ -446,6 +452,9 @@ tui_screen_end(struct tui_screen *scr)
 {
 	int flags;
 
+	/* Suspended, the terminal is the shell's: it was given back then. */
+	if (scr->suspended)
+		return;
 	set_term(scr->sp);
 	endwin();
 	tui_screen_modes(scr, false);
@@ -511,6 +520,21 @@ tui_screen_setup(struct tui_screen *scr, bool color)
 	refresh();
 }
 
+/* The terminal's modes as saved, made raw (again, after a suspend). */
+static void
+tui_screen_raw_again(struct tui_screen *scr)
+{
+	struct termios tio;
+
+	if (!scr->tio_saved)
+		return;
+	tio = scr->tio;
+	cfmakeraw(&tio);
+	tio.c_cc[VMIN] = 1;
+	tio.c_cc[VTIME] = 0;
+	tcsetattr(scr->ttyfd, TCSADRAIN, &tio);
+}
+
 /*
  * The terminal in raw mode, as curses would set it: curses writes to a
  * memory file, so it cannot set the terminal's modes itself.
@@ -518,16 +542,10 @@ tui_screen_setup(struct tui_screen *scr, bool color)
 static void
 tui_screen_raw(struct tui_screen *scr)
 {
-	struct termios tio;
-
 	if (tcgetattr(scr->ttyfd, &scr->tio) == -1)
 		return;
 	scr->tio_saved = true;
-	tio = scr->tio;
-	cfmakeraw(&tio);
-	tio.c_cc[VMIN] = 1;
-	tio.c_cc[VTIME] = 0;
-	tcsetattr(scr->ttyfd, TCSADRAIN, &tio);
+	tui_screen_raw_again(scr);
 }
 
 /*
@@ -600,8 +618,15 @@ tui_screen_open_fds(struct event_base *base, int infd, int outfd,
 		return NULL;
 	}
 	set_term(scr->sp);
+	tui_screens = xreallocarray(tui_screens, tui_nscreens + 1,
+	    sizeof *tui_screens);
+	tui_screens[tui_nscreens++] = scr;
+	/* Made at terminfo's size, it changed the others' windows to it. */
+	tui_screen_mend(scr);
 	tui_screen_raw(scr);
 	tui_screen_resize(scr);
+	if (scr->rows == 0)
+		getmaxyx(stdscr, scr->rows, scr->cols);
 	tui_screen_setup(scr, color);
 	tui_screen_modes(scr, true);
 	tui_screen_current = scr;
@@ -622,18 +647,19 @@ tui_screen_infd(const struct tui_screen *scr)
 void
 tui_screen_write(struct tui_screen *scr, const void *data, size_t len)
 {
+	if (scr->suspended)
+		return;     /* the shell's terminal now */
 	tui_screen_add(scr, data, len);
 }
 
-void
-tui_screen_close(struct tui_screen *scr)
+/* The terminal back as it was: the cursor's shape, curses' modes, its own. */
+static void
+tui_screen_give(struct tui_screen *scr)
 {
 	const char *se;
 
-	if (scr == NULL)
+	if (scr->suspended)
 		return;
-	if (tui_screen_current == scr)
-		tui_screen_current = NULL;
 	set_term(scr->sp);
 	curs_set(1);
 	se = tigetstr("Ss");
@@ -642,8 +668,56 @@ tui_screen_close(struct tui_screen *scr)
 		/* raw: terminfo's Ss with 0, no text of a pane's */
 		tui_screen_add(scr, se, strlen(se));
 	tui_screen_end(scr);
+}
+
+void
+tui_screen_close(struct tui_screen *scr)
+{
+	size_t i;
+
+	if (scr == NULL)
+		return;
+	if (tui_screen_current == scr)
+		tui_screen_current = NULL;
+	for (i = 0; i < tui_nscreens; i++) {
+		if (tui_screens[i] == scr) {
+			tui_screens[i] = tui_screens[--tui_nscreens];
+			break;
+		}
+	}
+	tui_screen_give(scr);
 	tui_screen_delete(scr->sp);
 	tui_screen_free(scr);
+}
+
+void
+tui_screen_suspend(struct tui_screen *scr)
+{
+	if (scr->suspended)
+		return;
+	tui_screen_give(scr);
+	scr->suspended = true;
+	scr->held = false;
+	scr->stuck_us = 0;
+	if (scr->wev != NULL)
+		event_del(scr->wev);
+}
+
+void
+tui_screen_resume(struct tui_screen *scr)
+{
+	if (!scr->suspended)
+		return;
+	scr->suspended = false;
+	if (scr->wev != NULL)
+		util_set_nonblock(scr->ttyfd);
+	tui_screen_raw_again(scr);
+	tui_screen_resize(scr);
+	set_term(scr->sp);
+	/* After endwin, curses takes the terminal again at its next refresh. */
+	scr->shape = -1;
+	scr->invalid = true;
+	tui_screen_modes(scr, true);
 }
 
 void
@@ -656,9 +730,57 @@ tui_screen_use(struct tui_screen *scr)
 void
 tui_screen_size(const struct tui_screen *scr, unsigned *sx, unsigned *sy)
 {
+	int y, x;
+
+	/*
+	 * The screen's own window: set_term leaves LINES and COLS those of
+	 * the screen made or resized last, another client's.
+	 */
 	set_term(scr->sp);
-	*sx = COLS > 0 ? (unsigned)COLS : 1;
-	*sy = LINES > 0 ? (unsigned)LINES : 1;
+	getmaxyx(stdscr, y, x);
+	*sx = x > 0 ? (unsigned)x : 1;
+	*sy = y > 0 ? (unsigned)y : 1;
+}
+
+/*
+ * Puts the other screens' windows back at their own sizes after a
+ * resizeterm. ncurses 6.4 keeps one list of windows for all screens, and
+ * resizeterm on one screen resizes every screen's stdscr, curscr and
+ * newscr: the next refresh of another screen then read its lines past
+ * their ends (a heap overflow, then a crash in doupdate, with one
+ * terminal taller and another wider). A screen mended is drawn whole.
+ */
+static void
+tui_screen_mend(struct tui_screen *except)
+{
+	struct tui_screen *o;
+	WINDOW *w[3];
+	bool changed;
+	size_t i, k;
+	int y, x;
+
+	for (i = 0; i < tui_nscreens; i++) {
+		if ((o = tui_screens[i]) == except || o->rows <= 0 ||
+		    o->cols <= 0)
+			continue;
+		set_term(o->sp);
+		w[0] = stdscr;
+		w[1] = curscr;
+		w[2] = newscr;
+		changed = false;
+		for (k = 0; k < nitems(w); k++) {
+			getmaxyx(w[k], y, x);
+			if (y != o->rows || x != o->cols) {
+				wresize(w[k], o->rows, o->cols);
+				changed = true;
+			}
+		}
+		if (changed) {
+			clearok(curscr, TRUE);
+			o->invalid = true;
+		}
+	}
+	set_term(except->sp);
 }
 
 void
@@ -671,7 +793,10 @@ tui_screen_resize(struct tui_screen *scr)
 		return;
 	set_term(scr->sp);
 	resizeterm(ws.ws_row, ws.ws_col);
+	scr->rows = ws.ws_row;
+	scr->cols = ws.ws_col;
 	scr->invalid = true;
+	tui_screen_mend(scr);
 }
 
 void
@@ -1002,6 +1127,8 @@ tui_screen_cursor(struct tui_screen *scr, bool visible, unsigned x,
 void
 tui_screen_flush(struct tui_screen *scr)
 {
+	if (scr->suspended)
+		return;     /* drawn whole when resumed */
 	/* The terminal is not reading: the frame waits in curses' windows. */
 	if (evbuffer_get_length(scr->obuf) > TUI_SCREEN_HIGH) {
 		scr->held = true;

@@ -400,10 +400,10 @@ tui_status_draw(struct tui *t, unsigned y)
 	if (t->denied > 0 && x < t->c->sx)
 		x += tui_screen_printf(t->c->scr, x, y, t->c->sx - x,
 		    TUI_STYLE_ALERT, " denied %lld ", (long long)t->denied);
-	if (t->message != NULL && x + 2 < t->c->sx)
+	if (t->c->message != NULL && x + 2 < t->c->sx)
 		tui_screen_printf(t->c->scr, x + 1, y, t->c->sx - x - 1,
-		    t->message_alert ? TUI_STYLE_ALERT : TUI_STYLE_BAR, " %s ",
-		    t->message);
+		    t->c->message_alert ? TUI_STYLE_ALERT : TUI_STYLE_BAR,
+		    " %s ", t->c->message);
 	else if (x + 12 < t->c->sx)
 		tui_screen_printf(t->c->scr, t->c->sx - 11, y, 11,
 		    TUI_STYLE_BAR, "%s ? help", t->cf->ui.prefix);

@@ -317,6 +317,12 @@ tui_help_lines(struct tui *t, struct strv *out)
 		strv_addf(out, "  %s %-7s %s", t->cf->ui.prefix, b[i].key == 0 ?
 		    t->cf->ui.prefix : b[i].name, b[i].help);
 	}
+	strv_add(out, "");
+	strv_addf(out, "Command prompt (%s :): a command, then Enter; Esc "
+	    "leaves", t->cf->ui.prefix);
+	b = tui_cmdline_commands(&n);
+	for (i = 0; i < n; i++)
+		strv_addf(out, "  :%-9s %s", b[i].name, b[i].help);
 	for (i = 0; i < nitems(more); i++)
 		strv_add(out, more[i]);
 }

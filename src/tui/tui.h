@@ -124,6 +124,8 @@ enum tui_action {
 	TUI_ACT_PAUSE,        /* pause or resume the focused session */
 	TUI_ACT_SESSIONS,     /* what each session costs */
 	TUI_ACT_RELOAD,       /* the server re-reads the config file */
+	TUI_ACT_COMMAND,      /* the command prompt */
+	TUI_ACT_SUSPEND,      /* the client stops, as a job does (C-z) */
 };
 
 enum tui_dir {
@@ -320,10 +322,26 @@ int tui_reached(struct tui *, int64_t id, const char *what, char **cause);
  */
 void tui_set_reload_cb(struct tui *, int (*cb)(void *, char **, char **),
     void *arg);
+/**
+ * CB(ARG, C, &CAUSE) suspends client C (prefix C-z): 0 once it did
+ * (with tui_suspend), or -1 with *CAUSE (freed by the TUI).
+ */
+void tui_set_suspend_cb(struct tui *,
+    int (*cb)(void *, struct tui_client *, char **), void *arg);
+/**
+ * Gives client C's terminal back as it was and neither reads nor draws
+ * on it (its client stops as a job; the sessions go on) until
+ * tui_resume, which takes it again and draws it afresh at its size.
+ */
+void tui_suspend(struct tui *, struct tui_client *c);
+void tui_resume(struct tui *, struct tui_client *c);
 /** CB(ARG) is called whenever a session's state changes or it ends. */
 void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);
 /** MSG in the status bar for a while (a warning logged, say). */
 void tui_notice(struct tui *, bool alert, const char *msg);
+/** MSG in client C's status bar only, for a while. */
+void tui_notice_client(struct tui *, struct tui_client *c, bool alert,
+    const char *msg);
 /** Client C's terminal changed size (it is the most recently active now). */
 void tui_resize(struct tui *, struct tui_client *c);
 size_t tui_sessions_running(const struct tui *);
@@ -390,6 +408,13 @@ int tui_screen_infd(const struct tui_screen *);
 void tui_screen_write(struct tui_screen *, const void *data, size_t len);
 /** Gives the terminal back as it was; NULL is a no-op. */
 void tui_screen_close(struct tui_screen *);
+/**
+ * Gives the terminal back as it was (its modes, the main screen) and
+ * writes nothing more to it until tui_screen_resume, which takes it
+ * again and draws everything afresh: a client suspended as a job.
+ */
+void tui_screen_suspend(struct tui_screen *);
+void tui_screen_resume(struct tui_screen *);
 /**
  * Curses draws on this screen from now on (the drawing calls below work
  * on the screen in use): with several terminals attached, each frame

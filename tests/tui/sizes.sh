@@ -1,0 +1,72 @@
+#!/bin/sh
+# Two clients whose terminals are neither both taller nor both wider (100x30 and 140x24), then resized
+# (80x40, 160x20): every client keeps drawing and the server lives. ncurses 6.4 keeps one window list for
+# all screens, so a resize of one screen resized the others' windows; the next refresh of the other read
+# past its lines and the server crashed in doupdate.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+SOCK2=$SOCK-b
+cleanup2() {
+	tmux -L "$SOCK2" kill-server 2>/dev/null
+	cleanup
+}
+trap cleanup2 EXIT
+scr2() {
+	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
+}
+keys2() {
+	tmux -L "$SOCK2" send-keys -t 0 "$@"
+}
+wait_for2() {
+	i=0
+	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
+		scr2 | grep -Eq -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+fail2() {
+	echo "--- second terminal:"
+	scr2
+	fail "$@"
+}
+# alive WHAT: the server still runs (its pid answers) and lists the session.
+alive() {
+	_sp=$(server_pid)
+	[ -n "$_sp" ] && kill -0 "$_sp" 2>/dev/null || fail "the server died $1"
+	"$AGENTMUX" ls >/dev/null 2>&1 || fail "agentmux ls failed $1"
+}
+
+DASH_SX=100 DASH_SY=30 start_dashboard
+wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "no dashboard in the first terminal"
+wait_for '[#$] ?$' 20 || fail "no shell prompt"
+
+tmux -L "$SOCK2" -u -f /dev/null new-session -d -x 140 -y 24 -c "$P" \
+	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+	-e "TERM=xterm-256color" \
+	"$AGENTMUX attach; echo ATTACH-EXITED-\$?; sleep 60" ||
+	fail "tmux could not start agentmux attach"
+wait_for2 '[0-9]+:shell\* (working|needs you)' 30 || fail2 "no dashboard in the second terminal"
+
+n=0
+for size in "100 30 140 24" "80 40 140 24" "80 40 160 20" "120 24 90 44"; do
+	set -- $size
+	tmux -L "$SOCK" resize-window -t 0 -x "$1" -y "$2" 2>/dev/null
+	tmux -L "$SOCK2" resize-window -t 0 -x "$3" -y "$4" 2>/dev/null
+	n=$((n + 1))
+	keys "echo one-$n-\$((6*7))" Enter
+	wait_for "one-$n-42" 10 || fail "the first terminal ($1x$2) stopped drawing beside one of $3x$4"
+	alive "after the first terminal typed at $1x$2 beside $3x$4"
+	keys2 "echo two-$n-\$((6*8))" Enter
+	wait_for2 "two-$n-48" 10 || fail2 "the second terminal ($3x$4) stopped drawing beside one of $1x$2"
+	alive "after the second terminal typed at $3x$4 beside $1x$2"
+	# Both show the pane as it is now: the first's is redrawn too.
+	wait_for "two-$n-48" 10 || fail "the first terminal does not show what the second typed ($1x$2 beside $3x$4)"
+done
+scr | grep -q 'DASHBOARD-EXITED' && fail "the first client ended"
+scr2 | grep -q 'ATTACH-EXITED' && fail2 "the second client ended"
+echo "sizes: two clients of crossing sizes, resized four times, both drawing"
+exit 0

@@ -1,0 +1,187 @@
+#!/bin/sh
+# A client run from an interactive shell (real job control, in a tmux
+# window): prefix C-z gives the terminal back and stops the client as a
+# job while the session runs on, 'fg' draws the dashboard again; C-z
+# without the prefix reaches the pane's own shell. The command prompt
+# (prefix :) runs reload and detach and refuses other names. A reply
+# (reload) shows in the client that asked only, a session's notice in
+# both. attach and new say when the config file is not the server's.
+set -u
+. "$(dirname "$0")/lib.sh"
+command -v bash >/dev/null 2>&1 || { echo "SKIP: bash is not installed"; exit 77; }
+
+SOCK2=$SOCK-b
+cleanup2() {
+	tmux -L "$SOCK2" kill-server 2>/dev/null
+	cleanup
+}
+trap cleanup2 EXIT
+
+# A failure shows the server's log too: a server that died says why there.
+fail() {
+	echo "FAIL: $*"
+	echo "--- screen:"
+	scr
+	echo "--- server log:"
+	tail -n 20 "$XDG_STATE_HOME/agentmux/server.log" 2>/dev/null
+	exit 1
+}
+scr2() {
+	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
+}
+status1() {
+	scr | tail -n 1
+}
+status2() {
+	scr2 | tail -n 1
+}
+fail2() {
+	echo "--- second terminal:"
+	scr2
+	fail "$@"
+}
+# wait_for2 PATTERN: polls the second terminal's screen for up to 10 s.
+wait_for2() {
+	i=0
+	while [ $i -lt 100 ]; do
+		scr2 | grep -Eq -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# wait_status N PATTERN [SECONDS]: polls terminal N's status bar.
+wait_status() {
+	i=0
+	while [ $i -lt $(( ${3:-10} * 10 )) ]; do
+		status$1 | grep -Eq -- "$2" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# An interactive bash (job control on) in a tmux window of the size given, on tmux server $1.
+start_shell() {
+	tmux -L "$1" -u -f /dev/null new-session -d -x "$2" -y "$3" -c "$P" \
+		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+		-e "TERM=xterm-256color" -e "SHELL=/bin/sh" \
+		"bash --norc --noprofile -i" || fail "tmux could not start bash"
+	tmux -L "$1" send-keys -t 0 "PS1='OUTER\$ '" Enter
+}
+
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+# first
+EOF
+
+# ---- the client runs as a job of an interactive shell ----
+start_shell "$SOCK" 100 30
+wait_for 'OUTER\$ ?$' || fail "no outer shell"
+keys "$AGENTMUX" Enter
+wait_status 1 '[0-9]+:shell\* ' 30 || fail "no dashboard"
+wait_for '[#$] ?$' 20 || fail "no shell prompt in the pane"
+id=$("$AGENTMUX" ls | head -n 1 | cut -d: -f1)
+[ -n "$id" ] || fail "agentmux ls lists no session"
+
+# ---- C-z without the prefix is the pane's: its shell stops its job ----
+keys 'sleep 300' Enter
+sleep 0.5
+keys C-z
+wait_for 'Stopped.*sleep 300' || fail "C-z without the prefix did not reach the pane's shell"
+scr | grep -q 'OUTER\$' && fail "C-z without the prefix suspended the client"
+status1 | grep -Eq "$id:shell\\* " || fail "the dashboard is gone after a plain C-z"
+keys 'kill %1' Enter
+echo "suspend: C-z without the prefix stops the pane's own job"
+
+# ---- prefix C-z: the client stops, the shell has the terminal ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z did not give the terminal back to the shell"
+scr | grep -Eq 'Stopped.*agentmux' || fail "the shell does not show the client stopped"
+wait_gone "$id:shell\\* " || fail "the dashboard stayed on the screen after prefix C-z"
+# The server reads none of the keys meant for the shell.
+keys 'echo back-$((40+2))' Enter
+wait_for '^back-42$' || fail "the shell did not get the keys typed after the suspend"
+"$AGENTMUX" ls | grep -Eq "^$id: .*(working|needs you)" ||
+	fail "the session did not keep running while the client was stopped: $("$AGENTMUX" ls)"
+echo "suspend: prefix C-z stops the client as a job; the session runs on"
+
+# ---- fg: the dashboard again, drawn whole, and its keys work ----
+keys 'fg' Enter
+wait_status 1 "$id:shell\\* " || fail "fg did not draw the dashboard again"
+wait_for 'Stopped.*sleep 300' || fail "the pane's screen was not drawn again after fg"
+keys 'clear; echo pane-$((2+3))' Enter
+wait_for '^pane-5$' || fail "the pane does not take keys after fg"
+echo "suspend: fg draws the dashboard and it takes keys"
+
+# ---- the command prompt: an unknown name is refused with the list ----
+keys C-a
+keys :
+wait_for '^:$' || fail "prefix : opened no command prompt"
+keys 'bogus' Enter
+wait_status 1 'bogus: no such command; the prompt takes reload, detach' ||
+	fail "an unknown command was not refused with the list"
+keys C-a
+keys :
+keys 'reload' Escape
+sleep 0.3
+status1 | grep -q 'config is reloaded' && fail "Esc in the command prompt ran the command"
+
+# ---- a second client: a reply shows in the client that asked only ----
+start_shell "$SOCK2" 100 30
+sleep 0.3
+tmux -L "$SOCK2" send-keys -t 0 "$AGENTMUX attach" Enter
+wait_status 2 "$id:shell\\* " 30 || fail2 "no dashboard in the second terminal"
+keys C-a
+keys :
+keys 'reload' Enter
+wait_status 1 'the config is reloaded' || fail "the command prompt's reload said nothing"
+sleep 0.3
+status2 | grep -q 'config is reloaded' && fail2 "the reply to the first client's reload showed in the second"
+# A session's notice is everyone's.
+s2=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s2"
+"$AGENTMUX" kill "$s2"
+wait_status 1 "session $s2" || fail "the first client did not see session $s2 close"
+wait_status 2 "session $s2" || fail2 "the second client did not see session $s2 close"
+echo "suspend: a reply is the asking client's, a session's notice everyone's"
+
+# ---- one client suspended, the other draws and types on ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z with two clients did not suspend the first"
+tmux -L "$SOCK2" send-keys -t 0 'clear; echo other-$((3+4))' Enter
+wait_for2 '^other-7$' || fail2 "the second client does not type into the pane while the first is suspended"
+scr | grep -q 'other-7' && fail "the suspended client's terminal was drawn on"
+keys 'fg' Enter
+wait_for '^other-7$' || fail "fg did not draw what the pane showed meanwhile"
+echo "suspend: the other client goes on while one is suspended"
+
+# ---- attach and new say when the config file is not the server's ----
+echo '# second' >>"$XDG_CONFIG_HOME/agentmux/config"
+tmux -L "$SOCK2" send-keys -t 0 C-a d
+wait_for2 'detached \(from agentmux' || fail2 "prefix d did not detach the second client"
+tmux -L "$SOCK2" send-keys -t 0 "$AGENTMUX attach" Enter
+wait_status 2 'config changed since the server read it: prefix R reloads' ||
+	fail2 "attach did not say the config file changed"
+status1 | grep -q 'config changed' && fail "the second client's config warning showed in the first"
+out=$("$AGENTMUX" new -d --shared -C "$P" 2>"$T/new.err") || fail "new -d failed: $out"
+echo "$out" | grep -Eq '^[0-9]+$' || fail "new -d printed more than the session number: $out"
+grep -q "config file changed since the server loaded it.*'agentmux reload'" "$T/new.err" ||
+	fail "new -d did not say the config file changed: $(cat "$T/new.err")"
+[ "$(wc -l <"$T/new.err")" -eq 1 ] || fail "the warning is not one line: $(cat "$T/new.err")"
+"$AGENTMUX" kill "$out"
+"$AGENTMUX" reload >/dev/null || fail "agentmux reload failed"
+out=$("$AGENTMUX" new -d --shared -C "$P" 2>"$T/new.err") || fail "new -d failed: $out"
+[ -s "$T/new.err" ] && fail "new -d warned with the server's config current: $(cat "$T/new.err")"
+"$AGENTMUX" kill "$out"
+echo "suspend: attach and new say when the config file changed"
+
+# ---- :detach lets this client go ----
+keys C-a
+keys :
+keys 'detach' Enter
+wait_for 'detached \(from agentmux' || fail ":detach did not detach the client"
+wait_status 2 "$id:shell\\* " || fail2 "the first client's :detach took the second with it"
+echo "suspend: :detach detaches"
+exit 0
