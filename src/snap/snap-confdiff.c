@@ -20,6 +20,9 @@
 #define SNAP_CC_MAX_DIFF ((off_t)1 << 20)
 /* Files listed under a deleted directory. */
 #define SNAP_CC_MAX_LIST 50
+/* What a dir's removal would lose: how many are named, and how deep it is checked. */
+#define SNAP_CC_MAX_WHY 20
+#define SNAP_CC_MAX_DEPTH 64
 
 struct snap_cc {
 	char *host;           /* the host path */
@@ -123,16 +126,25 @@ snap_cc_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void snap_cc_dir_names(DIR *, struct strv *);
+
 /* Sorted names in DIR (so output is stable); caller frees with strv_free. */
 static void
 snap_cc_names(const char *dir, struct strv *names)
 {
-	struct dirent *de;
 	DIR *d;
 
 	strv_init(names);
-	if ((d = opendir(dir)) == NULL)
-		return;
+	if ((d = opendir(dir)) != NULL)
+		snap_cc_dir_names(d, names);
+}
+
+/* The sorted names in D, which is closed. */
+static void
+snap_cc_dir_names(DIR *d, struct strv *names)
+{
+	struct dirent *de;
+
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			strv_add(names, de->d_name);
@@ -961,11 +973,142 @@ snap_cc_merge(const struct snap_cc *cc, int pfd, const char *base,
 	return rc;
 }
 
+/* One reason a dir's removal would lose the host's work, unless enough are listed. */
+static void
+snap_cc_tree_why(struct strv *conf, const char *rel, const char *why)
+{
+	char *q;
+
+	if (conf->n > SNAP_CC_MAX_WHY)
+		return;
+	if (conf->n == SNAP_CC_MAX_WHY) {
+		strv_add(conf, "(and more)");
+		return;
+	}
+	q = quote_name(rel);
+	strv_addf(conf, "%s: %s", q, why);
+	free(q);
+}
+
+static void snap_cc_tree(int dfd, int bfd, const char *rel,
+    const struct stat *mark, int depth, struct strv *conf);
+
+/* Subdir NAME of DFD (and of the start copy BFD, -1: none) is checked in turn. */
+static void
+snap_cc_tree_dir(int dfd, int bfd, const char *name, const char *rel,
+    const struct stat *mark, int depth, struct strv *conf)
+{
+	int sub, bsub = -1;
+
+	if (depth >= SNAP_CC_MAX_DEPTH) {
+		snap_cc_tree_why(conf, rel, "too deep to check");
+		return;
+	}
+	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub == -1) {
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+		return;
+	}
+	if (bfd != -1)
+		bsub = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	snap_cc_tree(sub, bsub, rel, mark, depth + 1, conf);
+	if (bsub != -1)
+		close(bsub);
+	close(sub);
+}
+
+/* Entry NAME of DFD, not a dir: unchanged since MARK and in the start copy BFD? */
+static void
+snap_cc_tree_file(int dfd, int bfd, const char *name, const char *rel,
+    const struct stat *sh, const struct stat *mark, struct strv *conf)
+{
+	struct stat sb;
+
+	if (snap_cc_after(sh, mark))
+		snap_cc_tree_why(conf, rel, "changed on the host since the "
+		    "session started");
+	else if (bfd == -1 || fstatat(bfd, name, &sb,
+	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(sb.st_mode) ||
+	    !S_ISREG(sh->st_mode) || sb.st_size != sh->st_size)
+		snap_cc_tree_why(conf, rel, "not in the session's start copy, "
+		    "so it may be the host's since");
+}
+
+/*
+ * What under host dir DFD (REL, for the list) removing it would lose:
+ * anything changed since MARK or not in the start copy BFD (-1: none),
+ * never through a link, into CONF.
+ */
+static void
+snap_cc_tree(int dfd, int bfd, const char *rel, const struct stat *mark,
+    int depth, struct strv *conf)
+{
+	struct strv names;
+	struct stat sb;
+	char *sub;
+	size_t i;
+	int fd;
+	DIR *d;
+
+	strv_init(&names);
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+		return;
+	}
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n && conf->n <= SNAP_CC_MAX_WHY; i++) {
+		sub = xprintf("%s/%s", rel, names.v[i]);
+		if (fstatat(dfd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1)
+			snap_cc_tree_why(conf, sub, "cannot be read to check it");
+		else if (S_ISDIR(sb.st_mode))
+			snap_cc_tree_dir(dfd, bfd, names.v[i], sub, mark, depth,
+			    conf);
+		else
+			snap_cc_tree_file(dfd, bfd, names.v[i], sub, &sb, mark,
+			    conf);
+		free(sub);
+	}
+	strv_free(&names);
+}
+
+/*
+ * The host dir BASE in PFD goes (deleted, or a file replaces it) only if
+ * nothing under it is the host's since the session's start (MARK): a
+ * conflict otherwise, what would be lost in CONF.
+ */
+static enum snap_cc_how
+snap_cc_resolve_dir(const struct snap_cc *cc, int pfd, const char *base,
+    const struct stat *mark, struct strv *conf)
+{
+	char *orig = snap_cc_orig(cc), *rel;
+	int dfd, bfd;
+
+	bfd = open(orig, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(orig);
+	dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	rel = xstrdup(base);
+	if (dfd == -1)
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+	else
+		snap_cc_tree(dfd, bfd, rel, mark, 0, conf);
+	free(rel);
+	if (dfd != -1)
+		close(dfd);
+	if (bfd != -1)
+		close(bfd);
+	return conf->n > 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
+}
+
 /*
  * How CC goes onto the host as it is now: as it is, when the host's file
  * has not changed since the session's start mark (sessions from before
  * marks were kept: always); else merged with the host's changes, or not
- * at all (a conflict, what conflicts in CONF).
+ * at all (a conflict, what conflicts in CONF). A host dir it removes
+ * must hold nothing the host wrote since.
  */
 static enum snap_cc_how
 snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
@@ -976,7 +1119,7 @@ snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
 	char *m, *orig;
 	int pfd, rc;
 
-	if (cc->entry == NULL || cc->type == 'd')
+	if (cc->entry == NULL)
 		return SNAP_CC_PLAIN;
 	m = xprintf("%s/base-time", cc->entry);
 	rc = lstat(m, &mark);
@@ -993,7 +1136,9 @@ snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
 			strv_add(conf, "(deleted on the host since the session "
 			    "started)");
 		free(orig);
-	} else if (!snap_cc_after(&sh, &mark))
+	} else if (S_ISDIR(sh.st_mode) && cc->change != 'A')
+		rc = snap_cc_resolve_dir(cc, pfd, base, &mark, conf);
+	else if (!snap_cc_after(&sh, &mark))
 		rc = SNAP_CC_PLAIN;
 	else
 		rc = snap_cc_merge(cc, pfd, base, merged, conf, cause);

@@ -643,6 +643,56 @@ test_merge_file_entry(void **state)
 	}
 }
 
+/* The agent removes dirs, through a real overlay: SCRIPT runs in it. */
+static bool
+agent_removes(const char *script)
+{
+	return test_sh("unshare -rm sh -c 'mkdir -p %s/m && mount -t overlay "
+	    "overlay -o userxattr,lowerdir=%s,upperdir=%s/overlay/0/upper,"
+	    "workdir=%s/overlay/0/work %s/m && cd %s/m && %s' 2>/dev/null",
+	    dir, host, sdir, sdir, dir, dir, script) == 0;
+}
+
+/*
+ * A dir the session deleted (rm -rf ~/.claude/projects) under which the
+ * host wrote since the start, or holds what the start copy has not: a
+ * conflict, listing those files; nothing removed until --force. A dir
+ * with nothing of the host's since goes. A file replacing a dir is
+ * checked the same way.
+ */
+static void
+test_merge_dir_deleted(void **state)
+{
+	char *out;
+
+	take_base();
+	/* keep becomes a file: its dir is removed for it, so it is checked too. */
+	if (!agent_removes("rm -r plugins keep sub && echo f > keep"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	/* The host writes after the start; a file the start copy missed. */
+	test_sh_ok("echo late > %s/plugins/p/late && rm %s/overlay/0/base/keep/b",
+	    host, sdir);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "plugins: the host changed it too"));
+	assert_non_null(strstr(out, "plugins/p/late: changed on the host "
+	    "since the session started"));
+	assert_null(strstr(out, "plugins/p/x:"));
+	assert_non_null(strstr(out, "keep: the host changed it too"));
+	assert_non_null(strstr(out, "keep/b: not in the session's start copy"));
+	assert_null(strstr(out, "keep/a:"));
+	assert_non_null(strstr(out, "applied   deleted  "));
+	assert_non_null(strstr(out, "1 applied, 2 conflicts"));
+	free(out);
+	test_sh_ok("cd %s && test -f plugins/p/late && test -f plugins/p/x && "
+	    "test -f keep/a && test -f keep/b && ! test -e sub", host);
+	assert_int_equal(pending(), 2);
+	free(confdiff(0, "--apply", "--force", NULL));
+	test_sh_ok("cd %s && ! test -e plugins && test \"$(cat keep)\" = f",
+	    host);
+	assert_int_equal(pending(), 0);
+}
+
 int
 main(void)
 {
@@ -674,6 +724,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_merge_append, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_merge_file_entry, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_dir_deleted, setup,
 		    teardown),
 	};
 
