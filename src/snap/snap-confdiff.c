@@ -1474,6 +1474,7 @@ struct snap_confdiff_end {
 	int persist;
 	int fd;                     /* the child's reports */
 	int pidfd;
+	pid_t pid;                  /* not reaped before the pipe closes */
 	struct event *ev;
 	struct event *timer;
 	bool timed_out;
@@ -1640,7 +1641,9 @@ snap_cc_end_timeout(evutil_socket_t fd, short what, void *arg)
 	struct snap_confdiff_end *e = arg;
 
 	e->timed_out = true;
-	syscall(SYS_pidfd_send_signal, e->pidfd, SIGKILL, NULL, 0);
+	if (e->pidfd == -1 ||
+	    syscall(SYS_pidfd_send_signal, e->pidfd, SIGKILL, NULL, 0) == -1)
+		kill(e->pid, SIGKILL);
 }
 
 /* Forks the child, between the clone gate's close and open (see core-thread.c). */
@@ -1672,6 +1675,7 @@ snap_cc_end_fork(struct snap_confdiff_end *e, const struct strv *done,
 		return -1;
 	}
 	e->fd = p[0];
+	e->pid = pid;
 	e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (e->pidfd != -1)
 		util_set_cloexec(e->pidfd);
