@@ -118,6 +118,7 @@ struct session {
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */
 	bool snap_end_pending;       /* and has not finished yet */
+	struct snap_confdiff_end *confdiff_end; /* config_persist's run at the end, not over */
 	bool done_told;              /* the done event was sent */
 
 	/* Starting: session_start returned, the command does not run yet. */

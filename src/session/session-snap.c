@@ -116,16 +116,27 @@ session_snap_ended(void *arg, const struct snap_result *res,
 	session_snap_done(s);
 }
 
-/* Once the exit is reported and the history's end and the end snapshot are over, the project is free for others to write. */
+/* Once the exit is reported and the history's end, the end snapshot and config_persist's run are over, the project is free for others to write. */
 void
 session_snap_done(struct session *s)
 {
 	if (!s->ended || s->history_ending || s->snap_end_pending ||
-	    s->done_told)
+	    s->confdiff_end != NULL || s->done_told)
 		return;
 	s->done_told = true;
 	if (s->ev.done != NULL)
 		s->ev.done(s->arg, s);
+}
+
+static void
+session_snap_confdiff_done(void *arg, int n, const char *cause)
+{
+	struct session *s = arg;
+
+	s->confdiff_end = NULL;
+	if (n == -1)
+		session_snap_notice(s, "warn", "config changes: %s", cause);
+	session_snap_done(s);
 }
 
 /*
@@ -137,7 +148,6 @@ session_snap_end(struct session *s)
 {
 	const struct config_agent *a;
 	char *cause = NULL;
-	int n;
 
 	if (s->snap_ended)
 		return;
@@ -150,11 +160,14 @@ session_snap_end(struct session *s)
 		free(cause);
 		cause = NULL;
 	}
-	if ((a = config_agent(s->cf, s->agent)) == NULL)
+	if ((a = config_agent(s->cf, s->agent)) == NULL ||
+	    (a->persist != CONFIG_PERSIST_ALWAYS &&
+	    a->persist != CONFIG_PERSIST_NEVER))
 		return;
-	n = snap_confdiff_session_end(s->ctx->st, s->cf, s->id,
-	    (int)a->persist, &cause);
-	if (n == -1) {
+	/* What it merges is the jail's, up to 16 MiB a file: off the loop. */
+	s->confdiff_end = snap_confdiff_end_start(s->ctx->base, s->ctx->st,
+	    s->id, (int)a->persist, session_snap_confdiff_done, s, &cause);
+	if (s->confdiff_end == NULL) {
 		session_snap_notice(s, "warn", "config changes: %s", cause);
 		free(cause);
 	}
@@ -172,6 +185,9 @@ session_snap_free(struct session *s, bool ran)
 		snap_session_when_saved(s->snap, NULL, NULL);
 	if (s->snap != NULL && ran && s->id != -1)
 		session_snap_end(s);
+	/* The config run goes on to its end without telling the session. */
+	snap_confdiff_end_detach(s->confdiff_end);
+	s->confdiff_end = NULL;
 	snap_session_free(s->snap);
 	s->snap = NULL;
 }

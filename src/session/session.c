@@ -84,9 +84,9 @@ session_ctx_free(struct session_ctx *ctx)
 		return;
 	while (ctx->sessions != NULL)
 		session_free(ctx->sessions);
-	/* The history ends and end snapshots of the sessions freed, and the recovery, are over before the store closes. */
+	/* The history ends, end snapshots and config runs of the sessions freed, and the recovery, are over before the store closes. */
 	while ((session_history_endings() > 0 || snap_session_orphans() > 0 ||
-	    snap_history_recovering() > 0) &&
+	    snap_history_recovering() > 0 || snap_confdiff_endings() > 0) &&
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
 	session_proxy_ctx_free(ctx);

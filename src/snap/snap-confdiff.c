@@ -4,12 +4,15 @@
  * secrets redacted, and applied (atomically per file) or discarded.
  */
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +23,9 @@
 #define SNAP_CC_MAX_DIFF ((off_t)1 << 20)
 /* Files listed under a deleted directory. */
 #define SNAP_CC_MAX_LIST 50
+/* What a dir's removal would lose: how many are named, and how deep it is checked. */
+#define SNAP_CC_MAX_WHY 20
+#define SNAP_CC_MAX_DEPTH 64
 
 struct snap_cc {
 	char *host;           /* the host path */
@@ -123,16 +129,25 @@ snap_cc_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void snap_cc_dir_names(DIR *, struct strv *);
+
 /* Sorted names in DIR (so output is stable); caller frees with strv_free. */
 static void
 snap_cc_names(const char *dir, struct strv *names)
 {
-	struct dirent *de;
 	DIR *d;
 
 	strv_init(names);
-	if ((d = opendir(dir)) == NULL)
-		return;
+	if ((d = opendir(dir)) != NULL)
+		snap_cc_dir_names(d, names);
+}
+
+/* The sorted names in D, which is closed. */
+static void
+snap_cc_dir_names(DIR *d, struct strv *names)
+{
+	struct dirent *de;
+
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			strv_add(names, de->d_name);
@@ -330,34 +345,61 @@ snap_cc_wanted(const struct snap_cc *cc, char *const *paths)
 	return yes;
 }
 
-/* The changes not yet applied or discarded (and among PATHS, if given). */
-static int
-snap_cc_pending(struct store *st, int64_t session, char *const *paths,
-    struct snap_ccs *c, char **cause)
+/* The host paths of SESSION's changes applied or discarded already, sorted. */
+static void
+snap_cc_done_paths(struct store *st, int64_t session, struct strv *done)
 {
-	struct store_confchange **done;
+	struct store_confchange **v;
+	size_t n, i;
+
+	strv_init(done);
+	v = store_confchange_list(st, session, &n);
+	for (i = 0; i < n; i++)
+		strv_add(done, v[i]->path);
+	store_confchange_list_free(v, n);
+	if (done->n > 1)
+		qsort(done->v, done->n, sizeof *done->v, snap_cc_cmp);
+}
+
+/* The changes not in DONE (sorted) and among PATHS, if given. */
+static int
+snap_cc_pending_of(int64_t session, char *const *paths,
+    const struct strv *done, struct snap_ccs *c, char **cause)
+{
 	struct snap_ccs all;
-	size_t ndone, i, j;
-	bool keep;
+	const char *host;
+	size_t i;
 
 	memset(c, 0, sizeof *c);
 	if (snap_cc_read(session, &all, cause) == -1)
 		return -1;
-	done = store_confchange_list(st, session, &ndone);
 	/* Kept entries move to C (their slot in ALL emptied); the rest is freed. */
 	for (i = 0; i < all.n; i++) {
-		keep = snap_cc_wanted(&all.v[i], paths);
-		for (j = 0; keep && j < ndone; j++)
-			keep = strcmp(done[j]->path, all.v[i].host) != 0;
-		if (!keep)
+		host = all.v[i].host;
+		if (!snap_cc_wanted(&all.v[i], paths) || (done->n > 0 &&
+		    bsearch(&host, done->v, done->n, sizeof *done->v,
+		    snap_cc_cmp) != NULL))
 			continue;
 		c->v = xreallocarray(c->v, c->n + 1, sizeof *c->v);
 		c->v[c->n++] = all.v[i];
 		memset(&all.v[i], 0, sizeof all.v[i]);
 	}
 	snap_ccs_free(&all);
-	store_confchange_list_free(done, ndone);
 	return 0;
+}
+
+/* The changes not yet applied or discarded (and among PATHS, if given). */
+static int
+snap_cc_pending(struct store *st, int64_t session, char *const *paths,
+    struct snap_ccs *c, char **cause)
+{
+	struct strv done;
+	int rc;
+
+	snap_cc_done_paths(st, session, &done);
+	rc = snap_cc_pending_of(session, paths, &done, c, cause);
+	strv_free(&done);
+	return rc;
 }
 
 int
@@ -874,7 +916,29 @@ struct snap_cc_run {
 	int done;
 	int failed;
 	int conflicts;
+	int report;               /* >= 0: the session end's child tells the server */
 };
+
+/*
+ * In the session end's child: one result for the server to record (the
+ * store is the server's), as "KIND\0PATH\0ARG\0". R: recorded (ARG: the
+ * change's letter, then 's' if a set-id bit was dropped), C: a conflict,
+ * F: failed (ARG: why), E: the run failed (ARG: why).
+ */
+static void
+snap_cc_report(struct snap_cc_run *r, char kind, const char *path,
+    const char *arg)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_addc(&b, kind);
+	buf_add(&b, "", 1);
+	buf_add(&b, path, strlen(path) + 1);
+	buf_add(&b, arg, strlen(arg) + 1);
+	(void)util_write_all(r->report, b.data, b.len);
+	buf_free(&b);
+}
 
 /* Where CC's copy from the session's start is: base/REL, or base-file. */
 static char *
@@ -961,11 +1025,142 @@ snap_cc_merge(const struct snap_cc *cc, int pfd, const char *base,
 	return rc;
 }
 
+/* One reason a dir's removal would lose the host's work, unless enough are listed. */
+static void
+snap_cc_tree_why(struct strv *conf, const char *rel, const char *why)
+{
+	char *q;
+
+	if (conf->n > SNAP_CC_MAX_WHY)
+		return;
+	if (conf->n == SNAP_CC_MAX_WHY) {
+		strv_add(conf, "(and more)");
+		return;
+	}
+	q = quote_name(rel);
+	strv_addf(conf, "%s: %s", q, why);
+	free(q);
+}
+
+static void snap_cc_tree(int dfd, int bfd, const char *rel,
+    const struct stat *mark, int depth, struct strv *conf);
+
+/* Subdir NAME of DFD (and of the start copy BFD, -1: none) is checked in turn. */
+static void
+snap_cc_tree_dir(int dfd, int bfd, const char *name, const char *rel,
+    const struct stat *mark, int depth, struct strv *conf)
+{
+	int sub, bsub = -1;
+
+	if (depth >= SNAP_CC_MAX_DEPTH) {
+		snap_cc_tree_why(conf, rel, "too deep to check");
+		return;
+	}
+	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub == -1) {
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+		return;
+	}
+	if (bfd != -1)
+		bsub = openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	snap_cc_tree(sub, bsub, rel, mark, depth + 1, conf);
+	if (bsub != -1)
+		close(bsub);
+	close(sub);
+}
+
+/* Entry NAME of DFD, not a dir: unchanged since MARK and in the start copy BFD? */
+static void
+snap_cc_tree_file(int dfd, int bfd, const char *name, const char *rel,
+    const struct stat *sh, const struct stat *mark, struct strv *conf)
+{
+	struct stat sb;
+
+	if (snap_cc_after(sh, mark))
+		snap_cc_tree_why(conf, rel, "changed on the host since the "
+		    "session started");
+	else if (bfd == -1 || fstatat(bfd, name, &sb,
+	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(sb.st_mode) ||
+	    !S_ISREG(sh->st_mode) || sb.st_size != sh->st_size)
+		snap_cc_tree_why(conf, rel, "not in the session's start copy, "
+		    "so it may be the host's since");
+}
+
+/*
+ * What under host dir DFD (REL, for the list) removing it would lose:
+ * anything changed since MARK or not in the start copy BFD (-1: none),
+ * never through a link, into CONF.
+ */
+static void
+snap_cc_tree(int dfd, int bfd, const char *rel, const struct stat *mark,
+    int depth, struct strv *conf)
+{
+	struct strv names;
+	struct stat sb;
+	char *sub;
+	size_t i;
+	int fd;
+	DIR *d;
+
+	strv_init(&names);
+	if ((fd = dup(dfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+		return;
+	}
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n && conf->n <= SNAP_CC_MAX_WHY; i++) {
+		sub = xprintf("%s/%s", rel, names.v[i]);
+		if (fstatat(dfd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1)
+			snap_cc_tree_why(conf, sub, "cannot be read to check it");
+		else if (S_ISDIR(sb.st_mode))
+			snap_cc_tree_dir(dfd, bfd, names.v[i], sub, mark, depth,
+			    conf);
+		else
+			snap_cc_tree_file(dfd, bfd, names.v[i], sub, &sb, mark,
+			    conf);
+		free(sub);
+	}
+	strv_free(&names);
+}
+
+/*
+ * The host dir BASE in PFD goes (deleted, or a file replaces it) only if
+ * nothing under it is the host's since the session's start (MARK): a
+ * conflict otherwise, what would be lost in CONF.
+ */
+static enum snap_cc_how
+snap_cc_resolve_dir(const struct snap_cc *cc, int pfd, const char *base,
+    const struct stat *mark, struct strv *conf)
+{
+	char *orig = snap_cc_orig(cc), *rel;
+	int dfd, bfd;
+
+	bfd = open(orig, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(orig);
+	dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	rel = xstrdup(base);
+	if (dfd == -1)
+		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+	else
+		snap_cc_tree(dfd, bfd, rel, mark, 0, conf);
+	free(rel);
+	if (dfd != -1)
+		close(dfd);
+	if (bfd != -1)
+		close(bfd);
+	return conf->n > 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
+}
+
 /*
  * How CC goes onto the host as it is now: as it is, when the host's file
  * has not changed since the session's start mark (sessions from before
  * marks were kept: always); else merged with the host's changes, or not
- * at all (a conflict, what conflicts in CONF).
+ * at all (a conflict, what conflicts in CONF). A host dir it removes
+ * must hold nothing the host wrote since.
  */
 static enum snap_cc_how
 snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
@@ -976,7 +1171,7 @@ snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
 	char *m, *orig;
 	int pfd, rc;
 
-	if (cc->entry == NULL || cc->type == 'd')
+	if (cc->entry == NULL)
 		return SNAP_CC_PLAIN;
 	m = xprintf("%s/base-time", cc->entry);
 	rc = lstat(m, &mark);
@@ -993,7 +1188,9 @@ snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
 			strv_add(conf, "(deleted on the host since the session "
 			    "started)");
 		free(orig);
-	} else if (!snap_cc_after(&sh, &mark))
+	} else if (S_ISDIR(sh.st_mode) && cc->change != 'A')
+		rc = snap_cc_resolve_dir(cc, pfd, base, &mark, conf);
+	else if (!snap_cc_after(&sh, &mark))
 		rc = SNAP_CC_PLAIN;
 	else
 		rc = snap_cc_merge(cc, pfd, base, merged, conf, cause);
@@ -1025,9 +1222,15 @@ static void
 snap_cc_conflict(struct snap_cc_run *r, struct store *st, int64_t session,
     const struct snap_cc *cc, const struct strv *conf)
 {
-	char *q = quote_name(cc->host), *line;
+	char *q, *line;
 	size_t i;
 
+	if (r->report >= 0) {
+		r->conflicts++;
+		snap_cc_report(r, 'C', cc->host, "");
+		return;
+	}
+	q = quote_name(cc->host);
 	store_event_add(st, session, "warn", "confdiff", "not applied: %s "
 	    "changed on the host too, in the same places", q);
 	r->conflicts++;
@@ -1082,6 +1285,12 @@ snap_cc_failed(struct snap_cc_run *r, struct store *st, int64_t session,
 {
 	char *q;
 
+	if (r->report >= 0) {
+		snap_cc_report(r, 'F', cc->host, err);
+		free(err);
+		r->failed++;
+		return;
+	}
 	if (r->out != NULL)
 		out_printf(r->out, "not applied: %s\n", err);
 	q = quote_name(cc->host);
@@ -1098,8 +1307,13 @@ snap_cc_record(struct snap_cc_run *r, struct store *st, int64_t session,
     const struct snap_cc *cc, bool setid, char **cause)
 {
 	struct store_confchange rec;
-	char *q;
+	char *q, arg[3] = { cc->change, setid ? 's' : '\0', '\0' };
 
+	if (r->report >= 0) {
+		snap_cc_report(r, 'R', cc->host, arg);
+		r->done++;
+		return 0;
+	}
 	memset(&rec, 0, sizeof rec);
 	rec.session_id = session;
 	rec.path = cc->host;
@@ -1118,30 +1332,41 @@ snap_cc_record(struct snap_cc_run *r, struct store *st, int64_t session,
 	return 0;
 }
 
+/* Applies or discards the changes C (the store is ST, or the server's: R reports). */
 static int
-snap_cc_do(struct store *st, int64_t session, struct snap_cc_run *r,
-    char **cause)
+snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
+    struct snap_ccs *c, char **cause)
 {
-	struct snap_ccs c;
 	char *err = NULL;
 	size_t i;
 	int rc = 0;
 	bool setid;
 
-	if (snap_cc_pending(st, session, r->paths, &c, cause) == -1)
-		return -1;
-	for (i = 0; rc == 0 && i < c.n; i++) {
+	for (i = 0; rc == 0 && i < c->n; i++) {
 		setid = false;
-		if (r->apply && (rc = snap_cc_put(r, st, session, &c.v[i],
+		if (r->apply && (rc = snap_cc_put(r, st, session, &c->v[i],
 		    &setid, &err)) != 0) {
 			if (rc == -1)
-				snap_cc_failed(r, st, session, &c.v[i], err);
+				snap_cc_failed(r, st, session, &c->v[i], err);
 			err = NULL;
 			rc = 0;
 			continue;
 		}
-		rc = snap_cc_record(r, st, session, &c.v[i], setid, cause);
+		rc = snap_cc_record(r, st, session, &c->v[i], setid, cause);
 	}
+	return rc;
+}
+
+static int
+snap_cc_do(struct store *st, int64_t session, struct snap_cc_run *r,
+    char **cause)
+{
+	struct snap_ccs c;
+	int rc;
+
+	if (snap_cc_pending(st, session, r->paths, &c, cause) == -1)
+		return -1;
+	rc = snap_cc_do_list(st, session, r, &c, cause);
 	snap_ccs_free(&c);
 	return rc;
 }
@@ -1180,6 +1405,7 @@ snap_confdiff_apply(struct store *st, int64_t session,
 	    "use, so apply or discard once it ends", cause) == -1)
 		return -1;
 	memset(&r, 0, sizeof r);
+	r.report = -1;
 	r.paths = opts->paths;
 	r.apply = apply;
 	r.force = opts->force;
@@ -1192,14 +1418,30 @@ snap_confdiff_apply(struct store *st, int64_t session,
 	return rc;
 }
 
+/* What a session end's run did, recorded and summed up. */
+static int
+snap_cc_ended(struct store *st, int64_t session, int persist,
+    struct snap_cc_run *r, char **cause)
+{
+	int n;
+
+	if ((n = r->done) > 0)
+		store_event_add(st, session, "info", "confdiff", "%d config "
+		    "change%s %s at session end (config_persist = %s)", n,
+		    n == 1 ? "" : "s", persist == CONFIG_PERSIST_ALWAYS ?
+		    "applied" : "discarded", persist == CONFIG_PERSIST_ALWAYS ?
+		    "always" : "never");
+	return snap_cc_summary(r, session, cause);
+}
+
 int
 snap_confdiff_session_end(struct store *st, const struct config *cf,
     int64_t session, int persist, char **cause)
 {
 	struct snap_cc_run r;
-	int n;
 
 	memset(&r, 0, sizeof r);
+	r.report = -1;
 	switch (persist) {
 	case CONFIG_PERSIST_ALWAYS:
 		r.apply = true;
@@ -1211,11 +1453,276 @@ snap_confdiff_session_end(struct store *st, const struct config *cf,
 	}
 	if (snap_cc_do(st, session, &r, cause) == -1)
 		return -1;
-	if ((n = r.done) > 0)
-		store_event_add(st, session, "info", "confdiff", "%d config "
-		    "change%s %s at session end (config_persist = %s)", n,
-		    n == 1 ? "" : "s", persist == CONFIG_PERSIST_ALWAYS ?
-		    "applied" : "discarded", persist == CONFIG_PERSIST_ALWAYS ?
-		    "always" : "never");
-	return snap_cc_summary(&r, session, cause);
+	return snap_cc_ended(st, session, persist, &r, cause);
+}
+
+/*
+ * The session end's run, off the server's loop: a child process reads
+ * the jail-written copies, merges (jansson, git merge-file) and writes
+ * the host files, and reports each result through a pipe; the server
+ * records them in its store as they come. The child gets no store of its
+ * own: an SQLite connection must not cross a fork.
+ */
+
+/* How long the child may take; what it has not reported by then stays pending. */
+#define SNAP_CC_END_TIMEOUT 120
+
+struct snap_confdiff_end {
+	struct event_base *base;
+	struct store *st;
+	int64_t session;
+	int persist;
+	int fd;                     /* the child's reports */
+	int pidfd;
+	pid_t pid;                  /* not reaped before the pipe closes */
+	struct event *ev;
+	struct event *timer;
+	bool timed_out;
+	struct buf in;              /* what came and is not replayed yet */
+	struct snap_cc_run r;
+	char *error;                /* the child's run failed: why */
+	snap_confdiff_end_cb done;
+	void *arg;
+};
+
+static int snap_cc_nends;
+
+int
+snap_confdiff_endings(void)
+{
+	return snap_cc_nends;
+}
+
+/*
+ * The child, after fork: no fd of the server's stays open in it (a pty
+ * or pipe it held would hide an end from the server), no handler of the
+ * server's runs in it, and it ends with _exit.
+ */
+static void __attribute__((noreturn))
+snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
+    int fd)
+{
+	struct snap_cc_run r;
+	struct snap_ccs c;
+	char *cause = NULL;
+	int sig;
+
+	clone_gate_open();
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
+	}
+	if (fd > 3)
+		syscall(SYS_close_range, 3U, (unsigned)fd - 1, 0U);
+	syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0U);
+	memset(&r, 0, sizeof r);
+	r.apply = apply;
+	r.report = fd;
+	if (snap_cc_pending_of(session, NULL, done, &c, &cause) == -1 ||
+	    snap_cc_do_list(NULL, session, &r, &c, &cause) == -1)
+		snap_cc_report(&r, 'E', "", cause != NULL ? cause : "failed");
+	_exit(0);
+}
+
+/* Records one result of the child's (KIND, PATH, ARG) in the server's store. */
+static void
+snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
+    const char *arg)
+{
+	struct snap_cc cc;
+	struct strv none;
+	char *cause = NULL;
+
+	memset(&cc, 0, sizeof cc);
+	cc.host = (char *)path;
+	cc.change = arg[0] != '\0' ? arg[0] : 'M';
+	switch (kind) {
+	case 'R':
+		if (snap_cc_record(&e->r, e->st, e->session, &cc, arg[0] !=
+		    '\0' && arg[1] == 's', &cause) == -1) {
+			log_warnx("confdiff: %s", cause);
+			free(cause);
+		}
+		break;
+	case 'C':
+		strv_init(&none);
+		snap_cc_conflict(&e->r, e->st, e->session, &cc, &none);
+		break;
+	case 'F':
+		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
+		break;
+	default:
+		free(e->error);
+		e->error = xstrdup(arg);
+		break;
+	}
+}
+
+/* Replays the complete reports in E->in; a partial one waits for the rest. */
+static void
+snap_cc_end_parse(struct snap_confdiff_end *e)
+{
+	const char *p = e->in.data, *end = p + e->in.len, *path, *arg;
+	size_t used = 0;
+
+	while (p < end) {
+		if ((path = memchr(p, '\0', (size_t)(end - p))) == NULL ||
+		    ++path >= end || (arg = memchr(path, '\0',
+		    (size_t)(end - path))) == NULL || ++arg >= end ||
+		    memchr(arg, '\0', (size_t)(end - arg)) == NULL)
+			break;
+		snap_cc_end_replay(e, *p, path, arg);
+		p = arg + strlen(arg) + 1;
+		used = (size_t)(p - e->in.data);
+	}
+	if (used > 0) {
+		memmove(e->in.data, e->in.data + used, e->in.len - used);
+		e->in.len -= used;
+	}
+}
+
+static void
+snap_cc_end_free(struct snap_confdiff_end *e)
+{
+	if (e->ev != NULL)
+		event_free(e->ev);
+	if (e->timer != NULL)
+		event_free(e->timer);
+	if (e->fd != -1)
+		close(e->fd);
+	proc_reap_pidfd(e->base, e->pidfd, 0);
+	buf_free(&e->in);
+	free(e->error);
+	free(e);
+	snap_cc_nends--;
+}
+
+/* The child is over (its pipe closed): the summary, and DONE is told. */
+static void
+snap_cc_end_over(struct snap_confdiff_end *e)
+{
+	char *cause = NULL;
+	int n;
+
+	if (e->timed_out) {
+		cause = xprintf("applying took over %d s and was stopped; what "
+		    "was not applied stays pending: 'agentmux confdiff %lld' "
+		    "shows it", SNAP_CC_END_TIMEOUT, (long long)e->session);
+		n = -1;
+	} else if (e->error != NULL) {
+		cause = xstrdup(e->error);
+		n = -1;
+	} else
+		n = snap_cc_ended(e->st, e->session, e->persist, &e->r, &cause);
+	if (e->done != NULL)
+		e->done(e->arg, n, cause);
+	free(cause);
+	snap_cc_end_free(e);
+}
+
+static void
+snap_cc_end_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_confdiff_end *e = arg;
+	char data[8192];
+	ssize_t n;
+
+	while ((n = read(fd, data, sizeof data)) > 0) {
+		buf_add(&e->in, data, (size_t)n);
+		snap_cc_end_parse(e);
+	}
+	if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		snap_cc_end_over(e);
+}
+
+static void
+snap_cc_end_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_confdiff_end *e = arg;
+
+	e->timed_out = true;
+	if (e->pidfd == -1 ||
+	    syscall(SYS_pidfd_send_signal, e->pidfd, SIGKILL, NULL, 0) == -1)
+		kill(e->pid, SIGKILL);
+}
+
+/* Forks the child, between the clone gate's close and open (see core-thread.c). */
+static int
+snap_cc_end_fork(struct snap_confdiff_end *e, const struct strv *done,
+    char **cause)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		*cause = xprintf("cannot create a pipe to apply them: %s; they "
+		    "stay pending: 'agentmux confdiff %lld' shows them",
+		    strerror(errno), (long long)e->session);
+		return -1;
+	}
+	clone_gate_close();
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		snap_cc_end_child(e->session, done, e->r.apply, p[1]);
+	}
+	clone_gate_open();
+	close(p[1]);
+	if (pid == -1) {
+		*cause = xprintf("cannot fork to apply them: %s; they stay "
+		    "pending: 'agentmux confdiff %lld' shows them",
+		    strerror(errno), (long long)e->session);
+		close(p[0]);
+		return -1;
+	}
+	e->fd = p[0];
+	e->pid = pid;
+	e->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (e->pidfd != -1)
+		util_set_cloexec(e->pidfd);
+	util_set_nonblock(e->fd);
+	return 0;
+}
+
+struct snap_confdiff_end *
+snap_confdiff_end_start(struct event_base *base, struct store *st,
+    int64_t session, int persist, snap_confdiff_end_cb done, void *arg,
+    char **cause)
+{
+	struct timeval tv = { SNAP_CC_END_TIMEOUT, 0 };
+	struct snap_confdiff_end *e = xcalloc(1, sizeof *e);
+	struct strv paths;
+	int rc;
+
+	e->base = base;
+	e->st = st;
+	e->session = session;
+	e->persist = persist;
+	e->fd = e->pidfd = -1;
+	e->done = done;
+	e->arg = arg;
+	e->r.apply = persist == CONFIG_PERSIST_ALWAYS;
+	e->r.report = -1;
+	buf_init(&e->in);
+	snap_cc_nends++;
+	snap_cc_done_paths(st, session, &paths);
+	rc = snap_cc_end_fork(e, &paths, cause);
+	strv_free(&paths);
+	if (rc == -1) {
+		e->done = NULL;
+		snap_cc_end_free(e);
+		return NULL;
+	}
+	e->ev = event_new(base, e->fd, EV_READ | EV_PERSIST, snap_cc_end_read, e);
+	e->timer = evtimer_new(base, snap_cc_end_timeout, e);
+	if (e->ev == NULL || e->timer == NULL || event_add(e->ev, NULL) == -1 ||
+	    evtimer_add(e->timer, &tv) == -1)
+		fatalx("cannot watch the config apply's child");
+	return e;
+}
+
+void
+snap_confdiff_end_detach(struct snap_confdiff_end *e)
+{
+	if (e != NULL)
+		e->done = NULL;
 }

@@ -152,6 +152,20 @@ struct snap_overlap_other {
 	struct strv all;
 };
 
+static int
+snap_overlap_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts V for snap_overlap_has (a diff marks its files by lookup, not by scan). */
+static void
+snap_overlap_sort(struct strv *v)
+{
+	if (v->n > 1)
+		qsort(v->v, v->n, sizeof *v->v, snap_overlap_cmp);
+}
+
 static void
 snap_overlap_other_files(struct store *st, struct snap_repo *r,
     const struct store_session *me, const struct store_session *o,
@@ -178,18 +192,15 @@ snap_overlap_other_files(struct store *st, struct snap_repo *r,
 		free(a);
 		free(b);
 	}
+	snap_overlap_sort(&x->alone);
+	snap_overlap_sort(&x->all);
 }
 
 static bool
 snap_overlap_has(const struct strv *v, const char *path)
 {
-	size_t i;
-
-	for (i = 0; i < v->n; i++) {
-		if (strcmp(v->v[i], path) == 0)
-			return true;
-	}
-	return false;
+	return v->n > 0 && bsearch(&path, v->v, v->n, sizeof *v->v,
+	    snap_overlap_cmp) != NULL;
 }
 
 /* The mark of PATH, or nothing: the sessions that changed it alone, else while both ran. */

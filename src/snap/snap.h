@@ -343,6 +343,24 @@ int snap_confdiff_pending(struct store *, int64_t session);
  */
 int snap_confdiff_session_end(struct store *, const struct config *,
     int64_t session, int persist, char **cause);
+/*
+ * The same, off the loop (what it reads and merges is the jail's): a
+ * child process applies or discards, the server records each result in
+ * ST as it comes, and DONE(ARG, N, CAUSE) runs on BASE's loop once over
+ * (N as above; -1 with CAUSE, borrowed, if not all went in or it took
+ * too long). The child is killed after a timeout. PERSIST must be always
+ * or never. NULL with *CAUSE if it cannot start. ST must stay open until
+ * snap_confdiff_endings() is 0.
+ */
+struct snap_confdiff_end;
+typedef void (*snap_confdiff_end_cb)(void *arg, int n, const char *cause);
+struct snap_confdiff_end *snap_confdiff_end_start(struct event_base *,
+    struct store *st, int64_t session, int persist,
+    snap_confdiff_end_cb done, void *arg, char **cause);
+/** DONE is not called any more (its ARG is going); the run goes on to its end. */
+void snap_confdiff_end_detach(struct snap_confdiff_end *);
+/** How many session-end runs are not over yet. */
+int snap_confdiff_endings(void);
 
 /* Line-level redaction of secrets (snap-redact.c). */
 

@@ -853,6 +853,67 @@ test_legacy_on_loop(void **state)
 	free(old);
 }
 
+/*
+ * config_persist = always: at the session's end the three-way merge of
+ * what the jail wrote (git merge-file, slowed to 2 s here) runs off the
+ * loop, which serves a timer meanwhile (it used to wait for the merge);
+ * done is told once the merge is in the host file.
+ */
+static void
+test_confdiff_end_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	char *cfg, *script, *notes, *text, *old;
+
+	cfg = xprintf("[agent tc]\ncommand = sh\nconfig_dir = %s/tcd\n"
+	    "config_persist = always\n", test_dir);
+	test_sh_ok("mkdir -p '%s/config/agentmux' '%s/tcd' && printf "
+	    "'one\\ntwo\\nthree\\nfour\\nfive\\n' >'%s/tcd/notes.txt'",
+	    test_dir, test_dir, test_dir);
+	notes = xprintf("%s/config/agentmux/config", test_dir);
+	test_write_file(notes, cfg);
+	free(notes);
+	fixture_open(&f);
+	script = xprintf("while [ ! -e go ]; do sleep 0.1; done; printf "
+	    "'ONE\\ntwo\\nthree\\nfour\\nfive\\n' >'%s/tcd/notes.txt' && "
+	    "exit 5", test_dir);
+	start_agent(&f, &o, "tc", script);
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	/* The host changes another line since the start: a merge. */
+	test_sh_ok("printf 'one\\ntwo\\nthree\\nfour\\nFIVE\\n' "
+	    ">'%s/tcd/notes.txt'", test_dir);
+	old = slow_git("*merge-file*", 2, "merged");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	test_sh_ok("touch go");
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 5);
+	print_message("config merge: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	notes = xprintf("%s/tcd/notes.txt", test_dir);
+	text = test_read_file(notes);
+	assert_string_equal(text, "ONE\ntwo\nthree\nfour\nFIVE\n");
+	test_sh_ok("test -s '%s/merged'", test_dir);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	event_free(tk.ev);
+	session_free(o.s);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(old);
+	free(text);
+	free(notes);
+	free(script);
+	free(cfg);
+}
+
 int
 main(void)
 {
@@ -880,6 +941,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_legacy_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_start_waits_for_recovery,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_confdiff_end_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include <event2/event.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,6 +644,124 @@ test_merge_file_entry(void **state)
 	}
 }
 
+/* The agent removes dirs, through a real overlay: SCRIPT runs in it. */
+static bool
+agent_removes(const char *script)
+{
+	return test_sh("unshare -rm sh -c 'mkdir -p %s/m && mount -t overlay "
+	    "overlay -o userxattr,lowerdir=%s,upperdir=%s/overlay/0/upper,"
+	    "workdir=%s/overlay/0/work %s/m && cd %s/m && %s' 2>/dev/null",
+	    dir, host, sdir, sdir, dir, dir, script) == 0;
+}
+
+/*
+ * A dir the session deleted (rm -rf ~/.claude/projects) under which the
+ * host wrote since the start, or holds what the start copy has not: a
+ * conflict, listing those files; nothing removed until --force. A dir
+ * with nothing of the host's since goes. A file replacing a dir is
+ * checked the same way.
+ */
+static void
+test_merge_dir_deleted(void **state)
+{
+	char *out;
+
+	take_base();
+	/* keep becomes a file: its dir is removed for it, so it is checked too. */
+	if (!agent_removes("rm -r plugins keep sub && echo f > keep"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	/* The host writes after the start; a file the start copy missed. */
+	test_sh_ok("echo late > %s/plugins/p/late && rm %s/overlay/0/base/keep/b",
+	    host, sdir);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "plugins: the host changed it too"));
+	assert_non_null(strstr(out, "plugins/p/late: changed on the host "
+	    "since the session started"));
+	assert_null(strstr(out, "plugins/p/x:"));
+	assert_non_null(strstr(out, "keep: the host changed it too"));
+	assert_non_null(strstr(out, "keep/b: not in the session's start copy"));
+	assert_null(strstr(out, "keep/a:"));
+	assert_non_null(strstr(out, "applied   deleted  "));
+	assert_non_null(strstr(out, "1 applied, 2 conflicts"));
+	free(out);
+	test_sh_ok("cd %s && test -f plugins/p/late && test -f plugins/p/x && "
+	    "test -f keep/a && test -f keep/b && ! test -e sub", host);
+	assert_int_equal(pending(), 2);
+	free(confdiff(0, "--apply", "--force", NULL));
+	test_sh_ok("cd %s && ! test -e plugins && test \"$(cat keep)\" = f",
+	    host);
+	assert_int_equal(pending(), 0);
+}
+
+struct end_seen {
+	int calls;
+	int n;
+	char *cause;
+};
+
+static void
+end_done(void *arg, int n, const char *cause)
+{
+	struct end_seen *e = arg;
+
+	e->calls++;
+	e->n = n;
+	e->cause = cause != NULL ? xstrdup(cause) : NULL;
+}
+
+/*
+ * config_persist = always off the loop (snap_confdiff_end_start): the
+ * child applies what merges and the server records it; a conflict is
+ * recorded as one, stays pending and is told; a set-id bit dropped is
+ * flagged as tampering in the server's store.
+ */
+static void
+test_persist_at_end_child(void **state)
+{
+	struct config *cf = config_default();
+	struct end_seen seen = { 0 };
+	struct event_base *base = event_base_new();
+	struct store_session *ss;
+	struct store *st;
+	char *cause = NULL, *t;
+	int i;
+
+	take_base();
+	test_sh_ok("printf '{\"theme\": \"light\"}\\n' > "
+	    "%s/overlay/0/upper/settings.json && echo x > "
+	    "%s/overlay/0/upper/tool.sh && chmod 4755 "
+	    "%s/overlay/0/upper/tool.sh && echo 'editor = end' > "
+	    "%s/overlay/1/file", sdir, sdir, sdir, sdir);
+	test_sh_ok("printf '{\"theme\": \"blue\"}\\n' > %s/settings.json",
+	    host);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	assert_non_null(snap_confdiff_end_start(base, st, sid,
+	    CONFIG_PERSIST_ALWAYS, end_done, &seen, &cause));
+	assert_int_equal(snap_confdiff_endings(), 1);
+	for (i = 0; i < 100000 && snap_confdiff_endings() > 0; i++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	assert_int_equal(seen.calls, 1);
+	assert_int_equal(seen.n, -1);
+	assert_non_null(strstr(seen.cause, "1 change conflicts"));
+	assert_int_equal(snap_confdiff_pending(st, sid), 1);
+	ss = store_session_get(st, sid);
+	assert_non_null(ss);
+	assert_non_null(ss->flags);
+	assert_non_null(strstr(ss->flags, "tampering"));
+	store_session_free(ss);
+	store_close(st);
+	t = host_text("settings.json");
+	assert_non_null(strstr(t, "blue"));
+	free(t);
+	test_sh_ok("grep -q end %s && test \"$(stat -c %%a %s/tool.sh)\" = "
+	    "755", hostfile, host);
+	free(seen.cause);
+	event_base_free(base);
+	config_free(cf);
+}
+
 int
 main(void)
 {
@@ -674,6 +793,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_merge_append, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_merge_file_entry, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_merge_dir_deleted, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_persist_at_end_child, setup,
 		    teardown),
 	};
 
