@@ -291,7 +291,7 @@ void tui_set_detach_cb(struct tui *,
 struct tui_port_opts {
 	int jail_port;
 	int host_port;               /* 0: any free one */
-	const char *host;            /* NULL: 127.0.0.1 */
+	const char *host;            /* NULL: the session's own (session_port_default_host) */
 	bool named;                  /* the user named HOST with --host */
 	bool remove;
 };
