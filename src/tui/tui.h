@@ -124,6 +124,7 @@ enum tui_action {
 	TUI_ACT_PAUSE,        /* pause or resume the focused session */
 	TUI_ACT_SESSIONS,     /* what each session costs */
 	TUI_ACT_RELOAD,       /* the server re-reads the config file */
+	TUI_ACT_PORT,         /* forward a port of the focused session */
 };
 
 enum tui_dir {
