@@ -101,7 +101,7 @@ tui_cmds_json_ports(struct json *j, struct session *s)
 	json_arr_end(j);
 }
 
-/* The same for ls: ", ports 127.0.0.1:8080->8000 ...". */
+/* The same for ls: ", ports 127.77.1.1:8080->8000 ...". */
 static void
 tui_cmds_ports(struct buf *out, struct session *s)
 {

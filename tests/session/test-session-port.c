@@ -1,4 +1,4 @@
-/* A forward's connections time out: a jail that never answers, or a port whose connect never completes, gives its slots back; bytes moving keep a connection open. Real jails, real sockets on loopback. */
+/* Each session's forwards on an address of its own, and their connections time out: a jail that never answers, or a port whose connect never completes, gives its slots back; bytes moving keep a connection open. Real jails, real sockets on loopback. */
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -353,10 +353,36 @@ test_connect_given_up(void **state)
 	fixture_close(&f);
 }
 
+/* Each session's own loopback address: 127.77.ID.1, then on through 127.255.255.1, never 127.0.x.x. */
+static void
+test_default_host(void **state)
+{
+	static const struct {
+		int64_t id;
+		const char *want;
+	} v[] = {
+		{ 1, "127.77.1.1" },
+		{ 255, "127.77.255.1" },
+		{ 256, "127.78.0.1" },
+		{ 45823, "127.255.255.1" },
+		{ 45824, "127.77.0.1" },
+		{ 45825, "127.77.1.1" },
+	};
+	char host[INET_ADDRSTRLEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < nitems(v); i++) {
+		session_port_default_host(v[i].id, host, sizeof host);
+		assert_string_equal(host, v[i].want);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_host),
 		cmocka_unit_test_setup_teardown(test_idle_closed,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_active_kept,
