@@ -513,7 +513,7 @@ session_port_check(struct session *s, const char *host, bool named,
 void
 session_port_default_host(int64_t id, char *buf, size_t len)
 {
-	int64_t n = (id < 0 ? -id : id) % SESSION_PORT_NETS;
+	uint64_t n = (uint64_t)id % SESSION_PORT_NETS;
 
 	snprintf(buf, len, "127.%d.%d.1",
 	    SESSION_PORT_NET_FIRST + (int)(n / 256), (int)(n % 256));
