@@ -18,7 +18,7 @@
 
 /* What one side may have queued before the other stops being read. */
 #define SESSION_PORT_HIGH (256 * 1024)
-/* Connections one forward carries at once; more are closed at once. */
+/* Connections one forward carries at once; a new one past it takes the place of the one quiet longest. */
 #define SESSION_PORT_CONNS 128
 /*
  * How long a connection's jail side may take to be made (the door's socket,
@@ -46,6 +46,7 @@ struct session_port_conn {
 	struct bufferevent *jail;    /* NULL until the door made its socket */
 	struct event *timer;         /* connect, then idle timeout */
 	bool jail_up;                /* its jail side is connected */
+	int64_t last_us;             /* when something last moved (util_mono_us) */
 	bool host_eof;
 	bool jail_eof;
 	struct session_port_conn *next;
@@ -128,6 +129,7 @@ session_port_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_port_touch(struct session_port_conn *c)
 {
+	c->last_us = util_mono_us();
 	if (c->jail_up)
 		event_add(c->timer, &session_port_idle_tv);
 }
@@ -328,6 +330,22 @@ session_port_door(struct session *s, char **cause)
 	return 0;
 }
 
+/* The forward is full: the connection quiet longest goes, so that a jail holding its connections silent cannot keep new clients out. */
+static void
+session_port_evict(struct session_port *sp)
+{
+	struct session_port_conn *c, *oldest = sp->conns;
+
+	for (c = sp->conns; c != NULL; c = c->next) {
+		/* Newest first: on a tie the older one goes. */
+		if (c->last_us <= oldest->last_us)
+			oldest = c;
+	}
+	if (oldest != NULL)
+		session_port_conn_free(oldest, "the forward was full, and it "
+		    "was quiet longest");
+}
+
 /* A client on the host: it waits, not read, until the door gives it a socket in the jail. */
 static void
 session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
@@ -338,8 +356,9 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	struct session_port_conn *c;
 	char *cause = NULL;
 
-	if (sp->nconns >= SESSION_PORT_CONNS ||
-	    session_port_door(sp->s, &cause) == -1 ||
+	if (sp->nconns >= SESSION_PORT_CONNS)
+		session_port_evict(sp);
+	if (session_port_door(sp->s, &cause) == -1 ||
 	    send(sps->door, "s", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
 		if (cause != NULL)
 			log_warnx("session %lld: port %d: %s",
@@ -350,6 +369,7 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	}
 	c = xcalloc(1, sizeof *c);
 	c->sp = sp;
+	c->last_us = util_mono_us();
 	c->host = bufferevent_socket_new(sp->s->ctx->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (c->host == NULL)

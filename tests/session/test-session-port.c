@@ -1,4 +1,4 @@
-/* Each session's forwards on an address of its own, and their connections time out: a jail that never answers, or a port whose connect never completes, gives its slots back; bytes moving keep a connection open. Real jails, real sockets on loopback. */
+/* Each session's forwards on an address of its own, and their connections time out: a jail that never answers, or a port whose connect never completes, gives its slots back, and a full forward makes room for a new client; bytes moving keep a connection open. Real jails, real sockets on loopback. */
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -233,6 +233,12 @@ closed(int fd)
 	return n == 0 || (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+static bool
+first_closed(void *arg)
+{
+	return closed(*(int *)arg);
+}
+
 /*
  * A client that sends nothing to a jail that answers nothing is closed:
  * without the idle timeout it held its slot for as long as the jail liked.
@@ -378,6 +384,41 @@ test_default_host(void **state)
 	}
 }
 
+/* SESSION_PORT_CONNS in session-port.c. */
+#define PORT_TEST_CONNS 128
+
+/*
+ * A forward full of connections the jail holds silent still takes a new
+ * client: the one quiet longest makes room (it used to be refused).
+ */
+static void
+test_full_evicts(void **state)
+{
+	struct fixture f;
+	struct watch w = { &f, 8000, PORT_TEST_CONNS };
+	int fds[PORT_TEST_CONNS], hp, late, i;
+
+	(void)state;
+	fixture_open(&f, 600, 600);
+	hp = forward(&f, 8000);
+	for (i = 0; i < PORT_TEST_CONNS; i++) {
+		fds[i] = client(&f, hp);
+		/* Each accepted in turn: the first is the one quiet longest. */
+		w.want = (size_t)i + 1;
+		loop_until(&f, conns_are, &w);
+	}
+	late = client(&f, hp);
+	loop_until(&f, first_closed, &fds[0]);
+	assert_int_equal(conns(&f, 8000), PORT_TEST_CONNS);
+	assert_false(closed(late));
+	for (i = 1; i < PORT_TEST_CONNS; i++)
+		assert_false(closed(fds[i]));
+	for (i = 0; i < PORT_TEST_CONNS; i++)
+		close(fds[i]);
+	close(late);
+	fixture_close(&f);
+}
+
 int
 main(void)
 {
@@ -388,6 +429,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_active_kept,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_connect_given_up,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_full_evicts,
 		    test_proj_setup, test_proj_teardown),
 	};
 
