@@ -101,8 +101,9 @@ static const struct cli_opt cli_port_opts[] = {
 	CLI_OPT_SERVER,
 	{ "delete", 'd', NULL, CLI_TEXT, "remove the forward to JAIL_PORT "
 	  "instead" },
-	{ "host", 0, "ADDR", CLI_TEXT, "listen on ADDR (default 127.0.0.1); "
-	  "an address that is not loopback only so" },
+	{ "host", 0, "ADDR", CLI_TEXT, "listen on ADDR (default: the "
+	  "session's own loopback address, 127.77.ID.1); an address that "
+	  "is not loopback only so" },
 	CLI_END
 };
 static const struct cli_arg cli_port_args[] = {
@@ -110,7 +111,7 @@ static const struct cli_arg cli_port_args[] = {
 	{ "JAIL_PORT", CLI_TEXT, 0, "the port its program listens on, on the "
 	  "jail's 127.0.0.1" },
 	{ "HOST_PORT", CLI_TEXT, CLI_OPTIONAL, "[ADDR:]PORT on the host "
-	  "(default: JAIL_PORT on 127.0.0.1; 0: any free port)" },
+	  "(default: JAIL_PORT on 127.77.ID.1; 0: any free port)" },
 	CLI_ARGS_END
 };
 static const struct cli_opt cli_wait_opts[] = {
@@ -439,12 +440,20 @@ static const struct cli_cmd cli_cmds[] = {
 	  .help =
 	  "Each jail has a network of its own, so dev servers in different\n"
 	  "sessions never clash on ports, and the host cannot reach them. This\n"
-	  "listens on 127.0.0.1:HOST_PORT on the host, in the server, and\n"
-	  "connects each connection to 127.0.0.1:JAIL_PORT inside the jail,\n"
-	  "from outside: nothing in the jail gains a way out. The forward lasts\n"
-	  "until 'agentmux port -d SESSION JAIL_PORT' or the session's end;\n"
+	  "listens on HOST_PORT of the session's own loopback address\n"
+	  "(127.77.ID.1 for session ID; 127.77+ID/256.ID%256.1 above 255) on\n"
+	  "the host, in the server, and connects each connection to\n"
+	  "127.0.0.1:JAIL_PORT inside the jail, from outside: nothing in the\n"
+	  "jail gains a way out. The forward lasts until\n"
+	  "'agentmux port -d SESSION JAIL_PORT' or the session's end;\n"
 	  "'agentmux ls' lists it. An address that is not loopback, where other\n"
-	  "machines could connect, is used only when named with --host.\n" },
+	  "machines could connect, is used only when named with --host.\n"
+	  "A page the jail serves runs in your browser with this host's\n"
+	  "network, outside the jail and its proxy: its own address keeps it\n"
+	  "from the cookies of 127.0.0.1 and of other sessions. Any local user\n"
+	  "can connect to a forward, as with ssh -L. A connection is closed\n"
+	  "when the jail's side is not made within 10 s, or when nothing\n"
+	  "moves either way for 5 minutes.\n" },
 	{ .name = "run", .fn = cmd_run, .opts = cli_run_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "run a command (default: the agent's) in a jail, in this "

@@ -2,6 +2,8 @@
 #ifndef AGENTMUX_SESSION_INT_H
 #define AGENTMUX_SESSION_INT_H
 
+#include <sys/time.h>
+
 #include "core/core.h"
 #include "jail/jail.h"
 #include "session.h"
@@ -321,6 +323,9 @@ void session_snap_free(struct session *, bool ran);
  * front end (session-proxy.c).
  */
 void session_proxy_request(void *arg, const struct request *r);
+/* session-port.c: a forwarded connection's timeouts (tests shorten them) */
+extern struct timeval session_port_connect_tv;
+extern struct timeval session_port_idle_tv;
 /* A request to HOST completed: a model host's marks an agent turn. */
 void session_snap_request_done(struct session *, const char *host);
 

@@ -18,10 +18,24 @@
 
 /* What one side may have queued before the other stops being read. */
 #define SESSION_PORT_HIGH (256 * 1024)
-/* Connections one forward carries at once; more are closed at once. */
+/* Connections one forward carries at once; a new one past it takes the place of the one quiet longest. */
 #define SESSION_PORT_CONNS 128
+/*
+ * How long a connection's jail side may take to be made (the door's socket,
+ * then the connect), and how long a connection may carry nothing either
+ * way: a jail that never answers would otherwise hold its slots for good.
+ */
+AM_TESTABLE struct timeval session_port_connect_tv = { 10, 0 };
+AM_TESTABLE struct timeval session_port_idle_tv = { 5 * 60, 0 };
 /* How long the helper that reaches into the jail has to end, once let go. */
 #define SESSION_PORT_DOOR_GRACE_MS 1000
+/*
+ * A session's own loopback address, 127.A.B.1: A from this up, so that
+ * 127.0.0.1 and Debian's 127.0.1.1 are never one; 179 x 256 sessions
+ * before two share one.
+ */
+#define SESSION_PORT_NET_FIRST 77
+#define SESSION_PORT_NETS ((256 - SESSION_PORT_NET_FIRST) * 256)
 
 struct session_port;
 
@@ -30,6 +44,9 @@ struct session_port_conn {
 	struct session_port *sp;
 	struct bufferevent *host;
 	struct bufferevent *jail;    /* NULL until the door made its socket */
+	struct event *timer;         /* connect, then idle timeout */
+	bool jail_up;                /* its jail side is connected */
+	int64_t last_us;             /* when something last moved (util_mono_us) */
 	bool host_eof;
 	bool jail_eof;
 	struct session_port_conn *next;
@@ -96,6 +113,27 @@ session_port_door_close(struct session *s)
 	sps->nwait = 0;
 }
 
+/* Nothing moved in time (the jail side not made, or then no byte either way). */
+static void
+session_port_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session_port_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	session_port_conn_free(c, c->jail_up ? "idle for too long" :
+	    "the jail's side was not made in time");
+}
+
+/* Something moved on C: its idle time starts again. */
+static void
+session_port_touch(struct session_port_conn *c)
+{
+	c->last_us = util_mono_us();
+	if (c->jail_up)
+		event_add(c->timer, &session_port_idle_tv);
+}
+
 /* Connection C's other side. */
 static struct bufferevent *
 session_port_other(struct session_port_conn *c, struct bufferevent *bev)
@@ -124,6 +162,7 @@ session_port_conn_free(struct session_port_conn *c, const char *why)
 		}
 	}
 	sp->nconns--;
+	event_free(c->timer);
 	bufferevent_free(c->host);
 	if (c->jail != NULL)
 		bufferevent_free(c->jail);
@@ -149,6 +188,7 @@ session_port_read_cb(struct bufferevent *bev, void *arg)
 
 	if (other == NULL)
 		return;
+	session_port_touch(c);
 	out = bufferevent_get_output(other);
 	evbuffer_add_buffer(out, bufferevent_get_input(bev));
 	if (evbuffer_get_length(out) >= SESSION_PORT_HIGH)
@@ -165,6 +205,7 @@ session_port_write_cb(struct bufferevent *bev, void *arg)
 
 	if (other == NULL)
 		return;
+	session_port_touch(c);
 	if (session_port_done(c)) {
 		session_port_conn_free(c, "both sides ended");
 		return;
@@ -183,6 +224,8 @@ session_port_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct bufferevent *other = session_port_other(c, bev);
 
 	if (what & BEV_EVENT_CONNECTED) {
+		c->jail_up = true;
+		session_port_touch(c);
 		bufferevent_enable(c->host, EV_READ | EV_WRITE);
 		bufferevent_enable(c->jail, EV_READ | EV_WRITE);
 		/* What the client sent while the jail side was made. */
@@ -287,6 +330,22 @@ session_port_door(struct session *s, char **cause)
 	return 0;
 }
 
+/* The forward is full: the connection quiet longest goes, so that a jail holding its connections silent cannot keep new clients out. */
+static void
+session_port_evict(struct session_port *sp)
+{
+	struct session_port_conn *c, *oldest = sp->conns;
+
+	for (c = sp->conns; c != NULL; c = c->next) {
+		/* Newest first: on a tie the older one goes. */
+		if (c->last_us <= oldest->last_us)
+			oldest = c;
+	}
+	if (oldest != NULL)
+		session_port_conn_free(oldest, "the forward was full, and it "
+		    "was quiet longest");
+}
+
 /* A client on the host: it waits, not read, until the door gives it a socket in the jail. */
 static void
 session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
@@ -297,8 +356,9 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	struct session_port_conn *c;
 	char *cause = NULL;
 
-	if (sp->nconns >= SESSION_PORT_CONNS ||
-	    session_port_door(sp->s, &cause) == -1 ||
+	if (sp->nconns >= SESSION_PORT_CONNS)
+		session_port_evict(sp);
+	if (session_port_door(sp->s, &cause) == -1 ||
 	    send(sps->door, "s", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
 		if (cause != NULL)
 			log_warnx("session %lld: port %d: %s",
@@ -309,12 +369,17 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	}
 	c = xcalloc(1, sizeof *c);
 	c->sp = sp;
+	c->last_us = util_mono_us();
 	c->host = bufferevent_socket_new(sp->s->ctx->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (c->host == NULL)
 		fatalx("cannot create a bufferevent");
 	bufferevent_setcb(c->host, session_port_read_cb, session_port_write_cb,
 	    session_port_event_cb, c);
+	c->timer = evtimer_new(sp->s->ctx->base, session_port_timeout_cb, c);
+	if (c->timer == NULL)
+		fatalx("cannot create a timer");
+	event_add(c->timer, &session_port_connect_tv);
 	c->next = sp->conns;
 	sp->conns = c;
 	sp->nconns++;
@@ -465,16 +530,29 @@ session_port_check(struct session *s, const char *host, bool named,
 	return 0;
 }
 
+void
+session_port_default_host(int64_t id, char *buf, size_t len)
+{
+	uint64_t n = (uint64_t)id % SESSION_PORT_NETS;
+
+	snprintf(buf, len, "127.%d.%d.1",
+	    SESSION_PORT_NET_FIRST + (int)(n / 256), (int)(n % 256));
+}
+
 int
 session_port_add(struct session *s, const char *host, bool named,
     int host_port, int jail_port, int *bound, char **cause)
 {
 	struct session_ports *sps;
 	struct session_port *sp;
+	char own[INET_ADDRSTRLEN];
 	int family, fd;
 
-	if (host == NULL)
-		host = "127.0.0.1";
+	/* Its own address: the browser keeps its cookies and storage apart from 127.0.0.1's and other sessions'. */
+	if (host == NULL) {
+		session_port_default_host(s->id, own, sizeof own);
+		host = own;
+	}
 	if (session_port_check(s, host, named, host_port, jail_port, &family,
 	    cause) == -1 || session_port_door(s, cause) == -1)
 		return -1;

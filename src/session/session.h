@@ -297,7 +297,13 @@ struct session_port_info {
 };
 
 /**
- * Forwards HOST:HOST_PORT on the host (HOST NULL: 127.0.0.1; HOST_PORT 0:
+ * The loopback address session ID's forwards listen on unless told
+ * otherwise, 127.77.ID.1 for IDs below 256 (session_port_add), into BUF.
+ */
+void session_port_default_host(int64_t id, char *buf, size_t len);
+/**
+ * Forwards HOST:HOST_PORT on the host (HOST NULL: the session's own
+ * address, session_port_default_host; HOST_PORT 0:
  * any free port) to 127.0.0.1:JAIL_PORT inside the session's jail, its own
  * network namespace, until session_port_remove or the jail's end. The
  * host listens; each connection is made into the jail from outside, so

@@ -1,4 +1,6 @@
 /* What the server's commands do to the dashboard's sessions: list them, close one, type into one. */
+#include <netinet/in.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +101,7 @@ tui_cmds_json_ports(struct json *j, struct session *s)
 	json_arr_end(j);
 }
 
-/* The same for ls: ", ports 127.0.0.1:8080->8000 ...". */
+/* The same for ls: ", ports 127.77.1.1:8080->8000 ...". */
 static void
 tui_cmds_ports(struct buf *out, struct session *s)
 {
@@ -322,8 +324,9 @@ tui_port(struct tui *t, int64_t id, const struct tui_port_opts *o,
     char **text, char **cause)
 {
 	struct tui_pane *wp = tui_cmds_pane(t, id);
-	const char *host = o->host != NULL ? o->host : "127.0.0.1";
-	bool v6 = strchr(host, ':') != NULL;
+	char own[INET6_ADDRSTRLEN];
+	const char *host = o->host;
+	bool v6;
 	int bound;
 
 	if (wp == NULL || wp->s == NULL || wp->exited) {
@@ -338,14 +341,23 @@ tui_port(struct tui *t, int64_t id, const struct tui_port_opts *o,
 		    "forwarded\n", (long long)id, o->jail_port);
 		return 0;
 	}
+	if (host == NULL) {
+		session_port_default_host(id, own, sizeof own);
+		host = own;
+	}
 	if (session_port_add(wp->s, host, o->named, o->host_port,
 	    o->jail_port, &bound, cause) == -1)
 		return -1;
-	*text = xprintf("%s%s%s:%d -> session %lld's port %d (until "
-	    "'agentmux port -d %lld %d' or the session's end)\n",
-	    v6 ? "[" : "", host, v6 ? "]" : "", bound, (long long)id,
-	    o->jail_port, (long long)id, o->jail_port);
-	tui_message(t, false, "session %lld: port %d forwarded to %s:%d",
-	    (long long)id, o->jail_port, host, bound);
+	v6 = strchr(host, ':') != NULL;
+	*text = xprintf("http://%s%s%s:%d/ -> session %lld's port %d (until "
+	    "'agentmux port -d %lld %d' or the session's end)\n"
+	    "Pages it serves run in your browser with this host's network, "
+	    "outside the jail and its proxy; any local user can connect "
+	    "to it.\n", v6 ? "[" : "", host, v6 ? "]" : "", bound,
+	    (long long)id, o->jail_port, (long long)id, o->jail_port);
+	tui_message(t, false, "session %lld: port %d forwarded to "
+	    "http://%s%s%s:%d/ (its pages run with this host's network)",
+	    (long long)id, o->jail_port, v6 ? "[" : "", host, v6 ? "]" : "",
+	    bound);
 	return 0;
 }

@@ -796,6 +796,9 @@ tui_action(struct tui *t, const struct tui_binding *b)
 	case TUI_ACT_RELOAD:
 		tui_reload(t);
 		break;
+	case TUI_ACT_PORT:
+		tui_port_dialog(t);
+		break;
 	case TUI_ACT_SELECT:
 		tui_select_nth(t, b->arg == 0 ? 10 : b->arg);
 		break;

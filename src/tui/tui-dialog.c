@@ -1,7 +1,8 @@
-/* Dialogs over everything: confirmations, the new session picker, and the one-line editor they use. */
+/* Dialogs over everything: confirmations, the new session picker, the port forward, and the one-line editor they use. */
 #include <sys/stat.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,9 @@ tui_dialog_free(struct tui *t)
 	t->new_missing = NULL;
 	free(t->new_note);
 	t->new_note = NULL;
+	buf_free(&t->port_line.text);
+	free(t->port_note);
+	t->port_note = NULL;
 	t->dialog = TUI_DIALOG_NONE;
 }
 
@@ -413,6 +417,125 @@ tui_new_key(struct tui *t, const struct tui_key *k)
 	}
 }
 
+/* The port dialog's note: why Enter was refused; NULL clears it. */
+static void
+tui_port_note(struct tui *t, const char *text)
+{
+	free(t->port_note);
+	t->port_note = text != NULL ? xstrdup(text) : NULL;
+}
+
+/* The pane of the port dialog's session, or NULL once it is gone. */
+static struct tui_pane *
+tui_port_pane(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id == t->port_id)
+			return t->panes[i];
+	}
+	return NULL;
+}
+
+void
+tui_port_dialog(struct tui *t)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+
+	if (wp == NULL || wp->s == NULL || wp->exited || wp->id <= 0) {
+		tui_message(t, false, "no running session to forward a port of");
+		return;
+	}
+	t->dialog = TUI_DIALOG_PORT;
+	t->port_id = wp->id;
+	buf_reset(&t->port_line.text);
+	tui_port_note(t, NULL);
+	tui_redraw(t);
+}
+
+/* Word W as a port from MIN to 65535 into *OUT; -1 if it is none. */
+static int
+tui_port_num(const char *w, int min, int *out)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(w, &end, 10);
+	if (*w < '0' || *w > '9' || *end != '\0' || errno != 0 || n < min ||
+	    n > 65535)
+		return -1;
+	*out = (int)n;
+	return 0;
+}
+
+/*
+ * What the port dialog's line asks: "JAIL_PORT [HOST_PORT]" forwards (on
+ * the session's own address), "-d JAIL_PORT" removes; -1 with *CAUSE.
+ */
+AM_TESTABLE int
+tui_port_parse(const char *text, struct tui_port_opts *o, char **cause)
+{
+	char *copy = xstrdup(text), *p = copy, *tok, *w[2];
+	size_t n = 0;
+	int rc = -1;
+
+	memset(o, 0, sizeof *o);
+	while ((tok = strsep(&p, " ")) != NULL) {
+		if (*tok != '\0' && n++ < nitems(w))
+			w[n - 1] = tok;
+	}
+	if (n == 2 && strcmp(w[0], "-d") == 0) {
+		o->remove = true;
+		rc = tui_port_num(w[1], 1, &o->jail_port);
+	} else if (n == 1 || n == 2) {
+		rc = tui_port_num(w[0], 1, &o->jail_port);
+		o->host_port = o->jail_port;
+		if (rc == 0 && n == 2)
+			rc = tui_port_num(w[1], 0, &o->host_port);
+	}
+	if (rc == -1)
+		*cause = xstrdup("type the jail's port, and the host's if it is "
+		    "another (3000, or 3000 8080; 0: any free one), or -d PORT "
+		    "to remove a forward");
+	free(copy);
+	return rc;
+}
+
+/* Enter: the forward is made (or removed) and the dialog closes; a refusal stays in it. */
+static void
+tui_port_enter(struct tui *t)
+{
+	struct tui_port_opts o;
+	char *cause = NULL, *text = NULL;
+
+	if (tui_port_parse(t->port_line.text.data != NULL ?
+	    t->port_line.text.data : "", &o, &cause) == -1 ||
+	    tui_port(t, t->port_id, &o, &text, &cause) == -1) {
+		tui_port_note(t, cause);
+		free(cause);
+		return;
+	}
+	free(text);
+	if (o.remove)
+		tui_message(t, false, "session %lld: its port %d is no longer "
+		    "forwarded", (long long)t->port_id, o.jail_port);
+	tui_port_note(t, NULL);
+	t->dialog = TUI_DIALOG_NONE;
+}
+
+static void
+tui_port_key(struct tui *t, const struct tui_key *k)
+{
+	if (k->code == 0x1b)
+		t->dialog = TUI_DIALOG_NONE;
+	else if (k->code == '\r')
+		tui_port_enter(t);
+	else if (tui_line_key(&t->port_line, k))
+		tui_port_note(t, NULL);
+}
+
 bool
 tui_dialog_key(struct tui *t, const struct tui_key *k)
 {
@@ -429,6 +552,9 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 		break;
 	case TUI_DIALOG_NEW:
 		tui_new_key(t, k);
+		break;
+	case TUI_DIALOG_PORT:
+		tui_port_key(t, k);
 		break;
 	}
 	/* The box covered panes that have not changed: they draw afresh. */
@@ -553,6 +679,66 @@ tui_dialog_confirm_draw(struct tui *t)
 	strv_free(&lines);
 }
 
+/* Forwards listed in the port dialog at most. */
+#define TUI_PORT_SHOWN 6
+
+/* The session's forwards, as URLs, a line each, into OUT. */
+static void
+tui_dialog_port_list(struct tui *t, struct strv *out)
+{
+	struct tui_pane *wp = tui_port_pane(t);
+	struct session_port_info pi[TUI_PORT_SHOWN];
+	size_t n = wp != NULL && wp->s != NULL ? session_ports(wp->s, pi,
+	    nitems(pi)) : 0, i;
+	bool v6;
+
+	if (n == 0)
+		strv_add(out, "nothing forwarded yet");
+	for (i = 0; i < n && i < nitems(pi); i++) {
+		v6 = strchr(pi[i].host, ':') != NULL;
+		strv_addf(out, "http://%s%s%s:%d/ -> its port %d (%zu "
+		    "connections)", v6 ? "[" : "", pi[i].host, v6 ? "]" : "",
+		    pi[i].host_port, pi[i].jail_port, pi[i].conns);
+	}
+	if (n > nitems(pi))
+		strv_addf(out, "and %zu more (agentmux ls)", n - nitems(pi));
+}
+
+static void
+tui_dialog_port_draw(struct tui *t)
+{
+	struct strv list, note;
+	struct tui_rect r;
+	unsigned y, used;
+	size_t i;
+
+	strv_init(&list);
+	strv_init(&note);
+	tui_dialog_port_list(t, &list);
+	if (t->port_note != NULL)
+		tui_dialog_wrap(t->port_note, 70, 4, &note);
+	r = tui_dialog_box(t, 70, 5 + (unsigned)(list.n + note.n));
+	tui_screen_printf(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	    "Forward a port of session %lld's jail (Enter; Esc cancels)",
+	    (long long)t->port_id);
+	tui_screen_print(t->c->scr, r.x + 2, r.y + 2, r.sx - 4, TUI_STYLE_DIM,
+	    "Its pages run in your browser with this host's network.");
+	for (i = 0, y = r.y + 3; i < list.n; i++, y++)
+		tui_screen_print(t->c->scr, r.x + 2, y, r.sx - 4, TUI_STYLE_BAR,
+		    list.v[i]);
+	for (i = 0, y++; i < note.n; i++, y++)
+		tui_screen_print(t->c->scr, r.x + 2, y, r.sx - 4,
+		    TUI_STYLE_ALERT, note.v[i]);
+	y = r.y + r.sy - 2;
+	used = tui_screen_printf(t->c->scr, r.x + 2, y, r.sx - 4,
+	    TUI_STYLE_SELECTED, "port (JAIL [HOST], or -d JAIL): %s",
+	    t->port_line.text.len > 0 ? t->port_line.text.data : "");
+	t->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
+	t->dialog_cy = y;
+	strv_free(&list);
+	strv_free(&note);
+}
+
 void
 tui_dialog_draw(struct tui *t)
 {
@@ -564,6 +750,9 @@ tui_dialog_draw(struct tui *t)
 		break;
 	case TUI_DIALOG_NEW:
 		tui_dialog_new_draw(t);
+		break;
+	case TUI_DIALOG_PORT:
+		tui_dialog_port_draw(t);
 		break;
 	}
 }

@@ -112,6 +112,7 @@ enum tui_dialog {
 	TUI_DIALOG_NONE,
 	TUI_DIALOG_CONFIRM,
 	TUI_DIALOG_NEW,           /* pick an agent, then a project dir */
+	TUI_DIALOG_PORT,          /* forward a port of the focused session */
 };
 
 /* A scrollable text: command output, a diff, a request's details. */
@@ -271,6 +272,9 @@ struct tui {
 	bool *new_missing;          /* agents whose command is not installed */
 	char *new_note;             /* under the dir: an error, or what Tab found */
 	bool new_note_alert;
+	int64_t port_id;            /* the session whose port is forwarded */
+	struct tui_line port_line;  /* "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT" */
+	char *port_note;            /* why the last Enter was refused */
 	unsigned dialog_cx;         /* where its cursor goes */
 	unsigned dialog_cy;
 
@@ -411,6 +415,9 @@ bool tui_list_key(const struct tui_key *, size_t n, size_t page, size_t *sel);
 void tui_confirm(struct tui *, const char *text,
     void (*cb)(struct tui *, void *), void *arg);
 void tui_new_session(struct tui *);
+/* Opens the port dialog for the focused session (prefix f). */
+void tui_port_dialog(struct tui *);
+int tui_port_parse(const char *text, struct tui_port_opts *, char **cause);
 bool tui_dialog_key(struct tui *, const struct tui_key *);
 void tui_dialog_draw(struct tui *);
 void tui_dialog_free(struct tui *);

@@ -418,6 +418,9 @@ static const struct tui_binding tui_keys_table[] = {
 	{ .key = 'R', .action = TUI_ACT_RELOAD, .name = "R",
 	  .help = "re-read the config file for sessions started from now "
 	  "(agentmux reload)" },
+	{ .key = 'f', .action = TUI_ACT_PORT, .name = "f",
+	  .help = "forward a port of the focused session's jail to the host "
+	  "(its dev server; agentmux port)" },
 	{ .key = 'P', .action = TUI_ACT_PAUSE, .name = "P",
 	  .help = "pause the focused session (its jail frozen, its requests "
 	  "and prompts held) / resume it" },

@@ -126,6 +126,7 @@ enum tui_action {
 	TUI_ACT_RELOAD,       /* the server re-reads the config file */
 	TUI_ACT_COMMAND,      /* the command prompt */
 	TUI_ACT_SUSPEND,      /* the client stops, as a job does (C-z) */
+	TUI_ACT_PORT,         /* forward a port of the focused session */
 };
 
 enum tui_dir {
@@ -293,7 +294,7 @@ void tui_set_detach_cb(struct tui *,
 struct tui_port_opts {
 	int jail_port;
 	int host_port;               /* 0: any free one */
-	const char *host;            /* NULL: 127.0.0.1 */
+	const char *host;            /* NULL: the session's own (session_port_default_host) */
 	bool named;                  /* the user named HOST with --host */
 	bool remove;
 };

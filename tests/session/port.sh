@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # agentmux port (issue 18, each session's dev server), real jails and real sockets: a python http.server
 # inside a session's jail, on the jail's own 127.0.0.1, is reached from the host with curl through
-# `agentmux port`; ls and ls --json list the forward; a second forward of the same host port and a
+# `agentmux port`, on the session's own loopback address (127.77.ID.1, not 127.0.0.1) whose URL it prints;
+# ls and ls --json list the forward; a second forward of the same host port and a
 # non-loopback address not named with --host are refused clearly; a big file and parallel clients come
 # through whole; from inside the jail neither the forward's host port nor a host listener on loopback
 # is reachable while the forward is up; `port -d` and the session's end take the forward away. As root
@@ -61,7 +62,7 @@ EOF
 
 # flow WHO DIR: the whole story, with `amx` running agentmux as WHO.
 flow() {
-	local who=$1 D=$2 P=$2/proj id JP HP HP2 out rc i pids
+	local who=$1 D=$2 P=$2/proj id A JP HP HP2 out rc i pids
 	JP=$(freeport)
 	HP=$(freeport)
 	HP2=$(freeport)
@@ -77,17 +78,26 @@ flow() {
 	[ -n "$id" ] || { bad "$who: the session did not start: $(cat "$D/new.err")"; return; }
 	for i in $(seq 50); do grep -q "Serving HTTP" "$P/server.log" 2>/dev/null && break; sleep 0.2; done
 
+	# The session's own loopback address: its pages get no cookies of 127.0.0.1's or another session's.
+	A=127.$((77 + id / 256)).$((id % 256)).1
 	out=$(amx port "$id" "$JP" "$HP" 2>&1) && ok "$who: port $id $JP $HP: $out" ||
 		bad "$who: the forward was refused: $out"
-	out=$(curl -s -m 10 "http://127.0.0.1:$HP/index.txt")
+	grep -q "^http://$A:$HP/ -> session $id's port $JP" <<<"$out" &&
+		grep -q "run in your browser with this host's network" <<<"$out" &&
+		grep -q "any local user can connect" <<<"$out" &&
+		ok "$who: the URL is the session's own address, and the warnings are given" ||
+		bad "$who: the forward's message lacks http://$A:$HP/ or its warnings: $out"
+	curl -s -m 5 "http://127.0.0.1:$HP/index.txt" >/dev/null
+	[ $? = 7 ] && ok "$who: nothing listens on 127.0.0.1:$HP" || bad "$who: the forward listens on 127.0.0.1 too"
+	out=$(curl -s -m 10 "http://$A:$HP/index.txt")
 	[ "$out" = "hello from the jail" ] && ok "$who: curl on the host got the file from the jail's server" ||
 		{ bad "$who: curl through the forward got '$out'"; find "$D" -name '*.log' | xargs tail -n 5; }
-	out=$(curl -s -m 30 "http://127.0.0.1:$HP/big.bin" | sha256sum)
+	out=$(curl -s -m 30 "http://$A:$HP/big.bin" | sha256sum)
 	[ "${out%% *}" = "$(sha256sum <"$P/big.bin" | cut -d' ' -f1)" ] &&
 		ok "$who: 4 MiB came through whole" || bad "$who: the big file came through damaged"
 	pids=
 	for i in 1 2 3 4 5 6; do
-		curl -s -m 20 -o "$D/par$i" "http://127.0.0.1:$HP/index.txt" &
+		curl -s -m 20 -o "$D/par$i" "http://$A:$HP/index.txt" &
 		pids="$pids $!"
 	done
 	wait $pids
@@ -97,13 +107,13 @@ flow() {
 	[ "$i" = 6 ] && ok "$who: six parallel clients each got the file"
 
 	out=$(amx ls)
-	grep -q "^$id: .*ports 127.0.0.1:$HP->$JP" <<<"$out" && ok "$who: ls lists the forward" ||
+	grep -q "^$id: .*ports $A:$HP->$JP" <<<"$out" && ok "$who: ls lists the forward" ||
 		bad "$who: ls does not list the forward: $out"
 	out=$(amx ls --json | python3 -c 'import json,sys
 for s in json.load(sys.stdin):
     for p in s.get("ports", []):
         print(s["id"], p["host"], p["host_port"], p["jail_port"])')
-	[ "$out" = "$id 127.0.0.1 $HP $JP" ] && ok "$who: ls --json lists the forward" ||
+	[ "$out" = "$id $A $HP $JP" ] && ok "$who: ls --json lists the forward" ||
 		bad "$who: ls --json says '$out'"
 
 	out=$(amx port "$id" "$JP" "$HP" 2>&1)
@@ -134,7 +144,7 @@ for s in json.load(sys.stdin):
 	fi
 
 	out=$(amx port -d "$id" "$JP" 2>&1) && ok "$who: $out" || bad "$who: port -d failed: $out"
-	curl -s -m 5 "http://127.0.0.1:$HP/index.txt" >/dev/null
+	curl -s -m 5 "http://$A:$HP/index.txt" >/dev/null
 	[ $? = 7 ] && ok "$who: after port -d curl fails (nothing listens)" || bad "$who: host port $HP still answers after port -d"
 	grep -q "ports" <<<"$(amx ls)" && bad "$who: ls still lists a forward after port -d"
 	out=$(amx port -d "$id" "$JP" 2>&1) && bad "$who: a second port -d succeeded" ||
@@ -145,11 +155,11 @@ for s in json.load(sys.stdin):
 	amx kill "$id" >/dev/null 2>&1
 	amx wait --timeout 20 "$id" >/dev/null 2>&1
 	# 7: nothing listens (an accepted connection that the jail refuses is another code).
-	for i in $(seq 50); do curl -s -m 2 "http://127.0.0.1:$HP/" >/dev/null; [ $? = 7 ] && break; sleep 0.2; done
-	curl -s -m 2 "http://127.0.0.1:$HP/" >/dev/null
+	for i in $(seq 50); do curl -s -m 2 "http://$A:$HP/" >/dev/null; [ $? = 7 ] && break; sleep 0.2; done
+	curl -s -m 2 "http://$A:$HP/" >/dev/null
 	[ $? = 7 ] && ok "$who: the session's end removed its forward" || bad "$who: the forward outlived its session"
 	python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)' "$HP" 2>/dev/null &&
+s.bind((sys.argv[2], int(sys.argv[1]))); s.listen(1)' "$HP" "$A" 2>/dev/null &&
 		ok "$who: the host port is free again" || bad "$who: host port $HP still taken after the session ended"
 	amx kill-server >/dev/null 2>&1
 }

@@ -210,10 +210,54 @@ test_complete_small_dir(void **state)
 	free(t);
 }
 
+/* The port dialog's line as it reads it; -1 if refused (its cause freed). */
+static int
+port_parse(const char *text, struct tui_port_opts *o)
+{
+	char *cause = NULL;
+	int rc = tui_port_parse(text, o, &cause);
+
+	assert_true((rc == -1) == (cause != NULL));
+	free(cause);
+	return rc;
+}
+
+/* The port dialog: "JAIL [HOST]" forwards, "-d JAIL" removes, anything else is refused. */
+static void
+test_port_parse(void **state)
+{
+	struct tui_port_opts o;
+
+	(void)state;
+	assert_int_equal(port_parse("3000", &o), 0);
+	assert_int_equal(o.jail_port, 3000);
+	assert_int_equal(o.host_port, 3000);
+	assert_false(o.remove);
+	assert_null(o.host);
+	assert_int_equal(port_parse("  8000   8080 ", &o), 0);
+	assert_int_equal(o.jail_port, 8000);
+	assert_int_equal(o.host_port, 8080);
+	assert_int_equal(port_parse("8000 0", &o), 0);
+	assert_int_equal(o.host_port, 0);
+	assert_int_equal(port_parse("-d 8000", &o), 0);
+	assert_true(o.remove);
+	assert_int_equal(o.jail_port, 8000);
+	assert_int_equal(port_parse("", &o), -1);
+	assert_int_equal(port_parse("0", &o), -1);
+	assert_int_equal(port_parse("65536", &o), -1);
+	assert_int_equal(port_parse("-1", &o), -1);
+	assert_int_equal(port_parse("80x", &o), -1);
+	assert_int_equal(port_parse("1 2 3", &o), -1);
+	assert_int_equal(port_parse("-d", &o), -1);
+	assert_int_equal(port_parse("-d 80 81", &o), -1);
+	assert_int_equal(port_parse("127.0.0.1:80", &o), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_port_parse),
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_details),
 		cmocka_unit_test(test_countdown),
