@@ -29,6 +29,14 @@ in_worktree() {
 	[ $# -eq 1 ]
 }
 
+# A profile that always gets a worktree: the dialog shows it on, and Ctrl-T cannot turn it off.
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<'CONF'
+[agent wtalways]
+description = a shell in a worktree of its own, always
+command = sh
+worktree = yes
+CONF
+
 start_dashboard
 wait_for '1:shell\* (working|needs you)' 30 || fail "the first session did not start"
 wait_for '[#$] ?$' 30 || fail "no shell prompt in the first session"
@@ -96,4 +104,24 @@ write_file made-by-4 4
 in_worktree made-by-4 || fail "the second worktree session's file is not in a worktree"
 [ "$(ls -d "$WTS"/wt-* | wc -l)" -eq 2 ] || fail "not two worktrees: $(ls "$WTS")"
 in_worktree made-by-2 || fail "the two worktree sessions share a worktree"
+
+# The profile's worktree = yes: on, and kept on; no question though sessions 1 and 3 work in the project.
+prefix c
+wait_for 'pick an agent' || fail "no agent picker"
+# The agents from the config come last.
+keys End Enter
+wait_for 'project directory' || fail "no project dir step"
+keys C-u "$P"
+wait_for '\[x\] in a git worktree of its own \(its profile says worktree = yes\)' ||
+	fail "the profile's worktree = yes is not shown on"
+keys C-t
+wait_for 'whatever this says' || fail "Ctrl-T against the profile's worktree = yes says nothing"
+scr | grep -q '\[ \] in a git worktree' && fail "Ctrl-T turned off the profile's worktree"
+keys Enter
+wait_for '5:wtalways\* (working|needs you)' 60 || fail "the profile's worktree session did not start"
+scr | grep -q 'tree is in use' && fail "the profile's worktree session was asked about the shared tree"
+wait_for '[#$] ?$' 30 || fail "no prompt in the profile's worktree session"
+write_file made-by-5 5
+[ -e "$P/made-by-5" ] && fail "the profile's worktree session's file landed in the project"
+in_worktree made-by-5 || fail "the profile's worktree session's file is not in a worktree"
 exit 0
