@@ -25,8 +25,20 @@ write_file() {
 
 # in_worktree NAME: NAME is in exactly one worktree under the data dir.
 in_worktree() {
-	set -- $(ls "$WTS"/wt-*/proj/"$1" 2>/dev/null)
-	[ $# -eq 1 ]
+	_n=0
+	for _f in "$WTS"/wt-*/proj/"$1"; do
+		[ -e "$_f" ] && _n=$((_n + 1))
+	done
+	[ "$_n" -eq 1 ]
+}
+
+# worktrees: how many worktree dirs the data dir holds.
+worktrees() {
+	_n=0
+	for _f in "$WTS"/wt-*; do
+		[ -d "$_f" ] && _n=$((_n + 1))
+	done
+	echo "$_n"
 }
 
 # A profile that always gets a worktree: the dialog shows it on, and Ctrl-T cannot turn it off.
@@ -80,6 +92,7 @@ keys c
 wait_gone 'project directory' || fail "c did not close the dialog"
 sleep 1
 scr | grep -q '3:shell' && fail "a session started after c (cancel)"
+[ "$(worktrees)" -eq 1 ] || fail "the question or its cancel made a worktree"
 
 # s: shares the tree knowingly; its file lands in the project.
 new_dir
@@ -102,7 +115,7 @@ wait_for '[#$] ?$' 30 || fail "no shell prompt in the second worktree session"
 write_file made-by-4 4
 [ -e "$P/made-by-4" ] && fail "the second worktree session's file landed in the project"
 in_worktree made-by-4 || fail "the second worktree session's file is not in a worktree"
-[ "$(ls -d "$WTS"/wt-* | wc -l)" -eq 2 ] || fail "not two worktrees: $(ls "$WTS")"
+[ "$(worktrees)" -eq 2 ] || fail "not two worktrees: $(ls "$WTS")"
 in_worktree made-by-2 || fail "the two worktree sessions share a worktree"
 
 # The profile's worktree = yes: on, and kept on; no question though sessions 1 and 3 work in the project.
