@@ -62,6 +62,9 @@ sleep 1
 tmux -L "$sock" send-keys -t amx C-a c; sleep 0.3
 tmux -L "$sock" send-keys -t amx s Enter; sleep 0.3
 tmux -L "$sock" send-keys -t amx Enter
+# Session 1 works in that tree: the dialog asks, and s shares it (as the dashboard did before it asked).
+wait_screen amx 'tree is in use' 15 || { echo "bench/flood-keys.sh: the dialog did not ask about the shared tree" >&2; exit 1; }
+tmux -L "$sock" send-keys -t amx s
 wait_screen amx '2:shell' 15 || { echo "bench/flood-keys.sh: no second session" >&2; exit 1; }
 sleep 1
 tmux -L "$sock" send-keys -t amx C-a '|'; sleep 0.5

@@ -44,6 +44,21 @@ session_worktree_sharer(struct session_ctx *ctx, const char *project)
 	return id;
 }
 
+int64_t
+session_tree_sharer(struct session_ctx *ctx, const char *dir)
+{
+	char *project, *cause = NULL;
+	int64_t id;
+
+	if (jail_project(dir != NULL ? dir : ".", &project, &cause) == -1) {
+		free(cause);
+		return 0;
+	}
+	id = session_worktree_sharer(ctx, project);
+	free(project);
+	return id;
+}
+
 const char *
 session_branch(struct session *s)
 {

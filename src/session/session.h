@@ -287,6 +287,13 @@ int64_t session_pause_took_us(struct session *);
 bool session_paused(struct session *);
 /** A worktree session's branch (agentmux/ID/NAME) once made, else NULL. */
 const char *session_branch(struct session *);
+/**
+ * The live session working in the tree that a session started in DIR
+ * (NULL: the current dir) would share: its id, the one session_start
+ * refuses without shared or worktree; 0 if there is none, or if DIR
+ * cannot be a project (session_start then says why).
+ */
+int64_t session_tree_sharer(struct session_ctx *, const char *dir);
 
 /** One forward of session_ports. */
 struct session_port_info {

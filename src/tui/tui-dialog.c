@@ -25,6 +25,7 @@ tui_dialog_free(struct tui *t)
 	buf_free(&t->port_line.text);
 	free(t->port_note);
 	t->port_note = NULL;
+	t->new_sharer = 0;
 	t->dialog = TUI_DIALOG_NONE;
 }
 
@@ -115,6 +116,9 @@ tui_new_session(struct tui *t)
 	t->dialog = TUI_DIALOG_NEW;
 	t->new_sel = 0;
 	t->new_dir_step = false;
+	t->new_worktree = false;
+	t->new_forced = NULL;
+	t->new_sharer = 0;
 	tui_new_note(t, false, NULL);
 	/* Agents that are not installed are shown so, and not started. */
 	free(t->new_missing);
@@ -162,26 +166,32 @@ tui_new_refuse(const char *dir)
 	return why;
 }
 
-/* Starts the picked agent in the picked dir and shows it where the focus is; an error stays in the dialog. */
+/* The dir typed, ~ expanded, or NULL (the current dir); caller frees. */
+static char *
+tui_new_dir(struct tui *t)
+{
+	return t->new_dir.text.len > 0 ? tui_new_expand(t->new_dir.text.data) :
+	    NULL;
+}
+
+/*
+ * Starts the picked agent in the picked dir (in a worktree if asked; in
+ * a tree another session works in only if SHARED) and shows it where the
+ * focus is; an error stays in the dialog, back at the dir.
+ */
 static void
-tui_new_start(struct tui *t)
+tui_new_start(struct tui *t, bool shared)
 {
 	const struct config_agent *a = &t->cf->agents[t->new_sel];
-	char *dir = t->new_dir.text.len > 0 ?
-	    tui_new_expand(t->new_dir.text.data) : NULL;
+	char *dir = tui_new_dir(t);
 	struct tui_pane *wp;
 	char *cause = NULL;
 
-	if (dir != NULL && (cause = tui_new_refuse(dir)) != NULL) {
-		tui_new_note(t, true, cause);
-		free(cause);
-		free(dir);
-		return;
-	}
+	t->new_sharer = 0;
 	/* The environment of the client whose terminal asks. */
 	wp = tui_pane_start(t, &(struct tui_opts){ .agent = a->name,
-	    .dir = dir, .env = t->c->has_env ? t->c->env.v : NULL },
-	    &cause);
+	    .dir = dir, .worktree = t->new_worktree, .refuse_shared = !shared,
+	    .env = t->c->has_env ? t->c->env.v : NULL }, &cause);
 	free(dir);
 	if (wp == NULL) {
 		tui_new_note(t, true, cause);
@@ -199,6 +209,65 @@ tui_new_start(struct tui *t)
 		tui_view_pop(t);
 	t->c->relayout = true;
 	tui_redraw(t);
+}
+
+/*
+ * Enter on the dir: a dir that cannot be a project is refused here; one
+ * whose tree another live session works in is asked about first (the
+ * rule agentmux new applies), unless this session gets a worktree.
+ */
+static void
+tui_new_enter(struct tui *t)
+{
+	char *dir = tui_new_dir(t), *cause;
+	int64_t sharer;
+
+	if (dir != NULL && (cause = tui_new_refuse(dir)) != NULL) {
+		tui_new_note(t, true, cause);
+		free(cause);
+		free(dir);
+		return;
+	}
+	sharer = t->new_worktree ? 0 : session_tree_sharer(t->ctx, dir);
+	free(dir);
+	if (sharer != 0) {
+		tui_new_note(t, false, NULL);
+		t->new_sharer = sharer;
+		return;
+	}
+	tui_new_start(t, false);
+}
+
+/* Ctrl-T on the dir: a worktree of its own or not, unless a setting says it is one. */
+static void
+tui_new_toggle(struct tui *t)
+{
+	char *why;
+
+	if (t->new_forced == NULL) {
+		t->new_worktree = !t->new_worktree;
+		tui_new_note(t, false, NULL);
+		return;
+	}
+	why = xprintf("it gets a worktree of its own whatever this says: %s",
+	    t->new_forced);
+	tui_new_note(t, true, why);
+	free(why);
+}
+
+/* The ask: Enter or w, a worktree; s, the tree shared; c, nothing; Esc, back to the dir. */
+static void
+tui_new_ask_key(struct tui *t, const struct tui_key *k)
+{
+	if (k->code == '\r' || k->code == 'w' || k->code == 'W') {
+		t->new_worktree = true;
+		tui_new_start(t, false);
+	} else if (k->code == 's' || k->code == 'S')
+		tui_new_start(t, true);
+	else if (k->code == 'c' || k->code == 'C')
+		t->dialog = TUI_DIALOG_NONE;
+	else if (k->code == 0x1b)
+		t->new_sharer = 0;
 }
 
 /*
@@ -378,6 +447,7 @@ tui_new_jump(struct tui *t, uint32_t c)
 static void
 tui_new_pick(struct tui *t)
 {
+	const struct config_agent *a;
 	char *cause = NULL;
 
 	if (t->cf->nagents == 0)
@@ -388,13 +458,19 @@ tui_new_pick(struct tui *t)
 		free(cause);
 		return;
 	}
+	a = &t->cf->agents[t->new_sel];
+	t->new_forced = a->worktree ? "its profile says worktree = yes" :
+	    t->cf->ui.worktree ? "[ui] says worktree = yes" : NULL;
+	t->new_worktree = t->new_forced != NULL;
 	t->new_dir_step = true;
 }
 
 static void
 tui_new_key(struct tui *t, const struct tui_key *k)
 {
-	if (k->code == 0x1b) {
+	if (t->new_sharer != 0)
+		tui_new_ask_key(t, k);
+	else if (k->code == 0x1b) {
 		tui_new_note(t, false, NULL);
 		if (t->new_dir_step)
 			t->new_dir_step = false;
@@ -402,11 +478,13 @@ tui_new_key(struct tui *t, const struct tui_key *k)
 			t->dialog = TUI_DIALOG_NONE;
 	} else if (k->code == '\r') {
 		if (t->new_dir_step)
-			tui_new_start(t);
+			tui_new_enter(t);
 		else
 			tui_new_pick(t);
 	} else if (t->new_dir_step && k->code == '\t')
 		tui_new_complete(t);
+	else if (t->new_dir_step && k->code == 0x14)
+		tui_new_toggle(t);
 	else if (t->new_dir_step) {
 		if (tui_line_key(&t->new_dir, k))
 			tui_new_note(t, false, NULL);
@@ -540,6 +618,7 @@ bool
 tui_dialog_key(struct tui *t, const struct tui_key *k)
 {
 	void (*cb)(struct tui *, void *) = t->confirm_cb;
+	bool asking = t->new_sharer != 0;
 	size_t i;
 
 	switch (t->dialog) {
@@ -557,8 +636,14 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 		tui_port_key(t, k);
 		break;
 	}
-	/* The box covered panes that have not changed: they draw afresh. */
-	for (i = 0; t->dialog == TUI_DIALOG_NONE && i < t->npanes; i++)
+	/*
+	 * The box covered panes that have not changed: they draw afresh when
+	 * it goes, or when the question takes the place of a bigger box.
+	 */
+	if (t->dialog == TUI_DIALOG_NONE)
+		t->new_sharer = 0;
+	for (i = 0; (t->dialog == TUI_DIALOG_NONE || asking !=
+	    (t->new_sharer != 0)) && i < t->npanes; i++)
 		t->panes[i]->redraw = true;
 	tui_screen_invalidate(t->c->scr);
 	tui_redraw(t);
@@ -605,6 +690,48 @@ tui_dialog_wrap(const char *text, size_t w, size_t max, struct strv *out)
 	}
 }
 
+/* The ask: another session works in the tree this one would share. */
+static void
+tui_dialog_ask_draw(struct tui *t)
+{
+	char *text;
+	struct strv lines;
+	struct tui_rect r;
+	size_t i;
+
+	text = xprintf("Session %lld works in that tree already: two sessions "
+	    "in one tree see and undo each other's changes.", (long long)
+	    t->new_sharer);
+	strv_init(&lines);
+	tui_dialog_wrap(text, 70, 4, &lines);
+	free(text);
+	r = tui_dialog_box(t, 70, (unsigned)lines.n + 6);
+	tui_screen_print(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	    "New session: the tree is in use");
+	for (i = 0; i < lines.n; i++)
+		tui_screen_print(t->c->scr, r.x + 2, r.y + 3 + (unsigned)i,
+		    r.sx - 4, TUI_STYLE_BAR, lines.v[i]);
+	tui_screen_print(t->c->scr, r.x + 2, r.y + 4 + (unsigned)lines.n,
+	    r.sx - 4, TUI_STYLE_BAR, "Enter, w: start it in a worktree of its "
+	    "own (the default)");
+	t->dialog_cy = r.y + 5 + (unsigned)lines.n;
+	t->dialog_cx = r.x + 2 + tui_screen_print(t->c->scr, r.x + 2,
+	    t->dialog_cy, r.sx - 4, TUI_STYLE_BAR, "s: share the tree anyway   "
+	    "c: cancel   Esc: back ");
+	strv_free(&lines);
+}
+
+/* Under the agents, on the dir step: whether it gets a worktree of its own. */
+static void
+tui_dialog_new_worktree(struct tui *t, const struct tui_rect *r, unsigned y)
+{
+	if (!t->new_dir_step)
+		return;
+	tui_screen_printf(t->c->scr, r->x + 2, y, r->sx - 4, TUI_STYLE_BAR,
+	    "[%c] in a git worktree of its own (%s)", t->new_worktree ? 'x' :
+	    ' ', t->new_forced != NULL ? t->new_forced : "Ctrl-T");
+}
+
 static void
 tui_dialog_new_draw(struct tui *t)
 {
@@ -613,6 +740,10 @@ tui_dialog_new_draw(struct tui *t)
 	struct strv note;
 	struct tui_rect r;
 
+	if (t->new_sharer != 0) {
+		tui_dialog_ask_draw(t);
+		return;
+	}
 	strv_init(&note);
 	if (t->new_note != NULL)
 		tui_dialog_wrap(t->new_note, 70, 4, &note);
@@ -642,6 +773,7 @@ tui_dialog_new_draw(struct tui *t)
 		tui_screen_print(t->c->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
 		    (unsigned)i, r.sx - 4, t->new_note_alert ? TUI_STYLE_ALERT :
 		    TUI_STYLE_DIM, note.v[i]);
+	tui_dialog_new_worktree(t, &r, r.y + r.sy - 3 - (unsigned)note.n);
 	used = tui_screen_printf(t->c->scr, r.x + 2, r.y + r.sy - 2 -
 	    (unsigned)note.n, r.sx - 4,
 	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",

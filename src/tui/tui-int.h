@@ -39,7 +39,8 @@ struct tui_pane {
 	bool worktree;            /* as asked for: a worktree of its own */
 	char *base;               /* with worktree: --base, or NULL */
 	char *branch;             /* with worktree: --branch, or NULL */
-	bool refuse_shared;       /* asked without --shared (agentmux new) */
+	bool refuse_shared;       /* not asked to share a tree in use (agentmux
+	                             new without --shared, or the dialog) */
 	char *unsafe;             /* unsafe flags in force, or NULL */
 	bool alert;               /* something alarming happened (exfiltration) */
 	struct tui_rect r;        /* where its cells go, when shown */
@@ -111,7 +112,8 @@ enum tui_view {
 enum tui_dialog {
 	TUI_DIALOG_NONE,
 	TUI_DIALOG_CONFIRM,
-	TUI_DIALOG_NEW,           /* pick an agent, then a project dir */
+	TUI_DIALOG_NEW,           /* pick an agent, then a project dir (and
+	                             whether to share a tree in use) */
 	TUI_DIALOG_PORT,          /* forward a port of the focused session */
 };
 
@@ -275,6 +277,9 @@ struct tui {
 	int64_t port_id;            /* the session whose port is forwarded */
 	struct tui_line port_line;  /* "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT" */
 	char *port_note;            /* why the last Enter was refused */
+	bool new_worktree;          /* start it in a worktree of its own */
+	const char *new_forced;     /* the setting that makes it one, or NULL */
+	int64_t new_sharer;         /* asking: this session works in the tree */
 	unsigned dialog_cx;         /* where its cursor goes */
 	unsigned dialog_cy;
 

@@ -403,7 +403,8 @@ tui_keys_name(const struct tui_key *k)
 
 static const struct tui_binding tui_keys_table[] = {
 	{ .key = 'c', .action = TUI_ACT_NEW, .name = "c",
-	  .help = "new session (pick an agent, optionally another project)" },
+	  .help = "new session (pick an agent, optionally another "
+	  "project; Ctrl-T there: in a worktree of its own)" },
 	{ .key = 'x', .action = TUI_ACT_CLOSE, .name = "x",
 	  .help = "close the focused session (asks first; a hang-up, then its jail is stopped)" },
 	{ .key = 'n', .action = TUI_ACT_NEXT, .name = "n",

@@ -214,9 +214,9 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	o.base = wp->base;
 	o.branch = wp->branch;
 	/*
-	 * agentmux new refuses a tree another session runs in, as run does;
-	 * the dashboard's own starts share it as they always did, until it
-	 * can ask (a dialog).
+	 * A tree another session runs in is refused, as run refuses it,
+	 * unless agentmux new was given --shared or the new-session dialog
+	 * asked and the user chose to share it.
 	 */
 	o.shared = !o.worktree && !wp->refuse_shared;
 	o.rows = (unsigned short)sy;

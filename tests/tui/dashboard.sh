@@ -21,6 +21,7 @@ keys s
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
+share_tree
 wait_for '2:shell\* (working|needs you)' || fail "the second session did not start"
 wait_for '[#$] ?$' || fail "no prompt in the second session"
 keys 'echo second-$((7*7))' Enter

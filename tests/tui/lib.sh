@@ -117,6 +117,13 @@ start_dashboard() {
 		fail "tmux could not start agentmux"
 }
 
+# share_tree: the new-session dialog asks about a tree another live session works in; s shares it (as the
+# dashboard's own starts did before they asked).
+share_tree() {
+	wait_for 'tree is in use' || fail "the dialog did not ask about a tree another session works in"
+	keys s
+}
+
 # prefix KEY...: the prefix (C-a), then the keys.
 prefix() {
 	keys C-a

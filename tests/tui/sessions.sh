@@ -171,6 +171,7 @@ keys End
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
+share_tree
 wait_for '6:keeper\* (working|needs you)' || fail "the keeper session is not session 6"
 wait_for '[#$] ?$' || fail "no prompt in session 6"
 keys 'echo changed >~/.amxcfg/setting; echo wrote-$((3+3))' Enter
@@ -183,6 +184,7 @@ for want in 7 8; do
 	keys s Enter
 	wait_for 'project directory' || fail "no project dir step"
 	keys Enter
+	share_tree
 	wait_for "$want:shell\\* (working|needs you)" || fail "no session $want"
 done
 tmux -L "$SOCK" resize-window -t 0 -x 80 -y 45
@@ -299,6 +301,7 @@ wait_for 'pick an agent' || fail "[user] no agent picker"
 keys s Enter
 wait_for 'project directory' || fail "[user] no project dir step"
 keys Enter
+share_tree
 wait_for '2:shell\* (working|needs you)' || fail "[user] no second session"
 wait_for '[#$] ?$' || fail "[user] no prompt in session 2"
 prefix x

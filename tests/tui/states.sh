@@ -29,6 +29,7 @@ keys s
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
+share_tree
 wait_for '2:shell\* needs you' || fail "the second session does not need you at its prompt"
 [ -s "$T/notified" ] && fail "a notification came for the focused session: $(cat "$T/notified")"
 

@@ -28,6 +28,9 @@ keys s
 keys Enter
 wait_for 'project directory' || fail "no project dir step"
 keys Enter
+# Session 1 is asked about while it still runs (if it ended already, the start goes on: SKIP below).
+wait_for 'tree is in use|2:shell' 15 || fail "neither a question about the shared tree nor a second session"
+scr | grep -q 'tree is in use' && keys s
 # The message can be replaced at once by session 1's exit: the files below decide.
 wait_for 'undo of session [0-9]+ is cancelled' 15 || echo "note: the cancel message was not caught on screen"
 wait_for '2:shell' 30 || fail "the second session did not start"
