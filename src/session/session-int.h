@@ -42,6 +42,7 @@ struct session_ctx {
 	struct proxy *px;            /* CA, TLS contexts, DNS: every session's */
 	struct event *sigchld;
 	struct session *sessions;    /* every live session */
+	struct event *tick_ev;       /* the slow tick (session-tick.c), while wanted */
 };
 
 struct session {
@@ -101,7 +102,7 @@ struct session {
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
 	struct strv guard_socks;     /* host sockets in the project, known */
-	struct event *guard_sock_ev; /* looks for new ones */
+	bool guard_sock_on;          /* looks for new ones at each tick */
 
 	int home_fd;                 /* the jail's HOME (session-files.c) */
 	struct strv hfiles;          /* file entries there, relative to HOME */
@@ -233,11 +234,19 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+bool session_guard_tick(struct session *, const struct strv *paths,
+    const struct strv *dirs);
+
+/* The sessions' slow tick (session-tick.c). */
+void session_tick_want(struct session_ctx *);
+int64_t session_tick_ms(void);
+void session_tick_free(struct session_ctx *);
 
 /* The disk write budget and reserve (session-disk.c). */
 int session_disk_check(struct session_ctx *, const char *project,
     char **cause);
 void session_disk_start(struct session *);
+bool session_disk_tick_shared(struct session *);
 bool session_disk_frozen(struct session *);
 /** Bytes its processes wrote as last counted; -1 if nothing counts them. */
 int64_t session_disk_written(struct session *);

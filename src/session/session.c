@@ -90,6 +90,7 @@ session_ctx_free(struct session_ctx *ctx)
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
 	session_proxy_ctx_free(ctx);
+	session_tick_free(ctx);
 	if (ctx->sigchld != NULL)
 		event_free(ctx->sigchld);
 	store_close(ctx->st);

@@ -212,6 +212,8 @@ struct tui {
 	void *reload_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
+	void (*stuck_cb)(void *);   /* a terminal started to leave bytes unread */
+	void *stuck_arg;
 	struct event *msg_ev;
 	char *message;              /* shown in the status bar for a while */
 	bool message_alert;
