@@ -122,6 +122,7 @@ struct tui_text {
 	size_t top;
 	struct tui_text_job *job; /* the command still writing it, or NULL */
 	bool diff;                /* colour +/- lines */
+	bool live;                /* the sessions view: read anew each second */
 };
 
 /* A one-line editor (filters, the project dir). */
@@ -201,6 +202,7 @@ struct tui {
 	bool quitting;
 	struct event *quit_ev;    /* quits even if a closed session lingers */
 	struct event *reap_ev;    /* removes the panes of closed sessions */
+	struct event *live_ev;    /* refreshes open sessions views (tui-status.c) */
 	int64_t *ran;             /* the sessions this dashboard ran */
 	size_t nran;
 
