@@ -162,6 +162,11 @@ struct session {
 	struct event *st_freeze_ev;  /* looks whether the pause took */
 	struct event *st_hint_ev;    /* the screen settled: its profile's hint is looked at */
 	int st_hint_tries;           /* looks again at a matching screen since the last output */
+	bool st_hint_file;           /* its profile's needs_you_file was written since the last input */
+	int st_hf_fd;                /* inotify for it, or -1 */
+	int st_hf_wd;                /* the dir watched, or -1 */
+	bool st_hf_parent;           /* that dir is the file's own (else one on the way) */
+	struct event *st_hf_ev;
 	int64_t st_pause_us;         /* when it was asked */
 	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
 	int64_t st_allowed;          /* requests through the proxy, ended */
@@ -268,6 +273,9 @@ bool session_state_reading(struct session *);
 /* A profile's screen hint (session-hint.c). */
 void session_hint_arm(struct session *);
 void session_hint_free(struct session *);
+void session_hint_input(struct session *);
+void session_hint_file_start(struct session *);
+void session_hint_file_stop(struct session *);
 /* Whether a process waits for input, from its /proc stat, syscall and wchan (NULL: unreadable). */
 bool session_state_proc_reads(const char *stat, const char *syscall,
     const char *wchan);
