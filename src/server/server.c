@@ -160,8 +160,8 @@ server_any_stuck(struct server *sv)
 /*
  * The check runs each second only while it has something to wait for:
  * the grace of a new server, a terminal leaving bytes unread, and once
- * after a client left or a session changed. An idle server never wakes
- * for it.
+ * after a client left (a session's end checks at once, from the change
+ * callback). An idle server never wakes for it.
  */
 static void
 server_check_cb(evutil_socket_t fd, short what, void *arg)
@@ -1012,6 +1012,8 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	rc = server_finish(&sv);
 	event_free(sv.accept_ev);
 	event_free(sv.check_ev);
+	/* Clients let go from here on do not arm it. */
+	sv.check_ev = NULL;
 	close(lfd);
 	tui_free(sv.t);
 	sv.t = NULL;
