@@ -35,7 +35,7 @@ static const char *const config_keys_policy[] = { "on_unknown",
 static const char *const config_keys_agent[] = { "description", "command",
 	"env", "allow", "deny", "tunnel", "config_dir", "secret", "model_host",
 	"wall_clock", "config_persist", "memory", "pids", "protect", "resume",
-	"setup", "worktree", "needs_you_screen", NULL };
+	"setup", "worktree", "needs_you_screen", "needs_you_file", NULL };
 static const char *const config_keys_secret[] = { "env", "from_env", "file",
 	"command", "host", "header", "scheme", NULL };
 static const char *const config_keys_limits[] = { "memory", "pids",
@@ -454,6 +454,36 @@ config_agent_screen(struct config_parse *cp, struct config_agent *a,
 	a->needs_you_re = re;
 }
 
+/*
+ * needs_you_file: "~/REL" in the jail's HOME or REL in the project, with no
+ * "..", "." or empty part, so that it can only name a file inside them.
+ */
+static void
+config_agent_file(struct config_parse *cp, struct config_agent *a,
+    const char *value)
+{
+	const char *rel = value, *p, *e;
+	size_t n;
+
+	if (strncmp(rel, "~/", 2) == 0)
+		rel += 2;
+	for (p = rel; *rel != '\0' && *rel != '/'; p = e + 1) {
+		e = strchr(p, '/');
+		n = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			break;
+		if (e == NULL) {
+			free(a->needs_you_file);
+			a->needs_you_file = xstrdup(value);
+			return;
+		}
+	}
+	config_problem(cp, "needs_you_file: '%s' must name a file in the "
+	    "jail's home (~/.agent/waiting) or in the project "
+	    "(.agent/waiting), without '..' or '.' parts", value);
+}
+
 static void
 config_agent_key(struct config_parse *cp, const char *aname, const char *name,
     const char *value)
@@ -539,6 +569,8 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 		config_get_yes_no(cp, name, value, &a->worktree);
 	else if (strcmp(name, "needs_you_screen") == 0)
 		config_agent_screen(cp, a, value);
+	else if (strcmp(name, "needs_you_file") == 0)
+		config_agent_file(cp, a, value);
 	else
 		config_unknown_key(cp, "agent", config_keys_agent, name);
 }
@@ -1344,6 +1376,7 @@ config_agent_free(struct config_agent *a)
 	strv_free(&a->model_hosts);
 	strv_free(&a->protect);
 	config_agent_screen_free(a);
+	free(a->needs_you_file);
 	free(a->origin);
 }
 

@@ -406,6 +406,8 @@ struct config_agent {
 	bool worktree;        /* its sessions get a worktree of their own */
 	char *needs_you_screen; /* a screen that waits for the user (ERE), or NULL */
 	regex_t *needs_you_re;  /* it compiled (REG_NOSUB), or NULL */
+	char *needs_you_file;   /* written by the agent while it waits ("~/" or
+	                           project-relative), or NULL */
 	bool builtin;
 	char *origin;         /* file the profile came from */
 	int line;

@@ -131,31 +131,38 @@ jail_project(const char *dir, char **real, char **cause)
 	return 0;
 }
 
-/* True if PATH (absolute, as bound) names a socket file under PROJECT. */
-static bool
-jail_project_has_socket(const char *project, const char *path)
+/*
+ * The real path of the dir PATH (absolute, as bound) is in, if PATH names
+ * a socket file; else NULL. The caller frees it. The name as bound may go
+ * through symlinks: its dir's real path is what a project is matched on.
+ */
+static char *
+jail_socket_dir(const char *path)
 {
-	char *dir, *real;
 	struct stat st;
-	size_t n = strlen(project);
-	bool under;
+	char *dir, *real;
 
 	if (path[0] != '/' || lstat(path, &st) == -1 || !S_ISSOCK(st.st_mode))
-		return false;
-	/* The name as bound may go through symlinks; its dir's real path counts. */
+		return NULL;
 	dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
 	real = realpath(dir[0] != '\0' ? dir : "/", NULL);
-	under = real != NULL && strncmp(real, project, n) == 0 &&
-	    (real[n] == '/' || real[n] == '\0');
-	free(real);
 	free(dir);
-	return under;
+	return real;
+}
+
+bool
+jail_project_holds(const char *project, const char *dir)
+{
+	size_t n = strlen(project);
+
+	return strncmp(dir, project, n) == 0 && (dir[n] == '/' ||
+	    dir[n] == '\0');
 }
 
 void
-jail_project_sockets(const char *project, struct strv *out)
+jail_host_sockets(struct strv *paths, struct strv *dirs)
 {
-	char *line = NULL, *path;
+	char *line = NULL, *path, *dir;
 	size_t cap = 0;
 	int n;
 	FILE *fp;
@@ -170,12 +177,33 @@ jail_project_sockets(const char *project, struct strv *out)
 		    n == 0 || line[n] == '\0')
 			continue;
 		path = line + n;
-		if (jail_project_has_socket(project, path) &&
-		    !strv_contains(out, path))
-			strv_add(out, path);
+		if (strv_contains(paths, path) ||
+		    (dir = jail_socket_dir(path)) == NULL)
+			continue;
+		strv_add(paths, path);
+		strv_add(dirs, dir);
+		free(dir);
 	}
 	free(line);
 	fclose(fp);
+}
+
+void
+jail_project_sockets(const char *project, struct strv *out)
+{
+	struct strv paths, dirs;
+	size_t i;
+
+	strv_init(&paths);
+	strv_init(&dirs);
+	jail_host_sockets(&paths, &dirs);
+	for (i = 0; i < paths.n; i++) {
+		if (jail_project_holds(project, dirs.v[i]) &&
+		    !strv_contains(out, paths.v[i]))
+			strv_add(out, paths.v[i]);
+	}
+	strv_free(&dirs);
+	strv_free(&paths);
 }
 
 static long

@@ -231,6 +231,15 @@ int jail_project(const char *dir, char **real, char **cause);
  * cover them and Landlock cannot scope them.
  */
 void jail_project_sockets(const char *project, struct strv *out);
+/**
+ * Adds to PATHS every socket file that programs in the host's network
+ * namespace have bound (from /proc/net/unix, one read), and to DIRS, at
+ * the same index, the real path of the dir each is in: what
+ * jail_project_holds matches, for any number of projects at once.
+ */
+void jail_host_sockets(struct strv *paths, struct strv *dirs);
+/** True if DIR (a real path, from jail_host_sockets) is PROJECT or under it. */
+bool jail_project_holds(const char *project, const char *dir);
 /** Checks that unprivileged user namespaces work here; -1 with *CAUSE saying how to enable them. */
 int jail_probe_userns(char **cause);
 /** The Landlock ABI version the kernel offers, 0 if none. */

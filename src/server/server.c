@@ -65,6 +65,8 @@ struct server {
 	time_t cf_time;               /* when it was loaded */
 };
 
+static void server_check_arm(struct server *);
+
 static void
 server_client_free(struct server_client *c)
 {
@@ -84,6 +86,8 @@ server_client_free(struct server_client *c)
 	free(c->wait_for);
 	close(c->fd);
 	free(c);
+	/* The last one gone may leave nothing to do. */
+	server_check_arm(sv);
 }
 
 /* Ends the server once nothing is left for it to do. */
@@ -140,11 +144,52 @@ server_stuck(struct server *sv)
 		server_stuck_one(sv, v[i]);
 }
 
+/* True while an attached terminal leaves bytes unread. */
+static bool
+server_any_stuck(struct server *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->nclients; i++) {
+		if (sv->clients[i]->tc != NULL &&
+		    tui_stuck_us(sv->t, sv->clients[i]->tc) > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The check runs each second only while it has something to wait for:
+ * the grace of a new server, a terminal leaving bytes unread, and once
+ * after a client left (a session's end checks at once, from the change
+ * callback). An idle server never wakes for it.
+ */
 static void
 server_check_cb(evutil_socket_t fd, short what, void *arg)
 {
-	server_stuck(arg);
-	server_check(arg);
+	struct server *sv = arg;
+
+	server_stuck(sv);
+	server_check(sv);
+	if (util_mono_us() - sv->started_us >= SERVER_GRACE_US &&
+	    !server_any_stuck(sv))
+		event_del(sv->check_ev);
+}
+
+static void
+server_check_arm(struct server *sv)
+{
+	struct timeval tv = { 1, 0 };
+
+	if (sv->check_ev != NULL && !evtimer_pending(sv->check_ev, NULL))
+		event_add(sv->check_ev, &tv);
+}
+
+/* A terminal started to leave bytes unread: it is looked at each second. */
+static void
+server_stuck_cb(void *arg)
+{
+	server_check_arm(arg);
 }
 
 /* What a detached client prints. */
@@ -574,6 +619,8 @@ server_changed_cb(void *arg)
 		    !server_wait_check(sv->clients[i]))
 			i++;
 	}
+	/* A session that ended may have been the last. */
+	server_check(sv);
 }
 
 static void
@@ -1034,6 +1081,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	log_set_hook(server_log_hook, &sv);
 	tui_set_detach_cb(sv.t, server_detached_cb, &sv);
 	tui_set_change_cb(sv.t, server_changed_cb, &sv);
+	tui_set_stuck_cb(sv.t, server_stuck_cb, &sv);
 	tui_set_reload_cb(sv.t, server_reload_cb, &sv);
 	tui_set_suspend_cb(sv.t, server_suspend_cb, &sv);
 	util_set_nonblock(lfd);
@@ -1053,6 +1101,8 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	rc = server_finish(&sv);
 	event_free(sv.accept_ev);
 	event_free(sv.check_ev);
+	/* Clients let go from here on do not arm it. */
+	sv.check_ev = NULL;
 	close(lfd);
 	tui_free(sv.t);
 	sv.t = NULL;

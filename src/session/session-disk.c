@@ -80,6 +80,7 @@ struct session_disk {
 	uint64_t base;                /* the host's figure when the last count was asked */
 	uint64_t asked;               /* ... when the pending one was */
 	int64_t counted_us;
+	int64_t shared_us;            /* a look due then, at the sessions' tick; 0: none */
 	int64_t tick_us;
 	uint64_t tick_host;
 	int64_t freeze_us;
@@ -269,8 +270,24 @@ static void
 session_disk_schedule(struct session_disk *sd, int ms)
 {
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	int64_t tick = session_tick_ms();
 
+	sd->shared_us = 0;
+	if (ms > tick) {
+		/* The first tick after this comes before MS is up. */
+		sd->shared_us = util_mono_us() + (ms - tick) * 1000LL;
+		session_tick_want(sd->s->ctx);
+		return;
+	}
 	evtimer_add(sd->ev, &tv);
+}
+
+/* No look is due any more. */
+static void
+session_disk_cancel(struct session_disk *sd)
+{
+	evtimer_del(sd->ev);
+	sd->shared_us = 0;
 }
 
 /* What was reached, for the front end and the record, and what continuing does. */
@@ -368,7 +385,7 @@ session_disk_stop(struct session_disk *sd, const char *why)
 	struct session *s = sd->s;
 
 	sd->state = SESSION_DISK_DONE;
-	evtimer_del(sd->ev);
+	session_disk_cancel(sd);
 	free(s->end_reason);
 	s->end_reason = xstrdup(why);
 	store_event_add(s->ctx->st, s->id, "warn", "disk", "%s", why);
@@ -620,6 +637,21 @@ session_disk_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* The sessions' tick: a look riding on it is taken once due. True while one waits. */
+bool
+session_disk_tick_shared(struct session *s)
+{
+	struct session_disk *sd = s->disk;
+
+	if (sd == NULL || sd->shared_us == 0)
+		return false;
+	if (util_mono_us() < sd->shared_us)
+		return true;
+	sd->shared_us = 0;
+	session_disk_tick(-1, EV_TIMEOUT, sd);
+	return sd->shared_us != 0;
+}
+
 /* Once the command runs: the watch starts (nothing at all if both limits are off). */
 void
 session_disk_start(struct session *s)
@@ -675,7 +707,7 @@ session_disk_end(struct session *s)
 
 	if (sd == NULL)
 		return;
-	evtimer_del(sd->ev);
+	session_disk_cancel(sd);
 	if (!session_disk_frozen(s))
 		return;
 	sd->state = SESSION_DISK_DONE;

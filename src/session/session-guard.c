@@ -29,9 +29,6 @@
 static const char *const session_guard_names[] = { "commondir",
     "config.worktree" };
 
-/* How often the project is looked at for new host sockets. */
-#define SESSION_GUARD_SOCK_SECS 2
-
 static char *
 session_guard_path(struct session *s, const char *name)
 {
@@ -150,38 +147,66 @@ session_guard_sockets(struct session *s, char **cause)
 
 /* A socket that appeared after the start: it cannot be hidden any more, so the user hears of it. */
 static void
-session_guard_sock_cb(evutil_socket_t fd, short what, void *arg)
+session_guard_sock_new(struct session *s, const char *path)
 {
-	struct session *s = arg;
-	struct strv now;
-	size_t i;
 	char *msg, *q;
 
-	strv_init(&now);
-	jail_project_sockets(s->project, &now);
-	for (i = 0; i < now.n; i++) {
-		if (strv_contains(&s->guard_socks, now.v[i]) ||
-		    session_guard_socket_harmless(s, now.v[i]))
+	strv_add(&s->guard_socks, path);
+	q = quote_name(path);
+	msg = xprintf("a program on the host now listens on the unix socket "
+	    "%s in the project: the jailed command can connect to it past "
+	    "the proxy; stop it, or end this session", q);
+	free(q);
+	store_event_add(s->ctx->st, s->id, "error", "socket", "%s", msg);
+	if (s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "alert", msg);
+	free(msg);
+}
+
+/*
+ * The sessions' tick, with the host's sockets read once for all of them
+ * (jail_host_sockets): new ones in this project are told. True while the
+ * session wants the tick. (The kernel tells of no new unix socket.)
+ */
+bool
+session_guard_tick(struct session *s, const struct strv *paths,
+    const struct strv *dirs)
+{
+	size_t i;
+
+	if (!s->guard_sock_on)
+		return false;
+	for (i = 0; i < paths->n; i++) {
+		if (!jail_project_holds(s->project, dirs->v[i]) ||
+		    strv_contains(&s->guard_socks, paths->v[i]) ||
+		    session_guard_socket_harmless(s, paths->v[i]))
 			continue;
-		strv_add(&s->guard_socks, now.v[i]);
-		q = quote_name(now.v[i]);
-		msg = xprintf("a program on the host now listens on the unix "
-		    "socket %s in the project: the jailed command can connect "
-		    "to it past the proxy; stop it, or end this session", q);
-		free(q);
-		store_event_add(s->ctx->st, s->id, "error", "socket", "%s", msg);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "alert", msg);
-		free(msg);
+		session_guard_sock_new(s, paths->v[i]);
 	}
-	strv_free(&now);
+	return true;
+}
+
+/* A last look at the end, so one that came since the last tick is told too. */
+static void
+session_guard_sock_last(struct session *s)
+{
+	struct strv paths, dirs;
+
+	if (!s->guard_sock_on)
+		return;
+	strv_init(&paths);
+	strv_init(&dirs);
+	jail_host_sockets(&paths, &dirs);
+	session_guard_tick(s, &paths, &dirs);
+	strv_free(&dirs);
+	strv_free(&paths);
+	s->guard_sock_on = false;
 }
 
 /* Before the command runs: note what exists and watch the git dir. */
 void
 session_guard_start(struct session *s)
 {
-	struct timeval tv = { SESSION_GUARD_SOCK_SECS, 0 };
 	struct stat st;
 	char *path, *to;
 	size_t i;
@@ -195,9 +220,8 @@ session_guard_start(struct session *s)
 		store_event_add(s->ctx->st, s->id, "warn", "socket", "%s", path);
 		free(path);
 	}
-	s->guard_sock_ev = event_new(s->ctx->base, -1, EV_PERSIST,
-	    session_guard_sock_cb, s);
-	event_add(s->guard_sock_ev, &tv);
+	s->guard_sock_on = true;
+	session_tick_want(s->ctx);
 	s->guard_since = snap_plant_clock();
 
 	path = xprintf("%s/.git", s->project);
@@ -283,9 +307,7 @@ session_guard_stop(struct session *s)
 {
 	session_guard_check(s);
 	session_guard_plant(s);
-	if (s->guard_sock_ev != NULL)
-		event_free(s->guard_sock_ev);
-	s->guard_sock_ev = NULL;
+	session_guard_sock_last(s);
 	strv_free(&s->guard_socks);
 	if (s->guard_ev != NULL)
 		event_free(s->guard_ev);

@@ -44,6 +44,7 @@ struct session_ctx {
 	struct proxy *px;            /* CA, TLS contexts, DNS: every session's */
 	struct event *sigchld;
 	struct session *sessions;    /* every live session */
+	struct event *tick_ev;       /* the slow tick (session-tick.c), while wanted */
 };
 
 struct session {
@@ -103,7 +104,7 @@ struct session {
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
 	struct strv guard_socks;     /* host sockets in the project, known */
-	struct event *guard_sock_ev; /* looks for new ones */
+	bool guard_sock_on;          /* looks for new ones at each tick */
 
 	int home_fd;                 /* the jail's HOME (session-files.c) */
 	struct strv hfiles;          /* file entries there, relative to HOME */
@@ -169,6 +170,11 @@ struct session {
 	struct event *st_freeze_ev;  /* looks whether the pause took */
 	struct event *st_hint_ev;    /* the screen settled: its profile's hint is looked at */
 	int st_hint_tries;           /* looks again at a matching screen since the last output */
+	bool st_hint_file;           /* its profile's needs_you_file was written since the last input */
+	int st_hf_fd;                /* inotify for it, or -1 */
+	int st_hf_wd;                /* the dir watched, or -1 */
+	bool st_hf_parent;           /* that dir is the file's own (else one on the way) */
+	struct event *st_hf_ev;
 	int64_t st_pause_us;         /* when it was asked */
 	int64_t st_frozen_us;        /* how long freezing took (the last pause) */
 	int64_t st_allowed;          /* requests through the proxy, ended */
@@ -241,11 +247,19 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+bool session_guard_tick(struct session *, const struct strv *paths,
+    const struct strv *dirs);
+
+/* The sessions' slow tick (session-tick.c). */
+void session_tick_want(struct session_ctx *);
+int64_t session_tick_ms(void);
+void session_tick_free(struct session_ctx *);
 
 /* The disk write budget and reserve (session-disk.c). */
 int session_disk_check(struct session_ctx *, const char *project,
     char **cause);
 void session_disk_start(struct session *);
+bool session_disk_tick_shared(struct session *);
 bool session_disk_frozen(struct session *);
 /** Bytes its processes wrote as last counted; -1 if nothing counts them. */
 int64_t session_disk_written(struct session *);
@@ -267,6 +281,9 @@ bool session_state_reading(struct session *);
 /* A profile's screen hint (session-hint.c). */
 void session_hint_arm(struct session *);
 void session_hint_free(struct session *);
+void session_hint_input(struct session *);
+void session_hint_file_start(struct session *);
+void session_hint_file_stop(struct session *);
 /* Whether a process waits for input, from its /proc stat, syscall and wchan (NULL: unreadable). */
 bool session_state_proc_reads(const char *stat, const char *syscall,
     const char *wchan);

@@ -90,6 +90,7 @@ session_ctx_free(struct session_ctx *ctx)
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
 	session_proxy_ctx_free(ctx);
+	session_tick_free(ctx);
 	if (ctx->sigchld != NULL)
 		event_free(ctx->sigchld);
 	store_close(ctx->st);
@@ -273,6 +274,7 @@ session_finish(struct session *s)
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	session_guard_stop(s);
+	session_hint_file_stop(s);
 	session_snap_end(s);
 	/* The front end may free it from the callback. */
 	session_add_ref(s);
@@ -520,6 +522,8 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->listen_fd = -1;
 	s->guard_fd = -1;
 	s->home_fd = -1;
+	s->st_hf_fd = -1;
+	s->st_hf_wd = -1;
 	s->status = -1;
 	buf_init(&s->start_in);
 	buf_init(&s->keys);
@@ -766,6 +770,7 @@ session_start_done(struct session *s)
 	if (a != NULL)
 		session_wall_start(s, a);
 	session_disk_start(s);
+	session_hint_file_start(s);
 	s->st_started_ms = util_now_ms();
 	session_state_activity(s);
 	if (s->ev.started != NULL)
@@ -1295,6 +1300,7 @@ session_write(struct session *s, const void *data, size_t len)
 		errno = EPIPE;
 		return -1;
 	}
+	session_hint_input(s);
 	session_state_activity(s);
 	if (len == 0)
 		return 0;

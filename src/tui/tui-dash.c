@@ -1312,6 +1312,23 @@ tui_set_change_cb(struct tui *t, void (*cb)(void *), void *arg)
 }
 
 void
+tui_set_stuck_cb(struct tui *t, void (*cb)(void *), void *arg)
+{
+	t->stuck_cb = cb;
+	t->stuck_arg = arg;
+}
+
+/* A terminal's bytes started to wait: whoever detaches stuck ones looks from now on. */
+static void
+tui_stuck_cb(void *arg)
+{
+	struct tui *t = arg;
+
+	if (t->stuck_cb != NULL)
+		t->stuck_cb(t->stuck_arg);
+}
+
+void
 tui_set_detach_cb(struct tui *t,
     void (*cb)(void *, struct tui_client *, const char *), void *arg)
 {
@@ -1435,6 +1452,7 @@ tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
 		return NULL;
 	c = tui_client_for_attach(t);
 	c->scr = scr;
+	tui_screen_set_stuck_cb(scr, tui_stuck_cb, t);
 	fd = tui_screen_infd(c->scr);
 	util_set_nonblock(fd);
 	c->input_ev = event_new(t->base, fd, EV_READ | EV_PERSIST, tui_term_cb,

@@ -125,6 +125,7 @@ struct tui_text {
 	size_t top;
 	struct tui_text_job *job; /* the command still writing it, or NULL */
 	bool diff;                /* colour +/- lines */
+	bool live;                /* the sessions view: read anew each second */
 };
 
 /* A one-line editor (filters, the project dir). */
@@ -214,6 +215,7 @@ struct tui {
 	bool quitting;
 	struct event *quit_ev;    /* quits even if a closed session lingers */
 	struct event *reap_ev;    /* removes the panes of closed sessions */
+	struct event *live_ev;    /* refreshes open sessions views (tui-status.c) */
 	int64_t *ran;             /* the sessions this dashboard ran */
 	size_t nran;
 
@@ -228,6 +230,8 @@ struct tui {
 	void *suspend_arg;
 	void (*change_cb)(void *);  /* a session's state changed or it ended */
 	void *change_arg;
+	void (*stuck_cb)(void *);   /* a terminal started to leave bytes unread */
+	void *stuck_arg;
 
 	/* prompts (tui-prompt.c): every client's */
 	struct tui_prompt **prompts;

@@ -181,6 +181,8 @@ struct tui_screen {
 	struct event *wev;    /* writes OBUF when it can; NULL: no loop */
 	bool held;            /* a frame waits for OBUF to drain */
 	int64_t stuck_us;     /* since when OBUF waits and nothing is taken, or 0 */
+	void (*stuck_cb)(void *); /* told when it starts to */
+	void *stuck_arg;
 	bool color;
 	int ncolors;
 	attr_t style_attr[TUI_STYLE_COUNT];
@@ -339,9 +341,12 @@ tui_screen_push(struct tui_screen *scr)
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN && scr->wev != NULL) {
-			if (scr->stuck_us == 0)
-				scr->stuck_us = util_mono_us();
 			event_add(scr->wev, NULL);
+			if (scr->stuck_us == 0) {
+				scr->stuck_us = util_mono_us();
+				if (scr->stuck_cb != NULL)
+					scr->stuck_cb(scr->stuck_arg);
+			}
 			return;
 		}
 		if (errno != EAGAIN)
@@ -1191,6 +1196,13 @@ tui_frames_free(struct tui_frames *fr)
 		return;
 	event_free(fr->ev);
 	free(fr);
+}
+
+void
+tui_screen_set_stuck_cb(struct tui_screen *scr, void (*cb)(void *), void *arg)
+{
+	scr->stuck_cb = cb;
+	scr->stuck_arg = arg;
 }
 
 int64_t

@@ -3,6 +3,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "core/core.h"
 #include "session/session.h"
 #include "tui-int.h"
@@ -202,31 +204,110 @@ tui_status_cost_line(struct buf *b, struct tui_pane *wp)
 	    (long long)c.turns);
 }
 
+/* The sessions view's text: a line per session, then what the columns mean. */
+static void
+tui_status_sessions_text(struct tui *t, struct buf *b)
+{
+	size_t i;
+
+	buf_printf(b, "%4s  %-10s %-10s %8s %5s %7s %5s %7s %6s %6s %7s %7s "
+	    "%5s\n", "ID", "AGENT", "STATE", "CPU", "SHARE", "MEMORY", "PROCS",
+	    "WRITTEN", "ALLOW", "DENY", "UP", "DOWN", "TURNS");
+	for (i = 0; i < t->npanes; i++)
+		tui_status_cost_line(b, t->panes[i]);
+	buf_adds(b, "\nCPU: time of its processes, live and ended; SHARE: of "
+	    "one CPU since it started;\nMEMORY: resident, of its live "
+	    "processes; WRITTEN: to disk, as its disk watch counted it (-: "
+	    "none);\nALLOW, DENY, UP, DOWN: requests and body bytes through "
+	    "its proxy; TURNS: model-API answers.\nRead anew each second "
+	    "while this view is open.\n");
+}
+
+/* Whether client C shows a sessions view now (not covered by another view). */
+static bool
+tui_status_live_shown(const struct tui_client *c)
+{
+	return c->scr != NULL && c->text != NULL && c->text->live &&
+	    c->nviews > 0 && c->views[c->nviews - 1] == TUI_VIEW_TEXT;
+}
+
+/* TX's lines are read anew; where it is scrolled to stays. */
+static void
+tui_status_live_fill(struct tui *t, struct tui_text *tx)
+{
+	struct buf b;
+	const char *line, *nl;
+
+	buf_init(&b);
+	tui_status_sessions_text(t, &b);
+	strv_free(&tx->lines);
+	strv_init(&tx->lines);
+	for (line = b.data; *line != '\0'; line = nl + 1) {
+		if ((nl = strchr(line, '\n')) == NULL)
+			break;
+		strv_addf(&tx->lines, "%.*s", (int)(nl - line), line);
+	}
+	buf_free(&b);
+}
+
+static void tui_status_live_arm(struct tui *);
+
+/*
+ * Each second while some client shows a sessions view: its figures are
+ * read anew. Nothing runs once none does.
+ */
+static void
+tui_status_live_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tui *t = arg;
+	bool any = false;
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i < t->nclients; i++) {
+		if (!tui_status_live_shown(t->clients[i]))
+			continue;
+		tui_status_live_fill(t, t->clients[i]->text);
+		any = true;
+	}
+	if (!any)
+		return;
+	tui_redraw(t);
+	tui_status_live_arm(t);
+}
+
+static void
+tui_status_live_arm(struct tui *t)
+{
+	struct timeval tv = { 1, 0 };
+
+	if (t->live_ev == NULL &&
+	    (t->live_ev = evtimer_new(t->base, tui_status_live_cb, t)) == NULL)
+		fatalx("cannot create the sessions view's timer");
+	if (!evtimer_pending(t->live_ev, NULL))
+		evtimer_add(t->live_ev, &tv);
+}
+
 void
 tui_status_sessions(struct tui *t)
 {
 	struct buf b;
-	size_t i;
 
 	buf_init(&b);
-	buf_printf(&b, "%4s  %-10s %-10s %8s %5s %7s %5s %7s %6s %6s %7s %7s "
-	    "%5s\n", "ID", "AGENT", "STATE", "CPU", "SHARE", "MEMORY", "PROCS",
-	    "WRITTEN", "ALLOW", "DENY", "UP", "DOWN", "TURNS");
-	for (i = 0; i < t->npanes; i++)
-		tui_status_cost_line(&b, t->panes[i]);
-	buf_adds(&b, "\nCPU: time of its processes, live and ended; SHARE: of "
-	    "one CPU since it started;\nMEMORY: resident, of its live "
-	    "processes; WRITTEN: to disk, as its disk watch counted it (-: "
-	    "none);\nALLOW, DENY, UP, DOWN: requests and body bytes through "
-	    "its proxy; TURNS: model-API answers.\nAs of when this view "
-	    "opened: prefix s again reads them anew.\n");
+	tui_status_sessions_text(t, &b);
 	tui_text_show(t, "sessions", b.data, false);
 	buf_free(&b);
+	t->c->text->live = true;
+	tui_status_live_arm(t);
 }
 
 void
 tui_status_free(struct tui *t)
 {
+	if (t->live_ev != NULL)
+		event_free(t->live_ev);
+	t->live_ev = NULL;
 	proc_free(t->notify_proc);
 	t->notify_proc = NULL;
 }

@@ -338,6 +338,8 @@ void tui_suspend(struct tui *, struct tui_client *c);
 void tui_resume(struct tui *, struct tui_client *c);
 /** CB(ARG) is called whenever a session's state changes or it ends. */
 void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);
+/** CB(ARG) is called when an attached terminal starts to leave bytes unread (tui_stuck_us). */
+void tui_set_stuck_cb(struct tui *, void (*cb)(void *), void *arg);
 /** MSG in the status bar for a while (a warning logged, say). */
 void tui_notice(struct tui *, bool alert, const char *msg);
 /** MSG in client C's status bar only, for a while. */
@@ -464,6 +466,9 @@ void tui_screen_cursor(struct tui_screen *, bool visible, unsigned x,
 void tui_screen_flush(struct tui_screen *);
 /** How long the terminal has taken none of the bytes waiting for it (µs), 0 if none wait. */
 int64_t tui_screen_stuck_us(const struct tui_screen *);
+/** CB(ARG) is called when bytes start to wait for the terminal (tui_screen_stuck_us turns non-zero). */
+void tui_screen_set_stuck_cb(struct tui_screen *, void (*cb)(void *),
+    void *arg);
 /** Colours the terminal has (0 when drawing without colour). */
 int tui_screen_colors(const struct tui_screen *);
 

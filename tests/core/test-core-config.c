@@ -171,6 +171,32 @@ test_needs_you_screen(void **state)
 	    "needs_you_screen: give a regular expression");
 }
 
+/* needs_you_file names a file in the project or the jail's HOME; a path that could leave them is a problem. */
+static void
+test_needs_you_file(void **state)
+{
+	struct config_problems ps;
+	struct config *cf;
+	const char *bad[] = { "/tmp/waiting", "../waiting", "a/../b", "a/./b",
+	    "~/", "a//b", "dir/", "~/..", "./x", "." };
+	size_t i;
+	char *text;
+
+	cf = load("[agent x]\ncommand = x\nneeds_you_file = .x/waiting\n"
+	    "needs_you_file = ~/.agent/needs-you\n", &ps);
+	assert_non_null(cf);
+	assert_int_equal(ps.n, 0);
+	assert_string_equal(config_agent(cf, "x")->needs_you_file,
+	    "~/.agent/needs-you");
+	assert_null(config_agent(cf, "shell")->needs_you_file);
+	config_free(cf);
+	for (i = 0; i < nitems(bad); i++) {
+		text = xprintf("[agent x]\nneeds_you_file = %s\n", bad[i]);
+		expect_problem(text, 2, "needs_you_file: '");
+		free(text);
+	}
+}
+
 static void
 test_builtin_profiles(void **state)
 {
@@ -413,6 +439,7 @@ main(void)
 		cmocka_unit_test(test_parse_key),
 		cmocka_unit_test(test_resume_then_command),
 		cmocka_unit_test(test_needs_you_screen),
+		cmocka_unit_test(test_needs_you_file),
 	};
 
 	return test_run_group(tests, test_dir_setup, test_dir_teardown);

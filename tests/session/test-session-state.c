@@ -470,6 +470,77 @@ test_screen_hint(void **state)
 }
 
 /*
+ * Runs SCRIPT (it reads a line, writes what it writes, reads again, then
+ * sleeps) as an agent whose needs_you_file is FILE, with idle_after far
+ * off: before the first line it works; after it, it needs you at once if
+ * WANT, else it stays working; answered, it works again while it sleeps.
+ */
+static void
+file_hint_run(const char *file, const char *script, bool want)
+{
+	char *const command[] = { "/bin/sh", "-c", (char *)script, NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .pane = true, .rows = 24, .cols = 80,
+	    .listen_fd = -1, .agent = "filed", .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, *conf;
+	int64_t ms;
+
+	conf = xprintf("[ui]\nidle_after = 30000\n[agent filed]\n"
+	    "command = sh\nneeds_you_file = %s\n", file);
+	fixture_open_with(&f, conf);
+	free(conf);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	while (o.started == 0)
+		loop_for(&f, 20);
+	assert_true(o.ok);
+
+	/* Reading, nothing written: idle_after (30 s) is still to come. */
+	stays(&f, s, SESSION_WORKING, 1500);
+	assert_int_equal(session_write(s, "\n", 1), 0);
+	if (!want)
+		stays(&f, s, SESSION_WORKING, 2000);
+	else {
+		ms = loop_until_state(&f, s, SESSION_NEEDS_YOU);
+		print_message("needs you %lld ms after %s\n", (long long)ms,
+		    file);
+		assert_true(ms < 2000);
+		/* Answered: working, and it stays so while it sleeps. */
+		assert_int_equal(session_write(s, "y\n", 2), 0);
+		assert_int_equal(session_state(s), SESSION_WORKING);
+		stays(&f, s, SESSION_WORKING, 1500);
+		assert_non_null(strstr(o.trail, "needs you,working"));
+	}
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/*
+ * A profile's needs_you_file: written in a dir the agent makes after the
+ * start (in the project, then in the jail's HOME), the session needs you
+ * at once; one written through a symlink the agent made (to another dir
+ * of the project) is never seen, since the host does not follow it.
+ */
+static void
+test_file_hint(void **state)
+{
+	file_hint_run(".amx/state/waiting", "read a; mkdir -p .amx/state; "
+	    "echo waiting >.amx/state/waiting; read b; sleep 30", true);
+	file_hint_run("~/.agent/waiting", "read a; mkdir -p ~/.agent; "
+	    ": >~/.agent/waiting; read b; sleep 30", true);
+	file_hint_run(".lnk/waiting", "read a; mkdir -p real; "
+	    "ln -s \"$PWD/real\" .lnk; : >.lnk/waiting; read b; sleep 30",
+	    false);
+}
+
+/*
  * Quiet while it works (no output), then reading without a word: the look
  * at idle_after found it busy, a later one finds it waiting (OpenCode's
  * prompt stayed "working" when nothing looked again).
@@ -562,6 +633,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_quiet_then_reading,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_screen_hint,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_file_hint,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pause_wall_clock,
 		    test_proj_setup, test_proj_teardown),

@@ -303,6 +303,16 @@ print(max(json.load(sys.stdin), key=lambda s: s["id"])["state"])')
 [ "$st" = crashed ] || fail "the session of the killed server is '$st', not crashed"
 echo "server: SIGKILLed, it takes every jail with it; its sessions crashed"
 
+# ---- no session and no client left: the server ends by itself ----
+# The session outlives the new server's 10 s grace: only its end (nothing ticks) can end the server.
+(cd "$P" && "$AGENTMUX" new -d --shared -- sh -c 'sleep 12' >/dev/null) || fail "new -d did not start a server"
+spid=$(server_pid)
+[ -n "$spid" ] && kill -0 "$spid" || fail "no server for the detached session"
+i=0
+while kill -0 "$spid" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+kill -0 "$spid" 2>/dev/null && fail "the server stayed after its last session ended, with no client"
+echo "server: it ends by itself once its last session ends with no client attached"
+
 # ---- a socket directory with the wrong mode or owner is refused ----
 rm -f "$D/default" "$D/default.pid"
 chmod 755 "$D"

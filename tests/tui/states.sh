@@ -2,7 +2,8 @@
 # Session states in the dashboard: a shell at its prompt needs you, a command running is working; a session
 # that starts needing you while another has the focus is counted in the bar and told through [ui] notify (a
 # command, given the message as an argument), never for the focused one; prefix w goes to it; prefix P
-# pauses a session (a loop in its jail stops) and resumes it.
+# pauses a session (a loop in its jail stops) and resumes it; prefix s shows what each costs, read anew
+# while open.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -73,6 +74,12 @@ keys 'kill %1' Enter
 prefix s
 wait_for 'ID +AGENT +STATE +CPU +SHARE +MEMORY +PROCS' || fail "prefix s did not show the sessions view"
 wait_for '^ +1 +shell +(working|needs you) +[0-9.]+s +[0-9]+% +[0-9.]+[KMG]? +[1-9]' || fail "the sessions view has no costs for session 1"
+# It stays live while open: a pause and a resume from the CLI show in it without reopening it.
+"$AGENTMUX" pause 1 >/dev/null || fail "agentmux pause 1 failed"
+wait_for '^ +1 +shell +paused +[0-9.]+s' || fail "the open sessions view did not show session 1 paused"
+"$AGENTMUX" resume 1 >/dev/null || fail "agentmux resume 1 failed"
+wait_for '^ +1 +shell +(working|needs you) +[0-9.]+s' || fail "the open sessions view did not show session 1 resumed"
+scr | grep -Eq 'ID +AGENT +STATE' || fail "the sessions view closed while refreshing"
 keys q
 wait_gone 'ID +AGENT +STATE' || fail "q did not leave the sessions view"
 
