@@ -259,7 +259,9 @@ server_suspend_cb(void *arg, struct tui_client *tc, char **cause)
 		    "this agentmux");
 		return -1;
 	}
-	tui_suspend(sv->t, tc);
+	/* Already suspended (a second prefix C-z in one read): nothing to send. */
+	if (!tui_suspend(sv->t, tc))
+		return 0;
 	if (server_msg_send(c->fd, SERVER_MSG_SUSPEND, NULL, 0, NULL, 0) ==
 	    -1) {
 		*cause = xprintf("cannot suspend the client: %s",

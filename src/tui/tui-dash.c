@@ -175,6 +175,7 @@ tui_view_pop(struct tui *t)
 		for (i = 0; i < t->npanes; i++)
 			t->panes[i]->redraw = true;
 	}
+	tui_status_live_check(t);
 	tui_redraw(t);
 }
 
@@ -1017,8 +1018,10 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	struct tui_input in = { .type = TUI_INPUT_PASTE, .paste = data,
 	    .pastelen = len };
 
+	/* A paste at the command prompt is not for the agent either. */
 	if (t->dialog != TUI_DIALOG_NONE || t->c->prompt_focus ||
-	    t->c->disk_focus || wp == NULL || tui_view_top(t) != TUI_VIEW_PANES)
+	    t->c->disk_focus || t->c->cmdline.active || wp == NULL ||
+	    tui_view_top(t) != TUI_VIEW_PANES)
 		return;
 	tui_pane_input(wp, &in);
 }
@@ -1029,8 +1032,11 @@ tui_dash_input(void *arg, const struct tui_input *in)
 	struct tui_client *c = arg;
 	struct tui *t = c->t;
 
-	/* Detached by a key earlier in the same read: the rest is not for it. */
-	if (c->scr == NULL)
+	/*
+	 * Detached or suspended by a key earlier in the same read: the rest
+	 * is not for it (typed after prefix C-z, it is the shell's).
+	 */
+	if (c->scr == NULL || c->suspended)
 		return;
 	tui_client_active(t, c);
 	tui_client_set(t, c);
@@ -1083,7 +1089,7 @@ tui_term_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (n > 0 &&
 	    tui_keys_parse(c->keys, buf, (size_t)n, tui_dash_input, c) &&
-	    c->scr != NULL)
+	    c->scr != NULL && !c->suspended)
 		evtimer_add(c->esc_ev, &tv);
 }
 
@@ -1463,6 +1469,7 @@ tui_attach(struct tui *t, int infd, int outfd, const char *term, bool color,
 	/* Attaching is activity: the panes take this terminal's size. */
 	t->c = t->latest = c;
 	tui_redraw_all(t, c);
+	tui_status_live_check(t);
 	return c;
 }
 
@@ -1497,6 +1504,8 @@ tui_detach(struct tui *t, struct tui_client *c)
 	evtimer_del(c->esc_ev);
 	tui_screen_close(c->scr);
 	c->scr = NULL;
+	/* A view kept for the next client is drawn for it, suspended or not. */
+	c->suspended = false;
 	if (c->prompt_focus)
 		tui_prompt_unfocus(t, c);
 	/* The last view is kept for the next client, as it was. */
@@ -1628,13 +1637,13 @@ tui_client_awake(struct tui *t, struct tui_client *c)
 	return NULL;
 }
 
-void
+bool
 tui_suspend(struct tui *t, struct tui_client *c)
 {
 	struct tui_client *other;
 
 	if (c->scr == NULL || c->suspended)
-		return;
+		return false;
 	/* The shell reads the terminal now: not a key of it is ours. */
 	event_del(c->input_ev);
 	evtimer_del(c->esc_ev);
@@ -1649,6 +1658,7 @@ tui_suspend(struct tui *t, struct tui_client *c)
 		other->relayout = true;
 		tui_redraw(t);
 	}
+	return true;
 }
 
 void
@@ -1663,4 +1673,5 @@ tui_resume(struct tui *t, struct tui_client *c)
 	/* Coming back is activity: the panes take this terminal's size. */
 	t->c = t->latest = c;
 	tui_redraw_all(t, c);
+	tui_status_live_check(t);
 }

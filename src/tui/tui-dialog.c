@@ -522,7 +522,7 @@ tui_port_dialog(struct tui *t)
 	struct tui_pane *wp = tui_focus_pane(t);
 
 	if (wp == NULL || wp->s == NULL || wp->exited || wp->id <= 0) {
-		tui_message(t, false, "no running session to forward a port of");
+		tui_reply(t, false, "no running session to forward a port of");
 		return;
 	}
 	t->dialog = TUI_DIALOG_PORT;

@@ -459,6 +459,7 @@ void tui_status_notify(struct tui *, struct tui_pane *wp,
     enum session_state st);
 /** Shows the sessions view: each session's state and what it costs, as of now. */
 void tui_status_sessions(struct tui *);
+void tui_status_live_check(struct tui *);
 /** Lets go of a notification command still running. */
 void tui_status_free(struct tui *);
 /* The pane whose entry in the status bar is at column X, or -1. */

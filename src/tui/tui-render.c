@@ -165,6 +165,8 @@ tui_render_hidden(const struct pane_cell *c)
  * wait for it nor queue without bound.
  */
 #define TUI_SCREEN_HIGH (1024 * 1024)
+/* The most rows and columns of a terminal drawn on. */
+#define TUI_SCREEN_MAX 1000
 /* How long closing a screen waits for its terminal to take the last bytes. */
 #define TUI_SCREEN_CLOSE_MS 200
 
@@ -796,8 +798,18 @@ tui_screen_resize(struct tui_screen *scr)
 	if (ioctl(scr->ttyfd, TIOCGWINSZ, &ws) == -1 || ws.ws_row == 0 ||
 	    ws.ws_col == 0)
 		return;
+	/*
+	 * A terminal says what size it is: a huge one (65535x65535 set on a
+	 * pty) would have curses allocate billions of cells for each window.
+	 * It is drawn on as TUI_SCREEN_MAX at most.
+	 */
+	if (ws.ws_row > TUI_SCREEN_MAX)
+		ws.ws_row = TUI_SCREEN_MAX;
+	if (ws.ws_col > TUI_SCREEN_MAX)
+		ws.ws_col = TUI_SCREEN_MAX;
 	set_term(scr->sp);
-	resizeterm(ws.ws_row, ws.ws_col);
+	if (resizeterm(ws.ws_row, ws.ws_col) != OK)
+		return;
 	scr->rows = ws.ws_row;
 	scr->cols = ws.ws_col;
 	scr->invalid = true;

@@ -116,7 +116,9 @@ tui_status_looking(struct tui *t, const struct tui_pane *wp)
 
 	for (i = 0; i < t->nclients && !looking; i++) {
 		t->c = t->clients[i];
-		looking = t->c->scr != NULL && wp == tui_focus_pane(t) &&
+		/* A suspended client's user has put the dashboard away. */
+		looking = t->c->scr != NULL && !t->c->suspended &&
+		    wp == tui_focus_pane(t) &&
 		    tui_view_top(t) == TUI_VIEW_PANES;
 	}
 	t->c = cur;
@@ -227,7 +229,8 @@ tui_status_sessions_text(struct tui *t, struct buf *b)
 static bool
 tui_status_live_shown(const struct tui_client *c)
 {
-	return c->scr != NULL && c->text != NULL && c->text->live &&
+	return c->scr != NULL && !c->suspended && c->text != NULL &&
+	    c->text->live &&
 	    c->nviews > 0 && c->views[c->nviews - 1] == TUI_VIEW_TEXT;
 }
 
@@ -287,6 +290,23 @@ tui_status_live_arm(struct tui *t)
 		fatalx("cannot create the sessions view's timer");
 	if (!evtimer_pending(t->live_ev, NULL))
 		evtimer_add(t->live_ev, &tv);
+}
+
+/*
+ * After a client comes back to a sessions view (attached with it kept,
+ * resumed, or the view over it closed): its figures are read anew again.
+ */
+void
+tui_status_live_check(struct tui *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		if (tui_status_live_shown(t->clients[i])) {
+			tui_status_live_arm(t);
+			return;
+		}
+	}
 }
 
 void

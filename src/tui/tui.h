@@ -333,8 +333,9 @@ void tui_set_suspend_cb(struct tui *,
  * Gives client C's terminal back as it was and neither reads nor draws
  * on it (its client stops as a job; the sessions go on) until
  * tui_resume, which takes it again and draws it afresh at its size.
+ * False if C was suspended already or is not attached.
  */
-void tui_suspend(struct tui *, struct tui_client *c);
+bool tui_suspend(struct tui *, struct tui_client *c);
 void tui_resume(struct tui *, struct tui_client *c);
 /** CB(ARG) is called whenever a session's state changes or it ends. */
 void tui_set_change_cb(struct tui *, void (*cb)(void *), void *arg);

@@ -115,6 +115,31 @@ keys 'clear; echo pane-$((2+3))' Enter
 wait_for '^pane-5$' || fail "the pane does not take keys after fg"
 echo "suspend: fg draws the dashboard and it takes keys"
 
+# ---- typed right after prefix C-z, in the same read: not the pane's ----
+# (a fast typist or a batching ssh: the server must not hand the rest to the agent)
+tmux -L "$SOCK" send-keys -t 0 C-a C-z "touch $P/LEAKED-\$((1+1))" Enter
+wait_for '^OUTER\$ ?$' || fail "prefix C-z (with keys after it) did not give the terminal back"
+sleep 0.5
+[ -e "$P/LEAKED-2" ] && fail "keys typed after prefix C-z in the same read reached the pane"
+keys 'fg' Enter
+wait_status 1 "$id:shell\\* " || fail "fg did not draw the dashboard again (after typeahead)"
+sleep 0.5
+[ -e "$P/LEAKED-2" ] && fail "keys typed after prefix C-z reached the pane after fg"
+echo "suspend: keys after prefix C-z in the same read do not reach the pane"
+
+# ---- a suspended client killed: the next attach draws the view it kept ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z did not suspend the client (before the kill)"
+keys 'kill -KILL %1' Enter
+sleep 0.5
+keys "clear; $AGENTMUX attach" Enter
+wait_status 1 "$id:shell\\* " 20 ||
+	fail "attach after a suspended client was killed drew no dashboard"
+keys 'clear; echo after-kill-$((4+4))' Enter
+wait_for '^after-kill-8$' || fail "the pane is not drawn after a suspended client was killed"
+echo "suspend: a suspended client killed leaves its view drawable for the next attach"
+
 # ---- the command prompt: an unknown name is refused with the list ----
 keys C-a
 keys :
