@@ -382,6 +382,13 @@ int snap_pack_index(const char *path, const struct snap_pack_entry *e,
  */
 int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
     struct snap_pack_entry *e, struct stat *sb, char **cause);
+/*
+ * The directory holding PATH under the work tree WT, opened one name at
+ * a time without following a link (WT itself if PATH has no '/': not to
+ * be closed); PATH's last name in *NAME. -1 (errno) if a component is not
+ * a directory, or is empty, "." or "..".
+ */
+int snap_pack_parent(int wt, const char *path, const char **name);
 /* Whether a file's fstat data after a read (AFTER) says it did not change. */
 bool snap_pack_unchanged(const struct stat *before, const struct stat *after);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */

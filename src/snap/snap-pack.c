@@ -670,12 +670,23 @@ out:
 	return r;
 }
 
+/* Whether NAME (LEN bytes) may be walked: not empty, "." or "..". */
+static bool
+snap_pack_component(const char *name, size_t len)
+{
+	return len > 0 && !(len == 1 && name[0] == '.') &&
+	    !(len == 2 && name[0] == '.' && name[1] == '.');
+}
+
 /*
  * Opens the directory holding PATH (relative to WT) one name at a time,
  * never through a symlink; its fd (WT itself: not to be closed) and, in
- * NAME, PATH's last name. -1 if a component is not a directory.
+ * NAME, PATH's last name. -1 if a component is not a directory, or is
+ * empty, "." or ".." (EINVAL): the list comes from git, which never
+ * gives such a path, but a name that climbs out of WT is not followed
+ * whoever wrote it.
  */
-static int
+int
 snap_pack_parent(int wt, const char *path, const char **name)
 {
 	const char *s = path, *slash;
@@ -685,10 +696,12 @@ snap_pack_parent(int wt, const char *path, const char **name)
 
 	while ((slash = strchr(s, '/')) != NULL) {
 		len = (size_t)(slash - s);
-		if (len == 0 || len >= sizeof part) {
-			next = -1;
+		next = -1;
+		if (!snap_pack_component(s, len))
+			errno = EINVAL;
+		else if (len >= sizeof part)
 			errno = ENAMETOOLONG;
-		} else {
+		else {
 			memcpy(part, s, len);
 			part[len] = '\0';
 			next = openat(fd, part, O_RDONLY | O_DIRECTORY |
@@ -700,6 +713,12 @@ snap_pack_parent(int wt, const char *path, const char **name)
 			return -1;
 		fd = next;
 		s = slash + 1;
+	}
+	if (!snap_pack_component(s, strlen(s))) {
+		if (fd != wt)
+			close(fd);
+		errno = EINVAL;
+		return -1;
 	}
 	*name = s;
 	return fd;

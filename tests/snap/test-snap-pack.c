@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -878,6 +879,46 @@ test_pack_first_nested(void **state)
 	store_close(st);
 }
 
+/*
+ * The walk to a file's directory refuses a component that is empty, "."
+ * or "..": git never lists such a path, but one that did would otherwise
+ * reach a file outside the work tree (here "secret", beside it).
+ */
+static void
+test_pack_parent_dots(void **state)
+{
+	static const char *refused[] = {
+		"../secret", "a/../../secret", "a/b/../../../secret", "./a/f",
+		"a/./f", "a/..", "a/.", "..", ".", "a//f", "/secret", "a/",
+	};
+	const char *name;
+	struct stat sb;
+	size_t i;
+	int wt, fd;
+
+	(void)state;
+	test_sh_ok("mkdir -p w/a/b && echo 1 > w/a/f && echo 2 > w/top && "
+	    "echo hostile > secret");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	for (i = 0; i < sizeof refused / sizeof *refused; i++) {
+		errno = 0;
+		fd = snap_pack_parent(wt, refused[i], &name);
+		if (fd != -1)
+			fail_msg("%s was walked (to %s)", refused[i], name);
+		assert_true(errno == EINVAL || errno == ENOENT);
+	}
+	fd = snap_pack_parent(wt, "a/f", &name);
+	assert_true(fd >= 0 && fd != wt);
+	assert_string_equal(name, "f");
+	assert_int_equal(fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(sb.st_mode) && sb.st_size == 2);
+	close(fd);
+	assert_int_equal(snap_pack_parent(wt, "top", &name), wt);
+	assert_string_equal(name, "top");
+	close(wt);
+}
+
 int
 main(void)
 {
@@ -909,6 +950,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_git_names,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_first_nested,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_parent_dots,
 		    test_proj_setup, test_proj_teardown),
 	};
 
