@@ -417,7 +417,7 @@ struct snap_pack_job *snap_pack_job_start(struct event_base *base,
     void (*progress)(void *, int64_t), void *arg, char **cause);
 /* Moves the job's watcher to BASE; NULL is a no-op. */
 void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
-/* Stops the job (waiting for the file at hand) and frees it; DONE is not called; NULL is a no-op. */
+/* Stops the job (waiting for the block at hand) and frees it; DONE is not called; NULL is a no-op. */
 void snap_pack_job_free(struct snap_pack_job *);
 
 /* ---- snapshot jobs (snap-take.c) ---- */

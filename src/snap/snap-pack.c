@@ -69,6 +69,13 @@ struct snap_pack {
 	EVP_MD_CTX *saved;        /* the checksum before the current entry */
 	struct snap_pack_obj *objs;
 	size_t n;
+	/*
+	 * On a helper thread, it allocates only inside the clone gate (a
+	 * jail's clone waits for no more than that) and gives up between
+	 * blocks once STOP is set.
+	 */
+	bool gated;
+	atomic_bool *stop;
 	/* The objects by id (index + 1; 0: free), to store each once. */
 	uint32_t *ids;
 	size_t nids;              /* a power of two, at least twice want */
@@ -78,6 +85,37 @@ static const char *const snap_pack_types[] = {
 	[SNAP_PACK_COMMIT] = "commit", [SNAP_PACK_TREE] = "tree",
 	[SNAP_PACK_BLOB] = "blob",
 };
+
+/*
+ * Around what may allocate (the allocator's lock must not be held when a
+ * jail is cloned), on a helper thread: nothing otherwise.
+ */
+static void
+snap_pack_enter(const struct snap_pack *p)
+{
+	int e = errno;
+
+	if (p->gated)
+		clone_gate_enter();
+	errno = e;
+}
+
+static void
+snap_pack_leave(const struct snap_pack *p)
+{
+	int e = errno;
+
+	if (p->gated)
+		clone_gate_leave();
+	errno = e;
+}
+
+/* *CAUSE = xprintf(...), inside the gate (its strerror(errno) too). */
+#define SNAP_PACK_CAUSE(p, cause, ...) do {				\
+	snap_pack_enter(p);						\
+	*(cause) = xprintf(__VA_ARGS__);				\
+	snap_pack_leave(p);						\
+} while (0)
 
 static int
 snap_pack_flush(struct snap_pack *p, char **cause)
@@ -90,7 +128,7 @@ snap_pack_flush(struct snap_pack *p, char **cause)
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			*cause = xprintf("cannot write %s: %s", p->tmp,
+			SNAP_PACK_CAUSE(p, cause, "cannot write %s: %s", p->tmp,
 			    w == -1 ? strerror(errno) : "short write");
 			return -1;
 		}
@@ -239,7 +277,7 @@ snap_pack_same(struct snap_pack *p, const struct snap_pack_obj *o,
 		n = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : left;
 		/* Each stored block: a 5-byte header, then its bytes. */
 		if (pread(p->fd, chunk, n, (off_t)(at + 5)) != (ssize_t)n) {
-			*cause = xprintf("cannot read back %s", p->tmp);
+			SNAP_PACK_CAUSE(p, cause, "cannot read back %s", p->tmp);
 			return -1;
 		}
 		if (memcmp(chunk, data, n) != 0)
@@ -286,10 +324,14 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 	int hl, same;
 
 	hl = snprintf(head, sizeof head, "%s %zu", snap_pack_types[type], len);
+	snap_pack_enter(p);
 	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
 	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
 	EVP_DigestUpdate(p->id, data, len);
+	snap_pack_enter(p);
 	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
 	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		if ((same = snap_pack_same(p, &p->objs[*slot - 1], data, len,
@@ -297,14 +339,14 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 			return -1;
 		if (same == 0) {
 			snap_pack_hex(oid, hex);
-			*cause = xprintf("two different contents have the same "
+			SNAP_PACK_CAUSE(p, cause, "two different contents have the same "
 			    "SHA-1 id %s: a crafted collision", hex);
 			return -1;
 		}
 		return 0;
 	}
 	if (p->n == p->want) {
-		*cause = xprintf("more objects than the %u announced", p->want);
+		SNAP_PACK_CAUSE(p, cause, "more objects than the %u announced", p->want);
 		return -1;
 	}
 	o = &p->objs[p->n];
@@ -776,13 +818,15 @@ snap_pack_undo(struct snap_pack *p, uint64_t start, char **cause)
 		p->len = 0;
 		if (ftruncate(p->fd, (off_t)start) == -1 ||
 		    lseek(p->fd, (off_t)start, SEEK_SET) == -1) {
-			*cause = xprintf("cannot write %s: %s", p->tmp,
+			SNAP_PACK_CAUSE(p, cause, "cannot write %s: %s", p->tmp,
 			    strerror(errno));
 			return -1;
 		}
 	}
 	p->offset = start;
+	snap_pack_enter(p);
 	EVP_MD_CTX_copy_ex(p->sum, p->saved);
+	snap_pack_leave(p);
 	return 0;
 }
 
@@ -804,7 +848,7 @@ snap_pack_same_at(struct snap_pack *p, uint64_t a, uint64_t b, uint64_t len,
 		n = len > sizeof x ? sizeof x : (size_t)len;
 		if (pread(p->fd, x, n, (off_t)a) != (ssize_t)n ||
 		    pread(p->fd, y, n, (off_t)b) != (ssize_t)n) {
-			*cause = xprintf("cannot read back %s", p->tmp);
+			SNAP_PACK_CAUSE(p, cause, "cannot read back %s", p->tmp);
 			return -1;
 		}
 		if (memcmp(x, y, n) != 0)
@@ -839,9 +883,11 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	ssize_t n;
 	int hl, r = 1;
 
-	EVP_MD_CTX_copy_ex(p->saved, p->sum);
 	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
+	snap_pack_enter(p);
+	EVP_MD_CTX_copy_ex(p->saved, p->sum);
 	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
 	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
 	if (snap_pack_head(p, SNAP_PACK_BLOB, size, cause) == -1)
 		return -1;
@@ -849,6 +895,10 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	if (snap_pack_put(p, zh, sizeof zh, cause) == -1)
 		return -1;
 	do {
+		if (p->stop != NULL && atomic_load(p->stop)) {
+			SNAP_PACK_CAUSE(p, cause, "stopped");
+			return -1;
+		}
 		chunk = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : (size_t)left;
 		if ((n = snap_pack_fill(fd, p->rbuf, chunk)) == -1)
 			goto unreadable;
@@ -873,7 +923,9 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	snap_pack_be32(tail, adler);
 	if (snap_pack_put(p, tail, sizeof tail, cause) == -1)
 		return -1;
+	snap_pack_enter(p);
 	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
 	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		o = &p->objs[*slot - 1];
@@ -885,14 +937,14 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 			return -1;
 		if (r == 0) {
 			snap_pack_hex(oid, hex);
-			*cause = xprintf("two different contents have the same "
+			SNAP_PACK_CAUSE(p, cause, "two different contents have the same "
 			    "SHA-1 id %s: a crafted collision", hex);
 			return -1;
 		}
 		return snap_pack_undo(p, start, cause);
 	}
 	if (p->n == p->want) {
-		*cause = xprintf("more objects than the %u announced", p->want);
+		SNAP_PACK_CAUSE(p, cause, "more objects than the %u announced", p->want);
 		return -1;
 	}
 	o = &p->objs[p->n++];
@@ -905,7 +957,7 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	return 0;
 
 unreadable:
-	*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+	SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path, strerror(errno));
 	return -1;
 changed:
 	return snap_pack_undo(p, start, cause) == -1 ? -1 : 1;
@@ -985,7 +1037,7 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
 		/* Gone since it was listed: git add would not see it either. */
 		r = errno == ENOENT || errno == ENOTDIR ? 2 : -1;
-		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+		SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path, strerror(errno));
 		if (dir != -1 && dir != wt)
 			close(dir);
 		return r;
@@ -1019,7 +1071,7 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	if (dir != wt)
 		close(dir);
 	if (r == -1 && *cause == NULL)
-		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+		SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path, strerror(errno));
 	return r;
 }
 
@@ -1096,9 +1148,10 @@ snap_pack_job_poke(struct snap_pack_job *j)
 }
 
 /*
- * Each file into the pack, holding the clone gate for one file at a
- * time (a jail's clone waits for no more); those gone since they were
- * listed are left out, as git add leaves them. N becomes the count kept.
+ * Each file into the pack; the clone gate is held only where the writer
+ * allocates (P is gated meanwhile), so a jail's clone waits for no file,
+ * and a stop is seen between blocks. Those gone since they were listed
+ * are left out, as git add leaves them. N becomes the count kept.
  */
 static int
 snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
@@ -1107,27 +1160,31 @@ snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
 	size_t i, kept = 0;
 	int r = 0;
 
+	p->gated = true;
+	p->stop = &j->stop;
 	for (i = 0; i < *n && r == 0; i++) {
-		clone_gate_enter();
 		if (atomic_load(&j->stop)) {
-			j->cause = xstrdup("stopped");
-			clone_gate_leave();
-			return -1;
+			SNAP_PACK_CAUSE(p, &j->cause, "stopped");
+			r = -1;
+			break;
 		}
 		r = snap_pack_file(p, j->wt, paths[i], &e[kept], &sb[kept],
 		    &j->cause);
 		if (r == 2) {
+			snap_pack_enter(p);
 			free(j->cause);
+			snap_pack_leave(p);
 			j->cause = NULL;
 			r = 0;
 		} else if (r == 0)
 			kept++;
-		clone_gate_leave();
 		if (kept % SNAP_PACK_JOB_STEP == 0 && r == 0) {
 			atomic_store(&j->files, kept);
 			snap_pack_job_poke(j);
 		}
 	}
+	p->gated = false;
+	p->stop = NULL;
 	*n = kept;
 	atomic_store(&j->files, kept);
 	return r;
@@ -1279,7 +1336,7 @@ snap_pack_job_free(struct snap_pack_job *j)
 {
 	if (j == NULL)
 		return;
-	/* The thread stops at its next file; what it wrote is dropped. */
+	/* The thread stops at its next block; what it wrote is dropped. */
 	atomic_store(&j->stop, true);
 	thread_join(&j->thread);
 	if (j->ev != NULL)

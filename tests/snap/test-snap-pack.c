@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -919,6 +920,72 @@ test_pack_parent_dots(void **state)
 	close(wt);
 }
 
+/* The size of the writer's unfinished pack in own.git; -1 if there is none. */
+static off_t
+pack_tmp_size(void)
+{
+	char *out = test_sh_out("for f in own.git/objects/pack/tmp_pack_*; do "
+	    "test -f \"$f\" && stat -c %%s \"$f\"; done; true");
+	off_t size = *out != '\0' ? (off_t)strtoll(out, NULL, 10) : -1;
+
+	free(out);
+	return size;
+}
+
+static void
+job_never_done(void *arg, int result, const char *tree, int64_t files,
+    const char *cause)
+{
+	(void)arg;
+	(void)tree;
+	(void)files;
+	fail_msg("the job ended (%d) instead of being stopped: %s", result,
+	    cause != NULL ? cause : "");
+}
+
+/*
+ * The writer's thread holds the clone gate only where it allocates: a
+ * jail's clone (which closes the gate) gets in while a 2 GiB file is
+ * being stored, not after it; and a stop is seen between its blocks,
+ * leaving no pack behind. Before, the gate was held for a whole file.
+ */
+static void
+test_pack_job_gate(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct snap_pack_job *j;
+	struct buf list;
+	char *cause = NULL;
+	off_t at_close, big = 2048LL << 20;
+	int i;
+
+	(void)state;
+	assert_non_null(base);
+	test_sh_ok("git init -q --bare own.git && mkdir w && truncate -s 2G "
+	    "w/big");
+	buf_init(&list);
+	buf_add(&list, "big", 4);
+	j = snap_pack_job_start(base, "own.git", "own.idx", "w", &list,
+	    job_never_done, NULL, NULL, &cause);
+	buf_free(&list);
+	if (j == NULL)
+		fail_msg("%s", cause);
+	/* Into the big file: a MiB of it is in the pack. */
+	for (i = 0; i < 6000 && pack_tmp_size() < (1 << 20); i++)
+		usleep(10000);
+	assert_true(pack_tmp_size() >= (1 << 20));
+	clone_gate_close();
+	at_close = pack_tmp_size();
+	clone_gate_open();
+	if (at_close >= big)
+		fail_msg("the gate was had only once the file was stored "
+		    "(%lld bytes)", (long long)at_close);
+	snap_pack_job_free(j);
+	assert_int_equal(pack_tmp_size(), -1);
+	test_sh_ok("test ! -e own.idx && test -z \"$(ls own.git/objects/pack)\"");
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -952,6 +1019,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_first_nested,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_parent_dots,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_gate,
 		    test_proj_setup, test_proj_teardown),
 	};
 
