@@ -397,12 +397,15 @@ void snap_pack_abort(struct snap_pack *);
 /*
  * A first snapshot's work tree written without git, on a helper thread:
  * RESULT 0 with the top TREE's id (the pack and the private index are in
- * place), 1 if git's path must take it (CAUSE says why: a nested
- * repository, a file that changed while read, one of another kind), -1
- * on an error (CAUSE; nothing of it counts). FILES: how many were stored.
+ * place) and MODES, the real modes of the top, of each regular file and
+ * of each directory above one, in find -printf '%y %m %p\\0' records (for
+ * snap_modes_from_find); 1 if git's path must take it (CAUSE says why: a
+ * nested repository, a file that changed while read, one of another
+ * kind), -1 on an error (CAUSE; nothing of it counts). FILES: how many
+ * were stored. TREE and MODES are NULL unless RESULT is 0; all borrowed.
  */
 typedef void (*snap_pack_job_cb)(void *arg, int result, const char *tree,
-    int64_t files, const char *cause);
+    const struct buf *modes, int64_t files, const char *cause);
 struct snap_pack_job;
 /*
  * Stores the files of LIST (NUL-separated paths relative to WORKTREE, as

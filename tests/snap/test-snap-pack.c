@@ -933,11 +933,12 @@ pack_tmp_size(void)
 }
 
 static void
-job_never_done(void *arg, int result, const char *tree, int64_t files,
-    const char *cause)
+job_never_done(void *arg, int result, const char *tree,
+    const struct buf *modes, int64_t files, const char *cause)
 {
 	(void)arg;
 	(void)tree;
+	(void)modes;
 	(void)files;
 	fail_msg("the job ended (%d) instead of being stopped: %s", result,
 	    cause != NULL ? cause : "");
