@@ -1268,14 +1268,16 @@ snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
 	return r;
 }
 
-/* One record of MODES as find prints it: "TYPE MODE PATH\0". */
+/* A record of MODES as find prints it, "TYPE MODE PATH\0"; gated. */
 static void
 snap_pack_job_mode(struct buf *modes, char type, mode_t mode,
     const char *path, size_t len)
 {
+	clone_gate_enter();
 	buf_printf(modes, "%c %o ", type, (unsigned)(mode & 07777));
 	buf_add(modes, path, len);
 	buf_addc(modes, '\0');
+	clone_gate_leave();
 }
 
 /*
@@ -1284,7 +1286,7 @@ snap_pack_job_mode(struct buf *modes, char type, mode_t mode,
  * modes sidecar (snap_modes_paths lists the same), so that no find has
  * to lstat every file again. A directory is looked at without
  * following a link; one that is not there any more is left out, as find
- * leaves it out.
+ * leaves it out. On the thread, outside the clone gate.
  */
 static void
 snap_pack_job_modes(struct snap_pack_job *j, const struct snap_pack_entry *e,
@@ -1313,8 +1315,8 @@ snap_pack_job_modes(struct snap_pack_job *j, const struct snap_pack_entry *e,
 				continue;
 			if (fstatat(fd, name, &ds, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    S_ISDIR(ds.st_mode))
-				snap_pack_job_mode(&j->modes, 'd', ds.st_mode, dir,
-				    len);
+				snap_pack_job_mode(&j->modes, 'd', ds.st_mode,
+				    dir, len);
 			if (fd != j->wt)
 				close(fd);
 		}
@@ -1339,7 +1341,6 @@ snap_pack_job_end(struct snap_pack_job *j, struct snap_pack *p,
 	    snap_pack_index(j->index, e, sb, n, &j->cause) == -1)
 		return -1;
 	snap_pack_hex(root, j->tree);
-	snap_pack_job_modes(j, e, sb, n);
 	return 0;
 }
 
@@ -1370,6 +1371,10 @@ snap_pack_job_write(struct snap_pack_job *j)
 	if (r == 1 && j->cause == NULL)
 		j->cause = xstrdup("a file changed while it was read, or is not "
 		    "a regular file or link (a nested repository)");
+	clone_gate_leave();
+	if (r == 0)
+		snap_pack_job_modes(j, e, sb, n);
+	clone_gate_enter();
 	free(paths);
 	free(e);
 	free(sb);
