@@ -382,6 +382,13 @@ int snap_pack_index(const char *path, const struct snap_pack_entry *e,
  */
 int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
     struct snap_pack_entry *e, struct stat *sb, char **cause);
+/*
+ * The directory holding PATH under the work tree WT, opened one name at
+ * a time without following a link (WT itself if PATH has no '/': not to
+ * be closed); PATH's last name in *NAME. -1 (errno) if a component is not
+ * a directory, or is empty, "." or "..".
+ */
+int snap_pack_parent(int wt, const char *path, const char **name);
 /* Whether a file's fstat data after a read (AFTER) says it did not change. */
 bool snap_pack_unchanged(const struct stat *before, const struct stat *after);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
@@ -390,12 +397,15 @@ void snap_pack_abort(struct snap_pack *);
 /*
  * A first snapshot's work tree written without git, on a helper thread:
  * RESULT 0 with the top TREE's id (the pack and the private index are in
- * place), 1 if git's path must take it (CAUSE says why: a nested
- * repository, a file that changed while read, one of another kind), -1
- * on an error (CAUSE; nothing of it counts). FILES: how many were stored.
+ * place) and MODES, the real modes of the top, of each regular file and
+ * of each directory above one, in find -printf '%y %m %p\\0' records (for
+ * snap_modes_from_find); 1 if git's path must take it (CAUSE says why: a
+ * nested repository, a file that changed while read, one of another
+ * kind), -1 on an error (CAUSE; nothing of it counts). FILES: how many
+ * were stored. TREE and MODES are NULL unless RESULT is 0; all borrowed.
  */
 typedef void (*snap_pack_job_cb)(void *arg, int result, const char *tree,
-    int64_t files, const char *cause);
+    const struct buf *modes, int64_t files, const char *cause);
 struct snap_pack_job;
 /*
  * Stores the files of LIST (NUL-separated paths relative to WORKTREE, as
@@ -410,7 +420,7 @@ struct snap_pack_job *snap_pack_job_start(struct event_base *base,
     void (*progress)(void *, int64_t), void *arg, char **cause);
 /* Moves the job's watcher to BASE; NULL is a no-op. */
 void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
-/* Stops the job (waiting for the file at hand) and frees it; DONE is not called; NULL is a no-op. */
+/* Stops the job (waiting for the block at hand) and frees it; DONE is not called; NULL is a no-op. */
 void snap_pack_job_free(struct snap_pack_job *);
 
 /* ---- snapshot jobs (snap-take.c) ---- */

@@ -69,6 +69,21 @@ struct snap_pack {
 	EVP_MD_CTX *saved;        /* the checksum before the current entry */
 	struct snap_pack_obj *objs;
 	size_t n;
+	/*
+	 * On a helper thread, it allocates only inside the clone gate (a
+	 * jail's clone waits for no more than that) and gives up between
+	 * blocks once STOP is set.
+	 */
+	bool gated;
+	atomic_bool *stop;
+	/*
+	 * The directory of the last file stored (its fd, and its path with
+	 * the '/'): the next file of that directory is opened from it, not
+	 * by a walk from the top again.
+	 */
+	int dirfd;
+	size_t dirlen;
+	char dirpath[4096];
 	/* The objects by id (index + 1; 0: free), to store each once. */
 	uint32_t *ids;
 	size_t nids;              /* a power of two, at least twice want */
@@ -78,6 +93,37 @@ static const char *const snap_pack_types[] = {
 	[SNAP_PACK_COMMIT] = "commit", [SNAP_PACK_TREE] = "tree",
 	[SNAP_PACK_BLOB] = "blob",
 };
+
+/*
+ * Around what may allocate (the allocator's lock must not be held when a
+ * jail is cloned), on a helper thread: nothing otherwise.
+ */
+static void
+snap_pack_enter(const struct snap_pack *p)
+{
+	int e = errno;
+
+	if (p->gated)
+		clone_gate_enter();
+	errno = e;
+}
+
+static void
+snap_pack_leave(const struct snap_pack *p)
+{
+	int e = errno;
+
+	if (p->gated)
+		clone_gate_leave();
+	errno = e;
+}
+
+/* *CAUSE = xprintf(...), inside the gate (its strerror(errno) too). */
+#define SNAP_PACK_CAUSE(p, cause, ...) do {				\
+	snap_pack_enter(p);						\
+	*(cause) = xprintf(__VA_ARGS__);				\
+	snap_pack_leave(p);						\
+} while (0)
 
 static int
 snap_pack_flush(struct snap_pack *p, char **cause)
@@ -90,7 +136,7 @@ snap_pack_flush(struct snap_pack *p, char **cause)
 		if (w == -1 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			*cause = xprintf("cannot write %s: %s", p->tmp,
+			SNAP_PACK_CAUSE(p, cause, "cannot write %s: %s", p->tmp,
 			    w == -1 ? strerror(errno) : "short write");
 			return -1;
 		}
@@ -139,6 +185,7 @@ snap_pack_begin(const char *gitdir, uint32_t count, char **cause)
 	struct snap_pack *p = xcalloc(1, sizeof *p);
 	unsigned char head[12] = { 'P', 'A', 'C', 'K', 0, 0, 0, 2 };
 
+	p->dirfd = -1;
 	p->dir = xprintf("%s/objects/pack", gitdir);
 	p->tmp = xprintf("%s/tmp_pack_XXXXXX", p->dir);
 	p->want = count;
@@ -239,7 +286,8 @@ snap_pack_same(struct snap_pack *p, const struct snap_pack_obj *o,
 		n = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : left;
 		/* Each stored block: a 5-byte header, then its bytes. */
 		if (pread(p->fd, chunk, n, (off_t)(at + 5)) != (ssize_t)n) {
-			*cause = xprintf("cannot read back %s", p->tmp);
+			SNAP_PACK_CAUSE(p, cause, "cannot read back %s",
+			    p->tmp);
 			return -1;
 		}
 		if (memcmp(chunk, data, n) != 0)
@@ -286,10 +334,14 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 	int hl, same;
 
 	hl = snprintf(head, sizeof head, "%s %zu", snap_pack_types[type], len);
+	snap_pack_enter(p);
 	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
 	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
 	EVP_DigestUpdate(p->id, data, len);
+	snap_pack_enter(p);
 	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
 	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		if ((same = snap_pack_same(p, &p->objs[*slot - 1], data, len,
@@ -297,14 +349,16 @@ snap_pack_add(struct snap_pack *p, enum snap_pack_type type,
 			return -1;
 		if (same == 0) {
 			snap_pack_hex(oid, hex);
-			*cause = xprintf("two different contents have the same "
+			SNAP_PACK_CAUSE(p, cause,
+			    "two different contents have the same "
 			    "SHA-1 id %s: a crafted collision", hex);
 			return -1;
 		}
 		return 0;
 	}
 	if (p->n == p->want) {
-		*cause = xprintf("more objects than the %u announced", p->want);
+		SNAP_PACK_CAUSE(p, cause, "more objects than the %u announced",
+		    p->want);
 		return -1;
 	}
 	o = &p->objs[p->n];
@@ -517,6 +571,8 @@ snap_pack_abort(struct snap_pack *p)
 		return;
 	if (p->fd != -1)
 		close(p->fd);
+	if (p->dirfd != -1)
+		close(p->dirfd);
 	if (p->tmp[0] != '\0')
 		unlink(p->tmp);
 	EVP_MD_CTX_free(p->sum);
@@ -670,12 +726,23 @@ out:
 	return r;
 }
 
+/* Whether NAME (LEN bytes) may be walked: not empty, "." or "..". */
+static bool
+snap_pack_component(const char *name, size_t len)
+{
+	return len > 0 && !(len == 1 && name[0] == '.') &&
+	    !(len == 2 && name[0] == '.' && name[1] == '.');
+}
+
 /*
  * Opens the directory holding PATH (relative to WT) one name at a time,
  * never through a symlink; its fd (WT itself: not to be closed) and, in
- * NAME, PATH's last name. -1 if a component is not a directory.
+ * NAME, PATH's last name. -1 if a component is not a directory, or is
+ * empty, "." or ".." (EINVAL): the list comes from git, which never
+ * gives such a path, but a name that climbs out of WT is not followed
+ * whoever wrote it.
  */
-static int
+int
 snap_pack_parent(int wt, const char *path, const char **name)
 {
 	const char *s = path, *slash;
@@ -685,10 +752,12 @@ snap_pack_parent(int wt, const char *path, const char **name)
 
 	while ((slash = strchr(s, '/')) != NULL) {
 		len = (size_t)(slash - s);
-		if (len == 0 || len >= sizeof part) {
-			next = -1;
+		next = -1;
+		if (!snap_pack_component(s, len))
+			errno = EINVAL;
+		else if (len >= sizeof part)
 			errno = ENAMETOOLONG;
-		} else {
+		else {
 			memcpy(part, s, len);
 			part[len] = '\0';
 			next = openat(fd, part, O_RDONLY | O_DIRECTORY |
@@ -700,6 +769,12 @@ snap_pack_parent(int wt, const char *path, const char **name)
 			return -1;
 		fd = next;
 		s = slash + 1;
+	}
+	if (!snap_pack_component(s, strlen(s))) {
+		if (fd != wt)
+			close(fd);
+		errno = EINVAL;
+		return -1;
 	}
 	*name = s;
 	return fd;
@@ -757,13 +832,15 @@ snap_pack_undo(struct snap_pack *p, uint64_t start, char **cause)
 		p->len = 0;
 		if (ftruncate(p->fd, (off_t)start) == -1 ||
 		    lseek(p->fd, (off_t)start, SEEK_SET) == -1) {
-			*cause = xprintf("cannot write %s: %s", p->tmp,
+			SNAP_PACK_CAUSE(p, cause, "cannot write %s: %s", p->tmp,
 			    strerror(errno));
 			return -1;
 		}
 	}
 	p->offset = start;
+	snap_pack_enter(p);
 	EVP_MD_CTX_copy_ex(p->sum, p->saved);
+	snap_pack_leave(p);
 	return 0;
 }
 
@@ -785,7 +862,8 @@ snap_pack_same_at(struct snap_pack *p, uint64_t a, uint64_t b, uint64_t len,
 		n = len > sizeof x ? sizeof x : (size_t)len;
 		if (pread(p->fd, x, n, (off_t)a) != (ssize_t)n ||
 		    pread(p->fd, y, n, (off_t)b) != (ssize_t)n) {
-			*cause = xprintf("cannot read back %s", p->tmp);
+			SNAP_PACK_CAUSE(p, cause, "cannot read back %s",
+			    p->tmp);
 			return -1;
 		}
 		if (memcmp(x, y, n) != 0)
@@ -820,9 +898,11 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	ssize_t n;
 	int hl, r = 1;
 
-	EVP_MD_CTX_copy_ex(p->saved, p->sum);
 	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
+	snap_pack_enter(p);
+	EVP_MD_CTX_copy_ex(p->saved, p->sum);
 	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
 	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
 	if (snap_pack_head(p, SNAP_PACK_BLOB, size, cause) == -1)
 		return -1;
@@ -830,6 +910,10 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	if (snap_pack_put(p, zh, sizeof zh, cause) == -1)
 		return -1;
 	do {
+		if (p->stop != NULL && atomic_load(p->stop)) {
+			SNAP_PACK_CAUSE(p, cause, "stopped");
+			return -1;
+		}
 		chunk = left > SNAP_PACK_BLOCK ? SNAP_PACK_BLOCK : (size_t)left;
 		if ((n = snap_pack_fill(fd, p->rbuf, chunk)) == -1)
 			goto unreadable;
@@ -854,7 +938,9 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	snap_pack_be32(tail, adler);
 	if (snap_pack_put(p, tail, sizeof tail, cause) == -1)
 		return -1;
+	snap_pack_enter(p);
 	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
 	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		o = &p->objs[*slot - 1];
@@ -866,14 +952,16 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 			return -1;
 		if (r == 0) {
 			snap_pack_hex(oid, hex);
-			*cause = xprintf("two different contents have the same "
+			SNAP_PACK_CAUSE(p, cause,
+			    "two different contents have the same "
 			    "SHA-1 id %s: a crafted collision", hex);
 			return -1;
 		}
 		return snap_pack_undo(p, start, cause);
 	}
 	if (p->n == p->want) {
-		*cause = xprintf("more objects than the %u announced", p->want);
+		SNAP_PACK_CAUSE(p, cause, "more objects than the %u announced",
+		    p->want);
 		return -1;
 	}
 	o = &p->objs[p->n++];
@@ -886,7 +974,7 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	return 0;
 
 unreadable:
-	*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+	SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path, strerror(errno));
 	return -1;
 changed:
 	return snap_pack_undo(p, start, cause) == -1 ? -1 : 1;
@@ -940,6 +1028,38 @@ snap_pack_path_plain(const char *path, bool link)
 }
 
 /*
+ * The directory holding PATH, as snap_pack_parent opens it, kept for the
+ * files after it in that directory (the paths come sorted: a directory's
+ * files are together). Not to be closed unless it is neither WT nor P's.
+ */
+static int
+snap_pack_dir(struct snap_pack *p, int wt, const char *path,
+    const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash != NULL ? (size_t)(slash - path) + 1 : 0;
+	int fd;
+
+	if (p->dirfd != -1 && len > 0 && len == p->dirlen &&
+	    memcmp(path, p->dirpath, len) == 0) {
+		*name = path + len;
+		if (snap_pack_component(*name, strlen(*name)))
+			return p->dirfd;
+		errno = EINVAL;
+		return -1;
+	}
+	if ((fd = snap_pack_parent(wt, path, name)) == -1 || fd == wt ||
+	    len >= sizeof p->dirpath)
+		return fd;
+	if (p->dirfd != -1)
+		close(p->dirfd);
+	p->dirfd = fd;
+	p->dirlen = len;
+	memcpy(p->dirpath, path, len);
+	return fd;
+}
+
+/*
  * One file of the work tree into P, as git add stores it: a regular
  * file's bytes (mode 100755 if its owner may run it, else 100644), a
  * symlink's target (120000, never followed). 1 if it changed while read
@@ -962,12 +1082,13 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	if (*path == '\0' || path[strlen(path) - 1] == '/' ||
 	    !snap_pack_path_plain(path, false))
 		return 1;
-	if ((dir = snap_pack_parent(wt, path, &name)) == -1 ||
+	if ((dir = snap_pack_dir(p, wt, path, &name)) == -1 ||
 	    fstatat(dir, name, sb, AT_SYMLINK_NOFOLLOW) == -1) {
 		/* Gone since it was listed: git add would not see it either. */
 		r = errno == ENOENT || errno == ENOTDIR ? 2 : -1;
-		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
-		if (dir != -1 && dir != wt)
+		SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path,
+		    strerror(errno));
+		if (dir != -1 && dir != wt && dir != p->dirfd)
 			close(dir);
 		return r;
 	}
@@ -997,10 +1118,11 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 		if (fd != -1)
 			close(fd);
 	}
-	if (dir != wt)
+	if (dir != wt && dir != p->dirfd)
 		close(dir);
 	if (r == -1 && *cause == NULL)
-		*cause = xprintf("cannot read %s: %s", path, strerror(errno));
+		SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path,
+		    strerror(errno));
 	return r;
 }
 
@@ -1043,6 +1165,7 @@ struct snap_pack_job {
 	int result;
 	char *cause;
 	char tree[2 * SNAP_PACK_OID + 1];
+	struct buf modes;         /* as find -printf '%y %m %p\\0' gives them */
 	snap_pack_job_cb done;
 	void (*progress)(void *, int64_t);
 	void *arg;
@@ -1065,6 +1188,32 @@ snap_pack_job_paths(struct buf *list, size_t *n)
 	return paths;
 }
 
+/*
+ * The objects the pack will hold if every file is stored and no content
+ * comes twice: a blob per file, a tree per directory and the top one.
+ * Announced exactly, the pack's checksum is taken as it is written;
+ * otherwise the header is corrected and the whole pack read back and
+ * hashed again at its end (snap_pack_recount), a second pass over every
+ * byte. PATHS are sorted: a directory's files come together.
+ */
+static uint32_t
+snap_pack_job_count(char **paths, size_t n)
+{
+	const char *prev = "", *slash;
+	size_t i, len, count = n + 1;
+
+	for (i = 0; i < n; i++) {
+		for (slash = strchr(paths[i], '/'); slash != NULL;
+		    slash = strchr(slash + 1, '/')) {
+			len = (size_t)(slash - paths[i]) + 1;
+			if (strncmp(prev, paths[i], len) != 0)
+				count++;
+		}
+		prev = paths[i];
+	}
+	return count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+}
+
 /* Tells the loop (a lost byte is fine: one is unread already). */
 static void
 snap_pack_job_poke(struct snap_pack_job *j)
@@ -1077,9 +1226,10 @@ snap_pack_job_poke(struct snap_pack_job *j)
 }
 
 /*
- * Each file into the pack, holding the clone gate for one file at a
- * time (a jail's clone waits for no more); those gone since they were
- * listed are left out, as git add leaves them. N becomes the count kept.
+ * Each file into the pack; the clone gate is held only where the writer
+ * allocates (P is gated meanwhile), so a jail's clone waits for no file,
+ * and a stop is seen between blocks. Those gone since they were listed
+ * are left out, as git add leaves them. N becomes the count kept.
  */
 static int
 snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
@@ -1088,30 +1238,92 @@ snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
 	size_t i, kept = 0;
 	int r = 0;
 
+	p->gated = true;
+	p->stop = &j->stop;
 	for (i = 0; i < *n && r == 0; i++) {
-		clone_gate_enter();
 		if (atomic_load(&j->stop)) {
-			j->cause = xstrdup("stopped");
-			clone_gate_leave();
-			return -1;
+			SNAP_PACK_CAUSE(p, &j->cause, "stopped");
+			r = -1;
+			break;
 		}
 		r = snap_pack_file(p, j->wt, paths[i], &e[kept], &sb[kept],
 		    &j->cause);
 		if (r == 2) {
+			snap_pack_enter(p);
 			free(j->cause);
+			snap_pack_leave(p);
 			j->cause = NULL;
 			r = 0;
 		} else if (r == 0)
 			kept++;
-		clone_gate_leave();
 		if (kept % SNAP_PACK_JOB_STEP == 0 && r == 0) {
 			atomic_store(&j->files, kept);
 			snap_pack_job_poke(j);
 		}
 	}
+	p->gated = false;
+	p->stop = NULL;
 	*n = kept;
 	atomic_store(&j->files, kept);
 	return r;
+}
+
+/* A record of MODES as find prints it, "TYPE MODE PATH\0"; gated. */
+static void
+snap_pack_job_mode(struct buf *modes, char type, mode_t mode,
+    const char *path, size_t len)
+{
+	clone_gate_enter();
+	buf_printf(modes, "%c %o ", type, (unsigned)(mode & 07777));
+	buf_add(modes, path, len);
+	buf_addc(modes, '\0');
+	clone_gate_leave();
+}
+
+/*
+ * The real modes of the top, of each regular file stored (as it was
+ * read) and of each directory above one, the records find gives the
+ * modes sidecar (snap_modes_paths lists the same), so that no find has
+ * to lstat every file again. A directory is looked at without
+ * following a link; one that is not there any more is left out, as find
+ * leaves it out. On the thread, outside the clone gate.
+ */
+static void
+snap_pack_job_modes(struct snap_pack_job *j, const struct snap_pack_entry *e,
+    const struct stat *sb, size_t n)
+{
+	const char *prev = "", *slash, *name;
+	char dir[4096];
+	struct stat ds;
+	size_t i, len;
+	int fd;
+
+	if (fstat(j->wt, &ds) == 0)
+		snap_pack_job_mode(&j->modes, 'd', ds.st_mode, ".", 1);
+	for (i = 0; i < n; i++) {
+		if ((e[i].mode & 0170000) != 0100000)
+			continue;
+		for (slash = strchr(e[i].path, '/'); slash != NULL;
+		    slash = strchr(slash + 1, '/')) {
+			len = (size_t)(slash - e[i].path);
+			if (strncmp(prev, e[i].path, len + 1) == 0 ||
+			    len >= sizeof dir)
+				continue;
+			memcpy(dir, e[i].path, len);
+			dir[len] = '\0';
+			if ((fd = snap_pack_parent(j->wt, dir, &name)) == -1)
+				continue;
+			if (fstatat(fd, name, &ds, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISDIR(ds.st_mode))
+				snap_pack_job_mode(&j->modes, 'd', ds.st_mode,
+				    dir, len);
+			if (fd != j->wt)
+				close(fd);
+		}
+		snap_pack_job_mode(&j->modes, 'f', sb[i].st_mode, e[i].path,
+		    strlen(e[i].path));
+		prev = e[i].path;
+	}
 }
 
 /* The trees, the pack put in place, then the index (what makes it count). */
@@ -1147,8 +1359,8 @@ snap_pack_job_write(struct snap_pack_job *j)
 	paths = snap_pack_job_paths(&j->list, &n);
 	e = xcalloc(n > 0 ? n : 1, sizeof *e);
 	sb = xcalloc(n > 0 ? n : 1, sizeof *sb);
-	/* At most a tree per file, and the top one. */
-	p = snap_pack_begin(j->gitdir, (uint32_t)(2 * n + 1), &j->cause);
+	p = snap_pack_begin(j->gitdir, snap_pack_job_count(paths, n),
+	    &j->cause);
 	clone_gate_leave();
 	r = p == NULL ? -1 : snap_pack_job_files(j, p, paths, &n, e, sb);
 	clone_gate_enter();
@@ -1159,6 +1371,10 @@ snap_pack_job_write(struct snap_pack_job *j)
 	if (r == 1 && j->cause == NULL)
 		j->cause = xstrdup("a file changed while it was read, or is not "
 		    "a regular file or link (a nested repository)");
+	clone_gate_leave();
+	if (r == 0)
+		snap_pack_job_modes(j, e, sb, n);
+	clone_gate_enter();
 	free(paths);
 	free(e);
 	free(sb);
@@ -1194,6 +1410,7 @@ snap_pack_job_ready(evutil_socket_t fd, short what, void *arg)
 	event_del(j->ev);
 	thread_join(&j->thread);
 	j->done(j->arg, j->result, j->result == 0 ? j->tree : NULL,
+	    j->result == 0 ? &j->modes : NULL,
 	    (int64_t)atomic_load(&j->files), j->cause);
 	snap_pack_job_free(j);
 }
@@ -1223,6 +1440,7 @@ snap_pack_job_start(struct event_base *base, const char *gitdir,
 	j->progress = progress;
 	j->arg = arg;
 	buf_init(&j->list);
+	buf_init(&j->modes);
 	buf_add(&j->list, list->data, list->len);
 	if ((j->wt = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	    -1 || pipe2(j->pipe, O_CLOEXEC | O_NONBLOCK) == -1) {
@@ -1260,7 +1478,7 @@ snap_pack_job_free(struct snap_pack_job *j)
 {
 	if (j == NULL)
 		return;
-	/* The thread stops at its next file; what it wrote is dropped. */
+	/* The thread stops at its next block; what it wrote is dropped. */
 	atomic_store(&j->stop, true);
 	thread_join(&j->thread);
 	if (j->ev != NULL)
@@ -1272,6 +1490,7 @@ snap_pack_job_free(struct snap_pack_job *j)
 	if (j->wt != -1)
 		close(j->wt);
 	buf_free(&j->list);
+	buf_free(&j->modes);
 	free(j->cause);
 	free(j->gitdir);
 	free(j->index);

@@ -64,6 +64,7 @@ struct snap_take {
 	struct proc *early_ref;      /* update-ref --stdin */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	struct snap_modes modes;
+	bool modes_read;          /* MODES came with the pack writer's tree */
 	struct buf ignores;       /* freeze: the .gitignore files' text (cat-file --batch) */
 	struct strv ignore_dirs;  /* freeze: their dirs, in the same order */
 	char *excludes_file;      /* freeze: the user's core.excludesFile */
@@ -911,7 +912,7 @@ snap_take_write_tree(struct snap_take *t)
 	if (t->tree == NULL && (t->tree = snap_take_cached_tree(t)) == NULL)
 		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
 		    snap_take_write_tree_cb);
-	if (t->error == NULL)
+	if (t->error == NULL && !t->modes_read)
 		snap_take_modes(t);
 	if (t->error == NULL && t->freeze && !snap_take_freeze(t)) {
 		strv_take(&t->warnings, xprintf("the ignore rules could not be "
@@ -1153,8 +1154,8 @@ bool snap_take_git_only;
  * would be; else git's path takes the snapshot, and the log says why.
  */
 static void
-snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
-    const char *cause)
+snap_take_native_cb(void *arg, int result, const char *tree,
+    const struct buf *modes, int64_t files, const char *cause)
 {
 	struct snap_take *t = arg;
 	char *q;
@@ -1169,6 +1170,10 @@ snap_take_native_cb(void *arg, int result, const char *tree, int64_t files,
 		/* The writer made the trees from the index it wrote: write-tree's. */
 		t->tree = xstrdup(tree);
 		t->entries = files;
+		/* And the real modes, as find would have read them. */
+		snap_modes_from_find(&t->modes, (mode_t)t->repo->umask,
+		    modes->data, modes->len);
+		t->modes_read = true;
 		snap_keep_mark_packed(t->repo->gitdir);
 		t->next = snap_take_live_done;
 	} else {

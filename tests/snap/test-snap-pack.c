@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -878,6 +880,113 @@ test_pack_first_nested(void **state)
 	store_close(st);
 }
 
+/*
+ * The walk to a file's directory refuses a component that is empty, "."
+ * or "..": git never lists such a path, but one that did would otherwise
+ * reach a file outside the work tree (here "secret", beside it).
+ */
+static void
+test_pack_parent_dots(void **state)
+{
+	static const char *refused[] = {
+		"../secret", "a/../../secret", "a/b/../../../secret", "./a/f",
+		"a/./f", "a/..", "a/.", "..", ".", "a//f", "/secret", "a/",
+	};
+	const char *name;
+	struct stat sb;
+	size_t i;
+	int wt, fd;
+
+	(void)state;
+	test_sh_ok("mkdir -p w/a/b && echo 1 > w/a/f && echo 2 > w/top && "
+	    "echo hostile > secret");
+	wt = open("w", O_RDONLY | O_DIRECTORY);
+	assert_true(wt >= 0);
+	for (i = 0; i < sizeof refused / sizeof *refused; i++) {
+		errno = 0;
+		fd = snap_pack_parent(wt, refused[i], &name);
+		if (fd != -1)
+			fail_msg("%s was walked (to %s)", refused[i], name);
+		assert_true(errno == EINVAL || errno == ENOENT);
+	}
+	fd = snap_pack_parent(wt, "a/f", &name);
+	assert_true(fd >= 0 && fd != wt);
+	assert_string_equal(name, "f");
+	assert_int_equal(fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(sb.st_mode) && sb.st_size == 2);
+	close(fd);
+	assert_int_equal(snap_pack_parent(wt, "top", &name), wt);
+	assert_string_equal(name, "top");
+	close(wt);
+}
+
+/* The size of the writer's unfinished pack in own.git; -1 if there is none. */
+static off_t
+pack_tmp_size(void)
+{
+	char *out = test_sh_out("for f in own.git/objects/pack/tmp_pack_*; do "
+	    "test -f \"$f\" && stat -c %%s \"$f\"; done; true");
+	off_t size = *out != '\0' ? (off_t)strtoll(out, NULL, 10) : -1;
+
+	free(out);
+	return size;
+}
+
+static void
+job_never_done(void *arg, int result, const char *tree,
+    const struct buf *modes, int64_t files, const char *cause)
+{
+	(void)arg;
+	(void)tree;
+	(void)modes;
+	(void)files;
+	fail_msg("the job ended (%d) instead of being stopped: %s", result,
+	    cause != NULL ? cause : "");
+}
+
+/*
+ * The writer's thread holds the clone gate only where it allocates: a
+ * jail's clone (which closes the gate) gets in while a 2 GiB file is
+ * being stored, not after it; and a stop is seen between its blocks,
+ * leaving no pack behind. Before, the gate was held for a whole file.
+ */
+static void
+test_pack_job_gate(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct snap_pack_job *j;
+	struct buf list;
+	char *cause = NULL;
+	off_t at_close, big = 2048LL << 20;
+	int i;
+
+	(void)state;
+	assert_non_null(base);
+	test_sh_ok("git init -q --bare own.git && mkdir w && truncate -s 2G "
+	    "w/big");
+	buf_init(&list);
+	buf_add(&list, "big", 4);
+	j = snap_pack_job_start(base, "own.git", "own.idx", "w", &list,
+	    job_never_done, NULL, NULL, &cause);
+	buf_free(&list);
+	if (j == NULL)
+		fail_msg("%s", cause);
+	/* Into the big file: a MiB of it is in the pack. */
+	for (i = 0; i < 6000 && pack_tmp_size() < (1 << 20); i++)
+		usleep(10000);
+	assert_true(pack_tmp_size() >= (1 << 20));
+	clone_gate_close();
+	at_close = pack_tmp_size();
+	clone_gate_open();
+	if (at_close >= big)
+		fail_msg("the gate was had only once the file was stored "
+		    "(%lld bytes)", (long long)at_close);
+	snap_pack_job_free(j);
+	assert_int_equal(pack_tmp_size(), -1);
+	test_sh_ok("test ! -e own.idx && test -z \"$(ls own.git/objects/pack)\"");
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -909,6 +1018,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_git_names,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_first_nested,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_parent_dots,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_gate,
 		    test_proj_setup, test_proj_teardown),
 	};
 
