@@ -453,7 +453,7 @@ static const struct cli_cmd cli_cmds[] = {
 	  "from the cookies of 127.0.0.1 and of other sessions. Any local user\n"
 	  "can connect to a forward, as with ssh -L. A connection is closed\n"
 	  "when the jail's side is not made within 10 s, or when nothing\n"
-	  "moves either way for 5 minutes.\n" },
+	  "moves either way for an hour.\n" },
 	{ .name = "run", .fn = cmd_run, .opts = cli_run_opts,
 	  .args = cli_run_args, .flags = CLI_ORDERED,
 	  .summary = "run a command (default: the agent's) in a jail, in this "

@@ -343,6 +343,7 @@ void session_proxy_request(void *arg, const struct request *r);
 /* session-port.c: a forwarded connection's timeouts (tests shorten them) */
 extern struct timeval session_port_connect_tv;
 extern struct timeval session_port_idle_tv;
+extern struct timeval session_port_evict_tv;
 /* A request to HOST completed: a model host's marks an agent turn. */
 void session_snap_request_done(struct session *, const char *host);
 

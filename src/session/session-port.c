@@ -26,7 +26,14 @@
  * way: a jail that never answers would otherwise hold its slots for good.
  */
 AM_TESTABLE struct timeval session_port_connect_tv = { 10, 0 };
-AM_TESTABLE struct timeval session_port_idle_tv = { 5 * 60, 0 };
+/* An hour: a dev server's live-reload socket may stay quiet for long. */
+AM_TESTABLE struct timeval session_port_idle_tv = { 60 * 60, 0 };
+/*
+ * How long a connection must have been quiet to make room for a new one
+ * in a full forward: a client (any local user can connect) cannot end
+ * connections in use by opening new ones.
+ */
+AM_TESTABLE struct timeval session_port_evict_tv = { 10, 0 };
 /* How long the helper that reaches into the jail has to end, once let go. */
 #define SESSION_PORT_DOOR_GRACE_MS 1000
 /*
@@ -330,20 +337,26 @@ session_port_door(struct session *s, char **cause)
 	return 0;
 }
 
-/* The forward is full: the connection quiet longest goes, so that a jail holding its connections silent cannot keep new clients out. */
-static void
-session_port_evict(struct session_port *sp)
+/*
+ * The forward is full: the connection quiet longest, if it has been quiet
+ * for session_port_evict_tv, may make room (a jail holding its
+ * connections silent cannot keep new clients out); else NULL.
+ */
+static struct session_port_conn *
+session_port_evictable(struct session_port *sp)
 {
 	struct session_port_conn *c, *oldest = sp->conns;
+	int64_t quiet = (int64_t)session_port_evict_tv.tv_sec * 1000000 +
+	    session_port_evict_tv.tv_usec;
 
 	for (c = sp->conns; c != NULL; c = c->next) {
 		/* Newest first: on a tie the older one goes. */
 		if (c->last_us <= oldest->last_us)
 			oldest = c;
 	}
-	if (oldest != NULL)
-		session_port_conn_free(oldest, "the forward was full, and it "
-		    "was quiet longest");
+	if (oldest == NULL || util_mono_us() - oldest->last_us < quiet)
+		return NULL;
+	return oldest;
 }
 
 /* A client on the host: it waits, not read, until the door gives it a socket in the jail. */
@@ -353,11 +366,17 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct session_port *sp = arg;
 	struct session_ports *sps = sp->s->ports;
-	struct session_port_conn *c;
+	struct session_port_conn *c, *room = NULL;
 	char *cause = NULL;
 
-	if (sp->nconns >= SESSION_PORT_CONNS)
-		session_port_evict(sp);
+	if (sp->nconns >= SESSION_PORT_CONNS &&
+	    (room = session_port_evictable(sp)) == NULL) {
+		log_warnx("session %lld: port %d: %d connections, all in use: "
+		    "a new one is refused", (long long)sp->s->id,
+		    sp->jail_port, SESSION_PORT_CONNS);
+		close(fd);
+		return;
+	}
 	if (session_port_door(sp->s, &cause) == -1 ||
 	    send(sps->door, "s", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
 		if (cause != NULL)
@@ -367,6 +386,10 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		close(fd);
 		return;
 	}
+	/* Only once the new one is on its way does the quiet one go. */
+	if (room != NULL)
+		session_port_conn_free(room, "the forward was full, and it "
+		    "was quiet longest");
 	c = xcalloc(1, sizeof *c);
 	c->sp = sp;
 	c->last_us = util_mono_us();

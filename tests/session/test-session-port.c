@@ -62,6 +62,7 @@ struct fixture {
 	bool ok;
 	struct timeval idle;
 	struct timeval connect;
+	struct timeval evict;
 };
 
 static void
@@ -134,6 +135,7 @@ fixture_open(struct fixture *f, int idle, int connect)
 	memset(f, 0, sizeof *f);
 	f->idle = session_port_idle_tv;
 	f->connect = session_port_connect_tv;
+	f->evict = session_port_evict_tv;
 	session_port_idle_tv.tv_sec = idle;
 	session_port_connect_tv.tv_sec = connect;
 	test_sh_ok("git init -q .");
@@ -163,6 +165,7 @@ fixture_close(struct fixture *f)
 	config_free(f->cf);
 	session_port_idle_tv = f->idle;
 	session_port_connect_tv = f->connect;
+	session_port_evict_tv = f->evict;
 }
 
 /* Forwards the jail's PORT; returns the host port (on the session's own address). */
@@ -400,6 +403,7 @@ test_full_evicts(void **state)
 
 	(void)state;
 	fixture_open(&f, 600, 600);
+	session_port_evict_tv.tv_sec = 0;
 	hp = forward(&f, 8000);
 	for (i = 0; i < PORT_TEST_CONNS; i++) {
 		fds[i] = client(&f, hp);
@@ -419,6 +423,36 @@ test_full_evicts(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * A full forward whose connections were all busy a moment ago refuses a
+ * new client instead: opening connections does not end those in use.
+ */
+static void
+test_full_refuses_busy(void **state)
+{
+	struct fixture f;
+	struct watch w = { &f, 8000, PORT_TEST_CONNS };
+	int fds[PORT_TEST_CONNS], hp, late, i;
+
+	(void)state;
+	fixture_open(&f, 600, 600);
+	hp = forward(&f, 8000);
+	for (i = 0; i < PORT_TEST_CONNS; i++) {
+		fds[i] = client(&f, hp);
+		w.want = (size_t)i + 1;
+		loop_until(&f, conns_are, &w);
+	}
+	late = client(&f, hp);
+	loop_until(&f, first_closed, &late);
+	assert_int_equal(conns(&f, 8000), PORT_TEST_CONNS);
+	for (i = 0; i < PORT_TEST_CONNS; i++)
+		assert_false(closed(fds[i]));
+	for (i = 0; i < PORT_TEST_CONNS; i++)
+		close(fds[i]);
+	close(late);
+	fixture_close(&f);
+}
+
 int
 main(void)
 {
@@ -429,6 +463,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_active_kept,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_connect_given_up,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_full_refuses_busy,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_full_evicts,
 		    test_proj_setup, test_proj_teardown),
