@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core.h"
 
@@ -91,12 +92,29 @@ log_debug(const char *fmt, ...)
  * Prints "agentmux: MSG[: ERR]" through the quoting helper without
  * allocating: fatal is what an allocation failure calls.
  */
+static bool log_is_forked;
+
+void
+log_forked(void)
+{
+	log_is_forked = true;
+}
+
 static void
 log_fatal_write(const char *msg, const char *err)
 {
-	char out[8192];
+	char out[8192], line[8400];
+	int n;
 
 	quote_text_fixed(out, sizeof out, msg);
+	if (log_is_forked) {
+		n = snprintf(line, sizeof line, "agentmux: %s%s%s\n", out,
+		    err != NULL ? ": " : "", err != NULL ? err : "");
+		if (n > 0)
+			(void)util_write_all(STDERR_FILENO, line,
+			    (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+		_exit(1);
+	}
 	fprintf(stderr, "agentmux: %s%s%s\n", out, /* raw: quoted above */
 	    err != NULL ? ": " : "", err != NULL ? err : "");
 }

@@ -31,6 +31,12 @@ void log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
 void fatal(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
 /** Prints "agentmux: MSG" and exits 1. */
 void fatalx(const char *, ...) __attribute__((format(printf, 1, 2), noreturn));
+/**
+ * In a child forked without exec from a process with threads: fatal and
+ * fatalx write with write(2) and end with _exit (no stdio lock another
+ * thread held, no exit handler of the parent's).
+ */
+void log_forked(void);
 
 /* ---- allocation (core-xmalloc.c): never return NULL ---- */
 

@@ -3,7 +3,9 @@
  * overlay upper dirs of a session), shown against the host dirs with
  * secrets redacted, and applied (atomically per file) or discarded.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -1394,15 +1396,56 @@ snap_cc_summary(struct snap_cc_run *r, int64_t session, char **cause)
 	return -1;
 }
 
+/*
+ * Takes the session's config lock (its dir's confdiff.lock, never a
+ * link), without waiting: one applier at a time, the session's end or a
+ * command. The descriptor holds it; -1 with *CAUSE if another has it.
+ */
+static int
+snap_cc_lock(int64_t session, char **cause)
+{
+	char *data, *path;
+	int fd;
+
+	if ((data = path_data_dir(cause)) == NULL)
+		return -1;
+	path = xprintf("%s/sessions/%lld/confdiff.lock", data,
+	    (long long)session);
+	free(data);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1 && errno == ENOENT) {
+		free(path);
+		return -2;  /* no session dir: nothing was kept to apply */
+	}
+	if (fd == -1) {
+		*cause = xprintf("cannot open %s: %s", path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	free(path);
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		*cause = xprintf("session %lld's config changes are being "
+		    "applied already (at its end, as config_persist says, or "
+		    "by another command); look again in a moment with "
+		    "'agentmux confdiff %lld'", (long long)session,
+		    (long long)session);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int
 snap_confdiff_apply(struct store *st, int64_t session,
     const struct snap_confdiff_opts *opts, bool apply, char **cause)
 {
 	struct snap_cc_run r;
-	int rc;
+	int rc, lock;
 
 	if (snap_check_ended(st, session, NULL, "its config overlays are in "
 	    "use, so apply or discard once it ends", cause) == -1)
+		return -1;
+	if ((lock = snap_cc_lock(session, cause)) == -1)
 		return -1;
 	memset(&r, 0, sizeof r);
 	r.report = -1;
@@ -1415,6 +1458,8 @@ snap_confdiff_apply(struct store *st, int64_t session,
 	if (rc == 0)
 		rc = snap_cc_summary(&r, session, cause);
 	snap_cc_secrets_free(r.secrets, r.nsecrets);
+	if (lock >= 0)
+		close(lock);
 	return rc;
 }
 
@@ -1478,6 +1523,8 @@ struct snap_confdiff_end {
 	struct event *ev;
 	struct event *timer;
 	bool timed_out;
+	bool finished;              /* the child said it was through ('Z') */
+	int lock;                   /* the session's config lock, held meanwhile */
 	struct buf in;              /* what came and is not replayed yet */
 	struct snap_cc_run r;
 	char *error;                /* the child's run failed: why */
@@ -1508,6 +1555,7 @@ snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
 	int sig;
 
 	clone_gate_open();
+	log_forked();
 	for (sig = 1; sig < NSIG; sig++) {
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
@@ -1521,6 +1569,8 @@ snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
 	if (snap_cc_pending_of(session, NULL, done, &c, &cause) == -1 ||
 	    snap_cc_do_list(NULL, session, &r, &c, &cause) == -1)
 		snap_cc_report(&r, 'E', "", cause != NULL ? cause : "failed");
+	/* Through: an end of the pipe without this is a child that died. */
+	snap_cc_report(&r, 'Z', "", "");
 	_exit(0);
 }
 
@@ -1550,6 +1600,9 @@ snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
 		break;
 	case 'F':
 		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
+		break;
+	case 'Z':
+		e->finished = true;
 		break;
 	default:
 		free(e->error);
@@ -1590,7 +1643,15 @@ snap_cc_end_free(struct snap_confdiff_end *e)
 		event_free(e->timer);
 	if (e->fd != -1)
 		close(e->fd);
-	proc_reap_pidfd(e->base, e->pidfd, 0);
+	if (e->pidfd != -1)
+		proc_reap_pidfd(e->base, e->pidfd, 0);
+	else if (e->pid > 0 && waitpid(e->pid, NULL, WNOHANG) == 0) {
+		/* No pidfd to wait on: killed, and reaped now (it has no more to do). */
+		kill(e->pid, SIGKILL);
+		waitpid(e->pid, NULL, 0);
+	}
+	if (e->lock >= 0)
+		close(e->lock);
 	buf_free(&e->in);
 	free(e->error);
 	free(e);
@@ -1611,6 +1672,11 @@ snap_cc_end_over(struct snap_confdiff_end *e)
 		n = -1;
 	} else if (e->error != NULL) {
 		cause = xstrdup(e->error);
+		n = -1;
+	} else if (!e->finished) {
+		cause = xprintf("the process applying them ended before it was "
+		    "through; what it did not apply stays pending: 'agentmux "
+		    "confdiff %lld' shows it", (long long)e->session);
 		n = -1;
 	} else
 		n = snap_cc_ended(e->st, e->session, e->persist, &e->r, &cause);
@@ -1697,13 +1763,18 @@ snap_confdiff_end_start(struct event_base *base, struct store *st,
 	e->st = st;
 	e->session = session;
 	e->persist = persist;
-	e->fd = e->pidfd = -1;
+	e->fd = e->pidfd = e->lock = -1;
 	e->done = done;
 	e->arg = arg;
 	e->r.apply = persist == CONFIG_PERSIST_ALWAYS;
 	e->r.report = -1;
 	buf_init(&e->in);
 	snap_cc_nends++;
+	if ((e->lock = snap_cc_lock(session, cause)) == -1) {
+		e->done = NULL;
+		snap_cc_end_free(e);
+		return NULL;
+	}
 	snap_cc_done_paths(st, session, &paths);
 	rc = snap_cc_end_fork(e, &paths, cause);
 	strv_free(&paths);
