@@ -111,7 +111,8 @@ log_fatal_write(const char *msg, const char *err)
 		n = snprintf(line, sizeof line, "agentmux: %s%s%s\n", out,
 		    err != NULL ? ": " : "", err != NULL ? err : "");
 		if (n > 0)
-			(void)util_write_all(STDERR_FILENO, line,
+			/* raw: MSG quoted above */
+			(void)util_write_all(STDERR_FILENO, line, /* raw: quoted */
 			    (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 		_exit(1);
 	}
