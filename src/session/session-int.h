@@ -45,6 +45,7 @@ struct session_ctx {
 	struct event *sigchld;
 	struct session *sessions;    /* every live session */
 	struct event *tick_ev;       /* the slow tick (session-tick.c), while wanted */
+	bool tick_wanted;            /* wanted since the tick's walk began */
 };
 
 struct session {

@@ -21,6 +21,7 @@ session_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	ctx->tick_wanted = false;
 	strv_init(&paths);
 	strv_init(&dirs);
 	for (s = ctx->sessions; s != NULL; s = s->next) {
@@ -39,7 +40,8 @@ session_tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	strv_free(&dirs);
 	strv_free(&paths);
-	if (!wanted)
+	/* Wanted meanwhile (a session started by a look's notice): it goes on. */
+	if (!wanted && !ctx->tick_wanted)
 		event_del(ctx->tick_ev);
 }
 
@@ -54,6 +56,7 @@ session_tick_want(struct session_ctx *ctx)
 	    (ctx->tick_ev = event_new(ctx->base, -1, EV_PERSIST,
 	    session_tick_cb, ctx)) == NULL)
 		fatalx("cannot create the sessions' tick");
+	ctx->tick_wanted = true;
 	if (!evtimer_pending(ctx->tick_ev, NULL))
 		evtimer_add(ctx->tick_ev, &tv);
 }
