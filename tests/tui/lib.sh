@@ -5,6 +5,8 @@
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77; }
 
 SOCK=amx-dash-$$
+# A second terminal, for tests with two clients (scr2, keys2, wait_for2, ...): another tmux server.
+SOCK2=$SOCK-b
 T=$(mktemp -d /tmp/amx-dash.XXXXXX) || exit 1
 chmod 755 "$T"
 export XDG_CONFIG_HOME="$T/config" XDG_DATA_HOME="$T/data" XDG_RUNTIME_DIR="$T/run" \
@@ -39,6 +41,7 @@ cleanup() {
 	# The dashboard writes its sessions' ends as it goes: wait (bounded)
 	# for the panes' processes and the server (which outlives its
 	# clients), or they write into $T after it is removed.
+	tmux -L "$SOCK2" kill-server 2>/dev/null
 	_pids=$(tmux -L "$SOCK" list-panes -a -F '#{pane_pid}' 2>/dev/null)
 	tmux -L "$SOCK" kill-server 2>/dev/null
 	[ -n "$UPID" ] && kill "$UPID" 2>/dev/null
@@ -174,4 +177,53 @@ https_upstream_port() {
 	_i=0
 	while [ $_i -lt 100 ] && [ ! -s "$u/$1" ]; do sleep 0.1; _i=$((_i + 1)); done
 	cat "$u/$1" 2>/dev/null
+}
+
+# ---- the second terminal ($SOCK2), for tests with two clients ----
+scr2() {
+	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
+}
+keys2() {
+	tmux -L "$SOCK2" send-keys -t 0 "$@"
+}
+fail2() {
+	echo "--- second terminal:"
+	scr2
+	fail "$@"
+}
+# wait_for2 PATTERN [SECONDS], wait_gone2 PATTERN [SECONDS]: wait_for and wait_gone on the second terminal.
+wait_for2() {
+	i=0
+	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
+		scr2 | grep -Eq -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+wait_gone2() {
+	i=0
+	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
+		scr2 | grep -Eq -- "$1" || return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# status1, status2: the status bar (the last row) of the first or second terminal.
+status1() {
+	scr | tail -n 1
+}
+status2() {
+	scr2 | tail -n 1
+}
+# wait_status N PATTERN [SECONDS]: polls terminal N's status bar for PATTERN.
+wait_status() {
+	i=0
+	while [ $i -lt $(( ${3:-10} * 10 )) ]; do
+		status$1 | grep -Eq -- "$2" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
 }

@@ -8,60 +8,6 @@ set -u
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
 
-SOCK2=$SOCK-b
-cleanup2() {
-	tmux -L "$SOCK2" kill-server 2>/dev/null
-	cleanup
-}
-trap cleanup2 EXIT
-
-scr2() {
-	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
-}
-keys2() {
-	tmux -L "$SOCK2" send-keys -t 0 "$@"
-}
-fail2() {
-	echo "--- second terminal:"
-	scr2
-	fail "$@"
-}
-wait_for2() {
-	i=0
-	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
-		scr2 | grep -Eq -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-wait_gone2() {
-	i=0
-	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
-		scr2 | grep -Eq -- "$1" || return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-# status LINE: the status bar (the last row) of the first or second terminal.
-status1() {
-	scr | tail -n 1
-}
-status2() {
-	scr2 | tail -n 1
-}
-# wait_status N PATTERN: polls terminal N's status bar for PATTERN.
-wait_status() {
-	i=0
-	while [ $i -lt 100 ]; do
-		status$1 | grep -Eq -- "$2" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-
 # Is the proxy serving jails here? A destination nobody decided on is denied.
 probe=$("$AGENTMUX" run -C "$P" -- curl -sS https://127.0.0.1:9/probe 2>&1 </dev/null)
 case $probe in

@@ -8,13 +8,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-SOCK2=$SOCK-b
-cleanup2() {
-	tmux -L "$SOCK2" kill-server 2>/dev/null
-	cleanup
-}
-trap cleanup2 EXIT
-
 # attach2 [ARGS]: `agentmux attach` in a second tmux server, 100x30.
 attach2() {
 	# (a tmux server still going away makes the next one fail to start)
@@ -25,9 +18,6 @@ attach2() {
 		-e "TERM=xterm-256color" \
 		"$AGENTMUX attach $*; echo ATTACH-EXITED-\$?; sleep 60" ||
 		fail "tmux could not start agentmux attach"
-}
-scr2() {
-	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
 }
 wait_for2() {
 	i=0

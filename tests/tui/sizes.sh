@@ -6,32 +6,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-SOCK2=$SOCK-b
-cleanup2() {
-	tmux -L "$SOCK2" kill-server 2>/dev/null
-	cleanup
-}
-trap cleanup2 EXIT
-scr2() {
-	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
-}
-keys2() {
-	tmux -L "$SOCK2" send-keys -t 0 "$@"
-}
-wait_for2() {
-	i=0
-	while [ $i -lt $(( ${2:-10} * 10 )) ]; do
-		scr2 | grep -Eq -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-fail2() {
-	echo "--- second terminal:"
-	scr2
-	fail "$@"
-}
 # alive WHAT: the server still runs (its pid answers) and lists the session.
 alive() {
 	_sp=$(server_pid)

@@ -10,13 +10,6 @@ set -u
 . "$(dirname "$0")/lib.sh"
 command -v bash >/dev/null 2>&1 || { echo "SKIP: bash is not installed"; exit 77; }
 
-SOCK2=$SOCK-b
-cleanup2() {
-	tmux -L "$SOCK2" kill-server 2>/dev/null
-	cleanup
-}
-trap cleanup2 EXIT
-
 # A failure shows the server's log too: a server that died says why there.
 fail() {
 	echo "FAIL: $*"
@@ -25,40 +18,6 @@ fail() {
 	echo "--- server log:"
 	tail -n 20 "$XDG_STATE_HOME/agentmux/server.log" 2>/dev/null
 	exit 1
-}
-scr2() {
-	tmux -L "$SOCK2" capture-pane -p -t 0 2>/dev/null
-}
-status1() {
-	scr | tail -n 1
-}
-status2() {
-	scr2 | tail -n 1
-}
-fail2() {
-	echo "--- second terminal:"
-	scr2
-	fail "$@"
-}
-# wait_for2 PATTERN: polls the second terminal's screen for up to 10 s.
-wait_for2() {
-	i=0
-	while [ $i -lt 100 ]; do
-		scr2 | grep -Eq -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-# wait_status N PATTERN [SECONDS]: polls terminal N's status bar.
-wait_status() {
-	i=0
-	while [ $i -lt $(( ${3:-10} * 10 )) ]; do
-		status$1 | grep -Eq -- "$2" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
 }
 
 # An interactive bash (job control on) in a tmux window of the size given, on tmux server $1.
