@@ -20,8 +20,37 @@ extern char **environ;
 
 static void session_finish(struct session *);
 static void session_start_fail(struct session *, const char *);
+static void session_start_done(struct session *);
 static void session_signal_then_kill(struct session *, int);
 static void session_strv_copy(struct strv *, char *const *);
+
+/*
+ * A jail reaped while its start still waits: what its status channel holds
+ * decides. A quick command may have run and ended before the loop read
+ * "the command runs" (the SIGCHLD came first): that is a start and an exit.
+ */
+static void
+session_reaped_starting(struct session *s)
+{
+	char *cause = NULL;
+	int rc = -1;
+
+	if (s->start_go)
+		rc = jail_go_poll(s->jail, &cause);
+	else
+		(void)jail_setup_poll(s->jail, &cause);
+	if (rc == 1) {
+		session_add_ref(s);
+		session_start_done(s);
+		if (!s->freed)
+			session_finish(s);
+		session_remove_ref(s);
+		return;
+	}
+	session_start_fail(s, cause != NULL ? cause : "the jail's setup "
+	    "ended before it started the command");
+	free(cause);
+}
 
 /* SIGCHLD: whichever jails have ended are reaped. */
 static void
@@ -37,8 +66,7 @@ session_ctx_sigchld(evutil_socket_t sig, short what, void *arg)
 			continue;
 		s->reaped = true;
 		if (s->starting)
-			session_start_fail(s, "the jail's setup ended before "
-			    "it started the command");
+			session_reaped_starting(s);
 		else
 			session_finish(s);
 	}

@@ -914,11 +914,60 @@ test_confdiff_end_on_loop(void **state)
 	free(cfg);
 }
 
+/* A callback that holds its loop turn, as a slow one would. */
+static void
+slow_turn(evutil_socket_t fd, short what, void *arg)
+{
+	usleep(30000);
+}
+
+/*
+ * A command that ends at once: its jail may be reaped before the loop has
+ * read "the command runs" from the status channel. Each turn here starts
+ * with a SIGCHLD pending (as another child's end leaves it) and a slow
+ * callback ahead of it, so that the jail's end is seen before its status
+ * (as happened under ASan). That is a start and an exit with the
+ * command's status, never a failed start.
+ */
+static void
+test_quick_command(void **state)
+{
+	struct fixture f;
+	struct obs o;
+	struct session *s;
+	struct event *slow;
+	int i, turn;
+
+	fixture_open(&f);
+	slow = event_new(f.base, -1, 0, slow_turn, NULL);
+	assert_non_null(slow);
+	for (i = 0; i < 4; i++) {
+		memset(&o, 0, sizeof o);
+		s = start(&f, &o, "echo out; exit 4");
+		for (turn = 0; turn < 1000 && o.done == 0 &&
+		    (o.started == 0 || o.ok); turn++) {
+			kill(getpid(), SIGCHLD);
+			event_active(slow, EV_TIMEOUT, 0);
+			assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE),
+			    0);
+		}
+		assert_int_equal(o.started, 1);
+		assert_true(o.ok);
+		assert_int_equal(o.exited, 1);
+		assert_int_equal(o.status, 4);
+		session_free(s);
+	}
+	event_free(slow);
+	fixture_close(&f);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_start_returns_at_once,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_quick_command,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_input_kept,
 		    test_proj_setup, test_proj_teardown),
