@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/agent.h"
+#include "session/session.h"
 #include "cli.h"
 #include "core/core.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "session.h"
 
 /* Install hints for the well-known agents, for the not-found message. */
 static const struct {

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "session-int.h"
 
 /* The jail's PATH; the command's own directory goes first when it is elsewhere. */

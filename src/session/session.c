@@ -11,7 +11,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "agent.h"
 #include "jail/jail.h"
 #include "session-int.h"
 

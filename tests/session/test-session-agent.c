@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "session/agent.h"
+#include "session/session.h"
 #include "core/core.h"
 #include "lib/testlib.h"
 
