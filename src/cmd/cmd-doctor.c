@@ -23,6 +23,9 @@
 #include "server/server.h"
 #include "session/session.h"
 
+/* A jailed probe that takes longer than this is stuck: it is killed and the check fails. */
+#define DOCTOR_RUN_TIMEOUT 60
+
 /* One line of the report. */
 struct doctor_check {
 	char *name;
@@ -375,13 +378,23 @@ out:
 
 /* ---- jailed runs ---- */
 
-/* Runs "agentmux run ARGS..." with the test bed's config; captures output. */
+/*
+ * Runs "agentmux run ARGS..." with the test bed's config, through core's
+ * runner (stdin /dev/null, stderr with stdout, killed after
+ * DOCTOR_RUN_TIMEOUT seconds); OUT gets what it printed. Its exit code,
+ * 128+N for signal N, -1 if it could not be started (OUT says why).
+ */
 static int
 doctor_run(struct doctor *d, struct buf *out, char *const *args)
 {
-	struct strv argv;
-	int p[2], st;
-	pid_t pid;
+	extern char **environ;
+	struct strv argv, env;
+	struct proc_opts o = { .out_fd = -1, .umask = -1, .err_to_out = true,
+	    .timeout = DOCTOR_RUN_TIMEOUT };
+	char *cfg = xprintf("%s/config", d->tmp);
+	char *data = xprintf("%s/data", d->tmp);
+	char *cause = NULL;
+	int st = -1;
 	size_t i;
 
 	strv_init(&argv);
@@ -397,33 +410,27 @@ doctor_run(struct doctor *d, struct buf *out, char *const *args)
 	strv_add(&argv, d->project);
 	for (i = 0; args[i] != NULL; i++)
 		strv_add(&argv, args[i]);
+	strv_init(&env);
+	for (i = 0; environ[i] != NULL; i++)
+		strv_add(&env, environ[i]);
+	strv_setenv(&env, "XDG_CONFIG_HOME", cfg);
+	strv_setenv(&env, "XDG_DATA_HOME", data);
+	strv_setenv(&env, "AGENTMUX_DOCTOR_REAL", d->secret);
+	o.argv = argv.v;
+	o.env = env.v;
+	o.exe = d->self;
 	buf_init(out);
 	buf_adds(out, "");
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		strv_free(&argv);
-		return -1;
+	if (proc_run(&o, out, NULL, &st, &cause) == -1) {
+		buf_adds(out, cause);
+		free(cause);
+		st = -1;
 	}
-	if ((pid = fork()) == 0) {
-		char *cfg = xprintf("%s/config", d->tmp);
-		char *data = xprintf("%s/data", d->tmp);
-
-		setenv("XDG_CONFIG_HOME", cfg, 1);
-		setenv("XDG_DATA_HOME", data, 1);
-		setenv("AGENTMUX_DOCTOR_REAL", d->secret, 1);
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), 0);
-		if (d->self != NULL && argv.v != NULL)
-			execv(d->self, argv.v);
-		_exit(127);
-	}
-	close(p[1]);
-	buf_read_fd(out, p[0]);
-	close(p[0]);
+	strv_free(&env);
 	strv_free(&argv);
-	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	free(data);
+	free(cfg);
+	return st;
 }
 
 /* The first line of OUT, for a report. */
