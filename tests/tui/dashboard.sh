@@ -29,8 +29,13 @@ wait_for 'second-49' || fail "the second session did not run a command"
 
 # A process in a jail, found by its host PID, must be gone after quitting.
 keys 'sleep 987654 &' Enter
-i=0
-while [ $i -lt 50 ] && ! JPID=$(pgrep -f 'sleep 987654' | head -n 1); do sleep 0.1; i=$((i + 1)); done
+# (A pipeline's status is its last command's: head's, so test what it printed.)
+i=0 JPID=
+while [ $i -lt 50 ] && [ -z "$JPID" ]; do
+	JPID=$(pgrep -f 'sleep 987654' | head -n 1)
+	[ -n "$JPID" ] || sleep 0.1
+	i=$((i + 1))
+done
 [ -n "${JPID:-}" ] || { ps -ef | grep -v grep | grep sleep; fail "cannot find the jailed sleep on the host"; }
 scr | grep -q 'marker-42' && fail "the first session still shows after switching"
 
