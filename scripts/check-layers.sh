@@ -12,7 +12,8 @@ set -u
 
 # What each module may call. The TUI reads the records' own types through
 # session.h (which has store.h's types) and does everything with them
-# through the session layer; the commands ask it about the jail too.
+# through the session layer; the commands ask it about the jail and the
+# proxy too (they use neither directly).
 may_use() {
 	case $1 in
 	core) echo "" ;;
@@ -24,7 +25,7 @@ may_use() {
 	session) echo "snap store jail proxy pane core" ;;
 	tui) echo "session pane core" ;;
 	server) echo "tui session pane store core" ;;
-	cmd) echo "server tui session pane snap store proxy core" ;;
+	cmd) echo "server tui session pane snap store core" ;;
 	*) echo "?" ;;
 	esac
 }

@@ -5,7 +5,6 @@
 
 #include "cli.h"
 #include "core/core.h"
-#include "proxy/proxy.h"
 #include "store/store.h"
 
 /* True if SECTION of CF already has the rule VERB TEXT. */
