@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
@@ -28,6 +29,8 @@
 /* What a dir's removal would lose: how many are named, and how deep it is checked. */
 #define SNAP_CC_MAX_WHY 20
 #define SNAP_CC_MAX_DEPTH 64
+/* The tail of a temp name: ".agentmux-" and 12 hex digits. */
+#define SNAP_CC_TEMP_LEN 22
 
 struct snap_cc {
 	char *host;           /* the host path */
@@ -1334,18 +1337,128 @@ snap_cc_record(struct snap_cc_run *r, struct store *st, int64_t session,
 	return 0;
 }
 
+/*
+ * Temp names of ours in a host dir: ".NAME.agentmux-" and 12 lowercase
+ * hex digits (snap_cc_apply_one's), nothing else.
+ */
+static bool
+snap_cc_temp_name(const char *name)
+{
+	size_t n = strlen(name), i;
+	const char *p;
+
+	if (name[0] != '.' || n < 2 + SNAP_CC_TEMP_LEN)
+		return false;
+	p = name + n - SNAP_CC_TEMP_LEN;
+	if (strncmp(p, ".agentmux-", 10) != 0)
+		return false;
+	for (i = 10; i < SNAP_CC_TEMP_LEN; i++) {
+		if (p[i] == '\0' || strchr("0123456789abcdef", p[i]) == NULL)
+			return false;
+	}
+	return true;
+}
+
+static bool
+snap_cc_before(const struct stat *sb, const struct timespec *t)
+{
+	return sb->st_ctim.tv_sec < t->tv_sec || (sb->st_ctim.tv_sec ==
+	    t->tv_sec && sb->st_ctim.tv_nsec < t->tv_nsec);
+}
+
+/*
+ * Removes the temps a killed run left in host dir DFD (a SIGKILL at the
+ * session end's timeout, or of the server, lands between a temp's making
+ * and its rename). Safe because only what a run of ours can have made
+ * goes: our exact temp name, a regular file or a symlink (unlinkat never
+ * follows one: the link goes, never what it names), owned by us, and
+ * changed before this run began (START). A run of another session on the
+ * same dir renames its temp within the moment it makes it; one removed
+ * under it fails that file's apply, which stays pending, and loses
+ * nothing of the user's.
+ */
+static void
+snap_cc_sweep(int dfd, const struct timespec *start)
+{
+	struct strv names;
+	struct stat sb;
+	size_t i;
+	int fd;
+	DIR *d;
+
+	if ((fd = dup(dfd)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	strv_init(&names);
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n; i++) {
+		if (!snap_cc_temp_name(names.v[i]) || fstatat(dfd, names.v[i],
+		    &sb, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if ((S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)) &&
+		    sb.st_uid == geteuid() && snap_cc_before(&sb, start))
+			(void)unlinkat(dfd, names.v[i], 0);
+	}
+	strv_free(&names);
+}
+
+/* The host dirs a run has swept, each once. */
+struct snap_cc_swept {
+	struct timespec start;
+	dev_t *dev;
+	ino_t *ino;
+	size_t n;
+};
+
+/* Sweeps the host dir CC is in, if it is there (nothing is made for it). */
+static void
+snap_cc_sweep_for(struct snap_cc_swept *sw, const struct snap_cc *cc)
+{
+	struct snap_cc find = *cc;
+	const char *base;
+	char *cause = NULL;
+	struct stat sb;
+	size_t i;
+	int fd;
+
+	find.upper = NULL;
+	if ((fd = snap_cc_parent(&find, &base, &cause)) == -1) {
+		free(cause);
+		return;
+	}
+	for (i = 0; fstat(fd, &sb) == 0 && i < sw->n; i++) {
+		if (sw->dev[i] == sb.st_dev && sw->ino[i] == sb.st_ino)
+			break;
+	}
+	if (i == sw->n && fstat(fd, &sb) == 0) {
+		sw->dev = xreallocarray(sw->dev, sw->n + 1, sizeof *sw->dev);
+		sw->ino = xreallocarray(sw->ino, sw->n + 1, sizeof *sw->ino);
+		sw->dev[sw->n] = sb.st_dev;
+		sw->ino[sw->n++] = sb.st_ino;
+		snap_cc_sweep(fd, &sw->start);
+	}
+	close(fd);
+}
+
 /* Applies or discards the changes C (the store is ST, or the server's: R reports). */
 static int
 snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
     struct snap_ccs *c, char **cause)
 {
 	char *err = NULL;
+	struct snap_cc_swept sw;
 	size_t i;
 	int rc = 0;
 	bool setid;
 
+	memset(&sw, 0, sizeof sw);
+	clock_gettime(CLOCK_REALTIME, &sw.start);
 	for (i = 0; rc == 0 && i < c->n; i++) {
 		setid = false;
+		snap_cc_sweep_for(&sw, &c->v[i]);
 		if (r->apply && (rc = snap_cc_put(r, st, session, &c->v[i],
 		    &setid, &err)) != 0) {
 			if (rc == -1)
@@ -1356,6 +1469,8 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 		}
 		rc = snap_cc_record(r, st, session, &c->v[i], setid, cause);
 	}
+	free(sw.dev);
+	free(sw.ino);
 	return rc;
 }
 

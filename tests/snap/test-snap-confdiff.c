@@ -762,6 +762,65 @@ test_persist_at_end_child(void **state)
 	config_free(cf);
 }
 
+/* Runs the session end's child (config_persist = always) to its end. */
+static void
+end_run(struct end_seen *seen)
+{
+	struct event_base *base = event_base_new();
+	struct store *st;
+	char *cause = NULL;
+	int i;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	assert_non_null(snap_confdiff_end_start(base, st, sid,
+	    CONFIG_PERSIST_ALWAYS, end_done, seen, &cause));
+	for (i = 0; i < 100000 && snap_confdiff_endings() > 0; i++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	store_close(st);
+	event_base_free(base);
+}
+
+/*
+ * What a SIGKILLed run leaves in a host dir (a temp of its exact name,
+ * made before the rename it never got to) is removed by the next run on
+ * that dir, the session end's child and confdiff --discard alike: our
+ * temp files and links (the link, never what it names). Names not
+ * exactly ours, and a dir of our name, stay.
+ */
+static void
+test_stale_temps_swept(void **state)
+{
+	struct end_seen seen = { 0 };
+
+	take_base();
+	test_sh_ok("mkdir -p %s/outside && echo t > %s/outside/target && "
+	    "cd %s && echo half > .settings.json.agentmux-0123456789ab && "
+	    "ln -s %s/outside/target .link.agentmux-a1b2c3d4e5f6 && "
+	    "echo u > .x.agentmux-0123456789abc && "
+	    "echo u > .y.agentmux-0123456789AB && echo u > .agentmux-"
+	    "0123456789ab && mkdir .d.agentmux-0123456789ab",
+	    dir, dir, host, dir);
+	test_sh_ok("printf '{\"theme\": \"light\"}\\n' > "
+	    "%s/overlay/0/upper/settings.json", sdir);
+	end_run(&seen);
+	assert_int_equal(seen.n, 1);
+	test_sh_ok("cd %s && grep -q light settings.json && "
+	    "! test -e .settings.json.agentmux-0123456789ab && "
+	    "! test -L .link.agentmux-a1b2c3d4e5f6 && "
+	    "test \"$(cat %s/outside/target)\" = t && "
+	    "test -f .x.agentmux-0123456789abc && "
+	    "test -f .y.agentmux-0123456789AB && test -f .agentmux-0123456789ab "
+	    "&& test -d .d.agentmux-0123456789ab", host, dir);
+	test_sh_ok("echo half > %s/.new.txt.agentmux-ffffffffffff && "
+	    "echo n > %s/overlay/0/upper/new.txt", host, sdir);
+	assert_int_equal(pending(), 1);
+	free(confdiff(0, "--discard", NULL, NULL));
+	test_sh_ok("! test -e %s/.new.txt.agentmux-ffffffffffff && "
+	    "! test -e %s/new.txt", host, host);
+	free(seen.cause);
+}
+
 int
 main(void)
 {
@@ -797,6 +856,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_merge_dir_deleted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_persist_at_end_child, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup,
 		    teardown),
 	};
 
