@@ -17,7 +17,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "snap/snap.h"
+#include "snap/snap-int.h"
 #include "store/store.h"
 
 #define SECRET "supersecretvalue123"
@@ -821,6 +821,55 @@ test_stale_temps_swept(void **state)
 	free(seen.cause);
 }
 
+/* The host writes under plugins as a run is about to remove it. */
+static void
+race_write(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > 8 && strcmp(path + n - 8, "/plugins") == 0)
+		test_sh_ok("mkdir -p %s/p && echo late > %s/p/late", path, path);
+}
+
+/*
+ * A dir the session deleted is checked and removed as one: a host write
+ * after its check (made here by a hook at that point) is not removed
+ * with it. An aside dir a killed run left (.NAME.agentmux-aside-<hex>)
+ * goes back to NAME if NAME is free, and stays if not.
+ */
+static void
+test_dir_removal_race(void **state)
+{
+	struct snap_confdiff_opts o;
+	struct store *st;
+	char *cause = NULL;
+	int rc;
+
+	take_base();
+	if (!agent_removes("rm -r plugins"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cd %s && mkdir .gone.agentmux-aside-0123456789ab && "
+	    "echo g > .gone.agentmux-aside-0123456789ab/f && mkdir "
+	    ".keep.agentmux-aside-00000000000a", host);
+	memset(&o, 0, sizeof o);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	snap_cc_dir_checked = race_write;
+	rc = snap_confdiff_apply(st, sid, &o, true, &cause);
+	snap_cc_dir_checked = NULL;
+	if (rc == -1)
+		fail_msg("apply: %s", cause);
+	store_close(st);
+	test_sh_ok("cd %s && test \"$(cat plugins/p/late)\" = late && "
+	    "! test -e plugins/p/x", host);
+	test_sh_ok("cd %s && test \"$(cat gone/f)\" = g && ! test -e "
+	    ".gone.agentmux-aside-0123456789ab && test -d "
+	    ".keep.agentmux-aside-00000000000a && test -f keep/a && "
+	    "test -z \"$(ls -A | grep -e -aside- -e '\\.agentmux-' | "
+	    "grep -v 00000000000a)\"", host);
+}
+
 int
 main(void)
 {
@@ -858,6 +907,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_persist_at_end_child, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_dir_removal_race, setup,
 		    teardown),
 	};
 
