@@ -1811,14 +1811,27 @@ snap_confdiff_endings(void)
 	return snap_cc_nends;
 }
 
+/* Closes every fd from 3 up but A and B (A <= B). */
+static void
+snap_cc_close_but(int a, int b)
+{
+	if (a > 3)
+		syscall(SYS_close_range, 3U, (unsigned)a - 1, 0U);
+	if (b > a + 1)
+		syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0U);
+	syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0U);
+}
+
 /*
  * The child, after fork: no fd of the server's stays open in it (a pty
- * or pipe it held would hide an end from the server), no handler of the
- * server's runs in it, and it ends with _exit.
+ * or pipe it held would hide an end from the server) but its report pipe
+ * FD and the session's config lock LOCK, which it holds as long as it
+ * writes (a server killed meanwhile lets go of its own copy only); no
+ * handler of the server's runs in it, and it ends with _exit.
  */
 static void __attribute__((noreturn))
 snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
-    int fd)
+    int fd, int lock)
 {
 	struct snap_cc_run r;
 	struct snap_ccs c;
@@ -1831,9 +1844,10 @@ snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
 	}
-	if (fd > 3)
-		syscall(SYS_close_range, 3U, (unsigned)fd - 1, 0U);
-	syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0U);
+	if (lock < 0)  /* no session dir, so no lock (-2) */
+		snap_cc_close_but(fd, fd);
+	else
+		snap_cc_close_but(fd < lock ? fd : lock, fd < lock ? lock : fd);
 	memset(&r, 0, sizeof r);
 	r.apply = apply;
 	r.report = fd;
@@ -2000,7 +2014,7 @@ snap_cc_end_fork(struct snap_confdiff_end *e, const struct strv *done,
 	clone_gate_close();
 	if ((pid = fork()) == 0) {
 		close(p[0]);
-		snap_cc_end_child(e->session, done, e->r.apply, p[1]);
+		snap_cc_end_child(e->session, done, e->r.apply, p[1], e->lock);
 	}
 	clone_gate_open();
 	close(p[1]);

@@ -4,11 +4,15 @@
  * and a deleted and an opaque dir; redaction; apply and discard, file by
  * file; no writing through host symlinks; config_persist at session end.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 
 #include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -870,6 +874,141 @@ test_dir_removal_race(void **state)
 	    "grep -v 00000000000a)\"", host);
 }
 
+/* The merge child's hook: it says it is there, then waits to be let go. */
+static char *fifo_in, *fifo_go;
+
+static void
+hold_hook(const char *path)
+{
+	char c = 'i';
+	int fd;
+
+	if ((fd = open(fifo_in, O_WRONLY | O_CLOEXEC)) != -1) {
+		(void)write(fd, &c, 1);
+		close(fd);
+	}
+	if ((fd = open(fifo_go, O_RDONLY | O_CLOEXEC)) != -1) {
+		(void)read(fd, &c, 1);
+		close(fd);
+	}
+}
+
+/* Waits until the merge child is in its hook (it blocks on the fifo). */
+static void
+hold_wait(void)
+{
+	char c;
+	int fd = open(fifo_in, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd != -1);
+	assert_int_equal(read(fd, &c, 1), 1);
+	close(fd);
+}
+
+static void
+hold_release(void)
+{
+	int fd = open(fifo_go, O_WRONLY | O_CLOEXEC);
+
+	assert_true(fd != -1);
+	assert_int_equal(write(fd, "g", 1), 1);
+	close(fd);
+}
+
+/*
+ * apply and discard, while a merge is under way (held in its hook): both
+ * refuse, and say so. The merge is let go before anything is asserted,
+ * so that no failure here leaves it waiting.
+ */
+static void
+refused_both(void)
+{
+	struct test_run a, d;
+	char id[24];
+
+	snprintf(id, sizeof id, "%lld", (long long)sid);
+	test_amx(&a, "confdiff", id, "--apply", NULL);
+	test_amx(&d, "confdiff", id, "--discard", NULL);
+	hold_release();
+	if (a.status != 1 || strstr(a.err, "being applied already") == NULL)
+		fail_msg("--apply during a merge: %d %s%s", a.status, a.out,
+		    a.err);
+	if (d.status != 1 || strstr(d.err, "being applied already") == NULL)
+		fail_msg("--discard during a merge: %d %s%s", d.status, d.out,
+		    d.err);
+	test_run_free(&a);
+	test_run_free(&d);
+}
+
+/*
+ * The session's confdiff.lock: while the session end's merge runs (held
+ * here, mid-removal of a dir, by a hook), confdiff --apply and --discard
+ * refuse (they do not wait) and change nothing; so too once the server
+ * that started the merge is gone (SIGKILLed) and its child goes on.
+ */
+static void
+test_lock_while_merging(void **state)
+{
+	struct end_seen seen = { 0 };
+	struct event_base *base;
+	struct store *st;
+	char *cause = NULL, *lock;
+	pid_t server;
+	int i, fd;
+
+	take_base();
+	if (!agent_removes("rm -r plugins && echo n > old.txt"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	fifo_in = xprintf("%s/in", dir);
+	fifo_go = xprintf("%s/go", dir);
+	assert_int_equal(mkfifo(fifo_in, 0600), 0);
+	assert_int_equal(mkfifo(fifo_go, 0600), 0);
+	snap_cc_dir_checked = hold_hook;
+
+	/* The server (this process) holds the merge's run. */
+	base = event_base_new();
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	assert_non_null(snap_confdiff_end_start(base, st, sid,
+	    CONFIG_PERSIST_ALWAYS, end_done, &seen, &cause));
+	hold_wait();
+	refused_both();
+	for (i = 0; i < 100000 && snap_confdiff_endings() > 0; i++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	assert_int_equal(seen.calls, 1);
+	store_close(st);
+	event_base_free(base);
+
+	/* The server dies mid-merge: its child still holds the lock. */
+	assert_true(agent_removes("rm -r sub"));
+	if ((server = fork()) == 0) {
+		base = event_base_new();
+		st = store_open(NULL, &cause);
+		if (st == NULL || snap_confdiff_end_start(base, st, sid,
+		    CONFIG_PERSIST_ALWAYS, NULL, NULL, &cause) == NULL)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(server > 0);
+	hold_wait();
+	assert_int_equal(kill(server, SIGKILL), 0);
+	assert_int_equal(waitpid(server, NULL, 0), server);
+	refused_both();
+	/* The orphaned child's end lets the lock go: wait for that. */
+	lock = xprintf("%s/confdiff.lock", sdir);
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	assert_true(fd != -1);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	close(fd);
+	free(lock);
+	snap_cc_dir_checked = NULL;
+	free(seen.cause);
+	free(fifo_in);
+	free(fifo_go);
+}
+
 int
 main(void)
 {
@@ -909,6 +1048,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_dir_removal_race, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_lock_while_merging, setup,
 		    teardown),
 	};
 
