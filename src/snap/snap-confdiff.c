@@ -1561,6 +1561,94 @@ snap_cc_sweep(int dfd, const struct timespec *start)
 	strv_free(&names);
 }
 
+/* Sweeps host dir HFD and, under it, each dir the session's upper UFD has too. */
+static void
+snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
+    int depth)
+{
+	struct strv names;
+	struct stat sb;
+	size_t i;
+	int fd, h, u;
+	DIR *d;
+
+	snap_cc_sweep(hfd, start);
+	if (depth >= SNAP_CC_MAX_DEPTH || (fd = dup(ufd)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	strv_init(&names);
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n; i++) {
+		if (fstatat(ufd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISDIR(sb.st_mode))
+			continue;
+		u = openat(ufd, names.v[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		h = openat(hfd, names.v[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (u != -1 && h != -1)
+			snap_cc_sweep_tree(h, u, start, depth + 1);
+		if (u != -1)
+			close(u);
+		if (h != -1)
+			close(h);
+	}
+	strv_free(&names);
+}
+
+/*
+ * Before a run applies or discards: every host dir a dir entry's changes
+ * can be in (those its upper dir has) is swept, so that a dir a killed
+ * run left aside is back before the changes are looked for (else its
+ * deletion would look done, and the user's dir stay hidden).
+ */
+static void
+snap_cc_sweep_all(int64_t session)
+{
+	char *data, *sdir, *p, *line, *save = NULL, *tab, *host, *cause = NULL;
+	struct timespec start;
+	struct buf b;
+	int hfd, ufd;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &start);
+	sdir = xprintf("%s/sessions/%lld", data, (long long)session);
+	free(data);
+	p = xprintf("%s/overlays", sdir);
+	buf_init(&b);
+	if (buf_read_file(&b, p) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if ((tab = strchr(line, '\t')) == NULL ||
+			    strncmp(tab + 1, "dir\t", 4) != 0)
+				continue;
+			*tab = '\0';
+			host = tab + 5;
+			free(p);
+			p = xprintf("%s/overlay/%s/upper", sdir, line);
+			/* The dir the user configured, opened as snap_cc_parent does. */
+			hfd = open(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (hfd != -1 && ufd != -1)
+				snap_cc_sweep_tree(hfd, ufd, &start, 0);
+			if (hfd != -1)
+				close(hfd);
+			if (ufd != -1)
+				close(ufd);
+		}
+	}
+	buf_free(&b);
+	free(p);
+	free(sdir);
+}
+
 /* The host dirs a run has swept, each once. */
 struct snap_cc_swept {
 	struct timespec start;
@@ -1637,6 +1725,7 @@ snap_cc_do(struct store *st, int64_t session, struct snap_cc_run *r,
 	struct snap_ccs c;
 	int rc;
 
+	snap_cc_sweep_all(session);
 	if (snap_cc_pending(st, session, r->paths, &c, cause) == -1)
 		return -1;
 	rc = snap_cc_do_list(st, session, r, &c, cause);
@@ -1851,6 +1940,7 @@ snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
 	memset(&r, 0, sizeof r);
 	r.apply = apply;
 	r.report = fd;
+	snap_cc_sweep_all(session);
 	if (snap_cc_pending_of(session, NULL, done, &c, &cause) == -1 ||
 	    snap_cc_do_list(NULL, session, &r, &c, &cause) == -1)
 		snap_cc_report(&r, 'E', "", cause != NULL ? cause : "failed");

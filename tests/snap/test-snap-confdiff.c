@@ -874,6 +874,32 @@ test_dir_removal_race(void **state)
 	    "grep -v 00000000000a)\"", host);
 }
 
+/*
+ * A run SIGKILLed while it held a deleted dir aside to check it: the
+ * next run puts it back before it looks for changes, so the deletion is
+ * pending again and checked (here a conflict: the host wrote under it),
+ * instead of looking done with the user's dir hidden.
+ */
+static void
+test_aside_restored(void **state)
+{
+	char *out;
+
+	take_base();
+	if (!agent_removes("rm -r plugins"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cd %s && echo late > plugins/p/late && mv plugins "
+	    ".plugins.agentmux-aside-0123456789ab", host);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "plugins/p/late: changed on the host"));
+	free(out);
+	test_sh_ok("cd %s && test \"$(cat plugins/p/late)\" = late && "
+	    "test -f plugins/p/x && ! test -e "
+	    ".plugins.agentmux-aside-0123456789ab", host);
+	assert_int_equal(pending(), 1);
+}
+
 /* The merge child's hook: it says it is there, then waits to be let go. */
 static char *fifo_in, *fifo_go;
 
@@ -1050,6 +1076,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_dir_removal_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_lock_while_merging, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_aside_restored, setup,
 		    teardown),
 	};
 
