@@ -832,10 +832,12 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
 static int
 snap_cc_remove(int dirfd, const char *base, const char *full, char **cause)
 {
-	if (unlinkat(dirfd, base, 0) == -1 && errno != ENOENT) {
-		*cause = xprintf("cannot remove %s: %s%s", full, strerror(errno),
-		    errno == EISDIR ? " (a directory made on the host since; "
-		    "it was left alone: look at it, then apply again)" : "");
+	int err;
+
+	if (unlinkat(dirfd, base, 0) == -1 && (err = errno) != ENOENT) {
+		*cause = xprintf("cannot remove %s: %s%s", full, strerror(err),
+		    err == EISDIR ? " (a directory made on the host since; it "
+		    "was left alone: look at it, then apply again)" : "");
 		return -1;
 	}
 	return 0;
@@ -1561,7 +1563,7 @@ snap_cc_sweep(int dfd, const struct timespec *start)
 	strv_free(&names);
 }
 
-/* Sweeps host dir HFD and, under it, each dir the session's upper UFD has too. */
+/* Sweeps host dir HFD and, under it, each dir the upper dir UFD has too. */
 static void
 snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
     int depth)
@@ -1632,7 +1634,7 @@ snap_cc_sweep_all(int64_t session)
 			host = tab + 5;
 			free(p);
 			p = xprintf("%s/overlay/%s/upper", sdir, line);
-			/* The dir the user configured, opened as snap_cc_parent does. */
+			/* The configured dir, opened as snap_cc_parent does. */
 			hfd = open(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			    O_CLOEXEC);
