@@ -300,6 +300,11 @@ void session_pane_free(struct session *);
 
 /* Forwarded ports (session-port.c): all of them end with the jail. */
 void session_ports_end(struct session *);
+/*
+ * The session is paused (HOLD) or resumed: its forwarded connections'
+ * connect and idle timers stop, and go on with what was left.
+ */
+void session_ports_pause(struct session *, bool hold);
 
 /* The user's git history (session-history.c). */
 /* session-worktree.c */

@@ -54,6 +54,7 @@ struct session_port_conn {
 	struct event *timer;         /* connect, then idle timeout */
 	bool jail_up;                /* its jail side is connected */
 	int64_t last_us;             /* when something last moved (util_mono_us) */
+	struct timeval left;         /* paused: what was left of TIMER (0: none) */
 	bool host_eof;
 	bool jail_eof;
 	struct session_port_conn *next;
@@ -79,6 +80,7 @@ struct session_ports {
 	struct event *door_ev;
 	struct session_port_conn **wait;  /* asked the door, oldest first; NULL: gone */
 	size_t nwait;
+	int64_t held_since;          /* the session paused: when (0: it is not) */
 };
 
 static void session_port_conn_free(struct session_port_conn *, const char *);
@@ -90,6 +92,8 @@ session_port_state(struct session *s)
 		s->ports = xcalloc(1, sizeof *s->ports);
 		s->ports->door = -1;
 		s->ports->door_pidfd = -1;
+		if (session_paused(s))
+			s->ports->held_since = util_mono_us();
 	}
 	return s->ports;
 }
@@ -132,13 +136,29 @@ session_port_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	    "the jail's side was not made in time");
 }
 
+/*
+ * Arms C's timer for TV from now; while the session is paused it is kept
+ * as what is left, for resume (a client on the host may still send bytes,
+ * which start it again).
+ */
+static void
+session_port_arm(struct session_port_conn *c, const struct timeval *tv)
+{
+	if (c->sp->s->ports->held_since != 0) {
+		evtimer_del(c->timer);
+		c->left = *tv;
+		return;
+	}
+	event_add(c->timer, tv);
+}
+
 /* Something moved on C: its idle time starts again. */
 static void
 session_port_touch(struct session_port_conn *c)
 {
 	c->last_us = util_mono_us();
 	if (c->jail_up)
-		event_add(c->timer, &session_port_idle_tv);
+		session_port_arm(c, &session_port_idle_tv);
 }
 
 /* Connection C's other side. */
@@ -402,13 +422,65 @@ session_port_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	c->timer = evtimer_new(sp->s->ctx->base, session_port_timeout_cb, c);
 	if (c->timer == NULL)
 		fatalx("cannot create a timer");
-	event_add(c->timer, &session_port_connect_tv);
+	session_port_arm(c, &session_port_connect_tv);
 	c->next = sp->conns;
 	sp->conns = c;
 	sp->nconns++;
 	sps->wait = xreallocarray(sps->wait, sps->nwait + 1,
 	    sizeof *sps->wait);
 	sps->wait[sps->nwait++] = c;
+}
+
+/* What is left of C's timer, kept in C->LEFT, and the timer stopped. */
+static void
+session_port_hold_one(struct session_port_conn *c)
+{
+	struct timeval due, now;
+
+	evutil_timerclear(&c->left);
+	if (!event_pending(c->timer, EV_TIMEOUT, &due))
+		return;
+	evtimer_del(c->timer);
+	evutil_gettimeofday(&now, NULL);
+	evutil_timersub(&due, &now, &c->left);
+	/* Due already: at once, but still a timeout (0 would mean none). */
+	if (c->left.tv_sec < 0 || (c->left.tv_sec == 0 &&
+	    c->left.tv_usec <= 0)) {
+		c->left.tv_sec = 0;
+		c->left.tv_usec = 1;
+	}
+}
+
+/* C goes on after a pause of PAUSED us: its timer with what was left. */
+static void
+session_port_resume_one(struct session_port_conn *c, int64_t paused)
+{
+	c->last_us += paused;
+	if (evutil_timerisset(&c->left))
+		event_add(c->timer, &c->left);
+	evutil_timerclear(&c->left);
+}
+
+void
+session_ports_pause(struct session *s, bool hold)
+{
+	struct session_ports *sps = s->ports;
+	struct session_port_conn *c;
+	struct session_port *sp;
+	int64_t paused;
+
+	if (sps == NULL || (sps->held_since != 0) == hold)
+		return;
+	paused = hold ? 0 : util_mono_us() - sps->held_since;
+	sps->held_since = hold ? util_mono_us() : 0;
+	for (sp = sps->list; sp != NULL; sp = sp->next) {
+		for (c = sp->conns; c != NULL; c = c->next) {
+			if (hold)
+				session_port_hold_one(c);
+			else
+				session_port_resume_one(c, paused);
+		}
+	}
 }
 
 /* Whether HOST (numeric) is a loopback address; false if it is no address. */

@@ -414,6 +414,7 @@ session_state_freeze_failed(struct session *s, const char *why)
 		free(cause);
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, false);
+	session_ports_pause(s, false);
 	session_wall_hold(s, false);
 	s->st_paused = false;
 	msg = xprintf("session %lld could not be paused: %s", (long long)s->id,
@@ -466,6 +467,7 @@ session_state_pause(struct session *s, char **cause)
 	s->st_frozen_us = 0;
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, true);
+	session_ports_pause(s, true);
 	session_wall_hold(s, true);
 	if (s->st_idle_ev != NULL)
 		evtimer_del(s->st_idle_ev);
@@ -485,6 +487,7 @@ session_state_resume(struct session *s, char **cause)
 		evtimer_del(s->st_freeze_ev);
 	if (s->ps != NULL)
 		proxy_session_pause(s->ps, false);
+	session_ports_pause(s, false);
 	session_wall_hold(s, false);
 	/* Quiet as it was: what it was waiting for is looked at again. */
 	if (!s->st_idle)

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
@@ -28,6 +29,10 @@
 /* What a dir's removal would lose: how many are named, and how deep it is checked. */
 #define SNAP_CC_MAX_WHY 20
 #define SNAP_CC_MAX_DEPTH 64
+/* The tail of a temp name: ".agentmux-" and 12 hex digits. */
+#define SNAP_CC_TEMP_LEN 22
+/* A host dir being checked: ".NAME.agentmux-aside-" and 12 hex digits. */
+#define SNAP_CC_ASIDE_LEN 28
 
 struct snap_cc {
 	char *host;           /* the host path */
@@ -819,32 +824,23 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
 	return rc;
 }
 
-/* Removes what is at BASE in DIRFD (a whole dir if it is one). */
+/*
+ * Removes the file or link at BASE in DIRFD. A dir goes only through
+ * snap_cc_put_dir, checked as it is removed: one here is the host's, made
+ * since that was decided, and stays.
+ */
 static int
 snap_cc_remove(int dirfd, const char *base, const char *full, char **cause)
 {
-	struct stat sb;
+	int err;
 
-	if (fstatat(dirfd, base, &sb, AT_SYMLINK_NOFOLLOW) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (S_ISDIR(sb.st_mode) ? path_remove_tree(full) == -1 :
-	    unlinkat(dirfd, base, 0) == -1) {
-		*cause = xprintf("cannot remove %s: %s", full, strerror(errno));
+	if (unlinkat(dirfd, base, 0) == -1 && (err = errno) != ENOENT) {
+		*cause = xprintf("cannot remove %s: %s%s", full, strerror(err),
+		    err == EISDIR ? " (a directory made on the host since; it "
+		    "was left alone: look at it, then apply again)" : "");
 		return -1;
 	}
 	return 0;
-}
-
-/* Removes BASE only if it is a directory (a file replaces it). */
-static int
-snap_cc_remove_dir(int dirfd, const char *base, const char *full, char **cause)
-{
-	struct stat sb;
-
-	if (fstatat(dirfd, base, &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISDIR(sb.st_mode))
-		return 0;
-	return snap_cc_remove(dirfd, base, full, cause);
 }
 
 /*
@@ -872,10 +868,7 @@ snap_cc_apply_one(const struct snap_cc *cc, const char *src, bool *setid,
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
 	if (snap_cc_copy_in(fd, cc, src, tmp, setid, cause) == -1)
 		goto out;
-	/* A dir cannot be renamed over: a file replacing one removes it first. */
-	if (cc->change == 'M' && snap_cc_remove_dir(fd, base, cc->host,
-	    cause) == -1)
-		goto out;
+	/* A dir is never renamed over: snap_cc_put_dir moved it aside. */
 	if (renameat(fd, tmp, fd, base) == -1) {
 		*cause = xprintf("cannot replace %s: %s", cc->host,
 		    strerror(errno));
@@ -968,8 +961,10 @@ snap_cc_slurp(int dirfd, const char *path, struct buf *b)
 	return rc;
 }
 
+AM_TESTABLE void (*snap_cc_dir_checked)(const char *);
+
 enum snap_cc_how { SNAP_CC_PLAIN, SNAP_CC_MERGED, SNAP_CC_CONFLICT,
-    SNAP_CC_ERROR };
+    SNAP_CC_ERROR, SNAP_CC_DIR };
 
 static bool
 snap_cc_after(const struct stat *sh, const struct stat *mark)
@@ -1129,32 +1124,39 @@ snap_cc_tree(int dfd, int bfd, const char *rel, const struct stat *mark,
 }
 
 /*
- * The host dir BASE in PFD goes (deleted, or a file replaces it) only if
- * nothing under it is the host's since the session's start (MARK): a
- * conflict otherwise, what would be lost in CONF.
+ * The host dir CC names, moved aside to NAME in PFD, goes (deleted, or a
+ * file replaces it) only if nothing under it is the host's since the
+ * session's start mark: what would be lost goes in CONF, listed under
+ * its own name, BASE. Sessions from before marks were kept: no check.
  */
-static enum snap_cc_how
-snap_cc_resolve_dir(const struct snap_cc *cc, int pfd, const char *base,
-    const struct stat *mark, struct strv *conf)
+static void
+snap_cc_check_dir(const struct snap_cc *cc, int pfd, const char *name,
+    const char *base, struct strv *conf)
 {
-	char *orig = snap_cc_orig(cc), *rel;
-	int dfd, bfd;
+	struct stat mark;
+	char *m, *orig;
+	int dfd, bfd, rc;
 
+	if (cc->entry == NULL)
+		return;
+	m = xprintf("%s/base-time", cc->entry);
+	rc = lstat(m, &mark);
+	free(m);
+	if (rc == -1)
+		return;
+	orig = snap_cc_orig(cc);
 	bfd = open(orig, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(orig);
-	dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
-	rel = xstrdup(base);
 	if (dfd == -1)
-		snap_cc_tree_why(conf, rel, "cannot be read to check it");
+		snap_cc_tree_why(conf, base, "cannot be read to check it");
 	else
-		snap_cc_tree(dfd, bfd, rel, mark, 0, conf);
-	free(rel);
+		snap_cc_tree(dfd, bfd, base, &mark, 0, conf);
 	if (dfd != -1)
 		close(dfd);
 	if (bfd != -1)
 		close(bfd);
-	return conf->n > 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
 }
 
 /*
@@ -1162,7 +1164,7 @@ snap_cc_resolve_dir(const struct snap_cc *cc, int pfd, const char *base,
  * has not changed since the session's start mark (sessions from before
  * marks were kept: always); else merged with the host's changes, or not
  * at all (a conflict, what conflicts in CONF). A host dir it removes
- * must hold nothing the host wrote since.
+ * or replaces is SNAP_CC_DIR: snap_cc_put_dir checks it as it goes.
  */
 static enum snap_cc_how
 snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
@@ -1171,28 +1173,28 @@ snap_cc_resolve(const struct snap_cc *cc, struct buf *merged,
 	struct stat mark, sh;
 	const char *base;
 	char *m, *orig;
+	bool marked = false;
 	int pfd, rc;
 
-	if (cc->entry == NULL)
-		return SNAP_CC_PLAIN;
-	m = xprintf("%s/base-time", cc->entry);
-	rc = lstat(m, &mark);
-	free(m);
-	if (rc == -1)
-		return SNAP_CC_PLAIN;
 	if ((pfd = snap_cc_parent(cc, &base, cause)) == -1)
 		return SNAP_CC_ERROR;
+	if (cc->entry != NULL) {
+		m = xprintf("%s/base-time", cc->entry);
+		marked = lstat(m, &mark) == 0;
+		free(m);
+	}
 	if (fstatat(pfd, base, &sh, AT_SYMLINK_NOFOLLOW) == -1) {
 		/* Gone from the host: was it there at the start? */
-		orig = snap_cc_orig(cc);
-		rc = access(orig, F_OK) == 0 ? SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
+		orig = marked ? snap_cc_orig(cc) : NULL;
+		rc = orig != NULL && access(orig, F_OK) == 0 ?
+		    SNAP_CC_CONFLICT : SNAP_CC_PLAIN;
 		if (rc == SNAP_CC_CONFLICT)
 			strv_add(conf, "(deleted on the host since the session "
 			    "started)");
 		free(orig);
 	} else if (S_ISDIR(sh.st_mode) && cc->change != 'A')
-		rc = snap_cc_resolve_dir(cc, pfd, base, &mark, conf);
-	else if (!snap_cc_after(&sh, &mark))
+		rc = SNAP_CC_DIR;
+	else if (!marked || !snap_cc_after(&sh, &mark))
 		rc = SNAP_CC_PLAIN;
 	else
 		rc = snap_cc_merge(cc, pfd, base, merged, conf, cause);
@@ -1251,6 +1253,130 @@ snap_cc_conflict(struct snap_cc_run *r, struct store *st, int64_t session,
 	free(q);
 }
 
+/* ".BASE.agentmux-aside-" and 12 hex digits: a host dir being checked. */
+static char *
+snap_cc_aside_name(const char *base)
+{
+	unsigned char rnd[6];
+
+	util_random(rnd, sizeof rnd);
+	return xprintf(".%s.agentmux-aside-%02x%02x%02x%02x%02x%02x", base,
+	    rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+}
+
+/* Removes dir NAME in PFD and all under it, never through a link. */
+static int
+snap_cc_rmtree(int pfd, const char *name, int depth)
+{
+	struct strv names;
+	struct stat sb;
+	size_t i;
+	int fd, dfd, rc = 0;
+	DIR *d;
+
+	if (depth > SNAP_CC_MAX_DEPTH) {
+		errno = ELOOP;
+		return -1;
+	}
+	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || (dfd = dup(fd)) == -1 || (d = fdopendir(dfd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	strv_init(&names);
+	snap_cc_dir_names(d, &names);
+	for (i = 0; rc == 0 && i < names.n; i++) {
+		if (fstatat(fd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1)
+			rc = errno == ENOENT ? 0 : -1;
+		else if (S_ISDIR(sb.st_mode))
+			rc = snap_cc_rmtree(fd, names.v[i], depth + 1);
+		else
+			rc = unlinkat(fd, names.v[i], 0);
+	}
+	strv_free(&names);
+	close(fd);
+	return rc == 0 ? unlinkat(pfd, name, AT_REMOVEDIR) : -1;
+}
+
+/* Puts the dir at NAME in PFD back at BASE; where it stays, if it cannot. */
+static char *
+snap_cc_put_back(int pfd, const char *name, const char *base,
+    const struct snap_cc *cc)
+{
+	char *dirn, *where;
+
+	if (renameat2(pfd, name, pfd, base, RENAME_NOREPLACE) == 0)
+		return NULL;
+	dirn = xstrndup(cc->host, strlen(cc->host) - strlen(base));
+	where = xprintf("%s%s", dirn, name);
+	free(dirn);
+	return where;
+}
+
+/*
+ * The host dir CC names goes (deleted, or a file replaces it). It is
+ * first renamed aside, to a name of ours in the same dir (no replacing),
+ * so that what is checked is what is removed: a host write to its path
+ * after that makes a new one, which stays. If anything under it is the
+ * host's since the start (and no --force), it goes back: a conflict.
+ * 1 on a conflict, -1 with *CAUSE.
+ */
+static int
+snap_cc_put_dir(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, bool *setid, char **cause)
+{
+	const char *base;
+	char *name, *left = NULL, *m;
+	struct strv conf;
+	int pfd, rc = -1;
+
+	if ((pfd = snap_cc_parent(cc, &base, cause)) == -1)
+		return -1;
+	name = snap_cc_aside_name(base);
+	strv_init(&conf);
+	if (renameat2(pfd, base, pfd, name, RENAME_NOREPLACE) == -1) {
+		*cause = xprintf("cannot move %s aside to check it: %s",
+		    cc->host, strerror(errno));
+		goto out;
+	}
+	if (!r->force)
+		snap_cc_check_dir(cc, pfd, name, base, &conf);
+	if (conf.n > 0) {
+		if ((left = snap_cc_put_back(pfd, name, base, cc)) != NULL)
+			strv_addf(&conf, "(it was made again on the host "
+			    "meanwhile; the old one is kept at %s)", left);
+		snap_cc_conflict(r, st, session, cc, &conf);
+		rc = 1;
+		goto out;
+	}
+	if (snap_cc_dir_checked != NULL)
+		snap_cc_dir_checked(cc->host);
+	if (cc->change == 'M' && snap_cc_apply_one(cc, NULL, setid,
+	    cause) == -1) {
+		left = snap_cc_put_back(pfd, name, base, cc);
+		goto out;
+	}
+	if ((rc = snap_cc_rmtree(pfd, name, 0)) == -1) {
+		*cause = xprintf("cannot remove all of %s: %s", cc->host,
+		    strerror(errno));
+		left = snap_cc_put_back(pfd, name, base, cc);
+	}
+out:
+	if (left != NULL && rc == -1) {
+		m = xprintf("%s; what is left of the host's dir is at %s",
+		    *cause, left);
+		free(*cause);
+		*cause = m;
+	}
+	fsync(pfd);
+	close(pfd);
+	free(left);
+	free(name);
+	strv_free(&conf);
+	return rc;
+}
+
 /* Applies CC (merged with the host's changes if need be); 1 on a conflict. */
 static int
 snap_cc_put(struct snap_cc_run *r, struct store *st, int64_t session,
@@ -1271,6 +1397,8 @@ snap_cc_put(struct snap_cc_run *r, struct store *st, int64_t session,
 		rc = 1;
 	} else if (how == SNAP_CC_MERGED)
 		src = snap_cc_merged_file(cc, &merged, cause);
+	if (how == SNAP_CC_DIR)
+		rc = snap_cc_put_dir(r, st, session, cc, setid, cause);
 	if ((how == SNAP_CC_MERGED && src != NULL) || how == SNAP_CC_PLAIN)
 		rc = snap_cc_apply_one(cc, src, setid, cause);
 	if (src != NULL)
@@ -1334,18 +1462,249 @@ snap_cc_record(struct snap_cc_run *r, struct store *st, int64_t session,
 	return 0;
 }
 
+/*
+ * Temp names of ours in a host dir: ".NAME.agentmux-" and 12 lowercase
+ * hex digits (snap_cc_apply_one's), nothing else.
+ */
+static bool
+snap_cc_temp_name(const char *name)
+{
+	size_t n = strlen(name), i;
+	const char *p;
+
+	if (name[0] != '.' || n < 2 + SNAP_CC_TEMP_LEN)
+		return false;
+	p = name + n - SNAP_CC_TEMP_LEN;
+	if (strncmp(p, ".agentmux-", 10) != 0)
+		return false;
+	for (i = 10; i < SNAP_CC_TEMP_LEN; i++) {
+		if (p[i] == '\0' || strchr("0123456789abcdef", p[i]) == NULL)
+			return false;
+	}
+	return true;
+}
+
+/* NAME if ASIDE is ".NAME.agentmux-aside-" and 12 hex digits, else NULL. */
+static char *
+snap_cc_aside_of(const char *aside)
+{
+	size_t n = strlen(aside);
+	char *t;
+
+	if (n < 2 + SNAP_CC_ASIDE_LEN || aside[0] != '.' ||
+	    strncmp(aside + n - SNAP_CC_ASIDE_LEN, ".agentmux-aside-", 16) != 0)
+		return NULL;
+	/* The same 12 digits as a temp name's, behind ".agentmux-". */
+	t = xprintf(".x.agentmux-%s", aside + n - 12);
+	if (!snap_cc_temp_name(t)) {
+		free(t);
+		return NULL;
+	}
+	free(t);
+	return xstrndup(aside + 1, n - 1 - SNAP_CC_ASIDE_LEN);
+}
+
+static bool
+snap_cc_before(const struct stat *sb, const struct timespec *t)
+{
+	return sb->st_ctim.tv_sec < t->tv_sec || (sb->st_ctim.tv_sec ==
+	    t->tv_sec && sb->st_ctim.tv_nsec < t->tv_nsec);
+}
+
+/*
+ * Removes the temps a killed run left in host dir DFD (a SIGKILL at the
+ * session end's timeout, or of the server, lands between a temp's making
+ * and its rename). Safe because only what a run of ours can have made
+ * goes: our exact temp name, a regular file or a symlink (unlinkat never
+ * follows one: the link goes, never what it names), owned by us, and
+ * changed before this run began (START). A run of another session on the
+ * same dir renames its temp within the moment it makes it; one removed
+ * under it fails that file's apply, which stays pending, and loses
+ * nothing of the user's. A host dir a killed run had moved aside to check
+ * (.NAME.agentmux-aside-<hex>, see snap_cc_put_dir) is the user's: it
+ * goes back to NAME if that is free, and is never removed here.
+ */
+static void
+snap_cc_sweep(int dfd, const struct timespec *start)
+{
+	struct strv names;
+	struct stat sb;
+	char *orig;
+	size_t i;
+	int fd;
+	DIR *d;
+
+	if ((fd = dup(dfd)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	strv_init(&names);
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n; i++) {
+		if (!snap_cc_temp_name(names.v[i]) || fstatat(dfd, names.v[i],
+		    &sb, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if ((S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)) &&
+		    sb.st_uid == geteuid() && snap_cc_before(&sb, start))
+			(void)unlinkat(dfd, names.v[i], 0);
+	}
+	for (i = 0; i < names.n; i++) {
+		if ((orig = snap_cc_aside_of(names.v[i])) == NULL)
+			continue;
+		if (fstatat(dfd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+		    snap_cc_before(&sb, start))
+			(void)renameat2(dfd, names.v[i], dfd, orig,
+			    RENAME_NOREPLACE);
+		free(orig);
+	}
+	strv_free(&names);
+}
+
+/* Sweeps host dir HFD and, under it, each dir the upper dir UFD has too. */
+static void
+snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
+    int depth)
+{
+	struct strv names;
+	struct stat sb;
+	size_t i;
+	int fd, h, u;
+	DIR *d;
+
+	snap_cc_sweep(hfd, start);
+	if (depth >= SNAP_CC_MAX_DEPTH || (fd = dup(ufd)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	strv_init(&names);
+	snap_cc_dir_names(d, &names);
+	for (i = 0; i < names.n; i++) {
+		if (fstatat(ufd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISDIR(sb.st_mode))
+			continue;
+		u = openat(ufd, names.v[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		h = openat(hfd, names.v[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC);
+		if (u != -1 && h != -1)
+			snap_cc_sweep_tree(h, u, start, depth + 1);
+		if (u != -1)
+			close(u);
+		if (h != -1)
+			close(h);
+	}
+	strv_free(&names);
+}
+
+/*
+ * Before a run applies or discards: every host dir a dir entry's changes
+ * can be in (those its upper dir has) is swept, so that a dir a killed
+ * run left aside is back before the changes are looked for (else its
+ * deletion would look done, and the user's dir stay hidden).
+ */
+static void
+snap_cc_sweep_all(int64_t session)
+{
+	char *data, *sdir, *p, *line, *save = NULL, *tab, *host, *cause = NULL;
+	struct timespec start;
+	struct buf b;
+	int hfd, ufd;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &start);
+	sdir = xprintf("%s/sessions/%lld", data, (long long)session);
+	free(data);
+	p = xprintf("%s/overlays", sdir);
+	buf_init(&b);
+	if (buf_read_file(&b, p) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if ((tab = strchr(line, '\t')) == NULL ||
+			    strncmp(tab + 1, "dir\t", 4) != 0)
+				continue;
+			*tab = '\0';
+			host = tab + 5;
+			free(p);
+			p = xprintf("%s/overlay/%s/upper", sdir, line);
+			/* The configured dir, opened as snap_cc_parent does. */
+			hfd = open(host, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (hfd != -1 && ufd != -1)
+				snap_cc_sweep_tree(hfd, ufd, &start, 0);
+			if (hfd != -1)
+				close(hfd);
+			if (ufd != -1)
+				close(ufd);
+		}
+	}
+	buf_free(&b);
+	free(p);
+	free(sdir);
+}
+
+/* The host dirs a run has swept, each once. */
+struct snap_cc_swept {
+	struct timespec start;
+	dev_t *dev;
+	ino_t *ino;
+	size_t n;
+};
+
+/* Sweeps the host dir CC is in, if it is there (nothing is made for it). */
+static void
+snap_cc_sweep_for(struct snap_cc_swept *sw, const struct snap_cc *cc)
+{
+	struct snap_cc find = *cc;
+	const char *base;
+	char *cause = NULL;
+	struct stat sb;
+	size_t i;
+	int fd;
+
+	find.upper = NULL;
+	if ((fd = snap_cc_parent(&find, &base, &cause)) == -1) {
+		free(cause);
+		return;
+	}
+	for (i = 0; fstat(fd, &sb) == 0 && i < sw->n; i++) {
+		if (sw->dev[i] == sb.st_dev && sw->ino[i] == sb.st_ino)
+			break;
+	}
+	if (i == sw->n && fstat(fd, &sb) == 0) {
+		sw->dev = xreallocarray(sw->dev, sw->n + 1, sizeof *sw->dev);
+		sw->ino = xreallocarray(sw->ino, sw->n + 1, sizeof *sw->ino);
+		sw->dev[sw->n] = sb.st_dev;
+		sw->ino[sw->n++] = sb.st_ino;
+		snap_cc_sweep(fd, &sw->start);
+	}
+	close(fd);
+}
+
 /* Applies or discards the changes C (the store is ST, or the server's: R reports). */
 static int
 snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
     struct snap_ccs *c, char **cause)
 {
 	char *err = NULL;
+	struct snap_cc_swept sw;
 	size_t i;
 	int rc = 0;
 	bool setid;
 
+	memset(&sw, 0, sizeof sw);
+	clock_gettime(CLOCK_REALTIME, &sw.start);
 	for (i = 0; rc == 0 && i < c->n; i++) {
 		setid = false;
+		snap_cc_sweep_for(&sw, &c->v[i]);
 		if (r->apply && (rc = snap_cc_put(r, st, session, &c->v[i],
 		    &setid, &err)) != 0) {
 			if (rc == -1)
@@ -1356,6 +1715,8 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 		}
 		rc = snap_cc_record(r, st, session, &c->v[i], setid, cause);
 	}
+	free(sw.dev);
+	free(sw.ino);
 	return rc;
 }
 
@@ -1366,6 +1727,7 @@ snap_cc_do(struct store *st, int64_t session, struct snap_cc_run *r,
 	struct snap_ccs c;
 	int rc;
 
+	snap_cc_sweep_all(session);
 	if (snap_cc_pending(st, session, r->paths, &c, cause) == -1)
 		return -1;
 	rc = snap_cc_do_list(st, session, r, &c, cause);
@@ -1540,14 +1902,27 @@ snap_confdiff_endings(void)
 	return snap_cc_nends;
 }
 
+/* Closes every fd from 3 up but A and B (A <= B). */
+static void
+snap_cc_close_but(int a, int b)
+{
+	if (a > 3)
+		syscall(SYS_close_range, 3U, (unsigned)a - 1, 0U);
+	if (b > a + 1)
+		syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0U);
+	syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0U);
+}
+
 /*
  * The child, after fork: no fd of the server's stays open in it (a pty
- * or pipe it held would hide an end from the server), no handler of the
- * server's runs in it, and it ends with _exit.
+ * or pipe it held would hide an end from the server) but its report pipe
+ * FD and the session's config lock LOCK, which it holds as long as it
+ * writes (a server killed meanwhile lets go of its own copy only); no
+ * handler of the server's runs in it, and it ends with _exit.
  */
 static void __attribute__((noreturn))
 snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
-    int fd)
+    int fd, int lock)
 {
 	struct snap_cc_run r;
 	struct snap_ccs c;
@@ -1560,12 +1935,14 @@ snap_cc_end_child(int64_t session, const struct strv *done, bool apply,
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
 	}
-	if (fd > 3)
-		syscall(SYS_close_range, 3U, (unsigned)fd - 1, 0U);
-	syscall(SYS_close_range, (unsigned)fd + 1, ~0U, 0U);
+	if (lock < 0)  /* no session dir, so no lock (-2) */
+		snap_cc_close_but(fd, fd);
+	else
+		snap_cc_close_but(fd < lock ? fd : lock, fd < lock ? lock : fd);
 	memset(&r, 0, sizeof r);
 	r.apply = apply;
 	r.report = fd;
+	snap_cc_sweep_all(session);
 	if (snap_cc_pending_of(session, NULL, done, &c, &cause) == -1 ||
 	    snap_cc_do_list(NULL, session, &r, &c, &cause) == -1)
 		snap_cc_report(&r, 'E', "", cause != NULL ? cause : "failed");
@@ -1729,7 +2106,7 @@ snap_cc_end_fork(struct snap_confdiff_end *e, const struct strv *done,
 	clone_gate_close();
 	if ((pid = fork()) == 0) {
 		close(p[0]);
-		snap_cc_end_child(e->session, done, e->r.apply, p[1]);
+		snap_cc_end_child(e->session, done, e->r.apply, p[1], e->lock);
 	}
 	clone_gate_open();
 	close(p[1]);

@@ -601,4 +601,10 @@ const struct strv *snap_import_problems(const struct snap_import *);
 /* PATH (absolute, or relative to the current dir) relative to WORKTREE; caller frees. */
 char *snap_relpath(const char *worktree, const char *path, char **cause);
 
+/*
+ * Tests only: called with the host path of a dir a run removes (or
+ * replaces), once it is checked and before it goes (snap-confdiff.c).
+ */
+extern void (*snap_cc_dir_checked)(const char *host);
+
 #endif

@@ -453,6 +453,61 @@ test_full_refuses_busy(void **state)
 	fixture_close(&f);
 }
 
+static void
+marker_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	*(bool *)arg = true;
+}
+
+static bool
+flag_set(void *arg)
+{
+	return *(bool *)arg;
+}
+
+/*
+ * A paused session's forwarded connections do not age: paused past its
+ * idle timeout (a timer due after that timeout fires first), a silent
+ * connection is still open; resumed, it is closed once the rest of its
+ * idle time has passed. Its timer counted on through the pause before.
+ */
+static void
+test_paused_kept(void **state)
+{
+	struct fixture f;
+	struct watch w = { &f, 8000, 1 };
+	struct timeval later = { 2, 0 };
+	struct event *marker;
+	char *cause = NULL;
+	bool fired = false;
+	int hp, fd;
+
+	(void)state;
+	fixture_open(&f, 1, 600);
+	hp = forward(&f, 8000);
+	fd = client(&f, hp);
+	loop_until(&f, conns_are, &w);
+	if (session_pause(f.s, true, &cause) == -1)
+		fail_msg("pause: %s", cause);
+	/* Due after the connection's idle timer, which was armed before. */
+	marker = evtimer_new(f.base, marker_cb, &fired);
+	assert_non_null(marker);
+	assert_int_equal(evtimer_add(marker, &later), 0);
+	loop_until(&f, flag_set, &fired);
+	assert_int_equal(conns(&f, 8000), 1);
+	assert_false(closed(fd));
+	if (session_pause(f.s, false, &cause) == -1)
+		fail_msg("resume: %s", cause);
+	w.want = 0;
+	loop_until(&f, conns_are, &w);
+	assert_true(closed(fd));
+	event_free(marker);
+	close(fd);
+	fixture_close(&f);
+}
+
 int
 main(void)
 {
@@ -467,6 +522,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_full_refuses_busy,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_full_evicts,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_paused_kept,
 		    test_proj_setup, test_proj_teardown),
 	};
 

@@ -4,11 +4,15 @@
  * and a deleted and an opaque dir; redaction; apply and discard, file by
  * file; no writing through host symlinks; config_persist at session end.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 
 #include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,7 @@
 
 #include "core/core.h"
 #include "lib/testlib.h"
-#include "snap/snap.h"
+#include "snap/snap-int.h"
 #include "store/store.h"
 
 #define SECRET "supersecretvalue123"
@@ -762,6 +766,275 @@ test_persist_at_end_child(void **state)
 	config_free(cf);
 }
 
+/* Runs the session end's child (config_persist = always) to its end. */
+static void
+end_run(struct end_seen *seen)
+{
+	struct event_base *base = event_base_new();
+	struct store *st;
+	char *cause = NULL;
+	int i;
+
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	assert_non_null(snap_confdiff_end_start(base, st, sid,
+	    CONFIG_PERSIST_ALWAYS, end_done, seen, &cause));
+	for (i = 0; i < 100000 && snap_confdiff_endings() > 0; i++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	store_close(st);
+	event_base_free(base);
+}
+
+/*
+ * What a SIGKILLed run leaves in a host dir (a temp of its exact name,
+ * made before the rename it never got to) is removed by the next run on
+ * that dir, the session end's child and confdiff --discard alike: our
+ * temp files and links (the link, never what it names). Names not
+ * exactly ours, and a dir of our name, stay.
+ */
+static void
+test_stale_temps_swept(void **state)
+{
+	struct end_seen seen = { 0 };
+
+	take_base();
+	test_sh_ok("mkdir -p %s/outside && echo t > %s/outside/target && "
+	    "cd %s && echo half > .settings.json.agentmux-0123456789ab && "
+	    "ln -s %s/outside/target .link.agentmux-a1b2c3d4e5f6 && "
+	    "echo u > .x.agentmux-0123456789abc && "
+	    "echo u > .y.agentmux-0123456789AB && echo u > .agentmux-"
+	    "0123456789ab && mkdir .d.agentmux-0123456789ab",
+	    dir, dir, host, dir);
+	test_sh_ok("printf '{\"theme\": \"light\"}\\n' > "
+	    "%s/overlay/0/upper/settings.json", sdir);
+	end_run(&seen);
+	assert_int_equal(seen.n, 1);
+	test_sh_ok("cd %s && grep -q light settings.json && "
+	    "! test -e .settings.json.agentmux-0123456789ab && "
+	    "! test -L .link.agentmux-a1b2c3d4e5f6 && "
+	    "test \"$(cat %s/outside/target)\" = t && "
+	    "test -f .x.agentmux-0123456789abc && "
+	    "test -f .y.agentmux-0123456789AB && test -f .agentmux-0123456789ab "
+	    "&& test -d .d.agentmux-0123456789ab", host, dir);
+	test_sh_ok("echo half > %s/.new.txt.agentmux-ffffffffffff && "
+	    "echo n > %s/overlay/0/upper/new.txt", host, sdir);
+	assert_int_equal(pending(), 1);
+	free(confdiff(0, "--discard", NULL, NULL));
+	test_sh_ok("! test -e %s/.new.txt.agentmux-ffffffffffff && "
+	    "! test -e %s/new.txt", host, host);
+	free(seen.cause);
+}
+
+/* The host writes under plugins as a run is about to remove it. */
+static void
+race_write(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > 8 && strcmp(path + n - 8, "/plugins") == 0)
+		test_sh_ok("mkdir -p %s/p && echo late > %s/p/late", path, path);
+}
+
+/*
+ * A dir the session deleted is checked and removed as one: a host write
+ * after its check (made here by a hook at that point) is not removed
+ * with it. An aside dir a killed run left (.NAME.agentmux-aside-<hex>)
+ * goes back to NAME if NAME is free, and stays if not.
+ */
+static void
+test_dir_removal_race(void **state)
+{
+	struct snap_confdiff_opts o;
+	struct store *st;
+	char *cause = NULL;
+	int rc;
+
+	take_base();
+	if (!agent_removes("rm -r plugins"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cd %s && mkdir .gone.agentmux-aside-0123456789ab && "
+	    "echo g > .gone.agentmux-aside-0123456789ab/f && mkdir "
+	    ".keep.agentmux-aside-00000000000a", host);
+	memset(&o, 0, sizeof o);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	snap_cc_dir_checked = race_write;
+	rc = snap_confdiff_apply(st, sid, &o, true, &cause);
+	snap_cc_dir_checked = NULL;
+	if (rc == -1)
+		fail_msg("apply: %s", cause);
+	store_close(st);
+	test_sh_ok("cd %s && test \"$(cat plugins/p/late)\" = late && "
+	    "! test -e plugins/p/x", host);
+	test_sh_ok("cd %s && test \"$(cat gone/f)\" = g && ! test -e "
+	    ".gone.agentmux-aside-0123456789ab && test -d "
+	    ".keep.agentmux-aside-00000000000a && test -f keep/a && "
+	    "test -z \"$(ls -A | grep -e -aside- -e '\\.agentmux-' | "
+	    "grep -v 00000000000a)\"", host);
+}
+
+/*
+ * A run SIGKILLed while it held a deleted dir aside to check it: the
+ * next run puts it back before it looks for changes, so the deletion is
+ * pending again and checked (here a conflict: the host wrote under it),
+ * instead of looking done with the user's dir hidden.
+ */
+static void
+test_aside_restored(void **state)
+{
+	char *out;
+
+	take_base();
+	if (!agent_removes("rm -r plugins"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cd %s && echo late > plugins/p/late && mv plugins "
+	    ".plugins.agentmux-aside-0123456789ab", host);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "plugins/p/late: changed on the host"));
+	free(out);
+	test_sh_ok("cd %s && test \"$(cat plugins/p/late)\" = late && "
+	    "test -f plugins/p/x && ! test -e "
+	    ".plugins.agentmux-aside-0123456789ab", host);
+	assert_int_equal(pending(), 1);
+}
+
+/* The merge child's hook: it says it is there, then waits to be let go. */
+static char *fifo_in, *fifo_go;
+
+static void
+hold_hook(const char *path)
+{
+	char c = 'i';
+	int fd;
+
+	if ((fd = open(fifo_in, O_WRONLY | O_CLOEXEC)) != -1) {
+		(void)write(fd, &c, 1);
+		close(fd);
+	}
+	if ((fd = open(fifo_go, O_RDONLY | O_CLOEXEC)) != -1) {
+		(void)read(fd, &c, 1);
+		close(fd);
+	}
+}
+
+/* Waits until the merge child is in its hook (it blocks on the fifo). */
+static void
+hold_wait(void)
+{
+	char c;
+	int fd = open(fifo_in, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd != -1);
+	assert_int_equal(read(fd, &c, 1), 1);
+	close(fd);
+}
+
+static void
+hold_release(void)
+{
+	int fd = open(fifo_go, O_WRONLY | O_CLOEXEC);
+
+	assert_true(fd != -1);
+	assert_int_equal(write(fd, "g", 1), 1);
+	close(fd);
+}
+
+/*
+ * apply and discard, while a merge is under way (held in its hook): both
+ * refuse, and say so. The merge is let go before anything is asserted,
+ * so that no failure here leaves it waiting.
+ */
+static void
+refused_both(void)
+{
+	struct test_run a, d;
+	char id[24];
+
+	snprintf(id, sizeof id, "%lld", (long long)sid);
+	test_amx(&a, "confdiff", id, "--apply", NULL);
+	test_amx(&d, "confdiff", id, "--discard", NULL);
+	hold_release();
+	if (a.status != 1 || strstr(a.err, "being applied already") == NULL)
+		fail_msg("--apply during a merge: %d %s%s", a.status, a.out,
+		    a.err);
+	if (d.status != 1 || strstr(d.err, "being applied already") == NULL)
+		fail_msg("--discard during a merge: %d %s%s", d.status, d.out,
+		    d.err);
+	test_run_free(&a);
+	test_run_free(&d);
+}
+
+/*
+ * The session's confdiff.lock: while the session end's merge runs (held
+ * here, mid-removal of a dir, by a hook), confdiff --apply and --discard
+ * refuse (they do not wait) and change nothing; so too once the server
+ * that started the merge is gone (SIGKILLed) and its child goes on.
+ */
+static void
+test_lock_while_merging(void **state)
+{
+	struct end_seen seen = { 0 };
+	struct event_base *base;
+	struct store *st;
+	char *cause = NULL, *lock;
+	pid_t server;
+	int i, fd;
+
+	take_base();
+	if (!agent_removes("rm -r plugins && echo n > old.txt"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	fifo_in = xprintf("%s/in", dir);
+	fifo_go = xprintf("%s/go", dir);
+	assert_int_equal(mkfifo(fifo_in, 0600), 0);
+	assert_int_equal(mkfifo(fifo_go, 0600), 0);
+	snap_cc_dir_checked = hold_hook;
+
+	/* The server (this process) holds the merge's run. */
+	base = event_base_new();
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	assert_non_null(snap_confdiff_end_start(base, st, sid,
+	    CONFIG_PERSIST_ALWAYS, end_done, &seen, &cause));
+	hold_wait();
+	refused_both();
+	for (i = 0; i < 100000 && snap_confdiff_endings() > 0; i++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	assert_int_equal(seen.calls, 1);
+	store_close(st);
+	event_base_free(base);
+
+	/* The server dies mid-merge: its child still holds the lock. */
+	assert_true(agent_removes("rm -r sub"));
+	if ((server = fork()) == 0) {
+		base = event_base_new();
+		st = store_open(NULL, &cause);
+		if (st == NULL || snap_confdiff_end_start(base, st, sid,
+		    CONFIG_PERSIST_ALWAYS, NULL, NULL, &cause) == NULL)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(server > 0);
+	hold_wait();
+	assert_int_equal(kill(server, SIGKILL), 0);
+	assert_int_equal(waitpid(server, NULL, 0), server);
+	refused_both();
+	/* The orphaned child's end lets the lock go: wait for that. */
+	lock = xprintf("%s/confdiff.lock", sdir);
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	assert_true(fd != -1);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	close(fd);
+	free(lock);
+	snap_cc_dir_checked = NULL;
+	free(seen.cause);
+	free(fifo_in);
+	free(fifo_go);
+}
+
 int
 main(void)
 {
@@ -797,6 +1070,14 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_merge_dir_deleted, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_persist_at_end_child, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_dir_removal_race, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_lock_while_merging, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_aside_restored, setup,
 		    teardown),
 	};
 
