@@ -3,7 +3,7 @@
 # new-session dialog opened in one neither shows in the other nor takes
 # its keys; each client's requests panel has its own filter and
 # selection; a confirmation asked and answered in one never shows in the
-# other.
+# other; a client's dialog about a session closed in another closes with it.
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
@@ -30,8 +30,8 @@ s1=$("$AGENTMUX" ls | head -n 1 | cut -d: -f1)
 keys 'clear; for h in 127.0.0.1 127.0.0.2; do curl -sS https://$h:9/; done; echo req-done-$((40+2))' Enter
 wait_for '^req-done-42$' 30 || fail "the requests did not end"
 
-# ---- client B (80x24) attaches to the same session ----
-tmux -L "$SOCK2" -u -f /dev/null new-session -d -x 80 -y 24 -c "$P" \
+# ---- client B (130x24: its status bar has room for notes) attaches to the same session ----
+tmux -L "$SOCK2" -u -f /dev/null new-session -d -x 130 -y 24 -c "$P" \
 	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
 	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
 	-e "TERM=xterm-256color" \
@@ -94,6 +94,38 @@ keys n
 wait_gone 'Close session' || fail "n did not close the question"
 status1 | grep -Eq "$s1:shell" || fail "answering n closed the session"
 echo "views: a confirmation is the client's own"
+
+# ---- a client's dialog about a session that goes closes with it ----
+s2=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s2"
+s3=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s3"
+wait_status 2 "$s3:shell" 20 || fail2 "the second client does not list sessions $s2 and $s3"
+# B forwards a port of S2 while A closes S2.
+keys2 C-a 2
+wait_status 2 "$s2:shell\\* " || fail2 "prefix 2 did not focus session $s2 in the second client"
+keys2 C-a f
+wait_for2 "Forward a port of session $s2" || fail2 "prefix f did not open the port dialog"
+prefix 2
+wait_status 1 "$s2:shell\\* " || fail "prefix 2 did not focus session $s2 in the first client"
+prefix x
+wait_for "Close session $s2 \\(shell\\)\\?" || fail "prefix x did not ask to close session $s2"
+keys y
+wait_gone2 "Forward a port of session $s2" 20 || fail2 "the port dialog stayed after its session was closed"
+wait_for2 "session $s2 is gone: its dialog is closed" || fail2 "the second client was not told why its dialog closed"
+# B asks to close S3 while A closes it: B's question goes, unanswered.
+keys2 C-a 2
+wait_status 2 "$s3:shell\\* " || fail2 "prefix 2 did not focus session $s3 in the second client"
+keys2 C-a x
+wait_for2 "Close session $s3 \\(shell\\)\\?" || fail2 "prefix x did not ask the second client to close session $s3"
+prefix 2
+wait_status 1 "$s3:shell\\* " || fail "prefix 2 did not focus session $s3 in the first client"
+prefix x
+wait_for "Close session $s3 \\(shell\\)\\?" || fail "prefix x did not ask to close session $s3"
+keys y
+wait_gone2 "Close session $s3" 20 || fail2 "the question about session $s3 stayed after it was closed"
+wait_for2 "session $s3 is gone: its dialog is closed" || fail2 "the second client was not told why its question went"
+keys2 'echo d-$((50+1))' Enter
+wait_for2 '^d-51$' || fail2 "the second client's keys do not reach its pane after its question went"
+echo "views: a dialog about a session that goes closes with it"
 
 prefix q
 wait_for 'Quit\?' || fail "quitting did not ask"
