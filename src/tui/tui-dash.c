@@ -555,15 +555,16 @@ tui_ask_quit(struct tui *t)
 }
 
 /*
- * Asked by id, not by place: the pane asked about may have gone (and
- * its number been taken by another) before this client answered.
+ * The pane at its place, if it still runs the session asked about: the
+ * pane may have gone (and another taken its number) before the answer.
  */
 static void
 tui_close_confirmed(struct tui *t, void *arg)
 {
-	struct tui_pane *wp = tui_pane_by_id(t, t->c->confirm_session);
+	struct tui_pane *wp = tui_pane_by_num(t, (int)(intptr_t)arg);
 
-	if (wp != NULL && wp->s != NULL && !wp->exited) {
+	if (wp != NULL && wp->id == t->c->confirm_session && wp->s != NULL &&
+	    !wp->exited) {
 		wp->closing = true;
 		session_close(wp->s);
 		tui_message(t, false, "closing session %lld", (long long)wp->id);
@@ -631,7 +632,7 @@ tui_ask_close(struct tui *t)
 	}
 	q = xprintf("Close session %lld (%s)? Its jail is stopped.",
 	    (long long)wp->id, wp->agent);
-	tui_confirm(t, q, tui_close_confirmed, NULL);
+	tui_confirm(t, q, tui_close_confirmed, (void *)(intptr_t)wp->num);
 	t->c->confirm_session = wp->id;
 	free(q);
 }
