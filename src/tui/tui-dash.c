@@ -134,6 +134,18 @@ tui_pane_by_num(struct tui *t, int num)
 }
 
 struct tui_pane *
+tui_pane_by_id(struct tui *t, int64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id == id)
+			return t->panes[i];
+	}
+	return NULL;
+}
+
+struct tui_pane *
 tui_focus_pane(struct tui *t)
 {
 	if (t->c->layout == NULL)
@@ -341,9 +353,9 @@ tui_draw_cursor(struct tui *t)
 		    t->c->sy - 1, PANE_CURSOR_DEFAULT);
 		return;
 	}
-	if (t->dialog != TUI_DIALOG_NONE) {
-		tui_screen_cursor(t->c->scr, true, t->dialog_cx, t->dialog_cy,
-		    PANE_CURSOR_DEFAULT);
+	if (t->c->dialog != TUI_DIALOG_NONE) {
+		tui_screen_cursor(t->c->scr, true, t->c->dialog_cx,
+		    t->c->dialog_cy, PANE_CURSOR_DEFAULT);
 		return;
 	}
 	if (t->c->disk_focus) {
@@ -542,12 +554,17 @@ tui_ask_quit(struct tui *t)
 	free(q);
 }
 
+/*
+ * The pane at its place, if it still runs the session asked about: the
+ * pane may have gone (and another taken its number) before the answer.
+ */
 static void
 tui_close_confirmed(struct tui *t, void *arg)
 {
 	struct tui_pane *wp = tui_pane_by_num(t, (int)(intptr_t)arg);
 
-	if (wp != NULL && wp->s != NULL && !wp->exited) {
+	if (wp != NULL && wp->id == t->c->confirm_session && wp->s != NULL &&
+	    !wp->exited) {
 		wp->closing = true;
 		session_close(wp->s);
 		tui_message(t, false, "closing session %lld", (long long)wp->id);
@@ -596,6 +613,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 	}
 	tui_prompt_drop_pane(t, wp);
 	tui_disk_drop_pane(t, wp);
+	tui_dialog_drop_pane(t, wp);
 	tui_pane_free(wp);
 	tui_relayout_all(t);
 }
@@ -615,6 +633,7 @@ tui_ask_close(struct tui *t)
 	q = xprintf("Close session %lld (%s)? Its jail is stopped.",
 	    (long long)wp->id, wp->agent);
 	tui_confirm(t, q, tui_close_confirmed, (void *)(intptr_t)wp->num);
+	t->c->confirm_session = wp->id;
 	free(q);
 }
 
@@ -933,7 +952,7 @@ tui_key(struct tui *t, const struct tui_key *k)
 			tui_action(t, b);
 		return;
 	}
-	if (t->dialog != TUI_DIALOG_NONE) {
+	if (t->c->dialog != TUI_DIALOG_NONE) {
 		tui_dialog_key(t, k);
 		return;
 	}
@@ -941,7 +960,7 @@ tui_key(struct tui *t, const struct tui_key *k)
 		return;
 	if (t->c->prompt_focus && tui_prompt_key(t, k))
 		return;
-	if (t->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
+	if (t->c->req_filter.active && tui_view_top(t) == TUI_VIEW_REQUESTS) {
 		tui_requests_key(t, k);
 		return;
 	}
@@ -969,7 +988,7 @@ tui_mouse(struct tui *t, const struct tui_mouse *m)
 	struct tui_pane *wp;
 	int num;
 
-	if (t->dialog != TUI_DIALOG_NONE || t->c->too_small)
+	if (t->c->dialog != TUI_DIALOG_NONE || t->c->too_small)
 		return;
 	if (t->ndisks > 0 && m->y == t->c->sy - 2) {
 		if (m->type == TUI_MOUSE_PRESS)
@@ -1019,7 +1038,7 @@ tui_paste(struct tui *t, const char *data, size_t len)
 	    .pastelen = len };
 
 	/* A paste at the command prompt is not for the agent either. */
-	if (t->dialog != TUI_DIALOG_NONE || t->c->prompt_focus ||
+	if (t->c->dialog != TUI_DIALOG_NONE || t->c->prompt_focus ||
 	    t->c->disk_focus || t->c->cmdline.active || wp == NULL ||
 	    tui_view_top(t) != TUI_VIEW_PANES)
 		return;
@@ -1139,6 +1158,9 @@ tui_client_new(struct tui *t)
 	buf_init(&c->cmdline.text);
 	c->km.prefix_key = t->cf->ui.prefix_key;
 	c->scope_choice = -1;
+	c->req_follow = true;
+	buf_init(&c->req_filter.text);
+	strv_init(&c->detail_lines);
 	c->sx = 80;
 	c->sy = 24;
 	c->keys = tui_keys_create();
@@ -1156,6 +1178,11 @@ tui_client_new(struct tui *t)
 static void
 tui_client_free(struct tui_client *c)
 {
+	if (c->t->undo_client == c)
+		c->t->undo_client = NULL;
+	tui_dialog_free(c);
+	tui_history_view_free(c);
+	buf_free(&c->req_filter.text);
 	if (c->input_ev != NULL)
 		event_free(c->input_ev);
 	tui_screen_close(c->scr);
@@ -1201,7 +1228,6 @@ tui_free(struct tui *t)
 	tui_disk_free_all(t);
 	tui_requests_free_all(t);
 	tui_history_free(t);
-	tui_dialog_free(t);
 	tui_status_free(t);
 	tui_clients_reap(t);
 	for (i = 0; i < t->nclients; i++)
@@ -1212,7 +1238,6 @@ tui_free(struct tui *t)
 	event_free(t->term_ev);
 	event_free(t->int_ev);
 	free(t->ran);
-	buf_free(&t->req_filter.text);
 	buf_free(&t->paste);
 	free(t);
 }
@@ -1274,9 +1299,6 @@ tui_create(struct event_base *base, struct session_ctx *ctx)
 	t->base = base;
 	t->ctx = ctx;
 	t->cf = session_ctx_config(ctx);
-	t->req_follow = true;
-	buf_init(&t->req_filter.text);
-	strv_init(&t->detail_lines);
 	tui_events(t);
 	/* The view the first client takes. */
 	t->c = t->latest = tui_client_new(t);

@@ -13,41 +13,78 @@
 #include "tui-int.h"
 
 void
-tui_dialog_free(struct tui *t)
+tui_dialog_free(struct tui_client *c)
 {
-	free(t->confirm_text);
-	t->confirm_text = NULL;
-	buf_free(&t->new_dir.text);
-	free(t->new_missing);
-	t->new_missing = NULL;
-	free(t->new_note);
-	t->new_note = NULL;
-	buf_free(&t->port_line.text);
-	free(t->port_note);
-	t->port_note = NULL;
-	t->new_sharer = 0;
-	t->dialog = TUI_DIALOG_NONE;
+	free(c->confirm_text);
+	c->confirm_text = NULL;
+	buf_free(&c->new_dir.text);
+	free(c->new_missing);
+	c->new_missing = NULL;
+	free(c->new_note);
+	c->new_note = NULL;
+	buf_free(&c->port_line.text);
+	free(c->port_note);
+	c->port_note = NULL;
+	c->new_sharer = 0;
+	c->dialog = TUI_DIALOG_NONE;
 }
 
 /* The line under the dir: an error (ALERT) or what Tab found; NULL clears it. */
 static void
 tui_new_note(struct tui *t, bool alert, const char *text)
 {
-	free(t->new_note);
-	t->new_note = text != NULL ? xstrdup(text) : NULL;
-	t->new_note_alert = alert;
+	struct tui_client *c = t->c;
+
+	free(c->new_note);
+	c->new_note = text != NULL ? xstrdup(text) : NULL;
+	c->new_note_alert = alert;
 }
 
 void
 tui_confirm(struct tui *t, const char *text, void (*cb)(struct tui *, void *),
     void *arg)
 {
-	free(t->confirm_text);
-	t->confirm_text = xstrdup(text);
-	t->confirm_cb = cb;
-	t->confirm_arg = arg;
-	t->dialog = TUI_DIALOG_CONFIRM;
+	struct tui_client *c = t->c;
+
+	free(c->confirm_text);
+	c->confirm_text = xstrdup(text);
+	c->confirm_session = 0;
+	c->confirm_cb = cb;
+	c->confirm_arg = arg;
+	c->dialog = TUI_DIALOG_CONFIRM;
 	tui_redraw(t);
+}
+
+/* Whether client C's dialog is about session ID: a question, or its port. */
+static bool
+tui_dialog_about(const struct tui_client *c, int64_t id)
+{
+	return (c->dialog == TUI_DIALOG_CONFIRM && c->confirm_session == id) ||
+	    (c->dialog == TUI_DIALOG_PORT && c->port_id == id);
+}
+
+/*
+ * Pane WP goes: a client's dialog about its session closes, so that no
+ * answer reaches another session (and the client says why).
+ */
+void
+tui_dialog_drop_pane(struct tui *t, const struct tui_pane *wp)
+{
+	struct tui_client *c;
+	char *text;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		if (wp->id <= 0 || !tui_dialog_about(c, wp->id))
+			continue;
+		c->dialog = TUI_DIALOG_NONE;
+		text = xprintf("session %lld is gone: its dialog is closed",
+		    (long long)wp->id);
+		tui_notice_client(t, c, false, text);
+		free(text);
+		tui_screen_invalidate(c->scr);
+	}
 }
 
 /* Appends code point CP to B as UTF-8. */
@@ -108,29 +145,30 @@ tui_line_key(struct tui_line *l, const struct tui_key *k)
 void
 tui_new_session(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	struct tui_pane *focus = tui_focus_pane(t);
 
 	char *cause;
 	size_t i;
 
-	t->dialog = TUI_DIALOG_NEW;
-	t->new_sel = 0;
-	t->new_dir_step = false;
-	t->new_worktree = false;
-	t->new_forced = NULL;
-	t->new_sharer = 0;
+	c->dialog = TUI_DIALOG_NEW;
+	c->new_sel = 0;
+	c->new_dir_step = false;
+	c->new_worktree = false;
+	c->new_forced = NULL;
+	c->new_sharer = 0;
 	tui_new_note(t, false, NULL);
 	/* Agents that are not installed are shown so, and not started. */
-	free(t->new_missing);
-	t->new_missing = xcalloc(t->cf->nagents + 1, sizeof *t->new_missing);
+	free(c->new_missing);
+	c->new_missing = xcalloc(t->cf->nagents + 1, sizeof *c->new_missing);
 	for (i = 0; i < t->cf->nagents; i++) {
 		cause = NULL;
-		t->new_missing[i] = !session_agent_installed(t->cf,
+		c->new_missing[i] = !session_agent_installed(t->cf,
 		    t->cf->agents[i].name, &cause);
 		free(cause);
 	}
-	buf_reset(&t->new_dir.text);
-	buf_adds(&t->new_dir.text, focus != NULL && focus->project != NULL ?
+	buf_reset(&c->new_dir.text);
+	buf_adds(&c->new_dir.text, focus != NULL && focus->project != NULL ?
 	    focus->project : "");
 	tui_redraw(t);
 }
@@ -170,7 +208,9 @@ tui_new_refuse(const char *dir)
 static char *
 tui_new_dir(struct tui *t)
 {
-	return t->new_dir.text.len > 0 ? tui_new_expand(t->new_dir.text.data) :
+	struct tui_client *c = t->c;
+
+	return c->new_dir.text.len > 0 ? tui_new_expand(c->new_dir.text.data) :
 	    NULL;
 }
 
@@ -182,32 +222,33 @@ tui_new_dir(struct tui *t)
 static void
 tui_new_start(struct tui *t, bool shared)
 {
-	const struct config_agent *a = &t->cf->agents[t->new_sel];
+	struct tui_client *c = t->c;
+	const struct config_agent *a = &t->cf->agents[c->new_sel];
 	char *dir = tui_new_dir(t);
 	struct tui_pane *wp;
 	char *cause = NULL;
 
-	t->new_sharer = 0;
+	c->new_sharer = 0;
 	/* The environment of the client whose terminal asks. */
 	wp = tui_pane_start(t, &(struct tui_opts){ .agent = a->name,
-	    .dir = dir, .worktree = t->new_worktree, .refuse_shared = !shared,
-	    .env = t->c->has_env ? t->c->env.v : NULL }, &cause);
+	    .dir = dir, .worktree = c->new_worktree, .refuse_shared = !shared,
+	    .env = c->has_env ? c->env.v : NULL }, &cause);
 	free(dir);
 	if (wp == NULL) {
 		tui_new_note(t, true, cause);
 		free(cause);
 		return;
 	}
-	t->dialog = TUI_DIALOG_NONE;
-	if (t->c->layout == NULL)
-		t->c->layout = tui_layout_create(wp->num);
+	c->dialog = TUI_DIALOG_NONE;
+	if (c->layout == NULL)
+		c->layout = tui_layout_create(wp->num);
 	else
-		tui_layout_replace(t->c->layout, tui_layout_focus(t->c->layout),
+		tui_layout_replace(c->layout, tui_layout_focus(c->layout),
 		    wp->num);
-	tui_layout_set_focus(t->c->layout, wp->num);
+	tui_layout_set_focus(c->layout, wp->num);
 	while (tui_view_top(t) != TUI_VIEW_PANES)
 		tui_view_pop(t);
-	t->c->relayout = true;
+	c->relayout = true;
 	tui_redraw(t);
 }
 
@@ -219,6 +260,7 @@ tui_new_start(struct tui *t, bool shared)
 static void
 tui_new_enter(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	char *dir = tui_new_dir(t), *cause;
 	int64_t sharer;
 
@@ -228,11 +270,11 @@ tui_new_enter(struct tui *t)
 		free(dir);
 		return;
 	}
-	sharer = t->new_worktree ? 0 : session_tree_sharer(t->ctx, dir);
+	sharer = c->new_worktree ? 0 : session_tree_sharer(t->ctx, dir);
 	free(dir);
 	if (sharer != 0) {
 		tui_new_note(t, false, NULL);
-		t->new_sharer = sharer;
+		c->new_sharer = sharer;
 		return;
 	}
 	tui_new_start(t, false);
@@ -242,15 +284,16 @@ tui_new_enter(struct tui *t)
 static void
 tui_new_toggle(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	char *why;
 
-	if (t->new_forced == NULL) {
-		t->new_worktree = !t->new_worktree;
+	if (c->new_forced == NULL) {
+		c->new_worktree = !c->new_worktree;
 		tui_new_note(t, false, NULL);
 		return;
 	}
 	why = xprintf("it gets a worktree of its own whatever this says: %s",
-	    t->new_forced);
+	    c->new_forced);
 	tui_new_note(t, true, why);
 	free(why);
 }
@@ -260,14 +303,14 @@ static void
 tui_new_ask_key(struct tui *t, const struct tui_key *k)
 {
 	if (k->code == '\r' || k->code == 'w' || k->code == 'W') {
-		t->new_worktree = true;
+		t->c->new_worktree = true;
 		tui_new_start(t, false);
 	} else if (k->code == 's' || k->code == 'S')
 		tui_new_start(t, true);
 	else if (k->code == 'c' || k->code == 'C')
-		t->dialog = TUI_DIALOG_NONE;
+		t->c->dialog = TUI_DIALOG_NONE;
 	else if (k->code == 0x1b)
-		t->new_sharer = 0;
+		t->c->new_sharer = 0;
 }
 
 /*
@@ -382,10 +425,11 @@ tui_new_list(struct tui *t, const struct strv *m, bool whole)
 AM_TESTABLE void
 tui_new_complete(struct tui *t)
 {
-	char *text = tui_new_expand(t->new_dir.text.data != NULL ?
-	    t->new_dir.text.data : ""), *slash, *dir, *base;
-	char *typed = xstrdup(t->new_dir.text.data != NULL ?
-	    t->new_dir.text.data : "");
+	struct tui_client *c = t->c;
+	char *text = tui_new_expand(c->new_dir.text.data != NULL ?
+	    c->new_dir.text.data : ""), *slash, *dir, *base;
+	char *typed = xstrdup(c->new_dir.text.data != NULL ?
+	    c->new_dir.text.data : "");
 	struct strv m;
 	size_t common, blen;
 	bool whole;
@@ -410,11 +454,11 @@ tui_new_complete(struct tui *t)
 		qsort(m.v, m.n, sizeof *m.v, tui_new_cmp);
 		common = tui_new_common(&m);
 		/* The user's own words are kept (~ stays ~): only the rest is added. */
-		buf_reset(&t->new_dir.text);
-		buf_adds(&t->new_dir.text, typed);
-		buf_add(&t->new_dir.text, m.v[0] + blen, common - blen);
+		buf_reset(&c->new_dir.text);
+		buf_adds(&c->new_dir.text, typed);
+		buf_add(&c->new_dir.text, m.v[0] + blen, common - blen);
 		if (m.n == 1)
-			buf_addc(&t->new_dir.text, '/');
+			buf_addc(&c->new_dir.text, '/');
 		if (m.n == 1)
 			tui_new_note(t, false, NULL);
 		else if (common == blen)
@@ -435,9 +479,9 @@ tui_new_jump(struct tui *t, uint32_t c)
 	size_t i, at;
 
 	for (i = 1; i <= t->cf->nagents; i++) {
-		at = (t->new_sel + i) % t->cf->nagents;
+		at = (t->c->new_sel + i) % t->cf->nagents;
 		if ((uint32_t)(unsigned char)t->cf->agents[at].name[0] == c) {
-			t->new_sel = at;
+			t->c->new_sel = at;
 			return;
 		}
 	}
@@ -447,50 +491,53 @@ tui_new_jump(struct tui *t, uint32_t c)
 static void
 tui_new_pick(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	const struct config_agent *a;
 	char *cause = NULL;
 
 	if (t->cf->nagents == 0)
 		return;
-	if (!session_agent_installed(t->cf, t->cf->agents[t->new_sel].name,
+	if (!session_agent_installed(t->cf, t->cf->agents[c->new_sel].name,
 	    &cause)) {
 		tui_new_note(t, true, cause);
 		free(cause);
 		return;
 	}
-	a = &t->cf->agents[t->new_sel];
-	t->new_forced = a->worktree ? "its profile says worktree = yes" :
+	a = &t->cf->agents[c->new_sel];
+	c->new_forced = a->worktree ? "its profile says worktree = yes" :
 	    t->cf->ui.worktree ? "[ui] says worktree = yes" : NULL;
-	t->new_worktree = t->new_forced != NULL;
-	t->new_dir_step = true;
+	c->new_worktree = c->new_forced != NULL;
+	c->new_dir_step = true;
 }
 
 static void
 tui_new_key(struct tui *t, const struct tui_key *k)
 {
-	if (t->new_sharer != 0)
+	struct tui_client *c = t->c;
+
+	if (c->new_sharer != 0)
 		tui_new_ask_key(t, k);
 	else if (k->code == 0x1b) {
 		tui_new_note(t, false, NULL);
-		if (t->new_dir_step)
-			t->new_dir_step = false;
+		if (c->new_dir_step)
+			c->new_dir_step = false;
 		else
-			t->dialog = TUI_DIALOG_NONE;
+			c->dialog = TUI_DIALOG_NONE;
 	} else if (k->code == '\r') {
-		if (t->new_dir_step)
+		if (c->new_dir_step)
 			tui_new_enter(t);
 		else
 			tui_new_pick(t);
-	} else if (t->new_dir_step && k->code == '\t')
+	} else if (c->new_dir_step && k->code == '\t')
 		tui_new_complete(t);
-	else if (t->new_dir_step && k->code == 0x14)
+	else if (c->new_dir_step && k->code == 0x14)
 		tui_new_toggle(t);
-	else if (t->new_dir_step) {
-		if (tui_line_key(&t->new_dir, k))
+	else if (c->new_dir_step) {
+		if (tui_line_key(&c->new_dir, k))
 			tui_new_note(t, false, NULL);
 	} else {
 		tui_new_note(t, false, NULL);
-		if (!tui_list_key(k, t->cf->nagents, 5, &t->new_sel))
+		if (!tui_list_key(k, t->cf->nagents, 5, &c->new_sel))
 			tui_new_jump(t, k->code);
 	}
 }
@@ -499,35 +546,25 @@ tui_new_key(struct tui *t, const struct tui_key *k)
 static void
 tui_port_note(struct tui *t, const char *text)
 {
-	free(t->port_note);
-	t->port_note = text != NULL ? xstrdup(text) : NULL;
-}
+	struct tui_client *c = t->c;
 
-/* The pane of the port dialog's session, or NULL once it is gone. */
-static struct tui_pane *
-tui_port_pane(struct tui *t)
-{
-	size_t i;
-
-	for (i = 0; i < t->npanes; i++) {
-		if (t->panes[i]->id == t->port_id)
-			return t->panes[i];
-	}
-	return NULL;
+	free(c->port_note);
+	c->port_note = text != NULL ? xstrdup(text) : NULL;
 }
 
 void
 tui_port_dialog(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	struct tui_pane *wp = tui_focus_pane(t);
 
 	if (wp == NULL || wp->s == NULL || wp->exited || wp->id <= 0) {
 		tui_reply(t, false, "no running session to forward a port of");
 		return;
 	}
-	t->dialog = TUI_DIALOG_PORT;
-	t->port_id = wp->id;
-	buf_reset(&t->port_line.text);
+	c->dialog = TUI_DIALOG_PORT;
+	c->port_id = wp->id;
+	buf_reset(&c->port_line.text);
 	tui_port_note(t, NULL);
 	tui_redraw(t);
 }
@@ -585,12 +622,13 @@ tui_port_parse(const char *text, struct tui_port_opts *o, char **cause)
 static void
 tui_port_enter(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	struct tui_port_opts o;
 	char *cause = NULL, *text = NULL;
 
-	if (tui_port_parse(t->port_line.text.data != NULL ?
-	    t->port_line.text.data : "", &o, &cause) == -1 ||
-	    tui_port(t, t->port_id, &o, &text, &cause) == -1) {
+	if (tui_port_parse(c->port_line.text.data != NULL ?
+	    c->port_line.text.data : "", &o, &cause) == -1 ||
+	    tui_port(t, c->port_id, &o, &text, &cause) == -1) {
 		tui_port_note(t, cause);
 		free(cause);
 		return;
@@ -598,36 +636,39 @@ tui_port_enter(struct tui *t)
 	free(text);
 	if (o.remove)
 		tui_message(t, false, "session %lld: its port %d is no longer "
-		    "forwarded", (long long)t->port_id, o.jail_port);
+		    "forwarded", (long long)c->port_id, o.jail_port);
 	tui_port_note(t, NULL);
-	t->dialog = TUI_DIALOG_NONE;
+	c->dialog = TUI_DIALOG_NONE;
 }
 
 static void
 tui_port_key(struct tui *t, const struct tui_key *k)
 {
+	struct tui_client *c = t->c;
+
 	if (k->code == 0x1b)
-		t->dialog = TUI_DIALOG_NONE;
+		c->dialog = TUI_DIALOG_NONE;
 	else if (k->code == '\r')
 		tui_port_enter(t);
-	else if (tui_line_key(&t->port_line, k))
+	else if (tui_line_key(&c->port_line, k))
 		tui_port_note(t, NULL);
 }
 
 bool
 tui_dialog_key(struct tui *t, const struct tui_key *k)
 {
-	void (*cb)(struct tui *, void *) = t->confirm_cb;
-	bool asking = t->new_sharer != 0;
+	struct tui_client *c = t->c;
+	void (*cb)(struct tui *, void *) = c->confirm_cb;
+	bool asking = c->new_sharer != 0;
 	size_t i;
 
-	switch (t->dialog) {
+	switch (c->dialog) {
 	case TUI_DIALOG_NONE:
 		return false;
 	case TUI_DIALOG_CONFIRM:
-		t->dialog = TUI_DIALOG_NONE;
+		c->dialog = TUI_DIALOG_NONE;
 		if (k->code == 'y' || k->code == 'Y')
-			cb(t, t->confirm_arg);
+			cb(t, c->confirm_arg);
 		break;
 	case TUI_DIALOG_NEW:
 		tui_new_key(t, k);
@@ -640,12 +681,12 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 	 * The box covered panes that have not changed: they draw afresh when
 	 * it goes, or when the question takes the place of a bigger box.
 	 */
-	if (t->dialog == TUI_DIALOG_NONE)
-		t->new_sharer = 0;
-	for (i = 0; (t->dialog == TUI_DIALOG_NONE || asking !=
-	    (t->new_sharer != 0)) && i < t->npanes; i++)
+	if (c->dialog == TUI_DIALOG_NONE)
+		c->new_sharer = 0;
+	for (i = 0; (c->dialog == TUI_DIALOG_NONE || asking !=
+	    (c->new_sharer != 0)) && i < t->npanes; i++)
 		t->panes[i]->redraw = true;
-	tui_screen_invalidate(t->c->scr);
+	tui_screen_invalidate(c->scr);
 	tui_redraw(t);
 	return true;
 }
@@ -654,13 +695,14 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 static struct tui_rect
 tui_dialog_box(struct tui *t, unsigned w, unsigned h)
 {
+	struct tui_client *c = t->c;
 	struct tui_rect r;
 
-	r.sx = w + 4 < t->c->sx ? w + 4 : t->c->sx;
-	r.sy = h + 2 < t->c->sy ? h + 2 : t->c->sy;
-	r.x = (t->c->sx - r.sx) / 2;
-	r.y = (t->c->sy - r.sy) / 2;
-	tui_screen_fill(t->c->scr, &r, TUI_STYLE_BAR);
+	r.sx = w + 4 < c->sx ? w + 4 : c->sx;
+	r.sy = h + 2 < c->sy ? h + 2 : c->sy;
+	r.x = (c->sx - r.sx) / 2;
+	r.y = (c->sy - r.sy) / 2;
+	tui_screen_fill(c->scr, &r, TUI_STYLE_BAR);
 	return r;
 }
 
@@ -694,6 +736,7 @@ tui_dialog_wrap(const char *text, size_t w, size_t max, struct strv *out)
 static void
 tui_dialog_ask_draw(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	char *text;
 	struct strv lines;
 	struct tui_rect r;
@@ -701,22 +744,22 @@ tui_dialog_ask_draw(struct tui *t)
 
 	text = xprintf("Session %lld works in that tree already: two sessions "
 	    "in one tree see and undo each other's changes.", (long long)
-	    t->new_sharer);
+	    c->new_sharer);
 	strv_init(&lines);
 	tui_dialog_wrap(text, 70, 4, &lines);
 	free(text);
 	r = tui_dialog_box(t, 70, (unsigned)lines.n + 6);
-	tui_screen_print(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	tui_screen_print(c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
 	    "New session: the tree is in use");
 	for (i = 0; i < lines.n; i++)
-		tui_screen_print(t->c->scr, r.x + 2, r.y + 3 + (unsigned)i,
+		tui_screen_print(c->scr, r.x + 2, r.y + 3 + (unsigned)i,
 		    r.sx - 4, TUI_STYLE_BAR, lines.v[i]);
-	tui_screen_print(t->c->scr, r.x + 2, r.y + 4 + (unsigned)lines.n,
+	tui_screen_print(c->scr, r.x + 2, r.y + 4 + (unsigned)lines.n,
 	    r.sx - 4, TUI_STYLE_BAR, "Enter, w: start it in a worktree of its "
 	    "own (the default)");
-	t->dialog_cy = r.y + 5 + (unsigned)lines.n;
-	t->dialog_cx = r.x + 2 + tui_screen_print(t->c->scr, r.x + 2,
-	    t->dialog_cy, r.sx - 4, TUI_STYLE_BAR, "s: share the tree anyway   "
+	c->dialog_cy = r.y + 5 + (unsigned)lines.n;
+	c->dialog_cx = r.x + 2 + tui_screen_print(c->scr, r.x + 2,
+	    c->dialog_cy, r.sx - 4, TUI_STYLE_BAR, "s: share the tree anyway   "
 	    "c: cancel   Esc: back ");
 	strv_free(&lines);
 }
@@ -725,64 +768,65 @@ tui_dialog_ask_draw(struct tui *t)
 static void
 tui_dialog_new_worktree(struct tui *t, const struct tui_rect *r, unsigned y)
 {
-	if (!t->new_dir_step)
+	if (!t->c->new_dir_step)
 		return;
 	tui_screen_printf(t->c->scr, r->x + 2, y, r->sx - 4, TUI_STYLE_BAR,
-	    "[%c] in a git worktree of its own (%s)", t->new_worktree ? 'x' :
-	    ' ', t->new_forced != NULL ? t->new_forced : "Ctrl-T");
+	    "[%c] in a git worktree of its own (%s)", t->c->new_worktree ? 'x' :
+	    ' ', t->c->new_forced != NULL ? t->c->new_forced : "Ctrl-T");
 }
 
 static void
 tui_dialog_new_draw(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	size_t n = t->cf->nagents, i, first;
 	unsigned rows = n < 10 ? (unsigned)n : 10, y;
 	struct strv note;
 	struct tui_rect r;
 
-	if (t->new_sharer != 0) {
+	if (c->new_sharer != 0) {
 		tui_dialog_ask_draw(t);
 		return;
 	}
 	strv_init(&note);
-	if (t->new_note != NULL)
-		tui_dialog_wrap(t->new_note, 70, 4, &note);
+	if (c->new_note != NULL)
+		tui_dialog_wrap(c->new_note, 70, 4, &note);
 	r = tui_dialog_box(t, 70, rows + 4 + (unsigned)note.n);
 	const struct config_agent *a;
 	unsigned used;
 	bool missing;
 
-	tui_screen_print(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
-	    t->new_dir_step ? "New session: project directory (Tab completes, "
+	tui_screen_print(c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	    c->new_dir_step ? "New session: project directory (Tab completes, "
 	    "Enter starts, "
 	    "Esc back)" : "New session: pick an agent (Enter, Esc cancels)");
-	first = t->new_sel >= rows ? t->new_sel - rows + 1 : 0;
+	first = c->new_sel >= rows ? c->new_sel - rows + 1 : 0;
 	for (i = first, y = r.y + 2; i < n && i < first + rows; i++, y++) {
 		a = &t->cf->agents[i];
-		missing = t->new_missing != NULL && t->new_missing[i];
-		tui_screen_printf(t->c->scr, r.x + 2, y, r.sx - 4, i == t->new_sel ?
+		missing = c->new_missing != NULL && c->new_missing[i];
+		tui_screen_printf(c->scr, r.x + 2, y, r.sx - 4, i == c->new_sel ?
 		    TUI_STYLE_SELECTED : missing ? TUI_STYLE_DIM : TUI_STYLE_BAR,
 		    "%-12s %s%s", a->name, missing ? "(not installed) " : "",
 		    a->description != NULL ? a->description : "");
-		if (i == t->new_sel) {
-			t->dialog_cx = r.x + 2;
-			t->dialog_cy = y;
+		if (i == c->new_sel) {
+			c->dialog_cx = r.x + 2;
+			c->dialog_cy = y;
 		}
 	}
 	for (i = 0; i < note.n; i++)
-		tui_screen_print(t->c->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
-		    (unsigned)i, r.sx - 4, t->new_note_alert ? TUI_STYLE_ALERT :
+		tui_screen_print(c->scr, r.x + 2, r.y + r.sy - 1 - (unsigned)note.n +
+		    (unsigned)i, r.sx - 4, c->new_note_alert ? TUI_STYLE_ALERT :
 		    TUI_STYLE_DIM, note.v[i]);
 	tui_dialog_new_worktree(t, &r, r.y + r.sy - 3 - (unsigned)note.n);
-	used = tui_screen_printf(t->c->scr, r.x + 2, r.y + r.sy - 2 -
+	used = tui_screen_printf(c->scr, r.x + 2, r.y + r.sy - 2 -
 	    (unsigned)note.n, r.sx - 4,
-	    t->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",
-	    t->new_dir.text.len > 0 ? t->new_dir.text.data : "(the current "
+	    c->new_dir_step ? TUI_STYLE_SELECTED : TUI_STYLE_BAR, "dir: %s",
+	    c->new_dir.text.len > 0 ? c->new_dir.text.data : "(the current "
 	    "directory)");
-	if (t->new_dir_step) {
+	if (c->new_dir_step) {
 		/* The cursor at the end of what is typed. */
-		t->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
-		t->dialog_cy = r.y + r.sy - 2 - (unsigned)note.n;
+		c->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
+		c->dialog_cy = r.y + r.sy - 2 - (unsigned)note.n;
 	}
 	strv_free(&note);
 }
@@ -790,23 +834,24 @@ tui_dialog_new_draw(struct tui *t)
 static void
 tui_dialog_confirm_draw(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	struct tui_rect r;
 	struct strv lines;
-	size_t w = t->c->sx > 8 ? t->c->sx - 8 : 1, i, widest = 20;
+	size_t w = c->sx > 8 ? c->sx - 8 : 1, i, widest = 20;
 
 	if (w > 70)
 		w = 70;
 	strv_init(&lines);
-	tui_dialog_wrap(t->confirm_text, w, SIZE_MAX, &lines);
+	tui_dialog_wrap(c->confirm_text, w, SIZE_MAX, &lines);
 	for (i = 0; i < lines.n; i++)
 		if (strlen(lines.v[i]) > widest)
 			widest = strlen(lines.v[i]);
 	r = tui_dialog_box(t, (unsigned)widest, (unsigned)lines.n + 1);
 	for (i = 0; i < lines.n; i++)
-		tui_screen_print(t->c->scr, r.x + 2, r.y + 1 + (unsigned)i, r.sx - 4,
+		tui_screen_print(c->scr, r.x + 2, r.y + 1 + (unsigned)i, r.sx - 4,
 		    TUI_STYLE_BAR, lines.v[i]);
-	t->dialog_cy = r.y + 1 + (unsigned)lines.n;
-	t->dialog_cx = r.x + 2 + tui_screen_print(t->c->scr, r.x + 2, t->dialog_cy,
+	c->dialog_cy = r.y + 1 + (unsigned)lines.n;
+	c->dialog_cx = r.x + 2 + tui_screen_print(c->scr, r.x + 2, c->dialog_cy,
 	    r.sx - 4, TUI_STYLE_BAR, "y: yes   n, Esc: no ");
 	strv_free(&lines);
 }
@@ -818,7 +863,7 @@ tui_dialog_confirm_draw(struct tui *t)
 static void
 tui_dialog_port_list(struct tui *t, struct strv *out)
 {
-	struct tui_pane *wp = tui_port_pane(t);
+	struct tui_pane *wp = tui_pane_by_id(t, t->c->port_id);
 	struct session_port_info pi[TUI_PORT_SHOWN];
 	size_t n = wp != NULL && wp->s != NULL ? session_ports(wp->s, pi,
 	    nitems(pi)) : 0, i;
@@ -839,6 +884,7 @@ tui_dialog_port_list(struct tui *t, struct strv *out)
 static void
 tui_dialog_port_draw(struct tui *t)
 {
+	struct tui_client *c = t->c;
 	struct strv list, note;
 	struct tui_rect r;
 	unsigned y, used;
@@ -847,26 +893,26 @@ tui_dialog_port_draw(struct tui *t)
 	strv_init(&list);
 	strv_init(&note);
 	tui_dialog_port_list(t, &list);
-	if (t->port_note != NULL)
-		tui_dialog_wrap(t->port_note, 70, 4, &note);
+	if (c->port_note != NULL)
+		tui_dialog_wrap(c->port_note, 70, 4, &note);
 	r = tui_dialog_box(t, 70, 5 + (unsigned)(list.n + note.n));
-	tui_screen_printf(t->c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
+	tui_screen_printf(c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
 	    "Forward a port of session %lld's jail (Enter; Esc cancels)",
-	    (long long)t->port_id);
-	tui_screen_print(t->c->scr, r.x + 2, r.y + 2, r.sx - 4, TUI_STYLE_DIM,
+	    (long long)c->port_id);
+	tui_screen_print(c->scr, r.x + 2, r.y + 2, r.sx - 4, TUI_STYLE_DIM,
 	    "Its pages run in your browser with this host's network.");
 	for (i = 0, y = r.y + 3; i < list.n; i++, y++)
-		tui_screen_print(t->c->scr, r.x + 2, y, r.sx - 4, TUI_STYLE_BAR,
+		tui_screen_print(c->scr, r.x + 2, y, r.sx - 4, TUI_STYLE_BAR,
 		    list.v[i]);
 	for (i = 0, y++; i < note.n; i++, y++)
-		tui_screen_print(t->c->scr, r.x + 2, y, r.sx - 4,
+		tui_screen_print(c->scr, r.x + 2, y, r.sx - 4,
 		    TUI_STYLE_ALERT, note.v[i]);
 	y = r.y + r.sy - 2;
-	used = tui_screen_printf(t->c->scr, r.x + 2, y, r.sx - 4,
+	used = tui_screen_printf(c->scr, r.x + 2, y, r.sx - 4,
 	    TUI_STYLE_SELECTED, "port (JAIL [HOST], or -d JAIL): %s",
-	    t->port_line.text.len > 0 ? t->port_line.text.data : "");
-	t->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
-	t->dialog_cy = y;
+	    c->port_line.text.len > 0 ? c->port_line.text.data : "");
+	c->dialog_cx = r.x + 2 + (used < r.sx - 5 ? used : r.sx - 5);
+	c->dialog_cy = y;
 	strv_free(&list);
 	strv_free(&note);
 }
@@ -874,7 +920,7 @@ tui_dialog_port_draw(struct tui *t)
 void
 tui_dialog_draw(struct tui *t)
 {
-	switch (t->dialog) {
+	switch (t->c->dialog) {
 	case TUI_DIALOG_NONE:
 		return;
 	case TUI_DIALOG_CONFIRM:

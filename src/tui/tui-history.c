@@ -7,28 +7,36 @@
 #include "tui-int.h"
 
 void
+tui_history_view_free(struct tui_client *c)
+{
+	session_records_list_free(c->hist, c->nhist);
+	c->hist = NULL;
+	c->nhist = 0;
+	session_record_snapshots_free(c->snaps, c->nsnaps);
+	c->snaps = NULL;
+	c->nsnaps = 0;
+	strv_free(&c->detail_lines);
+}
+
+void
 tui_history_free(struct tui *t)
 {
-	session_records_list_free(t->hist, t->nhist);
-	t->hist = NULL;
-	t->nhist = 0;
-	session_record_snapshots_free(t->snaps, t->nsnaps);
-	t->snaps = NULL;
-	t->nsnaps = 0;
-	strv_free(&t->detail_lines);
 	free(t->undo_commit);
 	t->undo_commit = NULL;
 	free(t->undo_project);
 	t->undo_project = NULL;
+	t->undo_client = NULL;
 }
 
 void
 tui_history_open(struct tui *t)
 {
+	struct tui_client *c = t->c;
+
 	session_records_flush(t->ctx);
-	session_records_list_free(t->hist, t->nhist);
-	t->hist = session_records_list(t->ctx, true, &t->nhist);
-	t->hist_sel = t->hist_top = 0;
+	session_records_list_free(c->hist, c->nhist);
+	c->hist = session_records_list(t->ctx, true, &c->nhist);
+	c->hist_sel = c->hist_top = 0;
 	tui_view_push(t, TUI_VIEW_HISTORY);
 }
 
@@ -61,6 +69,7 @@ static void
 tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
     unsigned sx, bool selected)
 {
+	struct tui_client *c = t->c;
 	char start[32], dur[16], ex[32], files[24];
 	enum tui_style style = selected ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL;
 	unsigned x;
@@ -70,8 +79,8 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 		util_fmt_duration(dur, sizeof dur, ss->ended_at - ss->started_at);
 	else
 		snprintf(dur, sizeof dur, "-");
-	tui_screen_fill(t->c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
-	x = tui_screen_printf(t->c->scr, 0, y, sx, style,
+	tui_screen_fill(c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(c->scr, 0, y, sx, style,
 	    "%5lld %-10.10s %-18.18s %s %8s %-10.10s %5lld %5lld %5lld %5s",
 	    (long long)ss->id, ss->agent != NULL ? ss->agent : "-",
 	    tui_history_base(ss->project != NULL ? ss->project : "-"), start,
@@ -80,49 +89,52 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 	    tui_history_files(ss, files, sizeof files));
 	if (ss->unsafe != NULL && x + 2 < sx)
 		x += 1 +
-		    tui_screen_printf(t->c->scr, x + 1, y, sx - x - 1,
+		    tui_screen_printf(c->scr, x + 1, y, sx - x - 1,
 		        TUI_STYLE_ALERT, "UNSAFE %s", ss->unsafe);
 	if (ss->unrecorded > 0 && x + 2 < sx)
 		x += 1 +
-		    tui_screen_print(t->c->scr, x + 1, y, sx - x - 1,
+		    tui_screen_print(c->scr, x + 1, y, sx - x - 1,
 		        TUI_STYLE_WARN, "BUDGET");
 	/* Planted files, files the user's tools run: in red at a glance. */
 	if (ss->flags != NULL && x + 2 < sx)
-		tui_screen_printf(t->c->scr, x + 1, y, sx - x - 1,
+		tui_screen_printf(c->scr, x + 1, y, sx - x - 1,
 		    TUI_STYLE_ALERT, "! %s", ss->flags);
 }
 
 void
 tui_history_draw(struct tui *t, const struct tui_rect *area)
 {
+	struct tui_client *c = t->c;
 	size_t rows = area->sy > 3 ? area->sy - 3 : 1, i;
 	unsigned y;
 
-	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
-	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
-	    " history: %zu sessions, newest first", t->nhist);
-	tui_screen_print(t->c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	tui_screen_fill(c->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	    " history: %zu sessions, newest first", c->nhist);
+	tui_screen_print(c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
 	    "   id agent      project            started             "
 	    "duration state      allow  deny error files");
-	if (t->hist_sel < t->hist_top)
-		t->hist_top = t->hist_sel;
-	if (t->hist_sel >= t->hist_top + rows)
-		t->hist_top = t->hist_sel - rows + 1;
-	for (i = t->hist_top, y = area->y + 2; i < t->nhist && y < area->y + 2 +
+	if (c->hist_sel < c->hist_top)
+		c->hist_top = c->hist_sel;
+	if (c->hist_sel >= c->hist_top + rows)
+		c->hist_top = c->hist_sel - rows + 1;
+	for (i = c->hist_top, y = area->y + 2; i < c->nhist && y < area->y + 2 +
 	    rows; i++, y++)
-		tui_history_row(t, t->hist[i], y, area->sx, i == t->hist_sel);
-	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
+		tui_history_row(t, c->hist[i], y, area->sx, i == c->hist_sel);
+	tui_screen_print(c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down move  Enter open  Esc back");
 }
 
 bool
 tui_history_key(struct tui *t, const struct tui_key *k)
 {
+	struct tui_client *c = t->c;
+
 	if (k->code == 0x1b || k->code == 'q')
 		tui_view_pop(t);
-	else if (k->code == '\r' && t->hist_sel < t->nhist)
-		tui_session_open(t, t->hist[t->hist_sel]->id);
-	else if (!tui_list_key(k, t->nhist, 10, &t->hist_sel))
+	else if (k->code == '\r' && c->hist_sel < c->nhist)
+		tui_session_open(t, c->hist[c->hist_sel]->id);
+	else if (!tui_list_key(k, c->nhist, 10, &c->hist_sel))
 		return false;
 	tui_redraw(t);
 	return true;
@@ -156,17 +168,18 @@ tui_session_alerts(struct tui *t, const struct store_session *ss,
 static void
 tui_session_lines(struct tui *t, struct strv *out)
 {
-	struct store_session *ss = session_record_get(t->ctx, t->detail);
+	struct tui_client *c = t->c;
+	struct store_session *ss = session_record_get(t->ctx, c->detail);
 	struct store_decision **d;
 	struct request **r;
-	struct store_request_filter f = { .session_id = t->detail };
+	struct store_request_filter f = { .session_id = c->detail };
 	char when[32], ex[32], files[24], *url;
 	struct strv q;
 	size_t nd, nr, i;
 
 	if (ss == NULL) {
 		strv_addf(out, "session %lld is not in the store",
-		    (long long)t->detail);
+		    (long long)c->detail);
 		return;
 	}
 	strv_init(&q);
@@ -187,7 +200,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    (long long)ss->unrecorded, (long long)ss->unrecorded_denied,
 		    (long long)ss->unrecorded_other);
 	tui_session_alerts(t, ss, out);
-	d = session_record_decisions(t->ctx, t->detail, &nd);
+	d = session_record_decisions(t->ctx, c->detail, &nd);
 	strv_addf(out, "decisions: %zu", nd);
 	for (i = nd > 5 ? nd - 5 : 0; i < nd; i++)
 		strv_addf(out, "  %s %s %s:%d (%s, by %s)", d[i]->answer,
@@ -213,11 +226,12 @@ tui_session_lines(struct tui *t, struct strv *out)
 static size_t
 tui_session_start_snap(const struct tui *t)
 {
+	struct tui_client *c = t->c;
 	size_t i;
 
-	for (i = 0; i < t->nsnaps; i++)
-		if (t->snaps[i]->kind != NULL &&
-		    strcmp(t->snaps[i]->kind, "start") == 0)
+	for (i = 0; i < c->nsnaps; i++)
+		if (c->snaps[i]->kind != NULL &&
+		    strcmp(c->snaps[i]->kind, "start") == 0)
 			return i;
 	return 0;
 }
@@ -225,47 +239,50 @@ tui_session_start_snap(const struct tui *t)
 void
 tui_session_open(struct tui *t, int64_t id)
 {
+	struct tui_client *c = t->c;
+
 	session_records_flush(t->ctx);
-	t->detail = id;
-	session_record_snapshots_free(t->snaps, t->nsnaps);
-	t->snaps = session_record_snapshots(t->ctx, id, &t->nsnaps);
-	t->snap_sel = tui_session_start_snap(t);
-	strv_free(&t->detail_lines);
-	strv_init(&t->detail_lines);
-	tui_session_lines(t, &t->detail_lines);
+	c->detail = id;
+	session_record_snapshots_free(c->snaps, c->nsnaps);
+	c->snaps = session_record_snapshots(t->ctx, id, &c->nsnaps);
+	c->snap_sel = tui_session_start_snap(t);
+	strv_free(&c->detail_lines);
+	strv_init(&c->detail_lines);
+	tui_session_lines(t, &c->detail_lines);
 	tui_view_push(t, TUI_VIEW_SESSION);
 }
 
 void
 tui_session_draw(struct tui *t, const struct tui_rect *area)
 {
-	const struct strv *lines = &t->detail_lines;
+	struct tui_client *c = t->c;
+	const struct strv *lines = &c->detail_lines;
 	struct store_snapshot *sn;
 	char when[32];
 	size_t i;
 	unsigned y = area->y;
 
-	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_fill(c->scr, area, TUI_STYLE_NORMAL);
 	for (i = 0; i < lines->n && y + 2 < area->y + area->sy; i++, y++)
-		tui_screen_print(t->c->scr, 0, y, area->sx,
+		tui_screen_print(c->scr, 0, y, area->sx,
 		    i == 0                                 ? TUI_STYLE_TITLE :
 		        strncmp(lines->v[i], "! ", 2) == 0 ? TUI_STYLE_ALERT :
 		                                             TUI_STYLE_NORMAL,
 		    lines->v[i]);
-	tui_screen_printf(t->c->scr, 0, y++, area->sx, TUI_STYLE_DIM,
-	    "snapshots: %zu", t->nsnaps);
-	for (i = 0; i < t->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
-		sn = t->snaps[i];
+	tui_screen_printf(c->scr, 0, y++, area->sx, TUI_STYLE_DIM,
+	    "snapshots: %zu", c->nsnaps);
+	for (i = 0; i < c->nsnaps && y + 1 < area->y + area->sy; i++, y++) {
+		sn = c->snaps[i];
 		util_fmt_time(when, sizeof when, sn->created_at);
-		tui_screen_printf(t->c->scr, 0, y, area->sx,
-		    i == t->snap_sel ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
+		tui_screen_printf(c->scr, 0, y, area->sx,
+		    i == c->snap_sel ? TUI_STYLE_SELECTED : TUI_STYLE_NORMAL,
 		    "  %s %-7s %-10.10s files %-4lld %s", when,
 		    sn->dropped_at != 0 ? "dropped" : sn->kind,
 		    sn->commit != NULL ? sn->commit : "-",
 		    (long long)sn->files_changed,
 		    sn->label != NULL ? sn->label : "");
 	}
-	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
+	tui_screen_print(c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM,
 	    " d diff  Enter diff from snapshot  u undo to "
 	    "snapshot  g config diff  a apply config  p suggest policy  "
@@ -279,7 +296,7 @@ tui_session_run(struct tui *t, const char *title, const char *cmd,
 	char id[32];
 	char *argv[6] = { (char *)cmd, id, NULL, NULL, NULL, NULL };
 
-	snprintf(id, sizeof id, "%lld", (long long)t->detail);
+	snprintf(id, sizeof id, "%lld", (long long)t->c->detail);
 	if (opt != NULL) {
 		argv[2] = (char *)opt;
 		argv[3] = (char *)optval;
@@ -325,6 +342,7 @@ tui_session_undo_clear(struct tui *t)
 	t->undo_commit = NULL;
 	free(t->undo_project);
 	t->undo_project = NULL;
+	t->undo_client = NULL;
 }
 
 /*
@@ -352,6 +370,7 @@ tui_session_undo_resume(struct tui *t)
 {
 	char id[32];
 	char *argv[] = { (char *)"undo", id, (char *)"--to", NULL, NULL };
+	struct tui_client *was = NULL;
 	size_t i;
 
 	if (t->undo_commit == NULL)
@@ -364,7 +383,14 @@ tui_session_undo_resume(struct tui *t)
 	argv[3] = t->undo_commit;
 	/* The undo is another process: it reads the sessions' ends from the store. */
 	session_records_flush(t->ctx);
+	/* Its output opens for the client that asked, if it is still here. */
+	if (t->undo_client != NULL) {
+		was = t->c;
+		t->c = t->undo_client;
+	}
 	tui_text_run(t, "undo", argv, false);
+	if (was != NULL)
+		t->c = was;
 	tui_session_undo_clear(t);
 }
 
@@ -372,16 +398,18 @@ tui_session_undo_resume(struct tui *t)
 static void
 tui_session_undo(struct tui *t, void *arg)
 {
+	struct tui_client *c = t->c;
 	struct store_session *ss;
 	size_t i;
 	bool stopping = false;
 
-	if (t->snap_sel >= t->nsnaps || t->snaps[t->snap_sel]->commit == NULL ||
-	    (ss = session_record_get(t->ctx, t->detail)) == NULL)
+	if (c->snap_sel >= c->nsnaps || c->snaps[c->snap_sel]->commit == NULL ||
+	    (ss = session_record_get(t->ctx, c->detail)) == NULL)
 		return;
 	tui_session_undo_clear(t);
-	t->undo_commit = xstrdup(t->snaps[t->snap_sel]->commit);
-	t->undo_session = t->detail;
+	t->undo_commit = xstrdup(c->snaps[c->snap_sel]->commit);
+	t->undo_session = c->detail;
+	t->undo_client = t->c;
 	t->undo_project = ss->project != NULL ? xstrdup(ss->project) : NULL;
 	session_record_free(ss);
 	for (i = 0; i < t->npanes; i++) {
@@ -401,10 +429,11 @@ tui_session_undo(struct tui *t, void *arg)
 static void
 tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
 {
-	struct store_session *ss = session_record_get(t->ctx, t->detail);
+	struct tui_client *c = t->c;
+	struct store_session *ss = session_record_get(t->ctx, c->detail);
 	char *stop, *q;
 
-	stop = tui_session_undo_blockers(t, t->detail, ss != NULL ?
+	stop = tui_session_undo_blockers(t, c->detail, ss != NULL ?
 	    ss->project : NULL);
 	session_record_free(ss);
 	if (stop != NULL)
@@ -424,14 +453,15 @@ tui_session_ask_undo(struct tui *t, const struct store_snapshot *sn)
 static void
 tui_session_suggest(struct tui *t, bool write)
 {
-	struct store_session *ss = session_record_get(t->ctx, t->detail);
+	struct tui_client *c = t->c;
+	struct store_session *ss = session_record_get(t->ctx, c->detail);
 	char id[32];
 	char *argv[] = { (char *)"policy", (char *)"suggest", id,
 		(char *)"--agent", NULL, write ? (char *)"--write" : NULL, NULL };
 
 	if (ss == NULL)
 		return;
-	snprintf(id, sizeof id, "%lld", (long long)t->detail);
+	snprintf(id, sizeof id, "%lld", (long long)c->detail);
 	argv[4] = ss->agent;
 	tui_text_run(t, write ? "policy written" : "policy suggestion", argv,
 	    write);
@@ -454,8 +484,9 @@ tui_session_apply(struct tui *t, void *arg)
 bool
 tui_session_key(struct tui *t, const struct tui_key *k)
 {
-	struct store_snapshot *sn = t->snap_sel < t->nsnaps ?
-	    t->snaps[t->snap_sel] : NULL;
+	struct tui_client *c = t->c;
+	struct store_snapshot *sn = c->snap_sel < c->nsnaps ?
+	    c->snaps[c->snap_sel] : NULL;
 
 	switch (k->code) {
 	case 0x1b:
@@ -491,7 +522,7 @@ tui_session_key(struct tui *t, const struct tui_key *k)
 		tui_session_ask_undo(t, sn);
 		break;
 	default:
-		if (!tui_list_key(k, t->nsnaps, 5, &t->snap_sel))
+		if (!tui_list_key(k, c->nsnaps, 5, &c->snap_sel))
 			return false;
 	}
 	tui_redraw(t);

@@ -136,9 +136,10 @@ struct tui_line {
 
 /*
  * One attached terminal's view of the dashboard: its screen, keys,
- * layout (focus, zoom), open panels and where it stands in the prompt
- * and disk bars. The sessions, their panes and their questions are the
- * dashboard's (struct tui), shared by every client.
+ * layout (focus, zoom), open panels (their selections, filters and
+ * scroll), its dialog, and where it stands in the prompt and disk
+ * bars. The sessions, their panes, their questions and the request
+ * records are the dashboard's (struct tui), shared by every client.
  */
 struct tui_client {
 	struct tui *t;
@@ -182,6 +183,45 @@ struct tui_client {
 	enum tui_view views[8];
 	size_t nviews;
 	struct tui_text *text;
+
+	/* its view of the requests (tui-requests.c); the records are shared */
+	size_t req_sel;
+	size_t req_top;
+	bool req_follow;
+	struct tui_line req_filter;
+
+	/* its history views (tui-history.c) */
+	struct store_session **hist;
+	size_t nhist;
+	size_t hist_sel;
+	size_t hist_top;
+	int64_t detail;             /* the session shown by TUI_VIEW_SESSION */
+	struct strv detail_lines;   /* its summary, read when it was opened */
+	struct store_snapshot **snaps;
+	size_t nsnaps;
+	size_t snap_sel;
+	size_t help_top;
+
+	/* its dialog (tui-dialog.c): one at a time, over its own screen */
+	enum tui_dialog dialog;
+	char *confirm_text;
+	void (*confirm_cb)(struct tui *, void *);
+	void *confirm_arg;
+	int64_t confirm_session;    /* the session it asks about, or 0 */
+	size_t new_sel;
+	bool new_dir_step;
+	struct tui_line new_dir;
+	bool *new_missing;          /* agents whose command is not installed */
+	char *new_note;             /* under the dir: an error, or what Tab found */
+	bool new_note_alert;
+	int64_t port_id;            /* the session whose port is forwarded */
+	struct tui_line port_line;  /* "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT" */
+	char *port_note;            /* why the last Enter was refused */
+	bool new_worktree;          /* start it in a worktree of its own */
+	const char *new_forced;     /* the setting that makes it one, or NULL */
+	int64_t new_sharer;         /* asking: this session works in the tree */
+	unsigned dialog_cx;         /* where its cursor goes */
+	unsigned dialog_cy;
 
 	/* the command prompt (tui-cmdline.c), over the status bar */
 	struct tui_line cmdline;
@@ -246,46 +286,17 @@ struct tui {
 	struct request **reqs;      /* the records, without bodies; session_id
 	                               is the pane's */
 	size_t nreqs;
-	size_t req_sel;
-	size_t req_top;
-	bool req_follow;
-	struct tui_line req_filter;
 	int64_t denied;
 
-	/* the history views, shared by the clients */
-	struct store_session **hist;
-	size_t nhist;
-	size_t hist_sel;
-	size_t hist_top;
-	int64_t detail;             /* the session shown by TUI_VIEW_SESSION */
-	struct strv detail_lines;   /* its summary, read when it was opened */
-	struct store_snapshot **snaps;
-	size_t nsnaps;
-	size_t snap_sel;
-	char *undo_commit;          /* an undo waiting for sessions to stop */
+	/*
+	 * An undo waiting for sessions to stop: one for the dashboard (a
+	 * second replaces it), as it is the project's; its output opens in
+	 * the view of the client that confirmed it.
+	 */
+	char *undo_commit;
 	int64_t undo_session;       /* of this session, in this project */
 	char *undo_project;
-	size_t help_top;
-
-	/* dialogs (tui-dialog.c): one at a time, shown to every client */
-	enum tui_dialog dialog;
-	char *confirm_text;
-	void (*confirm_cb)(struct tui *, void *);
-	void *confirm_arg;
-	size_t new_sel;
-	bool new_dir_step;
-	struct tui_line new_dir;
-	bool *new_missing;          /* agents whose command is not installed */
-	char *new_note;             /* under the dir: an error, or what Tab found */
-	bool new_note_alert;
-	int64_t port_id;            /* the session whose port is forwarded */
-	struct tui_line port_line;  /* "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT" */
-	char *port_note;            /* why the last Enter was refused */
-	bool new_worktree;          /* start it in a worktree of its own */
-	const char *new_forced;     /* the setting that makes it one, or NULL */
-	int64_t new_sharer;         /* asking: this session works in the tree */
-	unsigned dialog_cx;         /* where its cursor goes */
-	unsigned dialog_cy;
+	struct tui_client *undo_client; /* who asked; NULL once it is freed */
 
 	struct buf paste;           /* the last copy, which prefix ] pastes */
 
@@ -308,6 +319,8 @@ void tui_reply(struct tui *, bool alert, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 struct tui_pane *tui_focus_pane(struct tui *);
 struct tui_pane *tui_pane_by_num(struct tui *, int);
+/* The pane of the session recorded as ID, or NULL. */
+struct tui_pane *tui_pane_by_id(struct tui *, int64_t id);
 void tui_view_push(struct tui *, enum tui_view);
 void tui_view_pop(struct tui *);
 enum tui_view tui_view_top(const struct tui *);
@@ -406,6 +419,9 @@ void tui_session_draw(struct tui *, const struct tui_rect *);
 bool tui_session_key(struct tui *, const struct tui_key *);
 void tui_session_undo_resume(struct tui *);
 void tui_session_undo_cancel(struct tui *, const struct tui_pane *);
+/** Frees client C's history views (it is going). */
+void tui_history_view_free(struct tui_client *c);
+/** Lets go of a waiting undo (the dashboard is going). */
 void tui_history_free(struct tui *);
 
 /* tui-text.c */
@@ -429,7 +445,10 @@ void tui_port_dialog(struct tui *);
 int tui_port_parse(const char *text, struct tui_port_opts *, char **cause);
 bool tui_dialog_key(struct tui *, const struct tui_key *);
 void tui_dialog_draw(struct tui *);
-void tui_dialog_free(struct tui *);
+/** Frees client C's dialog (it is going). */
+void tui_dialog_free(struct tui_client *c);
+/** Closes every client's dialog about pane WP's session (it is gone). */
+void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp);
 bool tui_line_key(struct tui_line *, const struct tui_key *);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);

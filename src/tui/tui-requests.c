@@ -50,16 +50,37 @@ tui_req_find(struct tui *t, int64_t session, const struct request *sr)
 static struct request **
 tui_req_add(struct tui *t)
 {
+	size_t i;
+
 	if (t->nreqs == TUI_REQS_MAX) {
 		request_free(t->reqs[0]);
 		memmove(t->reqs, t->reqs + 1, (t->nreqs - 1) * sizeof *t->reqs);
 		t->nreqs--;
-		if (t->req_sel > 0)
-			t->req_sel--;
+		/* Each client's selection stays on its entry. */
+		for (i = 0; i < t->nclients; i++) {
+			if (t->clients[i]->req_sel > 0)
+				t->clients[i]->req_sel--;
+		}
 	}
 	t->reqs = xreallocarray(t->reqs, t->nreqs + 1, sizeof *t->reqs);
 	t->reqs[t->nreqs] = NULL;
 	return &t->reqs[t->nreqs++];
+}
+
+/* Whether some client shows the requests panel. */
+static bool
+tui_requests_shown(const struct tui *t)
+{
+	const struct tui_client *c;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		if (c->nviews > 0 &&
+		    c->views[c->nviews - 1] == TUI_VIEW_REQUESTS)
+			return true;
+	}
+	return false;
 }
 
 void
@@ -83,7 +104,7 @@ tui_requests_event(struct tui *t, struct tui_pane *wp,
 		wp->denials++;
 		tui_redraw(t);
 	}
-	if (tui_view_top(t) == TUI_VIEW_REQUESTS)
+	if (tui_requests_shown(t))
 		tui_redraw(t);
 }
 
@@ -142,8 +163,9 @@ tui_req_matches(const struct request *r, const char *filter)
 static size_t *
 tui_requests_visible(struct tui *t, size_t *n)
 {
-	const char *f = t->req_filter.text.data != NULL ?
-	    t->req_filter.text.data : "";
+	struct tui_client *c = t->c;
+	const char *f = c->req_filter.text.data != NULL ?
+	    c->req_filter.text.data : "";
 	size_t *v = xreallocarray(NULL, t->nreqs + 1, sizeof *v), i;
 
 	*n = 0;
@@ -188,6 +210,7 @@ static void
 tui_requests_row(struct tui *t, const struct request *r, unsigned y,
     unsigned sx, bool selected)
 {
+	struct tui_client *c = t->c;
 	char when[32], size[16], dur[16], status[8], *line, *url, *m1;
 	enum tui_style mark, style = selected ? TUI_STYLE_SELECTED :
 	    TUI_STYLE_NORMAL;
@@ -201,10 +224,10 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 		util_fmt_duration(dur, sizeof dur, r->duration_us / 1000);
 	} else
 		size[0] = dur[0] = '\0';
-	tui_screen_fill(t->c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
-	x = tui_screen_printf(t->c->scr, 0, y, sx, style, "%s %2lld ",
+	tui_screen_fill(c->scr, &(struct tui_rect){ 0, y, sx, 1 }, style);
+	x = tui_screen_printf(c->scr, 0, y, sx, style, "%s %2lld ",
 	    strlen(when) > 11 ? when + 11 : when, (long long)r->session_id);
-	x += tui_screen_print(t->c->scr, x, y, sx - x, selected ? style : mark,
+	x += tui_screen_print(c->scr, x, y, sx - x, selected ? style : mark,
 	    m);
 	url = tui_req_url(r->scheme, r->host, r->port, r->path);
 	m1 = quote_name(r->method != NULL ? r->method : "-");
@@ -212,9 +235,9 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 	free(m1);
 	free(url);
 	if (sx > x + 22)
-		tui_screen_print(t->c->scr, x, y, sx - x - 22, style, line);
+		tui_screen_print(c->scr, x, y, sx - x - 22, style, line);
 	if (sx > 22)
-		tui_screen_printf(t->c->scr, sx - 21, y, 21, style,
+		tui_screen_printf(c->scr, sx - 21, y, 21, style,
 		    "%4s %7s %7s", r->status != 0 ? status : "-", size, dur);
 	free(line);
 }
@@ -222,30 +245,32 @@ tui_requests_row(struct tui *t, const struct request *r, unsigned y,
 void
 tui_requests_draw(struct tui *t, const struct tui_rect *area)
 {
+	struct tui_client *c = t->c;
 	size_t n, *v = tui_requests_visible(t, &n), i, rows;
 	unsigned y;
 
-	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
-	tui_screen_printf(t->c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
+	tui_screen_fill(c->scr, area, TUI_STYLE_NORMAL);
+	tui_screen_printf(c->scr, 0, area->y, area->sx, TUI_STYLE_TITLE,
 	    " requests: %zu of %zu  %s%s%s", n, t->nreqs,
-	    t->req_filter.active || t->req_filter.text.len > 0 ? "filter: " :
+	    c->req_filter.active || c->req_filter.text.len > 0 ? "filter: " :
 	                                                         "/ filters",
-	    t->req_filter.text.data != NULL ? t->req_filter.text.data : "",
-	    t->req_filter.active ? "_" : "");
-	tui_screen_printf(t->c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
+	    c->req_filter.text.data != NULL ? c->req_filter.text.data : "",
+	    c->req_filter.active ? "_" : "");
+	tui_screen_printf(c->scr, 0, area->y + 1, area->sx, TUI_STYLE_DIM,
 	    "time      s   method  url%*s",
 	    (int)(area->sx > 40 ? area->sx - 40 : 0), "status    size    time");
 	rows = area->sy > 3 ? area->sy - 3 : 1;
-	if (t->req_follow || t->req_sel >= n)
-		t->req_sel = n > 0 ? n - 1 : 0;
-	if (t->req_sel < t->req_top)
-		t->req_top = t->req_sel;
-	if (t->req_sel >= t->req_top + rows)
-		t->req_top = t->req_sel - rows + 1;
-	for (i = t->req_top, y = area->y + 2; i < n && y < area->y + 2 + rows;
+	if (c->req_follow || c->req_sel >= n)
+		c->req_sel = n > 0 ? n - 1 : 0;
+	if (c->req_sel < c->req_top)
+		c->req_top = c->req_sel;
+	if (c->req_sel >= c->req_top + rows)
+		c->req_top = c->req_sel - rows + 1;
+	for (i = c->req_top, y = area->y + 2; i < n && y < area->y + 2 + rows;
 	    i++, y++)
-		tui_requests_row(t, t->reqs[v[i]], y, area->sx, i == t->req_sel);
-	tui_screen_print(t->c->scr, 0, area->y + area->sy - 1, area->sx,
+		tui_requests_row(t, t->reqs[v[i]], y, area->sx,
+		    i == c->req_sel);
+	tui_screen_print(c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM,
 	    " up/down move  Enter details  / filter  "
 	    "Esc back");
@@ -322,25 +347,26 @@ tui_req_details(const struct request *r)
 bool
 tui_requests_key(struct tui *t, const struct tui_key *k)
 {
+	struct tui_client *c = t->c;
 	size_t n, *v = tui_requests_visible(t, &n);
 	char *text;
 
-	if (t->req_filter.active) {
+	if (c->req_filter.active) {
 		if (k->code == '\r' || k->code == 0x1b)
-			t->req_filter.active = false;
+			c->req_filter.active = false;
 		else
-			tui_line_key(&t->req_filter, k);
-		t->req_follow = true;
+			tui_line_key(&c->req_filter, k);
+		c->req_follow = true;
 	} else if (k->code == '/') {
-		t->req_filter.active = true;
+		c->req_filter.active = true;
 	} else if (k->code == 0x1b || k->code == 'q') {
 		tui_view_pop(t);
-	} else if (k->code == '\r' && n > 0 && t->req_sel < n) {
-		text = tui_req_details(t->reqs[v[t->req_sel]]);
+	} else if (k->code == '\r' && n > 0 && c->req_sel < n) {
+		text = tui_req_details(t->reqs[v[c->req_sel]]);
 		tui_text_show(t, "request", text, false);
 		free(text);
-	} else if (tui_list_key(k, n, 10, &t->req_sel))
-		t->req_follow = t->req_sel + 1 == n;
+	} else if (tui_list_key(k, n, 10, &c->req_sel))
+		c->req_follow = c->req_sel + 1 == n;
 	else {
 		free(v);
 		return false;

@@ -336,10 +336,10 @@ tui_help_draw(struct tui *t, const struct tui_rect *area)
 
 	strv_init(&lines);
 	tui_help_lines(t, &lines);
-	if (t->help_top + rows > lines.n)
-		t->help_top = lines.n > rows ? lines.n - rows : 0;
+	if (t->c->help_top + rows > lines.n)
+		t->c->help_top = lines.n > rows ? lines.n - rows : 0;
 	tui_screen_fill(t->c->scr, area, TUI_STYLE_NORMAL);
-	for (i = t->help_top, y = area->y; i < lines.n && y < area->y + rows;
+	for (i = t->c->help_top, y = area->y; i < lines.n && y < area->y + rows;
 	    i++, y++)
 		tui_screen_print(t->c->scr, 0, y, area->sx,
 		    i == 0 ? TUI_STYLE_TITLE : TUI_STYLE_NORMAL, lines.v[i]);
@@ -355,7 +355,7 @@ tui_help_key(struct tui *t, const struct tui_key *k)
 		tui_view_pop(t);
 		return true;
 	}
-	if (!tui_list_key(k, 100, 10, &t->help_top))
+	if (!tui_list_key(k, 100, 10, &t->c->help_top))
 		return false;
 	tui_redraw(t);
 	return true;

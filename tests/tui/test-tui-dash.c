@@ -154,22 +154,24 @@ test_complete_big_dir(void **state)
 	assert_false(tui_new_matches(d, "", &m));
 	assert_true(m.n <= 200);
 	strv_free(&m);
-	buf_init(&t->new_dir.text);
-	buf_printf(&t->new_dir.text, "%s/", d);
+	t->c = xcalloc(1, sizeof *t->c);
+	buf_init(&t->c->new_dir.text);
+	buf_printf(&t->c->new_dir.text, "%s/", d);
 	tui_new_complete(t);
 	snprintf(path, sizeof path, "%s/", d);
-	assert_string_equal(t->new_dir.text.data, path);
-	assert_non_null(t->new_note);
-	assert_true(strlen(t->new_note) < 2048);
-	assert_non_null(strstr(t->new_note, "and more"));
+	assert_string_equal(t->c->new_dir.text.data, path);
+	assert_non_null(t->c->new_note);
+	assert_true(strlen(t->c->new_note) < 2048);
+	assert_non_null(strstr(t->c->new_note, "and more"));
 	/* Too big to search a name in: said so, not "no such directory". */
-	buf_reset(&t->new_dir.text);
-	buf_printf(&t->new_dir.text, "%s/x", d);
+	buf_reset(&t->c->new_dir.text);
+	buf_printf(&t->c->new_dir.text, "%s/x", d);
 	tui_new_complete(t);
-	assert_string_equal(t->new_note, "that directory is too big to look "
+	assert_string_equal(t->c->new_note, "that directory is too big to look "
 	    "through: type more of the name");
-	free(t->new_note);
-	buf_free(&t->new_dir.text);
+	free(t->c->new_note);
+	buf_free(&t->c->new_dir.text);
+	free(t->c);
 	free(t);
 	free(d);
 }
@@ -189,24 +191,26 @@ test_complete_small_dir(void **state)
 	assert_int_equal(mkdir(path, 0700), 0);
 	snprintf(path, sizeof path, "%s/beta", tmp);
 	assert_int_equal(mkdir(path, 0700), 0);
-	buf_init(&t->new_dir.text);
-	buf_printf(&t->new_dir.text, "%s/a", tmp);
+	t->c = xcalloc(1, sizeof *t->c);
+	buf_init(&t->c->new_dir.text);
+	buf_printf(&t->c->new_dir.text, "%s/a", tmp);
 	tui_new_complete(t);
 	want = xprintf("%s/alp", tmp);
-	assert_string_equal(t->new_dir.text.data, want);
+	assert_string_equal(t->c->new_dir.text.data, want);
 	free(want);
 	tui_new_complete(t);
-	assert_non_null(t->new_note);
-	assert_null(strstr(t->new_note, "and more"));
-	assert_non_null(strstr(t->new_note, "alpha/"));
-	buf_reset(&t->new_dir.text);
-	buf_printf(&t->new_dir.text, "%s/b", tmp);
+	assert_non_null(t->c->new_note);
+	assert_null(strstr(t->c->new_note, "and more"));
+	assert_non_null(strstr(t->c->new_note, "alpha/"));
+	buf_reset(&t->c->new_dir.text);
+	buf_printf(&t->c->new_dir.text, "%s/b", tmp);
 	tui_new_complete(t);
 	want = xprintf("%s/beta/", tmp);
-	assert_string_equal(t->new_dir.text.data, want);
+	assert_string_equal(t->c->new_dir.text.data, want);
 	free(want);
-	free(t->new_note);
-	buf_free(&t->new_dir.text);
+	free(t->c->new_note);
+	buf_free(&t->c->new_dir.text);
+	free(t->c);
 	free(t);
 }
 
