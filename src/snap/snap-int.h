@@ -251,6 +251,33 @@ size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
 void snap_modes_stat(const char *worktree, const struct buf *paths,
     struct buf *out);
 
+/* ---- what the owner made unreadable, opened up for a moment (snap-unlock.c) ---- */
+
+struct snap_unlocked {
+	char *path;               /* "." for the work tree itself */
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;              /* its own mode, put back */
+};
+
+struct snap_unlock {
+	struct snap_unlocked *v;
+	size_t n;
+	size_t cap;
+};
+
+void snap_unlock_init(struct snap_unlock *);
+/*
+ * Gives every dir of WORKTREE this uid owns read and search (WRITE: and
+ * write) and every file read, where it lacks them, never through a link
+ * and never in a .git; notes each mode. -1 with errno if WORKTREE
+ * cannot be opened.
+ */
+int snap_unlock_tree(struct snap_unlock *, const char *worktree, bool write);
+/* Puts the noted modes back (on the same inodes only) and empties U. */
+void snap_unlock_restore(struct snap_unlock *, const char *worktree);
+void snap_unlock_free(struct snap_unlock *);
+
 /* ---- frozen ignore rules (snap-ignore.c) ---- */
 
 /* Whether no config file git reads for the user could name core.excludesFile (git need not be asked). */

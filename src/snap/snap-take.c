@@ -46,6 +46,7 @@ struct snap_take {
 	struct buf untracked;     /* frozen: files git lists as untracked, NUL-separated */
 	struct strv warnings;
 	struct strv unreadable;
+	struct snap_unlock unlock; /* what the owner made unreadable, open until added */
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
 	struct proc *procs[6];
@@ -112,6 +113,7 @@ snap_take_free(struct snap_take *t)
 	size_t i;
 
 	snap_pack_job_free(t->packjob);
+	snap_unlock_restore(&t->unlock, t->repo->worktree);
 	for (i = 0; i < nitems(t->procs); i++)
 		proc_free(t->procs[i]);
 	proc_free(t->early_commit);
@@ -931,6 +933,8 @@ snap_take_write_tree(struct snap_take *t)
 static void
 snap_take_added(struct snap_take *t)
 {
+	/* git has read the work tree: what was opened up gets its mode back. */
+	snap_unlock_restore(&t->unlock, t->repo->worktree);
 	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t),
 	    (uint32_t)t->add_since) == -1 && errno != ENOENT)
 		log_debug("cannot mark the racy entries of %s: %s",
@@ -1653,6 +1657,17 @@ snap_take_begin(struct snap_take *t, bool fresh)
 	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
 	    "%(refname)", "refs/heads/", NULL };
 
+	/*
+	 * What the agent made unreadable (chmod 000 main.c, 0111 tests) is
+	 * the user's own: opened up while git reads it, so that no file or
+	 * content hides from the snapshot. The modes recorded are read after
+	 * (snap_take_added); agentmux's own writer would read them before.
+	 */
+	if (snap_unlock_tree(&t->unlock, t->repo->worktree, false) == -1)
+		log_debug("cannot look for unreadable paths in %s: %s",
+		    t->repo->worktree, strerror(errno));
+	if (t->unlock.n > 0)
+		t->native = false;
 	if (t->record_refs) {
 		snap_take_save_user_index(t);
 		snap_take_spawn(t, SNAP_ENV_PROJECT, refs, NULL, NULL,
