@@ -120,6 +120,9 @@ int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 int snap_git_plain_io(const char *gitdir, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
+/* Runs git on R's work tree, handing CHUNK its stdout as it comes: -1 with *CAUSE. */
+int snap_git_chunks(struct snap_repo *, enum snap_env, const char *const *args,
+    void (*chunk)(void *, const char *, size_t), void *arg, char **cause);
 int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
     int fd, char **cause);
 /* Starts git asynchronously; see proc_start. */
@@ -232,6 +235,8 @@ mode_t snap_modes_of(const struct snap_modes *, const char *path,
 /* Keeps from find's "TYPE MODE PATH\0" records those that differ from UMASK's. */
 void snap_modes_from_find(struct snap_modes *, mode_t umask_, const char *out,
     size_t len);
+/* A name as snap_quote_path prints it (quoted or not), as it is; caller frees. */
+char *snap_modes_unquote(const char *s, size_t len);
 /* PREFIX and PATH as git prints a name: quoted C-style if PATH needs it. */
 void snap_quote_path(struct buf *, const char *prefix, const char *path);
 /* The block a snapshot's commit message holds (after its subject). */

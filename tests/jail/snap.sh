@@ -291,6 +291,38 @@ locked() {
 	    bad "locked: undo of the undo lost bytes: $(cat "$P/tests/conftest.py" "$P/z/p" "$P/main.c" 2>&1)"
 }
 
+# diff shows the real modes where git has its own (644, 755, no dirs):
+# the project's dir, a dir made 0777, a new file made 0666, a new dir 0700.
+mode_gaps() {
+	fresh
+	jrun -- sh -c 'chmod 0777 src . && echo n >new && chmod 0666 new &&
+	    mkdir nd && chmod 0700 nd && echo q >nd/q && chmod 0600 nd/q && echo x >>main.c && chmod 0600 main.c'
+	[ "$RC" = 0 ] || bad "mode gaps: the command failed: $OUT"
+	out=$("$AMX" diff last 2>&1)
+	for want in "a/. b/.
+old mode 040755
+new mode 040777" "a/src b/src
+old mode 040755
+new mode 040777" "a/new b/new
+new file mode 100666" "a/nd/q b/nd/q
+new file mode 100600" "a/nd b/nd
+new dir mode 040700" "index *..* 100600"; do
+		case $out in
+		*$want*) ok ;;
+		*) bad "mode gaps: diff does not say '$want': $out" ;;
+		esac
+	done
+	case $out in *"new file mode 100644"*) bad "mode gaps: diff names git's 100644 for a new file: $out" ;; *) ok ;; esac
+	out=$("$AMX" diff last --stat 2>&1)
+	for want in " . | mode 755 => 777" " src | mode 755 => 777" " nd | new, mode 700"; do
+		case $out in
+		*"$want"*) ok ;;
+		*) bad "mode gaps: diff --stat does not say '$want': $out" ;;
+		esac
+	done
+	chmod 755 "$P"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -299,6 +331,7 @@ checks() {
 	own_object_damaged
 	modes
 	locked
+	mode_gaps
 	frozen_rules
 	planted
 }
