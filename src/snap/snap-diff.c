@@ -15,6 +15,7 @@
 struct snap_diff_side {
 	char *tree;
 	struct snap_modes modes;
+	struct strv unreadable;   /* the work tree's paths agentmux cannot read */
 };
 
 static void
@@ -22,6 +23,7 @@ snap_diff_side_free(struct snap_diff_side *d)
 {
 	free(d->tree);
 	snap_modes_free(&d->modes);
+	strv_free(&d->unreadable);
 }
 
 /* The modes recorded in COMMIT (unknown for a snapshot that predates them). */
@@ -52,8 +54,10 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 	struct store_snapshot *s;
 	struct snap_take_opts o;
 	struct snap_result res;
+	size_t i;
 
 	snap_modes_init(&d->modes);
+	strv_init(&d->unreadable);
 	if (strcmp(spec, "worktree") == 0 || strcmp(spec, "now") == 0) {
 		memset(&o, 0, sizeof o);
 		o.session = session;
@@ -62,6 +66,8 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 		d->tree = res.tree;
 		res.tree = NULL;
 		snap_modes_parse(&d->modes, res.modes, strlen(res.modes));
+		for (i = 0; i < res.nunreadable; i++)
+			strv_add(&d->unreadable, res.unreadable[i]);
 		snap_result_clear(&res);
 		return 0;
 	}
@@ -172,6 +178,39 @@ static bool
 snap_diff_named_cb(const char *path, void *arg)
 {
 	return snap_diff_named(arg, path);
+}
+
+/*
+ * Paths of the work tree agentmux could not read (another owner's): said
+ * first, as the diff holds what they were when last read, not now.
+ */
+static int
+snap_diff_unreadable(const struct snap_diff_side *b, int fd, char **cause)
+{
+	struct buf text;
+	size_t i;
+	char *q;
+	int rc = 0;
+
+	if (b->unreadable.n == 0)
+		return 0;
+	buf_init(&text);
+	buf_printf(&text, "agentmux cannot read %zu path%s of the project (not "
+	    "yours: ask their owner or run chown), so this diff does not show "
+	    "what %s now:", b->unreadable.n, b->unreadable.n == 1 ? "" : "s",
+	    b->unreadable.n == 1 ? "it holds" : "they hold");
+	for (i = 0; i < b->unreadable.n && i < 5; i++) {
+		q = quote_name(b->unreadable.v[i]);
+		buf_printf(&text, " %s", q);
+		free(q);
+	}
+	buf_printf(&text, "%s\n", b->unreadable.n > 5 ? " ..." : "");
+	if (util_write_all(fd, text.data, text.len) == -1) {
+		*cause = xstrdup("cannot write the diff");
+		rc = -1;
+	}
+	buf_free(&text);
+	return rc;
 }
 
 /*
@@ -496,7 +535,8 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	strv_add(&args, "--");
 	for (p = rel.v; p != NULL && *p != NULL; p++)
 		strv_add(&args, *p);
-	if (snap_diff_marks(st, r, session, &from, &to, &rel, o->out_fd,
+	if (snap_diff_unreadable(&to, o->out_fd, cause) == 0 &&
+	    snap_diff_marks(st, r, session, &from, &to, &rel, o->out_fd,
 	    cause) == 0 && snap_diff_git(r, &from, &to,
 	    (const char *const *)args.v, o->out_fd, cause) == 0)
 		rc = snap_diff_modes(r, &from, &to, &rel, o->stat, o->out_fd,

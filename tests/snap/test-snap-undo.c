@@ -577,6 +577,14 @@ test_unreadable(void **state)
 	    "echo m2 >> mine && chmod 000 mine'", as);
 	/* Another owner's file: the user may remove it, never read it. */
 	test_sh_ok("echo v2 > locked && chown 0:0 locked && chmod 000 locked");
+	out = sh_out_rc(xprintf("%s %s diff 1 2>&1", as, amx_user), &rc);
+	assert_int_equal(rc, 0);
+	if (strstr(out, "agentmux cannot read 1 path") == NULL ||
+	    strstr(out, "locked") == NULL || strstr(out, "+m2") == NULL ||
+	    strstr(out, "b/d/x") == NULL)
+		fail_msg("diff does not show the user's own locked files and say "
+		    "which it cannot read: %s", out);
+	free(out);
 	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, amx_user), &rc);
 	assert_int_equal(rc, 0);
 	if (strstr(out, "could not be read") == NULL)
