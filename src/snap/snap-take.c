@@ -113,7 +113,9 @@ snap_take_free(struct snap_take *t)
 	size_t i;
 
 	snap_pack_job_free(t->packjob);
-	snap_unlock_restore(&t->unlock, t->repo->worktree);
+	/* Given up before git was done: the modes go back all the same. */
+	if (t->unlock.n > 0)
+		snap_unlock_restore(&t->unlock, t->repo->worktree);
 	for (i = 0; i < nitems(t->procs); i++)
 		proc_free(t->procs[i]);
 	proc_free(t->early_commit);
