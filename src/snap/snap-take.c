@@ -47,6 +47,7 @@ struct snap_take {
 	struct strv warnings;
 	struct strv unreadable;
 	struct snap_unlock unlock; /* what the owner made unreadable, open until added */
+	bool unlock_tried;        /* looked for it once (git add said it could not read) */
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
 	struct proc *procs[6];
@@ -1095,6 +1096,27 @@ snap_take_live_done(struct snap_take *t)
 	snap_take_adopt(t, snap_take_add);
 }
 
+/*
+ * git add could not read some paths. What the agent made unreadable
+ * (chmod 000 main.c, 0111 tests) is the user's own: it is opened up while
+ * git reads it again, so that no file or content hides from the snapshot,
+ * and its modes go back once git has read the tree (snap_take_added); the
+ * modes recorded are read after that. Looked for once per snapshot, and
+ * only when git said so: the walk costs a stat per path. True if
+ * anything was opened up (the add is then run again).
+ */
+static bool
+snap_take_unlock(struct snap_take *t)
+{
+	if (t->unlock_tried || geteuid() == 0)
+		return false;
+	t->unlock_tried = true;
+	if (snap_unlock_tree(&t->unlock, t->repo->worktree, false) == -1)
+		log_debug("cannot look for unreadable paths in %s: %s",
+		    t->repo->worktree, strerror(errno));
+	return t->unlock.n > 0;
+}
+
 static void
 snap_take_add_cb(struct proc *p, void *arg)
 {
@@ -1107,6 +1129,8 @@ snap_take_add_cb(struct proc *p, void *arg)
 		snap_take_error(t, snap_git_error("add", p));
 	if (proc_err(p)->data != NULL)
 		snap_take_parse_add(t, proc_err(p)->data);
+	if (t->unreadable.n > 0 && t->error == NULL && snap_take_unlock(t))
+		t->next = snap_take_add;        /* again, with them opened up */
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -1240,7 +1264,9 @@ snap_take_native_ls_cb(struct proc *p, void *arg)
 
 	t->pending--;
 	buf_reset(&t->untracked);
-	if (proc_status(p) == 0)
+	/* A dir it could not open: git add's path, which reports and retries it. */
+	if (proc_status(p) == 0 && (proc_err(p)->data == NULL ||
+	    strstr(proc_err(p)->data, "could not open directory") == NULL))
 		buf_add(&t->untracked, proc_out(p)->data, proc_out(p)->len);
 	else
 		log_info("%s", proc_err(p)->data != NULL ? proc_err(p)->data :
@@ -1659,17 +1685,6 @@ snap_take_begin(struct snap_take *t, bool fresh)
 	const char *refs[] = { "for-each-ref", "--format=%(objectname) "
 	    "%(refname)", "refs/heads/", NULL };
 
-	/*
-	 * What the agent made unreadable (chmod 000 main.c, 0111 tests) is
-	 * the user's own: opened up while git reads it, so that no file or
-	 * content hides from the snapshot. The modes recorded are read after
-	 * (snap_take_added); agentmux's own writer would read them before.
-	 */
-	if (snap_unlock_tree(&t->unlock, t->repo->worktree, false) == -1)
-		log_debug("cannot look for unreadable paths in %s: %s",
-		    t->repo->worktree, strerror(errno));
-	if (t->unlock.n > 0)
-		t->native = false;
 	if (t->record_refs) {
 		snap_take_save_user_index(t);
 		snap_take_spawn(t, SNAP_ENV_PROJECT, refs, NULL, NULL,
