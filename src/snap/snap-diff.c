@@ -15,6 +15,7 @@
 struct snap_diff_side {
 	char *tree;
 	struct snap_modes modes;
+	struct strv unreadable;   /* the work tree's paths agentmux cannot read */
 };
 
 static void
@@ -22,6 +23,7 @@ snap_diff_side_free(struct snap_diff_side *d)
 {
 	free(d->tree);
 	snap_modes_free(&d->modes);
+	strv_free(&d->unreadable);
 }
 
 /* The modes recorded in COMMIT (unknown for a snapshot that predates them). */
@@ -52,8 +54,10 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 	struct store_snapshot *s;
 	struct snap_take_opts o;
 	struct snap_result res;
+	size_t i;
 
 	snap_modes_init(&d->modes);
+	strv_init(&d->unreadable);
 	if (strcmp(spec, "worktree") == 0 || strcmp(spec, "now") == 0) {
 		memset(&o, 0, sizeof o);
 		o.session = session;
@@ -62,6 +66,8 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 		d->tree = res.tree;
 		res.tree = NULL;
 		snap_modes_parse(&d->modes, res.modes, strlen(res.modes));
+		for (i = 0; i < res.nunreadable; i++)
+			strv_add(&d->unreadable, res.unreadable[i]);
 		snap_result_clear(&res);
 		return 0;
 	}
@@ -120,10 +126,10 @@ snap_diff_entries(struct snap_repo *r, const char *tree, bool all,
 	strv_add(&args, "ls-tree");
 	strv_add(&args, "-z");
 	strv_add(&args, "--full-tree");
-	if (all) {
+	/* -t: a dir is listed even where git goes into it for a path below. */
+	strv_add(&args, "-t");
+	if (all)
 		strv_add(&args, "-r");
-		strv_add(&args, "-t");
-	}
 	strv_add(&args, tree);
 	if (!all) {
 		strv_add(&args, "--");
@@ -175,6 +181,39 @@ snap_diff_named_cb(const char *path, void *arg)
 }
 
 /*
+ * Paths of the work tree agentmux could not read (another owner's): said
+ * first, as the diff holds what they were when last read, not now.
+ */
+static int
+snap_diff_unreadable(const struct snap_diff_side *b, int fd, char **cause)
+{
+	struct buf text;
+	size_t i;
+	char *q;
+	int rc = 0;
+
+	if (b->unreadable.n == 0)
+		return 0;
+	buf_init(&text);
+	buf_printf(&text, "agentmux cannot read %zu path%s of the project (not "
+	    "yours: ask their owner or run chown), so this diff does not show "
+	    "what %s now:", b->unreadable.n, b->unreadable.n == 1 ? "" : "s",
+	    b->unreadable.n == 1 ? "it holds" : "they hold");
+	for (i = 0; i < b->unreadable.n && i < 5; i++) {
+		q = quote_name(b->unreadable.v[i]);
+		buf_printf(&text, " %s", q);
+		free(q);
+	}
+	buf_printf(&text, "%s\n", b->unreadable.n > 5 ? " ..." : "");
+	if (util_write_all(fd, text.data, text.len) == -1) {
+		*cause = xstrdup("cannot write the diff");
+		rc = -1;
+	}
+	buf_free(&text);
+	return rc;
+}
+
+/*
  * Files of this diff that another session sharing the tree changed while
  * this one ran: said first, as the diff cannot tell whose a change is.
  */
@@ -207,8 +246,182 @@ snap_diff_marks(struct store *st, struct snap_repo *r, int64_t session,
 }
 
 /*
- * A change of real mode alone, for every file and dir on both sides:
- * git's own way of saying it, or a --stat line.
+ * git's diff, as it comes, with the real modes where git names its own
+ * 100644 or 100755 (new file mode, deleted file mode, old mode, new
+ * mode, the index line): a file made 0666 shows as 100666.
+ */
+struct snap_diff_filter {
+	const struct snap_diff_side *a;
+	const struct snap_diff_side *b;
+	int fd;
+	bool failed;              /* writing to FD failed */
+	struct buf carry;         /* a line not yet whole */
+	char *path;               /* the block's file (if a and b name one) */
+};
+
+/* The one path of "a/P b/P" (each quoted or not, as git quotes it); NULL if they differ. */
+static char *
+snap_diff_header_path(const char *rest, size_t len)
+{
+	size_t half = (len - 1) / 2;
+	bool q = rest[0] == '"';
+	char *a, *b;
+	bool same;
+
+	if (len < 7 || len % 2 == 0 || rest[half] != ' ' ||
+	    (q && rest[half + 1] != '"'))
+		return NULL;
+	if (strncmp(rest + q, "a/", 2) != 0 ||
+	    strncmp(rest + half + 1 + q, "b/", 2) != 0)
+		return NULL;
+	same = memcmp(rest + q + 2, rest + half + 1 + q + 2, half - q - 2) == 0;
+	if (!same)
+		return NULL;
+	if (!q)
+		return xstrndup(rest + 2, half - 2);
+	/* "\"a/P\"": P quoted as snap_modes_unquote reads it. */
+	a = xprintf("\"%.*s", (int)(half - 3), rest + 3);
+	b = snap_modes_unquote(a, strlen(a));
+	free(a);
+	return b;
+}
+
+/* Writes the real mode of the file of the block on SIDE over git's digits at D. */
+static void
+snap_diff_real_mode(struct snap_diff_filter *f,
+    const struct snap_diff_side *side, char *d)
+{
+	unsigned git;
+	mode_t real;
+	char six[16];
+
+	if (f->path == NULL || !side->modes.known ||
+	    sscanf(d, "%6o", &git) != 1 || (git != 0100644 && git != 0100755))
+		return;
+	real = snap_modes_of(&side->modes, f->path, (git & 0111) != 0);
+	snprintf(six, sizeof six, "%06o", 0100000 | (unsigned)real);
+	memcpy(d, six, 6);
+}
+
+/* The text of a line without the colour git wraps it in. */
+static char *
+snap_diff_uncolored(char *line, size_t *len)
+{
+	char *m;
+
+	if (*len > 2 && line[0] == '\033' && line[1] == '[' &&
+	    (m = memchr(line, 'm', *len)) != NULL) {
+		*len -= (size_t)(m + 1 - line);
+		line = m + 1;
+	}
+	if (*len >= 3 && memcmp(line + *len - 3, "\033[m", 3) == 0)
+		*len -= 3;
+	return line;
+}
+
+static void
+snap_diff_filter_line(struct snap_diff_filter *f, char *line, size_t len)
+{
+	size_t n = len;
+	char *t = snap_diff_uncolored(line, &n);
+
+	if (n > 11 && strncmp(t, "diff --git ", 11) == 0) {
+		free(f->path);
+		f->path = snap_diff_header_path(t + 11, n - 11);
+	} else if (n == 20 && strncmp(t, "new file mode ", 14) == 0)
+		snap_diff_real_mode(f, f->b, t + 14);
+	else if (n == 24 && strncmp(t, "deleted file mode ", 18) == 0)
+		snap_diff_real_mode(f, f->a, t + 18);
+	else if (n == 15 && strncmp(t, "old mode ", 9) == 0)
+		snap_diff_real_mode(f, f->a, t + 9);
+	else if (n == 15 && strncmp(t, "new mode ", 9) == 0)
+		snap_diff_real_mode(f, f->b, t + 9);
+	else if (n > 13 && strncmp(t, "index ", 6) == 0 && t[n - 7] == ' ')
+		snap_diff_real_mode(f, f->b, t + n - 6);
+	if (!f->failed && util_write_all(f->fd, line, len + 1) == -1)
+		f->failed = true;
+}
+
+static void
+snap_diff_filter_chunk(void *arg, const char *data, size_t len)
+{
+	struct snap_diff_filter *f = arg;
+	char *nl, *p;
+	size_t off = 0;
+
+	buf_add(&f->carry, data, len);
+	for (p = f->carry.data; (nl = memchr(p, '\n', f->carry.len - off)) !=
+	    NULL; p = nl + 1) {
+		snap_diff_filter_line(f, p, (size_t)(nl - p));
+		off = (size_t)(nl + 1 - f->carry.data);
+	}
+	memmove(f->carry.data, f->carry.data + off, f->carry.len - off);
+	f->carry.len -= off;
+	f->carry.data[f->carry.len] = '\0';
+}
+
+/* git's diff ARGS to FD through the filter. */
+static int
+snap_diff_git(struct snap_repo *r, const struct snap_diff_side *a,
+    const struct snap_diff_side *b, const char *const *args, int fd,
+    char **cause)
+{
+	struct snap_diff_filter f;
+	int rc;
+
+	memset(&f, 0, sizeof f);
+	f.a = a;
+	f.b = b;
+	f.fd = fd;
+	buf_init(&f.carry);
+	rc = snap_git_chunks(r, SNAP_ENV_SHOW, args, snap_diff_filter_chunk, &f,
+	    cause);
+	/* Output that does not end in a newline: as it is. */
+	if (!f.failed && f.carry.len > 0 && util_write_all(fd, f.carry.data,
+	    f.carry.len) == -1)
+		f.failed = true;
+	if (rc == 0 && f.failed) {
+		*cause = xstrdup("cannot write the diff");
+		rc = -1;
+	}
+	free(f.path);
+	buf_free(&f.carry);
+	return rc;
+}
+
+/*
+ * PATH's real mode, MA on one side and MB on the other (FMT its type
+ * bits): git's own way of saying it, or a --stat line. A dir only one
+ * side has (NEW) says the mode it was made with.
+ */
+static void
+snap_diff_mode_line(struct buf *text, const char *path, unsigned fmt,
+    mode_t ma, mode_t mb, bool new, bool stat)
+{
+	if (stat) {
+		snap_quote_path(text, " ", path);
+		if (new)
+			buf_printf(text, " | new, mode %03o\n", (unsigned)mb);
+		else
+			buf_printf(text, " | mode %03o => %03o\n", (unsigned)ma,
+			    (unsigned)mb);
+		return;
+	}
+	buf_adds(text, "diff --git ");
+	snap_quote_path(text, "a/", path);
+	buf_addc(text, ' ');
+	snap_quote_path(text, "b/", path);
+	if (new)
+		buf_printf(text, "\nnew dir mode %06o\n", fmt | (unsigned)mb);
+	else
+		buf_printf(text, "\nold mode %06o\nnew mode %06o\n",
+		    fmt | (unsigned)ma, fmt | (unsigned)mb);
+}
+
+/*
+ * A change of real mode alone, for every file and dir on both sides and
+ * the project's own dir; a new dir whose mode is not the umask's (git
+ * shows no dir): git's own way of saying it, or a --stat line.
  */
 static void
 snap_diff_mode_lines(const struct snap_diff_side *a,
@@ -216,35 +429,37 @@ snap_diff_mode_lines(const struct snap_diff_side *a,
     const struct snap_diff_entries *eb, const struct strv *rel, bool stat,
     struct buf *text)
 {
-	const struct snap_diff_entry *x;
+	const struct snap_diff_entry *x, *y;
 	size_t i;
 	mode_t ma, mb;
 	bool exec;
 
+	ma = snap_modes_of(&a->modes, ".", true);
+	mb = snap_modes_of(&b->modes, ".", true);
+	if (ma != mb && snap_diff_named(rel, "."))
+		snap_diff_mode_line(text, ".", 040000, ma, mb, false, stat);
 	for (i = 0; i < eb->n; i++) {
-		x = ea->n == 0 ? NULL : bsearch(&eb->v[i], ea->v, ea->n,
-		    sizeof *ea->v, snap_diff_entry_cmp);
-		if (x == NULL || x->mode != eb->v[i].mode ||
-		    (!S_ISREG(x->mode) && !S_ISDIR(x->mode)) ||
-		    !snap_diff_named(rel, x->path))
+		y = &eb->v[i];
+		x = ea->n == 0 ? NULL : bsearch(y, ea->v, ea->n, sizeof *ea->v,
+		    snap_diff_entry_cmp);
+		if (!snap_diff_named(rel, y->path))
+			continue;
+		mb = snap_modes_of(&b->modes, y->path, true);
+		if (x == NULL && S_ISDIR(y->mode) &&
+		    mb != snap_modes_canonical(b->modes.umask, true)) {
+			snap_diff_mode_line(text, y->path, 040000, 0, mb, true,
+			    stat);
+			continue;
+		}
+		if (x == NULL || x->mode != y->mode ||
+		    (!S_ISREG(x->mode) && !S_ISDIR(x->mode)))
 			continue;
 		exec = S_ISDIR(x->mode) || (x->mode & 0111) != 0;
 		ma = snap_modes_of(&a->modes, x->path, exec);
 		mb = snap_modes_of(&b->modes, x->path, exec);
-		if (ma == mb)
-			continue;
-		if (stat) {
-			buf_printf(text, " %s | mode %03o => %03o\n", x->path,
-			    (unsigned)ma, (unsigned)mb);
-			continue;
-		}
-		buf_adds(text, "diff --git ");
-		snap_quote_path(text, "a/", x->path);
-		buf_addc(text, ' ');
-		snap_quote_path(text, "b/", x->path);
-		buf_printf(text, "\nold mode %06o\nnew mode %06o\n",
-		    (x->mode & 0170000) | (unsigned)ma,
-		    (x->mode & 0170000) | (unsigned)mb);
+		if (ma != mb)
+			snap_diff_mode_line(text, x->path, x->mode & 0170000, ma,
+			    mb, false, stat);
 	}
 }
 
@@ -320,8 +535,9 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	strv_add(&args, "--");
 	for (p = rel.v; p != NULL && *p != NULL; p++)
 		strv_add(&args, *p);
-	if (snap_diff_marks(st, r, session, &from, &to, &rel, o->out_fd,
-	    cause) == 0 && snap_git_fd(r, SNAP_ENV_SHOW,
+	if (snap_diff_unreadable(&to, o->out_fd, cause) == 0 &&
+	    snap_diff_marks(st, r, session, &from, &to, &rel, o->out_fd,
+	    cause) == 0 && snap_diff_git(r, &from, &to,
 	    (const char *const *)args.v, o->out_fd, cause) == 0)
 		rc = snap_diff_modes(r, &from, &to, &rel, o->stat, o->out_fd,
 		    cause);

@@ -120,6 +120,9 @@ int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 int snap_git_plain_io(const char *gitdir, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
+/* Runs git on R's work tree, handing CHUNK its stdout as it comes: -1 with *CAUSE. */
+int snap_git_chunks(struct snap_repo *, enum snap_env, const char *const *args,
+    void (*chunk)(void *, const char *, size_t), void *arg, char **cause);
 int snap_git_fd(struct snap_repo *, enum snap_env, const char *const *args,
     int fd, char **cause);
 /* Starts git asynchronously; see proc_start. */
@@ -232,6 +235,8 @@ mode_t snap_modes_of(const struct snap_modes *, const char *path,
 /* Keeps from find's "TYPE MODE PATH\0" records those that differ from UMASK's. */
 void snap_modes_from_find(struct snap_modes *, mode_t umask_, const char *out,
     size_t len);
+/* A name as snap_quote_path prints it (quoted or not), as it is; caller frees. */
+char *snap_modes_unquote(const char *s, size_t len);
 /* PREFIX and PATH as git prints a name: quoted C-style if PATH needs it. */
 void snap_quote_path(struct buf *, const char *prefix, const char *path);
 /* The block a snapshot's commit message holds (after its subject). */
@@ -250,6 +255,33 @@ size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
 /* find's records for PATHS under WORKTREE, each opened beneath it, never through a link. */
 void snap_modes_stat(const char *worktree, const struct buf *paths,
     struct buf *out);
+
+/* ---- what the owner made unreadable, opened up for a moment (snap-unlock.c) ---- */
+
+struct snap_unlocked {
+	char *path;               /* "." for the work tree itself */
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;              /* its own mode, put back */
+};
+
+struct snap_unlock {
+	struct snap_unlocked *v;
+	size_t n;
+	size_t cap;
+};
+
+void snap_unlock_init(struct snap_unlock *);
+/*
+ * Gives every dir of WORKTREE this uid owns read and search (WRITE: and
+ * write) and every file read, where it lacks them, never through a link
+ * and never in a .git; notes each mode. -1 with errno if WORKTREE
+ * cannot be opened.
+ */
+int snap_unlock_tree(struct snap_unlock *, const char *worktree, bool write);
+/* Puts the noted modes back (on the same inodes only) and empties U. */
+void snap_unlock_restore(struct snap_unlock *, const char *worktree);
+void snap_unlock_free(struct snap_unlock *);
 
 /* ---- frozen ignore rules (snap-ignore.c) ---- */
 

@@ -187,7 +187,7 @@ snap_quote_path(struct buf *b, const char *prefix, const char *path)
 }
 
 /* The reverse of snap_quote_path for the rest of a line; caller frees. */
-static char *
+char *
 snap_modes_unquote(const char *s, size_t len)
 {
 	struct buf b;

@@ -984,6 +984,36 @@ snap_git_fd(struct snap_repo *r, enum snap_env which, const char *const *args,
 	return st == 0 ? 0 : -1;
 }
 
+int
+snap_git_chunks(struct snap_repo *r, enum snap_env which,
+    const char *const *args, void (*chunk)(void *, const char *, size_t),
+    void *arg, char **cause)
+{
+	struct proc_opts o;
+	struct strv argv;
+	struct buf err;
+	int st, rc;
+
+	snap_git_argv(&argv, args);
+	memset(&o, 0, sizeof o);
+	o.argv = argv.v;
+	o.env = r->env[which].v;
+	o.dir = r->worktree;
+	o.out_fd = -1;
+	o.umask = -1;
+	o.timeout = r->timeout;
+	o.chunk = chunk;
+	o.chunk_arg = arg;
+	buf_init(&err);
+	if ((rc = proc_run(&o, NULL, &err, &st, cause)) == 0 && st != 0) {
+		*cause = snap_git_complaint(args[0], &err, st);
+		rc = -1;
+	}
+	strv_free(&argv);
+	buf_free(&err);
+	return rc;
+}
+
 static struct proc *
 snap_git_spawn(struct event_base *base, struct snap_repo *r,
     enum snap_env which, const char *const *args, const struct buf *input,

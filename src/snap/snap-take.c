@@ -46,6 +46,8 @@ struct snap_take {
 	struct buf untracked;     /* frozen: files git lists as untracked, NUL-separated */
 	struct strv warnings;
 	struct strv unreadable;
+	struct snap_unlock unlock; /* what the owner made unreadable, open until added */
+	bool unlock_tried;        /* looked for it once (git add said it could not read) */
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
 	struct proc *procs[6];
@@ -112,6 +114,9 @@ snap_take_free(struct snap_take *t)
 	size_t i;
 
 	snap_pack_job_free(t->packjob);
+	/* Given up before git was done: the modes go back all the same. */
+	if (t->unlock.n > 0)
+		snap_unlock_restore(&t->unlock, t->repo->worktree);
 	for (i = 0; i < nitems(t->procs); i++)
 		proc_free(t->procs[i]);
 	proc_free(t->early_commit);
@@ -931,6 +936,8 @@ snap_take_write_tree(struct snap_take *t)
 static void
 snap_take_added(struct snap_take *t)
 {
+	/* git has read the work tree: what was opened up gets its mode back. */
+	snap_unlock_restore(&t->unlock, t->repo->worktree);
 	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t),
 	    (uint32_t)t->add_since) == -1 && errno != ENOENT)
 		log_debug("cannot mark the racy entries of %s: %s",
@@ -1089,6 +1096,27 @@ snap_take_live_done(struct snap_take *t)
 	snap_take_adopt(t, snap_take_add);
 }
 
+/*
+ * git add could not read some paths. What the agent made unreadable
+ * (chmod 000 main.c, 0111 tests) is the user's own: it is opened up while
+ * git reads it again, so that no file or content hides from the snapshot,
+ * and its modes go back once git has read the tree (snap_take_added); the
+ * modes recorded are read after that. Looked for once per snapshot, and
+ * only when git said so: the walk costs a stat per path. True if
+ * anything was opened up (the add is then run again).
+ */
+static bool
+snap_take_unlock(struct snap_take *t)
+{
+	if (t->unlock_tried || geteuid() == 0)
+		return false;
+	t->unlock_tried = true;
+	if (snap_unlock_tree(&t->unlock, t->repo->worktree, false) == -1)
+		log_debug("cannot look for unreadable paths in %s: %s",
+		    t->repo->worktree, strerror(errno));
+	return t->unlock.n > 0;
+}
+
 static void
 snap_take_add_cb(struct proc *p, void *arg)
 {
@@ -1101,6 +1129,8 @@ snap_take_add_cb(struct proc *p, void *arg)
 		snap_take_error(t, snap_git_error("add", p));
 	if (proc_err(p)->data != NULL)
 		snap_take_parse_add(t, proc_err(p)->data);
+	if (t->unreadable.n > 0 && t->error == NULL && snap_take_unlock(t))
+		t->next = snap_take_add;        /* again, with them opened up */
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -1234,7 +1264,9 @@ snap_take_native_ls_cb(struct proc *p, void *arg)
 
 	t->pending--;
 	buf_reset(&t->untracked);
-	if (proc_status(p) == 0)
+	/* A dir it could not open: git add's path, which reports and retries it. */
+	if (proc_status(p) == 0 && (proc_err(p)->data == NULL ||
+	    strstr(proc_err(p)->data, "could not open directory") == NULL))
 		buf_add(&t->untracked, proc_out(p)->data, proc_out(p)->len);
 	else
 		log_info("%s", proc_err(p)->data != NULL ? proc_err(p)->data :

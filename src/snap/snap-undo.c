@@ -632,6 +632,7 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
     char **cause)
 {
 	struct snap_repo *r = u->repo;
+	struct snap_unlock unlock;
 	struct buf err;
 	char *idx;
 	int st;
@@ -648,6 +649,15 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 		snap_undo_save_perms(u->rootfd, c);
 	buf_init(&err);
 	/*
+	 * git removes and writes in dirs the agent may have made 0111 or 0
+	 * (a file planted in one must go): they are opened up meanwhile,
+	 * then get their own modes back, then the target's.
+	 */
+	snap_unlock_init(&unlock);
+	if (snap_unlock_tree(&unlock, r->worktree, true) == -1)
+		log_debug("cannot look for locked dirs in %s: %s", r->worktree,
+		    strerror(errno));
+	/*
 	 * Entries the present snapshot marked to be hashed again (changed in
 	 * the second it read them) are compared with the files first: the
 	 * same, their stat data is taken; changed since, read-tree refuses.
@@ -658,6 +668,7 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 	if (st >= 0)
 		st = snap_git_status(r, SNAP_ENV_TREE, idx, args, NULL, NULL,
 		    &err, -1, cause);
+	snap_unlock_restore(&unlock, r->worktree);
 	unlink(idx);
 	free(idx);
 	if (st > 0)

@@ -251,6 +251,78 @@ planted() {
 	rm -f "$P/.git/info/exclude"
 }
 
+# What the agent made unreadable to its owner (a file planted in a 0111
+# dir, a dir of mode 0, chmod 000 on an edited file) shows in diff, and
+# undo takes it all back. Only the unprivileged pass can fail here: root
+# reads anything.
+locked() {
+	fresh
+	(cd "$P" && mkdir tests && echo 'def test_a(): pass' >tests/test_a.py &&
+	    git add tests && git commit -qm t) || exit 1
+	jrun -- sh -c 'printf "import os\nos.system(\"id\")\n" >tests/conftest.py &&
+	    chmod 0111 tests && mkdir z && echo p >z/p && chmod 0 z &&
+	    echo evil >>main.c && chmod 000 main.c'
+	[ "$RC" = 0 ] || bad "locked: the command failed: $OUT"
+	out=$("$AMX" diff last 2>&1)
+	for f in "b/tests/conftest.py" "b/z/p" "+evil"; do
+		case $out in
+		*"$f"*) ok ;;
+		*) bad "locked: $f is hidden from diff: $out" ;;
+		esac
+	done
+	[ "$(stat -c %a "$P/tests")" = 111 ] && [ "$(stat -c %a "$P/main.c")" = 0 ] &&
+	    [ "$(stat -c %a "$P/z")" = 0 ] && ok ||
+	    bad "locked: the snapshot left modes changed: tests $(stat -c %a "$P/tests"), z $(stat -c %a "$P/z"), main.c $(stat -c %a "$P/main.c")"
+	out=$("$AMX" undo last 2>&1)
+	[ ! -e "$P/tests/conftest.py" ] && [ ! -e "$P/z" ] &&
+	    [ "$(cat "$P/main.c")" = 'int main;' ] && [ "$(stat -c %a "$P/tests")" = 755 ] &&
+	    [ "$(stat -c %a "$P/main.c")" = 644 ] && ok ||
+	    bad "locked: after undo: $(ls -la "$P" "$P/tests" 2>&1): $out"
+	# Undone as undo says: all of it comes back, modes too.
+	back=$(printf '%s\n' "$out" | sed -n "s/.*'agentmux \(undo [0-9]* --to [0-9]*\)' brings it back.*/\1/p")
+	[ -n "$back" ] || bad "locked: undo does not say how to bring it back: $out"
+	out=$("$AMX" $back 2>&1)
+	[ "$(stat -c %a "$P/tests")" = 111 ] && [ "$(stat -c %a "$P/main.c")" = 0 ] &&
+	    [ "$(stat -c %a "$P/z")" = 0 ] && ok ||
+	    bad "locked: undo of the undo: tests $(stat -c %a "$P/tests"), z $(stat -c %a "$P/z" 2>&1), main.c $(stat -c %a "$P/main.c" 2>&1): $out"
+	chmod -R u+rwx "$P" 2>/dev/null
+	[ "$(cat "$P/tests/conftest.py" "$P/z/p" 2>&1)" = "$(printf 'import os\nos.system("id")\np')" ] &&
+	    grep -q '^evil$' "$P/main.c" && ok ||
+	    bad "locked: undo of the undo lost bytes: $(cat "$P/tests/conftest.py" "$P/z/p" "$P/main.c" 2>&1)"
+}
+
+# diff shows the real modes where git has its own (644, 755, no dirs):
+# the project's dir, a dir made 0777, a new file made 0666, a new dir 0700.
+mode_gaps() {
+	fresh
+	jrun -- sh -c 'chmod 0777 src . && echo n >new && chmod 0666 new &&
+	    mkdir nd && chmod 0700 nd && echo q >nd/q && chmod 0600 nd/q && echo x >>main.c && chmod 0600 main.c'
+	[ "$RC" = 0 ] || bad "mode gaps: the command failed: $OUT"
+	out=$("$AMX" diff last 2>&1)
+	for want in "a/. b/.
+old mode 040755
+new mode 040777" "a/src b/src
+old mode 040755
+new mode 040777" "a/new b/new
+new file mode 100666" "a/nd/q b/nd/q
+new file mode 100600" "a/nd b/nd
+new dir mode 040700" "index *..* 100600"; do
+		case $out in
+		*$want*) ok ;;
+		*) bad "mode gaps: diff does not say '$want': $out" ;;
+		esac
+	done
+	case $out in *"new file mode 100644"*) bad "mode gaps: diff names git's 100644 for a new file: $out" ;; *) ok ;; esac
+	out=$("$AMX" diff last --stat 2>&1)
+	for want in " . | mode 755 => 777" " src | mode 755 => 777" " nd | new, mode 700"; do
+		case $out in
+		*"$want"*) ok ;;
+		*) bad "mode gaps: diff --stat does not say '$want': $out" ;;
+		esac
+	done
+	chmod 755 "$P"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -258,6 +330,8 @@ checks() {
 	objects_swapped
 	own_object_damaged
 	modes
+	locked
+	mode_gaps
 	frozen_rules
 	planted
 }

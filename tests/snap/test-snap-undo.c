@@ -545,8 +545,10 @@ test_specs(void **state)
 }
 
 /*
- * Files agentmux cannot read (as an ordinary user) are reported, the rest
- * is snapshotted, and undo never overwrites what it could not save first.
+ * As an ordinary user: what the user's own files were made unreadable to
+ * them (chmod 000, a dir of mode 0) is snapshotted and undone all the
+ * same; a file of another owner it cannot read is reported, and undo
+ * never overwrites what it could not save first.
  */
 static void
 test_unreadable(void **state)
@@ -568,22 +570,35 @@ test_unreadable(void **state)
 	test_sh_ok("mkdir -p %s/r && chown -R %s %s . && chmod 700 %s/r", home, user,
 	    home, home);
 	test_sh_ok("%s sh -c 'git init -q -b master . && echo a > a && echo v1 > locked "
-	    "&& git add -A && git -c user.name=u -c user.email=u@x commit -qm i "
-	    "&& echo v0 > locked'", as);
+	    "&& echo m1 > mine && git add -A && git -c user.name=u -c user.email=u@x "
+	    "commit -qm i && echo v0 > locked'", as);
 	test_sh_ok("%s %s snapshot >/dev/null", as, amx_user);
-	test_sh_ok("%s sh -c 'echo v2 > locked && chmod 000 locked && echo b > a && "
-	    "mkdir d && echo x > d/x && chmod 000 d'", as);
+	test_sh_ok("%s sh -c 'echo b > a && mkdir d && echo x > d/x && chmod 000 d && "
+	    "echo m2 >> mine && chmod 000 mine'", as);
+	/* Another owner's file: the user may remove it, never read it. */
+	test_sh_ok("echo v2 > locked && chown 0:0 locked && chmod 000 locked");
+	out = sh_out_rc(xprintf("%s %s diff 1 2>&1", as, amx_user), &rc);
+	assert_int_equal(rc, 0);
+	if (strstr(out, "agentmux cannot read 1 path") == NULL ||
+	    strstr(out, "locked") == NULL || strstr(out, "+m2") == NULL ||
+	    strstr(out, "b/d/x") == NULL)
+		fail_msg("diff does not show the user's own locked files and say "
+		    "which it cannot read: %s", out);
+	free(out);
 	out = sh_out_rc(xprintf("%s %s undo 1 2>&1", as, amx_user), &rc);
 	assert_int_equal(rc, 0);
 	if (strstr(out, "could not be read") == NULL)
-		fail_msg("undo did not report the unreadable files: %s", out);
-	assert_non_null(strstr(out, "skip    locked"));
-	assert_non_null(strstr(out, "revert  a"));
+		fail_msg("undo did not report the unreadable file: %s", out);
+	if (strstr(out, "skip    locked") == NULL || strstr(out, "revert  a") ==
+	    NULL || strstr(out, "remove  d/x") == NULL ||
+	    strstr(out, "revert  mine") == NULL)
+		fail_msg("undo did not restore the user's own files: %s", out);
 	free(out);
-	/* Restored what it could; the unreadable file and dir are untouched. */
-	test_sh_ok("grep -q a a && grep -q v2 locked && test -d d && "
-	    "test \"$(stat -c %%a locked)\" = 0");
-	test_sh_ok("chmod 755 d");
+	/* Restored the user's own files, modes too; the other owner's is untouched. */
+	test_sh_ok("grep -q a a && test ! -e d && grep -q v2 locked && "
+	    "test \"$(stat -c %%a locked)\" = 0 && test \"$(cat mine)\" = m1 && "
+	    "test \"$(stat -c %%a mine)\" = 644");
+	test_sh_ok("rm -f locked");
 	free(as);
 	free(home);
 	free(stage);
