@@ -27,7 +27,18 @@ struct snap_plant_walk {
 	const struct snap_plant_opts *o;
 	struct snap_plant_result *res;
 	struct snap_nested nc;
+	char *inside;             /* the git dir not named .git the walk is in */
+	short inside_level;
+	size_t entries;           /* looked at so far */
 };
+
+/*
+ * A hostile tree can be as wide as the disk allows; past this many
+ * entries the walk stops and says so. Deep is bounded already: fts
+ * cannot go past PATH_MAX, and neither can git's own search for a
+ * repository (it starts from the working directory's path).
+ */
+#define SNAP_PLANT_MAX_ENTRIES 1000000
 
 void
 snap_plant_result_init(struct snap_plant_result *res)
@@ -56,6 +67,75 @@ snap_plant_is_gitdir(struct snap_plant_walk *w, const char *rel)
 		return false;
 	close(fd);
 	return true;
+}
+
+/*
+ * True if HEAD in DIRFD is one git's validate_headref() accepts, or may
+ * (a FIFO or device: not read): a link to "refs/...", "ref: refs/..." or
+ * an object name.
+ */
+static bool
+snap_plant_headref(int dirfd)
+{
+	char b[256];
+	struct stat st;
+	ssize_t n;
+	size_t sp;
+	int fd;
+
+	if (fstatat(dirfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    S_ISDIR(st.st_mode))
+		return false;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dirfd, "HEAD", b, sizeof b - 1);
+		return n >= 5 && memcmp(b, "refs/", 5) == 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return true;
+	if ((fd = openat(dirfd, "HEAD", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return false;
+	n = read(fd, b, sizeof b - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	b[n] = '\0';
+	if (strncmp(b, "ref:", 4) == 0) {
+		sp = 4 + strspn(b + 4, " \t\n\v\f\r");
+		return strncmp(b + sp, "refs/", 5) == 0;
+	}
+	return strspn(b, "0123456789abcdefABCDEF") >= 40;
+}
+
+/* True if NAME is in DIRFD, whatever it is (git follows a link there). */
+static bool
+snap_plant_has(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
+ * True if the dir REL ("." for the project) is one git would take for a
+ * repository, whatever its name (git's is_git_directory()): a valid HEAD,
+ * and objects/ and refs/ or a commondir naming where they are.
+ */
+static bool
+snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
+{
+	bool is;
+	int fd;
+
+	fd = strcmp(rel, ".") == 0 ? openat(w->nc.projfd, ".", O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC) : path_open_beneath(w->nc.projfd, rel,
+	    O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -1)
+		return false;
+	is = snap_plant_headref(fd) && (snap_plant_has(fd, "commondir") ||
+	    (snap_plant_has(fd, "objects") && snap_plant_has(fd, "refs")));
+	close(fd);
+	return is;
 }
 
 /* The set-uid and set-gid bits of REL (changed in the session) come off. */
@@ -94,11 +174,40 @@ snap_plant_setid(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
-/* True if REL lies in a git dir: under a ".git" component. */
+/* True if REL lies in a git dir: under a ".git" component, or in one of another name. */
 static bool
-snap_plant_gitpath(const char *rel)
+snap_plant_gitpath(struct snap_plant_walk *w, const char *rel)
 {
-	return strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL;
+	size_t n;
+
+	if (strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL)
+		return true;
+	if (w->inside == NULL)
+		return false;
+	n = strlen(w->inside);
+	return strncmp(rel, w->inside, n) == 0 && rel[n] == '/';
+}
+
+/*
+ * A dir git would take for a repository, not named .git (src/ holding
+ * HEAD, objects/, refs/ and a config with core.worktree = ..): git on
+ * the host obeys it from any dir below the worktree it names. It is
+ * defused as a nested .git is, and what is in it is looked at as what is
+ * in a git dir.
+ */
+static void
+snap_plant_other_gitdir(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+{
+	char *repo;
+
+	if (w->inside != NULL || (e->fts_level == 1 && w->o->had_git &&
+	    strcmp(e->fts_name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
+		return;
+	w->inside = xstrdup(rel);
+	w->inside_level = e->fts_level;
+	repo = xprintf("%s (a git dir named %s)", e->fts_path, e->fts_name);
+	snap_nested_gitdir(&w->nc, repo, rel);
+	free(repo);
 }
 
 /*
@@ -171,16 +280,37 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	const char *rel = e->fts_path + strlen(w->o->project) + 1;
 	bool own = e->fts_level == 1 && w->o->had_git;
 
+	if (e->fts_info == FTS_DP && w->inside != NULL &&
+	    e->fts_level == w->inside_level) {
+		free(w->inside);
+		w->inside = NULL;
+	}
 	if (e->fts_info == FTS_DP || e->fts_info == FTS_DNR ||
 	    e->fts_info == FTS_ERR || e->fts_info == FTS_NS)
 		return;
 	/* A repository of the session's making, nested or at the top. */
 	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
-	if (snap_plant_gitpath(rel))
+	if (snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
+	/* After: a submodule's git dir is named as one. */
+	if (e->fts_info == FTS_D)
+		snap_plant_other_gitdir(w, e, rel);
 	snap_plant_setid(w, rel, e->fts_statp);
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
+}
+
+static void
+snap_plant_too_many(struct snap_plant_walk *w)
+{
+	char *q = snap_nested_quote(w->o->project);
+
+	strv_addf(&w->res->alerts, "%s holds more than %d files and dirs; "
+	    "agentmux stopped looking after that many, so a git dir or a "
+	    "set-uid file planted past them was not checked; look before you "
+	    "run git there (find %s -name HEAD -o -perm /6000)", q,
+	    SNAP_PLANT_MAX_ENTRIES, q);
+	free(q);
 }
 
 int
@@ -211,11 +341,19 @@ snap_plant_scan(const struct snap_plant_opts *o,
 		strv_free(&w.nc.done);
 		return -1;
 	}
+	/* The project itself made a repository (where it had no .git). */
+	if (snap_plant_repo_dir(&w, "."))
+		snap_nested_gitdir(&w.nc, o->project, ".");
 	while ((e = fts_read(fts)) != NULL) {
+		if (e->fts_level >= 1 && ++w.entries > SNAP_PLANT_MAX_ENTRIES) {
+			snap_plant_too_many(&w);
+			break;
+		}
 		if (e->fts_level >= 1)
 			snap_plant_entry(&w, fts, e);
 	}
 	fts_close(fts);
+	free(w.inside);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
 	close(w.nc.projfd);
 	strv_free(&w.nc.done);

@@ -15,7 +15,8 @@ struct event_base;
  * What a session left in the project for the host to run later, looked at
  * once its command has ended (snap-plant.c): git dirs the host's git would
  * obey (a nested repository, a submodule's git dir under .git/modules
- * however it got there, a .git made where the project had none) keep only
+ * however it got there, a .git made where the project had none, any dir
+ * git takes for a repository whatever its name) keep only
  * config keys known to be inert and lose new hooks, both kept in
  * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
  * files the user's own tools run are reported.

@@ -62,6 +62,53 @@ new_gitdir() {
 	rm -f "$MARK"
 }
 
+# A git dir under another name: src/ holding HEAD, objects/, refs/ and a
+# config whose core.worktree is the project (git's is_git_directory takes
+# it for a repository from any dir below); one made of the project itself
+# where there was no .git; and a .git file anywhere naming a git dir.
+other_gitdir() {
+	mkdir -p "$P/src/deep"
+	echo 'int x;' >"$P/src/a.c"
+	(cd "$P" && git add src && git commit -qm src) || exit 1
+	plant="echo 'ref: refs/heads/main' >HEAD && mkdir -p objects refs &&
+	    git config --file config core.repositoryformatversion 0 &&
+	    git config --file config core.bare false &&
+	    git config --file config core.fsmonitor 'touch $MARK; false'"
+	jrun -- sh -c "cd src && $plant &&
+	    git config --file config core.worktree .. && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the plant did not run: $OUT" ;; esac
+	(cd "$P/src/deep" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a git dir named src" || ok
+	case $OUT in *"a git dir named src"*"core.fsmonitor"*) ok ;;
+	*) bad "no alert about the git dir named src: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"a git dir named src"*) ok ;;
+	*) bad "show does not flag the git dir named src" ;; esac
+	rm -rf "$P/src/HEAD" "$P/src/objects" "$P/src/refs" "$P/src/config" "$MARK"
+	# A .git file made in a dir, naming a git dir called "x" with a hook.
+	jrun -- sh -c "mkdir -p w && git init -q --bare x &&
+	    printf 'gitdir: ../x\\n' >w/.git && git -C x config core.bare false &&
+	    printf '#!/bin/sh\\ntouch $MARK\\n' >x/hooks/pre-commit &&
+	    chmod +x x/hooks/pre-commit && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the .git file plant did not run: $OUT" ;; esac
+	[ ! -e "$P/x/hooks/pre-commit" ] && ok ||
+	    bad "a hook in a git dir a .git file names was left in place"
+	(cd "$P/w" && git -c user.email=a@b -c user.name=a commit -q \
+	    --allow-empty -m x >/dev/null 2>&1)
+	pwned && bad "git commit on the host ran a hook of a git dir a .git file names" || ok
+	rm -rf "$P/w" "$P/x" "$MARK"
+	# No .git at the start: the project's own dir made a repository.
+	Q=$T/plain2
+	mkdir -p "$Q"
+	echo x >"$Q/f"
+	OUT=$("$AMX" run -C "$Q" -- sh -c "$plant &&
+	    git config --file config core.worktree . && echo planted" \
+	    </dev/null 2>&1)
+	case $OUT in *planted*) ok ;; *) bad "the plant at the top did not run: $OUT" ;; esac
+	(cd "$Q" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a project made a git dir" || ok
+	rm -rf "$Q" "$MARK"
+}
+
 # Every key a deny-list missed, set in a nested repository the agent makes.
 config_keys() {
 	jrun -- sh -c "set -e; git init -q nest && cd nest &&
@@ -188,6 +235,7 @@ checks() {
 	setid
 	confdiff_setid
 	new_gitdir
+	other_gitdir
 	config_keys
 	modules
 	protected

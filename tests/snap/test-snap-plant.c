@@ -262,6 +262,45 @@ test_watch_at_once(void **state)
 	assert_int_equal(missed, 0);
 }
 
+/*
+ * A dir git takes for a repository whatever its name (HEAD, and objects/
+ * and refs/ or a commondir) is defused as a nested .git is; a dir whose
+ * HEAD is no ref, and a link to a git dir outside, are left alone.
+ */
+static void
+test_other_names(void **state)
+{
+	struct snap_plant_result res;
+	char *s;
+
+	test_sh_ok("mkdir -p %s/out && cd %s/out && git init -q --bare g && "
+	    "git -C g config core.fsmonitor 'touch x'", dir, dir);
+	test_sh_ok("cd %s && mkdir -p src/objects src/refs wt notgit/objects "
+	    "notgit/refs && echo 'ref: refs/heads/main' >src/HEAD && "
+	    "git config --file src/config core.fsmonitor 'touch x' && "
+	    "git config --file src/config user.name kept && "
+	    "printf '%%040d\n' 0 >wt/HEAD && echo ../src >wt/commondir && "
+	    "git config --file wt/config.worktree core.pager 'touch x' && "
+	    "echo 'not a ref' >notgit/HEAD && "
+	    "git config --file notgit/config core.fsmonitor 'touch x' && "
+	    "ln -s %s/out/g linked", proj, dir);
+	scan(0, false, &res);
+	s = test_sh_out("cd %s && git config --file src/config --list && "
+	    "git config --file wt/config.worktree --list; "
+	    "git config --file notgit/config --list && "
+	    "git config --file %s/out/g/config core.fsmonitor", proj, dir);
+	assert_string_equal(s, "user.name=kept\ncore.fsmonitor=touch x\n"
+	    "touch x\n");
+	free(s);
+	/* In the order the dirs are read: either may come first. */
+	assert_int_equal(res.alerts.n, 2);
+	s = xprintf("%s\n%s", res.alerts.v[0], res.alerts.v[1]);
+	assert_non_null(strstr(s, "a git dir named src"));
+	assert_non_null(strstr(s, "a git dir named wt"));
+	free(s);
+	snap_plant_result_free(&res);
+}
+
 int
 main(void)
 {
@@ -274,6 +313,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_gitdir_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_other_names, setup,
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
