@@ -83,8 +83,8 @@ snap_plant_headref(int dirfd)
 	size_t sp;
 	int fd;
 
-	if (fstatat(dirfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    S_ISDIR(st.st_mode))
+	if (dirfd == -1 || fstatat(dirfd, "HEAD", &st,
+	    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(st.st_mode))
 		return false;
 	if (S_ISLNK(st.st_mode)) {
 		n = readlinkat(dirfd, "HEAD", b, sizeof b - 1);
@@ -107,20 +107,27 @@ snap_plant_headref(int dirfd)
 	return strspn(b, "0123456789abcdefABCDEF") >= 40;
 }
 
-/* True if NAME is in DIRFD, whatever it is (git follows a link there). */
+/* True if NAME is in DIRFD or DIRFD2 (-1: none), whatever it is (git follows a link there). */
 static bool
-snap_plant_has(int dirfd, const char *name)
+snap_plant_has(int dirfd, int dirfd2, const char *name)
 {
 	struct stat st;
 
-	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	return (dirfd != -1 && fstatat(dirfd, name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0) || (dirfd2 != -1 && fstatat(dirfd2,
+	    name, &st, AT_SYMLINK_NOFOLLOW) == 0);
 }
 
-/*
- * True if the dir REL ("." for the project) is one git would take for a
- * repository, whatever its name (git's is_git_directory()): a valid HEAD,
- * and objects/ and refs/ or a commondir naming where they are.
- */
+bool
+snap_plant_repo_at(int dirfd, int dirfd2)
+{
+	return (snap_plant_headref(dirfd) || snap_plant_headref(dirfd2)) &&
+	    (snap_plant_has(dirfd, dirfd2, "commondir") ||
+	    (snap_plant_has(dirfd, dirfd2, "objects") &&
+	    snap_plant_has(dirfd, dirfd2, "refs")));
+}
+
+/* True if the dir REL ("." for the project) is one git would take for a repository. */
 static bool
 snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
 {
@@ -132,8 +139,7 @@ snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
 	    O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -1)
 		return false;
-	is = snap_plant_headref(fd) && (snap_plant_has(fd, "commondir") ||
-	    (snap_plant_has(fd, "objects") && snap_plant_has(fd, "refs")));
+	is = snap_plant_repo_at(fd, -1);
 	close(fd);
 	return is;
 }

@@ -171,6 +171,44 @@ confdiff_setid() {
 	case $m in 4*|2*|6*) bad "confdiff --apply installed a set-uid file ($m)" ;; *) ok ;; esac
 }
 
+# A git dir made in an overlaid config dir (a .git, and one of another
+# name), with core.fsmonitor and a hook: confdiff marks it and --apply
+# installs none of it; a new file comes with the user's umask, not 0666.
+confdiff_gitdir() {
+	OUT=$("$AMX" run -a tooly -C "$P" -- sh -c "cd ~/.tool && git init -q &&
+	    rm -f .git/hooks/*.sample && touch .git/refs/heads/.keep \
+	    .git/objects/.keep && git config core.fsmonitor 'touch $MARK; false' &&
+	    printf '#!/bin/sh\\ntouch $MARK\\n' >.git/hooks/pre-commit &&
+	    chmod +x .git/hooks/pre-commit && mkdir -p g/objects g/refs &&
+	    echo 'ref: refs/heads/main' >g/HEAD && touch g/objects/.k g/refs/.k &&
+	    git config --file g/config core.fsmonitor 'touch $MARK; false' &&
+	    echo x >wide && chmod 0666 wide && echo made" </dev/null 2>&1)
+	case $OUT in *made*) ok ;; *) bad "the config-dir git dir was not made: $OUT" ;; esac
+	show=$("$AMX" confdiff last 2>&1)
+	case $show in *"in a git dir ($HOME/.tool/.git): --apply will not"*) ok ;;
+	*) bad "confdiff does not mark the .git: $show" ;; esac
+	case $show in *"in a git dir ($HOME/.tool/g)"*) ok ;;
+	*) bad "confdiff does not mark the git dir named g: $show" ;; esac
+	case $show in *"new file mode 0666"*) ok ;;
+	*) bad "confdiff does not show a new file's mode: $show" ;; esac
+	out=$("$AMX" confdiff last --apply 2>&1)
+	case $out in *"not applied: $HOME/.tool/.git is a git dir"*) ok ;;
+	*) bad "apply did not say it refused the .git: $out" ;; esac
+	case $out in *"applied"*"wide"*) ok ;; *) bad "apply did not apply the plain file: $out" ;; esac
+	[ ! -e "$HOME/.tool/.git" ] && [ ! -e "$HOME/.tool/g/config" ] && ok ||
+	    bad "confdiff --apply installed a git dir in the config dir"
+	(cd "$HOME/.tool" && git status >/dev/null 2>&1; cd g 2>/dev/null &&
+	    git status >/dev/null 2>&1)
+	pwned && bad "git status in the config dir ran an applied core.fsmonitor" || ok
+	m=$(stat -c %a "$HOME/.tool/wide" 2>/dev/null)
+	want=$(printf '%o' $((0666 & ~0$(umask))))
+	[ "$m" = "$want" ] && ok || bad "a new 0666 file was applied as $m, not $want (umask $(umask))"
+	case $("$AMX" show last 2>&1) in *".tool/.git is a git dir the session"*) ok ;;
+	*) bad "show does not flag the config-dir git dir" ;; esac
+	"$AMX" confdiff last --discard >/dev/null 2>&1
+	rm -f "$MARK"
+}
+
 # The files the user's tools run: read-only where they exist, flagged when they change.
 PROTECTED='.envrc .vscode/tasks.json .vscode/settings.json .vscode/launch.json
 .mcp.json .claude/settings.json .claude/settings.local.json
@@ -234,6 +272,7 @@ checks() {
 	rm -f "$MARK"
 	setid
 	confdiff_setid
+	confdiff_gitdir
 	new_gitdir
 	other_gitdir
 	config_keys
