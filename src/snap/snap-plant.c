@@ -1,9 +1,10 @@
 /*
  * The end-of-session look at what a jailed command left in the project for
  * the host to run later: git dirs the host's git would obey (snap-nested.c),
- * set-uid and set-gid files, and changes to the files the user's own tools
- * run (.envrc, .vscode/tasks.json, ...). One walk of the project, which
- * never follows a link.
+ * set-uid and set-gid files, changes to the files the user's own tools
+ * run (.envrc, .vscode/tasks.json, ...), and a rebase or other git
+ * sequence left in progress. One walk of the project, which never follows
+ * a link.
  */
 #include <sys/stat.h>
 
@@ -21,6 +22,8 @@
 static void snap_plant_watch(const struct snap_plant_opts *,
     struct snap_plant_result *, int, const char *, const struct stat *);
 static void snap_plant_watch_gone(const struct snap_plant_opts *,
+    struct snap_plant_result *, int);
+static void snap_plant_seq_left(const struct snap_plant_opts *,
     struct snap_plant_result *, int);
 
 struct snap_plant_walk {
@@ -361,6 +364,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	fts_close(fts);
 	free(w.inside);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
+	snap_plant_seq_left(o, res, w.nc.projfd);
 	close(w.nc.projfd);
 	strv_free(&w.nc.done);
 	return 0;
@@ -616,4 +620,148 @@ snap_plant_existing(const char *project, char *const *patterns, size_t n,
 		strv_free(&found);
 	}
 	close(projfd);
+}
+
+/* ---- git sequences left in progress ---- */
+
+/* What git keeps in .git while a sequence is in progress, and what carries it on. */
+static const struct {
+	const char *name;         /* in .git */
+	const char *what;
+	const char *cont;         /* the command that carries it on */
+	const char *todo;         /* its todo list, whose exec lines run; NULL: none */
+} snap_plant_seqs[] = {
+	{ "rebase-merge", "a rebase", "git rebase --continue",
+	    "rebase-merge/git-rebase-todo" },
+	{ "rebase-apply", "a rebase or git am", "git rebase --continue or "
+	    "git am --continue", NULL },
+	{ "sequencer", "a cherry-pick or revert", "git cherry-pick "
+	    "--continue or git revert --continue", "sequencer/todo" },
+	{ "MERGE_HEAD", "a merge", "git commit or git merge --continue",
+	    NULL },
+	{ "CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue",
+	    NULL },
+	{ "REVERT_HEAD", "a revert", "git revert --continue", NULL },
+	{ "BISECT_LOG", "a bisect", "git bisect", NULL },
+};
+
+/* Exec lines of a todo list shown, at most, and how much of each. */
+#define SNAP_PLANT_MAX_EXEC 5
+#define SNAP_PLANT_MAX_EXEC_LEN 200
+
+static unsigned
+snap_plant_seq_at(int projfd)
+{
+	char *rel;
+	unsigned i, bits = 0;
+	int fd;
+
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		rel = xprintf(".git/%s", snap_plant_seqs[i].name);
+		if ((fd = path_open_beneath(projfd, rel, O_PATH, 0)) != -1) {
+			bits |= 1U << i;
+			close(fd);
+		}
+		free(rel);
+	}
+	return bits;
+}
+
+unsigned
+snap_plant_sequences(const char *project)
+{
+	unsigned bits;
+	int projfd;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	bits = snap_plant_seq_at(projfd);
+	close(projfd);
+	return bits;
+}
+
+/* The command of a todo line if it is "exec CMD" or "x CMD", else NULL. */
+static const char *
+snap_plant_exec_line(const char *line)
+{
+	line += strspn(line, " \t");
+	if (strncmp(line, "exec", 4) == 0 && (line[4] == ' ' ||
+	    line[4] == '\t'))
+		return line + 5 + strspn(line + 5, " \t");
+	if (line[0] == 'x' && (line[1] == ' ' || line[1] == '\t'))
+		return line + 2 + strspn(line + 2, " \t");
+	return NULL;
+}
+
+/* Appends to OUT the exec lines of the todo list REL (in .git), quoted; how many there are. */
+static size_t
+snap_plant_execs(int projfd, const char *rel, struct buf *out)
+{
+	struct buf b;
+	char *line, *save = NULL, *cut, *q, *path = xprintf(".git/%s", rel);
+	const char *cmd;
+	size_t n = 0;
+	int rc;
+
+	buf_init(&b);
+	rc = path_read_beneath(projfd, path, 1024 * 1024, &b);
+	free(path);
+	if (rc == -1 || b.data == NULL) {
+		buf_free(&b);
+		return 0;
+	}
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((cmd = snap_plant_exec_line(line)) == NULL)
+			continue;
+		if (n++ >= SNAP_PLANT_MAX_EXEC)
+			continue;
+		cut = xstrndup(cmd, SNAP_PLANT_MAX_EXEC_LEN);
+		q = quote_name(cut);
+		buf_printf(out, "%sexec %s%s", n == 1 ? "" : "; ", q,
+		    strlen(cmd) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
+		free(q);
+		free(cut);
+	}
+	if (n > SNAP_PLANT_MAX_EXEC)
+		buf_printf(out, " (and %zu more)", n - SNAP_PLANT_MAX_EXEC);
+	buf_free(&b);
+	return n;
+}
+
+/* One sequence I left in progress by the session: what the user's git would carry on. */
+static void
+snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
+{
+	struct buf ex;
+	size_t n = 0;
+
+	buf_init(&ex);
+	buf_adds(&ex, "");
+	if (snap_plant_seqs[i].todo != NULL)
+		n = snap_plant_execs(projfd, snap_plant_seqs[i].todo, &ex);
+	if (n > 0)
+		strv_addf(&res->watched, "%s was left in progress in .git "
+		    "(.git/%s); its todo runs commands at %s: %s; run it only "
+		    "if you mean those, or abort it", snap_plant_seqs[i].what,
+		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont, ex.data);
+	else
+		strv_addf(&res->watched, "%s was left in progress in .git "
+		    "(.git/%s); %s carries it on as the session left it: read "
+		    "it first, or abort it", snap_plant_seqs[i].what,
+		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont);
+	buf_free(&ex);
+}
+
+/* Sequences in progress now that were not at the start. */
+static void
+snap_plant_seq_left(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd)
+{
+	unsigned i, now = snap_plant_seq_at(projfd);
+
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		if ((now & (1U << i)) && !(o->sequences & (1U << i)))
+			snap_plant_seq_one(res, projfd, i);
+	}
 }

@@ -30,7 +30,15 @@ struct snap_plant_opts {
 	size_t nwatch;
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
+	unsigned sequences;       /* snap_plant_sequences() at the start */
 };
+/**
+ * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
+ * in progress in PROJECT's .git, as bits for snap_plant_opts.sequences:
+ * one left in progress by a session is carried on by the user's git (a
+ * rebase's todo runs its exec lines at `git rebase --continue`).
+ */
+unsigned snap_plant_sequences(const char *project);
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
  * file's ctime is stamped from the kernel's coarse clock, which lags

@@ -109,6 +109,31 @@ other_gitdir() {
 	rm -rf "$Q" "$MARK"
 }
 
+# A rebase left in progress with an exec line: the user's next
+# `git rebase --continue` runs it, so the session's end says so, quoted.
+rebase_left() {
+	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
+	    echo b >seq && git commit -qam seq2) || exit 1
+	jrun -- sh -c "GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch $MARK\\n\" >' \
+	    git rebase -i HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge &&
+	    echo left"
+	case $OUT in *left*) ok ;; *) bad "the rebase was not left in progress: $OUT" ;; esac
+	case $OUT in *"a rebase was left in progress"*"exec touch $MARK"*) ok ;;
+	*) bad "no alert about the rebase left in progress: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"a rebase was left in progress"*) ok ;;
+	*) bad "show does not flag the rebase left in progress" ;; esac
+	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
+	# One the user had going before the session is not the session's.
+	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
+	    echo b >seq && git commit -qam seq2 && GIT_SEQUENCE_EDITOR='printf \
+	    "break\n" >' git rebase -q -i HEAD~1 >/dev/null 2>&1) || exit 1
+	jrun -- true
+	case $OUT in *"left in progress"*) bad "a rebase from before the session was flagged: $OUT" ;;
+	*) ok ;; esac
+	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
+	rm -f "$MARK"
+}
+
 # Every key a deny-list missed, set in a nested repository the agent makes.
 config_keys() {
 	jrun -- sh -c "set -e; git init -q nest && cd nest &&
@@ -275,6 +300,7 @@ checks() {
 	confdiff_gitdir
 	new_gitdir
 	other_gitdir
+	rebase_left
 	config_keys
 	modules
 	protected

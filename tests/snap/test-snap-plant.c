@@ -301,6 +301,55 @@ test_other_names(void **state)
 	snap_plant_result_free(&res);
 }
 
+/*
+ * A rebase left in progress (a break, then exec lines, one with an escape
+ * in it) is told with its exec lines quoted; one in progress at the start
+ * is not.
+ */
+static void
+test_sequence_left(void **state)
+{
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *q = xprintf("%s/quarantine", dir), *cause = NULL, *s;
+	unsigned before;
+
+	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
+	    "git config user.name a && echo 1 >f && git add f && "
+	    "git commit -qm 1 && echo 2 >f && git commit -qam 2", proj);
+	before = snap_plant_sequences(proj);
+	assert_int_equal(before, 0);
+	test_sh_ok("cd %s && GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch "
+	    "x\\n\" >' git rebase -q -i HEAD~1 >/dev/null 2>&1 && "
+	    "printf 'x echo \\033[31mred\\n' >>.git/rebase-merge/git-rebase-todo",
+	    proj);
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = q;
+	o.had_git = true;
+	o.since = util_now_ms();
+	o.sequences = before;
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	assert_int_equal(res.watched.n, 1);
+	s = res.watched.v[0];
+	assert_non_null(strstr(s, "a rebase was left in progress"));
+	assert_non_null(strstr(s, "git rebase --continue: exec touch x; "
+	    "exec \"echo \\033[31mred\""));
+	assert_null(strchr(s, '\033'));
+	snap_plant_result_free(&res);
+	/* In progress when the session started: not the session's doing. */
+	o.sequences = snap_plant_sequences(proj);
+	assert_int_not_equal(o.sequences, 0);
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	assert_int_equal(res.watched.n, 0);
+	snap_plant_result_free(&res);
+	free(q);
+}
+
 int
 main(void)
 {
@@ -315,6 +364,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
