@@ -31,7 +31,6 @@ struct snap_plant_walk {
 	struct snap_plant_result *res;
 	struct snap_nested nc;
 	char *inside;             /* the git dir not named .git the walk is in */
-	short inside_level;
 	size_t entries;           /* looked at so far */
 };
 
@@ -137,9 +136,10 @@ snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
 	bool is;
 	int fd;
 
-	fd = strcmp(rel, ".") == 0 ? openat(w->nc.projfd, ".", O_RDONLY |
+	/* O_PATH: git finds HEAD by name in a dir it cannot list, and so do we. */
+	fd = strcmp(rel, ".") == 0 ? openat(w->nc.projfd, ".", O_PATH |
 	    O_DIRECTORY | O_CLOEXEC) : path_open_beneath(w->nc.projfd, rel,
-	    O_RDONLY | O_DIRECTORY, 0);
+	    O_PATH | O_DIRECTORY, 0);
 	if (fd == -1)
 		return false;
 	is = snap_plant_repo_at(fd, -1);
@@ -183,18 +183,65 @@ snap_plant_setid(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
+/* True if REL lies under DIR (NULL: nowhere). */
+static bool
+snap_plant_under(const char *dir, const char *rel)
+{
+	size_t n;
+
+	if (dir == NULL)
+		return false;
+	n = strlen(dir);
+	return strncmp(rel, dir, n) == 0 && rel[n] == '/';
+}
+
 /* True if REL lies in a git dir: under a ".git" component, or in one of another name. */
 static bool
 snap_plant_gitpath(struct snap_plant_walk *w, const char *rel)
 {
-	size_t n;
-
 	if (strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL)
 		return true;
-	if (w->inside == NULL)
-		return false;
-	n = strlen(w->inside);
-	return strncmp(rel, w->inside, n) == 0 && rel[n] == '/';
+	return snap_plant_under(w->inside, rel);
+}
+
+/*
+ * A git dir made unreadable (chmod 0111: git on the host still finds its
+ * HEAD, config and hooks by name, agentmux could not open it to defuse
+ * it) gets read, write and search back for its owner, the user, and it
+ * is said.
+ */
+static void
+snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	char *dir, *q;
+	int fd, pfd;
+
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) != -1) {
+		close(fd);
+		return;
+	}
+	if (errno != EACCES || e->fts_statp->st_uid != geteuid())
+		return;
+	dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
+	pfd = dir != NULL ? path_open_beneath(w->nc.projfd, dir, O_RDONLY |
+	    O_DIRECTORY, 0) : dup(w->nc.projfd);
+	free(dir);
+	/* fts saw a dir there (lstat), and the jail's processes are gone. */
+	if (pfd == -1 || fchmodat(pfd, e->fts_name, (e->fts_statp->st_mode &
+	    0777) | 0700, 0) == -1) {
+		if (pfd != -1)
+			close(pfd);
+		return;
+	}
+	close(pfd);
+	q = snap_nested_quote(rel);
+	strv_addf(&w->res->alerts, "%s, a git dir, was made unreadable in the "
+	    "session (mode %04o); agentmux gave its owner read, write and "
+	    "search on it back to look in it", q,
+	    (unsigned)(e->fts_statp->st_mode & 07777));
+	free(q);
 }
 
 /*
@@ -212,8 +259,9 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, FTSENT *e, const char *rel)
 	if (w->inside != NULL || (e->fts_level == 1 && w->o->had_git &&
 	    strcmp(e->fts_name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
 		return;
-	w->inside = xstrdup(rel);
-	w->inside_level = e->fts_level;
+	if (e->fts_info == FTS_D)
+		w->inside = xstrdup(rel);
+	snap_plant_open_up(w, e, rel);
 	repo = xprintf("%s (a git dir named %s)", e->fts_path, e->fts_name);
 	snap_nested_gitdir(&w->nc, repo, rel);
 	free(repo);
@@ -289,21 +337,21 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	const char *rel = e->fts_path + strlen(w->o->project) + 1;
 	bool own = e->fts_level == 1 && w->o->had_git;
 
-	if (e->fts_info == FTS_DP && w->inside != NULL &&
-	    e->fts_level == w->inside_level) {
+	/* Left the git dir of another name (fts may not say: an unreadable one). */
+	if (w->inside != NULL && !snap_plant_under(w->inside, rel)) {
 		free(w->inside);
 		w->inside = NULL;
 	}
-	if (e->fts_info == FTS_DP || e->fts_info == FTS_DNR ||
-	    e->fts_info == FTS_ERR || e->fts_info == FTS_NS)
+	if (e->fts_info == FTS_DP || e->fts_info == FTS_ERR ||
+	    e->fts_info == FTS_NS)
 		return;
 	/* A repository of the session's making, nested or at the top. */
 	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
-	if (snap_plant_gitpath(w, rel))
+	if (e->fts_info != FTS_DNR && snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
-	/* After: a submodule's git dir is named as one. */
-	if (e->fts_info == FTS_D)
+	/* After: a submodule's git dir is named as one. Unreadable ones too. */
+	if (e->fts_info == FTS_D || e->fts_info == FTS_DNR)
 		snap_plant_other_gitdir(w, e, rel);
 	snap_plant_setid(w, rel, e->fts_statp);
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);

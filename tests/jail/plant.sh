@@ -84,6 +84,18 @@ other_gitdir() {
 	case $("$AMX" show last 2>&1) in *"a git dir named src"*) ok ;;
 	*) bad "show does not flag the git dir named src" ;; esac
 	rm -rf "$P/src/HEAD" "$P/src/objects" "$P/src/refs" "$P/src/config" "$MARK"
+	# The same made unreadable (git still finds it by name; an ordinary
+	# user's agentmux could not open it).
+	mkdir -p "$P/lib/deep"
+	echo 'int y;' >"$P/lib/deep/b.c"
+	(cd "$P" && git add lib && git commit -qm lib) || exit 1
+	jrun -- sh -c "cd lib && $plant &&
+	    git config --file config core.worktree .. && chmod 0111 . && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the unreadable plant did not run: $OUT" ;; esac
+	(cd "$P/lib/deep" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of an unreadable git dir" || ok
+	chmod 0755 "$P/lib"
+	rm -rf "$P/lib/HEAD" "$P/lib/objects" "$P/lib/refs" "$P/lib/config" "$MARK"
 	# A .git file made in a dir, naming a git dir called "x" with a hook.
 	jrun -- sh -c "mkdir -p w && git init -q --bare x &&
 	    printf 'gitdir: ../x\\n' >w/.git && git -C x config core.bare false &&
