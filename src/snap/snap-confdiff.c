@@ -291,8 +291,9 @@ snap_cc_repo(const char *upper, const char *host)
 	int ufd, hfd;
 	bool is;
 
-	ufd = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	hfd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_PATH: git finds HEAD by name in a dir it can only search. */
+	ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	hfd = open(host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	is = snap_plant_repo_at(ufd, hfd);
 	if (ufd != -1)
 		close(ufd);
