@@ -223,6 +223,7 @@ session_guard_start(struct session *s)
 	s->guard_sock_on = true;
 	session_tick_want(s->ctx);
 	s->guard_since = snap_plant_clock();
+	s->guard_seq = snap_plant_sequences(s->project);
 
 	path = xprintf("%s/.git", s->project);
 	s->guard_had_git = lstat(path, &st) == 0;
@@ -286,6 +287,7 @@ session_guard_plant(struct session *s)
 	o.nwatch = watch.n;
 	o.existed = s->watched.v;
 	o.nexisted = s->watched.n;
+	o.sequences = s->guard_seq;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);

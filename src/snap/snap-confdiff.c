@@ -48,6 +48,19 @@ struct snap_ccs {
 	size_t n;
 };
 
+/*
+ * The mode a file the session made or changed gets on the host: the
+ * session's, without set-uid, set-gid or sticky bits, and without what
+ * the user's umask takes off, unless the host file (HOST, its mode; 0:
+ * a new file) had that bit already. A jail's 0666 or 0777 is not a mode
+ * the user would give.
+ */
+static mode_t
+snap_cc_mode(mode_t jail, mode_t host)
+{
+	return jail & 0777 & (~util_user_umask() | (host & 0777));
+}
+
 static void
 snap_ccs_free(struct snap_ccs *c)
 {
@@ -274,6 +287,70 @@ snap_cc_file(struct snap_ccs *c, const char *entry, const char *host)
 	snap_cc_file_entry(c, copy, mark, host);
 	free(copy);
 	free(mark);
+}
+
+/* True if the dir at UPPER (the session's copy) or HOST is one git takes for a repository. */
+static bool
+snap_cc_repo(const char *upper, const char *host)
+{
+	int ufd, hfd;
+	bool is;
+
+	/* O_PATH: git finds HEAD by name in a dir it can only search. */
+	ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	hfd = open(host, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	is = snap_plant_repo_at(ufd, hfd);
+	if (ufd != -1)
+		close(ufd);
+	if (hfd != -1)
+		close(hfd);
+	return is;
+}
+
+/*
+ * The host path of the git dir CC would put something in, or be: a
+ * ".git" (dir, file or link) on its path, or a dir git takes for a
+ * repository whatever its name, in the session's copy or on the host.
+ * git obeys what its config and hooks name, so none is ever installed.
+ * NULL if none; caller frees.
+ */
+static char *
+snap_cc_gitdir(const struct snap_cc *cc)
+{
+	const char *rel, *slash;
+	char *h, *u;
+	size_t n, p, uroot;
+	bool is;
+
+	if (cc->upper == NULL)
+		return NULL;  /* a deletion installs nothing */
+	if (strcmp(cc->host, cc->root) == 0)
+		return strcmp(strrchr(cc->host, '/') + 1, ".git") == 0 ?
+		    xstrdup(cc->host) : NULL;
+	rel = cc->host + strlen(cc->root);    /* "/a/b/name" */
+	n = strlen(rel);
+	if (strlen(cc->upper) < n)
+		return NULL;
+	uroot = strlen(cc->upper) - n;
+	for (p = 0; p <= n; p++) {
+		if (p < n && rel[p] != '/')
+			continue;
+		/* rel[0..p) is a dir on the way (p < n) or the entry itself. */
+		for (slash = rel + p; slash > rel && slash[-1] != '/'; slash--)
+			;
+		is = p > 0 && (size_t)(rel + p - slash) == 4 &&
+		    strncmp(slash, ".git", 4) == 0;
+		h = xprintf("%s%.*s", cc->root, (int)p, rel);
+		if (!is && p < n) {
+			u = xstrndup(cc->upper, uroot + p);
+			is = snap_cc_repo(u, h);
+			free(u);
+		}
+		if (is)
+			return h;
+		free(h);
+	}
+	return NULL;
 }
 
 /* Reads the manifest ("N\tdir|file\tHOST" lines) and scans each entry. */
@@ -517,6 +594,19 @@ snap_cc_binary(const char *path)
 	return bin;
 }
 
+/* The mode the session gave a new file, and what --apply gives it if that differs. */
+static void
+snap_cc_show_new_mode(struct snap_cc_out *o, mode_t jail)
+{
+	mode_t to = snap_cc_mode(jail, 0);
+
+	out_printf(o->out, "new file mode %04o", (unsigned)(jail & 07777));
+	if (to != (jail & 07777))
+		out_printf(o->out, " (applied as %04o: your umask, never "
+		    "set-uid or set-gid)", (unsigned)to);
+	out_puts(o->out, "\n");
+}
+
 static void
 snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 {
@@ -529,6 +619,9 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 		za = sa.st_size;
 	if (strcmp(b, "/dev/null") != 0 && lstat(b, &sb) == 0)
 		zb = sb.st_size;
+	if (cc->change == 'A' && strcmp(b, "/dev/null") != 0 &&
+	    lstat(b, &sb) == 0)
+		snap_cc_show_new_mode(o, sb.st_mode);
 	if (za > SNAP_CC_MAX_DIFF || zb > SNAP_CC_MAX_DIFF)
 		out_printf(o->out, "large file: %lld -> %lld bytes\n",
 		    (long long)za, (long long)zb);
@@ -626,6 +719,26 @@ snap_cc_show_one(struct snap_cc_out *o, const struct snap_cc *cc)
 		snap_cc_show_file(o, cc);
 }
 
+/* A change in a git dir is marked: --apply refuses it. */
+static void
+snap_cc_show_gitdir(struct snap_cc_out *o, const struct snap_cc *cc)
+{
+	char *g = snap_cc_gitdir(cc), *q;
+
+	if (g == NULL)
+		return;
+	q = quote_name(g);
+	if (o->color)
+		out_color(o->out, "1;31");
+	out_printf(o->out, "in a git dir (%s): --apply will not install it; "
+	    "git would run the commands its config and hooks name", q);
+	if (o->color)
+		out_color(o->out, "");
+	out_puts(o->out, "\n");
+	free(q);
+	free(g);
+}
+
 static void
 snap_cc_secrets_free(char **v, size_t n)
 {
@@ -664,6 +777,7 @@ snap_confdiff_show(struct store *st, int64_t session,
 			out_color(o.out, "");
 		out_puts(o.out, "\n");
 		free(q);
+		snap_cc_show_gitdir(&o, &c.v[i]);
 		snap_cc_show_one(&o, &c.v[i]);
 	}
 	if (c.n > 0)
@@ -705,9 +819,9 @@ snap_cc_make_root(const struct snap_cc *cc, const char *rel)
 		if (made || errno == EEXIST)
 			fd = openat(pfd, name + 1, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
-		/* The mode the jail gave it, not what agentmux's umask leaves. */
+		/* The jail's mode under the user's umask, not agentmux's own. */
 		if (made && fd != -1)
-			(void)fchmod(fd, mode);
+			(void)fchmod(fd, mode & ~util_user_umask());
 		close(pfd);
 	}
 	free(parent);
@@ -755,7 +869,8 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 			up = xstrndup(cc->upper, strlen(cc->upper) -
 			    strlen(e));
 			/* Never a set-gid dir of the jail's making. */
-			mode = stat(up, &sb) == 0 ? sb.st_mode & 01777 : 0700;
+			mode = stat(up, &sb) == 0 ? sb.st_mode & 0777 &
+			    ~util_user_umask() : 0700;
 			free(up);
 			if (mkdirat(fd, comp, mode) == 0 || errno == EEXIST)
 				next = openat(fd, comp, O_RDONLY | O_DIRECTORY |
@@ -779,16 +894,16 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
 
 /*
  * Copies the upper file or symlink (or SRC, a merge of it, if not NULL) to
- * a temporary name in DIRFD. Its mode comes along without the set-uid and
- * set-gid bits (*SETID says if it had one): a jail's root could have made
- * a root shell there.
+ * a temporary name in DIRFD. Its mode comes along as snap_cc_mode says:
+ * without the set-uid and set-gid bits (*SETID says if it had one; a
+ * jail's root could have made a root shell there), with the user's umask.
  */
 static int
 snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
     const char *tmp, bool *setid, char **cause)
 {
 	char target[4096];
-	struct stat sb;
+	struct stat sb, sh;
 	ssize_t n;
 	int in, out, rc = -1;
 
@@ -813,8 +928,12 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
 	*setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
+	if (fstatat(dirfd, strrchr(cc->host, '/') + 1, &sh,
+	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(sh.st_mode))
+		sh.st_mode = 0;
 	if (out != -1 && snap_copy_fd(in, out) == 0 &&
-	    fchmod(out, sb.st_mode & 01777) == 0 && fsync(out) == 0)
+	    fchmod(out, snap_cc_mode(sb.st_mode, sh.st_mode)) == 0 &&
+	    fsync(out) == 0)
 		rc = 0;
 	else
 		*cause = xprintf("cannot write %s: %s", cc->host, strerror(errno));
@@ -905,7 +1024,9 @@ struct snap_cc_run {
 	char *const *paths;
 	bool apply;
 	bool force;
+	bool color;
 	FILE *out;
+	struct strv gitdirs;      /* refused git dirs, said once each */
 	char **secrets;
 	size_t nsecrets;
 	int done;
@@ -918,7 +1039,8 @@ struct snap_cc_run {
  * In the session end's child: one result for the server to record (the
  * store is the server's), as "KIND\0PATH\0ARG\0". R: recorded (ARG: the
  * change's letter, then 's' if a set-id bit was dropped), C: a conflict,
- * F: failed (ARG: why), E: the run failed (ARG: why).
+ * F: failed (ARG: why), G: in a git dir, not installed (ARG: the git
+ * dir), E: the run failed (ARG: why).
  */
 static void
 snap_cc_report(struct snap_cc_run *r, char kind, const char *path,
@@ -1689,12 +1811,43 @@ snap_cc_sweep_for(struct snap_cc_swept *sw, const struct snap_cc *cc)
 	close(fd);
 }
 
+/* CC lies in git dir G (snap_cc_gitdir): not installed, said in red once per git dir, pending. */
+static void
+snap_cc_refuse_git(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, const char *g)
+{
+	char *qg = quote_name(g), *msg;
+
+	r->failed++;
+	msg = xprintf("%s is a git dir the session made or changed in a config "
+	    "dir: git would run the commands its config and hooks name, so "
+	    "agentmux installs nothing in it; 'agentmux confdiff %lld "
+	    "--discard %s' drops it", qg, (long long)session, qg);
+	if (r->report >= 0)
+		snap_cc_report(r, 'G', cc->host, g);
+	else if (!strv_contains(&r->gitdirs, g)) {
+		strv_add(&r->gitdirs, g);
+		store_event_add(st, session, "error", "tampering", "%s", msg);
+		store_session_flag(st, session, "tampering");
+		if (r->out != NULL && r->color)
+			out_color(r->out, "1;31");
+		if (r->out != NULL)
+			out_printf(r->out, "not applied: %s", msg);
+		if (r->out != NULL && r->color)
+			out_color(r->out, "");
+		if (r->out != NULL)
+			out_puts(r->out, "\n");
+	}
+	free(msg);
+	free(qg);
+}
+
 /* Applies or discards the changes C (the store is ST, or the server's: R reports). */
 static int
 snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
     struct snap_ccs *c, char **cause)
 {
-	char *err = NULL;
+	char *err = NULL, *g;
 	struct snap_cc_swept sw;
 	size_t i;
 	int rc = 0;
@@ -1705,6 +1858,11 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 	for (i = 0; rc == 0 && i < c->n; i++) {
 		setid = false;
 		snap_cc_sweep_for(&sw, &c->v[i]);
+		if (r->apply && (g = snap_cc_gitdir(&c->v[i])) != NULL) {
+			snap_cc_refuse_git(r, st, session, &c->v[i], g);
+			free(g);
+			continue;
+		}
 		if (r->apply && (rc = snap_cc_put(r, st, session, &c->v[i],
 		    &setid, &err)) != 0) {
 			if (rc == -1)
@@ -1815,11 +1973,13 @@ snap_confdiff_apply(struct store *st, int64_t session,
 	r.apply = apply;
 	r.force = opts->force;
 	r.out = opts->out;
+	r.color = opts->color;
 	r.secrets = snap_redact_secrets(opts->cf, &r.nsecrets);
 	rc = snap_cc_do(st, session, &r, cause);
 	if (rc == 0)
 		rc = snap_cc_summary(&r, session, cause);
 	snap_cc_secrets_free(r.secrets, r.nsecrets);
+	strv_free(&r.gitdirs);
 	if (lock >= 0)
 		close(lock);
 	return rc;
@@ -1846,6 +2006,7 @@ snap_confdiff_session_end(struct store *st, const struct config *cf,
     int64_t session, int persist, char **cause)
 {
 	struct snap_cc_run r;
+	int rc;
 
 	memset(&r, 0, sizeof r);
 	r.report = -1;
@@ -1858,9 +2019,13 @@ snap_confdiff_session_end(struct store *st, const struct config *cf,
 	default:
 		return 0;
 	}
-	if (snap_cc_do(st, session, &r, cause) == -1)
+	if (snap_cc_do(st, session, &r, cause) == -1) {
+		strv_free(&r.gitdirs);
 		return -1;
-	return snap_cc_ended(st, session, persist, &r, cause);
+	}
+	rc = snap_cc_ended(st, session, persist, &r, cause);
+	strv_free(&r.gitdirs);
+	return rc;
 }
 
 /*
@@ -1978,6 +2143,9 @@ snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
 	case 'F':
 		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
 		break;
+	case 'G':
+		snap_cc_refuse_git(&e->r, e->st, e->session, &cc, arg);
+		break;
 	case 'Z':
 		e->finished = true;
 		break;
@@ -2030,6 +2198,7 @@ snap_cc_end_free(struct snap_confdiff_end *e)
 	if (e->lock >= 0)
 		close(e->lock);
 	buf_free(&e->in);
+	strv_free(&e->r.gitdirs);
 	free(e->error);
 	free(e);
 	snap_cc_nends--;

@@ -542,6 +542,13 @@ struct snap_nested {
 	int n;                    /* files kept in the quarantine so far */
 };
 
+/*
+ * True if the dir DIRFD, seen together with DIRFD2 (-1: none; an overlay's
+ * host dir under its upper dir), is one git would take for a repository
+ * whatever its name (git's is_git_directory()): a HEAD that is a ref or
+ * an object name, and objects/ and refs/ or a commondir.
+ */
+bool snap_plant_repo_at(int dirfd, int dirfd2);
 /* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
 void snap_nested_dotgit(struct snap_nested *, const char *rel);
 /* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */

@@ -1,9 +1,10 @@
 /*
  * The end-of-session look at what a jailed command left in the project for
  * the host to run later: git dirs the host's git would obey (snap-nested.c),
- * set-uid and set-gid files, and changes to the files the user's own tools
- * run (.envrc, .vscode/tasks.json, ...). One walk of the project, which
- * never follows a link.
+ * set-uid and set-gid files, changes to the files the user's own tools
+ * run (.envrc, .vscode/tasks.json, ...), and a rebase or other git
+ * sequence left in progress. One walk of the project, which never follows
+ * a link.
  */
 #include <sys/stat.h>
 
@@ -22,12 +23,24 @@ static void snap_plant_watch(const struct snap_plant_opts *,
     struct snap_plant_result *, int, const char *, const struct stat *);
 static void snap_plant_watch_gone(const struct snap_plant_opts *,
     struct snap_plant_result *, int);
+static void snap_plant_seq_left(const struct snap_plant_opts *,
+    struct snap_plant_result *, int);
 
 struct snap_plant_walk {
 	const struct snap_plant_opts *o;
 	struct snap_plant_result *res;
 	struct snap_nested nc;
+	char *inside;             /* the git dir not named .git the walk is in */
+	size_t entries;           /* looked at so far */
 };
+
+/*
+ * A hostile tree can be as wide as the disk allows; past this many
+ * entries the walk stops and says so. Deep is bounded already: fts
+ * cannot go past PATH_MAX, and neither can git's own search for a
+ * repository (it starts from the working directory's path).
+ */
+#define SNAP_PLANT_MAX_ENTRIES 1000000
 
 void
 snap_plant_result_init(struct snap_plant_result *res)
@@ -56,6 +69,82 @@ snap_plant_is_gitdir(struct snap_plant_walk *w, const char *rel)
 		return false;
 	close(fd);
 	return true;
+}
+
+/*
+ * True if HEAD in DIRFD is one git's validate_headref() accepts, or may
+ * (a FIFO or device: not read): a link to "refs/...", "ref: refs/..." or
+ * an object name.
+ */
+static bool
+snap_plant_headref(int dirfd)
+{
+	char b[256];
+	struct stat st;
+	ssize_t n;
+	size_t sp;
+	int fd;
+
+	if (dirfd == -1 || fstatat(dirfd, "HEAD", &st,
+	    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(st.st_mode))
+		return false;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dirfd, "HEAD", b, sizeof b - 1);
+		return n >= 5 && memcmp(b, "refs/", 5) == 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return true;
+	if ((fd = openat(dirfd, "HEAD", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return false;
+	n = read(fd, b, sizeof b - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	b[n] = '\0';
+	if (strncmp(b, "ref:", 4) == 0) {
+		sp = 4 + strspn(b + 4, " \t\n\v\f\r");
+		return strncmp(b + sp, "refs/", 5) == 0;
+	}
+	return strspn(b, "0123456789abcdefABCDEF") >= 40;
+}
+
+/* True if NAME is in DIRFD or DIRFD2 (-1: none), whatever it is (git follows a link there). */
+static bool
+snap_plant_has(int dirfd, int dirfd2, const char *name)
+{
+	struct stat st;
+
+	return (dirfd != -1 && fstatat(dirfd, name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0) || (dirfd2 != -1 && fstatat(dirfd2,
+	    name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+bool
+snap_plant_repo_at(int dirfd, int dirfd2)
+{
+	return (snap_plant_headref(dirfd) || snap_plant_headref(dirfd2)) &&
+	    (snap_plant_has(dirfd, dirfd2, "commondir") ||
+	    (snap_plant_has(dirfd, dirfd2, "objects") &&
+	    snap_plant_has(dirfd, dirfd2, "refs")));
+}
+
+/* True if the dir REL ("." for the project) is one git would take for a repository. */
+static bool
+snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
+{
+	bool is;
+	int fd;
+
+	/* O_PATH: git finds HEAD by name in a dir it cannot list, and so do we. */
+	fd = strcmp(rel, ".") == 0 ? openat(w->nc.projfd, ".", O_PATH |
+	    O_DIRECTORY | O_CLOEXEC) : path_open_beneath(w->nc.projfd, rel,
+	    O_PATH | O_DIRECTORY, 0);
+	if (fd == -1)
+		return false;
+	is = snap_plant_repo_at(fd, -1);
+	close(fd);
+	return is;
 }
 
 /* The set-uid and set-gid bits of REL (changed in the session) come off. */
@@ -94,11 +183,88 @@ snap_plant_setid(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
-/* True if REL lies in a git dir: under a ".git" component. */
+/* True if REL lies under DIR (NULL: nowhere). */
 static bool
-snap_plant_gitpath(const char *rel)
+snap_plant_under(const char *dir, const char *rel)
 {
-	return strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL;
+	size_t n;
+
+	if (dir == NULL)
+		return false;
+	n = strlen(dir);
+	return strncmp(rel, dir, n) == 0 && rel[n] == '/';
+}
+
+/* True if REL lies in a git dir: under a ".git" component, or in one of another name. */
+static bool
+snap_plant_gitpath(struct snap_plant_walk *w, const char *rel)
+{
+	if (strncmp(rel, ".git/", 5) == 0 || strstr(rel, "/.git/") != NULL)
+		return true;
+	return snap_plant_under(w->inside, rel);
+}
+
+/*
+ * A git dir made unreadable (chmod 0111: git on the host still finds its
+ * HEAD, config and hooks by name, agentmux could not open it to defuse
+ * it) gets read, write and search back for its owner, the user, and it
+ * is said.
+ */
+static void
+snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+	char *dir, *q;
+	int fd, pfd;
+
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) != -1) {
+		close(fd);
+		return;
+	}
+	if (errno != EACCES || e->fts_statp->st_uid != geteuid())
+		return;
+	dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
+	pfd = dir != NULL ? path_open_beneath(w->nc.projfd, dir, O_RDONLY |
+	    O_DIRECTORY, 0) : dup(w->nc.projfd);
+	free(dir);
+	/* fts saw a dir there (lstat), and the jail's processes are gone. */
+	if (pfd == -1 || fchmodat(pfd, e->fts_name, (e->fts_statp->st_mode &
+	    0777) | 0700, 0) == -1) {
+		if (pfd != -1)
+			close(pfd);
+		return;
+	}
+	close(pfd);
+	q = snap_nested_quote(rel);
+	strv_addf(&w->res->alerts, "%s, a git dir, was made unreadable in the "
+	    "session (mode %04o); agentmux gave its owner read, write and "
+	    "search on it back to look in it", q,
+	    (unsigned)(e->fts_statp->st_mode & 07777));
+	free(q);
+}
+
+/*
+ * A dir git would take for a repository, not named .git (src/ holding
+ * HEAD, objects/, refs/ and a config with core.worktree = ..): git on
+ * the host obeys it from any dir below the worktree it names. It is
+ * defused as a nested .git is, and what is in it is looked at as what is
+ * in a git dir.
+ */
+static void
+snap_plant_other_gitdir(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+{
+	char *repo;
+
+	if (w->inside != NULL || (e->fts_level == 1 && w->o->had_git &&
+	    strcmp(e->fts_name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
+		return;
+	if (e->fts_info == FTS_D)
+		w->inside = xstrdup(rel);
+	snap_plant_open_up(w, e, rel);
+	repo = xprintf("%s (a git dir named %s)", e->fts_path, e->fts_name);
+	snap_nested_gitdir(&w->nc, repo, rel);
+	free(repo);
 }
 
 /*
@@ -171,16 +337,37 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	const char *rel = e->fts_path + strlen(w->o->project) + 1;
 	bool own = e->fts_level == 1 && w->o->had_git;
 
-	if (e->fts_info == FTS_DP || e->fts_info == FTS_DNR ||
-	    e->fts_info == FTS_ERR || e->fts_info == FTS_NS)
+	/* Left the git dir of another name (fts may not say: an unreadable one). */
+	if (w->inside != NULL && !snap_plant_under(w->inside, rel)) {
+		free(w->inside);
+		w->inside = NULL;
+	}
+	if (e->fts_info == FTS_DP || e->fts_info == FTS_ERR ||
+	    e->fts_info == FTS_NS)
 		return;
 	/* A repository of the session's making, nested or at the top. */
 	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
-	if (snap_plant_gitpath(rel))
+	if (e->fts_info != FTS_DNR && snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
+	/* After: a submodule's git dir is named as one. Unreadable ones too. */
+	if (e->fts_info == FTS_D || e->fts_info == FTS_DNR)
+		snap_plant_other_gitdir(w, e, rel);
 	snap_plant_setid(w, rel, e->fts_statp);
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
+}
+
+static void
+snap_plant_too_many(struct snap_plant_walk *w)
+{
+	char *q = snap_nested_quote(w->o->project);
+
+	strv_addf(&w->res->alerts, "%s holds more than %d files and dirs; "
+	    "agentmux stopped looking after that many, so a git dir or a "
+	    "set-uid file planted past them was not checked; look before you "
+	    "run git there (find %s -name HEAD -o -perm /6000)", q,
+	    SNAP_PLANT_MAX_ENTRIES, q);
+	free(q);
 }
 
 int
@@ -211,12 +398,21 @@ snap_plant_scan(const struct snap_plant_opts *o,
 		strv_free(&w.nc.done);
 		return -1;
 	}
+	/* The project itself made a repository (where it had no .git). */
+	if (snap_plant_repo_dir(&w, "."))
+		snap_nested_gitdir(&w.nc, o->project, ".");
 	while ((e = fts_read(fts)) != NULL) {
+		if (e->fts_level >= 1 && ++w.entries > SNAP_PLANT_MAX_ENTRIES) {
+			snap_plant_too_many(&w);
+			break;
+		}
 		if (e->fts_level >= 1)
 			snap_plant_entry(&w, fts, e);
 	}
 	fts_close(fts);
+	free(w.inside);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
+	snap_plant_seq_left(o, res, w.nc.projfd);
 	close(w.nc.projfd);
 	strv_free(&w.nc.done);
 	return 0;
@@ -472,4 +668,148 @@ snap_plant_existing(const char *project, char *const *patterns, size_t n,
 		strv_free(&found);
 	}
 	close(projfd);
+}
+
+/* ---- git sequences left in progress ---- */
+
+/* What git keeps in .git while a sequence is in progress, and what carries it on. */
+static const struct {
+	const char *name;         /* in .git */
+	const char *what;
+	const char *cont;         /* the command that carries it on */
+	const char *todo;         /* its todo list, whose exec lines run; NULL: none */
+} snap_plant_seqs[] = {
+	{ "rebase-merge", "a rebase", "git rebase --continue",
+	    "rebase-merge/git-rebase-todo" },
+	{ "rebase-apply", "a rebase or git am", "git rebase --continue or "
+	    "git am --continue", NULL },
+	{ "sequencer", "a cherry-pick or revert", "git cherry-pick "
+	    "--continue or git revert --continue", "sequencer/todo" },
+	{ "MERGE_HEAD", "a merge", "git commit or git merge --continue",
+	    NULL },
+	{ "CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue",
+	    NULL },
+	{ "REVERT_HEAD", "a revert", "git revert --continue", NULL },
+	{ "BISECT_LOG", "a bisect", "git bisect", NULL },
+};
+
+/* Exec lines of a todo list shown, at most, and how much of each. */
+#define SNAP_PLANT_MAX_EXEC 5
+#define SNAP_PLANT_MAX_EXEC_LEN 200
+
+static unsigned
+snap_plant_seq_at(int projfd)
+{
+	char *rel;
+	unsigned i, bits = 0;
+	int fd;
+
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		rel = xprintf(".git/%s", snap_plant_seqs[i].name);
+		if ((fd = path_open_beneath(projfd, rel, O_PATH, 0)) != -1) {
+			bits |= 1U << i;
+			close(fd);
+		}
+		free(rel);
+	}
+	return bits;
+}
+
+unsigned
+snap_plant_sequences(const char *project)
+{
+	unsigned bits;
+	int projfd;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	bits = snap_plant_seq_at(projfd);
+	close(projfd);
+	return bits;
+}
+
+/* The command of a todo line if it is "exec CMD" or "x CMD", else NULL. */
+static const char *
+snap_plant_exec_line(const char *line)
+{
+	line += strspn(line, " \t");
+	if (strncmp(line, "exec", 4) == 0 && (line[4] == ' ' ||
+	    line[4] == '\t'))
+		return line + 5 + strspn(line + 5, " \t");
+	if (line[0] == 'x' && (line[1] == ' ' || line[1] == '\t'))
+		return line + 2 + strspn(line + 2, " \t");
+	return NULL;
+}
+
+/* Appends to OUT the exec lines of the todo list REL (in .git), quoted; how many there are. */
+static size_t
+snap_plant_execs(int projfd, const char *rel, struct buf *out)
+{
+	struct buf b;
+	char *line, *save = NULL, *cut, *q, *path = xprintf(".git/%s", rel);
+	const char *cmd;
+	size_t n = 0;
+	int rc;
+
+	buf_init(&b);
+	rc = path_read_beneath(projfd, path, 1024 * 1024, &b);
+	free(path);
+	if (rc == -1 || b.data == NULL) {
+		buf_free(&b);
+		return 0;
+	}
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((cmd = snap_plant_exec_line(line)) == NULL)
+			continue;
+		if (n++ >= SNAP_PLANT_MAX_EXEC)
+			continue;
+		cut = xstrndup(cmd, SNAP_PLANT_MAX_EXEC_LEN);
+		q = quote_name(cut);
+		buf_printf(out, "%sexec %s%s", n == 1 ? "" : "; ", q,
+		    strlen(cmd) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
+		free(q);
+		free(cut);
+	}
+	if (n > SNAP_PLANT_MAX_EXEC)
+		buf_printf(out, " (and %zu more)", n - SNAP_PLANT_MAX_EXEC);
+	buf_free(&b);
+	return n;
+}
+
+/* One sequence I left in progress by the session: what the user's git would carry on. */
+static void
+snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
+{
+	struct buf ex;
+	size_t n = 0;
+
+	buf_init(&ex);
+	buf_adds(&ex, "");
+	if (snap_plant_seqs[i].todo != NULL)
+		n = snap_plant_execs(projfd, snap_plant_seqs[i].todo, &ex);
+	if (n > 0)
+		strv_addf(&res->watched, "%s was left in progress in .git "
+		    "(.git/%s); its todo runs commands at %s: %s; run it only "
+		    "if you mean those, or abort it", snap_plant_seqs[i].what,
+		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont, ex.data);
+	else
+		strv_addf(&res->watched, "%s was left in progress in .git "
+		    "(.git/%s); %s carries it on as the session left it: read "
+		    "it first, or abort it", snap_plant_seqs[i].what,
+		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont);
+	buf_free(&ex);
+}
+
+/* Sequences in progress now that were not at the start. */
+static void
+snap_plant_seq_left(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd)
+{
+	unsigned i, now = snap_plant_seq_at(projfd);
+
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		if ((now & (1U << i)) && !(o->sequences & (1U << i)))
+			snap_plant_seq_one(res, projfd, i);
+	}
 }

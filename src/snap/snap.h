@@ -15,7 +15,8 @@ struct event_base;
  * What a session left in the project for the host to run later, looked at
  * once its command has ended (snap-plant.c): git dirs the host's git would
  * obey (a nested repository, a submodule's git dir under .git/modules
- * however it got there, a .git made where the project had none) keep only
+ * however it got there, a .git made where the project had none, any dir
+ * git takes for a repository whatever its name) keep only
  * config keys known to be inert and lose new hooks, both kept in
  * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
  * files the user's own tools run are reported.
@@ -29,7 +30,15 @@ struct snap_plant_opts {
 	size_t nwatch;
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
+	unsigned sequences;       /* snap_plant_sequences() at the start */
 };
+/**
+ * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
+ * in progress in PROJECT's .git, as bits for snap_plant_opts.sequences:
+ * one left in progress by a session is carried on by the user's git (a
+ * rebase's todo runs its exec lines at `git rebase --continue`).
+ */
+unsigned snap_plant_sequences(const char *project);
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
  * file's ctime is stamped from the kernel's coarse clock, which lags

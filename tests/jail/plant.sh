@@ -62,6 +62,90 @@ new_gitdir() {
 	rm -f "$MARK"
 }
 
+# A git dir under another name: src/ holding HEAD, objects/, refs/ and a
+# config whose core.worktree is the project (git's is_git_directory takes
+# it for a repository from any dir below); one made of the project itself
+# where there was no .git; and a .git file anywhere naming a git dir.
+other_gitdir() {
+	mkdir -p "$P/src/deep"
+	echo 'int x;' >"$P/src/a.c"
+	(cd "$P" && git add src && git commit -qm src) || exit 1
+	plant="echo 'ref: refs/heads/main' >HEAD && mkdir -p objects refs &&
+	    git config --file config core.repositoryformatversion 0 &&
+	    git config --file config core.bare false &&
+	    git config --file config core.fsmonitor 'touch $MARK; false'"
+	jrun -- sh -c "cd src && $plant &&
+	    git config --file config core.worktree .. && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the plant did not run: $OUT" ;; esac
+	(cd "$P/src/deep" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a git dir named src" || ok
+	case $OUT in *"a git dir named src"*"core.fsmonitor"*) ok ;;
+	*) bad "no alert about the git dir named src: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"a git dir named src"*) ok ;;
+	*) bad "show does not flag the git dir named src" ;; esac
+	rm -rf "$P/src/HEAD" "$P/src/objects" "$P/src/refs" "$P/src/config" "$MARK"
+	# The same made unreadable (git still finds it by name; an ordinary
+	# user's agentmux could not open it).
+	mkdir -p "$P/lib/deep"
+	echo 'int y;' >"$P/lib/deep/b.c"
+	(cd "$P" && git add lib && git commit -qm lib) || exit 1
+	jrun -- sh -c "cd lib && $plant &&
+	    git config --file config core.worktree .. && chmod 0111 . && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the unreadable plant did not run: $OUT" ;; esac
+	(cd "$P/lib/deep" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of an unreadable git dir" || ok
+	chmod 0755 "$P/lib"
+	rm -rf "$P/lib/HEAD" "$P/lib/objects" "$P/lib/refs" "$P/lib/config" "$MARK"
+	# A .git file made in a dir, naming a git dir called "x" with a hook.
+	jrun -- sh -c "mkdir -p w && git init -q --bare x &&
+	    printf 'gitdir: ../x\\n' >w/.git && git -C x config core.bare false &&
+	    printf '#!/bin/sh\\ntouch $MARK\\n' >x/hooks/pre-commit &&
+	    chmod +x x/hooks/pre-commit && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the .git file plant did not run: $OUT" ;; esac
+	[ ! -e "$P/x/hooks/pre-commit" ] && ok ||
+	    bad "a hook in a git dir a .git file names was left in place"
+	(cd "$P/w" && git -c user.email=a@b -c user.name=a commit -q \
+	    --allow-empty -m x >/dev/null 2>&1)
+	pwned && bad "git commit on the host ran a hook of a git dir a .git file names" || ok
+	rm -rf "$P/w" "$P/x" "$MARK"
+	# No .git at the start: the project's own dir made a repository.
+	Q=$T/plain2
+	mkdir -p "$Q"
+	echo x >"$Q/f"
+	OUT=$("$AMX" run -C "$Q" -- sh -c "$plant &&
+	    git config --file config core.worktree . && echo planted" \
+	    </dev/null 2>&1)
+	case $OUT in *planted*) ok ;; *) bad "the plant at the top did not run: $OUT" ;; esac
+	(cd "$Q" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a project made a git dir" || ok
+	rm -rf "$Q" "$MARK"
+}
+
+# A rebase left in progress with an exec line: the user's next
+# `git rebase --continue` runs it, so the session's end says so, quoted.
+rebase_left() {
+	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
+	    echo b >seq && git commit -qam seq2) || exit 1
+	jrun -- sh -c "GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch $MARK\\n\" >' \
+	    git rebase -i HEAD~1 >/dev/null 2>&1; test -d .git/rebase-merge &&
+	    echo left"
+	case $OUT in *left*) ok ;; *) bad "the rebase was not left in progress: $OUT" ;; esac
+	case $OUT in *"a rebase was left in progress"*"exec touch $MARK"*) ok ;;
+	*) bad "no alert about the rebase left in progress: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"a rebase was left in progress"*) ok ;;
+	*) bad "show does not flag the rebase left in progress" ;; esac
+	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
+	# One the user had going before the session is not the session's.
+	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
+	    echo b >seq && git commit -qam seq2 && GIT_SEQUENCE_EDITOR='printf \
+	    "break\n" >' git rebase -q -i HEAD~1 >/dev/null 2>&1) || exit 1
+	jrun -- true
+	case $OUT in *"left in progress"*) bad "a rebase from before the session was flagged: $OUT" ;;
+	*) ok ;; esac
+	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
+	rm -f "$MARK"
+}
+
 # Every key a deny-list missed, set in a nested repository the agent makes.
 config_keys() {
 	jrun -- sh -c "set -e; git init -q nest && cd nest &&
@@ -122,6 +206,44 @@ confdiff_setid() {
 	case $out in *plain*) ok ;; *) bad "confdiff --apply did not apply: $out" ;; esac
 	m=$(stat -c %a "$HOME/.tool/t" 2>/dev/null)
 	case $m in 4*|2*|6*) bad "confdiff --apply installed a set-uid file ($m)" ;; *) ok ;; esac
+}
+
+# A git dir made in an overlaid config dir (a .git, and one of another
+# name), with core.fsmonitor and a hook: confdiff marks it and --apply
+# installs none of it; a new file comes with the user's umask, not 0666.
+confdiff_gitdir() {
+	OUT=$("$AMX" run -a tooly -C "$P" -- sh -c "cd ~/.tool && git init -q &&
+	    rm -f .git/hooks/*.sample && touch .git/refs/heads/.keep \
+	    .git/objects/.keep && git config core.fsmonitor 'touch $MARK; false' &&
+	    printf '#!/bin/sh\\ntouch $MARK\\n' >.git/hooks/pre-commit &&
+	    chmod +x .git/hooks/pre-commit && mkdir -p g/objects g/refs &&
+	    echo 'ref: refs/heads/main' >g/HEAD && touch g/objects/.k g/refs/.k &&
+	    git config --file g/config core.fsmonitor 'touch $MARK; false' &&
+	    echo x >wide && chmod 0666 wide && echo made" </dev/null 2>&1)
+	case $OUT in *made*) ok ;; *) bad "the config-dir git dir was not made: $OUT" ;; esac
+	show=$("$AMX" confdiff last 2>&1)
+	case $show in *"in a git dir ($HOME/.tool/.git): --apply will not"*) ok ;;
+	*) bad "confdiff does not mark the .git: $show" ;; esac
+	case $show in *"in a git dir ($HOME/.tool/g)"*) ok ;;
+	*) bad "confdiff does not mark the git dir named g: $show" ;; esac
+	case $show in *"new file mode 0666"*) ok ;;
+	*) bad "confdiff does not show a new file's mode: $show" ;; esac
+	out=$("$AMX" confdiff last --apply 2>&1)
+	case $out in *"not applied: $HOME/.tool/.git is a git dir"*) ok ;;
+	*) bad "apply did not say it refused the .git: $out" ;; esac
+	case $out in *"applied"*"wide"*) ok ;; *) bad "apply did not apply the plain file: $out" ;; esac
+	[ ! -e "$HOME/.tool/.git" ] && [ ! -e "$HOME/.tool/g/config" ] && ok ||
+	    bad "confdiff --apply installed a git dir in the config dir"
+	(cd "$HOME/.tool" && git status >/dev/null 2>&1; cd g 2>/dev/null &&
+	    git status >/dev/null 2>&1)
+	pwned && bad "git status in the config dir ran an applied core.fsmonitor" || ok
+	m=$(stat -c %a "$HOME/.tool/wide" 2>/dev/null)
+	want=$(printf '%o' $((0666 & ~0$(umask))))
+	[ "$m" = "$want" ] && ok || bad "a new 0666 file was applied as $m, not $want (umask $(umask))"
+	case $("$AMX" show last 2>&1) in *".tool/.git is a git dir the session"*) ok ;;
+	*) bad "show does not flag the config-dir git dir" ;; esac
+	"$AMX" confdiff last --discard >/dev/null 2>&1
+	rm -f "$MARK"
 }
 
 # The files the user's tools run: read-only where they exist, flagged when they change.
@@ -187,7 +309,10 @@ checks() {
 	rm -f "$MARK"
 	setid
 	confdiff_setid
+	confdiff_gitdir
 	new_gitdir
+	other_gitdir
+	rebase_left
 	config_keys
 	modules
 	protected

@@ -262,6 +262,94 @@ test_watch_at_once(void **state)
 	assert_int_equal(missed, 0);
 }
 
+/*
+ * A dir git takes for a repository whatever its name (HEAD, and objects/
+ * and refs/ or a commondir) is defused as a nested .git is; a dir whose
+ * HEAD is no ref, and a link to a git dir outside, are left alone.
+ */
+static void
+test_other_names(void **state)
+{
+	struct snap_plant_result res;
+	char *s;
+
+	test_sh_ok("mkdir -p %s/out && cd %s/out && git init -q --bare g && "
+	    "git -C g config core.fsmonitor 'touch x'", dir, dir);
+	test_sh_ok("cd %s && mkdir -p src/objects src/refs wt notgit/objects "
+	    "notgit/refs && echo 'ref: refs/heads/main' >src/HEAD && "
+	    "git config --file src/config core.fsmonitor 'touch x' && "
+	    "git config --file src/config user.name kept && "
+	    "printf '%%040d\n' 0 >wt/HEAD && echo ../src >wt/commondir && "
+	    "git config --file wt/config.worktree core.pager 'touch x' && "
+	    "echo 'not a ref' >notgit/HEAD && "
+	    "git config --file notgit/config core.fsmonitor 'touch x' && "
+	    "ln -s %s/out/g linked", proj, dir);
+	scan(0, false, &res);
+	s = test_sh_out("cd %s && git config --file src/config --list && "
+	    "git config --file wt/config.worktree --list; "
+	    "git config --file notgit/config --list && "
+	    "git config --file %s/out/g/config core.fsmonitor", proj, dir);
+	assert_string_equal(s, "user.name=kept\ncore.fsmonitor=touch x\n"
+	    "touch x\n");
+	free(s);
+	/* In the order the dirs are read: either may come first. */
+	assert_int_equal(res.alerts.n, 2);
+	s = xprintf("%s\n%s", res.alerts.v[0], res.alerts.v[1]);
+	assert_non_null(strstr(s, "a git dir named src"));
+	assert_non_null(strstr(s, "a git dir named wt"));
+	free(s);
+	snap_plant_result_free(&res);
+}
+
+/*
+ * A rebase left in progress (a break, then exec lines, one with an escape
+ * in it) is told with its exec lines quoted; one in progress at the start
+ * is not.
+ */
+static void
+test_sequence_left(void **state)
+{
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *q = xprintf("%s/quarantine", dir), *cause = NULL, *s;
+	unsigned before;
+
+	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
+	    "git config user.name a && echo 1 >f && git add f && "
+	    "git commit -qm 1 && echo 2 >f && git commit -qam 2", proj);
+	before = snap_plant_sequences(proj);
+	assert_int_equal(before, 0);
+	test_sh_ok("cd %s && GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch "
+	    "x\\n\" >' git rebase -q -i HEAD~1 >/dev/null 2>&1 && "
+	    "printf 'x echo \\033[31mred\\n' >>.git/rebase-merge/git-rebase-todo",
+	    proj);
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = q;
+	o.had_git = true;
+	o.since = util_now_ms();
+	o.sequences = before;
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	assert_int_equal(res.watched.n, 1);
+	s = res.watched.v[0];
+	assert_non_null(strstr(s, "a rebase was left in progress"));
+	assert_non_null(strstr(s, "git rebase --continue: exec touch x; "
+	    "exec \"echo \\033[31mred\""));
+	assert_null(strchr(s, '\033'));
+	snap_plant_result_free(&res);
+	/* In progress when the session started: not the session's doing. */
+	o.sequences = snap_plant_sequences(proj);
+	assert_int_not_equal(o.sequences, 0);
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	assert_int_equal(res.watched.n, 0);
+	snap_plant_result_free(&res);
+	free(q);
+}
+
 int
 main(void)
 {
@@ -274,6 +362,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_gitdir_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_other_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
