@@ -423,6 +423,17 @@ void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
 /* Stops the job (waiting for the block at hand) and frees it; DONE is not called; NULL is a no-op. */
 void snap_pack_job_free(struct snap_pack_job *);
 
+/*
+ * Leading arguments of a git command that reads the work tree's files
+ * (add, update-index): git streams a file from this size on into a pack,
+ * read() a block at a time and deflated, instead of mapping it (reading
+ * a hole through a mapping allocates it on tmpfs: the snapshot would
+ * fill the project) and writing it whole as a loose object (uncompressed
+ * here: a sparse 100M file cost 100M of the data dir's disk). Below it,
+ * ordinary files keep the fast path; a sparse file costs at most this.
+ */
+#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
+
 /* ---- snapshot jobs (snap-take.c) ---- */
 
 /* Tests: first snapshots are taken by git alone, to compare with the writer's. */

@@ -1269,8 +1269,8 @@ snap_take_native(struct snap_take *t)
 static void
 snap_take_add(struct snap_take *t)
 {
-	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
-	    NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "add", "-A",
+	    "--ignore-errors", "--verbose", NULL };
 	/*
 	 * Nothing is cached yet: every file is hashed and written. Streamed
 	 * into one pack (every file is over the threshold), uncompressed,
@@ -1320,8 +1320,9 @@ snap_take_frozen_done(struct snap_take *t)
 static void
 snap_take_update_cb(struct proc *p, void *arg)
 {
-	const char *args[] = { "add", "-f", "--ignore-errors", "--verbose",
-	    "--pathspec-from-file=-", "--pathspec-file-nul", NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "add", "-f",
+	    "--ignore-errors", "--verbose", "--pathspec-from-file=-",
+	    "--pathspec-file-nul", NULL };
 	struct snap_take *t = arg;
 	struct buf list;
 
@@ -1346,8 +1347,8 @@ snap_take_update_cb(struct proc *p, void *arg)
 static void
 snap_take_frozen_listed(struct snap_take *t)
 {
-	const char *args[] = { "update-index", "--add", "--remove",
-	    "--verbose", "-z", "--stdin", NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "update-index", "--add",
+	    "--remove", "--verbose", "-z", "--stdin", NULL };
 	const char *p = t->untracked.data, *end = p + t->untracked.len;
 	struct buf files;
 	size_t len;
@@ -1404,8 +1405,8 @@ snap_take_frozen_list(struct snap_take *t)
 static void
 snap_take_frozen_round(struct snap_take *t)
 {
-	const char *upd[] = { "add", "-u", "--ignore-errors", "--verbose",
-	    NULL };
+	const char *upd[] = { SNAP_GIT_STREAM, "add", "-u",
+	    "--ignore-errors", "--verbose", NULL };
 
 	snap_take_round_begin(t);
 	buf_reset(&t->untracked);
