@@ -44,6 +44,8 @@ struct snap_repo {
 	struct stat synced;   /* the private index when last copied from or to the seed */
 	int umask;            /* for files git writes into the project */
 	int timeout;          /* > 0: git run to the end is killed after so many seconds */
+	int64_t reserve;      /* [limits] disk_reserve: free space a snapshot leaves on its disk */
+	int reserve_pct;      /* or this share of it, if not 0 */
 	char *live_excludes;  /* what git reads from the own repository's info/exclude */
 	char *ignore;         /* the ignore rules frozen at the session's start, or NULL */
 	char *start_tree;     /* the start snapshot's tree (frozen snapshots begin from it) */
@@ -433,6 +435,9 @@ void snap_pack_job_free(struct snap_pack_job *);
  * ordinary files keep the fast path; a sparse file costs at most this.
  */
 #define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
+
+/* The file in each objects/XX that keeps it (snap-keep.c): no snapshot's temporary file. */
+#define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
 
 /* ---- snapshot jobs (snap-take.c) ---- */
 

@@ -189,6 +189,45 @@ sparse() {
 	rm -rf "$S" "$T/ref"
 }
 
+# The end snapshot near the reserve of the data dir's disk (the small
+# tmpfs; the project on another disk): the session writes 64 MiB of
+# random bytes, which the snapshot cannot store without going past the
+# reserve. It stops, says why (recorded for the session), removes what it
+# had written, and the disk keeps its reserve.
+snapreserve() {
+	if [ -z "${AMX_SMALLFS:-}" ]; then
+		echo "SKIP [$WHO]: the snapshot reserve check needs the small tmpfs the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_SMALLFS/$WHO.XXXXXX")
+	S="$HOME/src/heavy"
+	mkdir -p "$S"
+	(cd "$S" && git init -q . && echo hi >README) || { bad "snapreserve: no project"; return; }
+	avail=$(df --output=avail -B1 "$Q" | tail -n 1)
+	res=$(( (avail >> 20) - 32 ))
+	conf "disk_write = 0" "disk_reserve = ${res}M"
+	export XDG_DATA_HOME="$Q"
+	OUT=$("$AMX" run -C "$S" -- sh -c 'for i in 1 2 3 4 5 6 7 8; do
+	    head -c 8000000 /dev/urandom >r$i; done; echo wrote' </dev/null 2>&1)
+	RC=$?
+	case $OUT in
+	*wrote*"the end snapshot failed: the disk of "*"less than the ${res}M that [limits] disk_reserve keeps free: the snapshot is not written (what it wrote is removed); free some space and take it again (agentmux snapshot), or lower disk_reserve in $XDG_CONFIG_HOME/agentmux/config (0 turns it off)"*) ok ;;
+	*) bad "snapreserve: exit $RC, no word of the reserve: $OUT" ;;
+	esac
+	free=$(df --output=avail -B1 "$Q" | tail -n 1)
+	[ "$free" -ge $((res << 20)) ] && ok ||
+	    bad "snapreserve: $free bytes left free, less than the ${res}M reserve"
+	left=$(find "$Q" -name 'tmp_*' ! -name tmp_obj_agentmux_keep | head -n 3)
+	[ -z "$left" ] && ok || bad "snapreserve: left behind: $left"
+	rec=$("$AMX" show last 2>&1)
+	case $rec in
+	*"end snapshot failed"*"disk_reserve"*) ok ;;
+	*) bad "snapreserve: the session's record does not say why: $rec" ;;
+	esac
+	export XDG_DATA_HOME="$T/xdg/data"
+	rm -rf "$Q" "$S"
+}
+
 # Budget checks need a disk: tmpfs writes are memory, and no process's
 # write_bytes counts them.
 checks() {
@@ -201,6 +240,7 @@ checks() {
 		sparse
 	fi
 	reserve
+	snapreserve
 }
 
 # The root pass mounts the small filesystem; the user's pass uses it too.
