@@ -438,6 +438,26 @@ proc_spawn(const struct proc_opts *o, int c[3], int *err)
 	return *err == 0 ? pid : -1;
 }
 
+/*
+ * What the log calls a command: its program and first two arguments,
+ * past git's "-c NAME=VALUE" settings (else every git would be "git
+ * --no-pager -c", whatever it does).
+ */
+static char *
+proc_what(char *const *argv)
+{
+	const char *a[2] = { "", "" };
+	size_t i, n = 0;
+
+	for (i = 1; argv[i] != NULL && n < 2; i++) {
+		if (strcmp(argv[i], "-c") == 0 && argv[i + 1] != NULL)
+			i++;
+		else
+			a[n++] = argv[i];
+	}
+	return xprintf("%s %s %s", argv[0], a[0], a[1]);
+}
+
 struct proc *
 proc_start(struct event_base *base, const struct proc_opts *o,
     proc_cb done, void *arg, char **cause)
@@ -462,9 +482,7 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 		err = errno;
 		goto fail;
 	}
-	p->what = xprintf("%s %s %s", o->argv[0], o->argv[1] != NULL ?
-	    o->argv[1] : "", o->argv[1] != NULL && o->argv[2] != NULL ?
-	    o->argv[2] : "");
+	p->what = proc_what(o->argv);
 	p->started = util_mono_us();
 	p->pid = proc_spawn(o, c, &err);
 	for (i = 0; i < 3; i++) {

@@ -44,6 +44,8 @@ struct snap_repo {
 	struct stat synced;   /* the private index when last copied from or to the seed */
 	int umask;            /* for files git writes into the project */
 	int timeout;          /* > 0: git run to the end is killed after so many seconds */
+	int64_t reserve;      /* [limits] disk_reserve: free space a snapshot leaves on its disk */
+	int reserve_pct;      /* or this share of it, if not 0 */
 	char *live_excludes;  /* what git reads from the own repository's info/exclude */
 	char *ignore;         /* the ignore rules frozen at the session's start, or NULL */
 	char *start_tree;     /* the start snapshot's tree (frozen snapshots begin from it) */
@@ -454,6 +456,20 @@ struct snap_pack_job *snap_pack_job_start(struct event_base *base,
 void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
 /* Stops the job (waiting for the block at hand) and frees it; DONE is not called; NULL is a no-op. */
 void snap_pack_job_free(struct snap_pack_job *);
+
+/*
+ * Leading arguments of a git command that reads the work tree's files
+ * (add, update-index): git streams a file from this size on into a pack,
+ * read() a block at a time and deflated, instead of mapping it (reading
+ * a hole through a mapping allocates it on tmpfs: the snapshot would
+ * fill the project) and writing it whole as a loose object (uncompressed
+ * here: a sparse 100M file cost 100M of the data dir's disk). Below it,
+ * ordinary files keep the fast path; a sparse file costs at most this.
+ */
+#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
+
+/* The file in each objects/XX that keeps it (snap-keep.c): no snapshot's temporary file. */
+#define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
 
 /* ---- snapshot jobs (snap-take.c) ---- */
 

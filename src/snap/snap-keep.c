@@ -49,7 +49,7 @@
  * nothing of tmp_obj_*, and prune only takes one older than its expiry,
  * which a date in the future never is.
  */
-#define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
+/* SNAP_KEEP_FANOUT (snap-int.h) is its name. */
 #define SNAP_KEEP_FANOUT_TIME 4102444800LL /* 2100-01-01 */
 /* How often a keep asks again for the lock a detached repack holds. */
 #define SNAP_KEEP_LOCK_RETRY_MS 200

@@ -637,6 +637,16 @@ snap_repo_open_loop(const char *dir, const struct config *cf,
 	return r;
 }
 
+/* What CF's [limits] disk_reserve keeps free of the disk snapshots are written to. */
+static void
+snap_repo_limits(struct snap_repo *r, const struct config *cf)
+{
+	if (cf == NULL)
+		return;
+	r->reserve = cf->limits.disk_reserve;
+	r->reserve_pct = cf->limits.disk_reserve_pct;
+}
+
 static struct snap_repo *
 snap_repo_open_at(const char *dir, const struct config *cf, const char *tag,
     bool *later, char **cause)
@@ -659,6 +669,7 @@ snap_repo_open_at(const char *dir, const struct config *cf, const char *tag,
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
+	snap_repo_limits(r, cf);
 	free(real);
 	return r;
 fail:
@@ -697,6 +708,7 @@ snap_repo_reopen(const char *gitdir, const char *worktree,
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
+	snap_repo_limits(r, cf);
 	return r;
 fail:
 	snap_repo_free(r);

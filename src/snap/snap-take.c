@@ -5,7 +5,9 @@
  * tree, the real modes beside it, the commit and its ref.
  */
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -18,6 +20,8 @@
 
 /* Rounds of adopting nested repositories before giving up on new ones. */
 #define SNAP_ADOPT_ROUNDS 3
+/* How often the free space of the own repository's disk is looked at while a snapshot is written. */
+#define SNAP_TAKE_WATCH_MS 100
 /* Progress is reported every this many files. */
 #define SNAP_PROGRESS_STEP 250
 /* A nested repository's dir gets an index entry of this name, so that git goes into it. */
@@ -37,6 +41,8 @@ struct snap_take {
 	bool bulk;                /* no stat cache: every file is hashed and written (into one pack) */
 	bool native;              /* bulk, and agentmux's own pack writer is yet to be tried */
 	struct snap_pack_job *packjob; /* that writer, at work on its thread */
+	struct event *watch;      /* the reserve's watch ([limits] disk_reserve) */
+	time_t started;           /* temporary files since then are this job's */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
@@ -113,6 +119,8 @@ snap_take_free(struct snap_take *t)
 {
 	size_t i;
 
+	if (t->watch != NULL)
+		event_free(t->watch);
 	snap_pack_job_free(t->packjob);
 	/* Given up before git was done: the modes go back all the same. */
 	if (t->unlock.n > 0)
@@ -1301,8 +1309,8 @@ snap_take_native(struct snap_take *t)
 static void
 snap_take_add(struct snap_take *t)
 {
-	const char *args[] = { "add", "-A", "--ignore-errors", "--verbose",
-	    NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "add", "-A",
+	    "--ignore-errors", "--verbose", NULL };
 	/*
 	 * Nothing is cached yet: every file is hashed and written. Streamed
 	 * into one pack (every file is over the threshold), uncompressed,
@@ -1352,8 +1360,9 @@ snap_take_frozen_done(struct snap_take *t)
 static void
 snap_take_update_cb(struct proc *p, void *arg)
 {
-	const char *args[] = { "add", "-f", "--ignore-errors", "--verbose",
-	    "--pathspec-from-file=-", "--pathspec-file-nul", NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "add", "-f",
+	    "--ignore-errors", "--verbose", "--pathspec-from-file=-",
+	    "--pathspec-file-nul", NULL };
 	struct snap_take *t = arg;
 	struct buf list;
 
@@ -1378,8 +1387,8 @@ snap_take_update_cb(struct proc *p, void *arg)
 static void
 snap_take_frozen_listed(struct snap_take *t)
 {
-	const char *args[] = { "update-index", "--add", "--remove",
-	    "--verbose", "-z", "--stdin", NULL };
+	const char *args[] = { SNAP_GIT_STREAM, "update-index", "--add",
+	    "--remove", "--verbose", "-z", "--stdin", NULL };
 	const char *p = t->untracked.data, *end = p + t->untracked.len;
 	struct buf files;
 	size_t len;
@@ -1436,8 +1445,8 @@ snap_take_frozen_list(struct snap_take *t)
 static void
 snap_take_frozen_round(struct snap_take *t)
 {
-	const char *upd[] = { "add", "-u", "--ignore-errors", "--verbose",
-	    NULL };
+	const char *upd[] = { SNAP_GIT_STREAM, "add", "-u",
+	    "--ignore-errors", "--verbose", NULL };
 
 	snap_take_round_begin(t);
 	buf_reset(&t->untracked);
@@ -1698,6 +1707,145 @@ snap_take_begin(struct snap_take *t, bool fresh)
 		snap_take_tracked(t);
 }
 
+/* ---- the disk reserve ([limits] disk_reserve) ---- */
+
+/*
+ * 0 if the own repository's disk has more free than the reserve; else -1
+ * with *WHY (what, how much, what to do). A disk that cannot be read is
+ * let be: git's own write then fails, saying so.
+ */
+static int
+snap_take_room(struct snap_take *t, char **why)
+{
+	struct snap_repo *r = t->repo;
+	struct statvfs sv;
+	int64_t free_, total, reserve;
+	char fb[32], rb[32], *q, *conf, *cq;
+
+	if ((r->reserve == 0 && r->reserve_pct == 0) ||
+	    statvfs(r->gitdir, &sv) == -1)
+		return 0;
+	free_ = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	reserve = r->reserve_pct > 0 ? total / 100 * r->reserve_pct :
+	    r->reserve;
+	if (free_ >= reserve)
+		return 0;
+	q = quote_name(r->gitdir);
+	conf = path_config_file();
+	cq = quote_name(conf);
+	*why = xprintf("the disk of %s has %s free, less than the %s that "
+	    "[limits] disk_reserve keeps free: the snapshot is not written "
+	    "(what it wrote is removed); free some space and take it again "
+	    "(agentmux snapshot), or lower disk_reserve in %s (0 turns it off)",
+	    q, util_fmt_size(fb, sizeof fb, free_),
+	    util_fmt_size(rb, sizeof rb, reserve), cq);
+	free(q);
+	free(conf);
+	free(cq);
+	return -1;
+}
+
+/* Removes the temporary files in DIR (of the objects dir OBJ) made since the job started. */
+static void
+snap_take_scrub_dir(struct snap_take *t, int obj, const char *dir)
+{
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+	int fd;
+
+	fd = openat(obj, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "tmp_", 4) != 0 ||
+		    strcmp(de->d_name, SNAP_KEEP_FANOUT) == 0 ||
+		    fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISREG(sb.st_mode) || sb.st_ctime < t->started)
+			continue;
+		if (unlinkat(fd, de->d_name, 0) == -1)
+			log_info("cannot remove %s/objects/%s/%s: %s",
+			    t->repo->gitdir, dir, de->d_name, strerror(errno));
+	}
+	closedir(d);
+}
+
+/*
+ * What git (killed) left half-written in the own repository: its
+ * temporary packs and indexes (objects/pack/tmp_*) and loose objects
+ * (objects/XX/tmp_obj_*). Whole loose objects stay, unreachable, for gc.
+ */
+static void
+snap_take_scrub(struct snap_take *t)
+{
+	char *path = xprintf("%s/objects", t->repo->gitdir), sub[3];
+	unsigned i;
+	int obj;
+
+	obj = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(path);
+	if (obj == -1)
+		return;
+	snap_take_scrub_dir(t, obj, "pack");
+	for (i = 0; i < 256; i++) {
+		snprintf(sub, sizeof sub, "%02x", i);
+		snap_take_scrub_dir(t, obj, sub);
+	}
+	close(obj);
+}
+
+/* The disk went below the reserve: every writer stops, its files go, the job fails with WHY. */
+static void
+snap_take_stop(struct snap_take *t, char *why)
+{
+	size_t i;
+
+	snap_pack_job_free(t->packjob);
+	t->packjob = NULL;
+	for (i = 0; i < nitems(t->procs); i++) {
+		proc_free(t->procs[i]);
+		t->procs[i] = NULL;
+	}
+	snap_take_scrub(t);
+	log_info("a snapshot stopped: %s", why);
+	free(t->error);
+	t->error = why;
+	t->pending = 0;
+	t->freezing = 0;
+	snap_take_end(t, NULL);
+}
+
+static void
+snap_take_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_take *t = arg;
+	char *why = NULL;
+
+	(void)fd;
+	(void)what;
+	/* Recorded, it is written: what follows is small. */
+	if (t->recorded || snap_take_room(t, &why) == 0)
+		return;
+	snap_take_stop(t, why);
+}
+
+/* Watches the reserve while the job writes, if one is set. */
+static void
+snap_take_watch(struct snap_take *t)
+{
+	struct timeval tv = { 0, SNAP_TAKE_WATCH_MS * 1000 };
+
+	if (t->repo->reserve == 0 && t->repo->reserve_pct == 0)
+		return;
+	t->watch = event_new(t->base, -1, EV_PERSIST, snap_take_watch_cb, t);
+	if (t->watch == NULL || event_add(t->watch, &tv) == -1)
+		fatalx("cannot watch the free space of %s", t->repo->gitdir);
+}
+
 struct snap_take *
 snap_take_start(struct event_base *base, struct store *st,
     struct snap_repo *repo, const struct snap_take_opts *o,
@@ -1733,10 +1881,13 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->freeze = t->kind != NULL && strcmp(t->kind, "start") == 0 &&
 	    t->prev_tree == NULL;
 	t->frozen = repo->ignore != NULL && !t->freeze;
-	if (fresh && snap_repo_seed(repo, cause) == -1) {
+	/* Below the reserve already: nothing is written. */
+	if (snap_take_room(t, cause) == -1 ||
+	    (fresh && snap_repo_seed(repo, cause) == -1)) {
 		snap_take_free(t);
 		return NULL;
 	}
+	t->started = time(NULL) - 1;  /* file times lag a tick behind */
 	t->bulk = fresh && access(repo->index, F_OK) != 0;
 	t->native = t->bulk && snap_take_oidlen(t) == SNAP_PACK_OID &&
 	    !snap_take_git_only;
@@ -1751,6 +1902,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	}
 	if (t->kind != NULL && t->prev_tree == NULL)
 		snap_take_early(t);
+	snap_take_watch(t);
 	return t;
 }
 

@@ -638,7 +638,8 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 	int st;
 	const char *args[] = { "read-tree", "-m", "-u",
 	    "--exclude-per-directory=.gitignore", u->present.tree, tree, NULL };
-	const char *refresh[] = { "update-index", "-q", "--refresh", NULL };
+	const char *refresh[] = { SNAP_GIT_STREAM, "update-index", "-q",
+	    "--refresh", NULL };
 
 	idx = xprintf("%s/undo-index", r->private);
 	if (snap_copy_file(r->index, idx, cause) == -1) {

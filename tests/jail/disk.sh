@@ -147,6 +147,87 @@ reserve() {
 	rm -rf "$Q"
 }
 
+# Sparse files (a few bytes written, 100 MiB each) cost the snapshots
+# next to nothing: the first snapshot's own writer and git's end snapshot
+# compress them, and neither reads a hole through a mapping (on tmpfs that
+# allocates it: the project's files would stop being sparse). Undo brings
+# back their exact bytes.
+sparse() {
+	printf '[limits]\nfile_size = 200M\ntmp_size = 32M\ndisk_write = 16M\ndisk_reserve = 0\n' \
+	    >"$XDG_CONFIG_HOME/agentmux/config"
+	S="$HOME/src/sparse"
+	mkdir -p "$S" "$T/ref" "$XDG_DATA_HOME/agentmux"
+	(cd "$S" && git init -q . && echo hi >README) || { bad "sparse: no project"; return; }
+	for i in 1 2 3; do
+		echo "s$i" >"$S/s$i" && truncate -s 100M "$S/s$i"
+		echo "s$i" >"$T/ref/s$i" && truncate -s 100M "$T/ref/s$i"
+	done
+	D="$XDG_DATA_HOME/agentmux"
+	was=$(du -sk "$D" | cut -f1)
+	OUT=$("$AMX" run -C "$S" -- sh -c 'for i in 1 2 3 4 5 6; do
+	    echo $i >big$i; truncate -s 100M big$i; done;
+	    printf x | dd of=s1 bs=1 seek=52428800 conv=notrunc 2>/dev/null;
+	    echo done' </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	*"snapshot failed"*|*"is full"*) bad "sparse: a snapshot failed: $OUT" ;;
+	0:*done*) ok ;;
+	*) bad "sparse: exit $RC: $OUT" ;;
+	esac
+	now=$(du -sk "$D" | cut -f1)
+	[ $((now - was)) -lt 10240 ] && ok ||
+	    bad "sparse: the data dir grew by $((now - was)) KiB for 900 MiB of holes"
+	for f in s1 s2 s3 big1 big6; do
+		b=$(stat -c %b "$S/$f")
+		[ "$b" -lt 256 ] && ok ||
+		    bad "sparse: $f has $b blocks after the snapshots: its holes were allocated"
+	done
+	OUT=$("$AMX" undo last </dev/null 2>&1) || bad "sparse: undo: $OUT"
+	[ ! -e "$S/big1" ] && cmp -s "$S/s1" "$T/ref/s1" &&
+	    cmp -s "$S/s2" "$T/ref/s2" && ok ||
+	    bad "sparse: undo did not bring back the start's bytes: $OUT"
+	rm -rf "$S" "$T/ref"
+}
+
+# The end snapshot near the reserve of the data dir's disk (the small
+# tmpfs; the project on another disk): the session writes 64 MiB of
+# random bytes, which the snapshot cannot store without going past the
+# reserve. It stops, says why (recorded for the session), removes what it
+# had written, and the disk keeps its reserve.
+snapreserve() {
+	if [ -z "${AMX_SMALLFS:-}" ]; then
+		echo "SKIP [$WHO]: the snapshot reserve check needs the small tmpfs the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_SMALLFS/$WHO.XXXXXX")
+	S="$HOME/src/heavy"
+	mkdir -p "$S"
+	(cd "$S" && git init -q . && echo hi >README) || { bad "snapreserve: no project"; return; }
+	avail=$(df --output=avail -B1 "$Q" | tail -n 1)
+	res=$(( (avail >> 20) - 32 ))
+	conf "disk_write = 0" "disk_reserve = ${res}M"
+	export XDG_DATA_HOME="$Q"
+	OUT=$("$AMX" run -C "$S" -- sh -c 'for i in 1 2 3 4 5 6 7 8; do
+	    head -c 8000000 /dev/urandom >r$i; done; echo wrote' </dev/null 2>&1)
+	RC=$?
+	case $OUT in
+	*wrote*"the end snapshot failed: the disk of "*"less than the ${res}M that [limits] disk_reserve keeps free: the snapshot is not written (what it wrote is removed); free some space and take it again (agentmux snapshot), or lower disk_reserve in $XDG_CONFIG_HOME/agentmux/config (0 turns it off)"*) ok ;;
+	*) bad "snapreserve: exit $RC, no word of the reserve: $OUT" ;;
+	esac
+	free=$(df --output=avail -B1 "$Q" | tail -n 1)
+	[ "$free" -ge $((res << 20)) ] && ok ||
+	    bad "snapreserve: $free bytes left free, less than the ${res}M reserve"
+	left=$(find "$Q" -name 'tmp_*' ! -name tmp_obj_agentmux_keep | head -n 3)
+	[ -z "$left" ] && ok || bad "snapreserve: left behind: $left"
+	rec=$("$AMX" show last 2>&1)
+	case $rec in
+	*"end snapshot failed"*"disk_reserve"*) ok ;;
+	*) bad "snapreserve: the session's record does not say why: $rec" ;;
+	esac
+	export XDG_DATA_HOME="$T/xdg/data"
+	rm -rf "$Q" "$S"
+}
+
 # Budget checks need a disk: tmpfs writes are memory, and no process's
 # write_bytes counts them.
 checks() {
@@ -156,8 +237,10 @@ checks() {
 		budget
 		orphans
 		undumpable
+		sparse
 	fi
 	reserve
+	snapreserve
 }
 
 # The root pass mounts the small filesystem; the user's pass uses it too.

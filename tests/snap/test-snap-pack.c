@@ -642,6 +642,42 @@ test_pack_files_twice(void **state)
 	}
 }
 
+/*
+ * Sparse files are deflated, not stored: 300 MiB of holes take a few
+ * hundred KiB of pack, git reads their bytes back exactly, a dense copy
+ * of one of them is found to be the same content (laid out apart), and
+ * the files stay sparse (they are read, not mapped).
+ */
+static void
+test_pack_sparse(void **state)
+{
+	struct snap_pack_entry e[8];
+	struct stat sb[8];
+	char *cause = NULL, *paths[4] = { "a", "b", "c", "d" }, name[64];
+	char h[2 * SNAP_PACK_OID + 1];
+	size_t i;
+
+	test_sh_ok("git init -q --bare own.git && mkdir w && cd w && "
+	    "printf head > a && truncate -s 100M a && printf tail >> a && "
+	    "cp --sparse=never a b && echo c > c && truncate -s 100M c && "
+	    "head -c 100000 /dev/urandom > d && truncate -s 100M d");
+	if (pack_dir(paths, 4, e, sb, name, sizeof name, &cause) != 0)
+		fail_msg("%s", cause != NULL ? cause : "a file changed");
+	test_sh_ok("git --git-dir=own.git verify-pack own.git/objects/pack/"
+	    "pack-%s.idx && test \"$(git --git-dir=own.git count-objects -v | "
+	    "grep in-pack)\" = 'in-pack: 3'", name);
+	/* b is stored whole (it is dense): 100 MiB, the rest next to nothing. */
+	test_sh_ok("test $(stat -c %%s own.git/objects/pack/pack-%s.pack) -lt "
+	    "$((100 * 1024 * 1024 + 2 * 1024 * 1024))", name);
+	for (i = 0; i < 4; i++) {
+		hex(e[i].oid, h);
+		test_sh_ok("git --git-dir=own.git cat-file blob %s | cmp - w/%s",
+		    h, paths[i]);
+	}
+	test_sh_ok("test $(stat -c %%b w/a) -lt 64 && test $(stat -c %%b w/c) "
+	    "-lt 64 && test $(stat -c %%b w/d) -lt 1024");
+}
+
 /* ---- a project's first snapshot, through the writer and through git ---- */
 
 /* A session on DIR in ST (a start snapshot needs one to be recorded). */
@@ -1010,6 +1046,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_rewritten,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_large,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_sparse,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_files_twice,
 		    test_proj_setup, test_proj_teardown),
