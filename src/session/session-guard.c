@@ -286,6 +286,7 @@ session_guard_plant(struct session *s)
 	o.nwatch = watch.n;
 	o.existed = s->watched.v;
 	o.nexisted = s->watched.n;
+	o.hooks = s->hooks;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);

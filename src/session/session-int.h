@@ -104,6 +104,7 @@ struct session {
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
+	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	bool guard_sock_on;          /* looks for new ones at each tick */
 

@@ -29,6 +29,7 @@ struct snap_plant_opts {
 	size_t nwatch;
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
+	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 };
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
@@ -59,6 +60,13 @@ bool snap_plant_match(const char *pattern, const char *rel);
 /** Adds to OUT the regular files and dirs under PROJECT that PATTERNS name (none through a link). */
 void snap_plant_existing(const char *project, char *const *patterns,
     size_t n, struct strv *out);
+/**
+ * The dir PROJECT/.git/config names in core.hooksPath, if it lies in the
+ * project: relative to it, as a pattern naming it alone (for
+ * snap_plant_match and snap_plant_existing); NULL if none. Read with
+ * git's parser, no include followed, nothing run. Caller frees.
+ */
+char *snap_plant_hooks_path(const char *project);
 
 /*
  * The user's own history (snap-history.c): objects that existed when a

@@ -182,6 +182,57 @@ protected() {
 	    "$P/.vscode" "$P/.devcontainer" "$P/.idea" "$P"/*-old "$P"/.*-old
 }
 
+# Hooks kept in the tree: the dir the user's core.hooksPath names (read
+# from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
+# files and VS Code workspaces. Read-only where they exist, flagged when
+# they change.
+HOOKS='tools/git-hooks/pre-commit .husky/pre-commit .githooks/pre-push
+.pre-commit-config.yaml .tool-versions .mise.toml mise.toml p.code-workspace'
+
+hooks() {
+	for f in $HOOKS; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	git -C "$P" config core.hooksPath ./tools/git-hooks/
+	jrun -- sh -c 'for f in '"$(echo $HOOKS)"'; do
+	    echo "touch '"$MARK"'" >$f; rm -f $f; mv $f $f.x; done 2>/dev/null
+	    mv tools/git-hooks tools/old 2>/dev/null
+	    echo "touch '"$MARK"'" >tools/git-hooks/post-commit; echo tried'
+	case $OUT in *tried*) ok ;; *) bad "the attempts did not run: $OUT" ;; esac
+	for f in $HOOKS; do
+		[ "$(cat "$P/$f" 2>/dev/null)" = "orig $f" ] && ok ||
+		    bad "the jail changed the protected $f: $(cat "$P/$f" 2>&1)"
+	done
+	[ ! -e "$P/tools/git-hooks/post-commit" ] && ok ||
+	    bad "the jail added a hook to the dir core.hooksPath names"
+	(cd "$P" && git commit -q --allow-empty -m t) 2>/dev/null
+	pwned && bad "git commit on the host ran a hook written in the jail" || ok
+	# protect = none: the agent may change them; flagged, the hooks dir
+	# named by an absolute core.hooksPath too.
+	rm -rf "$P/tools"
+	for f in $HOOKS; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	git -C "$P" config core.hooksPath "$P/tools/git-hooks"
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
+	jrun -- sh -c 'echo "touch '"$MARK"'" >tools/git-hooks/pre-commit &&
+	    echo x >.husky/pre-commit && echo x >p.code-workspace &&
+	    echo x >.pre-commit-config.yaml && true'
+	case $OUT in *"tools/git-hooks/pre-commit changed in the session (git runs its hooks: your core.hooksPath"*) ok ;;
+	*) bad "a changed hook under core.hooksPath was not flagged: $OUT" ;; esac
+	for f in .husky/pre-commit p.code-workspace .pre-commit-config.yaml; do
+		case $OUT in *"$f changed in the session"*) ok ;;
+		*) bad "a change to $f was not flagged: $OUT" ;; esac
+	done
+	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
+	git -C "$P" config --unset core.hooksPath
+	for f in $HOOKS; do rm -f "$P/$f"; done
+	rm -rf "$P/tools" "$P/.husky" "$P/.githooks" "$P"/*.x "$P"/.*.x
+	rm -f "$MARK"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -191,6 +242,7 @@ checks() {
 	config_keys
 	modules
 	protected
+	hooks
 }
 
 jail_main "$@"
