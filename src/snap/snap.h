@@ -69,6 +69,27 @@ void snap_plant_existing(const char *project, char *const *patterns,
 char *snap_plant_hooks_path(const char *project);
 
 /*
+ * What would blind the user's own git to a session's changes
+ * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,
+ * replace refs (refs/replace/...). Looked at when the command starts and
+ * when it ends; git reads the index with agentmux's settings (nothing
+ * runs), refs are read without following a link.
+ */
+struct snap_blind {
+	struct strv marked;       /* "S path" or "h path" (lower case: assume-unchanged) */
+	struct strv replace;      /* "refs/replace/X\tvalue" */
+	bool had_git;             /* the project had a .git dir */
+};
+
+void snap_blind_init(struct snap_blind *);
+void snap_blind_free(struct snap_blind *);
+/** The marks and replace refs of PROJECT's .git now, into START. */
+void snap_blind_begin(const char *project, struct snap_blind *start);
+/** Adds to OUT one line for each mark and replace ref that is not in START. */
+void snap_blind_end(const char *project, const struct snap_blind *start,
+    struct strv *out);
+
+/*
  * The user's own history (snap-history.c): objects that existed when a
  * session started cannot be deleted or changed from inside the jail (each
  * git dir's objects are an overlay there, over the session's own upper
