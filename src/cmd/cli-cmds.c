@@ -363,7 +363,7 @@ static const struct cli_opt cli_undo_opts[] = {
 	  "nothing" },
 	{ "refs", 0, NULL, CLI_TEXT, "also reset the branch tips the session "
 	  "moved, HEAD and the index to what they were at its start (the old "
-	  "tips stay in the reflog)" },
+	  "tips stay in the reflog), and delete the replace refs it made" },
 	{ "force", 0, NULL, CLI_TEXT, "undo even if another session changed "
 	  "the same tree while this one ran" },
 	CLI_END

@@ -55,13 +55,16 @@ static const char *const config_keys_jail[] = { "protect", "history", NULL };
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
  * Claude Code's hooks, Dev Containers, JetBrains run configurations, git's
- * filters): read-only in the jail where they exist.
+ * filters, hooks kept in the tree, pre-commit, asdf and mise): read-only
+ * in the jail where they exist.
  */
 static const char *const config_default_protect[] = { ".envrc",
 	".vscode/tasks.json", ".vscode/settings.json", ".vscode/launch.json",
 	".mcp.json", ".claude/settings*.json", ".devcontainer",
 	".idea/runConfigurations", ".idea/workspace.xml",
-	".git/info/attributes", ".gitattributes", NULL };
+	".git/info/attributes", ".gitattributes", ".githooks", ".husky",
+	".pre-commit-config.yaml", ".tool-versions", ".mise.toml", "mise.toml",
+	"*.code-workspace", NULL };
 
 static const char *const config_default_excludes[] = { "node_modules/",
 	".venv/", "venv/", "__pycache__/", "target/", "build/", "dist/",

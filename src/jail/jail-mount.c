@@ -562,7 +562,10 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
  * path, fsmonitor, filters), so both are read-only; .git itself becomes a
  * mount point so that it cannot be renamed away and replaced. The git dirs
  * of linked worktrees (worktrees/, with their commondir and config) are
- * read-only too: git in those worktrees, outside the jail, obeys them.
+ * read-only too: git in those worktrees, outside the jail, obeys them. So
+ * is info/: its exclude would hide new files from the user's git status,
+ * grafts (like a replace ref) put another history in place of the real
+ * one, attributes name filters, sparse-checkout hides files.
  */
 static int jail_mount_modules(struct jail_plan *, struct jail_umounts *,
     const char *, int, int, char **);
@@ -571,7 +574,7 @@ static int
 jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
     const char *gitdir, int depth, char **cause)
 {
-	static const char *const ro[] = { "hooks", "config",
+	static const char *const ro[] = { "hooks", "config", "info",
 	    "config.worktree", "worktrees" };
 	char *path, *modules;
 	struct stat st;
@@ -581,8 +584,8 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 	for (i = 0; i < nitems(ro); i++) {
 		path = xprintf("%s/%s", gitdir, ro[i]);
 		if (lstat(path, &st) == -1) {
-			/* A missing hooks dir could be created by the agent. */
-			if (i == 0 && mkdir(path, 0755) == 0 &&
+			/* A missing hooks or info dir could be created by the agent. */
+			if ((i == 0 || i == 2) && mkdir(path, 0755) == 0 &&
 			    lstat(path, &st) == 0)
 				;
 			else if (i == 1) {

@@ -63,21 +63,50 @@ static const char *const jail_seccomp_nosys[] = {
 	"clone3", "openat2", "fchmodat2",
 };
 
+/*
+ * Setting or removing an extended attribute fails as it does on a file
+ * system without them (ENOTSUP: cp -a, tar and rsync go on without). A
+ * default ACL on a project dir (system.posix_acl_default) would give the
+ * files the user makes there later modes that no diff or undo shows, and
+ * a file capability (security.capability) is a set-uid bit by another
+ * name. Reading them stays allowed. The kernel's own (overlayfs's) are
+ * not calls of the command's, and this filter is the command's alone.
+ */
+static const char *const jail_seccomp_xattr[] = {
+	"setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+	"removexattr", "lremovexattr", "fremovexattr", "removexattrat",
+};
+
 static const uint64_t jail_seccomp_nsflags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
 };
 
-/* A syscall by name, or -1 if this libseccomp does not know it. */
+/*
+ * Calls newer than some libseccomp, with the number they have on every
+ * architecture (fchmodat2: Linux 6.6; the *xattrat calls: 6.13).
+ */
+static const struct {
+	const char *name;
+	int nr;
+} jail_seccomp_new[] = {
+	{ "fchmodat2", 452 }, { "setxattrat", 463 }, { "removexattrat", 466 },
+};
+
+/* A syscall by name, or -1 if neither this libseccomp nor the table above knows it. */
 static int
 jail_seccomp_nr(const char *name)
 {
 	int nr = seccomp_syscall_resolve_name(name);
+	size_t i;
 
-	/* fchmodat2 (Linux 6.6) has the same number on every architecture. */
-	if ((nr == __NR_SCMP_ERROR || nr < 0) && strcmp(name, "fchmodat2") == 0)
-		return 452;
-	return nr == __NR_SCMP_ERROR || nr < 0 ? -1 : nr;
+	if (nr != __NR_SCMP_ERROR && nr >= 0)
+		return nr;
+	for (i = 0; i < nitems(jail_seccomp_new); i++) {
+		if (strcmp(name, jail_seccomp_new[i].name) == 0)
+			return jail_seccomp_new[i].nr;
+	}
+	return -1;
 }
 
 /* No set-uid or set-gid bit from any call that sets a mode. */
@@ -110,6 +139,21 @@ jail_seccomp_setid(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* No extended attribute set or removed: ENOTSUP, as if there were none. */
+static int
+jail_seccomp_xattrs(scmp_filter_ctx ctx)
+{
+	size_t i;
+	int nr, rc = 0;
+
+	for (i = 0; i < nitems(jail_seccomp_xattr); i++) {
+		if ((nr = jail_seccomp_nr(jail_seccomp_xattr[i])) != -1)
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOTSUP), nr,
+			    0);
+	}
+	return rc;
+}
+
 static int
 jail_seccomp_rules(scmp_filter_ctx ctx)
 {
@@ -123,6 +167,7 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 			rc |= seccomp_rule_add(ctx, eperm, nr, 0);
 	}
 	rc |= jail_seccomp_setid(ctx);
+	rc |= jail_seccomp_xattrs(ctx);
 	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
 		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],

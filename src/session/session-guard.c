@@ -232,6 +232,7 @@ session_guard_start(struct session *s)
 		return;
 	}
 	s->guard_gitdir = path;
+	snap_blind_begin(s->project, &s->guard_blind);
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		path = session_guard_path(s, session_guard_names[i]);
 		if (lstat(path, &st) == 0)
@@ -249,6 +250,22 @@ session_guard_start(struct session *s)
 	s->guard_ev = event_new(s->ctx->base, fd, EV_READ | EV_PERSIST,
 	    session_guard_cb, s);
 	event_add(s->guard_ev, NULL);
+}
+
+/* Index marks and replace refs that hide a change from the user's git. */
+static void
+session_guard_blind(struct session *s)
+{
+	struct strv found;
+	size_t i;
+
+	strv_init(&found);
+	snap_blind_end(s->project, &s->guard_blind, &found);
+	for (i = 0; i < found.n; i++)
+		session_guard_alert(s, "protected", found.v[i]);
+	strv_free(&found);
+	snap_blind_free(&s->guard_blind);
+	snap_blind_init(&s->guard_blind);
 }
 
 /*
@@ -288,6 +305,7 @@ session_guard_plant(struct session *s)
 	o.existed = s->watched.v;
 	o.nexisted = s->watched.n;
 	o.sequences = s->guard_seq;
+	o.hooks = s->hooks;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -298,6 +316,8 @@ session_guard_plant(struct session *s)
 	for (i = 0; i < res.watched.n; i++)
 		session_guard_alert(s, "protected", res.watched.v[i]);
 	snap_plant_result_free(&res);
+	/* After the scan: links and FIFOs planted in .git are out of the way. */
+	session_guard_blind(s);
 	strv_free(&watch);
 	free(dir);
 	s->guard_since = 0;

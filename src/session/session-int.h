@@ -102,9 +102,11 @@ struct session {
 	struct event *guard_ev;
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
+	struct snap_blind guard_blind; /* index marks and replace refs then */
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
+	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	bool guard_sock_on;          /* looks for new ones at each tick */
 

@@ -412,6 +412,12 @@ session_protect(struct session *s, const struct config_agent *a,
 	strv_free(&s->protect);
 	strv_free(&s->protected);
 	config_protect(s->cf, a, &s->protect);
+	/* Hooks kept in the tree: protected as the list's entries are. */
+	free(s->hooks);
+	s->hooks = snap_plant_hooks_path(s->project);
+	if (s->hooks != NULL && s->protect.n > 0 &&
+	    !strv_contains(&s->protect, s->hooks))
+		strv_add(&s->protect, s->hooks);
 	strv_init(&s->protected);
 	snap_plant_existing(s->project, s->protect.v, s->protect.n,
 	    &s->protected);
@@ -421,6 +427,8 @@ session_protect(struct session *s, const struct config_agent *a,
 	strv_init(&watch);
 	for (d = config_protect_defaults(); *d != NULL; d++)
 		strv_add(&watch, *d);
+	if (s->hooks != NULL)
+		strv_add(&watch, s->hooks);
 	strv_free(&s->watched);
 	strv_init(&s->watched);
 	snap_plant_existing(s->project, watch.v, watch.n, &s->watched);
@@ -563,6 +571,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->hcopies);
 	strv_init(&s->protect);
 	strv_init(&s->protected);
+	snap_blind_init(&s->guard_blind);
 	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
@@ -1215,7 +1224,9 @@ session_free(struct session *s)
 	strv_free(&s->kept);
 	strv_free(&s->protect);
 	strv_free(&s->protected);
+	free(s->hooks);
 	strv_free(&s->watched);
+	snap_blind_free(&s->guard_blind);
 	free(s->kind);
 	free(s->agent);
 	free(s->project);

@@ -434,6 +434,14 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".idea/workspace.xml", "JetBrains IDEs run its configurations" },
 	{ "**/.gitattributes", "git runs the filter or driver it names" },
 	{ ".git/info/attributes", "git runs the filter or driver it names" },
+	{ ".githooks", "git runs its hooks where core.hooksPath names it" },
+	{ ".husky", "git runs its hooks (husky sets core.hooksPath)" },
+	{ ".pre-commit-config.yaml", "pre-commit runs its local hooks at "
+	    "each commit" },
+	{ ".tool-versions", "asdf and mise install and run what it names" },
+	{ ".mise.toml", "mise runs its tasks and hooks" },
+	{ "mise.toml", "mise runs its tasks and hooks" },
+	{ "*.code-workspace", "VS Code runs its tasks and obeys its settings" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */
@@ -492,14 +500,18 @@ snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
 		if (snap_plant_match(o->watch[i], rel))
 			return o->watch[i];
 	}
+	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
+		return o->hooks;
 	return NULL;
 }
 
 static const char *
-snap_plant_tool(const char *rel)
+snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 {
 	size_t i;
 
+	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
+		return "git runs its hooks: your core.hooksPath names it";
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
 		if (snap_plant_match(snap_plant_tools[i][0], rel))
 			return snap_plant_tools[i][1];
@@ -562,7 +574,7 @@ snap_plant_watch(const struct snap_plant_opts *o,
 		return;
 	q = snap_nested_quote(rel);
 	strv_addf(&res->watched, "%s changed in the session (%s); read it "
-	    "before you use it", q, snap_plant_tool(rel));
+	    "before you use it", q, snap_plant_tool(o, rel));
 	free(q);
 }
 
@@ -585,7 +597,7 @@ snap_plant_watch_gone(const struct snap_plant_opts *o,
 			continue;
 		q = snap_nested_quote(o->existed[i]);
 		strv_addf(&res->watched, "%s was deleted in the session (%s)",
-		    q, snap_plant_tool(o->existed[i]));
+		    q, snap_plant_tool(o, o->existed[i]));
 		free(q);
 	}
 }
@@ -812,4 +824,102 @@ snap_plant_seq_left(const struct snap_plant_opts *o,
 		if ((now & (1U << i)) && !(o->sequences & (1U << i)))
 			snap_plant_seq_one(res, projfd, i);
 	}
+}
+
+/* ---- the user's own hooks dir (core.hooksPath) ---- */
+
+/* The project's .git/config, a regular file no larger than 1 MiB, into OUT; -1 if not. */
+static int
+snap_plant_read_config(const char *project, struct buf *out)
+{
+	struct stat st;
+	int projfd, fd, rc = -1;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	fd = path_open_beneath(projfd, ".git/config", O_RDONLY | O_NONBLOCK,
+	    0);
+	close(projfd);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= 1024 * 1024 && buf_read_fd(out, fd) == 0)
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* VALUE made relative to PROJECT, "./" and trailing "/" gone; NULL if it leads outside. */
+static char *
+snap_plant_hooks_rel(const char *project, const char *value)
+{
+	size_t n = strlen(project);
+	char *rel, *c, *save = NULL;
+	bool ok = true;
+
+	if (value[0] == '/') {
+		if (strncmp(value, project, n) != 0 || value[n] != '/')
+			return NULL;
+		value += n + 1;
+	} else if (value[0] == '~')
+		return NULL;
+	rel = xstrdup(value);
+	for (c = strtok_r(rel, "/", &save); c != NULL && ok;
+	    c = strtok_r(NULL, "/", &save))
+		ok = strcmp(c, "..") != 0;
+	free(rel);
+	if (!ok)
+		return NULL;
+	while (value[0] == '.' && value[1] == '/')
+		for (value += 2; *value == '/'; value++)
+			;
+	rel = xstrdup(value);
+	for (n = strlen(rel); n > 0 && rel[n - 1] == '/'; n--)
+		rel[n - 1] = '\0';
+	if (rel[0] == '\0' || strcmp(rel, ".") == 0) {
+		free(rel);
+		return NULL;
+	}
+	return rel;
+}
+
+/* REL with fnmatch's special characters escaped: a pattern naming it alone. */
+static char *
+snap_plant_escape(const char *rel)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (; *rel != '\0'; rel++) {
+		if (strchr("*?[]\\", *rel) != NULL)
+			buf_addc(&b, '\\');
+		buf_addc(&b, *rel);
+	}
+	return b.data;
+}
+
+char *
+snap_plant_hooks_path(const char *project)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--null", "--get",
+	    "core.hooksPath", NULL };
+	struct buf text, out;
+	char *cause = NULL, *rel = NULL, *pattern = NULL;
+	int st;
+
+	buf_init(&text);
+	buf_init(&out);
+	/* No include is followed (--file without --includes), nothing runs. */
+	if (snap_plant_read_config(project, &text) == 0 &&
+	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
+	    text.len, &out, NULL, &st, &cause) == 0 && st == 0 &&
+	    out.data != NULL && memchr(out.data, '\0', out.len) != NULL)
+		rel = snap_plant_hooks_rel(project, out.data);
+	free(cause);
+	buf_free(&text);
+	buf_free(&out);
+	if (rel != NULL)
+		pattern = snap_plant_escape(rel);
+	free(rel);
+	return pattern;
 }

@@ -257,7 +257,29 @@ snap_refs_keep(FILE *out, const char *ref)
 	free(q);
 }
 
-/* Every ref of the start that is not as it was; refs made since are kept (and named). */
+/*
+ * A replace ref made during the session is not the user's: git log and
+ * git show would show its commit in the place of another. It goes, as git
+ * deletes a ref (loose or packed, with agentmux's settings: no hook).
+ */
+static void
+snap_refs_drop(struct snap_refs *sr, const char *ref)
+{
+	const char *args[] = { "update-ref", "--no-deref", "-d", ref, NULL };
+	char *q = quote_name(ref), *cause = NULL;
+
+	out_printf(sr->out, "  %sdelete  %s: a replace ref made during the "
+	    "session\n", sr->dry ? "would " : "", q);
+	if (!sr->dry && snap_git(sr->r, SNAP_ENV_PROJECT, args, NULL, NULL,
+	    &cause) == -1) {
+		out_printf(sr->out, "  cannot  delete %s: %s\n", q, cause);
+		sr->failed++;
+	}
+	free(cause);
+	free(q);
+}
+
+/* Every ref of the start that is not as it was; refs made since are kept (and named), replace refs deleted. */
 /*
  * A worktree session moved its own branch alone (the kernel refused it
  * the rest): only refs under its own dir are put back, never the user's
@@ -313,9 +335,14 @@ snap_refs_all(struct snap_refs *sr)
 	}
 	for (i = 0; i < sr->now.n; i++) {
 		ref = xstrndup(sr->now.v[i], strcspn(sr->now.v[i], "\t"));
-		if (strncmp(ref, "refs/", 5) == 0 &&
-		    snap_refs_in_scope(sr, ref) &&
-		    snap_hist_value(&sr->start, ref) == NULL)
+		if (strncmp(ref, "refs/", 5) != 0 ||
+		    !snap_refs_in_scope(sr, ref) ||
+		    snap_hist_value(&sr->start, ref) != NULL)
+			;
+		else if (strncmp(ref, "refs/replace/", 13) == 0 &&
+		    snap_hist_refname_ok(ref))
+			snap_refs_drop(sr, ref);
+		else
 			snap_refs_keep(sr->out, ref);
 		free(ref);
 	}

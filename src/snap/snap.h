@@ -31,6 +31,7 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
+	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
@@ -68,6 +69,34 @@ bool snap_plant_match(const char *pattern, const char *rel);
 /** Adds to OUT the regular files and dirs under PROJECT that PATTERNS name (none through a link). */
 void snap_plant_existing(const char *project, char *const *patterns,
     size_t n, struct strv *out);
+/**
+ * The dir PROJECT/.git/config names in core.hooksPath, if it lies in the
+ * project: relative to it, as a pattern naming it alone (for
+ * snap_plant_match and snap_plant_existing); NULL if none. Read with
+ * git's parser, no include followed, nothing run. Caller frees.
+ */
+char *snap_plant_hooks_path(const char *project);
+
+/*
+ * What would blind the user's own git to a session's changes
+ * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,
+ * replace refs (refs/replace/...). Looked at when the command starts and
+ * when it ends; git reads the index with agentmux's settings (nothing
+ * runs), refs are read without following a link.
+ */
+struct snap_blind {
+	struct strv marked;       /* "S path" or "h path" (lower case: assume-unchanged) */
+	struct strv replace;      /* "refs/replace/X\tvalue" */
+	bool had_git;             /* the project had a .git dir */
+};
+
+void snap_blind_init(struct snap_blind *);
+void snap_blind_free(struct snap_blind *);
+/** The marks and replace refs of PROJECT's .git now, into START. */
+void snap_blind_begin(const char *project, struct snap_blind *start);
+/** Adds to OUT one line for each mark and replace ref that is not in START. */
+void snap_blind_end(const char *project, const struct snap_blind *start,
+    struct strv *out);
 
 /*
  * The user's own history (snap-history.c): objects that existed when a

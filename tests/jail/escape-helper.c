@@ -619,6 +619,80 @@ do_setid(const char *dir)
 	return blocked("set-uid and set-gid modes");
 }
 
+/* A default ACL of u::rwx g::rwx o::rwx, as the kernel reads it (version 2). */
+static size_t
+acl_world(unsigned char *v)
+{
+	static const uint16_t tags[] = { 0x01, 0x04, 0x20 };
+	uint32_t version = 2, id = 0xffffffffu;
+	uint16_t perm = 7;
+	size_t i, n = 0;
+
+	memcpy(v, &version, 4);
+	n = 4;
+	for (i = 0; i < 3; i++) {
+		memcpy(v + n, &tags[i], 2);
+		memcpy(v + n + 2, &perm, 2);
+		memcpy(v + n + 4, &id, 4);
+		n += 8;
+	}
+	return n;
+}
+
+/*
+ * Every way to set or remove an extended attribute under DIR: a default
+ * ACL that makes later files world-writable through setxattr, lsetxattr,
+ * fsetxattr and setxattrat; a user attribute; removing one (which fails
+ * with ENODATA where the call goes through). Each must fail with ENOTSUP.
+ */
+static int
+do_xattr(const char *dir)
+{
+	static const char *const names[] = { "setxattr", "lsetxattr",
+	    "fsetxattr", "setxattrat", "user", "removexattr", "lremovexattr",
+	    "fremovexattr", "removexattrat" };
+	struct { uint64_t value; uint32_t size, flags; } args;
+	const char *acl = "system.posix_acl_default";
+	unsigned char v[64];
+	char path[4096];
+	long rc[9];
+	size_t n = acl_world(v), i;
+	int err[9], fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY)) == -1)
+		return blocked(dir);
+	snprintf(path, sizeof path, "%s/file", dir);
+	close(open(path, O_WRONLY | O_CREAT, 0644));
+	memset(&args, 0, sizeof args);
+	args.value = (uint64_t)(uintptr_t)v;
+	args.size = (uint32_t)n;
+#define TRY(k, call) (errno = 0, rc[k] = (call), err[k] = errno)
+	TRY(0, syscall(SYS_setxattr, dir, acl, v, n, 0));
+	TRY(1, syscall(SYS_lsetxattr, dir, acl, v, n, 0));
+	TRY(2, syscall(SYS_fsetxattr, fd, acl, v, n, 0));
+	TRY(3, syscall(463, fd, "", AT_EMPTY_PATH, acl, &args, sizeof args));
+	TRY(4, syscall(SYS_setxattr, path, "user.amx", "x", 1, 0));
+	TRY(5, syscall(SYS_removexattr, path, "user.amx-none"));
+	TRY(6, syscall(SYS_lremovexattr, path, "user.amx-none"));
+	TRY(7, syscall(SYS_fremovexattr, fd, "user.amx-none"));
+	TRY(8, syscall(466, fd, "", AT_EMPTY_PATH, "user.amx-none"));
+#undef TRY
+	close(fd);
+	for (i = 0; i < 9; i++) {
+		if (rc[i] == 0)
+			return escaped("%s under %s worked", names[i], dir);
+	}
+	for (i = 0; i < 9; i++) {
+		if (err[i] != ENOTSUP) {
+			printf("WRONG: %s under %s failed with %s, not ENOTSUP\n",
+			    names[i], dir, strerror(err[i]));
+			return 3;
+		}
+	}
+	errno = ENOTSUP;
+	return blocked("setting and removing extended attributes");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -644,6 +718,8 @@ main(int argc, char **argv)
 		return do_stat(a);
 	if (strcmp(c, "setid") == 0)
 		return do_setid(a);
+	if (strcmp(c, "xattr") == 0)
+		return do_xattr(a);
 	if (strcmp(c, "tcp") == 0)
 		return do_tcp(a, b);
 	if (strcmp(c, "unix") == 0)

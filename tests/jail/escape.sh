@@ -230,6 +230,25 @@ limits() {
 	[ ! -e "$P/big" ] && ok || bad "the big file was left in the project"
 }
 
+# Extended attributes: a default ACL on a project dir would make the
+# user's later files world-writable, unseen by diff and undo. Every call
+# that sets or removes one fails with ENOTSUP; the same attempt on the
+# host shows the file system takes them (else the check says SKIP).
+xattrs() {
+	mkdir -p "$T/xattr-host" "$P/xattr"
+	if ! "$E" xattr "$T/xattr-host" >/dev/null 2>&1; then
+		echo "SKIP [$WHO] extended attributes: the file system under $T takes none"
+		return
+	fi
+	blocked "set a default ACL or any extended attribute" "$E" xattr "$P/xattr"
+	jrun sh -c 'cd xattr && umask 077 && : >later && stat -c %a later'
+	case $OUT in 600) ok ;; *) bad "a file made in the jail after the attempts: $OUT" ;; esac
+	m=$(cd "$P/xattr" && umask 077 && : >host-later && stat -c %a host-later)
+	[ "$m" = 600 ] && ok ||
+	    bad "a file the user made in the project dir after the session is $m, not 600 (umask 077)"
+	rm -rf "$P/xattr" "$T/xattr-host"
+}
+
 checks() {
 	OTHER_HOME=${OTHER_HOME:-/root}
 	if [ "$WHO" = root ]; then
@@ -242,6 +261,7 @@ checks() {
 	host_listeners "$T/port" "$ABSTRACT" || bad "no host listeners"
 	reads
 	writes
+	xattrs
 	git_plants
 	project_sockets
 	network

@@ -287,11 +287,15 @@ protected() {
 	diff=$("$AMX" diff last 2>&1)
 	case $diff in *"sub/.envrc"*"direnv"*) ok ;; *) bad "diff does not flag it: $diff" ;; esac
 	# protect = none: the user lets the agent change them; still flagged.
+	# Not .git/info, read-only whatever protect says (git's own, as hooks).
+	free=$(echo $PROTECTED | sed 's| .git/info/attributes||')
 	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
-	jrun -- sh -c 'for f in '"$(echo $PROTECTED)"'; do
-	    echo "*.c filter=changed" >>$f; done'
+	jrun -- sh -c 'for f in '"$free"' .git/info/attributes; do
+	    echo "*.c filter=changed" >>$f; done 2>/dev/null; true'
 	grep -q changed "$P/.envrc" && ok || bad "protect = none kept .envrc read-only"
-	for f in $PROTECTED; do
+	grep -q changed "$P/.git/info/attributes" &&
+	    bad "protect = none let the jail write .git/info/attributes" || ok
+	for f in $free; do
 		case $OUT in *"$f changed in the session"*) ok ;;
 		*) bad "a change to $f with protect = none was not flagged: $OUT" ;; esac
 	done
@@ -302,6 +306,101 @@ protected() {
 	for f in $PROTECTED; do rm -f "$P/$f"; done
 	rm -rf "$P/sub" "$P/deep" "$P/deep2" "$P/.claude" \
 	    "$P/.vscode" "$P/.devcontainer" "$P/.idea" "$P"/*-old "$P"/.*-old
+}
+
+# Hooks kept in the tree: the dir the user's core.hooksPath names (read
+# from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
+# files and VS Code workspaces. Read-only where they exist, flagged when
+# they change.
+HOOKS='tools/git-hooks/pre-commit .husky/pre-commit .githooks/pre-push
+.pre-commit-config.yaml .tool-versions .mise.toml mise.toml p.code-workspace'
+
+hooks() {
+	for f in $HOOKS; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	git -C "$P" config core.hooksPath ./tools/git-hooks/
+	jrun -- sh -c 'for f in '"$(echo $HOOKS)"'; do
+	    echo "touch '"$MARK"'" >$f; rm -f $f; mv $f $f.x; done 2>/dev/null
+	    mv tools/git-hooks tools/old 2>/dev/null
+	    echo "touch '"$MARK"'" >tools/git-hooks/post-commit; echo tried'
+	case $OUT in *tried*) ok ;; *) bad "the attempts did not run: $OUT" ;; esac
+	for f in $HOOKS; do
+		[ "$(cat "$P/$f" 2>/dev/null)" = "orig $f" ] && ok ||
+		    bad "the jail changed the protected $f: $(cat "$P/$f" 2>&1)"
+	done
+	[ ! -e "$P/tools/git-hooks/post-commit" ] && ok ||
+	    bad "the jail added a hook to the dir core.hooksPath names"
+	(cd "$P" && git commit -q --allow-empty -m t) 2>/dev/null
+	pwned && bad "git commit on the host ran a hook written in the jail" || ok
+	# protect = none: the agent may change them; flagged, the hooks dir
+	# named by an absolute core.hooksPath too.
+	rm -rf "$P/tools"
+	for f in $HOOKS; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	git -C "$P" config core.hooksPath "$P/tools/git-hooks"
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
+	jrun -- sh -c 'echo "touch '"$MARK"'" >tools/git-hooks/pre-commit &&
+	    echo x >.husky/pre-commit && echo x >p.code-workspace &&
+	    echo x >.pre-commit-config.yaml && true'
+	case $OUT in *"tools/git-hooks/pre-commit changed in the session (git runs its hooks: your core.hooksPath"*) ok ;;
+	*) bad "a changed hook under core.hooksPath was not flagged: $OUT" ;; esac
+	for f in .husky/pre-commit p.code-workspace .pre-commit-config.yaml; do
+		case $OUT in *"$f changed in the session"*) ok ;;
+		*) bad "a change to $f was not flagged: $OUT" ;; esac
+	done
+	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
+	git -C "$P" config --unset core.hooksPath
+	for f in $HOOKS; do rm -f "$P/$f"; done
+	rm -rf "$P/tools" "$P/.husky" "$P/.githooks" "$P"/*.x "$P"/.*.x
+	rm -f "$MARK"
+}
+
+# The user's own git blinded: index entries marked skip-worktree or
+# assume-unchanged, a replace ref, info/exclude and info/grafts. The
+# files of info/ are read-only; marks and replace refs made in the session
+# are flagged (run, show, diff), one there before is not; undo --refs
+# deletes the replace ref.
+blind() {
+	(cd "$P" && echo pre >pre && echo a >a2 && git add pre a2 &&
+	    git commit -qm blind && git update-index --assume-unchanged pre) ||
+	    exit 1
+	jrun -- sh -c 'echo evil >>README && git update-index --skip-worktree README &&
+	    echo evil >>a2 && git update-index --assume-unchanged a2 &&
+	    git -c user.name=x -c user.email=x@x commit -q --allow-empty -m benign &&
+	    git replace HEAD HEAD~1 && echo marked;
+	    { echo evil.sh >>.git/info/exclude; echo x >.git/info/grafts;
+	    mv .git/info .git/info-old; } 2>/dev/null; true'
+	case $OUT in *marked*) ok ;; *) bad "the marks were not made: $OUT" ;; esac
+	grep -q evil.sh "$P/.git/info/exclude" 2>/dev/null &&
+	    bad "the jail wrote .git/info/exclude" || ok
+	[ ! -e "$P/.git/info/grafts" ] && [ -d "$P/.git/info" ] && ok ||
+	    bad "the jail made .git/info/grafts or moved .git/info"
+	case $OUT in *"README was marked skip-worktree"*) ok ;;
+	*) bad "a skip-worktree mark was not flagged: $OUT" ;; esac
+	case $OUT in *"a2 was marked assume-unchanged"*) ok ;;
+	*) bad "an assume-unchanged mark was not flagged: $OUT" ;; esac
+	case $OUT in *"pre was marked"*) bad "a mark there before was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *"made the replace ref refs/replace/"*) ok ;;
+	*) bad "a replace ref was not flagged: $OUT" ;; esac
+	show=$("$AMX" show last 2>&1)
+	case $show in *"README was marked skip-worktree"*"replace ref"*) ok ;;
+	*) bad "show does not flag the marks and the replace ref: $show" ;; esac
+	diff=$("$AMX" diff last 2>&1)
+	case $diff in *"README was marked skip-worktree"*) ok ;;
+	*) bad "diff does not flag the mark: $diff" ;; esac
+	out=$("$AMX" undo last --refs 2>&1)
+	[ -z "$(git -C "$P" replace -l)" ] && ok ||
+	    bad "undo --refs left the session's replace ref: $out"
+	case $out in *"delete  refs/replace/"*) ok ;;
+	*) bad "undo --refs did not say it deleted the replace ref: $out" ;; esac
+	git -C "$P" update-index --no-assume-unchanged pre 2>/dev/null
+	git -C "$P" update-index --no-skip-worktree README 2>/dev/null
+	git -C "$P" update-index --no-assume-unchanged a2 2>/dev/null
+	(cd "$P" && git checkout -q -- README a2 2>/dev/null)
 }
 
 checks() {
@@ -316,6 +415,8 @@ checks() {
 	config_keys
 	modules
 	protected
+	hooks
+	blind
 }
 
 jail_main "$@"

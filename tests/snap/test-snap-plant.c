@@ -350,6 +350,48 @@ test_sequence_left(void **state)
 	free(q);
 }
 
+/* core.hooksPath VALUE in PROJ's .git/config; what snap_plant_hooks_path makes of it. */
+static char *
+hooks_of(const char *value)
+{
+	test_sh_ok("git config --file %s/.git/config core.hooksPath '%s'",
+	    proj, value);
+	return snap_plant_hooks_path(proj);
+}
+
+/* The user's hooks dir: inside the project, as a pattern; outside, or none, NULL. */
+static void
+test_hooks_path(void **state)
+{
+	char *p, *abs;
+
+	assert_null(snap_plant_hooks_path(proj));
+	test_sh_ok("cd %s && git init -q . && mkdir -p .githooks 'h[1]*'", proj);
+	assert_null(snap_plant_hooks_path(proj));
+	p = hooks_of("./.githooks/");
+	assert_string_equal(p, ".githooks");
+	assert_true(snap_plant_match(p, ".githooks/pre-commit"));
+	free(p);
+	abs = xprintf("%s/tools/hooks", proj);
+	p = hooks_of(abs);
+	assert_string_equal(p, "tools/hooks");
+	free(p);
+	free(abs);
+	p = hooks_of("h[1]*");
+	assert_true(snap_plant_match(p, "h[1]*/pre-commit"));
+	assert_false(snap_plant_match(p, "h1x/pre-commit"));
+	free(p);
+	assert_null(hooks_of("../elsewhere"));
+	assert_null(hooks_of("a/../../elsewhere"));
+	assert_null(hooks_of("/usr/share/hooks"));
+	assert_null(hooks_of("~/hooks"));
+	assert_null(hooks_of("."));
+	/* A link where the config was: not read. */
+	test_sh_ok("cd %s && git config core.hooksPath .githooks && "
+	    "mv .git/config .git/real && ln -s real .git/config", proj);
+	assert_null(snap_plant_hooks_path(proj));
+}
+
 int
 main(void)
 {
@@ -370,6 +412,8 @@ main(void)
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch_at_once, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
 		    teardown),
 	};
 
