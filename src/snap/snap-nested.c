@@ -582,13 +582,94 @@ snap_nested_gitdir(struct snap_nested *nc, const char *repo, const char *rel)
 	snap_nested_gitdir_at(nc, repo, rel, false);
 }
 
+/* The dir DIR ("": the project's own) opened, or -1. */
+static int
+snap_nested_opendir(struct snap_nested *nc, const char *dir)
+{
+	if (dir[0] == '\0')
+		return openat(nc->projfd, ".", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC);
+	return path_open_beneath(nc->projfd, dir, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/*
+ * The path in B (a gitdir or commondir file's text) as git takes it: only
+ * trailing newlines and returns go (read_gitfile_gently), so a dir named
+ * "x\n" in a path is a dir of that name, not where the path ends.
+ */
+static void
+snap_nested_chomp(struct buf *b)
+{
+	size_t n = b->len;
+
+	while (n > 0 && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))
+		n--;
+	b->data[n] = '\0';
+}
+
+/* Where the .git (a file or a link) in DFD sends git, as written; NULL: nowhere. */
+static char *
+snap_nested_dotgit_to(int dfd, const struct stat *st)
+{
+	char target[PATH_MAX], *to = NULL;
+	struct buf b;
+	mode_t mode;
+	ssize_t n;
+
+	if (S_ISLNK(st->st_mode)) {
+		n = readlinkat(dfd, ".git", target, sizeof target - 1);
+		if (n <= 0)
+			return NULL;
+		target[n] = '\0';
+		return xstrdup(target);
+	}
+	buf_init(&b);
+	if (snap_nested_read(dfd, ".git", &b, &mode) == 0 && b.data != NULL) {
+		snap_nested_chomp(&b);
+		if (strncmp(b.data, "gitdir: ", 8) == 0 && b.data[8] != '\0')
+			to = xstrdup(b.data + 8);
+	}
+	buf_free(&b);
+	return to;
+}
+
+/*
+ * A .git made or changed in the session naming a git dir outside the
+ * project (the session's overlay copy of a config dir, whose host path
+ * the jail reads in /proc/self/mountinfo), or one not there yet: the
+ * host's git would obey that dir's config and hooks, which agentmux can
+ * neither see nor defuse. The .git goes to the quarantine, unfollowed.
+ */
+static void
+snap_nested_dotgit_out(struct snap_nested *nc, const char *rel, int dfd,
+    const struct stat *st, const char *where)
+{
+	char *to, *q, *qwhere;
+
+	q = snap_nested_quote(rel);
+	qwhere = snap_nested_quote(where);
+	if ((to = snap_nested_keep(nc, dfd, ".git", true)) != NULL)
+		strv_addf(nc->messages, "%s was made or changed in the session "
+		    "as a %s naming the git dir %s, which is not in the "
+		    "project (git would obey its config and hooks); it was "
+		    "moved to %s", q, S_ISLNK(st->st_mode) ? "link" : "file",
+		    qwhere, to);
+	else
+		strv_addf(nc->messages, "%s was made or changed in the session "
+		    "as a %s naming the git dir %s, which is not in the "
+		    "project, and agentmux could not move it: %s; remove it "
+		    "before you run git there", q, S_ISLNK(st->st_mode) ?
+		    "link" : "file", qwhere, strerror(errno));
+	free(to);
+	free(qwhere);
+	free(q);
+}
+
 void
 snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 {
-	char *repo, *dir, *gitdir = NULL, *abs;
+	char *repo, *dir, *gitdir = NULL, *where;
 	struct stat st;
-	struct buf b;
-	mode_t mode;
 	int dfd;
 
 	if (snap_nested_lstat(nc, rel, &st) == -1)
@@ -599,24 +680,14 @@ snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 	    xstrdup(nc->project);
 	if (S_ISDIR(st.st_mode))
 		gitdir = xstrdup(rel);
-	else if (S_ISLNK(st.st_mode)) {
-		abs = xprintf("%s/%s", nc->project, rel);
-		gitdir = snap_nested_inside(nc, repo, abs);
-		free(abs);
-	} else if (S_ISREG(st.st_mode)) {
-		/* "gitdir: PATH", relative to the dir the .git file is in. */
-		buf_init(&b);
-		dfd = dir[0] != '\0' ? path_open_beneath(nc->projfd, dir,
-		    O_RDONLY | O_DIRECTORY, 0) : openat(nc->projfd, ".",
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd != -1 && snap_nested_read(dfd, ".git", &b, &mode) == 0 &&
-		    b.data != NULL && strncmp(b.data, "gitdir: ", 8) == 0) {
-			b.data[strcspn(b.data, "\r\n")] = '\0';
-			gitdir = snap_nested_inside(nc, repo, b.data + 8);
-		}
-		if (dfd != -1)
-			close(dfd);
-		buf_free(&b);
+	else if ((dfd = snap_nested_opendir(nc, dir)) != -1) {
+		/* "gitdir: PATH" or a link, relative to the dir the .git is in. */
+		if ((where = snap_nested_dotgit_to(dfd, &st)) != NULL &&
+		    (gitdir = snap_nested_inside(nc, repo, where)) == NULL &&
+		    snap_nested_changed(&st, nc->since))
+			snap_nested_dotgit_out(nc, rel, dfd, &st, where);
+		free(where);
+		close(dfd);
 	}
 	if (gitdir != NULL)
 		snap_nested_gitdir(nc, repo, gitdir);

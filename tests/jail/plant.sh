@@ -403,6 +403,43 @@ blind() {
 	(cd "$P" && git checkout -q -- README a2 2>/dev/null)
 }
 
+# A .git file or link made or changed in the session that names a git dir
+# outside the project (where agentmux cannot defuse it: the session's
+# overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
+# and the session is flagged. A linked worktree's .git file there before,
+# unchanged, is left alone.
+dotgit_out() {
+	E=$T/outside/evil
+	R=$T/outside/repo
+	mkdir -p "$E/objects" "$E/refs" "$P/src" "$P/lib2" || exit 1
+	echo 'ref: refs/heads/main' >"$E/HEAD"
+	printf '[core]\n\tbare = false\n\tfsmonitor = "touch %s; false"\n' \
+	    "$MARK" >"$E/config"
+	git init -q "$R" && git -C "$R" -c user.email=a@b -c user.name=a \
+	    commit -q --allow-empty -m r && git -C "$R" worktree add -q \
+	    "$P/wt" 2>/dev/null || exit 1
+	echo 'int z;' >"$P/src/z.c"
+	jrun -- sh -c "printf 'gitdir: $E\\n' >src/.git &&
+	    ln -s '$E' lib2/.git && echo planted"
+	case $OUT in *planted*) ok ;; *) bad "the .git plant did not run: $OUT" ;; esac
+	(cd "$P/src" && git status >/dev/null 2>&1)
+	(cd "$P/lib2" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a git dir outside the project a .git names" || ok
+	[ ! -e "$P/src/.git" ] && [ ! -L "$P/lib2/.git" ] && ok ||
+	    bad "a .git naming a git dir outside the project was left in place"
+	case $OUT in *"src/.git was made or changed in the session"*"$E"*) ok ;;
+	*) bad "no alert about the .git file naming a dir outside: $OUT" ;; esac
+	case $OUT in *"lib2/.git was made or changed in the session"*) ok ;;
+	*) bad "no alert about the .git link naming a dir outside: $OUT" ;; esac
+	case $OUT in *wt/.git*) bad "a linked worktree's .git there before was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *"src/.git was made or changed"*) ok ;;
+	*) bad "show does not flag the .git file naming a dir outside" ;; esac
+	[ "$(git -C "$P/wt" rev-parse --git-dir 2>/dev/null)" = "$R/.git/worktrees/wt" ] &&
+	    ok || bad "the linked worktree's .git there before was not left alone"
+	git -C "$R" worktree remove --force "$P/wt" 2>/dev/null
+	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/wt" "$E" "$R" "$MARK"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -411,6 +448,7 @@ checks() {
 	confdiff_gitdir
 	new_gitdir
 	other_gitdir
+	dotgit_out
 	rebase_left
 	config_keys
 	modules
