@@ -514,6 +514,55 @@ out:
 	free(qpath);
 }
 
+/*
+ * The path in B (a gitdir or commondir file's text) as git takes it: only
+ * trailing newlines and returns go (read_gitfile_gently), so a dir named
+ * "x\n" in a path is a dir of that name, not where the path ends.
+ */
+static void
+snap_nested_chomp(struct buf *b)
+{
+	size_t n = b->len;
+
+	while (n > 0 && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))
+		n--;
+	b->data[n] = '\0';
+}
+
+/*
+ * A commondir made or changed in the session naming a dir outside the
+ * project: git reads the config and hooks of the git dir there, which
+ * agentmux cannot defuse. It goes to the quarantine.
+ */
+static void
+snap_nested_common_out(struct snap_nested *nc, const char *repo, int fd,
+    const char *gitdir, const char *where)
+{
+	char *to, *qrepo, *qpath, *qwhere;
+	struct stat st;
+
+	if (fstatat(fd, "commondir", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !snap_nested_changed(&st, nc->since))
+		return;
+	qrepo = snap_nested_quote(repo);
+	qpath = snap_nested_quote(gitdir);
+	qwhere = snap_nested_quote(where);
+	if ((to = snap_nested_keep(nc, fd, "commondir", true)) != NULL)
+		strv_addf(nc->messages, "the repository %s had %s/commondir "
+		    "naming %s, which is not in the project (git would obey "
+		    "the config and hooks there); it was moved to %s", qrepo,
+		    qpath, qwhere, to);
+	else
+		strv_addf(nc->messages, "the repository %s has %s/commondir "
+		    "naming %s, which is not in the project, and agentmux "
+		    "could not move it: %s; do not run git there before you "
+		    "look at it", qrepo, qpath, qwhere, strerror(errno));
+	free(to);
+	free(qwhere);
+	free(qpath);
+	free(qrepo);
+}
+
 /* Defuses the git dir REL (relative to the project) of repository REPO, once. */
 static void
 snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
@@ -544,10 +593,12 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 	buf_init(&b);
 	if (!common && snap_nested_read(fd, "commondir", &b, &mode) == 0 &&
 	    b.data != NULL) {
-		b.data[strcspn(b.data, "\r\n")] = '\0';
+		snap_nested_chomp(&b);
 		crel = snap_nested_inside(nc, path, b.data);
 		if (crel != NULL)
 			snap_nested_gitdir_at(nc, repo, crel, true);
+		else
+			snap_nested_common_out(nc, repo, fd, path, b.data);
 		free(crel);
 	}
 	buf_free(&b);
@@ -565,7 +616,7 @@ snap_nested_inside(struct snap_nested *nc, const char *base,
 	abs = where[0] == '/' ? xstrdup(where) : xprintf("%s/%s", base, where);
 	real = realpath(abs, NULL);
 	free(abs);
-	/* Outside the project the jail could not write: nothing to defuse. */
+	/* Outside the project (or nowhere): NULL; the caller decides. */
 	if (real == NULL || strncmp(real, nc->project, n) != 0 ||
 	    real[n] != '/') {
 		free(real);
@@ -590,21 +641,6 @@ snap_nested_opendir(struct snap_nested *nc, const char *dir)
 		return openat(nc->projfd, ".", O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC);
 	return path_open_beneath(nc->projfd, dir, O_RDONLY | O_DIRECTORY, 0);
-}
-
-/*
- * The path in B (a gitdir or commondir file's text) as git takes it: only
- * trailing newlines and returns go (read_gitfile_gently), so a dir named
- * "x\n" in a path is a dir of that name, not where the path ends.
- */
-static void
-snap_nested_chomp(struct buf *b)
-{
-	size_t n = b->len;
-
-	while (n > 0 && (b->data[n - 1] == '\n' || b->data[n - 1] == '\r'))
-		n--;
-	b->data[n] = '\0';
 }
 
 /* Where the .git (a file or a link) in DFD sends git, as written; NULL: nowhere. */

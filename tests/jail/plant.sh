@@ -403,8 +403,8 @@ blind() {
 	(cd "$P" && git checkout -q -- README a2 2>/dev/null)
 }
 
-# A .git file or link made or changed in the session that names a git dir
-# outside the project (where agentmux cannot defuse it: the session's
+# A .git file or link (or a git dir's commondir) made or changed in the
+# session that names a git dir outside the project (where agentmux cannot defuse it: the session's
 # overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
 # and the session is flagged. A linked worktree's .git file there before,
 # unchanged, is left alone.
@@ -417,13 +417,19 @@ dotgit_out() {
 	    "$MARK" >"$E/config"
 	git init -q "$R" && git -C "$R" -c user.email=a@b -c user.name=a \
 	    commit -q --allow-empty -m r && git -C "$R" worktree add -q \
-	    "$P/wt" 2>/dev/null || exit 1
+	    "$P/wt" 2>/dev/null && git -C "$R" worktree add -q "$P/wt2" \
+	    2>/dev/null || exit 1
 	echo 'int z;' >"$P/src/z.c"
 	jrun -- sh -c "printf 'gitdir: $E\\n' >src/.git &&
-	    ln -s '$E' lib2/.git && echo planted"
+	    printf 'gitdir: $E\\n' >wt2/.git &&
+	    ln -s '$E' lib2/.git && mkdir -p cd/.git &&
+	    echo 'ref: refs/heads/main' >cd/.git/HEAD &&
+	    echo '$E' >cd/.git/commondir && echo planted"
 	case $OUT in *planted*) ok ;; *) bad "the .git plant did not run: $OUT" ;; esac
 	(cd "$P/src" && git status >/dev/null 2>&1)
 	(cd "$P/lib2" && git status >/dev/null 2>&1)
+	(cd "$P/cd" && git status >/dev/null 2>&1)
+	(cd "$P/wt2" && git status >/dev/null 2>&1)
 	pwned && bad "git status on the host ran the core.fsmonitor of a git dir outside the project a .git names" || ok
 	[ ! -e "$P/src/.git" ] && [ ! -L "$P/lib2/.git" ] && ok ||
 	    bad "a .git naming a git dir outside the project was left in place"
@@ -431,13 +437,16 @@ dotgit_out() {
 	*) bad "no alert about the .git file naming a dir outside: $OUT" ;; esac
 	case $OUT in *"lib2/.git was made or changed in the session"*) ok ;;
 	*) bad "no alert about the .git link naming a dir outside: $OUT" ;; esac
+	case $OUT in *"wt2/.git was made or changed in the session"*) ok ;;
+	*) bad "no alert about a linked worktree's .git rewritten: $OUT" ;; esac
+	case $OUT in *"cd/.git/commondir naming"*"not in the project"*) ok ;;
+	*) bad "no alert about a commondir naming a dir outside: $OUT" ;; esac
 	case $OUT in *wt/.git*) bad "a linked worktree's .git there before was flagged: $OUT" ;; *) ok ;; esac
 	case $("$AMX" show last 2>&1) in *"src/.git was made or changed"*) ok ;;
 	*) bad "show does not flag the .git file naming a dir outside" ;; esac
 	[ "$(git -C "$P/wt" rev-parse --git-dir 2>/dev/null)" = "$R/.git/worktrees/wt" ] &&
 	    ok || bad "the linked worktree's .git there before was not left alone"
-	git -C "$R" worktree remove --force "$P/wt" 2>/dev/null
-	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/wt" "$E" "$R" "$MARK"
+	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
 checks() {
