@@ -250,6 +250,8 @@ void snap_modes_parse(struct snap_modes *, const char *text, size_t len);
 void snap_modes_from_commit(struct snap_modes *, const char *text, size_t len);
 /* Gives REL under DIRFD the mode WANT through no link: 1 changed, 0 not, -1 with errno. */
 int snap_modes_apply(int dirfd, const char *rel, mode_t want);
+/* Gives the file or dir open as FD (O_PATH is fine) the mode MODE: 0, or -1 with errno. */
+int snap_modes_fchmod(int fd, mode_t mode);
 /* What find is asked about: ".", the index's dirs and files (not links), NUL-separated; how many. */
 size_t snap_modes_paths(const char *index, size_t oidlen, struct buf *out);
 /* Paths up to this many are looked at here (snap_modes_stat), more by find. */
@@ -661,5 +663,11 @@ char *snap_relpath(const char *worktree, const char *path, char **cause);
  * replaces), once it is checked and before it goes (snap-confdiff.c).
  */
 extern void (*snap_cc_dir_checked)(const char *host);
+
+/*
+ * Tests only: called with REL, a git dir the end scan found unreadable,
+ * once it is checked and before it is opened up (snap-plant.c).
+ */
+extern void (*snap_plant_dir_checked)(const char *rel);
 
 #endif

@@ -293,6 +293,16 @@ snap_modes_from_commit(struct snap_modes *m, const char *text, size_t len)
 	snap_modes_parse(m, p, (size_t)(end - p));
 }
 
+int
+snap_modes_fchmod(int fd, mode_t mode)
+{
+	char proc[64];
+
+	/* fchmod() refuses an O_PATH descriptor; its /proc link is the file itself. */
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	return fchmodat(AT_FDCWD, proc, mode, 0);
+}
+
 /*
  * Gives REL (a file or dir under the project DIRFD) the mode WANT,
  * without following any link: it is opened O_PATH beneath the project

@@ -204,6 +204,8 @@ snap_plant_gitpath(struct snap_plant_walk *w, const char *rel)
 	return snap_plant_under(w->inside, rel);
 }
 
+AM_TESTABLE void (*snap_plant_dir_checked)(const char *);
+
 /*
  * A git dir made unreadable (chmod 0111: git on the host still finds its
  * HEAD, config and hooks by name, agentmux could not open it to defuse
@@ -213,34 +215,39 @@ snap_plant_gitpath(struct snap_plant_walk *w, const char *rel)
 static void
 snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
 {
-	const char *slash = strrchr(rel, '/');
-	char *dir, *q;
-	int fd, pfd;
+	const struct stat *was = e->fts_statp;
+	struct stat now;
+	char *q;
+	int fd, rc = -1;
 
 	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
 	    0)) != -1) {
 		close(fd);
 		return;
 	}
-	if (errno != EACCES || e->fts_statp->st_uid != geteuid())
+	if (errno != EACCES || was->st_uid != geteuid())
 		return;
-	dir = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
-	pfd = dir != NULL ? path_open_beneath(w->nc.projfd, dir, O_RDONLY |
-	    O_DIRECTORY, 0) : dup(w->nc.projfd);
-	free(dir);
-	/* fts saw a dir there (lstat), and the jail's processes are gone. */
-	if (pfd == -1 || fchmodat(pfd, e->fts_name, (e->fts_statp->st_mode &
-	    0777) | 0700, 0) == -1) {
-		if (pfd != -1)
-			close(pfd);
+	if (snap_plant_dir_checked != NULL)
+		snap_plant_dir_checked(rel);
+	/*
+	 * Changed through an O_PATH descriptor of the dir fts saw, never by
+	 * name: a dir swapped since for a link would have the chmod land
+	 * where the link points (a --shared session's jail may still run).
+	 */
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_PATH | O_DIRECTORY,
+	    0)) == -1)
 		return;
-	}
-	close(pfd);
+	if (fstat(fd, &now) == 0 && now.st_ino == was->st_ino &&
+	    now.st_dev == was->st_dev)
+		rc = snap_modes_fchmod(fd, (now.st_mode & 0777) | 0700);
+	close(fd);
+	if (rc == -1)
+		return;
 	q = snap_nested_quote(rel);
 	strv_addf(&w->res->alerts, "%s, a git dir, was made unreadable in the "
 	    "session (mode %04o); agentmux gave its owner read, write and "
 	    "search on it back to look in it", q,
-	    (unsigned)(e->fts_statp->st_mode & 07777));
+	    (unsigned)(was->st_mode & 07777));
 	free(q);
 }
 

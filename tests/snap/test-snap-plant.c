@@ -5,6 +5,9 @@
  * reflog link moved out, the patterns of the files the user's tools run.
  */
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <linux/capability.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +19,7 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 #include "snap/snap.h"
+#include "snap/snap-int.h"
 #include "store/store.h"
 
 static char *dir;
@@ -392,6 +396,95 @@ test_hooks_path(void **state)
 	assert_null(snap_plant_hooks_path(proj));
 }
 
+/* Root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH off (ON: back on), so that a 0111 dir is unreadable. */
+static void
+dac(bool on)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	uint32_t mask = (1U << CAP_DAC_OVERRIDE) | (1U << CAP_DAC_READ_SEARCH);
+
+	if (geteuid() != 0)
+		return;
+	if (syscall(SYS_capget, &h, d) == -1)
+		fail_msg("capget: %s", strerror(errno));
+	d[0].effective = on ? d[0].effective | (d[0].permitted & mask) :
+	    d[0].effective & ~mask;
+	if (syscall(SYS_capset, &h, d) == -1)
+		fail_msg("capset: %s", strerror(errno));
+}
+
+/* Between the check and the chmod, the unreadable git dir becomes a link out of the project. */
+static void
+swap_for_link(const char *rel)
+{
+	char *from = xprintf("%s/%s", proj, rel), *to = xprintf("%s-old", from);
+	char *out = xprintf("%s/outside", dir);
+
+	if (rename(from, to) == -1 || symlink(out, from) == -1)
+		fail_msg("swap %s: %s", from, strerror(errno));
+	free(out);
+	free(to);
+	free(from);
+}
+
+/* The same, swapped for another unreadable dir. */
+static void
+swap_for_dir(const char *rel)
+{
+	char *from = xprintf("%s/%s", proj, rel), *to = xprintf("%s-old", from);
+
+	if (rename(from, to) == -1 || mkdir(from, 0111) == -1)
+		fail_msg("swap %s: %s", from, strerror(errno));
+	free(to);
+	free(from);
+}
+
+/* An unreadable git dir swapped (for a link, for another dir) before it is opened up: nothing else is chmod'ed. */
+static void
+test_open_up_race(void **state)
+{
+	struct snap_plant_result res;
+	struct stat st;
+	char *out = xprintf("%s/outside", dir), *gd = xprintf("%s/gd", proj);
+
+	test_sh_ok("cd %s && mkdir -p gd/objects gd/refs && echo 'ref: "
+	    "refs/heads/main' >gd/HEAD && chmod 0111 gd && echo x >%s && "
+	    "chmod 0600 %s", proj, out, out);
+	dac(false);
+	snap_plant_dir_checked = swap_for_link;
+	scan(0, false, &res);
+	snap_plant_dir_checked = NULL;
+	dac(true);
+	snap_plant_result_free(&res);
+	assert_int_equal(stat(out, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+
+	test_sh_ok("cd %s && rm -f gd && chmod 0700 gd-old && rm -rf gd-old && "
+	    "mkdir -p gd/objects gd/refs && echo 'ref: refs/heads/main' "
+	    ">gd/HEAD && chmod 0111 gd", proj);
+	dac(false);
+	snap_plant_dir_checked = swap_for_dir;
+	scan(0, false, &res);
+	snap_plant_dir_checked = NULL;
+	dac(true);
+	snap_plant_result_free(&res);
+	assert_int_equal(lstat(gd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0111);
+	/* Not swapped: it is opened up, and said. */
+	test_sh_ok("rmdir %s && mv %s-old %s", gd, gd, gd);
+	dac(false);
+	scan(0, false, &res);
+	dac(true);
+	assert_int_equal(lstat(gd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0711);
+	assert_true(res.alerts.n > 0);
+	assert_non_null(strstr(res.alerts.v[0], "was made unreadable"));
+	snap_plant_result_free(&res);
+	free(gd);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -412,6 +505,8 @@ main(void)
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch_at_once, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_open_up_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
 		    teardown),
