@@ -876,7 +876,12 @@ snap_history_rm_at(int dfd, const char *name, int depth)
 		unlinkat(dfd, name, 0);
 		return;
 	}
-	fchmodat(dfd, name, 0700, 0);
+	/* Through a descriptor of the dir: one swapped for a link is not followed. */
+	if ((fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		(void)snap_modes_fchmod(fd, 0700);
+		close(fd);
+	}
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd != -1 && (d = fdopendir(fd)) != NULL) {
 		while ((de = readdir(d)) != NULL) {

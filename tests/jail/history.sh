@@ -120,6 +120,9 @@ git_works() {
 	    git -C "$P" log --oneline "$up" | grep -q up1 && ok ||
 	    bad "the fetched pack did not reach the host"
 	objects_kept "commit, rebase and fetch"
+	# The overlay's dirs go once imported (work/work is left mode 000).
+	left=$(find "$XDG_DATA_HOME" -path '*/history/*/work' 2>/dev/null)
+	[ -z "$left" ] && ok || bad "an imported history overlay was left: $left"
 }
 
 # The agent's commits reach the host while the session runs (the user's own git works there).
