@@ -76,6 +76,15 @@ void snap_plant_existing(const char *project, char *const *patterns,
  * git's parser, no include followed, nothing run. Caller frees.
  */
 char *snap_plant_hooks_path(const char *project);
+/**
+ * Adds to OUT the paths in PROJECT (relative, as patterns naming them
+ * alone) that git runs through a link or an include: the targets of the
+ * links in .git/hooks and in the core.hooksPath dir, the links on the way
+ * to that dir, the files the include.path and includeIf.*.path of
+ * .git/config name. Read with git's parser, no link followed out of the
+ * project, nothing run.
+ */
+void snap_plant_git_files(const char *project, struct strv *out);
 
 /*
  * What would blind the user's own git to a session's changes

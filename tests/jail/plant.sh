@@ -334,6 +334,15 @@ hooks() {
 	    bad "the jail added a hook to the dir core.hooksPath names"
 	(cd "$P" && git commit -q --allow-empty -m t) 2>/dev/null
 	pwned && bad "git commit on the host ran a hook written in the jail" || ok
+	# core.hooksPath reached through a link in the tree: the real dir.
+	ln -s tools/git-hooks "$P/hooks"
+	git -C "$P" config core.hooksPath hooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >tools/git-hooks/pre-commit
+	    echo "touch '"$MARK"'" >hooks/pre-commit; echo tried' 2>/dev/null
+	[ "$(cat "$P/tools/git-hooks/pre-commit")" = \
+	    "orig tools/git-hooks/pre-commit" ] && ok ||
+	    bad "the jail changed a hook core.hooksPath reaches through a link"
+	rm -f "$P/hooks"
 	# protect = none: the agent may change them; flagged, the hooks dir
 	# named by an absolute core.hooksPath too.
 	rm -rf "$P/tools"
@@ -352,6 +361,12 @@ hooks() {
 		case $OUT in *"$f changed in the session"*) ok ;;
 		*) bad "a change to $f was not flagged: $OUT" ;; esac
 	done
+	ln -s tools "$P/lnk"
+	git -C "$P" config core.hooksPath lnk/git-hooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >lnk/git-hooks/pre-commit'
+	case $OUT in *"tools/git-hooks/pre-commit changed in the session (git runs its hooks"*) ok ;;
+	*) bad "a hook changed through core.hooksPath's link was not flagged: $OUT" ;; esac
+	rm -f "$P/lnk"
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	git -C "$P" config --unset core.hooksPath
 	for f in $HOOKS; do rm -f "$P/$f"; done

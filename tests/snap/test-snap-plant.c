@@ -386,6 +386,25 @@ test_hooks_path(void **state)
 	assert_null(hooks_of("/usr/share/hooks"));
 	assert_null(hooks_of("~/hooks"));
 	assert_null(hooks_of("."));
+	/* Reached through links in the tree: the real dir, none followed out. */
+	test_sh_ok("cd %s && mkdir -p tools/git-hooks && ln -s tools/git-hooks "
+	    "hooks && ln -s %s/tools abs && ln -s ../.. up && ln -s /usr out && "
+	    "ln -s loop loop && ln -s . here", proj, proj);
+	p = hooks_of("hooks");
+	assert_string_equal(p, "tools/git-hooks");
+	assert_true(snap_plant_match(p, "tools/git-hooks/pre-commit"));
+	free(p);
+	p = hooks_of("./here/abs/git-hooks/");
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	abs = xprintf("%s/hooks", proj);
+	p = hooks_of(abs);
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	free(abs);
+	assert_null(hooks_of("up/x"));
+	assert_null(hooks_of("out/share"));
+	assert_null(hooks_of("loop"));
 	/* A link where the config was: not read. */
 	test_sh_ok("cd %s && git config core.hooksPath .githooks && "
 	    "mv .git/config .git/real && ln -s real .git/config", proj);
