@@ -503,6 +503,10 @@ snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
 	}
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
 		return o->hooks;
+	for (i = 0; i < o->ngitfiles; i++) {
+		if (snap_plant_match(o->gitfiles[i], rel))
+			return o->gitfiles[i];
+	}
 	return NULL;
 }
 
@@ -513,6 +517,11 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
 		return "git runs its hooks: your core.hooksPath names it";
+	for (i = 0; i < o->ngitfiles; i++) {
+		if (snap_plant_match(o->gitfiles[i], rel))
+			return "git runs it: a link in your hooks dir or an "
+			    "include in .git/config leads to it";
+	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
 		if (snap_plant_match(snap_plant_tools[i][0], rel))
 			return snap_plant_tools[i][1];
@@ -1014,15 +1023,18 @@ snap_plant_resolve(const char *project, int projfd, const char *rel,
 static char *
 snap_plant_hooks_real(const char *project, struct strv *links)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--null", "--get",
-	    "core.hooksPath", NULL };
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--null", "--get", "core.hooksPath", NULL };
 	struct buf text, out;
 	char *cause = NULL, *rel = NULL, *real = NULL;
 	int st, projfd;
 
 	buf_init(&text);
 	buf_init(&out);
-	/* No include is followed (--file without --includes), nothing runs. */
+	/*
+	 * No include is followed, nothing runs; --no-includes, or git given
+	 * the file on its input refuses a relative include and says nothing.
+	 */
 	if (snap_plant_read_config(project, &text) == 0 &&
 	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
 	    text.len, &out, NULL, &st, &cause) == 0 && st == 0 &&
@@ -1064,20 +1076,36 @@ snap_plant_inside(const char *project, const char *path)
 	return path + n + 1;
 }
 
-/* Adds REL's real path in the project to OUT, as a pattern naming it alone. */
+/* Adds to OUT a pattern naming REL alone, if not there. */
+static void
+snap_plant_add_pattern(struct strv *out, const char *rel)
+{
+	char *pattern = snap_plant_escape(rel);
+
+	if (!strv_contains(out, pattern))
+		strv_take(out, pattern);
+	else
+		free(pattern);
+}
+
+/* Adds REL's real path in the project to OUT, and the links on the way (patterns). */
 static void
 snap_plant_add_real(const char *project, int projfd, const char *rel,
     struct strv *out)
 {
-	char *real, *pattern;
+	struct strv links;
+	char *real;
+	size_t i;
 
-	if (rel == NULL ||
-	    (real = snap_plant_resolve(project, projfd, rel, out)) == NULL)
+	if (rel == NULL)
 		return;
-	pattern = snap_plant_escape(real);
-	if (!strv_contains(out, pattern))
-		strv_add(out, pattern);
-	free(pattern);
+	strv_init(&links);
+	if ((real = snap_plant_resolve(project, projfd, rel, &links)) != NULL) {
+		for (i = 0; i < links.n; i++)
+			snap_plant_add_pattern(out, links.v[i]);
+		snap_plant_add_pattern(out, real);
+	}
+	strv_free(&links);
 	free(real);
 }
 
@@ -1144,8 +1172,8 @@ snap_plant_include(const char *project, int projfd, const char *value,
 static void
 snap_plant_includes(const char *project, int projfd, struct strv *out)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--null",
-	    "--get-regexp", "^include(if\\..*)?\\.path$", NULL };
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--null", "--get-regexp", "^include(if\\..*)?\\.path$", NULL };
 	struct buf text, found;
 	char *cause = NULL, *p, *v;
 	int st;
@@ -1170,15 +1198,22 @@ snap_plant_includes(const char *project, int projfd, struct strv *out)
 void
 snap_plant_git_files(const char *project, struct strv *out)
 {
+	struct strv links;
 	char *hooks;
+	size_t i;
 	int projfd;
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	snap_plant_hook_links(project, projfd, ".git/hooks", out);
-	if ((hooks = snap_plant_hooks_real(project, out)) != NULL)
+	strv_init(&links);
+	if ((hooks = snap_plant_hooks_real(project, &links)) != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
+	/* A link replaced on the way to the hooks dir leads git elsewhere. */
+	for (i = 0; i < links.n; i++)
+		snap_plant_add_pattern(out, links.v[i]);
 	snap_plant_includes(project, projfd, out);
+	strv_free(&links);
 	free(hooks);
 	close(projfd);
 }

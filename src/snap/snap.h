@@ -32,6 +32,8 @@ struct snap_plant_opts {
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
+	char *const *gitfiles;    /* snap_plant_git_files() at the start */
+	size_t ngitfiles;
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are

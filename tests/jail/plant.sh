@@ -374,6 +374,36 @@ hooks() {
 	rm -f "$MARK"
 }
 
+# A hook linked from .git/hooks into the tree and a tracked file .git/config
+# includes: read-only in the jail; with protect = none, flagged.
+hook_links() {
+	mkdir -p "$P/scripts"
+	echo orig >"$P/scripts/pre-commit"
+	echo orig >"$P/.gitconfig"
+	ln -s ../../scripts/pre-commit "$P/.git/hooks/pre-commit"
+	git -C "$P" config include.path ../.gitconfig
+	edit='echo "touch '"$MARK"'" >>scripts/pre-commit;
+	    printf "[core]\n\tfsmonitor = \"touch '"$MARK"'; false\"\n" >>.gitconfig'
+	jrun -- sh -c "$edit; echo tried" 2>/dev/null
+	case $OUT in *tried*) ok ;; *) bad "the edits did not run: $OUT" ;; esac
+	[ "$(cat "$P/scripts/pre-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook linked from .git/hooks"
+	[ "$(cat "$P/.gitconfig")" = orig ] && ok ||
+	    bad "the jail changed a file .git/config includes"
+	(cd "$P" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the jail's fsmonitor" || ok
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
+	jrun -- sh -c "$edit"
+	case $OUT in *"scripts/pre-commit changed in the session (git runs it: a link in your hooks dir"*) ok ;;
+	*) bad "a change to a linked hook was not flagged: $OUT" ;; esac
+	case $OUT in *".gitconfig changed in the session (git runs it"*) ok ;;
+	*) bad "a change to an included file was not flagged: $OUT" ;; esac
+	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
+	git -C "$P" config --unset include.path
+	rm -rf "$P/scripts" "$P/.gitconfig" "$P/.git/hooks/pre-commit"
+	rm -f "$MARK"
+}
+
 # The user's own git blinded: index entries marked skip-worktree or
 # assume-unchanged, a replace ref, info/exclude and info/grafts. The
 # files of info/ are read-only; marks and replace refs made in the session
@@ -431,6 +461,7 @@ checks() {
 	modules
 	protected
 	hooks
+	hook_links
 	blind
 }
 

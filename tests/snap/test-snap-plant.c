@@ -405,10 +405,46 @@ test_hooks_path(void **state)
 	assert_null(hooks_of("up/x"));
 	assert_null(hooks_of("out/share"));
 	assert_null(hooks_of("loop"));
+	/* A relative include in the config does not hide the value. */
+	test_sh_ok("git config --file %s/.git/config include.path ../inc", proj);
+	p = hooks_of("hooks");
+	assert_non_null(p);
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	test_sh_ok("git config --file %s/.git/config --unset include.path",
+	    proj);
 	/* A link where the config was: not read. */
 	test_sh_ok("cd %s && git config core.hooksPath .githooks && "
 	    "mv .git/config .git/real && ln -s real .git/config", proj);
 	assert_null(snap_plant_hooks_path(proj));
+}
+
+/* Hook links and includes of .git/config: what they reach in the project, nothing outside. */
+static void
+test_git_files(void **state)
+{
+	struct strv out;
+
+	test_sh_ok("cd %s && git init -q . && mkdir -p scripts tools/git-hooks "
+	    "&& echo x >scripts/pre-commit && echo x >tools/git-hooks/real && "
+	    "ln -s ../../scripts/pre-commit .git/hooks/pre-commit && "
+	    "ln -s /etc/passwd .git/hooks/post-commit && "
+	    "ln -s ../../../x .git/hooks/pre-push && "
+	    "ln -s tools/git-hooks hooks && git config core.hooksPath hooks && "
+	    "ln -s real tools/git-hooks/pre-rebase && "
+	    "git config include.path ../.gitconfig && "
+	    "git config includeIf.gitdir:/x/.path %s/inc/cfg && "
+	    "git config --add include.path /etc/gitconfig && "
+	    "git config --add include.path ../../outside", proj, proj);
+	strv_init(&out);
+	snap_plant_git_files(proj, &out);
+	assert_true(strv_contains(&out, "scripts/pre-commit"));
+	assert_true(strv_contains(&out, "hooks"));
+	assert_true(strv_contains(&out, "tools/git-hooks/real"));
+	assert_true(strv_contains(&out, ".gitconfig"));
+	assert_true(strv_contains(&out, "inc/cfg"));
+	assert_int_equal(out.n, 5);
+	strv_free(&out);
 }
 
 int
@@ -433,6 +469,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_watch_at_once, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_git_files, setup,
 		    teardown),
 	};
 
