@@ -1019,29 +1019,74 @@ snap_plant_resolve(const char *project, int projfd, const char *rel,
 	return buf_steal(&done);
 }
 
-/* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */
-static char *
-snap_plant_hooks_real(const char *project, struct strv *links)
+/*
+ * The user's own core.hooksPath (global, else system config: the user's
+ * and the machine's files, their includes followed), into OUT; -1 if none.
+ */
+static int
+snap_plant_hooks_user(struct buf *out)
+{
+	static char scopes[][9] = { "--global", "--system" };
+	char *argv[] = { "git", "config", NULL, "--includes", "--null",
+	    "--get", "core.hooksPath", NULL };
+	char *cause = NULL;
+	size_t i;
+	int st;
+
+	for (i = 0; i < nitems(scopes); i++) {
+		argv[2] = scopes[i];
+		buf_reset(out);
+		if (snap_git_outside(argv, out, NULL, &st, &cause) == 0 &&
+		    st == 0 && out->data != NULL &&
+		    memchr(out->data, '\0', out->len) != NULL)
+			return 0;
+		free(cause);
+		cause = NULL;
+	}
+	return -1;
+}
+
+/*
+ * core.hooksPath as the user's git sees it in PROJECT, into OUT: that of
+ * .git/config, else the user's own; -1 if none (or the config is bad).
+ */
+static int
+snap_plant_hooks_value(const char *project, struct buf *out)
 {
 	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
 	    "--null", "--get", "core.hooksPath", NULL };
-	struct buf text, out;
-	char *cause = NULL, *rel = NULL, *real = NULL;
-	int st, projfd;
+	struct buf text;
+	char *cause = NULL;
+	int st = -1, rc = -1;
 
 	buf_init(&text);
-	buf_init(&out);
 	/*
 	 * No include is followed, nothing runs; --no-includes, or git given
 	 * the file on its input refuses a relative include and says nothing.
 	 */
 	if (snap_plant_read_config(project, &text) == 0 &&
 	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, &out, NULL, &st, &cause) == 0 && st == 0 &&
-	    out.data != NULL && memchr(out.data, '\0', out.len) != NULL)
-		rel = snap_plant_hooks_rel(project, out.data);
+	    text.len, out, NULL, &st, &cause) == 0 && st == 0 &&
+	    out->data != NULL && memchr(out->data, '\0', out->len) != NULL)
+		rc = 0;
+	else if (st == 1)
+		rc = snap_plant_hooks_user(out);
 	free(cause);
 	buf_free(&text);
+	return rc;
+}
+
+/* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */
+static char *
+snap_plant_hooks_real(const char *project, struct strv *links)
+{
+	struct buf out;
+	char *rel = NULL, *real = NULL;
+	int projfd;
+
+	buf_init(&out);
+	if (snap_plant_hooks_value(project, &out) == 0)
+		rel = snap_plant_hooks_rel(project, out.data);
 	buf_free(&out);
 	if (rel != NULL && (projfd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {

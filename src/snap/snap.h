@@ -72,10 +72,12 @@ bool snap_plant_match(const char *pattern, const char *rel);
 void snap_plant_existing(const char *project, char *const *patterns,
     size_t n, struct strv *out);
 /**
- * The dir PROJECT/.git/config names in core.hooksPath, if it lies in the
- * project: relative to it, as a pattern naming it alone (for
- * snap_plant_match and snap_plant_existing); NULL if none. Read with
- * git's parser, no include followed, nothing run. Caller frees.
+ * The dir PROJECT/.git/config (else the user's global or system config)
+ * names in core.hooksPath, if it lies in the project: its real path
+ * relative to it, as a pattern naming it alone (for snap_plant_match and
+ * snap_plant_existing); NULL if none. Read with git's parser, no include
+ * of .git/config followed, no link followed out of the project, nothing
+ * run. Caller frees.
  */
 char *snap_plant_hooks_path(const char *project);
 /**

@@ -374,9 +374,18 @@ hooks() {
 	rm -f "$MARK"
 }
 
-# A hook linked from .git/hooks into the tree and a tracked file .git/config
-# includes: read-only in the jail; with protect = none, flagged.
+# A hook linked from .git/hooks into the tree, a tracked file .git/config
+# includes, the dir a global core.hooksPath names: read-only in the jail;
+# with protect = none, flagged.
 hook_links() {
+	# core.hooksPath from the user's own ~/.gitconfig: read-only too.
+	mkdir -p "$P/ghooks" && echo orig >"$P/ghooks/pre-commit"
+	git config --global core.hooksPath ghooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >>ghooks/pre-commit' 2>/dev/null
+	[ "$(cat "$P/ghooks/pre-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook the global core.hooksPath names"
+	git config --global --unset core.hooksPath
+	rm -rf "$P/ghooks"
 	mkdir -p "$P/scripts"
 	echo orig >"$P/scripts/pre-commit"
 	echo orig >"$P/.gitconfig"

@@ -419,6 +419,34 @@ test_hooks_path(void **state)
 	assert_null(snap_plant_hooks_path(proj));
 }
 
+/* core.hooksPath from the user's own config (and its includes); .git/config's first. */
+static void
+test_hooks_user(void **state)
+{
+	char *home = xstrdup(getenv("HOME")), *p;
+
+	setenv("HOME", dir, 1);
+	test_sh_ok("cd %s && git init -q . && mkdir -p %s/config/git && "
+	    "printf '[core]\\n\\thooksPath = tools/ghooks\\n' >%s/.gitinc && "
+	    "printf '[include]\\n\\tpath = ~/.gitinc\\n' >%s/.gitconfig",
+	    proj, dir, dir, dir);
+	p = snap_plant_hooks_path(proj);
+	assert_non_null(p);
+	assert_string_equal(p, "tools/ghooks");
+	free(p);
+	test_sh_ok("printf '[core]\\n\\thooksPath = %s/xdg-hooks\\n' "
+	    ">%s/config/git/config && rm %s/.gitconfig", proj, dir, dir);
+	p = snap_plant_hooks_path(proj);
+	assert_non_null(p);
+	assert_string_equal(p, "xdg-hooks");
+	free(p);
+	p = hooks_of(".githooks");
+	assert_string_equal(p, ".githooks");
+	free(p);
+	setenv("HOME", home, 1);
+	free(home);
+}
+
 /* Hook links and includes of .git/config: what they reach in the project, nothing outside. */
 static void
 test_git_files(void **state)
@@ -471,6 +499,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_git_files, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_hooks_user, setup,
 		    teardown),
 	};
 
