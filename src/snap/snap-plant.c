@@ -1250,11 +1250,17 @@ snap_plant_git_files(const char *project, struct strv *out)
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
-	snap_plant_hook_links(project, projfd, ".git/hooks", out);
 	strv_init(&links);
+	/* .git/hooks itself a link into the tree: its real dir. */
+	hooks = snap_plant_resolve(project, projfd, ".git/hooks", &links);
+	if (hooks != NULL && links.n > 0)
+		snap_plant_add_pattern(out, hooks);
+	if (hooks != NULL)
+		snap_plant_hook_links(project, projfd, hooks, out);
+	free(hooks);
 	if ((hooks = snap_plant_hooks_real(project, &links)) != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
-	/* A link replaced on the way to the hooks dir leads git elsewhere. */
+	/* A link replaced on the way to a hooks dir leads git elsewhere. */
 	for (i = 0; i < links.n; i++)
 		snap_plant_add_pattern(out, links.v[i]);
 	snap_plant_includes(project, projfd, out);

@@ -473,6 +473,16 @@ test_git_files(void **state)
 	assert_true(strv_contains(&out, "inc/cfg"));
 	assert_int_equal(out.n, 5);
 	strv_free(&out);
+	/* .git/hooks itself a link into the tree: the real dir, its links followed. */
+	test_sh_ok("cd %s && git config --unset core.hooksPath && "
+	    "mv .git/hooks scripts/hooks && ln -s ../scripts/hooks .git/hooks",
+	    proj);
+	strv_init(&out);
+	snap_plant_git_files(proj, &out);
+	assert_true(strv_contains(&out, "scripts/hooks"));
+	assert_true(strv_contains(&out, ".git/hooks"));
+	assert_true(strv_contains(&out, "scripts/pre-commit"));
+	strv_free(&out);
 }
 
 int
