@@ -390,8 +390,11 @@ hook_links() {
 	echo orig >"$P/scripts/pre-commit"
 	echo orig >"$P/.gitconfig"
 	ln -s ../../scripts/pre-commit "$P/.git/hooks/pre-commit"
+	mkdir -p "$P/.git/own" && echo orig >"$P/.git/own/post-commit"
+	ln -s ../own/post-commit "$P/.git/hooks/post-commit"
 	git -C "$P" config include.path ../.gitconfig
 	edit='echo "touch '"$MARK"'" >>scripts/pre-commit;
+	    echo "touch '"$MARK"'" >>.git/own/post-commit;
 	    printf "[core]\n\tfsmonitor = \"touch '"$MARK"'; false\"\n" >>.gitconfig'
 	jrun -- sh -c "$edit; echo tried" 2>/dev/null
 	case $OUT in *tried*) ok ;; *) bad "the edits did not run: $OUT" ;; esac
@@ -399,6 +402,8 @@ hook_links() {
 	    bad "the jail changed a hook linked from .git/hooks"
 	[ "$(cat "$P/.gitconfig")" = orig ] && ok ||
 	    bad "the jail changed a file .git/config includes"
+	[ "$(cat "$P/.git/own/post-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook linked from .git/hooks into .git"
 	(cd "$P" && git status >/dev/null 2>&1)
 	pwned && bad "git status on the host ran the jail's fsmonitor" || ok
 	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
@@ -409,7 +414,8 @@ hook_links() {
 	*) bad "a change to an included file was not flagged: $OUT" ;; esac
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	git -C "$P" config --unset include.path
-	rm -rf "$P/scripts" "$P/.gitconfig" "$P/.git/hooks/pre-commit"
+	rm -rf "$P/scripts" "$P/.gitconfig" "$P/.git/hooks/pre-commit" \
+	    "$P/.git/hooks/post-commit" "$P/.git/own"
 	rm -f "$MARK"
 }
 
