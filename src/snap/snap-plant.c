@@ -1081,12 +1081,18 @@ static char *
 snap_plant_hooks_real(const char *project, struct strv *links)
 {
 	struct buf out;
-	char *rel = NULL, *real = NULL;
+	char *rel = NULL, *real = NULL, *home;
 	int projfd;
 
 	buf_init(&out);
-	if (snap_plant_hooks_value(project, &out) == 0)
-		rel = snap_plant_hooks_rel(project, out.data);
+	if (snap_plant_hooks_value(project, &out) == 0) {
+		/* git expands "~/": the project may lie in the home dir. */
+		home = strncmp(out.data, "~/", 2) == 0 ? xprintf("%s/%s",
+		    path_home(), out.data + 2) : NULL;
+		rel = snap_plant_hooks_rel(project, home != NULL ? home :
+		    out.data);
+		free(home);
+	}
 	buf_free(&out);
 	if (rel != NULL && (projfd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) != -1) {

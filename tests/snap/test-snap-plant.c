@@ -443,6 +443,11 @@ test_hooks_user(void **state)
 	p = hooks_of(".githooks");
 	assert_string_equal(p, ".githooks");
 	free(p);
+	/* "~/" as git expands it: the project lies in the home dir here. */
+	p = hooks_of("~/proj/h2");
+	assert_non_null(p);
+	assert_string_equal(p, "h2");
+	free(p);
 	setenv("HOME", home, 1);
 	free(home);
 }
