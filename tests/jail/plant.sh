@@ -366,7 +366,10 @@ hooks() {
 	jrun -- sh -c 'echo "touch '"$MARK"'" >lnk/git-hooks/pre-commit'
 	case $OUT in *"tools/git-hooks/pre-commit changed in the session (git runs its hooks"*) ok ;;
 	*) bad "a hook changed through core.hooksPath's link was not flagged: $OUT" ;; esac
-	rm -f "$P/lnk"
+	jrun -- sh -c 'mkdir -p t2/git-hooks && rm lnk && ln -s t2 lnk'
+	case $OUT in *"lnk changed in the session"*) ok ;;
+	*) bad "the link on the way to core.hooksPath's dir was replaced unflagged: $OUT" ;; esac
+	rm -rf "$P/lnk" "$P/t2"
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	git -C "$P" config --unset core.hooksPath
 	for f in $HOOKS; do rm -f "$P/$f"; done
