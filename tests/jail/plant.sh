@@ -391,7 +391,7 @@ hook_links() {
 	rm -rf "$P/ghooks"
 	mkdir -p "$P/scripts"
 	echo orig >"$P/scripts/pre-commit"
-	echo orig >"$P/.gitconfig"
+	echo '# orig' >"$P/.gitconfig"
 	ln -s ../../scripts/pre-commit "$P/.git/hooks/pre-commit"
 	mkdir -p "$P/.git/own" && echo orig >"$P/.git/own/post-commit"
 	ln -s ../own/post-commit "$P/.git/hooks/post-commit"
@@ -403,7 +403,7 @@ hook_links() {
 	case $OUT in *tried*) ok ;; *) bad "the edits did not run: $OUT" ;; esac
 	[ "$(cat "$P/scripts/pre-commit")" = orig ] && ok ||
 	    bad "the jail changed a hook linked from .git/hooks"
-	[ "$(cat "$P/.gitconfig")" = orig ] && ok ||
+	[ "$(cat "$P/.gitconfig")" = '# orig' ] && ok ||
 	    bad "the jail changed a file .git/config includes"
 	[ "$(cat "$P/.git/own/post-commit")" = orig ] && ok ||
 	    bad "the jail changed a hook linked from .git/hooks into .git"
