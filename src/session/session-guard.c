@@ -306,6 +306,8 @@ session_guard_plant(struct session *s)
 	o.nexisted = s->watched.n;
 	o.sequences = s->guard_seq;
 	o.hooks = s->hooks;
+	o.gitfiles = s->gitfiles.v;
+	o.ngitfiles = s->gitfiles.n;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);

@@ -107,6 +107,7 @@ struct session {
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
 	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
+	struct strv gitfiles;        /* what git runs through a hook link or an include (patterns) */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	bool guard_sock_on;          /* looks for new ones at each tick */
 

@@ -418,6 +418,13 @@ session_protect(struct session *s, const struct config_agent *a,
 	if (s->hooks != NULL && s->protect.n > 0 &&
 	    !strv_contains(&s->protect, s->hooks))
 		strv_add(&s->protect, s->hooks);
+	strv_free(&s->gitfiles);
+	strv_init(&s->gitfiles);
+	snap_plant_git_files(s->project, &s->gitfiles);
+	for (i = 0; i < s->gitfiles.n && s->protect.n > 0; i++) {
+		if (!strv_contains(&s->protect, s->gitfiles.v[i]))
+			strv_add(&s->protect, s->gitfiles.v[i]);
+	}
 	strv_init(&s->protected);
 	snap_plant_existing(s->project, s->protect.v, s->protect.n,
 	    &s->protected);
@@ -429,6 +436,8 @@ session_protect(struct session *s, const struct config_agent *a,
 		strv_add(&watch, *d);
 	if (s->hooks != NULL)
 		strv_add(&watch, s->hooks);
+	for (i = 0; i < s->gitfiles.n; i++)
+		strv_add(&watch, s->gitfiles.v[i]);
 	strv_free(&s->watched);
 	strv_init(&s->watched);
 	snap_plant_existing(s->project, watch.v, watch.n, &s->watched);
@@ -1225,6 +1234,7 @@ session_free(struct session *s)
 	strv_free(&s->protect);
 	strv_free(&s->protected);
 	free(s->hooks);
+	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
 	snap_blind_free(&s->guard_blind);
 	free(s->kind);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <fts.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -509,6 +510,10 @@ snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
 	}
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
 		return o->hooks;
+	for (i = 0; i < o->ngitfiles; i++) {
+		if (snap_plant_match(o->gitfiles[i], rel))
+			return o->gitfiles[i];
+	}
 	return NULL;
 }
 
@@ -519,6 +524,11 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
 		return "git runs its hooks: your core.hooksPath names it";
+	for (i = 0; i < o->ngitfiles; i++) {
+		if (snap_plant_match(o->gitfiles[i], rel))
+			return "git runs it: a link in your hooks dir or an "
+			    "include in .git/config leads to it";
+	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
 		if (snap_plant_match(snap_plant_tools[i][0], rel))
 			return snap_plant_tools[i][1];
@@ -905,28 +915,369 @@ snap_plant_escape(const char *rel)
 	return b.data;
 }
 
+/* The first component of *P (slashes before it skipped), *P moved past it; NULL at the end. */
+static char *
+snap_plant_comp(const char **p)
+{
+	const char *s = *p, *e;
+
+	while (*s == '/')
+		s++;
+	if (*s == '\0')
+		return NULL;
+	e = strchrnul(s, '/');
+	*p = e;
+	return xstrndup(s, (size_t)(e - s));
+}
+
+/* Takes the last component off DONE; false if there is none (".." out of the project). */
+static bool
+snap_plant_pop(struct buf *done)
+{
+	char *slash;
+
+	if (done->len == 0)
+		return false;
+	slash = strrchr(done->data, '/');
+	done->len = slash != NULL ? (size_t)(slash - done->data) : 0;
+	done->data[done->len] = '\0';
+	return true;
+}
+
+/*
+ * The link DONE/COMP (relative to PROJFD) points at, made a path to go on
+ * with REST; NULL if it is no link, or if its target leaves PROJECT. An
+ * absolute target inside starts DONE over.
+ */
+static char *
+snap_plant_link(const char *project, int projfd, struct buf *done,
+    const char *comp, const char *rest, struct strv *links, bool *out)
+{
+	char *cur, target[PATH_MAX];
+	size_t n = strlen(project);
+	ssize_t len;
+
+	cur = done->len > 0 ? xprintf("%s/%s", done->data, comp) :
+	    xstrdup(comp);
+	len = readlinkat(projfd, cur, target, sizeof target - 1);
+	*out = false;
+	if (len <= 0) {
+		free(cur);
+		return NULL;
+	}
+	if (links != NULL)
+		strv_take(links, cur);
+	else
+		free(cur);
+	target[len] = '\0';
+	if (target[0] != '/')
+		return xprintf("%s/%s", target, rest);
+	if (strncmp(target, project, n) != 0 ||
+	    (target[n] != '/' && target[n] != '\0')) {
+		*out = true;
+		return NULL;
+	}
+	buf_reset(done);
+	buf_adds(done, "");
+	return xprintf("%s/%s", target + n, rest);
+}
+
+/*
+ * REL (relative to PROJECT, open as PROJFD) with each link in it resolved
+ * as the kernel would, none followed out of the project (read, never
+ * opened): the real path relative to the project, what does not exist kept
+ * as written; NULL if it leaves the project, loops or is the project. The
+ * links on the way go to LINKS (relative), if not NULL.
+ */
+static char *
+snap_plant_resolve(const char *project, int projfd, const char *rel,
+    struct strv *links)
+{
+	struct buf done;
+	char *todo = xstrdup(rel), *comp, *next;
+	const char *p = todo;
+	int nlinks = 0;
+	bool out = false;
+
+	buf_init(&done);
+	buf_adds(&done, "");
+	while (!out && (comp = snap_plant_comp(&p)) != NULL) {
+		if (strcmp(comp, "..") == 0)
+			out = !snap_plant_pop(&done);
+		else if (strcmp(comp, ".") == 0)
+			;
+		else if ((next = snap_plant_link(project, projfd, &done, comp,
+		    p, links, &out)) != NULL) {
+			free(todo);
+			p = todo = next;
+			out = ++nlinks > 40;
+		} else if (!out) {
+			if (done.len > 0)
+				buf_addc(&done, '/');
+			buf_adds(&done, comp);
+		}
+		free(comp);
+	}
+	free(todo);
+	if (out || done.len == 0) {
+		buf_free(&done);
+		return NULL;
+	}
+	return buf_steal(&done);
+}
+
+/*
+ * The user's own core.hooksPath (global, else system config: the user's
+ * and the machine's files, their includes followed), into OUT; -1 if none.
+ */
+static int
+snap_plant_hooks_user(struct buf *out)
+{
+	static char scopes[][9] = { "--global", "--system" };
+	char *argv[] = { "git", "config", NULL, "--includes", "--null",
+	    "--get", "core.hooksPath", NULL };
+	char *cause = NULL;
+	size_t i;
+	int st;
+
+	for (i = 0; i < nitems(scopes); i++) {
+		argv[2] = scopes[i];
+		buf_reset(out);
+		if (snap_git_outside(argv, out, NULL, &st, &cause) == 0 &&
+		    st == 0 && out->data != NULL &&
+		    memchr(out->data, '\0', out->len) != NULL)
+			return 0;
+		free(cause);
+		cause = NULL;
+	}
+	return -1;
+}
+
+/*
+ * core.hooksPath as the user's git sees it in PROJECT, into OUT: that of
+ * .git/config, else the user's own; -1 if none (or the config is bad).
+ */
+static int
+snap_plant_hooks_value(const char *project, struct buf *out)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--null", "--get", "core.hooksPath", NULL };
+	struct buf text;
+	char *cause = NULL;
+	int st = -1, rc = -1;
+
+	buf_init(&text);
+	/*
+	 * No include is followed, nothing runs; --no-includes, or git given
+	 * the file on its input refuses a relative include and says nothing.
+	 */
+	if (snap_plant_read_config(project, &text) == 0 &&
+	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
+	    text.len, out, NULL, &st, &cause) == 0 && st == 0 &&
+	    out->data != NULL && memchr(out->data, '\0', out->len) != NULL)
+		rc = 0;
+	else if (st == 1)
+		rc = snap_plant_hooks_user(out);
+	free(cause);
+	buf_free(&text);
+	return rc;
+}
+
+/* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */
+static char *
+snap_plant_hooks_real(const char *project, struct strv *links)
+{
+	struct buf out;
+	char *rel = NULL, *real = NULL, *home;
+	int projfd;
+
+	buf_init(&out);
+	if (snap_plant_hooks_value(project, &out) == 0) {
+		/* git expands "~/": the project may lie in the home dir. */
+		home = strncmp(out.data, "~/", 2) == 0 ? xprintf("%s/%s",
+		    path_home(), out.data + 2) : NULL;
+		rel = snap_plant_hooks_rel(project, home != NULL ? home :
+		    out.data);
+		free(home);
+	}
+	buf_free(&out);
+	if (rel != NULL && (projfd = open(project, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		real = snap_plant_resolve(project, projfd, rel, links);
+		close(projfd);
+	}
+	free(rel);
+	return real;
+}
+
 char *
 snap_plant_hooks_path(const char *project)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--null", "--get",
-	    "core.hooksPath", NULL };
-	struct buf text, out;
-	char *cause = NULL, *rel = NULL, *pattern = NULL;
+	char *real, *pattern = NULL;
+
+	if ((real = snap_plant_hooks_real(project, NULL)) != NULL)
+		pattern = snap_plant_escape(real);
+	free(real);
+	return pattern;
+}
+
+/* ---- what git runs through a link or an include ---- */
+
+/* PATH (absolute) relative to PROJECT, or NULL if it is not inside. */
+static const char *
+snap_plant_inside(const char *project, const char *path)
+{
+	size_t n = strlen(project);
+
+	if (strncmp(path, project, n) != 0 || path[n] != '/')
+		return NULL;
+	return path + n + 1;
+}
+
+/* Adds to OUT a pattern naming REL alone, if not there. */
+static void
+snap_plant_add_pattern(struct strv *out, const char *rel)
+{
+	char *pattern = snap_plant_escape(rel);
+
+	if (!strv_contains(out, pattern))
+		strv_take(out, pattern);
+	else
+		free(pattern);
+}
+
+/* Adds REL's real path in the project to OUT, and the links on the way (patterns). */
+static void
+snap_plant_add_real(const char *project, int projfd, const char *rel,
+    struct strv *out)
+{
+	struct strv links;
+	char *real;
+	size_t i;
+
+	if (rel == NULL)
+		return;
+	strv_init(&links);
+	if ((real = snap_plant_resolve(project, projfd, rel, &links)) != NULL) {
+		for (i = 0; i < links.n; i++)
+			snap_plant_add_pattern(out, links.v[i]);
+		snap_plant_add_pattern(out, real);
+	}
+	strv_free(&links);
+	free(real);
+}
+
+/* The targets in the project of the links in hooks dir DIR (relative, real). */
+static void
+snap_plant_hook_links(const char *project, int projfd, const char *dir,
+    struct strv *out)
+{
+	char target[PATH_MAX], *rel;
+	struct dirent *de;
+	ssize_t len;
+	DIR *d;
+	int fd;
+
+	if ((fd = path_open_beneath(projfd, dir, O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		len = readlinkat(dirfd(d), de->d_name, target,
+		    sizeof target - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		if (target[0] == '/') {
+			snap_plant_add_real(project, projfd,
+			    snap_plant_inside(project, target), out);
+			continue;
+		}
+		rel = xprintf("%s/%s", dir, target);
+		snap_plant_add_real(project, projfd, rel, out);
+		free(rel);
+	}
+	closedir(d);
+}
+
+/* Adds the file include path VALUE (of .git/config) names, if in the project. */
+static void
+snap_plant_include(const char *project, int projfd, const char *value,
+    struct strv *out)
+{
+	char *path;
+
+	if (value[0] == '~' && value[1] == '/')
+		path = xprintf("%s/%s", path_home(), value + 2);
+	else if (value[0] == '/')
+		path = xstrdup(value);
+	else {
+		/* Relative: to the config file's own dir. */
+		path = xprintf(".git/%s", value);
+		snap_plant_add_real(project, projfd, path, out);
+		free(path);
+		return;
+	}
+	snap_plant_add_real(project, projfd, snap_plant_inside(project, path),
+	    out);
+	free(path);
+}
+
+/* The files in the project the includes of .git/config name (none followed). */
+static void
+snap_plant_includes(const char *project, int projfd, struct strv *out)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--null", "--get-regexp", "^include(if\\..*)?\\.path$", NULL };
+	struct buf text, found;
+	char *cause = NULL, *p, *v;
 	int st;
 
 	buf_init(&text);
-	buf_init(&out);
-	/* No include is followed (--file without --includes), nothing runs. */
+	buf_init(&found);
 	if (snap_plant_read_config(project, &text) == 0 &&
 	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, &out, NULL, &st, &cause) == 0 && st == 0 &&
-	    out.data != NULL && memchr(out.data, '\0', out.len) != NULL)
-		rel = snap_plant_hooks_rel(project, out.data);
+	    text.len, &found, NULL, &st, &cause) == 0 && st == 0 &&
+	    found.data != NULL) {
+		for (p = found.data; p < found.data + found.len;
+		    p += strlen(p) + 1) {
+			if ((v = strchr(p, '\n')) != NULL)
+				snap_plant_include(project, projfd, v + 1, out);
+		}
+	}
 	free(cause);
 	buf_free(&text);
-	buf_free(&out);
-	if (rel != NULL)
-		pattern = snap_plant_escape(rel);
-	free(rel);
-	return pattern;
+	buf_free(&found);
+}
+
+void
+snap_plant_git_files(const char *project, struct strv *out)
+{
+	struct strv links;
+	char *hooks;
+	size_t i;
+	int projfd;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	strv_init(&links);
+	/* .git/hooks itself a link into the tree: its real dir. */
+	hooks = snap_plant_resolve(project, projfd, ".git/hooks", &links);
+	if (hooks != NULL && links.n > 0)
+		snap_plant_add_pattern(out, hooks);
+	if (hooks != NULL)
+		snap_plant_hook_links(project, projfd, hooks, out);
+	free(hooks);
+	if ((hooks = snap_plant_hooks_real(project, &links)) != NULL)
+		snap_plant_hook_links(project, projfd, hooks, out);
+	/* A link replaced on the way to a hooks dir leads git elsewhere. */
+	for (i = 0; i < links.n; i++)
+		snap_plant_add_pattern(out, links.v[i]);
+	snap_plant_includes(project, projfd, out);
+	strv_free(&links);
+	free(hooks);
+	close(projfd);
 }

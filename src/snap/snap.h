@@ -32,6 +32,8 @@ struct snap_plant_opts {
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
+	char *const *gitfiles;    /* snap_plant_git_files() at the start */
+	size_t ngitfiles;
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
@@ -70,12 +72,23 @@ bool snap_plant_match(const char *pattern, const char *rel);
 void snap_plant_existing(const char *project, char *const *patterns,
     size_t n, struct strv *out);
 /**
- * The dir PROJECT/.git/config names in core.hooksPath, if it lies in the
- * project: relative to it, as a pattern naming it alone (for
- * snap_plant_match and snap_plant_existing); NULL if none. Read with
- * git's parser, no include followed, nothing run. Caller frees.
+ * The dir PROJECT/.git/config (else the user's global or system config)
+ * names in core.hooksPath, if it lies in the project: its real path
+ * relative to it, as a pattern naming it alone (for snap_plant_match and
+ * snap_plant_existing); NULL if none. Read with git's parser, no include
+ * of .git/config followed, no link followed out of the project, nothing
+ * run. Caller frees.
  */
 char *snap_plant_hooks_path(const char *project);
+/**
+ * Adds to OUT the paths in PROJECT (relative, as patterns naming them
+ * alone) that git runs through a link or an include: the targets of the
+ * links in .git/hooks and in the core.hooksPath dir, the links on the way
+ * to that dir, the files the include.path and includeIf.*.path of
+ * .git/config name. Read with git's parser, no link followed out of the
+ * project, nothing run.
+ */
+void snap_plant_git_files(const char *project, struct strv *out);
 
 /*
  * What would blind the user's own git to a session's changes

@@ -334,6 +334,15 @@ hooks() {
 	    bad "the jail added a hook to the dir core.hooksPath names"
 	(cd "$P" && git commit -q --allow-empty -m t) 2>/dev/null
 	pwned && bad "git commit on the host ran a hook written in the jail" || ok
+	# core.hooksPath reached through a link in the tree: the real dir.
+	ln -s tools/git-hooks "$P/hooks"
+	git -C "$P" config core.hooksPath hooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >tools/git-hooks/pre-commit
+	    echo "touch '"$MARK"'" >hooks/pre-commit; echo tried' 2>/dev/null
+	[ "$(cat "$P/tools/git-hooks/pre-commit")" = \
+	    "orig tools/git-hooks/pre-commit" ] && ok ||
+	    bad "the jail changed a hook core.hooksPath reaches through a link"
+	rm -f "$P/hooks"
 	# protect = none: the agent may change them; flagged, the hooks dir
 	# named by an absolute core.hooksPath too.
 	rm -rf "$P/tools"
@@ -352,10 +361,64 @@ hooks() {
 		case $OUT in *"$f changed in the session"*) ok ;;
 		*) bad "a change to $f was not flagged: $OUT" ;; esac
 	done
+	ln -s tools "$P/lnk"
+	git -C "$P" config core.hooksPath lnk/git-hooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >lnk/git-hooks/pre-commit'
+	case $OUT in *"tools/git-hooks/pre-commit changed in the session (git runs its hooks"*) ok ;;
+	*) bad "a hook changed through core.hooksPath's link was not flagged: $OUT" ;; esac
+	jrun -- sh -c 'mkdir -p t2/git-hooks && rm lnk && ln -s t2 lnk'
+	case $OUT in *"lnk changed in the session"*) ok ;;
+	*) bad "the link on the way to core.hooksPath's dir was replaced unflagged: $OUT" ;; esac
+	rm -rf "$P/lnk" "$P/t2"
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	git -C "$P" config --unset core.hooksPath
 	for f in $HOOKS; do rm -f "$P/$f"; done
 	rm -rf "$P/tools" "$P/.husky" "$P/.githooks" "$P"/*.x "$P"/.*.x
+	rm -f "$MARK"
+}
+
+# A hook linked from .git/hooks into the tree, a tracked file .git/config
+# includes, the dir a global core.hooksPath names: read-only in the jail;
+# with protect = none, flagged.
+hook_links() {
+	# core.hooksPath from the user's own ~/.gitconfig: read-only too.
+	mkdir -p "$P/ghooks" && echo orig >"$P/ghooks/pre-commit"
+	git config --global core.hooksPath ghooks
+	jrun -- sh -c 'echo "touch '"$MARK"'" >>ghooks/pre-commit' 2>/dev/null
+	[ "$(cat "$P/ghooks/pre-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook the global core.hooksPath names"
+	git config --global --unset core.hooksPath
+	rm -rf "$P/ghooks"
+	mkdir -p "$P/scripts"
+	echo orig >"$P/scripts/pre-commit"
+	echo '# orig' >"$P/.gitconfig"
+	ln -s ../../scripts/pre-commit "$P/.git/hooks/pre-commit"
+	mkdir -p "$P/.git/own" && echo orig >"$P/.git/own/post-commit"
+	ln -s ../own/post-commit "$P/.git/hooks/post-commit"
+	git -C "$P" config include.path ../.gitconfig
+	edit='echo "touch '"$MARK"'" >>scripts/pre-commit;
+	    echo "touch '"$MARK"'" >>.git/own/post-commit;
+	    printf "[core]\n\tfsmonitor = \"touch '"$MARK"'; false\"\n" >>.gitconfig'
+	jrun -- sh -c "$edit; echo tried" 2>/dev/null
+	case $OUT in *tried*) ok ;; *) bad "the edits did not run: $OUT" ;; esac
+	[ "$(cat "$P/scripts/pre-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook linked from .git/hooks"
+	[ "$(cat "$P/.gitconfig")" = '# orig' ] && ok ||
+	    bad "the jail changed a file .git/config includes"
+	[ "$(cat "$P/.git/own/post-commit")" = orig ] && ok ||
+	    bad "the jail changed a hook linked from .git/hooks into .git"
+	(cd "$P" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the jail's fsmonitor" || ok
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
+	jrun -- sh -c "$edit"
+	case $OUT in *"scripts/pre-commit changed in the session (git runs it: a link in your hooks dir"*) ok ;;
+	*) bad "a change to a linked hook was not flagged: $OUT" ;; esac
+	case $OUT in *".gitconfig changed in the session (git runs it"*) ok ;;
+	*) bad "a change to an included file was not flagged: $OUT" ;; esac
+	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
+	git -C "$P" config --unset include.path
+	rm -rf "$P/scripts" "$P/.gitconfig" "$P/.git/hooks/pre-commit" \
+	    "$P/.git/hooks/post-commit" "$P/.git/own"
 	rm -f "$MARK"
 }
 
@@ -463,6 +526,7 @@ checks() {
 	modules
 	protected
 	hooks
+	hook_links
 	blind
 }
 

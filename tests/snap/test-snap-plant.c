@@ -390,6 +390,33 @@ test_hooks_path(void **state)
 	assert_null(hooks_of("/usr/share/hooks"));
 	assert_null(hooks_of("~/hooks"));
 	assert_null(hooks_of("."));
+	/* Reached through links in the tree: the real dir, none followed out. */
+	test_sh_ok("cd %s && mkdir -p tools/git-hooks && ln -s tools/git-hooks "
+	    "hooks && ln -s %s/tools abs && ln -s ../.. up && ln -s /usr out && "
+	    "ln -s loop loop && ln -s . here", proj, proj);
+	p = hooks_of("hooks");
+	assert_string_equal(p, "tools/git-hooks");
+	assert_true(snap_plant_match(p, "tools/git-hooks/pre-commit"));
+	free(p);
+	p = hooks_of("./here/abs/git-hooks/");
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	abs = xprintf("%s/hooks", proj);
+	p = hooks_of(abs);
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	free(abs);
+	assert_null(hooks_of("up/x"));
+	assert_null(hooks_of("out/share"));
+	assert_null(hooks_of("loop"));
+	/* A relative include in the config does not hide the value. */
+	test_sh_ok("git config --file %s/.git/config include.path ../inc", proj);
+	p = hooks_of("hooks");
+	assert_non_null(p);
+	assert_string_equal(p, "tools/git-hooks");
+	free(p);
+	test_sh_ok("git config --file %s/.git/config --unset include.path",
+	    proj);
 	/* A link where the config was: not read. */
 	test_sh_ok("cd %s && git config core.hooksPath .githooks && "
 	    "mv .git/config .git/real && ln -s real .git/config", proj);
@@ -485,6 +512,77 @@ test_open_up_race(void **state)
 	free(out);
 }
 
+/* core.hooksPath from the user's own config (and its includes); .git/config's first. */
+static void
+test_hooks_user(void **state)
+{
+	char *home = xstrdup(getenv("HOME")), *p;
+
+	setenv("HOME", dir, 1);
+	test_sh_ok("cd %s && git init -q . && mkdir -p %s/config/git && "
+	    "printf '[core]\\n\\thooksPath = tools/ghooks\\n' >%s/.gitinc && "
+	    "printf '[include]\\n\\tpath = ~/.gitinc\\n' >%s/.gitconfig",
+	    proj, dir, dir, dir);
+	p = snap_plant_hooks_path(proj);
+	assert_non_null(p);
+	assert_string_equal(p, "tools/ghooks");
+	free(p);
+	test_sh_ok("printf '[core]\\n\\thooksPath = %s/xdg-hooks\\n' "
+	    ">%s/config/git/config && rm %s/.gitconfig", proj, dir, dir);
+	p = snap_plant_hooks_path(proj);
+	assert_non_null(p);
+	assert_string_equal(p, "xdg-hooks");
+	free(p);
+	p = hooks_of(".githooks");
+	assert_string_equal(p, ".githooks");
+	free(p);
+	/* "~/" as git expands it: the project lies in the home dir here. */
+	p = hooks_of("~/proj/h2");
+	assert_non_null(p);
+	assert_string_equal(p, "h2");
+	free(p);
+	setenv("HOME", home, 1);
+	free(home);
+}
+
+/* Hook links and includes of .git/config: what they reach in the project, nothing outside. */
+static void
+test_git_files(void **state)
+{
+	struct strv out;
+
+	test_sh_ok("cd %s && git init -q . && mkdir -p scripts tools/git-hooks "
+	    "&& echo x >scripts/pre-commit && echo x >tools/git-hooks/real && "
+	    "ln -s ../../scripts/pre-commit .git/hooks/pre-commit && "
+	    "ln -s /etc/passwd .git/hooks/post-commit && "
+	    "ln -s ../../../x .git/hooks/pre-push && "
+	    "ln -s tools/git-hooks hooks && git config core.hooksPath hooks && "
+	    "ln -s real tools/git-hooks/pre-rebase && "
+	    "git config include.path ../.gitconfig && "
+	    "git config includeIf.gitdir:/x/.path %s/inc/cfg && "
+	    "git config --add include.path /etc/gitconfig && "
+	    "git config --add include.path ../../outside", proj, proj);
+	strv_init(&out);
+	snap_plant_git_files(proj, &out);
+	assert_true(strv_contains(&out, "scripts/pre-commit"));
+	assert_true(strv_contains(&out, "hooks"));
+	assert_true(strv_contains(&out, "tools/git-hooks/real"));
+	assert_true(strv_contains(&out, ".gitconfig"));
+	assert_true(strv_contains(&out, "inc/cfg"));
+	assert_int_equal(out.n, 5);
+	strv_free(&out);
+	/* .git/hooks itself a link into the tree: the real dir, its links followed. */
+	test_sh_ok("cd %s && git config --unset core.hooksPath && "
+	    "mv .git/hooks scripts/hooks && ln -s ../scripts/hooks .git/hooks",
+	    proj);
+	strv_init(&out);
+	snap_plant_git_files(proj, &out);
+	assert_true(strv_contains(&out, "scripts/hooks"));
+	assert_true(strv_contains(&out, ".git/hooks"));
+	assert_true(strv_contains(&out, "scripts/pre-commit"));
+	strv_free(&out);
+}
+
 int
 main(void)
 {
@@ -509,6 +607,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_up_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_git_files, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_hooks_user, setup,
 		    teardown),
 	};
 
