@@ -224,6 +224,9 @@ session_guard_start(struct session *s)
 	session_tick_want(s->ctx);
 	s->guard_since = snap_plant_clock();
 	s->guard_seq = snap_plant_sequences(s->project);
+	strv_free(&s->guard_execs);
+	strv_init(&s->guard_execs);
+	snap_plant_seq_execs(s->project, &s->guard_execs);
 
 	path = xprintf("%s/.git", s->project);
 	s->guard_had_git = lstat(path, &st) == 0;
@@ -305,6 +308,8 @@ session_guard_plant(struct session *s)
 	o.existed = s->watched.v;
 	o.nexisted = s->watched.n;
 	o.sequences = s->guard_seq;
+	o.execs = s->guard_execs.v;
+	o.nexecs = s->guard_execs.n;
 	o.hooks = s->hooks;
 	o.gitfiles = s->gitfiles.v;
 	o.ngitfiles = s->gitfiles.n;

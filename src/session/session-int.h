@@ -98,6 +98,7 @@ struct session {
 	char *guard_gitdir;          /* the project's .git, watched (session-guard.c) */
 	unsigned guard_had;          /* which redirecting files it had at the start */
 	unsigned guard_seq;          /* git sequences in progress at the start (snap_plant_sequences) */
+	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
 	int guard_fd;
 	struct event *guard_ev;
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */

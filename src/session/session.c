@@ -581,6 +581,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->protect);
 	strv_init(&s->protected);
 	snap_blind_init(&s->guard_blind);
+	strv_init(&s->guard_execs);
 	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
@@ -1236,6 +1237,7 @@ session_free(struct session *s)
 	free(s->hooks);
 	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
+	strv_free(&s->guard_execs);
 	snap_blind_free(&s->guard_blind);
 	free(s->kind);
 	free(s->agent);

@@ -1040,7 +1040,8 @@ struct snap_cc_run {
  * store is the server's), as "KIND\0PATH\0ARG\0". R: recorded (ARG: the
  * change's letter, then 's' if a set-id bit was dropped), C: a conflict,
  * F: failed (ARG: why), G: in a git dir, not installed (ARG: the git
- * dir), E: the run failed (ARG: why).
+ * dir), N: under a name of ours, not installed (ARG: that path), E: the
+ * run failed (ARG: why).
  */
 static void
 snap_cc_report(struct snap_cc_run *r, char kind, const char *path,
@@ -1386,6 +1387,50 @@ snap_cc_aside_name(const char *base)
 	    rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
 }
 
+/*
+ * SESSION's journal of the host dirs its runs moved aside, one name a
+ * line: the sweep puts back only those (a dir of such a name that is not
+ * in it may be one the agent made, applied from its config copy).
+ */
+static char *
+snap_cc_asides_path(int64_t session, char **cause)
+{
+	char *data, *p;
+
+	if ((data = path_data_dir(cause)) == NULL)
+		return NULL;
+	p = xprintf("%s/sessions/%lld/asides", data, (long long)session);
+	free(data);
+	return p;
+}
+
+/* Adds NAME to SESSION's journal of asides: before the rename, so a run killed after it is undone. */
+static int
+snap_cc_aside_journal(int64_t session, const char *name, char **cause)
+{
+	char *p, *line;
+	ssize_t n = -1;
+	int fd, rc = 0;
+
+	if ((p = snap_cc_asides_path(session, cause)) == NULL)
+		return -1;
+	line = xprintf("%s\n", name);
+	fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd != -1)
+		n = write(fd, line, strlen(line));
+	if (n != (ssize_t)strlen(line)) {
+		*cause = xprintf("cannot write %s: %s", p, n == -1 ?
+		    strerror(errno) : "short write");
+		rc = -1;
+	}
+	if (fd != -1)
+		close(fd);
+	free(line);
+	free(p);
+	return rc;
+}
+
 /* Removes dir NAME in PFD and all under it, never through a link. */
 static int
 snap_cc_rmtree(int pfd, const char *name, int depth)
@@ -1457,6 +1502,8 @@ snap_cc_put_dir(struct snap_cc_run *r, struct store *st, int64_t session,
 		return -1;
 	name = snap_cc_aside_name(base);
 	strv_init(&conf);
+	if (snap_cc_aside_journal(session, name, cause) == -1)
+		goto out;
 	if (renameat2(pfd, base, pfd, name, RENAME_NOREPLACE) == -1) {
 		*cause = xprintf("cannot move %s aside to check it: %s",
 		    cc->host, strerror(errno));
@@ -1644,10 +1691,13 @@ snap_cc_before(const struct stat *sb, const struct timespec *t)
  * under it fails that file's apply, which stays pending, and loses
  * nothing of the user's. A host dir a killed run had moved aside to check
  * (.NAME.agentmux-aside-<hex>, see snap_cc_put_dir) is the user's: it
- * goes back to NAME if that is free, and is never removed here.
+ * goes back to NAME if that is free, and is never removed here; but only
+ * one whose name the session's journal (ASIDES) has: a dir so named that
+ * a run did not make is left where it is.
  */
 static void
-snap_cc_sweep(int dfd, const struct timespec *start)
+snap_cc_sweep(int dfd, const struct timespec *start,
+    const struct strv *asides)
 {
 	struct strv names;
 	struct stat sb;
@@ -1673,7 +1723,8 @@ snap_cc_sweep(int dfd, const struct timespec *start)
 			(void)unlinkat(dfd, names.v[i], 0);
 	}
 	for (i = 0; i < names.n; i++) {
-		if ((orig = snap_cc_aside_of(names.v[i])) == NULL)
+		if (!strv_contains(asides, names.v[i]) ||
+		    (orig = snap_cc_aside_of(names.v[i])) == NULL)
 			continue;
 		if (fstatat(dfd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
@@ -1688,7 +1739,7 @@ snap_cc_sweep(int dfd, const struct timespec *start)
 /* Sweeps host dir HFD and, under it, each dir the upper dir UFD has too. */
 static void
 snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
-    int depth)
+    const struct strv *asides, int depth)
 {
 	struct strv names;
 	struct stat sb;
@@ -1696,7 +1747,7 @@ snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
 	int fd, h, u;
 	DIR *d;
 
-	snap_cc_sweep(hfd, start);
+	snap_cc_sweep(hfd, start, asides);
 	if (depth >= SNAP_CC_MAX_DEPTH || (fd = dup(ufd)) == -1)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
@@ -1714,13 +1765,34 @@ snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
 		h = openat(hfd, names.v[i], O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC);
 		if (u != -1 && h != -1)
-			snap_cc_sweep_tree(h, u, start, depth + 1);
+			snap_cc_sweep_tree(h, u, start, asides, depth + 1);
 		if (u != -1)
 			close(u);
 		if (h != -1)
 			close(h);
 	}
 	strv_free(&names);
+}
+
+/* Adds to OUT the names in SESSION's journal of asides (none if it has none). */
+static void
+snap_cc_asides(int64_t session, struct strv *out)
+{
+	char *p, *line, *save = NULL, *cause = NULL;
+	struct buf b;
+
+	if ((p = snap_cc_asides_path(session, &cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	buf_init(&b);
+	if (buf_read_file(&b, p) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save))
+			strv_add(out, line);
+	}
+	buf_free(&b);
+	free(p);
 }
 
 /*
@@ -1734,6 +1806,7 @@ snap_cc_sweep_all(int64_t session)
 {
 	char *data, *sdir, *p, *line, *save = NULL, *tab, *host, *cause = NULL;
 	struct timespec start;
+	struct strv asides;
 	struct buf b;
 	int hfd, ufd;
 
@@ -1742,6 +1815,8 @@ snap_cc_sweep_all(int64_t session)
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &start);
+	strv_init(&asides);
+	snap_cc_asides(session, &asides);
 	sdir = xprintf("%s/sessions/%lld", data, (long long)session);
 	free(data);
 	p = xprintf("%s/overlays", sdir);
@@ -1761,7 +1836,8 @@ snap_cc_sweep_all(int64_t session)
 			ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			    O_CLOEXEC);
 			if (hfd != -1 && ufd != -1)
-				snap_cc_sweep_tree(hfd, ufd, &start, 0);
+				snap_cc_sweep_tree(hfd, ufd, &start, &asides,
+				    0);
 			if (hfd != -1)
 				close(hfd);
 			if (ufd != -1)
@@ -1769,6 +1845,7 @@ snap_cc_sweep_all(int64_t session)
 		}
 	}
 	buf_free(&b);
+	strv_free(&asides);
 	free(p);
 	free(sdir);
 }
@@ -1776,6 +1853,7 @@ snap_cc_sweep_all(int64_t session)
 /* The host dirs a run has swept, each once. */
 struct snap_cc_swept {
 	struct timespec start;
+	struct strv asides;       /* the session's journal of asides */
 	dev_t *dev;
 	ino_t *ino;
 	size_t n;
@@ -1806,25 +1884,65 @@ snap_cc_sweep_for(struct snap_cc_swept *sw, const struct snap_cc *cc)
 		sw->ino = xreallocarray(sw->ino, sw->n + 1, sizeof *sw->ino);
 		sw->dev[sw->n] = sb.st_dev;
 		sw->ino[sw->n++] = sb.st_ino;
-		snap_cc_sweep(fd, &sw->start);
+		snap_cc_sweep(fd, &sw->start, &sw->asides);
 	}
 	close(fd);
 }
 
-/* CC lies in git dir G (snap_cc_gitdir): not installed, said in red once per git dir, pending. */
+/*
+ * The host path of the first dir on CC's way, or CC itself, whose name is
+ * one agentmux keeps for its own temps and asides (snap_cc_temp_name,
+ * snap_cc_aside_of), or NULL. Caller frees.
+ */
+static char *
+snap_cc_reserved(const struct snap_cc *cc)
+{
+	const char *rel, *s, *e;
+	char *comp, *orig;
+	bool ours;
+
+	if (cc->upper == NULL || strcmp(cc->host, cc->root) == 0)
+		return NULL;  /* a deletion installs nothing; the root is the user's */
+	rel = cc->host + strlen(cc->root);
+	for (s = rel + 1; *s != '\0'; s = *e == '\0' ? e : e + 1) {
+		e = s + strcspn(s, "/");
+		comp = xstrndup(s, (size_t)(e - s));
+		orig = snap_cc_aside_of(comp);
+		ours = snap_cc_temp_name(comp) || orig != NULL;
+		free(orig);
+		free(comp);
+		if (ours)
+			return xstrndup(cc->host, (size_t)(e - cc->host));
+	}
+	return NULL;
+}
+
+/*
+ * CC lies in G, a git dir (snap_cc_gitdir; KIND 'G') or a name of ours
+ * (snap_cc_reserved; 'N'): not installed, said in red once per G, pending.
+ */
 static void
-snap_cc_refuse_git(struct snap_cc_run *r, struct store *st, int64_t session,
-    const struct snap_cc *cc, const char *g)
+snap_cc_refuse(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, char kind, const char *g)
 {
 	char *qg = quote_name(g), *msg;
 
 	r->failed++;
-	msg = xprintf("%s is a git dir the session made or changed in a config "
-	    "dir: git would run the commands its config and hooks name, so "
-	    "agentmux installs nothing in it; 'agentmux confdiff %lld "
-	    "--discard %s' drops it", qg, (long long)session, qg);
+	if (kind == 'N')
+		msg = xprintf("%s has a name agentmux gives its own temps and "
+		    "the host dirs it sets aside while applying, so it "
+		    "installs nothing there (a later run could take it for "
+		    "one of its own and move it into place); 'agentmux "
+		    "confdiff %lld --discard %s' drops it", qg,
+		    (long long)session, qg);
+	else
+		msg = xprintf("%s is a git dir the session made or changed in "
+		    "a config dir: git would run the commands its config and "
+		    "hooks name, so agentmux installs nothing in it; "
+		    "'agentmux confdiff %lld --discard %s' drops it", qg,
+		    (long long)session, qg);
 	if (r->report >= 0)
-		snap_cc_report(r, 'G', cc->host, g);
+		snap_cc_report(r, kind, cc->host, g);
 	else if (!strv_contains(&r->gitdirs, g)) {
 		strv_add(&r->gitdirs, g);
 		store_event_add(st, session, "error", "tampering", "%s", msg);
@@ -1855,11 +1973,18 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 
 	memset(&sw, 0, sizeof sw);
 	clock_gettime(CLOCK_REALTIME, &sw.start);
+	strv_init(&sw.asides);
+	snap_cc_asides(session, &sw.asides);
 	for (i = 0; rc == 0 && i < c->n; i++) {
 		setid = false;
 		snap_cc_sweep_for(&sw, &c->v[i]);
+		if (r->apply && (g = snap_cc_reserved(&c->v[i])) != NULL) {
+			snap_cc_refuse(r, st, session, &c->v[i], 'N', g);
+			free(g);
+			continue;
+		}
 		if (r->apply && (g = snap_cc_gitdir(&c->v[i])) != NULL) {
-			snap_cc_refuse_git(r, st, session, &c->v[i], g);
+			snap_cc_refuse(r, st, session, &c->v[i], 'G', g);
 			free(g);
 			continue;
 		}
@@ -1875,6 +2000,7 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 	}
 	free(sw.dev);
 	free(sw.ino);
+	strv_free(&sw.asides);
 	return rc;
 }
 
@@ -2144,7 +2270,8 @@ snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
 		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
 		break;
 	case 'G':
-		snap_cc_refuse_git(&e->r, e->st, e->session, &cc, arg);
+	case 'N':
+		snap_cc_refuse(&e->r, e->st, e->session, &cc, kind, arg);
 		break;
 	case 'Z':
 		e->finished = true;

@@ -464,9 +464,9 @@ void snap_pack_job_free(struct snap_pack_job *);
  * (add, update-index): git streams a file from this size on into a pack,
  * read() a block at a time and deflated, instead of mapping it (reading
  * a hole through a mapping allocates it on tmpfs: the snapshot would
- * fill the project) and writing it whole as a loose object (uncompressed
- * here: a sparse 100M file cost 100M of the data dir's disk). Below it,
- * ordinary files keep the fast path; a sparse file costs at most this.
+ * fill the project) and writing it whole as a loose object. Below it,
+ * ordinary files keep the fast path; a sparse file costs at most this,
+ * deflated (core.looseCompression 1: a few KiB of zeros).
  */
 #define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
 

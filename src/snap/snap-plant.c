@@ -3,8 +3,8 @@
  * the host to run later: git dirs the host's git would obey (snap-nested.c),
  * set-uid and set-gid files, changes to the files the user's own tools
  * run (.envrc, .vscode/tasks.json, ...), and a rebase or other git
- * sequence left in progress. One walk of the project, which never follows
- * a link.
+ * sequence left in progress or given new exec lines. One walk of the
+ * project, which never follows a link.
  */
 #include <sys/stat.h>
 
@@ -770,14 +770,13 @@ snap_plant_exec_line(const char *line)
 	return NULL;
 }
 
-/* Appends to OUT the exec lines of the todo list REL (in .git), quoted; how many there are. */
-static size_t
-snap_plant_execs(int projfd, const char *rel, struct buf *out)
+/* Adds to OUT the commands of the exec lines of the todo list REL (in .git), in order. */
+static void
+snap_plant_exec_cmds(int projfd, const char *rel, struct strv *out)
 {
 	struct buf b;
-	char *line, *save = NULL, *cut, *q, *path = xprintf(".git/%s", rel);
+	char *line, *save = NULL, *path = xprintf(".git/%s", rel);
 	const char *cmd;
-	size_t n = 0;
 	int rc;
 
 	buf_init(&b);
@@ -785,39 +784,72 @@ snap_plant_execs(int projfd, const char *rel, struct buf *out)
 	free(path);
 	if (rc == -1 || b.data == NULL) {
 		buf_free(&b);
-		return 0;
+		return;
 	}
 	for (line = strtok_r(b.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
-		if ((cmd = snap_plant_exec_line(line)) == NULL)
-			continue;
-		if (n++ >= SNAP_PLANT_MAX_EXEC)
-			continue;
-		cut = xstrndup(cmd, SNAP_PLANT_MAX_EXEC_LEN);
+		if ((cmd = snap_plant_exec_line(line)) != NULL)
+			strv_add(out, cmd);
+	}
+	buf_free(&b);
+}
+
+/* Appends to OUT the first few of the N commands V as exec lines, quoted. */
+static void
+snap_plant_exec_quote(char *const *v, size_t n, struct buf *out)
+{
+	char *cut, *q;
+	size_t i;
+
+	for (i = 0; i < n && i < SNAP_PLANT_MAX_EXEC; i++) {
+		cut = xstrndup(v[i], SNAP_PLANT_MAX_EXEC_LEN);
 		q = quote_name(cut);
-		buf_printf(out, "%sexec %s%s", n == 1 ? "" : "; ", q,
-		    strlen(cmd) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
+		buf_printf(out, "%sexec %s%s", i == 0 ? "" : "; ", q,
+		    strlen(v[i]) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
 		free(q);
 		free(cut);
 	}
 	if (n > SNAP_PLANT_MAX_EXEC)
 		buf_printf(out, " (and %zu more)", n - SNAP_PLANT_MAX_EXEC);
-	buf_free(&b);
-	return n;
+}
+
+void
+snap_plant_seq_execs(const char *project, struct strv *out)
+{
+	struct strv cmds;
+	unsigned i, bits;
+	size_t j;
+	int projfd;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	bits = snap_plant_seq_at(projfd);
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		if (!(bits & (1U << i)) || snap_plant_seqs[i].todo == NULL)
+			continue;
+		strv_init(&cmds);
+		snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+		for (j = 0; j < cmds.n; j++)
+			strv_addf(out, "%u %s", i, cmds.v[j]);
+		strv_free(&cmds);
+	}
+	close(projfd);
 }
 
 /* One sequence I left in progress by the session: what the user's git would carry on. */
 static void
 snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
 {
+	struct strv cmds;
 	struct buf ex;
-	size_t n = 0;
 
 	buf_init(&ex);
 	buf_adds(&ex, "");
+	strv_init(&cmds);
 	if (snap_plant_seqs[i].todo != NULL)
-		n = snap_plant_execs(projfd, snap_plant_seqs[i].todo, &ex);
-	if (n > 0)
+		snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+	snap_plant_exec_quote(cmds.v, cmds.n, &ex);
+	if (cmds.n > 0)
 		strv_addf(&res->watched, "%s was left in progress in .git "
 		    "(.git/%s); its todo runs commands at %s: %s; run it only "
 		    "if you mean those, or abort it", snap_plant_seqs[i].what,
@@ -827,10 +859,89 @@ snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
 		    "(.git/%s); %s carries it on as the session left it: read "
 		    "it first, or abort it", snap_plant_seqs[i].what,
 		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont);
+	strv_free(&cmds);
 	buf_free(&ex);
 }
 
-/* Sequences in progress now that were not at the start. */
+/* One exec line of the todo lists at the start, and how many times it was there. */
+struct snap_plant_exec {
+	const char *key;          /* "N CMD", as snap_plant_seq_execs makes it */
+	size_t count;
+};
+
+static int
+snap_plant_exec_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_plant_exec *)a)->key,
+	    ((const struct snap_plant_exec *)b)->key);
+}
+
+/* O's exec lines at the start, sorted, each once with its count; how many. */
+static size_t
+snap_plant_exec_counts(const struct snap_plant_opts *o,
+    struct snap_plant_exec **out)
+{
+	struct snap_plant_exec *v;
+	size_t i, n = 0;
+
+	v = xcalloc(o->nexecs + 1, sizeof *v);
+	for (i = 0; i < o->nexecs; i++)
+		v[i].key = o->execs[i];
+	qsort(v, o->nexecs, sizeof *v, snap_plant_exec_cmp);
+	for (i = 0; i < o->nexecs; i++) {
+		if (n > 0 && strcmp(v[n - 1].key, v[i].key) == 0)
+			v[n - 1].count++;
+		else {
+			v[n].key = v[i].key;
+			v[n++].count = 1;
+		}
+	}
+	*out = v;
+	return n;
+}
+
+/*
+ * A sequence in progress at the start whose todo gained exec lines: each
+ * one there now beyond as many as there were. Lines done (a --continue
+ * during the session) or taken out are not the session's planting.
+ */
+static void
+snap_plant_seq_grew(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, unsigned i)
+{
+	struct snap_plant_exec *start, k, *hit;
+	struct strv cmds, added;
+	struct buf ex;
+	size_t j, n = snap_plant_exec_counts(o, &start);
+
+	strv_init(&cmds);
+	strv_init(&added);
+	snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+	for (j = 0; j < cmds.n; j++) {
+		k.key = xprintf("%u %s", i, cmds.v[j]);
+		hit = bsearch(&k, start, n, sizeof *start, snap_plant_exec_cmp);
+		if (hit != NULL && hit->count > 0)
+			hit->count--;
+		else
+			strv_add(&added, cmds.v[j]);
+		free((char *)k.key);
+	}
+	if (added.n > 0) {
+		buf_init(&ex);
+		snap_plant_exec_quote(added.v, added.n, &ex);
+		strv_addf(&res->watched, "%s in progress since before the "
+		    "session (.git/%s) had exec lines added to its todo; they "
+		    "run at %s: %s; run it only if you mean those, or abort it",
+		    snap_plant_seqs[i].what, snap_plant_seqs[i].name,
+		    snap_plant_seqs[i].cont, ex.data);
+		buf_free(&ex);
+	}
+	strv_free(&added);
+	strv_free(&cmds);
+	free(start);
+}
+
+/* Sequences in progress now that were not at the start, or whose todo gained exec lines. */
 static void
 snap_plant_seq_left(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd)
@@ -838,8 +949,12 @@ snap_plant_seq_left(const struct snap_plant_opts *o,
 	unsigned i, now = snap_plant_seq_at(projfd);
 
 	for (i = 0; i < nitems(snap_plant_seqs); i++) {
-		if ((now & (1U << i)) && !(o->sequences & (1U << i)))
+		if (!(now & (1U << i)))
+			continue;
+		if (!(o->sequences & (1U << i)))
 			snap_plant_seq_one(res, projfd, i);
+		else if (snap_plant_seqs[i].todo != NULL)
+			snap_plant_seq_grew(o, res, projfd, i);
 	}
 }
 

@@ -1736,8 +1736,10 @@ snap_take_room(struct snap_take *t, char **why)
 	cq = quote_name(conf);
 	*why = xprintf("the disk of %s has %s free, less than the %s that "
 	    "[limits] disk_reserve keeps free: the snapshot is not written "
-	    "(what it wrote is removed); free some space and take it again "
-	    "(agentmux snapshot), or lower disk_reserve in %s (0 turns it off)",
+	    "(the files it was writing are removed; objects it had finished "
+	    "stay until the repository is pruned); free some space and take "
+	    "it again (agentmux snapshot), or lower disk_reserve in %s (0 "
+	    "turns it off)",
 	    q, util_fmt_size(fb, sizeof fb, free_),
 	    util_fmt_size(rb, sizeof rb, reserve), cq);
 	free(q);

@@ -31,6 +31,8 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
+	char *const *execs;       /* snap_plant_seq_execs() at the start */
+	size_t nexecs;
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
@@ -42,6 +44,12 @@ struct snap_plant_opts {
  * rebase's todo runs its exec lines at `git rebase --continue`).
  */
 unsigned snap_plant_sequences(const char *project);
+/**
+ * Adds to OUT the exec lines of the todo lists of the sequences in
+ * progress in PROJECT, for snap_plant_opts.execs: a todo that gains one
+ * during a session is told at its end.
+ */
+void snap_plant_seq_execs(const char *project, struct strv *out);
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
  * file's ctime is stamped from the kernel's coarse clock, which lags

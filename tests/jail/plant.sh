@@ -143,6 +143,24 @@ rebase_left() {
 	case $OUT in *"left in progress"*) bad "a rebase from before the session was flagged: $OUT" ;;
 	*) ok ;; esac
 	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
+	# One the user had going that the agent carries on, resolving: not
+	# flagged; an exec line it then adds to the todo is.
+	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
+	    echo b >seq && git commit -qam seq2 && B=$(git rev-parse HEAD) &&
+	    GIT_SEQUENCE_EDITOR="printf 'break\\npick $B\\nbreak\\n' >" \
+	    git rebase -q -i HEAD~1 >/dev/null 2>&1) || exit 1
+	jrun -- sh -c 'git rebase --continue >/dev/null 2>&1 && echo c >seq &&
+	    git add seq && test -d .git/rebase-merge && echo carried'
+	case $OUT in *carried*) ok ;; *) bad "the agent could not carry the rebase on: $OUT" ;; esac
+	case $OUT in *"exec lines added"*|*"left in progress"*)
+		bad "a rebase carried on and resolved was flagged: $OUT" ;;
+	*) ok ;; esac
+	jrun -- sh -c "echo 'exec touch $MARK' >>.git/rebase-merge/git-rebase-todo"
+	case $OUT in *"a rebase in progress since before the session"*"exec lines added"*"exec touch $MARK"*) ok ;;
+	*) bad "no alert about the exec line added to the rebase's todo: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"exec lines added"*) ok ;;
+	*) bad "show does not flag the exec line added to the rebase's todo" ;; esac
+	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
 	rm -f "$MARK"
 }
 

@@ -838,8 +838,9 @@ race_write(const char *path)
 /*
  * A dir the session deleted is checked and removed as one: a host write
  * after its check (made here by a hook at that point) is not removed
- * with it. An aside dir a killed run left (.NAME.agentmux-aside-<hex>)
- * goes back to NAME if NAME is free, and stays if not.
+ * with it. An aside dir a killed run left (.NAME.agentmux-aside-<hex>,
+ * in the session's journal) goes back to NAME if NAME is free, and stays
+ * if not.
  */
 static void
 test_dir_removal_race(void **state)
@@ -855,7 +856,9 @@ test_dir_removal_race(void **state)
 		    "(unshare -rm mount -t overlay failed)");
 	test_sh_ok("cd %s && mkdir .gone.agentmux-aside-0123456789ab && "
 	    "echo g > .gone.agentmux-aside-0123456789ab/f && mkdir "
-	    ".keep.agentmux-aside-00000000000a", host);
+	    ".keep.agentmux-aside-00000000000a && printf '.gone.agentmux-"
+	    "aside-0123456789ab\n.keep.agentmux-aside-00000000000a\n' "
+	    ">>%s/asides", host, sdir);
 	memset(&o, 0, sizeof o);
 	st = store_open(NULL, &cause);
 	assert_non_null(st);
@@ -867,6 +870,9 @@ test_dir_removal_race(void **state)
 	store_close(st);
 	test_sh_ok("cd %s && test \"$(cat plugins/p/late)\" = late && "
 	    "! test -e plugins/p/x", host);
+	/* The aside it made for plugins is in the journal, before the rename. */
+	test_sh_ok("grep -q '^\\.plugins\\.agentmux-aside-[0-9a-f]\\{12\\}$' "
+	    "%s/asides", sdir);
 	test_sh_ok("cd %s && test \"$(cat gone/f)\" = g && ! test -e "
 	    ".gone.agentmux-aside-0123456789ab && test -d "
 	    ".keep.agentmux-aside-00000000000a && test -f keep/a && "
@@ -890,7 +896,8 @@ test_aside_restored(void **state)
 		test_skip("cannot mount overlayfs in a user namespace here "
 		    "(unshare -rm mount -t overlay failed)");
 	test_sh_ok("cd %s && echo late > plugins/p/late && mv plugins "
-	    ".plugins.agentmux-aside-0123456789ab", host);
+	    ".plugins.agentmux-aside-0123456789ab && echo .plugins.agentmux-"
+	    "aside-0123456789ab >>%s/asides", host, sdir);
 	out = confdiff(1, "--apply", NULL, NULL);
 	assert_non_null(strstr(out, "plugins/p/late: changed on the host"));
 	free(out);
@@ -898,6 +905,45 @@ test_aside_restored(void **state)
 	    "test -f plugins/p/x && ! test -e "
 	    ".plugins.agentmux-aside-0123456789ab", host);
 	assert_int_equal(pending(), 1);
+}
+
+/*
+ * Names agentmux keeps for its asides and temps: one the agent made in
+ * its config copy is not installed (said in red, pending, --discard drops
+ * it); and an aside-named host dir that no run of the session journaled
+ * is never moved into place by the sweep.
+ */
+static void
+test_aside_name_refused(void **state)
+{
+	char *out;
+
+	take_base();
+	test_sh_ok("cd %s/overlay/0/upper && mkdir -p .agents.agentmux-aside-"
+	    "0123456789ab .x.agentmux-00000000000b && echo evil > "
+	    ".agents.agentmux-aside-0123456789ab/evil.md && echo t > "
+	    ".x.agentmux-00000000000b/t && echo ok > fine.txt", sdir);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, ".agents.agentmux-aside-0123456789ab has "
+	    "a name agentmux gives its own temps"));
+	assert_non_null(strstr(out, ".x.agentmux-00000000000b has a name"));
+	free(out);
+	test_sh_ok("cd %s && test \"$(cat fine.txt)\" = ok && ! test -e "
+	    ".agents.agentmux-aside-0123456789ab && ! test -e "
+	    ".x.agentmux-00000000000b && ! test -e agents", host);
+	assert_int_equal(pending(), 2);
+	out = confdiff(0, "--discard", NULL, NULL);
+	free(out);
+	assert_int_equal(pending(), 0);
+	/* One on the host (applied by an older agentmux): left as it is. */
+	test_sh_ok("cd %s && mkdir .agents.agentmux-aside-0123456789ab && "
+	    "echo evil > .agents.agentmux-aside-0123456789ab/evil.md && "
+	    "echo ok2 > %s/overlay/0/upper/fine2.txt", host, sdir);
+	out = confdiff(0, "--apply", NULL, NULL);
+	free(out);
+	test_sh_ok("cd %s && test \"$(cat fine2.txt)\" = ok2 && test -f "
+	    ".agents.agentmux-aside-0123456789ab/evil.md && ! test -e agents",
+	    host);
 }
 
 /* The merge child's hook: it says it is there, then waits to be let go. */
@@ -1078,6 +1124,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_lock_while_merging, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_aside_restored, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_aside_name_refused, setup,
 		    teardown),
 	};
 

@@ -224,7 +224,7 @@ test_budget_nothing(void **state)
 
 /*
  * A large file changed a little every turn costs its full size per turn
- * while loose (written uncompressed, for speed); packed with deltas, in
+ * while loose (written at zlib's fastest level); packed with deltas, in
  * the background once the session is over, almost nothing more than once.
  */
 static void

@@ -315,6 +315,7 @@ test_sequence_left(void **state)
 {
 	struct snap_plant_result res;
 	struct snap_plant_opts o;
+	struct strv execs;
 	char *q = xprintf("%s/quarantine", dir), *cause = NULL, *s;
 	unsigned before;
 
@@ -346,12 +347,93 @@ test_sequence_left(void **state)
 	/* In progress when the session started: not the session's doing. */
 	o.sequences = snap_plant_sequences(proj);
 	assert_int_not_equal(o.sequences, 0);
+	strv_init(&execs);
+	snap_plant_seq_execs(proj, &execs);
+	assert_int_equal(execs.n, 2);
+	o.execs = execs.v;
+	o.nexecs = execs.n;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1)
 		fail_msg("scan: %s", cause);
 	assert_int_equal(res.watched.n, 0);
 	snap_plant_result_free(&res);
+	strv_free(&execs);
 	free(q);
+}
+
+/* The scan of a rebase in progress since EXECS were its exec lines; RES is the caller's. */
+static void
+scan_grown(struct strv *execs, struct snap_plant_result *res)
+{
+	struct snap_plant_opts o;
+	char *q = xprintf("%s/quarantine", dir), *cause = NULL;
+
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.quarantine = q;
+	o.had_git = true;
+	o.since = util_now_ms();
+	o.sequences = snap_plant_sequences(proj);
+	o.execs = execs->v;
+	o.nexecs = execs->n;
+	snap_plant_result_init(res);
+	if (snap_plant_scan(&o, res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	free(q);
+}
+
+/*
+ * A rebase in progress at the start: carried on (its exec line still to
+ * come) and a conflict resolved is not told; an exec line added to its
+ * todo, or one changed, is, quoted.
+ */
+static void
+test_sequence_grew(void **state)
+{
+	struct snap_plant_result res;
+	struct strv execs;
+	char *s;
+
+	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
+	    "git config user.name a && echo 1 >f && git add f && "
+	    "git commit -qm 1 && echo 2 >f && git commit -qam 2 && "
+	    "echo 3 >f && git commit -qam 3 && A=$(git rev-parse HEAD~1) && "
+	    "B=$(git rev-parse HEAD) && GIT_SEQUENCE_EDITOR=\"printf 'break\\n"
+	    "pick $A\\nbreak\\npick $B\\nexec true\\n' >\" git rebase -q -i "
+	    "HEAD~2 >/dev/null 2>&1", proj);
+	strv_init(&execs);
+	snap_plant_seq_execs(proj, &execs);
+	assert_int_equal(execs.n, 1);
+	/* The agent carries it on to the next break and edits a file. */
+	test_sh_ok("cd %s && git rebase --continue >/dev/null 2>&1 && "
+	    "echo fixed >g && git add g", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 0);
+	snap_plant_result_free(&res);
+	/* Then adds an exec line. */
+	test_sh_ok("cd %s && printf 'exec touch x\\n' "
+	    ">>.git/rebase-merge/git-rebase-todo", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 1);
+	s = res.watched.v[0];
+	assert_non_null(strstr(s, "a rebase in progress since before the "
+	    "session (.git/rebase-merge) had exec lines added"));
+	assert_non_null(strstr(s, "git rebase --continue: exec touch x; run"));
+	snap_plant_result_free(&res);
+	/* Or changes the one there was (the same line twice is one more). */
+	test_sh_ok("cd %s && sed -i -e '/touch x/d' -e 's/^exec true/exec "
+	    "true; touch y/' .git/rebase-merge/git-rebase-todo", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 1);
+	assert_non_null(strstr(res.watched.v[0], "exec true; touch y; run"));
+	snap_plant_result_free(&res);
+	test_sh_ok("cd %s && sed -i 's/^exec true.*/exec true\\nx true/' "
+	    ".git/rebase-merge/git-rebase-todo", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 1);
+	assert_non_null(strstr(res.watched.v[0], ": exec true; run"));
+	snap_plant_result_free(&res);
+	strv_free(&execs);
 }
 
 /* core.hooksPath VALUE in PROJ's .git/config; what snap_plant_hooks_path makes of it. */
@@ -599,6 +681,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sequence_grew, setup,
 		    teardown),
 		cmocka_unit_test(test_match),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
