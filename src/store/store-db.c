@@ -112,6 +112,9 @@ static const char *const store_migrations[] = {
 
 /* Queued ops beyond this are dropped (and counted) while the disk refuses writes. */
 #define STORE_MAX_QUEUE 100000
+/* How long opening waits for another agentmux opening the same new database. */
+#define STORE_OPEN_WAIT_MS 10000
+#define STORE_OPEN_RETRY_US 10000
 
 int
 store_schema_version(void)
@@ -174,6 +177,28 @@ store_exec(struct store *st, const char *sql, char **cause)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * store_exec, asked again while the database is busy, for up to
+ * STORE_OPEN_WAIT_MS: making a new database WAL takes a lock SQLite's
+ * busy handler does not wait for, so of two agentmux started at once on a
+ * fresh data dir one got "database is locked".
+ */
+static int
+store_exec_busy(struct store *st, const char *sql, char **cause)
+{
+	int64_t until = util_mono_us() + STORE_OPEN_WAIT_MS * 1000LL;
+	int rc;
+
+	while (((rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL)) & 0xff) ==
+	    SQLITE_BUSY && util_mono_us() < until)
+		usleep(STORE_OPEN_RETRY_US);
+	if (rc == SQLITE_OK)
+		return 0;
+	if (cause != NULL)
+		*cause = xprintf("%s: %s", st->path, sqlite3_errmsg(st->db));
+	return -1;
 }
 
 static int
@@ -335,7 +360,7 @@ store_configure(struct store *st, char **cause)
 	 * Records are appended, rarely read back: a 512 KiB page cache (not
 	 * SQLite's 2 MiB) keeps agentmux, which also runs the proxy, small.
 	 */
-	if (store_exec(st, "PRAGMA journal_mode = WAL", cause) == -1 ||
+	if (store_exec_busy(st, "PRAGMA journal_mode = WAL", cause) == -1 ||
 	    store_exec(st, "PRAGMA synchronous = NORMAL", cause) == -1 ||
 	    store_exec(st, "PRAGMA foreign_keys = ON", cause) == -1 ||
 	    store_exec(st, "PRAGMA cache_size = -512", cause) == -1)

@@ -229,6 +229,50 @@ test_two_writers(void **state)
 	free(p);
 }
 
+/*
+ * Two processes opening one new database at once (two agentmux started
+ * together on a fresh data dir): both open it. Making it WAL took a lock
+ * SQLite does not wait for, and one of them failed with "database is
+ * locked" (about one start in ten; a hundred rounds here).
+ */
+static void
+test_two_first_opens(void **state)
+{
+	int round, i, status, go[2];
+	pid_t pids[2];
+	char *p;
+
+	for (round = 0; round < 100; round++) {
+		p = xprintf("%s/first-%d.db", test_dir, round);
+		assert_int_equal(pipe(go), 0);
+		for (i = 0; i < 2; i++) {
+			if ((pids[i] = fork()) == 0) {
+				char *cause = NULL, c;
+				struct store *cst;
+
+				close(go[1]);
+				/* Both wait for the same moment. */
+				if (read(go[0], &c, 1) != 0)
+					_exit(4);
+				if ((cst = store_open(p, &cause)) == NULL) {
+					fprintf(stderr, "%s\n", cause);
+					_exit(2);
+				}
+				store_close(cst);
+				_exit(0);
+			}
+		}
+		close(go[0]);
+		close(go[1]);
+		for (i = 0; i < 2; i++) {
+			waitpid(pids[i], &status, 0);
+			assert_true(WIFEXITED(status));
+			assert_int_equal(WEXITSTATUS(status), 0);
+		}
+		free(p);
+	}
+}
+
 static void
 test_killed_writer(void **state)
 {
@@ -731,6 +775,7 @@ main(void)
 		cmocka_unit_test(test_migrate_from_empty),
 		cmocka_unit_test(test_newer_schema_refused),
 		cmocka_unit_test(test_default_location),
+		cmocka_unit_test(test_two_first_opens),
 		cmocka_unit_test(test_crash_marking),
 		cmocka_unit_test(test_two_writers),
 		cmocka_unit_test(test_killed_writer),
