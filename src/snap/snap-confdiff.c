@@ -2265,6 +2265,7 @@ snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
 	case 'C':
 		strv_init(&none);
 		snap_cc_conflict(&e->r, e->st, e->session, &cc, &none);
+		strv_free(&none);
 		break;
 	case 'F':
 		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
