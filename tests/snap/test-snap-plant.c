@@ -581,7 +581,7 @@ test_open_up_race(void **state)
 	assert_int_equal(lstat(gd, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0111);
 	/* Not swapped: it is opened up, and said. */
-	test_sh_ok("rmdir %s && mv %s-old %s", gd, gd, gd);
+	test_sh_ok("cd %s && rmdir gd && mv gd-old gd", proj);
 	dac(false);
 	scan(0, false, &res);
 	dac(true);
