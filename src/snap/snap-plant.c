@@ -914,6 +914,7 @@ snap_plant_seq_grew(const struct snap_plant_opts *o,
 	struct buf ex;
 	size_t j, n = snap_plant_exec_counts(o, &start);
 
+	memset(&k, 0, sizeof k);
 	strv_init(&cmds);
 	strv_init(&added);
 	snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
