@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <poll.h>
+
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -603,6 +605,34 @@ proc_let_go(struct proc *p, int sig, int grace_ms)
 	while (waitpid(p->pid, NULL, WNOHANG) == -1 && errno == EINTR)
 		;
 	p->pid = -1;
+}
+
+void
+proc_kill_wait(struct proc *p, int ms)
+{
+	struct pollfd pfd;
+	siginfo_t si;
+	int64_t until;
+
+	if (p == NULL || p->pid <= 0)
+		return;
+	kill(p->pid, SIGKILL);
+	if (p->pidfd != -1) {
+		pfd.fd = p->pidfd;
+		pfd.events = POLLIN;
+		while (poll(&pfd, 1, ms) == -1 && errno == EINTR)
+			;
+		return;
+	}
+	/* No pidfd: asked until it is a zombie (WNOWAIT: still ours to reap). */
+	until = util_mono_us() + ms * 1000LL;
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG |
+		    WNOWAIT) == -1 || si.si_pid != 0 || util_mono_us() >= until)
+			return;
+		usleep(PROC_POLL_US);
+	}
 }
 
 void

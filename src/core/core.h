@@ -622,6 +622,12 @@ void proc_free(struct proc *);
 /* The same, but it gets SIGTERM and most of a second to clean up first. */
 void proc_term(struct proc *);
 /*
+ * Kills (SIGKILL) the command and waits up to MS for it to be gone (not
+ * reaped: proc_free does that), so that nothing it was writing appears
+ * after this returns. Blocks: for a stop that must clean up behind it.
+ */
+void proc_kill_wait(struct proc *, int ms);
+/*
  * Reaps, through BASE, the child of PIDFD (a process this one forked
  * itself, asked to end), without waiting; GRACE_MS (0: none) later it is
  * killed. PIDFD becomes the loop's; -1 is a no-op.

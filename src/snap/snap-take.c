@@ -42,7 +42,6 @@ struct snap_take {
 	bool native;              /* bulk, and agentmux's own pack writer is yet to be tried */
 	struct snap_pack_job *packjob; /* that writer, at work on its thread */
 	struct event *watch;      /* the reserve's watch ([limits] disk_reserve) */
-	time_t started;           /* temporary files since then are this job's */
 	char *prev_tree;          /* the chain's last tree */
 	char *prev_commit;        /* the chain's last commit (the record's parent) */
 	int64_t prev_changed;     /* and its count of changed files */
@@ -1709,6 +1708,9 @@ snap_take_begin(struct snap_take *t, bool fresh)
 
 /* ---- the disk reserve ([limits] disk_reserve) ---- */
 
+/* How long a stop waits for each git it killed to be gone. */
+#define SNAP_TAKE_KILL_WAIT_MS 2000
+
 /*
  * 0 if the own repository's disk has more free than the reserve; else -1
  * with *WHY (what, how much, what to do). A disk that cannot be read is
@@ -1748,7 +1750,13 @@ snap_take_room(struct snap_take *t, char **why)
 	return -1;
 }
 
-/* Removes the temporary files in DIR (of the objects dir OBJ) made since the job started. */
+/*
+ * Removes the temporary files in DIR (of the objects dir OBJ), whoever
+ * left them: this job's git, killed, and any git of the repository that
+ * died of a full disk before it (git leaves its tmp_obj_ behind then). A
+ * git of another job writing here at this moment fails (its rename finds
+ * nothing) and its snapshot with it; nothing finished is touched.
+ */
 static void
 snap_take_scrub_dir(struct snap_take *t, int obj, const char *dir)
 {
@@ -1767,7 +1775,7 @@ snap_take_scrub_dir(struct snap_take *t, int obj, const char *dir)
 		if (strncmp(de->d_name, "tmp_", 4) != 0 ||
 		    strcmp(de->d_name, SNAP_KEEP_FANOUT) == 0 ||
 		    fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    !S_ISREG(sb.st_mode) || sb.st_ctime < t->started)
+		    !S_ISREG(sb.st_mode))
 			continue;
 		if (unlinkat(fd, de->d_name, 0) == -1)
 			log_info("cannot remove %s/objects/%s/%s: %s",
@@ -1808,7 +1816,12 @@ snap_take_stop(struct snap_take *t, char *why)
 
 	snap_pack_job_free(t->packjob);
 	t->packjob = NULL;
+	/* Gone before the scrub: a git still in a write would leave a file after it. */
+	proc_kill_wait(t->early_commit, SNAP_TAKE_KILL_WAIT_MS);
+	proc_free(t->early_commit);
+	t->early_commit = NULL;
 	for (i = 0; i < nitems(t->procs); i++) {
+		proc_kill_wait(t->procs[i], SNAP_TAKE_KILL_WAIT_MS);
 		proc_free(t->procs[i]);
 		t->procs[i] = NULL;
 	}
@@ -1889,7 +1902,6 @@ snap_take_start(struct event_base *base, struct store *st,
 		snap_take_free(t);
 		return NULL;
 	}
-	t->started = time(NULL) - 1;  /* file times lag a tick behind */
 	t->bulk = fresh && access(repo->index, F_OK) != 0;
 	t->native = t->bulk && snap_take_oidlen(t) == SNAP_PACK_OID &&
 	    !snap_take_git_only;
