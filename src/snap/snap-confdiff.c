@@ -176,6 +176,24 @@ snap_cc_dir_names(DIR *d, struct strv *names)
 	qsort(names->v, names->n, sizeof *names->v, snap_cc_cmp);
 }
 
+/* The sorted names in the dir open as DFD (which stays open); -1 if it cannot be read. */
+static int
+snap_cc_names_at(int dfd, struct strv *names)
+{
+	DIR *d;
+	int fd;
+
+	if ((fd = dup(dfd)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	strv_init(names);
+	snap_cc_dir_names(d, names);
+	return 0;
+}
+
 static void snap_cc_scan(struct snap_ccs *, const char *root,
     const char *upper, const char *host);
 
@@ -1703,17 +1721,9 @@ snap_cc_sweep(int dfd, const struct timespec *start,
 	struct stat sb;
 	char *orig;
 	size_t i;
-	int fd;
-	DIR *d;
 
-	if ((fd = dup(dfd)) == -1)
+	if (snap_cc_names_at(dfd, &names) == -1)
 		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	strv_init(&names);
-	snap_cc_dir_names(d, &names);
 	for (i = 0; i < names.n; i++) {
 		if (!snap_cc_temp_name(names.v[i]) || fstatat(dfd, names.v[i],
 		    &sb, AT_SYMLINK_NOFOLLOW) == -1)
@@ -1744,18 +1754,11 @@ snap_cc_sweep_tree(int hfd, int ufd, const struct timespec *start,
 	struct strv names;
 	struct stat sb;
 	size_t i;
-	int fd, h, u;
-	DIR *d;
+	int h, u;
 
 	snap_cc_sweep(hfd, start, asides);
-	if (depth >= SNAP_CC_MAX_DEPTH || (fd = dup(ufd)) == -1)
+	if (depth >= SNAP_CC_MAX_DEPTH || snap_cc_names_at(ufd, &names) == -1)
 		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	strv_init(&names);
-	snap_cc_dir_names(d, &names);
 	for (i = 0; i < names.n; i++) {
 		if (fstatat(ufd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
 		    !S_ISDIR(sb.st_mode))
