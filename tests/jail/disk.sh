@@ -226,6 +226,12 @@ snapreserve() {
 	    ! -name 'tmp_obj_agentmux_keep' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 	[ $((free + kept)) -ge $((res << 20)) ] && ok ||
 	    bad "snapreserve: $free bytes left free (and $kept in finished objects), less than the ${res}M reserve"
+	# The background pack that follows a session (detached, under the
+	# repository's keep lock) unpacks what is unreachable through its own
+	# temporary files: it is waited for, then nothing may be left.
+	for lock in "$Q"/agentmux/shadow/*/agentmux-keep.lock; do
+		[ -e "$lock" ] && timeout 120 flock "$lock" true
+	done
 	left=$(find "$Q" -name 'tmp_*' ! -name tmp_obj_agentmux_keep | head -n 3)
 	[ -z "$left" ] && ok || bad "snapreserve: left behind: $left"
 	rec=$("$AMX" show last 2>&1)
