@@ -1671,15 +1671,19 @@ snap_take_read_tree_cb(struct proc *p, void *arg)
 }
 
 /*
- * A frozen chain begun in another process: the start snapshot's entries,
- * with the stat data the seed has for those that are the same (a one-way
- * merge into the index alone).
+ * A frozen chain begun in another process: the entries of its last
+ * snapshot (the start snapshot's, if it has no other), with the stat data
+ * the seed has for those that are the same (a one-way merge into the
+ * index alone). A chain in one process goes on from its last index the
+ * same way; reading the start tree instead would drop what the session
+ * made, and every file of it, however big, would be hashed again by each
+ * later diff or snapshot.
  */
 static void
 snap_take_from_start(struct snap_take *t)
 {
-	const char *args[] = { "read-tree", "-m", "-i", t->repo->start_tree,
-	    NULL };
+	const char *args[] = { "read-tree", "-m", "-i", t->prev_tree != NULL ?
+	    t->prev_tree : t->repo->start_tree, NULL };
 
 	t->next = snap_take_frozen_round;
 	snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,

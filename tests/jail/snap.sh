@@ -209,6 +209,54 @@ frozen_rules() {
 	    bad "frozen rules: undo left the agent's files or removed an ignored one: $out"
 }
 
+# Prints how many times FILE was opened while the command after it ran
+# (inotify through ctypes: nothing to install).
+opens_during() {
+	python3 - "$@" <<'PY'
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x20) < 0:
+    sys.exit("cannot watch " + sys.argv[1])
+subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+n = 0
+while True:
+    try:
+        b = os.read(fd, 4096)
+    except BlockingIOError:
+        break
+    i = 0
+    while i < len(b):
+        n += 1
+        i += 16 + int.from_bytes(b[i + 12:i + 16], "little")
+print(n)
+PY
+}
+
+# A file the session made is hashed once, by its end snapshot: a diff or
+# snapshot later, in another process, keeps its stat data (a big or sparse
+# file cost the user its whole hashing again at each look).
+frozen_kept() {
+	fresh
+	# (two seconds before the end: a file as new as the index is racily
+	# clean, and git reads it again whatever agentmux does)
+	jrun -- sh -c 'head -c 4194304 /dev/zero >made.bin && echo x >>main.c && sleep 2'
+	[ "$RC" = 0 ] || bad "frozen kept: the command failed: $OUT"
+	n=$(opens_during "$P/made.bin" "$AMX" diff last)
+	[ "$n" = 0 ] && ok || bad "frozen kept: diff read the session's unchanged file again ($n opens)"
+	out=$("$AMX" diff last --stat 2>&1)
+	case $out in
+	*made.bin*) ok ;;
+	*) bad "frozen kept: the session's file is missing from diff: $out" ;;
+	esac
+	rm "$P/made.bin"
+	out=$("$AMX" diff last --stat 2>&1)
+	case $out in
+	*made.bin*) bad "frozen kept: a file deleted after the session still shows: $out" ;;
+	*) ok ;;
+	esac
+}
+
 # FIFOs and devices where a file is expected: none can be made in the
 # project, and one there (made on the host) is never waited on.
 planted() {
@@ -334,6 +382,7 @@ checks() {
 	locked
 	mode_gaps
 	frozen_rules
+	frozen_kept
 	planted
 }
 
