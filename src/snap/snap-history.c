@@ -489,6 +489,161 @@ snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
 	closedir(d);
 }
 
+/* ---- objects the session took refs from, kept ---- */
+
+/* Whether V is an object id (40 or 64 hex digits, not all zeros). */
+static bool
+snap_hist_oid(const char *v, size_t len)
+{
+	size_t i;
+	bool zero = true;
+
+	if (len != 40 && len != 64)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (strchr("0123456789abcdef", v[i]) == NULL || v[i] == '\0')
+			return false;
+		if (v[i] != '0')
+			zero = false;
+	}
+	return !zero;
+}
+
+/* The old and new ids of every entry of the reflog REF kept at the start, into IDS. */
+static void
+snap_hist_log_ids(int logsfd, const char *ref, struct strv *ids)
+{
+	char *line, *save = NULL;
+	struct buf b;
+
+	buf_init(&b);
+	if (logsfd != -1 && snap_hist_read(logsfd, ref, &b,
+	    SNAP_HIST_LOG_MAX) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if (snap_hist_oid(line, strcspn(line, " ")))
+				strv_addf(ids, "%.*s", (int)strcspn(line, " "),
+				    line);
+			line += strcspn(line, " ");
+			if (*line == ' ' && snap_hist_oid(line + 1,
+			    strcspn(line + 1, " ")))
+				strv_addf(ids, "%.*s", (int)strcspn(line + 1,
+				    " "), line + 1);
+		}
+	}
+	buf_free(&b);
+}
+
+/*
+ * What the session took away: the start's value of every ref it deleted
+ * or moved, and the ids of that ref's reflog as kept (a stash's older
+ * entries, a commit only a reflog named) into WANT; the refs it left alone
+ * into HAVE (the user's still: their history is not copied).
+ */
+static void
+snap_hist_taken(const struct snap_hgit *g, const struct strv *start,
+    const struct strv *now, struct strv *want, struct strv *have)
+{
+	const char *was, *v;
+	char *ref, *logs = xprintf("%s/logs", g->base);
+	int logsfd;
+	size_t i;
+
+	logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(logs);
+	for (i = 0; i < start->n; i++) {
+		ref = xstrndup(start->v[i], strcspn(start->v[i], "\t"));
+		was = start->v[i] + strlen(ref) + 1;
+		v = snap_hist_value(now, ref);
+		if (!snap_hist_oid(was, strlen(was)))
+			;
+		else if (v != NULL && strcmp(v, was) == 0)
+			strv_add(have, was);
+		else {
+			strv_add(want, was);
+			if (snap_hist_refname_ok(ref))
+				snap_hist_log_ids(logsfd, ref, want);
+		}
+		free(ref);
+	}
+	if (logsfd != -1)
+		close(logsfd);
+}
+
+/* The ids of IDS that GITDIR has, as "ID\n" (or "^ID\n" if NOT) lines into IN. */
+static int
+snap_hist_present(const char *gitdir, const struct strv *ids, bool not,
+    struct buf *in, char **cause)
+{
+	const char *args[] = { "cat-file", "--batch-check=%(objectname)",
+	    NULL };
+	char *line, *save = NULL;
+	struct buf q, out;
+	size_t i;
+	int rc = 0;
+
+	buf_init(&q);
+	buf_init(&out);
+	for (i = 0; i < ids->n; i++)
+		buf_printf(&q, "%s\n", ids->v[i]);
+	if (q.len > 0)
+		rc = snap_git_plain_io(gitdir, args, &q, &out, cause);
+	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if (strchr(line, ' ') == NULL)
+			buf_printf(in, "%s%s\n", not ? "^" : "", line);
+	}
+	buf_free(&out);
+	buf_free(&q);
+	return rc;
+}
+
+/*
+ * The objects of refs the session deleted or moved, packed into
+ * BASE/kept.pack: the host's repository no longer names them, so the
+ * user's next git gc would prune them, and undo --refs could not put the
+ * refs back. The pack holds what those refs reached that the refs the
+ * session left alone do not (tag objects, stashes, side commits); the
+ * jail could not delete any of it (the objects overlay), so it is all
+ * there when the session ends.
+ */
+static void
+snap_hist_keep(const struct snap_hgit *g, const struct strv *start,
+    const struct strv *now, struct strv *warnings)
+{
+	const char *args[] = { "pack-objects", "--revs", "--stdout", "-q",
+	    NULL };
+	struct strv want, have;
+	struct buf in, pack;
+	char *cause = NULL, *path;
+
+	strv_init(&want);
+	strv_init(&have);
+	buf_init(&in);
+	buf_init(&pack);
+	snap_hist_taken(g, start, now, &want, &have);
+	if (want.n == 0 || snap_hist_present(g->gitdir, &want, false, &in,
+	    &cause) == -1 || in.len == 0 || snap_hist_present(g->gitdir,
+	    &have, true, &in, &cause) == -1)
+		goto out;
+	path = xprintf("%s/kept.pack", g->base);
+	if (snap_git_plain_io(g->gitdir, args, &in, &pack, &cause) == 0)
+		(void)util_write_file_atomic(path, pack.data, pack.len, 0600,
+		    &cause);
+	free(path);
+out:
+	if (cause != NULL)
+		strv_addf(warnings, "the objects of refs the session deleted "
+		    "or moved in %s could not be kept (%s): a git gc there may "
+		    "prune them before 'agentmux undo --refs' puts the refs "
+		    "back", g->gitdir, cause);
+	free(cause);
+	buf_free(&pack);
+	buf_free(&in);
+	strv_free(&have);
+	strv_free(&want);
+}
+
 /* ---- the history of a session ---- */
 
 void
@@ -952,8 +1107,10 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	for (i = 0; i < repaired.n; i++)
 		strv_addf(warnings, "reflog entries the session took out of "
 		    "%s/logs/%s were put back", g->gitdir, repaired.v[i]);
-	if (snap_history_start_refs(g, &start) == 0)
+	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
+		snap_hist_keep(g, &start, &now, warnings);
+	}
 	strv_free(&start);
 	strv_free(&repaired);
 	strv_free(&now);

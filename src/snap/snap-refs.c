@@ -108,6 +108,72 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	return rc;
 }
 
+/* Whether a start object id (not a symbolic ref) is missing from the repository. */
+static bool
+snap_refs_missing(const struct snap_refs *sr)
+{
+	const char *tab;
+	size_t i;
+
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    !strv_contains(&sr->present, tab + 1))
+			return true;
+	}
+	return false;
+}
+
+/* A dry run does not write the kept pack: its objects are taken as there. */
+static void
+snap_refs_assume(struct snap_refs *sr)
+{
+	const char *tab;
+	size_t i;
+
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    !strv_contains(&sr->present, tab + 1))
+			strv_add(&sr->present, tab + 1);
+	}
+}
+
+/*
+ * Objects of the start a git gc pruned since: the pack the session's end
+ * kept of what it took refs from (snap-history.c) goes back into the
+ * repository, as git fetch would write it, then what is there is asked
+ * again.
+ */
+static int
+snap_refs_unkeep(struct snap_refs *sr, char **cause)
+{
+	const char *args[] = { "index-pack", "--stdin", NULL };
+	char *path;
+	struct buf pack;
+	int rc = 0;
+
+	if (sr->kept == NULL || !snap_refs_missing(sr))
+		return 0;
+	path = xprintf("%s/kept.pack", sr->kept->base);
+	buf_init(&pack);
+	if (buf_read_file(&pack, path) == 0 && pack.len > 0) {
+		out_printf(sr->out, "  %sput back the objects kept of what the "
+		    "session took refs from\n", sr->dry ? "would " : "");
+		if (sr->dry)
+			snap_refs_assume(sr);
+		else if ((rc = snap_git(sr->r, SNAP_ENV_PROJECT, args, &pack,
+		    NULL, cause)) == 0) {
+			strv_free(&sr->present);
+			strv_init(&sr->present);
+			rc = snap_refs_present(sr, cause);
+		}
+	}
+	buf_free(&pack);
+	free(path);
+	return rc;
+}
+
 /* The reflog of REF as kept at the start, with what was written since after it. */
 static void
 snap_refs_reflog(struct snap_refs *sr, const char *ref, const char *old,
@@ -206,8 +272,9 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 	bool sym = strncmp(want, "ref: ", 5) == 0;
 
 	if (!sym && !strv_contains(&sr->present, want)) {
-		out_printf(sr->out, "  cannot  put %s back: its commit %.12s is "
-		    "gone from the repository\n", snap_refs_short(ref), want);
+		out_printf(sr->out, "  cannot  put %s back: the object it named "
+		    "(%.12s) is gone from the repository and was not kept\n",
+		    snap_refs_short(ref), want);
 		sr->failed++;
 		return;
 	}
@@ -362,8 +429,9 @@ snap_refs_head(struct snap_refs *sr)
 		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :
 		    "", want + 5);
 	else if (!strv_contains(&sr->present, want)) {
-		out_printf(sr->out, "  cannot  put HEAD back: its commit %.12s is "
-		    "gone from the repository\n", want);
+		out_printf(sr->out, "  cannot  put HEAD back: the object it named "
+		    "(%.12s) is gone from the repository and was not kept\n",
+		    want);
 		sr->failed++;
 		return;
 	} else
@@ -455,7 +523,8 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	}
 	strv_free(&sr.now);
 	snap_hist_refs(sr.gitfd, &sr.now);
-	if (snap_refs_present(&sr, cause) == 0) {
+	if (snap_refs_present(&sr, cause) == 0 &&
+	    snap_refs_unkeep(&sr, cause) == 0) {
 		snap_refs_all(&sr);
 		snap_refs_head(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)

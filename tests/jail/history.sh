@@ -84,6 +84,33 @@ gc_prune() {
 	case $log in *"$LOG0") ok ;; *) bad "main's reflog lost entries: $log" ;; esac
 }
 
+# Tags (annotated and light), the stash and a branch deleted in the session,
+# then the user's plain git gc over aged objects: undo --refs still puts
+# them back (their objects were kept out of the repository, which gc prunes).
+deleted_then_gc() {
+	fresh_repo
+	(cd "$P" && git checkout -q -b side && echo s >s && git add s &&
+	    git commit -qm side && git tag sidetag && git checkout -q main &&
+	    git branch -q -D side && echo v >v && git add v &&
+	    git commit -qm v && git tag -a -m one v1 &&
+	    echo x >>v && git stash -q && echo y >>v && git stash -q &&
+	    git gc -q && find .git/objects -type f -exec touch -d \
+	    '2 months ago' {} +) || exit 1
+	refs0=$(user_refs)
+	jrun -- sh -c 'git tag -d v1 sidetag >/dev/null && git stash clear &&
+	    echo cleared'
+	case $OUT in *cleared*) ok ;; *) bad "the deleting git did not run: $OUT" ;; esac
+	git -C "$P" gc -q 2>/dev/null
+	out=$("$AMX" undo last --refs 2>&1) || bad "undo --refs after gc failed: $out"
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "undo --refs after a host gc did not put the tags and stash back: $out"
+	[ "$(git -C "$P" cat-file -t v1 2>&1)" = tag ] && ok ||
+	    bad "the annotated tag's object did not come back: $out"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "the repository is broken after undo --refs: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
+	case $out in *commit*gone*) bad "undo --refs calls an object a commit: $out" ;; *) ok ;; esac
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -227,7 +254,12 @@ crash() {
 }
 
 checks() {
+	if [ -n "${AMX_CHECKS:-}" ]; then
+		for c in $AMX_CHECKS; do "$c"; done
+		return
+	fi
 	rm_objects
+	deleted_then_gc
 	gc_prune
 	git_works
 	during_session
