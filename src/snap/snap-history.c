@@ -449,10 +449,13 @@ out:
 	return put;
 }
 
-/* Every saved reflog under REL of LOGSFD: REPAIRED gets "ref (n entries)" for each put back. */
+/*
+ * Every saved reflog under REL of LOGSFD: REPAIRED gets "ref (n entries)"
+ * for each put back, FAILED "ref could not be put back (why)" for each not.
+ */
 static void
 snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
-    const struct strv *now, struct strv *repaired)
+    const struct strv *now, struct strv *repaired, struct strv *failed)
 {
 	struct dirent *de;
 	char *sub;
@@ -476,13 +479,13 @@ snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
 		    rel, de->d_name);
 		if (snap_hist_type(d, de) == DT_DIR)
 			snap_hist_repair(gitfd, logsfd, sub, depth + 1, now,
-			    repaired);
+			    repaired, failed);
 		else if ((n = snap_hist_repair_one(gitfd, logsfd, sub,
 		    now)) > 0)
 			strv_addf(repaired, "%s (%d entr%s)", sub, n, n == 1 ?
 			    "y" : "ies");
 		else if (n == -1)
-			strv_addf(repaired, "%s (could not be written: %s)", sub,
+			strv_addf(failed, "%s could not be put back (%s)", sub,
 			    strerror(errno));
 		free(sub);
 	}
@@ -1064,12 +1067,52 @@ snap_history_remove(const char *path)
 	free(dir);
 }
 
+/*
+ * G's logs, if the session left something else than a dir there (a file:
+ * git writes no reflog again; a link: the mending would go through it),
+ * moved unfollowed into the session's quarantine (QUARANTINE/history-I),
+ * so that the reflogs kept at the start can be put back; told in red.
+ */
+static void
+snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct stat st;
+	char *sess, *kept, *what;
+
+	if (fstatat(gitfd, "logs", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    S_ISDIR(st.st_mode))
+		return;
+	what = S_ISLNK(st.st_mode) ? "a link" : S_ISREG(st.st_mode) ?
+	    "a file" : "a special file";
+	/* BASE is $DATA/sessions/<id>/history/<i>. */
+	sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') - g->base));
+	*strrchr(sess, '/') = '\0';
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = xprintf("%s/quarantine/history-%zu", sess, i);
+	if ((kept = snap_nested_keep(&nc, gitfd, "logs", true)) != NULL)
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/logs) with %s: it was moved to %s, and the reflogs "
+		    "kept at the start are put back", g->gitdir, g->gitdir,
+		    what, kept);
+	else
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/logs) with %s, which could not be moved aside (%s): "
+		    "your reflogs are kept in %s/logs; move %s/logs away and "
+		    "copy them back", g->gitdir, g->gitdir, what,
+		    strerror(errno), g->base, g->gitdir);
+	free((char *)nc.quarantine);
+	free(kept);
+	free(sess);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
-snap_history_end_one(struct snap_hgit *g, int64_t session,
+snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
     struct strv *alerts, struct strv *warnings)
 {
-	struct strv start, now, repaired;
+	struct strv start, now, repaired, failed;
 	const struct strv *problems;
 	char *logs;
 	int64_t n, refused, too_big;
@@ -1098,21 +1141,29 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 		return;
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);
+	strv_init(&failed);
+	snap_hist_logs_aside(g, gitfd, idx, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
-		snap_hist_repair(gitfd, logsfd, "", 0, &now, &repaired);
+		snap_hist_repair(gitfd, logsfd, "", 0, &now, &repaired,
+		    &failed);
 		close(logsfd);
 	}
 	for (i = 0; i < repaired.n; i++)
 		strv_addf(warnings, "reflog entries the session took out of "
 		    "%s/logs/%s were put back", g->gitdir, repaired.v[i]);
+	for (i = 0; i < failed.n; i++)
+		strv_addf(alerts, "reflog entries the session took out of "
+		    "%s/logs/%s; they are kept in %s/logs", g->gitdir,
+		    failed.v[i], g->base);
 	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_hist_keep(g, &start, &now, warnings);
 	}
 	strv_free(&start);
 	strv_free(&repaired);
+	strv_free(&failed);
 	strv_free(&now);
 	free(logs);
 	close(gitfd);
@@ -1137,7 +1188,7 @@ snap_history_end_last(struct snap_history *h)
 	strv_init(&alerts);
 	strv_init(&warnings);
 	for (i = 0; i < h->n; i++)
-		snap_history_end_one(&h->v[i], h->end_session, &alerts,
+		snap_history_end_one(&h->v[i], i, h->end_session, &alerts,
 		    &warnings);
 	if (!snap_history_pending(h)) {
 		sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') -

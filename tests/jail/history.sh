@@ -111,6 +111,31 @@ deleted_then_gc() {
 	case $out in *commit*gone*) bad "undo --refs calls an object a commit: $out" ;; *) ok ;; esac
 }
 
+# .git/logs made a file, or a link: the reflogs kept at the start come back
+# (a commit only a reflog names survives the user's gc), the thing is moved
+# to the quarantine, said in red, and no message claims what was not done.
+logs_replaced() {
+	for how in 'echo x >.git/logs' 'ln -s /tmp .git/logs'; do
+		fresh_repo
+		(cd "$P" && echo d >d && git add d && git commit -qm dropped &&
+		    git reset -q --hard HEAD~1) || exit 1
+		dropped=$(git -C "$P" rev-parse HEAD@{1})
+		jrun -- sh -c "rm -rf .git/logs; $how; echo replaced"
+		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		[ -d "$P/.git/logs" ] && [ ! -L "$P/.git/logs" ] && ok ||
+		    bad "$how: .git/logs was left as the session made it"
+		git -C "$P" reflog show --format=%H main | grep -q "$dropped" &&
+		    git -C "$P" reflog show --format=%H HEAD | grep -q "$dropped" &&
+		    ok || bad "$how: the reflogs did not come back: $OUT"
+		git -C "$P" gc -q --prune=now 2>/dev/null
+		git -C "$P" cat-file -e "$dropped" 2>/dev/null && ok ||
+		    bad "$how: a commit only the reflog named was pruned"
+		case $OUT in *"replaced the reflogs"*"moved to"*) ok ;;
+		*) bad "$how: the end did not say the reflogs were replaced: $OUT" ;; esac
+		case $OUT in *"could not be written"*"put back"*) bad "$how: a false claim: $OUT" ;; *) ok ;; esac
+	done
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -260,6 +285,7 @@ checks() {
 	fi
 	rm_objects
 	deleted_then_gc
+	logs_replaced
 	gc_prune
 	git_works
 	during_session
