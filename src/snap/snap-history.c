@@ -745,6 +745,23 @@ snap_history_usable(const char *gitdir, struct strv *notices)
 	return ok;
 }
 
+/* G's shallow file as it is at the start, kept as BASE/shallow (none: none). */
+static int
+snap_hist_save_shallow(const struct snap_hgit *g, int gitfd, char **cause)
+{
+	char *path = xprintf("%s/shallow", g->base);
+	struct buf b;
+	int rc = 0;
+
+	buf_init(&b);
+	if (snap_hist_read(gitfd, "shallow", &b, SNAP_HIST_LOG_MAX) == 0)
+		rc = util_write_file_atomic(path, b.data != NULL ? b.data : "",
+		    b.len, 0600, cause);
+	buf_free(&b);
+	free(path);
+	return rc;
+}
+
 /* Keeps G's refs and reflogs as they are now, and makes its overlay dirs. */
 static int
 snap_history_save(struct snap_hgit *g, char **cause)
@@ -776,7 +793,7 @@ snap_history_save(struct snap_hgit *g, char **cause)
 	if (util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
 	    0600, cause) == 0) {
 		snap_hist_copy_logs(gitfd, "logs", logs, 0);
-		rc = 0;
+		rc = snap_hist_save_shallow(g, gitfd, cause);
 	}
 	free(logs);
 	free(path);
@@ -1107,6 +1124,62 @@ snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
 	free(sess);
 }
 
+/*
+ * G's shallow file, if the session made one or changed it: the commits it
+ * names hide the history behind them from the user's git, whose next gc
+ * prunes that history. It is moved unfollowed to the session's quarantine
+ * and the one of the start (if any) put back; told in red.
+ */
+static void
+snap_hist_shallow(const struct snap_hgit *g, int gitfd, size_t i,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct buf was, now;
+	struct stat st;
+	char *path = xprintf("%s/shallow", g->base), *sess, *kept;
+	bool had;
+
+	buf_init(&was);
+	buf_init(&now);
+	had = buf_read_file(&was, path) == 0;
+	if (fstatat(gitfd, "shallow", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    (had && snap_hist_read(gitfd, "shallow", &now,
+	    SNAP_HIST_LOG_MAX) == 0 && now.len == was.len && (now.len == 0 ||
+	    memcmp(now.data, was.data, now.len) == 0)))
+		goto out;
+	sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') - g->base));
+	*strrchr(sess, '/') = '\0';
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = xprintf("%s/quarantine/history-%zu", sess, i);
+	nc.n = 100;
+	if ((kept = snap_nested_keep(&nc, gitfd, "shallow", true)) == NULL)
+		strv_addf(alerts, "the session %s %s/shallow, which hides the "
+		    "history behind the commits it names from your git (and "
+		    "your next git gc prunes it), and it could not be moved "
+		    "aside (%s): delete it%s", had ? "changed" : "made",
+		    g->gitdir, strerror(errno), had ? " and copy back the one "
+		    "kept at the start" : "");
+	else if (had && snap_hist_write(gitfd, "shallow", &was, 0644) == -1)
+		strv_addf(alerts, "the session changed %s/shallow, which hides "
+		    "the history behind the commits it names; it was moved to "
+		    "%s, but the one of the start could not be put back (%s): "
+		    "copy it from %s", g->gitdir, kept, strerror(errno), path);
+	else
+		strv_addf(alerts, "the session %s %s/shallow, which hides the "
+		    "history behind the commits it names from your git (and "
+		    "your next git gc prunes it): it was moved to %s%s",
+		    had ? "changed" : "made", g->gitdir, kept, had ? ", and the "
+		    "one of the start put back" : "");
+	free(kept);
+	free((char *)nc.quarantine);
+	free(sess);
+out:
+	buf_free(&now);
+	buf_free(&was);
+	free(path);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
 snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
@@ -1143,6 +1216,7 @@ snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
 	strv_init(&repaired);
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
+	snap_hist_shallow(g, gitfd, idx, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {

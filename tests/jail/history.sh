@@ -136,6 +136,42 @@ logs_replaced() {
 	done
 }
 
+# A .git/shallow made in the session hides the history from the user's git
+# and its gc prunes it: taken out at the end, in red. One there at the
+# start (a shallow clone) is read-only in the jail, and git works there.
+shallow() {
+	fresh_repo
+	(cd "$P" && for i in 1 2 3; do echo $i >f && git add f &&
+	    git commit -qm "c$i"; done) || exit 1
+	n0=$(git -C "$P" rev-list --count HEAD)
+	jrun -- sh -c 'git rev-parse HEAD >.git/shallow && echo planted'
+	case $OUT in *planted*) ok ;; *) bad "the shallow file was not written: $OUT" ;; esac
+	[ ! -e "$P/.git/shallow" ] && ok || bad "a planted .git/shallow stayed"
+	git -C "$P" gc -q --prune=now 2>/dev/null
+	[ "$(git -C "$P" rev-list --count HEAD)" = "$n0" ] && ok ||
+	    bad "the history behind a planted .git/shallow was lost"
+	case $OUT in *"made"*"/shallow"*"moved to"*) ok ;;
+	*) bad "a planted .git/shallow was not told: $OUT" ;; esac
+	# A shallow clone: its shallow file stays as it was, git works on.
+	rm -rf "$T/full"
+	mv "$P" "$T/full"
+	git clone -q --depth 1 "file://$T/full" "$P" || exit 1
+	rm -rf "$T/full"
+	git -C "$P" config user.email t@x
+	s0=$(cat "$P/.git/shallow")
+	jrun -- sh -c '{ echo 0 >>.git/shallow; } 2>/dev/null && echo WROTE;
+	    git log --oneline | wc -l;
+	    git -c user.email=a@b -c user.name=a commit -q --allow-empty -m j &&
+	    echo committed'
+	case $OUT in *committed*) ok ;; *) bad "git in a shallow clone failed in the jail: $OUT" ;; esac
+	case $OUT in *WROTE*) bad "the shallow clone's .git/shallow was writable in the jail" ;; *) ok ;; esac
+	[ "$(cat "$P/.git/shallow")" = "$s0" ] && ok ||
+	    bad "the shallow clone's .git/shallow was changed: $OUT"
+	case $OUT in *"/shallow"*"moved to"*) bad "an unchanged .git/shallow was told: $OUT" ;; *) ok ;; esac
+	git -C "$P" log --oneline >/dev/null 2>&1 && ok ||
+	    bad "the shallow clone is broken after the session"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -286,6 +322,7 @@ checks() {
 	rm_objects
 	deleted_then_gc
 	logs_replaced
+	shallow
 	gc_prune
 	git_works
 	during_session
