@@ -27,6 +27,9 @@
 /* Submodule git dirs looked for under .git/modules: how deep, how many. */
 #define SNAP_HIST_DEPTH 8
 #define SNAP_HIST_MAX 256
+/* Nested repositories looked for in the project: how deep, in how many dirs. */
+#define SNAP_HIST_NEST_DEPTH 16
+#define SNAP_HIST_NEST_MAX 200000
 /* Ref files and HEAD are small; a reflog is read whole. */
 #define SNAP_HIST_REF_MAX 4096
 #define SNAP_HIST_LOG_MAX (256 * 1024 * 1024)
@@ -745,16 +748,17 @@ snap_history_usable(const char *gitdir, struct strv *notices)
 	return ok;
 }
 
-/* G's shallow file as it is at the start, kept as BASE/shallow (none: none). */
+/* G's file NAME (shallow, config) as it is at the start, kept as BASE/NAME (none: none). */
 static int
-snap_hist_save_shallow(const struct snap_hgit *g, int gitfd, char **cause)
+snap_hist_save_file(const struct snap_hgit *g, int gitfd, const char *name,
+    char **cause)
 {
-	char *path = xprintf("%s/shallow", g->base);
+	char *path = xprintf("%s/%s", g->base, name);
 	struct buf b;
 	int rc = 0;
 
 	buf_init(&b);
-	if (snap_hist_read(gitfd, "shallow", &b, SNAP_HIST_LOG_MAX) == 0)
+	if (snap_hist_read(gitfd, name, &b, SNAP_HIST_LOG_MAX) == 0)
 		rc = util_write_file_atomic(path, b.data != NULL ? b.data : "",
 		    b.len, 0600, cause);
 	buf_free(&b);
@@ -793,7 +797,9 @@ snap_history_save(struct snap_hgit *g, char **cause)
 	if (util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
 	    0600, cause) == 0) {
 		snap_hist_copy_logs(gitfd, "logs", logs, 0);
-		rc = snap_hist_save_shallow(g, gitfd, cause);
+		rc = snap_hist_save_file(g, gitfd, "shallow", cause);
+		if (rc == 0)
+			rc = snap_hist_save_file(g, gitfd, "config", cause);
 	}
 	free(logs);
 	free(path);
@@ -856,39 +862,79 @@ snap_history_mark(const char *sessdir, char **cause)
 	return rc;
 }
 
-struct snap_history *
-snap_history_begin(const char *project, const char *sessdir,
-    struct strv *notices, char **cause)
+/*
+ * Nested repositories: a dir named .git with a HEAD (a clone inside the
+ * project, not a submodule), anywhere in the project but in its own .git,
+ * found by a walk that follows no link, into OUT. Bounded: a project too
+ * big to walk is said in NOTICES.
+ */
+static void
+snap_history_nested(int dfd, const char *path, int depth, size_t *seen,
+    struct strv *out, struct strv *notices)
 {
-	char *git = xprintf("%s/.git", project);
-	struct snap_history *h;
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int fd;
 
-	h = snap_history_begin_gitdir(git, sessdir, notices, cause);
-	free(git);
-	return h;
+	if (depth > SNAP_HIST_NEST_DEPTH || out->n >= SNAP_HIST_MAX ||
+	    (d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && out->n < SNAP_HIST_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    snap_hist_type(d, de) != DT_DIR)
+			continue;
+		if (++*seen == SNAP_HIST_NEST_MAX) {
+			strv_addf(notices, "nested repositories were looked for "
+			    "in the first %d dirs of the project only: the "
+			    "history of one further down is not kept from the "
+			    "jailed command", SNAP_HIST_NEST_MAX);
+			break;
+		}
+		sub = xprintf("%s/%s", path, de->d_name);
+		if (strcmp(de->d_name, ".git") == 0) {
+			if (depth > 0 && fstatat(dirfd(d), ".git/HEAD", &st,
+			    AT_SYMLINK_NOFOLLOW) == 0)
+				strv_add(out, sub);
+		} else if ((fd = openat(dirfd(d), de->d_name, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+			snap_history_nested(fd, sub, depth + 1, seen, out,
+			    notices);
+		free(sub);
+	}
+	closedir(d);
 }
 
-struct snap_history *
-snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
-    struct strv *notices, char **cause)
+/* The git dirs whose history is kept: GITDIR and its submodules', and PROJECT's nested ones. */
+static struct snap_history *
+snap_history_begin_at(const char *gitdir, const char *project,
+    const char *sessdir, struct strv *notices, char **cause)
 {
 	struct snap_history *h;
 	struct strv dirs;
 	struct stat st;
-	char *git = xstrdup(gitdir), *modules;
-	size_t i;
+	char *modules;
+	size_t i, seen = 0;
+	int fd;
 
 	*cause = NULL;
-	if (lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		free(git);
+	strv_init(&dirs);
+	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		strv_add(&dirs, gitdir);
+		modules = xprintf("%s/modules", gitdir);
+		snap_history_modules(modules, 0, &dirs);
+		free(modules);
+	}
+	if (project != NULL && (fd = open(project, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1)
+		snap_history_nested(fd, project, 0, &seen, &dirs, notices);
+	if (dirs.n == 0) {
+		strv_free(&dirs);
 		return NULL;
 	}
-	strv_init(&dirs);
-	strv_add(&dirs, git);
-	modules = xprintf("%s/modules", git);
-	snap_history_modules(modules, 0, &dirs);
-	free(modules);
-	free(git);
 	h = xcalloc(1, sizeof *h);
 	h->wfd = -1;
 	h->dir = xprintf("%s/history", sessdir);
@@ -905,6 +951,25 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
 		return h;
 	snap_history_free(h);
 	return NULL;
+}
+
+struct snap_history *
+snap_history_begin(const char *project, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	char *git = xprintf("%s/.git", project);
+	struct snap_history *h;
+
+	h = snap_history_begin_at(git, project, sessdir, notices, cause);
+	free(git);
+	return h;
+}
+
+struct snap_history *
+snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	return snap_history_begin_at(gitdir, NULL, sessdir, notices, cause);
 }
 
 struct snap_history *
@@ -1210,7 +1275,14 @@ snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
 	log_debug("%s: %lld new objects brought back", g->gitdir,
 	    (long long)n);
 	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
+	    O_CLOEXEC)) == -1 || faccessat(gitfd, "HEAD", F_OK,
+	    AT_SYMLINK_NOFOLLOW) == -1)
+		strv_addf(alerts, "the session deleted the git repository %s "
+		    "(its HEAD%s): its objects, and its refs, HEAD, reflogs "
+		    "and config as they were at the start, are kept; 'agentmux "
+		    "undo %lld --refs' puts them back", g->gitdir, gitfd == -1 ?
+		    " and the rest" : ", refs or config", (long long)session);
+	if (gitfd == -1)
 		return;
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);

@@ -172,6 +172,39 @@ shallow() {
 	    bad "the shallow clone is broken after the session"
 }
 
+# A nested repository (a clone inside the project, not a submodule): its
+# history is kept like the project's. rm -rf lib/.git leaves its objects,
+# is said in red naming it, and undo --refs puts its refs, HEAD, reflogs
+# and config back.
+nested() {
+	fresh_repo
+	(cd "$P" && git init -q -b trunk lib && cd lib &&
+	    git config user.email t@x && git config user.name t &&
+	    echo 1 >a && git add a && git commit -qm one && git tag -a -m t t1 &&
+	    echo 2 >a && git commit -qam two) || exit 1
+	head0=$(git -C "$P/lib" rev-parse HEAD)
+	refs0=$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')
+	jrun -- sh -c 'rm -rf lib/.git 2>/dev/null; echo removed'
+	case $OUT in *removed*) ok ;; *) bad "rm -rf lib/.git did not run: $OUT" ;; esac
+	case $OUT in *"deleted the git repository"*"lib/.git"*) ok ;;
+	*) bad "deleting a nested repository was not told: $OUT" ;; esac
+	git -C "$P/lib" cat-file -e "$head0" 2>/dev/null ||
+	    [ -d "$P/lib/.git/objects" ] && ok ||
+	    bad "the nested repository's objects are gone"
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P/lib" rev-parse HEAD 2>&1)" = "$head0" ] &&
+	    [ "$(git -C "$P/lib" symbolic-ref HEAD 2>&1)" = refs/heads/trunk ] && ok ||
+	    bad "undo --refs did not put the nested repository's HEAD back: $out"
+	[ "$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')" = "$refs0" ] && ok ||
+	    bad "undo --refs did not put the nested repository's refs back: $out"
+	[ "$(git -C "$P/lib" config user.email)" = t@x ] && ok ||
+	    bad "undo --refs did not put the nested repository's config back: $out"
+	git -C "$P/lib" reflog show --format=%H trunk | grep -q "$head0" && ok ||
+	    bad "the nested repository's reflog did not come back: $out"
+	git -C "$P/lib" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "the nested repository is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -323,6 +356,7 @@ checks() {
 	deleted_then_gc
 	logs_replaced
 	shallow
+	nested
 	gc_prune
 	git_works
 	during_session
