@@ -1149,6 +1149,20 @@ snap_history_remove(const char *path)
 	free(dir);
 }
 
+/* Where what is taken out of git dir I (kept in G) goes: the session's quarantine, history-I. */
+static char *
+snap_hist_quarantine(const struct snap_hgit *g, size_t i)
+{
+	/* BASE is $DATA/sessions/<id>/history/<i>. */
+	char *sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') -
+	    g->base)), *q;
+
+	*strrchr(sess, '/') = '\0';
+	q = xprintf("%s/quarantine/history-%zu", sess, i);
+	free(sess);
+	return q;
+}
+
 /*
  * G's logs, if the session left something else than a dir there (a file:
  * git writes no reflog again; a link: the mending would go through it),
@@ -1161,18 +1175,15 @@ snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
 {
 	struct snap_nested nc;
 	struct stat st;
-	char *sess, *kept, *what;
+	char *kept, *what;
 
 	if (fstatat(gitfd, "logs", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    S_ISDIR(st.st_mode))
 		return;
 	what = S_ISLNK(st.st_mode) ? "a link" : S_ISREG(st.st_mode) ?
 	    "a file" : "a special file";
-	/* BASE is $DATA/sessions/<id>/history/<i>. */
-	sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') - g->base));
-	*strrchr(sess, '/') = '\0';
 	memset(&nc, 0, sizeof nc);
-	nc.quarantine = xprintf("%s/quarantine/history-%zu", sess, i);
+	nc.quarantine = snap_hist_quarantine(g, i);
 	if ((kept = snap_nested_keep(&nc, gitfd, "logs", true)) != NULL)
 		strv_addf(alerts, "the session replaced the reflogs of %s "
 		    "(%s/logs) with %s: it was moved to %s, and the reflogs "
@@ -1186,7 +1197,6 @@ snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
 		    strerror(errno), g->base, g->gitdir);
 	free((char *)nc.quarantine);
 	free(kept);
-	free(sess);
 }
 
 /*
@@ -1202,7 +1212,7 @@ snap_hist_shallow(const struct snap_hgit *g, int gitfd, size_t i,
 	struct snap_nested nc;
 	struct buf was, now;
 	struct stat st;
-	char *path = xprintf("%s/shallow", g->base), *sess, *kept;
+	char *path = xprintf("%s/shallow", g->base), *kept;
 	bool had;
 
 	buf_init(&was);
@@ -1213,10 +1223,9 @@ snap_hist_shallow(const struct snap_hgit *g, int gitfd, size_t i,
 	    SNAP_HIST_LOG_MAX) == 0 && now.len == was.len && (now.len == 0 ||
 	    memcmp(now.data, was.data, now.len) == 0)))
 		goto out;
-	sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') - g->base));
-	*strrchr(sess, '/') = '\0';
 	memset(&nc, 0, sizeof nc);
-	nc.quarantine = xprintf("%s/quarantine/history-%zu", sess, i);
+	nc.quarantine = snap_hist_quarantine(g, i);
+	/* Apart from what snap_hist_logs_aside keeps there. */
 	nc.n = 100;
 	if ((kept = snap_nested_keep(&nc, gitfd, "shallow", true)) == NULL)
 		strv_addf(alerts, "the session %s %s/shallow, which hides the "
@@ -1238,7 +1247,6 @@ snap_hist_shallow(const struct snap_hgit *g, int gitfd, size_t i,
 		    "one of the start put back" : "");
 	free(kept);
 	free((char *)nc.quarantine);
-	free(sess);
 out:
 	buf_free(&now);
 	buf_free(&was);
