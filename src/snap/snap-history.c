@@ -27,6 +27,9 @@
 /* Submodule git dirs looked for under .git/modules: how deep, how many. */
 #define SNAP_HIST_DEPTH 8
 #define SNAP_HIST_MAX 256
+/* Nested repositories looked for in the project: how deep, in how many dirs. */
+#define SNAP_HIST_NEST_DEPTH 16
+#define SNAP_HIST_NEST_MAX 200000
 /* Ref files and HEAD are small; a reflog is read whole. */
 #define SNAP_HIST_REF_MAX 4096
 #define SNAP_HIST_LOG_MAX (256 * 1024 * 1024)
@@ -449,10 +452,13 @@ out:
 	return put;
 }
 
-/* Every saved reflog under REL of LOGSFD: REPAIRED gets "ref (n entries)" for each put back. */
+/*
+ * Every saved reflog under REL of LOGSFD: REPAIRED gets "ref (n entries)"
+ * for each put back, FAILED "ref could not be put back (why)" for each not.
+ */
 static void
 snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
-    const struct strv *now, struct strv *repaired)
+    const struct strv *now, struct strv *repaired, struct strv *failed)
 {
 	struct dirent *de;
 	char *sub;
@@ -476,17 +482,172 @@ snap_hist_repair(int gitfd, int logsfd, const char *rel, int depth,
 		    rel, de->d_name);
 		if (snap_hist_type(d, de) == DT_DIR)
 			snap_hist_repair(gitfd, logsfd, sub, depth + 1, now,
-			    repaired);
+			    repaired, failed);
 		else if ((n = snap_hist_repair_one(gitfd, logsfd, sub,
 		    now)) > 0)
 			strv_addf(repaired, "%s (%d entr%s)", sub, n, n == 1 ?
 			    "y" : "ies");
 		else if (n == -1)
-			strv_addf(repaired, "%s (could not be written: %s)", sub,
+			strv_addf(failed, "%s could not be put back (%s)", sub,
 			    strerror(errno));
 		free(sub);
 	}
 	closedir(d);
+}
+
+/* ---- objects the session took refs from, kept ---- */
+
+/* Whether V is an object id (40 or 64 hex digits, not all zeros). */
+static bool
+snap_hist_oid(const char *v, size_t len)
+{
+	size_t i;
+	bool zero = true;
+
+	if (len != 40 && len != 64)
+		return false;
+	for (i = 0; i < len; i++) {
+		if (strchr("0123456789abcdef", v[i]) == NULL || v[i] == '\0')
+			return false;
+		if (v[i] != '0')
+			zero = false;
+	}
+	return !zero;
+}
+
+/* The old and new ids of every entry of the reflog REF kept at the start, into IDS. */
+static void
+snap_hist_log_ids(int logsfd, const char *ref, struct strv *ids)
+{
+	char *line, *save = NULL;
+	struct buf b;
+
+	buf_init(&b);
+	if (logsfd != -1 && snap_hist_read(logsfd, ref, &b,
+	    SNAP_HIST_LOG_MAX) == 0 && b.data != NULL) {
+		for (line = strtok_r(b.data, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if (snap_hist_oid(line, strcspn(line, " ")))
+				strv_addf(ids, "%.*s", (int)strcspn(line, " "),
+				    line);
+			line += strcspn(line, " ");
+			if (*line == ' ' && snap_hist_oid(line + 1,
+			    strcspn(line + 1, " ")))
+				strv_addf(ids, "%.*s", (int)strcspn(line + 1,
+				    " "), line + 1);
+		}
+	}
+	buf_free(&b);
+}
+
+/*
+ * What the session took away: the start's value of every ref it deleted
+ * or moved, and the ids of that ref's reflog as kept (a stash's older
+ * entries, a commit only a reflog named) into WANT; the refs it left alone
+ * into HAVE (the user's still: their history is not copied).
+ */
+static void
+snap_hist_taken(const struct snap_hgit *g, const struct strv *start,
+    const struct strv *now, struct strv *want, struct strv *have)
+{
+	const char *was, *v;
+	char *ref, *logs = xprintf("%s/logs", g->base);
+	int logsfd;
+	size_t i;
+
+	logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(logs);
+	for (i = 0; i < start->n; i++) {
+		ref = xstrndup(start->v[i], strcspn(start->v[i], "\t"));
+		was = start->v[i] + strlen(ref) + 1;
+		v = snap_hist_value(now, ref);
+		if (!snap_hist_oid(was, strlen(was)))
+			;
+		else if (v != NULL && strcmp(v, was) == 0)
+			strv_add(have, was);
+		else {
+			strv_add(want, was);
+			if (snap_hist_refname_ok(ref))
+				snap_hist_log_ids(logsfd, ref, want);
+		}
+		free(ref);
+	}
+	if (logsfd != -1)
+		close(logsfd);
+}
+
+/* The ids of IDS that GITDIR has, as "ID\n" (or "^ID\n" if NOT) lines into IN. */
+static int
+snap_hist_present(const char *gitdir, const struct strv *ids, bool not,
+    struct buf *in, char **cause)
+{
+	const char *args[] = { "cat-file", "--batch-check=%(objectname)",
+	    NULL };
+	char *line, *save = NULL;
+	struct buf q, out;
+	size_t i;
+	int rc = 0;
+
+	buf_init(&q);
+	buf_init(&out);
+	for (i = 0; i < ids->n; i++)
+		buf_printf(&q, "%s\n", ids->v[i]);
+	if (q.len > 0)
+		rc = snap_git_plain_io(gitdir, args, &q, &out, cause);
+	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
+	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if (strchr(line, ' ') == NULL)
+			buf_printf(in, "%s%s\n", not ? "^" : "", line);
+	}
+	buf_free(&out);
+	buf_free(&q);
+	return rc;
+}
+
+/*
+ * The objects of refs the session deleted or moved, packed into
+ * BASE/kept.pack: the host's repository no longer names them, so the
+ * user's next git gc would prune them, and undo --refs could not put the
+ * refs back. The pack holds what those refs reached that the refs the
+ * session left alone do not (tag objects, stashes, side commits); the
+ * jail could not delete any of it (the objects overlay), so it is all
+ * there when the session ends.
+ */
+static void
+snap_hist_keep(const struct snap_hgit *g, const struct strv *start,
+    const struct strv *now, struct strv *warnings)
+{
+	const char *args[] = { "pack-objects", "--revs", "--stdout", "-q",
+	    NULL };
+	struct strv want, have;
+	struct buf in, pack;
+	char *cause = NULL, *path;
+
+	strv_init(&want);
+	strv_init(&have);
+	buf_init(&in);
+	buf_init(&pack);
+	snap_hist_taken(g, start, now, &want, &have);
+	if (want.n == 0 || snap_hist_present(g->gitdir, &want, false, &in,
+	    &cause) == -1 || in.len == 0 || snap_hist_present(g->gitdir,
+	    &have, true, &in, &cause) == -1)
+		goto out;
+	path = xprintf("%s/kept.pack", g->base);
+	if (snap_git_plain_io(g->gitdir, args, &in, &pack, &cause) == 0)
+		(void)util_write_file_atomic(path, pack.data, pack.len, 0600,
+		    &cause);
+	free(path);
+out:
+	if (cause != NULL)
+		strv_addf(warnings, "the objects of refs the session deleted "
+		    "or moved in %s could not be kept (%s): a git gc there may "
+		    "prune them before 'agentmux undo --refs' puts the refs "
+		    "back", g->gitdir, cause);
+	free(cause);
+	buf_free(&pack);
+	buf_free(&in);
+	strv_free(&have);
+	strv_free(&want);
 }
 
 /* ---- the history of a session ---- */
@@ -587,6 +748,24 @@ snap_history_usable(const char *gitdir, struct strv *notices)
 	return ok;
 }
 
+/* G's file NAME (shallow, config) as it is at the start, kept as BASE/NAME (none: none). */
+static int
+snap_hist_save_file(const struct snap_hgit *g, int gitfd, const char *name,
+    char **cause)
+{
+	char *path = xprintf("%s/%s", g->base, name);
+	struct buf b;
+	int rc = 0;
+
+	buf_init(&b);
+	if (snap_hist_read(gitfd, name, &b, SNAP_HIST_LOG_MAX) == 0)
+		rc = util_write_file_atomic(path, b.data != NULL ? b.data : "",
+		    b.len, 0600, cause);
+	buf_free(&b);
+	free(path);
+	return rc;
+}
+
 /* Keeps G's refs and reflogs as they are now, and makes its overlay dirs. */
 static int
 snap_history_save(struct snap_hgit *g, char **cause)
@@ -618,7 +797,9 @@ snap_history_save(struct snap_hgit *g, char **cause)
 	if (util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
 	    0600, cause) == 0) {
 		snap_hist_copy_logs(gitfd, "logs", logs, 0);
-		rc = 0;
+		rc = snap_hist_save_file(g, gitfd, "shallow", cause);
+		if (rc == 0)
+			rc = snap_hist_save_file(g, gitfd, "config", cause);
 	}
 	free(logs);
 	free(path);
@@ -681,39 +862,79 @@ snap_history_mark(const char *sessdir, char **cause)
 	return rc;
 }
 
-struct snap_history *
-snap_history_begin(const char *project, const char *sessdir,
-    struct strv *notices, char **cause)
+/*
+ * Nested repositories: a dir named .git with a HEAD (a clone inside the
+ * project, not a submodule), anywhere in the project but in its own .git,
+ * found by a walk that follows no link, into OUT. Bounded: a project too
+ * big to walk is said in NOTICES.
+ */
+static void
+snap_history_nested(int dfd, const char *path, int depth, size_t *seen,
+    struct strv *out, struct strv *notices)
 {
-	char *git = xprintf("%s/.git", project);
-	struct snap_history *h;
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int fd;
 
-	h = snap_history_begin_gitdir(git, sessdir, notices, cause);
-	free(git);
-	return h;
+	if (depth > SNAP_HIST_NEST_DEPTH || out->n >= SNAP_HIST_MAX ||
+	    (d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && out->n < SNAP_HIST_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    snap_hist_type(d, de) != DT_DIR)
+			continue;
+		if (++*seen == SNAP_HIST_NEST_MAX) {
+			strv_addf(notices, "nested repositories were looked for "
+			    "in the first %d dirs of the project only: the "
+			    "history of one further down is not kept from the "
+			    "jailed command", SNAP_HIST_NEST_MAX);
+			break;
+		}
+		sub = xprintf("%s/%s", path, de->d_name);
+		if (strcmp(de->d_name, ".git") == 0) {
+			if (depth > 0 && fstatat(dirfd(d), ".git/HEAD", &st,
+			    AT_SYMLINK_NOFOLLOW) == 0)
+				strv_add(out, sub);
+		} else if ((fd = openat(dirfd(d), de->d_name, O_RDONLY |
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+			snap_history_nested(fd, sub, depth + 1, seen, out,
+			    notices);
+		free(sub);
+	}
+	closedir(d);
 }
 
-struct snap_history *
-snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
-    struct strv *notices, char **cause)
+/* The git dirs whose history is kept: GITDIR and its submodules', and PROJECT's nested ones. */
+static struct snap_history *
+snap_history_begin_at(const char *gitdir, const char *project,
+    const char *sessdir, struct strv *notices, char **cause)
 {
 	struct snap_history *h;
 	struct strv dirs;
 	struct stat st;
-	char *git = xstrdup(gitdir), *modules;
-	size_t i;
+	char *modules;
+	size_t i, seen = 0;
+	int fd;
 
 	*cause = NULL;
-	if (lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		free(git);
+	strv_init(&dirs);
+	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		strv_add(&dirs, gitdir);
+		modules = xprintf("%s/modules", gitdir);
+		snap_history_modules(modules, 0, &dirs);
+		free(modules);
+	}
+	if (project != NULL && (fd = open(project, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1)
+		snap_history_nested(fd, project, 0, &seen, &dirs, notices);
+	if (dirs.n == 0) {
+		strv_free(&dirs);
 		return NULL;
 	}
-	strv_init(&dirs);
-	strv_add(&dirs, git);
-	modules = xprintf("%s/modules", git);
-	snap_history_modules(modules, 0, &dirs);
-	free(modules);
-	free(git);
 	h = xcalloc(1, sizeof *h);
 	h->wfd = -1;
 	h->dir = xprintf("%s/history", sessdir);
@@ -730,6 +951,25 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
 		return h;
 	snap_history_free(h);
 	return NULL;
+}
+
+struct snap_history *
+snap_history_begin(const char *project, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	char *git = xprintf("%s/.git", project);
+	struct snap_history *h;
+
+	h = snap_history_begin_at(git, project, sessdir, notices, cause);
+	free(git);
+	return h;
+}
+
+struct snap_history *
+snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	return snap_history_begin_at(gitdir, NULL, sessdir, notices, cause);
 }
 
 struct snap_history *
@@ -909,12 +1149,116 @@ snap_history_remove(const char *path)
 	free(dir);
 }
 
+/* Where what is taken out of git dir I (kept in G) goes: the session's quarantine, history-I. */
+static char *
+snap_hist_quarantine(const struct snap_hgit *g, size_t i)
+{
+	/* BASE is $DATA/sessions/<id>/history/<i>. */
+	char *sess = xstrndup(g->base, (size_t)(strrchr(g->base, '/') -
+	    g->base)), *q;
+
+	*strrchr(sess, '/') = '\0';
+	q = xprintf("%s/quarantine/history-%zu", sess, i);
+	free(sess);
+	return q;
+}
+
+/*
+ * G's logs, if the session left something else than a dir there (a file:
+ * git writes no reflog again; a link: the mending would go through it),
+ * moved unfollowed into the session's quarantine (QUARANTINE/history-I),
+ * so that the reflogs kept at the start can be put back; told in red.
+ */
+static void
+snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct stat st;
+	char *kept, *what;
+
+	if (fstatat(gitfd, "logs", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    S_ISDIR(st.st_mode))
+		return;
+	what = S_ISLNK(st.st_mode) ? "a link" : S_ISREG(st.st_mode) ?
+	    "a file" : "a special file";
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, i);
+	if ((kept = snap_nested_keep(&nc, gitfd, "logs", true)) != NULL)
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/logs) with %s: it was moved to %s, and the reflogs "
+		    "kept at the start are put back", g->gitdir, g->gitdir,
+		    what, kept);
+	else
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/logs) with %s, which could not be moved aside (%s): "
+		    "your reflogs are kept in %s/logs; move %s/logs away and "
+		    "copy them back", g->gitdir, g->gitdir, what,
+		    strerror(errno), g->base, g->gitdir);
+	free((char *)nc.quarantine);
+	free(kept);
+}
+
+/*
+ * G's shallow file, if the session made one or changed it: the commits it
+ * names hide the history behind them from the user's git, whose next gc
+ * prunes that history. It is moved unfollowed to the session's quarantine
+ * and the one of the start (if any) put back; told in red.
+ */
+static void
+snap_hist_shallow(const struct snap_hgit *g, int gitfd, size_t i,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct buf was, now;
+	struct stat st;
+	char *path = xprintf("%s/shallow", g->base), *kept;
+	bool had;
+
+	buf_init(&was);
+	buf_init(&now);
+	had = buf_read_file(&was, path) == 0;
+	if (fstatat(gitfd, "shallow", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    (had && snap_hist_read(gitfd, "shallow", &now,
+	    SNAP_HIST_LOG_MAX) == 0 && now.len == was.len && (now.len == 0 ||
+	    memcmp(now.data, was.data, now.len) == 0)))
+		goto out;
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, i);
+	/* Apart from what snap_hist_logs_aside keeps there. */
+	nc.n = 100;
+	if ((kept = snap_nested_keep(&nc, gitfd, "shallow", true)) == NULL)
+		strv_addf(alerts, "the session %s %s/shallow, which hides the "
+		    "history behind the commits it names from your git (and "
+		    "your next git gc prunes it), and it could not be moved "
+		    "aside (%s): delete it%s", had ? "changed" : "made",
+		    g->gitdir, strerror(errno), had ? " and copy back the one "
+		    "kept at the start" : "");
+	else if (had && snap_hist_write(gitfd, "shallow", &was, 0644) == -1)
+		strv_addf(alerts, "the session changed %s/shallow, which hides "
+		    "the history behind the commits it names; it was moved to "
+		    "%s, but the one of the start could not be put back (%s): "
+		    "copy it from %s", g->gitdir, kept, strerror(errno), path);
+	else
+		strv_addf(alerts, "the session %s %s/shallow, which hides the "
+		    "history behind the commits it names from your git (and "
+		    "your next git gc prunes it): it was moved to %s%s",
+		    had ? "changed" : "made", g->gitdir, kept, had ? ", and the "
+		    "one of the start put back" : "");
+	free(kept);
+	free((char *)nc.quarantine);
+out:
+	buf_free(&now);
+	buf_free(&was);
+	free(path);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
-snap_history_end_one(struct snap_hgit *g, int64_t session,
+snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
     struct strv *alerts, struct strv *warnings)
 {
-	struct strv start, now, repaired;
+	struct strv start, now, repaired, failed;
 	const struct strv *problems;
 	char *logs;
 	int64_t n, refused, too_big;
@@ -939,23 +1283,41 @@ snap_history_end_one(struct snap_hgit *g, int64_t session,
 	log_debug("%s: %lld new objects brought back", g->gitdir,
 	    (long long)n);
 	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
+	    O_CLOEXEC)) == -1 || faccessat(gitfd, "HEAD", F_OK,
+	    AT_SYMLINK_NOFOLLOW) == -1)
+		strv_addf(alerts, "the session deleted the git repository %s "
+		    "(its HEAD%s): its objects, and its refs, HEAD, reflogs "
+		    "and config as they were at the start, are kept; 'agentmux "
+		    "undo %lld --refs' puts them back", g->gitdir, gitfd == -1 ?
+		    " and the rest" : ", refs or config", (long long)session);
+	if (gitfd == -1)
 		return;
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);
+	strv_init(&failed);
+	snap_hist_logs_aside(g, gitfd, idx, alerts);
+	snap_hist_shallow(g, gitfd, idx, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
-		snap_hist_repair(gitfd, logsfd, "", 0, &now, &repaired);
+		snap_hist_repair(gitfd, logsfd, "", 0, &now, &repaired,
+		    &failed);
 		close(logsfd);
 	}
 	for (i = 0; i < repaired.n; i++)
 		strv_addf(warnings, "reflog entries the session took out of "
 		    "%s/logs/%s were put back", g->gitdir, repaired.v[i]);
-	if (snap_history_start_refs(g, &start) == 0)
+	for (i = 0; i < failed.n; i++)
+		strv_addf(alerts, "reflog entries the session took out of "
+		    "%s/logs/%s; they are kept in %s/logs", g->gitdir,
+		    failed.v[i], g->base);
+	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
+		snap_hist_keep(g, &start, &now, warnings);
+	}
 	strv_free(&start);
 	strv_free(&repaired);
+	strv_free(&failed);
 	strv_free(&now);
 	free(logs);
 	close(gitfd);
@@ -980,7 +1342,7 @@ snap_history_end_last(struct snap_history *h)
 	strv_init(&alerts);
 	strv_init(&warnings);
 	for (i = 0; i < h->n; i++)
-		snap_history_end_one(&h->v[i], h->end_session, &alerts,
+		snap_history_end_one(&h->v[i], i, h->end_session, &alerts,
 		    &warnings);
 	if (!snap_history_pending(h)) {
 		sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') -

@@ -30,7 +30,18 @@ struct snap_refs {
 	const struct snap_hgit *kept; /* what the session kept, or NULL */
 	int failed;               /* refs that could not be put back */
 	char *scope;              /* a worktree session's own refs (refs/heads/agentmux/ID/), or NULL: all */
+	const char *gitdir;       /* a nested repository's git dir, or NULL: the project's */
 };
+
+/* Runs git on the git dir being put back (the project's, or a nested repository's). */
+static int
+snap_refs_git(struct snap_refs *sr, const char *const *args,
+    const struct buf *in, struct buf *out, char **cause)
+{
+	if (sr->gitdir != NULL)
+		return snap_git_plain_io(sr->gitdir, args, in, out, cause);
+	return snap_git(sr->r, SNAP_ENV_PROJECT, args, in, out, cause);
+}
 
 /* How the user names REF: "main" for a branch, the full name otherwise. */
 static const char *
@@ -96,8 +107,7 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0)
 			buf_printf(&in, "%s\n", tab + 1);
 	}
-	rc = in.len == 0 ? 0 : snap_git(sr->r, SNAP_ENV_PROJECT, args, &in,
-	    &out, cause);
+	rc = in.len == 0 ? 0 : snap_refs_git(sr, args, &in, &out, cause);
 	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
 	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
 		if (strchr(line, ' ') == NULL)
@@ -105,6 +115,72 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	}
 	buf_free(&in);
 	buf_free(&out);
+	return rc;
+}
+
+/* Whether a start object id (not a symbolic ref) is missing from the repository. */
+static bool
+snap_refs_missing(const struct snap_refs *sr)
+{
+	const char *tab;
+	size_t i;
+
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    !strv_contains(&sr->present, tab + 1))
+			return true;
+	}
+	return false;
+}
+
+/* A dry run does not write the kept pack: its objects are taken as there. */
+static void
+snap_refs_assume(struct snap_refs *sr)
+{
+	const char *tab;
+	size_t i;
+
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    !strv_contains(&sr->present, tab + 1))
+			strv_add(&sr->present, tab + 1);
+	}
+}
+
+/*
+ * Objects of the start a git gc pruned since: the pack the session's end
+ * kept of what it took refs from (snap-history.c) goes back into the
+ * repository, as git fetch would write it, then what is there is asked
+ * again.
+ */
+static int
+snap_refs_unkeep(struct snap_refs *sr, char **cause)
+{
+	const char *args[] = { "index-pack", "--stdin", NULL };
+	char *path;
+	struct buf pack;
+	int rc = 0;
+
+	if (sr->kept == NULL || !snap_refs_missing(sr))
+		return 0;
+	path = xprintf("%s/kept.pack", sr->kept->base);
+	buf_init(&pack);
+	if (buf_read_file(&pack, path) == 0 && pack.len > 0) {
+		out_printf(sr->out, "  %sput back the objects kept of what the "
+		    "session took refs from\n", sr->dry ? "would " : "");
+		if (sr->dry)
+			snap_refs_assume(sr);
+		else if ((rc = snap_refs_git(sr, args, &pack, NULL,
+		    cause)) == 0) {
+			strv_free(&sr->present);
+			strv_init(&sr->present);
+			rc = snap_refs_present(sr, cause);
+		}
+	}
+	buf_free(&pack);
+	free(path);
 	return rc;
 }
 
@@ -206,8 +282,9 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 	bool sym = strncmp(want, "ref: ", 5) == 0;
 
 	if (!sym && !strv_contains(&sr->present, want)) {
-		out_printf(sr->out, "  cannot  put %s back: its commit %.12s is "
-		    "gone from the repository\n", snap_refs_short(ref), want);
+		out_printf(sr->out, "  cannot  put %s back: the object it named "
+		    "(%.12s) is gone from the repository and was not kept\n",
+		    snap_refs_short(ref), want);
 		sr->failed++;
 		return;
 	}
@@ -270,8 +347,7 @@ snap_refs_drop(struct snap_refs *sr, const char *ref)
 
 	out_printf(sr->out, "  %sdelete  %s: a replace ref made during the "
 	    "session\n", sr->dry ? "would " : "", q);
-	if (!sr->dry && snap_git(sr->r, SNAP_ENV_PROJECT, args, NULL, NULL,
-	    &cause) == -1) {
+	if (!sr->dry && snap_refs_git(sr, args, NULL, NULL, &cause) == -1) {
 		out_printf(sr->out, "  cannot  delete %s: %s\n", q, cause);
 		sr->failed++;
 	}
@@ -362,8 +438,9 @@ snap_refs_head(struct snap_refs *sr)
 		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :
 		    "", want + 5);
 	else if (!strv_contains(&sr->present, want)) {
-		out_printf(sr->out, "  cannot  put HEAD back: its commit %.12s is "
-		    "gone from the repository\n", want);
+		out_printf(sr->out, "  cannot  put HEAD back: the object it named "
+		    "(%.12s) is gone from the repository and was not kept\n",
+		    want);
 		sr->failed++;
 		return;
 	} else
@@ -418,8 +495,8 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 	return rc;
 }
 
-int
-snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
+static int
+snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
     bool dry, FILE *out, char **cause)
 {
 	struct snap_history *h = NULL;
@@ -455,7 +532,8 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	}
 	strv_free(&sr.now);
 	snap_hist_refs(sr.gitfd, &sr.now);
-	if (snap_refs_present(&sr, cause) == 0) {
+	if (snap_refs_present(&sr, cause) == 0 &&
+	    snap_refs_unkeep(&sr, cause) == 0) {
 		snap_refs_all(&sr);
 		snap_refs_head(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)
@@ -473,5 +551,148 @@ out:
 	strv_free(&sr.present);
 	free(sr.scope);
 	snap_history_free(h);
+	return rc;
+}
+
+/*
+ * A nested repository's git dir as it was at the start, if the session
+ * deleted its HEAD or config (rm -rf lib/.git: its objects stay, the
+ * jail's overlay held them): both are written back first, since git does
+ * not take a dir without a HEAD for a repository.
+ */
+static void
+snap_refs_nested_base(struct snap_refs *sr)
+{
+	const char *head = snap_hist_value(&sr->start, "HEAD");
+	char *path = xprintf("%s/config", sr->kept->base);
+	struct buf b;
+	struct stat st;
+
+	buf_init(&b);
+	if (fstatat(sr->gitfd, "config", &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    errno == ENOENT && buf_read_file(&b, path) == 0) {
+		out_printf(sr->out, "  %srestore %s/config as it was at start\n",
+		    sr->dry ? "would " : "", sr->gitdir);
+		if (!sr->dry && snap_hist_write(sr->gitfd, "config", &b,
+		    0644) == -1) {
+			out_printf(sr->out, "  cannot  put %s/config back: %s\n",
+			    sr->gitdir, strerror(errno));
+			sr->failed++;
+		}
+	}
+	if (fstatat(sr->gitfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    errno == ENOENT && head != NULL && !sr->dry) {
+		/* Git needs refs/ too to take the dir for a repository. */
+		(void)snap_hist_mkdirs(sr->gitfd, "refs/heads");
+		(void)snap_hist_mkdirs(sr->gitfd, "refs/tags");
+		out_printf(sr->out, "  restore %s/HEAD (%s)\n", sr->gitdir,
+		    head);
+		if (snap_refs_write(sr, "HEAD", head) == -1) {
+			out_printf(sr->out, "  cannot  put %s/HEAD back: %s\n",
+			    sr->gitdir, strerror(errno));
+			sr->failed++;
+		}
+	}
+	buf_free(&b);
+	free(path);
+}
+
+/* The refs, HEAD and config of the nested repository G put back as at the start. */
+static int
+snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
+{
+	char *cause = NULL;
+
+	sr->kept = g;
+	sr->gitdir = g->gitdir;
+	if (snap_history_start_refs(g, &sr->start) == -1 || sr->start.n == 0)
+		return 0;
+	out_printf(sr->out, "  --refs: the nested repository %s\n", g->gitdir);
+	if ((sr->gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		out_printf(sr->out, "  cannot  put %s back: %s (make it a dir "
+		    "again, then undo --refs)\n", g->gitdir, strerror(errno));
+		return -1;
+	}
+	snap_refs_nested_base(sr);
+	snap_hist_refs(sr->gitfd, &sr->now);
+	if (snap_refs_present(sr, &cause) == 0 && snap_refs_unkeep(sr,
+	    &cause) == 0) {
+		snap_refs_all(sr);
+		snap_refs_head(sr);
+	} else {
+		out_printf(sr->out, "  cannot  put %s back: %s\n", g->gitdir,
+		    cause);
+		sr->failed++;
+	}
+	free(cause);
+	close(sr->gitfd);
+	sr->gitfd = -1;
+	return 0;
+}
+
+/* Every nested repository (a git dir in the project that is not its own or a submodule's) whose history the session kept. */
+static int
+snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
+{
+	struct snap_history *h = NULL;
+	struct snap_refs sr;
+	char *data, *sess, *cause = NULL, *real;
+	size_t i, len;
+	int failed = 0;
+
+	if ((data = path_data_dir(&cause)) != NULL) {
+		sess = xprintf("%s/sessions/%lld", data, (long long)session);
+		h = snap_history_open(sess);
+		free(sess);
+		free(data);
+	}
+	free(cause);
+	real = r->projcommon != NULL ? realpath(r->projcommon, NULL) : NULL;
+	len = strlen(r->worktree);
+	for (i = 0; h != NULL && i < h->n; i++) {
+		if (strncmp(h->v[i].gitdir, r->worktree, len) != 0 ||
+		    h->v[i].gitdir[len] != '/' || (real != NULL &&
+		    strncmp(h->v[i].gitdir, real, strlen(real)) == 0))
+			continue;
+		memset(&sr, 0, sizeof sr);
+		sr.r = r;
+		sr.session = session;
+		sr.dry = dry;
+		sr.out = out;
+		sr.gitfd = -1;
+		strv_init(&sr.present);
+		strv_init(&sr.now);
+		if (snap_refs_nested_one(&sr, &h->v[i]) == -1)
+			failed++;
+		failed += sr.failed;
+		strv_free(&sr.start);
+		strv_free(&sr.now);
+		strv_free(&sr.present);
+	}
+	free(real);
+	snap_history_free(h);
+	return failed;
+}
+
+int
+snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
+    bool dry, FILE *out, char **cause)
+{
+	char *scope;
+	int rc, failed;
+
+	rc = snap_undo_refs_project(st, r, session, dry, out, cause);
+	/* A worktree session's jail held its own branch alone. */
+	if ((scope = snap_refs_scope(session)) != NULL) {
+		free(scope);
+		return rc;
+	}
+	failed = snap_refs_nested(r, session, dry, out);
+	if (rc == 0 && failed > 0) {
+		*cause = xprintf("%d ref%s of nested repositories could not be "
+		    "put back (see above)", failed, failed == 1 ? "" : "s");
+		rc = -1;
+	}
 	return rc;
 }

@@ -84,6 +84,127 @@ gc_prune() {
 	case $log in *"$LOG0") ok ;; *) bad "main's reflog lost entries: $log" ;; esac
 }
 
+# Tags (annotated and light), the stash and a branch deleted in the session,
+# then the user's plain git gc over aged objects: undo --refs still puts
+# them back (their objects were kept out of the repository, which gc prunes).
+deleted_then_gc() {
+	fresh_repo
+	(cd "$P" && git checkout -q -b side && echo s >s && git add s &&
+	    git commit -qm side && git tag sidetag && git checkout -q main &&
+	    git branch -q -D side && echo v >v && git add v &&
+	    git commit -qm v && git tag -a -m one v1 &&
+	    echo x >>v && git stash -q && echo y >>v && git stash -q &&
+	    git gc -q && find .git/objects -type f -exec touch -d \
+	    '2 months ago' {} +) || exit 1
+	refs0=$(user_refs)
+	jrun -- sh -c 'git tag -d v1 sidetag >/dev/null && git stash clear &&
+	    echo cleared'
+	case $OUT in *cleared*) ok ;; *) bad "the deleting git did not run: $OUT" ;; esac
+	git -C "$P" gc -q 2>/dev/null
+	out=$("$AMX" undo last --refs 2>&1) || bad "undo --refs after gc failed: $out"
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "undo --refs after a host gc did not put the tags and stash back: $out"
+	[ "$(git -C "$P" cat-file -t v1 2>&1)" = tag ] && ok ||
+	    bad "the annotated tag's object did not come back: $out"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "the repository is broken after undo --refs: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
+	case $out in *commit*gone*) bad "undo --refs calls an object a commit: $out" ;; *) ok ;; esac
+}
+
+# .git/logs made a file, or a link: the reflogs kept at the start come back
+# (a commit only a reflog names survives the user's gc), the thing is moved
+# to the quarantine, said in red, and no message claims what was not done.
+logs_replaced() {
+	for how in 'echo x >.git/logs' 'ln -s /tmp .git/logs'; do
+		fresh_repo
+		(cd "$P" && echo d >d && git add d && git commit -qm dropped &&
+		    git reset -q --hard HEAD~1) || exit 1
+		dropped=$(git -C "$P" rev-parse HEAD@{1})
+		jrun -- sh -c "rm -rf .git/logs; $how; echo replaced"
+		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		[ -d "$P/.git/logs" ] && [ ! -L "$P/.git/logs" ] && ok ||
+		    bad "$how: .git/logs was left as the session made it"
+		git -C "$P" reflog show --format=%H main | grep -q "$dropped" &&
+		    git -C "$P" reflog show --format=%H HEAD | grep -q "$dropped" &&
+		    ok || bad "$how: the reflogs did not come back: $OUT"
+		git -C "$P" gc -q --prune=now 2>/dev/null
+		git -C "$P" cat-file -e "$dropped" 2>/dev/null && ok ||
+		    bad "$how: a commit only the reflog named was pruned"
+		case $OUT in *"replaced the reflogs"*"moved to"*) ok ;;
+		*) bad "$how: the end did not say the reflogs were replaced: $OUT" ;; esac
+		case $OUT in *"could not be written"*"put back"*) bad "$how: a false claim: $OUT" ;; *) ok ;; esac
+	done
+}
+
+# A .git/shallow made in the session hides the history from the user's git
+# and its gc prunes it: taken out at the end, in red. One there at the
+# start (a shallow clone) is read-only in the jail, and git works there.
+shallow() {
+	fresh_repo
+	(cd "$P" && for i in 1 2 3; do echo $i >f && git add f &&
+	    git commit -qm "c$i"; done) || exit 1
+	n0=$(git -C "$P" rev-list --count HEAD)
+	jrun -- sh -c 'git rev-parse HEAD >.git/shallow && echo planted'
+	case $OUT in *planted*) ok ;; *) bad "the shallow file was not written: $OUT" ;; esac
+	[ ! -e "$P/.git/shallow" ] && ok || bad "a planted .git/shallow stayed"
+	git -C "$P" gc -q --prune=now 2>/dev/null
+	[ "$(git -C "$P" rev-list --count HEAD)" = "$n0" ] && ok ||
+	    bad "the history behind a planted .git/shallow was lost"
+	case $OUT in *"made"*"/shallow"*"moved to"*) ok ;;
+	*) bad "a planted .git/shallow was not told: $OUT" ;; esac
+	# A shallow clone: its shallow file stays as it was, git works on.
+	rm -rf "$T/full"
+	mv "$P" "$T/full"
+	git clone -q --depth 1 "file://$T/full" "$P" || exit 1
+	rm -rf "$T/full"
+	git -C "$P" config user.email t@x
+	s0=$(cat "$P/.git/shallow")
+	jrun -- sh -c '{ echo 0 >>.git/shallow; } 2>/dev/null && echo WROTE;
+	    git log --oneline | wc -l;
+	    git -c user.email=a@b -c user.name=a commit -q --allow-empty -m j &&
+	    echo committed'
+	case $OUT in *committed*) ok ;; *) bad "git in a shallow clone failed in the jail: $OUT" ;; esac
+	case $OUT in *WROTE*) bad "the shallow clone's .git/shallow was writable in the jail" ;; *) ok ;; esac
+	[ "$(cat "$P/.git/shallow")" = "$s0" ] && ok ||
+	    bad "the shallow clone's .git/shallow was changed: $OUT"
+	case $OUT in *"/shallow"*"moved to"*) bad "an unchanged .git/shallow was told: $OUT" ;; *) ok ;; esac
+	git -C "$P" log --oneline >/dev/null 2>&1 && ok ||
+	    bad "the shallow clone is broken after the session"
+}
+
+# A nested repository (a clone inside the project, not a submodule): its
+# history is kept like the project's. rm -rf lib/.git leaves its objects,
+# is said in red naming it, and undo --refs puts its refs, HEAD, reflogs
+# and config back.
+nested() {
+	fresh_repo
+	(cd "$P" && git init -q -b trunk lib && cd lib &&
+	    git config user.email t@x && git config user.name t &&
+	    echo 1 >a && git add a && git commit -qm one && git tag -a -m t t1 &&
+	    echo 2 >a && git commit -qam two) || exit 1
+	head0=$(git -C "$P/lib" rev-parse HEAD)
+	refs0=$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')
+	jrun -- sh -c 'rm -rf lib/.git 2>/dev/null; echo removed'
+	case $OUT in *removed*) ok ;; *) bad "rm -rf lib/.git did not run: $OUT" ;; esac
+	case $OUT in *"deleted the git repository"*"lib/.git"*) ok ;;
+	*) bad "deleting a nested repository was not told: $OUT" ;; esac
+	git -C "$P/lib" cat-file -e "$head0" 2>/dev/null ||
+	    [ -d "$P/lib/.git/objects" ] && ok ||
+	    bad "the nested repository's objects are gone"
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P/lib" rev-parse HEAD 2>&1)" = "$head0" ] &&
+	    [ "$(git -C "$P/lib" symbolic-ref HEAD 2>&1)" = refs/heads/trunk ] && ok ||
+	    bad "undo --refs did not put the nested repository's HEAD back: $out"
+	[ "$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')" = "$refs0" ] && ok ||
+	    bad "undo --refs did not put the nested repository's refs back: $out"
+	[ "$(git -C "$P/lib" config user.email)" = t@x ] && ok ||
+	    bad "undo --refs did not put the nested repository's config back: $out"
+	git -C "$P/lib" reflog show --format=%H trunk | grep -q "$head0" && ok ||
+	    bad "the nested repository's reflog did not come back: $out"
+	git -C "$P/lib" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "the nested repository is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -227,7 +348,15 @@ crash() {
 }
 
 checks() {
+	if [ -n "${AMX_CHECKS:-}" ]; then
+		for c in $AMX_CHECKS; do "$c"; done
+		return
+	fi
 	rm_objects
+	deleted_then_gc
+	logs_replaced
+	shallow
+	nested
 	gc_prune
 	git_works
 	during_session

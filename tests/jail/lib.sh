@@ -106,6 +106,7 @@ jail_stage() {
 }
 
 # Runs checks as root, then as a user made for the test (deleted after).
+# AMX_CHECKS (space-separated check names) runs those alone, to try one by hand.
 jail_main() {
 	JAIL_SCRIPT=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 	JAIL_LIB=$(cd "$(dirname "$0")" && pwd)/lib.sh
@@ -150,7 +151,7 @@ jail_as_user() {
 	setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" \
 	    AMX_ESCAPE="$S/bin/amx-escape" AGENTMUX_SHARE="$S/share" \
-	    AMX_SMALLFS="${AMX_SMALLFS:-}" \
+	    AMX_SMALLFS="${AMX_SMALLFS:-}" AMX_CHECKS="${AMX_CHECKS:-}" \
 	    AMX_UPSTREAM="$S/upstream.py" \
 	    TMPDIR=/tmp sh "$S/$(basename "$JAIL_SCRIPT")" --as-user || rc=1
 	userdel "$U" 2>/dev/null
