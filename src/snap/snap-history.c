@@ -576,78 +576,190 @@ snap_hist_taken(const struct snap_hgit *g, const struct strv *start,
 		close(logsfd);
 }
 
-/* The ids of IDS that GITDIR has, as "ID\n" (or "^ID\n" if NOT) lines into IN. */
-static int
-snap_hist_present(const char *gitdir, const struct strv *ids, bool not,
-    struct buf *in, char **cause)
-{
-	const char *args[] = { "cat-file", "--batch-check=%(objectname)",
-	    NULL };
-	char *line, *save = NULL;
-	struct buf q, out;
-	size_t i;
-	int rc = 0;
-
-	buf_init(&q);
-	buf_init(&out);
-	for (i = 0; i < ids->n; i++)
-		buf_printf(&q, "%s\n", ids->v[i]);
-	if (q.len > 0)
-		rc = snap_git_plain_io(gitdir, args, &q, &out, cause);
-	for (line = rc == 0 && out.data != NULL ? strtok_r(out.data, "\n",
-	    &save) : NULL; line != NULL; line = strtok_r(NULL, "\n", &save)) {
-		if (strchr(line, ' ') == NULL)
-			buf_printf(in, "%s%s\n", not ? "^" : "", line);
-	}
-	buf_free(&out);
-	buf_free(&q);
-	return rc;
-}
-
 /*
- * The objects of refs the session deleted or moved, packed into
+ * Keeping the objects of refs the session deleted or moved, packed into
  * BASE/kept.pack: the host's repository no longer names them, so the
  * user's next git gc would prune them, and undo --refs could not put the
  * refs back. The pack holds what those refs reached that the refs the
- * session left alone do not (tag objects, stashes, side commits); the
- * jail could not delete any of it (the objects overlay), so it is all
- * there when the session ends.
+ * session left alone do not (tag objects, stashes, side commits); the jail
+ * could not delete any of it (the objects overlay), so it is all there
+ * when the session ends. Two gits per repository, one after another on
+ * the loop: which of the ids the repository has, then the pack.
+ */
+struct snap_hkeep {
+	char *gitdir;
+	char *base;
+	struct strv want;         /* the start's values of refs taken away */
+	struct strv have;         /* the values of refs left alone */
+};
+
+static void snap_hist_keep_next(struct snap_history *);
+static void snap_history_end_told(struct snap_history *);
+
+static void
+snap_hist_keep_warn(struct snap_history *h, const struct snap_hkeep *k,
+    const char *cause)
+{
+	strv_addf(&h->end_warnings, "the objects of refs the session deleted "
+	    "or moved in %s could not be kept (%s): a git gc there may prune "
+	    "them before 'agentmux undo --refs' puts the refs back",
+	    k->gitdir, cause);
+}
+
+/* Queues G's keeping if the session took anything away. */
+static void
+snap_hist_keep_add(struct snap_history *h, const struct snap_hgit *g,
+    const struct strv *start, const struct strv *now)
+{
+	struct snap_hkeep *k;
+
+	h->keeps = xreallocarray(h->keeps, h->nkeeps + 1, sizeof *h->keeps);
+	k = &h->keeps[h->nkeeps];
+	strv_init(&k->want);
+	strv_init(&k->have);
+	snap_hist_taken(g, start, now, &k->want, &k->have);
+	if (k->want.n == 0) {
+		strv_free(&k->want);
+		strv_free(&k->have);
+		return;
+	}
+	k->gitdir = xstrdup(g->gitdir);
+	k->base = xstrdup(g->base);
+	h->nkeeps++;
+}
+
+static void
+snap_hist_keep_free(struct snap_history *h)
+{
+	size_t i;
+
+	proc_free(h->keep_proc);
+	h->keep_proc = NULL;
+	if (h->keep_fd != -1)
+		close(h->keep_fd);
+	h->keep_fd = -1;
+	for (i = 0; i < h->nkeeps; i++) {
+		free(h->keeps[i].gitdir);
+		free(h->keeps[i].base);
+		strv_free(&h->keeps[i].want);
+		strv_free(&h->keeps[i].have);
+	}
+	free(h->keeps);
+	h->keeps = NULL;
+	h->nkeeps = h->keep_at = 0;
+}
+
+static void
+snap_hist_keep_packed(struct proc *p, void *arg)
+{
+	struct snap_history *h = arg;
+	struct snap_hkeep *k = &h->keeps[h->keep_at];
+	char *tmp, *path, *cause = NULL;
+
+	tmp = xprintf("%s/kept.pack.tmp", k->base);
+	path = xprintf("%s/kept.pack", k->base);
+	if (proc_status(p) != 0)
+		cause = snap_git_error("pack-objects", p);
+	else if (fsync(h->keep_fd) == -1 || rename(tmp, path) == -1)
+		cause = xprintf("cannot write %s: %s", path, strerror(errno));
+	if (cause != NULL) {
+		unlink(tmp);
+		snap_hist_keep_warn(h, k, cause);
+	}
+	close(h->keep_fd);
+	h->keep_fd = -1;
+	free(cause);
+	free(tmp);
+	free(path);
+	proc_free(p);
+	h->keep_proc = NULL;
+	h->keep_at++;
+	snap_hist_keep_next(h);
+}
+
+/*
+ * The ids that are present, in the order asked (the wanted ones first):
+ * "ID\n" for a wanted one, "^ID\n" for one to leave out; then the pack.
  */
 static void
-snap_hist_keep(const struct snap_hgit *g, const struct strv *start,
-    const struct strv *now, struct strv *warnings)
+snap_hist_checked(struct proc *p, void *arg)
 {
 	const char *args[] = { "pack-objects", "--revs", "--stdout", "-q",
 	    NULL };
-	struct strv want, have;
-	struct buf in, pack;
-	char *cause = NULL, *path;
+	struct snap_history *h = arg;
+	struct snap_hkeep *k = &h->keeps[h->keep_at];
+	struct buf in, *out = proc_out(p);
+	char *line, *save = NULL, *tmp, *cause = NULL;
+	size_t i = 0;
+	bool any = false;
 
-	strv_init(&want);
-	strv_init(&have);
 	buf_init(&in);
-	buf_init(&pack);
-	snap_hist_taken(g, start, now, &want, &have);
-	if (want.n == 0 || snap_hist_present(g->gitdir, &want, false, &in,
-	    &cause) == -1 || in.len == 0 || snap_hist_present(g->gitdir,
-	    &have, true, &in, &cause) == -1)
-		goto out;
-	path = xprintf("%s/kept.pack", g->base);
-	if (snap_git_plain_io(g->gitdir, args, &in, &pack, &cause) == 0)
-		(void)util_write_file_atomic(path, pack.data, pack.len, 0600,
-		    &cause);
-	free(path);
-out:
-	if (cause != NULL)
-		strv_addf(warnings, "the objects of refs the session deleted "
-		    "or moved in %s could not be kept (%s): a git gc there may "
-		    "prune them before 'agentmux undo --refs' puts the refs "
-		    "back", g->gitdir, cause);
-	free(cause);
-	buf_free(&pack);
+	if (proc_status(p) != 0)
+		cause = snap_git_error("cat-file", p);
+	for (line = cause == NULL && out->data != NULL ? strtok_r(out->data,
+	    "\n", &save) : NULL; line != NULL; line = strtok_r(NULL, "\n",
+	    &save), i++) {
+		if (strchr(line, ' ') != NULL)
+			continue;
+		buf_printf(&in, "%s%s\n", i < k->want.n ? "" : "^", line);
+		any = any || i < k->want.n;
+	}
+	proc_free(p);
+	h->keep_proc = NULL;
+	if (cause == NULL && any) {
+		tmp = xprintf("%s/kept.pack.tmp", k->base);
+		if ((h->keep_fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC |
+		    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
+			cause = xprintf("cannot create %s: %s", tmp,
+			    strerror(errno));
+		else
+			h->keep_proc = snap_git_plain_start(h->end_base,
+			    k->gitdir, args, &in, h->keep_fd, snap_hist_keep_packed,
+			    h, &cause);
+		free(tmp);
+	}
 	buf_free(&in);
-	strv_free(&have);
-	strv_free(&want);
+	if (cause != NULL)
+		snap_hist_keep_warn(h, k, cause);
+	free(cause);
+	if (h->keep_proc == NULL) {
+		if (h->keep_fd != -1)
+			close(h->keep_fd);
+		h->keep_fd = -1;
+		h->keep_at++;
+		snap_hist_keep_next(h);
+	}
+}
+
+/* The next repository's keeping, or the end told once all are through. */
+static void
+snap_hist_keep_next(struct snap_history *h)
+{
+	const char *args[] = { "cat-file", "--batch-check=%(objectname)",
+	    NULL };
+	struct snap_hkeep *k;
+	struct buf q;
+	char *cause = NULL;
+	size_t i;
+
+	while (h->keep_at < h->nkeeps) {
+		k = &h->keeps[h->keep_at];
+		buf_init(&q);
+		for (i = 0; i < k->want.n; i++)
+			buf_printf(&q, "%s\n", k->want.v[i]);
+		for (i = 0; i < k->have.n; i++)
+			buf_printf(&q, "%s\n", k->have.v[i]);
+		h->keep_proc = snap_git_plain_start(h->end_base, k->gitdir,
+		    args, &q, -1, snap_hist_checked, h, &cause);
+		buf_free(&q);
+		if (h->keep_proc != NULL)
+			return;
+		snap_hist_keep_warn(h, k, cause);
+		free(cause);
+		cause = NULL;
+		h->keep_at++;
+	}
+	snap_history_end_told(h);
 }
 
 /* ---- the history of a session ---- */
@@ -671,6 +783,9 @@ snap_history_free(struct snap_history *h)
 	free(h->dir);
 	if (h->wfd != -1)
 		close(h->wfd);
+	snap_hist_keep_free(h);
+	strv_free(&h->end_alerts);
+	strv_free(&h->end_warnings);
 	free(h);
 }
 
@@ -937,6 +1052,9 @@ snap_history_begin_at(const char *gitdir, const char *project,
 	}
 	h = xcalloc(1, sizeof *h);
 	h->wfd = -1;
+	h->keep_fd = -1;
+	strv_init(&h->end_alerts);
+	strv_init(&h->end_warnings);
 	h->dir = xprintf("%s/history", sessdir);
 	for (i = 0; i < dirs.n; i++) {
 		if (!snap_history_usable(dirs.v[i], notices))
@@ -989,6 +1107,9 @@ snap_history_open(const char *sessdir)
 	free(path);
 	h = xcalloc(1, sizeof *h);
 	h->wfd = -1;
+	h->keep_fd = -1;
+	strv_init(&h->end_alerts);
+	strv_init(&h->end_warnings);
 	h->dir = xprintf("%s/history", sessdir);
 	for (line = strtok_r(b.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
@@ -1255,8 +1376,8 @@ out:
 
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
-snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
-    struct strv *alerts, struct strv *warnings)
+snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
+    int64_t session, struct strv *alerts, struct strv *warnings)
 {
 	struct strv start, now, repaired, failed;
 	const struct strv *problems;
@@ -1313,7 +1434,7 @@ snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
 		    failed.v[i], g->base);
 	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
-		snap_hist_keep(g, &start, &now, warnings);
+		snap_hist_keep_add(h, g, &start, &now);
 	}
 	strv_free(&start);
 	strv_free(&repaired);
@@ -1331,19 +1452,13 @@ snap_history_end_one(struct snap_hgit *g, size_t idx, int64_t session,
 	}
 }
 
-/* Every import is finished: the refs and reflogs, then the caller is told. */
+/* Every repository's objects kept: the caller is told (and may free H). */
 static void
-snap_history_end_last(struct snap_history *h)
+snap_history_end_told(struct snap_history *h)
 {
 	struct strv alerts, warnings;
 	char *sess, *m;
-	size_t i;
 
-	strv_init(&alerts);
-	strv_init(&warnings);
-	for (i = 0; i < h->n; i++)
-		snap_history_end_one(&h->v[i], i, h->end_session, &alerts,
-		    &warnings);
 	if (!snap_history_pending(h)) {
 		sess = xstrndup(h->dir, (size_t)(strrchr(h->dir, '/') -
 		    h->dir));
@@ -1352,10 +1467,28 @@ snap_history_end_last(struct snap_history *h)
 		free(m);
 		free(sess);
 	}
+	alerts = h->end_alerts;
+	warnings = h->end_warnings;
+	strv_init(&h->end_alerts);
+	strv_init(&h->end_warnings);
+	snap_hist_keep_free(h);
 	/* Last: the caller may free H. */
 	h->end_done(h->end_arg, &alerts, &warnings);
 	strv_free(&alerts);
 	strv_free(&warnings);
+}
+
+/* Every import is finished: the refs and reflogs, then what to keep. */
+static void
+snap_history_end_last(struct snap_history *h)
+{
+	size_t i;
+
+	for (i = 0; i < h->n; i++)
+		snap_history_end_one(h, &h->v[i], i, h->end_session,
+		    &h->end_alerts, &h->end_warnings);
+	h->keep_at = 0;
+	snap_hist_keep_next(h);
 }
 
 static void
@@ -1374,6 +1507,7 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	size_t i;
 
 	h->end_session = session;
+	h->end_base = base;
 	h->end_done = done;
 	h->end_arg = arg;
 	/* One more than there are: none ends it before all have started. */

@@ -121,6 +121,13 @@ int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */
 int snap_git_plain_io(const char *gitdir, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
+/*
+ * The same on BASE's loop: DONE(proc, ARG) once it has exited (stdout into
+ * OUT_FD if >= 0, else kept for proc_out). NULL with *CAUSE.
+ */
+struct proc *snap_git_plain_start(struct event_base *, const char *gitdir,
+    const char *const *args, const struct buf *input, int out_fd,
+    proc_cb done, void *arg, char **cause);
 /* Like snap_git, but the command's stdout goes to FD. */
 /* Runs git on R's work tree, handing CHUNK its stdout as it comes: -1 with *CAUSE. */
 int snap_git_chunks(struct snap_repo *, enum snap_env, const char *const *args,
@@ -605,6 +612,14 @@ struct snap_history {
 	int64_t end_session;
 	snap_history_end_cb end_done;
 	void *end_arg;
+	struct event_base *end_base;
+	struct strv end_alerts;   /* told at the end */
+	struct strv end_warnings;
+	struct snap_hkeep *keeps; /* the objects to keep, one by one (snap-history.c) */
+	size_t nkeeps;
+	size_t keep_at;
+	struct proc *keep_proc;
+	int keep_fd;              /* the pack being written, or -1 */
 	int wfd;                  /* inotify on the upper dirs, or -1 (snap-watch.c) */
 	bool wlost;               /* a dir could not be watched: look on a timer */
 	size_t nwatch;            /* watches added: capped, since the jail names the dirs */

@@ -1090,6 +1090,28 @@ snap_git_plain(const char *gitdir, const char *const *args, char **cause)
 	return snap_git_plain_io(gitdir, args, NULL, NULL, cause);
 }
 
+/* What a git run on GITDIR alone is given: its environment, ARGV and options. */
+static void
+snap_git_plain_opts(struct proc_opts *o, struct strv *env, struct strv *argv,
+    const char *gitdir, const char *const *args, const struct buf *input)
+{
+	snap_env_clean(env, false);
+	snap_env_common(env);
+	strv_addf(env, "GIT_DIR=%s", gitdir);
+	snap_git_argv(argv, args);
+	memset(o, 0, sizeof *o);
+	o->argv = argv->v;
+	o->env = env->v;
+	o->dir = gitdir;
+	o->out_fd = -1;
+	o->umask = -1;
+	o->timeout = SNAP_REPO_PROJECT_TIMEOUT;
+	if (input != NULL) {
+		o->input = input->data != NULL ? input->data : "";
+		o->inputlen = input->len;
+	}
+}
+
 int
 snap_git_plain_io(const char *gitdir, const char *const *args,
     const struct buf *input, struct buf *out, char **cause)
@@ -1099,21 +1121,7 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	struct buf err;
 	int st, rc;
 
-	snap_env_clean(&env, false);
-	snap_env_common(&env);
-	strv_addf(&env, "GIT_DIR=%s", gitdir);
-	snap_git_argv(&argv, args);
-	memset(&o, 0, sizeof o);
-	o.argv = argv.v;
-	o.env = env.v;
-	o.dir = gitdir;
-	o.out_fd = -1;
-	o.umask = -1;
-	o.timeout = SNAP_REPO_PROJECT_TIMEOUT;
-	if (input != NULL) {
-		o.input = input->data;
-		o.inputlen = input->len;
-	}
+	snap_git_plain_opts(&o, &env, &argv, gitdir, args, input);
 	buf_init(&err);
 	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
@@ -1124,6 +1132,23 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	strv_free(&env);
 	strv_free(&argv);
 	return rc;
+}
+
+struct proc *
+snap_git_plain_start(struct event_base *base, const char *gitdir,
+    const char *const *args, const struct buf *input, int out_fd,
+    proc_cb done, void *arg, char **cause)
+{
+	struct proc_opts o;
+	struct strv env, argv;
+	struct proc *p;
+
+	snap_git_plain_opts(&o, &env, &argv, gitdir, args, input);
+	o.out_fd = out_fd;
+	p = proc_start(base, &o, done, arg, cause);
+	strv_free(&env);
+	strv_free(&argv);
+	return p;
 }
 
 void
