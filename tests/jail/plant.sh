@@ -398,6 +398,56 @@ rerere() {
 	rm -rf "$P/.git/rr-cache" "$P/rr.txt"
 }
 
+# A forged untracked cache (the reviewer's untr.py, for a dir below the
+# top): the session lists src2/ as holding no untracked file, and the
+# user's git status, trusting it, would say nothing of src2/conftest.py.
+# The cache changed in the session is dropped, and said.
+untr() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+	    git add src2/a.c && git commit -qm src2 &&
+	    git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+	    { bad "untr: no untracked cache"; return; }
+	cat >"$P/.git/amx-untr.py" <<-'PY'
+	import sys, hashlib, struct, re
+	p, d, v = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+	body = open(p, 'rb').read()[:-20]
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = body[off + 8:off + 8 + sz]
+	    if sig == b'UNTR':
+	        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+	        data = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+	        print('patched')
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+	jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+	    git -c core.untrackedCache=true status >/dev/null 2>&1;
+	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py'
+	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
+	case $(git -C "$P" status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
+	*) bad "untr: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
+	case $("$AMX" show last 2>&1) in *"untracked cache"*) ok ;;
+	*) bad "untr: show does not tell it" ;; esac
+	rm -f "$P/src2/conftest.py" "$P/.git/amx-untr.py"
+	git -C "$P" update-index --no-untracked-cache 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src2"
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -617,6 +667,7 @@ checks() {
 	protected
 	protected_deep
 	rerere
+	untr
 	hooks
 	hook_links
 	blind
