@@ -55,8 +55,9 @@ static const char *const config_keys_jail[] = { "protect", "history", NULL };
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
  * Claude Code's hooks, Dev Containers, JetBrains run configurations, git's
- * filters, hooks kept in the tree, pre-commit, asdf and mise): read-only
- * in the jail where they exist.
+ * filters, hooks kept in the tree, pre-commit, asdf and mise, cargo,
+ * yarn, npm, Maven): read-only in the jail where they exist at the top,
+ * and flagged at the end wherever they are new or changed.
  */
 static const char *const config_default_protect[] = { ".envrc",
 	".vscode/tasks.json", ".vscode/settings.json", ".vscode/launch.json",
@@ -64,7 +65,9 @@ static const char *const config_default_protect[] = { ".envrc",
 	".idea/runConfigurations", ".idea/workspace.xml",
 	".git/info/attributes", ".gitattributes", ".githooks", ".husky",
 	".pre-commit-config.yaml", ".tool-versions", ".mise.toml", "mise.toml",
-	"*.code-workspace", NULL };
+	"*.code-workspace", ".cargo/config.toml", ".cargo/config",
+	".yarnrc.yml", ".yarnrc", ".npmrc", ".mvn/jvm.config",
+	".mvn/maven.config", NULL };
 
 static const char *const config_default_excludes[] = { "node_modules/",
 	".venv/", "venv/", "__pycache__/", "target/", "build/", "dist/",

@@ -568,7 +568,10 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
  * one, attributes name filters, sparse-checkout hides files. So is a
  * shallow file: a commit written into it hides the history behind it from
  * the user's git, and the user's next git gc prunes that history (one
- * made during the session is taken out at its end, snap-history.c).
+ * made during the session is taken out at its end, snap-history.c). So is
+ * rr-cache/ where it exists: git's rerere replays the resolutions it
+ * holds at the user's next merge. One made in the session (its mere
+ * existence turns rerere on) is taken out at the end (snap_plant_scan).
  */
 static int jail_mount_modules(struct jail_plan *, struct jail_umounts *,
     const char *, int, int, char **);
@@ -578,7 +581,7 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
     const char *gitdir, int depth, char **cause)
 {
 	static const char *const ro[] = { "hooks", "config", "info",
-	    "config.worktree", "worktrees", "shallow" };
+	    "config.worktree", "worktrees", "shallow", "rr-cache" };
 	char *path, *modules;
 	struct stat st;
 	size_t i;

@@ -77,6 +77,17 @@ static const char *const jail_seccomp_xattr[] = {
 	"removexattr", "lremovexattr", "fremovexattr", "removexattrat",
 };
 
+/*
+ * Space claimed without a byte written: fallocate fails as it does on a
+ * file system without it (EOPNOTSUPP). One call could otherwise take the
+ * disk past disk_reserve between two checks, and the write budget
+ * (disk_write) counts bytes written, which it never writes. glibc's
+ * posix_fallocate then falls back to writing, which the budget counts.
+ */
+static const char *const jail_seccomp_noalloc[] = {
+	"fallocate",
+};
+
 static const uint64_t jail_seccomp_nsflags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -154,6 +165,21 @@ jail_seccomp_xattrs(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* No space reserved without writing it: EOPNOTSUPP, as if the call were not there. */
+static int
+jail_seccomp_noallocs(scmp_filter_ctx ctx)
+{
+	size_t i;
+	int nr, rc = 0;
+
+	for (i = 0; i < nitems(jail_seccomp_noalloc); i++) {
+		if ((nr = jail_seccomp_nr(jail_seccomp_noalloc[i])) != -1)
+			rc |= seccomp_rule_add(ctx,
+			    SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 0);
+	}
+	return rc;
+}
+
 static int
 jail_seccomp_rules(scmp_filter_ctx ctx)
 {
@@ -168,6 +194,7 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 	}
 	rc |= jail_seccomp_setid(ctx);
 	rc |= jail_seccomp_xattrs(ctx);
+	rc |= jail_seccomp_noallocs(ctx);
 	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
 		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],

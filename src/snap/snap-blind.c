@@ -22,6 +22,8 @@ snap_blind_init(struct snap_blind *b)
 	strv_init(&b->marked);
 	strv_init(&b->replace);
 	b->had_git = false;
+	buf_init(&b->untr);
+	b->untr_read = 0;
 }
 
 void
@@ -29,6 +31,7 @@ snap_blind_free(struct snap_blind *b)
 {
 	strv_free(&b->marked);
 	strv_free(&b->replace);
+	buf_free(&b->untr);
 }
 
 /*
@@ -79,7 +82,7 @@ snap_blind_replace(int gitfd, struct strv *out)
 static void
 snap_blind_look(const char *project, struct snap_blind *b)
 {
-	char *gitdir = xprintf("%s/.git", project);
+	char *gitdir = xprintf("%s/.git", project), *index;
 	int gitfd;
 
 	snap_blind_free(b);
@@ -90,6 +93,9 @@ snap_blind_look(const char *project, struct snap_blind *b)
 		snap_blind_replace(gitfd, &b->replace);
 		close(gitfd);
 		snap_blind_marks(gitdir, &b->marked);
+		index = xprintf("%s/index", gitdir);
+		b->untr_read = snap_index_untr(index, &b->untr);
+		free(index);
 	}
 	free(gitdir);
 }
@@ -131,6 +137,48 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
+/*
+ * The untracked cache of .git/index changed in the session (NOW: at its
+ * end). git status trusts it for every dir whose stat data it matches: a
+ * forged one (a dir listed with no untracked files) hides new files from
+ * it. agentmux cannot tell a forged one from git's own update, so the
+ * changed one goes: git builds it again at the next git status.
+ */
+static void
+snap_blind_untr(const char *project, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out)
+{
+	char *index;
+	int rc;
+
+	if (now->untr_read != 1 || (start->untr_read == 1 &&
+	    start->untr.len == now->untr.len &&
+	    memcmp(start->untr.data, now->untr.data, now->untr.len) == 0))
+		return;
+	index = xprintf("%s/.git/index", project);
+	rc = snap_index_drop_untr(index);
+	free(index);
+	if (rc == 0)
+		return;  /* gone meanwhile: git status scans again */
+	if (rc == 1)
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session: a forged one makes your git status pass over new "
+		    "files; agentmux dropped it (git builds it again at your "
+		    "next git status); 'agentmux diff' shows what the session "
+		    "added");
+	else
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session: a forged one makes your git status pass over new "
+		    "files, and agentmux could not drop it (%s); run 'git "
+		    "update-index --no-untracked-cache' in the project before "
+		    "you trust git status ('git update-index --untracked-cache' "
+		    "turns it on again), and see what the session added with "
+		    "'agentmux diff'", errno == EEXIST ?
+		    "git holds .git/index.lock" : strerror(errno));
+}
+
 void
 snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out)
@@ -165,5 +213,6 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 	if (more > 0)
 		strv_addf(out, "%zu more replace refs were made in the session "
 		    "('git replace --list' shows them)", more);
+	snap_blind_untr(project, start, &now, out);
 	snap_blind_free(&now);
 }

@@ -658,10 +658,56 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	}
 }
 
+/*
+ * True if the link the session made at CC (its target TARGET) points out
+ * of the config dir it lies in: an absolute target, or a relative one
+ * whose ".." climb above CC's root (read as written, no link followed).
+ * Installed, it would let what it points to (a host file, a file in the
+ * project a later session can write) stand in for a config file.
+ */
+static bool
+snap_cc_link_leaves(const struct snap_cc *cc, const char *target)
+{
+	const char *rel, *s, *e;
+	long depth = 0;
+
+	if (target[0] == '/' || target[0] == '\0' ||
+	    strncmp(cc->host, cc->root, strlen(cc->root)) != 0 ||
+	    cc->host[strlen(cc->root)] != '/')
+		return true;
+	/* The dirs between the root and the link. */
+	rel = cc->host + strlen(cc->root) + 1;
+	for (s = rel; (s = strchr(s, '/')) != NULL; s++)
+		depth++;
+	for (s = target; *s != '\0'; s = *e == '\0' ? e : e + 1) {
+		e = s + strcspn(s, "/");
+		if (e - s == 2 && strncmp(s, "..", 2) == 0) {
+			if (--depth < 0)
+				return true;
+		} else if (e - s > 0 && !(e - s == 1 && *s == '.'))
+			depth++;
+	}
+	return false;
+}
+
+/* The link the session made at CC if it points out of its config dir (caller frees), or NULL. */
+static char *
+snap_cc_link_out(const struct snap_cc *cc)
+{
+	char t[4096];
+	ssize_t n;
+
+	if (cc->upper == NULL ||
+	    (n = readlink(cc->upper, t, sizeof t - 1)) < 0)
+		return NULL;
+	t[n] = '\0';
+	return snap_cc_link_leaves(cc, t) ? xstrdup(t) : NULL;
+}
+
 static void
 snap_cc_show_link(struct snap_cc_out *o, const struct snap_cc *cc)
 {
-	char t[4096], *line, *q;
+	char t[4096], *line, *q, *out;
 	ssize_t n;
 
 	if (cc->change != 'A' && (n = readlink(cc->host, t, sizeof t - 1)) >= 0) {
@@ -679,6 +725,19 @@ snap_cc_show_link(struct snap_cc_out *o, const struct snap_cc *cc)
 		snap_cc_line(o, line, strlen(line));
 		free(line);
 		free(q);
+	}
+	if ((out = snap_cc_link_out(cc)) != NULL) {
+		q = quote_name(cc->root);
+		if (o->color)
+			out_color(o->out, "1;31");
+		out_printf(o->out, "this link points out of the config dir %s: "
+		    "--apply leaves it pending (only --apply --force with its "
+		    "path installs it)", q);
+		if (o->color)
+			out_color(o->out, "");
+		out_puts(o->out, "\n");
+		free(q);
+		free(out);
 	}
 }
 
@@ -1058,7 +1117,8 @@ struct snap_cc_run {
  * store is the server's), as "KIND\0PATH\0ARG\0". R: recorded (ARG: the
  * change's letter, then 's' if a set-id bit was dropped), C: a conflict,
  * F: failed (ARG: why), G: in a git dir, not installed (ARG: the git
- * dir), N: under a name of ours, not installed (ARG: that path), E: the
+ * dir), N: under a name of ours, not installed (ARG: that path), L: a
+ * link out of its config dir, not installed (ARG: the path), E: the
  * run failed (ARG: why).
  */
 static void
@@ -1922,7 +1982,9 @@ snap_cc_reserved(const struct snap_cc *cc)
 
 /*
  * CC lies in G, a git dir (snap_cc_gitdir; KIND 'G') or a name of ours
- * (snap_cc_reserved; 'N'): not installed, said in red once per G, pending.
+ * (snap_cc_reserved; 'N'), or is G, a link out of its config dir
+ * (snap_cc_link_out; 'L', unless --force): not installed, said in red
+ * once per G, pending.
  */
 static void
 snap_cc_refuse(struct snap_cc_run *r, struct store *st, int64_t session,
@@ -1931,7 +1993,16 @@ snap_cc_refuse(struct snap_cc_run *r, struct store *st, int64_t session,
 	char *qg = quote_name(g), *msg;
 
 	r->failed++;
-	if (kind == 'N')
+	if (kind == 'L')
+		msg = xprintf("%s is a link the session made that points out "
+		    "of its config dir: installed, what it points to (a host "
+		    "file, or one in a project a later session can write) "
+		    "would stand in for a config file, so agentmux leaves it "
+		    "pending; 'agentmux confdiff %lld --discard %s' drops it, "
+		    "'agentmux confdiff %lld --apply --force %s' installs it "
+		    "if you trust where it points", qg, (long long)session, qg,
+		    (long long)session, qg);
+	else if (kind == 'N')
 		msg = xprintf("%s has a name agentmux gives its own temps and "
 		    "the host dirs it sets aside while applying, so it "
 		    "installs nothing there (a later run could take it for "
@@ -1989,6 +2060,15 @@ snap_cc_do_list(struct store *st, int64_t session, struct snap_cc_run *r,
 		if (r->apply && (g = snap_cc_gitdir(&c->v[i])) != NULL) {
 			snap_cc_refuse(r, st, session, &c->v[i], 'G', g);
 			free(g);
+			continue;
+		}
+		/* Forced only where the command names paths: never a blanket --force. */
+		if (r->apply && !(r->force && r->paths != NULL &&
+		    r->paths[0] != NULL) &&
+		    (g = snap_cc_link_out(&c->v[i])) != NULL) {
+			free(g);
+			snap_cc_refuse(r, st, session, &c->v[i], 'L',
+			    c->v[i].host);
 			continue;
 		}
 		if (r->apply && (rc = snap_cc_put(r, st, session, &c->v[i],
@@ -2274,6 +2354,7 @@ snap_cc_end_replay(struct snap_confdiff_end *e, char kind, const char *path,
 		snap_cc_failed(&e->r, e->st, e->session, &cc, xstrdup(arg));
 		break;
 	case 'G':
+	case 'L':
 	case 'N':
 		snap_cc_refuse(&e->r, e->st, e->session, &cc, kind, arg);
 		break;

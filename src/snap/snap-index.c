@@ -17,6 +17,7 @@
 
 #define SNAP_CE_EXTENDED  0x4000
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
+#define SNAP_INDEX_MAX    (1024 * 1024 * 1024)  /* the user's index read whole, at most */
 
 static uint32_t
 snap_index_u32(const unsigned char *p)
@@ -357,4 +358,146 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 	free(tmp);
 	buf_free(&file);
 	return count;
+}
+
+/*
+ * The offset of FILE's extension SIG ("UNTR") and its whole length (the
+ * header's 8 bytes too), for an index of OIDLEN-byte ids: 1 if it is
+ * there, 0 if not, -1 if FILE is no index of that id length (its
+ * extensions do not end exactly at the trailing checksum).
+ */
+static int
+snap_index_find_ext(const struct buf *file, size_t oidlen, const char *sig,
+    size_t *off, size_t *len)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct buf name;
+	uint32_t version, n, i, size;
+	int rc = -1, found = 0;
+
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &n) ||
+	    (size_t)(end - p) < oidlen)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+	}
+	while ((size_t)(end - p) >= 8 + oidlen) {
+		size = snap_index_u32(p + 4);
+		if ((size_t)(end - p) - 8 - oidlen < size)
+			goto out;
+		if (memcmp(p, sig, 4) == 0 && !found) {
+			*off = (size_t)(p - (const unsigned char *)file->data);
+			*len = 8 + (size_t)size;
+			found = 1;
+		}
+		p += 8 + size;
+	}
+	if ((size_t)(end - p) == oidlen)
+		rc = found;
+out:
+	buf_free(&name);
+	return rc;
+}
+
+/* Reads the index file PATH (never through a link) into FILE, its stat into SB. */
+static int
+snap_index_read_user(const char *path, struct buf *file, struct stat *sb)
+{
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW |
+	    O_NONBLOCK)) == -1)
+		return -1;
+	if (fstat(fd, sb) == -1 || !S_ISREG(sb->st_mode) ||
+	    sb->st_size > SNAP_INDEX_MAX || buf_read_fd(file, fd) == -1) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The id length FILE's extensions fit (20: SHA-1, 32: SHA-256), and where its UNTR is. */
+static int
+snap_index_untr_at(const struct buf *file, size_t *oidlen, size_t *off,
+    size_t *len)
+{
+	int rc;
+
+	*oidlen = 20;
+	if ((rc = snap_index_find_ext(file, 20, "UNTR", off, len)) != -1)
+		return rc;
+	*oidlen = 32;
+	return snap_index_find_ext(file, 32, "UNTR", off, len);
+}
+
+int
+snap_index_untr(const char *path, struct buf *out)
+{
+	struct buf file;
+	struct stat sb;
+	size_t oidlen, off, len;
+	int rc;
+
+	buf_reset(out);
+	buf_init(&file);
+	if (snap_index_read_user(path, &file, &sb) == -1) {
+		rc = errno == ENOENT ? 0 : -1;
+		buf_free(&file);
+		return rc;
+	}
+	rc = snap_index_untr_at(&file, &oidlen, &off, &len);
+	if (rc == 1)
+		buf_add(out, file.data + off, len);
+	buf_free(&file);
+	return rc;
+}
+
+int
+snap_index_drop_untr(const char *path)
+{
+	struct timespec times[2];
+	struct buf file;
+	struct stat sb;
+	size_t oidlen, off, len;
+	char *lock;
+	int fd, rc;
+
+	buf_init(&file);
+	if (snap_index_read_user(path, &file, &sb) == -1) {
+		buf_free(&file);
+		return -1;
+	}
+	if ((rc = snap_index_untr_at(&file, &oidlen, &off, &len)) != 1) {
+		buf_free(&file);
+		if (rc == -1)
+			errno = EINVAL;
+		return rc;
+	}
+	memmove(file.data + off, file.data + off + len, file.len - off - len);
+	file.len -= len;
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	/* git's own lock: none is written while the user's git holds it. */
+	lock = xprintf("%s.lock", path);
+	fd = -1;
+	rc = -1;
+	if (snap_index_checksum((unsigned char *)file.data, file.len,
+	    oidlen) == 0 && (fd = open(lock, O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC | O_NOFOLLOW, sb.st_mode & 0666)) != -1) {
+		if (util_write_all(fd, file.data, file.len) == 0 &&
+		    futimens(fd, times) == 0 && close(fd) == 0 &&
+		    (fd = -1, rename(lock, path) == 0))
+			rc = 1;
+		if (fd != -1)
+			close(fd);
+		if (rc != 1)
+			unlink(lock);
+	}
+	free(lock);
+	buf_free(&file);
+	return rc;
 }

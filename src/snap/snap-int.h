@@ -215,6 +215,18 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  * SINCE (seconds) or later: the count, 0 if none, -1 with errno.
  */
 int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
+/*
+ * The untracked cache (the UNTR extension, its header too) of the user's
+ * index file PATH, read without following a link, into OUT: 1, 0 if it
+ * has none (or there is no index), -1 if it cannot be read as an index.
+ */
+int snap_index_untr(const char *path, struct buf *out);
+/*
+ * Writes the user's index file PATH again without its untracked cache,
+ * under git's own lock (PATH.lock, never through a link; its times
+ * kept): 1, 0 if it had none, -1 with errno (EEXIST: git holds the lock).
+ */
+int snap_index_drop_untr(const char *path);
 
 /* ---- real modes beside git's (snap-modes.c) ---- */
 

@@ -313,6 +313,122 @@ snap_plant_special(struct snap_plant_walk *w, const char *rel,
 	free(dir);
 }
 
+/*
+ * NAME in DFD, an entry of a git dir's rr-cache made or changed in the
+ * session (a dir of preimage, postimage, thisimage): its files kept in
+ * the quarantine and taken out, then the dir. 0, or -1 if any stays.
+ */
+static int
+snap_plant_rerere_entry(struct snap_plant_walk *w, int dfd, const char *name)
+{
+	struct strv names;
+	struct dirent *de;
+	struct stat st;
+	char *to;
+	DIR *d;
+	size_t i;
+	int fd, rc = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		to = snap_nested_keep(&w->nc, dfd, name, true);
+		free(to);
+		return to != NULL ? 0 : -1;
+	}
+	if ((fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	strv_init(&names);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			strv_add(&names, de->d_name);
+	}
+	for (i = 0; i < names.n; i++) {
+		if ((to = snap_nested_keep(&w->nc, dirfd(d), names.v[i],
+		    true)) == NULL)
+			rc = -1;
+		free(to);
+	}
+	strv_free(&names);
+	closedir(d);
+	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) == -1)
+		rc = -1;
+	return rc;
+}
+
+/*
+ * REL, a git dir's rr-cache: what the session recorded there would be
+ * replayed by git's rerere at the user's next merge (the conflict
+ * resolved the agent's way, said in one line among many), and a new
+ * rr-cache turns rerere on. The jail keeps one that existed read-only;
+ * entries made or changed in the session go to the quarantine, and a
+ * rr-cache made in it goes too.
+ */
+static void
+snap_plant_rerere(struct snap_plant_walk *w, const char *rel,
+    const struct stat *st)
+{
+	struct strv names;
+	struct dirent *de;
+	struct stat est;
+	char *q, *parent;
+	size_t i, moved = 0, left = 0;
+	bool gone = false;
+	int fd, pfd;
+	DIR *d;
+
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	strv_init(&names);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0 && fstatat(dirfd(d), de->d_name, &est,
+		    AT_SYMLINK_NOFOLLOW) == 0 && snap_nested_changed(&est,
+		    w->o->since))
+			strv_add(&names, de->d_name);
+	}
+	for (i = 0; i < names.n; i++) {
+		if (snap_plant_rerere_entry(w, dirfd(d), names.v[i]) == 0)
+			moved++;
+		else
+			left++;
+	}
+	strv_free(&names);
+	closedir(d);
+	/* Made in the session and now empty: gone, so that rerere stays off. */
+	parent = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
+	if (snap_nested_changed(st, w->o->since) && (pfd =
+	    path_open_beneath(w->nc.projfd, parent, O_RDONLY | O_DIRECTORY,
+	    0)) != -1) {
+		gone = unlinkat(pfd, "rr-cache", AT_REMOVEDIR) == 0;
+		close(pfd);
+	}
+	free(parent);
+	if (moved == 0 && left == 0 && !gone)
+		return;
+	q = snap_nested_quote(rel);
+	if (left == 0)
+		strv_addf(&w->res->alerts, "%s (git's rerere cache) was made or "
+		    "changed in the session: your next merge would replay the "
+		    "conflict resolutions it recorded without asking; they were "
+		    "moved to %s", q, w->nc.quarantine);
+	else
+		strv_addf(&w->res->alerts, "%s (git's rerere cache) was made or "
+		    "changed in the session: your next merge would replay the "
+		    "conflict resolutions it recorded without asking, and "
+		    "agentmux could not move %zu of them; remove %s (rm -rf) "
+		    "before you merge", q, left, q);
+	free(q);
+}
+
 /* Inside a git dir: object stores skipped, module git dirs defused, links moved out. */
 static void
 snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
@@ -328,6 +444,11 @@ snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
 	if (strcmp(e->fts_name, "objects") == 0 &&
 	    snap_plant_is_gitdir(w, parent))
 		fts_set(fts, e, FTS_SKIP);
+	else if (strcmp(e->fts_name, "rr-cache") == 0 &&
+	    snap_plant_is_gitdir(w, parent)) {
+		snap_plant_rerere(w, rel, e->fts_statp);
+		fts_set(fts, e, FTS_SKIP);
+	}
 	else if (strncmp(rel, ".git/modules/", 13) == 0 &&
 	    snap_plant_is_gitdir(w, rel)) {
 		/* However it got there: renamed, copied or made in the session. */
@@ -450,6 +571,14 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".mise.toml", "mise runs its tasks and hooks" },
 	{ "mise.toml", "mise runs its tasks and hooks" },
 	{ "*.code-workspace", "VS Code runs its tasks and obeys its settings" },
+	{ ".cargo/config.toml", "cargo runs the wrappers and runners it "
+	    "names" },
+	{ ".cargo/config", "cargo runs the wrappers and runners it names" },
+	{ ".yarnrc.yml", "yarn runs the yarnPath it names" },
+	{ ".yarnrc", "yarn runs the yarn-path it names" },
+	{ ".npmrc", "npm obeys it (node-options, script-shell)" },
+	{ ".mvn/jvm.config", "Maven passes its options to the JVM" },
+	{ ".mvn/maven.config", "Maven obeys its options" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */
@@ -494,6 +623,28 @@ snap_plant_match(const char *pattern, const char *rel)
 	return false;
 }
 
+/*
+ * PATTERN matches REL where the list puts it, or one dir down or deeper:
+ * app/.vscode/tasks.json runs as .vscode/tasks.json does when the user
+ * opens app. Paths in .git stay where they are.
+ */
+static bool
+snap_plant_match_deep(const char *pattern, const char *rel)
+{
+	const char *s;
+
+	if (snap_plant_match(pattern, rel))
+		return true;
+	if (strncmp(pattern, "**/", 3) == 0 ||
+	    strncmp(pattern, ".git/", 5) == 0 || strcmp(pattern, ".git") == 0)
+		return false;
+	for (s = strchr(rel, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		if (snap_plant_match_here(pattern, s + 1))
+			return true;
+	}
+	return false;
+}
+
 /* The first watched pattern REL falls under, or NULL. */
 static const char *
 snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
@@ -505,7 +656,7 @@ snap_plant_watched(const struct snap_plant_opts *o, const char *rel)
 			return snap_plant_always[i];
 	}
 	for (i = 0; i < o->nwatch; i++) {
-		if (snap_plant_match(o->watch[i], rel))
+		if (snap_plant_match_deep(o->watch[i], rel))
 			return o->watch[i];
 	}
 	if (o->hooks != NULL && snap_plant_match(o->hooks, rel))
@@ -530,7 +681,7 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 			    "include in .git/config leads to it";
 	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
-		if (snap_plant_match(snap_plant_tools[i][0], rel))
+		if (snap_plant_match_deep(snap_plant_tools[i][0], rel))
 			return snap_plant_tools[i][1];
 	}
 	return "you marked it with [jail] protect";

@@ -109,6 +109,8 @@ struct snap_blind {
 	struct strv marked;       /* "S path" or "h path" (lower case: assume-unchanged) */
 	struct strv replace;      /* "refs/replace/X\tvalue" */
 	bool had_git;             /* the project had a .git dir */
+	struct buf untr;          /* .git/index's untracked cache (UNTR), empty if none */
+	int untr_read;            /* snap_index_untr's answer for it */
 };
 
 void snap_blind_init(struct snap_blind *);

