@@ -46,19 +46,28 @@ struct tui_pane {
 	struct tui_rect r;        /* where its cells go, when shown */
 	bool shown;
 	bool redraw;              /* draw every row next frame */
-	unsigned offset;          /* lines scrolled back into the history */
-	bool scrollback;          /* browsing the history with keys */
-	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
 	bool exited;
 	char *start_failed;       /* why its session did not start, or NULL */
 	bool done;                /* exited, and its end snapshot is over */
 	int status;
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
-	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
 	int64_t started_us;       /* util_mono_us when it started */
 	uint64_t requests;        /* seen in its proxy (agentmux ls) */
 	uint64_t denials;
+};
+
+/*
+ * One client's look at one pane: how far back into the history it is
+ * scrolled, and its copy mode. Each client has its own (tui_pane_view),
+ * as its layout is its own: one client's selection or search neither
+ * shows in nor moves another's.
+ */
+struct tui_pane_view {
+	struct tui_pane *wp;
+	unsigned offset;          /* lines scrolled back into the history */
+	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
+	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
 };
 
 /* A pane's copy mode: a cursor in its scrollback, a selection, a search. */
@@ -178,6 +187,10 @@ struct tui_client {
 	int disk_choice;            /* 0 continue, 1 stop */
 	bool disk_focus;
 	unsigned disk_x[2][2];
+
+	/* its looks at the panes: scrolled back, copy mode (tui-pane.c) */
+	struct tui_pane_view **pviews;
+	size_t npviews;
 
 	/* views */
 	enum tui_view views[8];
@@ -345,8 +358,13 @@ void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
 void tui_pane_input(struct tui_pane *, const struct tui_input *);
 void tui_pane_scroll(struct tui_pane *, int lines);
 const char *tui_pane_state(const struct tui_pane *, char *buf, size_t len);
+/** The current client's look at WP (made on first use; the client owns it). */
+struct tui_pane_view *tui_pane_view(struct tui_pane *wp);
+/** Frees client C's look at WP (NULL: at every pane). */
+void tui_pane_view_drop(struct tui_client *c, const struct tui_pane *wp);
 
 /* tui-copy.c */
+void tui_copy_free(struct tui_copy *);
 void tui_copy_enter(struct tui_pane *);
 void tui_copy_leave(struct tui_pane *);
 /** Keeps copy mode's cursor in the part of the history the pane shows. */
