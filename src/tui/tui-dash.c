@@ -1180,8 +1180,7 @@ tui_client_new(struct tui *t)
 static void
 tui_client_free(struct tui_client *c)
 {
-	if (c->t->undo_client == c)
-		c->t->undo_client = NULL;
+	tui_history_client_gone(c->t, c);
 	tui_dialog_free(c);
 	tui_pane_view_drop(c, NULL);
 	tui_history_view_free(c);

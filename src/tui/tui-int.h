@@ -87,6 +87,18 @@ struct tui_copy {
 	bool back;                /* it went upwards */
 };
 
+/*
+ * An undo waiting for the sessions it stopped: it belongs to the client
+ * that confirmed it, whose view its output opens in. Waits of other
+ * clients, for other projects, go on beside it.
+ */
+struct tui_undo {
+	char *commit;
+	int64_t session;          /* of this session, in this project */
+	char *project;
+	struct tui_client *c;     /* who asked; NULL once it is freed */
+};
+
 /* A destination waiting for the user's answer. */
 struct tui_prompt {
 	struct tui_pane *pane;
@@ -302,14 +314,11 @@ struct tui {
 	int64_t denied;
 
 	/*
-	 * An undo waiting for sessions to stop: one for the dashboard (a
-	 * second replaces it), as it is the project's; its output opens in
-	 * the view of the client that confirmed it.
+	 * Undos waiting for sessions to stop (tui-history.c): each client's
+	 * own, at most one a client and one a project.
 	 */
-	char *undo_commit;
-	int64_t undo_session;       /* of this session, in this project */
-	char *undo_project;
-	struct tui_client *undo_client; /* who asked; NULL once it is freed */
+	struct tui_undo **undos;
+	size_t nundos;
 
 	struct buf paste;           /* the last copy, which prefix ] pastes */
 
@@ -439,7 +448,9 @@ void tui_session_undo_resume(struct tui *);
 void tui_session_undo_cancel(struct tui *, const struct tui_pane *);
 /** Frees client C's history views (it is going). */
 void tui_history_view_free(struct tui_client *c);
-/** Lets go of a waiting undo (the dashboard is going). */
+/** Client C is going: its waiting undo still runs, its output in the current view. */
+void tui_history_client_gone(struct tui *, struct tui_client *c);
+/** Lets go of the waiting undos (the dashboard is going). */
 void tui_history_free(struct tui *);
 
 /* tui-text.c */
