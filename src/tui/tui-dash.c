@@ -615,7 +615,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 	}
 	tui_prompt_drop_pane(t, wp);
 	tui_disk_drop_pane(t, wp);
-	tui_dialog_drop_pane(t, wp);
+	tui_dialog_drop_pane(t, wp, "is gone");
 	tui_pane_free(wp);
 	tui_relayout_all(t);
 }

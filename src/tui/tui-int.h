@@ -476,8 +476,9 @@ bool tui_dialog_key(struct tui *, const struct tui_key *);
 void tui_dialog_draw(struct tui *);
 /** Frees client C's dialog (it is going). */
 void tui_dialog_free(struct tui_client *c);
-/** Closes every client's dialog about pane WP's session (it is gone). */
-void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp);
+/** Closes every client's dialog about pane WP's session; WHY: "ended", "is gone". */
+void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp,
+    const char *why);
 bool tui_line_key(struct tui_line *, const struct tui_key *);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);

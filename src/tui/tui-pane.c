@@ -35,7 +35,7 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	if (wp->t->change_cb != NULL)
 		wp->t->change_cb(wp->t->change_arg);
 	if (wp->closing) {
-		/* Closed by the user: nothing to look at, it goes. */
+		/* Closed by the user: nothing to look at, it goes (its dialogs with it). */
 		tui_message(wp->t, false, "session %lld (%s) closed",
 		    (long long)wp->id, wp->agent);
 		tui_pane_closed(wp->t);
@@ -43,6 +43,8 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	}
 	tui_message(wp->t, status != 0, "session %lld (%s) exited with status "
 	    "%d", (long long)wp->id, wp->agent, status);
+	/* The pane stays, a dialog about it goes (last: its note is the one read). */
+	tui_dialog_drop_pane(wp->t, wp, "ended");
 }
 
 /* The session's command runs, or it did not start: then the pane says why, as an ended one. */
@@ -71,6 +73,7 @@ tui_pane_started(void *arg, struct session *s, bool ok, const char *cause)
 	}
 	tui_message(wp->t, true, "session %lld (%s) did not start: %s",
 	    (long long)wp->id, wp->agent, cause);
+	tui_dialog_drop_pane(wp->t, wp, "did not start");
 }
 
 static void

@@ -4,8 +4,8 @@
 # its keys; each client's requests panel has its own filter and
 # selection; each client's copy mode (its place in the history, its
 # selection) is its own; a confirmation asked and answered in one never
-# shows in the other; a client's dialog about a session closed in another
-# closes with it.
+# shows in the other; a client's dialog about a session closed in another,
+# or that ended, closes with it.
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
@@ -161,6 +161,27 @@ wait_for2 "session $s3 is gone: its dialog is closed" || fail2 "the second clien
 keys2 'echo d-$((50+1))' Enter
 wait_for2 '^d-51$' || fail2 "the second client's keys do not reach its pane after its question went"
 echo "views: a dialog about a session that goes closes with it"
+
+# ---- a client's dialog about a session that ended (its pane still there) closes in it ----
+s4=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s4"
+s5=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s5"
+wait_status 2 "$s5:shell" 20 || fail2 "the second client does not list sessions $s4 and $s5"
+keys2 C-a 2
+wait_status 2 "$s4:shell\\* " || fail2 "prefix 2 did not focus session $s4 in the second client"
+keys2 C-a x
+wait_for2 "Close session $s4 \\(shell\\)\\?" || fail2 "prefix x did not ask the second client to close session $s4"
+"$AGENTMUX" send "$s4" exit Enter || fail "agentmux send could not type into session $s4"
+wait_gone2 "Close session $s4" 20 || fail2 "the question about session $s4 stayed after it ended"
+wait_for2 "session $s4 ended: its dialog is closed" || fail2 "the second client was not told why its question went"
+wait_status 2 "$s4:shell\\* exited" || fail2 "session $s4's pane is not kept, exited"
+keys2 C-a 3
+wait_status 2 "$s5:shell\\* " || fail2 "prefix 3 did not focus session $s5 in the second client"
+keys2 C-a f
+wait_for2 "Forward a port of session $s5" || fail2 "prefix f did not open the port dialog"
+"$AGENTMUX" send "$s5" exit Enter || fail "agentmux send could not type into session $s5"
+wait_gone2 "Forward a port of session $s5" 20 || fail2 "the port dialog stayed after its session ended"
+wait_for2 "session $s5 ended: its dialog is closed" || fail2 "the second client was not told why its port dialog went"
+echo "views: a dialog about a session that ended closes in every client"
 
 prefix q
 wait_for 'Quit\?' || fail "quitting did not ask"
