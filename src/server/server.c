@@ -63,6 +63,7 @@ struct server {
 	size_t ncfs;
 	char *cf_hash;                /* the newest's file (server_config_hash) */
 	time_t cf_time;               /* when it was loaded */
+	bool killed;                  /* by agentmux kill-server */
 };
 
 static void server_check_arm(struct server *);
@@ -556,6 +557,7 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 		return 0;
 	}
 	if (strcmp(cmd, "kill-server") == 0) {
+		sv->killed = true;
 		tui_end(sv->t);
 		return 0;
 	}
@@ -979,9 +981,16 @@ static int
 server_finish(struct server *sv)
 {
 	struct server_client *v[SERVER_CLIENTS_MAX];
-	char *text = tui_left_to_review(sv->t);
+	char *review = tui_left_to_review(sv->t), *text = review;
 	int code = tui_exit_code(sv->t);
 	size_t n = sv->nclients, i;
+
+	/* A client suspended meanwhile reads it only at 'fg': it says why it ends. */
+	if (sv->killed)
+		text = xprintf("[server exited (agentmux kill-server)]\n%s",
+		    review != NULL ? review : "");
+	if (text != review)
+		free(review);
 
 	tui_detach_all(sv->t);
 	/* Each one freed takes itself out of the list: a copy is walked. */

@@ -1,8 +1,9 @@
 #!/bin/sh
 # A client run from an interactive shell (real job control, in a tmux
 # window): prefix C-z gives the terminal back and stops the client as a
-# job while the session runs on, 'fg' draws the dashboard again; C-z
-# without the prefix reaches the pane's own shell. The command prompt
+# job while the session runs on, 'fg' draws the dashboard again, 'bg'
+# leaves it stopped; C-z without the prefix reaches the pane's own shell.
+# kill-server while a client is suspended: 'fg' ends it and says why. The command prompt
 # (prefix :) runs reload and detach and refuses other names. A reply
 # (reload) shows in the client that asked only, a session's notice in
 # both. attach and new say when the config file is not the server's.
@@ -73,6 +74,31 @@ wait_for 'Stopped.*sleep 300' || fail "the pane's screen was not drawn again aft
 keys 'clear; echo pane-$((2+3))' Enter
 wait_for '^pane-5$' || fail "the pane does not take keys after fg"
 echo "suspend: fg draws the dashboard and it takes keys"
+
+# ---- bg: continued in the background, the client stops again; the shell keeps the terminal ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z did not give the terminal back (before bg)"
+keys 'clear; bg' Enter
+# bash says the job stopped again at its next prompt: an empty command shows it.
+i=0
+while [ $i -lt 50 ] && ! scr | grep -Eq 'Stopped.*agentmux'; do
+	keys Enter
+	sleep 0.2
+	i=$((i + 1))
+done
+scr | grep -Eq 'Stopped.*agentmux' || fail "bg did not leave the client stopped again"
+scr | grep -Eq "$id:shell" && fail "bg drew the dashboard over the shell"
+keys 'clear; echo after-bg-$((5+5))' Enter
+wait_for '^after-bg-10$' || fail "the shell did not keep its keys after bg"
+scr | grep -Eq "$id:shell" && fail "the dashboard drew over the shell after bg"
+"$AGENTMUX" ls | grep -Eq "^$id: .*(working|needs you)" ||
+	fail "the session did not run on after bg: $("$AGENTMUX" ls)"
+keys 'fg' Enter
+wait_status 1 "$id:shell\\* " || fail "fg after bg did not draw the dashboard again"
+keys 'clear; echo after-bg-fg-$((6+6))' Enter
+wait_for '^after-bg-fg-12$' || fail "the pane does not take keys after bg and fg"
+echo "suspend: bg stops the client again; fg after it draws the dashboard"
 
 # ---- typed right after prefix C-z, in the same read: not the pane's ----
 # (a fast typist or a batching ssh: the server must not hand the rest to the agent)
@@ -168,4 +194,26 @@ keys 'detach' Enter
 wait_for 'detached \(from agentmux' || fail ":detach did not detach the client"
 wait_status 2 "$id:shell\\* " || fail2 "the first client's :detach took the second with it"
 echo "suspend: :detach detaches"
+
+# ---- kill-server while a client is suspended: fg says the server is gone, starts none ----
+tmux -L "$SOCK2" send-keys -t 0 C-a
+tmux -L "$SOCK2" send-keys -t 0 C-z
+wait_for2 '^OUTER\$ ?$' || fail2 "prefix C-z did not suspend the second client (before kill-server)"
+sv=$(server_pid)
+"$AGENTMUX" kill-server || fail "kill-server failed"
+i=0
+while [ -n "$sv" ] && kill -0 "$sv" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -n "$sv" ] && kill -0 "$sv" 2>/dev/null && fail "kill-server did not end the server"
+tmux -L "$SOCK2" send-keys -t 0 'clear; fg; echo FG-EXITED-$?' Enter
+wait_for2 'FG-EXITED-[0-9]+' 20 || fail2 "the suspended client did not end after fg with its server gone"
+# (As an attached client's: 0, the server ended as asked.)
+scr2 | grep -q 'FG-EXITED-0' || fail2 "the client did not exit 0 with its server killed"
+scr2 | grep -Fq '[server exited (agentmux kill-server)]' ||
+	fail2 "the client did not say its server exited"
+sleep 0.5
+[ -z "$(server_pid)" ] || ! kill -0 "$(server_pid)" 2>/dev/null ||
+	fail2 "fg after kill-server started a new server"
+tmux -L "$SOCK2" send-keys -t 0 'echo shell-ok-$((8+8))' Enter
+wait_for2 '^shell-ok-16$' || fail2 "the shell does not work after the client ended"
+echo "suspend: kill-server while a client is suspended: fg ends it, with why"
 exit 0
