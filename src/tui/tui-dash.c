@@ -1198,6 +1198,7 @@ tui_client_free(struct tui_client *c)
 	event_free(c->msg_ev);
 	free(c->message);
 	buf_free(&c->cmdline.text);
+	free(c->cmdline_hint);
 	free(c);
 }
 

@@ -176,8 +176,7 @@ tui_new_session(struct tui *t)
 	tui_redraw(t);
 }
 
-/* TEXT with a leading ~ or ~/ made the home directory, as a shell does; caller frees. */
-static char *
+char *
 tui_new_expand(const char *text)
 {
 	if (text[0] == '~' && (text[1] == '\0' || text[1] == '/'))

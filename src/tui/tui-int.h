@@ -251,6 +251,7 @@ struct tui_client {
 	/* the command prompt (tui-cmdline.c), over the status bar */
 	struct tui_line cmdline;
 	unsigned cmdline_cx;        /* where its cursor goes */
+	char *cmdline_hint;         /* after the text: what Tab found, or NULL */
 
 	/* the status bar's message: a reply to this client, or a notice to all */
 	char *message;
@@ -480,19 +481,30 @@ void tui_dialog_free(struct tui_client *c);
 void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp,
     const char *why);
 bool tui_line_key(struct tui_line *, const struct tui_key *);
+/** TEXT with a leading ~ or ~/ made the home directory, as a shell does; caller frees. */
+char *tui_new_expand(const char *text);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);
 bool tui_new_matches(const char *dir, const char *base, struct strv *);
 
 /* tui-cmdline.c */
+/* A command the prompt takes: RUN with its words (the name first), or what BIND's prefix key does. */
+struct tui_cmdline_cmd {
+	const char *name;
+	const char *args;         /* its arguments, for the help and errors */
+	const char *help;
+	int (*run)(struct tui *, char **argv, char **cause);
+	struct tui_binding bind;  /* with no RUN: .action */
+};
 /** The commands the prompt takes, in the order the help lists them. */
-const struct tui_binding *tui_cmdline_commands(size_t *n);
+const struct tui_cmdline_cmd *tui_cmdline_commands(size_t *n);
 /** Opens the current client's command prompt (prefix :). */
 void tui_cmdline_open(struct tui *);
 /**
  * A key for the current client's command prompt: false if it is not
- * open. Enter closes it, *RUN the command typed (NULL: none, or an
- * unknown one, said in the client's bar).
+ * open. Tab completes a command's name. Enter closes it and runs the
+ * command typed, or sets *RUN to the binding of one a prefix key does
+ * (an error, or an unknown name, is said in the client's bar).
  */
 bool tui_cmdline_key(struct tui *, const struct tui_key *,
     const struct tui_binding **run);

@@ -80,12 +80,14 @@ keys C-a
 keys C-z
 wait_for '^OUTER\$ ?$' || fail "prefix C-z did not give the terminal back (before bg)"
 keys 'clear; bg' Enter
-# bash says the job stopped again at its next prompt: an empty command shows it.
-i=0
-while [ $i -lt 50 ] && ! scr | grep -Eq 'Stopped.*agentmux'; do
-	keys Enter
+# The shell's jobs, asked until the client stopped again (each answer marked, on a cleared screen).
+k=0
+while [ $k -lt 30 ]; do
+	k=$((k + 1))
+	keys "clear; jobs; echo jobs-$k-listed" Enter
+	wait_for "^jobs-$k-listed" || fail "the shell did not list its jobs after bg"
+	scr | grep -Eq 'Stopped.*agentmux' && break
 	sleep 0.2
-	i=$((i + 1))
 done
 scr | grep -Eq 'Stopped.*agentmux' || fail "bg did not leave the client stopped again"
 scr | grep -Eq "$id:shell" && fail "bg drew the dashboard over the shell"
@@ -130,8 +132,73 @@ keys C-a
 keys :
 wait_for '^:$' || fail "prefix : opened no command prompt"
 keys 'bogus' Enter
-wait_status 1 'bogus: no such command; the prompt takes reload, detach' ||
-	fail "an unknown command was not refused with the list"
+wait_status 1 'bogus: no such command; Tab at the prompt lists them' ||
+	fail "an unknown command was not refused, with where the list is"
+# Tab on an empty prompt lists every command, on the prompt's line.
+keys C-a
+keys :
+wait_for '^:$' || fail "prefix : opened no command prompt"
+keys Tab
+wait_for '^: +new  attach  kill  send  pause  resume  port  ls  reload  detach  kill-server' ||
+	fail "Tab on an empty prompt did not list the commands"
+keys -l 'zz'
+keys Tab
+wait_for '^:zz +no such command; it takes: new  attach' || fail "Tab on a name no command starts with did not say so"
+keys Escape
+sleep 0.3
+
+# ---- the prompt's commands, as the CLI's (a SESSION left out: the focused one) ----
+# prompt TEXT: prefix :, TEXT typed as it is, Enter.
+prompt() {
+	keys C-a
+	keys :
+	wait_for '^:' || fail "prefix : opened no command prompt"
+	keys -l "$1"
+	keys Enter
+}
+# Tab completes a unique name, and lists the names a prefix may be.
+keys C-a
+keys :
+keys -l 'pa'
+keys Tab
+wait_for '^:pause *$' || fail "Tab did not complete 'pa' to 'pause'"
+keys Enter
+wait_status 1 "session $id \\(shell\\) paused" || fail ":pause did not pause the focused session"
+"$AGENTMUX" ls | grep -Eq "^$id: .*paused" || fail "agentmux ls does not show session $id paused: $("$AGENTMUX" ls)"
+keys C-a
+keys :
+keys -l 'ki'
+keys Tab
+wait_for '^:kill +kill  kill-server *$' || fail "Tab did not extend 'ki' to what kill and kill-server share, listing both"
+keys Escape
+sleep 0.3
+prompt "resume $id"
+wait_status 1 "session $id \\(shell\\) resumed" || fail ":resume $id did not resume the session"
+prompt "send $id 'clear; echo sent-\$((3+4))' Enter"
+wait_for '^sent-7$' || fail ":send did not type into the session"
+prompt 'new -d --shared'
+wait_status 1 "$id:shell\\* .*[0-9]+:shell" 20 || fail ":new -d did not start a second session beside the focused one"
+n2=$("$AGENTMUX" ls | tail -n 1 | cut -d: -f1)
+[ "$n2" != "$id" ] || fail ":new -d started no session: $("$AGENTMUX" ls)"
+prompt "attach -t $n2"
+wait_status 1 "$n2:shell\\* " || fail ":attach -t $n2 did not show session $n2"
+prompt 'kill'
+# ("closing session N", then "session N (shell) closed": either may be read.)
+wait_status 1 "(closing )?session $n2( \\(shell\\) closed)?" || fail ":kill did not close the focused session"
+i=0
+while [ $i -lt 100 ] && "$AGENTMUX" ls | grep -q "^$n2:"; do sleep 0.1; i=$((i + 1)); done
+"$AGENTMUX" ls | grep -q "^$n2:" && fail ":kill left session $n2 running"
+prompt 'kill 99999'
+wait_status 1 'kill: no running session 99999 here' || fail ":kill of no session was not refused"
+prompt 'kill x'
+wait_status 1 "kill: x is not a session number" || fail ":kill x was not refused"
+prompt 'port'
+wait_status 1 'port: usage: port \[-d\] JAIL_PORT' || fail ":port with nothing did not give its usage"
+prompt 'reload now'
+wait_status 1 'reload takes no arguments' || fail ":reload with an argument was not refused"
+prompt "attach -t $id"
+wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+echo "suspend: the command prompt runs new, attach, kill, send, pause and resume, completes with Tab"
 keys C-a
 keys :
 keys 'reload' Escape
