@@ -395,8 +395,8 @@ tui_session_undo_cancel(struct tui *t, const struct tui_pane *wp)
 			continue;
 		}
 		tui_message(t, true, "the undo of session %lld is cancelled: "
-		    "session %d started in its project, and the undo would roll "
-		    "back its work too; undo again once it has stopped",
+		    "session %d started in its project, and the undo would "
+		    "roll back its work too; undo again once it has stopped",
 		    (long long)t->undos[i]->session, wp->num);
 		tui_session_undo_remove(t, i);
 	}
@@ -468,8 +468,8 @@ tui_session_undo_replace(struct tui *t, struct tui_client *c, int64_t id,
 			continue;
 		}
 		if (u->c != NULL && u->c != c) {
-			text = xprintf("your undo of session %lld is replaced by "
-			    "another client's undo of the same project",
+			text = xprintf("your undo of session %lld is replaced "
+			    "by another client's undo of the same project",
 			    (long long)u->session);
 			tui_notice_client(t, u->c, true, text);
 			free(text);
