@@ -1,9 +1,10 @@
 #!/bin/sh
 # Two clients each confirm an undo that waits for the session it stops, each in its own project: an undo
 # belongs to the client that asked, so the second neither replaces nor blocks the first; both run once
-# their sessions ended, and each one's output opens in the client that asked for it.
+# their sessions ended, and each one's output opens in the client that asked for it. Two undos of one
+# project: the later holds, and the client whose undo it replaced is told.
 set -u
-DASH_SX=100 DASH_SY=30
+DASH_SX=220 DASH_SY=30
 . "$(dirname "$0")/lib.sh"
 
 Q="$T/proj2"
@@ -66,4 +67,37 @@ wait_for "^undo: session $s1 to snapshot" 20 || fail "the first client's undo ou
 scr | grep -q "undo: session $s2" && fail "the second client's undo output opened in the first"
 wait_for2 "^undo: session $s2 to snapshot" 20 || fail2 "the second client's undo output did not open in it"
 scr2 | grep -q "undo: session $s1" && fail2 "the first client's undo output opened in the second"
+echo "undo-clients: each one's output opens in its own client"
+
+# ---- two clients' undos of one project: the later holds, the earlier's client is told ----
+keys Escape; sleep 0.2; keys Escape; sleep 0.2; keys Escape; sleep 0.2
+keys2 Escape; sleep 0.2; keys2 Escape; sleep 0.2; keys2 Escape; sleep 0.2
+echo hi >"$P/README"
+s3=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s3"
+"$AGENTMUX" send "$s3" "trap '' TERM HUP; echo three >README; echo done-\$((3*3))" Enter || fail "send to $s3 failed"
+prefix h
+wait_for 'history: [0-9]+ sessions' || fail "no history (second part)"
+keys Enter
+wait_for "^session $s3: " || fail "Enter in the history did not open session $s3"
+s4=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s4"
+"$AGENTMUX" send "$s4" "trap '' TERM HUP; echo four >README; echo done-\$((4*4))" Enter || fail "send to $s4 failed"
+keys2 C-a h
+wait_for2 'history: [0-9]+ sessions' || fail2 "no history in the second client (second part)"
+keys2 Enter
+wait_for2 "^session $s4: " || fail2 "Enter in the history did not open session $s4"
+i=0
+while [ $i -lt 100 ] && [ "$(cat "$P/README")" != four ]; do sleep 0.1; i=$((i + 1)); done
+keys u
+wait_for 'Undo: stop sessions' || fail "the first client's undo question does not name the sessions it stops"
+keys y
+keys2 u
+wait_for2 'Undo: stop sessions' || fail2 "the second client's undo question does not name the sessions it stops"
+keys2 y
+wait_status 1 "your undo of session $s3 is replaced by another client's undo of the same project" 10 ||
+	fail "the first client was not told its undo was replaced"
+# (It may refuse: the two sessions changed one tree at the same time. It ran, in its client.)
+wait_for2 "undo: session $s4( |$)" 30 || fail2 "the second client's undo did not run"
+sleep 0.5
+scr | grep -Eq "undo: session $s3( |$)" && fail "the replaced undo ran too"
+echo "undo-clients: of two undos of one project the later holds, and the other client is told"
 echo "undo-clients: ok"
