@@ -39,6 +39,11 @@ r1=$(rss)
 big 2
 big 3
 r3=$(rss)
+# A sanitizer's allocator keeps freed memory in quarantine: what is given back is not reused there.
+if ldd "$AGENTMUX" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+	echo "screens: the small client draws after each big one; memory not measured (sanitizer build: freed memory is quarantined)"
+	exit 0
+fi
 [ -n "$r1" ] && [ -n "$r3" ] || fail "cannot read the server's memory"
 # Kept whole, each big screen would add ~80 MB; given back, the next one reuses its memory.
 [ $((r3 - r1)) -lt 40000 ] ||
