@@ -304,14 +304,29 @@ tui_cmdline_unknown(struct tui *t, const char *name)
 	free(q);
 }
 
-/*
- * Runs the line typed: a command with a run function here, or *RUN
- * set to the binding of one a prefix key does. Errors go to the bar.
- */
+/* Runs the words typed (ARGV, at least one), or sets *RUN to the binding of a prefix key's command. */
+static void
+tui_cmdline_run(struct tui *t, char **argv, const struct tui_binding **run)
+{
+	const struct tui_cmdline_cmd *cmd = tui_cmdline_find(argv[0]);
+	char *cause = NULL;
+
+	if (cmd == NULL)
+		tui_cmdline_unknown(t, argv[0]);
+	else if (cmd->run == NULL && argv[1] != NULL)
+		tui_reply(t, true, "%s takes no arguments", cmd->name);
+	else if (cmd->run == NULL)
+		*run = &cmd->bind;
+	else if (cmd->run(t, argv, &cause) == -1) {
+		tui_reply(t, true, "%s: %s", cmd->name, cause);
+		free(cause);
+	}
+}
+
+/* Runs the line typed; an error goes to the client's bar. */
 static void
 tui_cmdline_exec(struct tui *t, const struct tui_binding **run)
 {
-	const struct tui_cmdline_cmd *cmd;
 	const char *text = t->c->cmdline.text.len > 0 ?
 	    t->c->cmdline.text.data : "";
 	struct strv argv;
@@ -321,21 +336,8 @@ tui_cmdline_exec(struct tui *t, const struct tui_binding **run)
 	if (strv_split_words(&argv, text, &cause) == -1) {
 		tui_reply(t, true, "%s", cause);
 		free(cause);
-		strv_free(&argv);
-		return;
-	}
-	if (argv.n == 0)
-		;                 /* an empty line: nothing */
-	else if ((cmd = tui_cmdline_find(argv.v[0])) == NULL)
-		tui_cmdline_unknown(t, argv.v[0]);
-	else if (cmd->run == NULL && argv.n > 1)
-		tui_reply(t, true, "%s takes no arguments", cmd->name);
-	else if (cmd->run == NULL)
-		*run = &cmd->bind;
-	else if (cmd->run(t, argv.v, &cause) == -1) {
-		tui_reply(t, true, "%s: %s", cmd->name, cause);
-		free(cause);
-	}
+	} else if (argv.n > 0)
+		tui_cmdline_run(t, argv.v, run);
 	strv_free(&argv);
 }
 
