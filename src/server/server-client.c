@@ -247,21 +247,13 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 {
 	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
 	    "NO_COLOR", "COLORTERM" };
-	char cwd[PATH_MAX], *dir, *hash;
+	char *hash;
 	const char *v;
 	size_t i;
 
 	for (i = 0; i < nitems(env); i++) {
 		if ((v = getenv(env[i])) != NULL)
 			buf_printf(b, "%s=%s%c", env[i], v, '\0');
-	}
-	if (getcwd(cwd, sizeof cwd) != NULL)
-		buf_printf(b, "CWD=%s%c", cwd, '\0');
-	else if (h->dir != NULL && h->dir[0] != '/') {
-		*cause = xprintf("cannot find the current directory (%s), "
-		    "which %s is relative to: pass the project as an absolute "
-		    "path", strerror(errno), h->dir);
-		return -1;
 	}
 	if (h->new_session)
 		buf_printf(b, "NEW=1%c", '\0');
@@ -277,13 +269,9 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 		buf_printf(b, "BRANCH=%s%c", h->branch, '\0');
 	if (h->refuse_shared)
 		buf_printf(b, "REFUSE_SHARED=1%c", '\0');
-	if (h->dir != NULL) {
-		/* The server's own directory is /: a relative one is ours. */
-		dir = h->dir[0] == '/' ? xstrdup(h->dir) :
-		    xprintf("%s/%s", cwd, h->dir);
-		buf_printf(b, "DIR=%s%c", dir, '\0');
-		free(dir);
-	}
+	/* A relative one is from our directory, which the server has as an fd. */
+	if (h->dir != NULL)
+		buf_printf(b, "DIR=%s%c", h->dir, '\0');
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
 	/* The config file as it is here: the server says if it runs another. */
@@ -294,6 +282,27 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 	}
 	server_client_env(b);
 	return 0;
+}
+
+/*
+ * The current directory, for the server to start sessions in: an O_PATH
+ * descriptor passed beside the terminal's (CWDFD=1 says it is the last),
+ * which the server reads as it sees it, never a path this process names.
+ * Without one, CWD_ERROR says why, for the server to say when it needs
+ * the directory. -1 for none.
+ */
+static int
+server_client_cwd(struct buf *b)
+{
+	int fd;
+
+	if ((fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		buf_printf(b, "CWD_ERROR=cannot open the current directory: "
+		    "%s%c", strerror(errno), '\0');
+		return -1;
+	}
+	buf_printf(b, "CWDFD=1%c", '\0');
+	return fd;
 }
 
 /* What the server's exit message says; the exit code. */
@@ -453,6 +462,9 @@ server_client_wait(int fd, const struct termios *tio, const int *fl,
 	return -1;
 }
 
+static int server_client_command_fds(const char *, struct config *,
+    char *const *, int, char **);
+
 /* new -d: the session starts in the server; this terminal stays as it is. */
 static int
 server_client_new(struct config *cf, const struct server_hello *h,
@@ -461,13 +473,14 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	struct buf b;
 	struct strv kv;
 	size_t at = 0, n;
-	int rc;
+	int rc, cwd;
 
 	buf_init(&b);
 	if (server_client_hello(h, cf, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
+	cwd = server_client_cwd(&b);
 	strv_init(&kv);
 	strv_add(&kv, "CMD=new");
 	while (at < b.len) {
@@ -475,7 +488,9 @@ server_client_new(struct config *cf, const struct server_hello *h,
 		strv_add(&kv, b.data + at);
 		at += n + 1;
 	}
-	rc = server_client_command(h->name, cf, kv.v, cause);
+	rc = server_client_command_fds(h->name, cf, kv.v, cwd, cause);
+	if (cwd != -1)
+		close(cwd);
 	strv_free(&kv);
 	buf_free(&b);
 	return rc;
@@ -520,7 +535,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	struct sockaddr_un sun;
 	struct termios tio;
 	struct buf b;
-	int fd, fds[2] = { STDIN_FILENO, STDOUT_FILENO }, fl[2], rc;
+	int fd, fds[3] = { STDIN_FILENO, STDOUT_FILENO, -1 }, fl[2], rc;
 
 	/* A directory that is not right is said first, terminal or not. */
 	if ((fd = server_sock_dir(h->name, &sun, cause)) == -1)
@@ -550,19 +565,24 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 	}
 	/* This client stops as a job when the server gives its terminal back. */
 	buf_printf(&b, "SUSPEND=1%c", '\0');
+	fds[2] = server_client_cwd(&b);
 	if (tcgetattr(STDIN_FILENO, &tio) == -1)
 		fatal("tcgetattr");
 	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
 	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
-	rc = server_client_send(h->name, cf, &b, fds, 2, &tio, fl, cause);
+	rc = server_client_send(h->name, cf, &b, fds, fds[2] != -1 ? 3 : 2,
+	    &tio, fl, cause);
+	if (fds[2] != -1)
+		close(fds[2]);
 	server_client_flags(fl);
 	buf_free(&b);
 	return rc;
 }
 
-int
-server_client_command(const char *name, struct config *cf, char *const *kv,
-    char **cause)
+/* A command KV, with the current directory's descriptor CWD (-1: none). */
+static int
+server_client_command_fds(const char *name, struct config *cf,
+    char *const *kv, int cwd, char **cause)
 {
 	struct termios tio;
 	struct buf b;
@@ -573,8 +593,16 @@ server_client_command(const char *name, struct config *cf, char *const *kv,
 	for (i = 0; kv[i] != NULL; i++)
 		buf_add(&b, kv[i], strlen(kv[i]) + 1);
 	/* No terminal of ours is the server's to leave in a mode. */
-	rc = server_client_send(name, cf, &b, NULL, 0,
-	    tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL, NULL, cause);
+	rc = server_client_send(name, cf, &b, cwd != -1 ? &cwd : NULL,
+	    cwd != -1 ? 1 : 0, tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL,
+	    NULL, cause);
 	buf_free(&b);
 	return rc;
+}
+
+int
+server_client_command(const char *name, struct config *cf, char *const *kv,
+    char **cause)
+{
+	return server_client_command_fds(name, cf, kv, -1, cause);
 }

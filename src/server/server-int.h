@@ -17,7 +17,7 @@ struct buf;
 /* A message is one SOCK_SEQPACKET datagram of at most this much. */
 #define SERVER_MSG_MAX 65536
 /* Descriptors a message may carry: the terminal's input and output. */
-#define SERVER_MSG_FDS 2
+#define SERVER_MSG_FDS 3
 
 enum server_msg_type {
 	SERVER_MSG_HELLO = 1,     /* client: KEY=VALUE strings, its tty fds */

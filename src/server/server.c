@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ struct server {
 	size_t ncfs;
 	char *cf_hash;                /* the newest's file (server_config_hash) */
 	time_t cf_time;               /* when it was loaded */
+	bool killed;                  /* by agentmux kill-server */
 };
 
 static void server_check_arm(struct server *);
@@ -326,6 +328,95 @@ server_strv_wipe(struct strv *env)
 	strv_free(env);
 }
 
+/*
+ * The path of directory FD as the server sees it (its /proc/self/fd
+ * link), checked to lead to that directory; NULL with *CAUSE.
+ */
+static char *
+server_cwd_path(int fd, char **cause)
+{
+	struct stat st, at;
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+
+	if (fstat(fd, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		*cause = xstrdup("the client's current directory is not a "
+		    "directory");
+		return NULL;
+	}
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	if ((n = readlink(link, path, sizeof path - 1)) == -1) {
+		*cause = xprintf("cannot read the client's current directory "
+		    "through %s: %s (is /proc mounted?)", link,
+		    strerror(errno));
+		return NULL;
+	}
+	path[n] = '\0';
+	/* Removed, or out of the server's reach: the path is not it. */
+	if (path[0] != '/' || stat(path, &at) == -1 || at.st_dev != st.st_dev ||
+	    at.st_ino != st.st_ino) {
+		*cause = xstrdup("it was removed, or the server cannot reach "
+		    "it by a path");
+		return NULL;
+	}
+	return xstrdup(path);
+}
+
+/*
+ * The client's current directory, passed as the last descriptor when
+ * its hello says CWDFD: CWD becomes its path as the server sees it, or
+ * CWD_ERROR why there is none (said only when a session needs it).
+ */
+static void
+server_hello_cwd(struct strv *kv, int *fds, int *nfds)
+{
+	char *path, *cause = NULL, *q;
+
+	/* Only the directory the descriptor is: never a path the client names. */
+	strv_setenv(kv, "CWD", "");
+	if (server_hello_get(kv, "CWDFD") == NULL)
+		return;
+	if (*nfds == 0) {
+		strv_setenv(kv, "CWD_ERROR", "the client sent no directory");
+		return;
+	}
+	if ((path = server_cwd_path(fds[*nfds - 1], &cause)) == NULL) {
+		strv_setenv(kv, "CWD_ERROR", cause);
+		free(cause);
+	} else {
+		q = quote_name(path);
+		log_debug("the client's directory is %s", q);
+		free(q);
+		strv_setenv(kv, "CWD", path);
+		free(path);
+	}
+	close(fds[--*nfds]);
+}
+
+/*
+ * Where the session a hello asks for starts: DIR (a relative one from
+ * the client's directory), else the client's directory; NULL with
+ * *CAUSE if that is needed and the client could not give it. Caller
+ * frees.
+ */
+static char *
+server_hello_dir(const struct strv *kv, char **cause)
+{
+	const char *dir = server_hello_get(kv, "DIR");
+	const char *cwd = server_hello_get(kv, "CWD");
+	const char *why = server_hello_get(kv, "CWD_ERROR");
+
+	if (dir != NULL && dir[0] == '/')
+		return xstrdup(dir);
+	if (cwd != NULL && *cwd != '\0')
+		return dir != NULL ? xprintf("%s/%s", cwd, dir) : xstrdup(cwd);
+	*cause = xprintf("cannot find the current directory (%s)%s: cd to a "
+	    "project, or pass it with -C as an absolute path", why != NULL ?
+	    why : "the client sent none", dir != NULL ? ", which -C is "
+	    "relative to" : "");
+	return NULL;
+}
+
 /* Starts the session a hello asks for: its number, or -1 with *CAUSE. */
 static int64_t
 server_hello_start(struct server *sv, const struct strv *kv, bool focus,
@@ -333,16 +424,18 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 {
 	struct tui_opts o = { 0 };
 	struct strv argv, env;
+	char *dir;
 	int64_t rc;
 
+	if ((dir = server_hello_dir(kv, cause)) == NULL)
+		return -1;
 	strv_init(&argv);
 	server_hello_args(kv, &argv);
 	strv_init(&env);
 	server_hello_env(kv, &env);
 	o.env = env.v;
 	o.agent = server_hello_get(kv, "AGENT");
-	if ((o.dir = server_hello_get(kv, "DIR")) == NULL)
-		o.dir = server_hello_get(kv, "CWD");
+	o.dir = dir;
 	if (argv.n > 0)
 		o.command = argv.v;
 	o.worktree = server_hello_get(kv, "WORKTREE") != NULL;
@@ -352,6 +445,7 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
 	server_strv_wipe(&env);
+	free(dir);
 	return rc;
 }
 
@@ -556,6 +650,7 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 		return 0;
 	}
 	if (strcmp(cmd, "kill-server") == 0) {
+		sv->killed = true;
 		tui_end(sv->t);
 		return 0;
 	}
@@ -810,6 +905,7 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_del(c->hello_ev);
 		strv_init(&kv);
 		server_hello_parse(&b, &kv);
+		server_hello_cwd(&kv, fds, &nfds);
 		server_hello(c, &kv, fds, &nfds);
 		/* It holds the client's environment, secrets and all. */
 		server_strv_wipe(&kv);
@@ -979,9 +1075,16 @@ static int
 server_finish(struct server *sv)
 {
 	struct server_client *v[SERVER_CLIENTS_MAX];
-	char *text = tui_left_to_review(sv->t);
+	char *review = tui_left_to_review(sv->t), *text = review;
 	int code = tui_exit_code(sv->t);
 	size_t n = sv->nclients, i;
+
+	/* A client suspended meanwhile reads it only at 'fg': it says why it ends. */
+	if (sv->killed)
+		text = xprintf("[server exited (agentmux kill-server)]\n%s",
+		    review != NULL ? review : "");
+	if (text != review)
+		free(review);
 
 	tui_detach_all(sv->t);
 	/* Each one freed takes itself out of the list: a copy is walked. */

@@ -1,82 +1,402 @@
-/* The command prompt (prefix :): one line in a client's status bar that runs a dashboard command by name. */
+/* The command prompt (prefix :): one line in a client's status bar that runs a dashboard command by name, with its arguments, as the CLI's commands take them. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
 #include "tui-int.h"
 
-/* What the prompt takes, as key bindings do: the action each runs. */
-static const struct tui_binding tui_cmdline_table[] = {
-	{ .action = TUI_ACT_RELOAD, .name = "reload",
-	  .help = "re-read the config file for new sessions (as prefix R)" },
-	{ .action = TUI_ACT_DETACH, .name = "detach",
-	  .help = "detach this terminal (as prefix d)" },
+static int tui_cmdline_new(struct tui *, char **, char **);
+static int tui_cmdline_kill(struct tui *, char **, char **);
+static int tui_cmdline_send(struct tui *, char **, char **);
+static int tui_cmdline_pause(struct tui *, char **, char **);
+static int tui_cmdline_port(struct tui *, char **, char **);
+static int tui_cmdline_attach(struct tui *, char **, char **);
+
+/*
+ * What the prompt takes: the server's commands that make sense from a
+ * dashboard, named and used as `agentmux NAME` is (a SESSION left out is
+ * the focused one), and two that do what a prefix key does.
+ */
+static const struct tui_cmdline_cmd tui_cmdline_table[] = {
+	{ .name = "new", .args = "[-d] [-a AGENT] [-C DIR] [--worktree] "
+	  "[--shared] [-- COMMAND...]",
+	  .help = "start a session (-d: not shown here; DIR: the focused "
+	  "one's project)",
+	  .run = tui_cmdline_new },
+	{ .name = "attach", .args = "-t SESSION",
+	  .help = "show a session in the focused place",
+	  .run = tui_cmdline_attach },
+	{ .name = "kill", .args = "[SESSION]",
+	  .help = "close a session (its jail is stopped)",
+	  .run = tui_cmdline_kill },
+	{ .name = "send", .args = "[-l] SESSION KEYS...",
+	  .help = "type into a session (tmux key names: Enter, C-c)",
+	  .run = tui_cmdline_send },
+	{ .name = "pause", .args = "[SESSION]",
+	  .help = "freeze a session (as prefix P)", .run = tui_cmdline_pause },
+	{ .name = "resume", .args = "[SESSION]",
+	  .help = "let a paused session go on", .run = tui_cmdline_pause },
+	{ .name = "port", .args = "[-d] JAIL_PORT [HOST_PORT]",
+	  .help = "forward a port of the focused session (as prefix f)",
+	  .run = tui_cmdline_port },
+	{ .name = "ls", .args = "",
+	  .help = "the sessions view (as prefix s)",
+	  .bind = { .action = TUI_ACT_SESSIONS } },
+	{ .name = "reload", .args = "",
+	  .help = "re-read the config file for new sessions (as prefix R)",
+	  .bind = { .action = TUI_ACT_RELOAD } },
+	{ .name = "detach", .args = "",
+	  .help = "detach this terminal (as prefix d)",
+	  .bind = { .action = TUI_ACT_DETACH } },
+	{ .name = "kill-server", .args = "",
+	  .help = "close every session and end the server (asks, as prefix q)",
+	  .bind = { .action = TUI_ACT_QUIT } },
 };
 
-const struct tui_binding *
+const struct tui_cmdline_cmd *
 tui_cmdline_commands(size_t *n)
 {
 	*n = nitems(tui_cmdline_table);
 	return tui_cmdline_table;
 }
 
-/* The names the prompt takes, for an error: "reload, detach". */
+/* The prompt's hint after the text (TEXT owned from now on; NULL clears it). */
 static void
-tui_cmdline_names(struct buf *b)
+tui_cmdline_hint(struct tui *t, char *text)
 {
-	size_t i;
-
-	for (i = 0; i < nitems(tui_cmdline_table); i++)
-		buf_printf(b, "%s%s", i > 0 ? ", " : "",
-		    tui_cmdline_table[i].name);
+	free(t->c->cmdline_hint);
+	t->c->cmdline_hint = text;
 }
 
 void
 tui_cmdline_open(struct tui *t)
 {
+	tui_cmdline_hint(t, NULL);
 	buf_reset(&t->c->cmdline.text);
 	t->c->cmdline.active = true;
 	tui_redraw(t);
 }
 
-/* The command typed, without the blanks around it: borrowed from LINE. */
-static const char *
-tui_cmdline_word(struct tui_line *line, size_t *len)
-{
-	const char *s = line->text.len > 0 ? line->text.data : "";
-	size_t n = line->text.len;
+/* ---- arguments ---- */
 
-	while (n > 0 && s[0] == ' ') {
-		s++;
-		n--;
+/* Session ARG as a number, or the focused one for NULL; -1 with *CAUSE. */
+static int64_t
+tui_cmdline_session(struct tui *t, const char *arg, char **cause)
+{
+	struct tui_pane *wp;
+	char *end, *q;
+	long long id;
+
+	if (arg == NULL) {
+		if ((wp = tui_focus_pane(t)) != NULL && wp->id > 0)
+			return wp->id;
+		*cause = xstrdup("no session is focused: name one");
+		return -1;
 	}
-	while (n > 0 && s[n - 1] == ' ')
-		n--;
-	*len = n;
-	return s;
+	id = strtoll(arg, &end, 10);
+	if (*arg < '0' || *arg > '9' || *end != '\0' || id <= 0) {
+		q = quote_name(arg);
+		*cause = xprintf("%s is not a session number (the number on "
+		    "its tab)", q);
+		free(q);
+		return -1;
+	}
+	return id;
 }
 
-/* The command typed: its row, NULL for none (said in the bar), or an empty line. */
-static const struct tui_binding *
-tui_cmdline_lookup(struct tui *t)
+/* The usage of command NAME, as an error. */
+static int
+tui_cmdline_usage(const char *name, char **cause)
 {
-	const char *word;
-	struct buf names;
-	size_t n, i;
+	size_t i;
 
-	word = tui_cmdline_word(&t->c->cmdline, &n);
-	if (n == 0)
-		return NULL;
 	for (i = 0; i < nitems(tui_cmdline_table); i++) {
-		if (strlen(tui_cmdline_table[i].name) == n &&
-		    strncmp(tui_cmdline_table[i].name, word, n) == 0)
+		if (strcmp(tui_cmdline_table[i].name, name) == 0)
+			break;
+	}
+	*cause = xprintf("usage: %s %s", name, i < nitems(tui_cmdline_table) ?
+	    tui_cmdline_table[i].args : "");
+	return -1;
+}
+
+/* The one optional SESSION after NAME (ARGV[0]): -1 with *CAUSE. */
+static int64_t
+tui_cmdline_one_session(struct tui *t, char **argv, char **cause)
+{
+	if (argv[1] != NULL && argv[2] != NULL)
+		return tui_cmdline_usage(argv[0], cause);
+	return tui_cmdline_session(t, argv[1], cause);
+}
+
+/* ---- the commands ---- */
+
+/* Takes the value of option ARGV[*I] into *VAL; false if it has none. */
+static bool
+tui_cmdline_value(char **argv, size_t *i, const char **val)
+{
+	if (argv[*i + 1] == NULL)
+		return false;
+	*val = argv[++*i];
+	return true;
+}
+
+/*
+ * The project of a new session: -C DIR (absolute, or from ~: the server
+ * has no current directory of the client's), else the focused
+ * session's, as the new-session dialog offers; caller frees.
+ */
+static char *
+tui_cmdline_dir(struct tui *t, const char *dir, char **cause)
+{
+	struct tui_pane *wp = tui_focus_pane(t);
+	char *q;
+
+	if (dir != NULL && (dir[0] == '/' || dir[0] == '~'))
+		return tui_new_expand(dir);
+	if (dir != NULL) {
+		q = quote_name(dir);
+		*cause = xprintf("-C %s: say the directory from / or ~ here",
+		    q);
+		free(q);
+		return NULL;
+	}
+	if (wp != NULL && wp->project != NULL)
+		return xstrdup(wp->project);
+	*cause = xstrdup("no session is focused: say where with -C DIR");
+	return NULL;
+}
+
+static int
+tui_cmdline_new(struct tui *t, char **argv, char **cause)
+{
+	struct tui_client *c = t->c;
+	struct tui_opts o = { .refuse_shared = true,
+	    .env = c->has_env ? c->env.v : NULL };
+	const char *dir = NULL;
+	char *project;
+	bool focus = true;
+	size_t i;
+	int rc;
+
+	for (i = 1; argv[i] != NULL; i++) {
+		if (strcmp(argv[i], "-d") == 0)
+			focus = false;
+		else if (strcmp(argv[i], "--worktree") == 0)
+			o.worktree = true;
+		else if (strcmp(argv[i], "--shared") == 0)
+			o.refuse_shared = false;
+		else if (strcmp(argv[i], "-a") == 0 &&
+		    tui_cmdline_value(argv, &i, &o.agent))
+			continue;
+		else if (strcmp(argv[i], "-C") == 0 &&
+		    tui_cmdline_value(argv, &i, &dir))
+			continue;
+		else if (strcmp(argv[i], "--") == 0 && argv[i + 1] != NULL) {
+			o.command = argv + i + 1;
+			break;
+		} else
+			return tui_cmdline_usage(argv[0], cause);
+	}
+	if ((project = tui_cmdline_dir(t, dir, cause)) == NULL)
+		return -1;
+	o.dir = project;
+	rc = tui_start(t, &o, focus, cause) == -1 ? -1 : 0;
+	free(project);
+	return rc;
+}
+
+static int
+tui_cmdline_attach(struct tui *t, char **argv, char **cause)
+{
+	int64_t id;
+
+	if (argv[1] == NULL || strcmp(argv[1], "-t") != 0 ||
+	    argv[2] == NULL || argv[3] != NULL)
+		return tui_cmdline_usage(argv[0], cause);
+	if ((id = tui_cmdline_session(t, argv[2], cause)) == -1)
+		return -1;
+	return tui_focus(t, id, cause);
+}
+
+static int
+tui_cmdline_kill(struct tui *t, char **argv, char **cause)
+{
+	int64_t id = tui_cmdline_one_session(t, argv, cause);
+
+	return id == -1 ? -1 : tui_kill(t, id, cause);
+}
+
+static int
+tui_cmdline_pause(struct tui *t, char **argv, char **cause)
+{
+	int64_t id = tui_cmdline_one_session(t, argv, cause);
+
+	if (id == -1)
+		return -1;
+	return tui_set_paused(t, id, strcmp(argv[0], "pause") == 0, cause);
+}
+
+static int
+tui_cmdline_send(struct tui *t, char **argv, char **cause)
+{
+	bool literal = argv[1] != NULL && strcmp(argv[1], "-l") == 0;
+	char **rest = argv + (literal ? 2 : 1);
+	int64_t id;
+
+	if (rest[0] == NULL || rest[1] == NULL)
+		return tui_cmdline_usage(argv[0], cause);
+	if ((id = tui_cmdline_session(t, rest[0], cause)) == -1)
+		return -1;
+	return tui_send(t, id, rest + 1, literal, cause);
+}
+
+static int
+tui_cmdline_port(struct tui *t, char **argv, char **cause)
+{
+	struct tui_port_opts o;
+	char *line, *text = NULL;
+	int64_t id;
+	int rc;
+
+	if (argv[1] == NULL)
+		return tui_cmdline_usage(argv[0], cause);
+	if ((id = tui_cmdline_session(t, NULL, cause)) == -1)
+		return -1;
+	/* The port dialog's own line: "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT". */
+	line = strv_join_shell(argv + 1);
+	rc = tui_port_parse(line, &o, cause);
+	if (rc == 0)
+		rc = tui_port(t, id, &o, &text, cause);
+	free(line);
+	if (rc == 0 && o.remove)
+		tui_reply(t, false, "session %lld: its port %d is no longer "
+		    "forwarded", (long long)id, o.jail_port);
+	else if (rc == 0)
+		tui_reply(t, false, "session %lld: %s", (long long)id,
+		    text != NULL ? text : "forwarded");
+	free(text);
+	return rc;
+}
+
+/* ---- the line ---- */
+
+/* The command named NAME, or NULL. */
+static const struct tui_cmdline_cmd *
+tui_cmdline_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(tui_cmdline_table); i++) {
+		if (strcmp(tui_cmdline_table[i].name, name) == 0)
 			return &tui_cmdline_table[i];
 	}
-	buf_init(&names);
-	tui_cmdline_names(&names);
-	tui_reply(t, true, "%.*s: no such command; the prompt takes %s "
-	    "(prefix ? lists them)", (int)n, word, names.data);
-	buf_free(&names);
 	return NULL;
+}
+
+/* An unknown name: refused, and where the list is (the user's typing, quoted). */
+static void
+tui_cmdline_unknown(struct tui *t, const char *name)
+{
+	char *q = quote_name(name);
+
+	tui_reply(t, true, "%s: no such command; Tab at the prompt lists "
+	    "them, prefix ? says what each does", q);
+	free(q);
+}
+
+/* Runs the words typed (ARGV, at least one), or sets *RUN to the binding of a prefix key's command. */
+static void
+tui_cmdline_run(struct tui *t, char **argv, const struct tui_binding **run)
+{
+	const struct tui_cmdline_cmd *cmd = tui_cmdline_find(argv[0]);
+	char *cause = NULL;
+
+	if (cmd == NULL)
+		tui_cmdline_unknown(t, argv[0]);
+	else if (cmd->run == NULL && argv[1] != NULL)
+		tui_reply(t, true, "%s takes no arguments", cmd->name);
+	else if (cmd->run == NULL)
+		*run = &cmd->bind;
+	else if (cmd->run(t, argv, &cause) == -1) {
+		tui_reply(t, true, "%s: %s", cmd->name, cause);
+		free(cause);
+	}
+}
+
+/* Runs the line typed; an error goes to the client's bar. */
+static void
+tui_cmdline_exec(struct tui *t, const struct tui_binding **run)
+{
+	const char *text = t->c->cmdline.text.len > 0 ?
+	    t->c->cmdline.text.data : "";
+	struct strv argv;
+	char *cause = NULL;
+
+	strv_init(&argv);
+	if (strv_split_words(&argv, text, &cause) == -1) {
+		tui_reply(t, true, "%s", cause);
+		free(cause);
+	} else if (argv.n > 0)
+		tui_cmdline_run(t, argv.v, run);
+	strv_free(&argv);
+}
+
+/* The names starting with WORD (LEN bytes) into NAMES; how many, the first, and how much they share. */
+static size_t
+tui_cmdline_matches(const char *word, size_t len, struct buf *names,
+    const char **first, size_t *common)
+{
+	size_t i, n = 0, k;
+
+	for (i = 0; i < nitems(tui_cmdline_table); i++) {
+		const char *name = tui_cmdline_table[i].name;
+
+		if (strncmp(name, word, len) != 0)
+			continue;
+		if (n++ == 0) {
+			*first = name;
+			*common = strlen(name);
+		}
+		for (k = 0; k < *common && name[k] == (*first)[k]; k++)
+			;
+		*common = k;
+		buf_printf(names, "%s%s", n > 1 ? "  " : "", name);
+	}
+	return n;
+}
+
+/*
+ * Tab on the first word: completes a command's name as far as the names
+ * it may be share, and shows those names after it (all of them for an
+ * empty line, and for a word no name starts with).
+ */
+static void
+tui_cmdline_complete(struct tui *t)
+{
+	struct buf *b = &t->c->cmdline.text;
+	const char *word = b->len > 0 ? b->data : "", *first = NULL;
+	struct buf names;
+	size_t n, common = 0;
+
+	if (strchr(word, ' ') != NULL)
+		return;           /* arguments: nothing to complete */
+	buf_init(&names);
+	buf_adds(&names, "");
+	if ((n = tui_cmdline_matches(word, b->len, &names, &first,
+	    &common)) == 0) {
+		buf_reset(&names);
+		buf_adds(&names, "no such command; it takes: ");
+		(void)tui_cmdline_matches("", 0, &names, &first, &common);
+	} else {
+		buf_reset(b);
+		buf_adds(b, "");
+		buf_add(b, first, common);
+		if (n == 1)
+			buf_addc(b, ' ');
+		b->data[b->len] = '\0';
+	}
+	tui_cmdline_hint(t, n == 1 ? NULL : xstrdup(names.data));
+	buf_free(&names);
 }
 
 bool
@@ -88,10 +408,13 @@ tui_cmdline_key(struct tui *t, const struct tui_key *k,
 	*run = NULL;
 	if (!line->active)
 		return false;
+	tui_cmdline_hint(t, NULL);
 	if (k->code == '\r' || k->code == '\n') {
 		line->active = false;
-		*run = tui_cmdline_lookup(t);
-	} else if (k->code == 0x1b || k->code == 0x03 || k->code == 0x07 ||
+		tui_cmdline_exec(t, run);
+	} else if (k->code == '\t')
+		tui_cmdline_complete(t);
+	else if (k->code == 0x1b || k->code == 0x03 || k->code == 0x07 ||
 	    ((k->code == 0x7f || k->code == 0x08) && line->text.len == 0))
 		line->active = false;
 	else
@@ -111,4 +434,8 @@ tui_cmdline_draw(struct tui *t, unsigned y)
 	/* The user's own keys; drawn as every typed line is, controls shown safe. */
 	t->c->cmdline_cx = tui_screen_printf(t->c->scr, 0, y, t->c->sx,
 	    TUI_STYLE_NORMAL, ":%s", text);
+	if (t->c->cmdline_hint != NULL && t->c->cmdline_cx + 3 < t->c->sx)
+		tui_screen_printf(t->c->scr, t->c->cmdline_cx + 2, y,
+		    t->c->sx - t->c->cmdline_cx - 2, TUI_STYLE_DIM, "%s",
+		    t->c->cmdline_hint);
 }

@@ -1,4 +1,4 @@
-/* A pane's copy mode: moving through the scrollback, searching it, selecting with keys or the mouse, copying and pasting. */
+/* A pane's copy mode, each client's own: moving through the scrollback, searching it, selecting with keys or the mouse, copying and pasting. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,8 +50,9 @@ static void
 tui_copy_show(struct tui_pane *wp)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
-	int y = tui_copy_row(gd, wp->copy->cline), rows = (int)tui_copy_rows(wp);
-	int off = (int)wp->offset;
+	struct tui_pane_view *v = tui_pane_view(wp);
+	int y = tui_copy_row(gd, v->copy->cline), rows = (int)tui_copy_rows(wp);
+	int off = (int)v->offset;
 
 	if (y < -off)
 		off = -y;
@@ -61,26 +62,37 @@ tui_copy_show(struct tui_pane *wp)
 		off = 0;
 	if (off > (int)pane_grid_hsize(gd))
 		off = (int)pane_grid_hsize(gd);
-	wp->offset = (unsigned)off;
-	wp->scrolled = pane_grid_scrolled(gd);
+	v->offset = (unsigned)off;
+	v->scrolled = pane_grid_scrolled(gd);
 	wp->redraw = true;
 	tui_redraw(wp->t);
 }
 
 void
+tui_copy_free(struct tui_copy *cp)
+{
+	if (cp == NULL)
+		return;
+	buf_free(&cp->typed);
+	free(cp->query);
+	free(cp);
+}
+
+/* Enters copy mode in the current client's look at WP (only there). */
+void
 tui_copy_enter(struct tui_pane *wp)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
+	struct tui_pane_view *v = tui_pane_view(wp);
 	unsigned cx, cy;
 
-	if (wp->copy != NULL)
+	if (v->copy != NULL)
 		return;
-	wp->copy = xcalloc(1, sizeof *wp->copy);
+	v->copy = xcalloc(1, sizeof *v->copy);
 	pane_cursor(wp->pane, &cx, &cy);
-	wp->copy->cline = tui_copy_line(gd, (int)cy);
-	wp->copy->cx = cx;
-	wp->scrollback = true;
-	wp->scrolled = pane_grid_scrolled(gd);
+	v->copy->cline = tui_copy_line(gd, (int)cy);
+	v->copy->cx = cx;
+	v->scrolled = pane_grid_scrolled(gd);
 	wp->redraw = true;
 }
 
@@ -88,29 +100,27 @@ void
 tui_copy_clamp(struct tui_pane *wp)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
-	int y, top = -(int)wp->offset, bottom;
+	struct tui_pane_view *v = tui_pane_view(wp);
+	int y, top = -(int)v->offset, bottom;
 
-	if (wp->copy == NULL)
+	if (v->copy == NULL)
 		return;
-	y = tui_copy_row(gd, wp->copy->cline);
+	y = tui_copy_row(gd, v->copy->cline);
 	bottom = top + (int)tui_copy_rows(wp) - 1;
 	if (y < top)
-		wp->copy->cline = tui_copy_line(gd, top);
+		v->copy->cline = tui_copy_line(gd, top);
 	else if (y > bottom)
-		wp->copy->cline = tui_copy_line(gd, bottom);
+		v->copy->cline = tui_copy_line(gd, bottom);
 }
 
 void
 tui_copy_leave(struct tui_pane *wp)
 {
-	if (wp->copy != NULL) {
-		buf_free(&wp->copy->typed);
-		free(wp->copy->query);
-		free(wp->copy);
-		wp->copy = NULL;
-	}
-	wp->scrollback = false;
-	wp->offset = 0;
+	struct tui_pane_view *v = tui_pane_view(wp);
+
+	tui_copy_free(v->copy);
+	v->copy = NULL;
+	v->offset = 0;
 	wp->redraw = true;
 	tui_redraw(wp->t);
 }
@@ -121,7 +131,7 @@ tui_copy_ends(struct tui_pane *wp, int *y0, unsigned *x0, int *y1,
     unsigned *x1)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 	int a = tui_copy_row(gd, cp->sline), b = tui_copy_row(gd, cp->cline);
 
 	if (a < b || (a == b && cp->sx <= cp->cx)) {
@@ -148,7 +158,7 @@ tui_copy_selected(struct tui_pane *wp, int y, unsigned *x0, unsigned *x1)
 	unsigned sx = pane_grid_sx(tui_copy_grid(wp)), a, b;
 	int y0, y1;
 
-	if (!wp->copy->selecting)
+	if (!tui_pane_view(wp)->copy->selecting)
 		return false;
 	tui_copy_ends(wp, &y0, &a, &y1, &b);
 	if (y < y0 || y > y1)
@@ -287,8 +297,8 @@ tui_copy_take(struct tui_pane *wp)
 	tui_copy_ends(wp, &y0, &x0, &y1, &x1);
 	buf_reset(&t->paste);
 	buf_adds(&t->paste, "");
-	tui_copy_text(tui_copy_grid(wp), y0, x0, y1, x1, wp->copy->lines,
-	    &t->paste);
+	tui_copy_text(tui_copy_grid(wp), y0, x0, y1, x1,
+	    tui_pane_view(wp)->copy->lines, &t->paste);
 	if (t->cf->ui.clipboard && t->paste.len > 0)
 		tui_copy_clipboard(t, t->paste.data, t->paste.len);
 	tui_reply(t, false, "copied %zu bytes: %s ] pastes them", t->paste.len,
@@ -473,7 +483,7 @@ tui_copy_find(struct pane_grid *gd, const char *query, int y, unsigned x,
 static void
 tui_copy_next(struct tui_pane *wp, bool reverse)
 {
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 	struct pane_grid *gd = tui_copy_grid(wp);
 	struct tui_copy_match m;
 	bool back = cp->back != reverse, wrapped;
@@ -502,7 +512,7 @@ tui_copy_next(struct tui_pane *wp, bool reverse)
 static void
 tui_copy_type(struct tui_pane *wp, const struct tui_key *k)
 {
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 	struct tui_line l = { .text = cp->typed };
 
 	if (k->code == 0x1b || (k->code == 0x7f && cp->typed.len == 0)) {
@@ -529,7 +539,7 @@ tui_copy_type(struct tui_pane *wp, const struct tui_key *k)
 static void
 tui_copy_move(struct tui_pane *wp, int dy, int dx, int x)
 {
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 	struct pane_grid *gd = tui_copy_grid(wp);
 	int y = tui_copy_row(gd, cp->cline) + dy, nx = (int)cp->cx + dx;
 
@@ -553,7 +563,7 @@ static int
 tui_copy_eol(struct tui_pane *wp)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
-	int y = tui_copy_row(gd, wp->copy->cline), x;
+	int y = tui_copy_row(gd, tui_pane_view(wp)->copy->cline), x;
 
 	for (x = (int)pane_grid_sx(gd) - 1; x > 0; x--) {
 		const struct pane_cell *c = pane_grid_cell(gd, (unsigned)x, y);
@@ -568,7 +578,7 @@ tui_copy_eol(struct tui_pane *wp)
 static bool
 tui_copy_select_key(struct tui_pane *wp, const struct tui_key *k)
 {
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 
 	switch (k->code) {
 	case ' ':
@@ -650,7 +660,7 @@ tui_copy_move_key(struct tui_pane *wp, const struct tui_key *k)
 bool
 tui_copy_key(struct tui_pane *wp, const struct tui_key *k)
 {
-	struct tui_copy *cp = wp->copy;
+	struct tui_copy *cp = tui_pane_view(wp)->copy;
 
 	if (cp == NULL)
 		return false;
@@ -697,16 +707,17 @@ static void
 tui_copy_point(struct tui_pane *wp, int x, int y)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
+	struct tui_pane_view *v = tui_pane_view(wp);
 	int rows = (int)tui_copy_rows(wp);
 
-	if (y < 0 && wp->offset < pane_grid_hsize(gd))
-		wp->offset++;
-	else if (y >= rows && wp->offset > 0)
-		wp->offset--;
+	if (y < 0 && v->offset < pane_grid_hsize(gd))
+		v->offset++;
+	else if (y >= rows && v->offset > 0)
+		v->offset--;
 	y = y < 0 ? 0 : y >= rows ? rows - 1 : y;
 	x = x < 0 ? 0 : x >= (int)pane_grid_sx(gd) ? (int)pane_grid_sx(gd) - 1 : x;
-	wp->copy->cline = tui_copy_line(gd, y - (int)wp->offset);
-	wp->copy->cx = (unsigned)x;
+	v->copy->cline = tui_copy_line(gd, y - (int)v->offset);
+	v->copy->cx = (unsigned)x;
 	tui_copy_show(wp);
 }
 
@@ -720,7 +731,7 @@ tui_copy_mouse(struct tui_pane *wp, const struct tui_mouse *m, int x, int y)
 		if (m->button != 1)
 			return false;
 		tui_copy_enter(wp);
-		cp = wp->copy;
+		cp = tui_pane_view(wp)->copy;
 		tui_copy_point(wp, x, y);
 		cp->dragging = true;
 		cp->selecting = true;
@@ -730,18 +741,18 @@ tui_copy_mouse(struct tui_pane *wp, const struct tui_mouse *m, int x, int y)
 		cp->moved = false;
 		return true;
 	case TUI_MOUSE_DRAG:
-		if ((cp = wp->copy) == NULL || !cp->dragging)
+		if ((cp = tui_pane_view(wp)->copy) == NULL || !cp->dragging)
 			return false;
 		tui_copy_point(wp, x, y);
 		cp->moved = true;
 		return true;
 	case TUI_MOUSE_RELEASE:
-		if ((cp = wp->copy) == NULL || !cp->dragging)
+		if ((cp = tui_pane_view(wp)->copy) == NULL || !cp->dragging)
 			return false;
 		cp->dragging = false;
 		if (cp->moved)
 			tui_copy_take(wp);
-		else if (wp->offset == 0)
+		else if (tui_pane_view(wp)->offset == 0)
 			tui_copy_leave(wp);
 		else
 			cp->selecting = false;
@@ -756,11 +767,14 @@ tui_copy_mouse(struct tui_pane *wp, const struct tui_mouse *m, int x, int y)
 struct tui_pane *
 tui_copy_dragging(struct tui *t)
 {
+	struct tui_pane_view *v;
 	size_t i;
 
-	for (i = 0; i < t->npanes; i++) {
-		if (t->panes[i]->copy != NULL && t->panes[i]->copy->dragging)
-			return t->panes[i];
+	/* The current client's drag: another's button is its own. */
+	for (i = 0; i < t->c->npviews; i++) {
+		v = t->c->pviews[i];
+		if (v->copy != NULL && v->copy->dragging)
+			return v->wp;
 	}
 	return NULL;
 }
@@ -775,7 +789,8 @@ tui_copy_draw_matches(struct tui_pane *wp, unsigned vy, int y)
 	struct tui_copy_match *m;
 	uint32_t q[256];
 	bool fold;
-	size_t nq = tui_copy_query(wp->copy->query, q, nitems(q), &fold), n, i;
+	size_t nq = tui_copy_query(tui_pane_view(wp)->copy->query, q, nitems(q),
+	    &fold), n, i;
 
 	m = xreallocarray(NULL, pane_grid_sx(gd) + 1, sizeof *m);
 	n = tui_copy_row_matches(gd, y, q, nq, fold, m, pane_grid_sx(gd) + 1);
@@ -791,14 +806,15 @@ void
 tui_copy_draw(struct tui_pane *wp)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
-	struct tui_copy *cp = wp->copy;
+	struct tui_pane_view *v = tui_pane_view(wp);
+	struct tui_copy *cp = v->copy;
 	unsigned vy, x0, x1, w = wp->r.sx < 40 ? wp->r.sx : 40;
 	int y;
 
 	if (cp == NULL)
 		return;
 	for (vy = 0; vy < tui_copy_rows(wp); vy++) {
-		y = (int)vy - (int)wp->offset;
+		y = (int)vy - (int)v->offset;
 		if (cp->query != NULL)
 			tui_copy_draw_matches(wp, vy, y);
 		if (tui_copy_selected(wp, y, &x0, &x1))
@@ -813,7 +829,7 @@ tui_copy_draw(struct tui_pane *wp)
 		return;
 	}
 	tui_screen_printf(wp->t->c->scr, wp->r.x + wp->r.sx - w, wp->r.y, w,
-	    TUI_STYLE_SELECTED, "[%u/%u] %s q: back", wp->offset,
+	    TUI_STYLE_SELECTED, "[%u/%u] %s q: back", v->offset,
 	    pane_grid_hsize(gd),
 	    cp->selecting ? "Enter: copy" : "/ ? n N Space");
 }
@@ -822,20 +838,21 @@ bool
 tui_copy_cursor(struct tui_pane *wp, unsigned *x, unsigned *y)
 {
 	struct pane_grid *gd = tui_copy_grid(wp);
+	struct tui_pane_view *v = tui_pane_view(wp);
 	int vy;
 
-	if (wp->copy == NULL)
+	if (v->copy == NULL)
 		return false;
-	if (wp->copy->typing) {
+	if (v->copy->typing) {
 		/* In the search being typed, after its last character. */
 		*y = 0;
 		*x = wp->r.sx - 1;
 		return false;
 	}
-	vy = tui_copy_row(gd, wp->copy->cline) + (int)wp->offset;
-	if (vy < 0 || vy >= (int)tui_copy_rows(wp) || wp->copy->cx >= wp->r.sx)
+	vy = tui_copy_row(gd, v->copy->cline) + (int)v->offset;
+	if (vy < 0 || vy >= (int)tui_copy_rows(wp) || v->copy->cx >= wp->r.sx)
 		return false;
-	*x = wp->copy->cx;
+	*x = v->copy->cx;
 	*y = (unsigned)vy;
 	return true;
 }

@@ -369,7 +369,8 @@ tui_draw_cursor(struct tui *t)
 		return;
 	}
 	if (tui_view_top(t) == TUI_VIEW_PANES && t->c->layout != NULL &&
-	    focus != NULL && focus->shown && focus->copy != NULL) {
+	    focus != NULL && focus->shown &&
+	    tui_pane_view(focus)->copy != NULL) {
 		/* Copy mode's own cursor. */
 		if (tui_copy_cursor(focus, &cx, &cy))
 			tui_screen_cursor(t->c->scr, true, focus->r.x + cx,
@@ -381,7 +382,8 @@ tui_draw_cursor(struct tui *t)
 	}
 	if (tui_view_top(t) != TUI_VIEW_PANES || t->c->layout == NULL ||
 	    focus == NULL || !focus->shown || focus->exited ||
-	    focus->offset != 0 || !pane_cursor_visible(focus->pane)) {
+	    tui_pane_view(focus)->offset != 0 ||
+	    !pane_cursor_visible(focus->pane)) {
 		tui_screen_cursor(t->c->scr, false, 0, 0, PANE_CURSOR_DEFAULT);
 		return;
 	}
@@ -613,7 +615,7 @@ tui_remove_pane(struct tui *t, struct tui_pane *wp)
 	}
 	tui_prompt_drop_pane(t, wp);
 	tui_disk_drop_pane(t, wp);
-	tui_dialog_drop_pane(t, wp);
+	tui_dialog_drop_pane(t, wp, "is gone");
 	tui_pane_free(wp);
 	tui_relayout_all(t);
 }
@@ -1178,9 +1180,9 @@ tui_client_new(struct tui *t)
 static void
 tui_client_free(struct tui_client *c)
 {
-	if (c->t->undo_client == c)
-		c->t->undo_client = NULL;
+	tui_history_client_gone(c->t, c);
 	tui_dialog_free(c);
+	tui_pane_view_drop(c, NULL);
 	tui_history_view_free(c);
 	buf_free(&c->req_filter.text);
 	if (c->input_ev != NULL)
@@ -1196,6 +1198,7 @@ tui_client_free(struct tui_client *c)
 	event_free(c->msg_ev);
 	free(c->message);
 	buf_free(&c->cmdline.text);
+	free(c->cmdline_hint);
 	free(c);
 }
 

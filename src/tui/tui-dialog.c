@@ -64,11 +64,14 @@ tui_dialog_about(const struct tui_client *c, int64_t id)
 }
 
 /*
- * Pane WP goes: a client's dialog about its session closes, so that no
- * answer reaches another session (and the client says why).
+ * Pane WP's session ended or the pane goes (WHY says which): a client's
+ * dialog about it closes in every client, so that no answer reaches
+ * another session, and nothing asks about one that is over (the
+ * client says why).
  */
 void
-tui_dialog_drop_pane(struct tui *t, const struct tui_pane *wp)
+tui_dialog_drop_pane(struct tui *t, const struct tui_pane *wp,
+    const char *why)
 {
 	struct tui_client *c;
 	char *text;
@@ -79,8 +82,8 @@ tui_dialog_drop_pane(struct tui *t, const struct tui_pane *wp)
 		if (wp->id <= 0 || !tui_dialog_about(c, wp->id))
 			continue;
 		c->dialog = TUI_DIALOG_NONE;
-		text = xprintf("session %lld is gone: its dialog is closed",
-		    (long long)wp->id);
+		text = xprintf("session %lld %s: its dialog is closed",
+		    (long long)wp->id, why);
 		tui_notice_client(t, c, false, text);
 		free(text);
 		tui_screen_invalidate(c->scr);
@@ -173,8 +176,7 @@ tui_new_session(struct tui *t)
 	tui_redraw(t);
 }
 
-/* TEXT with a leading ~ or ~/ made the home directory, as a shell does; caller frees. */
-static char *
+char *
 tui_new_expand(const char *text)
 {
 	if (text[0] == '~' && (text[1] == '\0' || text[1] == '/'))

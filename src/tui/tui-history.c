@@ -18,14 +18,26 @@ tui_history_view_free(struct tui_client *c)
 	strv_free(&c->detail_lines);
 }
 
+static void tui_session_undo_remove(struct tui *, size_t);
+
 void
 tui_history_free(struct tui *t)
 {
-	free(t->undo_commit);
-	t->undo_commit = NULL;
-	free(t->undo_project);
-	t->undo_project = NULL;
-	t->undo_client = NULL;
+	while (t->nundos > 0)
+		tui_session_undo_remove(t, t->nundos - 1);
+	free(t->undos);
+	t->undos = NULL;
+}
+
+void
+tui_history_client_gone(struct tui *t, struct tui_client *c)
+{
+	size_t i;
+
+	for (i = 0; i < t->nundos; i++) {
+		if (t->undos[i]->c == c)
+			t->undos[i]->c = NULL;
+	}
 }
 
 void
@@ -335,63 +347,135 @@ tui_session_undo_blockers(struct tui *t, int64_t id, const char *project)
 	return q;
 }
 
+/* Takes waiting undo I out of the list. */
 static void
-tui_session_undo_clear(struct tui *t)
+tui_session_undo_remove(struct tui *t, size_t i)
 {
-	free(t->undo_commit);
-	t->undo_commit = NULL;
-	free(t->undo_project);
-	t->undo_project = NULL;
-	t->undo_client = NULL;
+	struct tui_undo *u = t->undos[i];
+
+	memmove(t->undos + i, t->undos + i + 1,
+	    (t->nundos - i - 1) * sizeof *t->undos);
+	t->nundos--;
+	free(u->commit);
+	free(u->project);
+	free(u);
+}
+
+/* Whether pane WP's session still writes where waiting undo U writes. */
+static bool
+tui_session_undo_blocked_by(const struct tui_undo *u,
+    const struct tui_pane *wp)
+{
+	return tui_session_blocks_undo(wp, u->session, u->project);
+}
+
+/* Whether two waits would roll back the same work: one project, or one session. */
+static bool
+tui_session_undo_same(const struct tui_undo *u, int64_t id,
+    const char *project)
+{
+	return u->session == id || (u->project != NULL && project != NULL &&
+	    strcmp(u->project, project) == 0);
 }
 
 /*
  * A session started (or restarted) in the project of a waiting undo cancels
  * it, and says so: the undo would wait for that session too and then roll
- * back its work, hours later, with nobody asked. So the undo only ever waits
+ * back its work, hours later, with nobody asked. So an undo only ever waits
  * for the sessions that ran when it was confirmed.
  */
 void
 tui_session_undo_cancel(struct tui *t, const struct tui_pane *wp)
 {
-	if (t->undo_commit == NULL || !tui_session_blocks_undo(wp,
-	    t->undo_session, t->undo_project))
-		return;
-	tui_message(t, true, "the undo of session %lld is cancelled: session "
-	    "%d started in its project, and the undo would roll back its work "
-	    "too; undo again once it has stopped", (long long)t->undo_session,
-	    wp->num);
-	tui_session_undo_clear(t);
+	size_t i = 0;
+
+	while (i < t->nundos) {
+		if (!tui_session_undo_blocked_by(t->undos[i], wp)) {
+			i++;
+			continue;
+		}
+		tui_message(t, true, "the undo of session %lld is cancelled: "
+		    "session %d started in its project, and the undo would "
+		    "roll back its work too; undo again once it has stopped",
+		    (long long)t->undos[i]->session, wp->num);
+		tui_session_undo_remove(t, i);
+	}
 }
 
-/* Runs the waiting undo once none of this dashboard's sessions writes the project any more. */
+/* Whether one of this dashboard's sessions still writes where U writes. */
+static bool
+tui_session_undo_waits(struct tui *t, const struct tui_undo *u)
+{
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (tui_session_undo_blocked_by(u, t->panes[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Runs waiting undo I: its output opens for the client that asked, if it is still here. */
+static void
+tui_session_undo_run(struct tui *t, size_t i)
+{
+	struct tui_undo *u = t->undos[i];
+	struct tui_client *was = t->c;
+	char id[32];
+	char *argv[] = { (char *)"undo", id, (char *)"--to", u->commit, NULL };
+
+	snprintf(id, sizeof id, "%lld", (long long)u->session);
+	/* The undo is another process: it reads the sessions' ends from the store. */
+	session_records_flush(t->ctx);
+	if (u->c != NULL)
+		t->c = u->c;
+	tui_text_run(t, "undo", argv, false);
+	t->c = was;
+	tui_session_undo_remove(t, i);
+}
+
+/* Runs each waiting undo once none of this dashboard's sessions writes its project any more. */
 void
 tui_session_undo_resume(struct tui *t)
 {
-	char id[32];
-	char *argv[] = { (char *)"undo", id, (char *)"--to", NULL, NULL };
-	struct tui_client *was = NULL;
-	size_t i;
+	size_t i = 0;
 
-	if (t->undo_commit == NULL)
-		return;
-	for (i = 0; i < t->npanes; i++)
-		if (tui_session_blocks_undo(t->panes[i], t->undo_session,
-		    t->undo_project))
-			return;
-	snprintf(id, sizeof id, "%lld", (long long)t->undo_session);
-	argv[3] = t->undo_commit;
-	/* The undo is another process: it reads the sessions' ends from the store. */
-	session_records_flush(t->ctx);
-	/* Its output opens for the client that asked, if it is still here. */
-	if (t->undo_client != NULL) {
-		was = t->c;
-		t->c = t->undo_client;
+	while (i < t->nundos) {
+		if (tui_session_undo_waits(t, t->undos[i]))
+			i++;
+		else
+			tui_session_undo_run(t, i);
 	}
-	tui_text_run(t, "undo", argv, false);
-	if (was != NULL)
-		t->c = was;
-	tui_session_undo_clear(t);
+}
+
+/*
+ * Client C's new undo replaces its own waiting one, and one of another
+ * client that would roll back the same work (the later question holds,
+ * and that client is told); waits for other projects go on.
+ */
+static void
+tui_session_undo_replace(struct tui *t, struct tui_client *c, int64_t id,
+    const char *project)
+{
+	struct tui_undo *u;
+	char *text;
+	size_t i = 0;
+
+	while (i < t->nundos) {
+		u = t->undos[i];
+		if (u->c != c && !tui_session_undo_same(u, id, project)) {
+			i++;
+			continue;
+		}
+		if (u->c != NULL && u->c != c) {
+			text = xprintf("your undo of session %lld is replaced "
+			    "by another client's undo of the same project",
+			    (long long)u->session);
+			tui_notice_client(t, u->c, true, text);
+			free(text);
+		}
+		tui_session_undo_remove(t, i);
+	}
 }
 
 /* Stops this dashboard's sessions in the project (their ends snapshotted), then undoes. */
@@ -400,21 +484,25 @@ tui_session_undo(struct tui *t, void *arg)
 {
 	struct tui_client *c = t->c;
 	struct store_session *ss;
+	struct tui_undo *u;
 	size_t i;
 	bool stopping = false;
 
 	if (c->snap_sel >= c->nsnaps || c->snaps[c->snap_sel]->commit == NULL ||
 	    (ss = session_record_get(t->ctx, c->detail)) == NULL)
 		return;
-	tui_session_undo_clear(t);
-	t->undo_commit = xstrdup(c->snaps[c->snap_sel]->commit);
-	t->undo_session = c->detail;
-	t->undo_client = t->c;
-	t->undo_project = ss->project != NULL ? xstrdup(ss->project) : NULL;
+	tui_session_undo_replace(t, c, c->detail, ss->project);
+	u = xcalloc(1, sizeof *u);
+	u->commit = xstrdup(c->snaps[c->snap_sel]->commit);
+	u->session = c->detail;
+	u->c = c;
+	u->project = ss->project != NULL ? xstrdup(ss->project) : NULL;
 	session_record_free(ss);
+	t->undos = xreallocarray(t->undos, t->nundos + 1, sizeof *t->undos);
+	t->undos[t->nundos++] = u;
 	for (i = 0; i < t->npanes; i++) {
-		if (!tui_session_blocks_undo(t->panes[i], t->undo_session,
-		    t->undo_project) || t->panes[i]->exited)
+		if (!tui_session_undo_blocked_by(u, t->panes[i]) ||
+		    t->panes[i]->exited)
 			continue;
 		session_terminate(t->panes[i]->s);
 		stopping = true;

@@ -46,19 +46,28 @@ struct tui_pane {
 	struct tui_rect r;        /* where its cells go, when shown */
 	bool shown;
 	bool redraw;              /* draw every row next frame */
-	unsigned offset;          /* lines scrolled back into the history */
-	bool scrollback;          /* browsing the history with keys */
-	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
 	bool exited;
 	char *start_failed;       /* why its session did not start, or NULL */
 	bool done;                /* exited, and its end snapshot is over */
 	int status;
 	unsigned bells;           /* rings not yet seen */
 	unsigned bells_seen;
-	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
 	int64_t started_us;       /* util_mono_us when it started */
 	uint64_t requests;        /* seen in its proxy (agentmux ls) */
 	uint64_t denials;
+};
+
+/*
+ * One client's look at one pane: how far back into the history it is
+ * scrolled, and its copy mode. Each client has its own (tui_pane_view),
+ * as its layout is its own: one client's selection or search neither
+ * shows in nor moves another's.
+ */
+struct tui_pane_view {
+	struct tui_pane *wp;
+	unsigned offset;          /* lines scrolled back into the history */
+	uint64_t scrolled;        /* the grid's scroll counter when last drawn */
+	struct tui_copy *copy;    /* copy mode (tui-copy.c), or NULL */
 };
 
 /* A pane's copy mode: a cursor in its scrollback, a selection, a search. */
@@ -76,6 +85,18 @@ struct tui_copy {
 	struct buf typed;
 	char *query;              /* the last search, or NULL */
 	bool back;                /* it went upwards */
+};
+
+/*
+ * An undo waiting for the sessions it stopped: it belongs to the client
+ * that confirmed it, whose view its output opens in. Waits of other
+ * clients, for other projects, go on beside it.
+ */
+struct tui_undo {
+	char *commit;
+	int64_t session;          /* of this session, in this project */
+	char *project;
+	struct tui_client *c;     /* who asked; NULL once it is freed */
 };
 
 /* A destination waiting for the user's answer. */
@@ -179,6 +200,10 @@ struct tui_client {
 	bool disk_focus;
 	unsigned disk_x[2][2];
 
+	/* its looks at the panes: scrolled back, copy mode (tui-pane.c) */
+	struct tui_pane_view **pviews;
+	size_t npviews;
+
 	/* views */
 	enum tui_view views[8];
 	size_t nviews;
@@ -226,6 +251,7 @@ struct tui_client {
 	/* the command prompt (tui-cmdline.c), over the status bar */
 	struct tui_line cmdline;
 	unsigned cmdline_cx;        /* where its cursor goes */
+	char *cmdline_hint;         /* after the text: what Tab found, or NULL */
 
 	/* the status bar's message: a reply to this client, or a notice to all */
 	char *message;
@@ -289,14 +315,11 @@ struct tui {
 	int64_t denied;
 
 	/*
-	 * An undo waiting for sessions to stop: one for the dashboard (a
-	 * second replaces it), as it is the project's; its output opens in
-	 * the view of the client that confirmed it.
+	 * Undos waiting for sessions to stop (tui-history.c): each client's
+	 * own, at most one a client and one a project.
 	 */
-	char *undo_commit;
-	int64_t undo_session;       /* of this session, in this project */
-	char *undo_project;
-	struct tui_client *undo_client; /* who asked; NULL once it is freed */
+	struct tui_undo **undos;
+	size_t nundos;
 
 	struct buf paste;           /* the last copy, which prefix ] pastes */
 
@@ -345,8 +368,13 @@ void tui_pane_draw(struct tui_pane *, bool focused, bool titled);
 void tui_pane_input(struct tui_pane *, const struct tui_input *);
 void tui_pane_scroll(struct tui_pane *, int lines);
 const char *tui_pane_state(const struct tui_pane *, char *buf, size_t len);
+/** The current client's look at WP (made on first use; the client owns it). */
+struct tui_pane_view *tui_pane_view(struct tui_pane *wp);
+/** Frees client C's look at WP (NULL: at every pane). */
+void tui_pane_view_drop(struct tui_client *c, const struct tui_pane *wp);
 
 /* tui-copy.c */
+void tui_copy_free(struct tui_copy *);
 void tui_copy_enter(struct tui_pane *);
 void tui_copy_leave(struct tui_pane *);
 /** Keeps copy mode's cursor in the part of the history the pane shows. */
@@ -421,7 +449,9 @@ void tui_session_undo_resume(struct tui *);
 void tui_session_undo_cancel(struct tui *, const struct tui_pane *);
 /** Frees client C's history views (it is going). */
 void tui_history_view_free(struct tui_client *c);
-/** Lets go of a waiting undo (the dashboard is going). */
+/** Client C is going: its waiting undo still runs, its output in the current view. */
+void tui_history_client_gone(struct tui *, struct tui_client *c);
+/** Lets go of the waiting undos (the dashboard is going). */
 void tui_history_free(struct tui *);
 
 /* tui-text.c */
@@ -447,22 +477,34 @@ bool tui_dialog_key(struct tui *, const struct tui_key *);
 void tui_dialog_draw(struct tui *);
 /** Frees client C's dialog (it is going). */
 void tui_dialog_free(struct tui_client *c);
-/** Closes every client's dialog about pane WP's session (it is gone). */
-void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp);
+/** Closes every client's dialog about pane WP's session; WHY: "ended", "is gone". */
+void tui_dialog_drop_pane(struct tui *, const struct tui_pane *wp,
+    const char *why);
 bool tui_line_key(struct tui_line *, const struct tui_key *);
+/** TEXT with a leading ~ or ~/ made the home directory, as a shell does; caller frees. */
+char *tui_new_expand(const char *text);
 /* For tests: Tab in the new session's dir, and what it reads. */
 void tui_new_complete(struct tui *);
 bool tui_new_matches(const char *dir, const char *base, struct strv *);
 
 /* tui-cmdline.c */
+/* A command the prompt takes: RUN with its words (the name first), or what BIND's prefix key does. */
+struct tui_cmdline_cmd {
+	const char *name;
+	const char *args;         /* its arguments, for the help and errors */
+	const char *help;
+	int (*run)(struct tui *, char **argv, char **cause);
+	struct tui_binding bind;  /* with no RUN: .action */
+};
 /** The commands the prompt takes, in the order the help lists them. */
-const struct tui_binding *tui_cmdline_commands(size_t *n);
+const struct tui_cmdline_cmd *tui_cmdline_commands(size_t *n);
 /** Opens the current client's command prompt (prefix :). */
 void tui_cmdline_open(struct tui *);
 /**
  * A key for the current client's command prompt: false if it is not
- * open. Enter closes it, *RUN the command typed (NULL: none, or an
- * unknown one, said in the client's bar).
+ * open. Tab completes a command's name. Enter closes it and runs the
+ * command typed, or sets *RUN to the binding of one a prefix key does
+ * (an error, or an unknown name, is said in the client's bar).
  */
 bool tui_cmdline_key(struct tui *, const struct tui_key *,
     const struct tui_binding **run);

@@ -473,7 +473,8 @@ static const struct tui_binding tui_keys_table[] = {
 	  .help = "detach: the sessions keep running ('agentmux attach' "
 	  "comes back)" },
 	{ .key = ':', .action = TUI_ACT_COMMAND, .name = ":",
-	  .help = "command prompt: reload, detach (Enter runs, Esc leaves)" },
+	  .help = "command prompt: new, kill, send, pause, resume, port, "
+	  "attach, ls, reload, detach (Tab completes, Esc leaves)" },
 	{ .key = 0x1a, .action = TUI_ACT_SUSPEND, .name = "C-z",
 	  .help = "suspend this client as a shell job ('fg' comes back); C-z "
 	  "without the prefix goes to the pane" },

@@ -35,7 +35,7 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	if (wp->t->change_cb != NULL)
 		wp->t->change_cb(wp->t->change_arg);
 	if (wp->closing) {
-		/* Closed by the user: nothing to look at, it goes. */
+		/* Closed by the user: nothing to look at, it goes (its dialogs with it). */
 		tui_message(wp->t, false, "session %lld (%s) closed",
 		    (long long)wp->id, wp->agent);
 		tui_pane_closed(wp->t);
@@ -43,6 +43,8 @@ tui_pane_exited(void *arg, struct session *s, int status)
 	}
 	tui_message(wp->t, status != 0, "session %lld (%s) exited with status "
 	    "%d", (long long)wp->id, wp->agent, status);
+	/* The pane stays, a dialog about it goes (last: its note is the one read). */
+	tui_dialog_drop_pane(wp->t, wp, "ended");
 }
 
 /* The session's command runs, or it did not start: then the pane says why, as an ended one. */
@@ -71,6 +73,7 @@ tui_pane_started(void *arg, struct session *s, bool ok, const char *cause)
 	}
 	tui_message(wp->t, true, "session %lld (%s) did not start: %s",
 	    (long long)wp->id, wp->agent, cause);
+	tui_dialog_drop_pane(wp->t, wp, "did not start");
 }
 
 static void
@@ -291,6 +294,58 @@ tui_pane_close(struct tui_pane *wp)
 	wp->s = NULL;
 }
 
+struct tui_pane_view *
+tui_pane_view(struct tui_pane *wp)
+{
+	struct tui_client *c = wp->t->c;
+	struct tui_pane_view *v;
+	size_t i;
+
+	for (i = 0; i < c->npviews; i++) {
+		if (c->pviews[i]->wp == wp)
+			return c->pviews[i];
+	}
+	v = xcalloc(1, sizeof *v);
+	v->wp = wp;
+	v->scrolled = pane_grid_scrolled(pane_grid(wp->pane));
+	c->pviews = xreallocarray(c->pviews, c->npviews + 1, sizeof *c->pviews);
+	c->pviews[c->npviews++] = v;
+	return v;
+}
+
+void
+tui_pane_view_drop(struct tui_client *c, const struct tui_pane *wp)
+{
+	size_t i = 0;
+
+	while (i < c->npviews) {
+		if (wp != NULL && c->pviews[i]->wp != wp) {
+			i++;
+			continue;
+		}
+		tui_copy_free(c->pviews[i]->copy);
+		free(c->pviews[i]);
+		c->pviews[i] = c->pviews[--c->npviews];
+	}
+	if (c->npviews == 0) {
+		free(c->pviews);
+		c->pviews = NULL;
+	}
+}
+
+/* Every client's look at WP goes (it goes, or its grid is new). */
+static void
+tui_pane_views_drop(struct tui_pane *wp)
+{
+	struct tui *t = wp->t;
+	size_t i;
+
+	for (i = 0; i < t->nclients; i++)
+		tui_pane_view_drop(t->clients[i], wp);
+	for (i = 0; i < t->ngone; i++)
+		tui_pane_view_drop(t->gone[i], wp);
+}
+
 void
 tui_pane_free(struct tui_pane *wp)
 {
@@ -299,11 +354,7 @@ tui_pane_free(struct tui_pane *wp)
 	if (wp == NULL)
 		return;
 	tui_pane_close(wp);
-	if (wp->copy != NULL) {
-		buf_free(&wp->copy->typed);
-		free(wp->copy->query);
-		free(wp->copy);
-	}
+	tui_pane_views_drop(wp);
 	pane_free(wp->pane);
 	free(wp->agent);
 	free(wp->project);
@@ -374,8 +425,8 @@ tui_pane_restart(struct tui_pane *wp)
 	tui_pane_close(wp);
 	pane_free(wp->pane);
 	wp->pane = tui_pane_blank(sx, sy);
-	wp->offset = 0;
-	wp->scrollback = false;
+	/* A new grid: every client's place in the old one goes. */
+	tui_pane_views_drop(wp);
 	wp->alert = false;
 	wp->bells = wp->bells_seen = 0;
 	wp->redraw = true;
@@ -498,33 +549,34 @@ void
 tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 {
 	struct pane_grid *gd = pane_grid(wp->pane);
+	struct tui_pane_view *v = tui_pane_view(wp);
 	uint64_t scrolled = pane_grid_scrolled(gd);
 	bool all = wp->redraw;
 
 	if (titled)
 		tui_pane_title(wp, focused);
-	if (wp->offset != 0 || wp->copy != NULL)
+	if (v->offset != 0 || v->copy != NULL)
 		all = true;
-	if (wp->offset != 0) {
+	if (v->offset != 0) {
 		/* Output went on: keep looking at the same lines. */
-		wp->offset += (unsigned)(scrolled - wp->scrolled);
-		if (wp->offset > pane_grid_hsize(gd))
-			wp->offset = pane_grid_hsize(gd);
+		v->offset += (unsigned)(scrolled - v->scrolled);
+		if (v->offset > pane_grid_hsize(gd))
+			v->offset = pane_grid_hsize(gd);
 		all = true;
 	}
-	wp->scrolled = scrolled;
+	v->scrolled = scrolled;
 	if (all || pane_grid_is_dirty(gd))
-		tui_screen_draw_grid(wp->t->c->scr, gd, &wp->r, wp->offset,
+		tui_screen_draw_grid(wp->t->c->scr, gd, &wp->r, v->offset,
 		    pane_reverse(wp->pane), all);
 	wp->redraw = false;
 	if (focused)
 		wp->bells_seen = pane_bells(wp->pane);
-	if (wp->copy != NULL)
+	if (v->copy != NULL)
 		tui_copy_draw(wp);
-	else if (wp->offset != 0)
+	else if (v->offset != 0)
 		tui_screen_printf(wp->t->c->scr,
 		    wp->r.x + (wp->r.sx > 24 ? wp->r.sx - 24 : 0), wp->r.y, 24,
-		    TUI_STYLE_SELECTED, "[%u/%u] q: back", wp->offset,
+		    TUI_STYLE_SELECTED, "[%u/%u] q: back", v->offset,
 		    pane_grid_hsize(gd));
 	if (wp->exited)
 		tui_pane_banner(wp);
@@ -535,11 +587,12 @@ tui_pane_draw(struct tui_pane *wp, bool focused, bool titled)
 void
 tui_pane_scroll(struct tui_pane *wp, int lines)
 {
+	struct tui_pane_view *v = tui_pane_view(wp);
 	unsigned h = pane_grid_hsize(pane_grid(wp->pane));
-	long o = (long)wp->offset + lines;
+	long o = (long)v->offset + lines;
 
-	wp->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
-	wp->scrolled = pane_grid_scrolled(pane_grid(wp->pane));
+	v->offset = o < 0 ? 0 : o > (long)h ? h : (unsigned)o;
+	v->scrolled = pane_grid_scrolled(pane_grid(wp->pane));
 	tui_copy_clamp(wp);
 	wp->redraw = true;
 	tui_redraw(wp->t);
@@ -548,14 +601,15 @@ tui_pane_scroll(struct tui_pane *wp, int lines)
 void
 tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 {
+	struct tui_pane_view *v = tui_pane_view(wp);
 	struct pane_mouse_event m;
 
 	if (wp->s == NULL || wp->exited)
 		return;
 	switch (in->type) {
 	case TUI_INPUT_KEY:
-		if (wp->offset != 0)
-			tui_pane_scroll(wp, -(int)wp->offset);
+		if (v->offset != 0)
+			tui_pane_scroll(wp, -(int)v->offset);
 		pane_key(wp->pane, in->key.code, in->key.mods);
 		break;
 	case TUI_INPUT_PASTE:
@@ -563,7 +617,7 @@ tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 		break;
 	case TUI_INPUT_MOUSE:
 		tui_keys_mouse_event(&in->mouse, &m);
-		if ((wp->copy == NULL || !wp->copy->dragging) &&
+		if ((v->copy == NULL || !v->copy->dragging) &&
 		    pane_mouse(wp->pane, &m))
 			break;
 		/* The program did not ask for the mouse: drags select, the wheel scrolls. */
@@ -576,8 +630,8 @@ tui_pane_input(struct tui_pane *wp, const struct tui_input *in)
 		} else if (in->mouse.type == TUI_MOUSE_WHEEL_DOWN) {
 			tui_pane_scroll(wp, -TUI_WHEEL_LINES);
 			/* Back at the bottom, the wheel leaves copy mode unless something is selected. */
-			if (wp->offset == 0 && (wp->copy == NULL ||
-			    (!wp->copy->selecting && !wp->copy->typing)))
+			if (v->offset == 0 && (v->copy == NULL ||
+			    (!v->copy->selecting && !v->copy->typing)))
 				tui_copy_leave(wp);
 		}
 		break;

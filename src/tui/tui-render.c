@@ -421,10 +421,15 @@ static struct tui_screen *tui_screen_current;
 
 /*
  * Screens open, and curses screens let go of while others were open.
- * Tried here (ncurses 6.4, several terminals attached to the server):
- * delscreen on one screen leaves every other one drawing nothing ever
- * after. A screen closed beside others is kept until the last one
- * closes, then all go.
+ * ncurses 6.4 (as Debian builds it, not reentrant) keeps one list of
+ * windows for all screens, and delscreen frees every window on it: the
+ * other screens' stdscr, curscr and newscr go too (stdscr is NULL after
+ * set_term to one of them) and they draw nothing ever after; there is no
+ * call to make them again. So a screen closed beside others cannot be
+ * freed: its three windows are shrunk to one cell (their rows of cells
+ * are most of what it holds, and a resize of another screen leaves a
+ * 1x1 window as it is), and the SCREEN itself, a few kilobytes, is kept
+ * until the last one closes, then all go.
  */
 static size_t tui_screen_nopen;
 static void tui_screen_mend(struct tui_screen *);
@@ -434,6 +439,16 @@ static size_t tui_nscreens;
 static SCREEN **tui_screen_dead;
 static size_t tui_screen_ndead;
 
+/* A screen kept beside others: its windows' cells go (see above). */
+static void
+tui_screen_shrink(SCREEN *sp)
+{
+	set_term(sp);
+	wresize(stdscr, 1, 1);
+	wresize(curscr, 1, 1);
+	wresize(newscr, 1, 1);
+}
+
 static void
 tui_screen_delete(SCREEN *sp)
 {
@@ -442,8 +457,10 @@ tui_screen_delete(SCREEN *sp)
 	tui_screen_dead = xreallocarray(tui_screen_dead, tui_screen_ndead + 1,
 	    sizeof *tui_screen_dead);
 	tui_screen_dead[tui_screen_ndead++] = sp;
-	if (tui_screen_nopen > 0 && --tui_screen_nopen > 0)
+	if (tui_screen_nopen > 0 && --tui_screen_nopen > 0) {
+		tui_screen_shrink(sp);
 		return;
+	}
 	for (i = 0; i < tui_screen_ndead; i++)
 		delscreen(tui_screen_dead[i]);
 	free(tui_screen_dead);

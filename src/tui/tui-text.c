@@ -306,6 +306,7 @@ tui_help_lines(struct tui *t, struct strv *out)
 	    "  selected snapshot, g config diff, a apply config changes, Esc back",
 	};
 	const struct tui_binding *b;
+	const struct tui_cmdline_cmd *cmds;
 	size_t n, i;
 
 	b = tui_keys_bindings(&n);
@@ -318,11 +319,13 @@ tui_help_lines(struct tui *t, struct strv *out)
 		    t->cf->ui.prefix : b[i].name, b[i].help);
 	}
 	strv_add(out, "");
-	strv_addf(out, "Command prompt (%s :): a command, then Enter; Esc "
-	    "leaves", t->cf->ui.prefix);
-	b = tui_cmdline_commands(&n);
+	strv_addf(out, "Command prompt (%s :): a command, then Enter; Tab "
+	    "completes its name, Esc leaves; a SESSION left out is the "
+	    "focused one", t->cf->ui.prefix);
+	cmds = tui_cmdline_commands(&n);
 	for (i = 0; i < n; i++)
-		strv_addf(out, "  :%-9s %s", b[i].name, b[i].help);
+		strv_addf(out, "  :%s%s%s  %s", cmds[i].name,
+		    *cmds[i].args != '\0' ? " " : "", cmds[i].args, cmds[i].help);
 	for (i = 0; i < nitems(more); i++)
 		strv_add(out, more[i]);
 }

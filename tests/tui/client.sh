@@ -23,6 +23,26 @@ echo "$out" | grep -q "cannot find the current directory" ||
 	fail "new -d -C . from a removed directory does not say why: $out"
 echo "client: a relative project from a removed directory is refused"
 
+# ---- the current directory goes as a descriptor: a path the server would read otherwise is not used ----
+# A client in a mount namespace of its own stands in the project, bind-mounted over an empty directory
+# that the same path names for the server: as a path the session would start in the empty one.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
+	unshare -m true 2>/dev/null; then
+	(cd "$P" && timeout 10 "$AGENTMUX" new -d --shared -- sh >/dev/null) || fail "new -d in the project failed"
+	mkdir "$T/alias" || fail "mkdir"
+	out=$(timeout 20 unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$2" && cd "$2" &&
+		exec "$3" new -d --shared -- sh' sh "$P" "$T/alias" "$AGENTMUX" 2>&1)
+	rc=$?
+	"$AGENTMUX" ls | grep -F "$T/alias" && fail "a session started in the directory the client's path names for the server"
+	[ $rc = 1 ] || fail "new -d from a directory the server cannot reach exited $rc: $out"
+	echo "$out" | grep -q "cannot find the current directory (it was removed, or the server cannot reach it by a path)" ||
+		fail "new -d from a directory the server cannot reach does not say why: $out"
+	timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+	echo "client: the current directory goes as a descriptor, never as a path the server reads its own way"
+else
+	echo "client: the current directory as a descriptor: skipped (needs root and unshare -m)"
+fi
+
 # ---- the server's error text reaches the terminal quoted ----
 esc=$(printf 'f\033[31mx')
 touch "$T/$esc" || fail "touch"

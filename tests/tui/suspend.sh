@@ -1,8 +1,9 @@
 #!/bin/sh
 # A client run from an interactive shell (real job control, in a tmux
 # window): prefix C-z gives the terminal back and stops the client as a
-# job while the session runs on, 'fg' draws the dashboard again; C-z
-# without the prefix reaches the pane's own shell. The command prompt
+# job while the session runs on, 'fg' draws the dashboard again, 'bg'
+# leaves it stopped; C-z without the prefix reaches the pane's own shell.
+# kill-server while a client is suspended: 'fg' ends it and says why. The command prompt
 # (prefix :) runs reload and detach and refuses other names. A reply
 # (reload) shows in the client that asked only, a session's notice in
 # both. attach and new say when the config file is not the server's.
@@ -74,6 +75,33 @@ keys 'clear; echo pane-$((2+3))' Enter
 wait_for '^pane-5$' || fail "the pane does not take keys after fg"
 echo "suspend: fg draws the dashboard and it takes keys"
 
+# ---- bg: continued in the background, the client stops again; the shell keeps the terminal ----
+keys C-a
+keys C-z
+wait_for '^OUTER\$ ?$' || fail "prefix C-z did not give the terminal back (before bg)"
+keys 'clear; bg' Enter
+# The shell's jobs, asked until the client stopped again (each answer marked, on a cleared screen).
+k=0
+while [ $k -lt 30 ]; do
+	k=$((k + 1))
+	keys "clear; jobs; echo jobs-$k-listed" Enter
+	wait_for "^jobs-$k-listed" || fail "the shell did not list its jobs after bg"
+	scr | grep -Eq 'Stopped.*agentmux' && break
+	sleep 0.2
+done
+scr | grep -Eq 'Stopped.*agentmux' || fail "bg did not leave the client stopped again"
+scr | grep -Eq "$id:shell" && fail "bg drew the dashboard over the shell"
+keys 'clear; echo after-bg-$((5+5))' Enter
+wait_for '^after-bg-10$' || fail "the shell did not keep its keys after bg"
+scr | grep -Eq "$id:shell" && fail "the dashboard drew over the shell after bg"
+"$AGENTMUX" ls | grep -Eq "^$id: .*(working|needs you)" ||
+	fail "the session did not run on after bg: $("$AGENTMUX" ls)"
+keys 'fg' Enter
+wait_status 1 "$id:shell\\* " || fail "fg after bg did not draw the dashboard again"
+keys 'clear; echo after-bg-fg-$((6+6))' Enter
+wait_for '^after-bg-fg-12$' || fail "the pane does not take keys after bg and fg"
+echo "suspend: bg stops the client again; fg after it draws the dashboard"
+
 # ---- typed right after prefix C-z, in the same read: not the pane's ----
 # (a fast typist or a batching ssh: the server must not hand the rest to the agent)
 tmux -L "$SOCK" send-keys -t 0 C-a C-z "touch $P/LEAKED-\$((1+1))" Enter
@@ -104,8 +132,73 @@ keys C-a
 keys :
 wait_for '^:$' || fail "prefix : opened no command prompt"
 keys 'bogus' Enter
-wait_status 1 'bogus: no such command; the prompt takes reload, detach' ||
-	fail "an unknown command was not refused with the list"
+wait_status 1 'bogus: no such command; Tab at the prompt lists them' ||
+	fail "an unknown command was not refused, with where the list is"
+# Tab on an empty prompt lists every command, on the prompt's line.
+keys C-a
+keys :
+wait_for '^:$' || fail "prefix : opened no command prompt"
+keys Tab
+wait_for '^: +new  attach  kill  send  pause  resume  port  ls  reload  detach  kill-server' ||
+	fail "Tab on an empty prompt did not list the commands"
+keys -l 'zz'
+keys Tab
+wait_for '^:zz +no such command; it takes: new  attach' || fail "Tab on a name no command starts with did not say so"
+keys Escape
+sleep 0.3
+
+# ---- the prompt's commands, as the CLI's (a SESSION left out: the focused one) ----
+# prompt TEXT: prefix :, TEXT typed as it is, Enter.
+prompt() {
+	keys C-a
+	keys :
+	wait_for '^:' || fail "prefix : opened no command prompt"
+	keys -l "$1"
+	keys Enter
+}
+# Tab completes a unique name, and lists the names a prefix may be.
+keys C-a
+keys :
+keys -l 'pa'
+keys Tab
+wait_for '^:pause *$' || fail "Tab did not complete 'pa' to 'pause'"
+keys Enter
+wait_status 1 "session $id \\(shell\\) paused" || fail ":pause did not pause the focused session"
+"$AGENTMUX" ls | grep -Eq "^$id: .*paused" || fail "agentmux ls does not show session $id paused: $("$AGENTMUX" ls)"
+keys C-a
+keys :
+keys -l 'ki'
+keys Tab
+wait_for '^:kill +kill  kill-server *$' || fail "Tab did not extend 'ki' to what kill and kill-server share, listing both"
+keys Escape
+sleep 0.3
+prompt "resume $id"
+wait_status 1 "session $id \\(shell\\) resumed" || fail ":resume $id did not resume the session"
+prompt "send $id 'clear; echo sent-\$((3+4))' Enter"
+wait_for '^sent-7$' || fail ":send did not type into the session"
+prompt 'new -d --shared'
+wait_status 1 "$id:shell\\* .*[0-9]+:shell" 20 || fail ":new -d did not start a second session beside the focused one"
+n2=$("$AGENTMUX" ls | tail -n 1 | cut -d: -f1)
+[ "$n2" != "$id" ] || fail ":new -d started no session: $("$AGENTMUX" ls)"
+prompt "attach -t $n2"
+wait_status 1 "$n2:shell\\* " || fail ":attach -t $n2 did not show session $n2"
+prompt 'kill'
+# ("closing session N", then "session N (shell) closed": either may be read.)
+wait_status 1 "(closing )?session $n2( \\(shell\\) closed)?" || fail ":kill did not close the focused session"
+i=0
+while [ $i -lt 100 ] && "$AGENTMUX" ls | grep -q "^$n2:"; do sleep 0.1; i=$((i + 1)); done
+"$AGENTMUX" ls | grep -q "^$n2:" && fail ":kill left session $n2 running"
+prompt 'kill 99999'
+wait_status 1 'kill: no running session 99999 here' || fail ":kill of no session was not refused"
+prompt 'kill x'
+wait_status 1 "kill: x is not a session number" || fail ":kill x was not refused"
+prompt 'port'
+wait_status 1 'port: usage: port \[-d\] JAIL_PORT' || fail ":port with nothing did not give its usage"
+prompt 'reload now'
+wait_status 1 'reload takes no arguments' || fail ":reload with an argument was not refused"
+prompt "attach -t $id"
+wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+echo "suspend: the command prompt runs new, attach, kill, send, pause and resume, completes with Tab"
 keys C-a
 keys :
 keys 'reload' Escape
@@ -168,4 +261,26 @@ keys 'detach' Enter
 wait_for 'detached \(from agentmux' || fail ":detach did not detach the client"
 wait_status 2 "$id:shell\\* " || fail2 "the first client's :detach took the second with it"
 echo "suspend: :detach detaches"
+
+# ---- kill-server while a client is suspended: fg says the server is gone, starts none ----
+tmux -L "$SOCK2" send-keys -t 0 C-a
+tmux -L "$SOCK2" send-keys -t 0 C-z
+wait_for2 '^OUTER\$ ?$' || fail2 "prefix C-z did not suspend the second client (before kill-server)"
+sv=$(server_pid)
+"$AGENTMUX" kill-server || fail "kill-server failed"
+i=0
+while [ -n "$sv" ] && kill -0 "$sv" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -n "$sv" ] && kill -0 "$sv" 2>/dev/null && fail "kill-server did not end the server"
+tmux -L "$SOCK2" send-keys -t 0 'clear; fg; echo FG-EXITED-$?' Enter
+wait_for2 'FG-EXITED-[0-9]+' 20 || fail2 "the suspended client did not end after fg with its server gone"
+# (As an attached client's: 0, the server ended as asked.)
+scr2 | grep -q 'FG-EXITED-0' || fail2 "the client did not exit 0 with its server killed"
+scr2 | grep -Fq '[server exited (agentmux kill-server)]' ||
+	fail2 "the client did not say its server exited"
+sleep 0.5
+[ -z "$(server_pid)" ] || ! kill -0 "$(server_pid)" 2>/dev/null ||
+	fail2 "fg after kill-server started a new server"
+tmux -L "$SOCK2" send-keys -t 0 'echo shell-ok-$((8+8))' Enter
+wait_for2 '^shell-ok-16$' || fail2 "the shell does not work after the client ended"
+echo "suspend: kill-server while a client is suspended: fg ends it, with why"
 exit 0

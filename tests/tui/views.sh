@@ -2,8 +2,10 @@
 # Two clients attached at once each have their own dialog and panels: the
 # new-session dialog opened in one neither shows in the other nor takes
 # its keys; each client's requests panel has its own filter and
-# selection; a confirmation asked and answered in one never shows in the
-# other; a client's dialog about a session closed in another closes with it.
+# selection; each client's copy mode (its place in the history, its
+# selection) is its own; a confirmation asked and answered in one never
+# shows in the other; a client's dialog about a session closed in another,
+# or that ended, closes with it.
 set -u
 . "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null 2>&1 || { echo "SKIP: curl is not installed"; exit 77; }
@@ -95,6 +97,39 @@ wait_gone 'Close session' || fail "n did not close the question"
 status1 | grep -Eq "$s1:shell" || fail "answering n closed the session"
 echo "views: a confirmation is the client's own"
 
+# ---- copy mode: each client's own place in the history, selection and keys ----
+keys 'clear; seq 1 200 | sed s/^/cm-/' Enter
+wait_for '^cm-200$' 20 || fail "seq did not run"
+prefix '['
+wait_for 'q: back' || fail "prefix [ did not enter copy mode in the first client"
+keys g
+wait_for '\[[1-9][0-9]*/[0-9]+\] / \? n N Space' || fail "g did not go up the history in the first client"
+sleep 0.3
+scr2 | grep -q 'q: back' && fail2 "the first client's copy mode shows in the second"
+keys2 'echo e-$((60+1))' Enter
+wait_for2 '^e-61$' || fail2 "the second client's keys went to the first client's copy mode"
+scr | grep -Eq '\[[1-9][0-9]*/[0-9]+\] / \? n N Space' || fail "the second client's keys moved or left the first client's copy mode"
+# B's own copy mode starts half a screen up from where its view is (the bottom), not at A's place.
+offa=$(scr | sed -n 's/.*\[\([0-9]*\)\/[0-9]*\] \/ ? n N Space.*/\1/p')
+keys2 C-a '['
+wait_for2 '\[[0-9]+/[0-9]+\] / \? n N Space' || fail2 "prefix [ did not enter copy mode in the second client"
+offb=$(scr2 | sed -n 's/.*\[\([0-9]*\)\/[0-9]*\] \/ ? n N Space.*/\1/p')
+[ -n "$offa" ] && [ -n "$offb" ] && [ "$offb" -lt 24 ] && [ "$offb" -lt "$offa" ] ||
+	fail2 "the second client's copy mode did not start at its own place (first client at ${offa:-?} lines up, second at ${offb:-?})"
+keys2 k
+keys2 Space
+wait_for2 'Enter: copy' || fail2 "Space did not start a selection in the second client"
+sleep 0.3
+scr | grep -q 'Enter: copy' && fail "the second client's selection shows in the first"
+keys2 Enter
+wait_for2 'copied [0-9]+ bytes' || fail2 "Enter did not copy the second client's selection"
+wait_gone2 'q: back' || fail2 "copying did not leave the second client's copy mode"
+scr | grep -Eq '\[[1-9][0-9]*/[0-9]+\] / \? n N Space' || fail "the second client's copy left the first client's copy mode"
+keys q
+wait_gone 'q: back' || fail "q did not leave the first client's copy mode"
+keys 'clear' Enter
+echo "views: copy mode is the client's own"
+
 # ---- a client's dialog about a session that goes closes with it ----
 s2=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s2"
 s3=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s3"
@@ -126,6 +161,27 @@ wait_for2 "session $s3 is gone: its dialog is closed" || fail2 "the second clien
 keys2 'echo d-$((50+1))' Enter
 wait_for2 '^d-51$' || fail2 "the second client's keys do not reach its pane after its question went"
 echo "views: a dialog about a session that goes closes with it"
+
+# ---- a client's dialog about a session that ended (its pane still there) closes in it ----
+s4=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s4"
+s5=$("$AGENTMUX" new -d --shared -C "$P") || fail "new -d failed: $s5"
+wait_status 2 "$s5:shell" 20 || fail2 "the second client does not list sessions $s4 and $s5"
+keys2 C-a 2
+wait_status 2 "$s4:shell\\* " || fail2 "prefix 2 did not focus session $s4 in the second client"
+keys2 C-a x
+wait_for2 "Close session $s4 \\(shell\\)\\?" || fail2 "prefix x did not ask the second client to close session $s4"
+"$AGENTMUX" send "$s4" exit Enter || fail "agentmux send could not type into session $s4"
+wait_gone2 "Close session $s4" 20 || fail2 "the question about session $s4 stayed after it ended"
+wait_for2 "session $s4 ended: its dialog is closed" || fail2 "the second client was not told why its question went"
+wait_status 2 "$s4:shell\\* exited" || fail2 "session $s4's pane is not kept, exited"
+keys2 C-a 3
+wait_status 2 "$s5:shell\\* " || fail2 "prefix 3 did not focus session $s5 in the second client"
+keys2 C-a f
+wait_for2 "Forward a port of session $s5" || fail2 "prefix f did not open the port dialog"
+"$AGENTMUX" send "$s5" exit Enter || fail "agentmux send could not type into session $s5"
+wait_gone2 "Forward a port of session $s5" 20 || fail2 "the port dialog stayed after its session ended"
+wait_for2 "session $s5 ended: its dialog is closed" || fail2 "the second client was not told why its port dialog went"
+echo "views: a dialog about a session that ended closes in every client"
 
 prefix q
 wait_for 'Quit\?' || fail "quitting did not ask"
