@@ -13,10 +13,13 @@ struct buf;
  * other with a message saying so. Every message starts with the version
  * and its type, a layout that never changes, so that both can tell.
  */
-#define SERVER_PROTOCOL 1
+#define SERVER_PROTOCOL 2
 /* A message is one SOCK_SEQPACKET datagram of at most this much. */
 #define SERVER_MSG_MAX 65536
-/* Descriptors a message may carry: the terminal's input and output. */
+/*
+ * Descriptors a message may carry: the terminal's input and output, and
+ * the client's working directory (O_PATH; since protocol 2).
+ */
 #define SERVER_MSG_FDS 3
 
 enum server_msg_type {

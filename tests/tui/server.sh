@@ -218,7 +218,7 @@ hello() { # hello VERSION: the server's answer to a hello of VERSION, as text
 	PY
 }
 out=$(hello 99)
-echo "$out" | grep -q "protocol 1, the client 99: end the server with 'agentmux kill-server'" ||
+echo "$out" | grep -q "protocol 2, the client 99: end the server with 'agentmux kill-server'" ||
 	fail "a client of protocol 99 got: $out"
 if [ "$(id -u)" = 0 ] && [ -x /usr/bin/python3 ] && command -v useradd >/dev/null 2>&1 &&
 	command -v setpriv >/dev/null 2>&1; then
