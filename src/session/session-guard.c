@@ -234,8 +234,8 @@ session_guard_start(struct session *s)
 		free(path);
 		return;
 	}
+	/* (Its index marks and replace refs were read before the jail was made.) */
 	s->guard_gitdir = path;
-	snap_blind_begin(s->project, &s->guard_blind);
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		path = session_guard_path(s, session_guard_names[i]);
 		if (lstat(path, &st) == 0)
@@ -255,20 +255,74 @@ session_guard_start(struct session *s)
 	event_add(s->guard_ev, NULL);
 }
 
-/* Index marks and replace refs that hide a change from the user's git. */
+/* End-of-session reads of the index still running. */
+static int session_guard_nending;
+
+int
+session_guard_endings(void)
+{
+	return session_guard_nending;
+}
+
+/* What the end's look found that hides a change from the user's git: told. */
 static void
-session_guard_blind(struct session *s)
+session_guard_blind_tell(struct session *s)
 {
 	struct strv found;
 	size_t i;
 
 	strv_init(&found);
-	snap_blind_end(s->project, &s->guard_blind, &found);
-	for (i = 0; i < found.n; i++)
-		session_guard_alert(s, "protected", found.v[i]);
+	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
+	for (i = 0; i < found.n; i++) {
+		/* A session freed meanwhile has no front end to tell. */
+		if (s->freed) {
+			store_event_add(s->ctx->st, s->id, "error", "protected",
+			    "%s", found.v[i]);
+			store_session_flag(s->ctx->st, s->id, "protected");
+		} else
+			session_guard_alert(s, "protected", found.v[i]);
+	}
 	strv_free(&found);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_init(&s->guard_blind);
+	snap_blind_free(&s->guard_blind_now);
+	snap_blind_init(&s->guard_blind_now);
+}
+
+/* The end's git ls-files is over: told, and done may come. */
+static void
+session_guard_blind_read(void *arg)
+{
+	struct session *s = arg;
+
+	snap_blind_read_free(s->guard_blind_read);
+	s->guard_blind_read = NULL;
+	session_guard_blind_tell(s);
+	s->guard_blind_ending = false;
+	session_guard_nending--;
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
+}
+
+/*
+ * Index marks and replace refs that hide a change from the user's git:
+ * the index is read by git on the loop; the session's done waits for it.
+ */
+static void
+session_guard_blind(struct session *s)
+{
+	if (!s->guard_blind.had_git || s->guard_blind_ending)
+		return;
+	s->guard_blind_read = snap_blind_read_start(s->ctx->base, s->project,
+	    &s->guard_blind_now, session_guard_blind_read, s);
+	if (s->guard_blind_read == NULL) {
+		session_guard_blind_tell(s);
+		return;
+	}
+	s->guard_blind_ending = true;
+	session_guard_nending++;
+	session_add_ref(s);
 }
 
 /*

@@ -962,7 +962,7 @@ snap_plant_seq_left(const struct snap_plant_opts *o,
 /* ---- the user's own hooks dir (core.hooksPath) ---- */
 
 /* The project's .git/config, a regular file no larger than 1 MiB, into OUT; -1 if not. */
-static int
+int
 snap_plant_read_config(const char *project, struct buf *out)
 {
 	struct stat st;
@@ -1142,73 +1142,17 @@ snap_plant_resolve(const char *project, int projfd, const char *rel,
 	return buf_steal(&done);
 }
 
-/*
- * The user's own core.hooksPath (global, else system config: the user's
- * and the machine's files, their includes followed), into OUT; -1 if none.
- */
-static int
-snap_plant_hooks_user(struct buf *out)
-{
-	static char scopes[][9] = { "--global", "--system" };
-	char *argv[] = { "git", "config", NULL, "--includes", "--null",
-	    "--get", "core.hooksPath", NULL };
-	char *cause = NULL;
-	size_t i;
-	int st;
-
-	for (i = 0; i < nitems(scopes); i++) {
-		argv[2] = scopes[i];
-		buf_reset(out);
-		if (snap_git_outside(argv, out, NULL, &st, &cause) == 0 &&
-		    st == 0 && out->data != NULL &&
-		    memchr(out->data, '\0', out->len) != NULL)
-			return 0;
-		free(cause);
-		cause = NULL;
-	}
-	return -1;
-}
-
-/*
- * core.hooksPath as the user's git sees it in PROJECT, into OUT: that of
- * .git/config, else the user's own; -1 if none (or the config is bad).
- */
-static int
-snap_plant_hooks_value(const char *project, struct buf *out)
-{
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--null", "--get", "core.hooksPath", NULL };
-	struct buf text;
-	char *cause = NULL;
-	int st = -1, rc = -1;
-
-	buf_init(&text);
-	/*
-	 * No include is followed, nothing runs; --no-includes, or git given
-	 * the file on its input refuses a relative include and says nothing.
-	 */
-	if (snap_plant_read_config(project, &text) == 0 &&
-	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, out, NULL, &st, &cause) == 0 && st == 0 &&
-	    out->data != NULL && memchr(out->data, '\0', out->len) != NULL)
-		rc = 0;
-	else if (st == 1)
-		rc = snap_plant_hooks_user(out);
-	free(cause);
-	buf_free(&text);
-	return rc;
-}
-
 /* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */
 static char *
-snap_plant_hooks_real(const char *project, struct strv *links)
+snap_plant_hooks_real(const char *project, const struct snap_gitconf *gc,
+    struct strv *links)
 {
 	struct buf out;
 	char *rel = NULL, *real = NULL, *home;
 	int projfd;
 
 	buf_init(&out);
-	if (snap_plant_hooks_value(project, &out) == 0) {
+	if (snap_gitconf_hooks(gc, &out) == 0) {
 		/* git expands "~/": the project may lie in the home dir. */
 		home = strncmp(out.data, "~/", 2) == 0 ? xprintf("%s/%s",
 		    path_home(), out.data + 2) : NULL;
@@ -1227,13 +1171,23 @@ snap_plant_hooks_real(const char *project, struct strv *links)
 }
 
 char *
-snap_plant_hooks_path(const char *project)
+snap_plant_hooks_path_of(const char *project, const struct snap_gitconf *gc)
 {
 	char *real, *pattern = NULL;
 
-	if ((real = snap_plant_hooks_real(project, NULL)) != NULL)
+	if ((real = snap_plant_hooks_real(project, gc, NULL)) != NULL)
 		pattern = snap_plant_escape(real);
 	free(real);
+	return pattern;
+}
+
+char *
+snap_plant_hooks_path(const char *project)
+{
+	struct snap_gitconf *gc = snap_gitconf_read(project);
+	char *pattern = snap_plant_hooks_path_of(project, gc);
+
+	snap_gitconf_free(gc);
 	return pattern;
 }
 
@@ -1344,33 +1298,22 @@ snap_plant_include(const char *project, int projfd, const char *value,
 
 /* The files in the project the includes of .git/config name (none followed). */
 static void
-snap_plant_includes(const char *project, int projfd, struct strv *out)
+snap_plant_includes(const char *project, int projfd,
+    const struct snap_gitconf *gc, struct strv *out)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--null", "--get-regexp", "^include(if\\..*)?\\.path$", NULL };
-	struct buf text, found;
-	char *cause = NULL, *p, *v;
-	int st;
+	struct strv values;
+	size_t i;
 
-	buf_init(&text);
-	buf_init(&found);
-	if (snap_plant_read_config(project, &text) == 0 &&
-	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, &found, NULL, &st, &cause) == 0 && st == 0 &&
-	    found.data != NULL) {
-		for (p = found.data; p < found.data + found.len;
-		    p += strlen(p) + 1) {
-			if ((v = strchr(p, '\n')) != NULL)
-				snap_plant_include(project, projfd, v + 1, out);
-		}
-	}
-	free(cause);
-	buf_free(&text);
-	buf_free(&found);
+	strv_init(&values);
+	snap_gitconf_includes(gc, &values);
+	for (i = 0; i < values.n; i++)
+		snap_plant_include(project, projfd, values.v[i], out);
+	strv_free(&values);
 }
 
 void
-snap_plant_git_files(const char *project, struct strv *out)
+snap_plant_git_files_of(const char *project, const struct snap_gitconf *gc,
+    struct strv *out)
 {
 	struct strv links;
 	char *hooks;
@@ -1387,13 +1330,22 @@ snap_plant_git_files(const char *project, struct strv *out)
 	if (hooks != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
 	free(hooks);
-	if ((hooks = snap_plant_hooks_real(project, &links)) != NULL)
+	if ((hooks = snap_plant_hooks_real(project, gc, &links)) != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
 	/* A link replaced on the way to a hooks dir leads git elsewhere. */
 	for (i = 0; i < links.n; i++)
 		snap_plant_add_pattern(out, links.v[i]);
-	snap_plant_includes(project, projfd, out);
+	snap_plant_includes(project, projfd, gc, out);
 	strv_free(&links);
 	free(hooks);
 	close(projfd);
+}
+
+void
+snap_plant_git_files(const char *project, struct strv *out)
+{
+	struct snap_gitconf *gc = snap_gitconf_read(project);
+
+	snap_plant_git_files_of(project, gc, out);
+	snap_gitconf_free(gc);
 }

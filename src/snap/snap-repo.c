@@ -1126,6 +1126,42 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	return rc;
 }
 
+/*
+ * Starts git with ARGV (argv[0] "git") on BASE, in the repository GITDIR
+ * alone (no work tree) or, GITDIR NULL, outside any (in /), with
+ * agentmux's settings; INPUT (may be NULL) on its stdin. The loop's
+ * version of snap_git_plain_io and snap_git_outside_input.
+ */
+struct proc *
+snap_git_plain_spawn(struct event_base *base, const char *gitdir,
+    char *const *argv, const struct buf *input, proc_cb done, void *arg,
+    char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct proc *p;
+
+	snap_env_clean(&env, false);
+	snap_env_common(&env);
+	if (gitdir != NULL)
+		strv_addf(&env, "GIT_DIR=%s", gitdir);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = gitdir != NULL ? gitdir : "/";
+	o.out_fd = -1;
+	o.umask = -1;
+	o.timeout = SNAP_REPO_PROJECT_TIMEOUT;
+	o.err_max = 64 * 1024;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	p = proc_start(base, &o, done, arg, cause);
+	strv_free(&env);
+	return p;
+}
+
 void
 snap_env_plain(struct strv *env)
 {

@@ -88,6 +88,31 @@ void snap_plant_existing(const char *project, char *const *patterns,
  * run. Caller frees.
  */
 char *snap_plant_hooks_path(const char *project);
+
+/*
+ * What the session start reads of git's config for PROJECT
+ * (snap-gitconf.c): core.hooksPath and the includes of .git/config (git's
+ * parser on the file's bytes: no include followed, nothing run), the
+ * user's own core.hooksPath (global, else system).
+ */
+struct snap_gitconf;
+/**
+ * Starts the reads on BASE; DONE(ARG) runs once they are all over, unless
+ * snap_gitconf_running() is false at once (nothing to wait for). The
+ * caller frees it (snap_gitconf_free stops the reads still running).
+ */
+struct snap_gitconf *snap_gitconf_start(struct event_base *,
+    const char *project, void (*done)(void *), void *arg);
+/** The same, read to the end at once on a loop of its own (commands and tests only). */
+struct snap_gitconf *snap_gitconf_read(const char *project);
+bool snap_gitconf_running(const struct snap_gitconf *);
+void snap_gitconf_free(struct snap_gitconf *);
+/** snap_plant_hooks_path from what GC read. Caller frees. */
+char *snap_plant_hooks_path_of(const char *project,
+    const struct snap_gitconf *gc);
+/** snap_plant_git_files from what GC read. */
+void snap_plant_git_files_of(const char *project,
+    const struct snap_gitconf *gc, struct strv *out);
 /**
  * Adds to OUT the paths in PROJECT (relative, as patterns naming them
  * alone) that git runs through a link or an include: the targets of the
@@ -118,6 +143,20 @@ void snap_blind_begin(const char *project, struct snap_blind *start);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
+/** The same, with NOW read already (snap_blind_read_start). */
+void snap_blind_compare(const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out);
+/*
+ * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
+ * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL
+ * if there is nothing to wait for (no .git dir, or git could not run: a
+ * warning is logged); INTO is then complete. snap_blind_read_free stops it.
+ */
+struct snap_blind_read;
+struct snap_blind_read *snap_blind_read_start(struct event_base *,
+    const char *project, struct snap_blind *into, void (*done)(void *),
+    void *arg);
+void snap_blind_read_free(struct snap_blind_read *);
 
 /*
  * The user's own history (snap-history.c): objects that existed when a
