@@ -222,7 +222,7 @@ session_guard_start(struct session *s)
 	}
 	s->guard_sock_on = true;
 	session_tick_want(s->ctx);
-	s->guard_since = snap_plant_clock();
+	s->guard_since = s->guard_started = snap_plant_clock();
 	s->guard_seq = snap_plant_sequences(s->project);
 	strv_free(&s->guard_execs);
 	strv_init(&s->guard_execs);
@@ -255,6 +255,18 @@ session_guard_start(struct session *s)
 	event_add(s->guard_ev, NULL);
 }
 
+/* An alert that comes on the loop after the end: a session freed meanwhile has no front end to tell. */
+static void
+session_guard_alert_late(struct session *s, const char *kind, const char *msg)
+{
+	if (!s->freed) {
+		session_guard_alert(s, kind, msg);
+		return;
+	}
+	store_event_add(s->ctx->st, s->id, "error", kind, "%s", msg);
+	store_session_flag(s->ctx->st, s->id, kind);
+}
+
 /* End-of-session reads of the index still running. */
 static int session_guard_nending;
 
@@ -273,15 +285,8 @@ session_guard_blind_tell(struct session *s)
 
 	strv_init(&found);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
-	for (i = 0; i < found.n; i++) {
-		/* A session freed meanwhile has no front end to tell. */
-		if (s->freed) {
-			store_event_add(s->ctx->st, s->id, "error", "protected",
-			    "%s", found.v[i]);
-			store_session_flag(s->ctx->st, s->id, "protected");
-		} else
-			session_guard_alert(s, "protected", found.v[i]);
-	}
+	for (i = 0; i < found.n; i++)
+		session_guard_alert_late(s, "protected", found.v[i]);
 	strv_free(&found);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_init(&s->guard_blind);
@@ -323,6 +328,45 @@ session_guard_blind(struct session *s)
 	s->guard_blind_ending = true;
 	session_guard_nending++;
 	session_add_ref(s);
+}
+
+/* The end's look for rewritten index entries is over: told, and done may come. */
+static void
+session_guard_stale_done(void *arg, struct strv *alerts)
+{
+	struct session *s = arg;
+	size_t i;
+
+	s->guard_stale = NULL;
+	for (i = 0; i < alerts->n; i++)
+		session_guard_alert_late(s, "protected", alerts->v[i]);
+	session_guard_nending--;
+	s->snap_end_pending = false;
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
+}
+
+/*
+ * Once the end snapshot recorded TREE: index entries the session rewrote
+ * to hide a change (snap_stale_start), looked for on the loop. True if
+ * the end waits for it (done comes after its alerts).
+ */
+bool
+session_guard_stale(struct session *s, const char *tree)
+{
+	const char *gitdir;
+
+	if (s->freed || s->guard_started == 0 || s->snap == NULL ||
+	    (gitdir = snap_session_gitdir(s->snap)) == NULL)
+		return false;
+	s->guard_stale = snap_stale_start(s->ctx->base, s->project,
+	    s->guard_started, gitdir, tree, session_guard_stale_done, s);
+	if (s->guard_stale == NULL)
+		return false;
+	session_guard_nending++;
+	session_add_ref(s);
+	return true;
 }
 
 /*

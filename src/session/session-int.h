@@ -112,6 +112,8 @@ struct session {
 	int start_reads;             /* of those two, still running */
 	bool start_read;             /* they were started */
 	bool start_stopped;          /* terminated before its jail was made */
+	int64_t guard_started;       /* guard_since, kept past the end's scan */
+	struct snap_stale *guard_stale; /* the end's look for rewritten index entries */
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
@@ -263,6 +265,7 @@ void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
 /* End-of-session reads of the index still running, of sessions freed or not. */
 int session_guard_endings(void);
+bool session_guard_stale(struct session *, const char *tree);
 bool session_guard_tick(struct session *, const struct strv *paths,
     const struct strv *dirs);
 

@@ -112,6 +112,9 @@ session_snap_ended(void *arg, const struct snap_result *res,
 	if (error != NULL)
 		session_snap_notice(s, "warn", "the end snapshot failed: %s",
 		    error);
+	/* It waits on for the look at what the snapshot recorded. */
+	else if (res->tree != NULL && session_guard_stale(s, res->tree))
+		return;
 	s->snap_end_pending = false;
 	session_snap_done(s);
 }

@@ -153,6 +153,27 @@ void snap_blind_compare(const struct snap_blind *start,
  * warning is logged); INTO is then complete. snap_blind_read_free stops it.
  */
 struct snap_blind_read;
+/*
+ * Index entries rewritten to hide a change (snap-stale.c): their stat
+ * data matches the file, changed since SINCE (ms, snap_plant_clock), so
+ * the user's git takes them as unchanged, but their object id is not the
+ * content the end snapshot's TREE (in the own repository GITDIR) holds.
+ * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
+ * (ALERTS borrowed). NULL (nothing to wait for) if PROJECT has no .git
+ * dir or git cannot run. snap_stale_free stops it.
+ */
+struct snap_stale;
+struct snap_stale *snap_stale_start(struct event_base *,
+    const char *project, int64_t since, const char *gitdir,
+    const char *tree, void (*done)(void *, struct strv *alerts),
+    void *arg);
+void snap_stale_free(struct snap_stale *);
+/** The same on what git listed: INDEX (ls-files -s --debug -z) and TREE (ls-tree -r -z). */
+void snap_stale_find(const char *project, int64_t since,
+    const struct buf *index, const struct buf *tree, struct strv *out);
+struct snap_session;
+/** The own repository of a session's snapshots (borrowed), or NULL. */
+const char *snap_session_gitdir(struct snap_session *);
 struct snap_blind_read *snap_blind_read_start(struct event_base *,
     const char *project, struct snap_blind *into, void (*done)(void *),
     void *arg);
