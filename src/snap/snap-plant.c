@@ -722,6 +722,28 @@ static const struct {
 	{ "BISECT_LOG", "a bisect", "git bisect", NULL },
 };
 
+/*
+ * Files of a sequence's dir that git reads as options of what it runs at
+ * --continue: a merge strategy (git runs git-merge-NAME) and its options,
+ * a signing key (gpg or ssh-keygen runs with it), git apply's options
+ * (--unsafe-paths --directory=...), the cherry-pick or revert options
+ * (strategy, strategy-option, gpg-sign). Git does not change them as it
+ * carries a sequence on.
+ */
+static const struct {
+	unsigned seq;             /* in snap_plant_seqs */
+	const char *rel;          /* in .git */
+} snap_plant_seq_optfiles[] = {
+	{ 0, "rebase-merge/strategy" },
+	{ 0, "rebase-merge/strategy_opts" },
+	{ 0, "rebase-merge/gpg_sign_opt" },
+	{ 1, "rebase-apply/strategy" },
+	{ 1, "rebase-apply/strategy_opts" },
+	{ 1, "rebase-apply/gpg_sign_opt" },
+	{ 1, "rebase-apply/apply-opt" },
+	{ 2, "sequencer/opts" },
+};
+
 /* Exec lines of a todo list shown, at most, and how much of each. */
 #define SNAP_PLANT_MAX_EXEC 5
 #define SNAP_PLANT_MAX_EXEC_LEN 200
@@ -813,6 +835,45 @@ snap_plant_exec_quote(char *const *v, size_t n, struct buf *out)
 		buf_printf(out, " (and %zu more)", n - SNAP_PLANT_MAX_EXEC);
 }
 
+/*
+ * The option file N of snap_plant_seq_optfiles as a key of
+ * snap_plant_opts.execs ("o REL\nCONTENT": no exec line's key starts
+ * so), or NULL if it is not there (or not a regular file).
+ */
+static char *
+snap_plant_optfile(int projfd, unsigned n)
+{
+	char *path = xprintf(".git/%s", snap_plant_seq_optfiles[n].rel), *key;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(projfd, path, 64 * 1024, &b) == -1) {
+		free(path);
+		buf_free(&b);
+		return NULL;
+	}
+	key = xprintf("o %s\n%s", snap_plant_seq_optfiles[n].rel,
+	    b.data != NULL ? b.data : "");
+	free(path);
+	buf_free(&b);
+	return key;
+}
+
+/* Adds to OUT the option files of the sequences BITS names, as keys. */
+static void
+snap_plant_optfiles(int projfd, unsigned bits, struct strv *out)
+{
+	unsigned n;
+	char *key;
+
+	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
+		if (!(bits & (1U << snap_plant_seq_optfiles[n].seq)))
+			continue;
+		if ((key = snap_plant_optfile(projfd, n)) != NULL)
+			strv_take(out, key);
+	}
+}
+
 void
 snap_plant_seq_execs(const char *project, struct strv *out)
 {
@@ -833,6 +894,7 @@ snap_plant_seq_execs(const char *project, struct strv *out)
 			strv_addf(out, "%u %s", i, cmds.v[j]);
 		strv_free(&cmds);
 	}
+	snap_plant_optfiles(projfd, bits, out);
 	close(projfd);
 }
 
@@ -942,7 +1004,61 @@ snap_plant_seq_grew(const struct snap_plant_opts *o,
 	free(start);
 }
 
-/* Sequences in progress now that were not at the start, or whose todo gained exec lines. */
+/* True if KEY (an option file now) was among O's at the start, as it is. */
+static bool
+snap_plant_optfile_kept(const struct snap_plant_opts *o, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < o->nexecs; i++) {
+		if (strcmp(o->execs[i], key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The option files of the sequences in progress now (NOW) that were made
+ * or changed in the session: each is told with what it holds, quoted.
+ */
+static void
+snap_plant_seq_opts(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, unsigned now)
+{
+	const char *value;
+	char *key, *cut, *q;
+	unsigned n, i;
+
+	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
+		i = snap_plant_seq_optfiles[n].seq;
+		if (!(now & (1U << i)) ||
+		    (key = snap_plant_optfile(projfd, n)) == NULL)
+			continue;
+		if (snap_plant_optfile_kept(o, key)) {
+			free(key);
+			continue;
+		}
+		value = strchr(key, '\n') + 1;
+		cut = xstrndup(value, SNAP_PLANT_MAX_EXEC_LEN);
+		q = quote_name(cut);
+		strv_addf(&res->watched, "%s in .git (.git/%s) had .git/%s "
+		    "made or changed in the session, which git reads as "
+		    "options of what it runs at %s (a merge strategy, its "
+		    "options, a signing key, git apply's options): %s%s; run "
+		    "it only if you mean that, or abort it",
+		    snap_plant_seqs[i].what, snap_plant_seqs[i].name,
+		    snap_plant_seq_optfiles[n].rel, snap_plant_seqs[i].cont, q,
+		    strlen(value) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
+		free(q);
+		free(cut);
+		free(key);
+	}
+}
+
+/*
+ * Sequences in progress now that were not at the start, or whose todo
+ * gained exec lines, or whose option files were made or changed.
+ */
 static void
 snap_plant_seq_left(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd)
@@ -957,6 +1073,7 @@ snap_plant_seq_left(const struct snap_plant_opts *o,
 		else if (snap_plant_seqs[i].todo != NULL)
 			snap_plant_seq_grew(o, res, projfd, i);
 	}
+	snap_plant_seq_opts(o, res, projfd, now);
 }
 
 /* ---- the user's own hooks dir (core.hooksPath) ---- */

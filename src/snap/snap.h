@@ -31,7 +31,7 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
-	char *const *execs;       /* snap_plant_seq_execs() at the start */
+	char *const *execs;       /* snap_plant_seq_execs() at the start (exec lines, option files) */
 	size_t nexecs;
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
@@ -46,8 +46,10 @@ struct snap_plant_opts {
 unsigned snap_plant_sequences(const char *project);
 /**
  * Adds to OUT the exec lines of the todo lists of the sequences in
- * progress in PROJECT, for snap_plant_opts.execs: a todo that gains one
- * during a session is told at its end.
+ * progress in PROJECT, and their option files (strategy, strategy_opts,
+ * gpg_sign_opt, apply-opt, sequencer/opts), for snap_plant_opts.execs: a
+ * todo that gains an exec line, or an option file made or changed, during
+ * a session is told at its end.
  */
 void snap_plant_seq_execs(const char *project, struct strv *out);
 /**

@@ -160,6 +160,15 @@ rebase_left() {
 	*) bad "no alert about the exec line added to the rebase's todo: $OUT" ;; esac
 	case $("$AMX" show last 2>&1) in *"exec lines added"*) ok ;;
 	*) bad "show does not flag the exec line added to the rebase's todo" ;; esac
+	# A strategy or signing key the agent gives it: flagged, quoted.
+	jrun -- sh -c "echo evil >.git/rebase-merge/strategy &&
+	    echo -S\$(printf '\\033')x >.git/rebase-merge/gpg_sign_opt"
+	case $OUT in *"had .git/rebase-merge/strategy made or changed in the session"*'"evil\n"'*) ok ;;
+	*) bad "no alert about the strategy given to the rebase: $OUT" ;; esac
+	case $OUT in *"rebase-merge/gpg_sign_opt made or changed"*'"-S\033x\n"'*) ok ;;
+	*) bad "no alert, escaped, about the signing key given to the rebase: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"rebase-merge/strategy made or changed"*) ok ;;
+	*) bad "show does not flag the strategy given to the rebase" ;; esac
 	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
 	rm -f "$MARK"
 }
