@@ -222,7 +222,7 @@ session_guard_start(struct session *s)
 	}
 	s->guard_sock_on = true;
 	session_tick_want(s->ctx);
-	s->guard_since = snap_plant_clock();
+	s->guard_since = s->guard_started = snap_plant_clock();
 	s->guard_seq = snap_plant_sequences(s->project);
 	strv_free(&s->guard_execs);
 	strv_init(&s->guard_execs);
@@ -234,8 +234,8 @@ session_guard_start(struct session *s)
 		free(path);
 		return;
 	}
+	/* (Its index marks and replace refs were read before the jail was made.) */
 	s->guard_gitdir = path;
-	snap_blind_begin(s->project, &s->guard_blind);
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		path = session_guard_path(s, session_guard_names[i]);
 		if (lstat(path, &st) == 0)
@@ -255,20 +255,121 @@ session_guard_start(struct session *s)
 	event_add(s->guard_ev, NULL);
 }
 
-/* Index marks and replace refs that hide a change from the user's git. */
+/* An alert that comes on the loop after the end: a session freed meanwhile has no front end to tell. */
 static void
-session_guard_blind(struct session *s)
+session_guard_alert_late(struct session *s, const char *kind, const char *msg)
+{
+	if (!s->freed) {
+		session_guard_alert(s, kind, msg);
+		return;
+	}
+	store_event_add(s->ctx->st, s->id, "error", kind, "%s", msg);
+	store_session_flag(s->ctx->st, s->id, kind);
+}
+
+/* End-of-session reads of the index still running. */
+static int session_guard_nending;
+
+int
+session_guard_endings(void)
+{
+	return session_guard_nending;
+}
+
+/* What the end's look found that hides a change from the user's git: told. */
+static void
+session_guard_blind_tell(struct session *s)
 {
 	struct strv found;
 	size_t i;
 
 	strv_init(&found);
-	snap_blind_end(s->project, &s->guard_blind, &found);
+	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
+	if (s->guard_blind_now.had_git)
+		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
+		    &found);
 	for (i = 0; i < found.n; i++)
-		session_guard_alert(s, "protected", found.v[i]);
+		session_guard_alert_late(s, "protected", found.v[i]);
 	strv_free(&found);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_init(&s->guard_blind);
+	snap_blind_free(&s->guard_blind_now);
+	snap_blind_init(&s->guard_blind_now);
+}
+
+/* The end's git ls-files is over: told, and done may come. */
+static void
+session_guard_blind_read(void *arg)
+{
+	struct session *s = arg;
+
+	snap_blind_read_free(s->guard_blind_read);
+	s->guard_blind_read = NULL;
+	session_guard_blind_tell(s);
+	s->guard_blind_ending = false;
+	session_guard_nending--;
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
+}
+
+/*
+ * Index marks and replace refs that hide a change from the user's git:
+ * the index is read by git on the loop; the session's done waits for it.
+ */
+static void
+session_guard_blind(struct session *s)
+{
+	if (!s->guard_blind.had_git || s->guard_blind_ending)
+		return;
+	s->guard_blind_read = snap_blind_read_start(s->ctx->base, s->project,
+	    &s->guard_blind_now, session_guard_blind_read, s);
+	if (s->guard_blind_read == NULL) {
+		session_guard_blind_tell(s);
+		return;
+	}
+	s->guard_blind_ending = true;
+	session_guard_nending++;
+	session_add_ref(s);
+}
+
+/* The end's look for rewritten index entries is over: told, and done may come. */
+static void
+session_guard_stale_done(void *arg, struct strv *alerts)
+{
+	struct session *s = arg;
+	size_t i;
+
+	s->guard_stale = NULL;
+	for (i = 0; i < alerts->n; i++)
+		session_guard_alert_late(s, "protected", alerts->v[i]);
+	session_guard_nending--;
+	s->snap_end_pending = false;
+	if (!s->freed)
+		session_snap_done(s);
+	session_remove_ref(s);
+}
+
+/*
+ * Once the end snapshot recorded TREE: index entries the session rewrote
+ * to hide a change (snap_stale_start), looked for on the loop. True if
+ * the end waits for it (done comes after its alerts).
+ */
+bool
+session_guard_stale(struct session *s, const char *tree)
+{
+	const char *gitdir;
+
+	if (s->freed || s->guard_started == 0 || s->snap == NULL ||
+	    (gitdir = snap_session_gitdir(s->snap)) == NULL)
+		return false;
+	s->guard_stale = snap_stale_start(s->ctx->base, s->project,
+	    s->guard_started, gitdir, tree, session_guard_stale_done, s);
+	if (s->guard_stale == NULL)
+		return false;
+	session_guard_nending++;
+	session_add_ref(s);
+	return true;
 }
 
 /*

@@ -104,6 +104,16 @@ struct session {
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_blind guard_blind; /* index marks and replace refs then */
+	struct snap_blind guard_blind_now; /* and at the end */
+	struct snap_blind_read *guard_blind_read; /* the end's read of them, on the loop */
+	bool guard_blind_ending;     /* it runs: done waits for it */
+	struct snap_gitconf *start_gitconf; /* git's config, read before the jail is made */
+	struct snap_blind_read *start_blind; /* the index marks, read then too */
+	int start_reads;             /* of those two, still running */
+	bool start_read;             /* they were started */
+	bool start_stopped;          /* terminated before its jail was made */
+	int64_t guard_started;       /* guard_since, kept past the end's scan */
+	struct snap_stale *guard_stale; /* the end's look for rewritten index entries */
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
@@ -253,6 +263,9 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+/* End-of-session reads of the index still running, of sessions freed or not. */
+int session_guard_endings(void);
+bool session_guard_stale(struct session *, const char *tree);
 bool session_guard_tick(struct session *, const struct strv *paths,
     const struct strv *dirs);
 

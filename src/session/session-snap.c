@@ -112,16 +112,19 @@ session_snap_ended(void *arg, const struct snap_result *res,
 	if (error != NULL)
 		session_snap_notice(s, "warn", "the end snapshot failed: %s",
 		    error);
+	/* It waits on for the look at what the snapshot recorded. */
+	else if (res->tree != NULL && session_guard_stale(s, res->tree))
+		return;
 	s->snap_end_pending = false;
 	session_snap_done(s);
 }
 
-/* Once the exit is reported and the history's end, the end snapshot and config_persist's run are over, the project is free for others to write. */
+/* Once the exit is reported and the history's end, the end's look at the index, the end snapshot and config_persist's run are over, the project is free for others to write. */
 void
 session_snap_done(struct session *s)
 {
 	if (!s->ended || s->history_ending || s->snap_end_pending ||
-	    s->confdiff_end != NULL || s->done_told)
+	    s->guard_blind_ending || s->confdiff_end != NULL || s->done_told)
 		return;
 	s->done_told = true;
 	if (s->ev.done != NULL)

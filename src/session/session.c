@@ -113,6 +113,7 @@ session_ctx_free(struct session_ctx *ctx)
 		session_free(ctx->sessions);
 	/* The history ends, end snapshots and config runs of the sessions freed, and the recovery, are over before the store closes. */
 	while ((session_history_endings() > 0 || snap_session_orphans() > 0 ||
+	    session_guard_endings() > 0 ||
 	    snap_history_recovering() > 0 || snap_confdiff_endings() > 0) &&
 	    event_base_loop(ctx->base, EVLOOP_ONCE) == 0)
 		;
@@ -414,13 +415,13 @@ session_protect(struct session *s, const struct config_agent *a,
 	config_protect(s->cf, a, &s->protect);
 	/* Hooks kept in the tree: protected as the list's entries are. */
 	free(s->hooks);
-	s->hooks = snap_plant_hooks_path(s->project);
+	s->hooks = snap_plant_hooks_path_of(s->project, s->start_gitconf);
 	if (s->hooks != NULL && s->protect.n > 0 &&
 	    !strv_contains(&s->protect, s->hooks))
 		strv_add(&s->protect, s->hooks);
 	strv_free(&s->gitfiles);
 	strv_init(&s->gitfiles);
-	snap_plant_git_files(s->project, &s->gitfiles);
+	snap_plant_git_files_of(s->project, s->start_gitconf, &s->gitfiles);
 	for (i = 0; i < s->gitfiles.n && s->protect.n > 0; i++) {
 		if (!strv_contains(&s->protect, s->gitfiles.v[i]))
 			strv_add(&s->protect, s->gitfiles.v[i]);
@@ -581,6 +582,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->protect);
 	strv_init(&s->protected);
 	snap_blind_init(&s->guard_blind);
+	snap_blind_init(&s->guard_blind_now);
 	strv_init(&s->guard_execs);
 	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
@@ -737,6 +739,7 @@ session_wall_hold(struct session *s, bool hold)
 #define SESSION_JAIL_TIMEOUT_SEC 20
 
 static void session_start_step(struct session *);
+static void session_start_reads_free(struct session *);
 
 static void
 session_start_wait_free(struct session *s)
@@ -767,6 +770,7 @@ session_start_fail(struct session *s, const char *cause)
 		cause = "closed before its command started";
 	session_start_events_free(s);
 	session_start_wait_free(s);
+	session_start_reads_free(s);
 	/* The start snapshot runs on: it must not call back into this start. */
 	if (s->snap != NULL)
 		snap_session_when_saved(s->snap, NULL, NULL);
@@ -944,9 +948,65 @@ session_start_snapshot(struct session *s)
 	session_snap_start(s);
 }
 
+static int session_start_jail(struct session *, char **);
+
+static void
+session_start_reads_free(struct session *s)
+{
+	snap_gitconf_free(s->start_gitconf);
+	s->start_gitconf = NULL;
+	snap_blind_read_free(s->start_blind);
+	s->start_blind = NULL;
+	s->start_reads = 0;
+}
+
+/* One of the start's reads of the project's git is over: the jail comes once both are. */
+static void
+session_start_read_cb(void *arg)
+{
+	struct session *s = arg;
+	char *cause = NULL;
+
+	if (--s->start_reads > 0)
+		return;
+	if (s->closing || s->start_stopped) {
+		session_start_fail(s, s->start_stopped ? "terminated before "
+		    "its command started" : NULL);
+		return;
+	}
+	if (session_start_jail(s, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
+}
+
+/*
+ * What the jail and the end's checks need of the project's git, read on
+ * the loop before the jail is made: core.hooksPath and the includes (what
+ * the jail keeps read-only) and the index marks (before the command can
+ * make any). True if the start waits for them.
+ */
+static bool
+session_start_read(struct session *s)
+{
+	if (s->start_read)
+		return false;
+	s->start_read = true;
+	s->start_gitconf = snap_gitconf_start(s->ctx->base, s->project,
+	    session_start_read_cb, s);
+	if (snap_gitconf_running(s->start_gitconf))
+		s->start_reads++;
+	s->start_blind = snap_blind_read_start(s->ctx->base, s->project,
+	    &s->guard_blind, session_start_read_cb, s);
+	if (s->start_blind != NULL)
+		s->start_reads++;
+	return s->start_reads > 0;
+}
+
 /*
  * The jail is made (and moved into its cgroups) while the start snapshot
- * runs; the command waits for both, on the loop.
+ * runs, once the project's git config is read; the command waits for
+ * all of it, on the loop.
  */
 static int
 session_start_jail(struct session *s, char **cause)
@@ -958,9 +1018,15 @@ session_start_jail(struct session *s, char **cause)
 		*cause = xprintf("agent %s is no longer configured", s->agent);
 		return -1;
 	}
+	if (session_start_read(s)) {
+		/* The tree is saved while they run. */
+		session_start_snapshot(s);
+		return 0;
+	}
 	if (session_proxy_secrets_finish(s, cause) == -1)
 		return -1;
 	rc = session_jail(s, s->setup, a, cause);
+	session_start_reads_free(s);
 	session_setup_free(s->setup);
 	free(s->setup);
 	s->setup = NULL;
@@ -1178,6 +1244,7 @@ session_free(struct session *s)
 	session_unlink(s);
 	session_start_events_free(s);
 	session_start_wait_free(s);
+	session_start_reads_free(s);
 	buf_free(&s->start_in);
 	session_proxy_secrets_drop(s);
 	if (s->setup != NULL) {
@@ -1238,7 +1305,11 @@ session_free(struct session *s)
 	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
 	strv_free(&s->guard_execs);
-	snap_blind_free(&s->guard_blind);
+	/* An end's read still running compares with it, and frees it. */
+	if (!s->guard_blind_ending) {
+		snap_blind_free(&s->guard_blind);
+		snap_blind_free(&s->guard_blind_now);
+	}
 	free(s->kind);
 	free(s->agent);
 	free(s->project);
@@ -1424,6 +1495,9 @@ session_unpause(struct session *s)
 void
 session_terminate(struct session *s)
 {
+	/* Its jail is not made yet: the start stops where it would make it. */
+	if (s->starting && s->start_reads > 0)
+		s->start_stopped = true;
 	if (s->jail == NULL || s->reaped)
 		return;
 	/* Nothing of it runs yet that could act on a signal. */

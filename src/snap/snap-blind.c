@@ -35,9 +35,27 @@ snap_blind_free(struct snap_blind *b)
 }
 
 /*
- * The index entries of GITDIR with a mark, as "S path" (skip-worktree) or
- * "h path" (assume-unchanged: git shows its tag in lower case). Git reads
- * the index alone, no work tree, with agentmux's settings: nothing runs.
+ * The index entries with a mark in B (git ls-files -v -z), into OUT as
+ * "S path" (skip-worktree) or "h path" (assume-unchanged: git shows its
+ * tag in lower case).
+ */
+static void
+snap_blind_marks_of(const struct buf *b, struct strv *out)
+{
+	const char *p, *end;
+
+	for (p = b->data, end = b->data + b->len; p != NULL && p < end;
+	    p += strlen(p) + 1) {
+		if (strlen(p) > 2 && (p[0] == 'S' || (p[0] >= 'a' &&
+		    p[0] <= 'z')) && !strv_contains(out, p))
+			strv_add(out, p);
+	}
+}
+
+/*
+ * The index entries of GITDIR with a mark (see snap_blind_marks_of). Git
+ * reads the index alone, no work tree, with agentmux's settings: nothing
+ * runs.
  */
 static void
 snap_blind_marks(const char *gitdir, struct strv *out)
@@ -45,21 +63,13 @@ snap_blind_marks(const char *gitdir, struct strv *out)
 	static const char *const args[] = { "ls-files", "-v", "-z", NULL };
 	struct buf b;
 	char *cause = NULL;
-	const char *p, *end;
 
 	buf_init(&b);
 	if (snap_git_plain_io(gitdir, args, NULL, &b, &cause) == -1) {
 		log_warnx("cannot read the index of %s: %s", gitdir, cause);
 		free(cause);
-		buf_free(&b);
-		return;
-	}
-	for (p = b.data, end = b.data + b.len; p != NULL && p < end;
-	    p += strlen(p) + 1) {
-		if (strlen(p) > 2 && (p[0] == 'S' || (p[0] >= 'a' &&
-		    p[0] <= 'z')) && !strv_contains(out, p))
-			strv_add(out, p);
-	}
+	} else
+		snap_blind_marks_of(&b, out);
 	buf_free(&b);
 }
 
@@ -106,6 +116,82 @@ snap_blind_begin(const char *project, struct snap_blind *start)
 	snap_blind_look(project, start);
 }
 
+/* A look at a project's .git on the loop: its refs at once, its index by git ls-files. */
+struct snap_blind_read {
+	struct proc *p;
+	struct snap_blind *into;
+	char *gitdir;
+	void (*done)(void *);
+	void *arg;
+};
+
+static void
+snap_blind_read_over(struct proc *p, void *arg)
+{
+	struct snap_blind_read *r = arg;
+	char *cause;
+
+	if (proc_status(p) != 0) {
+		cause = snap_git_error("ls-files", p);
+		log_warnx("cannot read the index of %s: %s", r->gitdir, cause);
+		free(cause);
+	} else
+		snap_blind_marks_of(proc_out(p), &r->into->marked);
+	proc_free(p);
+	r->p = NULL;
+	r->done(r->arg);
+}
+
+struct snap_blind_read *
+snap_blind_read_start(struct event_base *base, const char *project,
+    struct snap_blind *into, void (*done)(void *), void *arg)
+{
+	char *argv[] = { "git", "--no-pager", "ls-files", "-v", "-z", NULL };
+	struct snap_blind_read *r;
+	char *cause = NULL, *index;
+	int gitfd;
+
+	snap_blind_free(into);
+	snap_blind_init(into);
+	r = xcalloc(1, sizeof *r);
+	r->into = into;
+	r->gitdir = xprintf("%s/.git", project);
+	r->done = done;
+	r->arg = arg;
+	gitfd = open(r->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (gitfd != -1) {
+		into->had_git = true;
+		snap_blind_replace(gitfd, &into->replace);
+		close(gitfd);
+		index = xprintf("%s/index", r->gitdir);
+		into->untr_read = snap_index_untr(index, &into->untr);
+		free(index);
+		r->p = snap_git_plain_spawn(base, r->gitdir, argv, NULL,
+		    snap_blind_read_over, r, &cause);
+		if (r->p == NULL) {
+			log_warnx("cannot read the index of %s: %s", r->gitdir,
+			    cause);
+			free(cause);
+		}
+	}
+	if (r->p == NULL) {
+		snap_blind_read_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+snap_blind_read_free(struct snap_blind_read *r)
+{
+	if (r == NULL)
+		return;
+	proc_free(r->p);
+	free(r->gitdir);
+	free(r);
+}
+
 /* One line for a mark made in the session. */
 static void
 snap_blind_tell_mark(const char *entry, struct strv *out)
@@ -144,7 +230,7 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
  * it. agentmux cannot tell a forged one from git's own update, so the
  * changed one goes: git builds it again at the next git status.
  */
-static void
+void
 snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out)
 {
@@ -184,17 +270,29 @@ snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out)
 {
 	struct snap_blind now;
-	size_t i, told = 0, more = 0;
 
 	if (!start->had_git)
 		return;
 	snap_blind_init(&now);
 	snap_blind_look(project, &now);
-	for (i = 0; i < now.marked.n; i++) {
-		if (strv_contains(&start->marked, now.marked.v[i]))
+	snap_blind_compare(start, &now, out);
+	snap_blind_untr(project, start, &now, out);
+	snap_blind_free(&now);
+}
+
+void
+snap_blind_compare(const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out)
+{
+	size_t i, told = 0, more = 0;
+
+	if (!start->had_git)
+		return;
+	for (i = 0; i < now->marked.n; i++) {
+		if (strv_contains(&start->marked, now->marked.v[i]))
 			continue;
 		if (told++ < SNAP_BLIND_TELL)
-			snap_blind_tell_mark(now.marked.v[i], out);
+			snap_blind_tell_mark(now->marked.v[i], out);
 		else
 			more++;
 	}
@@ -202,17 +300,15 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 		strv_addf(out, "%zu more entries of .git/index were marked "
 		    "skip-worktree or assume-unchanged in the session ('git "
 		    "ls-files -v' shows them with S or a lower-case tag)", more);
-	for (i = 0, told = more = 0; i < now.replace.n; i++) {
-		if (strv_contains(&start->replace, now.replace.v[i]))
+	for (i = 0, told = more = 0; i < now->replace.n; i++) {
+		if (strv_contains(&start->replace, now->replace.v[i]))
 			continue;
 		if (told++ < SNAP_BLIND_TELL)
-			snap_blind_tell_replace(now.replace.v[i], out);
+			snap_blind_tell_replace(now->replace.v[i], out);
 		else
 			more++;
 	}
 	if (more > 0)
 		strv_addf(out, "%zu more replace refs were made in the session "
 		    "('git replace --list' shows them)", more);
-	snap_blind_untr(project, start, &now, out);
-	snap_blind_free(&now);
 }

@@ -116,6 +116,14 @@ int snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
 /* The same with INPUT (LEN bytes) on its standard input. */
 int snap_git_outside_input(char *const *argv, const char *input, size_t len,
     struct buf *out, struct buf *err, int *status, char **cause);
+/*
+ * Starts git (ARGV, argv[0] "git") on BASE, on the repository GITDIR
+ * alone, or outside any if GITDIR is NULL; INPUT (may be NULL) on stdin.
+ * See proc_start.
+ */
+struct proc *snap_git_plain_spawn(struct event_base *, const char *gitdir,
+    char *const *argv, const struct buf *input, proc_cb done, void *arg,
+    char **cause);
 /* Runs git with ARGS on the repository GITDIR alone (no work tree); -1 with *CAUSE. */
 int snap_git_plain(const char *gitdir, const char *const *args, char **cause);
 /* The same with INPUT on stdin (may be NULL) and stdout into OUT (may be NULL). */
@@ -586,6 +594,13 @@ struct snap_nested {
  * an object name, and objects/ and refs/ or a commondir.
  */
 bool snap_plant_repo_at(int dirfd, int dirfd2);
+/* The project's .git/config, a regular file no larger than 1 MiB, into OUT; -1 if not. */
+int snap_plant_read_config(const char *project, struct buf *out);
+/* core.hooksPath as the user's git sees it in the project (.git/config's, else the user's own), into OUT; -1 if none. */
+int snap_gitconf_hooks(const struct snap_gitconf *, struct buf *out);
+/* The values of .git/config's include.path and includeIf.*.path, added to OUT. */
+void snap_gitconf_includes(const struct snap_gitconf *, struct strv *out);
+
 /* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
 void snap_nested_dotgit(struct snap_nested *, const char *rel);
 /* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */

@@ -873,6 +873,28 @@ static const struct {
 	{ "BISECT_LOG", "a bisect", "git bisect", NULL },
 };
 
+/*
+ * Files of a sequence's dir that git reads as options of what it runs at
+ * --continue: a merge strategy (git runs git-merge-NAME) and its options,
+ * a signing key (gpg or ssh-keygen runs with it), git apply's options
+ * (--unsafe-paths --directory=...), the cherry-pick or revert options
+ * (strategy, strategy-option, gpg-sign). Git does not change them as it
+ * carries a sequence on.
+ */
+static const struct {
+	unsigned seq;             /* in snap_plant_seqs */
+	const char *rel;          /* in .git */
+} snap_plant_seq_optfiles[] = {
+	{ 0, "rebase-merge/strategy" },
+	{ 0, "rebase-merge/strategy_opts" },
+	{ 0, "rebase-merge/gpg_sign_opt" },
+	{ 1, "rebase-apply/strategy" },
+	{ 1, "rebase-apply/strategy_opts" },
+	{ 1, "rebase-apply/gpg_sign_opt" },
+	{ 1, "rebase-apply/apply-opt" },
+	{ 2, "sequencer/opts" },
+};
+
 /* Exec lines of a todo list shown, at most, and how much of each. */
 #define SNAP_PLANT_MAX_EXEC 5
 #define SNAP_PLANT_MAX_EXEC_LEN 200
@@ -964,6 +986,45 @@ snap_plant_exec_quote(char *const *v, size_t n, struct buf *out)
 		buf_printf(out, " (and %zu more)", n - SNAP_PLANT_MAX_EXEC);
 }
 
+/*
+ * The option file N of snap_plant_seq_optfiles as a key of
+ * snap_plant_opts.execs ("o REL\nCONTENT": no exec line's key starts
+ * so), or NULL if it is not there (or not a regular file).
+ */
+static char *
+snap_plant_optfile(int projfd, unsigned n)
+{
+	char *path = xprintf(".git/%s", snap_plant_seq_optfiles[n].rel), *key;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(projfd, path, 64 * 1024, &b) == -1) {
+		free(path);
+		buf_free(&b);
+		return NULL;
+	}
+	key = xprintf("o %s\n%s", snap_plant_seq_optfiles[n].rel,
+	    b.data != NULL ? b.data : "");
+	free(path);
+	buf_free(&b);
+	return key;
+}
+
+/* Adds to OUT the option files of the sequences BITS names, as keys. */
+static void
+snap_plant_optfiles(int projfd, unsigned bits, struct strv *out)
+{
+	unsigned n;
+	char *key;
+
+	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
+		if (!(bits & (1U << snap_plant_seq_optfiles[n].seq)))
+			continue;
+		if ((key = snap_plant_optfile(projfd, n)) != NULL)
+			strv_take(out, key);
+	}
+}
+
 void
 snap_plant_seq_execs(const char *project, struct strv *out)
 {
@@ -984,6 +1045,7 @@ snap_plant_seq_execs(const char *project, struct strv *out)
 			strv_addf(out, "%u %s", i, cmds.v[j]);
 		strv_free(&cmds);
 	}
+	snap_plant_optfiles(projfd, bits, out);
 	close(projfd);
 }
 
@@ -1093,7 +1155,61 @@ snap_plant_seq_grew(const struct snap_plant_opts *o,
 	free(start);
 }
 
-/* Sequences in progress now that were not at the start, or whose todo gained exec lines. */
+/* True if KEY (an option file now) was among O's at the start, as it is. */
+static bool
+snap_plant_optfile_kept(const struct snap_plant_opts *o, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < o->nexecs; i++) {
+		if (strcmp(o->execs[i], key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The option files of the sequences in progress now (NOW) that were made
+ * or changed in the session: each is told with what it holds, quoted.
+ */
+static void
+snap_plant_seq_opts(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, unsigned now)
+{
+	const char *value;
+	char *key, *cut, *q;
+	unsigned n, i;
+
+	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
+		i = snap_plant_seq_optfiles[n].seq;
+		if (!(now & (1U << i)) ||
+		    (key = snap_plant_optfile(projfd, n)) == NULL)
+			continue;
+		if (snap_plant_optfile_kept(o, key)) {
+			free(key);
+			continue;
+		}
+		value = strchr(key, '\n') + 1;
+		cut = xstrndup(value, SNAP_PLANT_MAX_EXEC_LEN);
+		q = quote_name(cut);
+		strv_addf(&res->watched, "%s in .git (.git/%s) had .git/%s "
+		    "made or changed in the session, which git reads as "
+		    "options of what it runs at %s (a merge strategy, its "
+		    "options, a signing key, git apply's options): %s%s; run "
+		    "it only if you mean that, or abort it",
+		    snap_plant_seqs[i].what, snap_plant_seqs[i].name,
+		    snap_plant_seq_optfiles[n].rel, snap_plant_seqs[i].cont, q,
+		    strlen(value) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
+		free(q);
+		free(cut);
+		free(key);
+	}
+}
+
+/*
+ * Sequences in progress now that were not at the start, or whose todo
+ * gained exec lines, or whose option files were made or changed.
+ */
 static void
 snap_plant_seq_left(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd)
@@ -1108,12 +1224,13 @@ snap_plant_seq_left(const struct snap_plant_opts *o,
 		else if (snap_plant_seqs[i].todo != NULL)
 			snap_plant_seq_grew(o, res, projfd, i);
 	}
+	snap_plant_seq_opts(o, res, projfd, now);
 }
 
 /* ---- the user's own hooks dir (core.hooksPath) ---- */
 
 /* The project's .git/config, a regular file no larger than 1 MiB, into OUT; -1 if not. */
-static int
+int
 snap_plant_read_config(const char *project, struct buf *out)
 {
 	struct stat st;
@@ -1293,73 +1410,17 @@ snap_plant_resolve(const char *project, int projfd, const char *rel,
 	return buf_steal(&done);
 }
 
-/*
- * The user's own core.hooksPath (global, else system config: the user's
- * and the machine's files, their includes followed), into OUT; -1 if none.
- */
-static int
-snap_plant_hooks_user(struct buf *out)
-{
-	static char scopes[][9] = { "--global", "--system" };
-	char *argv[] = { "git", "config", NULL, "--includes", "--null",
-	    "--get", "core.hooksPath", NULL };
-	char *cause = NULL;
-	size_t i;
-	int st;
-
-	for (i = 0; i < nitems(scopes); i++) {
-		argv[2] = scopes[i];
-		buf_reset(out);
-		if (snap_git_outside(argv, out, NULL, &st, &cause) == 0 &&
-		    st == 0 && out->data != NULL &&
-		    memchr(out->data, '\0', out->len) != NULL)
-			return 0;
-		free(cause);
-		cause = NULL;
-	}
-	return -1;
-}
-
-/*
- * core.hooksPath as the user's git sees it in PROJECT, into OUT: that of
- * .git/config, else the user's own; -1 if none (or the config is bad).
- */
-static int
-snap_plant_hooks_value(const char *project, struct buf *out)
-{
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--null", "--get", "core.hooksPath", NULL };
-	struct buf text;
-	char *cause = NULL;
-	int st = -1, rc = -1;
-
-	buf_init(&text);
-	/*
-	 * No include is followed, nothing runs; --no-includes, or git given
-	 * the file on its input refuses a relative include and says nothing.
-	 */
-	if (snap_plant_read_config(project, &text) == 0 &&
-	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, out, NULL, &st, &cause) == 0 && st == 0 &&
-	    out->data != NULL && memchr(out->data, '\0', out->len) != NULL)
-		rc = 0;
-	else if (st == 1)
-		rc = snap_plant_hooks_user(out);
-	free(cause);
-	buf_free(&text);
-	return rc;
-}
-
 /* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */
 static char *
-snap_plant_hooks_real(const char *project, struct strv *links)
+snap_plant_hooks_real(const char *project, const struct snap_gitconf *gc,
+    struct strv *links)
 {
 	struct buf out;
 	char *rel = NULL, *real = NULL, *home;
 	int projfd;
 
 	buf_init(&out);
-	if (snap_plant_hooks_value(project, &out) == 0) {
+	if (snap_gitconf_hooks(gc, &out) == 0) {
 		/* git expands "~/": the project may lie in the home dir. */
 		home = strncmp(out.data, "~/", 2) == 0 ? xprintf("%s/%s",
 		    path_home(), out.data + 2) : NULL;
@@ -1378,13 +1439,23 @@ snap_plant_hooks_real(const char *project, struct strv *links)
 }
 
 char *
-snap_plant_hooks_path(const char *project)
+snap_plant_hooks_path_of(const char *project, const struct snap_gitconf *gc)
 {
 	char *real, *pattern = NULL;
 
-	if ((real = snap_plant_hooks_real(project, NULL)) != NULL)
+	if ((real = snap_plant_hooks_real(project, gc, NULL)) != NULL)
 		pattern = snap_plant_escape(real);
 	free(real);
+	return pattern;
+}
+
+char *
+snap_plant_hooks_path(const char *project)
+{
+	struct snap_gitconf *gc = snap_gitconf_read(project);
+	char *pattern = snap_plant_hooks_path_of(project, gc);
+
+	snap_gitconf_free(gc);
 	return pattern;
 }
 
@@ -1495,33 +1566,22 @@ snap_plant_include(const char *project, int projfd, const char *value,
 
 /* The files in the project the includes of .git/config name (none followed). */
 static void
-snap_plant_includes(const char *project, int projfd, struct strv *out)
+snap_plant_includes(const char *project, int projfd,
+    const struct snap_gitconf *gc, struct strv *out)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--null", "--get-regexp", "^include(if\\..*)?\\.path$", NULL };
-	struct buf text, found;
-	char *cause = NULL, *p, *v;
-	int st;
+	struct strv values;
+	size_t i;
 
-	buf_init(&text);
-	buf_init(&found);
-	if (snap_plant_read_config(project, &text) == 0 &&
-	    snap_git_outside_input(argv, text.data != NULL ? text.data : "",
-	    text.len, &found, NULL, &st, &cause) == 0 && st == 0 &&
-	    found.data != NULL) {
-		for (p = found.data; p < found.data + found.len;
-		    p += strlen(p) + 1) {
-			if ((v = strchr(p, '\n')) != NULL)
-				snap_plant_include(project, projfd, v + 1, out);
-		}
-	}
-	free(cause);
-	buf_free(&text);
-	buf_free(&found);
+	strv_init(&values);
+	snap_gitconf_includes(gc, &values);
+	for (i = 0; i < values.n; i++)
+		snap_plant_include(project, projfd, values.v[i], out);
+	strv_free(&values);
 }
 
 void
-snap_plant_git_files(const char *project, struct strv *out)
+snap_plant_git_files_of(const char *project, const struct snap_gitconf *gc,
+    struct strv *out)
 {
 	struct strv links;
 	char *hooks;
@@ -1538,13 +1598,22 @@ snap_plant_git_files(const char *project, struct strv *out)
 	if (hooks != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
 	free(hooks);
-	if ((hooks = snap_plant_hooks_real(project, &links)) != NULL)
+	if ((hooks = snap_plant_hooks_real(project, gc, &links)) != NULL)
 		snap_plant_hook_links(project, projfd, hooks, out);
 	/* A link replaced on the way to a hooks dir leads git elsewhere. */
 	for (i = 0; i < links.n; i++)
 		snap_plant_add_pattern(out, links.v[i]);
-	snap_plant_includes(project, projfd, out);
+	snap_plant_includes(project, projfd, gc, out);
 	strv_free(&links);
 	free(hooks);
 	close(projfd);
+}
+
+void
+snap_plant_git_files(const char *project, struct strv *out)
+{
+	struct snap_gitconf *gc = snap_gitconf_read(project);
+
+	snap_plant_git_files_of(project, gc, out);
+	snap_gitconf_free(gc);
 }

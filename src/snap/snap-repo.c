@@ -1090,22 +1090,22 @@ snap_git_plain(const char *gitdir, const char *const *args, char **cause)
 	return snap_git_plain_io(gitdir, args, NULL, NULL, cause);
 }
 
-/* What a git run on GITDIR alone is given: its environment, ARGV and options. */
+/* What a git run on GITDIR alone (NULL: outside any, in /) is given: its environment and options. */
 static void
-snap_git_plain_opts(struct proc_opts *o, struct strv *env, struct strv *argv,
-    const char *gitdir, const char *const *args, const struct buf *input)
+snap_git_plain_opts(struct proc_opts *o, struct strv *env, const char *gitdir,
+    const struct buf *input)
 {
 	snap_env_clean(env, false);
 	snap_env_common(env);
-	strv_addf(env, "GIT_DIR=%s", gitdir);
-	snap_git_argv(argv, args);
+	if (gitdir != NULL)
+		strv_addf(env, "GIT_DIR=%s", gitdir);
 	memset(o, 0, sizeof *o);
-	o->argv = argv->v;
 	o->env = env->v;
-	o->dir = gitdir;
+	o->dir = gitdir != NULL ? gitdir : "/";
 	o->out_fd = -1;
 	o->umask = -1;
 	o->timeout = SNAP_REPO_PROJECT_TIMEOUT;
+	o->err_max = 64 * 1024;
 	if (input != NULL) {
 		o->input = input->data != NULL ? input->data : "";
 		o->inputlen = input->len;
@@ -1121,7 +1121,9 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	struct buf err;
 	int st, rc;
 
-	snap_git_plain_opts(&o, &env, &argv, gitdir, args, input);
+	snap_git_plain_opts(&o, &env, gitdir, input);
+	snap_git_argv(&argv, args);
+	o.argv = argv.v;
 	buf_init(&err);
 	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
@@ -1134,19 +1136,49 @@ snap_git_plain_io(const char *gitdir, const char *const *args,
 	return rc;
 }
 
+/*
+ * Starts git with ARGV (argv[0] "git") on BASE, in the repository GITDIR
+ * alone (no work tree) or, GITDIR NULL, outside any (in /), with
+ * agentmux's settings; INPUT (may be NULL) on its stdin. The loop's
+ * version of snap_git_plain_io and snap_git_outside_input.
+ */
+static struct proc *
+snap_git_plain_proc(struct event_base *base, const char *gitdir,
+    char *const *argv, const struct buf *input, int out_fd, proc_cb done,
+    void *arg, char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct proc *p;
+
+	snap_git_plain_opts(&o, &env, gitdir, input);
+	o.argv = argv;
+	o.out_fd = out_fd;
+	p = proc_start(base, &o, done, arg, cause);
+	strv_free(&env);
+	return p;
+}
+
+struct proc *
+snap_git_plain_spawn(struct event_base *base, const char *gitdir,
+    char *const *argv, const struct buf *input, proc_cb done, void *arg,
+    char **cause)
+{
+	return snap_git_plain_proc(base, gitdir, argv, input, -1, done, arg,
+	    cause);
+}
+
 struct proc *
 snap_git_plain_start(struct event_base *base, const char *gitdir,
     const char *const *args, const struct buf *input, int out_fd,
     proc_cb done, void *arg, char **cause)
 {
-	struct proc_opts o;
-	struct strv env, argv;
+	struct strv argv;
 	struct proc *p;
 
-	snap_git_plain_opts(&o, &env, &argv, gitdir, args, input);
-	o.out_fd = out_fd;
-	p = proc_start(base, &o, done, arg, cause);
-	strv_free(&env);
+	snap_git_argv(&argv, args);
+	p = snap_git_plain_proc(base, gitdir, argv.v, input, out_fd, done,
+	    arg, cause);
 	strv_free(&argv);
 	return p;
 }

@@ -611,3 +611,9 @@ snap_check_ended(struct store *st, int64_t session, const char *worktree,
 	}
 	return rc;
 }
+
+const char *
+snap_session_gitdir(struct snap_session *ss)
+{
+	return ss->repo != NULL ? ss->repo->gitdir : NULL;
+}

@@ -31,7 +31,7 @@ struct snap_plant_opts {
 	char *const *existed;     /* watched files there at the start (relative) */
 	size_t nexisted;
 	unsigned sequences;       /* snap_plant_sequences() at the start */
-	char *const *execs;       /* snap_plant_seq_execs() at the start */
+	char *const *execs;       /* snap_plant_seq_execs() at the start (exec lines, option files) */
 	size_t nexecs;
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
@@ -46,8 +46,10 @@ struct snap_plant_opts {
 unsigned snap_plant_sequences(const char *project);
 /**
  * Adds to OUT the exec lines of the todo lists of the sequences in
- * progress in PROJECT, for snap_plant_opts.execs: a todo that gains one
- * during a session is told at its end.
+ * progress in PROJECT, and their option files (strategy, strategy_opts,
+ * gpg_sign_opt, apply-opt, sequencer/opts), for snap_plant_opts.execs: a
+ * todo that gains an exec line, or an option file made or changed, during
+ * a session is told at its end.
  */
 void snap_plant_seq_execs(const char *project, struct strv *out);
 /**
@@ -88,6 +90,31 @@ void snap_plant_existing(const char *project, char *const *patterns,
  * run. Caller frees.
  */
 char *snap_plant_hooks_path(const char *project);
+
+/*
+ * What the session start reads of git's config for PROJECT
+ * (snap-gitconf.c): core.hooksPath and the includes of .git/config (git's
+ * parser on the file's bytes: no include followed, nothing run), the
+ * user's own core.hooksPath (global, else system).
+ */
+struct snap_gitconf;
+/**
+ * Starts the reads on BASE; DONE(ARG) runs once they are all over, unless
+ * snap_gitconf_running() is false at once (nothing to wait for). The
+ * caller frees it (snap_gitconf_free stops the reads still running).
+ */
+struct snap_gitconf *snap_gitconf_start(struct event_base *,
+    const char *project, void (*done)(void *), void *arg);
+/** The same, read to the end at once on a loop of its own (commands and tests only). */
+struct snap_gitconf *snap_gitconf_read(const char *project);
+bool snap_gitconf_running(const struct snap_gitconf *);
+void snap_gitconf_free(struct snap_gitconf *);
+/** snap_plant_hooks_path from what GC read. Caller frees. */
+char *snap_plant_hooks_path_of(const char *project,
+    const struct snap_gitconf *gc);
+/** snap_plant_git_files from what GC read. */
+void snap_plant_git_files_of(const char *project,
+    const struct snap_gitconf *gc, struct strv *out);
 /**
  * Adds to OUT the paths in PROJECT (relative, as patterns naming them
  * alone) that git runs through a link or an include: the targets of the
@@ -120,6 +147,47 @@ void snap_blind_begin(const char *project, struct snap_blind *start);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
+/** The same, with NOW read already (snap_blind_read_start). */
+void snap_blind_compare(const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out);
+/**
+ * The untracked cache of PROJECT's .git/index made or changed since START
+ * (NOW as read at the end): dropped from the index, and said into OUT.
+ */
+void snap_blind_untr(const char *project, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out);
+/*
+ * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
+ * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL
+ * if there is nothing to wait for (no .git dir, or git could not run: a
+ * warning is logged); INTO is then complete. snap_blind_read_free stops it.
+ */
+struct snap_blind_read;
+/*
+ * Index entries rewritten to hide a change (snap-stale.c): their stat
+ * data matches the file, changed since SINCE (ms, snap_plant_clock), so
+ * the user's git takes them as unchanged, but their object id is not the
+ * content the end snapshot's TREE (in the own repository GITDIR) holds.
+ * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
+ * (ALERTS borrowed). NULL (nothing to wait for) if PROJECT has no .git
+ * dir or git cannot run. snap_stale_free stops it.
+ */
+struct snap_stale;
+struct snap_stale *snap_stale_start(struct event_base *,
+    const char *project, int64_t since, const char *gitdir,
+    const char *tree, void (*done)(void *, struct strv *alerts),
+    void *arg);
+void snap_stale_free(struct snap_stale *);
+/** The same on what git listed: INDEX (ls-files -s --debug -z) and TREE (ls-tree -r -z). */
+void snap_stale_find(const char *project, int64_t since,
+    const struct buf *index, const struct buf *tree, struct strv *out);
+struct snap_session;
+/** The own repository of a session's snapshots (borrowed), or NULL. */
+const char *snap_session_gitdir(struct snap_session *);
+struct snap_blind_read *snap_blind_read_start(struct event_base *,
+    const char *project, struct snap_blind *into, void (*done)(void *),
+    void *arg);
+void snap_blind_read_free(struct snap_blind_read *);
 
 /*
  * The user's own history (snap-history.c): objects that existed when a

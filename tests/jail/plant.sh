@@ -160,6 +160,15 @@ rebase_left() {
 	*) bad "no alert about the exec line added to the rebase's todo: $OUT" ;; esac
 	case $("$AMX" show last 2>&1) in *"exec lines added"*) ok ;;
 	*) bad "show does not flag the exec line added to the rebase's todo" ;; esac
+	# A strategy or signing key the agent gives it: flagged, quoted.
+	jrun -- sh -c "echo evil >.git/rebase-merge/strategy &&
+	    echo -S\$(printf '\\033')x >.git/rebase-merge/gpg_sign_opt"
+	case $OUT in *"had .git/rebase-merge/strategy made or changed in the session"*'"evil\n"'*) ok ;;
+	*) bad "no alert about the strategy given to the rebase: $OUT" ;; esac
+	case $OUT in *"rebase-merge/gpg_sign_opt made or changed"*'"-S\033x\n"'*) ok ;;
+	*) bad "no alert, escaped, about the signing key given to the rebase: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"rebase-merge/strategy made or changed"*) ok ;;
+	*) bad "show does not flag the strategy given to the rebase" ;; esac
 	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
 	rm -f "$MARK"
 }
@@ -606,6 +615,45 @@ blind() {
 	(cd "$P" && git checkout -q -- README a2 2>/dev/null)
 }
 
+# An index entry's object id rewritten back to the blob it had, the new
+# stat data kept (the file's mtime set back, so that git does not take the
+# entry as racy): the user's git status shows the changed file as clean.
+# The end snapshot hashed the file: the session is flagged (run, show),
+# naming it quoted, with what to do; a file staged as git does is not.
+index_rewrite() {
+	esc=$(printf '\033')
+	(cd "$P" && echo 'int a;' >'we ird.c' && echo 'int b;' >"e${esc}[31m.c" &&
+	    echo 'int c;' >staged.c && git add . && git commit -qm rw) || exit 1
+	jrun -- sh -c 'forge() {
+	        o=$(git rev-parse ":$1") && echo "int evil;" >>"$1" &&
+	        touch -d @$(($(date +%s) - 10)) "$1" &&
+	        git add -- "$1" && n=$(git rev-parse ":$1") &&
+	        python3 -c "import hashlib, sys
+o, n = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+d = open(\".git/index\", \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n"; }
+	    forge "we ird.c" && forge "$(printf "e\033[31m.c")" &&
+	    echo "int d;" >>staged.c && git add staged.c && echo forged'
+	case $OUT in *forged*) ok ;; *) bad "the index was not rewritten: $OUT" ;; esac
+	st=$(git -C "$P" status --porcelain 2>&1)
+	case $st in *ird.c*|*31m.c*) bad "the rewrite did not blind git status (the check is void): $st" ;; *) ok ;; esac
+	case $OUT in *"we ird.c: its entry in .git/index was rewritten"*"touch -- we ird.c"*) ok ;;
+	*) bad "a rewritten index entry was not flagged: $OUT" ;; esac
+	case $OUT in *'"e\033[31m.c": its entry in .git/index was rewritten'*) ok ;;
+	*) bad "the rewritten entry with a control character was not flagged, escaped: $OUT" ;; esac
+	case $OUT in *"$esc"*) bad "a control character was printed raw: $OUT" ;; *) ok ;; esac
+	case $OUT in *"staged.c"*) bad "an entry staged as git does was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *"we ird.c: its entry in .git/index was rewritten"*) ok ;;
+	*) bad "show does not flag the rewritten index entry" ;; esac
+	touch -- "$P/we ird.c"
+	case $(git -C "$P" status --porcelain 2>&1) in *"we ird.c"*) ok ;;
+	*) bad "touching the file did not bring the change back to git status" ;; esac
+	(cd "$P" && git reset -q --hard && git rm -q -f 'we ird.c' "e${esc}[31m.c" staged.c &&
+	    git commit -qm unrw) || exit 1
+}
+
 # A .git file or link (or a git dir's commondir) made or changed in the
 # session that names a git dir outside the project (where agentmux cannot defuse it: the session's
 # overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
@@ -671,6 +719,7 @@ checks() {
 	hooks
 	hook_links
 	blind
+	index_rewrite
 }
 
 jail_main "$@"

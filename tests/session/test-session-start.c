@@ -26,6 +26,7 @@ struct obs {
 	int exited;
 	int status;
 	int done;
+	int marked;              /* alerts that name a skip-worktree mark */
 };
 
 static void
@@ -70,10 +71,21 @@ obs_done(void *arg, struct session *s)
 	obs_free_at(o, s, FREE_DONE);
 }
 
+static void
+obs_notice(void *arg, struct session *s, const char *level, const char *msg)
+{
+	struct obs *o = arg;
+
+	if (strcmp(level, "alert") == 0 && strstr(msg, "skip-worktree") !=
+	    NULL)
+		o->marked++;
+}
+
 static const struct session_events obs_events = {
 	.started = obs_started,
 	.exited = obs_exited,
 	.done = obs_done,
+	.notice = obs_notice,
 };
 
 struct fixture {
@@ -854,6 +866,60 @@ test_legacy_on_loop(void **state)
 }
 
 /*
+ * What the start reads of the project's git (core.hooksPath and the
+ * includes, the user's own hooksPath, the index marks) and the end's read
+ * of the marks run on the loop, git slowed to 2 s for each, while a timer
+ * is served (they used to run with the loop waiting, up to seven times at
+ * the start). The start still waits for them: the hooks dir .git/config
+ * names is read-only in the jail; the mark the command makes is told at
+ * the end, before done.
+ */
+static void
+test_git_reads_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *old, *n;
+
+	fixture_open(&f);
+	test_sh_ok("mkdir hk && echo '#!/bin/sh' >hk/pre-commit && "
+	    "git config core.hooksPath hk && git add -A && "
+	    "git -c user.email=a@b -c user.name=a commit -qm x");
+	old = slow_git("*hook*|*ls-files*-v*", 2, "read");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "echo evil >>hk/pre-commit 2>/dev/null && exit 9; "
+	    "git update-index --skip-worktree 0/1 && exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	loop_until(&f, &o.done);
+	print_message("git reads: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	/* The hooks dir was read-only, the mark made and told before done. */
+	assert_int_equal(o.status, 4);
+	assert_int_equal(o.marked, 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* Three config reads and two of the index went through the wrapper. */
+	n = test_sh_out("wc -l <'%s/read'", test_dir);
+	assert_int_equal(atoi(n), 5);
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(old);
+	free(n);
+}
+
+/*
  * config_persist = always: at the session's end the three-way merge of
  * what the jail wrote (git merge-file, slowed to 2 s here) runs off the
  * loop, which serves a timer meanwhile (it used to wait for the merge);
@@ -992,6 +1058,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_start_waits_for_recovery,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_confdiff_end_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_git_reads_on_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 

@@ -436,6 +436,65 @@ test_sequence_grew(void **state)
 	strv_free(&execs);
 }
 
+/*
+ * A rebase in progress at the start (with a strategy option): carried on
+ * is not told; its strategy, strategy options or signing key made or
+ * changed by the session are, quoted (an escape too), as is a rebase
+ * left by the session with a strategy of its choosing.
+ */
+static void
+test_sequence_opts(void **state)
+{
+	struct snap_plant_result res;
+	struct strv execs;
+	size_t i;
+
+	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
+	    "git config user.name a && echo 1 >f && git add f && "
+	    "git commit -qm 1 && echo 2 >f && git commit -qam 2 && "
+	    "echo 3 >f && git commit -qam 3 && A=$(git rev-parse HEAD~1) && "
+	    "B=$(git rev-parse HEAD) && GIT_SEQUENCE_EDITOR=\"printf 'break\\n"
+	    "pick $A\\nbreak\\npick $B\\n' >\" git rebase -q -i -X ours "
+	    "HEAD~2 >/dev/null 2>&1 && test -s .git/rebase-merge/strategy_opts",
+	    proj);
+	strv_init(&execs);
+	snap_plant_seq_execs(proj, &execs);
+	/* The agent carries it on to the next break. */
+	test_sh_ok("cd %s && git rebase --continue >/dev/null 2>&1", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 0);
+	snap_plant_result_free(&res);
+	/* Then names a strategy, changes its options, sets a signing key. */
+	test_sh_ok("cd %s/.git/rebase-merge && echo evil >strategy && "
+	    "echo \"'--theirs'\" >strategy_opts && "
+	    "printf '%%s\\033[31m' -Skey >gpg_sign_opt", proj);
+	scan_grown(&execs, &res);
+	assert_int_equal(res.watched.n, 3);
+	for (i = 0; i < res.watched.n; i++)
+		print_message("%s\n", res.watched.v[i]);
+	assert_non_null(strstr(res.watched.v[0], "a rebase in .git "
+	    "(.git/rebase-merge) had .git/rebase-merge/strategy made or "
+	    "changed in the session"));
+	assert_non_null(strstr(res.watched.v[0], "git rebase --continue"));
+	assert_non_null(strstr(res.watched.v[0], "): \"evil\\n\"; run it"));
+	assert_non_null(strstr(res.watched.v[1], "rebase-merge/strategy_opts"));
+	assert_non_null(strstr(res.watched.v[2], "-Skey\\033[31m"));
+	assert_null(strchr(res.watched.v[2], '\033'));
+	snap_plant_result_free(&res);
+	/* A rebase the session started: its strategy is told too. */
+	test_sh_ok("cd %s/.git/rebase-merge && rm strategy_opts gpg_sign_opt",
+	    proj);
+	strv_free(&execs);
+	strv_init(&execs);
+	scan(util_now_ms(), true, &res);
+	assert_int_equal(res.watched.n, 2);
+	assert_non_null(strstr(res.watched.v[0], "was left in progress"));
+	assert_non_null(strstr(res.watched.v[1], ".git/rebase-merge/strategy "
+	    "made or changed"));
+	snap_plant_result_free(&res);
+	strv_free(&execs);
+}
+
 /* core.hooksPath VALUE in PROJ's .git/config; what snap_plant_hooks_path makes of it. */
 static char *
 hooks_of(const char *value)
@@ -681,6 +740,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_sequence_opts, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_grew, setup,
 		    teardown),

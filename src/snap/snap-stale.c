@@ -1,0 +1,268 @@
+/*
+ * Index entries a session rewrote to hide a change: an entry whose stat
+ * data matches the file (so the user's git status and git diff take it as
+ * unchanged, without reading it) but whose object id is not the content
+ * the end snapshot just recorded. Found at the session's end from the
+ * index as git lists it and the snapshot's tree, both read by git on the
+ * loop; the files are only lstat'ed, never followed or read.
+ */
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* The most entries told one by one; the rest are counted. */
+#define SNAP_STALE_TELL 10
+
+enum { SNAP_STALE_INDEX, SNAP_STALE_TREE, SNAP_STALE_NRUNS };
+
+struct snap_stale {
+	struct proc *p[SNAP_STALE_NRUNS];
+	struct buf out[SNAP_STALE_NRUNS];
+	int status[SNAP_STALE_NRUNS];
+	int pending;
+	char *project;
+	int64_t since;
+	void (*done)(void *, struct strv *);
+	void *arg;
+};
+
+/* One entry of git ls-files --debug -s: what git compares with lstat. */
+struct snap_stale_entry {
+	unsigned mode;
+	char oid[65];
+	unsigned ctime, mtime, ino, uid, gid, size;
+	const char *path;
+};
+
+/*
+ * The entry at *P (git ls-files -s --debug -z: "mode oid stage\tpath\0"
+ * then five lines of stat data), P moved past it; -1 at the end or if
+ * it does not parse (the rest is then not looked at).
+ */
+static int
+snap_stale_entry_next(const char **p, const char *end,
+    struct snap_stale_entry *e)
+{
+	unsigned stage, cns, mns, dev, flags;
+	const char *path;
+	int n = 0;
+
+	if (*p >= end || (path = memchr(*p, '\t', end - *p)) == NULL)
+		return -1;
+	if (sscanf(*p, "%o %64[0-9a-f] %u", &e->mode, e->oid, &stage) != 3)
+		return -1;
+	e->path = path + 1;
+	*p = e->path + strlen(e->path) + 1;
+	if (*p >= end || sscanf(*p, "  ctime: %u:%u\n  mtime: %u:%u\n"
+	    "  dev: %u\tino: %u\n  uid: %u\tgid: %u\n  size: %u\tflags: %x\n%n",
+	    &e->ctime, &cns, &e->mtime, &mns, &dev, &e->ino, &e->uid, &e->gid,
+	    &e->size, &flags, &n) != 10 || n == 0)
+		return -1;
+	*p += n;
+	return stage == 0 ? 0 : 1;
+}
+
+/*
+ * True if git would take the entry E as unchanged from lstat alone
+ * (core.checkStat default, core.trustctime: git compares the low 32 bits
+ * of each): the same type and executable bit, times, inode, owner, size.
+ */
+static bool
+snap_stale_stat_clean(int projfd, int64_t since,
+    const struct snap_stale_entry *e)
+{
+	struct stat st;
+	bool same;
+	int fd;
+
+	fd = path_open_beneath(projfd, e->path, O_PATH | O_NOFOLLOW, 0);
+	if (fd == -1)
+		return false;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	/* Changed before the session: not the session's rewrite. */
+	if (!snap_nested_changed(&st, since))
+		return false;
+	if (S_ISLNK(st.st_mode))
+		same = e->mode == 0120000;
+	else if (S_ISREG(st.st_mode))
+		same = e->mode == ((st.st_mode & 0100) ? 0100755U : 0100644U);
+	else
+		same = false;
+	return same && (unsigned)st.st_mtim.tv_sec == e->mtime &&
+	    (unsigned)st.st_ctim.tv_sec == e->ctime &&
+	    (unsigned)st.st_ino == e->ino && (unsigned)st.st_uid == e->uid &&
+	    (unsigned)st.st_gid == e->gid && (unsigned)st.st_size == e->size;
+}
+
+/*
+ * The blob the snapshot's tree (git ls-tree -r -z: "mode blob oid\tpath")
+ * records at PATH, or NULL. Both lists are in git's path order, so the
+ * tree is read on from *AT.
+ */
+static const char *
+snap_stale_tree_oid(const struct buf *tree, const char **at,
+    const char *path)
+{
+	const char *p, *tab, *end = tree->data + tree->len;
+	int cmp;
+
+	for (p = *at; p != NULL && p < end; p += strlen(p) + 1) {
+		if ((tab = strchr(p, '\t')) == NULL)
+			continue;
+		if ((cmp = strcmp(tab + 1, path)) > 0)
+			break;
+		*at = p + strlen(p) + 1;
+		if (cmp == 0 && tab - p > 12 && strncmp(p + 7, "blob ", 5) == 0)
+			return p + 12;
+	}
+	return NULL;
+}
+
+/* One line for an entry rewritten to hide its change. */
+static void
+snap_stale_tell(const char *path, struct strv *out)
+{
+	char *q = snap_nested_quote(path);
+
+	strv_addf(out, "%s: its entry in .git/index was rewritten in the "
+	    "session to hide a change (its stat data matches the file, its "
+	    "object id is not the file's content): your git status and git "
+	    "diff show it as unchanged; see the change with 'agentmux diff', "
+	    "and make git read the file again with 'touch -- %s' (or 'git rm "
+	    "--cached -- %s' then 'git add -- %s'; 'git update-index "
+	    "--really-refresh' trusts the forged stat data)", q, q, q, q);
+	free(q);
+}
+
+void
+snap_stale_find(const char *project, int64_t since, const struct buf *index,
+    const struct buf *tree, struct strv *out)
+{
+	struct snap_stale_entry e;
+	const char *p = index->data, *end = index->data + index->len, *at;
+	const char *oid;
+	size_t told = 0, more = 0;
+	int projfd, rc;
+
+	if (p == NULL || tree->data == NULL || (projfd = open(project,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	at = tree->data;
+	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
+		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&
+		    e.mode != 0120000))
+			continue;
+		oid = snap_stale_tree_oid(tree, &at, e.path);
+		if (oid == NULL || strncmp(oid, e.oid, strlen(e.oid)) == 0 ||
+		    oid[strlen(e.oid)] != '\t' ||
+		    !snap_stale_stat_clean(projfd, since, &e))
+			continue;
+		if (told++ < SNAP_STALE_TELL)
+			snap_stale_tell(e.path, out);
+		else
+			more++;
+	}
+	if (more > 0)
+		strv_addf(out, "%zu more entries of .git/index were rewritten "
+		    "in the session to hide a change ('agentmux diff' shows "
+		    "them; touching a file makes git read it again)", more);
+	close(projfd);
+}
+
+static void
+snap_stale_over(struct proc *p, void *arg)
+{
+	struct snap_stale *sc = arg;
+	struct strv out;
+	size_t i;
+
+	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
+		;
+	if (i == SNAP_STALE_NRUNS)
+		fatalx("a git run that is not this check's");
+	sc->status[i] = proc_status(p);
+	if (sc->status[i] == 0)
+		buf_add(&sc->out[i], proc_out(p)->data, proc_out(p)->len);
+	else
+		log_warnx("cannot read %s for its rewritten entries: git "
+		    "exited %d", i == SNAP_STALE_INDEX ? "the index" :
+		    "the end snapshot", sc->status[i]);
+	proc_free(p);
+	sc->p[i] = NULL;
+	if (--sc->pending > 0)
+		return;
+	strv_init(&out);
+	if (sc->status[SNAP_STALE_INDEX] == 0 &&
+	    sc->status[SNAP_STALE_TREE] == 0)
+		snap_stale_find(sc->project, sc->since,
+		    &sc->out[SNAP_STALE_INDEX],
+		    &sc->out[SNAP_STALE_TREE], &out);
+	sc->done(sc->arg, &out);
+	strv_free(&out);
+}
+
+struct snap_stale *
+snap_stale_start(struct event_base *base, const char *project,
+    int64_t since, const char *gitdir, const char *tree,
+    void (*done)(void *, struct strv *), void *arg)
+{
+	char *ls[] = { "git", "--no-pager", "ls-files", "-s", "--debug", "-z",
+	    NULL };
+	char *lt[] = { "git", "--no-pager", "ls-tree", "-r", "-z",
+	    "--full-tree", (char *)tree, NULL };
+	struct snap_stale *sc = xcalloc(1, sizeof *sc);
+	char *projgit, *cause = NULL;
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < SNAP_STALE_NRUNS; i++)
+		buf_init(&sc->out[i]);
+	sc->project = xstrdup(project);
+	sc->since = since;
+	sc->done = done;
+	sc->arg = arg;
+	projgit = xprintf("%s/.git", project);
+	if (lstat(projgit, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(base, projgit,
+		    ls, NULL, snap_stale_over, sc, &cause);
+		if (sc->p[SNAP_STALE_INDEX] != NULL)
+			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(base,
+			    gitdir, lt, NULL, snap_stale_over, sc, &cause);
+	}
+	free(projgit);
+	if (cause != NULL) {
+		log_warnx("cannot look for rewritten index entries: %s", cause);
+		free(cause);
+	}
+	if (sc->p[SNAP_STALE_TREE] == NULL) {
+		snap_stale_free(sc);
+		return NULL;
+	}
+	sc->pending = SNAP_STALE_NRUNS;
+	return sc;
+}
+
+void
+snap_stale_free(struct snap_stale *sc)
+{
+	size_t i;
+
+	if (sc == NULL)
+		return;
+	for (i = 0; i < SNAP_STALE_NRUNS; i++) {
+		proc_free(sc->p[i]);
+		buf_free(&sc->out[i]);
+	}
+	free(sc->project);
+	free(sc);
+}
