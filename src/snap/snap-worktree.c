@@ -986,6 +986,45 @@ snap_worktree_field(const char *text, const char *key)
 	return NULL;
 }
 
+void
+snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n)
+{
+	char *dir = xprintf("%s/worktrees", data_dir), *path, *id, *end;
+	struct dirent *de;
+	struct stat st;
+	struct buf b;
+	long long v;
+	DIR *d;
+
+	*ids = NULL;
+	*n = 0;
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "wt-", 3) != 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		path = xprintf("%s/%s/session", dir, de->d_name);
+		buf_init(&b);
+		buf_adds(&b, "");
+		id = buf_read_file(&b, path) == 0 ?
+		    snap_worktree_field(b.data, "session") : NULL;
+		if (id != NULL && (v = strtoll(id, &end, 10)) > 0 &&
+		    *end == '\0') {
+			*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
+			(*ids)[(*n)++] = v;
+		}
+		free(id);
+		buf_free(&b);
+		free(path);
+	}
+	closedir(d);
+	free(dir);
+}
+
 int
 snap_worktree_find(const char *data_dir, int64_t session,
     struct snap_worktree *wt, char **root, char **cause)
