@@ -277,6 +277,8 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 		buf_printf(b, "BRANCH=%s%c", h->branch, '\0');
 	if (h->refuse_shared)
 		buf_printf(b, "REFUSE_SHARED=1%c", '\0');
+	if (h->ask_shared)
+		buf_printf(b, "ASK_SHARED=1%c", '\0');
 	if (h->dir != NULL) {
 		/* The server's own directory is /: a relative one is ours. */
 		dir = h->dir[0] == '/' ? xstrdup(h->dir) :
