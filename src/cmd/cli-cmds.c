@@ -395,6 +395,7 @@ static const struct cli_arg cli_confdiff_args[] = {
 static const struct cli_opt cli_gc_opts[] = {
 	{ "older-than", 0, "DURATION", CLI_TEXT, "e.g. 30d, 12h, 2w" },
 	{ "dry-run", 0, NULL, CLI_TEXT, "list what would be deleted" },
+	{ "force", 0, NULL, CLI_TEXT, "remove unmerged worktrees too" },
 	CLI_END
 };
 

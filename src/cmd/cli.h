@@ -169,6 +169,14 @@ int cmd_worktree_opts(const char *cmd, struct cli_args *, struct session_opts *o
 struct store_session;
 /** A worktree session's "BRANCH, merged|unmerged" (or "discarded"); NULL for others. Caller frees. */
 char *cmd_worktree_describe(const struct store_session *);
+/*
+ * gc of the worktrees under the data dir: those of sessions that ended
+ * before CUTOFF go with their branches if merged (or FORCE; DRY: only
+ * said); the ids of the unmerged ones kept, whose records must stay
+ * too, into *KEEP (caller frees). Says what it does on stdout.
+ */
+int cmd_worktree_gc(struct store *, int64_t cutoff, bool force, bool dry,
+    int64_t **keep, size_t *nkeep);
 int cmd_merge(struct cli_args *);
 int cmd_discard(struct cli_args *);
 int cmd_sessions(struct cli_args *);

@@ -44,6 +44,8 @@ cmd_dashboard(struct cli_args *args)
 		h.command = args->argv;
 	}
 	h.new_session = h.agent != NULL || h.dir != NULL || h.command != NULL;
+	/* A tree another session works in: the dashboard asks, as its dialog does. */
+	h.ask_shared = true;
 	return cmd_dashboard_attach(&h);
 }
 
@@ -54,5 +56,6 @@ cmd_attach(struct cli_args *args)
 
 	h.name = cli_get(args, "socket-name");
 	h.target = cli_get(args, "target");
+	h.ask_shared = true;
 	return cmd_dashboard_attach(&h);
 }

@@ -484,19 +484,41 @@ cmd_gc_files(int64_t id)
 	free(dir);
 }
 
+/* The sessions gc would delete (--dry-run), but for those in KEEP. */
+static void
+cmd_gc_dry(struct store *st, int64_t cutoff, const int64_t *keep,
+    size_t nkeep)
+{
+	struct store_session **v;
+	size_t n, i, k;
+
+	v = store_session_list(st, true, &n);
+	for (i = 0; i < n; i++) {
+		int64_t end = v[i]->ended_at != 0 ? v[i]->ended_at :
+		    v[i]->started_at;
+
+		for (k = 0; k < nkeep && keep[k] != v[i]->id; k++)
+			;
+		if (strcmp(v[i]->state, "running") != 0 && end < cutoff &&
+		    k == nkeep)
+			out_printf(stdout, "would remove session %lld\n",
+			    (long long)v[i]->id);
+	}
+	store_session_list_free(v, n);
+}
+
 int
 cmd_gc(struct cli_args *args)
 {
 	const char *older = cli_get(args, "older-than");
-	struct store_session **v;
 	struct config *cf;
 	struct store *st;
 	struct strv msgs;
 	char *cause = NULL;
-	int64_t age, *ids, cutoff;
-	size_t n, i;
+	int64_t age, *ids, cutoff, *keep = NULL;
+	size_t n, i, nkeep = 0;
 	bool dry = cli_has(args, "dry-run");
-	int c;
+	int c, rc = 1;
 
 	if (older == NULL)
 		return cli_usage_error("gc", "say how old with --older-than "
@@ -511,28 +533,18 @@ cmd_gc(struct cli_args *args)
 		return 1;
 	}
 	cutoff = util_now_ms() - age * 1000;
+	if (cmd_worktree_gc(st, cutoff, cli_has(args, "force"), dry, &keep,
+	    &nkeep) == -1)
+		goto out;
 	if (dry) {
-		v = store_session_list(st, true, &n);
-		for (i = 0; i < n; i++) {
-			int64_t end = v[i]->ended_at != 0 ? v[i]->ended_at :
-			    v[i]->started_at;
-
-			if (strcmp(v[i]->state, "running") != 0 && end < cutoff)
-				out_printf(stdout,
-				    "would remove session %lld\n",
-				    (long long)v[i]->id);
-		}
-		store_session_list_free(v, n);
-		store_close(st);
-		config_free(cf);
-		return 0;
+		cmd_gc_dry(st, cutoff, keep, nkeep);
+		rc = 0;
+		goto out;
 	}
-	if (store_gc(st, cutoff, &ids, &n, &cause) == -1) {
+	if (store_gc(st, cutoff, keep, nkeep, &ids, &n, &cause) == -1) {
 		cli_error("%s", cause);
 		free(cause);
-		store_close(st);
-		config_free(cf);
-		return 1;
+		goto out;
 	}
 	for (i = 0; i < n; i++)
 		cmd_gc_files(ids[i]);
@@ -546,7 +558,10 @@ cmd_gc(struct cli_args *args)
 		out_printf(stdout, "%s\n", msgs.v[i]);
 	strv_free(&msgs);
 	free(ids);
+	rc = 0;
+out:
+	free(keep);
 	store_close(st);
 	config_free(cf);
-	return 0;
+	return rc;
 }

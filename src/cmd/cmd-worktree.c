@@ -210,3 +210,86 @@ out:
 	free(data);
 	return text;
 }
+
+/*
+ * What gc does with the worktree of session ID (its record REC, or NULL
+ * if gc forgot it already): nothing while it runs or if it ended since
+ * CUTOFF; else it goes with its branch if merged (or FORCE), and is kept,
+ * and said so, if not: 1 then (its record must stay too), else 0.
+ */
+static int
+cmd_worktree_gc_one(int64_t id, const struct store_session *rec,
+    int64_t cutoff, bool force, bool dry, const char *data)
+{
+	struct snap_worktree wt;
+	char *root = NULL, *cause = NULL;
+	int merged, kept = 0;
+
+	if (rec != NULL && (strcmp(rec->state, "running") == 0 ||
+	    (rec->ended_at != 0 ? rec->ended_at : rec->started_at) >= cutoff))
+		return 0;
+	if (snap_worktree_find(data, id, &wt, &root, &cause) == -1) {
+		out_printf(stdout, "kept the worktree of session %lld: %s\n",
+		    (long long)id, cause);
+		free(cause);
+		return 1;
+	}
+	merged = snap_worktree_merged(&wt, NULL);
+	if (merged != 1 && !force) {
+		out_printf(stdout, "kept the worktree %s of session %lld: its "
+		    "branch %s is %s; merge or discard it, or gc --force\n",
+		    wt.path, (long long)id, wt.branch, merged == 0 ?
+		    "not merged" : "perhaps not merged (git cannot tell)");
+		kept = 1;
+	} else if (dry)
+		out_printf(stdout, "would remove the worktree %s and branch "
+		    "%s of session %lld%s\n", wt.path, wt.branch,
+		    (long long)id, merged == 1 ? " (merged)" : " (NOT merged)");
+	else if (snap_worktree_discard(&wt, root, &cause) == -1) {
+		out_printf(stdout, "kept the worktree %s of session %lld: %s\n",
+		    wt.path, (long long)id, cause);
+		free(cause);
+		kept = 1;
+	} else
+		out_printf(stdout, "removed the worktree %s and branch %s of "
+		    "session %lld%s\n", wt.path, wt.branch, (long long)id,
+		    merged == 1 ? " (merged)" : " (NOT merged: --force)");
+	free(root);
+	snap_worktree_clear(&wt);
+	return kept;
+}
+
+int
+cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
+    int64_t **keep, size_t *nkeep)
+{
+	struct store_session *rec;
+	char *data, *cause = NULL;
+	int64_t *ids;
+	size_t n, i;
+
+	*keep = NULL;
+	*nkeep = 0;
+	if ((data = path_data_dir(&cause)) == NULL) {
+		cli_error("gc: %s", cause);
+		free(cause);
+		return -1;
+	}
+	snap_worktree_sessions(data, &ids, &n);
+	for (i = 0; i < n; i++) {
+		rec = store_session_get(st, ids[i]);
+		if (rec != NULL && store_session_live(rec)) {
+			store_session_free(rec);
+			continue;
+		}
+		if (cmd_worktree_gc_one(ids[i], rec, cutoff, force, dry,
+		    data) == 1) {
+			*keep = xreallocarray(*keep, *nkeep + 1, sizeof **keep);
+			(*keep)[(*nkeep)++] = ids[i];
+		}
+		store_session_free(rec);
+	}
+	free(ids);
+	free(data);
+	return 0;
+}

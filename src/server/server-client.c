@@ -269,6 +269,8 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 		buf_printf(b, "BRANCH=%s%c", h->branch, '\0');
 	if (h->refuse_shared)
 		buf_printf(b, "REFUSE_SHARED=1%c", '\0');
+	if (h->ask_shared)
+		buf_printf(b, "ASK_SHARED=1%c", '\0');
 	/* A relative one is from our directory, which the server has as an fd. */
 	if (h->dir != NULL)
 		buf_printf(b, "DIR=%s%c", h->dir, '\0');

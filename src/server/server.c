@@ -442,6 +442,7 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	o.base = server_hello_get(kv, "BASE");
 	o.branch = server_hello_get(kv, "BRANCH");
 	o.refuse_shared = server_hello_get(kv, "REFUSE_SHARED") != NULL;
+	o.ask_shared = server_hello_get(kv, "ASK_SHARED") != NULL;
 	rc = tui_start(sv->t, &o, focus, cause);
 	strv_free(&argv);
 	server_strv_wipe(&env);

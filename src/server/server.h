@@ -19,6 +19,7 @@ struct server_hello {
 	const char *base;         /* --base REF */
 	const char *branch;       /* --branch NAME */
 	bool refuse_shared;       /* new without --shared: refuse a shared tree */
+	bool ask_shared;          /* plain agentmux, attach: ask in the dashboard */
 };
 
 /**

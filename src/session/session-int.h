@@ -203,6 +203,7 @@ struct session {
 	/* A worktree session (session-worktree.c); PROJECT is the worktree. */
 	struct snap_worktree *wt;    /* NULL: the session works in the tree itself */
 	char *wt_root;               /* $DATA/worktrees/wt-XXXXXX, the worktree's parent */
+	int tree_lock;               /* the tree's lock, from its check to its record, or -1 */
 	char *wt_main;               /* the main working tree it was made from */
 	char *wt_base;               /* --base, or NULL: HEAD */
 	char *wt_name;               /* NAME of its branch agentmux/ID/NAME */
@@ -330,6 +331,7 @@ bool session_worktree_wanted(const struct session_opts *,
     const struct config_agent *);
 int session_worktree_shared_check(struct session *,
     const struct session_opts *, char **cause);
+void session_tree_unlock(struct session *);
 int session_worktree_plan(struct session *, const struct session_opts *,
     char **cause);
 int session_worktree_make(struct session *,

@@ -8,9 +8,12 @@
  * history overlay (session-history.c): new ones land in the session's own
  * upper dir and are checked and brought back; old ones cannot be touched.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -65,16 +68,83 @@ session_branch(struct session *s)
 	return s->wt != NULL && s->wt->branch != NULL ? s->wt->branch : NULL;
 }
 
+/* Tests only: called with the project once its tree is checked (and free), before the session is recorded. */
+AM_TESTABLE void (*session_tree_checked)(const char *lock);
+
+/* $DATA/trees/NAME-HASH.lock: the lock of the tree PROJECT (FNV-1a of its path). */
+char *
+session_tree_lock_path(struct session_ctx *ctx, const char *project)
+{
+	const char *base = strrchr(project, '/');
+	uint64_t h = 1469598103934665603ULL;
+	char name[25];
+	size_t i;
+
+	for (i = 0; project[i] != '\0'; i++)
+		h = (h ^ (unsigned char)project[i]) * 1099511628211ULL;
+	base = base != NULL && base[1] != '\0' ? base + 1 : "root";
+	for (i = 0; i < sizeof name - 1 && base[i] != '\0'; i++)
+		name[i] = isalnum((unsigned char)base[i]) || base[i] == '-' ?
+		    base[i] : '_';
+	name[i] = '\0';
+	return xprintf("%s/trees/%s-%016llx.lock", ctx->data_dir, name,
+	    (unsigned long long)h);
+}
+
+/*
+ * Takes the lock of S's tree (flock, waiting) into S->tree_lock: from the
+ * shared-tree check to the session's record, so that two sessions
+ * starting on one tree at once (in one agentmux process or two) cannot
+ * both find it free. It is held for a store insert only.
+ */
+static int
+session_tree_lock(struct session *s, char **cause)
+{
+	char *path = session_tree_lock_path(s->ctx, s->project), *dir;
+	int fd;
+
+	dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
+	if (path_mkdir_p(dir, 0700) == -1 || (fd = open(path, O_RDWR |
+	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+		*cause = xprintf("cannot open the tree lock %s: %s; check the "
+		    "data dir's permissions", path, strerror(errno));
+		free(dir);
+		free(path);
+		return -1;
+	}
+	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+		;
+	s->tree_lock = fd;
+	free(dir);
+	free(path);
+	return 0;
+}
+
+void
+session_tree_unlock(struct session *s)
+{
+	if (s->tree_lock == -1)
+		return;
+	close(s->tree_lock);
+	s->tree_lock = -1;
+}
+
 int
 session_worktree_shared_check(struct session *s, const struct session_opts *o,
     char **cause)
 {
 	int64_t other;
 
-	if (o->shared || s->wt != NULL)
+	if (s->wt != NULL)
 		return 0;
-	if ((other = session_worktree_sharer(s->ctx, s->project)) == 0)
+	if (session_tree_lock(s, cause) == -1)
+		return -1;
+	if (o->shared || (other = session_worktree_sharer(s->ctx,
+	    s->project)) == 0) {
+		if (session_tree_checked != NULL)
+			session_tree_checked(s->project);
 		return 0;
+	}
 	*cause = xprintf("session %lld is running on %s already: two sessions "
 	    "in one tree see and undo each other's changes; start this one "
 	    "with --worktree (a tree of its own), or with --shared to share "

@@ -566,6 +566,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->id = -1;
 	s->listen_fd = -1;
 	s->guard_fd = -1;
+	s->tree_lock = -1;
 	s->home_fd = -1;
 	s->st_hf_fd = -1;
 	s->st_hf_wd = -1;
@@ -1193,6 +1194,7 @@ session_start(struct session_ctx *ctx, const struct session_opts *o,
 	s->command = strv_join_shell(s->asked.v);
 	if (session_record(s, cause) == -1)
 		goto fail;
+	session_tree_unlock(s);
 	session_link(s);
 	s->starting = true;
 	if (session_start_wait(s) || session_start_go(s, a, cause) == 0)
@@ -1239,6 +1241,7 @@ session_free(struct session *s)
 		return;
 	s->freed = true;
 	ran = s->jail != NULL;
+	session_tree_unlock(s);
 	/* The front end lets go of it: no event reaches it from here on. */
 	s->done_told = true;
 	session_unlink(s);

@@ -295,6 +295,12 @@ const char *session_branch(struct session *);
  */
 int64_t session_tree_sharer(struct session_ctx *, const char *dir);
 
+/* The lock file of the tree PROJECT, taken from the shared-tree check to the session's record; caller frees. */
+char *session_tree_lock_path(struct session_ctx *, const char *project);
+
+/* Tests only: called with the project once its tree is found free, before the session is recorded. */
+extern void (*session_tree_checked)(const char *project);
+
 /** One forward of session_ports. */
 struct session_port_info {
 	const char *host;            /* the host address listened on; borrowed */

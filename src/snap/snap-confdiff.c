@@ -31,7 +31,7 @@
 #define SNAP_CC_MAX_DEPTH 64
 /* The tail of a temp name: ".agentmux-" and 12 hex digits. */
 #define SNAP_CC_TEMP_LEN 22
-/* A host dir being checked: ".NAME.agentmux-aside-" and 12 hex digits. */
+/* A host dir or file being checked: ".NAME.agentmux-aside-" and 12 hex digits. */
 #define SNAP_CC_ASIDE_LEN 28
 
 struct snap_cc {
@@ -1021,27 +1021,9 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
 }
 
 /*
- * Removes the file or link at BASE in DIRFD. A dir goes only through
- * snap_cc_put_dir, checked as it is removed: one here is the host's, made
- * since that was decided, and stays.
- */
-static int
-snap_cc_remove(int dirfd, const char *base, const char *full, char **cause)
-{
-	int err;
-
-	if (unlinkat(dirfd, base, 0) == -1 && (err = errno) != ENOENT) {
-		*cause = xprintf("cannot remove %s: %s%s", full, strerror(err),
-		    err == EISDIR ? " (a directory made on the host since; it "
-		    "was left alone: look at it, then apply again)" : "");
-		return -1;
-	}
-	return 0;
-}
-
-/*
  * Puts one change (or SRC, its merge with the host's version, if not NULL)
- * into the host dir: a new file is renamed over the old one.
+ * into the host dir: a new file is renamed over the old one. A deletion
+ * goes through snap_cc_put_gone or snap_cc_put_dir, checked as it goes.
  */
 static int
 snap_cc_apply_one(const struct snap_cc *cc, const char *src, bool *setid,
@@ -1054,11 +1036,6 @@ snap_cc_apply_one(const struct snap_cc *cc, const char *src, bool *setid,
 
 	if ((fd = snap_cc_parent(cc, &base, cause)) == -1)
 		return -1;
-	if (cc->change == 'D') {
-		rc = snap_cc_remove(fd, base, cc->host, cause);
-		close(fd);
-		return rc;
-	}
 	util_random(rnd, sizeof rnd);
 	tmp = xprintf(".%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
@@ -1163,6 +1140,8 @@ snap_cc_slurp(int dirfd, const char *path, struct buf *b)
 }
 
 AM_TESTABLE void (*snap_cc_dir_checked)(const char *);
+AM_TESTABLE void (*snap_cc_file_resolved)(const char *);
+AM_TESTABLE void (*snap_cc_file_checked)(const char *);
 
 enum snap_cc_how { SNAP_CC_PLAIN, SNAP_CC_MERGED, SNAP_CC_CONFLICT,
     SNAP_CC_ERROR, SNAP_CC_DIR };
@@ -1466,7 +1445,7 @@ snap_cc_aside_name(const char *base)
 }
 
 /*
- * SESSION's journal of the host dirs its runs moved aside, one name a
+ * SESSION's journal of the host dirs and files its runs moved aside, one name a
  * line: the sweep puts back only those (a dir of such a name that is not
  * in it may be one the agent made, applied from its config copy).
  */
@@ -1624,6 +1603,112 @@ out:
 	return rc;
 }
 
+/*
+ * Whether the host file NAME in PFD, which CC deleted, may go: unchanged
+ * since the session's start mark, or the same as the start copy. Its
+ * mtime is what tells: it has been renamed aside, which changed its ctime.
+ * Sessions from before marks were kept: no check. Why not, into CONF.
+ */
+static void
+snap_cc_check_file(const struct snap_cc *cc, int pfd, const char *name,
+    struct strv *conf)
+{
+	struct stat mark, sh;
+	struct buf start, ours;
+	char *m, *orig;
+	int rc;
+
+	if (fstatat(pfd, name, &sh, AT_SYMLINK_NOFOLLOW) == -1) {
+		strv_addf(conf, "(cannot be read to check it: %s)",
+		    strerror(errno));
+		return;
+	}
+	if (S_ISDIR(sh.st_mode)) {
+		strv_add(conf, "(a directory made on the host since)");
+		return;
+	}
+	if (cc->entry == NULL)
+		return;
+	m = xprintf("%s/base-time", cc->entry);
+	rc = lstat(m, &mark);
+	free(m);
+	if (rc == -1 || sh.st_mtim.tv_sec < mark.st_ctim.tv_sec ||
+	    (sh.st_mtim.tv_sec == mark.st_ctim.tv_sec &&
+	    sh.st_mtim.tv_nsec < mark.st_ctim.tv_nsec))
+		return;
+	buf_init(&start);
+	buf_init(&ours);
+	orig = snap_cc_orig(cc);
+	if (snap_cc_slurp(AT_FDCWD, orig, &start) == -1 ||
+	    snap_cc_slurp(pfd, name, &ours) == -1 || start.len != ours.len ||
+	    (ours.len > 0 && memcmp(start.data, ours.data, ours.len) != 0))
+		strv_add(conf, "(the session deleted it; the host changed it)");
+	free(orig);
+	buf_free(&start);
+	buf_free(&ours);
+}
+
+/*
+ * The host file or link CC names goes (the session deleted it). As a dir
+ * is (snap_cc_put_dir), it is first renamed aside in its own dir (no
+ * replacing), so that what is checked is what is removed: a host write
+ * to its path after that makes a new file, which stays; one before it is
+ * seen by the check. On a conflict (and no --force) it goes back.
+ * 1 on a conflict, -1 with *CAUSE.
+ */
+static int
+snap_cc_put_gone(struct snap_cc_run *r, struct store *st, int64_t session,
+    const struct snap_cc *cc, char **cause)
+{
+	const char *base;
+	char *name, *left = NULL;
+	struct strv conf;
+	int pfd, err, rc = -1;
+
+	if ((pfd = snap_cc_parent(cc, &base, cause)) == -1)
+		return -1;
+	if (snap_cc_file_resolved != NULL)
+		snap_cc_file_resolved(cc->host);
+	name = snap_cc_aside_name(base);
+	strv_init(&conf);
+	if (snap_cc_aside_journal(session, name, cause) == -1)
+		goto out;
+	if (renameat2(pfd, base, pfd, name, RENAME_NOREPLACE) == -1) {
+		if ((rc = errno == ENOENT ? 0 : -1) == -1)
+			*cause = xprintf("cannot move %s aside to check it: "
+			    "%s", cc->host, strerror(errno));
+		goto out;
+	}
+	if (!r->force)
+		snap_cc_check_file(cc, pfd, name, &conf);
+	if (conf.n > 0) {
+		if ((left = snap_cc_put_back(pfd, name, base, cc)) != NULL)
+			strv_addf(&conf, "(it was made again on the host "
+			    "meanwhile; the old one is kept at %s)", left);
+		snap_cc_conflict(r, st, session, cc, &conf);
+		rc = 1;
+		goto out;
+	}
+	if (snap_cc_file_checked != NULL)
+		snap_cc_file_checked(cc->host);
+	if (unlinkat(pfd, name, 0) == -1) {
+		err = errno;
+		left = snap_cc_put_back(pfd, name, base, cc);
+		*cause = xprintf("cannot remove %s: %s%s%s", cc->host,
+		    strerror(err), left != NULL ? "; it is at " : "",
+		    left != NULL ? left : "");
+		goto out;
+	}
+	rc = 0;
+out:
+	fsync(pfd);
+	close(pfd);
+	free(left);
+	free(name);
+	strv_free(&conf);
+	return rc;
+}
+
 /* Applies CC (merged with the host's changes if need be); 1 on a conflict. */
 static int
 snap_cc_put(struct snap_cc_run *r, struct store *st, int64_t session,
@@ -1646,7 +1731,10 @@ snap_cc_put(struct snap_cc_run *r, struct store *st, int64_t session,
 		src = snap_cc_merged_file(cc, &merged, cause);
 	if (how == SNAP_CC_DIR)
 		rc = snap_cc_put_dir(r, st, session, cc, setid, cause);
-	if ((how == SNAP_CC_MERGED && src != NULL) || how == SNAP_CC_PLAIN)
+	if (how == SNAP_CC_PLAIN && cc->change == 'D')
+		rc = snap_cc_put_gone(r, st, session, cc, cause);
+	else if ((how == SNAP_CC_MERGED && src != NULL) ||
+	    how == SNAP_CC_PLAIN)
 		rc = snap_cc_apply_one(cc, src, setid, cause);
 	if (src != NULL)
 		unlink(src);
@@ -1767,11 +1855,12 @@ snap_cc_before(const struct stat *sb, const struct timespec *t)
  * changed before this run began (START). A run of another session on the
  * same dir renames its temp within the moment it makes it; one removed
  * under it fails that file's apply, which stays pending, and loses
- * nothing of the user's. A host dir a killed run had moved aside to check
- * (.NAME.agentmux-aside-<hex>, see snap_cc_put_dir) is the user's: it
- * goes back to NAME if that is free, and is never removed here; but only
- * one whose name the session's journal (ASIDES) has: a dir so named that
- * a run did not make is left where it is.
+ * nothing of the user's. A host dir or file a killed run had moved aside
+ * to check (.NAME.agentmux-aside-<hex>, see snap_cc_put_dir and
+ * snap_cc_put_gone) is the user's: it goes back to NAME if that is free,
+ * and is never removed here; but only one whose name the session's
+ * journal (ASIDES) has: one so named that a run did not make is left
+ * where it is.
  */
 static void
 snap_cc_sweep(int dfd, const struct timespec *start,
@@ -1797,7 +1886,8 @@ snap_cc_sweep(int dfd, const struct timespec *start,
 		    (orig = snap_cc_aside_of(names.v[i])) == NULL)
 			continue;
 		if (fstatat(dfd, names.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(sb.st_mode) && sb.st_uid == geteuid() &&
+		    (S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode) ||
+		    S_ISLNK(sb.st_mode)) && sb.st_uid == geteuid() &&
 		    snap_cc_before(&sb, start))
 			(void)renameat2(dfd, names.v[i], dfd, orig,
 			    RENAME_NOREPLACE);

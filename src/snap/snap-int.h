@@ -707,6 +707,14 @@ char *snap_relpath(const char *worktree, const char *path, char **cause);
 extern void (*snap_cc_dir_checked)(const char *host);
 
 /*
+ * Tests only: called with the host path of a file a run deletes, once it
+ * is found unchanged (resolved) and before it is moved aside; and once
+ * the moved file is checked, before it goes (checked).
+ */
+extern void (*snap_cc_file_resolved)(const char *host);
+extern void (*snap_cc_file_checked)(const char *host);
+
+/*
  * Tests only: called with REL, a git dir the end scan found unreadable,
  * once it is checked and before it is opened up (snap-plant.c).
  */

@@ -33,7 +33,10 @@ snap_worktree_clear(struct snap_worktree *wt)
 	memset(wt, 0, sizeof *wt);
 }
 
-/* The filter driver names in OUT (git config -z --get-regexp's) into NAMES. */
+/*
+ * The drivers in OUT (git config -z --get-regexp's) into NAMES, each as
+ * its section and name: "filter.NAME", "merge.NAME" or "diff.NAME".
+ */
 static void
 snap_worktree_filter_parse(struct buf *out, struct strv *names)
 {
@@ -45,22 +48,24 @@ snap_worktree_filter_parse(struct buf *out, struct strv *names)
 		end = p + strlen(p);
 		/* "filter.NAME.smudge\nVALUE": NAME may hold dots. */
 		*strchrnul(p, '\n') = '\0';
-		if ((dot = strrchr(p, '.')) == NULL || dot <= p + 7)
+		if ((dot = strrchr(p, '.')) == NULL ||
+		    strchr(p, '.') == dot)
 			continue;
-		name = xstrndup(p + 7, (size_t)(dot - (p + 7)));
+		name = xstrndup(p, (size_t)(dot - p));
 		if (!strv_contains(names, name))
 			strv_add(names, name);
 		free(name);
 	}
 }
 
-/* The command that lists GITDIR's filter drivers, into *O (ENV is filled). */
+/* The command that lists GITDIR's drivers, into *O (ENV is filled). */
 static void
 snap_worktree_filter_opts(const char *gitdir, struct strv *env,
     struct proc_opts *o)
 {
 	static const char *const args[] = { "git", "config", "-z",
-	    "--get-regexp", "^filter\\..*\\.(smudge|clean|process)$", NULL };
+	    "--get-regexp", "^(filter\\..*\\.(smudge|clean|process)|"
+	    "merge\\..*\\.driver|diff\\..*\\.(textconv|command))$", NULL };
 
 	snap_env_plain(env);
 	strv_addf(env, "GIT_DIR=%s", gitdir);
@@ -74,11 +79,13 @@ snap_worktree_filter_opts(const char *gitdir, struct strv *env,
 }
 
 /*
- * The filter drivers git knows for GITDIR (its config, the user's, the
- * system's): their names into NAMES. A project's .gitattributes names
- * which one runs on each file, so checking out an agent's branch would
- * run the user's smudge filter on content the agent chose (git-lfs then
- * fetches from a URL in the project's .lfsconfig, outside the proxy).
+ * The filter, merge and diff drivers git knows for GITDIR (its config,
+ * the user's, the system's) into NAMES. A project's .gitattributes names
+ * which one runs on each file, and a jailed command sharing the tree can
+ * define one in .git/config: checking out or merging an agent's branch
+ * would run the user's smudge filter on content the agent chose (git-lfs
+ * then fetches from a URL in the project's .lfsconfig, outside the
+ * proxy), or a command the project wrote, on the host.
  * Blocking: for the commands that are their process's only loop.
  */
 static void
@@ -102,15 +109,46 @@ snap_worktree_filter_names(const char *gitdir, struct strv *names)
 }
 
 /*
+ * What a merge driver becomes: git's own text merge of the three files,
+ * as if the attribute named no driver (a conflict keeps its markers).
+ */
+#define SNAP_WORKTREE_MERGE_TEXT \
+	"git merge-file --marker-size=%L -L ours -L base -L theirs %A %O %B"
+
+/* Config that blanks the driver NAME ("filter.X", "merge.X", "diff.X") into ENV, from key *COUNT on. */
+static void
+snap_worktree_no_driver(struct strv *env, const char *name, size_t *count)
+{
+	static const char *const blank[][2] = {
+		{ "filter.", "smudge=" }, { "filter.", "clean=" },
+		{ "filter.", "process=" }, { "filter.", "required=false" },
+		{ "merge.", "driver=" SNAP_WORKTREE_MERGE_TEXT },
+		{ "merge.", "recursive=text" },
+		{ "diff.", "textconv=cat" }, { "diff.", "command=" },
+	};
+	const char *eq;
+	size_t i;
+
+	for (i = 0; i < nitems(blank); i++) {
+		if (strncmp(name, blank[i][0], strlen(blank[i][0])) != 0)
+			continue;
+		eq = strchr(blank[i][1], '=');
+		strv_addf(env, "GIT_CONFIG_KEY_%zu=%s.%.*s", *count, name,
+		    (int)(eq - blank[i][1]), blank[i][1]);
+		strv_addf(env, "GIT_CONFIG_VALUE_%zu=%s", (*count)++, eq + 1);
+	}
+}
+
+/*
  * Adds to ENV (whose GIT_CONFIG_COUNT entries come first) config that
- * blanks every filter driver NAMES holds: git then checks files out and
- * in as they are. git-lfs's own smudge is skipped too.
+ * blanks every driver NAMES holds: git then checks files out and in as
+ * they are, merges them as text and diffs them as they are. git-lfs's
+ * own smudge is skipped too.
  */
 static void
 snap_worktree_no_filters_named(struct strv *env, const struct strv *names)
 {
-	static const char *const keys[] = { "smudge", "clean", "process" };
-	size_t i, j, at = env->n, count = 0;
+	size_t i, at = env->n, count = 0;
 
 	for (i = 0; i < env->n; i++) {
 		if (strncmp(env->v[i], "GIT_CONFIG_COUNT=", 17) == 0) {
@@ -119,16 +157,8 @@ snap_worktree_no_filters_named(struct strv *env, const struct strv *names)
 		}
 	}
 	strv_add(env, "GIT_LFS_SKIP_SMUDGE=1");
-	for (i = 0; i < names->n; i++) {
-		for (j = 0; j < nitems(keys); j++) {
-			strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.%s", count,
-			    names->v[i], keys[j]);
-			strv_addf(env, "GIT_CONFIG_VALUE_%zu=", count++);
-		}
-		strv_addf(env, "GIT_CONFIG_KEY_%zu=filter.%s.required", count,
-		    names->v[i]);
-		strv_addf(env, "GIT_CONFIG_VALUE_%zu=false", count++);
-	}
+	for (i = 0; i < names->n; i++)
+		snap_worktree_no_driver(env, names->v[i], &count);
 	if (at < env->n) {
 		free(env->v[at]);
 		env->v[at] = xprintf("GIT_CONFIG_COUNT=%zu", count);
@@ -136,7 +166,7 @@ snap_worktree_no_filters_named(struct strv *env, const struct strv *names)
 		strv_addf(env, "GIT_CONFIG_COUNT=%zu", count);
 }
 
-/* The same for the filter drivers GITDIR knows, looked up (blocking). */
+/* The same for the drivers GITDIR knows, looked up (blocking). */
 static void
 snap_worktree_no_filters(struct strv *env, const char *gitdir)
 {
@@ -866,8 +896,9 @@ snap_worktree_make_free(struct snap_worktree_make *m)
 
 /*
  * git for the user's own operations on the main tree (merge): their
- * identity and settings, but no hooks, fsmonitor or external diff, and
- * none of the caller's GIT_*. Exit status in *ST, git's stderr in ERR.
+ * identity and settings, but no hooks, fsmonitor, external diff, signing
+ * program, or filter, merge or diff driver (snap_worktree_no_filters),
+ * and none of the caller's GIT_*. Exit status in *ST, git's stderr in ERR.
  */
 static int
 snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
@@ -878,6 +909,8 @@ snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
 		{ "core.fsmonitor", "false" },
 		{ "diff.external", "" },
 		{ "core.pager", "cat" },
+		{ "commit.gpgSign", "false" },
+		{ "merge.verifySignatures", "false" },
 	};
 	struct proc_opts o;
 	struct strv env, argv;
@@ -951,6 +984,45 @@ snap_worktree_field(const char *text, const char *key)
 		}
 	}
 	return NULL;
+}
+
+void
+snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n)
+{
+	char *dir = xprintf("%s/worktrees", data_dir), *path, *id, *end;
+	struct dirent *de;
+	struct stat st;
+	struct buf b;
+	long long v;
+	DIR *d;
+
+	*ids = NULL;
+	*n = 0;
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "wt-", 3) != 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		path = xprintf("%s/%s/session", dir, de->d_name);
+		buf_init(&b);
+		buf_adds(&b, "");
+		id = buf_read_file(&b, path) == 0 ?
+		    snap_worktree_field(b.data, "session") : NULL;
+		if (id != NULL && (v = strtoll(id, &end, 10)) > 0 &&
+		    *end == '\0') {
+			*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
+			(*ids)[(*n)++] = v;
+		}
+		free(id);
+		buf_free(&b);
+		free(path);
+	}
+	closedir(d);
+	free(dir);
 }
 
 int
@@ -1148,8 +1220,8 @@ snap_worktree_merge_check(const struct snap_worktree *wt, const char *into,
 static char *
 snap_worktree_conflicts(const struct snap_worktree *wt)
 {
-	const char *args[] = { "diff", "--name-only", "--diff-filter=U", "-z",
-	    NULL };
+	const char *args[] = { "diff", "--no-ext-diff", "--no-textconv",
+	    "--name-only", "--diff-filter=U", "-z", NULL };
 	char *err = NULL, *p;
 	struct buf out, list;
 
@@ -1214,8 +1286,9 @@ static int
 snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
 {
 	char *ref = xprintf("refs/heads/%s", wt->branch), *p, *q;
-	const char *args[] = { "diff", "--no-renames", "--name-only", "-z",
-	    "--diff-filter=A", "HEAD", ref, "--", NULL };
+	const char *args[] = { "diff", "--no-ext-diff", "--no-textconv",
+	    "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD", ref,
+	    "--", NULL };
 	struct buf out, list;
 	int dirfd, n = 0;
 

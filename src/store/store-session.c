@@ -371,9 +371,22 @@ store_session_refs(struct store *st, int64_t id, size_t *n)
 	return v;
 }
 
+/* Whether ID is one of the N in KEEP. */
+static bool
+store_gc_kept(int64_t id, const int64_t *keep, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (keep[i] == id)
+			return true;
+	}
+	return false;
+}
+
 int
-store_gc(struct store *st, int64_t cutoff_ms, int64_t **ids, size_t *n,
-    char **cause)
+store_gc(struct store *st, int64_t cutoff_ms, const int64_t *keep,
+    size_t nkeep, int64_t **ids, size_t *n, char **cause)
 {
 	sqlite3_stmt *sel, *del;
 	int rc = SQLITE_OK;
@@ -390,6 +403,8 @@ store_gc(struct store *st, int64_t cutoff_ms, int64_t **ids, size_t *n,
 	while (sqlite3_step(sel) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(sel, 0);
 
+		if (store_gc_kept(id, keep, nkeep))
+			continue;
 		sqlite3_bind_int64(del, 1, id);
 		if ((rc = sqlite3_step(del)) != SQLITE_DONE)
 			break;

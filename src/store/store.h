@@ -131,11 +131,12 @@ int store_session_ref_add(struct store *, int64_t id, const char *ref,
 /** Refs recorded at the start of session ID as "ref oid" lines; caller frees. */
 char **store_session_refs(struct store *, int64_t id, size_t *n);
 /**
- * Deletes sessions that ended before CUTOFF_MS (never running ones) with
- * all their records; their ids are returned in *IDS (caller frees).
+ * Deletes sessions that ended before CUTOFF_MS (never running ones, nor
+ * the NKEEP in KEEP) with all their records; their ids are returned in
+ * *IDS (caller frees).
  */
-int store_gc(struct store *, int64_t cutoff_ms, int64_t **ids, size_t *n,
-    char **cause);
+int store_gc(struct store *, int64_t cutoff_ms, const int64_t *keep,
+    size_t nkeep, int64_t **ids, size_t *n, char **cause);
 
 /* ---- requests (store-request.c) ---- */
 

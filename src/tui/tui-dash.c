@@ -928,7 +928,7 @@ tui_pane_key(struct tui *t, const struct tui_key *k)
 		return;
 	if (wp->exited || wp->s == NULL) {
 		if (k->code == 'r')
-			tui_pane_restart(wp);
+			tui_pane_restart_ask(wp);
 		else if (k->code == 'c' && wp->start_failed == NULL)
 			(void)tui_pane_resume(wp);
 		else if (k->code == 'x')
@@ -1406,6 +1406,8 @@ tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
 		tui_select(t, wp->num);
 	else
 		tui_redraw(t);
+	if (wp->ask_sharer != 0)
+		tui_share_ask(t, wp, wp->ask_sharer);
 	return wp->id;
 }
 

@@ -55,6 +55,40 @@ tui_confirm(struct tui *t, const char *text, void (*cb)(struct tui *, void *),
 	tui_redraw(t);
 }
 
+void
+tui_share_ask(struct tui *t, struct tui_pane *wp, int64_t sharer)
+{
+	struct tui_client *c = t->c;
+
+	c->share_pane = (unsigned)wp->num;
+	c->share_sharer = sharer;
+	c->dialog = TUI_DIALOG_SHARE;
+	tui_redraw(t);
+}
+
+/* The answer: Enter or w, a worktree; s, the tree shared; c or Esc, not now (r asks again). */
+static void
+tui_share_key(struct tui *t, const struct tui_key *k)
+{
+	struct tui_client *c = t->c;
+	struct tui_pane *wp = tui_pane_by_num(t, (int)c->share_pane);
+	bool own = k->code == '\r' || k->code == 'w' || k->code == 'W';
+	bool share = k->code == 's' || k->code == 'S';
+
+	if (!own && !share && k->code != 'c' && k->code != 'C' &&
+	    k->code != 0x1b)
+		return;
+	c->dialog = TUI_DIALOG_NONE;
+	if (wp == NULL || (!own && !share))
+		return;
+	wp->ask_sharer = 0;
+	if (own)
+		wp->worktree = true;
+	else
+		wp->refuse_shared = false;
+	tui_pane_restart(wp);
+}
+
 /* Whether client C's dialog is about session ID: a question, or its port. */
 static bool
 tui_dialog_about(const struct tui_client *c, int64_t id)
@@ -79,6 +113,12 @@ tui_dialog_drop_pane(struct tui *t, const struct tui_pane *wp,
 
 	for (i = 0; i < t->nclients; i++) {
 		c = t->clients[i];
+		if (c->dialog == TUI_DIALOG_SHARE && c->share_pane ==
+		    (unsigned)wp->num) {
+			c->dialog = TUI_DIALOG_NONE;
+			tui_screen_invalidate(c->scr);
+			continue;
+		}
 		if (wp->id <= 0 || !tui_dialog_about(c, wp->id))
 			continue;
 		c->dialog = TUI_DIALOG_NONE;
@@ -678,6 +718,9 @@ tui_dialog_key(struct tui *t, const struct tui_key *k)
 	case TUI_DIALOG_PORT:
 		tui_port_key(t, k);
 		break;
+	case TUI_DIALOG_SHARE:
+		tui_share_key(t, k);
+		break;
 	}
 	/*
 	 * The box covered panes that have not changed: they draw afresh when
@@ -734,9 +777,13 @@ tui_dialog_wrap(const char *text, size_t w, size_t max, struct strv *out)
 	}
 }
 
-/* The ask: another session works in the tree this one would share. */
+/*
+ * The ask: another session, SHARER, works in the tree this one would
+ * share; TITLE says what starts, LAST the keys that do not start it.
+ */
 static void
-tui_dialog_ask_draw(struct tui *t)
+tui_dialog_ask_draw(struct tui *t, const char *title, int64_t sharer,
+    const char *last)
 {
 	struct tui_client *c = t->c;
 	char *text;
@@ -746,13 +793,13 @@ tui_dialog_ask_draw(struct tui *t)
 
 	text = xprintf("Session %lld works in that tree already: two sessions "
 	    "in one tree see and undo each other's changes.", (long long)
-	    c->new_sharer);
+	    sharer);
 	strv_init(&lines);
 	tui_dialog_wrap(text, 70, 4, &lines);
 	free(text);
 	r = tui_dialog_box(t, 70, (unsigned)lines.n + 6);
 	tui_screen_print(c->scr, r.x + 2, r.y + 1, r.sx - 4, TUI_STYLE_BAR,
-	    "New session: the tree is in use");
+	    title);
 	for (i = 0; i < lines.n; i++)
 		tui_screen_print(c->scr, r.x + 2, r.y + 3 + (unsigned)i,
 		    r.sx - 4, TUI_STYLE_BAR, lines.v[i]);
@@ -761,9 +808,23 @@ tui_dialog_ask_draw(struct tui *t)
 	    "own (the default)");
 	c->dialog_cy = r.y + 5 + (unsigned)lines.n;
 	c->dialog_cx = r.x + 2 + tui_screen_print(c->scr, r.x + 2,
-	    c->dialog_cy, r.sx - 4, TUI_STYLE_BAR, "s: share the tree anyway   "
-	    "c: cancel   Esc: back ");
+	    c->dialog_cy, r.sx - 4, TUI_STYLE_BAR, last);
 	strv_free(&lines);
+}
+
+/* The ask for a pane that would start (or restart) in a tree in use. */
+static void
+tui_dialog_share_draw(struct tui *t)
+{
+	struct tui_client *c = t->c;
+	struct tui_pane *wp = tui_pane_by_num(t, (int)c->share_pane);
+	char *title;
+
+	title = xprintf("%s (pane %u): the tree is in use", wp != NULL &&
+	    wp->id > 0 ? "Restart" : "Start", c->share_pane);
+	tui_dialog_ask_draw(t, title, c->share_sharer, "s: share the tree "
+	    "anyway   c, Esc: not now (r asks again) ");
+	free(title);
 }
 
 /* Under the agents, on the dir step: whether it gets a worktree of its own. */
@@ -787,7 +848,9 @@ tui_dialog_new_draw(struct tui *t)
 	struct tui_rect r;
 
 	if (c->new_sharer != 0) {
-		tui_dialog_ask_draw(t);
+		tui_dialog_ask_draw(t, "New session: the tree is in use",
+		    c->new_sharer, "s: share the tree anyway   c: cancel   "
+		    "Esc: back ");
 		return;
 	}
 	strv_init(&note);
@@ -933,6 +996,9 @@ tui_dialog_draw(struct tui *t)
 		break;
 	case TUI_DIALOG_PORT:
 		tui_dialog_port_draw(t);
+		break;
+	case TUI_DIALOG_SHARE:
+		tui_dialog_share_draw(t);
 		break;
 	}
 }

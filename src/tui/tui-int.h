@@ -41,6 +41,8 @@ struct tui_pane {
 	char *branch;             /* with worktree: --branch, or NULL */
 	bool refuse_shared;       /* not asked to share a tree in use (agentmux
 	                             new without --shared, or the dialog) */
+	int64_t ask_sharer;       /* not started: the session whose tree it
+	                             would share, asked about; else 0 */
 	char *unsafe;             /* unsafe flags in force, or NULL */
 	bool alert;               /* something alarming happened (exfiltration) */
 	struct tui_rect r;        /* where its cells go, when shown */
@@ -136,6 +138,7 @@ enum tui_dialog {
 	TUI_DIALOG_NEW,           /* pick an agent, then a project dir (and
 	                             whether to share a tree in use) */
 	TUI_DIALOG_PORT,          /* forward a port of the focused session */
+	TUI_DIALOG_SHARE,         /* a pane would start in a tree in use */
 };
 
 /* A scrollable text: command output, a diff, a request's details. */
@@ -245,6 +248,8 @@ struct tui_client {
 	bool new_worktree;          /* start it in a worktree of its own */
 	const char *new_forced;     /* the setting that makes it one, or NULL */
 	int64_t new_sharer;         /* asking: this session works in the tree */
+	unsigned share_pane;        /* TUI_DIALOG_SHARE: the pane it asks for */
+	int64_t share_sharer;       /* and the session that works in its tree */
 	unsigned dialog_cx;         /* where its cursor goes */
 	unsigned dialog_cy;
 
@@ -355,6 +360,10 @@ struct tui_pane *tui_pane_start(struct tui *, const struct tui_opts *,
 void tui_pane_free(struct tui_pane *);
 void tui_pane_close(struct tui_pane *);
 void tui_pane_restart(struct tui_pane *);
+/** r on an ended pane: restarts it, or first asks if its tree is now another session's. */
+void tui_pane_restart_ask(struct tui_pane *);
+/** The session other than WP's that works in the tree WP would start in unasked, or 0. */
+int64_t tui_pane_sharer(const struct tui_pane *);
 /** c on an exited pane: restarts it with its profile's resume command; false if it has none. */
 bool tui_pane_resume(struct tui_pane *);
 /* Panes the user closed go once their sessions ended (soon, off this callback). */
@@ -470,6 +479,8 @@ bool tui_list_key(const struct tui_key *, size_t n, size_t page, size_t *sel);
 void tui_confirm(struct tui *, const char *text,
     void (*cb)(struct tui *, void *), void *arg);
 void tui_new_session(struct tui *);
+/** Asks this client whether pane WP starts in a worktree, shares the tree SHARER works in, or waits. */
+void tui_share_ask(struct tui *, struct tui_pane *wp, int64_t sharer);
 /* Opens the port dialog for the focused session (prefix f). */
 void tui_port_dialog(struct tui *);
 int tui_port_parse(const char *text, struct tui_port_opts *, char **cause);

@@ -250,6 +250,38 @@ tui_pane_session(struct tui_pane *wp, char *const *kept, char **cause)
 	return true;
 }
 
+int64_t
+tui_pane_sharer(const struct tui_pane *wp)
+{
+	int64_t id;
+
+	if (wp->worktree || wp->t->cf->ui.worktree || !wp->refuse_shared)
+		return 0;
+	id = session_tree_sharer(wp->t->ctx, wp->dir);
+	return id == wp->id ? 0 : id;
+}
+
+/*
+ * WP does not start yet: another session works in its tree and the user
+ * is asked first (tui_share_ask). It stands as a pane that did not start,
+ * named after the agent it would run, and r asks again.
+ */
+static void
+tui_pane_waits(struct tui_pane *wp)
+{
+	const struct config *cf = wp->t->cf;
+
+	if (wp->agent == NULL)
+		wp->agent = xstrdup(cf->ui.default_agent != NULL ?
+		    cf->ui.default_agent : "shell");
+	wp->exited = true;
+	wp->status = 0;
+	free(wp->start_failed);
+	wp->start_failed = xprintf("session %lld works in this tree already: "
+	    "r asks whether to start in a worktree of its own or share it",
+	    (long long)wp->ask_sharer);
+}
+
 struct tui_pane *
 tui_pane_start(struct tui *t, const struct tui_opts *o, char **cause)
 {
@@ -275,7 +307,14 @@ tui_pane_start(struct tui *t, const struct tui_opts *o, char **cause)
 		strv_add(&wp->env, *command);
 	tui_pane_start_size(t, &sx, &sy);
 	wp->pane = tui_pane_blank(sx, sy);
-	if (!tui_pane_session(wp, NULL, cause)) {
+	if (o->ask_shared && !wp->refuse_shared) {
+		/* Shared only if the user says so, as in the new-session dialog. */
+		wp->refuse_shared = true;
+		wp->ask_sharer = tui_pane_sharer(wp);
+	}
+	if (wp->ask_sharer != 0)
+		tui_pane_waits(wp);
+	else if (!tui_pane_session(wp, NULL, cause)) {
 		tui_pane_free(wp);
 		return NULL;
 	}
@@ -404,6 +443,17 @@ tui_pane_resume(struct tui_pane *wp)
 	}
 	tui_pane_restart(wp);
 	return true;
+}
+
+void
+tui_pane_restart_ask(struct tui_pane *wp)
+{
+	int64_t sharer = tui_pane_sharer(wp);
+
+	if (sharer != 0)
+		tui_share_ask(wp->t, wp, sharer);
+	else
+		tui_pane_restart(wp);
 }
 
 void

@@ -235,6 +235,8 @@ struct tui_opts {
 	const char *base;         /* with worktree: where its branch starts */
 	const char *branch;       /* with worktree: NAME of agentmux/ID/NAME */
 	bool refuse_shared;       /* refuse a tree another session runs in */
+	bool ask_shared;          /* ask first if another session runs in it
+	                             (plain agentmux: the dialog's question) */
 	char *const *env;         /* the asking client's environment (kept for
 	                             a restart); NULL: this process's own */
 };

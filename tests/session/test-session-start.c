@@ -1,4 +1,5 @@
 /* Starting a session on the loop: session_start returns before the start snapshot, started comes later, and a session may be freed from its own callbacks. */
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <signal.h>
@@ -1027,6 +1028,80 @@ test_quick_command(void **state)
 	fixture_close(&f);
 }
 
+static struct fixture *tree_f;
+
+/* Whether a process waits for the flock of PATH (a "->" line of /proc/locks for its inode). */
+static bool
+tree_lock_waited(const char *path)
+{
+	struct stat sb;
+	char *locks, *line, *save = NULL, ino[32];
+	bool hit = false;
+
+	if (stat(path, &sb) == -1 || (locks = test_read_file("/proc/locks")) ==
+	    NULL)
+		return false;
+	snprintf(ino, sizeof ino, ":%lu ", (unsigned long)sb.st_ino);
+	for (line = strtok_r(locks, "\n", &save); line != NULL && !hit;
+	    line = strtok_r(NULL, "\n", &save))
+		hit = strstr(line, "->") != NULL && strstr(line, ino) != NULL;
+	free(locks);
+	return hit;
+}
+
+/*
+ * The tree is checked and found free, the session not yet recorded: a
+ * second start on it (the real binary, another process) begins now, and
+ * this one goes on only once that one waits for the tree's lock.
+ */
+static void
+tree_checked_hook(const char *project)
+{
+	char *lock = session_tree_lock_path(tree_f->ctx, project);
+	int i;
+
+	session_tree_checked = NULL;
+	test_sh_ok("('%s' run -- true </dev/null >%s/b.out 2>&1; echo $? "
+	    ">%s/b.rc) &", test_agentmux(), test_dir, test_dir);
+	for (i = 0; i < 1200 && !tree_lock_waited(lock); i++)
+		usleep(50000);
+	if (i == 1200)
+		fail_msg("the second start never waited for the tree's lock %s",
+		    lock);
+	free(lock);
+}
+
+/*
+ * Two sessions starting on one tree at once: the second waits for the
+ * first's check and record, and then refuses (it shares the tree), where
+ * it used to find the tree free too.
+ */
+static void
+test_shared_check_atomic(void **state)
+{
+	struct fixture f;
+	struct obs o;
+	char *rc, *out;
+
+	fixture_open(&f);
+	tree_f = &f;
+	memset(&o, 0, sizeof o);
+	session_tree_checked = tree_checked_hook;
+	start(&f, &o, "sleep 1");
+	assert_null(session_tree_checked);
+	test_sh_ok("cd %s && for i in $(seq 1200); do [ -s b.rc ] && exit 0; "
+	    "sleep 0.05; done; exit 1", test_dir);
+	rc = test_sh_out("cat %s/b.rc", test_dir);
+	out = test_sh_out("cat %s/b.out", test_dir);
+	if (atoi(rc) == 0 || strstr(out, "is running on") == NULL)
+		fail_msg("the second start did not refuse: %s %s", rc, out);
+	free(rc);
+	free(out);
+	loop_until(&f, &o.done);
+	session_free(o.s);
+	fixture_close(&f);
+}
+
 int
 main(void)
 {
@@ -1060,6 +1135,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_confdiff_end_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_git_reads_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_shared_check_atomic,
 		    test_proj_setup, test_proj_teardown),
 	};
 

@@ -936,6 +936,93 @@ test_dir_removal_race(void **state)
 	    "grep -v 00000000000a)\"", host);
 }
 
+/* The host writes old.txt anew (at its path) as a run is about to remove it. */
+static void
+race_file_write(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n > 8 && strcmp(path + n - 8, "/old.txt") == 0)
+		test_sh_ok("echo late > %s", path);
+}
+
+/* Applies all in this process (where the hooks are); a conflict only if CONFLICT. */
+static void
+apply_all(bool conflict)
+{
+	struct snap_confdiff_opts o;
+	struct store *st;
+	char *cause = NULL;
+	int rc;
+
+	memset(&o, 0, sizeof o);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	rc = snap_confdiff_apply(st, sid, &o, true, &cause);
+	if (rc == -1 && (!conflict || strstr(cause, "1 change conflicts with "
+	    "the host") == NULL))
+		fail_msg("apply: %s", cause);
+	if (rc != -1 && conflict)
+		fail_msg("apply found no conflict");
+	free(cause);
+	store_close(st);
+}
+
+/*
+ * A file the session deleted is checked and removed as one, as a dir is:
+ * a host write after its check (made here by a hook at that point) makes
+ * a new file, which stays. A file a killed run left aside (in the
+ * session's journal) goes back to its name.
+ */
+static void
+test_file_removal_race(void **state)
+{
+	take_base();
+	if (!agent_removes("rm old.txt"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	test_sh_ok("cd %s && echo g > .gone.txt.agentmux-aside-0123456789ab && "
+	    "echo .gone.txt.agentmux-aside-0123456789ab >>%s/asides", host,
+	    sdir);
+	snap_cc_file_checked = race_file_write;
+	apply_all(false);
+	snap_cc_file_checked = NULL;
+	test_sh_ok("cd %s && test \"$(cat old.txt)\" = late", host);
+	test_sh_ok("grep -q '^\\.old\\.txt\\.agentmux-aside-[0-9a-f]\\{12\\}$' "
+	    "%s/asides", sdir);
+	test_sh_ok("cd %s && test \"$(cat gone.txt)\" = g && test -z "
+	    "\"$(ls -A | grep -e -aside- -e '\\.agentmux-')\"", host);
+	assert_int_equal(pending(), 0);
+}
+
+/*
+ * The host changes a deleted file after it was found unchanged, before
+ * it is moved aside (a hook at that point): the check of the moved file
+ * sees it, and it goes back, a conflict, pending; --force removes it.
+ */
+static void
+test_file_changed_before_aside(void **state)
+{
+	char *out;
+
+	take_base();
+	if (!agent_removes("rm old.txt"))
+		test_skip("cannot mount overlayfs in a user namespace here "
+		    "(unshare -rm mount -t overlay failed)");
+	snap_cc_file_resolved = race_file_write;
+	apply_all(true);
+	snap_cc_file_resolved = NULL;
+	test_sh_ok("cd %s && test \"$(cat old.txt)\" = late && test -z "
+	    "\"$(ls -A | grep -e -aside- -e '\\.agentmux-')\"", host);
+	assert_int_equal(pending(), 1);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_non_null(strstr(out, "old.txt: the host changed it too"));
+	free(out);
+	free(confdiff(0, "--apply", "--force", NULL));
+	test_sh_ok("! test -e %s/old.txt", host);
+	assert_int_equal(pending(), 0);
+}
+
 /*
  * A run SIGKILLed while it held a deleted dir aside to check it: the
  * next run puts it back before it looks for changes, so the deletion is
@@ -1177,6 +1264,10 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_stale_temps_swept, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_file_removal_race, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_file_changed_before_aside,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_removal_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_lock_while_merging, setup,

@@ -500,7 +500,7 @@ test_flags_and_gc(void **state)
 	assert_string_equal(s->flags, "exfiltration other");
 	store_session_free(s);
 	store_session_end(st, a, "exited", 0, NULL);
-	assert_int_equal(store_gc(st, util_now_ms() + 1000, &ids, &n, &cause), 0);
+	assert_int_equal(store_gc(st, util_now_ms() + 1000, NULL, 0, &ids, &n, &cause), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(ids[0], a);
 	free(ids);

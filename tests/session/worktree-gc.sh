@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# gc and the worktrees of ended sessions (issue 18): a merged one goes with
+# its branch, an unmerged one stays (and its record with it) and gc says
+# why, until --force; --dry-run only says; nothing of another session's.
+# Real git, real jails.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-wtgc.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+P=$T/p
+mkdir -p "$P"
+(cd "$P" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+	echo base >f && git add f && git commit -qm init) || exit 1
+cd "$P" || exit 1
+
+wtrun() { "$AMX" run --worktree --branch "$1" -- sh -c "$2" </dev/null >"$T/$1.out" 2>&1 || bad "session $1 failed: $(cat "$T/$1.out")"; }
+sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "/'"$1"', " in (s.get("worktree") or "")][0])'; }
+wtdir() { git worktree list --porcelain | sed -n 's/^worktree //p' | grep -v "^$P\$" | while read -r w; do
+	[ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$1/$2" ] && echo "$w"; done; }
+
+wtrun keep 'echo k >k && git add k && git commit -qm k'
+wtrun done 'echo d >d && git add d && git commit -qm d'
+wtrun none true
+idk=$(sid keep); idd=$(sid done); idn=$(sid none)
+"$AMX" merge "$idd" >/dev/null 2>&1 || bad "merge of session $idd failed"
+wk=$(wtdir "$idk" keep); wd=$(wtdir "$idd" done); wn=$(wtdir "$idn" none)
+{ [ -d "$wk" ] && [ -d "$wd" ] && [ -d "$wn" ]; } || bad "the worktrees are not there: '$wk' '$wd' '$wn'"
+
+out=$("$AMX" gc --older-than 0s --dry-run 2>&1) || bad "gc --dry-run failed: $out"
+{ grep -q "would remove the worktree $wd and branch agentmux/$idd/done of session $idd (merged)" <<<"$out" &&
+	grep -q "kept the worktree $wk of session $idk: its branch agentmux/$idk/keep is not merged" <<<"$out" &&
+	! grep -q "would remove session $idk\$" <<<"$out" && [ -d "$wd" ] && [ -d "$wn" ]; } &&
+	ok "gc --dry-run says what it would remove and keep, and removes nothing" ||
+	bad "gc --dry-run: $out"
+
+out=$("$AMX" gc --older-than 0s 2>&1) || bad "gc failed: $out"
+{ grep -q "removed the worktree $wd and branch agentmux/$idd/done of session $idd (merged)" <<<"$out" &&
+	grep -q "removed the worktree $wn and branch agentmux/$idn/none of session $idn (merged)" <<<"$out" &&
+	grep -q "^removed 2 sessions" <<<"$out" && [ ! -e "$wd" ] && [ ! -e "$wn" ] &&
+	! git rev-parse -q --verify "agentmux/$idd/done" >/dev/null &&
+	! git worktree list | grep -q "$wd"; } &&
+	ok "gc removes merged worktrees of ended sessions with their branches, and says so" ||
+	bad "gc of merged worktrees: $out; $(git worktree list)"
+{ grep -q "kept the worktree $wk of session $idk: its branch agentmux/$idk/keep is not merged; merge or discard it, or gc --force" <<<"$out" &&
+	[ -f "$wk/k" ] && git rev-parse -q --verify "agentmux/$idk/keep" >/dev/null &&
+	"$AMX" sessions | grep -q "agentmux/$idk/keep, unmerged"; } &&
+	ok "gc keeps an unmerged worktree, its branch and its session, and says why" ||
+	bad "gc and the unmerged worktree: $out; $("$AMX" sessions)"
+
+out=$("$AMX" gc --older-than 0s --force 2>&1) || bad "gc --force failed: $out"
+{ grep -q "removed the worktree $wk and branch agentmux/$idk/keep of session $idk (NOT merged: --force)" <<<"$out" &&
+	[ ! -e "$wk" ] && ! git rev-parse -q --verify "agentmux/$idk/keep" >/dev/null &&
+	[ "$(git worktree list | wc -l)" = 1 ] && [ -z "$(ls -A "$XDG_DATA_HOME/agentmux/worktrees")" ]; } &&
+	ok "gc --force removes the unmerged worktree too" ||
+	bad "gc --force: $out; $(git worktree list); $(ls -A "$XDG_DATA_HOME/agentmux/worktrees")"
+[ "$(git rev-parse main)" = "$(git rev-parse HEAD)" ] && [ -f d ] && [ "$(cat f)" = base ] ||
+	bad "gc touched the main tree"
+
+[ $fails -eq 0 ] && echo "all worktree gc checks passed"
+exit $((fails > 0))
