@@ -280,6 +280,9 @@ int64_t session_disk_written(struct session *);
 void session_disk_end(struct session *);
 void session_disk_free(struct session *);
 
+/* Adds CPU, memory and processes of the jail's processes, from /proc, to C (session-cost.c). */
+void session_cost_procs(struct session *, struct session_costs *c);
+
 /* The session's state (session-state.c). */
 void session_state_update(struct session *);
 void session_state_activity(struct session *);
