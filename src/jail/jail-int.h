@@ -80,6 +80,9 @@ struct jail_plan {
 	const char *how_freeze;  /* how jail_freeze will work */
 	char *freezer;           /* the jail's cgroup that can be frozen, or NULL */
 	bool freezer_v2;         /* through cgroup.freeze, not freezer.state */
+	char *cg_cpu;            /* its cgroups counting CPU time, memory, */
+	char *cg_memory;         /* and listing its processes; NULL: none */
+	char *cg_procs;
 
 	char *exec_path_env;     /* the PATH of conf->envp, or a default */
 	const char *cwd;
@@ -131,6 +134,15 @@ int jail_limits_join_wait(struct jail_cg_join *, char **cause);
 void jail_limits_rlimits(struct jail_plan *);
 void jail_limits_remove(struct strv *dirs);
 void jail_limits_json(struct jail_plan *, struct json *);
+/* A jail's cgroups that count what it costs (owned; NULL where there is none). */
+struct jail_cg_paths {
+	bool v2;
+	char *cpu;
+	char *memory;
+	char *procs;
+};
+/* Reads them into U (-1 in what none counts); -1 if none could be read. */
+int jail_limits_usage(const struct jail_cg_paths *, struct jail_usage *u);
 char *jail_limits_describe(void);
 
 /*
@@ -181,6 +193,7 @@ struct jail {
 	char *summary;
 	struct strv cg_dirs;
 	struct jail_cg_join *cg_join;  /* the move into cg_dirs, until done */
+	struct jail_cg_paths cg_costs; /* those of cg_dirs that count its costs */
 	int sock;          /* the status channel, while the jail is held */
 	char *go;          /* the go message (the seccomp program) */
 	size_t golen;

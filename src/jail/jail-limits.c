@@ -26,6 +26,7 @@ struct jail_cg_bases {
 	char *v1_pids;     /* writable v1 dirs */
 	char *v1_memory;
 	char *v1_freezer;
+	char *v1_cpuacct;  /* counts CPU time only: no limit is set there */
 	unsigned seq;
 };
 
@@ -282,6 +283,8 @@ jail_limits_detect(void)
 			    "memory");
 			jail_cg.v1_freezer = jail_limits_detect_v1(&cf,
 			    "freezer");
+			jail_cg.v1_cpuacct = jail_limits_detect_v1(&cf,
+			    "cpuacct");
 		}
 	}
 	free(cf.cgroup);
@@ -295,6 +298,8 @@ jail_limits_detect(void)
 	if (jail_cg.v1_freezer != NULL)
 		jail_limits_sweep(jail_cg.v1_freezer, "freezer.state",
 		    "THAWED\n");
+	if (jail_cg.v1_cpuacct != NULL)
+		jail_limits_sweep(jail_cg.v1_cpuacct, NULL, NULL);
 }
 
 /*
@@ -410,6 +415,11 @@ jail_limits_v2(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
 	/* Every v2 cgroup but the root can be frozen (cgroup.freeze). */
 	p->freezer = xstrdup(dir);
 	p->freezer_v2 = true;
+	/* And counts its CPU time (cpu.stat) and processes. */
+	p->cg_cpu = xstrdup(dir);
+	p->cg_procs = xstrdup(dir);
+	if (jail_cg.v2_memory)
+		p->cg_memory = xstrdup(dir);
 	if (l->pids > 0)
 		jail_limits_setcg(cj, dir, "pids.max", l->pids, false);
 	if (l->memory > 0 && jail_cg.v2_memory) {
@@ -430,7 +440,7 @@ jail_limits_v1(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
 	if (jail_cg.v1_pids != NULL && l->pids > 0) {
 		dir = jail_limits_mkcg(cj, owner, jail_cg.v1_pids, dirs);
 		jail_limits_setcg(cj, dir, "pids.max", l->pids, false);
-		free(dir);
+		p->cg_procs = dir;
 	}
 	if (jail_cg.v1_memory != NULL && l->memory > 0) {
 		dir = jail_limits_mkcg(cj, owner, jail_cg.v1_memory, dirs);
@@ -438,11 +448,18 @@ jail_limits_v1(struct jail_plan *p, struct jail_cg_join *cj, pid_t owner,
 		    false);
 		jail_limits_setcg(cj, dir, "memory.memsw.limit_in_bytes",
 		    l->memory, true);
-		free(dir);
+		p->cg_memory = dir;
 	}
 	if (jail_cg.v1_freezer != NULL)
 		p->freezer = jail_limits_mkcg(cj, owner, jail_cg.v1_freezer,
 		    dirs);
+	/* Only where another is made: the costs view is no reason for a cgroup. */
+	if (jail_cg.v1_cpuacct != NULL && dirs->n > 0)
+		p->cg_cpu = jail_limits_mkcg(cj, owner, jail_cg.v1_cpuacct,
+		    dirs);
+	if (p->cg_procs == NULL && (dir = p->cg_memory != NULL ? p->cg_memory :
+	    p->freezer) != NULL)
+		p->cg_procs = xstrdup(dir);
 }
 
 /*
@@ -692,6 +709,66 @@ jail_limits_json(struct jail_plan *p, struct json *js)
 	json_kint(js, "core_size", 0);
 	json_obj_end(js);
 	json_kstr(js, "freeze", p->how_freeze);
+}
+
+/* A number at the start of DIR/FILE, or after KEY and a space in it (KEY NULL: the first); -1 if none. */
+static int64_t
+jail_limits_number(const char *dir, const char *file, const char *key)
+{
+	char *text, *p;
+	long long v = -1;
+
+	if (dir == NULL || (text = jail_limits_read(dir, file)) == NULL)
+		return -1;
+	p = text;
+	if (key != NULL) {
+		for (p = text; p != NULL; p = strchr(p, '\n'), p = p ? p + 1 : p)
+			if (strncmp(p, key, strlen(key)) == 0 &&
+			    p[strlen(key)] == ' ')
+				break;
+		p = p != NULL ? p + strlen(key) : NULL;
+	}
+	if (p == NULL || sscanf(p, "%lld", &v) != 1 || v < 0)
+		v = -1;
+	free(text);
+	return v;
+}
+
+/* The processes listed in DIR/cgroup.procs; -1 if it cannot be read. */
+static int64_t
+jail_limits_nprocs(const char *dir)
+{
+	char *text, *p;
+	int64_t n = 0;
+
+	if (dir == NULL || (text = jail_limits_read(dir, "cgroup.procs")) ==
+	    NULL)
+		return -1;
+	for (p = text; *p != '\0'; p++)
+		n += *p == '\n';
+	free(text);
+	return n;
+}
+
+int
+jail_limits_usage(const struct jail_cg_paths *cg, struct jail_usage *u)
+{
+	int64_t us;
+
+	u->cpu_ns = u->memory = u->procs = -1;
+	if (cg->v2) {
+		if ((us = jail_limits_number(cg->cpu, "cpu.stat",
+		    "usage_usec")) >= 0)
+			u->cpu_ns = us * 1000;
+		u->memory = jail_limits_number(cg->memory, "memory.current",
+		    NULL);
+	} else {
+		u->cpu_ns = jail_limits_number(cg->cpu, "cpuacct.usage", NULL);
+		u->memory = jail_limits_number(cg->memory,
+		    "memory.usage_in_bytes", NULL);
+	}
+	u->procs = jail_limits_nprocs(cg->procs);
+	return u->cpu_ns >= 0 || u->memory >= 0 || u->procs >= 0 ? 0 : -1;
 }
 
 char *

@@ -242,6 +242,9 @@ static void
 jail_plan_free(struct jail_plan *p)
 {
 	free(p->freezer);
+	free(p->cg_cpu);
+	free(p->cg_memory);
+	free(p->cg_procs);
 	jail_mount_plan_free(p);
 	strv_free(&p->ll_rw_dirs);
 	strv_free(&p->ll_rw_files);
@@ -378,6 +381,11 @@ jail_prepare_go(struct jail_plan *p, struct jail *j, char **cause)
 	j->ctl.freezer_v2 = p->freezer_v2;
 	j->ctl.how = p->how_freeze;
 	p->freezer = NULL;
+	j->cg_costs.v2 = p->cg == JAIL_CG_V2;
+	j->cg_costs.cpu = p->cg_cpu;
+	j->cg_costs.memory = p->cg_memory;
+	j->cg_costs.procs = p->cg_procs;
+	p->cg_cpu = p->cg_memory = p->cg_procs = NULL;
 	len = prog.len * sizeof *prog.filter;
 	j->go = xmalloc(1 + len);
 	j->go[0] = 'G';
@@ -549,6 +557,9 @@ jail_free(struct jail *j)
 	jail_ctl_free(&j->ctl);
 	jail_limits_remove(&j->cg_dirs);
 	strv_free(&j->cg_dirs);
+	free(j->cg_costs.cpu);
+	free(j->cg_costs.memory);
+	free(j->cg_costs.procs);
 	free(j->summary);
 	free(j);
 }
@@ -557,6 +568,15 @@ pid_t
 jail_pid(struct jail *j)
 {
 	return j->pid;
+}
+
+int
+jail_usage(struct jail *j, struct jail_usage *u)
+{
+	u->cpu_ns = u->memory = u->procs = -1;
+	if (j->reaped || j->cg_join != NULL)
+		return -1;
+	return jail_limits_usage(&j->cg_costs, u);
 }
 
 int

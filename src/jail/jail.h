@@ -132,6 +132,17 @@ int jail_door_open(struct jail *, int *pidfd, char **cause);
 int jail_door_recv(int door, int *fd, char **cause);
 /** The host pid of the jail's init. */
 pid_t jail_pid(struct jail *);
+/** What the jail's cgroups count of it, init included; -1 in a figure none counts. */
+struct jail_usage {
+	int64_t cpu_ns;       /* CPU time of its processes, live and ended */
+	int64_t memory;       /* bytes charged to it (page cache too), as its memory limit counts them */
+	int64_t procs;        /* its live processes */
+};
+/**
+ * Reads what the jail's cgroups count (cgroup v2, or v1's cpuacct, memory
+ * and pids): 0 with *U, or -1 if the jail has no cgroup (or has ended).
+ */
+int jail_usage(struct jail *, struct jail_usage *u);
 /**
  * The listening TCP socket made inside the jail's network namespace; the
  * caller takes ownership (a second call returns -1).

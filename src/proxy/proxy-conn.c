@@ -30,6 +30,17 @@ enum proxy_conn_state {
 	PROXY_CONN_SNIFF,      /* transparent: its first bytes say TLS or HTTP */
 };
 
+/*
+ * What a connection does at the resume of its paused session: nothing
+ * goes upstream while the session is paused, neither a new connection
+ * nor a request over one that came (a connect under way at the pause).
+ */
+enum proxy_conn_go {
+	PROXY_CONN_GO_NONE,
+	PROXY_CONN_GO_GET,         /* ask for the upstream connection */
+	PROXY_CONN_GO_READY,       /* it came: send the request, or the 200 */
+};
+
 /* The request under way: its record, and how far it has come. */
 struct proxy_req {
 	struct request rec;         /* what is recorded: id 0, none under way;
@@ -90,6 +101,8 @@ struct proxy_conn {
 	int64_t head_since;         /* when it began waiting for a request */
 	int64_t held_since;         /* the session paused: when (0: it is not) */
 	struct timeval timer_left;  /* held: what was left of TIMER (0: none) */
+	enum proxy_conn_go held_go; /* what waits for the resume */
+	bool held_pooled;           /* PROXY_CONN_GO_GET: a pooled one may do */
 };
 
 /*
@@ -1209,6 +1222,12 @@ proxy_conn_get_upstream(struct proxy_conn *pc, bool pooled)
 	w.tls = pc->tls;
 	w.pooled = pooled;
 	w.named = pc->r.answered && proxy_host_is_addr(pc->r.rec.host);
+	if (pc->held_since != 0) {
+		pc->up = NULL;
+		pc->held_go = PROXY_CONN_GO_GET;
+		pc->held_pooled = pooled;
+		return;
+	}
 	pc->up = proxy_upstream_get(pc->ps, pc, &w);
 }
 
@@ -1235,8 +1254,8 @@ proxy_conn_forward(struct proxy_conn *pc)
 	}
 	proxy_conn_set_state(pc, PROXY_CONN_UPSTREAM);
 	proxy_conn_get_upstream(pc, !r->upgrade);
-	if (pc->up->state != PROXY_UP_READY) {
-		proxy_conn_report(pc, false);   /* shown while it connects */
+	if (pc->up == NULL || pc->up->state != PROXY_UP_READY) {
+		proxy_conn_report(pc, false);   /* shown while it connects (or waits) */
 		return;
 	}
 	/* A pooled connection: the request goes out before it is recorded. */
@@ -1269,6 +1288,11 @@ proxy_conn_prescan(struct proxy_conn *pc)
 void
 proxy_conn_upstream_ready(struct proxy_conn *pc)
 {
+	/* Connected while the session is paused: the request waits for the resume. */
+	if (pc->held_since != 0) {
+		pc->held_go = PROXY_CONN_GO_READY;
+		return;
+	}
 	proxy_conn_enter(pc);
 	proxy_conn_ready(pc);
 	proxy_conn_leave(pc);
@@ -2234,14 +2258,43 @@ proxy_conn_pause_one(struct proxy_conn *pc, bool hold)
 	evutil_timerclear(&pc->timer_left);
 }
 
+/* Resumed: what waited for it goes on (and may close the connection). */
+static void
+proxy_conn_go(struct proxy_conn *pc)
+{
+	enum proxy_conn_go go = pc->held_go;
+
+	pc->held_go = PROXY_CONN_GO_NONE;
+	proxy_conn_enter(pc);
+	if (go == PROXY_CONN_GO_GET) {
+		proxy_conn_get_upstream(pc, pc->held_pooled);
+		if (pc->up->state == PROXY_UP_READY)
+			proxy_conn_ready(pc);
+	} else if (go == PROXY_CONN_GO_READY && pc->up != NULL)
+		proxy_conn_ready(pc);
+	proxy_conn_leave(pc);
+}
+
 void
 proxy_conn_pause(struct proxy_session *ps, bool hold)
 {
 	struct proxy_conn *pc;
+	bool again = true;
 
 	/* Nothing is closed here: the list stays as it is. */
 	TAILQ_FOREACH(pc, &ps->conns, entry)
 		proxy_conn_pause_one(pc, hold);
+	/* One going on may close (it leaves the list): the walk starts over. */
+	while (!hold && again) {
+		again = false;
+		TAILQ_FOREACH(pc, &ps->conns, entry) {
+			if (pc->dead || pc->held_go == PROXY_CONN_GO_NONE)
+				continue;
+			proxy_conn_go(pc);
+			again = true;
+			break;
+		}
+	}
 }
 
 /* A new client connection on FD, waiting for its first bytes. */

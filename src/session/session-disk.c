@@ -35,6 +35,8 @@
 #define SESSION_DISK_FAST_RATE (2.0 * 1024 * 1024 * 1024)
 /* While the jail's answer (a count, a freeze) is awaited. */
 #define SESSION_DISK_POLL_MS 10
+/* How early a look riding on the sessions' tick may be taken. */
+#define SESSION_DISK_EARLY_US 20000
 /* A count at least this often, whatever the host's figures say. */
 #define SESSION_DISK_RECOUNT_MS 30000
 /* How long freezing may take before the session is stopped instead. */
@@ -274,9 +276,9 @@ session_disk_schedule(struct session_disk *sd, int ms)
 
 	sd->shared_us = 0;
 	if (ms > tick) {
-		/* The first tick after this comes before MS is up. */
-		sd->shared_us = util_mono_us() + (ms - tick) * 1000LL;
-		session_tick_want(sd->s->ctx);
+		/* The tick comes when it is due at the latest, however slowed. */
+		sd->shared_us = util_mono_us() + ms * 1000LL;
+		session_tick_due(sd->s->ctx, sd->shared_us);
 		return;
 	}
 	evtimer_add(sd->ev, &tv);
@@ -645,11 +647,18 @@ session_disk_tick_shared(struct session *s)
 
 	if (sd == NULL || sd->shared_us == 0)
 		return false;
-	if (util_mono_us() < sd->shared_us)
+	/* The loop's clock may be coarser than ours: a tick a little early is on time. */
+	if (util_mono_us() + SESSION_DISK_EARLY_US < sd->shared_us)
 		return true;
 	sd->shared_us = 0;
 	session_disk_tick(-1, EV_TIMEOUT, sd);
 	return sd->shared_us != 0;
+}
+
+int64_t
+session_disk_shared_due(struct session *s)
+{
+	return s->disk != NULL ? s->disk->shared_us : 0;
 }
 
 /* Once the command runs: the watch starts (nothing at all if both limits are off). */

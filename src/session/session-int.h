@@ -46,6 +46,9 @@ struct session_ctx {
 	struct session *sessions;    /* every live session */
 	struct event *tick_ev;       /* the slow tick (session-tick.c), while wanted */
 	bool tick_wanted;            /* wanted since the tick's walk began */
+	bool tick_active;            /* a session did something since the last tick */
+	int64_t tick_ms;             /* its period now: longer while all is idle */
+	int64_t tick_at;             /* when it comes next (monotonic us), if armed */
 };
 
 struct session {
@@ -272,7 +275,10 @@ bool session_guard_tick(struct session *, const struct strv *paths,
 
 /* The sessions' slow tick (session-tick.c). */
 void session_tick_want(struct session_ctx *);
+void session_tick_due(struct session_ctx *, int64_t at_us);
+void session_tick_activity(struct session_ctx *);
 int64_t session_tick_ms(void);
+int64_t session_tick_period_ms(struct session_ctx *);
 void session_tick_free(struct session_ctx *);
 
 /* The disk write budget and reserve (session-disk.c). */
@@ -280,11 +286,16 @@ int session_disk_check(struct session_ctx *, const char *project,
     char **cause);
 void session_disk_start(struct session *);
 bool session_disk_tick_shared(struct session *);
+/** When its look riding on the tick is due (monotonic us); 0: none. */
+int64_t session_disk_shared_due(struct session *);
 bool session_disk_frozen(struct session *);
 /** Bytes its processes wrote as last counted; -1 if nothing counts them. */
 int64_t session_disk_written(struct session *);
 void session_disk_end(struct session *);
 void session_disk_free(struct session *);
+
+/* Adds CPU, memory and processes of the jail's processes, from /proc, to C (session-cost.c). */
+void session_cost_procs(struct session *, struct session_costs *c);
 
 /* The session's state (session-state.c). */
 void session_state_update(struct session *);

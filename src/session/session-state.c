@@ -287,6 +287,7 @@ session_state_activity(struct session *s)
 	if (s->ended || s->starting)
 		return;
 	s->st_idle = false;
+	session_tick_activity(s->ctx);
 	session_state_arm(s);
 	session_hint_arm(s);
 	session_state_update(s);
@@ -318,6 +319,7 @@ session_state_request(struct session *s, const struct request *r)
 {
 	bool model = session_state_model_host(s, r->host);
 
+	session_tick_activity(s->ctx);
 	if (r->done) {
 		if (r->decision != NULL && strcmp(r->decision, "deny") == 0)
 			s->st_denied++;

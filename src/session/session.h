@@ -264,8 +264,9 @@ int session_pause(struct session *, bool pause, char **cause);
 struct session_costs {
 	double cpu_sec;              /* CPU time of its processes, live and ended */
 	double cpu_share;            /* of one CPU, over its run so far (0.5: half) */
-	int64_t memory;              /* resident bytes of its live processes */
+	int64_t memory;              /* bytes: charged to its memory cgroup, else resident */
 	int procs;                   /* its live processes */
+	const char *from;            /* "cgroup", "cgroup and /proc", "/proc"; NULL: not read */
 	int64_t written;             /* bytes written to storage; -1: not counted */
 	int64_t allowed;             /* requests through its proxy */
 	int64_t denied;
@@ -275,9 +276,10 @@ struct session_costs {
 	int64_t run_ms;              /* how long its command has run */
 };
 /**
- * Reads what session S costs into C: its processes from /proc (those in
- * its jail's pid namespace; cutime counts those that ended), the proxy's
- * counts from its requests. Cheap enough for a view opened by the user,
+ * Reads what session S costs into C: CPU, memory and processes from its
+ * jail's cgroups where it has them (cgroup v2, or v1's cpuacct, memory
+ * and pids), else from /proc (those in its jail's pid namespace; cutime
+ * counts those that ended), the proxy's counts from its requests. Cheap enough for a view opened by the user,
  * not for every frame.
  */
 void session_costs(struct session *, struct session_costs *c);

@@ -74,6 +74,8 @@ tui_cmds_json_costs(struct json *j, struct session *s)
 	json_kint(j, "bytes_down", c.bytes_down);
 	json_kint(j, "turns", c.turns);
 	json_kint(j, "run_ms", c.run_ms);
+	if (c.from != NULL)
+		json_kstr(j, "from", c.from);
 	json_obj_end(j);
 	json_kbool(j, "paused", session_paused(s));
 }

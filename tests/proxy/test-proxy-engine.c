@@ -613,6 +613,119 @@ test_session_pause(void **state)
 	free(r1);
 }
 
+/* The upstream test's pause: what the upstream and the client had seen when the session was resumed. */
+struct eng_hold {
+	struct eng *e;
+	const char *path;           /* the request's, in seen.log */
+	char *flag;                 /* the client's head is half sent */
+	char *paused;               /* made once the session is paused */
+	char *got;                  /* the client got an answer */
+	struct event *when;
+	struct event *resume;
+	bool seen_at_resume;
+	bool got_at_resume;
+};
+
+static void
+eng_hold_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_hold *h = arg;
+
+	h->seen_at_resume = strstr(eng_seen(h->e), h->path) != NULL;
+	h->got_at_resume = access(h->got, F_OK) == 0;
+	proxy_session_pause(h->e->ps, false);
+}
+
+/* Pauses once the client's half head is sent and its connection taken, tells it so, and resumes 1 s later. */
+static void
+eng_hold_when_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct eng_hold *h = arg;
+	struct timeval poll = { 0, 10000 }, one = { 1, 0 };
+
+	/* Its connection taken: the rest of the head comes while paused. */
+	if (access(h->flag, F_OK) == -1 ||
+	    proxy_session_connections(h->e->ps) == 0) {
+		evtimer_add(h->when, &poll);
+		return;
+	}
+	proxy_session_pause(h->e->ps, true);
+	test_write_file(h->paused, "");
+	evtimer_add(h->resume, &one);
+}
+
+/*
+ * Sends HEAD (a request head without its last empty line), pauses the
+ * session, then sends the end of it: nothing goes upstream and the client
+ * hears nothing until the resume; then the request completes.
+ */
+static void
+eng_hold_one(struct eng *e, const char *head, const char *path,
+    const char *expect)
+{
+	struct eng_hold h = { .e = e, .path = path };
+	struct timeval at = { 0, 10000 };
+
+	h.flag = xprintf("%s/half", e->dir);
+	h.paused = xprintf("%s/paused", e->dir);
+	h.got = xprintf("%s/got", e->dir);
+	unlink(h.flag);
+	unlink(h.paused);
+	unlink(h.got);
+	h.when = evtimer_new(e->base, eng_hold_when_cb, &h);
+	h.resume = evtimer_new(e->base, eng_hold_resume_cb, &h);
+	evtimer_add(h.when, &at);
+	assert_int_equal(eng_run(e, "python3 -c 'import os, socket, time\n"
+	    "h, p = os.environ[\"PROXY\"].split(\":\")\n"
+	    "c = socket.create_connection((h, int(p)))\n"
+	    "c.sendall(os.path.expandvars(\"%s\").encode())\n"
+	    "open(\"%s\", \"w\").close()\n"
+	    "while not os.path.exists(\"%s\"): time.sleep(0.01)\n"
+	    "c.sendall(b\"\\r\\n\")\n"
+	    "data = b\"\"\n"
+	    "while b\"\\r\\n\\r\\n\" not in data:\n"
+	    "    d = c.recv(4096)\n"
+	    "    if not d: break\n"
+	    "    data += d\n"
+	    "    open(\"%s\", \"w\").close()\n"
+	    "print(\"answer:\", data.split(b\"\\r\\n\")[0].decode())'",
+	    head, h.flag, h.paused, h.got), 0);
+	print_message("%sat the resume: upstream saw it: %d, the client had "
+	    "an answer: %d\n", e->out, h.seen_at_resume, h.got_at_resume);
+	eng_expect_out(e, expect);
+	assert_false(h.seen_at_resume);
+	assert_false(h.got_at_resume);
+	event_free(h.when);
+	event_free(h.resume);
+	free(h.flag);
+	free(h.paused);
+	free(h.got);
+}
+
+/*
+ * A request whose head completes while its session is paused (bytes the
+ * jail wrote just before the freeze) takes no upstream connection until
+ * the resume: neither a plain request nor a CONNECT to a tunnelled host.
+ */
+static void
+test_session_pause_upstream(void **state)
+{
+	struct eng *e = *state;
+	char *tunnel = xprintf("tunnel localhost:%d", e->hp);
+
+	eng_session(e, false, 60, NULL, 0, "allow 127.0.0.1", tunnel, NULL);
+	eng_hold_one(e, "GET http://127.0.0.1:$PP/paused/plain HTTP/1.1\\r\\n"
+	    "Host: 127.0.0.1:$PP\\r\\nConnection: close\\r\\n",
+	    "/paused/plain", "answer: HTTP/1.1 200");
+	eng_wait_records(e, 1);
+	assert_non_null(strstr(eng_seen(e), "/paused/plain"));
+	eng_hold_one(e, "CONNECT localhost:$HP HTTP/1.1\\r\\n"
+	    "Host: localhost:$HP\\r\\n", "no such path",
+	    "answer: HTTP/1.1 200 Connection established");
+	eng_end_session(e);
+	free(tunnel);
+}
+
 static void
 test_plain_keepalive_head(void **state)
 {
@@ -1507,6 +1620,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow_deny_unknown),
 		cmocka_unit_test(test_session_pause),
+		cmocka_unit_test(test_session_pause_upstream),
 		cmocka_unit_test(test_plain_keepalive_head),
 		cmocka_unit_test(test_tunnel),
 		cmocka_unit_test(test_ssrf),

@@ -365,7 +365,7 @@ test_pause_wall_clock(void **state)
 	fixture_close(&f);
 }
 
-/* What a session costs: its processes' CPU and memory, counted from /proc of its jail. */
+/* What a session costs: its processes' CPU, memory and number, from its jail's cgroups (root here), else /proc (an ordinary user). */
 static void
 test_costs(void **state)
 {
@@ -375,11 +375,11 @@ test_costs(void **state)
 	struct session_opts so = { .kind = "run", .on_unknown = -1,
 	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
 	    .command = command };
-	struct session_costs c;
+	struct session_costs c, p;
 	struct fixture f;
 	struct obs o = { 0 };
 	struct session *s;
-	char *cause = NULL;
+	char *cause = NULL, *how = jail_probe_limits();
 
 	fixture_open(&f);
 	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
@@ -388,8 +388,16 @@ test_costs(void **state)
 	/* Spun, and waiting at its read with two sleeps beside it. */
 	loop_until_state(&f, s, SESSION_NEEDS_YOU);
 	session_costs(s, &c);
-	print_message("cpu %.2f s (share %.2f), memory %lld, %d processes\n",
-	    c.cpu_sec, c.cpu_share, (long long)c.memory, c.procs);
+	print_message("cpu %.2f s (share %.2f), memory %lld, %d processes, "
+	    "from %s (limits: %s)\n", c.cpu_sec, c.cpu_share,
+	    (long long)c.memory, c.procs, c.from, how);
+	/* From the jail's cgroups wherever it has them, else from /proc. */
+	assert_non_null(c.from);
+	if (strncmp(how, "cgroup", 6) == 0)
+		assert_true(strncmp(c.from, "cgroup", 6) == 0);
+	else
+		assert_string_equal(c.from, "/proc");
+	free(how);
 	/* Its init, the shell and the two sleeps. */
 	assert_true(c.procs >= 4);
 	assert_true(c.cpu_sec >= 0.05);
@@ -397,6 +405,67 @@ test_costs(void **state)
 	assert_true(c.memory > 100 * 1024);
 	assert_true(c.run_ms > 0);
 	assert_int_equal(c.allowed + c.denied, 0);
+	/* /proc finds the same processes as the cgroup (or itself). */
+	memset(&p, 0, sizeof p);
+	session_cost_procs(s, &p);
+	print_message("/proc: cpu %.2f s, memory %lld, %d processes\n",
+	    p.cpu_sec, (long long)p.memory, p.procs);
+	assert_int_equal(p.procs, c.procs);
+	assert_true(p.cpu_sec >= 0.05);
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
+/*
+ * The sessions' tick slows down while nothing happens (2 s, 4, 8, ...),
+ * is never later than a disk look riding on it, and comes back to 2 s at
+ * the first output.
+ */
+static void
+test_tick_backoff(void **state)
+{
+	char *const command[] = { "/bin/sh", NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL;
+	int64_t t0, due;
+
+	fixture_open(&f);
+	/* The default disk budget (20 GiB) has its look ride on the tick. */
+	assert_true(f.cf->limits.disk_write > 0);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	assert_int_equal(session_tick_period_ms(f.ctx), 2000);
+	t0 = util_mono_us();
+	while (session_tick_period_ms(f.ctx) < 8000 &&
+	    util_mono_us() - t0 < 40000000) {
+		loop_for(&f, 50);
+		due = session_disk_shared_due(s);
+		/* Rounded to the loop's milliseconds: 20 ms early is on time. */
+		if (due != 0 && f.ctx->tick_at > due + 20000)
+			fail_msg("the tick comes %lld ms after the disk look "
+			    "is due", (long long)(f.ctx->tick_at - due) / 1000);
+	}
+	print_message("idle: the tick's period %lld ms\n",
+	    (long long)session_tick_period_ms(f.ctx));
+	assert_true(session_tick_period_ms(f.ctx) >= 8000);
+	assert_int_equal(session_state(s), SESSION_NEEDS_YOU);
+
+	/* Output (the shell's prompt again): back to 2 s at once. */
+	assert_int_equal(session_write(s, "\n", 1), 0);
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	assert_int_equal(session_tick_period_ms(f.ctx), 2000);
+	assert_true(f.ctx->tick_at - util_mono_us() <= 2000000);
+
 	session_close(s);
 	while (o.done == 0)
 		loop_for(&f, 20);
@@ -639,6 +708,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pause_wall_clock,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_costs,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_tick_backoff,
 		    test_proj_setup, test_proj_teardown),
 	};
 
