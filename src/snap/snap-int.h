@@ -461,14 +461,17 @@ void snap_pack_job_free(struct snap_pack_job *);
 
 /*
  * Leading arguments of a git command that reads the work tree's files
- * (add, update-index): git streams a file from this size on into a pack,
- * read() a block at a time and deflated, instead of mapping it (reading
- * a hole through a mapping allocates it on tmpfs: the snapshot would
- * fill the project) and writing it whole as a loose object. Below it,
- * ordinary files keep the fast path; a sparse file costs at most this,
- * deflated (core.looseCompression 1: a few KiB of zeros).
+ * (add, update-index): git streams a file from 32 KiB on into a pack,
+ * read() a block at a time and deflated, instead of mapping it (reading a
+ * hole through a mapping allocates it on tmpfs: the snapshot would fill
+ * the project) and writing it whole as a loose object. Smaller files,
+ * most source files, are loose objects written stored (zlib level 0):
+ * hashing and writing them is most of a snapshot's cost, and the
+ * background repack compresses them. A sparse file costs at most the
+ * threshold. (Overrides the level snap_git_config sets for every git.)
  */
-#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
+#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=32k", "-c", \
+	"core.looseCompression=0"
 
 /* The file in each objects/XX that keeps it (snap-keep.c): no snapshot's temporary file. */
 #define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
