@@ -583,6 +583,21 @@ char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
     bool move);
 /* True if ST changed (ctime) at SINCE (ms) or later. */
 bool snap_nested_changed(const struct stat *, int64_t since);
+
+/* Where a path leads (snap_plant_where). */
+enum snap_plant_where {
+	SNAP_PLANT_IN,            /* into the project (or nowhere yet, in it) */
+	SNAP_PLANT_OUT,           /* out of it (or through a loop of links) */
+	SNAP_PLANT_NEW_LINK,      /* through a link the session made or changed */
+};
+/*
+ * Where PATH leads (relative to PROJECT, open as PROJFD, or absolute),
+ * read component by component: links there before SINCE are resolved (read,
+ * never opened), one made or changed from SINCE on (ctime) is not
+ * followed; SNAP_PLANT_NEW_LINK sets *LINK to it, relative (caller frees).
+ */
+enum snap_plant_where snap_plant_where(const char *project, int projfd,
+    const char *path, int64_t since, char **link);
 /* S for a message, control characters escaped; caller frees. */
 char *snap_nested_quote(const char *s);
 

@@ -530,6 +530,39 @@ dotgit_out() {
 	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
+# Links the session made out of the project (to a dir outside, by an
+# absolute path, by a relative one, or through a link there before; one
+# with its mtime set back): agentmux follows none, tells each in red with
+# its name and target quoted, and leaves them and what they point at
+# alone. Links there before, and one inside the project, are not told.
+link_out() {
+	O=$T/outside/cfg
+	mkdir -p "$O" "$P/lk" "$P/lk/sub"
+	echo secret >"$O/settings.json"
+	ln -s "$O" "$P/lk/before"
+	ln -s "$T/outside" "$P/lk/up"
+	jrun -- sh -c "ln -s '$O' lk/cfg && ln -s ../../../../../../../../../../../../etc lk/sub/rel &&
+	    ln -s ../README lk/in && ln -s up/cfg lk/via && ln -s '$O' 'lk/bad
+name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo linked"
+	case $OUT in *linked*) ok ;; *) bad "the links were not made: $OUT" ;; esac
+	case $OUT in *"lk/cfg is a link made or changed in the session that leads out of the project, to $O;"*) ok ;;
+	*) bad "no alert about a link made out of the project: $OUT" ;; esac
+	case $OUT in *"lk/sub/rel is a link made or changed in the session that leads out of the project, to ../"*) ok ;;
+	*) bad "no alert about a relative link out of the project: $OUT" ;; esac
+	case $OUT in *"lk/via is a link made"*", to up/cfg;"*) ok ;;
+	*) bad "no alert about a link out through a link there before: $OUT" ;; esac
+	case $OUT in *'"lk/bad\nname" is a link made'*) ok ;;
+	*) bad "a link with a newline in its name was not told quoted: $OUT" ;; esac
+	case $OUT in *"lk/later is a link made"*) ok ;;
+	*) bad "a link made with its mtime set back was not told: $OUT" ;; esac
+	case $OUT in *"lk/in "*|*"lk/before "*|*"lk/up "*) bad "a link inside or there before was told: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *"lk/cfg is a link made or changed in the session"*) ok ;;
+	*) bad "show does not tell the link out of the project" ;; esac
+	[ -L "$P/lk/cfg" ] && [ "$(cat "$O/settings.json")" = secret ] && ok ||
+	    bad "the link out of the project or what it points at was touched"
+	rm -rf "$P/lk" "$O"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -539,6 +572,7 @@ checks() {
 	new_gitdir
 	other_gitdir
 	dotgit_out
+	link_out
 	rebase_left
 	config_keys
 	modules
