@@ -572,6 +572,12 @@ struct snap_nested {
 bool snap_plant_repo_at(int dirfd, int dirfd2);
 /* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
 void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/*
+ * The project's own ".git" at REL when it is a file or a link there
+ * before and unchanged (a linked worktree): a link the session made on the
+ * way to the git dir it names, leading out of the project, is moved out.
+ */
+void snap_nested_own_dotgit(struct snap_nested *, const char *rel);
 /* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
 void snap_nested_gitdir(struct snap_nested *, const char *repo,
     const char *rel);

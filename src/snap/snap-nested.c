@@ -701,6 +701,85 @@ snap_nested_dotgit_out(struct snap_nested *nc, const char *rel, int dfd,
 	free(q);
 }
 
+/*
+ * A .git there before the session, unchanged, naming a git dir the way to
+ * which goes through a link the session made or changed (`gitdir:
+ * sub/real`, and `sub` swapped for a link out of the project): git would
+ * follow it to a config and hooks agentmux cannot defuse. The way is read
+ * component by component, that link never followed (snap_plant_where);
+ * if it leads out of the project, or nowhere, the link goes to the
+ * quarantine and it is told. True if so.
+ */
+static bool
+snap_nested_swapped(struct snap_nested *nc, const char *rel, const char *dir,
+    const char *repo, const char *where)
+{
+	char *path, *link = NULL, *real, *to, *name, *q, *qw, *ql, *parent;
+	int fd;
+
+	path = where[0] == '/' || dir[0] == '\0' ? xstrdup(where) :
+	    xprintf("%s/%s", dir, where);
+	if (snap_plant_where(nc->project, nc->projfd, path, nc->since,
+	    &link) != SNAP_PLANT_NEW_LINK) {
+		free(path);
+		return false;
+	}
+	/* A link of the session's leading back into the project: defused there. */
+	if ((real = snap_nested_inside(nc, repo, where)) != NULL) {
+		free(real);
+		free(link);
+		free(path);
+		return false;
+	}
+	name = strrchr(link, '/') != NULL ? strrchr(link, '/') + 1 : link;
+	parent = name == link ? xstrdup("") : xstrndup(link,
+	    (size_t)(name - link - 1));
+	fd = snap_nested_opendir(nc, parent);
+	to = fd != -1 ? snap_nested_keep(nc, fd, name, true) : NULL;
+	q = snap_nested_quote(rel);
+	qw = snap_nested_quote(where);
+	ql = snap_nested_quote(link);
+	if (to != NULL)
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project "
+		    "(git would obey the config and hooks there); the link was "
+		    "moved to %s", q, qw, ql, to);
+	else
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project, "
+		    "and agentmux could not move it: %s; remove it before you "
+		    "run git there", q, qw, ql, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	free(to);
+	free(ql);
+	free(qw);
+	free(q);
+	free(parent);
+	free(link);
+	free(path);
+	return true;
+}
+
+void
+snap_nested_own_dotgit(struct snap_nested *nc, const char *rel)
+{
+	struct stat st;
+	char *where;
+	int dfd;
+
+	if (snap_nested_lstat(nc, rel, &st) == -1 || S_ISDIR(st.st_mode) ||
+	    snap_nested_changed(&st, nc->since) ||
+	    (dfd = snap_nested_opendir(nc, "")) == -1)
+		return;
+	if ((where = snap_nested_dotgit_to(dfd, &st)) != NULL)
+		snap_nested_swapped(nc, rel, "", nc->project, where);
+	free(where);
+	close(dfd);
+}
+
 void
 snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 {
@@ -719,6 +798,8 @@ snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 	else if ((dfd = snap_nested_opendir(nc, dir)) != -1) {
 		/* "gitdir: PATH" or a link, relative to the dir the .git is in. */
 		if ((where = snap_nested_dotgit_to(dfd, &st)) != NULL &&
+		    (snap_nested_changed(&st, nc->since) ||
+		    !snap_nested_swapped(nc, rel, dir, repo, where)) &&
 		    (gitdir = snap_nested_inside(nc, repo, where)) == NULL &&
 		    snap_nested_changed(&st, nc->since))
 			snap_nested_dotgit_out(nc, rel, dfd, &st, where);

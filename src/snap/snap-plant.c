@@ -412,6 +412,8 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	/* A repository of the session's making, nested or at the top. */
 	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
+	else if (strcmp(e->fts_name, ".git") == 0)
+		snap_nested_own_dotgit(&w->nc, rel);
 	if (e->fts_info != FTS_DNR && snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */

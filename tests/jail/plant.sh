@@ -563,6 +563,33 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	rm -rf "$P/lk" "$O"
 }
 
+# A .git there before the session and unchanged (gitdir: ../gd/real),
+# whose way to its git dir the session swapped: gd replaced by a link to a
+# git dir outside with core.fsmonitor set. agentmux reads the way
+# component by component, never follows the session's link, moves it to
+# the quarantine and says so; host git then finds no git dir there.
+dotgit_swap() {
+	X=$T/outside/swap
+	mkdir -p "$X/real/objects" "$X/real/refs"
+	echo 'ref: refs/heads/main' >"$X/real/HEAD"
+	printf '[core]\n\tbare = false\n\tfsmonitor = "touch %s; false"\n' \
+	    "$MARK" >"$X/real/config"
+	mkdir -p "$P/gd" && git init -q --separate-git-dir="$P/gd/real" "$P/nest" &&
+	    printf 'gitdir: ../gd/real\n' >"$P/nest/.git" || exit 1
+	[ "$(git -C "$P/nest" rev-parse --git-dir)" = "$P/nest/../gd/real" ] ||
+	    [ "$(git -C "$P/nest" rev-parse --git-dir)" = "$P/gd/real" ] || exit 1
+	jrun -- sh -c "mv gd gd.old && ln -s '$X' gd && echo swapped"
+	case $OUT in *swapped*) ok ;; *) bad "the swap did not run: $OUT" ;; esac
+	(cd "$P/nest" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a git dir a swapped link led to" || ok
+	[ ! -L "$P/gd" ] && ok || bad "the swapped link on the way to a .git's git dir was left"
+	case $OUT in *"nest/.git, there before the session, names the git dir ../gd/real, and the way there goes through gd, a link made or changed in the session"*"moved to"*) ok ;;
+	*) bad "no alert about the link swapped on the way to a git dir: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"the way there goes through gd,"*) ok ;;
+	*) bad "show does not tell the swapped link" ;; esac
+	rm -rf "$P/nest" "$P/gd" "$P/gd.old" "$X" "$MARK"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -573,6 +600,7 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	dotgit_swap
 	rebase_left
 	config_keys
 	modules
