@@ -296,11 +296,18 @@ test_other_names(void **state)
 	assert_string_equal(s, "user.name=kept\ncore.fsmonitor=touch x\n"
 	    "touch x\n");
 	free(s);
-	/* In the order the dirs are read: either may come first. */
-	assert_int_equal(res.alerts.n, 2);
-	s = xprintf("%s\n%s", res.alerts.v[0], res.alerts.v[1]);
+	/*
+	 * In the order the dirs are read: any may come first. The link is
+	 * left alone, and told as any link out of the project made in the
+	 * session is (since 0: everything is the session's).
+	 */
+	assert_int_equal(res.alerts.n, 3);
+	s = xprintf("%s\n%s\n%s", res.alerts.v[0], res.alerts.v[1],
+	    res.alerts.v[2]);
 	assert_non_null(strstr(s, "a git dir named src"));
 	assert_non_null(strstr(s, "a git dir named wt"));
+	assert_non_null(strstr(s, "linked is a link made or changed in the "
+	    "session that leads out of the project"));
 	free(s);
 	snap_plant_result_free(&res);
 }
