@@ -40,12 +40,13 @@ struct snap_plant_walk {
 #define SNAP_PLANT_MAX_LINKS_OUT 20
 
 /*
- * A hostile tree can be as wide as the disk allows; past this many
- * entries the walk stops and says so. Deep is bounded already: fts
- * cannot go past PATH_MAX, and neither can git's own search for a
- * repository (it starts from the working directory's path).
+ * A hostile tree can be as wide as the disk allows; past max_entries
+ * ([jail] scan_limit) the walk stops and says so, once per project and
+ * limit (a monorepo that big would hear it after every session). Deep is
+ * bounded already: fts cannot go past PATH_MAX, and neither can git's own
+ * search for a repository (it starts from the working directory's path).
  */
-#define SNAP_PLANT_MAX_ENTRIES 1000000
+#define SNAP_PLANT_TOLD "agentmux-scan-limit-told"
 
 void
 snap_plant_result_init(struct snap_plant_result *res)
@@ -53,6 +54,7 @@ snap_plant_result_init(struct snap_plant_result *res)
 	memset(res, 0, sizeof *res);
 	strv_init(&res->alerts);
 	strv_init(&res->watched);
+	strv_init(&res->notes);
 }
 
 void
@@ -60,6 +62,7 @@ snap_plant_result_free(struct snap_plant_result *res)
 {
 	strv_free(&res->alerts);
 	strv_free(&res->watched);
+	strv_free(&res->notes);
 }
 
 /* True if a file named HEAD is in the dir REL: it is a git dir. */
@@ -426,16 +429,54 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
 }
 
-static void
-snap_plant_too_many(struct snap_plant_walk *w)
+/*
+ * True the first time the walk of the project stops at LIMIT: the file
+ * SNAP_PLANT_TOLD in the project's own repository (the data dir, out of
+ * the jail's reach) then records the limit said.
+ */
+static bool
+snap_plant_first_time(const char *project, int64_t limit)
 {
-	char *q = snap_nested_quote(w->o->project);
+	char *dir, *path, *cause = NULL, now[32];
+	struct buf was;
+	bool first;
 
-	strv_addf(&w->res->alerts, "%s holds more than %d files and dirs; "
-	    "agentmux stopped looking after that many, so a git dir or a "
-	    "set-uid file planted past them was not checked; look before you "
-	    "run git there (find %s -name HEAD -o -perm /6000)", q,
-	    SNAP_PLANT_MAX_ENTRIES, q);
+	if ((dir = snap_repo_path(project, &cause)) == NULL) {
+		free(cause);
+		return true;
+	}
+	path = xprintf("%s/%s", dir, SNAP_PLANT_TOLD);
+	snprintf(now, sizeof now, "%lld\n", (long long)limit);
+	buf_init(&was);
+	first = buf_read_file(&was, path) == -1 ||
+	    was.data == NULL || strcmp(was.data, now) != 0;
+	if (first && util_write_file_atomic(path, now, strlen(now), 0600,
+	    &cause) == -1) {
+		log_debug("%s", cause);
+		free(cause);
+	}
+	buf_free(&was);
+	free(path);
+	free(dir);
+	return first;
+}
+
+static void
+snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
+{
+	char *q;
+
+	w->res->partial = true;
+	if (!snap_plant_first_time(w->o->project, limit))
+		return;
+	q = snap_nested_quote(w->o->project);
+	strv_addf(&w->res->notes, "%s holds more than %lld files and dirs: "
+	    "the end-of-session check for planted git dirs, set-uid files "
+	    "and links out of the project stops there, so what a session "
+	    "leaves past them is not checked (said once; [jail] scan_limit "
+	    "sets how many are looked at); look before you run git there "
+	    "(find %s -name HEAD -o -perm /6000 -o -type l)", q,
+	    (long long)limit, q);
 	free(q);
 }
 
@@ -444,6 +485,8 @@ snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
 {
 	char *const roots[] = { (char *)o->project, NULL };
+	int64_t limit = o->max_entries > 0 ? o->max_entries :
+	    CONFIG_SCAN_LIMIT;
 	struct snap_plant_walk w;
 	FTSENT *e;
 	FTS *fts;
@@ -471,8 +514,8 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
 	while ((e = fts_read(fts)) != NULL) {
-		if (e->fts_level >= 1 && ++w.entries > SNAP_PLANT_MAX_ENTRIES) {
-			snap_plant_too_many(&w);
+		if (e->fts_level >= 1 && ++w.entries > (size_t)limit) {
+			snap_plant_too_many(&w, limit);
 			break;
 		}
 		if (e->fts_level >= 1)

@@ -590,6 +590,36 @@ dotgit_swap() {
 	rm -rf "$P/nest" "$P/gd" "$P/gd.old" "$X" "$MARK"
 }
 
+# A tree larger than [jail] scan_limit (lowered here to 50 entries): the
+# end scan stops there and says so once, as a warning, without flagging
+# the session; the next session with the same limit says nothing, one
+# after the limit changed says it again.
+scan_limit() {
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nscan_limit = 50\n' >>"$C"
+	mkdir -p "$P/many"
+	i=0
+	while [ $i -lt 100 ]; do i=$((i + 1)); : >"$P/many/f$i"; done
+	jrun -- sh -c 'echo ran'
+	case $OUT in *ran*"holds more than 50 files and dirs: the end-of-session check"*"[jail] scan_limit"*) ok ;;
+	*) bad "a tree past scan_limit was not told: $OUT" ;; esac
+	[ "$(printf '%s\n' "$OUT" | grep -c 'holds more than')" = 1 ] && ok ||
+	    bad "the scan limit was told more than once in a session: $OUT"
+	case $("$AMX" show last 2>&1) in *flags*) bad "a scan cut short flagged the session" ;;
+	*"holds more than 50 files"*) ok ;;
+	*) bad "show does not tell the scan cut short" ;; esac
+	jrun -- sh -c 'echo again'
+	case $OUT in *again*"holds more than"*) bad "the scan limit was told again with the same limit: $OUT" ;;
+	*again*) ok ;; *) bad "the second session failed: $OUT" ;; esac
+	printf 'scan_limit = 60\n' >>"$C"
+	jrun -- true
+	case $OUT in *"holds more than 60 files and dirs"*) ok ;;
+	*) bad "a new scan limit was not told: $OUT" ;; esac
+	cp "$T/config.saved" "$C"
+	rm -rf "$P/many"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -601,6 +631,7 @@ checks() {
 	dotgit_out
 	link_out
 	dotgit_swap
+	scan_limit
 	rebase_left
 	config_keys
 	modules
