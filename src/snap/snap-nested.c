@@ -701,6 +701,31 @@ snap_nested_dotgit_out(struct snap_nested *nc, const char *rel, int dfd,
 	free(q);
 }
 
+/* Tells of the link LINK on the way from the .git REL to WHERE: moved to TO (NULL: it could not be). */
+static void
+snap_nested_swapped_told(struct snap_nested *nc, const char *rel,
+    const char *where, const char *link, const char *to)
+{
+	char *q = snap_nested_quote(rel), *qw = snap_nested_quote(where);
+	char *ql = snap_nested_quote(link);
+
+	if (to != NULL)
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project "
+		    "(git would obey the config and hooks there); the link was "
+		    "moved to %s", q, qw, ql, to);
+	else
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project, "
+		    "and agentmux could not move it: %s; remove it before you "
+		    "run git there", q, qw, ql, strerror(errno));
+	free(ql);
+	free(qw);
+	free(q);
+}
+
 /*
  * A .git there before the session, unchanged, naming a git dir the way to
  * which goes through a link the session made or changed (`gitdir:
@@ -714,52 +739,34 @@ static bool
 snap_nested_swapped(struct snap_nested *nc, const char *rel, const char *dir,
     const char *repo, const char *where)
 {
-	char *path, *link = NULL, *real, *to, *name, *q, *qw, *ql, *parent;
-	int fd;
+	char *path, *link = NULL, *real = NULL, *to = NULL, *name, *parent;
+	enum snap_plant_where w;
+	int fd, saved;
 
 	path = where[0] == '/' || dir[0] == '\0' ? xstrdup(where) :
 	    xprintf("%s/%s", dir, where);
-	if (snap_plant_where(nc->project, nc->projfd, path, nc->since,
-	    &link) != SNAP_PLANT_NEW_LINK) {
-		free(path);
-		return false;
-	}
+	w = snap_plant_where(nc->project, nc->projfd, path, nc->since, &link);
+	free(path);
 	/* A link of the session's leading back into the project: defused there. */
-	if ((real = snap_nested_inside(nc, repo, where)) != NULL) {
+	if (w != SNAP_PLANT_NEW_LINK ||
+	    (real = snap_nested_inside(nc, repo, where)) != NULL) {
 		free(real);
 		free(link);
-		free(path);
 		return false;
 	}
 	name = strrchr(link, '/') != NULL ? strrchr(link, '/') + 1 : link;
 	parent = name == link ? xstrdup("") : xstrndup(link,
 	    (size_t)(name - link - 1));
-	fd = snap_nested_opendir(nc, parent);
-	to = fd != -1 ? snap_nested_keep(nc, fd, name, true) : NULL;
-	q = snap_nested_quote(rel);
-	qw = snap_nested_quote(where);
-	ql = snap_nested_quote(link);
-	if (to != NULL)
-		strv_addf(nc->messages, "%s, there before the session, names the "
-		    "git dir %s, and the way there goes through %s, a link made "
-		    "or changed in the session that leads out of the project "
-		    "(git would obey the config and hooks there); the link was "
-		    "moved to %s", q, qw, ql, to);
-	else
-		strv_addf(nc->messages, "%s, there before the session, names the "
-		    "git dir %s, and the way there goes through %s, a link made "
-		    "or changed in the session that leads out of the project, "
-		    "and agentmux could not move it: %s; remove it before you "
-		    "run git there", q, qw, ql, strerror(errno));
-	if (fd != -1)
+	if ((fd = snap_nested_opendir(nc, parent)) != -1) {
+		to = snap_nested_keep(nc, fd, name, true);
+		saved = errno;
 		close(fd);
+		errno = saved;
+	}
+	snap_nested_swapped_told(nc, rel, where, link, to);
 	free(to);
-	free(ql);
-	free(qw);
-	free(q);
 	free(parent);
 	free(link);
-	free(path);
 	return true;
 }
 
