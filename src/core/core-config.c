@@ -50,7 +50,8 @@ static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 	NULL };
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
 	"max_size", NULL };
-static const char *const config_keys_jail[] = { "protect", "history", NULL };
+static const char *const config_keys_jail[] = { "protect", "history",
+	"scan_limit", NULL };
 
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
@@ -877,6 +878,11 @@ config_jail_key(struct config_parse *cp, const char *name, const char *value)
 			    value);
 		return;
 	}
+	if (strcmp(name, "scan_limit") == 0) {
+		config_get_count(cp, name, value, 1, 1000000000,
+		    &j->scan_limit);
+		return;
+	}
 	if (strcmp(name, "protect") != 0) {
 		config_unknown_key(cp, "jail", config_keys_jail, name);
 		return;
@@ -1240,6 +1246,7 @@ config_set_defaults(struct config *cf)
 	for (e = config_default_excludes; *e != NULL; e++)
 		strv_add(&cf->snapshots.excludes, *e);
 	cf->jail.history = true;
+	cf->jail.scan_limit = CONFIG_SCAN_LIMIT;
 	strv_init(&cf->jail.protect);
 	for (e = config_default_protect; *e != NULL; e++)
 		strv_add(&cf->jail.protect, *e);

@@ -475,9 +475,13 @@ struct config_snapshots {
 	int64_t max_size;         /* bytes a project's snapshots keep; 0: no limit */
 };
 
+/* Entries the end-of-session scan looks at by default ([jail] scan_limit). */
+#define CONFIG_SCAN_LIMIT 1000000
+
 struct config_jail {
 	struct strv protect;      /* project files kept read-only in the jail */
 	bool history;             /* the git history kept out of the jail's reach */
+	int64_t scan_limit;       /* entries the end-of-session scan looks at */
 };
 
 struct config {

@@ -414,6 +414,7 @@ session_guard_plant(struct session *s)
 	o.hooks = s->hooks;
 	o.gitfiles = s->gitfiles.v;
 	o.ngitfiles = s->gitfiles.n;
+	o.max_entries = s->cf->jail.scan_limit;
 	snap_plant_result_init(&res);
 	if (snap_plant_scan(&o, &res, &cause) == -1) {
 		log_warnx("%s", cause);
@@ -423,6 +424,13 @@ session_guard_plant(struct session *s)
 		session_guard_alert(s, "tampering", res.alerts.v[i]);
 	for (i = 0; i < res.watched.n; i++)
 		session_guard_alert(s, "protected", res.watched.v[i]);
+	/* Said, not flagged: a big tree is no tampering. */
+	for (i = 0; i < res.notes.n; i++) {
+		store_event_add(s->ctx->st, s->id, "warn", "scan", "%s",
+		    res.notes.v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "warn", res.notes.v[i]);
+	}
 	snap_plant_result_free(&res);
 	/* After the scan: links and FIFOs planted in .git are out of the way. */
 	session_guard_blind(s);

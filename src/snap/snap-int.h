@@ -488,14 +488,17 @@ void snap_pack_job_free(struct snap_pack_job *);
 
 /*
  * Leading arguments of a git command that reads the work tree's files
- * (add, update-index): git streams a file from this size on into a pack,
- * read() a block at a time and deflated, instead of mapping it (reading
- * a hole through a mapping allocates it on tmpfs: the snapshot would
- * fill the project) and writing it whole as a loose object. Below it,
- * ordinary files keep the fast path; a sparse file costs at most this,
- * deflated (core.looseCompression 1: a few KiB of zeros).
+ * (add, update-index): git streams a file from 32 KiB on into a pack,
+ * read() a block at a time and deflated, instead of mapping it (reading a
+ * hole through a mapping allocates it on tmpfs: the snapshot would fill
+ * the project) and writing it whole as a loose object. Smaller files,
+ * most source files, are loose objects written stored (zlib level 0):
+ * hashing and writing them is most of a snapshot's cost, and the
+ * background repack compresses them. A sparse file costs at most the
+ * threshold. (Overrides the level snap_git_config sets for every git.)
  */
-#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=1m"
+#define SNAP_GIT_STREAM "-c", "core.bigFileThreshold=32k", "-c", \
+	"core.looseCompression=0"
 
 /* The file in each objects/XX that keeps it (snap-keep.c): no snapshot's temporary file. */
 #define SNAP_KEEP_FANOUT "tmp_obj_agentmux_keep"
@@ -603,6 +606,12 @@ void snap_gitconf_includes(const struct snap_gitconf *, struct strv *out);
 
 /* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
 void snap_nested_dotgit(struct snap_nested *, const char *rel);
+/*
+ * The project's own ".git" at REL when it is a file or a link there
+ * before and unchanged (a linked worktree): a link the session made on the
+ * way to the git dir it names, leading out of the project, is moved out.
+ */
+void snap_nested_own_dotgit(struct snap_nested *, const char *rel);
 /* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
 void snap_nested_gitdir(struct snap_nested *, const char *repo,
     const char *rel);
@@ -614,6 +623,21 @@ char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
     bool move);
 /* True if ST changed (ctime) at SINCE (ms) or later. */
 bool snap_nested_changed(const struct stat *, int64_t since);
+
+/* Where a path leads (snap_plant_where). */
+enum snap_plant_where {
+	SNAP_PLANT_IN,            /* into the project (or nowhere yet, in it) */
+	SNAP_PLANT_OUT,           /* out of it (or through a loop of links) */
+	SNAP_PLANT_NEW_LINK,      /* through a link the session made or changed */
+};
+/*
+ * Where PATH leads (relative to PROJECT, open as PROJFD, or absolute),
+ * read component by component: links there before SINCE are resolved (read,
+ * never opened), one made or changed from SINCE on (ctime) is not
+ * followed; SNAP_PLANT_NEW_LINK sets *LINK to it, relative (caller frees).
+ */
+enum snap_plant_where snap_plant_where(const char *project, int projfd,
+    const char *path, int64_t since, char **link);
 /* S for a message, control characters escaped; caller frees. */
 char *snap_nested_quote(const char *s);
 

@@ -701,6 +701,92 @@ snap_nested_dotgit_out(struct snap_nested *nc, const char *rel, int dfd,
 	free(q);
 }
 
+/* Tells of the link LINK on the way from the .git REL to WHERE: moved to TO (NULL: it could not be). */
+static void
+snap_nested_swapped_told(struct snap_nested *nc, const char *rel,
+    const char *where, const char *link, const char *to)
+{
+	char *q = snap_nested_quote(rel), *qw = snap_nested_quote(where);
+	char *ql = snap_nested_quote(link);
+
+	if (to != NULL)
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project "
+		    "(git would obey the config and hooks there); the link was "
+		    "moved to %s", q, qw, ql, to);
+	else
+		strv_addf(nc->messages, "%s, there before the session, names the "
+		    "git dir %s, and the way there goes through %s, a link made "
+		    "or changed in the session that leads out of the project, "
+		    "and agentmux could not move it: %s; remove it before you "
+		    "run git there", q, qw, ql, strerror(errno));
+	free(ql);
+	free(qw);
+	free(q);
+}
+
+/*
+ * A .git there before the session, unchanged, naming a git dir the way to
+ * which goes through a link the session made or changed (`gitdir:
+ * sub/real`, and `sub` swapped for a link out of the project): git would
+ * follow it to a config and hooks agentmux cannot defuse. The way is read
+ * component by component, that link never followed (snap_plant_where);
+ * if it leads out of the project, or nowhere, the link goes to the
+ * quarantine and it is told. True if so.
+ */
+static bool
+snap_nested_swapped(struct snap_nested *nc, const char *rel, const char *dir,
+    const char *repo, const char *where)
+{
+	char *path, *link = NULL, *real = NULL, *to = NULL, *name, *parent;
+	enum snap_plant_where w;
+	int fd, saved;
+
+	path = where[0] == '/' || dir[0] == '\0' ? xstrdup(where) :
+	    xprintf("%s/%s", dir, where);
+	w = snap_plant_where(nc->project, nc->projfd, path, nc->since, &link);
+	free(path);
+	/* A link of the session's leading back into the project: defused there. */
+	if (w != SNAP_PLANT_NEW_LINK ||
+	    (real = snap_nested_inside(nc, repo, where)) != NULL) {
+		free(real);
+		free(link);
+		return false;
+	}
+	name = strrchr(link, '/') != NULL ? strrchr(link, '/') + 1 : link;
+	parent = name == link ? xstrdup("") : xstrndup(link,
+	    (size_t)(name - link - 1));
+	if ((fd = snap_nested_opendir(nc, parent)) != -1) {
+		to = snap_nested_keep(nc, fd, name, true);
+		saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	snap_nested_swapped_told(nc, rel, where, link, to);
+	free(to);
+	free(parent);
+	free(link);
+	return true;
+}
+
+void
+snap_nested_own_dotgit(struct snap_nested *nc, const char *rel)
+{
+	struct stat st;
+	char *where;
+	int dfd;
+
+	if (snap_nested_lstat(nc, rel, &st) == -1 || S_ISDIR(st.st_mode) ||
+	    snap_nested_changed(&st, nc->since) ||
+	    (dfd = snap_nested_opendir(nc, "")) == -1)
+		return;
+	if ((where = snap_nested_dotgit_to(dfd, &st)) != NULL)
+		snap_nested_swapped(nc, rel, "", nc->project, where);
+	free(where);
+	close(dfd);
+}
+
 void
 snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 {
@@ -719,6 +805,8 @@ snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 	else if ((dfd = snap_nested_opendir(nc, dir)) != -1) {
 		/* "gitdir: PATH" or a link, relative to the dir the .git is in. */
 		if ((where = snap_nested_dotgit_to(dfd, &st)) != NULL &&
+		    (snap_nested_changed(&st, nc->since) ||
+		    !snap_nested_swapped(nc, rel, dir, repo, where)) &&
 		    (gitdir = snap_nested_inside(nc, repo, where)) == NULL &&
 		    snap_nested_changed(&st, nc->since))
 			snap_nested_dotgit_out(nc, rel, dfd, &st, where);

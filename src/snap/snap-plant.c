@@ -33,15 +33,20 @@ struct snap_plant_walk {
 	struct snap_nested nc;
 	char *inside;             /* the git dir not named .git the walk is in */
 	size_t entries;           /* looked at so far */
+	size_t links_out;         /* links out of the project the session made */
 };
 
+/* The most links out of the project told one by one; the rest are counted. */
+#define SNAP_PLANT_MAX_LINKS_OUT 20
+
 /*
- * A hostile tree can be as wide as the disk allows; past this many
- * entries the walk stops and says so. Deep is bounded already: fts
- * cannot go past PATH_MAX, and neither can git's own search for a
- * repository (it starts from the working directory's path).
+ * A hostile tree can be as wide as the disk allows; past max_entries
+ * ([jail] scan_limit) the walk stops and says so, once per project and
+ * limit (a monorepo that big would hear it after every session). Deep is
+ * bounded already: fts cannot go past PATH_MAX, and neither can git's own
+ * search for a repository (it starts from the working directory's path).
  */
-#define SNAP_PLANT_MAX_ENTRIES 1000000
+#define SNAP_PLANT_TOLD "agentmux-scan-limit-told"
 
 void
 snap_plant_result_init(struct snap_plant_result *res)
@@ -49,6 +54,7 @@ snap_plant_result_init(struct snap_plant_result *res)
 	memset(res, 0, sizeof *res);
 	strv_init(&res->alerts);
 	strv_init(&res->watched);
+	strv_init(&res->notes);
 }
 
 void
@@ -56,6 +62,7 @@ snap_plant_result_free(struct snap_plant_result *res)
 {
 	strv_free(&res->alerts);
 	strv_free(&res->watched);
+	strv_free(&res->notes);
 }
 
 /* True if a file named HEAD is in the dir REL: it is a git dir. */
@@ -459,6 +466,58 @@ snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
 	free(parent);
 }
 
+/*
+ * A link the session made or changed (ctime: the jail cannot set it back)
+ * that leads out of the project: agentmux never follows it, but the
+ * user's editor, build or shell would, and read or write where it points
+ * (the session's copy of a config dir, the user's home). Told, with its
+ * target as written, never followed: the rest of the way is read
+ * component by component and only links there before are resolved.
+ */
+static void
+snap_plant_link_out(struct snap_plant_walk *w, const char *rel,
+    const struct stat *st)
+{
+	char target[PATH_MAX], *path, *link, *q, *qt;
+	const char *slash = strrchr(rel, '/');
+	enum snap_plant_where where;
+	ssize_t n;
+
+	if (!snap_nested_changed(st, w->o->since) ||
+	    (n = readlinkat(w->nc.projfd, rel, target, sizeof target - 1)) <= 0)
+		return;
+	target[n] = '\0';
+	path = target[0] == '/' || slash == NULL ? xstrdup(target) :
+	    xprintf("%.*s/%s", (int)(slash - rel), rel, target);
+	/* A link of the session's on the way is told where it is met. */
+	where = snap_plant_where(w->o->project, w->nc.projfd, path,
+	    w->o->since, &link);
+	free(link);
+	free(path);
+	if (where != SNAP_PLANT_OUT ||
+	    ++w->links_out > SNAP_PLANT_MAX_LINKS_OUT)
+		return;
+	q = snap_nested_quote(rel);
+	qt = snap_nested_quote(target);
+	strv_addf(&w->res->alerts, "%s is a link made or changed in the session "
+	    "that leads out of the project, to %s; agentmux did not follow it, "
+	    "but your editor, build or shell would read and write there: "
+	    "remove it unless you asked for it", q, qt);
+	free(qt);
+	free(q);
+}
+
+static void
+snap_plant_more_links(struct snap_plant_walk *w)
+{
+	char *q = snap_nested_quote(w->o->project);
+
+	strv_addf(&w->res->alerts, "and %zu more links made or changed in the "
+	    "session lead out of the project; list them with find %s -type l",
+	    w->links_out - SNAP_PLANT_MAX_LINKS_OUT, q);
+	free(q);
+}
+
 /* One entry of the walk. */
 static void
 snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
@@ -477,25 +536,68 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	/* A repository of the session's making, nested or at the top. */
 	if (strcmp(e->fts_name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
+	else if (strcmp(e->fts_name, ".git") == 0)
+		snap_nested_own_dotgit(&w->nc, rel);
 	if (e->fts_info != FTS_DNR && snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, fts, e, rel);
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */
 	if (e->fts_info == FTS_D || e->fts_info == FTS_DNR)
 		snap_plant_other_gitdir(w, e, rel);
+	else if ((e->fts_info == FTS_SL || e->fts_info == FTS_SLNONE) &&
+	    strcmp(e->fts_name, ".git") != 0 && !snap_plant_gitpath(w, rel))
+		snap_plant_link_out(w, rel, e->fts_statp);
 	snap_plant_setid(w, rel, e->fts_statp);
 	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
 }
 
-static void
-snap_plant_too_many(struct snap_plant_walk *w)
+/*
+ * True the first time the walk of the project stops at LIMIT: the file
+ * SNAP_PLANT_TOLD in the project's own repository (the data dir, out of
+ * the jail's reach) then records the limit said.
+ */
+static bool
+snap_plant_first_time(const char *project, int64_t limit)
 {
-	char *q = snap_nested_quote(w->o->project);
+	char *dir, *path, *cause = NULL, now[32];
+	struct buf was;
+	bool first;
 
-	strv_addf(&w->res->alerts, "%s holds more than %d files and dirs; "
-	    "agentmux stopped looking after that many, so a git dir or a "
-	    "set-uid file planted past them was not checked; look before you "
-	    "run git there (find %s -name HEAD -o -perm /6000)", q,
-	    SNAP_PLANT_MAX_ENTRIES, q);
+	if ((dir = snap_repo_path(project, &cause)) == NULL) {
+		free(cause);
+		return true;
+	}
+	path = xprintf("%s/%s", dir, SNAP_PLANT_TOLD);
+	snprintf(now, sizeof now, "%lld\n", (long long)limit);
+	buf_init(&was);
+	first = buf_read_file(&was, path) == -1 ||
+	    was.data == NULL || strcmp(was.data, now) != 0;
+	if (first && util_write_file_atomic(path, now, strlen(now), 0600,
+	    &cause) == -1) {
+		log_debug("%s", cause);
+		free(cause);
+	}
+	buf_free(&was);
+	free(path);
+	free(dir);
+	return first;
+}
+
+static void
+snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
+{
+	char *q;
+
+	w->res->partial = true;
+	if (!snap_plant_first_time(w->o->project, limit))
+		return;
+	q = snap_nested_quote(w->o->project);
+	strv_addf(&w->res->notes, "%s holds more than %lld files and dirs: "
+	    "the end-of-session check for planted git dirs, set-uid files "
+	    "and links out of the project stops there, so what a session "
+	    "leaves past them is not checked (said once; [jail] scan_limit "
+	    "sets how many are looked at); look before you run git there "
+	    "(find %s -name HEAD -o -perm /6000 -o -type l)", q,
+	    (long long)limit, q);
 	free(q);
 }
 
@@ -504,6 +606,8 @@ snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
 {
 	char *const roots[] = { (char *)o->project, NULL };
+	int64_t limit = o->max_entries > 0 ? o->max_entries :
+	    CONFIG_SCAN_LIMIT;
 	struct snap_plant_walk w;
 	FTSENT *e;
 	FTS *fts;
@@ -531,14 +635,16 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
 	while ((e = fts_read(fts)) != NULL) {
-		if (e->fts_level >= 1 && ++w.entries > SNAP_PLANT_MAX_ENTRIES) {
-			snap_plant_too_many(&w);
+		if (e->fts_level >= 1 && ++w.entries > (size_t)limit) {
+			snap_plant_too_many(&w, limit);
 			break;
 		}
 		if (e->fts_level >= 1)
 			snap_plant_entry(&w, fts, e);
 	}
 	fts_close(fts);
+	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
+		snap_plant_more_links(&w);
 	free(w.inside);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
 	snap_plant_seq_left(o, res, w.nc.projfd);
@@ -1328,42 +1434,95 @@ snap_plant_pop(struct buf *done)
 	return true;
 }
 
+/* A resolution in progress: links from SINCE on (0: none) are not followed. */
+struct snap_plant_res {
+	const char *project;
+	int projfd;
+	struct strv *links;       /* the links on the way (relative), or NULL */
+	int64_t since;
+	char *stop;               /* the first link the session made or changed */
+	bool out;                 /* left the project, looped, or stopped */
+};
+
 /*
  * The link DONE/COMP (relative to PROJFD) points at, made a path to go on
- * with REST; NULL if it is no link, or if its target leaves PROJECT. An
+ * with REST; NULL if it is no link, if its target leaves the project, or
+ * if the session made or changed it (R->stop: it is not followed). An
  * absolute target inside starts DONE over.
  */
 static char *
-snap_plant_link(const char *project, int projfd, struct buf *done,
-    const char *comp, const char *rest, struct strv *links, bool *out)
+snap_plant_link(struct snap_plant_res *r, struct buf *done, const char *comp,
+    const char *rest)
 {
 	char *cur, target[PATH_MAX];
-	size_t n = strlen(project);
+	size_t n = strlen(r->project);
+	struct stat st;
 	ssize_t len;
 
 	cur = done->len > 0 ? xprintf("%s/%s", done->data, comp) :
 	    xstrdup(comp);
-	len = readlinkat(projfd, cur, target, sizeof target - 1);
-	*out = false;
+	if (r->since != 0 && fstatat(r->projfd, cur, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+	    snap_nested_changed(&st, r->since)) {
+		r->stop = cur;
+		r->out = true;
+		return NULL;
+	}
+	len = readlinkat(r->projfd, cur, target, sizeof target - 1);
 	if (len <= 0) {
 		free(cur);
 		return NULL;
 	}
-	if (links != NULL)
-		strv_take(links, cur);
+	if (r->links != NULL)
+		strv_take(r->links, cur);
 	else
 		free(cur);
 	target[len] = '\0';
 	if (target[0] != '/')
 		return xprintf("%s/%s", target, rest);
-	if (strncmp(target, project, n) != 0 ||
+	if (strncmp(target, r->project, n) != 0 ||
 	    (target[n] != '/' && target[n] != '\0')) {
-		*out = true;
+		r->out = true;
 		return NULL;
 	}
 	buf_reset(done);
 	buf_adds(done, "");
 	return xprintf("%s/%s", target + n, rest);
+}
+
+/* The resolution of REL for snap_plant_resolve and snap_plant_where; NULL: the project itself. */
+static char *
+snap_plant_resolve_at(struct snap_plant_res *r, const char *rel)
+{
+	struct buf done;
+	char *todo = xstrdup(rel), *comp, *next;
+	const char *p = todo;
+	int nlinks = 0;
+
+	buf_init(&done);
+	buf_adds(&done, "");
+	while (!r->out && (comp = snap_plant_comp(&p)) != NULL) {
+		if (strcmp(comp, "..") == 0)
+			r->out = !snap_plant_pop(&done);
+		else if (strcmp(comp, ".") == 0)
+			;
+		else if ((next = snap_plant_link(r, &done, comp, p)) != NULL) {
+			free(todo);
+			p = todo = next;
+			r->out = ++nlinks > 40;
+		} else if (!r->out) {
+			if (done.len > 0)
+				buf_addc(&done, '/');
+			buf_adds(&done, comp);
+		}
+		free(comp);
+	}
+	free(todo);
+	if (r->out || done.len == 0) {
+		buf_free(&done);
+		return NULL;
+	}
+	return buf_steal(&done);
 }
 
 /*
@@ -1377,37 +1536,34 @@ static char *
 snap_plant_resolve(const char *project, int projfd, const char *rel,
     struct strv *links)
 {
-	struct buf done;
-	char *todo = xstrdup(rel), *comp, *next;
-	const char *p = todo;
-	int nlinks = 0;
-	bool out = false;
+	struct snap_plant_res r = { project, projfd, links, 0, NULL, false };
 
-	buf_init(&done);
-	buf_adds(&done, "");
-	while (!out && (comp = snap_plant_comp(&p)) != NULL) {
-		if (strcmp(comp, "..") == 0)
-			out = !snap_plant_pop(&done);
-		else if (strcmp(comp, ".") == 0)
-			;
-		else if ((next = snap_plant_link(project, projfd, &done, comp,
-		    p, links, &out)) != NULL) {
-			free(todo);
-			p = todo = next;
-			out = ++nlinks > 40;
-		} else if (!out) {
-			if (done.len > 0)
-				buf_addc(&done, '/');
-			buf_adds(&done, comp);
-		}
-		free(comp);
+	return snap_plant_resolve_at(&r, rel);
+}
+
+enum snap_plant_where
+snap_plant_where(const char *project, int projfd, const char *path,
+    int64_t since, char **link)
+{
+	struct snap_plant_res r = { project, projfd, NULL, since, NULL,
+	    false };
+	size_t n = strlen(project);
+	char *real;
+
+	*link = NULL;
+	if (path[0] == '/') {
+		if (strncmp(path, project, n) != 0 || (path[n] != '/' &&
+		    path[n] != '\0'))
+			return SNAP_PLANT_OUT;
+		path += n;
 	}
-	free(todo);
-	if (out || done.len == 0) {
-		buf_free(&done);
-		return NULL;
+	real = snap_plant_resolve_at(&r, path);
+	free(real);
+	if (r.stop != NULL) {
+		*link = r.stop;
+		return SNAP_PLANT_NEW_LINK;
 	}
-	return buf_steal(&done);
+	return r.out ? SNAP_PLANT_OUT : SNAP_PLANT_IN;
 }
 
 /* The real dir core.hooksPath names in PROJECT, relative to it (the links on the way to LINKS); NULL if none there. */

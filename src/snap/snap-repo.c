@@ -25,14 +25,13 @@ extern char **environ;
 /*
  * Settings for every git command agentmux runs. They keep snapshots raw
  * (no line-ending conversion), keep the user's hooks, pager, signing key,
- * fsmonitor daemon and automatic gc out of it, and write loose objects at
- * zlib's fastest level (git's own default for them): hashing and writing
- * is most of a snapshot's cost and the background repack compresses
- * them, but stored, a sparse file just under the streaming threshold
- * (SNAP_GIT_STREAM) cost its whole size; level 1 writes a thousandth of
- * it. The index is a stat cache that must see every change: ctime is
- * trusted (a forged mtime leaves it), and nothing may mark entries as
- * unchanged or out of the work tree.
+ * fsmonitor daemon and automatic gc out of it, and write loose objects
+ * at zlib's fastest level (git's own default for them: the objects a
+ * repack leaves loose, unreachable ones, may be a sparse file's); the
+ * commands that hash the work tree store theirs (SNAP_GIT_STREAM). The
+ * index is a stat cache that must see every change: ctime is trusted (a
+ * forged mtime leaves it), and nothing may mark entries as unchanged or
+ * out of the work tree.
  */
 static const char *const snap_git_config[][2] = {
 	{ "core.hooksPath", "/dev/null" },

@@ -36,6 +36,7 @@ struct snap_plant_opts {
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
+	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
@@ -63,7 +64,9 @@ int64_t snap_plant_clock(void);
 struct snap_plant_result {
 	struct strv alerts;       /* one line per thing found and done */
 	struct strv watched;      /* one line per watched file changed or deleted */
+	struct strv notes;        /* what the user should know, no alert (a scan cut short) */
 	int setid;                /* set-uid/set-gid files found */
+	bool partial;             /* the walk stopped at max_entries */
 };
 
 void snap_plant_result_init(struct snap_plant_result *);

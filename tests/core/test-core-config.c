@@ -117,6 +117,10 @@ test_valid(void **state)
 	config_free(cf);
 	cf = load("", &ps);
 	assert_int_equal(cf->snapshots.max_size, 2LL << 30);
+	assert_int_equal(cf->jail.scan_limit, 1000000);
+	config_free(cf);
+	cf = load("[jail]\nscan_limit = 5000000\n", &ps);
+	assert_int_equal(cf->jail.scan_limit, 5000000);
 	config_free(cf);
 }
 
@@ -251,6 +255,8 @@ test_bad_values(void **state)
 	expect_problem("[limits]\nmemory = lots\n", 2, "size");
 	expect_problem("[snapshots]\nmax_size = big\n", 2, "size");
 	expect_problem("[limits]\npids = 2\n", 2, "out of range");
+	expect_problem("[jail]\nscan_limit = 0\n", 2, "out of range");
+	expect_problem("[jail]\nscan_limit = many\n", 2, "scan_limit");
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
 	expect_problem("[ui]\nescape_time = soon\n", 2, "escape_time");
 	expect_problem("[ui]\nescape_time = 10001\n", 2, "out of range");

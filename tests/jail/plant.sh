@@ -700,6 +700,96 @@ dotgit_out() {
 	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
+# Links the session made out of the project (to a dir outside, by an
+# absolute path, by a relative one, or through a link there before; one
+# with its mtime set back): agentmux follows none, tells each in red with
+# its name and target quoted, and leaves them and what they point at
+# alone. Links there before, and one inside the project, are not told.
+link_out() {
+	O=$T/outside/cfg
+	mkdir -p "$O" "$P/lk" "$P/lk/sub"
+	echo secret >"$O/settings.json"
+	ln -s "$O" "$P/lk/before"
+	ln -s "$T/outside" "$P/lk/up"
+	jrun -- sh -c "ln -s '$O' lk/cfg && ln -s ../../../../../../../../../../../../etc lk/sub/rel &&
+	    ln -s ../README lk/in && ln -s up/cfg lk/via && ln -s '$O' 'lk/bad
+name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo linked"
+	case $OUT in *linked*) ok ;; *) bad "the links were not made: $OUT" ;; esac
+	case $OUT in *"lk/cfg is a link made or changed in the session that leads out of the project, to $O;"*) ok ;;
+	*) bad "no alert about a link made out of the project: $OUT" ;; esac
+	case $OUT in *"lk/sub/rel is a link made or changed in the session that leads out of the project, to ../"*) ok ;;
+	*) bad "no alert about a relative link out of the project: $OUT" ;; esac
+	case $OUT in *"lk/via is a link made"*", to up/cfg;"*) ok ;;
+	*) bad "no alert about a link out through a link there before: $OUT" ;; esac
+	case $OUT in *'"lk/bad\nname" is a link made'*) ok ;;
+	*) bad "a link with a newline in its name was not told quoted: $OUT" ;; esac
+	case $OUT in *"lk/later is a link made"*) ok ;;
+	*) bad "a link made with its mtime set back was not told: $OUT" ;; esac
+	case $OUT in *"lk/in "*|*"lk/before "*|*"lk/up "*) bad "a link inside or there before was told: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *"lk/cfg is a link made or changed in the session"*) ok ;;
+	*) bad "show does not tell the link out of the project" ;; esac
+	[ -L "$P/lk/cfg" ] && [ "$(cat "$O/settings.json")" = secret ] && ok ||
+	    bad "the link out of the project or what it points at was touched"
+	rm -rf "$P/lk" "$O"
+}
+
+# A .git there before the session and unchanged (gitdir: ../gd/real),
+# whose way to its git dir the session swapped: gd replaced by a link to a
+# git dir outside with core.fsmonitor set. agentmux reads the way
+# component by component, never follows the session's link, moves it to
+# the quarantine and says so; host git then finds no git dir there.
+dotgit_swap() {
+	X=$T/outside/swap
+	mkdir -p "$X/real/objects" "$X/real/refs"
+	echo 'ref: refs/heads/main' >"$X/real/HEAD"
+	printf '[core]\n\tbare = false\n\tfsmonitor = "touch %s; false"\n' \
+	    "$MARK" >"$X/real/config"
+	mkdir -p "$P/gd" && git init -q --separate-git-dir="$P/gd/real" "$P/nest" &&
+	    printf 'gitdir: ../gd/real\n' >"$P/nest/.git" || exit 1
+	[ "$(git -C "$P/nest" rev-parse --git-dir)" = "$P/nest/../gd/real" ] ||
+	    [ "$(git -C "$P/nest" rev-parse --git-dir)" = "$P/gd/real" ] || exit 1
+	jrun -- sh -c "mv gd gd.old && ln -s '$X' gd && echo swapped"
+	case $OUT in *swapped*) ok ;; *) bad "the swap did not run: $OUT" ;; esac
+	(cd "$P/nest" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the core.fsmonitor of a git dir a swapped link led to" || ok
+	[ ! -L "$P/gd" ] && ok || bad "the swapped link on the way to a .git's git dir was left"
+	case $OUT in *"nest/.git, there before the session, names the git dir ../gd/real, and the way there goes through gd, a link made or changed in the session"*"moved to"*) ok ;;
+	*) bad "no alert about the link swapped on the way to a git dir: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"the way there goes through gd,"*) ok ;;
+	*) bad "show does not tell the swapped link" ;; esac
+	rm -rf "$P/nest" "$P/gd" "$P/gd.old" "$X" "$MARK"
+}
+
+# A tree larger than [jail] scan_limit (lowered here to 50 entries): the
+# end scan stops there and says so once, as a warning, without flagging
+# the session; the next session with the same limit says nothing, one
+# after the limit changed says it again.
+scan_limit() {
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nscan_limit = 50\n' >>"$C"
+	mkdir -p "$P/many"
+	i=0
+	while [ $i -lt 100 ]; do i=$((i + 1)); : >"$P/many/f$i"; done
+	jrun -- sh -c 'echo ran'
+	case $OUT in *ran*"holds more than 50 files and dirs: the end-of-session check"*"[jail] scan_limit"*) ok ;;
+	*) bad "a tree past scan_limit was not told: $OUT" ;; esac
+	[ "$(printf '%s\n' "$OUT" | grep -c 'holds more than')" = 1 ] && ok ||
+	    bad "the scan limit was told more than once in a session: $OUT"
+	case $("$AMX" show last 2>&1) in *flags*) bad "a scan cut short flagged the session" ;;
+	*"holds more than 50 files"*) ok ;;
+	*) bad "show does not tell the scan cut short" ;; esac
+	jrun -- sh -c 'echo again'
+	case $OUT in *again*"holds more than"*) bad "the scan limit was told again with the same limit: $OUT" ;;
+	*again*) ok ;; *) bad "the second session failed: $OUT" ;; esac
+	printf 'scan_limit = 60\n' >>"$C"
+	jrun -- true
+	case $OUT in *"holds more than 60 files and dirs"*) ok ;;
+	*) bad "a new scan limit was not told: $OUT" ;; esac
+	cp "$T/config.saved" "$C"
+	rm -rf "$P/many"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -709,6 +799,9 @@ checks() {
 	new_gitdir
 	other_gitdir
 	dotgit_out
+	link_out
+	dotgit_swap
+	scan_limit
 	rebase_left
 	config_keys
 	modules

@@ -186,6 +186,38 @@ test_own_gitdir(void **state)
 	snap_plant_result_free(&res);
 }
 
+/*
+ * The project's own .git file (a linked worktree's: gitdir: gd/real),
+ * there before and unchanged, whose way the session swapped: gd made a
+ * link to a git dir outside. The link goes to the quarantine, the .git
+ * stays; a link there before the session on such a way is followed.
+ */
+static void
+test_own_dotgit_swap(void **state)
+{
+	struct snap_plant_result res;
+	int64_t since;
+
+	test_sh_ok("mkdir -p %s/out/real %s/gd && cd %s && "
+	    "git init -q --separate-git-dir=gd/real . && "
+	    "echo 'gitdir: gd/real' >.git && git init -q --bare %s/out/real && "
+	    "mkdir %s/had && ln -s ../gd %s/had/gd && mkdir sub && "
+	    "echo 'gitdir: ../had/gd/real' >sub/.git", dir, proj, proj, dir,
+	    proj, proj);
+	usleep(20000);
+	since = snap_plant_clock();
+	usleep(20000);
+	test_sh_ok("cd %s && mv gd gd.old && ln -s %s/out gd", proj, dir);
+	scan(since, true, &res);
+	test_sh_ok("test ! -e %s/gd && test ! -L %s/gd && test -f %s/.git && "
+	    "test -L %s/had/gd", proj, proj, proj, proj);
+	assert_int_equal(res.alerts.n, 1);
+	assert_non_null(strstr(res.alerts.v[0], ".git, there before the "
+	    "session, names the git dir gd/real, and the way there goes "
+	    "through gd, a link made or changed in the session"));
+	snap_plant_result_free(&res);
+}
+
 static void
 test_match(void **state)
 {
@@ -296,11 +328,18 @@ test_other_names(void **state)
 	assert_string_equal(s, "user.name=kept\ncore.fsmonitor=touch x\n"
 	    "touch x\n");
 	free(s);
-	/* In the order the dirs are read: either may come first. */
-	assert_int_equal(res.alerts.n, 2);
-	s = xprintf("%s\n%s", res.alerts.v[0], res.alerts.v[1]);
+	/*
+	 * In the order the dirs are read: any may come first. The link is
+	 * left alone, and told as any link out of the project made in the
+	 * session is (since 0: everything is the session's).
+	 */
+	assert_int_equal(res.alerts.n, 3);
+	s = xprintf("%s\n%s\n%s", res.alerts.v[0], res.alerts.v[1],
+	    res.alerts.v[2]);
 	assert_non_null(strstr(s, "a git dir named src"));
 	assert_non_null(strstr(s, "a git dir named wt"));
+	assert_non_null(strstr(s, "linked is a link made or changed in the "
+	    "session that leads out of the project"));
 	free(s);
 	snap_plant_result_free(&res);
 }
@@ -736,6 +775,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_gitdir_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_own_gitdir, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_own_dotgit_swap, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
 		    teardown),
