@@ -750,8 +750,9 @@ proc_run_drive(struct proc *p)
 			pfd[i].events = i == 0 ? POLLOUT : POLLIN;
 			pfd[i].revents = 0;
 		}
-		if (p->inoff >= p->in.len)
-			pfd[0].fd = -1;  /* held for more: nothing to write */
+		/* All written: proc_write closes stdin (unless held for more). */
+		if (p->in_held && p->inoff >= p->in.len)
+			pfd[0].fd = -1;
 		pfd[3].fd = p->pidfd;
 		pfd[3].events = POLLIN;
 		pfd[3].revents = 0;

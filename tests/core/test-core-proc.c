@@ -461,6 +461,26 @@ test_err_to_out_and_exe(void **state)
 	buf_free(&err);
 }
 
+/* Empty input (git config --file - with nothing to read): stdin is closed, cat ends. */
+static void
+test_empty_input(void **state)
+{
+	char *argv[] = { "sh", "-c", "cat; echo ended", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.input = "";
+	o.inputlen = 0;
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_string_equal(out.data != NULL ? out.data : "", "ended\n");
+	buf_free(&out);
+}
+
 /* The process has one loop: the same each time, a forked child's its own. */
 static void
 test_one_base(void **state)
@@ -592,6 +612,7 @@ main(void)
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
 		cmocka_unit_test(test_err_to_out_and_exe),
+		cmocka_unit_test(test_empty_input),
 		cmocka_unit_test(test_one_base),
 		cmocka_unit_test(test_run_inside_loop),
 		cmocka_unit_test(test_sync_inside_loop_refused),
