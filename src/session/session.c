@@ -993,7 +993,13 @@ session_start_recovered(void *arg)
 
 	s->start_recovery = NULL;
 	session_start_wait_free(s);
-	session_plan_resume(s, NULL);
+	/* The front end's starting line says the wait is over, and may let go. */
+	session_add_ref(s);
+	if (s->ev.waiting != NULL && !s->closing)
+		s->ev.waiting(s->arg, s, NULL);
+	if (!s->freed)
+		session_plan_resume(s, NULL);
+	session_remove_ref(s);
 }
 
 /*
