@@ -283,6 +283,18 @@ static void doctor_conn_cb(evutil_socket_t, short, void *);
 static void
 doctor_conn_free(struct doctor_conn *c)
 {
+	if (c->ev != NULL)
+		event_free(c->ev);
+	SSL_free(c->ssl);
+	close(c->fd);
+	free(c->resp);
+	free(c);
+}
+
+/* C is over: out of the server's list, and freed. */
+static void
+doctor_conn_close(struct doctor_conn *c)
+{
 	struct doctor_conn **p;
 
 	for (p = &c->d->conns; *p != NULL; p = &(*p)->next) {
@@ -291,12 +303,7 @@ doctor_conn_free(struct doctor_conn *c)
 			break;
 		}
 	}
-	if (c->ev != NULL)
-		event_free(c->ev);
-	SSL_free(c->ssl);
-	close(c->fd);
-	free(c->resp);
-	free(c);
+	doctor_conn_free(c);
 }
 
 /* Keeps the X-Doctor-Key of the request read, and makes the answer. */
@@ -394,7 +401,7 @@ doctor_conn_cb(evutil_socket_t fd, short what, void *arg)
 	struct doctor_conn *c = arg;
 
 	if (!doctor_conn_step(c))
-		doctor_conn_free(c);
+		doctor_conn_close(c);
 }
 
 static void
@@ -426,7 +433,7 @@ doctor_accept_cb(evutil_socket_t lfd, short what, void *arg)
 	c->next = d->conns;
 	d->conns = c;
 	if (!doctor_conn_step(c))
-		doctor_conn_free(c);
+		doctor_conn_close(c);
 }
 
 static int
@@ -760,10 +767,14 @@ doctor_boundary(struct doctor *d)
 static void
 doctor_cleanup(struct doctor *d)
 {
+	struct doctor_conn *c, *next;
 	size_t i;
 
-	while (d->conns != NULL)
-		doctor_conn_free(d->conns);
+	for (c = d->conns; c != NULL; c = next) {
+		next = c->next;
+		doctor_conn_free(c);
+	}
+	d->conns = NULL;
 	if (d->accept_ev != NULL)
 		event_free(d->accept_ev);
 	if (d->lfd != -1)
