@@ -177,11 +177,11 @@ for ((run = 1; run <= runs; run++)); do
 	echo "mark $(now) start" >>"$work/sent.log"
 	keys Enter
 	keys C-a 1
-	# Keys until session 2 runs (both tabs say running: they show record ids,
+	# Keys until session 2 runs (both tabs name a running state: they show record ids,
 	# which go on from run to run), at most 120 s.
 	for ((i = 0; i < 6000; i++)); do
 		send_keys during 5
-		scr | grep -Eq ':shell\*? running .*:shell\*? running' && break
+		scr | grep -Eq ':shell\*? (running|working|needs you) .*:shell\*? (running|working|needs you)' && break
 	done
 	echo "mark $(now) started" >>"$work/sent.log"
 	sleep 0.5

@@ -1,10 +1,10 @@
 /* agentmux doctor: checks the machine, then proves the jail's boundary with real jails and a local HTTPS server. */
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -12,8 +12,6 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,8 +43,11 @@ struct doctor {
 	char *ca;         /* the local server's CA certificate */
 	char *secret;     /* the real value the server must see */
 	int port;
-	pid_t server;
-	int seen_fd;      /* the server reports the key it saw here */
+	int lfd;          /* the server's listener, or -1 */
+	SSL_CTX *tls;
+	struct event *accept_ev;
+	struct doctor_conn *conns;
+	char *seen;       /* the X-Doctor-Key it saw last, or NULL */
 };
 
 static void
@@ -256,63 +257,183 @@ doctor_cert(EVP_PKEY *key, EVP_PKEY *signer, X509 *issuer, const char *cn,
 	return x;
 }
 
-/* Serves one connection: answers with the X-Doctor-Key it saw. */
-static void
-doctor_serve_one(SSL_CTX *ctx, int fd, int seen_fd)
-{
-	char req[8192], *key, *end, *body;
-	size_t len = 0;
-	SSL *ssl = SSL_new(ctx);
-	int n;
+/*
+ * The local HTTPS server runs on doctor's loop (proc_base), beside the
+ * jailed probes it answers: each connection is a TLS handshake, a request
+ * read up to its blank line, one answer, then closed. It keeps the
+ * X-Doctor-Key header it saw last (d->seen).
+ */
+enum doctor_conn_state { DOCTOR_HANDSHAKE, DOCTOR_READ, DOCTOR_WRITE };
 
-	SSL_set_fd(ssl, fd);
-	if (SSL_accept(ssl) != 1)
-		goto out;
-	while (len < sizeof req - 1 &&
-	    (n = SSL_read(ssl, req + len, (int)(sizeof req - 1 - len))) > 0) {
-		len += (size_t)n;
-		req[len] = '\0';
-		if (strstr(req, "\r\n\r\n") != NULL)
+struct doctor_conn {
+	struct doctor *d;
+	struct doctor_conn *next;
+	int fd;
+	SSL *ssl;
+	struct event *ev;
+	enum doctor_conn_state state;
+	char req[8192];
+	size_t len;
+	char *resp;
+	size_t off;
+};
+
+static void doctor_conn_cb(evutil_socket_t, short, void *);
+
+static void
+doctor_conn_free(struct doctor_conn *c)
+{
+	if (c->ev != NULL)
+		event_free(c->ev);
+	SSL_free(c->ssl);
+	close(c->fd);
+	free(c->resp);
+	free(c);
+}
+
+/* C is over: out of the server's list, and freed. */
+static void
+doctor_conn_close(struct doctor_conn *c)
+{
+	struct doctor_conn **p;
+
+	for (p = &c->d->conns; *p != NULL; p = &(*p)->next) {
+		if (*p == c) {
+			*p = c->next;
 			break;
+		}
 	}
-	req[len] = '\0';
-	if ((key = strcasestr(req, "\nX-Doctor-Key:")) != NULL) {
+	doctor_conn_free(c);
+}
+
+/* Keeps the X-Doctor-Key of the request read, and makes the answer. */
+static void
+doctor_conn_answer(struct doctor_conn *c)
+{
+	const char *body = "agentmux doctor: hello from the local server\n";
+	char *key, *end;
+
+	c->req[c->len] = '\0';
+	if ((key = strcasestr(c->req, "\nX-Doctor-Key:")) != NULL) {
 		key += strlen("\nX-Doctor-Key:");
 		key += strspn(key, " ");
 		end = key + strcspn(key, "\r\n");
-		/* raw: to the doctor's pipe, not a terminal */
-		dprintf(seen_fd, "%.*s\n", (int)(end - key), key);
+		free(c->d->seen);
+		c->d->seen = xstrndup(key, (size_t)(end - key));
 	}
-	body = xprintf("agentmux doctor: hello from the local server\n");
-	{
-		char *resp = xprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
-		    "Connection: close\r\n\r\n%s", strlen(body), body);
+	c->resp = xprintf("HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s", strlen(body), body);
+	c->state = DOCTOR_WRITE;
+}
 
-		SSL_write(ssl, resp, (int)strlen(resp));
-		free(resp);
+/*
+ * One step of the TLS call of C's state: 1 done, 0 it must wait (*WHAT
+ * says for which), -1 the connection is over.
+ */
+static int
+doctor_conn_io(struct doctor_conn *c, short *what)
+{
+	int n;
+
+	switch (c->state) {
+	case DOCTOR_HANDSHAKE:
+		n = SSL_do_handshake(c->ssl);
+		break;
+	case DOCTOR_READ:
+		n = SSL_read(c->ssl, c->req + c->len,
+		    (int)(sizeof c->req - 1 - c->len));
+		break;
+	case DOCTOR_WRITE:
+	default:
+		n = SSL_write(c->ssl, c->resp + c->off,
+		    (int)(strlen(c->resp) - c->off));
+		break;
 	}
-	free(body);
-	SSL_shutdown(ssl);
-out:
-	SSL_free(ssl);
-	close(fd);
+	if (n > 0)
+		return n;
+	switch (SSL_get_error(c->ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+		*what = EV_READ;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		*what = EV_WRITE;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Runs C as far as it goes without waiting; false once it is over. */
+static bool
+doctor_conn_step(struct doctor_conn *c)
+{
+	short what = EV_READ;
+	int n;
+
+	for (;;) {
+		if ((n = doctor_conn_io(c, &what)) == 0)
+			break;
+		if (n == -1 && c->state != DOCTOR_READ)
+			return false;
+		if (c->state == DOCTOR_HANDSHAKE)
+			c->state = DOCTOR_READ;
+		else if (c->state == DOCTOR_READ) {
+			/* The request ends at its blank line (or its sender's end). */
+			c->len += n > 0 ? (size_t)n : 0;
+			c->req[c->len] = '\0';
+			if (n == -1 || strstr(c->req, "\r\n\r\n") != NULL ||
+			    c->len == sizeof c->req - 1)
+				doctor_conn_answer(c);
+		} else if ((c->off += (size_t)n) == strlen(c->resp)) {
+			SSL_shutdown(c->ssl);
+			return false;
+		}
+	}
+	event_del(c->ev);
+	event_assign(c->ev, proc_base(), c->fd, what, doctor_conn_cb, c);
+	event_add(c->ev, NULL);
+	return true;
 }
 
 static void
-doctor_server_main(int lfd, SSL_CTX *ctx, int seen_fd)
+doctor_conn_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	struct doctor_conn *c = arg;
+
+	if (!doctor_conn_step(c))
+		doctor_conn_close(c);
+}
+
+static void
+doctor_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct doctor *d = arg;
+	struct doctor_conn *c;
 	int fd;
 
-	alarm(120);
-	signal(SIGPIPE, SIG_IGN);
-	for (;;) {
-		if (poll(&pfd, 1, -1) != 1)
-			continue;
-		if ((fd = accept(lfd, NULL, NULL)) == -1)
-			continue;
-		doctor_serve_one(ctx, fd, seen_fd);
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) ==
+	    -1)
+		return;
+	c = xcalloc(1, sizeof *c);
+	c->d = d;
+	c->fd = fd;
+	c->ssl = SSL_new(d->tls);
+	c->ev = event_new(proc_base(), fd, EV_READ, doctor_conn_cb, c);
+	if (c->ssl == NULL || c->ev == NULL) {
+		log_warnx("doctor: cannot serve a connection: out of memory");
+		if (c->ev != NULL)
+			event_free(c->ev);
+		SSL_free(c->ssl);
+		close(fd);
+		free(c);
+		return;
 	}
+	SSL_set_fd(c->ssl, fd);
+	SSL_set_accept_state(c->ssl);
+	c->next = d->conns;
+	d->conns = c;
+	if (!doctor_conn_step(c))
+		doctor_conn_close(c);
 }
 
 static int
@@ -327,7 +448,7 @@ doctor_write_pem(const char *path, X509 *x)
 	return fclose(fp) == 0 && ok ? 0 : -1;
 }
 
-/* Starts the HTTPS server on 127.0.0.1 in a child; -1 with *CAUSE. */
+/* Starts the HTTPS server on 127.0.0.1, on the loop; -1 with *CAUSE. */
 static int
 doctor_server_start(struct doctor *d, char **cause)
 {
@@ -337,7 +458,7 @@ doctor_server_start(struct doctor *d, char **cause)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t slen = sizeof sin;
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-	int lfd = -1, seen[2], rc = -1;
+	int lfd = -1, rc = -1;
 
 	d->ca = xprintf("%s/ca.pem", d->tmp);
 	if (doctor_write_pem(d->ca, ca) == -1) {
@@ -347,24 +468,28 @@ doctor_server_start(struct doctor *d, char **cause)
 	SSL_CTX_use_certificate(ctx, leaf);
 	SSL_CTX_use_PrivateKey(ctx, key);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC |
+	    SOCK_NONBLOCK, 0)) == -1 ||
 	    bind(lfd, (struct sockaddr *)&sin, sizeof sin) == -1 ||
 	    listen(lfd, 16) == -1 ||
-	    getsockname(lfd, (struct sockaddr *)&sin, &slen) == -1 ||
-	    pipe2(seen, O_CLOEXEC) == -1) {
+	    getsockname(lfd, (struct sockaddr *)&sin, &slen) == -1) {
 		*cause = xprintf("cannot listen on 127.0.0.1: %s",
 		    strerror(errno));
 		goto out;
 	}
 	d->port = ntohs(sin.sin_port);
-	if ((d->server = fork()) == 0) {
-		close(seen[0]);
-		doctor_server_main(lfd, ctx, seen[1]);
+	d->accept_ev = event_new(proc_base(), lfd, EV_READ | EV_PERSIST,
+	    doctor_accept_cb, d);
+	if (d->accept_ev == NULL || event_add(d->accept_ev, NULL) == -1) {
+		*cause = xstrdup("cannot watch the local server's socket: out "
+		    "of memory");
+		goto out;
 	}
-	close(seen[1]);
-	d->seen_fd = seen[0];
-	util_set_nonblock(d->seen_fd);
-	rc = d->server == -1 ? -1 : 0;
+	d->lfd = lfd;
+	d->tls = ctx;
+	lfd = -1;
+	ctx = NULL;
+	rc = 0;
 out:
 	if (lfd != -1)
 		close(lfd);
@@ -378,11 +503,20 @@ out:
 
 /* ---- jailed runs ---- */
 
+static void
+doctor_run_over(struct proc *p, void *arg)
+{
+	bool *over = arg;
+
+	*over = true;
+}
+
 /*
  * Runs "agentmux run ARGS..." with the test bed's config, through core's
- * runner (stdin /dev/null, stderr with stdout, killed after
- * DOCTOR_RUN_TIMEOUT seconds); OUT gets what it printed. Its exit code,
- * 128+N for signal N, -1 if it could not be started (OUT says why).
+ * runner on doctor's loop, which serves the local HTTPS server meanwhile
+ * (stdin /dev/null, stderr with stdout, killed after DOCTOR_RUN_TIMEOUT
+ * seconds); OUT gets what it printed. Its exit code, 128+N for signal N,
+ * -1 if it could not be started (OUT says why).
  */
 static int
 doctor_run(struct doctor *d, struct buf *out, char *const *args)
@@ -394,6 +528,8 @@ doctor_run(struct doctor *d, struct buf *out, char *const *args)
 	char *cfg = xprintf("%s/config", d->tmp);
 	char *data = xprintf("%s/data", d->tmp);
 	char *cause = NULL;
+	struct proc *p;
+	bool over = false;
 	int st = -1;
 	size_t i;
 
@@ -421,10 +557,15 @@ doctor_run(struct doctor *d, struct buf *out, char *const *args)
 	o.exe = d->self;
 	buf_init(out);
 	buf_adds(out, "");
-	if (proc_run(&o, out, NULL, &st, &cause) == -1) {
+	if ((p = proc_start(proc_base(), &o, doctor_run_over, &over,
+	    &cause)) == NULL) {
 		buf_adds(out, cause);
 		free(cause);
-		st = -1;
+	} else {
+		proc_sync_run(proc_base(), &over);
+		st = proc_status(p);
+		buf_add(out, proc_out(p)->data, proc_out(p)->len);
+		proc_free(p);
 	}
 	strv_free(&env);
 	strv_free(&argv);
@@ -509,21 +650,17 @@ doctor_boundary_network(struct doctor *d)
 	free(outside);
 }
 
-/* Reads the key the server last saw, waiting briefly. */
+/*
+ * Takes the key the server last saw (it answered before the probe ended,
+ * on the same loop), or NULL.
+ */
 static char *
 doctor_seen(struct doctor *d)
 {
-	struct pollfd pfd = { .fd = d->seen_fd, .events = POLLIN };
-	char buf[512];
-	ssize_t n;
+	char *seen = d->seen;
 
-	if (poll(&pfd, 1, 2000) != 1)
-		return NULL;
-	if ((n = read(d->seen_fd, buf, sizeof buf - 1)) <= 0)
-		return NULL;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return xstrdup(buf);
+	d->seen = NULL;
+	return seen;
 }
 
 static void
@@ -630,14 +767,20 @@ doctor_boundary(struct doctor *d)
 static void
 doctor_cleanup(struct doctor *d)
 {
+	struct doctor_conn *c, *next;
 	size_t i;
 
-	if (d->server > 0) {
-		kill(d->server, SIGKILL);
-		waitpid(d->server, NULL, 0);
+	for (c = d->conns; c != NULL; c = next) {
+		next = c->next;
+		doctor_conn_free(c);
 	}
-	if (d->seen_fd > 0)
-		close(d->seen_fd);
+	d->conns = NULL;
+	if (d->accept_ev != NULL)
+		event_free(d->accept_ev);
+	if (d->lfd != -1)
+		close(d->lfd);
+	SSL_CTX_free(d->tls);
+	free(d->seen);
 	if (d->tmp != NULL)
 		path_remove_tree(d->tmp);
 	for (i = 0; i < d->n; i++) {
@@ -687,6 +830,7 @@ cmd_doctor(struct cli_args *args)
 	size_t i;
 
 	memset(&d, 0, sizeof d);
+	d.lfd = -1;
 	d.json = cli_has(args, "json");
 	session_host_probe(&h, true);
 	doctor_userns(&d, &h);
@@ -707,5 +851,6 @@ cmd_doctor(struct cli_args *args)
 		    ok ? "everything holds" : "some checks failed; "
 		    "see the fixes above");
 	doctor_cleanup(&d);
+	proc_base_free();
 	return ok ? 0 : 1;
 }

@@ -271,8 +271,8 @@ cmd_proxy(struct cli_args *args)
 		close(fd);
 		goto out;
 	}
-	if ((pr.base = event_base_new()) == NULL ||
-	    (ctx = session_ctx_create(pr.base, cf, pa.upstream_ca.v,
+	pr.base = proc_base();
+	if ((ctx = session_ctx_create(pr.base, cf, pa.upstream_ca.v,
 	    &cause)) == NULL) {
 		cli_error("%s", cause != NULL ? cause : "cannot create the "
 		    "event loop");
@@ -305,8 +305,7 @@ out:
 	free(cause);
 	session_free(s);
 	session_ctx_free(ctx);
-	if (pr.base != NULL)
-		event_base_free(pr.base);
+	proc_base_free();
 	config_free(cf);
 	proxy_args_free(&pa);
 	strv_free(&cmd);

@@ -479,9 +479,8 @@ cmd_run(struct cli_args *args)
 	session_prewarm();
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
-	r.base = event_base_new();
-	if (r.base == NULL ||
-	    (ctx = session_ctx_create(r.base, cf, ra.upstream_ca.v,
+	r.base = proc_base();
+	if ((ctx = session_ctx_create(r.base, cf, ra.upstream_ca.v,
 	    &cause)) == NULL) {
 		cli_error("%s", cause != NULL ? cause : "cannot create the "
 		    "event loop");
@@ -508,8 +507,7 @@ out:
 	free(cause);
 	session_free(r.s);
 	session_ctx_free(ctx);
-	if (r.base != NULL)
-		event_base_free(r.base);
+	proc_base_free();
 	config_free(cf);
 	run_args_free(&ra);
 	return rc;

@@ -151,7 +151,8 @@ proc_write(struct proc *p)
 	}
 	/* Written so far: stop watching until there is more. */
 	if (p->in_held) {
-		event_del(p->ev[0]);
+		if (p->ev[0] != NULL)
+			event_del(p->ev[0]);
 		return;
 	}
 	proc_close(p, 0);
@@ -164,7 +165,8 @@ proc_input(struct proc *p, const void *data, size_t len)
 	if (p->fds[0] == -1)
 		return;
 	buf_add(&p->in, data, len);
-	event_add(p->ev[0], NULL);
+	if (p->ev[0] != NULL)
+		event_add(p->ev[0], NULL);
 }
 
 /*
@@ -256,13 +258,15 @@ proc_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		kill(p->pid, SIGKILL);
 }
 
-/* (Re)creates the watchers on p->base. */
+/* (Re)creates the watchers on p->base (none without one: proc_run). */
 static void
 proc_arm(struct proc *p)
 {
 	struct timeval tv = { 0, PROC_POLL_US };
 	int i;
 
+	if (p->base == NULL)
+		return;
 	for (i = 0; i < 3; i++) {
 		if (p->fds[i] == -1)
 			continue;
@@ -667,53 +671,131 @@ proc_free(struct proc *p)
 	free(p);
 }
 
-struct event_base *
-proc_sync_base(void)
-{
-	struct event_base *base = event_base_new();
+/* The process's one event loop, and the process it was made in. */
+static struct event_base *proc_main;
+static pid_t proc_main_pid;
 
-	if (base == NULL)
-		fatalx("cannot create an event loop");
-	return base;
+struct event_base *
+proc_base(void)
+{
+	/*
+	 * A child forked after it was made (the server, a confdiff merge)
+	 * gets its own: the parent's shares its kernel state. The parent's
+	 * is left alone, not freed, for freeing it would touch that state.
+	 */
+	if (proc_main == NULL || proc_main_pid != getpid()) {
+		if ((proc_main = event_base_new()) == NULL)
+			fatalx("cannot create the event loop: libevent found "
+			    "no usable backend (is /dev/epoll or poll "
+			    "available?)");
+		proc_main_pid = getpid();
+	}
+	return proc_main;
+}
+
+void
+proc_base_free(void)
+{
+	if (proc_main != NULL && proc_main_pid == getpid())
+		event_base_free(proc_main);
+	proc_main = NULL;
 }
 
 void
 proc_sync_run(struct event_base *base, const bool *done)
 {
+	/* libevent refuses (-1) to run a loop from inside its own callback. */
 	while (!*done && event_base_loop(base, EVLOOP_ONCE) == 0)
 		;
 	if (!*done)
-		fatalx("a command's own event loop stopped before its work was "
-		    "over");
+		fatalx("the event loop stopped before a command's work was "
+		    "over, or blocking work was started from inside the loop "
+		    "it waits on (a bug: there it runs with a callback)");
+}
+
+/*
+ * Poll's wait, in ms, for P: until its timeout (-1: none, or it is
+ * over), or the tick at which its exit is asked for without a pidfd.
+ */
+static int
+proc_run_wait_ms(const struct proc *p, bool killed)
+{
+	int64_t left;
+	int ms = -1;
+
+	if (p->timeout > 0 && !killed) {
+		left = p->started + p->timeout * 1000000LL - util_mono_us();
+		ms = left > 0 ? (int)(left / 1000) + 1 : 0;
+	}
+	if (p->pidfd == -1 && (ms == -1 || ms > PROC_POLL_US / 1000))
+		ms = PROC_POLL_US / 1000;
+	return ms;
+}
+
+/*
+ * Drives P, started without a loop, to its end: its pipes and pidfd are
+ * polled and handed to the runner's own readers and writer. One that
+ * outlives its timeout is killed.
+ */
+static void
+proc_run_drive(struct proc *p)
+{
+	struct pollfd pfd[4];
+	bool killed = false;
+	int i;
+
+	while (p->status == -1) {
+		for (i = 0; i < 3; i++) {
+			pfd[i].fd = p->fds[i];
+			pfd[i].events = i == 0 ? POLLOUT : POLLIN;
+			pfd[i].revents = 0;
+		}
+		/* All written: proc_write closes stdin (unless held for more). */
+		if (p->in_held && p->inoff >= p->in.len)
+			pfd[0].fd = -1;
+		pfd[3].fd = p->pidfd;
+		pfd[3].events = POLLIN;
+		pfd[3].revents = 0;
+		if (poll(pfd, 4, proc_run_wait_ms(p, killed)) == -1 &&
+		    errno != EINTR)
+			fatal("poll");
+		if (!killed && p->timeout > 0 && util_mono_us() - p->started >=
+		    p->timeout * 1000000LL) {
+			log_debug("%s: killed after its time ran out", p->what);
+			kill(p->pid, SIGKILL);
+			killed = true;
+		}
+		if (pfd[0].revents != 0)
+			proc_write(p);
+		for (i = 1; i < 3; i++) {
+			if (pfd[i].revents != 0 && p->fds[i] != -1 &&
+			    !proc_read(p, i))
+				proc_close(p, i);
+		}
+		if ((p->pidfd == -1 || pfd[3].revents != 0) && proc_reap(p))
+			proc_finish(p);
+	}
 }
 
 static void
 proc_run_over(struct proc *p, void *arg)
 {
-	bool *over = arg;
-
-	*over = true;
 }
 
 int
 proc_run(const struct proc_opts *o, struct buf *out,
     struct buf *err, int *status, char **cause)
 {
-	struct event_base *base = proc_sync_base();
 	struct proc *p;
-	bool over = false;
 
-	if ((p = proc_start(base, o, proc_run_over, &over, cause)) == NULL) {
-		event_base_free(base);
+	if ((p = proc_start(NULL, o, proc_run_over, NULL, cause)) == NULL)
 		return -1;
-	}
-	proc_sync_run(base, &over);
+	proc_run_drive(p);
 	*status = p->status;
 	if (out != NULL)
 		buf_add(out, p->out.data, p->out.len);
 	if (err != NULL)
 		buf_add(err, p->err.data, p->err.len);
 	proc_free(p);
-	event_base_free(base);
 	return 0;
 }

@@ -640,22 +640,28 @@ void proc_reap_pidfd(struct event_base *base, int pidfd, int grace_ms);
 /* Moves a running command's watchers to BASE (to finish it elsewhere). */
 void proc_move(struct proc *, struct event_base *base);
 /*
- * The one loop a process may have besides its main one, for a blocking
- * wrapper around work that runs on a loop (proc_run, snap_take_sync,
- * snap_keep_sync): a fresh base, run by proc_sync_run until *DONE. Only
- * for a command that is its process's only loop (agentmux undo, snapshot,
- * diff, gc, worktree: the dashboard runs them as child processes); never
- * on a path the server, agentmux run or a session reaches, where the work
- * runs on the caller's loop and reports back by callback. The caller
- * frees the base.
+ * The process's one event loop (libevent's base), made on first use: the
+ * server's, agentmux run's and proxy's, and a command's. Nothing makes
+ * another; a child forked after it was made gets its own here.
  */
-struct event_base *proc_sync_base(void);
+struct event_base *proc_base(void);
+/* Frees it at the end of the process's main function. */
+void proc_base_free(void);
+/*
+ * Runs BASE (the process's one loop, not already running: a command
+ * between its steps) until *DONE; for a blocking wrapper around work that
+ * runs on a loop (snap_take_sync, snap_keep_sync: agentmux undo, snapshot,
+ * diff, gc). Called from inside the loop's own callbacks it stops the
+ * process with a bug report: work there runs on the loop and reports back
+ * by callback.
+ */
 void proc_sync_run(struct event_base *, const bool *done);
 /*
- * Runs OPTS's command to the end on a loop of its own (see
- * proc_sync_base: for commands only); OUT and ERR (either may be NULL)
- * get its output. One that outlives its timeout is killed: *STATUS is
- * then 128+9.
+ * Runs OPTS's command to the end, blocking, with no event loop: its pipes
+ * and pidfd are polled by the runner's own readers and writer. OUT and ERR
+ * (either may be NULL) get its output. One that outlives its timeout is
+ * killed: *STATUS is then 128+9. Blocks whatever loop it is called from:
+ * for commands, and for a short git query a session's start still makes.
  */
 int proc_run(const struct proc_opts *, struct buf *out,
     struct buf *err, int *status, char **cause);

@@ -1177,8 +1177,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	sv.lfd = lfd;
 	sv.started_us = util_mono_us();
 	server_config_loaded(&sv, cf);
-	if ((sv.base = event_base_new()) == NULL)
-		fatalx("cannot create the event loop");
+	sv.base = proc_base();
 	if ((sv.ctx = session_ctx_create(sv.base, cf, NULL, &cause)) == NULL) {
 		log_warnx("%s", cause);
 		exit(1);
@@ -1214,7 +1213,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	sv.t = NULL;
 	log_set_hook(server_log_hook, &sv);
 	session_ctx_free(sv.ctx);
-	event_base_free(sv.base);
+	proc_base_free();
 	config_free(cf);
 	for (i = 0; i < sv.ncfs; i++)
 		config_free(sv.cfs[i]);

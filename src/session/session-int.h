@@ -216,8 +216,16 @@ struct session {
 	struct session_ports *ports; /* its forwarded ports (session-port.c), or NULL */
 };
 
-/* What session-setup.c works out for one jail; the lists own the strings the jail conf borrows. */
+/*
+ * A session's start plan (session.c: session_start), filled step by step
+ * until its jail starts; what session-setup.c works out for the jail. The
+ * lists own the strings JC, the jail's configuration, borrows.
+ */
 struct session_setup {
+	size_t step;                 /* the next step of the plan */
+	const struct session_opts *o; /* the caller's, while session_start runs */
+	const struct config_agent *agent; /* the profile, looked up again after each wait */
+	struct jail_conf jc;
 	char *dir;                   /* $DATA/sessions/<id> */
 	const char *shell;
 	const char *home;

@@ -449,65 +449,6 @@ session_protect(struct session *s, const struct config_agent *a,
 	strv_free(&watch);
 }
 
-static int
-session_jail(struct session *s, struct session_setup *sp,
-    const struct config_agent *a, char **cause)
-{
-	struct jail_conf jc;
-	size_t i;
-
-	sp->home = path_home();
-	sp->shell = agent_user_shell(session_getenv(s, "SHELL"));
-	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
-	    (long long)s->id);
-	session_setup_env(sp, s, a, s->want_pty, SESSION_PROXY_PORT);
-	session_proxy_env(s, &sp->env);
-	if (session_setup_overlays(sp, a, cause) == -1 ||
-	    session_history_start(s, sp, cause) == -1)
-		return -1;
-	if (s->wt != NULL)
-		session_worktree_jail(s, sp);
-	memset(&jc, 0, sizeof jc);
-	jc.project = s->project;
-	jc.cwd = s->cwd;
-	jc.argv = s->argv.v;
-	jc.envp = sp->env.v;
-	jc.home = sp->home;
-	jc.ca_bundle = session_proxy_ca_bundle(s->ctx);
-	session_setup_jail(sp, &jc);
-	session_limits(&jc.limits, s->cf, a, s);
-	jc.pty = s->want_pty;
-	jc.rows = s->rows;
-	jc.cols = s->cols;
-	jc.proxy_port = SESSION_PROXY_PORT;
-	jc.transparent = s->cf->proxy.transparent;
-	jc.transparent_port = SESSION_PROXY_PORT + 1;
-	jc.hold = true;
-	session_protect(s, a, &sp->protect);
-	jc.protect = sp->protect.v;
-	jc.nprotect = sp->protect.n;
-	if ((s->jail = jail_start(&jc, cause)) == NULL) {
-		session_history_hint(s, cause);
-		return -1;
-	}
-	strv_free(&s->hfiles);
-	strv_free(&s->hcopies);
-	s->hfiles = sp->hf_rel;
-	s->hcopies = sp->hf_base;
-	strv_init(&sp->hf_rel);
-	strv_init(&sp->hf_base);
-	for (i = 0; i < sp->notices.n; i++) {
-		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
-		    sp->notices.v[i]);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "warn", sp->notices.v[i]);
-	}
-	strv_free(&s->env);
-	s->env = sp->env;
-	strv_init(&sp->env);
-	return 0;
-}
-
 static void
 session_strv_copy(struct strv *to, char *const *from)
 {
@@ -949,7 +890,18 @@ session_start_snapshot(struct session *s)
 	session_snap_start(s);
 }
 
-static int session_start_jail(struct session *, char **);
+/* ---- the start plan: each step fills S->setup or S ---- */
+
+enum session_plan_rc {
+	SESSION_PLAN_NEXT,      /* done: the next step follows */
+	SESSION_PLAN_WAIT,      /* runs on the loop: session_plan_resume follows */
+	SESSION_PLAN_FAIL       /* *CAUSE says why */
+};
+
+typedef enum session_plan_rc (*session_plan_fn)(struct session *,
+    struct session_setup *, char **cause);
+
+static void session_plan_resume(struct session *, const char *error);
 
 static void
 session_start_reads_free(struct session *s)
@@ -961,31 +913,26 @@ session_start_reads_free(struct session *s)
 	s->start_reads = 0;
 }
 
-/* One of the start's reads of the project's git is over: the jail comes once both are. */
+/* One of the start's reads of the project's git is over: the plan goes on once both are. */
 static void
 session_start_read_cb(void *arg)
 {
 	struct session *s = arg;
-	char *cause = NULL;
 
 	if (--s->start_reads > 0)
 		return;
-	if (s->closing || s->start_stopped) {
-		session_start_fail(s, s->start_stopped ? "terminated before "
-		    "its command started" : NULL);
+	if (s->start_stopped) {
+		session_start_fail(s, "terminated before its command started");
 		return;
 	}
-	if (session_start_jail(s, &cause) == -1) {
-		session_start_fail(s, cause);
-		free(cause);
-	}
+	session_plan_resume(s, NULL);
 }
 
 /*
  * What the jail and the end's checks need of the project's git, read on
- * the loop before the jail is made: core.hooksPath and the includes (what
- * the jail keeps read-only) and the index marks (before the command can
- * make any). True if the start waits for them.
+ * the loop before the jail's files are chosen: core.hooksPath and the
+ * includes (what the jail keeps read-only) and the index marks (before the
+ * command can make any). True if the start waits for them.
  */
 static bool
 session_start_read(struct session *s)
@@ -1004,146 +951,128 @@ session_start_read(struct session *s)
 	return s->start_reads > 0;
 }
 
-/*
- * The jail is made (and moved into its cgroups) while the start snapshot
- * runs, once the project's git config is read; the command waits for
- * all of it, on the loop.
- */
-static int
-session_start_jail(struct session *s, char **cause)
-{
-	const struct config_agent *a = config_agent(s->cf, s->agent);
-	int rc;
-
-	if (a == NULL) {
-		*cause = xprintf("agent %s is no longer configured", s->agent);
-		return -1;
-	}
-	if (session_start_read(s)) {
-		/* The tree is saved while they run. */
-		session_start_snapshot(s);
-		return 0;
-	}
-	if (session_proxy_secrets_finish(s, cause) == -1)
-		return -1;
-	rc = session_jail(s, s->setup, a, cause);
-	session_start_reads_free(s);
-	session_setup_free(s->setup);
-	free(s->setup);
-	s->setup = NULL;
-	if (rc == -1)
-		return -1;
-	session_start_snapshot(s);
-	session_start_watch(s);
-	return 0;
-}
-
-/* The secret commands are done (on the loop): the jail comes next. */
-static void
-session_start_secrets(struct session *s)
-{
-	char *cause = NULL;
-
-	if (s->closing) {
-		session_start_fail(s, NULL);
-		return;
-	}
-	if (session_start_jail(s, &cause) == -1) {
-		session_start_fail(s, cause);
-		free(cause);
-	}
-}
-
-/*
- * The session's proxy, then its secret commands (the jail's environment
- * holds their placeholders, so the jail waits for them; the start snapshot
- * does not), then the jail; -1 with *CAUSE if it fails before anything
- * runs on the loop.
- */
-static int
-session_start_proxy(struct session *s, const struct config_agent *a,
+/* The profile: its name is the session's. */
+static enum session_plan_rc
+session_plan_profile(struct session *s, struct session_setup *sp,
     char **cause)
 {
-	if (session_proxy_prepare(s, a, cause) == -1)
-		return -1;
-	if (session_proxy_secrets_wait(s, session_start_secrets)) {
-		/* The tree is saved while they run: they hold only the jail. */
-		session_start_snapshot(s);
-		return 0;
-	}
-	return session_start_jail(s, cause);
+	sp->agent = session_setup_profile(s->cf, sp->o->agent, cause);
+	if (sp->agent == NULL)
+		return SESSION_PLAN_FAIL;
+	s->agent = xstrdup(sp->agent->name);
+	session_pane_start(s, sp->o);
+	return SESSION_PLAN_NEXT;
 }
 
-/* The worktree is made (ERROR: NULL), on the loop: the proxy comes next. */
-static void
-session_start_made(struct session *s, const char *error)
+/* The project: the dir asked for, as the jail will see it. */
+static enum session_plan_rc
+session_plan_project(struct session *s, struct session_setup *sp,
+    char **cause)
 {
-	const struct config_agent *a;
-	char *cause = NULL;
+	const char *dir = sp->o->dir != NULL ? sp->o->dir : ".";
 
-	if (s->closing || error != NULL) {
-		session_start_fail(s, error);
-		return;
-	}
-	if ((a = config_agent(s->cf, s->agent)) == NULL)
-		cause = xprintf("agent %s is no longer configured", s->agent);
-	if (cause != NULL || session_start_proxy(s, a, &cause) == -1) {
-		session_start_fail(s, cause);
-		free(cause);
-	}
+	if (jail_project(dir, &s->project, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	s->cwd = session_cwd(sp->o->dir, s->project);
+	return SESSION_PLAN_NEXT;
 }
 
 /*
- * The start proper, once nothing holds it: a worktree is made on the loop
- * (the rest of the start follows it), else the proxy comes first; -1 with
- * *CAUSE if it fails before anything runs on the loop.
+ * The command: the one asked for, else the profile's, else the shell of
+ * the client that asks (not the server's).
  */
-static int
-session_start_go(struct session *s, const struct config_agent *a,
+static enum session_plan_rc
+session_plan_command(struct session *s, struct session_setup *sp,
     char **cause)
 {
-	if (s->wt != NULL)
-		return session_worktree_make(s, session_start_made, cause);
-	return session_start_proxy(s, a, cause);
+	const struct config_agent *a = sp->agent;
+	char *shell[2] = { NULL, NULL }, *const *command = sp->o->command;
+
+	if ((command == NULL || command[0] == NULL) &&
+	    (a->command == NULL || a->command[strspn(a->command, " \t")] ==
+	    '\0')) {
+		shell[0] = (char *)agent_user_shell(session_getenv(s, "SHELL"));
+		command = shell;
+	}
+	if (session_setup_command(sp, &s->argv, a, command, s->project,
+	    session_getenv(s, "PATH"), cause) == -1)
+		return SESSION_PLAN_FAIL;
+	session_asked(s, a, sp->o);
+	return SESSION_PLAN_NEXT;
 }
 
-/* The crashed sessions of its project are back: the start goes on. */
+/* What must hold before anything is made: its sockets, the disk's room. */
+static enum session_plan_rc
+session_plan_guards(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_guard_sockets(s, cause) == -1 ||
+	    session_disk_check(s->ctx, s->project, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	return SESSION_PLAN_NEXT;
+}
+
+/* A worktree of its own, if asked for (made later), else the shared tree's checks. */
+static enum session_plan_rc
+session_plan_worktree(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_worktree_wanted(sp->o, sp->agent) ?
+	    session_worktree_plan(s, sp->o, cause) == -1 :
+	    session_worktree_shared_check(s, sp->o, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	session_worktree_setup(s, sp->agent);
+	s->command = strv_join_shell(s->asked.v);
+	return SESSION_PLAN_NEXT;
+}
+
+/* Its record: from here on it is a session the front ends see, starting. */
+static enum session_plan_rc
+session_plan_record(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_record(s, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	/* Recorded: another start on the tree now sees it. */
+	session_tree_unlock(s);
+	session_link(s);
+	s->starting = true;
+	return SESSION_PLAN_NEXT;
+}
+
+/* The crashed sessions of its project are back: the plan goes on. */
 static void
 session_start_recovered(void *arg)
 {
 	struct session *s = arg;
-	const struct config_agent *a;
-	char *cause = NULL;
 
 	s->start_recovery = NULL;
 	session_start_wait_free(s);
-	if (s->closing) {
-		session_start_fail(s, NULL);
-		return;
-	}
-	if ((a = config_agent(s->cf, s->agent)) == NULL)
-		cause = xprintf("agent %s is no longer configured", s->agent);
-	if (cause != NULL || session_start_go(s, a, &cause) == -1) {
-		session_start_fail(s, cause);
-		free(cause);
-	}
+	/* The front end's starting line says the wait is over, and may let go. */
+	session_add_ref(s);
+	if (s->ev.waiting != NULL && !s->closing)
+		s->ev.waiting(s->arg, s, NULL);
+	if (!s->freed)
+		session_plan_resume(s, NULL);
+	session_remove_ref(s);
 }
 
 /*
  * A session of the same project that ended without agentmux is still
  * being brought back (the objects its git wrote go into the project's
  * .git): the start waits, on the loop, so that its snapshot and its jail
- * see the project as it will be. True if it waits.
+ * see the project as it will be.
  */
-static bool
-session_start_wait(struct session *s)
+static enum session_plan_rc
+session_plan_recovery(struct session *s, struct session_setup *sp,
+    char **cause)
 {
 	int64_t crashed = -1;
 
 	s->start_recovery = snap_history_recover_wait(s->project, &crashed,
 	    session_start_recovered, s);
 	if (s->start_recovery == NULL)
-		return false;
+		return SESSION_PLAN_NEXT;
 	s->start_waiting = xprintf("waiting for session %lld, which ended "
 	    "without agentmux, to be brought back: the objects its git wrote "
 	    "are going into the project's .git", (long long)crashed);
@@ -1151,57 +1080,274 @@ session_start_wait(struct session *s)
 	    s->start_waiting);
 	/* (Not told as a notice: the front end does not have it yet.) */
 	log_debug("session %lld: %s", (long long)s->id, s->start_waiting);
-	return true;
+	return SESSION_PLAN_WAIT;
+}
+
+/* The worktree is made (ERROR: NULL), on the loop. */
+static void
+session_start_made(struct session *s, const char *error)
+{
+	session_plan_resume(s, error);
+}
+
+static enum session_plan_rc
+session_plan_worktree_make(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (s->wt == NULL)
+		return SESSION_PLAN_NEXT;
+	if (session_worktree_make(s, session_start_made, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	return SESSION_PLAN_WAIT;
+}
+
+/* Its proxy: policy, CA, secrets asked for (commands start on the loop). */
+static enum session_plan_rc
+session_plan_proxy(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_proxy_prepare(s, sp->agent, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	return SESSION_PLAN_NEXT;
+}
+
+/* The secret commands are done (on the loop). */
+static void
+session_start_secrets(struct session *s)
+{
+	session_plan_resume(s, NULL);
+}
+
+/*
+ * The jail's environment holds the secrets' placeholders, so the jail
+ * waits for their commands; the start snapshot does not: the tree is
+ * saved while they run.
+ */
+static enum session_plan_rc
+session_plan_secrets(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (!session_proxy_secrets_wait(s, session_start_secrets))
+		return SESSION_PLAN_NEXT;
+	session_start_snapshot(s);
+	return SESSION_PLAN_WAIT;
+}
+
+/* The project's git config and index marks, read on the loop; the tree is saved meanwhile. */
+static enum session_plan_rc
+session_plan_git(struct session *s, struct session_setup *sp, char **cause)
+{
+	if (!session_start_read(s))
+		return SESSION_PLAN_NEXT;
+	session_start_snapshot(s);
+	return SESSION_PLAN_WAIT;
+}
+
+/* The jail's environment: HOME, the shell, the proxy's, the secrets'. */
+static enum session_plan_rc
+session_plan_environment(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_proxy_secrets_finish(s, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	sp->home = path_home();
+	sp->shell = agent_user_shell(session_getenv(s, "SHELL"));
+	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
+	    (long long)s->id);
+	session_setup_env(sp, s, sp->agent, s->want_pty, SESSION_PROXY_PORT);
+	session_proxy_env(s, &sp->env);
+	return SESSION_PLAN_NEXT;
+}
+
+/* What the jail mounts: the profile's files, the history, the worktree. */
+static enum session_plan_rc
+session_plan_files(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_setup_overlays(sp, sp->agent, cause) == -1 ||
+	    session_history_start(s, sp, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	if (s->wt != NULL)
+		session_worktree_jail(s, sp);
+	/* The files the user's tools run: read-only in the jail. */
+	session_protect(s, sp->agent, &sp->protect);
+	return SESSION_PLAN_NEXT;
+}
+
+/* Its limits: the session's, else the profile's, else the config's. */
+static enum session_plan_rc
+session_plan_limits(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	session_limits(&sp->jc.limits, s->cf, sp->agent, s);
+	return SESSION_PLAN_NEXT;
+}
+
+/* The jail's configuration, all of it here, from what the plan holds. */
+static enum session_plan_rc
+session_plan_jail_conf(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	struct jail_conf *jc = &sp->jc;
+
+	jc->project = s->project;
+	jc->cwd = s->cwd;
+	jc->argv = s->argv.v;
+	jc->envp = sp->env.v;
+	jc->home = sp->home;
+	jc->ca_bundle = session_proxy_ca_bundle(s->ctx);
+	session_setup_jail(sp, jc);
+	jc->pty = s->want_pty;
+	jc->rows = s->rows;
+	jc->cols = s->cols;
+	jc->proxy_port = SESSION_PROXY_PORT;
+	jc->transparent = s->cf->proxy.transparent;
+	jc->transparent_port = SESSION_PROXY_PORT + 1;
+	jc->hold = true;
+	jc->protect = sp->protect.v;
+	jc->nprotect = sp->protect.n;
+	return SESSION_PLAN_NEXT;
+}
+
+/*
+ * The jail is made (and moved into its cgroups), held until the tree is
+ * saved; the session keeps what it needs of the plan.
+ */
+static enum session_plan_rc
+session_plan_jail(struct session *s, struct session_setup *sp, char **cause)
+{
+	size_t i;
+
+	if ((s->jail = jail_start(&sp->jc, cause)) == NULL) {
+		session_history_hint(s, cause);
+		return SESSION_PLAN_FAIL;
+	}
+	strv_free(&s->hfiles);
+	strv_free(&s->hcopies);
+	s->hfiles = sp->hf_rel;
+	s->hcopies = sp->hf_base;
+	strv_init(&sp->hf_rel);
+	strv_init(&sp->hf_base);
+	for (i = 0; i < sp->notices.n; i++) {
+		store_event_add(s->ctx->st, s->id, "warn", "overlay", "%s",
+		    sp->notices.v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "warn", sp->notices.v[i]);
+	}
+	strv_free(&s->env);
+	s->env = sp->env;
+	strv_init(&sp->env);
+	return SESSION_PLAN_NEXT;
+}
+
+/* The start snapshot (if the secrets did not start it); the command waits for it and the jail, on the loop. */
+static enum session_plan_rc
+session_plan_start(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	session_start_reads_free(s);
+	session_start_snapshot(s);
+	session_start_watch(s);
+	return SESSION_PLAN_NEXT;
+}
+
+/*
+ * The start, top to bottom (as bubblewrap's setup reads): profile,
+ * project, command, guards, worktree, record; then what waits on the loop
+ * (a crash recovery, the worktree made, the secret commands); then the
+ * jail's environment, files and limits, its configuration, and its start.
+ */
+static const struct {
+	const char *what;
+	session_plan_fn fn;
+} session_plan[] = {
+	{ "profile", session_plan_profile },
+	{ "project", session_plan_project },
+	{ "command", session_plan_command },
+	{ "guards", session_plan_guards },
+	{ "worktree", session_plan_worktree },
+	{ "record", session_plan_record },
+	{ "recovery", session_plan_recovery },
+	{ "worktree made", session_plan_worktree_make },
+	{ "proxy", session_plan_proxy },
+	{ "secrets", session_plan_secrets },
+	{ "git", session_plan_git },
+	{ "environment", session_plan_environment },
+	{ "files", session_plan_files },
+	{ "limits", session_plan_limits },
+	{ "jail configuration", session_plan_jail_conf },
+	{ "jail", session_plan_jail },
+	{ "start", session_plan_start },
+};
+
+/*
+ * Runs the plan from its next step until a step waits on the loop (0),
+ * fails (-1 with *CAUSE) or the plan is done (0: the plan is freed).
+ */
+static int
+session_plan_run(struct session *s, char **cause)
+{
+	struct session_setup *sp = s->setup;
+	enum session_plan_rc rc;
+
+	while (sp->step < nitems(session_plan)) {
+		log_debug("session %lld: start: %s", (long long)s->id,
+		    session_plan[sp->step].what);
+		/* Past it first: a wait may end at once, resuming the plan. */
+		rc = session_plan[sp->step++].fn(s, sp, cause);
+		if (rc == SESSION_PLAN_FAIL)
+			return -1;
+		if (rc == SESSION_PLAN_WAIT)
+			return 0;   /* SP may be gone: the plan went on without us */
+	}
+	session_setup_free(sp);
+	free(sp);
+	s->setup = NULL;
+	return 0;
+}
+
+/*
+ * A step that ran on the loop is over (ERROR: why it failed): the plan
+ * goes on, with the profile as the config has it now.
+ */
+static void
+session_plan_resume(struct session *s, const char *error)
+{
+	char *cause = NULL;
+
+	if (s->closing || error != NULL) {
+		session_start_fail(s, error);
+		return;
+	}
+	if ((s->setup->agent = config_agent(s->cf, s->agent)) == NULL)
+		cause = xprintf("agent %s is no longer configured", s->agent);
+	if (cause != NULL || session_plan_run(s, &cause) == -1) {
+		session_start_fail(s, cause);
+		free(cause);
+	}
 }
 
 struct session *
 session_start(struct session_ctx *ctx, const struct session_opts *o,
     const struct session_events *ev, void *arg, char **cause)
 {
-	const struct config_agent *a;
 	struct session *s;
-	char *shell[2] = { NULL, NULL }, *const *command = o->command;
 
 	if (o->listen_fd != -1)
 		return session_start_listener(ctx, o, ev, arg, cause);
-	if ((a = session_setup_profile(ctx->cf, o->agent, cause)) == NULL)
-		return NULL;
 	s = session_new(ctx, o, ev, arg);
-	s->agent = xstrdup(a->name);
-	session_pane_start(s, o);
 	s->setup = xcalloc(1, sizeof *s->setup);
 	session_setup_init(s->setup);
-	/* No command: the shell of the client that asks, not the server's. */
-	if ((command == NULL || command[0] == NULL) &&
-	    (a->command == NULL || a->command[strspn(a->command, " \t")] ==
-	    '\0')) {
-		shell[0] = (char *)agent_user_shell(session_getenv(s, "SHELL"));
-		command = shell;
-	}
-	if (jail_project(o->dir != NULL ? o->dir : ".", &s->project,
-	    cause) == -1 || session_setup_command(s->setup, &s->argv, a,
-	    command, s->project, session_getenv(s, "PATH"), cause) == -1)
-		goto fail;
-	if (session_guard_sockets(s, cause) == -1 ||
-	    session_disk_check(ctx, s->project, cause) == -1)
-		goto fail;
-	session_asked(s, a, o);
-	s->cwd = session_cwd(o->dir, s->project);
-	if (session_worktree_wanted(o, a) ? session_worktree_plan(s, o,
-	    cause) == -1 : session_worktree_shared_check(s, o, cause) == -1)
-		goto fail;
-	session_worktree_setup(s, a);
-	s->command = strv_join_shell(s->asked.v);
-	if (session_record(s, cause) == -1)
-		goto fail;
-	session_tree_unlock(s);
-	session_link(s);
-	s->starting = true;
-	if (session_start_wait(s) || session_start_go(s, a, cause) == 0)
+	s->setup->o = o;
+	if (session_plan_run(s, cause) == 0) {
+		if (s->setup != NULL)
+			s->setup->o = NULL;
 		return s;
-	store_session_end(ctx->st, s->id, "failed", -1, *cause);
-	s->ended = true;
-fail:
+	}
+	if (s->id != -1) {
+		store_session_end(ctx->st, s->id, "failed", -1, *cause);
+		s->ended = true;
+	}
 	session_free(s);
 	return NULL;
 }

@@ -190,6 +190,13 @@ struct session_events {
 	void (*done)(void *arg, struct session *);
 	/* The session's state (session_state) changed to STATE. */
 	void (*state)(void *arg, struct session *, enum session_state state);
+	/*
+	 * While it starts: what it waits for changed (session_start_waiting);
+	 * WHY is the new reason, NULL when the wait is over and the start
+	 * goes on. (A wait that begins in session_start is not told: the
+	 * front end asks session_start_waiting when it returns.)
+	 */
+	void (*waiting)(void *arg, struct session *, const char *why);
 };
 
 /**

@@ -365,8 +365,8 @@ void snap_keep_free(struct snap_keep *);
 /* What it told the user; borrowed. */
 const char *const *snap_keep_messages(const struct snap_keep *, size_t *n);
 /*
- * Runs it to the end on a private loop (THOROUGH: a full pack and a prune
- * in any case); MESSAGES (may be NULL) gets what it said.
+ * Runs it to the end on the process's loop (proc_base; commands only)
+ * (THOROUGH: a full pack and a prune in any case); MESSAGES (may be NULL) gets what it said.
  */
 int snap_keep_sync(struct store *, const struct config *cf,
     const char *gitdir, const char *worktree, bool thorough,
@@ -534,7 +534,7 @@ void snap_take_cancel(struct snap_take *);
  * change then) or over, whichever comes first; at once if it is recorded already.
  */
 void snap_take_when_saved(struct snap_take *, void (*fn)(void *), void *arg);
-/* Runs a snapshot to the end on a private loop. */
+/* Runs a snapshot to the end on the process's loop (commands only). */
 int snap_take_sync(struct store *, struct snap_repo *,
     const struct snap_take_opts *, struct snap_result *, char **cause);
 /* Records the repository a session's snapshots live in (once). */

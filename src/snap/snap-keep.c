@@ -644,12 +644,12 @@ snap_keep_sync_done(void *arg, const struct snap_keep *k)
 	s->done = true;
 }
 
-/* Blocking, on a loop of its own: for commands only (see proc_sync_base). */
+/* Blocking, on the process's loop: for commands only (see proc_sync_run). */
 int
 snap_keep_sync(struct store *st, const struct config *cf, const char *gitdir,
     const char *worktree, bool thorough, struct strv *messages, char **cause)
 {
-	struct event_base *base = proc_sync_base();
+	struct event_base *base = proc_base();
 	struct snap_keep_sync s = { false, messages };
 	struct snap_keep *k;
 
@@ -660,7 +660,6 @@ snap_keep_sync(struct store *st, const struct config *cf, const char *gitdir,
 		proc_sync_run(base, &s.done);
 	}
 	snap_keep_free(k);
-	event_base_free(base);
 	return k == NULL ? -1 : 0;
 }
 

@@ -1987,12 +1987,12 @@ snap_take_sync_done(void *arg, const struct snap_result *res,
 		s->res->unreadable[i] = xstrdup(res->unreadable[i]);
 }
 
-/* Blocking, on a loop of its own: for commands only (see proc_sync_base). */
+/* Blocking, on the process's loop: for commands only (see proc_sync_run). */
 int
 snap_take_sync(struct store *st, struct snap_repo *repo,
     const struct snap_take_opts *o, struct snap_result *res, char **cause)
 {
-	struct event_base *base = proc_sync_base();
+	struct event_base *base = proc_base();
 	struct snap_take_sync s;
 	struct snap_take *t;
 	bool finished = false;
@@ -2009,7 +2009,6 @@ snap_take_sync(struct store *st, struct snap_repo *repo,
 	}
 	if (snap_sync_progress != NULL)
 		snap_sync_progress(snap_sync_progress_arg, -1);
-	event_base_free(base);
 	if (t == NULL)
 		return -1;
 	if (s.error != NULL) {

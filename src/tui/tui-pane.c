@@ -146,6 +146,16 @@ tui_pane_state_changed(void *arg, struct session *s, enum session_state st)
 		wp->t->change_cb(wp->t->change_arg);
 }
 
+/* What its start waits for changed: the starting line says so now, not at the next output. */
+static void
+tui_pane_waiting(void *arg, struct session *s, const char *why)
+{
+	struct tui_pane *wp = arg;
+
+	wp->redraw = true;
+	tui_redraw_pane(wp->t, wp);
+}
+
 static const struct session_events tui_pane_events = {
 	.pane_changed = tui_pane_changed,
 	.started = tui_pane_started,
@@ -157,6 +167,7 @@ static const struct session_events tui_pane_events = {
 	.disk = tui_pane_disk,
 	.done = tui_pane_done,
 	.state = tui_pane_state_changed,
+	.waiting = tui_pane_waiting,
 };
 
 /* The lowest pane number not in use. */

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -460,6 +461,138 @@ test_err_to_out_and_exe(void **state)
 	buf_free(&err);
 }
 
+/* Empty input (git config --file - with nothing to read): stdin is closed, cat ends. */
+static void
+test_empty_input(void **state)
+{
+	char *argv[] = { "sh", "-c", "cat; echo ended", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.input = "";
+	o.inputlen = 0;
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_string_equal(out.data != NULL ? out.data : "", "ended\n");
+	buf_free(&out);
+}
+
+/* The process has one loop: the same each time, a forked child's its own. */
+static void
+test_one_base(void **state)
+{
+	struct event_base *base = proc_base();
+	pid_t pid;
+	int st;
+
+	assert_non_null(base);
+	assert_ptr_equal(proc_base(), base);
+	if ((pid = fork()) == 0)
+		_exit(proc_base() != NULL && proc_base() != base ? 0 : 3);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_ptr_equal(proc_base(), base);
+}
+
+struct in_loop {
+	struct event *other;
+	bool other_ran;
+	bool other_ran_during;
+	int status;
+	char *out;
+};
+
+static void
+in_loop_other_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct in_loop *l = arg;
+
+	l->other_ran = true;
+}
+
+/* A callback of the process's loop runs a command to its end. */
+static void
+in_loop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char *argv[] = { "/bin/sh", "-c", "sleep 0.1; echo ran", NULL };
+	struct in_loop *l = arg;
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+
+	event_active(l->other, EV_TIMEOUT, 0);
+	opts_sh(&o, argv);
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &l->status, &cause), 0);
+	l->other_ran_during = l->other_ran;
+	l->out = xstrdup(out.data != NULL ? out.data : "");
+	buf_free(&out);
+}
+
+/*
+ * proc_run makes no loop and runs none: called from a callback of the
+ * process's loop it neither nests that loop (libevent would refuse) nor
+ * runs its other events meanwhile.
+ */
+static void
+test_run_inside_loop(void **state)
+{
+	struct event_base *base = proc_base();
+	struct in_loop l;
+
+	memset(&l, 0, sizeof l);
+	l.status = -1;
+	l.other = evtimer_new(base, in_loop_other_cb, &l);
+	assert_int_equal(event_base_once(base, -1, EV_TIMEOUT, in_loop_cb, &l,
+	    NULL), 0);
+	while (!l.other_ran && event_base_loop(base, EVLOOP_ONCE) == 0)
+		;
+	assert_int_equal(l.status, 0);
+	assert_string_equal(l.out, "ran\n");
+	assert_false(l.other_ran_during);
+	assert_true(l.other_ran);
+	event_free(l.other);
+	free(l.out);
+}
+
+static void
+sync_inside_cb(evutil_socket_t fd, short what, void *arg)
+{
+	bool never = false;
+
+	proc_sync_run(proc_base(), &never);
+	_exit(0);       /* not reached: it stops the process instead */
+}
+
+/*
+ * proc_sync_run, the blocking wrappers' wait on the process's loop,
+ * stops the process (a bug report, exit 1) when called from inside that
+ * loop, instead of hanging or nesting it.
+ */
+static void
+test_sync_inside_loop_refused(void **state)
+{
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) == 0) {
+		struct event_base *base = proc_base();
+
+		event_base_once(base, -1, EV_TIMEOUT, sync_inside_cb, NULL,
+		    NULL);
+		event_base_dispatch(base);
+		_exit(2);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 1);
+}
+
 int
 main(void)
 {
@@ -479,6 +612,10 @@ main(void)
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
 		cmocka_unit_test(test_err_to_out_and_exe),
+		cmocka_unit_test(test_empty_input),
+		cmocka_unit_test(test_one_base),
+		cmocka_unit_test(test_run_inside_loop),
+		cmocka_unit_test(test_sync_inside_loop_refused),
 	};
 
 	return test_run_group(tests, NULL, NULL);

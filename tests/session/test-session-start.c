@@ -24,6 +24,8 @@ struct obs {
 	int started;
 	bool ok;
 	int recovering;          /* snap_history_recovering() when it started */
+	int waited;              /* waiting events, each before started, with no reason left */
+	int waited_wrong;        /* ... and those that were not so */
 	int exited;
 	int status;
 	int done;
@@ -82,7 +84,21 @@ obs_notice(void *arg, struct session *s, const char *level, const char *msg)
 		o->marked++;
 }
 
+/* The start's wait is over: told once, before it starts, with no reason left. */
+static void
+obs_waiting(void *arg, struct session *s, const char *why)
+{
+	struct obs *o = arg;
+
+	if (why == NULL && o->started == 0 && session_starting(s) &&
+	    session_start_waiting(s) == NULL)
+		o->waited++;
+	else
+		o->waited_wrong++;
+}
+
 static const struct session_events obs_events = {
+	.waiting = obs_waiting,
 	.started = obs_started,
 	.exited = obs_exited,
 	.done = obs_done,
@@ -725,8 +741,9 @@ test_recovery_on_loop(void **state)
 /*
  * A session started on a project while a crashed session of it is still
  * brought back (index-pack slowed to 3 s) waits for that, starting, with
- * the reason, and the loop serving a timer; one on another project does
- * not wait (it used to start beside the recovery).
+ * the reason, and the loop serving a timer; the end of the wait is told
+ * (a waiting event: the dashboard redraws its starting line then); one on
+ * another project does not wait (it used to start beside the recovery).
  */
 static void
 test_start_waits_for_recovery(void **state)
@@ -780,6 +797,8 @@ test_start_waits_for_recovery(void **state)
 	/* It started once the crashed session was back, not beside it. */
 	assert_int_equal(o.recovering, 0);
 	assert_null(session_start_waiting(o.s));
+	assert_int_equal(o.waited_wrong, 0);
+	assert_int_equal(o.waited, 1);
 	test_sh_ok("test -s '%s/indexed' && git cat-file -e 'HEAD^{commit}'",
 	    test_dir);
 	print_message("recovery wait: %d ticks, the longest gap %lld ms\n",
@@ -789,6 +808,7 @@ test_start_waits_for_recovery(void **state)
 	loop_until(&f, &o.done);
 	loop_until(&f, &o2.done);
 	assert_true(o2.ok);
+	assert_int_equal(o2.waited + o2.waited_wrong, 0);
 	event_free(tk.ev);
 	session_free(o.s);
 	session_free(o2.s);
