@@ -25,6 +25,7 @@ chmod 755 "$work"
 sock=amx-bench-loop-$$
 upid=
 cleanup() {
+	"$amx" kill-server >/dev/null 2>&1 || true
 	tmux -L "$sock" kill-server 2>/dev/null || true
 	[[ -n $upid ]] && kill "$upid" 2>/dev/null || true
 	[[ ${KEEP:-0} == 1 ]] && echo "kept $work" >&2 || rm -rf "$work"
@@ -39,6 +40,9 @@ cat >"$work/upstream.py" <<'EOF'
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Its head and body are two writes: with Nagle's algorithm the body waits
+    # for the proxy's delayed ACK (40 ms), which every gap would then measure.
+    disable_nagle_algorithm = True
     def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Length", "2")
@@ -185,6 +189,9 @@ for ((run = 1; run <= runs; run++)); do
 	done
 	echo "mark $(now) started" >>"$work/sent.log"
 	sleep 0.5
+	# The sessions live in agentmux's server, which outlives the terminal:
+	# ended with it, or the next run would share it (and its probe's load).
+	"$amx" kill-server >/dev/null 2>&1 || true
 	tmux -L "$sock" kill-server 2>/dev/null || true
 	# The hang-up ends both sessions; wait for their end snapshots.
 	for ((i = 0; i < 600; i++)); do kill -0 "$(cat "$work/amx.pid")" 2>/dev/null || break; sleep 0.1; done

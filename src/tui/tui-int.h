@@ -57,6 +57,13 @@ struct tui_pane {
 	int64_t started_us;       /* util_mono_us when it started */
 	uint64_t requests;        /* seen in its proxy (agentmux ls) */
 	uint64_t denials;
+	/*
+	 * The highest request id seen of session REQ_SESSION: its proxy numbers
+	 * them in order, so a higher one is a new request, added without a
+	 * search through the whole panel.
+	 */
+	int64_t req_session;
+	int64_t req_max;
 };
 
 /*

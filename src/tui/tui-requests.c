@@ -87,8 +87,19 @@ void
 tui_requests_event(struct tui *t, struct tui_pane *wp,
     const struct request *sr)
 {
-	struct request **slot = tui_req_find(t, wp->id, sr);
-	bool was_done = slot != NULL && (*slot)->done;
+	struct request **slot = NULL;
+	bool was_done;
+
+	if (wp->req_session != wp->id) {
+		wp->req_session = wp->id;
+		wp->req_max = 0;
+	}
+	/* One its proxy numbered after every one seen is new: no search. */
+	if (sr->id <= wp->req_max)
+		slot = tui_req_find(t, wp->id, sr);
+	else
+		wp->req_max = sr->id;
+	was_done = slot != NULL && (*slot)->done;
 
 	if (slot == NULL) {
 		slot = tui_req_add(t);
