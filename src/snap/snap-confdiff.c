@@ -1539,6 +1539,24 @@ snap_cc_put_back(int pfd, const char *name, const char *base,
 }
 
 /*
+ * What was moved aside (NAME, in the dir PFD, from BASE) is a conflict
+ * (CONF): it goes back, or CONF says where it stays, and is recorded.
+ */
+static void
+snap_cc_back_conflict(struct snap_cc_run *r, struct store *st,
+    int64_t session, const struct snap_cc *cc, int pfd, const char *name,
+    const char *base, struct strv *conf)
+{
+	char *left;
+
+	if ((left = snap_cc_put_back(pfd, name, base, cc)) != NULL)
+		strv_addf(conf, "(it was made again on the host meanwhile; the "
+		    "old one is kept at %s)", left);
+	free(left);
+	snap_cc_conflict(r, st, session, cc, conf);
+}
+
+/*
  * The host dir CC names goes (deleted, or a file replaces it). It is
  * first renamed aside, to a name of ours in the same dir (no replacing),
  * so that what is checked is what is removed: a host write to its path
@@ -1569,10 +1587,8 @@ snap_cc_put_dir(struct snap_cc_run *r, struct store *st, int64_t session,
 	if (!r->force)
 		snap_cc_check_dir(cc, pfd, name, base, &conf);
 	if (conf.n > 0) {
-		if ((left = snap_cc_put_back(pfd, name, base, cc)) != NULL)
-			strv_addf(&conf, "(it was made again on the host "
-			    "meanwhile; the old one is kept at %s)", left);
-		snap_cc_conflict(r, st, session, cc, &conf);
+		snap_cc_back_conflict(r, st, session, cc, pfd, name, base,
+		    &conf);
 		rc = 1;
 		goto out;
 	}
@@ -1682,10 +1698,8 @@ snap_cc_put_gone(struct snap_cc_run *r, struct store *st, int64_t session,
 	if (!r->force)
 		snap_cc_check_file(cc, pfd, name, &conf);
 	if (conf.n > 0) {
-		if ((left = snap_cc_put_back(pfd, name, base, cc)) != NULL)
-			strv_addf(&conf, "(it was made again on the host "
-			    "meanwhile; the old one is kept at %s)", left);
-		snap_cc_conflict(r, st, session, cc, &conf);
+		snap_cc_back_conflict(r, st, session, cc, pfd, name, base,
+		    &conf);
 		rc = 1;
 		goto out;
 	}
