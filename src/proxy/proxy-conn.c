@@ -2268,33 +2268,42 @@ proxy_conn_go(struct proxy_conn *pc)
 	proxy_conn_enter(pc);
 	if (go == PROXY_CONN_GO_GET) {
 		proxy_conn_get_upstream(pc, pc->held_pooled);
-		if (pc->up->state == PROXY_UP_READY)
+		if (!pc->dead && pc->up != NULL &&
+		    pc->up->state == PROXY_UP_READY)
 			proxy_conn_ready(pc);
 	} else if (go == PROXY_CONN_GO_READY && pc->up != NULL)
 		proxy_conn_ready(pc);
 	proxy_conn_leave(pc);
 }
 
+/* The first connection of PS that waits to go on, or NULL. */
+static struct proxy_conn *
+proxy_conn_held(struct proxy_session *ps)
+{
+	struct proxy_conn *pc;
+
+	TAILQ_FOREACH(pc, &ps->conns, entry) {
+		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): a closed one left the list before it was freed (proxy_conn_close) */
+		if (!pc->dead && pc->held_go != PROXY_CONN_GO_NONE)
+			return pc;
+	}
+	return NULL;
+}
+
 void
 proxy_conn_pause(struct proxy_session *ps, bool hold)
 {
 	struct proxy_conn *pc;
-	bool again = true;
 
 	/* Nothing is closed here: the list stays as it is. */
 	TAILQ_FOREACH(pc, &ps->conns, entry)
 		proxy_conn_pause_one(pc, hold);
-	/* One going on may close (it leaves the list): the walk starts over. */
-	while (!hold && again) {
-		again = false;
-		TAILQ_FOREACH(pc, &ps->conns, entry) {
-			if (pc->dead || pc->held_go == PROXY_CONN_GO_NONE)
-				continue;
-			proxy_conn_go(pc);
-			again = true;
-			break;
-		}
-	}
+	/*
+	 * One going on may close (and leave the list): the next is looked for
+	 * from the start each time, never through one that went on.
+	 */
+	while (!hold && (pc = proxy_conn_held(ps)) != NULL)
+		proxy_conn_go(pc);
 }
 
 /* A new client connection on FD, waiting for its first bytes. */

@@ -88,7 +88,8 @@ session_cost_list(size_t *np)
 			n++;
 	}
 	closedir(d);
-	qsort(v, n, sizeof *v, session_cost_cmp);
+	if (n > 0)
+		qsort(v, n, sizeof *v, session_cost_cmp);
 	*np = n;
 	return v;
 }
@@ -110,6 +111,7 @@ session_cost_procs(struct session *s, struct session_costs *c)
 
 	if ((v = session_cost_list(&n)) == NULL)
 		return;
+	memset(&key, 0, sizeof key);
 	key.pid = jail_pid(s->jail);
 	if ((par = bsearch(&key, v, n, sizeof *v, session_cost_cmp)) == NULL) {
 		free(v);

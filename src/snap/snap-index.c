@@ -464,6 +464,7 @@ snap_index_drop_untr(const char *path)
 	struct stat sb;
 	size_t oidlen, off, len;
 	char *lock;
+	bool written;
 	int fd, rc;
 
 	buf_init(&file);
@@ -483,18 +484,16 @@ snap_index_drop_untr(const char *path)
 	times[1] = sb.st_mtim;
 	/* git's own lock: none is written while the user's git holds it. */
 	lock = xprintf("%s.lock", path);
-	fd = -1;
 	rc = -1;
 	if (snap_index_checksum((unsigned char *)file.data, file.len,
 	    oidlen) == 0 && (fd = open(lock, O_WRONLY | O_CREAT | O_EXCL |
 	    O_CLOEXEC | O_NOFOLLOW, sb.st_mode & 0666)) != -1) {
-		if (util_write_all(fd, file.data, file.len) == 0 &&
-		    futimens(fd, times) == 0 && close(fd) == 0 &&
-		    (fd = -1, rename(lock, path) == 0))
+		written = util_write_all(fd, file.data, file.len) == 0 &&
+		    futimens(fd, times) == 0;
+		/* Closed once, whatever happened: a failed close loses the write. */
+		if (close(fd) == 0 && written && rename(lock, path) == 0)
 			rc = 1;
-		if (fd != -1)
-			close(fd);
-		if (rc != 1)
+		else
 			unlink(lock);
 	}
 	free(lock);

@@ -149,14 +149,16 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
     const struct buf *tree, struct strv *out)
 {
 	struct snap_stale_entry e;
-	const char *p = index->data, *end = index->data + index->len, *at;
+	const char *p, *end, *at;
 	const char *oid;
 	size_t told = 0, more = 0;
 	int projfd, rc;
 
-	if (p == NULL || tree->data == NULL || (projfd = open(project,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (index->data == NULL || tree->data == NULL || (projfd =
+	    open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
+	p = index->data;
+	end = index->data + index->len;
 	at = tree->data;
 	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
 		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&

@@ -63,9 +63,10 @@ static void
 snap_worktree_filter_opts(const char *gitdir, struct strv *env,
     struct proc_opts *o)
 {
+	static const char drivers[] = "^(filter\\..*\\.(smudge|clean|process)|"
+	    "merge\\..*\\.driver|diff\\..*\\.(textconv|command))$";
 	static const char *const args[] = { "git", "config", "-z",
-	    "--get-regexp", "^(filter\\..*\\.(smudge|clean|process)|"
-	    "merge\\..*\\.driver|diff\\..*\\.(textconv|command))$", NULL };
+	    "--get-regexp", drivers, NULL };
 
 	snap_env_plain(env);
 	strv_addf(env, "GIT_DIR=%s", gitdir);
