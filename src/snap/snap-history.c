@@ -1284,40 +1284,117 @@ snap_hist_quarantine(const struct snap_hgit *g, size_t i)
 	return q;
 }
 
+/* What ST is (not a dir), in words. */
+static const char *
+snap_hist_what(const struct stat *st)
+{
+	if (S_ISLNK(st->st_mode))
+		return "a link";
+	return S_ISREG(st->st_mode) ? "a file" : "a special file";
+}
+
+/* PATH (NAME in PFD) of G, not a dir, moved aside into NC's quarantine; told in red. */
+static void
+snap_hist_log_aside(const struct snap_hgit *g, int pfd, const char *name,
+    const char *path, const struct stat *st, struct snap_nested *nc,
+    struct strv *alerts)
+{
+	char *kept;
+
+	if ((kept = snap_nested_keep(nc, pfd, name, true)) != NULL)
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/%s) with %s: it was moved to %s, and the reflogs "
+		    "kept at the start are put back", g->gitdir, g->gitdir,
+		    path, snap_hist_what(st), kept);
+	else
+		strv_addf(alerts, "the session replaced the reflogs of %s "
+		    "(%s/%s) with %s, which could not be moved aside (%s): "
+		    "your reflogs are kept in %s/logs; move %s/%s away and "
+		    "copy them back", g->gitdir, g->gitdir, path,
+		    snap_hist_what(st), strerror(errno), g->base, g->gitdir,
+		    path);
+	free(kept);
+}
+
 /*
- * G's logs, if the session left something else than a dir there (a file:
- * git writes no reflog again; a link: the mending would go through it),
- * moved unfollowed into the session's quarantine (QUARANTINE/history-I),
- * so that the reflogs kept at the start can be put back; told in red.
+ * The dir REL of the reflogs kept at the start (under SAVEDFD, "" their
+ * top) as the session left it in G's logs: if something else than a dir
+ * is there (a file: git writes no reflog below again; a link: the mending
+ * would go through it), it is moved aside; else each of its dirs in turn.
+ * Nothing is followed: each dir is opened link-free from the git dir.
+ */
+static void
+snap_hist_logs_dir(const struct snap_hgit *g, int gitfd, int savedfd,
+    const char *rel, int depth, struct snap_nested *nc, struct strv *alerts)
+{
+	char *path = rel[0] == '\0' ? xstrdup("logs") : xprintf("logs/%s", rel);
+	char *slash = strrchr(path, '/'), *name = path, *sub;
+	struct dirent *de;
+	struct stat st;
+	int pfd, fd;
+	DIR *d;
+
+	if (slash == NULL)
+		pfd = fcntl(gitfd, F_DUPFD_CLOEXEC, 0);
+	else {
+		*slash = '\0';
+		pfd = path_open_beneath(gitfd, path, O_PATH | O_DIRECTORY, 0);
+		*slash = '/';
+		name = slash + 1;
+	}
+	if (depth > 32 || pfd == -1 ||
+	    fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		goto out;
+	if (!S_ISDIR(st.st_mode)) {
+		snap_hist_log_aside(g, pfd, name, path, &st, nc, alerts);
+		goto out;
+	}
+	fd = rel[0] == '\0' ? openat(savedfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC) : path_open_beneath(savedfd, rel, O_RDONLY |
+	    O_DIRECTORY, 0);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		goto out;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || snap_hist_type(d, de) != DT_DIR)
+			continue;
+		sub = rel[0] == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
+		    rel, de->d_name);
+		snap_hist_logs_dir(g, gitfd, savedfd, sub, depth + 1, nc,
+		    alerts);
+		free(sub);
+	}
+	closedir(d);
+out:
+	if (pfd != -1)
+		close(pfd);
+	free(path);
+}
+
+/*
+ * G's logs and every dir below them that the session replaced with
+ * something else than a dir, moved unfollowed into the session's
+ * quarantine (QUARANTINE/history-I), so that the reflogs kept at the
+ * start can be put back; told in red.
  */
 static void
 snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
     struct strv *alerts)
 {
 	struct snap_nested nc;
-	struct stat st;
-	char *kept, *what;
+	char *saved = xprintf("%s/logs", g->base);
+	int savedfd;
 
-	if (fstatat(gitfd, "logs", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    S_ISDIR(st.st_mode))
-		return;
-	what = S_ISLNK(st.st_mode) ? "a link" : S_ISREG(st.st_mode) ?
-	    "a file" : "a special file";
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, i);
-	if ((kept = snap_nested_keep(&nc, gitfd, "logs", true)) != NULL)
-		strv_addf(alerts, "the session replaced the reflogs of %s "
-		    "(%s/logs) with %s: it was moved to %s, and the reflogs "
-		    "kept at the start are put back", g->gitdir, g->gitdir,
-		    what, kept);
-	else
-		strv_addf(alerts, "the session replaced the reflogs of %s "
-		    "(%s/logs) with %s, which could not be moved aside (%s): "
-		    "your reflogs are kept in %s/logs; move %s/logs away and "
-		    "copy them back", g->gitdir, g->gitdir, what,
-		    strerror(errno), g->base, g->gitdir);
+	savedfd = open(saved, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	snap_hist_logs_dir(g, gitfd, savedfd, "", 0, &nc, alerts);
+	if (savedfd != -1)
+		close(savedfd);
 	free((char *)nc.quarantine);
-	free(kept);
+	free(saved);
 }
 
 /*

@@ -111,18 +111,24 @@ deleted_then_gc() {
 	case $out in *commit*gone*) bad "undo --refs calls an object a commit: $out" ;; *) ok ;; esac
 }
 
-# .git/logs made a file, or a link: the reflogs kept at the start come back
-# (a commit only a reflog names survives the user's gc), the thing is moved
-# to the quarantine, said in red, and no message claims what was not done.
+# .git/logs, or a dir below it, made a file or a link: the reflogs
+# kept at the start come back (a commit only a reflog names survives the
+# user's gc), the thing is moved to the quarantine, said in red, and no
+# message claims what was not done.
 logs_replaced() {
-	for how in 'echo x >.git/logs' 'ln -s /tmp .git/logs'; do
+	for how in 'rm -rf .git/logs; echo x >.git/logs' \
+	    'rm -rf .git/logs; ln -s /tmp .git/logs' \
+	    'rm -rf .git/logs/refs; echo x >.git/logs/refs' \
+	    'rm -rf .git/logs/refs/heads; ln -s /tmp .git/logs/refs/heads'; do
 		fresh_repo
 		(cd "$P" && echo d >d && git add d && git commit -qm dropped &&
 		    git reset -q --hard HEAD~1) || exit 1
 		dropped=$(git -C "$P" rev-parse HEAD@{1})
-		jrun -- sh -c "rm -rf .git/logs; $how; echo replaced"
+		jrun -- sh -c "$how && echo replaced"
 		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
-		[ -d "$P/.git/logs" ] && [ ! -L "$P/.git/logs" ] && ok ||
+		[ -d "$P/.git/logs/refs/heads" ] && [ ! -L "$P/.git/logs" ] &&
+		    [ ! -L "$P/.git/logs/refs" ] &&
+		    [ ! -L "$P/.git/logs/refs/heads" ] && ok ||
 		    bad "$how: .git/logs was left as the session made it"
 		git -C "$P" reflog show --format=%H main | grep -q "$dropped" &&
 		    git -C "$P" reflog show --format=%H HEAD | grep -q "$dropped" &&
