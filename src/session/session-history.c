@@ -40,10 +40,10 @@ session_history_start(struct session *s, struct session_setup *sp,
 	/* A worktree session's objects are the shared git dir's. */
 	if (s->wt != NULL)
 		s->history = snap_history_begin_gitdir(s->wt->common, sp->dir,
-		    &sp->notices, &err);
+		    &sp->notices, &sp->alerts, &err);
 	else
 		s->history = snap_history_begin(s->project, sp->dir,
-		    &sp->notices, &err);
+		    &sp->notices, &sp->alerts, &err);
 	if (s->history == NULL && err != NULL) {
 		*cause = xprintf("cannot keep the project's git history out of "
 		    "the jail's reach: %s", err);

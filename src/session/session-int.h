@@ -242,6 +242,7 @@ struct session_setup {
 	struct strv hf_rel;          /* file entries under HOME: path from HOME */
 	struct strv hf_base;         /* and the session's overlay/<n> dir */
 	struct strv notices;         /* things the user should hear about */
+	struct strv alerts;          /* and those to be said in red */
 	struct strv protect;         /* project files read-only in the jail (absolute) */
 	struct jail_overlay *overlays;
 	struct jail_bind *jbinds;

@@ -420,6 +420,7 @@ session_setup_init(struct session_setup *ss)
 	strv_init(&ss->hf_rel);
 	strv_init(&ss->hf_base);
 	strv_init(&ss->notices);
+	strv_init(&ss->alerts);
 	strv_init(&ss->protect);
 }
 
@@ -439,6 +440,7 @@ session_setup_free(struct session_setup *ss)
 	strv_free(&ss->hf_rel);
 	strv_free(&ss->hf_base);
 	strv_free(&ss->notices);
+	strv_free(&ss->alerts);
 	strv_free(&ss->protect);
 	free(ss->overlays);
 	free(ss->jbinds);

@@ -1234,6 +1234,12 @@ session_plan_jail(struct session *s, struct session_setup *sp, char **cause)
 		if (s->ev.notice != NULL)
 			s->ev.notice(s->arg, s, "warn", sp->notices.v[i]);
 	}
+	for (i = 0; i < sp->alerts.n; i++) {
+		store_event_add(s->ctx->st, s->id, "error", "history", "%s",
+		    sp->alerts.v[i]);
+		if (s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "alert", sp->alerts.v[i]);
+	}
 	strv_free(&s->env);
 	s->env = sp->env;
 	strv_init(&sp->env);

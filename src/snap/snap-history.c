@@ -807,35 +807,76 @@ snap_history_add(struct snap_history *h, const char *gitdir)
 	return g;
 }
 
-/* Submodule git dirs (a HEAD in them) under DIR, to any depth of plain dirs. */
+/*
+ * The walks for git dirs to protect: what they found (OUT), how many dirs
+ * they looked in, and what the bounds kept from being protected.
+ */
+struct snap_hist_walk {
+	struct strv *out;
+	size_t seen;          /* dirs looked in */
+	size_t left;          /* git dirs found past SNAP_HIST_MAX */
+	size_t deep;          /* dirs too deep to be looked in */
+	bool full;            /* stopped at SNAP_HIST_NEST_MAX dirs */
+};
+
+/* GITDIR found by a walk: protected, or counted as left out past the cap. */
 static void
-snap_history_modules(const char *dir, int level, struct strv *out)
+snap_hist_found(struct snap_hist_walk *w, const char *gitdir)
+{
+	if (w->out->n < SNAP_HIST_MAX)
+		strv_add(w->out, gitdir);
+	else
+		w->left++;
+}
+
+/* Whether the walk may look in one more dir (SNAP_HIST_NEST_MAX in all). */
+static bool
+snap_hist_more(struct snap_hist_walk *w)
+{
+	if (w->seen >= SNAP_HIST_NEST_MAX) {
+		w->full = true;
+		return false;
+	}
+	w->seen++;
+	return true;
+}
+
+/* Submodule git dirs (a HEAD in them) under DIR, SNAP_HIST_DEPTH plain dirs deep. */
+static void
+snap_history_modules(const char *dir, int level, struct snap_hist_walk *w)
 {
 	struct dirent *de;
 	struct stat st;
 	char *sub, *head;
 	DIR *d;
 
-	if (level > SNAP_HIST_DEPTH || out->n >= SNAP_HIST_MAX ||
-	    lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    (d = opendir(dir)) == NULL)
+	if (lstat(dir, &st) == -1 || !S_ISDIR(st.st_mode))
 		return;
-	while ((de = readdir(d)) != NULL && out->n < SNAP_HIST_MAX) {
+	if (level > SNAP_HIST_DEPTH) {
+		w->deep++;
+		return;
+	}
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		sub = xprintf("%s/%s", dir, de->d_name);
 		head = xprintf("%s/HEAD", sub);
-		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    snap_hist_more(w)) {
 			if (lstat(head, &st) == 0) {
-				strv_add(out, sub);
+				snap_hist_found(w, sub);
 				free(head);
 				head = xprintf("%s/modules", sub);
-				snap_history_modules(head, level + 1, out);
+				snap_history_modules(head, level + 1, w);
 			} else
-				snap_history_modules(sub, level + 1, out);
+				snap_history_modules(sub, level + 1, w);
 		}
 		free(head);
 		free(sub);
+		if (w->full)
+			break;
 	}
 	closedir(d);
 }
@@ -980,12 +1021,12 @@ snap_history_mark(const char *sessdir, char **cause)
 /*
  * Nested repositories: a dir named .git with a HEAD (a clone inside the
  * project, not a submodule), anywhere in the project but in its own .git,
- * found by a walk that follows no link, into OUT. Bounded: a project too
- * big to walk is said in NOTICES.
+ * found by a walk that follows no link, into W. Bounded in depth and in
+ * dirs; what the bounds left out is counted in W.
  */
 static void
-snap_history_nested(int dfd, const char *path, int depth, size_t *seen,
-    struct strv *out, struct strv *notices)
+snap_history_nested(int dfd, const char *path, int depth,
+    struct snap_hist_walk *w)
 {
 	struct dirent *de;
 	struct stat st;
@@ -993,59 +1034,89 @@ snap_history_nested(int dfd, const char *path, int depth, size_t *seen,
 	DIR *d;
 	int fd;
 
-	if (depth > SNAP_HIST_NEST_DEPTH || out->n >= SNAP_HIST_MAX ||
-	    (d = fdopendir(dfd)) == NULL) {
+	if (depth > SNAP_HIST_NEST_DEPTH) {
+		w->deep++;
 		close(dfd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL && out->n < SNAP_HIST_MAX) {
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    snap_hist_type(d, de) != DT_DIR)
 			continue;
-		if (++*seen == SNAP_HIST_NEST_MAX) {
-			strv_addf(notices, "nested repositories were looked for "
-			    "in the first %d dirs of the project only: the "
-			    "history of one further down is not kept from the "
-			    "jailed command", SNAP_HIST_NEST_MAX);
+		if (!snap_hist_more(w))
 			break;
-		}
 		sub = xprintf("%s/%s", path, de->d_name);
 		if (strcmp(de->d_name, ".git") == 0) {
 			if (depth > 0 && fstatat(dirfd(d), ".git/HEAD", &st,
 			    AT_SYMLINK_NOFOLLOW) == 0)
-				strv_add(out, sub);
+				snap_hist_found(w, sub);
 		} else if ((fd = openat(dirfd(d), de->d_name, O_RDONLY |
 		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
-			snap_history_nested(fd, sub, depth + 1, seen, out,
-			    notices);
+			snap_history_nested(fd, sub, depth + 1, w);
 		free(sub);
 	}
 	closedir(d);
 }
 
+/* What the bounds of the walk W kept from being protected, said in red in ALERTS. */
+static void
+snap_hist_walk_told(const struct snap_hist_walk *w, struct strv *alerts)
+{
+	if (w->left > 0)
+		strv_addf(alerts, "%zu git dir%s in the project (nested "
+		    "repositories or under .git/modules) %s not protected "
+		    "from the jailed command: only the first %d found are; "
+		    "their history can be deleted in the session", w->left,
+		    w->left == 1 ? "" : "s", w->left == 1 ? "is" : "are",
+		    SNAP_HIST_MAX);
+	if (w->deep > 0)
+		strv_addf(alerts, "%zu dir%s in the project %s too deep (over "
+		    "%d dirs down, %d under .git/modules) to be searched for "
+		    "nested repositories: the history of one there is not "
+		    "protected from the jailed command", w->deep, w->deep == 1 ?
+		    "" : "s", w->deep == 1 ? "is" : "are", SNAP_HIST_NEST_DEPTH,
+		    SNAP_HIST_DEPTH);
+	if (w->full)
+		strv_addf(alerts, "nested repositories were looked for in the "
+		    "first %d dirs of the project only: the history of one "
+		    "further down is not protected from the jailed command",
+		    SNAP_HIST_NEST_MAX);
+}
+
 /* The git dirs whose history is kept: GITDIR and its submodules', and PROJECT's nested ones. */
 static struct snap_history *
 snap_history_begin_at(const char *gitdir, const char *project,
-    const char *sessdir, struct strv *notices, char **cause)
+    const char *sessdir, struct strv *notices, struct strv *alerts,
+    char **cause)
 {
+	struct snap_hist_walk w;
 	struct snap_history *h;
 	struct strv dirs;
 	struct stat st;
 	char *modules;
-	size_t i, seen = 0;
+	size_t i;
 	int fd;
 
 	*cause = NULL;
 	strv_init(&dirs);
-	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+	memset(&w, 0, sizeof w);
+	w.out = &dirs;
+	/* Real nested repositories before what may be dummies in .git/modules. */
+	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode))
 		strv_add(&dirs, gitdir);
-		modules = xprintf("%s/modules", gitdir);
-		snap_history_modules(modules, 0, &dirs);
-		free(modules);
-	}
 	if (project != NULL && (fd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC)) != -1)
-		snap_history_nested(fd, project, 0, &seen, &dirs, notices);
+		snap_history_nested(fd, project, 0, &w);
+	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		modules = xprintf("%s/modules", gitdir);
+		snap_history_modules(modules, 0, &w);
+		free(modules);
+	}
+	snap_hist_walk_told(&w, alerts);
 	if (dirs.n == 0) {
 		strv_free(&dirs);
 		return NULL;
@@ -1073,21 +1144,23 @@ snap_history_begin_at(const char *gitdir, const char *project,
 
 struct snap_history *
 snap_history_begin(const char *project, const char *sessdir,
-    struct strv *notices, char **cause)
+    struct strv *notices, struct strv *alerts, char **cause)
 {
 	char *git = xprintf("%s/.git", project);
 	struct snap_history *h;
 
-	h = snap_history_begin_at(git, project, sessdir, notices, cause);
+	h = snap_history_begin_at(git, project, sessdir, notices, alerts,
+	    cause);
 	free(git);
 	return h;
 }
 
 struct snap_history *
 snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
-    struct strv *notices, char **cause)
+    struct strv *notices, struct strv *alerts, char **cause)
 {
-	return snap_history_begin_at(gitdir, NULL, sessdir, notices, cause);
+	return snap_history_begin_at(gitdir, NULL, sessdir, notices,
+	    alerts, cause);
 }
 
 struct snap_history *

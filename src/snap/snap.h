@@ -202,16 +202,20 @@ void snap_blind_read_free(struct snap_blind_read *);
 struct snap_history;
 
 /**
- * Keeps the refs and reflogs of PROJECT's git dir and its submodules' (in
- * .git/modules) and makes the overlay dirs for their objects. NULL with
- * *CAUSE NULL if the project has no git dir (or none that can be
- * protected: NOTICES says why); NULL with *CAUSE on error.
+ * Keeps the refs and reflogs of PROJECT's git dir, its nested
+ * repositories' and its submodules' (in .git/modules) and makes the
+ * overlay dirs for their objects; ALERTS gets, to be said in red, how many
+ * git dirs the bounds of the search left unprotected. NULL with *CAUSE
+ * NULL if the project has no git dir (or none that can be protected:
+ * NOTICES says why); NULL with *CAUSE on error.
  */
 struct snap_history *snap_history_begin(const char *project,
-    const char *sessdir, struct strv *notices, char **cause);
+    const char *sessdir, struct strv *notices, struct strv *alerts,
+    char **cause);
 /** The same for the git dir GITDIR (a worktree session's shared one). */
 struct snap_history *snap_history_begin_gitdir(const char *gitdir,
-    const char *sessdir, struct strv *notices, char **cause);
+    const char *sessdir, struct strv *notices, struct strv *alerts,
+    char **cause);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
 void snap_history_free(struct snap_history *);

@@ -211,6 +211,38 @@ nested() {
 	    bad "the nested repository is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
 }
 
+# Past the bounds of the search for git dirs (256 of them, 16 dirs deep):
+# dummy git dirs in .git/modules do not take the protection from a real
+# nested repository, and what is left unprotected is said in red at the
+# start, counted.
+nested_cap() {
+	fresh_repo
+	(cd "$P" && git init -q -b trunk lib && cd lib &&
+	    git config user.email t@x && git config user.name t &&
+	    echo 1 >a && git add a && git commit -qm one) || exit 1
+	head0=$(git -C "$P/lib" rev-parse HEAD)
+	i=0
+	while [ $i -lt 300 ]; do
+		d="$P/.git/modules/zz/d$i"
+		mkdir -p "$d/objects" && echo 'ref: refs/heads/main' >"$d/HEAD" &&
+		    : >"$d/config" || exit 1
+		i=$((i + 1))
+	done
+	git init -q "$P/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/deep" || exit 1
+	jrun -- sh -c 'rm -rf lib/.git 2>/dev/null; echo removed'
+	case $OUT in *removed*) ok ;; *) bad "rm -rf lib/.git did not run: $OUT" ;; esac
+	case $OUT in *"deleted the git repository"*"lib/.git"*) ok ;;
+	*) bad "dummies in .git/modules took the protection from lib: $OUT" ;; esac
+	# The project's, lib's and 300 dummies': 256 protected.
+	case $OUT in *"46 git dirs in the project"*"not protected"*) ok ;;
+	*) bad "the git dirs left unprotected were not told: $OUT" ;; esac
+	case $OUT in *"1 dir in the project is too deep"*) ok ;;
+	*) bad "the dirs too deep to search were not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P/lib" rev-parse HEAD 2>&1)" = "$head0" ] && ok ||
+	    bad "undo --refs did not put lib back: $out"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -363,6 +395,7 @@ checks() {
 	logs_replaced
 	shallow
 	nested
+	nested_cap
 	gc_prune
 	git_works
 	during_session
