@@ -252,10 +252,25 @@ snap_hist_copy_logs(int fromfd, const char *rel, const char *to, int depth)
 	closedir(d);
 }
 
+/*
+ * A reflog line ("old new ident time zone\tmessage") without its old id:
+ * git reflog delete --rewrite (git stash drop) changes the old id of the
+ * entry after the one it deletes, which is still the same entry.
+ */
+static const char *
+snap_hist_entry(const char *line)
+{
+	const char *sp = strchr(line, ' ');
+
+	return sp != NULL ? sp + 1 : line;
+}
+
+/* Orders reflog lines by their entries (new id and the rest of the line). */
 static int
 snap_hist_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(snap_hist_entry(*(char *const *)a),
+	    snap_hist_entry(*(char *const *)b));
 }
 
 /* Lines of TEXT, in order, and sorted in SORTED (borrowing TEXT, which is cut up). */
@@ -280,8 +295,8 @@ snap_hist_lines(char *text, size_t *n, char ***sorted)
 
 /*
  * What a reflog must hold: SAVED (as at the start) and then each entry of
- * NOW that SAVED does not have. The number of entries put back, 0 if NOW
- * still begins with SAVED.
+ * NOW that SAVED does not have (an entry the same but for its old id is
+ * had). The number of entries put back, 0 if NOW still begins with SAVED.
  */
 int
 snap_hist_merge_log(const struct buf *saved, const struct buf *now,

@@ -111,6 +111,26 @@ deleted_then_gc() {
 	case $out in *commit*gone*) bad "undo --refs calls an object a commit: $out" ;; *) ok ;; esac
 }
 
+# git stash drop stash@{1} (git reflog delete --rewrite: the entry after
+# the dropped one gets a new old id): the dropped entry is put back once,
+# and the one that was rewritten not added again, so the stash list is as
+# at the start, each entry once, also after undo --refs.
+stash_drop() {
+	fresh_repo
+	(cd "$P" && echo x >>README && git stash -q && echo y >>README &&
+	    git stash -q) || exit 1
+	stash0=$(git -C "$P" stash list --format=%H)
+	jrun -- sh -c 'git stash drop -q stash@{1} && git stash list | wc -l'
+	case $OUT in *1*) ok ;; *) bad "git stash drop did not run: $OUT" ;; esac
+	case $OUT in *"logs/refs/stash (1 entry)"*) ok ;;
+	*) bad "the end did not put back the one dropped entry: $OUT" ;; esac
+	[ "$(git -C "$P" stash list --format=%H)" = "$stash0" ] && ok ||
+	    bad "the stash list is not as at the start: $(git -C "$P" stash list)"
+	out=$("$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P" stash list --format=%H)" = "$stash0" ] && ok ||
+	    bad "undo --refs changed the stash list: $out: $(git -C "$P" stash list)"
+}
+
 # .git/logs, or a dir below it, made a file or a link: the reflogs
 # kept at the start come back (a commit only a reflog names survives the
 # user's gc), the thing is moved to the quarantine, said in red, and no
@@ -392,6 +412,7 @@ checks() {
 	fi
 	rm_objects
 	deleted_then_gc
+	stash_drop
 	logs_replaced
 	shallow
 	nested
