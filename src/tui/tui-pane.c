@@ -452,7 +452,8 @@ tui_pane_resume(struct tui_pane *wp)
 		free(cause);
 		return true;
 	}
-	tui_pane_restart(wp);
+	/* Another session in the tree: asked first, as r does. */
+	tui_pane_restart_ask(wp);
 	return true;
 }
 

@@ -125,6 +125,8 @@ escape
 
 # r restarts the session in the same pane.
 keys r
+# Session 2 works in that tree: the restart asks first, as a new session does.
+share_tree
 # The restart is a new record (session 3) that keeps the first run's answers for the session.
 wait_for '3:shell\* (working|needs you)' || fail "r did not restart the session as session 3"
 keys 'echo again-$((3*3))' Enter

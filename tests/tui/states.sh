@@ -88,6 +88,8 @@ keys 'exit 3' Enter
 wait_for '1:shell\* exited 3' || fail "an exited session does not say exited 3"
 wait_for 'r: restart  c: continue its conversation \(sh -c' || fail "the exited pane does not offer to continue"
 keys c
+# Session 2 works in that tree: the restart asks first, as a new session does.
+share_tree
 wait_for '3:shell\* (working|needs you)' || fail "c did not restart the session as session 3"
 wait_for 'resumed-42' || fail "c did not run the profile's resume command"
 prefix q
