@@ -161,6 +161,7 @@ jail_as_user() {
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" \
 	    AMX_ESCAPE="$S/bin/amx-escape" AGENTMUX_SHARE="$S/share" \
 	    AMX_SMALLFS="${AMX_SMALLFS:-}" AMX_CHECKS="${AMX_CHECKS:-}" \
+	    AMX_FEWINODES="${AMX_FEWINODES:-}" \
 	    AMX_UPSTREAM="$S/upstream.py" \
 	    TMPDIR=/tmp sh "$S/$(basename "$JAIL_SCRIPT")" --as-user || rc=1
 	userdel "$U" 2>/dev/null
