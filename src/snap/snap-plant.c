@@ -685,6 +685,17 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".npmrc", "npm obeys it (node-options, script-shell)" },
 	{ ".mvn/jvm.config", "Maven passes its options to the JVM" },
 	{ ".mvn/maven.config", "Maven obeys its options" },
+	{ ".gemini/settings.json", "Gemini CLI starts the MCP servers and "
+	    "runs the hooks it names" },
+	{ ".qwen/settings.json", "Qwen Code starts the MCP servers it names" },
+	{ "opencode.json", "opencode starts the MCP servers and runs the "
+	    "commands it names" },
+	{ ".opencode", "opencode loads its plugins, agents and commands" },
+	{ ".crush.json", "Crush starts the MCP servers it names" },
+	{ ".cursor/mcp.json", "Cursor starts the MCP servers it names" },
+	{ ".vscode/mcp.json", "VS Code starts the MCP servers it names" },
+	{ ".claude/hooks", "Claude Code runs the hook scripts its settings "
+	    "name" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */

@@ -338,11 +338,14 @@ protected() {
 # The list's files one dir down or deeper run as the top's do (the user
 # opens app/ in VS Code, runs cargo or npm there): changes flagged at the
 # end and in show. cargo's, yarn's, npm's and Maven's are on the list:
-# read-only at the top where they exist.
+# read-only at the top where they exist, and other agents' and editors'
+# MCP and hook configs.
 DEEP='app/.vscode/tasks.json app/.claude/settings.json app/.mcp.json
 app/.cargo/config.toml app/x/.cargo/config pkg/.yarnrc.yml pkg/.npmrc
-pkg/.mvn/jvm.config'
-TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config'
+pkg/.mvn/jvm.config app/.cursor/mcp.json pkg/.claude/hooks/pre.sh
+app/.opencode/plugin/p.js pkg/.gemini/settings.json app/opencode.json'
+TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config
+.gemini/settings.json .vscode/mcp.json opencode.json .crush.json'
 
 protected_deep() {
 	for f in $DEEP $TOPNEW; do
@@ -365,7 +368,8 @@ protected_deep() {
 		case $show in *"protected"*"$f changed in the session"*) ok ;;
 		*) bad "show does not flag $f as protected: $show" ;; esac
 	done
-	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
+	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn" \
+	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json"
 }
 
 # A link made in the session where a protected file or a dir on its way
