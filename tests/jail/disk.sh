@@ -185,6 +185,36 @@ inodes() {
 	rm -rf "$Q"
 }
 
+# A snapshot into a data dir on the disk of few inodes, below their
+# reserve: refused, saying why and what to do.
+snapinodes() {
+	if [ -z "${AMX_FEWINODES:-}" ]; then
+		echo "SKIP [$WHO]: the snapshot inode check needs the tmpfs of few inodes the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_FEWINODES/$WHO.XXXXXX")
+	S="$HOME/src/few"
+	mkdir -p "$S" "$Q/fill"
+	(cd "$S" && git init -q . && echo hi >README) || { bad "snapinodes: no project"; return; }
+	conf "disk_write = 0" "disk_reserve = 1M"
+	export XDG_DATA_HOME="$Q"
+	OUT=$("$AMX" snapshot -C "$S" </dev/null 2>&1) ||
+	    bad "snapinodes: the first snapshot failed: $OUT"
+	i=0
+	while [ "$(df --output=iavail "$Q" | tail -n 1)" -gt 60 ]; do
+		i=$((i+1)); : >"$Q/fill/h$i" || break
+	done
+	echo more >"$S/more"
+	OUT=$("$AMX" snapshot -C "$S" </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	[1-9]*:*"free inodes, less than the 100 (1% of its inodes, at least 1000 or a tenth) that [limits] disk_reserve keeps free: the snapshot is not written"*"turn the reserve off with disk_reserve = 0 in $XDG_CONFIG_HOME/agentmux/config"*) ok ;;
+	*) bad "snapinodes: a snapshot below the inode reserve: exit $RC: $OUT" ;;
+	esac
+	export XDG_DATA_HOME="$T/xdg/data"
+	rm -rf "$Q" "$S"
+}
+
 # Space claimed without a byte written (fallocate) would pass the write
 # budget, and one call could take the disk past the reserve between two
 # checks: it fails as on a file system without it, and the file holds no
@@ -338,6 +368,7 @@ checks() {
 	reserve
 	snapreserve
 	inodes
+	snapinodes
 }
 
 # The root pass mounts the small filesystem; the user's pass uses it too.
