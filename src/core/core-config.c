@@ -68,7 +68,9 @@ static const char *const config_default_protect[] = { ".envrc",
 	".pre-commit-config.yaml", ".tool-versions", ".mise.toml", "mise.toml",
 	"*.code-workspace", ".cargo/config.toml", ".cargo/config",
 	".yarnrc.yml", ".yarnrc", ".npmrc", ".mvn/jvm.config",
-	".mvn/maven.config", NULL };
+	".mvn/maven.config", ".gemini/settings.json", ".qwen/settings.json",
+	"opencode.json", ".opencode", ".crush.json", ".cursor/mcp.json",
+	".vscode/mcp.json", ".claude/hooks", NULL };
 
 static const char *const config_default_excludes[] = { "node_modules/",
 	".venv/", "venv/", "__pycache__/", "target/", "build/", "dist/",

@@ -82,6 +82,16 @@ util_parse_size(const char *s)
 	return util_parse_unit(s, "kmgt", m, true);
 }
 
+int64_t
+util_inode_reserve(uint64_t files)
+{
+	uint64_t floor = files / 10 < 1000 ? files / 10 : 1000;
+
+	if (files == 0 || files > INT64_MAX)
+		return 0;
+	return (int64_t)(files / 100 > floor ? files / 100 : floor);
+}
+
 const char *
 util_fmt_size(char *buf, size_t len, int64_t bytes)
 {

@@ -161,6 +161,12 @@ int64_t util_mono_us(void);
 int64_t util_parse_duration(const char *);
 /** Parses "512", "64K", "512M", "4G" (binary units) to bytes; -1 on error. */
 int64_t util_parse_size(const char *);
+/**
+ * Free inodes [limits] disk_reserve keeps on a filesystem of FILES inodes
+ * (statvfs f_files): 1% of them, at least 1000 (a tenth on a smaller
+ * one); 0 where the filesystem has no fixed count (btrfs says 0).
+ */
+int64_t util_inode_reserve(uint64_t files);
 /** Formats a byte count as "1.5M" into BUF. */
 const char *util_fmt_size(char *buf, size_t len, int64_t bytes);
 /** Formats a millisecond timestamp as local "YYYY-MM-DD HH:MM:SS". */

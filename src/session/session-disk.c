@@ -31,6 +31,8 @@
 #define SESSION_DISK_TICK_MS 5000
 /* The fastest, when the margin left would be gone in a few ticks. */
 #define SESSION_DISK_MIN_MS 100
+/* Files a fast loop may make in a second (empty ones take inodes, not bytes). */
+#define SESSION_DISK_FAST_FILES 100000.0
 /* What a fast disk (or the page cache in front of it) may take in a second. */
 #define SESSION_DISK_FAST_RATE (2.0 * 1024 * 1024 * 1024)
 /* While the jail's answer (a count, a freeze) is awaited. */
@@ -53,6 +55,7 @@ enum session_disk_reason {
 	SESSION_DISK_BUDGET,
 	SESSION_DISK_RESERVE,
 	SESSION_DISK_UNCOUNTED,       /* processes whose writes cannot be counted */
+	SESSION_DISK_INODES,          /* free inodes under their reserve: stopped */
 };
 
 /* One filesystem whose free space is kept. */
@@ -63,6 +66,9 @@ struct session_disk_fs {
 	int64_t reserve;              /* bytes to keep free here */
 	int64_t free;                 /* at the last look */
 	int64_t was;                  /* at the look before */
+	int64_t files_reserve;        /* free inodes to keep; 0: not counted here */
+	int64_t files;                /* free inodes at the last look */
+	int64_t files_was;            /* at the look before */
 };
 
 struct session_disk {
@@ -145,15 +151,20 @@ session_disk_reserve(const struct config *cf, int64_t total)
 	return cf->limits.disk_reserve;
 }
 
+/* Free bytes and inodes of FS now; its size in bytes and inodes in TOTAL, FILES. */
 static int
-session_disk_statvfs(int fd, int64_t *free, int64_t *total)
+session_disk_statvfs(struct session_disk_fs *fs, int64_t *total,
+    uint64_t *files)
 {
 	struct statvfs sv;
 
-	if (fstatvfs(fd, &sv) == -1)
+	if (fstatvfs(fs->fd, &sv) == -1)
 		return -1;
-	*free = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	fs->free = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	fs->files = sv.f_favail > INT64_MAX ? INT64_MAX :
+	    (int64_t)sv.f_favail;
 	*total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	*files = sv.f_files;
 	return 0;
 }
 
@@ -164,6 +175,7 @@ session_disk_fs_open(struct session_disk *sd, const struct config *cf,
 {
 	struct session_disk_fs *fs = &sd->fs[sd->nfs];
 	struct stat st, other;
+	uint64_t files;
 	int64_t total;
 	char *q;
 	int fd;
@@ -186,7 +198,7 @@ session_disk_fs_open(struct session_disk *sd, const struct config *cf,
 	fs->fd = fd;
 	fs->what = what;
 	fs->path = xstrdup(path);
-	if (session_disk_statvfs(fd, &fs->free, &total) == -1) {
+	if (session_disk_statvfs(fs, &total, &files) == -1) {
 		q = quote_name(path);
 		*cause = xprintf("cannot read the free space of the %s %s: %s",
 		    what, q, strerror(errno));
@@ -196,7 +208,9 @@ session_disk_fs_open(struct session_disk *sd, const struct config *cf,
 		return -1;
 	}
 	fs->was = fs->free;
+	fs->files_was = fs->files;
 	fs->reserve = session_disk_reserve(cf, total);
+	fs->files_reserve = util_inode_reserve(files);
 	sd->nfs++;
 	return 0;
 }
@@ -224,6 +238,37 @@ session_disk_where(void)
 	return q;
 }
 
+/* "the disk of X has N free inodes, ...": FS's inodes under their reserve. */
+static char *
+session_disk_files(const struct session_disk_fs *fs)
+{
+	char *q = quote_name(fs->path), *msg;
+
+	msg = xprintf("the disk of %s has %lld free inodes, less than the %lld "
+	    "(1%% of its inodes, at least 1000 or a tenth) that [limits] "
+	    "disk_reserve keeps free", q, (long long)fs->files,
+	    (long long)fs->files_reserve);
+	free(q);
+	return msg;
+}
+
+/* Why a session cannot start in PROJECT: FS is short of inodes. */
+static char *
+session_disk_no_files(const char *project, const struct session_disk_fs *fs)
+{
+	char *conf = session_disk_where(), *q = quote_name(project), *what;
+	char *msg;
+
+	what = session_disk_files(fs);
+	msg = xprintf("cannot start a session in %s: %s; remove files you do "
+	    "not need there (many small or empty files take the inodes), or "
+	    "turn the reserve off with disk_reserve = 0 in %s", q, what, conf);
+	free(what);
+	free(q);
+	free(conf);
+	return msg;
+}
+
 /* A session can start only with its filesystems above their reserve. */
 int
 session_disk_check(struct session_ctx *ctx, const char *project,
@@ -246,6 +291,11 @@ session_disk_check(struct session_ctx *ctx, const char *project,
 		return -1;
 	}
 	for (i = 0; i < sd.nfs && rc == 0; i++) {
+		if (sd.fs[i].files < sd.fs[i].files_reserve) {
+			*cause = session_disk_no_files(project, &sd.fs[i]);
+			rc = -1;
+			continue;
+		}
 		if (sd.fs[i].free >= sd.fs[i].reserve)
 			continue;
 		free_s = session_disk_size(sd.fs[i].free);
@@ -325,6 +375,12 @@ session_disk_describe(struct session_disk *sd)
 		b = session_disk_size(fs->free / 2);
 		sd->more = xprintf("down to %s free", b);
 		break;
+	case SESSION_DISK_INODES:
+		a = session_disk_files(fs);
+		b = NULL;
+		sd->message = xprintf("session %lld is frozen: %s", id, a);
+		sd->more = xstrdup("");
+		break;
 	case SESSION_DISK_UNCOUNTED:
 	default:
 		a = xprintf("%u", sd->unread);
@@ -368,6 +424,12 @@ session_disk_stopped(struct session_disk *sd)
 		    "lower disk_reserve in %s (0 turns it off)",
 		    (long long)sd->s->id, what, conf);
 		break;
+	case SESSION_DISK_INODES:
+		msg = xprintf("stopped session %lld: %s; remove the files it "
+		    "made that you do not need (many small or empty files take "
+		    "the inodes), or turn the reserve off with disk_reserve = 0 "
+		    "in %s", (long long)sd->s->id, what, conf);
+		break;
 	case SESSION_DISK_UNCOUNTED:
 	default:
 		msg = xprintf("stopped session %lld: %s; run it with no budget "
@@ -405,7 +467,8 @@ session_disk_reach(struct session_disk *sd, enum session_disk_reason why)
 
 	sd->reason = why;
 	session_disk_describe(sd);
-	if (s->ev.disk == NULL) {
+	/* Out of inodes, nothing the user could allow would help: stopped. */
+	if (s->ev.disk == NULL || why == SESSION_DISK_INODES) {
 		msg = session_disk_stopped(sd);
 		session_disk_stop(sd, msg);
 		free(msg);
@@ -425,23 +488,32 @@ session_disk_reach(struct session_disk *sd, enum session_disk_reason why)
 	session_disk_schedule(sd, SESSION_DISK_POLL_MS);
 }
 
-/* True (and the one in sd->hit) if a filesystem is below its reserve. */
+/*
+ * True (the one in sd->hit, what in WHY) if a filesystem is below its
+ * reserve of bytes or of inodes.
+ */
 static bool
-session_disk_reserve_hit(struct session_disk *sd)
+session_disk_reserve_hit(struct session_disk *sd,
+    enum session_disk_reason *why)
 {
 	struct session_disk_fs *fs;
+	uint64_t files;
 	int64_t total;
 	size_t i;
 
 	for (i = 0; i < sd->nfs; i++) {
 		fs = &sd->fs[i];
 		fs->was = fs->free;
-		if (session_disk_statvfs(fs->fd, &fs->free, &total) == -1)
+		fs->files_was = fs->files;
+		if (session_disk_statvfs(fs, &total, &files) == -1)
 			continue;
-		if (fs->reserve > 0 && fs->free < fs->reserve) {
-			sd->hit = i;
+		sd->hit = i;
+		*why = SESSION_DISK_INODES;
+		if (fs->files < fs->files_reserve)
 			return true;
-		}
+		*why = SESSION_DISK_RESERVE;
+		if (fs->reserve > 0 && fs->free < fs->reserve)
+			return true;
 	}
 	return false;
 }
@@ -455,6 +527,17 @@ session_disk_ms(int64_t margin, double rate)
 {
 	if (rate < SESSION_DISK_FAST_RATE)
 		rate = SESSION_DISK_FAST_RATE;
+	if (margin <= 0)
+		return 0;
+	return (int64_t)((double)margin / rate * 500.0);
+}
+
+/* Half the time MARGIN inodes take to go at RATE a second, or a fast loop's. */
+static int64_t
+session_disk_files_ms(int64_t margin, double rate)
+{
+	if (rate < SESSION_DISK_FAST_FILES)
+		rate = SESSION_DISK_FAST_FILES;
 	if (margin <= 0)
 		return 0;
 	return (int64_t)((double)margin / rate * 500.0);
@@ -499,6 +582,14 @@ session_disk_interval(struct session_disk *sd, uint64_t host, int64_t now)
 		t = session_disk_ms(fs->free - fs->reserve, rate);
 		ms = t < ms ? t : ms;
 	}
+	for (i = 0; i < sd->nfs; i++) {
+		fs = &sd->fs[i];
+		if (fs->files_reserve <= 0)
+			continue;
+		rate = dt > 0 ? (double)(fs->files_was - fs->files) / dt : 0;
+		t = session_disk_files_ms(fs->files - fs->files_reserve, rate);
+		ms = t < ms ? t : ms;
+	}
 	sd->tick_us = now;
 	sd->tick_host = known ? host : 0;
 	return ms < SESSION_DISK_MIN_MS ? SESSION_DISK_MIN_MS : (int)ms;
@@ -540,6 +631,7 @@ session_disk_watch(struct session_disk *sd)
 {
 	struct session *s = sd->s;
 	struct jail_written w;
+	enum session_disk_reason why;
 	int64_t now = util_mono_us();
 	char *cause = NULL;
 	uint64_t host;
@@ -547,8 +639,8 @@ session_disk_watch(struct session_disk *sd)
 	if (sd->counting && jail_count_poll(s->jail, &w) == 1 &&
 	    !session_disk_counted(sd, &w))
 		return;
-	if (session_disk_reserve_hit(sd)) {
-		session_disk_reach(sd, SESSION_DISK_RESERVE);
+	if (session_disk_reserve_hit(sd, &why)) {
+		session_disk_reach(sd, why);
 		return;
 	}
 	host = session_disk_host();
@@ -735,6 +827,7 @@ void
 session_disk_answer(struct session *s, bool go_on)
 {
 	struct session_disk *sd = s->disk;
+	enum session_disk_reason why;
 	char *cause = NULL, *msg;
 
 	if (sd == NULL || sd->state != SESSION_DISK_ASKING)
@@ -750,9 +843,9 @@ session_disk_answer(struct session *s, bool go_on)
 		sd->budget += sd->step;
 	else if (sd->reason == SESSION_DISK_RESERVE) {
 		/* Unless space was freed meanwhile, half of what is left may go. */
-		if (!session_disk_reserve_hit(sd))
+		if (!session_disk_reserve_hit(sd, &why))
 			sd->hit = 0;
-		else
+		else if (why == SESSION_DISK_RESERVE)
 			sd->fs[sd->hit].reserve = sd->fs[sd->hit].free / 2;
 	} else
 		sd->unread_ok = sd->unread;

@@ -685,6 +685,17 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".npmrc", "npm obeys it (node-options, script-shell)" },
 	{ ".mvn/jvm.config", "Maven passes its options to the JVM" },
 	{ ".mvn/maven.config", "Maven obeys its options" },
+	{ ".gemini/settings.json", "Gemini CLI starts the MCP servers and "
+	    "runs the hooks it names" },
+	{ ".qwen/settings.json", "Qwen Code starts the MCP servers it names" },
+	{ "opencode.json", "opencode starts the MCP servers and runs the "
+	    "commands it names" },
+	{ ".opencode", "opencode loads its plugins, agents and commands" },
+	{ ".crush.json", "Crush starts the MCP servers it names" },
+	{ ".cursor/mcp.json", "Cursor starts the MCP servers it names" },
+	{ ".vscode/mcp.json", "VS Code starts the MCP servers it names" },
+	{ ".claude/hooks", "Claude Code runs the hook scripts its settings "
+	    "name" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */
@@ -834,6 +845,87 @@ snap_plant_attributes(const char *rel)
 	    strcmp(rel, ".git/info/attributes") == 0;
 }
 
+/*
+ * REL is a leading dir of PATTERN where the list puts it or deeper
+ * (".vscode" or "app/.vscode" for .vscode/tasks.json): a link there
+ * leads every tool to what the session put behind it.
+ */
+static bool
+snap_plant_lead_of(const char *pattern, const char *rel)
+{
+	const char *base = pattern, *slash, *s;
+	bool git = strncmp(pattern, ".git/", 5) == 0, any = false;
+	char *prefix;
+	bool m = false;
+
+	if (strncmp(base, "**/", 3) == 0) {
+		base += 3;
+		any = true;
+	}
+	for (slash = strchr(base, '/'); slash != NULL && !m;
+	    slash = strchr(slash + 1, '/')) {
+		prefix = xstrndup(base, (size_t)(slash - base));
+		m = fnmatch(prefix, rel, FNM_PATHNAME) == 0;
+		for (s = strchr(rel, '/'); s != NULL && !m && (any || !git);
+		    s = strchr(s + 1, '/'))
+			m = fnmatch(prefix, s + 1, FNM_PATHNAME) == 0;
+		free(prefix);
+	}
+	return m;
+}
+
+/* The watched pattern link REL is, lies in or leads to, or NULL. */
+static const char *
+snap_plant_link_watched(const struct snap_plant_opts *o, const char *rel)
+{
+	const char *pattern;
+	size_t i;
+
+	if ((pattern = snap_plant_watched(o, rel)) != NULL)
+		return pattern;
+	for (i = 0; i < nitems(snap_plant_always); i++) {
+		if (snap_plant_lead_of(snap_plant_always[i], rel))
+			return snap_plant_always[i];
+	}
+	for (i = 0; i < o->nwatch; i++) {
+		if (snap_plant_lead_of(o->watch[i], rel))
+			return o->watch[i];
+	}
+	if (o->hooks != NULL && snap_plant_lead_of(o->hooks, rel))
+		return o->hooks;
+	return NULL;
+}
+
+/*
+ * A link the session made or changed where a protected file or a dir on
+ * its way is (".vscode" -> cfg): the user's tools read what it leads to.
+ * Told with its target as written, never followed.
+ */
+static void
+snap_plant_watch_link(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, const char *rel)
+{
+	char target[PATH_MAX], *q, *qt, *qp;
+	const char *pattern;
+	ssize_t n;
+
+	if ((pattern = snap_plant_link_watched(o, rel)) == NULL)
+		return;
+	if ((n = readlinkat(projfd, rel, target, sizeof target - 1)) < 0)
+		n = 0;
+	target[n] = '\0';
+	q = snap_nested_quote(rel);
+	qt = snap_nested_quote(target);
+	qp = snap_nested_quote(pattern);
+	strv_addf(&res->watched, "%s changed in the session: a link, to %s, "
+	    "where the protected %s is or lies (%s); agentmux did not follow "
+	    "it: read what it leads to before you use it, or remove it",
+	    q, qt, qp, snap_plant_tool(o, pattern));
+	free(qp);
+	free(qt);
+	free(q);
+}
+
 static void
 snap_plant_watch(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd, const char *rel,
@@ -841,8 +933,13 @@ snap_plant_watch(const struct snap_plant_opts *o,
 {
 	char *q;
 
-	if (S_ISDIR(st->st_mode) || !snap_nested_changed(st, o->since) ||
-	    snap_plant_watched(o, rel) == NULL)
+	if (S_ISDIR(st->st_mode) || !snap_nested_changed(st, o->since))
+		return;
+	if (S_ISLNK(st->st_mode)) {
+		snap_plant_watch_link(o, res, projfd, rel);
+		return;
+	}
+	if (snap_plant_watched(o, rel) == NULL)
 		return;
 	if (snap_plant_attributes(rel) && !snap_plant_names_driver(projfd, rel))
 		return;

@@ -1715,6 +1715,28 @@ snap_take_begin(struct snap_take *t, bool fresh)
 /* How long a stop waits for each git it killed to be gone. */
 #define SNAP_TAKE_KILL_WAIT_MS 2000
 
+/* Why the snapshot stops: the disk of R's repository is short of inodes. */
+static int
+snap_take_no_files(const struct snap_repo *r, const struct statvfs *sv,
+    char **why)
+{
+	char *q = quote_name(r->gitdir), *conf = path_config_file(), *cq;
+
+	cq = quote_name(conf);
+	*why = xprintf("the disk of %s has %llu free inodes, less than the "
+	    "%lld (1%% of its inodes, at least 1000 or a tenth) that [limits] "
+	    "disk_reserve keeps free: the snapshot is not written (the files "
+	    "it was writing are removed); remove files you do not need there "
+	    "(many small or empty files take the inodes) and take it again "
+	    "(agentmux snapshot), or turn the reserve off with disk_reserve = "
+	    "0 in %s", q, (unsigned long long)sv->f_favail,
+	    (long long)util_inode_reserve(sv->f_files), cq);
+	free(q);
+	free(conf);
+	free(cq);
+	return -1;
+}
+
 /*
  * 0 if the own repository's disk has more free than the reserve; else -1
  * with *WHY (what, how much, what to do). A disk that cannot be read is
@@ -1731,6 +1753,8 @@ snap_take_room(struct snap_take *t, char **why)
 	if ((r->reserve == 0 && r->reserve_pct == 0) ||
 	    statvfs(r->gitdir, &sv) == -1)
 		return 0;
+	if ((int64_t)sv.f_favail < util_inode_reserve(sv.f_files))
+		return snap_take_no_files(r, &sv, why);
 	free_ = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
 	total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
 	reserve = r->reserve_pct > 0 ? total / 100 * r->reserve_pct :

@@ -40,6 +40,17 @@ test_sizes(void **state)
 	assert_int_equal(util_parse_size("99999999999999T"), -1);
 }
 
+/* The free inodes disk_reserve keeps: 1%, at least 1000 or a tenth; none unknown. */
+static void
+test_inode_reserve(void **state)
+{
+	assert_int_equal(util_inode_reserve(0), 0);
+	assert_int_equal(util_inode_reserve(1000), 100);
+	assert_int_equal(util_inode_reserve(50000), 1000);
+	assert_int_equal(util_inode_reserve(10000000), 100000);
+	assert_int_equal(util_inode_reserve(UINT64_MAX), 0);
+}
+
 static void
 test_json(void **state)
 {
@@ -218,6 +229,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_inode_reserve),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_words),
 		cmocka_unit_test(test_edit_distance),

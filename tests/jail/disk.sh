@@ -147,6 +147,74 @@ reserve() {
 	rm -rf "$Q"
 }
 
+# Inodes on a filesystem of 1000 (AMX_FEWINODES, a tmpfs the root pass
+# mounts): empty files take no space, the reserve keeps 100 of them (a
+# tenth of so few). The loop would make 2000; it is stopped, told why, and
+# the disk keeps inodes. Below the reserve already, no session starts.
+inodes() {
+	if [ -z "${AMX_FEWINODES:-}" ]; then
+		echo "SKIP [$WHO]: the inode checks need the tmpfs of few inodes the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_FEWINODES/$WHO.XXXXXX")
+	(cd "$Q" && git init -q . && echo hi >README) ||
+	    { bad "inodes: no project on the small fs"; return; }
+	conf "disk_write = 0" "disk_reserve = 1M"
+	OUT=$("$AMX" run -C "$Q" -- sh -c 'mkdir w && i=0; while [ $i -lt 400 ];
+	    do i=$((i+1)); touch w/a$i w/b$i w/c$i w/d$i w/e$i || exit 3;
+	    sleep 0.01; done; echo made-all' </dev/null 2>&1)
+	RC=$?
+	stopped "inodes" "stopped session "
+	case $OUT in
+	*"the disk of $Q has "*" free inodes, less than the 100 (1% of its inodes, at least 1000 or a tenth) that [limits] disk_reserve keeps free; remove the files it made that you do not need (many small or empty files take the inodes), or turn the reserve off with disk_reserve = 0 in $XDG_CONFIG_HOME/agentmux/config"*) ok ;;
+	*) bad "inodes: no word of the inodes: $OUT" ;;
+	esac
+	free=$(df --output=iavail "$Q" | tail -n 1)
+	[ "$free" -gt 20 ] && ok || bad "inodes: the disk was left with $free inodes"
+	# Below the reserve already: the session does not start.
+	i=0
+	while [ "$(df --output=iavail "$Q" | tail -n 1)" -gt 50 ]; do
+		i=$((i+1)); : >"$Q/w/h$i" || break
+	done
+	OUT=$("$AMX" run -C "$Q" -- true </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	"1:agentmux: cannot start a session in $Q: the disk of $Q has "*" free inodes, less than the 100 "*"; remove files you do not need there"*) ok ;;
+	*) bad "inodes: a start below the reserve: exit $RC: $OUT" ;;
+	esac
+	rm -rf "$Q"
+}
+
+# A snapshot into a data dir on the disk of few inodes, below their
+# reserve: refused, saying why and what to do.
+snapinodes() {
+	if [ -z "${AMX_FEWINODES:-}" ]; then
+		echo "SKIP [$WHO]: the snapshot inode check needs the tmpfs of few inodes the root pass mounts"
+		return
+	fi
+	Q=$(mktemp -d "$AMX_FEWINODES/$WHO.XXXXXX")
+	S="$HOME/src/few"
+	mkdir -p "$S" "$Q/fill"
+	(cd "$S" && git init -q . && echo hi >README) || { bad "snapinodes: no project"; return; }
+	conf "disk_write = 0" "disk_reserve = 1M"
+	export XDG_DATA_HOME="$Q"
+	OUT=$("$AMX" snapshot -C "$S" </dev/null 2>&1) ||
+	    bad "snapinodes: the first snapshot failed: $OUT"
+	i=0
+	while [ "$(df --output=iavail "$Q" | tail -n 1)" -gt 60 ]; do
+		i=$((i+1)); : >"$Q/fill/h$i" || break
+	done
+	echo more >"$S/more"
+	OUT=$("$AMX" snapshot -C "$S" </dev/null 2>&1)
+	RC=$?
+	case "$RC:$OUT" in
+	[1-9]*:*"free inodes, less than the 100 (1% of its inodes, at least 1000 or a tenth) that [limits] disk_reserve keeps free: the snapshot is not written"*"turn the reserve off with disk_reserve = 0 in $XDG_CONFIG_HOME/agentmux/config"*) ok ;;
+	*) bad "snapinodes: a snapshot below the inode reserve: exit $RC: $OUT" ;;
+	esac
+	export XDG_DATA_HOME="$T/xdg/data"
+	rm -rf "$Q" "$S"
+}
+
 # Space claimed without a byte written (fallocate) would pass the write
 # budget, and one call could take the disk past the reserve between two
 # checks: it fails as on a file system without it, and the file holds no
@@ -299,6 +367,8 @@ checks() {
 	noalloc
 	reserve
 	snapreserve
+	inodes
+	snapinodes
 }
 
 # The root pass mounts the small filesystem; the user's pass uses it too.
@@ -307,9 +377,19 @@ if [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if mount -t tmpfs -o size=256m,mode=1777 tmpfs "$SMALL"; then
 		AMX_SMALLFS=$SMALL
 		export AMX_SMALLFS
-		trap 'umount "$SMALL"; rmdir "$SMALL"' EXIT
 	else
 		rmdir "$SMALL"
+		SMALL=
 	fi
+	FEW=$(mktemp -d /tmp/amx-fewinodes.XXXXXX) || exit 1
+	if mount -t tmpfs -o size=64m,nr_inodes=1000,mode=1777 tmpfs "$FEW"; then
+		AMX_FEWINODES=$FEW
+		export AMX_FEWINODES
+	else
+		rmdir "$FEW"
+		FEW=
+	fi
+	trap '[ -z "$SMALL" ] || { umount "$SMALL"; rmdir "$SMALL"; };
+	    [ -z "$FEW" ] || { umount "$FEW"; rmdir "$FEW"; }' EXIT
 fi
 jail_main "$@"

@@ -114,7 +114,7 @@ jail_main() {
 		WHO=user
 		AMX=$AGENTMUX
 		jail_setup
-		checks
+		jail_checks
 		jail_cleanup
 		echo "[$WHO] $PASSES passed, $FAILS failed"
 		[ "$FAILS" = 0 ]
@@ -123,7 +123,7 @@ jail_main() {
 	AMX=$AGENTMUX
 	if [ "$(id -u)" = 0 ]; then
 		jail_setup
-		checks
+		jail_checks
 		jail_cleanup
 		echo "[root] $PASSES passed, $FAILS failed"
 		rootfails=$FAILS
@@ -133,10 +133,19 @@ jail_main() {
 	fi
 	WHO=user
 	jail_setup
-	checks
+	jail_checks
 	jail_cleanup
 	echo "[$WHO] $PASSES passed, $FAILS failed (the root pass needs root)"
 	[ "$FAILS" = 0 ]
+}
+
+# The script's checks, or those AMX_CHECKS names.
+jail_checks() {
+	if [ -z "${AMX_CHECKS:-}" ]; then
+		checks
+		return
+	fi
+	for c in $AMX_CHECKS; do "$c"; done
 }
 
 jail_as_user() {
@@ -152,6 +161,7 @@ jail_as_user() {
 	    env -i PATH="$PATH" AGENTMUX="$S/bin/agentmux" \
 	    AMX_ESCAPE="$S/bin/amx-escape" AGENTMUX_SHARE="$S/share" \
 	    AMX_SMALLFS="${AMX_SMALLFS:-}" AMX_CHECKS="${AMX_CHECKS:-}" \
+	    AMX_FEWINODES="${AMX_FEWINODES:-}" \
 	    AMX_UPSTREAM="$S/upstream.py" \
 	    TMPDIR=/tmp sh "$S/$(basename "$JAIL_SCRIPT")" --as-user || rc=1
 	userdel "$U" 2>/dev/null

