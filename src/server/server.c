@@ -65,9 +65,49 @@ struct server {
 	char *cf_hash;                /* the newest's file (server_config_hash) */
 	time_t cf_time;               /* when it was loaded */
 	bool killed;                  /* by agentmux kill-server */
+	int dirfd;                    /* the socket's directory */
+	const char *name;             /* the socket's name there */
+	struct stat sock_st;          /* the socket file this server made */
+	bool sock_known;
 };
 
 static void server_check_arm(struct server *);
+static void server_pid_write(int dirfd, const char *name, bool remove);
+
+/*
+ * Whether NAME in the socket's directory is still the socket this server
+ * made: once it stopped listening, a client may start a new server there,
+ * whose socket and pid file are not this one's to remove.
+ */
+static bool
+server_sock_ours(const struct server *sv)
+{
+	struct stat st;
+
+	return sv->sock_known && fstatat(sv->dirfd, sv->name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == sv->sock_st.st_dev &&
+	    st.st_ino == sv->sock_st.st_ino;
+}
+
+/*
+ * Ending (kill-server): new clients find no server from here on and start
+ * one, instead of attaching to this one while it ends its sessions.
+ */
+static void
+server_stop_listening(struct server *sv)
+{
+	if (sv->lfd == -1)
+		return;
+	event_del(sv->accept_ev);
+	if (server_sock_ours(sv)) {
+		if (unlinkat(sv->dirfd, sv->name, 0) == -1)
+			log_warn("cannot remove the socket %s", sv->name);
+		server_pid_write(sv->dirfd, sv->name, true);
+	}
+	sv->sock_known = false;
+	close(sv->lfd);
+	sv->lfd = -1;
+}
 
 static void
 server_client_free(struct server_client *c)
@@ -652,6 +692,7 @@ server_command_run(struct server *sv, const struct strv *kv, char **text,
 	}
 	if (strcmp(cmd, "kill-server") == 0) {
 		sv->killed = true;
+		server_stop_listening(sv);
 		tui_end(sv->t);
 		return 0;
 	}
@@ -1175,6 +1216,11 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	if (chdir("/") == -1)
 		fatal("chdir /");
 	sv.lfd = lfd;
+	sv.dirfd = dirfd;
+	sv.name = name;
+	/* Bound by the client that started it, under the directory's lock. */
+	sv.sock_known = fstatat(dirfd, name, &sv.sock_st,
+	    AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(sv.sock_st.st_mode);
 	sv.started_us = util_mono_us();
 	server_config_loaded(&sv, cf);
 	sv.base = proc_base();
@@ -1199,16 +1245,19 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	event_add(sv.check_ev, &tv);
 	event_base_dispatch(sv.base);
 	/* New clients find no server (and start one) from here on. */
-	if (unlinkat(dirfd, name, 0) == -1)
-		log_warn("cannot remove the socket %s", name);
-	server_pid_write(dirfd, name, true);
+	if (server_sock_ours(&sv)) {
+		if (unlinkat(dirfd, name, 0) == -1)
+			log_warn("cannot remove the socket %s", name);
+		server_pid_write(dirfd, name, true);
+	}
 	close(dirfd);
 	rc = server_finish(&sv);
 	event_free(sv.accept_ev);
 	event_free(sv.check_ev);
 	/* Clients let go from here on do not arm it. */
 	sv.check_ev = NULL;
-	close(lfd);
+	if (sv.lfd != -1)
+		close(sv.lfd);
 	tui_free(sv.t);
 	sv.t = NULL;
 	log_set_hook(server_log_hook, &sv);
