@@ -340,6 +340,8 @@ session_guard_stale_done(void *arg, struct strv *alerts)
 	struct session *s = arg;
 	size_t i;
 
+	/* Its caller touches it no more once this is called. */
+	snap_stale_free(s->guard_stale);
 	s->guard_stale = NULL;
 	for (i = 0; i < alerts->n; i++)
 		session_guard_alert_late(s, "protected", alerts->v[i]);

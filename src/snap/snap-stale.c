@@ -74,13 +74,20 @@ snap_stale_entry_next(const char **p, const char *end,
  * of each): the same type and executable bit, times, inode, owner, size.
  */
 static bool
-snap_stale_stat_clean(int projfd, int64_t since,
+snap_stale_stat_clean(int projfd, int64_t since, int64_t index_mtime,
     const struct snap_stale_entry *e)
 {
 	struct stat st;
 	bool same;
 	int fd;
 
+	/*
+	 * Racily clean (recorded in the second the index was written, or
+	 * after): git reads such a file again whatever its stat data says, so
+	 * nothing is hidden (a file edited in the second it was committed).
+	 */
+	if (index_mtime < 0 || (int64_t)e->mtime >= index_mtime)
+		return false;
 	fd = path_open_beneath(projfd, e->path, O_PATH | O_NOFOLLOW, 0);
 	if (fd == -1)
 		return false;
@@ -152,11 +159,16 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 	const char *p, *end, *at;
 	const char *oid;
 	size_t told = 0, more = 0;
+	struct stat ist;
+	int64_t index_mtime;
 	int projfd, rc;
 
 	if (index->data == NULL || tree->data == NULL || (projfd =
 	    open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
+	/* The index as git status would read it now: its time decides what is racy. */
+	index_mtime = fstatat(projfd, ".git/index", &ist,
+	    AT_SYMLINK_NOFOLLOW) == 0 ? (int64_t)ist.st_mtim.tv_sec : -1;
 	p = index->data;
 	end = index->data + index->len;
 	at = tree->data;
@@ -167,7 +179,7 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 		oid = snap_stale_tree_oid(tree, &at, e.path);
 		if (oid == NULL || strncmp(oid, e.oid, strlen(e.oid)) == 0 ||
 		    oid[strlen(e.oid)] != '\t' ||
-		    !snap_stale_stat_clean(projfd, since, &e))
+		    !snap_stale_stat_clean(projfd, since, index_mtime, &e))
 			continue;
 		if (told++ < SNAP_STALE_TELL)
 			snap_stale_tell(e.path, out);
