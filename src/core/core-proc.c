@@ -674,6 +674,8 @@ proc_free(struct proc *p)
 /* The process's one event loop, and the process it was made in. */
 static struct event_base *proc_main;
 static pid_t proc_main_pid;
+/* A parent's loop, kept (not freed, not lost) in a child forked after it. */
+static struct event_base *proc_inherited;
 
 struct event_base *
 proc_base(void)
@@ -684,6 +686,8 @@ proc_base(void)
 	 * is left alone, not freed, for freeing it would touch that state.
 	 */
 	if (proc_main == NULL || proc_main_pid != getpid()) {
+		if (proc_main != NULL)
+			proc_inherited = proc_main;
 		if ((proc_main = event_base_new()) == NULL)
 			fatalx("cannot create the event loop: libevent found "
 			    "no usable backend (is /dev/epoll or poll "

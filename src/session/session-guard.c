@@ -292,9 +292,12 @@ session_guard_blind_tell(struct session *s)
 		session_guard_alert_late(s, "protected", found.v[i]);
 	strv_free(&found);
 	snap_blind_free(&s->guard_blind);
-	snap_blind_init(&s->guard_blind);
 	snap_blind_free(&s->guard_blind_now);
-	snap_blind_init(&s->guard_blind_now);
+	/* A session freed meanwhile left them to this read (session_free). */
+	if (!s->freed) {
+		snap_blind_init(&s->guard_blind);
+		snap_blind_init(&s->guard_blind_now);
+	}
 }
 
 /* The end's git ls-files is over: told, and done may come. */
