@@ -675,7 +675,7 @@ proc_free(struct proc *p)
 static struct event_base *proc_main;
 static pid_t proc_main_pid;
 /* A parent's loop, kept (not freed, not lost) in a child forked after it. */
-static struct event_base *proc_inherited;
+static struct event_base *volatile proc_inherited;
 
 struct event_base *
 proc_base(void)

@@ -662,7 +662,7 @@ snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
 		sr.out = out;
 		sr.gitfd = -1;
 		strv_init(&sr.present);
-		strv_init(&sr.now);
+		/* sr.now is made by snap_hist_refs (zeroed: freeing it is a no-op). */
 		if (snap_refs_nested_one(&sr, &h->v[i]) == -1)
 			failed++;
 		failed += sr.failed;
