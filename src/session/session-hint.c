@@ -157,7 +157,8 @@ session_hint_file_root(struct session *s, bool home)
  * makes them); *PARENT if it is the file's own dir, with *BASE its name.
  */
 static int
-session_hint_file_dir(struct session *s, bool *parent, const char **base)
+session_hint_file_dir(struct session *s, bool *parent, const char **base,
+    int *depth)
 {
 	const char *rel, *p, *e;
 	char *comp;
@@ -165,6 +166,7 @@ session_hint_file_dir(struct session *s, bool *parent, const char **base)
 	int fd, next;
 
 	*parent = false;
+	*depth = 0;
 	if ((rel = session_hint_file_rel(s, &home)) == NULL ||
 	    (fd = session_hint_file_root(s, home)) == -1)
 		return -1;
@@ -177,6 +179,7 @@ session_hint_file_dir(struct session *s, bool *parent, const char **base)
 			return fd;
 		close(fd);
 		fd = next;
+		(*depth)++;
 	}
 	*parent = true;
 	*base = p;
@@ -199,13 +202,14 @@ session_hint_file_watch(struct session *s, bool *exists)
 	const char *base;
 	char link[64];
 	bool parent;
-	int fd, wd;
+	int fd, wd, depth, now, tries = 0;
 
+again:
 	if (s->st_hf_wd != -1)
 		inotify_rm_watch(s->st_hf_fd, s->st_hf_wd);
 	s->st_hf_wd = -1;
 	s->st_hf_parent = false;
-	if ((fd = session_hint_file_dir(s, &parent, &base)) == -1)
+	if ((fd = session_hint_file_dir(s, &parent, &base, &depth)) == -1)
 		return false;
 	*exists = parent && fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (parent)
@@ -220,7 +224,17 @@ session_hint_file_watch(struct session *s, bool *exists)
 	}
 	s->st_hf_wd = wd;
 	s->st_hf_parent = parent;
-	return parent;
+	/*
+	 * A dir made on the way between the look and the watch told no one:
+	 * looked for again once watched, and watched deeper if it is there.
+	 */
+	if (!parent && tries++ < 64 && (fd = session_hint_file_dir(s, &parent,
+	    &base, &now)) != -1) {
+		close(fd);
+		if (now > depth)
+			goto again;
+	}
+	return s->st_hf_parent;
 }
 
 /* The agent wrote the file: once it reads its terminal, it needs you. */
