@@ -106,6 +106,22 @@ pane_lineinfo_sync(struct pane *vt)
 	}
 }
 
+/*
+ * Keeps the cursor libvterm reports on the grid: with double-width lines
+ * and a resize it can report a column before the first or past the last
+ * (the pane fuzzer found inputs that do), which drawing would index with.
+ */
+static void
+pane_set_cursor(struct pane *vt, VTermPos pos)
+{
+	unsigned sx = pane_grid_sx(vt->cur), sy = pane_grid_sy(vt->cur);
+
+	vt->cx = pos.col < 0 ? 0 : (unsigned)pos.col >= sx ? sx - 1 :
+	    (unsigned)pos.col;
+	vt->cy = pos.row < 0 ? 0 : (unsigned)pos.row >= sy ? sy - 1 :
+	    (unsigned)pos.row;
+}
+
 static int
 pane_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
 {
@@ -115,8 +131,7 @@ pane_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *arg)
 	if (pos.row != vt->flow_row || ((unsigned)pos.col != vt->flow_col &&
 	    (unsigned)pos.col != vt->flow_end))
 		vt->flow = false;
-	vt->cx = (unsigned)pos.col;
-	vt->cy = (unsigned)pos.row;
+	pane_set_cursor(vt, pos);
 	vt->changed = true;
 	return 1;
 }
@@ -620,8 +635,7 @@ pane_resize(struct pane *vt, unsigned sx, unsigned sy)
 	vterm_state_get_cursorpos(vt->state, &pos);
 	if (rows)
 		pane_reset_margins(vt, pos);
-	vt->cx = (unsigned)pos.col;
-	vt->cy = (unsigned)pos.row;
+	pane_set_cursor(vt, pos);
 	vt->changed = true;
 }
 
