@@ -1372,6 +1372,58 @@ snap_history_refname(const char *ref)
 	return xstrdup(ref);
 }
 
+/*
+ * The remote-tracking branch REF the session moved from WAS (NULL: made it)
+ * to V, in red: no fetch reaches a remote from the jail unless the proxy
+ * let it, so it may name a commit the session forged, which the user's
+ * next merge or pull of it would take in.
+ */
+static void
+snap_history_remote(const char *ref, const char *was, const char *v,
+    int64_t session, const char *gitdir, struct strv *alerts)
+{
+	char *name = snap_nested_quote(ref + 13), *qref = snap_nested_quote(ref);
+
+	if (was != NULL)
+		strv_addf(alerts, "the session moved the remote-tracking branch "
+		    "%s in %s from %s to %s: no fetch reaches a remote from the "
+		    "jail unless the proxy let it, so it may name a commit the "
+		    "session forged, which your next 'git merge %s' or 'git "
+		    "pull' would take in; 'agentmux undo %lld --refs' puts it "
+		    "back, or run 'git fetch' again before you use it", name,
+		    gitdir, was, v, name, (long long)session);
+	else
+		strv_addf(alerts, "the session made the remote-tracking branch "
+		    "%s in %s (at %s): no fetch reaches a remote from the jail "
+		    "unless the proxy let it, so it may name a commit the "
+		    "session forged, which a 'git merge %s' would take in; "
+		    "delete it ('git update-ref -d %s') or run 'git fetch' "
+		    "again before you use it", name, gitdir, v, name, qref);
+	free(qref);
+	free(name);
+}
+
+/* Remote-tracking branches the session made or moved (compared with those of the start), in red. */
+static void
+snap_history_remotes(const struct strv *start, const struct strv *now,
+    int64_t session, const char *gitdir, struct strv *alerts)
+{
+	const char *was, *v;
+	char *ref;
+	size_t i;
+
+	for (i = 0; i < now->n; i++) {
+		if (strncmp(now->v[i], "refs/remotes/", 13) != 0)
+			continue;
+		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
+		v = now->v[i] + strlen(ref) + 1;
+		was = snap_hist_value(start, ref);
+		if (was == NULL || strcmp(was, v) != 0)
+			snap_history_remote(ref, was, v, session, gitdir, alerts);
+		free(ref);
+	}
+}
+
 /* Refs that existed at the start and are gone, or tags that moved: what undo --refs would put back. */
 static void
 snap_history_report(const struct strv *start, const struct strv *now,
@@ -1717,6 +1769,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		    failed.v[i], g->base);
 	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
+		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
 		snap_hist_keep_add(h, g, &start, &now);
 	}
 	strv_free(&start);

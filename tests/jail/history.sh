@@ -301,6 +301,32 @@ nested_bare() {
 	    bad "nested_bare: the separate git dir is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
 }
 
+# A remote-tracking branch moved to a forged commit (the user's next
+# `git merge origin/master` would take it in), or made, is said in red
+# with the old and new ids; undo --refs puts the moved one back. A session
+# that leaves them alone says nothing of them.
+remote_moved() {
+	fresh_repo
+	(cd "$P" && git remote add origin https://example.invalid/r.git &&
+	    git update-ref refs/remotes/origin/master HEAD) || exit 1
+	old=$(git -C "$P" rev-parse refs/remotes/origin/master)
+	jrun -- sh -c 'git status >/dev/null; echo quiet'
+	case $OUT in *quiet*) ok ;; *) bad "remote_moved: the quiet session did not run: $OUT" ;; esac
+	case $OUT in *remote-tracking*) bad "remote_moved: untouched remote refs told: $OUT" ;; *) ok ;; esac
+	jrun -- sh -c 'c=$(git -c user.email=a@b -c user.name=a commit-tree 	    "HEAD^{tree}" -p HEAD -m forged) && git update-ref 	    refs/remotes/origin/master $c && git update-ref 	    refs/remotes/origin/evil $c && echo FORGED $c'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^FORGED //p')
+	[ -n "$new" ] && ok || bad "remote_moved: the forging did not run: $OUT"
+	case $OUT in *"moved the remote-tracking branch origin/master"*"from $old to $new"*"undo"*"--refs"*"git fetch"*) ok ;;
+	*) bad "remote_moved: a moved remote-tracking branch was not told: $OUT" ;; esac
+	case $OUT in *"made the remote-tracking branch origin/evil"*"at $new"*) ok ;;
+	*) bad "remote_moved: a made remote-tracking branch was not told: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *tampering*"origin/master"*) ok ;;
+	*) bad "remote_moved: show does not flag it" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P" rev-parse refs/remotes/origin/master)" = "$old" ] && ok ||
+	    bad "remote_moved: undo --refs did not put origin/master back: $out"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -456,6 +482,7 @@ checks() {
 	nested
 	nested_cap
 	nested_bare
+	remote_moved
 	gc_prune
 	git_works
 	during_session
