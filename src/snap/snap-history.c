@@ -828,16 +828,39 @@ snap_history_add(struct snap_history *h, const char *gitdir)
  */
 struct snap_hist_walk {
 	struct strv *out;
+	const char *project;  /* the nested walk's top, or NULL */
+	int projfd;           /* its dir */
 	size_t seen;          /* dirs looked in */
 	size_t left;          /* git dirs found past SNAP_HIST_MAX */
 	size_t deep;          /* dirs too deep to be looked in */
 	bool full;            /* stopped at SNAP_HIST_NEST_MAX dirs */
 };
 
-/* GITDIR found by a walk: protected, or counted as left out past the cap. */
+/* Whether A lies in B's objects dir (their overlays would be mounted one in the other). */
+static bool
+snap_hist_in_objects(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return strncmp(a, b, n) == 0 && strncmp(a + n, "/objects/", 9) == 0;
+}
+
+/*
+ * GITDIR found by a walk: protected, or counted as left out past the cap.
+ * One found twice (a .git file naming a dir the walk finds too) once; one
+ * inside another's objects (a .git file may name any dir) not at all.
+ */
 static void
 snap_hist_found(struct snap_hist_walk *w, const char *gitdir)
 {
+	size_t i;
+
+	for (i = 0; i < w->out->n; i++) {
+		if (strcmp(w->out->v[i], gitdir) == 0 ||
+		    snap_hist_in_objects(gitdir, w->out->v[i]) ||
+		    snap_hist_in_objects(w->out->v[i], gitdir))
+			return;
+	}
 	if (w->out->n < SNAP_HIST_MAX)
 		strv_add(w->out, gitdir);
 	else
@@ -1033,19 +1056,104 @@ snap_history_mark(const char *sessdir, char **cause)
 	return rc;
 }
 
+/* What a walk saw in a dir: its subdirs, and what makes it a git dir. */
+struct snap_hist_dir {
+	struct strv subdirs;
+	bool head;            /* a HEAD, not a dir */
+	bool objects;         /* an objects dir */
+	bool refs;            /* a refs dir */
+	bool dotgit;          /* a .git file */
+};
+
+/* Reads D's entries into SD (no link followed: a link is neither a dir nor a file here). */
+static void
+snap_hist_dir_read(DIR *d, struct snap_hist_dir *sd)
+{
+	struct dirent *de;
+	int type;
+
+	memset(sd, 0, sizeof *sd);
+	strv_init(&sd->subdirs);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		type = snap_hist_type(d, de);
+		if (strcmp(de->d_name, "HEAD") == 0)
+			sd->head = type != DT_DIR;
+		else if (strcmp(de->d_name, "objects") == 0)
+			sd->objects = type == DT_DIR;
+		else if (strcmp(de->d_name, "refs") == 0)
+			sd->refs = type == DT_DIR;
+		else if (strcmp(de->d_name, ".git") == 0 && type == DT_REG)
+			sd->dotgit = true;
+		if (type == DT_DIR)
+			strv_add(&sd->subdirs, de->d_name);
+	}
+}
+
 /*
- * Nested repositories: a dir named .git with a HEAD (a clone inside the
- * project, not a submodule), anywhere in the project but in its own .git,
- * found by a walk that follows no link, into W. Bounded in depth and in
+ * The git dir the .git file in DFD (the dir PATH of the walk) names with
+ * "gitdir: WHERE", if WHERE lies in the project and is a git dir (HEAD,
+ * objects/ and refs/): worked out by name, and opened from the project's
+ * dir without following a link (a way through one is not taken).
+ */
+static void
+snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
+{
+	struct stat st;
+	struct buf b;
+	char *abs, *norm;
+	size_t n = strlen(w->project);
+	int fd;
+
+	buf_init(&b);
+	if (snap_hist_read(dfd, ".git", &b, SNAP_HIST_REF_MAX) == -1 ||
+	    strncmp(b.data, "gitdir: ", 8) != 0) {
+		buf_free(&b);
+		return;
+	}
+	/* As git reads it: only trailing newlines and returns go. */
+	while (b.len > 8 && (b.data[b.len - 1] == '\n' ||
+	    b.data[b.len - 1] == '\r'))
+		b.data[--b.len] = '\0';
+	abs = b.data[8] == '/' ? xstrdup(b.data + 8) : xprintf("%s/%s", path,
+	    b.data + 8);
+	norm = snap_nested_normal(abs);
+	if (strncmp(norm, w->project, n) == 0 && norm[n] == '/' &&
+	    (fd = path_open_beneath(w->projfd, norm + n + 1, O_RDONLY |
+	    O_DIRECTORY, 0)) != -1) {
+		if (fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode) && fstatat(fd, "objects", &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		    fstatat(fd, "refs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode))
+			snap_hist_found(w, norm);
+		close(fd);
+	}
+	free(norm);
+	free(abs);
+	buf_free(&b);
+}
+
+/*
+ * Nested repositories, found by a walk that follows no link, into W: a
+ * dir named .git with a HEAD (a clone inside the project), any other dir
+ * git takes for a git dir by what it holds (HEAD, objects/ and refs/: a
+ * bare clone, the target of a --separate-git-dir) whatever its name, and
+ * the git dir a .git file names if it lies in the project (below the
+ * bounds, or in the project's own .git), anywhere in the project but in
+ * its own .git. A git dir is not looked into. Bounded in depth and in
  * dirs; what the bounds left out is counted in W.
  */
 static void
 snap_history_nested(int dfd, const char *path, int depth,
     struct snap_hist_walk *w)
 {
-	struct dirent *de;
+	struct snap_hist_dir sd;
 	struct stat st;
+	const char *name;
 	char *sub;
+	size_t i;
 	DIR *d;
 	int fd;
 
@@ -1058,22 +1166,27 @@ snap_history_nested(int dfd, const char *path, int depth,
 		close(dfd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    snap_hist_type(d, de) != DT_DIR)
-			continue;
-		if (!snap_hist_more(w))
-			break;
-		sub = xprintf("%s/%s", path, de->d_name);
-		if (strcmp(de->d_name, ".git") == 0) {
+	snap_hist_dir_read(d, &sd);
+	if (depth > 0 && sd.head && sd.objects && sd.refs) {
+		snap_hist_found(w, path);
+		goto out;
+	}
+	if (sd.dotgit)
+		snap_hist_dotgit(w, dirfd(d), path);
+	for (i = 0; i < sd.subdirs.n && snap_hist_more(w); i++) {
+		name = sd.subdirs.v[i];
+		sub = xprintf("%s/%s", path, name);
+		if (strcmp(name, ".git") == 0) {
 			if (depth > 0 && fstatat(dirfd(d), ".git/HEAD", &st,
 			    AT_SYMLINK_NOFOLLOW) == 0)
 				snap_hist_found(w, sub);
-		} else if ((fd = openat(dirfd(d), de->d_name, O_RDONLY |
+		} else if ((fd = openat(dirfd(d), name, O_RDONLY |
 		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 			snap_history_nested(fd, sub, depth + 1, w);
 		free(sub);
 	}
+out:
+	strv_free(&sd.subdirs);
 	closedir(d);
 }
 
@@ -1124,8 +1237,13 @@ snap_history_begin_at(const char *gitdir, const char *project,
 	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode))
 		strv_add(&dirs, gitdir);
 	if (project != NULL && (fd = open(project, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC)) != -1)
+	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		w.project = project;
+		w.projfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		snap_history_nested(fd, project, 0, &w);
+		if (w.projfd != -1)
+			close(w.projfd);
+	}
 	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
 		modules = xprintf("%s/modules", gitdir);
 		snap_history_modules(modules, 0, &w);
@@ -1252,6 +1370,58 @@ snap_history_refname(const char *ref)
 	if (strncmp(ref, "refs/remotes/", 13) == 0)
 		return xprintf("the remote-tracking branch %s", ref + 13);
 	return xstrdup(ref);
+}
+
+/*
+ * The remote-tracking branch REF the session moved from WAS (NULL: made it)
+ * to V, in red: no fetch reaches a remote from the jail unless the proxy
+ * let it, so it may name a commit the session forged, which the user's
+ * next merge or pull of it would take in.
+ */
+static void
+snap_history_remote(const char *ref, const char *was, const char *v,
+    int64_t session, const char *gitdir, struct strv *alerts)
+{
+	char *name = snap_nested_quote(ref + 13), *qref = snap_nested_quote(ref);
+
+	if (was != NULL)
+		strv_addf(alerts, "the session moved the remote-tracking branch "
+		    "%s in %s from %s to %s: no fetch reaches a remote from the "
+		    "jail unless the proxy let it, so it may name a commit the "
+		    "session forged, which your next 'git merge %s' or 'git "
+		    "pull' would take in; 'agentmux undo %lld --refs' puts it "
+		    "back, or run 'git fetch' again before you use it", name,
+		    gitdir, was, v, name, (long long)session);
+	else
+		strv_addf(alerts, "the session made the remote-tracking branch "
+		    "%s in %s (at %s): no fetch reaches a remote from the jail "
+		    "unless the proxy let it, so it may name a commit the "
+		    "session forged, which a 'git merge %s' would take in; "
+		    "delete it ('git update-ref -d %s') or run 'git fetch' "
+		    "again before you use it", name, gitdir, v, name, qref);
+	free(qref);
+	free(name);
+}
+
+/* Remote-tracking branches the session made or moved (compared with those of the start), in red. */
+static void
+snap_history_remotes(const struct strv *start, const struct strv *now,
+    int64_t session, const char *gitdir, struct strv *alerts)
+{
+	const char *was, *v;
+	char *ref;
+	size_t i;
+
+	for (i = 0; i < now->n; i++) {
+		if (strncmp(now->v[i], "refs/remotes/", 13) != 0)
+			continue;
+		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
+		v = now->v[i] + strlen(ref) + 1;
+		was = snap_hist_value(start, ref);
+		if (was == NULL || strcmp(was, v) != 0)
+			snap_history_remote(ref, was, v, session, gitdir, alerts);
+		free(ref);
+	}
 }
 
 /* Refs that existed at the start and are gone, or tags that moved: what undo --refs would put back. */
@@ -1599,6 +1769,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		    failed.v[i], g->base);
 	if (snap_history_start_refs(g, &start) == 0) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
+		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
 		snap_hist_keep_add(h, g, &start, &now);
 	}
 	strv_free(&start);

@@ -615,6 +615,8 @@ void snap_nested_own_dotgit(struct snap_nested *, const char *rel);
 /* The git dir REL (relative to the project) of repository REPO: config keeps inert keys only, new hooks go. */
 void snap_nested_gitdir(struct snap_nested *, const char *repo,
     const char *rel);
+/* PATH with "." and ".." components worked out by name (no link is looked at); caller frees. */
+char *snap_nested_normal(const char *path);
 /* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
 char *snap_nested_inside(struct snap_nested *, const char *base,
     const char *where);

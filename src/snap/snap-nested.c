@@ -76,8 +76,7 @@ snap_nested_url_ok(const char *value)
 	return n == 0 || strncmp(value + n, "::", 2) != 0;
 }
 
-/* PATH with "." and ".." components worked out (no link is followed); caller frees. */
-static char *
+char *
 snap_nested_normal(const char *path)
 {
 	char *copy = xstrdup(path), *comp, *save = NULL, *slash;

@@ -631,6 +631,20 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	return 0;
 }
 
+/*
+ * Whether GITDIR is the project's own (REAL, its real path) or a
+ * submodule's under its modules: put back with the project's. Another git
+ * dir inside it (the target of a --separate-git-dir) is a nested one.
+ */
+static bool
+snap_refs_own(const char *gitdir, const char *real)
+{
+	size_t n = real != NULL ? strlen(real) : 0;
+
+	return real != NULL && strncmp(gitdir, real, n) == 0 &&
+	    (gitdir[n] == '\0' || strncmp(gitdir + n, "/modules/", 9) == 0);
+}
+
 /* Every nested repository (a git dir in the project that is not its own or a submodule's) whose history the session kept. */
 static int
 snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
@@ -652,8 +666,8 @@ snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
 	len = strlen(r->worktree);
 	for (i = 0; h != NULL && i < h->n; i++) {
 		if (strncmp(h->v[i].gitdir, r->worktree, len) != 0 ||
-		    h->v[i].gitdir[len] != '/' || (real != NULL &&
-		    strncmp(h->v[i].gitdir, real, strlen(real)) == 0))
+		    h->v[i].gitdir[len] != '/' ||
+		    snap_refs_own(h->v[i].gitdir, real))
 			continue;
 		memset(&sr, 0, sizeof sr);
 		sr.r = r;

@@ -263,6 +263,70 @@ nested_cap() {
 	    bad "undo --refs did not put lib back: $out"
 }
 
+# Git dirs not named .git are protected too, found by what they hold: a
+# bare clone in an ignored dir, and the target of a --separate-git-dir kept
+# in the project's own .git (found only through lib/.git's "gitdir:
+# ../.git/lib-sep", relative). Deleted in the jail, each is said in red by
+# name, its objects stay, and undo --refs puts its refs and HEAD back.
+nested_bare() {
+	fresh_repo
+	(cd "$P" && echo backups/ >.gitignore && git add .gitignore &&
+	    git commit -qm ignore && git clone -q --bare . backups/p.git &&
+	    git init -q -b trunk --separate-git-dir "$P/.git/lib-sep" lib &&
+	    echo 'gitdir: ../.git/lib-sep' >lib/.git && cd lib &&
+	    git config user.email t@x && git config user.name t &&
+	    echo 1 >a && git add a && git commit -qm one && git tag t1) || exit 1
+	bhead=$(git -C "$P/backups/p.git" rev-parse HEAD)
+	brefs=$(git -C "$P/backups/p.git" for-each-ref --format='%(refname) %(objectname)')
+	lhead=$(git -C "$P/lib" rev-parse HEAD)
+	lrefs=$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')
+	jrun -- sh -c 'rm -rf backups .git/lib-sep 2>/dev/null; echo removed'
+	case $OUT in *removed*) ok ;; *) bad "nested_bare: rm -rf did not run: $OUT" ;; esac
+	case $OUT in *"deleted the git repository $P/backups/p.git"*) ok ;;
+	*) bad "nested_bare: deleting a bare clone was not told: $OUT" ;; esac
+	case $OUT in *"deleted the git repository $P/.git/lib-sep"*) ok ;;
+	*) bad "nested_bare: deleting a --separate-git-dir was not told: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *tampering*"backups/p.git"*) ok ;;
+	*) bad "nested_bare: show does not flag the bare clone" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P/backups/p.git" rev-parse HEAD 2>&1)" = "$bhead" ] &&
+	    [ "$(git -C "$P/backups/p.git" for-each-ref --format='%(refname) %(objectname)')" = "$brefs" ] && ok ||
+	    bad "nested_bare: undo --refs did not put the bare clone back: $out"
+	git -C "$P/backups/p.git" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "nested_bare: the bare clone is broken: $(git -C "$P/backups/p.git" fsck 2>&1 | head -3)"
+	[ "$(git -C "$P/lib" rev-parse HEAD 2>&1)" = "$lhead" ] &&
+	    [ "$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')" = "$lrefs" ] && ok ||
+	    bad "nested_bare: undo --refs did not put the separate git dir back: $out"
+	git -C "$P/lib" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "nested_bare: the separate git dir is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
+}
+
+# A remote-tracking branch moved to a forged commit (the user's next
+# `git merge origin/master` would take it in), or made, is said in red
+# with the old and new ids; undo --refs puts the moved one back. A session
+# that leaves them alone says nothing of them.
+remote_moved() {
+	fresh_repo
+	(cd "$P" && git remote add origin https://example.invalid/r.git &&
+	    git update-ref refs/remotes/origin/master HEAD) || exit 1
+	old=$(git -C "$P" rev-parse refs/remotes/origin/master)
+	jrun -- sh -c 'git status >/dev/null; echo quiet'
+	case $OUT in *quiet*) ok ;; *) bad "remote_moved: the quiet session did not run: $OUT" ;; esac
+	case $OUT in *remote-tracking*) bad "remote_moved: untouched remote refs told: $OUT" ;; *) ok ;; esac
+	jrun -- sh -c 'c=$(git -c user.email=a@b -c user.name=a commit-tree 	    "HEAD^{tree}" -p HEAD -m forged) && git update-ref 	    refs/remotes/origin/master $c && git update-ref 	    refs/remotes/origin/evil $c && echo FORGED $c'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^FORGED //p')
+	[ -n "$new" ] && ok || bad "remote_moved: the forging did not run: $OUT"
+	case $OUT in *"moved the remote-tracking branch origin/master"*"from $old to $new"*"undo"*"--refs"*"git fetch"*) ok ;;
+	*) bad "remote_moved: a moved remote-tracking branch was not told: $OUT" ;; esac
+	case $OUT in *"made the remote-tracking branch origin/evil"*"at $new"*) ok ;;
+	*) bad "remote_moved: a made remote-tracking branch was not told: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *tampering*"origin/master"*) ok ;;
+	*) bad "remote_moved: show does not flag it" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	[ "$(git -C "$P" rev-parse refs/remotes/origin/master)" = "$old" ] && ok ||
+	    bad "remote_moved: undo --refs did not put origin/master back: $out"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -417,6 +481,8 @@ checks() {
 	shallow
 	nested
 	nested_cap
+	nested_bare
+	remote_moved
 	gc_prune
 	git_works
 	during_session
