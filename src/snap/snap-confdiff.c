@@ -659,35 +659,86 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 }
 
 /*
+ * Whether REL (under the config dir) is a link as applying would leave
+ * it: the session's (under UPPER, its upper dir's root) where it has
+ * one, else the host's (under ROOT). Every dir before REL was looked at
+ * first and is none, so nothing is followed on the way.
+ */
+static bool
+snap_cc_is_link(const char *upper, const char *root, const char *rel)
+{
+	struct stat st;
+	char *p;
+	int rc;
+
+	if (upper != NULL) {
+		p = xprintf("%s/%s", upper, rel);
+		rc = lstat(p, &st);
+		free(p);
+		/* A char device 0/0 is the overlay's mark of a deletion. */
+		if (rc == 0 && !(S_ISCHR(st.st_mode) && st.st_rdev == 0))
+			return S_ISLNK(st.st_mode);
+	}
+	p = xprintf("%s/%s", root, rel);
+	rc = lstat(p, &st);
+	free(p);
+	return rc == 0 && S_ISLNK(st.st_mode);
+}
+
+/*
  * True if the link the session made at CC (its target TARGET) points out
- * of the config dir it lies in: an absolute target, or a relative one
- * whose ".." climb above CC's root (read as written, no link followed).
- * Installed, it would let what it points to (a host file, a file in the
- * project a later session can write) stand in for a config file.
+ * of the config dir it lies in: an absolute target, a relative one whose
+ * ".." climb above CC's root, or one that goes through another link on
+ * the way (`b -> .` makes "b/b/../.." climb further than it reads; each
+ * dir of the way is looked at as applying would leave it). Installed, it
+ * would let what it points to (a host file, a file in the project a
+ * later session can write) stand in for a config file.
  */
 static bool
 snap_cc_link_leaves(const struct snap_cc *cc, const char *target)
 {
 	const char *rel, *s, *e;
-	long depth = 0;
+	char *upper = NULL, *way, *slash;
+	bool leaves = false;
 
 	if (target[0] == '/' || target[0] == '\0' ||
 	    strncmp(cc->host, cc->root, strlen(cc->root)) != 0 ||
 	    cc->host[strlen(cc->root)] != '/')
 		return true;
-	/* The dirs between the root and the link. */
 	rel = cc->host + strlen(cc->root) + 1;
-	for (s = rel; (s = strchr(s, '/')) != NULL; s++)
-		depth++;
-	for (s = target; *s != '\0'; s = *e == '\0' ? e : e + 1) {
+	if (cc->upper != NULL && strlen(cc->upper) > strlen(rel) + 1 &&
+	    strcmp(cc->upper + strlen(cc->upper) - strlen(rel), rel) == 0)
+		upper = xstrndup(cc->upper, strlen(cc->upper) - strlen(rel) - 1);
+	/* The way so far, from the root: the link's own dir to start. */
+	way = xstrdup(rel);
+	if ((slash = strrchr(way, '/')) != NULL)
+		*slash = '\0';
+	else
+		way[0] = '\0';
+	for (s = target; *s != '\0' && !leaves; s = *e == '\0' ? e : e + 1) {
 		e = s + strcspn(s, "/");
+		if (e - s == 0 || (e - s == 1 && *s == '.'))
+			continue;
 		if (e - s == 2 && strncmp(s, "..", 2) == 0) {
-			if (--depth < 0)
-				return true;
-		} else if (e - s > 0 && !(e - s == 1 && *s == '.'))
-			depth++;
+			if (way[0] == '\0')
+				leaves = true;
+			else if ((slash = strrchr(way, '/')) != NULL)
+				*slash = '\0';
+			else
+				way[0] = '\0';
+			continue;
+		}
+		slash = way[0] == '\0' ? xprintf("%.*s", (int)(e - s), s) :
+		    xprintf("%s/%.*s", way, (int)(e - s), s);
+		free(way);
+		way = slash;
+		/* The last part may be a link: it is shown, and checked, itself. */
+		if (*e != '\0' && snap_cc_is_link(upper, cc->root, way))
+			leaves = true;
 	}
-	return false;
+	free(way);
+	free(upper);
+	return leaves;
 }
 
 /* The link the session made at CC if it points out of its config dir (caller frees), or NULL. */

@@ -1655,6 +1655,94 @@ snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
 	free(saved);
 }
 
+/* Adds to DIRS each dir leading to REF ("refs/heads/x": refs, refs/heads), parents first. */
+static void
+snap_hist_ref_dirs(struct strv *dirs, const char *ref)
+{
+	const char *s;
+	char *d;
+
+	for (s = strchr(ref, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		d = xstrndup(ref, (size_t)(s - ref));
+		if (!strv_contains(dirs, d))
+			strv_add(dirs, d);
+		free(d);
+	}
+}
+
+/* Dir REL of G's refs made a dir again: what is there moved aside (told in red), then an empty one made. */
+static void
+snap_hist_ref_dir(const struct snap_hgit *g, int gitfd, const char *rel,
+    struct snap_nested *nc, struct strv *alerts)
+{
+	const char *slash = strrchr(rel, '/'), *name = slash != NULL ?
+	    slash + 1 : rel;
+	char *parent, *kept;
+	struct stat st;
+	int pfd;
+
+	parent = slash != NULL ? xstrndup(rel, (size_t)(slash - rel)) : NULL;
+	pfd = parent == NULL ? fcntl(gitfd, F_DUPFD_CLOEXEC, 0) :
+	    path_open_beneath(gitfd, parent, O_PATH | O_DIRECTORY, 0);
+	free(parent);
+	if (pfd == -1)
+		return;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISDIR(st.st_mode)) {
+		if ((kept = snap_nested_keep(nc, pfd, name, true)) != NULL)
+			strv_addf(alerts, "the session replaced %s/%s with %s, "
+			    "which hides the refs below it from your git: it "
+			    "was moved to %s, and the refs it held are "
+			    "reported below ('agentmux undo --refs' puts them "
+			    "back)", g->gitdir, rel, snap_hist_what(&st), kept);
+		else
+			strv_addf(alerts, "the session replaced %s/%s with "
+			    "%s, which hides the refs below it from your git, "
+			    "and it could not be moved aside (%s): delete it, "
+			    "then run 'agentmux undo --refs'", g->gitdir, rel,
+			    snap_hist_what(&st), strerror(errno));
+		free(kept);
+	}
+	/* Gone (or just moved aside): git needs refs, and undo the rest. */
+	if (mkdirat(pfd, name, 0755) == -1 && errno != EEXIST)
+		log_debug("%s/%s: %s", g->gitdir, rel, strerror(errno));
+	close(pfd);
+}
+
+/*
+ * The dirs of G's refs as git needs them: refs, refs/heads, refs/tags
+ * and each dir of a ref there at the start. One the session replaced
+ * with a file or link (a file at refs/heads hides every branch: the
+ * user's git says "No commits yet", and a gc then prunes their
+ * history) is moved unfollowed to the session's quarantine and made
+ * again, empty, so that the refs it held count as deleted: reported,
+ * kept, and put back by 'agentmux undo --refs'. Nothing is followed.
+ */
+static void
+snap_hist_refs_dirs(const struct snap_hgit *g, int gitfd, size_t i,
+    const struct strv *start, struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct strv dirs;
+	size_t k;
+
+	strv_init(&dirs);
+	snap_hist_ref_dirs(&dirs, "refs/heads/");
+	snap_hist_ref_dirs(&dirs, "refs/tags/");
+	for (k = 0; k < start->n; k++) {
+		if (strncmp(start->v[k], "refs/", 5) == 0)
+			snap_hist_ref_dirs(&dirs, start->v[k]);
+	}
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, i);
+	/* Apart from what the logs and shallow file keep there. */
+	nc.n = 200;
+	for (k = 0; k < dirs.n; k++)
+		snap_hist_ref_dir(g, gitfd, dirs.v[k], &nc, alerts);
+	free((char *)nc.quarantine);
+	strv_free(&dirs);
+}
+
 /*
  * G's shallow file, if the session made one or changed it: the commits it
  * names hide the history behind them from the user's git, whose next gc
@@ -1719,6 +1807,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	char *logs;
 	int64_t n, refused, too_big;
 	int gitfd, logsfd;
+	bool had_start;
 	size_t i;
 
 	n = snap_import_count(g->imp, &refused, &too_big);
@@ -1748,6 +1837,8 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		    " and the rest" : ", refs or config", (long long)session);
 	if (gitfd == -1)
 		return;
+	had_start = snap_history_start_refs(g, &start) == 0;
+	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);
 	strv_init(&failed);
@@ -1767,7 +1858,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		strv_addf(alerts, "reflog entries the session took out of "
 		    "%s/logs/%s; they are kept in %s/logs", g->gitdir,
 		    failed.v[i], g->base);
-	if (snap_history_start_refs(g, &start) == 0) {
+	if (had_start) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
 		snap_hist_keep_add(h, g, &start, &now);

@@ -288,12 +288,8 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 		sr->failed++;
 		return;
 	}
-	out_printf(sr->out, "  %sreset   %s to %.12s (it was %.12s)\n", sr->dry ?
-	    "would " : "", snap_refs_short(ref), sym ? want + 5 : want,
-	    cur != NULL ? cur : "deleted");
-	if (sr->dry)
-		return;
-	if (snap_refs_write(sr, ref, want) == -1) {
+	/* Said once it is done (or would be), never before a failure. */
+	if (!sr->dry && snap_refs_write(sr, ref, want) == -1) {
 		out_printf(sr->out, "  cannot  put %s back: %s%s\n",
 		    snap_refs_short(ref), strerror(errno), errno == EEXIST ?
 		    " (a .lock file is there: is git running?)" : errno ==
@@ -302,6 +298,11 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 		sr->failed++;
 		return;
 	}
+	out_printf(sr->out, "  %sreset   %s to %.12s (it was %.12s)\n", sr->dry ?
+	    "would " : "", snap_refs_short(ref), sym ? want + 5 : want,
+	    cur != NULL ? cur : "deleted");
+	if (sr->dry)
+		return;
 	if (!sym)
 		snap_refs_reflog(sr, ref, cur != NULL && strncmp(cur, "ref: ",
 		    5) != 0 ? cur : snap_refs_zero(want), want);

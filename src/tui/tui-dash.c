@@ -27,16 +27,23 @@ static void tui_reload(struct tui *);
 static void tui_clients_reap(struct tui *);
 static void tui_suspend_key(struct tui *);
 
+/* A frame for client C that draws everything, the rows around the panes too. */
+static void
+tui_redraw_client(struct tui_client *c)
+{
+	c->chrome = true;
+	if (c->scr != NULL)
+		tui_frames_schedule(c->frames);
+}
+
 /* What is shared changed, or one client's view did: every attached client draws. */
 void
 tui_redraw(struct tui *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->nclients; i++) {
-		if (t->clients[i]->scr != NULL)
-			tui_frames_schedule(t->clients[i]->frames);
-	}
+	for (i = 0; i < t->nclients; i++)
+		tui_redraw_client(t->clients[i]);
 }
 
 void
@@ -73,8 +80,7 @@ tui_message_expire(evutil_socket_t fd, short what, void *arg)
 
 	free(c->message);
 	c->message = NULL;
-	if (c->scr != NULL)
-		tui_frames_schedule(c->frames);
+	tui_redraw_client(c);
 }
 
 /* TEXT (owned from now on) in client C's status bar for a while. */
@@ -87,8 +93,7 @@ tui_client_message(struct tui_client *c, bool alert, char *text)
 	c->message = text;
 	c->message_alert = alert;
 	evtimer_add(c->msg_ev, &tv);
-	if (c->scr != NULL)
-		tui_frames_schedule(c->frames);
+	tui_redraw_client(c);
 }
 
 void
@@ -250,6 +255,7 @@ static void
 tui_relayout(struct tui *t)
 {
 	t->c->relayout = false;
+	t->c->chrome = true;
 	tui_place(t);
 	tui_screen_invalidate(t->c->scr);
 }
@@ -424,26 +430,37 @@ tui_draw_view(struct tui *t)
 	}
 }
 
-/* One frame: called at most ~60 times a second, and only after a change. */
+/*
+ * One frame: called at most ~60 times a second, and only after a change.
+ * A frame for a pane's output alone (tui_redraw_pane) draws the panes
+ * and what lies over them: the status, prompt and disk rows below them
+ * are drawn only when something else asked for a frame (tui_redraw, a
+ * message, a new layout), as every change they show does. A typed key's
+ * echo then costs the pane's changed rows, not the whole bar again.
+ */
 static void
 tui_draw(void *arg)
 {
 	struct tui_client *c = arg;
 	struct tui *t = c->t;
+	bool chrome;
 
 	if (c->scr == NULL || c->suspended)
 		return;           /* detached or suspended: drawn all when back */
 	tui_client_set(t, c);
+	chrome = c->chrome || tui_view_top(t) != TUI_VIEW_PANES;
+	c->chrome = false;
 	if (t->c->too_small)
 		tui_draw_small(t);
 	else {
 		tui_draw_view(t);
-		if (t->ndisks > 0)
+		if (chrome && t->ndisks > 0)
 			tui_disk_draw(t, t->c->sy - 2);
-		if (t->nprompts > 0)
+		if (chrome && t->nprompts > 0)
 			tui_prompt_draw(t, tui_prompt_row(t));
-		tui_status_draw(t, t->c->sy - 1);
-		if (t->c->cmdline.active)
+		if (chrome)
+			tui_status_draw(t, t->c->sy - 1);
+		if (chrome && t->c->cmdline.active)
 			tui_cmdline_draw(t, t->c->sy - 1);
 		tui_dialog_draw(t);
 	}

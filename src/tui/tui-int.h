@@ -186,6 +186,7 @@ struct tui_client {
 	unsigned sy;
 	bool relayout;
 	bool too_small;
+	bool chrome;              /* the rows around the panes are drawn next frame */
 	struct {
 		unsigned x0, x1;  /* the columns of a session's entry in the bar */
 		int num;

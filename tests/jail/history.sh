@@ -162,6 +162,36 @@ logs_replaced() {
 	done
 }
 
+# .git/refs/heads or .git/refs/tags made a file or a link (and
+# packed-refs deleted): the user's git saw "No commits yet" and its gc
+# pruned the history. The thing goes to the quarantine, the dir comes
+# back, said in red; undo --refs puts every branch and tag back, never
+# through the link, and says nothing it did not do.
+refs_replaced() {
+	for how in 'rm -rf .git/refs/heads .git/refs/tags; echo x >.git/refs/heads; echo y >.git/refs/tags' \
+	    "rm -rf .git/refs/tags; ln -s $T/elsewhere .git/refs/tags"; do
+		history_state
+		rm -rf "$T/elsewhere"
+		mkdir -p "$T/elsewhere"
+		chmod 777 "$T/elsewhere"
+		jrun -- sh -c "$how; rm -f .git/packed-refs && echo replaced"
+		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		[ -d "$P/.git/refs/heads" ] && [ ! -L "$P/.git/refs/heads" ] &&
+		    [ -d "$P/.git/refs/tags" ] && [ ! -L "$P/.git/refs/tags" ] &&
+		    ok || bad "$how: .git/refs was left as the session made it"
+		case $OUT in *"replaced"*"/refs/"*"moved to"*) ok ;;
+		*) bad "$how: the end did not say the refs dir was replaced: $OUT" ;; esac
+		out=$("$AMX" undo last --refs 2>&1) || bad "$how: undo --refs failed: $out"
+		case $out in *"cannot"*) bad "$how: undo --refs could not put a ref back: $out" ;; *) ok ;; esac
+		[ "$(user_refs)" = "$REFS0" ] && ok ||
+		    bad "$how: undo --refs did not put every ref back: $(user_refs) vs $REFS0: $out"
+		[ -z "$(ls -A "$T/elsewhere")" ] && ok ||
+		    bad "$how: something was written through the planted link: $(ls -A "$T/elsewhere")"
+		git -C "$P" gc -q --prune=now 2>/dev/null
+		objects_kept "$how"
+	done
+}
+
 # A .git/shallow made in the session hides the history from the user's git
 # and its gc prunes it: taken out at the end, in red. One there at the
 # start (a shallow clone) is read-only in the jail, and git works there.
@@ -478,6 +508,7 @@ checks() {
 	deleted_then_gc
 	stash_drop
 	logs_replaced
+	refs_replaced
 	shallow
 	nested
 	nested_cap

@@ -351,6 +351,31 @@ test_link_out_refused(void **state)
 	test_sh_ok("cd %s && ! test -L settings.json && ! test -L up", host);
 }
 
+/* A link that climbs out through another link (b -> ., then b/b/../..) is out too; the way is read as applying leaves it. */
+static void
+test_link_through_link(void **state)
+{
+	char *out;
+
+	test_sh_ok("cd %s && ln -sfn . hostlink && mkdir -p realdir && "
+	    "mkdir -p %s/overlay/0/upper/sub && cd %s/overlay/0/upper && "
+	    "ln -s . b && ln -s b/b/b/../../../x settings.json && "
+	    "ln -s b/.. up && ln -s hostlink/../y via && "
+	    "ln -s realdir/../realdir/f fine && ln -s b chain && "
+	    "ln -s ../sub/./f sub/ok", host, sdir, sdir);
+	out = confdiff(0, NULL, NULL, NULL);
+	assert_int_equal(count(out, "this link points out of the config dir"),
+	    3);
+	free(out);
+	out = confdiff(1, "--apply", NULL, NULL);
+	assert_int_equal(count(out, "is a link the session made that points "
+	    "out of its config dir"), 3);
+	free(out);
+	test_sh_ok("cd %s && ! test -L settings.json && ! test -L up && "
+	    "! test -L via && test -L b && test -L fine && test -L chain && "
+	    "test -L sub/ok", host);
+}
+
 static void
 test_refused_while_running(void **state)
 {
@@ -1238,6 +1263,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_link_out_refused, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_link_through_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_refused_while_running, setup,
 		    teardown),
