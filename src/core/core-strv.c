@@ -168,3 +168,44 @@ strv_join_shell(char *const *v)
 	}
 	return buf_steal(&b);
 }
+
+/* S as bash's $'...': printable ASCII as it is, every other byte as \ooo. */
+static void
+strv_add_ansi_c(struct buf *b, const char *s)
+{
+	const unsigned char *p;
+
+	buf_adds(b, "$'");
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '\'' || *p == '\\')
+			buf_printf(b, "\\%c", *p);
+		else if (*p >= 0x20 && *p < 0x7f)
+			buf_addc(b, (char)*p);
+		else
+			buf_printf(b, "\\%03o", *p);
+	}
+	buf_addc(b, '\'');
+}
+
+char *
+strv_join_paste(char *const *v)
+{
+	struct buf b;
+	char *word;
+	size_t i;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	for (i = 0; v != NULL && v[i] != NULL; i++) {
+		if (i != 0)
+			buf_addc(&b, ' ');
+		if (quote_needed(v[i], strlen(v[i]))) {
+			strv_add_ansi_c(&b, v[i]);
+			continue;
+		}
+		word = strv_join_shell((char *[]){ v[i], NULL });
+		buf_adds(&b, word);
+		free(word);
+	}
+	return buf_steal(&b);
+}

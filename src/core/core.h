@@ -100,6 +100,13 @@ bool strv_contains(const struct strv *, const char *);
 int strv_split_words(struct strv *, const char *s, char **cause);
 /** Joins with spaces, quoting words a shell would split. */
 char *strv_join_shell(char *const *v);
+/**
+ * A command for the user to paste: as strv_join_shell, but a word with a
+ * character that is never printed raw (a control, invalid UTF-8, ...) is
+ * written as bash's $'...' with octal escapes, which bash and zsh read
+ * back to the same bytes.
+ */
+char *strv_join_paste(char *const *v);
 
 /* ---- one request's record (core-request.c) ---- */
 

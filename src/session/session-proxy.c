@@ -961,7 +961,7 @@ session_denied_summary(struct session *s)
 		buf_adds(&b, "to allow what no rule covered, run again with:");
 	for (i = 0; i < s->denied.n; i++) {
 		/* A word for the shell, whatever the host is called. */
-		word = strv_join_shell((char *[]){ s->denied.v[i], NULL });
+		word = strv_join_paste((char *[]){ s->denied.v[i], NULL });
 		buf_printf(&b, " --allow %s", word);
 		free(word);
 	}

@@ -328,7 +328,7 @@ snap_refs_keep(FILE *out, const char *ref)
 		argv[2] = "-d";
 		argv[3] = (char *)ref;
 	}
-	cmd = strv_join_shell(argv);
+	cmd = strv_join_paste(argv);
 	out_printf(out, "  keep    %s: made during the session; delete it "
 	    "with: %s\n", q, cmd);
 	free(cmd);

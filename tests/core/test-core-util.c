@@ -97,6 +97,12 @@ test_words(void **state)
 	joined = strv_join_shell(sv.v);
 	assert_string_equal(joined, "a 'b c' 'd\"e' 'f g'");
 	free(joined);
+	/* To paste: a control or an invalid byte as bash's $'...', nothing raw. */
+	joined = strv_join_paste((char *[]){ "git", "update-ref", "-d",
+	    "refs/notes/\302\2332J", "it's\033[31m", "b c", NULL });
+	assert_string_equal(joined, "git update-ref -d "
+	    "$'refs/notes/\\302\\2332J' $'it\\'s\\033[31m' 'b c'");
+	free(joined);
 	strv_free(&sv);
 	strv_init(&sv);
 	assert_int_equal(strv_split_words(&sv, "a 'b", &cause), -1);
