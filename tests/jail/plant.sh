@@ -487,6 +487,33 @@ untr() {
 	rm -rf "$P/src2"
 }
 
+# Forged fsmonitor data: the jail's git, run with a monitor that never
+# reports a change, writes .git/index's FSMN with every entry trusted, and
+# then README is edited. The user's git with core.fsmonitor on (the stand-
+# in answers as a monitor asked with a forged token would: nothing since)
+# would show no change. The data changed in the session is dropped, said.
+fsmn() {
+	printf '#!/bin/sh\nprintf "%%s\\0" "$2"\n' >"$T/fsm-hook"
+	chmod +x "$T/fsm-hook"
+	jrun -- sh -c 'printf "#!/bin/sh\nprintf \"t1\\\\0\"\n" >/tmp/h &&
+	    chmod +x /tmp/h && m="-c core.fsmonitor=/tmp/h
+	    -c core.fsmonitorHookVersion=2" && git $m update-index --fsmonitor &&
+	    git $m status >/dev/null && echo evil >>README && sleep 1 &&
+	    git $m status --porcelain && grep -q FSMN .git/index && echo forged'
+	case $OUT in *" M README"*) bad "fsmn: the jail's monitor did not hide the edit: $OUT" ;;
+	*forged*) ok ;; *) bad "fsmn: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the fsmonitor data in .git/index"*"made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "fsmn: forged fsmonitor data was not told: $OUT" ;; esac
+	grep -q FSMN "$P/.git/index" && bad "fsmn: the forged fsmonitor data stayed in .git/index" || ok
+	st=$(git -C "$P" -c core.fsmonitor="$T/fsm-hook" \
+	    -c core.fsmonitorHookVersion=2 status --porcelain 2>&1)
+	case $st in *" M README"*) ok ;;
+	*) bad "fsmn: the user's git with core.fsmonitor does not show the edit: $st" ;; esac
+	case $("$AMX" show last 2>&1) in *"fsmonitor data"*) ok ;;
+	*) bad "fsmn: show does not tell it" ;; esac
+	git -C "$P" checkout -q -- README
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -684,6 +711,42 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n"; }
 	    git commit -qm unrw) || exit 1
 }
 
+# A nested repository's index used to hide an edit, as the project's own
+# is (blind, index_rewrite): a skip-worktree mark, an assume-unchanged one
+# and an entry rewritten back to its old blob with the new stat data, in
+# lib/.git/index. Each is flagged, naming the nested repository; a mark
+# there before is not.
+nested_index() {
+	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && echo 2 >b && echo 3 >c &&
+	    echo 4 >d && git add . && git commit -qm one &&
+	    git update-index --assume-unchanged d) || exit 1
+	jrun -- sh -c 'cd lib && echo evil >>a && git update-index --skip-worktree a &&
+	    echo evil >>b && git update-index --assume-unchanged b &&
+	    o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+d = open(\".git/index\", \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
+	    echo forged'
+	case $OUT in *forged*) ok ;; *) bad "nested_index: the forgeries did not apply: $OUT" ;; esac
+	st=$(git -C "$P/lib" status --porcelain 2>&1)
+	[ -z "$st" ] && ok || bad "nested_index: git status in lib was not blinded (the check is void): $st"
+	case $OUT in *"lib/a was marked skip-worktree in the index of the nested repository lib"*"git -C lib update-index --no-skip-worktree -- a"*) ok ;;
+	*) bad "nested_index: a skip-worktree mark in lib/.git/index was not flagged: $OUT" ;; esac
+	case $OUT in *"lib/b was marked assume-unchanged in the index of the nested repository lib"*) ok ;;
+	*) bad "nested_index: an assume-unchanged mark in lib/.git/index was not flagged: $OUT" ;; esac
+	case $OUT in *"lib/d was marked"*) bad "nested_index: a mark there before was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *"lib/c: its entry in lib/.git/index was rewritten"*"touch -- lib/c"*) ok ;;
+	*) bad "nested_index: a rewritten entry in lib/.git/index was not flagged: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"lib/a was marked skip-worktree"*"lib/c: its entry"*|*"lib/c: its entry"*"lib/a was marked skip-worktree"*) ok ;;
+	*) bad "nested_index: show does not flag them" ;; esac
+	rm -rf "$P/lib"
+}
+
 # A .git file or link (or a git dir's commondir) made or changed in the
 # session that names a git dir outside the project (where agentmux cannot defuse it: the session's
 # overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
@@ -840,10 +903,12 @@ checks() {
 	protected_links
 	rerere
 	untr
+	fsmn
 	hooks
 	hook_links
 	blind
 	index_rewrite
+	nested_index
 }
 
 jail_main "$@"
