@@ -1172,6 +1172,9 @@ session_plan_files(struct session *s, struct session_setup *sp,
 		session_worktree_jail(s, sp);
 	/* The files the user's tools run: read-only in the jail. */
 	session_protect(s, sp->agent, &sp->protect);
+	/* ...and reached by no other name. */
+	snap_hardlink_protect(s->project, s->protected.v, s->protected.n,
+	    &sp->notices);
 	return SESSION_PLAN_NEXT;
 }
 

@@ -128,6 +128,17 @@ void snap_plant_git_files_of(const char *project,
  */
 void snap_plant_git_files(const char *project, struct strv *out);
 
+/**
+ * Before a jail is made: each protected file of PROJECT (RELS, relative,
+ * and the files directly in a protected dir; .git/config, shallow, and
+ * the files of .git/hooks and .git/info) that has more than one hard
+ * link gets a file of its own, so the jail cannot write it through
+ * another name; NOTES gets a line for each (a warning), also where that
+ * could not be done.
+ */
+void snap_hardlink_protect(const char *project, char *const *rels, size_t n,
+    struct strv *notes);
+
 /*
  * What would blind the user's own git to a session's changes
  * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,

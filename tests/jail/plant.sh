@@ -853,6 +853,38 @@ dotgit_swap() {
 	rm -rf "$P/nest" "$P/gd" "$P/gd.old" "$X" "$MARK"
 }
 
+# Hard links made before the session to protected files (.git/config,
+# a hook, .mcp.json): the jail binds those read-only by name, but could
+# write them through the other name. Each is said at the start, with its
+# count, and gets a file of its own first: the writes reach only the
+# other names.
+hardlinks() {
+	echo '{"mcpServers":{}}' >"$P/.mcp.json"
+	printf '#!/bin/sh\nexit 0\n' >"$P/.git/hooks/pre-commit"
+	chmod 755 "$P/.git/hooks/pre-commit"
+	(cd "$P" && ln .git/config cfg && ln .mcp.json m2 &&
+	    ln .git/hooks/pre-commit hk) || { bad "hardlinks: cannot link"; return; }
+	cfg0=$(cat "$P/.git/config")
+	jrun -- sh -c "printf '[core]\\n\\tfsmonitor = \"touch $MARK; false\"\\n' >>cfg &&
+	    echo '{\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}' >m2 &&
+	    printf 'touch $MARK\\n' >>hk && echo wrote"
+	case $OUT in *wrote*) ok ;; *) bad "hardlinks: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/.git/config")" = "$cfg0" ] && ok ||
+	    bad "hardlinks: the jail wrote .git/config through a hard link: $(cat "$P/.git/config")"
+	grep -q command "$P/.mcp.json" && bad "hardlinks: the jail wrote .mcp.json through a hard link" || ok
+	grep -q touch "$P/.git/hooks/pre-commit" && bad "hardlinks: the jail wrote a hook through a hard link" || ok
+	(cd "$P" && git status >/dev/null 2>&1)
+	pwned && bad "hardlinks: git status on the host ran what the jail wrote through a link" || ok
+	for f in .git/config .mcp.json .git/hooks/pre-commit; do
+		case $OUT in *"$f (protected) has 2 hard links: the jail could write it through another name"*) ok ;;
+		*) bad "hardlinks: $f's links were not said: $OUT" ;; esac
+	done
+	[ "$(stat -c %a "$P/.git/hooks/pre-commit")" = 755 ] && ok ||
+	    bad "hardlinks: the hook lost its mode"
+	case $OUT in *"README (protected)"*|*"cfg (protected)"*) bad "hardlinks: an unprotected file was said: $OUT" ;; *) ok ;; esac
+	rm -f "$P/cfg" "$P/m2" "$P/hk" "$P/.mcp.json" "$P/.git/hooks/pre-commit" "$MARK"
+}
+
 # A tree larger than [jail] scan_limit (lowered here to 50 entries): the
 # end scan stops there and says so, as a warning, without flagging the
 # session, once in every session it stops in (the count and the limit),
@@ -921,6 +953,7 @@ checks() {
 	blind
 	index_rewrite
 	nested_index
+	hardlinks
 }
 
 jail_main "$@"
