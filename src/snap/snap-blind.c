@@ -239,7 +239,7 @@ snap_blind_nested(const char *project, const struct strv *repos,
 static void
 snap_blind_tell_nested(const char *entry, struct strv *out)
 {
-	char *end, *repo, *qr, *qp, *qf;
+	char *end, *repo, *full, *qr, *qp, *qf;
 	size_t len = strtoul(entry, &end, 10);
 	const char *tagp;
 	bool skip;
@@ -249,12 +249,10 @@ snap_blind_tell_nested(const char *entry, struct strv *out)
 	repo = xstrndup(end + 1, len);
 	tagp = end + 1 + len;
 	skip = tagp[0] == 'S' || tagp[0] == 's';
+	full = xprintf("%s/%s", repo, tagp + 2);
 	qr = snap_nested_quote(repo);
 	qp = snap_nested_quote(tagp + 2);
-	qf = xprintf("%s/%s", repo, tagp + 2);
-	free(repo);
-	repo = qf;
-	qf = snap_nested_quote(repo);
+	qf = snap_nested_quote(full);
 	strv_addf(out, "%s was marked %s in the index of the nested repository "
 	    "%s in the session: git status and git diff there no longer show "
 	    "its changes; see them with 'agentmux diff', and unmark it with "
@@ -264,6 +262,7 @@ snap_blind_tell_nested(const char *entry, struct strv *out)
 	free(qf);
 	free(qp);
 	free(qr);
+	free(full);
 	free(repo);
 }
 
