@@ -284,9 +284,12 @@ session_guard_blind_tell(struct session *s)
 	size_t i;
 
 	strv_init(&found);
-	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind_now);
+	if (s->project != NULL)
+		snap_blind_nested(s->project, &s->guard_nested,
+		    &s->guard_blind_now);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
-	if (s->guard_blind_now.had_git)
+	/* A session freed meanwhile has no project path left to rewrite in. */
+	if (s->guard_blind_now.had_git && s->project != NULL)
 		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
 		    &found);
 	for (i = 0; i < found.n; i++)
