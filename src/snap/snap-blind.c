@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "snap/snap-int.h"
 
 /* The most marks or replace refs told one by one; the rest are counted. */
@@ -22,6 +24,7 @@ snap_blind_init(struct snap_blind *b)
 	strv_init(&b->marked);
 	strv_init(&b->replace);
 	strv_init(&b->nmarked);
+	strv_init(&b->nexts);
 	b->had_git = false;
 	buf_init(&b->untr);
 	b->untr_read = 0;
@@ -35,6 +38,7 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->marked);
 	strv_free(&b->replace);
 	strv_free(&b->nmarked);
+	strv_free(&b->nexts);
 	buf_free(&b->untr);
 	buf_free(&b->fsmn);
 }
@@ -219,6 +223,26 @@ snap_blind_tell_mark(const char *entry, struct strv *out)
 	free(q);
 }
 
+/* The extension SIG of the index INDEX (of the nested repository REPO), hashed, into OUT. */
+static void
+snap_blind_nested_ext(const char *index, const char *repo, const char *sig,
+    struct strv *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+	unsigned int mdlen, i;
+	struct buf ext;
+
+	buf_init(&ext);
+	if (snap_index_ext(index, sig, &ext) == 1 && EVP_Digest(ext.data,
+	    ext.len, md, &mdlen, EVP_sha256(), NULL) == 1) {
+		for (i = 0; i < mdlen; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		strv_addf(out, "%zu:%s%s%s", strlen(repo), repo, sig, hex);
+	}
+	buf_free(&ext);
+}
+
 void
 snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b)
@@ -231,8 +255,55 @@ snap_blind_nested(const char *project, const struct strv *repos,
 		if (snap_index_marks(index, repos->v[i], &b->nmarked) == -1)
 			log_warnx("cannot read the index of %s: %s", index,
 			    strerror(errno));
+		snap_blind_nested_ext(index, repos->v[i], "UNTR", &b->nexts);
+		snap_blind_nested_ext(index, repos->v[i], "FSMN", &b->nexts);
 		free(index);
 	}
+}
+
+/*
+ * A nested repository's untracked cache or fsmonitor data made or changed
+ * in the session (ENTRY as snap_blind_nested_ext made it): dropped as the
+ * project's is, and said naming the repository.
+ */
+static void
+snap_blind_nested_drop(const char *project, const char *entry,
+    struct strv *out)
+{
+	char *end, *repo, *index, *q;
+	size_t len = strtoul(entry, &end, 10);
+	const char *sig;
+	bool untr;
+	int rc;
+
+	if (*end != ':' || strnlen(end + 1, len + 4) < len + 4)
+		return;
+	repo = xstrndup(end + 1, len);
+	sig = end + 1 + len;
+	untr = strncmp(sig, "UNTR", 4) == 0;
+	index = xprintf("%s/%s/.git/index", project, repo);
+	rc = snap_index_drop_ext(index, untr ? "UNTR" : "FSMN");
+	q = snap_nested_quote(repo);
+	if (rc == 1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session: a forged one makes "
+		    "git status there pass over %s; agentmux dropped it (git "
+		    "builds it again); 'agentmux diff' shows what the session "
+		    "did", untr ? "untracked cache" : "fsmonitor data", q,
+		    untr ? "new files" : "edits (where core.fsmonitor is on)");
+	else if (rc == -1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session: a forged one makes "
+		    "git status there pass over %s, and agentmux could not "
+		    "drop it (%s); run 'git -C %s update-index %s' before you "
+		    "trust git status there", untr ? "untracked cache" :
+		    "fsmonitor data", q, untr ? "new files" : "edits",
+		    errno == EEXIST ? "git holds its index.lock" :
+		    strerror(errno), q, untr ? "--no-untracked-cache" :
+		    "--no-fsmonitor");
+	free(q);
+	free(index);
+	free(repo);
 }
 
 /* One line for a mark made in the session in a nested repository ("len:repo" then as ls-files -v). */
@@ -365,6 +436,7 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out)
 {
 	char *index = xprintf("%s/.git/index", project);
+	size_t i;
 
 	if (snap_blind_ext_changed(&start->untr, start->untr_read, &now->untr,
 	    now->untr_read))
@@ -373,6 +445,10 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	    now->fsmn_read))
 		snap_blind_fsmn_drop(index, out);
 	free(index);
+	for (i = 0; i < now->nexts.n; i++) {
+		if (!strv_contains(&start->nexts, now->nexts.v[i]))
+			snap_blind_nested_drop(project, now->nexts.v[i], out);
+	}
 }
 
 void

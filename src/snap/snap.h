@@ -153,6 +153,7 @@ struct snap_blind {
 	struct buf untr;          /* .git/index's untracked cache (UNTR), empty if none */
 	int untr_read;            /* snap_index_ext's answer for it */
 	struct strv nmarked;      /* nested repositories' marks (snap_index_marks) */
+	struct strv nexts;        /* and their index caches: "len:repo" SIG sha-256 (hex) */
 	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
 	int fsmn_read;            /* snap_index_ext's answer for it */
 };
@@ -163,7 +164,8 @@ void snap_blind_free(struct snap_blind *);
 void snap_blind_begin(const char *project, struct snap_blind *start);
 /**
  * The marks of the index of each nested repository in PROJECT (REPOS:
- * their dirs, relative), into B's nmarked; read without git.
+ * their dirs, relative), into B's nmarked, and a hash of its untracked
+ * cache and fsmonitor data into B's nexts; read without git.
  */
 void snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b);
@@ -174,9 +176,10 @@ void snap_blind_end(const char *project, const struct snap_blind *start,
 void snap_blind_compare(const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);
 /**
- * The untracked cache or the fsmonitor data of PROJECT's .git/index made
- * or changed since START (NOW as read at the end): dropped from the
- * index, and said into OUT.
+ * The untracked cache or the fsmonitor data of PROJECT's .git/index (and
+ * of its nested repositories' indexes, snap_blind_nested) made or changed
+ * since START (NOW as read at the end): dropped from the index, and said
+ * into OUT.
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);

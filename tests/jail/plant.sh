@@ -715,7 +715,7 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n"; }
 # is (blind, index_rewrite): a skip-worktree mark, an assume-unchanged one
 # and an entry rewritten back to its old blob with the new stat data, in
 # lib/.git/index. Each is flagged, naming the nested repository; a mark
-# there before is not.
+# there before is not. Fsmonitor data written there is dropped, said.
 nested_index() {
 	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
 	    git config user.name t && echo 1 >a && echo 2 >b && echo 3 >c &&
@@ -731,8 +731,13 @@ d = open(\".git/index\", \"rb\").read()[:-20]
 assert d.count(n) == 1
 d = d.replace(n, o)
 open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
-	    echo forged'
+	    printf "#!/bin/sh\\nprintf \"t1\\\\\\\\0\"\\n" >/tmp/h && chmod +x /tmp/h &&
+	    git -c core.fsmonitor=/tmp/h -c core.fsmonitorHookVersion=2 \
+	        update-index --fsmonitor && grep -q FSMN .git/index && echo forged'
 	case $OUT in *forged*) ok ;; *) bad "nested_index: the forgeries did not apply: $OUT" ;; esac
+	case $OUT in *"the fsmonitor data in the index of the nested repository lib was made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "nested_index: fsmonitor data made in lib/.git/index was not told: $OUT" ;; esac
+	grep -q FSMN "$P/lib/.git/index" && bad "nested_index: the fsmonitor data stayed in lib/.git/index" || ok
 	st=$(git -C "$P/lib" status --porcelain 2>&1)
 	[ -z "$st" ] && ok || bad "nested_index: git status in lib was not blinded (the check is void): $st"
 	case $OUT in *"lib/a was marked skip-worktree in the index of the nested repository lib"*"git -C lib update-index --no-skip-worktree -- a"*) ok ;;
