@@ -578,6 +578,22 @@ snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
 
 static void snap_plant_direct(struct snap_plant_walk *);
 
+/*
+ * The walk's order in each dir: what is not a dir first, then the dirs,
+ * each by name. A dir's files are looked at before anything below it, so
+ * a dir filled past [jail] scan_limit cannot hide a file planted at the
+ * project's top (a link out of it, a set-uid file).
+ */
+static int
+snap_plant_order(const FTSENT **a, const FTSENT **b)
+{
+	bool adir = (*a)->fts_info == FTS_D, bdir = (*b)->fts_info == FTS_D;
+
+	if (adir != bdir)
+		return adir ? 1 : -1;
+	return strcmp((*a)->fts_name, (*b)->fts_name);
+}
+
 int
 snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
@@ -601,7 +617,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	strv_init(&w.direct);
 	w.nc.projfd = open(o->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w.nc.projfd == -1 || (fts = fts_open(roots, FTS_PHYSICAL |
-	    FTS_NOCHDIR | FTS_XDEV, NULL)) == NULL) {
+	    FTS_NOCHDIR | FTS_XDEV, snap_plant_order)) == NULL) {
 		*cause = xprintf("cannot read %s: %s", o->project,
 		    strerror(errno));
 		if (w.nc.projfd != -1)

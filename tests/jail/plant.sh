@@ -895,7 +895,8 @@ hardlinks() {
 # session, once in every session it stops in (the count and the limit),
 # not only the first time. A protected file made in a session whose scan
 # is cut (at 2 entries, in a tree of 40 dirs) is flagged all the same:
-# watched paths are looked at by name before the walk.
+# watched paths are looked at by name before the walk; and so is a link
+# out made at the top (at 5): a dir's files come before its dirs.
 scan_limit() {
 	C=$XDG_CONFIG_HOME/agentmux/config
 	cp "$C" "$T/config.saved"
@@ -928,8 +929,13 @@ scan_limit() {
 	*) bad "a protected file one dir down made past the scan limit was not flagged: $OUT" ;; esac
 	[ "$(printf '%s\n' "$OUT" | grep -c '.mcp.json changed in the session')" = 1 ] && ok ||
 	    bad "the protected file was flagged twice: $OUT"
+	# A link out of the project at the top: files come before dirs.
+	printf 'scan_limit = 5\n' >>"$C"
+	jrun -- sh -c 'ln -s /etc/passwd 0link && echo linked'
+	case $OUT in *linked*"0link is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "a link out made at the top past the scan limit was not flagged: $OUT" ;; esac
 	cp "$T/config.saved" "$C"
-	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude"
+	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link"
 }
 
 checks() {
