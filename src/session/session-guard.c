@@ -284,8 +284,12 @@ session_guard_blind_tell(struct session *s)
 	size_t i;
 
 	strv_init(&found);
+	if (s->project != NULL)
+		snap_blind_nested(s->project, &s->guard_nested,
+		    &s->guard_blind_now);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
-	if (s->guard_blind_now.had_git)
+	/* A session freed meanwhile has no project path left to rewrite in. */
+	if (s->guard_blind_now.had_git && s->project != NULL)
 		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
 		    &found);
 	for (i = 0; i < found.n; i++)
@@ -369,7 +373,8 @@ session_guard_stale(struct session *s, const char *tree)
 	    (gitdir = snap_session_gitdir(s->snap)) == NULL)
 		return false;
 	s->guard_stale = snap_stale_start(s->ctx->base, s->project,
-	    s->guard_started, gitdir, tree, session_guard_stale_done, s);
+	    s->guard_started, gitdir, tree, &s->guard_nested,
+	    session_guard_stale_done, s);
 	if (s->guard_stale == NULL)
 		return false;
 	session_guard_nending++;

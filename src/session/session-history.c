@@ -23,6 +23,29 @@
 #define SESSION_HISTORY_GATHER_MS 250
 #define SESSION_HISTORY_SECS 1
 
+/*
+ * OBJECTS (a protected git dir's objects) in a nested repository of the
+ * project, PROJECT/REL/.git (not the project's .git nor one under it):
+ * REL joins the ones whose index the end checks too.
+ */
+static void
+session_history_nested(struct session *s, const char *objects)
+{
+	size_t plen = strlen(s->project), len = strlen(objects);
+	static const char tail[] = "/.git/objects";
+	char *rel;
+
+	if (len <= plen + sizeof tail || strncmp(objects, s->project, plen) !=
+	    0 || objects[plen] != '/' || strcmp(objects + len - (sizeof tail -
+	    1), tail) != 0)
+		return;
+	rel = xstrndup(objects + plen + 1, len - plen - 1 - (sizeof tail - 1));
+	if (strcmp(rel, ".git") != 0 && strncmp(rel, ".git/", 5) != 0 &&
+	    !strv_contains(&s->guard_nested, rel))
+		strv_add(&s->guard_nested, rel);
+	free(rel);
+}
+
 int
 session_history_start(struct session *s, struct session_setup *sp,
     char **cause)
@@ -56,7 +79,10 @@ session_history_start(struct session *s, struct session_setup *sp,
 		strv_add(&sp->ov_lower, path);
 		strv_add(&sp->ov_upper, upper);
 		strv_add(&sp->ov_work, work);
+		session_history_nested(s, path);
 	}
+	/* Before the jail: marks there now are the user's. */
+	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind);
 	return 0;
 }
 

@@ -117,6 +117,7 @@ struct session {
 	bool start_stopped;          /* terminated before its jail was made */
 	int64_t guard_started;       /* guard_since, kept past the end's scan */
 	struct snap_stale *guard_stale; /* the end's look for rewritten index entries */
+	struct strv guard_nested;    /* nested repositories' dirs at the start (relative) */
 	struct strv protect;         /* [jail] protect patterns: watched, and read-only if there */
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */

@@ -526,6 +526,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	snap_blind_init(&s->guard_blind);
 	snap_blind_init(&s->guard_blind_now);
 	strv_init(&s->guard_execs);
+	strv_init(&s->guard_nested);
 	strv_init(&s->watched);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
@@ -1171,6 +1172,9 @@ session_plan_files(struct session *s, struct session_setup *sp,
 		session_worktree_jail(s, sp);
 	/* The files the user's tools run: read-only in the jail. */
 	session_protect(s, sp->agent, &sp->protect);
+	/* ...and reached by no other name. */
+	snap_hardlink_protect(s->project, s->protected.v, s->protected.n,
+	    &sp->notices);
 	return SESSION_PLAN_NEXT;
 }
 
@@ -1460,6 +1464,7 @@ session_free(struct session *s)
 	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
 	strv_free(&s->guard_execs);
+	strv_free(&s->guard_nested);
 	/* An end's read still running compares with it, and frees it. */
 	if (!s->guard_blind_ending) {
 		snap_blind_free(&s->guard_blind);

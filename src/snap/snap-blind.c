@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "snap/snap-int.h"
 
 /* The most marks or replace refs told one by one; the rest are counted. */
@@ -21,9 +23,13 @@ snap_blind_init(struct snap_blind *b)
 {
 	strv_init(&b->marked);
 	strv_init(&b->replace);
+	strv_init(&b->nmarked);
+	strv_init(&b->nexts);
 	b->had_git = false;
 	buf_init(&b->untr);
 	b->untr_read = 0;
+	buf_init(&b->fsmn);
+	b->fsmn_read = 0;
 }
 
 void
@@ -31,7 +37,10 @@ snap_blind_free(struct snap_blind *b)
 {
 	strv_free(&b->marked);
 	strv_free(&b->replace);
+	strv_free(&b->nmarked);
+	strv_free(&b->nexts);
 	buf_free(&b->untr);
+	buf_free(&b->fsmn);
 }
 
 /*
@@ -88,11 +97,22 @@ snap_blind_replace(int gitfd, struct strv *out)
 	strv_free(&refs);
 }
 
+/* The untracked cache and fsmonitor data of GITDIR's index, into B. */
+static void
+snap_blind_exts(const char *gitdir, struct snap_blind *b)
+{
+	char *index = xprintf("%s/index", gitdir);
+
+	b->untr_read = snap_index_ext(index, "UNTR", &b->untr);
+	b->fsmn_read = snap_index_ext(index, "FSMN", &b->fsmn);
+	free(index);
+}
+
 /* The marks and replace refs of PROJECT's .git now into B (emptied first). */
 static void
 snap_blind_look(const char *project, struct snap_blind *b)
 {
-	char *gitdir = xprintf("%s/.git", project), *index;
+	char *gitdir = xprintf("%s/.git", project);
 	int gitfd;
 
 	snap_blind_free(b);
@@ -103,9 +123,7 @@ snap_blind_look(const char *project, struct snap_blind *b)
 		snap_blind_replace(gitfd, &b->replace);
 		close(gitfd);
 		snap_blind_marks(gitdir, &b->marked);
-		index = xprintf("%s/index", gitdir);
-		b->untr_read = snap_index_untr(index, &b->untr);
-		free(index);
+		snap_blind_exts(gitdir, b);
 	}
 	free(gitdir);
 }
@@ -148,7 +166,7 @@ snap_blind_read_start(struct event_base *base, const char *project,
 {
 	char *argv[] = { "git", "--no-pager", "ls-files", "-v", "-z", NULL };
 	struct snap_blind_read *r;
-	char *cause = NULL, *index;
+	char *cause = NULL;
 	int gitfd;
 
 	snap_blind_free(into);
@@ -164,9 +182,7 @@ snap_blind_read_start(struct event_base *base, const char *project,
 		into->had_git = true;
 		snap_blind_replace(gitfd, &into->replace);
 		close(gitfd);
-		index = xprintf("%s/index", r->gitdir);
-		into->untr_read = snap_index_untr(index, &into->untr);
-		free(index);
+		snap_blind_exts(r->gitdir, into);
 		r->p = snap_git_plain_spawn(base, r->gitdir, argv, NULL,
 		    snap_blind_read_over, r, &cause);
 		if (r->p == NULL) {
@@ -207,6 +223,120 @@ snap_blind_tell_mark(const char *entry, struct strv *out)
 	free(q);
 }
 
+/* The extension SIG of the index INDEX (of the nested repository REPO), hashed, into OUT. */
+static void
+snap_blind_nested_ext(const char *index, const char *repo, const char *sig,
+    struct strv *out)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+	unsigned int mdlen, i;
+	struct buf ext;
+
+	buf_init(&ext);
+	if (snap_index_ext(index, sig, &ext) == 1 && EVP_Digest(ext.data,
+	    ext.len, md, &mdlen, EVP_sha256(), NULL) == 1) {
+		for (i = 0; i < mdlen; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		strv_addf(out, "%zu:%s%s%s", strlen(repo), repo, sig, hex);
+	}
+	buf_free(&ext);
+}
+
+void
+snap_blind_nested(const char *project, const struct strv *repos,
+    struct snap_blind *b)
+{
+	char *index;
+	size_t i;
+
+	for (i = 0; i < repos->n; i++) {
+		index = xprintf("%s/%s/.git/index", project, repos->v[i]);
+		if (snap_index_marks(index, repos->v[i], &b->nmarked) == -1)
+			log_warnx("cannot read the index of %s: %s", index,
+			    strerror(errno));
+		snap_blind_nested_ext(index, repos->v[i], "UNTR", &b->nexts);
+		snap_blind_nested_ext(index, repos->v[i], "FSMN", &b->nexts);
+		free(index);
+	}
+}
+
+/*
+ * A nested repository's untracked cache or fsmonitor data made or changed
+ * in the session (ENTRY as snap_blind_nested_ext made it): dropped as the
+ * project's is, and said naming the repository.
+ */
+static void
+snap_blind_nested_drop(const char *project, const char *entry,
+    struct strv *out)
+{
+	char *end, *repo, *index, *q;
+	size_t len = strtoul(entry, &end, 10);
+	const char *sig;
+	bool untr;
+	int rc;
+
+	if (*end != ':' || strnlen(end + 1, len + 4) < len + 4)
+		return;
+	repo = xstrndup(end + 1, len);
+	sig = end + 1 + len;
+	untr = strncmp(sig, "UNTR", 4) == 0;
+	index = xprintf("%s/%s/.git/index", project, repo);
+	rc = snap_index_drop_ext(index, untr ? "UNTR" : "FSMN");
+	q = snap_nested_quote(repo);
+	if (rc == 1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session: a forged one makes "
+		    "git status there pass over %s; agentmux dropped it (git "
+		    "builds it again); 'agentmux diff' shows what the session "
+		    "did", untr ? "untracked cache" : "fsmonitor data", q,
+		    untr ? "new files" : "edits (where core.fsmonitor is on)");
+	else if (rc == -1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session: a forged one makes "
+		    "git status there pass over %s, and agentmux could not "
+		    "drop it (%s); run 'git -C %s update-index %s' before you "
+		    "trust git status there", untr ? "untracked cache" :
+		    "fsmonitor data", q, untr ? "new files" : "edits",
+		    errno == EEXIST ? "git holds its index.lock" :
+		    strerror(errno), q, untr ? "--no-untracked-cache" :
+		    "--no-fsmonitor");
+	free(q);
+	free(index);
+	free(repo);
+}
+
+/* One line for a mark made in the session in a nested repository ("len:repo" then as ls-files -v). */
+static void
+snap_blind_tell_nested(const char *entry, struct strv *out)
+{
+	char *end, *repo, *full, *qr, *qp, *qf;
+	size_t len = strtoul(entry, &end, 10);
+	const char *tagp;
+	bool skip;
+
+	if (*end != ':' || strnlen(end + 1, len + 3) < len + 3)
+		return;
+	repo = xstrndup(end + 1, len);
+	tagp = end + 1 + len;
+	skip = tagp[0] == 'S' || tagp[0] == 's';
+	full = xprintf("%s/%s", repo, tagp + 2);
+	qr = snap_nested_quote(repo);
+	qp = snap_nested_quote(tagp + 2);
+	qf = snap_nested_quote(full);
+	strv_addf(out, "%s was marked %s in the index of the nested repository "
+	    "%s in the session: git status and git diff there no longer show "
+	    "its changes; see them with 'agentmux diff', and unmark it with "
+	    "'git -C %s update-index %s -- %s'", qf, skip ? "skip-worktree" :
+	    "assume-unchanged", qr, qr, skip ? "--no-skip-worktree" :
+	    "--no-assume-unchanged", qp);
+	free(qf);
+	free(qp);
+	free(qr);
+	free(full);
+	free(repo);
+}
+
 /* One line for a replace ref made or moved in the session ("ref\tvalue"). */
 static void
 snap_blind_tell_replace(const char *entry, struct strv *out)
@@ -223,6 +353,15 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
+/* True if the extension read at the end (NOW, READ) is new or changed since START. */
+static bool
+snap_blind_ext_changed(const struct buf *start, int start_read,
+    const struct buf *now, int now_read)
+{
+	return now_read == 1 && (start_read != 1 || start->len != now->len ||
+	    memcmp(start->data, now->data, now->len) != 0);
+}
+
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
  * end). git status trusts it for every dir whose stat data it matches: a
@@ -230,20 +369,11 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
  * it. agentmux cannot tell a forged one from git's own update, so the
  * changed one goes: git builds it again at the next git status.
  */
-void
-snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out)
+static void
+snap_blind_untr_drop(const char *index, struct strv *out)
 {
-	char *index;
-	int rc;
+	int rc = snap_index_drop_ext(index, "UNTR");
 
-	if (now->untr_read != 1 || (start->untr_read == 1 &&
-	    start->untr.len == now->untr.len &&
-	    memcmp(start->untr.data, now->untr.data, now->untr.len) == 0))
-		return;
-	index = xprintf("%s/.git/index", project);
-	rc = snap_index_drop_untr(index);
-	free(index);
 	if (rc == 0)
 		return;  /* gone meanwhile: git status scans again */
 	if (rc == 1)
@@ -263,6 +393,62 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 		    "turns it on again), and see what the session added with "
 		    "'agentmux diff'", errno == EEXIST ?
 		    "git holds .git/index.lock" : strerror(errno));
+}
+
+/*
+ * The fsmonitor data of .git/index (its token and the bitmap of entries
+ * to look at again) changed in the session. Where core.fsmonitor is on,
+ * git takes every entry outside the bitmap as unchanged unless the
+ * monitor, asked about changes since the token, names it: a forged token
+ * or bitmap hides edits from git status. Without core.fsmonitor git
+ * ignores it (and drops it at its next index write), and the jail cannot
+ * turn core.fsmonitor on for the host (.git/config is read-only there).
+ * Dropped either way: git then looks at every file once.
+ */
+static void
+snap_blind_fsmn_drop(const char *index, struct strv *out)
+{
+	int rc = snap_index_drop_ext(index, "FSMN");
+
+	if (rc == 0)
+		return;
+	if (rc == 1)
+		strv_addf(out, "the fsmonitor data in .git/index (the token and "
+		    "list of files git's core.fsmonitor trusts as unchanged) "
+		    "was made or changed in the session: a forged one makes "
+		    "your git status pass over edits where core.fsmonitor is "
+		    "on; agentmux dropped it (git looks at every file once "
+		    "again); 'agentmux diff' shows what the session changed");
+	else
+		strv_addf(out, "the fsmonitor data in .git/index (the token and "
+		    "list of files git's core.fsmonitor trusts as unchanged) "
+		    "was made or changed in the session: a forged one makes "
+		    "your git status pass over edits where core.fsmonitor is "
+		    "on, and agentmux could not drop it (%s); run 'git -c "
+		    "core.fsmonitor=false update-index --no-fsmonitor' in the "
+		    "project before you trust git status, and see what the "
+		    "session changed with 'agentmux diff'", errno == EEXIST ?
+		    "git holds .git/index.lock" : strerror(errno));
+}
+
+void
+snap_blind_untr(const char *project, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out)
+{
+	char *index = xprintf("%s/.git/index", project);
+	size_t i;
+
+	if (snap_blind_ext_changed(&start->untr, start->untr_read, &now->untr,
+	    now->untr_read))
+		snap_blind_untr_drop(index, out);
+	if (snap_blind_ext_changed(&start->fsmn, start->fsmn_read, &now->fsmn,
+	    now->fsmn_read))
+		snap_blind_fsmn_drop(index, out);
+	free(index);
+	for (i = 0; i < now->nexts.n; i++) {
+		if (!strv_contains(&start->nexts, now->nexts.v[i]))
+			snap_blind_nested_drop(project, now->nexts.v[i], out);
+	}
 }
 
 void
@@ -311,4 +497,17 @@ snap_blind_compare(const struct snap_blind *start,
 	if (more > 0)
 		strv_addf(out, "%zu more replace refs were made in the session "
 		    "('git replace --list' shows them)", more);
+	for (i = 0, told = more = 0; i < now->nmarked.n; i++) {
+		if (strv_contains(&start->nmarked, now->nmarked.v[i]))
+			continue;
+		if (told++ < SNAP_BLIND_TELL)
+			snap_blind_tell_nested(now->nmarked.v[i], out);
+		else
+			more++;
+	}
+	if (more > 0)
+		strv_addf(out, "%zu more entries in the indexes of nested "
+		    "repositories were marked skip-worktree or assume-unchanged "
+		    "in the session ('git ls-files -v' there shows them with S "
+		    "or a lower-case tag)", more);
 }

@@ -15,7 +15,9 @@
 
 #include "snap/snap-int.h"
 
+#define SNAP_CE_VALID     0x8000  /* assume-unchanged */
 #define SNAP_CE_EXTENDED  0x4000
+#define SNAP_CE_SKIP      0x4000  /* skip-worktree, in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 #define SNAP_INDEX_MAX    (1024 * 1024 * 1024)  /* the user's index read whole, at most */
 
@@ -361,7 +363,7 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 }
 
 /*
- * The offset of FILE's extension SIG ("UNTR") and its whole length (the
+ * The offset of FILE's extension SIG ("UNTR", "FSMN") and its whole length (the
  * header's 8 bytes too), for an index of OIDLEN-byte ids: 1 if it is
  * there, 0 if not, -1 if FILE is no index of that id length (its
  * extensions do not end exactly at the trailing checksum).
@@ -420,22 +422,22 @@ snap_index_read_user(const char *path, struct buf *file, struct stat *sb)
 	return 0;
 }
 
-/* The id length FILE's extensions fit (20: SHA-1, 32: SHA-256), and where its UNTR is. */
+/* The id length FILE's extensions fit (20: SHA-1, 32: SHA-256), and where its SIG is. */
 static int
-snap_index_untr_at(const struct buf *file, size_t *oidlen, size_t *off,
-    size_t *len)
+snap_index_ext_at(const struct buf *file, const char *sig, size_t *oidlen,
+    size_t *off, size_t *len)
 {
 	int rc;
 
 	*oidlen = 20;
-	if ((rc = snap_index_find_ext(file, 20, "UNTR", off, len)) != -1)
+	if ((rc = snap_index_find_ext(file, 20, sig, off, len)) != -1)
 		return rc;
 	*oidlen = 32;
-	return snap_index_find_ext(file, 32, "UNTR", off, len);
+	return snap_index_find_ext(file, 32, sig, off, len);
 }
 
 int
-snap_index_untr(const char *path, struct buf *out)
+snap_index_ext(const char *path, const char *sig, struct buf *out)
 {
 	struct buf file;
 	struct stat sb;
@@ -449,7 +451,7 @@ snap_index_untr(const char *path, struct buf *out)
 		buf_free(&file);
 		return rc;
 	}
-	rc = snap_index_untr_at(&file, &oidlen, &off, &len);
+	rc = snap_index_ext_at(&file, sig, &oidlen, &off, &len);
 	if (rc == 1)
 		buf_add(out, file.data + off, len);
 	buf_free(&file);
@@ -457,7 +459,7 @@ snap_index_untr(const char *path, struct buf *out)
 }
 
 int
-snap_index_drop_untr(const char *path)
+snap_index_drop_ext(const char *path, const char *sig)
 {
 	struct timespec times[2];
 	struct buf file;
@@ -472,7 +474,7 @@ snap_index_drop_untr(const char *path)
 		buf_free(&file);
 		return -1;
 	}
-	if ((rc = snap_index_untr_at(&file, &oidlen, &off, &len)) != 1) {
+	if ((rc = snap_index_ext_at(&file, sig, &oidlen, &off, &len)) != 1) {
 		buf_free(&file);
 		if (rc == -1)
 			errno = EINVAL;
@@ -497,6 +499,67 @@ snap_index_drop_untr(const char *path)
 			unlink(lock);
 	}
 	free(lock);
+	buf_free(&file);
+	return rc;
+}
+
+/* The ls-files -v tag of entry E if it has a mark (S, s or h), else 0. */
+static char
+snap_index_mark_tag(const struct snap_index_entry *e)
+{
+	bool valid = (e->flags & SNAP_CE_VALID) != 0;
+
+	if (e->xflags & SNAP_CE_SKIP)
+		return valid ? 's' : 'S';
+	return valid ? 'h' : 0;
+}
+
+/* The marked entries of the index FILE, for OIDLEN-byte ids, into OUT; -1 if it does not parse. */
+static int
+snap_index_marks_of(const struct buf *file, size_t oidlen, const char *repo,
+    struct strv *out)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct buf name;
+	uint32_t version, n, i;
+	char tag;
+	int rc = -1;
+
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &n))
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+		if ((tag = snap_index_mark_tag(&e)) != 0)
+			strv_addf(out, "%zu:%s%c %.*s", strlen(repo), repo, tag,
+			    (int)name.len, name.data);
+	}
+	rc = 0;
+out:
+	buf_free(&name);
+	return rc;
+}
+
+int
+snap_index_marks(const char *path, const char *repo, struct strv *out)
+{
+	struct buf file;
+	struct stat sb;
+	size_t oidlen, off, len;
+	int rc;
+
+	buf_init(&file);
+	if (snap_index_read_user(path, &file, &sb) == -1) {
+		rc = errno == ENOENT ? 0 : -1;
+		buf_free(&file);
+		return rc;
+	}
+	/* The id length is the one the extensions and checksum fit. */
+	oidlen = snap_index_find_ext(&file, 20, "UNTR", &off, &len) != -1 ?
+	    20 : 32;
+	rc = snap_index_marks_of(&file, oidlen, repo, out);
 	buf_free(&file);
 	return rc;
 }

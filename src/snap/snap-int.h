@@ -224,17 +224,25 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  */
 int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
 /*
- * The untracked cache (the UNTR extension, its header too) of the user's
- * index file PATH, read without following a link, into OUT: 1, 0 if it
- * has none (or there is no index), -1 if it cannot be read as an index.
+ * The extension SIG ("UNTR": the untracked cache, "FSMN": fsmonitor's
+ * token and bitmap), its header too, of the user's index file PATH, read
+ * without following a link, into OUT: 1, 0 if it has none (or there is
+ * no index), -1 if it cannot be read as an index.
  */
-int snap_index_untr(const char *path, struct buf *out);
+int snap_index_ext(const char *path, const char *sig, struct buf *out);
 /*
- * Writes the user's index file PATH again without its untracked cache,
+ * Writes the user's index file PATH again without its extension SIG,
  * under git's own lock (PATH.lock, never through a link; its times
  * kept): 1, 0 if it had none, -1 with errno (EEXIST: git holds the lock).
  */
-int snap_index_drop_untr(const char *path);
+int snap_index_drop_ext(const char *path, const char *sig);
+/*
+ * The entries of the user's index file PATH (a nested repository's, at
+ * REPO in the project) marked skip-worktree or assume-unchanged, into OUT
+ * as "<len of REPO>:<REPO><tag> <path>" (tag as git ls-files -v: S, s, h);
+ * read without git, no link followed: 0, -1 if it is no index.
+ */
+int snap_index_marks(const char *path, const char *repo, struct strv *out);
 
 /* ---- real modes beside git's (snap-modes.c) ---- */
 

@@ -34,19 +34,24 @@ struct snap_plant_walk {
 	char *inside;             /* the git dir not named .git the walk is in */
 	size_t entries;           /* looked at so far */
 	size_t links_out;         /* links out of the project the session made */
+	struct strv direct;       /* watched paths looked at by name before the walk */
 };
+
+/* The most paths looked at by name before the walk (snap_plant_direct). */
+#define SNAP_PLANT_DIRECT_MAX 10000
 
 /* The most links out of the project told one by one; the rest are counted. */
 #define SNAP_PLANT_MAX_LINKS_OUT 20
 
 /*
  * A hostile tree can be as wide as the disk allows; past max_entries
- * ([jail] scan_limit) the walk stops and says so, once per project and
- * limit (a monorepo that big would hear it after every session). Deep is
- * bounded already: fts cannot go past PATH_MAX, and neither can git's own
- * search for a repository (it starts from the working directory's path).
+ * ([jail] scan_limit) the walk stops and says so, in every session it
+ * stops in (one that fills an ignored dir first would otherwise hide what
+ * it planted past it); the watched files are looked at by name before the
+ * walk. Deep is bounded already: fts cannot go past PATH_MAX, and neither
+ * can git's own search for a repository (it starts from the working
+ * directory's path).
  */
-#define SNAP_PLANT_TOLD "agentmux-scan-limit-told"
 
 void
 snap_plant_result_init(struct snap_plant_result *res)
@@ -547,39 +552,10 @@ snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 	    strcmp(e->fts_name, ".git") != 0 && !snap_plant_gitpath(w, rel))
 		snap_plant_link_out(w, rel, e->fts_statp);
 	snap_plant_setid(w, rel, e->fts_statp);
-	snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
-}
-
-/*
- * True the first time the walk of the project stops at LIMIT: the file
- * SNAP_PLANT_TOLD in the project's own repository (the data dir, out of
- * the jail's reach) then records the limit said.
- */
-static bool
-snap_plant_first_time(const char *project, int64_t limit)
-{
-	char *dir, *path, *cause = NULL, now[32];
-	struct buf was;
-	bool first;
-
-	if ((dir = snap_repo_path(project, &cause)) == NULL) {
-		free(cause);
-		return true;
-	}
-	path = xprintf("%s/%s", dir, SNAP_PLANT_TOLD);
-	snprintf(now, sizeof now, "%lld\n", (long long)limit);
-	buf_init(&was);
-	first = buf_read_file(&was, path) == -1 ||
-	    was.data == NULL || strcmp(was.data, now) != 0;
-	if (first && util_write_file_atomic(path, now, strlen(now), 0600,
-	    &cause) == -1) {
-		log_debug("%s", cause);
-		free(cause);
-	}
-	buf_free(&was);
-	free(path);
-	free(dir);
-	return first;
+	/* Looked at by name already (snap_plant_direct): once. */
+	if (!snap_nested_changed(e->fts_statp, w->o->since) ||
+	    !strv_contains(&w->direct, rel))
+		snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
 }
 
 static void
@@ -588,17 +564,34 @@ snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
 	char *q;
 
 	w->res->partial = true;
-	if (!snap_plant_first_time(w->o->project, limit))
-		return;
 	q = snap_nested_quote(w->o->project);
-	strv_addf(&w->res->notes, "%s holds more than %lld files and dirs: "
-	    "the end-of-session check for planted git dirs, set-uid files "
-	    "and links out of the project stops there, so what a session "
-	    "leaves past them is not checked (said once; [jail] scan_limit "
-	    "sets how many are looked at); look before you run git there "
-	    "(find %s -name HEAD -o -perm /6000 -o -type l)", q,
-	    (long long)limit, q);
+	strv_addf(&w->res->notes, "%s holds more than %lld files and dirs "
+	    "([jail] scan_limit): this session's end-of-session check for "
+	    "planted git dirs, set-uid files and links out of the project "
+	    "looked at the first %lld only, so what the session left past "
+	    "them is not checked (the files your tools run, protected, were "
+	    "looked at by name first); look before you run git there (find "
+	    "%s -name HEAD -o -perm /6000 -o -type l), or raise the limit",
+	    q, (long long)limit, (long long)limit, q);
 	free(q);
+}
+
+static void snap_plant_direct(struct snap_plant_walk *);
+
+/*
+ * The walk's order in each dir: what is not a dir first, then the dirs,
+ * each by name. A dir's files are looked at before anything below it, so
+ * a dir filled past [jail] scan_limit cannot hide a file planted at the
+ * project's top (a link out of it, a set-uid file).
+ */
+static int
+snap_plant_order(const FTSENT **a, const FTSENT **b)
+{
+	bool adir = (*a)->fts_info == FTS_D, bdir = (*b)->fts_info == FTS_D;
+
+	if (adir != bdir)
+		return adir ? 1 : -1;
+	return strcmp((*a)->fts_name, (*b)->fts_name);
 }
 
 int
@@ -621,9 +614,10 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	w.nc.messages = &res->alerts;
 	w.nc.own_git = o->had_git;
 	strv_init(&w.nc.done);
+	strv_init(&w.direct);
 	w.nc.projfd = open(o->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w.nc.projfd == -1 || (fts = fts_open(roots, FTS_PHYSICAL |
-	    FTS_NOCHDIR | FTS_XDEV, NULL)) == NULL) {
+	    FTS_NOCHDIR | FTS_XDEV, snap_plant_order)) == NULL) {
 		*cause = xprintf("cannot read %s: %s", o->project,
 		    strerror(errno));
 		if (w.nc.projfd != -1)
@@ -631,6 +625,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 		strv_free(&w.nc.done);
 		return -1;
 	}
+	snap_plant_direct(&w);
 	/* The project itself made a repository (where it had no .git). */
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
@@ -650,6 +645,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	snap_plant_seq_left(o, res, w.nc.projfd);
 	close(w.nc.projfd);
 	strv_free(&w.nc.done);
+	strv_free(&w.direct);
 	return 0;
 }
 
@@ -1008,6 +1004,121 @@ snap_plant_expand(int projfd, const char *dir, const char *rest,
 	}
 	closedir(d);
 	free(comp);
+}
+
+/*
+ * REL (a path the walk has not reached yet, perhaps): watched, looked at
+ * now by name and kept in DIRECT, so that a tree filled past the scan
+ * limit cannot hide a change to it. No link followed on the way.
+ */
+static void
+snap_plant_direct_one(struct snap_plant_walk *w, const char *rel)
+{
+	struct stat st;
+	int fd;
+
+	if (w->direct.n >= SNAP_PLANT_DIRECT_MAX ||
+	    strv_contains(&w->direct, rel))
+		return;
+	if ((fd = path_open_beneath(w->nc.projfd, rel, O_PATH | O_NOFOLLOW,
+	    0)) == -1)
+		return;
+	if (fstat(fd, &st) == 0) {
+		strv_add(&w->direct, rel);
+		snap_plant_watch(w->o, w->res, w->nc.projfd, rel, &st);
+	}
+	close(fd);
+}
+
+static void snap_plant_direct_dir(struct snap_plant_walk *, const char *,
+    int);
+
+/* What a watched dir REL holds, DEPTH dirs down at most, by name. */
+static void
+snap_plant_direct_dir(struct snap_plant_walk *w, const char *rel, int depth)
+{
+	struct dirent *de;
+	char *sub;
+	DIR *d;
+	int fd;
+
+	if (depth > 8 || (fd = path_open_beneath(w->nc.projfd, rel,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL &&
+	    w->direct.n < SNAP_PLANT_DIRECT_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = xprintf("%s/%s", rel, de->d_name);
+		snap_plant_direct_one(w, sub);
+		if (de->d_type == DT_DIR)
+			snap_plant_direct_dir(w, sub, depth + 1);
+		free(sub);
+	}
+	closedir(d);
+}
+
+/*
+ * PATTERN (a watched one, "**" + "/" taken as the top) expanded under
+ * the project by name: each match and each dir on the way to it looked
+ * at (a link there is a change too), a matched dir's contents as well.
+ */
+static void
+snap_plant_direct_pattern(struct snap_plant_walk *w, const char *pattern)
+{
+	struct strv found;
+	const char *slash;
+	char *prefix;
+	size_t i;
+
+	if (strncmp(pattern, "**/", 3) == 0)
+		pattern += 3;
+	if (*pattern == '\0' || *pattern == '/' || strstr(pattern, "..") !=
+	    NULL || strstr(pattern, "**") != NULL)
+		return;
+	strv_init(&found);
+	/* The dirs on the way, as patterns of their own. */
+	for (slash = strchr(pattern, '/'); slash != NULL;
+	    slash = strchr(slash + 1, '/')) {
+		prefix = xstrndup(pattern, (size_t)(slash - pattern));
+		snap_plant_expand(w->nc.projfd, "", prefix, &found);
+		free(prefix);
+	}
+	snap_plant_expand(w->nc.projfd, "", pattern, &found);
+	for (i = 0; i < found.n; i++) {
+		snap_plant_direct_one(w, found.v[i]);
+		if (snap_plant_watched(w->o, found.v[i]) != NULL)
+			snap_plant_direct_dir(w, found.v[i], 0);
+	}
+	strv_free(&found);
+}
+
+/*
+ * Before the walk: the watched paths near the top (every pattern taken
+ * from the project's top) and those there at the start, looked at by
+ * name, so that a tree filled past [jail] scan_limit (an ignored dir
+ * first in the walk's order) cannot hide a change to them.
+ */
+static void
+snap_plant_direct(struct snap_plant_walk *w)
+{
+	const struct snap_plant_opts *o = w->o;
+	size_t i;
+
+	for (i = 0; i < nitems(snap_plant_always); i++)
+		snap_plant_direct_pattern(w, snap_plant_always[i]);
+	for (i = 0; i < o->nwatch; i++)
+		snap_plant_direct_pattern(w, o->watch[i]);
+	if (o->hooks != NULL)
+		snap_plant_direct_pattern(w, o->hooks);
+	for (i = 0; i < o->ngitfiles; i++)
+		snap_plant_direct_pattern(w, o->gitfiles[i]);
+	for (i = 0; i < o->nexisted; i++)
+		snap_plant_direct_one(w, o->existed[i]);
 }
 
 /* True if REL under PROJFD is a regular file or a dir, reached without a link. */

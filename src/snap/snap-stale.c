@@ -4,7 +4,8 @@
  * unchanged, without reading it) but whose object id is not the content
  * the end snapshot just recorded. Found at the session's end from the
  * index as git lists it and the snapshot's tree, both read by git on the
- * loop; the files are only lstat'ed, never followed or read.
+ * loop, for the project's own index and then each nested repository's
+ * found at the start; the files are only lstat'ed, never followed or read.
  */
 #include <sys/stat.h>
 
@@ -26,7 +27,13 @@ struct snap_stale {
 	struct buf out[SNAP_STALE_NRUNS];
 	int status[SNAP_STALE_NRUNS];
 	int pending;
+	struct event_base *base;
 	char *project;
+	char *gitdir;             /* the own repository */
+	char *tree;               /* the end snapshot's tree there */
+	struct strv repos;        /* "" (the project), then nested ones (relative) */
+	size_t at;                /* the one looked at */
+	struct strv alerts;
 	int64_t since;
 	void (*done)(void *, struct strv *);
 	void *arg;
@@ -135,25 +142,38 @@ snap_stale_tree_oid(const struct buf *tree, const char **at,
 	return NULL;
 }
 
-/* One line for an entry rewritten to hide its change. */
+/* One line for an entry rewritten to hide its change (REPO: a nested repository's, or NULL). */
 static void
-snap_stale_tell(const char *path, struct strv *out)
+snap_stale_tell(const char *repo, const char *path, struct strv *out)
 {
-	char *q = snap_nested_quote(path);
+	char *full = repo != NULL ? xprintf("%s/%s", repo, path) : NULL;
+	char *q = snap_nested_quote(full != NULL ? full : path);
+	char *qp = snap_nested_quote(path);
+	char *qr = repo != NULL ? snap_nested_quote(repo) : NULL;
+	char *where = qr != NULL ? xprintf("%s/.git/index", qr) :
+	    xstrdup(".git/index");
+	char *git = qr != NULL ? xprintf("git -C %s", qr) : xstrdup("git");
 
-	strv_addf(out, "%s: its entry in .git/index was rewritten in the "
+	strv_addf(out, "%s: its entry in %s was rewritten in the "
 	    "session to hide a change (its stat data matches the file, its "
 	    "object id is not the file's content): your git status and git "
 	    "diff show it as unchanged; see the change with 'agentmux diff', "
-	    "and make git read the file again with 'touch -- %s' (or 'git rm "
-	    "--cached -- %s' then 'git add -- %s'; 'git update-index "
-	    "--really-refresh' trusts the forged stat data)", q, q, q, q);
+	    "and make git read the file again with 'touch -- %s' (or '%s rm "
+	    "--cached -- %s' then '%s add -- %s'; 'git update-index "
+	    "--really-refresh' trusts the forged stat data)", q, where, q, git,
+	    qp, git, qp);
+	free(git);
+	free(where);
+	free(qr);
+	free(qp);
 	free(q);
+	free(full);
 }
 
-void
-snap_stale_find(const char *project, int64_t since, const struct buf *index,
-    const struct buf *tree, struct strv *out)
+/* snap_stale_find for the repository at DIR (REPO in the project, or NULL: the project's own). */
+static void
+snap_stale_find_in(const char *dir, const char *repo, int64_t since,
+    const struct buf *index, const struct buf *tree, struct strv *out)
 {
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
@@ -164,7 +184,7 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 	int projfd, rc;
 
 	if (index->data == NULL || tree->data == NULL || (projfd =
-	    open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	    open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	/* The index as git status would read it now: its time decides what is racy. */
 	index_mtime = fstatat(projfd, ".git/index", &ist,
@@ -182,22 +202,35 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 		    !snap_stale_stat_clean(projfd, since, index_mtime, &e))
 			continue;
 		if (told++ < SNAP_STALE_TELL)
-			snap_stale_tell(e.path, out);
+			snap_stale_tell(repo, e.path, out);
 		else
 			more++;
 	}
 	if (more > 0)
-		strv_addf(out, "%zu more entries of .git/index were rewritten "
+		strv_addf(out, "%zu more entries of %s%s were rewritten "
 		    "in the session to hide a change ('agentmux diff' shows "
-		    "them; touching a file makes git read it again)", more);
+		    "them; touching a file makes git read it again)", more,
+		    repo != NULL ? repo : "", repo != NULL ? "/.git/index" :
+		    ".git/index");
 	close(projfd);
 }
+
+void
+snap_stale_find(const char *project, int64_t since, const struct buf *index,
+    const struct buf *tree, struct strv *out)
+{
+	snap_stale_find_in(project, NULL, since, index, tree, out);
+}
+
+static bool snap_stale_next(struct snap_stale *);
 
 static void
 snap_stale_over(struct proc *p, void *arg)
 {
 	struct snap_stale *sc = arg;
+	const char *repo = sc->repos.v[sc->at];
 	struct strv out;
+	char *dir;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -208,61 +241,114 @@ snap_stale_over(struct proc *p, void *arg)
 	if (sc->status[i] == 0)
 		buf_add(&sc->out[i], proc_out(p)->data, proc_out(p)->len);
 	else
-		log_warnx("cannot read %s for its rewritten entries: git "
+		log_warnx("cannot read %s%s for its rewritten entries: git "
 		    "exited %d", i == SNAP_STALE_INDEX ? "the index" :
-		    "the end snapshot", sc->status[i]);
+		    "the end snapshot", *repo != '\0' ? " of a nested "
+		    "repository" : "", sc->status[i]);
 	proc_free(p);
 	sc->p[i] = NULL;
 	if (--sc->pending > 0)
 		return;
-	strv_init(&out);
 	if (sc->status[SNAP_STALE_INDEX] == 0 &&
-	    sc->status[SNAP_STALE_TREE] == 0)
-		snap_stale_find(sc->project, sc->since,
-		    &sc->out[SNAP_STALE_INDEX],
-		    &sc->out[SNAP_STALE_TREE], &out);
+	    sc->status[SNAP_STALE_TREE] == 0) {
+		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
+		    xstrdup(sc->project);
+		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL,
+		    sc->since, &sc->out[SNAP_STALE_INDEX],
+		    &sc->out[SNAP_STALE_TREE], &sc->alerts);
+		free(dir);
+	}
+	sc->at++;
+	if (snap_stale_next(sc))
+		return;
+	/* DONE frees SC: the alerts are handed over first. */
+	out = sc->alerts;
+	strv_init(&sc->alerts);
 	sc->done(sc->arg, &out);
 	strv_free(&out);
 }
 
-struct snap_stale *
-snap_stale_start(struct event_base *base, const char *project,
-    int64_t since, const char *gitdir, const char *tree,
-    void (*done)(void *, struct strv *), void *arg)
+/* The two git runs for the repository at sc->at: true if they run. */
+static bool
+snap_stale_run(struct snap_stale *sc)
 {
 	char *ls[] = { "git", "--no-pager", "ls-files", "-s", "--debug", "-z",
 	    NULL };
 	char *lt[] = { "git", "--no-pager", "ls-tree", "-r", "-z",
-	    "--full-tree", (char *)tree, NULL };
-	struct snap_stale *sc = xcalloc(1, sizeof *sc);
+	    "--full-tree", NULL, NULL };
+	const char *repo = sc->repos.v[sc->at];
 	char *projgit, *cause = NULL;
 	struct stat st;
 	size_t i;
 
-	for (i = 0; i < SNAP_STALE_NRUNS; i++)
-		buf_init(&sc->out[i]);
-	sc->project = xstrdup(project);
-	sc->since = since;
-	sc->done = done;
-	sc->arg = arg;
-	projgit = xprintf("%s/.git", project);
+	for (i = 0; i < SNAP_STALE_NRUNS; i++) {
+		buf_reset(&sc->out[i]);
+		sc->status[i] = -1;
+	}
+	lt[6] = *repo != '\0' ? xprintf("%s:%s", sc->tree, repo) :
+	    xstrdup(sc->tree);
+	projgit = *repo != '\0' ? xprintf("%s/%s/.git", sc->project, repo) :
+	    xprintf("%s/.git", sc->project);
 	if (lstat(projgit, &st) == 0 && S_ISDIR(st.st_mode)) {
-		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(base, projgit,
-		    ls, NULL, snap_stale_over, sc, &cause);
+		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(sc->base,
+		    projgit, ls, NULL, snap_stale_over, sc, &cause);
 		if (sc->p[SNAP_STALE_INDEX] != NULL)
-			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(base,
-			    gitdir, lt, NULL, snap_stale_over, sc, &cause);
+			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(sc->base,
+			    sc->gitdir, lt, NULL, snap_stale_over, sc, &cause);
 	}
 	free(projgit);
+	free(lt[6]);
 	if (cause != NULL) {
 		log_warnx("cannot look for rewritten index entries: %s", cause);
 		free(cause);
 	}
 	if (sc->p[SNAP_STALE_TREE] == NULL) {
+		proc_free(sc->p[SNAP_STALE_INDEX]);
+		sc->p[SNAP_STALE_INDEX] = NULL;
+		return false;
+	}
+	sc->pending = SNAP_STALE_NRUNS;
+	return true;
+}
+
+/* The next repository from sc->at on whose runs start: false if none is left. */
+static bool
+snap_stale_next(struct snap_stale *sc)
+{
+	for (; sc->at < sc->repos.n; sc->at++) {
+		if (snap_stale_run(sc))
+			return true;
+	}
+	return false;
+}
+
+struct snap_stale *
+snap_stale_start(struct event_base *base, const char *project,
+    int64_t since, const char *gitdir, const char *tree,
+    const struct strv *nested, void (*done)(void *, struct strv *),
+    void *arg)
+{
+	struct snap_stale *sc = xcalloc(1, sizeof *sc);
+	size_t i;
+
+	for (i = 0; i < SNAP_STALE_NRUNS; i++)
+		buf_init(&sc->out[i]);
+	sc->base = base;
+	sc->project = xstrdup(project);
+	sc->gitdir = xstrdup(gitdir);
+	sc->tree = xstrdup(tree);
+	strv_init(&sc->repos);
+	strv_add(&sc->repos, "");
+	for (i = 0; nested != NULL && i < nested->n; i++)
+		strv_add(&sc->repos, nested->v[i]);
+	strv_init(&sc->alerts);
+	sc->since = since;
+	sc->done = done;
+	sc->arg = arg;
+	if (!snap_stale_next(sc)) {
 		snap_stale_free(sc);
 		return NULL;
 	}
-	sc->pending = SNAP_STALE_NRUNS;
 	return sc;
 }
 
@@ -278,5 +364,9 @@ snap_stale_free(struct snap_stale *sc)
 		buf_free(&sc->out[i]);
 	}
 	free(sc->project);
+	free(sc->gitdir);
+	free(sc->tree);
+	strv_free(&sc->repos);
+	strv_free(&sc->alerts);
 	free(sc);
 }

@@ -128,6 +128,17 @@ void snap_plant_git_files_of(const char *project,
  */
 void snap_plant_git_files(const char *project, struct strv *out);
 
+/**
+ * Before a jail is made: each protected file of PROJECT (RELS, relative,
+ * and the files directly in a protected dir; .git/config, shallow, and
+ * the files of .git/hooks and .git/info) that has more than one hard
+ * link gets a file of its own, so the jail cannot write it through
+ * another name; NOTES gets a line for each (a warning), also where that
+ * could not be done.
+ */
+void snap_hardlink_protect(const char *project, char *const *rels, size_t n,
+    struct strv *notes);
+
 /*
  * What would blind the user's own git to a session's changes
  * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,
@@ -140,13 +151,24 @@ struct snap_blind {
 	struct strv replace;      /* "refs/replace/X\tvalue" */
 	bool had_git;             /* the project had a .git dir */
 	struct buf untr;          /* .git/index's untracked cache (UNTR), empty if none */
-	int untr_read;            /* snap_index_untr's answer for it */
+	int untr_read;            /* snap_index_ext's answer for it */
+	struct strv nmarked;      /* nested repositories' marks (snap_index_marks) */
+	struct strv nexts;        /* and their index caches: "len:repo" SIG sha-256 (hex) */
+	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
+	int fsmn_read;            /* snap_index_ext's answer for it */
 };
 
 void snap_blind_init(struct snap_blind *);
 void snap_blind_free(struct snap_blind *);
 /** The marks and replace refs of PROJECT's .git now, into START. */
 void snap_blind_begin(const char *project, struct snap_blind *start);
+/**
+ * The marks of the index of each nested repository in PROJECT (REPOS:
+ * their dirs, relative), into B's nmarked, and a hash of its untracked
+ * cache and fsmonitor data into B's nexts; read without git.
+ */
+void snap_blind_nested(const char *project, const struct strv *repos,
+    struct snap_blind *b);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
@@ -154,8 +176,10 @@ void snap_blind_end(const char *project, const struct snap_blind *start,
 void snap_blind_compare(const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);
 /**
- * The untracked cache of PROJECT's .git/index made or changed since START
- * (NOW as read at the end): dropped from the index, and said into OUT.
+ * The untracked cache or the fsmonitor data of PROJECT's .git/index (and
+ * of its nested repositories' indexes, snap_blind_nested) made or changed
+ * since START (NOW as read at the end): dropped from the index, and said
+ * into OUT.
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);
@@ -172,14 +196,15 @@ struct snap_blind_read;
  * the user's git takes them as unchanged, but their object id is not the
  * content the end snapshot's TREE (in the own repository GITDIR) holds.
  * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
- * (ALERTS borrowed). NULL (nothing to wait for) if PROJECT has no .git
+ * (ALERTS borrowed). The index of each nested repository in NESTED (dirs
+ * relative to PROJECT; may be NULL) is looked at too, one after another. NULL (nothing to wait for) if PROJECT has no .git
  * dir or git cannot run. snap_stale_free stops it.
  */
 struct snap_stale;
 struct snap_stale *snap_stale_start(struct event_base *,
     const char *project, int64_t since, const char *gitdir,
-    const char *tree, void (*done)(void *, struct strv *alerts),
-    void *arg);
+    const char *tree, const struct strv *nested,
+    void (*done)(void *, struct strv *alerts), void *arg);
 void snap_stale_free(struct snap_stale *);
 /** The same on what git listed: INDEX (ls-files -s --debug -z) and TREE (ls-tree -r -z). */
 void snap_stale_find(const char *project, int64_t since,

@@ -487,6 +487,33 @@ untr() {
 	rm -rf "$P/src2"
 }
 
+# Forged fsmonitor data: the jail's git, run with a monitor that never
+# reports a change, writes .git/index's FSMN with every entry trusted, and
+# then README is edited. The user's git with core.fsmonitor on (the stand-
+# in answers as a monitor asked with a forged token would: nothing since)
+# would show no change. The data changed in the session is dropped, said.
+fsmn() {
+	printf '#!/bin/sh\nprintf "%%s\\0" "$2"\n' >"$T/fsm-hook"
+	chmod +x "$T/fsm-hook"
+	jrun -- sh -c 'printf "#!/bin/sh\nprintf \"t1\\\\0\"\n" >/tmp/h &&
+	    chmod +x /tmp/h && m="-c core.fsmonitor=/tmp/h
+	    -c core.fsmonitorHookVersion=2" && git $m update-index --fsmonitor &&
+	    git $m status >/dev/null && echo evil >>README && sleep 1 &&
+	    git $m status --porcelain && grep -q FSMN .git/index && echo forged'
+	case $OUT in *" M README"*) bad "fsmn: the jail's monitor did not hide the edit: $OUT" ;;
+	*forged*) ok ;; *) bad "fsmn: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the fsmonitor data in .git/index"*"made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "fsmn: forged fsmonitor data was not told: $OUT" ;; esac
+	grep -q FSMN "$P/.git/index" && bad "fsmn: the forged fsmonitor data stayed in .git/index" || ok
+	st=$(git -C "$P" -c core.fsmonitor="$T/fsm-hook" \
+	    -c core.fsmonitorHookVersion=2 status --porcelain 2>&1)
+	case $st in *" M README"*) ok ;;
+	*) bad "fsmn: the user's git with core.fsmonitor does not show the edit: $st" ;; esac
+	case $("$AMX" show last 2>&1) in *"fsmonitor data"*) ok ;;
+	*) bad "fsmn: show does not tell it" ;; esac
+	git -C "$P" checkout -q -- README
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -684,6 +711,47 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n"; }
 	    git commit -qm unrw) || exit 1
 }
 
+# A nested repository's index used to hide an edit, as the project's own
+# is (blind, index_rewrite): a skip-worktree mark, an assume-unchanged one
+# and an entry rewritten back to its old blob with the new stat data, in
+# lib/.git/index. Each is flagged, naming the nested repository; a mark
+# there before is not. Fsmonitor data written there is dropped, said.
+nested_index() {
+	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && echo 2 >b && echo 3 >c &&
+	    echo 4 >d && git add . && git commit -qm one &&
+	    git update-index --assume-unchanged d) || exit 1
+	jrun -- sh -c 'cd lib && echo evil >>a && git update-index --skip-worktree a &&
+	    echo evil >>b && git update-index --assume-unchanged b &&
+	    o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+d = open(\".git/index\", \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
+	    printf "#!/bin/sh\\nprintf \"t1\\\\\\\\0\"\\n" >/tmp/h && chmod +x /tmp/h &&
+	    git -c core.fsmonitor=/tmp/h -c core.fsmonitorHookVersion=2 \
+	        update-index --fsmonitor && grep -q FSMN .git/index && echo forged'
+	case $OUT in *forged*) ok ;; *) bad "nested_index: the forgeries did not apply: $OUT" ;; esac
+	case $OUT in *"the fsmonitor data in the index of the nested repository lib was made or changed in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "nested_index: fsmonitor data made in lib/.git/index was not told: $OUT" ;; esac
+	grep -q FSMN "$P/lib/.git/index" && bad "nested_index: the fsmonitor data stayed in lib/.git/index" || ok
+	st=$(git -C "$P/lib" status --porcelain 2>&1)
+	[ -z "$st" ] && ok || bad "nested_index: git status in lib was not blinded (the check is void): $st"
+	case $OUT in *"lib/a was marked skip-worktree in the index of the nested repository lib"*"git -C lib update-index --no-skip-worktree -- a"*) ok ;;
+	*) bad "nested_index: a skip-worktree mark in lib/.git/index was not flagged: $OUT" ;; esac
+	case $OUT in *"lib/b was marked assume-unchanged in the index of the nested repository lib"*) ok ;;
+	*) bad "nested_index: an assume-unchanged mark in lib/.git/index was not flagged: $OUT" ;; esac
+	case $OUT in *"lib/d was marked"*) bad "nested_index: a mark there before was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *"lib/c: its entry in lib/.git/index was rewritten"*"touch -- lib/c"*) ok ;;
+	*) bad "nested_index: a rewritten entry in lib/.git/index was not flagged: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"lib/a was marked skip-worktree"*"lib/c: its entry"*|*"lib/c: its entry"*"lib/a was marked skip-worktree"*) ok ;;
+	*) bad "nested_index: show does not flag them" ;; esac
+	rm -rf "$P/lib"
+}
+
 # A .git file or link (or a git dir's commondir) made or changed in the
 # session that names a git dir outside the project (where agentmux cannot defuse it: the session's
 # overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
@@ -790,10 +858,45 @@ dotgit_swap() {
 	rm -rf "$P/nest" "$P/gd" "$P/gd.old" "$X" "$MARK"
 }
 
+# Hard links made before the session to protected files (.git/config,
+# a hook, .mcp.json): the jail binds those read-only by name, but could
+# write them through the other name. Each is said at the start, with its
+# count, and gets a file of its own first: the writes reach only the
+# other names.
+hardlinks() {
+	echo '{"mcpServers":{}}' >"$P/.mcp.json"
+	printf '#!/bin/sh\nexit 0\n' >"$P/.git/hooks/pre-commit"
+	chmod 755 "$P/.git/hooks/pre-commit"
+	(cd "$P" && ln .git/config cfg && ln .mcp.json m2 &&
+	    ln .git/hooks/pre-commit hk) || { bad "hardlinks: cannot link"; return; }
+	cfg0=$(cat "$P/.git/config")
+	jrun -- sh -c "printf '[core]\\n\\tfsmonitor = \"touch $MARK; false\"\\n' >>cfg &&
+	    echo '{\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}' >m2 &&
+	    printf 'touch $MARK\\n' >>hk && echo wrote"
+	case $OUT in *wrote*) ok ;; *) bad "hardlinks: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/.git/config")" = "$cfg0" ] && ok ||
+	    bad "hardlinks: the jail wrote .git/config through a hard link: $(cat "$P/.git/config")"
+	grep -q command "$P/.mcp.json" && bad "hardlinks: the jail wrote .mcp.json through a hard link" || ok
+	grep -q touch "$P/.git/hooks/pre-commit" && bad "hardlinks: the jail wrote a hook through a hard link" || ok
+	(cd "$P" && git status >/dev/null 2>&1)
+	pwned && bad "hardlinks: git status on the host ran what the jail wrote through a link" || ok
+	for f in .git/config .mcp.json .git/hooks/pre-commit; do
+		case $OUT in *"$f (protected) has 2 hard links: the jail could write it through another name"*) ok ;;
+		*) bad "hardlinks: $f's links were not said: $OUT" ;; esac
+	done
+	[ "$(stat -c %a "$P/.git/hooks/pre-commit")" = 755 ] && ok ||
+	    bad "hardlinks: the hook lost its mode"
+	case $OUT in *"README (protected)"*|*"cfg (protected)"*) bad "hardlinks: an unprotected file was said: $OUT" ;; *) ok ;; esac
+	rm -f "$P/cfg" "$P/m2" "$P/hk" "$P/.mcp.json" "$P/.git/hooks/pre-commit" "$MARK"
+}
+
 # A tree larger than [jail] scan_limit (lowered here to 50 entries): the
-# end scan stops there and says so once, as a warning, without flagging
-# the session; the next session with the same limit says nothing, one
-# after the limit changed says it again.
+# end scan stops there and says so, as a warning, without flagging the
+# session, once in every session it stops in (the count and the limit),
+# not only the first time. A protected file made in a session whose scan
+# is cut (at 2 entries, in a tree of 40 dirs) is flagged all the same:
+# watched paths are looked at by name before the walk; and so is a link
+# out made at the top (at 5): a dir's files come before its dirs.
 scan_limit() {
 	C=$XDG_CONFIG_HOME/agentmux/config
 	cp "$C" "$T/config.saved"
@@ -802,7 +905,7 @@ scan_limit() {
 	i=0
 	while [ $i -lt 100 ]; do i=$((i + 1)); : >"$P/many/f$i"; done
 	jrun -- sh -c 'echo ran'
-	case $OUT in *ran*"holds more than 50 files and dirs: the end-of-session check"*"[jail] scan_limit"*) ok ;;
+	case $OUT in *ran*"holds more than 50 files and dirs ([jail] scan_limit): this session's end-of-session check"*"looked at the first 50 only"*) ok ;;
 	*) bad "a tree past scan_limit was not told: $OUT" ;; esac
 	[ "$(printf '%s\n' "$OUT" | grep -c 'holds more than')" = 1 ] && ok ||
 	    bad "the scan limit was told more than once in a session: $OUT"
@@ -810,14 +913,29 @@ scan_limit() {
 	*"holds more than 50 files"*) ok ;;
 	*) bad "show does not tell the scan cut short" ;; esac
 	jrun -- sh -c 'echo again'
-	case $OUT in *again*"holds more than"*) bad "the scan limit was told again with the same limit: $OUT" ;;
-	*again*) ok ;; *) bad "the second session failed: $OUT" ;; esac
-	printf 'scan_limit = 60\n' >>"$C"
-	jrun -- true
-	case $OUT in *"holds more than 60 files and dirs"*) ok ;;
-	*) bad "a new scan limit was not told: $OUT" ;; esac
+	case $OUT in *again*"holds more than 50 files"*) ok ;;
+	*) bad "the next session cut at the same limit said nothing: $OUT" ;; esac
+	printf 'scan_limit = 2\n' >>"$C"
+	i=0
+	while [ $i -lt 40 ]; do i=$((i + 1)); mkdir -p "$P/d$i" &&
+	    : >"$P/d$i/a" && : >"$P/d$i/b"; done
+	jrun -- sh -c 'echo "{\"mcpServers\":{}}" >.mcp.json &&
+	    mkdir -p .claude && echo "{}" >.claude/settings.json && echo planted'
+	case $OUT in *planted*"holds more than 2 files and dirs"*) ok ;;
+	*) bad "the cut scan was not told: $OUT" ;; esac
+	case $OUT in *".mcp.json changed in the session"*) ok ;;
+	*) bad "a protected file made past the scan limit was not flagged: $OUT" ;; esac
+	case $OUT in *".claude/settings.json changed in the session"*) ok ;;
+	*) bad "a protected file one dir down made past the scan limit was not flagged: $OUT" ;; esac
+	[ "$(printf '%s\n' "$OUT" | grep -c '.mcp.json changed in the session')" = 1 ] && ok ||
+	    bad "the protected file was flagged twice: $OUT"
+	# A link out of the project at the top: files come before dirs.
+	printf 'scan_limit = 5\n' >>"$C"
+	jrun -- sh -c 'ln -s /etc/passwd 0link && echo linked'
+	case $OUT in *linked*"0link is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "a link out made at the top past the scan limit was not flagged: $OUT" ;; esac
 	cp "$T/config.saved" "$C"
-	rm -rf "$P/many"
+	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link"
 }
 
 checks() {
@@ -840,10 +958,13 @@ checks() {
 	protected_links
 	rerere
 	untr
+	fsmn
 	hooks
 	hook_links
 	blind
 	index_rewrite
+	nested_index
+	hardlinks
 }
 
 jail_main "$@"
