@@ -198,6 +198,45 @@ prompt 'reload now'
 wait_status 1 'reload takes no arguments' || fail ":reload with an argument was not refused"
 prompt "attach -t $id"
 wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+# Tab completes arguments: live sessions and "last", a command's flags, agents after new -a.
+keys C-a
+keys :
+keys -l 'kill '
+keys Tab
+wait_for "^:kill +$id  last *\$" || fail "Tab after kill did not list the live sessions and last"
+keys Escape
+sleep 0.3
+keys C-a
+keys :
+keys -l 'pause l'
+keys Tab
+wait_for '^:pause last *$' || fail "Tab did not complete 'l' to last"
+keys Enter
+wait_status 1 "session $id \\(shell\\) paused" || fail ":pause last did not pause the last session"
+prompt 'resume last'
+wait_status 1 "session $id \\(shell\\) resumed" || fail ":resume last did not resume the last session"
+keys C-a
+keys :
+keys -l 'attach '
+keys Tab
+wait_for '^:attach -t *$' || fail "Tab after attach did not put its one flag"
+keys Tab
+wait_for "^:attach -t +$id  last *\$" || fail "Tab after attach -t did not list the sessions"
+keys Escape
+sleep 0.3
+keys C-a
+keys :
+keys -l 'new -'
+keys Tab
+wait_for '^:new - +-d  -a  -C  --worktree  --shared  -- *$' || fail "Tab after new - did not list its flags"
+keys -l -- '-w'
+keys Tab
+wait_for '^:new --worktree *$' || fail "Tab did not complete --w to --worktree"
+keys -l -- '-a she'
+keys Tab
+wait_for '^:new --worktree -a shell *$' || fail "Tab after -a did not complete an agent's name"
+keys Escape
+sleep 0.3
 echo "suspend: the command prompt runs new, attach, kill, send, pause and resume, completes with Tab"
 keys C-a
 keys :
