@@ -237,6 +237,25 @@ keys Tab
 wait_for '^:new --worktree -a shell *$' || fail "Tab after -a did not complete an agent's name"
 keys Escape
 sleep 0.3
+# A reply naming a project whose path holds an escape sequence shows it quoted, never raw.
+esc=$(printf 'p\033[31mx')
+mkdir "$T/$esc" || fail "mkdir"
+ns=$("$AGENTMUX" new -d --shared -C "$T/$esc" -- sh) || fail "new -d in $T/$esc failed: $ns"
+prompt "attach -t $ns"
+wait_status 1 "$ns:shell\\* " || fail ":attach -t $ns did not show session $ns"
+# (Wide enough for the reply to show whole.)
+tmux -L "$SOCK" resize-window -t 0 -x 240 -y 30 || fail "tmux resize-window"
+prompt 'new -d'
+wait_status 1 'new: session [0-9]+ is running on .*p\\033\[31mx already' ||
+	fail ":new -d in a tree in use did not name the project quoted"
+tmux -L "$SOCK" capture-pane -p -e -t 0 | grep -qF "$esc" && fail "the prompt's reply drew the project's escape raw"
+tmux -L "$SOCK" resize-window -t 0 -x 100 -y 30 || fail "tmux resize-window"
+"$AGENTMUX" kill "$ns"
+i=0
+while [ $i -lt 100 ] && "$AGENTMUX" ls | grep -q "^$ns:"; do sleep 0.1; i=$((i + 1)); done
+prompt "attach -t $id"
+wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+wait_gone "$ns:shell" || fail "session $ns's tab stayed after it was killed"
 echo "suspend: the command prompt runs new, attach, kill, send, pause and resume, completes with Tab"
 keys C-a
 keys :
