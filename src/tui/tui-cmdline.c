@@ -36,8 +36,8 @@ static const struct tui_cmdline_cmd tui_cmdline_table[] = {
 	  .help = "freeze a session (as prefix P)", .run = tui_cmdline_pause },
 	{ .name = "resume", .args = "[SESSION]",
 	  .help = "let a paused session go on", .run = tui_cmdline_pause },
-	{ .name = "port", .args = "[-d] JAIL_PORT [HOST_PORT]",
-	  .help = "forward a port of the focused session (as prefix f)",
+	{ .name = "port", .args = "[-d] [-t SESSION] JAIL_PORT [HOST_PORT]",
+	  .help = "forward a port of a session (as prefix f)",
 	  .run = tui_cmdline_port },
 	{ .name = "ls", .args = "",
 	  .help = "the sessions view (as prefix s)",
@@ -270,20 +270,45 @@ tui_cmdline_send(struct tui *t, char **argv, char **cause)
 	return tui_send(t, id, rest + 1, literal, cause);
 }
 
+/*
+ * port's words but -t SESSION into REST, that session's number into *ID
+ * (the focused one's without -t); -1 with *CAUSE.
+ */
+static int
+tui_cmdline_port_args(struct tui *t, char **argv, struct strv *rest,
+    int64_t *id, char **cause)
+{
+	const char *target = NULL;
+	size_t i;
+
+	for (i = 1; argv[i] != NULL; i++) {
+		if (strcmp(argv[i], "-t") != 0)
+			strv_add(rest, argv[i]);
+		else if (target != NULL || !tui_cmdline_value(argv, &i, &target))
+			return tui_cmdline_usage(argv[0], cause);
+	}
+	if (rest->n == 0)
+		return tui_cmdline_usage(argv[0], cause);
+	return (*id = tui_cmdline_session(t, target, cause)) == -1 ? -1 : 0;
+}
+
 static int
 tui_cmdline_port(struct tui *t, char **argv, char **cause)
 {
 	struct tui_port_opts o;
+	struct strv rest;
 	char *line, *text = NULL;
-	int64_t id;
+	int64_t id = 0;
 	int rc;
 
-	if (argv[1] == NULL)
-		return tui_cmdline_usage(argv[0], cause);
-	if ((id = tui_cmdline_session(t, NULL, cause)) == -1)
+	strv_init(&rest);
+	if (tui_cmdline_port_args(t, argv, &rest, &id, cause) == -1) {
+		strv_free(&rest);
 		return -1;
+	}
 	/* The port dialog's own line: "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT". */
-	line = strv_join_shell(argv + 1);
+	line = strv_join_shell(rest.v);
+	strv_free(&rest);
 	rc = tui_port_parse(line, &o, cause);
 	if (rc == 0)
 		rc = tui_port(t, id, &o, &text, cause);
@@ -442,7 +467,7 @@ tui_cmdline_wants_session(char **argv, size_t n)
 	const char *cmd = argv[0], *prev = argv[n - 1];
 	size_t i, first = 1;
 
-	if (strcmp(cmd, "attach") == 0)
+	if (strcmp(cmd, "attach") == 0 || strcmp(cmd, "port") == 0)
 		return strcmp(prev, "-t") == 0;
 	if (strcmp(cmd, "send") == 0) {
 		if (n > 1 && strcmp(argv[1], "-l") == 0)
@@ -480,7 +505,7 @@ tui_cmdline_offer_args(struct tui *t, struct tui_cmdline_comp *cc,
 	if (tui_cmdline_wants_session(argv, n)) {
 		tui_cmdline_offer_sessions(t, cc);
 		if (argv[n - 1][0] == '-')
-			return;   /* the value of attach -t */
+			return;   /* the value of -t */
 	}
 	if (cc->len == 0 || cc->word[0] == '-')
 		tui_cmdline_offer_flags(cc, cmd);

@@ -193,7 +193,7 @@ wait_status 1 'kill: no running session 99999 here' || fail ":kill of no session
 prompt 'kill x'
 wait_status 1 "kill: x is not a session number" || fail ":kill x was not refused"
 prompt 'port'
-wait_status 1 'port: usage: port \[-d\] JAIL_PORT' || fail ":port with nothing did not give its usage"
+wait_status 1 'port: usage: port \[-d\] \[-t SESSION\] JAIL_PORT' || fail ":port with nothing did not give its usage"
 prompt 'reload now'
 wait_status 1 'reload takes no arguments' || fail ":reload with an argument was not refused"
 prompt "attach -t $id"
