@@ -30,11 +30,70 @@ extern char **environ;
 #define SERVER_CLIENT_RETRIES 3
 
 static volatile sig_atomic_t server_client_winch;
+/* SIGHUP or SIGTERM, once one came: this client is to end. */
+static volatile sig_atomic_t server_client_ending;
 
 static void
 server_client_sigwinch(int sig)
 {
 	server_client_winch = 1;
+}
+
+static void
+server_client_sigend(int sig)
+{
+	server_client_ending = sig;
+}
+
+/*
+ * What an attached client waits for: a resize, and its end. A hang-up
+ * (the terminal or the ssh connection gone) or SIGTERM detaches it, as
+ * tmux's client ends on them, even if it started with them ignored (as
+ * under nohup): else it would wait on the socket for good. They are
+ * blocked but in ppoll; *WAIT gets the mask ppoll takes.
+ */
+static void
+server_client_signals(bool attached, sigset_t *wait)
+{
+	static const int sigs[] = { SIGWINCH, SIGHUP, SIGTERM };
+	struct sigaction sa;
+	sigset_t block;
+	size_t i, n = attached ? nitems(sigs) : 1;
+
+	sigemptyset(&block);
+	for (i = 0; i < n; i++)
+		sigaddset(&block, sigs[i]);
+	sigprocmask(SIG_BLOCK, &block, wait);
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < n; i++) {
+		sa.sa_handler = sigs[i] == SIGWINCH ? server_client_sigwinch :
+		    server_client_sigend;
+		sigaction(sigs[i], &sa, NULL);
+		sigdelset(wait, sigs[i]);
+	}
+}
+
+/*
+ * Asks the server to let this client go for the signal that came (it
+ * gives the terminal back and sends its exit). Asked already, a second
+ * signal ends the wait at once: a server that does not know the message.
+ */
+static int
+server_client_leave(int fd, bool *asked, char **cause)
+{
+	int32_t sig = server_client_ending;
+
+	server_client_ending = 0;
+	if (*asked) {
+		*cause = xprintf("the server did not let this client go at "
+		    "%s; it left", strsignal(sig));
+		return -1;
+	}
+	*asked = true;
+	/* A server gone meanwhile: the next read says so. */
+	(void)server_msg_send(fd, SERVER_MSG_DETACH, &sig, sizeof sig, NULL, 0);
+	return 0;
 }
 
 static int
@@ -410,23 +469,27 @@ server_client_wait(int fd, const struct termios *tio, const int *fl,
     char **cause)
 {
 	struct pollfd pfd = { fd, POLLIN, 0 };
-	sigset_t block, old;
+	sigset_t wait;
 	struct buf b;
 	uint32_t version;
 	int fds[SERVER_MSG_FDS], nfds, type, i;
+	bool asked = false;
 	char *log;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	signal(SIGWINCH, server_client_sigwinch);
+	/* A command's client (no terminal modes of its own) keeps the defaults. */
+	server_client_signals(fl != NULL, &wait);
 	buf_init(&b);
 	for (;;) {
 		if (server_client_winch) {
 			server_client_winch = 0;
 			server_msg_send(fd, SERVER_MSG_RESIZE, NULL, 0, NULL, 0);
 		}
-		if (ppoll(&pfd, 1, NULL, &old) == -1 && errno == EINTR)
+		if (server_client_ending &&
+		    server_client_leave(fd, &asked, cause) == -1) {
+			server_client_restore(tio);
+			break;
+		}
+		if (ppoll(&pfd, 1, NULL, &wait) == -1 && errno == EINTR)
 			continue;
 		buf_reset(&b);
 		type = server_msg_recv(fd, &b, &version, fds, &nfds);

@@ -30,6 +30,7 @@ enum server_msg_type {
 	SERVER_MSG_SUSPEND,       /* server: the terminal is given back; stop */
 	SERVER_MSG_WAKEUP,        /* client: continued in the foreground */
 	SERVER_MSG_WARN,          /* server: a line for the client's stderr */
+	SERVER_MSG_DETACH,        /* client: int32 signal; let me go (hang-up) */
 };
 
 struct server_msg_hdr {

@@ -895,6 +895,34 @@ fail:
 	free(cause);
 }
 
+/*
+ * Client C got a hang-up or SIGTERM (its int32 in B) and asks to go: it
+ * detaches as with the detach key (its terminal given back, the
+ * sessions kept) and is told to exit.
+ */
+static void
+server_client_leaves(struct server_client *c, const struct buf *b)
+{
+	struct server *sv = c->sv;
+	struct tui_client *tc = c->tc;
+	int32_t sig = 0;
+	char *why;
+
+	if (b->len == sizeof sig)
+		memcpy(&sig, b->data, sizeof sig);
+	why = xprintf("it got %s", sig == SIGHUP ? "SIGHUP (its terminal "
+	    "hung up)" : sig == SIGTERM ? "SIGTERM" : "a signal to end");
+	if (tc != NULL) {
+		tui_detach(sv->t, tc);
+		server_detached_cb(sv, tc, why);
+	} else {
+		log_info("client %ld left: %s", (long)c->pid, why);
+		server_client_exit(c, 0, NULL);
+		server_check(sv);
+	}
+	free(why);
+}
+
 /* Splits a hello's payload into its NUL-ended strings. */
 static void
 server_hello_parse(const struct buf *b, struct strv *kv)
@@ -961,6 +989,9 @@ server_client_cb(evutil_socket_t fd, short what, void *arg)
 			log_info("client %ld is back", (long)c->pid);
 			tui_resume(sv->t, c->tc);
 		}
+		break;
+	case SERVER_MSG_DETACH:
+		server_client_leaves(c, &b);
 		break;
 	case SERVER_MSG_EXIT:
 	case SERVER_MSG_SUSPEND:

@@ -36,8 +36,8 @@ static const struct tui_cmdline_cmd tui_cmdline_table[] = {
 	  .help = "freeze a session (as prefix P)", .run = tui_cmdline_pause },
 	{ .name = "resume", .args = "[SESSION]",
 	  .help = "let a paused session go on", .run = tui_cmdline_pause },
-	{ .name = "port", .args = "[-d] JAIL_PORT [HOST_PORT]",
-	  .help = "forward a port of the focused session (as prefix f)",
+	{ .name = "port", .args = "[-d] [-t SESSION] JAIL_PORT [HOST_PORT]",
+	  .help = "forward a port of a session (as prefix f)",
 	  .run = tui_cmdline_port },
 	{ .name = "ls", .args = "",
 	  .help = "the sessions view (as prefix s)",
@@ -79,7 +79,25 @@ tui_cmdline_open(struct tui *t)
 
 /* ---- arguments ---- */
 
-/* Session ARG as a number, or the focused one for NULL; -1 with *CAUSE. */
+/* "last": the live session started most recently (the highest number); -1 with *CAUSE. */
+static int64_t
+tui_cmdline_last(struct tui *t, char **cause)
+{
+	int64_t id = 0;
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (!t->panes[i]->closing && t->panes[i]->id > id)
+			id = t->panes[i]->id;
+	}
+	if (id == 0) {
+		*cause = xstrdup("last: no session is running");
+		return -1;
+	}
+	return id;
+}
+
+/* Session ARG as a number or "last", or the focused one for NULL; -1 with *CAUSE. */
 static int64_t
 tui_cmdline_session(struct tui *t, const char *arg, char **cause)
 {
@@ -93,11 +111,13 @@ tui_cmdline_session(struct tui *t, const char *arg, char **cause)
 		*cause = xstrdup("no session is focused: name one");
 		return -1;
 	}
+	if (strcmp(arg, "last") == 0)
+		return tui_cmdline_last(t, cause);
 	id = strtoll(arg, &end, 10);
 	if (*arg < '0' || *arg > '9' || *end != '\0' || id <= 0) {
 		q = quote_name(arg);
 		*cause = xprintf("%s is not a session number (the number on "
-		    "its tab)", q);
+		    "its tab) or 'last'", q);
 		free(q);
 		return -1;
 	}
@@ -250,20 +270,45 @@ tui_cmdline_send(struct tui *t, char **argv, char **cause)
 	return tui_send(t, id, rest + 1, literal, cause);
 }
 
+/*
+ * port's words but -t SESSION into REST, that session's number into *ID
+ * (the focused one's without -t); -1 with *CAUSE.
+ */
+static int
+tui_cmdline_port_args(struct tui *t, char **argv, struct strv *rest,
+    int64_t *id, char **cause)
+{
+	const char *target = NULL;
+	size_t i;
+
+	for (i = 1; argv[i] != NULL; i++) {
+		if (strcmp(argv[i], "-t") != 0)
+			strv_add(rest, argv[i]);
+		else if (target != NULL || !tui_cmdline_value(argv, &i, &target))
+			return tui_cmdline_usage(argv[0], cause);
+	}
+	if (rest->n == 0)
+		return tui_cmdline_usage(argv[0], cause);
+	return (*id = tui_cmdline_session(t, target, cause)) == -1 ? -1 : 0;
+}
+
 static int
 tui_cmdline_port(struct tui *t, char **argv, char **cause)
 {
 	struct tui_port_opts o;
+	struct strv rest;
 	char *line, *text = NULL;
-	int64_t id;
+	int64_t id = 0;
 	int rc;
 
-	if (argv[1] == NULL)
-		return tui_cmdline_usage(argv[0], cause);
-	if ((id = tui_cmdline_session(t, NULL, cause)) == -1)
+	strv_init(&rest);
+	if (tui_cmdline_port_args(t, argv, &rest, &id, cause) == -1) {
+		strv_free(&rest);
 		return -1;
+	}
 	/* The port dialog's own line: "JAIL_PORT [HOST_PORT]" or "-d JAIL_PORT". */
-	line = strv_join_shell(argv + 1);
+	line = strv_join_shell(rest.v);
+	strv_free(&rest);
 	rc = tui_port_parse(line, &o, cause);
 	if (rc == 0)
 		rc = tui_port(t, id, &o, &text, cause);
@@ -341,62 +386,204 @@ tui_cmdline_exec(struct tui *t, const struct tui_binding **run)
 	strv_free(&argv);
 }
 
-/* The names starting with WORD (LEN bytes) into NAMES; how many, the first, and how much they share. */
-static size_t
-tui_cmdline_matches(const char *word, size_t len, struct buf *names,
-    const char **first, size_t *common)
+/* ---- completion ---- */
+
+/* What Tab may put for the word being typed: the candidates it starts. */
+struct tui_cmdline_comp {
+	const char *word;
+	size_t len;
+	struct strv cands;
+};
+
+static void
+tui_cmdline_offer(struct tui_cmdline_comp *cc, const char *cand)
 {
-	size_t i, n = 0, k;
+	if (strncmp(cand, cc->word, cc->len) == 0)
+		strv_add(&cc->cands, cand);
+}
 
-	for (i = 0; i < nitems(tui_cmdline_table); i++) {
-		const char *name = tui_cmdline_table[i].name;
+/* Every command's name. */
+static void
+tui_cmdline_offer_names(struct tui_cmdline_comp *cc)
+{
+	size_t i;
 
-		if (strncmp(name, word, len) != 0)
-			continue;
-		if (n++ == 0) {
-			*first = name;
-			*common = strlen(name);
+	for (i = 0; i < nitems(tui_cmdline_table); i++)
+		tui_cmdline_offer(cc, tui_cmdline_table[i].name);
+}
+
+/* The flags of CMD, as its usage in the table names them ("[-a AGENT]": -a). */
+static void
+tui_cmdline_offer_flags(struct tui_cmdline_comp *cc,
+    const struct tui_cmdline_cmd *cmd)
+{
+	const char *p = cmd->args;
+	char flag[32];
+	size_t n;
+
+	while (*p != '\0') {
+		p += strspn(p, " [");
+		n = strcspn(p, " ]");
+		if (*p == '-' && n < sizeof flag) {
+			memcpy(flag, p, n);
+			flag[n] = '\0';
+			tui_cmdline_offer(cc, flag);
 		}
-		for (k = 0; k < *common && name[k] == (*first)[k]; k++)
-			;
-		*common = k;
-		buf_printf(names, "%s%s", n > 1 ? "  " : "", name);
+		p += n;
+		p += strspn(p, "]");
 	}
-	return n;
+}
+
+/* The live sessions' numbers, and "last" (the most recently started). */
+static void
+tui_cmdline_offer_sessions(struct tui *t, struct tui_cmdline_comp *cc)
+{
+	char id[24];
+	size_t i;
+
+	for (i = 0; i < t->npanes; i++) {
+		if (t->panes[i]->id <= 0 || t->panes[i]->closing)
+			continue;
+		snprintf(id, sizeof id, "%lld", (long long)t->panes[i]->id);
+		tui_cmdline_offer(cc, id);
+	}
+	tui_cmdline_offer(cc, "last");
+}
+
+/* The agents the config knows, for new -a. */
+static void
+tui_cmdline_offer_agents(struct tui *t, struct tui_cmdline_comp *cc)
+{
+	size_t i;
+
+	for (i = 0; i < t->cf->nagents; i++)
+		tui_cmdline_offer(cc, t->cf->agents[i].name);
+}
+
+/* Whether the word after ARGV (N words: the command and its arguments so far) is a session. */
+static bool
+tui_cmdline_wants_session(char **argv, size_t n)
+{
+	const char *cmd = argv[0], *prev = argv[n - 1];
+	size_t i, first = 1;
+
+	if (strcmp(cmd, "attach") == 0 || strcmp(cmd, "port") == 0)
+		return strcmp(prev, "-t") == 0;
+	if (strcmp(cmd, "send") == 0) {
+		if (n > 1 && strcmp(argv[1], "-l") == 0)
+			first = 2;
+		return n == first;
+	}
+	for (i = 0; i < nitems(tui_cmdline_table); i++) {
+		if (strcmp(tui_cmdline_table[i].args, "[SESSION]") == 0 &&
+		    strcmp(tui_cmdline_table[i].name, cmd) == 0)
+			return n == 1;
+	}
+	return false;
+}
+
+/* What may come as the word after ARGV (N words, N > 0) in the line. */
+static void
+tui_cmdline_offer_args(struct tui *t, struct tui_cmdline_comp *cc,
+    char **argv, size_t n)
+{
+	const struct tui_cmdline_cmd *cmd = tui_cmdline_find(argv[0]);
+	size_t i;
+
+	if (cmd == NULL || cmd->run == NULL)
+		return;
+	for (i = 1; i < n; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return;   /* a command to run: its words are its own */
+	}
+	if (strcmp(cmd->name, "new") == 0 && strcmp(argv[n - 1], "-a") == 0) {
+		tui_cmdline_offer_agents(t, cc);
+		return;
+	}
+	if (strcmp(argv[n - 1], "-C") == 0)
+		return;           /* a directory: the server's, not completed */
+	if (tui_cmdline_wants_session(argv, n)) {
+		tui_cmdline_offer_sessions(t, cc);
+		if (argv[n - 1][0] == '-')
+			return;   /* the value of -t */
+	}
+	if (cc->len == 0 || cc->word[0] == '-')
+		tui_cmdline_offer_flags(cc, cmd);
+}
+
+/* The candidates shared start's length; the choices, two spaces apart, into NAMES. */
+static size_t
+tui_cmdline_common(const struct strv *cands, struct buf *names)
+{
+	size_t i, k, common = strlen(cands->v[0]);
+
+	for (i = 0; i < cands->n; i++) {
+		for (k = 0; k < common && cands->v[i][k] == cands->v[0][k]; k++)
+			;
+		common = k;
+		buf_printf(names, "%s%s", i > 0 ? "  " : "", cands->v[i]);
+	}
+	return common;
+}
+
+/* Puts the first COMMON bytes of CAND in place of the line's last word (from AT); a space after a whole one. */
+static void
+tui_cmdline_put(struct buf *b, size_t at, const char *cand, size_t common,
+    bool whole)
+{
+	b->len = at;
+	buf_add(b, cand, common);
+	if (whole)
+		buf_addc(b, ' ');
+	buf_addc(b, '\0');
+	b->len--;
 }
 
 /*
- * Tab on the first word: completes a command's name as far as the names
- * it may be share, and shows those names after it (all of them for an
- * empty line, and for a word no name starts with).
+ * Tab: completes the word before the cursor (the line's last) as far as
+ * what it may be shares (a command's name, a flag of its command's, a
+ * live session or "last", an agent after new -a), and shows the choices
+ * after the line when there are several (all of a command's names for a
+ * word none starts).
  */
 static void
 tui_cmdline_complete(struct tui *t)
 {
-	struct buf *b = &t->c->cmdline.text;
-	const char *word = b->len > 0 ? b->data : "", *first = NULL;
-	struct buf names;
-	size_t n, common = 0;
+	struct buf *b = &t->c->cmdline.text, names;
+	const char *text = b->len > 0 ? b->data : "", *sp;
+	struct tui_cmdline_comp cc;
+	struct strv argv;
+	char *before, *cause = NULL;
+	size_t at, common;
 
-	if (strchr(word, ' ') != NULL)
-		return;           /* arguments: nothing to complete */
+	sp = strrchr(text, ' ');
+	at = sp != NULL ? (size_t)(sp - text) + 1 : 0;
+	cc.word = text + at;
+	cc.len = strlen(cc.word);
+	strv_init(&cc.cands);
+	strv_init(&argv);
+	before = xstrndup(text, at);
+	if (at == 0)
+		tui_cmdline_offer_names(&cc);
+	else if (strv_split_words(&argv, before, &cause) == 0 && argv.n > 0)
+		tui_cmdline_offer_args(t, &cc, argv.v, argv.n);
+	free(cause);
+	free(before);
 	buf_init(&names);
 	buf_adds(&names, "");
-	if ((n = tui_cmdline_matches(word, b->len, &names, &first,
-	    &common)) == 0) {
-		buf_reset(&names);
+	if (cc.cands.n == 0 && at == 0) {
 		buf_adds(&names, "no such command; it takes: ");
-		(void)tui_cmdline_matches("", 0, &names, &first, &common);
-	} else {
-		buf_reset(b);
-		buf_adds(b, "");
-		buf_add(b, first, common);
-		if (n == 1)
-			buf_addc(b, ' ');
-		b->data[b->len] = '\0';
+		cc.len = 0;
+		tui_cmdline_offer_names(&cc);
+		(void)tui_cmdline_common(&cc.cands, &names);
+	} else if (cc.cands.n > 0) {
+		common = tui_cmdline_common(&cc.cands, &names);
+		tui_cmdline_put(b, at, cc.cands.v[0], common, cc.cands.n == 1);
 	}
-	tui_cmdline_hint(t, n == 1 ? NULL : xstrdup(names.data));
+	tui_cmdline_hint(t, cc.cands.n > 1 ? xstrdup(names.data) : NULL);
 	buf_free(&names);
+	strv_free(&argv);
+	strv_free(&cc.cands);
 }
 
 bool

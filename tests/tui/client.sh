@@ -238,6 +238,58 @@ PY
 timeout 10 "$AGENTMUX" ls | grep -q "^ *$id:" || fail "the flood session did not go on: $(timeout 10 "$AGENTMUX" ls)"
 echo "client: a terminal that reads nothing for 10 s is detached, its sessions go on"
 
+# ---- a client that gets SIGHUP or SIGTERM detaches and exits, the sessions stay ----
+# Each signal ignored before the client starts (as under nohup, the state
+# it was found in): the client ends on it anyway, as tmux's does.
+for sig in HUP TERM; do
+	out=$(python3 - "$AGENTMUX" "$P" "$id" "$sig" <<'PY'
+import fcntl, os, pty, select, signal, struct, sys, termios, time
+exe, proj, sid, name = sys.argv[1:5]
+sig = getattr(signal, "SIG" + name)
+pid, fd = pty.fork()
+if pid == 0:
+    signal.signal(sig, signal.SIG_IGN)
+    os.chdir(proj)
+    os.environ["TERM"] = "xterm-256color"
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    os.execv(exe, [exe, "attach", "-t", sid])
+def read_for(secs, until):
+    got, end = b"", time.time() + secs
+    while time.time() < end and until not in got:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                b = os.read(fd, 65536)
+            except OSError:
+                break
+            if not b:
+                break
+            got += b
+    return got
+if b"flood-42" not in read_for(40, b"flood-42"):
+    os.kill(pid, 9); print("never-drawn"); sys.exit()
+os.kill(pid, sig)
+out = read_for(20, b"running)]")
+end = time.time() + 20
+while time.time() < end:
+    p, st = os.waitpid(pid, os.WNOHANG)
+    if p:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, 9); os.waitpid(pid, 0); print("still-running"); sys.exit()
+lflag = termios.tcgetattr(fd)[3]
+print(os.waitstatus_to_exitcode(st), "detached" if b"[detached (from agentmux" in out else "silent",
+      "restored" if lflag & termios.ICANON and lflag & termios.ECHO else "raw")
+PY
+)
+	[ "$out" = "0 detached restored" ] || fail "an attached client sent SIG$sig: $out"
+	timeout 10 "$AGENTMUX" ls | grep -q "^ *$id:" ||
+		fail "the session did not stay after its client got SIG$sig: $(timeout 10 "$AGENTMUX" ls)"
+	grep -q "client [0-9]* detached: it got SIG$sig" "$XDG_STATE_HOME/agentmux/server.log" ||
+		fail "the server did not log the client leaving at SIG$sig"
+done
+echo "client: an attached client given SIGHUP or SIGTERM (even ignored at its start) detaches and exits 0"
+
 # ---- a server that ends as a client connects: the client starts another ----
 # A stand-in listens on the socket and never takes the connection; it then
 # ends as a server does (socket removed first), or dies (socket left).

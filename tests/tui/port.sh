@@ -69,3 +69,29 @@ wait_for "its port $JP is no longer forwarded" || fail "the status line does not
 curl -s -m 5 "http://$A:$HP/README" >/dev/null
 [ $? = 7 ] || fail "the host port still answers after -d in the dialog"
 echo "ok: prefix f forwards, lists and removes a port, refusing what is no port"
+
+# The prompt's port takes -t SESSION (or last), which Tab completes.
+keys C-a
+keys :
+keys -l 'port -t '
+keys Tab
+wait_for "^:port -t +$id  last *\$" || fail "Tab after port -t did not list the sessions"
+keys Escape
+sleep 0.3
+keys C-a
+keys :
+keys -l "port -t 99999 $JP"
+keys Enter
+wait_for 'port: no running session 99999' || fail ":port -t of no session was not refused"
+keys C-a
+keys :
+keys -l "port -t last $JP $HP"
+keys Enter
+wait_for "session $id: http://$A:$HP/ -> session $id's port $JP" || fail ":port -t last did not forward"
+[ "$(curl -s -m 10 "http://$A:$HP/README")" = "hi" ] || fail "curl through :port -t last's forward failed"
+keys C-a
+keys :
+keys -l "port -d -t $id $JP"
+keys Enter
+wait_for "its port $JP is no longer forwarded" || fail ":port -d -t $id did not remove the forward"
+echo "ok: the prompt's port forwards for -t SESSION and last, and removes with -d"

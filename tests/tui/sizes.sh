@@ -43,4 +43,30 @@ done
 scr | grep -q 'DASHBOARD-EXITED' && fail "the first client ended"
 scr2 | grep -q 'ATTACH-EXITED' && fail2 "the second client ended"
 echo "sizes: two clients of crossing sizes, resized four times, both drawing"
+
+# ---- a client that attaches smaller than 20x5 is told so; resized back, it draws whole ----
+tmux -L "$SOCK2" kill-server 2>/dev/null
+tmux -L "$SOCK" resize-window -t 0 -x 100 -y 30 2>/dev/null
+tmux -L "$SOCK2" -u -f /dev/null new-session -d -x 15 -y 4 -c "$P" \
+	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
+	-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "XDG_STATE_HOME=$XDG_STATE_HOME" \
+	-e "TERM=xterm-256color" \
+	"$AGENTMUX attach; echo ATTACH-EXITED-\$?; sleep 60" ||
+	fail "tmux could not start a 15x4 agentmux attach"
+wait_for2 '^too small: 15x4' 30 || fail2 "a client attached at 15x4 does not say it is too small"
+scr2 | grep -q '^need 20x5' || fail2 "a client attached at 15x4 does not say what it needs"
+alive "after a client attached at 15x4"
+keys "clear; echo small-beside-\$((6*7))" Enter
+wait_for '^small-beside-42$' || fail "the first terminal stopped drawing beside a 15x4 client"
+tmux -L "$SOCK2" resize-window -t 0 -x 3 -y 1 2>/dev/null
+wait_for2 '^too$' || fail2 "a client at 3x1 does not show what fits of the message"
+alive "after a client was resized to 3x1"
+tmux -L "$SOCK2" resize-window -t 0 -x 80 -y 24 2>/dev/null
+wait_for2 '^small-beside-42$' || fail2 "a client resized from 3x1 to 80x24 does not draw the pane"
+wait_for2 'shell\* .*C-a \? help$' || fail2 "a client resized from 3x1 to 80x24 does not draw its status bar"
+scr2 | grep -q 'too small' && fail2 "the too-small message stayed at 80x24"
+keys2 "echo back-\$((6*8))" Enter
+wait_for2 '^back-48$' || fail2 "a client resized back from 3x1 does not type into the pane"
+wait_for '^back-48$' || fail "the first terminal does not show what the resized client typed"
+echo "sizes: a client attached at 15x4 says it is too small and what it needs; resized back, it draws whole"
 exit 0

@@ -193,11 +193,69 @@ wait_status 1 'kill: no running session 99999 here' || fail ":kill of no session
 prompt 'kill x'
 wait_status 1 "kill: x is not a session number" || fail ":kill x was not refused"
 prompt 'port'
-wait_status 1 'port: usage: port \[-d\] JAIL_PORT' || fail ":port with nothing did not give its usage"
+wait_status 1 'port: usage: port \[-d\] \[-t SESSION\] JAIL_PORT' || fail ":port with nothing did not give its usage"
 prompt 'reload now'
 wait_status 1 'reload takes no arguments' || fail ":reload with an argument was not refused"
 prompt "attach -t $id"
 wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+# Tab completes arguments: live sessions and "last", a command's flags, agents after new -a.
+keys C-a
+keys :
+keys -l 'kill '
+keys Tab
+wait_for "^:kill +$id  last *\$" || fail "Tab after kill did not list the live sessions and last"
+keys Escape
+sleep 0.3
+keys C-a
+keys :
+keys -l 'pause l'
+keys Tab
+wait_for '^:pause last *$' || fail "Tab did not complete 'l' to last"
+keys Enter
+wait_status 1 "session $id \\(shell\\) paused" || fail ":pause last did not pause the last session"
+prompt 'resume last'
+wait_status 1 "session $id \\(shell\\) resumed" || fail ":resume last did not resume the last session"
+keys C-a
+keys :
+keys -l 'attach '
+keys Tab
+wait_for '^:attach -t *$' || fail "Tab after attach did not put its one flag"
+keys Tab
+wait_for "^:attach -t +$id  last *\$" || fail "Tab after attach -t did not list the sessions"
+keys Escape
+sleep 0.3
+keys C-a
+keys :
+keys -l 'new -'
+keys Tab
+wait_for '^:new - +-d  -a  -C  --worktree  --shared  -- *$' || fail "Tab after new - did not list its flags"
+keys -l -- '-w'
+keys Tab
+wait_for '^:new --worktree *$' || fail "Tab did not complete --w to --worktree"
+keys -l -- '-a she'
+keys Tab
+wait_for '^:new --worktree -a shell *$' || fail "Tab after -a did not complete an agent's name"
+keys Escape
+sleep 0.3
+# A reply naming a project whose path holds an escape sequence shows it quoted, never raw.
+esc=$(printf 'p\033[31mx')
+mkdir "$T/$esc" || fail "mkdir"
+ns=$("$AGENTMUX" new -d --shared -C "$T/$esc" -- sh) || fail "new -d in $T/$esc failed: $ns"
+prompt "attach -t $ns"
+wait_status 1 "$ns:shell\\* " || fail ":attach -t $ns did not show session $ns"
+# (Wide enough for the reply to show whole.)
+tmux -L "$SOCK" resize-window -t 0 -x 240 -y 30 || fail "tmux resize-window"
+prompt 'new -d'
+wait_status 1 'new: session [0-9]+ is running on .*p\\033\[31mx already' ||
+	fail ":new -d in a tree in use did not name the project quoted"
+tmux -L "$SOCK" capture-pane -p -e -t 0 | grep -qF "$esc" && fail "the prompt's reply drew the project's escape raw"
+tmux -L "$SOCK" resize-window -t 0 -x 100 -y 30 || fail "tmux resize-window"
+"$AGENTMUX" kill "$ns"
+i=0
+while [ $i -lt 100 ] && "$AGENTMUX" ls | grep -q "^$ns:"; do sleep 0.1; i=$((i + 1)); done
+prompt "attach -t $id"
+wait_status 1 "$id:shell\\* " || fail ":attach -t $id did not show session $id again"
+wait_gone "$ns:shell" || fail "session $ns's tab stayed after it was killed"
 echo "suspend: the command prompt runs new, attach, kill, send, pause and resume, completes with Tab"
 keys C-a
 keys :
