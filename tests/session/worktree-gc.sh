@@ -67,5 +67,26 @@ out=$("$AMX" gc --older-than 0s --force 2>&1) || bad "gc --force failed: $out"
 [ "$(git rev-parse main)" = "$(git rev-parse HEAD)" ] && [ -f d ] && [ "$(cat f)" = base ] ||
 	bad "gc touched the main tree"
 
+# A worktree dir whose record was never written (its start failed): said,
+# and removed only with --force; a link named like one is not followed.
+W=$XDG_DATA_HOME/agentmux/worktrees
+mkdir -p "$W/wt-orphan/repo" "$T/outside"
+echo o >"$W/wt-orphan/repo/f"
+echo keep >"$T/outside/f"
+ln -s "$T/outside" "$W/wt-link"
+touch -h -d '2 hours ago' "$W/wt-orphan" "$W/wt-link"
+out=$("$AMX" gc --older-than 1h 2>&1) || bad "gc failed: $out"
+{ grep -q "kept the worktree dir $W/wt-orphan: it has no session record (its session's start failed); gc --force removes it" <<<"$out" &&
+	[ -f "$W/wt-orphan/repo/f" ] && ! grep -q wt-link <<<"$out"; } &&
+	ok "gc says of a worktree dir with no record and keeps it" || bad "gc and a dir with no record: $out"
+out=$("$AMX" gc --older-than 1h --force --dry-run 2>&1) || bad "gc --dry-run failed: $out"
+{ grep -q "would remove the worktree dir $W/wt-orphan (no session record)" <<<"$out" && [ -f "$W/wt-orphan/repo/f" ]; } &&
+	ok "gc --force --dry-run only says it would remove it" || bad "gc --force --dry-run and a dir with no record: $out"
+out=$("$AMX" gc --older-than 1h --force 2>&1) || bad "gc --force failed: $out"
+{ grep -q "removed the worktree dir $W/wt-orphan (no session record)" <<<"$out" && [ ! -e "$W/wt-orphan" ] &&
+	[ -L "$W/wt-link" ] && [ "$(cat "$T/outside/f")" = keep ]; } &&
+	ok "gc --force removes a worktree dir with no record, and no link named like one" ||
+	bad "gc --force and a dir with no record: $out; $(ls -la "$W")"
+
 [ $fails -eq 0 ] && echo "all worktree gc checks passed"
 exit $((fails > 0))
