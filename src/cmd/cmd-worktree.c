@@ -290,13 +290,14 @@ cmd_worktree_gc_orphan(struct store *st, const char *dir, int64_t cutoff,
     bool force, bool dry)
 {
 	struct stat sb;
-	char *q = quote_name(dir);
+	char *q;
 
 	if (lstat(dir, &sb) == -1 || !S_ISDIR(sb.st_mode) ||
 	    (int64_t)sb.st_mtim.tv_sec * 1000 >= cutoff ||
 	    cmd_worktree_dir_live(st, dir))
-		;
-	else if (!force)
+		return;
+	q = quote_name(dir);
+	if (!force)
 		out_printf(stdout, "kept the worktree dir %s: it has no session "
 		    "record (its session's start failed); gc --force removes "
 		    "it\n", q);
