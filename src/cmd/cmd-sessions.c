@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "session/session.h"
 #include "snap/snap.h"
 #include "store/store.h"
 
@@ -507,6 +508,25 @@ cmd_gc_dry(struct store *st, int64_t cutoff, const int64_t *keep,
 	store_session_list_free(v, n);
 }
 
+/* The tree lock files nobody holds and no live session's tree has (one is left per project otherwise). */
+static void
+cmd_gc_locks(struct store *st, bool dry)
+{
+	char *data, *cause = NULL;
+	int n;
+
+	if ((data = path_data_dir(&cause)) == NULL) {
+		cli_error("gc: %s", cause);
+		free(cause);
+		return;
+	}
+	if ((n = session_tree_locks_gc(st, data, dry)) > 0)
+		out_printf(stdout, "%s %d tree lock file%s (%s/trees)\n",
+		    dry ? "would remove" : "removed", n, n == 1 ? "" : "s",
+		    data);
+	free(data);
+}
+
 int
 cmd_gc(struct cli_args *args)
 {
@@ -538,6 +558,7 @@ cmd_gc(struct cli_args *args)
 		goto out;
 	if (dry) {
 		cmd_gc_dry(st, cutoff, keep, nkeep);
+		cmd_gc_locks(st, true);
 		rc = 0;
 		goto out;
 	}
@@ -549,6 +570,7 @@ cmd_gc(struct cli_args *args)
 	for (i = 0; i < n; i++)
 		cmd_gc_files(ids[i]);
 	out_printf(stdout, "removed %zu session%s\n", n, n == 1 ? "" : "s");
+	cmd_gc_locks(st, false);
 	strv_init(&msgs);
 	if ((c = snap_gc(st, cf, &msgs, &cause)) > 0)
 		out_printf(stdout,

@@ -1,4 +1,7 @@
 /* Worktree sessions from the command line: the options every command that starts a session shares. */
+#include <sys/stat.h>
+
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,11 +262,64 @@ cmd_worktree_gc_one(int64_t id, const struct store_session *rec,
 	return kept;
 }
 
+/* Whether a live session's project lies in DIR: its start may be about to record it. */
+static bool
+cmd_worktree_dir_live(struct store *st, const char *dir)
+{
+	struct store_session **v;
+	size_t i, n, len = strlen(dir);
+	bool live = false;
+
+	v = store_session_list(st, true, &n);
+	for (i = 0; i < n && !live; i++) {
+		live = v[i]->project != NULL && strncmp(v[i]->project, dir,
+		    len) == 0 && (v[i]->project[len] == '/' ||
+		    v[i]->project[len] == '\0') && store_session_live(v[i]);
+	}
+	store_session_list_free(v, n);
+	return live;
+}
+
+/*
+ * A worktree dir of ours with no session record (its start failed before
+ * writing it): said, and removed with FORCE (never through a link), once
+ * it is older than CUTOFF and no live session is in it.
+ */
+static void
+cmd_worktree_gc_orphan(struct store *st, const char *dir, int64_t cutoff,
+    bool force, bool dry)
+{
+	struct stat sb;
+	char *q;
+
+	if (lstat(dir, &sb) == -1 || !S_ISDIR(sb.st_mode) ||
+	    (int64_t)sb.st_mtim.tv_sec * 1000 >= cutoff ||
+	    cmd_worktree_dir_live(st, dir))
+		return;
+	q = quote_name(dir);
+	if (!force)
+		out_printf(stdout, "kept the worktree dir %s: it has no session "
+		    "record (its session's start failed); gc --force removes "
+		    "it\n", q);
+	else if (dry)
+		out_printf(stdout, "would remove the worktree dir %s (no "
+		    "session record)\n", q);
+	else if (path_remove_tree(dir) == -1)
+		out_printf(stdout, "kept the worktree dir %s: cannot remove "
+		    "it: %s\n", q, strerror(errno));
+	else
+		out_printf(stdout, "removed the worktree dir %s (no session "
+		    "record); git worktree prune in its project forgets it "
+		    "there too\n", q);
+	free(q);
+}
+
 int
 cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
     int64_t **keep, size_t *nkeep)
 {
 	struct store_session *rec;
+	struct strv orphans;
 	char *data, *cause = NULL;
 	int64_t *ids;
 	size_t n, i;
@@ -290,6 +346,11 @@ cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
 		store_session_free(rec);
 	}
 	free(ids);
+	strv_init(&orphans);
+	snap_worktree_orphans(data, &orphans);
+	for (i = 0; i < orphans.n; i++)
+		cmd_worktree_gc_orphan(st, orphans.v[i], cutoff, force, dry);
+	strv_free(&orphans);
 	free(data);
 	return 0;
 }

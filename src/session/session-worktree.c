@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -72,8 +73,8 @@ session_branch(struct session *s)
 AM_TESTABLE void (*session_tree_checked)(const char *lock);
 
 /* $DATA/trees/NAME-HASH.lock: the lock of the tree PROJECT (FNV-1a of its path). */
-char *
-session_tree_lock_path(struct session_ctx *ctx, const char *project)
+static char *
+session_tree_lock_file(const char *data_dir, const char *project)
 {
 	const char *base = strrchr(project, '/');
 	uint64_t h = 1469598103934665603ULL;
@@ -87,8 +88,24 @@ session_tree_lock_path(struct session_ctx *ctx, const char *project)
 		name[i] = isalnum((unsigned char)base[i]) || base[i] == '-' ?
 		    base[i] : '_';
 	name[i] = '\0';
-	return xprintf("%s/trees/%s-%016llx.lock", ctx->data_dir, name,
+	return xprintf("%s/trees/%s-%016llx.lock", data_dir, name,
 	    (unsigned long long)h);
+}
+
+char *
+session_tree_lock_path(struct session_ctx *ctx, const char *project)
+{
+	return session_tree_lock_file(ctx->data_dir, project);
+}
+
+/* Whether FD is still the lock file PATH: gc removes one nobody holds, perhaps while a start waited for it. */
+static bool
+session_tree_lock_current(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 /*
@@ -104,20 +121,94 @@ session_tree_lock(struct session *s, char **cause)
 	int fd;
 
 	dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
-	if (path_mkdir_p(dir, 0700) == -1 || (fd = open(path, O_RDWR |
-	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
-		*cause = xprintf("cannot open the tree lock %s: %s; check the "
-		    "data dir's permissions", path, strerror(errno));
-		free(dir);
-		free(path);
-		return -1;
+	for (;;) {
+		if (path_mkdir_p(dir, 0700) == -1 || (fd = open(path, O_RDWR |
+		    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+			*cause = xprintf("cannot open the tree lock %s: %s; "
+			    "check the data dir's permissions", path,
+			    strerror(errno));
+			free(dir);
+			free(path);
+			return -1;
+		}
+		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+			;
+		/* Removed by gc meanwhile: a later start would lock a new file. */
+		if (session_tree_lock_current(fd, path))
+			break;
+		close(fd);
 	}
-	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
-		;
 	s->tree_lock = fd;
 	free(dir);
 	free(path);
 	return 0;
+}
+
+/* Whether a live session's tree has the lock file PATH. */
+static bool
+session_tree_lock_live(struct store *st, const char *data_dir,
+    const char *path)
+{
+	struct store_session **v;
+	size_t i, n;
+	char *mine;
+	bool live = false;
+
+	v = store_session_list(st, true, &n);
+	for (i = 0; i < n && !live; i++) {
+		if (v[i]->project == NULL || !store_session_live(v[i]))
+			continue;
+		mine = session_tree_lock_file(data_dir, v[i]->project);
+		live = strcmp(mine, path) == 0;
+		free(mine);
+	}
+	store_session_list_free(v, n);
+	return live;
+}
+
+/* Removes (unless DRY) the lock file NAME in DIR if it is ours, nobody holds it and no live session's tree has it: 1 if so. */
+static int
+session_tree_lock_gc(struct store *st, const char *data_dir, int dfd,
+    const char *dir, const char *name, bool dry)
+{
+	char *path = xprintf("%s/%s", dir, name);
+	struct stat sb;
+	int fd, rc = 0;
+
+	fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd != -1 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+	    sb.st_uid == geteuid() && !session_tree_lock_live(st, data_dir,
+	    path) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    (dry || unlinkat(dfd, name, 0) == 0))
+		rc = 1;
+	if (fd != -1)
+		close(fd);
+	free(path);
+	return rc;
+}
+
+int
+session_tree_locks_gc(struct store *st, const char *data_dir, bool dry)
+{
+	char *dir = xprintf("%s/trees", data_dir);
+	struct dirent *de;
+	size_t len;
+	int n = 0;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		len = strlen(de->d_name);
+		if (len > 5 && strcmp(de->d_name + len - 5, ".lock") == 0)
+			n += session_tree_lock_gc(st, data_dir, dirfd(d), dir,
+			    de->d_name, dry);
+	}
+	closedir(d);
+	free(dir);
+	return n;
 }
 
 void

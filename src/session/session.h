@@ -306,6 +306,13 @@ int64_t session_tree_sharer(struct session_ctx *, const char *dir);
 
 /* The lock file of the tree PROJECT, taken from the shared-tree check to the session's record; caller frees. */
 char *session_tree_lock_path(struct session_ctx *, const char *project);
+/*
+ * gc: removes (unless DRY) each tree lock file under DATA_DIR that is
+ * ours, that nobody holds (flock, not waiting) and whose tree has no live
+ * session; returns how many (a start that waited for one removed meanwhile
+ * takes the lock of the new file).
+ */
+int session_tree_locks_gc(struct store *, const char *data_dir, bool dry);
 
 /* Tests only: called with the project once its tree is found free, before the session is recorded. */
 extern void (*session_tree_checked)(const char *project);

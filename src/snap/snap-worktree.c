@@ -987,18 +987,39 @@ snap_worktree_field(const char *text, const char *key)
 	return NULL;
 }
 
-void
-snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n)
+/* The session of the record beside the worktree dir NAME under DIR, or 0 if it has none. */
+static int64_t
+snap_worktree_record_id(const char *dir, const char *name)
 {
-	char *dir = xprintf("%s/worktrees", data_dir), *path, *id, *end;
+	char *path = xprintf("%s/%s/session", dir, name), *id, *end;
+	struct buf b;
+	long long v = 0;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	id = buf_read_file(&b, path) == 0 ?
+	    snap_worktree_field(b.data, "session") : NULL;
+	if (id != NULL && ((v = strtoll(id, &end, 10)) <= 0 || *end != '\0'))
+		v = 0;
+	free(id);
+	buf_free(&b);
+	free(path);
+	return v;
+}
+
+/*
+ * Each worktree dir under DATA_DIR's worktrees/ that is ours (a real dir,
+ * not a link, owned by us): FN(ARG, DIR, NAME, its session or 0).
+ */
+static void
+snap_worktree_each(const char *data_dir,
+    void (*fn)(void *, const char *, const char *, int64_t), void *arg)
+{
+	char *dir = xprintf("%s/worktrees", data_dir);
 	struct dirent *de;
 	struct stat st;
-	struct buf b;
-	long long v;
 	DIR *d;
 
-	*ids = NULL;
-	*n = 0;
 	if ((d = opendir(dir)) == NULL) {
 		free(dir);
 		return;
@@ -1008,22 +1029,52 @@ snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n)
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
 		    -1 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 			continue;
-		path = xprintf("%s/%s/session", dir, de->d_name);
-		buf_init(&b);
-		buf_adds(&b, "");
-		id = buf_read_file(&b, path) == 0 ?
-		    snap_worktree_field(b.data, "session") : NULL;
-		if (id != NULL && (v = strtoll(id, &end, 10)) > 0 &&
-		    *end == '\0') {
-			*ids = xreallocarray(*ids, *n + 1, sizeof **ids);
-			(*ids)[(*n)++] = v;
-		}
-		free(id);
-		buf_free(&b);
-		free(path);
+		fn(arg, dir, de->d_name, snap_worktree_record_id(dir,
+		    de->d_name));
 	}
 	closedir(d);
 	free(dir);
+}
+
+struct snap_worktree_ids {
+	int64_t *ids;
+	size_t n;
+};
+
+static void
+snap_worktree_sessions_one(void *arg, const char *dir, const char *name,
+    int64_t id)
+{
+	struct snap_worktree_ids *v = arg;
+
+	if (id == 0)
+		return;
+	v->ids = xreallocarray(v->ids, v->n + 1, sizeof *v->ids);
+	v->ids[v->n++] = id;
+}
+
+void
+snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n)
+{
+	struct snap_worktree_ids v = { NULL, 0 };
+
+	snap_worktree_each(data_dir, snap_worktree_sessions_one, &v);
+	*ids = v.ids;
+	*n = v.n;
+}
+
+static void
+snap_worktree_orphans_one(void *arg, const char *dir, const char *name,
+    int64_t id)
+{
+	if (id == 0)
+		strv_addf(arg, "%s/%s", dir, name);
+}
+
+void
+snap_worktree_orphans(const char *data_dir, struct strv *dirs)
+{
+	snap_worktree_each(data_dir, snap_worktree_orphans_one, dirs);
 }
 
 int

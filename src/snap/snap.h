@@ -584,6 +584,13 @@ int snap_worktree_find(const char *data_dir, int64_t session,
     struct snap_worktree *wt, char **root, char **cause);
 /** The sessions with a worktree under DATA_DIR's worktrees/ (a record beside it), into *IDS (caller frees). */
 void snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n);
+/**
+ * The worktree dirs under DATA_DIR's worktrees/ that are ours (real dirs
+ * owned by us) but have no session record beside them (their start
+ * failed before it was written, or is writing it now), added to DIRS as
+ * full paths.
+ */
+void snap_worktree_orphans(const char *data_dir, struct strv *dirs);
 /** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
 int snap_worktree_merged(const struct snap_worktree *, const char *into);
 

@@ -67,5 +67,67 @@ out=$("$AMX" gc --older-than 0s --force 2>&1) || bad "gc --force failed: $out"
 [ "$(git rev-parse main)" = "$(git rev-parse HEAD)" ] && [ -f d ] && [ "$(cat f)" = base ] ||
 	bad "gc touched the main tree"
 
+# A worktree dir whose record was never written (its start failed): said,
+# and removed only with --force; a link named like one is not followed.
+W=$XDG_DATA_HOME/agentmux/worktrees
+mkdir -p "$W/wt-orphan/repo" "$T/outside"
+echo o >"$W/wt-orphan/repo/f"
+echo keep >"$T/outside/f"
+ln -s "$T/outside" "$W/wt-link"
+touch -h -d '2 hours ago' "$W/wt-orphan" "$W/wt-link"
+out=$("$AMX" gc --older-than 1h 2>&1) || bad "gc failed: $out"
+{ grep -q "kept the worktree dir $W/wt-orphan: it has no session record (its session's start failed); gc --force removes it" <<<"$out" &&
+	[ -f "$W/wt-orphan/repo/f" ] && ! grep -q wt-link <<<"$out"; } &&
+	ok "gc says of a worktree dir with no record and keeps it" || bad "gc and a dir with no record: $out"
+out=$("$AMX" gc --older-than 1h --force --dry-run 2>&1) || bad "gc --dry-run failed: $out"
+{ grep -q "would remove the worktree dir $W/wt-orphan (no session record)" <<<"$out" && [ -f "$W/wt-orphan/repo/f" ]; } &&
+	ok "gc --force --dry-run only says it would remove it" || bad "gc --force --dry-run and a dir with no record: $out"
+out=$("$AMX" gc --older-than 1h --force 2>&1) || bad "gc --force failed: $out"
+{ grep -q "removed the worktree dir $W/wt-orphan (no session record)" <<<"$out" && [ ! -e "$W/wt-orphan" ] &&
+	[ -L "$W/wt-link" ] && [ "$(cat "$T/outside/f")" = keep ]; } &&
+	ok "gc --force removes a worktree dir with no record, and no link named like one" ||
+	bad "gc --force and a dir with no record: $out; $(ls -la "$W")"
+
+# The tree lock a plain session's start takes stays behind, one per
+# project: gc removes it once nobody holds it, and keeps a held one.
+"$AMX" run -- true </dev/null >"$T/plain.out" 2>&1 || bad "a plain session failed: $(cat "$T/plain.out")"
+L=$(ls "$XDG_DATA_HOME"/agentmux/trees/*.lock 2>/dev/null)
+[ -f "$L" ] || bad "no tree lock file after a plain session: '$L'"
+mkfifo "$T/release"
+(flock 9 && touch "$T/held" && read -r _ <"$T/release") 9>>"$L" &
+holder=$!
+for _ in $(seq 600); do [ -e "$T/held" ] && break; sleep 0.1; done
+out=$("$AMX" gc --older-than 1h 2>&1) || bad "gc failed: $out"
+{ [ -f "$L" ] && ! grep -q "tree lock" <<<"$out"; } && ok "gc keeps a tree lock file someone holds" ||
+	bad "gc and a held tree lock: $out"
+echo go >"$T/release"
+wait "$holder"
+out=$("$AMX" gc --older-than 1h --dry-run 2>&1) || bad "gc --dry-run failed: $out"
+{ [ -f "$L" ] && grep -q "would remove 1 tree lock file" <<<"$out"; } && ok "gc --dry-run says it would remove a free tree lock" ||
+	bad "gc --dry-run and a free tree lock: $out"
+out=$("$AMX" gc --older-than 1h 2>&1) || bad "gc failed: $out"
+{ [ ! -e "$L" ] && grep -q "removed 1 tree lock file" <<<"$out"; } && ok "gc removes a tree lock file nobody holds" ||
+	bad "gc and a free tree lock: $out; $(ls -la "$XDG_DATA_HOME/agentmux/trees")"
+"$AMX" run -- true </dev/null >"$T/plain.out" 2>&1 && [ -f "$L" ] &&
+	ok "a start after gc makes the lock again" || bad "a start after gc: $(cat "$T/plain.out")"
+
+# A start that waited for the lock while gc removed the file locks the
+# file made anew, as any later start does, not the removed one.
+rm -f "$T/held"
+(flock 9 && touch "$T/held" && read -r _ <"$T/release") 9>>"$L" &
+holder=$!
+for _ in $(seq 600); do [ -e "$T/held" ] && break; sleep 0.1; done
+ino=$(stat -c %i "$L")
+"$AMX" run -- true </dev/null >"$T/plain.out" 2>&1 &
+starter=$!
+for _ in $(seq 600); do grep -q -- "-> FLOCK .*:$ino " /proc/locks && break; sleep 0.1; done
+grep -q -- "-> FLOCK .*:$ino " /proc/locks || bad "the start never waited for the tree lock"
+rm -f "$L"
+echo go >"$T/release"
+wait "$holder"
+wait "$starter" || bad "the start failed: $(cat "$T/plain.out")"
+[ -f "$L" ] && ok "a start whose lock file gc removed while it waited locks a new one" ||
+	bad "the start locked the removed lock file: $(ls -la "$XDG_DATA_HOME/agentmux/trees")"
+
 [ $fails -eq 0 ] && echo "all worktree gc checks passed"
 exit $((fails > 0))
