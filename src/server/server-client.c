@@ -1,4 +1,4 @@
-/* The client: finds (or starts) the server, hands it this terminal, forwards its size, waits to be let go. */
+/* The client: finds the server (or has one started), hands it this terminal, forwards its size, waits to be let go. */
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -96,135 +96,31 @@ server_client_leave(int fd, bool *asked, char **cause)
 	return 0;
 }
 
+/* Connects to server NAME, starting one with ST if none runs, its socket's inode in *INO; -1 with *CAUSE. */
 static int
-server_client_connect(const struct sockaddr_un *sun)
-{
-	int fd;
-
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
-		fatal("socket");
-	if (connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0)
-		return fd;
-	close(fd);
-	return -1;
-}
-
-/*
- * The server keeps its socket and directory as descriptors 3 and 4 and
- * nothing else of the shell that started it: a pipe or fifo the shell
- * held open would otherwise never see its end while the server runs.
- */
-static void
-server_client_fds(int *lfd, int *dirfd)
-{
-	int l, d, fd;
-
-	if ((l = fcntl(*lfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
-	    (d = fcntl(*dirfd, F_DUPFD_CLOEXEC, 10)) == -1 ||
-	    dup3(l, 3, O_CLOEXEC) == -1 || dup3(d, 4, O_CLOEXEC) == -1)
-		_exit(1);
-	if (syscall(SYS_close_range, 5U, ~0U, 0U) == -1) {
-		for (fd = 5; fd < (int)sysconf(_SC_OPEN_MAX); fd++)
-			close(fd);
-	}
-	*lfd = 3;
-	*dirfd = 4;
-}
-
-/* Forks the server on the listening socket LFD: it is nobody's child and has no terminal. */
-static int
-server_client_fork(int lfd, int dirfd, int lockfd, struct config *cf,
-    const char *name, char **cause)
-{
-	pid_t pid;
-	int status;
-
-	switch ((pid = fork())) {
-	case -1:
-		*cause = xprintf("cannot start the server: fork: %s",
-		    strerror(errno));
-		return -1;
-	case 0:
-		close(lockfd);
-		if (setsid() == -1 || (pid = fork()) == -1)
-			_exit(1);
-		if (pid != 0)
-			_exit(0);
-		server_client_fds(&lfd, &dirfd);
-		server_main(lfd, dirfd, cf, name);
-	default:
-		break;
-	}
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-	return 0;
-}
-
-/* Starts the server (under a lock, so two clients do not both): its socket is bound here. */
-static int
-server_client_start(int dirfd, const struct sockaddr_un *sun,
-    struct config *cf, const char *name, char **cause)
-{
-	char *lock = xprintf("%s.lock", name);
-	int lockfd, lfd = -1, fd = -1;
-
-	lockfd = openat(dirfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	free(lock);
-	if (lockfd == -1 || flock(lockfd, LOCK_EX) == -1) {
-		*cause = xprintf("cannot lock the server's socket directory: "
-		    "%s", strerror(errno));
-		goto out;
-	}
-	/* Another client may have started it meanwhile. */
-	if ((fd = server_client_connect(sun)) != -1)
-		goto out;
-	/* A socket nobody listens on is a dead server's. */
-	unlinkat(dirfd, name, 0);
-	if ((lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(lfd, (const struct sockaddr *)sun, sizeof *sun) == -1 ||
-	    listen(lfd, 16) == -1) {
-		*cause = xprintf("cannot listen on the server's socket: %s",
-		    strerror(errno));
-		goto out;
-	}
-	if (server_client_fork(lfd, dirfd, lockfd, cf, name, cause) == 0 &&
-	    (fd = server_client_connect(sun)) == -1)
-		*cause = xprintf("cannot connect to the server just started: "
-		    "%s", strerror(errno));
-out:
-	if (lfd != -1)
-		close(lfd);
-	if (lockfd != -1)
-		close(lockfd);
-	return fd;
-}
-
-/* Connects to server NAME, starting it with CF if none runs, its socket's inode in *INO; -1 with *CAUSE. */
-static int
-server_client_open(const char *name, struct config *cf, ino_t *ino,
-    char **cause)
+server_client_open(const char *name, const struct server_start *st,
+    ino_t *ino, char **cause)
 {
 	struct sockaddr_un sun;
-	struct stat st;
+	struct stat sb;
 	int dirfd, fd;
 
 	if ((dirfd = server_sock_dir(name, &sun, cause)) == -1)
 		return -1;
 	name = server_sock_name(name, cause);
-	if ((fd = server_client_connect(&sun)) == -1) {
+	if ((fd = server_sock_connect(&sun)) == -1) {
 		if (errno != ENOENT && errno != ECONNREFUSED)
 			*cause = xprintf("cannot connect to the server: %s",
 			    strerror(errno));
-		else if (cf != NULL)
-			fd = server_client_start(dirfd, &sun, cf, name, cause);
+		else if (st != NULL)
+			fd = st->start(dirfd, &sun, st->cf, name, cause);
 		else
 			*cause = xprintf("no server is running (%s)", name);
 	}
 	*ino = 0;
 	if (fd != -1 && name != NULL &&
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		*ino = st.st_ino;
+	    fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		*ino = sb.st_ino;
 	close(dirfd);
 	return fd;
 }
@@ -301,8 +197,8 @@ server_client_env(struct buf *b)
 
 /* The hello: what the server needs of this terminal and what to start; -1 with *CAUSE. */
 static int
-server_client_hello(const struct server_hello *h, const struct config *cf,
-    struct buf *b, char **cause)
+server_client_hello(const struct server_hello *h,
+    const struct server_start *st, struct buf *b, char **cause)
 {
 	static const char *env[] = { "TERM", "LANG", "LC_ALL", "LC_CTYPE",
 	    "NO_COLOR", "COLORTERM" };
@@ -336,8 +232,9 @@ server_client_hello(const struct server_hello *h, const struct config *cf,
 	for (i = 0; h->command != NULL && h->command[i] != NULL; i++)
 		buf_printf(b, "ARG=%s%c", h->command[i], '\0');
 	/* The config file as it is here: the server says if it runs another. */
-	if (cf != NULL) {
-		hash = server_config_hash(cf->path);
+	if ((st != NULL && st->cf != NULL) || h->config_file != NULL) {
+		hash = server_config_hash(st != NULL && st->cf != NULL ?
+		    st->cf->path : h->config_file);
 		buf_printf(b, "HASH=%s%c", hash, '\0');
 		free(hash);
 	}
@@ -527,12 +424,12 @@ server_client_wait(int fd, const struct termios *tio, const int *fl,
 	return -1;
 }
 
-static int server_client_command_fds(const char *, struct config *,
-    char *const *, int, char **);
+static int server_client_command_fds(const char *,
+    const struct server_start *, char *const *, int, char **);
 
 /* new -d: the session starts in the server; this terminal stays as it is. */
 static int
-server_client_new(struct config *cf, const struct server_hello *h,
+server_client_new(const struct server_start *st, const struct server_hello *h,
     char **cause)
 {
 	struct buf b;
@@ -541,7 +438,7 @@ server_client_new(struct config *cf, const struct server_hello *h,
 	int rc, cwd;
 
 	buf_init(&b);
-	if (server_client_hello(h, cf, &b, cause) == -1) {
+	if (server_client_hello(h, st, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
@@ -553,7 +450,7 @@ server_client_new(struct config *cf, const struct server_hello *h,
 		strv_add(&kv, b.data + at);
 		at += n + 1;
 	}
-	rc = server_client_command_fds(h->name, cf, kv.v, cwd, cause);
+	rc = server_client_command_fds(h->name, st, kv.v, cwd, cause);
 	if (cwd != -1)
 		close(cwd);
 	strv_free(&kv);
@@ -567,15 +464,15 @@ server_client_new(struct config *cf, const struct server_hello *h,
  * connection. -1 with *CAUSE.
  */
 static int
-server_client_send(const char *name, struct config *cf, const struct buf *b,
-    int *fds, int nfds, const struct termios *tio, const int *fl,
-    char **cause)
+server_client_send(const char *name, const struct server_start *st,
+    const struct buf *b, int *fds, int nfds, const struct termios *tio,
+    const int *fl, char **cause)
 {
 	ino_t ino;
 	int fd, rc = -1, tries;
 
 	for (tries = 0; tries <= SERVER_CLIENT_RETRIES; tries++) {
-		if ((fd = server_client_open(name, cf, &ino, cause)) == -1)
+		if ((fd = server_client_open(name, st, &ino, cause)) == -1)
 			return -1;
 		if (server_msg_send(fd, SERVER_MSG_HELLO, b->data, b->len, fds,
 		    nfds) == -1) {
@@ -594,8 +491,8 @@ server_client_send(const char *name, struct config *cf, const struct buf *b,
 }
 
 int
-server_client_attach(struct config *cf, const struct server_hello *h,
-    char **cause)
+server_client_attach_as(const struct server_start *st,
+    const struct server_hello *h, char **cause)
 {
 	struct sockaddr_un sun;
 	struct termios tio;
@@ -607,7 +504,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		return -1;
 	close(fd);
 	if (h->detached)
-		return server_client_new(cf, h, cause);
+		return server_client_new(st, h, cause);
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		*cause = xstrdup("the dashboard needs a terminal; run "
 		    "'agentmux run' for a command without one");
@@ -624,7 +521,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		return -1;
 	}
 	buf_init(&b);
-	if (server_client_hello(h, cf, &b, cause) == -1) {
+	if (server_client_hello(h, st, &b, cause) == -1) {
 		buf_free(&b);
 		return -1;
 	}
@@ -635,7 +532,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 		fatal("tcgetattr");
 	fl[0] = fcntl(STDIN_FILENO, F_GETFL);
 	fl[1] = fcntl(STDOUT_FILENO, F_GETFL);
-	rc = server_client_send(h->name, cf, &b, fds, fds[2] != -1 ? 3 : 2,
+	rc = server_client_send(h->name, st, &b, fds, fds[2] != -1 ? 3 : 2,
 	    &tio, fl, cause);
 	if (fds[2] != -1)
 		close(fds[2]);
@@ -646,7 +543,7 @@ server_client_attach(struct config *cf, const struct server_hello *h,
 
 /* A command KV, with the current directory's descriptor CWD (-1: none). */
 static int
-server_client_command_fds(const char *name, struct config *cf,
+server_client_command_fds(const char *name, const struct server_start *st,
     char *const *kv, int cwd, char **cause)
 {
 	struct termios tio;
@@ -658,7 +555,7 @@ server_client_command_fds(const char *name, struct config *cf,
 	for (i = 0; kv[i] != NULL; i++)
 		buf_add(&b, kv[i], strlen(kv[i]) + 1);
 	/* No terminal of ours is the server's to leave in a mode. */
-	rc = server_client_send(name, cf, &b, cwd != -1 ? &cwd : NULL,
+	rc = server_client_send(name, st, &b, cwd != -1 ? &cwd : NULL,
 	    cwd != -1 ? 1 : 0, tcgetattr(STDIN_FILENO, &tio) == 0 ? &tio : NULL,
 	    NULL, cause);
 	buf_free(&b);
@@ -666,8 +563,8 @@ server_client_command_fds(const char *name, struct config *cf,
 }
 
 int
-server_client_command(const char *name, struct config *cf, char *const *kv,
-    char **cause)
+server_client_command_as(const char *name, const struct server_start *st,
+    char *const *kv, char **cause)
 {
-	return server_client_command_fds(name, cf, kv, -1, cause);
+	return server_client_command_fds(name, st, kv, -1, cause);
 }

@@ -49,6 +49,8 @@ struct sockaddr_un;
 int server_sock_dir(const char *name, struct sockaddr_un *sun, char **cause);
 /** NAME, or "default"; NULL with *CAUSE if it is not a plain name. */
 const char *server_sock_name(const char *name, char **cause);
+/** A connection to the server listening at SUN, or -1 (errno says why). */
+int server_sock_connect(const struct sockaddr_un *sun);
 
 /* server-msg.c */
 /** Sends one message (with up to SERVER_MSG_FDS descriptors, or none); -1 with errno. */

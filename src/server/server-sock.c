@@ -1,4 +1,4 @@
-/* Where a server's socket lives: a private directory, checked before every use, and a name in it. */
+/* Where a server's socket lives (a private directory, checked before every use, and a name in it), how a client reaches it, and the digest a client sends of its config file. */
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -183,4 +183,37 @@ server_log_path(void)
 	if (st != NULL && st[0] == '/')
 		return xprintf("%s/agentmux/server.log", st);
 	return xprintf("%s/.local/state/agentmux/server.log", path_home());
+}
+
+int
+server_sock_connect(const struct sockaddr_un *sun)
+{
+	int fd;
+
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
+		fatal("socket");
+	if (connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+char *
+server_config_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+	struct buf b;
+	size_t i;
+
+	buf_init(&b);
+	if (path == NULL || buf_read_file(&b, path) == -1) {
+		buf_free(&b);
+		return xstrdup("none");
+	}
+	for (i = 0; i < b.len; i++) {
+		h ^= (unsigned char)b.data[i];
+		h *= 1099511628211ULL;
+	}
+	buf_free(&b);
+	return xprintf("%016llx", (unsigned long long)h);
 }

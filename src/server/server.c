@@ -490,26 +490,6 @@ server_hello_start(struct server *sv, const struct strv *kv, bool focus,
 	return rc;
 }
 
-char *
-server_config_hash(const char *path)
-{
-	uint64_t h = 14695981039346656037ULL;
-	struct buf b;
-	size_t i;
-
-	buf_init(&b);
-	if (path == NULL || buf_read_file(&b, path) == -1) {
-		buf_free(&b);
-		return xstrdup("none");
-	}
-	for (i = 0; i < b.len; i++) {
-		h ^= (unsigned char)b.data[i];
-		h *= 1099511628211ULL;
-	}
-	buf_free(&b);
-	return xprintf("%016llx", (unsigned long long)h);
-}
-
 /* Notes which file content CF was loaded from, and when. */
 static void
 server_config_loaded(struct server *sv, const struct config *cf)

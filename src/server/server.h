@@ -20,6 +20,22 @@ struct server_hello {
 	const char *branch;       /* --branch NAME */
 	bool refuse_shared;       /* new without --shared: refuse a shared tree */
 	bool ask_shared;          /* plain agentmux, attach: ask in the dashboard */
+	const char *config_file;  /* whose digest goes with it when no config is given */
+};
+
+struct sockaddr_un;
+
+/*
+ * How a client has a server started when none answers on the socket in
+ * the directory DIRFD (its address SUN, its name NAME): START returns a
+ * connection to it, or -1 with *CAUSE. The whole program forks one
+ * (server-start.c); the small front (cmd/front.c) hands over to the
+ * whole program instead.
+ */
+struct server_start {
+	struct config *cf;
+	int (*start)(int dirfd, const struct sockaddr_un *sun,
+	    struct config *cf, const char *name, char **cause);
 };
 
 /**
@@ -47,6 +63,10 @@ char *server_config_hash(const char *path);
 int server_client_attach(struct config *cf, const struct server_hello *h,
     char **cause);
 
+/** server_client_attach with ST (NULL: no server is started). */
+int server_client_attach_as(const struct server_start *st,
+    const struct server_hello *h, char **cause);
+
 /**
  * Runs a command in server NAME: KV is its NULL-ended KEY=VALUE strings
  * (CMD=ls|new|kill|kill-server|send, ID=, ARG=..., JSON=1, LITERAL=1,
@@ -55,6 +75,10 @@ int server_client_attach(struct config *cf, const struct server_hello *h,
  * with *CAUSE.
  */
 int server_client_command(const char *name, struct config *cf,
+    char *const *kv, char **cause);
+
+/** server_client_command with ST (NULL: no server is started). */
+int server_client_command_as(const char *name, const struct server_start *st,
     char *const *kv, char **cause);
 
 #endif

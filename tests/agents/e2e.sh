@@ -616,6 +616,8 @@ stage() {
 	S=$(mktemp -d /tmp/amx-agents-stage.XXXXXX) || exit 1
 	mkdir -p "$S/bin"
 	cp "$AGENTMUX" "$S/bin/agentmux"
+	# (and the whole program it runs, beside it)
+	cp "${AGENTMUX%/*}/agentmux-full" "$S/bin/agentmux-full"
 	cp -r "$AGENTMUX_SHARE" "$S/share"
 	cp "$HERE/e2e.sh" "$HERE/vendor-api.py" "$S/"
 	chmod -R a+rX "$S"

@@ -74,6 +74,8 @@ as_throwaway_user() {
 	stage=$(mktemp -d /tmp/amx-hostile-stage.XXXXXX) || return 1
 	mkdir -p "$stage/bin"
 	cp "$AGENTMUX" "$stage/bin/agentmux"
+	# (and the whole program it runs, beside it)
+	cp "${AGENTMUX%/*}/agentmux-full" "$stage/bin/agentmux-full"
 	cp -r "${AGENTMUX_SHARE:?}" "$stage/share"
 	cp "$1" "${HOSTILE_LIB:?}" "$stage/"
 	chmod -R a+rX "$stage"

@@ -38,6 +38,10 @@ prefix=$(meson introspect "$AGENTMUX_BUILD" --buildoptions |
 	python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"][0])')
 P="$D$prefix"
 BIN="$P/bin"
+libexec=$(meson introspect "$AGENTMUX_BUILD" --buildoptions |
+	python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"] == "libexecdir"][0])')
+# The whole program; bin/agentmux is the small front that runs it.
+FULL="$P/$libexec/agentmux"
 mkdir -p "$W/home" "$W/run"
 chmod 700 "$W/run"
 # What a user's login gives: no AGENTMUX_SHARE, the prefix's bin on PATH.
@@ -45,6 +49,12 @@ amx_env() {
 	env -i HOME="$W/home" PATH="$BIN:/usr/bin:/bin" TERM=xterm \
 	    XDG_RUNTIME_DIR="$W/run" XDG_DATA_DIRS="$P/share:/usr/share" "$@"
 }
+
+# The front links no library but libc (an attach loads nothing more), and
+# finds the whole program in the moved tree, not where it would be installed.
+[ -x "$FULL/agentmux-full" ] && ok || bad "no $FULL/agentmux-full"
+libs=$(ldd "$BIN/agentmux" | awk '$1 !~ /^(linux-vdso|\/lib64\/ld-linux|libc\.so)/ { print $1 }')
+[ -z "$libs" ] && ok || bad "bin/agentmux links more than libc: $libs"
 
 # The profiles come from the prefix, not from the source tree.
 out=$(amx_env agentmux --version 2>&1)
@@ -210,12 +220,12 @@ if [ "$(id -u)" = 0 ]; then
 		    --init-groups env -i HOME="$W/uproj" PATH="$BIN:/usr/bin:/bin" \
 		    XDG_CONFIG_HOME="$W/uproj/c" XDG_DATA_HOME="$W/uproj/d" \
 		    agentmux run -- true 2>&1)
-		check "unreadable profiles" "$out" "unknown agent 'shell': cannot read the agent profiles in $BIN/../share/agentmux/agents: Permission denied (make it readable by you"
+		check "unreadable profiles" "$out" "unknown agent 'shell': cannot read the agent profiles in $FULL/../../share/agentmux/agents: Permission denied (make it readable by you"
 		out=$(setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups \
 		    env -i HOME=/nonexistent PATH="$BIN:/usr/bin:/bin" \
 		    XDG_CONFIG_HOME=/nonexistent XDG_DATA_HOME=/nonexistent \
 		    agentmux agents 2>&1)
-		check "agents, unreadable profiles" "$out" "cannot read the agent profiles in $BIN/../share/agentmux/agents: Permission denied"
+		check "agents, unreadable profiles" "$out" "cannot read the agent profiles in $FULL/../../share/agentmux/agents: Permission denied"
 		chmod 755 "$P/share/agentmux"
 	fi
 fi

@@ -95,6 +95,8 @@ jail_stage() {
 	S=$(mktemp -d /tmp/amx-jail-stage.XXXXXX) || exit 1
 	mkdir -p "$S/bin"
 	cp "$AGENTMUX" "$S/bin/agentmux"
+	# (and the whole program it runs, beside it)
+	cp "${AGENTMUX%/*}/agentmux-full" "$S/bin/agentmux-full"
 	cp "$AMX_ESCAPE" "$S/bin/amx-escape"
 	cp -r "$AGENTMUX_SHARE" "$S/share"
 	cp "$JAIL_SCRIPT" "$JAIL_LIB" "$S/"

@@ -120,7 +120,10 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 			echo hi >README && git add README && git commit -qm init)
 		chown -R "$TUSER" "$T/uhome" "$U"
 		chmod 700 "$U/run"
-		cp "$AMX" "$T/stage/bin/agentmux" && cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" &&
+		# (the whole program the front runs goes beside it)
+		cp "$AMX" "$T/stage/bin/agentmux" &&
+			cp "${AMX%/*}/agentmux-full" "$T/stage/bin/agentmux-full" &&
+			cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" &&
 			chmod -R a+rX "$T/stage"
 		uout=$(cd "$U/proj" && env -i PATH="$PATH" HOME="$T/uhome" XDG_CONFIG_HOME="$U/config" \
 			XDG_DATA_HOME="$U/data" XDG_RUNTIME_DIR="$U/run" AGENTMUX_SHARE="$T/stage/share" \

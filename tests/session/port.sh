@@ -181,6 +181,8 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 	if useradd -M -d "$W/home" -s /bin/sh -p '*' "$U"; then
 		mkdir -p "$W/bin" "$W/config/agentmux" "$W/data" "$W/run" "$W/state" "$W/home" "$W/proj"
 		cp "$AMX" "$W/bin/agentmux"
+		# (and the whole program it runs, beside it)
+		cp "${AMX%/*}/agentmux-full" "$W/bin/agentmux-full"
 		cp -r "${AGENTMUX_SHARE:?}" "$W/share"
 		chmod 700 "$W/run"
 		chown -R "$U:$(id -g "$U")" "$W"

@@ -381,6 +381,8 @@ if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ];
 		u="amxw$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
 		mkdir -p "$T/stage"
 		cp "$AMX" "$T/stage/agentmux"
+		# (and the whole program it runs, beside it)
+		cp "${AMX%/*}/agentmux-full" "$T/stage/agentmux-full"
 		cp "$0" "$T/stage/worktree.sh"
 		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
 		chmod -R a+rX "$T/stage"

@@ -35,6 +35,8 @@ trap cleanup_user EXIT
 # What the other user needs to run (the source tree may be private).
 mkdir -p "$T/bin"
 cp "$AGENTMUX" "$T/bin/agentmux"
+# (and the whole program it runs, beside it)
+cp "${AGENTMUX%/*}/agentmux-full" "$T/bin/agentmux-full"
 cp "$AMX_ESCAPE" "$T/bin/amx-escape"
 cp -r "$AGENTMUX_SHARE" "$T/share"
 chmod -R a+rX "$T/bin" "$T/share"

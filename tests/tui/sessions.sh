@@ -263,6 +263,8 @@ trap cleanup_user EXIT
 W=$T/user
 mkdir -p "$W/bin" "$W/config/agentmux" "$W/data" "$W/run" "$W/home" "$W/proj"
 cp "$AGENTMUX" "$W/bin/agentmux"
+# (and the whole program it runs, beside it)
+cp "${AGENTMUX%/*}/agentmux-full" "$W/bin/agentmux-full"
 cp -r "$AGENTMUX_SHARE" "$W/share"
 chmod 700 "$W/run"
 (cd "$W/proj" && git init -q . && git config user.email t@x && git config user.name t &&

@@ -27,6 +27,8 @@ W=$T/user
 useradd -M -d "$W/home" -s /bin/sh -p '*' "$U" || { U=""; echo "SKIP: useradd failed"; exit 77; }
 mkdir -p "$W/bin" "$W/config/agentmux" "$W/data" "$W/run" "$W/state" "$W/home/.ssh" "$W/proj"
 cp "$AGENTMUX" "$W/bin/agentmux"
+# (and the whole program it runs, beside it)
+cp "${AGENTMUX%/*}/agentmux-full" "$W/bin/agentmux-full"
 cp -r "$AGENTMUX_SHARE" "$W/share"
 chmod 700 "$W/run"
 (cd "$W/proj" && git init -q . && git config user.email t@x && git config user.name t &&
