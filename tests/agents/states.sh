@@ -4,8 +4,8 @@
 # questions) a session needs you (inferred: the pane quiet for [ui] idle_after, no model request in flight,
 # the agent reading its terminal); a task typed makes it working, and it stays so while its turn is in
 # flight (the stand-in answers late); the turn over, it needs you again. Claude Code's permission question
-# needs you at once through its profile's needs_you_screen hint, with idle_after at its 10-minute most,
-# and answering it makes it working. Read from the records (agentmux sessions --json) as a script would.
+# and Codex's approval question need you at once through their profiles' needs_you_screen hints, with
+# idle_after at its 10-minute most, and answering makes them working. Read from the records (agentmux sessions --json) as a script would.
 set -u
 : "${AGENTMUX:?run through meson test (AGENTMUX is not set)}"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -259,7 +259,41 @@ codex_states() {
 	turn Codex
 	typed "/quit"
 	ended Codex
-	echo "codex: its trust question and prompt need you, a task works, its end needs you again"
+
+	# Its approval question, with idle_after far off: only the profile's screen hint says it waits.
+	config 600000
+	# The stand-in's call asks to run outside Codex's sandbox: on-request, Codex asks the user first.
+	start codex "$CODEX_BIN" "CODEX_API_KEY='$KEY_C'" "codex -a on-request"
+	wait_screen "? for shortcuts" 60 || fail "Codex's prompt did not come"
+	# Typed once, at once: Codex keeps it until its startup ends ("Waiting for startup"). Its trust
+	# question may come then, over the task (the first answer went to the session's overlay): answered
+	# once, and the task goes on. Typed again, a task could answer the approval question the first one
+	# brought (seen: "You approved codex"); so could a second Enter for a trust question still drawn.
+	typed "agentmux-run: touch amx-tool-ran"
+	for _ in $(seq 240); do
+		case $(screen_now) in
+		*"Would you like to "*) break ;;
+		*"You approved"*) fail "Codex's approval question was answered before the test answered it" ;;
+		*"Trust this folder?"*)
+			tui send-keys -t "$W" Enter
+			for _ in $(seq 100); do
+				case $(screen_now) in *"Trust this folder?"*) sleep 0.2 ;; *) break ;; esac
+			done ;;
+		*) sleep 0.5 ;;
+		esac
+	done
+	wait_screen "Would you like to run the following command?" 5 ||
+		fail "Codex did not ask before running the stand-in's command: $(tail -c 600 "$V/requests.jsonl")"
+	wait_activity "needs you" 5 ||
+		fail "Codex asking for approval is '$(activity)', not 'needs you' (its needs_you_screen)"
+	tui send-keys -t "$W" Enter
+	[ "$(activity)" = working ] || wait_activity working 2 || fail "answering Codex left it '$(activity)'"
+	wait_screen "$REPLY" 60 || fail "Codex did not show the stand-in's answer after its command"
+	[ -e "$P/amx-tool-ran" ] || fail "Codex did not run the command it asked about"
+	typed "/quit"
+	ended Codex
+	echo "codex: its trust question and prompt need you, a task works, its end needs you again;" \
+	    "its approval question needs you at once, the answer works"
 }
 
 opencode_states() {

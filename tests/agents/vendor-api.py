@@ -151,11 +151,49 @@ def anthropic_message(model):
             "usage": {"input_tokens": 10, "output_tokens": 5}}
 
 
-def openai_events(model):
+def openai_run(req):
+    """Codex: the tool call (name, arguments) that runs the command after
+    "agentmux-run:" in the user's input, or None (none asked, or it ran)."""
+    items = req.get("input") if isinstance(req, dict) else None
+    if not isinstance(items, list):
+        return None
+    cmd = None
+    for i in items:
+        if not isinstance(i, dict):
+            continue
+        if i.get("type") in ("function_call_output", "custom_tool_call_output"):
+            log({"tool_result": str(i.get("output"))[:200]})
+            return None
+        if i.get("role") == "user" and isinstance(i.get("content"), list):
+            for b in i["content"]:
+                t = b.get("text", "") if isinstance(b, dict) else ""
+                if isinstance(t, str) and "agentmux-run:" in t:
+                    cmd = t.split("agentmux-run:", 1)[1].split("\n")[0].strip()
+    if not cmd:
+        return None
+    names = [t.get("name") for t in req.get("tools") or [] if isinstance(t, dict)]
+    log({"codex_tools": names})
+    # Outside its sandbox: with approval on-request, Codex asks the user first.
+    esc = {"sandbox_permissions": "require_escalated",
+           "justification": "agentmux test: run the command asked for"}
+    if "shell" in names:
+        return "shell", dict(esc, command=["bash", "-lc", cmd])
+    if "shell_command" in names:
+        return "shell_command", dict(esc, command=cmd)
+    if "exec_command" in names:
+        return "exec_command", dict(esc, cmd=cmd)
+    return None
+
+
+def openai_events(model, call=None):
     item = {"id": "msg_agentmux_1", "type": "message", "role": "assistant",
             "status": "completed",
             "content": [{"type": "output_text", "text": REPLY,
                          "annotations": []}]}
+    if call:
+        item = {"id": "fc_agentmux_1", "type": "function_call",
+                "status": "completed", "call_id": "call_agentmux_1",
+                "name": call[0], "arguments": json.dumps(call[1])}
     resp = {"id": "resp_agentmux_1", "object": "response",
             "created_at": 1700000000, "model": model, "status": "completed",
             "output": [item],
@@ -165,6 +203,19 @@ def openai_events(model):
                       "output_tokens_details": {"reasoning_tokens": 0}}}
     start = dict(resp, status="in_progress", output=[], usage=None)
     part = {"type": "output_text", "text": "", "annotations": []}
+    if call:
+        return [
+            ("response.created", {"type": "response.created",
+                                  "response": start}),
+            ("response.output_item.added", {
+                "type": "response.output_item.added", "output_index": 0,
+                "item": dict(item, status="in_progress")}),
+            ("response.output_item.done", {
+                "type": "response.output_item.done", "output_index": 0,
+                "item": item}),
+            ("response.completed", {"type": "response.completed",
+                                    "response": resp}),
+        ]
     return [
         ("response.created", {"type": "response.created",
                               "response": start}),
@@ -409,7 +460,7 @@ class H(http.server.BaseHTTPRequestHandler):
         if path.endswith("/responses") and self.command == "POST":
             if self.headers.get("Upgrade", "").lower() == "websocket":
                 return self.send(400, {"error": "use GET for a websocket"})
-            return self.stream(sse(openai_events(model)))
+            return self.stream(sse(openai_events(model, openai_run(req))))
         if path.endswith("/responses") and \
                 self.headers.get("Upgrade", "").lower() == "websocket":
             return self.websocket(model)
@@ -477,10 +528,11 @@ class H(http.server.BaseHTTPRequestHandler):
                  "headers": {}, "body": data[:4096].decode("utf-8",
                                                             "replace")})
             try:
-                m = json.loads(data).get("model", model)
-            except ValueError:
-                m = model
-            for _, ev in openai_events(m):
+                req = json.loads(data)
+                m = req.get("model", model)
+            except (ValueError, AttributeError):
+                req, m = {}, model
+            for _, ev in openai_events(m, openai_run(req)):
                 self.ws_send(json.dumps(ev).encode())
 
 

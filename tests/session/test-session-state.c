@@ -489,28 +489,26 @@ stays(struct fixture *f, struct session *s, enum session_state st, int ms)
 }
 
 /*
- * A profile's needs_you_screen: with idle_after far off, a program reading
- * its terminal under a matching screen needs you as soon as its output
- * settles; one reading under any other screen does not yet, and one asleep
- * under a matching screen works (the screen alone marks nothing).
+ * Runs SCRIPT (it prints a plain line, reads, prints a question, reads
+ * again, then sleeps) as agent AGENT, with idle_after far off: reading under
+ * the plain screen it works; under the question, reading, it needs you as
+ * soon as its output settles; answered, and asleep under the same screen, it
+ * works (the screen alone marks nothing).
  */
 static void
-test_screen_hint(void **state)
+screen_hint_run(const char *conf, const char *agent, const char *script)
 {
-	char *const command[] = { "/bin/sh", "-c", "echo plain; read a; "
-	    "printf 'Run ls?\\n Do you want to proceed?\\n > 1. Yes\\n"
-	    "   2. No\\n'; read b; sleep 30", NULL };
+	char *const command[] = { "/bin/sh", "-c", (char *)script, NULL };
 	struct session_opts so = { .kind = "run", .on_unknown = -1,
 	    .pty = true, .pane = true, .rows = 24, .cols = 80,
-	    .listen_fd = -1, .agent = "hinted", .command = command };
+	    .listen_fd = -1, .agent = agent, .command = command };
 	struct fixture f;
 	struct obs o = { 0 };
 	struct session *s;
 	char *cause = NULL;
 	int64_t ms;
 
-	fixture_open_with(&f, "[ui]\nidle_after = 30000\n[agent hinted]\n"
-	    "command = sh\nneeds_you_screen = Do you want to .*\\?.*1\\. Yes\n");
+	fixture_open_with(&f, conf);
 	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
 	if (s == NULL)
 		fail_msg("session_start: %s", cause);
@@ -523,7 +521,8 @@ test_screen_hint(void **state)
 	/* The question on its screen, reading: needs you at once. */
 	assert_int_equal(session_write(s, "\n", 1), 0);
 	ms = loop_until_state(&f, s, SESSION_NEEDS_YOU);
-	print_message("needs you %lld ms after the question\n", (long long)ms);
+	print_message("%s: needs you %lld ms after the question\n", agent,
+	    (long long)ms);
 	assert_true(ms < 2000);
 	/* Answered: working, and asleep under the same screen it stays so. */
 	assert_int_equal(session_write(s, "y\n", 2), 0);
@@ -536,6 +535,62 @@ test_screen_hint(void **state)
 		loop_for(&f, 20);
 	session_free(s);
 	fixture_close(&f);
+}
+
+/* A profile's needs_you_screen, given in the user's config. */
+static void
+test_screen_hint(void **state)
+{
+	(void)state;
+	screen_hint_run("[ui]\nidle_after = 30000\n[agent hinted]\n"
+	    "command = sh\nneeds_you_screen = Do you want to .*\\?.*1\\. Yes\n",
+	    "hinted", "echo plain; read a; "
+	    "printf 'Run ls?\\n Do you want to proceed?\\n > 1. Yes\\n"
+	    "   2. No\\n'; read b; sleep 30");
+}
+
+/*
+ * Codex's approval question (a screen of codex 0.171.0, recorded through
+ * tmux; a run of blank rows left out), matched by the shipped codex profile.
+ */
+static const char test_codex_screen[] =
+    "\n"
+    "  >_ OpenAI Codex (v0.171.0)\n"
+    "     /tmp/amx-states.ctzYfj/codex\n"
+    "\n"
+    "\n"
+    "\xe2\x80\xba agentmux-run: touch amx-tool-ran\n"
+    "\n"
+    "\n"
+    "\xe2\x80\xa2 Running touch amx-tool-ran\n"
+    "\n"
+    "\n"
+    "  Would you like to run the following command?\n"
+    "\n"
+    "  Environment: local\n"
+    "\n"
+    "  Reason: agentmux test: run the command asked for\n"
+    "\n"
+    "  $ touch amx-tool-ran\n"
+    "\n"
+    "\n"
+    "\xe2\x80\xba 1. Yes, proceed (y)\n"
+    "  2. Yes, and don't ask again for commands that start with "
+    "`touch amx-tool-ran` (p)\n"
+    "  3. No, and tell Codex what to do differently (esc)\n"
+    "\n"
+    "  Press enter to confirm or esc to cancel\n";
+
+static void
+test_screen_hint_codex(void **state)
+{
+	char *path = xprintf("%s/codex-screen", test_proj);
+
+	(void)state;
+	test_write_file(path, test_codex_screen);
+	free(path);
+	screen_hint_run("[ui]\nidle_after = 30000\n", "codex",
+	    "echo plain; read a; cat codex-screen; read b; sleep 30");
 }
 
 /*
@@ -702,6 +757,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_quiet_then_reading,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_screen_hint,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_screen_hint_codex,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_file_hint,
 		    test_proj_setup, test_proj_teardown),
