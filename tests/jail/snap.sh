@@ -372,6 +372,38 @@ new dir mode 040700" "index *..* 100600"; do
 	chmod 755 "$P"
 }
 
+# Dirs with no file beneath (git keeps none, issue 14 finding 5): an
+# empty 0700 dir made 0777, one removed, a 0700 dir holding only an empty
+# 0750 one emptied and opened, empty dirs made: diff says each, undo puts
+# every dir back as it was, with its mode, and removes those made.
+empty_dirs() {
+	fresh
+	(cd "$P" && mkdir -m 700 secrets cache priv && mkdir -m 750 priv/empty) || exit 1
+	jrun -- sh -c 'chmod 777 secrets && rmdir cache priv/empty && chmod 755 priv &&
+	    mkdir -p newempty/deeper'
+	[ "$RC" = 0 ] || bad "empty dirs: the command failed: $OUT"
+	out=$("$AMX" diff last 2>&1)
+	for want in "a/secrets b/secrets
+old mode 040700
+new mode 040777" "a/cache b/cache
+deleted dir mode 040700" "a/priv/empty b/priv/empty
+deleted dir mode 040750" "a/newempty/deeper b/newempty/deeper
+new dir mode 040755"; do
+		case $out in
+		*"$want"*) ok ;;
+		*) bad "empty dirs: diff does not say '$want': $out" ;;
+		esac
+	done
+	out=$("$AMX" undo last 2>&1)
+	got=$(cd "$P" && stat -c '%n %a' secrets cache priv priv/empty 2>&1; ls -d newempty 2>&1)
+	want="secrets 700
+cache 700
+priv 700
+priv/empty 750
+ls: cannot access 'newempty': No such file or directory"
+	[ "$got" = "$want" ] && ok || bad "empty dirs: after undo: $got: $out"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -381,6 +413,7 @@ checks() {
 	modes
 	locked
 	mode_gaps
+	empty_dirs
 	frozen_rules
 	frozen_kept
 	planted
