@@ -599,6 +599,8 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	    "start", &from, cause) == -1 || snap_diff_side(st, r, session,
 	    o->to != NULL ? o->to : "worktree", &to, cause) == -1)
 		goto out;
+	if (o->alert != NULL)
+		*o->alert = snap_dirs_too_long_text(&to.modes);
 	strv_add(&args, "diff");
 	strv_add(&args, "--no-ext-diff");
 	strv_add(&args, "--no-textconv");

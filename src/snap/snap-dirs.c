@@ -146,11 +146,13 @@ snap_dirs_drop_to(struct snap_modes *m, size_t keep)
 }
 
 /*
- * Whether the dir FD (open for reading) holds dirs only; their names
- * into NAMES. ALL: every subdir is listed, past the first other entry.
+ * Whether the dir FD (open for reading, at PATH) holds dirs only; their
+ * names into NAMES. ALL: every subdir is listed, past the first other
+ * entry. *TOOLONG: an entry's path is longer than git can take.
  */
 static bool
-snap_dirs_only_dirs(int fd, bool all, struct strv *names)
+snap_dirs_only_dirs(int fd, const char *path, bool all, struct strv *names,
+    bool *toolong)
 {
 	struct dirent *de;
 	struct stat sb;
@@ -168,6 +170,11 @@ snap_dirs_only_dirs(int fd, bool all, struct strv *names)
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
 		    0)
 			continue;
+		if (strlen(path) + 1 + strlen(de->d_name) >= PATH_MAX) {
+			*toolong = true;
+			only = false;
+			break;
+		}
 		/* A repository of its own is never taken for an empty dir. */
 		if (strcmp(de->d_name, ".git") == 0)
 			only = false;
@@ -193,7 +200,7 @@ snap_dirs_only_dirs(int fd, bool all, struct strv *names)
  */
 static bool
 snap_dirs_take(struct snap_modes *m, int parent, const char *name,
-    const char *path, int depth)
+    const char *path, int depth, bool *toolong)
 {
 	struct strv names;
 	struct stat sb;
@@ -202,19 +209,23 @@ snap_dirs_take(struct snap_modes *m, int parent, const char *name,
 	bool ok;
 	int fd;
 
-	if (depth > SNAP_DIRS_DEPTH || strlen(path) >= PATH_MAX)
+	if (depth > SNAP_DIRS_DEPTH || strlen(path) >= PATH_MAX) {
+		*toolong = strlen(path) >= PATH_MAX;
 		return false;
+	}
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (fd == -1)
 		return false;
 	strv_init(&names);
-	ok = fstat(fd, &sb) == 0 && snap_dirs_only_dirs(fd, false, &names);
+	ok = fstat(fd, &sb) == 0 && snap_dirs_only_dirs(fd, path, false,
+	    &names, toolong);
 	if (ok)
 		snap_dirs_add(m, path, sb.st_mode);
 	for (i = 0; ok && i < names.n; i++) {
 		sub = xprintf("%s/%s", path, names.v[i]);
-		ok = snap_dirs_take(m, fd, names.v[i], sub, depth + 1);
+		ok = snap_dirs_take(m, fd, names.v[i], sub, depth + 1,
+		    toolong);
 		free(sub);
 	}
 	strv_free(&names);
@@ -222,6 +233,22 @@ snap_dirs_take(struct snap_modes *m, int parent, const char *name,
 	if (!ok)
 		snap_dirs_drop_to(m, keep);
 	return ok;
+}
+
+/*
+ * PATH holds a path longer than PATH_MAX, which git cannot take (so no
+ * snapshot holds it): its top dir in the project is kept, once, to be
+ * told and for undo.
+ */
+static void
+snap_dirs_too_long(struct snap_modes *m, const char *path)
+{
+	char *top = xstrndup(path, strcspn(path, "/"));
+
+	if (strcmp(top, ".") == 0 || strv_contains(&m->toolong, top))
+		free(top);
+	else
+		strv_take(&m->toolong, top);
 }
 
 /* The subdirs of the known dir K that the index does not know, if they hold dirs only. */
@@ -233,6 +260,7 @@ snap_dirs_look(struct snap_modes *m, const struct snap_dirs_walk *w,
 	struct stat sb;
 	size_t i;
 	char *path;
+	bool toolong;
 	int fd;
 
 	fd = strcmp(k->path, ".") == 0 ? fcntl(root, F_DUPFD_CLOEXEC, 0) :
@@ -246,12 +274,18 @@ snap_dirs_look(struct snap_modes *m, const struct snap_dirs_walk *w,
 		return;
 	}
 	strv_init(&names);
-	(void)snap_dirs_only_dirs(fd, true, &names);
+	toolong = false;
+	(void)snap_dirs_only_dirs(fd, k->path, true, &names, &toolong);
+	if (toolong)
+		snap_dirs_too_long(m, k->path);
 	for (i = 0; i < names.n; i++) {
 		path = strcmp(k->path, ".") == 0 ? xstrdup(names.v[i]) :
 		    xprintf("%s/%s", k->path, names.v[i]);
-		if (snap_dirs_known_find(w, path) == NULL)
-			(void)snap_dirs_take(m, fd, names.v[i], path, 1);
+		toolong = false;
+		if (snap_dirs_known_find(w, path) == NULL &&
+		    !snap_dirs_take(m, fd, names.v[i], path, 1, &toolong) &&
+		    toolong)
+			snap_dirs_too_long(m, path);
 		free(path);
 	}
 	strv_free(&names);
@@ -314,4 +348,42 @@ snap_dirs_has(const struct snap_modes *m, const char *path)
 	if (m->en == 0)
 		return false;
 	return bsearch(&key, m->e, m->en, sizeof *m->e, snap_dirs_cmp) != NULL;
+}
+
+char *
+snap_too_long_message(const char *modes)
+{
+	struct snap_modes m;
+	char *msg;
+
+	if (modes == NULL)
+		return NULL;
+	snap_modes_parse(&m, modes, strlen(modes));
+	msg = snap_dirs_too_long_text(&m);
+	snap_modes_free(&m);
+	return msg;
+}
+
+/* What to tell of M's paths too long for git, or NULL; caller frees. */
+char *
+snap_dirs_too_long_text(const struct snap_modes *m)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	if (m->toolong.n == 0)
+		return NULL;
+	buf_init(&b);
+	buf_adds(&b, "paths longer than git can take (PATH_MAX) were left out "
+	    "of the snapshot, so diff does not show them and undo cannot put "
+	    "them back, under");
+	for (i = 0; i < m->toolong.n; i++) {
+		q = quote_name(m->toolong.v[i]);
+		buf_printf(&b, "%s %s", i == 0 ? "" : ",", q);
+		free(q);
+	}
+	buf_adds(&b, ": look at what is there before you build or run "
+	    "anything; 'agentmux undo' removes such a dir the session made");
+	return buf_steal(&b);
 }

@@ -5,6 +5,7 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -210,6 +211,8 @@ snap_undo_verb(const struct snap_change *ch)
 		return "mkdir";
 	case 'R':
 		return "rmdir";
+	case 'L':
+		return "remove";
 	case 'M':
 		return ch->old_mode != ch->new_mode && S_ISREG(ch->old_mode) &&
 		    S_ISREG(ch->new_mode) ? "chmod" : "revert";
@@ -244,7 +247,7 @@ snap_undo_hybrid(struct snap_repo *r, const struct snap_changes *c,
 	buf_init(&err);
 	for (i = 0; i < c->n; i++) {
 		if (c->v[i].status == 'C' || c->v[i].status == 'E' ||
-		    c->v[i].status == 'R')
+		    c->v[i].status == 'R' || c->v[i].status == 'L')
 			continue;
 		if (c->v[i].new_mode == 0)
 			buf_printf(&in, "0 %s\t%s", snap_repo_empty_tree(r),
@@ -327,6 +330,9 @@ snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 			out_puts(out, " (symlink)");
 		else if (ch->status == 'E')
 			out_printf(out, " (%03o)", (unsigned)ch->to_perm);
+		else if (ch->status == 'L')
+			out_puts(out, " (made in the session; it holds paths "
+			    "too long for git, so no snapshot has them)");
 		else if (ch->status == 'C')
 			out_printf(out, " (%03o, now %03o)", (unsigned)ch->to_perm,
 			    (unsigned)ch->from_perm);
@@ -606,6 +612,36 @@ snap_undo_dir_change(struct snap_changes *c, char status, const char *path,
 }
 
 /*
+ * A top dir holding paths too long for git (no snapshot has them): one
+ * the target did not have was made in the session and goes whole; one
+ * it had is told, for the user to look at.
+ */
+static void
+snap_undo_long_changes(struct snap_undo *u, struct snap_changes *c)
+{
+	const char *top;
+	char *q;
+	size_t i;
+
+	for (i = 0; i < u->now_modes.toolong.n; i++) {
+		top = u->now_modes.toolong.v[i];
+		if (!snap_undo_wanted(&u->paths, top))
+			continue;
+		if (!snap_undo_tree_dir(u, top) &&
+		    !snap_dirs_has(&u->to_modes, top) &&
+		    !strv_contains(&u->to_modes.toolong, top)) {
+			snap_undo_dir_change(c, 'L', top, 0, 0);
+			continue;
+		}
+		q = quote_name(top);
+		out_printf(u->o->out, "  %s holds paths too long for git, so no "
+		    "snapshot has them and undo leaves them: look at what the "
+		    "session made there before you build or run anything\n", q);
+		free(q);
+	}
+}
+
+/*
  * The dirs with no file beneath (git keeps none): the target's that are
  * not such a dir now are made (or, if one is, given its mode back); the
  * present's that the target does not have are removed (once empty).
@@ -636,6 +672,7 @@ snap_undo_dir_changes(struct snap_undo *u, struct snap_changes *c)
 		    !snap_undo_tree_dir(u, d->path))
 			snap_undo_dir_change(c, 'R', d->path, d->mode, 0);
 	}
+	snap_undo_long_changes(u, c);
 }
 
 /* The dir above REL, opened beneath the project (no link followed); NAME is REL's last part. */
@@ -695,6 +732,77 @@ snap_undo_remove_dir(int rootfd, const char *rel)
 	    errno != ENOTEMPTY && errno != EEXIST && errno != ENOTDIR)
 		log_warn("cannot remove the dir %s", rel);
 	close(pfd);
+}
+
+/* Removes NAME in the dir DFD and all beneath it, never through a link; -1 with errno. */
+static int
+snap_undo_rmtree(int dfd, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	/* Each level holds a descriptor: a deeper tree is left, and said. */
+	if (depth > 512) {
+		errno = ELOOP;
+		return -1;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0 && snap_undo_rmtree(dirfd(d), de->d_name, depth + 1) == -1)
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == -1)
+		rc = -1;
+	return rc;
+}
+
+/* The top dirs made in the session that hold paths too long for git, whole. */
+static void
+snap_undo_apply_long(struct snap_undo *u)
+{
+	const char *top, *name;
+	char *q;
+	size_t i;
+	int pfd;
+
+	for (i = 0; i < u->changes.n; i++) {
+		if (u->changes.v[i].status != 'L')
+			continue;
+		top = u->changes.v[i].path;
+		if ((pfd = snap_undo_parent(u->rootfd, top, &name)) != -1 &&
+		    snap_undo_rmtree(pfd, name, 0) == 0) {
+			close(pfd);
+			continue;
+		}
+		if (pfd != -1)
+			close(pfd);
+		q = quote_name(top);
+		/* A command only for a name no shell reads anything into. */
+		if (top[strspn(top, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+		    "OPQRSTUVWXYZ0123456789._-")] == '\0')
+			out_printf(u->o->out, "  cannot remove all of %s (%s): "
+			    "remove it yourself: cd %s && rm -rf -- ./%s\n", q,
+			    strerror(errno), u->repo->worktree, top);
+		else
+			out_printf(u->o->out, "  cannot remove all of %s (%s): "
+			    "remove that dir of %s yourself\n", q,
+			    strerror(errno), u->repo->worktree);
+		free(q);
+	}
 }
 
 /*
@@ -838,6 +946,7 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 	if (u->to_modes.known) {
 		snap_undo_apply_modes(u, c);
 		snap_undo_apply_dirs(u);
+		snap_undo_apply_long(u);
 	} else
 		snap_undo_restore_perms(u->rootfd, c);
 	return 0;
@@ -911,7 +1020,8 @@ snap_undo_files(struct snap_undo *u, char **cause)
 		for (i = 0; i < u->changes.n; i++) {
 			if (u->changes.v[i].status != 'C' &&
 			    u->changes.v[i].status != 'E' &&
-			    u->changes.v[i].status != 'R')
+			    u->changes.v[i].status != 'R' &&
+			    u->changes.v[i].status != 'L')
 				continue;
 			*snap_changes_add(&applied) = u->changes.v[i];
 			u->changes.v[i].path = u->changes.v[i].new_oid = NULL;
