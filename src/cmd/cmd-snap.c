@@ -42,10 +42,31 @@ cmd_snap_progress_off(bool *shown)
 		out_erase_line(stderr);
 }
 
+/* An alert on stderr, in red on a terminal (unless NO_COLOR). */
+static void
+cmd_snap_alert(const char *what, const char *message)
+{
+	const char *nc = getenv("NO_COLOR");
+	bool red = isatty(STDERR_FILENO) && (nc == NULL || *nc == '\0');
+
+	if (red)
+		out_color(stderr, "1;31");
+	out_printf(stderr, "agentmux: %s: %s", what, message);
+	if (red)
+		out_color(stderr, "0");
+	out_puts(stderr, "\n");
+}
+
 static void
 cmd_snap_warnings(const struct snap_result *res)
 {
 	size_t i;
+	char *msg;
+
+	if ((msg = snap_too_long_message(res->modes)) != NULL) {
+		cmd_snap_alert("snapshot", msg);
+		free(msg);
+	}
 
 	for (i = 0; i < res->nwarnings; i++)
 		out_printf(stderr, "agentmux: snapshot: %s\n",
@@ -301,11 +322,12 @@ cmd_diff(struct cli_args *args)
 	struct store *st = NULL;
 	struct config *cf = NULL;
 	FILE *tmp = NULL;
-	char *cause = NULL;
+	char *cause = NULL, *alert = NULL;
 	int64_t id = -1;
 	int rc;
 
 	memset(&o, 0, sizeof o);
+	o.alert = &alert;
 	o.from = cli_get(args, "from");
 	o.to = cli_get(args, "to");
 	o.stat = cli_has(args, "stat");
@@ -326,6 +348,11 @@ cmd_diff(struct cli_args *args)
 		cmd_diff_show(tmp, cli_color());
 	if (tmp != NULL)
 		fclose(tmp);
+	if (alert != NULL) {
+		fflush(stdout);
+		cmd_snap_alert("diff", alert);
+		free(alert);
+	}
 	free(cause);
 	store_close(st);
 	config_free(cf);

@@ -108,7 +108,13 @@ session_snap_ended(void *arg, const struct snap_result *res,
     const char *error)
 {
 	struct session *s = arg;
+	char *msg;
 
+	if (error == NULL && (msg = snap_too_long_message(res->modes)) !=
+	    NULL) {
+		session_snap_notice(s, "alert", "end snapshot: %s", msg);
+		free(msg);
+	}
 	if (error != NULL)
 		session_snap_notice(s, "warn", "the end snapshot failed: %s",
 		    error);

@@ -137,6 +137,10 @@ snap_diff_entries(struct snap_repo *r, const char *tree, bool all,
 			strv_add(&args, m->v[i].path);
 		for (i = 0; i < n->n; i++)
 			strv_add(&args, n->v[i].path);
+		for (i = 0; i < m->en; i++)
+			strv_add(&args, m->e[i].path);
+		for (i = 0; i < n->en; i++)
+			strv_add(&args, n->e[i].path);
 	}
 	buf_init(&out);
 	rc = snap_git(r, SNAP_ENV_DB, (const char *const *)args.v, NULL, &out,
@@ -398,6 +402,22 @@ static void
 snap_diff_mode_line(struct buf *text, const char *path, unsigned fmt,
     mode_t ma, mode_t mb, bool new, bool stat)
 {
+	if (new && fmt == 0) {
+		/* A dir with no file beneath, gone (git shows no dir). */
+		if (stat) {
+			snap_quote_path(text, " ", path);
+			buf_printf(text, " | dir removed, mode %03o\n",
+			    (unsigned)ma);
+			return;
+		}
+		buf_adds(text, "diff --git ");
+		snap_quote_path(text, "a/", path);
+		buf_addc(text, ' ');
+		snap_quote_path(text, "b/", path);
+		buf_printf(text, "\ndeleted dir mode %06o\n", 040000 |
+		    (unsigned)ma);
+		return;
+	}
 	if (stat) {
 		snap_quote_path(text, " ", path);
 		if (new)
@@ -416,6 +436,60 @@ snap_diff_mode_line(struct buf *text, const char *path, unsigned fmt,
 	else
 		buf_printf(text, "\nold mode %06o\nnew mode %06o\n",
 		    fmt | (unsigned)ma, fmt | (unsigned)mb);
+}
+
+/* Whether PATH is a dir in the tree listed by E. */
+static bool
+snap_diff_tree_dir(const struct snap_diff_entries *e, const char *path)
+{
+	struct snap_diff_entry key, *found;
+
+	if (e->n == 0)
+		return false;
+	memset(&key, 0, sizeof key);
+	key.path = (char *)path;
+	found = bsearch(&key, e->v, e->n, sizeof *e->v, snap_diff_entry_cmp);
+	return found != NULL && S_ISDIR(found->mode);
+}
+
+/*
+ * The dirs with no file beneath (which no tree holds): made (any mode),
+ * removed, or with a new mode.
+ */
+static void
+snap_diff_dir_lines(const struct snap_diff_side *a,
+    const struct snap_diff_side *b, const struct snap_diff_entries *ea,
+    const struct snap_diff_entries *eb, const struct strv *rel, bool stat,
+    struct buf *text)
+{
+	const struct snap_mode *d;
+	mode_t ma, mb;
+	size_t i;
+
+	for (i = 0; i < b->modes.en; i++) {
+		d = &b->modes.e[i];
+		if (!snap_diff_named(rel, d->path))
+			continue;
+		mb = d->mode;
+		if (!snap_dirs_has(&a->modes, d->path) &&
+		    !snap_diff_tree_dir(ea, d->path)) {
+			snap_diff_mode_line(text, d->path, 040000, 0, mb, true,
+			    stat);
+			continue;
+		}
+		ma = snap_modes_of(&a->modes, d->path, true);
+		if (ma != mb)
+			snap_diff_mode_line(text, d->path, 040000, ma, mb,
+			    false, stat);
+	}
+	for (i = 0; i < a->modes.en; i++) {
+		d = &a->modes.e[i];
+		if (!snap_diff_named(rel, d->path) ||
+		    snap_dirs_has(&b->modes, d->path) ||
+		    snap_diff_tree_dir(eb, d->path))
+			continue;
+		snap_diff_mode_line(text, d->path, 0, d->mode, 0, true, stat);
+	}
 }
 
 /*
@@ -461,6 +535,7 @@ snap_diff_mode_lines(const struct snap_diff_side *a,
 			snap_diff_mode_line(text, x->path, x->mode & 0170000, ma,
 			    mb, false, stat);
 	}
+	snap_diff_dir_lines(a, b, ea, eb, rel, stat, text);
 }
 
 /* What git's diff cannot show: modes changed while content and x bit stayed. */
@@ -477,7 +552,8 @@ snap_diff_modes(struct snap_repo *r, const struct snap_diff_side *a,
 	if (!a->modes.known || !b->modes.known)
 		return 0;
 	all = a->modes.umask != b->modes.umask;
-	if (!all && a->modes.n == 0 && b->modes.n == 0)
+	if (!all && a->modes.n == 0 && b->modes.n == 0 &&
+	    a->modes.en == 0 && b->modes.en == 0)
 		return 0;
 	memset(&ea, 0, sizeof ea);
 	memset(&eb, 0, sizeof eb);
@@ -523,6 +599,8 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	    "start", &from, cause) == -1 || snap_diff_side(st, r, session,
 	    o->to != NULL ? o->to : "worktree", &to, cause) == -1)
 		goto out;
+	if (o->alert != NULL)
+		*o->alert = snap_dirs_too_long_text(&to.modes);
 	strv_add(&args, "diff");
 	strv_add(&args, "--no-ext-diff");
 	strv_add(&args, "--no-textconv");

@@ -258,7 +258,27 @@ struct snap_modes {
 	size_t cap;
 	mode_t umask;
 	bool known;               /* false: a snapshot made before modes were kept */
+	struct snap_mode *e;      /* the dirs with no file beneath (snap-dirs.c), sorted */
+	size_t en;
+	size_t ecap;
+	struct strv toolong;      /* top dirs holding a path too long for git (snap-dirs.c) */
 };
+
+/* The line before the dirs with no file beneath, in a snapshot's modes. */
+#define SNAP_DIRS_HEAD "agentmux-empty-dirs"
+/* The line before the top dirs holding a path too long for git. */
+#define SNAP_LONG_HEAD "agentmux-too-long"
+
+void snap_modes_add(struct snap_modes *, const char *path, size_t len,
+    mode_t mode);
+void snap_modes_sort(struct snap_modes *);
+/* Every dir of WORKTREE with no file of INDEX beneath it, into M (modes read). */
+void snap_dirs_read(struct snap_modes *, const char *worktree,
+    const char *index, size_t oidlen);
+void snap_dirs_add(struct snap_modes *, const char *path, mode_t mode);
+void snap_dirs_sort(struct snap_modes *);
+bool snap_dirs_has(const struct snap_modes *, const char *path);
+char *snap_dirs_too_long_text(const struct snap_modes *);
 
 void snap_modes_init(struct snap_modes *);
 void snap_modes_free(struct snap_modes *);

@@ -31,6 +31,10 @@ snap_modes_free(struct snap_modes *m)
 	for (i = 0; i < m->n; i++)
 		free(m->v[i].path);
 	free(m->v);
+	for (i = 0; i < m->en; i++)
+		free(m->e[i].path);
+	free(m->e);
+	strv_free(&m->toolong);
 	memset(m, 0, sizeof *m);
 }
 
@@ -41,7 +45,7 @@ snap_modes_canonical(mode_t umask_, bool dir_or_exec)
 	return (dir_or_exec ? 0777 : 0666) & ~umask_ & 0777;
 }
 
-static void
+void
 snap_modes_add(struct snap_modes *m, const char *path, size_t len,
     mode_t mode)
 {
@@ -62,7 +66,7 @@ snap_modes_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-static void
+void
 snap_modes_sort(struct snap_modes *m)
 {
 	if (m->n > 1)
@@ -226,6 +230,21 @@ snap_modes_format(const struct snap_modes *m, struct buf *b)
 		snap_quote_path(b, "", m->v[i].path);
 		buf_addc(b, '\n');
 	}
+	/* Unreadable to a parser from before (it stops at this line). */
+	if (m->en > 0)
+		buf_adds(b, SNAP_DIRS_HEAD "\n");
+	for (i = 0; i < m->en; i++) {
+		buf_printf(b, "%03o ", (unsigned)m->e[i].mode);
+		snap_quote_path(b, "", m->e[i].path);
+		buf_addc(b, '\n');
+	}
+	if (m->toolong.n > 0)
+		buf_adds(b, SNAP_LONG_HEAD "\n");
+	for (i = 0; i < m->toolong.n; i++) {
+		buf_adds(b, "0 ");
+		snap_quote_path(b, "", m->toolong.v[i]);
+		buf_addc(b, '\n');
+	}
 }
 
 bool
@@ -233,8 +252,14 @@ snap_modes_equal(const struct snap_modes *a, const struct snap_modes *b)
 {
 	size_t i;
 
-	if (a->known != b->known || a->umask != b->umask || a->n != b->n)
+	if (a->known != b->known || a->umask != b->umask || a->n != b->n ||
+	    a->en != b->en || a->toolong.n != b->toolong.n)
 		return false;
+	for (i = 0; i < a->en; i++) {
+		if (a->e[i].mode != b->e[i].mode ||
+		    strcmp(a->e[i].path, b->e[i].path) != 0)
+			return false;
+	}
 	for (i = 0; i < a->n; i++) {
 		if (a->v[i].mode != b->v[i].mode ||
 		    strcmp(a->v[i].path, b->v[i].path) != 0)
@@ -243,12 +268,29 @@ snap_modes_equal(const struct snap_modes *a, const struct snap_modes *b)
 	return true;
 }
 
+/* Whether the line P..EOL starts the next part of the block (after PART); it into *NEXT. */
+static bool
+snap_modes_head(const char *p, const char *eol, int part, int *next)
+{
+	static const char *const heads[] = { SNAP_DIRS_HEAD, SNAP_LONG_HEAD };
+	size_t i, len = (size_t)(eol - p);
+
+	for (i = (size_t)part; i < 2; i++) {
+		if (len == strlen(heads[i]) && memcmp(p, heads[i], len) == 0) {
+			*next = (int)i + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
 void
 snap_modes_parse(struct snap_modes *m, const char *text, size_t len)
 {
 	const char *p = text, *end = text + len, *nl, *eol;
 	unsigned long mode;
 	char *e, *path;
+	int part = 0;             /* 0 modes, 1 dirs, 2 too long */
 
 	snap_modes_init(m);
 	if (len < strlen(SNAP_MODES_HEAD) ||
@@ -260,17 +302,30 @@ snap_modes_parse(struct snap_modes *m, const char *text, size_t len)
 	while (p < end && *p != '\n') {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		eol = nl != NULL ? nl : end;
+		if (snap_modes_head(p, eol, part, &part)) {
+			if (nl == NULL)
+				break;
+			p = nl + 1;
+			continue;
+		}
 		mode = strtoul(p, &e, 8);
 		if (e == p || e >= eol || *e != ' ')
 			break;
 		path = snap_modes_unquote(e + 1, (size_t)(eol - e - 1));
-		snap_modes_add(m, path, strlen(path), (mode_t)mode & 0777);
+		if (part == 2)
+			strv_add(&m->toolong, path);
+		else if (part == 1)
+			snap_dirs_add(m, path, (mode_t)mode);
+		else
+			snap_modes_add(m, path, strlen(path),
+			    (mode_t)mode & 0777);
 		free(path);
 		if (nl == NULL)
 			break;
 		p = nl + 1;
 	}
 	snap_modes_sort(m);
+	snap_dirs_sort(m);
 }
 
 /*

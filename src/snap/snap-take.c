@@ -907,6 +907,9 @@ snap_take_tree_done(struct snap_take *t)
 	if (t->freeze)
 		snap_take_frozen(t);
 	if (t->error == NULL)
+		snap_dirs_read(&t->modes, t->repo->worktree, t->repo->index,
+		    snap_take_oidlen(t));
+	if (t->error == NULL)
 		snap_take_have_tree(t);
 }
 

@@ -5,6 +5,7 @@
  */
 #include <sys/stat.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ struct snap_change {
 	unsigned old_mode;
 	unsigned new_mode;
 	char *new_oid;
-	char status;          /* A, D, M or T: from the present to the target; C: mode only */
+	char status;          /* A, D, M or T: from the present to the target; C: mode only; E, R: a dir with no file beneath made, removed */
 	char *path;
 	mode_t perm;          /* the file's permissions before undo (M, T) */
 	bool had_perm;
@@ -206,6 +207,12 @@ snap_undo_verb(const struct snap_change *ch)
 		return "remove";
 	case 'C':
 		return "chmod";
+	case 'E':
+		return "mkdir";
+	case 'R':
+		return "rmdir";
+	case 'L':
+		return "remove";
 	case 'M':
 		return ch->old_mode != ch->new_mode && S_ISREG(ch->old_mode) &&
 		    S_ISREG(ch->new_mode) ? "chmod" : "revert";
@@ -239,7 +246,8 @@ snap_undo_hybrid(struct snap_repo *r, const struct snap_changes *c,
 	buf_init(&out);
 	buf_init(&err);
 	for (i = 0; i < c->n; i++) {
-		if (c->v[i].status == 'C')
+		if (c->v[i].status == 'C' || c->v[i].status == 'E' ||
+		    c->v[i].status == 'R' || c->v[i].status == 'L')
 			continue;
 		if (c->v[i].new_mode == 0)
 			buf_printf(&in, "0 %s\t%s", snap_repo_empty_tree(r),
@@ -320,6 +328,11 @@ snap_undo_print(FILE *out, const struct snap_changes *c, bool dry)
 		    snap_undo_verb(ch), quote_keep(&q, ch->path));
 		if (S_ISLNK(ch->new_mode))
 			out_puts(out, " (symlink)");
+		else if (ch->status == 'E')
+			out_printf(out, " (%03o)", (unsigned)ch->to_perm);
+		else if (ch->status == 'L')
+			out_puts(out, " (made in the session; it holds paths "
+			    "too long for git, so no snapshot has them)");
 		else if (ch->status == 'C')
 			out_printf(out, " (%03o, now %03o)", (unsigned)ch->to_perm,
 			    (unsigned)ch->from_perm);
@@ -570,6 +583,257 @@ snap_undo_mode_changes(struct snap_undo *u, struct snap_changes *c)
 	}
 }
 
+/* Whether the target's tree holds PATH (a dir with a file beneath, a file, a link): git puts it back. */
+static bool
+snap_undo_tree_dir(const struct snap_undo *u, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < u->entries.n; i++) {
+		if (strcmp(u->entries.v[i].path, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+snap_undo_dir_change(struct snap_changes *c, char status, const char *path,
+    mode_t from, mode_t to)
+{
+	struct snap_change *ch;
+
+	ch = snap_changes_add(c);
+	ch->status = status;
+	ch->path = xstrdup(path);
+	ch->new_oid = xstrdup("");
+	ch->old_mode = ch->new_mode = 040000;
+	ch->from_perm = from;
+	ch->to_perm = to;
+}
+
+/*
+ * A top dir holding paths too long for git (no snapshot has them): one
+ * the target did not have was made in the session and goes whole; one
+ * it had is told, for the user to look at.
+ */
+static void
+snap_undo_long_changes(struct snap_undo *u, struct snap_changes *c)
+{
+	const char *top;
+	char *q;
+	size_t i;
+
+	for (i = 0; i < u->now_modes.toolong.n; i++) {
+		top = u->now_modes.toolong.v[i];
+		if (!snap_undo_wanted(&u->paths, top))
+			continue;
+		if (!snap_undo_tree_dir(u, top) &&
+		    !snap_dirs_has(&u->to_modes, top) &&
+		    !strv_contains(&u->to_modes.toolong, top)) {
+			snap_undo_dir_change(c, 'L', top, 0, 0);
+			continue;
+		}
+		q = quote_name(top);
+		out_printf(u->o->out, "  %s holds paths too long for git, so no "
+		    "snapshot has them and undo leaves them: look at what the "
+		    "session made there before you build or run anything\n", q);
+		free(q);
+	}
+}
+
+/*
+ * The dirs with no file beneath (git keeps none): the target's that are
+ * not such a dir now are made (or, if one is, given its mode back); the
+ * present's that the target does not have are removed (once empty).
+ */
+static void
+snap_undo_dir_changes(struct snap_undo *u, struct snap_changes *c)
+{
+	const struct snap_mode *d;
+	mode_t from;
+	size_t i;
+
+	if (!u->to_modes.known || !u->now_modes.known)
+		return;
+	for (i = 0; i < u->to_modes.en; i++) {
+		d = &u->to_modes.e[i];
+		if (!snap_undo_wanted(&u->paths, d->path))
+			continue;
+		if (!snap_dirs_has(&u->now_modes, d->path))
+			snap_undo_dir_change(c, 'E', d->path, 0, d->mode);
+		else if ((from = snap_modes_of(&u->now_modes, d->path,
+		    true)) != d->mode)
+			snap_undo_dir_change(c, 'C', d->path, from, d->mode);
+	}
+	for (i = u->now_modes.en; i > 0; i--) {
+		d = &u->now_modes.e[i - 1];
+		if (snap_undo_wanted(&u->paths, d->path) &&
+		    !snap_dirs_has(&u->to_modes, d->path) &&
+		    !snap_undo_tree_dir(u, d->path))
+			snap_undo_dir_change(c, 'R', d->path, d->mode, 0);
+	}
+	snap_undo_long_changes(u, c);
+}
+
+/* The dir above REL, opened beneath the project (no link followed); NAME is REL's last part. */
+static int
+snap_undo_parent(int rootfd, const char *rel, const char **name)
+{
+	const char *slash = strrchr(rel, '/');
+	char *up;
+	int fd;
+
+	if (slash == NULL) {
+		*name = rel;
+		return fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	}
+	*name = slash + 1;
+	up = xstrndup(rel, (size_t)(slash - rel));
+	fd = path_open_beneath(rootfd, up, O_PATH | O_DIRECTORY, 0);
+	free(up);
+	return fd;
+}
+
+/* Makes the dir REL (if missing) and gives it MODE, never through a link. */
+static void
+snap_undo_make_dir(int rootfd, const char *rel, mode_t mode)
+{
+	const char *name;
+	struct stat sb;
+	int pfd, fd;
+
+	if ((pfd = snap_undo_parent(rootfd, rel, &name)) == -1) {
+		log_warn("cannot make the dir %s", rel);
+		return;
+	}
+	if (mkdirat(pfd, name, 0700) == -1 && errno != EEXIST)
+		log_warn("cannot make the dir %s", rel);
+	fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(pfd);
+	if (fd == -1)
+		return;
+	if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+	    (sb.st_mode & 07777) != mode && snap_modes_fchmod(fd, mode) == -1)
+		log_warn("cannot give %s its mode %03o", rel, (unsigned)mode);
+	close(fd);
+}
+
+/* Removes the dir REL if it is (still) an empty dir, never through a link. */
+static void
+snap_undo_remove_dir(int rootfd, const char *rel)
+{
+	const char *name;
+	int pfd;
+
+	if ((pfd = snap_undo_parent(rootfd, rel, &name)) == -1)
+		return;
+	/* rmdir removes only an empty dir, and never follows a link. */
+	if (unlinkat(pfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT &&
+	    errno != ENOTEMPTY && errno != EEXIST && errno != ENOTDIR)
+		log_warn("cannot remove the dir %s", rel);
+	close(pfd);
+}
+
+/* Removes NAME in the dir DFD and all beneath it, never through a link; -1 with errno. */
+static int
+snap_undo_rmtree(int dfd, const char *name, int depth)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, rc = 0;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	/* Each level holds a descriptor: a deeper tree is left, and said. */
+	if (depth > 512) {
+		errno = ELOOP;
+		return -1;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0 && snap_undo_rmtree(dirfd(d), de->d_name, depth + 1) == -1)
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) == -1)
+		rc = -1;
+	return rc;
+}
+
+/* The top dirs made in the session that hold paths too long for git, whole. */
+static void
+snap_undo_apply_long(struct snap_undo *u)
+{
+	const char *top, *name;
+	char *q;
+	size_t i;
+	int pfd;
+
+	for (i = 0; i < u->changes.n; i++) {
+		if (u->changes.v[i].status != 'L')
+			continue;
+		top = u->changes.v[i].path;
+		if ((pfd = snap_undo_parent(u->rootfd, top, &name)) != -1 &&
+		    snap_undo_rmtree(pfd, name, 0) == 0) {
+			close(pfd);
+			continue;
+		}
+		if (pfd != -1)
+			close(pfd);
+		q = quote_name(top);
+		/* A command only for a name no shell reads anything into. */
+		if (top[strspn(top, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+		    "OPQRSTUVWXYZ0123456789._-")] == '\0')
+			out_printf(u->o->out, "  cannot remove all of %s (%s): "
+			    "remove it yourself: cd %s && rm -rf -- ./%s\n", q,
+			    strerror(errno), u->repo->worktree, top);
+		else
+			out_printf(u->o->out, "  cannot remove all of %s (%s): "
+			    "remove that dir of %s yourself\n", q,
+			    strerror(errno), u->repo->worktree);
+		free(q);
+	}
+}
+
+/*
+ * The dirs with no file beneath as the target had them: the present's
+ * it did not have go (deepest first, once empty), then the target's are
+ * made where missing (parents first) and given their modes.
+ */
+static void
+snap_undo_apply_dirs(struct snap_undo *u)
+{
+	const struct snap_mode *d;
+	size_t i;
+
+	if (!u->now_modes.known)
+		return;
+	for (i = u->now_modes.en; i > 0; i--) {
+		d = &u->now_modes.e[i - 1];
+		if (snap_undo_wanted(&u->paths, d->path) &&
+		    !snap_undo_protected(d->path, &u->present) &&
+		    !snap_dirs_has(&u->to_modes, d->path) &&
+		    !snap_undo_tree_dir(u, d->path))
+			snap_undo_remove_dir(u->rootfd, d->path);
+	}
+	for (i = 0; i < u->to_modes.en; i++) {
+		d = &u->to_modes.e[i];
+		if (snap_undo_wanted(&u->paths, d->path) &&
+		    !snap_undo_protected(d->path, &u->present))
+			snap_undo_make_dir(u->rootfd, d->path, d->mode);
+	}
+}
+
 /* Whether PATH is one a change of C rewrote (or a dir it made). */
 static bool
 snap_undo_touched(const struct snap_changes *c, const char *path)
@@ -679,9 +943,11 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 	buf_free(&err);
 	if (st != 0)
 		return -1;
-	if (u->to_modes.known)
+	if (u->to_modes.known) {
 		snap_undo_apply_modes(u, c);
-	else
+		snap_undo_apply_dirs(u);
+		snap_undo_apply_long(u);
+	} else
 		snap_undo_restore_perms(u->rootfd, c);
 	return 0;
 }
@@ -732,6 +998,7 @@ snap_undo_files(struct snap_undo *u, char **cause)
 	    u->paths.v, &u->changes, cause) == -1)
 		return -1;
 	snap_undo_mode_changes(u, &u->changes);
+	snap_undo_dir_changes(u, &u->changes);
 	snap_undo_protect(&u->changes, &u->present, &u->paths, out, &skipped);
 	if (snap_undo_check_blobs(u, &u->changes, cause) == -1)
 		return -1;
@@ -751,7 +1018,10 @@ snap_undo_files(struct snap_undo *u, char **cause)
 	    cause) == 0 && snap_undo_check_blobs(u, &applied, cause) == 0 &&
 	    snap_undo_apply(u, tree, &applied, cause) == 0) {
 		for (i = 0; i < u->changes.n; i++) {
-			if (u->changes.v[i].status != 'C')
+			if (u->changes.v[i].status != 'C' &&
+			    u->changes.v[i].status != 'E' &&
+			    u->changes.v[i].status != 'R' &&
+			    u->changes.v[i].status != 'L')
 				continue;
 			*snap_changes_add(&applied) = u->changes.v[i];
 			u->changes.v[i].path = u->changes.v[i].new_oid = NULL;

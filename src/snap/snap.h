@@ -346,6 +346,8 @@ struct snap_result {
 };
 
 void snap_result_clear(struct snap_result *);
+/** What to tell of paths too long for git in the snapshot's MODES (its top dirs, quoted), or NULL; caller frees. */
+char *snap_too_long_message(const char *modes);
 
 /** Called with a snapshot's result, or ERROR (then RESULT is NULL). */
 typedef void (*snap_done_cb)(void *arg, const struct snap_result *result,
@@ -437,6 +439,7 @@ struct snap_diff_opts {
 	bool color;
 	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
 	int out_fd;
+	char **alert;             /* if not NULL: set to what to tell in red (paths too long for git), or NULL; caller frees */
 };
 
 /** Writes the diff to OUT_FD. -1 with *CAUSE. */

