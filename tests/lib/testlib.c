@@ -281,10 +281,13 @@ test_stage_agentmux(const char *dir)
 		    "test\n");
 		abort();
 	}
+	/* The small front and the whole program it runs, side by side. */
 	test_sh_ok("mkdir -p '%s/bin' && cp '%s' '%s/bin/agentmux' && "
+	    "cp \"$(dirname '%s')/agentmux-full\" '%s/bin/agentmux-full' && "
 	    "rm -rf '%s/share' && cp -r '%s' '%s/share' && "
 	    "chmod -R a+rX '%s/bin' '%s/share' && chmod a+x '%s'", dir,
-	    test_agentmux(), dir, dir, share, dir, dir, dir, dir);
+	    test_agentmux(), dir, test_agentmux(), dir, dir, share, dir, dir,
+	    dir, dir);
 	if (asprintf(&cmd, "env AGENTMUX_SHARE='%s/share' '%s/bin/agentmux'",
 	    dir, dir) == -1)
 		abort();
