@@ -141,32 +141,24 @@ strv_needs_quote(const char *s)
 	return false;
 }
 
-char *
-strv_join_shell(char *const *v)
+/* S as one word for a shell: as it is if nothing in it splits, else in '...'. */
+static void
+strv_add_word(struct buf *b, const char *s)
 {
-	struct buf b;
 	const char *p;
-	size_t i;
 
-	buf_init(&b);
-	buf_adds(&b, "");
-	for (i = 0; v != NULL && v[i] != NULL; i++) {
-		if (i != 0)
-			buf_addc(&b, ' ');
-		if (!strv_needs_quote(v[i])) {
-			buf_adds(&b, v[i]);
-			continue;
-		}
-		buf_addc(&b, '\'');
-		for (p = v[i]; *p != '\0'; p++) {
-			if (*p == '\'')
-				buf_adds(&b, "'\\''");
-			else
-				buf_addc(&b, *p);
-		}
-		buf_addc(&b, '\'');
+	if (!strv_needs_quote(s)) {
+		buf_adds(b, s);
+		return;
 	}
-	return buf_steal(&b);
+	buf_addc(b, '\'');
+	for (p = s; *p != '\0'; p++) {
+		if (*p == '\'')
+			buf_adds(b, "'\\''");
+		else
+			buf_addc(b, *p);
+	}
+	buf_addc(b, '\'');
 }
 
 /* S as bash's $'...': printable ASCII as it is, every other byte as \ooo. */
@@ -187,11 +179,21 @@ strv_add_ansi_c(struct buf *b, const char *s)
 	buf_addc(b, '\'');
 }
 
-char *
-strv_join_paste(char *const *v)
+/* S as strv_add_word has it, or as $'...' if it holds what is never printed raw. */
+static void
+strv_add_paste(struct buf *b, const char *s)
+{
+	if (quote_needed(s, strlen(s)))
+		strv_add_ansi_c(b, s);
+	else
+		strv_add_word(b, s);
+}
+
+/* The words of V joined with spaces, each added by ADD. */
+static char *
+strv_join(char *const *v, void (*add)(struct buf *, const char *))
 {
 	struct buf b;
-	char *word;
 	size_t i;
 
 	buf_init(&b);
@@ -199,13 +201,19 @@ strv_join_paste(char *const *v)
 	for (i = 0; v != NULL && v[i] != NULL; i++) {
 		if (i != 0)
 			buf_addc(&b, ' ');
-		if (quote_needed(v[i], strlen(v[i]))) {
-			strv_add_ansi_c(&b, v[i]);
-			continue;
-		}
-		word = strv_join_shell((char *[]){ v[i], NULL });
-		buf_adds(&b, word);
-		free(word);
+		add(&b, v[i]);
 	}
 	return buf_steal(&b);
+}
+
+char *
+strv_join_shell(char *const *v)
+{
+	return strv_join(v, strv_add_word);
+}
+
+char *
+strv_join_paste(char *const *v)
+{
+	return strv_join(v, strv_add_paste);
 }

@@ -324,30 +324,17 @@ snap_dirs_read(struct snap_modes *m, const char *worktree, const char *index,
 	snap_modes_sort(m);
 }
 
-static int
-snap_dirs_cmp(const void *a, const void *b)
-{
-	const struct snap_mode *x = a, *y = b;
-
-	return strcmp(x->path, y->path);
-}
-
 void
 snap_dirs_sort(struct snap_modes *m)
 {
-	if (m->en > 1)
-		qsort(m->e, m->en, sizeof *m->e, snap_dirs_cmp);
+	snap_mode_sort(m->e, m->en);
 }
 
 /* Whether PATH is one of M's dirs with no file beneath. */
 bool
 snap_dirs_has(const struct snap_modes *m, const char *path)
 {
-	struct snap_mode key = { (char *)path, 0 };
-
-	if (m->en == 0)
-		return false;
-	return bsearch(&key, m->e, m->en, sizeof *m->e, snap_dirs_cmp) != NULL;
+	return snap_mode_search(m->e, m->en, path) != NULL;
 }
 
 char *

@@ -272,6 +272,11 @@ struct snap_modes {
 void snap_modes_add(struct snap_modes *, const char *path, size_t len,
     mode_t mode);
 void snap_modes_sort(struct snap_modes *);
+/* N entries of V sorted by path. */
+void snap_mode_sort(struct snap_mode *v, size_t n);
+/* PATH's entry among the N of V (sorted), or NULL. */
+const struct snap_mode *snap_mode_search(const struct snap_mode *v, size_t n,
+    const char *path);
 /* Every dir of WORKTREE with no file of INDEX beneath it, into M (modes read). */
 void snap_dirs_read(struct snap_modes *, const char *worktree,
     const char *index, size_t oidlen);

@@ -66,23 +66,37 @@ snap_modes_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+/* N entries of V in path order, for bsearch. */
+void
+snap_mode_sort(struct snap_mode *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof *v, snap_modes_cmp);
+}
+
 void
 snap_modes_sort(struct snap_modes *m)
 {
-	if (m->n > 1)
-		qsort(m->v, m->n, sizeof *m->v, snap_modes_cmp);
+	snap_mode_sort(m->v, m->n);
 }
 
 /* The mode recorded for PATH, or -1 if it has what the umask gives. */
 int
 snap_modes_find(const struct snap_modes *m, const char *path)
 {
-	struct snap_mode key = { (char *)path, 0 }, *found;
+	const struct snap_mode *found = snap_mode_search(m->v, m->n, path);
 
-	if (m->n == 0)
-		return -1;
-	found = bsearch(&key, m->v, m->n, sizeof *m->v, snap_modes_cmp);
 	return found != NULL ? (int)found->mode : -1;
+}
+
+const struct snap_mode *
+snap_mode_search(const struct snap_mode *v, size_t n, const char *path)
+{
+	struct snap_mode key = { (char *)path, 0 };
+
+	if (n == 0)
+		return NULL;
+	return bsearch(&key, v, n, sizeof *v, snap_modes_cmp);
 }
 
 /* What PATH (a file, executable or not, or a dir) has in M. */
