@@ -19,9 +19,14 @@
  * Threads that only make system calls (open, write, mkdir) need no gate.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
 
 #include "core.h"
 
@@ -115,4 +120,90 @@ void
 clone_gate_open(void)
 {
 	pthread_rwlock_unlock(&clone_gate);
+}
+
+/* ---- work the loop must not wait for ---- */
+
+struct thread_job {
+	struct thread thread;
+	struct event *ev;
+	int pipe[2];              /* the thread writes a byte when WORK returned */
+	void (*work)(void *);
+	void *work_arg;
+	void (*done)(void *);
+	void *arg;
+};
+
+static void
+thread_job_main(void *arg)
+{
+	struct thread_job *j = arg;
+	char c = 0;
+
+	j->work(j->work_arg);
+	/* A system call, no allocation: outside the gate. */
+	while (write(j->pipe[1], &c, 1) == -1 && errno == EINTR)
+		;
+}
+
+/* On the loop: WORK returned; the job goes, then DONE is told. */
+static void
+thread_job_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct thread_job *j = arg;
+	void (*done)(void *) = j->done;
+	void *done_arg = j->arg;
+
+	(void)fd;
+	(void)what;
+	thread_job_free(j);
+	done(done_arg);
+}
+
+struct thread_job *
+thread_job_start(struct event_base *base, void (*work)(void *),
+    void *work_arg, void (*done)(void *), void *arg, char **cause)
+{
+	struct thread_job *j = xcalloc(1, sizeof *j);
+	int rc;
+
+	j->pipe[0] = j->pipe[1] = -1;
+	j->work = work;
+	j->work_arg = work_arg;
+	j->done = done;
+	j->arg = arg;
+	if (pipe2(j->pipe, O_CLOEXEC | O_NONBLOCK) == -1) {
+		*cause = xprintf("cannot make a pipe for a helper thread: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	j->ev = event_new(base, j->pipe[0], EV_READ, thread_job_ready, j);
+	if (j->ev == NULL || event_add(j->ev, NULL) == -1) {
+		*cause = xstrdup("cannot watch a helper thread on the loop");
+		goto fail;
+	}
+	if ((rc = thread_spawn(&j->thread, thread_job_main, j)) != 0) {
+		*cause = xprintf("cannot start a helper thread: %s",
+		    strerror(rc));
+		goto fail;
+	}
+	return j;
+fail:
+	thread_job_free(j);
+	return NULL;
+}
+
+void
+thread_job_free(struct thread_job *j)
+{
+	if (j == NULL)
+		return;
+	thread_join(&j->thread);
+	if (j->ev != NULL)
+		event_free(j->ev);
+	if (j->pipe[0] != -1)
+		close(j->pipe[0]);
+	if (j->pipe[1] != -1)
+		close(j->pipe[1]);
+	free(j);
 }

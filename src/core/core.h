@@ -237,6 +237,24 @@ void clone_gate_leave(void);
 void clone_gate_close(void);
 void clone_gate_open(void);
 
+/*
+ * Work the loop must not wait for, on a helper thread (core-thread.c).
+ * WORK may touch only what ARG gives it, and allocates only between
+ * clone_gate_enter and clone_gate_leave.
+ */
+struct event_base;
+struct thread_job;
+/**
+ * Runs WORK(WORK_ARG) on a helper thread, then DONE(ARG) on BASE's loop
+ * once WORK returned; the job is freed (its thread joined) before DONE
+ * runs. NULL with *CAUSE (caller frees) if it cannot start.
+ */
+struct thread_job *thread_job_start(struct event_base *,
+    void (*work)(void *), void *work_arg, void (*done)(void *), void *arg,
+    char **cause);
+/** Waits for WORK to return and frees the job; DONE never runs. NULL: a no-op. */
+void thread_job_free(struct thread_job *);
+
 /* ---- paths and directories (core-path.c) ---- */
 
 /** $XDG_CONFIG_HOME/agentmux/config (or ~/.config/...); caller frees. */

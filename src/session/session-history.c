@@ -47,11 +47,57 @@ session_history_nested(struct session *s, const char *objects)
 }
 
 int
+session_history_begin(struct session *s, struct session_setup *sp,
+    void (*done)(void *), char **cause)
+{
+	char *gitdir, *err = NULL;
+
+	if (!s->cf->jail.history)
+		return 0;
+	/* A worktree session's objects are the shared git dir's. */
+	gitdir = s->wt != NULL ? xstrdup(s->wt->common) :
+	    xprintf("%s/.git", s->project);
+	s->history_start = snap_history_start_new(gitdir, s->wt != NULL ?
+	    NULL : s->project, sp->dir);
+	free(gitdir);
+	s->history_job = thread_job_start(s->ctx->base,
+	    snap_history_start_run, s->history_start, done, s, &err);
+	if (s->history_job == NULL) {
+		*cause = xprintf("cannot look for the project's git dirs: %s",
+		    err);
+		free(err);
+		snap_history_start_free(s->history_start);
+		s->history_start = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+void
+session_history_begin_stop(struct session *s)
+{
+	struct snap_history_start *hs = s->history_start;
+
+	if (hs == NULL)
+		return;
+	atomic_store(&hs->stop, true);
+	thread_job_free(s->history_job);
+	s->history_job = NULL;
+	/* What it kept at the start is put back by the history's end. */
+	if (s->history == NULL) {
+		s->history = hs->h;
+		hs->h = NULL;
+	}
+	snap_history_start_free(hs);
+	s->history_start = NULL;
+}
+
+int
 session_history_start(struct session *s, struct session_setup *sp,
     char **cause)
 {
+	struct snap_history_start *hs = s->history_start;
 	const char *path, *upper, *work;
-	char *err = NULL;
 	size_t i;
 
 	if (!s->cf->jail.history) {
@@ -60,19 +106,21 @@ session_history_start(struct session *s, struct session_setup *sp,
 		    "git history");
 		return 0;
 	}
-	/* A worktree session's objects are the shared git dir's. */
-	if (s->wt != NULL)
-		s->history = snap_history_begin_gitdir(s->wt->common, sp->dir,
-		    &sp->notices, &sp->alerts, &err);
-	else
-		s->history = snap_history_begin(s->project, sp->dir,
-		    &sp->notices, &sp->alerts, &err);
-	if (s->history == NULL && err != NULL) {
+	for (i = 0; i < hs->notices.n; i++)
+		strv_add(&sp->notices, hs->notices.v[i]);
+	for (i = 0; i < hs->alerts.n; i++)
+		strv_add(&sp->alerts, hs->alerts.v[i]);
+	s->history = hs->h;
+	hs->h = NULL;
+	if (s->history == NULL && hs->cause != NULL) {
 		*cause = xprintf("cannot keep the project's git history out of "
-		    "the jail's reach: %s", err);
-		free(err);
+		    "the jail's reach: %s", hs->cause);
+		snap_history_start_free(hs);
+		s->history_start = NULL;
 		return -1;
 	}
+	snap_history_start_free(hs);
+	s->history_start = NULL;
 	for (i = 0; i < snap_history_count(s->history); i++) {
 		snap_history_overlay(s->history, i, &path, &upper, &work);
 		strv_add(&sp->ov_path, path);

@@ -132,6 +132,8 @@ struct session {
 	bool files_taken;
 
 	struct snap_history *history; /* the user's git history (session-history.c) */
+	struct snap_history_start *history_start; /* its beginning, on HISTORY_JOB's thread */
+	struct thread_job *history_job;
 	struct event *history_ev;    /* brings the session's objects back */
 	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
@@ -361,6 +363,16 @@ void session_worktree_jail(struct session *, struct session_setup *);
 void session_worktree_setup(struct session *, const struct config_agent *);
 void session_worktree_free(struct session *);
 
+/*
+ * The project's git dirs found and their refs and reflogs kept, on a
+ * helper thread: 1 if the start waits for it (DONE(S) on the loop then),
+ * 0 if there is nothing to wait for, -1 with *CAUSE.
+ */
+int session_history_begin(struct session *, struct session_setup *,
+    void (*done)(void *), char **cause);
+/** The start is over before it was: the thread is stopped, what it kept is the session's to end. */
+void session_history_begin_stop(struct session *);
+/** What it found goes to the jail's overlays and the plan's notices and alerts. */
 int session_history_start(struct session *, struct session_setup *,
     char **cause);
 void session_history_watch(struct session *);

@@ -714,6 +714,7 @@ session_start_fail(struct session *s, const char *cause)
 	session_start_events_free(s);
 	session_start_wait_free(s);
 	session_start_reads_free(s);
+	session_history_begin_stop(s);
 	/* The start snapshot runs on: it must not call back into this start. */
 	if (s->snap != NULL)
 		snap_session_when_saved(s->snap, NULL, NULL);
@@ -1160,6 +1161,40 @@ session_plan_environment(struct session *s, struct session_setup *sp,
 	return SESSION_PLAN_NEXT;
 }
 
+/* The history's git dirs are found and kept (on a helper thread): the plan goes on. */
+static void
+session_start_history_cb(void *arg)
+{
+	struct session *s = arg;
+
+	s->history_job = NULL;
+	if (s->start_stopped) {
+		session_start_fail(s, "terminated before its command started");
+		return;
+	}
+	session_plan_resume(s, NULL);
+}
+
+/*
+ * The project's git history kept out of the jail's reach: the walk for
+ * nested repositories (the whole project) and the keeping of refs and
+ * reflogs run on a helper thread; the loop goes on meanwhile.
+ */
+static enum session_plan_rc
+session_plan_history(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	switch (session_history_begin(s, sp, session_start_history_cb,
+	    cause)) {
+	case -1:
+		return SESSION_PLAN_FAIL;
+	case 0:
+		return SESSION_PLAN_NEXT;
+	default:
+		return SESSION_PLAN_WAIT;
+	}
+}
+
 /* What the jail mounts: the profile's files, the history, the worktree. */
 static enum session_plan_rc
 session_plan_files(struct session *s, struct session_setup *sp,
@@ -1264,8 +1299,9 @@ session_plan_start(struct session *s, struct session_setup *sp,
 /*
  * The start, top to bottom (as bubblewrap's setup reads): profile,
  * project, command, guards, worktree, record; then what waits on the loop
- * (a crash recovery, the worktree made, the secret commands); then the
- * jail's environment, files and limits, its configuration, and its start.
+ * (a crash recovery, the worktree made, the secret commands, the git
+ * reads); then the jail's environment, its git history kept (on a helper
+ * thread), files and limits, its configuration, and its start.
  */
 static const struct {
 	const char *what;
@@ -1283,6 +1319,7 @@ static const struct {
 	{ "secrets", session_plan_secrets },
 	{ "git", session_plan_git },
 	{ "environment", session_plan_environment },
+	{ "history", session_plan_history },
 	{ "files", session_plan_files },
 	{ "limits", session_plan_limits },
 	{ "jail configuration", session_plan_jail_conf },
@@ -1404,6 +1441,7 @@ session_free(struct session *s)
 	session_start_events_free(s);
 	session_start_wait_free(s);
 	session_start_reads_free(s);
+	session_history_begin_stop(s);
 	buf_free(&s->start_in);
 	session_proxy_secrets_drop(s);
 	if (s->setup != NULL) {
@@ -1656,7 +1694,7 @@ void
 session_terminate(struct session *s)
 {
 	/* Its jail is not made yet: the start stops where it would make it. */
-	if (s->starting && s->start_reads > 0)
+	if (s->starting && (s->start_reads > 0 || s->history_job != NULL))
 		s->start_stopped = true;
 	if (s->jail == NULL || s->reaped)
 		return;

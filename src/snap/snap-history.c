@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -834,7 +835,11 @@ struct snap_hist_walk {
 	size_t left;          /* git dirs found past SNAP_HIST_MAX */
 	size_t deep;          /* dirs too deep to be looked in */
 	bool full;            /* stopped at SNAP_HIST_NEST_MAX dirs */
+	const atomic_bool *stop; /* set: the walk ends at its next dir (NULL: never) */
 };
+
+/* Tests only: called with each dir the walk for nested repositories looks in, before it is read. */
+AM_TESTABLE void (*snap_history_dir_walked)(const char *path);
 
 /* Whether A lies in B's objects dir (their overlays would be mounted one in the other). */
 static bool
@@ -1143,7 +1148,9 @@ snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
  * the git dir a .git file names if it lies in the project (below the
  * bounds, or in the project's own .git), anywhere in the project but in
  * its own .git. A git dir is not looked into. Bounded in depth and in
- * dirs; what the bounds left out is counted in W.
+ * dirs; what the bounds left out is counted in W. It may run on a
+ * helper thread: what allocates is inside the clone gate, each dir's walk
+ * below outside it, so a clone waits for one dir's reading at most.
  */
 static void
 snap_history_nested(int dfd, const char *path, int depth,
@@ -1157,13 +1164,21 @@ snap_history_nested(int dfd, const char *path, int depth,
 	DIR *d;
 	int fd;
 
+	if (w->stop != NULL && atomic_load(w->stop)) {
+		close(dfd);
+		return;
+	}
 	if (depth > SNAP_HIST_NEST_DEPTH) {
 		w->deep++;
 		close(dfd);
 		return;
 	}
+	if (snap_history_dir_walked != NULL)
+		snap_history_dir_walked(path);
+	clone_gate_enter();
 	if ((d = fdopendir(dfd)) == NULL) {
 		close(dfd);
+		clone_gate_leave();
 		return;
 	}
 	snap_hist_dir_read(d, &sd);
@@ -1181,13 +1196,17 @@ snap_history_nested(int dfd, const char *path, int depth,
 			    AT_SYMLINK_NOFOLLOW) == 0)
 				snap_hist_found(w, sub);
 		} else if ((fd = openat(dirfd(d), name, O_RDONLY |
-		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+		    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			clone_gate_leave();
 			snap_history_nested(fd, sub, depth + 1, w);
+			clone_gate_enter();
+		}
 		free(sub);
 	}
 out:
 	strv_free(&sd.subdirs);
 	closedir(d);
+	clone_gate_leave();
 }
 
 /* What the bounds of the walk W kept from being protected, said in red in ALERTS. */
@@ -1215,27 +1234,76 @@ snap_hist_walk_told(const struct snap_hist_walk *w, struct strv *alerts)
 		    SNAP_HIST_NEST_MAX);
 }
 
-/* The git dirs whose history is kept: GITDIR and its submodules', and PROJECT's nested ones. */
+/*
+ * The history of each of DIRS (freed here) kept in SESSDIR/history, one
+ * git dir at a time inside the clone gate (a clone waits for one git
+ * dir's saving at most).
+ */
+static struct snap_history *
+snap_history_keep_dirs(struct strv *dirs, const char *sessdir,
+    struct strv *notices, char **cause)
+{
+	struct snap_history *h = NULL;
+	size_t i;
+	int rc = 0;
+
+	clone_gate_enter();
+	if (dirs->n > 0) {
+		h = xcalloc(1, sizeof *h);
+		h->wfd = -1;
+		h->keep_fd = -1;
+		strv_init(&h->end_alerts);
+		strv_init(&h->end_warnings);
+		h->dir = xprintf("%s/history", sessdir);
+	}
+	clone_gate_leave();
+	for (i = 0; h != NULL && i < dirs->n && rc == 0; i++) {
+		clone_gate_enter();
+		if (snap_history_usable(dirs->v[i], notices))
+			rc = snap_history_save(snap_history_add(h, dirs->v[i]),
+			    cause);
+		clone_gate_leave();
+	}
+	clone_gate_enter();
+	if (h != NULL && (*cause != NULL || h->n == 0 ||
+	    snap_history_mark(sessdir, cause) == -1 ||
+	    snap_history_manifest(h, cause) == -1)) {
+		snap_history_free(h);
+		h = NULL;
+	}
+	strv_free(dirs);
+	clone_gate_leave();
+	return h;
+}
+
+/*
+ * The git dirs whose history is kept: GITDIR and its submodules', and
+ * PROJECT's nested ones (the walk ends early once STOP is set). May run on
+ * a helper thread: it allocates inside the clone gate only.
+ */
 static struct snap_history *
 snap_history_begin_at(const char *gitdir, const char *project,
     const char *sessdir, struct strv *notices, struct strv *alerts,
-    char **cause)
+    const atomic_bool *stop, char **cause)
 {
 	struct snap_hist_walk w;
-	struct snap_history *h;
 	struct strv dirs;
 	struct stat st;
 	char *modules;
-	size_t i;
+	bool isdir;
 	int fd;
 
 	*cause = NULL;
+	isdir = lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode);
+	clone_gate_enter();
 	strv_init(&dirs);
 	memset(&w, 0, sizeof w);
 	w.out = &dirs;
+	w.stop = stop;
 	/* Real nested repositories before what may be dummies in .git/modules. */
-	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode))
+	if (isdir)
 		strv_add(&dirs, gitdir);
+	clone_gate_leave();
 	if (project != NULL && (fd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
 		w.project = project;
@@ -1244,35 +1312,15 @@ snap_history_begin_at(const char *gitdir, const char *project,
 		if (w.projfd != -1)
 			close(w.projfd);
 	}
+	clone_gate_enter();
 	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
 		modules = xprintf("%s/modules", gitdir);
 		snap_history_modules(modules, 0, &w);
 		free(modules);
 	}
 	snap_hist_walk_told(&w, alerts);
-	if (dirs.n == 0) {
-		strv_free(&dirs);
-		return NULL;
-	}
-	h = xcalloc(1, sizeof *h);
-	h->wfd = -1;
-	h->keep_fd = -1;
-	strv_init(&h->end_alerts);
-	strv_init(&h->end_warnings);
-	h->dir = xprintf("%s/history", sessdir);
-	for (i = 0; i < dirs.n; i++) {
-		if (!snap_history_usable(dirs.v[i], notices))
-			continue;
-		if (snap_history_save(snap_history_add(h, dirs.v[i]),
-		    cause) == -1)
-			break;
-	}
-	strv_free(&dirs);
-	if (*cause == NULL && h->n > 0 && snap_history_mark(sessdir, cause) ==
-	    0 && snap_history_manifest(h, cause) == 0)
-		return h;
-	snap_history_free(h);
-	return NULL;
+	clone_gate_leave();
+	return snap_history_keep_dirs(&dirs, sessdir, notices, cause);
 }
 
 struct snap_history *
@@ -1283,7 +1331,7 @@ snap_history_begin(const char *project, const char *sessdir,
 	struct snap_history *h;
 
 	h = snap_history_begin_at(git, project, sessdir, notices, alerts,
-	    cause);
+	    NULL, cause);
 	free(git);
 	return h;
 }
@@ -1293,7 +1341,46 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
     struct strv *notices, struct strv *alerts, char **cause)
 {
 	return snap_history_begin_at(gitdir, NULL, sessdir, notices,
-	    alerts, cause);
+	    alerts, NULL, cause);
+}
+
+struct snap_history_start *
+snap_history_start_new(const char *gitdir, const char *project,
+    const char *sessdir)
+{
+	struct snap_history_start *hs = xcalloc(1, sizeof *hs);
+
+	hs->gitdir = xstrdup(gitdir);
+	hs->project = project != NULL ? xstrdup(project) : NULL;
+	hs->sessdir = xstrdup(sessdir);
+	atomic_init(&hs->stop, false);
+	strv_init(&hs->notices);
+	strv_init(&hs->alerts);
+	return hs;
+}
+
+void
+snap_history_start_run(void *arg)
+{
+	struct snap_history_start *hs = arg;
+
+	hs->h = snap_history_begin_at(hs->gitdir, hs->project, hs->sessdir,
+	    &hs->notices, &hs->alerts, &hs->stop, &hs->cause);
+}
+
+void
+snap_history_start_free(struct snap_history_start *hs)
+{
+	if (hs == NULL)
+		return;
+	snap_history_free(hs->h);
+	strv_free(&hs->notices);
+	strv_free(&hs->alerts);
+	free(hs->cause);
+	free(hs->gitdir);
+	free(hs->project);
+	free(hs->sessdir);
+	free(hs);
 }
 
 struct snap_history *

@@ -778,5 +778,10 @@ extern void (*snap_cc_file_checked)(const char *host);
  * once it is checked and before it is opened up (snap-plant.c).
  */
 extern void (*snap_plant_dir_checked)(const char *rel);
+/*
+ * Tests only: called with each dir the walk for nested repositories looks
+ * in, before it reads it (snap-history.c; on the start's helper thread).
+ */
+extern void (*snap_history_dir_walked)(const char *path);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef AGENTMUX_SNAP_H
 #define AGENTMUX_SNAP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +242,29 @@ struct snap_history *snap_history_begin(const char *project,
 struct snap_history *snap_history_begin_gitdir(const char *gitdir,
     const char *sessdir, struct strv *notices, struct strv *alerts,
     char **cause);
+/*
+ * snap_history_begin (PROJECT NULL: snap_history_begin_gitdir's) as the
+ * work of a helper thread (thread_job_start): it touches nothing but its
+ * snap_history_start and allocates inside the clone gate only. STOP, set
+ * from the loop, ends the walk for nested repositories at its next dir.
+ */
+struct snap_history_start {
+	char *gitdir;
+	char *project;            /* walked for nested repositories, or NULL */
+	char *sessdir;
+	atomic_bool stop;
+	struct snap_history *h;   /* as snap_history_begin returns it: take it */
+	struct strv notices;
+	struct strv alerts;
+	char *cause;
+};
+/** For GITDIR, kept in SESSDIR (the arguments are copied). Caller frees. */
+struct snap_history_start *snap_history_start_new(const char *gitdir,
+    const char *project, const char *sessdir);
+/** The work (ARG: a snap_history_start). */
+void snap_history_start_run(void *arg);
+/** Frees it, with its history unless taken (H set to NULL). NULL: a no-op. */
+void snap_history_start_free(struct snap_history_start *);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
 void snap_history_free(struct snap_history *);

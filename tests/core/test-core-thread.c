@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "core/core.h"
 #include "lib/testlib.h"
 
@@ -186,6 +188,69 @@ test_clone_while_allocating(void **state)
 		free(pool[k]);
 }
 
+struct job_obs {
+	atomic_int worked;        /* WORK ran (on its thread) */
+	int done;                 /* DONE ran (on the loop), after WORK */
+	int done_early;           /* ... before WORK was over */
+};
+
+static void
+job_work(void *arg)
+{
+	struct job_obs *o = arg;
+
+	sleep_ms(200);
+	atomic_store(&o->worked, 1);
+}
+
+static void
+job_done(void *arg)
+{
+	struct job_obs *o = arg;
+
+	if (atomic_load(&o->worked))
+		o->done++;
+	else
+		o->done_early++;
+}
+
+/*
+ * A job's WORK runs on its thread while the loop goes on, DONE on the loop
+ * once WORK returned, with the thread gone; a job freed first never tells.
+ */
+static void
+test_job_tells_the_loop(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct job_obs o = { 0 }, gone = { 0 };
+	struct thread_job *j;
+	char *cause = NULL;
+	int before = task_count(), turns = 0;
+
+	assert_non_null(base);
+	j = thread_job_start(base, job_work, &o, job_done, &o, &cause);
+	assert_non_null(j);
+	/* start returned before WORK did: DONE comes through the loop. */
+	assert_false(atomic_load(&o.worked));
+	while (o.done == 0 && turns < 100000) {
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+		turns++;
+	}
+	assert_int_equal(o.done, 1);
+	assert_int_equal(o.done_early, 0);
+	assert_int_equal(task_count(), before);
+	j = thread_job_start(base, job_work, &gone, job_done, &gone, &cause);
+	assert_non_null(j);
+	thread_job_free(j);
+	assert_true(atomic_load(&gone.worked));
+	/* (1: nothing is left on the loop.) */
+	assert_int_equal(event_base_loop(base, EVLOOP_NONBLOCK), 1);
+	assert_int_equal(gone.done + gone.done_early, 0);
+	assert_int_equal(task_count(), before);
+	thread_job_free(NULL);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -193,6 +258,7 @@ main(void)
 		cmocka_unit_test(test_parks_until_join),
 		cmocka_unit_test(test_gate_waits),
 		cmocka_unit_test(test_clone_while_allocating),
+		cmocka_unit_test(test_job_tells_the_loop),
 	};
 
 	return test_run_group(tests, NULL, NULL);

@@ -2,10 +2,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -820,6 +823,76 @@ test_start_waits_for_recovery(void **state)
 	free(old);
 }
 
+/* The walk for nested repositories calls it at each dir (snap-history.c). */
+extern void (*snap_history_dir_walked)(const char *path);
+
+static atomic_int walk_slowed;
+
+/* Slows the walk for nested repositories by 2 s at the dir named "slow", once. */
+static void
+walk_slow(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct timespec ts = { 2, 0 };
+
+	if (base == NULL || strcmp(base + 1, "slow") != 0 ||
+	    atomic_exchange(&walk_slowed, 1) != 0)
+		return;
+	/* All of it: on the loop's thread a SIGCHLD would cut sleep(3) short. */
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The walk of the whole project for nested repositories and the keeping
+ * of the git dirs' refs and reflogs run on a helper thread (the walk
+ * slowed to 2 s here), while a timer is served: they used to hold the
+ * loop for a turn (40-150 ms on a 10,000-file repository). What they find
+ * is the same: the nested repository behind the slow dir is kept.
+ */
+static void
+test_history_walk_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("mkdir -p slow/n && cd slow/n && git init -q . && "
+	    "echo n >n && git add n && git -c user.email=a@b -c user.name=a "
+	    "commit -qm n");
+	atomic_store(&walk_slowed, 0);
+	snap_history_dir_walked = walk_slow;
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	print_message("history walk: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_int_equal(atomic_load(&walk_slowed), 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* The project's git dir and the nested one are kept, in that order. */
+	test_sh_ok("printf '0\\t%%s/.git\\n1\\t%%s/slow/n/.git\\n' "
+	    "\"$PWD\" \"$PWD\" | cmp - \"$XDG_DATA_HOME/agentmux/sessions/"
+	    "%lld/history/gitdirs\"", (long long)session_id(s));
+	test_sh_ok("touch go");
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	snap_history_dir_walked = NULL;
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+}
+
 /*
  * Snapshots from before own repositories (in the project's .git, under
  * refs/agentmux, as agentmux once made them) come into the own repository
@@ -1157,6 +1230,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_git_reads_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_shared_check_atomic,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_history_walk_off_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
