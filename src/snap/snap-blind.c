@@ -24,6 +24,8 @@ snap_blind_init(struct snap_blind *b)
 	b->had_git = false;
 	buf_init(&b->untr);
 	b->untr_read = 0;
+	buf_init(&b->tree);
+	b->tree_read = 0;
 }
 
 void
@@ -32,6 +34,7 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->marked);
 	strv_free(&b->replace);
 	buf_free(&b->untr);
+	buf_free(&b->tree);
 }
 
 /*
@@ -104,7 +107,8 @@ snap_blind_look(const char *project, struct snap_blind *b)
 		close(gitfd);
 		snap_blind_marks(gitdir, &b->marked);
 		index = xprintf("%s/index", gitdir);
-		b->untr_read = snap_index_untr(index, &b->untr);
+		b->untr_read = snap_index_ext(index, "UNTR", &b->untr);
+		b->tree_read = snap_index_ext(index, "TREE", &b->tree);
 		free(index);
 	}
 	free(gitdir);
@@ -165,7 +169,8 @@ snap_blind_read_start(struct event_base *base, const char *project,
 		snap_blind_replace(gitfd, &into->replace);
 		close(gitfd);
 		index = xprintf("%s/index", r->gitdir);
-		into->untr_read = snap_index_untr(index, &into->untr);
+		into->untr_read = snap_index_ext(index, "UNTR", &into->untr);
+		into->tree_read = snap_index_ext(index, "TREE", &into->tree);
 		free(index);
 		r->p = snap_git_plain_spawn(base, r->gitdir, argv, NULL,
 		    snap_blind_read_over, r, &cause);
@@ -223,46 +228,143 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
+/* Whether the extension read into NOW (its answer NOW_RC) is what START was. */
+static bool
+snap_blind_same_ext(int start_rc, const struct buf *start, int now_rc,
+    const struct buf *now)
+{
+	return start_rc == now_rc && start->len == now->len &&
+	    memcmp(start->data, now->data, now->len) == 0;
+}
+
+/* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
+#define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
+	"than agentmux checks (two of them, or bytes after the last " \
+	"extension): forged"
+
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
  * end). git status trusts it for every dir whose stat data it matches: a
  * forged one (a dir listed with no untracked files) hides new files from
  * it. agentmux cannot tell a forged one from git's own update, so the
- * changed one goes: git builds it again at the next git status.
+ * changed one goes: git builds it again at the next git status. One laid
+ * out so that git reads what agentmux cannot goes too, changed or not.
  */
 void
 snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out)
 {
+	const char *odd = now->untr_read == 2 ? SNAP_BLIND_ODD : "";
 	char *index;
 	int rc;
 
-	if (now->untr_read != 1 || (start->untr_read == 1 &&
-	    start->untr.len == now->untr.len &&
-	    memcmp(start->untr.data, now->untr.data, now->untr.len) == 0))
+	if ((now->untr_read != 1 && now->untr_read != 2) ||
+	    (now->untr_read == 1 && snap_blind_same_ext(start->untr_read,
+	    &start->untr, now->untr_read, &now->untr)))
 		return;
 	index = xprintf("%s/.git/index", project);
-	rc = snap_index_drop_untr(index);
+	rc = snap_index_drop_ext(index, "UNTR");
 	free(index);
 	if (rc == 0)
 		return;  /* gone meanwhile: git status scans again */
 	if (rc == 1)
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
+		    "session%s: a forged one makes your git status pass over new "
 		    "files; agentmux dropped it (git builds it again at your "
 		    "next git status); 'agentmux diff' shows what the session "
-		    "added");
+		    "added", odd);
 	else
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
+		    "session%s: a forged one makes your git status pass over new "
 		    "files, and agentmux could not drop it (%s); run 'git "
 		    "update-index --no-untracked-cache' in the project before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", errno == EEXIST ?
+		    "'agentmux diff'", odd, errno == EEXIST ?
 		    "git holds .git/index.lock" : strerror(errno));
+}
+
+/* The dirs of BAD, quoted, after ", naming ". */
+static char *
+snap_blind_tree_dirs(const struct strv *bad)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < bad->n && i < SNAP_BLIND_TELL; i++) {
+		q = snap_nested_quote(bad->v[i]);
+		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", q);
+		free(q);
+	}
+	if (bad->n > SNAP_BLIND_TELL)
+		buf_printf(&b, " and %zu more", bad->n - SNAP_BLIND_TELL);
+	return buf_steal(&b);
+}
+
+/* The cache-tree of INDEX checked against its entries: the disagreeing dirs into BAD. */
+static void
+snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
+{
+	struct buf file, tree;
+	size_t oidlen;
+	int rc;
+
+	buf_init(&file);
+	buf_init(&tree);
+	rc = snap_index_load(index, "TREE", &file, &oidlen, &tree);
+	*odd = rc == 2;
+	if (rc == 1)
+		snap_cachetree_check(&file, oidlen, &tree, bad);
+	buf_free(&file);
+	buf_free(&tree);
+}
+
+void
+snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes)
+{
+	struct strv bad;
+	char *dirs, *q;
+	bool odd;
+	int rc;
+
+	if ((now->tree_read != 1 && now->tree_read != 2) ||
+	    (now->tree_read == 1 && snap_blind_same_ext(start->tree_read,
+	    &start->tree, now->tree_read, &now->tree)))
+		return;
+	strv_init(&bad);
+	snap_blind_tree_check(index, &bad, &odd);
+	rc = snap_index_drop_ext(index, "TREE");
+	dirs = snap_blind_tree_dirs(&bad);
+	q = snap_nested_quote(index);
+	if (rc == 1 && (odd || bad.n > 0))
+		strv_addf(alerts, "the cache-tree in %s (the tree ids git reuses "
+		    "at your next commit) was forged in the session%s%s%s: "
+		    "that commit would have taken the session's trees, not "
+		    "your files; agentmux dropped it (git builds it again)", q,
+		    odd ? SNAP_BLIND_ODD : "", bad.n > 0 ? "; it disagreed "
+		    "with the index entries for " : "", dirs);
+	else if (rc == 1)
+		strv_addf(notes, "the cache-tree in %s (the tree ids git reuses "
+		    "at your next commit) changed in the session and agreed "
+		    "with the index entries; agentmux dropped it all the same "
+		    "(git builds it again)", q);
+	else if (rc == -1)
+		strv_addf(odd || bad.n > 0 ? alerts : notes, "the cache-tree in "
+		    "%s (the tree ids git reuses at your next commit) changed "
+		    "in the session%s%s%s, and agentmux could not drop it (%s): "
+		    "run 'git read-tree HEAD' there only if you have nothing "
+		    "staged, else check 'git diff --cached' before you commit",
+		    q, odd ? SNAP_BLIND_ODD : "", bad.n > 0 ? "; it disagreed "
+		    "with the index entries for " : "", dirs, errno == EEXIST ?
+		    "git holds the index's lock" : strerror(errno));
+	free(q);
+	free(dirs);
+	strv_free(&bad);
 }
 
 void
@@ -270,6 +372,7 @@ snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out)
 {
 	struct snap_blind now;
+	char *index;
 
 	if (!start->had_git)
 		return;
@@ -277,6 +380,9 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 	snap_blind_look(project, &now);
 	snap_blind_compare(start, &now, out);
 	snap_blind_untr(project, start, &now, out);
+	index = xprintf("%s/.git/index", project);
+	snap_blind_tree(index, start, &now, out, out);
+	free(index);
 	snap_blind_free(&now);
 }
 
