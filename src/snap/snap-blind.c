@@ -240,7 +240,7 @@ snap_blind_same_ext(int start_rc, const struct buf *start, int now_rc,
 /* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
 #define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
 	"than agentmux checks (two of them, or bytes after the last " \
-	"extension): forged"
+	"extension), as only a forger lays it out"
 
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
