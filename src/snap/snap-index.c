@@ -372,7 +372,29 @@ struct snap_index_exts {
 	size_t len;     /* its length, header too */
 	int count;      /* how many copies */
 	bool odd;       /* git reads bytes agentmux cannot (padding, overrun) */
+	bool eoie;      /* git may read them from elsewhere (a forged EOIE) */
 };
+
+/*
+ * Whether FILE has an EOIE (end of index entries) extension, which git
+ * looks for at a fixed place before the checksum, even inside another
+ * extension's data, that puts the extensions elsewhere than after the
+ * entries, FIRST: a git reading the index with threads (20,000 entries
+ * and more) reads them from there.
+ */
+static bool
+snap_index_eoie_odd(const struct buf *file, size_t oidlen, size_t first)
+{
+	const unsigned char *p;
+
+	if (file->len < 12 + 8 + 4 + 2 * oidlen)
+		return false;
+	p = (const unsigned char *)file->data + file->len - oidlen -
+	    (8 + 4 + oidlen);
+	if (memcmp(p, "EOIE", 4) != 0 || snap_index_u32(p + 4) != 4 + oidlen)
+		return false;
+	return snap_index_u32(p + 8) != first;
+}
 
 /*
  * FILE's extensions as git reads them (read-cache.c): one more while 8
@@ -419,6 +441,8 @@ snap_index_find_ext(const struct buf *file, size_t oidlen, const char *sig,
 	}
 	x->end = (size_t)(p - base);
 	if ((size_t)(end - p) != oidlen)
+		x->odd = true;
+	if ((x->eoie = snap_index_eoie_odd(file, oidlen, x->first)))
 		x->odd = true;
 	rc = 0;
 out:
@@ -521,7 +545,8 @@ snap_index_ext(const char *path, const char *sig, struct buf *out)
 /*
  * FILE's extensions again without SIG's and without what git would read
  * past the last whole one (padding, an extension running into the
- * checksum): true if that changed FILE.
+ * checksum), and without any optional one if an EOIE is forged: true if
+ * that changed FILE.
  */
 static bool
 snap_index_strip(struct buf *file, size_t oidlen, const char *sig,
@@ -535,7 +560,9 @@ snap_index_strip(struct buf *file, size_t oidlen, const char *sig,
 	buf_add(&keep, file->data, x->first);
 	for (p = x->first; p < x->end; p += 8 + size) {
 		size = snap_index_u32((unsigned char *)file->data + p + 4);
-		if (memcmp(file->data + p, sig, 4) == 0)
+		/* A forged EOIE hides in any optional one: all go. */
+		if (memcmp(file->data + p, sig, 4) == 0 || (x->eoie &&
+		    file->data[p] >= 'A' && file->data[p] <= 'Z'))
 			changed = true;
 		else
 			buf_add(&keep, file->data + p, 8 + size);
