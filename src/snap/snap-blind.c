@@ -305,6 +305,20 @@ snap_blind_tree_dirs(const struct strv *bad)
 	return buf_steal(&b);
 }
 
+/* Whether INDEX holds part of the entries only (split or sparse): its cache-tree cannot be checked. */
+static bool
+snap_blind_tree_partial(const char *index)
+{
+	struct buf ext;
+	bool partial;
+
+	buf_init(&ext);
+	partial = snap_index_ext(index, "link", &ext) > 0 ||
+	    snap_index_ext(index, "sdir", &ext) > 0;
+	buf_free(&ext);
+	return partial;
+}
+
 /* The cache-tree of INDEX checked against its entries: the disagreeing dirs into BAD. */
 static void
 snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
@@ -317,7 +331,7 @@ snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
 	buf_init(&tree);
 	rc = snap_index_load(index, "TREE", &file, &oidlen, &tree);
 	*odd = rc == 2;
-	if (rc == 1)
+	if (rc == 1 && !snap_blind_tree_partial(index))
 		snap_cachetree_check(&file, oidlen, &tree, bad);
 	buf_free(&file);
 	buf_free(&tree);

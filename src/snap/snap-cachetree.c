@@ -169,8 +169,12 @@ snap_cachetree_node(struct snap_cachetree *ct, const unsigned char **pp,
 	if (depth > 4096 || (nul = memchr(p, '\0', (size_t)(end - p))) == NULL ||
 	    (nl = memchr(nul, '\n', (size_t)(end - nul))) == NULL)
 		return false;
+	/* strtoll would skip white space, past the line. */
+	if (nul[1] != '-' && (nul[1] < '0' || nul[1] > '9'))
+		return false;
 	count = strtoll((const char *)nul + 1, &s, 10);
-	if (*s != ' ' || (subs = strtoll(s + 1, &s, 10)) < 0 ||
+	if (*s != ' ' || s[1] < '0' || s[1] > '9' ||
+	    (subs = strtoll(s + 1, &s, 10)) < 0 ||
 	    s != (const char *)nl || count < -1)
 		return false;
 	path = *prefix == '\0' && nul == p ? xstrdup("") :
