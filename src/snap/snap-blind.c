@@ -270,15 +270,15 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	if (rc == 1)
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session%s: a forged one makes your git status pass over new "
-		    "files; agentmux dropped it (git builds it again at your "
-		    "next git status); 'agentmux diff' shows what the session "
-		    "added", odd);
+		    "session%s: a forged one makes your git status pass over "
+		    "new files; agentmux dropped it (git builds it again at "
+		    "your next git status); 'agentmux diff' shows what the "
+		    "session added", odd);
 	else
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session%s: a forged one makes your git status pass over new "
-		    "files, and agentmux could not drop it (%s); run 'git "
+		    "session%s: a forged one makes your git status pass over "
+		    "new files, and agentmux could not drop it (%s); run 'git "
 		    "update-index --no-untracked-cache' in the project before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
@@ -342,9 +342,9 @@ snap_blind_tree(const char *index, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *alerts, struct strv *notes)
 {
 	struct strv bad;
-	char *dirs, *q;
+	char *dirs, *q, *why;
 	bool odd;
-	int rc;
+	int rc, err;
 
 	if ((now->tree_read != 1 && now->tree_read != 2) ||
 	    (now->tree_read == 1 && snap_blind_same_ext(start->tree_read,
@@ -353,29 +353,31 @@ snap_blind_tree(const char *index, const struct snap_blind *start,
 	strv_init(&bad);
 	snap_blind_tree_check(index, &bad, &odd);
 	rc = snap_index_drop_ext(index, "TREE");
+	err = errno;
 	dirs = snap_blind_tree_dirs(&bad);
 	q = snap_nested_quote(index);
-	if (rc == 1 && (odd || bad.n > 0))
-		strv_addf(alerts, "the cache-tree in %s (the tree ids git reuses "
-		    "at your next commit) was forged in the session%s%s%s: "
+	why = xprintf("%s%s%s", odd ? SNAP_BLIND_ODD : "", bad.n > 0 ?
+	    "; it disagreed with the index entries for " : "", dirs);
+	if (rc == 1 && *why != '\0')
+		strv_addf(alerts, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) was forged in the session%s: "
 		    "that commit would have taken the session's trees, not "
 		    "your files; agentmux dropped it (git builds it again)", q,
-		    odd ? SNAP_BLIND_ODD : "", bad.n > 0 ? "; it disagreed "
-		    "with the index entries for " : "", dirs);
+		    why);
 	else if (rc == 1)
-		strv_addf(notes, "the cache-tree in %s (the tree ids git reuses "
-		    "at your next commit) changed in the session and agreed "
-		    "with the index entries; agentmux dropped it all the same "
-		    "(git builds it again)", q);
+		strv_addf(notes, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) changed in the session and "
+		    "agreed with the index entries; agentmux dropped it all "
+		    "the same (git builds it again)", q);
 	else if (rc == -1)
-		strv_addf(odd || bad.n > 0 ? alerts : notes, "the cache-tree in "
-		    "%s (the tree ids git reuses at your next commit) changed "
-		    "in the session%s%s%s, and agentmux could not drop it (%s): "
-		    "run 'git read-tree HEAD' there only if you have nothing "
+		strv_addf(*why != '\0' ? alerts : notes, "the cache-tree in %s "
+		    "(the tree ids git reuses at your next commit) changed in "
+		    "the session%s, and agentmux could not drop it (%s): run "
+		    "'git read-tree HEAD' there only if you have nothing "
 		    "staged, else check 'git diff --cached' before you commit",
-		    q, odd ? SNAP_BLIND_ODD : "", bad.n > 0 ? "; it disagreed "
-		    "with the index entries for " : "", dirs, errno == EEXIST ?
-		    "git holds the index's lock" : strerror(errno));
+		    q, why, err == EEXIST ? "git holds the index's lock" :
+		    strerror(err));
+	free(why);
 	free(q);
 	free(dirs);
 	strv_free(&bad);

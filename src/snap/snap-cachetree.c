@@ -166,7 +166,8 @@ snap_cachetree_node(struct snap_cachetree *ct, const unsigned char **pp,
 	char *path, *s;
 	bool ok = true;
 
-	if (depth > 4096 || (nul = memchr(p, '\0', (size_t)(end - p))) == NULL ||
+	if (depth > 4096 ||
+	    (nul = memchr(p, '\0', (size_t)(end - p))) == NULL ||
 	    (nl = memchr(nul, '\n', (size_t)(end - nul))) == NULL)
 		return false;
 	/* strtoll would skip white space, past the line. */

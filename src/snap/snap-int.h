@@ -228,8 +228,8 @@ int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
  * file PATH, read without following a link, into OUT: the copy git uses.
  * 1; 0 if it has none (or there is no index); 2 if it is there and git
  * would read it otherwise than agentmux can check (SIG twice, padding
- * before the checksum, an extension running into it); -1 if PATH cannot be read as
- * an index.
+ * before the checksum, an extension running into it, a forged EOIE); -1
+ * if PATH cannot be read as an index.
  */
 int snap_index_ext(const char *path, const char *sig, struct buf *out);
 /* The same, with the whole file in FILE and its id length in *OIDLEN. */
