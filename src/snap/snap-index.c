@@ -428,15 +428,17 @@ snap_index_find_ext(const struct buf *file, size_t oidlen, const char *sig,
 	x->first = (size_t)(p - base);
 	while ((size_t)(end - p) >= 8 + oidlen) {
 		size = snap_index_u32(p + 4);
-		if ((size_t)(end - p) - 8 - oidlen < size) {
-			x->odd = true;  /* git reads on into the checksum */
-			break;
-		}
+		/* git reads an extension too long for the file on, past it. */
+		if ((size_t)(end - p) - 8 - oidlen < size)
+			x->odd = true;
 		if (memcmp(p, sig, 4) == 0) {
 			x->off = (size_t)(p - base);
-			x->len = 8 + (size_t)size;
+			x->len = x->odd ? (size_t)(end - p) - oidlen :
+			    8 + (size_t)size;
 			x->count++;
 		}
+		if (x->odd)
+			break;
 		p += 8 + size;
 	}
 	x->end = (size_t)(p - base);
