@@ -267,6 +267,15 @@ session_guard_alert_late(struct session *s, const char *kind, const char *msg)
 	store_session_flag(s->ctx->st, s->id, kind);
 }
 
+/* A note from the end's look, not an alert: shown if the session still has a front end. */
+static void
+session_guard_note(struct session *s, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, "warn", "index", "%s", msg);
+	if (!s->freed && s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", msg);
+}
+
 /* End-of-session reads of the index still running. */
 static int session_guard_nending;
 
@@ -280,21 +289,31 @@ session_guard_endings(void)
 static void
 session_guard_blind_tell(struct session *s)
 {
-	struct strv found;
+	struct strv found, notes;
+	char *index;
 	size_t i;
 
 	strv_init(&found);
+	strv_init(&notes);
 	if (s->project != NULL)
 		snap_blind_nested(s->project, &s->guard_nested,
 		    &s->guard_blind_now);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
 	/* A session freed meanwhile has no project path left to rewrite in. */
-	if (s->guard_blind_now.had_git && s->project != NULL)
+	if (s->guard_blind_now.had_git && s->project != NULL) {
 		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
 		    &found);
+		index = xprintf("%s/.git/index", s->project);
+		snap_blind_tree(index, &s->guard_blind, &s->guard_blind_now,
+		    &found, &notes);
+		free(index);
+	}
 	for (i = 0; i < found.n; i++)
 		session_guard_alert_late(s, "protected", found.v[i]);
+	for (i = 0; i < notes.n; i++)
+		session_guard_note(s, notes.v[i]);
 	strv_free(&found);
+	strv_free(&notes);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_free(&s->guard_blind_now);
 	/* A session freed meanwhile left them to this read (session_free). */

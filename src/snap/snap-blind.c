@@ -30,6 +30,8 @@ snap_blind_init(struct snap_blind *b)
 	b->untr_read = 0;
 	buf_init(&b->fsmn);
 	b->fsmn_read = 0;
+	buf_init(&b->tree);
+	b->tree_read = 0;
 }
 
 void
@@ -41,6 +43,7 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->nexts);
 	buf_free(&b->untr);
 	buf_free(&b->fsmn);
+	buf_free(&b->tree);
 }
 
 /*
@@ -105,6 +108,7 @@ snap_blind_exts(const char *gitdir, struct snap_blind *b)
 
 	b->untr_read = snap_index_ext(index, "UNTR", &b->untr);
 	b->fsmn_read = snap_index_ext(index, "FSMN", &b->fsmn);
+	b->tree_read = snap_index_ext(index, "TREE", &b->tree);
 	free(index);
 }
 
@@ -362,15 +366,21 @@ snap_blind_ext_changed(const struct buf *start, int start_read,
 	    memcmp(start->data, now->data, now->len) != 0);
 }
 
+/* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
+#define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
+	"than agentmux checks (two of them, or bytes after the last " \
+	"extension), as only a forger lays it out"
+
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
  * end). git status trusts it for every dir whose stat data it matches: a
  * forged one (a dir listed with no untracked files) hides new files from
  * it. agentmux cannot tell a forged one from git's own update, so the
- * changed one goes: git builds it again at the next git status.
+ * changed one goes: git builds it again at the next git status. One laid
+ * out so that git reads what agentmux cannot goes too, changed or not.
  */
 static void
-snap_blind_untr_drop(const char *index, struct strv *out)
+snap_blind_untr_drop(const char *index, const char *odd, struct strv *out)
 {
 	int rc = snap_index_drop_ext(index, "UNTR");
 
@@ -379,19 +389,19 @@ snap_blind_untr_drop(const char *index, struct strv *out)
 	if (rc == 1)
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files; agentmux dropped it (git builds it again at your "
-		    "next git status); 'agentmux diff' shows what the session "
-		    "added");
+		    "session%s: a forged one makes your git status pass over "
+		    "new files; agentmux dropped it (git builds it again at "
+		    "your next git status); 'agentmux diff' shows what the "
+		    "session added", odd);
 	else
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files, and agentmux could not drop it (%s); run 'git "
+		    "session%s: a forged one makes your git status pass over "
+		    "new files, and agentmux could not drop it (%s); run 'git "
 		    "update-index --no-untracked-cache' in the project before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", errno == EEXIST ?
+		    "'agentmux diff'", odd, errno == EEXIST ?
 		    "git holds .git/index.lock" : strerror(errno));
 }
 
@@ -438,9 +448,10 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	char *index = xprintf("%s/.git/index", project);
 	size_t i;
 
-	if (snap_blind_ext_changed(&start->untr, start->untr_read, &now->untr,
-	    now->untr_read))
-		snap_blind_untr_drop(index, out);
+	if (now->untr_read == 2 || snap_blind_ext_changed(&start->untr,
+	    start->untr_read, &now->untr, now->untr_read))
+		snap_blind_untr_drop(index, now->untr_read == 2 ?
+		    SNAP_BLIND_ODD : "", out);
 	if (snap_blind_ext_changed(&start->fsmn, start->fsmn_read, &now->fsmn,
 	    now->fsmn_read))
 		snap_blind_fsmn_drop(index, out);
@@ -451,11 +462,108 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	}
 }
 
+/* The dirs of BAD, quoted, after ", naming ". */
+static char *
+snap_blind_tree_dirs(const struct strv *bad)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < bad->n && i < SNAP_BLIND_TELL; i++) {
+		q = snap_nested_quote(bad->v[i]);
+		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", q);
+		free(q);
+	}
+	if (bad->n > SNAP_BLIND_TELL)
+		buf_printf(&b, " and %zu more", bad->n - SNAP_BLIND_TELL);
+	return buf_steal(&b);
+}
+
+/* Whether INDEX holds part of the entries only (split or sparse): its cache-tree cannot be checked. */
+static bool
+snap_blind_tree_partial(const char *index)
+{
+	struct buf ext;
+	bool partial;
+
+	buf_init(&ext);
+	partial = snap_index_ext(index, "link", &ext) > 0 ||
+	    snap_index_ext(index, "sdir", &ext) > 0;
+	buf_free(&ext);
+	return partial;
+}
+
+/* The cache-tree of INDEX checked against its entries: the disagreeing dirs into BAD. */
+static void
+snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
+{
+	struct buf file, tree;
+	size_t oidlen;
+	int rc;
+
+	buf_init(&file);
+	buf_init(&tree);
+	rc = snap_index_load(index, "TREE", &file, &oidlen, &tree);
+	*odd = rc == 2;
+	if (rc == 1 && !snap_blind_tree_partial(index))
+		snap_cachetree_check(&file, oidlen, &tree, bad);
+	buf_free(&file);
+	buf_free(&tree);
+}
+
+void
+snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes)
+{
+	struct strv bad;
+	char *dirs, *q, *why;
+	bool odd;
+	int rc, err;
+
+	if (now->tree_read != 2 && !snap_blind_ext_changed(&start->tree,
+	    start->tree_read, &now->tree, now->tree_read))
+		return;
+	strv_init(&bad);
+	snap_blind_tree_check(index, &bad, &odd);
+	rc = snap_index_drop_ext(index, "TREE");
+	err = errno;
+	dirs = snap_blind_tree_dirs(&bad);
+	q = snap_nested_quote(index);
+	why = xprintf("%s%s%s", odd ? SNAP_BLIND_ODD : "", bad.n > 0 ?
+	    "; it disagreed with the index entries for " : "", dirs);
+	if (rc == 1 && *why != '\0')
+		strv_addf(alerts, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) was forged in the session%s: "
+		    "that commit would have taken the session's trees, not "
+		    "your files; agentmux dropped it (git builds it again)", q,
+		    why);
+	else if (rc == 1)
+		strv_addf(notes, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) changed in the session and "
+		    "agreed with the index entries; agentmux dropped it all "
+		    "the same (git builds it again)", q);
+	else if (rc == -1)
+		strv_addf(*why != '\0' ? alerts : notes, "the cache-tree in %s "
+		    "(the tree ids git reuses at your next commit) changed in "
+		    "the session%s, and agentmux could not drop it (%s): run "
+		    "'git read-tree HEAD' there only if you have nothing "
+		    "staged, else check 'git diff --cached' before you commit",
+		    q, why, err == EEXIST ? "git holds the index's lock" :
+		    strerror(err));
+	free(why);
+	free(q);
+	free(dirs);
+	strv_free(&bad);
+}
+
 void
 snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out)
 {
 	struct snap_blind now;
+	char *index;
 
 	if (!start->had_git)
 		return;
@@ -463,6 +571,9 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 	snap_blind_look(project, &now);
 	snap_blind_compare(start, &now, out);
 	snap_blind_untr(project, start, &now, out);
+	index = xprintf("%s/.git/index", project);
+	snap_blind_tree(index, start, &now, out, out);
+	free(index);
 	snap_blind_free(&now);
 }
 

@@ -156,6 +156,8 @@ struct snap_blind {
 	struct strv nexts;        /* and their index caches: "len:repo" SIG sha-256 (hex) */
 	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
 	int fsmn_read;            /* snap_index_ext's answer for it */
+	struct buf tree;          /* .git/index's cache-tree (TREE), empty if none */
+	int tree_read;            /* snap_index_ext's answer for it */
 };
 
 void snap_blind_init(struct snap_blind *);
@@ -183,6 +185,14 @@ void snap_blind_compare(const struct snap_blind *start,
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);
+/**
+ * The cache-tree of the index file INDEX (git reuses its tree ids at the
+ * next commit) made or changed since START (NOW: at the end) is dropped:
+ * to ALERTS when a cached tree disagreed with the entries or git would
+ * read it otherwise than agentmux can, else to NOTES.
+ */
+void snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes);
 /*
  * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
  * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL

@@ -514,6 +514,127 @@ fsmn() {
 	git -C "$P" checkout -q -- README
 }
 
+# The forged untracked cache hidden from the check as the reviewer's
+# untr2.py hides it: four bytes of padding after the last extension (git
+# stops reading extensions there), or the real cache kept first and the
+# forged one after it (git uses the last). Either is dropped, said forged.
+untr_hidden() {
+	for how in pad dup; do
+		base=$(git -C "$P" rev-parse HEAD)
+		(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+		    git add src2/a.c && git commit -qm src2 &&
+		    git update-index --untracked-cache &&
+		    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+		    { bad "untr $how: no untracked cache"; return; }
+		cat >"$P/.git/amx-untr.py" <<-'PY'
+		import sys, hashlib, struct, re
+		p, d, v, how = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
+		body = open(p, 'rb').read()[:-20]
+		n = struct.unpack('>I', body[8:12])[0]
+		off = 12
+		for i in range(n):
+		    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+		    off += (62 + nl + 8) & ~7
+		out = bytearray(body[:off])
+		forged = b''
+		while off < len(body):
+		    sig = body[off:off + 4]
+		    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+		    data = body[off + 8:off + 8 + sz]
+		    if sig == b'UNTR':
+		        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+		        f = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+		        forged = sig + struct.pack('>I', len(f)) + f
+		        print('patched')
+		        if how == 'pad':
+		            data = f
+		    out += sig + struct.pack('>I', len(data)) + data
+		    off += 8 + sz
+		out += forged if how == 'dup' else b'\0\0\0\0'
+		out += hashlib.sha1(out).digest()
+		open(p, 'wb').write(out)
+		PY
+		jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+		    git -c core.untrackedCache=true status >/dev/null 2>&1;
+		    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py '$how'
+		    git -c core.untrackedCache=true status --porcelain'
+		case $OUT in *patched*) ok ;; *) bad "untr $how: the forgery did not apply: $OUT" ;; esac
+		case $OUT in *"?? src2/conftest.py"*) bad "untr $how: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
+		case $OUT in *"the untracked cache in .git/index"*"forged"*"agentmux dropped it"*) ok ;;
+		*) bad "untr $how: a hidden forged untracked cache was not told: $OUT" ;; esac
+		case $(git -C "$P" -c core.untrackedCache=true status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
+		*) bad "untr $how: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
+		rm -f "$P/src2/conftest.py" "$P/.git/amx-untr.py"
+		git -C "$P" update-index --no-untracked-cache 2>/dev/null
+		git -C "$P" reset -q --hard "$base"
+		rm -rf "$P/src2"
+	done
+}
+
+# A forged cache-tree (the reviewer's tree.py): the TREE extension's entry
+# for src2 points at a tree the session made, whose a.c is not the
+# index's. Nothing changes in the work tree, and git commit -a would take
+# the session's src2/a.c. It is dropped and told, naming src2/; one that
+# git's own commit changed is dropped with a plain note.
+tree_forged() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+	    git add src2/a.c && git commit -qm src2 && git read-tree HEAD) ||
+	    { bad "tree: no cache-tree"; return; }
+	cat >"$P/.git/amx-tree.py" <<-'PY'
+	import sys, hashlib, struct
+	p, d, sha = sys.argv[1], sys.argv[2].encode(), bytes.fromhex(sys.argv[3])
+	body = open(p, 'rb').read()[:-20]
+	assert struct.unpack('>I', body[4:8])[0] == 2
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = bytearray(body[off + 8:off + 8 + sz])
+	    j = 0
+	    while sig == b'TREE' and j < len(data):
+	        z = data.index(b'\0', j)
+	        nlx = data.index(b'\n', z)
+	        cnt = int(data[z + 1:nlx].split(b' ')[0])
+	        path, j = bytes(data[j:z]), nlx + 1
+	        if cnt >= 0:
+	            if path == d:
+	                data[j:j + 20] = sha
+	                print('patched')
+	            j += 20
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+	jrun -- sh -c 'b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    git read-tree HEAD &&
+	    /usr/bin/python3 .git/amx-tree.py .git/index src2 $t'
+	case $OUT in *patched*) ok ;; *) bad "tree: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"was forged in the session; it disagreed with the index entries for src2/:"*"agentmux dropped it"*) ok ;;
+	*) bad "tree: a forged cache-tree was not told: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"cache-tree"*) ok ;;
+	*) bad "tree: show does not tell it" ;; esac
+	# The user looks (git status refreshes the index), then commits.
+	(cd "$P" && git status --porcelain >/dev/null && echo typo >>README &&
+	    git commit -qam typo) || bad "tree: the user's commit failed"
+	case $(git -C "$P" show HEAD:src2/a.c 2>&1) in *evil*) bad "tree: the user's commit took the session's src2/a.c" ;;
+	*"int a;"*) ok ;; *) bad "tree: src2/a.c is not in the user's commit" ;; esac
+	jrun -- sh -c 'echo more >>README && git -c user.email=a@b -c user.name=a commit -qam more && echo committed'
+	case $OUT in *committed*"the cache-tree in"*"changed in the session and agreed"*) ok ;;
+	*) bad "tree: a cache-tree git changed was not noted plainly: $OUT" ;; esac
+	case $OUT in *forged*) bad "tree: a cache-tree git changed was called forged: $OUT" ;; *) ok ;; esac
+	rm -f "$P/.git/amx-tree.py"
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src2"
+}
+
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
 # from .git/config, nothing run), husky's, pre-commit's, asdf's and mise's
 # files and VS Code workspaces. Read-only where they exist, flagged when
@@ -959,6 +1080,8 @@ checks() {
 	rerere
 	untr
 	fsmn
+	untr_hidden
+	tree_forged
 	hooks
 	hook_links
 	blind
