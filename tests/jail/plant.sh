@@ -763,6 +763,28 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	rm -rf "$P/lk" "$O"
 }
 
+# A venv made in the session (python -m venv: bin/python3 ->
+# /usr/bin/python3, beside pyvenv.cfg) is said plainly, not flagged; a
+# link to ~/.ssh in the same bin dir, and one to /usr/bin/python3 in a
+# bin dir with no pyvenv.cfg, are still flagged in red.
+venv_link() {
+	jrun -- sh -c "/usr/bin/python3 -m venv --without-pip .venv &&
+	    ln -s '$HOME/.ssh' .venv/bin/keys && mkdir -p fake/bin &&
+	    ln -s /usr/bin/python3 fake/bin/python && echo made"
+	case $OUT in *made*) ok ;; *) bad "venv: the venv was not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made in the session to the system interpreter /usr/bin/python3"*"not flagged"*) ok ;;
+	*) bad "venv: the venv's interpreter link was not said plainly: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made or changed"*) bad "venv: the venv's interpreter link was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *".venv/bin/keys is a link made or changed in the session that leads out of the project, to $HOME/.ssh;"*) ok ;;
+	*) bad "venv: a link to ~/.ssh in a venv's bin dir was not flagged: $OUT" ;; esac
+	case $OUT in *"fake/bin/python is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "venv: a python link out of a dir that is no venv was not flagged: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/python3 is a link made or changed"*) bad "venv: show flags the venv's interpreter" ;;
+	*".venv/bin/keys is a link made or changed"*) ok ;;
+	*) bad "venv: show does not flag the link to ~/.ssh" ;; esac
+	rm -rf "$P/.venv" "$P/fake"
+}
+
 # A .git there before the session and unchanged (gitdir: ../gd/real),
 # whose way to its git dir the session swapped: gd replaced by a link to a
 # git dir outside with core.fsmonitor set. agentmux reads the way
@@ -830,6 +852,7 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	venv_link
 	dotgit_swap
 	scan_limit
 	rebase_left
