@@ -267,6 +267,15 @@ session_guard_alert_late(struct session *s, const char *kind, const char *msg)
 	store_session_flag(s->ctx->st, s->id, kind);
 }
 
+/* Said, not flagged (a session freed meanwhile has no front end to tell). */
+static void
+session_guard_note(struct session *s, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, "warn", "scan", "%s", msg);
+	if (!s->freed && s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", msg);
+}
+
 /* End-of-session reads of the index still running. */
 static int session_guard_nending;
 
@@ -280,17 +289,21 @@ session_guard_endings(void)
 static void
 session_guard_blind_tell(struct session *s)
 {
-	struct strv found;
+	struct strv found, notes;
 	size_t i;
 
 	strv_init(&found);
+	strv_init(&notes);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
 	if (s->guard_blind_now.had_git)
 		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
-		    &found);
+		    &found, &notes);
 	for (i = 0; i < found.n; i++)
 		session_guard_alert_late(s, "protected", found.v[i]);
+	for (i = 0; i < notes.n; i++)
+		session_guard_note(s, notes.v[i]);
 	strv_free(&found);
+	strv_free(&notes);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_free(&s->guard_blind_now);
 	/* A session freed meanwhile left them to this read (session_free). */
@@ -430,12 +443,8 @@ session_guard_plant(struct session *s)
 	for (i = 0; i < res.watched.n; i++)
 		session_guard_alert(s, "protected", res.watched.v[i]);
 	/* Said, not flagged: a big tree is no tampering. */
-	for (i = 0; i < res.notes.n; i++) {
-		store_event_add(s->ctx->st, s->id, "warn", "scan", "%s",
-		    res.notes.v[i]);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "warn", res.notes.v[i]);
-	}
+	for (i = 0; i < res.notes.n; i++)
+		session_guard_note(s, res.notes.v[i]);
 	snap_plant_result_free(&res);
 	/* After the scan: links and FIFOs planted in .git are out of the way. */
 	session_guard_blind(s);

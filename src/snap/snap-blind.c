@@ -223,46 +223,98 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
+/* "a", "b" and 3 more: the first of HIDDEN, quoted, for a message. Caller frees. */
+static char *
+snap_blind_names(const struct strv *hidden)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < hidden->n && i < SNAP_BLIND_TELL; i++) {
+		q = snap_nested_quote(hidden->v[i]);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	if (hidden->n > SNAP_BLIND_TELL)
+		buf_printf(&b, " and %zu more", hidden->n - SNAP_BLIND_TELL);
+	return buf_steal(&b);
+}
+
+/* The red line for a cache that hides files (HIDDEN) or may (WHY: why it cannot be told). */
+static void
+snap_blind_untr_red(const struct strv *hidden, const char *why, int dropped,
+    int err, struct strv *out)
+{
+	char *what = why != NULL ? xprintf("agentmux could not tell whether "
+	    "it hides new files (%s)", why) : NULL, *names;
+
+	if (what == NULL) {
+		names = snap_blind_names(hidden);
+		what = xprintf("it hid %zu untracked files from your git "
+		    "status: %s", hidden->n, names);
+		free(names);
+	}
+	if (dropped == 1)
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session, and %s; agentmux dropped it (git builds it again "
+		    "at your next git status); 'agentmux diff' shows what the "
+		    "session added", what);
+	else
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session, and %s; agentmux could not drop it (%s): run 'git "
+		    "update-index --no-untracked-cache' in the project before "
+		    "you trust git status ('git update-index --untracked-cache' "
+		    "turns it on again), and see what the session added with "
+		    "'agentmux diff'", what, err == EEXIST ?
+		    "git holds .git/index.lock" : strerror(err));
+	free(what);
+}
+
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
  * end). git status trusts it for every dir whose stat data it matches: a
  * forged one (a dir listed with no untracked files) hides new files from
- * it. agentmux cannot tell a forged one from git's own update, so the
- * changed one goes: git builds it again at the next git status.
+ * it. git status run with it and without it (snap_untr_hidden) tells a
+ * forged one (red, into OUT) from git's own update (said, into NOTES);
+ * either way the changed one goes: git builds it again at the next git
+ * status.
  */
 void
 snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out)
+    const struct snap_blind *now, struct strv *out, struct strv *notes)
 {
-	char *index;
-	int rc;
+	struct strv hidden;
+	char *index, *cause = NULL;
+	int rc, dropped, err;
 
 	if (now->untr_read != 1 || (start->untr_read == 1 &&
 	    start->untr.len == now->untr.len &&
 	    memcmp(start->untr.data, now->untr.data, now->untr.len) == 0))
 		return;
+	strv_init(&hidden);
+	/* Before the drop: the check needs the cache. */
+	rc = snap_untr_hidden(project, &hidden, &cause);
 	index = xprintf("%s/.git/index", project);
-	rc = snap_index_drop_untr(index);
+	dropped = snap_index_drop_untr(index);
+	err = errno;
 	free(index);
-	if (rc == 0)
-		return;  /* gone meanwhile: git status scans again */
-	if (rc == 1)
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
-		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files; agentmux dropped it (git builds it again at your "
-		    "next git status); 'agentmux diff' shows what the session "
-		    "added");
+	if (dropped == 0)
+		;  /* gone meanwhile: git status scans again */
+	else if (rc == 0 && hidden.n == 0)
+		strv_addf(notes, "the untracked cache in .git/index was updated "
+		    "in the session, as git status does; it hides no untracked "
+		    "file (git status with it and without it agree), and "
+		    "agentmux %s it all the same", dropped == 1 ? "dropped" :
+		    "could not drop");
 	else
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
-		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files, and agentmux could not drop it (%s); run 'git "
-		    "update-index --no-untracked-cache' in the project before "
-		    "you trust git status ('git update-index --untracked-cache' "
-		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", errno == EEXIST ?
-		    "git holds .git/index.lock" : strerror(errno));
+		snap_blind_untr_red(&hidden, rc == -1 ? cause : NULL, dropped,
+		    err, out);
+	free(cause);
+	strv_free(&hidden);
 }
 
 void
@@ -276,7 +328,7 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 	snap_blind_init(&now);
 	snap_blind_look(project, &now);
 	snap_blind_compare(start, &now, out);
-	snap_blind_untr(project, start, &now, out);
+	snap_blind_untr(project, start, &now, out, out);
 	snap_blind_free(&now);
 }
 

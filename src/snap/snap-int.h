@@ -235,6 +235,14 @@ int snap_index_untr(const char *path, struct buf *out);
  * kept): 1, 0 if it had none, -1 with errno (EEXIST: git holds the lock).
  */
 int snap_index_drop_untr(const char *path);
+/*
+ * The untracked files a changed untracked cache in PROJECT's .git/index
+ * hides from git status, into HIDDEN (see snap-untr.c): 0, -1 with
+ * *CAUSE if it cannot be told. Nothing the project names runs.
+ */
+int snap_untr_hidden(const char *project, struct strv *hidden, char **cause);
+/* The attributes that turn off every filter, conversion and diff driver. */
+extern const char snap_raw_attributes[];
 
 /* ---- real modes beside git's (snap-modes.c) ---- */
 

@@ -155,10 +155,12 @@ void snap_blind_compare(const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out);
 /**
  * The untracked cache of PROJECT's .git/index made or changed since START
- * (NOW as read at the end): dropped from the index, and said into OUT.
+ * (NOW as read at the end): dropped from the index; said in red into OUT
+ * if it hides untracked files from git status (or that cannot be told),
+ * else plainly into NOTES.
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out);
+    const struct snap_blind *now, struct strv *out, struct strv *notes);
 /*
  * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
  * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL

@@ -477,6 +477,8 @@ untr() {
 	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
 	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"it hid 1 untracked files from your git status: src2/conftest.py;"*) ok ;;
+	*) bad "untr: the file a forged untracked cache hid was not named: $OUT" ;; esac
 	case $(git -C "$P" status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
 	*) bad "untr: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
 	case $("$AMX" show last 2>&1) in *"untracked cache"*) ok ;;
@@ -730,6 +732,30 @@ dotgit_out() {
 	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
+# The session's own git status updated a real untracked cache (a new
+# file in a dir it lists): the cache hides nothing, so it is said plainly
+# and not flagged; the user's git status shows the new file.
+untr_benign() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src3 && echo 'int a;' >src3/a.c &&
+	    git add src3/a.c && git commit -qm src3 &&
+	    git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+	    { bad "untr_benign: no untracked cache"; return; }
+	jrun -- sh -c 'sleep 1; echo x >src3/new.txt;
+	    git -c core.untrackedCache=true status --porcelain 2>&1'
+	case $OUT in *"?? src3/new.txt"*) ok ;; *) bad "untr_benign: git status in the jail failed: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index was updated in the session, as git status does; it hides no untracked file"*) ok ;;
+	*) bad "untr_benign: git's own update of the untracked cache was not said plainly: $OUT" ;; esac
+	case $OUT in *"untracked cache in .git/index (git's list"*) bad "untr_benign: git's own update of the untracked cache was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *flags*) bad "untr_benign: the session was flagged: $("$AMX" show last 2>&1)" ;; *) ok ;; esac
+	case $(git -C "$P" status --porcelain 2>&1) in *"?? src3/new.txt"*) ok ;;
+	*) bad "untr_benign: the user's git status does not show src3/new.txt" ;; esac
+	git -C "$P" update-index --no-untracked-cache 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src3"
+}
+
 # Links the session made out of the project (to a dir outside, by an
 # absolute path, by a relative one, or through a link there before; one
 # with its mtime set back): agentmux follows none, tells each in red with
@@ -863,6 +889,7 @@ checks() {
 	protected_links
 	rerere
 	untr
+	untr_benign
 	hooks
 	hook_links
 	blind
