@@ -390,6 +390,31 @@ session_guard_stale(struct session *s, const char *tree)
 	return true;
 }
 
+/* The ignored programs the user runs, made, changed or removed: each an alert. */
+static void
+session_guard_run(struct session *s)
+{
+	struct snap_run now;
+	struct strv out, notes;
+	size_t i;
+
+	if (!s->run_start.taken)
+		return;
+	snap_run_init(&now);
+	snap_run_look(s->project, &now);
+	strv_init(&out);
+	strv_init(&notes);
+	snap_run_compare(&s->run_start, &now, &out, &notes);
+	for (i = 0; i < out.n; i++)
+		session_guard_alert(s, "protected", out.v[i]);
+	for (i = 0; i < notes.n; i++)
+		session_guard_note(s, notes.v[i]);
+	strv_free(&notes);
+	strv_free(&out);
+	snap_run_free(&now);
+	snap_run_free(&s->run_start);
+}
+
 /*
  * What the command left for the host to run later (see snap_plant_scan):
  * planted git dirs are defused, set-uid bits taken off, changes to files
@@ -446,6 +471,7 @@ session_guard_plant(struct session *s)
 	for (i = 0; i < res.notes.n; i++)
 		session_guard_note(s, res.notes.v[i]);
 	snap_plant_result_free(&res);
+	session_guard_run(s);
 	/* After the scan: links and FIFOs planted in .git are out of the way. */
 	session_guard_blind(s);
 	strv_free(&watch);

@@ -129,6 +129,30 @@ void snap_plant_git_files_of(const char *project,
 void snap_plant_git_files(const char *project, struct strv *out);
 
 /*
+ * Ignored files the user runs (snap-run.c): the programs in a venv's bin
+ * dir, node_modules/.bin and .tox/<env>/bin at the top of the project,
+ * fingerprinted without following a link (a link's target, and the file
+ * a link inside the project names, included).
+ */
+struct snap_run {
+	struct strv dirs;         /* the run dirs there (relative) */
+	struct strv files;        /* "fingerprint\trel", sorted by rel */
+	bool capped;              /* more files than are looked at */
+	bool taken;               /* snap_run_look ran */
+};
+void snap_run_init(struct snap_run *);
+void snap_run_free(struct snap_run *);
+/** Fingerprints PROJECT's run dirs into R (emptied first); a few dirs read, nothing followed. */
+void snap_run_look(const char *project, struct snap_run *r);
+/**
+ * Into OUT, a line per file made, changed or removed in a run dir there
+ * at START since (NOW), with what to do (up to 20, then counted); into
+ * NOTES, that a cap cut the look short.
+ */
+void snap_run_compare(const struct snap_run *start,
+    const struct snap_run *now, struct strv *out, struct strv *notes);
+
+/*
  * What would blind the user's own git to a session's changes
  * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,
  * replace refs (refs/replace/...). Looked at when the command starts and

