@@ -338,8 +338,8 @@ session_guard_blind(struct session *s)
 {
 	if (!s->guard_blind.had_git || s->guard_blind_ending)
 		return;
-	s->guard_blind_read = snap_blind_read_start(s->ctx->base, s->project,
-	    &s->guard_blind_now, session_guard_blind_read, s);
+	s->guard_blind_read = snap_blind_read_end(s->ctx->base, s->project,
+	    &s->guard_blind, &s->guard_blind_now, session_guard_blind_read, s);
 	if (s->guard_blind_read == NULL) {
 		session_guard_blind_tell(s);
 		return;

@@ -24,6 +24,9 @@ snap_blind_init(struct snap_blind *b)
 	b->had_git = false;
 	buf_init(&b->untr);
 	b->untr_read = 0;
+	b->untr_rc = 1;
+	strv_init(&b->untr_hidden);
+	b->untr_cause = NULL;
 }
 
 void
@@ -32,6 +35,9 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->marked);
 	strv_free(&b->replace);
 	buf_free(&b->untr);
+	strv_free(&b->untr_hidden);
+	free(b->untr_cause);
+	b->untr_cause = NULL;
 }
 
 /*
@@ -123,12 +129,36 @@ struct snap_blind_read {
 	char *gitdir;
 	void (*done)(void *);
 	void *arg;
+	struct event_base *base;
+	char *project;
+	const struct snap_blind *start; /* at the end: the start's look, for the untracked cache */
+	struct snap_untr *u;
 };
+
+/* True if NOW's untracked cache is not START's. */
+static bool
+snap_blind_untr_changed(const struct snap_blind *start,
+    const struct snap_blind *now)
+{
+	return now->untr_read == 1 && (start->untr_read != 1 ||
+	    start->untr.len != now->untr.len || memcmp(start->untr.data,
+	    now->untr.data, now->untr.len) != 0);
+}
+
+/* The end's check of the untracked cache is over. */
+static void
+snap_blind_read_untr(void *arg)
+{
+	struct snap_blind_read *r = arg;
+
+	r->done(r->arg);
+}
 
 static void
 snap_blind_read_over(struct proc *p, void *arg)
 {
 	struct snap_blind_read *r = arg;
+	struct snap_blind *into = r->into;
 	char *cause;
 
 	if (proc_status(p) != 0) {
@@ -136,9 +166,14 @@ snap_blind_read_over(struct proc *p, void *arg)
 		log_warnx("cannot read the index of %s: %s", r->gitdir, cause);
 		free(cause);
 	} else
-		snap_blind_marks_of(proc_out(p), &r->into->marked);
+		snap_blind_marks_of(proc_out(p), &into->marked);
 	proc_free(p);
 	r->p = NULL;
+	if (r->start != NULL && snap_blind_untr_changed(r->start, into) &&
+	    (r->u = snap_untr_start(r->base, r->project, &into->untr_hidden,
+	    &into->untr_rc, &into->untr_cause, snap_blind_read_untr,
+	    r)) != NULL)
+		return;
 	r->done(r->arg);
 }
 
@@ -154,6 +189,8 @@ snap_blind_read_start(struct event_base *base, const char *project,
 	snap_blind_free(into);
 	snap_blind_init(into);
 	r = xcalloc(1, sizeof *r);
+	r->base = base;
+	r->project = xstrdup(project);
 	r->into = into;
 	r->gitdir = xprintf("%s/.git", project);
 	r->done = done;
@@ -188,8 +225,23 @@ snap_blind_read_free(struct snap_blind_read *r)
 	if (r == NULL)
 		return;
 	proc_free(r->p);
+	snap_untr_free(r->u);
 	free(r->gitdir);
+	free(r->project);
 	free(r);
+}
+
+struct snap_blind_read *
+snap_blind_read_end(struct event_base *base, const char *project,
+    const struct snap_blind *start, struct snap_blind *into,
+    void (*done)(void *), void *arg)
+{
+	struct snap_blind_read *r;
+
+	r = snap_blind_read_start(base, project, into, done, arg);
+	if (r != NULL)
+		r->start = start;
+	return r;
 }
 
 /* One line for a mark made in the session. */
@@ -289,15 +341,22 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 {
 	struct strv hidden;
 	char *index, *cause = NULL;
+	size_t i;
 	int rc, dropped, err;
 
-	if (now->untr_read != 1 || (start->untr_read == 1 &&
-	    start->untr.len == now->untr.len &&
-	    memcmp(start->untr.data, now->untr.data, now->untr.len) == 0))
+	if (!snap_blind_untr_changed(start, now))
 		return;
 	strv_init(&hidden);
-	/* Before the drop: the check needs the cache. */
-	rc = snap_untr_hidden(project, &hidden, &cause);
+	/* Before the drop: the check needs the cache (done on the loop already, or now). */
+	if (now->untr_rc == 1)
+		rc = snap_untr_hidden(project, &hidden, &cause);
+	else {
+		rc = now->untr_rc;
+		for (i = 0; i < now->untr_hidden.n; i++)
+			strv_add(&hidden, now->untr_hidden.v[i]);
+		cause = now->untr_cause != NULL ? xstrdup(now->untr_cause) :
+		    NULL;
+	}
 	index = xprintf("%s/.git/index", project);
 	dropped = snap_index_drop_untr(index);
 	err = errno;
@@ -311,8 +370,8 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 		    "agentmux %s it all the same", dropped == 1 ? "dropped" :
 		    "could not drop");
 	else
-		snap_blind_untr_red(&hidden, rc == -1 ? cause : NULL, dropped,
-		    err, out);
+		snap_blind_untr_red(&hidden, rc == -1 ? (cause != NULL ? cause :
+		    "git status failed") : NULL, dropped, err, out);
 	free(cause);
 	strv_free(&hidden);
 }

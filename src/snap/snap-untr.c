@@ -95,6 +95,60 @@ snap_untr_excludes_file(const char *project)
 	return v;
 }
 
+/* git status's command line and environment over the scratch git dir DIR, the cache used or not (USE). */
+static void
+snap_untr_cmd(const char *project, const char *dir, const char *excludes,
+    bool use, struct strv *argv, struct strv *env)
+{
+	snap_env_plain(env);
+	strv_addf(env, "GIT_DIR=%s", dir);
+	strv_addf(env, "GIT_WORK_TREE=%s", project);
+	strv_addf(env, "GIT_INDEX_FILE=%s/index", dir);
+	strv_init(argv);
+	strv_add(argv, "git");
+	strv_add(argv, "--no-pager");
+	strv_add(argv, "-c");
+	strv_add(argv, use ? "core.untrackedCache=true" :
+	    "core.untrackedCache=false");
+	if (excludes != NULL) {
+		strv_add(argv, "-c");
+		strv_addf(argv, "core.excludesFile=%s", excludes);
+	}
+	strv_add(argv, "status");
+	strv_add(argv, "--porcelain");
+	strv_add(argv, "-z");
+	strv_add(argv, "--untracked-files=normal");
+	strv_add(argv, "--ignore-submodules=all");
+	strv_add(argv, "--no-renames");
+}
+
+static void
+snap_untr_opts(struct proc_opts *o, const char *project,
+    const struct strv *argv, const struct strv *env)
+{
+	memset(o, 0, sizeof *o);
+	o->argv = argv->v;
+	o->env = env->v;
+	o->dir = project;
+	o->out_fd = -1;
+	o->umask = -1;
+	o->timeout = SNAP_UNTR_TIMEOUT;
+	o->err_max = 64 * 1024;
+}
+
+/* The untracked files of git status -z output B into OUT. */
+static void
+snap_untr_parse(const struct buf *b, struct strv *out)
+{
+	const char *p, *end;
+
+	for (p = b->data, end = b->data + b->len; p != NULL && p < end;
+	    p += strlen(p) + 1) {
+		if (strncmp(p, "?? ", 3) == 0)
+			strv_add(out, p + 3);
+	}
+}
+
 /*
  * git status's untracked files in PROJECT (scratch git dir DIR), the
  * cache used or not (USE), into OUT: -1 with *CAUSE if git failed.
@@ -106,48 +160,18 @@ snap_untr_status(const char *project, const char *dir, const char *excludes,
 	struct proc_opts o;
 	struct strv env, argv;
 	struct buf b;
-	const char *p, *end;
 	int st, rc;
 
-	snap_env_plain(&env);
-	strv_addf(&env, "GIT_DIR=%s", dir);
-	strv_addf(&env, "GIT_WORK_TREE=%s", project);
-	strv_addf(&env, "GIT_INDEX_FILE=%s/index", dir);
-	strv_init(&argv);
-	strv_add(&argv, "git");
-	strv_add(&argv, "--no-pager");
-	strv_add(&argv, "-c");
-	strv_add(&argv, use ? "core.untrackedCache=true" :
-	    "core.untrackedCache=false");
-	if (excludes != NULL) {
-		strv_add(&argv, "-c");
-		strv_addf(&argv, "core.excludesFile=%s", excludes);
-	}
-	strv_add(&argv, "status");
-	strv_add(&argv, "--porcelain");
-	strv_add(&argv, "-z");
-	strv_add(&argv, "--untracked-files=normal");
-	strv_add(&argv, "--ignore-submodules=all");
-	strv_add(&argv, "--no-renames");
-	memset(&o, 0, sizeof o);
-	o.argv = argv.v;
-	o.env = env.v;
-	o.dir = project;
-	o.out_fd = -1;
-	o.umask = -1;
-	o.timeout = SNAP_UNTR_TIMEOUT;
-	o.err_max = 64 * 1024;
+	snap_untr_cmd(project, dir, excludes, use, &argv, &env);
+	snap_untr_opts(&o, project, &argv, &env);
 	buf_init(&b);
 	rc = proc_run(&o, &b, NULL, &st, cause);
 	if (rc == 0 && st != 0) {
 		*cause = xprintf("git status exited %d", st);
 		rc = -1;
 	}
-	for (p = b.data, end = b.data + b.len; rc == 0 && p != NULL &&
-	    p < end; p += strlen(p) + 1) {
-		if (strncmp(p, "?? ", 3) == 0)
-			strv_add(out, p + 3);
-	}
+	if (rc == 0)
+		snap_untr_parse(&b, out);
 	buf_free(&b);
 	strv_free(&argv);
 	strv_free(&env);
@@ -199,17 +223,18 @@ snap_untr_compare(const char *project, const char *dir,
 	return rc;
 }
 
-int
-snap_untr_hidden(const char *project, struct strv *hidden, char **cause)
+/* The scratch git dir for PROJECT, filled: its path (caller removes and frees), NULL with *CAUSE. */
+static char *
+snap_untr_prepare(const char *project, char **cause)
 {
 	struct buf index;
-	char tmpl[] = "/tmp/agentmux-untr.XXXXXX";
-	int projfd, rc = -1;
+	char *dir = NULL, tmpl[] = "/tmp/agentmux-untr.XXXXXX";
+	int projfd;
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot open %s: %s", project, strerror(errno));
-		return -1;
+		return NULL;
 	}
 	buf_init(&index);
 	if (path_read_beneath(projfd, ".git/index", SNAP_UNTR_INDEX_MAX,
@@ -218,15 +243,136 @@ snap_untr_hidden(const char *project, struct strv *hidden, char **cause)
 	else if (mkdtemp(tmpl) == NULL)
 		*cause = xprintf("cannot make a dir in /tmp: %s",
 		    strerror(errno));
-	else {
-		if (snap_untr_fill(tmpl, projfd, &index) == -1)
-			*cause = xprintf("cannot fill %s: %s", tmpl,
-			    strerror(errno));
-		else
-			rc = snap_untr_compare(project, tmpl, hidden, cause);
+	else if (snap_untr_fill(tmpl, projfd, &index) == -1) {
+		*cause = xprintf("cannot fill %s: %s", tmpl, strerror(errno));
 		path_remove_tree(tmpl);
-	}
+	} else
+		dir = xstrdup(tmpl);
 	buf_free(&index);
 	close(projfd);
+	return dir;
+}
+
+int
+snap_untr_hidden(const char *project, struct strv *hidden, char **cause)
+{
+	char *dir;
+	int rc;
+
+	if ((dir = snap_untr_prepare(project, cause)) == NULL)
+		return -1;
+	rc = snap_untr_compare(project, dir, hidden, cause);
+	path_remove_tree(dir);
+	free(dir);
 	return rc;
+}
+
+/* The same on the loop: the two runs of git status one after the other. */
+struct snap_untr {
+	struct event_base *base;
+	char *project;
+	char *dir;
+	char *excludes;
+	struct proc *p;
+	struct strv cached;
+	struct strv all;
+	struct strv *hidden;
+	char **cause;
+	int *rc;
+	void (*done)(void *);
+	void *arg;
+};
+
+static void snap_untr_over(struct proc *, void *);
+
+/* Starts the run with the cache (USE) or without: -1 with *U->cause. */
+static int
+snap_untr_run(struct snap_untr *u, bool use)
+{
+	struct proc_opts o;
+	struct strv argv, env;
+
+	snap_untr_cmd(u->project, u->dir, u->excludes, use, &argv, &env);
+	snap_untr_opts(&o, u->project, &argv, &env);
+	u->p = proc_start(u->base, &o, snap_untr_over, u, u->cause);
+	strv_free(&argv);
+	strv_free(&env);
+	return u->p == NULL ? -1 : 0;
+}
+
+/* A run is over: the next one starts, or the answer is in and DONE runs. */
+static void
+snap_untr_over(struct proc *p, void *arg)
+{
+	struct snap_untr *u = arg;
+	bool first = *u->rc == 1;
+	int st = proc_status(p);
+
+	if (st != 0) {
+		*u->cause = xprintf("git status exited %d", st);
+		*u->rc = -1;
+	} else if (first)
+		snap_untr_parse(proc_out(p), &u->cached);
+	else
+		snap_untr_parse(proc_out(p), &u->all);
+	proc_free(p);
+	u->p = NULL;
+	if (st == 0 && first) {
+		*u->rc = 2;
+		if (snap_untr_run(u, false) == 0)
+			return;
+		*u->rc = -1;
+	}
+	if (*u->rc != -1) {
+		snap_untr_missing(&u->cached, &u->all, u->hidden);
+		*u->rc = 0;
+	}
+	u->done(u->arg);
+}
+
+struct snap_untr *
+snap_untr_start(struct event_base *base, const char *project,
+    struct strv *hidden, int *rc, char **cause, void (*done)(void *),
+    void *arg)
+{
+	struct snap_untr *u;
+	char *dir;
+
+	*rc = -1;
+	if ((dir = snap_untr_prepare(project, cause)) == NULL)
+		return NULL;
+	u = xcalloc(1, sizeof *u);
+	u->base = base;
+	u->project = xstrdup(project);
+	u->dir = dir;
+	u->excludes = snap_untr_excludes_file(project);
+	strv_init(&u->cached);
+	strv_init(&u->all);
+	u->hidden = hidden;
+	u->cause = cause;
+	u->rc = rc;
+	u->done = done;
+	u->arg = arg;
+	*rc = 1;
+	if (snap_untr_run(u, true) == -1) {
+		*rc = -1;
+		snap_untr_free(u);
+		return NULL;
+	}
+	return u;
+}
+
+void
+snap_untr_free(struct snap_untr *u)
+{
+	if (u == NULL)
+		return;
+	proc_free(u->p);
+	path_remove_tree(u->dir);
+	free(u->dir);
+	free(u->project);
+	free(u->excludes);
+	strv_free(&u->cached);
+	strv_free(&u->all);
+	free(u);
 }

@@ -165,6 +165,9 @@ struct snap_blind {
 	bool had_git;             /* the project had a .git dir */
 	struct buf untr;          /* .git/index's untracked cache (UNTR), empty if none */
 	int untr_read;            /* snap_index_untr's answer for it */
+	int untr_rc;              /* what the end's check of it found: 1 not checked, 0 HIDDEN, -1 CAUSE */
+	struct strv untr_hidden;  /* untracked files the cache hides from git status */
+	char *untr_cause;         /* why the check could not tell */
 };
 
 void snap_blind_init(struct snap_blind *);
@@ -192,6 +195,14 @@ void snap_blind_untr(const char *project, const struct snap_blind *start,
  * warning is logged); INTO is then complete. snap_blind_read_free stops it.
  */
 struct snap_blind_read;
+/**
+ * The same at the end of a session begun with START: if the untracked
+ * cache changed, whether it hides files is found on BASE too (INTO's
+ * untr_rc, untr_hidden, untr_cause) before DONE(ARG) runs.
+ */
+struct snap_blind_read *snap_blind_read_end(struct event_base *,
+    const char *project, const struct snap_blind *start,
+    struct snap_blind *into, void (*done)(void *), void *arg);
 /*
  * Index entries rewritten to hide a change (snap-stale.c): their stat
  * data matches the file, changed since SINCE (ms, snap_plant_clock), so
