@@ -401,7 +401,8 @@ session_guard_run(struct session *s)
 	if (!s->run_start.taken)
 		return;
 	snap_run_init(&now);
-	snap_run_look(s->project, &now);
+	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
+	    s->cf->jail.watch_ignored.n, &now);
 	strv_init(&out);
 	strv_init(&notes);
 	snap_run_compare(&s->run_start, &now, &out, &notes);

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 /* The most changed files told one by one; the rest are counted. */
 #define SNAP_RUN_TELL 20
 
-/* The run dirs, relative to the project; "*" stands for each dir in .tox. */
+/* The run dirs, relative to the project (a glob per component); [jail] watch_ignored adds more. */
 static const char *const snap_run_dirs[] = {
 	".venv/bin", "venv/bin", "env/bin", ".tox/*/bin", "node_modules/.bin",
 };
@@ -176,35 +177,57 @@ snap_run_dir(int projfd, const char *dir, struct snap_run *r)
 	closedir(d);
 }
 
-/* The dirs .tox/<env>/bin there are, into R. */
-static void
-snap_run_tox(int projfd, const char *pattern, struct snap_run *r)
+/* True if NAME has a glob's special characters. */
+static bool
+snap_run_glob(const char *name)
 {
-	struct strv envs;
+	return strpbrk(name, "*?[") != NULL;
+}
+
+/*
+ * The dirs under DIR ("" for the project) that the components of PATTERN
+ * from P on match, each fingerprinted into R; nothing followed (a link
+ * fails path_open_beneath), at most 256 names matched per component.
+ */
+static void
+snap_run_expand(int projfd, const char *dir, const char *p, struct snap_run *r)
+{
+	size_t len = strcspn(p, "/");
+	char *comp = xstrndup(p, len), *sub;
+	const char *rest = p[len] == '/' ? p + len + 1 : NULL;
+	struct strv names;
 	struct dirent *de;
-	char *top = xstrndup(pattern, strcspn(pattern, "*") - 1), *dir;
 	size_t i;
 	DIR *d;
 	int fd;
 
-	strv_init(&envs);
-	if ((fd = path_open_beneath(projfd, top, O_RDONLY | O_DIRECTORY,
-	    0)) != -1 && (d = fdopendir(fd)) != NULL) {
-		while ((de = readdir(d)) != NULL && envs.n < 256) {
-			if (de->d_name[0] != '.')
-				strv_add(&envs, de->d_name);
+	strv_init(&names);
+	if (!snap_run_glob(comp))
+		strv_add(&names, comp);
+	else if ((fd = path_open_beneath(projfd, *dir != '\0' ? dir : ".",
+	    O_RDONLY | O_DIRECTORY, 0)) != -1) {
+		if ((d = fdopendir(fd)) == NULL)
+			close(fd);
+		while (d != NULL && (de = readdir(d)) != NULL && names.n < 256) {
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name,
+			    "..") != 0 && fnmatch(comp, de->d_name,
+			    FNM_PERIOD) == 0)
+				strv_add(&names, de->d_name);
 		}
-		closedir(d);
-	} else if (fd != -1)
-		close(fd);
-	for (i = 0; i < envs.n; i++) {
-		dir = xprintf("%s/%s%s", top, envs.v[i], strchr(pattern,
-		    '*') + 1);
-		snap_run_dir(projfd, dir, r);
-		free(dir);
+		if (d != NULL)
+			closedir(d);
 	}
-	strv_free(&envs);
-	free(top);
+	for (i = 0; i < names.n; i++) {
+		sub = *dir != '\0' ? xprintf("%s/%s", dir, names.v[i]) :
+		    xstrdup(names.v[i]);
+		if (rest != NULL && *rest != '\0')
+			snap_run_expand(projfd, sub, rest, r);
+		else if (!strv_contains(&r->dirs, sub))
+			snap_run_dir(projfd, sub, r);
+		free(sub);
+	}
+	strv_free(&names);
+	free(comp);
 }
 
 static int
@@ -217,7 +240,8 @@ snap_run_cmp(const void *a, const void *b)
 }
 
 void
-snap_run_look(const char *project, struct snap_run *r)
+snap_run_look(const char *project, char *const *more, size_t nmore,
+    struct snap_run *r)
 {
 	size_t i;
 	int projfd;
@@ -229,12 +253,10 @@ snap_run_look(const char *project, struct snap_run *r)
 		log_warnx("cannot read %s: %s", project, strerror(errno));
 		return;
 	}
-	for (i = 0; i < nitems(snap_run_dirs); i++) {
-		if (strchr(snap_run_dirs[i], '*') != NULL)
-			snap_run_tox(projfd, snap_run_dirs[i], r);
-		else
-			snap_run_dir(projfd, snap_run_dirs[i], r);
-	}
+	for (i = 0; i < nitems(snap_run_dirs); i++)
+		snap_run_expand(projfd, "", snap_run_dirs[i], r);
+	for (i = 0; i < nmore; i++)
+		snap_run_expand(projfd, "", more[i], r);
 	close(projfd);
 	if (r->files.n > 0)
 		qsort(r->files.v, r->files.n, sizeof *r->files.v,
@@ -250,6 +272,9 @@ snap_run_advice(const char *rel)
 		    "clean install) before you run npm, npx or a script";
 	if (strncmp(rel, ".tox/", 5) == 0)
 		return "recreate the env with tox -r before you run it";
+	if (strncmp(rel, ".venv/bin/", 10) != 0 && strncmp(rel, "venv/bin/",
+	    9) != 0 && strncmp(rel, "env/bin/", 8) != 0)
+		return "build or install it again before you run it";
 	return "make the venv again (python3 -m venv --clear, then pip "
 	    "install) before you activate it or run its programs";
 }

