@@ -257,6 +257,25 @@ int snap_index_drop_ext(const char *path, const char *sig);
  * read without git, no link followed: 0, -1 if it is no index.
  */
 int snap_index_marks(const char *path, const char *repo, struct strv *out);
+/*
+ * The untracked files a changed untracked cache in PROJECT's .git/index
+ * hides from git status, into HIDDEN (see snap-untr.c): 0, -1 with
+ * *CAUSE if it cannot be told. Nothing the project names runs.
+ */
+int snap_untr_hidden(const char *project, struct strv *hidden, char **cause);
+/*
+ * The same on BASE: *RC is 1 while the first git status runs, 2 while the
+ * second does, then 0 (HIDDEN filled) or -1 (*CAUSE, which the caller
+ * frees), and DONE(ARG) runs. NULL if it could not start (*RC -1, *CAUSE
+ * set). snap_untr_free stops it and removes its scratch dir.
+ */
+struct snap_untr;
+struct snap_untr *snap_untr_start(struct event_base *, const char *project,
+    struct strv *hidden, int *rc, char **cause, void (*done)(void *),
+    void *arg);
+void snap_untr_free(struct snap_untr *);
+/* The attributes that turn off every filter, conversion and diff driver. */
+extern const char snap_raw_attributes[];
 
 /* ---- real modes beside git's (snap-modes.c) ---- */
 

