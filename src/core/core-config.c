@@ -51,7 +51,7 @@ static const char *const config_keys_proxy[] = { "upstream_ca", "connect_to",
 static const char *const config_keys_snapshots[] = { "interval", "exclude",
 	"max_size", NULL };
 static const char *const config_keys_jail[] = { "protect", "history",
-	"scan_limit", NULL };
+	"scan_limit", "watch_ignored", NULL };
 
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
@@ -407,16 +407,18 @@ config_get_agent(struct config_parse *cp, const char *name)
 	return a;
 }
 
-/* A protect pattern: "none", or a path relative to the project without "..". */
+/* A protect or watch_ignored pattern (KEY): "none", or a path relative to the project without "..". */
 static bool
-config_protect_ok(struct config_parse *cp, const char *value)
+config_path_ok(struct config_parse *cp, const char *key, const char *value)
 {
 	if (*value == '\0' || *value == '/' || strcmp(value, "..") == 0 ||
 	    strncmp(value, "../", 3) == 0 || strstr(value, "/../") != NULL ||
 	    (strlen(value) >= 3 && strcmp(value + strlen(value) - 3, "/..") ==
 	    0)) {
-		config_problem(cp, "protect: '%s' must be a path relative to the "
-		    "project (e.g. .envrc or .vscode/*.json), or none", value);
+		config_problem(cp, "%s: '%s' must be a path relative to the "
+		    "project (e.g. %s), or none", key, value,
+		    strcmp(key, "protect") == 0 ? ".envrc or .vscode/*.json" :
+		    "target/debug or tools/*/bin");
 		return false;
 	}
 	return true;
@@ -569,7 +571,7 @@ config_agent_key(struct config_parse *cp, const char *aname, const char *name,
 	else if (strcmp(name, "pids") == 0)
 		config_get_count(cp, name, value, 8, 1000000, &a->pids);
 	else if (strcmp(name, "protect") == 0) {
-		if (config_protect_ok(cp, value))
+		if (config_path_ok(cp, "protect", value))
 			strv_add(&a->protect, value);
 	} else if (strcmp(name, "setup") == 0) {
 		free(a->setup);
@@ -865,6 +867,21 @@ config_snapshots_key(struct config_parse *cp, const char *name,
 		config_unknown_key(cp, "snapshots", config_keys_snapshots, name);
 }
 
+/* [jail] watch_ignored: one more dir of programs to fingerprint; none: no more. */
+static void
+config_jail_watch(struct config_parse *cp, const char *value)
+{
+	struct config_jail *j = &cp->cf->jail;
+
+	if (!config_path_ok(cp, "watch_ignored", value))
+		return;
+	if (strcmp(value, "none") == 0) {
+		strv_free(&j->watch_ignored);
+		strv_init(&j->watch_ignored);
+	} else if (!strv_contains(&j->watch_ignored, value))
+		strv_add(&j->watch_ignored, value);
+}
+
 static void
 config_jail_key(struct config_parse *cp, const char *name, const char *value)
 {
@@ -885,11 +902,15 @@ config_jail_key(struct config_parse *cp, const char *name, const char *value)
 		    &j->scan_limit);
 		return;
 	}
+	if (strcmp(name, "watch_ignored") == 0) {
+		config_jail_watch(cp, value);
+		return;
+	}
 	if (strcmp(name, "protect") != 0) {
 		config_unknown_key(cp, "jail", config_keys_jail, name);
 		return;
 	}
-	if (!config_protect_ok(cp, value))
+	if (!config_path_ok(cp, "protect", value))
 		return;
 	if (strcmp(value, "none") == 0) {
 		strv_free(&j->protect);
@@ -1250,6 +1271,7 @@ config_set_defaults(struct config *cf)
 	cf->jail.history = true;
 	cf->jail.scan_limit = CONFIG_SCAN_LIMIT;
 	strv_init(&cf->jail.protect);
+	strv_init(&cf->jail.watch_ignored);
 	for (e = config_default_protect; *e != NULL; e++)
 		strv_add(&cf->jail.protect, *e);
 }
@@ -1432,6 +1454,7 @@ config_free(struct config *cf)
 	strv_free(&cf->proxy.connect_to);
 	strv_free(&cf->snapshots.excludes);
 	strv_free(&cf->jail.protect);
+	strv_free(&cf->jail.watch_ignored);
 	free(cf);
 }
 

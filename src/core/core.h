@@ -513,6 +513,7 @@ struct config_jail {
 	struct strv protect;      /* project files kept read-only in the jail */
 	bool history;             /* the git history kept out of the jail's reach */
 	int64_t scan_limit;       /* entries the end-of-session scan looks at */
+	struct strv watch_ignored; /* more ignored dirs whose programs are fingerprinted */
 };
 
 struct config {

@@ -267,6 +267,19 @@ session_guard_alert_late(struct session *s, const char *kind, const char *msg)
 	store_session_flag(s->ctx->st, s->id, kind);
 }
 
+/*
+ * Said, not flagged, as an event of KIND ("index": the end's look at the
+ * index, "scan": the plant scan's): shown if the session still has a
+ * front end.
+ */
+static void
+session_guard_note(struct session *s, const char *kind, const char *msg)
+{
+	store_event_add(s->ctx->st, s->id, "warn", kind, "%s", msg);
+	if (!s->freed && s->ev.notice != NULL)
+		s->ev.notice(s->arg, s, "warn", msg);
+}
+
 /* End-of-session reads of the index still running. */
 static int session_guard_nending;
 
@@ -280,21 +293,31 @@ session_guard_endings(void)
 static void
 session_guard_blind_tell(struct session *s)
 {
-	struct strv found;
+	struct strv found, notes;
+	char *index;
 	size_t i;
 
 	strv_init(&found);
+	strv_init(&notes);
 	if (s->project != NULL)
 		snap_blind_nested(s->project, &s->guard_nested,
 		    &s->guard_blind_now);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
 	/* A session freed meanwhile has no project path left to rewrite in. */
-	if (s->guard_blind_now.had_git && s->project != NULL)
+	if (s->guard_blind_now.had_git && s->project != NULL) {
 		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
-		    &found);
+		    &found, &notes);
+		index = xprintf("%s/.git/index", s->project);
+		snap_blind_tree(index, &s->guard_blind, &s->guard_blind_now,
+		    &found, &notes);
+		free(index);
+	}
 	for (i = 0; i < found.n; i++)
 		session_guard_alert_late(s, "protected", found.v[i]);
+	for (i = 0; i < notes.n; i++)
+		session_guard_note(s, "index", notes.v[i]);
 	strv_free(&found);
+	strv_free(&notes);
 	snap_blind_free(&s->guard_blind);
 	snap_blind_free(&s->guard_blind_now);
 	/* A session freed meanwhile left them to this read (session_free). */
@@ -329,8 +352,8 @@ session_guard_blind(struct session *s)
 {
 	if (!s->guard_blind.had_git || s->guard_blind_ending)
 		return;
-	s->guard_blind_read = snap_blind_read_start(s->ctx->base, s->project,
-	    &s->guard_blind_now, session_guard_blind_read, s);
+	s->guard_blind_read = snap_blind_read_end(s->ctx->base, s->project,
+	    &s->guard_blind, &s->guard_blind_now, session_guard_blind_read, s);
 	if (s->guard_blind_read == NULL) {
 		session_guard_blind_tell(s);
 		return;
@@ -380,6 +403,32 @@ session_guard_stale(struct session *s, const char *tree)
 	session_guard_nending++;
 	session_add_ref(s);
 	return true;
+}
+
+/* The ignored programs the user runs, made, changed or removed: each an alert. */
+static void
+session_guard_run(struct session *s)
+{
+	struct snap_run now;
+	struct strv out, notes;
+	size_t i;
+
+	if (!s->run_start.taken)
+		return;
+	snap_run_init(&now);
+	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
+	    s->cf->jail.watch_ignored.n, &now);
+	strv_init(&out);
+	strv_init(&notes);
+	snap_run_compare(&s->run_start, &now, &out, &notes);
+	for (i = 0; i < out.n; i++)
+		session_guard_alert(s, "protected", out.v[i]);
+	for (i = 0; i < notes.n; i++)
+		session_guard_note(s, "scan", notes.v[i]);
+	strv_free(&notes);
+	strv_free(&out);
+	snap_run_free(&now);
+	snap_run_free(&s->run_start);
 }
 
 /*
@@ -435,13 +484,10 @@ session_guard_plant(struct session *s)
 	for (i = 0; i < res.watched.n; i++)
 		session_guard_alert(s, "protected", res.watched.v[i]);
 	/* Said, not flagged: a big tree is no tampering. */
-	for (i = 0; i < res.notes.n; i++) {
-		store_event_add(s->ctx->st, s->id, "warn", "scan", "%s",
-		    res.notes.v[i]);
-		if (s->ev.notice != NULL)
-			s->ev.notice(s->arg, s, "warn", res.notes.v[i]);
-	}
+	for (i = 0; i < res.notes.n; i++)
+		session_guard_note(s, "scan", res.notes.v[i]);
 	snap_plant_result_free(&res);
+	session_guard_run(s);
 	/* After the scan: links and FIFOs planted in .git are out of the way. */
 	session_guard_blind(s);
 	strv_free(&watch);

@@ -528,6 +528,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	strv_init(&s->guard_execs);
 	strv_init(&s->guard_nested);
 	strv_init(&s->watched);
+	snap_run_init(&s->run_start);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
 	s->on_unknown = o->on_unknown >= 0 ? o->on_unknown :
 	    (int)ctx->cf->on_unknown;
@@ -1213,6 +1214,22 @@ session_plan_files(struct session *s, struct session_setup *sp,
 	return SESSION_PLAN_NEXT;
 }
 
+/*
+ * The ignored programs the user runs (a venv's bin, node_modules/.bin):
+ * fingerprinted before the jail is made, compared at the end. A few dirs
+ * read on the loop; a step of its own, so that it can move off it.
+ */
+static enum session_plan_rc
+session_plan_runfiles(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	(void)sp;
+	(void)cause;
+	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
+	    s->cf->jail.watch_ignored.n, &s->run_start);
+	return SESSION_PLAN_NEXT;
+}
+
 /* Its limits: the session's, else the profile's, else the config's. */
 static enum session_plan_rc
 session_plan_limits(struct session *s, struct session_setup *sp,
@@ -1321,6 +1338,7 @@ static const struct {
 	{ "environment", session_plan_environment },
 	{ "history", session_plan_history },
 	{ "files", session_plan_files },
+	{ "run files", session_plan_runfiles },
 	{ "limits", session_plan_limits },
 	{ "jail configuration", session_plan_jail_conf },
 	{ "jail", session_plan_jail },
@@ -1501,6 +1519,7 @@ session_free(struct session *s)
 	free(s->hooks);
 	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
+	snap_run_free(&s->run_start);
 	strv_free(&s->guard_execs);
 	strv_free(&s->guard_nested);
 	/* An end's read still running compares with it, and frees it. */

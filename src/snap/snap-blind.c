@@ -30,6 +30,11 @@ snap_blind_init(struct snap_blind *b)
 	b->untr_read = 0;
 	buf_init(&b->fsmn);
 	b->fsmn_read = 0;
+	buf_init(&b->tree);
+	b->tree_read = 0;
+	b->untr_rc = 1;
+	strv_init(&b->untr_hidden);
+	b->untr_cause = NULL;
 }
 
 void
@@ -41,6 +46,10 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->nexts);
 	buf_free(&b->untr);
 	buf_free(&b->fsmn);
+	buf_free(&b->tree);
+	strv_free(&b->untr_hidden);
+	free(b->untr_cause);
+	b->untr_cause = NULL;
 }
 
 /*
@@ -105,6 +114,7 @@ snap_blind_exts(const char *gitdir, struct snap_blind *b)
 
 	b->untr_read = snap_index_ext(index, "UNTR", &b->untr);
 	b->fsmn_read = snap_index_ext(index, "FSMN", &b->fsmn);
+	b->tree_read = snap_index_ext(index, "TREE", &b->tree);
 	free(index);
 }
 
@@ -141,12 +151,44 @@ struct snap_blind_read {
 	char *gitdir;
 	void (*done)(void *);
 	void *arg;
+	struct event_base *base;
+	char *project;
+	const struct snap_blind *start; /* at the end: the start's look, for the untracked cache */
+	struct snap_untr *u;
 };
+
+/* True if the extension read at the end (NOW, READ) is new or changed since START. */
+static bool
+snap_blind_ext_changed(const struct buf *start, int start_read,
+    const struct buf *now, int now_read)
+{
+	return now_read == 1 && (start_read != 1 || start->len != now->len ||
+	    memcmp(start->data, now->data, now->len) != 0);
+}
+
+/* True if NOW's untracked cache is not START's. */
+static bool
+snap_blind_untr_changed(const struct snap_blind *start,
+    const struct snap_blind *now)
+{
+	return snap_blind_ext_changed(&start->untr, start->untr_read,
+	    &now->untr, now->untr_read);
+}
+
+/* The end's check of the untracked cache is over. */
+static void
+snap_blind_read_untr(void *arg)
+{
+	struct snap_blind_read *r = arg;
+
+	r->done(r->arg);
+}
 
 static void
 snap_blind_read_over(struct proc *p, void *arg)
 {
 	struct snap_blind_read *r = arg;
+	struct snap_blind *into = r->into;
 	char *cause;
 
 	if (proc_status(p) != 0) {
@@ -154,9 +196,14 @@ snap_blind_read_over(struct proc *p, void *arg)
 		log_warnx("cannot read the index of %s: %s", r->gitdir, cause);
 		free(cause);
 	} else
-		snap_blind_marks_of(proc_out(p), &r->into->marked);
+		snap_blind_marks_of(proc_out(p), &into->marked);
 	proc_free(p);
 	r->p = NULL;
+	if (r->start != NULL && snap_blind_untr_changed(r->start, into) &&
+	    (r->u = snap_untr_start(r->base, r->project, &into->untr_hidden,
+	    &into->untr_rc, &into->untr_cause, snap_blind_read_untr,
+	    r)) != NULL)
+		return;
 	r->done(r->arg);
 }
 
@@ -172,6 +219,8 @@ snap_blind_read_start(struct event_base *base, const char *project,
 	snap_blind_free(into);
 	snap_blind_init(into);
 	r = xcalloc(1, sizeof *r);
+	r->base = base;
+	r->project = xstrdup(project);
 	r->into = into;
 	r->gitdir = xprintf("%s/.git", project);
 	r->done = done;
@@ -204,8 +253,23 @@ snap_blind_read_free(struct snap_blind_read *r)
 	if (r == NULL)
 		return;
 	proc_free(r->p);
+	snap_untr_free(r->u);
 	free(r->gitdir);
+	free(r->project);
 	free(r);
+}
+
+struct snap_blind_read *
+snap_blind_read_end(struct event_base *base, const char *project,
+    const struct snap_blind *start, struct snap_blind *into,
+    void (*done)(void *), void *arg)
+{
+	struct snap_blind_read *r;
+
+	r = snap_blind_read_start(base, project, into, done, arg);
+	if (r != NULL)
+		r->start = start;
+	return r;
 }
 
 /* One line for a mark made in the session. */
@@ -353,24 +417,71 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
-/* True if the extension read at the end (NOW, READ) is new or changed since START. */
-static bool
-snap_blind_ext_changed(const struct buf *start, int start_read,
-    const struct buf *now, int now_read)
+/* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
+#define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
+	"than agentmux checks (two of them, or bytes after the last " \
+	"extension), as only a forger lays it out"
+
+/* "a", "b" and 3 more: the first of HIDDEN, quoted, for a message. Caller frees. */
+static char *
+snap_blind_names(const struct strv *hidden)
 {
-	return now_read == 1 && (start_read != 1 || start->len != now->len ||
-	    memcmp(start->data, now->data, now->len) != 0);
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < hidden->n && i < SNAP_BLIND_TELL; i++) {
+		q = snap_nested_quote(hidden->v[i]);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	if (hidden->n > SNAP_BLIND_TELL)
+		buf_printf(&b, " and %zu more", hidden->n - SNAP_BLIND_TELL);
+	return buf_steal(&b);
+}
+
+/* The red line for a cache that hides files (HIDDEN) or may (WHY: why it cannot be told). */
+static void
+snap_blind_untr_red(const struct strv *hidden, const char *why, int dropped,
+    int err, struct strv *out)
+{
+	char *what = why != NULL ? xprintf("agentmux could not tell whether "
+	    "it hides new files (%s)", why) : NULL, *names;
+
+	if (what == NULL) {
+		names = snap_blind_names(hidden);
+		what = xprintf("it hid %zu untracked files from your git "
+		    "status: %s", hidden->n, names);
+		free(names);
+	}
+	if (dropped == 1)
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session, and %s; agentmux dropped it (git builds it again "
+		    "at your next git status); 'agentmux diff' shows what the "
+		    "session added", what);
+	else
+		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		    "untracked files per dir) was made or changed in the "
+		    "session, and %s; agentmux could not drop it (%s): run 'git "
+		    "update-index --no-untracked-cache' in the project before "
+		    "you trust git status ('git update-index --untracked-cache' "
+		    "turns it on again), and see what the session added with "
+		    "'agentmux diff'", what, err == EEXIST ?
+		    "git holds .git/index.lock" : strerror(err));
+	free(what);
 }
 
 /*
  * The untracked cache of .git/index changed in the session (NOW: at its
  * end). git status trusts it for every dir whose stat data it matches: a
  * forged one (a dir listed with no untracked files) hides new files from
- * it. agentmux cannot tell a forged one from git's own update, so the
- * changed one goes: git builds it again at the next git status.
+ * it. One laid out so that git reads what agentmux cannot is forged
+ * whatever it holds: it goes, said in red.
  */
 static void
-snap_blind_untr_drop(const char *index, struct strv *out)
+snap_blind_untr_drop(const char *index, const char *odd, struct strv *out)
 {
 	int rc = snap_index_drop_ext(index, "UNTR");
 
@@ -379,20 +490,67 @@ snap_blind_untr_drop(const char *index, struct strv *out)
 	if (rc == 1)
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files; agentmux dropped it (git builds it again at your "
-		    "next git status); 'agentmux diff' shows what the session "
-		    "added");
+		    "session%s: a forged one makes your git status pass over "
+		    "new files; agentmux dropped it (git builds it again at "
+		    "your next git status); 'agentmux diff' shows what the "
+		    "session added", odd);
 	else
 		strv_addf(out, "the untracked cache in .git/index (git's list of "
 		    "untracked files per dir) was made or changed in the "
-		    "session: a forged one makes your git status pass over new "
-		    "files, and agentmux could not drop it (%s); run 'git "
+		    "session%s: a forged one makes your git status pass over "
+		    "new files, and agentmux could not drop it (%s); run 'git "
 		    "update-index --no-untracked-cache' in the project before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", errno == EEXIST ?
+		    "'agentmux diff'", odd, errno == EEXIST ?
 		    "git holds .git/index.lock" : strerror(errno));
+}
+
+/*
+ * A changed untracked cache is told apart from git's own update: git
+ * status run with it and without it (snap_untr_hidden) tells a forged
+ * one (red, into OUT) from git's own update (said, into NOTES); either
+ * way the changed one goes: git builds it again at the next git status.
+ */
+static void
+snap_blind_untr_check(const char *project, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *out, struct strv *notes)
+{
+	struct strv hidden;
+	char *index, *cause = NULL;
+	size_t i;
+	int rc, dropped, err;
+
+	if (!snap_blind_untr_changed(start, now))
+		return;
+	strv_init(&hidden);
+	/* Before the drop: the check needs the cache (done on the loop already, or now). */
+	if (now->untr_rc == 1)
+		rc = snap_untr_hidden(project, &hidden, &cause);
+	else {
+		rc = now->untr_rc;
+		for (i = 0; i < now->untr_hidden.n; i++)
+			strv_add(&hidden, now->untr_hidden.v[i]);
+		cause = now->untr_cause != NULL ? xstrdup(now->untr_cause) :
+		    NULL;
+	}
+	index = xprintf("%s/.git/index", project);
+	dropped = snap_index_drop_ext(index, "UNTR");
+	err = errno;
+	free(index);
+	if (dropped == 0)
+		;  /* gone meanwhile: git status scans again */
+	else if (rc == 0 && hidden.n == 0)
+		strv_addf(notes, "the untracked cache in .git/index was updated "
+		    "in the session, as git status does; it hides no untracked "
+		    "file (git status with it and without it agree), and "
+		    "agentmux %s it all the same", dropped == 1 ? "dropped" :
+		    "could not drop");
+	else
+		snap_blind_untr_red(&hidden, rc == -1 ? (cause != NULL ? cause :
+		    "git status failed") : NULL, dropped, err, out);
+	free(cause);
+	strv_free(&hidden);
 }
 
 /*
@@ -433,14 +591,15 @@ snap_blind_fsmn_drop(const char *index, struct strv *out)
 
 void
 snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out)
+    const struct snap_blind *now, struct strv *out, struct strv *notes)
 {
 	char *index = xprintf("%s/.git/index", project);
 	size_t i;
 
-	if (snap_blind_ext_changed(&start->untr, start->untr_read, &now->untr,
-	    now->untr_read))
-		snap_blind_untr_drop(index, out);
+	if (now->untr_read == 2)
+		snap_blind_untr_drop(index, SNAP_BLIND_ODD, out);
+	else
+		snap_blind_untr_check(project, start, now, out, notes);
 	if (snap_blind_ext_changed(&start->fsmn, start->fsmn_read, &now->fsmn,
 	    now->fsmn_read))
 		snap_blind_fsmn_drop(index, out);
@@ -451,18 +610,118 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	}
 }
 
+/* The dirs of BAD, quoted, after ", naming ". */
+static char *
+snap_blind_tree_dirs(const struct strv *bad)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	buf_init(&b);
+	for (i = 0; i < bad->n && i < SNAP_BLIND_TELL; i++) {
+		q = snap_nested_quote(bad->v[i]);
+		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", q);
+		free(q);
+	}
+	if (bad->n > SNAP_BLIND_TELL)
+		buf_printf(&b, " and %zu more", bad->n - SNAP_BLIND_TELL);
+	return buf_steal(&b);
+}
+
+/* Whether INDEX holds part of the entries only (split or sparse): its cache-tree cannot be checked. */
+static bool
+snap_blind_tree_partial(const char *index)
+{
+	struct buf ext;
+	bool partial;
+
+	buf_init(&ext);
+	partial = snap_index_ext(index, "link", &ext) > 0 ||
+	    snap_index_ext(index, "sdir", &ext) > 0;
+	buf_free(&ext);
+	return partial;
+}
+
+/* The cache-tree of INDEX checked against its entries: the disagreeing dirs into BAD. */
+static void
+snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
+{
+	struct buf file, tree;
+	size_t oidlen;
+	int rc;
+
+	buf_init(&file);
+	buf_init(&tree);
+	rc = snap_index_load(index, "TREE", &file, &oidlen, &tree);
+	*odd = rc == 2;
+	if (rc == 1 && !snap_blind_tree_partial(index))
+		snap_cachetree_check(&file, oidlen, &tree, bad);
+	buf_free(&file);
+	buf_free(&tree);
+}
+
+void
+snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes)
+{
+	struct strv bad;
+	char *dirs, *q, *why;
+	bool odd;
+	int rc, err;
+
+	if (now->tree_read != 2 && !snap_blind_ext_changed(&start->tree,
+	    start->tree_read, &now->tree, now->tree_read))
+		return;
+	strv_init(&bad);
+	snap_blind_tree_check(index, &bad, &odd);
+	rc = snap_index_drop_ext(index, "TREE");
+	err = errno;
+	dirs = snap_blind_tree_dirs(&bad);
+	q = snap_nested_quote(index);
+	why = xprintf("%s%s%s", odd ? SNAP_BLIND_ODD : "", bad.n > 0 ?
+	    "; it disagreed with the index entries for " : "", dirs);
+	if (rc == 1 && *why != '\0')
+		strv_addf(alerts, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) was forged in the session%s: "
+		    "that commit would have taken the session's trees, not "
+		    "your files; agentmux dropped it (git builds it again)", q,
+		    why);
+	else if (rc == 1)
+		strv_addf(notes, "the cache-tree in %s (the tree ids git "
+		    "reuses at your next commit) changed in the session and "
+		    "agreed with the index entries; agentmux dropped it all "
+		    "the same (git builds it again)", q);
+	else if (rc == -1)
+		strv_addf(*why != '\0' ? alerts : notes, "the cache-tree in %s "
+		    "(the tree ids git reuses at your next commit) changed in "
+		    "the session%s, and agentmux could not drop it (%s): run "
+		    "'git read-tree HEAD' there only if you have nothing "
+		    "staged, else check 'git diff --cached' before you commit",
+		    q, why, err == EEXIST ? "git holds the index's lock" :
+		    strerror(err));
+	free(why);
+	free(q);
+	free(dirs);
+	strv_free(&bad);
+}
+
 void
 snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out)
 {
 	struct snap_blind now;
+	char *index;
 
 	if (!start->had_git)
 		return;
 	snap_blind_init(&now);
 	snap_blind_look(project, &now);
 	snap_blind_compare(start, &now, out);
-	snap_blind_untr(project, start, &now, out);
+	snap_blind_untr(project, start, &now, out, out);
+	index = xprintf("%s/.git/index", project);
+	snap_blind_tree(index, start, &now, out, out);
+	free(index);
 	snap_blind_free(&now);
 }
 

@@ -201,9 +201,13 @@ snap_index_tree(const char *path, size_t oidlen, char **tree,
 			rc = 0;
 			break;
 		}
-		if (memcmp(p, "TREE", 4) == 0 && *tree == NULL)
+		/* git keeps the last of two. */
+		if (memcmp(p, "TREE", 4) == 0) {
+			free(*tree);
+			*tree = NULL;
 			rc = snap_index_tree_root(p + 8, size, oidlen, tree,
 			    entries);
+		}
 		p += 8 + size;
 	}
 out:
@@ -362,22 +366,58 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 	return count;
 }
 
+/* Where an index's extensions are, as git reads them (snap_index_find_ext). */
+struct snap_index_exts {
+	size_t first;   /* the first extension's offset */
+	size_t end;     /* after the last whole one */
+	size_t off;     /* the last copy of the one asked for (git's) */
+	size_t len;     /* its length, header too */
+	int count;      /* how many copies */
+	bool odd;       /* git reads bytes agentmux cannot (padding, overrun) */
+	bool eoie;      /* git may read them from elsewhere (a forged EOIE) */
+};
+
 /*
- * The offset of FILE's extension SIG ("UNTR", "FSMN") and its whole length (the
- * header's 8 bytes too), for an index of OIDLEN-byte ids: 1 if it is
- * there, 0 if not, -1 if FILE is no index of that id length (its
- * extensions do not end exactly at the trailing checksum).
+ * Whether FILE has an EOIE (end of index entries) extension, which git
+ * looks for at a fixed place before the checksum, even inside another
+ * extension's data, that puts the extensions elsewhere than after the
+ * entries, FIRST: a git reading the index with threads (20,000 entries
+ * and more) reads them from there.
+ */
+static bool
+snap_index_eoie_odd(const struct buf *file, size_t oidlen, size_t first)
+{
+	const unsigned char *p;
+
+	if (file->len < 12 + 8 + 4 + 2 * oidlen)
+		return false;
+	p = (const unsigned char *)file->data + file->len - oidlen -
+	    (8 + 4 + oidlen);
+	if (memcmp(p, "EOIE", 4) != 0 || snap_index_u32(p + 4) != 4 + oidlen)
+		return false;
+	return snap_index_u32(p + 8) != first;
+}
+
+/*
+ * FILE's extensions as git reads them (read-cache.c): one more while 8
+ * bytes or more are left before the trailing checksum, its size taken
+ * unchecked; fewer are skipped; a later one of a signature replaces the
+ * earlier. X says where SIG's last copy is, how many there are, and
+ * whether git reads something agentmux cannot: bytes left over before the
+ * checksum (padding), or an extension running into it. -1 if FILE is no
+ * index of OIDLEN-byte ids.
  */
 static int
 snap_index_find_ext(const struct buf *file, size_t oidlen, const char *sig,
-    size_t *off, size_t *len)
+    struct snap_index_exts *x)
 {
-	const unsigned char *p, *end;
+	const unsigned char *p, *end, *base;
 	struct snap_index_entry e;
 	struct buf name;
 	uint32_t version, n, i, size;
-	int rc = -1, found = 0;
+	int rc = -1;
 
+	memset(x, 0, sizeof *x);
 	buf_init(&name);
 	if (!snap_index_header(file, &p, &end, &version, &n) ||
 	    (size_t)(end - p) < oidlen)
@@ -386,22 +426,72 @@ snap_index_find_ext(const struct buf *file, size_t oidlen, const char *sig,
 		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
 			goto out;
 	}
+	base = (const unsigned char *)file->data;
+	x->first = (size_t)(p - base);
 	while ((size_t)(end - p) >= 8 + oidlen) {
 		size = snap_index_u32(p + 4);
+		/* git reads an extension too long for the file on, past it. */
 		if ((size_t)(end - p) - 8 - oidlen < size)
-			goto out;
-		if (memcmp(p, sig, 4) == 0 && !found) {
-			*off = (size_t)(p - (const unsigned char *)file->data);
-			*len = 8 + (size_t)size;
-			found = 1;
+			x->odd = true;
+		if (memcmp(p, sig, 4) == 0) {
+			x->off = (size_t)(p - base);
+			x->len = x->odd ? (size_t)(end - p) - oidlen :
+			    8 + (size_t)size;
+			x->count++;
 		}
+		if (x->odd)
+			break;
 		p += 8 + size;
 	}
-	if ((size_t)(end - p) == oidlen)
-		rc = found;
+	x->end = (size_t)(p - base);
+	if ((size_t)(end - p) != oidlen)
+		x->odd = true;
+	if ((x->eoie = snap_index_eoie_odd(file, oidlen, x->first)))
+		x->odd = true;
+	rc = 0;
 out:
 	buf_free(&name);
 	return rc;
+}
+
+/* Whether FILE's trailing checksum is that of its content, with OIDLEN-byte ids. */
+static bool
+snap_index_sum_ok(const struct buf *file, size_t oidlen)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const EVP_MD *md_type = oidlen == 20 ? EVP_sha1() : EVP_sha256();
+
+	if (file->len < 12 + oidlen || EVP_Digest(file->data, file->len -
+	    oidlen, md, &mdlen, md_type, NULL) != 1 || mdlen != oidlen)
+		return false;
+	return memcmp(md, file->data + file->len - oidlen, oidlen) == 0;
+}
+
+/*
+ * The id length of FILE (20: SHA-1, 32: SHA-256) and its extension SIG in
+ * X: the checksum tells it; failing that (index.skipHash writes none) the
+ * length its extensions end exactly at, or SHA-1.
+ */
+static int
+snap_index_ext_at(const struct buf *file, const char *sig, size_t *oidlen,
+    struct snap_index_exts *x)
+{
+	static const size_t lens[] = { 20, 32 };
+	size_t i;
+
+	for (i = 0; i < nitems(lens); i++) {
+		*oidlen = lens[i];
+		if (snap_index_sum_ok(file, lens[i]))
+			return snap_index_find_ext(file, lens[i], sig, x);
+	}
+	for (i = 0; i < nitems(lens); i++) {
+		*oidlen = lens[i];
+		if (snap_index_find_ext(file, lens[i], sig, x) == 0 && !x->odd)
+			return 0;
+	}
+	*oidlen = 20;
+	return snap_index_find_ext(file, 20, sig, x);
 }
 
 /* Reads the index file PATH (never through a link) into FILE, its stat into SB. */
@@ -422,75 +512,90 @@ snap_index_read_user(const char *path, struct buf *file, struct stat *sb)
 	return 0;
 }
 
-/* The id length FILE's extensions fit (20: SHA-1, 32: SHA-256), and where its SIG is. */
-static int
-snap_index_ext_at(const struct buf *file, const char *sig, size_t *oidlen,
-    size_t *off, size_t *len)
+int
+snap_index_load(const char *path, const char *sig, struct buf *file,
+    size_t *oidlen, struct buf *out)
 {
+	struct snap_index_exts x;
+	struct stat sb;
 	int rc;
 
-	*oidlen = 20;
-	if ((rc = snap_index_find_ext(file, 20, sig, off, len)) != -1)
-		return rc;
-	*oidlen = 32;
-	return snap_index_find_ext(file, 32, sig, off, len);
+	buf_reset(out);
+	buf_reset(file);
+	if (snap_index_read_user(path, file, &sb) == -1)
+		return errno == ENOENT ? 0 : -1;
+	rc = snap_index_ext_at(file, sig, oidlen, &x);
+	if (rc == 0 && x.count > 0)
+		buf_add(out, file->data + x.off, x.len);
+	/* Padding alone hides nothing of SIG. */
+	if (rc == 0 && x.count > 0)
+		rc = x.odd || x.count > 1 ? 2 : 1;
+	return rc;
 }
 
 int
 snap_index_ext(const char *path, const char *sig, struct buf *out)
 {
 	struct buf file;
-	struct stat sb;
-	size_t oidlen, off, len;
+	size_t oidlen;
 	int rc;
 
-	buf_reset(out);
 	buf_init(&file);
-	if (snap_index_read_user(path, &file, &sb) == -1) {
-		rc = errno == ENOENT ? 0 : -1;
-		buf_free(&file);
-		return rc;
-	}
-	rc = snap_index_ext_at(&file, sig, &oidlen, &off, &len);
-	if (rc == 1)
-		buf_add(out, file.data + off, len);
+	rc = snap_index_load(path, sig, &file, &oidlen, out);
 	buf_free(&file);
 	return rc;
 }
 
-int
-snap_index_drop_ext(const char *path, const char *sig)
+/*
+ * FILE's extensions again without SIG's and without what git would read
+ * past the last whole one (padding, an extension running into the
+ * checksum), and without any optional one if an EOIE is forged: true if
+ * that changed FILE.
+ */
+static bool
+snap_index_strip(struct buf *file, size_t oidlen, const char *sig,
+    const struct snap_index_exts *x)
+{
+	struct buf keep;
+	size_t p, size;
+	bool changed = x->odd;
+
+	buf_init(&keep);
+	buf_add(&keep, file->data, x->first);
+	for (p = x->first; p < x->end; p += 8 + size) {
+		size = snap_index_u32((unsigned char *)file->data + p + 4);
+		/* A forged EOIE hides in any optional one: all go. */
+		if (memcmp(file->data + p, sig, 4) == 0 || (x->eoie &&
+		    file->data[p] >= 'A' && file->data[p] <= 'Z'))
+			changed = true;
+		else
+			buf_add(&keep, file->data + p, 8 + size);
+	}
+	buf_add(&keep, file->data + file->len - oidlen, oidlen);
+	buf_reset(file);
+	buf_add(file, keep.data, keep.len);
+	buf_free(&keep);
+	return changed;
+}
+
+/* Writes FILE (from SB) as the user's index PATH, under git's own lock, its times kept. */
+static int
+snap_index_write_user(const char *path, struct buf *file, size_t oidlen,
+    const struct stat *sb)
 {
 	struct timespec times[2];
-	struct buf file;
-	struct stat sb;
-	size_t oidlen, off, len;
 	char *lock;
 	bool written;
-	int fd, rc;
+	int fd, rc = -1;
 
-	buf_init(&file);
-	if (snap_index_read_user(path, &file, &sb) == -1) {
-		buf_free(&file);
-		return -1;
-	}
-	if ((rc = snap_index_ext_at(&file, sig, &oidlen, &off, &len)) != 1) {
-		buf_free(&file);
-		if (rc == -1)
-			errno = EINVAL;
-		return rc;
-	}
-	memmove(file.data + off, file.data + off + len, file.len - off - len);
-	file.len -= len;
-	times[0] = sb.st_atim;
-	times[1] = sb.st_mtim;
+	times[0] = sb->st_atim;
+	times[1] = sb->st_mtim;
 	/* git's own lock: none is written while the user's git holds it. */
 	lock = xprintf("%s.lock", path);
-	rc = -1;
-	if (snap_index_checksum((unsigned char *)file.data, file.len,
+	if (snap_index_checksum((unsigned char *)file->data, file->len,
 	    oidlen) == 0 && (fd = open(lock, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC | O_NOFOLLOW, sb.st_mode & 0666)) != -1) {
-		written = util_write_all(fd, file.data, file.len) == 0 &&
+	    O_CLOEXEC | O_NOFOLLOW, sb->st_mode & 0666)) != -1) {
+		written = util_write_all(fd, file->data, file->len) == 0 &&
 		    futimens(fd, times) == 0;
 		/* Closed once, whatever happened: a failed close loses the write. */
 		if (close(fd) == 0 && written && rename(lock, path) == 0)
@@ -499,6 +604,31 @@ snap_index_drop_ext(const char *path, const char *sig)
 			unlink(lock);
 	}
 	free(lock);
+	return rc;
+}
+
+int
+snap_index_drop_ext(const char *path, const char *sig)
+{
+	struct snap_index_exts x;
+	struct buf file;
+	struct stat sb;
+	size_t oidlen;
+	int rc;
+
+	buf_init(&file);
+	if (snap_index_read_user(path, &file, &sb) == -1) {
+		buf_free(&file);
+		return -1;
+	}
+	if (snap_index_ext_at(&file, sig, &oidlen, &x) == -1) {
+		buf_free(&file);
+		errno = EINVAL;
+		return -1;
+	}
+	rc = 0;
+	if (snap_index_strip(&file, oidlen, sig, &x))
+		rc = snap_index_write_user(path, &file, oidlen, &sb);
 	buf_free(&file);
 	return rc;
 }
@@ -547,7 +677,8 @@ snap_index_marks(const char *path, const char *repo, struct strv *out)
 {
 	struct buf file;
 	struct stat sb;
-	size_t oidlen, off, len;
+	struct snap_index_exts x;
+	size_t oidlen;
 	int rc;
 
 	buf_init(&file);
@@ -556,9 +687,8 @@ snap_index_marks(const char *path, const char *repo, struct strv *out)
 		buf_free(&file);
 		return rc;
 	}
-	/* The id length is the one the extensions and checksum fit. */
-	oidlen = snap_index_find_ext(&file, 20, "UNTR", &off, &len) != -1 ?
-	    20 : 32;
+	/* The id length is the one the checksum and extensions fit. */
+	(void)snap_index_ext_at(&file, "UNTR", &oidlen, &x);
 	rc = snap_index_marks_of(&file, oidlen, repo, out);
 	buf_free(&file);
 	return rc;

@@ -224,16 +224,30 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  */
 int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
 /*
- * The extension SIG ("UNTR": the untracked cache, "FSMN": fsmonitor's
- * token and bitmap), its header too, of the user's index file PATH, read
- * without following a link, into OUT: 1, 0 if it has none (or there is
- * no index), -1 if it cannot be read as an index.
+ * The extension SIG ("UNTR", "FSMN", "TREE"; its header too) of the
+ * user's index file PATH, read without following a link, into OUT: the
+ * copy git uses.
+ * 1; 0 if it has none (or there is no index); 2 if it is there and git
+ * would read it otherwise than agentmux can check (SIG twice, padding
+ * before the checksum, an extension running into it, a forged EOIE); -1
+ * if PATH cannot be read as an index.
  */
 int snap_index_ext(const char *path, const char *sig, struct buf *out);
+/* The same, with the whole file in FILE and its id length in *OIDLEN. */
+int snap_index_load(const char *path, const char *sig, struct buf *file,
+    size_t *oidlen, struct buf *out);
 /*
- * Writes the user's index file PATH again without its extension SIG,
- * under git's own lock (PATH.lock, never through a link; its times
- * kept): 1, 0 if it had none, -1 with errno (EEXIST: git holds the lock).
+ * The dirs (into BAD) whose tree the cache-tree TREE (an extension, its
+ * header too) of the index FILE names otherwise than FILE's entries give,
+ * hashed here: 0, -1 if TREE cannot be read (the root is then in BAD).
+ */
+int snap_cachetree_check(const struct buf *file, size_t oidlen,
+    const struct buf *tree, struct strv *bad);
+/*
+ * Writes the user's index file PATH again without its SIG extensions and
+ * without what snap_index_ext calls 2, under git's own lock (PATH.lock,
+ * never through a link; its times kept): 1, 0 if there was nothing to
+ * drop, -1 with errno (EEXIST: git holds the lock).
  */
 int snap_index_drop_ext(const char *path, const char *sig);
 /*
@@ -243,6 +257,25 @@ int snap_index_drop_ext(const char *path, const char *sig);
  * read without git, no link followed: 0, -1 if it is no index.
  */
 int snap_index_marks(const char *path, const char *repo, struct strv *out);
+/*
+ * The untracked files a changed untracked cache in PROJECT's .git/index
+ * hides from git status, into HIDDEN (see snap-untr.c): 0, -1 with
+ * *CAUSE if it cannot be told. Nothing the project names runs.
+ */
+int snap_untr_hidden(const char *project, struct strv *hidden, char **cause);
+/*
+ * The same on BASE: *RC is 1 while the first git status runs, 2 while the
+ * second does, then 0 (HIDDEN filled) or -1 (*CAUSE, which the caller
+ * frees), and DONE(ARG) runs. NULL if it could not start (*RC -1, *CAUSE
+ * set). snap_untr_free stops it and removes its scratch dir.
+ */
+struct snap_untr;
+struct snap_untr *snap_untr_start(struct event_base *, const char *project,
+    struct strv *hidden, int *rc, char **cause, void (*done)(void *),
+    void *arg);
+void snap_untr_free(struct snap_untr *);
+/* The attributes that turn off every filter, conversion and diff driver. */
+extern const char snap_raw_attributes[];
 
 /* ---- real modes beside git's (snap-modes.c) ---- */
 

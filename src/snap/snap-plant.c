@@ -34,6 +34,7 @@ struct snap_plant_walk {
 	char *inside;             /* the git dir not named .git the walk is in */
 	size_t entries;           /* looked at so far */
 	size_t links_out;         /* links out of the project the session made */
+	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
 };
 
@@ -472,6 +473,72 @@ snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
 }
 
 /*
+ * True if the link REL to TARGET is a venv's interpreter: in a dir "bin"
+ * beside a regular file pyvenv.cfg (what python -m venv, virtualenv and
+ * tox make), to a system python. Every venv has one (bin/python ->
+ * /usr/bin/python3); flagging it in red hid the real links out among
+ * false alarms. Nothing on the way is followed.
+ */
+static bool
+snap_plant_venv_python(struct snap_plant_walk *w, const char *rel,
+    const char *target)
+{
+	static const char *const pythons[] = {
+		"/usr/bin/python*", "/usr/local/bin/python*",
+	};
+	const char *slash = strrchr(rel, '/');
+	struct stat st;
+	char *dir, *cfg;
+	size_t i, n;
+	int fd;
+
+	if (slash == NULL)
+		return false;
+	dir = xstrndup(rel, (size_t)(slash - rel));
+	n = strlen(dir);
+	if (n < 3 || strcmp(dir + n - 3, "bin") != 0 || (n > 3 &&
+	    dir[n - 4] != '/')) {
+		free(dir);
+		return false;
+	}
+	cfg = n == 3 ? xstrdup("pyvenv.cfg") : xprintf("%.*s/pyvenv.cfg",
+	    (int)(n - 4), dir);
+	free(dir);
+	fd = path_open_beneath(w->nc.projfd, cfg, O_PATH, 0);
+	free(cfg);
+	if (fd == -1)
+		return false;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	for (i = 0; i < nitems(pythons); i++) {
+		if (fnmatch(pythons[i], target, FNM_PATHNAME) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A venv's interpreter link made in the session: said plainly, not flagged. */
+static void
+snap_plant_venv_told(struct snap_plant_walk *w, const char *rel,
+    const char *target)
+{
+	char *q, *qt;
+
+	if (++w->venv_links > SNAP_PLANT_MAX_LINKS_OUT)
+		return;
+	q = snap_nested_quote(rel);
+	qt = snap_nested_quote(target);
+	strv_addf(&w->res->notes, "%s is a link made in the session to the "
+	    "system interpreter %s, as every Python venv has one (pyvenv.cfg "
+	    "is beside its bin dir); not flagged", q, qt);
+	free(qt);
+	free(q);
+}
+
+/*
  * A link the session made or changed (ctime: the jail cannot set it back)
  * that leads out of the project: agentmux never follows it, but the
  * user's editor, build or shell would, and read or write where it points
@@ -499,8 +566,13 @@ snap_plant_link_out(struct snap_plant_walk *w, const char *rel,
 	    w->o->since, &link);
 	free(link);
 	free(path);
-	if (where != SNAP_PLANT_OUT ||
-	    ++w->links_out > SNAP_PLANT_MAX_LINKS_OUT)
+	if (where != SNAP_PLANT_OUT)
+		return;
+	if (snap_plant_venv_python(w, rel, target)) {
+		snap_plant_venv_told(w, rel, target);
+		return;
+	}
+	if (++w->links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		return;
 	q = snap_nested_quote(rel);
 	qt = snap_nested_quote(target);

@@ -68,7 +68,7 @@ static const char *const snap_git_config[][2] = {
  * back; and no diff driver or -diff, so an attribute in the project cannot
  * hide a change from `agentmux diff` or run a textconv program.
  */
-static const char snap_raw_attributes[] =
+const char snap_raw_attributes[] =
     "* -text -eol -crlf -filter -ident -working-tree-encoding !diff\n";
 
 static const char *const snap_empty_trees[][2] = {

@@ -141,6 +141,35 @@ void snap_hardlink_protect(const char *project, char *const *rels, size_t n,
     struct strv *notes);
 
 /*
+ * Ignored files the user runs (snap-run.c): the programs in a venv's bin
+ * dir, node_modules/.bin and .tox/<env>/bin at the top of the project,
+ * fingerprinted without following a link (a link's target, and the file
+ * a link inside the project names, included).
+ */
+struct snap_run {
+	struct strv dirs;         /* the run dirs there (relative) */
+	struct strv files;        /* "fingerprint\trel", sorted by rel */
+	bool capped;              /* more files than are looked at */
+	bool taken;               /* snap_run_look ran */
+};
+void snap_run_init(struct snap_run *);
+void snap_run_free(struct snap_run *);
+/**
+ * Fingerprints PROJECT's run dirs, and the NMORE dirs MORE names
+ * ([jail] watch_ignored: relative, a glob per component), into R
+ * (emptied first); a few dirs read, nothing followed.
+ */
+void snap_run_look(const char *project, char *const *more, size_t nmore,
+    struct snap_run *r);
+/**
+ * Into OUT, a line per file made, changed or removed in a run dir there
+ * at START since (NOW), with what to do (up to 20, then counted); into
+ * NOTES, that a cap cut the look short.
+ */
+void snap_run_compare(const struct snap_run *start,
+    const struct snap_run *now, struct strv *out, struct strv *notes);
+
+/*
  * What would blind the user's own git to a session's changes
  * (snap-blind.c): index entries marked skip-worktree or assume-unchanged,
  * replace refs (refs/replace/...). Looked at when the command starts and
@@ -153,10 +182,15 @@ struct snap_blind {
 	bool had_git;             /* the project had a .git dir */
 	struct buf untr;          /* .git/index's untracked cache (UNTR), empty if none */
 	int untr_read;            /* snap_index_ext's answer for it */
+	int untr_rc;              /* what the end's check of it found: 1 not checked, 0 HIDDEN, -1 CAUSE */
+	struct strv untr_hidden;  /* untracked files the cache hides from git status */
+	char *untr_cause;         /* why the check could not tell */
 	struct strv nmarked;      /* nested repositories' marks (snap_index_marks) */
 	struct strv nexts;        /* and their index caches: "len:repo" SIG sha-256 (hex) */
 	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
 	int fsmn_read;            /* snap_index_ext's answer for it */
+	struct buf tree;          /* .git/index's cache-tree (TREE), empty if none */
+	int tree_read;            /* snap_index_ext's answer for it */
 };
 
 void snap_blind_init(struct snap_blind *);
@@ -180,10 +214,21 @@ void snap_blind_compare(const struct snap_blind *start,
  * The untracked cache or the fsmonitor data of PROJECT's .git/index (and
  * of its nested repositories' indexes, snap_blind_nested) made or changed
  * since START (NOW as read at the end): dropped from the index, and said
- * into OUT.
+ * into OUT; an untracked cache of the project's own index is said in red
+ * if it hides untracked files from git status (or that cannot be told,
+ * or it was laid out so that git reads what agentmux cannot), else
+ * plainly into NOTES.
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out);
+    const struct snap_blind *now, struct strv *out, struct strv *notes);
+/**
+ * The cache-tree of the index file INDEX (git reuses its tree ids at the
+ * next commit) made or changed since START (NOW: at the end) is dropped:
+ * to ALERTS when a cached tree disagreed with the entries or git would
+ * read it otherwise than agentmux can, else to NOTES.
+ */
+void snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes);
 /*
  * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
  * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL
@@ -191,6 +236,14 @@ void snap_blind_untr(const char *project, const struct snap_blind *start,
  * warning is logged); INTO is then complete. snap_blind_read_free stops it.
  */
 struct snap_blind_read;
+/**
+ * The same at the end of a session begun with START: if the untracked
+ * cache changed, whether it hides files is found on BASE too (INTO's
+ * untr_rc, untr_hidden, untr_cause) before DONE(ARG) runs.
+ */
+struct snap_blind_read *snap_blind_read_end(struct event_base *,
+    const char *project, const struct snap_blind *start,
+    struct snap_blind *into, void (*done)(void *), void *arg);
 /*
  * Index entries rewritten to hide a change (snap-stale.c): their stat
  * data matches the file, changed since SINCE (ms, snap_plant_clock), so

@@ -122,6 +122,17 @@ test_valid(void **state)
 	cf = load("[jail]\nscan_limit = 5000000\n", &ps);
 	assert_int_equal(cf->jail.scan_limit, 5000000);
 	config_free(cf);
+	/* watch_ignored: repeated, once each; none drops those before. */
+	cf = load("[jail]\nwatch_ignored = a\nwatch_ignored = target/debug\n"
+	    "watch_ignored = target/debug\n", &ps);
+	assert_int_equal(cf->jail.watch_ignored.n, 2);
+	assert_string_equal(cf->jail.watch_ignored.v[1], "target/debug");
+	config_free(cf);
+	cf = load("[jail]\nwatch_ignored = a\nwatch_ignored = none\n"
+	    "watch_ignored = tools/*/bin\n", &ps);
+	assert_int_equal(cf->jail.watch_ignored.n, 1);
+	assert_string_equal(cf->jail.watch_ignored.v[0], "tools/*/bin");
+	config_free(cf);
 }
 
 /* A profile's command given after its resume (a user's file over a built-in one) keeps the resume. */
@@ -257,6 +268,9 @@ test_bad_values(void **state)
 	expect_problem("[limits]\npids = 2\n", 2, "out of range");
 	expect_problem("[jail]\nscan_limit = 0\n", 2, "out of range");
 	expect_problem("[jail]\nscan_limit = many\n", 2, "scan_limit");
+	expect_problem("[jail]\nwatch_ignored = ../x\n", 2, "watch_ignored");
+	expect_problem("[jail]\nwatch_ignored = /usr/bin\n", 2,
+	    "relative to the project");
 	expect_problem("[ui]\nprefix = X\n", 2, "not a key");
 	expect_problem("[ui]\nescape_time = soon\n", 2, "escape_time");
 	expect_problem("[ui]\nescape_time = 10001\n", 2, "out of range");

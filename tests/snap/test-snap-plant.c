@@ -763,6 +763,130 @@ test_git_files(void **state)
 	strv_free(&out);
 }
 
+/* The cache-tree of the index at PATH checked: the dirs that disagree, into BAD. */
+static int
+cachetree_check(const char *path, struct strv *bad)
+{
+	struct buf file, tree;
+	size_t oidlen;
+	int rc;
+
+	buf_init(&file);
+	buf_init(&tree);
+	rc = snap_index_load(path, "TREE", &file, &oidlen, &tree);
+	if (rc == 1)
+		rc = snap_cachetree_check(&file, oidlen, &tree, bad);
+	buf_free(&file);
+	buf_free(&tree);
+	return rc;
+}
+
+/*
+ * The trees hashed from the entries are git's own, whatever they hold
+ * (nested dirs, a name sorting between a dir and its files, modes, a link,
+ * an intent-to-add file, a dir of only such files): git's cache-tree
+ * agrees; one dir's id forged is named, and the others not.
+ */
+static void
+test_cachetree(void **state)
+{
+	char *index = xprintf("%s/.git/index", proj);
+	struct strv bad;
+
+	test_sh_ok("cd %s && git init -q . && mkdir -p a/b/c a-b d && "
+	    "echo 1 >a.c && echo 2 >a/x && echo 3 >a/b/c/y && echo 4 >a-b/z && "
+	    "echo 5 >e && chmod +x e && ln -s a/x l && echo 6 >d/new && "
+	    "echo 7 >n && git add a.c a a-b e l && git add -N n d/new && "
+	    "git write-tree >/dev/null", proj);
+	strv_init(&bad);
+	assert_int_equal(cachetree_check(index, &bad), 0);
+	assert_int_equal(bad.n, 0);
+	/* The id of a/b/ (a 40-hex-digit id follows "b\0<n> <m>\n") forged. */
+	test_sh_ok("cd %s && python3 -c 'import hashlib, re\n"
+	    "d = open(\".git/index\", \"rb\").read()[:-20]\n"
+	    "m = re.search(rb\"b\\x00[0-9]+ [0-9]+\\n\", d)\n"
+	    "d = d[:m.end()] + bytes(20) + d[m.end() + 20:]\n"
+	    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())'",
+	    proj);
+	assert_int_equal(cachetree_check(index, &bad), 0);
+	assert_int_equal(bad.n, 1);
+	assert_string_equal(bad.v[0], "a/b/");
+	strv_free(&bad);
+	free(index);
+}
+
+/*
+ * An index laid out so that git reads another copy of an extension than
+ * the first (a second one after it), or padded before its checksum (git
+ * stops when fewer than 8 bytes are left), is told as such; dropping the
+ * extension leaves one git reads, without it and without the padding.
+ */
+static void
+test_index_ext_forged(void **state)
+{
+	static const char *const how[] = { "dup", "pad" };
+	char *index = xprintf("%s/.git/index", proj);
+	struct buf ext;
+	size_t i;
+
+	test_sh_ok("cd %s && git init -q . && echo 1 >a && git add a && "
+	    "git write-tree >/dev/null", proj);
+	buf_init(&ext);
+	assert_int_equal(snap_index_ext(index, "TREE", &ext), 1);
+	test_sh_ok("cp %s %s.orig", index, index);
+	for (i = 0; i < nitems(how); i++) {
+		test_sh_ok("cp %s.orig %s && cd %s && python3 -c 'import "
+		    "hashlib, sys\nd = open(\".git/index\", \"rb\").read()[:-20]\n"
+		    "t = d.index(b\"TREE\")\n"
+		    "d += d[t:] if sys.argv[1] == \"dup\" else bytes(4)\n"
+		    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d)."
+		    "digest())' %s && git ls-files >/dev/null", index, index,
+		    proj, how[i]);
+		assert_int_equal(snap_index_ext(index, "TREE", &ext), 2);
+		assert_int_equal(snap_index_drop_ext(index, "TREE"), 1);
+		assert_int_equal(snap_index_ext(index, "TREE", &ext), 0);
+		assert_int_equal(snap_index_ext(index, "UNTR", &ext), 0);
+		test_sh_ok("cd %s && git ls-files --error-unmatch a >/dev/null",
+		    proj);
+	}
+	/*
+	 * An EOIE (as git finds it, hidden in an unknown extension) putting
+	 * the extensions at the entries: git reading with threads takes
+	 * them from there. Every optional extension goes.
+	 */
+	test_sh_ok("cp %s.orig %s && cd %s && python3 -c 'import hashlib, "
+	    "struct\nd = open(\".git/index\", \"rb\").read()[:-20]\n"
+	    "e = b\"EOIE\" + struct.pack(\">II\", 24, 12) + bytes(20)\n"
+	    "d += b\"ZZZZ\" + struct.pack(\">I\", len(e)) + e\n"
+	    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d)."
+	    "digest())' && git ls-files --error-unmatch a >/dev/null", index,
+	    index, proj);
+	assert_int_equal(snap_index_ext(index, "TREE", &ext), 2);
+	assert_int_equal(snap_index_drop_ext(index, "TREE"), 1);
+	assert_int_equal(snap_index_ext(index, "TREE", &ext), 0);
+	test_sh_ok("cd %s && ! grep -q ZZZZ .git/index && git ls-files "
+	    "--error-unmatch a >/dev/null", proj);
+		/* An untracked cache running into the checksum: git reads on, past it. */
+	test_sh_ok("cp %s.orig %s && cd %s && python3 -c 'import hashlib, "
+	    "struct\nd = open(\".git/index\", \"rb\").read()[:-20]\n"
+	    "d += b\"UNTR\" + struct.pack(\">I\", 4096) + bytes(8)\n"
+	    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d)."
+	    "digest())'", index, index, proj);
+	assert_int_equal(snap_index_ext(index, "UNTR", &ext), 2);
+	assert_int_equal(snap_index_drop_ext(index, "UNTR"), 1);
+	assert_int_equal(snap_index_ext(index, "UNTR", &ext), 0);
+	assert_int_equal(snap_index_ext(index, "TREE", &ext), 1);
+	test_sh_ok("cd %s && git ls-files --error-unmatch a >/dev/null", proj);
+		/* Padding with no such extension hides nothing of it: none said. */
+	test_sh_ok("cp %s.orig %s && cd %s && python3 -c 'import hashlib\n"
+	    "d = open(\".git/index\", \"rb\").read()[:-20] + bytes(4)\n"
+	    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())'",
+	    index, index, proj);
+	assert_int_equal(snap_index_ext(index, "UNTR", &ext), 0);
+	buf_free(&ext);
+	free(index);
+}
+
 int
 main(void)
 {
@@ -795,6 +919,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_git_files, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_cachetree, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_index_ext_forged, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_user, setup,
 		    teardown),
