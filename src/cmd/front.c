@@ -55,7 +55,7 @@ front_exec(void)
 	char *full = front_full();
 
 	execv(full, front_argv);
-	fprintf(stderr, "agentmux: cannot run %s: %s (reinstall agentmux)\n",
+	out_printf(stderr, "agentmux: cannot run %s: %s (reinstall agentmux)\n",
 	    full, strerror(errno));
 	exit(127);
 }
