@@ -21,7 +21,7 @@ cppcheck --enable=warning,portability,performance --std=c11 --quiet \
     --include=/usr/include/x86_64-linux-gnu/sys/queue.h \
     -D_GNU_SOURCE -DAM_TESTABLE= -DAGENTMUX_VERSION='"lint"' \
     -DAGENTMUX_SHAREDIR='"/"' -DAGENTMUX_SRCSHAREDIR='"/"' \
-    -DAGENTMUX_BUILD_EXE='"/"' -DAGENTMUX_BIN_TO_SHARE='""' -DAGENTMUX_VTERM_VERSION='"lint"' \
+    -DAGENTMUX_BUILD_EXE='"/"' -DAGENTMUX_BIN_TO_SHARE='""' -DAGENTMUX_BIN_TO_FULL='""' -DAGENTMUX_FULL='"/"' -DAGENTMUX_VTERM_VERSION='"lint"' \
     -Isrc -Itests src tests bench || { echo "lint: cppcheck found problems"; rc=1; }
 
 if [ ! -f "$build/compile_commands.json" ]; then
