@@ -19,6 +19,8 @@ export XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="
 mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME/agentmux" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 cp "$amx" "$tmp/agentmux"
+# (the whole program the front runs, where there is one beside it)
+[ ! -e "$(dirname "$amx")/agentmux-full" ] || cp "$(dirname "$amx")/agentmux-full" "$tmp/agentmux-full"
 amx=$tmp/agentmux
 
 # The repository: a history with branches, tags and reflogs to keep.

@@ -23,7 +23,7 @@ cleanup() {
 trap cleanup EXIT
 chmod 755 "$work"
 mkdir -p "$work/bin"
-cp "$build/src/agentmux" "$build/bench/amx-jail-bench" "$work/bin/"
+cp "$build/src/agentmux" "$build/src/agentmux-full" "$build/bench/amx-jail-bench" "$work/bin/"
 cp -r "$src/share/agentmux" "$work/share"
 cp -r "$anchors" "$work/anchors"
 chmod -R a+rX "$work"

@@ -28,6 +28,8 @@ mib=${TOTAL_MIB:-100}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amx-bench-first.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cp "$amx" "$tmp/agentmux"
+# (the whole program the front runs, where there is one beside it)
+[ ! -e "$(dirname "$amx")/agentmux-full" ] || cp "$(dirname "$amx")/agentmux-full" "$tmp/agentmux-full"
 amx=$tmp/agentmux
 repo=$tmp/repo
 export XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run"

@@ -20,6 +20,8 @@ export XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="
 mkdir -p "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_RUNTIME_DIR"
 # A copy, so that a rebuild during the run does not disturb it.
 cp "$amx" "$tmp/agentmux"
+# (the whole program the front runs, where there is one beside it)
+[ ! -e "$(dirname "$amx")/agentmux-full" ] || cp "$(dirname "$amx")/agentmux-full" "$tmp/agentmux-full"
 amx=$tmp/agentmux
 
 SNAP_EXTRA_NAME=agentmux SNAP_EXTRA_CMD="$amx snapshot -C . -m bench >/dev/null" \

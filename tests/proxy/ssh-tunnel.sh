@@ -142,6 +142,7 @@ if useradd -M -d "$T/jhome" "$JUSER" 2>/dev/null; then
 	mkdir -p "$T/uproj" && cp "$T/proj/id_test" "$T/uproj/" &&
 		chown -R "$JUSER:" "$T/jhome" "$T/uproj"
 	mkdir -p "$T/stage/bin" && cp "$AMX" "$T/stage/bin/agentmux" &&
+		cp "${AMX%/*}/agentmux-full" "$T/stage/bin/agentmux-full" &&
 		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" && chmod -R a+rX "$T/stage"
 	uamx() {
 		(cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/jhome" XDG_DATA_HOME="$T/jhome/data" \

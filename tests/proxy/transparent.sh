@@ -213,6 +213,7 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
 			chown -R "$TUSER:" "$T/home" "$T/uproj"
 		# The binary and its profiles where the user can read them.
 		mkdir -p "$T/stage/bin" && cp "$AMX" "$T/stage/bin/agentmux" &&
+			cp "${AMX%/*}/agentmux-full" "$T/stage/bin/agentmux-full" &&
 			cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share" && chmod -R a+rX "$T/stage"
 		out=$(cd "$T/uproj" && env -i PATH="$PATH" HOME="$T/home" XDG_DATA_HOME="$T/home/data" \
 			XDG_CONFIG_HOME="$T/home/config" AGENTMUX_SHARE="$T/stage/share" \
