@@ -38,12 +38,14 @@ snap_run_init(struct snap_run *r)
 	r->taken = false;
 }
 
+/* Empty again without allocating (strv_add makes a freed list anew). */
 void
 snap_run_free(struct snap_run *r)
 {
 	strv_free(&r->dirs);
 	strv_free(&r->files);
-	snap_run_init(r);
+	r->capped = false;
+	r->taken = false;
 }
 
 /* FNV-1a of S: a link's target in a fingerprint, whatever bytes it holds. */
