@@ -53,7 +53,8 @@ amx_env() {
 # The front links no library but libc (an attach loads nothing more), and
 # finds the whole program in the moved tree, not where it would be installed.
 [ -x "$FULL/agentmux-full" ] && ok || bad "no $FULL/agentmux-full"
-libs=$(ldd "$BIN/agentmux" | awk '$1 !~ /^(linux-vdso|\/lib64\/ld-linux|libc\.so)/ { print $1 }')
+# (A sanitizer build adds its runtimes.)
+libs=$(ldd "$BIN/agentmux" | awk '$1 !~ /^(linux-vdso|\/lib64\/ld-linux|libc\.so|lib(a|ub)san\.so|libstdc\+\+|libm\.so|libgcc_s)/ { print $1 }')
 [ -z "$libs" ] && ok || bad "bin/agentmux links more than libc: $libs"
 
 # The profiles come from the prefix, not from the source tree.
