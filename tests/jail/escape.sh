@@ -145,8 +145,15 @@ network() {
 	[ -S "$XDG_RUNTIME_DIR/agentmux/default" ] || bad "the agentmux server has no socket"
 	blocked "connect to the agentmux server" "$E" unix "$XDG_RUNTIME_DIR/agentmux/default"
 	blocked "read the agentmux server's pid file" "$E" read "$XDG_RUNTIME_DIR/agentmux/default.pid"
+	spid=$(cat "$XDG_RUNTIME_DIR/agentmux/default.pid" 2>/dev/null)
 	"$AMX" kill-server >/dev/null 2>&1 || bad "kill-server failed"
-	for _ in $(seq 200); do [ -e "$XDG_RUNTIME_DIR/agentmux/default.pid" ] || break; sleep 0.05; done
+	# The server removes its pid file as it is told to end, then ends its
+	# sessions: the next start in this tree waits for the server to be gone.
+	for _ in $(seq 200); do
+		[ -e "$XDG_RUNTIME_DIR/agentmux/default.pid" ] ||
+			{ [ -n "$spid" ] && [ -d "/proc/$spid" ]; } || break
+		sleep 0.05
+	done
 	blocked "connect to a host abstract socket" "$E" abstract "$ABSTRACT"
 	blocked "resolve a name (to anything real)" "$E" resolve example.com
 	works "resolve localhost" "$E" resolve localhost
