@@ -336,11 +336,13 @@ cmd_diff(struct cli_args *args)
 	o.paths = args->argv + 1;
 	o.out_fd = STDOUT_FILENO;
 	cmd_diff_protected(st, id);
-	/* A pipe or a file gets git's own bytes: a patch that applies. */
+	/* A pipe or a file gets git's own bytes (names quoted): a patch that applies. */
 	if (isatty(STDOUT_FILENO) && (tmp = tmpfile()) != NULL)
 		o.out_fd = fileno(tmp);
-	else
+	else {
 		o.color = cli_color();
+		o.quote_names = true;
+	}
 	fflush(stdout);
 	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
 		cli_error("%s", cause);

@@ -601,6 +601,16 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 		goto out;
 	if (o->alert != NULL)
 		*o->alert = snap_dirs_too_long_text(&to.modes);
+	/*
+	 * The own repository keeps names as they are (quotePath off) for the
+	 * terminal's view, which quotes them itself; a patch for a pipe has
+	 * git quote every byte past ASCII, so that a C1 control in a name
+	 * (raw 0x9b, or U+009B) reaches no terminal the pipe ends in.
+	 */
+	if (o->quote_names) {
+		strv_add(&args, "-c");
+		strv_add(&args, "core.quotePath=true");
+	}
 	strv_add(&args, "diff");
 	strv_add(&args, "--no-ext-diff");
 	strv_add(&args, "--no-textconv");

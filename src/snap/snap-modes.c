@@ -204,7 +204,19 @@ snap_quote_path(struct buf *b, const char *prefix, const char *path)
 	buf_addc(b, '"');
 }
 
-/* The reverse of snap_quote_path for the rest of a line; caller frees. */
+/* The byte git's C-style quoting writes as a backslash and C. */
+static char
+snap_unquote_char(char c)
+{
+	static const char from[] = "abtnvfr", to[] = "\a\b\t\n\v\f\r";
+	const char *p;
+
+	if (c != '\0' && (p = strchr(from, c)) != NULL)
+		return to[p - from];
+	return c;
+}
+
+/* The reverse of snap_quote_path (and of git's quoting) for the rest of a line; caller frees. */
 char *
 snap_modes_unquote(const char *s, size_t len)
 {
@@ -226,7 +238,7 @@ snap_modes_unquote(const char *s, size_t len)
 			buf_addc(&b, (char)c);
 			i += 3;
 		} else
-			buf_addc(&b, s[++i]);
+			buf_addc(&b, snap_unquote_char(s[++i]));
 	}
 	if (b.data == NULL)
 		buf_adds(&b, "");

@@ -514,6 +514,7 @@ struct snap_diff_opts {
 	const char *to;           /* SNAP or "worktree"; NULL: worktree */
 	bool stat;
 	bool color;
+	bool quote_names;         /* git quotes every byte of a name past ASCII (a patch for a pipe) */
 	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
 	int out_fd;
 	char **alert;             /* if not NULL: set to what to tell in red (paths too long for git), or NULL; caller frees */

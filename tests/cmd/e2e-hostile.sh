@@ -82,6 +82,15 @@ checks() {
 	"$AMX" diff last >"$T/patch" 2>&1
 	grep -qF '"b/f\033]52;c;cHduZWQ=\a\033]2;PWNED\a"' "$T/patch" &&
 	    ok || bad "diff to a pipe: $(head -c 2000 "$T/patch")"
+	# Every line of the patch but the content's: the C1 names (U+009B, and
+	# a raw 0x9b byte) quoted by git, octal.
+	grep -av '^[-+ ]' "$T/patch" | grep -av '^+++ \|^--- ' >"$T/patch.names"
+	grep -a '^+++ \|^--- ' "$T/patch" >>"$T/patch.names"
+	check "diff to a pipe (names)" "$T/patch.names" '"b/c1\302\2332J"'
+	grep -qF '"b/raw\2332J"' "$T/patch.names" && ok ||
+	    bad "diff to a pipe does not quote the raw 0x9b name: $(cat -v "$T/patch.names")"
+	"$AMX" diff last --stat >"$T/stat" 2>&1
+	check "diff --stat to a pipe" "$T/stat" 'raw\2332J'
 
 	"$AMX" show last >"$T/show" 2>&1
 	check "show" "$T/show" 'repository'

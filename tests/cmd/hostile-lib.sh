@@ -3,7 +3,8 @@
 # running a test script again as a throwaway unprivileged user.
 
 # The names: OSC 52 (clipboard) and OSC 2 (title), CSI as a C1 control in
-# UTF-8 (U+009B), a right-to-left override (U+202E).
+# UTF-8 (U+009B) and as one raw byte (0x9b, not UTF-8), a right-to-left
+# override (U+202E).
 HOSTILE_OSC=$(printf 'f\033]52;c;cHduZWQ=\007\033]2;PWNED\007')
 HOSTILE_C1=$(printf 'c1\302\2332J')
 HOSTILE_BIDI=$(printf 'bidi\342\200\256txt.exe')
@@ -20,6 +21,7 @@ exec >/dev/null 2>&1
 OSC=$(printf 'f\033]52;c;cHduZWQ=\007\033]2;PWNED\007')
 : >"$OSC"
 : >"$(printf 'c1\302\2332J')"
+: >"$(printf 'raw\2332J')"
 : >"$(printf 'bidi\342\200\256txt.exe')"
 printf 'content \033]2;PWNED\007 \302\233\062J\n' >>README
 mkdir -p "n$OSC" && git -C "n$OSC" init -q &&

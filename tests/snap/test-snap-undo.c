@@ -297,7 +297,8 @@ test_names_in_diff(void **state)
 	assert_null(strstr(out, "a.txt"));
 	free(out);
 	out = amx(0, "diff", "1", "--from", "1", "--to", "worktree", NULL);
-	assert_non_null(strstr(out, "renamed é.txt"));
+	/* To a pipe: git's patch, every byte of a name past ASCII quoted. */
+	assert_non_null(strstr(out, "renamed \\303\\251.txt"));
 	free(out);
 	out = amx(1, "diff", "1", "--from", "9", NULL);
 	assert_non_null(strstr(out, "snapshots 1 to"));
