@@ -22,7 +22,9 @@ mib=${TOTAL_MIB:-100}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/amx-bench-wt.XXXXXX")
 chmod 755 "$tmp"
-trap 'rm -rf "$tmp"' EXIT
+# The last run's background pack of the data dir is waited for first
+# (its clean, once written, waits for it): else rm finds its files coming.
+trap '[ -x "$tmp/clean" ] && "$tmp/clean" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 repo=$tmp/repo
 export XDG_CONFIG_HOME="$tmp/config" XDG_RUNTIME_DIR="$tmp/run" XDG_DATA_HOME="$tmp/data"
 mkdir -p "$repo" "$XDG_CONFIG_HOME" "$XDG_RUNTIME_DIR"

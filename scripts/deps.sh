@@ -9,7 +9,7 @@ build="meson ninja-build pkg-config gcc libc6-dev libncurses-dev libevent-dev
 test="libcmocka-dev tmux curl python3 sqlite3 nodejs iproute2 procps util-linux
   clang libclang-rt-14-dev llvm valgrind cppcheck clang-tidy
   mandoc zsh fish bash-completion debhelper dpkg-dev fakeroot lintian vttest
-  openssh-server openssh-client"
+  openssh-server openssh-client hyperfine"
 
 # The agents suite installs the agents with npm; a nodejs that bundles npm
 # (NodeSource) has it already, Debian's does not.

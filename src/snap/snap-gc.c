@@ -12,6 +12,27 @@
 /* A shadow used more recently than this may belong to a snapshot being recorded now. */
 #define SNAP_GC_SHADOW_GRACE ((int64_t)3600 * 1000)
 
+/*
+ * git init wrote the project's path into an own repository's config
+ * (core.worktree), and git refuses every command in a repository whose
+ * core.worktree is gone ("Invalid path"): a discarded worktree session's,
+ * a moved or deleted project's. Every git agentmux runs there with a
+ * work tree is told it (GIT_WORK_TREE), so the name goes; failing that,
+ * the git that follows says what is wrong.
+ */
+static void
+snap_gc_unpin(const char *gitdir)
+{
+	char *config = xprintf("%s/config", gitdir), *cause = NULL;
+	const char *args[] = { "config", "--file", config, "--unset-all",
+	    "core.worktree", NULL };
+
+	/* Outside any repository: this one's own config would stop it. */
+	if (snap_git_plain_io(NULL, args, NULL, NULL, &cause) == -1)
+		free(cause); /* Exit 5: it had none. */
+	free(config);
+}
+
 /* Deletes session ID's chain ref and the refs of each of its snapshots, in one go. */
 static int
 snap_gc_session_refs(const char *gitdir, int64_t id, char **cause)
@@ -25,6 +46,7 @@ snap_gc_session_refs(const char *gitdir, int64_t id, char **cause)
 
 	snprintf(prefix, sizeof prefix, "refs/agentmux/snaps/%lld/",
 	    (long long)id);
+	snap_gc_unpin(gitdir);
 	buf_init(&in);
 	buf_printf(&in, "delete refs/agentmux/sessions/%lld\n", (long long)id);
 	rc = snap_git_plain_io(gitdir, list, NULL, &in, cause);
@@ -117,6 +139,8 @@ snap_gc_keep(struct store *st, const struct config *cf, struct strv *messages)
 
 	store_snap_keep_repos(st, &gitdirs, &worktrees, &n);
 	for (i = 0; i < n; i++) {
+		if (snap_gc_own(gitdirs[i]))
+			snap_gc_unpin(gitdirs[i]);
 		if (snap_keep_sync(st, cf, gitdirs[i], worktrees[i], true,
 		    messages, &cause) == -1) {
 			strv_take(messages, xprintf("cannot pack %s: %s",

@@ -67,6 +67,19 @@ out=$("$AMX" gc --older-than 0s --force 2>&1) || bad "gc --force failed: $out"
 [ "$(git rev-parse main)" = "$(git rev-parse HEAD)" ] && [ -f d ] && [ "$(cat f)" = base ] ||
 	bad "gc touched the main tree"
 
+# A discarded worktree session's snapshot refs go with its record: the
+# own repository's config named the removed worktree, and git refused
+# every command there ("Invalid path").
+wtrun gone 'echo g >g'
+idg=$(sid gone)
+"$AMX" discard "$idg" --yes >/dev/null 2>&1 || bad "discard of session $idg failed"
+out=$("$AMX" gc --older-than 0s 2>&1) || bad "gc failed: $out"
+refs=$(for g in "$XDG_DATA_HOME"/agentmux/shadow/*/; do
+	GIT_DIR=$g GIT_WORK_TREE=/ git for-each-ref --format='%(refname)' "refs/agentmux/snaps/$idg/" "refs/agentmux/sessions/$idg"; done 2>&1)
+{ ! grep -q "cannot delete the snapshot refs" <<<"$out" && grep -q "^removed 1 session" <<<"$out" && [ -z "$refs" ]; } &&
+	ok "gc deletes a discarded worktree session's snapshot refs" ||
+	bad "gc and a discarded worktree session's refs: $out; refs left: $refs"
+
 # A worktree dir whose record was never written (its start failed): said,
 # and removed only with --force; a link named like one is not followed.
 W=$XDG_DATA_HOME/agentmux/worktrees
