@@ -4,8 +4,10 @@
  * unchanged, without reading it) but whose object id is not the content
  * the end snapshot just recorded. Found at the session's end from the
  * index as git lists it and the snapshot's tree, both read by git on the
- * loop, for the project's own index and then each nested repository's
- * found at the start; the files are only lstat'ed, never followed or read.
+ * loop, for the project's own index. A nested repository's entries are
+ * compared with the files themselves (it may be ignored by the project,
+ * so not in the snapshot): a file whose stat data matches its entry is
+ * hashed as git hashes a blob, opened without following a link.
  */
 #include <sys/stat.h>
 
@@ -14,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "snap/snap-int.h"
 
@@ -142,6 +146,68 @@ snap_stale_tree_oid(const struct buf *tree, const char **at,
 	return NULL;
 }
 
+/*
+ * Whether the file at PATH beneath PROJFD holds the blob OID (hex: sha-1
+ * or sha-256 by its length) as git hashes its raw bytes; true too if it
+ * cannot be read (nothing is told then). No link is followed: a link's
+ * blob is its target.
+ */
+static bool
+snap_stale_file_is(int projfd, const char *path, const char *oid)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], chunk[65536];
+	char hex[2 * EVP_MAX_MD_SIZE + 1], head[64];
+	const EVP_MD *type = strlen(oid) == 64 ? EVP_sha256() : EVP_sha1();
+	EVP_MD_CTX *ctx;
+	struct stat st;
+	unsigned int mdlen = 0, i;
+	ssize_t n = 0;
+	bool ok;
+	int fd;
+
+	fd = path_open_beneath(projfd, path, O_PATH | O_NOFOLLOW, 0);
+	if (fd == -1 || fstat(fd, &st) == -1 || (!S_ISREG(st.st_mode) &&
+	    !S_ISLNK(st.st_mode))) {
+		if (fd != -1)
+			close(fd);
+		return true;
+	}
+	if (S_ISREG(st.st_mode)) {
+		close(fd);
+		fd = path_open_beneath(projfd, path, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK, 0);
+		if (fd == -1)
+			return true;
+		if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return true;
+		}
+	}
+	ctx = EVP_MD_CTX_new();
+	ok = ctx != NULL && EVP_DigestInit_ex(ctx, type, NULL) == 1;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(fd, "", (char *)chunk, sizeof chunk);
+		ok = ok && n >= 0;
+		snprintf(head, sizeof head, "blob %zd", n);
+		ok = ok && EVP_DigestUpdate(ctx, head, strlen(head) + 1) == 1 &&
+		    EVP_DigestUpdate(ctx, chunk, (size_t)n) == 1;
+	} else {
+		snprintf(head, sizeof head, "blob %lld", (long long)st.st_size);
+		ok = ok && EVP_DigestUpdate(ctx, head, strlen(head) + 1) == 1;
+		while (ok && (n = read(fd, chunk, sizeof chunk)) > 0)
+			ok = EVP_DigestUpdate(ctx, chunk, (size_t)n) == 1;
+		ok = ok && n == 0;
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
+	EVP_MD_CTX_free(ctx);
+	close(fd);
+	if (!ok)
+		return true;
+	for (i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return strcmp(hex, oid) == 0;
+}
+
 /* One line for an entry rewritten to hide its change (REPO: a nested repository's, or NULL). */
 static void
 snap_stale_tell(const char *repo, const char *path, struct strv *out)
@@ -170,7 +236,10 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	free(full);
 }
 
-/* snap_stale_find for the repository at DIR (REPO in the project, or NULL: the project's own). */
+/*
+ * snap_stale_find for the repository at DIR (REPO in the project, or
+ * NULL: the project's own). TREE NULL: the files themselves are hashed.
+ */
 static void
 snap_stale_find_in(const char *dir, const char *repo, int64_t since,
     const struct buf *index, const struct buf *tree, struct strv *out)
@@ -183,23 +252,27 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 	int64_t index_mtime;
 	int projfd, rc;
 
-	if (index->data == NULL || tree->data == NULL || (projfd =
-	    open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (index->data == NULL || (tree != NULL && tree->data == NULL) ||
+	    (projfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	/* The index as git status would read it now: its time decides what is racy. */
 	index_mtime = fstatat(projfd, ".git/index", &ist,
 	    AT_SYMLINK_NOFOLLOW) == 0 ? (int64_t)ist.st_mtim.tv_sec : -1;
 	p = index->data;
 	end = index->data + index->len;
-	at = tree->data;
+	at = tree != NULL ? tree->data : NULL;
 	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
 		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&
 		    e.mode != 0120000))
 			continue;
-		oid = snap_stale_tree_oid(tree, &at, e.path);
-		if (oid == NULL || strncmp(oid, e.oid, strlen(e.oid)) == 0 ||
-		    oid[strlen(e.oid)] != '\t' ||
-		    !snap_stale_stat_clean(projfd, since, index_mtime, &e))
+		if (tree != NULL) {
+			oid = snap_stale_tree_oid(tree, &at, e.path);
+			if (oid == NULL || strncmp(oid, e.oid,
+			    strlen(e.oid)) == 0 || oid[strlen(e.oid)] != '\t')
+				continue;
+		}
+		if (!snap_stale_stat_clean(projfd, since, index_mtime, &e) ||
+		    (tree == NULL && snap_stale_file_is(projfd, e.path, e.oid)))
 			continue;
 		if (told++ < SNAP_STALE_TELL)
 			snap_stale_tell(repo, e.path, out);
@@ -224,13 +297,33 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 
 static bool snap_stale_next(struct snap_stale *);
 
+/*
+ * The check of the repository REPO ("": the project's own) could not run
+ * (WHY): said in red, for the edits its index may hide are not told.
+ */
+static void
+snap_stale_failed(struct snap_stale *sc, const char *repo, const char *why)
+{
+	char *q = *repo != '\0' ? snap_nested_quote(repo) : NULL;
+	char *where = q != NULL ? xprintf("%s/.git/index", q) :
+	    xstrdup(".git/index");
+
+	strv_addf(&sc->alerts, "agentmux could not check %s for entries the "
+	    "session rewrote to hide a change (%s): git status%s%s may show "
+	    "an edited file as unchanged; see what the session changed with "
+	    "'agentmux diff'", where, why, q != NULL ? " in " : "",
+	    q != NULL ? q : "");
+	free(where);
+	free(q);
+}
+
 static void
 snap_stale_over(struct proc *p, void *arg)
 {
 	struct snap_stale *sc = arg;
 	const char *repo = sc->repos.v[sc->at];
 	struct strv out;
-	char *dir;
+	char *dir, *cause;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -240,11 +333,12 @@ snap_stale_over(struct proc *p, void *arg)
 	sc->status[i] = proc_status(p);
 	if (sc->status[i] == 0)
 		buf_add(&sc->out[i], proc_out(p)->data, proc_out(p)->len);
-	else
-		log_warnx("cannot read %s%s for its rewritten entries: git "
-		    "exited %d", i == SNAP_STALE_INDEX ? "the index" :
-		    "the end snapshot", *repo != '\0' ? " of a nested "
-		    "repository" : "", sc->status[i]);
+	else {
+		cause = snap_git_error(i == SNAP_STALE_INDEX ? "ls-files" :
+		    "ls-tree", p);
+		snap_stale_failed(sc, repo, cause);
+		free(cause);
+	}
 	proc_free(p);
 	sc->p[i] = NULL;
 	if (--sc->pending > 0)
@@ -254,8 +348,8 @@ snap_stale_over(struct proc *p, void *arg)
 		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
 		    xstrdup(sc->project);
 		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL,
-		    sc->since, &sc->out[SNAP_STALE_INDEX],
-		    &sc->out[SNAP_STALE_TREE], &sc->alerts);
+		    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ?
+		    NULL : &sc->out[SNAP_STALE_TREE], &sc->alerts);
 		free(dir);
 	}
 	sc->at++;
@@ -268,7 +362,11 @@ snap_stale_over(struct proc *p, void *arg)
 	strv_free(&out);
 }
 
-/* The two git runs for the repository at sc->at: true if they run. */
+/*
+ * The git runs for the repository at sc->at: its index listed, and for
+ * the project's own the end snapshot's tree (a nested repository's files
+ * are compared themselves). True if they run.
+ */
 static bool
 snap_stale_run(struct snap_stale *sc)
 {
@@ -285,29 +383,31 @@ snap_stale_run(struct snap_stale *sc)
 		buf_reset(&sc->out[i]);
 		sc->status[i] = -1;
 	}
-	lt[6] = *repo != '\0' ? xprintf("%s:%s", sc->tree, repo) :
-	    xstrdup(sc->tree);
 	projgit = *repo != '\0' ? xprintf("%s/%s/.git", sc->project, repo) :
 	    xprintf("%s/.git", sc->project);
 	if (lstat(projgit, &st) == 0 && S_ISDIR(st.st_mode)) {
 		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(sc->base,
 		    projgit, ls, NULL, snap_stale_over, sc, &cause);
-		if (sc->p[SNAP_STALE_INDEX] != NULL)
+		if (sc->p[SNAP_STALE_INDEX] != NULL && *repo == '\0') {
+			lt[6] = sc->tree;
 			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(sc->base,
 			    sc->gitdir, lt, NULL, snap_stale_over, sc, &cause);
+		}
 	}
 	free(projgit);
-	free(lt[6]);
 	if (cause != NULL) {
-		log_warnx("cannot look for rewritten index entries: %s", cause);
+		snap_stale_failed(sc, repo, cause);
 		free(cause);
 	}
-	if (sc->p[SNAP_STALE_TREE] == NULL) {
+	if (sc->p[SNAP_STALE_INDEX] == NULL || (*repo == '\0' &&
+	    sc->p[SNAP_STALE_TREE] == NULL)) {
 		proc_free(sc->p[SNAP_STALE_INDEX]);
 		sc->p[SNAP_STALE_INDEX] = NULL;
 		return false;
 	}
-	sc->pending = SNAP_STALE_NRUNS;
+	sc->pending = *repo == '\0' ? SNAP_STALE_NRUNS : 1;
+	if (*repo != '\0')
+		sc->status[SNAP_STALE_TREE] = 0;
 	return true;
 }
 
