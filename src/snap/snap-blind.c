@@ -331,11 +331,15 @@ snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b)
 {
 	static const char *const sigs[] = { "UNTR", "FSMN", "TREE" };
-	char *index;
+	char *gitdir, *index;
 	size_t i, j;
 
 	for (i = 0; i < repos->n; i++) {
-		index = xprintf("%s/%s/.git/index", project, repos->v[i]);
+		if ((gitdir = snap_nested_gitdir_of(project, repos->v[i])) ==
+		    NULL)
+			continue;
+		index = xprintf("%s/index", gitdir);
+		free(gitdir);
 		if (snap_index_marks(index, repos->v[i], &b->nmarked) == -1)
 			log_warnx("cannot read the index of %s: %s", index,
 			    strerror(errno));
@@ -388,7 +392,7 @@ static void
 snap_blind_nested_drop(const char *project, const char *entry,
     struct strv *out, struct strv *notes)
 {
-	char *end, *repo, *index;
+	char *end, *repo, *gitdir, *index;
 	size_t len = strtoul(entry, &end, 10);
 	const char *sig;
 	bool odd;
@@ -398,7 +402,12 @@ snap_blind_nested_drop(const char *project, const char *entry,
 	repo = xstrndup(end + 1, len);
 	sig = end + 1 + len;
 	odd = strcmp(sig + 4, SNAP_BLIND_NESTED_ODD) == 0;
-	index = xprintf("%s/%s/.git/index", project, repo);
+	if ((gitdir = snap_nested_gitdir_of(project, repo)) == NULL) {
+		free(repo);
+		return;  /* gone meanwhile: nothing is left to read it */
+	}
+	index = xprintf("%s/index", gitdir);
+	free(gitdir);
 	if (strncmp(sig, "TREE", 4) == 0)
 		snap_blind_tree_at(index, out, notes);
 	else

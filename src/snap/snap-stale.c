@@ -34,6 +34,7 @@ struct snap_stale {
 	struct event_base *base;
 	char *project;
 	char *gitdir;             /* the own repository */
+	char *repogit;            /* the git dir of the one looked at */
 	char *tree;               /* the end snapshot's tree there */
 	struct strv repos;        /* "" (the project), then nested ones (relative) */
 	size_t at;                /* the one looked at */
@@ -216,8 +217,8 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	char *q = snap_nested_quote(full != NULL ? full : path);
 	char *qp = snap_nested_quote(path);
 	char *qr = repo != NULL ? snap_nested_quote(repo) : NULL;
-	char *where = qr != NULL ? xprintf("%s/.git/index", qr) :
-	    xstrdup(".git/index");
+	char *where = qr != NULL ? xprintf("the index of the nested "
+	    "repository %s", qr) : xstrdup(".git/index");
 	char *git = qr != NULL ? xprintf("git -C %s", qr) : xstrdup("git");
 
 	strv_addf(out, "%s: its entry in %s was rewritten in the "
@@ -241,8 +242,9 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
  * NULL: the project's own). TREE NULL: the files themselves are hashed.
  */
 static void
-snap_stale_find_in(const char *dir, const char *repo, int64_t since,
-    const struct buf *index, const struct buf *tree, struct strv *out)
+snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
+    int64_t since, const struct buf *index, const struct buf *tree,
+    struct strv *out)
 {
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
@@ -256,8 +258,8 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 	    (projfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	/* The index as git status would read it now: its time decides what is racy. */
-	index_mtime = fstatat(projfd, ".git/index", &ist,
-	    AT_SYMLINK_NOFOLLOW) == 0 ? (int64_t)ist.st_mtim.tv_sec : -1;
+	index_mtime = lstat(ipath, &ist) == 0 ? (int64_t)ist.st_mtim.tv_sec :
+	    -1;
 	p = index->data;
 	end = index->data + index->len;
 	at = tree != NULL ? tree->data : NULL;
@@ -283,8 +285,8 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 		strv_addf(out, "%zu more entries of %s%s were rewritten "
 		    "in the session to hide a change ('agentmux diff' shows "
 		    "them; touching a file makes git read it again)", more,
-		    repo != NULL ? repo : "", repo != NULL ? "/.git/index" :
-		    ".git/index");
+		    repo != NULL ? "the index of the nested repository " :
+		    ".git/index", repo != NULL ? repo : "");
 	close(projfd);
 }
 
@@ -292,7 +294,10 @@ void
 snap_stale_find(const char *project, int64_t since, const struct buf *index,
     const struct buf *tree, struct strv *out)
 {
-	snap_stale_find_in(project, NULL, since, index, tree, out);
+	char *ipath = xprintf("%s/.git/index", project);
+
+	snap_stale_find_in(project, NULL, ipath, since, index, tree, out);
+	free(ipath);
 }
 
 static bool snap_stale_next(struct snap_stale *);
@@ -305,8 +310,8 @@ static void
 snap_stale_failed(struct snap_stale *sc, const char *repo, const char *why)
 {
 	char *q = *repo != '\0' ? snap_nested_quote(repo) : NULL;
-	char *where = q != NULL ? xprintf("%s/.git/index", q) :
-	    xstrdup(".git/index");
+	char *where = q != NULL ? xprintf("the index of the nested "
+	    "repository %s", q) : xstrdup(".git/index");
 
 	strv_addf(&sc->alerts, "agentmux could not check %s for entries the "
 	    "session rewrote to hide a change (%s): git status%s%s may show "
@@ -323,7 +328,7 @@ snap_stale_over(struct proc *p, void *arg)
 	struct snap_stale *sc = arg;
 	const char *repo = sc->repos.v[sc->at];
 	struct strv out;
-	char *dir, *cause;
+	char *dir, *cause, *ipath;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -347,9 +352,11 @@ snap_stale_over(struct proc *p, void *arg)
 	    sc->status[SNAP_STALE_TREE] == 0) {
 		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
 		    xstrdup(sc->project);
-		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL,
+		ipath = xprintf("%s/index", sc->repogit);
+		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL, ipath,
 		    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ?
 		    NULL : &sc->out[SNAP_STALE_TREE], &sc->alerts);
+		free(ipath);
 		free(dir);
 	}
 	sc->at++;
@@ -383,18 +390,24 @@ snap_stale_run(struct snap_stale *sc)
 		buf_reset(&sc->out[i]);
 		sc->status[i] = -1;
 	}
-	projgit = *repo != '\0' ? xprintf("%s/%s/.git", sc->project, repo) :
-	    xprintf("%s/.git", sc->project);
-	if (lstat(projgit, &st) == 0 && S_ISDIR(st.st_mode)) {
+	free(sc->repogit);
+	sc->repogit = NULL;
+	if (*repo != '\0')
+		sc->repogit = snap_nested_gitdir_of(sc->project, repo);
+	else if (lstat((projgit = xprintf("%s/.git", sc->project)), &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		sc->repogit = projgit;
+	else
+		free(projgit);
+	if (sc->repogit != NULL) {
 		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(sc->base,
-		    projgit, ls, NULL, snap_stale_over, sc, &cause);
+		    sc->repogit, ls, NULL, snap_stale_over, sc, &cause);
 		if (sc->p[SNAP_STALE_INDEX] != NULL && *repo == '\0') {
 			lt[6] = sc->tree;
 			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(sc->base,
 			    sc->gitdir, lt, NULL, snap_stale_over, sc, &cause);
 		}
 	}
-	free(projgit);
 	if (cause != NULL) {
 		snap_stale_failed(sc, repo, cause);
 		free(cause);
@@ -465,6 +478,7 @@ snap_stale_free(struct snap_stale *sc)
 	}
 	free(sc->project);
 	free(sc->gitdir);
+	free(sc->repogit);
 	free(sc->tree);
 	strv_free(&sc->repos);
 	strv_free(&sc->alerts);

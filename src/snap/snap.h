@@ -205,6 +205,12 @@ void snap_blind_begin(const char *project, struct snap_blind *start);
  */
 void snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b);
+/**
+ * The git dir of the repository at REL in PROJECT: its .git dir, or the
+ * dir its .git file names if that lies in PROJECT's .git/modules (a
+ * submodule's), reached without a link; NULL if neither. Caller frees.
+ */
+char *snap_nested_gitdir_of(const char *project, const char *rel);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);

@@ -874,7 +874,7 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
 	case $OUT in *"lib/b was marked assume-unchanged in the index of the nested repository lib"*) ok ;;
 	*) bad "nested_index: an assume-unchanged mark in lib/.git/index was not flagged: $OUT" ;; esac
 	case $OUT in *"lib/d was marked"*) bad "nested_index: a mark there before was flagged: $OUT" ;; *) ok ;; esac
-	case $OUT in *"lib/c: its entry in lib/.git/index was rewritten"*"touch -- lib/c"*) ok ;;
+	case $OUT in *"lib/c: its entry in the index of the nested repository lib was rewritten"*"touch -- lib/c"*) ok ;;
 	*) bad "nested_index: a rewritten entry in lib/.git/index was not flagged: $OUT" ;; esac
 	case $("$AMX" show last 2>&1) in *"lib/a was marked skip-worktree"*"lib/c: its entry"*|*"lib/c: its entry"*"lib/a was marked skip-worktree"*) ok ;;
 	*) bad "nested_index: show does not flag them" ;; esac
@@ -969,12 +969,52 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
 	case $OUT in *forged*) ok ;; *) bad "nested_ignored: the forgery did not apply: $OUT" ;; esac
 	st=$(git -C "$P/lib" status --porcelain 2>&1)
 	[ -z "$st" ] && ok || bad "nested_ignored: git status in lib was not blinded (the check is void): $st"
-	case $OUT in *"lib/c: its entry in lib/.git/index was rewritten"*) ok ;;
+	case $OUT in *"lib/c: its entry in the index of the nested repository lib was rewritten"*) ok ;;
 	*) bad "nested_ignored: a rewritten entry in an ignored nested repository was not flagged: $OUT" ;; esac
 	case $OUT in *"could not check"*) bad "nested_ignored: a check could not run: $OUT" ;; *) ok ;; esac
 	rm -rf "$P/lib"
 	if [ -e "$T/gitignore.saved" ]; then mv "$T/gitignore.saved" "$P/.gitignore"
 	else rm -f "$P/.gitignore"; fi
+}
+
+# A submodule's index (.git/modules/sub/index: sub/.git is a file naming
+# it) is checked as a nested repository's: a skip-worktree mark, an entry
+# rewritten back to its old blob with the new stat data, and a forged
+# cache-tree there are each told in red, and the cache-tree dropped.
+nested_module() {
+	S=$T/modsrc
+	rm -rf "$S"
+	(git init -q "$S" && cd "$S" && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && echo 3 >c && mkdir src &&
+	    echo 'int a;' >src/a.c && git add . && git commit -qm one) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q "$S" \
+	    sub 2>/dev/null && git commit -qm sub) || exit 1
+	[ -f "$P/sub/.git" ] && [ -d "$P/.git/modules/sub" ] ||
+	    { bad "nested_module: sub is not a submodule with its git dir in .git/modules"; return; }
+	tree_py "$P/.git/modules/sub/amx-tree.py"
+	(cd "$P/sub" && git read-tree HEAD) || exit 1
+	jrun -- sh -c 'cd sub && i=$(git rev-parse --git-path index) &&
+	    b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    /usr/bin/python3 ../.git/modules/sub/amx-tree.py "$i" src $t &&
+	    o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n, i = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2]), sys.argv[3]
+d = open(i, \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(i, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$i" &&
+	    echo evil >>a && git update-index --skip-worktree a && echo forged'
+	case $OUT in *patched*forged*) ok ;; *) bad "nested_module: the forgeries did not apply: $OUT" ;; esac
+	case $OUT in *"sub/a was marked skip-worktree in the index of the nested repository sub"*) ok ;;
+	*) bad "nested_module: a skip-worktree mark in the submodule's index was not flagged: $OUT" ;; esac
+	case $OUT in *"sub/c: its entry in the index of the nested repository sub was rewritten"*) ok ;;
+	*) bad "nested_module: a rewritten entry in the submodule's index was not flagged: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"modules/sub/index"*"was forged in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "nested_module: a forged cache-tree in the submodule's index was not told: $OUT" ;; esac
+	(cd "$P" && git submodule deinit -q -f sub 2>/dev/null; git rm -q -f sub &&
+	    git commit -qm unsub && rm -rf .git/modules) || exit 1
 }
 
 # A .git file or link (or a git dir's commondir) made or changed in the
@@ -1297,6 +1337,7 @@ checks() {
 	nested_tree
 	nested_untr_odd
 	nested_ignored
+	nested_module
 	hardlinks
 }
 
