@@ -1107,23 +1107,16 @@ snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
 {
 	struct stat st;
 	struct buf b;
-	char *abs, *norm;
+	char *norm;
 	size_t n = strlen(w->project);
 	int fd;
 
 	buf_init(&b);
 	if (snap_hist_read(dfd, ".git", &b, SNAP_HIST_REF_MAX) == -1 ||
-	    strncmp(b.data, "gitdir: ", 8) != 0) {
+	    (norm = snap_nested_gitfile(path, &b)) == NULL) {
 		buf_free(&b);
 		return;
 	}
-	/* As git reads it: only trailing newlines and returns go. */
-	while (b.len > 8 && (b.data[b.len - 1] == '\n' ||
-	    b.data[b.len - 1] == '\r'))
-		b.data[--b.len] = '\0';
-	abs = b.data[8] == '/' ? xstrdup(b.data + 8) : xprintf("%s/%s", path,
-	    b.data + 8);
-	norm = snap_nested_normal(abs);
 	if (strncmp(norm, w->project, n) == 0 && norm[n] == '/' &&
 	    (fd = path_open_beneath(w->projfd, norm + n + 1, O_RDONLY |
 	    O_DIRECTORY, 0)) != -1) {
@@ -1136,7 +1129,6 @@ snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
 		close(fd);
 	}
 	free(norm);
-	free(abs);
 	buf_free(&b);
 }
 

@@ -819,14 +819,14 @@ snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 	free(dir);
 }
 
-/* The git dir a .git file (in B, as git reads it) names, from the dir DIR; caller frees. */
-static char *
+char *
 snap_nested_gitfile(const char *dir, struct buf *b)
 {
 	char *abs, *norm;
 
-	if (b->len < 9 || strncmp(b->data, "gitdir: ", 8) != 0 ||
-	    memchr(b->data, '\0', b->len) != NULL)
+	/* A NUL ends the path, as it does for git. */
+	if (b->data == NULL || b->len < 8 || strncmp(b->data, "gitdir: ",
+	    8) != 0)
 		return NULL;
 	/* As git reads it: only trailing newlines and returns go. */
 	while (b->len > 8 && (b->data[b->len - 1] == '\n' ||
