@@ -80,14 +80,14 @@ session_history_begin(struct session *s, struct session_setup *sp,
 {
 	char *gitdir, *err = NULL;
 
-	if (!s->cf->jail.history)
-		return 0;
 	/* A worktree session's objects are the shared git dir's. */
 	gitdir = s->wt != NULL ? xstrdup(s->wt->common) :
 	    xprintf("%s/.git", s->project);
 	s->history_start = snap_history_start_new(gitdir, s->wt != NULL ?
 	    NULL : s->project, sp->dir);
 	free(gitdir);
+	/* Without it, the walk still finds the nested repositories whose index the end checks. */
+	s->history_start->find_only = !s->cf->jail.history;
 	s->history_job = thread_job_start(s->ctx->base,
 	    snap_history_start_run, s->history_start, done, s, &err);
 	if (s->history_job == NULL) {
@@ -120,6 +120,30 @@ session_history_begin_stop(struct session *s)
 	s->history_start = NULL;
 }
 
+/*
+ * [jail] history = off: the git dirs the walk found (nothing kept) give
+ * the nested repositories whose index the end checks, read now, before
+ * the jail.
+ */
+static void
+session_history_found(struct session *s)
+{
+	struct snap_history_start *hs = s->history_start;
+	char *objects;
+	size_t i;
+
+	for (i = 0; hs != NULL && i < hs->found.n; i++) {
+		objects = xprintf("%s/objects", hs->found.v[i]);
+		session_history_nested(s, objects);
+		free(objects);
+	}
+	for (i = 0; hs != NULL && i < hs->alerts.n; i++)
+		log_warnx("%s", hs->alerts.v[i]);
+	snap_history_start_free(hs);
+	s->history_start = NULL;
+	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind);
+}
+
 int
 session_history_start(struct session *s, struct session_setup *sp,
     char **cause)
@@ -132,6 +156,7 @@ session_history_start(struct session *s, struct session_setup *sp,
 		strv_add(&sp->notices, "[jail] history = off: the jailed command "
 		    "can delete the objects, refs and reflogs of the project's "
 		    "git history");
+		session_history_found(s);
 		return 0;
 	}
 	for (i = 0; i < hs->notices.n; i++)

@@ -1276,7 +1276,7 @@ snap_history_keep_dirs(struct strv *dirs, const char *sessdir,
 static struct snap_history *
 snap_history_begin_at(const char *gitdir, const char *project,
     const char *sessdir, struct strv *notices, struct strv *alerts,
-    const atomic_bool *stop, char **cause)
+    const atomic_bool *stop, struct strv *found, char **cause)
 {
 	struct snap_hist_walk w;
 	struct strv dirs;
@@ -1311,6 +1311,13 @@ snap_history_begin_at(const char *gitdir, const char *project,
 		free(modules);
 	}
 	snap_hist_walk_told(&w, alerts);
+	/* Found only (history = off): nothing is kept. */
+	if (found != NULL) {
+		strv_free(found);
+		*found = dirs;
+		clone_gate_leave();
+		return NULL;
+	}
 	clone_gate_leave();
 	return snap_history_keep_dirs(&dirs, sessdir, notices, cause);
 }
@@ -1323,7 +1330,7 @@ snap_history_begin(const char *project, const char *sessdir,
 	struct snap_history *h;
 
 	h = snap_history_begin_at(git, project, sessdir, notices, alerts,
-	    NULL, cause);
+	    NULL, NULL, cause);
 	free(git);
 	return h;
 }
@@ -1333,7 +1340,7 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
     struct strv *notices, struct strv *alerts, char **cause)
 {
 	return snap_history_begin_at(gitdir, NULL, sessdir, notices,
-	    alerts, NULL, cause);
+	    alerts, NULL, NULL, cause);
 }
 
 struct snap_history_start *
@@ -1348,6 +1355,7 @@ snap_history_start_new(const char *gitdir, const char *project,
 	atomic_init(&hs->stop, false);
 	strv_init(&hs->notices);
 	strv_init(&hs->alerts);
+	strv_init(&hs->found);
 	return hs;
 }
 
@@ -1357,7 +1365,8 @@ snap_history_start_run(void *arg)
 	struct snap_history_start *hs = arg;
 
 	hs->h = snap_history_begin_at(hs->gitdir, hs->project, hs->sessdir,
-	    &hs->notices, &hs->alerts, &hs->stop, &hs->cause);
+	    &hs->notices, &hs->alerts, &hs->stop, hs->find_only ? &hs->found :
+	    NULL, &hs->cause);
 }
 
 void
@@ -1368,6 +1377,7 @@ snap_history_start_free(struct snap_history_start *hs)
 	snap_history_free(hs->h);
 	strv_free(&hs->notices);
 	strv_free(&hs->alerts);
+	strv_free(&hs->found);
 	free(hs->cause);
 	free(hs->gitdir);
 	free(hs->project);

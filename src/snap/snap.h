@@ -319,6 +319,8 @@ struct snap_history_start {
 	char *project;            /* walked for nested repositories, or NULL */
 	char *sessdir;
 	atomic_bool stop;
+	bool find_only;           /* [jail] history = off: the git dirs are only found */
+	struct strv found;        /* then: the git dirs the walk found (absolute) */
 	struct snap_history *h;   /* as snap_history_begin returns it: take it */
 	struct strv notices;
 	struct strv alerts;

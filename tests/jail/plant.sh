@@ -1017,6 +1017,16 @@ open(i, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$i" &&
 	    git commit -qm unsub && rm -rf .git/modules) || exit 1
 }
 
+# With [jail] history = off the walk still finds the nested repositories
+# (nothing kept): lib's index is checked as in nested_index.
+nested_history_off() {
+	cfg=$XDG_CONFIG_HOME/agentmux/config
+	cp "$cfg" "$T/config.saved"
+	printf '[jail]\nhistory = off\n' >>"$cfg"
+	nested_index
+	cp "$T/config.saved" "$cfg"
+}
+
 # A .git file or link (or a git dir's commondir) made or changed in the
 # session that names a git dir outside the project (where agentmux cannot defuse it: the session's
 # overlay copy of a config dir, say): it goes to the quarantine, unfollowed,
@@ -1338,6 +1348,7 @@ checks() {
 	nested_untr_odd
 	nested_ignored
 	nested_module
+	nested_history_off
 	hardlinks
 }
 
