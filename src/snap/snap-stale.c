@@ -23,6 +23,8 @@
 
 /* The most entries told one by one; the rest are counted. */
 #define SNAP_STALE_TELL 10
+/* The most bytes of a nested repository's files hashed, on the loop, at a session's end. */
+#define SNAP_STALE_HASH_MAX (256ULL << 20)
 
 enum { SNAP_STALE_INDEX, SNAP_STALE_TREE, SNAP_STALE_NRUNS };
 
@@ -237,6 +239,22 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	free(full);
 }
 
+/* UNCHECKED entries of the nested repository REPO's index past the bytes hashed: said in red. */
+static void
+snap_stale_unchecked(const char *repo, size_t unchecked, struct strv *out)
+{
+	char *q = snap_nested_quote(repo);
+
+	strv_addf(out, "%zu entries of the index of the nested repository %s "
+	    "whose files changed in the session were not checked for a "
+	    "rewrite that hides a change (agentmux hashes at most %llu MiB "
+	    "of such files at a session's end): git status in %s may show "
+	    "one of them as unchanged; 'agentmux diff' shows what the "
+	    "session changed, and touching a file makes git read it again",
+	    unchecked, q, SNAP_STALE_HASH_MAX >> 20, q);
+	free(q);
+}
+
 /*
  * snap_stale_find for the repository at DIR (REPO in the project, or
  * NULL: the project's own). TREE NULL: the files themselves are hashed.
@@ -249,7 +267,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
 	const char *oid;
-	size_t told = 0, more = 0;
+	size_t told = 0, more = 0, unchecked = 0;
+	unsigned long long budget = SNAP_STALE_HASH_MAX;
 	struct stat ist;
 	int64_t index_mtime;
 	int projfd, rc;
@@ -273,8 +292,14 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 			    strlen(e.oid)) == 0 || oid[strlen(e.oid)] != '\t')
 				continue;
 		}
-		if (!snap_stale_stat_clean(projfd, since, index_mtime, &e) ||
-		    (tree == NULL && snap_stale_file_is(projfd, e.path, e.oid)))
+		if (!snap_stale_stat_clean(projfd, since, index_mtime, &e))
+			continue;
+		if (tree == NULL && e.size > budget) {
+			unchecked++;
+			continue;
+		}
+		budget -= tree == NULL ? e.size : 0;
+		if (tree == NULL && snap_stale_file_is(projfd, e.path, e.oid))
 			continue;
 		if (told++ < SNAP_STALE_TELL)
 			snap_stale_tell(repo, e.path, out);
@@ -287,6 +312,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 		    "them; touching a file makes git read it again)", more,
 		    repo != NULL ? "the index of the nested repository " :
 		    ".git/index", repo != NULL ? repo : "");
+	if (unchecked > 0)
+		snap_stale_unchecked(repo, unchecked, out);
 	close(projfd);
 }
 
