@@ -24,15 +24,38 @@
 #define SESSION_HISTORY_SECS 1
 
 /*
+ * A submodule's git dir PROJECT/.git/modules/NAME (REL: relative): its
+ * work tree at NAME, where git submodule puts it, if NAME's .git file
+ * names it back; then NAME joins the repositories whose index the end
+ * checks. (One moved elsewhere since is not found.)
+ */
+static void
+session_history_module(struct session *s, const char *rel)
+{
+	char *gitdir, *want;
+	const char *name = rel + strlen(".git/modules/");
+
+	if (*name == '\0' || strv_contains(&s->guard_nested, name))
+		return;
+	gitdir = snap_nested_gitdir_of(s->project, name);
+	want = xprintf("%s/%s", s->project, rel);
+	if (gitdir != NULL && strcmp(gitdir, want) == 0)
+		strv_add(&s->guard_nested, name);
+	free(want);
+	free(gitdir);
+}
+
+/*
  * OBJECTS (a protected git dir's objects) in a nested repository of the
- * project, PROJECT/REL/.git (not the project's .git nor one under it):
- * REL joins the ones whose index the end checks too.
+ * project, PROJECT/REL/.git (not the project's .git nor one under it), or
+ * a submodule's git dir in .git/modules: REL joins the ones whose index
+ * the end checks too.
  */
 static void
 session_history_nested(struct session *s, const char *objects)
 {
 	size_t plen = strlen(s->project), len = strlen(objects);
-	static const char tail[] = "/.git/objects";
+	static const char tail[] = "/objects";
 	char *rel;
 
 	if (len <= plen + sizeof tail || strncmp(objects, s->project, plen) !=
@@ -40,9 +63,14 @@ session_history_nested(struct session *s, const char *objects)
 	    1), tail) != 0)
 		return;
 	rel = xstrndup(objects + plen + 1, len - plen - 1 - (sizeof tail - 1));
-	if (strcmp(rel, ".git") != 0 && strncmp(rel, ".git/", 5) != 0 &&
-	    !strv_contains(&s->guard_nested, rel))
-		strv_add(&s->guard_nested, rel);
+	if (strncmp(rel, ".git/modules/", 13) == 0)
+		session_history_module(s, rel);
+	else if (strlen(rel) > 5 && strcmp(rel + strlen(rel) - 5, "/.git") ==
+	    0 && strncmp(rel, ".git/", 5) != 0) {
+		rel[strlen(rel) - 5] = '\0';
+		if (!strv_contains(&s->guard_nested, rel))
+			strv_add(&s->guard_nested, rel);
+	}
 	free(rel);
 }
 
@@ -52,14 +80,14 @@ session_history_begin(struct session *s, struct session_setup *sp,
 {
 	char *gitdir, *err = NULL;
 
-	if (!s->cf->jail.history)
-		return 0;
 	/* A worktree session's objects are the shared git dir's. */
 	gitdir = s->wt != NULL ? xstrdup(s->wt->common) :
 	    xprintf("%s/.git", s->project);
 	s->history_start = snap_history_start_new(gitdir, s->wt != NULL ?
 	    NULL : s->project, sp->dir);
 	free(gitdir);
+	/* Without it, the walk still finds the nested repositories whose index the end checks. */
+	s->history_start->find_only = !s->cf->jail.history;
 	s->history_job = thread_job_start(s->ctx->base,
 	    snap_history_start_run, s->history_start, done, s, &err);
 	if (s->history_job == NULL) {
@@ -92,6 +120,30 @@ session_history_begin_stop(struct session *s)
 	s->history_start = NULL;
 }
 
+/*
+ * [jail] history = off: the git dirs the walk found (nothing kept) give
+ * the nested repositories whose index the end checks, read now, before
+ * the jail.
+ */
+static void
+session_history_found(struct session *s)
+{
+	struct snap_history_start *hs = s->history_start;
+	char *objects;
+	size_t i;
+
+	for (i = 0; hs != NULL && i < hs->found.n; i++) {
+		objects = xprintf("%s/objects", hs->found.v[i]);
+		session_history_nested(s, objects);
+		free(objects);
+	}
+	for (i = 0; hs != NULL && i < hs->alerts.n; i++)
+		log_warnx("%s", hs->alerts.v[i]);
+	snap_history_start_free(hs);
+	s->history_start = NULL;
+	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind);
+}
+
 int
 session_history_start(struct session *s, struct session_setup *sp,
     char **cause)
@@ -104,6 +156,7 @@ session_history_start(struct session *s, struct session_setup *sp,
 		strv_add(&sp->notices, "[jail] history = off: the jailed command "
 		    "can delete the objects, refs and reflogs of the project's "
 		    "git history");
+		session_history_found(s);
 		return 0;
 	}
 	for (i = 0; i < hs->notices.n; i++)

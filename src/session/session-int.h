@@ -365,7 +365,8 @@ void session_worktree_setup(struct session *, const struct config_agent *);
 void session_worktree_free(struct session *);
 
 /*
- * The project's git dirs found and their refs and reflogs kept, on a
+ * The project's git dirs found and their refs and reflogs kept (found
+ * only with [jail] history = off: the end checks their indexes), on a
  * helper thread: 1 if the start waits for it (DONE(S) on the loop then),
  * 0 if there is nothing to wait for, -1 with *CAUSE.
  */

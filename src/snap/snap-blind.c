@@ -18,6 +18,16 @@
 /* The most marks or replace refs told one by one; the rest are counted. */
 #define SNAP_BLIND_TELL 10
 
+/* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
+#define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
+	"than agentmux checks (two of them, or bytes after the last " \
+	"extension), as only a forger lays it out"
+
+/* A nested repository's extension laid out so (in the place of its hash). */
+#define SNAP_BLIND_NESTED_ODD "odd"
+
+static void snap_blind_tree_at(const char *, struct strv *, struct strv *);
+
 void
 snap_blind_init(struct snap_blind *b)
 {
@@ -287,7 +297,11 @@ snap_blind_tell_mark(const char *entry, struct strv *out)
 	free(q);
 }
 
-/* The extension SIG of the index INDEX (of the nested repository REPO), hashed, into OUT. */
+/*
+ * The extension SIG of the index INDEX (of the nested repository REPO),
+ * hashed, into OUT as "len:repo" SIG hex; "odd" in the place of the hash
+ * if it is laid out so that git reads another copy (snap_index_ext's 2).
+ */
 static void
 snap_blind_nested_ext(const char *index, const char *repo, const char *sig,
     struct strv *out)
@@ -296,10 +310,15 @@ snap_blind_nested_ext(const char *index, const char *repo, const char *sig,
 	char hex[2 * EVP_MAX_MD_SIZE + 1];
 	unsigned int mdlen, i;
 	struct buf ext;
+	int rc;
 
 	buf_init(&ext);
-	if (snap_index_ext(index, sig, &ext) == 1 && EVP_Digest(ext.data,
-	    ext.len, md, &mdlen, EVP_sha256(), NULL) == 1) {
+	rc = snap_index_ext(index, sig, &ext);
+	if (rc == 2)
+		strv_addf(out, "%zu:%s%s%s", strlen(repo), repo, sig,
+		    SNAP_BLIND_NESTED_ODD);
+	else if (rc == 1 && EVP_Digest(ext.data, ext.len, md, &mdlen,
+	    EVP_sha256(), NULL) == 1) {
 		for (i = 0; i < mdlen; i++)
 			snprintf(hex + 2 * i, 3, "%02x", md[i]);
 		strv_addf(out, "%zu:%s%s%s", strlen(repo), repo, sig, hex);
@@ -311,61 +330,89 @@ void
 snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b)
 {
-	char *index;
-	size_t i;
+	static const char *const sigs[] = { "UNTR", "FSMN", "TREE" };
+	char *gitdir, *index;
+	size_t i, j;
 
 	for (i = 0; i < repos->n; i++) {
-		index = xprintf("%s/%s/.git/index", project, repos->v[i]);
+		if ((gitdir = snap_nested_gitdir_of(project, repos->v[i])) ==
+		    NULL)
+			continue;
+		index = xprintf("%s/index", gitdir);
+		free(gitdir);
 		if (snap_index_marks(index, repos->v[i], &b->nmarked) == -1)
 			log_warnx("cannot read the index of %s: %s", index,
 			    strerror(errno));
-		snap_blind_nested_ext(index, repos->v[i], "UNTR", &b->nexts);
-		snap_blind_nested_ext(index, repos->v[i], "FSMN", &b->nexts);
+		for (j = 0; j < nitems(sigs); j++)
+			snap_blind_nested_ext(index, repos->v[i], sigs[j],
+			    &b->nexts);
 		free(index);
 	}
 }
 
 /*
  * A nested repository's untracked cache or fsmonitor data made or changed
- * in the session (ENTRY as snap_blind_nested_ext made it): dropped as the
- * project's is, and said naming the repository.
+ * in the session, or laid out oddly (ODD): dropped as the project's is,
+ * and said naming the repository.
+ */
+static void
+snap_blind_nested_cache(const char *index, const char *repo, bool untr,
+    bool odd, struct strv *out)
+{
+	int rc = snap_index_drop_ext(index, untr ? "UNTR" : "FSMN");
+	char *q = snap_nested_quote(repo);
+	const char *how = odd ? SNAP_BLIND_ODD : "";
+
+	if (rc == 1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session%s: a forged one makes "
+		    "git status there pass over %s; agentmux dropped it (git "
+		    "builds it again); 'agentmux diff' shows what the session "
+		    "did", untr ? "untracked cache" : "fsmonitor data", q, how,
+		    untr ? "new files" : "edits (where core.fsmonitor is on)");
+	else if (rc == -1)
+		strv_addf(out, "the %s in the index of the nested repository %s "
+		    "was made or changed in the session%s: a forged one makes "
+		    "git status there pass over %s, and agentmux could not "
+		    "drop it (%s); run 'git -C %s update-index %s' before you "
+		    "trust git status there", untr ? "untracked cache" :
+		    "fsmonitor data", q, how, untr ? "new files" : "edits",
+		    errno == EEXIST ? "git holds its index.lock" :
+		    strerror(errno), q, untr ? "--no-untracked-cache" :
+		    "--no-fsmonitor");
+	free(q);
+}
+
+/*
+ * A nested repository's index extension made or changed in the session,
+ * or laid out oddly (ENTRY as snap_blind_nested_ext made it): checked and
+ * dropped as the project's is (snap_blind_tree_at for its cache-tree).
  */
 static void
 snap_blind_nested_drop(const char *project, const char *entry,
-    struct strv *out)
+    struct strv *out, struct strv *notes)
 {
-	char *end, *repo, *index, *q;
+	char *end, *repo, *gitdir, *index;
 	size_t len = strtoul(entry, &end, 10);
 	const char *sig;
-	bool untr;
-	int rc;
+	bool odd;
 
 	if (*end != ':' || strnlen(end + 1, len + 4) < len + 4)
 		return;
 	repo = xstrndup(end + 1, len);
 	sig = end + 1 + len;
-	untr = strncmp(sig, "UNTR", 4) == 0;
-	index = xprintf("%s/%s/.git/index", project, repo);
-	rc = snap_index_drop_ext(index, untr ? "UNTR" : "FSMN");
-	q = snap_nested_quote(repo);
-	if (rc == 1)
-		strv_addf(out, "the %s in the index of the nested repository %s "
-		    "was made or changed in the session: a forged one makes "
-		    "git status there pass over %s; agentmux dropped it (git "
-		    "builds it again); 'agentmux diff' shows what the session "
-		    "did", untr ? "untracked cache" : "fsmonitor data", q,
-		    untr ? "new files" : "edits (where core.fsmonitor is on)");
-	else if (rc == -1)
-		strv_addf(out, "the %s in the index of the nested repository %s "
-		    "was made or changed in the session: a forged one makes "
-		    "git status there pass over %s, and agentmux could not "
-		    "drop it (%s); run 'git -C %s update-index %s' before you "
-		    "trust git status there", untr ? "untracked cache" :
-		    "fsmonitor data", q, untr ? "new files" : "edits",
-		    errno == EEXIST ? "git holds its index.lock" :
-		    strerror(errno), q, untr ? "--no-untracked-cache" :
-		    "--no-fsmonitor");
-	free(q);
+	odd = strcmp(sig + 4, SNAP_BLIND_NESTED_ODD) == 0;
+	if ((gitdir = snap_nested_gitdir_of(project, repo)) == NULL) {
+		free(repo);
+		return;  /* gone meanwhile: nothing is left to read it */
+	}
+	index = xprintf("%s/index", gitdir);
+	free(gitdir);
+	if (strncmp(sig, "TREE", 4) == 0)
+		snap_blind_tree_at(index, out, notes);
+	else
+		snap_blind_nested_cache(index, repo, strncmp(sig, "UNTR", 4) ==
+		    0, odd, out);
 	free(index);
 	free(repo);
 }
@@ -416,11 +463,6 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(q);
 	free(ref);
 }
-
-/* What git reads and agentmux cannot, for a message (snap_index_ext's 2). */
-#define SNAP_BLIND_ODD "; it was laid out so that git reads another copy " \
-	"than agentmux checks (two of them, or bytes after the last " \
-	"extension), as only a forger lays it out"
 
 /* "a", "b" and 3 more: the first of HIDDEN, quoted, for a message. Caller frees. */
 static char *
@@ -589,6 +631,16 @@ snap_blind_fsmn_drop(const char *index, struct strv *out)
 		    "git holds .git/index.lock" : strerror(errno));
 }
 
+/* True if the nested repository's extension ENTRY was laid out oddly. */
+static bool
+snap_blind_nested_odd(const char *entry)
+{
+	size_t len = strlen(entry), olen = strlen(SNAP_BLIND_NESTED_ODD);
+
+	return len > olen && strcmp(entry + len - olen,
+	    SNAP_BLIND_NESTED_ODD) == 0;
+}
+
 void
 snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out, struct strv *notes)
@@ -604,9 +656,12 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	    now->fsmn_read))
 		snap_blind_fsmn_drop(index, out);
 	free(index);
+	/* An odd one is forged whatever it was at the start. */
 	for (i = 0; i < now->nexts.n; i++) {
-		if (!strv_contains(&start->nexts, now->nexts.v[i]))
-			snap_blind_nested_drop(project, now->nexts.v[i], out);
+		if (!strv_contains(&start->nexts, now->nexts.v[i]) ||
+		    snap_blind_nested_odd(now->nexts.v[i]))
+			snap_blind_nested_drop(project, now->nexts.v[i], out,
+			    notes);
 	}
 }
 
@@ -661,18 +716,19 @@ snap_blind_tree_check(const char *index, struct strv *bad, bool *odd)
 	buf_free(&tree);
 }
 
-void
-snap_blind_tree(const char *index, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *alerts, struct strv *notes)
+/*
+ * The cache-tree of the index file INDEX, made or changed in the session
+ * or laid out oddly: checked against the entries and dropped, said in
+ * red (ALERTS) if forged, else plainly (NOTES).
+ */
+static void
+snap_blind_tree_at(const char *index, struct strv *alerts, struct strv *notes)
 {
 	struct strv bad;
 	char *dirs, *q, *why;
 	bool odd;
 	int rc, err;
 
-	if (now->tree_read != 2 && !snap_blind_ext_changed(&start->tree,
-	    start->tree_read, &now->tree, now->tree_read))
-		return;
 	strv_init(&bad);
 	snap_blind_tree_check(index, &bad, &odd);
 	rc = snap_index_drop_ext(index, "TREE");
@@ -704,6 +760,15 @@ snap_blind_tree(const char *index, const struct snap_blind *start,
 	free(q);
 	free(dirs);
 	strv_free(&bad);
+}
+
+void
+snap_blind_tree(const char *index, const struct snap_blind *start,
+    const struct snap_blind *now, struct strv *alerts, struct strv *notes)
+{
+	if (now->tree_read == 2 || snap_blind_ext_changed(&start->tree,
+	    start->tree_read, &now->tree, now->tree_read))
+		snap_blind_tree_at(index, alerts, notes);
 }
 
 void

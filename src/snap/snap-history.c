@@ -1107,23 +1107,16 @@ snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
 {
 	struct stat st;
 	struct buf b;
-	char *abs, *norm;
+	char *norm;
 	size_t n = strlen(w->project);
 	int fd;
 
 	buf_init(&b);
 	if (snap_hist_read(dfd, ".git", &b, SNAP_HIST_REF_MAX) == -1 ||
-	    strncmp(b.data, "gitdir: ", 8) != 0) {
+	    (norm = snap_nested_gitfile(path, &b)) == NULL) {
 		buf_free(&b);
 		return;
 	}
-	/* As git reads it: only trailing newlines and returns go. */
-	while (b.len > 8 && (b.data[b.len - 1] == '\n' ||
-	    b.data[b.len - 1] == '\r'))
-		b.data[--b.len] = '\0';
-	abs = b.data[8] == '/' ? xstrdup(b.data + 8) : xprintf("%s/%s", path,
-	    b.data + 8);
-	norm = snap_nested_normal(abs);
 	if (strncmp(norm, w->project, n) == 0 && norm[n] == '/' &&
 	    (fd = path_open_beneath(w->projfd, norm + n + 1, O_RDONLY |
 	    O_DIRECTORY, 0)) != -1) {
@@ -1136,7 +1129,6 @@ snap_hist_dotgit(struct snap_hist_walk *w, int dfd, const char *path)
 		close(fd);
 	}
 	free(norm);
-	free(abs);
 	buf_free(&b);
 }
 
@@ -1284,7 +1276,7 @@ snap_history_keep_dirs(struct strv *dirs, const char *sessdir,
 static struct snap_history *
 snap_history_begin_at(const char *gitdir, const char *project,
     const char *sessdir, struct strv *notices, struct strv *alerts,
-    const atomic_bool *stop, char **cause)
+    const atomic_bool *stop, struct strv *found, char **cause)
 {
 	struct snap_hist_walk w;
 	struct strv dirs;
@@ -1319,6 +1311,13 @@ snap_history_begin_at(const char *gitdir, const char *project,
 		free(modules);
 	}
 	snap_hist_walk_told(&w, alerts);
+	/* Found only (history = off): nothing is kept. */
+	if (found != NULL) {
+		strv_free(found);
+		*found = dirs;
+		clone_gate_leave();
+		return NULL;
+	}
 	clone_gate_leave();
 	return snap_history_keep_dirs(&dirs, sessdir, notices, cause);
 }
@@ -1331,7 +1330,7 @@ snap_history_begin(const char *project, const char *sessdir,
 	struct snap_history *h;
 
 	h = snap_history_begin_at(git, project, sessdir, notices, alerts,
-	    NULL, cause);
+	    NULL, NULL, cause);
 	free(git);
 	return h;
 }
@@ -1341,7 +1340,7 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
     struct strv *notices, struct strv *alerts, char **cause)
 {
 	return snap_history_begin_at(gitdir, NULL, sessdir, notices,
-	    alerts, NULL, cause);
+	    alerts, NULL, NULL, cause);
 }
 
 struct snap_history_start *
@@ -1356,6 +1355,7 @@ snap_history_start_new(const char *gitdir, const char *project,
 	atomic_init(&hs->stop, false);
 	strv_init(&hs->notices);
 	strv_init(&hs->alerts);
+	strv_init(&hs->found);
 	return hs;
 }
 
@@ -1365,7 +1365,8 @@ snap_history_start_run(void *arg)
 	struct snap_history_start *hs = arg;
 
 	hs->h = snap_history_begin_at(hs->gitdir, hs->project, hs->sessdir,
-	    &hs->notices, &hs->alerts, &hs->stop, &hs->cause);
+	    &hs->notices, &hs->alerts, &hs->stop, hs->find_only ? &hs->found :
+	    NULL, &hs->cause);
 }
 
 void
@@ -1376,6 +1377,7 @@ snap_history_start_free(struct snap_history_start *hs)
 	snap_history_free(hs->h);
 	strv_free(&hs->notices);
 	strv_free(&hs->alerts);
+	strv_free(&hs->found);
 	free(hs->cause);
 	free(hs->gitdir);
 	free(hs->project);

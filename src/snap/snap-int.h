@@ -683,6 +683,12 @@ void snap_nested_gitdir(struct snap_nested *, const char *repo,
     const char *rel);
 /* PATH with "." and ".." components worked out by name (no link is looked at); caller frees. */
 char *snap_nested_normal(const char *path);
+/*
+ * The git dir a .git file read into B names ("gitdir: WHERE", as git
+ * reads it: trailing newlines go), from the dir DIR, worked out by name
+ * (snap_nested_normal); NULL if B is no such file. Caller frees.
+ */
+char *snap_nested_gitfile(const char *dir, struct buf *b);
 /* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
 char *snap_nested_inside(struct snap_nested *, const char *base,
     const char *where);

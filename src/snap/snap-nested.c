@@ -818,3 +818,76 @@ snap_nested_dotgit(struct snap_nested *nc, const char *rel)
 	free(repo);
 	free(dir);
 }
+
+char *
+snap_nested_gitfile(const char *dir, struct buf *b)
+{
+	char *abs, *norm;
+
+	/* A NUL ends the path, as it does for git. */
+	if (b->data == NULL || b->len < 8 || strncmp(b->data, "gitdir: ",
+	    8) != 0)
+		return NULL;
+	/* As git reads it: only trailing newlines and returns go. */
+	while (b->len > 8 && (b->data[b->len - 1] == '\n' ||
+	    b->data[b->len - 1] == '\r'))
+		b->data[--b->len] = '\0';
+	abs = b->data[8] == '/' ? xstrdup(b->data + 8) : xprintf("%s/%s", dir,
+	    b->data + 8);
+	norm = snap_nested_normal(abs);
+	free(abs);
+	return norm;
+}
+
+/* A submodule's git dir GITDIR: in PROJECT's .git/modules, a dir reached from PROJFD without a link. */
+static bool
+snap_nested_module_dir(int projfd, const char *project, const char *gitdir)
+{
+	char *mods = xprintf("%s/.git/modules/", project);
+	size_t n = strlen(mods);
+	bool ok;
+	int fd;
+
+	ok = strncmp(gitdir, mods, n) == 0 && gitdir[n] != '\0';
+	free(mods);
+	if (!ok || (fd = path_open_beneath(projfd, gitdir + strlen(project) +
+	    1, O_RDONLY | O_DIRECTORY, 0)) == -1)
+		return false;
+	close(fd);
+	return true;
+}
+
+char *
+snap_nested_gitdir_of(const char *project, const char *rel)
+{
+	char *dotgit = xprintf("%s/.git", rel), *dir, *gitdir = NULL;
+	struct stat st;
+	struct buf b;
+	int projfd, fd = -1;
+
+	buf_init(&b);
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1)
+		fd = path_open_beneath(projfd, dotgit, O_PATH | O_NOFOLLOW, 0);
+	if (fd != -1 && fstat(fd, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			gitdir = xprintf("%s/%s", project, dotgit);
+		else if (S_ISREG(st.st_mode) &&
+		    snap_hist_read(projfd, dotgit, &b, 4096) == 0) {
+			dir = xprintf("%s/%s", project, rel);
+			gitdir = snap_nested_gitfile(dir, &b);
+			free(dir);
+			if (gitdir != NULL && !snap_nested_module_dir(projfd,
+			    project, gitdir)) {
+				free(gitdir);
+				gitdir = NULL;
+			}
+		}
+	}
+	if (fd != -1)
+		close(fd);
+	if (projfd != -1)
+		close(projfd);
+	buf_free(&b);
+	free(dotgit);
+	return gitdir;
+}

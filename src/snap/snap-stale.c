@@ -4,8 +4,10 @@
  * unchanged, without reading it) but whose object id is not the content
  * the end snapshot just recorded. Found at the session's end from the
  * index as git lists it and the snapshot's tree, both read by git on the
- * loop, for the project's own index and then each nested repository's
- * found at the start; the files are only lstat'ed, never followed or read.
+ * loop, for the project's own index. A nested repository's entries are
+ * compared with the files themselves (it may be ignored by the project,
+ * so not in the snapshot): a file whose stat data matches its entry is
+ * hashed as git hashes a blob, opened without following a link.
  */
 #include <sys/stat.h>
 
@@ -15,10 +17,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "snap/snap-int.h"
 
 /* The most entries told one by one; the rest are counted. */
 #define SNAP_STALE_TELL 10
+/* The most bytes of a nested repository's files hashed, on the loop, at a session's end. */
+#define SNAP_STALE_HASH_MAX (256ULL << 20)
 
 enum { SNAP_STALE_INDEX, SNAP_STALE_TREE, SNAP_STALE_NRUNS };
 
@@ -30,6 +36,7 @@ struct snap_stale {
 	struct event_base *base;
 	char *project;
 	char *gitdir;             /* the own repository */
+	char *repogit;            /* the git dir of the one looked at */
 	char *tree;               /* the end snapshot's tree there */
 	struct strv repos;        /* "" (the project), then nested ones (relative) */
 	size_t at;                /* the one looked at */
@@ -142,6 +149,68 @@ snap_stale_tree_oid(const struct buf *tree, const char **at,
 	return NULL;
 }
 
+/*
+ * Whether the file at PATH beneath PROJFD holds the blob OID (hex: sha-1
+ * or sha-256 by its length) as git hashes its raw bytes; true too if it
+ * cannot be read (nothing is told then). No link is followed: a link's
+ * blob is its target.
+ */
+static bool
+snap_stale_file_is(int projfd, const char *path, const char *oid)
+{
+	unsigned char md[EVP_MAX_MD_SIZE], chunk[65536];
+	char hex[2 * EVP_MAX_MD_SIZE + 1], head[64];
+	const EVP_MD *type = strlen(oid) == 64 ? EVP_sha256() : EVP_sha1();
+	EVP_MD_CTX *ctx;
+	struct stat st;
+	unsigned int mdlen = 0, i;
+	ssize_t n = 0;
+	bool ok;
+	int fd;
+
+	fd = path_open_beneath(projfd, path, O_PATH | O_NOFOLLOW, 0);
+	if (fd == -1 || fstat(fd, &st) == -1 || (!S_ISREG(st.st_mode) &&
+	    !S_ISLNK(st.st_mode))) {
+		if (fd != -1)
+			close(fd);
+		return true;
+	}
+	if (S_ISREG(st.st_mode)) {
+		close(fd);
+		fd = path_open_beneath(projfd, path, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK, 0);
+		if (fd == -1)
+			return true;
+		if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return true;
+		}
+	}
+	ctx = EVP_MD_CTX_new();
+	ok = ctx != NULL && EVP_DigestInit_ex(ctx, type, NULL) == 1;
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(fd, "", (char *)chunk, sizeof chunk);
+		ok = ok && n >= 0;
+		snprintf(head, sizeof head, "blob %zd", n);
+		ok = ok && EVP_DigestUpdate(ctx, head, strlen(head) + 1) == 1 &&
+		    EVP_DigestUpdate(ctx, chunk, (size_t)n) == 1;
+	} else {
+		snprintf(head, sizeof head, "blob %lld", (long long)st.st_size);
+		ok = ok && EVP_DigestUpdate(ctx, head, strlen(head) + 1) == 1;
+		while (ok && (n = read(fd, chunk, sizeof chunk)) > 0)
+			ok = EVP_DigestUpdate(ctx, chunk, (size_t)n) == 1;
+		ok = ok && n == 0;
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
+	EVP_MD_CTX_free(ctx);
+	close(fd);
+	if (!ok)
+		return true;
+	for (i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return strcmp(hex, oid) == 0;
+}
+
 /* One line for an entry rewritten to hide its change (REPO: a nested repository's, or NULL). */
 static void
 snap_stale_tell(const char *repo, const char *path, struct strv *out)
@@ -150,8 +219,8 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	char *q = snap_nested_quote(full != NULL ? full : path);
 	char *qp = snap_nested_quote(path);
 	char *qr = repo != NULL ? snap_nested_quote(repo) : NULL;
-	char *where = qr != NULL ? xprintf("%s/.git/index", qr) :
-	    xstrdup(".git/index");
+	char *where = qr != NULL ? xprintf("the index of the nested "
+	    "repository %s", qr) : xstrdup(".git/index");
 	char *git = qr != NULL ? xprintf("git -C %s", qr) : xstrdup("git");
 
 	strv_addf(out, "%s: its entry in %s was rewritten in the "
@@ -170,36 +239,67 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	free(full);
 }
 
-/* snap_stale_find for the repository at DIR (REPO in the project, or NULL: the project's own). */
+/* UNCHECKED entries of the nested repository REPO's index past the bytes hashed: said in red. */
 static void
-snap_stale_find_in(const char *dir, const char *repo, int64_t since,
-    const struct buf *index, const struct buf *tree, struct strv *out)
+snap_stale_unchecked(const char *repo, size_t unchecked, struct strv *out)
+{
+	char *q = snap_nested_quote(repo);
+
+	strv_addf(out, "%zu entries of the index of the nested repository %s "
+	    "whose files changed in the session were not checked for a "
+	    "rewrite that hides a change (agentmux hashes at most %llu MiB "
+	    "of such files at a session's end): git status in %s may show "
+	    "one of them as unchanged; 'agentmux diff' shows what the "
+	    "session changed, and touching a file makes git read it again",
+	    unchecked, q, SNAP_STALE_HASH_MAX >> 20, q);
+	free(q);
+}
+
+/*
+ * snap_stale_find for the repository at DIR (REPO in the project, or
+ * NULL: the project's own). TREE NULL: the files themselves are hashed.
+ */
+static void
+snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
+    int64_t since, const struct buf *index, const struct buf *tree,
+    struct strv *out)
 {
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
 	const char *oid;
-	size_t told = 0, more = 0;
+	size_t told = 0, more = 0, unchecked = 0;
+	unsigned long long budget = SNAP_STALE_HASH_MAX;
 	struct stat ist;
 	int64_t index_mtime;
 	int projfd, rc;
 
-	if (index->data == NULL || tree->data == NULL || (projfd =
-	    open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (index->data == NULL || (tree != NULL && tree->data == NULL) ||
+	    (projfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	/* The index as git status would read it now: its time decides what is racy. */
-	index_mtime = fstatat(projfd, ".git/index", &ist,
-	    AT_SYMLINK_NOFOLLOW) == 0 ? (int64_t)ist.st_mtim.tv_sec : -1;
+	index_mtime = lstat(ipath, &ist) == 0 ? (int64_t)ist.st_mtim.tv_sec :
+	    -1;
 	p = index->data;
 	end = index->data + index->len;
-	at = tree->data;
+	at = tree != NULL ? tree->data : NULL;
 	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
 		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&
 		    e.mode != 0120000))
 			continue;
-		oid = snap_stale_tree_oid(tree, &at, e.path);
-		if (oid == NULL || strncmp(oid, e.oid, strlen(e.oid)) == 0 ||
-		    oid[strlen(e.oid)] != '\t' ||
-		    !snap_stale_stat_clean(projfd, since, index_mtime, &e))
+		if (tree != NULL) {
+			oid = snap_stale_tree_oid(tree, &at, e.path);
+			if (oid == NULL || strncmp(oid, e.oid,
+			    strlen(e.oid)) == 0 || oid[strlen(e.oid)] != '\t')
+				continue;
+		}
+		if (!snap_stale_stat_clean(projfd, since, index_mtime, &e))
+			continue;
+		if (tree == NULL && e.size > budget) {
+			unchecked++;
+			continue;
+		}
+		budget -= tree == NULL ? e.size : 0;
+		if (tree == NULL && snap_stale_file_is(projfd, e.path, e.oid))
 			continue;
 		if (told++ < SNAP_STALE_TELL)
 			snap_stale_tell(repo, e.path, out);
@@ -210,8 +310,10 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 		strv_addf(out, "%zu more entries of %s%s were rewritten "
 		    "in the session to hide a change ('agentmux diff' shows "
 		    "them; touching a file makes git read it again)", more,
-		    repo != NULL ? repo : "", repo != NULL ? "/.git/index" :
-		    ".git/index");
+		    repo != NULL ? "the index of the nested repository " :
+		    ".git/index", repo != NULL ? repo : "");
+	if (unchecked > 0)
+		snap_stale_unchecked(repo, unchecked, out);
 	close(projfd);
 }
 
@@ -219,10 +321,33 @@ void
 snap_stale_find(const char *project, int64_t since, const struct buf *index,
     const struct buf *tree, struct strv *out)
 {
-	snap_stale_find_in(project, NULL, since, index, tree, out);
+	char *ipath = xprintf("%s/.git/index", project);
+
+	snap_stale_find_in(project, NULL, ipath, since, index, tree, out);
+	free(ipath);
 }
 
 static bool snap_stale_next(struct snap_stale *);
+
+/*
+ * The check of the repository REPO ("": the project's own) could not run
+ * (WHY): said in red, for the edits its index may hide are not told.
+ */
+static void
+snap_stale_failed(struct snap_stale *sc, const char *repo, const char *why)
+{
+	char *q = *repo != '\0' ? snap_nested_quote(repo) : NULL;
+	char *where = q != NULL ? xprintf("the index of the nested "
+	    "repository %s", q) : xstrdup(".git/index");
+
+	strv_addf(&sc->alerts, "agentmux could not check %s for entries the "
+	    "session rewrote to hide a change (%s): git status%s%s may show "
+	    "an edited file as unchanged; see what the session changed with "
+	    "'agentmux diff'", where, why, q != NULL ? " in " : "",
+	    q != NULL ? q : "");
+	free(where);
+	free(q);
+}
 
 static void
 snap_stale_over(struct proc *p, void *arg)
@@ -230,7 +355,7 @@ snap_stale_over(struct proc *p, void *arg)
 	struct snap_stale *sc = arg;
 	const char *repo = sc->repos.v[sc->at];
 	struct strv out;
-	char *dir;
+	char *dir, *cause, *ipath;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -240,11 +365,12 @@ snap_stale_over(struct proc *p, void *arg)
 	sc->status[i] = proc_status(p);
 	if (sc->status[i] == 0)
 		buf_add(&sc->out[i], proc_out(p)->data, proc_out(p)->len);
-	else
-		log_warnx("cannot read %s%s for its rewritten entries: git "
-		    "exited %d", i == SNAP_STALE_INDEX ? "the index" :
-		    "the end snapshot", *repo != '\0' ? " of a nested "
-		    "repository" : "", sc->status[i]);
+	else {
+		cause = snap_git_error(i == SNAP_STALE_INDEX ? "ls-files" :
+		    "ls-tree", p);
+		snap_stale_failed(sc, repo, cause);
+		free(cause);
+	}
 	proc_free(p);
 	sc->p[i] = NULL;
 	if (--sc->pending > 0)
@@ -253,9 +379,11 @@ snap_stale_over(struct proc *p, void *arg)
 	    sc->status[SNAP_STALE_TREE] == 0) {
 		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
 		    xstrdup(sc->project);
-		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL,
-		    sc->since, &sc->out[SNAP_STALE_INDEX],
-		    &sc->out[SNAP_STALE_TREE], &sc->alerts);
+		ipath = xprintf("%s/index", sc->repogit);
+		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL, ipath,
+		    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ?
+		    NULL : &sc->out[SNAP_STALE_TREE], &sc->alerts);
+		free(ipath);
 		free(dir);
 	}
 	sc->at++;
@@ -268,7 +396,11 @@ snap_stale_over(struct proc *p, void *arg)
 	strv_free(&out);
 }
 
-/* The two git runs for the repository at sc->at: true if they run. */
+/*
+ * The git runs for the repository at sc->at: its index listed, and for
+ * the project's own the end snapshot's tree (a nested repository's files
+ * are compared themselves). True if they run.
+ */
 static bool
 snap_stale_run(struct snap_stale *sc)
 {
@@ -285,29 +417,37 @@ snap_stale_run(struct snap_stale *sc)
 		buf_reset(&sc->out[i]);
 		sc->status[i] = -1;
 	}
-	lt[6] = *repo != '\0' ? xprintf("%s:%s", sc->tree, repo) :
-	    xstrdup(sc->tree);
-	projgit = *repo != '\0' ? xprintf("%s/%s/.git", sc->project, repo) :
-	    xprintf("%s/.git", sc->project);
-	if (lstat(projgit, &st) == 0 && S_ISDIR(st.st_mode)) {
+	free(sc->repogit);
+	sc->repogit = NULL;
+	if (*repo != '\0')
+		sc->repogit = snap_nested_gitdir_of(sc->project, repo);
+	else if (lstat((projgit = xprintf("%s/.git", sc->project)), &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		sc->repogit = projgit;
+	else
+		free(projgit);
+	if (sc->repogit != NULL) {
 		sc->p[SNAP_STALE_INDEX] = snap_git_plain_spawn(sc->base,
-		    projgit, ls, NULL, snap_stale_over, sc, &cause);
-		if (sc->p[SNAP_STALE_INDEX] != NULL)
+		    sc->repogit, ls, NULL, snap_stale_over, sc, &cause);
+		if (sc->p[SNAP_STALE_INDEX] != NULL && *repo == '\0') {
+			lt[6] = sc->tree;
 			sc->p[SNAP_STALE_TREE] = snap_git_plain_spawn(sc->base,
 			    sc->gitdir, lt, NULL, snap_stale_over, sc, &cause);
+		}
 	}
-	free(projgit);
-	free(lt[6]);
 	if (cause != NULL) {
-		log_warnx("cannot look for rewritten index entries: %s", cause);
+		snap_stale_failed(sc, repo, cause);
 		free(cause);
 	}
-	if (sc->p[SNAP_STALE_TREE] == NULL) {
+	if (sc->p[SNAP_STALE_INDEX] == NULL || (*repo == '\0' &&
+	    sc->p[SNAP_STALE_TREE] == NULL)) {
 		proc_free(sc->p[SNAP_STALE_INDEX]);
 		sc->p[SNAP_STALE_INDEX] = NULL;
 		return false;
 	}
-	sc->pending = SNAP_STALE_NRUNS;
+	sc->pending = *repo == '\0' ? SNAP_STALE_NRUNS : 1;
+	if (*repo != '\0')
+		sc->status[SNAP_STALE_TREE] = 0;
 	return true;
 }
 
@@ -365,6 +505,7 @@ snap_stale_free(struct snap_stale *sc)
 	}
 	free(sc->project);
 	free(sc->gitdir);
+	free(sc->repogit);
 	free(sc->tree);
 	strv_free(&sc->repos);
 	strv_free(&sc->alerts);

@@ -186,7 +186,7 @@ struct snap_blind {
 	struct strv untr_hidden;  /* untracked files the cache hides from git status */
 	char *untr_cause;         /* why the check could not tell */
 	struct strv nmarked;      /* nested repositories' marks (snap_index_marks) */
-	struct strv nexts;        /* and their index caches: "len:repo" SIG sha-256 (hex) */
+	struct strv nexts;        /* and their index extensions: "len:repo" SIG sha-256 (hex), or "odd" */
 	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
 	int fsmn_read;            /* snap_index_ext's answer for it */
 	struct buf tree;          /* .git/index's cache-tree (TREE), empty if none */
@@ -200,10 +200,17 @@ void snap_blind_begin(const char *project, struct snap_blind *start);
 /**
  * The marks of the index of each nested repository in PROJECT (REPOS:
  * their dirs, relative), into B's nmarked, and a hash of its untracked
- * cache and fsmonitor data into B's nexts; read without git.
+ * cache, fsmonitor data and cache-tree into B's nexts ("odd" for one laid
+ * out so that git reads what agentmux cannot); read without git.
  */
 void snap_blind_nested(const char *project, const struct strv *repos,
     struct snap_blind *b);
+/**
+ * The git dir of the repository at REL in PROJECT: its .git dir, or the
+ * dir its .git file names if that lies in PROJECT's .git/modules (a
+ * submodule's), reached without a link; NULL if neither. Caller frees.
+ */
+char *snap_nested_gitdir_of(const char *project, const char *rel);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
@@ -217,7 +224,9 @@ void snap_blind_compare(const struct snap_blind *start,
  * into OUT; an untracked cache of the project's own index is said in red
  * if it hides untracked files from git status (or that cannot be told,
  * or it was laid out so that git reads what agentmux cannot), else
- * plainly into NOTES.
+ * plainly into NOTES. A nested repository's extension laid out so is
+ * dropped and said in red whatever it was at the start, and its
+ * cache-tree made or changed is checked as snap_blind_tree checks.
  */
 void snap_blind_untr(const char *project, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *out, struct strv *notes);
@@ -251,8 +260,12 @@ struct snap_blind_read *snap_blind_read_end(struct event_base *,
  * content the end snapshot's TREE (in the own repository GITDIR) holds.
  * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
  * (ALERTS borrowed). The index of each nested repository in NESTED (dirs
- * relative to PROJECT; may be NULL) is looked at too, one after another. NULL (nothing to wait for) if PROJECT has no .git
- * dir or git cannot run. snap_stale_free stops it.
+ * relative to PROJECT; may be NULL) is looked at too, one after another,
+ * against the files themselves (one the project ignores is not in the
+ * snapshot). A repository whose check cannot run is said in ALERTS with
+ * why, and the others are checked all the same. NULL (nothing to wait
+ * for) if PROJECT has no .git dir or git cannot run.
+ * snap_stale_free stops it.
  */
 struct snap_stale;
 struct snap_stale *snap_stale_start(struct event_base *,
@@ -306,6 +319,8 @@ struct snap_history_start {
 	char *project;            /* walked for nested repositories, or NULL */
 	char *sessdir;
 	atomic_bool stop;
+	bool find_only;           /* [jail] history = off: the git dirs are only found */
+	struct strv found;        /* then: the git dirs the walk found (absolute) */
 	struct snap_history *h;   /* as snap_history_begin returns it: take it */
 	struct strv notices;
 	struct strv alerts;

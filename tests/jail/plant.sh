@@ -573,17 +573,10 @@ untr_hidden() {
 	done
 }
 
-# A forged cache-tree (the reviewer's tree.py): the TREE extension's entry
-# for src2 points at a tree the session made, whose a.c is not the
-# index's. Nothing changes in the work tree, and git commit -a would take
-# the session's src2/a.c. It is dropped and told, naming src2/; one that
-# git's own commit changed is dropped with a plain note.
-tree_forged() {
-	base=$(git -C "$P" rev-parse HEAD)
-	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
-	    git add src2/a.c && git commit -qm src2 && git read-tree HEAD) ||
-	    { bad "tree: no cache-tree"; return; }
-	cat >"$P/.git/amx-tree.py" <<-'PY'
+# The reviewer's tree.py into $1: "python3 $1 INDEX DIR TREE" points the
+# cache-tree's entry for DIR at TREE (the index's checksum made again).
+tree_py() {
+	cat >"$1" <<-'PY'
 	import sys, hashlib, struct
 	p, d, sha = sys.argv[1], sys.argv[2].encode(), bytes.fromhex(sys.argv[3])
 	body = open(p, 'rb').read()[:-20]
@@ -614,6 +607,19 @@ tree_forged() {
 	out += hashlib.sha1(out).digest()
 	open(p, 'wb').write(out)
 	PY
+}
+
+# A forged cache-tree (the reviewer's tree.py): the TREE extension's entry
+# for src2 points at a tree the session made, whose a.c is not the
+# index's. Nothing changes in the work tree, and git commit -a would take
+# the session's src2/a.c. It is dropped and told, naming src2/; one that
+# git's own commit changed is dropped with a plain note.
+tree_forged() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c &&
+	    git add src2/a.c && git commit -qm src2 && git read-tree HEAD) ||
+	    { bad "tree: no cache-tree"; return; }
+	tree_py "$P/.git/amx-tree.py"
 	jrun -- sh -c 'b=$(echo "int evil;" | git hash-object -w --stdin) &&
 	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
 	    git read-tree HEAD &&
@@ -868,11 +874,157 @@ open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
 	case $OUT in *"lib/b was marked assume-unchanged in the index of the nested repository lib"*) ok ;;
 	*) bad "nested_index: an assume-unchanged mark in lib/.git/index was not flagged: $OUT" ;; esac
 	case $OUT in *"lib/d was marked"*) bad "nested_index: a mark there before was flagged: $OUT" ;; *) ok ;; esac
-	case $OUT in *"lib/c: its entry in lib/.git/index was rewritten"*"touch -- lib/c"*) ok ;;
+	case $OUT in *"lib/c: its entry in the index of the nested repository lib was rewritten"*"touch -- lib/c"*) ok ;;
 	*) bad "nested_index: a rewritten entry in lib/.git/index was not flagged: $OUT" ;; esac
 	case $("$AMX" show last 2>&1) in *"lib/a was marked skip-worktree"*"lib/c: its entry"*|*"lib/c: its entry"*"lib/a was marked skip-worktree"*) ok ;;
 	*) bad "nested_index: show does not flag them" ;; esac
 	rm -rf "$P/lib"
+}
+
+# A nested repository's cache-tree forged as the project's is (tree_forged):
+# lib/src in lib/.git/index pointed at a tree the session made. It is
+# dropped and told in red, and the user's next commit in lib takes lib's
+# own src/a.c.
+nested_tree() {
+	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && mkdir src && echo 'int a;' >src/a.c &&
+	    echo r >README && git add . && git commit -qm one &&
+	    git read-tree HEAD) || exit 1
+	tree_py "$P/lib/.git/amx-tree.py"
+	jrun -- sh -c 'cd lib && b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    git read-tree HEAD &&
+	    /usr/bin/python3 .git/amx-tree.py .git/index src $t'
+	case $OUT in *patched*) ok ;; *) bad "nested_tree: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"lib/.git/index"*"was forged in the session; it disagreed with the index entries for src/:"*"agentmux dropped it"*) ok ;;
+	*) bad "nested_tree: a forged cache-tree in lib/.git/index was not told: $OUT" ;; esac
+	(cd "$P/lib" && git status --porcelain >/dev/null && echo typo >>README &&
+	    git commit -qam typo) || bad "nested_tree: the user's commit in lib failed"
+	case $(git -C "$P/lib" show HEAD:src/a.c 2>&1) in *evil*) bad "nested_tree: the user's commit in lib took the session's src/a.c" ;;
+	*"int a;"*) ok ;; *) bad "nested_tree: src/a.c is not in the user's commit in lib" ;; esac
+	rm -rf "$P/lib"
+}
+
+# A nested repository's untracked cache laid out as only a forger lays it
+# out (untr_hidden): four bytes after the last extension, or a second
+# UNTR after the first. Either is told in red and dropped, as the
+# project's own is.
+nested_untr_odd() {
+	for how in pad dup; do
+		(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+		    git config user.name t && echo a >a && git add a &&
+		    git commit -qm one && git update-index --untracked-cache &&
+		    git -c core.untrackedCache=true status >/dev/null) || exit 1
+		cat >"$P/lib/.git/amx-odd.py" <<-'PY'
+		import sys, hashlib, struct
+		p, how = sys.argv[1], sys.argv[2]
+		body = open(p, 'rb').read()[:-20]
+		n = struct.unpack('>I', body[8:12])[0]
+		off = 12
+		for i in range(n):
+		    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+		    off += (62 + nl + 8) & ~7
+		out = bytearray(body[:off])
+		untr = b''
+		while off < len(body):
+		    sig = body[off:off + 4]
+		    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+		    if sig == b'UNTR':
+		        untr = body[off:off + 8 + sz]
+		    out += body[off:off + 8 + sz]
+		    off += 8 + sz
+		assert untr
+		out += untr if how == 'dup' else b'\0\0\0\0'
+		out += hashlib.sha1(out).digest()
+		open(p, 'wb').write(out)
+		print('patched')
+		PY
+		jrun -- sh -c 'cd lib && /usr/bin/python3 .git/amx-odd.py .git/index '$how
+		case $OUT in *patched*) ok ;; *) bad "nested_untr $how: the forgery did not apply: $OUT" ;; esac
+		case $OUT in *"the untracked cache in the index of the nested repository lib was made or changed in the session; it was laid out so that git reads another copy"*"agentmux dropped it"*) ok ;;
+		*) bad "nested_untr $how: an untracked cache laid out oddly in lib/.git/index was not told: $OUT" ;; esac
+		grep -q UNTR "$P/lib/.git/index" && bad "nested_untr $how: the untracked cache stayed in lib/.git/index" || ok
+		rm -rf "$P/lib"
+	done
+}
+
+# A nested repository the project ignores is not in the snapshot: an
+# entry of lib/.git/index rewritten back to its old blob with the new
+# stat data (nested_index) is found all the same, by the file itself.
+nested_ignored() {
+	cp "$P/.gitignore" "$T/gitignore.saved" 2>/dev/null || rm -f "$T/gitignore.saved"
+	echo /lib/ >>"$P/.gitignore"
+	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && echo 3 >c && git add . &&
+	    git commit -qm one) || exit 1
+	jrun -- sh -c 'cd lib && o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+d = open(\".git/index\", \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" &&
+	    echo forged'
+	case $OUT in *forged*) ok ;; *) bad "nested_ignored: the forgery did not apply: $OUT" ;; esac
+	st=$(git -C "$P/lib" status --porcelain 2>&1)
+	[ -z "$st" ] && ok || bad "nested_ignored: git status in lib was not blinded (the check is void): $st"
+	case $OUT in *"lib/c: its entry in the index of the nested repository lib was rewritten"*) ok ;;
+	*) bad "nested_ignored: a rewritten entry in an ignored nested repository was not flagged: $OUT" ;; esac
+	case $OUT in *"could not check"*) bad "nested_ignored: a check could not run: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/lib"
+	if [ -e "$T/gitignore.saved" ]; then mv "$T/gitignore.saved" "$P/.gitignore"
+	else rm -f "$P/.gitignore"; fi
+}
+
+# A submodule's index (.git/modules/sub/index: sub/.git is a file naming
+# it) is checked as a nested repository's: a skip-worktree mark, an entry
+# rewritten back to its old blob with the new stat data, and a forged
+# cache-tree there are each told in red, and the cache-tree dropped.
+nested_module() {
+	S=$T/modsrc
+	rm -rf "$S"
+	(git init -q "$S" && cd "$S" && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && echo 3 >c && mkdir src &&
+	    echo 'int a;' >src/a.c && git add . && git commit -qm one) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q "$S" \
+	    sub 2>/dev/null && git commit -qm sub) || exit 1
+	[ -f "$P/sub/.git" ] && [ -d "$P/.git/modules/sub" ] ||
+	    { bad "nested_module: sub is not a submodule with its git dir in .git/modules"; return; }
+	tree_py "$P/.git/modules/sub/amx-tree.py"
+	(cd "$P/sub" && git read-tree HEAD) || exit 1
+	jrun -- sh -c 'cd sub && i=$(git rev-parse --git-path index) &&
+	    b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    /usr/bin/python3 ../.git/modules/sub/amx-tree.py "$i" src $t &&
+	    o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n, i = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2]), sys.argv[3]
+d = open(i, \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(i, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$i" &&
+	    echo evil >>a && git update-index --skip-worktree a && echo forged'
+	case $OUT in *patched*forged*) ok ;; *) bad "nested_module: the forgeries did not apply: $OUT" ;; esac
+	case $OUT in *"sub/a was marked skip-worktree in the index of the nested repository sub"*) ok ;;
+	*) bad "nested_module: a skip-worktree mark in the submodule's index was not flagged: $OUT" ;; esac
+	case $OUT in *"sub/c: its entry in the index of the nested repository sub was rewritten"*) ok ;;
+	*) bad "nested_module: a rewritten entry in the submodule's index was not flagged: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"modules/sub/index"*"was forged in the session"*"agentmux dropped it"*) ok ;;
+	*) bad "nested_module: a forged cache-tree in the submodule's index was not told: $OUT" ;; esac
+	(cd "$P" && git submodule deinit -q -f sub 2>/dev/null; git rm -q -f sub &&
+	    git commit -qm unsub && rm -rf .git/modules) || exit 1
+}
+
+# With [jail] history = off the walk still finds the nested repositories
+# (nothing kept): lib's index is checked as in nested_index.
+nested_history_off() {
+	cfg=$XDG_CONFIG_HOME/agentmux/config
+	cp "$cfg" "$T/config.saved"
+	printf '[jail]\nhistory = off\n' >>"$cfg"
+	nested_index
+	cp "$T/config.saved" "$cfg"
 }
 
 # A .git file or link (or a git dir's commondir) made or changed in the
@@ -1192,6 +1344,11 @@ checks() {
 	blind
 	index_rewrite
 	nested_index
+	nested_tree
+	nested_untr_odd
+	nested_ignored
+	nested_module
+	nested_history_off
 	hardlinks
 }
 

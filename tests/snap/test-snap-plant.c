@@ -887,11 +887,58 @@ test_index_ext_forged(void **state)
 	free(index);
 }
 
+/*
+ * The git dir whose index the end checks, for a nested repository: its
+ * .git dir, or a submodule's in the project's .git/modules named by its
+ * .git file; none where the .git file names a dir elsewhere (outside, or
+ * out of .git/modules by "..") or the way to it is a link, nor where
+ * .git is itself a link.
+ */
+static void
+test_nested_gitdir_of(void **state)
+{
+	static const char *const refused[] = { "out", "up", "abs", "viamod",
+	    "dotlink", "bare" };
+	char *got, *want;
+	size_t i;
+
+	test_sh_ok("cd %s && mkdir -p lib/.git .git/modules/sub outside "
+	    "sub out up abs viamod dotlink bare && "
+	    "printf 'gitdir: ../.git/modules/sub\\n' >sub/.git && "
+	    "printf 'gitdir: ../outside\\n' >out/.git && "
+	    "printf 'gitdir: ../.git/modules/../../outside\\n' >up/.git && "
+	    "printf 'gitdir: /etc\\n' >abs/.git && "
+	    "ln -s ../../outside .git/modules/evil && "
+	    "printf 'gitdir: ../.git/modules/evil\\n' >viamod/.git && "
+	    "ln -s ../lib/.git dotlink/.git && "
+	    "printf 'gitdir: ../.git/modules/\\n' >bare/.git", proj);
+	got = snap_nested_gitdir_of(proj, "lib");
+	want = xprintf("%s/lib/.git", proj);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	got = snap_nested_gitdir_of(proj, "sub");
+	want = xprintf("%s/.git/modules/sub", proj);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	for (i = 0; i < nitems(refused); i++) {
+		got = snap_nested_gitdir_of(proj, refused[i]);
+		if (got != NULL)
+			fail_msg("%s: %s taken", refused[i], got);
+	}
+	assert_null(snap_nested_gitdir_of(proj, "none"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_setid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nested_gitdir_of, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_allow_list, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_bad_config, setup,
