@@ -1054,6 +1054,39 @@ run_files() {
 	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/target" "$P/.gitignore"
 }
 
+# The same at any depth (a monorepo's web/node_modules/.bin, app/.venv/bin)
+# and in a venv's site-packages, where python runs every *.pth's import
+# lines and sitecustomize.py at each start: each one made or changed in
+# the session is flagged; a package installed there (its own dir, a .py
+# in it) is not.
+run_deep() {
+	SP=.venv/lib/python3.11/site-packages
+	printf 'node_modules/\n.venv/\n' >"$P/.gitignore"
+	mkdir -p "$P/web/node_modules/.bin" "$P/app/.venv/bin" "$P/$SP/pkg"
+	echo vite >"$P/web/node_modules/.bin/vite"
+	echo 'PATH=x' >"$P/app/.venv/bin/activate"
+	echo /somewhere >"$P/$SP/old.pth"
+	echo pass >"$P/$SP/pkg/__init__.py"
+	jrun -- sh -c "echo evil >>web/node_modules/.bin/vite &&
+	    echo evil >>app/.venv/bin/activate &&
+	    echo 'import os; os.system(\"evil\")' >$SP/evil.pth &&
+	    echo 'import os' >>$SP/old.pth && echo evil >$SP/sitecustomize.py &&
+	    echo x >$SP/pkg/more.py && mkdir $SP/newpkg && echo done"
+	case $OUT in *done*) ok ;; *) bad "run_deep: the changes were not made: $OUT" ;; esac
+	case $OUT in *"web/node_modules/.bin/vite was changed in the session"*"npm ci"*) ok ;;
+	*) bad "run_deep: a program changed in a node_modules/.bin below the top was not flagged: $OUT" ;; esac
+	case $OUT in *"app/.venv/bin/activate was changed in the session"*) ok ;;
+	*) bad "run_deep: a venv activate below the top changed was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/evil.pth was made in the session"*"python runs it at every start"*) ok ;;
+	*) bad "run_deep: a .pth made in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/old.pth was changed in the session"*) ok ;;
+	*) bad "run_deep: a .pth changed in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/sitecustomize.py was made in the session"*) ok ;;
+	*) bad "run_deep: a sitecustomize.py made in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/pkg"*|*"$SP/newpkg"*) bad "run_deep: a package in site-packages was flagged: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/web" "$P/app" "$P/.venv" "$P/.gitignore"
+}
+
 # A .git there before the session and unchanged (gitdir: ../gd/real),
 # whose way to its git dir the session swapped: gd replaced by a link to a
 # git dir outside with core.fsmonitor set. agentmux reads the way
@@ -1173,6 +1206,7 @@ checks() {
 	link_out
 	venv_link
 	run_files
+	run_deep
 	dotgit_swap
 	scan_limit
 	rebase_left
