@@ -442,7 +442,15 @@ snap_plant_rerere(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
-/* Inside a git dir: object stores skipped, module git dirs defused, links moved out. */
+/*
+ * Inside a git dir: module git dirs defused, links moved out. Object
+ * stores are walked too: "any file named HEAD beside it" is all a skip
+ * could go by, and a link out of the project planted there would go
+ * untold (git reads a loose object or a pack through a link, and the
+ * user's tools follow it as well). The git dirs agentmux keeps (their
+ * objects/ an overlay whose writes come back checked) hold few loose
+ * objects; they count towards [jail] scan_limit as any file does.
+ */
 static void
 snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
     const char *rel)
@@ -454,10 +462,7 @@ snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
 		return;
 	}
 	parent = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
-	if (strcmp(e->fts_name, "objects") == 0 &&
-	    snap_plant_is_gitdir(w, parent))
-		fts_set(fts, e, FTS_SKIP);
-	else if (strcmp(e->fts_name, "rr-cache") == 0 &&
+	if (strcmp(e->fts_name, "rr-cache") == 0 &&
 	    snap_plant_is_gitdir(w, parent)) {
 		snap_plant_rerere(w, rel, e->fts_statp);
 		fts_set(fts, e, FTS_SKIP);

@@ -978,6 +978,21 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	rm -rf "$P/lk" "$O"
 }
 
+# A link out of the project in the objects/ of a git dir the session made
+# (any file as its HEAD beside it) is told and moved out, as anywhere.
+objects_link() {
+	jrun -- sh -c "mkdir -p x/.git/objects/ab && echo junk >x/.git/HEAD &&
+	    ln -s '$HOME/.ssh' x/.git/objects/keys &&
+	    ln -s /etc/passwd x/.git/objects/ab/cd && echo linked"
+	case $OUT in *linked*) ok ;; *) bad "objects_link: the links were not made: $OUT" ;; esac
+	case $OUT in *"x/.git/objects/keys in a git dir was made a link in the session"*) ok ;;
+	*) bad "objects_link: a link out in a planted git dir's objects/ was not told: $OUT" ;; esac
+	case $OUT in *"x/.git/objects/ab/cd in a git dir was made a link"*) ok ;;
+	*) bad "objects_link: a link out one dir down in objects/ was not told: $OUT" ;; esac
+	[ -L "$P/x/.git/objects/keys" ] && bad "objects_link: the link was left in objects/" || ok
+	rm -rf "$P/x"
+}
+
 # A venv made in the session (python -m venv: bin/python3 ->
 # /usr/bin/python3, beside pyvenv.cfg) is said plainly, not flagged; a
 # link to ~/.ssh in the same bin dir, and one to /usr/bin/python3 in a
@@ -1204,6 +1219,7 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	objects_link
 	venv_link
 	run_files
 	run_deep

@@ -345,6 +345,38 @@ test_other_names(void **state)
 }
 
 /*
+ * A link out of the project in the objects/ of a git dir the session
+ * made (any file as its HEAD, so that it passes for one) is told, as it
+ * is anywhere: the walk skips no objects/ dir, and the link is moved out.
+ */
+static void
+test_objects_link(void **state)
+{
+	struct snap_plant_result res;
+	char *all;
+	size_t i;
+
+	test_sh_ok("cd %s && mkdir -p x/.git/objects/ab && echo junk "
+	    ">x/.git/HEAD && ln -s /etc/passwd x/.git/objects/ab/cd && "
+	    "mkdir -p .git/objects/ef && echo 'ref: refs/heads/main' "
+	    ">.git/HEAD && ln -s /etc x/.git/objects/ef2", proj);
+	scan(0, false, &res);
+	all = xstrdup("");
+	for (i = 0; i < res.alerts.n; i++) {
+		char *next = xprintf("%s%s\n", all, res.alerts.v[i]);
+
+		free(all);
+		all = next;
+	}
+	if (strstr(all, "x/.git/objects/ab/cd") == NULL ||
+	    strstr(all, "x/.git/objects/ef2") == NULL)
+		fail_msg("a link out of the project in objects/ was not told: "
+		    "%s", all);
+	free(all);
+	snap_plant_result_free(&res);
+}
+
+/*
  * A rebase left in progress (a break, then exec lines, one with an escape
  * in it) is told with its exec lines quoted; one in progress at the start
  * is not.
@@ -903,6 +935,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_own_dotgit_swap, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_objects_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
 		    teardown),
