@@ -1209,6 +1209,33 @@ scan_limit() {
 	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link"
 }
 
+# A dir filled past [jail] scan_limit (400 files, the limit 50) hides
+# nothing at its depth or above: the walk is breadth first and reads the
+# smaller dirs of a depth first, so a link out and a git dir with
+# core.fsmonitor made in a sibling dir are flagged and defused, and the
+# cut is still told.
+scan_bfs() {
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nscan_limit = 50\n' >>"$C"
+	mkdir -p "$P/a"
+	i=0
+	while [ $i -lt 400 ]; do i=$((i + 1))
+		: >"$P/a/a-file-with-a-rather-long-name-to-fill-the-dir-$i"; done
+	jrun -- sh -c "mkdir z && ln -s /etc/passwd z/l && git init -q z &&
+	    git -C z config core.fsmonitor 'touch $MARK; false' && echo planted"
+	case $OUT in *planted*"holds more than 50 files and dirs"*) ok ;;
+	*) bad "scan_bfs: the cut scan was not told: $OUT" ;; esac
+	case $OUT in *"z/l is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "scan_bfs: a link out beside a filled dir was not flagged past the scan limit: $OUT" ;; esac
+	[ -z "$(git -C "$P/z" config core.fsmonitor)" ] && ok ||
+	    bad "scan_bfs: a git dir made beside a filled dir kept core.fsmonitor past the scan limit"
+	(cd "$P/z" && git status >/dev/null 2>&1)
+	pwned && bad "scan_bfs: git status on the host ran a planted core.fsmonitor" || ok
+	cp "$T/config.saved" "$C"
+	rm -rf "$P/a" "$P/z" "$MARK"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -1225,6 +1252,7 @@ checks() {
 	run_deep
 	dotgit_swap
 	scan_limit
+	scan_bfs
 	rebase_left
 	config_keys
 	modules
