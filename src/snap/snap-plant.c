@@ -1200,6 +1200,29 @@ snap_plant_plain(int projfd, const char *rel)
 	return plain;
 }
 
+/*
+ * A protected path that is a link (.envrc -> scripts/envrc): the link is
+ * not bound (a bind would land on its target), so its target, where it
+ * lies in the project and is a regular file or dir, is protected in its
+ * place; else the jail could rewrite what the user's tool runs through
+ * the link. The link itself is told if the session changes it.
+ */
+static char *snap_plant_resolve(const char *, int, const char *,
+    struct strv *);
+
+static void
+snap_plant_existing_link(const char *project, int projfd, const char *rel,
+    struct strv *out)
+{
+	char *real;
+
+	real = snap_plant_resolve(project, projfd, rel, NULL);
+	if (real != NULL && snap_plant_plain(projfd, real) &&
+	    !strv_contains(out, real))
+		strv_add(out, real);
+	free(real);
+}
+
 void
 snap_plant_existing(const char *project, char *const *patterns, size_t n,
     struct strv *out)
@@ -1221,6 +1244,9 @@ snap_plant_existing(const char *project, char *const *patterns, size_t n,
 			if (snap_plant_plain(projfd, found.v[j]) &&
 			    !strv_contains(out, found.v[j]))
 				strv_add(out, found.v[j]);
+			else
+				snap_plant_existing_link(project, projfd,
+				    found.v[j], out);
 		}
 		strv_free(&found);
 	}

