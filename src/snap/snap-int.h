@@ -845,8 +845,8 @@ typedef void snap_walk_ent_cb(void *arg, struct snap_walk_ent *);
 /*
  * Walks ROOT (ROOTFD) breadth first: every entry of one depth before any
  * of the next, a dir's non-dirs before its dirs, each by name; no link
- * followed, no other file system gone into. DIR_CB is called with the
- * carry of each dir as it is read; ENT_CB with each entry. 1 if it
+ * followed, no other file system gone into. DIR_CB (if not NULL) is
+ * called with the carry of each dir as it is read; ENT_CB with each entry. 1 if it
  * stopped after LIMIT entries, else 0.
  */
 int snap_walk(const char *root, int rootfd, size_t limit,

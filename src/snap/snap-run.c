@@ -296,92 +296,61 @@ snap_run_enter(const char *name)
 	return true;
 }
 
-/* The dirs in DIR ("" the top) into SUBS, each entry counted in *SEEN: -1 past LIMIT. */
-static int
-snap_run_subdirs(int projfd, const char *dir, struct strv *subs,
-    int64_t *seen, int64_t limit)
-{
-	struct dirent *de;
-	struct stat st;
-	DIR *d;
-	int fd, rc = 0;
-
-	if ((fd = path_open_beneath(projfd, *dir != '\0' ? dir : ".",
-	    O_RDONLY | O_DIRECTORY, 0)) == -1)
-		return 0;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return 0;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name,
-		    "..") == 0)
-			continue;
-		if (++*seen > limit) {
-			rc = -1;
-			break;
-		}
-		if (fstatat(dirfd(d), de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-			strv_add(subs, de->d_name);
-	}
-	closedir(d);
-	return rc;
-}
-
-/* The N run dirs of PATTERNS under DIR whose first component SUBS holds (a glob: any). */
+/* The N run dirs of PATTERNS whose first component names the dir E, expanded beside it. */
 static void
-snap_run_here(int projfd, const char *dir, const struct strv *subs,
+snap_run_here(int projfd, const struct snap_walk_ent *e,
     const char *const *patterns, size_t n, const char *const *want,
     struct snap_run *r)
 {
-	char *comp;
+	const char *slash = strrchr(e->rel, '/');
+	char *comp, *dir;
 	size_t i;
 
+	dir = slash != NULL ? xstrndup(e->rel, (size_t)(slash - e->rel)) :
+	    xstrdup("");
 	for (i = 0; i < n; i++) {
 		comp = xstrndup(patterns[i], strcspn(patterns[i], "/"));
-		if (snap_run_glob(comp) || strv_contains(subs, comp))
+		if (fnmatch(comp, e->name, FNM_PERIOD) == 0)
 			snap_run_expand(projfd, dir, patterns[i], want, r);
 		free(comp);
 	}
+	free(dir);
+}
+
+struct snap_run_search {
+	int projfd;
+	struct snap_run *r;
+};
+
+/* One entry of the search: a dir that may begin a run dir. */
+static void
+snap_run_entry(void *arg, struct snap_walk_ent *e)
+{
+	struct snap_run_search *rs = arg;
+
+	if (e->info != SNAP_WALK_D)
+		return;
+	snap_run_here(rs->projfd, e, snap_run_dirs, nitems(snap_run_dirs),
+	    NULL, rs->r);
+	snap_run_here(rs->projfd, e, snap_run_sites, nitems(snap_run_sites),
+	    snap_run_site_code, rs->r);
+	e->skip = !snap_run_enter(e->name);
 }
 
 /*
- * The run dirs at any depth, breadth first (the shallow ones first),
- * nothing followed; past LIMIT entries ([jail] scan_limit) the search
- * stops and R says it was cut.
+ * The run dirs at any depth, breadth first (snap-walk.c: the shallow ones
+ * first), nothing followed; past LIMIT entries ([jail] scan_limit) the
+ * search stops and R says it was cut.
  */
 static void
-snap_run_search(int projfd, int64_t limit, struct snap_run *r)
+snap_run_search(const char *project, int projfd, int64_t limit,
+    struct snap_run *r)
 {
-	struct strv queue, subs;
-	int64_t seen = 0;
-	size_t i, j;
-	char *dir;
+	struct snap_run_search rs = { projfd, r };
 
-	strv_init(&queue);
-	strv_add(&queue, "");
-	for (i = 0; i < queue.n && !r->cut; i++) {
-		dir = queue.v[i];
-		strv_init(&subs);
-		if (snap_run_subdirs(projfd, dir, &subs, &seen, limit) == -1)
-			r->cut = true;
-		snap_run_here(projfd, dir, &subs, snap_run_dirs,
-		    nitems(snap_run_dirs), NULL, r);
-		snap_run_here(projfd, dir, &subs, snap_run_sites,
-		    nitems(snap_run_sites), snap_run_site_code, r);
-		for (j = 0; j < subs.n; j++) {
-			if (!snap_run_enter(subs.v[j]))
-				continue;
-			strv_take(&queue, *dir != '\0' ? xprintf("%s/%s", dir,
-			    subs.v[j]) : xstrdup(subs.v[j]));
-		}
-		strv_free(&subs);
-		/* Done with: a wide tree's queue holds only what is left. */
-		free(queue.v[i]);
-		queue.v[i] = xstrdup("");
-	}
-	strv_free(&queue);
+	if (snap_walk(project, projfd, (size_t)limit, NULL, snap_run_entry,
+	    &rs) == 1)
+		r->cut = true;
 }
 
 void
@@ -398,7 +367,8 @@ snap_run_look(const char *project, char *const *more, size_t nmore,
 		log_warnx("cannot read %s: %s", project, strerror(errno));
 		return;
 	}
-	snap_run_search(projfd, limit > 0 ? limit : CONFIG_SCAN_LIMIT, r);
+	snap_run_search(project, projfd, limit > 0 ? limit : CONFIG_SCAN_LIMIT,
+	    r);
 	for (i = 0; i < nmore; i++)
 		snap_run_expand(projfd, "", more[i], NULL, r);
 	close(projfd);

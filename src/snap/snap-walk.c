@@ -197,7 +197,8 @@ snap_walk_dir(struct snap_walk *sw, const struct snap_walk_dir *d)
 	size_t i, n;
 	int cut = 0;
 
-	sw->dir_cb(sw->arg, d->carry);
+	if (sw->dir_cb != NULL)
+		sw->dir_cb(sw->arg, d->carry);
 	n = snap_walk_list(sw, d, &v);
 	for (i = 0; i < n; i++) {
 		if (!cut && ++sw->seen > sw->limit)
