@@ -115,10 +115,16 @@ snap_walk_read(DIR *dir, bool dirs, size_t room, struct snap_walk_ent **v,
 	while (*n < room && (de = readdir(dir)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/*
+		 * Stated in one pass only: by its d_type where the file system
+		 * gives one (swapped since, it is still listed once).
+		 */
+		if (de->d_type != DT_UNKNOWN && (de->d_type == DT_DIR) != dirs)
+			continue;
 		if (fstatat(dirfd(dir), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			st.st_mode = 0;
-		if (S_ISDIR(st.st_mode) != dirs)
+		if (de->d_type == DT_UNKNOWN && S_ISDIR(st.st_mode) != dirs)
 			continue;
 		if (*n == *size) {
 			*size = *size == 0 ? 16 : *size * 2;
