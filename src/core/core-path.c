@@ -158,6 +158,19 @@ path_runtime_dir(void)
 	return path_runtime;
 }
 
+const char *
+path_runtime_dir_need(char **cause)
+{
+	char *made;
+
+	if (path_runtime == NULL) {
+		if ((made = path_runtime_dir_create(cause)) == NULL)
+			return NULL;
+		free(made);
+	}
+	return path_runtime;
+}
+
 char *
 path_runtime_dir_create(char **cause)
 {

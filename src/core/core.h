@@ -271,6 +271,8 @@ char *path_runtime_dir_create(char **cause);
 void path_runtime_dir_remove(void);
 /** The runtime dir of this process, or NULL if none was made; borrowed. */
 const char *path_runtime_dir(void);
+/** The runtime dir of this process, made first if none was; borrowed, NULL with *cause. */
+const char *path_runtime_dir_need(char **cause);
 /**
  * Checks that DIR is a real directory (not a symlink), owned by UID, with
  * no permission bits outside MODE. Returns an fd opened O_DIRECTORY|O_NOFOLLOW,

@@ -417,7 +417,7 @@ session_guard_run(struct session *s)
 		return;
 	snap_run_init(&now);
 	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
-	    s->cf->jail.watch_ignored.n, &now);
+	    s->cf->jail.watch_ignored.n, s->cf->jail.scan_limit, &now);
 	strv_init(&out);
 	strv_init(&notes);
 	snap_run_compare(&s->run_start, &now, &out, &notes);

@@ -1226,7 +1226,7 @@ session_plan_runfiles(struct session *s, struct session_setup *sp,
 	(void)sp;
 	(void)cause;
 	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
-	    s->cf->jail.watch_ignored.n, &s->run_start);
+	    s->cf->jail.watch_ignored.n, s->cf->jail.scan_limit, &s->run_start);
 	return SESSION_PLAN_NEXT;
 }
 

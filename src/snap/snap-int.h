@@ -823,4 +823,39 @@ extern void (*snap_plant_dir_checked)(const char *rel);
  */
 extern void (*snap_history_dir_walked)(const char *path);
 
+/* ---- the end-of-session walk's order (snap-walk.c) ---- */
+
+enum snap_walk_info {
+	SNAP_WALK_D,      /* a dir, gone into unless skipped */
+	SNAP_WALK_DNR,    /* a dir that cannot be read */
+	SNAP_WALK_F,      /* a regular file */
+	SNAP_WALK_SL,     /* a link, never followed */
+	SNAP_WALK_OTHER,  /* a FIFO, socket or device */
+};
+
+/* One entry, as the walk hands it to its callback. */
+struct snap_walk_ent {
+	const char *path;         /* ROOT/REL */
+	const char *rel;          /* relative to the root */
+	const char *name;
+	int level;                /* 1 for the root's own entries */
+	enum snap_walk_info info;
+	struct stat st;           /* lstat */
+	bool skip;                /* the callback: do not go into this dir */
+	char *carry;              /* the callback: xstrdup'd, handed back as this dir is read */
+};
+
+typedef void snap_walk_dir_cb(void *arg, const char *carry);
+typedef void snap_walk_ent_cb(void *arg, struct snap_walk_ent *);
+
+/*
+ * Walks ROOT (ROOTFD) breadth first: every entry of one depth before any
+ * of the next, a dir's non-dirs before its dirs, each by name; no link
+ * followed, no other file system gone into. DIR_CB (if not NULL) is
+ * called with the carry of each dir as it is read; ENT_CB with each entry. 1 if it
+ * stopped after LIMIT entries, else 0.
+ */
+int snap_walk(const char *root, int rootfd, size_t limit,
+    snap_walk_dir_cb *dir_cb, snap_walk_ent_cb *ent_cb, void *arg);
+
 #endif

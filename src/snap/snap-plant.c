@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <fts.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,6 @@ struct snap_plant_walk {
 	struct snap_plant_result *res;
 	struct snap_nested nc;
 	char *inside;             /* the git dir not named .git the walk is in */
-	size_t entries;           /* looked at so far */
 	size_t links_out;         /* links out of the project the session made */
 	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
@@ -49,7 +47,9 @@ struct snap_plant_walk {
  * ([jail] scan_limit) the walk stops and says so, in every session it
  * stops in (one that fills an ignored dir first would otherwise hide what
  * it planted past it); the watched files are looked at by name before the
- * walk. Deep is bounded already: fts cannot go past PATH_MAX, and neither
+ * walk, which is breadth first (snap-walk.c): a filled dir hides nothing
+ * at a lesser depth. Deep is bounded already: the walk goes into nothing
+ * past PATH_MAX, and neither
  * can git's own search for a repository (it starts from the working
  * directory's path).
  */
@@ -227,9 +227,10 @@ AM_TESTABLE void (*snap_plant_dir_checked)(const char *);
  * is said.
  */
 static void
-snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
+    const char *rel)
 {
-	const struct stat *was = e->fts_statp;
+	const struct stat *was = &e->st;
 	struct stat now;
 	char *q;
 	int fd, rc = -1;
@@ -244,7 +245,7 @@ snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
 	if (snap_plant_dir_checked != NULL)
 		snap_plant_dir_checked(rel);
 	/*
-	 * Changed through an O_PATH descriptor of the dir fts saw, never by
+	 * Changed through an O_PATH descriptor of the dir the walk saw, never by
 	 * name: a dir swapped since for a link would have the chmod land
 	 * where the link points (a --shared session's jail may still run).
 	 */
@@ -273,17 +274,18 @@ snap_plant_open_up(struct snap_plant_walk *w, FTSENT *e, const char *rel)
  * in a git dir.
  */
 static void
-snap_plant_other_gitdir(struct snap_plant_walk *w, FTSENT *e, const char *rel)
+snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
+    const char *rel)
 {
 	char *repo;
 
-	if (w->inside != NULL || (e->fts_level == 1 && w->o->had_git &&
-	    strcmp(e->fts_name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
+	if (w->inside != NULL || (e->level == 1 && w->o->had_git &&
+	    strcmp(e->name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
 		return;
-	if (e->fts_info == FTS_D)
+	if (e->info == SNAP_WALK_D)
 		w->inside = xstrdup(rel);
 	snap_plant_open_up(w, e, rel);
-	repo = xprintf("%s (a git dir named %s)", e->fts_path, e->fts_name);
+	repo = xprintf("%s (a git dir named %s)", e->path, e->name);
 	snap_nested_gitdir(&w->nc, repo, rel);
 	free(repo);
 }
@@ -442,30 +444,35 @@ snap_plant_rerere(struct snap_plant_walk *w, const char *rel,
 	free(q);
 }
 
-/* Inside a git dir: object stores skipped, module git dirs defused, links moved out. */
+/*
+ * Inside a git dir: module git dirs defused, links moved out. Object
+ * stores are walked too: "any file named HEAD beside it" is all a skip
+ * could go by, and a link out of the project planted there would go
+ * untold (git reads a loose object or a pack through a link, and the
+ * user's tools follow it as well). The git dirs agentmux keeps (their
+ * objects/ an overlay whose writes come back checked) hold few loose
+ * objects; they count towards [jail] scan_limit as any file does.
+ */
 static void
-snap_plant_in_gitdir(struct snap_plant_walk *w, FTS *fts, FTSENT *e,
+snap_plant_in_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
     const char *rel)
 {
 	char *parent, *repo;
 
-	if (e->fts_info != FTS_D) {
-		snap_plant_special(w, rel, e->fts_statp);
+	if (e->info != SNAP_WALK_D) {
+		snap_plant_special(w, rel, &e->st);
 		return;
 	}
 	parent = xstrndup(rel, (size_t)(strrchr(rel, '/') - rel));
-	if (strcmp(e->fts_name, "objects") == 0 &&
-	    snap_plant_is_gitdir(w, parent))
-		fts_set(fts, e, FTS_SKIP);
-	else if (strcmp(e->fts_name, "rr-cache") == 0 &&
+	if (strcmp(e->name, "rr-cache") == 0 &&
 	    snap_plant_is_gitdir(w, parent)) {
-		snap_plant_rerere(w, rel, e->fts_statp);
-		fts_set(fts, e, FTS_SKIP);
+		snap_plant_rerere(w, rel, &e->st);
+		e->skip = true;
 	}
 	else if (strncmp(rel, ".git/modules/", 13) == 0 &&
 	    snap_plant_is_gitdir(w, rel)) {
 		/* However it got there: renamed, copied or made in the session. */
-		repo = xprintf("%s (a submodule's git dir)", e->fts_path);
+		repo = xprintf("%s (a submodule's git dir)", e->path);
 		snap_nested_gitdir(&w->nc, repo, rel);
 		free(repo);
 	}
@@ -595,39 +602,51 @@ snap_plant_more_links(struct snap_plant_walk *w)
 	free(q);
 }
 
+/* A dir of the walk is read: CARRY, the git dir of another name it lies in, if any. */
+static void
+snap_plant_dir_read(void *arg, const char *carry)
+{
+	struct snap_plant_walk *w = arg;
+
+	free(w->inside);
+	w->inside = carry != NULL ? xstrdup(carry) : NULL;
+}
+
 /* One entry of the walk. */
 static void
-snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
+snap_plant_entry(void *arg, struct snap_walk_ent *e)
 {
-	const char *rel = e->fts_path + strlen(w->o->project) + 1;
-	bool own = e->fts_level == 1 && w->o->had_git;
+	struct snap_plant_walk *w = arg;
+	const char *rel = e->rel;
+	bool own = e->level == 1 && w->o->had_git;
 
-	/* Left the git dir of another name (fts may not say: an unreadable one). */
+	/* Left the git dir of another name: a sibling of it comes next. */
 	if (w->inside != NULL && !snap_plant_under(w->inside, rel)) {
 		free(w->inside);
 		w->inside = NULL;
 	}
-	if (e->fts_info == FTS_DP || e->fts_info == FTS_ERR ||
-	    e->fts_info == FTS_NS)
-		return;
 	/* A repository of the session's making, nested or at the top. */
-	if (strcmp(e->fts_name, ".git") == 0 && !own)
+	if (strcmp(e->name, ".git") == 0 && !own)
 		snap_nested_dotgit(&w->nc, rel);
-	else if (strcmp(e->fts_name, ".git") == 0)
+	else if (strcmp(e->name, ".git") == 0)
 		snap_nested_own_dotgit(&w->nc, rel);
-	if (e->fts_info != FTS_DNR && snap_plant_gitpath(w, rel))
-		snap_plant_in_gitdir(w, fts, e, rel);
+	if (e->info != SNAP_WALK_DNR && snap_plant_gitpath(w, rel))
+		snap_plant_in_gitdir(w, e, rel);
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */
-	if (e->fts_info == FTS_D || e->fts_info == FTS_DNR)
+	if (e->info == SNAP_WALK_D || e->info == SNAP_WALK_DNR)
 		snap_plant_other_gitdir(w, e, rel);
-	else if ((e->fts_info == FTS_SL || e->fts_info == FTS_SLNONE) &&
-	    strcmp(e->fts_name, ".git") != 0 && !snap_plant_gitpath(w, rel))
-		snap_plant_link_out(w, rel, e->fts_statp);
-	snap_plant_setid(w, rel, e->fts_statp);
+	else if (e->info == SNAP_WALK_SL && strcmp(e->name, ".git") != 0 &&
+	    !snap_plant_gitpath(w, rel))
+		snap_plant_link_out(w, rel, &e->st);
+	snap_plant_setid(w, rel, &e->st);
 	/* Looked at by name already (snap_plant_direct): once. */
-	if (!snap_nested_changed(e->fts_statp, w->o->since) ||
+	if (!snap_nested_changed(&e->st, w->o->since) ||
 	    !strv_contains(&w->direct, rel))
-		snap_plant_watch(w->o, w->res, w->nc.projfd, rel, e->fts_statp);
+		snap_plant_watch(w->o, w->res, w->nc.projfd, rel, &e->st);
+	/* What lies in it is read later: it carries the git dir it is in. */
+	if (e->info == SNAP_WALK_D && w->inside != NULL &&
+	    (strcmp(w->inside, rel) == 0 || snap_plant_under(w->inside, rel)))
+		e->carry = xstrdup(w->inside);
 }
 
 static void
@@ -650,32 +669,13 @@ snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
 
 static void snap_plant_direct(struct snap_plant_walk *);
 
-/*
- * The walk's order in each dir: what is not a dir first, then the dirs,
- * each by name. A dir's files are looked at before anything below it, so
- * a dir filled past [jail] scan_limit cannot hide a file planted at the
- * project's top (a link out of it, a set-uid file).
- */
-static int
-snap_plant_order(const FTSENT **a, const FTSENT **b)
-{
-	bool adir = (*a)->fts_info == FTS_D, bdir = (*b)->fts_info == FTS_D;
-
-	if (adir != bdir)
-		return adir ? 1 : -1;
-	return strcmp((*a)->fts_name, (*b)->fts_name);
-}
-
 int
 snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
 {
-	char *const roots[] = { (char *)o->project, NULL };
 	int64_t limit = o->max_entries > 0 ? o->max_entries :
 	    CONFIG_SCAN_LIMIT;
 	struct snap_plant_walk w;
-	FTSENT *e;
-	FTS *fts;
 
 	memset(&w, 0, sizeof w);
 	w.o = o;
@@ -688,12 +688,9 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	strv_init(&w.nc.done);
 	strv_init(&w.direct);
 	w.nc.projfd = open(o->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (w.nc.projfd == -1 || (fts = fts_open(roots, FTS_PHYSICAL |
-	    FTS_NOCHDIR | FTS_XDEV, snap_plant_order)) == NULL) {
+	if (w.nc.projfd == -1) {
 		*cause = xprintf("cannot read %s: %s", o->project,
 		    strerror(errno));
-		if (w.nc.projfd != -1)
-			close(w.nc.projfd);
 		strv_free(&w.nc.done);
 		return -1;
 	}
@@ -701,15 +698,9 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	/* The project itself made a repository (where it had no .git). */
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
-	while ((e = fts_read(fts)) != NULL) {
-		if (e->fts_level >= 1 && ++w.entries > (size_t)limit) {
-			snap_plant_too_many(&w, limit);
-			break;
-		}
-		if (e->fts_level >= 1)
-			snap_plant_entry(&w, fts, e);
-	}
-	fts_close(fts);
+	if (snap_walk(o->project, w.nc.projfd, (size_t)limit,
+	    snap_plant_dir_read, snap_plant_entry, &w) == 1)
+		snap_plant_too_many(&w, limit);
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		snap_plant_more_links(&w);
 	free(w.inside);
@@ -1209,6 +1200,29 @@ snap_plant_plain(int projfd, const char *rel)
 	return plain;
 }
 
+/*
+ * A protected path that is a link (.envrc -> scripts/envrc): the link is
+ * not bound (a bind would land on its target), so its target, where it
+ * lies in the project and is a regular file or dir, is protected in its
+ * place; else the jail could rewrite what the user's tool runs through
+ * the link. The link itself is told if the session changes it.
+ */
+static char *snap_plant_resolve(const char *, int, const char *,
+    struct strv *);
+
+static void
+snap_plant_existing_link(const char *project, int projfd, const char *rel,
+    struct strv *out)
+{
+	char *real;
+
+	real = snap_plant_resolve(project, projfd, rel, NULL);
+	if (real != NULL && snap_plant_plain(projfd, real) &&
+	    !strv_contains(out, real))
+		strv_add(out, real);
+	free(real);
+}
+
 void
 snap_plant_existing(const char *project, char *const *patterns, size_t n,
     struct strv *out)
@@ -1230,6 +1244,9 @@ snap_plant_existing(const char *project, char *const *patterns, size_t n,
 			if (snap_plant_plain(projfd, found.v[j]) &&
 			    !strv_contains(out, found.v[j]))
 				strv_add(out, found.v[j]);
+			else
+				snap_plant_existing_link(project, projfd,
+				    found.v[j], out);
 		}
 		strv_free(&found);
 	}

@@ -515,14 +515,9 @@ static int
 snap_repo_finish(struct snap_repo *r, const char *tag, char **cause)
 {
 	const char *rt;
-	char *made;
 
-	if (path_runtime_dir() == NULL) {
-		if ((made = path_runtime_dir_create(cause)) == NULL)
-			return -1;
-		free(made);
-	}
-	rt = path_runtime_dir();
+	if ((rt = path_runtime_dir_need(cause)) == NULL)
+		return -1;
 	r->private = xprintf("%s/snap-%s", rt, tag);
 	r->index = xprintf("%s/index", r->private);
 	if (path_mkdir_p(r->private, 0700) == -1) {

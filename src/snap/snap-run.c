@@ -1,10 +1,12 @@
 /*
- * Ignored files the user runs: a venv's bin dir (activate, python),
- * node_modules/.bin, a tox env's bin dir. Ignored, so no snapshot holds
- * them; a session could rewrite them with no trace. A cheap fingerprint of
- * each (lstat only: size, mtime, ctime, inode, mode, a link's target, the
- * file a link inside the project names, reached without following a
- * link) is taken at the start and compared at the end.
+ * Ignored files the user runs: a venv's bin dir (activate, python), its
+ * site-packages' start-up code (*.pth, sitecustomize.py), node_modules/.bin,
+ * a tox env's bin dir, at any depth (a monorepo's web/node_modules/.bin).
+ * Ignored, so no snapshot holds them; a session could rewrite them with no
+ * trace. A cheap fingerprint of each (lstat only: size, mtime, ctime,
+ * inode, mode, a link's target, the file a link inside the project names,
+ * reached without following a link) is taken at the start and compared
+ * at the end.
  */
 #include <sys/stat.h>
 
@@ -24,9 +26,31 @@
 /* The most changed files told one by one; the rest are counted. */
 #define SNAP_RUN_TELL 20
 
-/* The run dirs, relative to the project (a glob per component); [jail] watch_ignored adds more. */
+/*
+ * The run dirs, relative to any dir of the project (a glob per
+ * component); [jail] watch_ignored adds more, relative to the top.
+ */
 static const char *const snap_run_dirs[] = {
 	".venv/bin", "venv/bin", "env/bin", ".tox/*/bin", "node_modules/.bin",
+};
+
+/* Where python runs the import lines of every *.pth at each start; only those files are watched there. */
+static const char *const snap_run_sites[] = {
+	".venv/lib/python3*/site-packages", "venv/lib/python3*/site-packages",
+	"env/lib/python3*/site-packages", ".tox/*/lib/python3*/site-packages",
+};
+
+/* What python runs in a site-packages dir. */
+static const char *const snap_run_site_code[] = {
+	"*.pth", "sitecustomize.py", "usercustomize.py", NULL,
+};
+
+/*
+ * Dirs the search for run dirs does not go into: git's, and the run dirs'
+ * own trees (a dependency's node_modules/.bin is not on the user's PATH).
+ */
+static const char *const snap_run_skip[] = {
+	".git", "node_modules", ".venv", "venv", ".tox",
 };
 
 void
@@ -35,6 +59,7 @@ snap_run_init(struct snap_run *r)
 	strv_init(&r->dirs);
 	strv_init(&r->files);
 	r->capped = false;
+	r->cut = false;
 	r->taken = false;
 }
 
@@ -45,6 +70,7 @@ snap_run_free(struct snap_run *r)
 	strv_free(&r->dirs);
 	strv_free(&r->files);
 	r->capped = false;
+	r->cut = false;
 	r->taken = false;
 }
 
@@ -143,9 +169,23 @@ snap_run_link(struct buf *b, int projfd, int dirfd, const char *dir,
 		close(fd);
 }
 
-/* Fingerprints what is in the run dir DIR (relative) into R. */
+/* True if NAME is one NAMES (NULL: all; a NULL-ended list of globs) asks for. */
+static bool
+snap_run_wanted(const char *const *names, const char *name)
+{
+	if (names == NULL)
+		return true;
+	for (; *names != NULL; names++) {
+		if (fnmatch(*names, name, FNM_PERIOD) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Fingerprints what is in the run dir DIR (relative) that NAMES asks for into R. */
 static void
-snap_run_dir(int projfd, const char *dir, struct snap_run *r)
+snap_run_dir(int projfd, const char *dir, const char *const *names,
+    struct snap_run *r)
 {
 	struct dirent *de;
 	struct stat st;
@@ -162,7 +202,8 @@ snap_run_dir(int projfd, const char *dir, struct snap_run *r)
 	strv_add(&r->dirs, dir);
 	while ((de = readdir(d)) != NULL && !r->capped) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name,
-		    "..") == 0 || fstatat(dirfd(d), de->d_name, &st,
+		    "..") == 0 || !snap_run_wanted(names, de->d_name) ||
+		    fstatat(dirfd(d), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		if (r->files.n >= SNAP_RUN_MAX) {
@@ -192,7 +233,8 @@ snap_run_glob(const char *name)
  * fails path_open_beneath), at most 256 names matched per component.
  */
 static void
-snap_run_expand(int projfd, const char *dir, const char *p, struct snap_run *r)
+snap_run_expand(int projfd, const char *dir, const char *p,
+    const char *const *want, struct snap_run *r)
 {
 	size_t len = strcspn(p, "/");
 	char *comp = xstrndup(p, len), *sub;
@@ -223,9 +265,9 @@ snap_run_expand(int projfd, const char *dir, const char *p, struct snap_run *r)
 		sub = *dir != '\0' ? xprintf("%s/%s", dir, names.v[i]) :
 		    xstrdup(names.v[i]);
 		if (rest != NULL && *rest != '\0')
-			snap_run_expand(projfd, sub, rest, r);
+			snap_run_expand(projfd, sub, rest, want, r);
 		else if (!strv_contains(&r->dirs, sub))
-			snap_run_dir(projfd, sub, r);
+			snap_run_dir(projfd, sub, want, r);
 		free(sub);
 	}
 	strv_free(&names);
@@ -241,9 +283,79 @@ snap_run_cmp(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
+/* True if the search for run dirs goes into the dir NAME. */
+static bool
+snap_run_enter(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(snap_run_skip); i++) {
+		if (strcmp(name, snap_run_skip[i]) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* The N run dirs of PATTERNS whose first component names the dir E, expanded beside it. */
+static void
+snap_run_here(int projfd, const struct snap_walk_ent *e,
+    const char *const *patterns, size_t n, const char *const *want,
+    struct snap_run *r)
+{
+	const char *slash = strrchr(e->rel, '/');
+	char *comp, *dir;
+	size_t i;
+
+	dir = slash != NULL ? xstrndup(e->rel, (size_t)(slash - e->rel)) :
+	    xstrdup("");
+	for (i = 0; i < n; i++) {
+		comp = xstrndup(patterns[i], strcspn(patterns[i], "/"));
+		if (fnmatch(comp, e->name, FNM_PERIOD) == 0)
+			snap_run_expand(projfd, dir, patterns[i], want, r);
+		free(comp);
+	}
+	free(dir);
+}
+
+struct snap_run_search {
+	int projfd;
+	struct snap_run *r;
+};
+
+/* One entry of the search: a dir that may begin a run dir. */
+static void
+snap_run_entry(void *arg, struct snap_walk_ent *e)
+{
+	struct snap_run_search *rs = arg;
+
+	if (e->info != SNAP_WALK_D)
+		return;
+	snap_run_here(rs->projfd, e, snap_run_dirs, nitems(snap_run_dirs),
+	    NULL, rs->r);
+	snap_run_here(rs->projfd, e, snap_run_sites, nitems(snap_run_sites),
+	    snap_run_site_code, rs->r);
+	e->skip = !snap_run_enter(e->name);
+}
+
+/*
+ * The run dirs at any depth, breadth first (snap-walk.c: the shallow ones
+ * first), nothing followed; past LIMIT entries ([jail] scan_limit) the
+ * search stops and R says it was cut.
+ */
+static void
+snap_run_search(const char *project, int projfd, int64_t limit,
+    struct snap_run *r)
+{
+	struct snap_run_search rs = { projfd, r };
+
+	if (snap_walk(project, projfd, (size_t)limit, NULL, snap_run_entry,
+	    &rs) == 1)
+		r->cut = true;
+}
+
 void
 snap_run_look(const char *project, char *const *more, size_t nmore,
-    struct snap_run *r)
+    int64_t limit, struct snap_run *r)
 {
 	size_t i;
 	int projfd;
@@ -255,27 +367,46 @@ snap_run_look(const char *project, char *const *more, size_t nmore,
 		log_warnx("cannot read %s: %s", project, strerror(errno));
 		return;
 	}
-	for (i = 0; i < nitems(snap_run_dirs); i++)
-		snap_run_expand(projfd, "", snap_run_dirs[i], r);
+	snap_run_search(project, projfd, limit > 0 ? limit : CONFIG_SCAN_LIMIT,
+	    r);
 	for (i = 0; i < nmore; i++)
-		snap_run_expand(projfd, "", more[i], r);
+		snap_run_expand(projfd, "", more[i], NULL, r);
 	close(projfd);
 	if (r->files.n > 0)
 		qsort(r->files.v, r->files.n, sizeof *r->files.v,
 		    snap_run_cmp);
 }
 
+/* True if REL has a component NAME followed by more. */
+static bool
+snap_run_has(const char *rel, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = rel; p != NULL; p = strchr(p, '/'), p = p != NULL ? p + 1 :
+	    NULL) {
+		if (strncmp(p, name, n) == 0 && p[n] == '/')
+			return true;
+	}
+	return false;
+}
+
 /* What to do about a file changed in the run dir of REL. */
 static const char *
 snap_run_advice(const char *rel)
 {
-	if (strncmp(rel, "node_modules/", 13) == 0)
+	if (snap_run_has(rel, "node_modules"))
 		return "reinstall them with npm ci (or your package manager's "
 		    "clean install) before you run npm, npx or a script";
-	if (strncmp(rel, ".tox/", 5) == 0)
+	if (snap_run_has(rel, ".tox"))
 		return "recreate the env with tox -r before you run it";
-	if (strncmp(rel, ".venv/bin/", 10) != 0 && strncmp(rel, "venv/bin/",
-	    9) != 0 && strncmp(rel, "env/bin/", 8) != 0)
+	if (snap_run_has(rel, "site-packages"))
+		return "python runs it at every start in that venv: make the "
+		    "venv again (python3 -m venv --clear, then pip install) "
+		    "before you run python there";
+	if (!snap_run_has(rel, ".venv") && !snap_run_has(rel, "venv") &&
+	    !snap_run_has(rel, "env"))
 		return "build or install it again before you run it";
 	return "make the venv again (python3 -m venv --clear, then pip "
 	    "install) before you activate it or run its programs";
@@ -294,16 +425,16 @@ snap_run_tell(const char *line, const char *how, struct strv *out)
 	free(q);
 }
 
-/* True if LINE's file lies in a run dir of START (one there at the start). */
+/* True if LINE's file lies in a run dir of R (one R found). */
 static bool
-snap_run_watched(const struct snap_run *start, const char *line)
+snap_run_watched(const struct snap_run *r, const char *line)
 {
 	const char *rel = strchr(line, '\t') + 1;
 	size_t i, n;
 
-	for (i = 0; i < start->dirs.n; i++) {
-		n = strlen(start->dirs.v[i]);
-		if (strncmp(rel, start->dirs.v[i], n) == 0 && rel[n] == '/')
+	for (i = 0; i < r->dirs.n; i++) {
+		n = strlen(r->dirs.v[i]);
+		if (strncmp(rel, r->dirs.v[i], n) == 0 && rel[n] == '/')
 			return true;
 	}
 	return false;
@@ -336,7 +467,9 @@ snap_run_compare(const struct snap_run *start, const struct snap_run *now,
 			c = snap_run_cmp(&start->files.v[i], &now->files.v[j]);
 		/* Past a cap, a file unseen on one side may be there. */
 		if (c < 0) {
-			if (!now->capped)
+			/* A run dir the cut search did not reach is not gone. */
+			if (!now->capped && (!now->cut || snap_run_watched(now,
+			    start->files.v[i])))
 				snap_run_found(start->files.v[i], "removed",
 				    &told, out);
 			i++;
@@ -354,6 +487,11 @@ snap_run_compare(const struct snap_run *start, const struct snap_run *now,
 		    "programs you run (a venv's bin, node_modules/.bin) were "
 		    "made, changed or removed in the session", told -
 		    SNAP_RUN_TELL);
+	if (start->cut || now->cut)
+		strv_addf(notes, "the search for the ignored dirs whose "
+		    "programs you run (a venv's bin, node_modules/.bin) stopped "
+		    "at [jail] scan_limit: run dirs deeper than it reached are "
+		    "not watched");
 	if (start->capped || now->capped)
 		strv_addf(notes, "only the first %d files of the ignored dirs "
 		    "whose programs you run (a venv's bin, node_modules/.bin) "

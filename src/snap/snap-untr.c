@@ -228,26 +228,32 @@ static char *
 snap_untr_prepare(const char *project, char **cause)
 {
 	struct buf index;
-	char *dir = NULL, tmpl[] = "/tmp/agentmux-untr.XXXXXX";
+	const char *rt;
+	char *dir = NULL, *tmpl;
 	int projfd;
 
+	/* The runtime dir is private (0700) where /tmp is shared with every user. */
+	if ((rt = path_runtime_dir_need(cause)) == NULL)
+		return NULL;
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot open %s: %s", project, strerror(errno));
 		return NULL;
 	}
+	tmpl = xprintf("%s/untr.XXXXXX", rt);
 	buf_init(&index);
 	if (path_read_beneath(projfd, ".git/index", SNAP_UNTR_INDEX_MAX,
 	    &index) == -1)
 		*cause = xprintf("cannot read .git/index: %s", strerror(errno));
 	else if (mkdtemp(tmpl) == NULL)
-		*cause = xprintf("cannot make a dir in /tmp: %s",
+		*cause = xprintf("cannot make a dir in %s: %s", rt,
 		    strerror(errno));
 	else if (snap_untr_fill(tmpl, projfd, &index) == -1) {
 		*cause = xprintf("cannot fill %s: %s", tmpl, strerror(errno));
 		path_remove_tree(tmpl);
 	} else
 		dir = xstrdup(tmpl);
+	free(tmpl);
 	buf_free(&index);
 	close(projfd);
 	return dir;

@@ -142,7 +142,8 @@ void snap_hardlink_protect(const char *project, char *const *rels, size_t n,
 
 /*
  * Ignored files the user runs (snap-run.c): the programs in a venv's bin
- * dir, node_modules/.bin and .tox/<env>/bin at the top of the project,
+ * dir, node_modules/.bin and .tox/<env>/bin, and the start-up code of a
+ * venv's site-packages (*.pth, sitecustomize.py), at any depth,
  * fingerprinted without following a link (a link's target, and the file
  * a link inside the project names, included).
  */
@@ -150,17 +151,19 @@ struct snap_run {
 	struct strv dirs;         /* the run dirs there (relative) */
 	struct strv files;        /* "fingerprint\trel", sorted by rel */
 	bool capped;              /* more files than are looked at */
+	bool cut;                 /* the search stopped at [jail] scan_limit */
 	bool taken;               /* snap_run_look ran */
 };
 void snap_run_init(struct snap_run *);
 void snap_run_free(struct snap_run *);
 /**
- * Fingerprints PROJECT's run dirs, and the NMORE dirs MORE names
- * ([jail] watch_ignored: relative, a glob per component), into R
- * (emptied first); a few dirs read, nothing followed.
+ * Fingerprints PROJECT's run dirs, found breadth first among its first
+ * LIMIT entries ([jail] scan_limit; 0: the default), and the NMORE dirs
+ * MORE names ([jail] watch_ignored: relative, a glob per component), into
+ * R (emptied first); nothing followed.
  */
 void snap_run_look(const char *project, char *const *more, size_t nmore,
-    struct snap_run *r);
+    int64_t limit, struct snap_run *r);
 /**
  * Into OUT, a line per file made, changed or removed in a run dir there
  * at START since (NOW), with what to do (up to 20, then counted); into

