@@ -12,6 +12,7 @@
  */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,14 +72,67 @@ snap_hist_refname_ok(const char *ref)
 	return true;
 }
 
-/* A ref's value: an object id (40 or 64 hex) or "ref: refs/...". */
+/*
+ * A symbolic ref's target git follows: a ref name, or a name of one level
+ * (ORIG_HEAD, FETCH_HEAD: git's check_refname_format with
+ * REFNAME_ALLOW_ONELEVEL).
+ */
 static bool
+snap_hist_target_ok(const char *name)
+{
+	char *full;
+	bool ok;
+
+	if (strchr(name, '/') != NULL)
+		return snap_hist_refname_ok(name);
+	full = xprintf("refs/%s", name);
+	ok = name[0] != '\0' && snap_hist_refname_ok(full);
+	free(full);
+	return ok;
+}
+
+/* The length of the object id V begins with (40 or 64 hex digits of either case, then the end or a space), or 0. */
+static size_t
+snap_hist_oid_len(const char *v)
+{
+	size_t n = strspn(v, "0123456789abcdefABCDEF");
+
+	if ((n != 40 && n != 64) || (v[n] != '\0' &&
+	    !isspace((unsigned char)v[n])))
+		return 0;
+	return n;
+}
+
+char *
+snap_hist_parse(const char *text)
+{
+	char *v = xstrdup(text), *out = NULL, *p;
+	size_t n = strlen(v), i;
+
+	/* Trailing whitespace first, as git's strbuf_rtrim. */
+	while (n > 0 && isspace((unsigned char)v[n - 1]))
+		v[--n] = '\0';
+	if (strncmp(v, "ref:", 4) == 0) {
+		for (p = v + 4; isspace((unsigned char)*p); p++)
+			;
+		if (snap_hist_target_ok(p))
+			out = xprintf("ref: %s", p);
+	} else if ((n = snap_hist_oid_len(v)) != 0) {
+		out = xstrndup(v, n);
+		for (i = 0; i < n; i++)
+			out[i] = (char)tolower((unsigned char)out[i]);
+	}
+	free(v);
+	return out;
+}
+
+bool
 snap_hist_value_ok(const char *v)
 {
 	size_t n = strspn(v, "0123456789abcdef");
 
 	if (strncmp(v, "ref: ", 5) == 0)
-		return snap_hist_refname_ok(v + 5);
+		return snap_hist_target_ok(v + 5);
 	return (n == 40 || n == 64) && v[n] == '\0';
 }
 
@@ -131,28 +185,94 @@ snap_hist_value(const struct strv *refs, const char *ref)
 	return NULL;
 }
 
-/* packed-refs: "oid refname" lines ('#' a header, '^' a peeled tag). */
+/*
+ * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
+ * the id in hex of either case and any whitespace after it, '#' a header,
+ * '^' a peeled tag. A line git cannot parse makes its every listing of
+ * refs fail; it names nothing here.
+ */
 static void
 snap_hist_packed(int gitfd, struct strv *out)
 {
-	char *line, *save = NULL, *sp;
+	char *line, *save = NULL, *v;
 	struct buf b;
+	size_t n;
 
 	buf_init(&b);
 	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == 0) {
 		for (line = strtok_r(b.data, "\n", &save); line != NULL;
 		    line = strtok_r(NULL, "\n", &save)) {
 			if (*line == '#' || *line == '^' ||
-			    (sp = strchr(line, ' ')) == NULL)
+			    (n = snap_hist_oid_len(line)) == 0 || line[n] == '\0')
 				continue;
-			*sp = '\0';
-			if (snap_hist_refname_ok(sp + 1) &&
-			    snap_hist_value_ok(line) &&
-			    strncmp(sp + 1, "refs/agentmux/", 14) != 0)
-				snap_hist_set(out, sp + 1, line);
+			line[n] = '\0';
+			if (!snap_hist_refname_ok(line + n + 1) ||
+			    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
+				continue;
+			v = snap_hist_parse(line);
+			snap_hist_set(out, line + n + 1, v);
+			free(v);
 		}
 	}
 	buf_free(&b);
+}
+
+/* Up to MAX bytes of FD into V (NUL-ended); the number read, or -1. */
+static ssize_t
+snap_hist_read_head(int fd, char *v, size_t max)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < max && (n = read(fd, v + got, max - got)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		got += (size_t)n;
+	}
+	v[got] = '\0';
+	return (ssize_t)got;
+}
+
+/*
+ * The value of the loose ref (or HEAD) NAME in the dir DFD as git reads
+ * it (refs/files-backend.c): a link to a ref name is a symbolic ref; the
+ * content of a file as snap_hist_parse reads it (its first
+ * SNAP_HIST_REF_MAX bytes: an id is all git takes from the front). Any
+ * other link (git reads the file it points to; agentmux follows no link),
+ * a special file, or content git takes for a broken ref is
+ * SNAP_HIST_UNREAD: never what it was at the start, so told and put back.
+ * NULL if there is none. Caller frees.
+ */
+static char *
+snap_hist_loose_value(int dfd, const char *name)
+{
+	char v[SNAP_HIST_REF_MAX + 1], *parsed = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? NULL : xstrdup(SNAP_HIST_UNREAD);
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dfd, name, v, sizeof v - 1);
+		if (n > 0 && (v[n] = '\0', strncmp(v, "refs/", 5) == 0) &&
+		    snap_hist_refname_ok(v))
+			return xprintf("ref: %s", v);
+	} else if (S_ISREG(st.st_mode) && (fd = openat(dfd, name, O_RDONLY |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
+		n = snap_hist_read_head(fd, v, SNAP_HIST_REF_MAX);
+		close(fd);
+		parsed = n == -1 ? NULL : snap_hist_parse(v);
+		/* A ref name cut short is another name. */
+		if (parsed != NULL && n == SNAP_HIST_REF_MAX &&
+		    strncmp(parsed, "ref: ", 5) == 0) {
+			free(parsed);
+			parsed = NULL;
+		}
+	}
+	return parsed != NULL ? parsed : xstrdup(SNAP_HIST_UNREAD);
 }
 
 /* Loose refs under DIR (a ref prefix, "refs"); agentmux's own are not the user's. */
@@ -160,8 +280,7 @@ static void
 snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 {
 	struct dirent *de;
-	struct buf b;
-	char *rel;
+	char *rel, *v;
 	DIR *d;
 	int fd;
 
@@ -173,38 +292,31 @@ snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 		close(fd);
 		return;
 	}
-	buf_init(&b);
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
 		rel = xprintf("%s/%s", dir, de->d_name);
 		if (snap_hist_type(d, de) == DT_DIR)
 			snap_hist_loose(gitfd, rel, depth + 1, out);
-		else if (snap_hist_refname_ok(rel) && snap_hist_read(gitfd, rel,
-		    &b, SNAP_HIST_REF_MAX) == 0) {
-			b.data[strcspn(b.data, "\n")] = '\0';
-			if (snap_hist_value_ok(b.data))
-				snap_hist_set(out, rel, b.data);
+		else if (snap_hist_refname_ok(rel) &&
+		    (v = snap_hist_loose_value(dirfd(d), de->d_name)) != NULL) {
+			snap_hist_set(out, rel, v);
+			free(v);
 		}
 		free(rel);
 	}
-	buf_free(&b);
 	closedir(d);
 }
 
 void
 snap_hist_refs(int gitfd, struct strv *out)
 {
-	struct buf b;
+	char *v;
 
 	strv_init(out);
-	buf_init(&b);
-	if (snap_hist_read(gitfd, "HEAD", &b, SNAP_HIST_REF_MAX) == 0) {
-		b.data[strcspn(b.data, "\n")] = '\0';
-		if (snap_hist_value_ok(b.data))
-			snap_hist_set(out, "HEAD", b.data);
-	}
-	buf_free(&b);
+	if ((v = snap_hist_loose_value(gitfd, "HEAD")) != NULL)
+		snap_hist_set(out, "HEAD", v);
+	free(v);
 	snap_hist_packed(gitfd, out);
 	snap_hist_loose(gitfd, "refs", 0, out);
 }

@@ -104,7 +104,8 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	buf_init(&out);
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
-		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0)
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1))
 			buf_printf(&in, "%s\n", tab + 1);
 	}
 	rc = in.len == 0 ? 0 : snap_refs_git(sr, args, &in, &out, cause);
@@ -128,6 +129,7 @@ snap_refs_missing(const struct snap_refs *sr)
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1) &&
 		    !strv_contains(&sr->present, tab + 1))
 			return true;
 	}
@@ -144,6 +146,7 @@ snap_refs_assume(struct snap_refs *sr)
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1) &&
 		    !strv_contains(&sr->present, tab + 1))
 			strv_add(&sr->present, tab + 1);
 	}
@@ -298,14 +301,17 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 		sr->failed++;
 		return;
 	}
-	out_printf(sr->out, "  %sreset   %s to %.12s (it was %.12s)\n", sr->dry ?
-	    "would " : "", snap_refs_short(ref), sym ? want + 5 : want,
-	    cur != NULL ? cur : "deleted");
+	/* A symbolic ref whole: its name cut short would say nothing. */
+	out_printf(sr->out, "  %sreset   %s to %.*s (it was %.*s)\n", sr->dry ?
+	    "would " : "", snap_refs_short(ref), sym ? (int)strlen(want) : 12,
+	    sym ? want + 5 : want, cur != NULL && strncmp(cur, "ref: ", 5) ==
+	    0 ? (int)strlen(cur) : 12, cur != NULL ? cur : "deleted");
 	if (sr->dry)
 		return;
 	if (!sym)
-		snap_refs_reflog(sr, ref, cur != NULL && strncmp(cur, "ref: ",
-		    5) != 0 ? cur : snap_refs_zero(want), want);
+		snap_refs_reflog(sr, ref, cur != NULL && snap_hist_value_ok(cur) &&
+		    strncmp(cur, "ref: ", 5) != 0 ? cur : snap_refs_zero(want),
+		    want);
 }
 
 /* A ref made during the session stays; how to delete it, quoted for a shell. */
@@ -404,8 +410,9 @@ snap_refs_all(struct snap_refs *sr)
 		ref = xstrndup(sr->start.v[i], strcspn(sr->start.v[i], "\t"));
 		want = sr->start.v[i] + strlen(ref) + 1;
 		cur = snap_hist_value(&sr->now, ref);
+		/* A ref broken at the start too: nothing to put back. */
 		if (snap_refs_in_scope(sr, ref) && snap_hist_refname_ok(ref) &&
-		    (cur == NULL ||
+		    snap_hist_value_ok(want) && (cur == NULL ||
 		    strcmp(cur, want) != 0))
 			snap_refs_one(sr, ref, want, cur);
 		free(ref);
@@ -433,7 +440,8 @@ snap_refs_head(struct snap_refs *sr)
 	const char *cur = snap_hist_value(&sr->now, "HEAD");
 
 	/* The shared HEAD is the main tree's, not a worktree session's. */
-	if (sr->scope != NULL || want == NULL || (cur != NULL && strcmp(cur, want) == 0))
+	if (sr->scope != NULL || want == NULL || !snap_hist_value_ok(want) ||
+	    (cur != NULL && strcmp(cur, want) == 0))
 		return;
 	if (strncmp(want, "ref: ", 5) == 0)
 		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :

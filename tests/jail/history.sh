@@ -357,6 +357,59 @@ remote_moved() {
 	    bad "remote_moved: undo --refs did not put origin/master back: $out"
 }
 
+# Ref values git reads as well as a lower-case id: upper-case hex, an id
+# with text after it, "ref:" without its space, over packed values, and a
+# replace ref so written (the user's git show and checkout then give the
+# agent's blob). The real git resolves each (so the value matters); the
+# end tells what moved, and undo --refs puts every one back.
+refs_as_git_reads() {
+	fresh_repo
+	(cd "$P" && git remote add origin https://example.invalid/r.git &&
+	    echo data >file && git add file && git commit -qm file &&
+	    git update-ref refs/remotes/origin/master HEAD && git tag v1 &&
+	    git tag v2 && git branch side && git pack-refs --all) || exit 1
+	refs0=$(user_refs)
+	old=$(git -C "$P" rev-parse HEAD)
+	jrun -- sh -c 'set -e; c=$(git -c user.email=a@b -c user.name=a \
+	    commit-tree "HEAD^{tree}" -p HEAD -m forged);
+	    U=$(echo $c | tr a-f A-F); mkdir -p .git/refs/remotes/origin;
+	    echo $U >.git/refs/remotes/origin/master;
+	    echo "$c junk" >.git/refs/tags/v1;
+	    printf "ref:refs/remotes/origin/master\n" >.git/refs/heads/side;
+	    sed -i "s/^$(git rev-parse v2) refs\/tags\/v2\$/$U refs\/tags\/v2/" \
+	        .git/packed-refs;
+	    b=$(echo evil | git hash-object -w --stdin);
+	    f=$(git rev-parse HEAD:file); mkdir -p .git/refs/replace;
+	    echo $b | tr a-f A-F >.git/refs/replace/$f; echo FORGED $c'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^FORGED //p')
+	[ -n "$new" ] && ok || bad "refs_as_git_reads: the forging did not run: $OUT"
+	# The real git reads each value so.
+	for r in refs/remotes/origin/master v1 side v2; do
+		[ "$(git -C "$P" rev-parse "$r" 2>&1)" = "$new" ] && ok ||
+		    bad "refs_as_git_reads: git does not resolve $r to the forged commit (the test proves nothing)"
+	done
+	[ "$(git -C "$P" show HEAD:file 2>&1)" = evil ] && ok ||
+	    bad "refs_as_git_reads: git does not take the upper-case replace ref (the test proves nothing)"
+	case $OUT in *"moved the remote-tracking branch origin/master"*"to $new"*) ok ;;
+	*) bad "refs_as_git_reads: the upper-case origin/master was not told: $OUT" ;; esac
+	case $OUT in *"moved the tag v1"*) ok ;;
+	*) bad "refs_as_git_reads: the tag moved by '<id> junk' was not told: $OUT" ;; esac
+	case $OUT in *"moved the tag v2"*) ok ;;
+	*) bad "refs_as_git_reads: the tag moved in packed-refs alone was not told as moved: $OUT" ;; esac
+	case $OUT in *"deleted the tag v2"*) bad "refs_as_git_reads: a moved packed tag told as deleted: $OUT" ;; *) ok ;; esac
+	case $OUT in *"replace ref refs/replace/"*) ok ;;
+	*) bad "refs_as_git_reads: the upper-case replace ref was not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) ||
+	    bad "refs_as_git_reads: undo --refs failed: $out"
+	case $out in *"reset   refs/remotes/origin/master"*) ok ;; *) bad "refs_as_git_reads: undo --refs did not see origin/master: $out" ;; esac
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "refs_as_git_reads: undo --refs did not put every ref back: $(user_refs) vs $refs0: $out"
+	[ "$(git -C "$P" show HEAD:file 2>&1)" = data ] && ok ||
+	    bad "refs_as_git_reads: the replace ref stayed after undo --refs: $out"
+	[ "$(git -C "$P" rev-parse side)" = "$old" ] && ok ||
+	    bad "refs_as_git_reads: the branch side was not put back: $out"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -514,6 +567,7 @@ checks() {
 	nested_cap
 	nested_bare
 	remote_moved
+	refs_as_git_reads
 	gc_prune
 	git_works
 	during_session
