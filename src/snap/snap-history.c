@@ -454,6 +454,30 @@ snap_hist_merge_log(const struct buf *saved, const struct buf *now,
 	return missing > 0 ? missing : 1;
 }
 
+void
+snap_hist_log_added(const struct buf *saved, const struct buf *now,
+    struct strv *out)
+{
+	char *s = xstrdup(saved->data != NULL ? saved->data : "");
+	char *c = xstrdup(now->data != NULL ? now->data : "");
+	char **sv, **sorted, **cv, **csorted;
+	size_t ns, nc, i;
+
+	sv = snap_hist_lines(s, &ns, &sorted);
+	cv = snap_hist_lines(c, &nc, &csorted);
+	for (i = nc; i-- > 0; ) {
+		if (bsearch(&cv[i], sorted, ns, sizeof *sorted,
+		    snap_hist_cmp) == NULL)
+			strv_add(out, cv[i]);
+	}
+	free(sv);
+	free(sorted);
+	free(cv);
+	free(csorted);
+	free(s);
+	free(c);
+}
+
 int
 snap_hist_write(int gitfd, const char *rel, const struct buf *text,
     mode_t mode)
@@ -1996,6 +2020,61 @@ out:
 	free(path);
 }
 
+/* The most stash entries told one by one; the rest are counted. */
+#define SNAP_HIST_STASH_TOLD 8
+
+/* A stash entry (a reflog line, "old new ident time zone\tmessage") told in red. */
+static void
+snap_hist_stash_tell(const struct snap_hgit *g, const char *line,
+    int64_t session, struct strv *alerts)
+{
+	const char *new = snap_hist_entry(line), *tab = strchr(line, '\t');
+	char *raw = xstrndup(new, strcspn(new, " \t")), *id = quote_name(raw);
+	char *msg = quote_name(tab != NULL ? tab + 1 : "");
+
+	strv_addf(alerts, "the session pushed a stash entry in %s: %s (%s); "
+	    "your next 'git stash pop' or 'git stash apply' would apply its "
+	    "changes; 'agentmux undo %lld --refs' takes it out of the stash",
+	    g->gitdir, id, msg, (long long)session);
+	free(msg);
+	free(id);
+	free(raw);
+}
+
+/*
+ * The stash entries in G's stash now that it did not hold at the start
+ * (its reflog, logs/refs/stash, is the list git stash pops from), each
+ * told in red with its id and message.
+ */
+static void
+snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
+    struct strv *alerts)
+{
+	struct buf saved, cur;
+	struct strv added;
+	char *path = xprintf("%s/logs/refs/stash", g->base);
+	size_t i;
+
+	buf_init(&saved);
+	buf_init(&cur);
+	strv_init(&added);
+	if (buf_read_file(&saved, path) == -1)
+		buf_reset(&saved);
+	if (snap_hist_read(gitfd, "logs/refs/stash", &cur,
+	    SNAP_HIST_LOG_MAX) == 0)
+		snap_hist_log_added(&saved, &cur, &added);
+	for (i = 0; i < added.n && i < SNAP_HIST_STASH_TOLD; i++)
+		snap_hist_stash_tell(g, added.v[i], session, alerts);
+	if (added.n > SNAP_HIST_STASH_TOLD)
+		strv_addf(alerts, "the session pushed %zu more stash entries "
+		    "in %s ('git stash list' shows them)", added.n -
+		    SNAP_HIST_STASH_TOLD, g->gitdir);
+	strv_free(&added);
+	free(path);
+	buf_free(&cur);
+	buf_free(&saved);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
 snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
@@ -2057,6 +2136,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		strv_addf(alerts, "reflog entries the session took out of "
 		    "%s/logs/%s; they are kept in %s/logs", g->gitdir,
 		    failed.v[i], g->base);
+	snap_hist_stash(g, gitfd, session, alerts);
 	if (had_start) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_history_remotes(&start, &now, session, g->gitdir, alerts);

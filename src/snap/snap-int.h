@@ -772,6 +772,9 @@ int snap_hist_mkdirs(int gitfd, const char *rel);
 /* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
 int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
     struct buf *out);
+/* The entries of the reflog NOW that SAVED does not have (but for their old id), newest first, into OUT. */
+void snap_hist_log_added(const struct buf *saved, const struct buf *now,
+    struct strv *out);
 
 struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);

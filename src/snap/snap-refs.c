@@ -432,6 +432,70 @@ snap_refs_all(struct snap_refs *sr)
 	}
 }
 
+/* A stash entry the session pushed, taken out; how to store it again. */
+static void
+snap_refs_stash_drop(struct snap_refs *sr, const char *line)
+{
+	const char *new = strchr(line, ' '), *tab = strchr(line, '\t');
+	char *raw = xstrndup(new != NULL ? new + 1 : "", new != NULL ?
+	    strcspn(new + 1, " \t") : 0);
+	char *id = quote_name(raw), *msg = quote_name(tab != NULL ? tab + 1 :
+	    "");
+
+	out_printf(sr->out, "  %sdrop    the stash entry %s (%s): pushed "
+	    "during the session; 'git stash store -m MESSAGE %s' stores it "
+	    "again\n", sr->dry ? "would " : "", id, msg, id);
+	free(msg);
+	free(id);
+	free(raw);
+}
+
+/*
+ * The stash as it was at the start, exactly: its reflog (logs/refs/stash)
+ * is the list git stash pops from, so an entry the session pushed is
+ * taken out (and named), one it dropped put back.
+ */
+static void
+snap_refs_stash(struct snap_refs *sr)
+{
+	struct buf saved, cur;
+	struct strv added;
+	char *path;
+	size_t i;
+
+	if (sr->kept == NULL || !snap_refs_in_scope(sr, "refs/stash") ||
+	    snap_hist_value(&sr->start, "refs/stash") == NULL)
+		return;
+	buf_init(&saved);
+	buf_init(&cur);
+	strv_init(&added);
+	path = xprintf("%s/logs/refs/stash", sr->kept->base);
+	if (buf_read_file(&saved, path) == -1)
+		goto out;
+	if (snap_hist_read(sr->gitfd, "logs/refs/stash", &cur,
+	    256 * 1024 * 1024) == -1)
+		buf_reset(&cur);
+	if (cur.len == saved.len && (cur.len == 0 || memcmp(cur.data,
+	    saved.data, cur.len) == 0))
+		goto out;
+	snap_hist_log_added(&saved, &cur, &added);
+	for (i = 0; i < added.n; i++)
+		snap_refs_stash_drop(sr, added.v[i]);
+	if (!sr->dry && snap_hist_write(sr->gitfd, "logs/refs/stash", &saved,
+	    0644) == -1) {
+		out_printf(sr->out, "  cannot  put the stash list back: %s (it "
+		    "is kept in %s)\n", strerror(errno), path);
+		sr->failed++;
+	} else
+		out_printf(sr->out, "  %srestore the stash list as it was at "
+		    "the start\n", sr->dry ? "would " : "");
+out:
+	strv_free(&added);
+	free(path);
+	buf_free(&cur);
+	buf_free(&saved);
+}
+
 /* HEAD: on the branch it was on, or detached where it was. */
 static void
 snap_refs_head(struct snap_refs *sr)
@@ -544,6 +608,7 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 	if (snap_refs_present(&sr, cause) == 0 &&
 	    snap_refs_unkeep(&sr, cause) == 0) {
 		snap_refs_all(&sr);
+		snap_refs_stash(&sr);
 		snap_refs_head(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)
 			rc = 0;
@@ -628,6 +693,7 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	if (snap_refs_present(sr, &cause) == 0 && snap_refs_unkeep(sr,
 	    &cause) == 0) {
 		snap_refs_all(sr);
+		snap_refs_stash(sr);
 		snap_refs_head(sr);
 	} else {
 		out_printf(sr->out, "  cannot  put %s back: %s\n", g->gitdir,

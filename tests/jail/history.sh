@@ -131,6 +131,31 @@ stash_drop() {
 	    bad "undo --refs changed the stash list: $out: $(git -C "$P" stash list)"
 }
 
+# An entry pushed on top of the user's stash: told in red with its id and
+# message; undo --refs puts the stash list back exactly as at the start,
+# so the user's git stash pop applies the user's entry, not the agent's.
+stash_pushed() {
+	fresh_repo
+	(cd "$P" && echo user >>README && git stash -q) || exit 1
+	stash0=$(git -C "$P" stash list --format=%H)
+	jrun -- sh -c 'echo agent >>README && git -c user.email=a@b \
+	    -c user.name=a stash push -q -m agentwork &&
+	    echo PUSHED $(git rev-parse refs/stash)'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^PUSHED //p')
+	[ -n "$new" ] && ok || bad "stash_pushed: git stash push did not run: $OUT"
+	case $OUT in *"pushed a stash entry"*"$new"*agentwork*"undo"*"--refs"*) ok ;;
+	*) bad "stash_pushed: the pushed stash entry was not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) ||
+	    bad "stash_pushed: undo --refs failed: $out"
+	case $out in *"drop    the stash entry $new"*) ok ;;
+	*) bad "stash_pushed: undo --refs did not name the entry it took out: $out" ;; esac
+	[ "$(git -C "$P" stash list --format=%H)" = "$stash0" ] && ok ||
+	    bad "stash_pushed: the stash list is not as at the start: $out: $(git -C "$P" stash list)"
+	(cd "$P" && git checkout -q -- README && git stash pop -q) &&
+	    grep -q user "$P/README" && ! grep -q agent "$P/README" && ok ||
+	    bad "stash_pushed: git stash pop after undo --refs did not apply the user's entry: $(cat "$P/README")"
+}
+
 # .git/logs, or a dir below it, made a file or a link: the reflogs
 # kept at the start come back (a commit only a reflog names survives the
 # user's gc), the thing is moved to the quarantine, said in red, and no
@@ -560,6 +585,7 @@ checks() {
 	rm_objects
 	deleted_then_gc
 	stash_drop
+	stash_pushed
 	logs_replaced
 	refs_replaced
 	shallow
