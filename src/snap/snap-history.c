@@ -2206,6 +2206,95 @@ snap_history_import_done(void *arg)
 		snap_history_end_last(h);
 }
 
+/*
+ * What G's HEAD is if git cannot take it for one, in words (a link
+ * agentmux would not follow counts: the scan for planted links takes it
+ * away), or NULL if it is a HEAD git takes. Caller frees.
+ */
+static char *
+snap_hist_head_bad(int gitfd)
+{
+	char target[PATH_MAX], *v, *q, *what = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(gitfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? xstrdup("deleted") :
+		    xprintf("made unreadable (%s)", strerror(errno));
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(gitfd, "HEAD", target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		q = quote_name(target);
+		what = xprintf("made a link (to %s)", q);
+		free(q);
+		return what;
+	}
+	if (!S_ISREG(st.st_mode))
+		return xstrdup(S_ISDIR(st.st_mode) ? "made a dir" :
+		    "made a FIFO, socket or device");
+	v = snap_hist_loose_value(gitfd, "HEAD");
+	/* git takes a dir for a repository if HEAD names a ref under refs/ or an id. */
+	if (v == NULL || !snap_hist_value_ok(v) || (strncmp(v, "ref: ", 5) ==
+	    0 && strncmp(v + 5, "refs/", 5) != 0))
+		what = xstrdup("filled with what git does not take for a HEAD");
+	free(v);
+	return what;
+}
+
+/*
+ * Each git dir's HEAD put back as it was at the start if the session left
+ * one git does not take (deleted, garbage, a link): without it git says
+ * "not a git repository" there, undo --refs and agentmux's own checks of
+ * the index fail. Told in red. Before anything else of the end runs git.
+ */
+static void
+snap_history_heads(struct snap_history *h)
+{
+	struct strv start;
+	struct buf text;
+	const char *want;
+	char *what;
+	size_t i;
+	int gitfd;
+
+	for (i = 0; i < h->n; i++) {
+		if ((gitfd = open(h->v[i].gitdir, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		what = snap_hist_head_bad(gitfd);
+		if (what != NULL && snap_history_start_refs(&h->v[i],
+		    &start) == 0) {
+			want = snap_hist_value(&start, "HEAD");
+			buf_init(&text);
+			if (want != NULL && snap_hist_value_ok(want))
+				buf_printf(&text, "%s\n", want);
+			if (text.len == 0)
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
+				    "and none was kept at the start: git says "
+				    "\"not a git repository\" there until you "
+				    "write one ('ref: refs/heads/BRANCH')", what,
+				    h->v[i].gitdir);
+			else if (snap_hist_write(gitfd, "HEAD", &text,
+			    0644) == -1)
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
+				    "and it could not be put back (%s): git says "
+				    "\"not a git repository\" there until you "
+				    "remove it and write '%s' into %s/HEAD", what,
+				    h->v[i].gitdir, strerror(errno), want,
+				    h->v[i].gitdir);
+			else
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD "
+				    "(git said \"not a git repository\" there); "
+				    "it was put back as it was at the start (%s)",
+				    what, h->v[i].gitdir, want);
+			buf_free(&text);
+			strv_free(&start);
+		}
+		free(what);
+		close(gitfd);
+	}
+}
+
 void
 snap_history_end(struct snap_history *h, struct event_base *base,
     int64_t session, snap_history_end_cb done, void *arg)
@@ -2216,6 +2305,7 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	h->end_base = base;
 	h->end_done = done;
 	h->end_arg = arg;
+	snap_history_heads(h);
 	/* One more than there are: none ends it before all have started. */
 	h->ending = h->n + 1;
 	for (i = 0; i < h->n; i++)

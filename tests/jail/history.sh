@@ -217,6 +217,28 @@ refs_replaced() {
 	done
 }
 
+# .git/HEAD made a link (out of the project or into it), deleted, or
+# filled with garbage: put back as at the start, said in red; git works
+# there again, undo --refs too, and the end's checks of the index run.
+head_replaced() {
+	for how in "ln -sf $T/outside/target.txt .git/HEAD" \
+	    'ln -sf ../README .git/HEAD' 'rm -f .git/HEAD' \
+	    'echo garbage >.git/HEAD'; do
+		fresh_repo
+		(cd "$P" && git checkout -q -b work) || exit 1
+		jrun -- sh -c "rm -f .git/HEAD; $how; echo replaced"
+		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		case $OUT in *".git/HEAD"*"put back as it was at the start (ref: refs/heads/work)"*) ok ;;
+		*) bad "$how: the end did not say HEAD was put back: $OUT" ;; esac
+		[ ! -L "$P/.git/HEAD" ] &&
+		    [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/work ] &&
+		    ok || bad "$how: HEAD is not back: $(git -C "$P" status 2>&1 | head -2)"
+		case $OUT in *"cannot read the index"*) bad "$how: the end's checks of the index did not run: $OUT" ;; *) ok ;; esac
+		out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+		    bad "$how: undo --refs failed: $out"
+	done
+}
+
 # A .git/shallow made in the session hides the history from the user's git
 # and its gc prunes it: taken out at the end, in red. One there at the
 # start (a shallow clone) is read-only in the jail, and git works there.
@@ -588,6 +610,7 @@ checks() {
 	stash_pushed
 	logs_replaced
 	refs_replaced
+	head_replaced
 	shallow
 	nested
 	nested_cap
