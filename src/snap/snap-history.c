@@ -2262,6 +2262,13 @@ snap_history_heads(struct snap_history *h)
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			continue;
 		what = snap_hist_head_bad(gitfd);
+		/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
+		if (what != NULL && strcmp(what, "deleted") == 0 &&
+		    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+		    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+			free(what);
+			what = NULL;
+		}
 		if (what != NULL && snap_history_start_refs(&h->v[i],
 		    &start) == 0) {
 			want = snap_hist_value(&start, "HEAD");

@@ -225,13 +225,13 @@ head_replaced() {
 	    'ln -sf ../README .git/HEAD' 'rm -f .git/HEAD' \
 	    'echo garbage >.git/HEAD'; do
 		fresh_repo
-		(cd "$P" && git checkout -q -b work) || exit 1
+		(cd "$P" && git checkout -q -b topic) || exit 1
 		jrun -- sh -c "rm -f .git/HEAD; $how; echo replaced"
 		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
-		case $OUT in *".git/HEAD"*"put back as it was at the start (ref: refs/heads/work)"*) ok ;;
+		case $OUT in *".git/HEAD"*"put back as it was at the start (ref: refs/heads/topic)"*) ok ;;
 		*) bad "$how: the end did not say HEAD was put back: $OUT" ;; esac
 		[ ! -L "$P/.git/HEAD" ] &&
-		    [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/work ] &&
+		    [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/topic ] &&
 		    ok || bad "$how: HEAD is not back: $(git -C "$P" status 2>&1 | head -2)"
 		case $OUT in *"cannot read the index"*) bad "$how: the end's checks of the index did not run: $OUT" ;; *) ok ;; esac
 		out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
