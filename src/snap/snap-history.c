@@ -188,8 +188,8 @@ snap_hist_value(const struct strv *refs, const char *ref)
 /*
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
- * '^' a peeled tag. A line git cannot parse makes its every listing of
- * refs fail; it names nothing here.
+ * '^' a peeled tag. A line git cannot parse makes git fail at every ref
+ * it reads ("unexpected line"); it names nothing here.
  */
 static void
 snap_hist_packed(int gitfd, struct strv *out)
