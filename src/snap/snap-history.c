@@ -189,7 +189,8 @@ snap_hist_value(const struct strv *refs, const char *ref)
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
  * '^' a peeled tag. A line git cannot parse makes git fail at every ref
- * it reads ("unexpected line"); it names nothing here.
+ * it reads ("unexpected line"); it names nothing here. A ref on two lines
+ * with two values is SNAP_HIST_UNREAD (git may take either).
  */
 static void
 snap_hist_packed(int gitfd, struct strv *out)
@@ -210,7 +211,12 @@ snap_hist_packed(int gitfd, struct strv *out)
 			    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
 				continue;
 			v = snap_hist_parse(line);
-			snap_hist_set(out, line + n + 1, v);
+			/* Named twice: git's binary search may take either line. */
+			if (snap_hist_value(out, line + n + 1) != NULL &&
+			    strcmp(snap_hist_value(out, line + n + 1), v) != 0)
+				snap_hist_set(out, line + n + 1, SNAP_HIST_UNREAD);
+			else
+				snap_hist_set(out, line + n + 1, v);
 			free(v);
 		}
 	}
