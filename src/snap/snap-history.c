@@ -12,6 +12,7 @@
  */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,14 +72,67 @@ snap_hist_refname_ok(const char *ref)
 	return true;
 }
 
-/* A ref's value: an object id (40 or 64 hex) or "ref: refs/...". */
+/*
+ * A symbolic ref's target git follows: a ref name, or a name of one level
+ * (ORIG_HEAD, FETCH_HEAD: git's check_refname_format with
+ * REFNAME_ALLOW_ONELEVEL).
+ */
 static bool
+snap_hist_target_ok(const char *name)
+{
+	char *full;
+	bool ok;
+
+	if (strchr(name, '/') != NULL)
+		return snap_hist_refname_ok(name);
+	full = xprintf("refs/%s", name);
+	ok = name[0] != '\0' && snap_hist_refname_ok(full);
+	free(full);
+	return ok;
+}
+
+/* The length of the object id V begins with (40 or 64 hex digits of either case, then the end or a space), or 0. */
+static size_t
+snap_hist_oid_len(const char *v)
+{
+	size_t n = strspn(v, "0123456789abcdefABCDEF");
+
+	if ((n != 40 && n != 64) || (v[n] != '\0' &&
+	    !isspace((unsigned char)v[n])))
+		return 0;
+	return n;
+}
+
+char *
+snap_hist_parse(const char *text)
+{
+	char *v = xstrdup(text), *out = NULL, *p;
+	size_t n = strlen(v), i;
+
+	/* Trailing whitespace first, as git's strbuf_rtrim. */
+	while (n > 0 && isspace((unsigned char)v[n - 1]))
+		v[--n] = '\0';
+	if (strncmp(v, "ref:", 4) == 0) {
+		for (p = v + 4; isspace((unsigned char)*p); p++)
+			;
+		if (snap_hist_target_ok(p))
+			out = xprintf("ref: %s", p);
+	} else if ((n = snap_hist_oid_len(v)) != 0) {
+		out = xstrndup(v, n);
+		for (i = 0; i < n; i++)
+			out[i] = (char)tolower((unsigned char)out[i]);
+	}
+	free(v);
+	return out;
+}
+
+bool
 snap_hist_value_ok(const char *v)
 {
 	size_t n = strspn(v, "0123456789abcdef");
 
 	if (strncmp(v, "ref: ", 5) == 0)
-		return snap_hist_refname_ok(v + 5);
+		return snap_hist_target_ok(v + 5);
 	return (n == 40 || n == 64) && v[n] == '\0';
 }
 
@@ -131,28 +185,100 @@ snap_hist_value(const struct strv *refs, const char *ref)
 	return NULL;
 }
 
-/* packed-refs: "oid refname" lines ('#' a header, '^' a peeled tag). */
+/*
+ * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
+ * the id in hex of either case and any whitespace after it, '#' a header,
+ * '^' a peeled tag. A line git cannot parse makes git fail at every ref
+ * it reads ("unexpected line"); it names nothing here. A ref on two lines
+ * with two values is SNAP_HIST_UNREAD (git may take either).
+ */
 static void
 snap_hist_packed(int gitfd, struct strv *out)
 {
-	char *line, *save = NULL, *sp;
+	char *line, *save = NULL, *v;
 	struct buf b;
+	size_t n;
 
 	buf_init(&b);
 	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == 0) {
 		for (line = strtok_r(b.data, "\n", &save); line != NULL;
 		    line = strtok_r(NULL, "\n", &save)) {
 			if (*line == '#' || *line == '^' ||
-			    (sp = strchr(line, ' ')) == NULL)
+			    (n = snap_hist_oid_len(line)) == 0 || line[n] == '\0')
 				continue;
-			*sp = '\0';
-			if (snap_hist_refname_ok(sp + 1) &&
-			    snap_hist_value_ok(line) &&
-			    strncmp(sp + 1, "refs/agentmux/", 14) != 0)
-				snap_hist_set(out, sp + 1, line);
+			line[n] = '\0';
+			if (!snap_hist_refname_ok(line + n + 1) ||
+			    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
+				continue;
+			v = snap_hist_parse(line);
+			/* Named twice: git's binary search may take either line. */
+			if (snap_hist_value(out, line + n + 1) != NULL &&
+			    strcmp(snap_hist_value(out, line + n + 1), v) != 0)
+				snap_hist_set(out, line + n + 1, SNAP_HIST_UNREAD);
+			else
+				snap_hist_set(out, line + n + 1, v);
+			free(v);
 		}
 	}
 	buf_free(&b);
+}
+
+/* Up to MAX bytes of FD into V (NUL-ended); the number read, or -1. */
+static ssize_t
+snap_hist_read_head(int fd, char *v, size_t max)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < max && (n = read(fd, v + got, max - got)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		got += (size_t)n;
+	}
+	v[got] = '\0';
+	return (ssize_t)got;
+}
+
+/*
+ * The value of the loose ref (or HEAD) NAME in the dir DFD as git reads
+ * it (refs/files-backend.c): a link to a ref name is a symbolic ref; the
+ * content of a file as snap_hist_parse reads it (its first
+ * SNAP_HIST_REF_MAX bytes: an id is all git takes from the front). Any
+ * other link (git reads the file it points to; agentmux follows no link),
+ * a special file, or content git takes for a broken ref is
+ * SNAP_HIST_UNREAD: never what it was at the start, so told and put back.
+ * NULL if there is none. Caller frees.
+ */
+static char *
+snap_hist_loose_value(int dfd, const char *name)
+{
+	char v[SNAP_HIST_REF_MAX + 1], *parsed = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? NULL : xstrdup(SNAP_HIST_UNREAD);
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(dfd, name, v, sizeof v - 1);
+		if (n > 0 && (v[n] = '\0', strncmp(v, "refs/", 5) == 0) &&
+		    snap_hist_refname_ok(v))
+			return xprintf("ref: %s", v);
+	} else if (S_ISREG(st.st_mode) && (fd = openat(dfd, name, O_RDONLY |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
+		n = snap_hist_read_head(fd, v, SNAP_HIST_REF_MAX);
+		close(fd);
+		parsed = n == -1 ? NULL : snap_hist_parse(v);
+		/* A ref name cut short is another name. */
+		if (parsed != NULL && n == SNAP_HIST_REF_MAX &&
+		    strncmp(parsed, "ref: ", 5) == 0) {
+			free(parsed);
+			parsed = NULL;
+		}
+	}
+	return parsed != NULL ? parsed : xstrdup(SNAP_HIST_UNREAD);
 }
 
 /* Loose refs under DIR (a ref prefix, "refs"); agentmux's own are not the user's. */
@@ -160,8 +286,7 @@ static void
 snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 {
 	struct dirent *de;
-	struct buf b;
-	char *rel;
+	char *rel, *v;
 	DIR *d;
 	int fd;
 
@@ -173,38 +298,31 @@ snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 		close(fd);
 		return;
 	}
-	buf_init(&b);
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
 		rel = xprintf("%s/%s", dir, de->d_name);
 		if (snap_hist_type(d, de) == DT_DIR)
 			snap_hist_loose(gitfd, rel, depth + 1, out);
-		else if (snap_hist_refname_ok(rel) && snap_hist_read(gitfd, rel,
-		    &b, SNAP_HIST_REF_MAX) == 0) {
-			b.data[strcspn(b.data, "\n")] = '\0';
-			if (snap_hist_value_ok(b.data))
-				snap_hist_set(out, rel, b.data);
+		else if (snap_hist_refname_ok(rel) &&
+		    (v = snap_hist_loose_value(dirfd(d), de->d_name)) != NULL) {
+			snap_hist_set(out, rel, v);
+			free(v);
 		}
 		free(rel);
 	}
-	buf_free(&b);
 	closedir(d);
 }
 
 void
 snap_hist_refs(int gitfd, struct strv *out)
 {
-	struct buf b;
+	char *v;
 
 	strv_init(out);
-	buf_init(&b);
-	if (snap_hist_read(gitfd, "HEAD", &b, SNAP_HIST_REF_MAX) == 0) {
-		b.data[strcspn(b.data, "\n")] = '\0';
-		if (snap_hist_value_ok(b.data))
-			snap_hist_set(out, "HEAD", b.data);
-	}
-	buf_free(&b);
+	if ((v = snap_hist_loose_value(gitfd, "HEAD")) != NULL)
+		snap_hist_set(out, "HEAD", v);
+	free(v);
 	snap_hist_packed(gitfd, out);
 	snap_hist_loose(gitfd, "refs", 0, out);
 }
@@ -340,6 +458,30 @@ snap_hist_merge_log(const struct buf *saved, const struct buf *now,
 	free(c);
 	/* Reordered but whole counts as put back too: the file is rewritten. */
 	return missing > 0 ? missing : 1;
+}
+
+void
+snap_hist_log_added(const struct buf *saved, const struct buf *now,
+    struct strv *out)
+{
+	char *s = xstrdup(saved->data != NULL ? saved->data : "");
+	char *c = xstrdup(now->data != NULL ? now->data : "");
+	char **sv, **sorted, **cv, **csorted;
+	size_t ns, nc, i;
+
+	sv = snap_hist_lines(s, &ns, &sorted);
+	cv = snap_hist_lines(c, &nc, &csorted);
+	for (i = nc; i-- > 0; ) {
+		if (bsearch(&cv[i], sorted, ns, sizeof *sorted,
+		    snap_hist_cmp) == NULL)
+			strv_add(out, cv[i]);
+	}
+	free(sv);
+	free(sorted);
+	free(cv);
+	free(csorted);
+	free(s);
+	free(c);
 }
 
 int
@@ -1886,6 +2028,61 @@ out:
 	free(path);
 }
 
+/* The most stash entries told one by one; the rest are counted. */
+#define SNAP_HIST_STASH_TOLD 8
+
+/* A stash entry (a reflog line, "old new ident time zone\tmessage") told in red. */
+static void
+snap_hist_stash_tell(const struct snap_hgit *g, const char *line,
+    int64_t session, struct strv *alerts)
+{
+	const char *new = snap_hist_entry(line), *tab = strchr(line, '\t');
+	char *raw = xstrndup(new, strcspn(new, " \t")), *id = quote_name(raw);
+	char *msg = quote_name(tab != NULL ? tab + 1 : "");
+
+	strv_addf(alerts, "the session pushed a stash entry in %s: %s (%s); "
+	    "your next 'git stash pop' or 'git stash apply' would apply its "
+	    "changes; 'agentmux undo %lld --refs' takes it out of the stash",
+	    g->gitdir, id, msg, (long long)session);
+	free(msg);
+	free(id);
+	free(raw);
+}
+
+/*
+ * The stash entries in G's stash now that it did not hold at the start
+ * (its reflog, logs/refs/stash, is the list git stash pops from), each
+ * told in red with its id and message.
+ */
+static void
+snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
+    struct strv *alerts)
+{
+	struct buf saved, cur;
+	struct strv added;
+	char *path = xprintf("%s/logs/refs/stash", g->base);
+	size_t i;
+
+	buf_init(&saved);
+	buf_init(&cur);
+	strv_init(&added);
+	if (buf_read_file(&saved, path) == -1)
+		buf_reset(&saved);
+	if (snap_hist_read(gitfd, "logs/refs/stash", &cur,
+	    SNAP_HIST_LOG_MAX) == 0)
+		snap_hist_log_added(&saved, &cur, &added);
+	for (i = 0; i < added.n && i < SNAP_HIST_STASH_TOLD; i++)
+		snap_hist_stash_tell(g, added.v[i], session, alerts);
+	if (added.n > SNAP_HIST_STASH_TOLD)
+		strv_addf(alerts, "the session pushed %zu more stash entries "
+		    "in %s ('git stash list' shows them)", added.n -
+		    SNAP_HIST_STASH_TOLD, g->gitdir);
+	strv_free(&added);
+	free(path);
+	buf_free(&cur);
+	buf_free(&saved);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
 snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
@@ -1947,6 +2144,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		strv_addf(alerts, "reflog entries the session took out of "
 		    "%s/logs/%s; they are kept in %s/logs", g->gitdir,
 		    failed.v[i], g->base);
+	snap_hist_stash(g, gitfd, session, alerts);
 	if (had_start) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
@@ -2016,6 +2214,102 @@ snap_history_import_done(void *arg)
 		snap_history_end_last(h);
 }
 
+/*
+ * What G's HEAD is if git cannot take it for one, in words (a link
+ * agentmux would not follow counts: the scan for planted links takes it
+ * away), or NULL if it is a HEAD git takes. Caller frees.
+ */
+static char *
+snap_hist_head_bad(int gitfd)
+{
+	char target[PATH_MAX], *v, *q, *what = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(gitfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? xstrdup("deleted") :
+		    xprintf("made unreadable (%s)", strerror(errno));
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(gitfd, "HEAD", target, sizeof target - 1);
+		target[n > 0 ? n : 0] = '\0';
+		q = quote_name(target);
+		what = xprintf("made a link (to %s)", q);
+		free(q);
+		return what;
+	}
+	if (!S_ISREG(st.st_mode))
+		return xstrdup(S_ISDIR(st.st_mode) ? "made a dir" :
+		    "made a FIFO, socket or device");
+	v = snap_hist_loose_value(gitfd, "HEAD");
+	/* git takes a dir for a repository if HEAD names a ref under refs/ or an id. */
+	if (v == NULL || !snap_hist_value_ok(v) || (strncmp(v, "ref: ", 5) ==
+	    0 && strncmp(v + 5, "refs/", 5) != 0))
+		what = xstrdup("filled with what git does not take for a HEAD");
+	free(v);
+	return what;
+}
+
+/*
+ * Each git dir's HEAD put back as it was at the start if the session left
+ * one git does not take (deleted, garbage, a link): without it git says
+ * "not a git repository" there, undo --refs and agentmux's own checks of
+ * the index fail. Told in red. Before anything else of the end runs git.
+ */
+static void
+snap_history_heads(struct snap_history *h)
+{
+	struct strv start;
+	struct buf text;
+	const char *want;
+	char *what;
+	size_t i;
+	int gitfd;
+
+	for (i = 0; i < h->n; i++) {
+		if ((gitfd = open(h->v[i].gitdir, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		what = snap_hist_head_bad(gitfd);
+		/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
+		if (what != NULL && strcmp(what, "deleted") == 0 &&
+		    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+		    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+			free(what);
+			what = NULL;
+		}
+		if (what != NULL && snap_history_start_refs(&h->v[i],
+		    &start) == 0) {
+			want = snap_hist_value(&start, "HEAD");
+			buf_init(&text);
+			if (want != NULL && snap_hist_value_ok(want))
+				buf_printf(&text, "%s\n", want);
+			if (text.len == 0)
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
+				    "and none was kept at the start: git says "
+				    "\"not a git repository\" there until you "
+				    "write one ('ref: refs/heads/BRANCH')", what,
+				    h->v[i].gitdir);
+			else if (snap_hist_write(gitfd, "HEAD", &text,
+			    0644) == -1)
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
+				    "and it could not be put back (%s): git says "
+				    "\"not a git repository\" there until you "
+				    "remove it and write '%s' into %s/HEAD", what,
+				    h->v[i].gitdir, strerror(errno), want,
+				    h->v[i].gitdir);
+			else
+				strv_addf(&h->end_alerts, "the session %s %s/HEAD "
+				    "(git said \"not a git repository\" there); "
+				    "it was put back as it was at the start (%s)",
+				    what, h->v[i].gitdir, want);
+			buf_free(&text);
+			strv_free(&start);
+		}
+		free(what);
+		close(gitfd);
+	}
+}
+
 void
 snap_history_end(struct snap_history *h, struct event_base *base,
     int64_t session, snap_history_end_cb done, void *arg)
@@ -2026,6 +2320,7 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	h->end_base = base;
 	h->end_done = done;
 	h->end_arg = arg;
+	snap_history_heads(h);
 	/* One more than there are: none ends it before all have started. */
 	h->ending = h->n + 1;
 	for (i = 0; i < h->n; i++)

@@ -752,8 +752,18 @@ struct snap_history {
 
 /* A valid ref name under refs/ that is safe as a path. */
 bool snap_hist_refname_ok(const char *ref);
-/* Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's own left out). */
+/*
+ * Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's
+ * own left out), read as git reads them; the value is "ref: NAME", an id
+ * in lower-case hex, or SNAP_HIST_UNREAD.
+ */
 void snap_hist_refs(int gitfd, struct strv *out);
+/* A loose ref (or HEAD) git may read otherwise than agentmux can: a link, a special file, a broken ref. */
+#define SNAP_HIST_UNREAD "(unreadable)"
+/* TEXT (a ref file's content) as git reads it, "ref: NAME" or a lower-case id; NULL if broken to git. Caller frees. */
+char *snap_hist_parse(const char *text);
+/* Whether V is a value snap_hist_parse gives (not SNAP_HIST_UNREAD). */
+bool snap_hist_value_ok(const char *v);
 /* REF's value in such a list, or NULL; borrowed. */
 const char *snap_hist_value(const struct strv *refs, const char *ref);
 /* The refs kept for G at the session's start; -1 if none were. */
@@ -768,6 +778,9 @@ int snap_hist_mkdirs(int gitfd, const char *rel);
 /* A reflog as it must be: SAVED, then NOW's other entries; entries put back (0: none). */
 int snap_hist_merge_log(const struct buf *saved, const struct buf *now,
     struct buf *out);
+/* The entries of the reflog NOW that SAVED does not have (but for their old id), newest first, into OUT. */
+void snap_hist_log_added(const struct buf *saved, const struct buf *now,
+    struct strv *out);
 
 struct snap_import *snap_import_create(const char *gitdir, const char *upper);
 void snap_import_free(struct snap_import *);

@@ -104,7 +104,8 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	buf_init(&out);
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
-		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0)
+		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1))
 			buf_printf(&in, "%s\n", tab + 1);
 	}
 	rc = in.len == 0 ? 0 : snap_refs_git(sr, args, &in, &out, cause);
@@ -128,6 +129,7 @@ snap_refs_missing(const struct snap_refs *sr)
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1) &&
 		    !strv_contains(&sr->present, tab + 1))
 			return true;
 	}
@@ -144,6 +146,7 @@ snap_refs_assume(struct snap_refs *sr)
 	for (i = 0; i < sr->start.n; i++) {
 		tab = strchr(sr->start.v[i], '\t');
 		if (tab != NULL && strncmp(tab + 1, "ref: ", 5) != 0 &&
+		    snap_hist_value_ok(tab + 1) &&
 		    !strv_contains(&sr->present, tab + 1))
 			strv_add(&sr->present, tab + 1);
 	}
@@ -298,14 +301,17 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 		sr->failed++;
 		return;
 	}
-	out_printf(sr->out, "  %sreset   %s to %.12s (it was %.12s)\n", sr->dry ?
-	    "would " : "", snap_refs_short(ref), sym ? want + 5 : want,
-	    cur != NULL ? cur : "deleted");
+	/* A symbolic ref whole: its name cut short would say nothing. */
+	out_printf(sr->out, "  %sreset   %s to %.*s (it was %.*s)\n", sr->dry ?
+	    "would " : "", snap_refs_short(ref), sym ? (int)strlen(want) : 12,
+	    sym ? want + 5 : want, cur != NULL && strncmp(cur, "ref: ", 5) ==
+	    0 ? (int)strlen(cur) : 12, cur != NULL ? cur : "deleted");
 	if (sr->dry)
 		return;
 	if (!sym)
-		snap_refs_reflog(sr, ref, cur != NULL && strncmp(cur, "ref: ",
-		    5) != 0 ? cur : snap_refs_zero(want), want);
+		snap_refs_reflog(sr, ref, cur != NULL && snap_hist_value_ok(cur) &&
+		    strncmp(cur, "ref: ", 5) != 0 ? cur : snap_refs_zero(want),
+		    want);
 }
 
 /* A ref made during the session stays; how to delete it, quoted for a shell. */
@@ -404,8 +410,9 @@ snap_refs_all(struct snap_refs *sr)
 		ref = xstrndup(sr->start.v[i], strcspn(sr->start.v[i], "\t"));
 		want = sr->start.v[i] + strlen(ref) + 1;
 		cur = snap_hist_value(&sr->now, ref);
+		/* A ref broken at the start too: nothing to put back. */
 		if (snap_refs_in_scope(sr, ref) && snap_hist_refname_ok(ref) &&
-		    (cur == NULL ||
+		    snap_hist_value_ok(want) && (cur == NULL ||
 		    strcmp(cur, want) != 0))
 			snap_refs_one(sr, ref, want, cur);
 		free(ref);
@@ -425,6 +432,70 @@ snap_refs_all(struct snap_refs *sr)
 	}
 }
 
+/* A stash entry the session pushed, taken out; how to store it again. */
+static void
+snap_refs_stash_drop(struct snap_refs *sr, const char *line)
+{
+	const char *new = strchr(line, ' '), *tab = strchr(line, '\t');
+	char *raw = xstrndup(new != NULL ? new + 1 : "", new != NULL ?
+	    strcspn(new + 1, " \t") : 0);
+	char *id = quote_name(raw), *msg = quote_name(tab != NULL ? tab + 1 :
+	    "");
+
+	out_printf(sr->out, "  %sdrop    the stash entry %s (%s): pushed "
+	    "during the session; 'git stash store -m MESSAGE %s' stores it "
+	    "again\n", sr->dry ? "would " : "", id, msg, id);
+	free(msg);
+	free(id);
+	free(raw);
+}
+
+/*
+ * The stash as it was at the start, exactly: its reflog (logs/refs/stash)
+ * is the list git stash pops from, so an entry the session pushed is
+ * taken out (and named), one it dropped put back.
+ */
+static void
+snap_refs_stash(struct snap_refs *sr)
+{
+	struct buf saved, cur;
+	struct strv added;
+	char *path;
+	size_t i;
+
+	if (sr->kept == NULL || !snap_refs_in_scope(sr, "refs/stash") ||
+	    snap_hist_value(&sr->start, "refs/stash") == NULL)
+		return;
+	buf_init(&saved);
+	buf_init(&cur);
+	strv_init(&added);
+	path = xprintf("%s/logs/refs/stash", sr->kept->base);
+	if (buf_read_file(&saved, path) == -1)
+		goto out;
+	if (snap_hist_read(sr->gitfd, "logs/refs/stash", &cur,
+	    256 * 1024 * 1024) == -1)
+		buf_reset(&cur);
+	if (cur.len == saved.len && (cur.len == 0 || memcmp(cur.data,
+	    saved.data, cur.len) == 0))
+		goto out;
+	snap_hist_log_added(&saved, &cur, &added);
+	for (i = 0; i < added.n; i++)
+		snap_refs_stash_drop(sr, added.v[i]);
+	if (!sr->dry && snap_hist_write(sr->gitfd, "logs/refs/stash", &saved,
+	    0644) == -1) {
+		out_printf(sr->out, "  cannot  put the stash list back: %s (it "
+		    "is kept in %s)\n", strerror(errno), path);
+		sr->failed++;
+	} else
+		out_printf(sr->out, "  %srestore the stash list as it was at "
+		    "the start\n", sr->dry ? "would " : "");
+out:
+	strv_free(&added);
+	free(path);
+	buf_free(&cur);
+	buf_free(&saved);
+}
+
 /* HEAD: on the branch it was on, or detached where it was. */
 static void
 snap_refs_head(struct snap_refs *sr)
@@ -433,7 +504,8 @@ snap_refs_head(struct snap_refs *sr)
 	const char *cur = snap_hist_value(&sr->now, "HEAD");
 
 	/* The shared HEAD is the main tree's, not a worktree session's. */
-	if (sr->scope != NULL || want == NULL || (cur != NULL && strcmp(cur, want) == 0))
+	if (sr->scope != NULL || want == NULL || !snap_hist_value_ok(want) ||
+	    (cur != NULL && strcmp(cur, want) == 0))
 		return;
 	if (strncmp(want, "ref: ", 5) == 0)
 		out_printf(sr->out, "  %sswitch  HEAD to %s\n", sr->dry ? "would " :
@@ -536,6 +608,7 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 	if (snap_refs_present(&sr, cause) == 0 &&
 	    snap_refs_unkeep(&sr, cause) == 0) {
 		snap_refs_all(&sr);
+		snap_refs_stash(&sr);
 		snap_refs_head(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)
 			rc = 0;
@@ -620,6 +693,7 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	if (snap_refs_present(sr, &cause) == 0 && snap_refs_unkeep(sr,
 	    &cause) == 0) {
 		snap_refs_all(sr);
+		snap_refs_stash(sr);
 		snap_refs_head(sr);
 	} else {
 		out_printf(sr->out, "  cannot  put %s back: %s\n", g->gitdir,

@@ -798,87 +798,52 @@ snap_repo_save_index(struct snap_repo *r)
 	free(tmp);
 }
 
-/* The first line of REL under the project's DIR; caller frees; NULL if it is not a small regular file. */
-static char *
-snap_read_line(const char *dir, const char *rel)
+/* The refs of git dir DIR as git reads them (snap_hist_refs); false if it cannot be opened. */
+static bool
+snap_repo_refs(const char *dir, struct strv *out)
 {
-	struct buf b;
-	char *nl;
 	int fd;
 
-	if ((fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return NULL;
-	buf_init(&b);
-	if (path_read_beneath(fd, rel, SNAP_REPO_READ_MAX, &b) == -1 ||
-	    b.data == NULL) {
-		close(fd);
-		buf_free(&b);
-		return NULL;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		strv_init(out);
+		return false;
 	}
+	snap_hist_refs(fd, out);
 	close(fd);
-	if ((nl = strchr(b.data, '\n')) != NULL)
-		*nl = '\0';
-	return buf_steal(&b);
-}
-
-/* Looks NAME up in the project's packed-refs; caller frees. */
-static char *
-snap_packed_ref(struct snap_repo *r, const char *name)
-{
-	struct buf b;
-	char *line, *save = NULL, *sp, *oid = NULL;
-	int fd;
-
-	if ((fd = open(r->projcommon, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return NULL;
-	buf_init(&b);
-	if (path_read_beneath(fd, "packed-refs", 64 * SNAP_REPO_READ_MAX,
-	    &b) == 0 && b.data != NULL) {
-		for (line = strtok_r(b.data, "\n", &save); line != NULL;
-		    line = strtok_r(NULL, "\n", &save)) {
-			if (*line == '#' || *line == '^' ||
-			    (sp = strchr(line, ' ')) == NULL)
-				continue;
-			if (strcmp(sp + 1, name) == 0) {
-				oid = xstrndup(line, (size_t)(sp - line));
-				break;
-			}
-		}
-	}
-	close(fd);
-	buf_free(&b);
-	return oid;
+	return true;
 }
 
 char *
 snap_repo_head(struct snap_repo *r, char **symref)
 {
-	char *v, *name = NULL;
+	struct strv head, common;
+	const char *v;
+	char *oid = NULL;
+	size_t i;
 	int depth;
 
 	*symref = NULL;
-	if (r->projgit == NULL)
+	if (r->projgit == NULL || !snap_repo_refs(r->projgit, &head))
 		return NULL;
-	v = snap_read_line(r->projgit, "HEAD");
+	/* A linked worktree's HEAD is its own, its refs the common dir's. */
+	if (strcmp(r->projgit, r->projcommon) == 0 ||
+	    !snap_repo_refs(r->projcommon, &common)) {
+		strv_init(&common);
+		for (i = 0; i < head.n; i++)
+			strv_add(&common, head.v[i]);
+	}
+	v = snap_hist_value(&head, "HEAD");
 	for (depth = 0; v != NULL && strncmp(v, "ref: ", 5) == 0 && depth < 5;
 	    depth++) {
-		free(name);
-		name = xstrdup(v + 5);
 		if (*symref == NULL)
-			*symref = xstrdup(name);
-		free(v);
-		v = strstr(name, "..") == NULL && strncmp(name, "refs/", 5) ==
-		    0 ? snap_read_line(r->projcommon, name) : NULL;
-		if (v == NULL)
-			v = snap_packed_ref(r, name);
+			*symref = xstrdup(v + 5);
+		v = snap_hist_value(&common, v + 5);
 	}
-	free(name);
-	if (v != NULL && (strlen(v) < 40 || strspn(v, "0123456789abcdef") !=
-	    strlen(v))) {
-		free(v);
-		v = NULL;
-	}
-	return v;
+	if (v != NULL && snap_hist_value_ok(v) && strncmp(v, "ref: ", 5) != 0)
+		oid = xstrdup(v);
+	strv_free(&common);
+	strv_free(&head);
+	return oid;
 }
 
 /* A copy of R's environment WHICH with INDEX as GIT_INDEX_FILE. */

@@ -131,6 +131,31 @@ stash_drop() {
 	    bad "undo --refs changed the stash list: $out: $(git -C "$P" stash list)"
 }
 
+# An entry pushed on top of the user's stash: told in red with its id and
+# message; undo --refs puts the stash list back exactly as at the start,
+# so the user's git stash pop applies the user's entry, not the agent's.
+stash_pushed() {
+	fresh_repo
+	(cd "$P" && echo user >>README && git stash -q) || exit 1
+	stash0=$(git -C "$P" stash list --format=%H)
+	jrun -- sh -c 'echo agent >>README && git -c user.email=a@b \
+	    -c user.name=a stash push -q -m agentwork &&
+	    echo PUSHED $(git rev-parse refs/stash)'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^PUSHED //p')
+	[ -n "$new" ] && ok || bad "stash_pushed: git stash push did not run: $OUT"
+	case $OUT in *"pushed a stash entry"*"$new"*agentwork*"undo"*"--refs"*) ok ;;
+	*) bad "stash_pushed: the pushed stash entry was not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) ||
+	    bad "stash_pushed: undo --refs failed: $out"
+	case $out in *"drop    the stash entry $new"*) ok ;;
+	*) bad "stash_pushed: undo --refs did not name the entry it took out: $out" ;; esac
+	[ "$(git -C "$P" stash list --format=%H)" = "$stash0" ] && ok ||
+	    bad "stash_pushed: the stash list is not as at the start: $out: $(git -C "$P" stash list)"
+	(cd "$P" && git checkout -q -- README && git stash pop -q) &&
+	    grep -q user "$P/README" && ! grep -q agent "$P/README" && ok ||
+	    bad "stash_pushed: git stash pop after undo --refs did not apply the user's entry: $(cat "$P/README")"
+}
+
 # .git/logs, or a dir below it, made a file or a link: the reflogs
 # kept at the start come back (a commit only a reflog names survives the
 # user's gc), the thing is moved to the quarantine, said in red, and no
@@ -189,6 +214,28 @@ refs_replaced() {
 		    bad "$how: something was written through the planted link: $(ls -A "$T/elsewhere")"
 		git -C "$P" gc -q --prune=now 2>/dev/null
 		objects_kept "$how"
+	done
+}
+
+# .git/HEAD made a link (out of the project or into it), deleted, or
+# filled with garbage: put back as at the start, said in red; git works
+# there again, undo --refs too, and the end's checks of the index run.
+head_replaced() {
+	for how in "ln -sf $T/outside/target.txt .git/HEAD" \
+	    'ln -sf ../README .git/HEAD' 'rm -f .git/HEAD' \
+	    'echo garbage >.git/HEAD'; do
+		fresh_repo
+		(cd "$P" && git checkout -q -b topic) || exit 1
+		jrun -- sh -c "rm -f .git/HEAD; $how; echo replaced"
+		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		case $OUT in *".git/HEAD"*"put back as it was at the start (ref: refs/heads/topic)"*) ok ;;
+		*) bad "$how: the end did not say HEAD was put back: $OUT" ;; esac
+		[ ! -L "$P/.git/HEAD" ] &&
+		    [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/topic ] &&
+		    ok || bad "$how: HEAD is not back: $(git -C "$P" status 2>&1 | head -2)"
+		case $OUT in *"cannot read the index"*) bad "$how: the end's checks of the index did not run: $OUT" ;; *) ok ;; esac
+		out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+		    bad "$how: undo --refs failed: $out"
 	done
 }
 
@@ -357,6 +404,67 @@ remote_moved() {
 	    bad "remote_moved: undo --refs did not put origin/master back: $out"
 }
 
+# Ref values git reads as well as a lower-case id: upper-case hex, an id
+# with text after it, "ref:" without its space, over packed values, and a
+# replace ref so written (the user's git show and checkout then give the
+# agent's blob), a packed tag named twice, the agent's value first (git's
+# binary search takes it). The real git resolves each (so the value matters); the
+# end tells what moved, and undo --refs puts every one back.
+refs_as_git_reads() {
+	fresh_repo
+	(cd "$P" && git remote add origin https://example.invalid/r.git &&
+	    echo data >file && git add file && git commit -qm file &&
+	    git update-ref refs/remotes/origin/master HEAD && git tag v1 &&
+	    git tag v2 && git tag v3 && git branch side &&
+	    git pack-refs --all) || exit 1
+	refs0=$(user_refs)
+	old=$(git -C "$P" rev-parse HEAD)
+	jrun -- sh -c 'set -e; c=$(git -c user.email=a@b -c user.name=a \
+	    commit-tree "HEAD^{tree}" -p HEAD -m forged);
+	    U=$(echo $c | tr a-f A-F); mkdir -p .git/refs/remotes/origin;
+	    echo $U >.git/refs/remotes/origin/master;
+	    echo "$c junk" >.git/refs/tags/v1;
+	    printf "ref:refs/remotes/origin/master\n" >.git/refs/heads/side;
+	    sed -i "s/^$(git rev-parse v2) refs\/tags\/v2\$/$U refs\/tags\/v2/" \
+	        .git/packed-refs;
+	    v3=$(git rev-parse v3);
+	    sed -i "s/^$v3 refs\/tags\/v3\$/$c refs\/tags\/v3\n$v3 refs\/tags\/v3/" \
+	        .git/packed-refs;
+	    b=$(echo evil | git hash-object -w --stdin);
+	    f=$(git rev-parse HEAD:file); mkdir -p .git/refs/replace;
+	    echo $b | tr a-f A-F >.git/refs/replace/$f; echo FORGED $c'
+	new=$(printf '%s\n' "$OUT" | sed -n 's/^FORGED //p')
+	[ -n "$new" ] && ok || bad "refs_as_git_reads: the forging did not run: $OUT"
+	# The real git reads each value so.
+	for r in refs/remotes/origin/master v1 side v2 v3; do
+		[ "$(git -C "$P" rev-parse "$r" 2>&1)" = "$new" ] && ok ||
+		    bad "refs_as_git_reads: git does not resolve $r to the forged commit (the test proves nothing)"
+	done
+	[ "$(git -C "$P" show HEAD:file 2>&1)" = evil ] && ok ||
+	    bad "refs_as_git_reads: git does not take the upper-case replace ref (the test proves nothing)"
+	case $OUT in *"moved the remote-tracking branch origin/master"*"to $new"*) ok ;;
+	*) bad "refs_as_git_reads: the upper-case origin/master was not told: $OUT" ;; esac
+	case $OUT in *"moved the tag v1"*) ok ;;
+	*) bad "refs_as_git_reads: the tag moved by '<id> junk' was not told: $OUT" ;; esac
+	case $OUT in *"moved the tag v2"*) ok ;;
+	*) bad "refs_as_git_reads: the tag moved in packed-refs alone was not told as moved: $OUT" ;; esac
+	case $OUT in *"moved the tag v3"*) ok ;;
+	*) bad "refs_as_git_reads: the tag named twice in packed-refs (git reads the first) was not told: $OUT" ;; esac
+	case $OUT in *"deleted the tag v2"*) bad "refs_as_git_reads: a moved packed tag told as deleted: $OUT" ;; *) ok ;; esac
+	case $OUT in *"replace ref refs/replace/"*) ok ;;
+	*) bad "refs_as_git_reads: the upper-case replace ref was not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) ||
+	    bad "refs_as_git_reads: undo --refs failed: $out"
+	case $out in *"reset   refs/remotes/origin/master"*) ok ;; *) bad "refs_as_git_reads: undo --refs did not see origin/master: $out" ;; esac
+	# v3's second packed line stays (listed twice, both at the loose value undo wrote).
+	[ "$(user_refs | uniq)" = "$refs0" ] && ok ||
+	    bad "refs_as_git_reads: undo --refs did not put every ref back: $(user_refs) vs $refs0: $out"
+	[ "$(git -C "$P" show HEAD:file 2>&1)" = data ] && ok ||
+	    bad "refs_as_git_reads: the replace ref stayed after undo --refs: $out"
+	[ "$(git -C "$P" rev-parse side)" = "$old" ] && ok ||
+	    bad "refs_as_git_reads: the branch side was not put back: $out"
+}
+
 # commit, branch, rebase and fetch over the proxy work in the jail, and their objects reach the host.
 git_works() {
 	history_state
@@ -507,13 +615,16 @@ checks() {
 	rm_objects
 	deleted_then_gc
 	stash_drop
+	stash_pushed
 	logs_replaced
 	refs_replaced
+	head_replaced
 	shallow
 	nested
 	nested_cap
 	nested_bare
 	remote_moved
+	refs_as_git_reads
 	gc_prune
 	git_works
 	during_session

@@ -707,10 +707,56 @@ test_run_session(void **state)
 	free(t2);
 }
 
+/* A ref file's content as git reads it (refs/files-backend.c), or NULL where git takes it for a broken ref. */
+static void
+test_ref_values(void **state)
+{
+	static const char id[] = "0123456789abcdef0123456789abcdef01234567";
+	static const char up[] = "0123456789ABCDEF0123456789ABCDEF01234567";
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ id, id },
+		{ "0123456789abcdef0123456789abcdef01234567\n", id },
+		{ up, id },
+		{ "0123456789ABCDEF0123456789abcdef01234567 junk\n", id },
+		{ "0123456789abcdef0123456789abcdef01234567\tjunk", id },
+		{ "0123456789abcdef0123456789abcdef01234567junk", NULL },
+		{ "0123456789abcdef0123456789abcdef0123456", NULL },
+		{ "ref: refs/heads/main\n", "ref: refs/heads/main" },
+		{ "ref:refs/heads/main", "ref: refs/heads/main" },
+		{ "ref:\t refs/heads/main  \n", "ref: refs/heads/main" },
+		{ "ref: ORIG_HEAD", "ref: ORIG_HEAD" },
+		{ "ref: refs/heads/a b", NULL },
+		{ "ref: refs/heads/../x", NULL },
+		{ "ref: refs/heads/\033x", NULL },
+		{ "garbage", NULL },
+		{ "", NULL },
+	};
+	size_t i;
+	char *v;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		v = snap_hist_parse(cases[i].text);
+		if (cases[i].want == NULL)
+			assert_null(v);
+		else {
+			assert_non_null(v);
+			assert_string_equal(v, cases[i].want);
+			assert_true(snap_hist_value_ok(v));
+		}
+		free(v);
+	}
+	assert_false(snap_hist_value_ok(SNAP_HIST_UNREAD));
+	assert_false(snap_hist_value_ok(up));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ref_values),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
