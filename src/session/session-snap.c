@@ -129,7 +129,8 @@ session_snap_ended(void *arg, const struct snap_result *res,
 void
 session_snap_done(struct session *s)
 {
-	if (!s->ended || s->history_ending || s->snap_end_pending ||
+	if (!s->ended || s->guard_scan != NULL || s->history_ending ||
+	    s->snap_end_pending ||
 	    s->guard_blind_ending || s->confdiff_end != NULL || s->done_told)
 		return;
 	s->done_told = true;

@@ -20,6 +20,9 @@
 
 #include "snap/snap-int.h"
 
+/* Entries walked between two moments the clone gate is let go (a gated scan). */
+#define SNAP_PLANT_GATE_EVERY 64
+
 static void snap_plant_watch(const struct snap_plant_opts *,
     struct snap_plant_result *, int, const char *, const struct stat *);
 static void snap_plant_watch_gone(const struct snap_plant_opts *,
@@ -595,12 +598,18 @@ snap_plant_more_links(struct snap_plant_walk *w)
 	free(q);
 }
 
+/* Tests only: called with each entry the walk looks at (relative), before it is looked at. */
+AM_TESTABLE void (*snap_plant_entry_walked)(const char *rel);
+
 /* One entry of the walk. */
 static void
 snap_plant_entry(struct snap_plant_walk *w, FTS *fts, FTSENT *e)
 {
 	const char *rel = e->fts_path + strlen(w->o->project) + 1;
 	bool own = e->fts_level == 1 && w->o->had_git;
+
+	if (snap_plant_entry_walked != NULL)
+		snap_plant_entry_walked(rel);
 
 	/* Left the git dir of another name (fts may not say: an unreadable one). */
 	if (w->inside != NULL && !snap_plant_under(w->inside, rel)) {
@@ -666,8 +675,35 @@ snap_plant_order(const FTSENT **a, const FTSENT **b)
 	return strcmp((*a)->fts_name, (*b)->fts_name);
 }
 
+/* With the clone gate held (O->gated): let go now and then, so a clone waits little. */
+static void
+snap_plant_gate_breathe(const struct snap_plant_walk *w)
+{
+	if (w->o->gated && w->entries % SNAP_PLANT_GATE_EVERY == 0) {
+		clone_gate_leave();
+		clone_gate_enter();
+	}
+}
+
+static int snap_plant_scan_in(const struct snap_plant_opts *,
+    struct snap_plant_result *, char **);
+
 int
 snap_plant_scan(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, char **cause)
+{
+	int rc;
+
+	if (o->gated)
+		clone_gate_enter();
+	rc = snap_plant_scan_in(o, res, cause);
+	if (o->gated)
+		clone_gate_leave();
+	return rc;
+}
+
+static int
+snap_plant_scan_in(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
 {
 	char *const roots[] = { (char *)o->project, NULL };
@@ -708,6 +744,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 		}
 		if (e->fts_level >= 1)
 			snap_plant_entry(&w, fts, e);
+		snap_plant_gate_breathe(&w);
 	}
 	fts_close(fts);
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)

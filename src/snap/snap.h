@@ -38,6 +38,7 @@ struct snap_plant_opts {
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
+	bool gated;               /* on a helper thread: allocates inside the clone gate only */
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
@@ -72,7 +73,12 @@ struct snap_plant_result {
 
 void snap_plant_result_init(struct snap_plant_result *);
 void snap_plant_result_free(struct snap_plant_result *);
-/** Walks O's project; fills RES. -1 with *CAUSE if the project cannot be read. */
+/**
+ * Walks O's project; fills RES. -1 with *CAUSE if the project cannot be
+ * read. With O->gated, as the work of a helper thread (thread_job_start):
+ * it holds the clone gate, let go every few entries so a clone waits for
+ * a few lstat calls at most.
+ */
 int snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause);
 /**
