@@ -384,8 +384,9 @@ session_guard_stale_done(void *arg, struct strv *alerts)
 
 /*
  * Once the end snapshot recorded TREE: index entries the session rewrote
- * to hide a change (snap_stale_start), looked for on the loop. True if
- * the end waits for it (done comes after its alerts).
+ * to hide a change (snap_stale_start): read by git on the loop, the
+ * entries looked at on a helper thread. True if the end waits for it
+ * (done comes after its alerts).
  */
 bool
 session_guard_stale(struct session *s, const char *tree)

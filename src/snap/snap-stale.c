@@ -5,11 +5,14 @@
  * the end snapshot just recorded. Found at the session's end from the
  * index as git lists it and the snapshot's tree, both read by git on the
  * loop, for the project's own index and then each nested repository's
- * found at the start; the files are only lstat'ed, never followed or read.
+ * found at the start; the files are only lstat'ed, never followed or read,
+ * on a helper thread (one entry each of the project's files: the loop
+ * does not wait for the walk).
  */
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,10 @@ struct snap_stale {
 	struct strv repos;        /* "" (the project), then nested ones (relative) */
 	size_t at;                /* the one looked at */
 	struct strv alerts;
+	struct thread_job *job;   /* the walk of one repository's entries */
+	char *dir;                /* ... in that dir */
+	struct strv found;        /* what it found there */
+	atomic_bool stop;         /* set: the walk ends at its next entry */
 	int64_t since;
 	void (*done)(void *, struct strv *);
 	void *arg;
@@ -170,10 +177,19 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	free(full);
 }
 
-/* snap_stale_find for the repository at DIR (REPO in the project, or NULL: the project's own). */
+/* Tests only: called with the dir of each repository whose entries are looked at, before. */
+AM_TESTABLE void (*snap_stale_dir_looked)(const char *dir);
+
+/*
+ * snap_stale_find for the repository at DIR (REPO in the project, or
+ * NULL: the project's own). With STOP (a helper thread's walk): it
+ * allocates inside the clone gate only, and ends at the next entry once
+ * STOP is set.
+ */
 static void
 snap_stale_find_in(const char *dir, const char *repo, int64_t since,
-    const struct buf *index, const struct buf *tree, struct strv *out)
+    const struct buf *index, const struct buf *tree, struct strv *out,
+    const atomic_bool *stop)
 {
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
@@ -183,6 +199,8 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 	int64_t index_mtime;
 	int projfd, rc;
 
+	if (snap_stale_dir_looked != NULL)
+		snap_stale_dir_looked(dir);
 	if (index->data == NULL || tree->data == NULL || (projfd =
 	    open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
@@ -193,25 +211,37 @@ snap_stale_find_in(const char *dir, const char *repo, int64_t since,
 	end = index->data + index->len;
 	at = tree->data;
 	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
+		if (stop != NULL && atomic_load(stop))
+			break;
 		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&
 		    e.mode != 0120000))
 			continue;
 		oid = snap_stale_tree_oid(tree, &at, e.path);
 		if (oid == NULL || strncmp(oid, e.oid, strlen(e.oid)) == 0 ||
-		    oid[strlen(e.oid)] != '\t' ||
-		    !snap_stale_stat_clean(projfd, since, index_mtime, &e))
+		    oid[strlen(e.oid)] != '\t')
 			continue;
-		if (told++ < SNAP_STALE_TELL)
-			snap_stale_tell(repo, e.path, out);
-		else
-			more++;
+		/* path_open_beneath may allocate (without openat2). */
+		if (stop != NULL)
+			clone_gate_enter();
+		if (snap_stale_stat_clean(projfd, since, index_mtime, &e)) {
+			if (told++ < SNAP_STALE_TELL)
+				snap_stale_tell(repo, e.path, out);
+			else
+				more++;
+		}
+		if (stop != NULL)
+			clone_gate_leave();
 	}
+	if (stop != NULL)
+		clone_gate_enter();
 	if (more > 0)
 		strv_addf(out, "%zu more entries of %s%s were rewritten "
 		    "in the session to hide a change ('agentmux diff' shows "
 		    "them; touching a file makes git read it again)", more,
 		    repo != NULL ? repo : "", repo != NULL ? "/.git/index" :
 		    ".git/index");
+	if (stop != NULL)
+		clone_gate_leave();
 	close(projfd);
 }
 
@@ -219,18 +249,75 @@ void
 snap_stale_find(const char *project, int64_t since, const struct buf *index,
     const struct buf *tree, struct strv *out)
 {
-	snap_stale_find_in(project, NULL, since, index, tree, out);
+	snap_stale_find_in(project, NULL, since, index, tree, out, NULL);
 }
 
 static bool snap_stale_next(struct snap_stale *);
+
+/* The walk of the entries of the repository at sc->at: on a helper thread. */
+static void
+snap_stale_walk(void *arg)
+{
+	struct snap_stale *sc = arg;
+	const char *repo = sc->repos.v[sc->at];
+
+	snap_stale_find_in(sc->dir, *repo != '\0' ? repo : NULL, sc->since,
+	    &sc->out[SNAP_STALE_INDEX], &sc->out[SNAP_STALE_TREE], &sc->found,
+	    &sc->stop);
+}
+
+/* The walk is over, or there was none: the next repository, or the end. */
+static void
+snap_stale_walked(void *arg)
+{
+	struct snap_stale *sc = arg;
+	struct strv out;
+	size_t i;
+
+	sc->job = NULL;
+	free(sc->dir);
+	sc->dir = NULL;
+	for (i = 0; i < sc->found.n; i++)
+		strv_add(&sc->alerts, sc->found.v[i]);
+	strv_free(&sc->found);
+	strv_init(&sc->found);
+	sc->at++;
+	if (snap_stale_next(sc))
+		return;
+	/* DONE frees SC: the alerts are handed over first. */
+	out = sc->alerts;
+	strv_init(&sc->alerts);
+	sc->done(sc->arg, &out);
+	strv_free(&out);
+}
+
+/* The walk of the entries git listed for the repository at sc->at, off the loop (on it if no thread starts). */
+static void
+snap_stale_walk_start(struct snap_stale *sc)
+{
+	const char *repo = sc->repos.v[sc->at];
+	char *cause = NULL;
+
+	sc->dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
+	    xstrdup(sc->project);
+	sc->job = thread_job_start(sc->base, snap_stale_walk, sc,
+	    snap_stale_walked, sc, &cause);
+	if (sc->job != NULL)
+		return;
+	log_warnx("the look for rewritten index entries runs on the loop: %s",
+	    cause);
+	free(cause);
+	snap_stale_find_in(sc->dir, *repo != '\0' ? repo : NULL, sc->since,
+	    &sc->out[SNAP_STALE_INDEX], &sc->out[SNAP_STALE_TREE], &sc->found,
+	    NULL);
+	snap_stale_walked(sc);
+}
 
 static void
 snap_stale_over(struct proc *p, void *arg)
 {
 	struct snap_stale *sc = arg;
 	const char *repo = sc->repos.v[sc->at];
-	struct strv out;
-	char *dir;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -250,22 +337,10 @@ snap_stale_over(struct proc *p, void *arg)
 	if (--sc->pending > 0)
 		return;
 	if (sc->status[SNAP_STALE_INDEX] == 0 &&
-	    sc->status[SNAP_STALE_TREE] == 0) {
-		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
-		    xstrdup(sc->project);
-		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL,
-		    sc->since, &sc->out[SNAP_STALE_INDEX],
-		    &sc->out[SNAP_STALE_TREE], &sc->alerts);
-		free(dir);
-	}
-	sc->at++;
-	if (snap_stale_next(sc))
-		return;
-	/* DONE frees SC: the alerts are handed over first. */
-	out = sc->alerts;
-	strv_init(&sc->alerts);
-	sc->done(sc->arg, &out);
-	strv_free(&out);
+	    sc->status[SNAP_STALE_TREE] == 0)
+		snap_stale_walk_start(sc);
+	else
+		snap_stale_walked(sc);
 }
 
 /* The two git runs for the repository at sc->at: true if they run. */
@@ -342,6 +417,8 @@ snap_stale_start(struct event_base *base, const char *project,
 	for (i = 0; nested != NULL && i < nested->n; i++)
 		strv_add(&sc->repos, nested->v[i]);
 	strv_init(&sc->alerts);
+	strv_init(&sc->found);
+	atomic_init(&sc->stop, false);
 	sc->since = since;
 	sc->done = done;
 	sc->arg = arg;
@@ -359,6 +436,11 @@ snap_stale_free(struct snap_stale *sc)
 
 	if (sc == NULL)
 		return;
+	/* A walk still running ends at its next entry, and is waited for. */
+	atomic_store(&sc->stop, true);
+	thread_job_free(sc->job);
+	free(sc->dir);
+	strv_free(&sc->found);
 	for (i = 0; i < SNAP_STALE_NRUNS; i++) {
 		proc_free(sc->p[i]);
 		buf_free(&sc->out[i]);

@@ -255,8 +255,8 @@ struct snap_blind_read *snap_blind_read_end(struct event_base *,
  * data matches the file, changed since SINCE (ms, snap_plant_clock), so
  * the user's git takes them as unchanged, but their object id is not the
  * content the end snapshot's TREE (in the own repository GITDIR) holds.
- * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
- * (ALERTS borrowed). The index of each nested repository in NESTED (dirs
+ * Both are read by git on BASE, the entries lstat'ed on a helper thread;
+ * DONE(ARG, ALERTS) gets one line for each (ALERTS borrowed). The index of each nested repository in NESTED (dirs
  * relative to PROJECT; may be NULL) is looked at too, one after another. NULL (nothing to wait for) if PROJECT has no .git
  * dir or git cannot run. snap_stale_free stops it.
  */

@@ -967,6 +967,68 @@ test_end_scan_off_loop(void **state)
 	fixture_close(&f);
 }
 
+/* The end's look for rewritten index entries calls it with each repository's dir (snap-stale.c). */
+extern void (*snap_stale_dir_looked)(const char *dir);
+
+static atomic_int stale_slowed;
+
+/* Slows the end's look at the index entries by 2 s, once. */
+static void
+stale_slow(const char *dir)
+{
+	struct timespec ts = { 2, 0 };
+
+	(void)dir;
+	if (atomic_exchange(&stale_slowed, 1) != 0)
+		return;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The end's look for index entries rewritten to hide a change lstats
+ * every changed entry of the project: on a helper thread (slowed to 2 s
+ * here) while a timer is served, and done still waits for it.
+ */
+static void
+test_end_stale_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm a");
+	atomic_store(&stale_slowed, 0);
+	snap_stale_dir_looked = stale_slow;
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
+	    "echo changed >0/1; exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	test_sh_ok("touch go");
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	loop_until(&f, &o.done);
+	print_message("end's index look: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_int_equal(o.status, 4);
+	assert_int_equal(atomic_load(&stale_slowed), 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	snap_stale_dir_looked = NULL;
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+}
+
 /*
  * Snapshots from before own repositories (in the project's .git, under
  * refs/agentmux, as agentmux once made them) come into the own repository
@@ -1360,6 +1422,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_history_walk_off_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_end_scan_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_end_stale_off_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
