@@ -210,6 +210,13 @@ session_snapshot(struct session *s, const char *label, char **cause)
 		    "snapshot failed)");
 		return -1;
 	}
+	/* Git runs on the project only once what the command planted is defused. */
+	if (s->guard_scan != NULL) {
+		*cause = xstrdup("this session's end is being checked (the "
+		    "scan for what the command planted): its end snapshot "
+		    "follows; snapshot again once it is done");
+		return -1;
+	}
 	return snap_session_take(s->snap, "manual", label, NULL, NULL, cause);
 }
 
