@@ -599,13 +599,11 @@ session_guard_unwatch(struct session *s)
 	s->guard_gitdir = NULL;
 }
 
-/* The end's walks are over, on the helper thread: told, then the end goes on. */
+/* The end's walks on the helper thread are over (its job freed): told, and the watch goes. */
 static void
-session_guard_scanned(void *arg)
+session_guard_scan_over(struct session *s)
 {
-	struct session *s = arg;
 	struct session_guard_scan *sc = s->guard_scan;
-	void (*then)(struct session *) = s->guard_scan_then;
 
 	s->guard_scan_job = NULL;
 	s->guard_scan = NULL;
@@ -614,6 +612,16 @@ session_guard_scanned(void *arg)
 	session_guard_plant_tell(s, sc);
 	session_guard_scan_free(sc);
 	session_guard_unwatch(s);
+}
+
+/* The end's walks are over, on the helper thread: told, then the end goes on. */
+static void
+session_guard_scanned(void *arg)
+{
+	struct session *s = arg;
+	void (*then)(struct session *) = s->guard_scan_then;
+
+	session_guard_scan_over(s);
 	if (!s->freed && then != NULL)
 		then(s);
 	session_remove_ref(s);
@@ -656,18 +664,10 @@ session_guard_stop_begin(struct session *s, void (*then)(struct session *))
 void
 session_guard_stop(struct session *s)
 {
-	struct session_guard_scan *sc = s->guard_scan;
-
-	if (sc != NULL) {
+	if (s->guard_scan != NULL) {
 		/* Freed while they run: waited for here, told, and the watch goes. */
 		thread_job_free(s->guard_scan_job);
-		s->guard_scan_job = NULL;
-		s->guard_scan = NULL;
-		s->guard_scan_then = NULL;
-		session_guard_nending--;
-		session_guard_plant_tell(s, sc);
-		session_guard_scan_free(sc);
-		session_guard_unwatch(s);
+		session_guard_scan_over(s);
 		session_remove_ref(s);
 		return;
 	}
