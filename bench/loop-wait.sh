@@ -19,6 +19,8 @@ nfiles=${NFILES:-10000}
 mib=${TOTAL_MIB:-100}
 first=${FIRST:-0}
 [[ -x $amx ]] || { echo "bench/loop-wait.sh: no agentmux at $amx; build first or set AMX" >&2; exit 1; }
+# Absolute: the dashboard is started in session 1's project dir.
+amx=$(realpath -- "$amx")
 command -v tmux >/dev/null || { echo "bench/loop-wait.sh: needs tmux" >&2; exit 1; }
 work=$(mktemp -d /tmp/amx-bench-loop.XXXXXX)
 chmod 755 "$work"

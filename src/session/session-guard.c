@@ -384,8 +384,9 @@ session_guard_stale_done(void *arg, struct strv *alerts)
 
 /*
  * Once the end snapshot recorded TREE: index entries the session rewrote
- * to hide a change (snap_stale_start), looked for on the loop. True if
- * the end waits for it (done comes after its alerts).
+ * to hide a change (snap_stale_start): read by git on the loop, the
+ * entries looked at on a helper thread. True if the end waits for it
+ * (done comes after its alerts).
  */
 bool
 session_guard_stale(struct session *s, const char *tree)
@@ -405,102 +406,187 @@ session_guard_stale(struct session *s, const char *tree)
 	return true;
 }
 
+/*
+ * The end's walks of the project (the plant scan, the run dirs' look):
+ * made on a helper thread, with what they need copied out of the session,
+ * so the loop goes on meanwhile (a 10,000-file project is 10,000 lstat
+ * calls, most of a second under load).
+ */
+struct session_guard_scan {
+	struct snap_plant_opts o;
+	struct snap_plant_result res;
+	int rc;
+	char *cause;
+	struct strv watch;
+	char *dir;
+	char *project;
+	char *hooks;
+	struct strv existed;
+	struct strv execs;
+	struct strv gitfiles;
+	struct strv run_dirs;     /* [jail] watch_ignored */
+	bool run_look;            /* the run dirs were fingerprinted at the start */
+	struct snap_run run_now;
+};
+
+static void
+session_guard_scan_copy(struct strv *to, const struct strv *from)
+{
+	size_t i;
+
+	strv_init(to);
+	for (i = 0; i < from->n; i++)
+		strv_add(to, from->v[i]);
+}
+
+/* What the end's walks need, copied out of S (NULL: there is nothing to walk). */
+static struct session_guard_scan *
+session_guard_scan_new(struct session *s)
+{
+	struct session_guard_scan *sc;
+	const char *const *d;
+	size_t i;
+
+	if (s->guard_since == 0)
+		return NULL;
+	sc = xcalloc(1, sizeof *sc);
+	/* The built-in ones are watched even where protect = none lets them change. */
+	strv_init(&sc->watch);
+	for (d = config_protect_defaults(); *d != NULL; d++)
+		strv_add(&sc->watch, *d);
+	for (i = 0; i < s->protect.n; i++) {
+		if (!strv_contains(&sc->watch, s->protect.v[i]))
+			strv_add(&sc->watch, s->protect.v[i]);
+	}
+	sc->dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
+	    (long long)s->id);
+	sc->project = xstrdup(s->project);
+	sc->hooks = s->hooks != NULL ? xstrdup(s->hooks) : NULL;
+	session_guard_scan_copy(&sc->existed, &s->watched);
+	session_guard_scan_copy(&sc->execs, &s->guard_execs);
+	session_guard_scan_copy(&sc->gitfiles, &s->gitfiles);
+	session_guard_scan_copy(&sc->run_dirs, &s->cf->jail.watch_ignored);
+	sc->run_look = s->run_start.taken;
+	snap_run_init(&sc->run_now);
+	sc->o.project = sc->project;
+	sc->o.since = s->guard_since;
+	sc->o.quarantine = sc->dir;
+	sc->o.had_git = s->guard_had_git;
+	sc->o.watch = sc->watch.v;
+	sc->o.nwatch = sc->watch.n;
+	sc->o.existed = sc->existed.v;
+	sc->o.nexisted = sc->existed.n;
+	sc->o.sequences = s->guard_seq;
+	sc->o.execs = sc->execs.v;
+	sc->o.nexecs = sc->execs.n;
+	sc->o.hooks = sc->hooks;
+	sc->o.gitfiles = sc->gitfiles.v;
+	sc->o.ngitfiles = sc->gitfiles.n;
+	sc->o.max_entries = s->cf->jail.scan_limit;
+	snap_plant_result_init(&sc->res);
+	return sc;
+}
+
+static void
+session_guard_scan_free(struct session_guard_scan *sc)
+{
+	if (sc == NULL)
+		return;
+	snap_plant_result_free(&sc->res);
+	free(sc->cause);
+	strv_free(&sc->watch);
+	free(sc->dir);
+	free(sc->project);
+	free(sc->hooks);
+	strv_free(&sc->existed);
+	strv_free(&sc->execs);
+	strv_free(&sc->gitfiles);
+	strv_free(&sc->run_dirs);
+	snap_run_free(&sc->run_now);
+	free(sc);
+}
+
+/* The walks themselves: on a helper thread (gated) or on the loop. */
+static void
+session_guard_scan_run(void *arg)
+{
+	struct session_guard_scan *sc = arg;
+
+	sc->rc = snap_plant_scan(&sc->o, &sc->res, &sc->cause);
+	if (!sc->run_look)
+		return;
+	if (sc->o.gated)
+		clone_gate_enter();
+	snap_run_look(sc->project, sc->run_dirs.v, sc->run_dirs.n,
+	    sc->o.max_entries, &sc->run_now);
+	if (sc->o.gated)
+		clone_gate_leave();
+}
+
 /* The ignored programs the user runs, made, changed or removed: each an alert. */
 static void
-session_guard_run(struct session *s)
+session_guard_run(struct session *s, struct session_guard_scan *sc)
 {
-	struct snap_run now;
 	struct strv out, notes;
 	size_t i;
 
-	if (!s->run_start.taken)
+	if (!s->run_start.taken || !sc->run_look)
 		return;
-	snap_run_init(&now);
-	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
-	    s->cf->jail.watch_ignored.n, s->cf->jail.scan_limit, &now);
 	strv_init(&out);
 	strv_init(&notes);
-	snap_run_compare(&s->run_start, &now, &out, &notes);
+	snap_run_compare(&s->run_start, &sc->run_now, &out, &notes);
 	for (i = 0; i < out.n; i++)
 		session_guard_alert(s, "protected", out.v[i]);
 	for (i = 0; i < notes.n; i++)
 		session_guard_note(s, "scan", notes.v[i]);
 	strv_free(&notes);
 	strv_free(&out);
-	snap_run_free(&now);
 	snap_run_free(&s->run_start);
 }
 
 /*
- * What the command left for the host to run later (see snap_plant_scan):
- * planted git dirs are defused, set-uid bits taken off, changes to files
- * the user's tools run reported. Each finding is an alert.
+ * What the command left for the host to run later (see snap_plant_scan),
+ * as the walks found it: planted git dirs were defused, set-uid bits taken
+ * off, changes to files the user's tools run are reported. Each finding
+ * is an alert. Then the look at the index's marks starts.
  */
 static void
-session_guard_plant(struct session *s)
+session_guard_plant_tell(struct session *s, struct session_guard_scan *sc)
 {
-	const char *const *d;
-	struct snap_plant_opts o;
-	struct snap_plant_result res;
-	struct strv watch;
-	char *dir, *cause = NULL;
 	size_t i;
 
-	if (s->guard_since == 0)
-		return;
-	/* The built-in ones are watched even where protect = none lets them change. */
-	strv_init(&watch);
-	for (d = config_protect_defaults(); *d != NULL; d++)
-		strv_add(&watch, *d);
-	for (i = 0; i < s->protect.n; i++) {
-		if (!strv_contains(&watch, s->protect.v[i]))
-			strv_add(&watch, s->protect.v[i]);
-	}
-	dir = xprintf("%s/sessions/%lld/quarantine", s->ctx->data_dir,
-	    (long long)s->id);
-	memset(&o, 0, sizeof o);
-	o.project = s->project;
-	o.since = s->guard_since;
-	o.quarantine = dir;
-	o.had_git = s->guard_had_git;
-	o.watch = watch.v;
-	o.nwatch = watch.n;
-	o.existed = s->watched.v;
-	o.nexisted = s->watched.n;
-	o.sequences = s->guard_seq;
-	o.execs = s->guard_execs.v;
-	o.nexecs = s->guard_execs.n;
-	o.hooks = s->hooks;
-	o.gitfiles = s->gitfiles.v;
-	o.ngitfiles = s->gitfiles.n;
-	o.max_entries = s->cf->jail.scan_limit;
-	snap_plant_result_init(&res);
-	if (snap_plant_scan(&o, &res, &cause) == -1) {
-		log_warnx("%s", cause);
-		free(cause);
-	}
-	for (i = 0; i < res.alerts.n; i++)
-		session_guard_alert(s, "tampering", res.alerts.v[i]);
-	for (i = 0; i < res.watched.n; i++)
-		session_guard_alert(s, "protected", res.watched.v[i]);
+	if (sc->rc == -1)
+		log_warnx("%s", sc->cause);
+	for (i = 0; i < sc->res.alerts.n; i++)
+		session_guard_alert(s, "tampering", sc->res.alerts.v[i]);
+	for (i = 0; i < sc->res.watched.n; i++)
+		session_guard_alert(s, "protected", sc->res.watched.v[i]);
 	/* Said, not flagged: a big tree is no tampering. */
-	for (i = 0; i < res.notes.n; i++)
-		session_guard_note(s, "scan", res.notes.v[i]);
-	snap_plant_result_free(&res);
-	session_guard_run(s);
+	for (i = 0; i < sc->res.notes.n; i++)
+		session_guard_note(s, "scan", sc->res.notes.v[i]);
+	session_guard_run(s, sc);
 	/* After the scan: links and FIFOs planted in .git are out of the way. */
 	session_guard_blind(s);
-	strv_free(&watch);
-	free(dir);
 	s->guard_since = 0;
 }
 
-/* The command has ended: a last check, then the watch goes. */
-void
-session_guard_stop(struct session *s)
+/* The end's walks, on the loop (a session freed, or no helper thread). */
+static void
+session_guard_plant(struct session *s)
 {
-	session_guard_check(s);
-	session_guard_plant(s);
+	struct session_guard_scan *sc = session_guard_scan_new(s);
+
+	if (sc == NULL)
+		return;
+	session_guard_scan_run(sc);
+	session_guard_plant_tell(s, sc);
+	session_guard_scan_free(sc);
+}
+
+/* The watch goes: the last look for host sockets, then its event and fd. */
+static void
+session_guard_unwatch(struct session *s)
+{
 	session_guard_sock_last(s);
 	strv_free(&s->guard_socks);
 	if (s->guard_ev != NULL)
@@ -511,4 +597,81 @@ session_guard_stop(struct session *s)
 	s->guard_fd = -1;
 	free(s->guard_gitdir);
 	s->guard_gitdir = NULL;
+}
+
+/* The end's walks on the helper thread are over (its job freed): told, and the watch goes. */
+static void
+session_guard_scan_over(struct session *s)
+{
+	struct session_guard_scan *sc = s->guard_scan;
+
+	s->guard_scan_job = NULL;
+	s->guard_scan = NULL;
+	s->guard_scan_then = NULL;
+	session_guard_nending--;
+	session_guard_plant_tell(s, sc);
+	session_guard_scan_free(sc);
+	session_guard_unwatch(s);
+}
+
+/* The end's walks are over, on the helper thread: told, then the end goes on. */
+static void
+session_guard_scanned(void *arg)
+{
+	struct session *s = arg;
+	void (*then)(struct session *) = s->guard_scan_then;
+
+	session_guard_scan_over(s);
+	if (!s->freed && then != NULL)
+		then(s);
+	session_remove_ref(s);
+}
+
+/*
+ * The command has ended: a last check, then the end's walks of the
+ * project on a helper thread, and the watch goes once they are over;
+ * THEN(S) follows on the loop (not if S is freed meanwhile: its free
+ * waits for them). False if nothing runs (THEN is not called): the caller
+ * goes on with session_guard_stop.
+ */
+bool
+session_guard_stop_begin(struct session *s, void (*then)(struct session *))
+{
+	struct session_guard_scan *sc;
+	char *cause = NULL;
+
+	session_guard_check(s);
+	if ((sc = session_guard_scan_new(s)) == NULL)
+		return false;
+	sc->o.gated = true;
+	s->guard_scan_job = thread_job_start(s->ctx->base,
+	    session_guard_scan_run, sc, session_guard_scanned, s, &cause);
+	if (s->guard_scan_job == NULL) {
+		log_warnx("the end's look at the project runs on the loop: %s",
+		    cause);
+		free(cause);
+		session_guard_scan_free(sc);
+		return false;
+	}
+	s->guard_scan = sc;
+	s->guard_scan_then = then;
+	session_guard_nending++;
+	session_add_ref(s);
+	return true;
+}
+
+/* The command has ended: a last check, then the watch goes (the end's walks on the loop, or waited for). */
+void
+session_guard_stop(struct session *s)
+{
+	if (s->guard_scan != NULL) {
+		/* Freed while they run: waited for here, told, and the watch goes. */
+		thread_job_free(s->guard_scan_job);
+		session_guard_scan_over(s);
+		session_remove_ref(s);
+		return;
+	}
+	session_guard_check(s);
+	session_guard_plant(s);
+	session_guard_unwatch(s);
 }

@@ -126,6 +126,9 @@ struct session {
 	struct strv gitfiles;        /* what git runs through a hook link or an include (patterns) */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	bool guard_sock_on;          /* looks for new ones at each tick */
+	struct session_guard_scan *guard_scan; /* the end's walks of the project, on a helper thread */
+	struct thread_job *guard_scan_job;
+	void (*guard_scan_then)(struct session *); /* what follows them on the loop */
 
 	int home_fd;                 /* the jail's HOME (session-files.c) */
 	struct strv hfiles;          /* file entries there, relative to HOME */
@@ -280,6 +283,8 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 void session_guard_stop(struct session *);
+bool session_guard_stop_begin(struct session *,
+    void (*then)(struct session *));
 /* End-of-session reads of the index still running, of sessions freed or not. */
 int session_guard_endings(void);
 bool session_guard_stale(struct session *, const char *tree);

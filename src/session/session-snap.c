@@ -129,7 +129,8 @@ session_snap_ended(void *arg, const struct snap_result *res,
 void
 session_snap_done(struct session *s)
 {
-	if (!s->ended || s->history_ending || s->snap_end_pending ||
+	if (!s->ended || s->guard_scan != NULL || s->history_ending ||
+	    s->snap_end_pending ||
 	    s->guard_blind_ending || s->confdiff_end != NULL || s->done_told)
 		return;
 	s->done_told = true;
@@ -207,6 +208,13 @@ session_snapshot(struct session *s, const char *label, char **cause)
 	if (s->snap == NULL) {
 		*cause = xstrdup("this session has no snapshots (its start "
 		    "snapshot failed)");
+		return -1;
+	}
+	/* Git runs on the project only once what the command planted is defused. */
+	if (s->guard_scan != NULL) {
+		*cause = xstrdup("this session's end is being checked (the "
+		    "scan for what the command planted): its end snapshot "
+		    "follows; snapshot again once it is done");
 		return -1;
 	}
 	return snap_session_take(s->snap, "manual", label, NULL, NULL, cause);

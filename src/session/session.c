@@ -281,6 +281,8 @@ session_end_state(const struct session *s)
  * The session has ended once its jail is reaped and its output has been
  * read to the end: only then is the exit reported, after the last byte.
  */
+static void session_finish_told(struct session *);
+
 static void
 session_finish(struct session *s)
 {
@@ -301,7 +303,20 @@ session_finish(struct session *s)
 		event_del(s->st_idle_ev);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
+	/* The end's walks of the project run off the loop; the rest follows them. */
+	if (session_guard_stop_begin(s, session_finish_told))
+		return;
 	session_guard_stop(s);
+	session_finish_told(s);
+}
+
+/*
+ * The guard's end is over (planted git dirs defused, what it found told):
+ * the end snapshot, then the exit is reported.
+ */
+static void
+session_finish_told(struct session *s)
+{
 	session_hint_file_stop(s);
 	session_snap_end(s);
 	/* The front end may free it from the callback. */

@@ -19,6 +19,9 @@
 
 #include "snap/snap-int.h"
 
+/* Entries walked between two moments the clone gate is let go (a gated scan). */
+#define SNAP_PLANT_GATE_EVERY 64
+
 static void snap_plant_watch(const struct snap_plant_opts *,
     struct snap_plant_result *, int, const char *, const struct stat *);
 static void snap_plant_watch_gone(const struct snap_plant_opts *,
@@ -34,6 +37,7 @@ struct snap_plant_walk {
 	size_t links_out;         /* links out of the project the session made */
 	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
+	size_t entries;           /* looked at so far (a gated scan lets go of the gate every few) */
 };
 
 /* The most paths looked at by name before the walk (snap_plant_direct). */
@@ -612,6 +616,9 @@ snap_plant_dir_read(void *arg, const char *carry)
 	w->inside = carry != NULL ? xstrdup(carry) : NULL;
 }
 
+/* Tests only: called with each entry the walk looks at (relative), before it is looked at. */
+AM_TESTABLE void (*snap_plant_entry_walked)(const char *rel);
+
 /* One entry of the walk. */
 static void
 snap_plant_entry(void *arg, struct snap_walk_ent *e)
@@ -619,6 +626,9 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 	struct snap_plant_walk *w = arg;
 	const char *rel = e->rel;
 	bool own = e->level == 1 && w->o->had_git;
+
+	if (snap_plant_entry_walked != NULL)
+		snap_plant_entry_walked(rel);
 
 	/* Left the git dir of another name: a sibling of it comes next. */
 	if (w->inside != NULL && !snap_plant_under(w->inside, rel)) {
@@ -669,8 +679,43 @@ snap_plant_too_many(struct snap_plant_walk *w, int64_t limit)
 
 static void snap_plant_direct(struct snap_plant_walk *);
 
+/* With the clone gate held (O->gated): let go now and then, so a clone waits little. */
+static void
+snap_plant_gate_breathe(struct snap_plant_walk *w)
+{
+	if (w->o->gated && ++w->entries % SNAP_PLANT_GATE_EVERY == 0) {
+		clone_gate_leave();
+		clone_gate_enter();
+	}
+}
+
+/* One entry of the walk, then a breath of the clone gate (snap_walk allocates nothing meanwhile). */
+static void
+snap_plant_entry_gated(void *arg, struct snap_walk_ent *e)
+{
+	snap_plant_entry(arg, e);
+	snap_plant_gate_breathe(arg);
+}
+
+static int snap_plant_scan_in(const struct snap_plant_opts *,
+    struct snap_plant_result *, char **);
+
 int
 snap_plant_scan(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, char **cause)
+{
+	int rc;
+
+	if (o->gated)
+		clone_gate_enter();
+	rc = snap_plant_scan_in(o, res, cause);
+	if (o->gated)
+		clone_gate_leave();
+	return rc;
+}
+
+static int
+snap_plant_scan_in(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause)
 {
 	int64_t limit = o->max_entries > 0 ? o->max_entries :
@@ -699,7 +744,7 @@ snap_plant_scan(const struct snap_plant_opts *o,
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
 	if (snap_walk(o->project, w.nc.projfd, (size_t)limit,
-	    snap_plant_dir_read, snap_plant_entry, &w) == 1)
+	    snap_plant_dir_read, snap_plant_entry_gated, &w) == 1)
 		snap_plant_too_many(&w, limit);
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		snap_plant_more_links(&w);

@@ -7,11 +7,14 @@
  * loop, for the project's own index. A nested repository's entries are
  * compared with the files themselves (it may be ignored by the project,
  * so not in the snapshot): a file whose stat data matches its entry is
- * hashed as git hashes a blob, opened without following a link.
+ * hashed as git hashes a blob, opened without following a link. The
+ * entries are looked at on a helper thread, one repository after another
+ * (the loop does not wait for the walk, nor for the hashing).
  */
 #include <sys/stat.h>
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +26,7 @@
 
 /* The most entries told one by one; the rest are counted. */
 #define SNAP_STALE_TELL 10
-/* The most bytes of a nested repository's files hashed, on the loop, at a session's end. */
+/* The most bytes of a nested repository's files hashed at a session's end. */
 #define SNAP_STALE_HASH_MAX (256ULL << 20)
 
 enum { SNAP_STALE_INDEX, SNAP_STALE_TREE, SNAP_STALE_NRUNS };
@@ -44,6 +47,11 @@ struct snap_stale {
 	int64_t since;
 	void (*done)(void *, struct strv *);
 	void *arg;
+	struct thread_job *job;   /* the walk of one repository's entries */
+	char *dir;                /* ... in that dir */
+	char *ipath;              /* ... whose index is that file */
+	struct strv found;        /* what it found there */
+	atomic_bool stop;         /* set: the walk ends at its next entry */
 };
 
 /* One entry of git ls-files --debug -s: what git compares with lstat. */
@@ -255,14 +263,34 @@ snap_stale_unchecked(const char *repo, size_t unchecked, struct strv *out)
 	free(q);
 }
 
+/* Tests only: called with the dir of each repository whose entries are looked at, before. */
+AM_TESTABLE void (*snap_stale_dir_looked)(const char *dir);
+
+/* Whether entry E (stat data clean) hides a change; *BUDGET, *UNCHECKED: as snap_stale_find_in. */
+static bool
+snap_stale_hides(int projfd, const struct snap_stale_entry *e, bool hash,
+    unsigned long long *budget, size_t *unchecked)
+{
+	if (!hash)
+		return true;
+	if (e->size > *budget) {
+		(*unchecked)++;
+		return false;
+	}
+	*budget -= e->size;
+	return !snap_stale_file_is(projfd, e->path, e->oid);
+}
+
 /*
  * snap_stale_find for the repository at DIR (REPO in the project, or
  * NULL: the project's own). TREE NULL: the files themselves are hashed.
+ * With STOP (a helper thread's walk): it allocates inside the clone gate
+ * only, and ends at the next entry once STOP is set.
  */
 static void
 snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
     int64_t since, const struct buf *index, const struct buf *tree,
-    struct strv *out)
+    struct strv *out, const atomic_bool *stop)
 {
 	struct snap_stale_entry e;
 	const char *p, *end, *at;
@@ -273,6 +301,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 	int64_t index_mtime;
 	int projfd, rc;
 
+	if (snap_stale_dir_looked != NULL)
+		snap_stale_dir_looked(dir);
 	if (index->data == NULL || (tree != NULL && tree->data == NULL) ||
 	    (projfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
@@ -283,6 +313,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 	end = index->data + index->len;
 	at = tree != NULL ? tree->data : NULL;
 	while ((rc = snap_stale_entry_next(&p, end, &e)) != -1) {
+		if (stop != NULL && atomic_load(stop))
+			break;
 		if (rc != 0 || (e.mode != 0100644 && e.mode != 0100755 &&
 		    e.mode != 0120000))
 			continue;
@@ -292,20 +324,22 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 			    strlen(e.oid)) == 0 || oid[strlen(e.oid)] != '\t')
 				continue;
 		}
-		if (!snap_stale_stat_clean(projfd, since, index_mtime, &e))
-			continue;
-		if (tree == NULL && e.size > budget) {
-			unchecked++;
-			continue;
+		/* path_open_beneath (without openat2) and the hashing allocate. */
+		if (stop != NULL)
+			clone_gate_enter();
+		if (snap_stale_stat_clean(projfd, since, index_mtime, &e) &&
+		    snap_stale_hides(projfd, &e, tree == NULL, &budget,
+		    &unchecked)) {
+			if (told++ < SNAP_STALE_TELL)
+				snap_stale_tell(repo, e.path, out);
+			else
+				more++;
 		}
-		budget -= tree == NULL ? e.size : 0;
-		if (tree == NULL && snap_stale_file_is(projfd, e.path, e.oid))
-			continue;
-		if (told++ < SNAP_STALE_TELL)
-			snap_stale_tell(repo, e.path, out);
-		else
-			more++;
+		if (stop != NULL)
+			clone_gate_leave();
 	}
+	if (stop != NULL)
+		clone_gate_enter();
 	if (more > 0)
 		strv_addf(out, "%zu more entries of %s%s were rewritten "
 		    "in the session to hide a change ('agentmux diff' shows "
@@ -314,6 +348,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 		    ".git/index", repo != NULL ? repo : "");
 	if (unchecked > 0)
 		snap_stale_unchecked(repo, unchecked, out);
+	if (stop != NULL)
+		clone_gate_leave();
 	close(projfd);
 }
 
@@ -323,11 +359,73 @@ snap_stale_find(const char *project, int64_t since, const struct buf *index,
 {
 	char *ipath = xprintf("%s/.git/index", project);
 
-	snap_stale_find_in(project, NULL, ipath, since, index, tree, out);
+	snap_stale_find_in(project, NULL, ipath, since, index, tree, out, NULL);
 	free(ipath);
 }
 
 static bool snap_stale_next(struct snap_stale *);
+
+/* The walk of the entries of the repository at sc->at: on a helper thread. */
+static void
+snap_stale_walk(void *arg)
+{
+	struct snap_stale *sc = arg;
+	const char *repo = sc->repos.v[sc->at];
+
+	snap_stale_find_in(sc->dir, *repo != '\0' ? repo : NULL, sc->ipath,
+	    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ? NULL :
+	    &sc->out[SNAP_STALE_TREE], &sc->found, &sc->stop);
+}
+
+/* The walk is over, or there was none: the next repository, or the end. */
+static void
+snap_stale_walked(void *arg)
+{
+	struct snap_stale *sc = arg;
+	struct strv out;
+	size_t i;
+
+	sc->job = NULL;
+	free(sc->dir);
+	sc->dir = NULL;
+	free(sc->ipath);
+	sc->ipath = NULL;
+	for (i = 0; i < sc->found.n; i++)
+		strv_add(&sc->alerts, sc->found.v[i]);
+	strv_free(&sc->found);
+	strv_init(&sc->found);
+	sc->at++;
+	if (snap_stale_next(sc))
+		return;
+	/* DONE frees SC: the alerts are handed over first. */
+	out = sc->alerts;
+	strv_init(&sc->alerts);
+	sc->done(sc->arg, &out);
+	strv_free(&out);
+}
+
+/* The walk of the entries git listed for the repository at sc->at, off the loop (on it if no thread starts). */
+static void
+snap_stale_walk_start(struct snap_stale *sc)
+{
+	const char *repo = sc->repos.v[sc->at];
+	char *cause = NULL;
+
+	sc->dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
+	    xstrdup(sc->project);
+	sc->ipath = xprintf("%s/index", sc->repogit);
+	sc->job = thread_job_start(sc->base, snap_stale_walk, sc,
+	    snap_stale_walked, sc, &cause);
+	if (sc->job != NULL)
+		return;
+	log_warnx("the look for rewritten index entries runs on the loop: %s",
+	    cause);
+	free(cause);
+	snap_stale_find_in(sc->dir, *repo != '\0' ? repo : NULL, sc->ipath,
+	    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ? NULL :
+	    &sc->out[SNAP_STALE_TREE], &sc->found, NULL);
+	snap_stale_walked(sc);
+}
 
 /*
  * The check of the repository REPO ("": the project's own) could not run
@@ -354,8 +452,7 @@ snap_stale_over(struct proc *p, void *arg)
 {
 	struct snap_stale *sc = arg;
 	const char *repo = sc->repos.v[sc->at];
-	struct strv out;
-	char *dir, *cause, *ipath;
+	char *cause;
 	size_t i;
 
 	for (i = 0; i < SNAP_STALE_NRUNS && sc->p[i] != p; i++)
@@ -376,24 +473,10 @@ snap_stale_over(struct proc *p, void *arg)
 	if (--sc->pending > 0)
 		return;
 	if (sc->status[SNAP_STALE_INDEX] == 0 &&
-	    sc->status[SNAP_STALE_TREE] == 0) {
-		dir = *repo != '\0' ? xprintf("%s/%s", sc->project, repo) :
-		    xstrdup(sc->project);
-		ipath = xprintf("%s/index", sc->repogit);
-		snap_stale_find_in(dir, *repo != '\0' ? repo : NULL, ipath,
-		    sc->since, &sc->out[SNAP_STALE_INDEX], *repo != '\0' ?
-		    NULL : &sc->out[SNAP_STALE_TREE], &sc->alerts);
-		free(ipath);
-		free(dir);
-	}
-	sc->at++;
-	if (snap_stale_next(sc))
-		return;
-	/* DONE frees SC: the alerts are handed over first. */
-	out = sc->alerts;
-	strv_init(&sc->alerts);
-	sc->done(sc->arg, &out);
-	strv_free(&out);
+	    sc->status[SNAP_STALE_TREE] == 0)
+		snap_stale_walk_start(sc);
+	else
+		snap_stale_walked(sc);
 }
 
 /*
@@ -482,6 +565,8 @@ snap_stale_start(struct event_base *base, const char *project,
 	for (i = 0; nested != NULL && i < nested->n; i++)
 		strv_add(&sc->repos, nested->v[i]);
 	strv_init(&sc->alerts);
+	strv_init(&sc->found);
+	atomic_init(&sc->stop, false);
 	sc->since = since;
 	sc->done = done;
 	sc->arg = arg;
@@ -499,6 +584,12 @@ snap_stale_free(struct snap_stale *sc)
 
 	if (sc == NULL)
 		return;
+	/* A walk still running ends at its next entry, and is waited for. */
+	atomic_store(&sc->stop, true);
+	thread_job_free(sc->job);
+	free(sc->dir);
+	free(sc->ipath);
+	strv_free(&sc->found);
 	for (i = 0; i < SNAP_STALE_NRUNS; i++) {
 		proc_free(sc->p[i]);
 		buf_free(&sc->out[i]);

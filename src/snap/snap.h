@@ -38,6 +38,7 @@ struct snap_plant_opts {
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
+	bool gated;               /* on a helper thread: allocates inside the clone gate only */
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
@@ -72,7 +73,12 @@ struct snap_plant_result {
 
 void snap_plant_result_init(struct snap_plant_result *);
 void snap_plant_result_free(struct snap_plant_result *);
-/** Walks O's project; fills RES. -1 with *CAUSE if the project cannot be read. */
+/**
+ * Walks O's project; fills RES. -1 with *CAUSE if the project cannot be
+ * read. With O->gated, as the work of a helper thread (thread_job_start):
+ * it holds the clone gate, let go every few entries so a clone waits for
+ * a few lstat calls at most.
+ */
 int snap_plant_scan(const struct snap_plant_opts *o,
     struct snap_plant_result *res, char **cause);
 /**
@@ -261,7 +267,8 @@ struct snap_blind_read *snap_blind_read_end(struct event_base *,
  * data matches the file, changed since SINCE (ms, snap_plant_clock), so
  * the user's git takes them as unchanged, but their object id is not the
  * content the end snapshot's TREE (in the own repository GITDIR) holds.
- * Both are read by git on BASE; DONE(ARG, ALERTS) gets one line for each
+ * Both are read by git on BASE, the entries looked at on a helper
+ * thread; DONE(ARG, ALERTS) gets one line for each
  * (ALERTS borrowed). The index of each nested repository in NESTED (dirs
  * relative to PROJECT; may be NULL) is looked at too, one after another,
  * against the files themselves (one the project ignores is not in the

