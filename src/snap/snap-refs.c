@@ -118,6 +118,23 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	return rc;
 }
 
+/* The modes of the git dir's entries the session opened to other users, put back if the end could not (snap-gitmodes.c). */
+static void
+snap_refs_modes(struct snap_refs *sr)
+{
+	struct strv told;
+	size_t i;
+
+	if (sr->kept == NULL)
+		return;
+	strv_init(&told);
+	sr->failed += snap_gitmodes_check(sr->kept, sr->gitfd, sr->dry,
+	    &told);
+	for (i = 0; i < told.n; i++)
+		out_printf(sr->out, "  %s\n", told.v[i]);
+	strv_free(&told);
+}
+
 /* Whether a start object id (not a symbolic ref) is missing from the repository. */
 static bool
 snap_refs_missing(const struct snap_refs *sr)
@@ -537,6 +554,7 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 	    snap_refs_unkeep(&sr, cause) == 0) {
 		snap_refs_all(&sr);
 		snap_refs_head(&sr);
+		snap_refs_modes(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)
 			rc = 0;
 	}
@@ -621,6 +639,7 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	    &cause) == 0) {
 		snap_refs_all(sr);
 		snap_refs_head(sr);
+		snap_refs_modes(sr);
 	} else {
 		out_printf(sr->out, "  cannot  put %s back: %s\n", g->gitdir,
 		    cause);
