@@ -304,6 +304,7 @@ snap_gm_check_cb(struct snap_gm_walk *w, int fd, const char *rel,
 	bool owner = false;
 	int err = 0;
 
+	memset(&key, 0, sizeof key);
 	key.rel = (char *)rel;
 	e = bsearch(&key, w->v, w->nv, sizeof *w->v, snap_gm_cmp);
 	bad = now & SNAP_GM_BAD & ~(e != NULL ? e->mode : 0);
