@@ -534,9 +534,18 @@ git_modes() {
 	# Opened after the end (as if it could not put them back): undo --refs does.
 	chmod 0777 "$P/.git/refs/heads" "$P/lib/.git"
 	chmod 0666 "$P/.git/HEAD"
+	# As root, one given to another user too (chown takes the set-id bits).
+	own0=$(stat -c %u:%g "$P/.git/logs")
+	[ "$(id -u)" = 0 ] && chown 65534:65534 "$P/.git/logs"
 	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
 	m2=; for f in "$@"; do m2="$m2 $f=$(mode_of "$f")"; done
 	[ "$m2" = "$m0" ] && ok || bad "undo --refs did not put the modes back: was$m0, now$m2: $out"
+	[ "$(stat -c %u:%g "$P/.git/logs")" = "$own0" ] && ok ||
+	    bad "undo --refs did not give .git/logs back to its owner: $out"
+	if [ "$(id -u)" = 0 ]; then
+		case $out in *".git/logs mode"*"changed its owner"*) ok ;;
+		*) bad "undo --refs did not tell the owner change: $out" ;; esac
+	fi
 	# core.sharedRepository=group at the start: git's group-writable refs stay.
 	fresh_repo
 	git -C "$P" config core.sharedRepository group
