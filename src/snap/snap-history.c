@@ -1141,6 +1141,8 @@ snap_history_save(struct snap_hgit *g, char **cause)
 		rc = snap_hist_save_file(g, gitfd, "shallow", cause);
 		if (rc == 0)
 			rc = snap_hist_save_file(g, gitfd, "config", cause);
+		if (rc == 0)
+			rc = snap_gitmodes_save(g, gitfd, cause);
 	}
 	free(logs);
 	free(path);
@@ -2124,6 +2126,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	if (gitfd == -1)
 		return;
 	had_start = snap_history_start_refs(g, &start) == 0;
+	(void)snap_gitmodes_check(g, gitfd, false, alerts);
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);

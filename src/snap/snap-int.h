@@ -768,6 +768,15 @@ bool snap_hist_value_ok(const char *v);
 const char *snap_hist_value(const struct strv *refs, const char *ref);
 /* The refs kept for G at the session's start; -1 if none were. */
 int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
+/* Keeps the mode and owner of each dir and file of G's git dir (GITFD) as at the start (snap-gitmodes.c). */
+int snap_gitmodes_save(const struct snap_hgit *g, int gitfd, char **cause);
+/*
+ * Puts back (DRY: only says) each entry of G's git dir the session opened
+ * to other users (group or world write, set-id, sticky gone, owner),
+ * told in TOLD; how many could not be.
+ */
+int snap_gitmodes_check(const struct snap_hgit *g, int gitfd, bool dry,
+    struct strv *told);
 /* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
 int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
 /* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */

@@ -29,6 +29,7 @@ struct snap_refs {
 	struct strv present;      /* object ids of the start that exist */
 	const struct snap_hgit *kept; /* what the session kept, or NULL */
 	int failed;               /* refs that could not be put back */
+	int modes_failed;         /* git dir entries whose modes could not be */
 	char *scope;              /* a worktree session's own refs (refs/heads/agentmux/ID/), or NULL: all */
 	const char *gitdir;       /* a nested repository's git dir, or NULL: the project's */
 };
@@ -117,6 +118,23 @@ snap_refs_present(struct snap_refs *sr, char **cause)
 	buf_free(&in);
 	buf_free(&out);
 	return rc;
+}
+
+/* The modes of the git dir's entries the session opened to other users, put back if the end could not (snap-gitmodes.c). */
+static void
+snap_refs_modes(struct snap_refs *sr)
+{
+	struct strv told;
+	size_t i;
+
+	if (sr->kept == NULL)
+		return;
+	strv_init(&told);
+	sr->modes_failed += snap_gitmodes_check(sr->kept, sr->gitfd, sr->dry,
+	    &told);
+	for (i = 0; i < told.n; i++)
+		out_printf(sr->out, "  %s\n", told.v[i]);
+	strv_free(&told);
 }
 
 /* Whether a start object id (not a symbolic ref) is missing from the repository. */
@@ -610,10 +628,18 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 		snap_refs_all(&sr);
 		snap_refs_stash(&sr);
 		snap_refs_head(&sr);
+		snap_refs_modes(&sr);
 		if (snap_refs_index(r, session, dry, out, cause) == 0)
 			rc = 0;
 	}
 	close(sr.gitfd);
+	if (rc == 0 && sr.modes_failed > 0) {
+		*cause = xprintf("%d entr%s of %s could not be given %s mode "
+		    "back (see above)", sr.modes_failed, sr.modes_failed == 1 ?
+		    "y" : "ies", r->projcommon, sr.modes_failed == 1 ? "its" :
+		    "their");
+		rc = -1;
+	}
 	if (rc == 0 && sr.failed > 0) {
 		*cause = xprintf("%d ref%s could not be put back (see above)",
 		    sr.failed, sr.failed == 1 ? "" : "s");
@@ -695,6 +721,7 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 		snap_refs_all(sr);
 		snap_refs_stash(sr);
 		snap_refs_head(sr);
+		snap_refs_modes(sr);
 	} else {
 		out_printf(sr->out, "  cannot  put %s back: %s\n", g->gitdir,
 		    cause);
@@ -754,7 +781,7 @@ snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
 		/* sr.now is made by snap_hist_refs (zeroed: freeing it is a no-op). */
 		if (snap_refs_nested_one(&sr, &h->v[i]) == -1)
 			failed++;
-		failed += sr.failed;
+		failed += sr.failed + sr.modes_failed;
 		strv_free(&sr.start);
 		strv_free(&sr.now);
 		strv_free(&sr.present);
@@ -779,8 +806,9 @@ snap_undo_refs(struct store *st, struct snap_repo *r, int64_t session,
 	}
 	failed = snap_refs_nested(r, session, dry, out);
 	if (rc == 0 && failed > 0) {
-		*cause = xprintf("%d ref%s of nested repositories could not be "
-		    "put back (see above)", failed, failed == 1 ? "" : "s");
+		*cause = xprintf("%d ref%s (or modes of git dir entries) of "
+		    "nested repositories could not be put back (see above)",
+		    failed, failed == 1 ? "" : "s");
 		rc = -1;
 	}
 	return rc;

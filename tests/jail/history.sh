@@ -607,6 +607,64 @@ crash() {
 	    bad "the repository is broken after a killed session"
 }
 
+# The git dir's own modes: the session opens .git, its refs, hooks, HEAD,
+# index and config (and a nested repository's git dir) to every local
+# user. The end puts each back and names it; a ref the session made loses
+# its group and world write; undo --refs puts back what was opened after.
+mode_of() { stat -c %a "$P/$1"; }
+git_modes() {
+	fresh_repo
+	(cd "$P" && git init -q -b trunk lib && mkdir -p .git/hooks .git/info &&
+	    echo x >.git/info/exclude && git pack-refs --all) || exit 1
+	set -- .git .git/refs .git/refs/heads .git/hooks .git/objects .git/info \
+	    .git/logs .git/HEAD .git/index .git/packed-refs .git/config \
+	    .git/info/exclude lib/.git lib/.git/config
+	m0=; for f in "$@"; do m0="$m0 $f=$(mode_of "$f")"; done
+	jrun -- sh -c 'git branch newb && mkdir .git/refs/heads/team &&
+	    git branch team/x && chmod 0666 .git/refs/heads/newb \
+	    .git/refs/heads/team/x && chmod 0777 .git/refs/heads/team &&
+	    chmod 0777 .git .git/refs .git/refs/heads \
+	    .git/objects .git/logs lib/.git &&
+	    chmod 0666 .git/HEAD .git/index .git/packed-refs \
+	    lib/.git/config && echo chmods-ran'
+	case $OUT in *chmods-ran*) ok ;; *) bad "the chmods did not run: $OUT" ;; esac
+	m1=; for f in "$@"; do m1="$m1 $f=$(mode_of "$f")"; done
+	[ "$m1" = "$m0" ] && ok || bad "the git dir's modes were not put back: was$m0, now$m1"
+	for f in .git/HEAD .git/index .git/refs/heads lib/.git/config; do
+		case $OUT in *"$f mode 06"*|*"$f mode 07"*|*"$f mode 27"*) ok ;;
+		*) bad "$f opened to every user was not told: $OUT" ;; esac
+	done
+	for f in .git/refs/heads/newb .git/refs/heads/team .git/refs/heads/team/x; do
+		case $(stat -c %A "$P/$f") in ?????w*|????????w*)
+			bad "$f, made by the session, left $(mode_of "$f")" ;;
+		*) ok ;; esac
+	done
+	# Opened after the end (as if it could not put them back): undo --refs does.
+	chmod 0777 "$P/.git/refs/heads" "$P/lib/.git"
+	chmod 0666 "$P/.git/HEAD"
+	# As root, one given to another user too (chown takes the set-id bits).
+	own0=$(stat -c %u:%g "$P/.git/logs")
+	[ "$(id -u)" = 0 ] && chown 65534:65534 "$P/.git/logs"
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1)
+	m2=; for f in "$@"; do m2="$m2 $f=$(mode_of "$f")"; done
+	[ "$m2" = "$m0" ] && ok || bad "undo --refs did not put the modes back: was$m0, now$m2: $out"
+	[ "$(stat -c %u:%g "$P/.git/logs")" = "$own0" ] && ok ||
+	    bad "undo --refs did not give .git/logs back to its owner: $out"
+	if [ "$(id -u)" = 0 ]; then
+		case $out in *".git/logs mode"*"changed its owner"*) ok ;;
+		*) bad "undo --refs did not tell the owner change: $out" ;; esac
+	fi
+	# core.sharedRepository=group at the start: git's group-writable refs stay.
+	fresh_repo
+	git -C "$P" config core.sharedRepository group
+	jrun -- sh -c 'git branch shared && chmod o+w .git/refs && echo made'
+	case $(mode_of .git/refs/heads/shared) in 66?) ok ;;
+	*) bad "core.sharedRepository=group: the new ref lost its group write: $(mode_of .git/refs/heads/shared): $OUT" ;; esac
+	case $(stat -c %A "$P/.git/refs") in ????????w*)
+		bad "core.sharedRepository=group: .git/refs left world-writable" ;;
+	*) ok ;; esac
+}
+
 checks() {
 	if [ -n "${AMX_CHECKS:-}" ]; then
 		for c in $AMX_CHECKS; do "$c"; done
@@ -631,6 +689,7 @@ checks() {
 	forged_objects
 	reflog_link
 	crash
+	git_modes
 }
 
 jail_main "$@"

@@ -1,0 +1,360 @@
+/*
+ * The git dir's own modes against a hostile session. The jail can chmod
+ * what it sees of a git dir (the dir itself, HEAD, index, config, hooks,
+ * refs, logs...): one it leaves writable by the group or by everyone lets
+ * any other local user swap the user's hooks or config (run by the user's
+ * next commit) or move branches. At the start the mode and owner of each
+ * dir and file of a git dir (the objects dir and its dirs, not its files)
+ * are kept in HISTORY/<n>/modes; at the end (and by undo --refs) an entry
+ * that gained a group or world write bit or a set-id bit, lost its sticky
+ * bit or changed owner is put back, and one the session made loses such
+ * bits beyond what core.sharedRepository (as at the start) asks of git.
+ * Nothing is followed: each entry is opened O_PATH|O_NOFOLLOW beneath a
+ * dir opened the same way, and changed through that descriptor.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* Entries kept or looked at, and how deep. */
+#define SNAP_GM_MAX 200000
+#define SNAP_GM_DEPTH 32
+/* Entries named one by one in what is told; the rest are counted. */
+#define SNAP_GM_NAMED 16
+/* The bits a session must not give, beyond what the start had. */
+#define SNAP_GM_BAD (S_IWGRP | S_IWOTH | S_ISUID | S_ISGID)
+
+struct snap_gm_ent {
+	char *rel;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	dev_t dev;
+	ino_t ino;
+};
+
+struct snap_gm_walk;
+static void snap_gm_dir(struct snap_gm_walk *, int, const char *, int);
+
+struct snap_gm_walk {
+	void (*cb)(struct snap_gm_walk *, int fd, const char *rel,
+	    const struct stat *);
+	size_t n;
+	struct buf *out;          /* the start: the record written */
+	struct snap_gm_ent *v;    /* the end: the record read, sorted */
+	size_t nv;
+	mode_t shared;            /* bits core.sharedRepository lets git give */
+	bool shared_read;
+	const char *base;
+	const char *gitdir;
+	bool dry;
+	size_t fixed, failed;
+	struct strv *told;
+};
+
+/* Whether REL ("objects/ab/..."), not a dir, lies in the objects dir: its files are not kept. */
+static bool
+snap_gm_object(const char *rel)
+{
+	return strncmp(rel, "objects/", 8) == 0;
+}
+
+/* Whether the walk goes into dir REL: not into the objects dir's dirs, a submodule's git dir (kept apart) or LFS's objects. */
+static bool
+snap_gm_descend(const char *rel, int depth)
+{
+	return depth < SNAP_GM_DEPTH && !snap_gm_object(rel) &&
+	    strcmp(rel, "modules") != 0 && strcmp(rel, "lfs/objects") != 0;
+}
+
+/* Entry NAME of dir DFD (REL under the git dir): handed to the walk's callback, then walked if a dir. */
+static void
+snap_gm_entry(struct snap_gm_walk *w, int dfd, const char *name,
+    const char *rel, int depth)
+{
+	struct stat st;
+	int fd;
+
+	fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return;
+	if (fstat(fd, &st) == -1 || !(S_ISDIR(st.st_mode) ||
+	    (S_ISREG(st.st_mode) && !snap_gm_object(rel)))) {
+		close(fd);
+		return;
+	}
+	w->n++;
+	w->cb(w, fd, rel, &st);
+	close(fd);
+	if (S_ISDIR(st.st_mode) && snap_gm_descend(rel, depth) &&
+	    (fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		snap_gm_dir(w, fd, rel, depth + 1);
+		close(fd);
+	}
+}
+
+static void
+snap_gm_dir(struct snap_gm_walk *w, int dfd, const char *rel, int depth)
+{
+	struct dirent *de;
+	char *sub;
+	DIR *d;
+	int dup;
+
+	if ((dup = fcntl(dfd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return;
+	if ((d = fdopendir(dup)) == NULL) {
+		close(dup);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && w->n < SNAP_GM_MAX) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    strchr(de->d_name, '\n') != NULL)
+			continue;
+		sub = *rel == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
+		    rel, de->d_name);
+		snap_gm_entry(w, dfd, de->d_name, sub, depth);
+		free(sub);
+	}
+	closedir(d);
+}
+
+/* Walks the git dir GITFD: the dir itself ("."), then its entries. */
+static void
+snap_gm_walk(struct snap_gm_walk *w, int gitfd)
+{
+	struct stat st;
+
+	if (fstat(gitfd, &st) == 0) {
+		w->n++;
+		w->cb(w, gitfd, ".", &st);
+	}
+	snap_gm_dir(w, gitfd, "", 0);
+}
+
+/* ---- the start ---- */
+
+static void
+snap_gm_save_cb(struct snap_gm_walk *w, int fd, const char *rel,
+    const struct stat *st)
+{
+	(void)fd;
+	buf_printf(w->out, "%o %lu %lu %llu %llu %s\n",
+	    (unsigned)(st->st_mode & 07777), (unsigned long)st->st_uid,
+	    (unsigned long)st->st_gid, (unsigned long long)st->st_dev,
+	    (unsigned long long)st->st_ino, rel);
+}
+
+int
+snap_gitmodes_save(const struct snap_hgit *g, int gitfd, char **cause)
+{
+	struct snap_gm_walk w;
+	struct buf b;
+	char *path;
+	int rc;
+
+	memset(&w, 0, sizeof w);
+	buf_init(&b);
+	w.cb = snap_gm_save_cb;
+	w.out = &b;
+	snap_gm_walk(&w, gitfd);
+	path = xprintf("%s/modes", g->base);
+	rc = util_write_file_atomic(path, b.data != NULL ? b.data : "", b.len,
+	    0600, cause);
+	free(path);
+	buf_free(&b);
+	return rc;
+}
+
+/* ---- the end, and undo --refs ---- */
+
+static int
+snap_gm_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_gm_ent *)a)->rel,
+	    ((const struct snap_gm_ent *)b)->rel);
+}
+
+/* Reads the record kept at the start into W (sorted); -1 if there is none. */
+static int
+snap_gm_load(struct snap_gm_walk *w, const char *base)
+{
+	char *path = xprintf("%s/modes", base), *line, *save = NULL;
+	unsigned long long dev, ino;
+	unsigned long uid, gid;
+	unsigned mode;
+	struct buf b;
+	int off;
+
+	buf_init(&b);
+	if (buf_read_file(&b, path) == -1) {
+		free(path);
+		buf_free(&b);
+		return -1;
+	}
+	free(path);
+	w->v = xcalloc(1 + b.len / 12, sizeof *w->v);
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%o %lu %lu %llu %llu %n", &mode, &uid, &gid,
+		    &dev, &ino, &off) != 5 || line[off] == '\0')
+			continue;
+		w->v[w->nv].rel = xstrdup(line + off);
+		w->v[w->nv].mode = (mode_t)mode;
+		w->v[w->nv].uid = (uid_t)uid;
+		w->v[w->nv].gid = (gid_t)gid;
+		w->v[w->nv].dev = (dev_t)dev;
+		w->v[w->nv].ino = (ino_t)ino;
+		w->nv++;
+	}
+	buf_free(&b);
+	qsort(w->v, w->nv, sizeof *w->v, snap_gm_cmp);
+	return 0;
+}
+
+/*
+ * What core.sharedRepository (in the config kept at the start, read by
+ * git config from its bytes: no include followed, nothing run) lets git
+ * give new entries: group write (and set-gid on dirs), or what its octal
+ * mode says.
+ */
+static mode_t
+snap_gm_shared(const char *base)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--get", "core.sharedRepository", NULL };
+	char *path = xprintf("%s/config", base), *cause = NULL, *end;
+	struct buf in, out;
+	mode_t allowed = 0;
+	unsigned long v;
+	int status;
+
+	buf_init(&in);
+	buf_init(&out);
+	if (buf_read_file(&in, path) == 0 && snap_git_outside_input(argv,
+	    in.data != NULL ? in.data : "", in.len, &out, NULL, &status,
+	    &cause) == 0 && status == 0 && out.data != NULL) {
+		out.data[strcspn(out.data, "\n")] = '\0';
+		v = strtoul(out.data, &end, 8);
+		if (strcasecmp(out.data, "group") == 0 ||
+		    strcasecmp(out.data, "true") == 0 ||
+		    strcasecmp(out.data, "yes") == 0 ||
+		    strcasecmp(out.data, "on") == 0 ||
+		    strcasecmp(out.data, "all") == 0 ||
+		    strcasecmp(out.data, "world") == 0 ||
+		    strcasecmp(out.data, "everybody") == 0 ||
+		    (*end == '\0' && *out.data != '\0' && (v == 1 || v == 2)))
+			allowed = S_IWGRP | S_ISGID;
+		else if (*end == '\0' && *out.data != '\0' && v > 2)
+			allowed = (mode_t)(v & (S_IWGRP | S_IWOTH)) | S_ISGID;
+	}
+	free(cause);
+	buf_free(&in);
+	buf_free(&out);
+	free(path);
+	return allowed;
+}
+
+/* Tells REL's change (FROM to TO): named up to SNAP_GM_NAMED, else counted. */
+static void
+snap_gm_tell(struct snap_gm_walk *w, const char *rel, mode_t from, mode_t to,
+    const struct snap_gm_ent *e, const struct stat *st, int err)
+{
+	char *path = strcmp(rel, ".") == 0 ? xstrdup(w->gitdir) :
+	    xprintf("%s/%s", w->gitdir, rel), *q = quote_name(path);
+
+	if (err != 0)
+		w->failed++;
+	else
+		w->fixed++;
+	if (w->fixed + w->failed <= SNAP_GM_NAMED && err != 0)
+		strv_addf(w->told, "the session made %s mode %04o%s (other "
+		    "local users could change it), and it could not be put "
+		    "back to %04o (%s): run chmod %04o on it%s", q,
+		    (unsigned)from, e != NULL && st->st_uid != e->uid ?
+		    ", owned by another user" : "", (unsigned)to,
+		    strerror(err), (unsigned)to, e != NULL && st->st_uid !=
+		    e->uid ? " and give it back to its owner" : "");
+	else if (w->fixed + w->failed <= SNAP_GM_NAMED)
+		strv_addf(w->told, "the session made %s mode %04o%s (other "
+		    "local users could change it): %s to %04o", q,
+		    (unsigned)from, e != NULL && (st->st_uid != e->uid ||
+		    st->st_gid != e->gid) ? " and changed its owner" : "",
+		    w->dry ? "it would be put back" : e != NULL ? "put back" :
+		    "changed", (unsigned)to);
+	free(q);
+	free(path);
+}
+
+static void
+snap_gm_check_cb(struct snap_gm_walk *w, int fd, const char *rel,
+    const struct stat *st)
+{
+	struct snap_gm_ent key, *e;
+	mode_t now = st->st_mode & 07777, want, bad;
+	bool owner = false;
+	int err = 0;
+
+	memset(&key, 0, sizeof key);
+	key.rel = (char *)rel;
+	e = bsearch(&key, w->v, w->nv, sizeof *w->v, snap_gm_cmp);
+	bad = now & SNAP_GM_BAD & ~(e != NULL ? e->mode : 0);
+	if (bad != 0 && !w->shared_read) {
+		w->shared = snap_gm_shared(w->base);
+		w->shared_read = true;
+	}
+	bad &= ~(w->shared & (S_ISDIR(st->st_mode) ? 07777 : ~S_ISGID));
+	if (e != NULL) {
+		owner = st->st_uid != e->uid || st->st_gid != e->gid;
+		if ((e->mode & S_ISVTX) != 0 && (now & S_ISVTX) == 0)
+			bad |= S_ISVTX;
+	}
+	if (bad == 0 && !owner)
+		return;
+	if (e != NULL && st->st_dev == e->dev && st->st_ino == e->ino)
+		want = e->mode;
+	else
+		want = (now & ~bad) | (e != NULL ? e->mode & S_ISVTX : 0);
+	if (!w->dry && owner && fchownat(fd, "", e->uid, e->gid,
+	    AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == -1)
+		err = errno;
+	if (!w->dry && snap_modes_fchmod(fd, want) == -1 && err == 0)
+		err = errno;
+	snap_gm_tell(w, rel, now, want, e, st, err);
+}
+
+int
+snap_gitmodes_check(const struct snap_hgit *g, int gitfd, bool dry,
+    struct strv *told)
+{
+	struct snap_gm_walk w;
+	size_t i;
+
+	memset(&w, 0, sizeof w);
+	if (snap_gm_load(&w, g->base) == -1)
+		return 0;
+	w.cb = snap_gm_check_cb;
+	w.base = g->base;
+	w.gitdir = g->gitdir;
+	w.dry = dry;
+	w.told = told;
+	snap_gm_walk(&w, gitfd);
+	if (w.fixed + w.failed > SNAP_GM_NAMED)
+		strv_addf(told, "and %zu more entries of %s were opened to "
+		    "other local users (%zu of them could not be put back: "
+		    "run chmod go-w on them)", w.fixed + w.failed -
+		    SNAP_GM_NAMED, g->gitdir, w.failed);
+	for (i = 0; i < w.nv; i++)
+		free(w.v[i].rel);
+	free(w.v);
+	return (int)w.failed;
+}
