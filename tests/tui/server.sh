@@ -272,7 +272,7 @@ tmux -L "$SOCK2" kill-server
 # (its 'sleep 60' ran out on a slow run, under ASan).
 tmux -L "$SOCK" kill-server 2>/dev/null && sleep 0.5
 start_dashboard -- sleep 4243
-wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "the session of a new server did not start"
+wait_for '[0-9]+:shell\* (starting|working|needs you)' 30 || fail "the session of a new server did not start"
 spid=$(server_pid)
 i=0
 while [ -z "$(sleeping 4243)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
