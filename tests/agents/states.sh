@@ -308,14 +308,27 @@ codex_states() {
 opencode_states() {
 	config 1000
 	start opencode "$OPENCODE_BIN" "ANTHROPIC_API_KEY='$KEY_A'" "opencode -m anthropic/claude-sonnet-4-5"
-	# Its plugin package is not in the stand-in's registry: it retries a while before its prompt.
-	wait_screen "Ask anything" 150 || fail "OpenCode's prompt did not come"
+	# Its plugin package is not in the stand-in's registry: it retries a while before its prompt, its
+	# screen blank, in its event loop (reading its terminal as at its prompt): starting, never needs you.
+	blank=0
+	for _ in $(seq 300); do
+		scr=$(screen_now)
+		case $scr in *"Ask anything"*|*AMX-EXITED-*) break ;; esac
+		if [ -z "$(printf %s "$scr" | tr -d ' \n')" ]; then
+			act=$(activity)
+			[ "$act" = "needs you" ] && fail "OpenCode starting behind a blank screen is 'needs you'"
+			[ "$act" = starting ] && blank=$((blank + 1))
+		fi
+		sleep 0.5
+	done
+	wait_screen "Ask anything" 1 || fail "OpenCode's prompt did not come"
+	[ $blank -gt 0 ] || echo "  (OpenCode's blank screen was not seen: nothing said of it)"
 	turn OpenCode
 	tui send-keys -t "$W" C-c
 	sleep 1
 	case $(screen_now) in *AMX-EXITED-*) ;; *) tui send-keys -t "$W" C-c ;; esac
 	ended OpenCode
-	echo "opencode: its prompt needs you, a task works, its end needs you again"
+	echo "opencode: starting while its screen is blank, its prompt needs you, a task works, its end needs you again"
 }
 
 # AGENTMUX_TEST_AGENTS="claude codex" runs only those.
