@@ -182,7 +182,7 @@ echo "server: ls, new -d, send (text and key names), kill"
 
 # ---- new --worktree: a session of its own branch, out of the user's tree ----
 id=$(cd "$P" && "$AGENTMUX" new -d --worktree --branch srv -- sh -c \
-	'git rev-parse --abbrev-ref HEAD >branch; pwd >where; sleep 60') ||
+	'git rev-parse --abbrev-ref HEAD >branch; pwd >where; echo started; sleep 60') ||
 	fail "new -d --worktree failed: $id"
 i=0
 while ! "$AGENTMUX" ls --json | python3 -c 'import json, sys; [s] = [x for x in json.load(sys.stdin) if x["id"] == '"$id"']; sys.exit(0 if s["state"] != "starting" else 1)' 2>/dev/null; do
