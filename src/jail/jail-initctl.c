@@ -49,6 +49,12 @@ struct jail_held_task {
 	uint64_t runtime;     /* ns, from its schedstat */
 };
 
+/* A process found ending and unreaped by a count: the same one if its start time is. */
+struct jail_zombie {
+	pid_t pid;
+	unsigned long long start;
+};
+
 struct jail_initctl {
 	pid_t cmd;
 	int sfd;                     /* every signal, blocked, read here */
@@ -60,6 +66,8 @@ struct jail_initctl {
 	size_t nstopped;
 	struct jail_held_task *tasks;
 	size_t ntasks;
+	struct jail_zombie *left;    /* ending, unread and unreaped at the last count */
+	size_t nleft;
 };
 
 static struct jail_initctl jail_ic = { .sfd = -1, .self_io = -1,
@@ -575,17 +583,69 @@ jail_initctl_ending(pid_t pid)
 	return state == 'Z' || (flags & 0x4) != 0;
 }
 
+/* PID's start time (field 22 of its stat), or 0 if it cannot be read. */
+static unsigned long long
+jail_initctl_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *s;
+	int field;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	if (jail_initctl_read(path, buf, sizeof buf) == -1 ||
+	    (s = strrchr(buf, ')')) == NULL)
+		return 0;
+	/* S is the name's end; each turn finds the space before field FIELD + 1. */
+	for (field = 2; field < 22 && s != NULL; field++)
+		s = strchr(s + 1, ' ');
+	return s != NULL ? strtoull(s + 1, NULL, 10) : 0;
+}
+
+/*
+ * The ending processes Z (N, 0 for those gone) still unreaped after the
+ * wait: each counts as unread only if the last count left the same one
+ * (same pid, same start time) unreaped too; a parent slow to reap on a
+ * loaded machine (seen: more than 1.8 s) is not taken for one hiding what
+ * its child wrote. They are kept for the next count.
+ */
+static unsigned
+jail_initctl_zombies(struct jail_initctl *ic, const pid_t *z, size_t n)
+{
+	struct jail_zombie *now = NULL;
+	size_t i, k, nnow = 0;
+	unsigned unread = 0;
+
+	for (i = 0; z != NULL && i < n; i++) {
+		if (z[i] == 0)
+			continue;
+		now = xreallocarray(now, nnow + 1, sizeof *now);
+		now[nnow].pid = z[i];
+		now[nnow].start = jail_initctl_start_time(z[i]);
+		for (k = 0; k < ic->nleft; k++) {
+			if (ic->left[k].pid == now[nnow].pid &&
+			    ic->left[k].start == now[nnow].start)
+				break;
+		}
+		unread += k < ic->nleft;
+		nnow++;
+	}
+	free(ic->left);
+	ic->left = now;
+	ic->nleft = nnow;
+	return unread;
+}
+
 /*
  * Ending processes whose counters could not be read (one that is exiting
  * has let its memory go, and its /proc files go to root like those of an
  * undumpable one): one its parent reaps is counted in the parent from
- * then on; one still there after a while is left unreaped on purpose,
- * perhaps to hide what it wrote, and counts as unread. A while is some
- * 1.5 s: a loaded machine (a load of 18 on 2 cores) left a shell's child
- * unreaped for more than 170 ms, which froze a session for nothing. Only
- * a count that finds such a process waits that long.
+ * then on; one still there after a while may be left unreaped on
+ * purpose, perhaps to hide what it wrote (jail_initctl_zombies says). A
+ * while is some 1.5 s: a loaded machine (a load of 18 on 2 cores) left a
+ * shell's child unreaped for more than 170 ms, which froze a session for
+ * nothing. Only a count that finds such a process waits that long; those
+ * gone are set to 0 in Z.
  */
-static unsigned
+static void
 jail_initctl_ending_wait(struct jail_initctl *ic, pid_t *z, size_t n)
 {
 	static const int waits[] = { 20, 50, 100, 200, 400, 800 };
@@ -603,7 +663,6 @@ jail_initctl_ending_wait(struct jail_initctl *ic, pid_t *z, size_t n)
 			left += z[i] != 0;
 		}
 	}
-	return (unsigned)left;
 }
 
 /*
@@ -635,7 +694,8 @@ jail_initctl_count(struct jail_initctl *ic)
 			unread++;
 	}
 	if (nz > 0)
-		unread += jail_initctl_ending_wait(ic, z, nz);
+		jail_initctl_ending_wait(ic, z, nz);
+	unread += jail_initctl_zombies(ic, z, nz);
 	free(z);
 	if (jail_initctl_self_io(ic, &bytes) == 0)
 		sum += bytes;

@@ -244,6 +244,8 @@ session_hint_file_seen(struct session *s)
 	log_debug("session %lld: its needs_you_file was written",
 	    (long long)s->id);
 	s->st_hint_file = true;
+	/* Its word that it waits: past starting, drawn or not. */
+	s->st_drawn = true;
 	s->st_hint_tries = 0;
 	session_hint_timer(s, 0);
 }

@@ -187,6 +187,8 @@ struct session {
 	/* Its state (session-state.c). */
 	enum session_state st_state; /* as last told */
 	bool st_idle;                /* quiet, no turn in flight, reading its terminal */
+	bool st_drawn;               /* its command has shown something: no longer starting */
+	uint8_t st_esc;              /* where its output is in an escape sequence, until drawn */
 	bool st_paused;
 	int st_model_inflight;       /* requests to model hosts not ended yet */
 	uint64_t *st_asks;           /* questions pending */
@@ -326,6 +328,9 @@ void session_wall_hold(struct session *, bool hold);
 bool session_state_syscall_reads(const char *text);
 /** The foreground process of its terminal waits for input (or there is no terminal). */
 bool session_state_reading(struct session *);
+void session_state_output(struct session *, const void *, size_t);
+AM_TESTABLE bool session_state_visible(uint8_t *esc, const unsigned char *,
+    size_t);
 
 /* A profile's screen hint (session-hint.c). */
 void session_hint_arm(struct session *);

@@ -59,6 +59,8 @@ session_state_compute(const struct session *s)
 		return SESSION_PAUSED;
 	if (s->st_nasks > 0)
 		return SESSION_PROMPT;
+	if (!s->st_drawn)
+		return SESSION_STARTING;
 	if (s->st_idle)
 		return SESSION_NEEDS_YOU;
 	return SESSION_WORKING;
@@ -103,6 +105,78 @@ session_state_update(struct session *s)
 	    session_state_name(st));
 	if (s->ev.state != NULL && !s->done_told)
 		s->ev.state(s->arg, s, st);
+}
+
+/* ---- has the program shown anything yet? ---- */
+
+/* Where output is: text, just after ESC, in a CSI, in a string (OSC, DCS, APC, PM, SOS), at an ESC in one. */
+enum { SESSION_ESC_NONE, SESSION_ESC_ESC, SESSION_ESC_CSI, SESSION_ESC_STR,
+	SESSION_ESC_STR_ESC };
+
+/* The next state after byte C in state ESC; *SHOWN if C is a visible character. */
+static uint8_t
+session_state_esc_next(uint8_t esc, unsigned char c, bool *shown)
+{
+	switch (esc) {
+	case SESSION_ESC_ESC:
+		if (c == '[')
+			return SESSION_ESC_CSI;
+		if (c == ']' || c == 'P' || c == '_' || c == '^' || c == 'X')
+			return SESSION_ESC_STR;
+		/* Intermediates (ESC ( B) go on to a final byte. */
+		return c >= 0x20 && c <= 0x2f ? SESSION_ESC_ESC :
+		    SESSION_ESC_NONE;
+	case SESSION_ESC_CSI:
+		if (c == 0x1b)
+			return SESSION_ESC_ESC;
+		return c >= 0x40 && c <= 0x7e ? SESSION_ESC_NONE :
+		    SESSION_ESC_CSI;
+	case SESSION_ESC_STR:
+		if (c == 0x07)
+			return SESSION_ESC_NONE;
+		return c == 0x1b ? SESSION_ESC_STR_ESC : SESSION_ESC_STR;
+	case SESSION_ESC_STR_ESC:
+		return c == '\\' ? SESSION_ESC_NONE : SESSION_ESC_STR;
+	default:
+		if (c == 0x1b)
+			return SESSION_ESC_ESC;
+		/* Spaces and controls show nothing; UTF-8 bytes do. */
+		*shown = c > 0x20 && c != 0x7f;
+		return SESSION_ESC_NONE;
+	}
+}
+
+/*
+ * Whether output P (LEN bytes) shows a visible character outside escape
+ * sequences (terminal queries, mode changes, a screen cleared or filled
+ * with spaces show nothing); *ESC carries where it is between calls.
+ */
+AM_TESTABLE bool
+session_state_visible(uint8_t *esc, const unsigned char *p, size_t len)
+{
+	bool shown = false;
+	size_t i;
+
+	for (i = 0; i < len && !shown; i++)
+		*esc = session_state_esc_next(*esc, p[i], &shown);
+	return shown;
+}
+
+/*
+ * The program wrote to its terminal: until it shows something, it is
+ * starting, never "needs you". A program that has drawn nothing waits for
+ * no one the user can see: OpenCode sat blank for 5 to 20 s in its event
+ * loop (reading its terminal, as it does at its prompt) while it loaded,
+ * and was said to need the user.
+ */
+void
+session_state_output(struct session *s, const void *p, size_t len)
+{
+	if (s->st_drawn || !session_state_visible(&s->st_esc, p, len))
+		return;
+	s->st_drawn = true;
+	log_debug("session %lld: its command shows its first output",
+	    (long long)s->id);
 }
 
 /* ---- is the program reading its terminal? ---- */

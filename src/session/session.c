@@ -177,6 +177,9 @@ session_emit(struct session *s, int stream, struct evbuffer *eb)
 		if (n > (int)nitems(v))
 			n = (int)nitems(v);
 		for (i = 0; i < n; i++) {
+			if (stream == 1)
+				session_state_output(s, v[i].iov_base,
+				    v[i].iov_len);
 			if (stream == 1 && session_pane_feed(s, v[i].iov_base,
 			    v[i].iov_len))
 				fed = true;
@@ -782,6 +785,9 @@ session_start_done(struct session *s)
 	session_disk_start(s);
 	session_hint_file_start(s);
 	s->st_started_ms = util_now_ms();
+	/* With pipes there is no screen: what it shows cannot be told. */
+	if (jail_pty_fd(s->jail) == -1)
+		s->st_drawn = true;
 	session_state_activity(s);
 	if (s->ev.started != NULL)
 		s->ev.started(s->arg, s, true, NULL);
@@ -1055,6 +1061,8 @@ session_plan_record(struct session *s, struct session_setup *sp,
 	session_tree_unlock(s);
 	session_link(s);
 	s->starting = true;
+	store_session_set_live(s->ctx->st, s->id,
+	    session_state_name(SESSION_STARTING));
 	return SESSION_PLAN_NEXT;
 }
 

@@ -623,11 +623,11 @@ file_hint_run(const char *file, const char *script, bool want)
 		loop_for(&f, 20);
 	assert_true(o.ok);
 
-	/* Reading, nothing written: idle_after (30 s) is still to come. */
-	stays(&f, s, SESSION_WORKING, 1500);
+	/* Reading, nothing shown, nothing written: starting. */
+	stays(&f, s, SESSION_STARTING, 1500);
 	assert_int_equal(session_write(s, "\n", 1), 0);
 	if (!want)
-		stays(&f, s, SESSION_WORKING, 2000);
+		stays(&f, s, SESSION_STARTING, 2000);
 	else {
 		ms = loop_until_state(&f, s, SESSION_NEEDS_YOU);
 		print_message("needs you %lld ms after %s\n", (long long)ms,
@@ -699,6 +699,98 @@ test_quiet_then_reading(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * SCRIPT sets up its terminal (alternate screen, cleared, a title: nothing
+ * visible), waits a while without a word, then draws a prompt and reads:
+ * it is starting, not needing you, until the prompt shows, even quiet past
+ * idle_after and asleep in a read of its terminal (OpenCode sat blank in
+ * its event loop, and was said to need you); then it needs you.
+ */
+static void
+starting_run(const char *script)
+{
+	char *const command[] = { "/bin/sh", "-c", (char *)script, NULL };
+	struct session_opts so = { .kind = "run", .on_unknown = -1,
+	    .pty = true, .rows = 24, .cols = 80, .listen_fd = -1,
+	    .command = command };
+	struct fixture f;
+	struct obs o = { 0 };
+	struct session *s;
+	char *cause = NULL, *text;
+
+	fixture_open(&f);
+	s = session_start(f.ctx, &so, &obs_events, &o, &cause);
+	if (s == NULL)
+		fail_msg("session_start: %s", cause);
+	while (o.started == 0)
+		loop_for(&f, 20);
+	assert_true(o.ok);
+	/* idle_after is 300 ms: five times that, blank, it still starts. */
+	stays(&f, s, SESSION_STARTING, 1500);
+	text = recorded(&f, s);
+	assert_string_equal(text, "starting");
+	free(text);
+	/* Typed at (an Enter echoes nothing visible): it draws its prompt. */
+	assert_int_equal(session_write(s, "\n", 1), 0);
+	loop_until_state(&f, s, SESSION_NEEDS_YOU);
+	print_message("states: %s\n", o.trail);
+	assert_string_equal(o.trail, "working,needs you");
+	session_close(s);
+	while (o.done == 0)
+		loop_for(&f, 20);
+	session_free(s);
+	fixture_close(&f);
+}
+
+static void
+test_starting_blank(void **state)
+{
+	(void)state;
+	starting_run("printf '\\033[?1049h\\033[H\\033[2J\\033]0;agent\\007"
+	    "   \\r\\n'; read a; printf 'ready> '; read b; sleep 30");
+}
+
+/* What shows: text outside escape sequences, in chunks cut anywhere. */
+static void
+test_visible(void **state)
+{
+	static const struct {
+		const char *out;
+		bool shown;
+	} t[] = {
+		{ "", false },
+		{ "\r\n \t\b", false },
+		{ "\033[?1049h\033[2J\033[H\033[38;5;12m", false },
+		{ "\033]0;title here\007\033]11;?\033\\", false },
+		{ "\033P+q544e\033\\\033_Gi=1;AAAA\033\\", false },
+		{ "\033(B\0337\0338", false },
+		{ "\033[2Jx", true },
+		{ "\342\226\204", true },
+		{ "\033]0;t\007>", true },
+	};
+	const char *split = "\033]0;a title\007\033[1";
+	uint8_t esc;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < nitems(t); i++) {
+		esc = 0;
+		if (session_state_visible(&esc, (const unsigned char *)t[i].out,
+		    strlen(t[i].out)) != t[i].shown)
+			fail_msg("case %zu: shown should be %d", i,
+			    (int)t[i].shown);
+	}
+	/* Cut inside a title and inside a CSI: the rest is still inside. */
+	esc = 0;
+	for (i = 0; split[i] != '\0'; i++)
+		assert_false(session_state_visible(&esc,
+		    (const unsigned char *)split + i, 1));
+	assert_false(session_state_visible(&esc,
+	    (const unsigned char *)"0;5H", 4));
+	assert_true(session_state_visible(&esc, (const unsigned char *)"$",
+	    1));
+}
+
 /* What /proc/PID/syscall says of a process waiting for input. */
 static void
 test_syscall_reads(void **state)
@@ -748,6 +840,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_syscall_reads),
 		cmocka_unit_test(test_proc_unreadable),
+		cmocka_unit_test(test_visible),
+		cmocka_unit_test_setup_teardown(test_starting_blank,
+		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_shell_states,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_crashed,

@@ -17,7 +17,7 @@ typed() {
 # ---- escape_time = 0: ESC alone at once, then the prefix works ----
 printf '[ui]\nescape_time = 0\n' >"$XDG_CONFIG_HOME/agentmux/config"
 start_dashboard -- cat -v
-wait_for '1:shell\* (working|needs you)' 30 || fail "no status bar with the cat session"
+wait_for '1:shell\* (starting|working|needs you)' 30 || fail "no status bar with the cat session"
 keys Escape
 typed '^\^\[$' || fail "escape_time = 0: a lone ESC did not reach the pane"
 # The ESC went through on its own: the prefix right after it is the prefix.
@@ -34,7 +34,7 @@ SOCK=$SOCK-long
 # ---- escape_time = 10000: ESC then the prefix a second later is Alt+prefix ----
 printf '[ui]\nescape_time = 10000\n' >"$XDG_CONFIG_HOME/agentmux/config"
 start_dashboard -- cat -v
-wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "no status bar with the second cat session"
+wait_for '[0-9]+:shell\* (starting|working|needs you)' 30 || fail "no status bar with the second cat session"
 keys Escape
 sleep 1
 scr | grep -q '\^\[' && fail "escape_time = 10000: ESC was taken alone within a second"

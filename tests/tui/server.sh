@@ -182,7 +182,7 @@ echo "server: ls, new -d, send (text and key names), kill"
 
 # ---- new --worktree: a session of its own branch, out of the user's tree ----
 id=$(cd "$P" && "$AGENTMUX" new -d --worktree --branch srv -- sh -c \
-	'git rev-parse --abbrev-ref HEAD >branch; pwd >where; sleep 60') ||
+	'git rev-parse --abbrev-ref HEAD >branch; pwd >where; echo started; sleep 60') ||
 	fail "new -d --worktree failed: $id"
 i=0
 while ! "$AGENTMUX" ls --json | python3 -c 'import json, sys; [s] = [x for x in json.load(sys.stdin) if x["id"] == '"$id"']; sys.exit(0 if s["state"] != "starting" else 1)' 2>/dev/null; do
@@ -272,7 +272,7 @@ tmux -L "$SOCK2" kill-server
 # (its 'sleep 60' ran out on a slow run, under ASan).
 tmux -L "$SOCK" kill-server 2>/dev/null && sleep 0.5
 start_dashboard -- sleep 4243
-wait_for '[0-9]+:shell\* (working|needs you)' 30 || fail "the session of a new server did not start"
+wait_for '[0-9]+:shell\* (starting|working|needs you)' 30 || fail "the session of a new server did not start"
 spid=$(server_pid)
 i=0
 while [ -z "$(sleeping 4243)" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
