@@ -5,12 +5,14 @@
  * tree, the real modes beside it, the commit and its ref.
  */
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1892,6 +1894,50 @@ snap_take_watch(struct snap_take *t)
 		fatalx("cannot watch the free space of %s", t->repo->gitdir);
 }
 
+/*
+ * Whether a write through a shared mapping of a file in DIR can leave
+ * its times as they were: a tmpfs (or ramfs) never writes its pages
+ * back, and on one the write changes no time at all, not even the first.
+ */
+static bool
+snap_take_timeless(const char *dir)
+{
+	struct statfs sf;
+
+	return statfs(dir, &sf) == 0 && (sf.f_type == TMPFS_MAGIC ||
+	    sf.f_type == RAMFS_MAGIC);
+}
+
+/*
+ * A snapshot that the present is checked against (an end, undo's
+ * present, a diff's) trusts no stat data the session could have made: a file written through a shared mapping after a turn
+ * snapshot cached its stat data changes no time (its first write did,
+ * once), and mtime can be set back. ctime cannot be set from user space,
+ * so every entry changed at or after the second the session started is
+ * hashed again; on a tmpfs, where a mapped write changes no time ever,
+ * every entry is. A start has nothing to distrust, a turn's cache is
+ * checked again by the end, and a manual one's by the next undo or diff.
+ */
+static void
+snap_take_distrust(struct snap_take *t)
+{
+	struct store_session *s;
+	uint32_t since;
+
+	if (t->st == NULL || t->session <= 0 || (t->kind != NULL &&
+	    strcmp(t->kind, "end") != 0 && strcmp(t->kind, "undo") != 0) ||
+	    (s = store_session_get(t->st, t->session)) == NULL)
+		return;
+	since = (uint32_t)(s->started_at / 1000);
+	store_session_free(s);
+	if (snap_take_timeless(t->repo->worktree))
+		since = 0;
+	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t), since) ==
+	    -1 && errno != ENOENT)
+		log_debug("cannot mark the entries of %s changed since the "
+		    "session started: %s", t->repo->index, strerror(errno));
+}
+
 struct snap_take *
 snap_take_start(struct event_base *base, struct store *st,
     struct snap_repo *repo, const struct snap_take_opts *o,
@@ -1936,6 +1982,8 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->bulk = fresh && access(repo->index, F_OK) != 0;
 	t->native = t->bulk && snap_take_oidlen(t) == SNAP_PACK_OID &&
 	    !snap_take_git_only;
+	if (!t->bulk)
+		snap_take_distrust(t);
 	t->starting = true;
 	snap_take_begin(t, fresh);
 	t->starting = false;
