@@ -1953,7 +1953,8 @@ snap_take_timeless(const char *dir)
 
 /*
  * A snapshot that the present is checked against (an end, undo's
- * present, a diff's) trusts no stat data the session could have made: a file written through a shared mapping after a turn
+ * present, a diff's while the session runs) trusts no stat data the
+ * session could have made: a file written through a shared mapping after a turn
  * snapshot cached its stat data changes no time (its first write did,
  * once), and mtime can be set back. ctime cannot be set from user space,
  * so every entry changed at or after the second the session started is
@@ -1966,13 +1967,18 @@ snap_take_distrust(struct snap_take *t)
 {
 	struct store_session *s;
 	uint32_t since;
+	bool ended;
 
 	if (t->st == NULL || t->session <= 0 || (t->kind != NULL &&
 	    strcmp(t->kind, "end") != 0 && strcmp(t->kind, "undo") != 0) ||
 	    (s = store_session_get(t->st, t->session)) == NULL)
 		return;
 	since = (uint32_t)(s->started_at / 1000);
+	ended = s->ended_at != 0;
 	store_session_free(s);
+	/* A diff after the end: the end hashed them, and no jail is left to write through a mapping. */
+	if (t->kind == NULL && ended)
+		return;
 	if (snap_take_timeless(t->repo->worktree))
 		since = 0;
 	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t), since) ==
