@@ -103,6 +103,30 @@ session_snap_when_saved(struct session *s, void (*fn)(void *))
 	return s->snap != NULL && snap_session_when_saved(s->snap, fn, s) == 1;
 }
 
+/* Says in red which saved files the end found replaced by a socket, FIFO or device. */
+static void
+session_snap_nonfiles(struct session *s, const struct snap_result *res)
+{
+	struct buf b;
+	char *q;
+	size_t i;
+
+	if (res->nnonfiles == 0)
+		return;
+	buf_init(&b);
+	for (i = 0; i < res->nnonfiles && i < 10; i++) {
+		q = quote_name(res->nonfiles[i]);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	session_snap_notice(s, "alert", "end snapshot: %zu saved file%s "
+	    "replaced by a socket, FIFO or device, counted as deleted: %s%s "
+	    "(agentmux undo puts %s back)", res->nnonfiles,
+	    res->nnonfiles == 1 ? "" : "s", b.data, res->nnonfiles > 10 ?
+	    ", ..." : "", res->nnonfiles == 1 ? "it" : "them");
+	buf_free(&b);
+}
+
 static void
 session_snap_ended(void *arg, const struct snap_result *res,
     const char *error)
@@ -115,6 +139,8 @@ session_snap_ended(void *arg, const struct snap_result *res,
 		session_snap_notice(s, "alert", "end snapshot: %s", msg);
 		free(msg);
 	}
+	if (error == NULL)
+		session_snap_nonfiles(s, res);
 	if (error != NULL)
 		session_snap_notice(s, "warn", "the end snapshot failed: %s",
 		    error);

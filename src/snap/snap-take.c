@@ -5,12 +5,14 @@
  * tree, the real modes beside it, the commit and its ref.
  */
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +53,7 @@ struct snap_take {
 	struct buf untracked;     /* frozen: files git lists as untracked, NUL-separated */
 	struct strv warnings;
 	struct strv unreadable;
+	struct strv nonfiles;     /* saved files now a socket, FIFO or device */
 	struct snap_unlock unlock; /* what the owner made unreadable, open until added */
 	bool unlock_tried;        /* looked for it once (git add said it could not read) */
 	int64_t files;
@@ -110,6 +113,9 @@ snap_result_clear(struct snap_result *res)
 	for (i = 0; i < res->nunreadable; i++)
 		free(res->unreadable[i]);
 	free(res->unreadable);
+	for (i = 0; i < res->nnonfiles; i++)
+		free(res->nonfiles[i]);
+	free(res->nonfiles);
 	memset(res, 0, sizeof *res);
 }
 
@@ -138,6 +144,7 @@ snap_take_free(struct snap_take *t)
 	buf_free(&t->untracked);
 	strv_free(&t->warnings);
 	strv_free(&t->unreadable);
+	strv_free(&t->nonfiles);
 	buf_free(&t->refs);
 	snap_modes_free(&t->modes);
 	buf_free(&t->ignores);
@@ -318,6 +325,7 @@ snap_take_result(struct snap_take *t, struct snap_result *res)
 	res->files_changed = t->changed;
 	res->warnings = snap_take_strings(&t->warnings, &res->nwarnings);
 	res->unreadable = snap_take_strings(&t->unreadable, &res->nunreadable);
+	res->nonfiles = snap_take_strings(&t->nonfiles, &res->nnonfiles);
 	buf_init(&b);
 	snap_modes_format(&t->modes, &b);
 	res->modes = buf_steal(&b);
@@ -1007,6 +1015,40 @@ snap_take_nested(struct snap_take *t, const char *dir, size_t len)
 }
 
 /*
+ * git add keeps the entry of a saved file it finds replaced by what it
+ * cannot add (a socket, FIFO or device: "error: NAME: can only add
+ * regular files, ..."), so the snapshot would show the file unchanged
+ * and no undo would put it back: the entry goes, the file counts as
+ * deleted, and the name is told. Checked with lstat: a name git printed
+ * for another reason is left alone.
+ */
+static void
+snap_take_nonfile(struct snap_take *t, const char *line)
+{
+	static const char suffix[] = ": can only add regular files, "
+	    "symbolic links or git-directories";
+	size_t len = strlen(line), n = sizeof suffix - 1;
+	struct stat sb;
+	char *name, *path;
+
+	if (strncmp(line, "error: ", 7) != 0 || len < 7 + n + 1 ||
+	    strcmp(line + len - n, suffix) != 0)
+		return;
+	name = xstrndup(line + 7, len - 7 - n);
+	path = xprintf("%s/%s", t->repo->worktree, name);
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) &&
+	    !S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+		buf_printf(&t->adopted, "0 %s\t%s",
+		    snap_repo_empty_tree(t->repo), name);
+		buf_addc(&t->adopted, '\0');
+		strv_take(&t->nonfiles, name);
+		name = NULL;
+	}
+	free(path);
+	free(name);
+}
+
+/*
  * Reads git add's complaints: nested repositories to go into, files and
  * dirs it could not read (reported, and never touched by undo).
  */
@@ -1028,6 +1070,7 @@ snap_take_parse_add(struct snap_take *t, char *err)
 			snap_take_nested(t, line + 8, strcspn(line + 8, "'"));
 			continue;
 		}
+		snap_take_nonfile(t, line);
 		snap_take_quoted(&t->unreadable, line,
 		    "error: unable to index file '");
 		snap_take_quoted(&t->unreadable, line,
@@ -1153,6 +1196,8 @@ snap_take_round_begin(struct snap_take *t)
 	strv_init(&t->warnings);
 	strv_free(&t->unreadable);
 	strv_init(&t->unreadable);
+	strv_free(&t->nonfiles);
+	strv_init(&t->nonfiles);
 	if (t->add_since == 0)
 		t->add_since = time(NULL);
 }
@@ -1892,6 +1937,56 @@ snap_take_watch(struct snap_take *t)
 		fatalx("cannot watch the free space of %s", t->repo->gitdir);
 }
 
+/*
+ * Whether a write through a shared mapping of a file in DIR can leave
+ * its times as they were: a tmpfs (or ramfs) never writes its pages
+ * back, and on one the write changes no time at all, not even the first.
+ */
+static bool
+snap_take_timeless(const char *dir)
+{
+	struct statfs sf;
+
+	return statfs(dir, &sf) == 0 && (sf.f_type == TMPFS_MAGIC ||
+	    sf.f_type == RAMFS_MAGIC);
+}
+
+/*
+ * A snapshot that the present is checked against (an end, undo's
+ * present, a diff's while the session runs) trusts no stat data the
+ * session could have made: a file written through a shared mapping after a turn
+ * snapshot cached its stat data changes no time (its first write did,
+ * once), and mtime can be set back. ctime cannot be set from user space,
+ * so every entry changed at or after the second the session started is
+ * hashed again; on a tmpfs, where a mapped write changes no time ever,
+ * every entry is. A start has nothing to distrust, a turn's cache is
+ * checked again by the end, and a manual one's by the next undo or diff.
+ */
+static void
+snap_take_distrust(struct snap_take *t)
+{
+	struct store_session *s;
+	uint32_t since;
+	bool ended;
+
+	if (t->st == NULL || t->session <= 0 || (t->kind != NULL &&
+	    strcmp(t->kind, "end") != 0 && strcmp(t->kind, "undo") != 0) ||
+	    (s = store_session_get(t->st, t->session)) == NULL)
+		return;
+	since = (uint32_t)(s->started_at / 1000);
+	ended = s->ended_at != 0;
+	store_session_free(s);
+	/* A diff after the end: the end hashed them, and no jail is left to write through a mapping. */
+	if (t->kind == NULL && ended)
+		return;
+	if (snap_take_timeless(t->repo->worktree))
+		since = 0;
+	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t), since) ==
+	    -1 && errno != ENOENT)
+		log_debug("cannot mark the entries of %s changed since the "
+		    "session started: %s", t->repo->index, strerror(errno));
+}
+
 struct snap_take *
 snap_take_start(struct event_base *base, struct store *st,
     struct snap_repo *repo, const struct snap_take_opts *o,
@@ -1918,6 +2013,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	buf_init(&t->untracked);
 	strv_init(&t->warnings);
 	strv_init(&t->unreadable);
+	strv_init(&t->nonfiles);
 	buf_init(&t->refs);
 	buf_init(&t->ignores);
 	strv_init(&t->ignore_dirs);
@@ -1936,6 +2032,8 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->bulk = fresh && access(repo->index, F_OK) != 0;
 	t->native = t->bulk && snap_take_oidlen(t) == SNAP_PACK_OID &&
 	    !snap_take_git_only;
+	if (!t->bulk)
+		snap_take_distrust(t);
 	t->starting = true;
 	snap_take_begin(t, fresh);
 	t->starting = false;
@@ -2012,6 +2110,10 @@ snap_take_sync_done(void *arg, const struct snap_result *res,
 	    sizeof *s->res->unreadable) : NULL;
 	for (i = 0; i < res->nunreadable; i++)
 		s->res->unreadable[i] = xstrdup(res->unreadable[i]);
+	s->res->nonfiles = res->nnonfiles > 0 ? xcalloc(res->nnonfiles,
+	    sizeof *s->res->nonfiles) : NULL;
+	for (i = 0; i < res->nnonfiles; i++)
+		s->res->nonfiles[i] = xstrdup(res->nonfiles[i]);
 }
 
 /* Blocking, on the process's loop: for commands only (see proc_sync_run). */

@@ -884,6 +884,76 @@ snap_undo_apply_modes(struct snap_undo *u, const struct snap_changes *c)
 		log_warn("cannot give %s its mode", u->repo->worktree);
 }
 
+/* What a non-file is called in undo's output. */
+static const char *
+snap_undo_kind(mode_t mode)
+{
+	if (S_ISSOCK(mode))
+		return "socket";
+	if (S_ISFIFO(mode))
+		return "FIFO";
+	return "device";
+}
+
+/*
+ * git cannot write a file where a socket, FIFO or device is (at the path
+ * or at a dir above it): read-tree refuses the whole undo. Such an entry
+ * in the way of a path the undo writes is removed first, and said: it
+ * holds no data, and the jail that made it is gone. Walked beneath the
+ * project one component at a time, never through a link; files, dirs
+ * and links in the way are git's to handle.
+ */
+static void
+snap_undo_clear_way(struct snap_undo *u, const char *rel)
+{
+	char *copy = xstrdup(rel), *name, *save = NULL, *q, *what;
+	struct stat sb;
+	int dfd, next;
+
+	dfd = fcntl(u->rootfd, F_DUPFD_CLOEXEC, 0);
+	for (name = strtok_r(copy, "/", &save); name != NULL && dfd != -1;
+	    name = strtok_r(NULL, "/", &save)) {
+		if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))
+			break;
+		if (S_ISDIR(sb.st_mode)) {
+			next = openat(dfd, name, O_PATH | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			close(dfd);
+			dfd = next;
+			continue;
+		}
+		q = xstrndup(rel, (size_t)(name - copy) + strlen(name));
+		what = quote_name(q);
+		free(q);
+		q = what;
+		if (unlinkat(dfd, name, 0) == 0)
+			out_printf(u->o->out, "  removed the %s %s, in the way "
+			    "(it held no data; the jail that made it is "
+			    "gone)\n", snap_undo_kind(sb.st_mode), q);
+		else
+			out_printf(u->o->out, "  cannot remove the %s %s, in the "
+			    "way: %s; remove it and run undo again\n",
+			    snap_undo_kind(sb.st_mode), q, strerror(errno));
+		free(q);
+		break;
+	}
+	if (dfd != -1)
+		close(dfd);
+	free(copy);
+}
+
+/* Clears the way (snap_undo_clear_way) for every path of C the undo writes. */
+static void
+snap_undo_clear_ways(struct snap_undo *u, const struct snap_changes *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (c->v[i].new_mode != 0)
+			snap_undo_clear_way(u, c->v[i].path);
+}
+
 /*
  * Two-way merge from the present tree to TREE with -u: git removes,
  * rewrites and creates exactly the differing paths (with the user's
@@ -922,6 +992,7 @@ snap_undo_apply(struct snap_undo *u, const char *tree, struct snap_changes *c,
 	if (snap_unlock_tree(&unlock, r->worktree, true) == -1)
 		log_debug("cannot look for locked dirs in %s: %s", r->worktree,
 		    strerror(errno));
+	snap_undo_clear_ways(u, c);
 	/*
 	 * Entries the present snapshot marked to be hashed again (changed in
 	 * the second it read them) are compared with the files first: the

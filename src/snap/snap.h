@@ -445,6 +445,8 @@ struct snap_result {
 	size_t nwarnings;
 	char **unreadable;        /* paths that could not be saved */
 	size_t nunreadable;
+	char **nonfiles;          /* saved files now a socket, FIFO or device: */
+	size_t nnonfiles;         /* recorded as deleted */
 };
 
 void snap_result_clear(struct snap_result *);

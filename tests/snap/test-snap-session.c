@@ -3,9 +3,11 @@
  * and index), turn boundaries (only when changed, rate-limited), progress,
  * finishing at free; then a session that commits, undo --refs, and gc.
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -381,6 +383,102 @@ test_gc_shadow(void **state)
 	test_sh_ok("test -f f");
 }
 
+/* The tree of session ID's last snapshot. */
+static char *
+last_tree(struct store *st, int64_t id)
+{
+	struct store_snapshot **v;
+	char *tree;
+	size_t n;
+
+	v = store_snapshot_list(st, id, &n);
+	assert_true(n > 0);
+	tree = xstrdup(v[n - 1]->tree);
+	store_snapshot_list_free(v, n);
+	return tree;
+}
+
+/*
+ * A file in DIR written through a shared mapping after a turn snapshot
+ * cached its stat data: the write changes no time (none at all on a
+ * tmpfs), yet the end snapshot has it.
+ */
+static void
+mapped_write(const char *dir)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	struct stat sb1, sb2;
+	char *cause = NULL, *turn, *end, *path;
+	static const char evil[] = "int main(void){evil();}";
+	volatile unsigned char *m;
+	unsigned char c;
+	size_t i;
+	int64_t id;
+	int fd;
+
+	test_sh_ok("cd '%s' && git init -q -b master . && git config "
+	    "user.email t@x && git config user.name t && printf 'int main"
+	    "(void) { return 0; }\\n' > main.c && git add main.c && "
+	    "git commit -qm a", dir);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, dir, &cause);
+	assert_non_null(ss);
+	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	/* The agent maps main.c and dirties it once, same bytes, then waits out the racy second. */
+	path = xprintf("%s/main.c", dir);
+	assert_true((fd = open(path, O_RDWR)) != -1);
+	m = mmap(NULL, 30, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	c = m[0];
+	m[0] = c;
+	sleep(2);
+	test_sh_ok("echo work > '%s/notes.txt'", dir);
+	snap_session_take(ss, "turn", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	turn = last_tree(st, id);
+	assert_int_equal(fstat(fd, &sb1), 0);
+	for (i = 0; evil[i] != '\0'; i++)
+		m[i] = (unsigned char)evil[i];
+	assert_int_equal(fstat(fd, &sb2), 0);
+	if (sb1.st_ctim.tv_sec != sb2.st_ctim.tv_sec ||
+	    sb1.st_ctim.tv_nsec != sb2.st_ctim.tv_nsec)
+		fprintf(stderr, "(%s: the mapped write changed ctime)\n", dir);
+	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+	release(base, ss);
+	end = last_tree(st, id);
+	assert_string_not_equal(turn, end);
+	munmap((void *)m, 30);
+	close(fd);
+	free(path);
+	free(turn);
+	free(end);
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
+static void
+test_session_mapped(void **state)
+{
+	char shm[] = "/dev/shm/amx-test-mapped.XXXXXX";
+
+	(void)state;
+	mapped_write(test_proj);
+	/* A tmpfs, as /tmp is on many systems. */
+	if (mkdtemp(shm) == NULL) {
+		fprintf(stderr, "no /dev/shm: the tmpfs case is not run\n");
+		return;
+	}
+	mapped_write(shm);
+	test_rmtree(shm);
+}
+
 int
 main(void)
 {
@@ -392,6 +490,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_session_wait_ref, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_mapped, setup,
+		    teardown),
 	};
 
 	return test_run_group(tests, NULL, NULL);
