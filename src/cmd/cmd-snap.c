@@ -324,10 +324,12 @@ cmd_diff(struct cli_args *args)
 	FILE *tmp = NULL;
 	char *cause = NULL, *alert = NULL;
 	int64_t id = -1;
+	bool gone = false;
 	int rc;
 
 	memset(&o, 0, sizeof o);
 	o.alert = &alert;
+	o.gone = &gone;
 	o.from = cli_get(args, "from");
 	o.to = cli_get(args, "to");
 	o.stat = cli_has(args, "stat");
@@ -346,7 +348,11 @@ cmd_diff(struct cli_args *args)
 	fflush(stdout);
 	if ((rc = snap_diff(st, cf, id, &o, &cause)) == -1)
 		cli_error("%s", cause);
-	else if (tmp != NULL)
+	if (gone)
+		out_printf(stderr, "agentmux: diff: session %lld's worktree "
+		    "was discarded: this diff ends at its last snapshot\n",
+		    (long long)id);
+	if (rc == 0 && tmp != NULL)
 		cmd_diff_show(tmp, cli_color());
 	if (tmp != NULL)
 		fclose(tmp);

@@ -170,8 +170,10 @@ cmd_discard(struct cli_args *args)
 		rc = 1;
 	} else
 		out_printf(stdout, "discarded the worktree and branch %s of "
-		    "session %lld; 'agentmux undo %lld' still has its "
-		    "snapshots\n", wt.branch, (long long)id, (long long)id);
+		    "session %lld; its snapshots stay: 'agentmux diff %lld' "
+		    "shows them, and 'agentmux undo %lld' says how to get "
+		    "their files\n", wt.branch, (long long)id, (long long)id,
+		    (long long)id);
 	free(cause);
 	free(root);
 	snap_worktree_clear(&wt);

@@ -5,6 +5,7 @@
  */
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -58,6 +59,14 @@ snap_diff_side(struct store *st, struct snap_repo *r, int64_t session,
 
 	snap_modes_init(&d->modes);
 	strv_init(&d->unreadable);
+	if ((strcmp(spec, "worktree") == 0 || strcmp(spec, "now") == 0) &&
+	    r->worktree_gone) {
+		*cause = xprintf("the project dir %s of session %lld is gone "
+		    "(a discarded worktree): there is no '%s' to diff; name "
+		    "snapshots ('agentmux snapshots %lld'), e.g. --to last",
+		    r->worktree, (long long)session, spec, (long long)session);
+		return -1;
+	}
 	if (strcmp(spec, "worktree") == 0 || strcmp(spec, "now") == 0) {
 		memset(&o, 0, sizeof o);
 		o.session = session;
@@ -573,6 +582,27 @@ snap_diff_modes(struct snap_repo *r, const struct snap_diff_side *a,
 	return rc;
 }
 
+/*
+ * The "to" side: as asked, else the tree as it is now; a project dir
+ * that is gone (discard removed the worktree) has no now: git runs in the
+ * own repository and the default is the last snapshot (said in O->GONE).
+ */
+static const char *
+snap_diff_to(struct snap_repo *r, const struct snap_diff_opts *o)
+{
+	struct stat sb;
+
+	if (lstat(r->worktree, &sb) == -1 && errno == ENOENT)
+		snap_repo_worktree_gone(r);
+	if (o->to != NULL)
+		return o->to;
+	if (!r->worktree_gone)
+		return "worktree";
+	if (o->gone != NULL)
+		*o->gone = true;
+	return "last";
+}
+
 int
 snap_diff(struct store *st, const struct config *cf, int64_t session,
     const struct snap_diff_opts *o, char **cause)
@@ -581,6 +611,7 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	struct snap_repo *r;
 	struct strv args, rel;
 	char *path, *const *p;
+	const char *to_spec;
 	int rc = -1;
 
 	memset(&from, 0, sizeof from);
@@ -589,6 +620,7 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	strv_init(&rel);
 	if ((r = snap_session_repo(st, cf, session, "diff", cause)) == NULL)
 		return -1;
+	to_spec = snap_diff_to(r, o);
 	for (p = o->paths; p != NULL && *p != NULL; p++) {
 		if ((path = snap_relpath(r->worktree, *p, cause)) == NULL)
 			goto out;
@@ -597,7 +629,7 @@ snap_diff(struct store *st, const struct config *cf, int64_t session,
 	}
 	if (snap_diff_side(st, r, session, o->from != NULL ? o->from :
 	    "start", &from, cause) == -1 || snap_diff_side(st, r, session,
-	    o->to != NULL ? o->to : "worktree", &to, cause) == -1)
+	    to_spec, &to, cause) == -1)
 		goto out;
 	if (o->alert != NULL)
 		*o->alert = snap_dirs_too_long_text(&to.modes);

@@ -54,6 +54,7 @@ struct snap_repo {
 	struct strv env[SNAP_NENV]; /* per enum snap_env */
 	struct event_base *base;    /* snap_repo_open_loop: where it is made */
 	bool creating;              /* and it is being made (no git may use it yet) */
+	bool worktree_gone;         /* WORKTREE is gone (a discarded worktree session): git runs in GITDIR */
 };
 
 /*
@@ -73,6 +74,8 @@ struct snap_repo *snap_repo_open_loop(const char *dir,
     const struct config *cf, const char *tag, struct event_base *base,
     void (*done)(void *, const char *error), void *arg, char **cause);
 /* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
+/* R's project dir is gone (a discarded worktree): git runs in its own repository, for what needs no work tree. */
+void snap_repo_worktree_gone(struct snap_repo *);
 struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
     const struct config *cf, const char *tag, bool use, char **cause);
 void snap_repo_free(struct snap_repo *);

@@ -712,6 +712,25 @@ fail:
 	return NULL;
 }
 
+void
+snap_repo_worktree_gone(struct snap_repo *r)
+{
+	size_t n = strlen("GIT_WORK_TREE=");
+	char **e;
+	int i;
+
+	r->worktree_gone = true;
+	/* git refuses a work tree whose parent is gone, even to diff two trees. */
+	for (i = 0; i < SNAP_NENV; i++) {
+		for (e = r->env[i].v; e != NULL && *e != NULL; e++) {
+			if (strncmp(*e, "GIT_WORK_TREE=", n) != 0)
+				continue;
+			free(*e);
+			*e = xprintf("GIT_WORK_TREE=%s", r->gitdir);
+		}
+	}
+}
+
 int
 snap_repo_record(struct store *st, int64_t session, struct snap_repo *r,
     char **cause)
@@ -889,7 +908,7 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
 		o.env = env.v;
 	} else
 		o.env = r->env[which].v;
-	o.dir = r->worktree;
+	o.dir = r->worktree_gone ? r->gitdir : r->worktree;
 	o.out_fd = out_fd;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
 	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :
@@ -972,7 +991,7 @@ snap_git_chunks(struct snap_repo *r, enum snap_env which,
 	memset(&o, 0, sizeof o);
 	o.argv = argv.v;
 	o.env = r->env[which].v;
-	o.dir = r->worktree;
+	o.dir = r->worktree_gone ? r->gitdir : r->worktree;
 	o.out_fd = -1;
 	o.umask = -1;
 	o.timeout = r->timeout;
@@ -1002,7 +1021,7 @@ snap_git_spawn(struct event_base *base, struct snap_repo *r,
 	memset(&o, 0, sizeof o);
 	o.argv = argv.v;
 	o.env = r->env[which].v;
-	o.dir = r->worktree;
+	o.dir = r->worktree_gone ? r->gitdir : r->worktree;
 	o.out_fd = -1;
 	o.umask = which == SNAP_ENV_TREE ? r->umask : -1;
 	o.timeout = which == SNAP_ENV_PROJECT ? SNAP_REPO_PROJECT_TIMEOUT :

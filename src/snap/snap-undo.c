@@ -1108,6 +1108,28 @@ snap_undo_files(struct snap_undo *u, char **cause)
 	return rc;
 }
 
+/*
+ * A project dir that is gone (discard removed the session's worktree):
+ * undo has nowhere to put the files back, and says what still works.
+ */
+static int
+snap_undo_gone(const struct snap_undo *u, char **cause)
+{
+	struct stat sb;
+
+	if (lstat(u->repo->worktree, &sb) == 0 || errno != ENOENT)
+		return 0;
+	*cause = xprintf("the project dir %s is gone (session %lld's "
+	    "worktree was discarded), so undo has nowhere to put files back. "
+	    "Its snapshots stay: 'agentmux diff %lld' shows them (--from and "
+	    "--to name two), and the files of snapshot %lld go into a new "
+	    "dir DIR with: mkdir DIR && git --git-dir='%s' --work-tree=DIR "
+	    "archive %s | tar -x -C DIR", u->repo->worktree, (long long)u->session,
+	    (long long)u->session, (long long)u->seq, u->repo->gitdir,
+	    u->target->commit);
+	return -1;
+}
+
 int
 snap_undo(struct store *st, const struct config *cf, int64_t session,
     const struct snap_undo_opts *o, char **cause)
@@ -1129,6 +1151,7 @@ snap_undo(struct store *st, const struct config *cf, int64_t session,
 	    (u.target = snap_resolve(st, session, o->to != NULL ? o->to :
 	    "start", &u.seq, cause)) == NULL ||
 	    (u.repo = snap_session_repo(st, cf, session, "undo", cause)) == NULL ||
+	    snap_undo_gone(&u, cause) == -1 ||
 	    snap_check_ended(st, session, u.repo->worktree, SNAP_UNDO_WHY,
 	    cause) == -1 ||
 	    snap_undo_paths(u.repo, o->paths, &u.paths, cause) == -1)

@@ -538,13 +538,14 @@ struct store_snapshot *snap_resolve(struct store *, int64_t session,
 
 struct snap_diff_opts {
 	const char *from;         /* SNAP; NULL: start */
-	const char *to;           /* SNAP or "worktree"; NULL: worktree */
+	const char *to;           /* SNAP or "worktree"; NULL: worktree (the last snapshot if it is gone) */
 	bool stat;
 	bool color;
 	bool quote_names;         /* git quotes every byte of a name past ASCII (a patch for a pipe) */
 	char *const *paths;       /* NULL-terminated, as typed; may be NULL */
 	int out_fd;
 	char **alert;             /* if not NULL: set to what to tell in red (paths too long for git), or NULL; caller frees */
+	bool *gone;               /* if not NULL: set when the project dir is gone (a discarded worktree) and TO defaulted to the last snapshot */
 };
 
 /** Writes the diff to OUT_FD. -1 with *CAUSE. */
