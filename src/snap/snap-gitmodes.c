@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ struct snap_gm_walk {
 	const char *base;
 	const char *gitdir;
 	bool dry;
+	bool cut;                 /* SNAP_GM_MAX or SNAP_GM_DEPTH left entries out */
 	size_t fixed, failed;
 	struct strv *told;
 };
@@ -93,12 +95,51 @@ snap_gm_entry(struct snap_gm_walk *w, int dfd, const char *name,
 	w->n++;
 	w->cb(w, fd, rel, &st);
 	close(fd);
+	if (S_ISDIR(st.st_mode) && depth >= SNAP_GM_DEPTH)
+		w->cut = true;
 	if (S_ISDIR(st.st_mode) && snap_gm_descend(rel, depth) &&
 	    (fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
 		snap_gm_dir(w, fd, rel, depth + 1);
 		close(fd);
 	}
+}
+
+/* Whether the walk has taken all it may (SNAP_GM_MAX): then it is cut, and says so. */
+static bool
+snap_gm_full(struct snap_gm_walk *w)
+{
+	if (w->n < SNAP_GM_MAX)
+		return false;
+	w->cut = true;
+	return true;
+}
+
+/* What git uses, walked first, so that a dir filled in the session cannot use up the walk before them. */
+static const char *const snap_gm_firsts[] = {
+	"HEAD", "config", "index", "packed-refs", "hooks", "info", "refs",
+	"logs", "objects", "commondir", "shallow", "worktrees", "modules"
+};
+
+static bool
+snap_gm_is_first(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(snap_gm_firsts); i++) {
+		if (strcmp(name, snap_gm_firsts[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+snap_gm_first(struct snap_gm_walk *w, int gitfd)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(snap_gm_firsts) && !snap_gm_full(w); i++)
+		snap_gm_entry(w, gitfd, snap_gm_firsts[i], snap_gm_firsts[i], 0);
 }
 
 static void
@@ -115,10 +156,13 @@ snap_gm_dir(struct snap_gm_walk *w, int dfd, const char *rel, int depth)
 		close(dup);
 		return;
 	}
-	while ((de = readdir(d)) != NULL && w->n < SNAP_GM_MAX) {
+	if (*rel == '\0')
+		snap_gm_first(w, dfd);
+	while ((de = readdir(d)) != NULL && !snap_gm_full(w)) {
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0 ||
-		    strchr(de->d_name, '\n') != NULL)
+		    strchr(de->d_name, '\n') != NULL ||
+		    (*rel == '\0' && snap_gm_is_first(de->d_name)))
 			continue;
 		sub = *rel == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
 		    rel, de->d_name);
@@ -295,13 +339,33 @@ snap_gm_tell(struct snap_gm_walk *w, const char *rel, mode_t from, mode_t to,
 	free(path);
 }
 
+/* REL, a file with other names than this one, opened to other users: said, left as it is. */
+static void
+snap_gm_tell_linked(struct snap_gm_walk *w, const char *rel, mode_t now,
+    const struct stat *st)
+{
+	char *path = xprintf("%s/%s", w->gitdir, rel), *q = quote_name(path);
+
+	w->failed++;
+	if (w->fixed + w->failed <= SNAP_GM_NAMED)
+		strv_addf(w->told, "the session put at %s a file with %ju "
+		    "other name%s (a hard link), mode %04o (other local users "
+		    "could change it): it was not changed, as its mode is the "
+		    "other names' too; remove %s (git makes it again if it "
+		    "needs it) and look at what else links to it (find / -samefile "
+		    "%s)", q, (uintmax_t)(st->st_nlink - 1), st->st_nlink == 2 ?
+		    "" : "s", (unsigned)now, q, q);
+	free(q);
+	free(path);
+}
+
 static void
 snap_gm_check_cb(struct snap_gm_walk *w, int fd, const char *rel,
     const struct stat *st)
 {
 	struct snap_gm_ent key, *e;
 	mode_t now = st->st_mode & 07777, want, bad;
-	bool owner = false;
+	bool owner = false, same;
 	int err = 0;
 
 	memset(&key, 0, sizeof key);
@@ -313,14 +377,21 @@ snap_gm_check_cb(struct snap_gm_walk *w, int fd, const char *rel,
 		w->shared_read = true;
 	}
 	bad &= ~(w->shared & (S_ISDIR(st->st_mode) ? 07777 : ~S_ISGID));
+	same = e != NULL && st->st_dev == e->dev && st->st_ino == e->ino;
 	if (e != NULL) {
-		owner = st->st_uid != e->uid || st->st_gid != e->gid;
+		/* Only the file that was there is given back: never another one put in its place. */
+		owner = same && (st->st_uid != e->uid || st->st_gid != e->gid);
 		if ((e->mode & S_ISVTX) != 0 && (now & S_ISVTX) == 0)
 			bad |= S_ISVTX;
 	}
 	if (bad == 0 && !owner)
 		return;
-	if (e != NULL && st->st_dev == e->dev && st->st_ino == e->ino)
+	/* A file of another name linked in (ln FILE .git/x): its mode is that file's too. */
+	if (!same && S_ISREG(st->st_mode) && st->st_nlink > 1) {
+		snap_gm_tell_linked(w, rel, now, st);
+		return;
+	}
+	if (same)
 		want = e->mode;
 	else
 		want = (now & ~bad) | (e != NULL ? e->mode & S_ISVTX : 0);
@@ -330,6 +401,20 @@ snap_gm_check_cb(struct snap_gm_walk *w, int fd, const char *rel,
 	if (!w->dry && snap_modes_fchmod(fd, want) == -1 && err == 0)
 		err = errno;
 	snap_gm_tell(w, rel, now, want, e, st, err);
+}
+
+/* The walk of GITDIR was cut: what lies past it was not looked at. */
+static void
+snap_gm_tell_cut(const char *gitdir, struct strv *told)
+{
+	char *q = quote_name(gitdir);
+
+	strv_addf(told, "%s holds more than %d entries (or dirs deeper "
+	    "than %d) besides its objects: agentmux looked at the modes of "
+	    "what git uses first and of the first %d entries only; see what "
+	    "other local users may change there with find %s -perm /022",
+	    q, SNAP_GM_MAX, SNAP_GM_DEPTH, SNAP_GM_MAX, q);
+	free(q);
 }
 
 int
@@ -353,6 +438,8 @@ snap_gitmodes_check(const struct snap_hgit *g, int gitfd, bool dry,
 		    "other local users (%zu of them could not be put back: "
 		    "run chmod go-w on them)", w.fixed + w.failed -
 		    SNAP_GM_NAMED, g->gitdir, w.failed);
+	if (w.cut)
+		snap_gm_tell_cut(g->gitdir, told);
 	for (i = 0; i < w.nv; i++)
 		free(w.v[i].rel);
 	free(w.v);

@@ -161,16 +161,20 @@ snap_stale_tree_oid(const struct buf *tree, const char **at,
  * Whether the file at PATH beneath PROJFD holds the blob OID (hex: sha-1
  * or sha-256 by its length) as git hashes its raw bytes; true too if it
  * cannot be read (nothing is told then). No link is followed: a link's
- * blob is its target.
+ * blob is its target. Its real size is charged to *BUDGET (the index
+ * keeps 32 bits of it: a sparse file of 4 GiB and 2 bytes matches an
+ * entry of 2); one past the budget is not read: *OVER set, true.
  */
 static bool
-snap_stale_file_is(int projfd, const char *path, const char *oid)
+snap_stale_file_is(int projfd, const char *path, const char *oid,
+    unsigned long long *budget, bool *over)
 {
 	unsigned char md[EVP_MAX_MD_SIZE], chunk[65536];
 	char hex[2 * EVP_MAX_MD_SIZE + 1], head[64];
 	const EVP_MD *type = strlen(oid) == 64 ? EVP_sha256() : EVP_sha1();
 	EVP_MD_CTX *ctx;
 	struct stat st;
+	unsigned long long left;
 	unsigned int mdlen = 0, i;
 	ssize_t n = 0;
 	bool ok;
@@ -193,6 +197,12 @@ snap_stale_file_is(int projfd, const char *path, const char *oid)
 			close(fd);
 			return true;
 		}
+		if ((unsigned long long)st.st_size > *budget) {
+			close(fd);
+			*over = true;
+			return true;
+		}
+		*budget -= (unsigned long long)st.st_size;
 	}
 	ctx = EVP_MD_CTX_new();
 	ok = ctx != NULL && EVP_DigestInit_ex(ctx, type, NULL) == 1;
@@ -205,9 +215,14 @@ snap_stale_file_is(int projfd, const char *path, const char *oid)
 	} else {
 		snprintf(head, sizeof head, "blob %lld", (long long)st.st_size);
 		ok = ok && EVP_DigestUpdate(ctx, head, strlen(head) + 1) == 1;
-		while (ok && (n = read(fd, chunk, sizeof chunk)) > 0)
+		/* No more than was charged: a file that grows is not the blob. */
+		left = (unsigned long long)st.st_size;
+		while (ok && left > 0 && (n = read(fd, chunk, left <
+		    sizeof chunk ? (size_t)left : sizeof chunk)) > 0) {
 			ok = EVP_DigestUpdate(ctx, chunk, (size_t)n) == 1;
-		ok = ok && n == 0;
+			left -= (unsigned long long)n;
+		}
+		ok = ok && left == 0 && n >= 0;
 	}
 	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1;
 	EVP_MD_CTX_free(ctx);
@@ -271,14 +286,14 @@ static bool
 snap_stale_hides(int projfd, const struct snap_stale_entry *e, bool hash,
     unsigned long long *budget, size_t *unchecked)
 {
+	bool is, over = false;
+
 	if (!hash)
 		return true;
-	if (e->size > *budget) {
+	is = snap_stale_file_is(projfd, e->path, e->oid, budget, &over);
+	if (over)
 		(*unchecked)++;
-		return false;
-	}
-	*budget -= e->size;
-	return !snap_stale_file_is(projfd, e->path, e->oid);
+	return !is;
 }
 
 /*

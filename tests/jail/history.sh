@@ -665,6 +665,31 @@ git_modes() {
 	*) ok ;; esac
 }
 
+# A nested repository's git dir is no mount point in the jail: the session
+# puts a project file in place of one of its entries, as a hard link. The
+# end must not give that file another mode or owner (it is not a git dir
+# entry), and says so.
+git_modes_linked() {
+	fresh_repo
+	(cd "$P" && git init -q lib && echo l >lib/l && git -C lib add l &&
+	    git -C lib -c user.name=t -c user.email=t@x commit -qm lib) || exit 1
+	echo notes >"$P/shared.txt"
+	chmod 664 "$P/shared.txt"
+	# As root, another user's file, writable by all: the jail may link it.
+	if [ "$(id -u)" = 0 ]; then
+		chmod 666 "$P/shared.txt"
+		chown 65534:65534 "$P/shared.txt"
+	fi
+	s0=$(stat -c '%a %u:%g' "$P/shared.txt")
+	jrun -- sh -c 'rm lib/.git/description && ln shared.txt lib/.git/description && echo linked'
+	case $OUT in *linked*) ok ;; *) bad "the link was not made: $OUT" ;; esac
+	s1=$(stat -c '%a %u:%G' "$P/shared.txt")
+	[ "$(stat -c '%a %u:%g' "$P/shared.txt")" = "$s0" ] && ok ||
+	    bad "the end changed shared.txt, linked into lib/.git: $s0 -> $s1: $OUT"
+	case $OUT in *"lib/.git/description a file with 1 other name"*) ok ;;
+	*) bad "the hard link into lib/.git was not told: $OUT" ;; esac
+}
+
 checks() {
 	if [ -n "${AMX_CHECKS:-}" ]; then
 		for c in $AMX_CHECKS; do "$c"; done
@@ -690,6 +715,7 @@ checks() {
 	reflog_link
 	crash
 	git_modes
+	git_modes_linked
 }
 
 jail_main "$@"
