@@ -68,12 +68,29 @@ snap_gm_object(const char *rel)
 	return strncmp(rel, "objects/", 8) == 0;
 }
 
-/* Whether the walk goes into dir REL: not into the objects dir's dirs, a submodule's git dir (kept apart) or LFS's objects. */
+static int snap_gm_cmp(const void *, const void *);
+
+/*
+ * Whether the walk goes into dir REL: not into the objects dir's dirs or
+ * LFS's objects; into modules/ one level (each submodule's git dir is
+ * kept apart, with a record of its own), and at the end into a dir there
+ * the start did not have (the session made it: no record holds it).
+ */
 static bool
-snap_gm_descend(const char *rel, int depth)
+snap_gm_descend(const struct snap_gm_walk *w, const char *rel, int depth)
 {
-	return depth < SNAP_GM_DEPTH && !snap_gm_object(rel) &&
-	    strcmp(rel, "modules") != 0 && strcmp(rel, "lfs/objects") != 0;
+	struct snap_gm_ent key;
+
+	if (depth >= SNAP_GM_DEPTH || snap_gm_object(rel) ||
+	    strcmp(rel, "lfs/objects") == 0)
+		return false;
+	if (strncmp(rel, "modules/", 8) != 0 || strchr(rel + 8, '/') != NULL)
+		return true;
+	if (w->v == NULL)
+		return false;
+	memset(&key, 0, sizeof key);
+	key.rel = (char *)rel;
+	return bsearch(&key, w->v, w->nv, sizeof *w->v, snap_gm_cmp) == NULL;
 }
 
 /* Entry NAME of dir DFD (REL under the git dir): handed to the walk's callback, then walked if a dir. */
@@ -97,7 +114,7 @@ snap_gm_entry(struct snap_gm_walk *w, int dfd, const char *name,
 	close(fd);
 	if (S_ISDIR(st.st_mode) && depth >= SNAP_GM_DEPTH)
 		w->cut = true;
-	if (S_ISDIR(st.st_mode) && snap_gm_descend(rel, depth) &&
+	if (S_ISDIR(st.st_mode) && snap_gm_descend(w, rel, depth) &&
 	    (fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
 		snap_gm_dir(w, fd, rel, depth + 1);

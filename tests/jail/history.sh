@@ -690,6 +690,30 @@ git_modes_linked() {
 	*) bad "the hard link into lib/.git was not told: $OUT" ;; esac
 }
 
+# A dir the session makes in .git/modules (where each submodule's git dir
+# is kept apart), opened to every user with a dir in it: put back too.
+git_modes_modules() {
+	fresh_repo
+	S=$T/subsrc
+	rm -rf "$S"
+	(git init -q "$S" && cd "$S" && echo s >s && git add s &&
+	    git -c user.name=t -c user.email=t@x commit -qm s) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q "$S" \
+	    sub 2>/dev/null && git -c user.name=t -c user.email=t@x commit -qm sub) ||
+	    exit 1
+	jrun -- sh -c 'mkdir -p .git/modules/new/hooks &&
+	    chmod 0777 .git/modules/new .git/modules/new/hooks && echo made'
+	case $OUT in
+	*made*)
+		for d in .git/modules/new .git/modules/new/hooks; do
+			case $(stat -c %A "$P/$d") in ????????w*)
+				bad "$d, made by the session, left $(mode_of "$d"): $OUT" ;;
+			*) ok ;; esac
+		done ;;
+	*) echo "git_modes_modules: .git/modules not writable in the jail here: $OUT" ;;
+	esac
+}
+
 checks() {
 	if [ -n "${AMX_CHECKS:-}" ]; then
 		for c in $AMX_CHECKS; do "$c"; done
@@ -716,6 +740,7 @@ checks() {
 	crash
 	git_modes
 	git_modes_linked
+	git_modes_modules
 }
 
 jail_main "$@"
