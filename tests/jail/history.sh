@@ -352,6 +352,18 @@ nested_link() {
 	# The nested repository itself, moved aside, is as it was.
 	git -C "$P/lib.old" fsck --no-dangling >/dev/null 2>&1 && ok ||
 	    bad "nested_link${1:+ (repack)}: lib.old is broken: $(git -C "$P/lib.old" fsck 2>&1 | head -3)"
+	# Put back as the message says: the next start brings the session's
+	# objects in, and the end of the next session sees lib as it was.
+	rm "$P/lib" && mv "$P/lib.old" "$P/lib" || exit 1
+	jrun -- true
+	case $OUT in *"not the dir it was"*)
+		bad "nested_link${1:+ (repack)}: lib put back is still told as swapped: $OUT" ;;
+	*) ok ;; esac
+	left=$(find "$XDG_DATA_HOME" -path '*/history/*/work' 2>/dev/null)
+	[ -z "$left" ] && ok ||
+	    bad "nested_link${1:+ (repack)}: lib put back, its objects were not brought in: $left"
+	git -C "$P/lib" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "nested_link${1:+ (repack)}: lib is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
 	rm -rf "$o"
 }
 nested_link_repack() { nested_link 1; }
