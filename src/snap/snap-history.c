@@ -947,6 +947,122 @@ snap_history_free(struct snap_history *h)
 	free(h);
 }
 
+/*
+ * For a git dir kept before its identity was recorded: whether FD's path
+ * is GITDIR itself (no link on the way to it now). What can be compared.
+ */
+static bool
+snap_gitdir_same_path(int fd, const char *gitdir)
+{
+	char proc[64], real[PATH_MAX];
+	ssize_t n;
+
+	(void)snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	if ((n = readlink(proc, real, sizeof real - 1)) == -1)
+		return false;
+	real[n] = '\0';
+	return strcmp(real, gitdir) == 0;
+}
+
+/*
+ * Opens the kept git dir GITDIR (no link followed at its end) and checks it
+ * is the dir of the start (ID): one moved, replaced, or reached through a
+ * link now (lib swapped for a link to another repository) is not. With
+ * OBJFD, its objects dir too. The fd, -1 if it cannot be opened (errno),
+ * -2 if it is not the one of the start (*CAUSE says why; caller frees).
+ */
+int
+snap_gitdir_open(const char *gitdir, const struct snap_gitid *id, int *objfd,
+    char **cause)
+{
+	struct stat st, ost;
+	int fd, ofd = -1;
+	bool same;
+
+	*cause = NULL;
+	if ((fd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if (objfd != NULL && (ofd = openat(fd, "objects", O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (!id->known)
+		same = snap_gitdir_same_path(fd, gitdir);
+	else
+		same = fstat(fd, &st) == 0 && st.st_dev == id->dev &&
+		    st.st_ino == id->ino && (ofd == -1 || (fstat(ofd,
+		    &ost) == 0 && ost.st_dev == id->odev &&
+		    ost.st_ino == id->oino));
+	if (!same) {
+		*cause = xstrdup(id->known ? "it is not the dir it was at the "
+		    "start: moved, replaced, or reached through a link now" :
+		    "it is reached through a link now, or moved (this "
+		    "session's history is older than agentmux's record of "
+		    "which dir it was)");
+		if (ofd != -1)
+			close(ofd);
+		close(fd);
+		return -2;
+	}
+	if (objfd != NULL)
+		*objfd = ofd;
+	return fd;
+}
+
+/* Reads what G's git dir was at the start from BASE/id (none: not known). */
+static void
+snap_gitid_load(struct snap_hgit *g)
+{
+	unsigned long long v[4];
+	struct buf b;
+	char *path = xprintf("%s/id", g->base);
+
+	buf_init(&b);
+	if (buf_read_file(&b, path) == 0 && b.data != NULL &&
+	    sscanf(b.data, "%llu %llu %llu %llu", &v[0], &v[1], &v[2],
+	    &v[3]) == 4) {
+		g->id.known = true;
+		g->id.dev = (dev_t)v[0];
+		g->id.ino = (ino_t)v[1];
+		g->id.odev = (dev_t)v[2];
+		g->id.oino = (ino_t)v[3];
+	}
+	buf_free(&b);
+	free(path);
+}
+
+/* Records what G's git dir (open as GITFD) is at the start, in BASE/id. */
+static int
+snap_gitid_save(struct snap_hgit *g, int gitfd, char **cause)
+{
+	struct stat st, ost;
+	char *path, *text;
+	int rc;
+
+	if (fstat(gitfd, &st) == -1 || fstatat(gitfd, "objects", &ost,
+	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISDIR(ost.st_mode)) {
+		*cause = xprintf("cannot read what %s/objects is: %s",
+		    g->gitdir, strerror(errno != 0 ? errno : ENOTDIR));
+		return -1;
+	}
+	g->id.known = true;
+	g->id.dev = st.st_dev;
+	g->id.ino = st.st_ino;
+	g->id.odev = ost.st_dev;
+	g->id.oino = ost.st_ino;
+	snap_import_set_id(g->imp, &g->id);
+	path = xprintf("%s/id", g->base);
+	text = xprintf("%llu %llu %llu %llu\n", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino, (unsigned long long)ost.st_dev,
+	    (unsigned long long)ost.st_ino);
+	rc = util_write_file_atomic(path, text, strlen(text), 0600, cause);
+	free(text);
+	free(path);
+	return rc;
+}
+
 static struct snap_hgit *
 snap_history_add(struct snap_history *h, const char *gitdir)
 {
@@ -961,6 +1077,8 @@ snap_history_add(struct snap_history *h, const char *gitdir)
 	g->upper = xprintf("%s/upper", g->base);
 	g->work = xprintf("%s/work", g->base);
 	g->imp = snap_import_create(gitdir, g->upper);
+	snap_gitid_load(g);
+	snap_import_set_id(g->imp, &g->id);
 	h->n++;
 	return g;
 }
@@ -1127,6 +1245,10 @@ snap_history_save(struct snap_hgit *g, char **cause)
 	    O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot open %s: %s", g->gitdir,
 		    strerror(errno));
+		return -1;
+	}
+	if (snap_gitid_save(g, gitfd, cause) == -1) {
+		close(gitfd);
 		return -1;
 	}
 	snap_hist_refs(gitfd, &refs);
@@ -2085,6 +2207,24 @@ snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
 	buf_free(&saved);
 }
 
+/*
+ * G's git dir is not the one of the start (CAUSE): nothing is done in it,
+ * told in red with what is kept and what to do.
+ */
+static void
+snap_hist_not_start(const struct snap_hgit *g, const char *cause,
+    int64_t session, struct strv *alerts)
+{
+	char *q = snap_nested_quote(g->gitdir);
+
+	strv_addf(alerts, "the git dir %s was left as it is: %s. Its refs, "
+	    "HEAD, reflogs and config as at the start, and the objects the "
+	    "session wrote, are kept in %s; put the repository back at that "
+	    "path (not a link), then run 'agentmux undo %lld --refs'", q,
+	    cause, g->base, (long long)session);
+	free(q);
+}
+
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
 static void
 snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
@@ -2092,7 +2232,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 {
 	struct strv start, now, repaired, failed;
 	const struct strv *problems;
-	char *logs;
+	char *logs, *cause;
 	int64_t n, refused, too_big;
 	int gitfd, logsfd;
 	bool had_start;
@@ -2115,8 +2255,12 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 		    too_big == 1 ? "was" : "were");
 	log_debug("%s: %lld new objects brought back", g->gitdir,
 	    (long long)n);
-	if ((gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1 || faccessat(gitfd, "HEAD", F_OK,
+	if ((gitfd = snap_gitdir_open(g->gitdir, &g->id, NULL, &cause)) == -2) {
+		snap_hist_not_start(g, cause, session, alerts);
+		free(cause);
+		return;
+	}
+	if (gitfd == -1 || faccessat(gitfd, "HEAD", F_OK,
 	    AT_SYMLINK_NOFOLLOW) == -1)
 		strv_addf(alerts, "the session deleted the git repository %s "
 		    "(its HEAD%s): its objects, and its refs, HEAD, reflogs "
@@ -2264,14 +2408,17 @@ snap_history_heads(struct snap_history *h)
 	struct strv start;
 	struct buf text;
 	const char *want;
-	char *what;
+	char *what, *cause;
 	size_t i;
 	int gitfd;
 
 	for (i = 0; i < h->n; i++) {
-		if ((gitfd = open(h->v[i].gitdir, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+		/* One not of the start is told by snap_history_end_one. */
+		if ((gitfd = snap_gitdir_open(h->v[i].gitdir, &h->v[i].id,
+		    NULL, &cause)) < 0) {
+			free(cause);
 			continue;
+		}
 		what = snap_hist_head_bad(gitfd);
 		/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
 		if (what != NULL && strcmp(what, "deleted") == 0 &&

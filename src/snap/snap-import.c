@@ -49,6 +49,8 @@ struct snap_import_pack {
 
 struct snap_import {
 	char *gitdir;
+	struct snap_gitid id;       /* what GITDIR was at the start */
+	bool not_start;             /* told: GITDIR is not the one of the start */
 	char *upper;
 	struct timespec seen[256];  /* each fanout dir's mtime when last read whole */
 	int next;                   /* the fanout dir a pass starts at */
@@ -83,6 +85,39 @@ snap_import_create(const char *gitdir, const char *upper)
 	im->proc_fd = -1;
 	strv_init(&im->problems);
 	return im;
+}
+
+void
+snap_import_set_id(struct snap_import *im, const struct snap_gitid *id)
+{
+	im->id = *id;
+}
+
+/*
+ * The host's objects dir, checked to be the one of the start on each
+ * pass (this runs while the jail runs, and the jail may swap the
+ * repository's dir for a link meanwhile): -1 if it is not, told once.
+ */
+static int
+snap_import_host(struct snap_import *im)
+{
+	char *cause = NULL, *q;
+	int gitfd, objfd = -1;
+
+	gitfd = snap_gitdir_open(im->gitdir, &im->id, &objfd, &cause);
+	if (gitfd == -2 && !im->not_start) {
+		im->not_start = true;
+		q = snap_nested_quote(im->gitdir);
+		strv_addf(&im->problems, "the objects the session wrote were not "
+		    "brought into %s: %s. They are kept in %s", q, cause,
+		    im->upper);
+		free(q);
+	}
+	free(cause);
+	if (gitfd < 0)
+		return -1;
+	close(gitfd);
+	return objfd;
 }
 
 void
@@ -475,7 +510,16 @@ snap_import_pack_get(struct snap_import *im, const char *name)
 	return pk;
 }
 
-/* The options that run `git index-pack --stdin` on the host's git dir with FD as its input. */
+/*
+ * The options that run `git index-pack --stdin` on the host's git dir with
+ * FD as its input. The git dir was checked to be the one of the start just
+ * before (snap_import_host, the same pass); git opens it again by its path.
+ * Left: a swap of the repository's dir for a link between that check and
+ * git's own open (the jail runs meanwhile) makes git write the pack, which
+ * holds only objects the session wrote, into the linked repository's
+ * objects. No ref, log or mode there is touched by it, and the end, which
+ * runs after the jail is gone, checks again before it writes anything.
+ */
 static void
 snap_import_index_opts(struct snap_import *im, int fd, struct strv *env,
     struct proc_opts *o)
@@ -626,12 +670,11 @@ snap_import_packs(struct snap_import *im, int upobj, struct event_base *base)
 bool
 snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 {
-	char *objects = xprintf("%s/objects", im->gitdir);
 	int upobj, hostobj;
 	bool whole = true;
 
 	upobj = open(im->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	hostobj = open(objects, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	hostobj = snap_import_host(im);
 	if (upobj != -1 && hostobj != -1) {
 		whole = snap_import_loose(im, upobj, hostobj, all);
 		snap_import_packs(im, upobj, base);
@@ -640,7 +683,6 @@ snap_import_run(struct snap_import *im, struct event_base *base, bool all)
 		close(upobj);
 	if (hostobj != -1)
 		close(hostobj);
-	free(objects);
 	return whole;
 }
 
@@ -649,12 +691,15 @@ static void
 snap_import_finish_next(struct snap_import *im)
 {
 	void (*done)(void *) = im->fin_done;
-	int upobj;
+	int upobj, hostobj;
 
-	if (im->proc == NULL && (upobj = open(im->upper, O_RDONLY |
-	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
-		snap_import_packs(im, upobj, im->fin_base);
-		close(upobj);
+	if (im->proc == NULL && (hostobj = snap_import_host(im)) != -1) {
+		close(hostobj);
+		if ((upobj = open(im->upper, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			snap_import_packs(im, upobj, im->fin_base);
+			close(upobj);
+		}
 	}
 	/* Its end comes back here. */
 	if (im->proc != NULL)

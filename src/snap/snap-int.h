@@ -722,8 +722,19 @@ char *snap_nested_quote(const char *s);
 
 struct snap_import;
 
+/* What a kept git dir was at the start: its dir and its objects dir (HISTORY/<n>/id). */
+struct snap_gitid {
+	bool known;               /* false: kept before agentmux recorded it */
+	dev_t dev, odev;
+	ino_t ino, oino;
+};
+
+int snap_gitdir_open(const char *gitdir, const struct snap_gitid *id,
+    int *objfd, char **cause);
+
 struct snap_hgit {
 	char *gitdir;             /* the host's git dir */
+	struct snap_gitid id;     /* what it was at the start */
 	char *base;               /* what is kept of it: HISTORY/<n> */
 	char *objects;            /* GITDIR/objects, where the jail's overlay goes */
 	char *upper;              /* the overlay's upper and work dirs, in BASE */
@@ -801,6 +812,7 @@ void snap_import_free(struct snap_import *);
  * for a slice of time; packs indexed on BASE, one at a time. False if loose
  * ones are left for the next call, which goes on where this one stopped.
  */
+void snap_import_set_id(struct snap_import *, const struct snap_gitid *);
 bool snap_import_run(struct snap_import *, struct event_base *base, bool all);
 /*
  * Brings back everything left: the loose objects now, the packs one at a

@@ -697,6 +697,23 @@ snap_refs_nested_base(struct snap_refs *sr)
 	free(path);
 }
 
+/* G's git dir is not the one of the start (CAUSE): left alone, said in red. */
+static void
+snap_refs_not_start(struct snap_refs *sr, const struct snap_hgit *g,
+    const char *cause)
+{
+	char *q = snap_nested_quote(g->gitdir);
+
+	out_color(sr->out, "1;31");
+	out_printf(sr->out, "  cannot  put %s back: %s; nothing was written "
+	    "there. Its refs, HEAD, reflogs and config as at the start are "
+	    "kept in %s: put the repository back at that path (not a link), "
+	    "then undo --refs again", q, cause, g->base);
+	out_color(sr->out, "");
+	out_puts(sr->out, "\n");
+	free(q);
+}
+
 /* The refs, HEAD and config of the nested repository G put back as at the start. */
 static int
 snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
@@ -708,8 +725,14 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	if (snap_history_start_refs(g, &sr->start) == -1 || sr->start.n == 0)
 		return 0;
 	out_printf(sr->out, "  --refs: the nested repository %s\n", g->gitdir);
-	if ((sr->gitfd = open(g->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
+	if ((sr->gitfd = snap_gitdir_open(g->gitdir, &g->id, NULL,
+	    &cause)) == -2) {
+		snap_refs_not_start(sr, g, cause);
+		free(cause);
+		sr->gitfd = -1;
+		return -1;
+	}
+	if (sr->gitfd == -1) {
 		out_printf(sr->out, "  cannot  put %s back: %s (make it a dir "
 		    "again, then undo --refs)\n", g->gitdir, strerror(errno));
 		return -1;

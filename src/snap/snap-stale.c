@@ -297,6 +297,40 @@ snap_stale_hides(int projfd, const struct snap_stale_entry *e, bool hash,
 }
 
 /*
+ * DIR, the project or its nested repository REPO (DIR is PROJECT/REPO),
+ * opened without following a link on the way from the project to it: the
+ * jail may have swapped REPO, or a dir above it, for a link to anywhere.
+ */
+static int
+snap_stale_open_dir(const char *dir, const char *repo,
+    const atomic_bool *stop)
+{
+	size_t n = strlen(dir), r;
+	char *top;
+	int topfd, fd;
+
+	if (repo == NULL)
+		return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = strlen(repo);
+	if (r + 1 >= n || dir[n - r - 1] != '/' || strcmp(dir + n - r,
+	    repo) != 0)
+		return -1;
+	/* It allocates: in the gate on a helper thread. */
+	if (stop != NULL)
+		clone_gate_enter();
+	top = xstrndup(dir, n - r - 1);
+	fd = -1;
+	if ((topfd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		fd = path_open_beneath(topfd, repo, O_RDONLY | O_DIRECTORY, 0);
+		close(topfd);
+	}
+	free(top);
+	if (stop != NULL)
+		clone_gate_leave();
+	return fd;
+}
+
+/*
  * snap_stale_find for the repository at DIR (REPO in the project, or
  * NULL: the project's own). TREE NULL: the files themselves are hashed.
  * With STOP (a helper thread's walk): it allocates inside the clone gate
@@ -319,7 +353,7 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 	if (snap_stale_dir_looked != NULL)
 		snap_stale_dir_looked(dir);
 	if (index->data == NULL || (tree != NULL && tree->data == NULL) ||
-	    (projfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	    (projfd = snap_stale_open_dir(dir, repo, stop)) == -1)
 		return;
 	/* The index as git status would read it now: its time decides what is racy. */
 	index_mtime = lstat(ipath, &ist) == 0 ? (int64_t)ist.st_mtim.tv_sec :

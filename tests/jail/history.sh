@@ -308,6 +308,66 @@ nested() {
 	    bad "the nested repository is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
 }
 
+# Every entry of repository $1's .git: path, mode, owner, size, and each
+# file's checksum.
+git_state() {
+	(cd "$1/.git" && find . -printf '%p %m %u:%g %s\n' | sort &&
+	    find . -type f -print0 | sort -z | xargs -0 md5sum)
+}
+
+# The agent swaps a nested repository's dir for a link to another of the
+# user's repositories, outside the project (mv lib lib.old && ln -s OTHER
+# lib). lib/.git is then not the git dir of the start: the end and undo
+# --refs leave the other repository byte for byte as it was (modes, owner,
+# refs, logs, objects, shallow) and say so in red. lib is ignored by the
+# project (undo of one path leaves the link); $1 set: the agent repacks lib
+# first (its objects all in one pack).
+nested_link() {
+	fresh_repo
+	o="$T/other"
+	rm -rf "$o" && git init -q -b master "$o" && (cd "$o" &&
+	    git config user.email t@x && git config user.name t &&
+	    echo o >o && git add o && git commit -qm other &&
+	    git branch feature) || exit 1
+	chmod 664 "$o/.git/config"
+	git -C "$o" rev-parse HEAD >"$o/.git/shallow"
+	(cd "$P" && echo lib/ >.gitignore && git add .gitignore &&
+	    git commit -qm ignore && git init -q -b master lib && cd lib &&
+	    git config user.email t@x && git config user.name t &&
+	    echo l >l && git add l && git commit -qm lib &&
+	    git commit -q --allow-empty -m lib2) || exit 1
+	state0=$(git_state "$o")
+	jrun -- sh -c "${1:+git -C lib repack -a -q && }mv lib lib.old &&
+	    ln -s '$o' lib && echo swapped"
+	case $OUT in *swapped*) ok ;; *) bad "nested_link${1:+ (repack)}: the swap did not run: $OUT" ;; esac
+	case $OUT in *"lib/.git"*"not the dir it was at the start"*) ok ;;
+	*) bad "nested_link${1:+ (repack)}: the swapped nested repository was not told: $OUT" ;; esac
+	[ "$(git_state "$o")" = "$state0" ] && ok ||
+	    bad "nested_link${1:+ (repack)}: the end changed the repository the link points to: $(printf '%s\n' "$state0" >"$T/state0"; git_state "$o" | diff "$T/state0" - | head -8)"
+	out=$(cd "$P" && "$AMX" undo last --refs "$P/README" 2>&1)
+	case $out in *"lib/.git"*"not the dir it was at the start"*) ok ;;
+	*) bad "nested_link${1:+ (repack)}: undo --refs did not tell the swapped nested repository: $out" ;; esac
+	[ "$(git_state "$o")" = "$state0" ] && ok ||
+	    bad "nested_link${1:+ (repack)}: undo --refs changed the repository the link points to: $out"
+	# The nested repository itself, moved aside, is as it was.
+	git -C "$P/lib.old" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "nested_link${1:+ (repack)}: lib.old is broken: $(git -C "$P/lib.old" fsck 2>&1 | head -3)"
+	# Put back as the message says: the next start brings the session's
+	# objects in, and the end of the next session sees lib as it was.
+	rm "$P/lib" && mv "$P/lib.old" "$P/lib" || exit 1
+	jrun -- true
+	case $OUT in *"not the dir it was"*)
+		bad "nested_link${1:+ (repack)}: lib put back is still told as swapped: $OUT" ;;
+	*) ok ;; esac
+	left=$(find "$XDG_DATA_HOME" -path '*/history/*/work' 2>/dev/null)
+	[ -z "$left" ] && ok ||
+	    bad "nested_link${1:+ (repack)}: lib put back, its objects were not brought in: $left"
+	git -C "$P/lib" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "nested_link${1:+ (repack)}: lib is broken: $(git -C "$P/lib" fsck 2>&1 | head -3)"
+	rm -rf "$o"
+}
+nested_link_repack() { nested_link 1; }
+
 # Past the bounds of the search for git dirs (256 of them, 16 dirs deep):
 # dummy git dirs in .git/modules do not take the protection from a real
 # nested repository, and what is left unprotected is said in red at the
@@ -729,6 +789,8 @@ checks() {
 	shallow
 	nested
 	nested_cap
+	nested_link
+	nested_link_repack
 	nested_bare
 	remote_moved
 	refs_as_git_reads
