@@ -87,11 +87,15 @@ keys2 Enter
 wait_for2 "^session $s4: " || fail2 "Enter in the history did not open session $s4"
 i=0
 while [ $i -lt 100 ] && [ "$(cat "$P/README")" != four ]; do sleep 0.1; i=$((i + 1)); done
+# Both questions are up before either is answered, and the second is answered as soon as the first
+# client says its undo waits: the sessions ignore SIGTERM, so the first undo runs when the grace
+# period kills them, and a second answer later than that would find nothing left to replace.
 keys u
 wait_for 'Undo: stop sessions' || fail "the first client's undo question does not name the sessions it stops"
-keys y
 keys2 u
 wait_for2 'Undo: stop sessions' || fail2 "the second client's undo question does not name the sessions it stops"
+keys y
+wait_for 'the undo runs once' || fail "the first client's undo does not wait for its sessions"
 keys2 y
 wait_status 1 "your undo of session $s3 is replaced by another client's undo of the same project" 10 ||
 	fail "the first client was not told its undo was replaced"
