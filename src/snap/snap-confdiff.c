@@ -50,15 +50,19 @@ struct snap_ccs {
 
 /*
  * The mode a file the session made or changed gets on the host: the
- * session's, without set-uid, set-gid or sticky bits, and without what
- * the user's umask takes off, unless the host file (HOST, its mode; 0:
- * a new file) had that bit already. A jail's 0666 or 0777 is not a mode
- * the user would give.
+ * session's, without set-uid, set-gid or sticky bits. A new file (HOST
+ * 0) loses what the user's umask takes off: a jail's 0666 or 0777 is not
+ * a mode the user would give. A changed file takes the session's owner
+ * bits but never a group or other bit the host file (HOST, its mode) did
+ * not have: a 0600 credentials file the agent made 0666 stays 0600, a
+ * script it made executable is executable for the user only.
  */
 static mode_t
 snap_cc_mode(mode_t jail, mode_t host)
 {
-	return jail & 0777 & (~util_user_umask() | (host & 0777));
+	if (host == 0)
+		return jail & 0777 & ~util_user_umask();
+	return (jail & 0700) | (jail & host & 0077);
 }
 
 static void
@@ -625,6 +629,32 @@ snap_cc_show_new_mode(struct snap_cc_out *o, mode_t jail)
 	out_puts(o->out, "\n");
 }
 
+/*
+ * A changed file's mode, whatever its size or content (HOST and UPPER,
+ * its two versions), and what --apply gives it if that differs: no group
+ * or other bit the host file did not have.
+ */
+static void
+snap_cc_show_mode(struct snap_cc_out *o, const char *host, const char *upper)
+{
+	struct stat sa, sb;
+	mode_t from, jail, to;
+
+	if (lstat(host, &sa) == -1 || lstat(upper, &sb) == -1 ||
+	    !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode))
+		return;
+	from = sa.st_mode & 07777;
+	jail = sb.st_mode & 07777;
+	if (from == jail)
+		return;
+	to = snap_cc_mode(jail, from);
+	out_printf(o->out, "mode %04o -> %04o", (unsigned)from, (unsigned)jail);
+	if (to != jail)
+		out_printf(o->out, " (applied as %04o: no group or other bit "
+		    "your file did not have)", (unsigned)to);
+	out_puts(o->out, "\n");
+}
+
 static void
 snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 {
@@ -640,6 +670,8 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	if (cc->change == 'A' && strcmp(b, "/dev/null") != 0 &&
 	    lstat(b, &sb) == 0)
 		snap_cc_show_new_mode(o, sb.st_mode);
+	if (cc->change == 'M')
+		snap_cc_show_mode(o, a, b);
 	if (za > SNAP_CC_MAX_DIFF || zb > SNAP_CC_MAX_DIFF)
 		out_printf(o->out, "large file: %lld -> %lld bytes\n",
 		    (long long)za, (long long)zb);
@@ -647,15 +679,8 @@ snap_cc_show_file(struct snap_cc_out *o, const struct snap_cc *cc)
 	    (zb > 0 && snap_cc_binary(b)))
 		out_printf(o->out, "binary file: %lld -> %lld bytes\n",
 		    (long long)za, (long long)zb);
-	else {
-		if (cc->change == 'M' && za == zb && lstat(a, &sa) == 0 &&
-		    lstat(b, &sb) == 0 && (sa.st_mode & 07777) !=
-		    (sb.st_mode & 07777))
-			out_printf(o->out, "mode %04o -> %04o\n",
-			    (unsigned)(sa.st_mode & 07777),
-			    (unsigned)(sb.st_mode & 07777));
+	else
 		snap_cc_unified(o, a, b);
-	}
 }
 
 /*
@@ -1024,14 +1049,16 @@ snap_cc_parent(const struct snap_cc *cc, const char **base, char **cause)
  * Copies the upper file or symlink (or SRC, a merge of it, if not NULL) to
  * a temporary name in DIRFD. Its mode comes along as snap_cc_mode says:
  * without the set-uid and set-gid bits (*SETID says if it had one; a
- * jail's root could have made a root shell there), with the user's umask.
+ * jail's root could have made a root shell there), with the user's umask
+ * for a new file, no group or other bit the host file lacked for a
+ * changed one.
  */
 static int
 snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
     const char *tmp, bool *setid, char **cause)
 {
 	char target[4096];
-	struct stat sb, sh;
+	struct stat sb, sh, su;
 	ssize_t n;
 	int in, out, rc = -1;
 
@@ -1055,6 +1082,10 @@ snap_cc_copy_in(int dirfd, const struct snap_cc *cc, const char *src,
 	}
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600);
+	/* A merge (SRC) is a file of ours: the mode is the session's. */
+	if (src != cc->upper && lstat(cc->upper, &su) == 0 &&
+	    S_ISREG(su.st_mode))
+		sb.st_mode = su.st_mode;
 	*setid = (sb.st_mode & (S_ISUID | S_ISGID)) != 0;
 	if (fstatat(dirfd, strrchr(cc->host, '/') + 1, &sh,
 	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(sh.st_mode))

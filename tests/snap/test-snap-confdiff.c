@@ -165,7 +165,7 @@ test_overlay_changes(void **state)
 	assert_null(strstr(out, TOKEN));
 	assert_non_null(strstr(out, "deleted directory: 1 file"));
 	assert_non_null(strstr(out, "binary file: 3 -> 3 bytes"));
-	assert_non_null(strstr(out, "mode 0700 -> 0755"));
+	assert_non_null(strstr(out, "mode 0700 -> 0755 (applied as 0700"));
 	assert_non_null(strstr(out, "+symlink -> new.txt"));
 	assert_non_null(strstr(out, "+editor = ed"));
 	/* keep/ was replaced by an opaque dir: a and b deleted, c added. */
@@ -207,7 +207,7 @@ test_overlay_changes(void **state)
 	assert_int_equal(pending(), 0);
 	test_sh_ok("cd %s && test -f old.txt && ! test -e plugins && ! test -e keep/a "
 	    "&& ! test -e keep/b && grep -q new keep/c && grep -q fresh new.txt "
-	    "&& test \"$(stat -c %%a tool.sh)\" = 755 && test \"$(readlink "
+	    "&& test \"$(stat -c %%a tool.sh)\" = 700 && test \"$(readlink "
 	    "link)\" = new.txt && printf '\\001\\000\\003' | cmp - blob.bin && "
 	    "grep -q ed %s", host, hostfile);
 	out = confdiff(0, NULL, NULL, NULL);
@@ -462,6 +462,43 @@ test_setid_not_applied(void **state)
 	free(p);
 	assert_non_null(strstr(out, "set-uid/set-gid bit was not applied"));
 	free(out);
+}
+
+/*
+ * A private file the agent changed and opened to everyone (0600 made
+ * 0666): the diff says so whatever the size or content (a text change of
+ * another size, a binary file, a large file), and applying keeps it 0600;
+ * the owner's bits are the session's (a script made executable).
+ */
+static void
+test_mode_not_widened(void **state)
+{
+	const char *names[] = { "cred", "cred.bin", "cred.big" };
+	char *out, *p;
+	size_t i;
+
+	test_sh_ok("cd %s && echo key=1 > cred && printf '\\001\\000' > "
+	    "cred.bin && head -c 2000000 /dev/zero | tr '\\0' a > cred.big "
+	    "&& chmod 600 cred cred.bin cred.big && echo run > hook && "
+	    "chmod 644 hook", host);
+	test_sh_ok("cd %s/overlay/0/upper && echo 'key=1 # refreshed' > cred "
+	    "&& printf '\\001\\000\\001' > cred.bin && head -c 2000001 "
+	    "/dev/zero | tr '\\0' b > cred.big && chmod 666 cred cred.bin "
+	    "cred.big && echo run2 > hook && chmod 777 hook", sdir);
+	out = confdiff(0, NULL, NULL, NULL);
+	for (i = 0; i < 3; i++) {
+		p = xprintf("+++ b%s/%s\nmode 0600 -> 0666 (applied as "
+		    "0600", host, names[i]);
+		if (strstr(out, p) == NULL)
+			fail_msg("no mode line for %s in:\n%s", names[i], out);
+		free(p);
+	}
+	assert_non_null(strstr(out, "mode 0644 -> 0777 (applied as 0744"));
+	free(out);
+	free(confdiff(0, "--apply", NULL, NULL));
+	test_sh_ok("cd %s && for f in cred cred.bin cred.big; do test "
+	    "\"$(stat -c %%a $f)\" = 600 || exit 1; done && grep -q refreshed "
+	    "cred && test \"$(stat -c %%a hook)\" = 744", host);
 }
 
 #define HEX32 "3f9a0c2e7b1d4a6f8e0c9b7a5d3e1f20"
@@ -841,7 +878,7 @@ test_persist_at_end_child(void **state)
 	assert_non_null(strstr(t, "blue"));
 	free(t);
 	test_sh_ok("grep -q end %s && test \"$(stat -c %%a %s/tool.sh)\" = "
-	    "755", hostfile, host);
+	    "700", hostfile, host);
 	free(seen.cause);
 	event_base_free(base);
 	config_free(cf);
@@ -1258,6 +1295,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_redact_files, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_by_hand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mode_not_widened, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_absent_root, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_no_symlink_follow, setup,
