@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -221,6 +222,186 @@ snap_hist_packed(int gitfd, struct strv *out)
 		}
 	}
 	buf_free(&b);
+}
+
+/*
+ * A ref name git takes from packed-refs without dying: one
+ * check_refname_format takes (one level allowed), or else one its
+ * refname_is_safe takes (git then ignores it with a warning).
+ */
+static bool
+snap_hist_packed_name_ok(const char *name)
+{
+	const char *rest, *p, *c;
+	size_t n;
+
+	if (name[0] != '\0' && snap_hist_target_ok(name))
+		return true;
+	if (strncmp(name, "refs/", 5) == 0) {
+		rest = name + 5;
+		n = strlen(rest);
+		if (n == 0 || rest[0] == '/' || rest[n - 1] == '/' ||
+		    strstr(rest, "//") != NULL)
+			return false;
+		/* No "." or ".." part (git's normalize_path_copy would change it). */
+		for (p = rest; *p != '\0'; p = *c == '/' ? c + 1 : c) {
+			c = p + strcspn(p, "/");
+			if ((c - p == 1 && p[0] == '.') || (c - p == 2 &&
+			    p[0] == '.' && p[1] == '.'))
+				return false;
+		}
+		return true;
+	}
+	for (p = name; *p != '\0'; p++) {
+		if (!isupper((unsigned char)*p) && *p != '_')
+			return false;
+	}
+	return name[0] != '\0';
+}
+
+/*
+ * What a packed-refs line (without its newline) is to git
+ * (refs/packed-backend.c): the header (first line only), a peeled id
+ * ('^'), a ref ("ID NAME", one whitespace between), or a line git
+ * cannot parse, which makes it fail at every ref it reads.
+ */
+enum snap_hist_pline { SNAP_PL_HEADER, SNAP_PL_PEEL, SNAP_PL_REF,
+    SNAP_PL_BAD };
+
+static enum snap_hist_pline
+snap_hist_packed_kind(const char *line, bool first)
+{
+	size_t n;
+
+	if (first && strncmp(line, "# pack-refs with:", 17) == 0)
+		return SNAP_PL_HEADER;
+	if (line[0] == '^')
+		return (n = snap_hist_oid_len(line + 1)) != 0 &&
+		    line[1 + n] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
+	if ((n = snap_hist_oid_len(line)) == 0 || line[n] == '\0' ||
+	    !snap_hist_packed_name_ok(line + n + 1))
+		return SNAP_PL_BAD;
+	return SNAP_PL_REF;
+}
+
+/* A ref line of packed-refs: its name, its place, whether it has the value to keep. */
+struct snap_hist_pref {
+	const char *name;
+	size_t at;
+	bool want;
+};
+
+static int
+snap_hist_pref_cmp(const void *a, const void *b)
+{
+	const struct snap_hist_pref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	if (x->want != y->want)
+		return x->want ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * Which ref lines of LINES stay: one per ref, the first with KEEP's value
+ * for it if one has it, else the first (the one git reads).
+ */
+static bool *
+snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
+    const struct strv *keep)
+{
+	struct snap_hist_pref *v = xcalloc(lines->n + 1, sizeof *v);
+	bool *stay = xcalloc(lines->n + 1, sizeof *stay);
+	const char *want;
+	size_t i, n = 0, len;
+
+	for (i = 0; i < lines->n; i++) {
+		if (!is_ref[i])
+			continue;
+		len = snap_hist_oid_len(lines->v[i]);
+		v[n].name = lines->v[i] + len + 1;
+		v[n].at = i;
+		want = keep != NULL ? snap_hist_value(keep, v[n].name) : NULL;
+		v[n].want = want != NULL && strlen(want) == len &&
+		    strncasecmp(lines->v[i], want, len) == 0;
+		n++;
+	}
+	qsort(v, n, sizeof *v, snap_hist_pref_cmp);
+	for (i = 0; i < n; i++)
+		stay[v[i].at] = i == 0 || strcmp(v[i].name, v[i - 1].name) != 0;
+	free(v);
+	return stay;
+}
+
+/* TEXT cut into lines (without their newlines); the length of a last line without one into *CUT. */
+static void
+snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i < text->len; i++) {
+		if (text->data[i] != '\n')
+			continue;
+		strv_addf(lines, "%.*s", (int)(i - start), text->data + start);
+		start = i + 1;
+	}
+	*cut = text->len - start;
+	if (*cut > 0)
+		strv_addf(lines, "%.*s", (int)*cut, text->data + start);
+}
+
+int
+snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
+    struct buf *fixed)
+{
+	struct strv lines;
+	struct buf b;
+	size_t i, cut;
+	bool *is_ref, *stay, ref_kept = false;
+	int changed = 0;
+
+	buf_init(&b);
+	if (fixed != NULL)
+		buf_init(fixed);
+	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == -1) {
+		buf_free(&b);
+		return -1;
+	}
+	strv_init(&lines);
+	snap_hist_split(&b, &lines, &cut);
+	is_ref = xcalloc(lines.n + 1, sizeof *is_ref);
+	for (i = 0; i < lines.n; i++)
+		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0) ==
+		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
+	stay = snap_hist_packed_pick(&lines, is_ref, keep);
+	for (i = 0; i < lines.n; i++) {
+		/* A last line without its newline: git says "unterminated line". */
+		if ((cut > 0 && i + 1 == lines.n) ||
+		    snap_hist_packed_kind(lines.v[i], i == 0) == SNAP_PL_BAD) {
+			strv_add(bad, lines.v[i]);
+			ref_kept = false;
+		} else if (snap_hist_packed_kind(lines.v[i], i == 0) ==
+		    SNAP_PL_HEADER) {
+			if (fixed != NULL)
+				buf_printf(fixed, "%s\n", lines.v[i]);
+			continue;
+		} else if (is_ref[i])
+			ref_kept = stay[i];
+		/* A peeled id goes with the ref line before it. */
+		if ((is_ref[i] || lines.v[i][0] == '^') && ref_kept) {
+			if (fixed != NULL)
+				buf_printf(fixed, "%s\n", lines.v[i]);
+			continue;
+		}
+		changed = 1;
+	}
+	free(stay);
+	free(is_ref);
+	strv_free(&lines);
+	buf_free(&b);
+	return changed;
 }
 
 /* Up to MAX bytes of FD into V (NUL-ended); the number read, or -1. */
@@ -2207,6 +2388,40 @@ snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
 	buf_free(&saved);
 }
 
+/* The most lines of packed-refs git cannot parse told one by one. */
+#define SNAP_HIST_PACKED_TOLD 4
+
+/*
+ * Lines of G's packed-refs git cannot parse (it then fails at every ref
+ * command there): told in red, quoted, with what puts the file right.
+ */
+static void
+snap_hist_packed_tell(const struct snap_hgit *g, int gitfd, int64_t session,
+    struct strv *alerts)
+{
+	struct strv bad;
+	size_t i;
+	char *q;
+
+	strv_init(&bad);
+	if (snap_hist_packed_check(gitfd, NULL, &bad, NULL) > 0) {
+		for (i = 0; i < bad.n && i < SNAP_HIST_PACKED_TOLD; i++) {
+			q = quote_name(bad.v[i]);
+			strv_addf(alerts, "%s/packed-refs holds a line git "
+			    "cannot parse, %s: git fails at every ref command "
+			    "there until it is taken out; 'agentmux undo %lld "
+			    "--refs' takes it out (no ref of yours is lost)",
+			    g->gitdir, q, (long long)session);
+			free(q);
+		}
+		if (bad.n > SNAP_HIST_PACKED_TOLD)
+			strv_addf(alerts, "%s/packed-refs holds %zu more lines "
+			    "git cannot parse", g->gitdir, bad.n -
+			    SNAP_HIST_PACKED_TOLD);
+	}
+	strv_free(&bad);
+}
+
 /*
  * G's git dir is not the one of the start (CAUSE): nothing is done in it,
  * told in red with what is kept and what to do.
@@ -2273,6 +2488,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	(void)snap_gitmodes_check(g, gitfd, false, alerts);
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	snap_hist_refs(gitfd, &now);
+	snap_hist_packed_tell(g, gitfd, session, alerts);
 	strv_init(&repaired);
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
@@ -2396,6 +2612,52 @@ snap_hist_head_bad(int gitfd)
 	return what;
 }
 
+void
+snap_hist_head_repair(const struct snap_hgit *g, int gitfd, const char *who,
+    bool dry, struct strv *alerts)
+{
+	struct strv start;
+	struct buf text;
+	const char *want;
+	char *what = snap_hist_head_bad(gitfd);
+
+	/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
+	if (what != NULL && strcmp(what, "deleted") == 0 &&
+	    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+		free(what);
+		what = NULL;
+	}
+	if (what == NULL || snap_history_start_refs(g, &start) == -1) {
+		free(what);
+		return;
+	}
+	want = snap_hist_value(&start, "HEAD");
+	buf_init(&text);
+	if (want != NULL && snap_hist_value_ok(want))
+		buf_printf(&text, "%s\n", want);
+	if (text.len == 0)
+		strv_addf(alerts, "%s %s %s/HEAD, and none was kept at the "
+		    "start: git says \"not a git repository\" there until you "
+		    "write one ('ref: refs/heads/BRANCH')", who, what, g->gitdir);
+	else if (dry)
+		strv_addf(alerts, "%s %s %s/HEAD (git says \"not a git "
+		    "repository\" there); it would be put back as it was at the "
+		    "start (%s)", who, what, g->gitdir, want);
+	else if (snap_hist_write(gitfd, "HEAD", &text, 0644) == -1)
+		strv_addf(alerts, "%s %s %s/HEAD, and it could not be put back "
+		    "(%s): git says \"not a git repository\" there until you "
+		    "remove it and write '%s' into %s/HEAD", who, what,
+		    g->gitdir, strerror(errno), want, g->gitdir);
+	else
+		strv_addf(alerts, "%s %s %s/HEAD (git said \"not a git "
+		    "repository\" there); it was put back as it was at the "
+		    "start (%s)", who, what, g->gitdir, want);
+	buf_free(&text);
+	strv_free(&start);
+	free(what);
+}
+
 /*
  * Each git dir's HEAD put back as it was at the start if the session left
  * one git does not take (deleted, garbage, a link): without it git says
@@ -2405,10 +2667,7 @@ snap_hist_head_bad(int gitfd)
 static void
 snap_history_heads(struct snap_history *h)
 {
-	struct strv start;
-	struct buf text;
-	const char *want;
-	char *what, *cause;
+	char *cause;
 	size_t i;
 	int gitfd;
 
@@ -2419,43 +2678,8 @@ snap_history_heads(struct snap_history *h)
 			free(cause);
 			continue;
 		}
-		what = snap_hist_head_bad(gitfd);
-		/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
-		if (what != NULL && strcmp(what, "deleted") == 0 &&
-		    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-		    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
-			free(what);
-			what = NULL;
-		}
-		if (what != NULL && snap_history_start_refs(&h->v[i],
-		    &start) == 0) {
-			want = snap_hist_value(&start, "HEAD");
-			buf_init(&text);
-			if (want != NULL && snap_hist_value_ok(want))
-				buf_printf(&text, "%s\n", want);
-			if (text.len == 0)
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
-				    "and none was kept at the start: git says "
-				    "\"not a git repository\" there until you "
-				    "write one ('ref: refs/heads/BRANCH')", what,
-				    h->v[i].gitdir);
-			else if (snap_hist_write(gitfd, "HEAD", &text,
-			    0644) == -1)
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
-				    "and it could not be put back (%s): git says "
-				    "\"not a git repository\" there until you "
-				    "remove it and write '%s' into %s/HEAD", what,
-				    h->v[i].gitdir, strerror(errno), want,
-				    h->v[i].gitdir);
-			else
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD "
-				    "(git said \"not a git repository\" there); "
-				    "it was put back as it was at the start (%s)",
-				    what, h->v[i].gitdir, want);
-			buf_free(&text);
-			strv_free(&start);
-		}
-		free(what);
+		snap_hist_head_repair(&h->v[i], gitfd, "the session", false,
+		    &h->end_alerts);
 		close(gitfd);
 	}
 }
