@@ -573,70 +573,93 @@ snap_hist_cmp(const void *a, const void *b)
 	    snap_hist_entry(*(char *const *)b));
 }
 
-/* Lines of TEXT, in order, and sorted in SORTED (borrowing TEXT, which is cut up). */
-static char **
-snap_hist_lines(char *text, size_t *n, char ***sorted)
-{
-	char **v = NULL, *line, *save = NULL;
+/*
+ * A reflog's lines, in order and sorted by entry. Cut at each newline by
+ * length, so that a NUL byte the session wrote into one line cuts that
+ * line short, never the lines after it (nor, in a merge, the entries of
+ * the start after it); empty lines go.
+ */
+struct snap_hist_log {
+	char **v;
+	char **sorted;
+	size_t n;
+};
 
-	*n = 0;
-	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		v = xreallocarray(v, *n + 1, sizeof *v);
-		v[(*n)++] = line;
+static void
+snap_hist_log_open(struct snap_hist_log *l, const struct buf *text)
+{
+	const char *p = text->data, *end = p != NULL ? p + text->len : NULL;
+	const char *nl;
+
+	memset(l, 0, sizeof *l);
+	for (; p != NULL && p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (nl > p) {
+			l->v = xreallocarray(l->v, l->n + 1, sizeof *l->v);
+			l->v[l->n++] = xstrndup(p, (size_t)(nl - p));
+		}
+		if (nl == end)
+			break;
 	}
-	*sorted = xcalloc(*n + 1, sizeof **sorted);
-	if (*n > 0) {
-		memcpy(*sorted, v, *n * sizeof *v);
-		qsort(*sorted, *n, sizeof **sorted, snap_hist_cmp);
+	l->sorted = xcalloc(l->n + 1, sizeof *l->sorted);
+	if (l->n > 0) {
+		memcpy(l->sorted, l->v, l->n * sizeof *l->v);
+		qsort(l->sorted, l->n, sizeof *l->sorted, snap_hist_cmp);
 	}
-	return v;
+}
+
+static void
+snap_hist_log_close(struct snap_hist_log *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	free(l->sorted);
+}
+
+/* Whether L holds the entry of LINE (its old id aside). */
+static bool
+snap_hist_log_has(const struct snap_hist_log *l, const char *line)
+{
+	return bsearch(&line, l->sorted, l->n, sizeof *l->sorted,
+	    snap_hist_cmp) != NULL;
 }
 
 /*
  * What a reflog must hold: SAVED (as at the start) and then each entry of
  * NOW that SAVED does not have (an entry the same but for its old id is
- * had). The number of entries put back, 0 if NOW still begins with SAVED.
+ * had), each line ended by a newline. The number of entries put back, 0
+ * if NOW still begins with SAVED.
  */
 int
 snap_hist_merge_log(const struct buf *saved, const struct buf *now,
     struct buf *out)
 {
-	char *s = xstrdup(saved->data != NULL ? saved->data : "");
-	char *c = xstrdup(now->data != NULL ? now->data : "");
-	char **sv, **sorted, **cv, **csorted, *key;
-	size_t ns, nc, i;
+	struct snap_hist_log s, c;
+	size_t i;
 	int missing = 0;
 
 	buf_init(out);
 	if (saved->len == 0 || (saved->len <= now->len && now->data != NULL &&
 	    saved->data != NULL && memcmp(saved->data, now->data,
-	    saved->len) == 0)) {
-		free(s);
-		free(c);
+	    saved->len) == 0))
 		return 0;
-	}
-	sv = snap_hist_lines(s, &ns, &sorted);
-	cv = snap_hist_lines(c, &nc, &csorted);
-	for (i = 0; i < ns; i++) {
-		buf_printf(out, "%s\n", sv[i]);
-		key = sv[i];
-		if (bsearch(&key, csorted, nc, sizeof *csorted,
-		    snap_hist_cmp) == NULL)
+	snap_hist_log_open(&s, saved);
+	snap_hist_log_open(&c, now);
+	for (i = 0; i < s.n; i++) {
+		buf_printf(out, "%s\n", s.v[i]);
+		if (!snap_hist_log_has(&c, s.v[i]))
 			missing++;
 	}
-	for (i = 0; i < nc; i++) {
-		key = cv[i];
-		if (bsearch(&key, sorted, ns, sizeof *sorted,
-		    snap_hist_cmp) == NULL)
-			buf_printf(out, "%s\n", cv[i]);
+	for (i = 0; i < c.n; i++) {
+		if (!snap_hist_log_has(&s, c.v[i]))
+			buf_printf(out, "%s\n", c.v[i]);
 	}
-	free(sv);
-	free(sorted);
-	free(cv);
-	free(csorted);
-	free(s);
-	free(c);
+	snap_hist_log_close(&s);
+	snap_hist_log_close(&c);
 	/* Reordered but whole counts as put back too: the file is rewritten. */
 	return missing > 0 ? missing : 1;
 }
@@ -645,24 +668,17 @@ void
 snap_hist_log_added(const struct buf *saved, const struct buf *now,
     struct strv *out)
 {
-	char *s = xstrdup(saved->data != NULL ? saved->data : "");
-	char *c = xstrdup(now->data != NULL ? now->data : "");
-	char **sv, **sorted, **cv, **csorted;
-	size_t ns, nc, i;
+	struct snap_hist_log s, c;
+	size_t i;
 
-	sv = snap_hist_lines(s, &ns, &sorted);
-	cv = snap_hist_lines(c, &nc, &csorted);
-	for (i = nc; i-- > 0; ) {
-		if (bsearch(&cv[i], sorted, ns, sizeof *sorted,
-		    snap_hist_cmp) == NULL)
-			strv_add(out, cv[i]);
+	snap_hist_log_open(&s, saved);
+	snap_hist_log_open(&c, now);
+	for (i = c.n; i-- > 0; ) {
+		if (!snap_hist_log_has(&s, c.v[i]))
+			strv_add(out, c.v[i]);
 	}
-	free(sv);
-	free(sorted);
-	free(cv);
-	free(csorted);
-	free(s);
-	free(c);
+	snap_hist_log_close(&s);
+	snap_hist_log_close(&c);
 }
 
 int
@@ -780,6 +796,14 @@ snap_hist_repair_one(int gitfd, int logsfd, const char *rel,
 		buf_add(&merged, saved.data != NULL ? saved.data : "",
 		    saved.len);
 		put = 1;
+	}
+	/* A last line without its newline: git would glue its next entry to it. */
+	if (put == 0 && !replace && cur.len > 0 &&
+	    cur.data[cur.len - 1] != '\n') {
+		buf_addc(&cur, '\n');
+		if (snap_hist_write(gitfd, path, &cur, 0644) == -1)
+			log_debug("cannot end %s with a newline: %s", path,
+			    strerror(errno));
 	}
 	if (put > 0 && snap_hist_write(gitfd, path, &merged, 0644) == -1)
 		put = -1;

@@ -834,12 +834,56 @@ test_packed_check(void **state)
 	free(dir);
 }
 
+/* Reflog merging: a NUL byte or a missing last newline in the session's log loses no entry and leaves whole lines. */
+static void
+test_merge_log(void **state)
+{
+	static const char e1[] = "0000000000000000000000000000000000000000 "
+	    "0123456789abcdef0123456789abcdef01234567 u <u@x> 1 +0000\tone";
+	static const char e2[] = "0123456789abcdef0123456789abcdef01234567 "
+	    "89abcdef0123456789abcdef0123456789abcdef u <u@x> 2 +0000\ttwo";
+	static const char e3[] = "89abcdef0123456789abcdef0123456789abcdef "
+	    "fedcba9876543210fedcba9876543210fedcba98 a <a@x> 3 +0000\tthree";
+	struct buf saved, now, out;
+	struct strv added;
+	char *want;
+
+	(void)state;
+	buf_init(&saved);
+	buf_init(&now);
+	buf_printf(&saved, "%s\n%s\n", e1, e2);
+	/* The session took e1 out, wrote a line with a NUL, then e2 and e3 without a last newline. */
+	buf_add(&now, "junk", 4);
+	buf_addc(&now, '\0');
+	buf_printf(&now, "more\n%s\n%s", e2, e3);
+	assert_int_equal(snap_hist_merge_log(&saved, &now, &out), 1);
+	want = xprintf("%s\n%s\njunk\n%s\n", e1, e2, e3);
+	assert_int_equal(out.len, strlen(want));
+	assert_memory_equal(out.data, want, out.len);
+	free(want);
+	buf_free(&out);
+	strv_init(&added);
+	snap_hist_log_added(&saved, &now, &added);
+	assert_int_equal(added.n, 2);
+	assert_string_equal(added.v[0], e3);
+	assert_string_equal(added.v[1], "junk");
+	strv_free(&added);
+	/* Only appended to: nothing to put back. */
+	buf_reset(&now);
+	buf_printf(&now, "%s\n%s\n%s\n", e1, e2, e3);
+	assert_int_equal(snap_hist_merge_log(&saved, &now, &out), 0);
+	buf_free(&out);
+	buf_free(&now);
+	buf_free(&saved);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ref_values),
 		cmocka_unit_test(test_packed_check),
+		cmocka_unit_test(test_merge_log),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
