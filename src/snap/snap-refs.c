@@ -623,7 +623,8 @@ snap_refs_head_broken(struct snap_refs *sr)
 /*
  * packed-refs as git can read it: a line git cannot parse (git fails at
  * every ref command) taken out, each ref on one line (the start's value
- * kept where it is listed twice). A ref whose line goes is put back as a
+ * kept where it is listed twice; for a worktree session, the first, which
+ * git reads). A ref whose line goes is put back as a
  * loose ref by snap_refs_all, as a deleted one: none is lost.
  */
 static void
@@ -635,7 +636,9 @@ snap_refs_packed(struct snap_refs *sr)
 	char *q;
 
 	strv_init(&bad);
-	if (snap_hist_packed_check(sr->gitfd, &sr->start, &bad, &fixed) > 0) {
+	/* A worktree session's start values are not for the user's other refs. */
+	if (snap_hist_packed_check(sr->gitfd, sr->scope == NULL ? &sr->start :
+	    NULL, &bad, &fixed) > 0) {
 		for (i = 0; i < bad.n; i++) {
 			q = quote_name(bad.v[i]);
 			out_printf(sr->out, "  %stake   %s out of packed-refs: "
