@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -223,6 +224,186 @@ snap_hist_packed(int gitfd, struct strv *out)
 	buf_free(&b);
 }
 
+/*
+ * A ref name git takes from packed-refs without dying: one
+ * check_refname_format takes (one level allowed), or else one its
+ * refname_is_safe takes (git then ignores it with a warning).
+ */
+static bool
+snap_hist_packed_name_ok(const char *name)
+{
+	const char *rest, *p, *c;
+	size_t n;
+
+	if (name[0] != '\0' && snap_hist_target_ok(name))
+		return true;
+	if (strncmp(name, "refs/", 5) == 0) {
+		rest = name + 5;
+		n = strlen(rest);
+		if (n == 0 || rest[0] == '/' || rest[n - 1] == '/' ||
+		    strstr(rest, "//") != NULL)
+			return false;
+		/* No "." or ".." part (git's normalize_path_copy would change it). */
+		for (p = rest; *p != '\0'; p = *c == '/' ? c + 1 : c) {
+			c = p + strcspn(p, "/");
+			if ((c - p == 1 && p[0] == '.') || (c - p == 2 &&
+			    p[0] == '.' && p[1] == '.'))
+				return false;
+		}
+		return true;
+	}
+	for (p = name; *p != '\0'; p++) {
+		if (!isupper((unsigned char)*p) && *p != '_')
+			return false;
+	}
+	return name[0] != '\0';
+}
+
+/*
+ * What a packed-refs line (without its newline) is to git
+ * (refs/packed-backend.c): the header (first line only), a peeled id
+ * ('^'), a ref ("ID NAME", one whitespace between), or a line git
+ * cannot parse, which makes it fail at every ref it reads.
+ */
+enum snap_hist_pline { SNAP_PL_HEADER, SNAP_PL_PEEL, SNAP_PL_REF,
+    SNAP_PL_BAD };
+
+static enum snap_hist_pline
+snap_hist_packed_kind(const char *line, bool first)
+{
+	size_t n;
+
+	if (first && strncmp(line, "# pack-refs with:", 17) == 0)
+		return SNAP_PL_HEADER;
+	if (line[0] == '^')
+		return (n = snap_hist_oid_len(line + 1)) != 0 &&
+		    line[1 + n] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
+	if ((n = snap_hist_oid_len(line)) == 0 || line[n] == '\0' ||
+	    !snap_hist_packed_name_ok(line + n + 1))
+		return SNAP_PL_BAD;
+	return SNAP_PL_REF;
+}
+
+/* A ref line of packed-refs: its name, its place, whether it has the value to keep. */
+struct snap_hist_pref {
+	const char *name;
+	size_t at;
+	bool want;
+};
+
+static int
+snap_hist_pref_cmp(const void *a, const void *b)
+{
+	const struct snap_hist_pref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c != 0)
+		return c;
+	if (x->want != y->want)
+		return x->want ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * Which ref lines of LINES stay: one per ref, the first with KEEP's value
+ * for it if one has it, else the first (the one git reads).
+ */
+static bool *
+snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
+    const struct strv *keep)
+{
+	struct snap_hist_pref *v = xcalloc(lines->n + 1, sizeof *v);
+	bool *stay = xcalloc(lines->n + 1, sizeof *stay);
+	const char *want;
+	size_t i, n = 0, len;
+
+	for (i = 0; i < lines->n; i++) {
+		if (!is_ref[i])
+			continue;
+		len = snap_hist_oid_len(lines->v[i]);
+		v[n].name = lines->v[i] + len + 1;
+		v[n].at = i;
+		want = keep != NULL ? snap_hist_value(keep, v[n].name) : NULL;
+		v[n].want = want != NULL && strlen(want) == len &&
+		    strncasecmp(lines->v[i], want, len) == 0;
+		n++;
+	}
+	qsort(v, n, sizeof *v, snap_hist_pref_cmp);
+	for (i = 0; i < n; i++)
+		stay[v[i].at] = i == 0 || strcmp(v[i].name, v[i - 1].name) != 0;
+	free(v);
+	return stay;
+}
+
+/* TEXT cut into lines (without their newlines); the length of a last line without one into *CUT. */
+static void
+snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
+{
+	size_t i, start = 0;
+
+	for (i = 0; i < text->len; i++) {
+		if (text->data[i] != '\n')
+			continue;
+		strv_addf(lines, "%.*s", (int)(i - start), text->data + start);
+		start = i + 1;
+	}
+	*cut = text->len - start;
+	if (*cut > 0)
+		strv_addf(lines, "%.*s", (int)*cut, text->data + start);
+}
+
+int
+snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
+    struct buf *fixed)
+{
+	struct strv lines;
+	struct buf b;
+	size_t i, cut;
+	bool *is_ref, *stay, ref_kept = false;
+	int changed = 0;
+
+	buf_init(&b);
+	if (fixed != NULL)
+		buf_init(fixed);
+	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == -1) {
+		buf_free(&b);
+		return -1;
+	}
+	strv_init(&lines);
+	snap_hist_split(&b, &lines, &cut);
+	is_ref = xcalloc(lines.n + 1, sizeof *is_ref);
+	for (i = 0; i < lines.n; i++)
+		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0) ==
+		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
+	stay = snap_hist_packed_pick(&lines, is_ref, keep);
+	for (i = 0; i < lines.n; i++) {
+		/* A last line without its newline: git says "unterminated line". */
+		if ((cut > 0 && i + 1 == lines.n) ||
+		    snap_hist_packed_kind(lines.v[i], i == 0) == SNAP_PL_BAD) {
+			strv_add(bad, lines.v[i]);
+			ref_kept = false;
+		} else if (snap_hist_packed_kind(lines.v[i], i == 0) ==
+		    SNAP_PL_HEADER) {
+			if (fixed != NULL)
+				buf_printf(fixed, "%s\n", lines.v[i]);
+			continue;
+		} else if (is_ref[i])
+			ref_kept = stay[i];
+		/* A peeled id goes with the ref line before it. */
+		if ((is_ref[i] || lines.v[i][0] == '^') && ref_kept) {
+			if (fixed != NULL)
+				buf_printf(fixed, "%s\n", lines.v[i]);
+			continue;
+		}
+		changed = 1;
+	}
+	free(stay);
+	free(is_ref);
+	strv_free(&lines);
+	buf_free(&b);
+	return changed;
+}
+
 /* Up to MAX bytes of FD into V (NUL-ended); the number read, or -1. */
 static ssize_t
 snap_hist_read_head(int fd, char *v, size_t max)
@@ -392,70 +573,93 @@ snap_hist_cmp(const void *a, const void *b)
 	    snap_hist_entry(*(char *const *)b));
 }
 
-/* Lines of TEXT, in order, and sorted in SORTED (borrowing TEXT, which is cut up). */
-static char **
-snap_hist_lines(char *text, size_t *n, char ***sorted)
-{
-	char **v = NULL, *line, *save = NULL;
+/*
+ * A reflog's lines, in order and sorted by entry. Cut at each newline by
+ * length, so that a NUL byte the session wrote into one line cuts that
+ * line short, never the lines after it (nor, in a merge, the entries of
+ * the start after it); empty lines go.
+ */
+struct snap_hist_log {
+	char **v;
+	char **sorted;
+	size_t n;
+};
 
-	*n = 0;
-	for (line = strtok_r(text, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		v = xreallocarray(v, *n + 1, sizeof *v);
-		v[(*n)++] = line;
+static void
+snap_hist_log_open(struct snap_hist_log *l, const struct buf *text)
+{
+	const char *p = text->data, *end = p != NULL ? p + text->len : NULL;
+	const char *nl;
+
+	memset(l, 0, sizeof *l);
+	for (; p != NULL && p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (nl > p) {
+			l->v = xreallocarray(l->v, l->n + 1, sizeof *l->v);
+			l->v[l->n++] = xstrndup(p, (size_t)(nl - p));
+		}
+		if (nl == end)
+			break;
 	}
-	*sorted = xcalloc(*n + 1, sizeof **sorted);
-	if (*n > 0) {
-		memcpy(*sorted, v, *n * sizeof *v);
-		qsort(*sorted, *n, sizeof **sorted, snap_hist_cmp);
+	l->sorted = xcalloc(l->n + 1, sizeof *l->sorted);
+	if (l->n > 0) {
+		memcpy(l->sorted, l->v, l->n * sizeof *l->v);
+		qsort(l->sorted, l->n, sizeof *l->sorted, snap_hist_cmp);
 	}
-	return v;
+}
+
+static void
+snap_hist_log_close(struct snap_hist_log *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	free(l->sorted);
+}
+
+/* Whether L holds the entry of LINE (its old id aside). */
+static bool
+snap_hist_log_has(const struct snap_hist_log *l, const char *line)
+{
+	return bsearch(&line, l->sorted, l->n, sizeof *l->sorted,
+	    snap_hist_cmp) != NULL;
 }
 
 /*
  * What a reflog must hold: SAVED (as at the start) and then each entry of
  * NOW that SAVED does not have (an entry the same but for its old id is
- * had). The number of entries put back, 0 if NOW still begins with SAVED.
+ * had), each line ended by a newline. The number of entries put back, 0
+ * if NOW still begins with SAVED.
  */
 int
 snap_hist_merge_log(const struct buf *saved, const struct buf *now,
     struct buf *out)
 {
-	char *s = xstrdup(saved->data != NULL ? saved->data : "");
-	char *c = xstrdup(now->data != NULL ? now->data : "");
-	char **sv, **sorted, **cv, **csorted, *key;
-	size_t ns, nc, i;
+	struct snap_hist_log s, c;
+	size_t i;
 	int missing = 0;
 
 	buf_init(out);
 	if (saved->len == 0 || (saved->len <= now->len && now->data != NULL &&
 	    saved->data != NULL && memcmp(saved->data, now->data,
-	    saved->len) == 0)) {
-		free(s);
-		free(c);
+	    saved->len) == 0))
 		return 0;
-	}
-	sv = snap_hist_lines(s, &ns, &sorted);
-	cv = snap_hist_lines(c, &nc, &csorted);
-	for (i = 0; i < ns; i++) {
-		buf_printf(out, "%s\n", sv[i]);
-		key = sv[i];
-		if (bsearch(&key, csorted, nc, sizeof *csorted,
-		    snap_hist_cmp) == NULL)
+	snap_hist_log_open(&s, saved);
+	snap_hist_log_open(&c, now);
+	for (i = 0; i < s.n; i++) {
+		buf_printf(out, "%s\n", s.v[i]);
+		if (!snap_hist_log_has(&c, s.v[i]))
 			missing++;
 	}
-	for (i = 0; i < nc; i++) {
-		key = cv[i];
-		if (bsearch(&key, sorted, ns, sizeof *sorted,
-		    snap_hist_cmp) == NULL)
-			buf_printf(out, "%s\n", cv[i]);
+	for (i = 0; i < c.n; i++) {
+		if (!snap_hist_log_has(&s, c.v[i]))
+			buf_printf(out, "%s\n", c.v[i]);
 	}
-	free(sv);
-	free(sorted);
-	free(cv);
-	free(csorted);
-	free(s);
-	free(c);
+	snap_hist_log_close(&s);
+	snap_hist_log_close(&c);
 	/* Reordered but whole counts as put back too: the file is rewritten. */
 	return missing > 0 ? missing : 1;
 }
@@ -464,24 +668,17 @@ void
 snap_hist_log_added(const struct buf *saved, const struct buf *now,
     struct strv *out)
 {
-	char *s = xstrdup(saved->data != NULL ? saved->data : "");
-	char *c = xstrdup(now->data != NULL ? now->data : "");
-	char **sv, **sorted, **cv, **csorted;
-	size_t ns, nc, i;
+	struct snap_hist_log s, c;
+	size_t i;
 
-	sv = snap_hist_lines(s, &ns, &sorted);
-	cv = snap_hist_lines(c, &nc, &csorted);
-	for (i = nc; i-- > 0; ) {
-		if (bsearch(&cv[i], sorted, ns, sizeof *sorted,
-		    snap_hist_cmp) == NULL)
-			strv_add(out, cv[i]);
+	snap_hist_log_open(&s, saved);
+	snap_hist_log_open(&c, now);
+	for (i = c.n; i-- > 0; ) {
+		if (!snap_hist_log_has(&s, c.v[i]))
+			strv_add(out, c.v[i]);
 	}
-	free(sv);
-	free(sorted);
-	free(cv);
-	free(csorted);
-	free(s);
-	free(c);
+	snap_hist_log_close(&s);
+	snap_hist_log_close(&c);
 }
 
 int
@@ -599,6 +796,14 @@ snap_hist_repair_one(int gitfd, int logsfd, const char *rel,
 		buf_add(&merged, saved.data != NULL ? saved.data : "",
 		    saved.len);
 		put = 1;
+	}
+	/* A last line without its newline: git would glue its next entry to it. */
+	if (put == 0 && !replace && cur.len > 0 &&
+	    cur.data[cur.len - 1] != '\n') {
+		buf_addc(&cur, '\n');
+		if (snap_hist_write(gitfd, path, &cur, 0644) == -1)
+			log_debug("cannot end %s with a newline: %s", path,
+			    strerror(errno));
 	}
 	if (put > 0 && snap_hist_write(gitfd, path, &merged, 0644) == -1)
 		put = -1;
@@ -2207,6 +2412,40 @@ snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
 	buf_free(&saved);
 }
 
+/* The most lines of packed-refs git cannot parse told one by one. */
+#define SNAP_HIST_PACKED_TOLD 4
+
+/*
+ * Lines of G's packed-refs git cannot parse (it then fails at every ref
+ * command there): told in red, quoted, with what puts the file right.
+ */
+static void
+snap_hist_packed_tell(const struct snap_hgit *g, int gitfd, int64_t session,
+    struct strv *alerts)
+{
+	struct strv bad;
+	size_t i;
+	char *q;
+
+	strv_init(&bad);
+	if (snap_hist_packed_check(gitfd, NULL, &bad, NULL) > 0) {
+		for (i = 0; i < bad.n && i < SNAP_HIST_PACKED_TOLD; i++) {
+			q = quote_name(bad.v[i]);
+			strv_addf(alerts, "%s/packed-refs holds a line git "
+			    "cannot parse, %s: git fails at every ref command "
+			    "there until it is taken out; 'agentmux undo %lld "
+			    "--refs' takes it out (no ref of yours is lost)",
+			    g->gitdir, q, (long long)session);
+			free(q);
+		}
+		if (bad.n > SNAP_HIST_PACKED_TOLD)
+			strv_addf(alerts, "%s/packed-refs holds %zu more lines "
+			    "git cannot parse", g->gitdir, bad.n -
+			    SNAP_HIST_PACKED_TOLD);
+	}
+	strv_free(&bad);
+}
+
 /*
  * G's git dir is not the one of the start (CAUSE): nothing is done in it,
  * told in red with what is kept and what to do.
@@ -2273,6 +2512,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	(void)snap_gitmodes_check(g, gitfd, false, alerts);
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	snap_hist_refs(gitfd, &now);
+	snap_hist_packed_tell(g, gitfd, session, alerts);
 	strv_init(&repaired);
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
@@ -2396,6 +2636,52 @@ snap_hist_head_bad(int gitfd)
 	return what;
 }
 
+void
+snap_hist_head_repair(const struct snap_hgit *g, int gitfd, const char *who,
+    bool dry, struct strv *alerts)
+{
+	struct strv start;
+	struct buf text;
+	const char *want;
+	char *what = snap_hist_head_bad(gitfd);
+
+	/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
+	if (what != NULL && strcmp(what, "deleted") == 0 &&
+	    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
+		free(what);
+		what = NULL;
+	}
+	if (what == NULL || snap_history_start_refs(g, &start) == -1) {
+		free(what);
+		return;
+	}
+	want = snap_hist_value(&start, "HEAD");
+	buf_init(&text);
+	if (want != NULL && snap_hist_value_ok(want))
+		buf_printf(&text, "%s\n", want);
+	if (text.len == 0)
+		strv_addf(alerts, "%s %s %s/HEAD, and none was kept at the "
+		    "start: git says \"not a git repository\" there until you "
+		    "write one ('ref: refs/heads/BRANCH')", who, what, g->gitdir);
+	else if (dry)
+		strv_addf(alerts, "%s %s %s/HEAD (git says \"not a git "
+		    "repository\" there); it would be put back as it was at the "
+		    "start (%s)", who, what, g->gitdir, want);
+	else if (snap_hist_write(gitfd, "HEAD", &text, 0644) == -1)
+		strv_addf(alerts, "%s %s %s/HEAD, and it could not be put back "
+		    "(%s): git says \"not a git repository\" there until you "
+		    "remove it and write '%s' into %s/HEAD", who, what,
+		    g->gitdir, strerror(errno), want, g->gitdir);
+	else
+		strv_addf(alerts, "%s %s %s/HEAD (git said \"not a git "
+		    "repository\" there); it was put back as it was at the "
+		    "start (%s)", who, what, g->gitdir, want);
+	buf_free(&text);
+	strv_free(&start);
+	free(what);
+}
+
 /*
  * Each git dir's HEAD put back as it was at the start if the session left
  * one git does not take (deleted, garbage, a link): without it git says
@@ -2405,10 +2691,7 @@ snap_hist_head_bad(int gitfd)
 static void
 snap_history_heads(struct snap_history *h)
 {
-	struct strv start;
-	struct buf text;
-	const char *want;
-	char *what, *cause;
+	char *cause;
 	size_t i;
 	int gitfd;
 
@@ -2419,43 +2702,8 @@ snap_history_heads(struct snap_history *h)
 			free(cause);
 			continue;
 		}
-		what = snap_hist_head_bad(gitfd);
-		/* The whole git dir deleted (rm -rf lib/.git) is told as such, and undo --refs puts it all back. */
-		if (what != NULL && strcmp(what, "deleted") == 0 &&
-		    faccessat(gitfd, "config", F_OK, AT_SYMLINK_NOFOLLOW) == -1 &&
-		    faccessat(gitfd, "refs", F_OK, AT_SYMLINK_NOFOLLOW) == -1) {
-			free(what);
-			what = NULL;
-		}
-		if (what != NULL && snap_history_start_refs(&h->v[i],
-		    &start) == 0) {
-			want = snap_hist_value(&start, "HEAD");
-			buf_init(&text);
-			if (want != NULL && snap_hist_value_ok(want))
-				buf_printf(&text, "%s\n", want);
-			if (text.len == 0)
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
-				    "and none was kept at the start: git says "
-				    "\"not a git repository\" there until you "
-				    "write one ('ref: refs/heads/BRANCH')", what,
-				    h->v[i].gitdir);
-			else if (snap_hist_write(gitfd, "HEAD", &text,
-			    0644) == -1)
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD, "
-				    "and it could not be put back (%s): git says "
-				    "\"not a git repository\" there until you "
-				    "remove it and write '%s' into %s/HEAD", what,
-				    h->v[i].gitdir, strerror(errno), want,
-				    h->v[i].gitdir);
-			else
-				strv_addf(&h->end_alerts, "the session %s %s/HEAD "
-				    "(git said \"not a git repository\" there); "
-				    "it was put back as it was at the start (%s)",
-				    what, h->v[i].gitdir, want);
-			buf_free(&text);
-			strv_free(&start);
-		}
-		free(what);
+		snap_hist_head_repair(&h->v[i], gitfd, "the session", false,
+		    &h->end_alerts);
 		close(gitfd);
 	}
 }

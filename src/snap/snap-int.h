@@ -776,6 +776,23 @@ void snap_hist_refs(int gitfd, struct strv *out);
 #define SNAP_HIST_UNREAD "(unreadable)"
 /* TEXT (a ref file's content) as git reads it, "ref: NAME" or a lower-case id; NULL if broken to git. Caller frees. */
 char *snap_hist_parse(const char *text);
+/*
+ * GITFD's packed-refs as git can read it: each line git cannot parse (git
+ * then fails at every ref) into BAD as it is; FIXED (if not NULL) gets
+ * the file without them, one line per ref (KEEP's value where a ref is
+ * listed twice and one line has it, else the first), peeled ids with their
+ * ref. 1 if FIXED differs from the file, 0 if not, -1 if there is none.
+ */
+int snap_hist_packed_check(int gitfd, const struct strv *keep,
+    struct strv *bad, struct buf *fixed);
+/*
+ * G's HEAD (in its git dir GITFD) put back as it was at the start (DRY:
+ * only said) if it is one git does not take (deleted, a link, a dir,
+ * garbage: git says "not a git repository"); told in ALERTS as what WHO
+ * ("the session") did to it.
+ */
+void snap_hist_head_repair(const struct snap_hgit *g, int gitfd,
+    const char *who, bool dry, struct strv *alerts);
 /* Whether V is a value snap_hist_parse gives (not SNAP_HIST_UNREAD). */
 bool snap_hist_value_ok(const char *v);
 /* REF's value in such a list, or NULL; borrowed. */

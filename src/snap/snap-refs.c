@@ -244,11 +244,12 @@ snap_refs_reflog(struct snap_refs *sr, const char *ref, const char *old,
 	free(path);
 }
 
-/* Writes VALUE into REF (or HEAD) as git does: REF.lock, then renamed over REF. */
+/* Writes TEXT into REF (HEAD, packed-refs) as git does: REF.lock, then renamed over REF. */
 static int
-snap_refs_write(struct snap_refs *sr, const char *ref, const char *value)
+snap_refs_write_text(struct snap_refs *sr, const char *ref,
+    const struct buf *text)
 {
-	char *dir, *lock, *text;
+	char *dir, *lock;
 	const char *base;
 	int dfd, fd, rc = -1;
 
@@ -263,12 +264,11 @@ snap_refs_write(struct snap_refs *sr, const char *ref, const char *value)
 		return -1;
 	}
 	lock = xprintf("%s.lock", base);
-	text = xprintf("%s\n", value);
 	fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0644);
 	if (fd != -1) {
-		if (util_write_all(fd, text, strlen(text)) == 0 &&
-		    fsync(fd) == 0)
+		if (util_write_all(fd, text->data != NULL ? text->data : "",
+		    text->len) == 0 && fsync(fd) == 0)
 			rc = 0;
 		if (close(fd) == -1)
 			rc = -1;
@@ -278,9 +278,22 @@ snap_refs_write(struct snap_refs *sr, const char *ref, const char *value)
 			unlinkat(dfd, lock, 0);
 	}
 	close(dfd);
-	free(text);
 	free(lock);
 	free(dir);
+	return rc;
+}
+
+/* Writes VALUE into REF (or HEAD) as git does. */
+static int
+snap_refs_write(struct snap_refs *sr, const char *ref, const char *value)
+{
+	struct buf text;
+	int rc;
+
+	buf_init(&text);
+	buf_printf(&text, "%s\n", value);
+	rc = snap_refs_write_text(sr, ref, &text);
+	buf_free(&text);
 	return rc;
 }
 
@@ -586,6 +599,66 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 	return rc;
 }
 
+/*
+ * A HEAD git does not take (deleted, a link, garbage), whoever broke it
+ * since the start (the session, or something after it: the end puts back
+ * one the session broke): put back as the end does, before git runs.
+ */
+static void
+snap_refs_head_broken(struct snap_refs *sr)
+{
+	struct strv told;
+	size_t i;
+
+	if (sr->kept == NULL || sr->scope != NULL)
+		return;
+	strv_init(&told);
+	snap_hist_head_repair(sr->kept, sr->gitfd, "the session or something "
+	    "after it", sr->dry, &told);
+	for (i = 0; i < told.n; i++)
+		out_printf(sr->out, "  %s\n", told.v[i]);
+	strv_free(&told);
+}
+
+/*
+ * packed-refs as git can read it: a line git cannot parse (git fails at
+ * every ref command) taken out, each ref on one line (the start's value
+ * kept where it is listed twice; for a worktree session, the first, which
+ * git reads). A ref whose line goes is put back as a
+ * loose ref by snap_refs_all, as a deleted one: none is lost.
+ */
+static void
+snap_refs_packed(struct snap_refs *sr)
+{
+	struct strv bad;
+	struct buf fixed;
+	size_t i;
+	char *q;
+
+	strv_init(&bad);
+	/* A worktree session's start values are not for the user's other refs. */
+	if (snap_hist_packed_check(sr->gitfd, sr->scope == NULL ? &sr->start :
+	    NULL, &bad, &fixed) > 0) {
+		for (i = 0; i < bad.n; i++) {
+			q = quote_name(bad.v[i]);
+			out_printf(sr->out, "  %stake   %s out of packed-refs: "
+			    "git cannot parse it\n", sr->dry ? "would " : "", q);
+			free(q);
+		}
+		out_printf(sr->out, "  %sput    packed-refs back to one line "
+		    "per ref git can read\n", sr->dry ? "would " : "");
+		if (!sr->dry && snap_refs_write_text(sr, "packed-refs",
+		    &fixed) == -1) {
+			out_printf(sr->out, "  cannot  put packed-refs back: %s%s\n",
+			    strerror(errno), errno == EEXIST ? " (a .lock file "
+			    "is there: is git running?)" : "");
+			sr->failed++;
+		}
+	}
+	buf_free(&fixed);
+	strv_free(&bad);
+}
+
 static int
 snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
     bool dry, FILE *out, char **cause)
@@ -621,6 +694,8 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 		    strerror(errno));
 		goto out;
 	}
+	snap_refs_head_broken(&sr);
+	snap_refs_packed(&sr);
 	strv_free(&sr.now);
 	snap_hist_refs(sr.gitfd, &sr.now);
 	if (snap_refs_present(&sr, cause) == 0 &&
@@ -738,6 +813,8 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 		return -1;
 	}
 	snap_refs_nested_base(sr);
+	snap_refs_head_broken(sr);
+	snap_refs_packed(sr);
 	snap_hist_refs(sr->gitfd, &sr->now);
 	if (snap_refs_present(sr, &cause) == 0 && snap_refs_unkeep(sr,
 	    &cause) == 0) {

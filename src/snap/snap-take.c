@@ -1014,38 +1014,80 @@ snap_take_nested(struct snap_take *t, const char *dir, size_t len)
 	buf_addc(&t->adopted, '\0');
 }
 
+/* git add's complaint about a path it cannot add (a socket, FIFO or device). */
+static const char snap_take_nonfile_msg[] = ": can only add regular files, "
+    "symbolic links or git-directories";
+
+/* NAME (under the worktree), if it is a socket, FIFO or device now, counted as deleted and told; once. */
+static bool
+snap_take_nonfile_add(struct snap_take *t, const char *name)
+{
+	struct stat sb;
+	char *path;
+	bool is;
+
+	if (strv_contains(&t->nonfiles, name))
+		return false;
+	path = xprintf("%s/%s", t->repo->worktree, name);
+	is = lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) &&
+	    !S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode);
+	free(path);
+	if (is) {
+		buf_printf(&t->adopted, "0 %s\t%s",
+		    snap_repo_empty_tree(t->repo), name);
+		buf_addc(&t->adopted, '\0');
+		strv_add(&t->nonfiles, name);
+	}
+	return is;
+}
+
+static int
+snap_take_nonfile_cb(void *arg, const struct snap_index_ent *e)
+{
+	char *name;
+
+	/* A gitlink is a nested repository's, looked at apart. */
+	if ((e->mode & 0170000) == 0160000 ||
+	    memchr(e->name, '\0', e->namelen) != NULL)
+		return 0;
+	name = xstrndup(e->name, e->namelen);
+	(void)snap_take_nonfile_add(arg, name);
+	free(name);
+	return 0;
+}
+
 /*
  * git add keeps the entry of a saved file it finds replaced by what it
  * cannot add (a socket, FIFO or device: "error: NAME: can only add
  * regular files, ..."), so the snapshot would show the file unchanged
  * and no undo would put it back: the entry goes, the file counts as
- * deleted, and the name is told. Checked with lstat: a name git printed
- * for another reason is left alone.
+ * deleted, and the name is told. Git's message only says that there is
+ * one: its line carries the raw name (a newline in it splits the line),
+ * so the entries are found by an lstat of each entry of the private
+ * index; a dir replaced so (git drops its entries itself) is told by the
+ * name in the message, checked with lstat too.
  */
 static void
-snap_take_nonfile(struct snap_take *t, const char *line)
+snap_take_nonfiles(struct snap_take *t, const char *err)
 {
-	static const char suffix[] = ": can only add regular files, "
-	    "symbolic links or git-directories";
-	size_t len = strlen(line), n = sizeof suffix - 1;
-	struct stat sb;
-	char *name, *path;
+	const char *line, *end;
+	size_t n = sizeof snap_take_nonfile_msg - 1;
+	char *name;
 
-	if (strncmp(line, "error: ", 7) != 0 || len < 7 + n + 1 ||
-	    strcmp(line + len - n, suffix) != 0)
+	if (strstr(err, snap_take_nonfile_msg) == NULL)
 		return;
-	name = xstrndup(line + 7, len - 7 - n);
-	path = xprintf("%s/%s", t->repo->worktree, name);
-	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) &&
-	    !S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
-		buf_printf(&t->adopted, "0 %s\t%s",
-		    snap_repo_empty_tree(t->repo), name);
-		buf_addc(&t->adopted, '\0');
-		strv_take(&t->nonfiles, name);
-		name = NULL;
+	snap_index_each(t->repo->index, snap_take_oidlen(t),
+	    snap_take_nonfile_cb, t);
+	for (line = err; *line != '\0'; line = *end != '\0' ? end + 1 : end) {
+		end = line + strcspn(line, "\n");
+		if (strncmp(line, "error: ", 7) != 0 ||
+		    (size_t)(end - line) < 7 + n + 1 ||
+		    strncmp(end - n, snap_take_nonfile_msg, n) != 0)
+			continue;
+		name = xstrndup(line + 7, (size_t)(end - line) - 7 - n);
+		(void)snap_take_nonfile_add(t, name);
+		free(name);
 	}
-	free(path);
-	free(name);
 }
 
 /*
@@ -1070,7 +1112,6 @@ snap_take_parse_add(struct snap_take *t, char *err)
 			snap_take_nested(t, line + 8, strcspn(line + 8, "'"));
 			continue;
 		}
-		snap_take_nonfile(t, line);
 		snap_take_quoted(&t->unreadable, line,
 		    "error: unable to index file '");
 		snap_take_quoted(&t->unreadable, line,
@@ -1180,8 +1221,10 @@ snap_take_add_cb(struct proc *p, void *arg)
 	/* Exit 1 with --ignore-errors: some files could not be added; the index is written. */
 	if (st != 0 && st != 1)
 		snap_take_error(t, snap_git_error("add", p));
-	if (proc_err(p)->data != NULL)
+	if (proc_err(p)->data != NULL) {
+		snap_take_nonfiles(t, proc_err(p)->data);
 		snap_take_parse_add(t, proc_err(p)->data);
+	}
 	if (t->unreadable.n > 0 && t->error == NULL && snap_take_unlock(t))
 		t->next = snap_take_add;        /* again, with them opened up */
 	snap_take_reap(t, p);

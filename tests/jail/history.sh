@@ -516,9 +516,13 @@ refs_as_git_reads() {
 	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) ||
 	    bad "refs_as_git_reads: undo --refs failed: $out"
 	case $out in *"reset   refs/remotes/origin/master"*) ok ;; *) bad "refs_as_git_reads: undo --refs did not see origin/master: $out" ;; esac
-	# v3's second packed line stays (listed twice, both at the loose value undo wrote).
-	[ "$(user_refs | uniq)" = "$refs0" ] && ok ||
+	[ "$(user_refs)" = "$refs0" ] && ok ||
 	    bad "refs_as_git_reads: undo --refs did not put every ref back: $(user_refs) vs $refs0: $out"
+	# v3 was listed twice: one line per ref is left.
+	twice=$(sed -n 's/^[0-9a-fA-F]*[[:space:]]//p' "$P/.git/packed-refs" |
+	    grep -v '^#' | sort | uniq -d)
+	[ -z "$twice" ] && ok ||
+	    bad "refs_as_git_reads: undo --refs left refs listed twice in packed-refs: $twice: $(cat "$P/.git/packed-refs")"
 	[ "$(git -C "$P" show HEAD:file 2>&1)" = data ] && ok ||
 	    bad "refs_as_git_reads: the replace ref stayed after undo --refs: $out"
 	[ "$(git -C "$P" rev-parse side)" = "$old" ] && ok ||
@@ -774,6 +778,50 @@ git_modes_modules() {
 	esac
 }
 
+# A packed-refs line git cannot parse (git then fails at every ref
+# command): told at the end, in red, the line quoted; undo --refs takes it
+# out, and puts back the ref whose line the session broke.
+packed_bad() {
+	fresh_repo
+	(cd "$P" && git tag v1 && git tag v2 && git pack-refs --all) || exit 1
+	refs0=$(user_refs)
+	jrun -- sh -c 'sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" .git/packed-refs &&
+	    echo "bad-line here" >>.git/packed-refs && echo broke'
+	case $OUT in *broke*) ok ;; *) bad "packed_bad: packed-refs was not changed: $OUT" ;; esac
+	git -C "$P" for-each-ref >/dev/null 2>&1 &&
+	    bad "packed_bad: git reads the broken packed-refs (the test proves nothing)" || ok
+	case $OUT in *"packed-refs holds a line git cannot parse"*"bad-line here"*) ok ;;
+	*) bad "packed_bad: the line git cannot parse was not told: $OUT" ;; esac
+	case $OUT in *"cannot parse"*"  refs/tags/v1"*) ok ;;
+	*) bad "packed_bad: v1's broken line was not told: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "packed_bad: undo --refs failed: $out"
+	git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
+	    bad "packed_bad: git still fails after undo --refs: $(git -C "$P" for-each-ref 2>&1 | head -2): $out"
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "packed_bad: a ref was lost: $(user_refs 2>&1) vs $refs0: $out"
+}
+
+# HEAD broken after the session ended (or by another session): undo
+# --refs puts it back as the end would, and works.
+head_after() {
+	for how in 'echo garbage >.git/HEAD' 'rm -f .git/HEAD' \
+	    'ln -sf ../README .git/HEAD'; do
+		fresh_repo
+		(cd "$P" && git checkout -q -b topic) || exit 1
+		jrun -- sh -c 'echo ran'
+		case $OUT in *ran*) ok ;; *) bad "head_after: the session did not run: $OUT" ;; esac
+		(cd "$P" && rm -f .git/HEAD && sh -c "$how") || exit 1
+		out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+		    bad "head_after: $how: undo --refs failed: $out"
+		[ ! -L "$P/.git/HEAD" ] &&
+		    [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/topic ] &&
+		    ok || bad "head_after: $how: HEAD is not back: $(git -C "$P" status 2>&1 | head -2): $out"
+		case $out in *"HEAD"*"put back as it was at the start"*) ok ;;
+		*) bad "head_after: $how: undo --refs did not say HEAD was put back: $out" ;; esac
+	done
+}
+
 checks() {
 	if [ -n "${AMX_CHECKS:-}" ]; then
 		for c in $AMX_CHECKS; do "$c"; done
@@ -794,6 +842,8 @@ checks() {
 	nested_bare
 	remote_moved
 	refs_as_git_reads
+	packed_bad
+	head_after
 	gc_prune
 	git_works
 	during_session

@@ -468,6 +468,28 @@ for n in ("main.c", "draft.md", "src"):
 	esac
 }
 
+# A saved file with a newline in its name replaced by a socket: git's
+# complaint about it is split in two lines, yet the file counts as
+# deleted, is told, and undo puts it back.
+sockets_newline() {
+	fresh
+	nl='two
+lines.md'
+	printf 'my notes\n' >"$P/$nl"
+	jrun -- /usr/bin/python3 -c '
+import os, socket
+n = "two\nlines.md"
+os.unlink(n)
+socket.socket(socket.AF_UNIX).bind(n)'
+	case $OUT in
+	*"replaced by a socket, FIFO or device"*"lines.md"*) ok ;;
+	*) bad "sockets_newline: the end does not name the file: $OUT" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ -f "$P/$nl" ] && [ "$(cat "$P/$nl")" = "my notes" ] && ok ||
+	    bad "sockets_newline: undo did not put the file back: $(ls -l "$P"): $out"
+}
+
 checks() {
 	objects_symlinked
 	reflog_symlinked
@@ -480,6 +502,7 @@ checks() {
 	empty_dirs
 	too_long
 	sockets
+	sockets_newline
 	frozen_rules
 	frozen_kept
 	planted

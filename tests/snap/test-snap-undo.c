@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -752,11 +753,137 @@ test_ref_values(void **state)
 	assert_false(snap_hist_value_ok(up));
 }
 
+/* packed-refs as git reads it: lines git cannot parse found, one line per ref kept. */
+static void
+test_packed_check(void **state)
+{
+	static const char a[] = "0123456789abcdef0123456789abcdef01234567";
+	static const char b[] = "89abcdef0123456789abcdef0123456789abcdef";
+	char *dir = test_tmpdir("packed"), *path, *text;
+	struct strv bad, keep;
+	struct buf fixed;
+	int fd;
+
+	(void)state;
+	path = xprintf("%s/packed-refs", dir);
+	text = xprintf("# pack-refs with: peeled fully-peeled sorted \n"
+	    "%s refs/heads/main\n"
+	    "garbage\n"
+	    "\n"
+	    "%s  refs/tags/dangerous\n"
+	    "%s refs/tags/ok-tab\n"
+	    "%s refs/tags/twice\n^%s\n"
+	    "%s refs/tags/twice\n^%s\n"
+	    "%s\trefs/tags/tab\n"
+	    "%s refs/a/../x\n"
+	    "#late\n"
+	    "%s refs/tags/cut", a, a, a, b, a, a, a, a, a, a);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd != -1);
+	strv_init(&bad);
+	strv_init(&keep);
+	strv_addf(&keep, "refs/tags/twice\t%s", a);
+	assert_int_equal(snap_hist_packed_check(fd, &keep, &bad, &fixed), 1);
+	assert_int_equal(bad.n, 6);
+	assert_string_equal(bad.v[0], "garbage");
+	assert_string_equal(bad.v[1], "");
+	assert_true(strstr(bad.v[2], "  refs/tags/dangerous") != NULL);
+	assert_true(strstr(bad.v[3], "refs/a/../x") != NULL);
+	assert_string_equal(bad.v[4], "#late");
+	assert_true(strstr(bad.v[5], "refs/tags/cut") != NULL);
+	free(text);
+	/* twice: the line of the start's value (the second), with its peeled id. */
+	text = xprintf("# pack-refs with: peeled fully-peeled sorted \n"
+	    "%s refs/heads/main\n"
+	    "%s refs/tags/ok-tab\n"
+	    "%s refs/tags/twice\n^%s\n"
+	    "%s\trefs/tags/tab\n", a, a, a, a, a);
+	assert_string_equal(fixed.data, text);
+	free(text);
+	buf_free(&fixed);
+	strv_free(&bad);
+	strv_init(&bad);
+	/* Without a value to keep: the first, the one git reads. */
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &fixed), 1);
+	assert_non_null(strstr(fixed.data, "refs/tags/twice\n"));
+	text = xprintf("%s refs/tags/twice\n^%s\n", b, a);
+	assert_non_null(strstr(fixed.data, text));
+	free(text);
+	buf_free(&fixed);
+	strv_free(&bad);
+	/* A file git reads whole is left as it is. */
+	text = xprintf("# pack-refs with: peeled \n%s refs/heads/main\n^%s\n",
+	    a, b);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &fixed), 0);
+	assert_int_equal(bad.n, 0);
+	assert_string_equal(fixed.data, text);
+	buf_free(&fixed);
+	free(text);
+	unlink(path);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL), -1);
+	strv_free(&bad);
+	strv_free(&keep);
+	close(fd);
+	test_sh("rm -rf %s", dir);
+	free(path);
+	free(dir);
+}
+
+/* Reflog merging: a NUL byte or a missing last newline in the session's log loses no entry and leaves whole lines. */
+static void
+test_merge_log(void **state)
+{
+	static const char e1[] = "0000000000000000000000000000000000000000 "
+	    "0123456789abcdef0123456789abcdef01234567 u <u@x> 1 +0000\tone";
+	static const char e2[] = "0123456789abcdef0123456789abcdef01234567 "
+	    "89abcdef0123456789abcdef0123456789abcdef u <u@x> 2 +0000\ttwo";
+	static const char e3[] = "89abcdef0123456789abcdef0123456789abcdef "
+	    "fedcba9876543210fedcba9876543210fedcba98 a <a@x> 3 +0000\tthree";
+	struct buf saved, now, out;
+	struct strv added;
+	char *want;
+
+	(void)state;
+	buf_init(&saved);
+	buf_init(&now);
+	buf_printf(&saved, "%s\n%s\n", e1, e2);
+	/* The session took e1 out, wrote a line with a NUL, then e2 and e3 without a last newline. */
+	buf_add(&now, "junk", 4);
+	buf_addc(&now, '\0');
+	buf_printf(&now, "more\n%s\n%s", e2, e3);
+	assert_int_equal(snap_hist_merge_log(&saved, &now, &out), 1);
+	want = xprintf("%s\n%s\njunk\n%s\n", e1, e2, e3);
+	assert_int_equal(out.len, strlen(want));
+	assert_memory_equal(out.data, want, out.len);
+	free(want);
+	buf_free(&out);
+	strv_init(&added);
+	snap_hist_log_added(&saved, &now, &added);
+	assert_int_equal(added.n, 2);
+	assert_string_equal(added.v[0], e3);
+	assert_string_equal(added.v[1], "junk");
+	strv_free(&added);
+	/* Only appended to: nothing to put back. */
+	buf_reset(&now);
+	buf_printf(&now, "%s\n%s\n%s\n", e1, e2, e3);
+	assert_int_equal(snap_hist_merge_log(&saved, &now, &out), 0);
+	buf_free(&out);
+	buf_free(&now);
+	buf_free(&saved);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ref_values),
+		cmocka_unit_test(test_packed_check),
+		cmocka_unit_test(test_merge_log),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_in_diff, setup,
