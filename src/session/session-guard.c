@@ -299,15 +299,15 @@ session_guard_blind_tell(struct session *s)
 
 	strv_init(&found);
 	strv_init(&notes);
-	if (s->project != NULL)
+	if (s->project != NULL && !s->guard_blind_now.nested_read)
 		snap_blind_nested(s->project, &s->guard_nested,
 		    &s->guard_blind_now);
 	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
 	/* A session freed meanwhile has no project path left to rewrite in. */
 	if (s->guard_blind_now.had_git && s->project != NULL) {
-		snap_blind_untr(s->project, &s->guard_blind, &s->guard_blind_now,
-		    &found, &notes);
-		index = xprintf("%s/.git/index", s->project);
+		snap_blind_untr(s->project, s->wt, &s->guard_blind,
+		    &s->guard_blind_now, &found, &notes);
+		index = snap_blind_index(s->project, s->wt);
 		snap_blind_tree(index, &s->guard_blind, &s->guard_blind_now,
 		    &found, &notes);
 		free(index);
@@ -353,7 +353,7 @@ session_guard_blind(struct session *s)
 	if (!s->guard_blind.had_git || s->guard_blind_ending)
 		return;
 	s->guard_blind_read = snap_blind_read_end(s->ctx->base, s->project,
-	    &s->guard_blind, &s->guard_blind_now, session_guard_blind_read, s);
+	    s->wt, &s->guard_nested, &s->guard_blind, &s->guard_blind_now, session_guard_blind_read, s);
 	if (s->guard_blind_read == NULL) {
 		session_guard_blind_tell(s);
 		return;
@@ -397,7 +397,7 @@ session_guard_stale(struct session *s, const char *tree)
 	    (gitdir = snap_session_gitdir(s->snap)) == NULL)
 		return false;
 	s->guard_stale = snap_stale_start(s->ctx->base, s->project,
-	    s->guard_started, gitdir, tree, &s->guard_nested,
+	    s->wt != NULL ? s->wt->admin : NULL, s->guard_started, gitdir, tree, &s->guard_nested,
 	    session_guard_stale_done, s);
 	if (s->guard_stale == NULL)
 		return false;

@@ -25,14 +25,14 @@
 
 /*
  * A submodule's git dir PROJECT/.git/modules/NAME (REL: relative): its
- * work tree at NAME, where git submodule puts it, if NAME's .git file
- * names it back; then NAME joins the repositories whose index the end
- * checks. (One moved elsewhere since is not found.)
+ * work tree at NAME, where git submodule puts it, or where its
+ * core.worktree says, if that dir's .git file names it back; then that
+ * dir joins the repositories whose index the end checks.
  */
 static void
 session_history_module(struct session *s, const char *rel)
 {
-	char *gitdir, *want;
+	char *gitdir, *want, *wt;
 	const char *name = rel + strlen(".git/modules/");
 
 	if (*name == '\0' || strv_contains(&s->guard_nested, name))
@@ -41,6 +41,12 @@ session_history_module(struct session *s, const char *rel)
 	want = xprintf("%s/%s", s->project, rel);
 	if (gitdir != NULL && strcmp(gitdir, want) == 0)
 		strv_add(&s->guard_nested, name);
+	/* Else where its core.worktree says, if that names it back (a name that is not its path, one nested in another). */
+	else if ((wt = snap_nested_module_worktree(s->project, rel)) != NULL) {
+		if (!strv_contains(&s->guard_nested, wt))
+			strv_add(&s->guard_nested, wt);
+		free(wt);
+	}
 	free(want);
 	free(gitdir);
 }

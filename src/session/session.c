@@ -969,7 +969,7 @@ session_start_read(struct session *s)
 	if (snap_gitconf_running(s->start_gitconf))
 		s->start_reads++;
 	s->start_blind = snap_blind_read_start(s->ctx->base, s->project,
-	    &s->guard_blind, session_start_read_cb, s);
+	    s->wt, &s->guard_blind, session_start_read_cb, s);
 	if (s->start_blind != NULL)
 		s->start_reads++;
 	return s->start_reads > 0;

@@ -27,6 +27,7 @@
 #define SNAP_BLIND_NESTED_ODD "odd"
 
 static void snap_blind_tree_at(const char *, struct strv *, struct strv *);
+static char *snap_blind_names(const struct strv *);
 
 void
 snap_blind_init(struct snap_blind *b)
@@ -35,6 +36,8 @@ snap_blind_init(struct snap_blind *b)
 	strv_init(&b->replace);
 	strv_init(&b->nmarked);
 	strv_init(&b->nexts);
+	strv_init(&b->nuntr);
+	b->nested_read = false;
 	b->had_git = false;
 	buf_init(&b->untr);
 	b->untr_read = 0;
@@ -54,6 +57,7 @@ snap_blind_free(struct snap_blind *b)
 	strv_free(&b->replace);
 	strv_free(&b->nmarked);
 	strv_free(&b->nexts);
+	strv_free(&b->nuntr);
 	buf_free(&b->untr);
 	buf_free(&b->fsmn);
 	buf_free(&b->tree);
@@ -158,14 +162,23 @@ snap_blind_begin(const char *project, struct snap_blind *start)
 struct snap_blind_read {
 	struct proc *p;
 	struct snap_blind *into;
-	char *gitdir;
+	char *gitdir;             /* whose index: PROJECT/.git, or a worktree's own */
+	char *common;             /* its refs, config, info/exclude: NULL if GITDIR */
 	void (*done)(void *);
 	void *arg;
 	struct event_base *base;
 	char *project;
 	const struct snap_blind *start; /* at the end: the start's look, for the untracked cache */
 	struct snap_untr *u;
+	struct strv nested;       /* at the end: the nested repositories (relative) */
+	size_t nat;               /* the next of into->nexts whose untracked cache is checked */
+	char *nrepo;              /* the one being checked */
+	struct strv nhidden;      /* what it found */
+	int nrc;
+	char *ncause;
 };
+
+static void snap_blind_read_nested(struct snap_blind_read *);
 
 /* True if the extension read at the end (NOW, READ) is new or changed since START. */
 static bool
@@ -191,6 +204,99 @@ snap_blind_read_untr(void *arg)
 {
 	struct snap_blind_read *r = arg;
 
+	snap_untr_free(r->u);
+	r->u = NULL;
+	snap_blind_read_nested(r);
+}
+
+/* The entry of a nested repository's extension (snap_blind_nested_ext): its repository (caller frees) and signature, NULL if it is none. */
+static char *
+snap_blind_nested_entry(const char *entry, const char **sig)
+{
+	char *end;
+	size_t len = strtoul(entry, &end, 10);
+
+	if (*end != ':' || strnlen(end + 1, len + 4) < len + 4)
+		return NULL;
+	*sig = end + 1 + len;
+	return xstrndup(end + 1, len);
+}
+
+/* The nested repository REPO's untracked cache was checked: its answer into INTO's nuntr. */
+static void
+snap_blind_nested_record(struct snap_blind *into, const char *repo, int rc,
+    const char *cause, const struct strv *hidden)
+{
+	size_t i, len = strlen(repo);
+
+	if (rc == -1) {
+		strv_addf(&into->nuntr, "%zu:%sE%s", len, repo, cause != NULL ?
+		    cause : "git status failed");
+		return;
+	}
+	strv_addf(&into->nuntr, "%zu:%sR", len, repo);
+	for (i = 0; i < hidden->n; i++)
+		strv_addf(&into->nuntr, "%zu:%sH%s", len, repo, hidden->v[i]);
+}
+
+/* A nested repository's check of its untracked cache is over: the next. */
+static void
+snap_blind_read_nested_done(void *arg)
+{
+	struct snap_blind_read *r = arg;
+
+	snap_blind_nested_record(r->into, r->nrepo, r->nrc, r->ncause,
+	    &r->nhidden);
+	snap_untr_free(r->u);
+	r->u = NULL;
+	r->nat++;
+	snap_blind_read_nested(r);
+}
+
+/*
+ * The check of a nested repository's untracked cache made or changed in
+ * the session (as the project's, snap_untr_start) starts for the next one
+ * from r->nat: true if it runs.
+ */
+static bool
+snap_blind_read_nested_start(struct snap_blind_read *r)
+{
+	const char *entry = r->into->nexts.v[r->nat], *sig;
+	char *repo, *gitdir, *dir;
+
+	if (strv_contains(&r->start->nexts, entry) ||
+	    (repo = snap_blind_nested_entry(entry, &sig)) == NULL)
+		return false;
+	if (strncmp(sig, "UNTR", 4) != 0 || strcmp(sig + 4,
+	    SNAP_BLIND_NESTED_ODD) == 0 || (gitdir =
+	    snap_nested_gitdir_of(r->project, repo)) == NULL) {
+		free(repo);
+		return false;
+	}
+	free(r->nrepo);
+	r->nrepo = repo;
+	strv_free(&r->nhidden);
+	strv_init(&r->nhidden);
+	free(r->ncause);
+	r->ncause = NULL;
+	dir = xprintf("%s/%s", r->project, repo);
+	r->u = snap_untr_start(r->base, dir, gitdir, gitdir, &r->nhidden,
+	    &r->nrc, &r->ncause, snap_blind_read_nested_done, r);
+	free(dir);
+	free(gitdir);
+	if (r->u == NULL)
+		snap_blind_nested_record(r->into, repo, -1, r->ncause, NULL);
+	return r->u != NULL;
+}
+
+/* The nested repositories' untracked caches checked on the loop one after another, then DONE. */
+static void
+snap_blind_read_nested(struct snap_blind_read *r)
+{
+	for (; r->start != NULL && r->nat < r->into->nexts.n; r->nat++) {
+		if (snap_blind_read_nested_start(r))
+			return;
+	}
 	r->done(r->arg);
 }
 
@@ -209,17 +315,23 @@ snap_blind_read_over(struct proc *p, void *arg)
 		snap_blind_marks_of(proc_out(p), &into->marked);
 	proc_free(p);
 	r->p = NULL;
+	if (r->start != NULL && r->nested.n > 0) {
+		snap_blind_nested(r->project, &r->nested, into);
+		into->nested_read = true;
+	}
 	if (r->start != NULL && snap_blind_untr_changed(r->start, into) &&
-	    (r->u = snap_untr_start(r->base, r->project, &into->untr_hidden,
+	    (r->u = snap_untr_start(r->base, r->project, r->common != NULL ?
+	    r->gitdir : NULL, r->common, &into->untr_hidden,
 	    &into->untr_rc, &into->untr_cause, snap_blind_read_untr,
 	    r)) != NULL)
 		return;
-	r->done(r->arg);
+	snap_blind_read_nested(r);
 }
 
 struct snap_blind_read *
 snap_blind_read_start(struct event_base *base, const char *project,
-    struct snap_blind *into, void (*done)(void *), void *arg)
+    const struct snap_worktree *wt, struct snap_blind *into,
+    void (*done)(void *), void *arg)
 {
 	char *argv[] = { "git", "--no-pager", "ls-files", "-v", "-z", NULL };
 	struct snap_blind_read *r;
@@ -232,15 +344,24 @@ snap_blind_read_start(struct event_base *base, const char *project,
 	r->base = base;
 	r->project = xstrdup(project);
 	r->into = into;
-	r->gitdir = xprintf("%s/.git", project);
+	strv_init(&r->nested);
+	strv_init(&r->nhidden);
+	/* A worktree's: the dirs agentmux made, never what its .git file says. */
+	r->gitdir = wt != NULL ? xstrdup(wt->admin) : xprintf("%s/.git",
+	    project);
+	r->common = wt != NULL ? xstrdup(wt->common) : NULL;
 	r->done = done;
 	r->arg = arg;
-	gitfd = open(r->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	gitfd = open(r->common != NULL ? r->common : r->gitdir, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (gitfd != -1) {
-		into->had_git = true;
 		snap_blind_replace(gitfd, &into->replace);
 		close(gitfd);
+	}
+	if (gitfd != -1 && (gitfd = open(r->gitdir, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		close(gitfd);
+		into->had_git = true;
 		snap_blind_exts(r->gitdir, into);
 		r->p = snap_git_plain_spawn(base, r->gitdir, argv, NULL,
 		    snap_blind_read_over, r, &cause);
@@ -264,21 +385,31 @@ snap_blind_read_free(struct snap_blind_read *r)
 		return;
 	proc_free(r->p);
 	snap_untr_free(r->u);
+	strv_free(&r->nested);
+	strv_free(&r->nhidden);
+	free(r->nrepo);
+	free(r->ncause);
 	free(r->gitdir);
+	free(r->common);
 	free(r->project);
 	free(r);
 }
 
 struct snap_blind_read *
 snap_blind_read_end(struct event_base *base, const char *project,
+    const struct snap_worktree *wt, const struct strv *nested,
     const struct snap_blind *start, struct snap_blind *into,
     void (*done)(void *), void *arg)
 {
 	struct snap_blind_read *r;
+	size_t i;
 
-	r = snap_blind_read_start(base, project, into, done, arg);
-	if (r != NULL)
-		r->start = start;
+	r = snap_blind_read_start(base, project, wt, into, done, arg);
+	if (r == NULL)
+		return NULL;
+	r->start = start;
+	for (i = 0; nested != NULL && i < nested->n; i++)
+		strv_add(&r->nested, nested->v[i]);
 	return r;
 }
 
@@ -384,35 +515,142 @@ snap_blind_nested_cache(const char *index, const char *repo, bool untr,
 }
 
 /*
+ * What the check on the loop found of REPO's untracked cache (NOW's
+ * nuntr: 1 found, HIDDEN with the hidden files, *CAUSE if it could not
+ * tell), else 0.
+ */
+static int
+snap_blind_nested_found(const struct snap_blind *now, const char *repo,
+    struct strv *hidden, char **cause)
+{
+	char *head = xprintf("%zu:%s", strlen(repo), repo);
+	size_t i, hlen = strlen(head);
+	int found = 0;
+
+	for (i = 0; i < now->nuntr.n; i++) {
+		const char *e = now->nuntr.v[i];
+
+		if (strncmp(e, head, hlen) != 0)
+			continue;
+		found = 1;
+		if (e[hlen] == 'E' && *cause == NULL)
+			*cause = xstrdup(e + hlen + 1);
+		else if (e[hlen] == 'H')
+			strv_add(hidden, e + hlen + 1);
+	}
+	free(head);
+	return found;
+}
+
+/* The red line for a nested repository REPO's cache that hides files (HIDDEN, relative to it) or may (WHY). */
+static void
+snap_blind_nested_untr_red(const char *repo, const struct strv *hidden,
+    const char *why, int dropped, int err, struct strv *out)
+{
+	char *q = snap_nested_quote(repo), *names, *what;
+	struct strv full;
+	size_t i;
+
+	strv_init(&full);
+	for (i = 0; i < hidden->n; i++)
+		strv_addf(&full, "%s/%s", repo, hidden->v[i]);
+	names = snap_blind_names(&full);
+	what = why != NULL ? xprintf("agentmux could not tell whether it hides "
+	    "new files (%s)", why) : xprintf("it hid %zu untracked files from "
+	    "git status there: %s", hidden->n, names);
+	if (dropped == 1)
+		strv_addf(out, "the untracked cache in the index of the nested "
+		    "repository %s was made or changed in the session, and %s; "
+		    "agentmux dropped it (git builds it again at the next git "
+		    "status there); 'agentmux diff' shows what the session "
+		    "added", q, what);
+	else
+		strv_addf(out, "the untracked cache in the index of the nested "
+		    "repository %s was made or changed in the session, and %s; "
+		    "agentmux could not drop it (%s): run 'git -C %s "
+		    "update-index --no-untracked-cache' before you trust git "
+		    "status there, and see what the session added with "
+		    "'agentmux diff'", q, what, err == EEXIST ? "git holds its "
+		    "index.lock" : strerror(err), q);
+	free(what);
+	free(names);
+	strv_free(&full);
+	free(q);
+}
+
+/*
+ * A nested repository's untracked cache made or changed in the session,
+ * as the project's (snap_blind_untr_check): whether it hides untracked
+ * files there (found on the loop, NOW's nuntr, or now), then dropped; a
+ * forged one red, git's own update said into NOTES.
+ */
+static void
+snap_blind_nested_untr(const char *project, const char *repo,
+    const char *gitdir, const char *index, const struct snap_blind *now,
+    struct strv *out, struct strv *notes)
+{
+	struct strv hidden;
+	char *cause = NULL, *dir, *q;
+	int rc, dropped, err;
+
+	strv_init(&hidden);
+	if (snap_blind_nested_found(now, repo, &hidden, &cause))
+		rc = cause != NULL ? -1 : 0;
+	else {
+		dir = xprintf("%s/%s", project, repo);
+		rc = snap_untr_hidden(dir, gitdir, gitdir, &hidden, &cause);
+		free(dir);
+	}
+	dropped = snap_index_drop_ext(index, "UNTR");
+	err = errno;
+	q = snap_nested_quote(repo);
+	if (dropped == 0)
+		;  /* gone meanwhile: git status scans again */
+	else if (rc == 0 && hidden.n == 0)
+		strv_addf(notes, "the untracked cache in the index of the "
+		    "nested repository %s was updated in the session, as git "
+		    "status does; it hides no untracked file (git status with "
+		    "it and without it agree), and agentmux %s it all the "
+		    "same", q, dropped == 1 ? "dropped" : "could not drop");
+	else
+		snap_blind_nested_untr_red(repo, &hidden, rc == -1 ? (cause !=
+		    NULL ? cause : "git status failed") : NULL, dropped, err,
+		    out);
+	free(q);
+	free(cause);
+	strv_free(&hidden);
+}
+
+/*
  * A nested repository's index extension made or changed in the session,
  * or laid out oddly (ENTRY as snap_blind_nested_ext made it): checked and
  * dropped as the project's is (snap_blind_tree_at for its cache-tree).
  */
 static void
 snap_blind_nested_drop(const char *project, const char *entry,
-    struct strv *out, struct strv *notes)
+    const struct snap_blind *now, struct strv *out, struct strv *notes)
 {
-	char *end, *repo, *gitdir, *index;
-	size_t len = strtoul(entry, &end, 10);
+	char *repo, *gitdir, *index;
 	const char *sig;
 	bool odd;
 
-	if (*end != ':' || strnlen(end + 1, len + 4) < len + 4)
+	if ((repo = snap_blind_nested_entry(entry, &sig)) == NULL)
 		return;
-	repo = xstrndup(end + 1, len);
-	sig = end + 1 + len;
 	odd = strcmp(sig + 4, SNAP_BLIND_NESTED_ODD) == 0;
 	if ((gitdir = snap_nested_gitdir_of(project, repo)) == NULL) {
 		free(repo);
 		return;  /* gone meanwhile: nothing is left to read it */
 	}
 	index = xprintf("%s/index", gitdir);
-	free(gitdir);
 	if (strncmp(sig, "TREE", 4) == 0)
 		snap_blind_tree_at(index, out, notes);
+	else if (strncmp(sig, "UNTR", 4) == 0 && !odd)
+		snap_blind_nested_untr(project, repo, gitdir, index, now, out,
+		    notes);
 	else
 		snap_blind_nested_cache(index, repo, strncmp(sig, "UNTR", 4) ==
 		    0, odd, out);
+	free(gitdir);
 	free(index);
 	free(repo);
 }
@@ -555,8 +793,9 @@ snap_blind_untr_drop(const char *index, const char *odd, struct strv *out)
  * way the changed one goes: git builds it again at the next git status.
  */
 static void
-snap_blind_untr_check(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out, struct strv *notes)
+snap_blind_untr_check(const char *project, const struct snap_worktree *wt,
+    const struct snap_blind *start, const struct snap_blind *now,
+    struct strv *out, struct strv *notes)
 {
 	struct strv hidden;
 	char *index, *cause = NULL;
@@ -568,7 +807,8 @@ snap_blind_untr_check(const char *project, const struct snap_blind *start,
 	strv_init(&hidden);
 	/* Before the drop: the check needs the cache (done on the loop already, or now). */
 	if (now->untr_rc == 1)
-		rc = snap_untr_hidden(project, &hidden, &cause);
+		rc = snap_untr_hidden(project, wt != NULL ? wt->admin : NULL,
+		    wt != NULL ? wt->common : NULL, &hidden, &cause);
 	else {
 		rc = now->untr_rc;
 		for (i = 0; i < now->untr_hidden.n; i++)
@@ -576,7 +816,7 @@ snap_blind_untr_check(const char *project, const struct snap_blind *start,
 		cause = now->untr_cause != NULL ? xstrdup(now->untr_cause) :
 		    NULL;
 	}
-	index = xprintf("%s/.git/index", project);
+	index = snap_blind_index(project, wt);
 	dropped = snap_index_drop_ext(index, "UNTR");
 	err = errno;
 	free(index);
@@ -641,17 +881,25 @@ snap_blind_nested_odd(const char *entry)
 	    SNAP_BLIND_NESTED_ODD) == 0;
 }
 
-void
-snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out, struct strv *notes)
+char *
+snap_blind_index(const char *project, const struct snap_worktree *wt)
 {
-	char *index = xprintf("%s/.git/index", project);
+	return wt != NULL ? xprintf("%s/index", wt->admin) :
+	    xprintf("%s/.git/index", project);
+}
+
+void
+snap_blind_untr(const char *project, const struct snap_worktree *wt,
+    const struct snap_blind *start, const struct snap_blind *now,
+    struct strv *out, struct strv *notes)
+{
+	char *index = snap_blind_index(project, wt);
 	size_t i;
 
 	if (now->untr_read == 2)
 		snap_blind_untr_drop(index, SNAP_BLIND_ODD, out);
 	else
-		snap_blind_untr_check(project, start, now, out, notes);
+		snap_blind_untr_check(project, wt, start, now, out, notes);
 	if (snap_blind_ext_changed(&start->fsmn, start->fsmn_read, &now->fsmn,
 	    now->fsmn_read))
 		snap_blind_fsmn_drop(index, out);
@@ -660,8 +908,8 @@ snap_blind_untr(const char *project, const struct snap_blind *start,
 	for (i = 0; i < now->nexts.n; i++) {
 		if (!strv_contains(&start->nexts, now->nexts.v[i]) ||
 		    snap_blind_nested_odd(now->nexts.v[i]))
-			snap_blind_nested_drop(project, now->nexts.v[i], out,
-			    notes);
+			snap_blind_nested_drop(project, now->nexts.v[i], now,
+			    out, notes);
 	}
 }
 
@@ -783,7 +1031,7 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 	snap_blind_init(&now);
 	snap_blind_look(project, &now);
 	snap_blind_compare(start, &now, out);
-	snap_blind_untr(project, start, &now, out, out);
+	snap_blind_untr(project, NULL, start, &now, out, out);
 	index = xprintf("%s/.git/index", project);
 	snap_blind_tree(index, start, &now, out, out);
 	free(index);

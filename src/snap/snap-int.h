@@ -261,11 +261,15 @@ int snap_index_drop_ext(const char *path, const char *sig);
  */
 int snap_index_marks(const char *path, const char *repo, struct strv *out);
 /*
- * The untracked files a changed untracked cache in PROJECT's .git/index
- * hides from git status, into HIDDEN (see snap-untr.c): 0, -1 with
- * *CAUSE if it cannot be told. Nothing the project names runs.
+ * The untracked files a changed untracked cache in the index of GITDIR
+ * (COMMON: its config and info/exclude; a worktree's shared git dir, else
+ * GITDIR) hides from git status in the work tree PROJECT, into HIDDEN
+ * (see snap-untr.c): 0, -1 with *CAUSE if it cannot be told. GITDIR and
+ * COMMON are paths agentmux found or made (never read from a .git file);
+ * both NULL: PROJECT/.git. Nothing the project names runs.
  */
-int snap_untr_hidden(const char *project, struct strv *hidden, char **cause);
+int snap_untr_hidden(const char *project, const char *gitdir,
+    const char *common, struct strv *hidden, char **cause);
 /*
  * The same on BASE: *RC is 1 while the first git status runs, 2 while the
  * second does, then 0 (HIDDEN filled) or -1 (*CAUSE, which the caller
@@ -274,8 +278,8 @@ int snap_untr_hidden(const char *project, struct strv *hidden, char **cause);
  */
 struct snap_untr;
 struct snap_untr *snap_untr_start(struct event_base *, const char *project,
-    struct strv *hidden, int *rc, char **cause, void (*done)(void *),
-    void *arg);
+    const char *gitdir, const char *common, struct strv *hidden, int *rc,
+    char **cause, void (*done)(void *), void *arg);
 void snap_untr_free(struct snap_untr *);
 /* The attributes that turn off every filter, conversion and diff driver. */
 extern const char snap_raw_attributes[];

@@ -891,3 +891,62 @@ snap_nested_gitdir_of(const char *project, const char *rel)
 	free(dotgit);
 	return gitdir;
 }
+
+/* The core.worktree the config text B sets (git's last), or NULL. Caller frees. */
+static char *
+snap_nested_core_worktree(const struct buf *b)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--get",
+	    "core.worktree", NULL };
+	struct buf out;
+	char *cause = NULL, *v = NULL;
+	int st;
+
+	buf_init(&out);
+	if (snap_git_outside_input(argv, b->data, b->len, &out, NULL, &st,
+	    &cause) == -1) {
+		log_debug("%s", cause);
+		free(cause);
+	} else if (st == 0 && out.data != NULL && out.len > 1)
+		v = xstrndup(out.data, strcspn(out.data, "\n"));
+	buf_free(&out);
+	return v;
+}
+
+char *
+snap_nested_module_worktree(const char *project, const char *rel)
+{
+	char *cfg = xprintf("%s/config", rel), *gitdir, *v = NULL, *abs;
+	char *norm = NULL, *back, *wt = NULL;
+	size_t n = strlen(project);
+	struct buf b;
+	int projfd;
+
+	buf_init(&b);
+	/* Its config read as a regular file beneath the project, no link followed. */
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
+	    -1 && snap_hist_read(projfd, cfg, &b, 64 * 1024) == 0)
+		v = snap_nested_core_worktree(&b);
+	if (projfd != -1)
+		close(projfd);
+	gitdir = xprintf("%s/%s", project, rel);
+	if (v != NULL) {
+		abs = v[0] == '/' ? xstrdup(v) : xprintf("%s/%s", gitdir, v);
+		norm = snap_nested_normal(abs);
+		free(abs);
+	}
+	/* Only a work tree in the project whose .git names this dir back. */
+	if (norm != NULL && strncmp(norm, project, n) == 0 && norm[n] == '/' &&
+	    norm[n + 1] != '\0') {
+		back = snap_nested_gitdir_of(project, norm + n + 1);
+		if (back != NULL && strcmp(back, gitdir) == 0)
+			wt = xstrdup(norm + n + 1);
+		free(back);
+	}
+	free(norm);
+	free(gitdir);
+	free(v);
+	free(cfg);
+	buf_free(&b);
+	return wt;
+}

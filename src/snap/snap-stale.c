@@ -38,6 +38,7 @@ struct snap_stale {
 	int pending;
 	struct event_base *base;
 	char *project;
+	char *projgit;            /* the git dir of PROJECT's index: a worktree's admin dir, or NULL */
 	char *gitdir;             /* the own repository */
 	char *repogit;            /* the git dir of the one looked at */
 	char *tree;               /* the end snapshot's tree there */
@@ -553,7 +554,10 @@ snap_stale_run(struct snap_stale *sc)
 	sc->repogit = NULL;
 	if (*repo != '\0')
 		sc->repogit = snap_nested_gitdir_of(sc->project, repo);
-	else if (lstat((projgit = xprintf("%s/.git", sc->project)), &st) == 0 &&
+	else if (sc->projgit != NULL) {
+		if (lstat(sc->projgit, &st) == 0 && S_ISDIR(st.st_mode))
+			sc->repogit = xstrdup(sc->projgit);
+	} else if (lstat((projgit = xprintf("%s/.git", sc->project)), &st) == 0 &&
 	    S_ISDIR(st.st_mode))
 		sc->repogit = projgit;
 	else
@@ -596,7 +600,7 @@ snap_stale_next(struct snap_stale *sc)
 
 struct snap_stale *
 snap_stale_start(struct event_base *base, const char *project,
-    int64_t since, const char *gitdir, const char *tree,
+    const char *projgit, int64_t since, const char *gitdir, const char *tree,
     const struct strv *nested, void (*done)(void *, struct strv *),
     void *arg)
 {
@@ -607,6 +611,7 @@ snap_stale_start(struct event_base *base, const char *project,
 		buf_init(&sc->out[i]);
 	sc->base = base;
 	sc->project = xstrdup(project);
+	sc->projgit = projgit != NULL ? xstrdup(projgit) : NULL;
 	sc->gitdir = xstrdup(gitdir);
 	sc->tree = xstrdup(tree);
 	strv_init(&sc->repos);
@@ -644,6 +649,7 @@ snap_stale_free(struct snap_stale *sc)
 		buf_free(&sc->out[i]);
 	}
 	free(sc->project);
+	free(sc->projgit);
 	free(sc->gitdir);
 	free(sc->repogit);
 	free(sc->tree);

@@ -1,5 +1,5 @@
 /*
- * Whether the untracked cache a session left in .git/index hides
+ * Whether the untracked cache a session left in an index hides
  * untracked files from the user's git status: git status is run twice on
  * a copy of the index, with the cache and without, in a git dir of
  * agentmux's making (nothing of the project's config read but the ignore
@@ -37,13 +37,47 @@ snap_untr_put(int dirfd, const char *name, const void *data, size_t len)
 }
 
 /*
+ * Where the index looked at is: GITDIR (whose index it is) and COMMON
+ * (its config and info/exclude; GITDIR's own but for a worktree's), paths
+ * agentmux found or made; both NULL: PROJECT/.git, read beneath the
+ * project.
+ */
+struct snap_untr_at {
+	const char *project;
+	const char *gitdir;
+	const char *common;
+};
+
+/* A's FILE, read whole into OUT, no link followed (its git dir's neither): 0, -1 (errno). */
+static int
+snap_untr_read(const struct snap_untr_at *a, bool common, const char *file,
+    struct buf *out)
+{
+	const char *dir = common ? a->common : a->gitdir;
+	char *path = dir != NULL ? xstrdup(dir) : xprintf("%s/.git",
+	    a->project);
+	int fd, rc, err;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return -1;
+	rc = path_read_beneath(fd, file, SNAP_UNTR_INDEX_MAX, out);
+	err = errno;
+	close(fd);
+	errno = err;
+	return rc;
+}
+
+/*
  * Fills the scratch git dir DIR: HEAD on an unborn branch (git status
  * needs no object), the attributes agentmux's own repository has (no
- * filter runs), the project's info/exclude byte for byte (the cache
+ * filter runs), the repository's info/exclude byte for byte (the cache
  * records its hash) and INDEX.
  */
 static int
-snap_untr_fill(const char *dir, int projfd, const struct buf *index)
+snap_untr_fill(const char *dir, const struct snap_untr_at *a,
+    const struct buf *index)
 {
 	static const char head[] = "ref: refs/heads/agentmux-untr\n";
 	struct buf exclude;
@@ -52,8 +86,8 @@ snap_untr_fill(const char *dir, int projfd, const struct buf *index)
 	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return -1;
 	buf_init(&exclude);
-	if (path_read_beneath(projfd, ".git/info/exclude", SNAP_UNTR_INDEX_MAX,
-	    &exclude) == -1 && errno != ENOENT)
+	if (snap_untr_read(a, true, "info/exclude", &exclude) == -1 &&
+	    errno != ENOENT)
 		goto out;
 	if (mkdirat(fd, "objects", 0700) == -1 || mkdirat(fd, "refs",
 	    0700) == -1 || mkdirat(fd, "info", 0700) == -1 ||
@@ -72,11 +106,12 @@ out:
 	return rc;
 }
 
-/* The core.excludesFile of PROJECT's own .git/config (no include followed), or NULL. */
+/* The core.excludesFile of A's own config (no include followed), or NULL. */
 static char *
-snap_untr_excludes_file(const char *project)
+snap_untr_excludes_file(const struct snap_untr_at *a)
 {
-	char *file = xprintf("%s/.git/config", project), *v = NULL, *cause;
+	char *file = a->common != NULL ? xprintf("%s/config", a->common) :
+	    xprintf("%s/.git/config", a->project), *v = NULL, *cause;
 	char *argv[] = { "git", "config", "--file", file, "--get",
 	    "core.excludesFile", NULL };
 	struct buf out;
@@ -202,11 +237,12 @@ snap_untr_missing(struct strv *seen, const struct strv *all,
 
 /* Both runs of git status over the scratch git dir DIR. */
 static int
-snap_untr_compare(const char *project, const char *dir,
+snap_untr_compare(const struct snap_untr_at *a, const char *dir,
     struct strv *hidden, char **cause)
 {
+	const char *project = a->project;
 	struct strv cached, all;
-	char *excludes = snap_untr_excludes_file(project);
+	char *excludes = snap_untr_excludes_file(a);
 	int rc;
 
 	strv_init(&cached);
@@ -223,51 +259,46 @@ snap_untr_compare(const char *project, const char *dir,
 	return rc;
 }
 
-/* The scratch git dir for PROJECT, filled: its path (caller removes and frees), NULL with *CAUSE. */
+/* The scratch git dir for A, filled: its path (caller removes and frees), NULL with *CAUSE. */
 static char *
-snap_untr_prepare(const char *project, char **cause)
+snap_untr_prepare(const struct snap_untr_at *a, char **cause)
 {
 	struct buf index;
 	const char *rt;
 	char *dir = NULL, *tmpl;
-	int projfd;
 
 	/* The runtime dir is private (0700) where /tmp is shared with every user. */
 	if ((rt = path_runtime_dir_need(cause)) == NULL)
 		return NULL;
-	if ((projfd = open(project, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1) {
-		*cause = xprintf("cannot open %s: %s", project, strerror(errno));
-		return NULL;
-	}
 	tmpl = xprintf("%s/untr.XXXXXX", rt);
 	buf_init(&index);
-	if (path_read_beneath(projfd, ".git/index", SNAP_UNTR_INDEX_MAX,
-	    &index) == -1)
-		*cause = xprintf("cannot read .git/index: %s", strerror(errno));
+	if (snap_untr_read(a, false, "index", &index) == -1)
+		*cause = xprintf("cannot read the index in %s: %s",
+		    a->gitdir != NULL ? a->gitdir : ".git", strerror(errno));
 	else if (mkdtemp(tmpl) == NULL)
 		*cause = xprintf("cannot make a dir in %s: %s", rt,
 		    strerror(errno));
-	else if (snap_untr_fill(tmpl, projfd, &index) == -1) {
+	else if (snap_untr_fill(tmpl, a, &index) == -1) {
 		*cause = xprintf("cannot fill %s: %s", tmpl, strerror(errno));
 		path_remove_tree(tmpl);
 	} else
 		dir = xstrdup(tmpl);
 	free(tmpl);
 	buf_free(&index);
-	close(projfd);
 	return dir;
 }
 
 int
-snap_untr_hidden(const char *project, struct strv *hidden, char **cause)
+snap_untr_hidden(const char *project, const char *gitdir, const char *common,
+    struct strv *hidden, char **cause)
 {
+	struct snap_untr_at a = { project, gitdir, common };
 	char *dir;
 	int rc;
 
-	if ((dir = snap_untr_prepare(project, cause)) == NULL)
+	if ((dir = snap_untr_prepare(&a, cause)) == NULL)
 		return -1;
-	rc = snap_untr_compare(project, dir, hidden, cause);
+	rc = snap_untr_compare(&a, dir, hidden, cause);
 	path_remove_tree(dir);
 	free(dir);
 	return rc;
@@ -338,20 +369,21 @@ snap_untr_over(struct proc *p, void *arg)
 
 struct snap_untr *
 snap_untr_start(struct event_base *base, const char *project,
-    struct strv *hidden, int *rc, char **cause, void (*done)(void *),
-    void *arg)
+    const char *gitdir, const char *common, struct strv *hidden, int *rc,
+    char **cause, void (*done)(void *), void *arg)
 {
+	struct snap_untr_at a = { project, gitdir, common };
 	struct snap_untr *u;
 	char *dir;
 
 	*rc = -1;
-	if ((dir = snap_untr_prepare(project, cause)) == NULL)
+	if ((dir = snap_untr_prepare(&a, cause)) == NULL)
 		return NULL;
 	u = xcalloc(1, sizeof *u);
 	u->base = base;
 	u->project = xstrdup(project);
 	u->dir = dir;
-	u->excludes = snap_untr_excludes_file(project);
+	u->excludes = snap_untr_excludes_file(&a);
 	strv_init(&u->cached);
 	strv_init(&u->all);
 	u->hidden = hidden;

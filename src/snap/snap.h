@@ -185,6 +185,7 @@ void snap_run_compare(const struct snap_run *start,
  * when it ends; git reads the index with agentmux's settings (nothing
  * runs), refs are read without following a link.
  */
+struct snap_worktree;
 struct snap_blind {
 	struct strv marked;       /* "S path" or "h path" (lower case: assume-unchanged) */
 	struct strv replace;      /* "refs/replace/X\tvalue" */
@@ -196,6 +197,8 @@ struct snap_blind {
 	char *untr_cause;         /* why the check could not tell */
 	struct strv nmarked;      /* nested repositories' marks (snap_index_marks) */
 	struct strv nexts;        /* and their index extensions: "len:repo" SIG sha-256 (hex), or "odd" */
+	bool nested_read;         /* nmarked and nexts were read (snap_blind_read_end) */
+	struct strv nuntr;        /* their changed untracked caches checked: "len:repo" then R (done), E cause, or H hidden file */
 	struct buf fsmn;          /* .git/index's fsmonitor data (FSMN), empty if none */
 	int fsmn_read;            /* snap_index_ext's answer for it */
 	struct buf tree;          /* .git/index's cache-tree (TREE), empty if none */
@@ -220,6 +223,15 @@ void snap_blind_nested(const char *project, const struct strv *repos,
  * submodule's), reached without a link; NULL if neither. Caller frees.
  */
 char *snap_nested_gitdir_of(const char *project, const char *rel);
+/**
+ * The work tree of the submodule git dir PROJECT/REL (in .git/modules, at
+ * any depth: a submodule whose name is not its path, or one nested in
+ * another), as git finds it: its config's core.worktree (read beneath the
+ * project, no link followed, no include), taken only if it lies in
+ * PROJECT and its .git names REL back (snap_nested_gitdir_of). Relative
+ * to PROJECT; NULL if none. Caller frees.
+ */
+char *snap_nested_module_worktree(const char *project, const char *rel);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
@@ -237,8 +249,15 @@ void snap_blind_compare(const struct snap_blind *start,
  * dropped and said in red whatever it was at the start, and its
  * cache-tree made or changed is checked as snap_blind_tree checks.
  */
-void snap_blind_untr(const char *project, const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out, struct strv *notes);
+void snap_blind_untr(const char *project, const struct snap_worktree *wt,
+    const struct snap_blind *start, const struct snap_blind *now,
+    struct strv *out, struct strv *notes);
+/**
+ * The index file the blind checks look at: a worktree session's own (WT's
+ * admin dir, which agentmux made and recorded; its .git file is never
+ * read), else PROJECT/.git/index. Caller frees.
+ */
+char *snap_blind_index(const char *project, const struct snap_worktree *wt);
 /**
  * The cache-tree of the index file INDEX (git reuses its tree ids at the
  * next commit) made or changed since START (NOW: at the end) is dropped:
@@ -249,7 +268,9 @@ void snap_blind_tree(const char *index, const struct snap_blind *start,
     const struct snap_blind *now, struct strv *alerts, struct strv *notes);
 /*
  * The look of snap_blind_begin on BASE: INTO (emptied) gets the refs at
- * once and the marks when git ls-files is over, then DONE(ARG) runs. NULL
+ * once and the marks when git ls-files is over, then DONE(ARG) runs. For
+ * a worktree session (WT not NULL) the index is the worktree's own, in
+ * the admin dir agentmux made, and the refs the shared git dir's. NULL
  * if there is nothing to wait for (no .git dir, or git could not run: a
  * warning is logged); INTO is then complete. snap_blind_read_free stops it.
  */
@@ -257,10 +278,14 @@ struct snap_blind_read;
 /**
  * The same at the end of a session begun with START: if the untracked
  * cache changed, whether it hides files is found on BASE too (INTO's
- * untr_rc, untr_hidden, untr_cause) before DONE(ARG) runs.
+ * untr_rc, untr_hidden, untr_cause) before DONE(ARG) runs; the nested
+ * repositories NESTED (dirs relative to PROJECT; may be NULL) are read
+ * as snap_blind_nested reads them, and each one's untracked cache that
+ * changed is checked the same way, one after another (INTO's nuntr).
  */
 struct snap_blind_read *snap_blind_read_end(struct event_base *,
-    const char *project, const struct snap_blind *start,
+    const char *project, const struct snap_worktree *wt,
+    const struct strv *nested, const struct snap_blind *start,
     struct snap_blind *into, void (*done)(void *), void *arg);
 /*
  * Index entries rewritten to hide a change (snap-stale.c): their stat
@@ -273,14 +298,16 @@ struct snap_blind_read *snap_blind_read_end(struct event_base *,
  * relative to PROJECT; may be NULL) is looked at too, one after another,
  * against the files themselves (one the project ignores is not in the
  * snapshot). A repository whose check cannot run is said in ALERTS with
- * why, and the others are checked all the same. NULL (nothing to wait
- * for) if PROJECT has no .git dir or git cannot run.
+ * why, and the others are checked all the same. PROJGIT is the git dir
+ * whose index is PROJECT's: a worktree session's admin dir (agentmux made
+ * it; the .git file is not read), NULL for PROJECT/.git. NULL (nothing
+ * to wait for) if there is no such git dir or git cannot run.
  * snap_stale_free stops it.
  */
 struct snap_stale;
 struct snap_stale *snap_stale_start(struct event_base *,
-    const char *project, int64_t since, const char *gitdir,
-    const char *tree, const struct strv *nested,
+    const char *project, const char *projgit, int64_t since,
+    const char *gitdir, const char *tree, const struct strv *nested,
     void (*done)(void *, struct strv *alerts), void *arg);
 void snap_stale_free(struct snap_stale *);
 /** The same on what git listed: INDEX (ls-files -s --debug -z) and TREE (ls-tree -r -z). */
@@ -290,7 +317,8 @@ struct snap_session;
 /** The own repository of a session's snapshots (borrowed), or NULL. */
 const char *snap_session_gitdir(struct snap_session *);
 struct snap_blind_read *snap_blind_read_start(struct event_base *,
-    const char *project, struct snap_blind *into, void (*done)(void *),
+    const char *project, const struct snap_worktree *wt,
+    struct snap_blind *into, void (*done)(void *),
     void *arg);
 void snap_blind_read_free(struct snap_blind_read *);
 

@@ -468,29 +468,7 @@ untr() {
 	    git update-index --untracked-cache &&
 	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
 	    { bad "untr: no untracked cache"; return; }
-	cat >"$P/.git/amx-untr.py" <<-'PY'
-	import sys, hashlib, struct, re
-	p, d, v = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
-	body = open(p, 'rb').read()[:-20]
-	n = struct.unpack('>I', body[8:12])[0]
-	off = 12
-	for i in range(n):
-	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
-	    off += (62 + nl + 8) & ~7
-	out = bytearray(body[:off])
-	while off < len(body):
-	    sig = body[off:off + 4]
-	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
-	    data = body[off + 8:off + 8 + sz]
-	    if sig == b'UNTR':
-	        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
-	        data = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
-	        print('patched')
-	    out += sig + struct.pack('>I', len(data)) + data
-	    off += 8 + sz
-	out += hashlib.sha1(out).digest()
-	open(p, 'wb').write(out)
-	PY
+	untr_py "$P/.git/amx-untr.py"
 	jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
 	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py'
@@ -1438,6 +1416,192 @@ scan_bfs() {
 	rm -rf "$P/a" "$P/z" "$MARK"
 }
 
+# A plain untracked-cache forger into $1: "python3 $1 INDEX DIR FILE" drops
+# FILE from DIR's untracked files in INDEX's cache (the checksum made again).
+untr_py() {
+	cat >"$1" <<-'PY'
+	import sys, hashlib, struct, re
+	p, d, v = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+	body = open(p, 'rb').read()[:-20]
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = body[off + 8:off + 8 + sz]
+	    if sig == b'UNTR':
+	        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+	        data = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+	        print('patched')
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+}
+
+# Submodules git finds by name, not path (nested_module): one named
+# "other" at lib/sub (.git/modules/other), and one inside it
+# (.git/modules/other/modules/inner at lib/sub/in). A skip-worktree mark
+# in each one's index is flagged, naming its path.
+module_names() {
+	S=$T/modsrc
+	S2=$T/modsrc2
+	rm -rf "$S" "$S2"
+	(git init -q "$S2" && cd "$S2" && git config user.email t@x &&
+	    git config user.name t && echo 1 >x && git add . && git commit -qm one) || exit 1
+	(git init -q "$S" && cd "$S" && git config user.email t@x &&
+	    git config user.name t && echo 1 >a && git add . && git commit -qm one &&
+	    git -c protocol.file.allow=always submodule add -q --name inner "$S2" in 2>/dev/null &&
+	    git commit -qm in) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q --name other "$S" \
+	    lib/sub 2>/dev/null && git commit -qm sub &&
+	    git -c protocol.file.allow=always submodule update -q --init --recursive 2>/dev/null) || exit 1
+	[ -d "$P/.git/modules/other" ] && [ -d "$P/.git/modules/other/modules/inner" ] && [ -f "$P/lib/sub/in/x" ] ||
+	    { bad "module_names: the submodules are not where git puts them: $(find "$P/.git/modules" -maxdepth 3 -type d | head)"; return; }
+	jrun -- sh -c 'cd lib/sub && echo evil >>a && git update-index --skip-worktree a &&
+	    cd in && echo evil >>x && git update-index --skip-worktree x && echo marked'
+	case $OUT in *marked*) ok ;; *) bad "module_names: the marks were not made: $OUT" ;; esac
+	case $OUT in *"lib/sub/a was marked skip-worktree in the index of the nested repository lib/sub"*) ok ;;
+	*) bad "module_names: a mark in a submodule whose name is not its path was not flagged: $OUT" ;; esac
+	case $OUT in *"lib/sub/in/x was marked skip-worktree in the index of the nested repository lib/sub/in"*) ok ;;
+	*) bad "module_names: a mark in a submodule nested in another was not flagged: $OUT" ;; esac
+	(cd "$P" && git submodule deinit -q -f lib/sub 2>/dev/null; git rm -q -f lib/sub &&
+	    git commit -qm unsub && rm -rf .git/modules lib) || exit 1
+}
+
+# A nested repository's untracked cache forged to hide a new file, as the
+# project's is (untr_hidden): lib/.git/index lists lib/src2 with no
+# untracked file. It is told in red naming the file, dropped, and the
+# user's git status in lib shows the file; a cache git itself updated is
+# said plainly (untr_benign).
+nested_untr_hidden() {
+	(cd "$P" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && mkdir src2 && echo 'int a;' >src2/a.c &&
+	    git add . && git commit -qm one && git update-index --untracked-cache &&
+	    git -c core.untrackedCache=true status >/dev/null 2>&1) || exit 1
+	untr_py "$P/lib/.git/amx-untr.py"
+	jrun -- sh -c 'cd lib && echo "import os" >src2/conftest.py; sleep 2;
+	    git -c core.untrackedCache=true status >/dev/null 2>&1;
+	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py
+	    git -c core.untrackedCache=true status --porcelain'
+	case $OUT in *patched*) ok ;; *) bad "nested_untr_hidden: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"?? src2/conftest.py"*) bad "nested_untr_hidden: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
+	case $OUT in *"the untracked cache in the index of the nested repository lib was made or changed in the session, and it hid 1 untracked files from git status there: lib/src2/conftest.py; agentmux dropped it"*) ok ;;
+	*) bad "nested_untr_hidden: a forged untracked cache in lib/.git/index that hides a file was not told: $OUT" ;; esac
+	grep -q UNTR "$P/lib/.git/index" && bad "nested_untr_hidden: the untracked cache stayed in lib/.git/index" || ok
+	case $(git -C "$P/lib" -c core.untrackedCache=true status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
+	*) bad "nested_untr_hidden: the user's git status in lib does not show src2/conftest.py" ;; esac
+	git -C "$P/lib" -c core.untrackedCache=true status >/dev/null 2>&1
+	jrun -- sh -c 'cd lib && echo new >src2/b.c && sleep 2 &&
+	    git -c core.untrackedCache=true status --porcelain'
+	case $OUT in *"nested repository lib"*"hides no untracked file"*) ok ;;
+	*) bad "nested_untr_hidden: git's own update of lib's untracked cache was not said plainly: $OUT" ;; esac
+	case $OUT in *"hid "*"untracked files"*) bad "nested_untr_hidden: git's own update of lib's untracked cache was called forged: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/lib"
+}
+
+# A --worktree session's own index (its .git is a file naming
+# .git/worktrees/NAME, which agentmux made) gets the checks the project's
+# gets (blind, index_rewrite, fsmn, tree_forged, untr_hidden): marks,
+# an entry rewritten back to its old blob, fsmonitor data, a forged
+# cache-tree and an untracked cache that hides a new file. Each is told
+# and the extensions dropped from that index.
+wtrun() {
+	OUT=$("$AMX" run --worktree -C "$P" -- sh -c "$1" </dev/null 2>&1)
+	RC=$?
+	WT=$(printf '%s\n' "$OUT" | sed -n 's/^WT=//p' | tail -n 1)
+	WTI=$(printf '%s\n' "$OUT" | sed -n 's/^WTI=//p' | tail -n 1)
+}
+worktree_index() {
+	base=$(git -C "$P" rev-parse HEAD)
+	(cd "$P" && mkdir -p src2 && echo 'int a;' >src2/a.c && echo 1 >a &&
+	    echo 3 >c && git add src2/a.c a c && git commit -qm wt) || exit 1
+	tree_py "$P/.git/amx-tree.py"
+	wtrun 'echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
+	    echo evil >>a && git update-index --skip-worktree a &&
+	    o=$(git rev-parse :c) && echo "int evil;" >>c &&
+	    touch -d @$(($(date +%s) - 10)) c && git add c &&
+	    n=$(git rev-parse :c) && python3 -c "import hashlib, sys
+o, n, p = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2]), sys.argv[3]
+d = open(p, \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
+	    printf "#!/bin/sh\\nprintf \"t1\\\\\\\\0\"\\n" >/tmp/h && chmod +x /tmp/h &&
+	    git -c core.fsmonitor=/tmp/h -c core.fsmonitorHookVersion=2 \
+	        update-index --fsmonitor && grep -q FSMN "$I" && echo forged'
+	case $OUT in *forged*) ok ;; *) bad "worktree_index: the forgeries did not apply: $OUT" ;; esac
+	[ -n "$WT" ] && [ -f "$WT/.git" ] && [ -f "$WTI" ] ||
+	    { bad "worktree_index: no worktree or index ($WT, $WTI): $OUT"; return; }
+	st=$(git -C "$WT" status --porcelain 2>&1)
+	[ -z "$st" ] && ok || bad "worktree_index: git status in the worktree was not blinded (the check is void): $st"
+	case $OUT in *"a was marked skip-worktree"*) ok ;;
+	*) bad "worktree_index: a skip-worktree mark in the worktree's index was not flagged: $OUT" ;; esac
+	case $OUT in *"c: its entry in .git/index was rewritten"*) ok ;;
+	*) bad "worktree_index: a rewritten entry in the worktree's index was not flagged: $OUT" ;; esac
+	case $OUT in *"the fsmonitor data in .git/index"*"agentmux dropped it"*) ok ;;
+	*) bad "worktree_index: fsmonitor data in the worktree's index was not told: $OUT" ;; esac
+	grep -q FSMN "$WTI" && bad "worktree_index: the fsmonitor data stayed in $WTI" || ok
+	git -C "$P" worktree remove --force "$WT" 2>/dev/null
+	wtrun 'echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
+	    b=$(echo "int evil;" | git hash-object -w --stdin) &&
+	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
+	    git read-tree HEAD && /usr/bin/python3 '"$P"'/.git/amx-tree.py "$I" src2 $t'
+	case $OUT in *patched*) ok ;; *) bad "worktree_index tree: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"the cache-tree in"*"was forged in the session; it disagreed with the index entries for src2/:"*"agentmux dropped it"*) ok ;;
+	*) bad "worktree_index: a forged cache-tree in the worktree's index was not told: $OUT" ;; esac
+	if [ -n "$WT" ]; then
+		(cd "$WT" && git status --porcelain >/dev/null && echo typo >>a &&
+		    git commit -qam typo) || bad "worktree_index: the user's commit in the worktree failed"
+		case $(git -C "$WT" show HEAD:src2/a.c 2>&1) in *evil*) bad "worktree_index: the user's commit took the session's src2/a.c" ;;
+		*"int a;"*) ok ;; *) bad "worktree_index: src2/a.c is not in the user's commit" ;; esac
+		git -C "$P" worktree remove --force "$WT" 2>/dev/null
+	fi
+	cat >"$P/.git/amx-untr.py" <<-'PY'
+	import sys, hashlib, struct, re
+	p, d, v = sys.argv[1], sys.argv[2].encode(), sys.argv[3].encode()
+	body = open(p, 'rb').read()[:-20]
+	n = struct.unpack('>I', body[8:12])[0]
+	off = 12
+	for i in range(n):
+	    nl = struct.unpack('>H', body[off + 60:off + 62])[0] & 0xfff
+	    off += (62 + nl + 8) & ~7
+	out = bytearray(body[:off])
+	while off < len(body):
+	    sig = body[off:off + 4]
+	    sz = struct.unpack('>I', body[off + 4:off + 8])[0]
+	    data = body[off + 8:off + 8 + sz]
+	    if sig == b'UNTR':
+	        m = re.search(b'\x01\x00' + re.escape(d + b'\0' + v + b'\0'), data)
+	        data = data[:m.start()] + b'\x00\x00' + d + b'\0' + data[m.end():]
+	        print('patched')
+	    out += sig + struct.pack('>I', len(data)) + data
+	    off += 8 + sz
+	out += hashlib.sha1(out).digest()
+	open(p, 'wb').write(out)
+	PY
+	wtrun 'echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
+	    git -c core.untrackedCache=true status >/dev/null 2>&1;
+	    echo "import os" >src2/conftest.py; sleep 2;
+	    git -c core.untrackedCache=true status >/dev/null 2>&1;
+	    /usr/bin/python3 '"$P"'/.git/amx-untr.py "$I" src2 conftest.py
+	    git -c core.untrackedCache=true status --porcelain'
+	case $OUT in *patched*) ok ;; *) bad "worktree_index untr: the forgery did not apply: $OUT" ;; esac
+	case $OUT in *"?? src2/conftest.py"*) bad "worktree_index untr: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
+	case $OUT in *"the untracked cache in .git/index"*"hid 1 untracked files from your git status: src2/conftest.py; agentmux dropped it"*) ok ;;
+	*) bad "worktree_index: an untracked cache in the worktree's index that hides a file was not told: $OUT" ;; esac
+	[ -n "$WTI" ] && grep -q UNTR "$WTI" && bad "worktree_index: the untracked cache stayed in $WTI" || ok
+	[ -n "$WT" ] && git -C "$P" worktree remove --force "$WT" 2>/dev/null
+	rm -f "$P/.git/amx-tree.py" "$P/.git/amx-untr.py"
+	git -C "$P" reset -q --hard "$base"
+	rm -rf "$P/src2"
+}
+
 checks() {
 	MARK=$T/outside/PWNED
 	rm -f "$MARK"
@@ -1480,6 +1644,9 @@ checks() {
 	nested_module
 	nested_history_off
 	hardlinks
+	worktree_index
+	nested_untr_hidden
+	module_names
 }
 
 jail_main "$@"
