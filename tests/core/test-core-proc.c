@@ -594,6 +594,157 @@ test_sync_inside_loop_refused(void **state)
 	assert_int_equal(WEXITSTATUS(st), 1);
 }
 
+/* The loop's longest gap between ticks of a 10 ms timer, while children start. */
+struct gap {
+	struct event_base *base;
+	struct event *tick;
+	int64_t last;
+	int64_t longest;
+	int done;
+	int want;
+	int status[4];
+	char *cause[4];
+};
+
+static void
+gap_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gap *g = arg;
+	struct timeval tv = { 0, 10000 };
+	int64_t now = util_mono_us();
+
+	if (now - g->last > g->longest)
+		g->longest = now - g->last;
+	g->last = now;
+	evtimer_add(g->tick, &tv);
+}
+
+static void
+gap_done(struct proc *p, void *arg)
+{
+	struct gap *g = arg;
+
+	g->status[g->done] = proc_status(p);
+	g->cause[g->done] = proc_cause(p) != NULL ? xstrdup(proc_cause(p)) :
+	    NULL;
+	if (++g->done == g->want)
+		event_base_loopbreak(g->base);
+}
+
+/* Starts N of OPTS's command on a loop with a ticking timer; the longest gap, in ms. */
+static int64_t
+gap_run(struct gap *g, const struct proc_opts *o, int n)
+{
+	struct timeval tv = { 0, 10000 };
+	struct proc *p[4];
+	char *cause = NULL;
+	int i;
+
+	memset(g, 0, sizeof *g);
+	g->base = event_base_new();
+	g->tick = evtimer_new(g->base, gap_tick, g);
+	g->want = n;
+	g->last = util_mono_us();
+	evtimer_add(g->tick, &tv);
+	/* Each start is a turn of the loop, as the session's steps are. */
+	for (i = 0; i < n; i++) {
+		event_base_loop(g->base, EVLOOP_ONCE);
+		p[i] = proc_start(g->base, o, gap_done, g, &cause);
+		assert_non_null(p[i]);
+	}
+	while (g->done < n)
+		event_base_loop(g->base, EVLOOP_ONCE);
+	for (i = 0; i < n; i++)
+		proc_free(p[i]);
+	event_free(g->tick);
+	event_base_free(g->base);
+	return g->longest / 1000;
+}
+
+/*
+ * The loop does not wait for a child's exec (posix_spawn's vfork held it
+ * until then): children that take 1.5 s each to reach their exec leave
+ * the loop's timer ticking (bound generous: a loaded machine).
+ */
+static void
+test_exec_not_waited(void **state)
+{
+	char *argv[] = { "true", NULL };
+	struct proc_opts o;
+	struct gap g;
+	int64_t ms;
+	int i;
+
+	opts_sh(&o, argv);
+	proc_test_exec_delay_ms = 1500;
+	ms = gap_run(&g, &o, 3);
+	proc_test_exec_delay_ms = 0;
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(g.status[i], 0);
+		assert_null(g.cause[i]);
+	}
+	print_message("longest loop gap while 3 slow execs: %lld ms\n",
+	    (long long)ms);
+	assert_true(ms < 1000);
+}
+
+/*
+ * An exec that fails after the start returned (its directory is gone)
+ * is said by the runner: status 127, "cannot run X: why" in stderr and
+ * from proc_cause. proc_run still says it at once.
+ */
+static void
+test_exec_fails_later(void **state)
+{
+	char *argv[] = { "true", NULL };
+	struct proc_opts o;
+	struct gap g;
+	char *cause = NULL;
+	int st;
+
+	opts_sh(&o, argv);
+	o.dir = "/nonexistent/agentmux-no-such-dir";
+	gap_run(&g, &o, 1);
+	assert_int_equal(g.status[0], 127);
+	assert_non_null(g.cause[0]);
+	assert_string_equal(g.cause[0],
+	    "cannot run true: No such file or directory");
+	free(g.cause[0]);
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), -1);
+	assert_string_equal(cause, "cannot run true: No such file or directory");
+	free(cause);
+}
+
+/* An exec refused (not executable) reaches the done callback's stderr too. */
+static void
+test_exec_refused_stderr(void **state)
+{
+	char *dir = test_tmpdir("noexec"), *file;
+	char *argv[] = { "x", NULL };
+	struct proc_opts o;
+	struct proc *p;
+	char *cause = NULL;
+	int done = 0;
+	struct event_base *b = event_base_new();
+
+	file = xprintf("%s/plain", dir);
+	test_sh("printf 'not a program' > %s && chmod 0644 %s", file, file);
+	opts_sh(&o, argv);
+	o.exe = file;
+	p = proc_start(b, &o, flag_done, &done, &cause);
+	assert_non_null(p);
+	while (done == 0)
+		event_base_loop(b, EVLOOP_ONCE);
+	assert_int_equal(done, 1127);
+	assert_string_equal(proc_err(p)->data,
+	    "cannot run x: Permission denied\n");
+	proc_free(p);
+	event_base_free(b);
+	free(file);
+	test_rmtree(dir);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -617,6 +768,9 @@ main(void)
 		cmocka_unit_test(test_one_base),
 		cmocka_unit_test(test_run_inside_loop),
 		cmocka_unit_test(test_sync_inside_loop_refused),
+		cmocka_unit_test(test_exec_not_waited),
+		cmocka_unit_test(test_exec_fails_later),
+		cmocka_unit_test(test_exec_refused_stderr),
 	};
 
 	return test_run_group(tests, NULL, NULL);
