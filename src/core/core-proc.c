@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -643,10 +644,35 @@ proc_high_fd(int fd)
 }
 
 /*
+ * Above this much private memory, copying this process's page tables for
+ * a clone costs the loop more than posix_spawn's wait for the exec
+ * (bench/RESULTS.md: under load, 15 ms a clone at 60 MiB, 45 ms at 200).
+ */
+#define PROC_CLONE_MAX_MIB 32
+
+/* Whether this process is small enough to clone (its private resident memory). */
+static bool
+proc_small(void)
+{
+	unsigned long size, res, shared;
+	FILE *f;
+	bool small = true;
+
+	if ((f = fopen("/proc/self/statm", "re")) == NULL)
+		return true;
+	if (fscanf(f, "%lu %lu %lu", &size, &res, &shared) == 3 && res > shared)
+		small = (res - shared) * (unsigned long)sysconf(_SC_PAGESIZE) <=
+		    (unsigned long)PROC_CLONE_MAX_MIB << 20;
+	fclose(f);
+	return small;
+}
+
+/*
  * Starts P's child: cloned without waiting for its exec when its program
  * is known (an absolute path, or found on PATH), its exec's result then
- * coming through p->execfd; else (and where clone3 is refused) by
- * posix_spawn(p), which waits for the exec and says at once.
+ * coming through p->execfd; else (where clone3 is refused, or this
+ * process is too big to copy cheaply) by posix_spawn, which waits for the
+ * exec and says at once.
  */
 static pid_t
 proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
@@ -657,7 +683,7 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	int ep[2];
 	pid_t pid;
 
-	if (exe == NULL || proc_no_clone3)
+	if (exe == NULL || proc_no_clone3 || !proc_small())
 		return proc_posix_spawn(o, exe, c, err);
 	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
 		*err = errno;
