@@ -565,6 +565,8 @@ doctor_run(struct doctor *d, struct buf *out, char *const *args)
 		proc_sync_run(proc_base(), &over);
 		st = proc_status(p);
 		buf_add(out, proc_out(p)->data, proc_out(p)->len);
+		if (proc_cause(p) != NULL)
+			buf_adds(out, proc_cause(p));
 		proc_free(p);
 	}
 	strv_free(&env);

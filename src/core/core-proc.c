@@ -1,4 +1,12 @@
-/* The child-process runner: a child whose pipes and exit the event loop watches, reaped by its pidfd. */
+/*
+ * The child-process runner: a child whose pipes and exit the event loop
+ * watches, reaped by its pidfd. The child is a copy-on-write clone (clone3
+ * with CLONE_PIDFD, no CLONE_VM or CLONE_VFORK), so the loop never waits
+ * for it to exec; whether its exec failed comes back through a CLOEXEC
+ * pipe, read once the child has ended (or at once by proc_run, which
+ * blocks anyway).
+ */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -9,16 +17,24 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
 
 extern char **environ;
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
 
 /* How often to look for the exit when pidfds are unavailable. */
 #define PROC_POLL_US 10000
@@ -47,9 +63,17 @@ struct proc {
 	int64_t started;          /* util_mono_us() at spawn */
 	int timeout;              /* seconds it may take, 0: no limit */
 	size_t err_max;           /* stderr kept up to so many bytes, 0: all */
+	int execfd;               /* says the exec's errno if it failed; -1 */
+	bool err_to_out;          /* the exec failure is said on stdout */
+	char *argv0;              /* for "cannot run ARGV0" */
+	char *cause;              /* "cannot run X: why", if its exec failed */
 };
 
+/* Test hook: the clone's child sleeps so long (ms) before its exec. */
+int proc_test_exec_delay_ms;
+
 static void proc_arm(struct proc *);
+static void proc_exec_result(struct proc *);
 
 int
 proc_status(struct proc *p)
@@ -170,6 +194,37 @@ proc_input(struct proc *p, const void *data, size_t len)
 }
 
 /*
+ * Reads from the exec pipe whether the child's exec failed (it has ended
+ * or exec'd, so this does not wait): if so its status is 127, and why is
+ * said in its stderr (stdout with err_to_out) and by proc_cause.
+ */
+static void
+proc_exec_result(struct proc *p)
+{
+	ssize_t n;
+	int e = 0;
+
+	if (p->execfd == -1)
+		return;
+	do
+		n = read(p->execfd, &e, sizeof e);
+	while (n == -1 && errno == EINTR);
+	close(p->execfd);
+	p->execfd = -1;
+	if (n != (ssize_t)sizeof e)
+		return;
+	p->cause = xprintf("cannot run %s: %s", p->argv0, strerror(e));
+	p->status = 127;
+	buf_printf(p->err_to_out ? &p->out : &p->err, "%s\n", p->cause);
+}
+
+const char *
+proc_cause(struct proc *p)
+{
+	return p->cause;
+}
+
+/*
  * The child has exited, so everything it wrote is in the pipes: drain
  * them and report. (Output still open after that would belong to a
  * grandchild, which is not ours to wait for.)
@@ -179,6 +234,7 @@ proc_finish(struct proc *p)
 {
 	int i;
 
+	proc_exec_result(p);
 	proc_close(p, 0);
 	for (i = 1; i < 3; i++) {
 		if (p->fds[i] != -1)
@@ -420,9 +476,9 @@ proc_which(const char *name)
 }
 
 static pid_t
-proc_spawn(const struct proc_opts *o, int c[3], int *err)
+proc_posix_spawn(const struct proc_opts *o, const char *exe, int c[3],
+    int *err)
 {
-	const char *exe = o->exe != NULL ? o->exe : proc_which(o->argv[0]);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t sa;
 	mode_t old = 0;
@@ -442,6 +498,254 @@ proc_spawn(const struct proc_opts *o, int c[3], int *err)
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&sa);
 	return *err == 0 ? pid : -1;
+}
+
+/* What the clone's child is given: all of it made before the clone. */
+struct proc_child {
+	const char *exe;
+	char *const *argv;
+	char *const *envp;
+	const char *dir;
+	int umask;
+	int c[3];                 /* its stdin (-1: /dev/null), stdout, stderr */
+	int execfd;               /* the exec pipe's write end */
+	int maxfd;                /* fds above it are closed without close_range */
+};
+
+/* Signals the child gets at their default, as posix_spawn's SETSIGDEF gave them. */
+static const int proc_sigdef[] = { SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP,
+    SIGTSTP, SIGTTIN, SIGTTOU };
+
+/* FD becomes the child's fd TO (kept across exec). Async-signal-safe. */
+static int
+proc_child_fd(int fd, int to)
+{
+	int fl;
+
+	if (fd != to)
+		return dup2(fd, to);
+	if ((fl = fcntl(fd, F_GETFD)) == -1)
+		return -1;
+	return fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+}
+
+/* Closes the child's fds from LO to HI. Async-signal-safe. */
+static void
+proc_child_close(int lo, int hi, int maxfd)
+{
+	int fd;
+
+	if (lo > hi || syscall(SYS_close_range, (unsigned)lo, (unsigned)hi,
+	    0) == 0)
+		return;
+	for (fd = lo; fd <= hi && fd <= maxfd; fd++)
+		close(fd);
+}
+
+/*
+ * The clone's child, signals all blocked: only async-signal-safe calls
+ * (it is a copy of a process with threads) until its exec; if that or
+ * anything before it fails, the errno goes up the exec pipe.
+ */
+static void __attribute__((noreturn))
+proc_child(const struct proc_child *k)
+{
+	struct timespec ts;
+	struct sigaction sa, cur;
+	sigset_t none;
+	size_t i;
+	int e, in = k->c[0], sig;
+
+	/* The parent's handlers are not the command's: default, as posix_spawn does. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sigaction(sig, NULL, &cur) == 0 &&
+		    cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN)
+			sigaction(sig, &sa, NULL);
+	}
+	for (i = 0; i < sizeof proc_sigdef / sizeof proc_sigdef[0]; i++)
+		sigaction(proc_sigdef[i], &sa, NULL);
+	if (proc_test_exec_delay_ms > 0) {
+		ts.tv_sec = proc_test_exec_delay_ms / 1000;
+		ts.tv_nsec = (proc_test_exec_delay_ms % 1000) * 1000000L;
+		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+			;
+	}
+	if (in == -1 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
+		goto fail;
+	if (proc_child_fd(in, 0) == -1 || proc_child_fd(k->c[1], 1) == -1 ||
+	    proc_child_fd(k->c[2], 2) == -1)
+		goto fail;
+	proc_child_close(3, k->execfd - 1, k->maxfd);
+	proc_child_close(k->execfd + 1, ~0U >> 1, k->maxfd);
+	if (k->dir != NULL && chdir(k->dir) == -1)
+		goto fail;
+	if (k->umask >= 0)
+		umask((mode_t)k->umask);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(k->exe, k->argv, k->envp);
+fail:
+	e = errno;
+	(void)!write(k->execfd, &e, sizeof e);
+	_exit(127);
+}
+
+/* clone3's arguments (linux/sched.h's struct clone_args, its first version). */
+struct proc_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+	    stack_size, tls;
+};
+
+/* Set once clone3 is refused (an old kernel, a seccomp filter): posix_spawn then. */
+static bool proc_no_clone3;
+
+/*
+ * Clones K's child: a copy-on-write process (no CLONE_VM, no
+ * CLONE_VFORK), so this returns without waiting for its exec. Its pidfd in
+ * *PIDFD. -1 with *ERR; ENOSYS if clone3 cannot be used here.
+ */
+static pid_t
+proc_clone(const struct proc_child *k, int *pidfd, int *err)
+{
+	struct proc_clone_args ca;
+	sigset_t all, old;
+	long r;
+
+	memset(&ca, 0, sizeof ca);
+	ca.flags = CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)pidfd;
+	ca.exit_signal = SIGCHLD;
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = syscall(SYS_clone3, &ca, sizeof ca);
+	if (r == 0)
+		proc_child(k);
+	*err = r == -1 ? errno : 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == -1 && (*err == ENOSYS || *err == EPERM || *err == EINVAL))
+		*err = ENOSYS;
+	return r == -1 ? -1 : (pid_t)r;
+}
+
+/* An fd of at least 3, so that the child's dup2s to 0-2 cannot take it. */
+static int
+proc_high_fd(int fd)
+{
+	int hi;
+
+	if (fd >= 3 || fd == -1)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	return hi;
+}
+
+/*
+ * Above this much private memory, copying this process's page tables for
+ * a clone costs the loop more than posix_spawn's wait for the exec
+ * (bench/RESULTS.md: under load, 15 ms a clone at 60 MiB, 45 ms at 200).
+ */
+#define PROC_CLONE_MAX_MIB 32
+
+/* Whether this process is small enough to clone (its private resident memory). */
+static bool
+proc_small(void)
+{
+	unsigned long size, res, shared;
+	FILE *f;
+	bool small = true;
+
+	if ((f = fopen("/proc/self/statm", "re")) == NULL)
+		return true;
+	if (fscanf(f, "%lu %lu %lu", &size, &res, &shared) == 3 && res > shared)
+		small = (res - shared) * (unsigned long)sysconf(_SC_PAGESIZE) <=
+		    (unsigned long)PROC_CLONE_MAX_MIB << 20;
+	fclose(f);
+	return small;
+}
+
+/*
+ * Starts P's child: cloned without waiting for its exec when its program
+ * is known (an absolute path, or found on PATH), its exec's result then
+ * coming through p->execfd; else (where clone3 is refused, or this
+ * process is too big to copy cheaply) by posix_spawn, which waits for the
+ * exec and says at once.
+ */
+static pid_t
+proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
+{
+	const char *exe = o->exe != NULL ? o->exe : proc_which(o->argv[0]);
+	struct proc_child k;
+	struct rlimit rl;
+	int ep[2];
+	pid_t pid;
+
+	if (exe == NULL || proc_no_clone3 || !proc_small())
+		return proc_posix_spawn(o, exe, c, err);
+	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
+		*err = errno;
+		return -1;
+	}
+	memset(&k, 0, sizeof k);
+	k.exe = exe;
+	k.argv = o->argv;
+	k.envp = o->env != NULL ? o->env : environ;
+	k.dir = o->dir;
+	k.umask = o->umask;
+	memcpy(k.c, c, sizeof k.c);
+	k.execfd = ep[1];
+	k.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?
+	    (int)rl.rlim_cur : 65536;
+	pid = proc_clone(&k, &p->pidfd, err);
+	close(ep[1]);
+	if (pid == -1) {
+		close(ep[0]);
+		if (*err != ENOSYS)
+			return -1;
+		log_debug("clone3 refused: children are started by posix_spawn");
+		proc_no_clone3 = true;
+		return proc_posix_spawn(o, exe, c, err);
+	}
+	p->execfd = ep[0];
+	util_set_nonblock(p->execfd);
+	return pid;
+}
+
+/*
+ * For proc_run (which blocks anyway): waits until P's child has exec'd or
+ * failed to; errno of the failure (the child is then reaped), 0 if it
+ * runs.
+ */
+static int
+proc_exec_wait(struct proc *p)
+{
+	struct pollfd pfd[2];
+	ssize_t n;
+	int e = 0;
+
+	if (p->execfd == -1)
+		return 0;
+	pfd[0].fd = p->execfd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = p->pidfd;
+	pfd[1].events = POLLIN;
+	/* Its end too: a fork elsewhere may hold the pipe's write end open. */
+	while (poll(pfd, 2, -1) == -1 && errno == EINTR)
+		;
+	do
+		n = read(p->execfd, &e, sizeof e);
+	while (n == -1 && errno == EINTR);
+	close(p->execfd);
+	p->execfd = -1;
+	if (n != (ssize_t)sizeof e)
+		return 0;
+	while (waitpid(p->pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	p->pid = -1;
+	return e;
 }
 
 /*
@@ -474,7 +778,10 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 	p->base = base;
 	p->fds[0] = p->fds[1] = p->fds[2] = -1;
 	p->pidfd = -1;
+	p->execfd = -1;
 	p->status = -1;
+	p->err_to_out = o->err_to_out;
+	p->argv0 = xstrdup(o->argv[0]);
 	p->line = o->line;
 	p->chunk = o->chunk;
 	p->chunk_arg = o->chunk_arg;
@@ -490,7 +797,7 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 	}
 	p->what = proc_what(o->argv);
 	p->started = util_mono_us();
-	p->pid = proc_spawn(o, c, &err);
+	p->pid = proc_spawn(p, o, c, &err);
 	for (i = 0; i < 3; i++) {
 		if (c[i] != -1 && c[i] != o->out_fd &&
 		    !(i == 0 && o->has_in_fd) && !(i == 2 && o->err_to_out))
@@ -498,9 +805,12 @@ proc_start(struct event_base *base, const struct proc_opts *o,
 	}
 	if (p->pid == -1)
 		goto fail;
-	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-	if (p->pidfd != -1)
+	if (p->pidfd == -1 &&
+	    (p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0)) != -1)
 		util_set_cloexec(p->pidfd);
+	/* Without a loop to say it later, an exec failure is said now. */
+	if (base == NULL && (err = proc_exec_wait(p)) != 0)
+		goto fail;
 	p->timeout = o->timeout;
 	proc_arm(p);
 	return p;
@@ -664,10 +974,14 @@ proc_free(struct proc *p)
 		event_free(p->timeout_ev);
 	if (p->pidfd != -1)
 		close(p->pidfd);
+	if (p->execfd != -1)
+		close(p->execfd);
 	buf_free(&p->in);
 	buf_free(&p->out);
 	buf_free(&p->err);
 	free(p->what);
+	free(p->argv0);
+	free(p->cause);
 	free(p);
 }
 

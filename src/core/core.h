@@ -636,7 +636,10 @@ struct proc_opts {
  * Spawns OPTS's command; its output is read and its exit noticed through
  * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
  * The child is reaped by pid (a pidfd), never by waiting for any child.
- * NULL with *CAUSE if it cannot be started.
+ * NULL with *CAUSE if it cannot be started. The loop does not wait for
+ * the child's exec: one that fails later (its directory gone, a program
+ * that cannot be executed) ends with status 127, "cannot run X: why" in
+ * its stderr (stdout with err_to_out) and from proc_cause.
  */
 struct proc *proc_start(struct event_base *base,
     const struct proc_opts *, proc_cb done, void *arg,
@@ -649,6 +652,10 @@ struct proc *proc_start(struct event_base *base,
 void proc_input(struct proc *, const void *data, size_t len);
 /* Exit code, or 128+N for signal N; -1 while running. */
 int proc_status(struct proc *);
+/* "cannot run X: why" if its exec failed (status 127), else NULL; borrowed. */
+const char *proc_cause(struct proc *);
+/* Test hook: a started child sleeps so many ms before its exec. */
+extern int proc_test_exec_delay_ms;
 /* What the command wrote; borrowed, NUL-terminated. */
 struct buf *proc_out(struct proc *);
 struct buf *proc_err(struct proc *);

@@ -60,7 +60,9 @@ tui_status_notify_done(struct proc *p, void *arg)
 {
 	struct tui *t = arg;
 
-	if (proc_status(p) != 0)
+	if (proc_cause(p) != NULL)
+		tui_message(t, true, "[ui] notify: %s", proc_cause(p));
+	else if (proc_status(p) != 0)
 		tui_message(t, true, "[ui] notify command failed (status %d)",
 		    proc_status(p));
 	proc_free(p);
