@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# restore brings back a discarded worktree session (issue 18): the
+# worktree on its branch with the agent's commits, and the files of its
+# last snapshot byte for byte (untracked, modes, a symlink); a link to a
+# host file stays a link, and a .git in the snapshot is not written.
+# Real git, real jails.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-wtrs.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+P=$T/p
+mkdir -p "$P"
+(cd "$P" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+	echo base >f && git add f && git commit -qm init) || exit 1
+cd "$P" || exit 1
+echo host-secret >"$T/secret"
+
+wtrun() { "$AMX" run --worktree --branch "$1" -- sh -c "$2" </dev/null >"$T/$1.out" 2>&1 || bad "session $1 failed: $(cat "$T/$1.out")"; }
+sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "/'"$1"', " in (s.get("worktree") or "")][0])'; }
+tree() { (cd "$1" && find . -path ./.git -prune -o -printf '%p %y %m %l\n' | sort && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+
+wtrun back 'echo c >c && git add c && git commit -qm c && echo dirty >>f && printf "u\0x" >u && chmod 750 u &&
+	mkdir -p d && ln -s ../c d/l && ln -s '"$T/secret"' hostlink'
+id=$(sid back)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id"'][0])')
+before=$(tree "$w")
+tip=$(git rev-parse "agentmux/$id/back")
+"$AMX" discard "$id" --yes >"$T/discard.out" 2>&1 || bad "discard failed: $(cat "$T/discard.out")"
+grep -q "agentmux restore $id" "$T/discard.out" && ok "discard names restore" || bad "discard: $(cat "$T/discard.out")"
+out=$("$AMX" undo "$id" 2>&1)
+grep -q "agentmux restore $id" <<<"$out" && ok "undo of a discarded session names restore" || bad "undo: $out"
+[ ! -e "$w" ] || bad "discard left $w"
+
+out=$("$AMX" restore "$id" 2>&1) || bad "restore failed: $out"
+after=$(tree "$w")
+[ "$before" = "$after" ] && ok "restore gives back the files byte for byte (tracked, untracked, modes, links)" ||
+	bad "restore: files differ: $(diff <(echo "$before") <(echo "$after"))"
+{ [ -L "$w/hostlink" ] && [ "$(readlink "$w/hostlink")" = "$T/secret" ] && [ "$(cat "$T/secret")" = host-secret ]; } &&
+	ok "a link to a host file comes back as a link, the host file untouched" || bad "hostlink: $(ls -l "$w/hostlink")"
+[ "$(git rev-parse "agentmux/$id/back")" = "$tip" ] && [ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$id/back" ] &&
+	ok "the branch is back at the agent's commit, checked out in the worktree" ||
+	bad "branch: $(git -C "$w" rev-parse --abbrev-ref HEAD) $(git rev-parse "agentmux/$id/back" 2>&1) vs $tip"
+"$AMX" sessions | grep -q "agentmux/$id/back, unmerged" && ok "sessions shows it unmerged" || bad "sessions: $("$AMX" sessions)"
+out=$("$AMX" restore "$id" 2>&1) && bad "a second restore worked: $out"
+grep -q "not discarded" <<<"$out" && ok "restore of a worktree that is there refuses" || bad "second restore: $out"
+out=$("$AMX" merge "$id" 2>&1) || bad "merge after restore failed: $out"
+[ -f "$P/c" ] && ok "merge works on the restored session" || bad "merge: $out"
+
+# The name taken, then --branch.
+wtrun two 'echo t >t && git add t && git commit -qm t'
+id2=$(sid two)
+"$AMX" discard "$id2" --yes >/dev/null 2>&1 || bad "discard of $id2 failed"
+git branch "agentmux/$id2/two" main
+out=$("$AMX" restore "$id2" 2>&1) && bad "restore onto a taken branch worked: $out"
+grep -q -- "--branch NAME" <<<"$out" && ok "a taken branch name: refused, saying --branch" || bad "taken: $out"
+out=$("$AMX" restore "$id2" --branch again 2>&1) || bad "restore --branch failed: $out"
+git rev-parse -q --verify "agentmux/$id2/again" >/dev/null && ok "restore --branch makes the new name" || bad "--branch: $out"
+
+# Not a worktree session.
+"$AMX" run -- true </dev/null >/dev/null 2>&1
+out=$("$AMX" restore last 2>&1) && bad "restore of a plain session worked"
+grep -q "not a worktree session" <<<"$out" && ok "restore of a plain session refuses" || bad "plain: $out"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
