@@ -72,4 +72,28 @@ git rev-parse -q --verify "agentmux/$id2/again" >/dev/null && ok "restore --bran
 out=$("$AMX" restore last 2>&1) && bad "restore of a plain session worked"
 grep -q "not a worktree session" <<<"$out" && ok "restore of a plain session refuses" || bad "plain: $out"
 
+# The same as an ordinary user (the mounts and Landlock differ), once, from root.
+if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
+	else
+		u="amxr$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+		mkdir -p "$T/stage"
+		cp "$AMX" "$T/stage/agentmux"
+		cp "${AMX%/*}/agentmux-full" "$T/stage/agentmux-full"
+		cp "$0" "$T/stage/worktree-restore.sh"
+		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
+		chmod -R a+rX "$T/stage"
+		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
+		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
+		    AGENTMUX_SHARE="$T/stage/share" \
+		    bash "$T/stage/worktree-restore.sh" --as-user | sed 's/^/user: /' ||
+		    bad "the unprivileged pass failed"
+		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
+		userdel "$u" 2>/dev/null
+	fi
+fi
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all restore checks passed${1:+ ($1)}"
