@@ -72,6 +72,18 @@ git rev-parse -q --verify "agentmux/$id2/again" >/dev/null && ok "restore --bran
 out=$("$AMX" restore last 2>&1) && bad "restore of a plain session worked"
 grep -q "not a worktree session" <<<"$out" && ok "restore of a plain session refuses" || bad "plain: $out"
 
+# A .git the agent left in the tree (a file in a subdir, a dir with a
+# hook) is not written back: restore writes no git dir git would obey.
+wtrun dotgit 'mkdir -p sub nest/.git/hooks && printf "gitdir: /etc\n" >sub/.git && printf "#!/bin/sh\ntouch /tmp/PWNED\n" >nest/.git/hooks/post-checkout && echo keep >sub/keep'
+id3=$(sid dotgit)
+w3=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id3"'][0])')
+"$AMX" discard "$id3" --yes >/dev/null 2>&1 || bad "discard of $id3 failed"
+out=$("$AMX" restore "$id3" 2>&1) || bad "restore of the .git session failed: $out"
+{ [ "$(cat "$w3/sub/keep" 2>/dev/null)" = keep ] && [ ! -e "$w3/sub/.git" ] && [ ! -e "$w3/nest/.git/hooks/post-checkout" ] &&
+	[ "$(git -C "$w3" rev-parse --git-common-dir)" = "$P/.git" ]; } &&
+	ok "a .git in the snapshot is not written back" ||
+	bad ".git: $(ls -la "$w3/sub" "$w3/nest" 2>&1) $out"
+
 # The same as an ordinary user (the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
