@@ -398,6 +398,19 @@ cmd_restore_note(const char *root, int64_t id, const struct snap_worktree *wt,
 	return rc;
 }
 
+/* Whether PROJECT still has its own .git directory (not a link). */
+static bool
+cmd_restore_project_ok(const char *project)
+{
+	char *git = xprintf("%s/.git", project);
+	struct stat sb;
+	bool ok;
+
+	ok = lstat(git, &sb) == 0 && S_ISDIR(sb.st_mode);
+	free(git);
+	return ok;
+}
+
 /*
  * The checks before a restore: REC is a worktree session (its project
  * under DATA's worktrees/), ended, and its worktree discarded; its kept
@@ -434,6 +447,15 @@ cmd_restore_check(const struct store_session *rec, const char *data,
 		cli_error("restore: the worktree record of session %lld names "
 		    "%s, not its project %s; it is damaged", (long long)rec->id,
 		    kept->path, rec->project);
+		snap_worktree_clear(kept);
+		free(*tip);
+		*tip = NULL;
+	} else if (!cmd_restore_project_ok(kept->project)) {
+		cli_error("restore: the project repository %s of session %lld "
+		    "is gone or moved (no .git directory there); put it back "
+		    "where it was, then restore again; 'agentmux diff %lld' "
+		    "shows the snapshots meanwhile", kept->project,
+		    (long long)rec->id, (long long)rec->id);
 		snap_worktree_clear(kept);
 		free(*tip);
 		*tip = NULL;

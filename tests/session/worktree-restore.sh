@@ -84,6 +84,15 @@ out=$("$AMX" restore "$id3" 2>&1) || bad "restore of the .git session failed: $o
 	ok "a .git in the snapshot is not written back" ||
 	bad ".git: $(ls -la "$w3/sub" "$w3/nest" 2>&1) $out"
 
+# The project moved away: restore says so.
+wtrun moved 'echo m >m'
+id4=$(sid moved)
+"$AMX" discard "$id4" --yes >/dev/null 2>&1 || bad "discard of $id4 failed"
+mv "$P/.git" "$P/.git-away"
+out=$("$AMX" restore "$id4" 2>&1) && bad "restore without the project repo worked: $out"
+mv "$P/.git-away" "$P/.git"
+grep -q "is gone or moved" <<<"$out" && ok "restore with the project repo gone says so" || bad "moved: $out"
+
 # The same as an ordinary user (the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
