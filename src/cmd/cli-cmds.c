@@ -356,6 +356,14 @@ static const struct cli_opt cli_discard_opts[] = {
 	CLI_END
 };
 
+static const struct cli_opt cli_restore_opts[] = {
+	{ "to", 0, "SNAP", CLI_SNAP, "the snapshot whose files the worktree "
+	  "gets (default: the last); see 'snapshots'" },
+	{ "branch", 0, "NAME", CLI_TEXT, "make the branch agentmux/ID/NAME, "
+	  "not the one discarded (when that name is taken)" },
+	CLI_END
+};
+
 static const struct cli_opt cli_undo_opts[] = {
 	{ "to", 0, "SNAP", CLI_SNAP, "the snapshot to go back to (default: "
 	  "start); see 'snapshots'" },
@@ -552,6 +560,17 @@ static const struct cli_cmd cli_cmds[] = {
 	  .args = cli_session_args,
 	  .summary = "remove a worktree session's worktree and branch (its "
 	  "snapshots stay)" },
+	{ .name = "restore", .fn = cmd_restore, .opts = cli_restore_opts,
+	  .args = cli_session_args,
+	  .summary = "bring back a discarded worktree session's worktree and "
+	  "branch",
+	  .help =
+	  "Remakes the worktree where it was, on its branch (at the commit the\n"
+	  "branch was at when discarded, else at the session's base), the same\n"
+	  "way a session's start makes one (no hooks, no filter drivers), then\n"
+	  "puts back the files of its last snapshot (or --to SNAP), uncommitted\n"
+	  "changes included, as 'undo' does: links stay links, never followed.\n"
+	  "merge, discard, diff and undo then work on it as before.\n" },
 	{ .name = "undo", .fn = cmd_undo, .opts = cli_undo_opts,
 	  .args = cli_undo_args,
 	  .summary = "put a session's project back as it was at a snapshot "

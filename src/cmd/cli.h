@@ -179,6 +179,7 @@ int cmd_worktree_gc(struct store *, int64_t cutoff, bool force, bool dry,
     int64_t **keep, size_t *nkeep);
 int cmd_merge(struct cli_args *);
 int cmd_discard(struct cli_args *);
+int cmd_restore(struct cli_args *);
 int cmd_sessions(struct cli_args *);
 int cmd_show(struct cli_args *);
 int cmd_requests(struct cli_args *);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "cli.h"
 #include "session/session.h"
 #include "snap/snap.h"
@@ -131,7 +133,7 @@ cmd_worktree_confirm(const struct snap_worktree *wt, int merged)
 	char line[16];
 
 	out_printf(stderr, "discard the worktree %s and branch %s%s? "
-	    "(its snapshots stay) [y/N] ", wt->path, wt->branch,
+	    "(its snapshots stay: 'restore' brings it back) [y/N] ", wt->path, wt->branch,
 	    merged == 1 ? " (merged)" : ", NOT merged");
 	if (fgets(line, sizeof line, stdin) == NULL)
 		return false;
@@ -171,9 +173,9 @@ cmd_discard(struct cli_args *args)
 	} else
 		out_printf(stdout, "discarded the worktree and branch %s of "
 		    "session %lld; its snapshots stay: 'agentmux diff %lld' "
-		    "shows them, and 'agentmux undo %lld' says how to get "
-		    "their files\n", wt.branch, (long long)id, (long long)id,
-		    (long long)id);
+		    "shows them, and 'agentmux restore %lld' brings the "
+		    "worktree and branch back\n", wt.branch, (long long)id,
+		    (long long)id, (long long)id);
 	free(cause);
 	free(root);
 	snap_worktree_clear(&wt);
@@ -355,4 +357,266 @@ cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
 	strv_free(&orphans);
 	free(data);
 	return 0;
+}
+
+/* A worktree being remade for restore, on the command's own loop. */
+struct cmd_restore {
+	struct event_base *base;
+	bool done;
+	bool added;
+	char *error;
+};
+
+static void
+cmd_restore_made(void *arg, const struct snap_worktree_made *m,
+    const char *error)
+{
+	struct cmd_restore *r = arg;
+
+	r->done = true;
+	r->added = m->added;
+	if (error != NULL)
+		r->error = xstrdup(error);
+	event_base_loopbreak(r->base);
+}
+
+/* Session ID's worktree record beside it, as a session's start writes it. */
+static int
+cmd_restore_note(const char *root, int64_t id, const struct snap_worktree *wt,
+    char **cause)
+{
+	char *path = xprintf("%s/session", root);
+	char *text = xprintf("session=%lld\nproject=%s\nworktree=%s\n"
+	    "branch=%s\nbase=%s\ncommon=%s\nadmin=%s\n", (long long)id,
+	    wt->project, wt->path, wt->branch, wt->base, wt->common,
+	    wt->admin);
+	int rc;
+
+	rc = util_write_file_atomic(path, text, strlen(text), 0600, cause);
+	free(path);
+	free(text);
+	return rc;
+}
+
+/* Whether PROJECT still has its own .git directory (not a link). */
+static bool
+cmd_restore_project_ok(const char *project)
+{
+	char *git = xprintf("%s/.git", project);
+	struct stat sb;
+	bool ok;
+
+	ok = lstat(git, &sb) == 0 && S_ISDIR(sb.st_mode);
+	free(git);
+	return ok;
+}
+
+/*
+ * The checks before a restore: REC is a worktree session (its project
+ * under DATA's worktrees/), ended, and its worktree discarded; its kept
+ * record into *KEPT and *TIP. 0, or -1 said.
+ */
+static int
+cmd_restore_check(const struct store_session *rec, const char *data,
+    struct snap_worktree *kept, char **tip)
+{
+	char *under = xprintf("%s/worktrees/", data), *root = NULL;
+	char *cause = NULL;
+	struct snap_worktree wt;
+	int rc = -1;
+
+	if (rec->project == NULL || strncmp(rec->project, under,
+	    strlen(under)) != 0)
+		cli_error("restore: session %lld is not a worktree session "
+		    "(it ran in %s itself); restore brings back the worktree "
+		    "a 'discard' removed; 'agentmux undo %lld' puts files "
+		    "back", (long long)rec->id, rec->project != NULL ?
+		    rec->project : "?", (long long)rec->id);
+	else if (store_session_live(rec))
+		cli_error("restore: session %lld still runs; its worktree is "
+		    "there", (long long)rec->id);
+	else if (snap_worktree_find(data, rec->id, &wt, &root, &cause) == 0) {
+		cli_error("restore: session %lld's worktree %s is there (not "
+		    "discarded): nothing to restore; 'agentmux undo %lld "
+		    "--to SNAP' puts its files back to a snapshot",
+		    (long long)rec->id, wt.path, (long long)rec->id);
+		snap_worktree_clear(&wt);
+	} else if (snap_worktree_kept(data, rec->id, kept, tip, &cause) == -1)
+		cli_error("restore: %s", cause);
+	else if (strcmp(kept->path, rec->project) != 0) {
+		cli_error("restore: the worktree record of session %lld names "
+		    "%s, not its project %s; it is damaged", (long long)rec->id,
+		    kept->path, rec->project);
+		snap_worktree_clear(kept);
+		free(*tip);
+		*tip = NULL;
+	} else if (!cmd_restore_project_ok(kept->project)) {
+		cli_error("restore: the project repository %s of session %lld "
+		    "is gone or moved (no .git directory there); put it back "
+		    "where it was, then restore again; 'agentmux diff %lld' "
+		    "shows the snapshots meanwhile", kept->project,
+		    (long long)rec->id, (long long)rec->id);
+		snap_worktree_clear(kept);
+		free(*tip);
+		*tip = NULL;
+	} else
+		rc = 0;
+	free(cause);
+	free(root);
+	free(under);
+	return rc;
+}
+
+/* The branch restore makes: --branch NAME, else the one discarded; NULL if bad (said). */
+static char *
+cmd_restore_branch(struct cli_args *args, int64_t id,
+    const struct snap_worktree *kept)
+{
+	const char *name = cli_get(args, "branch");
+
+	if (name == NULL)
+		return xstrdup(kept->branch);
+	if (!cmd_worktree_name_ok(name)) {
+		cli_usage_error("restore", "bad --branch '%s': give a name of "
+		    "letters, digits, '.', '_' and '-' (the branch is "
+		    "agentmux/ID/NAME)", name);
+		return NULL;
+	}
+	return xprintf("agentmux/%lld/%s", (long long)id, name);
+}
+
+/* Remakes KEPT's worktree on BRANCH at REF through the same code a session's start uses; 0, or -1 said. */
+static int
+cmd_restore_make(int64_t id, const struct snap_worktree *kept,
+    const char *branch, const char *ref, const char *root,
+    struct snap_worktree *wt)
+{
+	struct cmd_restore r;
+	struct snap_worktree_make *m;
+	char *cause = NULL;
+
+	memset(&r, 0, sizeof r);
+	if ((r.base = event_base_new()) == NULL) {
+		cli_error("restore: cannot make an event loop");
+		return -1;
+	}
+	m = snap_worktree_make_start(r.base, kept->project, kept->path, branch,
+	    ref, root, wt, cmd_restore_made, &r, &cause);
+	if (m == NULL) {
+		r.done = true;
+		r.error = cause;
+		cause = NULL;
+	}
+	while (!r.done && event_base_loop(r.base, EVLOOP_ONCE) == 0)
+		;
+	event_base_free(r.base);
+	if (r.error == NULL && r.done)
+		return 0;
+	cli_error("restore: cannot remake session %lld's worktree %s on %s "
+	    "at %s: %s%s", (long long)id, kept->path, branch, ref,
+	    r.error != NULL ? r.error : "interrupted", strstr(r.error != NULL ?
+	    r.error : "", "already exists") != NULL ? "; the branch name is "
+	    "taken: delete that branch, or pass --branch NAME" : "");
+	free(r.error);
+	return -1;
+}
+
+/* The files of snapshot TO (NULL: the last) put into the remade worktree by undo's code. */
+static int
+cmd_restore_files(struct store *st, int64_t id, const char *to)
+{
+	struct snap_undo_opts o;
+	struct config *cf;
+	char *cause = NULL;
+	int rc;
+
+	if ((cf = cli_load_config()) == NULL)
+		return -1;
+	memset(&o, 0, sizeof o);
+	o.to = to != NULL ? to : "latest";
+	o.force = true;
+	o.out = stdout;
+	if ((rc = snap_undo(st, cf, id, &o, &cause)) == -1)
+		cli_error("restore: the worktree is back, but its files are not "
+		    "those of snapshot %s: %s; try 'agentmux undo %lld --to "
+		    "%s'", o.to, cause, (long long)id, o.to);
+	free(cause);
+	config_free(cf);
+	return rc;
+}
+
+int
+cmd_restore(struct cli_args *args)
+{
+	struct store_session *rec = NULL;
+	struct snap_worktree kept, wt;
+	struct store_snapshot *snap;
+	struct store *st;
+	char *data = NULL, *tip = NULL, *branch = NULL, *root = NULL;
+	char *cause = NULL, *slash;
+	int64_t id;
+	int rc = 1;
+
+	memset(&kept, 0, sizeof kept);
+	memset(&wt, 0, sizeof wt);
+	if ((st = cli_open_store()) == NULL)
+		return 1;
+	if (cli_resolve_session(st, args->argv[0], &id) == -1)
+		goto out;
+	if ((rec = store_session_get(st, id)) == NULL) {
+		cli_error("restore: no session %lld", (long long)id);
+		goto out;
+	}
+	if ((data = path_data_dir(&cause)) == NULL) {
+		cli_error("restore: %s", cause);
+		goto out;
+	}
+	if (cmd_restore_check(rec, data, &kept, &tip) == -1 ||
+	    (branch = cmd_restore_branch(args, id, &kept)) == NULL)
+		goto out;
+	/* The snapshot must be there before anything is made. */
+	if ((snap = snap_resolve(st, id, cli_get(args, "to") != NULL ?
+	    cli_get(args, "to") : "latest", NULL, &cause)) == NULL) {
+		cli_error("restore: %s", cause);
+		goto out;
+	}
+	store_snapshot_free(snap);
+	root = xstrdup(kept.path);
+	if ((slash = strrchr(root, '/')) != NULL)
+		*slash = '\0';
+	if (mkdir(root, 0700) == -1) {
+		cli_error("restore: cannot make %s: %s; %s", root,
+		    strerror(errno), errno == EEXIST ? "something is there "
+		    "already: move it aside and restore again" : "check the "
+		    "data dir");
+		goto out;
+	}
+	if (cmd_restore_make(id, &kept, branch, tip != NULL ? tip : kept.base,
+	    root, &wt) == -1) {
+		path_remove_tree(root);
+		goto out;
+	}
+	if (cmd_restore_note(root, id, &wt, &cause) == -1) {
+		cli_error("restore: %s", cause);
+		goto out;
+	}
+	if (cmd_restore_files(st, id, cli_get(args, "to")) == -1)
+		goto out;
+	out_printf(stdout, "restored session %lld's worktree %s on branch %s "
+	    "(at %.12s%s); 'agentmux merge %lld' or 'agentmux discard %lld' "
+	    "as before\n", (long long)id, wt.path, wt.branch, tip != NULL ?
+	    tip : kept.base, tip != NULL ? ", its tip when discarded" :
+	    ", its base", (long long)id, (long long)id);
+	rc = 0;
+out:
+	snap_worktree_clear(&kept);
+	snap_worktree_clear(&wt);
+	store_session_free(rec);
+	free(cause);
+	free(tip);
+	free(branch);
+	free(root);
+	free(data);
+	store_close(st);
+	return rc;
 }

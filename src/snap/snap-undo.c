@@ -1121,12 +1121,11 @@ snap_undo_gone(const struct snap_undo *u, char **cause)
 		return 0;
 	*cause = xprintf("the project dir %s is gone (session %lld's "
 	    "worktree was discarded), so undo has nowhere to put files back. "
-	    "Its snapshots stay: 'agentmux diff %lld' shows them (--from and "
-	    "--to name two), and the files of snapshot %lld go into a new "
-	    "dir DIR with: mkdir DIR && git --git-dir='%s' --work-tree=DIR "
-	    "archive %s | tar -x -C DIR", u->repo->worktree, (long long)u->session,
-	    (long long)u->session, (long long)u->seq, u->repo->gitdir,
-	    u->target->commit);
+	    "'agentmux restore %lld --to %lld' brings the worktree and branch "
+	    "back with the files of snapshot %lld; 'agentmux diff %lld' shows "
+	    "the snapshots (--from and --to name two)", u->repo->worktree,
+	    (long long)u->session, (long long)u->session, (long long)u->seq,
+	    (long long)u->seq, (long long)u->session);
 	return -1;
 }
 

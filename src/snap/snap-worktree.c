@@ -1429,6 +1429,8 @@ out:
 	return rc;
 }
 
+static void snap_worktree_keep_record(const char *, const char *);
+
 /* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
 static void
 snap_worktree_unlink_links(int fd)
@@ -1523,6 +1525,30 @@ snap_worktree_discard_ref(const struct snap_worktree *wt, const char *ns,
 	    cause);
 }
 
+/* The commit the session's branch is at (a plain ref only), for restore; NULL if none. */
+static char *
+snap_worktree_tip(const struct snap_worktree *wt)
+{
+	char *ref = xprintf("refs/heads/%s^{commit}", wt->branch), *err = NULL;
+	const char *args[] = { "rev-parse", "--verify", "-q",
+	    "--end-of-options", ref, NULL };
+	struct buf out;
+
+	buf_init(&out);
+	if (snap_worktree_branch_plain(wt, &err) == -1 ||
+	    snap_worktree_git(wt->common, NULL, wt->common, args, &out,
+	    &err) == -1 || out.data == NULL) {
+		free(err);
+		free(ref);
+		buf_free(&out);
+		return NULL;
+	}
+	free(ref);
+	buf_adds(&out, "");
+	out.data[strcspn(out.data, "\n")] = '\0';
+	return buf_steal(&out);
+}
+
 int
 snap_worktree_discard(const struct snap_worktree *wt, const char *root,
     char **cause)
@@ -1537,6 +1563,7 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	const char *list[] = { "for-each-ref",
 	    "--format=%(refname) %(objectname) %(symref)", ns, NULL };
 	struct buf out;
+	char *tip = snap_worktree_tip(wt);
 	int rc = 0;
 
 	/* Its files first (git removes them without following links), then its refs. */
@@ -1561,7 +1588,98 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 		snap_worktree_discard_dir(wt->common, ns);
 	buf_free(&out);
 	free(ns);
-	if (rc == 0)
+	if (rc == 0) {
+		snap_worktree_keep_record(root, tip);
 		path_remove_tree(root);
+	}
+	free(tip);
 	return rc;
+}
+
+/* DATA/sessions/SESSION/worktree: the record of a discarded worktree, for restore. */
+static char *
+snap_worktree_kept_path(const char *data_dir, const char *session)
+{
+	return xprintf("%s/sessions/%s/worktree", data_dir, session);
+}
+
+/*
+ * Before ROOT (DATA/worktrees/wt-X) goes: its record is kept under
+ * DATA/sessions/ID/, so that 'restore' knows the main project, the
+ * worktree's path and its branch.
+ */
+static void
+snap_worktree_keep_record(const char *root, const char *tip)
+{
+	char *path = xprintf("%s/session", root), *data, *slash, *id, *dst;
+	char *dir, *cause = NULL;
+	struct buf b;
+
+	data = xstrdup(root);
+	buf_init(&b);
+	buf_adds(&b, "");
+	if ((slash = strrchr(data, '/')) != NULL)
+		*slash = '\0';
+	if ((slash = strrchr(data, '/')) != NULL)
+		*slash = '\0';
+	if (slash != NULL && buf_read_file(&b, path) == 0 &&
+	    (id = snap_worktree_field(b.data, "session")) != NULL) {
+		if (tip != NULL)
+			buf_printf(&b, "tip=%s\n", tip);
+		dir = xprintf("%s/sessions/%s", data, id);
+		dst = snap_worktree_kept_path(data, id);
+		if (path_mkdir_p(dir, 0700) == -1 ||
+		    util_write_file_atomic(dst, b.data, strlen(b.data), 0600,
+		    &cause) == -1)
+			log_warn("cannot keep the worktree record %s: %s", dst,
+			    cause != NULL ? cause : strerror(errno));
+		free(cause);
+		free(dir);
+		free(dst);
+		free(id);
+	}
+	buf_free(&b);
+	free(data);
+	free(path);
+}
+
+int
+snap_worktree_kept(const char *data_dir, int64_t session,
+    struct snap_worktree *wt, char **tip, char **cause)
+{
+	char *id = xprintf("%lld", (long long)session);
+	char *path = snap_worktree_kept_path(data_dir, id);
+	struct buf b;
+
+	memset(wt, 0, sizeof *wt);
+	*tip = NULL;
+	buf_init(&b);
+	buf_adds(&b, "");
+	if (buf_read_file(&b, path) == 0) {
+		wt->project = snap_worktree_field(b.data, "project");
+		wt->path = snap_worktree_field(b.data, "worktree");
+		wt->branch = snap_worktree_field(b.data, "branch");
+		wt->base = snap_worktree_field(b.data, "base");
+		wt->common = snap_worktree_field(b.data, "common");
+		wt->admin = snap_worktree_field(b.data, "admin");
+		*tip = snap_worktree_field(b.data, "tip");
+	}
+	buf_free(&b);
+	free(id);
+	if (wt->project != NULL && wt->path != NULL && wt->branch != NULL &&
+	    wt->base != NULL && snap_worktree_branch_ok(wt->branch) &&
+	    wt->path[0] == '/') {
+		free(path);
+		return 0;
+	}
+	*cause = xprintf("there is no record of session %lld's discarded "
+	    "worktree (%s is missing or damaged: it was discarded by an "
+	    "older agentmux, or the record was removed); its files are in "
+	    "its snapshots: 'agentmux undo %lld' says how to get them",
+	    (long long)session, path, (long long)session);
+	free(path);
+	free(*tip);
+	*tip = NULL;
+	snap_worktree_clear(wt);
+	return -1;
 }

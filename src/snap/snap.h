@@ -745,6 +745,14 @@ enum snap_worktree_how {
  */
 int snap_worktree_merge(const struct snap_worktree *, int64_t session,
     enum snap_worktree_how how, const char *into, char **done, char **cause);
+/**
+ * The record of SESSION's discarded worktree (discard keeps it under
+ * DATA_DIR's sessions/ID/) into *WT: the main project, the worktree's
+ * path, its branch and base, and *TIP the commit its branch was at
+ * (NULL if unknown; caller frees). -1 with *CAUSE if there is none.
+ */
+int snap_worktree_kept(const char *data_dir, int64_t session,
+    struct snap_worktree *, char **tip, char **cause);
 /** Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots stay. -1 with *CAUSE. */
 int snap_worktree_discard(const struct snap_worktree *, const char *root,
     char **cause);

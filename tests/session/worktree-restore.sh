@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# restore brings back a discarded worktree session (issue 18): the
+# worktree on its branch with the agent's commits, and the files of its
+# last snapshot byte for byte (untracked, modes, a symlink); a link to a
+# host file stays a link, and a .git in the snapshot is not written.
+# Real git, real jails.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-wtrs.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+P=$T/p
+mkdir -p "$P"
+(cd "$P" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+	echo base >f && git add f && git commit -qm init) || exit 1
+cd "$P" || exit 1
+echo host-secret >"$T/secret"
+
+wtrun() { "$AMX" run --worktree --branch "$1" -- sh -c "$2" </dev/null >"$T/$1.out" 2>&1 || bad "session $1 failed: $(cat "$T/$1.out")"; }
+sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "/'"$1"', " in (s.get("worktree") or "")][0])'; }
+tree() { (cd "$1" && find . -path ./.git -prune -o -printf '%p %y %m %l\n' | sort && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+
+wtrun back 'echo c >c && git add c && git commit -qm c && echo dirty >>f && printf "u\0x" >u && chmod 750 u &&
+	mkdir -p d && ln -s ../c d/l && ln -s '"$T/secret"' hostlink'
+id=$(sid back)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id"'][0])')
+before=$(tree "$w")
+tip=$(git rev-parse "agentmux/$id/back")
+"$AMX" discard "$id" --yes >"$T/discard.out" 2>&1 || bad "discard failed: $(cat "$T/discard.out")"
+grep -q "agentmux restore $id" "$T/discard.out" && ok "discard names restore" || bad "discard: $(cat "$T/discard.out")"
+out=$("$AMX" undo "$id" 2>&1)
+grep -q "agentmux restore $id" <<<"$out" && ok "undo of a discarded session names restore" || bad "undo: $out"
+[ ! -e "$w" ] || bad "discard left $w"
+
+out=$("$AMX" restore "$id" 2>&1) || bad "restore failed: $out"
+after=$(tree "$w")
+[ "$before" = "$after" ] && ok "restore gives back the files byte for byte (tracked, untracked, modes, links)" ||
+	bad "restore: files differ: $(diff <(echo "$before") <(echo "$after"))"
+{ [ -L "$w/hostlink" ] && [ "$(readlink "$w/hostlink")" = "$T/secret" ] && [ "$(cat "$T/secret")" = host-secret ]; } &&
+	ok "a link to a host file comes back as a link, the host file untouched" || bad "hostlink: $(ls -l "$w/hostlink")"
+[ "$(git rev-parse "agentmux/$id/back")" = "$tip" ] && [ "$(git -C "$w" rev-parse --abbrev-ref HEAD)" = "agentmux/$id/back" ] &&
+	ok "the branch is back at the agent's commit, checked out in the worktree" ||
+	bad "branch: $(git -C "$w" rev-parse --abbrev-ref HEAD) $(git rev-parse "agentmux/$id/back" 2>&1) vs $tip"
+"$AMX" sessions | grep -q "agentmux/$id/back, unmerged" && ok "sessions shows it unmerged" || bad "sessions: $("$AMX" sessions)"
+out=$("$AMX" restore "$id" 2>&1) && bad "a second restore worked: $out"
+grep -q "not discarded" <<<"$out" && ok "restore of a worktree that is there refuses" || bad "second restore: $out"
+out=$("$AMX" merge "$id" 2>&1) || bad "merge after restore failed: $out"
+[ -f "$P/c" ] && ok "merge works on the restored session" || bad "merge: $out"
+
+# The name taken, then --branch.
+wtrun two 'echo t >t && git add t && git commit -qm t'
+id2=$(sid two)
+"$AMX" discard "$id2" --yes >/dev/null 2>&1 || bad "discard of $id2 failed"
+git branch "agentmux/$id2/two" main
+out=$("$AMX" restore "$id2" 2>&1) && bad "restore onto a taken branch worked: $out"
+grep -q -- "--branch NAME" <<<"$out" && ok "a taken branch name: refused, saying --branch" || bad "taken: $out"
+out=$("$AMX" restore "$id2" --branch again 2>&1) || bad "restore --branch failed: $out"
+git rev-parse -q --verify "agentmux/$id2/again" >/dev/null && ok "restore --branch makes the new name" || bad "--branch: $out"
+
+# Not a worktree session.
+"$AMX" run -- true </dev/null >/dev/null 2>&1
+out=$("$AMX" restore last 2>&1) && bad "restore of a plain session worked"
+grep -q "not a worktree session" <<<"$out" && ok "restore of a plain session refuses" || bad "plain: $out"
+
+# A .git the agent left in the tree (a file in a subdir, a dir with a
+# hook) is not written back: restore writes no git dir git would obey.
+wtrun dotgit 'mkdir -p sub nest/.git/hooks && printf "gitdir: /etc\n" >sub/.git && printf "#!/bin/sh\ntouch /tmp/PWNED\n" >nest/.git/hooks/post-checkout && echo keep >sub/keep'
+id3=$(sid dotgit)
+w3=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id3"'][0])')
+"$AMX" discard "$id3" --yes >/dev/null 2>&1 || bad "discard of $id3 failed"
+out=$("$AMX" restore "$id3" 2>&1) || bad "restore of the .git session failed: $out"
+{ [ "$(cat "$w3/sub/keep" 2>/dev/null)" = keep ] && [ ! -e "$w3/sub/.git" ] && [ ! -e "$w3/nest/.git/hooks/post-checkout" ] &&
+	[ "$(git -C "$w3" rev-parse --git-common-dir)" = "$P/.git" ]; } &&
+	ok "a .git in the snapshot is not written back" ||
+	bad ".git: $(ls -la "$w3/sub" "$w3/nest" 2>&1) $out"
+
+# The project moved away: restore says so.
+wtrun moved 'echo m >m'
+id4=$(sid moved)
+"$AMX" discard "$id4" --yes >/dev/null 2>&1 || bad "discard of $id4 failed"
+mv "$P/.git" "$P/.git-away"
+out=$("$AMX" restore "$id4" 2>&1) && bad "restore without the project repo worked: $out"
+mv "$P/.git-away" "$P/.git"
+grep -q "is gone or moved" <<<"$out" && ok "restore with the project repo gone says so" || bad "moved: $out"
+
+# The same as an ordinary user (the mounts and Landlock differ), once, from root.
+if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
+	else
+		u="amxr$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+		mkdir -p "$T/stage"
+		cp "$AMX" "$T/stage/agentmux"
+		cp "${AMX%/*}/agentmux-full" "$T/stage/agentmux-full"
+		cp "$0" "$T/stage/worktree-restore.sh"
+		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
+		chmod -R a+rX "$T/stage"
+		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
+		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
+		    AGENTMUX_SHARE="$T/stage/share" \
+		    bash "$T/stage/worktree-restore.sh" --as-user | sed 's/^/user: /' ||
+		    bad "the unprivileged pass failed"
+		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
+		userdel "$u" 2>/dev/null
+	fi
+fi
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all restore checks passed${1:+ ($1)}"
