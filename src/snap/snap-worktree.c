@@ -1470,6 +1470,76 @@ out:
 	return rc;
 }
 
+/* What the session made of the worktree's HEAD (open in FD) if it is not WANT, or NULL; caller frees. */
+static char *
+snap_worktree_head_was(int fd, const char *want)
+{
+	struct stat st;
+	struct buf b;
+	char *q, *was = NULL;
+
+	if (fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return xstrdup(errno == ENOENT ? "deleted it" : "made it "
+		    "unreadable");
+	if (S_ISLNK(st.st_mode))
+		return xstrdup("made it a link");
+	buf_init(&b);
+	if (!S_ISREG(st.st_mode) || snap_hist_read(fd, "HEAD", &b, 4096) == -1)
+		was = xstrdup("made it something other than a file");
+	else {
+		buf_add(&b, "", 1);
+		b.data[strcspn(b.data, "\n")] = '\0';
+		if (strcmp(b.data, want) == 0)
+			was = NULL;
+		else if (!snap_hist_value_ok(b.data))
+			was = xstrdup("filled it with what git does not take "
+			    "for a HEAD");
+		else if (strncmp(b.data, "ref: ", 5) == 0) {
+			q = quote_name(b.data + 5);
+			was = xprintf("pointed it at %s", q);
+			free(q);
+		} else
+			was = xprintf("detached it at %.12s", b.data);
+	}
+	buf_free(&b);
+	return was;
+}
+
+int
+snap_worktree_head_fix(const struct snap_worktree *wt, bool dry, char **was,
+    char **cause)
+{
+	char *want = xprintf("ref: refs/heads/%s", wt->branch);
+	struct buf text;
+	int fd, rc = 0;
+
+	*was = NULL;
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT) {
+			*cause = xprintf("cannot open the worktree's git dir "
+			    "%s: %s", wt->admin, strerror(errno));
+			rc = -1;
+		}
+		free(want);
+		return rc;
+	}
+	*was = snap_worktree_head_was(fd, want);
+	buf_init(&text);
+	buf_printf(&text, "%s\n", want);
+	if (*was != NULL && !dry && snap_hist_write(fd, "HEAD", &text,
+	    0644) == -1) {
+		*cause = xprintf("cannot write %s/HEAD: %s; write '%s' into "
+		    "it", wt->admin, strerror(errno), want);
+		rc = -1;
+	}
+	buf_free(&text);
+	close(fd);
+	free(want);
+	return rc;
+}
+
 /* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
 static void
 snap_worktree_unlink_links(int fd)

@@ -2,7 +2,8 @@
 # What a worktree session does to its git to reach the user's tree (issue 18, hostile review s12 r21):
 # a branch reset to an older commit of the user's history that renames a directory onto one the main
 # tree ignores cannot make merge, --squash or --apply carry the user's newer file (git's directory-rename
-# detection) over the user's ignored file. Real git, real jails; as root and as an ordinary user.
+# detection) over the user's ignored file; a session that points its worktree's own HEAD at the user's main
+# is told at the end and put back (and by undo --refs). Real git, real jails; as root and as an ordinary user.
 set -u
 AMX=${AGENTMUX:?AGENTMUX must name the binary}
 command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
@@ -52,6 +53,29 @@ for how in "" --squash --apply; do
 		bad "merge $how moved config/settings.json: $(git status --porcelain | tr '\n' ' ')"
 	git reset -q --hard "$b1"
 done
+
+# 2. The session points its worktree's own HEAD at the user's main: the end says so (in red) and puts it
+# back on the session's branch; main is the main tree's to switch to. undo --refs repairs it too.
+P=$T/h
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A && git branch feature
+end=$("$AMX" run --worktree -- sh -c 'echo c >f && git commit -qam C && git symbolic-ref HEAD refs/heads/main' \
+	</dev/null 2>&1)
+id=$(sid)
+wthead() { git worktree list --porcelain | awk '/^worktree /{w=$2} /^branch /{if (w ~ /\/worktrees\//) print $2}'; }
+grep -q "HEAD of the session's worktree .*pointed it at refs/heads/main.*put back on its branch agentmux/" <<<"$end" &&
+	ok "the end tells a worktree HEAD pointed at main" || bad "the end did not tell the worktree's HEAD: $end"
+[ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && ok "the end put the worktree's HEAD back on its branch" ||
+	bad "the worktree's HEAD after the end: $(wthead); $(git worktree list)"
+git switch -q feature && git switch -q main && ok "the user can switch to main in the main tree" ||
+	bad "git switch main in the main tree failed: $(git worktree list)"
+admin=$(git rev-parse --git-common-dir)/worktrees/$(ls "$(git rev-parse --git-common-dir)/worktrees")
+git switch -q feature && echo 'ref: refs/heads/main' >"$admin/HEAD"
+out=$("$AMX" undo --refs "$id" 2>&1) || bad "undo --refs failed: $out"
+[ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && grep -q "switch  the worktree's HEAD back" <<<"$out" &&
+	ok "undo --refs puts the worktree's HEAD back on its branch" ||
+	bad "after undo --refs the worktree's HEAD: $(wthead); undo said: $out"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.
