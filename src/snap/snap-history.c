@@ -2708,6 +2708,34 @@ snap_history_heads(struct snap_history *h)
 	}
 }
 
+/* A worktree session's own HEAD back on its branch (snap_worktree_head_fix), told in red. */
+static void
+snap_history_wt_head(struct snap_history *h, int64_t session)
+{
+	struct snap_worktree wt;
+	char *data, *root = NULL, *was = NULL, *cause = NULL;
+
+	if ((data = path_data_dir(&cause)) != NULL &&
+	    snap_worktree_find(data, session, &wt, &root, &cause) == 0) {
+		free(cause);
+		cause = NULL;
+		if (snap_worktree_head_fix(&wt, false, &was, &cause) == -1)
+			strv_addf(&h->end_alerts, "the HEAD of the session's "
+			    "worktree (%s/HEAD): the session %s, and it could "
+			    "not be put back on its branch %s (%s)", wt.admin,
+			    was != NULL ? was : "changed it", wt.branch, cause);
+		else if (was != NULL)
+			strv_addf(&h->end_alerts, "the HEAD of the session's "
+			    "worktree (%s/HEAD): the session %s; it was put "
+			    "back on its branch %s", wt.admin, was, wt.branch);
+		snap_worktree_clear(&wt);
+	}
+	free(was);
+	free(cause);
+	free(root);
+	free(data);
+}
+
 void
 snap_history_end(struct snap_history *h, struct event_base *base,
     int64_t session, snap_history_end_cb done, void *arg)
@@ -2719,6 +2747,7 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	h->end_done = done;
 	h->end_arg = arg;
 	snap_history_heads(h);
+	snap_history_wt_head(h, session);
 	/* One more than there are: none ends it before all have started. */
 	h->ending = h->n + 1;
 	for (i = 0; i < h->n; i++)

@@ -527,6 +527,34 @@ out:
 	buf_free(&saved);
 }
 
+/* A worktree session's: its worktree's own HEAD on its branch (snap_worktree_head_fix). */
+static void
+snap_refs_wt_head(struct snap_refs *sr)
+{
+	struct snap_worktree wt;
+	char *data, *root = NULL, *was = NULL, *cause = NULL;
+
+	if ((data = path_data_dir(&cause)) == NULL ||
+	    snap_worktree_find(data, sr->session, &wt, &root, &cause) == -1) {
+		free(cause);
+		free(data);
+		return;
+	}
+	if (snap_worktree_head_fix(&wt, sr->dry, &was, &cause) == -1) {
+		out_printf(sr->out, "  cannot  put the worktree's HEAD back on "
+		    "%s: %s\n", wt.branch, cause);
+		sr->failed++;
+	} else if (was != NULL)
+		out_printf(sr->out, "  %sswitch  the worktree's HEAD back to %s "
+		    "(the session %s)\n", sr->dry ? "would " : "", wt.branch,
+		    was);
+	snap_worktree_clear(&wt);
+	free(was);
+	free(cause);
+	free(root);
+	free(data);
+}
+
 /* HEAD: on the branch it was on, or detached where it was. */
 static void
 snap_refs_head(struct snap_refs *sr)
@@ -535,7 +563,11 @@ snap_refs_head(struct snap_refs *sr)
 	const char *cur = snap_hist_value(&sr->now, "HEAD");
 
 	/* The shared HEAD is the main tree's, not a worktree session's. */
-	if (sr->scope != NULL || want == NULL || !snap_hist_value_ok(want) ||
+	if (sr->scope != NULL) {
+		snap_refs_wt_head(sr);
+		return;
+	}
+	if (want == NULL || !snap_hist_value_ok(want) ||
 	    (cur != NULL && strcmp(cur, want) == 0))
 		return;
 	if (strncmp(want, "ref: ", 5) == 0)

@@ -912,6 +912,8 @@ snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
 		{ "core.pager", "cat" },
 		{ "commit.gpgSign", "false" },
 		{ "merge.verifySignatures", "false" },
+		/* no file moved into a directory the branch renamed (and the merge check reckons as the merge) */
+		{ "merge.directoryRenames", "false" },
 	};
 	struct proc_opts o;
 	struct strv env, argv;
@@ -1329,29 +1331,68 @@ snap_worktree_in_way(int dirfd, const char *path)
 }
 
 /*
+ * The tree the merge of the branch into HEAD would write (git merge-tree,
+ * conflicts and all), or NULL with *CAUSE; caller frees.
+ */
+static char *
+snap_worktree_merge_tree(const struct snap_worktree *wt, const char *ref,
+    char **cause)
+{
+	const char *args[] = { "merge-tree", "--write-tree", "--no-messages",
+	    "-z", "--end-of-options", "HEAD", ref, NULL };
+	struct buf out, err;
+	char *tree = NULL;
+	int st;
+
+	buf_init(&out);
+	buf_init(&err);
+	if (snap_worktree_user_git(wt, args, &out, &err, &st, cause) == 0) {
+		buf_add(&out, "", 1);
+		/* 1: conflicts, whose files (markers, FILE~SIDE) the tree holds */
+		if ((st == 0 || st == 1) && strlen(out.data) > 0 &&
+		    strspn(out.data, "0123456789abcdef") == strlen(out.data))
+			tree = xstrdup(out.data);
+		else if (st != 0 && st != 1)
+			*cause = snap_git_complaint(args[0], &err, st);
+		else
+			*cause = xprintf("git merge-tree gave no tree for "
+			    "merging %s; nothing was merged: check the "
+			    "repository with 'git fsck' and merge again",
+			    wt->branch);
+	}
+	buf_free(&err);
+	buf_free(&out);
+	return tree;
+}
+
+/*
  * Git lets a merge overwrite ignored files (a .env the session committed
- * with 'git add -f' would replace the user's, which no snapshot holds):
- * refuse, naming them, when a file the branch adds is already in the
- * main tree, untracked.
+ * with 'git add -f' would replace the user's, which no snapshot holds; a
+ * directory rename can carry the user's own newer file onto one): refuse,
+ * naming them, when a path the merge would write that HEAD does not track
+ * (however git came to it: added, renamed, a conflict's side file) is
+ * already in the main tree, untracked.
  */
 static int
 snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
 {
-	char *ref = xprintf("refs/heads/%s", wt->branch), *p, *q;
+	char *ref = xprintf("refs/heads/%s", wt->branch), *tree, *p, *q;
 	const char *args[] = { "diff", "--no-ext-diff", "--no-textconv",
-	    "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD", ref,
-	    "--", NULL };
+	    "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD",
+	    NULL, "--", NULL };
 	struct buf out, list;
-	int dirfd, n = 0;
+	int dirfd = -1, n = 0;
 
 	buf_init(&out);
 	buf_init(&list);
-	if (snap_worktree_user_ok(wt, args, &out, cause) == -1)
-		dirfd = -1;
-	else if ((dirfd = open(wt->project, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1)
+	tree = snap_worktree_merge_tree(wt, ref, cause);
+	args[8] = tree;
+	if (tree != NULL && snap_worktree_user_ok(wt, args, &out,
+	    cause) == 0 && (dirfd = open(wt->project, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) == -1)
 		*cause = xprintf("cannot open the main tree %s: %s",
 		    wt->project, strerror(errno));
+	free(tree);
 	if (dirfd == -1) {
 		buf_free(&out);
 		free(ref);
@@ -1430,6 +1471,76 @@ out:
 }
 
 static void snap_worktree_keep_record(const char *, const char *);
+
+/* What the session made of the worktree's HEAD (open in FD) if it is not WANT, or NULL; caller frees. */
+static char *
+snap_worktree_head_was(int fd, const char *want)
+{
+	struct stat st;
+	struct buf b;
+	char *q, *was = NULL;
+
+	if (fstatat(fd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return xstrdup(errno == ENOENT ? "deleted it" : "made it "
+		    "unreadable");
+	if (S_ISLNK(st.st_mode))
+		return xstrdup("made it a link");
+	buf_init(&b);
+	if (!S_ISREG(st.st_mode) || snap_hist_read(fd, "HEAD", &b, 4096) == -1)
+		was = xstrdup("made it something other than a file");
+	else {
+		buf_add(&b, "", 1);
+		b.data[strcspn(b.data, "\n")] = '\0';
+		if (strcmp(b.data, want) == 0)
+			was = NULL;
+		else if (!snap_hist_value_ok(b.data))
+			was = xstrdup("filled it with what git does not take "
+			    "for a HEAD");
+		else if (strncmp(b.data, "ref: ", 5) == 0) {
+			q = quote_name(b.data + 5);
+			was = xprintf("pointed it at %s", q);
+			free(q);
+		} else
+			was = xprintf("detached it at %.12s", b.data);
+	}
+	buf_free(&b);
+	return was;
+}
+
+int
+snap_worktree_head_fix(const struct snap_worktree *wt, bool dry, char **was,
+    char **cause)
+{
+	char *want = xprintf("ref: refs/heads/%s", wt->branch);
+	struct buf text;
+	int fd, rc = 0;
+
+	*was = NULL;
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		if (errno != ENOENT) {
+			*cause = xprintf("cannot open the worktree's git dir "
+			    "%s: %s", wt->admin, strerror(errno));
+			rc = -1;
+		}
+		free(want);
+		return rc;
+	}
+	*was = snap_worktree_head_was(fd, want);
+	buf_init(&text);
+	buf_printf(&text, "%s\n", want);
+	if (*was != NULL && !dry && snap_hist_write(fd, "HEAD", &text,
+	    0644) == -1) {
+		*cause = xprintf("cannot write %s/HEAD: %s; write '%s' into "
+		    "it", wt->admin, strerror(errno), want);
+		rc = -1;
+	}
+	buf_free(&text);
+	close(fd);
+	free(want);
+	return rc;
+}
 
 /* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
 static void

@@ -728,6 +728,16 @@ void snap_worktree_sessions(const char *data_dir, int64_t **ids, size_t *n);
  * full paths.
  */
 void snap_worktree_orphans(const char *data_dir, struct strv *dirs);
+/**
+ * WT's own HEAD (in the admin dir agentmux made, COMMON/worktrees/NAME,
+ * which the jail can write) put back on the session's branch if it names
+ * anything else (the user's main: 'git switch main' in the main tree is
+ * refused), is detached, broken or a link. *WAS says what the session
+ * made of it (NULL: it was right, or the worktree is gone). DRY: only
+ * told. -1 with *CAUSE (and *WAS) if it could not be put back.
+ */
+int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
+    char **cause);
 /** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
 int snap_worktree_merged(const struct snap_worktree *, const char *into);
 

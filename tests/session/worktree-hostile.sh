@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# What a worktree session does to its git to reach the user's tree (issue 18, hostile review s12 r21):
+# a branch reset to an older commit of the user's history that renames a directory onto one the main
+# tree ignores cannot make merge, --squash or --apply carry the user's newer file (git's directory-rename
+# detection) over the user's ignored file; a session that points its worktree's own HEAD at the user's main
+# is told at the end and put back (and by undo --refs). Real git, real jails; as root and as an ordinary user.
+set -u
+AMX=${AGENTMUX:?AGENTMUX must name the binary}
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+
+T=$(mktemp -d /tmp/amx-wthost.XXXXXX)
+chmod 755 "$T"
+export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XDG_STATE_HOME=$T/state
+mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+u=
+cleanup() {
+	[ -n "$u" ] && userdel "$u" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+
+# A fresh repository P$1: main with config/{a,b}.json, then config/settings.json; local/ ignored, holding
+# the user's private local/settings.json.
+repo() {
+	P=$T/p$1
+	mkdir -p "$P" && cd "$P" || exit 1
+	git init -q -b main . && git config user.email t@x && git config user.name t
+	mkdir config && echo a >config/a.json && echo b >config/b.json && printf 'local/\n' >.gitignore
+	git add -A && git commit -qm B0
+	echo 'tracked defaults' >config/settings.json && git add -A && git commit -qm B1
+	mkdir local && echo 'USER-PRIVATE token=hunter2' >local/settings.json
+}
+
+# 1. The directory rename: merge, --squash and --apply each leave the user's local/settings.json as it was
+# (git follows no directory rename; a path the merge would write that is there untracked is refused).
+repo 1
+"$AMX" run --worktree -- sh -c 'git reset -q --hard HEAD~1 && git mv config local && git commit -qm tidy' \
+	</dev/null >"$T/dr.out" 2>&1 || bad "the directory-rename session failed: $(cat "$T/dr.out")"
+id=$(sid)
+b1=$(git rev-parse HEAD)
+for how in "" --squash --apply; do
+	out=$("$AMX" merge "$id" $how 2>&1) || bad "merge $how failed: $out"
+	[ "$(cat local/settings.json)" = 'USER-PRIVATE token=hunter2' ] &&
+		ok "merge $how left the user's ignored local/settings.json alone" ||
+		bad "merge $how overwrote the user's ignored local/settings.json: $(cat local/settings.json)"
+	[ "$(git show :config/settings.json 2>&1)" = 'tracked defaults' ] ||
+		bad "merge $how moved config/settings.json: $(git status --porcelain | tr '\n' ' ')"
+	git reset -q --hard "$b1"
+done
+
+# 2. The session points its worktree's own HEAD at the user's main: the end says so (in red) and puts it
+# back on the session's branch; main is the main tree's to switch to. undo --refs repairs it too.
+P=$T/h
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A && git branch feature
+end=$("$AMX" run --worktree -- sh -c 'echo c >f && git commit -qam C && git symbolic-ref HEAD refs/heads/main' \
+	</dev/null 2>&1)
+id=$(sid)
+wthead() { git worktree list --porcelain | awk '/^worktree /{w=$2} /^branch /{if (w ~ /\/worktrees\//) print $2}'; }
+grep -q "HEAD of the session's worktree .*pointed it at refs/heads/main.*put back on its branch agentmux/" <<<"$end" &&
+	ok "the end tells a worktree HEAD pointed at main" || bad "the end did not tell the worktree's HEAD: $end"
+[ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && ok "the end put the worktree's HEAD back on its branch" ||
+	bad "the worktree's HEAD after the end: $(wthead); $(git worktree list)"
+git switch -q feature && git switch -q main && ok "the user can switch to main in the main tree" ||
+	bad "git switch main in the main tree failed: $(git worktree list)"
+admin=$(git rev-parse --git-common-dir)/worktrees/$(ls "$(git rev-parse --git-common-dir)/worktrees")
+git switch -q feature && echo 'ref: refs/heads/main' >"$admin/HEAD"
+out=$("$AMX" undo --refs "$id" 2>&1) || bad "undo --refs failed: $out"
+[ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && grep -q "switch  the worktree's HEAD back" <<<"$out" &&
+	ok "undo --refs puts the worktree's HEAD back on its branch" ||
+	bad "after undo --refs the worktree's HEAD: $(wthead); undo said: $out"
+cd "$T" || exit 1
+
+# The same as an ordinary user, once, from root.
+if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
+	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP (the unprivileged pass): it needs useradd and setpriv"
+	else
+		u="amxh$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+		mkdir -p "$T/stage"
+		cp "$AMX" "$T/stage/agentmux"
+		cp "${AMX%/*}/agentmux-full" "$T/stage/agentmux-full"
+		cp "$0" "$T/stage/worktree-hostile.sh"
+		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
+		chmod -R a+rX "$T/stage"
+		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
+		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
+		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
+		    AGENTMUX_SHARE="$T/stage/share" \
+		    bash "$T/stage/worktree-hostile.sh" --as-user | sed 's/^/user: /' ||
+		    bad "the unprivileged pass failed"
+		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"
+		userdel "$u" 2>/dev/null
+		u=
+	fi
+fi
+
+[ $fails -eq 0 ] && echo "all hostile worktree checks passed${1:+ ($1)}"
+exit $((fails > 0))
