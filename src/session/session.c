@@ -865,6 +865,13 @@ session_start_step(struct session *s)
 	if (!s->start_saved || !s->start_setup || s->start_go)
 		return;
 	s->start_go = true;
+	/*
+	 * A worktree session's tree is new and seen by this jail only:
+	 * nothing could write it before now, so the end's distrust of stat
+	 * data starts here, not at the session's start (before the checkout).
+	 */
+	if (s->wt != NULL && s->snap != NULL)
+		snap_session_set_first_write(s->snap, util_now_ms());
 	s->home_fd = jail_take_home_fd(s->jail);
 	if (session_files_place(s, &cause) == -1 ||
 	    jail_go_send(s->jail, &cause) == -1) {

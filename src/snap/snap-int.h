@@ -589,6 +589,7 @@ struct snap_take_opts {
 	int64_t session;
 	bool if_changed;            /* skip (not recorded) when the tree did not change */
 	bool record_refs;           /* record HEAD, branch tips and the index */
+	int64_t first_write_ms;     /* an end: nothing wrote the tree before (0: the session's start) */
 };
 
 /*

@@ -42,6 +42,7 @@ struct snap_session {
 	void *saved_arg;
 	bool orphan;                    /* freed while busy: it frees itself once done */
 	int calling;                    /* inside a done callback (which may free it) */
+	int64_t first_write_ms;         /* snap_session_set_first_write; 0: not set */
 };
 
 /* Sessions freed with snapshots still to take: each frees itself when they are taken. */
@@ -267,6 +268,12 @@ snap_session_set_notice(struct snap_session *ss,
 	ss->notice_arg = arg;
 }
 
+void
+snap_session_set_first_write(struct snap_session *ss, int64_t ms)
+{
+	ss->first_write_ms = ms;
+}
+
 static void
 snap_session_done(void *arg, const struct snap_result *res, const char *error)
 {
@@ -309,6 +316,8 @@ snap_session_next(struct snap_session *ss)
 		o.session = ss->id;
 		o.if_changed = q.if_changed;
 		o.record_refs = strcmp(q.kind, "start") == 0;
+		if (strcmp(q.kind, "end") == 0)
+			o.first_write_ms = ss->first_write_ms;
 		ss->running = q;
 		if (ss->repo_error != NULL)
 			cause = xstrdup(ss->repo_error);

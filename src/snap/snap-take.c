@@ -58,6 +58,7 @@ struct snap_take {
 	bool unlock_tried;        /* looked for it once (git add said it could not read) */
 	int64_t files;
 	time_t add_since;         /* the second the work tree was first read in */
+	int64_t first_write_ms;   /* an end: nothing wrote the tree before (0: unknown) */
 	struct proc *procs[6];
 	int pending;
 	int freezing;             /* the freeze's commands still running (not in PENDING) */
@@ -1994,6 +1995,9 @@ snap_take_timeless(const char *dir)
 	    sf.f_type == RAMFS_MAGIC);
 }
 
+/* How far the kernel's coarse clock (file times) may lag the real one: a few ticks. */
+#define SNAP_TAKE_CLOCK_LAG_MS 20
+
 /*
  * A snapshot that the present is checked against (an end, undo's
  * present, a diff's while the session runs) trusts no stat data the
@@ -2004,6 +2008,13 @@ snap_take_timeless(const char *dir)
  * hashed again; on a tmpfs, where a mapped write changes no time ever,
  * every entry is. A start has nothing to distrust, a turn's cache is
  * checked again by the end, and a manual one's by the next undo or diff.
+ *
+ * An end told when the command was let go (a worktree session: its tree
+ * is new, and no other jail sees it) starts distrusting there instead,
+ * less SNAP_TAKE_CLOCK_LAG_MS: file times come from the kernel's coarse
+ * clock, which lags the one read here by up to a tick. Whole seconds
+ * still, as git compares them: a write in the second an entry's ctime
+ * was cached in would pass git's stat check.
  */
 static void
 snap_take_distrust(struct snap_take *t)
@@ -2017,6 +2028,9 @@ snap_take_distrust(struct snap_take *t)
 	    (s = store_session_get(t->st, t->session)) == NULL)
 		return;
 	since = (uint32_t)(s->started_at / 1000);
+	if (t->first_write_ms - SNAP_TAKE_CLOCK_LAG_MS > s->started_at)
+		since = (uint32_t)((t->first_write_ms -
+		    SNAP_TAKE_CLOCK_LAG_MS) / 1000);
 	ended = s->ended_at != 0;
 	store_session_free(s);
 	/* A diff after the end: the end hashed them, and no jail is left to write through a mapping. */
@@ -2046,6 +2060,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->label = o->label != NULL ? xstrdup(o->label) : NULL;
 	t->session = o->session;
 	t->if_changed = o->if_changed;
+	t->first_write_ms = o->first_write_ms;
 	t->record_refs = o->record_refs && repo->projgit != NULL;
 	t->refs_done = !t->record_refs;
 	t->progress = progress;

@@ -514,6 +514,15 @@ int snap_session_orphans(void);
 int snap_session_take(struct snap_session *, const char *kind,
     const char *label, snap_done_cb done, void *arg, char **cause);
 /**
+ * For a session whose tree nothing can write before its command runs (a
+ * worktree session's new worktree, which no other jail sees): MS
+ * (realtime, ms) is when the command was let go. The end snapshot then
+ * distrusts the stat data cached from then on (less the kernel's coarse
+ * clock's lag), not from the session's start: in a worktree session the
+ * checkout comes after the start, and the end would hash every file again.
+ */
+void snap_session_set_first_write(struct snap_session *, int64_t ms);
+/**
  * An agent turn ended (a request to a model host completed): snapshots
  * if the tree changed, at most once per [snapshots] interval (a later
  * turn within the interval is taken when it runs out).

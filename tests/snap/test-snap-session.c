@@ -3,8 +3,12 @@
  * and index), turn boundaries (only when changed, rate-limited), progress,
  * finishing at free; then a session that commits, undo --refs, and gc.
  */
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+
+#include <linux/magic.h>
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -479,6 +483,82 @@ test_session_mapped(void **state)
 	test_rmtree(shm);
 }
 
+/* Whether the inotify descriptor FD has an open of the watch WD queued. */
+static bool
+opened(int fd, int wd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ev;
+	static bool seen[2];
+	ssize_t n;
+	char *p;
+
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (p = buf; p < buf + n; p += sizeof *ev + ev->len) {
+			ev = (const struct inotify_event *)p;
+			if (ev->wd >= 1 && ev->wd <= 2)
+				seen[ev->wd - 1] = true;
+		}
+	return seen[wd - 1];
+}
+
+/*
+ * A worktree session's end distrusts the stat data cached from when its
+ * command was let go (snap_session_set_first_write), not from the
+ * session's start, which comes before the checkout: a file changed after
+ * the start but seconds before the go is not read again by the end (it
+ * hashed every file changed since the start), one changed after the go
+ * is, though its stat data is unchanged since a turn cached it.
+ */
+static void
+test_session_first_write(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	struct statfs sf;
+	char *cause = NULL;
+	int64_t id;
+	int fd;
+
+	(void)state;
+	if (statfs(test_proj, &sf) == 0 && (sf.f_type == TMPFS_MAGIC ||
+	    sf.f_type == RAMFS_MAGIC))
+		test_skip("the tests' dir is on a tmpfs, where the end hashes "
+		    "every file again");
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
+	    "git config user.name t && echo 'int a(void);' > a.c && "
+	    "echo 'int b(void);' > b.c && git add . && git commit -qm a");
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
+	assert_non_null(ss);
+	/* Changed after the start, as a worktree's checkout is, in a second before the go. */
+	test_sh_ok("touch a.c b.c");
+	sleep(2);
+	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	snap_session_set_first_write(ss, util_now_ms());
+	test_sh_ok("touch b.c");
+	sleep(2);
+	test_sh_ok("echo work > notes.txt");
+	snap_session_take(ss, "turn", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	assert_true((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) != -1);
+	assert_int_equal(inotify_add_watch(fd, "a.c", IN_OPEN), 1);
+	assert_int_equal(inotify_add_watch(fd, "b.c", IN_OPEN), 2);
+	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+	release(base, ss);
+	assert_true(opened(fd, 2));
+	assert_false(opened(fd, 1));
+	close(fd);
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
 int
 main(void)
 {
@@ -491,6 +571,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_gc_shadow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_mapped, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_session_first_write, setup,
 		    teardown),
 	};
 
