@@ -515,12 +515,8 @@ session_guard_scan_run(void *arg)
 	sc->rc = snap_plant_scan(&sc->o, &sc->res, &sc->cause);
 	if (!sc->run_look)
 		return;
-	if (sc->o.gated)
-		clone_gate_enter();
 	snap_run_look(sc->project, sc->run_dirs.v, sc->run_dirs.n,
-	    sc->o.max_entries, &sc->run_now);
-	if (sc->o.gated)
-		clone_gate_leave();
+	    sc->o.max_entries, sc->o.gated, &sc->run_now);
 }
 
 /* The ignored programs the user runs, made, changed or removed: each an alert. */

@@ -122,6 +122,8 @@ struct session {
 	struct strv protected;       /* what they matched at the start (relative) */
 	struct strv watched;         /* what the watched ones (built-in too) matched */
 	struct snap_run run_start;   /* the run dirs' fingerprints at the start (snap-run.c) */
+	struct session_run_look *run_look; /* their look at the start, on RUN_LOOK_JOB's thread */
+	struct thread_job *run_look_job;
 	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
 	struct strv gitfiles;        /* what git runs through a hook link or an include (patterns) */
 	struct strv guard_socks;     /* host sockets in the project, known */

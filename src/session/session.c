@@ -19,6 +19,7 @@ extern char **environ;
 
 static void session_finish(struct session *);
 static void session_start_fail(struct session *, const char *);
+static void session_run_look_stop(struct session *);
 static void session_start_done(struct session *);
 static void session_signal_then_kill(struct session *, int);
 static void session_strv_copy(struct strv *, char *const *);
@@ -734,6 +735,7 @@ session_start_fail(struct session *s, const char *cause)
 	session_start_wait_free(s);
 	session_start_reads_free(s);
 	session_history_begin_stop(s);
+	session_run_look_stop(s);
 	/* The start snapshot runs on: it must not call back into this start. */
 	if (s->snap != NULL)
 		snap_session_when_saved(s->snap, NULL, NULL);
@@ -1244,20 +1246,101 @@ session_plan_files(struct session *s, struct session_setup *sp,
 	return SESSION_PLAN_NEXT;
 }
 
+/* The start's look at the run dirs: copies of what it needs, and what it finds. */
+struct session_run_look {
+	char *project;
+	struct strv more;            /* [jail] watch_ignored */
+	int64_t limit;               /* [jail] scan_limit */
+	struct snap_run r;
+};
+
+static void
+session_run_look_free(struct session_run_look *rl)
+{
+	if (rl == NULL)
+		return;
+	free(rl->project);
+	strv_free(&rl->more);
+	snap_run_free(&rl->r);
+	free(rl);
+}
+
+/* The look itself, on a helper thread: the whole project searched. */
+static void
+session_run_look_work(void *arg)
+{
+	struct session_run_look *rl = arg;
+
+	snap_run_look(rl->project, rl->more.v, rl->more.n, rl->limit, true,
+	    &rl->r);
+}
+
+/* The start's look at the run dirs is over (its job freed): kept, and the plan goes on. */
+static void
+session_run_look_cb(void *arg)
+{
+	struct session *s = arg;
+	struct session_run_look *rl = s->run_look;
+
+	s->run_look_job = NULL;
+	s->run_look = NULL;
+	snap_run_free(&s->run_start);
+	s->run_start = rl->r;
+	snap_run_init(&rl->r);
+	session_run_look_free(rl);
+	if (s->start_stopped) {
+		session_start_fail(s, "terminated before its command started");
+		return;
+	}
+	session_plan_resume(s, NULL);
+}
+
+/* The start stops: its look at the run dirs is waited for, and what it found dropped. */
+static void
+session_run_look_stop(struct session *s)
+{
+	if (s->run_look_job == NULL)
+		return;
+	thread_job_free(s->run_look_job);
+	s->run_look_job = NULL;
+	session_run_look_free(s->run_look);
+	s->run_look = NULL;
+}
+
 /*
  * The ignored programs the user runs (a venv's bin, node_modules/.bin):
- * fingerprinted before the jail is made, compared at the end. A few dirs
- * read on the loop; a step of its own, so that it can move off it.
+ * fingerprinted before the jail is made, compared at the end. The search
+ * for them walks the whole project: on a helper thread, on copies of what
+ * it needs, while the loop goes on.
  */
 static enum session_plan_rc
 session_plan_runfiles(struct session *s, struct session_setup *sp,
     char **cause)
 {
+	struct session_run_look *rl;
+	char *err = NULL;
+	size_t i;
+
 	(void)sp;
-	(void)cause;
-	snap_run_look(s->project, s->cf->jail.watch_ignored.v,
-	    s->cf->jail.watch_ignored.n, s->cf->jail.scan_limit, &s->run_start);
-	return SESSION_PLAN_NEXT;
+	rl = xcalloc(1, sizeof *rl);
+	rl->project = xstrdup(s->project);
+	strv_init(&rl->more);
+	for (i = 0; i < s->cf->jail.watch_ignored.n; i++)
+		strv_add(&rl->more, s->cf->jail.watch_ignored.v[i]);
+	rl->limit = s->cf->jail.scan_limit;
+	snap_run_init(&rl->r);
+	s->run_look = rl;
+	s->run_look_job = thread_job_start(s->ctx->base,
+	    session_run_look_work, rl, session_run_look_cb, s, &err);
+	if (s->run_look_job == NULL) {
+		*cause = xprintf("cannot look at the project's ignored dirs "
+		    "whose programs you run: %s", err);
+		free(err);
+		session_run_look_free(rl);
+		s->run_look = NULL;
+		return SESSION_PLAN_FAIL;
+	}
+	return SESSION_PLAN_WAIT;
 }
 
 /* Its limits: the session's, else the profile's, else the config's. */
@@ -1490,6 +1573,7 @@ session_free(struct session *s)
 	session_start_wait_free(s);
 	session_start_reads_free(s);
 	session_history_begin_stop(s);
+	session_run_look_stop(s);
 	buf_free(&s->start_in);
 	session_proxy_secrets_drop(s);
 	if (s->setup != NULL) {
@@ -1743,7 +1827,8 @@ void
 session_terminate(struct session *s)
 {
 	/* Its jail is not made yet: the start stops where it would make it. */
-	if (s->starting && (s->start_reads > 0 || s->history_job != NULL))
+	if (s->starting && (s->start_reads > 0 || s->history_job != NULL ||
+	    s->run_look_job != NULL))
 		s->start_stopped = true;
 	if (s->jail == NULL || s->reaped)
 		return;

@@ -25,6 +25,8 @@
 #define SNAP_RUN_MAX 10000
 /* The most changed files told one by one; the rest are counted. */
 #define SNAP_RUN_TELL 20
+/* Entries searched between two moments the clone gate is let go (a gated look), as the plant scan does. */
+#define SNAP_RUN_GATE_EVERY 64
 
 /*
  * The run dirs, relative to any dir of the project (a glob per
@@ -320,7 +322,22 @@ snap_run_here(int projfd, const struct snap_walk_ent *e,
 struct snap_run_search {
 	int projfd;
 	struct snap_run *r;
+	bool gated;               /* the clone gate held: let go now and then */
+	size_t entries;           /* looked at so far */
 };
+
+/* Tests only: called with each entry the search looks at (relative), before it is looked at. */
+AM_TESTABLE void (*snap_run_entry_walked)(const char *rel);
+
+/* With the clone gate held: let go now and then, so a clone on the loop waits little. */
+static void
+snap_run_gate_breathe(struct snap_run_search *rs)
+{
+	if (rs->gated && ++rs->entries % SNAP_RUN_GATE_EVERY == 0) {
+		clone_gate_leave();
+		clone_gate_enter();
+	}
+}
 
 /* One entry of the search: a dir that may begin a run dir. */
 static void
@@ -328,6 +345,9 @@ snap_run_entry(void *arg, struct snap_walk_ent *e)
 {
 	struct snap_run_search *rs = arg;
 
+	if (snap_run_entry_walked != NULL)
+		snap_run_entry_walked(e->rel);
+	snap_run_gate_breathe(rs);
 	if (e->info != SNAP_WALK_D)
 		return;
 	snap_run_here(rs->projfd, e, snap_run_dirs, nitems(snap_run_dirs),
@@ -343,19 +363,19 @@ snap_run_entry(void *arg, struct snap_walk_ent *e)
  * search stops and R says it was cut.
  */
 static void
-snap_run_search(const char *project, int projfd, int64_t limit,
+snap_run_search(const char *project, int projfd, int64_t limit, bool gated,
     struct snap_run *r)
 {
-	struct snap_run_search rs = { projfd, r };
+	struct snap_run_search rs = { projfd, r, gated, 0 };
 
 	if (snap_walk(project, projfd, (size_t)limit, NULL, snap_run_entry,
 	    &rs) == 1)
 		r->cut = true;
 }
 
-void
-snap_run_look(const char *project, char *const *more, size_t nmore,
-    int64_t limit, struct snap_run *r)
+static void
+snap_run_look_in(const char *project, char *const *more, size_t nmore,
+    int64_t limit, bool gated, struct snap_run *r)
 {
 	size_t i;
 	int projfd;
@@ -368,13 +388,24 @@ snap_run_look(const char *project, char *const *more, size_t nmore,
 		return;
 	}
 	snap_run_search(project, projfd, limit > 0 ? limit : CONFIG_SCAN_LIMIT,
-	    r);
+	    gated, r);
 	for (i = 0; i < nmore; i++)
 		snap_run_expand(projfd, "", more[i], NULL, r);
 	close(projfd);
 	if (r->files.n > 0)
 		qsort(r->files.v, r->files.n, sizeof *r->files.v,
 		    snap_run_cmp);
+}
+
+void
+snap_run_look(const char *project, char *const *more, size_t nmore,
+    int64_t limit, bool gated, struct snap_run *r)
+{
+	if (gated)
+		clone_gate_enter();
+	snap_run_look_in(project, more, nmore, limit, gated, r);
+	if (gated)
+		clone_gate_leave();
 }
 
 /* True if REL has a component NAME followed by more. */

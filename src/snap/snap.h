@@ -166,10 +166,12 @@ void snap_run_free(struct snap_run *);
  * Fingerprints PROJECT's run dirs, found breadth first among its first
  * LIMIT entries ([jail] scan_limit; 0: the default), and the NMORE dirs
  * MORE names ([jail] watch_ignored: relative, a glob per component), into
- * R (emptied first); nothing followed.
+ * R (emptied first); nothing followed. With GATED, as the work of a
+ * helper thread (thread_job_start): it holds the clone gate while it
+ * allocates, letting go of it every 64 entries searched.
  */
 void snap_run_look(const char *project, char *const *more, size_t nmore,
-    int64_t limit, struct snap_run *r);
+    int64_t limit, bool gated, struct snap_run *r);
 /**
  * Into OUT, a line per file made, changed or removed in a run dir there
  * at START since (NOW), with what to do (up to 20, then counted); into

@@ -967,6 +967,69 @@ test_end_scan_off_loop(void **state)
 	fixture_close(&f);
 }
 
+/* The run dirs' search calls it with each entry it looks at (snap-run.c). */
+extern void (*snap_run_entry_walked)(const char *rel);
+
+static atomic_int run_slowed;
+
+/* Slows the start's search for run dirs by 2 s at the entry "slow", once. */
+static void
+run_slow(const char *rel)
+{
+	struct timespec ts = { 2, 0 };
+
+	if (strcmp(rel, "slow") != 0 || atomic_exchange(&run_slowed, 1) != 0)
+		return;
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/*
+ * The start's search of the whole project for run dirs (plan step "run
+ * files") runs on a helper thread (slowed to 2 s here) while a timer is
+ * served: it held the loop for a turn. What it finds is compared at the
+ * end as before: the venv program the command changed is an alert.
+ */
+static void
+test_runfiles_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct timeval every = { 0, 20000 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("mkdir -p slow/.venv/bin && echo a >slow/.venv/bin/activate");
+	atomic_store(&run_slowed, 0);
+	snap_run_entry_walked = run_slow;
+	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
+	assert_non_null(tk.ev);
+	assert_int_equal(event_add(tk.ev, &every), 0);
+	tk.measure = true;
+	tk.last_us = util_mono_us();
+	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
+	    "echo b >>slow/.venv/bin/activate; exit 4");
+	loop_until(&f, &o.started);
+	assert_true(o.ok);
+	print_message("run dirs' look: %d ticks, the longest gap %lld ms\n",
+	    tk.ticks, (long long)tk.worst_us / 1000);
+	assert_int_equal(atomic_load(&run_slowed), 1);
+	assert_true(tk.ticks > 10);
+	assert_true(tk.worst_us < 1000000);
+	snap_run_entry_walked = NULL;
+	test_sh_ok("touch go");
+	loop_until(&f, &o.done);
+	assert_int_equal(o.status, 4);
+	/* The changed venv program was told, before the exit. */
+	assert_true(o.alerts_exited > 0);
+	event_free(tk.ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
+	fixture_close(&f);
+}
+
 /* The end's look for rewritten index entries calls it with each repository's dir (snap-stale.c). */
 extern void (*snap_stale_dir_looked)(const char *dir);
 
@@ -1420,6 +1483,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_shared_check_atomic,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_history_walk_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_runfiles_off_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_end_scan_off_loop,
 		    test_proj_setup, test_proj_teardown),
