@@ -302,7 +302,8 @@ session_guard_blind_tell(struct session *s)
 	if (s->project != NULL && !s->guard_blind_now.nested_read)
 		snap_blind_nested(s->project, &s->guard_nested,
 		    &s->guard_blind_now);
-	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, &found);
+	snap_blind_compare(&s->guard_blind, &s->guard_blind_now, s->wt,
+	    &found);
 	/* A session freed meanwhile has no project path left to rewrite in. */
 	if (s->guard_blind_now.had_git && s->project != NULL) {
 		snap_blind_untr(s->project, s->wt, &s->guard_blind,

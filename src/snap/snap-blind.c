@@ -29,6 +29,34 @@
 static void snap_blind_tree_at(const char *, struct strv *, struct strv *);
 static char *snap_blind_names(const struct strv *);
 
+/* The session's index for a message: ".git/index", or a worktree's own (in its admin dir), quoted. Caller frees. */
+static char *
+snap_blind_index_said(const struct snap_worktree *wt)
+{
+	char *index, *q;
+
+	if (wt == NULL)
+		return xstrdup(".git/index");
+	index = xprintf("%s/index", wt->admin);
+	q = snap_nested_quote(index);
+	free(index);
+	return q;
+}
+
+/* Where the user runs git on that index, for a message: the project, or the session's worktree. Caller frees. */
+static char *
+snap_blind_where(const struct snap_worktree *wt)
+{
+	char *q, *where;
+
+	if (wt == NULL)
+		return xstrdup("the project");
+	q = snap_nested_quote(wt->path);
+	where = xprintf("the session's worktree %s", q);
+	free(q);
+	return where;
+}
+
 void
 snap_blind_init(struct snap_blind *b)
 {
@@ -413,18 +441,36 @@ snap_blind_read_end(struct event_base *base, const char *project,
 	return r;
 }
 
-/* One line for a mark made in the session. */
+/* How many more marks were made in the session (in WT's own index if a worktree session). */
 static void
-snap_blind_tell_mark(const char *entry, struct strv *out)
+snap_blind_more_marks(const struct snap_worktree *wt, size_t more,
+    struct strv *out)
+{
+	char *index = snap_blind_index_said(wt), *where = snap_blind_where(wt);
+
+	strv_addf(out, "%zu more entries of %s were marked skip-worktree or "
+	    "assume-unchanged in the session ('git ls-files -v' in %s shows "
+	    "them with S or a lower-case tag)", more, index, where);
+	free(where);
+	free(index);
+}
+
+/* One line for a mark made in the session (in WT's own index if a worktree session). */
+static void
+snap_blind_tell_mark(const char *entry, const struct snap_worktree *wt,
+    struct strv *out)
 {
 	bool skip = entry[0] == 'S';
 	char *q = snap_nested_quote(entry + 2);
+	char *index = snap_blind_index_said(wt), *where = snap_blind_where(wt);
 
-	strv_addf(out, "%s was marked %s in .git/index in the session: your "
+	strv_addf(out, "%s was marked %s in %s in the session: your "
 	    "git status and git diff no longer show its changes; see them with "
-	    "'agentmux diff', and unmark it with 'git update-index %s -- %s'",
-	    q, skip ? "skip-worktree" : "assume-unchanged", skip ?
-	    "--no-skip-worktree" : "--no-assume-unchanged", q);
+	    "'agentmux diff', and unmark it with 'git update-index %s -- %s' "
+	    "in %s", q, skip ? "skip-worktree" : "assume-unchanged", index,
+	    skip ? "--no-skip-worktree" : "--no-assume-unchanged", q, where);
+	free(where);
+	free(index);
 	free(q);
 }
 
@@ -723,11 +769,12 @@ snap_blind_names(const struct strv *hidden)
 
 /* The red line for a cache that hides files (HIDDEN) or may (WHY: why it cannot be told). */
 static void
-snap_blind_untr_red(const struct strv *hidden, const char *why, int dropped,
-    int err, struct strv *out)
+snap_blind_untr_red(const struct snap_worktree *wt, const struct strv *hidden,
+    const char *why, int dropped, int err, struct strv *out)
 {
 	char *what = why != NULL ? xprintf("agentmux could not tell whether "
 	    "it hides new files (%s)", why) : NULL, *names;
+	char *index = snap_blind_index_said(wt), *where = snap_blind_where(wt);
 
 	if (what == NULL) {
 		names = snap_blind_names(hidden);
@@ -736,20 +783,22 @@ snap_blind_untr_red(const struct strv *hidden, const char *why, int dropped,
 		free(names);
 	}
 	if (dropped == 1)
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		strv_addf(out, "the untracked cache in %s (git's list of "
 		    "untracked files per dir) was made or changed in the "
 		    "session, and %s; agentmux dropped it (git builds it again "
 		    "at your next git status); 'agentmux diff' shows what the "
-		    "session added", what);
+		    "session added", index, what);
 	else
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		strv_addf(out, "the untracked cache in %s (git's list of "
 		    "untracked files per dir) was made or changed in the "
 		    "session, and %s; agentmux could not drop it (%s): run 'git "
-		    "update-index --no-untracked-cache' in the project before "
+		    "update-index --no-untracked-cache' in %s before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", what, err == EEXIST ?
-		    "git holds .git/index.lock" : strerror(err));
+		    "'agentmux diff'", index, what, err == EEXIST ?
+		    "git holds the index's lock" : strerror(err), where);
+	free(where);
+	free(index);
 	free(what);
 }
 
@@ -761,29 +810,35 @@ snap_blind_untr_red(const struct strv *hidden, const char *why, int dropped,
  * whatever it holds: it goes, said in red.
  */
 static void
-snap_blind_untr_drop(const char *index, const char *odd, struct strv *out)
+snap_blind_untr_drop(const char *index, const struct snap_worktree *wt,
+    const char *odd, struct strv *out)
 {
-	int rc = snap_index_drop_ext(index, "UNTR");
+	int rc = snap_index_drop_ext(index, "UNTR"), err = errno;
+	char *said, *where;
 
 	if (rc == 0)
 		return;  /* gone meanwhile: git status scans again */
+	said = snap_blind_index_said(wt);
+	where = snap_blind_where(wt);
 	if (rc == 1)
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		strv_addf(out, "the untracked cache in %s (git's list of "
 		    "untracked files per dir) was made or changed in the "
 		    "session%s: a forged one makes your git status pass over "
 		    "new files; agentmux dropped it (git builds it again at "
 		    "your next git status); 'agentmux diff' shows what the "
-		    "session added", odd);
+		    "session added", said, odd);
 	else
-		strv_addf(out, "the untracked cache in .git/index (git's list of "
+		strv_addf(out, "the untracked cache in %s (git's list of "
 		    "untracked files per dir) was made or changed in the "
 		    "session%s: a forged one makes your git status pass over "
 		    "new files, and agentmux could not drop it (%s); run 'git "
-		    "update-index --no-untracked-cache' in the project before "
+		    "update-index --no-untracked-cache' in %s before "
 		    "you trust git status ('git update-index --untracked-cache' "
 		    "turns it on again), and see what the session added with "
-		    "'agentmux diff'", odd, errno == EEXIST ?
-		    "git holds .git/index.lock" : strerror(errno));
+		    "'agentmux diff'", said, odd, err == EEXIST ?
+		    "git holds the index's lock" : strerror(err), where);
+	free(where);
+	free(said);
 }
 
 /*
@@ -820,16 +875,19 @@ snap_blind_untr_check(const char *project, const struct snap_worktree *wt,
 	dropped = snap_index_drop_ext(index, "UNTR");
 	err = errno;
 	free(index);
+	index = NULL;
 	if (dropped == 0)
 		;  /* gone meanwhile: git status scans again */
-	else if (rc == 0 && hidden.n == 0)
-		strv_addf(notes, "the untracked cache in .git/index was updated "
+	else if (rc == 0 && hidden.n == 0) {
+		index = snap_blind_index_said(wt);
+		strv_addf(notes, "the untracked cache in %s was updated "
 		    "in the session, as git status does; it hides no untracked "
 		    "file (git status with it and without it agree), and "
-		    "agentmux %s it all the same", dropped == 1 ? "dropped" :
-		    "could not drop");
-	else
-		snap_blind_untr_red(&hidden, rc == -1 ? (cause != NULL ? cause :
+		    "agentmux %s it all the same", index, dropped == 1 ?
+		    "dropped" : "could not drop");
+		free(index);
+	} else
+		snap_blind_untr_red(wt, &hidden, rc == -1 ? (cause != NULL ? cause :
 		    "git status failed") : NULL, dropped, err, out);
 	free(cause);
 	strv_free(&hidden);
@@ -846,29 +904,36 @@ snap_blind_untr_check(const char *project, const struct snap_worktree *wt,
  * Dropped either way: git then looks at every file once.
  */
 static void
-snap_blind_fsmn_drop(const char *index, struct strv *out)
+snap_blind_fsmn_drop(const char *index, const struct snap_worktree *wt,
+    struct strv *out)
 {
-	int rc = snap_index_drop_ext(index, "FSMN");
+	int rc = snap_index_drop_ext(index, "FSMN"), err = errno;
+	char *said, *where;
 
 	if (rc == 0)
 		return;
+	said = snap_blind_index_said(wt);
+	where = snap_blind_where(wt);
 	if (rc == 1)
-		strv_addf(out, "the fsmonitor data in .git/index (the token and "
+		strv_addf(out, "the fsmonitor data in %s (the token and "
 		    "list of files git's core.fsmonitor trusts as unchanged) "
 		    "was made or changed in the session: a forged one makes "
 		    "your git status pass over edits where core.fsmonitor is "
 		    "on; agentmux dropped it (git looks at every file once "
-		    "again); 'agentmux diff' shows what the session changed");
+		    "again); 'agentmux diff' shows what the session changed",
+		    said);
 	else
-		strv_addf(out, "the fsmonitor data in .git/index (the token and "
+		strv_addf(out, "the fsmonitor data in %s (the token and "
 		    "list of files git's core.fsmonitor trusts as unchanged) "
 		    "was made or changed in the session: a forged one makes "
 		    "your git status pass over edits where core.fsmonitor is "
 		    "on, and agentmux could not drop it (%s); run 'git -c "
-		    "core.fsmonitor=false update-index --no-fsmonitor' in the "
-		    "project before you trust git status, and see what the "
-		    "session changed with 'agentmux diff'", errno == EEXIST ?
-		    "git holds .git/index.lock" : strerror(errno));
+		    "core.fsmonitor=false update-index --no-fsmonitor' in %s "
+		    "before you trust git status, and see what the "
+		    "session changed with 'agentmux diff'", said, err == EEXIST ?
+		    "git holds the index's lock" : strerror(err), where);
+	free(where);
+	free(said);
 }
 
 /* True if the nested repository's extension ENTRY was laid out oddly. */
@@ -897,12 +962,12 @@ snap_blind_untr(const char *project, const struct snap_worktree *wt,
 	size_t i;
 
 	if (now->untr_read == 2)
-		snap_blind_untr_drop(index, SNAP_BLIND_ODD, out);
+		snap_blind_untr_drop(index, wt, SNAP_BLIND_ODD, out);
 	else
 		snap_blind_untr_check(project, wt, start, now, out, notes);
 	if (snap_blind_ext_changed(&start->fsmn, start->fsmn_read, &now->fsmn,
 	    now->fsmn_read))
-		snap_blind_fsmn_drop(index, out);
+		snap_blind_fsmn_drop(index, wt, out);
 	free(index);
 	/* An odd one is forged whatever it was at the start. */
 	for (i = 0; i < now->nexts.n; i++) {
@@ -1030,7 +1095,7 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 		return;
 	snap_blind_init(&now);
 	snap_blind_look(project, &now);
-	snap_blind_compare(start, &now, out);
+	snap_blind_compare(start, &now, NULL, out);
 	snap_blind_untr(project, NULL, start, &now, out, out);
 	index = xprintf("%s/.git/index", project);
 	snap_blind_tree(index, start, &now, out, out);
@@ -1040,7 +1105,8 @@ snap_blind_end(const char *project, const struct snap_blind *start,
 
 void
 snap_blind_compare(const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out)
+    const struct snap_blind *now, const struct snap_worktree *wt,
+    struct strv *out)
 {
 	size_t i, told = 0, more = 0;
 
@@ -1050,14 +1116,12 @@ snap_blind_compare(const struct snap_blind *start,
 		if (strv_contains(&start->marked, now->marked.v[i]))
 			continue;
 		if (told++ < SNAP_BLIND_TELL)
-			snap_blind_tell_mark(now->marked.v[i], out);
+			snap_blind_tell_mark(now->marked.v[i], wt, out);
 		else
 			more++;
 	}
 	if (more > 0)
-		strv_addf(out, "%zu more entries of .git/index were marked "
-		    "skip-worktree or assume-unchanged in the session ('git "
-		    "ls-files -v' shows them with S or a lower-case tag)", more);
+		snap_blind_more_marks(wt, more, out);
 	for (i = 0, told = more = 0; i < now->replace.n; i++) {
 		if (strv_contains(&start->replace, now->replace.v[i]))
 			continue;

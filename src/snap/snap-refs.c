@@ -589,6 +589,23 @@ snap_refs_head(struct snap_refs *sr)
 	}
 }
 
+/* The line for the index put back: .git/index, or a linked worktree's own (in its admin dir). */
+static void
+snap_refs_index_said(const struct snap_repo *r, bool dry, FILE *out)
+{
+	char *q;
+
+	if (r->projcommon == NULL || strcmp(r->projgit, r->projcommon) == 0) {
+		out_printf(out, "  %srestore the index (.git/index) as it was "
+		    "at start\n", dry ? "would " : "");
+		return;
+	}
+	q = snap_nested_quote(r->projindex);
+	out_printf(out, "  %srestore the worktree's index (%s) as it was at "
+	    "start\n", dry ? "would " : "", q);
+	free(q);
+}
+
 /* The index as it was at start, through git's own lock protocol. */
 static int
 snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
@@ -606,8 +623,7 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		free(saved);
 		return 0;
 	}
-	out_printf(out, "  %srestore the index (.git/index) as it was at start\n",
-	    dry ? "would " : "");
+	snap_refs_index_said(r, dry, out);
 	if (dry) {
 		free(saved);
 		return 0;

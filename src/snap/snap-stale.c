@@ -235,16 +235,41 @@ snap_stale_file_is(int projfd, const char *path, const char *oid,
 	return strcmp(hex, oid) == 0;
 }
 
-/* One line for an entry rewritten to hide its change (REPO: a nested repository's, or NULL). */
+/*
+ * The index IPATH of the tree DIR for a message: ".git/index", or a
+ * worktree session's own (in its admin dir, not DIR/.git), named with
+ * where the commands run. Caller frees.
+ */
+static char *
+snap_stale_said(const char *dir, const char *ipath)
+{
+	char *plain = xprintf("%s/.git/index", dir), *qi, *qd, *said;
+
+	if (strcmp(plain, ipath) == 0) {
+		free(plain);
+		return xstrdup(".git/index");
+	}
+	free(plain);
+	qi = snap_nested_quote(ipath);
+	qd = snap_nested_quote(dir);
+	said = xprintf("%s (the index of the session's worktree %s, where "
+	    "the commands below run)", qi, qd);
+	free(qd);
+	free(qi);
+	return said;
+}
+
+/* One line for an entry rewritten to hide its change (REPO: a nested repository's, or NULL: IPATH, DIR's). */
 static void
-snap_stale_tell(const char *repo, const char *path, struct strv *out)
+snap_stale_tell(const char *dir, const char *ipath, const char *repo,
+    const char *path, struct strv *out)
 {
 	char *full = repo != NULL ? xprintf("%s/%s", repo, path) : NULL;
 	char *q = snap_nested_quote(full != NULL ? full : path);
 	char *qp = snap_nested_quote(path);
 	char *qr = repo != NULL ? snap_nested_quote(repo) : NULL;
 	char *where = qr != NULL ? xprintf("the index of the nested "
-	    "repository %s", qr) : xstrdup(".git/index");
+	    "repository %s", qr) : snap_stale_said(dir, ipath);
 	char *git = qr != NULL ? xprintf("git -C %s", qr) : xstrdup("git");
 
 	strv_addf(out, "%s: its entry in %s was rewritten in the "
@@ -261,6 +286,20 @@ snap_stale_tell(const char *repo, const char *path, struct strv *out)
 	free(qp);
 	free(q);
 	free(full);
+}
+
+/* MORE entries past those told one by one (REPO, DIR and IPATH as snap_stale_tell's). */
+static void
+snap_stale_more(const char *dir, const char *ipath, const char *repo,
+    size_t more, struct strv *out)
+{
+	char *said = repo != NULL ? NULL : snap_stale_said(dir, ipath);
+
+	strv_addf(out, "%zu more entries of %s%s were rewritten in the session "
+	    "to hide a change ('agentmux diff' shows them; touching a file "
+	    "makes git read it again)", more, repo != NULL ? "the index of "
+	    "the nested repository " : said, repo != NULL ? repo : "");
+	free(said);
 }
 
 /* UNCHECKED entries of the nested repository REPO's index past the bytes hashed: said in red. */
@@ -381,7 +420,8 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 		    snap_stale_hides(projfd, &e, tree == NULL, &budget,
 		    &unchecked)) {
 			if (told++ < SNAP_STALE_TELL)
-				snap_stale_tell(repo, e.path, out);
+				snap_stale_tell(dir, ipath, repo, e.path,
+				    out);
 			else
 				more++;
 		}
@@ -391,11 +431,7 @@ snap_stale_find_in(const char *dir, const char *repo, const char *ipath,
 	if (stop != NULL)
 		clone_gate_enter();
 	if (more > 0)
-		strv_addf(out, "%zu more entries of %s%s were rewritten "
-		    "in the session to hide a change ('agentmux diff' shows "
-		    "them; touching a file makes git read it again)", more,
-		    repo != NULL ? "the index of the nested repository " :
-		    ".git/index", repo != NULL ? repo : "");
+		snap_stale_more(dir, ipath, repo, more, out);
 	if (unchecked > 0)
 		snap_stale_unchecked(repo, unchecked, out);
 	if (stop != NULL)
@@ -485,8 +521,10 @@ static void
 snap_stale_failed(struct snap_stale *sc, const char *repo, const char *why)
 {
 	char *q = *repo != '\0' ? snap_nested_quote(repo) : NULL;
+	char *own = sc->projgit != NULL ? xprintf("%s/index", sc->projgit) :
+	    xprintf("%s/.git/index", sc->project);
 	char *where = q != NULL ? xprintf("the index of the nested "
-	    "repository %s", q) : xstrdup(".git/index");
+	    "repository %s", q) : snap_stale_said(sc->project, own);
 
 	strv_addf(&sc->alerts, "agentmux could not check %s for entries the "
 	    "session rewrote to hide a change (%s): git status%s%s may show "
@@ -494,6 +532,7 @@ snap_stale_failed(struct snap_stale *sc, const char *repo, const char *why)
 	    "'agentmux diff'", where, why, q != NULL ? " in " : "",
 	    q != NULL ? q : "");
 	free(where);
+	free(own);
 	free(q);
 }
 

@@ -237,9 +237,10 @@ char *snap_nested_module_worktree(const char *project, const char *rel);
 /** Adds to OUT one line for each mark and replace ref that is not in START. */
 void snap_blind_end(const char *project, const struct snap_blind *start,
     struct strv *out);
-/** The same, with NOW read already (snap_blind_read_start). */
+/** The same, with NOW read already (snap_blind_read_start); WT: a worktree session's, named in the lines. */
 void snap_blind_compare(const struct snap_blind *start,
-    const struct snap_blind *now, struct strv *out);
+    const struct snap_blind *now, const struct snap_worktree *wt,
+    struct strv *out);
 /**
  * The untracked cache or the fsmonitor data of PROJECT's .git/index (and
  * of its nested repositories' indexes, snap_blind_nested) made or changed

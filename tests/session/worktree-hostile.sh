@@ -76,6 +76,30 @@ out=$("$AMX" undo --refs "$id" 2>&1) || bad "undo --refs failed: $out"
 [ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && grep -q "switch  the worktree's HEAD back" <<<"$out" &&
 	ok "undo --refs puts the worktree's HEAD back on its branch" ||
 	bad "after undo --refs the worktree's HEAD: $(wthead); undo said: $out"
+
+# 3. What a worktree session does to hide its changes from git is told naming the worktree's own index
+# (.git/worktrees/NAME/index, not .git/index) and the worktree as the place to run the command.
+git switch -q main
+echo a >g && git add g && git commit -qm G
+end=$("$AMX" run --worktree -- sh -c 'git update-index --skip-worktree f &&
+	o=$(git rev-parse :g) && echo evil >>g && touch -d @$(($(date +%s) - 10)) g && git add g &&
+	n=$(git rev-parse :g) && python3 -c "import hashlib, sys
+i, o, n = sys.argv[1], bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
+d = open(i, \"rb\").read()[:-20]
+assert d.count(n) == 1
+d = d.replace(n, o)
+open(i, \"wb\").write(d + hashlib.sha1(d).digest())" "$(git rev-parse --git-path index)" "$o" "$n" && echo forged' \
+	</dev/null 2>&1)
+grep -q forged <<<"$end" || bad "the worktree session did not forge its index: $end"
+wtidx="$(git rev-parse --path-format=absolute --git-common-dir)/worktrees/[^ ]*/index"
+grep -q "f was marked skip-worktree in $wtidx in the session.*in the session's worktree " <<<"$end" &&
+	ok "a mark in a worktree session names the worktree's index and the worktree" ||
+	bad "the mark was told without the worktree's index and place: $end"
+grep -q "g: its entry in $wtidx (the index of the session's worktree " <<<"$end" &&
+	ok "a rewritten entry in a worktree session names the worktree's index and the worktree" ||
+	bad "the rewritten entry was told without the worktree's index and place: $end"
+grep -q '\.git/index' <<<"$end" && bad "a worktree session's end still says .git/index: $end" ||
+	ok "a worktree session's end does not say .git/index"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.
