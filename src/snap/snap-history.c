@@ -721,6 +721,43 @@ snap_hist_write(int gitfd, const char *rel, const struct buf *text,
 }
 
 int
+snap_hist_write_text(int gitfd, const char *ref, const struct buf *text)
+{
+	char *dir, *lock;
+	const char *base;
+	int dfd, fd, rc = -1;
+
+	base = strrchr(ref, '/') != NULL ? strrchr(ref, '/') + 1 : ref;
+	dir = base != ref ? xstrndup(ref, (size_t)(base - ref - 1)) :
+	    xstrdup(".");
+	if (snap_hist_mkdirs(gitfd, dir) == -1 || (dfd = strcmp(dir,
+	    ".") == 0 ? openat(gitfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC) : path_open_beneath(gitfd, dir, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1) {
+		free(dir);
+		return -1;
+	}
+	lock = xprintf("%s.lock", base);
+	fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	if (fd != -1) {
+		if (util_write_all(fd, text->data != NULL ? text->data : "",
+		    text->len) == 0 && fsync(fd) == 0)
+			rc = 0;
+		if (close(fd) == -1)
+			rc = -1;
+		if (rc == 0 && renameat(dfd, lock, dfd, base) == -1)
+			rc = -1;
+		if (rc == -1)
+			unlinkat(dfd, lock, 0);
+	}
+	close(dfd);
+	free(lock);
+	free(dir);
+	return rc;
+}
+
+int
 snap_hist_mkdirs(int gitfd, const char *rel)
 {
 	char *copy, *s;
@@ -2416,33 +2453,93 @@ snap_hist_stash(const struct snap_hgit *g, int gitfd, int64_t session,
 #define SNAP_HIST_PACKED_TOLD 4
 
 /*
+ * G's packed-refs as the session left it kept in G's history dir (as
+ * packed-refs-as-left), then FIXED written in its place as git does; -1
+ * with *CAUSE if either cannot be done (the file is then left as it is).
+ */
+static int
+snap_hist_packed_mend_write(const struct snap_hgit *g, int gitfd,
+    const struct buf *fixed, char **kept, char **cause)
+{
+	struct buf left;
+	int rc;
+
+	buf_init(&left);
+	*kept = xprintf("%s/packed-refs-as-left", g->base);
+	if (snap_hist_read(gitfd, "packed-refs", &left, SNAP_HIST_LOG_MAX) ==
+	    -1) {
+		*cause = xprintf("cannot read it again: %s", strerror(errno));
+		buf_free(&left);
+		return -1;
+	}
+	rc = util_write_file_atomic(*kept, left.data != NULL ? left.data : "",
+	    left.len, 0600, cause);
+	buf_free(&left);
+	if (rc == 0 && snap_hist_write_text(gitfd, "packed-refs", fixed) ==
+	    -1) {
+		*cause = xprintf("cannot write it: %s%s", strerror(errno),
+		    errno == EEXIST ? " (a .lock file is there: is git "
+		    "running?)" : "");
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
  * Lines of G's packed-refs git cannot parse (it then fails at every ref
- * command there): told in red, quoted, with what puts the file right.
+ * command there, and the end's keeping of the objects of moved refs with
+ * it): taken out as 'undo --refs' does (snap_hist_packed_check, START's
+ * value kept where a ref is listed twice), the file as the session left
+ * it kept in G's history dir first; told in red, quoted. A ref whose line
+ * goes is then told as deleted, and 'undo --refs' puts it back.
  */
 static void
-snap_hist_packed_tell(const struct snap_hgit *g, int gitfd, int64_t session,
-    struct strv *alerts)
+snap_hist_packed_mend(const struct snap_hgit *g, int gitfd,
+    const struct strv *start, int64_t session, struct strv *alerts)
 {
 	struct strv bad;
+	struct buf fixed;
 	size_t i;
-	char *q;
+	char *q, *kept = NULL, *cause = NULL, *qk;
+	int rc;
 
 	strv_init(&bad);
-	if (snap_hist_packed_check(gitfd, NULL, &bad, NULL) > 0) {
-		for (i = 0; i < bad.n && i < SNAP_HIST_PACKED_TOLD; i++) {
-			q = quote_name(bad.v[i]);
+	if (snap_hist_packed_check(gitfd, start, &bad, &fixed) <= 0 ||
+	    bad.n == 0) {
+		buf_free(&fixed);
+		strv_free(&bad);
+		return;
+	}
+	rc = snap_hist_packed_mend_write(g, gitfd, &fixed, &kept, &cause);
+	qk = quote_name(kept);
+	for (i = 0; i < bad.n && i < SNAP_HIST_PACKED_TOLD; i++) {
+		q = quote_name(bad.v[i]);
+		if (rc == 0)
+			strv_addf(alerts, "%s/packed-refs held a line git "
+			    "cannot parse, %s (git fails at every ref command "
+			    "with it): agentmux took it out, as 'agentmux undo "
+			    "%lld --refs' does; the file as the session left it "
+			    "is kept in %s, and a ref the line named is told as "
+			    "deleted ('agentmux undo %lld --refs' puts it back)",
+			    g->gitdir, q, (long long)session, qk,
+			    (long long)session);
+		else
 			strv_addf(alerts, "%s/packed-refs holds a line git "
 			    "cannot parse, %s: git fails at every ref command "
-			    "there until it is taken out; 'agentmux undo %lld "
-			    "--refs' takes it out (no ref of yours is lost)",
-			    g->gitdir, q, (long long)session);
-			free(q);
-		}
-		if (bad.n > SNAP_HIST_PACKED_TOLD)
-			strv_addf(alerts, "%s/packed-refs holds %zu more lines "
-			    "git cannot parse", g->gitdir, bad.n -
-			    SNAP_HIST_PACKED_TOLD);
+			    "there until it is taken out, and agentmux could "
+			    "not take it out (%s); 'agentmux undo %lld --refs' "
+			    "takes it out (no ref of yours is lost)", g->gitdir,
+			    q, cause, (long long)session);
+		free(q);
 	}
+	if (bad.n > SNAP_HIST_PACKED_TOLD)
+		strv_addf(alerts, "%s/packed-refs %s %zu more lines git cannot "
+		    "parse", g->gitdir, rc == 0 ? "held" : "holds", bad.n -
+		    SNAP_HIST_PACKED_TOLD);
+	free(qk);
+	free(kept);
+	free(cause);
+	buf_free(&fixed);
 	strv_free(&bad);
 }
 
@@ -2511,8 +2608,10 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	had_start = snap_history_start_refs(g, &start) == 0;
 	(void)snap_gitmodes_check(g, gitfd, false, alerts);
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
+	/* Before the refs are read: git keeps the objects of moved refs after. */
+	snap_hist_packed_mend(g, gitfd, had_start ? &start : NULL, session,
+	    alerts);
 	snap_hist_refs(gitfd, &now);
-	snap_hist_packed_tell(g, gitfd, session, alerts);
 	strv_init(&repaired);
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);

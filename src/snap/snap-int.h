@@ -815,6 +815,8 @@ int snap_gitmodes_check(const struct snap_hgit *g, int gitfd, bool dry,
     struct strv *told);
 /* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
 int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* Writes TEXT into REF (HEAD, packed-refs) under GITFD as git does: REF.lock, then renamed over REF. */
+int snap_hist_write_text(int gitfd, const char *ref, const struct buf *text);
 /* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */
 int snap_hist_write(int gitfd, const char *rel, const struct buf *text,
     mode_t mode);

@@ -249,38 +249,7 @@ static int
 snap_refs_write_text(struct snap_refs *sr, const char *ref,
     const struct buf *text)
 {
-	char *dir, *lock;
-	const char *base;
-	int dfd, fd, rc = -1;
-
-	base = strrchr(ref, '/') != NULL ? strrchr(ref, '/') + 1 : ref;
-	dir = base != ref ? xstrndup(ref, (size_t)(base - ref - 1)) :
-	    xstrdup(".");
-	if (snap_hist_mkdirs(sr->gitfd, dir) == -1 || (dfd = strcmp(dir,
-	    ".") == 0 ? openat(sr->gitfd, ".", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC) : path_open_beneath(sr->gitfd, dir, O_RDONLY |
-	    O_DIRECTORY, 0)) == -1) {
-		free(dir);
-		return -1;
-	}
-	lock = xprintf("%s.lock", base);
-	fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd != -1) {
-		if (util_write_all(fd, text->data != NULL ? text->data : "",
-		    text->len) == 0 && fsync(fd) == 0)
-			rc = 0;
-		if (close(fd) == -1)
-			rc = -1;
-		if (rc == 0 && renameat(dfd, lock, dfd, base) == -1)
-			rc = -1;
-		if (rc == -1)
-			unlinkat(dfd, lock, 0);
-	}
-	close(dfd);
-	free(lock);
-	free(dir);
-	return rc;
+	return snap_hist_write_text(sr->gitfd, ref, text);
 }
 
 /* Writes VALUE into REF (or HEAD) as git does. */
