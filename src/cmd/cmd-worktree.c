@@ -581,6 +581,12 @@ cmd_restore(struct cli_args *args)
 		goto out;
 	}
 	store_snapshot_free(snap);
+	/* The branch's commits, from agentmux's own copy if the project's gc pruned them. */
+	if (tip != NULL && snap_worktree_bring_back(data, id, &kept, tip,
+	    &cause) == -1) {
+		cli_error("restore: %s", cause);
+		goto out;
+	}
 	root = xstrdup(kept.path);
 	if ((slash = strrchr(root, '/')) != NULL)
 		*slash = '\0';

@@ -210,13 +210,13 @@ snap_worktree_git_opts(const char *gitdir, const char *worktree,
 }
 
 /*
- * Runs git as snap_worktree_git_opts sets it up, to the end (blocking:
- * for the commands that are their process's only loop); -1 with *CAUSE
- * unless it exits 0.
+ * snap_worktree_git with stdin INPUT (a string) or from the file IN_FD,
+ * and stdout into the file OUT_FD (NULL and -1: /dev/null, and OUT).
  */
 static int
-snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
-    const char *const *args, struct buf *out, char **cause)
+snap_worktree_git_io(const char *gitdir, const char *worktree,
+    const char *dir, const char *const *args, const char *input, int in_fd,
+    int out_fd, struct buf *out, char **cause)
 {
 	struct proc_opts o;
 	struct strv env, argv, names;
@@ -228,6 +228,11 @@ snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
 	snap_worktree_git_opts(gitdir, worktree, dir, args, &names, &env,
 	    &argv, &o);
 	strv_free(&names);
+	o.input = input;
+	o.inputlen = input != NULL ? strlen(input) : 0;
+	o.has_in_fd = in_fd != -1;
+	o.in_fd = in_fd;
+	o.out_fd = out_fd;
 	buf_init(&err);
 	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
@@ -238,6 +243,19 @@ snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
 	strv_free(&env);
 	strv_free(&argv);
 	return rc;
+}
+
+/*
+ * Runs git as snap_worktree_git_opts sets it up, to the end (blocking:
+ * for the commands that are their process's only loop); -1 with *CAUSE
+ * unless it exits 0.
+ */
+static int
+snap_worktree_git(const char *gitdir, const char *worktree, const char *dir,
+    const char *const *args, struct buf *out, char **cause)
+{
+	return snap_worktree_git_io(gitdir, worktree, dir, args, NULL, -1, -1,
+	    out, cause);
 }
 
 /*
@@ -1470,7 +1488,8 @@ out:
 	return rc;
 }
 
-static void snap_worktree_keep_record(const char *, const char *);
+static void snap_worktree_keep_record(const char *,
+    const struct snap_worktree *, const char *);
 
 /* What the session made of the worktree's HEAD (open in FD) if it is not WANT, or NULL; caller frees. */
 static char *
@@ -1700,7 +1719,7 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	buf_free(&out);
 	free(ns);
 	if (rc == 0) {
-		snap_worktree_keep_record(root, tip);
+		snap_worktree_keep_record(root, wt, tip);
 		path_remove_tree(root);
 	}
 	free(tip);
@@ -1714,13 +1733,59 @@ snap_worktree_kept_path(const char *data_dir, const char *session)
 	return xprintf("%s/sessions/%s/worktree", data_dir, session);
 }
 
+/* DATA/sessions/SESSION/worktree.pack: the commits of its branch, kept at discard for restore. */
+static char *
+snap_worktree_pack_path(const char *data_dir, const char *session)
+{
+	return xprintf("%s/sessions/%s/worktree.pack", data_dir, session);
+}
+
+/*
+ * The commits (and their trees and files) from WT's base to TIP, packed
+ * by the user's git into DST (through DST.tmp), so that restore has them
+ * even if the project's git gc pruned them after the discard. -1 with
+ * *CAUSE.
+ */
+static int
+snap_worktree_keep_pack(const struct snap_worktree *wt, const char *tip,
+    const char *dst, char **cause)
+{
+	const char *args[] = { "pack-objects", "--revs", "--stdout", "-q",
+	    NULL };
+	char *tmp = xprintf("%s.tmp", dst);
+	char *in = xprintf("%s\n^%s\n", tip, wt->base);
+	int fd, rc = -1;
+
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		*cause = xprintf("cannot create %s: %s", tmp, strerror(errno));
+	else if (snap_worktree_git_io(wt->common, NULL, wt->common, args, in,
+	    -1, fd, NULL, cause) == 0) {
+		if (fsync(fd) == -1 || rename(tmp, dst) == -1)
+			*cause = xprintf("cannot write %s: %s", dst,
+			    strerror(errno));
+		else
+			rc = 0;
+	}
+	if (fd != -1)
+		close(fd);
+	if (rc == -1)
+		(void)unlink(tmp);
+	free(in);
+	free(tmp);
+	return rc;
+}
+
 /*
  * Before ROOT (DATA/worktrees/wt-X) goes: its record is kept under
  * DATA/sessions/ID/, so that 'restore' knows the main project, the
- * worktree's path and its branch.
+ * worktree's path and its branch, with the commits of the branch (WT's,
+ * at TIP) packed beside it.
  */
 static void
-snap_worktree_keep_record(const char *root, const char *tip)
+snap_worktree_keep_record(const char *root, const struct snap_worktree *wt,
+    const char *tip)
 {
 	char *path = xprintf("%s/session", root), *data, *slash, *id, *dst;
 	char *dir, *cause = NULL;
@@ -1745,6 +1810,14 @@ snap_worktree_keep_record(const char *root, const char *tip)
 			log_warn("cannot keep the worktree record %s: %s", dst,
 			    cause != NULL ? cause : strerror(errno));
 		free(cause);
+		cause = NULL;
+		free(dst);
+		dst = snap_worktree_pack_path(data, id);
+		if (tip != NULL && wt->common != NULL && wt->base != NULL &&
+		    snap_worktree_keep_pack(wt, tip, dst, &cause) == -1)
+			log_warn("cannot keep the commits of %s in %s: %s",
+			    wt->branch, dst, cause);
+		free(cause);
 		free(dir);
 		free(dst);
 		free(id);
@@ -1752,6 +1825,68 @@ snap_worktree_keep_record(const char *root, const char *tip)
 	buf_free(&b);
 	free(data);
 	free(path);
+}
+
+/* Whether the commit REV is in the repository GITDIR. */
+static bool
+snap_worktree_has_commit(const char *gitdir, const char *rev)
+{
+	char *spec = xprintf("%s^{commit}", rev), *err = NULL;
+	const char *args[] = { "cat-file", "-e", "--end-of-options", spec,
+	    NULL };
+	bool has;
+
+	has = snap_worktree_git(gitdir, NULL, gitdir, args, NULL, &err) == 0;
+	free(err);
+	free(spec);
+	return has;
+}
+
+/* The pack PATH (kept at discard) read into GITDIR's objects by git index-pack (which checks every object). */
+static int
+snap_worktree_unpack(const char *gitdir, const char *path, char **cause)
+{
+	const char *args[] = { "index-pack", "--stdin", NULL };
+	int fd, rc;
+
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = snap_worktree_git_io(gitdir, NULL, gitdir, args, NULL, fd, -1,
+	    NULL, cause);
+	close(fd);
+	return rc;
+}
+
+int
+snap_worktree_bring_back(const char *data_dir, int64_t session,
+    const struct snap_worktree *kept, const char *tip, char **cause)
+{
+	char *gitdir = xprintf("%s/.git", kept->project);
+	char *id = xprintf("%lld", (long long)session);
+	char *pack = snap_worktree_pack_path(data_dir, id), *why = NULL;
+	int rc = 0;
+
+	if (snap_worktree_has_commit(gitdir, tip))
+		goto out;
+	if (access(pack, F_OK) == 0 && snap_worktree_unpack(gitdir, pack,
+	    &why) == 0 && snap_worktree_has_commit(gitdir, tip))
+		goto out;
+	rc = -1;
+	*cause = xprintf("the commit %.12s that session %lld's branch %s was "
+	    "at when discarded is gone from %s (a git gc there pruned it), and "
+	    "%s%s; its files are in its snapshots: 'agentmux undo %lld' says "
+	    "how to get them", tip, (long long)session, kept->branch, gitdir,
+	    why != NULL ? "agentmux could not bring it back from its own copy: "
+	    : "agentmux kept no copy of it (it was discarded by an older "
+	    "agentmux)", why != NULL ? why : "", (long long)session);
+out:
+	free(why);
+	free(pack);
+	free(id);
+	free(gitdir);
+	return rc;
 }
 
 int

@@ -775,6 +775,14 @@ int snap_worktree_merge(const struct snap_worktree *, int64_t session,
  */
 int snap_worktree_kept(const char *data_dir, int64_t session,
     struct snap_worktree *, char **tip, char **cause);
+/**
+ * Makes sure the commit TIP of SESSION's discarded worktree (KEPT, from
+ * snap_worktree_kept) is in its project's repository: if a git gc there
+ * pruned it, the commits discard packed beside the record are read back
+ * in by git index-pack. -1 with *CAUSE naming what is gone.
+ */
+int snap_worktree_bring_back(const char *data_dir, int64_t session,
+    const struct snap_worktree *kept, const char *tip, char **cause);
 /** Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots stay. -1 with *CAUSE. */
 int snap_worktree_discard(const struct snap_worktree *, const char *root,
     char **cause);

@@ -93,6 +93,33 @@ out=$("$AMX" restore "$id4" 2>&1) && bad "restore without the project repo worke
 mv "$P/.git-away" "$P/.git"
 grep -q "is gone or moved" <<<"$out" && ok "restore with the project repo gone says so" || bad "moved: $out"
 
+# The branch's commits pruned from the project after the discard (reflogs expired, gc --prune=now):
+# restore brings them back from agentmux's own copy; with no copy it refuses, naming the commit gone.
+wtrun pruned 'echo p >p && git add p && git commit -qm p && echo pp >>p'
+id5=$(sid pruned)
+w5=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id5"'][0])')
+before5=$(tree "$w5")
+tip5=$(git rev-parse "agentmux/$id5/pruned")
+wtrun nocopy 'echo n >n && git add n && git commit -qm n'
+id6=$(sid nocopy)
+tip6=$(git rev-parse "agentmux/$id6/nocopy")
+w6=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id6"'][0])')
+"$AMX" discard "$id5" --yes >/dev/null 2>&1 || bad "discard of $id5 failed"
+"$AMX" discard "$id6" --yes >/dev/null 2>&1 || bad "discard of $id6 failed"
+[ -s "$XDG_DATA_HOME/agentmux/sessions/$id5/worktree.pack" ] && ok "discard keeps the branch's commits in agentmux's store" ||
+	bad "no kept pack: $(ls "$XDG_DATA_HOME/agentmux/sessions/$id5" 2>&1)"
+rm -f "$XDG_DATA_HOME/agentmux/sessions/$id6/worktree.pack"
+git reflog expire --expire=now --all && git gc -q --prune=now
+{ ! git cat-file -e "$tip5^{commit}" 2>/dev/null && ! git cat-file -e "$tip6^{commit}" 2>/dev/null; } &&
+	ok "the project's gc pruned the discarded branches' commits" || bad "gc did not prune (the test proves nothing)"
+out=$("$AMX" restore "$id5" 2>&1) || bad "restore after the project's gc failed: $out"
+[ "$(git rev-parse "agentmux/$id5/pruned" 2>&1)" = "$tip5" ] && [ "$(tree "$w5")" = "$before5" ] &&
+	ok "restore after the project's gc: the branch at the agent's commit, the files byte for byte" ||
+	bad "restore after gc: $(git rev-parse "agentmux/$id5/pruned" 2>&1) vs $tip5: $out"
+out=$("$AMX" restore "$id6" 2>&1) && bad "restore with the commits gone and no copy worked: $out"
+grep -q "the commit ${tip6:0:12} .* is gone from .*kept no copy" <<<"$out" && [ ! -e "$w6" ] &&
+	ok "restore with the commits gone and no copy refuses, naming the commit" || bad "no copy: $out"
+
 # The same as an ordinary user (the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
