@@ -1871,8 +1871,11 @@ snap_worktree_bring_back(const char *data_dir, int64_t session,
 	if (snap_worktree_has_commit(gitdir, tip))
 		goto out;
 	if (access(pack, F_OK) == 0 && snap_worktree_unpack(gitdir, pack,
-	    &why) == 0 && snap_worktree_has_commit(gitdir, tip))
-		goto out;
+	    &why) == 0) {
+		if (snap_worktree_has_commit(gitdir, tip))
+			goto out;
+		why = xprintf("%s does not hold it", pack);
+	}
 	rc = -1;
 	*cause = xprintf("the commit %.12s that session %lld's branch %s was "
 	    "at when discarded is gone from %s (a git gc there pruned it), and "
