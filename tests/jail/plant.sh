@@ -1540,11 +1540,11 @@ open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
 	    { bad "worktree_index: no worktree or index ($WT, $WTI): $OUT"; return; }
 	st=$(git -C "$WT" status --porcelain 2>&1)
 	[ -z "$st" ] && ok || bad "worktree_index: git status in the worktree was not blinded (the check is void): $st"
-	case $OUT in *"a was marked skip-worktree"*) ok ;;
+	case $OUT in *"a was marked skip-worktree in $WTI in the session"*"in the session's worktree $WT"*) ok ;;
 	*) bad "worktree_index: a skip-worktree mark in the worktree's index was not flagged: $OUT" ;; esac
-	case $OUT in *"c: its entry in .git/index was rewritten"*) ok ;;
+	case $OUT in *"c: its entry in $WTI (the index of the session's worktree $WT, where the commands below run) was rewritten"*) ok ;;
 	*) bad "worktree_index: a rewritten entry in the worktree's index was not flagged: $OUT" ;; esac
-	case $OUT in *"the fsmonitor data in .git/index"*"agentmux dropped it"*) ok ;;
+	case $OUT in *"the fsmonitor data in $WTI"*"agentmux dropped it"*) ok ;;
 	*) bad "worktree_index: fsmonitor data in the worktree's index was not told: $OUT" ;; esac
 	grep -q FSMN "$WTI" && bad "worktree_index: the fsmonitor data stayed in $WTI" || ok
 	git -C "$P" worktree remove --force "$WT" 2>/dev/null
@@ -1593,7 +1593,7 @@ open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
 	    git -c core.untrackedCache=true status --porcelain'
 	case $OUT in *patched*) ok ;; *) bad "worktree_index untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"?? src2/conftest.py"*) bad "worktree_index untr: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
-	case $OUT in *"the untracked cache in .git/index"*"hid 1 untracked files from your git status: src2/conftest.py; agentmux dropped it"*) ok ;;
+	case $OUT in *"the untracked cache in $WTI"*"hid 1 untracked files from your git status: src2/conftest.py; agentmux dropped it"*) ok ;;
 	*) bad "worktree_index: an untracked cache in the worktree's index that hides a file was not told: $OUT" ;; esac
 	[ -n "$WTI" ] && grep -q UNTR "$WTI" && bad "worktree_index: the untracked cache stayed in $WTI" || ok
 	[ -n "$WT" ] && git -C "$P" worktree remove --force "$WT" 2>/dev/null
