@@ -1,4 +1,7 @@
 /* What front ends need from below the session layer, passed on: the records they show, and checks before a session starts. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "jail/jail.h"
 #include "proxy/proxy.h"
 #include "session-int.h"
@@ -106,4 +109,65 @@ int
 session_record_confdiff_pending(struct session_ctx *ctx, int64_t id)
 {
 	return snap_confdiff_pending(session_ctx_store(ctx), id);
+}
+
+/* A worktree session's line while its worktree is there: its branch, with merge and discard. */
+static char *
+session_record_worktree_there(const struct snap_worktree *wt, int64_t id)
+{
+	char *qb = quote_name(wt->branch), *qp = quote_name(wt->path), *line;
+
+	line = xprintf("worktree: branch %s: 'agentmux merge %lld' brings it "
+	    "into your branch, 'agentmux discard %lld' removes it (its "
+	    "snapshots stay); at %s", qb, (long long)id, (long long)id, qp);
+	free(qp);
+	free(qb);
+	return line;
+}
+
+/* A discarded worktree session's line: restore if discard kept its record, else diff. */
+static char *
+session_record_worktree_gone(const char *data, int64_t id)
+{
+	struct snap_worktree kept;
+	char *tip = NULL, *cause = NULL, *qb, *line;
+
+	if (snap_worktree_kept(data, id, &kept, &tip, &cause) == -1) {
+		free(cause);
+		return xprintf("worktree: discarded, with no record to restore "
+		    "it from (by an older agentmux): 'agentmux diff %lld' "
+		    "shows its snapshots", (long long)id);
+	}
+	qb = quote_name(kept.branch);
+	line = xprintf("worktree: discarded (branch %s): 'agentmux restore "
+	    "%lld' brings it back, its branch and the files of its last "
+	    "snapshot", qb, (long long)id);
+	free(qb);
+	free(tip);
+	snap_worktree_clear(&kept);
+	return line;
+}
+
+char *
+session_record_worktree(struct session_ctx *ctx,
+    const struct store_session *ss)
+{
+	char *under = xprintf("%s/worktrees/", ctx->data_dir), *root = NULL;
+	char *cause = NULL, *line = NULL;
+	struct snap_worktree wt;
+
+	if (ss->project != NULL && strncmp(ss->project, under,
+	    strlen(under)) == 0) {
+		if (snap_worktree_find(ctx->data_dir, ss->id, &wt, &root,
+		    &cause) == 0) {
+			line = session_record_worktree_there(&wt, ss->id);
+			snap_worktree_clear(&wt);
+		} else
+			line = session_record_worktree_gone(ctx->data_dir,
+			    ss->id);
+	}
+	free(cause);
+	free(root);
+	free(under);
+	return line;
 }

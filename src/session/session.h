@@ -453,6 +453,14 @@ void session_record_free(struct store_session *);
 /** How record S ended ("exited 2", "crashed", ...), into BUF; returns BUF. */
 const char *session_record_end_text(const struct store_session *, char *buf,
     size_t len);
+/**
+ * For a worktree session's record SS: where its worktree is and what
+ * merges or discards it, or, once discarded, what brings it back
+ * (restore); NULL for any other session. Reads files only, runs no git.
+ * Caller frees.
+ */
+char *session_record_worktree(struct session_ctx *,
+    const struct store_session *ss);
 /** Events of session ID; caller frees with session_record_events_free. */
 struct store_event **session_record_events(struct session_ctx *, int64_t id,
     size_t *n);

@@ -185,7 +185,7 @@ tui_session_lines(struct tui *t, struct strv *out)
 	struct store_decision **d;
 	struct request **r;
 	struct store_request_filter f = { .session_id = c->detail };
-	char when[32], ex[32], files[24], *url;
+	char when[32], ex[32], files[24], *url, *wt;
 	struct strv q;
 	size_t nd, nr, i;
 
@@ -211,6 +211,10 @@ tui_session_lines(struct tui *t, struct strv *out)
 		    "other record(s) were counted, not stored",
 		    (long long)ss->unrecorded, (long long)ss->unrecorded_denied,
 		    (long long)ss->unrecorded_other);
+	if ((wt = session_record_worktree(t->ctx, ss)) != NULL) {
+		strv_add(out, wt);
+		free(wt);
+	}
 	tui_session_alerts(t, ss, out);
 	d = session_record_decisions(t->ctx, c->detail, &nd);
 	strv_addf(out, "decisions: %zu", nd);

@@ -137,4 +137,27 @@ wait_for '[#$] ?$' 30 || fail "no prompt in the profile's worktree session"
 write_file made-by-5 5
 [ -e "$P/made-by-5" ] && fail "the profile's worktree session's file landed in the project"
 in_worktree made-by-5 || fail "the profile's worktree session's file is not in a worktree"
+
+# The history's session view of a worktree session names merge and discard while its worktree is there, and
+# restore once it is discarded (issue 18).
+wtsid() { "$AGENTMUX" sessions --json | python3 -c 'import json,sys; print(max(s["id"] for s in json.load(sys.stdin)))'; }
+(cd "$P" && "$AGENTMUX" run --worktree -- true </dev/null >"$T/wtd.out" 2>&1) || fail "a CLI worktree session failed: $(cat "$T/wtd.out")"
+idd=$(wtsid)
+(cd "$P" && "$AGENTMUX" run --worktree -- true </dev/null >"$T/wtk.out" 2>&1) || fail "a CLI worktree session failed: $(cat "$T/wtk.out")"
+idk=$(wtsid)
+"$AGENTMUX" discard "$idd" --yes >"$T/disc.out" 2>&1 || fail "discard $idd failed: $(cat "$T/disc.out")"
+prefix h
+wait_for 'history: [0-9]+ sessions' || fail "no history"
+keys Enter
+wait_for "session $idk: " || fail "Enter did not open session $idk (the newest)"
+wait_for "worktree: branch agentmux/$idk/[a-z]+: 'agentmux merge $idk' brings it into your branch, 'agentmux discard $idk'" ||
+	fail "the session view of a worktree session does not name merge and discard"
+escape
+wait_for 'history: [0-9]+ sessions' || fail "Esc did not go back to the history"
+keys Down Enter
+wait_for "session $idd: " || fail "Enter did not open session $idd"
+wait_for "worktree: discarded \\(branch agentmux/$idd/[a-z]+\\): 'agentmux restore $idd' brings it back" ||
+	fail "the session view of a discarded worktree session does not name restore"
+escape
+escape
 exit 0
