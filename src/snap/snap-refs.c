@@ -564,7 +564,8 @@ snap_refs_index_said(const struct snap_repo *r, bool dry, FILE *out)
 {
 	char *q;
 
-	if (r->projcommon == NULL || strcmp(r->projgit, r->projcommon) == 0) {
+	if (r->projgit == NULL || r->projcommon == NULL ||
+	    strcmp(r->projgit, r->projcommon) == 0) {
 		out_printf(out, "  %srestore the index (.git/index) as it was "
 		    "at start\n", dry ? "would " : "");
 		return;
