@@ -681,13 +681,36 @@ snap_hist_log_added(const struct buf *saved, const struct buf *now,
 	snap_hist_log_close(&c);
 }
 
+/* TEXT written into TMP (made new, MODE) under DFD, then renamed over BASE; -1 with errno (TMP gone). */
+static int
+snap_hist_write_as(int dfd, const char *tmp, const char *base,
+    const struct buf *text, mode_t mode)
+{
+	int fd, rc = -1;
+
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	if (fd == -1)
+		return -1;
+	if (util_write_all(fd, text->data != NULL ? text->data : "",
+	    text->len) == 0 && fsync(fd) == 0)
+		rc = 0;
+	if (close(fd) == -1)
+		rc = -1;
+	if (rc == 0 && renameat(dfd, tmp, dfd, base) == -1)
+		rc = -1;
+	if (rc == -1)
+		unlinkat(dfd, tmp, 0);
+	return rc;
+}
+
 int
 snap_hist_write(int gitfd, const char *rel, const struct buf *text,
     mode_t mode)
 {
 	char *dir, *base, *tmp;
 	unsigned char rnd[6];
-	int dfd, fd, rc = -1;
+	int dfd, rc;
 
 	dir = strrchr(rel, '/') != NULL ? xstrndup(rel, (size_t)(strrchr(rel,
 	    '/') - rel)) : xstrdup(".");
@@ -701,19 +724,7 @@ snap_hist_write(int gitfd, const char *rel, const struct buf *text,
 	util_random(rnd, sizeof rnd);
 	tmp = xprintf("%s.agentmux-%02x%02x%02x%02x%02x%02x", base, rnd[0],
 	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, mode);
-	if (fd != -1) {
-		if (util_write_all(fd, text->data != NULL ? text->data : "",
-		    text->len) == 0 && fsync(fd) == 0)
-			rc = 0;
-		if (close(fd) == -1)
-			rc = -1;
-		if (rc == 0 && renameat(dfd, tmp, dfd, base) == -1)
-			rc = -1;
-		if (rc == -1)
-			unlinkat(dfd, tmp, 0);
-	}
+	rc = snap_hist_write_as(dfd, tmp, base, text, mode);
 	close(dfd);
 	free(tmp);
 	free(dir);
@@ -725,7 +736,7 @@ snap_hist_write_text(int gitfd, const char *ref, const struct buf *text)
 {
 	char *dir, *lock;
 	const char *base;
-	int dfd, fd, rc = -1;
+	int dfd, rc;
 
 	base = strrchr(ref, '/') != NULL ? strrchr(ref, '/') + 1 : ref;
 	dir = base != ref ? xstrndup(ref, (size_t)(base - ref - 1)) :
@@ -738,19 +749,7 @@ snap_hist_write_text(int gitfd, const char *ref, const struct buf *text)
 		return -1;
 	}
 	lock = xprintf("%s.lock", base);
-	fd = openat(dfd, lock, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd != -1) {
-		if (util_write_all(fd, text->data != NULL ? text->data : "",
-		    text->len) == 0 && fsync(fd) == 0)
-			rc = 0;
-		if (close(fd) == -1)
-			rc = -1;
-		if (rc == 0 && renameat(dfd, lock, dfd, base) == -1)
-			rc = -1;
-		if (rc == -1)
-			unlinkat(dfd, lock, 0);
-	}
+	rc = snap_hist_write_as(dfd, lock, base, text, 0644);
 	close(dfd);
 	free(lock);
 	free(dir);
@@ -2488,14 +2487,16 @@ snap_hist_packed_mend_write(const struct snap_hgit *g, int gitfd,
 /*
  * Lines of G's packed-refs git cannot parse (it then fails at every ref
  * command there, and the end's keeping of the objects of moved refs with
- * it): taken out as 'undo --refs' does (snap_hist_packed_check, START's
- * value kept where a ref is listed twice), the file as the session left
- * it kept in G's history dir first; told in red, quoted. A ref whose line
- * goes is then told as deleted, and 'undo --refs' puts it back.
+ * it): taken out as 'undo --refs' does (snap_hist_packed_check; where a
+ * ref is listed twice, the line git reads stays: the end changes nothing
+ * git reads, and a worktree session's start is not the user's), the file
+ * as the session left it kept in G's history dir first; told in red,
+ * quoted. A ref whose line goes is then told as deleted, and 'undo
+ * --refs' puts it back.
  */
 static void
-snap_hist_packed_mend(const struct snap_hgit *g, int gitfd,
-    const struct strv *start, int64_t session, struct strv *alerts)
+snap_hist_packed_mend(const struct snap_hgit *g, int gitfd, int64_t session,
+    struct strv *alerts)
 {
 	struct strv bad;
 	struct buf fixed;
@@ -2504,7 +2505,7 @@ snap_hist_packed_mend(const struct snap_hgit *g, int gitfd,
 	int rc;
 
 	strv_init(&bad);
-	if (snap_hist_packed_check(gitfd, start, &bad, &fixed) <= 0 ||
+	if (snap_hist_packed_check(gitfd, NULL, &bad, &fixed) <= 0 ||
 	    bad.n == 0) {
 		buf_free(&fixed);
 		strv_free(&bad);
@@ -2609,8 +2610,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	(void)snap_gitmodes_check(g, gitfd, false, alerts);
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	/* Before the refs are read: git keeps the objects of moved refs after. */
-	snap_hist_packed_mend(g, gitfd, had_start ? &start : NULL, session,
-	    alerts);
+	snap_hist_packed_mend(g, gitfd, session, alerts);
 	snap_hist_refs(gitfd, &now);
 	strv_init(&repaired);
 	strv_init(&failed);
