@@ -681,8 +681,7 @@ snap_hist_log_added(const struct buf *saved, const struct buf *now,
 	snap_hist_log_close(&c);
 }
 
-/* TEXT written into TMP (made new, MODE) under DFD, then renamed over BASE; -1 with errno (TMP gone). */
-static int
+int
 snap_hist_write_as(int dfd, const char *tmp, const char *base,
     const struct buf *text, mode_t mode)
 {

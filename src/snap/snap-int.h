@@ -815,6 +815,9 @@ int snap_gitmodes_check(const struct snap_hgit *g, int gitfd, bool dry,
     struct strv *told);
 /* Reads REL under DIRFD (a regular file of at most MAX bytes, no link followed) into B. */
 int snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max);
+/* TEXT written into TMP (made new, MODE, no link followed) under DFD, then renamed over BASE; -1 with errno (TMP gone). */
+int snap_hist_write_as(int dfd, const char *tmp, const char *base,
+    const struct buf *text, mode_t mode);
 /* Writes TEXT into REF (HEAD, packed-refs) under GITFD as git does: REF.lock, then renamed over REF. */
 int snap_hist_write_text(int gitfd, const char *ref, const struct buf *text);
 /* Writes TEXT as REL under GITFD atomically (dirs made as needed, no link followed). */

@@ -361,24 +361,10 @@ snap_nested_replace(int dirfd, const char *name, const struct buf *text,
     mode_t mode)
 {
 	char tmp[64];
-	int fd, rc = -1;
 
 	snprintf(tmp, sizeof tmp, ".agentmux-config-%ld", (long)getpid());
 	unlinkat(dirfd, tmp, 0);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, mode);
-	if (fd == -1)
-		return -1;
-	if (util_write_all(fd, text->data != NULL ? text->data : "",
-	    text->len) == 0 && fsync(fd) == 0)
-		rc = 0;
-	if (close(fd) == -1)
-		rc = -1;
-	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) == -1)
-		rc = -1;
-	if (rc == -1)
-		unlinkat(dirfd, tmp, 0);
-	return rc;
+	return snap_hist_write_as(dirfd, tmp, name, text, mode);
 }
 
 /* What is wrong with config file NAME in DIRFD, if anything, and the text it should have instead. */
