@@ -739,6 +739,8 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 		snap_worktree_make_end(m, NULL);
 }
 
+static void snap_worktree_log_clear(const struct snap_worktree *);
+
 /* The base commit is known (or not): git worktree add comes next. */
 static void
 snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
@@ -766,6 +768,7 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 	}
 	free(parent);
 	args[6] = m->wt->base;
+	snap_worktree_log_clear(m->wt);
 	m->step = SNAP_WORKTREE_ADD;
 	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
 	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
@@ -1542,9 +1545,13 @@ snap_worktree_head_fix(const struct snap_worktree *wt, bool dry, char **was,
 	return rc;
 }
 
-/* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
+/*
+ * Removes the symlinks under the directory FD (which it closes): git lists
+ * no symlinked loose ref, nor deletes one. With FILES, every other
+ * non-directory too.
+ */
 static void
-snap_worktree_unlink_links(int fd)
+snap_worktree_unlink_links(int fd, bool files)
 {
 	DIR *d;
 	struct dirent *de;
@@ -1557,13 +1564,13 @@ snap_worktree_unlink_links(int fd)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_type == DT_LNK)
+		if (de->d_type == DT_LNK || (files && de->d_type != DT_DIR))
 			unlinkat(fd, de->d_name, 0);
 		else if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0) {
 			sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
-			snap_worktree_unlink_links(sub);
+			snap_worktree_unlink_links(sub, files);
 			unlinkat(fd, de->d_name, AT_REMOVEDIR);
 		}
 	}
@@ -1588,9 +1595,36 @@ snap_worktree_open_dir(int dirfd, const char *rel)
 	return fd;
 }
 
-/* Empties and removes the session's ref dir NS ("refs/heads/agentmux/ID/") under COMMON, through no link. */
+/*
+ * Removes what is at the reflog of WT's branch (not a dir, never through a
+ * link) before git makes the branch: that dir is writable in the session's
+ * jail, and git appends its first line through a link left there.
+ */
 static void
-snap_worktree_discard_dir(const char *common, const char *ns)
+snap_worktree_log_clear(const struct snap_worktree *wt)
+{
+	char *rel = xprintf("logs/refs/heads/%s", wt->branch), *name;
+	int cfd, pfd;
+
+	name = strrchr(rel, '/');
+	*name++ = '\0';
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		if ((pfd = snap_worktree_open_dir(cfd, rel)) != -1) {
+			(void)unlinkat(pfd, name, 0);
+			close(pfd);
+		}
+		close(cfd);
+	}
+	free(rel);
+}
+
+/*
+ * Empties and removes the session's ref dir NS ("refs/heads/agentmux/ID/")
+ * under COMMON, through no link: its links, and with FILES (the reflog dir,
+ * once git deleted the refs and their reflogs) whatever else the jail left.
+ */
+static void
+snap_worktree_discard_dir(const char *common, const char *ns, bool files)
 {
 	char *parent = xstrdup(ns), *name;
 	int cfd, pfd;
@@ -1601,7 +1635,7 @@ snap_worktree_discard_dir(const char *common, const char *ns)
 	if ((cfd = open(common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		if ((pfd = snap_worktree_open_dir(cfd, parent)) != -1) {
 			snap_worktree_unlink_links(openat(pfd, name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), files);
 			(void)unlinkat(pfd, name, AT_REMOVEDIR);
 			close(pfd);
 		}
@@ -1666,7 +1700,7 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 {
 	const char *slash = strrchr(wt->branch, '/');
 	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
-	    wt->branch), *ref, *p, *err = NULL;
+	    wt->branch), *ref, *p, *err = NULL, *logs;
 	/* Twice: a 'locked' file the jail left in its admin dir is no bar. */
 	const char *remove[] = { "worktree", "remove", "--force", "--force",
 	    wt->path, NULL };
@@ -1695,8 +1729,13 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	buf_adds(&out, "");
 	for (p = out.data; rc == 0 && (ref = strsep(&p, "\n")) != NULL;)
 		rc = snap_worktree_discard_ref(wt, ns, ref, cause);
-	if (rc == 0)
-		snap_worktree_discard_dir(wt->common, ns);
+	if (rc == 0) {
+		snap_worktree_discard_dir(wt->common, ns, false);
+		/* A reflog left there (a link to a host file) would take the first line of the next git to make that ref: restore's. */
+		logs = xprintf("logs/%s", ns);
+		snap_worktree_discard_dir(wt->common, logs, true);
+		free(logs);
+	}
 	buf_free(&out);
 	free(ns);
 	if (rc == 0) {
