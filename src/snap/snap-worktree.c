@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -1542,6 +1544,39 @@ snap_worktree_head_fix(const struct snap_worktree *wt, bool dry, char **was,
 	buf_free(&text);
 	close(fd);
 	free(want);
+	return rc;
+}
+
+int
+snap_worktree_modules_fix(const struct snap_worktree *wt, char **moved,
+    char **cause)
+{
+	uint32_t r[2];
+	struct stat st;
+	char name[64];
+	int fd, rc = 0;
+
+	*moved = NULL;
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return 0;
+	if (fstatat(fd, "modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* A name the jail cannot have taken beforehand, and git never reads. */
+		util_random(r, sizeof r);
+		snprintf(name, sizeof name, "agentmux-quarantine-modules.%08x%08x",
+		    r[0], r[1]);
+		if (renameat2(fd, "modules", fd, name, RENAME_NOREPLACE) == 0)
+			*moved = xprintf("%s/%s", wt->admin, name);
+		else {
+			*cause = xprintf("cannot move %s/modules aside: %s; "
+			    "remove it (rm -rf) before any 'git submodule' in "
+			    "the worktree %s", wt->admin, strerror(errno),
+			    wt->path);
+			rc = -1;
+		}
+	}
+	close(fd);
 	return rc;
 }
 

@@ -749,6 +749,16 @@ void snap_worktree_orphans(const char *data_dir, struct strv *dirs);
  */
 int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
     char **cause);
+/**
+ * The git dirs of WT's submodules (ADMIN/modules, in the admin dir the
+ * jail can write, made without one by git worktree add: all of it is the
+ * session's) moved aside, unfollowed, under a name git never reads: a
+ * 'git submodule update' in the worktree would take one up again, running
+ * its hooks and obeying its config. *MOVED: where to (NULL: none was
+ * there). -1 with *CAUSE if it could not be moved.
+ */
+int snap_worktree_modules_fix(const struct snap_worktree *, char **moved,
+    char **cause);
 /** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
 int snap_worktree_merged(const struct snap_worktree *, const char *into);
 

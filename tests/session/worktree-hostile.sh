@@ -76,6 +76,29 @@ out=$("$AMX" undo --refs "$id" 2>&1) || bad "undo --refs failed: $out"
 [ "$(wthead)" = "refs/heads/agentmux/$id/shell" ] && grep -q "switch  the worktree's HEAD back" <<<"$out" &&
 	ok "undo --refs puts the worktree's HEAD back on its branch" ||
 	bad "after undo --refs the worktree's HEAD: $(wthead); undo said: $out"
+
+# 3. The session plants a submodule git dir with a hook in its worktree's own git dir (modules/NAME, which
+# the jail can write) and registers NAME in .gitmodules: the user's 'git submodule update --init' in the
+# worktree would take it up and run the hook. The end moves it aside and says so.
+P=$T/s
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+chmod 777 "$T"
+end=$("$AMX" run --worktree --branch sm -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/modules" &&
+	git init -q --separate-git-dir "$a/modules/evil" evil && echo x >evil/x && git -C evil add x &&
+	git -C evil -c user.name=a -c user.email=a@b commit -qm x && printf "#!/bin/sh\ntouch '"$T"'/PWNED\n" >"$a/modules/evil/hooks/post-checkout" &&
+	chmod 755 "$a/modules/evil/hooks/post-checkout" && git config -f .gitmodules submodule.evil.path evil &&
+	git config -f .gitmodules submodule.evil.url ./nowhere && git add .gitmodules evil 2>/dev/null && git commit -qm sub && rm -rf evil' \
+	</dev/null 2>&1)
+chmod 755 "$T"
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q "made submodule git dirs in its worktree's git dir .*moved to" <<<"$end" &&
+	ok "the end tells submodule git dirs made in the worktree's git dir" || bad "the end did not tell them: $end"
+git -C "$w" submodule update --init >/dev/null 2>&1
+[ ! -e "$T/PWNED" ] && ok "git submodule update in the worktree runs no hook the session planted" ||
+	bad "the planted post-checkout hook ran at the user's git submodule update"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.
