@@ -35,6 +35,7 @@ struct snap_plant_opts {
 	char *const *execs;       /* snap_plant_seq_execs() at the start (exec lines, option files) */
 	size_t nexecs;
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
+	const char *gitdir;       /* a worktree's own git dir (agentmux's record, not its .git file), or NULL: PROJECT/.git */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
@@ -42,11 +43,11 @@ struct snap_plant_opts {
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
- * in progress in PROJECT's .git, as bits for snap_plant_opts.sequences:
+ * in progress in PROJECT's .git (GITDIR if set: a worktree's), as bits for snap_plant_opts.sequences:
  * one left in progress by a session is carried on by the user's git (a
  * rebase's todo runs its exec lines at `git rebase --continue`).
  */
-unsigned snap_plant_sequences(const char *project);
+unsigned snap_plant_sequences(const char *project, const char *gitdir);
 /**
  * Adds to OUT the exec lines of the todo lists of the sequences in
  * progress in PROJECT, and their option files (strategy, strategy_opts,
@@ -54,7 +55,8 @@ unsigned snap_plant_sequences(const char *project);
  * todo that gains an exec line, or an option file made or changed, during
  * a session is told at its end.
  */
-void snap_plant_seq_execs(const char *project, struct strv *out);
+void snap_plant_seq_execs(const char *project, const char *gitdir,
+    struct strv *out);
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
  * file's ctime is stamped from the kernel's coarse clock, which lags

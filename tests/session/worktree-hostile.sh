@@ -99,6 +99,20 @@ grep -q "made submodule git dirs in its worktree's git dir .*moved to" <<<"$end"
 git -C "$w" submodule update --init >/dev/null 2>&1
 [ ! -e "$T/PWNED" ] && ok "git submodule update in the worktree runs no hook the session planted" ||
 	bad "the planted post-checkout hook ran at the user's git submodule update"
+
+# 4. The session leaves an interactive rebase in progress in its worktree's own git dir (rebase-merge in
+# the admin dir) whose todo holds an exec line: the user's 'git rebase --continue' in the worktree runs
+# it. The end tells it, with the command, naming that git dir, as it does for the project's .git.
+P=$T/r
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+end=$("$AMX" run --worktree --branch rb -- sh -c 'echo b >b && git add b && git commit -qm b &&
+	GIT_SEQUENCE_EDITOR="printf \"break\\nexec touch /tmp/amx-wt-rebase-mark\\n\" >" git rebase -i HEAD' \
+	</dev/null 2>&1)
+grep -q "a rebase was left in progress in $P/.git/worktrees/[^ ]*/rebase-merge; its todo runs commands at git rebase --continue: exec touch /tmp/amx-wt-rebase-mark" <<<"$end" &&
+	ok "the end tells a rebase left in progress in the worktree's git dir, with its exec line" ||
+	bad "the end did not tell the rebase in the worktree's git dir: $end"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.
