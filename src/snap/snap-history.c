@@ -2730,6 +2730,24 @@ snap_history_wt_modules(struct snap_history *h, const struct snap_worktree *wt)
 	free(cause);
 }
 
+/* Links and special files the session left in its worktree's admin dir, removed (snap_worktree_odd_fix), told in red. */
+static void
+snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
+{
+	char *told = NULL;
+	int rc = snap_worktree_odd_fix(wt, &told);
+
+	if (told != NULL)
+		strv_addf(&h->end_alerts, "the session left links or special "
+		    "files in its worktree's git dir %s, which your git in the "
+		    "worktree would write through (a commit appends its reflog "
+		    "line through a logs/HEAD link) or block on: %s%s",
+		    wt->admin, told, rc == -1 ? "; remove those not removed "
+		    "before you run git in the worktree" : "; they were "
+		    "removed");
+	free(told);
+}
+
 /* A worktree session's own HEAD back on its branch (snap_worktree_head_fix), told in red. */
 static void
 snap_history_wt_head(struct snap_history *h, int64_t session)
@@ -2751,6 +2769,7 @@ snap_history_wt_head(struct snap_history *h, int64_t session)
 			    "worktree (%s/HEAD): the session %s; it was put "
 			    "back on its branch %s", wt.admin, was, wt.branch);
 		snap_history_wt_modules(h, &wt);
+		snap_history_wt_odd(h, &wt);
 		snap_worktree_clear(&wt);
 	}
 	free(was);

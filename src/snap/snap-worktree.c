@@ -1580,6 +1580,101 @@ snap_worktree_modules_fix(const struct snap_worktree *wt, char **moved,
 	return rc;
 }
 
+/* Entries of a worktree's admin dir looked at, at most, and how deep. */
+#define SNAP_WORKTREE_ADMIN_MAX 100000
+#define SNAP_WORKTREE_ADMIN_DEPTH 32
+
+/* What the walk of an admin dir found and removed. */
+struct snap_worktree_odd {
+	struct strv told;         /* "PATH (what)", quoted */
+	size_t seen;
+	size_t n;                 /* removed */
+	bool failed;              /* one could not be removed */
+};
+
+/* Removes NAME (a link or special file, stat ST) from FD at REL, for *O. */
+static void
+snap_worktree_odd_one(int fd, const char *name, const char *rel,
+    const struct stat *st, struct snap_worktree_odd *o)
+{
+	char target[PATH_MAX], *q, *qt = NULL;
+	ssize_t n;
+
+	if (S_ISLNK(st->st_mode) && (n = readlinkat(fd, name, target,
+	    sizeof target - 1)) >= 0) {
+		target[n] = '\0';
+		qt = quote_name(target);
+	}
+	q = quote_name(rel);
+	if (unlinkat(fd, name, 0) == -1) {
+		o->failed = true;
+		strv_addf(&o->told, "%s (NOT removed: %s)", q, strerror(errno));
+	} else if (o->n++ < 10)
+		strv_addf(&o->told, "%s (%s%s)", q, qt != NULL ? "a link to " :
+		    "a special file", qt != NULL ? qt : "");
+	free(q);
+	free(qt);
+}
+
+/* Walks the dir FD (which it closes) at REL, never through a link, for snap_worktree_odd_one. */
+static void
+snap_worktree_odd_walk(int fd, const char *rel, int depth,
+    struct snap_worktree_odd *o)
+{
+	struct dirent *de;
+	struct stat st;
+	char *path;
+	int sub;
+	DIR *d;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && o->seen++ < SNAP_WORKTREE_ADMIN_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		path = *rel != '\0' ? xprintf("%s/%s", rel, de->d_name) :
+		    xstrdup(de->d_name);
+		if (S_ISDIR(st.st_mode) && depth < SNAP_WORKTREE_ADMIN_DEPTH) {
+			if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+				snap_worktree_odd_walk(sub, path, depth + 1, o);
+		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
+		free(path);
+	}
+	closedir(d);
+}
+
+int
+snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
+{
+	struct snap_worktree_odd o;
+	struct buf b;
+	size_t i;
+	int fd;
+
+	*told = NULL;
+	memset(&o, 0, sizeof o);
+	strv_init(&o.told);
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1)
+		snap_worktree_odd_walk(fd, "", 0, &o);
+	buf_init(&b);
+	for (i = 0; i < o.told.n; i++)
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", o.told.v[i]);
+	if (o.n > 10)
+		buf_adds(&b, ", ...");
+	if (b.len > 0)
+		*told = buf_steal(&b);
+	buf_free(&b);
+	strv_free(&o.told);
+	return o.failed ? -1 : 0;
+}
+
 /*
  * Removes the symlinks under the directory FD (which it closes): git lists
  * no symlinked loose ref, nor deletes one. With FILES, every other

@@ -761,6 +761,14 @@ int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
  */
 int snap_worktree_modules_fix(const struct snap_worktree *, char **moved,
     char **cause);
+/**
+ * Links, FIFOs, sockets and devices in WT's admin dir (which the jail can
+ * write; git makes none there) removed, never followed: the user's git in
+ * the worktree appends its reflog line through a logs/HEAD link, and
+ * blocks on a FIFO. *TOLD: what was there (quoted, with a link's target),
+ * or NULL. -1 if one could not be removed (*TOLD says which).
+ */
+int snap_worktree_odd_fix(const struct snap_worktree *, char **told);
 /** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
 int snap_worktree_merged(const struct snap_worktree *, const char *into);
 
