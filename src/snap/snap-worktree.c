@@ -742,6 +742,7 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 }
 
 static void snap_worktree_log_clear(const struct snap_worktree *);
+static int snap_worktree_open_dir(int, const char *);
 
 /* The base commit is known (or not): git worktree add comes next. */
 static void
@@ -1651,10 +1652,13 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 int
 snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 {
+	const char *slash = strrchr(wt->branch, '/');
+	char *logs = xprintf("logs/refs/heads/%.*s", (int)(slash - wt->branch),
+	    wt->branch), *at;
 	struct snap_worktree_odd o;
 	struct buf b;
 	size_t i;
-	int fd;
+	int fd, cfd;
 
 	*told = NULL;
 	memset(&o, 0, sizeof o);
@@ -1662,7 +1666,17 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 	/* The admin path is agentmux's record's, never the worktree's .git file's. */
 	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1)
-		snap_worktree_odd_walk(fd, "", 0, &o);
+		snap_worktree_odd_walk(fd, wt->admin, 0, &o);
+	/* The branch's reflog dir: a commit in the worktree appends to its reflog. */
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		if ((fd = snap_worktree_open_dir(cfd, logs)) != -1) {
+			at = xprintf("%s/%s", wt->common, logs);
+			snap_worktree_odd_walk(fd, at, 0, &o);
+			free(at);
+		}
+		close(cfd);
+	}
+	free(logs);
 	buf_init(&b);
 	for (i = 0; i < o.told.n; i++)
 		buf_printf(&b, "%s%s", i > 0 ? ", " : "", o.told.v[i]);

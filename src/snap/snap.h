@@ -762,8 +762,9 @@ int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
 int snap_worktree_modules_fix(const struct snap_worktree *, char **moved,
     char **cause);
 /**
- * Links, FIFOs, sockets and devices in WT's admin dir (which the jail can
- * write; git makes none there) removed, never followed: the user's git in
+ * Links, FIFOs, sockets and devices in WT's admin dir and its branch's
+ * reflog dir (which the jail can write; git makes none there) removed,
+ * never followed: the user's git in
  * the worktree appends its reflog line through a logs/HEAD link, and
  * blocks on a FIFO. *TOLD: what was there (quoted, with a link's target),
  * or NULL. -1 if one could not be removed (*TOLD says which).

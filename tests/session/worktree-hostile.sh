@@ -114,8 +114,8 @@ grep -q "a rebase was left in progress in $P/.git/worktrees/[^ ]*/rebase-merge; 
 	ok "the end tells a rebase left in progress in the worktree's git dir, with its exec line" ||
 	bad "the end did not tell the rebase in the worktree's git dir: $end"
 
-# 5. The session makes its worktree's own logs/HEAD (in the admin dir, which the jail can write) a link to
-# a host file: the user's next commit in the worktree would append its reflog line there. The end removes
+# 5. The session makes its worktree's own logs/HEAD (in the admin dir, which the jail can write) and its
+# branch's reflog links to a host file: the user's next commit in the worktree would append its reflog lines there. The end removes
 # the link, unfollowed, and says so; the host file is untouched.
 P=$T/l
 mkdir -p "$P" && cd "$P" || exit 1
@@ -123,10 +123,13 @@ git init -q -b main . && git config user.email t@x && git config user.name t
 echo a >f && git add f && git commit -qm A
 echo victim >"$T/victim" && chmod 666 "$T/victim"
 end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
-	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" && mkfifo "$a/ORIG_HEAD"' </dev/null 2>&1)
+	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" && mkfifo "$a/ORIG_HEAD" &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
+	ln -s '"$T"'/victim "$c/logs/$r"' </dev/null 2>&1)
+id=$(sid)
 w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
 grep -q "left links or special files in its worktree's git dir .*logs/HEAD (a link to $T/victim).*they were removed" <<<"$end" &&
-	grep -q "ORIG_HEAD (a special file)" <<<"$end" &&
+	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
 	ok "the end tells and removes links and FIFOs in the worktree's git dir" || bad "the end did not tell them: $end"
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
