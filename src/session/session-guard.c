@@ -223,10 +223,12 @@ session_guard_start(struct session *s)
 	s->guard_sock_on = true;
 	session_tick_want(s->ctx);
 	s->guard_since = s->guard_started = snap_plant_clock();
-	s->guard_seq = snap_plant_sequences(s->project);
+	s->guard_seq = snap_plant_sequences(s->project, s->wt != NULL ?
+	    s->wt->admin : NULL);
 	strv_free(&s->guard_execs);
 	strv_init(&s->guard_execs);
-	snap_plant_seq_execs(s->project, &s->guard_execs);
+	snap_plant_seq_execs(s->project, s->wt != NULL ? s->wt->admin : NULL,
+	    &s->guard_execs);
 
 	path = xprintf("%s/.git", s->project);
 	s->guard_had_git = lstat(path, &st) == 0;
@@ -422,6 +424,7 @@ struct session_guard_scan {
 	char *dir;
 	char *project;
 	char *hooks;
+	char *gitdir;             /* a worktree's admin dir, or NULL */
 	struct strv existed;
 	struct strv execs;
 	struct strv gitfiles;
@@ -463,6 +466,7 @@ session_guard_scan_new(struct session *s)
 	    (long long)s->id);
 	sc->project = xstrdup(s->project);
 	sc->hooks = s->hooks != NULL ? xstrdup(s->hooks) : NULL;
+	sc->gitdir = s->wt != NULL ? xstrdup(s->wt->admin) : NULL;
 	session_guard_scan_copy(&sc->existed, &s->watched);
 	session_guard_scan_copy(&sc->execs, &s->guard_execs);
 	session_guard_scan_copy(&sc->gitfiles, &s->gitfiles);
@@ -481,6 +485,7 @@ session_guard_scan_new(struct session *s)
 	sc->o.execs = sc->execs.v;
 	sc->o.nexecs = sc->execs.n;
 	sc->o.hooks = sc->hooks;
+	sc->o.gitdir = sc->gitdir;
 	sc->o.gitfiles = sc->gitfiles.v;
 	sc->o.ngitfiles = sc->gitfiles.n;
 	sc->o.max_entries = s->cf->jail.scan_limit;
@@ -499,6 +504,7 @@ session_guard_scan_free(struct session_guard_scan *sc)
 	free(sc->dir);
 	free(sc->project);
 	free(sc->hooks);
+	free(sc->gitdir);
 	strv_free(&sc->existed);
 	strv_free(&sc->execs);
 	strv_free(&sc->gitfiles);

@@ -2806,6 +2806,46 @@ snap_history_heads(struct snap_history *h)
 	}
 }
 
+/* Submodule git dirs the session made in its worktree's admin dir, moved aside (snap_worktree_modules_fix), told in red. */
+static void
+snap_history_wt_modules(struct snap_history *h, const struct snap_worktree *wt)
+{
+	char *moved = NULL, *cause = NULL;
+
+	if (snap_worktree_modules_fix(wt, &moved, &cause) == -1)
+		strv_addf(&h->end_alerts, "the session made submodule git "
+		    "dirs in its worktree's git dir (%s/modules): a 'git "
+		    "submodule update' in the worktree would run their hooks; "
+		    "%s", wt->admin, cause);
+	else if (moved != NULL)
+		strv_addf(&h->end_alerts, "the session made submodule git "
+		    "dirs in its worktree's git dir (%s/modules): a 'git "
+		    "submodule update' in the worktree would take them up and "
+		    "run their hooks and config; they were moved to %s (look "
+		    "at them there; 'git submodule update --init' makes fresh "
+		    "ones)", wt->admin, moved);
+	free(moved);
+	free(cause);
+}
+
+/* Links and special files the session left in its worktree's admin dir, removed (snap_worktree_odd_fix), told in red. */
+static void
+snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
+{
+	char *told = NULL;
+	int rc = snap_worktree_odd_fix(wt, &told);
+
+	if (told != NULL)
+		strv_addf(&h->end_alerts, "the session left links or special "
+		    "files in its worktree's git dir or its branch's reflog "
+		    "dir, which your git in the worktree would write through (a "
+		    "commit appends its reflog lines through a logs/HEAD link, "
+		    "or its branch's) or block on: %s%s", told, rc == -1 ? "; remove those not removed "
+		    "before you run git in the worktree" : "; they were "
+		    "removed");
+	free(told);
+}
+
 /* A worktree session's own HEAD back on its branch (snap_worktree_head_fix), told in red. */
 static void
 snap_history_wt_head(struct snap_history *h, int64_t session)
@@ -2826,6 +2866,8 @@ snap_history_wt_head(struct snap_history *h, int64_t session)
 			strv_addf(&h->end_alerts, "the HEAD of the session's "
 			    "worktree (%s/HEAD): the session %s; it was put "
 			    "back on its branch %s", wt.admin, was, wt.branch);
+		snap_history_wt_modules(h, &wt);
+		snap_history_wt_odd(h, &wt);
 		snap_worktree_clear(&wt);
 	}
 	free(was);

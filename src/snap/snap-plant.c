@@ -1347,33 +1347,56 @@ static const struct {
 #define SNAP_PLANT_MAX_EXEC 5
 #define SNAP_PLANT_MAX_EXEC_LEN 200
 
-static unsigned
-snap_plant_seq_at(int projfd)
+/*
+ * The git dir whose sequences count, opened through no link: GITDIR (a
+ * worktree's own, from agentmux's record: its sequences are kept there,
+ * and its .git file is the agent's), else .git beneath PROJFD; -1 if none.
+ */
+static int
+snap_plant_seq_gitfd(int projfd, const char *gitdir)
 {
-	char *rel;
+	if (gitdir != NULL)
+		return open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	return path_open_beneath(projfd, ".git", O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* The git dir of O's sequences, for messages: a worktree's own, else .git. */
+static const char *
+snap_plant_seq_dir(const struct snap_plant_opts *o)
+{
+	return o->gitdir != NULL ? o->gitdir : ".git";
+}
+
+/* The sequences in progress in the git dir GITFD, as bits. */
+static unsigned
+snap_plant_seq_at(int gitfd)
+{
 	unsigned i, bits = 0;
 	int fd;
 
-	for (i = 0; i < nitems(snap_plant_seqs); i++) {
-		rel = xprintf(".git/%s", snap_plant_seqs[i].name);
-		if ((fd = path_open_beneath(projfd, rel, O_PATH, 0)) != -1) {
+	for (i = 0; gitfd != -1 && i < nitems(snap_plant_seqs); i++) {
+		if ((fd = path_open_beneath(gitfd, snap_plant_seqs[i].name,
+		    O_PATH, 0)) != -1) {
 			bits |= 1U << i;
 			close(fd);
 		}
-		free(rel);
 	}
 	return bits;
 }
 
 unsigned
-snap_plant_sequences(const char *project)
+snap_plant_sequences(const char *project, const char *gitdir)
 {
 	unsigned bits;
-	int projfd;
+	int projfd, gitfd;
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 0;
-	bits = snap_plant_seq_at(projfd);
+	gitfd = snap_plant_seq_gitfd(projfd, gitdir);
+	bits = snap_plant_seq_at(gitfd);
+	if (gitfd != -1)
+		close(gitfd);
 	close(projfd);
 	return bits;
 }
@@ -1391,18 +1414,17 @@ snap_plant_exec_line(const char *line)
 	return NULL;
 }
 
-/* Adds to OUT the commands of the exec lines of the todo list REL (in .git), in order. */
+/* Adds to OUT the commands of the exec lines of the todo list REL (in the git dir GITFD), in order. */
 static void
-snap_plant_exec_cmds(int projfd, const char *rel, struct strv *out)
+snap_plant_exec_cmds(int gitfd, const char *rel, struct strv *out)
 {
 	struct buf b;
-	char *line, *save = NULL, *path = xprintf(".git/%s", rel);
+	char *line, *save = NULL;
 	const char *cmd;
 	int rc;
 
 	buf_init(&b);
-	rc = path_read_beneath(projfd, path, 1024 * 1024, &b);
-	free(path);
+	rc = path_read_beneath(gitfd, rel, 1024 * 1024, &b);
 	if (rc == -1 || b.data == NULL) {
 		buf_free(&b);
 		return;
@@ -1440,27 +1462,26 @@ snap_plant_exec_quote(char *const *v, size_t n, struct buf *out)
  * so), or NULL if it is not there (or not a regular file).
  */
 static char *
-snap_plant_optfile(int projfd, unsigned n)
+snap_plant_optfile(int gitfd, unsigned n)
 {
-	char *path = xprintf(".git/%s", snap_plant_seq_optfiles[n].rel), *key;
+	char *key;
 	struct buf b;
 
 	buf_init(&b);
-	if (path_read_beneath(projfd, path, 64 * 1024, &b) == -1) {
-		free(path);
+	if (path_read_beneath(gitfd, snap_plant_seq_optfiles[n].rel, 64 * 1024,
+	    &b) == -1) {
 		buf_free(&b);
 		return NULL;
 	}
 	key = xprintf("o %s\n%s", snap_plant_seq_optfiles[n].rel,
 	    b.data != NULL ? b.data : "");
-	free(path);
 	buf_free(&b);
 	return key;
 }
 
 /* Adds to OUT the option files of the sequences BITS names, as keys. */
 static void
-snap_plant_optfiles(int projfd, unsigned bits, struct strv *out)
+snap_plant_optfiles(int gitfd, unsigned bits, struct strv *out)
 {
 	unsigned n;
 	char *key;
@@ -1468,39 +1489,47 @@ snap_plant_optfiles(int projfd, unsigned bits, struct strv *out)
 	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
 		if (!(bits & (1U << snap_plant_seq_optfiles[n].seq)))
 			continue;
-		if ((key = snap_plant_optfile(projfd, n)) != NULL)
+		if ((key = snap_plant_optfile(gitfd, n)) != NULL)
 			strv_take(out, key);
 	}
 }
 
 void
-snap_plant_seq_execs(const char *project, struct strv *out)
+snap_plant_seq_execs(const char *project, const char *gitdir,
+    struct strv *out)
 {
 	struct strv cmds;
 	unsigned i, bits;
 	size_t j;
-	int projfd;
+	int projfd, gitfd;
 
 	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
-	bits = snap_plant_seq_at(projfd);
+	gitfd = snap_plant_seq_gitfd(projfd, gitdir);
+	close(projfd);
+	if (gitfd == -1)
+		return;
+	bits = snap_plant_seq_at(gitfd);
 	for (i = 0; i < nitems(snap_plant_seqs); i++) {
 		if (!(bits & (1U << i)) || snap_plant_seqs[i].todo == NULL)
 			continue;
 		strv_init(&cmds);
-		snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+		snap_plant_exec_cmds(gitfd, snap_plant_seqs[i].todo, &cmds);
 		for (j = 0; j < cmds.n; j++)
 			strv_addf(out, "%u %s", i, cmds.v[j]);
 		strv_free(&cmds);
 	}
-	snap_plant_optfiles(projfd, bits, out);
-	close(projfd);
+	snap_plant_optfiles(gitfd, bits, out);
+	close(gitfd);
 }
 
 /* One sequence I left in progress by the session: what the user's git would carry on. */
 static void
-snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
+snap_plant_seq_one(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int gitfd, unsigned i)
 {
+	const char *gd = snap_plant_seq_dir(o);
+
 	struct strv cmds;
 	struct buf ex;
 
@@ -1508,17 +1537,17 @@ snap_plant_seq_one(struct snap_plant_result *res, int projfd, unsigned i)
 	buf_adds(&ex, "");
 	strv_init(&cmds);
 	if (snap_plant_seqs[i].todo != NULL)
-		snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+		snap_plant_exec_cmds(gitfd, snap_plant_seqs[i].todo, &cmds);
 	snap_plant_exec_quote(cmds.v, cmds.n, &ex);
 	if (cmds.n > 0)
-		strv_addf(&res->watched, "%s was left in progress in .git "
-		    "(.git/%s); its todo runs commands at %s: %s; run it only "
-		    "if you mean those, or abort it", snap_plant_seqs[i].what,
+		strv_addf(&res->watched, "%s was left in progress in %s/%s; "
+		    "its todo runs commands at %s: %s; run it only if you mean "
+		    "those, or abort it", snap_plant_seqs[i].what, gd,
 		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont, ex.data);
 	else
-		strv_addf(&res->watched, "%s was left in progress in .git "
-		    "(.git/%s); %s carries it on as the session left it: read "
-		    "it first, or abort it", snap_plant_seqs[i].what,
+		strv_addf(&res->watched, "%s was left in progress in %s/%s; "
+		    "%s carries it on as the session left it: read it first, or "
+		    "abort it", snap_plant_seqs[i].what, gd,
 		    snap_plant_seqs[i].name, snap_plant_seqs[i].cont);
 	strv_free(&cmds);
 	buf_free(&ex);
@@ -1568,7 +1597,7 @@ snap_plant_exec_counts(const struct snap_plant_opts *o,
  */
 static void
 snap_plant_seq_grew(const struct snap_plant_opts *o,
-    struct snap_plant_result *res, int projfd, unsigned i)
+    struct snap_plant_result *res, int gitfd, unsigned i)
 {
 	struct snap_plant_exec *start, k, *hit;
 	struct strv cmds, added;
@@ -1578,7 +1607,7 @@ snap_plant_seq_grew(const struct snap_plant_opts *o,
 	memset(&k, 0, sizeof k);
 	strv_init(&cmds);
 	strv_init(&added);
-	snap_plant_exec_cmds(projfd, snap_plant_seqs[i].todo, &cmds);
+	snap_plant_exec_cmds(gitfd, snap_plant_seqs[i].todo, &cmds);
 	for (j = 0; j < cmds.n; j++) {
 		k.key = xprintf("%u %s", i, cmds.v[j]);
 		hit = bsearch(&k, start, n, sizeof *start, snap_plant_exec_cmp);
@@ -1592,9 +1621,10 @@ snap_plant_seq_grew(const struct snap_plant_opts *o,
 		buf_init(&ex);
 		snap_plant_exec_quote(added.v, added.n, &ex);
 		strv_addf(&res->watched, "%s in progress since before the "
-		    "session (.git/%s) had exec lines added to its todo; they "
+		    "session (%s/%s) had exec lines added to its todo; they "
 		    "run at %s: %s; run it only if you mean those, or abort it",
-		    snap_plant_seqs[i].what, snap_plant_seqs[i].name,
+		    snap_plant_seqs[i].what, snap_plant_seq_dir(o),
+		    snap_plant_seqs[i].name,
 		    snap_plant_seqs[i].cont, ex.data);
 		buf_free(&ex);
 	}
@@ -1622,7 +1652,7 @@ snap_plant_optfile_kept(const struct snap_plant_opts *o, const char *key)
  */
 static void
 snap_plant_seq_opts(const struct snap_plant_opts *o,
-    struct snap_plant_result *res, int projfd, unsigned now)
+    struct snap_plant_result *res, int gitfd, unsigned now)
 {
 	const char *value;
 	char *key, *cut, *q;
@@ -1631,7 +1661,7 @@ snap_plant_seq_opts(const struct snap_plant_opts *o,
 	for (n = 0; n < nitems(snap_plant_seq_optfiles); n++) {
 		i = snap_plant_seq_optfiles[n].seq;
 		if (!(now & (1U << i)) ||
-		    (key = snap_plant_optfile(projfd, n)) == NULL)
+		    (key = snap_plant_optfile(gitfd, n)) == NULL)
 			continue;
 		if (snap_plant_optfile_kept(o, key)) {
 			free(key);
@@ -1640,13 +1670,14 @@ snap_plant_seq_opts(const struct snap_plant_opts *o,
 		value = strchr(key, '\n') + 1;
 		cut = xstrndup(value, SNAP_PLANT_MAX_EXEC_LEN);
 		q = quote_name(cut);
-		strv_addf(&res->watched, "%s in .git (.git/%s) had .git/%s "
-		    "made or changed in the session, which git reads as "
-		    "options of what it runs at %s (a merge strategy, its "
-		    "options, a signing key, git apply's options): %s%s; run "
-		    "it only if you mean that, or abort it",
-		    snap_plant_seqs[i].what, snap_plant_seqs[i].name,
-		    snap_plant_seq_optfiles[n].rel, snap_plant_seqs[i].cont, q,
+		strv_addf(&res->watched, "%s in %s/%s had %s/%s made or "
+		    "changed in the session, which git reads as options of what "
+		    "it runs at %s (a merge strategy, its options, a signing "
+		    "key, git apply's options): %s%s; run it only if you mean "
+		    "that, or abort it", snap_plant_seqs[i].what,
+		    snap_plant_seq_dir(o), snap_plant_seqs[i].name,
+		    snap_plant_seq_dir(o), snap_plant_seq_optfiles[n].rel,
+		    snap_plant_seqs[i].cont, q,
 		    strlen(value) > SNAP_PLANT_MAX_EXEC_LEN ? "..." : "");
 		free(q);
 		free(cut);
@@ -1662,17 +1693,20 @@ static void
 snap_plant_seq_left(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd)
 {
-	unsigned i, now = snap_plant_seq_at(projfd);
+	int gitfd = snap_plant_seq_gitfd(projfd, o->gitdir);
+	unsigned i, now = snap_plant_seq_at(gitfd);
 
 	for (i = 0; i < nitems(snap_plant_seqs); i++) {
 		if (!(now & (1U << i)))
 			continue;
 		if (!(o->sequences & (1U << i)))
-			snap_plant_seq_one(res, projfd, i);
+			snap_plant_seq_one(o, res, gitfd, i);
 		else if (snap_plant_seqs[i].todo != NULL)
-			snap_plant_seq_grew(o, res, projfd, i);
+			snap_plant_seq_grew(o, res, gitfd, i);
 	}
-	snap_plant_seq_opts(o, res, projfd, now);
+	snap_plant_seq_opts(o, res, gitfd, now);
+	if (gitfd != -1)
+		close(gitfd);
 }
 
 /* ---- the user's own hooks dir (core.hooksPath) ---- */

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -757,6 +759,9 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 		snap_worktree_make_end(m, NULL);
 }
 
+static void snap_worktree_log_clear(const struct snap_worktree *);
+static int snap_worktree_open_dir(int, const char *);
+
 /* The base commit is known (or not): git worktree add comes next. */
 static void
 snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
@@ -784,6 +789,7 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 	}
 	free(parent);
 	args[6] = m->wt->base;
+	snap_worktree_log_clear(m->wt);
 	m->step = SNAP_WORKTREE_ADD;
 	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
 	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
@@ -1561,9 +1567,154 @@ snap_worktree_head_fix(const struct snap_worktree *wt, bool dry, char **was,
 	return rc;
 }
 
-/* Removes the symlinks under the directory FD (which it closes): git lists no symlinked loose ref, nor deletes one. */
+int
+snap_worktree_modules_fix(const struct snap_worktree *wt, char **moved,
+    char **cause)
+{
+	uint32_t r[2];
+	struct stat st;
+	char name[64];
+	int fd, rc = 0;
+
+	*moved = NULL;
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return 0;
+	if (fstatat(fd, "modules", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* A name the jail cannot have taken beforehand, and git never reads. */
+		util_random(r, sizeof r);
+		snprintf(name, sizeof name, "agentmux-quarantine-modules.%08x%08x",
+		    r[0], r[1]);
+		if (renameat2(fd, "modules", fd, name, RENAME_NOREPLACE) == 0)
+			*moved = xprintf("%s/%s", wt->admin, name);
+		else {
+			*cause = xprintf("cannot move %s/modules aside: %s; "
+			    "remove it (rm -rf) before any 'git submodule' in "
+			    "the worktree %s", wt->admin, strerror(errno),
+			    wt->path);
+			rc = -1;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+/* Entries of a worktree's admin dir looked at, at most, and how deep. */
+#define SNAP_WORKTREE_ADMIN_MAX 100000
+#define SNAP_WORKTREE_ADMIN_DEPTH 32
+
+/* What the walk of an admin dir found and removed. */
+struct snap_worktree_odd {
+	struct strv told;         /* "PATH (what)", quoted */
+	size_t seen;
+	size_t n;                 /* removed */
+	bool failed;              /* one could not be removed */
+};
+
+/* Removes NAME (a link or special file, stat ST) from FD at REL, for *O. */
 static void
-snap_worktree_unlink_links(int fd)
+snap_worktree_odd_one(int fd, const char *name, const char *rel,
+    const struct stat *st, struct snap_worktree_odd *o)
+{
+	char target[PATH_MAX], *q, *qt = NULL;
+	ssize_t n;
+
+	if (S_ISLNK(st->st_mode) && (n = readlinkat(fd, name, target,
+	    sizeof target - 1)) >= 0) {
+		target[n] = '\0';
+		qt = quote_name(target);
+	}
+	q = quote_name(rel);
+	if (unlinkat(fd, name, 0) == -1) {
+		o->failed = true;
+		strv_addf(&o->told, "%s (NOT removed: %s)", q, strerror(errno));
+	} else if (o->n++ < 10)
+		strv_addf(&o->told, "%s (%s%s)", q, qt != NULL ? "a link to " :
+		    "a special file", qt != NULL ? qt : "");
+	free(q);
+	free(qt);
+}
+
+/* Walks the dir FD (which it closes) at REL, never through a link, for snap_worktree_odd_one. */
+static void
+snap_worktree_odd_walk(int fd, const char *rel, int depth,
+    struct snap_worktree_odd *o)
+{
+	struct dirent *de;
+	struct stat st;
+	char *path;
+	int sub;
+	DIR *d;
+
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && o->seen++ < SNAP_WORKTREE_ADMIN_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		path = *rel != '\0' ? xprintf("%s/%s", rel, de->d_name) :
+		    xstrdup(de->d_name);
+		if (S_ISDIR(st.st_mode) && depth < SNAP_WORKTREE_ADMIN_DEPTH) {
+			if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
+				snap_worktree_odd_walk(sub, path, depth + 1, o);
+		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
+		free(path);
+	}
+	closedir(d);
+}
+
+int
+snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
+{
+	const char *slash = strrchr(wt->branch, '/');
+	char *logs = xprintf("logs/refs/heads/%.*s", (int)(slash - wt->branch),
+	    wt->branch), *at;
+	struct snap_worktree_odd o;
+	struct buf b;
+	size_t i;
+	int fd, cfd;
+
+	*told = NULL;
+	memset(&o, 0, sizeof o);
+	strv_init(&o.told);
+	/* The admin path is agentmux's record's, never the worktree's .git file's. */
+	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1)
+		snap_worktree_odd_walk(fd, wt->admin, 0, &o);
+	/* The branch's reflog dir: a commit in the worktree appends to its reflog. */
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		if ((fd = snap_worktree_open_dir(cfd, logs)) != -1) {
+			at = xprintf("%s/%s", wt->common, logs);
+			snap_worktree_odd_walk(fd, at, 0, &o);
+			free(at);
+		}
+		close(cfd);
+	}
+	free(logs);
+	buf_init(&b);
+	for (i = 0; i < o.told.n; i++)
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", o.told.v[i]);
+	if (o.n > 10)
+		buf_adds(&b, ", ...");
+	if (b.len > 0)
+		*told = buf_steal(&b);
+	buf_free(&b);
+	strv_free(&o.told);
+	return o.failed ? -1 : 0;
+}
+
+/*
+ * Removes the symlinks under the directory FD (which it closes): git lists
+ * no symlinked loose ref, nor deletes one. With FILES, every other
+ * non-directory too.
+ */
+static void
+snap_worktree_unlink_links(int fd, bool files)
 {
 	DIR *d;
 	struct dirent *de;
@@ -1576,13 +1727,13 @@ snap_worktree_unlink_links(int fd)
 		return;
 	}
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_type == DT_LNK)
+		if (de->d_type == DT_LNK || (files && de->d_type != DT_DIR))
 			unlinkat(fd, de->d_name, 0);
 		else if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0) {
 			sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
-			snap_worktree_unlink_links(sub);
+			snap_worktree_unlink_links(sub, files);
 			unlinkat(fd, de->d_name, AT_REMOVEDIR);
 		}
 	}
@@ -1607,9 +1758,36 @@ snap_worktree_open_dir(int dirfd, const char *rel)
 	return fd;
 }
 
-/* Empties and removes the session's ref dir NS ("refs/heads/agentmux/ID/") under COMMON, through no link. */
+/*
+ * Removes what is at the reflog of WT's branch (not a dir, never through a
+ * link) before git makes the branch: that dir is writable in the session's
+ * jail, and git appends its first line through a link left there.
+ */
 static void
-snap_worktree_discard_dir(const char *common, const char *ns)
+snap_worktree_log_clear(const struct snap_worktree *wt)
+{
+	char *rel = xprintf("logs/refs/heads/%s", wt->branch), *name;
+	int cfd, pfd;
+
+	name = strrchr(rel, '/');
+	*name++ = '\0';
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+		if ((pfd = snap_worktree_open_dir(cfd, rel)) != -1) {
+			(void)unlinkat(pfd, name, 0);
+			close(pfd);
+		}
+		close(cfd);
+	}
+	free(rel);
+}
+
+/*
+ * Empties and removes the session's ref dir NS ("refs/heads/agentmux/ID/")
+ * under COMMON, through no link: its links, and with FILES (the reflog dir,
+ * once git deleted the refs and their reflogs) whatever else the jail left.
+ */
+static void
+snap_worktree_discard_dir(const char *common, const char *ns, bool files)
 {
 	char *parent = xstrdup(ns), *name;
 	int cfd, pfd;
@@ -1620,7 +1798,7 @@ snap_worktree_discard_dir(const char *common, const char *ns)
 	if ((cfd = open(common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		if ((pfd = snap_worktree_open_dir(cfd, parent)) != -1) {
 			snap_worktree_unlink_links(openat(pfd, name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), files);
 			(void)unlinkat(pfd, name, AT_REMOVEDIR);
 			close(pfd);
 		}
@@ -1685,7 +1863,7 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 {
 	const char *slash = strrchr(wt->branch, '/');
 	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
-	    wt->branch), *ref, *p, *err = NULL;
+	    wt->branch), *ref, *p, *err = NULL, *logs;
 	/* Twice: a 'locked' file the jail left in its admin dir is no bar. */
 	const char *remove[] = { "worktree", "remove", "--force", "--force",
 	    wt->path, NULL };
@@ -1714,8 +1892,13 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	buf_adds(&out, "");
 	for (p = out.data; rc == 0 && (ref = strsep(&p, "\n")) != NULL;)
 		rc = snap_worktree_discard_ref(wt, ns, ref, cause);
-	if (rc == 0)
-		snap_worktree_discard_dir(wt->common, ns);
+	if (rc == 0) {
+		snap_worktree_discard_dir(wt->common, ns, false);
+		/* A reflog left there (a link to a host file) would take the first line of the next git to make that ref: restore's. */
+		logs = xprintf("logs/%s", ns);
+		snap_worktree_discard_dir(wt->common, logs, true);
+		free(logs);
+	}
 	buf_free(&out);
 	free(ns);
 	if (rc == 0) {

@@ -35,6 +35,7 @@ struct snap_plant_opts {
 	char *const *execs;       /* snap_plant_seq_execs() at the start (exec lines, option files) */
 	size_t nexecs;
 	const char *hooks;        /* the user's core.hooksPath in the project (a pattern), or NULL */
+	const char *gitdir;       /* a worktree's own git dir (agentmux's record, not its .git file), or NULL: PROJECT/.git */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
@@ -42,11 +43,11 @@ struct snap_plant_opts {
 };
 /**
  * Which git sequences (rebase, am, cherry-pick, revert, merge, bisect) are
- * in progress in PROJECT's .git, as bits for snap_plant_opts.sequences:
+ * in progress in PROJECT's .git (GITDIR if set: a worktree's), as bits for snap_plant_opts.sequences:
  * one left in progress by a session is carried on by the user's git (a
  * rebase's todo runs its exec lines at `git rebase --continue`).
  */
-unsigned snap_plant_sequences(const char *project);
+unsigned snap_plant_sequences(const char *project, const char *gitdir);
 /**
  * Adds to OUT the exec lines of the todo lists of the sequences in
  * progress in PROJECT, and their option files (strategy, strategy_opts,
@@ -54,7 +55,8 @@ unsigned snap_plant_sequences(const char *project);
  * todo that gains an exec line, or an option file made or changed, during
  * a session is told at its end.
  */
-void snap_plant_seq_execs(const char *project, struct strv *out);
+void snap_plant_seq_execs(const char *project, const char *gitdir,
+    struct strv *out);
 /**
  * The time to give snap_plant_opts.since: the file systems' own clock. A
  * file's ctime is stamped from the kernel's coarse clock, which lags
@@ -750,6 +752,25 @@ void snap_worktree_orphans(const char *data_dir, struct strv *dirs);
  */
 int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
     char **cause);
+/**
+ * The git dirs of WT's submodules (ADMIN/modules, in the admin dir the
+ * jail can write, made without one by git worktree add: all of it is the
+ * session's) moved aside, unfollowed, under a name git never reads: a
+ * 'git submodule update' in the worktree would take one up again, running
+ * its hooks and obeying its config. *MOVED: where to (NULL: none was
+ * there). -1 with *CAUSE if it could not be moved.
+ */
+int snap_worktree_modules_fix(const struct snap_worktree *, char **moved,
+    char **cause);
+/**
+ * Links, FIFOs, sockets and devices in WT's admin dir and its branch's
+ * reflog dir (which the jail can write; git makes none there) removed,
+ * never followed: the user's git in
+ * the worktree appends its reflog line through a logs/HEAD link, and
+ * blocks on a FIFO. *TOLD: what was there (quoted, with a link's target),
+ * or NULL. -1 if one could not be removed (*TOLD says which).
+ */
+int snap_worktree_odd_fix(const struct snap_worktree *, char **told);
 /** 1 if WT's branch is merged into INTO (NULL: the main tree's HEAD), 0 if not, -1 if git cannot tell. */
 int snap_worktree_merged(const struct snap_worktree *, const char *into);
 

@@ -100,6 +100,63 @@ grep -q "g: its entry in $wtidx (the index of the session's worktree " <<<"$end"
 	bad "the rewritten entry was told without the worktree's index and place: $end"
 grep -q '\.git/index' <<<"$end" && bad "a worktree session's end still says .git/index: $end" ||
 	ok "a worktree session's end does not say .git/index"
+# 4. The session plants a submodule git dir with a hook in its worktree's own git dir (modules/NAME, which
+# the jail can write) and registers NAME in .gitmodules: the user's 'git submodule update --init' in the
+# worktree would take it up and run the hook. The end moves it aside and says so.
+P=$T/s
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+chmod 777 "$T"
+end=$("$AMX" run --worktree --branch sm -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/modules" &&
+	git init -q --separate-git-dir "$a/modules/evil" evil && echo x >evil/x && git -C evil add x &&
+	git -C evil -c user.name=a -c user.email=a@b commit -qm x && printf "#!/bin/sh\ntouch '"$T"'/PWNED\n" >"$a/modules/evil/hooks/post-checkout" &&
+	chmod 755 "$a/modules/evil/hooks/post-checkout" && git config -f .gitmodules submodule.evil.path evil &&
+	git config -f .gitmodules submodule.evil.url ./nowhere && git add .gitmodules evil 2>/dev/null && git commit -qm sub && rm -rf evil' \
+	</dev/null 2>&1)
+chmod 755 "$T"
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q "made submodule git dirs in its worktree's git dir .*moved to" <<<"$end" &&
+	ok "the end tells submodule git dirs made in the worktree's git dir" || bad "the end did not tell them: $end"
+git -C "$w" submodule update --init >/dev/null 2>&1
+[ ! -e "$T/PWNED" ] && ok "git submodule update in the worktree runs no hook the session planted" ||
+	bad "the planted post-checkout hook ran at the user's git submodule update"
+
+# 5. The session leaves an interactive rebase in progress in its worktree's own git dir (rebase-merge in
+# the admin dir) whose todo holds an exec line: the user's 'git rebase --continue' in the worktree runs
+# it. The end tells it, with the command, naming that git dir, as it does for the project's .git.
+P=$T/r
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+end=$("$AMX" run --worktree --branch rb -- sh -c 'echo b >b && git add b && git commit -qm b &&
+	GIT_SEQUENCE_EDITOR="printf \"break\\nexec touch /tmp/amx-wt-rebase-mark\\n\" >" git rebase -i HEAD' \
+	</dev/null 2>&1)
+grep -q "a rebase was left in progress in $P/.git/worktrees/[^ ]*/rebase-merge; its todo runs commands at git rebase --continue: exec touch /tmp/amx-wt-rebase-mark" <<<"$end" &&
+	ok "the end tells a rebase left in progress in the worktree's git dir, with its exec line" ||
+	bad "the end did not tell the rebase in the worktree's git dir: $end"
+
+# 6. The session makes its worktree's own logs/HEAD (in the admin dir, which the jail can write) and its
+# branch's reflog links to a host file: the user's next commit in the worktree would append its reflog lines there. The end removes
+# the link, unfollowed, and says so; the host file is untouched.
+P=$T/l
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+echo victim >"$T/victim" && chmod 666 "$T/victim"
+end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
+	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" && mkfifo "$a/ORIG_HEAD" &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
+	ln -s '"$T"'/victim "$c/logs/$r"' </dev/null 2>&1)
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q "left links or special files in its worktree's git dir .*logs/HEAD (a link to $T/victim).*they were removed" <<<"$end" &&
+	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
+	ok "the end tells and removes links and FIFOs in the worktree's git dir" || bad "the end did not tell them: $end"
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
+[ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
+	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.

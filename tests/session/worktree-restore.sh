@@ -84,6 +84,28 @@ out=$("$AMX" restore "$id3" 2>&1) || bad "restore of the .git session failed: $o
 	ok "a .git in the snapshot is not written back" ||
 	bad ".git: $(ls -la "$w3/sub" "$w3/nest" 2>&1) $out"
 
+# The session's reflog dir is writable in its jail: a reflog made a link
+# to a host file (its ref deleted, so discard's git does not unlink it)
+# must not take restore's "branch: Created from" line; nor may a link
+# for a name the agent hopes --branch will take.
+echo victim >"$T/victim"
+chmod 666 "$T/victim"
+wtrun rlog 'c=$(git rev-parse --git-common-dir); r=$(git rev-parse --symbolic-full-name HEAD);
+	rm -f "$c/$r" "$c/logs/$r"; ln -s '"$T/victim"' "$c/logs/$r"; ln -s '"$T/victim"' "$(dirname "$c/logs/$r")/other"'
+id5=$(sid rlog)
+"$AMX" discard "$id5" --yes >/dev/null 2>&1 || bad "discard of $id5 failed"
+[ -z "$(ls -A "$P/.git/logs/refs/heads/agentmux/$id5" 2>/dev/null)" ] && ok "discard leaves nothing in the session's reflog dir" ||
+	bad "discard left: $(ls -la "$P/.git/logs/refs/heads/agentmux/$id5")"
+out=$("$AMX" restore "$id5" 2>&1) || bad "restore of the reflog session failed: $out"
+"$AMX" discard "$id5" --yes >/dev/null 2>&1 || bad "second discard of $id5 failed"
+ln -s "$T/victim" "$P/.git/logs/refs/heads/agentmux/$id5/other" 2>/dev/null ||
+	{ mkdir -p "$P/.git/logs/refs/heads/agentmux/$id5" && ln -s "$T/victim" "$P/.git/logs/refs/heads/agentmux/$id5/other"; }
+out=$("$AMX" restore "$id5" --branch other 2>&1) || bad "restore --branch other failed: $out"
+[ "$(cat "$T/victim")" = victim ] && ok "restore writes no reflog line through a link the session planted" ||
+	bad "the host file took git's reflog line: $(cat "$T/victim")"
+{ [ ! -L "$P/.git/logs/refs/heads/agentmux/$id5/other" ] && git rev-parse -q --verify "agentmux/$id5/other" >/dev/null; } &&
+	ok "the branch is made, the link gone" || bad "reflog: $(ls -la "$P/.git/logs/refs/heads/agentmux/$id5") $out"
+
 # The project moved away: restore says so.
 wtrun moved 'echo m >m'
 id4=$(sid moved)

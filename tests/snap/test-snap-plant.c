@@ -417,7 +417,7 @@ test_sequence_left(void **state)
 	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
 	    "git config user.name a && echo 1 >f && git add f && "
 	    "git commit -qm 1 && echo 2 >f && git commit -qam 2", proj);
-	before = snap_plant_sequences(proj);
+	before = snap_plant_sequences(proj, NULL);
 	assert_int_equal(before, 0);
 	test_sh_ok("cd %s && GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch "
 	    "x\\n\" >' git rebase -q -i HEAD~1 >/dev/null 2>&1 && "
@@ -440,10 +440,10 @@ test_sequence_left(void **state)
 	assert_null(strchr(s, '\033'));
 	snap_plant_result_free(&res);
 	/* In progress when the session started: not the session's doing. */
-	o.sequences = snap_plant_sequences(proj);
+	o.sequences = snap_plant_sequences(proj, NULL);
 	assert_int_not_equal(o.sequences, 0);
 	strv_init(&execs);
-	snap_plant_seq_execs(proj, &execs);
+	snap_plant_seq_execs(proj, NULL, &execs);
 	assert_int_equal(execs.n, 2);
 	o.execs = execs.v;
 	o.nexecs = execs.n;
@@ -468,7 +468,7 @@ scan_grown(struct strv *execs, struct snap_plant_result *res)
 	o.quarantine = q;
 	o.had_git = true;
 	o.since = util_now_ms();
-	o.sequences = snap_plant_sequences(proj);
+	o.sequences = snap_plant_sequences(proj, NULL);
 	o.execs = execs->v;
 	o.nexecs = execs->n;
 	snap_plant_result_init(res);
@@ -497,7 +497,7 @@ test_sequence_grew(void **state)
 	    "pick $A\\nbreak\\npick $B\\nexec true\\n' >\" git rebase -q -i "
 	    "HEAD~2 >/dev/null 2>&1", proj);
 	strv_init(&execs);
-	snap_plant_seq_execs(proj, &execs);
+	snap_plant_seq_execs(proj, NULL, &execs);
 	assert_int_equal(execs.n, 1);
 	/* The agent carries it on to the next break and edits a file. */
 	test_sh_ok("cd %s && git rebase --continue >/dev/null 2>&1 && "
@@ -553,7 +553,7 @@ test_sequence_opts(void **state)
 	    "HEAD~2 >/dev/null 2>&1 && test -s .git/rebase-merge/strategy_opts",
 	    proj);
 	strv_init(&execs);
-	snap_plant_seq_execs(proj, &execs);
+	snap_plant_seq_execs(proj, NULL, &execs);
 	/* The agent carries it on to the next break. */
 	test_sh_ok("cd %s && git rebase --continue >/dev/null 2>&1", proj);
 	scan_grown(&execs, &res);
@@ -567,8 +567,8 @@ test_sequence_opts(void **state)
 	assert_int_equal(res.watched.n, 3);
 	for (i = 0; i < res.watched.n; i++)
 		print_message("%s\n", res.watched.v[i]);
-	assert_non_null(strstr(res.watched.v[0], "a rebase in .git "
-	    "(.git/rebase-merge) had .git/rebase-merge/strategy made or "
+	assert_non_null(strstr(res.watched.v[0], "a rebase in "
+	    ".git/rebase-merge had .git/rebase-merge/strategy made or "
 	    "changed in the session"));
 	assert_non_null(strstr(res.watched.v[0], "git rebase --continue"));
 	assert_non_null(strstr(res.watched.v[0], "): \"evil\\n\"; run it"));
