@@ -21,6 +21,7 @@
 #define SNAP_CE_SKIP      0x4000  /* skip-worktree, in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 #define SNAP_INDEX_MAX    (1024 * 1024 * 1024)  /* the user's index read whole, at most */
+#define SNAP_INDEX_CLOCK_LAG_NS 20000000      /* the kernel's coarse clock's lag, at most */
 
 static uint32_t
 snap_index_u32(const unsigned char *p)
@@ -500,8 +501,9 @@ snap_index_unverified(void *arg, unsigned char *ent, const char *name,
  * every write after it, a mapped one too, moves ctime past it. Such
  * entries are trusted (their mtime put back if a snapshot smudged it),
  * every other one smudged, and the index's mtime becomes the moment
- * before the check: git's racy check then rereads only files written in
- * that second. Nothing may write the tree meanwhile (the session ended).
+ * before the check (less the coarse clock's lag): git's racy check then
+ * rereads only files written in that second. Nothing may write the tree
+ * meanwhile (the session ended).
  */
 int
 snap_index_verify(const char *path, size_t oidlen, const char *worktree,
@@ -525,6 +527,13 @@ snap_index_verify(const char *path, size_t oidlen, const char *worktree,
 	    (count = snap_index_smudge_each((unsigned char *)file.data,
 	    file.len, oidlen, snap_index_unverified, &c)) >= 0) {
 		times[0] = sb.st_atim;
+		/* File times come from a coarse clock, a tick behind this one. */
+		if (times[1].tv_nsec >= SNAP_INDEX_CLOCK_LAG_NS)
+			times[1].tv_nsec -= SNAP_INDEX_CLOCK_LAG_NS;
+		else {
+			times[1].tv_sec--;
+			times[1].tv_nsec += 1000000000 - SNAP_INDEX_CLOCK_LAG_NS;
+		}
 		if (snap_index_write_own(path, &file, oidlen, times) == -1)
 			count = -1;
 	}
