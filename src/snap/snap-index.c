@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
@@ -20,6 +21,7 @@
 #define SNAP_CE_SKIP      0x4000  /* skip-worktree, in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 #define SNAP_INDEX_MAX    (1024 * 1024 * 1024)  /* the user's index read whole, at most */
+#define SNAP_INDEX_CLOCK_LAG_NS 20000000      /* the kernel's coarse clock's lag, at most */
 
 static uint32_t
 snap_index_u32(const unsigned char *p)
@@ -265,10 +267,16 @@ snap_index_each(const char *path, size_t oidlen,
 	return rc;
 }
 
-/* Zeroes the recorded mtime of the entries changed at SINCE or later; their count. */
+/*
+ * Zeroes the recorded mtime (seconds at 8, nanoseconds at 12) of each
+ * entry of the index in DATA that SMUDGE(ARG, entry, its name, its
+ * fields) says is to be hashed again (directories of a sparse index
+ * skipped): their count, -1 if the index is cut short.
+ */
 static int
-snap_index_smudge_entries(unsigned char *data, size_t len, size_t oidlen,
-    uint32_t since)
+snap_index_smudge_each(unsigned char *data, size_t len, size_t oidlen,
+    bool (*smudge)(void *, unsigned char *, const char *,
+    const struct snap_index_entry *), void *arg)
 {
 	const unsigned char *p, *end, *start;
 	struct snap_index_entry e;
@@ -287,14 +295,27 @@ snap_index_smudge_entries(unsigned char *data, size_t len, size_t oidlen,
 			count = -1;
 			break;
 		}
-		if (e.ctime < since || (e.mode & 0170000) == 0040000)
+		if ((e.mode & 0170000) == 0040000)
 			continue;
-		/* mtime: seconds at 8, nanoseconds at 12. */
-		memset(data + (start - data) + 8, 0, 8);
-		count++;
+		buf_add(&name, "", 1);
+		name.len--;
+		if (smudge(arg, data + (start - data), name.data, &e)) {
+			memset(data + (start - data) + 8, 0, 8);
+			count++;
+		}
 	}
 	buf_free(&name);
 	return count;
+}
+
+/* An entry changed at *ARG (seconds) or later. */
+static bool
+snap_index_since(void *arg, unsigned char *ent, const char *name,
+    const struct snap_index_entry *e)
+{
+	(void)ent;
+	(void)name;
+	return e->ctime >= *(const uint32_t *)arg;
 }
 
 /* The trailing checksum of an index file's DATA, recomputed. */
@@ -312,6 +333,52 @@ snap_index_checksum(unsigned char *data, size_t len, size_t oidlen)
 	return 0;
 }
 
+/* Reads the index file PATH whole into FILE, its stat data into SB: -1 with errno, or if it is no index git writes. */
+static int
+snap_index_read_own(const char *path, size_t oidlen, struct buf *file,
+    struct stat *sb)
+{
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fstat(fd, sb) == -1 || buf_read_fd(file, fd) == -1) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	if (file->len < 12 + oidlen || memcmp(file->data, "DIRC", 4) != 0 ||
+	    snap_index_u32((unsigned char *)file->data + 4) < 2 ||
+	    snap_index_u32((unsigned char *)file->data + 4) > 4) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Writes FILE (its checksum recomputed) over the index PATH, with the times TIMES. */
+static int
+snap_index_write_own(const char *path, struct buf *file, size_t oidlen,
+    const struct timespec times[2])
+{
+	char *tmp = xprintf("%s.smudge", path);
+	int fd = -1, rc = 0;
+
+	if (snap_index_checksum((unsigned char *)file->data, file->len,
+	    oidlen) == -1 || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC |
+	    O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
+	    util_write_all(fd, file->data, file->len) == -1 ||
+	    futimens(fd, times) == -1 || close(fd) == -1 ||
+	    (fd = -1, rename(tmp, path) == -1)) {
+		if (fd != -1)
+			close(fd);
+		unlink(tmp);
+		rc = -1;
+	}
+	free(tmp);
+	return rc;
+}
+
 /*
  * git trusts an entry whose stat data matches, and compares seconds only:
  * a file changed again within the second its ctime was recorded in, its
@@ -325,43 +392,155 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 	struct timespec times[2];
 	struct stat sb;
 	struct buf file;
-	char *tmp;
-	int fd, count = -1;
+	int count;
 
 	buf_init(&file);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
-	    fstat(fd, &sb) == -1 || buf_read_fd(&file, fd) == -1) {
-		if (fd != -1)
-			close(fd);
-		buf_free(&file);
-		return -1;
-	}
-	close(fd);
-	if (file.len < 12 + oidlen || memcmp(file.data, "DIRC", 4) != 0 ||
-	    snap_index_u32((unsigned char *)file.data + 4) < 2 ||
-	    snap_index_u32((unsigned char *)file.data + 4) > 4 ||
-	    (count = snap_index_smudge_entries((unsigned char *)file.data,
-	    file.len, oidlen, since)) <= 0) {
+	count = snap_index_read_own(path, oidlen, &file, &sb) == -1 ? -1 :
+	    snap_index_smudge_each((unsigned char *)file.data, file.len,
+	    oidlen, snap_index_since, &since);
+	if (count <= 0) {
 		buf_free(&file);
 		return count;
 	}
 	/* The index keeps its times: racy-git checks compare against them. */
 	times[0] = sb.st_atim;
 	times[1] = sb.st_mtim;
-	tmp = xprintf("%s.smudge", path);
-	fd = -1;
-	if (snap_index_checksum((unsigned char *)file.data, file.len,
-	    oidlen) == -1 || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_CLOEXEC | O_NOFOLLOW, 0600)) == -1 ||
-	    util_write_all(fd, file.data, file.len) == -1 ||
-	    futimens(fd, times) == -1 || close(fd) == -1 ||
-	    (fd = -1, rename(tmp, path) == -1)) {
-		if (fd != -1)
-			close(fd);
-		unlink(tmp);
+	if (snap_index_write_own(path, &file, oidlen, times) == -1)
 		count = -1;
+	buf_free(&file);
+	return count;
+}
+
+/* The directory of the work tree entries are looked up in, kept while entries share it. */
+struct snap_index_dir {
+	int root;          /* the work tree */
+	int fd;            /* NAME's directory, O_PATH; -1: none */
+	struct buf name;   /* its path under the work tree, "" for the top */
+};
+
+/* lstat of the entry NAME under the work tree, no link followed on the way: -1 with errno. */
+static int
+snap_index_lstat(struct snap_index_dir *d, const char *name, struct stat *sb)
+{
+	const char *slash = strrchr(name, '/');
+	size_t dirlen = slash != NULL ? (size_t)(slash - name) : 0;
+
+	if (d->fd == -1 || d->name.len != dirlen ||
+	    memcmp(d->name.data, name, dirlen) != 0) {
+		if (d->fd != -1 && d->fd != d->root)
+			close(d->fd);
+		buf_reset(&d->name);
+		buf_add(&d->name, name, dirlen);
+		d->fd = d->root;
+		if (dirlen > 0) {
+			buf_add(&d->name, "", 1);
+			d->name.len = dirlen;
+			d->fd = path_open_beneath(d->root, d->name.data,
+			    O_PATH | O_DIRECTORY, 0);
+		}
+		if (d->fd == -1)
+			return -1;
 	}
-	free(tmp);
+	return fstatat(d->fd, slash != NULL ? slash + 1 : name, sb,
+	    AT_SYMLINK_NOFOLLOW);
+}
+
+/* Whether the entry at P (stat data as git lays it out) is the file SB, not changed since. */
+static bool
+snap_index_same(const unsigned char *p, const struct stat *sb)
+{
+	return snap_index_u32(p) == (uint32_t)sb->st_ctim.tv_sec &&
+	    snap_index_u32(p + 4) == (uint32_t)sb->st_ctim.tv_nsec &&
+	    snap_index_u32(p + 16) == (uint32_t)sb->st_dev &&
+	    snap_index_u32(p + 20) == (uint32_t)sb->st_ino &&
+	    snap_index_u32(p + 36) == (uint32_t)sb->st_size &&
+	    S_ISREG(sb->st_mode) == ((snap_index_u32(p + 24) & 0170000) ==
+	    0100000);
+}
+
+/* What snap_index_verify checks against. */
+struct snap_index_check {
+	struct snap_index_dir dir;
+	int64_t before;    /* ns */
+};
+
+/*
+ * An entry is kept, with the present mtime written back (undoing an
+ * earlier smudge), if its file is the one cached (same inode, size and
+ * ctime to the nanosecond) and that ctime is before c->before; else
+ * it is to be hashed again.
+ */
+static bool
+snap_index_unverified(void *arg, unsigned char *ent, const char *name,
+    const struct snap_index_entry *e)
+{
+	struct snap_index_check *c = arg;
+	struct stat sb;
+	int64_t cached;
+	uint32_t v;
+
+	(void)e;
+	cached = (int64_t)snap_index_u32(ent) * 1000000000 +
+	    snap_index_u32(ent + 4);
+	if (cached >= c->before || snap_index_lstat(&c->dir, name, &sb) == -1 ||
+	    !snap_index_same(ent, &sb))
+		return true;
+	v = htonl((uint32_t)sb.st_mtim.tv_sec);
+	memcpy(ent + 8, &v, 4);
+	v = htonl((uint32_t)sb.st_mtim.tv_nsec);
+	memcpy(ent + 12, &v, 4);
+	return false;
+}
+
+/*
+ * For a tree nothing but the session could write since BEFORE (ns; a
+ * worktree session's new worktree, from the command's go): an entry whose
+ * file still has the inode, size and ctime (to the nanosecond, which
+ * cannot be set from user space) it had when cached, that ctime earlier
+ * than BEFORE, was not written since BEFORE, whatever its mtime says;
+ * every write after it, a mapped one too, moves ctime past it. Such
+ * entries are trusted (their mtime put back if a snapshot smudged it),
+ * every other one smudged, and the index's mtime becomes the moment
+ * before the check (less the coarse clock's lag): git's racy check then
+ * rereads only files written in that second. Nothing may write the tree
+ * meanwhile (the session ended).
+ */
+int
+snap_index_verify(const char *path, size_t oidlen, const char *worktree,
+    int64_t before)
+{
+	struct snap_index_check c;
+	struct timespec times[2];
+	struct stat sb;
+	struct buf file;
+	int count = -1;
+
+	if (clock_gettime(CLOCK_REALTIME, &times[1]) == -1 ||
+	    (c.dir.root = open(worktree, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	c.dir.fd = -1;
+	c.before = before;
+	buf_init(&c.dir.name);
+	buf_init(&file);
+	if (snap_index_read_own(path, oidlen, &file, &sb) == 0 &&
+	    (count = snap_index_smudge_each((unsigned char *)file.data,
+	    file.len, oidlen, snap_index_unverified, &c)) >= 0) {
+		times[0] = sb.st_atim;
+		/* File times come from a coarse clock, a tick behind this one. */
+		if (times[1].tv_nsec >= SNAP_INDEX_CLOCK_LAG_NS)
+			times[1].tv_nsec -= SNAP_INDEX_CLOCK_LAG_NS;
+		else {
+			times[1].tv_sec--;
+			times[1].tv_nsec += 1000000000 - SNAP_INDEX_CLOCK_LAG_NS;
+		}
+		if (snap_index_write_own(path, &file, oidlen, times) == -1)
+			count = -1;
+	}
+	if (c.dir.fd != -1 && c.dir.fd != c.dir.root)
+		close(c.dir.fd);
+	close(c.dir.root);
+	buf_free(&c.dir.name);
 	buf_free(&file);
 	return count;
 }

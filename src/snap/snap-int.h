@@ -227,6 +227,15 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  */
 int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
 /*
+ * For a tree nothing but the session can have written since BEFORE (ns
+ * realtime), the session now ended: entries of the index file PATH whose
+ * file under WORKTREE is the one cached (inode, size, ctime to the
+ * nanosecond) with a ctime before BEFORE are trusted, the others smudged,
+ * and the index's mtime set to now. The count smudged, -1 with errno.
+ */
+int snap_index_verify(const char *path, size_t oidlen, const char *worktree,
+    int64_t before);
+/*
  * The extension SIG ("UNTR", "FSMN", "TREE"; its header too) of the
  * user's index file PATH, read without following a link, into OUT: the
  * copy git uses.

@@ -2014,8 +2014,36 @@ snap_take_timeless(const char *dir)
  * less SNAP_TAKE_CLOCK_LAG_MS: file times come from the kernel's coarse
  * clock, which lags the one read here by up to a tick. Whole seconds
  * still, as git compares them: a write in the second an entry's ctime
- * was cached in would pass git's stat check.
+ * was cached in would pass git's stat check. Such an end (the jail is
+ * gone by then) first checks each entry against its file instead
+ * (snap_index_verify): one whose ctime is still the one cached, to the
+ * nanosecond, and earlier than the go was not written by the session,
+ * so only the others are hashed again; it falls back to the seconds if
+ * the check cannot be made.
  */
+static bool
+snap_take_verify(struct snap_take *t)
+{
+	int n;
+
+	if (t->first_write_ms <= SNAP_TAKE_CLOCK_LAG_MS || t->kind == NULL ||
+	    strcmp(t->kind, "end") != 0)
+		return false;
+	if ((n = snap_index_verify(t->repo->index, snap_take_oidlen(t),
+	    t->repo->worktree, (t->first_write_ms - SNAP_TAKE_CLOCK_LAG_MS) *
+	    1000000)) == -1) {
+		/* No index: nothing is cached, nothing to distrust. */
+		if (errno == ENOENT)
+			return true;
+		log_debug("cannot check the entries of %s against the work "
+		    "tree: %s", t->repo->index, strerror(errno));
+		return false;
+	}
+	log_debug("%s: %d entries changed or cached since the command was let "
+	    "go, to be hashed again", t->repo->worktree, n);
+	return true;
+}
+
 static void
 snap_take_distrust(struct snap_take *t)
 {
@@ -2038,6 +2066,8 @@ snap_take_distrust(struct snap_take *t)
 		return;
 	if (snap_take_timeless(t->repo->worktree))
 		since = 0;
+	else if (snap_take_verify(t))
+		return;
 	if (snap_index_smudge(t->repo->index, snap_take_oidlen(t), since) ==
 	    -1 && errno != ENOENT)
 		log_debug("cannot mark the entries of %s changed since the "

@@ -525,6 +525,8 @@ int snap_session_take(struct snap_session *, const char *kind,
  * distrusts the stat data cached from then on (less the kernel's coarse
  * clock's lag), not from the session's start: in a worktree session the
  * checkout comes after the start, and the end would hash every file again.
+ * Within that, an entry whose file's ctime is still the cached one, to the
+ * nanosecond, and earlier than MS is trusted (snap_index_verify).
  */
 void snap_session_set_first_write(struct snap_session *, int64_t ms);
 /**

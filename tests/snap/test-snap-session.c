@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include <arpa/inet.h>
+
 #include <linux/magic.h>
 
 #include <event2/event.h>
@@ -559,6 +561,138 @@ test_session_first_write(void **state)
 	config_free(cf);
 }
 
+/* Rewrites FILE in place with TEXT (same size), its mtime set back to what it was: only ctime tells. */
+static void
+forge(const char *file, const char *text)
+{
+	struct timespec times[2];
+	struct stat sb;
+	int fd;
+
+	assert_int_equal(stat(file, &sb), 0);
+	assert_int_equal((off_t)strlen(text), sb.st_size);
+	assert_true((fd = open(file, O_WRONLY)) != -1);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	assert_int_equal(futimens(fd, times), 0);
+	close(fd);
+}
+
+/* Sets the cached ctime of NAME in the (version 2, SHA-1) index PATH. */
+static void
+set_cached_ctime(const char *path, const char *name, uint32_t sec,
+    uint32_t nsec)
+{
+	struct buf file;
+	unsigned char *p;
+	uint32_t n, i, v;
+	size_t len;
+
+	buf_init(&file);
+	assert_int_equal(buf_read_file(&file, path), 0);
+	p = (unsigned char *)file.data + 12;
+	memcpy(&v, file.data + 8, 4);
+	n = ntohl(v);
+	for (i = 0; i < n; i++) {
+		len = strlen((char *)p + 62);
+		if (strcmp((char *)p + 62, name) == 0) {
+			v = htonl(sec);
+			memcpy(p, &v, 4);
+			v = htonl(nsec);
+			memcpy(p + 4, &v, 4);
+			break;
+		}
+		p += (62 + len + 8) & ~(size_t)7;
+	}
+	assert_true(i < n);
+	assert_int_equal(util_write_file_atomic(path, file.data, file.len,
+	    0600, NULL), 0);
+	buf_free(&file);
+}
+
+/*
+ * snap_index_verify: an entry whose file was changed in the very second
+ * its ctime was cached, its size kept and its mtime set back, is hashed
+ * again (the ctime differs in nanoseconds only); an untouched one keeps
+ * its stat data (a smudge undone); one cached at or after BEFORE is
+ * hashed again though untouched.
+ */
+static void
+test_index_verify(void **state)
+{
+	struct stat sb;
+	int64_t later = (util_now_ms() + 60000) * 1000000;
+
+	(void)state;
+	test_sh_ok("git init -q -b master . && printf 'int a(void);\\n' > a.c "
+	    "&& printf 'int b(void);\\n' > b.c && git add a.c b.c");
+	assert_int_equal(snap_index_smudge(".git/index", 20, 0), 2);
+	forge("b.c", "int c(void);\n");
+	assert_int_equal(stat("b.c", &sb), 0);
+	set_cached_ctime(".git/index", "b.c", (uint32_t)sb.st_ctim.tv_sec,
+	    (uint32_t)sb.st_ctim.tv_nsec ^ 1);
+	assert_int_equal(snap_index_verify(".git/index", 20, test_proj, later),
+	    1);
+	test_sh_ok("git ls-files --debug b.c | grep -q 'mtime: 0:0'");
+	test_sh_ok("! git ls-files --debug a.c | grep -q 'mtime: 0:0'");
+	test_sh_ok("test \"$(git diff --name-only)\" = b.c");
+	/* Cached at or after the go: hashed again, unchanged or not. */
+	test_sh_ok("git add a.c b.c");
+	assert_int_equal(snap_index_verify(".git/index", 20, test_proj, 0), 2);
+	/* A link on the way is not followed: the entry is hashed again. */
+	test_sh_ok("mkdir d && echo x > d/f && git add d/f && mv d e && "
+	    "ln -s e d");
+	assert_int_equal(snap_index_verify(".git/index", 20, test_proj, later),
+	    1);
+	test_sh_ok("git ls-files --debug d/f | grep -q 'mtime: 0:0'");
+}
+
+/*
+ * The same through a worktree session's end: checkout, start, go and a
+ * change (size kept, mtime set back) within moments of each other; the
+ * end records the new bytes.
+ */
+static void
+test_session_first_write_forged(void **state)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct store *st;
+	char *cause = NULL, *start, *end, *text;
+	int64_t id;
+
+	(void)state;
+	test_sh_ok("git init -q -b master . && git config user.email t@x && "
+	    "git config user.name t && printf 'int a(void);\\n' > a.c && "
+	    "printf 'int b(void);\\n' > b.c && git add . && git commit -qm a");
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, test_proj, &cause);
+	assert_non_null(ss);
+	test_sh_ok("touch a.c b.c");
+	snap_session_take(ss, "start", NULL, NULL, NULL, &cause);
+	drain(base, ss);
+	start = last_tree(st, id);
+	usleep(50 * 1000);
+	snap_session_set_first_write(ss, util_now_ms());
+	forge("b.c", "int c(void);\n");
+	snap_session_take(ss, "end", NULL, NULL, NULL, &cause);
+	release(base, ss);
+	end = last_tree(st, id);
+	assert_string_not_equal(start, end);
+	text = test_sh_out("git --git-dir=\"$OWN\" show %s:b.c", end);
+	assert_string_equal(text, "int c(void);\n");
+	free(text);
+	free(start);
+	free(end);
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+}
+
 int
 main(void)
 {
@@ -574,6 +708,10 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_session_first_write, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_index_verify, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_session_first_write_forged,
+		    setup, teardown),
 	};
 
 	return test_run_group(tests, NULL, NULL);
