@@ -10,7 +10,8 @@
 # program, and the longest gap between two of its requests, before and while session 2
 # starts. Goal (issue 16): both under 50 ms while it starts.
 # Usage: bench/loop-wait.sh   (AMX=path/to/agentmux, RUNS=3, NFILES=10000, TOTAL_MIB=100,
-#        FIRST=0; KEEP=1 keeps the work dir)
+#        FIRST=0; KEEP=1 keeps the work dir; TRACE=1 has the server log every loop turn
+#        over 15 ms, named, to $work/loop-trace.RUN: AGENTMUX_LOOP_TRACE in agentmux(1))
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 amx=${AMX:-$src/build/src/agentmux}
@@ -162,7 +163,10 @@ for ((run = 1; run <= runs; run++)); do
 		"$amx" snapshot -C "$b" >/dev/null
 		python3 "$work/mutate.py" "$b" "$nfiles"
 	fi
-	tmux -L "$sock" -u -f /dev/null new-session -d -x 160 -y 45 -c "$a" \
+	trace=()
+	[[ ${TRACE:-0} == 1 ]] &&
+		trace=(-e "AGENTMUX_LOOP_TRACE=$work/loop-trace.$run" -e AGENTMUX_LOOP_TRACE_MS=15)
+	tmux -L "$sock" -u -f /dev/null new-session -d -x 160 -y 45 -c "$a" "${trace[@]}" \
 		-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
 		-e "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" -e "TERM=xterm-256color" \
 		"echo \$\$ >$work/amx.pid; exec $amx -C $a -- /usr/bin/python3 probe.py probe.log $port"
@@ -181,6 +185,7 @@ for ((run = 1; run <= runs; run++)); do
 	keys C-u
 	keys -l "$b"
 	echo "mark $(now) start" >>"$work/sent.log"
+	[[ ${TRACE:-0} == 1 ]] && echo "# session 2 starts" >>"$work/loop-trace.$run"
 	keys Enter
 	keys C-a 1
 	# Keys until session 2 runs (both tabs name a running state: they show record ids,
@@ -190,6 +195,7 @@ for ((run = 1; run <= runs; run++)); do
 		scr | grep -Eq ':shell\*? (running|working|needs you) .*:shell\*? (running|working|needs you)' && break
 	done
 	echo "mark $(now) started" >>"$work/sent.log"
+	[[ ${TRACE:-0} == 1 ]] && echo "# session 2 runs" >>"$work/loop-trace.$run"
 	sleep 0.5
 	# The sessions live in agentmux's server, which outlives the terminal:
 	# ended with it, or the next run would share it (and its probe's load).
@@ -231,4 +237,7 @@ print("RESULT run=%s start_s=%.2f key_before_ms=%.1f key_during_ms=%.1f "
       mx(lat["before"]), mx(lat["during"]), lost["during"], gb * 1000,
       gd * 1000, nd))
 EOF
+	if [[ ${TRACE:-0} == 1 ]]; then
+		sed -n '/session 2 starts/,/session 2 runs/p' "$work/loop-trace.$run"
+	fi
 done

@@ -233,6 +233,8 @@ static void
 proc_finish(struct proc *p)
 {
 	int i;
+	int64_t t0;
+	char *what;
 
 	proc_exec_result(p);
 	proc_close(p, 0);
@@ -255,7 +257,11 @@ proc_finish(struct proc *p)
 	}
 	log_debug("%s: exit %d after %lld ms", p->what, p->status,
 	    (long long)(util_mono_us() - p->started) / 1000);
+	t0 = loop_trace_begin();
+	what = t0 != 0 ? xstrdup(p->what) : NULL;   /* DONE may free P */
 	p->done(p, p->arg);
+	loop_trace_end(t0, "child done: %s", what);
+	free(what);
 }
 
 static void
@@ -263,11 +269,13 @@ proc_io_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proc *p = arg;
 	int i = fd == p->fds[0] ? 0 : fd == p->fds[1] ? 1 : 2;
+	int64_t t0 = loop_trace_begin();
 
 	if (i == 0)
 		proc_write(p);
 	else if (!proc_read(p, i))
 		proc_close(p, i);
+	loop_trace_end(t0, "child output: %s", p->what);
 }
 
 static bool

@@ -153,11 +153,13 @@ thread_job_ready(evutil_socket_t fd, short what, void *arg)
 	struct thread_job *j = arg;
 	void (*done)(void *) = j->done;
 	void *done_arg = j->arg;
+	int64_t t0 = loop_trace_begin();
 
 	(void)fd;
 	(void)what;
 	thread_job_free(j);
 	done(done_arg);
+	loop_trace_end(t0, "helper thread done");
 }
 
 struct thread_job *

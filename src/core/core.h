@@ -255,6 +255,16 @@ struct thread_job *thread_job_start(struct event_base *,
 /** Waits for WORK to return and frees the job; DONE never runs. NULL: a no-op. */
 void thread_job_free(struct thread_job *);
 
+/* ---- the loop trace (core-trace.c), AGENTMUX_LOOP_TRACE=FILE ---- */
+
+/** Starts the trace on BASE if AGENTMUX_LOOP_TRACE names a file (else a no-op). */
+void loop_trace_init(struct event_base *);
+/** A span's start (0 when the trace is off). */
+int64_t loop_trace_begin(void);
+/** Logs the span begun at T0 with its name if it held the loop too long. */
+void loop_trace_end(int64_t t0, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* ---- paths and directories (core-path.c) ---- */
 
 /** $XDG_CONFIG_HOME/agentmux/config (or ~/.config/...); caller frees. */

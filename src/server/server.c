@@ -1254,6 +1254,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 		fatalx("cannot create the server's events");
 	event_add(sv.accept_ev, NULL);
 	event_add(sv.check_ev, &tv);
+	loop_trace_init(sv.base);
 	event_base_dispatch(sv.base);
 	/* New clients find no server (and start one) from here on. */
 	if (server_sock_ours(&sv)) {

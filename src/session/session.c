@@ -1467,12 +1467,16 @@ session_plan_run(struct session *s, char **cause)
 {
 	struct session_setup *sp = s->setup;
 	enum session_plan_rc rc;
+	const char *what;
+	int64_t t0;
 
 	while (sp->step < nitems(session_plan)) {
-		log_debug("session %lld: start: %s", (long long)s->id,
-		    session_plan[sp->step].what);
+		what = session_plan[sp->step].what;
+		log_debug("session %lld: start: %s", (long long)s->id, what);
+		t0 = loop_trace_begin();
 		/* Past it first: a wait may end at once, resuming the plan. */
 		rc = session_plan[sp->step++].fn(s, sp, cause);
+		loop_trace_end(t0, "start step %s", what);
 		if (rc == SESSION_PLAN_FAIL)
 			return -1;
 		if (rc == SESSION_PLAN_WAIT)
