@@ -270,12 +270,14 @@ proc_io_cb(evutil_socket_t fd, short what, void *arg)
 	struct proc *p = arg;
 	int i = fd == p->fds[0] ? 0 : fd == p->fds[1] ? 1 : 2;
 	int64_t t0 = loop_trace_begin();
+	char *name = t0 != 0 ? xstrdup(p->what) : NULL;  /* a line callback may free P */
 
 	if (i == 0)
 		proc_write(p);
 	else if (!proc_read(p, i))
 		proc_close(p, i);
-	loop_trace_end(t0, "child output: %s", p->what);
+	loop_trace_end(t0, "child output: %s", name);
+	free(name);
 }
 
 static bool
