@@ -917,10 +917,14 @@ session_start_watch(struct session *s)
 static void
 session_start_snapshot(struct session *s)
 {
+	int64_t t0;
+
 	if (s->start_snapped)
 		return;
 	s->start_snapped = true;
+	t0 = loop_trace_begin();
 	session_snap_start(s);
+	loop_trace_end(t0, "start step git: the start snapshot's start");
 }
 
 /* ---- the start plan: each step fills S->setup or S ---- */
@@ -970,15 +974,21 @@ session_start_read_cb(void *arg)
 static bool
 session_start_read(struct session *s)
 {
+	int64_t t0;
+
 	if (s->start_read)
 		return false;
 	s->start_read = true;
+	t0 = loop_trace_begin();
 	s->start_gitconf = snap_gitconf_start(s->ctx->base, s->project,
 	    session_start_read_cb, s);
+	loop_trace_end(t0, "start step git: the git config read");
 	if (snap_gitconf_running(s->start_gitconf))
 		s->start_reads++;
+	t0 = loop_trace_begin();
 	s->start_blind = snap_blind_read_start(s->ctx->base, s->project,
 	    s->wt, &s->guard_blind, session_start_read_cb, s);
+	loop_trace_end(t0, "start step git: the index marks' read");
 	if (s->start_blind != NULL)
 		s->start_reads++;
 	return s->start_reads > 0;

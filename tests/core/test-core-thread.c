@@ -251,6 +251,72 @@ test_job_tells_the_loop(void **state)
 	event_base_free(base);
 }
 
+static void
+slow_done(void *arg)
+{
+	sleep_ms(60);
+	(*(int *)arg)++;
+}
+
+static void
+quick_done(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+static void
+nothing(void *arg)
+{
+	(void)arg;
+}
+
+/*
+ * AGENTMUX_LOOP_TRACE=FILE: a helper thread's result that held the loop
+ * over AGENTMUX_LOOP_TRACE_MS is logged, named, with the ticker's gap it
+ * made; a short one is not.
+ */
+static void
+test_loop_trace(void **state)
+{
+	struct event_base *base = event_base_new();
+	char *dir = test_tmpdir("trace"), *path = NULL, *cause = NULL;
+	struct thread_job *j;
+	struct buf b;
+	int quick = 0, slow = 0, turns;
+
+	assert_non_null(base);
+	path = xprintf("%s/trace", dir);
+	assert_int_equal(setenv("AGENTMUX_LOOP_TRACE", path, 1), 0);
+	assert_int_equal(setenv("AGENTMUX_LOOP_TRACE_MS", "30", 1), 0);
+	loop_trace_init(base);
+	j = thread_job_start(base, nothing, NULL, quick_done, &quick, &cause);
+	assert_non_null(j);
+	for (turns = 0; quick == 0 && turns < 100000; turns++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	j = thread_job_start(base, nothing, NULL, slow_done, &slow, &cause);
+	assert_non_null(j);
+	for (turns = 0; slow == 0 && turns < 100000; turns++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	/* The ticker's next turn, after the long one. */
+	for (turns = 0; turns < 5; turns++)
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+	assert_int_equal(quick + slow, 2);
+	buf_init(&b);
+	assert_int_equal(buf_read_file(&b, path), 0);
+	buf_add(&b, "", 1);
+	assert_non_null(strstr(b.data, "loop turns over 30 ms"));
+	assert_non_null(strstr(b.data, " ms helper thread done\n"));
+	/* The quick result is not logged: one line only, the slow one's. */
+	assert_null(strstr(strstr(b.data, "helper thread done\n") + 1,
+	    "helper thread done"));
+	assert_non_null(strstr(b.data, " gap "));
+	buf_free(&b);
+	test_rmtree(dir);
+	free(path);
+	free(dir);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -259,6 +325,7 @@ main(void)
 		cmocka_unit_test(test_gate_waits),
 		cmocka_unit_test(test_clone_while_allocating),
 		cmocka_unit_test(test_job_tells_the_loop),
+		cmocka_unit_test(test_loop_trace),
 	};
 
 	return test_run_group(tests, NULL, NULL);
