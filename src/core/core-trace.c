@@ -36,6 +36,7 @@ loop_trace_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	if (gap - LOOP_TRACE_TICK_US > loop_trace_min_us)
+		/* raw: the trace file, not a terminal; numbers only */
 		fprintf(loop_trace_fp, "%10.3f gap %7.1f ms\n",
 		    (double)(now - loop_trace_t0_us) / 1000,
 		    (double)gap / 1000);
@@ -65,6 +66,7 @@ loop_trace_init(struct event_base *base)
 	}
 	setvbuf(loop_trace_fp, NULL, _IOLBF, 0);
 	loop_trace_t0_us = loop_trace_last_us = util_mono_us();
+	/* raw: the trace file, not a terminal; numbers only */
 	fprintf(loop_trace_fp, "# pid %ld: loop turns over %lld ms\n",
 	    (long)getpid(), (long long)(loop_trace_min_us / 1000));
 	loop_trace_ev = event_new(base, -1, EV_PERSIST, loop_trace_tick, NULL);
@@ -82,17 +84,26 @@ void
 loop_trace_end(int64_t t0, const char *fmt, ...)
 {
 	int64_t now, d;
+	struct buf line;
 	va_list ap;
+	char *name;
 
 	if (loop_trace_fp == NULL || t0 == 0)
 		return;
 	now = util_mono_us();
 	if ((d = now - t0) <= loop_trace_min_us)
 		return;
-	fprintf(loop_trace_fp, "%10.3f turn %7.1f ms ",
-	    (double)(now - loop_trace_t0_us) / 1000, (double)d / 1000);
 	va_start(ap, fmt);
-	vfprintf(loop_trace_fp, fmt, ap);
+	xvasprintf(&name, fmt, ap);
 	va_end(ap);
-	fputc('\n', loop_trace_fp);
+	/* A child's name may hold a project's path: one line, escaped. */
+	buf_init(&line);
+	quote_line_add(&line, name, strlen(name));
+	buf_add(&line, "", 1);
+	/* raw: the trace file, not a terminal; the name escaped just above */
+	fprintf(loop_trace_fp, "%10.3f turn %7.1f ms %s\n",
+	    (double)(now - loop_trace_t0_us) / 1000, (double)d / 1000,
+	    line.data);
+	buf_free(&line);
+	free(name);
 }
