@@ -37,7 +37,7 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
 	[ $rc = 1 ] || fail "new -d from a directory the server cannot reach exited $rc: $out"
 	echo "$out" | grep -q "cannot find the current directory (it was removed, or the server cannot reach it by a path)" ||
 		fail "new -d from a directory the server cannot reach does not say why: $out"
-	timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+	kill_server_wait
 	echo "client: the current directory goes as a descriptor, never as a path the server reads its own way"
 else
 	echo "client: the current directory as a descriptor: skipped (needs root and unshare -m)"
@@ -54,7 +54,7 @@ printf '%s' "$out" | grep -qF 'f\033[31mx' ||
 	fail "the server's error does not show the name quoted: $out"
 echo "client: the server's error text is printed quoted"
 
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+kill_server_wait
 
 # ---- a socket directory's parent that is not the user's alone ----
 mkdir -m 777 "$T/rt"
@@ -85,7 +85,7 @@ echo "client: a socket directory's parent others may write, or another's, is ref
 out=$("$AGENTMUX" kill 99999999999999999999 2>&1)
 echo "$out" | grep -q "'99999999999999999999' is not a session number" ||
 	fail "a session number out of range was taken: $out"
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+kill_server_wait
 echo "client: a session number out of range is refused as one"
 
 # ---- a client in a background job of its terminal is refused ----
@@ -131,7 +131,7 @@ print(os.waitstatus_to_exitcode(st), "refused" if b"not this job" in out else "a
 PY
 )
 [ "$out" = "1 refused" ] || fail "a client in a background job attached: $out"
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+kill_server_wait
 echo "client: a client in a background job of its terminal is refused"
 
 # ---- a connection that never says hello is dropped ----
@@ -151,7 +151,7 @@ case $out in
 *) fail "a connection with no hello was not dropped after about 3 s: $out" ;;
 esac
 "$AGENTMUX" ls >/dev/null || fail "the server did not answer after dropping a silent connection"
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+kill_server_wait
 echo "client: a connection that sends no hello is dropped after 3 s"
 
 # ---- a client whose terminal cannot be drawn on leaves the attached view ----
@@ -330,5 +330,5 @@ i=0
 while [ ! -s "$P/again.out" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 [ -s "$P/again.out" ] || fail "the session of a client that reached an ending server did not start"
 echo "client: a client that reaches a server as it ends starts another; one that died is said"
-timeout 10 "$AGENTMUX" kill-server >/dev/null 2>&1
+kill_server_wait
 exit 0

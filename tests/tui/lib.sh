@@ -37,6 +37,21 @@ stop_server() {
 	! kill -0 "$_sp" 2>/dev/null
 }
 
+# kill_server_wait: agentmux kill-server, then waits (bounded) for the old server to be gone: it answers
+# at once and stops listening, but ends its sessions before it exits, and until then they are live in
+# their trees (a next dashboard there would ask about the tree in use).
+kill_server_wait() {
+	_kp=$(server_pid)
+	timeout 20 "$AGENTMUX" kill-server >/dev/null 2>&1
+	[ -n "$_kp" ] || return 0
+	_i=0
+	while kill -0 "$_kp" 2>/dev/null && [ $_i -lt 1200 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	! kill -0 "$_kp" 2>/dev/null || fail "the server (pid $_kp) still runs 60 s after kill-server"
+}
+
 cleanup() {
 	# The dashboard writes its sessions' ends as it goes: wait (bounded)
 	# for the panes' processes and the server (which outlives its
