@@ -107,3 +107,16 @@ loop_trace_end(int64_t t0, const char *fmt, ...)
 	buf_free(&line);
 	free(name);
 }
+
+void
+loop_trace_stop(void)
+{
+	if (loop_trace_ev != NULL) {
+		event_free(loop_trace_ev);
+		loop_trace_ev = NULL;
+	}
+	if (loop_trace_fp != NULL) {
+		fclose(loop_trace_fp);
+		loop_trace_fp = NULL;
+	}
+}

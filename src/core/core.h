@@ -259,6 +259,8 @@ void thread_job_free(struct thread_job *);
 
 /** Starts the trace on BASE if AGENTMUX_LOOP_TRACE names a file (else a no-op). */
 void loop_trace_init(struct event_base *);
+/** Ends the trace: its ticker freed (before its base is), its file closed. */
+void loop_trace_stop(void);
 /** A span's start (0 when the trace is off). */
 int64_t loop_trace_begin(void);
 /** Logs the span begun at T0 with its name if it held the loop too long. */

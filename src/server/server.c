@@ -1274,6 +1274,7 @@ server_main(int lfd, int dirfd, struct config *cf, const char *name)
 	sv.t = NULL;
 	log_set_hook(server_log_hook, &sv);
 	session_ctx_free(sv.ctx);
+	loop_trace_stop();
 	proc_base_free();
 	config_free(cf);
 	for (i = 0; i < sv.ncfs; i++)

@@ -311,6 +311,7 @@ test_loop_trace(void **state)
 	    "helper thread done"));
 	assert_non_null(strstr(b.data, " gap "));
 	buf_free(&b);
+	loop_trace_stop();
 	test_rmtree(dir);
 	free(path);
 	free(dir);
