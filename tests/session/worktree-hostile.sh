@@ -14,7 +14,9 @@ export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XD
 mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 u=
+bgpid=
 cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
 	[ -n "$u" ] && userdel "$u" 2>/dev/null
 	rm -rf "$T"
 }
@@ -157,6 +159,43 @@ grep -q "left links or special files in its worktree's git dir .*logs/HEAD (a li
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
 	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
+
+# 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
+# started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
+# a link to a host file takes the user's next commit in the worktree, and whose commondir sends the user's git
+# elsewhere. The main tree's session plants once the worktree session has ended, and waits while the user
+# commits in the worktree.
+P=$T/c
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+echo victim >"$T/victim2" && chmod 666 "$T/victim2"
+"$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+	touch .started; wait_for .go
+	for a in .git/worktrees/*; do
+		mkdir -p "$a/logs" 2>/dev/null; rm -f "$a/logs/HEAD" 2>/dev/null
+		ln -s '"$T"'/victim2 "$a/logs/HEAD" 2>/dev/null && echo LOG-PLANTED
+	done; touch .planted; wait_for .committed
+	for a in .git/worktrees/*; do echo /nowhere >"$a/commondir" 2>/dev/null && echo COMMONDIR-WRITTEN; done
+	touch .planted2; wait_for .done' </dev/null >"$T/main-session.out" 2>&1 &
+bgpid=$!
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+wait_for .started
+out=$("$AMX" run --worktree --branch cc -- sh -c 'echo b >f && git commit -qam B' </dev/null 2>&1) ||
+	bad "the worktree session beside a running one failed: $out"
+w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/c)
+touch .go && wait_for .planted
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x ||
+	bad "the user's commit in the worktree failed beside the main tree's session"
+[ "$(cat "$T/victim2")" = victim ] && ok "a session in the main tree cannot plant a link in a worktree session's git dir" ||
+	bad "a session in the main tree planted a link in the worktree's git dir; the host file took: $(cat "$T/victim2")"
+touch .committed && wait_for .planted2
+git -C "$w" status >/dev/null 2>&1 && ok "a session in the main tree cannot rewrite a worktree session's commondir" ||
+	bad "a session in the main tree rewrote the worktree's commondir: $(git -C "$w" status 2>&1 | head -3)"
+touch .done
+wait "$bgpid"
+bgpid=
+grep -q 'PLANTED\|WRITTEN' "$T/main-session.out" && bad "the main tree's session wrote the worktree's git dir: $(cat "$T/main-session.out")"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.
