@@ -1607,9 +1607,19 @@ snap_worktree_modules_fix(const struct snap_worktree *wt, char **moved,
 /* What the walk of an admin dir found and removed. */
 struct snap_worktree_odd {
 	struct strv told;         /* "PATH (what)", quoted */
-	size_t seen;
+	size_t seen;              /* in the walk under way */
 	size_t n;                 /* removed */
-	bool failed;              /* one could not be removed */
+	bool failed;              /* one could not be removed, or a walk was cut */
+};
+
+/*
+ * What git in a worktree reads or writes in its admin dir, looked at by
+ * name before the walk, so that no number of entries hides them.
+ */
+static const char *const snap_worktree_git_names[] = {
+	"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+	"REVERT_HEAD", "REBASE_HEAD", "BISECT_HEAD", "AUTO_MERGE", "index",
+	"logs/HEAD"
 };
 
 /* Removes NAME (a link or special file, stat ST) from FD at REL, for *O. */
@@ -1636,7 +1646,36 @@ snap_worktree_odd_one(int fd, const char *name, const char *rel,
 	free(qt);
 }
 
-/* Walks the dir FD (which it closes) at REL, never through a link, for snap_worktree_odd_one. */
+/* NAME (a path) under the dir FD at REL, if a link or special file, for snap_worktree_odd_one; through no link. */
+static void
+snap_worktree_odd_name(int fd, const char *rel, const char *name,
+    struct snap_worktree_odd *o)
+{
+	const char *slash = strrchr(name, '/'), *leaf;
+	char *dir, *path;
+	struct stat st;
+	int dfd;
+
+	dir = slash != NULL ? xstrndup(name, (size_t)(slash - name)) :
+	    xstrdup(".");
+	leaf = slash != NULL ? slash + 1 : name;
+	if ((dfd = snap_worktree_open_dir(fd, dir)) != -1) {
+		if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			path = xprintf("%s/%s", rel, name);
+			snap_worktree_odd_one(dfd, leaf, path, &st, o);
+			free(path);
+		}
+		close(dfd);
+	}
+	free(dir);
+}
+
+/*
+ * Walks the dir FD (which it closes) at REL, never through a link, for
+ * snap_worktree_odd_one. A walk cut at SNAP_WORKTREE_ADMIN_MAX entries is
+ * told (once, at ROOT) and counts as failed.
+ */
 static void
 snap_worktree_odd_walk(int fd, const char *rel, int depth,
     struct snap_worktree_odd *o)
@@ -1651,7 +1690,18 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL && o->seen++ < SNAP_WORKTREE_ADMIN_MAX) {
+	while ((de = readdir(d)) != NULL) {
+		if (o->seen++ == SNAP_WORKTREE_ADMIN_MAX) {
+			o->failed = true;
+			path = quote_name(rel);
+			strv_addf(&o->told, "more not looked at: the look stopped "
+			    "after %d entries, in %s ('find DIR ! -type f ! "
+			    "-type d' in the dir it names lists what is left)",
+			    SNAP_WORKTREE_ADMIN_MAX, path);
+			free(path);
+		}
+		if (o->seen > SNAP_WORKTREE_ADMIN_MAX)
+			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
@@ -1684,12 +1734,18 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 	strv_init(&o.told);
 	/* The admin path is agentmux's record's, never the worktree's .git file's. */
 	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) != -1)
+	    O_CLOEXEC)) != -1) {
+		for (i = 0; i < nitems(snap_worktree_git_names); i++)
+			snap_worktree_odd_name(fd, wt->admin,
+			    snap_worktree_git_names[i], &o);
 		snap_worktree_odd_walk(fd, wt->admin, 0, &o);
+	}
 	/* The branch's reflog dir: a commit in the worktree appends to its reflog. */
 	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		if ((fd = snap_worktree_open_dir(cfd, logs)) != -1) {
 			at = xprintf("%s/%s", wt->common, logs);
+			snap_worktree_odd_name(fd, at, slash + 1, &o);
+			o.seen = 0;
 			snap_worktree_odd_walk(fd, at, 0, &o);
 			free(at);
 		}

@@ -160,6 +160,27 @@ echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
 	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
 
+# 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
+# filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
+P=$T/n
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+echo victim >"$T/victim3" && chmod 666 "$T/victim3"
+end=$("$AMX" run --worktree --branch nn -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
+	(cd "$a/logs" && seq 1 100100 | xargs touch) && rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim3 "$a/logs/HEAD" &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
+	ln -s '"$T"'/victim3 "$c/logs/$r" && echo planted' </dev/null 2>&1)
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q planted <<<"$end" || bad "the session did not plant its links: $end"
+grep -q "logs/HEAD (a link to $T/victim3)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/nn (a link to $T/victim3)" <<<"$end" &&
+	ok "links behind 100,000 entries in the worktree's git dir are told" || bad "the links were not told: $end"
+grep -q "the look stopped after 100000 entries" <<<"$end" && ok "the cut walk is told" || bad "the cut walk was not told: $end"
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
+[ "$(cat "$T/victim3")" = victim ] && ok "a commit in the worktree writes nothing through links behind 100,000 entries" ||
+	bad "the host file took the worktree's reflog lines: $(cat "$T/victim3")"
+
 # 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
 # started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
 # a link to a host file takes the user's next commit in the worktree, and whose commondir sends the user's git
