@@ -93,6 +93,7 @@ int
 cmd_merge(struct cli_args *args)
 {
 	enum snap_worktree_how how = SNAP_WORKTREE_MERGE;
+	struct config *cf;
 	struct snap_worktree wt;
 	char *root = NULL, *done = NULL, *cause = NULL;
 	int64_t id;
@@ -113,8 +114,13 @@ cmd_merge(struct cli_args *args)
 		out_printf(stderr, "agentmux: session %lld still runs: what "
 		    "it commits from now on is not in this merge\n",
 		    (long long)id);
-	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"), &done,
-	    &cause) == -1) {
+	if ((cf = cli_load_config()) == NULL) {
+		free(root);
+		snap_worktree_clear(&wt);
+		return 1;
+	}
+	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"),
+	    &cf->limits, &done, &cause) == -1) {
 		cli_error("merge: %s", cause);
 		rc = 1;
 	} else
@@ -123,6 +129,7 @@ cmd_merge(struct cli_args *args)
 	free(cause);
 	free(root);
 	snap_worktree_clear(&wt);
+	config_free(cf);
 	return rc;
 }
 

@@ -181,6 +181,53 @@ echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim3")" = victim ] && ok "a commit in the worktree writes nothing through links behind 100,000 entries" ||
 	bad "the host file took the worktree's reflog lines: $(cat "$T/victim3")"
 
+# 9. A session commits files it never wrote: a loose object of SIZE bytes of 'a' takes a few kilobytes, so
+# neither the jail's file_size nor its write budget sees SIZE; merge would have the user's git write it into
+# the main tree, under as many names as the session likes. A file over file_size is refused, and files
+# together past the disk's free space above disk_reserve; nothing is written.
+blob_session() { # BRANCH SIZE NAME...
+	b=$1 size=$2
+	shift 2
+	"$AMX" run --worktree --branch "$b" -- sh -c 'id=$(python3 -c "
+import hashlib, os, subprocess, sys, zlib
+n = int(sys.argv[1]); hdr = b\"blob %d\0\" % n; z = b\"a\" * (1 << 20)
+h = hashlib.sha1(hdr); c = zlib.compressobj(9); out = [c.compress(hdr)]
+for i in range(n >> 20): h.update(z); out.append(c.compress(z))
+out.append(c.flush()); oid = h.hexdigest()
+d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-path\", \"objects\"]).decode().strip()
+os.makedirs(d + \"/\" + oid[:2], exist_ok=True)
+open(d + \"/\" + oid[:2] + \"/\" + oid[2:], \"wb\").write(b\"\".join(out)); print(oid)
+" '"$size"') && for f in '"$*"'; do git update-index --add --cacheinfo 100644,$id,$f; done &&
+	git commit -qm blobs && echo committed' </dev/null 2>&1
+}
+P=$T/b
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+head0=$(git rev-parse HEAD)
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$(blob_session big $((48 << 20)) big.bin small.txt)
+grep -q committed <<<"$out" || bad "the session did not commit its blob: $out"
+id=$(sid)
+for how in "" --squash --apply; do
+	out=$("$AMX" merge "$id" $how 2>&1) && bad "merge $how of a file over file_size went through: $out"
+	grep -q "larger than \[limits\] file_size (32M).*big.bin (48M)" <<<"$out" && [ ! -e big.bin ] &&
+		[ "$(git rev-parse HEAD)" = "$head0" ] && [ -z "$(git status --porcelain --untracked-files=no)" ] &&
+		ok "merge $how refuses a file over file_size the session never wrote" ||
+		bad "merge $how did not refuse a file over file_size: $out; $(ls -la)"
+done
+out=$(blob_session many $((1 << 20)) a1 a2 a3 a4)
+grep -q committed <<<"$out" || bad "the session did not commit its blobs: $out"
+id=$(sid)
+printf '[limits]\nfile_size = 32M\ndisk_reserve = 1000T\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" merge "$id" 2>&1) && bad "a merge past the disk's free space went through: $out"
+grep -q "would write 4.0M into the main tree .* (4 files), more than its disk has free above \[limits\] disk_reserve" <<<"$out" &&
+	[ ! -e a1 ] && ok "merge refuses files past the disk's free space above disk_reserve" ||
+	bad "merge did not refuse files past the disk's free space: $out"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" merge "$id" 2>&1) && [ "$(wc -c <a4)" = $((1 << 20)) ] && ok "the same merge goes through with room" ||
+	bad "the merge with room failed: $out"
+
 # 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
 # started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
 # a link to a host file takes the user's next commit in the worktree, and whose commondir sends the user's git
