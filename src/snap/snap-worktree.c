@@ -1514,15 +1514,14 @@ snap_worktree_written_sizes(const struct snap_worktree *wt,
 	return rc;
 }
 
-/* Free bytes on the main tree's disk less what [limits] disk_reserve keeps; -1 if unknown. */
+/* Free bytes on the disk of WHERE less what [limits] disk_reserve keeps; -1 if unknown. */
 static int64_t
-snap_worktree_room(const struct snap_worktree *wt,
-    const struct config_limits *l)
+snap_worktree_room(const char *where, const struct config_limits *l)
 {
 	struct statvfs sv;
 	int64_t avail, total, reserve;
 
-	if (statvfs(wt->project, &sv) == -1)
+	if (statvfs(where, &sv) == -1)
 		return -1;
 	avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
 	total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
@@ -1533,18 +1532,20 @@ snap_worktree_room(const struct snap_worktree *wt,
 
 /*
  * A session can commit a file it never wrote (a compressed git object of
- * a megabyte holds gigabytes, under any number of names), which the
- * merge then writes into the main tree: refuse, naming them, when a file
- * it would write is larger than [limits] file_size (what a jailed
- * process may write in one file) or the files together take more than
- * the main tree's disk has free above [limits] disk_reserve.
+ * a megabyte holds gigabytes, under any number of names), which a merge
+ * or a restore then has git write: refuse, naming them (DOING says what
+ * would), when a file of TO that FROM does not have is larger than
+ * [limits] file_size (what a jailed process may write in one file) or
+ * those files together take more than the disk of WHERE has free above
+ * [limits] disk_reserve.
  */
 static int
-snap_worktree_merge_size(const struct snap_worktree *wt, const char *tree,
+snap_worktree_write_check(const struct snap_worktree *wt, const char *from,
+    const char *to, const char *where, const char *doing,
     const struct config_limits *l, char **cause)
 {
 	const char *args[] = { "diff-tree", "-r", "-z", "--no-renames",
-	    "--diff-filter=AMT", "--end-of-options", "HEAD", tree, NULL };
+	    "--diff-filter=AMT", "--end-of-options", from, to, NULL };
 	struct snap_worktree_wfile *v = NULL;
 	struct buf out, list;
 	char sz[32], lim[32], *q;
@@ -1573,30 +1574,62 @@ snap_worktree_merge_size(const struct snap_worktree *wt, const char *tree,
 		free(q);
 	}
 	if (rc == 0 && big > 0) {
-		*cause = xprintf("merging %s would write %zu file%s larger than "
+		*cause = xprintf("%s would write %zu file%s larger than "
 		    "[limits] file_size (%s), which no jailed process could "
 		    "write: %s%s; the session committed %s without writing %s "
-		    "(a git object is compressed); nothing was merged: delete "
-		    "%s from the branch, or raise file_size, and merge again",
-		    wt->branch, big, big == 1 ? "" : "s", util_fmt_size(lim,
+		    "(a git object is compressed); nothing was written: delete "
+		    "%s from the branch, or raise file_size, and try again",
+		    doing, big, big == 1 ? "" : "s", util_fmt_size(lim,
 		    sizeof lim, l->file_size), list.data, big > 10 ? ", ..." :
 		    "", big == 1 ? "it" : "them", big == 1 ? "it" : "them",
 		    big == 1 ? "it" : "them");
 		rc = -1;
-	} else if (rc == 0 && (room = snap_worktree_room(wt, l)) >= 0 &&
+	} else if (rc == 0 && (room = snap_worktree_room(where, l)) >= 0 &&
 	    total > room) {
-		*cause = xprintf("merging %s would write %s into the main tree "
-		    "%s (%zu files), more than its disk has free above [limits] "
-		    "disk_reserve (%s); nothing was merged: look at the "
-		    "branch's files with 'git diff --stat HEAD...%s', free "
-		    "space, and merge again", wt->branch, util_fmt_size(sz,
-		    sizeof sz, total), wt->project, n, util_fmt_size(lim,
-		    sizeof lim, room), wt->branch);
+		*cause = xprintf("%s would write %s into %s (%zu files), more "
+		    "than its disk has free above [limits] disk_reserve (%s); "
+		    "nothing was written: look at the branch's files with 'git "
+		    "diff --stat %s %s', free space, and try again", doing,
+		    util_fmt_size(sz, sizeof sz, total), where, n,
+		    util_fmt_size(lim, sizeof lim, room), from, to);
 		rc = -1;
 	}
 	free(v);
 	buf_free(&list);
 	buf_free(&out);
+	return rc;
+}
+
+/* snap_worktree_write_check for merging WT's branch (its tree TREE) into the main tree. */
+static int
+snap_worktree_merge_size(const struct snap_worktree *wt, const char *tree,
+    const struct config_limits *l, char **cause)
+{
+	char *doing = xprintf("merging %s", wt->branch);
+	int rc;
+
+	rc = snap_worktree_write_check(wt, "HEAD", tree, wt->project, doing, l,
+	    cause);
+	free(doing);
+	return rc;
+}
+
+int
+snap_worktree_restore_check(const struct snap_worktree *kept,
+    const char *tip, const char *where, const struct config_limits *l,
+    char **cause)
+{
+	struct snap_worktree wt = *kept;
+	char *common = NULL, *doing;
+	int rc;
+
+	if (wt.common == NULL)
+		wt.common = common = xprintf("%s/.git", kept->project);
+	doing = xprintf("restoring %s at %.12s", kept->branch, tip);
+	rc = snap_worktree_write_check(&wt, kept->base, tip, where, doing, l,
+	    cause);
+	free(doing);
+	free(common);
 	return rc;
 }
 

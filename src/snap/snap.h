@@ -794,6 +794,16 @@ int snap_worktree_merge(const struct snap_worktree *, int64_t session,
     enum snap_worktree_how how, const char *into,
     const struct config_limits *limits, char **done, char **cause);
 /**
+ * Whether restoring KEPT's branch at TIP into a worktree under WHERE may
+ * write what its commits hold: -1 with *CAUSE, naming them, if a file
+ * the branch made or changed since its base is larger than LIMITS's
+ * file_size or they take more than WHERE's disk has free above its
+ * disk_reserve (a session commits files it never wrote).
+ */
+int snap_worktree_restore_check(const struct snap_worktree *kept,
+    const char *tip, const char *where, const struct config_limits *limits,
+    char **cause);
+/**
  * The record of SESSION's discarded worktree (discard keeps it under
  * DATA_DIR's sessions/ID/) into *WT: the main project, the worktree's
  * path, its branch and base, and *TIP the commit its branch was at

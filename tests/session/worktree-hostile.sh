@@ -221,12 +221,28 @@ grep -q committed <<<"$out" || bad "the session did not commit its blobs: $out"
 id=$(sid)
 printf '[limits]\nfile_size = 32M\ndisk_reserve = 1000T\n' >"$XDG_CONFIG_HOME/agentmux/config"
 out=$("$AMX" merge "$id" 2>&1) && bad "a merge past the disk's free space went through: $out"
-grep -q "would write 4.0M into the main tree .* (4 files), more than its disk has free above \[limits\] disk_reserve" <<<"$out" &&
+grep -q "would write 4.0M into $P (4 files), more than its disk has free above \[limits\] disk_reserve" <<<"$out" &&
 	[ ! -e a1 ] && ok "merge refuses files past the disk's free space above disk_reserve" ||
 	bad "merge did not refuse files past the disk's free space: $out"
 rm -f "$XDG_CONFIG_HOME/agentmux/config"
 out=$("$AMX" merge "$id" 2>&1) && [ "$(wc -c <a4)" = $((1 << 20)) ] && ok "the same merge goes through with room" ||
 	bad "the merge with room failed: $out"
+
+# 10. The same file the session never wrote, in a discarded session that restore brings back: git would
+# check the branch out into the data dir. Refused before anything is made; with room it comes back.
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$(blob_session rst $((40 << 20)) big.bin)
+grep -q committed <<<"$out" || bad "the session did not commit its blob: $out"
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+out=$("$AMX" discard "$id" --yes 2>&1) || bad "discard failed: $out"
+out=$("$AMX" restore "$id" 2>&1) && bad "restore of a file over file_size went through: $out"
+grep -q "restoring agentmux/$id/rst at [0-9a-f]* would write 1 file larger than \[limits\] file_size (32M).*big.bin (40M)" <<<"$out" &&
+	[ ! -e "$w" ] && ok "restore refuses a file over file_size the session never wrote" ||
+	bad "restore did not refuse a file over file_size: $out; $(ls -la "$w" 2>&1)"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" restore "$id" 2>&1) && [ -d "$w" ] && ok "the same restore goes through with room" ||
+	bad "the restore with room failed: $out"
 
 # 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
 # started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
