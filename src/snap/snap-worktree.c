@@ -1633,6 +1633,8 @@ snap_worktree_restore_check(const struct snap_worktree *kept,
 	return rc;
 }
 
+static char *snap_worktree_tip(const struct snap_worktree *);
+
 int
 snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
     enum snap_worktree_how how, const char *into,
@@ -1658,7 +1660,18 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 		rc = 0;
 		goto out;
 	}
-	ref = xprintf("refs/heads/%s", wt->branch);
+	/*
+	 * One commit for the checks and the merge: a session still running
+	 * could move its branch between them (to files the checks refuse).
+	 */
+	if ((ref = snap_worktree_tip(wt)) == NULL) {
+		*cause = xprintf("cannot read the commit the session's branch "
+		    "%s is at; look at it with 'git log -1 %s' and merge "
+		    "again", wt->branch, wt->branch);
+		goto out;
+	}
+	merge[6] = ref;
+	squash[3] = ref;
 	if ((tree = snap_worktree_merge_tree(wt, ref, cause)) == NULL ||
 	    snap_worktree_merge_untracked(wt, tree, cause) == -1 ||
 	    (limits != NULL && snap_worktree_merge_size(wt, tree, limits,

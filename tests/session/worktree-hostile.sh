@@ -244,6 +244,47 @@ rm -f "$XDG_CONFIG_HOME/agentmux/config"
 out=$("$AMX" restore "$id" 2>&1) && [ -d "$w" ] && ok "the same restore goes through with room" ||
 	bad "the restore with room failed: $out"
 
+# 11. The same file, while the session still runs (merge is allowed then): the session flips its branch
+# between a small commit and one that adds the file, so that the checks see the one and git merges the
+# other. The checks and the merge take one commit, read once: the file never reaches the main tree.
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+P=$T/race
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+head0=$(git rev-parse HEAD)
+"$AMX" run --worktree --branch race -- sh -c 'echo b >b.txt && git add b.txt && git commit -qm small &&
+	small=$(git rev-parse HEAD) && id=$(python3 -c "
+import hashlib, os, subprocess, sys, zlib
+n = int(sys.argv[1]); hdr = b\"blob %d\0\" % n; z = b\"a\" * (1 << 20)
+h = hashlib.sha1(hdr); c = zlib.compressobj(9); out = [c.compress(hdr)]
+for i in range(n >> 20): h.update(z); out.append(c.compress(z))
+out.append(c.flush()); oid = h.hexdigest()
+d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-path\", \"objects\"]).decode().strip()
+os.makedirs(d + \"/\" + oid[:2], exist_ok=True)
+open(d + \"/\" + oid[:2] + \"/\" + oid[2:], \"wb\").write(b\"\".join(out)); print(oid)
+" '"$((44 << 20))"') && git update-index --add --cacheinfo 100644,$id,big.bin && git commit -qm big &&
+	big=$(git rev-parse HEAD) && b=$(git symbolic-ref HEAD) && echo "$big" >.big && n=0 &&
+	while [ ! -e .stop ] && [ $n -lt 100000 ]; do git update-ref "$b" "$small"; git update-ref "$b" "$big"; n=$((n + 1)); done' \
+	</dev/null >"$T/race.out" 2>&1 &
+bgpid=$!
+n=0
+until w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/race 2>/dev/null) && [ -s "$w/.big" ] &&
+	git cat-file -e "$(cat "$w/.big"):big.bin" 2>/dev/null || [ $n -ge 600 ]; do sleep 0.2; n=$((n + 1)); done
+git cat-file -e "$(cat "$w/.big" 2>/dev/null):big.bin" 2>/dev/null || bad "the racing session's commit did not reach the host: $(cat "$T/race.out")"
+id=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	"$AMX" merge "$id" >/dev/null 2>&1
+	[ -e big.bin ] && break
+	git reset -q --hard "$head0"
+done
+[ ! -e big.bin ] && ok "a branch flipped while merge checks it does not bring a file over file_size" ||
+	bad "a branch flipped during the merge brought big.bin ($(wc -c <big.bin) bytes) into the main tree at try $i"
+touch "$w/.stop"
+wait "$bgpid"
+bgpid=
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+
 # 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
 # started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
 # a link to a host file takes the user's next commit in the worktree, and whose commondir sends the user's git
