@@ -185,10 +185,9 @@ echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 # neither the jail's file_size nor its write budget sees SIZE; merge would have the user's git write it into
 # the main tree, under as many names as the session likes. A file over file_size is refused, and files
 # together past the disk's free space above disk_reserve; nothing is written.
-blob_session() { # BRANCH SIZE NAME...
-	b=$1 size=$2
-	shift 2
-	"$AMX" run --worktree --branch "$b" -- sh -c 'id=$(python3 -c "
+# The jail's shell text that sets $id to a new loose object of SIZE bytes of 'a' (a few kilobytes on disk).
+mkblob() { # SIZE
+	printf '%s' 'id=$(python3 -c "
 import hashlib, os, subprocess, sys, zlib
 n = int(sys.argv[1]); hdr = b\"blob %d\0\" % n; z = b\"a\" * (1 << 20)
 h = hashlib.sha1(hdr); c = zlib.compressobj(9); out = [c.compress(hdr)]
@@ -197,8 +196,13 @@ out.append(c.flush()); oid = h.hexdigest()
 d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-path\", \"objects\"]).decode().strip()
 os.makedirs(d + \"/\" + oid[:2], exist_ok=True)
 open(d + \"/\" + oid[:2] + \"/\" + oid[2:], \"wb\").write(b\"\".join(out)); print(oid)
-" '"$size"') && for f in '"$*"'; do git update-index --add --cacheinfo 100644,$id,$f; done &&
-	git commit -qm blobs && echo committed' </dev/null 2>&1
+" '"$1"')'
+}
+blob_session() { # BRANCH SIZE NAME...
+	b=$1 size=$2
+	shift 2
+	"$AMX" run --worktree --branch "$b" -- sh -c "$(mkblob "$size")"' && for f in '"$*"'; do
+	git update-index --add --cacheinfo 100644,$id,$f; done && git commit -qm blobs && echo committed' </dev/null 2>&1
 }
 P=$T/b
 mkdir -p "$P" && cd "$P" || exit 1
@@ -254,16 +258,7 @@ git init -q -b main . && git config user.email t@x && git config user.name t
 echo a >f && git add f && git commit -qm A
 head0=$(git rev-parse HEAD)
 "$AMX" run --worktree --branch race -- sh -c 'echo b >b.txt && git add b.txt && git commit -qm small &&
-	small=$(git rev-parse HEAD) && id=$(python3 -c "
-import hashlib, os, subprocess, sys, zlib
-n = int(sys.argv[1]); hdr = b\"blob %d\0\" % n; z = b\"a\" * (1 << 20)
-h = hashlib.sha1(hdr); c = zlib.compressobj(9); out = [c.compress(hdr)]
-for i in range(n >> 20): h.update(z); out.append(c.compress(z))
-out.append(c.flush()); oid = h.hexdigest()
-d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-path\", \"objects\"]).decode().strip()
-os.makedirs(d + \"/\" + oid[:2], exist_ok=True)
-open(d + \"/\" + oid[:2] + \"/\" + oid[2:], \"wb\").write(b\"\".join(out)); print(oid)
-" '"$((44 << 20))"') && git update-index --add --cacheinfo 100644,$id,big.bin && git commit -qm big &&
+	small=$(git rev-parse HEAD) && '"$(mkblob $((44 << 20)))"' && git update-index --add --cacheinfo 100644,$id,big.bin && git commit -qm big &&
 	big=$(git rev-parse HEAD) && b=$(git symbolic-ref HEAD) && echo "$big" >.big && n=0 &&
 	while [ ! -e .stop ] && [ $n -lt 100000 ]; do git update-ref "$b" "$small"; git update-ref "$b" "$big"; n=$((n + 1)); done' \
 	</dev/null >"$T/race.out" 2>&1 &
