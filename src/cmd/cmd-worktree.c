@@ -93,6 +93,7 @@ int
 cmd_merge(struct cli_args *args)
 {
 	enum snap_worktree_how how = SNAP_WORKTREE_MERGE;
+	struct config *cf;
 	struct snap_worktree wt;
 	char *root = NULL, *done = NULL, *cause = NULL;
 	int64_t id;
@@ -113,8 +114,13 @@ cmd_merge(struct cli_args *args)
 		out_printf(stderr, "agentmux: session %lld still runs: what "
 		    "it commits from now on is not in this merge\n",
 		    (long long)id);
-	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"), &done,
-	    &cause) == -1) {
+	if ((cf = cli_load_config()) == NULL) {
+		free(root);
+		snap_worktree_clear(&wt);
+		return 1;
+	}
+	if (snap_worktree_merge(&wt, id, how, cli_get(args, "into"),
+	    &cf->limits, &done, &cause) == -1) {
 		cli_error("merge: %s", cause);
 		rc = 1;
 	} else
@@ -123,6 +129,7 @@ cmd_merge(struct cli_args *args)
 	free(cause);
 	free(root);
 	snap_worktree_clear(&wt);
+	config_free(cf);
 	return rc;
 }
 
@@ -521,6 +528,25 @@ cmd_restore_make(int64_t id, const struct snap_worktree *kept,
 	return -1;
 }
 
+/* snap_worktree_restore_check for KEPT at TIP, into the data dir DATA; said if not. */
+static int
+cmd_restore_size_ok(const struct snap_worktree *kept, const char *tip,
+    const char *data)
+{
+	struct config *cf;
+	char *cause = NULL;
+	int rc;
+
+	if ((cf = cli_load_config()) == NULL)
+		return -1;
+	if ((rc = snap_worktree_restore_check(kept, tip, data, &cf->limits,
+	    &cause)) == -1)
+		cli_error("restore: %s", cause);
+	free(cause);
+	config_free(cf);
+	return rc;
+}
+
 /* The files of snapshot TO (NULL: the last) put into the remade worktree by undo's code. */
 static int
 cmd_restore_files(struct store *st, int64_t id, const char *to)
@@ -587,6 +613,9 @@ cmd_restore(struct cli_args *args)
 		cli_error("restore: %s", cause);
 		goto out;
 	}
+	/* git checks the branch out: no file the session never wrote past the limits. */
+	if (tip != NULL && cmd_restore_size_ok(&kept, tip, data) == -1)
+		goto out;
 	root = xstrdup(kept.path);
 	if ((slash = strrchr(root, '/')) != NULL)
 		*slash = '\0';

@@ -590,8 +590,14 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 	for (i = 0; i < nitems(ro); i++) {
 		path = xprintf("%s/%s", gitdir, ro[i]);
 		if (lstat(path, &st) == -1) {
-			/* A missing hooks or info dir could be created by the agent. */
-			if ((i == 0 || i == 2) && mkdir(path, 0755) == 0 &&
+			/*
+			 * A missing hooks, info or worktrees dir could be
+			 * created by the agent; worktrees/ is also where a
+			 * worktree session started later gets its git dir,
+			 * which this jail would then write.
+			 */
+			if ((i == 0 || i == 2 || i == 4) &&
+			    mkdir(path, 0755) == 0 &&
 			    lstat(path, &st) == 0)
 				;
 			else if (i == 1) {

@@ -352,14 +352,71 @@ snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
 		strv_addf(lines, "%.*s", (int)*cut, text->data + start);
 }
 
+/*
+ * Whether the header LINE claims the ref lines sorted (git then looks a
+ * ref up by halving the file, and misses one listed out of order); into
+ * FIXED (if not NULL) without that claim (git then sorts them itself).
+ */
+static bool
+snap_hist_packed_header(const char *line, bool drop_sorted, struct buf *fixed)
+{
+	char *traits = xstrdup(line + 17), *t, *save = NULL;
+	bool sorted = false;
+
+	if (fixed != NULL)
+		buf_adds(fixed, "# pack-refs with:");
+	for (t = strtok_r(traits, " ", &save); t != NULL;
+	    t = strtok_r(NULL, " ", &save)) {
+		if (strcmp(t, "sorted") == 0)
+			sorted = true;
+		if (fixed != NULL && (!drop_sorted || strcmp(t, "sorted") != 0))
+			buf_printf(fixed, " %s", t);
+	}
+	if (fixed != NULL)
+		buf_adds(fixed, " \n");
+	free(traits);
+	return sorted;
+}
+
+/*
+ * The names of the ref lines of LINES that STAY but come after a greater
+ * one (into UNSORTED, if not NULL), when the header claims them sorted:
+ * git would not find them, or others, by its binary search. Whether any.
+ */
+static bool
+snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
+    const bool *stay, struct strv *unsorted)
+{
+	const char *name, *max = NULL;
+	size_t i;
+	bool any = false;
+
+	if (lines->n == 0 || snap_hist_packed_kind(lines->v[0], true) !=
+	    SNAP_PL_HEADER || !snap_hist_packed_header(lines->v[0], false,
+	    NULL))
+		return false;
+	for (i = 0; i < lines->n; i++) {
+		if (!is_ref[i] || !stay[i])
+			continue;
+		name = lines->v[i] + snap_hist_oid_len(lines->v[i]) + 1;
+		if (max != NULL && strcmp(name, max) <= 0) {
+			any = true;
+			if (unsorted != NULL)
+				strv_add(unsorted, name);
+		} else
+			max = name;
+	}
+	return any;
+}
+
 int
 snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
-    struct buf *fixed)
+    struct strv *unsorted, struct buf *fixed)
 {
 	struct strv lines;
 	struct buf b;
 	size_t i, cut;
-	bool *is_ref, *stay, ref_kept = false;
+	bool *is_ref, *stay, ref_kept = false, misordered;
 	int changed = 0;
 
 	buf_init(&b);
@@ -376,6 +433,9 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0) ==
 		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
 	stay = snap_hist_packed_pick(&lines, is_ref, keep);
+	if ((misordered = snap_hist_packed_unsorted(&lines, is_ref, stay,
+	    unsorted)))
+		changed = 1;
 	for (i = 0; i < lines.n; i++) {
 		/* A last line without its newline: git says "unterminated line". */
 		if ((cut > 0 && i + 1 == lines.n) ||
@@ -384,7 +444,10 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 			ref_kept = false;
 		} else if (snap_hist_packed_kind(lines.v[i], i == 0) ==
 		    SNAP_PL_HEADER) {
-			if (fixed != NULL)
+			if (misordered)
+				(void)snap_hist_packed_header(lines.v[i], true,
+				    fixed);
+			else if (fixed != NULL)
 				buf_printf(fixed, "%s\n", lines.v[i]);
 			continue;
 		} else if (is_ref[i])
@@ -2484,6 +2547,38 @@ snap_hist_packed_mend_write(const struct snap_hgit *g, int gitfd,
 }
 
 /*
+ * G's packed-refs claimed its refs sorted when UNSORTED were out of order
+ * (git looks a ref up by halving the file: it did not find some of them,
+ * and took a branch it could not find for none): told in red, with KEPT
+ * (quoted) where the file as left is if the claim was taken out, else
+ * CAUSE.
+ */
+static void
+snap_hist_packed_tell_unsorted(const struct snap_hgit *g,
+    const struct strv *unsorted, const char *kept, const char *cause,
+    int64_t session, struct strv *alerts)
+{
+	char *q = quote_name(unsorted->v[0]);
+
+	if (kept != NULL)
+		strv_addf(alerts, "%s/packed-refs said its refs were sorted, "
+		    "and %zu were not, as %s (git looks a ref up there by "
+		    "halving the file, so it did not find refs listed out of "
+		    "order: a branch, a tag, your HEAD's branch looked gone); "
+		    "agentmux took that claim out of its first line, so git "
+		    "sorts them itself; the file as the session left it is "
+		    "kept in %s", g->gitdir, unsorted->n, q, kept);
+	else
+		strv_addf(alerts, "%s/packed-refs says its refs are sorted, "
+		    "and %zu are not, as %s: git looks a ref up there by "
+		    "halving the file, so it does not find refs listed out of "
+		    "order, and agentmux could not take that claim out (%s); "
+		    "'agentmux undo %lld --refs' takes it out", g->gitdir,
+		    unsorted->n, q, cause, (long long)session);
+	free(q);
+}
+
+/*
  * Lines of G's packed-refs git cannot parse (it then fails at every ref
  * command there, and the end's keeping of the objects of moved refs with
  * it): taken out as 'undo --refs' does (snap_hist_packed_check; where a
@@ -2497,21 +2592,26 @@ static void
 snap_hist_packed_mend(const struct snap_hgit *g, int gitfd, int64_t session,
     struct strv *alerts)
 {
-	struct strv bad;
+	struct strv bad, unsorted;
 	struct buf fixed;
 	size_t i;
 	char *q, *kept = NULL, *cause = NULL, *qk;
 	int rc;
 
 	strv_init(&bad);
-	if (snap_hist_packed_check(gitfd, NULL, &bad, &fixed) <= 0 ||
-	    bad.n == 0) {
+	strv_init(&unsorted);
+	if (snap_hist_packed_check(gitfd, NULL, &bad, &unsorted, &fixed) <= 0 ||
+	    (bad.n == 0 && unsorted.n == 0)) {
 		buf_free(&fixed);
 		strv_free(&bad);
+		strv_free(&unsorted);
 		return;
 	}
 	rc = snap_hist_packed_mend_write(g, gitfd, &fixed, &kept, &cause);
 	qk = quote_name(kept);
+	if (unsorted.n > 0)
+		snap_hist_packed_tell_unsorted(g, &unsorted, rc == 0 ? qk :
+		    NULL, cause, session, alerts);
 	for (i = 0; i < bad.n && i < SNAP_HIST_PACKED_TOLD; i++) {
 		q = quote_name(bad.v[i]);
 		if (rc == 0)
@@ -2541,6 +2641,7 @@ snap_hist_packed_mend(const struct snap_hgit *g, int gitfd, int64_t session,
 	free(cause);
 	buf_free(&fixed);
 	strv_free(&bad);
+	strv_free(&unsorted);
 }
 
 /*

@@ -458,6 +458,19 @@ snap_index_same(const unsigned char *p, const struct stat *sb)
 	    0100000);
 }
 
+/*
+ * Whether the entry at P has a ctime of whole seconds (a file system that
+ * keeps no finer time: ext4 with 128-byte inodes, HFS+, some NFS servers;
+ * two seconds on some) within two seconds of BEFORE's: a write after
+ * BEFORE would give the file that very ctime again, so it proves nothing.
+ */
+static bool
+snap_index_coarse_late(const unsigned char *p, int64_t before)
+{
+	return snap_index_u32(p + 4) == 0 &&
+	    (int64_t)snap_index_u32(p) + 2 > before / 1000000000;
+}
+
 /* What snap_index_verify checks against. */
 struct snap_index_check {
 	struct snap_index_dir dir;
@@ -482,7 +495,8 @@ snap_index_unverified(void *arg, unsigned char *ent, const char *name,
 	(void)e;
 	cached = (int64_t)snap_index_u32(ent) * 1000000000 +
 	    snap_index_u32(ent + 4);
-	if (cached >= c->before || snap_index_lstat(&c->dir, name, &sb) == -1 ||
+	if (cached >= c->before || snap_index_coarse_late(ent, c->before) ||
+	    snap_index_lstat(&c->dir, name, &sb) == -1 ||
 	    !snap_index_same(ent, &sb))
 		return true;
 	v = htonl((uint32_t)sb.st_mtim.tv_sec);
@@ -497,7 +511,9 @@ snap_index_unverified(void *arg, unsigned char *ent, const char *name,
  * worktree session's new worktree, from the command's go): an entry whose
  * file still has the inode, size and ctime (to the nanosecond, which
  * cannot be set from user space) it had when cached, that ctime earlier
- * than BEFORE, was not written since BEFORE, whatever its mtime says;
+ * than BEFORE (a ctime of whole seconds, from a file system that keeps no
+ * finer time: two seconds before BEFORE's), was not written since BEFORE,
+ * whatever its mtime says;
  * every write after it, a mapped one too, moves ctime past it. Such
  * entries are trusted (their mtime put back if a snapshot smudged it),
  * every other one smudged, and the index's mtime becomes the moment

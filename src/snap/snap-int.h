@@ -795,10 +795,13 @@ char *snap_hist_parse(const char *text);
  * then fails at every ref) into BAD as it is; FIXED (if not NULL) gets
  * the file without them, one line per ref (KEEP's value where a ref is
  * listed twice and one line has it, else the first), peeled ids with their
- * ref. 1 if FIXED differs from the file, 0 if not, -1 if there is none.
+ * ref; a header that claims the refs sorted when they are not (git looks
+ * a ref up by halving the file, and misses one out of order) loses that
+ * claim, and the refs out of order go into UNSORTED (if not NULL). 1 if
+ * FIXED differs from the file, 0 if not, -1 if there is none.
  */
 int snap_hist_packed_check(int gitfd, const struct strv *keep,
-    struct strv *bad, struct buf *fixed);
+    struct strv *bad, struct strv *unsorted, struct buf *fixed);
 /*
  * G's HEAD (in its git dir GITFD) put back as it was at the start (DRY:
  * only said) if it is one git does not take (deleted, a link, a dir,

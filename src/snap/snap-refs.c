@@ -648,19 +648,28 @@ snap_refs_head_broken(struct snap_refs *sr)
 static void
 snap_refs_packed(struct snap_refs *sr)
 {
-	struct strv bad;
+	struct strv bad, unsorted;
 	struct buf fixed;
 	size_t i;
 	char *q;
 
 	strv_init(&bad);
+	strv_init(&unsorted);
 	/* A worktree session's start values are not for the user's other refs. */
 	if (snap_hist_packed_check(sr->gitfd, sr->scope == NULL ? &sr->start :
-	    NULL, &bad, &fixed) > 0) {
+	    NULL, &bad, &unsorted, &fixed) > 0) {
 		for (i = 0; i < bad.n; i++) {
 			q = quote_name(bad.v[i]);
 			out_printf(sr->out, "  %stake   %s out of packed-refs: "
 			    "git cannot parse it\n", sr->dry ? "would " : "", q);
+			free(q);
+		}
+		if (unsorted.n > 0) {
+			q = quote_name(unsorted.v[0]);
+			out_printf(sr->out, "  %stake   the claim that its refs "
+			    "are sorted out of packed-refs: %zu are not, as %s, "
+			    "and git does not find refs out of order\n",
+			    sr->dry ? "would " : "", unsorted.n, q);
 			free(q);
 		}
 		out_printf(sr->out, "  %sput    packed-refs back to one line "
@@ -675,6 +684,7 @@ snap_refs_packed(struct snap_refs *sr)
 	}
 	buf_free(&fixed);
 	strv_free(&bad);
+	strv_free(&unsorted);
 }
 
 static int

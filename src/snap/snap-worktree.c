@@ -1,5 +1,6 @@
 /* Worktree sessions: a linked worktree of the project on a branch of its own, made by host-side git kept away from what the project names. */
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -1398,28 +1399,25 @@ snap_worktree_merge_tree(const struct snap_worktree *wt, const char *ref,
  * already in the main tree, untracked.
  */
 static int
-snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
+snap_worktree_merge_untracked(const struct snap_worktree *wt,
+    const char *tree, char **cause)
 {
-	char *ref = xprintf("refs/heads/%s", wt->branch), *tree, *p, *q;
 	const char *args[] = { "diff", "--no-ext-diff", "--no-textconv",
 	    "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD",
-	    NULL, "--", NULL };
+	    tree, "--", NULL };
 	struct buf out, list;
+	char *p, *q;
 	int dirfd = -1, n = 0;
 
 	buf_init(&out);
 	buf_init(&list);
-	tree = snap_worktree_merge_tree(wt, ref, cause);
-	args[8] = tree;
-	if (tree != NULL && snap_worktree_user_ok(wt, args, &out,
-	    cause) == 0 && (dirfd = open(wt->project, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (snap_worktree_user_ok(wt, args, &out, cause) == 0 &&
+	    (dirfd = open(wt->project, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
 		*cause = xprintf("cannot open the main tree %s: %s",
 		    wt->project, strerror(errno));
-	free(tree);
 	if (dirfd == -1) {
 		buf_free(&out);
-		free(ref);
 		return -1;
 	}
 	buf_add(&out, "", 1);
@@ -1439,16 +1437,212 @@ snap_worktree_merge_untracked(const struct snap_worktree *wt, char **cause)
 		    wt->project, list.data, n > 10 ? ", ..." : "");
 	buf_free(&list);
 	buf_free(&out);
-	free(ref);
 	return n > 0 ? -1 : 0;
 }
 
+/* The files a merge would write: each path's new blob, from diff-tree -z's raw output OUT. */
+struct snap_worktree_wfile {
+	const char *path;
+	char oid[65];
+	int64_t size;
+};
+
+/* The regular files in diff-tree -z's raw output RAW (NUL-ended) into *V; how many. */
+static size_t
+snap_worktree_written(char *raw, size_t len, struct snap_worktree_wfile **v)
+{
+	char *p = raw, *end = raw + len, *f[5], *save;
+	size_t n = 0, cap = 0, i, rec;
+
+	*v = NULL;
+	while (p < end && *p == ':') {
+		rec = strlen(p);
+		save = p + 1;
+		for (i = 0; i < 5 && save != NULL; i++)
+			f[i] = strsep(&save, " ");
+		p += rec + 1;
+		if (p >= end)
+			break;
+		if (i == 5 && (strcmp(f[1], "100644") == 0 ||
+		    strcmp(f[1], "100755") == 0) && strlen(f[3]) < 65) {
+			if (n == cap) {
+				cap = cap == 0 ? 16 : cap * 2;
+				*v = xreallocarray(*v, cap, sizeof **v);
+			}
+			(*v)[n].path = p;
+			snprintf((*v)[n].oid, sizeof (*v)[n].oid, "%s", f[3]);
+			(*v)[n].size = 0;
+			n++;
+		}
+		p += strlen(p) + 1;
+	}
+	return n;
+}
+
+/* The sizes of V's blobs (git cat-file --batch-check); -1 with *CAUSE. */
+static int
+snap_worktree_written_sizes(const struct snap_worktree *wt,
+    struct snap_worktree_wfile *v, size_t n, char **cause)
+{
+	const char *args[] = { "cat-file", "--batch-check=%(objectsize)",
+	    NULL };
+	struct buf in, out;
+	char *p, *line, *e;
+	size_t i;
+	int rc = 0;
+
+	buf_init(&in);
+	buf_init(&out);
+	for (i = 0; i < n; i++)
+		buf_printf(&in, "%s\n", v[i].oid);
+	buf_adds(&in, "");
+	if (snap_worktree_git_io(wt->common, NULL, wt->common, args, in.data,
+	    -1, -1, &out, cause) == -1)
+		rc = -1;
+	buf_adds(&out, "");
+	p = out.data;
+	for (i = 0; rc == 0 && i < n; i++) {
+		if ((line = strsep(&p, "\n")) == NULL ||
+		    (v[i].size = strtoll(line, &e, 10)) < 0 || *e != '\0') {
+			*cause = xprintf("git cat-file gave no size for %s",
+			    v[i].oid);
+			rc = -1;
+		}
+	}
+	buf_free(&in);
+	buf_free(&out);
+	return rc;
+}
+
+/* Free bytes on the disk of WHERE less what [limits] disk_reserve keeps; -1 if unknown. */
+static int64_t
+snap_worktree_room(const char *where, const struct config_limits *l)
+{
+	struct statvfs sv;
+	int64_t avail, total, reserve;
+
+	if (statvfs(where, &sv) == -1)
+		return -1;
+	avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+	total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	reserve = l->disk_reserve_pct > 0 ? total / 100 * l->disk_reserve_pct :
+	    l->disk_reserve;
+	return avail > reserve ? avail - reserve : 0;
+}
+
+/*
+ * A session can commit a file it never wrote (a compressed git object of
+ * a megabyte holds gigabytes, under any number of names), which a merge
+ * or a restore then has git write: refuse, naming them (DOING says what
+ * would), when a file of TO that FROM does not have is larger than
+ * [limits] file_size (what a jailed process may write in one file) or
+ * those files together take more than the disk of WHERE has free above
+ * [limits] disk_reserve.
+ */
+static int
+snap_worktree_write_check(const struct snap_worktree *wt, const char *from,
+    const char *to, const char *where, const char *doing,
+    const struct config_limits *l, char **cause)
+{
+	const char *args[] = { "diff-tree", "-r", "-z", "--no-renames",
+	    "--diff-filter=AMT", "--end-of-options", from, to, NULL };
+	struct snap_worktree_wfile *v = NULL;
+	struct buf out, list;
+	char sz[32], lim[32], *q;
+	int64_t total = 0, room;
+	size_t n, i, big = 0;
+	int rc = 0;
+
+	buf_init(&out);
+	buf_init(&list);
+	if (snap_worktree_user_ok(wt, args, &out, cause) == -1) {
+		buf_free(&out);
+		return -1;
+	}
+	buf_add(&out, "", 1);
+	n = snap_worktree_written(out.data, out.len - 1, &v);
+	if (n > 0 && snap_worktree_written_sizes(wt, v, n, cause) == -1)
+		rc = -1;
+	for (i = 0; rc == 0 && i < n; i++) {
+		total += v[i].size;
+		if (l->file_size <= 0 || v[i].size <= l->file_size ||
+		    big++ >= 10)
+			continue;
+		q = quote_name(v[i].path);
+		buf_printf(&list, "%s%s (%s)", list.len > 0 ? ", " : "", q,
+		    util_fmt_size(sz, sizeof sz, v[i].size));
+		free(q);
+	}
+	if (rc == 0 && big > 0) {
+		*cause = xprintf("%s would write %zu file%s larger than "
+		    "[limits] file_size (%s), which no jailed process could "
+		    "write: %s%s; the session committed %s without writing %s "
+		    "(a git object is compressed); nothing was written: delete "
+		    "%s from the branch, or raise file_size, and try again",
+		    doing, big, big == 1 ? "" : "s", util_fmt_size(lim,
+		    sizeof lim, l->file_size), list.data, big > 10 ? ", ..." :
+		    "", big == 1 ? "it" : "them", big == 1 ? "it" : "them",
+		    big == 1 ? "it" : "them");
+		rc = -1;
+	} else if (rc == 0 && (room = snap_worktree_room(where, l)) >= 0 &&
+	    total > room) {
+		*cause = xprintf("%s would write %s into %s (%zu files), more "
+		    "than its disk has free above [limits] disk_reserve (%s); "
+		    "nothing was written: look at the branch's files with 'git "
+		    "diff --stat %s %s', free space, and try again", doing,
+		    util_fmt_size(sz, sizeof sz, total), where, n,
+		    util_fmt_size(lim, sizeof lim, room), from, to);
+		rc = -1;
+	}
+	free(v);
+	buf_free(&list);
+	buf_free(&out);
+	return rc;
+}
+
+/* snap_worktree_write_check for merging WT's branch (its tree TREE) into the main tree. */
+static int
+snap_worktree_merge_size(const struct snap_worktree *wt, const char *tree,
+    const struct config_limits *l, char **cause)
+{
+	char *doing = xprintf("merging %s", wt->branch);
+	int rc;
+
+	rc = snap_worktree_write_check(wt, "HEAD", tree, wt->project, doing, l,
+	    cause);
+	free(doing);
+	return rc;
+}
+
+int
+snap_worktree_restore_check(const struct snap_worktree *kept,
+    const char *tip, const char *where, const struct config_limits *l,
+    char **cause)
+{
+	struct snap_worktree wt = *kept;
+	char *common = NULL, *doing;
+	int rc;
+
+	if (wt.common == NULL)
+		wt.common = common = xprintf("%s/.git", kept->project);
+	doing = xprintf("restoring %s at %.12s", kept->branch, tip);
+	rc = snap_worktree_write_check(&wt, kept->base, tip, where, doing, l,
+	    cause);
+	free(doing);
+	free(common);
+	return rc;
+}
+
+static char *snap_worktree_tip(const struct snap_worktree *);
+
 int
 snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
-    enum snap_worktree_how how, const char *into, char **done, char **cause)
+    enum snap_worktree_how how, const char *into,
+    const struct config_limits *limits, char **done, char **cause)
 {
 	char *msg = xprintf("Merge agentmux session %lld (%s)",
 	    (long long)session, wt->branch), *on = NULL, *files, *err = NULL;
+	char *ref = NULL, *tree = NULL;
 	const char *merge[] = { "merge", "--no-ff", "--no-edit", "-m", msg,
 	    "--end-of-options", wt->branch, NULL };
 	const char *squash[] = { "merge", "--squash", "--end-of-options",
@@ -1466,7 +1660,22 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 		rc = 0;
 		goto out;
 	}
-	if (snap_worktree_merge_untracked(wt, cause) == -1)
+	/*
+	 * One commit for the checks and the merge: a session still running
+	 * could move its branch between them (to files the checks refuse).
+	 */
+	if ((ref = snap_worktree_tip(wt)) == NULL) {
+		*cause = xprintf("cannot read the commit the session's branch "
+		    "%s is at; look at it with 'git log -1 %s' and merge "
+		    "again", wt->branch, wt->branch);
+		goto out;
+	}
+	merge[6] = ref;
+	squash[3] = ref;
+	if ((tree = snap_worktree_merge_tree(wt, ref, cause)) == NULL ||
+	    snap_worktree_merge_untracked(wt, tree, cause) == -1 ||
+	    (limits != NULL && snap_worktree_merge_size(wt, tree, limits,
+	    cause) == -1))
 		goto out;
 	if (snap_worktree_user_ok(wt, how == SNAP_WORKTREE_MERGE ? merge :
 	    squash, NULL, &err) == -1) {
@@ -1489,6 +1698,8 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 	    wt->branch, on);
 	rc = 0;
 out:
+	free(tree);
+	free(ref);
 	free(on);
 	free(msg);
 	return rc;
@@ -1607,9 +1818,19 @@ snap_worktree_modules_fix(const struct snap_worktree *wt, char **moved,
 /* What the walk of an admin dir found and removed. */
 struct snap_worktree_odd {
 	struct strv told;         /* "PATH (what)", quoted */
-	size_t seen;
+	size_t seen;              /* in the walk under way */
 	size_t n;                 /* removed */
-	bool failed;              /* one could not be removed */
+	bool failed;              /* one could not be removed, or a walk was cut */
+};
+
+/*
+ * What git in a worktree reads or writes in its admin dir, looked at by
+ * name before the walk, so that no number of entries hides them.
+ */
+static const char *const snap_worktree_git_names[] = {
+	"HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+	"REVERT_HEAD", "REBASE_HEAD", "BISECT_HEAD", "AUTO_MERGE", "index",
+	"logs/HEAD"
 };
 
 /* Removes NAME (a link or special file, stat ST) from FD at REL, for *O. */
@@ -1636,7 +1857,36 @@ snap_worktree_odd_one(int fd, const char *name, const char *rel,
 	free(qt);
 }
 
-/* Walks the dir FD (which it closes) at REL, never through a link, for snap_worktree_odd_one. */
+/* NAME (a path) under the dir FD at REL, if a link or special file, for snap_worktree_odd_one; through no link. */
+static void
+snap_worktree_odd_name(int fd, const char *rel, const char *name,
+    struct snap_worktree_odd *o)
+{
+	const char *slash = strrchr(name, '/'), *leaf;
+	char *dir, *path;
+	struct stat st;
+	int dfd;
+
+	dir = slash != NULL ? xstrndup(name, (size_t)(slash - name)) :
+	    xstrdup(".");
+	leaf = slash != NULL ? slash + 1 : name;
+	if ((dfd = snap_worktree_open_dir(fd, dir)) != -1) {
+		if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+			path = xprintf("%s/%s", rel, name);
+			snap_worktree_odd_one(dfd, leaf, path, &st, o);
+			free(path);
+		}
+		close(dfd);
+	}
+	free(dir);
+}
+
+/*
+ * Walks the dir FD (which it closes) at REL, never through a link, for
+ * snap_worktree_odd_one. A walk cut at SNAP_WORKTREE_ADMIN_MAX entries is
+ * told (once, at ROOT) and counts as failed.
+ */
 static void
 snap_worktree_odd_walk(int fd, const char *rel, int depth,
     struct snap_worktree_odd *o)
@@ -1651,7 +1901,18 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL && o->seen++ < SNAP_WORKTREE_ADMIN_MAX) {
+	while ((de = readdir(d)) != NULL) {
+		if (o->seen++ == SNAP_WORKTREE_ADMIN_MAX) {
+			o->failed = true;
+			path = quote_name(rel);
+			strv_addf(&o->told, "more not looked at: the look stopped "
+			    "after %d entries, in %s ('find DIR ! -type f ! "
+			    "-type d' in the dir it names lists what is left)",
+			    SNAP_WORKTREE_ADMIN_MAX, path);
+			free(path);
+		}
+		if (o->seen > SNAP_WORKTREE_ADMIN_MAX)
+			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
@@ -1684,12 +1945,18 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 	strv_init(&o.told);
 	/* The admin path is agentmux's record's, never the worktree's .git file's. */
 	if ((fd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) != -1)
+	    O_CLOEXEC)) != -1) {
+		for (i = 0; i < nitems(snap_worktree_git_names); i++)
+			snap_worktree_odd_name(fd, wt->admin,
+			    snap_worktree_git_names[i], &o);
 		snap_worktree_odd_walk(fd, wt->admin, 0, &o);
+	}
 	/* The branch's reflog dir: a commit in the worktree appends to its reflog. */
 	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
 		if ((fd = snap_worktree_open_dir(cfd, logs)) != -1) {
 			at = xprintf("%s/%s", wt->common, logs);
+			snap_worktree_odd_name(fd, at, slash + 1, &o);
+			o.seen = 0;
 			snap_worktree_odd_walk(fd, at, 0, &o);
 			free(at);
 		}

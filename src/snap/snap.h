@@ -785,11 +785,24 @@ enum snap_worktree_how {
 /**
  * Brings WT's branch into the main tree's branch (which must be INTO if
  * given), with the user's git but no hooks. Refuses a main tree with
- * uncommitted changes; a conflict is left as git leaves it, and *CAUSE
- * names the files and how to go back. *DONE says what was done.
+ * uncommitted changes, and (LIMITS given) a file larger than its
+ * file_size or files more than the disk has free above its disk_reserve;
+ * a conflict is left as git leaves it, and *CAUSE names the files and
+ * how to go back. *DONE says what was done.
  */
 int snap_worktree_merge(const struct snap_worktree *, int64_t session,
-    enum snap_worktree_how how, const char *into, char **done, char **cause);
+    enum snap_worktree_how how, const char *into,
+    const struct config_limits *limits, char **done, char **cause);
+/**
+ * Whether restoring KEPT's branch at TIP into a worktree under WHERE may
+ * write what its commits hold: -1 with *CAUSE, naming them, if a file
+ * the branch made or changed since its base is larger than LIMITS's
+ * file_size or they take more than WHERE's disk has free above its
+ * disk_reserve (a session commits files it never wrote).
+ */
+int snap_worktree_restore_check(const struct snap_worktree *kept,
+    const char *tip, const char *where, const struct config_limits *limits,
+    char **cause);
 /**
  * The record of SESSION's discarded worktree (discard keeps it under
  * DATA_DIR's sessions/ID/) into *WT: the main project, the worktree's

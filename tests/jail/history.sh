@@ -808,6 +808,40 @@ packed_bad() {
 	    bad "packed_bad: a ref was lost: $(user_refs 2>&1) vs $refs0: $out"
 }
 
+# packed-refs whose header claims its refs sorted, with the user's refs
+# listed out of order (git looks a ref up by halving the file: main, a
+# branch and a tag, packed only, look gone to git; HEAD looks unborn):
+# the end takes the claim out, told in red; undo --refs does too.
+packed_unsorted() {
+	fresh_repo
+	(cd "$P" && git branch aa && git tag zz && git pack-refs --all) ||
+	    exit 1
+	refs0=$(user_refs)
+	jrun -- sh -c '{ head -1 .git/packed-refs && sed 1d .git/packed-refs |
+	    sort -r; } >.git/pr.new && mv .git/pr.new .git/packed-refs &&
+	    git rev-parse -q --verify refs/heads/aa >/dev/null || echo hidden'
+	case $OUT in *hidden*) ok ;; *) bad "packed_unsorted: git in the jail still found aa: $OUT" ;; esac
+	for r in refs/heads/aa refs/heads/main refs/tags/zz HEAD; do
+		git -C "$P" rev-parse -q --verify "$r" >/dev/null && ok ||
+		    bad "packed_unsorted: git does not find $r after the end: $(head -c 600 "$P/.git/packed-refs"): $OUT"
+	done
+	case $OUT in *"packed-refs said its refs were sorted, and "*" were not"*"took that claim out"*) ok ;;
+	*) bad "packed_unsorted: the end did not tell the refs out of order: $OUT" ;; esac
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "packed_unsorted: the refs changed: $(user_refs 2>&1) vs $refs0"
+	# The same file left after the session (by another, say): undo --refs mends it.
+	(cd "$P" && { head -1 .git/packed-refs | sed 's/ *$/ sorted /' &&
+	    sed 1d .git/packed-refs | sort -r; } >.git/pr.new &&
+	    mv .git/pr.new .git/packed-refs) || exit 1
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "packed_unsorted: undo --refs failed: $out"
+	git -C "$P" rev-parse -q --verify refs/heads/aa >/dev/null &&
+	    git -C "$P" rev-parse -q --verify refs/tags/zz >/dev/null && ok ||
+	    bad "packed_unsorted: git does not find aa or zz after undo --refs: $out"
+	case $out in *"claim that its refs are sorted"*) ok ;;
+	*) bad "packed_unsorted: undo --refs did not say what it took out: $out" ;; esac
+}
+
 # HEAD broken after the session ended (or by another session): undo
 # --refs puts it back as the end would, and works.
 head_after() {
@@ -849,6 +883,7 @@ checks() {
 	remote_moved
 	refs_as_git_reads
 	packed_bad
+	packed_unsorted
 	head_after
 	gc_prune
 	git_works

@@ -14,7 +14,9 @@ export XDG_CONFIG_HOME=$T/config XDG_DATA_HOME=$T/data XDG_RUNTIME_DIR=$T/run XD
 mkdir -p "$XDG_CONFIG_HOME/agentmux" "$XDG_DATA_HOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 u=
+bgpid=
 cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null && wait "$bgpid" 2>/dev/null
 	[ -n "$u" ] && userdel "$u" 2>/dev/null
 	rm -rf "$T"
 }
@@ -157,6 +159,163 @@ grep -q "left links or special files in its worktree's git dir .*logs/HEAD (a li
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
 	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
+
+# 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
+# filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
+P=$T/n
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+echo victim >"$T/victim3" && chmod 666 "$T/victim3"
+end=$("$AMX" run --worktree --branch nn -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
+	(cd "$a/logs" && seq 1 100100 | xargs touch) && rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim3 "$a/logs/HEAD" &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
+	ln -s '"$T"'/victim3 "$c/logs/$r" && echo planted' </dev/null 2>&1)
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q planted <<<"$end" || bad "the session did not plant its links: $end"
+grep -q "logs/HEAD (a link to $T/victim3)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/nn (a link to $T/victim3)" <<<"$end" &&
+	ok "links behind 100,000 entries in the worktree's git dir are told" || bad "the links were not told: $end"
+grep -q "the look stopped after 100000 entries" <<<"$end" && ok "the cut walk is told" || bad "the cut walk was not told: $end"
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
+[ "$(cat "$T/victim3")" = victim ] && ok "a commit in the worktree writes nothing through links behind 100,000 entries" ||
+	bad "the host file took the worktree's reflog lines: $(cat "$T/victim3")"
+
+# 9. A session commits files it never wrote: a loose object of SIZE bytes of 'a' takes a few kilobytes, so
+# neither the jail's file_size nor its write budget sees SIZE; merge would have the user's git write it into
+# the main tree, under as many names as the session likes. A file over file_size is refused, and files
+# together past the disk's free space above disk_reserve; nothing is written.
+# The jail's shell text that sets $id to a new loose object of SIZE bytes of 'a' (a few kilobytes on disk).
+mkblob() { # SIZE
+	printf '%s' 'id=$(python3 -c "
+import hashlib, os, subprocess, sys, zlib
+n = int(sys.argv[1]); hdr = b\"blob %d\0\" % n; z = b\"a\" * (1 << 20)
+h = hashlib.sha1(hdr); c = zlib.compressobj(9); out = [c.compress(hdr)]
+for i in range(n >> 20): h.update(z); out.append(c.compress(z))
+out.append(c.flush()); oid = h.hexdigest()
+d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-path\", \"objects\"]).decode().strip()
+os.makedirs(d + \"/\" + oid[:2], exist_ok=True)
+open(d + \"/\" + oid[:2] + \"/\" + oid[2:], \"wb\").write(b\"\".join(out)); print(oid)
+" '"$1"')'
+}
+blob_session() { # BRANCH SIZE NAME...
+	b=$1 size=$2
+	shift 2
+	"$AMX" run --worktree --branch "$b" -- sh -c "$(mkblob "$size")"' && for f in '"$*"'; do
+	git update-index --add --cacheinfo 100644,$id,$f; done && git commit -qm blobs && echo committed' </dev/null 2>&1
+}
+P=$T/b
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+head0=$(git rev-parse HEAD)
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$(blob_session big $((48 << 20)) big.bin small.txt)
+grep -q committed <<<"$out" || bad "the session did not commit its blob: $out"
+id=$(sid)
+for how in "" --squash --apply; do
+	out=$("$AMX" merge "$id" $how 2>&1) && bad "merge $how of a file over file_size went through: $out"
+	grep -q "larger than \[limits\] file_size (32M).*big.bin (48M)" <<<"$out" && [ ! -e big.bin ] &&
+		[ "$(git rev-parse HEAD)" = "$head0" ] && [ -z "$(git status --porcelain --untracked-files=no)" ] &&
+		ok "merge $how refuses a file over file_size the session never wrote" ||
+		bad "merge $how did not refuse a file over file_size: $out; $(ls -la)"
+done
+out=$(blob_session many $((1 << 20)) a1 a2 a3 a4)
+grep -q committed <<<"$out" || bad "the session did not commit its blobs: $out"
+id=$(sid)
+printf '[limits]\nfile_size = 32M\ndisk_reserve = 1000T\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" merge "$id" 2>&1) && bad "a merge past the disk's free space went through: $out"
+grep -q "would write 4.0M into $P (4 files), more than its disk has free above \[limits\] disk_reserve" <<<"$out" &&
+	[ ! -e a1 ] && ok "merge refuses files past the disk's free space above disk_reserve" ||
+	bad "merge did not refuse files past the disk's free space: $out"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" merge "$id" 2>&1) && [ "$(wc -c <a4)" = $((1 << 20)) ] && ok "the same merge goes through with room" ||
+	bad "the merge with room failed: $out"
+
+# 10. The same file the session never wrote, in a discarded session that restore brings back: git would
+# check the branch out into the data dir. Refused before anything is made; with room it comes back.
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$(blob_session rst $((40 << 20)) big.bin)
+grep -q committed <<<"$out" || bad "the session did not commit its blob: $out"
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+out=$("$AMX" discard "$id" --yes 2>&1) || bad "discard failed: $out"
+out=$("$AMX" restore "$id" 2>&1) && bad "restore of a file over file_size went through: $out"
+grep -q "restoring agentmux/$id/rst at [0-9a-f]* would write 1 file larger than \[limits\] file_size (32M).*big.bin (40M)" <<<"$out" &&
+	[ ! -e "$w" ] && ok "restore refuses a file over file_size the session never wrote" ||
+	bad "restore did not refuse a file over file_size: $out; $(ls -la "$w" 2>&1)"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" restore "$id" 2>&1) && [ -d "$w" ] && ok "the same restore goes through with room" ||
+	bad "the restore with room failed: $out"
+
+# 11. The same file, while the session still runs (merge is allowed then): the session flips its branch
+# between a small commit and one that adds the file, so that the checks see the one and git merges the
+# other. The checks and the merge take one commit, read once: the file never reaches the main tree.
+printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
+P=$T/race
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+head0=$(git rev-parse HEAD)
+"$AMX" run --worktree --branch race -- sh -c 'echo b >b.txt && git add b.txt && git commit -qm small &&
+	small=$(git rev-parse HEAD) && '"$(mkblob $((44 << 20)))"' && git update-index --add --cacheinfo 100644,$id,big.bin && git commit -qm big &&
+	big=$(git rev-parse HEAD) && b=$(git symbolic-ref HEAD) && echo "$big" >.big && n=0 &&
+	while [ ! -e .stop ] && [ $n -lt 100000 ]; do git update-ref "$b" "$small"; git update-ref "$b" "$big"; n=$((n + 1)); done' \
+	</dev/null >"$T/race.out" 2>&1 &
+bgpid=$!
+n=0
+until w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/race 2>/dev/null) && [ -s "$w/.big" ] &&
+	git cat-file -e "$(cat "$w/.big"):big.bin" 2>/dev/null || [ $n -ge 600 ]; do sleep 0.2; n=$((n + 1)); done
+git cat-file -e "$(cat "$w/.big" 2>/dev/null):big.bin" 2>/dev/null || bad "the racing session's commit did not reach the host: $(cat "$T/race.out")"
+id=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	"$AMX" merge "$id" >/dev/null 2>&1
+	[ -e big.bin ] && break
+	git reset -q --hard "$head0"
+done
+[ ! -e big.bin ] && ok "a branch flipped while merge checks it does not bring a file over file_size" ||
+	bad "a branch flipped during the merge brought big.bin ($(wc -c <big.bin) bytes) into the main tree at try $i"
+touch "$w/.stop"
+wait "$bgpid"
+bgpid=
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+
+# 7. A session in the main tree, started while the project had no .git/worktrees, and a worktree session
+# started beside it: the first must not write the second's git dir (.git/worktrees/NAME), whose logs/HEAD made
+# a link to a host file takes the user's next commit in the worktree, and whose commondir sends the user's git
+# elsewhere. The main tree's session plants once the worktree session has ended, and waits while the user
+# commits in the worktree.
+P=$T/c
+mkdir -p "$P" && cd "$P" || exit 1
+git init -q -b main . && git config user.email t@x && git config user.name t
+echo a >f && git add f && git commit -qm A
+echo victim >"$T/victim2" && chmod 666 "$T/victim2"
+"$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+	touch .started; wait_for .go
+	for a in .git/worktrees/*; do
+		mkdir -p "$a/logs" 2>/dev/null; rm -f "$a/logs/HEAD" 2>/dev/null
+		ln -s '"$T"'/victim2 "$a/logs/HEAD" 2>/dev/null && echo LOG-PLANTED
+	done; touch .planted; wait_for .committed
+	for a in .git/worktrees/*; do echo /nowhere >"$a/commondir" 2>/dev/null && echo COMMONDIR-WRITTEN; done
+	touch .planted2; wait_for .done' </dev/null >"$T/main-session.out" 2>&1 &
+bgpid=$!
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+wait_for .started
+out=$("$AMX" run --worktree --branch cc -- sh -c 'echo b >f && git commit -qam B' </dev/null 2>&1) ||
+	bad "the worktree session beside a running one failed: $out"
+w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/c)
+touch .go && wait_for .planted
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x ||
+	bad "the user's commit in the worktree failed beside the main tree's session"
+[ "$(cat "$T/victim2")" = victim ] && ok "a session in the main tree cannot plant a link in a worktree session's git dir" ||
+	bad "a session in the main tree planted a link in the worktree's git dir; the host file took: $(cat "$T/victim2")"
+touch .committed && wait_for .planted2
+git -C "$w" status >/dev/null 2>&1 && ok "a session in the main tree cannot rewrite a worktree session's commondir" ||
+	bad "a session in the main tree rewrote the worktree's commondir: $(git -C "$w" status 2>&1 | head -3)"
+touch .done
+wait "$bgpid"
+bgpid=
+grep -q 'PLANTED\|WRITTEN' "$T/main-session.out" && bad "the main tree's session wrote the worktree's git dir: $(cat "$T/main-session.out")"
 cd "$T" || exit 1
 
 # The same as an ordinary user, once, from root.

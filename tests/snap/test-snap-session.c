@@ -649,6 +649,55 @@ test_index_verify(void **state)
 }
 
 /*
+ * snap_index_verify on a file system whose times are whole seconds (ext4
+ * with 128-byte inodes; a loop mount, root only): a file changed in the
+ * second its ctime was cached, after the go, keeps the very ctime
+ * cached (no nanoseconds to tell), so it is hashed again; one cached two
+ * seconds before the go's second is trusted.
+ */
+static void
+test_index_verify_coarse(void **state)
+{
+	struct stat sb;
+	int64_t go;
+
+	(void)state;
+	if (geteuid() != 0 || system("command -v mkfs.ext4 >/dev/null && "
+	    "truncate -s 32M ../coarse.img && mkfs.ext4 -q -I 128 -F "
+	    "../coarse.img >/dev/null 2>&1 && mkdir -p coarse && "
+	    "mount -o loop ../coarse.img coarse 2>/dev/null") != 0) {
+		print_message("skipped: no loop-mounted ext4 with 128-byte "
+		    "inodes here (it needs root)\n");
+		skip();
+	}
+	assert_int_equal(chdir("coarse"), 0);
+	test_sh_ok("git init -q -b master . && printf 'int a(void);\\n' > "
+	    "a.c && printf 'int b(void);\\n' > b.c && git add a.c b.c");
+	assert_int_equal(stat("a.c", &sb), 0);
+	assert_int_equal(sb.st_ctim.tv_nsec, 0);
+	sleep(3);
+	forge("b.c", "int c(void);\n");
+	assert_int_equal(stat("b.c", &sb), 0);
+	/* Cached in the very second it was written in, the go half way through it. */
+	set_cached_ctime(".git/index", "b.c", (uint32_t)sb.st_ctim.tv_sec, 0);
+	go = (int64_t)sb.st_ctim.tv_sec * 1000000000 + 500000000;
+	assert_int_equal(snap_index_verify(".git/index", 20, ".", go), 1);
+	test_sh_ok("git ls-files --debug b.c | grep -q 'mtime: 0:0'");
+	test_sh_ok("! git ls-files --debug a.c | grep -q 'mtime: 0:0'");
+	test_sh_ok("test \"$(git diff --name-only)\" = b.c");
+}
+
+/* The loop mount goes whatever failed. */
+static int
+teardown_coarse(void **state)
+{
+	if (chdir(test_proj) == 0 && system("umount -l coarse 2>/dev/null; "
+	    "rm -f ../coarse.img") != 0)
+		print_message("cannot unmount %s/coarse\n", test_proj);
+	return teardown(state);
+}
+
+/*
  * The same through a worktree session's end: checkout, start, go and a
  * change (size kept, mtime set back) within moments of each other; the
  * end records the new bytes.
@@ -712,6 +761,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_session_first_write_forged,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_verify_coarse,
+		    setup, teardown_coarse),
 	};
 
 	return test_run_group(tests, NULL, NULL);

@@ -785,7 +785,7 @@ test_packed_check(void **state)
 	strv_init(&bad);
 	strv_init(&keep);
 	strv_addf(&keep, "refs/tags/twice\t%s", a);
-	assert_int_equal(snap_hist_packed_check(fd, &keep, &bad, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, &keep, &bad, NULL, &fixed), 1);
 	assert_int_equal(bad.n, 6);
 	assert_string_equal(bad.v[0], "garbage");
 	assert_string_equal(bad.v[1], "");
@@ -794,8 +794,8 @@ test_packed_check(void **state)
 	assert_string_equal(bad.v[4], "#late");
 	assert_true(strstr(bad.v[5], "refs/tags/cut") != NULL);
 	free(text);
-	/* twice: the line of the start's value (the second), with its peeled id. */
-	text = xprintf("# pack-refs with: peeled fully-peeled sorted \n"
+	/* twice: the line of the start's value (the second), with its peeled id; tab after twice: not sorted. */
+	text = xprintf("# pack-refs with: peeled fully-peeled \n"
 	    "%s refs/heads/main\n"
 	    "%s refs/tags/ok-tab\n"
 	    "%s refs/tags/twice\n^%s\n"
@@ -806,7 +806,7 @@ test_packed_check(void **state)
 	strv_free(&bad);
 	strv_init(&bad);
 	/* Without a value to keep: the first, the one git reads. */
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
 	assert_non_null(strstr(fixed.data, "refs/tags/twice\n"));
 	text = xprintf("%s refs/tags/twice\n^%s\n", b, a);
 	assert_non_null(strstr(fixed.data, text));
@@ -819,15 +819,77 @@ test_packed_check(void **state)
 	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
 	    NULL), 0);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &fixed), 0);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
 	assert_int_equal(bad.n, 0);
 	assert_string_equal(fixed.data, text);
 	buf_free(&fixed);
 	free(text);
 	unlink(path);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL), -1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, NULL), -1);
 	strv_free(&bad);
 	strv_free(&keep);
+	close(fd);
+	test_sh("rm -rf %s", dir);
+	free(path);
+	free(dir);
+}
+
+/* A packed-refs that claims its refs sorted and lists some out of order (git's binary search misses them) loses the claim. */
+static void
+test_packed_unsorted(void **state)
+{
+	static const char a[] = "0123456789abcdef0123456789abcdef01234567";
+	char *dir = test_tmpdir("packed-unsorted"), *path, *text, *want;
+	struct strv bad, unsorted;
+	struct buf fixed;
+	int fd;
+
+	(void)state;
+	path = xprintf("%s/packed-refs", dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd != -1);
+	text = xprintf("# pack-refs with: peeled fully-peeled sorted \n"
+	    "%s refs/heads/zz\n%s refs/heads/main\n^%s\n%s refs/heads/aa\n",
+	    a, a, a, a);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	strv_init(&bad);
+	strv_init(&unsorted);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	    &fixed), 1);
+	assert_int_equal(bad.n, 0);
+	assert_int_equal(unsorted.n, 2);
+	assert_string_equal(unsorted.v[0], "refs/heads/main");
+	assert_string_equal(unsorted.v[1], "refs/heads/aa");
+	want = xprintf("# pack-refs with: peeled fully-peeled \n%s",
+	    strchr(text, '\n') + 1);
+	assert_string_equal(fixed.data, want);
+	free(want);
+	buf_free(&fixed);
+	strv_free(&unsorted);
+	free(text);
+	/* Sorted as claimed, or not claimed sorted (git sorts it): left as it is. */
+	text = xprintf("# pack-refs with: peeled sorted \n%s refs/heads/aa\n"
+	    "%s refs/heads/main\n%s refs/heads/zz\n", a, a, a);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	strv_init(&unsorted);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	    &fixed), 0);
+	assert_int_equal(unsorted.n, 0);
+	buf_free(&fixed);
+	free(text);
+	text = xprintf("# pack-refs with: peeled \n%s refs/heads/zz\n"
+	    "%s refs/heads/aa\n", a, a);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	    &fixed), 0);
+	assert_int_equal(unsorted.n, 0);
+	buf_free(&fixed);
+	free(text);
+	strv_free(&unsorted);
+	strv_free(&bad);
 	close(fd);
 	test_sh("rm -rf %s", dir);
 	free(path);
@@ -883,6 +945,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ref_values),
 		cmocka_unit_test(test_packed_check),
+		cmocka_unit_test(test_packed_unsorted),
 		cmocka_unit_test(test_merge_log),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
