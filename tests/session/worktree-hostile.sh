@@ -25,6 +25,12 @@ trap 'exit 1' INT TERM
 fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
+# new_project: a fresh repository at $P (one commit of f), the current dir.
+new_project() {
+	mkdir -p "$P" && cd "$P" || exit 1
+	git init -q -b main . && git config user.email t@x && git config user.name t
+	echo a >f && git add f && git commit -qm A
+}
 sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
 
 # A fresh repository P$1: main with config/{a,b}.json, then config/settings.json; local/ ignored, holding
@@ -106,9 +112,7 @@ grep -q '\.git/index' <<<"$end" && bad "a worktree session's end still says .git
 # the jail can write) and registers NAME in .gitmodules: the user's 'git submodule update --init' in the
 # worktree would take it up and run the hook. The end moves it aside and says so.
 P=$T/s
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 chmod 777 "$T"
 end=$("$AMX" run --worktree --branch sm -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/modules" &&
 	git init -q --separate-git-dir "$a/modules/evil" evil && echo x >evil/x && git -C evil add x &&
@@ -129,9 +133,7 @@ git -C "$w" submodule update --init >/dev/null 2>&1
 # the admin dir) whose todo holds an exec line: the user's 'git rebase --continue' in the worktree runs
 # it. The end tells it, with the command, naming that git dir, as it does for the project's .git.
 P=$T/r
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 end=$("$AMX" run --worktree --branch rb -- sh -c 'echo b >b && git add b && git commit -qm b &&
 	GIT_SEQUENCE_EDITOR="printf \"break\\nexec touch /tmp/amx-wt-rebase-mark\\n\" >" git rebase -i HEAD' \
 	</dev/null 2>&1)
@@ -143,9 +145,7 @@ grep -q "a rebase was left in progress in $P/.git/worktrees/[^ ]*/rebase-merge; 
 # branch's reflog links to a host file: the user's next commit in the worktree would append its reflog lines there. The end removes
 # the link, unfollowed, and says so; the host file is untouched.
 P=$T/l
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 echo victim >"$T/victim" && chmod 666 "$T/victim"
 end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
 	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" && mkfifo "$a/ORIG_HEAD" &&
@@ -163,9 +163,7 @@ echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 # 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
 # filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
 P=$T/n
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 echo victim >"$T/victim3" && chmod 666 "$T/victim3"
 end=$("$AMX" run --worktree --branch nn -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
 	(cd "$a/logs" && seq 1 100100 | xargs touch) && rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim3 "$a/logs/HEAD" &&
@@ -205,9 +203,7 @@ blob_session() { # BRANCH SIZE NAME...
 	git update-index --add --cacheinfo 100644,$id,$f; done && git commit -qm blobs && echo committed' </dev/null 2>&1
 }
 P=$T/b
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 head0=$(git rev-parse HEAD)
 printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
 out=$(blob_session big $((48 << 20)) big.bin small.txt)
@@ -253,9 +249,7 @@ out=$("$AMX" restore "$id" 2>&1) && [ -d "$w" ] && ok "the same restore goes thr
 # other. The checks and the merge take one commit, read once: the file never reaches the main tree.
 printf '[limits]\nfile_size = 32M\n' >"$XDG_CONFIG_HOME/agentmux/config"
 P=$T/race
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 head0=$(git rev-parse HEAD)
 "$AMX" run --worktree --branch race -- sh -c 'echo b >b.txt && git add b.txt && git commit -qm small &&
 	small=$(git rev-parse HEAD) && '"$(mkblob $((44 << 20)))"' && git update-index --add --cacheinfo 100644,$id,big.bin && git commit -qm big &&
@@ -286,9 +280,7 @@ rm -f "$XDG_CONFIG_HOME/agentmux/config"
 # elsewhere. The main tree's session plants once the worktree session has ended, and waits while the user
 # commits in the worktree.
 P=$T/c
-mkdir -p "$P" && cd "$P" || exit 1
-git init -q -b main . && git config user.email t@x && git config user.name t
-echo a >f && git add f && git commit -qm A
+new_project
 echo victim >"$T/victim2" && chmod 666 "$T/victim2"
 "$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
 	touch .started; wait_for .go
