@@ -211,11 +211,17 @@ again:
 	s->st_hf_parent = false;
 	if ((fd = session_hint_file_dir(s, &parent, &base, &depth)) == -1)
 		return false;
-	*exists = parent && fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (parent)
 		mask |= IN_CLOSE_WRITE | IN_ATTRIB;
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
 	wd = inotify_add_watch(s->st_hf_fd, link, mask);
+	/*
+	 * Looked for once watched: a file made and closed between a look
+	 * and the watch would tell no one (mkdir then ": >file" in the jail
+	 * did that under load).
+	 */
+	*exists = wd != -1 && parent &&
+	    fstatat(fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	close(fd);
 	if (wd == -1) {
 		log_debug("session %lld: cannot watch for its needs_you_file: "
