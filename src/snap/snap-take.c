@@ -82,6 +82,7 @@ struct snap_take {
 	struct proc *early_ref;      /* update-ref --stdin */
 	struct event *early_ev;      /* starts them in a turn of their own */
 	bool commit_begun;           /* too late for them: the commit is written */
+	int early_step;              /* which of them starts next: 0 the commit's, 1 the ref's */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	struct snap_modes modes;
 	bool modes_read;          /* MODES came with the pack writer's tree */
@@ -2050,20 +2051,27 @@ snap_take_chain(struct snap_take *t)
 	store_snapshot_list_free(v, n);
 }
 
-/* The first snapshot of a chain makes a commit: start its writers now (unless it is being written). */
-static void
+/*
+ * The first snapshot of a chain makes a commit: its writers start early,
+ * one a turn (each child's start holds the loop: 40 ms under load), the
+ * ref's only if the commit's started, none once the commit is being
+ * written. True if another is to start.
+ */
+static bool
 snap_take_early(struct snap_take *t)
 {
 	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
 	    NULL };
 	char *cause = NULL;
+	bool more = false;
 
 	if (t->commit_begun)
-		return;
-
-	t->early_commit = snap_git_start_held(t->base, t->repo, SNAP_ENV_DB,
-	    hash, snap_take_commit_cb, t, &cause);
-	if (t->early_commit != NULL)
+		return false;
+	if (t->early_step++ == 0) {
+		t->early_commit = snap_git_start_held(t->base, t->repo,
+		    SNAP_ENV_DB, hash, snap_take_commit_cb, t, &cause);
+		more = t->early_commit != NULL;
+	} else if (t->early_commit != NULL && t->early_ref == NULL)
 		t->early_ref = snap_git_start_held(t->base, t->repo,
 		    SNAP_ENV_DB, snap_take_update_ref, snap_take_update_ref_cb,
 		    t, &cause);
@@ -2071,31 +2079,50 @@ snap_take_early(struct snap_take *t)
 	if (cause != NULL)
 		log_debug("%s", cause);
 	free(cause);
+	return more;
 }
 
-/* The early writers' own turn (two children started: 30 ms under load, added to the snapshot's start). */
+/*
+ * The next early writer's turn: a timer due at once, so that the loop
+ * polls (keys, the proxy's connections, due timers) before it; an event
+ * made active would run in this same pass.
+ */
+static void
+snap_take_early_next(struct snap_take *t)
+{
+	struct timeval now = { 0, 0 };
+
+	if (evtimer_add(t->early_ev, &now) == -1 && snap_take_early(t))
+		(void)snap_take_early(t);
+}
+
+/* An early writer's own turn. */
 static void
 snap_take_early_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct snap_take *t = arg;
 	int64_t t0 = loop_trace_begin();
+	bool more;
 
 	(void)fd;
 	(void)what;
-	snap_take_early(t);
-	loop_trace_end(t0, "snapshot: the early commit and ref started");
+	more = snap_take_early(t);
+	loop_trace_end(t0, "snapshot: an early writer (commit, ref) started");
+	if (more)
+		snap_take_early_next(t);
 }
 
 /* The early writers start in the loop's next turn, not in the snapshot's start; at once if that cannot be. */
 static void
 snap_take_early_later(struct snap_take *t)
 {
-	t->early_ev = event_new(t->base, -1, 0, snap_take_early_cb, t);
+	t->early_ev = evtimer_new(t->base, snap_take_early_cb, t);
 	if (t->early_ev == NULL) {
-		snap_take_early(t);
+		if (snap_take_early(t))
+			(void)snap_take_early(t);
 		return;
 	}
-	event_active(t->early_ev, EV_TIMEOUT, 0);
+	snap_take_early_next(t);
 }
 
 static void

@@ -1433,6 +1433,38 @@ test_shared_check_atomic(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * An off-loop test's start: a 20 ms ticker measured from now, SCRIPT
+ * started, started waited for; WHAT's slowed work (SLOWED) ran meanwhile
+ * and the ticker was served.
+ */
+static struct session *
+off_loop_start(struct fixture *f, struct obs *o, struct ticker *tk,
+    const char *script, const char *what, atomic_int *slowed)
+{
+	struct session *s;
+
+	ticker_start(f, tk, true);
+	s = start(f, o, script);
+	loop_until(f, &o->started);
+	assert_true(o->ok);
+	ticker_check(what, tk, slowed);
+	loop_until(f, &o->done);
+	assert_int_equal(o->status, 3);
+	return s;
+}
+
+/* An off-loop test's end: S freed, its snapshots over, F closed. */
+static void
+off_loop_end(struct fixture *f, struct ticker *tk, struct session *s)
+{
+	event_free(tk->ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f->base, EVLOOP_ONCE), 0);
+	fixture_close(f);
+}
+
 /* The read of an index's extensions calls it on its helper thread (snap-blind.c). */
 extern void (*snap_blind_exts_reading)(const char *index);
 
@@ -1468,21 +1500,12 @@ test_index_exts_off_loop(void **state)
 	    "git -c core.untrackedCache=true status >/dev/null");
 	atomic_store(&exts_slowed, 0);
 	snap_blind_exts_reading = exts_slow;
-	ticker_start(&f, &tk, true);
-	s = start(&f, &o, "exit 3");
-	loop_until(&f, &o.started);
-	assert_true(o.ok);
-	ticker_check("index extensions' read", &tk, &exts_slowed);
-	loop_until(&f, &o.done);
-	assert_int_equal(o.status, 3);
+	s = off_loop_start(&f, &o, &tk, "exit 3", "index extensions' read",
+	    &exts_slowed);
 	assert_int_equal(o.untr, 0);
 	assert_int_equal(o.alerts, 0);
 	snap_blind_exts_reading = NULL;
-	event_free(tk.ev);
-	session_free(s);
-	while (snap_session_orphans() > 0)
-		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
-	fixture_close(&f);
+	off_loop_end(&f, &tk, s);
 }
 
 /* The copy of the user's index calls it on its helper thread (snap-take.c). */
@@ -1517,22 +1540,13 @@ test_index_copy_off_loop(void **state)
 	    "commit -qm x && cp .git/index '%s/index.before'", test_dir);
 	atomic_store(&keep_slowed, 0);
 	snap_take_index_keeping = keep_slow;
-	ticker_start(&f, &tk, true);
-	s = start(&f, &o, "echo new >new.txt && git add new.txt && exit 3");
-	loop_until(&f, &o.started);
-	assert_true(o.ok);
-	ticker_check("index copy", &tk, &keep_slowed);
-	loop_until(&f, &o.done);
-	assert_int_equal(o.status, 3);
+	s = off_loop_start(&f, &o, &tk, "echo new >new.txt && git add new.txt "
+	    "&& exit 3", "index copy", &keep_slowed);
 	test_sh_ok("cmp '%s/index.before' \"$XDG_DATA_HOME/agentmux/sessions/"
 	    "%lld/git-index\" && ! cmp -s .git/index '%s/index.before'",
 	    test_dir, (long long)session_id(s), test_dir);
 	snap_take_index_keeping = NULL;
-	event_free(tk.ev);
-	session_free(s);
-	while (snap_session_orphans() > 0)
-		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
-	fixture_close(&f);
+	off_loop_end(&f, &tk, s);
 }
 
 /* The snapshot SEQ (0: the first) of session ID lists (tree, recursively) the path NAME: 0, else 1. */
@@ -1589,20 +1603,11 @@ test_tracked_names_off_loop(void **state)
 	    "commit -qm x");
 	atomic_store(&names_slowed, 0);
 	snap_take_names_reading = names_slow;
-	ticker_start(&f, &tk, true);
-	s = start(&f, &o, "exit 3");
-	loop_until(&f, &o.started);
-	assert_true(o.ok);
-	ticker_check("tracked names", &tk, &names_slowed);
-	loop_until(&f, &o.done);
-	assert_int_equal(o.status, 3);
+	s = off_loop_start(&f, &o, &tk, "exit 3", "tracked names",
+	    &names_slowed);
 	assert_int_equal(snapshot_has(&f, session_id(s), 0, "t.log"), 0);
 	snap_take_names_reading = NULL;
-	event_free(tk.ev);
-	session_free(s);
-	while (snap_session_orphans() > 0)
-		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
-	fixture_close(&f);
+	off_loop_end(&f, &tk, s);
 }
 
 /* The reads of the private index after an add call it on their helper thread (snap-take.c). */
@@ -1638,22 +1643,12 @@ test_index_after_add_off_loop(void **state)
 	    "git -c user.email=a@b -c user.name=a commit -qm x");
 	atomic_store(&after_slowed, 0);
 	snap_take_index_after = after_slow;
-	ticker_start(&f, &tk, true);
-	s = start(&f, &o, ": >.gitignore && echo n >new.log && "
-	    "echo n >new.txt && exit 3");
-	loop_until(&f, &o.started);
-	assert_true(o.ok);
-	ticker_check("index after the add", &tk, &after_slowed);
-	loop_until(&f, &o.done);
-	assert_int_equal(o.status, 3);
+	s = off_loop_start(&f, &o, &tk, ": >.gitignore && echo n >new.log && "
+	    "echo n >new.txt && exit 3", "index after the add", &after_slowed);
 	assert_int_equal(snapshot_has(&f, session_id(s), 1, "new.txt"), 0);
 	assert_int_not_equal(snapshot_has(&f, session_id(s), 1, "new.log"), 0);
 	snap_take_index_after = NULL;
-	event_free(tk.ev);
-	session_free(s);
-	while (snap_session_orphans() > 0)
-		assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE), 0);
-	fixture_close(&f);
+	off_loop_end(&f, &tk, s);
 }
 
 int
