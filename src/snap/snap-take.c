@@ -2057,6 +2057,9 @@ snap_take_chain(struct snap_take *t)
  * ref's only if the commit's started, none once the commit is being
  * written. True if another is to start.
  */
+/* Test hook: called as an early writer is started ("commit", "ref"). */
+AM_TESTABLE void (*snap_take_early_starting)(const char *which);
+
 static bool
 snap_take_early(struct snap_take *t)
 {
@@ -2067,6 +2070,9 @@ snap_take_early(struct snap_take *t)
 
 	if (t->commit_begun)
 		return false;
+	if (snap_take_early_starting != NULL && (t->early_step == 0 ||
+	    t->early_commit != NULL))
+		snap_take_early_starting(t->early_step == 0 ? "commit" : "ref");
 	if (t->early_step++ == 0) {
 		t->early_commit = snap_git_start_held(t->base, t->repo,
 		    SNAP_ENV_DB, hash, snap_take_commit_cb, t, &cause);
