@@ -77,9 +77,11 @@ void
 session_snap_start(struct session *s)
 {
 	char *cause = NULL;
+	int64_t t0 = loop_trace_begin();
 
 	s->snap = snap_session_create(s->ctx->base, s->ctx->st, s->cf,
 	    s->id, s->project, &cause);
+	loop_trace_end(t0, "start snapshot: its repository opened");
 	if (s->snap == NULL) {
 		session_snap_notice(s, "alert", "cannot snapshot the project, "
 		    "so this session cannot be undone: %s", cause);

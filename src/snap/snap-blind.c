@@ -148,16 +148,81 @@ snap_blind_replace(int gitfd, struct strv *out)
 	strv_free(&refs);
 }
 
-/* The untracked cache and fsmonitor data of GITDIR's index, into B. */
+/* The extensions a look keeps, in the order of snap_blind_exts_into. */
+static const char *const snap_blind_ext_sigs[] = { "UNTR", "FSMN", "TREE" };
+#define SNAP_BLIND_NEXTS nitems(snap_blind_ext_sigs)
+
+/* Test hook: called with the index before its extensions are read (on a helper thread at a start or end). */
+AM_TESTABLE void (*snap_blind_exts_reading)(const char *index);
+
+/* The untracked cache, fsmonitor data and cache-tree read (OUTS, RCS) into B. */
+static void
+snap_blind_exts_into(struct snap_blind *b, struct buf *outs, const int *rcs)
+{
+	struct buf *into[] = { &b->untr, &b->fsmn, &b->tree };
+	int *read[] = { &b->untr_read, &b->fsmn_read, &b->tree_read };
+	size_t i;
+
+	for (i = 0; i < SNAP_BLIND_NEXTS; i++) {
+		buf_free(into[i]);
+		*into[i] = outs[i];
+		buf_init(&outs[i]);
+		*read[i] = rcs[i];
+	}
+}
+
+/* The untracked cache, fsmonitor data and cache-tree of GITDIR's index (one read of it), into B. */
 static void
 snap_blind_exts(const char *gitdir, struct snap_blind *b)
 {
 	char *index = xprintf("%s/index", gitdir);
+	struct buf outs[SNAP_BLIND_NEXTS];
+	int rcs[SNAP_BLIND_NEXTS];
+	size_t i;
 
-	b->untr_read = snap_index_ext(index, "UNTR", &b->untr);
-	b->fsmn_read = snap_index_ext(index, "FSMN", &b->fsmn);
-	b->tree_read = snap_index_ext(index, "TREE", &b->tree);
+	for (i = 0; i < SNAP_BLIND_NEXTS; i++)
+		buf_init(&outs[i]);
+	snap_index_exts(index, snap_blind_ext_sigs, SNAP_BLIND_NEXTS, outs,
+	    rcs);
+	snap_blind_exts_into(b, outs, rcs);
 	free(index);
+}
+
+/* The read of an index's extensions on a helper thread: its own copies only. */
+struct snap_blind_exts_job {
+	char *index;
+	struct buf outs[SNAP_BLIND_NEXTS];
+	int rcs[SNAP_BLIND_NEXTS];
+};
+
+/*
+ * On the helper thread: the read (a whole index, its checksum: tens of ms
+ * on a 10,000-file project), inside the clone gate (it allocates).
+ */
+static void
+snap_blind_exts_work(void *arg)
+{
+	struct snap_blind_exts_job *x = arg;
+
+	if (snap_blind_exts_reading != NULL)
+		snap_blind_exts_reading(x->index);
+	clone_gate_enter();
+	snap_index_exts(x->index, snap_blind_ext_sigs, SNAP_BLIND_NEXTS,
+	    x->outs, x->rcs);
+	clone_gate_leave();
+}
+
+static void
+snap_blind_exts_job_free(struct snap_blind_exts_job *x)
+{
+	size_t i;
+
+	if (x == NULL)
+		return;
+	for (i = 0; i < SNAP_BLIND_NEXTS; i++)
+		buf_free(&x->outs[i]);
+	free(x->index);
+	free(x);
 }
 
 /* The marks and replace refs of PROJECT's .git now into B (emptied first). */
@@ -204,6 +269,8 @@ struct snap_blind_read {
 	struct strv nhidden;      /* what it found */
 	int nrc;
 	char *ncause;
+	struct thread_job *job;   /* the index's extensions read on a helper thread */
+	struct snap_blind_exts_job *exts;
 };
 
 static void snap_blind_read_nested(struct snap_blind_read *);
@@ -328,21 +395,14 @@ snap_blind_read_nested(struct snap_blind_read *r)
 	r->done(r->arg);
 }
 
+/* Both the marks (git ls-files) and the extensions (the helper thread) are in: the rest. */
 static void
-snap_blind_read_over(struct proc *p, void *arg)
+snap_blind_read_both(struct snap_blind_read *r)
 {
-	struct snap_blind_read *r = arg;
 	struct snap_blind *into = r->into;
-	char *cause;
 
-	if (proc_status(p) != 0) {
-		cause = snap_git_error("ls-files", p);
-		log_warnx("cannot read the index of %s: %s", r->gitdir, cause);
-		free(cause);
-	} else
-		snap_blind_marks_of(proc_out(p), &into->marked);
-	proc_free(p);
-	r->p = NULL;
+	if (r->p != NULL || r->job != NULL)
+		return;
 	if (r->start != NULL && r->nested.n > 0) {
 		snap_blind_nested(r->project, &r->nested, into);
 		into->nested_read = true;
@@ -354,6 +414,59 @@ snap_blind_read_over(struct proc *p, void *arg)
 	    r)) != NULL)
 		return;
 	snap_blind_read_nested(r);
+}
+
+static void
+snap_blind_read_over(struct proc *p, void *arg)
+{
+	struct snap_blind_read *r = arg;
+	char *cause;
+
+	if (proc_status(p) != 0) {
+		cause = snap_git_error("ls-files", p);
+		log_warnx("cannot read the index of %s: %s", r->gitdir, cause);
+		free(cause);
+	} else
+		snap_blind_marks_of(proc_out(p), &r->into->marked);
+	proc_free(p);
+	r->p = NULL;
+	snap_blind_read_both(r);
+}
+
+/* On the loop: the helper thread read the index's extensions (its job freed). */
+static void
+snap_blind_read_exts_done(void *arg)
+{
+	struct snap_blind_read *r = arg;
+
+	r->job = NULL;
+	snap_blind_exts_into(r->into, r->exts->outs, r->exts->rcs);
+	snap_blind_exts_job_free(r->exts);
+	r->exts = NULL;
+	snap_blind_read_both(r);
+}
+
+/* The extensions of R's index read on a helper thread (else here, if it cannot start). */
+static void
+snap_blind_read_exts(struct snap_blind_read *r)
+{
+	struct snap_blind_exts_job *x = xcalloc(1, sizeof *x);
+	char *cause = NULL;
+	size_t i;
+
+	x->index = xprintf("%s/index", r->gitdir);
+	for (i = 0; i < SNAP_BLIND_NEXTS; i++)
+		buf_init(&x->outs[i]);
+	r->exts = x;
+	r->job = thread_job_start(r->base, snap_blind_exts_work, x,
+	    snap_blind_read_exts_done, r, &cause);
+	if (r->job != NULL)
+		return;
+	log_debug("%s: its index is read on the loop", cause);
+	free(cause);
+	snap_blind_exts_job_free(x);
+	r->exts = NULL;
+	snap_blind_exts(r->gitdir, r->into);
 }
 
 struct snap_blind_read *
@@ -390,14 +503,16 @@ snap_blind_read_start(struct event_base *base, const char *project,
 	    O_NOFOLLOW | O_CLOEXEC)) != -1) {
 		close(gitfd);
 		into->had_git = true;
-		snap_blind_exts(r->gitdir, into);
 		r->p = snap_git_plain_spawn(base, r->gitdir, argv, NULL,
 		    snap_blind_read_over, r, &cause);
 		if (r->p == NULL) {
 			log_warnx("cannot read the index of %s: %s", r->gitdir,
 			    cause);
 			free(cause);
-		}
+			/* As before: the caller's look still has them. */
+			snap_blind_exts(r->gitdir, into);
+		} else
+			snap_blind_read_exts(r);
 	}
 	if (r->p == NULL) {
 		snap_blind_read_free(r);
@@ -411,6 +526,9 @@ snap_blind_read_free(struct snap_blind_read *r)
 {
 	if (r == NULL)
 		return;
+	/* Waits for the helper thread, if it still reads. */
+	thread_job_free(r->job);
+	snap_blind_exts_job_free(r->exts);
 	proc_free(r->p);
 	snap_untr_free(r->u);
 	strv_free(&r->nested);

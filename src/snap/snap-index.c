@@ -663,6 +663,10 @@ snap_index_sum_ok(const struct buf *file, size_t oidlen)
 	return memcmp(md, file->data + file->len - oidlen, oidlen) == 0;
 }
 
+static size_t snap_index_sum_len(const struct buf *);
+static int snap_index_ext_summed(const struct buf *, size_t, const char *,
+    size_t *, struct snap_index_exts *);
+
 /*
  * The id length of FILE (20: SHA-1, 32: SHA-256) and its extension SIG in
  * X: the checksum tells it; failing that (index.skipHash writes none) the
@@ -672,13 +676,35 @@ static int
 snap_index_ext_at(const struct buf *file, const char *sig, size_t *oidlen,
     struct snap_index_exts *x)
 {
+	return snap_index_ext_summed(file, snap_index_sum_len(file), sig,
+	    oidlen, x);
+}
+
+/* The id length FILE's trailing checksum is right for (20, 32), 0 if none. */
+static size_t
+snap_index_sum_len(const struct buf *file)
+{
 	static const size_t lens[] = { 20, 32 };
 	size_t i;
 
 	for (i = 0; i < nitems(lens); i++) {
-		*oidlen = lens[i];
 		if (snap_index_sum_ok(file, lens[i]))
-			return snap_index_find_ext(file, lens[i], sig, x);
+			return lens[i];
+	}
+	return 0;
+}
+
+/* As snap_index_ext_at, with FILE's checksum checked already (SUMLEN: snap_index_sum_len's). */
+static int
+snap_index_ext_summed(const struct buf *file, size_t sumlen, const char *sig,
+    size_t *oidlen, struct snap_index_exts *x)
+{
+	static const size_t lens[] = { 20, 32 };
+	size_t i;
+
+	if (sumlen != 0) {
+		*oidlen = sumlen;
+		return snap_index_find_ext(file, sumlen, sig, x);
 	}
 	for (i = 0; i < nitems(lens); i++) {
 		*oidlen = lens[i];
@@ -726,6 +752,46 @@ snap_index_load(const char *path, const char *sig, struct buf *file,
 	if (rc == 0 && x.count > 0)
 		rc = x.odd || x.count > 1 ? 2 : 1;
 	return rc;
+}
+
+/* SIG's copy in FILE (checksum length SUMLEN) into OUT: snap_index_load's answer. */
+static int
+snap_index_ext_of(const struct buf *file, size_t sumlen, const char *sig,
+    struct buf *out)
+{
+	struct snap_index_exts x;
+	size_t oidlen;
+	int rc;
+
+	buf_reset(out);
+	rc = snap_index_ext_summed(file, sumlen, sig, &oidlen, &x);
+	if (rc == 0 && x.count > 0)
+		buf_add(out, file->data + x.off, x.len);
+	/* Padding alone hides nothing of SIG. */
+	if (rc == 0 && x.count > 0)
+		rc = x.odd || x.count > 1 ? 2 : 1;
+	return rc;
+}
+
+void
+snap_index_exts(const char *path, const char *const *sigs, size_t n,
+    struct buf *outs, int *rcs)
+{
+	struct buf file;
+	struct stat sb;
+	size_t i, sumlen;
+	int rc = 0;
+
+	buf_init(&file);
+	if (snap_index_read_user(path, &file, &sb) == -1)
+		rc = errno == ENOENT ? 0 : -1;
+	sumlen = rc == 0 ? snap_index_sum_len(&file) : 0;
+	for (i = 0; i < n; i++) {
+		buf_reset(&outs[i]);
+		rcs[i] = rc != 0 ? rc : snap_index_ext_of(&file, sumlen,
+		    sigs[i], &outs[i]);
+	}
+	buf_free(&file);
 }
 
 int

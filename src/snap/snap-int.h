@@ -245,6 +245,12 @@ int snap_index_verify(const char *path, size_t oidlen, const char *worktree,
  * if PATH cannot be read as an index.
  */
 int snap_index_ext(const char *path, const char *sig, struct buf *out);
+/*
+ * The N extensions SIGS of the index file PATH, read (and its checksum
+ * checked) once: each into OUTS[i] with snap_index_ext's answer in RCS[i].
+ */
+void snap_index_exts(const char *path, const char *const *sigs, size_t n,
+    struct buf *outs, int *rcs);
 /* The same, with the whole file in FILE and its id length in *OIDLEN. */
 int snap_index_load(const char *path, const char *sig, struct buf *file,
     size_t *oidlen, struct buf *out);

@@ -17,6 +17,7 @@
 #include "lib/testlib.h"
 #include "session/session.h"
 #include "snap/snap.h"
+#include "snap/snap-int.h"
 #include "store/store.h"
 
 enum free_at { FREE_NONE, FREE_STARTED, FREE_EXITED, FREE_DONE };
@@ -1432,6 +1433,224 @@ test_shared_check_atomic(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * An off-loop test's start: a 20 ms ticker measured from now, SCRIPT
+ * started, started waited for; WHAT's slowed work (SLOWED) ran meanwhile
+ * and the ticker was served.
+ */
+static struct session *
+off_loop_start(struct fixture *f, struct obs *o, struct ticker *tk,
+    const char *script, const char *what, atomic_int *slowed)
+{
+	struct session *s;
+
+	ticker_start(f, tk, true);
+	s = start(f, o, script);
+	loop_until(f, &o->started);
+	assert_true(o->ok);
+	ticker_check(what, tk, slowed);
+	loop_until(f, &o->done);
+	assert_int_equal(o->status, 3);
+	return s;
+}
+
+/* An off-loop test's end: S freed, its snapshots over, F closed. */
+static void
+off_loop_end(struct fixture *f, struct ticker *tk, struct session *s)
+{
+	event_free(tk->ev);
+	session_free(s);
+	while (snap_session_orphans() > 0)
+		assert_int_equal(event_base_loop(f->base, EVLOOP_ONCE), 0);
+	fixture_close(f);
+}
+
+/* The read of an index's extensions calls it on its helper thread (snap-blind.c). */
+extern void (*snap_blind_exts_reading)(const char *index);
+
+static atomic_int exts_slowed;
+
+/* Slows the start's read of the index's extensions by 2 s (the first read). */
+static void
+exts_slow(const char *index)
+{
+	(void)index;
+	slow_once(&exts_slowed);
+}
+
+/*
+ * The start's read of the index's extensions (the untracked cache, the
+ * fsmonitor data, the cache-tree: a read and a checksum of the whole
+ * index, 46 ms on a 10,000-file project, three times) runs on a helper
+ * thread (slowed to 2 s here) while a timer is served, and the start
+ * waits for it: the end finds the untracked cache the same (no check of
+ * it, nothing said).
+ */
+static void
+test_index_exts_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm x && git update-index --untracked-cache && "
+	    "git -c core.untrackedCache=true status >/dev/null");
+	atomic_store(&exts_slowed, 0);
+	snap_blind_exts_reading = exts_slow;
+	s = off_loop_start(&f, &o, &tk, "exit 3", "index extensions' read",
+	    &exts_slowed);
+	assert_int_equal(o.untr, 0);
+	assert_int_equal(o.alerts, 0);
+	snap_blind_exts_reading = NULL;
+	off_loop_end(&f, &tk, s);
+}
+
+/* The copy of the user's index calls it on its helper thread (snap-take.c). */
+extern void (*snap_take_index_keeping)(const char *projgit);
+
+static atomic_int keep_slowed;
+
+static void
+keep_slow(const char *projgit)
+{
+	(void)projgit;
+	slow_once(&keep_slowed);
+}
+
+/*
+ * The start snapshot's copy of the user's index (for undo --refs: a read
+ * of the whole index and a write with an fsync, 49 ms on a 10,000-file
+ * project) is made on a helper thread (slowed to 2 s here) while a timer
+ * is served; the command still starts only once it is made: the copy is
+ * the index from before the command's git add.
+ */
+static void
+test_index_copy_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("git add -A && git -c user.email=a@b -c user.name=a "
+	    "commit -qm x && cp .git/index '%s/index.before'", test_dir);
+	atomic_store(&keep_slowed, 0);
+	snap_take_index_keeping = keep_slow;
+	s = off_loop_start(&f, &o, &tk, "echo new >new.txt && git add new.txt "
+	    "&& exit 3", "index copy", &keep_slowed);
+	test_sh_ok("cmp '%s/index.before' \"$XDG_DATA_HOME/agentmux/sessions/"
+	    "%lld/git-index\" && ! cmp -s .git/index '%s/index.before'",
+	    test_dir, (long long)session_id(s), test_dir);
+	snap_take_index_keeping = NULL;
+	off_loop_end(&f, &tk, s);
+}
+
+/* The snapshot SEQ (0: the first) of session ID lists (tree, recursively) the path NAME: 0, else 1. */
+static int
+snapshot_has(struct fixture *f, int64_t id, size_t seq, const char *name)
+{
+	struct store_snapshot **v;
+	char *own, *cause = NULL;
+	size_t n;
+	int rc;
+
+	v = store_snapshot_list(session_ctx_store(f->ctx), id, &n);
+	assert_true(n > seq);
+	own = snap_repo_path(test_proj, &cause);
+	if (own == NULL)
+		fail_msg("snap_repo_path: %s", cause);
+	rc = test_sh("GIT_DIR='%s' git ls-tree -r --name-only %s | grep -qx "
+	    "'%s'", own, v[seq]->tree, name);
+	free(own);
+	store_snapshot_list_free(v, n);
+	return rc;
+}
+
+/* The comparison of the user's index with the private one calls it on its helper thread (snap-take.c). */
+extern void (*snap_take_names_reading)(const char *index);
+
+static atomic_int names_slowed;
+
+static void
+names_slow(const char *index)
+{
+	(void)index;
+	slow_once(&names_slowed);
+}
+
+/*
+ * The start snapshot's comparison of the names the user tracks with the
+ * private index's (two whole indexes parsed and sorted, 67 ms on a
+ * 10,000-file project) runs on a helper thread (slowed to 2 s here)
+ * while a timer is served; what it finds is saved as before: a file the
+ * user tracks though it is ignored is in the start snapshot.
+ */
+static void
+test_tracked_names_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("echo '*.log' >.gitignore && echo t >t.log && git add -A && "
+	    "git add -f t.log && git -c user.email=a@b -c user.name=a "
+	    "commit -qm x");
+	atomic_store(&names_slowed, 0);
+	snap_take_names_reading = names_slow;
+	s = off_loop_start(&f, &o, &tk, "exit 3", "tracked names",
+	    &names_slowed);
+	assert_int_equal(snapshot_has(&f, session_id(s), 0, "t.log"), 0);
+	snap_take_names_reading = NULL;
+	off_loop_end(&f, &tk, s);
+}
+
+/* The reads of the private index after an add call it on their helper thread (snap-take.c). */
+extern void (*snap_take_index_after)(const char *index);
+
+static atomic_int after_slowed;
+
+static void
+after_slow(const char *index)
+{
+	(void)index;
+	slow_once(&after_slowed);
+}
+
+/*
+ * After the start snapshot's add, the private index's passes (the racy
+ * entries marked, the paths whose modes are read, the .gitignore files
+ * to freeze: 170 ms on a 10,000-file project) run on a helper thread
+ * (slowed to 2 s here) while a timer is served; the rules frozen are the
+ * start's: a .log file made once the command emptied .gitignore stays
+ * out of the end snapshot, a new text file is in it.
+ */
+static void
+test_index_after_add_off_loop(void **state)
+{
+	struct fixture f;
+	struct obs o = { 0 };
+	struct ticker tk = { 0 };
+	struct session *s;
+
+	fixture_open(&f);
+	test_sh_ok("echo '*.log' >.gitignore && git add -A && "
+	    "git -c user.email=a@b -c user.name=a commit -qm x");
+	atomic_store(&after_slowed, 0);
+	snap_take_index_after = after_slow;
+	s = off_loop_start(&f, &o, &tk, ": >.gitignore && echo n >new.log && "
+	    "echo n >new.txt && exit 3", "index after the add", &after_slowed);
+	assert_int_equal(snapshot_has(&f, session_id(s), 1, "new.txt"), 0);
+	assert_int_not_equal(snapshot_has(&f, session_id(s), 1, "new.log"), 0);
+	snap_take_index_after = NULL;
+	off_loop_end(&f, &tk, s);
+}
+
 int
 main(void)
 {
@@ -1477,6 +1696,14 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_end_scan_off_loop,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_end_stale_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_index_exts_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_index_copy_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_tracked_names_off_loop,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_index_after_add_off_loop,
 		    test_proj_setup, test_proj_teardown),
 	};
 
