@@ -1677,6 +1677,7 @@ snap_pack_reader_main(void *arg)
 	struct snap_pack_ahead *a = rd->a;
 	struct snap_pack_fetched *f;
 	size_t i;
+	int r;
 
 	for (i = rd->first; i < a->n; i += a->readers) {
 		f = &a->slot[i % SNAP_PACK_AHEAD];
@@ -1684,10 +1685,11 @@ snap_pack_reader_main(void *arg)
 			break;
 		rd->rp->fetch = f;
 		memset(&f->e, 0, sizeof f->e);
-		f->r = snap_pack_file(rd->rp, a->wt, a->paths[i], &f->e, &f->sb,
-		    &f->cause);
+		r = f->r = snap_pack_file(rd->rp, a->wt, a->paths[i], &f->e,
+		    &f->sb, &f->cause);
+		/* Filled, the slot is the writer's: F is not read again. */
 		snap_pack_ahead_filled(a, f, i);
-		if (f->r == -1 || f->r == 1)
+		if (r == -1 || r == 1)
 			break;
 	}
 	pthread_mutex_lock(&a->mu);

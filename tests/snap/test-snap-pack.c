@@ -1139,6 +1139,56 @@ test_pack_job_readers(void **state)
 	buf_free(&list);
 }
 
+/*
+ * A jail's clone (the clone gate closed, again and again) gets in while
+ * the reading thread and the writer are at work, and the job still
+ * ends with the tree one thread gives.
+ */
+static void
+test_pack_job_readers_gate(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct job_out o[2];
+	struct buf list;
+	char name[32];
+	unsigned k, closed = 0;
+	int i;
+
+	(void)state;
+	assert_non_null(base);
+	test_sh_ok("mkdir w && for i in $(seq 0 799); do head -c $((i * 97 %% "
+	    "30000)) /dev/urandom > w/f$i; done && git init -q --bare "
+	    "own0.git && git init -q --bare own1.git");
+	buf_init(&list);
+	for (i = 0; i < 800; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		buf_add(&list, name, strlen(name) + 1);
+	}
+	job_run(0, "own0.git", "own0.idx", &list, &o[0]);
+	memset(&o[1], 0, sizeof o[1]);
+	buf_init(&o[1].modes);
+	snap_pack_job_readers = 1;
+	assert_non_null(snap_pack_job_start(base, "own1.git", "own1.idx", "w",
+	    &list, job_over, NULL, &o[1], &o[1].cause));
+	while (!o[1].over) {
+		clone_gate_close();
+		closed++;
+		usleep(500);
+		clone_gate_open();
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	assert_true(closed > 0);
+	assert_int_equal(o[1].result, 0);
+	assert_string_equal(o[1].tree, o[0].tree);
+	test_sh_ok("cmp own0.idx own1.idx");
+	for (k = 0; k < 2; k++) {
+		buf_free(&o[k].modes);
+		free(o[k].cause);
+	}
+	buf_free(&list);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -1178,6 +1228,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_job_gate,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_job_readers,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_readers_gate,
 		    test_proj_setup, test_proj_teardown),
 	};
 
