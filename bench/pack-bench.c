@@ -4,12 +4,16 @@
  * working directory), stores them and their trees in one pack of GITDIR
  * and writes GITDIR/index with their stat data; prints the top tree's id.
  * bench/pack.sh runs it beside git add -A. Not timed: the walk (the list
- * is made beforehand) and the commit.
- * Usage: amx-pack-bench GITDIR < list
+ * is made beforehand) and the commit. With -r READERS, the job a
+ * session's start snapshot runs (on a helper thread, with READERS
+ * threads reading and hashing the files ahead of it; 0: it reads them
+ * itself), waited for on an event loop.
+ * Usage: amx-pack-bench [-r READERS] GITDIR < list
  */
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,62 @@ read_fd(int fd, struct buf *b)
 	return n == 0 ? 0 : -1;
 }
 
+struct job_out {
+	bool over;
+	int result;
+	char tree[2 * SNAP_PACK_OID + 1];
+	int64_t files;
+	char *cause;
+};
+
+static void
+job_done(void *arg, int result, const char *tree, const struct buf *modes,
+    int64_t files, const char *cause)
+{
+	struct job_out *o = arg;
+
+	(void)modes;
+	o->over = true;
+	o->result = result;
+	o->files = files;
+	if (tree != NULL)
+		snprintf(o->tree, sizeof o->tree, "%s", tree);
+	if (cause != NULL)
+		o->cause = xstrdup(cause);
+}
+
+/* The files of LIST by the start snapshot's job, READERS reading ahead. */
+static int
+job_main(const char *gitdir, unsigned readers, struct buf *list)
+{
+	struct event_base *base = event_base_new();
+	struct job_out o;
+	char *cause = NULL, *index = xprintf("%s/index", gitdir);
+
+	if (base == NULL)
+		return 1;
+	memset(&o, 0, sizeof o);
+	unlink(index);
+	snap_pack_job_readers = readers;
+	/* It frees itself once it told job_done. */
+	if (snap_pack_job_start(base, gitdir, index, ".", list, job_done,
+	    NULL, &o, &cause) == NULL) {
+		fprintf(stderr, "amx-pack-bench: %s\n", cause);
+		return 1;
+	}
+	while (!o.over)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_base_free(base);
+	free(index);
+	if (o.result != 0) {
+		fprintf(stderr, "amx-pack-bench: %s\n", o.cause != NULL ?
+		    o.cause : "the job failed");
+		return 1;
+	}
+	printf("%s: %lld files\n", o.tree, (long long)o.files);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -44,8 +104,15 @@ main(int argc, char **argv)
 	size_t n = 0, i = 0;
 	int wt, r;
 
+	if (argc == 4 && strcmp(argv[1], "-r") == 0) {
+		buf_init(&list);
+		if (read_fd(STDIN_FILENO, &list) == -1 || list.len == 0)
+			return 1;
+		return job_main(argv[3], (unsigned)atoi(argv[2]), &list);
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: amx-pack-bench GITDIR < list\n");
+		fprintf(stderr, "usage: amx-pack-bench [-r READERS] GITDIR < "
+		    "list\n");
 		return 2;
 	}
 	buf_init(&list);

@@ -9,6 +9,10 @@
 #                         with stat data written: the first snapshot's work
 #                         without the walk (git ls-files -o, ~0.1 s here)
 #                         and the commit
+#   job-readers-N         the same by the job a session's start snapshot
+#                         runs (its helper thread, with N threads reading
+#                         and hashing the files ahead of it; 0: it reads
+#                         them itself), for N in READERS (default "0 1")
 # on the repository of bench/snapshot-first.sh (10,000 files, ~100 MiB).
 # Usage: bench/pack.sh [AMX_PACK_BENCH]   (RUNS, NFILES, TOTAL_MIB)
 set -eu
@@ -47,12 +51,17 @@ PY
 (cd "$repo" && find src untracked -type f -print0) >"$tmp/list"
 
 cd "$repo"
+set --
+for k in ${READERS-0 1}; do
+    set -- "$@" -n "job-readers-$k" --prepare "sh -c 'rm -rf $tmp/own.git && git init -q --bare $tmp/own.git'" \
+        "sh -c '$bin -r $k $tmp/own.git <$tmp/list'"
+done
 hyperfine -N --style none --warmup 1 --runs "$runs" \
     --export-json "$tmp/h.json" \
     -n git-add-fresh-index --prepare "rm -f $tmp/fresh.idx" \
     "env GIT_INDEX_FILE=$tmp/fresh.idx git add -A" \
     -n pack-writer --prepare "sh -c 'rm -rf $tmp/own.git && git init -q --bare $tmp/own.git'" \
-    "sh -c '$bin $tmp/own.git <$tmp/list'" >/dev/null
+    "sh -c '$bin $tmp/own.git <$tmp/list'" "$@" >/dev/null
 git --git-dir="$tmp/own.git" verify-pack "$tmp"/own.git/objects/pack/*.idx
 # The same tree as git's.
 rm -f "$tmp/fresh.idx"
@@ -61,6 +70,14 @@ want=$(GIT_INDEX_FILE=$tmp/fresh.idx git write-tree)
 rm -rf "$tmp/own.git" && git init -q --bare "$tmp/own.git"
 got=$("$bin" "$tmp/own.git" <"$tmp/list" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "bench/pack.sh: tree $got, git's $want" >&2; exit 1; }
+# The job gives that tree and one pack, byte for byte, whatever its readers.
+for k in ${READERS-0 1}; do
+    rm -rf "$tmp/own.git" && git init -q --bare "$tmp/own.git"
+    got=$("$bin" -r "$k" "$tmp/own.git" <"$tmp/list" | cut -d: -f1)
+    [ "$got" = "$want" ] || { echo "bench/pack.sh: job with $k readers: tree $got, git's $want" >&2; exit 1; }
+    sum=$(cat "$tmp"/own.git/objects/pack/*.pack | sha1sum)
+    [ "${first:=$sum}" = "$sum" ] || { echo "bench/pack.sh: job with $k readers: another pack" >&2; exit 1; }
+done
 python3 - "$tmp/h.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}

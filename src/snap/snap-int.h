@@ -559,6 +559,12 @@ typedef void (*snap_pack_job_cb)(void *arg, int result, const char *tree,
     const struct buf *modes, int64_t files, const char *cause);
 struct snap_pack_job;
 /*
+ * Threads that read and hash a job's files ahead of the one writing its
+ * pack (0: that one reads them too; at most 2); the pack, its index and
+ * the tree are the same whatever the count. Tests set it.
+ */
+extern unsigned snap_pack_job_readers;
+/*
  * Stores the files of LIST (NUL-separated paths relative to WORKTREE, as
  * git ls-files -z gives them; copied) into one pack of GITDIR, writes
  * INDEX with their stat data and hands the result to DONE on BASE, which

@@ -34,6 +34,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +50,11 @@
 #define SNAP_PACK_BUF (256 * 1024)
 /* The most a stored deflate block holds. */
 #define SNAP_PACK_BLOCK 65535
+/* Files read ahead of the writer, and the largest read so (bigger: streamed). */
+#define SNAP_PACK_AHEAD 64
+#define SNAP_PACK_AHEAD_MAX (256 * 1024)
+/* snap_pack_file's answer on a reading thread: the writer's own to store. */
+#define SNAP_PACK_WRITERS 3
 
 struct snap_pack_obj {
 	unsigned char oid[SNAP_PACK_OID];
@@ -57,6 +63,23 @@ struct snap_pack_obj {
 	uint64_t data;            /* where its zlib stream starts */
 	size_t len;               /* its size */
 	bool deflated;            /* compressed (a sparse file), not stored */
+};
+
+/*
+ * A file read whole, and its blob's id taken, by a reading thread ahead
+ * of the thread writing the pack (see snap_pack_job_files): R is what
+ * snap_pack_file answered for it, or SNAP_PACK_WRITERS (a link, a large
+ * or sparse file: the writer stores it itself, as with no reader).
+ */
+struct snap_pack_fetched {
+	size_t want;              /* the file whose turn this slot is */
+	bool ready;               /* filled for WANT, not yet taken */
+	int r;
+	char *cause;
+	struct snap_pack_entry e;
+	struct stat sb;
+	unsigned char *data;      /* SNAP_PACK_AHEAD_MAX + 1 bytes */
+	size_t len;
 };
 
 struct snap_pack {
@@ -92,6 +115,8 @@ struct snap_pack {
 	/* The objects by id (index + 1; 0: free), to store each once. */
 	uint32_t *ids;
 	size_t nids;              /* a power of two, at least twice want */
+	/* A reading thread's: a file is read into it, not stored. */
+	struct snap_pack_fetched *fetch;
 };
 
 static const char *const snap_pack_types[] = {
@@ -1105,51 +1130,21 @@ snap_pack_same_blob(struct snap_pack *p, const struct snap_pack_obj *o,
 }
 
 /*
- * Streams the blob of FD (SB its fstat data) into P a block at a time,
- * so that memory stays bounded whatever its size (a sparse 1 TiB file):
- * each block is read, hashed into the id and copied into the pack once
- * (deflated if the file is sparse). The id is known only at the end, so
- * content already in the pack is written, then taken back. 1 (nothing
- * written) if the file did not hold SB's size or changed while read; -1
- * with *CAUSE.
+ * The blob just written at START (its zlib stream at DATA, SIZE bytes
+ * inflated, DEFLATED or stored), of id OID, kept as a new object, or
+ * taken back if the pack holds its content already: 0; -1 with *CAUSE
+ * (two contents of one id: a crafted collision).
  */
 static int
-snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
-    const char *path, unsigned char oid[SNAP_PACK_OID], char **cause)
+snap_pack_blob_keep(struct snap_pack *p, const unsigned char *oid,
+    uint64_t start, uint64_t data, uint64_t size, bool deflated,
+    char **cause)
 {
 	struct snap_pack_obj *o;
-	struct stat after;
-	unsigned char extra;
-	uint64_t size = (uint64_t)sb->st_size, start = p->offset, data;
-	uint32_t *slot;
-	char head[64], hex[2 * SNAP_PACK_OID + 1];
-	bool deflated = snap_pack_sparse(sb);
-	ssize_t n;
-	int hl, r;
+	uint32_t *slot = snap_pack_slot(p, oid);
+	char hex[2 * SNAP_PACK_OID + 1];
+	int r;
 
-	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
-	snap_pack_enter(p);
-	EVP_MD_CTX_copy_ex(p->saved, p->sum);
-	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
-	snap_pack_leave(p);
-	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
-	if (snap_pack_head(p, SNAP_PACK_BLOB, size, cause) == -1)
-		return -1;
-	data = p->offset;
-	r = deflated ? snap_pack_body_deflated(p, fd, size, path, cause) :
-	    snap_pack_body_stored(p, fd, size, path, cause);
-	if (r == -1)
-		return -1;
-	if (r == 1)
-		goto changed;                   /* shorter than it was */
-	if ((n = snap_pack_fill(fd, &extra, 1)) == -1 || fstat(fd, &after) == -1)
-		goto unreadable;
-	if (n != 0 || !snap_pack_unchanged(sb, &after))
-		goto changed;                   /* longer, or changed */
-	snap_pack_enter(p);
-	EVP_DigestFinal_ex(p->id, oid, NULL);
-	snap_pack_leave(p);
-	slot = snap_pack_slot(p, oid);
 	if (*slot != 0) {
 		if ((r = snap_pack_same_blob(p, &p->objs[*slot - 1], size, data,
 		    deflated, cause)) == -1)
@@ -1177,12 +1172,131 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 	o->crc = p->crc;
 	*slot = (uint32_t)p->n;
 	return 0;
+}
+
+/*
+ * The blob of a file read whole by a reading thread (F: its bytes and
+ * id) into P, laid out as snap_pack_blob streams it: the same bytes.
+ */
+static int
+snap_pack_blob_fetched(struct snap_pack *p, const struct snap_pack_fetched *f,
+    char **cause)
+{
+	unsigned char tail[4];
+	uint64_t start = p->offset, data;
+
+	snap_pack_enter(p);
+	EVP_MD_CTX_copy_ex(p->saved, p->sum);
+	snap_pack_leave(p);
+	if (snap_pack_head(p, SNAP_PACK_BLOB, f->len, cause) == -1)
+		return -1;
+	data = p->offset;
+	if (snap_pack_stored(p, f->data, f->len, cause) == -1)
+		return -1;
+	snap_pack_be32(tail, (uint32_t)adler32_z(adler32_z(0, NULL, 0),
+	    f->data, f->len));
+	if (snap_pack_put(p, tail, sizeof tail, cause) == -1)
+		return -1;
+	return snap_pack_blob_keep(p, f->e.oid, start, data, f->len, false,
+	    cause);
+}
+
+/*
+ * Streams the blob of FD (SB its fstat data) into P a block at a time,
+ * so that memory stays bounded whatever its size (a sparse 1 TiB file):
+ * each block is read, hashed into the id and copied into the pack once
+ * (deflated if the file is sparse). The id is known only at the end, so
+ * content already in the pack is written, then taken back. 1 (nothing
+ * written) if the file did not hold SB's size or changed while read; -1
+ * with *CAUSE.
+ */
+static int
+snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
+    const char *path, unsigned char oid[SNAP_PACK_OID], char **cause)
+{
+	struct stat after;
+	unsigned char extra;
+	uint64_t size = (uint64_t)sb->st_size, start = p->offset, data;
+	char head[64];
+	bool deflated = snap_pack_sparse(sb);
+	ssize_t n;
+	int hl, r;
+
+	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
+	snap_pack_enter(p);
+	EVP_MD_CTX_copy_ex(p->saved, p->sum);
+	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
+	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
+	if (snap_pack_head(p, SNAP_PACK_BLOB, size, cause) == -1)
+		return -1;
+	data = p->offset;
+	r = deflated ? snap_pack_body_deflated(p, fd, size, path, cause) :
+	    snap_pack_body_stored(p, fd, size, path, cause);
+	if (r == -1)
+		return -1;
+	if (r == 1)
+		goto changed;                   /* shorter than it was */
+	if ((n = snap_pack_fill(fd, &extra, 1)) == -1 || fstat(fd, &after) == -1)
+		goto unreadable;
+	if (n != 0 || !snap_pack_unchanged(sb, &after))
+		goto changed;                   /* longer, or changed */
+	snap_pack_enter(p);
+	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
+	return snap_pack_blob_keep(p, oid, start, data, size, deflated, cause);
 
 unreadable:
 	SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path, strerror(errno));
 	return -1;
 changed:
 	return snap_pack_undo(p, start, cause) == -1 ? -1 : 1;
+}
+
+/*
+ * On a reading thread: the file FD (SB its fstat data) read whole into
+ * P's slot and its blob's id into OID, with the checks snap_pack_blob
+ * makes: 1 if it did not hold SB's size or changed while read;
+ * SNAP_PACK_WRITERS if it is large or sparse (streamed by the writer);
+ * -1 with *CAUSE.
+ */
+static int
+snap_pack_fetch(struct snap_pack *p, int fd, const struct stat *sb,
+    const char *path, unsigned char oid[SNAP_PACK_OID], char **cause)
+{
+	struct snap_pack_fetched *f = p->fetch;
+	uint64_t size = (uint64_t)sb->st_size;
+	struct stat after;
+	char head[64];
+	ssize_t n;
+	int hl;
+
+	if (size > SNAP_PACK_AHEAD_MAX || snap_pack_sparse(sb))
+		return SNAP_PACK_WRITERS;
+	if (p->stop != NULL && atomic_load(p->stop)) {
+		SNAP_PACK_CAUSE(p, cause, "stopped");
+		return -1;
+	}
+	/* One byte more than its size: a file that grew is seen. */
+	if ((n = snap_pack_fill(fd, f->data, (size_t)size + 1)) == -1 ||
+	    fstat(fd, &after) == -1) {
+		SNAP_PACK_CAUSE(p, cause, "cannot read %s: %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if ((uint64_t)n != size || !snap_pack_unchanged(sb, &after))
+		return 1;
+	f->len = (size_t)size;
+	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);
+	snap_pack_enter(p);
+	EVP_DigestInit_ex(p->id, EVP_sha1(), NULL);
+	snap_pack_leave(p);
+	EVP_DigestUpdate(p->id, head, (size_t)hl + 1);
+	EVP_DigestUpdate(p->id, f->data, f->len);
+	snap_pack_enter(p);
+	EVP_DigestFinal_ex(p->id, oid, NULL);
+	snap_pack_leave(p);
+	return 0;
 }
 
 /*
@@ -1300,6 +1414,8 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 	e->path = path;
 	if (S_ISLNK(sb->st_mode) && !snap_pack_path_plain(path, true)) {
 		r = 1;
+	} else if (S_ISLNK(sb->st_mode) && p->fetch != NULL) {
+		r = SNAP_PACK_WRITERS;
 	} else if (S_ISLNK(sb->st_mode)) {
 		len = readlinkat(dir, name, target, sizeof target);
 		e->mode = 0120000;
@@ -1318,7 +1434,9 @@ snap_pack_file(struct snap_pack *p, int wt, const char *path,
 			r = 1;
 		else {
 			e->mode = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
-			r = snap_pack_blob(p, fd, sb, path, e->oid, cause);
+			r = p->fetch != NULL ?
+			    snap_pack_fetch(p, fd, sb, path, e->oid, cause) :
+			    snap_pack_blob(p, fd, sb, path, e->oid, cause);
 		}
 		if (fd != -1)
 			close(fd);
@@ -1430,6 +1548,293 @@ snap_pack_job_poke(struct snap_pack_job *j)
 		return;
 }
 
+/* ---- reading threads: files read and hashed ahead of the writer ---- */
+
+/* The most reading threads (the writer's own thread not counted). */
+#define SNAP_PACK_READERS_MAX 2
+
+unsigned snap_pack_job_readers = 1;
+
+struct snap_pack_ahead;
+
+struct snap_pack_reader {
+	struct thread thread;
+	struct snap_pack_ahead *a;
+	struct snap_pack *rp;     /* its id, directory and gate; no file */
+	size_t first;             /* it reads files FIRST, FIRST + readers... */
+	bool waits;               /* for a slot, until TAKEN reaches WAKE */
+	size_t wake;
+};
+
+/*
+ * File i is read by reader i % READERS into slot i % SNAP_PACK_AHEAD,
+ * and taken from there by the writer, in order: the pack is the one the
+ * writer alone writes. Nobody waits on MU with the clone gate held.
+ */
+struct snap_pack_ahead {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool quit;                /* the writer is done: stop reading */
+	unsigned running;         /* readers not yet out of their loop */
+	bool writer_waits;        /* for a slot, until file WRITER_WAKE is in */
+	size_t writer_wake;
+	size_t taken;             /* files the writer has taken */
+	char **paths;
+	size_t n;
+	int wt;
+	unsigned readers;
+	struct snap_pack_reader reader[SNAP_PACK_READERS_MAX];
+	struct snap_pack_fetched slot[SNAP_PACK_AHEAD];
+};
+
+/*
+ * A thread that must wait is woken only once the other side is this
+ * many files on, not at each file: a wake-up per file (10,000 of them)
+ * cost more than the second thread saved.
+ */
+#define SNAP_PACK_AHEAD_WAKE 16
+
+/* The reader waits until slot F is free for its file I; false if told to quit. */
+static bool
+snap_pack_ahead_wait_free(struct snap_pack_ahead *a,
+    struct snap_pack_reader *rd, struct snap_pack_fetched *f, size_t i)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->mu);
+	while (!a->quit && (f->want != i || f->ready)) {
+		rd->waits = true;
+		rd->wake = i - SNAP_PACK_AHEAD + SNAP_PACK_AHEAD_WAKE;
+		pthread_cond_wait(&a->cv, &a->mu);
+	}
+	rd->waits = false;
+	ok = !a->quit;
+	pthread_mutex_unlock(&a->mu);
+	return ok;
+}
+
+/* Slot F is filled for file I: the writer is woken if it waits and the time has come. */
+static void
+snap_pack_ahead_filled(struct snap_pack_ahead *a, struct snap_pack_fetched *f,
+    size_t i)
+{
+	pthread_mutex_lock(&a->mu);
+	f->ready = true;
+	if (a->writer_waits && (i >= a->writer_wake || f->r == -1 ||
+	    f->r == 1))
+		pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* The writer waits until slot F holds file I; false if no reader is left to fill it. */
+static bool
+snap_pack_ahead_wait_ready(struct snap_pack_ahead *a,
+    struct snap_pack_fetched *f, size_t i)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->mu);
+	while (a->running > 0 && (f->want != i || !f->ready)) {
+		a->writer_waits = true;
+		a->writer_wake = i + SNAP_PACK_AHEAD_WAKE < a->n ?
+		    i + SNAP_PACK_AHEAD_WAKE : a->n - 1;
+		pthread_cond_wait(&a->cv, &a->mu);
+	}
+	a->writer_waits = false;
+	ok = f->want == i && f->ready;
+	pthread_mutex_unlock(&a->mu);
+	return ok;
+}
+
+/* Slot F is taken: free for the file SNAP_PACK_AHEAD on; readers waiting woken when due. */
+static void
+snap_pack_ahead_taken(struct snap_pack_ahead *a, struct snap_pack_fetched *f)
+{
+	unsigned k;
+
+	pthread_mutex_lock(&a->mu);
+	f->want += SNAP_PACK_AHEAD;
+	f->ready = false;
+	a->taken++;
+	for (k = 0; k < a->readers; k++)
+		if (a->reader[k].waits && (a->taken >= a->reader[k].wake ||
+		    a->taken == a->n)) {
+			pthread_cond_broadcast(&a->cv);
+			break;
+		}
+	pthread_mutex_unlock(&a->mu);
+}
+
+/*
+ * A reading thread: its files read and hashed into their slots, as
+ * snap_pack_file would store them, until one fails (the writer stops
+ * there) or the writer says to quit. It allocates in the gate only.
+ */
+static void
+snap_pack_reader_main(void *arg)
+{
+	struct snap_pack_reader *rd = arg;
+	struct snap_pack_ahead *a = rd->a;
+	struct snap_pack_fetched *f;
+	size_t i;
+	int r;
+
+	for (i = rd->first; i < a->n; i += a->readers) {
+		f = &a->slot[i % SNAP_PACK_AHEAD];
+		if (!snap_pack_ahead_wait_free(a, rd, f, i))
+			break;
+		rd->rp->fetch = f;
+		memset(&f->e, 0, sizeof f->e);
+		r = f->r = snap_pack_file(rd->rp, a->wt, a->paths[i], &f->e,
+		    &f->sb, &f->cause);
+		/* Filled, the slot is the writer's: F is not read again. */
+		snap_pack_ahead_filled(a, f, i);
+		if (r == -1 || r == 1)
+			break;
+	}
+	pthread_mutex_lock(&a->mu);
+	a->running--;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* A reader's own pack-like state: no file, only what reading needs. */
+static struct snap_pack *
+snap_pack_reader_new(atomic_bool *stop)
+{
+	struct snap_pack *rp = xcalloc(1, sizeof *rp);
+
+	rp->fd = rp->dirfd = -1;
+	rp->gated = true;
+	rp->stop = stop;
+	if ((rp->id = EVP_MD_CTX_new()) == NULL)
+		fatalx("out of memory");
+	return rp;
+}
+
+static void
+snap_pack_reader_free(struct snap_pack *rp)
+{
+	if (rp == NULL)
+		return;
+	if (rp->dirfd != -1)
+		close(rp->dirfd);
+	EVP_MD_CTX_free(rp->id);
+	free(rp);
+}
+
+/*
+ * The readers told to quit and, once out of their loops (so that none
+ * waits for the gate), joined and freed in the gate.
+ */
+static void
+snap_pack_ahead_end(struct snap_pack_ahead *a)
+{
+	unsigned k;
+	size_t i;
+
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->quit = true;
+	pthread_cond_broadcast(&a->cv);
+	while (a->running > 0)
+		pthread_cond_wait(&a->cv, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+	clone_gate_enter();
+	for (k = 0; k < SNAP_PACK_READERS_MAX; k++) {
+		thread_join(&a->reader[k].thread);
+		snap_pack_reader_free(a->reader[k].rp);
+	}
+	for (i = 0; i < SNAP_PACK_AHEAD; i++) {
+		free(a->slot[i].cause);
+		free(a->slot[i].data);
+	}
+	pthread_cond_destroy(&a->cv);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+	clone_gate_leave();
+}
+
+/*
+ * File I of the list into P, from its slot once its reader filled it (a
+ * link, a large or sparse file read by the writer itself): as
+ * snap_pack_file answers, E and SB filled for a file stored.
+ */
+static int
+snap_pack_ahead_take(struct snap_pack_ahead *a, struct snap_pack *p,
+    size_t i, struct snap_pack_entry *e, struct stat *sb, char **cause)
+{
+	struct snap_pack_fetched *f = &a->slot[i % SNAP_PACK_AHEAD];
+	int r;
+
+	if (!snap_pack_ahead_wait_ready(a, f, i)) {
+		SNAP_PACK_CAUSE(p, cause, "stopped");
+		return -1;
+	}
+	r = f->r;
+	if (r == 0) {
+		*e = f->e;
+		*sb = f->sb;
+		r = snap_pack_blob_fetched(p, f, cause);
+	} else if (r == SNAP_PACK_WRITERS)
+		r = snap_pack_file(p, a->wt, a->paths[i], e, sb, cause);
+	else {
+		*cause = f->cause;
+		f->cause = NULL;
+	}
+	snap_pack_ahead_taken(a, f);
+	return r;
+}
+
+/*
+ * The readers of PATHS[0..N), started (in the gate: it allocates); NULL
+ * if there are to be none or none starts (the writer then reads alone).
+ */
+static struct snap_pack_ahead *
+snap_pack_ahead_start(struct snap_pack_job *j, char **paths, size_t n)
+{
+	struct snap_pack_ahead *a;
+	unsigned k, readers = snap_pack_job_readers;
+	size_t i;
+
+	if (readers > SNAP_PACK_READERS_MAX)
+		readers = SNAP_PACK_READERS_MAX;
+	if (readers == 0 || n < 2)
+		return NULL;
+	clone_gate_enter();
+	a = xcalloc(1, sizeof *a);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	a->paths = paths;
+	a->n = n;
+	a->wt = j->wt;
+	for (i = 0; i < SNAP_PACK_AHEAD; i++) {
+		a->slot[i].want = i;
+		a->slot[i].data = xmalloc(SNAP_PACK_AHEAD_MAX + 1);
+	}
+	for (k = 0; k < readers; k++) {
+		a->reader[k].a = a;
+		a->reader[k].first = k;
+		a->reader[k].rp = snap_pack_reader_new(&j->stop);
+	}
+	a->readers = a->running = readers;
+	for (k = 0; k < readers; k++)
+		if (thread_spawn(&a->reader[k].thread, snap_pack_reader_main,
+		    &a->reader[k]) != 0)
+			break;
+	clone_gate_leave();
+	if (k < readers) {
+		/* Those started stop at their first wait: the writer reads alone. */
+		pthread_mutex_lock(&a->mu);
+		a->running -= readers - k;
+		pthread_mutex_unlock(&a->mu);
+		snap_pack_ahead_end(a);
+		return NULL;
+	}
+	return a;
+}
+
 /*
  * Each file into the pack; the clone gate is held only where the writer
  * allocates (P is gated meanwhile), so a jail's clone waits for no file,
@@ -1440,19 +1845,22 @@ static int
 snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
     char **paths, size_t *n, struct snap_pack_entry *e, struct stat *sb)
 {
+	struct snap_pack_ahead *a;
 	size_t i, kept = 0;
 	int r = 0;
 
 	p->gated = true;
 	p->stop = &j->stop;
+	a = snap_pack_ahead_start(j, paths, *n);
 	for (i = 0; i < *n && r == 0; i++) {
 		if (atomic_load(&j->stop)) {
 			SNAP_PACK_CAUSE(p, &j->cause, "stopped");
 			r = -1;
 			break;
 		}
-		r = snap_pack_file(p, j->wt, paths[i], &e[kept], &sb[kept],
-		    &j->cause);
+		r = a != NULL ? snap_pack_ahead_take(a, p, i, &e[kept],
+		    &sb[kept], &j->cause) : snap_pack_file(p, j->wt, paths[i],
+		    &e[kept], &sb[kept], &j->cause);
 		if (r == 2) {
 			snap_pack_enter(p);
 			free(j->cause);
@@ -1466,6 +1874,7 @@ snap_pack_job_files(struct snap_pack_job *j, struct snap_pack *p,
 			snap_pack_job_poke(j);
 		}
 	}
+	snap_pack_ahead_end(a);
 	p->gated = false;
 	p->stop = NULL;
 	*n = kept;

@@ -1023,6 +1023,172 @@ test_pack_job_gate(void **state)
 	event_base_free(base);
 }
 
+struct job_out {
+	bool over;
+	int result;
+	char tree[2 * SNAP_PACK_OID + 1];
+	struct buf modes;
+	char *cause;
+};
+
+static void
+job_over(void *arg, int result, const char *tree, const struct buf *modes,
+    int64_t files, const char *cause)
+{
+	struct job_out *o = arg;
+
+	(void)files;
+	o->over = true;
+	o->result = result;
+	if (tree != NULL)
+		snprintf(o->tree, sizeof o->tree, "%s", tree);
+	if (modes != NULL)
+		buf_add(&o->modes, modes->data, modes->len);
+	o->cause = cause != NULL ? xstrdup(cause) : NULL;
+}
+
+/* The files of w (ls-files' list in LIST) by a job with READERS reading threads into GITDIR. */
+static void
+job_run(unsigned readers, const char *gitdir, const char *index,
+    struct buf *list, struct job_out *o)
+{
+	struct event_base *base = event_base_new();
+	struct snap_pack_job *j;
+	char *cause = NULL;
+
+	assert_non_null(base);
+	memset(o, 0, sizeof *o);
+	buf_init(&o->modes);
+	snap_pack_job_readers = readers;
+	j = snap_pack_job_start(base, gitdir, index, "w", list, job_over,
+	    NULL, o, &cause);
+	if (j == NULL)
+		fail_msg("%s", cause);
+	while (!o->over)
+		event_base_loop(base, EVLOOP_ONCE);
+	snap_pack_job_readers = 1;
+	event_base_free(base);
+}
+
+/*
+ * The job's files read and hashed ahead by one or two reading threads
+ * give the pack, index, tree and modes the writer alone gives, byte for
+ * byte: small files, one content in many files (stored once), empty and
+ * executable files, links (never followed), a file too large to be read
+ * ahead and a sparse one (both streamed by the writer), a dense copy of
+ * the sparse one after it, 1,500 files in 30 directories (the slots go
+ * round many times); git accepts the pack and the index.
+ */
+static void
+test_pack_job_readers(void **state)
+{
+	struct job_out o[3];
+	struct buf list;
+	char *out, *s, *save, gitdir[32], index[32];
+	unsigned k;
+
+	(void)state;
+	test_sh_ok("mkdir w && cd w && for d in $(seq 0 29); do mkdir d$d; "
+	    "for f in $(seq 0 49); do head -c $(( (d * 50 + f) * 37 %% 20000 "
+	    ")) /dev/urandom > d$d/f$f; done; done && echo same > d3/same && "
+	    "cp d3/same d7/same && cp d3/same top && : > empty && "
+	    "printf '#!/bin/sh\n' > run && chmod 755 run && "
+	    "ln -s /etc/passwd abs && ln -s d3/same rel && "
+	    "head -c 300000 /dev/urandom > big && cp big big2 && "
+	    "truncate -s 200000 a-sparse && head -c 200000 /dev/zero > "
+	    "z-dense && for k in 0 1 2; do git init -q --bare ../own$k.git; "
+	    "done");
+	out = test_sh_out("cd w && find . -type f -o -type l | wc -l");
+	assert_int_equal(atoi(out), 1500 + 11);
+	free(out);
+	buf_init(&list);
+	out = test_sh_out("cd w && find . -type f -o -type l | sed 's|^./||'");
+	for (s = strtok_r(out, "\n", &save); s != NULL;
+	    s = strtok_r(NULL, "\n", &save))
+		buf_add(&list, s, strlen(s) + 1);
+	free(out);
+	for (k = 0; k < 3; k++) {
+		snprintf(gitdir, sizeof gitdir, "own%u.git", k);
+		snprintf(index, sizeof index, "own%u.idx", k);
+		job_run(k, gitdir, index, &list, &o[k]);
+		if (o[k].result != 0)
+			fail_msg("%u readers: %d, %s", k, o[k].result,
+			    o[k].cause != NULL ? o[k].cause : "");
+	}
+	for (k = 1; k < 3; k++) {
+		assert_string_equal(o[k].tree, o[0].tree);
+		assert_int_equal(o[k].modes.len, o[0].modes.len);
+		assert_memory_equal(o[k].modes.data, o[0].modes.data,
+		    o[0].modes.len);
+		test_sh_ok("cmp own0.idx own%u.idx && test \"$(ls "
+		    "own0.git/objects/pack)\" = \"$(ls own%u.git/objects/pack)\" "
+		    "&& for f in own0.git/objects/pack/*; do cmp $f "
+		    "own%u.git/objects/pack/${f##*/} || exit 1; done", k, k, k);
+	}
+	test_sh_ok("git --git-dir=own1.git fsck --strict --no-progress && "
+	    "git --git-dir=own1.git cat-file blob %s:z-dense | cmp - w/z-dense "
+	    "&& git --git-dir=own1.git cat-file blob %s:d3/same | cmp - w/top "
+	    "&& test \"$(git --git-dir=own1.git cat-file -p %s | grep -c "
+	    "'^120000')\" = 2 && GIT_INDEX_FILE=$PWD/own2.idx git --git-dir=own2.git "
+	    "--work-tree=w diff-files --quiet",
+	    o[1].tree, o[1].tree, o[1].tree);
+	for (k = 0; k < 3; k++) {
+		buf_free(&o[k].modes);
+		free(o[k].cause);
+	}
+	buf_free(&list);
+}
+
+/*
+ * A jail's clone (the clone gate closed, again and again) gets in while
+ * the reading thread and the writer are at work, and the job still
+ * ends with the tree one thread gives.
+ */
+static void
+test_pack_job_readers_gate(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct job_out o[2];
+	struct buf list;
+	char name[32];
+	unsigned k, closed = 0;
+	int i;
+
+	(void)state;
+	assert_non_null(base);
+	test_sh_ok("mkdir w && for i in $(seq 0 799); do head -c $((i * 97 %% "
+	    "30000)) /dev/urandom > w/f$i; done && git init -q --bare "
+	    "own0.git && git init -q --bare own1.git");
+	buf_init(&list);
+	for (i = 0; i < 800; i++) {
+		snprintf(name, sizeof name, "f%d", i);
+		buf_add(&list, name, strlen(name) + 1);
+	}
+	job_run(0, "own0.git", "own0.idx", &list, &o[0]);
+	memset(&o[1], 0, sizeof o[1]);
+	buf_init(&o[1].modes);
+	snap_pack_job_readers = 1;
+	assert_non_null(snap_pack_job_start(base, "own1.git", "own1.idx", "w",
+	    &list, job_over, NULL, &o[1], &o[1].cause));
+	while (!o[1].over) {
+		clone_gate_close();
+		closed++;
+		usleep(500);
+		clone_gate_open();
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	assert_true(closed > 0);
+	assert_int_equal(o[1].result, 0);
+	assert_string_equal(o[1].tree, o[0].tree);
+	test_sh_ok("cmp own0.idx own1.idx");
+	for (k = 0; k < 2; k++) {
+		buf_free(&o[k].modes);
+		free(o[k].cause);
+	}
+	buf_free(&list);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -1060,6 +1226,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_parent_dots,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_job_gate,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_readers,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_readers_gate,
 		    test_proj_setup, test_proj_teardown),
 	};
 
