@@ -11,6 +11,13 @@ set -u
 # MARK is made by any command the host's git runs for the agent.
 MARK=
 
+# For a jailed sh: after_mtime F waits until the clock has left the second
+# of F's mtime (30 s at most), so that git takes nothing it writes next as
+# racily clean (an index written in that second). What a fixed sleep of 1
+# or 2 s made sure of, waiting only as long as that takes.
+AFTER_MTIME='after_mtime() { i=0; while [ "$(date +%s)" -le "$(stat -c %Y "$1")" ] &&
+    [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }'
+
 pwned() {
 	[ -e "$MARK" ]
 }
@@ -469,7 +476,8 @@ untr() {
 	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
 	    { bad "untr: no untracked cache"; return; }
 	untr_py "$P/.git/amx-untr.py"
-	jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+	jrun -- sh -c "$AFTER_MTIME"'
+	    echo "import os" >src2/conftest.py; after_mtime src2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
 	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py'
 	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
@@ -495,10 +503,11 @@ untr() {
 fsmn() {
 	printf '#!/bin/sh\nprintf "%%s\\0" "$2"\n' >"$T/fsm-hook"
 	chmod +x "$T/fsm-hook"
-	jrun -- sh -c 'printf "#!/bin/sh\nprintf \"t1\\\\0\"\n" >/tmp/h &&
+	jrun -- sh -c "$AFTER_MTIME"'
+	    printf "#!/bin/sh\nprintf \"t1\\\\0\"\n" >/tmp/h &&
 	    chmod +x /tmp/h && m="-c core.fsmonitor=/tmp/h
 	    -c core.fsmonitorHookVersion=2" && git $m update-index --fsmonitor &&
-	    git $m status >/dev/null && echo evil >>README && sleep 1 &&
+	    git $m status >/dev/null && echo evil >>README && after_mtime README &&
 	    git $m status --porcelain && grep -q FSMN .git/index && echo forged'
 	case $OUT in *" M README"*) bad "fsmn: the jail's monitor did not hide the edit: $OUT" ;;
 	*forged*) ok ;; *) bad "fsmn: the forgery did not apply: $OUT" ;; esac
@@ -554,7 +563,8 @@ untr_hidden() {
 		out += hashlib.sha1(out).digest()
 		open(p, 'wb').write(out)
 		PY
-		jrun -- sh -c 'echo "import os" >src2/conftest.py; sleep 2;
+		jrun -- sh -c "$AFTER_MTIME"'
+		    echo "import os" >src2/conftest.py; after_mtime src2;
 		    git -c core.untrackedCache=true status >/dev/null 2>&1;
 		    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py '$how'
 		    git -c core.untrackedCache=true status --porcelain'
@@ -1111,7 +1121,8 @@ untr_benign() {
 	    git update-index --untracked-cache &&
 	    git -c core.untrackedCache=true status >/dev/null 2>&1) ||
 	    { bad "untr_benign: no untracked cache"; return; }
-	jrun -- sh -c 'sleep 1; echo x >src3/new.txt;
+	jrun -- sh -c "$AFTER_MTIME"'
+	    after_mtime src3; echo x >src3/new.txt;
 	    git -c core.untrackedCache=true status --porcelain 2>&1'
 	case $OUT in *"?? src3/new.txt"*) ok ;; *) bad "untr_benign: git status in the jail failed: $OUT" ;; esac
 	case $OUT in *"the untracked cache in .git/index was updated in the session, as git status does; it hides no untracked file"*) ok ;;
@@ -1485,7 +1496,8 @@ nested_untr_hidden() {
 	    git add . && git commit -qm one && git update-index --untracked-cache &&
 	    git -c core.untrackedCache=true status >/dev/null 2>&1) || exit 1
 	untr_py "$P/lib/.git/amx-untr.py"
-	jrun -- sh -c 'cd lib && echo "import os" >src2/conftest.py; sleep 2;
+	jrun -- sh -c "$AFTER_MTIME"'
+	    cd lib && echo "import os" >src2/conftest.py; after_mtime src2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
 	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py
 	    git -c core.untrackedCache=true status --porcelain'
@@ -1497,7 +1509,8 @@ nested_untr_hidden() {
 	case $(git -C "$P/lib" -c core.untrackedCache=true status --porcelain 2>&1) in *"?? src2/conftest.py"*) ok ;;
 	*) bad "nested_untr_hidden: the user's git status in lib does not show src2/conftest.py" ;; esac
 	git -C "$P/lib" -c core.untrackedCache=true status >/dev/null 2>&1
-	jrun -- sh -c 'cd lib && echo new >src2/b.c && sleep 2 &&
+	jrun -- sh -c "$AFTER_MTIME"'
+	    cd lib && echo new >src2/b.c && after_mtime src2 &&
 	    git -c core.untrackedCache=true status --porcelain'
 	case $OUT in *"nested repository lib"*"hides no untracked file"*) ok ;;
 	*) bad "nested_untr_hidden: git's own update of lib's untracked cache was not said plainly: $OUT" ;; esac
@@ -1585,9 +1598,10 @@ open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
 	out += hashlib.sha1(out).digest()
 	open(p, 'wb').write(out)
 	PY
-	wtrun 'echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
+	wtrun "$AFTER_MTIME"'
+	    echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
-	    echo "import os" >src2/conftest.py; sleep 2;
+	    echo "import os" >src2/conftest.py; after_mtime src2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
 	    /usr/bin/python3 '"$P"'/.git/amx-untr.py "$I" src2 conftest.py
 	    git -c core.untrackedCache=true status --porcelain'
