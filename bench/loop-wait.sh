@@ -198,11 +198,16 @@ for ((run = 1; run <= runs; run++)); do
 	[[ ${TRACE:-0} == 1 ]] && echo "# session 2 runs" >>"$work/loop-trace.$run"
 	sleep 0.5
 	# The sessions live in agentmux's server, which outlives the terminal:
-	# ended with it, or the next run would share it (and its probe's load).
+	# ended with it, or the next run would share it (and its probe's load,
+	# and this run's environment: its loop trace's file).
+	spid=$(cat "$XDG_RUNTIME_DIR/agentmux/default.pid" 2>/dev/null || true)
 	"$amx" kill-server >/dev/null 2>&1 || true
 	tmux -L "$sock" kill-server 2>/dev/null || true
-	# The hang-up ends both sessions; wait for their end snapshots.
+	# The hang-up ends both sessions; wait for their end snapshots, and for
+	# the server, which answers kill-server at once but ends its sessions
+	# before it exits.
 	for ((i = 0; i < 600; i++)); do kill -0 "$(cat "$work/amx.pid")" 2>/dev/null || break; sleep 0.1; done
+	for ((i = 0; i < 600; i++)); do [[ -n $spid ]] && kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
 	python3 - "$work/sent.log" "$a/probe.log" "$run" <<'EOF'
 import sys
 sent = [l.split() for l in open(sys.argv[1])]
