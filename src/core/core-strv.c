@@ -10,6 +10,7 @@ strv_init(struct strv *sv)
 	sv->v = xcalloc(1, sizeof *sv->v);
 	sv->n = 0;
 	sv->cap = 1;
+	sv->sorted = false;
 }
 
 void
@@ -24,6 +25,7 @@ strv_free(struct strv *sv)
 	free(sv->v);
 	sv->v = NULL;
 	sv->n = sv->cap = 0;
+	sv->sorted = false;
 }
 
 void
@@ -37,6 +39,7 @@ strv_take(struct strv *sv, char *s)
 	}
 	sv->v[sv->n++] = s;
 	sv->v[sv->n] = NULL;
+	sv->sorted = false;
 }
 
 void

@@ -86,6 +86,7 @@ struct strv {
 	char **v;
 	size_t n;
 	size_t cap;
+	bool sorted;              /* its user sorted it (snap's ref lists); an add clears it */
 };
 
 void strv_init(struct strv *);

@@ -158,30 +158,63 @@ snap_hist_read(int dirfd, const char *rel, struct buf *b, size_t max)
 	return rc;
 }
 
-/* Sets REF to VALUE in OUT ("ref\tvalue" entries), replacing an earlier one. */
-static void
-snap_hist_set(struct strv *out, const char *ref, const char *value)
-{
-	size_t i, n = strlen(ref);
+/*
+ * Ref lists are "name\tvalue" entries. Those read from a git dir or a
+ * record are sorted by name and looked up by halving: a repository (or
+ * an agent) may hold millions of refs, and a look-up of each in a list
+ * read one entry at a time took hours at a session's end.
+ */
 
-	for (i = 0; i < out->n; i++) {
-		if (strncmp(out->v[i], ref, n) == 0 && out->v[i][n] == '\t') {
-			free(out->v[i]);
-			out->v[i] = xprintf("%s\t%s", ref, value);
-			return;
-		}
-	}
-	strv_addf(out, "%s\t%s", ref, value);
+/* NAME (LEN bytes) against the name of ENTRY, in strcmp's order. */
+static int
+snap_hist_name_cmp(const char *name, size_t len, const char *entry)
+{
+	size_t elen = strcspn(entry, "\t");
+	int c = memcmp(name, entry, len < elen ? len : elen);
+
+	if (c != 0)
+		return c;
+	return len < elen ? -1 : len > elen;
+}
+
+static int
+snap_hist_entry_cmp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+
+	return snap_hist_name_cmp(x, strcspn(x, "\t"), y);
+}
+
+void
+snap_hist_sort(struct strv *refs)
+{
+	if (refs->n > 1)
+		qsort(refs->v, refs->n, sizeof *refs->v, snap_hist_entry_cmp);
+	refs->sorted = true;
 }
 
 const char *
 snap_hist_value(const struct strv *refs, const char *ref)
 {
-	size_t i, n = strlen(ref);
+	size_t i, n = strlen(ref), lo = 0, hi = refs->n, mid;
+	int c;
 
-	for (i = 0; i < refs->n; i++) {
-		if (strncmp(refs->v[i], ref, n) == 0 && refs->v[i][n] == '\t')
-			return refs->v[i] + n + 1;
+	if (!refs->sorted) {
+		for (i = 0; i < refs->n; i++) {
+			if (strncmp(refs->v[i], ref, n) == 0 &&
+			    refs->v[i][n] == '\t')
+				return refs->v[i] + n + 1;
+		}
+		return NULL;
+	}
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((c = snap_hist_name_cmp(ref, n, refs->v[mid])) == 0)
+			return refs->v[mid] + n + 1;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
 	}
 	return NULL;
 }
@@ -190,8 +223,8 @@ snap_hist_value(const struct strv *refs, const char *ref)
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
  * '^' a peeled tag. A line git cannot parse makes git fail at every ref
- * it reads ("unexpected line"); it names nothing here. A ref on two lines
- * with two values is SNAP_HIST_UNREAD (git may take either).
+ * it reads ("unexpected line"); it names nothing here. Its refs go into
+ * OUT as they come, a name twice if it is on two lines (snap_hist_fold).
  */
 static void
 snap_hist_packed(int gitfd, struct strv *out)
@@ -212,12 +245,7 @@ snap_hist_packed(int gitfd, struct strv *out)
 			    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
 				continue;
 			v = snap_hist_parse(line);
-			/* Named twice: git's binary search may take either line. */
-			if (snap_hist_value(out, line + n + 1) != NULL &&
-			    strcmp(snap_hist_value(out, line + n + 1), v) != 0)
-				snap_hist_set(out, line + n + 1, SNAP_HIST_UNREAD);
-			else
-				snap_hist_set(out, line + n + 1, v);
+			strv_addf(out, "%s\t%s", line + n + 1, v);
 			free(v);
 		}
 	}
@@ -550,7 +578,7 @@ snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 			snap_hist_loose(gitfd, rel, depth + 1, out);
 		else if (snap_hist_refname_ok(rel) &&
 		    (v = snap_hist_loose_value(dirfd(d), de->d_name)) != NULL) {
-			snap_hist_set(out, rel, v);
+			strv_addf(out, "%s\t%s", rel, v);
 			free(v);
 		}
 		free(rel);
@@ -558,17 +586,75 @@ snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 	closedir(d);
 }
 
+/* A ref of a group of lines naming it: one value, or SNAP_HIST_UNREAD if they differ. */
+static const char *
+snap_hist_fold_value(char *const *v, size_t n, size_t len)
+{
+	size_t i;
+
+	for (i = 1; i < n; i++) {
+		if (strcmp(v[i] + len + 1, v[0] + len + 1) != 0)
+			return SNAP_HIST_UNREAD;
+	}
+	return v[0] + len + 1;
+}
+
+/*
+ * The refs of PACKED (packed-refs' lines, as they came) and LOOSE (files,
+ * which git reads first) into OUT, sorted: a ref on two packed lines with
+ * two values is SNAP_HIST_UNREAD (git's binary search may take either),
+ * a loose one hides a packed one of its name.
+ */
+static void
+snap_hist_fold(struct strv *packed, struct strv *loose, struct strv *out)
+{
+	size_t i = 0, j = 0, k, len;
+	int c;
+
+	snap_hist_sort(packed);
+	snap_hist_sort(loose);
+	while (i < packed->n || j < loose->n) {
+		if (i == packed->n)
+			c = 1;
+		else if (j == loose->n)
+			c = -1;
+		else
+			c = snap_hist_entry_cmp(&packed->v[i], &loose->v[j]);
+		if (c > 0) {
+			strv_add(out, loose->v[j++]);
+			continue;
+		}
+		len = strcspn(packed->v[i], "\t");
+		for (k = i + 1; k < packed->n &&
+		    snap_hist_name_cmp(packed->v[i], len, packed->v[k]) == 0; k++)
+			;
+		if (c < 0)
+			strv_addf(out, "%.*s\t%s", (int)len, packed->v[i],
+			    snap_hist_fold_value(packed->v + i, k - i, len));
+		else
+			strv_add(out, loose->v[j++]);
+		i = k;
+	}
+	out->sorted = true;
+}
+
 void
 snap_hist_refs(int gitfd, struct strv *out)
 {
+	struct strv packed, loose;
 	char *v;
 
 	strv_init(out);
+	strv_init(&packed);
+	strv_init(&loose);
 	if ((v = snap_hist_loose_value(gitfd, "HEAD")) != NULL)
-		snap_hist_set(out, "HEAD", v);
+		strv_addf(&loose, "HEAD\t%s", v);
 	free(v);
-	snap_hist_packed(gitfd, out);
-	snap_hist_loose(gitfd, "refs", 0, out);
+	snap_hist_packed(gitfd, &packed);
+	snap_hist_loose(gitfd, "refs", 0, &loose);
+	snap_hist_fold(&packed, &loose, out);
+	strv_free(&packed);
+	strv_free(&loose);
 }
 
 /* ---- reflogs ---- */
@@ -2129,6 +2215,7 @@ snap_history_start_refs(const struct snap_hgit *g, struct strv *refs)
 	for (line = strtok_r(b.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
 		strv_add(refs, line);
+	snap_hist_sort(refs);
 	buf_free(&b);
 	free(path);
 	return 0;

@@ -826,6 +826,8 @@ void snap_hist_head_repair(const struct snap_hgit *g, int gitfd,
 bool snap_hist_value_ok(const char *v);
 /* REF's value in such a list, or NULL; borrowed. */
 const char *snap_hist_value(const struct strv *refs, const char *ref);
+/* Sorts REFS ("name\tvalue" entries) by name: snap_hist_value then halves it. */
+void snap_hist_sort(struct strv *refs);
 /* The refs kept for G at the session's start; -1 if none were. */
 int snap_history_start_refs(const struct snap_hgit *g, struct strv *refs);
 /* Keeps the mode and owner of each dir and file of G's git dir (GITFD) as at the start (snap-gitmodes.c). */

@@ -87,6 +87,7 @@ snap_refs_start(struct snap_refs *sr, struct snap_history **h)
 		strv_add(&sr->start, rec[i]);
 		free(rec[i]);
 	}
+	snap_hist_sort(&sr->start);
 	free(rec);
 }
 

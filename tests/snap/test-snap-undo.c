@@ -709,6 +709,76 @@ test_run_session(void **state)
 }
 
 /* A ref file's content as git reads it (refs/files-backend.c), or NULL where git takes it for a broken ref. */
+/*
+ * Refs read as git reads them, at scale: 300,000 packed refs (an agent
+ * can write millions), a name on two packed lines with two values and
+ * with one, a loose ref hiding its packed line, HEAD. Each ref was looked
+ * up in the list read so far, one entry at a time: a session's end over
+ * a million refs took hours. Now the list is sorted and halved.
+ */
+static void
+test_refs_many(void **state)
+{
+	static const char a[] = "1111111111111111111111111111111111111111";
+	static const char b[] = "2222222222222222222222222222222222222222";
+	char *dir = test_tmpdir("refs-many"), *path, name[64];
+	struct strv refs, plain;
+	struct buf pk;
+	size_t i, n = 300000;
+	int fd;
+
+	(void)state;
+	buf_init(&pk);
+	buf_adds(&pk, "# pack-refs with: peeled fully-peeled sorted \n");
+	buf_printf(&pk, "%s refs/heads/main\n", a);
+	buf_printf(&pk, "%s refs/tags/dup\n%s refs/tags/dup\n", a, b);
+	buf_printf(&pk, "%s refs/tags/same\n%s refs/tags/same\n", a, a);
+	for (i = 0; i < n; i++)
+		buf_printf(&pk, "%s refs/tags/p%07zu\n", i % 2 ? a : b, n - i);
+	path = xprintf("%s/packed-refs", dir);
+	test_write_file(path, pk.data);
+	free(path);
+	test_sh_ok("mkdir -p '%s/refs/heads' && echo 'ref: refs/heads/main' "
+	    ">'%s/HEAD' && echo %s >'%s/refs/heads/main' && echo %s "
+	    ">'%s/refs/heads/only'", dir, dir, b, dir, a, dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd != -1);
+	snap_hist_refs(fd, &refs);
+	close(fd);
+	assert_int_equal(refs.n, n + 5);
+	for (i = 1; i < refs.n; i++)
+		assert_true(strcmp(refs.v[i - 1], refs.v[i]) < 0);
+	assert_string_equal(snap_hist_value(&refs, "HEAD"),
+	    "ref: refs/heads/main");
+	assert_string_equal(snap_hist_value(&refs, "refs/heads/main"), b);
+	assert_string_equal(snap_hist_value(&refs, "refs/heads/only"), a);
+	assert_string_equal(snap_hist_value(&refs, "refs/tags/dup"),
+	    SNAP_HIST_UNREAD);
+	assert_string_equal(snap_hist_value(&refs, "refs/tags/same"), a);
+	for (i = 0; i < n; i += 997) {
+		snprintf(name, sizeof name, "refs/tags/p%07zu", n - i);
+		assert_string_equal(snap_hist_value(&refs, name), i % 2 ? a : b);
+	}
+	assert_null(snap_hist_value(&refs, "refs/tags/p"));
+	assert_null(snap_hist_value(&refs, "refs/tags/p99999999"));
+	assert_null(snap_hist_value(&refs, "refs/heads"));
+	/* A list not sorted is still read right (one entry at a time). */
+	strv_init(&plain);
+	strv_addf(&plain, "refs/z\t%s", a);
+	strv_addf(&plain, "refs/a\t%s", b);
+	assert_false(plain.sorted);
+	assert_string_equal(snap_hist_value(&plain, "refs/a"), b);
+	snap_hist_sort(&plain);
+	assert_string_equal(snap_hist_value(&plain, "refs/a"), b);
+	assert_string_equal(snap_hist_value(&plain, "refs/z"), a);
+	assert_null(snap_hist_value(&plain, "refs/m"));
+	strv_free(&plain);
+	strv_free(&refs);
+	buf_free(&pk);
+	test_rmtree(dir);
+	free(dir);
+}
+
 static void
 test_ref_values(void **state)
 {
@@ -944,6 +1014,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ref_values),
+		cmocka_unit_test(test_refs_many),
 		cmocka_unit_test(test_packed_check),
 		cmocka_unit_test(test_packed_unsorted),
 		cmocka_unit_test(test_merge_log),
