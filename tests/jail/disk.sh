@@ -359,16 +359,16 @@ checks() {
 	if [ "$(stat -f -c %T "$P")" = tmpfs ]; then
 		echo "SKIP [$WHO]: the budget checks need $P on a disk, not tmpfs"
 	else
-		budget
-		orphans
-		undumpable
-		sparse
+		timed budget
+		timed orphans
+		timed undumpable
+		timed sparse
 	fi
-	noalloc
-	reserve
-	snapreserve
-	inodes
-	snapinodes
+	timed noalloc
+	timed reserve
+	timed snapreserve
+	timed inodes
+	timed snapinodes
 }
 
 # The root pass mounts the small filesystem; the user's pass uses it too.
