@@ -34,6 +34,12 @@ WHO=root
 ok() { PASSES=$((PASSES + 1)); }
 bad() { FAILS=$((FAILS + 1)); echo "FAIL [$WHO] $*"; }
 say() { echo "[$WHO] $*"; }
+# timed CHECKS: runs them and says how long they took.
+timed() {
+	t0=$(date +%s)
+	"$@"
+	say "$1: $(( $(date +%s) - t0 )) s"
+}
 
 # ---- the agents, installed once ----
 
@@ -55,9 +61,9 @@ npm_agent() {
 	# One installer at a time: the plain and the sanitizer build may overlap.
 	if ! (flock 9 && timeout "$NPM_TIMEOUT" npm install -g --prefix "$NPM_PREFIX" \
 	    --no-audit --no-fund --loglevel=error "$pkg") 9>"$NPM_PREFIX.lock" \
-	    >"$NPM_PREFIX.log" 2>&1; then
-		why=$(grep -m 1 -E '^npm error (Error|Installation)|ENOTFOUND|ETIMEDOUT' "$NPM_PREFIX.log")
-		echo "npm install $pkg failed or took over ${NPM_TIMEOUT}s: ${why:-$(tail -n 2 "$NPM_PREFIX.log" | tr '\n' ' ')}"
+	    >"$NPM_PREFIX.$bin.log" 2>&1; then
+		why=$(grep -m 1 -E '^npm error (Error|Installation)|ENOTFOUND|ETIMEDOUT' "$NPM_PREFIX.$bin.log")
+		echo "npm install $pkg failed or took over ${NPM_TIMEOUT}s: ${why:-$(tail -n 2 "$NPM_PREFIX.$bin.log" | tr '\n' ' ')}"
 		return 1
 	fi
 	if timeout 60 "$NPM_PREFIX/bin/$bin" --version >/dev/null 2>&1; then
@@ -68,24 +74,32 @@ npm_agent() {
 	return 1
 }
 
+# The agents' bin dirs, looked for (and installed) side by side: each
+# --version starts a node, seconds each under load, and one npm install
+# at a time (flock) whatever the order.
 find_agents() {
 	CLAUDE_BIN= CODEX_BIN= OPENCODE_BIN= GEMINI_BIN= COPILOT_BIN= QWEN_BIN= CRUSH_BIN=
-	if r=$(npm_agent @anthropic-ai/claude-code claude); then CLAUDE_BIN=$r
-	else echo "SKIP claude: $r"; fi
-	if r=$(npm_agent @openai/codex codex); then CODEX_BIN=$r
-	else echo "SKIP codex: $r"; fi
-	if r=$(npm_agent opencode-ai opencode); then OPENCODE_BIN=$r
-	else echo "SKIP opencode: $r"; fi
-	if r=$(npm_agent @google/gemini-cli gemini); then GEMINI_BIN=$r
-	else echo "SKIP gemini: $r"; fi
-	if r=$(npm_agent @github/copilot copilot); then COPILOT_BIN=$r
-	else echo "SKIP copilot: $r"; fi
-	if r=$(npm_agent @qwen-code/qwen-code qwen); then QWEN_BIN=$r
-	else echo "SKIP qwen: $r"; fi
+	F=$(mktemp -d /tmp/amx-agents-find.XXXXXX) || exit 1
 	# Its npm package downloads the binary from GitHub's releases when
-	# installed: where only the npm registry is reachable, it skips.
-	if r=$(npm_agent @charmland/crush crush); then CRUSH_BIN=$r
-	else echo "SKIP crush: $r"; fi
+	# installed (crush): where only the npm registry is reachable, it skips.
+	for a in @anthropic-ai/claude-code=claude @openai/codex=codex \
+	    opencode-ai=opencode @google/gemini-cli=gemini @github/copilot=copilot \
+	    @qwen-code/qwen-code=qwen @charmland/crush=crush; do
+		(if r=$(npm_agent "${a%=*}" "${a#*=}"); then echo "$r" >"$F/${a#*=}"
+		else echo "SKIP ${a#*=}: $r" >"$F/${a#*=}.skip"; fi) &
+	done
+	wait
+	for bin in claude codex opencode gemini copilot qwen crush; do
+		[ -e "$F/$bin.skip" ] && cat "$F/$bin.skip"
+		[ -e "$F/$bin" ] || continue
+		d=$(cat "$F/$bin")
+		case $bin in
+		claude) CLAUDE_BIN=$d ;; codex) CODEX_BIN=$d ;;
+		opencode) OPENCODE_BIN=$d ;; gemini) GEMINI_BIN=$d ;;
+		copilot) COPILOT_BIN=$d ;; qwen) QWEN_BIN=$d ;; crush) CRUSH_BIN=$d ;;
+		esac
+	done
+	rm -rf "$F"
 }
 
 # ---- the stand-in vendor server ----
@@ -561,17 +575,17 @@ wall_clock_checks() {
 }
 
 checks() {
-	agents_checks
-	wall_clock_checks
-	doctor_checks
-	claude_checks
-	claude_tui_checks
-	codex_checks
-	opencode_checks
-	gemini_checks
-	copilot_checks
-	qwen_checks
-	crush_checks
+	timed agents_checks
+	timed wall_clock_checks
+	timed doctor_checks
+	timed claude_checks
+	timed claude_tui_checks
+	timed codex_checks
+	timed opencode_checks
+	timed gemini_checks
+	timed copilot_checks
+	timed qwen_checks
+	timed crush_checks
 }
 
 # ---- the unprivileged pass: agents under the user's own HOME ----
@@ -666,7 +680,7 @@ fi
 for tool in python3 openssl git timeout flock; do
 	command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
 done
-find_agents
+timed find_agents
 vendor_start
 trap vendor_stop EXIT
 setup

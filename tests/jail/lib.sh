@@ -141,13 +141,21 @@ jail_main() {
 	[ "$FAILS" = 0 ]
 }
 
+# timed CHECK: runs it and says how long it took (where a slow run's
+# seconds go, in the test's log).
+timed() {
+	t0=$(date +%s)
+	"$@"
+	echo "[$WHO] $1: $(( $(date +%s) - t0 )) s"
+}
+
 # The script's checks, or those AMX_CHECKS names.
 jail_checks() {
 	if [ -z "${AMX_CHECKS:-}" ]; then
 		checks
 		return
 	fi
-	for c in $AMX_CHECKS; do "$c"; done
+	for c in $AMX_CHECKS; do timed "$c"; done
 }
 
 jail_as_user() {
