@@ -685,65 +685,6 @@ jail_mount_modules(struct jail_plan *p, struct jail_umounts *u,
 	return rc;
 }
 
-/* True if the user's mounts already have one at DST. */
-static bool
-jail_umount_has(struct jail_umounts *u, const char *dst)
-{
-	size_t i;
-
-	for (i = 0; i < u->n; i++) {
-		if (strcmp(u->v[i].dst, dst) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Worktree sessions keep their branches in refs/heads/agentmux/ID and
- * their reflogs in logs/refs/heads/agentmux/ID of the shared git dir,
- * which this jail (the main tree's) could otherwise write: a link planted
- * at a session's reflog takes the line the user's next commit in that
- * worktree appends (to any host file), a ref there made a link moves
- * whatever it names. Both agentmux dirs are made if missing (a session
- * started before the first worktree session could make them links) and
- * bound read-only, every dir above them in the git dir a mount point so
- * that none can be renamed away and replaced. A branch named "agentmux"
- * (a file there) rules worktree sessions out, and is left alone.
- */
-static int
-jail_mount_wtrefs(struct jail_umounts *u, const char *gitdir,
-    const char *rel, char **cause)
-{
-	char *path = xprintf("%s/%s", gitdir, rel), *s = path + strlen(gitdir);
-	struct stat st;
-	int last, rc = 0;
-
-	do {
-		s = strchr(s + 1, '/');
-		last = s == NULL;
-		if (!last)
-			*s = '\0';
-		/* Not makable here: the jail, as this user, cannot either. */
-		if (lstat(path, &st) == -1 && (mkdir(path, 0755) == -1 ||
-		    lstat(path, &st) == -1))
-			break;
-		if (last && S_ISREG(st.st_mode))
-			break;
-		if (!S_ISDIR(st.st_mode)) {
-			*cause = xprintf("cannot jail this project: %s is not a "
-			    "directory (a link or special file an agent could "
-			    "have left); remove it", path);
-			rc = -1;
-		} else if (!jail_umount_has(u, path))
-			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF |
-			    (last ? JAIL_MOP_RO : 0), NULL, path, NULL);
-		if (!last)
-			*s = '/';
-	} while (rc == 0 && !last);
-	free(path);
-	return rc;
-}
-
 /*
  * Snapshots live in agentmux's own repository, out of the jail's reach;
  * a project may still hold refs/agentmux from before, until agentmux
@@ -776,6 +717,18 @@ jail_mount_snaprefs(struct jail_umounts *u, const char *gitdir, char **cause)
 	return rc;
 }
 
+/* True if the user's mounts already have one at DST. */
+static bool
+jail_umount_has(struct jail_umounts *u, const char *dst)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (strcmp(u->v[i].dst, dst) == 0)
+			return true;
+	}
+	return false;
+}
 
 /*
  * A project file the user's own tools run (conf->protect): read-only over
@@ -826,12 +779,6 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 		rc = jail_mount_gitdir(p, u, git, 0, cause);
 		if (rc == 0)
 			rc = jail_mount_snaprefs(u, git, cause);
-		if (rc == 0)
-			rc = jail_mount_wtrefs(u, git, "refs/heads/agentmux",
-			    cause);
-		if (rc == 0)
-			rc = jail_mount_wtrefs(u, git,
-			    "logs/refs/heads/agentmux", cause);
 	} else if (lstat(git, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* "gitdir: ...": rewritten, it would send the host's git anywhere. */
 		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |

@@ -310,49 +310,6 @@ bgpid=
 grep -q 'PLANTED\|WRITTEN' "$T/main-session.out" && bad "the main tree's session wrote the worktree's git dir: $(cat "$T/main-session.out")"
 cd "$T" || exit 1
 
-# 12. A session in the main tree beside worktree sessions must not write their ref dirs or reflog dirs
-# (refs/heads/agentmux/ID, logs/refs/heads/agentmux/ID): a link planted at a session's reflog takes the line the
-# user's next commit in that worktree appends (to any host file); the session's branch moved. It is started
-# before the project had any (it must not make them links first), and tries again by renaming the dirs above.
-P=$T/wtrefs
-new_project
-echo victim >"$T/victim3" && chmod 666 "$T/victim3"
-"$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
-	touch .started; wait_for .go
-	for l in .git/logs/refs/heads/agentmux/*/*; do
-		rm -f "$l" 2>/dev/null; ln -s '"$T"'/victim3 "$l" 2>/dev/null && echo LOG-PLANTED
-	done
-	for r in .git/refs/heads/agentmux/*/*; do
-		git update-ref "${r#.git/}" HEAD 2>/dev/null && echo REF-MOVED
-		ln -s ../../../main "${r%/*}/evil" 2>/dev/null && echo REF-LINKED
-	done
-	touch .planted; wait_for .committed
-	for d in .git/logs/refs/heads/agentmux .git/logs/refs/heads .git/logs/refs .git/logs .git/refs/heads/agentmux .git/refs/heads .git/refs; do
-		mv "$d" "$d.away" 2>/dev/null && echo "RENAMED $d" && mv "$d.away" "$d"
-	done
-	touch .planted2; wait_for .done' </dev/null >"$T/main-session3.out" 2>&1 &
-bgpid=$!
-wait_for .started
-out=$("$AMX" run --worktree --branch rr -- sh -c 'echo b >f && git commit -qam B' </dev/null 2>&1) ||
-	bad "the worktree session beside a running one failed: $out"
-w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/wtrefs)
-tip=$(git -C "$w" rev-parse HEAD)
-touch .go && wait_for .planted
-[ "$(git -C "$w" rev-parse HEAD)" = "$tip" ] && ok "a session in the main tree cannot move a worktree session's branch" ||
-	bad "a session in the main tree moved the worktree session's branch"
-echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x ||
-	bad "the user's commit in the worktree failed beside the main tree's session"
-[ "$(cat "$T/victim3")" = victim ] && ok "a session in the main tree cannot plant a link at a worktree session's reflog" ||
-	bad "a session in the main tree planted a link at the worktree's reflog; the host file took: $(cat "$T/victim3")"
-touch .committed && wait_for .planted2
-touch .done
-wait "$bgpid" || bad "the main tree's session beside the worktree session failed: $(cat "$T/main-session3.out")"
-bgpid=
-grep -q 'PLANTED\|MOVED\|LINKED\|RENAMED' "$T/main-session3.out" &&
-	bad "the main tree's session wrote the worktree session's ref dirs: $(cat "$T/main-session3.out")"
-git -C "$w" log -1 --format=%s | grep -qx x || bad "the user's commit in the worktree is not its HEAD"
-cd "$T" || exit 1
-
 # The same as an ordinary user, once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
