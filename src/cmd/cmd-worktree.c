@@ -194,10 +194,28 @@ cmd_discard(struct cli_args *args)
 	return rc;
 }
 
+/* A discarded worktree session's "BRANCH, discarded", from the record discard kept. */
+static char *
+cmd_worktree_gone(const char *data, int64_t id)
+{
+	struct snap_worktree kept;
+	char *tip = NULL, *cause = NULL, *text;
+
+	if (snap_worktree_kept(data, id, &kept, &tip, &cause) == -1) {
+		free(cause);
+		return xstrdup("discarded");
+	}
+	text = xprintf("%s, discarded", kept.branch);
+	free(tip);
+	snap_worktree_clear(&kept);
+	return text;
+}
+
 /*
  * For a worktree session (its project under the data dir's worktrees/):
  * "BRANCH, merged" or "BRANCH, unmerged" (into the main tree's HEAD), or
- * "discarded"; NULL for any other session. Caller frees.
+ * "BRANCH, discarded" ("discarded" if no record says its branch); NULL
+ * for any other session. Caller frees (and quotes: BRANCH is as read).
  */
 char *
 cmd_worktree_describe(const struct store_session *s)
@@ -215,7 +233,7 @@ cmd_worktree_describe(const struct store_session *s)
 	    strlen(under)) != 0)
 		goto out;
 	if (snap_worktree_find(data, s->id, &wt, &root, &cause) == -1) {
-		text = xstrdup("discarded");
+		text = cmd_worktree_gone(data, s->id);
 		goto out;
 	}
 	merged = snap_worktree_merged(&wt, NULL);

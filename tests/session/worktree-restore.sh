@@ -38,6 +38,8 @@ before=$(tree "$w")
 tip=$(git rev-parse "agentmux/$id/back")
 "$AMX" discard "$id" --yes >"$T/discard.out" 2>&1 || bad "discard failed: $(cat "$T/discard.out")"
 grep -q "agentmux restore $id" "$T/discard.out" && ok "discard names restore" || bad "discard: $(cat "$T/discard.out")"
+"$AMX" sessions | grep -Eq "^ *$id .*\(agentmux/$id/back, discarded\)" && ok "sessions marks the discarded session with its branch" ||
+	bad "sessions: $("$AMX" sessions 2>&1)"
 out=$("$AMX" undo "$id" 2>&1)
 grep -q "agentmux restore $id" <<<"$out" && ok "undo of a discarded session names restore" || bad "undo: $out"
 [ ! -e "$w" ] || bad "discard left $w"
