@@ -56,6 +56,20 @@ after=$(tree "$w")
 "$AMX" sessions | grep -q "agentmux/$id/back, unmerged" && ok "sessions shows it unmerged" || bad "sessions: $("$AMX" sessions)"
 out=$("$AMX" restore "$id" 2>&1) && bad "a second restore worked: $out"
 grep -q "not discarded" <<<"$out" && ok "restore of a worktree that is there refuses" || bad "second restore: $out"
+# A new session in the restored worktree would find no git (its jail shows no main .git): refused, naming
+# the session and branch and the way on (a worktree of its own from that branch), which works.
+out=$(cd "$w" && "$AMX" run -- sh -c 'echo x >in-wt' </dev/null 2>&1) && bad "a run in a restored worktree worked: $out"
+grep -q "is the worktree of session $id (branch agentmux/$id/back).*agentmux run --worktree --base agentmux/$id/back" <<<"$out" &&
+	[ ! -e "$w/in-wt" ] && ok "run in a restored session's worktree refuses, naming the way on" || bad "run in worktree: $out"
+out=$(cd "$w" && "$AMX" run --worktree -- true </dev/null 2>&1) && bad "a run --worktree in a restored worktree worked: $out"
+grep -q "is the worktree of session $id" <<<"$out" && ok "run --worktree in a restored session's worktree refuses the same" ||
+	bad "run --worktree in worktree: $out"
+"$AMX" run --worktree --base "agentmux/$id/back" --branch onward -- sh -c 'test -f c && git log -1 --format=%H >tip' </dev/null >"$T/onward.out" 2>&1 ||
+	bad "run --worktree --base the restored branch failed: $(cat "$T/onward.out")"
+ido=$(sid onward)
+wo=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$ido"'][0])')
+[ "$(cat "$wo/tip" 2>&1)" = "$tip" ] && ok "run --worktree --base the restored branch goes on from its commits" ||
+	bad "onward: $(cat "$wo/tip" 2>&1) vs $tip"
 out=$("$AMX" merge "$id" 2>&1) || bad "merge after restore failed: $out"
 [ -f "$P/c" ] && ok "merge works on the restored session" || bad "merge: $out"
 
