@@ -353,6 +353,9 @@ static const struct cli_opt cli_merge_opts[] = {
 static const struct cli_opt cli_discard_opts[] = {
 	{ "yes", 0, NULL, CLI_TEXT, "do not ask (needed when not on a "
 	  "terminal)" },
+	{ "no-keep", 0, NULL, CLI_TEXT, "keep no copy of the branch's commits "
+	  "for restore (when they cannot be kept: too big, the disk full); "
+	  "restore then needs them still in the project" },
 	CLI_END
 };
 

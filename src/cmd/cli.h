@@ -173,10 +173,12 @@ char *cmd_worktree_describe(const struct store_session *);
  * gc of the worktrees under the data dir: those of sessions that ended
  * before CUTOFF go with their branches if merged (or FORCE; DRY: only
  * said); the ids of the unmerged ones kept, whose records must stay
- * too, into *KEEP (caller frees). Says what it does on stdout.
+ * too, into *KEEP (caller frees); so are those whose commits (at most
+ * PACK_MAX bytes packed) cannot be kept for restore. Says what it does
+ * on stdout.
  */
 int cmd_worktree_gc(struct store *, int64_t cutoff, bool force, bool dry,
-    int64_t **keep, size_t *nkeep);
+    int64_t pack_max, int64_t **keep, size_t *nkeep);
 int cmd_merge(struct cli_args *);
 int cmd_discard(struct cli_args *);
 int cmd_restore(struct cli_args *);

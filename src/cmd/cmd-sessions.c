@@ -553,8 +553,8 @@ cmd_gc(struct cli_args *args)
 		return 1;
 	}
 	cutoff = util_now_ms() - age * 1000;
-	if (cmd_worktree_gc(st, cutoff, cli_has(args, "force"), dry, &keep,
-	    &nkeep) == -1)
+	if (cmd_worktree_gc(st, cutoff, cli_has(args, "force"), dry,
+	    cf->snapshots.max_size, &keep, &nkeep) == -1)
 		goto out;
 	if (dry) {
 		cmd_gc_dry(st, cutoff, keep, nkeep);

@@ -150,6 +150,7 @@ cmd_worktree_confirm(const struct snap_worktree *wt, int merged)
 int
 cmd_discard(struct cli_args *args)
 {
+	struct config *cf = NULL;
 	struct snap_worktree wt;
 	char *root = NULL, *cause = NULL;
 	int64_t id;
@@ -174,7 +175,10 @@ cmd_discard(struct cli_args *args)
 	    merged)) {
 		out_printf(stderr, "nothing discarded\n");
 		rc = 1;
-	} else if (snap_worktree_discard(&wt, root, &cause) == -1) {
+	} else if ((cf = cli_load_config()) == NULL)
+		rc = 1;
+	else if (snap_worktree_discard(&wt, root, cf->snapshots.max_size,
+	    cli_has(args, "no-keep"), &cause) == -1) {
 		cli_error("discard: %s", cause);
 		rc = 1;
 	} else
@@ -183,16 +187,35 @@ cmd_discard(struct cli_args *args)
 		    "shows them, and 'agentmux restore %lld' brings the "
 		    "worktree and branch back\n", wt.branch, (long long)id,
 		    (long long)id, (long long)id);
+	config_free(cf);
 	free(cause);
 	free(root);
 	snap_worktree_clear(&wt);
 	return rc;
 }
 
+/* A discarded worktree session's "BRANCH, discarded", from the record discard kept. */
+static char *
+cmd_worktree_gone(const char *data, int64_t id)
+{
+	struct snap_worktree kept;
+	char *tip = NULL, *cause = NULL, *text;
+
+	if (snap_worktree_kept(data, id, &kept, &tip, &cause) == -1) {
+		free(cause);
+		return xstrdup("discarded");
+	}
+	text = xprintf("%s, discarded", kept.branch);
+	free(tip);
+	snap_worktree_clear(&kept);
+	return text;
+}
+
 /*
  * For a worktree session (its project under the data dir's worktrees/):
  * "BRANCH, merged" or "BRANCH, unmerged" (into the main tree's HEAD), or
- * "discarded"; NULL for any other session. Caller frees.
+ * "BRANCH, discarded" ("discarded" if no record says its branch); NULL
+ * for any other session. Caller frees (and quotes: BRANCH is as read).
  */
 char *
 cmd_worktree_describe(const struct store_session *s)
@@ -210,7 +233,7 @@ cmd_worktree_describe(const struct store_session *s)
 	    strlen(under)) != 0)
 		goto out;
 	if (snap_worktree_find(data, s->id, &wt, &root, &cause) == -1) {
-		text = xstrdup("discarded");
+		text = cmd_worktree_gone(data, s->id);
 		goto out;
 	}
 	merged = snap_worktree_merged(&wt, NULL);
@@ -233,7 +256,7 @@ out:
  */
 static int
 cmd_worktree_gc_one(int64_t id, const struct store_session *rec,
-    int64_t cutoff, bool force, bool dry, const char *data)
+    int64_t cutoff, bool force, bool dry, int64_t pack_max, const char *data)
 {
 	struct snap_worktree wt;
 	char *root = NULL, *cause = NULL;
@@ -259,7 +282,8 @@ cmd_worktree_gc_one(int64_t id, const struct store_session *rec,
 		out_printf(stdout, "would remove the worktree %s and branch "
 		    "%s of session %lld%s\n", wt.path, wt.branch,
 		    (long long)id, merged == 1 ? " (merged)" : " (NOT merged)");
-	else if (snap_worktree_discard(&wt, root, &cause) == -1) {
+	else if (snap_worktree_discard(&wt, root, pack_max, false,
+	    &cause) == -1) {
 		out_printf(stdout, "kept the worktree %s of session %lld: %s\n",
 		    wt.path, (long long)id, cause);
 		free(cause);
@@ -327,7 +351,7 @@ cmd_worktree_gc_orphan(struct store *st, const char *dir, int64_t cutoff,
 
 int
 cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
-    int64_t **keep, size_t *nkeep)
+    int64_t pack_max, int64_t **keep, size_t *nkeep)
 {
 	struct store_session *rec;
 	struct strv orphans;
@@ -350,7 +374,7 @@ cmd_worktree_gc(struct store *st, int64_t cutoff, bool force, bool dry,
 			continue;
 		}
 		if (cmd_worktree_gc_one(ids[i], rec, cutoff, force, dry,
-		    data) == 1) {
+		    pack_max, data) == 1) {
 			*keep = xreallocarray(*keep, *nkeep + 1, sizeof **keep);
 			(*keep)[(*nkeep)++] = ids[i];
 		}

@@ -149,6 +149,35 @@ session_record_worktree_gone(const char *data, int64_t id)
 }
 
 char *
+session_record_branch(struct session_ctx *ctx, const struct store_session *ss)
+{
+	char *under = xprintf("%s/worktrees/", ctx->data_dir), *root = NULL;
+	char *cause = NULL, *tip = NULL, *q, *mark = NULL;
+	struct snap_worktree wt;
+
+	if (ss->project != NULL && strncmp(ss->project, under,
+	    strlen(under)) == 0) {
+		if (snap_worktree_find(ctx->data_dir, ss->id, &wt, &root,
+		    &cause) == 0) {
+			mark = quote_name(wt.branch);
+			snap_worktree_clear(&wt);
+		} else if (snap_worktree_kept(ctx->data_dir, ss->id, &wt, &tip,
+		    &cause) == 0) {
+			q = quote_name(wt.branch);
+			mark = xprintf("%s, discarded", q);
+			free(q);
+			snap_worktree_clear(&wt);
+		} else
+			mark = xstrdup("discarded");
+	}
+	free(tip);
+	free(cause);
+	free(root);
+	free(under);
+	return mark;
+}
+
+char *
 session_record_worktree(struct session_ctx *ctx,
     const struct store_session *ss)
 {

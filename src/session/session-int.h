@@ -365,6 +365,12 @@ void session_ports_pause(struct session *, bool hold);
 /* session-worktree.c */
 bool session_worktree_wanted(const struct session_opts *,
     const struct config_agent *);
+/*
+ * Refuses a session whose project is in a worktree session's worktree
+ * (under the data dir's worktrees/): its jail would not reach that
+ * worktree's git. -1 with *CAUSE saying what to do instead.
+ */
+int session_worktree_inside_check(struct session *, char **cause);
 int session_worktree_shared_check(struct session *,
     const struct session_opts *, char **cause);
 void session_tree_unlock(struct session *);

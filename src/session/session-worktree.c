@@ -220,6 +220,72 @@ session_tree_unlock(struct session *s)
 	s->tree_lock = -1;
 }
 
+/* The session whose worktree (ROOT of the data dir's DATA) PROJECT is in, with its branch, or 0. */
+static int64_t
+session_worktree_owner(const char *data, const char *project, char **branch)
+{
+	struct snap_worktree wt;
+	char *root, *cause;
+	int64_t *ids, id = 0;
+	size_t n, i, len;
+
+	snap_worktree_sessions(data, &ids, &n);
+	for (i = 0; i < n && id == 0; i++) {
+		root = cause = NULL;
+		if (snap_worktree_find(data, ids[i], &wt, &root, &cause) == 0) {
+			len = strlen(root);
+			if (strncmp(project, root, len) == 0 &&
+			    (project[len] == '/' || project[len] == '\0')) {
+				id = ids[i];
+				*branch = xstrdup(wt.branch);
+			}
+			snap_worktree_clear(&wt);
+		}
+		free(cause);
+		free(root);
+	}
+	free(ids);
+	return id;
+}
+
+int
+session_worktree_inside_check(struct session *s, char **cause)
+{
+	char *under = xprintf("%s/worktrees", s->ctx->data_dir);
+	char *branch = NULL, *qp, *qb;
+	size_t len = strlen(under);
+	int64_t id;
+
+	if (strncmp(s->project, under, len) != 0 || (s->project[len] != '/' &&
+	    s->project[len] != '\0')) {
+		free(under);
+		return 0;
+	}
+	free(under);
+	qp = quote_name(s->project);
+	if ((id = session_worktree_owner(s->ctx->data_dir, s->project,
+	    &branch)) == 0) {
+		*cause = xprintf("%s is in agentmux's own worktrees dir, not a "
+		    "project: start the session in the project itself (with "
+		    "--worktree for a tree of its own)", qp);
+		free(qp);
+		return -1;
+	}
+	qb = quote_name(branch);
+	*cause = xprintf("%s is the worktree of session %lld (branch %s): a "
+	    "session started in it would find no git there (a worktree's git "
+	    "lives in the main project, which its jail does not show); to go "
+	    "on with that work, start one "
+	    "from the main project on a worktree of its own from that branch: "
+	    "agentmux run --worktree --base %s (or bring it in first: "
+	    "'agentmux merge %lld')", qp, (long long)id, qb, qb,
+	    (long long)id);
+	free(qb);
+	free(qp);
+	free(branch);
+	return -1;
+}
+
 int
 session_worktree_shared_check(struct session *s, const struct session_opts *o,
     char **cause)

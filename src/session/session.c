@@ -1060,6 +1060,8 @@ static enum session_plan_rc
 session_plan_worktree(struct session *s, struct session_setup *sp,
     char **cause)
 {
+	if (session_worktree_inside_check(s, cause) == -1)
+		return SESSION_PLAN_FAIL;
 	if (session_worktree_wanted(sp->o, sp->agent) ?
 	    session_worktree_plan(s, sp->o, cause) == -1 :
 	    session_worktree_shared_check(s, sp->o, cause) == -1)

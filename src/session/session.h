@@ -459,6 +459,13 @@ const char *session_record_end_text(const struct store_session *, char *buf,
  * (restore); NULL for any other session. Reads files only, runs no git.
  * Caller frees.
  */
+/*
+ * A worktree session's mark for a list row: its branch (quoted, as names
+ * are hostile), ", discarded" once it is; NULL for any other session.
+ * Reads files only, runs no git. Caller frees.
+ */
+char *session_record_branch(struct session_ctx *,
+    const struct store_session *);
 char *session_record_worktree(struct session_ctx *,
     const struct store_session *ss);
 /** Events of session ID; caller frees with session_record_events_free. */

@@ -212,6 +212,10 @@ snap_worktree_git_opts(const char *gitdir, const char *worktree,
 	o->timeout = SNAP_WORKTREE_TIMEOUT;
 }
 
+static int snap_worktree_git_chunk(const char *, const char *, const char *,
+    const char *const *, const char *, int, int, struct buf *,
+    void (*)(void *, const char *, size_t), void *, char **);
+
 /*
  * snap_worktree_git with stdin INPUT (a string) or from the file IN_FD,
  * and stdout into the file OUT_FD (NULL and -1: /dev/null, and OUT).
@@ -220,6 +224,17 @@ static int
 snap_worktree_git_io(const char *gitdir, const char *worktree,
     const char *dir, const char *const *args, const char *input, int in_fd,
     int out_fd, struct buf *out, char **cause)
+{
+	return snap_worktree_git_chunk(gitdir, worktree, dir, args, input,
+	    in_fd, out_fd, out, NULL, NULL, cause);
+}
+
+/* snap_worktree_git_io with stdout given to CHUNK(ARG, ...) as it comes (if not NULL). */
+static int
+snap_worktree_git_chunk(const char *gitdir, const char *worktree,
+    const char *dir, const char *const *args, const char *input, int in_fd,
+    int out_fd, struct buf *out, void (*chunk)(void *, const char *, size_t),
+    void *arg, char **cause)
 {
 	struct proc_opts o;
 	struct strv env, argv, names;
@@ -236,6 +251,8 @@ snap_worktree_git_io(const char *gitdir, const char *worktree,
 	o.has_in_fd = in_fd != -1;
 	o.in_fd = in_fd;
 	o.out_fd = out_fd;
+	o.chunk = chunk;
+	o.chunk_arg = arg;
 	buf_init(&err);
 	rc = proc_run(&o, out, &err, &st, cause);
 	if (rc == 0 && st != 0) {
@@ -1705,8 +1722,8 @@ out:
 	return rc;
 }
 
-static void snap_worktree_keep_record(const char *,
-    const struct snap_worktree *, const char *);
+static int snap_worktree_keep_record(const char *,
+    const struct snap_worktree *, const char *, int64_t, bool, char **);
 
 /* What the session made of the worktree's HEAD (open in FD) if it is not WANT, or NULL; caller frees. */
 static char *
@@ -2126,7 +2143,7 @@ snap_worktree_tip(const struct snap_worktree *wt)
 
 int
 snap_worktree_discard(const struct snap_worktree *wt, const char *root,
-    char **cause)
+    int64_t pack_max, bool no_keep, char **cause)
 {
 	const char *slash = strrchr(wt->branch, '/');
 	char *ns = xprintf("refs/heads/%.*s/", (int)(slash - wt->branch),
@@ -2141,6 +2158,13 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	char *tip = snap_worktree_tip(wt);
 	int rc = 0;
 
+	/* Nothing goes before what restore needs is kept. */
+	if (snap_worktree_keep_record(root, wt, tip, pack_max, no_keep,
+	    cause) == -1) {
+		free(tip);
+		free(ns);
+		return -1;
+	}
 	/* Its files first (git removes them without following links), then its refs. */
 	if (snap_worktree_git(wt->common, NULL, wt->common, remove, NULL,
 	    &err) == -1) {
@@ -2168,10 +2192,8 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	}
 	buf_free(&out);
 	free(ns);
-	if (rc == 0) {
-		snap_worktree_keep_record(root, wt, tip);
+	if (rc == 0)
 		path_remove_tree(root);
-	}
 	free(tip);
 	return rc;
 }
@@ -2190,36 +2212,97 @@ snap_worktree_pack_path(const char *data_dir, const char *session)
 	return xprintf("%s/sessions/%s/worktree.pack", data_dir, session);
 }
 
+/* Where discard's pack goes as git writes it: FD, at most MAX bytes (0: any). */
+struct snap_worktree_pack_out {
+	int fd;
+	int64_t max;
+	int64_t written;
+	int error;                /* errno of a failed write, or 0 */
+	bool over;                /* more than MAX came */
+};
+
+static void
+snap_worktree_pack_chunk(void *arg, const char *data, size_t len)
+{
+	struct snap_worktree_pack_out *po = arg;
+	ssize_t n;
+
+	po->written += (int64_t)len;
+	if (po->error != 0 || po->over)
+		return;
+	if (po->max > 0 && po->written > po->max) {
+		po->over = true;
+		return;
+	}
+	while (len > 0) {
+		if ((n = write(po->fd, data, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			po->error = n == -1 ? errno : EIO;
+			return;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Why the pack PO went wrong into *CAUSE (for DST, of WT's branch), or 0 if it did not. */
+static int
+snap_worktree_pack_failed(const struct snap_worktree *wt,
+    const struct snap_worktree_pack_out *po, const char *dst, char **cause)
+{
+	char max[32];
+
+	if (po->over) {
+		util_fmt_size(max, sizeof max, po->max);
+		*cause = xprintf("the commits of %s take more than [snapshots] "
+		    "max_size = %s packed, too much to keep in agentmux's "
+		    "store for restore; merge what you want of it first, "
+		    "raise max_size, or discard --no-keep (restore then "
+		    "needs its commits still in the project)", wt->branch,
+		    max);
+		return -1;
+	}
+	if (po->error != 0) {
+		*cause = xprintf("cannot write %s: %s", dst,
+		    strerror(po->error));
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The commits (and their trees and files) from WT's base to TIP, packed
- * by the user's git into DST (through DST.tmp), so that restore has them
- * even if the project's git gc pruned them after the discard. -1 with
- * *CAUSE.
+ * by the user's git into DST (through DST.tmp), at most MAX bytes (0:
+ * any), so that restore has them even if the project's git gc pruned them
+ * after the discard. -1 with *CAUSE.
  */
 static int
 snap_worktree_keep_pack(const struct snap_worktree *wt, const char *tip,
-    const char *dst, char **cause)
+    const char *dst, int64_t max, char **cause)
 {
 	const char *args[] = { "pack-objects", "--revs", "--stdout", "-q",
 	    NULL };
+	struct snap_worktree_pack_out po = { .fd = -1, .max = max };
 	char *tmp = xprintf("%s.tmp", dst);
 	char *in = xprintf("%s\n^%s\n", tip, wt->base);
-	int fd, rc = -1;
+	int rc = -1;
 
 	(void)unlink(tmp);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	if ((po.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0600)) == -1)
 		*cause = xprintf("cannot create %s: %s", tmp, strerror(errno));
-	else if (snap_worktree_git_io(wt->common, NULL, wt->common, args, in,
-	    -1, fd, NULL, cause) == 0) {
-		if (fsync(fd) == -1 || rename(tmp, dst) == -1)
+	else if (snap_worktree_git_chunk(wt->common, NULL, wt->common, args,
+	    in, -1, -1, NULL, snap_worktree_pack_chunk, &po, cause) == 0 &&
+	    snap_worktree_pack_failed(wt, &po, tmp, cause) == 0) {
+		if (fsync(po.fd) == -1 || rename(tmp, dst) == -1)
 			*cause = xprintf("cannot write %s: %s", dst,
 			    strerror(errno));
 		else
 			rc = 0;
 	}
-	if (fd != -1)
-		close(fd);
+	if (po.fd != -1)
+		close(po.fd);
 	if (rc == -1)
 		(void)unlink(tmp);
 	free(in);
@@ -2231,15 +2314,18 @@ snap_worktree_keep_pack(const struct snap_worktree *wt, const char *tip,
  * Before ROOT (DATA/worktrees/wt-X) goes: its record is kept under
  * DATA/sessions/ID/, so that 'restore' knows the main project, the
  * worktree's path and its branch, with the commits of the branch (WT's,
- * at TIP) packed beside it.
+ * at TIP) packed beside it, at most PACK_MAX bytes (0: any), unless
+ * NO_KEEP. -1 with *CAUSE if either cannot be kept (with NO_KEEP: only
+ * said); then nothing may be removed.
  */
-static void
+static int
 snap_worktree_keep_record(const char *root, const struct snap_worktree *wt,
-    const char *tip)
+    const char *tip, int64_t pack_max, bool no_keep, char **cause)
 {
-	char *path = xprintf("%s/session", root), *data, *slash, *id, *dst;
-	char *dir, *cause = NULL;
+	char *path = xprintf("%s/session", root), *data, *slash, *id = NULL;
+	char *dir, *dst, *why = NULL;
 	struct buf b;
+	int rc = 0;
 
 	data = xstrdup(root);
 	buf_init(&b);
@@ -2248,33 +2334,46 @@ snap_worktree_keep_record(const char *root, const struct snap_worktree *wt,
 		*slash = '\0';
 	if ((slash = strrchr(data, '/')) != NULL)
 		*slash = '\0';
-	if (slash != NULL && buf_read_file(&b, path) == 0 &&
-	    (id = snap_worktree_field(b.data, "session")) != NULL) {
-		if (tip != NULL)
-			buf_printf(&b, "tip=%s\n", tip);
-		dir = xprintf("%s/sessions/%s", data, id);
-		dst = snap_worktree_kept_path(data, id);
-		if (path_mkdir_p(dir, 0700) == -1 ||
-		    util_write_file_atomic(dst, b.data, strlen(b.data), 0600,
-		    &cause) == -1)
-			log_warn("cannot keep the worktree record %s: %s", dst,
-			    cause != NULL ? cause : strerror(errno));
-		free(cause);
-		cause = NULL;
-		free(dst);
-		dst = snap_worktree_pack_path(data, id);
-		if (tip != NULL && wt->common != NULL && wt->base != NULL &&
-		    snap_worktree_keep_pack(wt, tip, dst, &cause) == -1)
-			log_warn("cannot keep the commits of %s in %s: %s",
-			    wt->branch, dst, cause);
-		free(cause);
-		free(dir);
-		free(dst);
-		free(id);
+	if (slash == NULL || buf_read_file(&b, path) == -1 ||
+	    (id = snap_worktree_field(b.data, "session")) == NULL) {
+		why = xprintf("cannot read the session of %s: %s is missing "
+		    "or damaged", root, path);
+		goto out;
 	}
+	if (tip != NULL)
+		buf_printf(&b, "tip=%s\n", tip);
+	dir = xprintf("%s/sessions/%s", data, id);
+	dst = snap_worktree_kept_path(data, id);
+	if (path_mkdir_p(dir, 0700) == -1)
+		why = xprintf("cannot make %s: %s", dir, strerror(errno));
+	else
+		(void)util_write_file_atomic(dst, b.data, strlen(b.data), 0600,
+		    &why);
+	free(dst);
+	free(dir);
+	dst = snap_worktree_pack_path(data, id);
+	if (no_keep)
+		(void)unlink(dst);
+	else if (why == NULL && tip != NULL && wt->common != NULL &&
+	    wt->base != NULL)
+		(void)snap_worktree_keep_pack(wt, tip, dst, pack_max, &why);
+	free(dst);
+out:
+	if (why != NULL && no_keep)
+		log_warn("discard --no-keep of %s: %s", wt->branch, why);
+	else if (why != NULL) {
+		*cause = xprintf("kept the worktree %s and branch %s as they "
+		    "are: %s (so that 'restore' can bring them back); free "
+		    "space or fix that and discard again, or discard --no-keep "
+		    "to do without", wt->path, wt->branch, why);
+		rc = -1;
+	}
+	free(why);
+	free(id);
 	buf_free(&b);
 	free(data);
 	free(path);
+	return rc;
 }
 
 /* Whether the commit REV is in the repository GITDIR. */

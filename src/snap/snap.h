@@ -819,8 +819,14 @@ int snap_worktree_kept(const char *data_dir, int64_t session,
  */
 int snap_worktree_bring_back(const char *data_dir, int64_t session,
     const struct snap_worktree *kept, const char *tip, char **cause);
-/** Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots stay. -1 with *CAUSE. */
+/**
+ * Removes WT's worktree, every ref of its branch's dir and ROOT; snapshots
+ * stay. First its record and its branch's commits (packed, at most
+ * PACK_MAX bytes, 0: any) are kept for restore: if they cannot be, -1
+ * with *CAUSE and nothing is removed; NO_KEEP keeps no commits (and
+ * does not refuse).
+ */
 int snap_worktree_discard(const struct snap_worktree *, const char *root,
-    char **cause);
+    int64_t pack_max, bool no_keep, char **cause);
 
 #endif

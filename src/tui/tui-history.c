@@ -12,6 +12,7 @@ tui_history_view_free(struct tui_client *c)
 	session_records_list_free(c->hist, c->nhist);
 	c->hist = NULL;
 	c->nhist = 0;
+	strv_free(&c->hist_branch);
 	session_record_snapshots_free(c->snaps, c->nsnaps);
 	c->snaps = NULL;
 	c->nsnaps = 0;
@@ -46,9 +47,19 @@ tui_history_open(struct tui *t)
 	struct tui_client *c = t->c;
 
 	session_records_flush(t->ctx);
+	char *mark;
+	size_t i;
+
 	session_records_list_free(c->hist, c->nhist);
 	c->hist = session_records_list(t->ctx, true, &c->nhist);
 	c->hist_sel = c->hist_top = 0;
+	/* Worktree sessions' branches, read once here, not at each draw. */
+	strv_free(&c->hist_branch);
+	for (i = 0; i < c->nhist; i++) {
+		mark = session_record_branch(t->ctx, c->hist[i]);
+		strv_add(&c->hist_branch, mark != NULL ? mark : "");
+		free(mark);
+	}
 	tui_view_push(t, TUI_VIEW_HISTORY);
 }
 
@@ -78,8 +89,8 @@ tui_history_files(const struct store_session *ss, char *buf, size_t len)
 }
 
 static void
-tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
-    unsigned sx, bool selected)
+tui_history_row(struct tui *t, const struct store_session *ss,
+    const char *branch, unsigned y, unsigned sx, bool selected)
 {
 	struct tui_client *c = t->c;
 	char start[32], dur[16], ex[32], files[24];
@@ -99,6 +110,11 @@ tui_history_row(struct tui *t, const struct store_session *ss, unsigned y,
 	    dur, tui_history_exit(ss, ex, sizeof ex), (long long)ss->nallowed,
 	    (long long)ss->ndenied, (long long)ss->nerrors,
 	    tui_history_files(ss, files, sizeof files));
+	/* A worktree session: its branch (quoted), which the project column cannot say. */
+	if (branch != NULL && *branch != '\0' && x + 2 < sx)
+		x += 1 +
+		    tui_screen_printf(c->scr, x + 1, y, sx - x - 1,
+		        TUI_STYLE_DIM, "wt %s", branch);
 	if (ss->unsafe != NULL && x + 2 < sx)
 		x += 1 +
 		    tui_screen_printf(c->scr, x + 1, y, sx - x - 1,
@@ -132,7 +148,8 @@ tui_history_draw(struct tui *t, const struct tui_rect *area)
 		c->hist_top = c->hist_sel - rows + 1;
 	for (i = c->hist_top, y = area->y + 2; i < c->nhist && y < area->y + 2 +
 	    rows; i++, y++)
-		tui_history_row(t, c->hist[i], y, area->sx, i == c->hist_sel);
+		tui_history_row(t, c->hist[i], i < c->hist_branch.n ?
+		    c->hist_branch.v[i] : NULL, y, area->sx, i == c->hist_sel);
 	tui_screen_print(c->scr, 0, area->y + area->sy - 1, area->sx,
 	    TUI_STYLE_DIM, " up/down move  Enter open  Esc back");
 }

@@ -229,6 +229,7 @@ struct tui_client {
 	/* its history views (tui-history.c) */
 	struct store_session **hist;
 	size_t nhist;
+	struct strv hist_branch;  /* each row's worktree branch, or "" */
 	size_t hist_sel;
 	size_t hist_top;
 	int64_t detail;             /* the session shown by TUI_VIEW_SESSION */

@@ -38,6 +38,8 @@ before=$(tree "$w")
 tip=$(git rev-parse "agentmux/$id/back")
 "$AMX" discard "$id" --yes >"$T/discard.out" 2>&1 || bad "discard failed: $(cat "$T/discard.out")"
 grep -q "agentmux restore $id" "$T/discard.out" && ok "discard names restore" || bad "discard: $(cat "$T/discard.out")"
+"$AMX" sessions | grep -Eq "^ *$id .*\(agentmux/$id/back, discarded\)" && ok "sessions marks the discarded session with its branch" ||
+	bad "sessions: $("$AMX" sessions 2>&1)"
 out=$("$AMX" undo "$id" 2>&1)
 grep -q "agentmux restore $id" <<<"$out" && ok "undo of a discarded session names restore" || bad "undo: $out"
 [ ! -e "$w" ] || bad "discard left $w"
@@ -54,6 +56,20 @@ after=$(tree "$w")
 "$AMX" sessions | grep -q "agentmux/$id/back, unmerged" && ok "sessions shows it unmerged" || bad "sessions: $("$AMX" sessions)"
 out=$("$AMX" restore "$id" 2>&1) && bad "a second restore worked: $out"
 grep -q "not discarded" <<<"$out" && ok "restore of a worktree that is there refuses" || bad "second restore: $out"
+# A new session in the restored worktree would find no git (its jail shows no main .git): refused, naming
+# the session and branch and the way on (a worktree of its own from that branch), which works.
+out=$(cd "$w" && "$AMX" run -- sh -c 'echo x >in-wt' </dev/null 2>&1) && bad "a run in a restored worktree worked: $out"
+grep -q "is the worktree of session $id (branch agentmux/$id/back).*agentmux run --worktree --base agentmux/$id/back" <<<"$out" &&
+	[ ! -e "$w/in-wt" ] && ok "run in a restored session's worktree refuses, naming the way on" || bad "run in worktree: $out"
+out=$(cd "$w" && "$AMX" run --worktree -- true </dev/null 2>&1) && bad "a run --worktree in a restored worktree worked: $out"
+grep -q "is the worktree of session $id" <<<"$out" && ok "run --worktree in a restored session's worktree refuses the same" ||
+	bad "run --worktree in worktree: $out"
+"$AMX" run --worktree --base "agentmux/$id/back" --branch onward -- sh -c 'test -f c && git log -1 --format=%H >tip' </dev/null >"$T/onward.out" 2>&1 ||
+	bad "run --worktree --base the restored branch failed: $(cat "$T/onward.out")"
+ido=$(sid onward)
+wo=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$ido"'][0])')
+[ "$(cat "$wo/tip" 2>&1)" = "$tip" ] && ok "run --worktree --base the restored branch goes on from its commits" ||
+	bad "onward: $(cat "$wo/tip" 2>&1) vs $tip"
 out=$("$AMX" merge "$id" 2>&1) || bad "merge after restore failed: $out"
 [ -f "$P/c" ] && ok "merge works on the restored session" || bad "merge: $out"
 
@@ -141,6 +157,42 @@ out=$("$AMX" restore "$id5" 2>&1) || bad "restore after the project's gc failed:
 out=$("$AMX" restore "$id6" 2>&1) && bad "restore with the commits gone and no copy worked: $out"
 grep -q "the commit ${tip6:0:12} .* is gone from .*kept no copy" <<<"$out" && [ ! -e "$w6" ] &&
 	ok "restore with the commits gone and no copy refuses, naming the commit" || bad "no copy: $out"
+
+# The pack of the branch's commits cannot be written (a directory where it goes: rename fails,
+# as root too): discard refuses, saying what and what to do, and leaves the worktree and branch.
+wtrun nopack 'echo q >q && git add q && git commit -qm q'
+id7=$(sid nopack)
+w7=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id7"'][0])')
+tip7=$(git rev-parse "agentmux/$id7/nopack")
+mkdir -p "$XDG_DATA_HOME/agentmux/sessions/$id7/worktree.pack/block"
+out=$("$AMX" discard "$id7" --yes 2>&1) && bad "discard with the pack unwritable worked: $out"
+grep -q "kept the worktree .* and branch agentmux/$id7/nopack as they are: cannot write .*worktree.pack.*--no-keep" <<<"$out" &&
+	[ -d "$w7" ] && [ -f "$w7/q" ] && [ "$(git rev-parse "agentmux/$id7/nopack" 2>&1)" = "$tip7" ] &&
+	ok "discard that cannot keep the branch's commits refuses and removes nothing" ||
+	bad "unwritable pack: $out; $(ls -A "$w7" 2>&1)"
+rm -rf "$XDG_DATA_HOME/agentmux/sessions/$id7/worktree.pack"
+"$AMX" discard "$id7" --yes >/dev/null 2>&1 && [ ! -e "$w7" ] &&
+	[ -s "$XDG_DATA_HOME/agentmux/sessions/$id7/worktree.pack" ] &&
+	ok "discard once the pack can be written keeps it and removes the worktree" || bad "discard of $id7 after the fix failed"
+
+# The pack is bounded by [snapshots] max_size: over it discard refuses, naming the bound and the ways out;
+# --no-keep discards without the copy (and restore still works while the project has the commits).
+wtrun bigpack 'head -c 300000 /dev/urandom >big && git add big && git commit -qm big'
+id8=$(sid bigpack)
+w8=$("$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$id8"'][0])')
+printf '[snapshots]\nmax_size = 100K\n' >"$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" discard "$id8" --yes 2>&1) && bad "discard over max_size worked: $out"
+grep -q "take more than \[snapshots\] max_size = .*merge .*--no-keep" <<<"$out" && [ -f "$w8/big" ] &&
+	git rev-parse -q --verify "agentmux/$id8/bigpack" >/dev/null &&
+	[ ! -e "$XDG_DATA_HOME/agentmux/sessions/$id8/worktree.pack" ] &&
+	[ -z "$(find "$XDG_DATA_HOME/agentmux/sessions/$id8" -name '*.tmp' 2>/dev/null)" ] &&
+	ok "discard over [snapshots] max_size refuses, keeps all, leaves no partial pack" || bad "over max_size: $out"
+out=$("$AMX" discard "$id8" --yes --no-keep 2>&1) || bad "discard --no-keep failed: $out"
+[ ! -e "$w8" ] && [ ! -e "$XDG_DATA_HOME/agentmux/sessions/$id8/worktree.pack" ] &&
+	ok "discard --no-keep discards without keeping the commits" || bad "--no-keep: $out"
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+out=$("$AMX" restore "$id8" 2>&1) && [ -f "$w8/big" ] && ok "restore after discard --no-keep (the commits still in the project)" ||
+	bad "restore after --no-keep: $out"
 
 # The same as an ordinary user (the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then

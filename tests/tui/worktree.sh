@@ -148,6 +148,10 @@ idk=$(wtsid)
 "$AGENTMUX" discard "$idd" --yes >"$T/disc.out" 2>&1 || fail "discard $idd failed: $(cat "$T/disc.out")"
 prefix h
 wait_for 'history: [0-9]+ sessions' || fail "no history"
+# Its rows mark the worktree sessions with their branch, and a discarded one as such.
+scr | grep -Eq "^ *$idk .* wt agentmux/$idk/[a-z]+ *$" || fail "the history row of worktree session $idk does not show its branch"
+scr | grep -Eq "^ *$idd .* wt agentmux/$idd/[a-z]+, discarded *$" || fail "the history row of discarded session $idd does not say so"
+scr | grep -Eq "^ *1 .* wt " && fail "the history marks session 1 (no worktree) as a worktree session"
 keys Enter
 wait_for "session $idk: " || fail "Enter did not open session $idk (the newest)"
 wait_for "worktree: branch agentmux/$idk/[a-z]+: 'agentmux merge $idk' brings it into your branch, 'agentmux discard $idk'" ||
