@@ -269,20 +269,60 @@ tui_session_start_snap(const struct tui *t)
 	return 0;
 }
 
-void
-tui_session_open(struct tui *t, int64_t id)
+/* Reads session ID's record and snapshots for the client's view; the snapshot SEL (an id, -1: the start) selected. */
+static void
+tui_session_load(struct tui *t, int64_t id, int64_t sel)
 {
 	struct tui_client *c = t->c;
+	size_t i;
 
 	session_records_flush(t->ctx);
 	c->detail = id;
 	session_record_snapshots_free(c->snaps, c->nsnaps);
 	c->snaps = session_record_snapshots(t->ctx, id, &c->nsnaps);
 	c->snap_sel = tui_session_start_snap(t);
+	for (i = 0; sel != -1 && i < c->nsnaps; i++)
+		if (c->snaps[i]->id == sel)
+			c->snap_sel = i;
 	strv_free(&c->detail_lines);
 	strv_init(&c->detail_lines);
 	tui_session_lines(t, &c->detail_lines);
+}
+
+void
+tui_session_open(struct tui *t, int64_t id)
+{
+	tui_session_load(t, id, -1);
 	tui_view_push(t, TUI_VIEW_SESSION);
+}
+
+/*
+ * Session ID started, changed state or ended (a snapshot may have been
+ * recorded meanwhile): each client that shows it reads it again, its
+ * selected snapshot kept. A view opened while the start snapshot was
+ * being taken said "starting" and "snapshots: 0", and had nothing to
+ * undo to, until it was opened again.
+ */
+void
+tui_session_changed(struct tui *t, int64_t id)
+{
+	struct tui_client *was = t->c, *c;
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < t->nclients; i++) {
+		c = t->clients[i];
+		if (c->nviews == 0 || c->views[c->nviews - 1] !=
+		    TUI_VIEW_SESSION || c->detail != id)
+			continue;
+		t->c = c;
+		tui_session_load(t, id, c->snap_sel < c->nsnaps ?
+		    c->snaps[c->snap_sel]->id : -1);
+		any = true;
+	}
+	t->c = was;
+	if (any)
+		tui_redraw(t);
 }
 
 void

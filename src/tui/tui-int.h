@@ -461,6 +461,8 @@ void tui_history_open(struct tui *);
 void tui_history_draw(struct tui *, const struct tui_rect *);
 bool tui_history_key(struct tui *, const struct tui_key *);
 void tui_session_open(struct tui *, int64_t id);
+/* Session ID's records changed: the clients that show it read them again. */
+void tui_session_changed(struct tui *, int64_t id);
 void tui_session_draw(struct tui *, const struct tui_rect *);
 bool tui_session_key(struct tui *, const struct tui_key *);
 void tui_session_undo_resume(struct tui *);

@@ -55,6 +55,7 @@ tui_pane_started(void *arg, struct session *s, bool ok, const char *cause)
 
 	wp->redraw = true;
 	tui_redraw(wp->t);
+	tui_session_changed(wp->t, wp->id);
 	if (ok)
 		return;
 	wp->exited = true;
@@ -129,6 +130,7 @@ tui_pane_done(void *arg, struct session *s)
 	struct tui_pane *wp = arg;
 
 	wp->done = true;
+	tui_session_changed(wp->t, wp->id);
 	tui_session_undo_resume(wp->t);
 }
 
@@ -140,6 +142,7 @@ tui_pane_state_changed(void *arg, struct session *s, enum session_state st)
 
 	wp->redraw = true;
 	tui_redraw(wp->t);
+	tui_session_changed(wp->t, wp->id);
 	if (st == SESSION_NEEDS_YOU || st == SESSION_PROMPT)
 		tui_status_notify(wp->t, wp, st);
 	if (wp->t->change_cb != NULL)

@@ -90,8 +90,12 @@ while [ $i -lt 100 ] && [ "$(cat "$P/README")" != four ]; do sleep 0.1; i=$((i +
 # Both questions are up before either is answered, and the second is answered as soon as the first
 # client says its undo waits: the sessions ignore SIGTERM, so the first undo runs when the grace
 # period kills them, and a second answer later than that would find nothing left to replace.
+# The view opened while session 3 may still have been taking its start snapshot: it reads the
+# session again as it starts and changes state (it showed "snapshots: 0", with nothing to undo to).
+wait_for '^snapshots: [1-9]' 30 || fail "the first client's view of session $s3 never showed its start snapshot"
 keys u
 wait_for 'Undo: stop sessions' || fail "the first client's undo question does not name the sessions it stops"
+wait_for2 '^snapshots: [1-9]' 30 || fail2 "the second client's view of session $s4 never showed its start snapshot"
 keys2 u
 wait_for2 'Undo: stop sessions' || fail2 "the second client's undo question does not name the sessions it stops"
 keys y
