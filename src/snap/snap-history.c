@@ -209,8 +209,10 @@ snap_hist_value(const struct strv *refs, const char *ref)
 	}
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
+		/* An entry with no value (no tab) names nothing. */
 		if ((c = snap_hist_name_cmp(ref, n, refs->v[mid])) == 0)
-			return refs->v[mid] + n + 1;
+			return refs->v[mid][n] == '\t' ? refs->v[mid] + n + 1 :
+			    NULL;
 		if (c < 0)
 			hi = mid;
 		else

@@ -772,6 +772,11 @@ test_refs_many(void **state)
 	assert_string_equal(snap_hist_value(&plain, "refs/a"), b);
 	assert_string_equal(snap_hist_value(&plain, "refs/z"), a);
 	assert_null(snap_hist_value(&plain, "refs/m"));
+	/* A line of a record with no tab (a damaged file) names nothing. */
+	strv_add(&plain, "refs/m");
+	snap_hist_sort(&plain);
+	assert_null(snap_hist_value(&plain, "refs/m"));
+	assert_string_equal(snap_hist_value(&plain, "refs/z"), a);
 	strv_free(&plain);
 	strv_free(&refs);
 	buf_free(&pk);
