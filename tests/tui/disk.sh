@@ -69,7 +69,7 @@ as_who() {
 # dash SCRIPT: the dashboard in a fresh tmux, running SCRIPT in the project
 # (as amxmark.sh: the shells running it are marked, for all_held).
 dash() {
-	tmux -L "$SOCK" kill-server 2>/dev/null
+	tmux_kill "$SOCK"
 	printf '%s\n' "$1" >"$WP/amxmark.sh"
 	cat >"$W/launch.sh" <<-EOF
 	cd "$WP" || exit 1

@@ -37,6 +37,20 @@ stop_server() {
 	! kill -0 "$_sp" 2>/dev/null
 }
 
+# tmux_kill SOCK: ends that tmux server and waits (bounded) for it to be gone: kill-server returns
+# before the server has exited, and a new-session on its socket meanwhile reached the dying server
+# ("server exited unexpectedly": tui-sizes failed so under load).
+tmux_kill() {
+	_tp=$(tmux -L "$1" display-message -p '#{pid}' 2>/dev/null)
+	tmux -L "$1" kill-server 2>/dev/null
+	[ -n "$_tp" ] || return 0
+	_i=0
+	while kill -0 "$_tp" 2>/dev/null && [ $_i -lt 200 ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+}
+
 # kill_server_wait: agentmux kill-server, then waits (bounded) for the old server to be gone: it answers
 # at once and stops listening, but ends its sessions before it exits, and until then they are live in
 # their trees (a next dashboard there would ask about the tree in use).

@@ -29,7 +29,7 @@ big() {
 	wait_status 2 "$s1:shell\\* " 30 || fail2 "the big client ($1) drew no status bar"
 	tmux -L "$SOCK2" send-keys -t 0 C-a d
 	wait_for2 'ATTACH-EXITED-0' 30 || fail2 "the big client ($1) did not detach"
-	tmux -L "$SOCK2" kill-server 2>/dev/null
+	tmux_kill "$SOCK2"
 	# The small client draws and takes keys after each.
 	keys "clear; echo after-big-$1-\$((1+1))" Enter
 	wait_for "^after-big-$1-2\$" 20 || fail "the small client does not draw after the big one ($1) detached"

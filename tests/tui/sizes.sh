@@ -45,7 +45,7 @@ scr2 | grep -q 'ATTACH-EXITED' && fail2 "the second client ended"
 echo "sizes: two clients of crossing sizes, resized four times, both drawing"
 
 # ---- a client that attaches smaller than 20x5 is told so; resized back, it draws whole ----
-tmux -L "$SOCK2" kill-server 2>/dev/null
+tmux_kill "$SOCK2"
 tmux -L "$SOCK" resize-window -t 0 -x 100 -y 30 2>/dev/null
 tmux -L "$SOCK2" -u -f /dev/null new-session -d -x 15 -y 4 -c "$P" \
 	-e "XDG_CONFIG_HOME=$XDG_CONFIG_HOME" -e "XDG_DATA_HOME=$XDG_DATA_HOME" \
