@@ -37,18 +37,23 @@ stop_server() {
 	! kill -0 "$_sp" 2>/dev/null
 }
 
+# gone_wait PID N: waits until PID has exited, at most N twentieths of a second; whether it has.
+gone_wait() {
+	_i=0
+	while kill -0 "$1" 2>/dev/null && [ $_i -lt "$2" ]; do
+		sleep 0.05
+		_i=$((_i + 1))
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+
 # tmux_kill SOCK: ends that tmux server and waits (bounded) for it to be gone: kill-server returns
 # before the server has exited, and a new-session on its socket meanwhile reached the dying server
 # ("server exited unexpectedly": tui-sizes failed so under load).
 tmux_kill() {
 	_tp=$(tmux -L "$1" display-message -p '#{pid}' 2>/dev/null)
 	tmux -L "$1" kill-server 2>/dev/null
-	[ -n "$_tp" ] || return 0
-	_i=0
-	while kill -0 "$_tp" 2>/dev/null && [ $_i -lt 200 ]; do
-		sleep 0.05
-		_i=$((_i + 1))
-	done
+	[ -z "$_tp" ] || gone_wait "$_tp" 200 || :
 }
 
 # kill_server_wait: agentmux kill-server, then waits (bounded) for the old server to be gone: it answers
@@ -58,12 +63,7 @@ kill_server_wait() {
 	_kp=$(server_pid)
 	timeout 20 "$AGENTMUX" kill-server >/dev/null 2>&1
 	[ -n "$_kp" ] || return 0
-	_i=0
-	while kill -0 "$_kp" 2>/dev/null && [ $_i -lt 1200 ]; do
-		sleep 0.05
-		_i=$((_i + 1))
-	done
-	! kill -0 "$_kp" 2>/dev/null || fail "the server (pid $_kp) still runs 60 s after kill-server"
+	gone_wait "$_kp" 1200 || fail "the server (pid $_kp) still runs 60 s after kill-server"
 }
 
 cleanup() {
