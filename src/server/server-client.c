@@ -50,7 +50,10 @@ server_client_sigend(int sig)
  * (the terminal or the ssh connection gone) or SIGTERM detaches it, as
  * tmux's client ends on them, even if it started with them ignored (as
  * under nohup): else it would wait on the socket for good. They are
- * blocked but in ppoll; *WAIT gets the mask ppoll takes.
+ * blocked but in ppoll; *WAIT gets the mask ppoll takes. Set before the
+ * hello goes: the server may draw on the terminal at once, and a hang-up
+ * that came between the hello and these was lost (ignored) or killed
+ * the client with the terminal raw.
  */
 static void
 server_client_signals(bool attached, sigset_t *wait)
@@ -363,18 +366,15 @@ server_client_suspend(int fd, const struct termios *tio, const int *fl)
 /* Waits for the server to let this client go, telling it of every resize; -2 (with *CAUSE) if it is lost. */
 static int
 server_client_wait(int fd, const struct termios *tio, const int *fl,
-    char **cause)
+    const sigset_t *wait, char **cause)
 {
 	struct pollfd pfd = { fd, POLLIN, 0 };
-	sigset_t wait;
 	struct buf b;
 	uint32_t version;
 	int fds[SERVER_MSG_FDS], nfds, type, i;
 	bool asked = false;
 	char *log;
 
-	/* A command's client (no terminal modes of its own) keeps the defaults. */
-	server_client_signals(fl != NULL, &wait);
 	buf_init(&b);
 	for (;;) {
 		if (server_client_winch) {
@@ -386,7 +386,7 @@ server_client_wait(int fd, const struct termios *tio, const int *fl,
 			server_client_restore(tio);
 			break;
 		}
-		if (ppoll(&pfd, 1, NULL, &wait) == -1 && errno == EINTR)
+		if (ppoll(&pfd, 1, NULL, wait) == -1 && errno == EINTR)
 			continue;
 		buf_reset(&b);
 		type = server_msg_recv(fd, &b, &version, fds, &nfds);
@@ -468,19 +468,22 @@ server_client_send(const char *name, const struct server_start *st,
     const struct buf *b, int *fds, int nfds, const struct termios *tio,
     const int *fl, char **cause)
 {
+	sigset_t wait;
 	ino_t ino;
 	int fd, rc = -1, tries;
 
 	for (tries = 0; tries <= SERVER_CLIENT_RETRIES; tries++) {
 		if ((fd = server_client_open(name, st, &ino, cause)) == -1)
 			return -1;
+		/* A command's client (no terminal modes of its own) keeps the defaults. */
+		server_client_signals(fl != NULL, &wait);
 		if (server_msg_send(fd, SERVER_MSG_HELLO, b->data, b->len, fds,
 		    nfds) == -1) {
 			*cause = xprintf("cannot talk to the server: %s",
 			    strerror(errno));
 			rc = -1;
 		} else
-			rc = server_client_wait(fd, tio, fl, cause);
+			rc = server_client_wait(fd, tio, fl, &wait, cause);
 		close(fd);
 		if (rc != -2 || !server_client_gone(name, ino))
 			break;

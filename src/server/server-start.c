@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,24 @@ server_start_fds(int *lfd, int *dirfd)
 	*dirfd = 4;
 }
 
+/*
+ * A client that starts the server on a second try has its own signals
+ * set already (blocked, caught): the server starts from none of them,
+ * else SIGTERM would never reach its loop.
+ */
+static void
+server_start_signals(void)
+{
+	static const int sigs[] = { SIGWINCH, SIGHUP, SIGTERM };
+	sigset_t none;
+	size_t i;
+
+	for (i = 0; i < nitems(sigs); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* Forks the server on the listening socket LFD: it is nobody's child and has no terminal. */
 static int
 server_start_fork(int lfd, int dirfd, int lockfd, struct config *cf,
@@ -57,6 +76,7 @@ server_start_fork(int lfd, int dirfd, int lockfd, struct config *cf,
 			_exit(1);
 		if (pid != 0)
 			_exit(0);
+		server_start_signals();
 		server_start_fds(&lfd, &dirfd);
 		server_main(lfd, dirfd, cf, name);
 	default:
