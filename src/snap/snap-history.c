@@ -221,37 +221,73 @@ snap_hist_value(const struct strv *refs, const char *ref)
 	return NULL;
 }
 
+size_t snap_hist_packed_max = SNAP_HIST_LOG_MAX;
+
+bool
+snap_hist_packed_unread(const struct strv *refs)
+{
+	return snap_hist_value(refs, SNAP_HIST_PACKED) != NULL;
+}
+
+char *
+snap_hist_packed_why(int gitfd)
+{
+	char size[32], max[32];
+	struct stat st;
+
+	if (fstatat(gitfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return xprintf("cannot be looked at: %s", strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return xstrdup("a symbolic link (agentmux follows none)");
+	if (!S_ISREG(st.st_mode))
+		return xstrdup("not a plain file");
+	if ((uint64_t)st.st_size > snap_hist_packed_max)
+		return xprintf("%s, more than the %s agentmux reads",
+		    util_fmt_size(size, sizeof size, st.st_size),
+		    util_fmt_size(max, sizeof max,
+		    (int64_t)snap_hist_packed_max));
+	return xstrdup("unreadable");
+}
+
 /*
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
  * '^' a peeled tag. A line git cannot parse makes git fail at every ref
  * it reads ("unexpected line"); it names nothing here. Its refs go into
  * OUT as they come, a name twice if it is on two lines (snap_hist_fold).
+ * -1 if it is there and cannot be read (too big, not a plain file): its
+ * refs are not known, which is not the same as none.
  */
-static void
+static int
 snap_hist_packed(int gitfd, struct strv *out)
 {
 	char *line, *save = NULL, *v;
 	struct buf b;
 	size_t n;
+	bool gone;
 
 	buf_init(&b);
-	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == 0) {
-		for (line = strtok_r(b.data, "\n", &save); line != NULL;
-		    line = strtok_r(NULL, "\n", &save)) {
-			if (*line == '#' || *line == '^' ||
-			    (n = snap_hist_oid_len(line)) == 0 || line[n] == '\0')
-				continue;
-			line[n] = '\0';
-			if (!snap_hist_refname_ok(line + n + 1) ||
-			    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
-				continue;
-			v = snap_hist_parse(line);
-			strv_addf(out, "%s\t%s", line + n + 1, v);
-			free(v);
-		}
+	if (snap_hist_read(gitfd, "packed-refs", &b, snap_hist_packed_max) ==
+	    -1) {
+		gone = errno == ENOENT;
+		buf_free(&b);
+		return gone ? 0 : -1;
+	}
+	for (line = strtok_r(b.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (*line == '#' || *line == '^' ||
+		    (n = snap_hist_oid_len(line)) == 0 || line[n] == '\0')
+			continue;
+		line[n] = '\0';
+		if (!snap_hist_refname_ok(line + n + 1) ||
+		    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
+			continue;
+		v = snap_hist_parse(line);
+		strv_addf(out, "%s\t%s", line + n + 1, v);
+		free(v);
 	}
 	buf_free(&b);
+	return 0;
 }
 
 /*
@@ -452,7 +488,7 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 	buf_init(&b);
 	if (fixed != NULL)
 		buf_init(fixed);
-	if (snap_hist_read(gitfd, "packed-refs", &b, SNAP_HIST_LOG_MAX) == -1) {
+	if (snap_hist_read(gitfd, "packed-refs", &b, snap_hist_packed_max) == -1) {
 		buf_free(&b);
 		return -1;
 	}
@@ -652,7 +688,8 @@ snap_hist_refs(int gitfd, struct strv *out)
 	if ((v = snap_hist_loose_value(gitfd, "HEAD")) != NULL)
 		strv_addf(&loose, "HEAD\t%s", v);
 	free(v);
-	snap_hist_packed(gitfd, &packed);
+	if (snap_hist_packed(gitfd, &packed) == -1)
+		strv_addf(&loose, "%s\t%s", SNAP_HIST_PACKED, SNAP_HIST_UNREAD);
 	snap_hist_loose(gitfd, "refs", 0, &loose);
 	snap_hist_fold(&packed, &loose, out);
 	strv_free(&packed);
@@ -2178,6 +2215,8 @@ snap_history_report(const struct strv *start, const struct strv *now,
 	const char *v, *was;
 	char *ref, *name;
 	size_t i;
+	/* A ref not read now may be in a packed-refs that was not read. */
+	bool unread = snap_hist_packed_unread(now);
 
 	for (i = 0; i < start->n; i++) {
 		if (strncmp(start->v[i], "refs/", 5) != 0)
@@ -2186,7 +2225,9 @@ snap_history_report(const struct strv *start, const struct strv *now,
 		was = start->v[i] + strlen(ref) + 1;
 		v = snap_hist_value(now, ref);
 		name = snap_history_refname(ref);
-		if (v == NULL)
+		if (v == NULL && unread)
+			;
+		else if (v == NULL)
 			strv_addf(warnings, "the session deleted %s in %s (it was "
 			    "%.12s); 'agentmux undo %lld --refs' puts it back",
 			    name, gitdir, was, (long long)session);
@@ -2198,6 +2239,44 @@ snap_history_report(const struct strv *start, const struct strv *now,
 		free(name);
 		free(ref);
 	}
+}
+
+/*
+ * G's packed-refs not read at the start or now (more than agentmux reads,
+ * a link, not a plain file): what that leaves untold, in red if the
+ * session is what made it so, else as a warning (the user's own file).
+ */
+static void
+snap_history_packed_tell(const struct snap_hgit *g, int gitfd,
+    const struct strv *start, const struct strv *now, int64_t session,
+    struct strv *alerts, struct strv *warnings)
+{
+	bool was = start != NULL && snap_hist_packed_unread(start);
+	char *why;
+
+	if (!snap_hist_packed_unread(now)) {
+		if (was)
+			strv_addf(warnings, "%s/packed-refs could not be read "
+			    "when the session started: its refs then were not "
+			    "kept, so what the session did to them cannot be "
+			    "told or undone (loose refs and HEAD can)",
+			    g->gitdir);
+		return;
+	}
+	why = snap_hist_packed_why(gitfd);
+	if (was)
+		strv_addf(warnings, "%s/packed-refs is %s, as it was when the "
+		    "session started: its refs were not kept, so what the "
+		    "session did to them cannot be told or undone (loose "
+		    "refs and HEAD can)", g->gitdir, why);
+	else
+		strv_addf(alerts, "%s/packed-refs is now %s: the refs the "
+		    "session wrote or deleted there (branches, tags, replace "
+		    "refs, which git reads) cannot be told, and none of "
+		    "yours is told as deleted; 'agentmux undo %lld --refs' "
+		    "puts back the refs of the start and keeps the file "
+		    "aside", g->gitdir, why, (long long)session);
+	free(why);
 }
 
 /* Reads the refs kept for G at the start. */
@@ -2616,8 +2695,8 @@ snap_hist_packed_mend_write(const struct snap_hgit *g, int gitfd,
 
 	buf_init(&left);
 	*kept = xprintf("%s/packed-refs-as-left", g->base);
-	if (snap_hist_read(gitfd, "packed-refs", &left, SNAP_HIST_LOG_MAX) ==
-	    -1) {
+	if (snap_hist_read(gitfd, "packed-refs", &left,
+	    snap_hist_packed_max) == -1) {
 		*cause = xprintf("cannot read it again: %s", strerror(errno));
 		buf_free(&left);
 		return -1;
@@ -2801,6 +2880,8 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	/* Before the refs are read: git keeps the objects of moved refs after. */
 	snap_hist_packed_mend(g, gitfd, session, alerts);
 	snap_hist_refs(gitfd, &now);
+	snap_history_packed_tell(g, gitfd, had_start ? &start : NULL, &now,
+	    session, alerts, warnings);
 	strv_init(&repaired);
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);

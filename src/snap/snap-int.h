@@ -800,6 +800,19 @@ bool snap_hist_refname_ok(const char *ref);
 void snap_hist_refs(int gitfd, struct strv *out);
 /* A loose ref (or HEAD) git may read otherwise than agentmux can: a link, a special file, a broken ref. */
 #define SNAP_HIST_UNREAD "(unreadable)"
+/*
+ * The entry (valued SNAP_HIST_UNREAD; no ref is named so) a list of
+ * snap_hist_refs holds when its packed-refs is there and could not be
+ * read: more than snap_hist_packed_max, not a plain file, failing. Its
+ * packed refs are then not known: none is taken for deleted.
+ */
+#define SNAP_HIST_PACKED "packed-refs"
+/* The most of packed-refs read (256 MiB; tests lower it). */
+extern size_t snap_hist_packed_max;
+/* Whether REFS (snap_hist_refs) could not read their packed-refs. */
+bool snap_hist_packed_unread(const struct strv *refs);
+/* Why GITFD's packed-refs cannot be read ("300 MiB, more than ..."); caller frees. */
+char *snap_hist_packed_why(int gitfd);
 /* TEXT (a ref file's content) as git reads it, "ref: NAME" or a lower-case id; NULL if broken to git. Caller frees. */
 char *snap_hist_parse(const char *text);
 /*

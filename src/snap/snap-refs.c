@@ -688,6 +688,167 @@ snap_refs_packed(struct snap_refs *sr)
 	strv_free(&unsorted);
 }
 
+/*
+ * The name packed-refs is kept aside as in the git dir, its own (a name
+ * the jail could have taken first is not waited on): a hard link to it
+ * (a link not followed), or a dir moved.
+ */
+static int
+snap_refs_aside_name(struct snap_refs *sr, char **name)
+{
+	int i, e;
+
+	for (i = 0; i < 16; i++) {
+		*name = xprintf("packed-refs-as-left-%lld-%08x",
+		    (long long)sr->session, arc4random());
+		if (linkat(sr->gitfd, "packed-refs", sr->gitfd, *name, 0) == 0)
+			return 0;
+		if (errno == EPERM && renameat2(sr->gitfd, "packed-refs",
+		    sr->gitfd, *name, RENAME_NOREPLACE) == 0)
+			return 0;
+		e = errno;
+		free(*name);
+		*name = NULL;
+		if ((errno = e) != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* The start's refs whose objects are there, as a packed-refs git reads; *N: how many. */
+static void
+snap_refs_packed_text(struct snap_refs *sr, struct buf *text, size_t *n)
+{
+	const char *tab;
+	size_t i;
+
+	*n = 0;
+	buf_init(text);
+	/* Sorted by name (strcmp's order): the start's list is. */
+	buf_adds(text, "# pack-refs with: sorted \n");
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab == NULL || strncmp(sr->start.v[i], "refs/", 5) != 0 ||
+		    !snap_hist_value_ok(tab + 1) || strncmp(tab + 1, "ref: ",
+		    5) == 0 || !strv_contains(&sr->present, tab + 1))
+			continue;
+		buf_printf(text, "%s %.*s\n", tab + 1, (int)(tab -
+		    sr->start.v[i]), sr->start.v[i]);
+		(*n)++;
+	}
+}
+
+/*
+ * A packed-refs agentmux cannot read (more than it reads, a link, not a
+ * plain file) that it could read at the start: the refs the session
+ * wrote there are not known. It is kept aside in the git dir, under a
+ * name of its own (nothing lost), and the start's refs are written as a
+ * packed-refs in its place; snap_refs_all then puts back the loose ones.
+ * One the start could not read either is the user's: left as it is.
+ * Whether packed-refs is (or would be) the start's now.
+ */
+static bool
+snap_refs_packed_aside(struct snap_refs *sr)
+{
+	struct buf text;
+	char *why, *name = NULL, *q;
+	size_t n;
+	bool done = false;
+
+	/* A worktree session could write its own branch alone. */
+	if (sr->scope != NULL)
+		return false;
+	if (snap_hist_packed_unread(&sr->start)) {
+		if (snap_hist_packed_unread(&sr->now)) {
+			why = snap_hist_packed_why(sr->gitfd);
+			out_printf(sr->out, "  leave   packed-refs as it is: it "
+			    "is %s, as it was at the start, so its refs then "
+			    "were not kept (loose refs and HEAD are put back)\n",
+			    why);
+			free(why);
+		}
+		return false;
+	}
+	if (!snap_hist_packed_unread(&sr->now))
+		return false;
+	why = snap_hist_packed_why(sr->gitfd);
+	snap_refs_packed_text(sr, &text, &n);
+	if (sr->dry) {
+		out_printf(sr->out, "  would keep packed-refs aside (it is %s, "
+		    "so the refs the session wrote there are not known) and "
+		    "write the start's %zu packed refs in its place\n", why, n);
+		done = true;
+	} else if (snap_refs_aside_name(sr, &name) == -1) {
+		out_printf(sr->out, "  cannot  keep packed-refs aside: %s; it "
+		    "is %s, so the refs the session wrote there stay\n",
+		    strerror(errno), why);
+		sr->failed++;
+	} else if (snap_refs_write_text(sr, "packed-refs", &text) == -1) {
+		out_printf(sr->out, "  cannot  write the start's packed refs: "
+		    "%s%s\n", strerror(errno), errno == EEXIST ? " (a .lock "
+		    "file is there: is git running?)" : "");
+		sr->failed++;
+	} else {
+		q = quote_name(name);
+		out_printf(sr->out, "  keep    packed-refs aside as %s in the "
+		    "git dir: it is %s, so the refs the session wrote there "
+		    "are not known (delete it once you have looked)\n"
+		    "  put     the start's %zu packed refs back into "
+		    "packed-refs\n", q, why, n);
+		free(q);
+		done = true;
+	}
+	buf_free(&text);
+	free(name);
+	free(why);
+	return done;
+}
+
+/* A dry run's refs as they would be once packed-refs is the start's: its refs under the loose ones. */
+static void
+snap_refs_as_if_packed(struct snap_refs *sr)
+{
+	struct strv add;
+	const char *tab;
+	char *ref;
+	size_t i;
+
+	strv_init(&add);
+	for (i = 0; i < sr->start.n; i++) {
+		tab = strchr(sr->start.v[i], '\t');
+		if (tab == NULL || strncmp(sr->start.v[i], "refs/", 5) != 0 ||
+		    !strv_contains(&sr->present, tab + 1))
+			continue;
+		ref = xstrndup(sr->start.v[i], (size_t)(tab - sr->start.v[i]));
+		if (snap_hist_value(&sr->now, ref) == NULL)
+			strv_add(&add, sr->start.v[i]);
+		free(ref);
+	}
+	for (i = 0; i < add.n; i++)
+		strv_add(&sr->now, add.v[i]);
+	snap_hist_sort(&sr->now);
+	strv_free(&add);
+}
+
+/*
+ * The refs as they are now, read after packed-refs is mended: one not
+ * read (snap_hist_packed_unread) is put aside first, then read again.
+ */
+static void
+snap_refs_now(struct snap_refs *sr)
+{
+	strv_free(&sr->now);
+	snap_hist_refs(sr->gitfd, &sr->now);
+	if (!snap_refs_packed_aside(sr))
+		return;
+	if (sr->dry) {
+		snap_refs_as_if_packed(sr);
+		return;
+	}
+	strv_free(&sr->now);
+	snap_hist_refs(sr->gitfd, &sr->now);
+}
+
 static int
 snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
     bool dry, FILE *out, char **cause)
@@ -725,10 +886,9 @@ snap_undo_refs_project(struct store *st, struct snap_repo *r, int64_t session,
 	}
 	snap_refs_head_broken(&sr);
 	snap_refs_packed(&sr);
-	strv_free(&sr.now);
-	snap_hist_refs(sr.gitfd, &sr.now);
 	if (snap_refs_present(&sr, cause) == 0 &&
 	    snap_refs_unkeep(&sr, cause) == 0) {
+		snap_refs_now(&sr);
 		snap_refs_all(&sr);
 		snap_refs_stash(&sr);
 		snap_refs_head(&sr);
@@ -844,9 +1004,9 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 	snap_refs_nested_base(sr);
 	snap_refs_head_broken(sr);
 	snap_refs_packed(sr);
-	snap_hist_refs(sr->gitfd, &sr->now);
 	if (snap_refs_present(sr, &cause) == 0 && snap_refs_unkeep(sr,
 	    &cause) == 0) {
+		snap_refs_now(sr);
 		snap_refs_all(sr);
 		snap_refs_stash(sr);
 		snap_refs_head(sr);

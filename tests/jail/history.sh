@@ -848,6 +848,83 @@ packed_unsorted() {
 	*) bad "packed_unsorted: undo --refs did not say what it took out: $out" ;; esac
 }
 
+# A packed-refs past what agentmux reads (256 MiB): the session deleted
+# v1 and wrote a replace ref into it, and 4.6 million junk tags. Read as
+# none, the end told main and v1 deleted and missed the replace ref, and
+# undo --refs left the session's refs. Now the end says in red that the
+# file's refs cannot be told (and tells no ref of the user's deleted);
+# undo --refs keeps the file aside and writes the start's packed refs.
+packed_huge() {
+	fresh_repo
+	(cd "$P" && git tag v1 && git pack-refs --all) || exit 1
+	refs0=$(user_refs)
+	# (The suite's 8M file_size would stop the file; the rest as it is.)
+	cf="$XDG_CONFIG_HOME/agentmux/config"
+	cp "$cf" "$cf.saved" && sed -i 's/^file_size = .*/file_size = 512M/' "$cf" || exit 1
+	jrun -- sh -c 'h=$(git rev-parse HEAD) && t=$(git rev-parse HEAD^{tree}) &&
+	    { echo "# pack-refs with: peeled fully-peeled sorted " &&
+	      echo "$h refs/heads/main" && echo "$t refs/replace/$h" &&
+	      awk -v h="$h" "BEGIN { for (i = 0; i < 4600000; i++)
+	          printf \"%s refs/tags/junk%08d\\n\", h, i }"; } >.git/pr.new &&
+	    mv .git/pr.new .git/packed-refs && echo huge'
+	mv "$cf.saved" "$cf" || exit 1
+	case $OUT in *huge*) ok ;; *) bad "packed_huge: packed-refs was not written: $OUT" ;; esac
+	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] && ok ||
+	    bad "packed_huge: packed-refs is not past 256 MiB: $(stat -c %s "$P/.git/packed-refs")"
+	case $OUT in *"packed-refs is now "*"M, more than the 256M agentmux reads"*"cannot be told"*"undo "*" --refs"*) ok ;;
+	*) bad "packed_huge: the end did not tell packed-refs past what it reads: $OUT" ;; esac
+	case $OUT in *"deleted main"*|*"deleted v1"*|*"deleted refs/"*) bad "packed_huge: the end told refs deleted it could not read: $OUT" ;;
+	*) ok ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs --dry-run 2>&1) && ok ||
+	    bad "packed_huge: undo --refs --dry-run failed: $out"
+	case $out in *"would keep packed-refs aside"*"write the start's 2 packed refs"*) ok ;;
+	*) bad "packed_huge: the dry run did not say what it would do: $out" ;; esac
+	case $out in *"would reset"*main*) bad "packed_huge: the dry run would reset main, which the file keeps: $out" ;;
+	*) ok ;; esac
+	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] && ok ||
+	    bad "packed_huge: the dry run changed packed-refs"
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "packed_huge: undo --refs failed: $out"
+	case $out in *"keep    packed-refs aside as packed-refs-as-left-"*"put     the start's 2 packed refs"*) ok ;;
+	*) bad "packed_huge: undo --refs did not say it kept the file aside: $out" ;; esac
+	[ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "packed_huge: the refs are not the start's: $(user_refs 2>&1 | head -5) vs $refs0: $out"
+	git -C "$P" for-each-ref refs/replace | grep -q . &&
+	    bad "packed_huge: the session's replace ref is still there" || ok
+	aside=$(ls "$P"/.git/packed-refs-as-left-* 2>/dev/null | head -1)
+	[ -n "$aside" ] && [ "$(stat -c %s "$aside")" -gt 268435456 ] && ok ||
+	    bad "packed_huge: the file as the session left it was not kept: ${aside:-none}"
+	rm -f "$P"/.git/packed-refs-as-left-*
+}
+
+# packed-refs made a link (to a file of the session's, with a replace
+# ref): agentmux follows none, so its refs are not known, as above (the
+# end's sweep moves the link to the quarantine). The same link made again
+# after the end (by another session, say): undo --refs keeps the link
+# aside, not what it names, and writes the start's packed refs.
+packed_link() {
+	fresh_repo
+	(cd "$P" && git tag v1 && git pack-refs --all) || exit 1
+	refs0=$(user_refs)
+	jrun -- sh -c 'h=$(git rev-parse HEAD) && t=$(git rev-parse HEAD^{tree}) &&
+	    { cat .git/packed-refs && echo "$t refs/replace/$h"; } >.git/pr &&
+	    ln -sf pr .git/packed-refs && echo linked'
+	case $OUT in *"packed-refs is now a symbolic link (agentmux follows none)"*"cannot be told"*) ok ;;
+	*) bad "packed_link: the end did not tell packed-refs a link: $OUT" ;; esac
+	[ -L "$P/.git/packed-refs" ] && bad "packed_link: the end left the link" || ok
+	ln -s pr "$P/.git/packed-refs" || exit 1
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "packed_link: undo --refs failed: $out"
+	[ -f "$P/.git/packed-refs" ] && [ ! -L "$P/.git/packed-refs" ] &&
+	    [ "$(user_refs)" = "$refs0" ] && ok ||
+	    bad "packed_link: the refs are not the start's: $(ls -l "$P/.git/packed-refs" 2>&1) $(user_refs 2>&1 | head -5): $out"
+	aside=$(ls "$P"/.git/packed-refs-as-left-* 2>/dev/null | head -1)
+	[ -L "$aside" ] && [ "$(readlink "$aside")" = pr ] && ok ||
+	    bad "packed_link: the link was not kept aside as a link: ${aside:-none}: $out"
+	grep -q refs/replace "$P/.git/pr" && ok ||
+	    bad "packed_link: the file the link named was changed"
+}
+
 # HEAD broken after the session ended (or by another session): undo
 # --refs puts it back as the end would, and works.
 head_after() {
@@ -890,6 +967,8 @@ checks() {
 	refs_as_git_reads
 	packed_bad
 	packed_unsorted
+	packed_huge
+	packed_link
 	head_after
 	gc_prune
 	git_works

@@ -971,6 +971,73 @@ test_packed_unsorted(void **state)
 	free(dir);
 }
 
+/*
+ * A packed-refs that cannot be read (past the cap, lowered here; a link;
+ * a dir) is said in the list, never read as no refs; loose refs and HEAD
+ * are still read, and one that is absent or empty is no refs.
+ */
+static void
+test_packed_unread(void **state)
+{
+	static const char a[] = "1111111111111111111111111111111111111111";
+	char *dir = test_tmpdir("packed-unread"), *why;
+	size_t max = snap_hist_packed_max;
+	struct strv refs;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	test_sh_ok("cd '%s' && mkdir -p refs/heads && echo 'ref: refs/heads/"
+	    "main' >HEAD && echo %s >refs/heads/loose && printf '%s "
+	    "refs/heads/main\\n%s refs/tags/v1\\n' >packed-refs", dir, a,
+	    a, a);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd != -1);
+	snap_hist_refs(fd, &refs);
+	assert_false(snap_hist_packed_unread(&refs));
+	assert_string_equal(snap_hist_value(&refs, "refs/tags/v1"), a);
+	strv_free(&refs);
+	/* One byte past the cap. */
+	assert_int_equal(fstatat(fd, "packed-refs", &st, 0), 0);
+	snap_hist_packed_max = (size_t)st.st_size - 1;
+	snap_hist_refs(fd, &refs);
+	assert_true(snap_hist_packed_unread(&refs));
+	assert_null(snap_hist_value(&refs, "refs/tags/v1"));
+	assert_string_equal(snap_hist_value(&refs, "refs/heads/loose"), a);
+	assert_string_equal(snap_hist_value(&refs, "HEAD"),
+	    "ref: refs/heads/main");
+	why = snap_hist_packed_why(fd);
+	assert_non_null(strstr(why, "more than the"));
+	free(why);
+	strv_free(&refs);
+	snap_hist_packed_max = max;
+	/* A link (to a file git would read) and a dir. */
+	test_sh_ok("cd '%s' && mv packed-refs pr && ln -s pr packed-refs", dir);
+	snap_hist_refs(fd, &refs);
+	assert_true(snap_hist_packed_unread(&refs));
+	strv_free(&refs);
+	why = snap_hist_packed_why(fd);
+	assert_non_null(strstr(why, "symbolic link"));
+	free(why);
+	test_sh_ok("cd '%s' && rm packed-refs && mkdir packed-refs", dir);
+	snap_hist_refs(fd, &refs);
+	assert_true(snap_hist_packed_unread(&refs));
+	strv_free(&refs);
+	/* None, or empty: no packed refs, known. */
+	test_sh_ok("cd '%s' && rmdir packed-refs", dir);
+	snap_hist_refs(fd, &refs);
+	assert_false(snap_hist_packed_unread(&refs));
+	assert_int_equal(refs.n, 2);
+	strv_free(&refs);
+	test_sh_ok("cd '%s' && : >packed-refs", dir);
+	snap_hist_refs(fd, &refs);
+	assert_false(snap_hist_packed_unread(&refs));
+	strv_free(&refs);
+	close(fd);
+	test_sh("rm -rf %s", dir);
+	free(dir);
+}
+
 /* Reflog merging: a NUL byte or a missing last newline in the session's log loses no entry and leaves whole lines. */
 static void
 test_merge_log(void **state)
@@ -1022,6 +1089,7 @@ main(void)
 		cmocka_unit_test(test_refs_many),
 		cmocka_unit_test(test_packed_check),
 		cmocka_unit_test(test_packed_unsorted),
+		cmocka_unit_test(test_packed_unread),
 		cmocka_unit_test(test_merge_log),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
