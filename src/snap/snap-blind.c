@@ -142,10 +142,27 @@ snap_blind_replace(int gitfd, struct strv *out)
 
 	snap_hist_refs(gitfd, &refs);
 	for (i = 0; i < refs.n; i++) {
-		if (strncmp(refs.v[i], "refs/replace/", 13) == 0)
+		/* (A packed-refs not read is said too: snap_blind_unread.) */
+		if (strncmp(refs.v[i], "refs/replace/", 13) == 0 ||
+		    strncmp(refs.v[i], SNAP_HIST_PACKED "\t",
+		    sizeof SNAP_HIST_PACKED) == 0)
 			strv_add(out, refs.v[i]);
 	}
 	strv_free(&refs);
+}
+
+/* Whether REPLACE (snap_blind_replace) came from a packed-refs not read. */
+static bool
+snap_blind_unread(const struct strv *replace)
+{
+	size_t i;
+
+	for (i = 0; i < replace->n; i++) {
+		if (strncmp(replace->v[i], SNAP_HIST_PACKED "\t",
+		    sizeof SNAP_HIST_PACKED) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* The extensions a look keeps, in the order of snap_blind_exts_into. */
@@ -1240,8 +1257,15 @@ snap_blind_compare(const struct snap_blind *start,
 	}
 	if (more > 0)
 		snap_blind_more_marks(wt, more, out);
-	for (i = 0, told = more = 0; i < now->replace.n; i++) {
-		if (strv_contains(&start->replace, now->replace.v[i]))
+	/*
+	 * The start's replace refs not known (its packed-refs not read): the
+	 * user's own would be told as the session's (the history's end says
+	 * what could not be told). One not read now is not a replace ref.
+	 */
+	for (i = 0, told = more = 0; !snap_blind_unread(&start->replace) &&
+	    i < now->replace.n; i++) {
+		if (strv_contains(&start->replace, now->replace.v[i]) ||
+		    strncmp(now->replace.v[i], "refs/replace/", 13) != 0)
 			continue;
 		if (told++ < SNAP_BLIND_TELL)
 			snap_blind_tell_replace(now->replace.v[i], out);

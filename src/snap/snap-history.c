@@ -250,6 +250,26 @@ snap_hist_packed_why(int gitfd)
 }
 
 /*
+ * The entry for a packed-refs not read: SNAP_HIST_UNREAD, then what the
+ * file is (device, inode, size, times), so that one changed between the
+ * start and the end is told even though neither could be read.
+ */
+static void
+snap_hist_packed_mark(int gitfd, struct strv *out)
+{
+	struct stat st;
+
+	if (fstatat(gitfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&st, 0, sizeof st);
+	strv_addf(out, "%s\t%s %o %llx:%llu %lld %lld.%09ld %lld.%09ld",
+	    SNAP_HIST_PACKED, SNAP_HIST_UNREAD, (unsigned)st.st_mode,
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+	    st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+	    st.st_ctim.tv_nsec);
+}
+
+/*
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
  * '^' a peeled tag. A line git cannot parse makes git fail at every ref
@@ -689,7 +709,7 @@ snap_hist_refs(int gitfd, struct strv *out)
 		strv_addf(&loose, "HEAD\t%s", v);
 	free(v);
 	if (snap_hist_packed(gitfd, &packed) == -1)
-		strv_addf(&loose, "%s\t%s", SNAP_HIST_PACKED, SNAP_HIST_UNREAD);
+		snap_hist_packed_mark(gitfd, &loose);
 	snap_hist_loose(gitfd, "refs", 0, &loose);
 	snap_hist_fold(&packed, &loose, out);
 	strv_free(&packed);
@@ -1008,7 +1028,8 @@ snap_hist_repair_one(int gitfd, int logsfd, const char *rel,
 		 * Gone with its ref: undo --refs brings both back. A link or
 		 * FIFO in its place (git would append through it) is replaced.
 		 */
-		if (errno == ENOENT && snap_hist_value(now, rel) == NULL)
+		if (errno == ENOENT && snap_hist_value(now, rel) == NULL &&
+		    !snap_hist_packed_unread(now))
 			goto out;
 		if (errno != ENOENT && errno != ELOOP && errno != EINVAL)
 			goto out;
@@ -2195,6 +2216,9 @@ snap_history_remotes(const struct strv *start, const struct strv *now,
 	char *ref;
 	size_t i;
 
+	/* The start's not known (its packed-refs not read): the end says so. */
+	if (snap_hist_packed_unread(start))
+		return;
 	for (i = 0; i < now->n; i++) {
 		if (strncmp(now->v[i], "refs/remotes/", 13) != 0)
 			continue;
@@ -2252,6 +2276,7 @@ snap_history_packed_tell(const struct snap_hgit *g, int gitfd,
     struct strv *alerts, struct strv *warnings)
 {
 	bool was = start != NULL && snap_hist_packed_unread(start);
+	struct stat st;
 	char *why;
 
 	if (!snap_hist_packed_unread(now)) {
@@ -2264,11 +2289,29 @@ snap_history_packed_tell(const struct snap_hgit *g, int gitfd,
 		return;
 	}
 	why = snap_hist_packed_why(gitfd);
-	if (was)
+	if (was && strcmp(snap_hist_value(start, SNAP_HIST_PACKED),
+	    snap_hist_value(now, SNAP_HIST_PACKED)) != 0)
+		strv_addf(alerts, "%s/packed-refs, which agentmux could not "
+		    "read when the session started, was changed or replaced "
+		    "in the session and is now %s: what the session wrote or "
+		    "deleted there (branches, tags, replace refs) cannot be "
+		    "told or undone; compare it with your own copy or a "
+		    "clone ('git for-each-ref', 'git replace --list')",
+		    g->gitdir, why);
+	else if (was)
 		strv_addf(warnings, "%s/packed-refs is %s, as it was when the "
 		    "session started: its refs were not kept, so what the "
 		    "session did to them cannot be told or undone (loose "
 		    "refs and HEAD can)", g->gitdir, why);
+	else if (fstatat(gitfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) ==
+	    0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		strv_addf(alerts, "%s/packed-refs is now %s: the refs the "
+		    "session wrote or deleted there cannot be told, and the "
+		    "end moves such a file to the session's quarantine, so "
+		    "git now sees no packed refs there: your "
+		    "packed branches and tags look deleted until 'agentmux "
+		    "undo %lld --refs' puts back the refs of the start",
+		    g->gitdir, why, (long long)session);
 	else
 		strv_addf(alerts, "%s/packed-refs is now %s: the refs the "
 		    "session wrote or deleted there (branches, tags, replace "

@@ -284,6 +284,7 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
     const char *cur)
 {
 	bool sym = strncmp(want, "ref: ", 5) == 0;
+	const char *was;
 
 	if (!sym && !strv_contains(&sr->present, want)) {
 		out_printf(sr->out, "  cannot  put %s back: the object it named "
@@ -303,10 +304,12 @@ snap_refs_one(struct snap_refs *sr, const char *ref, const char *want,
 		return;
 	}
 	/* A symbolic ref whole: its name cut short would say nothing. */
+	was = cur != NULL ? cur : snap_hist_packed_unread(&sr->now) ?
+	    "not known: packed-refs was not read" : "deleted";
 	out_printf(sr->out, "  %sreset   %s to %.*s (it was %.*s)\n", sr->dry ?
 	    "would " : "", snap_refs_short(ref), sym ? (int)strlen(want) : 12,
-	    sym ? want + 5 : want, cur != NULL && strncmp(cur, "ref: ", 5) ==
-	    0 ? (int)strlen(cur) : 12, cur != NULL ? cur : "deleted");
+	    sym ? want + 5 : want, cur == NULL || strncmp(cur, "ref: ", 5) ==
+	    0 ? (int)strlen(was) : 12, was);
 	if (sr->dry)
 		return;
 	if (!sym)
@@ -417,6 +420,12 @@ snap_refs_all(struct snap_refs *sr)
 		    strcmp(cur, want) != 0))
 			snap_refs_one(sr, ref, want, cur);
 		free(ref);
+	}
+	/* Refs made since cannot be told from packed ones the start did not read. */
+	if (snap_hist_packed_unread(&sr->start)) {
+		out_printf(sr->out, "  leave   refs that are not in the start's "
+		    "record as they are: its packed-refs could not be read\n");
+		return;
 	}
 	for (i = 0; i < sr->now.n; i++) {
 		ref = xstrndup(sr->now.v[i], strcspn(sr->now.v[i], "\t"));
@@ -691,7 +700,8 @@ snap_refs_packed(struct snap_refs *sr)
 /*
  * The name packed-refs is kept aside as in the git dir, its own (a name
  * the jail could have taken first is not waited on): a hard link to it
- * (a link not followed), or a dir moved.
+ * (a link not followed), or the entry itself moved (a dir, a file with
+ * too many links).
  */
 static int
 snap_refs_aside_name(struct snap_refs *sr, char **name)
@@ -703,7 +713,8 @@ snap_refs_aside_name(struct snap_refs *sr, char **name)
 		    (long long)sr->session, arc4random());
 		if (linkat(sr->gitfd, "packed-refs", sr->gitfd, *name, 0) == 0)
 			return 0;
-		if (errno == EPERM && renameat2(sr->gitfd, "packed-refs",
+		/* A dir, or a file with too many links (the jail's doing). */
+		if (errno != EEXIST && renameat2(sr->gitfd, "packed-refs",
 		    sr->gitfd, *name, RENAME_NOREPLACE) == 0)
 			return 0;
 		e = errno;
@@ -772,6 +783,17 @@ snap_refs_packed_aside(struct snap_refs *sr)
 	if (!snap_hist_packed_unread(&sr->now))
 		return false;
 	why = snap_hist_packed_why(sr->gitfd);
+	/* Else the file would go aside and the new one not be written. */
+	if (faccessat(sr->gitfd, "packed-refs.lock", F_OK,
+	    AT_SYMLINK_NOFOLLOW) == 0) {
+		out_printf(sr->out, "  cannot  put packed-refs back: it is %s, "
+		    "and a packed-refs.lock is there (the session may have "
+		    "left it); if no git is running, delete it and run undo "
+		    "--refs again\n", why);
+		free(why);
+		sr->failed++;
+		return false;
+	}
 	snap_refs_packed_text(sr, &text, &n);
 	if (sr->dry) {
 		out_printf(sr->out, "  would keep packed-refs aside (it is %s, "
@@ -784,9 +806,12 @@ snap_refs_packed_aside(struct snap_refs *sr)
 		    strerror(errno), why);
 		sr->failed++;
 	} else if (snap_refs_write_text(sr, "packed-refs", &text) == -1) {
+		q = quote_name(name);
 		out_printf(sr->out, "  cannot  write the start's packed refs: "
-		    "%s%s\n", strerror(errno), errno == EEXIST ? " (a .lock "
-		    "file is there: is git running?)" : "");
+		    "%s%s; packed-refs is kept as %s in the git dir\n",
+		    strerror(errno), errno == EEXIST ? " (a .lock file is "
+		    "there: is git running?)" : "", q);
+		free(q);
 		sr->failed++;
 	} else {
 		q = quote_name(name);

@@ -883,6 +883,17 @@ packed_huge() {
 	*) ok ;; esac
 	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] && ok ||
 	    bad "packed_huge: the dry run changed packed-refs"
+	# A packed-refs.lock left there (the session's, say): nothing is moved aside, and it is said.
+	: >"$P/.git/packed-refs.lock"
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) &&
+	    bad "packed_huge: undo --refs with packed-refs.lock there exited 0: $out"
+	case $out in *"a packed-refs.lock is there"*"delete it and run undo --refs again"*) ok ;;
+	*) bad "packed_huge: undo --refs did not say the lock was in the way: $out" ;; esac
+	ls "$P"/.git/packed-refs-as-left-* >/dev/null 2>&1 &&
+	    bad "packed_huge: packed-refs was moved aside though the new one could not be written"
+	case $out in *"(it was deleted)"*) bad "packed_huge: undo said a ref deleted that it could not read: $out" ;;
+	*) ok ;; esac
+	rm -f "$P/.git/packed-refs.lock"
 	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
 	    bad "packed_huge: undo --refs failed: $out"
 	case $out in *"keep    packed-refs aside as packed-refs-as-left-"*"put     the start's 2 packed refs"*) ok ;;
@@ -895,6 +906,54 @@ packed_huge() {
 	[ -n "$aside" ] && [ "$(stat -c %s "$aside")" -gt 268435456 ] && ok ||
 	    bad "packed_huge: the file as the session left it was not kept: ${aside:-none}"
 	rm -f "$P"/.git/packed-refs-as-left-*
+}
+
+# The user's own packed-refs past 256 MiB when the session starts (with
+# a remote branch and a replace ref of theirs in it): the session shrinks
+# it. The end tells no ref of the user's as the session's, undo deletes
+# none of them and names none to delete; a second session that changes
+# the still unreadable file is told in red.
+packed_huge_start() {
+	fresh_repo
+	(cd "$P" && git tag v1 && h=$(git rev-parse HEAD) &&
+	    t=$(git rev-parse HEAD^{tree}) &&
+	    { echo "# pack-refs with: peeled fully-peeled sorted " &&
+	      echo "$h refs/heads/main" && echo "$h refs/remotes/origin/main" &&
+	      echo "$t refs/replace/$h" &&
+	      awk -v h="$h" 'BEGIN { for (i = 0; i < 4600000; i++)
+	          printf "%s refs/tags/junk%08d\n", h, i }' &&
+	      echo "$h refs/tags/v1"; } >.git/packed-refs.new &&
+	    rm -f .git/refs/heads/main .git/refs/tags/v1 &&
+	    mv .git/packed-refs.new .git/packed-refs) || exit 1
+	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] || exit 1
+	jrun -- sh -c 'grep -v refs/tags/junk .git/packed-refs >.git/pr.new &&
+	    mv .git/pr.new .git/packed-refs && echo shrunk'
+	case $OUT in *shrunk*) ok ;; *) bad "packed_huge_start: the session did not run: $OUT" ;; esac
+	case $OUT in *"packed-refs could not be read when the session started"*) ok ;;
+	*) bad "packed_huge_start: the end did not say the start's packed refs were not kept: $OUT" ;; esac
+	case $OUT in *"made the remote-tracking"*|*"made the replace ref"*|*"deleted main"*)
+		bad "packed_huge_start: the end took the user's refs for the session's: $OUT" ;;
+	*) ok ;; esac
+	refs1=$(user_refs)
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "packed_huge_start: undo --refs failed: $out"
+	case $out in *"leave   refs that are not in the start's record as they are"*) ok ;;
+	*) bad "packed_huge_start: undo did not say it leaves the refs it cannot place: $out" ;; esac
+	case $out in *"delete  refs/replace"*|*"keep    main"*|*"branch -D"*)
+		bad "packed_huge_start: undo took the user's refs for the session's: $out" ;;
+	*) ok ;; esac
+	[ "$(user_refs)" = "$refs1" ] && ok ||
+	    bad "packed_huge_start: undo changed the user's refs: $(user_refs 2>&1 | head -5) vs $refs1"
+	# Past the cap again, then changed by a session: told, in red.
+	(cd "$P" && h=$(git rev-parse HEAD) && awk -v h="$h" 'BEGIN { for (i = 0; i < 4600000; i++)
+	    printf "%s refs/zz/junk%08d\n", h, i }' >>.git/packed-refs) || exit 1
+	cf="$XDG_CONFIG_HOME/agentmux/config"
+	cp "$cf" "$cf.saved" && sed -i 's/^file_size = .*/file_size = 512M/' "$cf" || exit 1
+	jrun -- sh -c 'h=$(git rev-parse HEAD) && echo "$h refs/zz/zzevil" >>.git/packed-refs && echo grew'
+	mv "$cf.saved" "$cf" || exit 1
+	case $OUT in *grew*"packed-refs, which agentmux could not read when the session started, was changed or replaced in the session"*) ok ;;
+	*) bad "packed_huge_start: a change to the unreadable file was not told: $OUT" ;; esac
+	rm -f "$P/.git/packed-refs"
 }
 
 # packed-refs made a link (to a file of the session's, with a replace
@@ -968,6 +1027,7 @@ checks() {
 	packed_bad
 	packed_unsorted
 	packed_huge
+	packed_huge_start
 	packed_link
 	head_after
 	gc_prune
