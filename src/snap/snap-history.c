@@ -249,6 +249,47 @@ snap_hist_packed_why(int gitfd)
 	return xstrdup("unreadable");
 }
 
+int
+snap_hist_packed_scan(int gitfd, const char *name, const struct strv *start,
+    size_t *n, struct strv *heads, size_t max)
+{
+	char *line = NULL, *ref;
+	size_t cap = 0, len;
+	struct stat st;
+	ssize_t got;
+	FILE *f;
+	int fd;
+
+	*n = 0;
+	if ((fd = openat(gitfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	/* A line at a time: the file is one agentmux would not read whole. */
+	while ((got = getline(&line, &cap, f)) > 0) {
+		if (line[got - 1] == '\n')
+			line[got - 1] = '\0';
+		if ((len = snap_hist_oid_len(line)) == 0 || line[len] == '\0')
+			continue;
+		ref = line + len + 1;
+		if (!snap_hist_refname_ok(ref) || strncmp(ref, "refs/replace/",
+		    13) == 0 || snap_hist_value(start, ref) != NULL)
+			continue;
+		(*n)++;
+		if (strncmp(ref, "refs/heads/", 11) == 0 && heads->n < max &&
+		    !strv_contains(heads, ref))
+			strv_add(heads, ref);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
 /*
  * The entry for a packed-refs not read: SNAP_HIST_UNREAD, then what the
  * file is (device, inode, size, times), so that one changed between the

@@ -813,6 +813,14 @@ extern size_t snap_hist_packed_max;
 bool snap_hist_packed_unread(const struct strv *refs);
 /* Why GITFD's packed-refs cannot be read ("300 MiB, more than ..."); caller frees. */
 char *snap_hist_packed_why(int gitfd);
+/*
+ * The refs of NAME (a packed-refs, read a line at a time, no link
+ * followed) that START (sorted) does not have, replace refs left out:
+ * how many into *N, the first MAX branches into HEADS. -1 if it cannot
+ * be read.
+ */
+int snap_hist_packed_scan(int gitfd, const char *name,
+    const struct strv *start, size_t *n, struct strv *heads, size_t max);
 /* TEXT (a ref file's content) as git reads it, "ref: NAME" or a lower-case id; NULL if broken to git. Caller frees. */
 char *snap_hist_parse(const char *text);
 /*

@@ -749,6 +749,41 @@ snap_refs_packed_text(struct snap_refs *sr, struct buf *text, size_t *n)
 	}
 }
 
+/* The most branches of the file kept aside named one by one. */
+#define SNAP_REFS_ASIDE_TOLD 8
+
+/*
+ * What the file kept aside as NAME (Q: quoted) holds that the start did
+ * not: the session's refs, and any the user made since the session and
+ * packed there (git pack-refs, git gc). Counted, and the first branches
+ * named with how to bring one back: none is written back, since which
+ * are the user's cannot be told.
+ */
+static void
+snap_refs_aside_tell(struct snap_refs *sr, const char *name, const char *q)
+{
+	struct strv heads;
+	size_t n, i;
+	char *r;
+
+	strv_init(&heads);
+	if (snap_hist_packed_scan(sr->gitfd, name, &sr->start, &n, &heads,
+	    SNAP_REFS_ASIDE_TOLD) == 0 && n > 0) {
+		out_printf(sr->out, "  note    %s names %zu ref%s that %s not "
+		    "there at the start (replace refs left out): the "
+		    "session's, and any branch or tag you made since and "
+		    "packed (git pack-refs, git gc); bring one back with "
+		    "'git update-ref REF ID' (its line there)\n", q, n,
+		    n == 1 ? "" : "s", n == 1 ? "was" : "were");
+		for (i = 0; i < heads.n; i++) {
+			r = quote_name(heads.v[i]);
+			out_printf(sr->out, "          as the branch %s\n", r);
+			free(r);
+		}
+	}
+	strv_free(&heads);
+}
+
 /*
  * A packed-refs agentmux cannot read (more than it reads, a link, not a
  * plain file) that it could read at the start: the refs the session
@@ -820,6 +855,7 @@ snap_refs_packed_aside(struct snap_refs *sr)
 		    "are not known (delete it once you have looked)\n"
 		    "  put     the start's %zu packed refs back into "
 		    "packed-refs\n", q, why, n);
+		snap_refs_aside_tell(sr, name, q);
 		free(q);
 		done = true;
 	}

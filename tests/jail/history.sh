@@ -863,7 +863,8 @@ packed_huge() {
 	cp "$cf" "$cf.saved" && sed -i 's/^file_size = .*/file_size = 512M/' "$cf" || exit 1
 	jrun -- sh -c 'h=$(git rev-parse HEAD) && t=$(git rev-parse HEAD^{tree}) &&
 	    { echo "# pack-refs with: peeled fully-peeled sorted " &&
-	      echo "$h refs/heads/main" && echo "$t refs/replace/$h" &&
+	      echo "$h refs/heads/main" && echo "$h refs/heads/topic" &&
+	      echo "$t refs/replace/$h" &&
 	      awk -v h="$h" "BEGIN { for (i = 0; i < 4600000; i++)
 	          printf \"%s refs/tags/junk%08d\\n\", h, i }"; } >.git/pr.new &&
 	    mv .git/pr.new .git/packed-refs && echo huge'
@@ -898,6 +899,9 @@ packed_huge() {
 	    bad "packed_huge: undo --refs failed: $out"
 	case $out in *"keep    packed-refs aside as packed-refs-as-left-"*"put     the start's 2 packed refs"*) ok ;;
 	*) bad "packed_huge: undo --refs did not say it kept the file aside: $out" ;; esac
+	# What the file kept aside holds that the start did not (a branch the user packed since would be there): counted, branches named.
+	case $out in *"names 4600001 refs that were not there at the start"*"as the branch refs/heads/topic"*) ok ;;
+	*) bad "packed_huge: undo --refs did not count and name what the file kept aside holds: $out" ;; esac
 	[ "$(user_refs)" = "$refs0" ] && ok ||
 	    bad "packed_huge: the refs are not the start's: $(user_refs 2>&1 | head -5) vs $refs0: $out"
 	git -C "$P" for-each-ref refs/replace | grep -q . &&
