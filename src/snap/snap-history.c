@@ -940,7 +940,12 @@ snap_hist_write_as(int dfd, const char *tmp, const char *base,
 	    O_CLOEXEC, mode);
 	if (fd == -1)
 		return -1;
-	if (util_write_all(fd, text->data != NULL ? text->data : "",
+	/*
+	 * agentmux's own umask (077) is not the user's: a ref or packed-refs
+	 * of 0600 in a repository shared with a group was unreadable to it.
+	 */
+	if (fchmod(fd, mode & ~util_user_umask()) == 0 &&
+	    util_write_all(fd, text->data != NULL ? text->data : "",
 	    text->len) == 0 && fsync(fd) == 0)
 		rc = 0;
 	if (close(fd) == -1)

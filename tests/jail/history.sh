@@ -904,6 +904,10 @@ packed_huge() {
 	*) bad "packed_huge: undo --refs did not count and name what the file kept aside holds: $out" ;; esac
 	[ "$(user_refs)" = "$refs0" ] && ok ||
 	    bad "packed_huge: the refs are not the start's: $(user_refs 2>&1 | head -5) vs $refs0: $out"
+	# Written with the user's umask (agentmux's own, 077, made it 0600).
+	want=$(printf '%o' $((0644 & ~0$(umask))))
+	[ "$(mode_of .git/packed-refs)" = "$want" ] && ok ||
+	    bad "packed_huge: packed-refs written back $(mode_of .git/packed-refs), not $want"
 	git -C "$P" for-each-ref refs/replace | grep -q . &&
 	    bad "packed_huge: the session's replace ref is still there" || ok
 	aside=$(ls "$P"/.git/packed-refs-as-left-* 2>/dev/null | head -1)
