@@ -1084,20 +1084,17 @@ snap_refs_nested_one(struct snap_refs *sr, const struct snap_hgit *g)
 }
 
 /*
- * Whether GITDIR is the project's own (REAL, its real path) or a
- * submodule's under its modules: put back with the project's. Another git
- * dir inside it (the target of a --separate-git-dir) is a nested one.
+ * Whether GITDIR is the project's own (REAL, its real path), put back
+ * first. A submodule's under its modules/ is put back as a nested one (it
+ * was not put back at all, though the end said undo --refs would).
  */
 static bool
 snap_refs_own(const char *gitdir, const char *real)
 {
-	size_t n = real != NULL ? strlen(real) : 0;
-
-	return real != NULL && strncmp(gitdir, real, n) == 0 &&
-	    (gitdir[n] == '\0' || strncmp(gitdir + n, "/modules/", 9) == 0);
+	return real != NULL && strcmp(gitdir, real) == 0;
 }
 
-/* Every nested repository (a git dir in the project that is not its own or a submodule's) whose history the session kept. */
+/* Every nested repository (a git dir in the project that is not its own: a clone, a submodule's) whose history the session kept. */
 static int
 snap_refs_nested(struct snap_repo *r, int64_t session, bool dry, FILE *out)
 {

@@ -784,6 +784,36 @@ git_modes_modules() {
 	esac
 }
 
+# A submodule's refs (its git dir in .git/modules): the session deletes
+# its tag and moves its branch; the end tells the tag deleted and that
+# undo --refs puts it back, which it did not (it put back the project's
+# own git dir and nested clones, never .git/modules).
+module_refs() {
+	fresh_repo
+	S=$T/subsrc
+	rm -rf "$S"
+	(git init -q -b main "$S" && cd "$S" && echo s >s && git add s &&
+	    git -c user.name=t -c user.email=t@x commit -qm s) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule add -q "$S" \
+	    sub 2>/dev/null && git -c user.name=t -c user.email=t@x commit -qm sub &&
+	    git -C sub tag st1 && git -C sub tag st2 && git -C sub pack-refs --all &&
+	    git -C sub tag st3) || exit 1
+	sub0=$(git -C "$P/sub" for-each-ref --format='%(refname) %(objectname)'; git -C "$P/sub" rev-parse HEAD)
+	jrun -- sh -c 'cd sub && git tag -d st1 st3 >/dev/null &&
+	    git -c user.name=a -c user.email=a@x commit -q --allow-empty -m agent &&
+	    git tag -f st2 >/dev/null && echo moved'
+	case $OUT in *moved*) ok ;; *) bad "module_refs: the session did not change the submodule: $OUT" ;; esac
+	case $OUT in *"deleted refs/tags/st1"*|*"deleted st1"*|*"st1"*"undo"*) ok ;;
+	*) bad "module_refs: the end did not tell the submodule's tag deleted: $OUT" ;; esac
+	out=$(cd "$P" && "$AMX" undo last --refs 2>&1) && ok ||
+	    bad "module_refs: undo --refs failed: $out"
+	sub1=$(git -C "$P/sub" for-each-ref --format='%(refname) %(objectname)'; git -C "$P/sub" rev-parse HEAD)
+	[ "$sub1" = "$sub0" ] && ok ||
+	    bad "module_refs: the submodule's refs are not the start's: $sub1 vs $sub0: $out"
+	case $out in *".git/modules/sub"*"reset   refs/tags/st1"*) ok ;;
+	*) bad "module_refs: undo --refs did not say what it put back in the submodule: $out" ;; esac
+}
+
 # A packed-refs line git cannot parse (git then fails at every ref
 # command): told at the end, in red, the line quoted; undo --refs takes it
 # out, and puts back the ref whose line the session broke.
@@ -1047,6 +1077,7 @@ checks() {
 	git_modes
 	git_modes_linked
 	git_modes_modules
+	module_refs
 }
 
 jail_main "$@"
