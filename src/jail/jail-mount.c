@@ -625,7 +625,7 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 			 * which this jail would then write.
 			 */
 			if ((i == 0 || i == 2 || i == 4) &&
-			    mkdir(path, 0755) == 0 &&
+			    jail_mount_mkdir(path) == 0 &&
 			    lstat(path, &st) == 0)
 				;
 			else if (i == 1) {

@@ -406,6 +406,8 @@ grep -q COMMITTED <<<"$out" && [ "$(git log -1 --format=%s)" = nologs ] &&
 	bad "a main-tree session failed in a project with no .git/logs: $out"
 [ "$(stat -c %a .git/logs/refs/heads/agentmux)" = 755 ] && ok "the jail makes logs/refs/heads/agentmux 0755 (agentmux's umask is 077)" ||
 	bad "logs/refs/heads/agentmux was made $(stat -c %a .git/logs/refs/heads/agentmux 2>&1)"
+[ "$(stat -c %a .git/worktrees)" = 755 ] && ok "the jail makes .git/worktrees 0755" ||
+	bad ".git/worktrees was made $(stat -c %a .git/worktrees 2>&1)"
 rm -rf .git/logs/refs/heads/agentmux && mkdir -p "$T/elsewhere" && ln -s "$T/elsewhere" .git/logs/refs/heads/agentmux
 out=$("$AMX" run -- true </dev/null 2>&1) && bad "a session started with logs/refs/heads/agentmux a link: $out"
 grep -q "logs/refs/heads/agentmux is a symlink" <<<"$out" && ok "logs/refs/heads/agentmux a link is refused" ||
