@@ -558,6 +558,34 @@ jail_mount_binds(struct jail_plan *p, struct jail_umounts *u, char **cause)
 }
 
 /*
+ * Makes DIR as git would: 0755 whatever agentmux's own umask (077), or
+ * with its parent's mode where that is set-gid, as git makes every dir of
+ * a repository shared with core.sharedRepository. -1 if it cannot be
+ * made; a mode that cannot be set leaves it 0700, still made.
+ */
+static int
+jail_mount_mkdir(const char *dir)
+{
+	char *parent = xstrndup(dir, (size_t)(strrchr(dir, '/') - dir));
+	mode_t mode = 0755;
+	struct stat st;
+	int fd;
+
+	if (lstat(parent, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    (st.st_mode & S_ISGID))
+		mode = st.st_mode & 07777;
+	free(parent);
+	if (mkdir(dir, 0700) == -1)
+		return -1;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		(void)fchmod(fd, mode);
+		close(fd);
+	}
+	return 0;
+}
+
+/*
  * The host runs what is in .git/hooks and what .git/config names (hooks
  * path, fsmonitor, filters), so both are read-only; .git itself becomes a
  * mount point so that it cannot be renamed away and replaced. The git dirs
@@ -597,7 +625,7 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 			 * which this jail would then write.
 			 */
 			if ((i == 0 || i == 2 || i == 4) &&
-			    mkdir(path, 0755) == 0 &&
+			    jail_mount_mkdir(path) == 0 &&
 			    lstat(path, &st) == 0)
 				;
 			else if (i == 1) {
@@ -731,6 +759,139 @@ jail_umount_has(struct jail_umounts *u, const char *dst)
 }
 
 /*
+ * True if GITDIR's packed-refs lists refs/heads/agentmux: a branch of the
+ * user's own by that name. Read without following a link or waiting on a
+ * FIFO; in a file that says it is sorted (as git writes it), only as far
+ * as that name would be.
+ */
+static bool
+jail_mount_packed_branch(const char *gitdir)
+{
+	static const char name[] = "refs/heads/agentmux";
+	char *path = xprintf("%s/packed-refs", gitdir), *line = NULL, *ref;
+	bool found = false, sorted = false;
+	struct stat st;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *fp;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return false;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (fp = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return false;
+	}
+	while (!found && (n = getline(&line, &cap, fp)) > 0) {
+		if (line[n - 1] == '\n')
+			line[n - 1] = '\0';
+		if (line[0] == '#')
+			sorted = strstr(line, " sorted") != NULL;
+		if (line[0] == '#' || line[0] == '^' ||
+		    (ref = strchr(line, ' ')) == NULL)
+			continue;
+		found = strcmp(ref + 1, name) == 0;
+		if (sorted && strcmp(ref + 1, name) > 0)
+			break;
+	}
+	free(line);
+	fclose(fp);
+	return found;
+}
+
+/*
+ * CHAIN (N dirs of GITDIR, each below the one before): each a mount
+ * point, so that none can be renamed away and a copy put in its place,
+ * the last read-only; made where missing. Where the last is the user's
+ * (THEIRS: their branch agentmux is there, or a file, its reflog) nothing
+ * is made or bound, and neither where a dir cannot be made (the jail, the
+ * same user, cannot make it either). -1 and *CAUSE for a link, or for
+ * something else than a dir, on the way.
+ */
+static int
+jail_mount_branch_dirs(struct jail_umounts *u, const char *gitdir,
+    const char *const *chain, size_t n, bool theirs, char **cause)
+{
+	char *path[8];
+	struct stat st;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < n; i++)
+		path[i] = xprintf("%s/%s", gitdir, chain[i]);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if (lstat(path[i], &st) == -1) {
+			if (errno != ENOENT || theirs ||
+			    jail_mount_mkdir(path[i]) == -1)
+				break;
+		} else if (S_ISLNK(st.st_mode)) {
+			*cause = xprintf("cannot jail this project: %s is a "
+			    "symlink, which an agent could swap for its own; "
+			    "replace it with the directory it points to",
+			    path[i]);
+			rc = -1;
+		} else if (i == n - 1 && (theirs || S_ISREG(st.st_mode)))
+			break;
+		else if (!S_ISDIR(st.st_mode)) {
+			*cause = xprintf("cannot jail this project: %s is not "
+			    "a directory, as git makes it; move it away",
+			    path[i]);
+			rc = -1;
+		}
+	}
+	if (rc == 0 && i == n) {
+		for (i = 0; i + 1 < n; i++) {
+			if (!jail_umount_has(u, path[i]))
+				jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF,
+				    NULL, path[i], NULL);
+		}
+		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO,
+		    NULL, path[n - 1], NULL);
+	}
+	for (i = 0; i < n; i++)
+		free(path[i]);
+	return rc;
+}
+
+/*
+ * Worktree sessions keep their branches and reflogs in the shared git dir
+ * (refs/heads/agentmux/ID, logs/refs/heads/agentmux/ID), which the user's
+ * git writes after the session, outside any jail. A session in the main
+ * tree, before or beside one, must not write them: a reflog made a link
+ * to a host file took the user's next commit in the worktree, a branch
+ * moved hands the user's merge another history. Both agentmux dirs are
+ * read-only here, unless the user has a branch of that name (loose, or
+ * packed only), where git keeps it: then no worktree session can have a
+ * branch (git refuses one below another).
+ */
+static int
+jail_mount_branches(struct jail_umounts *u, const char *gitdir,
+    char **cause)
+{
+	static const char *const refs[] = { "refs", "refs/heads",
+	    "refs/heads/agentmux" };
+	static const char *const logs[] = { "logs", "logs/refs",
+	    "logs/refs/heads", "logs/refs/heads/agentmux" };
+	char *loose = xprintf("%s/refs/heads/agentmux", gitdir);
+	struct stat st;
+	bool theirs;
+
+	if (lstat(loose, &st) == 0)
+		theirs = S_ISREG(st.st_mode);
+	else
+		theirs = errno == ENOENT && jail_mount_packed_branch(gitdir);
+	free(loose);
+	if (jail_mount_branch_dirs(u, gitdir, refs, nitems(refs), theirs,
+	    cause) == -1)
+		return -1;
+	return jail_mount_branch_dirs(u, gitdir, logs, nitems(logs), theirs,
+	    cause);
+}
+
+/*
  * A project file the user's own tools run (conf->protect): read-only over
  * itself, and every dir between it and the project a mount point, so that
  * none can be renamed away and replaced. A link is left alone (a bind
@@ -779,6 +940,8 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 		rc = jail_mount_gitdir(p, u, git, 0, cause);
 		if (rc == 0)
 			rc = jail_mount_snaprefs(u, git, cause);
+		if (rc == 0)
+			rc = jail_mount_branches(u, git, cause);
 	} else if (lstat(git, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* "gitdir: ...": rewritten, it would send the host's git anywhere. */
 		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |

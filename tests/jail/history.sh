@@ -156,11 +156,49 @@ stash_pushed() {
 	    bad "stash_pushed: git stash pop after undo --refs did not apply the user's entry: $(cat "$P/README")"
 }
 
-# .git/logs, or a dir below it, made a file or a link: the reflogs
-# kept at the start come back (a commit only a reflog names survives the
-# user's gc), the thing is moved to the quarantine, said in red, and no
-# message claims what was not done.
+# A session that waits while the host runs HOW in the project beside its
+# jail; its end lands in OUT. What the jail can no longer do (a dir that is
+# a mount point there) the end must still repair, whoever did it.
+beside_session() { # HOW
+	rm -f "$P/.ready" "$P/.go"
+	"$AMX" run -C "$P" -- sh -c 'touch .ready; i=0; while [ ! -e .go ] &&
+	    [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; rm -f .ready .go;
+	    echo released' </dev/null >"$T/beside.out" 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -e "$P/.ready" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$P/.ready" ] || bad "beside_session: the session did not start: $(cat "$T/beside.out")"
+	(cd "$P" && sh -c "$1") || bad "beside_session: the host's $1 failed"
+	touch "$P/.go"
+	wait "$pid"
+	OUT=$(cat "$T/beside.out")
+}
+
+# .git/logs and the dirs below it down to logs/refs/heads are mount points
+# in the jail (logs/refs/heads/agentmux, worktree sessions' reflogs, is
+# read-only in them): it can neither remove them nor rename them away, so
+# it cannot put a file or a link in their place.
+logs_kept() {
+	fresh_repo
+	jrun -- sh -c 'for d in .git/logs/refs/heads .git/logs/refs .git/logs; do
+	    rm -rf $d 2>/dev/null; { echo x >$d || ln -sT /tmp $d; } 2>/dev/null &&
+	    echo "REPLACED $d"; mv $d $d.away 2>/dev/null && echo "RENAMED $d"; done
+	    [ -d .git/logs/refs/heads ] && [ ! -L .git/logs ] &&
+	    [ ! -L .git/logs/refs ] && [ ! -L .git/logs/refs/heads ] && echo KEPT'
+	case $OUT in
+	*REPLACED*|*RENAMED*) bad "the jail replaced or renamed a dir of .git/logs: $OUT" ;;
+	*KEPT*) ok ;;
+	*) bad "the jail's attempt on .git/logs did not run: $OUT" ;;
+	esac
+}
+
+# .git/logs, or a dir below it, made a file or a link (by the host while a
+# session runs: the jail cannot, logs_kept): the reflogs kept at the start
+# come back (a commit only a reflog names survives the user's gc), the
+# thing is moved to the quarantine, said in red, and no message claims
+# what was not done.
 logs_replaced() {
+	logs_kept
 	for how in 'rm -rf .git/logs; echo x >.git/logs' \
 	    'rm -rf .git/logs; ln -s /tmp .git/logs' \
 	    'rm -rf .git/logs/refs; echo x >.git/logs/refs' \
@@ -169,12 +207,12 @@ logs_replaced() {
 		(cd "$P" && echo d >d && git add d && git commit -qm dropped &&
 		    git reset -q --hard HEAD~1) || exit 1
 		dropped=$(git -C "$P" rev-parse HEAD@{1})
-		jrun -- sh -c "$how && echo replaced"
-		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		beside_session "$how"
+		case $OUT in *released*) ok ;; *) bad "$how: the session beside it did not run: $OUT" ;; esac
 		[ -d "$P/.git/logs/refs/heads" ] && [ ! -L "$P/.git/logs" ] &&
 		    [ ! -L "$P/.git/logs/refs" ] &&
 		    [ ! -L "$P/.git/logs/refs/heads" ] && ok ||
-		    bad "$how: .git/logs was left as the session made it"
+		    bad "$how: .git/logs was left as it was made"
 		git -C "$P" reflog show --format=%H main | grep -q "$dropped" &&
 		    git -C "$P" reflog show --format=%H HEAD | grep -q "$dropped" &&
 		    ok || bad "$how: the reflogs did not come back: $OUT"
@@ -187,23 +225,49 @@ logs_replaced() {
 	done
 }
 
+# .git/refs and .git/refs/heads are mount points in the jail (with
+# refs/heads/agentmux, worktree sessions' branches, read-only in it): it
+# can neither remove nor rename them, so it cannot put a file in their place.
+refs_kept() {
+	history_state
+	jrun -- sh -c 'for d in .git/refs/heads .git/refs; do
+	    rm -rf $d 2>/dev/null; echo x 2>/dev/null >$d && echo "REPLACED $d"
+	    mv $d $d.away 2>/dev/null && echo "RENAMED $d"; done
+	    [ -d .git/refs/heads ] && [ ! -L .git/refs ] &&
+	    [ ! -L .git/refs/heads ] && echo KEPT'
+	case $OUT in
+	*REPLACED*|*RENAMED*) bad "the jail replaced or renamed .git/refs or refs/heads: $OUT" ;;
+	*KEPT*) ok ;;
+	*) bad "the jail's attempt on .git/refs did not run: $OUT" ;;
+	esac
+}
+
 # .git/refs/heads or .git/refs/tags made a file or a link (and
 # packed-refs deleted): the user's git saw "No commits yet" and its gc
 # pruned the history. The thing goes to the quarantine, the dir comes
 # back, said in red; undo --refs puts every branch and tag back, never
-# through the link, and says nothing it did not do.
+# through the link, and says nothing it did not do. refs/heads is replaced
+# by the host while a session runs (the jail cannot, refs_kept); the link
+# for refs/tags is made in the jail.
 refs_replaced() {
-	for how in 'rm -rf .git/refs/heads .git/refs/tags; echo x >.git/refs/heads; echo y >.git/refs/tags' \
+	refs_kept
+	for how in 'host:rm -rf .git/refs/heads .git/refs/tags; echo x >.git/refs/heads; echo y >.git/refs/tags' \
 	    "rm -rf .git/refs/tags; ln -s $T/elsewhere .git/refs/tags"; do
 		history_state
 		rm -rf "$T/elsewhere"
 		mkdir -p "$T/elsewhere"
 		chmod 777 "$T/elsewhere"
-		jrun -- sh -c "$how; rm -f .git/packed-refs && echo replaced"
-		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
+		case $how in
+		host:*)
+			beside_session "${how#host:}; rm -f .git/packed-refs"
+			case $OUT in *released*) ok ;; *) bad "$how: the session beside it did not run: $OUT" ;; esac ;;
+		*)
+			jrun -- sh -c "$how; rm -f .git/packed-refs && echo replaced"
+			case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac ;;
+		esac
 		[ -d "$P/.git/refs/heads" ] && [ ! -L "$P/.git/refs/heads" ] &&
 		    [ -d "$P/.git/refs/tags" ] && [ ! -L "$P/.git/refs/tags" ] &&
-		    ok || bad "$how: .git/refs was left as the session made it"
+		    ok || bad "$how: .git/refs was left as it was made"
 		case $OUT in *"replaced"*"/refs/"*"moved to"*) ok ;;
 		*) bad "$how: the end did not say the refs dir was replaced: $OUT" ;; esac
 		out=$("$AMX" undo last --refs 2>&1) || bad "$how: undo --refs failed: $out"

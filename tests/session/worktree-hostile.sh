@@ -310,6 +310,110 @@ bgpid=
 grep -q 'PLANTED\|WRITTEN' "$T/main-session.out" && bad "the main tree's session wrote the worktree's git dir: $(cat "$T/main-session.out")"
 cd "$T" || exit 1
 
+# 12. A session in the main tree beside a worktree session must not write that session's ref and reflog
+# dirs (refs/heads/agentmux/ID, logs/refs/heads/agentmux/ID, in the shared git dir): its branch's reflog
+# made a link to a host file takes the user's next commit in the worktree (host git, after every jail is
+# gone), its branch moved hands the user's merge another history; nor rename a dir above them (.git/refs,
+# refs/heads, .git/logs, logs/refs, logs/refs/heads) away and put a copy of its own in its place. Tried by a
+# main-tree session started before the worktree session, planting once it has ended, and by one started
+# after it. A user branch named agentmux (loose, or packed only with no reflog) is left to git: a main-tree
+# session commits on it; so does one in a project with no .git/logs.
+P=$T/rl
+new_project
+echo victim >"$T/victim4" && chmod 666 "$T/victim4"
+# The jail's text that tries every write; each one that goes through prints a line in capitals.
+plant='b=$(cd .git/refs/heads && ls -d agentmux/*/* 2>/dev/null | head -1); echo "BRANCH $b"
+	m=$(git rev-parse refs/heads/main)
+	try() {
+		r=.git/logs/refs/heads/$b
+		{ rm -f "$r" && ln -s '"$T"'/victim4 "$r"; } 2>/dev/null && echo "LINK-PLANTED $1"
+		git update-ref "refs/heads/$b" "$m" 2>/dev/null && echo "MOVED $1"
+		echo "$m" 2>/dev/null >".git/refs/heads/$b" && echo "WRITTEN $1"
+	}
+	try in-place
+	for d in .git/refs/heads/agentmux .git/refs/heads .git/refs .git/logs/refs/heads/agentmux \
+		.git/logs/refs/heads .git/logs/refs .git/logs; do
+		mv "$d" "$d.away" 2>/dev/null && cp -a "$d.away" "$d" && echo "RENAMED $d" && try "$d"
+	done; echo TRIED'
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+"$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
+	touch .started; wait_for .go; '"$plant"'; touch .planted; wait_for .done' </dev/null >"$T/rl-main.out" 2>&1 &
+bgpid=$!
+wait_for .started
+out=$("$AMX" run --worktree --branch rl -- sh -c 'echo b >f && git commit -qam B' </dev/null 2>&1) ||
+	bad "the worktree session beside a running main-tree session failed: $out"
+id=$(sid)
+w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/rl)
+wb=refs/heads/agentmux/$id/rl
+tip=$(git rev-parse "$wb")
+touch .go && wait_for .planted
+grep -q "BRANCH agentmux/$id/rl" "$T/rl-main.out" && grep -q TRIED "$T/rl-main.out" ||
+	bad "the main-tree session did not try its writes: $(cat "$T/rl-main.out")"
+# wrote: the main-tree session OUT's writes that went through, if any (none is ok).
+wrote() { # OUT
+	if grep -q 'PLANTED\|MOVED\|WRITTEN\|RENAMED' "$1"; then
+		bad "a main-tree session wrote the worktree session's ref or reflog dirs: $(grep 'PLANTED\|MOVED\|WRITTEN\|RENAMED' "$1" | tr '\n' ' ')"
+	else
+		ok "a main-tree session cannot link, move, or rename away the worktree session's branch and reflog"
+	fi
+}
+wrote "$T/rl-main.out"
+[ "$(git rev-parse "$wb")" = "$tip" ] && ok "the worktree session's branch is where the session left it" ||
+	bad "the worktree session's branch was moved: $(git rev-parse "$wb") (the session left $tip)"
+echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x ||
+	bad "the user's commit in the worktree failed beside the main-tree session"
+[ "$(cat "$T/victim4")" = victim ] && ok "the user's commit in the worktree writes no host file the main-tree session named" ||
+	bad "the host file took the worktree's reflog line: $(cat "$T/victim4")"
+[ "$(git rev-parse "$wb~1")" = "$tip" ] && ok "the user's commit in the worktree went on from the session's" ||
+	bad "the user's commit in the worktree went on from $(git rev-parse "$wb~1"), not $tip"
+touch .done
+wait "$bgpid"
+bgpid=
+rm -f .started .go .planted .done
+[ "$(stat -c %a .git/refs/heads/agentmux)" = 755 ] && ok "refs/heads/agentmux is made 0755" ||
+	bad "refs/heads/agentmux was made $(stat -c %a .git/refs/heads/agentmux 2>&1)"
+tip=$(git rev-parse "$wb")
+"$AMX" run -- sh -c "$plant" </dev/null >"$T/rl-after.out" 2>&1
+grep -q "BRANCH agentmux/$id/rl" "$T/rl-after.out" && grep -q TRIED "$T/rl-after.out" ||
+	bad "the later main-tree session did not try its writes: $(cat "$T/rl-after.out")"
+wrote "$T/rl-after.out"
+echo y >"$w/y" && git -C "$w" add y && git -C "$w" commit -qm y &&
+	[ "$(git rev-parse "$wb~1")" = "$tip" ] && [ "$(cat "$T/victim4")" = victim ] &&
+	ok "after a main-tree session started later the user's commit in the worktree is the user's alone" ||
+	bad "after a later main-tree session: the branch $(git rev-parse "$wb~1") (was $tip), the host file: $(cat "$T/victim4")"
+ls -d .git/*.away .git/*/*.away .git/*/*/*.away 2>/dev/null | grep -q . &&
+	bad "renamed git dirs were left: $(ls -d .git/*.away .git/*/*.away .git/*/*/*.away 2>/dev/null)"
+# A user branch named agentmux: no dir is made or bound where git keeps it, loose or packed only.
+for how in loose packed; do
+	P=$T/ab-$how
+	new_project
+	git switch -q -c agentmux
+	[ $how = packed ] && git pack-refs --all && rm -f .git/logs/refs/heads/agentmux
+	out=$("$AMX" run -- sh -c 'echo c >g && git add g && git commit -qm onab && echo COMMITTED' </dev/null 2>&1)
+	grep -q COMMITTED <<<"$out" && [ "$(git log -1 --format=%s agentmux)" = onab ] && [ ! -d .git/refs/heads/agentmux ] &&
+		ok "a main-tree session commits on the user's branch agentmux ($how)" ||
+		bad "a main-tree session could not commit on the user's branch agentmux ($how): $out"
+	[ $how = loose ] || [ ! -d .git/logs/refs/heads/agentmux ] ||
+		bad "a dir was made where the user's branch agentmux keeps its reflog ($how)"
+done
+# A project with no .git/logs; then one whose logs/refs/heads/agentmux is a link, refused.
+P=$T/nologs
+new_project
+rm -rf .git/logs
+out=$("$AMX" run -- sh -c 'echo c >g && git add g && git commit -qm nologs && echo COMMITTED' </dev/null 2>&1)
+grep -q COMMITTED <<<"$out" && [ "$(git log -1 --format=%s)" = nologs ] &&
+	ok "a main-tree session runs and commits in a project with no .git/logs" ||
+	bad "a main-tree session failed in a project with no .git/logs: $out"
+[ "$(stat -c %a .git/logs/refs/heads/agentmux)" = 755 ] && ok "the jail makes logs/refs/heads/agentmux 0755 (agentmux's umask is 077)" ||
+	bad "logs/refs/heads/agentmux was made $(stat -c %a .git/logs/refs/heads/agentmux 2>&1)"
+[ "$(stat -c %a .git/worktrees)" = 755 ] && ok "the jail makes .git/worktrees 0755" ||
+	bad ".git/worktrees was made $(stat -c %a .git/worktrees 2>&1)"
+rm -rf .git/logs/refs/heads/agentmux && mkdir -p "$T/elsewhere" && ln -s "$T/elsewhere" .git/logs/refs/heads/agentmux
+out=$("$AMX" run -- true </dev/null 2>&1) && bad "a session started with logs/refs/heads/agentmux a link: $out"
+grep -q "logs/refs/heads/agentmux is a symlink" <<<"$out" && ok "logs/refs/heads/agentmux a link is refused" ||
+	bad "logs/refs/heads/agentmux a link was not refused as such: $out"
+cd "$T" || exit 1
+
 # The same as an ordinary user, once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
