@@ -24,7 +24,7 @@ DESTROY='echo two >a; rm -f u; rm -rf d; echo new >n;
 	git for-each-ref --format="%(refname)" refs/agentmux |
 	    while read -r r; do git update-ref -d "$r"; done
 	rm -rf .git/refs/agentmux
-	mv .git/refs .git/refs-old
+	mv .git/refs .git/refs-old  # (refused in a main-tree jail: .git/refs is a mount point)
 	git for-each-ref --format="%(objectname)" refs/agentmux >>.git/shallow
 	sed -i "/refs\/agentmux/d" .git/packed-refs 2>/dev/null
 	git reflog expire --expire=now --all
