@@ -803,6 +803,28 @@ jail_mount_packed_branch(const char *gitdir)
 }
 
 /*
+ * A file in DIR so that git never removes it as empty: deleting the last
+ * worktree session's branch on the host (discard) removed the dir under a
+ * running main-tree jail, whose mount went with it, and the jail could
+ * make it again (a link where the next worktree session's ref dir would
+ * be). Git reads no ref or reflog from a name starting with a dot.
+ */
+static void
+jail_mount_keep(const char *dir)
+{
+	char *keep = xprintf("%s/.agentmux-keep", dir);
+	int fd;
+
+	fd = open(keep, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0644);
+	if (fd != -1) {
+		(void)fchmod(fd, 0644);
+		close(fd);
+	}
+	free(keep);
+}
+
+/*
  * CHAIN (N dirs of GITDIR, each below the one before): each a mount
  * point, so that none can be renamed away and a copy put in its place,
  * the last read-only; made where missing. Where the last is the user's
@@ -843,6 +865,7 @@ jail_mount_branch_dirs(struct jail_umounts *u, const char *gitdir,
 		}
 	}
 	if (rc == 0 && i == n) {
+		jail_mount_keep(path[n - 1]);
 		for (i = 0; i + 1 < n; i++) {
 			if (!jail_umount_has(u, path[i]))
 				jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF,

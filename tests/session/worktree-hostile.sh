@@ -408,6 +408,27 @@ grep -q COMMITTED <<<"$out" && [ "$(git log -1 --format=%s)" = nologs ] &&
 	bad "logs/refs/heads/agentmux was made $(stat -c %a .git/logs/refs/heads/agentmux 2>&1)"
 [ "$(stat -c %a .git/worktrees)" = 755 ] && ok "the jail makes .git/worktrees 0755" ||
 	bad ".git/worktrees was made $(stat -c %a .git/worktrees 2>&1)"
+# The last worktree branch deleted on the host (discard) while a main-tree session runs: git removed the
+# then empty agentmux dirs, the running jail's read-only mounts went with them, and the jail could make them
+# again (a link where the next worktree session's ref dir would be). A file of agentmux's keeps them.
+"$AMX" run -- sh -c 'n=0; touch .started; while [ ! -e .go ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+	mkdir .git/refs/heads/agentmux/9 2>/dev/null && echo MADE-REF
+	mkdir .git/logs/refs/heads/agentmux/9 2>/dev/null && echo MADE-LOG; echo TRIED' </dev/null >"$T/keep.out" 2>&1 &
+bgpid=$!
+wait_for .started
+git branch agentmux/1/x && git branch -q -D agentmux/1/x || bad "the branch agentmux/1/x could not be made and deleted"
+[ -d .git/refs/heads/agentmux ] && [ -d .git/logs/refs/heads/agentmux ] &&
+	ok "deleting the last agentmux branch on the host leaves the agentmux dirs (git reads no ref from .agentmux-keep)" ||
+	bad "git removed the agentmux dirs with the last branch under them"
+touch .go
+wait "$bgpid"
+bgpid=
+grep -q TRIED "$T/keep.out" && ! grep -q MADE "$T/keep.out" &&
+	ok "a running main-tree session cannot make a ref dir there after the host deleted the last branch" ||
+	bad "a main-tree session made a ref dir after the host deleted the last agentmux branch: $(cat "$T/keep.out")"
+[ -z "$(git for-each-ref refs/heads/agentmux)" ] && git status >/dev/null 2>&1 &&
+	ok "git sees no ref in .agentmux-keep" || bad "git took .agentmux-keep for a ref: $(git for-each-ref refs/heads/agentmux)"
+rm -f .started .go
 rm -rf .git/logs/refs/heads/agentmux && mkdir -p "$T/elsewhere" && ln -s "$T/elsewhere" .git/logs/refs/heads/agentmux
 out=$("$AMX" run -- true </dev/null 2>&1) && bad "a session started with logs/refs/heads/agentmux a link: $out"
 grep -q "logs/refs/heads/agentmux is a symlink" <<<"$out" && ok "logs/refs/heads/agentmux a link is refused" ||
