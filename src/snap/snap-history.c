@@ -2253,6 +2253,83 @@ snap_history_remote(const char *ref, const char *was, const char *v,
 	free(name);
 }
 
+char *
+snap_hist_log_last(int gitfd, const char *ref)
+{
+	char *path = xprintf("logs/%s", ref), *line, *last = NULL;
+	size_t n, m, i;
+	struct buf b;
+
+	buf_init(&b);
+	if (snap_hist_read(gitfd, path, &b, SNAP_HIST_LOG_MAX) == 0 &&
+	    b.data != NULL) {
+		while (b.len > 0 && b.data[b.len - 1] == '\n')
+			b.data[--b.len] = '\0';
+		line = strrchr(b.data, '\n') != NULL ? strrchr(b.data, '\n') + 1 :
+		    b.data;
+		/* "OLD NEW NAME <EMAIL> TIME ZONE\tMESSAGE" */
+		if ((n = snap_hist_oid_len(line)) != 0 && line[n] == ' ' &&
+		    (m = snap_hist_oid_len(line + n + 1)) != 0) {
+			last = xstrndup(line + n + 1, m);
+			for (i = 0; i < m; i++)
+				last[i] = (char)tolower((unsigned char)last[i]);
+		}
+	}
+	buf_free(&b);
+	free(path);
+	return last;
+}
+
+/*
+ * Worktree sessions' branches (refs/heads/agentmux/...): their dirs are
+ * read-only to a session in the main tree, but packed-refs is not (a
+ * branch the user's git gc packed has no loose file), nor is HEAD or any
+ * other ref. A branch not where its reflog's last line says (only that
+ * session and the user's git write it), or HEAD or a ref made a link to
+ * such a branch (the user's next commit there would move it), is told in
+ * red, with how to put it back.
+ */
+static void
+snap_history_agentmux(int gitfd, const struct strv *start,
+    const struct strv *now, int64_t session, const char *gitdir,
+    struct strv *alerts)
+{
+	const char *v, *was;
+	char *ref, *last, *q, *t;
+	size_t i;
+
+	for (i = 0; i < now->n; i++) {
+		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
+		v = now->v[i] + strlen(ref) + 1;
+		was = snap_hist_value(start, ref);
+		q = quote_name(ref);
+		if (strncmp(v, "ref: refs/heads/agentmux/", 25) == 0 &&
+		    (was == NULL || strcmp(was, v) != 0)) {
+			t = quote_name(v + 5);
+			strv_addf(alerts, "the session made %s in %s a link to "
+			    "%s, a worktree session's branch: your next commit "
+			    "there would move that session's branch; 'agentmux "
+			    "undo %lld --refs' puts it back", q, gitdir, t,
+			    (long long)session);
+			free(t);
+		} else if (strncmp(ref, "refs/heads/agentmux/", 20) == 0 &&
+		    snap_hist_value_ok(v) && strncmp(v, "ref: ", 5) != 0 &&
+		    (last = snap_hist_log_last(gitfd, ref)) != NULL) {
+			if (strcmp(last, v) != 0)
+				strv_addf(alerts, "%s in %s, a worktree session's "
+				    "branch, is at %.12s, and its reflog (which "
+				    "only that session and your own git write) "
+				    "says %s: this session moved it (without a "
+				    "reflog line: through packed-refs, or written as "
+				    "a file); put it back with 'git update-ref "
+				    "%s %s'", q, gitdir, v, last, q, last);
+			free(last);
+		}
+		free(q);
+		free(ref);
+	}
+}
+
 /* Remote-tracking branches the session made or moved (compared with those of the start), in red. */
 static void
 snap_history_remotes(const struct strv *start, const struct strv *now,
@@ -2993,6 +3070,8 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	if (had_start) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
+		snap_history_agentmux(gitfd, &start, &now, session, g->gitdir,
+		    alerts);
 		snap_hist_keep_add(h, g, &start, &now);
 	}
 	strv_free(&start);

@@ -811,6 +811,8 @@ void snap_hist_refs(int gitfd, struct strv *out);
 extern size_t snap_hist_packed_max;
 /* Whether REFS (snap_hist_refs) could not read their packed-refs. */
 bool snap_hist_packed_unread(const struct strv *refs);
+/* The value the last line of REF's reflog in GITFD gives it (lower-case hex), or NULL (none, unreadable); caller frees. */
+char *snap_hist_log_last(int gitfd, const char *ref);
 /* Why GITFD's packed-refs cannot be read ("300 MiB, more than ..."); caller frees. */
 char *snap_hist_packed_why(int gitfd);
 /*

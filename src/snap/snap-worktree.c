@@ -1652,6 +1652,71 @@ snap_worktree_restore_check(const struct snap_worktree *kept,
 
 static char *snap_worktree_tip(const struct snap_worktree *);
 
+/*
+ * The commit the session's branch is at, read once, and only where its
+ * reflog's last line agrees (only the session and the user's git write
+ * that reflog; a session in the main tree can write packed-refs, where a
+ * branch the user's git gc packed is): else NULL with *CAUSE.
+ */
+static char *
+snap_worktree_tip_checked(const struct snap_worktree *wt, char **cause)
+{
+	char *ref = xprintf("refs/heads/%s", wt->branch), *raw = NULL;
+	char *peel, *tip = NULL, *err = NULL, *last = NULL;
+	const char *args[] = { "rev-parse", "--verify", "-q",
+	    "--end-of-options", ref, NULL };
+	struct buf out;
+	int fd;
+
+	buf_init(&out);
+	if (snap_worktree_git(wt->common, NULL, wt->common, args, &out,
+	    &err) == -1 || out.data == NULL) {
+		*cause = xprintf("cannot read the commit the session's branch "
+		    "%s is at; look at it with 'git log -1 %s' and merge again",
+		    wt->branch, wt->branch);
+		goto out;
+	}
+	buf_adds(&out, "");
+	out.data[strcspn(out.data, "\n")] = '\0';
+	raw = xstrdup(out.data);
+	if ((fd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		last = snap_hist_log_last(fd, ref);
+		close(fd);
+	}
+	if (last != NULL && strcmp(last, raw) != 0) {
+		*cause = xprintf("the session's branch %s is at %.12s, and its "
+		    "reflog (which only the session and your own git write) "
+		    "says %.12s: something else moved it, such as a session "
+		    "in the main tree through packed-refs; look with 'git log "
+		    "-g %s', put it back with 'git update-ref %s %s' if the "
+		    "reflog is right, and merge again", wt->branch, raw, last,
+		    wt->branch, ref, last);
+		goto out;
+	}
+	/* The commit of the value read, never of the name read again. */
+	peel = xprintf("%s^{commit}", raw);
+	args[4] = peel;
+	buf_reset(&out);
+	if (snap_worktree_git(wt->common, NULL, wt->common, args, &out,
+	    &err) == 0 && out.data != NULL) {
+		buf_adds(&out, "");
+		out.data[strcspn(out.data, "\n")] = '\0';
+		tip = xstrdup(out.data);
+	} else
+		*cause = xprintf("the session's branch %s is at %.12s, which "
+		    "is not a commit; look at it with 'git log -1 %s'",
+		    wt->branch, raw, wt->branch);
+	free(peel);
+out:
+	free(err);
+	free(last);
+	free(raw);
+	free(ref);
+	buf_free(&out);
+	return tip;
+}
+
 int
 snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
     enum snap_worktree_how how, const char *into,
@@ -1681,12 +1746,8 @@ snap_worktree_merge(const struct snap_worktree *wt, int64_t session,
 	 * One commit for the checks and the merge: a session still running
 	 * could move its branch between them (to files the checks refuse).
 	 */
-	if ((ref = snap_worktree_tip(wt)) == NULL) {
-		*cause = xprintf("cannot read the commit the session's branch "
-		    "%s is at; look at it with 'git log -1 %s' and merge "
-		    "again", wt->branch, wt->branch);
+	if ((ref = snap_worktree_tip_checked(wt, cause)) == NULL)
 		goto out;
-	}
 	merge[6] = ref;
 	squash[3] = ref;
 	if ((tree = snap_worktree_merge_tree(wt, ref, cause)) == NULL ||

@@ -435,6 +435,43 @@ grep -q "logs/refs/heads/agentmux is a symlink" <<<"$out" && ok "logs/refs/heads
 	bad "logs/refs/heads/agentmux a link was not refused as such: $out"
 cd "$T" || exit 1
 
+# 13. A worktree session's branch that the user's git gc packed has no loose file: a session in the main
+# tree could point its packed-refs line at a commit of its own (nothing was said, and 'merge' merged it),
+# or make HEAD a link to that branch (the user's next commit moves it). The end tells both in red (the
+# branch is not where its reflog says; HEAD links to a worktree branch); merge refuses the moved branch.
+P=$T/pk
+new_project
+out=$("$AMX" run --worktree --branch pk -- sh -c 'echo b >g && git add g && git commit -qm B' </dev/null 2>&1) ||
+	bad "the worktree session for case 13 failed: $out"
+id=$(sid)
+pb=refs/heads/agentmux/$id/pk
+tip=$(git rev-parse "$pb")
+git pack-refs --all && [ ! -e ".git/$pb" ] || bad "the worktree branch was not packed"
+out=$("$AMX" run -- sh -c 'c=$(git commit-tree -m evil HEAD^{tree}) &&
+	sed -i "s#^[0-9a-f]* '"$pb"'\$#$c '"$pb"'#" .git/packed-refs && git rev-parse '"$pb"' && echo MOVED' </dev/null 2>&1)
+case $out in *MOVED*) ;; *) bad "the main-tree session could not try the packed-refs move: $out" ;; esac
+if [ "$(git rev-parse "$pb")" != "$tip" ]; then
+	case $out in *"a worktree session's branch, is at"*"its reflog"*"git update-ref"*) ok "a worktree branch moved through packed-refs is told in red" ;;
+	*) bad "a worktree branch moved through packed-refs was not told: $out" ;; esac
+	before=$(git rev-parse main)
+	out=$("$AMX" merge "$id" 2>&1) && bad "merge took a branch moved through packed-refs: $out"
+	case $out in *"its reflog"*"something else moved it"*) ok "merge refuses a branch not where its reflog says" ;;
+	*) bad "merge did not say why it refused the moved branch: $out" ;; esac
+	[ "$(git rev-parse main)" = "$before" ] || bad "main moved though the merge refused"
+	git update-ref "$pb" "$tip" || exit 1
+	out=$("$AMX" merge "$id" 2>&1) && ok "merge takes the branch once it is back where its reflog says" ||
+		bad "merge refused the branch put back: $out"
+else
+	ok "a main-tree session cannot move a packed worktree branch here"
+fi
+out=$("$AMX" run -- sh -c 'git symbolic-ref HEAD '"$pb"' && echo LINKED' </dev/null 2>&1)
+case $out in *LINKED*"a link to"*"a worktree session's branch"*) ok "HEAD made a link to a worktree branch is told in red" ;;
+*) bad "HEAD made a link to a worktree branch was not told: $out" ;; esac
+out=$("$AMX" undo last --refs 2>&1) || bad "undo --refs after HEAD was linked failed: $out"
+[ "$(git symbolic-ref HEAD)" = refs/heads/main ] && ok "undo --refs puts HEAD back on main" ||
+	bad "HEAD is $(git symbolic-ref HEAD 2>&1) after undo --refs: $out"
+cd "$T" || exit 1
+
 # The same as an ordinary user, once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
