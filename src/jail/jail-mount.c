@@ -839,7 +839,7 @@ jail_mount_branch_dirs(struct jail_umounts *u, const char *gitdir,
 {
 	char *path[8];
 	struct stat st;
-	size_t i;
+	size_t i, k;
 	int rc = 0;
 
 	for (i = 0; i < n; i++)
@@ -864,15 +864,22 @@ jail_mount_branch_dirs(struct jail_umounts *u, const char *gitdir,
 			rc = -1;
 		}
 	}
-	if (rc == 0 && i == n) {
-		jail_mount_keep(path[n - 1]);
-		for (i = 0; i + 1 < n; i++) {
-			if (!jail_umount_has(u, path[i]))
+	/*
+	 * The dirs of the chain that are there are mount points even where
+	 * its last is the user's, a file, or could not be made: none can be
+	 * renamed away and a copy put in its place.
+	 */
+	if (rc == 0) {
+		if (i == n)
+			jail_mount_keep(path[n - 1]);
+		for (k = 0; k < i && k + 1 < n; k++) {
+			if (!jail_umount_has(u, path[k]))
 				jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF,
-				    NULL, path[i], NULL);
+				    NULL, path[k], NULL);
 		}
-		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO,
-		    NULL, path[n - 1], NULL);
+		if (i == n)
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF |
+			    JAIL_MOP_RO, NULL, path[n - 1], NULL);
 	}
 	for (i = 0; i < n; i++)
 		free(path[i]);
@@ -898,9 +905,23 @@ jail_mount_branches(struct jail_umounts *u, const char *gitdir,
 	    "refs/heads/agentmux" };
 	static const char *const logs[] = { "logs", "logs/refs",
 	    "logs/refs/heads", "logs/refs/heads/agentmux" };
-	char *loose = xprintf("%s/refs/heads/agentmux", gitdir);
+	char *loose = xprintf("%s/refs/heads/agentmux", gitdir), *table;
 	struct stat st;
 	bool theirs;
+
+	/*
+	 * A reftable repository (git 2.45 and later) keeps its refs in
+	 * reftable/, with refs/heads a file git makes so that older gits
+	 * stop: there are no ref dirs to bind (nor, then, any kept from the
+	 * jail), and refusing the project would be a regression.
+	 */
+	table = xprintf("%s/reftable", gitdir);
+	if (lstat(table, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(table);
+		free(loose);
+		return 0;
+	}
+	free(table);
 
 	if (lstat(loose, &st) == 0)
 		theirs = S_ISREG(st.st_mode);

@@ -808,6 +808,16 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 	free(parent);
 	args[6] = m->wt->base;
 	snap_worktree_log_clear(m->wt);
+	/*
+	 * The branch's dirs made (no link followed) before git writes the
+	 * branch and its reflog there: one a session in the main tree made a
+	 * link (where nothing kept it from doing so) took the reflog's first
+	 * line to where it pointed.
+	 */
+	if (snap_worktree_refdirs(m->wt, &cause) == -1) {
+		snap_worktree_make_fail(m, cause);
+		return;
+	}
 	m->step = SNAP_WORKTREE_ADD;
 	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
 	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)

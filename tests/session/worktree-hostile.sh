@@ -395,7 +395,36 @@ for how in loose packed; do
 		bad "a main-tree session could not commit on the user's branch agentmux ($how): $out"
 	[ $how = loose ] || [ ! -d .git/logs/refs/heads/agentmux ] ||
 		bad "a dir was made where the user's branch agentmux keeps its reflog ($how)"
+	# The dirs above the user's branch are mount points all the same: none renamed away.
+	out=$("$AMX" run -- sh -c 'for d in .git/refs/heads .git/refs .git/logs/refs/heads .git/logs/refs .git/logs; do
+		mv "$d" "$d.away" 2>/dev/null && echo "RENAMED $d"; done; echo TRIED' </dev/null 2>&1)
+	grep -q TRIED <<<"$out" && ! grep -q RENAMED <<<"$out" &&
+		ok "with a user branch agentmux the dirs above it cannot be renamed away ($how)" ||
+		bad "with a user branch agentmux a main-tree session renamed git dirs away ($how): $out"
 done
+# With the user's branch agentmux (nothing bound there), a main-tree session deletes it and makes its
+# reflog a link to a host dir; a worktree session started meanwhile wrote its branch's first reflog line
+# through the link (its dirs were checked only after git worktree add). It is refused now, before git runs.
+P=$T/ab-link
+new_project
+git branch agentmux
+mkdir -p "$T/evil-logs"
+"$AMX" run -- sh -c 'git branch -D agentmux >/dev/null && rm -f .git/logs/refs/heads/agentmux &&
+	ln -s '"$T"'/evil-logs .git/logs/refs/heads/agentmux && echo PLANTED; touch .planted
+	n=0; while [ ! -e .go ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done' </dev/null >"$T/ab-link.out" 2>&1 &
+bgpid=$!
+wait_for .planted
+out=$("$AMX" run --worktree --branch lk -- true </dev/null 2>&1) &&
+	bad "a worktree session started with its reflog dir a link: $out"
+grep -q "cannot make the branch's dirs" <<<"$out" && ok "a worktree session whose reflog dir is a link is refused before git runs" ||
+	bad "the worktree session was not refused for its reflog dir: $out"
+[ -z "$(ls -A "$T/evil-logs")" ] && ok "a worktree session writes no reflog line through a link a main-tree session made" ||
+	bad "the worktree session's reflog went through the link: $(ls -R "$T/evil-logs")"
+touch .go
+wait "$bgpid"
+bgpid=
+grep -q PLANTED "$T/ab-link.out" || bad "the main-tree session could not plant the link: $(cat "$T/ab-link.out")"
+rm -f .planted .go
 # A project with no .git/logs; then one whose logs/refs/heads/agentmux is a link, refused.
 P=$T/nologs
 new_project
