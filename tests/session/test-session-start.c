@@ -367,6 +367,15 @@ test_fail_while_snapshot_runs(void **state)
 }
 
 /* A timer on the loop: how long the loop went without serving it, from when MEASURE is set. */
+/*
+ * The longest gap between a 20 ms timer's runs that still says the loop
+ * served it while a slowed step ran: each step is slowed by 2 s at least
+ * (3 s and 4 s for some), which a loop that waited for it shows whole.
+ * A machine loaded by other work showed gaps of 1.05 s from the loop's
+ * own work (CI's script run beside heavy tests), so the bound is 1.5 s.
+ */
+#define LOOP_GAP_MAX_US 1500000
+
 struct ticker {
 	struct event *ev;
 	bool measure;
@@ -485,7 +494,7 @@ test_history_end_on_loop(void **state)
 	print_message("end: %d ticks, the longest gap %lld ms\n", tk.ticks,
 	    (long long)tk.worst_us / 1000);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	/* The commit the jail's git wrote, packed, is in the user's repository. */
 	test_sh_ok("git cat-file -e 'HEAD^{commit}' && git log --oneline | "
 	    "grep -q x");
@@ -546,7 +555,7 @@ test_repo_made_on_loop(void **state)
 	print_message("start: %d ticks, the longest gap %lld ms\n", tk.ticks,
 	    (long long)tk.worst_us / 1000);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	loop_until(&f, &o.done);
 	assert_int_equal(o.status, 4);
 	event_free(tk.ev);
@@ -638,7 +647,7 @@ test_worktree_made_on_loop(void **state)
 	print_message("worktree: %d ticks, the longest gap %lld ms\n",
 	    tk.ticks, (long long)tk.worst_us / 1000);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	assert_non_null(session_branch(s));
 	loop_until(&f, &o.done);
 	/* The copy was there, in the worktree, byte for byte. */
@@ -741,7 +750,7 @@ test_recovery_on_loop(void **state)
 	print_message("recovery: %d ticks, the longest gap %lld ms\n",
 	    tk.ticks, (long long)tk.worst_us / 1000);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	/* The pack went through index-pack, and the commit is the user's. */
 	test_sh_ok("test -s '%s/indexed' && git cat-file -e 'HEAD^{commit}' "
 	    "&& git log --oneline | grep -q x", test_dir);
@@ -817,7 +826,7 @@ test_start_waits_for_recovery(void **state)
 	print_message("recovery wait: %d ticks, the longest gap %lld ms\n",
 	    tk.ticks, (long long)tk.worst_us / 1000);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	loop_until(&f, &o.done);
 	loop_until(&f, &o2.done);
 	assert_true(o2.ok);
@@ -867,7 +876,7 @@ ticker_check(const char *what, const struct ticker *tk, atomic_int *slowed)
 	    tk->ticks, (long long)tk->worst_us / 1000);
 	assert_int_equal(atomic_load(slowed), 1);
 	assert_true(tk->ticks > 10);
-	assert_true(tk->worst_us < 1000000);
+	assert_true(tk->worst_us < LOOP_GAP_MAX_US);
 }
 
 /* The walk for nested repositories calls it at each dir (snap-history.c). */
@@ -1134,7 +1143,7 @@ test_legacy_on_loop(void **state)
 	    "'select shadow from snapshot_repos where session_id = 900'");
 	assert_string_equal(moved, "1\n");
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	loop_until(&f, &o.done);
 	assert_int_equal(o.status, 4);
 	event_free(tk.ev);
@@ -1187,7 +1196,7 @@ test_git_reads_on_loop(void **state)
 	assert_int_equal(o.status, 4);
 	assert_int_equal(o.marked, 1);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	/* Three config reads and two of the index went through the wrapper. */
 	n = test_sh_out("wc -l <'%s/read'", test_dir);
 	assert_int_equal(atoi(n), 5);
@@ -1237,7 +1246,7 @@ test_untr_on_loop(void **state)
 	assert_int_equal(o.status, 3);
 	assert_int_equal(o.untr, 1);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	/* Both runs went through the wrapper. */
 	n = test_sh_out("wc -l <'%s/untr'", test_dir);
 	assert_int_equal(atoi(n), 2);
@@ -1300,7 +1309,7 @@ test_confdiff_end_on_loop(void **state)
 	assert_string_equal(text, "ONE\ntwo\nthree\nfour\nFIVE\n");
 	test_sh_ok("test -s '%s/merged'", test_dir);
 	assert_true(tk.ticks > 10);
-	assert_true(tk.worst_us < 1000000);
+	assert_true(tk.worst_us < LOOP_GAP_MAX_US);
 	event_free(tk.ev);
 	session_free(o.s);
 	fixture_close(&f);
