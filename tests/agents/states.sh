@@ -237,6 +237,29 @@ claude_states() {
 	    "its end needs you again; its permission question needs you at once, the answer works"
 }
 
+# codex_trust: its trust question, if drawn, answered (Enter), and gone.
+codex_trust() {
+	case $(screen_now) in
+	*"Trust this folder?"*|*"Trust and continue"*) ;;
+	*) return 1 ;;
+	esac
+	tui send-keys -t "$W" Enter
+	for _ in $(seq 100); do
+		case $(screen_now) in *"Trust this folder?"*|*"Trust and continue"*) sleep 0.2 ;; *) break ;; esac
+	done
+	return 0
+}
+
+# codex_shows TEXT: within 30 s its screen shows TEXT, a trust question drawn meanwhile answered.
+codex_shows() {
+	for _ in $(seq 60); do
+		codex_trust && continue
+		case $(screen_now) in *"$1"*) return 0 ;; *AMX-EXITED-*) return 1 ;; esac
+		sleep 0.5
+	done
+	return 1
+}
+
 # codex_ready: its prompt drawn and its startup over for a while, no trust question over it (answered
 # if it comes: seen drawn over the prompt seconds after it, where it took the task's Enter).
 codex_ready() {
@@ -245,18 +268,16 @@ codex_ready() {
 		scr=$(screen_now)
 		case $scr in
 		*AMX-EXITED-*) fail "agentmux run ended" ;;
-		*"Trust this folder?"*|*"Trust and continue"*)
-			still=0
-			tui send-keys -t "$W" Enter
-			for _ in $(seq 100); do
-				case $(screen_now) in *"Trust this folder?"*|*"Trust and continue"*) sleep 0.2 ;; *) break ;; esac
-			done ;;
+		*"Trust this folder?"*|*"Trust and continue"*) still=0; codex_trust ;;
 		*"Waiting for startup"*) still=0; sleep 0.5 ;;
 		*"? for shortcuts"*)
-			# Ready for 2 s on end: a question drawn late would have come by then.
+			# Ready for 2 s on end: a question drawn late mostly comes by then (codex_shows
+			# answers one that comes later).
 			still=$((still + 1))
 			[ $still -ge 4 ] && return 0
 			sleep 0.5 ;;
+		# A task an earlier try typed, still in its box (its C-u went to a question drawn then).
+		*"› agentmux-run: "*) still=0; tui send-keys -t "$W" C-u; sleep 0.5 ;;
 		*) still=0; sleep 0.5 ;;
 		esac
 	done
@@ -276,8 +297,10 @@ codex_task() {
 		n0=$(carried "$what")
 		tui send-keys -t "$W" -l "$1"
 		# The input box shows what was typed (and its "? for shortcuts" goes): else the keys went to
-		# a screen being redrawn, and what did come is cleared before the next try.
-		if ! wait_screen "$what" 30; then
+		# a screen being redrawn, and what did come is cleared before the next try. Its trust question
+		# may still come now, later than 2 s after the prompt on a loaded machine: drawn over the box,
+		# which keeps what was typed; answered, and the box looked at again.
+		if ! codex_shows "$what"; then
 			echo "  (codex: the typed task did not show, try $try)"
 			tui send-keys -t "$W" C-u
 			sleep 0.5
@@ -294,16 +317,7 @@ codex_task() {
 			*"You approved"*) fail "Codex's approval question was answered before the test answered it" ;;
 			*AMX-EXITED-*) fail "agentmux run ended" ;;
 			# Asked over the task once it is sent (the task held until it is answered): answered once.
-			*"Trust this folder?"*|*"Trust and continue"*)
-				tui send-keys -t "$W" Enter
-				for _ in $(seq 100); do
-					case $(screen_now) in
-					*"Trust this folder?"*|*"Trust and continue"*) sleep 0.2 ;;
-					*) break ;;
-					esac
-				done
-				k=0
-				continue ;;
+			*"Trust this folder?"*|*"Trust and continue"*) codex_trust; k=0; continue ;;
 			esac
 			sleep 0.5
 			# Sent: its question is coming. Not sent in 30 s, nothing asked: looked at below.
