@@ -1,4 +1,5 @@
 /* Worktree sessions: a linked worktree of the project on a branch of its own, made by host-side git kept away from what the project names. */
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -588,11 +589,74 @@ struct snap_worktree_make {
 	off_t pos, size;
 	int64_t budget;
 	struct snap_worktree_made made;
+	int lock;                 /* the worktrees' lock, held over git worktree add */
+	struct event *lock_ev;    /* the next try to take it */
+	struct timeval lock_since;
 	snap_worktree_cb done;
 	void *arg;
 };
 
 static void snap_worktree_make_cb(struct proc *, void *);
+
+/* How long a worktree's start waits for another's git worktree add in its repository. */
+#define SNAP_WORKTREE_LOCK_WAIT 600
+/* How often it tries meanwhile, in milliseconds. */
+#define SNAP_WORKTREE_LOCK_POLL 25
+
+/*
+ * The worktrees' lock of git dir COMMON, open and not taken: DATA/locks/
+ * worktrees-DEV-INO.lock (-1 with *CAUSE). git is not safe with two
+ * `worktree add` (or an add and a remove) at once in one repository: one
+ * reads the other's admin dir half made ("failed to read .git/worktrees/
+ * NAME/commondir"). Sessions, restore and discard, in one agentmux process
+ * or several, take it around theirs. In the data dir, not in the git dir,
+ * which a jail can write.
+ */
+static int
+snap_worktree_lock_open(const char *common, char **cause)
+{
+	char *data, *dir, *path;
+	struct stat sb;
+	int fd = -1;
+
+	if (lstat(common, &sb) == -1) {
+		*cause = xprintf("cannot look at %s: %s", common,
+		    strerror(errno));
+		return -1;
+	}
+	if ((data = path_data_dir(cause)) == NULL)
+		return -1;
+	dir = xprintf("%s/locks", data);
+	path = xprintf("%s/worktrees-%llx-%llx.lock", dir,
+	    (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino);
+	if (path_mkdir_p(dir, 0700) == -1 || (fd = open(path, O_RDWR |
+	    O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1)
+		*cause = xprintf("cannot open the worktrees' lock %s: %s; check "
+		    "the data dir's permissions", path, strerror(errno));
+	free(path);
+	free(dir);
+	free(data);
+	return fd;
+}
+
+/* Takes COMMON's worktrees' lock, waiting: its fd, or -1 with *CAUSE. */
+static int
+snap_worktree_lock(const char *common, char **cause)
+{
+	int fd;
+
+	if ((fd = snap_worktree_lock_open(common, cause)) == -1)
+		return -1;
+	while (flock(fd, LOCK_EX) == -1) {
+		if (errno == EINTR)
+			continue;
+		*cause = xprintf("cannot lock the worktrees of %s: %s", common,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 /* Starts the next git of M on its loop; -1 with *CAUSE. */
 static int
@@ -759,6 +823,9 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 	char *cause = NULL;
 	int rc;
 
+	/* Its admin dir is whole: another's git worktree add may go on. */
+	close(m->lock);
+	m->lock = -1;
 	if (st != 0) {
 		snap_worktree_make_fail(m, snap_git_complaint("worktree",
 		    proc_err(p), st));
@@ -780,13 +847,45 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 static void snap_worktree_log_clear(const struct snap_worktree *);
 static int snap_worktree_open_dir(int, const char *);
 
+/*
+ * git worktree add, once M has its repository's worktrees' lock: tried
+ * now and every few milliseconds on the loop while another agentmux
+ * holds it, for SNAP_WORKTREE_LOCK_WAIT seconds at most.
+ */
+static void
+snap_worktree_make_add(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_worktree_make *m = arg;
+	const char *args[] = { "worktree", "add", "--quiet", "-b",
+	    m->wt->branch, m->wt->path, m->wt->base, NULL };
+	struct timeval now, poll = { 0, SNAP_WORKTREE_LOCK_POLL * 1000 };
+	char *cause = NULL;
+
+	if (flock(m->lock, LOCK_EX | LOCK_NB) == -1) {
+		gettimeofday(&now, NULL);
+		if ((errno == EWOULDBLOCK || errno == EINTR) && now.tv_sec -
+		    m->lock_since.tv_sec < SNAP_WORKTREE_LOCK_WAIT) {
+			event_add(m->lock_ev, &poll);
+			return;
+		}
+		snap_worktree_make_fail(m, errno == EWOULDBLOCK ?
+		    xprintf("another agentmux was still making or removing a "
+		    "worktree of %s after %d s: try again once it is done",
+		    m->wt->common, SNAP_WORKTREE_LOCK_WAIT) :
+		    xprintf("cannot lock the worktrees of %s: %s",
+		    m->wt->common, strerror(errno)));
+		return;
+	}
+	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
+	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
+		snap_worktree_make_fail(m, cause);
+}
+
 /* The base commit is known (or not): git worktree add comes next. */
 static void
 snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 {
 	int st = proc_status(p);
-	const char *args[] = { "worktree", "add", "--quiet", "-b",
-	    m->wt->branch, m->wt->path, NULL, NULL };
 	struct buf *out = proc_out(p);
 	char *cause = NULL, *parent;
 
@@ -806,7 +905,6 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 		return;
 	}
 	free(parent);
-	args[6] = m->wt->base;
 	snap_worktree_log_clear(m->wt);
 	/*
 	 * The branch's dirs made (no link followed) before git writes the
@@ -818,10 +916,16 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 		snap_worktree_make_fail(m, cause);
 		return;
 	}
-	m->step = SNAP_WORKTREE_ADD;
-	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
-	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
+	if ((m->lock = snap_worktree_lock_open(m->wt->common, &cause)) == -1) {
 		snap_worktree_make_fail(m, cause);
+		return;
+	}
+	m->step = SNAP_WORKTREE_ADD;
+	m->lock_ev = evtimer_new(m->base, snap_worktree_make_add, m);
+	if (m->lock_ev == NULL)
+		fatalx("cannot make a timer");
+	gettimeofday(&m->lock_since, NULL);
+	snap_worktree_make_add(-1, 0, m);
 }
 
 /* The filter drivers are known: the base commit is looked up next. */
@@ -896,7 +1000,7 @@ snap_worktree_make_start(struct event_base *base, const char *project,
 	m->wt = wt;
 	m->ref = xstrdup(ref != NULL ? ref : "HEAD");
 	m->scratch = xstrdup(scratch);
-	m->pfd = m->wfd = m->in = m->out = -1;
+	m->pfd = m->wfd = m->in = m->out = m->lock = -1;
 	m->budget = SNAP_WORKTREE_COPY_MAX;
 	m->done = done;
 	m->arg = arg;
@@ -925,6 +1029,10 @@ snap_worktree_make_free(struct snap_worktree_make *m)
 	proc_free(m->proc);
 	if (m->slice_ev != NULL)
 		event_free(m->slice_ev);
+	if (m->lock_ev != NULL)
+		event_free(m->lock_ev);
+	if (m->lock != -1)
+		close(m->lock);
 	if (m->excl != NULL)
 		unlink(m->excl);
 	if (m->pfd != -1)
@@ -2227,11 +2335,12 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 	    "--format=%(refname) %(objectname) %(symref)", ns, NULL };
 	struct buf out;
 	char *tip = snap_worktree_tip(wt);
-	int rc = 0;
+	int rc = 0, lock;
 
 	/* Nothing goes before what restore needs is kept. */
 	if (snap_worktree_keep_record(root, wt, tip, pack_max, no_keep,
-	    cause) == -1) {
+	    cause) == -1 || (lock = snap_worktree_lock(wt->common,
+	    cause)) == -1) {
 		free(tip);
 		free(ns);
 		return -1;
@@ -2247,6 +2356,7 @@ snap_worktree_discard(const struct snap_worktree *wt, const char *root,
 		free(err);
 		err = NULL;
 	}
+	close(lock);
 	buf_init(&out);
 	if (snap_worktree_git(wt->common, NULL, wt->common, list, &out,
 	    cause) == -1)

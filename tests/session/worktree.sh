@@ -274,6 +274,61 @@ sums "$wt1" >"$T/s1"; sums "$wt3" >"$T/s3"
 sums "$wt1" | cmp -s - "$T/s1" && sums "$wt3" | cmp -s - "$T/s3" &&
 	ok "undo of one parallel session left the other two byte-for-byte" || bad "undo of $par2 touched another worktree"
 
+# git is not safe with two `worktree add` at once in one repository (one read the other's admin dir half
+# made: "failed to read .git/worktrees/p9/commondir"): agentmux takes a lock of the repository's worktrees
+# (in its data dir, which jails do not see) around each add and remove. Six at once, twice, all start;
+# while another holds the lock, a start waits for it on its loop, and so does a discard.
+for r in 1 2; do
+	pids=
+	for n in 1 2 3 4 5 6; do
+		"$AMX" run --worktree --branch "six$r$n" -- sh -c "echo $n >six && git add six && git commit -qm six" \
+			</dev/null >/dev/null 2>"$T/six$r$n.err" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p" || bad "one of six worktree sessions at once failed: $(cat "$T"/six$r*.err)"; done
+done
+[ "$(git for-each-ref 'refs/heads/agentmux/*/six*' | wc -l)" = 12 ] &&
+	ok "twelve worktree sessions of one repository, six at once, all started and committed" ||
+	bad "six worktree sessions at once: $(git for-each-ref 'refs/heads/agentmux/*/six*' | wc -l) branches of 12"
+if command -v flock >/dev/null; then
+	lock=$XDG_DATA_HOME/agentmux/locks/worktrees-$(printf '%x-%x' $(stat -c '%d %i' "$P/.git")).lock
+	[ -f "$lock" ] || bad "no worktrees' lock at $lock: $(ls "$XDG_DATA_HOME/agentmux/locks" 2>&1)"
+	flock "$lock" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.1; done" &
+	hpid=$!
+	for _ in $(seq 100); do [ -e "$T/held" ] && break; sleep 0.1; done
+	"$AMX" run --worktree --branch waited -- sh -c 'echo w >w && git add w && git commit -qm w' \
+		</dev/null >/dev/null 2>"$T/waited.err" &
+	wpid=$!
+	sleep 1.5
+	{ kill -0 "$wpid" 2>/dev/null && [ -z "$(git for-each-ref 'refs/heads/agentmux/*/waited')" ] &&
+		! git worktree list | grep -q "\[agentmux/[0-9]*/waited\]"; } &&
+		ok "a worktree session waits while another holds its repository's worktrees' lock" ||
+		bad "a worktree session did not wait for the worktrees' lock: $(git worktree list)"
+	touch "$T/release"
+	wait "$hpid"
+	wait "$wpid" && [ -n "$(git for-each-ref 'refs/heads/agentmux/*/waited')" ] &&
+		ok "once the lock is free, it starts" || bad "the waiting session failed: $(cat "$T/waited.err")"
+	wid=$(newest)
+	wwt=$(wt_of "agentmux/$wid/waited")
+	rm -f "$T/held" "$T/release"
+	flock "$lock" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.1; done" &
+	hpid=$!
+	for _ in $(seq 100); do [ -e "$T/held" ] && break; sleep 0.1; done
+	"$AMX" discard "$wid" --yes >"$T/dwait.out" 2>&1 &
+	dpid=$!
+	sleep 1.5
+	{ kill -0 "$dpid" 2>/dev/null && [ -n "$wwt" ] && [ -d "$wwt" ]; } &&
+		ok "a discard waits while another holds the worktrees' lock" ||
+		bad "a discard did not wait for the worktrees' lock ($wwt): $(cat "$T/dwait.out")"
+	touch "$T/release"
+	wait "$hpid"
+	wait "$dpid" && [ ! -e "$wwt" ] && ok "once the lock is free, the discard goes on" ||
+		bad "the waiting discard failed: $(cat "$T/dwait.out")"
+	rm -f "$T/held" "$T/release"
+else
+	echo "SKIP (the worktrees' lock held by hand): flock(1) is missing"
+fi
+
 # undo --refs of a worktree session puts back its own branch alone: the user's
 # main, moved while the session ran, and the shared HEAD stay as they are.
 "$AMX" run --worktree --branch refs1 -- sh -c 'sleep 2; echo r >r && git add r && git commit -qm r' \
