@@ -36,6 +36,8 @@
 /* Ref files and HEAD are small; a reflog is read whole. */
 #define SNAP_HIST_REF_MAX 4096
 #define SNAP_HIST_LOG_MAX (256 * 1024 * 1024)
+/* What is read of a reflog for its last line. */
+#define SNAP_HIST_LOG_TAIL (64 * 1024)
 
 /* ---- refs, read without git ---- */
 
@@ -2256,27 +2258,50 @@ snap_history_remote(const char *ref, const char *was, const char *v,
 char *
 snap_hist_log_last(int gitfd, const char *ref)
 {
-	char *path = xprintf("logs/%s", ref), *line, *last = NULL;
+	char *path = xprintf("logs/%s", ref), *line, *last = NULL, *nl, *tail;
+	struct stat st;
+	off_t at = 0;
+	ssize_t got = -1;
 	size_t n, m, i;
-	struct buf b;
+	int fd;
 
-	buf_init(&b);
-	if (snap_hist_read(gitfd, path, &b, SNAP_HIST_LOG_MAX) == 0 &&
-	    b.data != NULL) {
-		while (b.len > 0 && b.data[b.len - 1] == '\n')
-			b.data[--b.len] = '\0';
-		line = strrchr(b.data, '\n') != NULL ? strrchr(b.data, '\n') + 1 :
-		    b.data;
-		/* "OLD NEW NAME <EMAIL> TIME ZONE\tMESSAGE" */
-		if ((n = snap_hist_oid_len(line)) != 0 && line[n] == ' ' &&
-		    (m = snap_hist_oid_len(line + n + 1)) != 0) {
-			last = xstrndup(line + n + 1, m);
-			for (i = 0; i < m; i++)
-				last[i] = (char)tolower((unsigned char)last[i]);
-		}
-	}
-	buf_free(&b);
+	/* Its tail alone: a reflog may be as big as the disk. */
+	fd = path_open_beneath(gitfd, path, O_RDONLY | O_NONBLOCK, 0);
 	free(path);
+	if (fd == -1)
+		return NULL;
+	tail = xmalloc(SNAP_HIST_LOG_TAIL + 1);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		at = st.st_size > SNAP_HIST_LOG_TAIL ? st.st_size -
+		    SNAP_HIST_LOG_TAIL : 0;
+		while ((got = pread(fd, tail, SNAP_HIST_LOG_TAIL, at)) == -1 &&
+		    errno == EINTR)
+			;
+	}
+	close(fd);
+	if (got <= 0) {
+		free(tail);
+		return NULL;
+	}
+	n = (size_t)got;
+	while (n > 0 && tail[n - 1] == '\n')
+		n--;
+	tail[n] = '\0';
+	nl = memrchr(tail, '\n', n);
+	/* A last line longer than the tail is not read, as an unreadable reflog is not. */
+	if (nl == NULL && at > 0) {
+		free(tail);
+		return NULL;
+	}
+	line = nl != NULL ? nl + 1 : tail;
+	/* "OLD NEW NAME <EMAIL> TIME ZONE\tMESSAGE" */
+	if ((n = snap_hist_oid_len(line)) != 0 && line[n] == ' ' &&
+	    (m = snap_hist_oid_len(line + n + 1)) != 0) {
+		last = xstrndup(line + n + 1, m);
+		for (i = 0; i < m; i++)
+			last[i] = (char)tolower((unsigned char)last[i]);
+	}
+	free(tail);
 	return last;
 }
 

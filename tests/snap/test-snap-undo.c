@@ -828,6 +828,64 @@ test_ref_values(void **state)
 	assert_false(snap_hist_value_ok(up));
 }
 
+/* A reflog's last line, read from its tail alone: new value, lower case; a last line longer than the tail, or none, reads as nothing. */
+static void
+test_log_last(void **state)
+{
+	static const char a[] = "0123456789abcdef0123456789abcdef01234567";
+	static const char b[] = "89ABCDEF0123456789abcdef0123456789abcdef";
+	char *dir = test_tmpdir("loglast"), *path, *v, *line;
+	struct buf big;
+	size_t i;
+	int fd;
+
+	(void)state;
+	path = xprintf("%s/logs/refs/heads/x", dir);
+	line = xprintf("%s %s A U Thor <a@x> 1 +0000\tcommit: one\n", a, a);
+	buf_init(&big);
+	/* 8 MiB of lines, the last one B, with newlines after it. */
+	for (i = 0; big.len < (size_t)8 << 20; i++)
+		buf_adds(&big, line);
+	buf_printf(&big, "%s %s A U Thor <a@x> 2 +0000\tcommit: two\n\n\n", a, b);
+	test_write_file(path, big.data);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd != -1);
+	v = snap_hist_log_last(fd, "refs/heads/x");
+	assert_non_null(v);
+	assert_string_equal(v, "89abcdef0123456789abcdef0123456789abcdef");
+	free(v);
+	/* One line alone, no newline at its end. */
+	free(line);
+	line = xprintf("%s %s A U Thor <a@x> 1 +0000\tx", b, a);
+	test_write_file(path, line);
+	v = snap_hist_log_last(fd, "refs/heads/x");
+	assert_non_null(v);
+	assert_string_equal(v, a);
+	free(v);
+	/* A last line of 100 KiB: past the tail, not read. */
+	buf_reset(&big);
+	buf_printf(&big, "%s %s A U Thor <a@x> 1 +0000\t", a, a);
+	while (big.len < 100 * 1024)
+		buf_adds(&big, "xxxxxxxxxxxxxxxx");
+	buf_adds(&big, "\n");
+	test_write_file(path, big.data);
+	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	/* A FIFO there is not waited on; a missing reflog or an empty one is nothing. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	assert_int_equal(unlink(path), 0);
+	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	test_write_file(path, "");
+	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	close(fd);
+	buf_free(&big);
+	free(line);
+	free(path);
+	test_rmtree(dir);
+	free(dir);
+}
+
 /* packed-refs as git reads it: lines git cannot parse found, one line per ref kept. */
 static void
 test_packed_check(void **state)
@@ -1088,6 +1146,7 @@ main(void)
 		cmocka_unit_test(test_ref_values),
 		cmocka_unit_test(test_refs_many),
 		cmocka_unit_test(test_packed_check),
+		cmocka_unit_test(test_log_last),
 		cmocka_unit_test(test_packed_unsorted),
 		cmocka_unit_test(test_packed_unread),
 		cmocka_unit_test(test_merge_log),
