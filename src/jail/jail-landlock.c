@@ -117,23 +117,38 @@ jail_landlock_path(struct jail_plan *p, int rs, const char *path,
 	close(fd);
 }
 
+/* Whether DIR is PATH or a dir above it (whose rule reaches it). */
+static bool
+jail_landlock_reaches(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' ||
+	    path[n] == '/' || strcmp(dir, "/") == 0);
+}
+
 /*
  * What may be made under a writable dir: no device nodes anywhere, and no
- * FIFO in the project (nor in a dir above it, whose rule would reach it):
- * agentmux and git on the host open files there, and opening a FIFO for
- * reading waits for a writer.
+ * FIFO in the project or in a writable bind (a worktree session's git
+ * dirs: its admin dir, its branch's ref and reflog dirs), nor in a dir
+ * above one, whose rule would reach it: agentmux and git on the host open
+ * files there (the user's git branch lists every branch's ref file), and
+ * opening a FIFO for reading waits for a writer.
  */
 static uint64_t
 jail_landlock_dir_rights(struct jail_plan *p, const char *dir)
 {
 	uint64_t rights = p->ll_fs & ~(JAIL_LL_FS_MAKE_CHAR |
 	    JAIL_LL_FS_MAKE_BLOCK);
-	const char *proj = p->conf->project;
-	size_t n = strlen(dir);
+	const struct jail_conf *c = p->conf;
+	size_t i;
 
-	if (proj != NULL && strncmp(proj, dir, n) == 0 && (proj[n] == '\0' ||
-	    proj[n] == '/' || strcmp(dir, "/") == 0))
+	if (c->project != NULL && jail_landlock_reaches(dir, c->project))
 		rights &= ~JAIL_LL_FS_MAKE_FIFO;
+	for (i = 0; i < c->nbinds; i++)
+		if (c->binds[i].rw && jail_landlock_reaches(dir,
+		    c->binds[i].path))
+			rights &= ~JAIL_LL_FS_MAKE_FIFO;
 	return rights;
 }
 

@@ -3301,10 +3301,11 @@ snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
 
 	if (told != NULL)
 		strv_addf(&h->end_alerts, "the session left links or special "
-		    "files in its worktree's git dir or its branch's reflog "
-		    "dir, which your git in the worktree would write through (a "
-		    "commit appends its reflog lines through a logs/HEAD link, "
-		    "or its branch's) or block on: %s%s", told, rc == -1 ? "; remove those not removed "
+		    "files in its worktree's git dir, its branch's reflog dir "
+		    "or its branch's ref dir, which your git would write "
+		    "through (a commit in the worktree appends its reflog lines "
+		    "through a logs/HEAD link, or its branch's) or block on (a "
+		    "FIFO where git lists branches): %s%s", told, rc == -1 ? "; remove those not removed "
 		    "before you run git in the worktree" : "; they were "
 		    "removed");
 	free(told);

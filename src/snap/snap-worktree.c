@@ -2017,6 +2017,7 @@ struct snap_worktree_odd {
 	size_t seen;              /* in the walk under way */
 	size_t n;                 /* removed */
 	bool failed;              /* one could not be removed, or a walk was cut */
+	bool keep_links;          /* links are left (a ref dir: git reads them as symrefs, which merge refuses) */
 };
 
 /*
@@ -2118,7 +2119,8 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 			if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 				snap_worktree_odd_walk(sub, path, depth + 1, o);
-		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) &&
+		    !(o->keep_links && S_ISLNK(st.st_mode)))
 			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
 		free(path);
 	}
@@ -2130,7 +2132,8 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 {
 	const char *slash = strrchr(wt->branch, '/');
 	char *logs = xprintf("logs/refs/heads/%.*s", (int)(slash - wt->branch),
-	    wt->branch), *at;
+	    wt->branch), *refs = xprintf("refs/heads/%.*s", (int)(slash -
+	    wt->branch), wt->branch), *at;
 	struct snap_worktree_odd o;
 	struct buf b;
 	size_t i;
@@ -2156,8 +2159,21 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 			snap_worktree_odd_walk(fd, at, 0, &o);
 			free(at);
 		}
+		/*
+		 * And its ref dir, for special files: git lists refs there
+		 * whenever it lists branches (git branch, for-each-ref, gc),
+		 * the user's in the main tree too, and waits on a FIFO.
+		 */
+		if ((fd = snap_worktree_open_dir(cfd, refs)) != -1) {
+			at = xprintf("%s/%s", wt->common, refs);
+			o.seen = 0;
+			o.keep_links = true;
+			snap_worktree_odd_walk(fd, at, 0, &o);
+			free(at);
+		}
 		close(cfd);
 	}
+	free(refs);
 	free(logs);
 	buf_init(&b);
 	for (i = 0; i < o.told.n; i++)

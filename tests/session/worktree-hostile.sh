@@ -148,17 +148,45 @@ P=$T/l
 new_project
 echo victim >"$T/victim" && chmod 666 "$T/victim"
 end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
-	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" && mkfifo "$a/ORIG_HEAD" &&
+	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" &&
+	python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$a/ORIG_HEAD" &&
 	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
 	ln -s '"$T"'/victim "$c/logs/$r"' </dev/null 2>&1)
 id=$(sid)
 w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
-grep -q "left links or special files in its worktree's git dir .*logs/HEAD (a link to $T/victim).*they were removed" <<<"$end" &&
+grep -q "left links or special files in its worktree's git dir.*logs/HEAD (a link to $T/victim).*they were removed" <<<"$end" &&
 	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
-	ok "the end tells and removes links and FIFOs in the worktree's git dir" || bad "the end did not tell them: $end"
+	ok "the end tells and removes links and special files in the worktree's git dir" || bad "the end did not tell them: $end"
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
 [ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
 	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
+
+# 14. FIFOs where the user's git opens files: the worktree's git dir, its branch's ref and reflog dirs (git
+# branch and for-each-ref in the main tree open every ref file, and wait on a FIFO forever). Landlock refuses
+# to make one there (or in a dir above); a socket (which git does not wait on, nor Landlock refuse) in the
+# ref dir is removed at the end and told; the user's git branch lists the branches.
+P=$T/fifo
+new_project
+end=$("$AMX" run --worktree --branch ff -- sh -c 'a=$(git rev-parse --absolute-git-dir) &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) &&
+	for d in "$a" "$a/logs" "${c}/${r%/*}" "$c/logs/${r%/*}"; do mkdir -p "$d"; mkfifo "$d/fifo" 2>/dev/null && echo "MADE $d"; done
+	mkfifo "$c/${r%/*}/fifo" 2>/dev/null || mkfifo "$c/${r%/*}/sub/fifo" 2>/dev/null && echo MADE-SUB
+	mkdir -p "$c/${r%/*}/sub" && python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$c/${r%/*}/sub/sock" &&
+	echo planted' </dev/null 2>&1)
+id=$(sid)
+if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
+	! grep -q MADE <<<"$end" && ok "no FIFO can be made in the worktree's git dir or its branch's ref and reflog dirs" ||
+		bad "the session made FIFOs where git opens files: $end"
+else
+	echo "SKIP (FIFOs refused): no Landlock here"
+fi
+grep -q planted <<<"$end" || bad "the session did not plant its socket: $end"
+grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <<<"$end" &&
+	ok "the end tells and removes a special file in the branch's ref dir" || bad "the end did not tell the socket: $end"
+[ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] ||
+	bad "special files are left in the git dir: $(find .git/refs .git/logs .git/worktrees ! -type f ! -type d)"
+out=$(timeout 20 git branch 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
+	ok "the user's git branch lists the branches after it" || bad "git branch after the session: $out"
 
 # 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
 # filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
