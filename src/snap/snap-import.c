@@ -325,6 +325,19 @@ out:
 	return ok;
 }
 
+mode_t
+snap_git_mode(int dirfd, mode_t mode)
+{
+	struct stat st;
+
+	if (fstat(dirfd, &st) == 0 && (st.st_mode & S_ISGID)) {
+		if (mode & 0111)
+			return st.st_mode & 07777;
+		return (mode & ~util_user_umask()) | (mode & st.st_mode & 0060);
+	}
+	return mode & ~util_user_umask();
+}
+
 /* Writes what FD holds as NAME in the host's fanout dir DIRFD, as git does (a temp file linked into place). */
 static int
 snap_import_write(int dirfd, const char *name, int fd)
@@ -337,10 +350,11 @@ snap_import_write(int dirfd, const char *name, int fd)
 	snprintf(tmp, sizeof tmp, "tmp_obj_agentmux_%02x%02x%02x%02x%02x%02x",
 	    rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
 	out = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0444);
+	    O_CLOEXEC, 0400);
 	if (out == -1)
 		return -1;
-	if (lseek(fd, 0, SEEK_SET) == 0 && snap_copy_fd(fd, out) == 0 &&
+	if (fchmod(out, snap_git_mode(dirfd, 0444)) == 0 &&
+	    lseek(fd, 0, SEEK_SET) == 0 && snap_copy_fd(fd, out) == 0 &&
 	    fsync(out) == 0)
 		rc = 0;
 	if (close(out) == -1)
@@ -404,9 +418,10 @@ snap_import_hostdir(int objfd, const char *fan)
 	int fd;
 
 	fd = openat(objfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1 && errno == ENOENT && mkdirat(objfd, fan, 0755) == 0)
-		fd = openat(objfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
+	if (fd == -1 && errno == ENOENT && mkdirat(objfd, fan, 0700) == 0 &&
+	    (fd = openat(objfd, fan, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1)
+		(void)fchmod(fd, snap_git_mode(objfd, 0777));
 	return fd;
 }
 
@@ -533,7 +548,8 @@ snap_import_index_opts(struct snap_import *im, int fd, struct strv *env,
 	o->env = env->v;
 	o->dir = im->gitdir;
 	o->out_fd = -1;
-	o->umask = -1;
+	/* The user's, not agentmux's own (077): the pack is theirs. */
+	o->umask = (int)util_user_umask();
 	o->has_in_fd = true;
 	o->in_fd = fd;
 }

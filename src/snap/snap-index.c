@@ -855,8 +855,10 @@ snap_index_write_user(const char *path, struct buf *file, size_t oidlen,
 	lock = xprintf("%s.lock", path);
 	if (snap_index_checksum((unsigned char *)file->data, file->len,
 	    oidlen) == 0 && (fd = open(lock, O_WRONLY | O_CREAT | O_EXCL |
-	    O_CLOEXEC | O_NOFOLLOW, sb->st_mode & 0666)) != -1) {
-		written = util_write_all(fd, file->data, file->len) == 0 &&
+	    O_CLOEXEC | O_NOFOLLOW, 0600)) != -1) {
+		/* Its mode kept, whatever agentmux's own umask (077). */
+		written = fchmod(fd, sb->st_mode & 0666) == 0 &&
+		    util_write_all(fd, file->data, file->len) == 0 &&
 		    futimens(fd, times) == 0;
 		/* Closed once, whatever happened: a failed close loses the write. */
 		if (close(fd) == 0 && written && rename(lock, path) == 0)

@@ -813,6 +813,14 @@ extern size_t snap_hist_packed_max;
 bool snap_hist_packed_unread(const struct strv *refs);
 /* The value the last line of REF's reflog in GITFD gives it (lower-case hex), or NULL (none, unreadable); caller frees. */
 char *snap_hist_log_last(int gitfd, const char *ref);
+/*
+ * The mode git gives what it makes with MODE in the dir DIRFD of the
+ * user's repository: MODE less the user's umask (not agentmux's own,
+ * 077), with the group's read bits in a dir shared with
+ * core.sharedRepository (set-gid, as git makes every dir of such a
+ * repository); for a dir (MODE with x bits), that parent's mode whole.
+ */
+mode_t snap_git_mode(int dirfd, mode_t mode);
 /* Why GITFD's packed-refs cannot be read ("300 MiB, more than ..."); caller frees. */
 char *snap_hist_packed_why(int gitfd);
 /*

@@ -592,6 +592,8 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
     char **cause)
 {
 	char *data, *saved = NULL, *lock = NULL;
+	struct stat sb;
+	mode_t mode;
 	int rc = -1, fd;
 
 	if ((data = path_data_dir(cause)) == NULL)
@@ -609,11 +611,15 @@ snap_refs_index(struct snap_repo *r, int64_t session, bool dry, FILE *out,
 		return 0;
 	}
 	lock = xprintf("%s.lock", r->projindex);
+	/* The index's mode kept (else as git makes it), whatever agentmux's own umask (077). */
+	mode = lstat(r->projindex, &sb) == 0 && S_ISREG(sb.st_mode) ?
+	    sb.st_mode & 0666 : 0666 & ~util_user_umask();
 	if ((fd = open(lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 	    O_NOFOLLOW, 0600)) == -1)
 		*cause = xprintf("cannot lock %s: %s (is git running?)", lock,
 		    strerror(errno));
-	else if (close(fd) == 0 && snap_copy_file(saved, lock, cause) == 0 &&
+	else if (fchmod(fd, mode) == 0 && close(fd) == 0 &&
+	    snap_copy_file(saved, lock, cause) == 0 &&
 	    rename(lock, r->projindex) == 0)
 		rc = 0;
 	else {

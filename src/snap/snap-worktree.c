@@ -289,6 +289,7 @@ snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode)
 {
 	char *copy = xstrdup(rel), *part, *save = NULL;
 	int fd = dup(dirfd), next;
+	bool made;
 
 	for (part = strtok_r(copy, "/", &save); fd != -1 && part != NULL;
 	    part = strtok_r(NULL, "/", &save)) {
@@ -298,13 +299,17 @@ snap_worktree_mkdirs(int dirfd, const char *rel, mode_t mode)
 			errno = EINVAL;
 			break;
 		}
-		if (mkdirat(fd, part, mode) == -1 && errno != EEXIST) {
+		made = mkdirat(fd, part, 0700) == 0;
+		if (!made && errno != EEXIST) {
 			close(fd);
 			fd = -1;
 			break;
 		}
 		next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
+		/* As git makes it: MODE less the user's umask, not agentmux's own. */
+		if (made && next != -1)
+			(void)fchmod(next, snap_git_mode(fd, mode));
 		close(fd);
 		fd = next;
 	}
@@ -380,7 +385,9 @@ snap_worktree_noconfig(const struct snap_worktree *wt, char **cause)
 	if ((dfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
 		fd = openat(dfd, "config.worktree", O_WRONLY | O_CREAT |
-		    O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		    O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd != -1)
+			(void)fchmod(fd, snap_git_mode(dfd, 0666));
 		close(dfd);
 	}
 	if (fd == -1) {
@@ -404,8 +411,8 @@ snap_worktree_refdirs(const struct snap_worktree *wt, char **cause)
 
 	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
-		fd = snap_worktree_mkdirs(cfd, refs, 0755);
-		fd2 = snap_worktree_mkdirs(cfd, logs, 0755);
+		fd = snap_worktree_mkdirs(cfd, refs, 0777);
+		fd2 = snap_worktree_mkdirs(cfd, logs, 0777);
 		close(cfd);
 	}
 	if (fd == -1 || fd2 == -1)
@@ -533,7 +540,7 @@ snap_worktree_copy_open(int srcfd, int dstfd, const char *rel,
 		rc = 1;
 		goto out;
 	}
-	dfd = dir != NULL ? snap_worktree_mkdirs(dstfd, dir, 0755) :
+	dfd = dir != NULL ? snap_worktree_mkdirs(dstfd, dir, 0777) :
 	    dup(dstfd);
 	if (dfd == -1)
 		goto out;

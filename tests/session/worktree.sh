@@ -447,6 +447,42 @@ out=$("$AMX" merge "$fid" 2>&1) || bad "merge of the filter session failed: $out
 	bad "merge ran the filter driver, or filtered2.txt is not as committed: $(cat filtered2.txt 2>&1)"
 git config --unset filter.amxevil.smudge; git config --unset filter.amxevil.process
 
+# What agentmux writes into the user's repository takes the user's umask (022 here), not agentmux's own
+# (077): the objects a session's git wrote (brought back from the jail), its pack, a worktree session's ref
+# and reflog dirs and config.worktree, the index undo --refs puts back. Each was 0700 or 0600/0400 before.
+M=$T/modes
+mkdir -p "$M" && (
+	umask 022
+	cd "$M" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+		echo a >f && git add f && git commit -qm A || exit 1
+	"$AMX" run -- sh -c 'echo b >f && git add f && git commit -qm B && head -c 300000 /dev/urandom >big &&
+		git add big && git commit -qm big && git repack -q' </dev/null >"$T/modes.out" 2>&1 || exit 1
+	"$AMX" undo last --refs </dev/null >"$T/modes.out" 2>&1 || exit 1
+	"$AMX" run --worktree --branch modes -- sh -c 'echo c >g && git add g && git commit -qm C' \
+		</dev/null >"$T/modes.out" 2>&1
+) || bad "the modes' repository could not be made: $(cat "$T/modes.out")"
+odd=$(find "$M/.git" \( -type d ! -perm -0755 \) -o \( -type f ! -perm -0444 ! -name '*.lock' \) -print)
+[ -z "$odd" ] && ok "what agentmux wrote into the repository has the user's umask's modes" ||
+	bad "agentmux wrote these with its own umask's modes: $(ls -ld $odd | head -n 8)"
+# A repository shared with a group (core.sharedRepository, set-gid dirs): a session leaves .git set-gid
+# (its end took the bit off, as if the session had set it), and what agentmux makes there is the group's.
+M=$T/shared
+mkdir -p "$M" && (
+	umask 022
+	cd "$M" && git init -q -b main . && git config user.email t@x && git config user.name t &&
+		git config core.sharedRepository group && chmod -R g+ws .git && echo a >f && git add f &&
+		git commit -qm A || exit 1
+	"$AMX" run -- sh -c 'echo b >f && : >.git/probe && rm .git/probe' </dev/null >"$T/modes.out" 2>&1 || exit 1
+	"$AMX" undo last --refs </dev/null >"$T/modes.out" 2>&1 || exit 1
+	"$AMX" run --worktree --branch modes -- true </dev/null >"$T/modes.out" 2>&1
+) || bad "the shared repository could not be made: $(cat "$T/modes.out")"
+[ -g "$M/.git" ] && ok "a session leaves a shared repository's .git set-gid" ||
+	bad "a session took the set-gid bit off a shared repository's .git: $(stat -c %A "$M/.git")"
+odd=$(find "$M/.git/refs" "$M/.git/logs" "$M/.git/worktrees" "$M/.git/index" \( -type d ! -perm -2070 \) -o \
+	\( -type f ! -perm -0040 \) -print)
+[ -z "$odd" ] && ok "in a repository shared with a group, what agentmux wrote is the group's" ||
+	bad "in a shared repository, these are not the group's: $(ls -ld $odd | head -n 8)"
+
 # The same as an ordinary user (users are not root; the mounts and Landlock differ), once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
