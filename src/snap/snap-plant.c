@@ -165,7 +165,13 @@ snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
 	return is;
 }
 
-/* The set-uid and set-gid bits of REL (changed in the session) come off. */
+/*
+ * The set-uid and set-gid bits of REL (changed in the session) come off.
+ * A dir's set-gid bit stays: it runs nothing (new entries take the dir's
+ * group), the kernel gives it to every dir made in a set-gid dir, and a
+ * repository shared with core.sharedRepository has it on each of its dirs
+ * (.git itself changes in every session: taking it off broke the sharing).
+ */
 static void
 snap_plant_setid(struct snap_plant_walk *w, const char *rel,
     const struct stat *st)
@@ -176,6 +182,7 @@ snap_plant_setid(struct snap_plant_walk *w, const char *rel,
 
 	if (!(st->st_mode & (S_ISUID | S_ISGID)) ||
 	    !(S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) ||
+	    (S_ISDIR(st->st_mode) && !(st->st_mode & S_ISUID)) ||
 	    !snap_nested_changed(st, w->o->since))
 		return;
 	fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_NONBLOCK |
