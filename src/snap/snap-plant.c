@@ -166,11 +166,12 @@ snap_plant_repo_dir(struct snap_plant_walk *w, const char *rel)
 }
 
 /*
- * The set-uid and set-gid bits of REL (changed in the session) come off.
- * A dir's set-gid bit stays: it runs nothing (new entries take the dir's
- * group), the kernel gives it to every dir made in a set-gid dir, and a
- * repository shared with core.sharedRepository has it on each of its dirs
- * (.git itself changes in every session: taking it off broke the sharing).
+ * The set-uid and set-gid bits of REL (changed in the session) come off,
+ * but a dir's set-gid bit: it runs nothing (new entries take the dir's
+ * group), the jail cannot set it (seccomp), only have it from the kernel
+ * in a set-gid dir or from the user, and taking it off broke a repository
+ * shared with a group (.git, set-gid as each of its dirs, changes in
+ * every session) and any set-gid dir of the user's a session added to.
  */
 static void
 snap_plant_setid(struct snap_plant_walk *w, const char *rel,
