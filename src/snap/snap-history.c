@@ -313,6 +313,20 @@ snap_hist_packed_mark(int gitfd, struct strv *out)
 }
 
 /*
+ * Snapshot refs older versions wrote into the project (refs/agentmux/
+ * sessions/N, refs/agentmux/snaps/N/...): agentmux's, not the user's.
+ * Any other ref under refs/agentmux is a ref like any other (one named
+ * refs/agentmux/ID/NAME is what git takes first for a worktree branch's
+ * short name).
+ */
+static bool
+snap_hist_legacy(const char *ref)
+{
+	return strncmp(ref, "refs/agentmux/snaps/", 20) == 0 ||
+	    strncmp(ref, "refs/agentmux/sessions/", 23) == 0;
+}
+
+/*
  * packed-refs as git reads it (refs/packed-backend.c): "ID NAME" lines,
  * the id in hex of either case and any whitespace after it, '#' a header,
  * '^' a peeled tag. A line git cannot parse makes git fail at every ref
@@ -343,7 +357,7 @@ snap_hist_packed(int gitfd, struct strv *out)
 			continue;
 		line[n] = '\0';
 		if (!snap_hist_refname_ok(line + n + 1) ||
-		    strncmp(line + n + 1, "refs/agentmux/", 14) == 0)
+		    snap_hist_legacy(line + n + 1))
 			continue;
 		v = snap_hist_parse(line);
 		strv_addf(out, "%s\t%s", line + n + 1, v);
@@ -663,7 +677,8 @@ snap_hist_loose(int gitfd, const char *dir, int depth, struct strv *out)
 	DIR *d;
 	int fd;
 
-	if (depth > 32 || strcmp(dir, "refs/agentmux") == 0 ||
+	if (depth > 32 || strcmp(dir, "refs/agentmux/snaps") == 0 ||
+	    strcmp(dir, "refs/agentmux/sessions") == 0 ||
 	    (fd = path_open_beneath(gitfd, dir, O_RDONLY | O_DIRECTORY,
 	    0)) == -1)
 		return;
@@ -770,7 +785,8 @@ snap_hist_copy_logs(int fromfd, const char *rel, const char *to, int depth)
 	DIR *d;
 	int fd, in, out;
 
-	if (depth > 32 || strcmp(rel, "logs/refs/agentmux") == 0 ||
+	if (depth > 32 || strcmp(rel, "logs/refs/agentmux/snaps") == 0 ||
+	    strcmp(rel, "logs/refs/agentmux/sessions") == 0 ||
 	    (fd = path_open_beneath(fromfd, rel, O_RDONLY | O_DIRECTORY,
 	    0)) == -1)
 		return;
@@ -2336,6 +2352,18 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 			    "there would move that session's branch; 'agentmux "
 			    "undo %lld --refs' puts it back", q, gitdir, t,
 			    (long long)session);
+			free(t);
+		} else if ((strncmp(ref, "refs/agentmux/", 14) == 0 ||
+		    strncmp(ref, "refs/tags/agentmux/", 19) == 0) &&
+		    (was == NULL || strcmp(was, v) != 0)) {
+			t = quote_name(ref + (ref[5] == 't' ? 10 : 5));
+			strv_addf(alerts, "the session %s %s in %s: git takes it "
+			    "before a worktree session's branch when that is "
+			    "named short (git log or git merge %s would take "
+			    "the session's commit); 'agentmux undo %lld --refs' "
+			    "%s", was == NULL ? "made" : "moved", q, gitdir, t,
+			    (long long)session, was == NULL ? "deletes it" :
+			    "puts it back");
 			free(t);
 		} else if (strncmp(ref, "refs/heads/agentmux/", 20) == 0 &&
 		    snap_hist_value_ok(v) && strncmp(v, "ref: ", 5) != 0 &&

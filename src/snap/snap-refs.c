@@ -347,17 +347,19 @@ snap_refs_keep(FILE *out, const char *ref)
 
 /*
  * A replace ref made during the session is not the user's: git log and
- * git show would show its commit in the place of another. It goes, as git
- * deletes a ref (loose or packed, with agentmux's settings: no hook).
+ * git show would show its commit in the place of another; nor is one
+ * under refs/agentmux/ or refs/tags/agentmux/, which git takes before a
+ * worktree session's branch named short. It goes, as git deletes a ref
+ * (loose or packed, with agentmux's settings: no hook); WHAT says which.
  */
 static void
-snap_refs_drop(struct snap_refs *sr, const char *ref)
+snap_refs_drop(struct snap_refs *sr, const char *ref, const char *what)
 {
 	const char *args[] = { "update-ref", "--no-deref", "-d", ref, NULL };
 	char *q = quote_name(ref), *cause = NULL;
 
-	out_printf(sr->out, "  %sdelete  %s: a replace ref made during the "
-	    "session\n", sr->dry ? "would " : "", q);
+	out_printf(sr->out, "  %sdelete  %s: %s made during the session\n",
+	    sr->dry ? "would " : "", q, what);
 	if (!sr->dry && snap_refs_git(sr, args, NULL, NULL, &cause) == -1) {
 		out_printf(sr->out, "  cannot  delete %s: %s\n", q, cause);
 		sr->failed++;
@@ -435,7 +437,12 @@ snap_refs_all(struct snap_refs *sr)
 			;
 		else if (strncmp(ref, "refs/replace/", 13) == 0 &&
 		    snap_hist_refname_ok(ref))
-			snap_refs_drop(sr, ref);
+			snap_refs_drop(sr, ref, "a replace ref");
+		else if ((strncmp(ref, "refs/agentmux/", 14) == 0 ||
+		    strncmp(ref, "refs/tags/agentmux/", 19) == 0) &&
+		    snap_hist_refname_ok(ref))
+			snap_refs_drop(sr, ref, "a ref git takes before a "
+			    "worktree session's branch named short,");
 		else
 			snap_refs_keep(sr->out, ref);
 		free(ref);

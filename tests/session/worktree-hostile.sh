@@ -188,6 +188,35 @@ grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <
 out=$(timeout 20 git branch 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
 	ok "the user's git branch lists the branches after it" || bad "git branch after the session: $out"
 
+# 15. A session in the main tree makes refs git takes before a worktree session's branch named short
+# (refs/agentmux/ID/NAME, then refs/tags/agentmux/ID/NAME: git log or git merge agentmux/ID/NAME took the
+# session's commit, with only git's "ambiguous" warning); one loose, one written into packed-refs. The end
+# tells both in red; undo --refs deletes both; a legacy snapshot ref (refs/agentmux/sessions/N) is not told.
+P=$T/shadow
+new_project
+"$AMX" run --worktree --branch sh -- sh -c 'echo w >w && git add w && git commit -qm W' </dev/null >/dev/null 2>&1 ||
+	bad "the worktree session for the shadow case failed"
+wid=$(sid)
+wtip=$(git rev-parse "refs/heads/agentmux/$wid/sh")
+git update-ref refs/agentmux/sessions/99 HEAD
+# (refs/agentmux is read-only in the jail where it exists, as here: the first goes into packed-refs.)
+end=$("$AMX" run -- sh -c 'echo evil >e && git add e && git commit -qm EVIL && h=$(git rev-parse HEAD) &&
+	git update-ref refs/tags/agentmux/'"$wid"'/sh "$h" && echo "$h refs/agentmux/'"$wid"'/sh" >>.git/packed-refs &&
+	git reset -q --hard HEAD~1 && echo planted' </dev/null 2>&1)
+sh_id=$(sid)
+grep -q planted <<<"$end" || bad "the session did not plant its refs: $end"
+grep -q "the session made refs/agentmux/$wid/sh in .*git takes it before a worktree session's branch" <<<"$end" &&
+	grep -q "the session made refs/tags/agentmux/$wid/sh in .*'agentmux undo $sh_id --refs' deletes it" <<<"$end" &&
+	! grep -q "refs/agentmux/sessions/99" <<<"$end" &&
+	ok "the end tells refs that shadow a worktree branch's short name, loose and packed" ||
+	bad "the end did not tell the shadowing refs: $end"
+out=$("$AMX" undo "$sh_id" --refs 2>&1)
+[ "$(git rev-parse "agentmux/$wid/sh" 2>/dev/null)" = "$wtip" ] &&
+	[ -z "$(git for-each-ref "refs/agentmux/$wid" "refs/tags/agentmux")" ] &&
+	ok "undo --refs deletes them: the short name is the worktree branch again" ||
+	bad "after undo --refs, agentmux/$wid/sh is $(git rev-parse "agentmux/$wid/sh" 2>&1): $out"
+cd "$T" || exit 1
+
 # 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
 # filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
 P=$T/n
