@@ -405,7 +405,7 @@ proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
 	posix_spawnattr_setsigmask(sa, &none);
 	posix_spawnattr_setsigdefault(sa, &def);
 	return posix_spawnattr_setflags(sa, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF);
+	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
 }
 
 /* Creates the pipes: child ends in C, ours (non-blocking) in p->fds. */
@@ -593,6 +593,8 @@ proc_child(const struct proc_child *k)
 		goto fail;
 	if (k->umask >= 0)
 		umask((mode_t)k->umask);
+	/* No terminal (proc_opts): a session of its own. */
+	(void)setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(k->exe, k->argv, k->envp);

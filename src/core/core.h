@@ -648,6 +648,9 @@ struct proc_opts {
 /*
  * Spawns OPTS's command; its output is read and its exit noticed through
  * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
+ * It runs in a session of its own, with no controlling terminal: git over
+ * a repository a jail wrote may be sent to open /dev/tty by a link there,
+ * and waited there stopped (SIGTTIN) with a lock held.
  * The child is reaped by pid (a pidfd), never by waiting for any child.
  * NULL with *CAUSE if it cannot be started. The loop does not wait for
  * the child's exec: one that fails later (its directory gone, a program

@@ -340,6 +340,32 @@ test_dir_and_umask(void **state)
 	buf_free(&out);
 }
 
+/*
+ * A child leads a session of its own, so it has no controlling terminal:
+ * git over a repository a jail wrote, sent to /dev/tty by a link there,
+ * cannot open it (before, it did, and waited there stopped).
+ */
+static void
+test_no_terminal(void **state)
+{
+	char *argv[] = { "sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat); "
+	    "(exec 3</dev/tty) 2>/dev/null && echo TTY || echo NO-TTY", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	long pid, sid;
+	int st;
+
+	opts_sh(&o, argv);
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(sscanf(out.data, "%ld %ld", &pid, &sid), 2);
+	assert_int_equal(pid, sid);
+	assert_true(sid != (long)getsid(0));
+	assert_non_null(strstr(out.data, "NO-TTY"));
+	buf_free(&out);
+}
+
 /* Input given later, after the command started (and on another loop): it waits for it. */
 static void
 test_input_later(void **state)
@@ -883,6 +909,7 @@ main(void)
 		cmocka_unit_test(test_input_later_gone),
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
+		cmocka_unit_test(test_no_terminal),
 		cmocka_unit_test(test_err_to_out_and_exe),
 		cmocka_unit_test(test_empty_input),
 		cmocka_unit_test(test_one_base),
