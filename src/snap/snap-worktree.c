@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -646,21 +647,35 @@ snap_worktree_lock_open(const char *common, char **cause)
 	return fd;
 }
 
-/* Takes COMMON's worktrees' lock, waiting: its fd, or -1 with *CAUSE. */
+/*
+ * Takes COMMON's worktrees' lock, waiting (blocking: for the commands that
+ * are their process's only loop) SNAP_WORKTREE_LOCK_WAIT seconds at most:
+ * its fd, or -1 with *CAUSE.
+ */
 static int
 snap_worktree_lock(const char *common, char **cause)
 {
+	struct timespec poll = { 0, SNAP_WORKTREE_LOCK_POLL * 1000000L };
+	int64_t until = util_now_ms() + SNAP_WORKTREE_LOCK_WAIT * 1000LL;
 	int fd;
 
 	if ((fd = snap_worktree_lock_open(common, cause)) == -1)
 		return -1;
-	while (flock(fd, LOCK_EX) == -1) {
-		if (errno == EINTR)
+	while (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		if (errno == EWOULDBLOCK && util_now_ms() < until) {
+			nanosleep(&poll, NULL);
 			continue;
-		*cause = xprintf("cannot lock the worktrees of %s: %s", common,
-		    strerror(errno));
-		close(fd);
-		return -1;
+		}
+		if (errno != EINTR) {
+			*cause = errno == EWOULDBLOCK ? xprintf("another "
+			    "agentmux was still making or removing a worktree "
+			    "of %s after %d s: try again once it is done",
+			    common, SNAP_WORKTREE_LOCK_WAIT) : xprintf("cannot "
+			    "lock the worktrees of %s: %s", common,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
 	}
 	return fd;
 }
@@ -2024,7 +2039,6 @@ struct snap_worktree_odd {
 	size_t seen;              /* in the walk under way */
 	size_t n;                 /* removed */
 	bool failed;              /* one could not be removed, or a walk was cut */
-	bool keep_links;          /* links are left (a ref dir: git reads them as symrefs, which merge refuses) */
 };
 
 /*
@@ -2126,8 +2140,7 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 			if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 				snap_worktree_odd_walk(sub, path, depth + 1, o);
-		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) &&
-		    !(o->keep_links && S_ISLNK(st.st_mode)))
+		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
 		free(path);
 	}
@@ -2167,14 +2180,15 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 			free(at);
 		}
 		/*
-		 * And its ref dir, for special files: git lists refs there
-		 * whenever it lists branches (git branch, for-each-ref, gc),
-		 * the user's in the main tree too, and waits on a FIFO.
+		 * And its ref dir: git reads every ref there whenever it lists
+		 * branches (git branch, for-each-ref, gc, worktree add), the
+		 * user's in the main tree too; it waits on a FIFO, and follows
+		 * a link that names no ref to whatever it names (/dev/zero,
+		 * /dev/tty, a FIFO elsewhere). git makes neither there.
 		 */
 		if ((fd = snap_worktree_open_dir(cfd, refs)) != -1) {
 			at = xprintf("%s/%s", wt->common, refs);
 			o.seen = 0;
-			o.keep_links = true;
 			snap_worktree_odd_walk(fd, at, 0, &o);
 			free(at);
 		}

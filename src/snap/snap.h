@@ -765,11 +765,11 @@ int snap_worktree_head_fix(const struct snap_worktree *, bool dry, char **was,
 int snap_worktree_modules_fix(const struct snap_worktree *, char **moved,
     char **cause);
 /**
- * Links, FIFOs, sockets and devices in WT's admin dir and its branch's
- * reflog dir (which the jail can write; git makes none there) removed,
- * never followed, and FIFOs, sockets and devices in its branch's ref dir:
- * the user's git in the worktree appends its reflog line through a
- * logs/HEAD link, and blocks on a FIFO (git branch in the main tree too). *TOLD: what was there (quoted, with a link's target),
+ * Links, FIFOs, sockets and devices in WT's admin dir, its branch's
+ * reflog dir and its branch's ref dir (which the jail can write; git makes
+ * none there) removed, never followed: the user's git in the worktree
+ * appends its reflog line through a logs/HEAD link, and blocks on a FIFO
+ * or reads /dev/zero through a link (git branch in the main tree too). *TOLD: what was there (quoted, with a link's target),
  * or NULL. -1 if one could not be removed (*TOLD says which).
  */
 int snap_worktree_odd_fix(const struct snap_worktree *, char **told);

@@ -172,7 +172,7 @@ end=$("$AMX" run --worktree --branch ff -- sh -c 'a=$(git rev-parse --absolute-g
 	for d in "$a" "$a/logs" "${c}/${r%/*}" "$c/logs/${r%/*}"; do mkdir -p "$d"; mkfifo "$d/fifo" 2>/dev/null && echo "MADE $d"; done
 	mkfifo "$c/${r%/*}/fifo" 2>/dev/null || mkfifo "$c/${r%/*}/sub/fifo" 2>/dev/null && echo MADE-SUB
 	mkdir -p "$c/${r%/*}/sub" && python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$c/${r%/*}/sub/sock" &&
-	echo planted' </dev/null 2>&1)
+	ln -s /dev/zero "$c/${r%/*}/zz" && ln -s /proc/self/fd/0 "$c/${r%/*}/sub/stdin" && echo planted' </dev/null 2>&1)
 id=$(sid)
 if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
 	! grep -q MADE <<<"$end" && ok "no FIFO can be made in the worktree's git dir or its branch's ref and reflog dirs" ||
@@ -182,10 +182,13 @@ else
 fi
 grep -q planted <<<"$end" || bad "the session did not plant its socket: $end"
 grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <<<"$end" &&
-	ok "the end tells and removes a special file in the branch's ref dir" || bad "the end did not tell the socket: $end"
+	grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
+	grep -q "refs/heads/agentmux/$id/sub/stdin (a link to /proc/self/fd/0)" <<<"$end" &&
+	ok "the end tells and removes special files and links in the branch's ref dir (git reads /dev/zero through one)" ||
+	bad "the end did not tell the socket and links: $end"
 [ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] ||
-	bad "special files are left in the git dir: $(find .git/refs .git/logs .git/worktrees ! -type f ! -type d)"
-out=$(timeout 20 git branch 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
+	bad "special files or links are left in the git dir: $(find .git/refs .git/logs .git/worktrees ! -type f ! -type d)"
+out=$( (ulimit -v 4000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
 	ok "the user's git branch lists the branches after it" || bad "git branch after the session: $out"
 
 # 15. A session in the main tree makes refs git takes before a worktree session's branch named short
