@@ -131,7 +131,8 @@ jail_landlock_reaches(const char *dir, const char *path)
  * What may be made under a writable dir: no device nodes anywhere, and no
  * FIFO in the project or in a writable bind (a worktree session's git
  * dirs: its admin dir, its branch's ref and reflog dirs), nor in a dir
- * above one, whose rule would reach it: agentmux and git on the host open
+ * above one, whose rule would reach it, nor below one (the objects
+ * overlay in the project's .git has a rule of its own): agentmux and git on the host open
  * files there (the user's git branch lists every branch's ref file), and
  * opening a FIFO for reading waits for a writer.
  */
@@ -143,11 +144,13 @@ jail_landlock_dir_rights(struct jail_plan *p, const char *dir)
 	const struct jail_conf *c = p->conf;
 	size_t i;
 
-	if (c->project != NULL && jail_landlock_reaches(dir, c->project))
+	if (c->project != NULL && (jail_landlock_reaches(dir, c->project) ||
+	    jail_landlock_reaches(c->project, dir)))
 		rights &= ~JAIL_LL_FS_MAKE_FIFO;
 	for (i = 0; i < c->nbinds; i++)
-		if (c->binds[i].rw && jail_landlock_reaches(dir,
-		    c->binds[i].path))
+		if (c->binds[i].rw && (jail_landlock_reaches(dir,
+		    c->binds[i].path) || jail_landlock_reaches(c->binds[i].path,
+		    dir)))
 			rights &= ~JAIL_LL_FS_MAKE_FIFO;
 	return rights;
 }
