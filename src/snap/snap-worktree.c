@@ -882,20 +882,22 @@ snap_worktree_make_add(evutil_socket_t fd, short what, void *arg)
 	    m->wt->branch, m->wt->path, m->wt->base, NULL };
 	struct timeval now, poll = { 0, SNAP_WORKTREE_LOCK_POLL * 1000 };
 	char *cause = NULL;
+	int e;
 
 	if (flock(m->lock, LOCK_EX | LOCK_NB) == -1) {
+		e = errno;
 		gettimeofday(&now, NULL);
-		if ((errno == EWOULDBLOCK || errno == EINTR) && now.tv_sec -
+		if ((e == EWOULDBLOCK || e == EINTR) && now.tv_sec -
 		    m->lock_since.tv_sec < SNAP_WORKTREE_LOCK_WAIT) {
 			event_add(m->lock_ev, &poll);
 			return;
 		}
-		snap_worktree_make_fail(m, errno == EWOULDBLOCK ?
+		snap_worktree_make_fail(m, e == EWOULDBLOCK ?
 		    xprintf("another agentmux was still making or removing a "
 		    "worktree of %s after %d s: try again once it is done",
 		    m->wt->common, SNAP_WORKTREE_LOCK_WAIT) :
 		    xprintf("cannot lock the worktrees of %s: %s",
-		    m->wt->common, strerror(errno)));
+		    m->wt->common, strerror(e)));
 		return;
 	}
 	/* Hooks off (core.hooksPath), no fsmonitor, no GIT_* of the caller's. */
