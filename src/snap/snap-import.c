@@ -71,6 +71,7 @@ struct snap_import {
 	struct event_base *fin_base;  /* finishing: the loop the packs left are indexed on */
 	void (*fin_done)(void *);     /* told once the last pass is over */
 	void *fin_arg;
+	bool fin_loose;             /* finishing: the loose objects' slices are over */
 };
 
 static void snap_import_finish_next(struct snap_import *);
@@ -585,8 +586,13 @@ snap_import_pack_cb(struct proc *p, void *arg)
 	/* Freed here: the runner is done with it once this returns. */
 	im->proc = NULL;
 	proc_free(p);
-	/* Last: a finish's caller may free IM when it is told. */
-	if (im->fin_done != NULL)
+	/*
+	 * Last: a finish's caller may free IM when it is told. Not while the
+	 * loose objects' slices go on: their timer is pending, and comes here
+	 * itself (a pack that ended first told the caller, and the timer then
+	 * told it again, through a callback already cleared).
+	 */
+	if (im->fin_done != NULL && im->fin_loose)
 		snap_import_finish_next(im);
 }
 
@@ -732,9 +738,10 @@ snap_import_finish_cb(evutil_socket_t fd, short what, void *arg)
 	struct timeval now = { 0, 0 };
 
 	/* A pack being indexed is left to end; the rest is started after it. */
-	if (snap_import_run(im, im->fin_base, true))
+	if (snap_import_run(im, im->fin_base, true)) {
+		im->fin_loose = true;
 		snap_import_finish_next(im);
-	else if (event_add(im->fin_ev, &now) == -1)
+	} else if (event_add(im->fin_ev, &now) == -1)
 		fatalx("cannot add a timer");
 }
 
@@ -749,6 +756,7 @@ snap_import_finish(struct snap_import *im, struct event_base *base,
 	im->fin_base = base;
 	im->fin_done = done;
 	im->fin_arg = arg;
+	im->fin_loose = false;
 	if (im->fin_ev == NULL &&
 	    (im->fin_ev = evtimer_new(base, snap_import_finish_cb, im)) == NULL)
 		fatalx("cannot create a timer");
