@@ -405,7 +405,7 @@ proc_actions(posix_spawn_file_actions_t *fa, posix_spawnattr_t *sa,
 	posix_spawnattr_setsigmask(sa, &none);
 	posix_spawnattr_setsigdefault(sa, &def);
 	return posix_spawnattr_setflags(sa, POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+	    POSIX_SPAWN_SETSIGDEF | (o->keep_tty ? 0 : POSIX_SPAWN_SETSID));
 }
 
 /* Creates the pipes: child ends in C, ours (non-blocking) in p->fds. */
@@ -520,6 +520,7 @@ struct proc_child {
 	int c[3];                 /* its stdin (-1: /dev/null), stdout, stderr */
 	int execfd;               /* the exec pipe's write end */
 	int maxfd;                /* fds above it are closed without close_range */
+	bool keep_tty;
 };
 
 /* Signals the child gets at their default, as posix_spawn's SETSIGDEF gave them. */
@@ -594,7 +595,8 @@ proc_child(const struct proc_child *k)
 	if (k->umask >= 0)
 		umask((mode_t)k->umask);
 	/* No terminal (proc_opts): a session of its own. */
-	(void)setsid();
+	if (!k->keep_tty)
+		(void)setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(k->exe, k->argv, k->envp);
@@ -707,6 +709,7 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	k.envp = o->env != NULL ? o->env : environ;
 	k.dir = o->dir;
 	k.umask = o->umask;
+	k.keep_tty = o->keep_tty;
 	memcpy(k.c, c, sizeof k.c);
 	k.execfd = ep[1];
 	k.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?

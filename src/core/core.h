@@ -643,14 +643,16 @@ struct proc_opts {
 	bool err_to_out;          /* stderr goes where stdout goes, read as stdout */
 	size_t err_max;           /* > 0: stderr kept up to so many bytes */
 	const char *exe;          /* what to run, if not argv[0] looked up on PATH */
+	bool keep_tty;            /* stays in our session, with our terminal (a secret command's prompt) */
 };
 
 /*
  * Spawns OPTS's command; its output is read and its exit noticed through
  * BASE, and DONE(proc, ARG) runs once it has exited and its output is in.
- * It runs in a session of its own, with no controlling terminal: git over
- * a repository a jail wrote may be sent to open /dev/tty by a link there,
- * and waited there stopped (SIGTTIN) with a lock held.
+ * It runs in a session of its own, with no controlling terminal (unless
+ * KEEP_TTY): git over a repository a jail wrote may be sent to open
+ * /dev/tty by a link there, and waited there stopped (SIGTTIN) with a
+ * lock held.
  * The child is reaped by pid (a pidfd), never by waiting for any child.
  * NULL with *CAUSE if it cannot be started. The loop does not wait for
  * the child's exec: one that fails later (its directory gone, a program

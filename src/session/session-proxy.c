@@ -257,6 +257,8 @@ session_proxy_job_start(struct session *s, struct session_secret_job *j)
 	o.chunk_arg = &j->po;
 	o.timeout = SESSION_SECRET_CMD_SECS;
 	o.err_max = 512;
+	/* It may ask on the terminal (age -d, pass with a terminal pinentry). */
+	o.keep_tty = true;
 	if ((j->p = proc_start(s->ctx->base, &o, session_proxy_job_done, j,
 	    &err)) != NULL) {
 		s->secrets_pending++;

@@ -364,6 +364,13 @@ test_no_terminal(void **state)
 	assert_true(sid != (long)getsid(0));
 	assert_non_null(strstr(out.data, "NO-TTY"));
 	buf_free(&out);
+	/* With KEEP_TTY (a secret command, which may ask): our session. */
+	o.keep_tty = true;
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	assert_int_equal(sscanf(out.data, "%ld %ld", &pid, &sid), 2);
+	assert_int_equal(sid, (long)getsid(0));
+	buf_free(&out);
 }
 
 /* Input given later, after the command started (and on another loop): it waits for it. */
