@@ -2337,8 +2337,23 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 {
 	const char *v, *was;
 	char *ref, *last, *q, *t;
+	struct stat st;
 	size_t i;
 
+	/*
+	 * agentmux makes nothing at .git/agentmux, and git takes a file
+	 * there (agentmux/ID/NAME) first for a worktree branch's short name.
+	 */
+	if (fstatat(gitfd, "agentmux", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		q = quote_name(gitdir);
+		strv_addf(alerts, "%s/agentmux is there (made by this session or "
+		    "an earlier one): git takes a file under it, such as "
+		    "agentmux/ID/NAME, before a worktree session's branch named "
+		    "short (git log or git merge agentmux/ID/NAME would take "
+		    "what it names); agentmux makes nothing there: remove it "
+		    "('rm -r %s/agentmux')", q, q);
+		free(q);
+	}
 	for (i = 0; i < now->n; i++) {
 		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
 		v = now->v[i] + strlen(ref) + 1;

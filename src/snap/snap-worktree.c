@@ -1399,8 +1399,15 @@ snap_worktree_branch_plain(const struct snap_worktree *wt, char **cause)
 int
 snap_worktree_merged(const struct snap_worktree *wt, const char *into)
 {
+	/*
+	 * The branch named in full: git takes a file .git/agentmux/ID/NAME,
+	 * refs/agentmux/ID/NAME or refs/tags/agentmux/ID/NAME (a main-tree
+	 * session can make each) before refs/heads/agentmux/ID/NAME for the
+	 * short name, and a forged "merged" let gc remove an unmerged branch.
+	 */
+	char *full = xprintf("refs/heads/%s", wt->branch);
 	const char *args[] = { "merge-base", "--is-ancestor", "--end-of-options",
-	    wt->branch, into != NULL ? into : "HEAD", NULL };
+	    full, into != NULL ? into : "HEAD", NULL };
 	char *cause = NULL;
 	struct buf err;
 	int st;
@@ -1408,6 +1415,7 @@ snap_worktree_merged(const struct snap_worktree *wt, const char *into)
 	/* A symref would report its target as merged. */
 	if (snap_worktree_branch_plain(wt, &cause) == -1) {
 		free(cause);
+		free(full);
 		return -1;
 	}
 	buf_init(&err);
@@ -1415,6 +1423,7 @@ snap_worktree_merged(const struct snap_worktree *wt, const char *into)
 		st = -1;
 	free(cause);
 	buf_free(&err);
+	free(full);
 	return st == 0 ? 1 : st == 1 ? 0 : -1;
 }
 

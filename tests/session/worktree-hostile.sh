@@ -205,14 +205,21 @@ git update-ref refs/agentmux/sessions/99 HEAD
 # (refs/agentmux is read-only in the jail where it exists, as here: the first goes into packed-refs.)
 end=$("$AMX" run -- sh -c 'echo evil >e && git add e && git commit -qm EVIL && h=$(git rev-parse HEAD) &&
 	git update-ref refs/tags/agentmux/'"$wid"'/sh "$h" && echo "$h refs/agentmux/'"$wid"'/sh" >>.git/packed-refs &&
+	mkdir -p .git/agentmux/'"$wid"' && git rev-parse HEAD~1 >.git/agentmux/'"$wid"'/sh &&
 	git reset -q --hard HEAD~1 && echo planted' </dev/null 2>&1)
 sh_id=$(sid)
 grep -q planted <<<"$end" || bad "the session did not plant its refs: $end"
 grep -q "the session made refs/agentmux/$wid/sh in .*git takes it before a worktree session's branch" <<<"$end" &&
 	grep -q "the session made refs/tags/agentmux/$wid/sh in .*'agentmux undo $sh_id --refs' deletes it" <<<"$end" &&
-	! grep -q "refs/agentmux/sessions/99" <<<"$end" &&
-	ok "the end tells refs that shadow a worktree branch's short name, loose and packed" ||
+	! grep -q "refs/agentmux/sessions/99" <<<"$end" && grep -q "/.git/agentmux is there" <<<"$end" &&
+	ok "the end tells refs that shadow a worktree branch's short name, loose, packed and .git/agentmux/ID/NAME" ||
 	bad "the end did not tell the shadowing refs: $end"
+# agentmux itself names the branch in full: not "merged" (the file names main's commit, which is; gc
+# would have removed the unmerged branch).
+"$AMX" sessions | grep "agentmux/$wid/sh" | grep -q unmerged &&
+	ok "sessions still calls the shadowed branch unmerged" ||
+	bad "sessions took the shadowing ref for the branch: $("$AMX" sessions | grep "agentmux/$wid/sh")"
+rm -r .git/agentmux
 out=$("$AMX" undo "$sh_id" --refs 2>&1)
 [ "$(git rev-parse "agentmux/$wid/sh" 2>/dev/null)" = "$wtip" ] &&
 	[ -z "$(git for-each-ref "refs/agentmux/$wid" "refs/tags/agentmux")" ] &&
