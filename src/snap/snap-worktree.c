@@ -2111,6 +2111,29 @@ snap_worktree_odd_name(int fd, const char *rel, const char *name,
 	free(dir);
 }
 
+static void snap_worktree_unlink_links(int, bool);
+
+/* The dir NAME in FD at REL, deeper than the walk goes: removed whole, no link followed, for *O. */
+static void
+snap_worktree_odd_deep(int fd, const char *name, const char *rel,
+    struct snap_worktree_odd *o)
+{
+	char *q = quote_name(rel);
+	int sub;
+
+	if ((sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1)
+		snap_worktree_unlink_links(sub, true);
+	if (unlinkat(fd, name, AT_REMOVEDIR) == -1) {
+		o->failed = true;
+		strv_addf(&o->told, "%s (a dir %d deep, NOT removed: %s)", q,
+		    SNAP_WORKTREE_ADMIN_DEPTH, strerror(errno));
+	} else if (o->n++ < 10)
+		strv_addf(&o->told, "%s (a dir %d deep, removed with what it "
+		    "held)", q, SNAP_WORKTREE_ADMIN_DEPTH);
+	free(q);
+}
+
 /*
  * Walks the dir FD (which it closes) at REL, never through a link, for
  * snap_worktree_odd_one. A walk cut at SNAP_WORKTREE_ADMIN_MAX entries is
@@ -2151,7 +2174,10 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 			if ((sub = openat(dirfd(d), de->d_name, O_RDONLY |
 			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1)
 				snap_worktree_odd_walk(sub, path, depth + 1, o);
-		} else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		} else if (S_ISDIR(st.st_mode))
+			/* Deeper than git makes anything there: gone whole, told. */
+			snap_worktree_odd_deep(dirfd(d), de->d_name, path, o);
+		else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
 		free(path);
 	}

@@ -172,7 +172,9 @@ end=$("$AMX" run --worktree --branch ff -- sh -c 'a=$(git rev-parse --absolute-g
 	for d in "$a" "$a/logs" "${c}/${r%/*}" "$c/logs/${r%/*}"; do mkdir -p "$d"; mkfifo "$d/fifo" 2>/dev/null && echo "MADE $d"; done
 	mkfifo "$c/${r%/*}/fifo" 2>/dev/null || mkfifo "$c/${r%/*}/sub/fifo" 2>/dev/null && echo MADE-SUB
 	mkdir -p "$c/${r%/*}/sub" && python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$c/${r%/*}/sub/sock" &&
-	ln -s /dev/zero "$c/${r%/*}/zz" && ln -s /proc/self/fd/0 "$c/${r%/*}/sub/stdin" && echo planted' </dev/null 2>&1)
+	ln -s /dev/zero "$c/${r%/*}/zz" && ln -s /proc/self/fd/0 "$c/${r%/*}/sub/stdin" &&
+	d="$c/${r%/*}/deep" && for i in $(seq 34); do d="$d/x"; done && mkdir -p "$d" && ln -s /dev/zero "$d/zz" &&
+	echo planted' </dev/null 2>&1)
 id=$(sid)
 if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
 	! grep -q MADE <<<"$end" && ok "no FIFO can be made in the worktree's git dir or its branch's ref and reflog dirs" ||
@@ -184,6 +186,7 @@ grep -q planted <<<"$end" || bad "the session did not plant its socket: $end"
 grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/sub/stdin (a link to /proc/self/fd/0)" <<<"$end" &&
+	grep -q "refs/heads/agentmux/$id/deep/x/.* (a dir 32 deep, removed with what it held)" <<<"$end" &&
 	ok "the end tells and removes special files and links in the branch's ref dir (git reads /dev/zero through one)" ||
 	bad "the end did not tell the socket and links: $end"
 [ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] ||
