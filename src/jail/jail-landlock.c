@@ -132,9 +132,9 @@ jail_landlock_reaches(const char *dir, const char *path)
  * FIFO in the project or in a writable bind (a worktree session's git
  * dirs: its admin dir, its branch's ref and reflog dirs), nor in a dir
  * above one, whose rule would reach it, nor below one (the objects
- * overlay in the project's .git has a rule of its own): agentmux and git on the host open
- * files there (the user's git branch lists every branch's ref file), and
- * opening a FIFO for reading waits for a writer.
+ * overlay in the project's .git has a rule of its own): agentmux and git
+ * on the host open files there (the user's git branch lists every
+ * branch's ref file), and opening a FIFO for reading waits for a writer.
  */
 static uint64_t
 jail_landlock_dir_rights(struct jail_plan *p, const char *dir)

@@ -599,7 +599,7 @@ struct snap_worktree_make {
 	struct snap_worktree_made made;
 	int lock;                 /* the worktrees' lock, held over git worktree add */
 	struct event *lock_ev;    /* the next try to take it */
-	struct timeval lock_since;
+	int64_t lock_until;       /* util_now_ms when the wait for it ends */
 	snap_worktree_cb done;
 	void *arg;
 };
@@ -880,15 +880,14 @@ snap_worktree_make_add(evutil_socket_t fd, short what, void *arg)
 	struct snap_worktree_make *m = arg;
 	const char *args[] = { "worktree", "add", "--quiet", "-b",
 	    m->wt->branch, m->wt->path, m->wt->base, NULL };
-	struct timeval now, poll = { 0, SNAP_WORKTREE_LOCK_POLL * 1000 };
+	struct timeval poll = { 0, SNAP_WORKTREE_LOCK_POLL * 1000 };
 	char *cause = NULL;
 	int e;
 
 	if (flock(m->lock, LOCK_EX | LOCK_NB) == -1) {
 		e = errno;
-		gettimeofday(&now, NULL);
-		if ((e == EWOULDBLOCK || e == EINTR) && now.tv_sec -
-		    m->lock_since.tv_sec < SNAP_WORKTREE_LOCK_WAIT) {
+		if ((e == EWOULDBLOCK || e == EINTR) &&
+		    util_now_ms() < m->lock_until) {
 			event_add(m->lock_ev, &poll);
 			return;
 		}
@@ -948,7 +947,7 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 	m->lock_ev = evtimer_new(m->base, snap_worktree_make_add, m);
 	if (m->lock_ev == NULL)
 		fatalx("cannot make a timer");
-	gettimeofday(&m->lock_since, NULL);
+	m->lock_until = util_now_ms() + SNAP_WORKTREE_LOCK_WAIT * 1000LL;
 	snap_worktree_make_add(-1, 0, m);
 }
 
