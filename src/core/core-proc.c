@@ -507,6 +507,21 @@ proc_posix_spawn(const struct proc_opts *o, const char *exe, int c[3],
 		umask(old);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&sa);
+	/*
+	 * posix_spawn sets no limit: set once it has exec'd (it returns
+	 * then). Only where clone3 is refused (proc_spawn clones whenever a
+	 * limit is asked for): what the child takes before this line is not
+	 * bounded.
+	 */
+	if (*err == 0 && o->data_max > 0 && prlimit(pid, RLIMIT_DATA,
+	    &(struct rlimit){ (rlim_t)o->data_max, (rlim_t)o->data_max },
+	    NULL) == -1) {
+		*err = errno;
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+			;
+		return -1;
+	}
 	return *err == 0 ? pid : -1;
 }
 
@@ -521,6 +536,7 @@ struct proc_child {
 	int execfd;               /* the exec pipe's write end */
 	int maxfd;                /* fds above it are closed without close_range */
 	bool keep_tty;
+	uint64_t data_max;
 };
 
 /* Signals the child gets at their default, as posix_spawn's SETSIGDEF gave them. */
@@ -594,6 +610,9 @@ proc_child(const struct proc_child *k)
 		goto fail;
 	if (k->umask >= 0)
 		umask((mode_t)k->umask);
+	if (k->data_max > 0 && setrlimit(RLIMIT_DATA, &(struct rlimit){
+	    (rlim_t)k->data_max, (rlim_t)k->data_max }) == -1)
+		goto fail;
 	/* No terminal (proc_opts): a session of its own. */
 	if (!k->keep_tty)
 		(void)setsid();
@@ -685,8 +704,8 @@ proc_small(void)
  * Starts P's child: cloned without waiting for its exec when its program
  * is known (an absolute path, or found on PATH), its exec's result then
  * coming through p->execfd; else (where clone3 is refused, or this
- * process is too big to copy cheaply) by posix_spawn, which waits for the
- * exec and says at once.
+ * process is too big to copy cheaply and no limit is asked for) by
+ * posix_spawn, which waits for the exec and says at once.
  */
 static pid_t
 proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
@@ -697,7 +716,12 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	int ep[2];
 	pid_t pid;
 
-	if (exe == NULL || proc_no_clone3 || !proc_small())
+	/*
+	 * A limit is set in the child before its exec, so a child with one
+	 * is cloned whatever this process's size: posix_spawn's child could
+	 * only be limited after its exec, once it already runs.
+	 */
+	if (exe == NULL || proc_no_clone3 || (o->data_max == 0 && !proc_small()))
 		return proc_posix_spawn(o, exe, c, err);
 	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
 		*err = errno;
@@ -710,6 +734,7 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	k.dir = o->dir;
 	k.umask = o->umask;
 	k.keep_tty = o->keep_tty;
+	k.data_max = o->data_max;
 	memcpy(k.c, c, sizeof k.c);
 	k.execfd = ep[1];
 	k.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?

@@ -644,6 +644,7 @@ struct proc_opts {
 	size_t err_max;           /* > 0: stderr kept up to so many bytes */
 	const char *exe;          /* what to run, if not argv[0] looked up on PATH */
 	bool keep_tty;            /* stays in our session, with our terminal (a secret command's prompt) */
+	uint64_t data_max;        /* > 0: its RLIMIT_DATA (heap, private maps), in bytes */
 };
 
 /*

@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -527,6 +529,26 @@ snap_import_pack_get(struct snap_import *im, const char *name)
 }
 
 /*
+ * What git index-pack may take of time for a pack the session wrote (its
+ * memory is every git's bound, snap_git_mem): many such objects as
+ * snap-repo.c's comment tells of run for hours. A minute, and a second
+ * more for every MiB of pack, many times what indexing takes (tens of MiB
+ * a second here). snap_import_pack_secs_base is the tests' hook.
+ */
+#define SNAP_IMPORT_PACK_SECS 60
+int snap_import_pack_secs_base = SNAP_IMPORT_PACK_SECS;
+
+/* How long index-pack may take for a pack of SIZE bytes. */
+static int
+snap_import_pack_secs(off_t size)
+{
+	off_t mib = size >> 20;
+
+	return mib > INT_MAX - snap_import_pack_secs_base ? INT_MAX :
+	    snap_import_pack_secs_base + (int)mib;
+}
+
+/*
  * The options that run `git index-pack --stdin` on the host's git dir with
  * FD as its input. The git dir was checked to be the one of the start just
  * before (snap_import_host, the same pass); git opens it again by its path.
@@ -541,10 +563,14 @@ snap_import_index_opts(struct snap_import *im, int fd, struct strv *env,
     struct proc_opts *o)
 {
 	static char *argv[] = { "git", "index-pack", "--stdin", NULL };
+	struct stat st;
 
 	snap_env_plain(env);
 	strv_addf(env, "GIT_DIR=%s", im->gitdir);
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
+	o->timeout = snap_import_pack_secs(fstat(fd, &st) == 0 ? st.st_size :
+	    0);
 	o->argv = argv;
 	o->env = env->v;
 	o->dir = im->gitdir;
@@ -569,7 +595,13 @@ snap_import_pack_result(struct snap_import *im, struct snap_import_pack *pk,
 	if (im->problems.n < 8) {
 		q = snap_nested_quote(err->data != NULL ? err->data : "");
 		strv_addf(&im->problems, "the pack %s the session wrote was not "
-		    "taken: git index-pack failed (%.200s)", pk->name, q);
+		    "taken: git index-pack failed (%.200s)%s", pk->name, q,
+		    status == 128 + SIGKILL ? ": it ran out of the time it is "
+		    "given" : strstr(q, "memory") != NULL || strstr(q,
+		    "malloc") != NULL || strstr(q, "mmap") != NULL ? ": its "
+		    "objects took more memory than agentmux lets it use; a "
+		    "small pack of deltas that grows so large is what a hostile "
+		    "agent writes" : "");
 		free(q);
 	}
 }

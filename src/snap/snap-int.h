@@ -108,6 +108,8 @@ char *snap_repo_head(struct snap_repo *, char **symref);
 int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
     const char *const *args, const struct buf *input, struct buf *out,
     struct buf *err, int out_fd, char **cause);
+/* RLIMIT_DATA of every git agentmux runs (snap-repo.c says why; a test hook). */
+extern uint64_t snap_git_mem;
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
 int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);

@@ -246,6 +246,7 @@ snap_keep_git(struct snap_keep *k, const char *const *args,
 	for (; *args != NULL; args++)
 		strv_add(&argv, *args);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = k->repo->env[SNAP_ENV_DB].v;
 	o.dir = k->repo->gitdir;
@@ -773,6 +774,7 @@ snap_keep_detached(struct event_base *base, const char *gitdir)
 	strv_add(&env, dir);
 	free(dir);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = env.v;
 	o.dir = gitdir;

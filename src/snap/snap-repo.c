@@ -23,6 +23,22 @@ extern char **environ;
 #define SNAP_REPO_PROJECT_TIMEOUT 60
 
 /*
+ * What every git agentmux runs may take of memory (RLIMIT_DATA: its heap
+ * and private maps; the packs and files it maps to read are not counted).
+ * What git reads may be the jail's, and small input can mean huge memory:
+ * a 298-byte pack of deltas made index-pack build one 4 GiB object (4.4 GB
+ * of memory), one more level makes 64 GiB; a ref a live session made a
+ * link to /dev/zero has git for-each-ref read without end (7.6 GB in 5 s
+ * here). Each would take the host's memory before its time runs out. A
+ * real repository needs far less: git deltifies no blob over
+ * core.bigFileThreshold (512 MiB) and streams bigger ones, and index-pack
+ * holds a base and a result per thread (three at most) beside its 96 MiB
+ * delta cache: about 3.2 GiB at the worst. snap_git_mem is the tests' hook.
+ */
+#define SNAP_GIT_MEM ((uint64_t)4 << 30)
+uint64_t snap_git_mem = SNAP_GIT_MEM;
+
+/*
  * Settings for every git command agentmux runs. They keep snapshots raw
  * (no line-ending conversion), keep the user's hooks, pager, signing key,
  * fsmonitor daemon and automatic gc out of it, and write loose objects
@@ -31,7 +47,14 @@ extern char **environ;
  * commands that hash the work tree store theirs (SNAP_GIT_STREAM). The
  * index is a stat cache that must see every change: ctime is trusted (a
  * forged mtime leaves it), and nothing may mark entries as unchanged or
- * out of the work tree.
+ * out of the work tree. A repack keeps inside the memory every git is
+ * given (SNAP_GIT_MEM): by default each of its threads (one a core) may
+ * hold ten objects of up to 512 MiB to find deltas, where the window's
+ * bound lets it hold one such (six 100 MiB files failed a 600 MiB bound
+ * without it, and passed with 64m; twelve 400 MiB ones took 5.8 GB, and
+ * 1.5 GB with 256m). Three threads, index-pack's own default where there
+ * are three cores or more (a setting of the user's would lift it): a
+ * repack then holds about 2.3 GiB at the worst, index-pack 3.2 GiB.
  */
 static const char *const snap_git_config[][2] = {
 	{ "core.hooksPath", "/dev/null" },
@@ -59,6 +82,8 @@ static const char *const snap_git_config[][2] = {
 	{ "commit.gpgSign", "false" },
 	{ "submodule.recurse", "false" },
 	{ "diff.external", "" },
+	{ "pack.windowMemory", "256m" },
+	{ "pack.threads", "3" },
 };
 
 /*
@@ -296,6 +321,7 @@ snap_repo_setup_opts(struct snap_repo *r, char **argv, struct strv *env,
 	strv_addf(env, "GIT_DIR=%s", r->gitdir);
 	strv_addf(env, "GIT_WORK_TREE=%s", r->worktree);
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
 	o->argv = argv;
 	o->env = env->v;
 	o->dir = r->gitdir;
@@ -902,6 +928,7 @@ snap_git_status(struct snap_repo *r, enum snap_env which, const char *index,
 
 	snap_git_argv(&argv, args);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	if (index != NULL) {
 		snap_env_with_index(r, which, index, &env);
@@ -989,6 +1016,7 @@ snap_git_chunks(struct snap_repo *r, enum snap_env which,
 
 	snap_git_argv(&argv, args);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = r->env[which].v;
 	o.dir = r->worktree_gone ? r->gitdir : r->worktree;
@@ -1019,6 +1047,7 @@ snap_git_spawn(struct event_base *base, struct snap_repo *r,
 
 	snap_git_argv(&argv, args);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = r->env[which].v;
 	o.dir = r->worktree_gone ? r->gitdir : r->worktree;
@@ -1078,6 +1107,7 @@ snap_git_plain_opts(struct proc_opts *o, struct strv *env, const char *gitdir,
 	if (gitdir != NULL)
 		strv_addf(env, "GIT_DIR=%s", gitdir);
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
 	o->env = env->v;
 	o->dir = gitdir != NULL ? gitdir : "/";
 	o->out_fd = -1;
@@ -1185,6 +1215,7 @@ snap_git_outside_input(char *const *argv, const char *input, size_t len,
 
 	snap_env_plain(&env);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv;
 	o.env = env.v;
 	o.dir = "/";

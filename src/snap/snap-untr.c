@@ -162,6 +162,7 @@ snap_untr_opts(struct proc_opts *o, const char *project,
     const struct strv *argv, const struct strv *env)
 {
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
 	o->argv = argv->v;
 	o->env = env->v;
 	o->dir = project;

@@ -183,6 +183,7 @@ snap_verify_objects(struct snap_repo *r, const struct snap_verify_obj *v,
 	strv_add(&argv, "cat-file");
 	strv_add(&argv, "--batch");
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = r->env[SNAP_ENV_DB].v;
 	o.dir = r->gitdir;

@@ -1,6 +1,7 @@
 /* The async runner: output, exit codes, signals, big stdin, line callbacks, concurrency, moving, killing. */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -371,6 +372,72 @@ test_no_terminal(void **state)
 	assert_int_equal(sscanf(out.data, "%ld %ld", &pid, &sid), 2);
 	assert_int_equal(sid, (long)getsid(0));
 	buf_free(&out);
+}
+
+/* test_data_max's 64 MiB, given back however the test ends (later tests clone). */
+static char *data_max_big = MAP_FAILED;
+
+static int
+data_max_teardown(void **state)
+{
+	(void)state;
+	if (data_max_big != MAP_FAILED)
+		munmap(data_max_big, 64 << 20);
+	data_max_big = MAP_FAILED;
+	return 0;
+}
+
+/*
+ * DATA_MAX is the child's RLIMIT_DATA (git index-pack of a session's pack
+ * runs under one), set before its exec: also once this process holds over
+ * 32 MiB of its own memory, where a child without a limit is started by
+ * posix_spawn (which could limit it only after its exec: on a loaded
+ * machine the shell had printed the old limit by then, in CI).
+ */
+static void
+test_data_max(void **state)
+{
+	char *argv[] = { "sh", "-c", "ulimit -d", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	struct rlimit rl;
+	char own[64];
+	int st, round;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_DATA, &rl), 0);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(own, sizeof own, "unlimited\n");
+	else
+		snprintf(own, sizeof own, "%llu\n",
+		    (unsigned long long)rl.rlim_cur / 1024);
+	for (round = 0; round < 2; round++) {
+		/* Mapped, not malloc'd: ASan's quarantine would keep it (and
+		 * the next tests' children spawned) after it is given back. */
+		if (round == 1) {
+			data_max_big = mmap(NULL, 64 << 20,
+			    PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			assert_true(data_max_big != MAP_FAILED);
+			memset(data_max_big, 1, 64 << 20);
+		}
+		opts_sh(&o, argv);
+		o.data_max = (uint64_t)48 << 20;
+		buf_init(&out);
+		assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+		assert_int_equal(st, 0);
+		buf_adds(&out, "");
+		assert_string_equal(out.data, "49152\n");
+		buf_free(&out);
+		/* None asked for: ours, as it was. */
+		o.data_max = 0;
+		buf_init(&out);
+		assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+		buf_adds(&out, "");
+		assert_string_equal(out.data, own);
+		buf_free(&out);
+	}
 }
 
 /* Input given later, after the command started (and on another loop): it waits for it. */
@@ -917,6 +984,7 @@ main(void)
 		cmocka_unit_test(test_path_lookup),
 		cmocka_unit_test(test_dir_and_umask),
 		cmocka_unit_test(test_no_terminal),
+		cmocka_unit_test_teardown(test_data_max, data_max_teardown),
 		cmocka_unit_test(test_err_to_out_and_exe),
 		cmocka_unit_test(test_empty_input),
 		cmocka_unit_test(test_one_base),
