@@ -2,11 +2,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -204,16 +206,6 @@ path_runtime_dir_create(char **cause)
 	return tmpl;
 }
 
-static int
-path_remove_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	if (flag == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
 /* openat2's struct open_how and its resolve flags (<linux/openat2.h> is not everywhere). */
 struct path_open_how {
 	uint64_t flags;
@@ -321,15 +313,163 @@ out:
 }
 
 int
+path_open_dir_opened(int pfd, const char *name)
+{
+	char proc[64];
+	int fd;
+
+	if ((fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	(void)chmod(proc, 0700);
+	close(fd);
+	return openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+}
+
+/* A dir on the way down: its name in its parent and what it is. */
+struct path_rm_level {
+	char *name;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Whether the dir ST is one that could not be emptied (FAILED, N of them). */
+static bool
+path_rm_failed(const struct stat *st, const struct path_rm_level *failed,
+    size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (failed[i].dev == st->st_dev && failed[i].ino == st->st_ino)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Takes out of the dir FD what it can: files and links unlinked, empty
+ * dirs removed; the first other dir (not on another file system, not one
+ * in FAILED) is opened and its fd returned, its name in *NAME (a pointer
+ * into nothing FD's reading keeps: caller frees); -1 when none is left,
+ * *BAD set if anything could not be taken.
+ */
+static int
+path_rm_step(int fd, dev_t dev, const struct path_rm_level *failed,
+    size_t nfailed, char **name, bool *bad)
+{
+	struct dirent *de;
+	struct stat st;
+	int dup_fd, sub = -1;
+	DIR *d;
+
+	*name = NULL;
+	if ((dup_fd = dup(fd)) == -1 || (d = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd != -1)
+			close(dup_fd);
+		*bad = true;
+		return -1;
+	}
+	rewinddir(d);
+	while (sub == -1 && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(fd, de->d_name, 0) == -1)
+				*bad = true;
+		} else if (st.st_dev != dev || path_rm_failed(&st, failed,
+		    nfailed))
+			*bad = true;
+		else if (unlinkat(fd, de->d_name, AT_REMOVEDIR) == -1) {
+			if ((sub = path_open_dir_opened(fd, de->d_name)) == -1)
+				*bad = true;
+			else
+				*name = xstrdup(de->d_name);
+		}
+	}
+	closedir(d);
+	return sub;
+}
+
+int
 path_remove_tree(const char *path)
 {
-	struct stat st;
+	struct path_rm_level *down = NULL, *failed = NULL;
+	size_t n = 0, nfailed = 0;
+	struct stat top, st;
+	char *name;
+	int fd, sub, up;
+	bool bad = false;
 
-	if (lstat(path, &st) == -1)
+	if (lstat(path, &top) == -1)
 		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(top.st_mode))
 		return unlink(path);
-	return nftw(path, path_remove_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	if ((fd = path_open_dir_opened(AT_FDCWD, path)) == -1)
+		return -1;
+	/*
+	 * One dir open at a time, whatever the depth (nftw's paths stopped
+	 * at PATH_MAX, and it left what it could not remove unsaid): down
+	 * into each dir in turn, and back up through "..", checked to be the
+	 * dir that was left, so that nothing moved meanwhile is emptied.
+	 */
+	for (;;) {
+		sub = path_rm_step(fd, top.st_dev, failed, nfailed, &name, &bad);
+		if (sub != -1) {
+			if (fstat(sub, &st) == -1) {
+				close(sub);
+				free(name);
+				bad = true;
+				continue;
+			}
+			down = xreallocarray(down, n + 1, sizeof *down);
+			down[n].name = name;
+			down[n].dev = st.st_dev;
+			down[n].ino = st.st_ino;
+			n++;
+			close(fd);
+			fd = sub;
+			continue;
+		}
+		if (n == 0)
+			break;
+		/* Back up: the parent is the one left (the top, or the level above). */
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = up;
+		n--;
+		if (fd == -1 || fstat(fd, &st) == -1 || (n == 0 ?
+		    (st.st_dev != top.st_dev || st.st_ino != top.st_ino) :
+		    (st.st_dev != down[n - 1].dev || st.st_ino !=
+		    down[n - 1].ino))) {
+			bad = true;
+			free(down[n].name);
+			while (n > 0)
+				free(down[--n].name);
+			break;
+		}
+		if (unlinkat(fd, down[n].name, AT_REMOVEDIR) == -1) {
+			bad = true;
+			failed = xreallocarray(failed, nfailed + 1,
+			    sizeof *failed);
+			failed[nfailed].dev = down[n].dev;
+			failed[nfailed].ino = down[n].ino;
+			failed[nfailed++].name = NULL;
+		}
+		free(down[n].name);
+	}
+	if (fd != -1)
+		close(fd);
+	free(down);
+	free(failed);
+	if (bad) {
+		errno = ENOTEMPTY;
+		return -1;
+	}
+	return rmdir(path);
 }
 
 void

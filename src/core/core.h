@@ -309,7 +309,19 @@ int path_open_beneath(int dirfd, const char *rel, int flags, mode_t mode);
  * bytes, ELOOP: a symlink was in the way).
  */
 int path_read_beneath(int dirfd, const char *rel, size_t max, struct buf *b);
-/** rm -rf that never follows symlinks and never crosses mount points. */
+/**
+ * The dir NAME in PFD opened to be read and emptied: through no link,
+ * opened up to its owner first (mode 0700: a dir of mode 0 or 0500 cannot
+ * be read or emptied, such as the work dirs the kernel makes in an
+ * overlay's work dir, or a tree a jail left), by the dir itself, never by
+ * a path. The fd, or -1 with errno.
+ */
+int path_open_dir_opened(int pfd, const char *name);
+/**
+ * rm -rf that never follows symlinks and never crosses mount points, at
+ * any depth, opening up to their owner the dirs it cannot read or empty;
+ * -1 (ENOTEMPTY if some of it stays) unless all of it went.
+ */
 int path_remove_tree(const char *path);
 /** Expands a leading "~/" against the home directory; caller frees. */
 char *path_expand_home(const char *);

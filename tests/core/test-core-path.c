@@ -1,7 +1,9 @@
 /* Paths: the runtime dir is private and refused when it is a symlink, foreign, or open. */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -167,6 +169,98 @@ test_remove_tree_no_follow(void **state)
 	free(l);
 }
 
+/*
+ * Dirs of mode 000 (an overlay's work/work, with the incompat/volatile
+ * marker a volatile mount leaves) go too, for their owner: they stayed,
+ * and a later session given the same dir could mount no overlay there.
+ * As root (which reads any dir) the removal runs in a child as nobody.
+ */
+static void
+test_remove_tree_unreadable(void **state)
+{
+	char *box = xprintf("%s/box", test_dir);
+	char *w = xprintf("%s/box/sess/work/work", test_dir);
+	char *v = xprintf("%s/box/sess/work/work/incompat/volatile", test_dir);
+	char *dirty = xprintf("%s/dirty", v);
+	pid_t pid;
+	int st;
+
+	assert_int_equal(path_mkdir_p(v, 0700), 0);
+	test_write_file(dirty, "");
+	if (getuid() == 0)
+		test_sh_ok("chown -R 65534:65534 %s", box);
+	assert_int_equal(chmod(v, 0), 0);
+	assert_int_equal(chmod(w, 0), 0);
+	/* From inside its dir: the parents need not be open to nobody. */
+	if ((pid = fork()) == 0) {
+		if (chdir(box) == -1 || (getuid() == 0 &&
+		    (setgroups(0, NULL) == -1 || setgid(65534) == -1 ||
+		    setuid(65534) == -1)))
+			_exit(3);
+		_exit(path_remove_tree("sess") == 0 && access("sess", F_OK) ==
+		    -1 && errno == ENOENT ? 0 : 1);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	free(box);
+	free(w);
+	free(v);
+	free(dirty);
+}
+
+/*
+ * A tree deeper than a path can name (3,000 levels: nftw stopped at
+ * PATH_MAX and said nothing), with dirs of mode 0500 holding files (a
+ * jail's, as its user: their entries cannot be taken until the dir is
+ * opened up), goes whole; run as nobody, as a user runs it. A part that
+ * cannot go (a file of root's in a dir of root's, for nobody) makes it
+ * fail, ENOTEMPTY, with the rest gone.
+ */
+static void
+test_remove_tree_deep(void **state)
+{
+	char *box = xprintf("%s/deepbox", test_dir);
+	pid_t pid;
+	int st;
+
+	assert_int_equal(path_mkdir_p(box, 0755), 0);
+	test_sh_ok("cd %s && mkdir t && python3 -c 'import os\n"
+	    "fd = os.open(\"t\", os.O_RDONLY)\nfor i in range(3000):\n"
+	    "    os.mkdir(\"d\", dir_fd=fd)\n"
+	    "    fd = os.open(\"d\", os.O_RDONLY, dir_fd=fd)\n"
+	    "os.close(os.open(\"f\", os.O_CREAT | os.O_WRONLY, dir_fd=fd))'",
+	    box);
+	test_sh_ok("cd %s && mkdir -p t/ro/sub && echo a >t/ro/a && echo b "
+	    ">t/ro/sub/b && chmod 500 t/ro/sub t/ro", box);
+	if (getuid() == 0)
+		test_sh_ok("chown 65534:65534 %s && chown -R 65534:65534 %s/t && "
+		    "mkdir -p %s/u/x "
+		    "%s/u/rootdir && echo r >%s/u/rootdir/f && chown 65534:65534 "
+		    "%s/u %s/u/x", box, box, box, box, box, box, box);
+	if ((pid = fork()) == 0) {
+		if (chdir(box) == -1 || (getuid() == 0 &&
+		    (setgroups(0, NULL) == -1 || setgid(65534) == -1 ||
+		    setuid(65534) == -1)))
+			_exit(3);
+		if (path_remove_tree("t") != 0 || access("t", F_OK) != -1)
+			_exit(1);
+		/* Root's own dir in nobody's: it stays, said; the rest goes. */
+		if (getuid() == 65534 && (path_remove_tree("u") != -1 || errno !=
+		    ENOTEMPTY || access("u/x", F_OK) != -1 ||
+		    access("u/rootdir/f", F_OK) != 0))
+			_exit(2);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	test_sh_ok("rm -rf %s/u", box);
+	free(box);
+}
+
 static void
 test_find_exec(void **state)
 {
@@ -191,6 +285,8 @@ main(void)
 		cmocka_unit_test(test_data_dir),
 		cmocka_unit_test(test_data_dir_symlink_refused),
 		cmocka_unit_test(test_remove_tree_no_follow),
+		cmocka_unit_test(test_remove_tree_unreadable),
+		cmocka_unit_test(test_remove_tree_deep),
 		cmocka_unit_test(test_find_exec),
 	};
 
