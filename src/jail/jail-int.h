@@ -43,6 +43,9 @@ struct jail_mop {
 
 #define JAIL_SECCOMP_MAX 1024
 
+/* The overlays' last option (jail-mount.c: jail_mount_overlay). */
+#define JAIL_OVL_VOLATILE ",volatile"
+
 enum jail_cg_kind { JAIL_CG_NONE, JAIL_CG_V2, JAIL_CG_V1 };
 
 /*

@@ -506,11 +506,14 @@ jail_mount_overlays(struct jail_plan *p, struct jail_umounts *u,
 		    jail_mount_check_chars(upper, cause) == -1 ||
 		    jail_mount_check_chars(work, cause) == -1)
 			goto fail;
-		/* userxattr: the only overlay an unprivileged user namespace may mount. */
+		/*
+		 * userxattr: the only overlay an unprivileged user namespace
+		 * may mount. volatile last, for jail_mount_overlay to drop.
+		 */
 		jail_umount_add(u, JAIL_MOP_OVERLAY, 0, NULL, o->path,
 		    xprintf("lowerdir=" JAIL_OLDROOT "%s,upperdir=" JAIL_OLDROOT
-		    "%s,workdir=" JAIL_OLDROOT "%s,userxattr", lower, upper,
-		    work));
+		    "%s,workdir=" JAIL_OLDROOT "%s,userxattr" JAIL_OVL_VOLATILE,
+		    lower, upper, work));
 		if (!jail_path_under(o->path, c->home))
 			strv_add(&p->ll_rw_dirs, o->path);
 		free(lower);
@@ -1157,6 +1160,40 @@ jail_mount_fs(struct jail_plan *p, struct jail_mop *m, const char *type,
 		    m->what);
 }
 
+/*
+ * An overlay is mounted volatile: its unmount, when the jail's last
+ * process exits, then does not sync the whole file system its upper dir
+ * is on (overlayfs's sync_fs at shutdown). That sync held every session's
+ * end until all the file system's dirty data was on disk: 0.5 s here after
+ * a worktree's 100 MiB checkout, any length on a busy disk. The price:
+ * fsync in an overlay does nothing while the jail runs, and what the
+ * session wrote there reaches the disk as any written file does, by the
+ * kernel's writeback (agentmux reads it from the page cache after the
+ * jail; the objects it imports from it, it syncs itself). A kernel before
+ * 5.10 refuses the option: the overlay is mounted without it. (A work dir
+ * a volatile mount used keeps work/incompat/volatile, which refuses any
+ * later mount of it: each session's dirs are its own, and one left by an
+ * earlier session of the same id is removed first, session.c.) No
+ * allocation here (the cloned child of a threaded process): the option is
+ * cut off in place.
+ */
+static void
+jail_mount_overlay(struct jail_plan *p, struct jail_mop *m,
+    unsigned long flags)
+{
+	size_t n = strlen(m->data), k = strlen(JAIL_OVL_VOLATILE);
+
+	jail_mount_target(p, m);
+	if (mount("overlay", m->dst, "overlay", flags, m->data) == 0)
+		return;
+	if (n > k && strcmp(m->data + n - k, JAIL_OVL_VOLATILE) == 0) {
+		m->data[n - k] = '\0';
+		if (mount("overlay", m->dst, "overlay", flags, m->data) == 0)
+			return;
+	}
+	jail_child_fail(p, "cannot mount overlay on %s in the jail", m->what);
+}
+
 static void
 jail_mount_write(struct jail_plan *p, struct jail_mop *m)
 {
@@ -1187,7 +1224,7 @@ jail_mop_run(struct jail_plan *p, struct jail_mop *m)
 		jail_mount_bind(p, m);
 		break;
 	case JAIL_MOP_OVERLAY:
-		jail_mount_fs(p, m, "overlay", base);
+		jail_mount_overlay(p, m, base);
 		break;
 	case JAIL_MOP_PROC:
 		jail_mount_fs(p, m, "proc", base | MS_NOEXEC);

@@ -1071,12 +1071,42 @@ session_plan_worktree(struct session *s, struct session_setup *sp,
 	return SESSION_PLAN_NEXT;
 }
 
+/*
+ * The session's dir, if an earlier session of its id left one: ids are
+ * given again once gc removed the newest records, and a dir gc could not
+ * remove whole (before 2026-12-05, an overlay's work dir of mode 000, as
+ * an ordinary user) made every overlay mount there fail, and its stale
+ * upper dirs would have read as this session's config changes.
+ */
+static int
+session_dir_fresh(struct session *s, char **cause)
+{
+	char *dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
+	    (long long)s->id);
+	struct stat st;
+	int rc = 0;
+
+	if (lstat(dir, &st) == 0) {
+		log_warnx("session %lld: removing %s, left by an earlier "
+		    "session of that id", (long long)s->id, dir);
+		if (path_remove_tree(dir) == -1 || lstat(dir, &st) == 0) {
+			*cause = xprintf("cannot remove %s, left by an earlier "
+			    "session %lld: %s; remove it by hand", dir,
+			    (long long)s->id, strerror(errno));
+			rc = -1;
+		}
+	}
+	free(dir);
+	return rc;
+}
+
 /* Its record: from here on it is a session the front ends see, starting. */
 static enum session_plan_rc
 session_plan_record(struct session *s, struct session_setup *sp,
     char **cause)
 {
-	if (session_record(s, cause) == -1)
+	if (session_record(s, cause) == -1 || session_dir_fresh(s,
+	    cause) == -1)
 		return SESSION_PLAN_FAIL;
 	/* Recorded: another start on the tree now sees it. */
 	session_tree_unlock(s);

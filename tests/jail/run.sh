@@ -205,7 +205,19 @@ overlays() {
 	printf '0\tdir\t%s/.tagent\n1\tfile\t%s/.tagent.json\n2\tdir\t%s/.tnew\n' \
 	    "$HOME" "$HOME" "$HOME" >"$T/manifest"
 	cmp -s "$T/manifest" "$sd/overlays" && ok || bad "manifest: $(cat "$sd/overlays")"
+	volatile_overlays
 	file_entries
+}
+
+# Every overlay is volatile: its unmount at the jail's end does not sync
+# the whole file system of its upper dir (which waited for all of the
+# disk's dirty data): the two config dirs, and .git/objects if any.
+volatile_overlays() {
+	jrun -a tagent -- sh -c 'grep -c " overlay .*fsync=volatile" /proc/self/mountinfo;
+	    grep -c " overlay " /proc/self/mountinfo'
+	set -- $OUT
+	[ "$RC" = 0 ] && [ "$#" = 2 ] && [ "$1" = "$2" ] && [ "$1" -ge 2 ] && ok ||
+	    bad "overlays not volatile (volatile, all): $OUT"
 }
 
 # A file entry is a plain file in the jail's HOME: saving by rename works,
