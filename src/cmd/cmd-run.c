@@ -248,6 +248,8 @@ run_term_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct run *r = arg;
 
+	if (r->s == NULL)
+		return;
 	if (sig == SIGHUP)
 		session_close(r->s);
 	else
@@ -265,8 +267,14 @@ run_stdin_pollable(void)
 	    (S_ISCHR(st.st_mode) && isatty(STDIN_FILENO));
 }
 
+/*
+ * SIGTERM and SIGINT terminate the session, SIGHUP closes it, from before
+ * its start: a ^C while it starts (a worktree made, secret commands, the
+ * start snapshot) stops it there, where the default action ended agentmux
+ * and left its git children running and its session unended.
+ */
 static void
-run_events(struct run *r)
+run_signals(struct run *r)
 {
 	static const int sigs[] = { SIGTERM, SIGHUP, SIGINT };
 	size_t i;
@@ -275,6 +283,23 @@ run_events(struct run *r)
 		r->sig_ev[i] = evsignal_new(r->base, sigs[i], run_term_cb, r);
 		evsignal_add(r->sig_ev[i], NULL);
 	}
+}
+
+static void
+run_signals_free(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(r->sig_ev); i++) {
+		if (r->sig_ev[i] != NULL)
+			event_free(r->sig_ev[i]);
+		r->sig_ev[i] = NULL;
+	}
+}
+
+static void
+run_events(struct run *r)
+{
 	if (r->tty) {
 		r->winch_ev = evsignal_new(r->base, SIGWINCH, run_winch_cb, r);
 		evsignal_add(r->winch_ev, NULL);
@@ -297,12 +322,6 @@ run_events(struct run *r)
 static void
 run_events_free(struct run *r)
 {
-	size_t i;
-
-	for (i = 0; i < nitems(r->sig_ev); i++) {
-		if (r->sig_ev[i] != NULL)
-			event_free(r->sig_ev[i]);
-	}
 	if (r->winch_ev != NULL)
 		event_free(r->winch_ev);
 	if (r->cont_ev != NULL)
@@ -496,6 +515,7 @@ cmd_run(struct cli_args *args)
 	ra.o.pty = r.tty;
 	if (r.tty)
 		run_winsize(&ra.o.rows, &ra.o.cols);
+	run_signals(&r);
 	if ((r.s = session_start(ctx, &ra.o, &ev, &r, &cause)) == NULL ||
 	    run_wait_started(&r, &cause) == -1) {
 		cli_error("%s", cause);
@@ -505,8 +525,15 @@ cmd_run(struct cli_args *args)
 	run_denied(r.s);
 out:
 	free(cause);
+	/*
+	 * The signals stay caught (and do nothing: no session) while what the
+	 * start left running ends: a second ^C there took the default action,
+	 * in the middle of a snapshot or a recovery.
+	 */
 	session_free(r.s);
+	r.s = NULL;
 	session_ctx_free(ctx);
+	run_signals_free(&r);
 	proc_base_free();
 	config_free(cf);
 	run_args_free(&ra);

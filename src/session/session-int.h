@@ -51,6 +51,9 @@ struct session_ctx {
 	int64_t tick_at;             /* when it comes next (monotonic us), if armed */
 };
 
+/* Why a start that was terminated before its command started failed. */
+#define SESSION_START_STOPPED "terminated before its command started"
+
 struct session {
 	int references;              /* the front end's, and callbacks running */
 	bool freed;                  /* session_free ran: only the memory is left */
@@ -115,6 +118,8 @@ struct session {
 	int start_reads;             /* of those two, still running */
 	bool start_read;             /* they were started */
 	bool start_stopped;          /* terminated before its jail was made */
+	struct event *start_stop_ev; /* what it waits on dropped, a turn later */
+	int start_go_stop;           /* 1: terminated, 2: closed, after the go (done once it runs) */
 	int64_t guard_started;       /* guard_since, kept past the end's scan */
 	struct snap_stale *guard_stale; /* the end's look for rewritten index entries */
 	struct strv guard_nested;    /* nested repositories' dirs at the start (relative) */

@@ -402,7 +402,8 @@ session_worktree_made(void *arg, const struct snap_worktree_made *m,
 	if (!m->added)
 		/* Nothing was made: the dir it was to be in goes. */
 		path_remove_tree(s->wt_root);
-	if (error == NULL && session_worktree_note(s, &cause) == 0)
+	/* Noted once added, even if it stopped after: discard finds it so. */
+	if (m->added && session_worktree_note(s, &cause) == 0 && error == NULL)
 		session_worktree_report(s, m);
 	s->wt_made(s, error != NULL ? error : cause);
 	free(cause);

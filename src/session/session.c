@@ -19,6 +19,7 @@ extern char **environ;
 
 static void session_finish(struct session *);
 static void session_start_fail(struct session *, const char *);
+static void session_start_stopped(struct session *);
 static void session_run_look_stop(struct session *);
 static void session_start_done(struct session *);
 static void session_signal_then_kill(struct session *, int);
@@ -47,8 +48,11 @@ session_reaped_starting(struct session *s)
 		session_remove_ref(s);
 		return;
 	}
-	session_start_fail(s, cause != NULL ? cause : "the jail's setup "
-	    "ended before it started the command");
+	if (s->start_stopped)
+		session_start_stopped(s);
+	else
+		session_start_fail(s, cause != NULL ? cause : "the jail's "
+		    "setup ended before it started the command");
 	free(cause);
 }
 
@@ -722,15 +726,16 @@ session_start_events_free(struct session *s)
 		event_free(s->start_jail_ev);
 	if (s->start_timer != NULL)
 		event_free(s->start_timer);
+	if (s->start_stop_ev != NULL)
+		event_free(s->start_stop_ev);
 	s->start_ev = s->start_jail_ev = s->start_timer = NULL;
+	s->start_stop_ev = NULL;
 }
 
-/* The start failed with CAUSE: it is recorded, and the front end told. */
+/* The start failed with CAUSE, as it is: it is recorded, and the front end told. */
 static void
-session_start_fail(struct session *s, const char *cause)
+session_start_failed(struct session *s, const char *cause)
 {
-	if (s->closing || cause == NULL)
-		cause = "closed before its command started";
 	session_start_events_free(s);
 	session_start_wait_free(s);
 	session_start_reads_free(s);
@@ -753,6 +758,23 @@ session_start_fail(struct session *s, const char *cause)
 	log_debug("session %lld: start failed: %s", (long long)s->id, cause);
 	if (s->ev.started != NULL)
 		s->ev.started(s->arg, s, false, cause);
+}
+
+/*
+ * The start failed with CAUSE (a closed session's says it was closed; one
+ * stopped says so, as what its stop caused is no failure of its own: a
+ * jail killed in its setup is often read to have ended before it reaps).
+ */
+static void
+session_start_fail(struct session *s, const char *cause)
+{
+	if (s->start_stopped) {
+		session_start_stopped(s);
+		return;
+	}
+	if (s->closing || cause == NULL)
+		cause = "closed before its command started";
+	session_start_failed(s, cause);
 }
 
 /* The command runs: the proxy serves its listener, its output is read. */
@@ -791,6 +813,11 @@ session_start_done(struct session *s)
 	if (jail_pty_fd(s->jail) == -1)
 		s->st_drawn = true;
 	session_state_activity(s);
+	if (s->start_go_stop == 2)
+		session_close(s);
+	else if (s->start_go_stop == 1)
+		session_terminate(s);
+	s->start_go_stop = 0;
 	if (s->ev.started != NULL)
 		s->ev.started(s->arg, s, true, NULL);
 }
@@ -959,7 +986,7 @@ session_start_read_cb(void *arg)
 	if (--s->start_reads > 0)
 		return;
 	if (s->start_stopped) {
-		session_start_fail(s, "terminated before its command started");
+		session_start_stopped(s);
 		return;
 	}
 	session_plan_resume(s, NULL);
@@ -1244,7 +1271,7 @@ session_start_history_cb(void *arg)
 
 	s->history_job = NULL;
 	if (s->start_stopped) {
-		session_start_fail(s, "terminated before its command started");
+		session_start_stopped(s);
 		return;
 	}
 	session_plan_resume(s, NULL);
@@ -1331,7 +1358,7 @@ session_run_look_cb(void *arg)
 	snap_run_init(&rl->r);
 	session_run_look_free(rl);
 	if (s->start_stopped) {
-		session_start_fail(s, "terminated before its command started");
+		session_start_stopped(s);
 		return;
 	}
 	session_plan_resume(s, NULL);
@@ -1530,6 +1557,25 @@ session_plan_run(struct session *s, char **cause)
 	return 0;
 }
 
+/* Terminated or closed while it started: it fails, saying what of it stays. */
+static void
+session_start_stopped(struct session *s)
+{
+	const char *why = s->closing ? "closed before its command started" :
+	    SESSION_START_STOPPED;
+	char *cause;
+
+	if (s->wt == NULL || s->wt->admin == NULL) {
+		session_start_failed(s, why);
+		return;
+	}
+	cause = xprintf("%s; its worktree %s stays, on branch %s (agentmux "
+	    "discard %lld removes both)", why, s->wt->path, s->wt->branch,
+	    (long long)s->id);
+	session_start_failed(s, cause);
+	free(cause);
+}
+
 /*
  * A step that ran on the loop is over (ERROR: why it failed): the plan
  * goes on, with the profile as the config has it now.
@@ -1539,6 +1585,10 @@ session_plan_resume(struct session *s, const char *error)
 {
 	char *cause = NULL;
 
+	if (s->start_stopped) {
+		session_start_stopped(s);
+		return;
+	}
 	if (s->closing || error != NULL) {
 		session_start_fail(s, error);
 		return;
@@ -1869,17 +1919,80 @@ session_unpause(struct session *s)
 	}
 }
 
+/*
+ * Terminated or closed before its jail is made, a turn later (the caller
+ * may be a front end's walk over its panes, which the start's failure
+ * would change under it): what the start waits on that can be dropped is
+ * (another session's recovery, the secret commands, the worktrees' lock),
+ * and it fails now; else it fails where it would go on, once the git or
+ * helper thread it waits for is done (the worktree's git worktree add is
+ * not cut short).
+ */
+static void
+session_start_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	event_free(s->start_stop_ev);
+	s->start_stop_ev = NULL;
+	if (!s->starting || s->jail != NULL)
+		return;
+	if (s->wt_make != NULL) {
+		snap_worktree_make_stop(s->wt_make);
+		/* Its git runs on: said, or a ^C would seem to do nothing. */
+		if (s->wt_make != NULL && s->ev.notice != NULL)
+			s->ev.notice(s->arg, s, "warn", "stopping once its "
+			    "worktree's git is done (git worktree add is not "
+			    "cut short)");
+	} else if (s->start_recovery != NULL || s->secrets_pending > 0)
+		session_start_stopped(s);
+}
+
+/* Its jail is not made yet: the start stops (see session_start_stop_cb). */
+static void
+session_start_stop(struct session *s)
+{
+	struct timeval now = { 0, 0 };
+
+	s->start_stopped = true;
+	if (s->start_stop_ev != NULL)
+		return;
+	s->start_stop_ev = evtimer_new(s->ctx->base, session_start_stop_cb, s);
+	if (s->start_stop_ev == NULL)
+		fatalx("cannot make a timer");
+	evtimer_add(s->start_stop_ev, &now);
+}
+
+/*
+ * The go is sent, so the command may run already: a stop waits for the
+ * jail to say it runs, then goes as for a running command (SIGTERM, its
+ * grace). Killing the jail there ended a command that had run, with no
+ * word, as "exited 137". A jail that never says so fails its start.
+ */
+static bool
+session_start_go_stop(struct session *s, int how)
+{
+	if (!s->starting || !s->start_go || s->jail == NULL || s->reaped)
+		return false;
+	if (how > s->start_go_stop)
+		s->start_go_stop = how;
+	return true;
+}
+
 void
 session_terminate(struct session *s)
 {
-	/* Its jail is not made yet: the start stops where it would make it. */
-	if (s->starting && (s->start_reads > 0 || s->history_job != NULL ||
-	    s->run_look_job != NULL))
-		s->start_stopped = true;
+	if (s->starting && s->jail == NULL) {
+		session_start_stop(s);
+		return;
+	}
+	if (session_start_go_stop(s, 1))
+		return;
 	if (s->jail == NULL || s->reaped)
 		return;
 	/* Nothing of it runs yet that could act on a signal. */
 	if (s->starting) {
+		s->start_stopped = true;
 		jail_kill(s->jail);
 		return;
 	}
@@ -1896,9 +2009,16 @@ void
 session_close(struct session *s)
 {
 	s->closing = true;
+	if (s->starting && s->jail == NULL) {
+		session_start_stop(s);
+		return;
+	}
+	if (session_start_go_stop(s, 2))
+		return;
 	if (s->jail == NULL || s->reaped)
 		return;
 	if (s->starting || session_disk_frozen(s)) {
+		s->start_stopped = s->starting;
 		jail_kill(s->jail);
 		return;
 	}
@@ -1929,6 +2049,12 @@ bool
 session_closing(struct session *s)
 {
 	return s->closing;
+}
+
+bool
+session_making_worktree(const struct session *s)
+{
+	return s->starting && s->wt_make != NULL;
 }
 
 char *const *

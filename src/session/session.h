@@ -382,6 +382,11 @@ bool session_agent_installed(const struct config *, const char *agent,
 /** True once session_close was called. */
 bool session_closing(struct session *);
 /**
+ * True while its start runs git worktree add, which a stop lets finish
+ * (git killed halfway leaves a worktree and branch no record names).
+ */
+bool session_making_worktree(const struct session *);
+/**
  * The "allow RULE"/"deny RULE" answers given for the session (and those it
  * kept from the run it restarts), for session_opts.kept. Borrowed.
  */

@@ -76,6 +76,7 @@ snap_worktree_filter_opts(const char *gitdir, struct strv *env,
 	snap_env_plain(env);
 	strv_addf(env, "GIT_DIR=%s", gitdir);
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
 	o->argv = (char **)args;
 	o->env = env->v;
 	o->dir = "/";
@@ -205,6 +206,7 @@ snap_worktree_git_opts(const char *gitdir, const char *worktree,
 	for (i = 0; args[i] != NULL; i++)
 		strv_add(argv, args[i]);
 	memset(o, 0, sizeof *o);
+	o->data_max = snap_git_mem;
 	o->argv = argv->v;
 	o->env = env->v;
 	o->dir = dir;
@@ -430,6 +432,44 @@ snap_worktree_refdirs(const struct snap_worktree *wt, char **cause)
 	return fd == -1 || fd2 == -1 ? -1 : 0;
 }
 
+static int snap_worktree_open_dir(int, const char *);
+
+/*
+ * The dirs snap_worktree_refdirs made for WT's branch, each as far up as
+ * "agentmux/ID", removed where empty (a make that ended before git made
+ * the branch: a stop in the lock wait left two empty dirs in the user's
+ * .git each time). Never through a link; nothing in them is removed.
+ */
+static void
+snap_worktree_refdirs_undo(const struct snap_worktree *wt)
+{
+	static const char *const tops[] = { "refs/heads/", "logs/refs/heads/" };
+	const char *slash = strrchr(wt->branch, '/');
+	char *rel, *name;
+	size_t i, keep;
+	int cfd, pfd, rc;
+
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return;
+	for (i = 0; i < nitems(tops); i++) {
+		/* "refs/heads/agentmux" stays: it is a mount point in main-tree jails. */
+		keep = strlen(tops[i]) + strlen("agentmux");
+		rel = xprintf("%s%.*s", tops[i], (int)(slash - wt->branch),
+		    wt->branch);
+		for (rc = 0; rc == 0 && strlen(rel) > keep;) {
+			name = strrchr(rel, '/');
+			*name++ = '\0';
+			if ((pfd = snap_worktree_open_dir(cfd, rel)) == -1)
+				break;
+			rc = unlinkat(pfd, name, AT_REMOVEDIR);
+			close(pfd);
+		}
+		free(rel);
+	}
+	close(cfd);
+}
+
 /* A branch name agentmux makes: agentmux/ID/NAME, NAME of safe characters. */
 static bool
 snap_worktree_branch_ok(const char *branch)
@@ -602,6 +642,8 @@ struct snap_worktree_make {
 	int64_t lock_until;       /* util_now_ms when the wait for it ends */
 	snap_worktree_cb done;
 	void *arg;
+	bool stopped;             /* snap_worktree_make_stop: no next step */
+	bool refdirs;             /* the branch's ref and reflog dirs were made */
 };
 
 static void snap_worktree_make_cb(struct proc *, void *);
@@ -697,9 +739,13 @@ snap_worktree_make_git(struct snap_worktree_make *m, const char *worktree,
 }
 
 /* Tells the caller how it went (ERROR: NULL if made) and lets M go. */
+static void snap_worktree_refdirs_undo(const struct snap_worktree *);
+
 static void
 snap_worktree_make_end(struct snap_worktree_make *m, const char *error)
 {
+	if (!m->made.added && m->refdirs)
+		snap_worktree_refdirs_undo(m->wt);
 	if (!m->made.added)
 		snap_worktree_clear(m->wt);
 	m->done(m->arg, &m->made, error);
@@ -743,6 +789,10 @@ snap_worktree_make_slice(evutil_socket_t fd, short what, void *arg)
 	off_t left = SNAP_WORKTREE_SLICE, was;
 	int rc;
 
+	if (m->stopped) {
+		snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
+		return;
+	}
 	while (left > 0 && (m->in != -1 || m->at < m->list.len)) {
 		/* Opening costs a little too: many small files take turns. */
 		left -= 4096;
@@ -860,14 +910,15 @@ snap_worktree_make_added(struct snap_worktree_make *m, struct proc *p)
 		return;
 	}
 	m->made.added = true;
-	if ((rc = snap_worktree_make_include(m, &cause)) == -1)
+	if (m->stopped)
+		snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
+	else if ((rc = snap_worktree_make_include(m, &cause)) == -1)
 		snap_worktree_make_fail(m, cause);
 	else if (rc == 1)
 		snap_worktree_make_end(m, NULL);
 }
 
 static void snap_worktree_log_clear(const struct snap_worktree *);
-static int snap_worktree_open_dir(int, const char *);
 
 /*
  * git worktree add, once M has its repository's worktrees' lock: tried
@@ -939,6 +990,7 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 		snap_worktree_make_fail(m, cause);
 		return;
 	}
+	m->refdirs = true;
 	if ((m->lock = snap_worktree_lock_open(m->wt->common, &cause)) == -1) {
 		snap_worktree_make_fail(m, cause);
 		return;
@@ -976,6 +1028,12 @@ snap_worktree_make_cb(struct proc *p, void *arg)
 
 	/* Each step starts its successor's git (or ends M): this one goes. */
 	m->proc = NULL;
+	/* Stopped: nothing is made before the add, and no next step after it. */
+	if (m->stopped && m->step != SNAP_WORKTREE_ADD) {
+		snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
+		proc_free(p);
+		return;
+	}
 	switch (m->step) {
 	case SNAP_WORKTREE_FILTERS:
 		snap_worktree_make_filters(m, p);
@@ -1042,6 +1100,25 @@ snap_worktree_make_start(struct event_base *base, const char *project,
 		return NULL;
 	}
 	return m;
+}
+
+/*
+ * At once while M waits for the worktrees' lock (nothing is made yet) or
+ * runs a git that only reads (config, rev-parse, ls-files: killed, so a
+ * git that hangs does not hold the stop); once git worktree add is done
+ * if that runs: cut short, it would leave its admin dir and branch half
+ * made. A worktree that was added stays (as a session's does), its
+ * copies cut short.
+ */
+void
+snap_worktree_make_stop(struct snap_worktree_make *m)
+{
+	if (m == NULL || m->stopped)
+		return;
+	m->stopped = true;
+	if ((m->step == SNAP_WORKTREE_ADD && m->proc == NULL) ||
+	    (m->step != SNAP_WORKTREE_ADD && m->proc != NULL))
+		snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
 }
 
 void
@@ -1124,6 +1201,7 @@ snap_worktree_user_git(const struct snap_worktree *wt, const char *const *args,
 	for (i = 0; args[i] != NULL; i++)
 		strv_add(&argv, args[i]);
 	memset(&o, 0, sizeof o);
+	o.data_max = snap_git_mem;
 	o.argv = argv.v;
 	o.env = env.v;
 	o.dir = wt->project;
@@ -1816,6 +1894,7 @@ snap_worktree_tip_checked(const struct snap_worktree *wt, char **cause)
 	const char *args[] = { "rev-parse", "--verify", "-q",
 	    "--end-of-options", ref, NULL };
 	struct buf out;
+	bool unread = false;
 	int fd;
 
 	buf_init(&out);
@@ -1831,8 +1910,17 @@ snap_worktree_tip_checked(const struct snap_worktree *wt, char **cause)
 	raw = xstrdup(out.data);
 	if ((fd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
-		last = snap_hist_log_last(fd, ref);
+		last = snap_hist_log_last(fd, ref, &unread);
 		close(fd);
+	}
+	if (unread) {
+		*cause = xprintf("the session's branch %s is at %.12s, and the "
+		    "last line of its reflog is over 16 MiB long (no git writes "
+		    "such a line): whether something else moved the branch "
+		    "cannot be told; look with 'git log -1 %s', and put its "
+		    "reflog right ('git reflog expire --expire=now %s') to "
+		    "merge", wt->branch, raw, wt->branch, ref);
+		goto out;
 	}
 	if (last != NULL && strcmp(last, raw) != 0) {
 		*cause = xprintf("the session's branch %s is at %.12s, and its "
@@ -2072,9 +2160,9 @@ snap_worktree_odd_one(int fd, const char *name, const char *rel,
 	if (S_ISLNK(st->st_mode) && (n = readlinkat(fd, name, target,
 	    sizeof target - 1)) >= 0) {
 		target[n] = '\0';
-		qt = quote_name(target);
+		qt = snap_nested_quote_cut(target, 160);
 	}
-	q = quote_name(rel);
+	q = snap_nested_quote_cut(rel, 160);
 	if (unlinkat(fd, name, 0) == -1) {
 		o->failed = true;
 		strv_addf(&o->told, "%s (NOT removed: %s)", q, strerror(errno));
@@ -2693,6 +2781,16 @@ out:
 	free(id);
 	free(gitdir);
 	return rc;
+}
+
+const char *
+snap_worktree_absent(bool running, int64_t nsnapshots)
+{
+	if (running)
+		return "not made yet";
+	if (nsnapshots == 0)
+		return "none: the start ended before it was made";
+	return "discarded";
 }
 
 int

@@ -727,6 +727,15 @@ struct snap_worktree_make *snap_worktree_make_start(struct event_base *base,
     snap_worktree_cb done, void *arg, char **cause);
 /** Stops a job that has not told DONE yet (its git killed); NULL is a no-op. */
 void snap_worktree_make_free(struct snap_worktree_make *);
+/** What DONE is told of a job stopped by snap_worktree_make_stop. */
+#define SNAP_WORKTREE_STOPPED "stopped before its worktree was ready"
+/**
+ * Asks a job to stop where it safely can: DONE is told, with
+ * SNAP_WORKTREE_STOPPED, in this call if it waits for the worktrees' lock
+ * or runs a git that only reads (killed), else once its git worktree add
+ * or its current copy slice is done. NULL is a no-op.
+ */
+void snap_worktree_make_stop(struct snap_worktree_make *);
 void snap_worktree_clear(struct snap_worktree *);
 /**
  * The worktree of SESSION, from its record beside it under DATA_DIR's

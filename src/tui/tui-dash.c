@@ -499,11 +499,34 @@ tui_pane_closed(struct tui *t)
 	evtimer_add(t->reap_ev, &tv);
 }
 
+/*
+ * The grace is over: what is left is killed as the panes are freed, but
+ * for a start still in git worktree add, which the quit waits for (a
+ * second at a time; git's own time limit bounds it): git killed halfway
+ * leaves a worktree and branch that no record names, for nothing to
+ * remove. Its start then fails, naming them.
+ */
 static void
 tui_quit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tui *t = arg;
+	struct timeval tv = { 1, 0 };
+	struct tui_pane *wp;
+	size_t i;
 
+	for (i = 0; i < t->npanes; i++) {
+		wp = t->panes[i];
+		if (wp->s == NULL || wp->exited ||
+		    !session_making_worktree(wp->s))
+			continue;
+		if (!t->quit_told)
+			tui_message(t, false, "waiting for session %lld's git "
+			    "worktree add to finish (not cut short)",
+			    (long long)session_id(wp->s));
+		t->quit_told = true;
+		evtimer_add(t->quit_ev, &tv);
+		return;
+	}
 	event_base_loopexit(t->base, NULL);
 }
 
@@ -511,17 +534,18 @@ tui_quit_cb(evutil_socket_t fd, short what, void *arg)
  * Every running session is closed as the user closes one (a hang-up,
  * then SIGTERM) and the dashboard ends once they have ended, or after
  * their grace period; whatever is left is killed as the panes are freed.
- * Asked twice (the terminal went away meanwhile), it ends at once.
+ * Asked twice (the terminal went away meanwhile, a SIGTERM), it ends at
+ * once, but for a start in git worktree add (tui_quit_cb).
  */
 void
 tui_quit(struct tui *t)
 {
-	struct timeval tv = { TUI_QUIT_WAIT_SEC, 0 };
+	struct timeval tv = { TUI_QUIT_WAIT_SEC, 0 }, now = { 0, 0 };
 	struct tui_pane *wp;
 	size_t i, n;
 
 	if (t->quitting) {
-		event_base_loopexit(t->base, NULL);
+		evtimer_add(t->quit_ev, &now);
 		return;
 	}
 	t->quitting = true;
@@ -962,9 +986,18 @@ tui_key(struct tui *t, const struct tui_key *k)
 {
 	const struct tui_binding *b;
 
-	/* Closing every session: nothing new starts meanwhile. */
-	if (t->quitting)
+	/*
+	 * Closing every session: nothing new starts meanwhile, but a client
+	 * may still detach or suspend (the wait for a git worktree add may
+	 * be long).
+	 */
+	if (t->quitting) {
+		if (tui_keys_dispatch(&t->c->km, k, &b) ==
+		    TUI_DISPATCH_ACTION && (b->action == TUI_ACT_DETACH ||
+		    b->action == TUI_ACT_SUSPEND))
+			tui_action(t, b);
 		return;
+	}
 	/* The client's own prompt first: a shared dialog waits for it. */
 	if (tui_cmdline_key(t, k, &b)) {
 		if (b != NULL)
@@ -1410,6 +1443,12 @@ tui_start(struct tui *t, const struct tui_opts *opts, bool focus,
 	struct tui_client *c = t->c;
 	size_t i;
 
+	/* Its sessions are being closed: one started now would be killed. */
+	if (t->quitting) {
+		*cause = xstrdup("the server is ending: its sessions are being "
+		    "closed; start this one once it has ended");
+		return -1;
+	}
 	if ((wp = tui_pane_start(t, opts, cause)) == NULL)
 		return -1;
 	/* The view that asked shows it; one that shows nothing does too. */

@@ -293,6 +293,7 @@ struct tui {
 	size_t npanes;
 	int exit_code;
 	bool quitting;
+	bool quit_told;          /* a worktree add the quit waits for was said */
 	struct event *quit_ev;    /* quits even if a closed session lingers */
 	struct event *reap_ev;    /* removes the panes of closed sessions */
 	struct event *live_ev;    /* refreshes open sessions views (tui-status.c) */

@@ -160,6 +160,40 @@ has "$out" "$(printf '\033')" && bad "run: a secret command's stderr reached the
 has "$out" "printed more than 65536 bytes" && ok "run: a secret command's flood is refused" ||
 	bad "run: secret command flood: $out"
 has "$out" "bad=unset big=unset" && ok "run: failed secrets are not passed" || bad "run: failed secrets: $out"
+# SIGTERM while the start waits for a secret command (a pinentry that never comes): the start
+# stops at once, the command is ended, nothing runs (agentmux's default action was to die,
+# leaving the command running and its session unended).
+cat >"$XDG_CONFIG_HOME/agentmux/config" <<EOF
+[secret slow_cmd]
+env = SLOW_KEY
+command = echo \$\$ >$T/slow.pid; exec sleep 60
+host = 127.0.0.1
+
+[agent tester3]
+command = sh
+secret = slow_cmd
+EOF
+rm -f "$T/slow.pid" "$T/slow.ran"
+(set -m; exec timeout 120 "$AMX" run --on-unknown deny -a tester3 -- sh -c "touch $T/slow.ran" \
+	</dev/null >"$T/slow.out" 2>&1) &
+spid=$!
+for _ in $(seq 100); do [ -s "$T/slow.pid" ] && break; sleep 0.1; done
+kill -TERM "$spid"
+for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$spid" 2>/dev/null; then
+	bad "run: SIGTERM while a secret command runs did not stop the start within 5 s"
+	kill -KILL "$spid"
+fi
+wait "$spid"
+src=$?
+secpid=$(cat "$T/slow.pid" 2>/dev/null)
+# Killed, it may still be a zombie for a moment, until init reaps it.
+for _ in $(seq 30); do [ -n "$secpid" ] && kill -0 "$secpid" 2>/dev/null || break; sleep 0.1; done
+{ [ "$src" = 1 ] && grep -q "terminated before its command started" "$T/slow.out" &&
+	[ ! -e "$T/slow.ran" ] && [ -n "$secpid" ] && ! kill -0 "$secpid" 2>/dev/null; } &&
+	ok "run: SIGTERM while a secret command runs stops the start and the command" ||
+	bad "run: SIGTERM during a secret command: exit $src, $(cat "$T/slow.out"), its pid ${secpid:-none}"
+[ -n "$secpid" ] && kill "$secpid" 2>/dev/null
 rm -f "$XDG_CONFIG_HOME/agentmux/config"
 
 # ---- issue 15: what a hostile agent tried, inside real jails ----

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "core/core.h"
 #include "lib/testlib.h"
 #include "session/session.h"
+#include "session/session-int.h"
 #include "snap/snap.h"
 #include "snap/snap-int.h"
 #include "store/store.h"
@@ -37,6 +39,7 @@ struct obs {
 	int untr;                /* warnings that an untracked cache hides nothing */
 	int alerts;              /* alerts told */
 	int alerts_exited;       /* of them, told before exited */
+	char cause[256];         /* why the start failed (cut) */
 };
 
 static void
@@ -57,8 +60,11 @@ obs_started(void *arg, struct session *s, bool ok, const char *cause)
 	o->started++;
 	o->ok = ok;
 	o->recovering = snap_history_recovering();
-	if (!ok)
+	if (!ok) {
 		print_message("start failed: %s\n", cause);
+		snprintf(o->cause, sizeof o->cause, "%s", cause != NULL ?
+		    cause : "");
+	}
 	obs_free_at(o, s, FREE_STARTED);
 }
 
@@ -665,14 +671,18 @@ test_worktree_made_on_loop(void **state)
  * in the history overlay), then agentmux killed (SIGKILL) before the
  * session ends, as a crash leaves it. Once the command runs, the loop is
  * left alone: its history watch could bring the objects in before the
- * kill, and there would be nothing left to recover.
+ * kill, and there would be nothing left to recover. So the command's git
+ * waits for the file "go", made once the loop is left (the jail tells the
+ * command's start after it began: a loaded machine let the watch see the
+ * commit before the start was told, and brought it in).
  */
 static void
 crash_in_child(void)
 {
-	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"git add -A && "
-	    "git -c user.email=a@b -c user.name=a commit -qm x && git repack "
-	    "-adq && touch committed; sleep 60", NULL };
+	char *argv[] = { (char *)"sh", (char *)"-c", (char *)"i=0; while ! "
+	    "test -e go && test $i -lt 1200; do sleep 0.05; i=$((i+1)); done; "
+	    "git add -A && git -c user.email=a@b -c user.name=a commit -qm x "
+	    "&& git repack -adq && touch committed; sleep 60", NULL };
 	struct session_opts so = { .kind = "run", .command = argv,
 	    .on_unknown = -1, .listen_fd = -1 };
 	struct config *cf;
@@ -693,11 +703,44 @@ crash_in_child(void)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(10000);
 	}
+	if (close(open("go", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) == -1) {
+		fprintf(stderr, "crash_in_child: go: %s\n", strerror(errno));
+		_exit(1);
+	}
 	while (access("committed", F_OK) != 0 &&
 	    util_mono_us() - t0 < 60000000)
 		usleep(10000);
 	raise(SIGKILL);
 	_exit(1);
+}
+
+/*
+ * A crashed session of the project (crash_in_child): its commit made, not
+ * brought in. What went wrong is said on stdout too, which CI shows.
+ */
+static void
+crashed_session(void)
+{
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) == 0)
+		crash_in_child();
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+		print_message("crashed_session: the child was not killed "
+		    "(status %#x)\n", st);
+		fail();
+	}
+	if (test_sh("test -e committed") != 0) {
+		print_message("crashed_session: the session did not commit\n");
+		fail();
+	}
+	if (test_sh("git cat-file -e 'HEAD^{commit}' 2>/dev/null") == 0) {
+		print_message("crashed_session: the commit was brought in "
+		    "before the crash\n");
+		fail();
+	}
 }
 
 /*
@@ -714,16 +757,9 @@ test_recovery_on_loop(void **state)
 	struct timeval every = { 0, 20000 };
 	char *cause = NULL, *old;
 	int64_t t0, spent;
-	pid_t pid;
-	int st;
 
 	test_sh_ok("git init -q . && echo a >a");
-	if ((pid = fork()) == 0)
-		crash_in_child();
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	test_sh_ok("test -e committed && ! git cat-file -e 'HEAD^{commit}' "
-	    "2>/dev/null");
+	crashed_session();
 	old = slow_git("*index-pack*", 2, "indexed");
 	f.cf = config_load_or_cause(NULL, &cause);
 	if (f.cf == NULL)
@@ -780,15 +816,10 @@ test_start_waits_for_recovery(void **state)
 	    .on_unknown = -1, .listen_fd = -1, .dir = other };
 	char *cause = NULL, *old;
 	const char *why;
-	pid_t pid;
-	int st;
 
 	test_sh_ok("git init -q . && echo a >a && mkdir '%s' && "
 	    "git -C '%s' init -q", other, other);
-	if ((pid = fork()) == 0)
-		crash_in_child();
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	crashed_session();
 	old = slow_git("*index-pack*", 3, "indexed");
 	f.cf = config_load_or_cause(NULL, &cause);
 	if (f.cf == NULL)
@@ -1368,6 +1399,85 @@ test_quick_command(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * A stop between the go and the jail's word that the command runs: the
+ * command runs, then gets SIGTERM (143), or a close's SIGHUP. Killing the jail there ended a
+ * command that had run, with no word, as "exited 137".
+ */
+static void
+test_stop_after_go(void **state)
+{
+	struct fixture f;
+	struct obs o;
+	struct session *s;
+	int i, turn, hit = 0;
+
+	fixture_open(&f);
+	for (i = 0; i < 2; i++) {
+		memset(&o, 0, sizeof o);
+		s = start(&f, &o, "trap 'exit 143' TERM; echo ran >ran; "
+		    "while :; do sleep 0.1; done");
+		for (turn = 0; turn < 100000 && s->starting && !s->start_go;
+		    turn++)
+			assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE),
+			    0);
+		if (s->starting && s->start_go)
+			hit++;
+		if (i == 0)
+			session_terminate(s);
+		else
+			session_close(s);
+		loop_until(&f, &o.done);
+		assert_int_equal(o.started, 1);
+		assert_true(o.ok);
+		assert_int_equal(o.exited, 1);
+		/* SIGTERM, or the hang-up a close sends first. */
+		assert_int_equal(o.status, i == 0 ? 143 : 129);
+		session_free(s);
+	}
+	/* The loop turned with the go sent and the command not yet told running. */
+	assert_int_equal(hit, 2);
+	fixture_close(&f);
+}
+
+/*
+ * A stop while the jail sets up: the start fails as stopped ("terminated
+ * before its command started"), whichever the loop reads first, the
+ * jail's status channel closing or its reaping. The channel first said
+ * "the jail's setup ended before it started the command" (2 runs in 61).
+ */
+static void
+test_stop_in_setup(void **state)
+{
+	struct fixture f;
+	struct obs o;
+	struct session *s;
+	int i, turn, hit = 0;
+
+	fixture_open(&f);
+	for (i = 0; i < 6; i++) {
+		memset(&o, 0, sizeof o);
+		s = start(&f, &o, "echo ran >ran");
+		for (turn = 0; turn < 100000 && s->starting && (s->jail ==
+		    NULL || s->start_setup); turn++)
+			assert_int_equal(event_base_loop(f.base, EVLOOP_ONCE),
+			    0);
+		hit += s->starting && s->jail != NULL && !s->start_setup;
+		session_terminate(s);
+		loop_until(&f, &o.started);
+		assert_false(o.ok);
+		if (strcmp(o.cause, "terminated before its command started") !=
+		    0)
+			fail_msg("run %d: %s", i, o.cause);
+		session_free(s);
+	}
+	/* Each stop came while the jail set up. */
+	assert_int_equal(hit, 6);
+	assert_int_not_equal(access("ran", F_OK), 0);
+	fixture_close(&f);
+}
+
+static struct fixture *tree_f;
 static struct fixture *tree_f;
 
 /* Whether a process waits for the flock of PATH (a "->" line of /proc/locks for its inode). */
@@ -1668,6 +1778,10 @@ main(void)
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_quick_command,
 		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_after_go,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_stop_in_setup,
+		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_input_kept,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_secret_command_async,
@@ -1716,5 +1830,8 @@ main(void)
 		    test_proj_setup, test_proj_teardown),
 	};
 
+	/* AMX_FILTER=PATTERN runs only the tests it names (cmocka's own pattern). */
+	if (getenv("AMX_FILTER") != NULL)
+		cmocka_set_test_filter(getenv("AMX_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
