@@ -194,16 +194,20 @@ cmd_discard(struct cli_args *args)
 	return rc;
 }
 
-/* A discarded worktree session's "BRANCH, discarded", from the record discard kept. */
+/*
+ * A worktree session's whose worktree is not there: "BRANCH, discarded",
+ * from the record discard kept, else why there is none.
+ */
 static char *
-cmd_worktree_gone(const char *data, int64_t id)
+cmd_worktree_gone(const char *data, const struct store_session *s)
 {
 	struct snap_worktree kept;
 	char *tip = NULL, *cause = NULL, *text;
 
-	if (snap_worktree_kept(data, id, &kept, &tip, &cause) == -1) {
+	if (snap_worktree_kept(data, s->id, &kept, &tip, &cause) == -1) {
 		free(cause);
-		return xstrdup("discarded");
+		return xstrdup(snap_worktree_absent(s->ended_at == 0,
+		    s->nsnapshots));
 	}
 	text = xprintf("%s, discarded", kept.branch);
 	free(tip);
@@ -214,7 +218,8 @@ cmd_worktree_gone(const char *data, int64_t id)
 /*
  * For a worktree session (its project under the data dir's worktrees/):
  * "BRANCH, merged" or "BRANCH, unmerged" (into the main tree's HEAD), or
- * "BRANCH, discarded" ("discarded" if no record says its branch); NULL
+ * "BRANCH, discarded" (without a record of its branch, "discarded", or
+ * why it has none: snap_worktree_absent); NULL
  * for any other session. Caller frees (and quotes: BRANCH is as read).
  */
 char *
@@ -233,7 +238,7 @@ cmd_worktree_describe(const struct store_session *s)
 	    strlen(under)) != 0)
 		goto out;
 	if (snap_worktree_find(data, s->id, &wt, &root, &cause) == -1) {
-		text = cmd_worktree_gone(data, s->id);
+		text = cmd_worktree_gone(data, s);
 		goto out;
 	}
 	merged = snap_worktree_merged(&wt, NULL);

@@ -125,15 +125,25 @@ session_record_worktree_there(const struct snap_worktree *wt, int64_t id)
 	return line;
 }
 
-/* A discarded worktree session's line: restore if discard kept its record, else diff. */
+/*
+ * The line of a worktree session whose worktree is not there: restore if
+ * discard kept its record; why there is none if it was never made; else
+ * diff.
+ */
 static char *
-session_record_worktree_gone(const char *data, int64_t id)
+session_record_worktree_gone(const char *data,
+    const struct store_session *ss)
 {
 	struct snap_worktree kept;
 	char *tip = NULL, *cause = NULL, *qb, *line;
+	const char *why;
+	int64_t id = ss->id;
 
 	if (snap_worktree_kept(data, id, &kept, &tip, &cause) == -1) {
 		free(cause);
+		why = snap_worktree_absent(ss->ended_at == 0, ss->nsnapshots);
+		if (strcmp(why, "discarded") != 0)
+			return xprintf("worktree: %s", why);
 		return xprintf("worktree: discarded, with no record to restore "
 		    "it from (by an older agentmux): 'agentmux diff %lld' "
 		    "shows its snapshots", (long long)id);
@@ -168,7 +178,8 @@ session_record_branch(struct session_ctx *ctx, const struct store_session *ss)
 			free(q);
 			snap_worktree_clear(&wt);
 		} else
-			mark = xstrdup("discarded");
+			mark = xstrdup(snap_worktree_absent(ss->ended_at == 0,
+			    ss->nsnapshots));
 	}
 	free(tip);
 	free(cause);
@@ -192,8 +203,7 @@ session_record_worktree(struct session_ctx *ctx,
 			line = session_record_worktree_there(&wt, ss->id);
 			snap_worktree_clear(&wt);
 		} else
-			line = session_record_worktree_gone(ctx->data_dir,
-			    ss->id);
+			line = session_record_worktree_gone(ctx->data_dir, ss);
 	}
 	free(cause);
 	free(root);

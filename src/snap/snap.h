@@ -821,6 +821,14 @@ int snap_worktree_restore_check(const struct snap_worktree *kept,
 int snap_worktree_kept(const char *data_dir, int64_t session,
     struct snap_worktree *, char **tip, char **cause);
 /**
+ * Why a worktree session whose worktree is not there has no record of a
+ * discard either, in a few words: its start is still making it (RUNNING),
+ * its start ended before it was made (no snapshot: the start's first one
+ * is taken once the worktree is there), else "discarded" (by an older
+ * agentmux, which kept no record).
+ */
+const char *snap_worktree_absent(bool running, int64_t nsnapshots);
+/**
  * Makes sure the commit TIP of SESSION's discarded worktree (KEPT, from
  * snap_worktree_kept) is in its project's repository: if a git gc there
  * pruned it, the commits discard packed beside the record are read back

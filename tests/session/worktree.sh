@@ -325,9 +325,152 @@ if command -v flock >/dev/null; then
 	wait "$dpid" && [ ! -e "$wwt" ] && ok "once the lock is free, the discard goes on" ||
 		bad "the waiting discard failed: $(cat "$T/dwait.out")"
 	rm -f "$T/held" "$T/release"
+	# SIGTERM (and ^C's SIGINT) while a start waits for the lock: it stops at once, nothing made,
+	# its session ended as failed (agentmux's default action was to die, its session left running).
+	flock "$lock" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.1; done" &
+	hpid=$!
+	for _ in $(seq 100); do [ -e "$T/held" ] && break; sleep 0.1; done
+	for sig in TERM INT; do
+		# (set -m: a background job's SIGINT is not ignored.)
+		(set -m; exec "$AMX" run --worktree --branch "stop$sig" -- sh -c 'echo ran >ran' \
+			</dev/null >/dev/null 2>"$T/stop$sig.err") &
+		spid=$!
+		sleep 1
+		kill -"$sig" "$spid"
+		for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$spid" 2>/dev/null; then
+			bad "SIG$sig to a start waiting for the worktrees' lock did not stop it within 5 s"
+			continue
+		fi
+		wait "$spid"
+		src=$?
+		sid=$(newest)
+		{ [ "$src" = 1 ] && grep -q "terminated before its command started" "$T/stop$sig.err" &&
+			! grep -q "stays" "$T/stop$sig.err" &&
+			[ -z "$(git for-each-ref "refs/heads/agentmux/*/stop$sig")" ] &&
+			[ ! -e ".git/refs/heads/agentmux/$sid" ] && [ ! -e ".git/logs/refs/heads/agentmux/$sid" ] &&
+			[ -d .git/refs/heads/agentmux ] &&
+			"$AMX" sessions 2>&1 | grep -q "^$sid  *failed"; } &&
+			ok "SIG$sig while a start waits for the worktrees' lock: it stops at once, nothing made (nor its ref dirs left)" ||
+			bad "SIG$sig while waiting for the lock: exit $src, $(cat "$T/stop$sig.err"); $("$AMX" sessions 2>&1 | sed -n 2p); $(ls -d .git/refs/heads/agentmux/"$sid" .git/logs/refs/heads/agentmux/"$sid" 2>&1)"
+	done
+	touch "$T/release"
+	wait "$hpid"
+	rm -f "$T/held" "$T/release"
 else
 	echo "SKIP (the worktrees' lock held by hand): flock(1) is missing"
 fi
+# SIGTERM while the start snapshot runs (the worktree made, the jail made and held; its
+# hash-object slowed by a git on PATH): the start fails saying so and naming the worktree
+# that stays ("the jail's setup ended" before), and discard finds it.
+mkdir -p "$T/slowgit"
+cat >"$T/slowgit/git" <<EOF
+#!/bin/sh
+case " \$* " in *" hash-object "*) sleep 3 ;; esac
+exec $(command -v git) "\$@"
+EOF
+chmod 755 "$T/slowgit/git"
+(set -m; PATH="$T/slowgit:$PATH" exec "$AMX" run --worktree --branch stopsnap -- sh -c 'echo ran >ran' \
+	</dev/null >/dev/null 2>"$T/stopsnap.err") &
+spid=$!
+for _ in $(seq 100); do
+	[ -n "$(git for-each-ref 'refs/heads/agentmux/*/stopsnap')" ] && break
+	sleep 0.1
+done
+sleep 1
+kill -TERM "$spid"
+wait "$spid"
+src=$?
+sid=$(newest)
+{ [ "$src" = 1 ] && grep -q "terminated before its command started; its worktree .* stays, on branch agentmux/$sid/stopsnap (agentmux discard $sid removes both)" "$T/stopsnap.err" &&
+	"$AMX" sessions 2>&1 | grep -q "^$sid  *failed" &&
+	"$AMX" discard --yes "$sid" >/dev/null 2>&1 &&
+	[ -z "$(git for-each-ref 'refs/heads/agentmux/*/stopsnap')" ]; } &&
+	ok "SIGTERM during the start snapshot: the start fails saying so, its worktree named; discard removes it" ||
+	bad "SIGTERM during the start snapshot: exit $src, $(cat "$T/stopsnap.err")"
+
+# SIGTERM while the start's read-only git hangs (rev-parse of the base, here 60 s): that
+# git is killed and the start stops at once, nothing made. Before, the stop waited for it.
+mkdir -p "$T/hanggit"
+cat >"$T/hanggit/git" <<EOF
+#!/bin/sh
+case " \$* " in *" rev-parse --verify --quiet "*) touch "$T/hang-started"; exec sleep 60 ;; esac
+exec $(command -v git) "\$@"
+EOF
+chmod 755 "$T/hanggit/git"
+(set -m; PATH="$T/hanggit:$PATH" exec "$AMX" run --worktree --branch hang -- sh -c 'echo ran >ran' \
+	</dev/null >/dev/null 2>"$T/hang.err") &
+hpid=$!
+for _ in $(seq 100); do [ -e "$T/hang-started" ] && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$hpid"
+for _ in $(seq 30); do kill -0 "$hpid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$hpid" 2>/dev/null; then
+	bad "SIGTERM while the start's rev-parse hangs: still running 3 s later"
+	kill -KILL "$hpid"
+	wait "$hpid"
+else
+	wait "$hpid"
+	hrc=$?
+	hid=$(newest)
+	{ [ "$hrc" = 1 ] && grep -q "terminated before its command started" "$T/hang.err" &&
+		! grep -q "stays" "$T/hang.err" &&
+		[ -z "$(git for-each-ref 'refs/heads/agentmux/*/hang')" ] &&
+		[ ! -e ".git/refs/heads/agentmux/$hid" ] &&
+		"$AMX" sessions 2>&1 | grep -Eq "^ *$hid  *failed.*\(none: the start ended before it was made\)" &&
+		"$AMX" show "$hid" 2>&1 | grep -q "worktree  none: the start ended before it was made"; } &&
+		ok "SIGTERM while the start's read-only git hangs: it is killed, the start stops at once, nothing made (sessions and show say so, not 'discarded')" ||
+		bad "SIGTERM while the start's rev-parse hangs: exit $hrc, $(cat "$T/hang.err")"
+fi
+
+# kill-server, then a SIGTERM to the server, while a start's git worktree add runs past
+# the quit's grace (6 s; git's worktree add here takes 8 s more once it made the
+# worktree): the server waits for it, the start fails naming the worktree, and discard
+# removes both. Before, the server killed git at 6 s (at once on the SIGTERM) and left a
+# worktree and branch the record ("closed") did not name.
+mkdir -p "$T/slowadd"
+cat >"$T/slowadd/git" <<EOF
+#!/bin/sh
+case " \$* " in *" worktree add "*) $(command -v git) "\$@"; rc=\$?; sleep 8; exit \$rc ;; esac
+exec $(command -v git) "\$@"
+EOF
+chmod 755 "$T/slowadd/git"
+qid=$(PATH="$T/slowadd:$PATH" "$AMX" new -L wtquit -d --worktree --branch quitadd -- sh -c 'echo ran >ran' 2>&1)
+case "$qid" in
+*[!0-9]* | '') bad "new -d --worktree: $qid" ;;
+*)
+	for _ in $(seq 100); do
+		[ -n "$(git for-each-ref 'refs/heads/agentmux/*/quitadd')" ] && break
+		sleep 0.1
+	done
+	qsrv=$(cat "$XDG_RUNTIME_DIR/agentmux/wtquit.pid" 2>/dev/null)
+	# While it is made, show and sessions say so (they said "discarded").
+	{ "$AMX" show "$qid" 2>&1 | grep -q "worktree  not made yet" &&
+		"$AMX" sessions 2>&1 | grep -Eq "^ *$qid .*\(not made yet\)"; } &&
+		ok "show and sessions of a start still making its worktree say 'not made yet'" ||
+		bad "show of a start making its worktree: $("$AMX" show "$qid" 2>&1 | grep worktree)"
+	"$AMX" kill-server -L wtquit || bad "kill-server failed"
+	# A second kill-server finds no server (it stopped listening): the user's next
+	# move is a SIGTERM, which must not cut git short either.
+	sleep 1
+	[ -n "$qsrv" ] && kill -TERM "$qsrv"
+	for _ in $(seq 300); do
+		[ -n "$qsrv" ] && kill -0 "$qsrv" 2>/dev/null || break
+		sleep 0.1
+	done
+	qwt=$(git worktree list --porcelain | sed -n 's/^worktree //p' | grep '/wt-' | tail -n 1)
+	qerr=$("$AMX" show "$qid" 2>&1)
+	{ [ -n "$qsrv" ] && ! kill -0 "$qsrv" 2>/dev/null &&
+		"$AMX" sessions 2>&1 | grep -Eq "^ *$qid  *failed" &&
+		echo "$qerr" | grep -q "closed before its command started; its worktree .* stays, on branch agentmux/$qid/quitadd (agentmux discard $qid removes both)" &&
+		[ ! -e "$qwt/ran" ] &&
+		"$AMX" discard --yes "$qid" >/dev/null 2>&1 &&
+		[ -z "$(git for-each-ref 'refs/heads/agentmux/*/quitadd')" ] &&
+		! git worktree list | grep -q "agentmux/$qid/quitadd"; } &&
+		ok "kill-server during a long git worktree add: the server waits for it; the start fails naming the worktree; discard removes it" ||
+		bad "kill-server during a long git worktree add: sessions: $("$AMX" sessions 2>&1 | grep "^$qid "), show: $qerr, worktrees: $(git worktree list)"
+	;;
+esac
 
 # undo --refs of a worktree session puts back its own branch alone: the user's
 # main, moved while the session ran, and the shared HEAD stay as they are.
