@@ -248,7 +248,11 @@ session_history_watch(struct session *s)
 	s->history_ev = evtimer_new(s->ctx->base, session_history_cb, s);
 	if (s->history_ev == NULL)
 		fatalx("cannot create a timer");
-	if ((fd = snap_history_watch(s->history)) != -1) {
+	fd = snap_history_watch(s->history);
+	/* Links and special files in its writable git dirs go as they come. */
+	if (s->wt != NULL)
+		snap_history_watch_worktree(s->history, s->wt);
+	if (fd != -1) {
 		s->history_watch_ev = event_new(s->ctx->base, fd,
 		    EV_READ | EV_PERSIST, session_history_read_cb, s);
 		if (s->history_watch_ev == NULL)

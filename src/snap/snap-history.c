@@ -36,8 +36,9 @@
 /* Ref files and HEAD are small; a reflog is read whole. */
 #define SNAP_HIST_REF_MAX 4096
 #define SNAP_HIST_LOG_MAX (256 * 1024 * 1024)
-/* What is read of a reflog for its last line. */
+/* What is read of a reflog at a time for its last line, and that line's most. */
 #define SNAP_HIST_LOG_TAIL (64 * 1024)
+#define SNAP_HIST_LOG_LINE_MAX ((off_t)16 << 20)
 
 /* ---- refs, read without git ---- */
 
@@ -1452,6 +1453,7 @@ snap_history_free(struct snap_history *h)
 	}
 	free(h->v);
 	free(h->dir);
+	snap_history_watch_worktree_free(h);
 	if (h->wfd != -1)
 		close(h->wfd);
 	snap_hist_keep_free(h);
@@ -2023,6 +2025,7 @@ snap_history_keep_dirs(struct strv *dirs, const char *sessdir,
 		h = xcalloc(1, sizeof *h);
 		h->wfd = -1;
 		h->keep_fd = -1;
+		strv_init(&h->wt_told);
 		strv_init(&h->end_alerts);
 		strv_init(&h->end_warnings);
 		h->dir = xprintf("%s/history", sessdir);
@@ -2182,6 +2185,7 @@ snap_history_open(const char *sessdir)
 	h = xcalloc(1, sizeof *h);
 	h->wfd = -1;
 	h->keep_fd = -1;
+	strv_init(&h->wt_told);
 	strv_init(&h->end_alerts);
 	strv_init(&h->end_warnings);
 	h->dir = xprintf("%s/history", sessdir);
@@ -2271,53 +2275,100 @@ snap_history_remote(const char *ref, const char *was, const char *v,
 	free(name);
 }
 
-char *
-snap_hist_log_last(int gitfd, const char *ref)
+/* Reads LEN bytes at AT of FD into BUF, all of them: -1 if not. */
+static int
+snap_hist_pread_all(int fd, char *buf, size_t len, off_t at)
 {
-	char *path = xprintf("logs/%s", ref), *line, *last = NULL, *nl, *tail;
+	ssize_t got;
+
+	while ((got = pread(fd, buf, len, at)) == -1 && errno == EINTR)
+		;
+	return got == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * Where the last line of the reflog FD (SIZE bytes; newlines at its end
+ * are no line) starts, read from its end a chunk at a time: 0 with *AT,
+ * 1 if it has none (empty), -1 if it cannot be read, -2 if the last line
+ * (with the newlines after it) is longer than SNAP_HIST_LOG_LINE_MAX: a
+ * reflog may be as big as the disk, and one line of it too.
+ */
+static int
+snap_hist_log_start(int fd, off_t size, off_t *at)
+{
+	char *chunk = xmalloc(SNAP_HIST_LOG_TAIL);
+	const char *nl;
+	off_t pos = size, from, end = -1;
+	size_t n;
+	int rc = 1;
+
+	while (pos > 0) {
+		if (size - pos >= SNAP_HIST_LOG_LINE_MAX) {
+			rc = -2;
+			break;
+		}
+		from = pos > SNAP_HIST_LOG_TAIL ? pos - SNAP_HIST_LOG_TAIL : 0;
+		n = (size_t)(pos - from);
+		if (snap_hist_pread_all(fd, chunk, n, from) == -1) {
+			rc = -1;
+			break;
+		}
+		if (end == -1) {
+			while (n > 0 && chunk[n - 1] == '\n')
+				n--;
+			if (n > 0)
+				end = from + (off_t)n;
+		}
+		if (end != -1 && (nl = memrchr(chunk, '\n', n)) != NULL) {
+			*at = from + (nl - chunk) + 1;
+			rc = 0;
+			break;
+		}
+		if (end != -1 && from == 0) {
+			*at = 0;
+			rc = 0;
+			break;
+		}
+		pos = from;
+	}
+	free(chunk);
+	return rc;
+}
+
+char *
+snap_hist_log_last(int gitfd, const char *ref, bool *unread)
+{
+	char *path = xprintf("logs/%s", ref), *last = NULL;
+	char head[2 * 64 + 8];    /* OLD NEW and a space: two sha256 ids */
 	struct stat st;
 	off_t at = 0;
-	ssize_t got = -1;
-	size_t n, m, i;
-	int fd;
+	size_t n, m, i, len;
+	int fd, rc = -1;
 
-	/* Its tail alone: a reflog may be as big as the disk. */
+	*unread = false;
 	fd = path_open_beneath(gitfd, path, O_RDONLY | O_NONBLOCK, 0);
 	free(path);
 	if (fd == -1)
 		return NULL;
-	tail = xmalloc(SNAP_HIST_LOG_TAIL + 1);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		at = st.st_size > SNAP_HIST_LOG_TAIL ? st.st_size -
-		    SNAP_HIST_LOG_TAIL : 0;
-		while ((got = pread(fd, tail, SNAP_HIST_LOG_TAIL, at)) == -1 &&
-		    errno == EINTR)
-			;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (rc = snap_hist_log_start(fd, st.st_size, &at)) == 0) {
+		len = st.st_size - at < (off_t)sizeof head - 1 ?
+		    (size_t)(st.st_size - at) : sizeof head - 1;
+		if (snap_hist_pread_all(fd, head, len, at) == -1)
+			rc = -1;
+		head[rc == 0 ? len : 0] = '\0';
 	}
 	close(fd);
-	if (got <= 0) {
-		free(tail);
+	*unread = rc == -2;
+	if (rc != 0)
 		return NULL;
-	}
-	n = (size_t)got;
-	while (n > 0 && tail[n - 1] == '\n')
-		n--;
-	tail[n] = '\0';
-	nl = memrchr(tail, '\n', n);
-	/* A last line longer than the tail is not read, as an unreadable reflog is not. */
-	if (nl == NULL && at > 0) {
-		free(tail);
-		return NULL;
-	}
-	line = nl != NULL ? nl + 1 : tail;
 	/* "OLD NEW NAME <EMAIL> TIME ZONE\tMESSAGE" */
-	if ((n = snap_hist_oid_len(line)) != 0 && line[n] == ' ' &&
-	    (m = snap_hist_oid_len(line + n + 1)) != 0) {
-		last = xstrndup(line + n + 1, m);
+	if ((n = snap_hist_oid_len(head)) != 0 && head[n] == ' ' &&
+	    (m = snap_hist_oid_len(head + n + 1)) != 0) {
+		last = xstrndup(head + n + 1, m);
 		for (i = 0; i < m; i++)
 			last[i] = (char)tolower((unsigned char)last[i]);
 	}
-	free(tail);
 	return last;
 }
 
@@ -2339,19 +2390,21 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 	char *ref, *last, *q, *t;
 	struct stat st;
 	size_t i;
+	bool unread;
 
 	/*
 	 * agentmux makes nothing at .git/agentmux, and git takes a file
-	 * there (agentmux/ID/NAME) first for a worktree branch's short name.
+	 * there (agentmux/ID/NAME) first for a worktree branch's short name:
+	 * still there if snap_hist_agentmux_dir could not move it.
 	 */
 	if (fstatat(gitfd, "agentmux", &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		q = quote_name(gitdir);
 		strv_addf(alerts, "%s/agentmux is there (made by this session or "
-		    "an earlier one): git takes a file under it, such as "
-		    "agentmux/ID/NAME, before a worktree session's branch named "
-		    "short (git log or git merge agentmux/ID/NAME would take "
-		    "what it names); agentmux makes nothing there: remove it "
-		    "('rm -r %s/agentmux')", q, q);
+		    "an earlier one) and could not be moved aside: git takes a "
+		    "file under it, such as agentmux/ID/NAME, before a worktree "
+		    "session's branch named short (git log or git merge "
+		    "agentmux/ID/NAME would take what it names); agentmux makes "
+		    "nothing there: remove it ('rm -r %s/agentmux')", q, q);
 		free(q);
 	}
 	for (i = 0; i < now->n; i++) {
@@ -2381,9 +2434,9 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 			    "puts it back");
 			free(t);
 		} else if (strncmp(ref, "refs/heads/agentmux/", 20) == 0 &&
-		    snap_hist_value_ok(v) && strncmp(v, "ref: ", 5) != 0 &&
-		    (last = snap_hist_log_last(gitfd, ref)) != NULL) {
-			if (strcmp(last, v) != 0)
+		    snap_hist_value_ok(v) && strncmp(v, "ref: ", 5) != 0) {
+			last = snap_hist_log_last(gitfd, ref, &unread);
+			if (last != NULL && strcmp(last, v) != 0)
 				strv_addf(alerts, "%s in %s, a worktree session's "
 				    "branch, is at %.12s, and its reflog (which "
 				    "only that session and your own git write) "
@@ -2391,6 +2444,13 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 				    "reflog line: through packed-refs, or written as "
 				    "a file); put it back with 'git update-ref "
 				    "%s %s'", q, gitdir, v, last, q, last);
+			else if (unread)
+				strv_addf(alerts, "%s in %s, a worktree session's "
+				    "branch, is at %.12s, and the last line of its "
+				    "reflog is over 16 MiB long (no git writes "
+				    "such a line): whether this session moved the "
+				    "branch cannot be told; look with 'git log -1 "
+				    "%s' before you merge it", q, gitdir, v, q);
 			free(last);
 		}
 		free(q);
@@ -2857,6 +2917,65 @@ out:
 	free(path);
 }
 
+/*
+ * G's .git/agentmux (agentmux makes nothing there), whatever it is: git
+ * takes a file under it (agentmux/ID/NAME) before a worktree session's
+ * branch named short, so git log or git merge agentmux/ID/NAME would take
+ * what it names. First renamed to a name of agentmux's beside it (in the
+ * same dir, so whatever its mode or size: git no longer takes it), then
+ * moved into the quarantine; told in red either way. One that cannot be
+ * renamed is told by snap_history_agentmux, with how to remove it.
+ */
+static void
+snap_hist_agentmux_dir(const struct snap_hgit *g, int gitfd, size_t i,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct stat st;
+	uint32_t r[2];
+	char aside[64], *kept, *part = NULL, *q, *qp;
+	int err;
+
+	if (fstatat(gitfd, "agentmux", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return;
+	util_random(r, sizeof r);
+	snprintf(aside, sizeof aside, "agentmux-quarantine.%08x%08x", r[0],
+	    r[1]);
+	if (renameat2(gitfd, "agentmux", gitfd, aside, RENAME_NOREPLACE) == -1)
+		return;
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, i);
+	q = quote_name(g->gitdir);
+	kept = snap_nested_keep_tree(&nc, gitfd, aside, &part);
+	err = errno;
+	if (kept != NULL)
+		strv_addf(alerts, "%s/agentmux was there (made by this session "
+		    "or an earlier one): git takes a file under it, such as "
+		    "agentmux/ID/NAME, before a worktree session's branch named "
+		    "short (git log or git merge agentmux/ID/NAME would take "
+		    "what it names); agentmux makes nothing there: it was moved "
+		    "to %s", q, kept);
+	else {
+		qp = part != NULL ? quote_name(part) : NULL;
+		strv_addf(alerts, "%s/agentmux was there (made by this session "
+		    "or an earlier one): git takes a file under it, such as "
+		    "agentmux/ID/NAME, before a worktree session's branch named "
+		    "short; agentmux makes nothing there. It was renamed to %s/%s, "
+		    "where git no longer takes it, but could not be moved into "
+		    "the session's quarantine (%s)%s%s: look at it there, then "
+		    "remove it ('rm -rf %s/%s')", q, q, aside, err == E2BIG ?
+		    "it is larger than agentmux copies: 256 MiB, 10,000 entries "
+		    "or 64 levels" : strerror(err), qp != NULL ? "; what was "
+		    "copied before it stopped is in " : "", qp != NULL ? qp : "",
+		    q, aside);
+		free(qp);
+	}
+	free(q);
+	free(part);
+	free(kept);
+	free((char *)nc.quarantine);
+}
+
 /* The most stash entries told one by one; the rest are counted. */
 #define SNAP_HIST_STASH_TOLD 8
 
@@ -3120,6 +3239,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	strv_init(&failed);
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
 	snap_hist_shallow(g, gitfd, idx, alerts);
+	snap_hist_agentmux_dir(g, gitfd, idx, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
@@ -3341,6 +3461,33 @@ snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
 {
 	char *told = NULL;
 	int rc = snap_worktree_odd_fix(wt, &told);
+	struct buf b;
+	size_t i;
+
+	if (h->wt_nowatch)
+		strv_addf(&h->end_alerts, "the git dirs of the session's "
+		    "worktree (its own git dir, its branch's ref and reflog "
+		    "dirs) could not be watched while it ran (no inotify "
+		    "instance or watch was left: fs.inotify.max_user_instances "
+		    "and max_user_watches are the user's, which a jail can use "
+		    "up): a link it made there, which your git would follow, "
+		    "stayed until its end");
+	if (h->wt_removed > 0) {
+		buf_init(&b);
+		for (i = 0; i < h->wt_told.n; i++)
+			buf_printf(&b, "%s%s", i > 0 ? ", " : "",
+			    h->wt_told.v[i]);
+		if (h->wt_removed > h->wt_told.n)
+			buf_printf(&b, " and %zu more", h->wt_removed -
+			    h->wt_told.n);
+		strv_addf(&h->end_alerts, "while it ran, the session made links "
+		    "or special files in its worktree's git dir, its branch's "
+		    "reflog dir or its branch's ref dir, which your git would "
+		    "follow or block on (a link to /dev/zero where git lists "
+		    "branches takes its memory): each was removed as soon as "
+		    "agentmux saw it: %s", b.data != NULL ? b.data : "");
+		buf_free(&b);
+	}
 
 	if (told != NULL)
 		strv_addf(&h->end_alerts, "the session left links or special "

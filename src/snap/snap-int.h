@@ -723,9 +723,33 @@ char *snap_nested_gitfile(const char *dir, struct buf *b);
 /* WHERE (absolute, or relative to BASE) as a path relative to the project if it lies inside; caller frees. */
 char *snap_nested_inside(struct snap_nested *, const char *base,
     const char *where);
-/* Keeps NAME in DIRFD in the quarantine (MOVE: and takes it away); the quarantine path, caller frees. */
+/* S quoted for a message (quote_name), cut to its last MAX bytes (marked "...") if longer; caller frees. */
+char *snap_nested_quote_cut(const char *s, size_t max);
+/*
+ * Keeps NAME in DIRFD (not a dir) in the quarantine, as "<n>-NAME" (never
+ * over a name there), and with MOVE takes it away: a file renamed there
+ * if on its file system, else copied (256 MiB at most: past it, EFBIG and
+ * nothing taken); a link's target written down; anything else kept as an
+ * empty file. The quarantine path (caller frees), or NULL with errno.
+ */
 char *snap_nested_keep(struct snap_nested *, int dirfd, const char *name,
     bool move);
+/*
+ * NAME in DIRFD, of any kind, kept in the quarantine as "<n>-NAME" (a dir
+ * as "<n>-NAME.d"; names are never reused) and taken away: a dir is
+ * renamed there whole if the quarantine is on its file system, else its
+ * tree is copied there as snap_nested_keep keeps files (its dirs made
+ * writable first, by descriptor; nothing followed), then removed. At most
+ * 256 MiB, 10,000 entries and 64 levels are copied, counted as they are:
+ * past them, E2BIG. The quarantine path (caller frees), or NULL with
+ * errno, what could not be taken left where it was and *PART the dir
+ * holding what was copied before the cut (NULL if none; caller frees).
+ */
+char *snap_nested_keep_tree(struct snap_nested *, int dirfd,
+    const char *name, char **part);
+/* The tests' hooks: copy as if the quarantine were on another file system; the bytes copied at most. */
+extern bool snap_nested_tree_copy;
+extern off_t snap_nested_copy_max;
 /* True if ST changed (ctime) at SINCE (ms) or later. */
 bool snap_nested_changed(const struct stat *, int64_t since);
 
@@ -790,8 +814,17 @@ struct snap_history {
 	int wfd;                  /* inotify on the upper dirs, or -1 (snap-watch.c) */
 	bool wlost;               /* a dir could not be watched: look on a timer */
 	size_t nwatch;            /* watches added: capped, since the jail names the dirs */
+	/* A worktree session's writable git dirs, on WFD too (snap_history_watch_worktree). */
+	struct snap_wtdir *wt;
+	size_t nwt;
+	struct strv wt_told;      /* what was removed from them as it came, "PATH (what)" */
+	size_t wt_removed;
+	size_t wt_ops;            /* entries looked at in this read of the events */
+	bool wt_nowatch;          /* they could not be watched */
 };
 
+/* Lets go of what snap_history_watch_worktree holds (snap-watch.c). */
+void snap_history_watch_worktree_free(struct snap_history *);
 /* A valid ref name under refs/ that is safe as a path. */
 bool snap_hist_refname_ok(const char *ref);
 /*
@@ -813,8 +846,12 @@ void snap_hist_refs(int gitfd, struct strv *out);
 extern size_t snap_hist_packed_max;
 /* Whether REFS (snap_hist_refs) could not read their packed-refs. */
 bool snap_hist_packed_unread(const struct strv *refs);
-/* The value the last line of REF's reflog in GITFD gives it (lower-case hex), or NULL (none, unreadable); caller frees. */
-char *snap_hist_log_last(int gitfd, const char *ref);
+/*
+ * The value the last line of REF's reflog in GITFD gives it (lower-case
+ * hex), or NULL (none, unreadable; *UNREAD if that line is over 16 MiB,
+ * so what it says cannot be known); caller frees.
+ */
+char *snap_hist_log_last(int gitfd, const char *ref, bool *unread);
 /*
  * The mode git gives what it makes with MODE in the dir DIRFD of the
  * user's repository: MODE less the user's umask (not agentmux's own,
@@ -892,6 +929,8 @@ void snap_hist_log_added(const struct buf *saved, const struct buf *now,
     struct strv *out);
 
 struct snap_import *snap_import_create(const char *gitdir, const char *upper);
+/* The seconds each index-pack of a session's pack has before its one a MiB (a test hook). */
+extern int snap_import_pack_secs_base;
 void snap_import_free(struct snap_import *);
 /*
  * Brings verified new objects back (a batch of loose ones; ALL: every one)

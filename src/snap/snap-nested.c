@@ -7,12 +7,14 @@
  * kept in the session's quarantine dir), and their hooks are moved there.
  * Everything is reached from the project's dir without following a link.
  */
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +66,20 @@ char *
 snap_nested_quote(const char *s)
 {
 	return quote_name(s);
+}
+
+char *
+snap_nested_quote_cut(const char *s, size_t max)
+{
+	char *cut, *q;
+
+	if (strlen(s) <= max)
+		return quote_name(s);
+	/* The end: a path's last components and a target's tail say most. */
+	cut = xprintf("...%s", s + strlen(s) - max);
+	q = quote_name(cut);
+	free(cut);
+	return q;
 }
 
 static bool
@@ -180,58 +196,293 @@ snap_nested_changed(const struct stat *st, int64_t since)
 	    st->st_ctim.tv_nsec / 1000000 >= since;
 }
 
-/* Copies what FD (a file) holds into a new file TO in the quarantine. */
+/*
+ * What the quarantine takes by copy (when it is on another file system
+ * than what it keeps): bytes in all, per keep (a tree's whole), and, for
+ * a tree, entries and levels. Past them, nothing more is copied and the
+ * keep fails with E2BIG (EFBIG for a file): what is left stays where it
+ * is, said by the caller.
+ */
+#define SNAP_NESTED_COPY_BYTES (256 * 1024 * 1024)
+#define SNAP_NESTED_TREE_MAX 10000
+#define SNAP_NESTED_TREE_DEPTH 64
+/* The longest part of a name a quarantine name keeps (after "<n>-", before ".symlink"). */
+#define SNAP_NESTED_NAME 200
+/* Names tried for a keep before it gives up: earlier keeps may hold the first. */
+#define SNAP_NESTED_TRIES 1000
+
+bool snap_nested_tree_copy;
+off_t snap_nested_copy_max = SNAP_NESTED_COPY_BYTES;
+
+/* What one keep may still copy. */
+struct snap_nested_budget {
+	off_t bytes;
+	int entries;
+};
+
+/*
+ * Copies what FD (a file) holds into a new file TO in the quarantine, as
+ * far as *BUDGET allows (counted as it goes: the file may grow meanwhile);
+ * past it, TO is removed and errno is EFBIG.
+ */
 static int
-snap_nested_copy_to(int fd, const char *to)
+snap_nested_copy_to(int fd, const char *to, struct snap_nested_budget *b)
 {
-	int out, rc;
+	ssize_t n;
+	int out, rc = 0, saved;
 
 	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0600);
 	if (out == -1)
 		return -1;
-	rc = snap_copy_fd(fd, out);
-	if (close(out) == -1)
+	for (;;) {
+		if (b->bytes <= 0) {
+			/* One byte more says whether it ends here. */
+			n = sendfile(out, fd, NULL, 1);
+			if (n > 0)
+				errno = EFBIG;
+			rc = n == 0 ? 0 : -1;
+			break;
+		}
+		n = sendfile(out, fd, NULL, (size_t)(b->bytes < (1 << 30) ?
+		    b->bytes : (1 << 30)));
+		if (n == 0)
+			break;
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			rc = -1;
+			break;
+		}
+		b->bytes -= n;
+	}
+	saved = errno;
+	if (close(out) == -1 && rc == 0) {
 		rc = -1;
+		saved = errno;
+	}
+	if (rc == -1)
+		unlink(to);
+	errno = saved;
+	return rc;
+}
+
+/* Writes TEXT into a new file TO (never over one there). */
+static int
+snap_nested_write_new(const char *to, const char *text, size_t len)
+{
+	int fd, rc = 0, saved;
+
+	fd = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1)
+		return -1;
+	if (len > 0 && write(fd, text, len) != (ssize_t)len)
+		rc = -1;
+	saved = errno;
+	if (close(fd) == -1)
+		rc = -1;
+	else
+		errno = saved;
+	if (rc == -1)
+		unlink(to);
 	return rc;
 }
 
 /*
- * Keeps NAME in DIRFD (a file, or a symlink: its target is written down)
- * in the quarantine as "<n>-NAME"; MOVE: and takes it out of the project.
- * The quarantine path, or NULL.
+ * A name in the quarantine Q for NAME that nothing holds yet: "<n>-NAME"
+ * (its first SNAP_NESTED_NAME bytes) with SUFFIX, N the next of *COUNT
+ * whose name is free. NULL (errno EEXIST) if none of SNAP_NESTED_TRIES is.
  */
-char *
-snap_nested_keep(struct snap_nested *nc, int dirfd, const char *name,
-    bool move)
+static char *
+snap_nested_free_name(const char *q, int *count, const char *name,
+    const char *suffix)
+{
+	struct stat st;
+	char *to;
+	int i;
+
+	for (i = 0; i < SNAP_NESTED_TRIES; i++) {
+		to = xprintf("%s/%d-%.*s%s", q, ++*count, SNAP_NESTED_NAME, name,
+		    suffix);
+		if (lstat(to, &st) == -1 && errno == ENOENT)
+			return to;
+		free(to);
+	}
+	errno = EEXIST;
+	return NULL;
+}
+
+/*
+ * NAME in DIRFD (not a dir) into the quarantine Q, counting in *COUNT,
+ * copies charged to B: a file renamed there if MOVE and on its file
+ * system, else copied; a link's target written down; anything else kept
+ * as an empty file. With MOVE, then taken out of DIRFD. The path, or NULL
+ * with errno.
+ */
+static char *
+snap_nested_keep_in(const char *q, int *count, int dirfd, const char *name,
+    bool move, struct snap_nested_budget *b)
 {
 	char target[PATH_MAX], *to;
 	struct stat st;
 	ssize_t n;
-	int fd, rc = -1;
+	int fd, rc = -1, saved;
 
-	if (path_mkdir_p(nc->quarantine, 0700) == -1 ||
+	if (path_mkdir_p(q, 0700) == -1 ||
 	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return NULL;
-	to = xprintf("%s/%d-%s%s", nc->quarantine, ++nc->n, name,
-	    S_ISLNK(st.st_mode) ? ".symlink" : "");
+	if ((to = snap_nested_free_name(q, count, name, S_ISLNK(st.st_mode) ?
+	    ".symlink" : "")) == NULL)
+		return NULL;
+	if (S_ISREG(st.st_mode) && move && !snap_nested_tree_copy &&
+	    renameat2(dirfd, name, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return to;
 	if (S_ISLNK(st.st_mode)) {
-		if ((n = readlinkat(dirfd, name, target, sizeof target - 1)) >= 0) {
-			target[n] = '\0';
-			rc = util_write_file_atomic(to, target, (size_t)n, 0600,
-			    NULL);
-		}
+		if ((n = readlinkat(dirfd, name, target, sizeof target - 1)) >= 0)
+			rc = snap_nested_write_new(to, target, (size_t)n);
 	} else if (S_ISREG(st.st_mode) && (fd = openat(dirfd, name, O_RDONLY |
 	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) != -1) {
-		rc = snap_nested_copy_to(fd, to);
+		rc = snap_nested_copy_to(fd, to, b);
+		saved = errno;
 		close(fd);
+		errno = saved;
 	} else if (!S_ISREG(st.st_mode))
-		rc = util_write_file_atomic(to, "", 0, 0600, NULL);
+		rc = snap_nested_write_new(to, "", 0);
 	if (rc == 0 && move && unlinkat(dirfd, name, S_ISDIR(st.st_mode) ?
-	    AT_REMOVEDIR : 0) == -1)
+	    AT_REMOVEDIR : 0) == -1) {
+		saved = errno;
+		unlink(to);
+		errno = saved;
 		rc = -1;
+	}
 	if (rc == -1) {
+		saved = errno;
 		free(to);
+		errno = saved;
+		return NULL;
+	}
+	return to;
+}
+
+char *
+snap_nested_keep(struct snap_nested *nc, int dirfd, const char *name,
+    bool move)
+{
+	struct snap_nested_budget b = { snap_nested_copy_max, 1 };
+
+	return snap_nested_keep_in(nc->quarantine, &nc->n, dirfd, name, move,
+	    &b);
+}
+
+/*
+ * The dir NAME in PFD copied to the new dir TO, LEVEL deep, each entry
+ * kept as snap_nested_keep_in keeps it (numbered in TO) and removed, then
+ * the dir; charged to B. 0, or -1 with errno: what could not be taken
+ * stays where it was.
+ */
+static int
+snap_nested_tree_move(int pfd, const char *name, const char *to, int level,
+    struct snap_nested_budget *b)
+{
+	struct strv names;
+	struct dirent *de;
+	struct stat st;
+	char *kept, *in;
+	size_t i;
+	int fd, rc = 0, count = 0, saved = 0;
+	DIR *d;
+
+	if (level > SNAP_NESTED_TREE_DEPTH) {
+		errno = E2BIG;
+		return -1;
+	}
+	if ((fd = path_open_dir_opened(pfd, name)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	if (mkdir(to, 0700) == -1 && errno != EEXIST) {
+		closedir(d);
+		return -1;
+	}
+	strv_init(&names);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			strv_add(&names, de->d_name);
+	}
+	for (i = 0; i < names.n; i++) {
+		/* Counted as it goes: it may grow meanwhile. */
+		if (--b->entries < 0) {
+			rc = -1;
+			saved = E2BIG;
+			break;
+		}
+		if (fstatat(dirfd(d), names.v[i], &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			in = snap_nested_free_name(to, &count, names.v[i], ".d");
+			if (in == NULL || snap_nested_tree_move(dirfd(d),
+			    names.v[i], in, level + 1, b) == -1) {
+				rc = -1;
+				saved = errno;
+			}
+			free(in);
+		} else if ((kept = snap_nested_keep_in(to, &count, dirfd(d),
+		    names.v[i], true, b)) != NULL)
+			free(kept);
+		else {
+			rc = -1;
+			saved = errno;
+		}
+		if (rc == -1 && (saved == E2BIG || saved == EFBIG))
+			break;
+	}
+	strv_free(&names);
+	closedir(d);
+	if (rc == 0 && unlinkat(pfd, name, AT_REMOVEDIR) == -1) {
+		rc = -1;
+		saved = errno;
+	}
+	if (saved == EFBIG)
+		saved = E2BIG;
+	errno = saved;
+	return rc;
+}
+
+char *
+snap_nested_keep_tree(struct snap_nested *nc, int dirfd, const char *name,
+    char **part)
+{
+	struct snap_nested_budget b = { snap_nested_copy_max,
+	    SNAP_NESTED_TREE_MAX };
+	struct stat st;
+	char *to;
+	int saved;
+
+	*part = NULL;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return NULL;
+	if (!S_ISDIR(st.st_mode))
+		return snap_nested_keep(nc, dirfd, name, true);
+	if (path_mkdir_p(nc->quarantine, 0700) == -1 ||
+	    (to = snap_nested_free_name(nc->quarantine, &nc->n, name, ".d")) ==
+	    NULL)
+		return NULL;
+	/* Whole, as it is, if the quarantine is on its file system. */
+	if (!snap_nested_tree_copy && renameat2(dirfd, name, AT_FDCWD, to,
+	    RENAME_NOREPLACE) == 0)
+		return to;
+	if (snap_nested_tree_move(dirfd, name, to, 1, &b) == -1) {
+		saved = errno;
+		/* What was copied before the cut stays there, said by the caller. */
+		if (rmdir(to) == -1 && errno != ENOENT)
+			*part = to;
+		else
+			free(to);
+		errno = saved;
 		return NULL;
 	}
 	return to;

@@ -397,6 +397,17 @@ bool snap_history_import(struct snap_history *, struct event_base *base);
  * (then import on a timer).
  */
 int snap_history_watch(struct snap_history *);
+/**
+ * A worktree session's git dirs that its jail can write (WT's admin dir,
+ * its branch's ref and reflog dirs, in the git dir the user's own git
+ * reads), watched too, on the fd snap_history_watch gave: a link, FIFO,
+ * socket or device made there (git makes none; the user's git would
+ * follow a link to /dev/zero there, or wait on a FIFO) is removed as soon
+ * as snap_history_watch_read hears of it, never followed, and told at the
+ * end. The end's walk of the same dirs stays (events can be lost).
+ */
+void snap_history_watch_worktree(struct snap_history *,
+    const struct snap_worktree *);
 /** Reads what the watch saw: true if the session's git may have written objects. */
 bool snap_history_watch_read(struct snap_history *);
 /**

@@ -154,7 +154,8 @@ end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-g
 	ln -s '"$T"'/victim "$c/logs/$r"' </dev/null 2>&1)
 id=$(sid)
 w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
-grep -q "left links or special files in its worktree's git dir.*logs/HEAD (a link to $T/victim).*they were removed" <<<"$end" &&
+# (Removed as they came, while it ran, or by the end's walk: which one depends on when the loop reads the events.)
+grep -Eq "(left links or special files in its worktree's git dir.*logs/HEAD \(a link to $T/victim\).*they were removed|while it ran, the session made links .*logs/HEAD \(a link to $T/victim\))" <<<"$end" &&
 	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
 	ok "the end tells and removes links and special files in the worktree's git dir" || bad "the end did not tell them: $end"
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
@@ -183,7 +184,7 @@ else
 	echo "SKIP (FIFOs refused): no Landlock here"
 fi
 grep -q planted <<<"$end" || bad "the session did not plant its socket: $end"
-grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <<<"$end" &&
+grep -q "refs/heads/agentmux/$id/sub/sock (a special file)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/sub/stdin (a link to /proc/self/fd/0)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/deep/x/.* (a dir 32 deep, removed with what it held)" <<<"$end" &&
@@ -194,10 +195,52 @@ grep -q "refs/heads/agentmux/$id/sub/sock (a special file).*they were removed" <
 out=$( (ulimit -v 4000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
 	ok "the user's git branch lists the branches after it" || bad "git branch after the session: $out"
 
+# 14b. While the session runs: a link made in its branch's ref dir, in a subdir made there, and in its
+# worktree's git dir is removed as soon as agentmux sees it (the user's git branch, run meanwhile in the
+# main tree, read /dev/zero through one until the session ended), and told at the end; 300 dirs made and
+# removed first do not use up the watch (each held its slot: the 257th dir was not watched).
+P=$T/live
+new_project
+"$AMX" run --worktree --branch lv -- sh -c 'a=$(git rev-parse --absolute-git-dir) &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && d="$c/${r%/*}" &&
+	for i in $(seq 300); do mkdir "$d/c$i" && rmdir "$d/c$i"; done &&
+	mkdir -p "$d/new/deeper" && ln -s /dev/zero "$d/zz" && ln -s /dev/zero "$d/new/deeper/zz" &&
+	ln -s /dev/zero "$a/zz" &&
+	i=0; while [ $i -lt 100 ] && { [ -L "$d/zz" ] || [ -L "$d/new/deeper/zz" ] || [ -L "$a/zz" ]; }; do
+		sleep 0.1; i=$((i+1)); done
+	[ $i -lt 100 ] && echo GONE-LIVE; touch planted
+	i=0; while [ $i -lt 600 ] && [ ! -e checked ]; do sleep 0.1; i=$((i+1)); done' </dev/null >"$T/live.out" 2>&1 &
+lpid=$!
+# "planted" comes once the links are gone (or 10 s later, if they stay); the session then runs until
+# "checked", so the user's git branch runs while it does, whatever the load.
+lwt=
+for _ in $(seq 300); do
+	lwt=$(git worktree list --porcelain | sed -n "s/^worktree //p" | grep /wt- | head -n 1)
+	[ -n "$lwt" ] && [ -e "$lwt/planted" ] && break
+	sleep 0.1
+done
+out=$( (ulimit -v 4000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/.*/lv" <<<"$out" &&
+	kill -0 "$lpid" 2>/dev/null &&
+	ok "the user's git branch works while a session that planted links in its ref dir runs" ||
+	bad "git branch while the session runs: $out"
+[ -n "$lwt" ] && touch "$lwt/checked"
+wait "$lpid"
+id=$(sid)
+end=$(cat "$T/live.out")
+grep -q GONE-LIVE <<<"$end" &&
+	grep -q "while it ran, the session made links .*refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
+	grep -q "refs/heads/agentmux/$id/new/deeper/zz (a link to /dev/zero)" <<<"$end" &&
+	grep -q "worktrees/live/zz (a link to /dev/zero)" <<<"$end" &&
+	[ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] &&
+	ok "links made in a running session's ref and git dirs are removed as they come, and told at the end" ||
+	bad "links in a running session's git dirs: $end"
+
 # 15. A session in the main tree makes refs git takes before a worktree session's branch named short
 # (refs/agentmux/ID/NAME, then refs/tags/agentmux/ID/NAME: git log or git merge agentmux/ID/NAME took the
 # session's commit, with only git's "ambiguous" warning); one loose, one written into packed-refs. The end
 # tells both in red; undo --refs deletes both; a legacy snapshot ref (refs/agentmux/sessions/N) is not told.
+# .git/agentmux (mode 0555: a user cannot move it to another dir whole, so it is copied) is moved into the
+# session's quarantine.
 P=$T/shadow
 new_project
 "$AMX" run --worktree --branch sh -- sh -c 'echo w >w && git add w && git commit -qm W' </dev/null >/dev/null 2>&1 ||
@@ -209,20 +252,25 @@ git update-ref refs/agentmux/sessions/99 HEAD
 end=$("$AMX" run -- sh -c 'echo evil >e && git add e && git commit -qm EVIL && h=$(git rev-parse HEAD) &&
 	git update-ref refs/tags/agentmux/'"$wid"'/sh "$h" && echo "$h refs/agentmux/'"$wid"'/sh" >>.git/packed-refs &&
 	mkdir -p .git/agentmux/'"$wid"' && git rev-parse HEAD~1 >.git/agentmux/'"$wid"'/sh &&
+	chmod 555 .git/agentmux/'"$wid"' .git/agentmux &&
 	git reset -q --hard HEAD~1 && echo planted' </dev/null 2>&1)
 sh_id=$(sid)
 grep -q planted <<<"$end" || bad "the session did not plant its refs: $end"
 grep -q "the session made refs/agentmux/$wid/sh in .*git takes it before a worktree session's branch" <<<"$end" &&
 	grep -q "the session made refs/tags/agentmux/$wid/sh in .*'agentmux undo $sh_id --refs' deletes it" <<<"$end" &&
-	! grep -q "refs/agentmux/sessions/99" <<<"$end" && grep -q "/.git/agentmux is there" <<<"$end" &&
-	ok "the end tells refs that shadow a worktree branch's short name, loose, packed and .git/agentmux/ID/NAME" ||
+	! grep -q "refs/agentmux/sessions/99" <<<"$end" &&
+	grep -q "/.git/agentmux was there .*it was moved to .*/quarantine/history-0/[0-9]*-agentmux-quarantine\.[0-9a-f]*\.d" <<<"$end" &&
+	[ ! -e .git/agentmux ] && ! grep -q "could not be moved" <<<"$end" &&
+	[ -z "$(ls -d .git/agentmux* 2>/dev/null)" ] &&
+	qf=$(find "$XDG_DATA_HOME/agentmux/sessions/$sh_id/quarantine/history-0" -path '*-agentmux-quarantine.*' -type f \
+		\( -name sh -o -name '*-sh' \) | head -n 1) && [ -n "$qf" ] && [ "$(cat "$qf")" = "$(git rev-parse HEAD)" ] &&
+	ok "the end tells refs that shadow a worktree branch's short name, loose, packed and .git/agentmux/ID/NAME (moved aside)" ||
 	bad "the end did not tell the shadowing refs: $end"
 # agentmux itself names the branch in full: not "merged" (the file names main's commit, which is; gc
 # would have removed the unmerged branch).
 "$AMX" sessions | grep "agentmux/$wid/sh" | grep -q unmerged &&
 	ok "sessions still calls the shadowed branch unmerged" ||
 	bad "sessions took the shadowing ref for the branch: $("$AMX" sessions | grep "agentmux/$wid/sh")"
-rm -r .git/agentmux
 out=$("$AMX" undo "$sh_id" --refs 2>&1)
 [ "$(git rev-parse "agentmux/$wid/sh" 2>/dev/null)" = "$wtip" ] &&
 	[ -z "$(git for-each-ref "refs/agentmux/$wid" "refs/tags/agentmux")" ] &&

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -996,12 +997,120 @@ test_nested_gitdir_of(void **state)
 	assert_null(snap_nested_gitdir_of(proj, "none"));
 }
 
+/*
+ * NAME in FD, copied as if to another file system, is past a bound: E2BIG
+ * (EFBIG for a file), what is left where it was; what was copied before
+ * the cut is in a dir of the quarantine *PART says (NULL if none).
+ */
+static void
+keep_tree_refused(struct snap_nested *nc, int fd, const char *name,
+    int err, char **part)
+{
+	char *kept, *p = NULL;
+
+	snap_nested_tree_copy = true;
+	errno = 0;
+	kept = snap_nested_keep_tree(nc, fd, name, &p);
+	snap_nested_tree_copy = false;
+	assert_null(kept);
+	assert_int_equal(errno, err);
+	if (part != NULL)
+		*part = p;
+	else
+		free(p);
+}
+
+/*
+ * A planted tree (snap_nested_keep_tree, as the end moves .git/agentmux):
+ * renamed into the quarantine whole; copied there when that is another
+ * file system (the hook), links written down and never followed, a FIFO
+ * kept as an empty file, a dir of mode 0500 and one of 0 taken too, then
+ * removed; past a bound, counted as it copies, what is left stays; names
+ * in the quarantine never reused, long ones cut.
+ */
+static void
+test_keep_tree(void **state)
+{
+	struct snap_nested nc;
+	char *q = xprintf("%s/quarantine", dir), *kept, *part;
+	char long_name[NAME_MAX + 1];
+	int fd;
+
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = q;
+	test_sh_ok("cd %s && mkdir -p outside t/a/b && echo keep >outside/f && "
+	    "echo one >t/a/b/ref && ln -s ../../outside t/a/out && "
+	    "ln -s /dev/zero t/zero && mkfifo t/a/fifo && cp -r t u && "
+	    "mkdir u/ro u/none && echo r >u/ro/f && chmod 500 u/ro && "
+	    "chmod 0 u/none", dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd != -1);
+	kept = snap_nested_keep_tree(&nc, fd, "t", &part);
+	assert_non_null(kept);
+	assert_null(part);
+	test_sh_ok("! test -e %s/t && test -L %s/a/out && test \"$(cat "
+	    "%s/a/b/ref)\" = one && test -p %s/a/fifo", dir, kept, kept, kept);
+	free(kept);
+	snap_nested_tree_copy = true;
+	kept = snap_nested_keep_tree(&nc, fd, "u", &part);
+	snap_nested_tree_copy = false;
+	assert_non_null(kept);
+	/* Copied: the links' targets as text, the FIFO empty, nothing outside touched. */
+	test_sh_ok("! test -e %s/u && test \"$(cat %s/*-a.d/*-b.d/*-ref)\" = "
+	    "one && test \"$(cat %s/*-a.d/*-out.symlink)\" = ../../outside && "
+	    "test \"$(cat %s/*-zero.symlink)\" = /dev/zero && test -f "
+	    "%s/*-a.d/*-fifo && ! test -s %s/*-a.d/*-fifo && test \"$(cat "
+	    "%s/*-ro.d/*-f)\" = r && test -d %s/*-none.d && test \"$(cat "
+	    "%s/outside/f)\" = keep", dir, kept, kept, kept, kept, kept, kept,
+	    kept, dir);
+	free(kept);
+	/* Past 10,000 entries: cut, the rest left. */
+	test_sh_ok("cd %s && mkdir big && cd big && seq 10001 | xargs touch",
+	    dir);
+	keep_tree_refused(&nc, fd, "big", E2BIG, &part);
+	assert_non_null(part);
+	test_sh_ok("test \"$(ls %s/big | wc -l)\" = 1 && test \"$(ls %s | wc "
+	    "-l)\" = 10000", dir, part);
+	free(part);
+	/* Past the bytes (1 MiB here), counted as copied: the second file stays. */
+	snap_nested_copy_max = 1024 * 1024;
+	test_sh_ok("cd %s && mkdir huge && head -c 700000 /dev/zero >huge/a && "
+	    "head -c 700000 /dev/zero >huge/b && head -c 2000000 /dev/zero "
+	    ">one", dir);
+	keep_tree_refused(&nc, fd, "huge", E2BIG, NULL);
+	test_sh_ok("test \"$(ls %s/huge | wc -l)\" = 1", dir);
+	/* A file past it: EFBIG, left, no copy. */
+	keep_tree_refused(&nc, fd, "one", EFBIG, NULL);
+	snap_nested_copy_max = 256 * 1024 * 1024;
+	test_sh_ok("test -s %s/one && ! ls %s | grep -q -- -one", dir, q);
+	/* An earlier keep's name is never taken; a name too long for the quarantine is cut. */
+	test_sh_ok("mkdir %s/1-taken.d && mkdir %s/taken", q, dir);
+	/* The longest name a dir can have: 255 bytes. */
+	memset(long_name, 'x', NAME_MAX);
+	long_name[NAME_MAX] = '\0';
+	assert_int_equal(mkdirat(fd, long_name, 0700), 0);
+	nc.n = 0;
+	kept = snap_nested_keep_tree(&nc, fd, "taken", &part);
+	assert_non_null(kept);
+	assert_non_null(strstr(kept, "/2-taken.d"));
+	free(kept);
+	kept = snap_nested_keep_tree(&nc, fd, long_name, &part);
+	assert_non_null(kept);
+	assert_int_equal(strlen(strrchr(kept, '/') + 1), strlen("3-") + 200 +
+	    strlen(".d"));
+	free(kept);
+	close(fd);
+	free(q);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_setid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested_gitdir_of, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_keep_tree, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_allow_list, setup,
 		    teardown),

@@ -828,7 +828,11 @@ test_ref_values(void **state)
 	assert_false(snap_hist_value_ok(up));
 }
 
-/* A reflog's last line, read from its tail alone: new value, lower case; a last line longer than the tail, or none, reads as nothing. */
+/*
+ * A reflog's last line, read from its end: new value, lower case; a last
+ * line over 16 MiB reads as nothing and is said to (unread), none as
+ * nothing.
+ */
 static void
 test_log_last(void **state)
 {
@@ -837,6 +841,7 @@ test_log_last(void **state)
 	char *dir = test_tmpdir("loglast"), *path, *v, *line;
 	struct buf big;
 	size_t i;
+	bool unread;
 	int fd;
 
 	(void)state;
@@ -850,7 +855,7 @@ test_log_last(void **state)
 	test_write_file(path, big.data);
 	fd = open(dir, O_RDONLY | O_DIRECTORY);
 	assert_true(fd != -1);
-	v = snap_hist_log_last(fd, "refs/heads/x");
+	v = snap_hist_log_last(fd, "refs/heads/x", &unread);
 	assert_non_null(v);
 	assert_string_equal(v, "89abcdef0123456789abcdef0123456789abcdef");
 	free(v);
@@ -858,26 +863,47 @@ test_log_last(void **state)
 	free(line);
 	line = xprintf("%s %s A U Thor <a@x> 1 +0000\tx", b, a);
 	test_write_file(path, line);
-	v = snap_hist_log_last(fd, "refs/heads/x");
+	v = snap_hist_log_last(fd, "refs/heads/x", &unread);
 	assert_non_null(v);
 	assert_string_equal(v, a);
 	free(v);
-	/* A last line of 100 KiB: past the tail, not read. */
+	/* A last line of 100 KiB after others, and 100 KiB of newlines after it: read. */
 	buf_reset(&big);
-	buf_printf(&big, "%s %s A U Thor <a@x> 1 +0000\t", a, a);
+	buf_adds(&big, line);
+	buf_adds(&big, "\n");
+	buf_printf(&big, "%s %s A U Thor <a@x> 1 +0000\t", a, b);
 	while (big.len < 100 * 1024)
 		buf_adds(&big, "xxxxxxxxxxxxxxxx");
-	buf_adds(&big, "\n");
+	for (i = 0; i < 100 * 1024; i++)
+		buf_adds(&big, "\n");
 	test_write_file(path, big.data);
-	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	v = snap_hist_log_last(fd, "refs/heads/x", &unread);
+	assert_non_null(v);
+	assert_string_equal(v, "89abcdef0123456789abcdef0123456789abcdef");
+	assert_false(unread);
+	free(v);
+	/* A last line over 16 MiB: not read, and said to be (a hostile one would hide a moved branch). */
+	buf_reset(&big);
+	buf_adds(&big, line);
+	buf_adds(&big, "\n");
+	buf_printf(&big, "%s %s A U Thor <a@x> 1 +0000\t", a, b);
+	while (big.len < (size_t)17 << 20)
+		buf_adds(&big, "xxxxxxxxxxxxxxxx");
+	test_write_file(path, big.data);
+	assert_null(snap_hist_log_last(fd, "refs/heads/x", &unread));
+	assert_true(unread);
 	/* A FIFO there is not waited on; a missing reflog or an empty one is nothing. */
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(mkfifo(path, 0600), 0);
-	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	assert_null(snap_hist_log_last(fd, "refs/heads/x", &unread));
 	assert_int_equal(unlink(path), 0);
-	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	assert_null(snap_hist_log_last(fd, "refs/heads/x", &unread));
 	test_write_file(path, "");
-	assert_null(snap_hist_log_last(fd, "refs/heads/x"));
+	assert_null(snap_hist_log_last(fd, "refs/heads/x", &unread));
+	assert_false(unread);
+	test_write_file(path, "\n\n");
+	assert_null(snap_hist_log_last(fd, "refs/heads/x", &unread));
+	assert_false(unread);
 	close(fd);
 	buf_free(&big);
 	free(line);
