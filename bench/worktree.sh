@@ -7,8 +7,16 @@
 #   agentmux           agentmux run --worktree -- true (the linked worktree
 #                      under the data dir on its own branch, the start
 #                      snapshot, the jail, the command, the end snapshot)
-# Before each run (untimed) the previous worktree and its branch go, so
-# each run makes a new one. Goal: agentmux <= 1.3x git worktree add.
+#   agentmux-start     the same, to its command's start alone (the command
+#                      prints the clock; RUNS more runs, after hyperfine's)
+# Each run makes a new worktree and branch; none is removed until the end
+# (KEEP_TREES=0 removes each run's before the next, as before 2026-12-05).
+# Why: on ext4 without a journal (this machine's root) the inode allocator
+# skips every inode freed in the last 5 minutes (ext4's recently_deleted),
+# so a checkout right after removing a 10,000-file tree took 0.8 to 9.6 s
+# for the same command, by what the last run freed where. Untimed, before
+# each run, only agentmux's background pack of its data dir is waited for.
+# Goal: agentmux <= 1.3x git worktree add.
 # Usage: bench/worktree.sh [AGENTMUX]   (RUNS, NFILES, TOTAL_MIB)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,18 +59,32 @@ EOF
     git config user.email b@localhost && git config gc.auto 0 &&
     git add src && git commit -qm base && git gc -q)
 
-# Untimed, before each run: the last run's worktrees and branches go (and
-# agentmux's background pack of its data dir, if any, is waited for).
-cat >"$tmp/clean" <<EOF
+# Untimed, before each run: agentmux's background pack of its data dir, if
+# any, is waited for; with KEEP_TREES=0 the last run's worktrees and
+# branches go too. At the end (the trap), all of them go.
+keep_trees=${KEEP_TREES:-1}
+cat >"$tmp/wait" <<EOF
 #!/bin/sh
 while for p in /proc/[0-9]*; do readlink \$p/cwd; done 2>/dev/null |
     grep -q "^$tmp/data"; do sleep 0.2; done
-rm -rf "$tmp/gitwt" "$tmp/data/agentmux/worktrees"
+EOF
+cat >"$tmp/clean" <<EOF
+#!/bin/sh
+"$tmp/wait"
+rm -rf "$tmp"/gitwt* "$tmp/data/agentmux/worktrees"
 git -C "$repo" worktree prune
 git -C "$repo" for-each-ref --format='%(refname:short)' refs/heads/agentmux refs/heads/bench |
     xargs -r git -C "$repo" branch -q -D
 EOF
-chmod +x "$tmp/clean"
+# git's side: a new worktree and branch each run, named by a counter (the
+# sh that counts it is a few ms on git's side).
+cat >"$tmp/git-add" <<EOF
+#!/bin/sh
+n=\$(cat "$tmp/n" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$tmp/n"
+exec git worktree add -q -b bench/wt\$n "$tmp/gitwt\$n" HEAD
+EOF
+chmod +x "$tmp/wait" "$tmp/clean" "$tmp/git-add"
+[ "$keep_trees" = 0 ] && prep=$tmp/clean || prep=$tmp/wait
 # One session first: the snapshot store of the project exists, as it would
 # for anyone who has used agentmux there before.
 (cd "$repo" && "$amx" run --worktree -- true </dev/null >"$tmp/first.out" 2>&1) ||
@@ -71,9 +93,8 @@ chmod +x "$tmp/clean"
 cd "$repo"
 hyperfine -N --style none --warmup 1 --runs "$runs" \
     --export-json "$tmp/h.json" \
-    -n git-worktree-add --prepare "$tmp/clean" \
-    "git worktree add -q -b bench/wt $tmp/gitwt HEAD" \
-    -n agentmux --prepare "$tmp/clean" \
+    -n git-worktree-add --prepare "$prep" "$tmp/git-add" \
+    -n agentmux --prepare "$prep" \
     "$amx run --worktree -- true" >/dev/null
 python3 - "$tmp/h.json" <<'EOF'
 import json, sys
@@ -85,4 +106,26 @@ for name, x in r.items():
 print("RESULT worktree.agentmux-vs-git-worktree-add median=%.2f runs=derived "
       "unit=x note=goal<=1.3" % (r["agentmux"]["median"] /
                                  r["git-worktree-add"]["median"]))
+EOF
+# The start alone (the run above is start and end): from agentmux's
+# launch to its command's first instruction (the command writes the
+# clock), RUNS times, each after the same untimed wait; against the same
+# run's git worktree add median.
+python3 - "$amx" "$prep" "$runs" "$tmp/h.json" <<'EOF'
+import json, os, statistics, subprocess, sys, time
+amx, prep, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+git = json.load(open(sys.argv[4]))["results"][0]["median"]
+starts = []
+for _ in range(runs):
+    subprocess.run([prep], check=True)
+    t0 = time.time()
+    out = subprocess.run([amx, "run", "--worktree", "--", "date", "+%s.%N"],
+                         stdin=subprocess.DEVNULL, capture_output=True,
+                         text=True, check=True).stdout
+    starts.append(float(out.split()[-1]) - t0)
+m = statistics.median(starts)
+print("RESULT worktree.agentmux-start median=%.1f min=%.1f max=%.1f runs=%d "
+      "unit=ms" % (m * 1000, min(starts) * 1000, max(starts) * 1000, runs))
+print("RESULT worktree.agentmux-start-vs-git-worktree-add median=%.2f "
+      "runs=derived unit=x" % (m / git))
 EOF
