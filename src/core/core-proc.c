@@ -6,6 +6,7 @@
  * pipe, read once the child has ended (or at once by proc_run, which
  * blocks anyway).
  */
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -71,6 +72,8 @@ struct proc {
 
 /* Test hook: the clone's child sleeps so long (ms) before its exec. */
 int proc_test_exec_delay_ms;
+/* Test hook: children proc_vfork started. */
+unsigned proc_test_vforked;
 
 static void proc_arm(struct proc *);
 static void proc_exec_result(struct proc *);
@@ -544,7 +547,7 @@ static const int proc_sigdef[] = { SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP,
     SIGTSTP, SIGTTIN, SIGTTOU };
 
 /* FD becomes the child's fd TO (kept across exec). Async-signal-safe. */
-static int
+static int __attribute__((no_sanitize_address))
 proc_child_fd(int fd, int to)
 {
 	int fl;
@@ -557,7 +560,7 @@ proc_child_fd(int fd, int to)
 }
 
 /* Closes the child's fds from LO to HI. Async-signal-safe. */
-static void
+static void __attribute__((no_sanitize_address))
 proc_child_close(int lo, int hi, int maxfd)
 {
 	int fd;
@@ -571,10 +574,11 @@ proc_child_close(int lo, int hi, int maxfd)
 
 /*
  * The clone's child, signals all blocked: only async-signal-safe calls
- * (it is a copy of a process with threads) until its exec; if that or
- * anything before it fails, the errno goes up the exec pipe.
+ * (it is a copy of a process with threads, or shares its memory:
+ * proc_vfork) until its exec; if that or anything before it fails, the
+ * errno goes up the exec pipe. Not instrumented by ASan (proc_vfork).
  */
-static void __attribute__((noreturn))
+static void __attribute__((noreturn, no_sanitize_address))
 proc_child(const struct proc_child *k)
 {
 	struct timespec ts;
@@ -631,7 +635,7 @@ struct proc_clone_args {
 	    stack_size, tls;
 };
 
-/* Set once clone3 is refused (an old kernel, a seccomp filter): posix_spawn then. */
+/* Set once clone3 or clone is refused (an old kernel, a seccomp filter): posix_spawn then. */
 static bool proc_no_clone3;
 
 /*
@@ -661,6 +665,66 @@ proc_clone(const struct proc_child *k, int *pidfd, int *err)
 	if (r == -1 && (*err == ENOSYS || *err == EPERM || *err == EINVAL))
 		*err = ENOSYS;
 	return r == -1 ? -1 : (pid_t)r;
+}
+
+/*
+ * The stack a vforked child runs on (proc_vfork): one, made at first use
+ * and kept, taken under a lock (its parent waits for the child's exec,
+ * so one child at a time runs on it).
+ */
+#define PROC_VFORK_STACK (256 * 1024)
+static char *proc_vfork_stack;
+static pthread_mutex_t proc_vfork_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * The vforked child: it shares this process's memory until its exec, so
+ * it is not instrumented by ASan (whose stack poisoning would be left in
+ * the shared shadow once the child is gone).
+ */
+static int __attribute__((noreturn, no_sanitize_address))
+proc_vfork_child(void *arg)
+{
+	proc_child(arg);
+}
+
+/*
+ * Starts K's child sharing this process's memory and waiting for its
+ * exec (CLONE_VM | CLONE_VFORK, as posix_spawn does): no page table is
+ * copied, so a big process starts it as cheaply as posix_spawn would, and
+ * its limits are set before its exec (posix_spawn sets none). Its pidfd
+ * in *PIDFD. -1 with *ERR.
+ */
+static pid_t
+proc_vfork(const struct proc_child *k, int *pidfd, int *err)
+{
+	sigset_t all, old;
+	void *st;
+	pid_t pid;
+
+	pthread_mutex_lock(&proc_vfork_lock);
+	if (proc_vfork_stack == NULL) {
+		st = mmap(NULL, PROC_VFORK_STACK, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (st == MAP_FAILED) {
+			*err = errno;
+			pthread_mutex_unlock(&proc_vfork_lock);
+			return -1;
+		}
+		proc_vfork_stack = st;
+	}
+	/* No handler of ours may run in the child before it resets them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(proc_vfork_child, proc_vfork_stack + PROC_VFORK_STACK,
+	    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, (void *)k, pidfd);
+	*err = pid == -1 ? errno : 0;
+	if (pid != -1)
+		proc_test_vforked++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_unlock(&proc_vfork_lock);
+	if (pid == -1 && (*err == ENOSYS || *err == EPERM || *err == EINVAL))
+		*err = ENOSYS;
+	return pid;
 }
 
 /* An fd of at least 3, so that the child's dup2s to 0-2 cannot take it. */
@@ -703,9 +767,11 @@ proc_small(void)
 /*
  * Starts P's child: cloned without waiting for its exec when its program
  * is known (an absolute path, or found on PATH), its exec's result then
- * coming through p->execfd; else (where clone3 is refused, or this
- * process is too big to copy cheaply and no limit is asked for) by
- * posix_spawn, which waits for the exec and says at once.
+ * coming through p->execfd; where this process is too big to copy
+ * cheaply, by posix_spawn, which waits for the exec and says at once, or,
+ * for a child with a limit, by proc_vfork, which waits for it too (and
+ * whose exec's result comes through p->execfd as well); where clone3 is
+ * refused, by posix_spawn.
  */
 static pid_t
 proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
@@ -715,13 +781,15 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	struct rlimit rl;
 	int ep[2];
 	pid_t pid;
+	bool big;
 
+	if (exe == NULL || proc_no_clone3)
+		return proc_posix_spawn(o, exe, c, err);
 	/*
-	 * A limit is set in the child before its exec, so a child with one
-	 * is cloned whatever this process's size: posix_spawn's child could
-	 * only be limited after its exec, once it already runs.
+	 * A limit is set in the child before its exec: posix_spawn's child
+	 * could only be limited after its exec, once it already ran.
 	 */
-	if (exe == NULL || proc_no_clone3 || (o->data_max == 0 && !proc_small()))
+	if ((big = !proc_small()) && o->data_max == 0)
 		return proc_posix_spawn(o, exe, c, err);
 	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
 		*err = errno;
@@ -739,13 +807,14 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	k.execfd = ep[1];
 	k.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?
 	    (int)rl.rlim_cur : 65536;
-	pid = proc_clone(&k, &p->pidfd, err);
+	pid = big ? proc_vfork(&k, &p->pidfd, err) :
+	    proc_clone(&k, &p->pidfd, err);
 	close(ep[1]);
 	if (pid == -1) {
 		close(ep[0]);
 		if (*err != ENOSYS)
 			return -1;
-		log_debug("clone3 refused: children are started by posix_spawn");
+		log_debug("clone refused: children are started by posix_spawn");
 		proc_no_clone3 = true;
 		return proc_posix_spawn(o, exe, c, err);
 	}

@@ -687,6 +687,8 @@ int proc_status(struct proc *);
 const char *proc_cause(struct proc *);
 /* Test hook: a started child sleeps so many ms before its exec. */
 extern int proc_test_exec_delay_ms;
+/* Test hook: how many children were started sharing this process's memory (a big one, with a limit). */
+extern unsigned proc_test_vforked;
 /* What the command wrote; borrowed, NUL-terminated. */
 struct buf *proc_out(struct proc *);
 struct buf *proc_err(struct proc *);
