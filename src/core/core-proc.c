@@ -74,6 +74,8 @@ struct proc {
 int proc_test_exec_delay_ms;
 /* Test hook: children proc_vfork started. */
 unsigned proc_test_vforked;
+/* Bench hook: proc_small is not asked (bench/spawn-bench.c). */
+bool proc_test_clone_always;
 
 static void proc_arm(struct proc *);
 static void proc_exec_result(struct proc *);
@@ -789,7 +791,8 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	 * A limit is set in the child before its exec: posix_spawn's child
 	 * could only be limited after its exec, once it already ran.
 	 */
-	if ((big = !proc_small()) && o->data_max == 0)
+	big = !proc_test_clone_always && !proc_small();
+	if (big && o->data_max == 0)
 		return proc_posix_spawn(o, exe, c, err);
 	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
 		*err = errno;

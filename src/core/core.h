@@ -689,6 +689,8 @@ const char *proc_cause(struct proc *);
 extern int proc_test_exec_delay_ms;
 /* Test hook: how many children were started sharing this process's memory (a big one, with a limit). */
 extern unsigned proc_test_vforked;
+/* Bench hook: every child is cloned (copy-on-write), whatever this process's size. */
+extern bool proc_test_clone_always;
 /* What the command wrote; borrowed, NUL-terminated. */
 struct buf *proc_out(struct proc *);
 struct buf *proc_err(struct proc *);
