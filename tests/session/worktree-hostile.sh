@@ -235,6 +235,48 @@ grep -q GONE-LIVE <<<"$end" &&
 	ok "links made in a running session's ref and git dirs are removed as they come, and told at the end" ||
 	bad "links in a running session's git dirs: $end"
 
+# 14c. (As an ordinary user: inotify instances are counted by user, and root's are shared with every test
+# running beside this one.) With none of the user's 128 left (a jail can use them up), the session's git
+# dirs are not watched: the end says so, and its walk still removes the link made there.
+if [ "${1:-}" = --as-user ]; then
+	P=$T/nowatch
+	new_project
+	rm -f "$T/held" "$T/release"
+	python3 -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+while len(fds) < 100000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+with open(sys.argv[1], "w") as f:
+    f.write("%d %d" % (len(fds), ctypes.get_errno()))
+for _ in range(1200):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.1)
+' "$T/held" "$T/release" &
+	bgpid=$!
+	for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.1; done
+	end=$("$AMX" run --worktree --branch nw -- sh -c 'c=$(git rev-parse --git-common-dir) &&
+		r=$(git rev-parse --symbolic-full-name HEAD) && ln -s /dev/zero "$c/${r%/*}/zz" && echo planted' </dev/null 2>&1)
+	touch "$T/release"
+	wait "$bgpid"
+	bgpid=
+	id=$(sid)
+	# (errno 24: EMFILE, the user's instances used up.)
+	case $(cat "$T/held") in *" 24") ;; *) bad "the user's inotify instances were not used up: $(cat "$T/held")" ;; esac
+	grep -q planted <<<"$end" &&
+		grep -q "could not be watched while it ran (no inotify instance or watch was left" <<<"$end" &&
+		grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
+		[ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] &&
+		ok "with no inotify left, the end says the git dirs were not watched, and removes the link" ||
+		bad "no inotify left: $end"
+	cd "$T" || exit 1
+fi
+
 # 15. A session in the main tree makes refs git takes before a worktree session's branch named short
 # (refs/agentmux/ID/NAME, then refs/tags/agentmux/ID/NAME: git log or git merge agentmux/ID/NAME took the
 # session's commit, with only git's "ambiguous" warning); one loose, one written into packed-refs. The end
