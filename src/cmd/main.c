@@ -57,6 +57,7 @@ main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 	util_set_user_umask(umask(077));
 	signal(SIGPIPE, SIG_IGN);
+	proc_raise_nofile();
 	atexit(main_cleanup);
 	log_init(stderr, getenv("AGENTMUX_DEBUG") != NULL ? LOG_LEVEL_DEBUG :
 	    LOG_LEVEL_WARN);

@@ -72,10 +72,17 @@ struct proc {
 
 /* Test hook: the clone's child sleeps so long (ms) before its exec. */
 int proc_test_exec_delay_ms;
+/* RLIMIT_NOFILE as this process started, if proc_raise_nofile raised it: its children's. */
+static struct rlimit proc_nofile_was;
+static bool proc_nofile_raised;
+#define PROC_NOFILE_MAX 65536
+
 /* Test hook: children proc_vfork started. */
 unsigned proc_test_vforked;
 /* Bench hook: proc_small is not asked (bench/spawn-bench.c). */
 bool proc_test_clone_always;
+/* Test hook: clone3 is taken to be refused. */
+bool proc_test_no_clone3;
 
 static void proc_arm(struct proc *);
 static void proc_exec_result(struct proc *);
@@ -514,9 +521,9 @@ proc_posix_spawn(const struct proc_opts *o, const char *exe, int c[3],
 	posix_spawnattr_destroy(&sa);
 	/*
 	 * posix_spawn sets no limit: set once it has exec'd (it returns
-	 * then). Only where clone3 is refused (proc_spawn clones whenever a
-	 * limit is asked for): what the child takes before this line is not
-	 * bounded.
+	 * then). Only where clone3 and clone are both refused (proc_spawn
+	 * clones or vforks a child with a limit): what the child takes
+	 * before this line is not bounded.
 	 */
 	if (*err == 0 && o->data_max > 0 && prlimit(pid, RLIMIT_DATA,
 	    &(struct rlimit){ (rlim_t)o->data_max, (rlim_t)o->data_max },
@@ -542,6 +549,7 @@ struct proc_child {
 	int maxfd;                /* fds above it are closed without close_range */
 	bool keep_tty;
 	uint64_t data_max;
+	bool nofile;              /* proc_nofile_was is set back */
 };
 
 /* Signals the child gets at their default, as posix_spawn's SETSIGDEF gave them. */
@@ -619,6 +627,9 @@ proc_child(const struct proc_child *k)
 	if (k->data_max > 0 && setrlimit(RLIMIT_DATA, &(struct rlimit){
 	    (rlim_t)k->data_max, (rlim_t)k->data_max }) == -1)
 		goto fail;
+	/* Its fds are closed: the limit this process started with, back. */
+	if (k->nofile)
+		(void)setrlimit(RLIMIT_NOFILE, &proc_nofile_was);
 	/* No terminal (proc_opts): a session of its own. */
 	if (!k->keep_tty)
 		(void)setsid();
@@ -637,8 +648,12 @@ struct proc_clone_args {
 	    stack_size, tls;
 };
 
-/* Set once clone3 or clone is refused (an old kernel, a seccomp filter): posix_spawn then. */
-static bool proc_no_clone3;
+/*
+ * Set once clone3 is refused (a kernel before 5.3, a seccomp filter such
+ * as older container runtimes'), or clone with a pidfd (before 5.2):
+ * proc_vfork, or posix_spawn, then.
+ */
+static bool proc_no_clone3, proc_no_vfork;
 
 /*
  * Clones K's child: a copy-on-write process (no CLONE_VM, no
@@ -702,6 +717,7 @@ proc_vfork(const struct proc_child *k, int *pidfd, int *err)
 	sigset_t all, old;
 	void *st;
 	pid_t pid;
+	int saved;
 
 	pthread_mutex_lock(&proc_vfork_lock);
 	if (proc_vfork_stack == NULL) {
@@ -714,16 +730,23 @@ proc_vfork(const struct proc_child *k, int *pidfd, int *err)
 		}
 		proc_vfork_stack = st;
 	}
-	/* No handler of ours may run in the child before it resets them. */
+	/*
+	 * No handler may run in the child before it resets them: every
+	 * signal blocked, glibc's own two too (pthread_sigmask leaves them
+	 * out), as posix_spawn blocks them. The child shares this thread's
+	 * errno (no TLS of its own): kept.
+	 */
+	saved = errno;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
 	pid = clone(proc_vfork_child, proc_vfork_stack + PROC_VFORK_STACK,
 	    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, (void *)k, pidfd);
 	*err = pid == -1 ? errno : 0;
 	if (pid != -1)
 		proc_test_vforked++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
 	pthread_mutex_unlock(&proc_vfork_lock);
+	errno = saved;
 	if (pid == -1 && (*err == ENOSYS || *err == EPERM || *err == EINVAL))
 		*err = ENOSYS;
 	return pid;
@@ -770,10 +793,9 @@ proc_small(void)
  * Starts P's child: cloned without waiting for its exec when its program
  * is known (an absolute path, or found on PATH), its exec's result then
  * coming through p->execfd; where this process is too big to copy
- * cheaply, by posix_spawn, which waits for the exec and says at once, or,
- * for a child with a limit, by proc_vfork, which waits for it too (and
- * whose exec's result comes through p->execfd as well); where clone3 is
- * refused, by posix_spawn.
+ * cheaply or clone3 is refused, by posix_spawn, which waits for the exec
+ * and says at once, or, for a child with a limit, by proc_vfork, which
+ * waits for it too (its exec's result comes through p->execfd as well).
  */
 static pid_t
 proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
@@ -783,16 +805,20 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	struct rlimit rl;
 	int ep[2];
 	pid_t pid;
-	bool big;
+	bool cow, vfork;
 
-	if (exe == NULL || proc_no_clone3)
+	if (exe == NULL)
 		return proc_posix_spawn(o, exe, c, err);
 	/*
 	 * A limit is set in the child before its exec: posix_spawn's child
-	 * could only be limited after its exec, once it already ran.
+	 * could only be limited after its exec, once it already ran. So a
+	 * child with one that cannot be cloned copy-on-write (this process
+	 * too big, or clone3 refused) is vforked.
 	 */
-	big = !proc_test_clone_always && !proc_small();
-	if (big && o->data_max == 0)
+	cow = !proc_no_clone3 && !proc_test_no_clone3 &&
+	    (proc_test_clone_always || proc_small());
+	vfork = !cow && o->data_max > 0 && !proc_no_vfork;
+	if (!cow && !vfork)
 		return proc_posix_spawn(o, exe, c, err);
 	if (pipe2(ep, O_CLOEXEC) == -1 || (ep[1] = proc_high_fd(ep[1])) == -1) {
 		*err = errno;
@@ -805,21 +831,30 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 	k.dir = o->dir;
 	k.umask = o->umask;
 	k.keep_tty = o->keep_tty;
+	k.nofile = proc_nofile_raised;
 	k.data_max = o->data_max;
 	memcpy(k.c, c, sizeof k.c);
 	k.execfd = ep[1];
 	k.maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ?
 	    (int)rl.rlim_cur : 65536;
-	pid = big ? proc_vfork(&k, &p->pidfd, err) :
+	pid = vfork ? proc_vfork(&k, &p->pidfd, err) :
 	    proc_clone(&k, &p->pidfd, err);
 	close(ep[1]);
 	if (pid == -1) {
 		close(ep[0]);
 		if (*err != ENOSYS)
 			return -1;
-		log_debug("clone refused: children are started by posix_spawn");
-		proc_no_clone3 = true;
-		return proc_posix_spawn(o, exe, c, err);
+		/* Refused: the next way (each is tried once). */
+		if (vfork) {
+			log_debug("clone refused: children with a limit are "
+			    "started by posix_spawn, limited after their exec");
+			proc_no_vfork = true;
+		} else {
+			log_debug("clone3 refused: children are vforked or "
+			    "started by posix_spawn");
+			proc_no_clone3 = true;
+		}
+		return proc_spawn(p, o, c, err);
 	}
 	p->execfd = ep[0];
 	util_set_nonblock(p->execfd);
@@ -1228,4 +1263,19 @@ proc_run(const struct proc_opts *o, struct buf *out,
 		buf_add(err, p->err.data, p->err.len);
 	proc_free(p);
 	return 0;
+}
+
+void
+proc_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur >= rl.rlim_max ||
+	    rl.rlim_cur >= PROC_NOFILE_MAX)
+		return;
+	proc_nofile_was = rl;
+	rl.rlim_cur = rl.rlim_max < PROC_NOFILE_MAX ? rl.rlim_max :
+	    PROC_NOFILE_MAX;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		proc_nofile_raised = true;
 }

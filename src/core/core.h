@@ -691,6 +691,8 @@ extern int proc_test_exec_delay_ms;
 extern unsigned proc_test_vforked;
 /* Bench hook: every child is cloned (copy-on-write), whatever this process's size. */
 extern bool proc_test_clone_always;
+/* Test hook: clone3 is taken to be refused (a limited child is vforked, others spawned). */
+extern bool proc_test_no_clone3;
 /* What the command wrote; borrowed, NUL-terminated. */
 struct buf *proc_out(struct proc *);
 struct buf *proc_err(struct proc *);
@@ -723,6 +725,14 @@ void proc_move(struct proc *, struct event_base *base);
 struct event_base *proc_base(void);
 /* Frees it at the end of the process's main function. */
 void proc_base_free(void);
+/*
+ * Raises this process's soft RLIMIT_NOFILE to its hard limit (65,536 at
+ * most): a server holds a jail's proxy connections, watches and pipes for
+ * every session, and 1,024 ran out. Children started here get the limit
+ * back as it was (not those of posix_spawn, used only where clone is
+ * refused).
+ */
+void proc_raise_nofile(void);
 /*
  * Runs BASE (the process's one loop, not already running: a command
  * between its steps) until *DONE; for a blocking wrapper around work that

@@ -374,6 +374,97 @@ test_no_terminal(void **state)
 	buf_free(&out);
 }
 
+/* RLIMIT_NOFILE's soft limit as the test started (test_nofile), its children's. */
+static rlim_t nofile_was;
+
+/*
+ * proc_raise_nofile raises this process's soft RLIMIT_NOFILE to its hard
+ * limit (65,536 at most); its children get the old one back.
+ */
+static void
+test_nofile(void **state)
+{
+	char *argv[] = { "sh", "-c", "ulimit -n", NULL };
+	struct rlimit before, after;
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL, want[64];
+	int st;
+
+	(void)state;
+	/* Below its hard limit first (as a login's 1,024 under 524,288), whatever this runs under. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &before), 0);
+	if (before.rlim_max != RLIM_INFINITY && before.rlim_max >= 256) {
+		before.rlim_cur = before.rlim_max > 2048 ? 1024 :
+		    before.rlim_max / 2;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &before), 0);
+	}
+	nofile_was = before.rlim_cur;
+	proc_raise_nofile();
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &after), 0);
+	assert_int_equal(after.rlim_max, before.rlim_max);
+	if (before.rlim_cur >= 65536 || before.rlim_cur >= before.rlim_max)
+		assert_int_equal(after.rlim_cur, before.rlim_cur);
+	else
+		assert_int_equal(after.rlim_cur, before.rlim_max < 65536 ?
+		    before.rlim_max : 65536);
+	print_message("RLIMIT_NOFILE %llu -> %llu (hard %llu)\n",
+	    (unsigned long long)before.rlim_cur,
+	    (unsigned long long)after.rlim_cur,
+	    (unsigned long long)after.rlim_max);
+	opts_sh(&o, argv);
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	buf_adds(&out, "");
+	snprintf(want, sizeof want, "%llu\n", (unsigned long long)nofile_was);
+	assert_string_equal(out.data, want);
+	buf_free(&out);
+}
+
+static int
+no_clone3_teardown(void **state)
+{
+	(void)state;
+	proc_test_no_clone3 = false;
+	return 0;
+}
+
+/*
+ * Where clone3 is refused (older kernels, some container runtimes'
+ * seccomp filters), a child with a limit is vforked, the limit set before
+ * its exec; one without is started by posix_spawn.
+ */
+static void
+test_no_clone3(void **state)
+{
+	char *argv[] = { "sh", "-c", "ulimit -d", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	unsigned vforked = proc_test_vforked;
+	int st;
+
+	(void)state;
+	proc_test_no_clone3 = true;
+	opts_sh(&o, argv);
+	o.data_max = (uint64_t)48 << 20;
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	buf_adds(&out, "");
+	assert_string_equal(out.data, "49152\n");
+	assert_int_equal(proc_test_vforked - vforked, 1);
+	buf_free(&out);
+	o.data_max = 0;
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), 0);
+	assert_int_equal(st, 0);
+	assert_int_equal(proc_test_vforked - vforked, 1);
+	o.data_max = (uint64_t)48 << 20;
+	o.dir = "/nonexistent/agentmux-no-such-dir";
+	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), -1);
+	assert_string_equal(cause, "cannot run sh: No such file or directory");
+	free(cause);
+}
+
 /* test_data_max's 64 MiB, given back however the test ends (later tests clone). */
 static char *data_max_big = MAP_FAILED;
 
@@ -401,6 +492,8 @@ test_data_max(void **state)
 {
 	char *argv[] = { "sh", "-c", "ulimit -d", NULL };
 	char *fail_argv[] = { "sh", "-c", "exit 7", NULL };
+	char *nofile_argv[] = { "sh", "-c", "ulimit -n", NULL };
+	char want[64];
 	struct proc_opts o;
 	struct buf out;
 	char *cause = NULL;
@@ -426,6 +519,16 @@ test_data_max(void **state)
 			assert_true(data_max_big != MAP_FAILED);
 			memset(data_max_big, 1, 64 << 20);
 		}
+		/* The soft limit of open files test_nofile raised: the old one, vforked too. */
+		opts_sh(&o, nofile_argv);
+		o.data_max = (uint64_t)48 << 20;
+		buf_init(&out);
+		assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+		buf_adds(&out, "");
+		snprintf(want, sizeof want, "%llu\n",
+		    (unsigned long long)nofile_was);
+		assert_string_equal(out.data, want);
+		buf_free(&out);
 		opts_sh(&o, argv);
 		o.data_max = (uint64_t)48 << 20;
 		buf_init(&out);
@@ -1017,6 +1120,8 @@ main(void)
 		 * Last: under ASan its 64 MiB leave this process big (their
 		 * shadow stays), and the tests above need it small (cloned).
 		 */
+		cmocka_unit_test(test_nofile),
+		cmocka_unit_test_teardown(test_no_clone3, no_clone3_teardown),
 		cmocka_unit_test_teardown(test_data_max, data_max_teardown),
 	};
 
