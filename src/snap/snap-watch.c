@@ -8,6 +8,7 @@
  * checks decide what is brought back.
  */
 #include <sys/inotify.h>
+#include <sys/resource.h>
 
 #include <sys/stat.h>
 
@@ -118,6 +119,30 @@ snap_history_watch(struct snap_history *h)
  */
 #define SNAP_WT_DIRS 256
 #define SNAP_WT_DEPTH 32
+/*
+ * Dirs watched at once by all the sessions of this process: each holds a
+ * descriptor, and hostile sessions making dirs must not take the fds
+ * the server needs (its proxy's connections, pipes, the store): a
+ * quarter of RLIMIT_NOFILE, at least 16 and at most 4,096.
+ */
+static size_t snap_wt_held;
+
+static size_t
+snap_wt_held_max(void)
+{
+	static size_t max;
+	struct rlimit rl;
+
+	if (max == 0) {
+		max = 256;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY)
+			max = rl.rlim_cur / 4 < 16 ? 16 : rl.rlim_cur / 4 >
+			    4096 ? 4096 : (size_t)rl.rlim_cur / 4;
+	}
+	return max;
+}
+
 /* Entries of a dir looked at when it is first watched (made by the jail a moment ago). */
 #define SNAP_WT_SCAN 1000
 /* Removals told by name; the rest are counted. */
@@ -241,8 +266,9 @@ snap_wt_add(struct snap_history *h, int fd, const char *name,
 
 	for (i = 0; i < h->nwt && h->wt[i].wd != -1; i++)
 		;
-	if (i == SNAP_WT_DIRS || depth > SNAP_WT_DEPTH || (dfd = openat(fd,
-	    name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+	if (i == SNAP_WT_DIRS || depth > SNAP_WT_DEPTH ||
+	    snap_wt_held >= snap_wt_held_max() || (dfd = openat(fd, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return;
 	/* One watch a dir: a dir seen again (renamed, or made and looked at) is not scanned again. */
 	if (fstat(dfd, &st) == -1 || snap_wt_watched(h, &st)) {
@@ -259,6 +285,7 @@ snap_wt_add(struct snap_history *h, int fd, const char *name,
 		close(dfd);
 		return;
 	}
+	snap_wt_held++;
 	e->fd = dfd;
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
@@ -307,6 +334,7 @@ snap_wt_drop(struct snap_history *h, size_t i)
 	(void)inotify_rm_watch(h->wfd, h->wt[i].wd);
 	close(h->wt[i].fd);
 	free(h->wt[i].path);
+	snap_wt_held--;
 	h->wt[i].wd = -1;
 	h->wt[i].fd = -1;
 	h->wt[i].path = NULL;
@@ -341,6 +369,7 @@ snap_wt_event(struct snap_history *h, size_t i, const struct inotify_event *ev)
 		/* Its watch is gone (the file system went): so is its slot. */
 		close(h->wt[i].fd);
 		free(h->wt[i].path);
+		snap_wt_held--;
 		h->wt[i].wd = -1;
 		h->wt[i].fd = -1;
 		h->wt[i].path = NULL;
@@ -408,6 +437,7 @@ snap_history_watch_worktree_free(struct snap_history *h)
 		if (h->wt[i].wd != -1) {
 			close(h->wt[i].fd);
 			free(h->wt[i].path);
+			snap_wt_held--;
 		}
 	}
 	free(h->wt);

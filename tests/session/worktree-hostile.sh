@@ -235,6 +235,25 @@ grep -q GONE-LIVE <<<"$end" &&
 	ok "links made in a running session's ref and git dirs are removed as they come, and told at the end" ||
 	bad "links in a running session's git dirs: $end"
 
+# 14d. Dirs the session makes in its ref dir are watched through a descriptor each: under a limit of 256
+# open files, 300 of them took every descriptor agentmux had, and its end read the repository as deleted
+# (a false alarm, and the end's checks undone). The watches of all sessions hold a quarter of the limit at
+# most; the end is right, and the commit made after the dirs is the branch's.
+if command -v prlimit >/dev/null; then
+	P=$T/fds
+	new_project
+	end=$(prlimit --nofile=256:256 "$AMX" run --worktree --branch fd -- sh -c 'c=$(git rev-parse --git-common-dir) &&
+		r=$(git rev-parse --symbolic-full-name HEAD) && d="$c/${r%/*}" && for i in $(seq 300); do mkdir "$d/c$i"; done &&
+		sleep 1 && echo g >g && git add g && git commit -qm G && echo committed' </dev/null 2>&1)
+	rc=$?
+	id=$(sid)
+	[ "$rc" = 0 ] && grep -q committed <<<"$end" && ! grep -q "deleted the git repository" <<<"$end" &&
+		[ "$(git log -1 --format=%s "refs/heads/agentmux/$id/fd" 2>&1)" = G ] &&
+		ok "300 dirs made in the ref dir under 256 open files: the end is right, the commit is the branch's" ||
+		bad "300 dirs under 256 open files (exit $rc, branch: $(git log -1 --format=%s "refs/heads/agentmux/$id/fd" 2>&1)): $end"
+	cd "$T" || exit 1
+fi
+
 # 14c. (As an ordinary user: inotify instances are counted by user, and root's are shared with every test
 # running beside this one.) With none of the user's 128 left (a jail can use them up), the session's git
 # dirs are not watched: the end says so, and its walk still removes the link made there.
