@@ -1557,23 +1557,35 @@ session_plan_run(struct session *s, char **cause)
 	return 0;
 }
 
+/*
+ * Terminated or closed while it started: it fails, saying what of it
+ * stays, and what failed meanwhile (ERROR, if not NULL: the step it
+ * waited for, such as git worktree add, which may have failed on its own).
+ */
+static void
+session_start_stopped_error(struct session *s, const char *error)
+{
+	const char *why = s->closing ? "closed before its command started" :
+	    SESSION_START_STOPPED;
+	struct buf b;
+
+	buf_init(&b);
+	buf_adds(&b, why);
+	if (error != NULL && strcmp(error, SNAP_WORKTREE_STOPPED) != 0)
+		buf_printf(&b, "; meanwhile, %s", error);
+	if (s->wt != NULL && s->wt->admin != NULL)
+		buf_printf(&b, "; its worktree %s stays, on branch %s (agentmux "
+		    "discard %lld removes both)", s->wt->path, s->wt->branch,
+		    (long long)s->id);
+	session_start_failed(s, b.data);
+	buf_free(&b);
+}
+
 /* Terminated or closed while it started: it fails, saying what of it stays. */
 static void
 session_start_stopped(struct session *s)
 {
-	const char *why = s->closing ? "closed before its command started" :
-	    SESSION_START_STOPPED;
-	char *cause;
-
-	if (s->wt == NULL || s->wt->admin == NULL) {
-		session_start_failed(s, why);
-		return;
-	}
-	cause = xprintf("%s; its worktree %s stays, on branch %s (agentmux "
-	    "discard %lld removes both)", why, s->wt->path, s->wt->branch,
-	    (long long)s->id);
-	session_start_failed(s, cause);
-	free(cause);
+	session_start_stopped_error(s, NULL);
 }
 
 /*
@@ -1586,7 +1598,7 @@ session_plan_resume(struct session *s, const char *error)
 	char *cause = NULL;
 
 	if (s->start_stopped) {
-		session_start_stopped(s);
+		session_start_stopped_error(s, error);
 		return;
 	}
 	if (s->closing || error != NULL) {

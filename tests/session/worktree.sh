@@ -472,6 +472,27 @@ case "$qid" in
 	;;
 esac
 
+# SIGTERM while a start's git worktree add runs, and git then fails on its own: the start stops once
+# git is done, and says git's failure too (it said only "terminated", and git's words were lost).
+mkdir -p "$T/failadd"
+cat >"$T/failadd/git" <<EOF
+#!/bin/sh
+case " \$* " in *" worktree add "*) touch "$T/failadd/running"; sleep 3; echo "fatal: planted failure" >&2; exit 128 ;; esac
+exec $(command -v git) "\$@"
+EOF
+chmod 755 "$T/failadd/git"
+(set -m; PATH="$T/failadd:$PATH" exec "$AMX" run --worktree --branch failadd -- sh -c 'echo ran >ran' \
+	</dev/null >/dev/null 2>"$T/failadd.err") &
+fpid=$!
+for _ in $(seq 100); do [ -e "$T/failadd/running" ] && break; sleep 0.1; done
+kill -TERM "$fpid"
+wait "$fpid"
+frc=$?
+{ [ "$frc" = 1 ] && grep -q "terminated before its command started; meanwhile, .*planted failure" "$T/failadd.err" &&
+	[ -z "$(git for-each-ref 'refs/heads/agentmux/*/failadd')" ]; } &&
+	ok "SIGTERM while git worktree add runs, and git fails: the start says both" ||
+	bad "SIGTERM, then git worktree add failed: exit $frc, $(cat "$T/failadd.err")"
+
 # undo --refs of a worktree session puts back its own branch alone: the user's
 # main, moved while the session ran, and the shared HEAD stay as they are.
 "$AMX" run --worktree --branch refs1 -- sh -c 'sleep 2; echo r >r && git add r && git commit -qm r' \
