@@ -1950,12 +1950,18 @@ session_start_stop_cb(evutil_socket_t fd, short what, void *arg)
 	if (!s->starting || s->jail != NULL)
 		return;
 	if (s->wt_make != NULL) {
-		snap_worktree_make_stop(s->wt_make);
-		/* Its git runs on: said, or a ^C would seem to do nothing. */
-		if (s->wt_make != NULL && s->ev.notice != NULL)
+		/*
+		 * Its git runs on: said, or a ^C would seem to do nothing (a
+		 * copy of .worktreeinclude's files stops at its next slice,
+		 * unsaid). A stop told at once fails the start: held.
+		 */
+		session_add_ref(s);
+		if (snap_worktree_make_stop(s->wt_make) && !s->freed &&
+		    s->ev.notice != NULL)
 			s->ev.notice(s->arg, s, "warn", "stopping once its "
 			    "worktree's git is done (git worktree add is not "
 			    "cut short)");
+		session_remove_ref(s);
 	} else if (s->start_recovery != NULL || s->secrets_pending > 0)
 		session_start_stopped(s);
 }

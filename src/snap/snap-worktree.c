@@ -1110,15 +1110,21 @@ snap_worktree_make_start(struct event_base *base, const char *project,
  * made. A worktree that was added stays (as a session's does), its
  * copies cut short.
  */
-void
+bool
 snap_worktree_make_stop(struct snap_worktree_make *m)
 {
-	if (m == NULL || m->stopped)
-		return;
-	m->stopped = true;
-	if ((m->step == SNAP_WORKTREE_ADD && m->proc == NULL) ||
-	    (m->step != SNAP_WORKTREE_ADD && m->proc != NULL))
-		snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
+	if (m == NULL)
+		return false;
+	if (!m->stopped) {
+		m->stopped = true;
+		if ((m->step == SNAP_WORKTREE_ADD && m->proc == NULL) ||
+		    (m->step != SNAP_WORKTREE_ADD && m->proc != NULL)) {
+			/* M is gone once DONE is told. */
+			snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
+			return false;
+		}
+	}
+	return m->step == SNAP_WORKTREE_ADD && m->proc != NULL;
 }
 
 void

@@ -744,9 +744,10 @@ void snap_worktree_make_free(struct snap_worktree_make *);
  * Asks a job to stop where it safely can: DONE is told, with
  * SNAP_WORKTREE_STOPPED, in this call if it waits for the worktrees' lock
  * or runs a git that only reads (killed), else once its git worktree add
- * or its current copy slice is done. NULL is a no-op.
+ * or its current copy slice is done. True if it waits for git worktree
+ * add (which may take a while: worth saying); NULL is a no-op.
  */
-void snap_worktree_make_stop(struct snap_worktree_make *);
+bool snap_worktree_make_stop(struct snap_worktree_make *);
 void snap_worktree_clear(struct snap_worktree *);
 /**
  * The worktree of SESSION, from its record beside it under DATA_DIR's
