@@ -737,7 +737,8 @@ proc_vfork(const struct proc_child *k, int *pidfd, int *err)
 	 * errno (no TLS of its own): kept.
 	 */
 	saved = errno;
-	sigfillset(&all);
+	/* (glibc's sigfillset leaves its two out too.) */
+	memset(&all, 0xff, sizeof all);
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
 	pid = clone(proc_vfork_child, proc_vfork_stack + PROC_VFORK_STACK,
 	    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, (void *)k, pidfd);
