@@ -327,11 +327,12 @@ snap_wt_slot(const struct snap_history *h, int wd)
 	return -1;
 }
 
-/* Lets slot I go: its watch, its descriptor. */
+/* Lets slot I go: its watch (unless the kernel let it go: GONE), its descriptor. */
 static void
-snap_wt_drop(struct snap_history *h, size_t i)
+snap_wt_drop(struct snap_history *h, size_t i, bool gone)
 {
-	(void)inotify_rm_watch(h->wfd, h->wt[i].wd);
+	if (!gone)
+		(void)inotify_rm_watch(h->wfd, h->wt[i].wd);
 	close(h->wt[i].fd);
 	free(h->wt[i].path);
 	snap_wt_held--;
@@ -357,7 +358,7 @@ snap_wt_sweep(struct snap_history *h)
 			continue;
 		h->wt_ops++;
 		if (fstat(h->wt[i].fd, &st) == 0 && st.st_nlink == 0)
-			snap_wt_drop(h, i);
+			snap_wt_drop(h, i, false);
 	}
 }
 
@@ -367,12 +368,7 @@ snap_wt_event(struct snap_history *h, size_t i, const struct inotify_event *ev)
 {
 	if (ev->mask & IN_IGNORED) {
 		/* Its watch is gone (the file system went): so is its slot. */
-		close(h->wt[i].fd);
-		free(h->wt[i].path);
-		snap_wt_held--;
-		h->wt[i].wd = -1;
-		h->wt[i].fd = -1;
-		h->wt[i].path = NULL;
+		snap_wt_drop(h, i, true);
 	} else if ((ev->mask & IN_DELETE) && (ev->mask & IN_ISDIR))
 		snap_wt_sweep(h);
 	else if (ev->len > 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
@@ -433,12 +429,10 @@ snap_history_watch_worktree_free(struct snap_history *h)
 {
 	size_t i;
 
+	/* (The watches go with the inotify fd, closed after.) */
 	for (i = 0; i < h->nwt; i++) {
-		if (h->wt[i].wd != -1) {
-			close(h->wt[i].fd);
-			free(h->wt[i].path);
-			snap_wt_held--;
-		}
+		if (h->wt[i].wd != -1)
+			snap_wt_drop(h, i, true);
 	}
 	free(h->wt);
 	h->wt = NULL;
