@@ -728,9 +728,10 @@ void proc_base_free(void);
 /*
  * Raises this process's soft RLIMIT_NOFILE to its hard limit (65,536 at
  * most): a server holds a jail's proxy connections, watches and pipes for
- * every session, and 1,024 ran out. Children started here get the limit
- * back as it was (not those of posix_spawn, used only where clone is
- * refused).
+ * every session, and a login's 1,024 is little for that. Children get
+ * the limit back as it was, except those posix_spawn starts (a program
+ * not on PATH, a child without a memory limit of a process over 32 MiB,
+ * or where clone3 and clone are refused), which keep the raised one.
  */
 void proc_raise_nofile(void);
 /*
