@@ -499,6 +499,7 @@ cmd_run(struct cli_args *args)
 	if ((cf = cli_load_config()) == NULL)
 		goto out;
 	r.base = proc_base();
+	loop_trace_init(r.base);
 	if ((ctx = session_ctx_create(r.base, cf, ra.upstream_ca.v,
 	    &cause)) == NULL) {
 		cli_error("%s", cause != NULL ? cause : "cannot create the "
