@@ -46,11 +46,12 @@ struct job_out {
 
 static void
 job_done(void *arg, int result, const char *tree, const struct buf *modes,
-    int64_t files, const char *cause)
+    const struct buf *borrowed, int64_t files, const char *cause)
 {
 	struct job_out *o = arg;
 
 	(void)modes;
+	(void)borrowed;
 	o->over = true;
 	o->result = result;
 	o->files = files;
@@ -74,8 +75,8 @@ job_main(const char *gitdir, unsigned readers, struct buf *list)
 	unlink(index);
 	snap_pack_job_readers = readers;
 	/* It frees itself once it told job_done. */
-	if (snap_pack_job_start(base, gitdir, index, ".", list, job_done,
-	    NULL, &o, &cause) == NULL) {
+	if (snap_pack_job_start(base, gitdir, index, ".", list, NULL,
+	    job_done, NULL, &o, &cause) == NULL) {
 		fprintf(stderr, "amx-pack-bench: %s\n", cause);
 		return 1;
 	}

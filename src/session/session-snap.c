@@ -76,7 +76,8 @@ session_snap_progress(void *arg, int64_t files)
 void
 session_snap_start(struct session *s)
 {
-	char *cause = NULL;
+	struct snap_checkout co;
+	char *cause = NULL, *index;
 	int64_t t0 = loop_trace_begin();
 
 	s->snap = snap_session_create(s->ctx->base, s->ctx->st, s->cf,
@@ -90,6 +91,15 @@ session_snap_start(struct session *s)
 	}
 	snap_session_set_progress(s->snap, session_snap_progress, s);
 	snap_session_set_notice(s->snap, session_snap_kept, s);
+	/* A new worktree: what git's checkout hashed need not be hashed again. */
+	if (s->wt != NULL && s->wt->admin != NULL && s->wt->base != NULL) {
+		index = xprintf("%s/index", s->wt->admin);
+		co.base = s->wt->base;
+		co.common = s->wt->common;
+		co.index = index;
+		snap_session_set_checkout(s->snap, &co);
+		free(index);
+	}
 	if (snap_session_take(s->snap, "start", NULL, session_snap_started, s,
 	    &cause) == -1) {
 		session_snap_notice(s, "alert", "%s", cause);

@@ -216,3 +216,22 @@ out:
 	snap_cachetree_free(&ct);
 	return rc;
 }
+
+int
+snap_cachetree_root(const struct buf *file, size_t oidlen, unsigned char *oid)
+{
+	struct snap_cachetree ct = { NULL, 0, 0, oidlen, NULL };
+	size_t i = 0, k;
+	int rc = -1;
+
+	if (snap_index_each_buf(file, oidlen, snap_cachetree_add, &ct) == -1)
+		goto out;
+	for (k = 0; k < ct.n; k++)
+		if (ct.v[k].ita || ct.v[k].unmerged)
+			goto out;
+	if (snap_cachetree_hash(&ct, &i, "", 0, oid) && i == ct.n)
+		rc = 0;
+out:
+	snap_cachetree_free(&ct);
+	return rc;
+}

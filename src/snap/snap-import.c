@@ -538,8 +538,7 @@ snap_import_pack_get(struct snap_import *im, const char *name)
 #define SNAP_IMPORT_PACK_SECS 60
 int snap_import_pack_secs_base = SNAP_IMPORT_PACK_SECS;
 
-/* How long index-pack may take for a pack of SIZE bytes. */
-static int
+int
 snap_import_pack_secs(off_t size)
 {
 	off_t mib = size >> 20;

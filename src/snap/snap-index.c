@@ -386,8 +386,11 @@ snap_index_write_own(const char *path, struct buf *file, size_t oidlen,
  * "racy" check looks at mtime, which can be forged). Such entries get
  * their mtime zeroed, so that git hashes them again next time.
  */
-int
-snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
+/* The entries of the index file PATH that FN(ARG, ...) says are to be hashed again, smudged: their count, -1. */
+static int
+snap_index_smudge_with(const char *path, size_t oidlen,
+    bool (*fn)(void *, unsigned char *, const char *,
+    const struct snap_index_entry *), void *arg)
 {
 	struct timespec times[2];
 	struct stat sb;
@@ -397,7 +400,7 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 	buf_init(&file);
 	count = snap_index_read_own(path, oidlen, &file, &sb) == -1 ? -1 :
 	    snap_index_smudge_each((unsigned char *)file.data, file.len,
-	    oidlen, snap_index_since, &since);
+	    oidlen, fn, arg);
 	if (count <= 0) {
 		buf_free(&file);
 		return count;
@@ -409,6 +412,30 @@ snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
 		count = -1;
 	buf_free(&file);
 	return count;
+}
+
+int
+snap_index_smudge(const char *path, size_t oidlen, uint32_t since)
+{
+	return snap_index_smudge_with(path, oidlen, snap_index_since, &since);
+}
+
+/* Every entry, its ctime too: no file can be the one cached. */
+static bool
+snap_index_forget_one(void *arg, unsigned char *ent, const char *name,
+    const struct snap_index_entry *e)
+{
+	(void)arg;
+	(void)name;
+	(void)e;
+	memset(ent, 0, 8);
+	return true;
+}
+
+int
+snap_index_forget(const char *path, size_t oidlen)
+{
+	return snap_index_smudge_with(path, oidlen, snap_index_forget_one, NULL);
 }
 
 /* The directory of the work tree entries are looked up in, kept while entries share it. */
@@ -955,4 +982,181 @@ snap_index_marks(const char *path, const char *repo, struct strv *out)
 	rc = snap_index_marks_of(&file, oidlen, repo, out);
 	buf_free(&file);
 	return rc;
+}
+
+/* ---- a fresh worktree's index, as git's checkout wrote it ---- */
+
+struct snap_seed_ent {
+	char *name;
+	uint32_t mode;
+	uint16_t flags;
+	uint16_t xflags;
+	unsigned char oid[SNAP_PACK_OID];
+	unsigned char stat[SNAP_CE_FIXED];  /* as git lays it out */
+};
+
+struct snap_seed {
+	struct snap_seed_ent *v;
+	size_t n;
+	int64_t written;          /* the index file's mtime (ns), less the clock's lag */
+	struct snap_index_dir dir;
+};
+
+void
+snap_seed_free(struct snap_seed *sd)
+{
+	size_t i;
+
+	if (sd == NULL)
+		return;
+	for (i = 0; i < sd->n; i++)
+		free(sd->v[i].name);
+	free(sd->v);
+	if (sd->dir.fd != -1 && sd->dir.fd != sd->dir.root)
+		close(sd->dir.fd);
+	if (sd->dir.root != -1)
+		close(sd->dir.root);
+	buf_free(&sd->dir.name);
+	free(sd);
+}
+
+/* Whether NAME's last component is .gitattributes (git converts what it names). */
+static bool
+snap_seed_attributes(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+
+	return strcmp(slash != NULL ? slash + 1 : name, ".gitattributes") == 0;
+}
+
+/* FILE's entries into SD, in its order; false if FILE is cut short or names attributes. */
+static bool
+snap_seed_entries(struct snap_seed *sd, const struct buf *file)
+{
+	const unsigned char *p, *end, *start;
+	struct snap_index_entry e;
+	struct snap_seed_ent *se;
+	struct buf name;
+	uint32_t version, n, i;
+	bool ok = false;
+
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &n) ||
+	    n > file->len / (SNAP_CE_FIXED + SNAP_PACK_OID))
+		goto out;
+	sd->v = xcalloc(n > 0 ? n : 1, sizeof *sd->v);
+	for (i = 0; i < n; i++) {
+		start = p;
+		if (!snap_index_entry(&p, end, version, SNAP_PACK_OID, &name,
+		    &e))
+			goto out;
+		buf_add(&name, "", 1);
+		name.len--;
+		if (snap_seed_attributes(name.data))
+			goto out;
+		se = &sd->v[sd->n++];
+		se->name = xstrdup(name.data);
+		se->mode = e.mode;
+		se->flags = e.flags;
+		se->xflags = e.xflags;
+		memcpy(se->oid, e.oid, SNAP_PACK_OID);
+		memcpy(se->stat, start, SNAP_CE_FIXED);
+	}
+	ok = true;
+out:
+	buf_free(&name);
+	return ok;
+}
+
+struct snap_seed *
+snap_seed_load(const char *index, const unsigned char *tree,
+    const char *worktree, char **cause)
+{
+	struct snap_seed *sd = xcalloc(1, sizeof *sd);
+	unsigned char root[SNAP_PACK_OID];
+	struct stat sb;
+	struct buf file;
+
+	sd->dir.root = sd->dir.fd = -1;
+	buf_init(&sd->dir.name);
+	buf_init(&file);
+	if (snap_index_read_user(index, &file, &sb) == -1) {
+		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
+		goto fail;
+	}
+	if (!snap_index_sum_ok(&file, SNAP_PACK_OID) ||
+	    snap_cachetree_root(&file, SNAP_PACK_OID, root) == -1 ||
+	    memcmp(root, tree, SNAP_PACK_OID) != 0) {
+		*cause = xprintf("%s is not the tree it was checked out from",
+		    index);
+		goto fail;
+	}
+	if (!snap_seed_entries(sd, &file)) {
+		*cause = xprintf("%s names a .gitattributes (git may have "
+		    "converted what it wrote) or is cut short", index);
+		goto fail;
+	}
+	sd->written = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+	    sb.st_mtim.tv_nsec - SNAP_INDEX_CLOCK_LAG_NS;
+	if ((sd->dir.root = open(worktree, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		*cause = xprintf("cannot open %s: %s", worktree,
+		    strerror(errno));
+		goto fail;
+	}
+	buf_free(&file);
+	return sd;
+fail:
+	buf_free(&file);
+	snap_seed_free(sd);
+	return NULL;
+}
+
+/* NAME's entry in SD (sorted as git sorts an index: bytewise), or NULL. */
+static const struct snap_seed_ent *
+snap_seed_find(const struct snap_seed *sd, const char *name)
+{
+	size_t lo = 0, hi = sd->n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if ((c = strcmp(sd->v[mid].name, name)) == 0)
+			return &sd->v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+bool
+snap_seed_take(struct snap_seed *sd, const char *path,
+    unsigned char oid[SNAP_PACK_OID], unsigned *mode, struct stat *sb)
+{
+	const struct snap_seed_ent *se = snap_seed_find(sd, path);
+	const unsigned char *p;
+	int64_t cached;
+	unsigned want;
+
+	if (se == NULL || (se->flags & SNAP_CE_VALID) ||
+	    (se->xflags & SNAP_CE_SKIP) ||
+	    (se->mode != 0100644 && se->mode != 0100755))
+		return false;
+	p = se->stat;
+	cached = (int64_t)snap_index_u32(p) * 1000000000 + snap_index_u32(p + 4);
+	if (cached >= sd->written || snap_index_coarse_late(p, sd->written) ||
+	    snap_index_lstat(&sd->dir, path, sb) == -1 ||
+	    !S_ISREG(sb->st_mode) || !snap_index_same(p, sb) ||
+	    snap_index_u32(p + 8) != (uint32_t)sb->st_mtim.tv_sec ||
+	    snap_index_u32(p + 12) != (uint32_t)sb->st_mtim.tv_nsec ||
+	    (uint64_t)sb->st_size > UINT32_MAX)
+		return false;
+	want = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
+	if (want != se->mode)
+		return false;
+	memcpy(oid, se->oid, SNAP_PACK_OID);
+	*mode = want;
+	return true;
 }

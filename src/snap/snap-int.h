@@ -13,6 +13,9 @@
 
 struct event_base;
 
+/* The id length of what agentmux's own pack writer writes (sha1). */
+#define SNAP_PACK_OID 20
+
 /* ---- repositories (snap-repo.c) ---- */
 
 enum snap_env {
@@ -110,6 +113,8 @@ int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
     struct buf *err, int out_fd, char **cause);
 /* RLIMIT_DATA of every git agentmux runs (snap-repo.c says why; a test hook). */
 extern uint64_t snap_git_mem;
+/* How long git index-pack may take for a pack of SIZE bytes (snap-import.c). */
+int snap_import_pack_secs(off_t size);
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */
 int snap_git(struct snap_repo *, enum snap_env, const char *const *args,
     const struct buf *input, struct buf *out, char **cause);
@@ -229,6 +234,12 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  */
 int snap_index_smudge(const char *path, size_t oidlen, uint32_t since);
 /*
+ * Makes git hash again every entry of the index file PATH, and keeps
+ * snap_index_verify from trusting any (their ctime is zeroed as well): the
+ * count, -1 with errno.
+ */
+int snap_index_forget(const char *path, size_t oidlen);
+/*
  * For a tree nothing but the session can have written since BEFORE (ns
  * realtime), the session now ended: entries of the index file PATH whose
  * file under WORKTREE is the one cached (inode, size, ctime to the
@@ -263,6 +274,45 @@ int snap_index_load(const char *path, const char *sig, struct buf *file,
  */
 int snap_cachetree_check(const struct buf *file, size_t oidlen,
     const struct buf *tree, struct strv *bad);
+/*
+ * The id of the tree that the entries of the index FILE make, hashed here
+ * as write-tree would into OID: -1 if FILE cannot be read, has no entry,
+ * or has an unmerged or intent-to-add one.
+ */
+int snap_cachetree_root(const struct buf *file, size_t oidlen,
+    unsigned char *oid);
+
+/*
+ * What git's own checkout of a fresh worktree hashed already
+ * (snap-index.c): a first snapshot of that worktree takes a file's blob
+ * id from it, without reading the file, when the file is the very one
+ * git wrote.
+ */
+struct snap_seed;
+/*
+ * Reads INDEX, the index that git worktree add (run by agentmux, before
+ * anything else could write WORKTREE) wrote, never through a link, and
+ * checks that its entries make exactly TREE (SNAP_PACK_OID bytes, the
+ * commit's tree the worktree was made from): the index is in a git dir
+ * that a session in the main tree can write, so nothing of it but what
+ * TREE proves is believed. NULL with *CAUSE if it cannot be read, does
+ * not make TREE, or git may have converted what it wrote (the tree has a
+ * .gitattributes). Allocates: in the clone gate on a helper thread.
+ */
+struct snap_seed *snap_seed_load(const char *index, const unsigned char *tree,
+    const char *worktree, char **cause);
+/*
+ * Whether PATH's file under the worktree is one git's checkout wrote and
+ * cached: a regular file, looked at without following a link, with the
+ * inode, size, mode and times (ctime to the nanosecond, which cannot be
+ * set from user space) of its entry, cached before the index was written
+ * (less the coarse clock's lag), neither skip-worktree nor
+ * assume-unchanged. Then its blob's id is OID, its mode *MODE, and SB its
+ * lstat data. Allocates: in the clone gate on a helper thread.
+ */
+bool snap_seed_take(struct snap_seed *, const char *path,
+    unsigned char oid[SNAP_PACK_OID], unsigned *mode, struct stat *sb);
+void snap_seed_free(struct snap_seed *);
 /*
  * Writes the user's index file PATH again without its SIG extensions and
  * without what snap_index_ext calls 2, under git's own lock (PATH.lock,
@@ -483,7 +533,6 @@ int snap_keep_detaching(void);
 
 /* ---- writing a pack without git (snap-pack.c) ---- */
 
-#define SNAP_PACK_OID 20
 /* The pack entry types (gitformat-pack(5)). */
 enum snap_pack_type {
 	SNAP_PACK_COMMIT = 1,
@@ -555,11 +604,27 @@ void snap_pack_abort(struct snap_pack *);
  * snap_modes_from_find); 1 if git's path must take it (CAUSE says why: a
  * nested repository, a file that changed while read, one of another
  * kind), -1 on an error (CAUSE; nothing of it counts). FILES: how many
- * were stored. TREE and MODES are NULL unless RESULT is 0; all borrowed.
+ * were stored. BORROWED: the ids of the blobs the tree names that the
+ * pack does not hold (the seed's, below), a hex id a line. TREE, MODES
+ * and BORROWED are NULL unless RESULT is 0; all borrowed.
  */
 typedef void (*snap_pack_job_cb)(void *arg, int result, const char *tree,
-    const struct buf *modes, int64_t files, const char *cause);
+    const struct buf *modes, const struct buf *borrowed, int64_t files,
+    const char *cause);
 struct snap_pack_job;
+/*
+ * A fresh worktree's files as git's checkout wrote them (snap_seed_load):
+ * INDEX, the index it wrote, and TREE, the tree it was made from. A file
+ * that is still the one git wrote is not read: its blob's id comes from
+ * INDEX, and the id goes into BORROWED (a hex id a line) instead of its
+ * blob into the pack; the caller brings those blobs in from the project's
+ * repository. A seed that cannot be believed is not used (logged).
+ */
+struct snap_pack_seed {
+	const char *index;
+	unsigned char tree[SNAP_PACK_OID];
+	const struct strv *converted; /* files read all the same (git may have converted them) */
+};
 /*
  * Threads that read and hash a job's files ahead of the one writing its
  * pack (0: that one reads them too; at most 2); the pack, its index and
@@ -575,8 +640,9 @@ extern unsigned snap_pack_job_readers;
  */
 struct snap_pack_job *snap_pack_job_start(struct event_base *base,
     const char *gitdir, const char *index, const char *worktree,
-    struct buf *list, snap_pack_job_cb done,
-    void (*progress)(void *, int64_t), void *arg, char **cause);
+    struct buf *list, const struct snap_pack_seed *seed,
+    snap_pack_job_cb done, void (*progress)(void *, int64_t), void *arg,
+    char **cause);
 /* Moves the job's watcher to BASE; NULL is a no-op. */
 void snap_pack_job_move(struct snap_pack_job *, struct event_base *base);
 /* Stops the job (waiting for the block at hand) and frees it; DONE is not called; NULL is a no-op. */
@@ -613,6 +679,7 @@ struct snap_take_opts {
 	bool if_changed;            /* skip (not recorded) when the tree did not change */
 	bool record_refs;           /* record HEAD, branch tips and the index */
 	int64_t first_write_ms;     /* an end: nothing wrote the tree before (0: the session's start) */
+	const struct snap_checkout *checkout; /* a start of a worktree just checked out, or NULL */
 };
 
 /*

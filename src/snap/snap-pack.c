@@ -1489,6 +1489,12 @@ struct snap_pack_job {
 	char *cause;
 	char tree[2 * SNAP_PACK_OID + 1];
 	struct buf modes;         /* as find -printf '%y %m %p\\0' gives them */
+	char *worktree;
+	char *seed_index;         /* git's index of a fresh worktree (snap_pack_seed), or NULL */
+	unsigned char seed_tree[SNAP_PACK_OID];
+	char *seed_cause;         /* why it was not used */
+	struct strv converted;    /* files read all the same (sorted) */
+	struct buf borrowed;      /* ids of blobs taken from it, not stored, a line each */
 	snap_pack_job_cb done;
 	void (*progress)(void *, int64_t);
 	void *arg;
@@ -1958,26 +1964,104 @@ snap_pack_job_end(struct snap_pack_job *j, struct snap_pack *p,
 	return 0;
 }
 
+/*
+ * The files of PATHS[0..*N) that git's checkout wrote and cached (the
+ * job's seed) into KE and KSB, their ids into BORROWED, not to be read:
+ * PATHS keeps the others, in order, and *N becomes their count. The
+ * count taken; 0 if there is no seed or it is not to be believed (why is
+ * logged). In the gate.
+ */
+static size_t
+snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
+    struct snap_pack_entry *ke, struct stat *ksb)
+{
+	struct snap_seed *sd;
+	char hex[2 * SNAP_PACK_OID + 1];
+	size_t i, kn = 0, rest = 0;
+
+	if (j->seed_index == NULL)
+		return 0;
+	if ((sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree,
+	    &j->seed_cause)) == NULL)
+		return 0;
+	for (i = 0; i < *n; i++) {
+		if (snap_pack_path_plain(paths[i], false) &&
+		    (j->converted.n == 0 || bsearch(&paths[i], j->converted.v,
+		    j->converted.n, sizeof *j->converted.v,
+		    snap_pack_strcmp) == NULL) &&
+		    snap_seed_take(sd, paths[i], ke[kn].oid, &ke[kn].mode,
+		    &ksb[kn])) {
+			ke[kn].path = paths[i];
+			snap_pack_hex(ke[kn].oid, hex);
+			buf_printf(&j->borrowed, "%s\n", hex);
+			kn++;
+		} else
+			paths[rest++] = paths[i];
+	}
+	snap_seed_free(sd);
+	*n = rest;
+	return kn;
+}
+
+/*
+ * E[0..N) (the files stored) and KE[0..KN) (those taken from the seed),
+ * each sorted by path, merged into OUT and OSB, sorted too. In the gate.
+ */
+static void
+snap_pack_job_merge(const struct snap_pack_entry *e, const struct stat *sb,
+    size_t n, const struct snap_pack_entry *ke, const struct stat *ksb,
+    size_t kn, struct snap_pack_entry *out, struct stat *osb)
+{
+	size_t i = 0, k = 0, o = 0;
+
+	while (i < n || k < kn) {
+		if (k == kn || (i < n && strcmp(e[i].path, ke[k].path) < 0)) {
+			out[o] = e[i];
+			osb[o++] = sb[i++];
+		} else {
+			out[o] = ke[k];
+			osb[o++] = ksb[k++];
+		}
+	}
+}
+
 /* The thread's work: 0 with the tree, 1 (git's path, CAUSE says why), -1. */
 static int
 snap_pack_job_write(struct snap_pack_job *j)
 {
-	struct snap_pack_entry *e;
+	struct snap_pack_entry *e, *ke, *all;
 	struct snap_pack *p;
-	struct stat *sb;
+	struct stat *sb, *ksb, *allsb;
 	char **paths;
-	size_t n;
+	size_t n, kn;
+	uint32_t count;
 	int r;
 
 	clone_gate_enter();
 	paths = snap_pack_job_paths(&j->list, &n);
 	e = xcalloc(n > 0 ? n : 1, sizeof *e);
 	sb = xcalloc(n > 0 ? n : 1, sizeof *sb);
-	p = snap_pack_begin(j->gitdir, snap_pack_job_count(paths, n),
-	    &j->cause);
+	ke = xcalloc(n > 0 ? n : 1, sizeof *ke);
+	ksb = xcalloc(n > 0 ? n : 1, sizeof *ksb);
+	count = snap_pack_job_count(paths, n);
+	kn = snap_pack_job_seeded(j, paths, &n, ke, ksb);
+	p = snap_pack_begin(j->gitdir, count - (uint32_t)kn, &j->cause);
 	clone_gate_leave();
 	r = p == NULL ? -1 : snap_pack_job_files(j, p, paths, &n, e, sb);
 	clone_gate_enter();
+	if (r == 0 && kn > 0) {
+		all = xcalloc(n + kn, sizeof *all);
+		allsb = xcalloc(n + kn, sizeof *allsb);
+		snap_pack_job_merge(e, sb, n, ke, ksb, kn, all, allsb);
+		free(e);
+		free(sb);
+		e = all;
+		sb = allsb;
+		n += kn;
+		atomic_store(&j->files, n);
+	}
+	free(ke);
+	free(ksb);
 	if (r == 0)
 		r = snap_pack_job_end(j, p, e, sb, n);
 	else
@@ -2023,8 +2107,12 @@ snap_pack_job_ready(evutil_socket_t fd, short what, void *arg)
 	}
 	event_del(j->ev);
 	thread_join(&j->thread);
+	if (j->seed_cause != NULL)
+		log_info("the first snapshot reads every file: %s",
+		    j->seed_cause);
 	j->done(j->arg, j->result, j->result == 0 ? j->tree : NULL,
 	    j->result == 0 ? &j->modes : NULL,
+	    j->result == 0 ? &j->borrowed : NULL,
 	    (int64_t)atomic_load(&j->files), j->cause);
 	snap_pack_job_free(j);
 }
@@ -2041,15 +2129,29 @@ snap_pack_job_watch(struct snap_pack_job *j, struct event_base *base)
 struct snap_pack_job *
 snap_pack_job_start(struct event_base *base, const char *gitdir,
     const char *index, const char *worktree, struct buf *list,
-    snap_pack_job_cb done, void (*progress)(void *, int64_t), void *arg,
-    char **cause)
+    const struct snap_pack_seed *seed, snap_pack_job_cb done,
+    void (*progress)(void *, int64_t), void *arg, char **cause)
 {
 	struct snap_pack_job *j = xcalloc(1, sizeof *j);
+	size_t i;
 	int rc;
 
 	j->pipe[0] = j->pipe[1] = j->wt = -1;
 	j->gitdir = xstrdup(gitdir);
 	j->index = xstrdup(index);
+	j->worktree = xstrdup(worktree);
+	buf_init(&j->borrowed);
+	strv_init(&j->converted);
+	if (seed != NULL) {
+		j->seed_index = xstrdup(seed->index);
+		memcpy(j->seed_tree, seed->tree, SNAP_PACK_OID);
+		for (i = 0; seed->converted != NULL &&
+		    i < seed->converted->n; i++)
+			strv_add(&j->converted, seed->converted->v[i]);
+		if (j->converted.n > 0)
+			qsort(j->converted.v, j->converted.n, sizeof
+			    *j->converted.v, snap_pack_strcmp);
+	}
 	j->done = done;
 	j->progress = progress;
 	j->arg = arg;
@@ -2105,8 +2207,13 @@ snap_pack_job_free(struct snap_pack_job *j)
 		close(j->wt);
 	buf_free(&j->list);
 	buf_free(&j->modes);
+	buf_free(&j->borrowed);
 	free(j->cause);
 	free(j->gitdir);
 	free(j->index);
+	free(j->worktree);
+	free(j->seed_index);
+	free(j->seed_cause);
+	strv_free(&j->converted);
 	free(j);
 }

@@ -43,6 +43,8 @@ struct snap_session {
 	bool orphan;                    /* freed while busy: it frees itself once done */
 	int calling;                    /* inside a done callback (which may free it) */
 	int64_t first_write_ms;         /* snap_session_set_first_write; 0: not set */
+	/* snap_session_set_checkout's, for the start snapshot; NULL: none */
+	char *co_base, *co_common, *co_index;
 };
 
 /* Sessions freed with snapshots still to take: each frees itself when they are taken. */
@@ -156,6 +158,9 @@ snap_session_release(struct snap_session *ss)
 	free(ss->queue);
 	snap_repo_free(ss->repo);
 	free(ss->repo_error);
+	free(ss->co_base);
+	free(ss->co_common);
+	free(ss->co_index);
 	free(ss);
 }
 
@@ -274,6 +279,18 @@ snap_session_set_first_write(struct snap_session *ss, int64_t ms)
 	ss->first_write_ms = ms;
 }
 
+void
+snap_session_set_checkout(struct snap_session *ss,
+    const struct snap_checkout *co)
+{
+	free(ss->co_base);
+	free(ss->co_common);
+	free(ss->co_index);
+	ss->co_base = xstrdup(co->base);
+	ss->co_common = xstrdup(co->common);
+	ss->co_index = xstrdup(co->index);
+}
+
 static void
 snap_session_done(void *arg, const struct snap_result *res, const char *error)
 {
@@ -303,6 +320,7 @@ static void
 snap_session_next(struct snap_session *ss)
 {
 	struct snap_take_opts o;
+	struct snap_checkout co;
 	struct snap_queued q;
 	char *cause = NULL;
 	void (*saved)(void *);
@@ -318,6 +336,12 @@ snap_session_next(struct snap_session *ss)
 		o.record_refs = strcmp(q.kind, "start") == 0;
 		if (strcmp(q.kind, "end") == 0)
 			o.first_write_ms = ss->first_write_ms;
+		if (strcmp(q.kind, "start") == 0 && ss->co_base != NULL) {
+			co.base = ss->co_base;
+			co.common = ss->co_common;
+			co.index = ss->co_index;
+			o.checkout = &co;
+		}
 		ss->running = q;
 		if (ss->repo_error != NULL)
 			cause = xstrdup(ss->repo_error);

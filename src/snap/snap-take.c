@@ -103,6 +103,22 @@ struct snap_take {
 	bool starting;            /* inside snap_take_start: it reports errors itself */
 	struct snap_result res;   /* recorded, waiting for the freeze to end */
 	struct buf adopted;       /* index lines that take the placeholders out again */
+	/*
+	 * A worktree's start from what its checkout hashed (snap_pack_seed):
+	 * the files git wrote are not read; their blobs are brought in from
+	 * the project's objects (pack-objects there, index-pack here, then
+	 * each id looked up) beside the job's steps, and the job is over
+	 * only once they are all here.
+	 */
+	char *co_base;            /* the commit the worktree was checked out from */
+	char *co_common;          /* the project's git dir */
+	char *co_index;           /* the index its checkout wrote */
+	char *co_tree;            /* the commit's tree, once read (hex) */
+	bool co_attrs_read;       /* the files' attributes are looked at */
+	struct strv co_converted; /* files read all the same (converted, .gitignore) */
+	struct buf borrowed;      /* the blob ids taken from the index, a line each */
+	int borrow_fd;            /* their pack, as pack-objects writes it */
+	int borrowing;            /* its commands still running (not in PENDING) */
 };
 
 struct snap_take_keep;
@@ -110,6 +126,7 @@ struct snap_take_names_job;
 struct snap_take_after;
 
 static void snap_take_add(struct snap_take *);
+static void snap_take_native_listed(struct snap_take *);
 static void snap_take_try_record(struct snap_take *);
 static void snap_take_keep_free(struct snap_take_keep *);
 static void snap_take_names_job_free(struct snap_take_names_job *);
@@ -181,6 +198,14 @@ snap_take_free(struct snap_take *t)
 	free(t->tree);
 	free(t->commit);
 	free(t->error);
+	free(t->co_base);
+	free(t->co_common);
+	free(t->co_index);
+	free(t->co_tree);
+	strv_free(&t->co_converted);
+	buf_free(&t->borrowed);
+	if (t->borrow_fd != -1)
+		close(t->borrow_fd);
 	snap_result_clear(&t->res);
 	free(t);
 }
@@ -638,7 +663,8 @@ snap_take_finished(struct snap_take *t)
 {
 	struct snap_result res;
 
-	if (!t->recorded || t->pending > 0 || t->freezing > 0)
+	if (!t->recorded || t->pending > 0 || t->freezing > 0 ||
+	    t->borrowing > 0)
 		return;
 	res = t->res;
 	memset(&t->res, 0, sizeof t->res);
@@ -1521,6 +1547,406 @@ snap_take_bulk_cb(struct proc *p, void *arg)
 	snap_take_add(t);
 }
 
+/* ---- a worktree's start: the blobs its checkout wrote, from the project ---- */
+
+/*
+ * How long git pack-objects (of the project's own objects, mostly copied
+ * as they are packed) and cat-file may take: a bound against a hang, not
+ * a limit on a large repository.
+ */
+#define SNAP_TAKE_BORROW_SECS 900
+
+static struct proc *snap_take_git_at(struct snap_take *, const char *,
+    const char *, char *const *, int, const struct buf *, int, int, proc_cb,
+    char **);
+
+static void
+snap_take_co_tree_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = proc_out(p);
+	size_t len;
+
+	t->pending--;
+	len = out->data != NULL ? strcspn(out->data, "\n") : 0;
+	if (proc_status(p) == 0 && len == 2 * SNAP_PACK_OID &&
+	    strspn(out->data, "0123456789abcdef") >= len)
+		t->co_tree = xstrndup(out->data, len);
+	else
+		log_info("the first snapshot of %s reads every file: the tree "
+		    "of %s is not known", t->repo->worktree, t->co_base);
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/* The tree of the commit the worktree was checked out from, read from the project's git dir itself. */
+static void
+snap_take_co_tree(struct snap_take *t)
+{
+	char *spec = xprintf("%s^{tree}", t->co_base), *cause = NULL;
+	const char *args[] = { "rev-parse", "--verify", "--quiet",
+	    "--end-of-options", spec, NULL };
+	struct proc *p;
+
+	if (snap_take_oidlen(t) != SNAP_PACK_OID ||
+	    (p = snap_git_plain_start(t->base, t->co_common, args, NULL, -1,
+	    snap_take_co_tree_cb, t, &cause)) == NULL) {
+		if (cause != NULL)
+			log_info("the first snapshot reads every file: %s",
+			    cause);
+		free(cause);
+		free(spec);
+		return;
+	}
+	snap_take_track(t, p);
+	free(spec);
+}
+
+/* Whether git converts what it checks out for attribute NAME with VALUE. */
+static bool
+snap_take_converts(const char *name, const char *value)
+{
+	static const char *const conv[] = { "text", "eol", "crlf", "ident",
+	    "filter", "working-tree-encoding" };
+	size_t i;
+
+	for (i = 0; i < nitems(conv); i++)
+		if (strcmp(name, conv[i]) == 0)
+			return strcmp(value, "unset") != 0;
+	return false;
+}
+
+static void
+snap_take_co_attrs_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = proc_out(p);
+	const char *f[3], *s, *end;
+	int k;
+
+	t->pending--;
+	if (proc_status(p) != 0) {
+		log_info("the first snapshot of %s reads every file: %s",
+		    t->repo->worktree, proc_err(p)->data != NULL ?
+		    proc_err(p)->data : "git check-attr failed");
+		free(t->co_tree);
+		t->co_tree = NULL;
+	} else if (out->data != NULL) {
+		/* "PATH\0ATTRIBUTE\0VALUE\0", each set one (-a). */
+		end = out->data + out->len;
+		for (s = out->data, k = 0; s < end; s += strlen(s) + 1) {
+			f[k++] = s;
+			if (k < 3)
+				continue;
+			k = 0;
+			if (snap_take_converts(f[1], f[2]) &&
+			    (t->co_converted.n == 0 || strcmp(f[0],
+			    t->co_converted.v[t->co_converted.n - 1]) != 0))
+				strv_add(&t->co_converted, f[0]);
+		}
+	}
+	snap_take_reap(t, p);
+	snap_take_step(t);
+}
+
+/*
+ * The attributes of the files listed, as git worktree add saw them (the
+ * project's info/attributes, the user's and the system's; the tree has no
+ * .gitattributes, or nothing is taken from the index): a file one of them
+ * may have made git convert on its way out (text, eol, ident, an encoding)
+ * is read like any other. False if git cannot be started.
+ */
+static bool
+snap_take_co_attrs(struct snap_take *t)
+{
+	static char *argv[] = { "git", "check-attr", "--stdin", "-z", "-a",
+	    NULL };
+	char *cause = NULL;
+
+	t->co_attrs_read = true;
+	if (snap_take_git_at(t, t->co_common, t->repo->worktree, argv, -1,
+	    &t->untracked, -1, SNAP_TAKE_BORROW_SECS, snap_take_co_attrs_cb,
+	    &cause) == NULL) {
+		log_info("the first snapshot reads every file: %s", cause);
+		free(cause);
+		free(t->co_tree);
+		t->co_tree = NULL;
+		return false;
+	}
+	t->next = snap_take_native_listed;
+	return true;
+}
+
+static unsigned
+snap_take_hexval(char c)
+{
+	return c >= 'a' ? (unsigned)(c - 'a' + 10) : (unsigned)(c - '0');
+}
+
+/*
+ * A file of the own repository for the borrowed blobs' pack, open in
+ * T->borrow_fd, unnamed (O_TMPFILE, else made and unlinked at once):
+ * nothing is left behind whatever happens. -1 (logged) if it cannot be.
+ */
+static int
+snap_take_borrow_file(struct snap_take *t)
+{
+	char *dir = xprintf("%s/objects/pack", t->repo->gitdir), *tmp;
+	int fd;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd == -1 && errno != ENOENT && errno != EACCES) {
+		tmp = xprintf("%s/tmp_borrow_XXXXXX", dir);
+		if ((fd = mkostemp(tmp, O_CLOEXEC)) != -1)
+			unlink(tmp);
+		free(tmp);
+	}
+	if (fd == -1)
+		log_info("the first snapshot reads every file: cannot make a "
+		    "file in %s: %s", dir, strerror(errno));
+	free(dir);
+	t->borrow_fd = fd;
+	return fd == -1 ? -1 : 0;
+}
+
+/*
+ * The seed of the pack writer, into *SEED: NULL if there is none. The
+ * .gitignore files are read all the same: the freeze reads them back from
+ * the own repository before the borrowed blobs are in.
+ */
+static const struct snap_pack_seed *
+snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
+{
+	const char *s, *end, *base;
+	size_t i;
+	unsigned hi, lo;
+
+	if (t->co_tree == NULL ||
+	    (t->borrow_fd == -1 && snap_take_borrow_file(t) == -1))
+		return NULL;
+	end = t->untracked.data + t->untracked.len;
+	for (s = t->untracked.data; s != NULL && s < end; s += strlen(s) + 1) {
+		base = strrchr(s, '/');
+		if (strcmp(base != NULL ? base + 1 : s, ".gitignore") == 0)
+			strv_add(&t->co_converted, s);
+	}
+	seed->index = t->co_index;
+	seed->converted = &t->co_converted;
+	for (i = 0; i < SNAP_PACK_OID; i++) {
+		hi = snap_take_hexval(t->co_tree[2 * i]);
+		lo = snap_take_hexval(t->co_tree[2 * i + 1]);
+		seed->tree[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return seed;
+}
+
+/*
+ * Starts git (ARGV) as a step of the job on GITDIR (and WORKTREE, if not
+ * NULL) with IN_FD (a file) as its stdin or INPUT, OUT_FD (a file) as its
+ * stdout or read, for at most SECS. NULL with *CAUSE.
+ */
+static struct proc *
+snap_take_git_at(struct snap_take *t, const char *gitdir,
+    const char *worktree, char *const *argv, int in_fd,
+    const struct buf *input, int out_fd, int secs, proc_cb cb, char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct proc *p;
+
+	snap_env_plain(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	if (worktree != NULL)
+		strv_addf(&env, "GIT_WORK_TREE=%s", worktree);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = worktree != NULL ? worktree : gitdir;
+	o.out_fd = out_fd;
+	o.umask = -1;
+	o.data_max = snap_git_mem;
+	o.timeout = secs;
+	o.err_max = 64 * 1024;
+	if (in_fd != -1) {
+		o.has_in_fd = true;
+		o.in_fd = in_fd;
+	} else if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	p = proc_start(t->base, &o, cb, t, cause);
+	strv_free(&env);
+	if (p != NULL)
+		snap_take_track(t, p);
+	return p;
+}
+
+/* The same for a command of the borrow: beside the job's steps, not one of them. */
+static struct proc *
+snap_take_borrow_git(struct snap_take *t, const char *gitdir,
+    char *const *argv, int in_fd, const struct buf *input, int out_fd,
+    int secs, proc_cb cb, char **cause)
+{
+	struct proc *p;
+
+	p = snap_take_git_at(t, gitdir, NULL, argv, in_fd, input, out_fd,
+	    secs, cb, cause);
+	if (p != NULL) {
+		t->pending--;
+		t->borrowing++;
+	}
+	return p;
+}
+
+/*
+ * The blobs could not all be brought in: the snapshot cannot restore
+ * those files, and says so; the stat cache forgets every entry, so the
+ * next snapshot reads every file and stores what it finds.
+ */
+static void
+snap_take_borrow_failed(struct snap_take *t, size_t n, char *why)
+{
+	size_t i;
+
+	if (n == 0)
+		for (i = 0; i < t->borrowed.len; i++)
+			n += t->borrowed.data[i] == '\n';
+	if (snap_index_forget(t->repo->index, SNAP_PACK_OID) == -1 &&
+	    errno != ENOENT)
+		log_warn("cannot forget the stat cache %s", t->repo->index);
+	if (snap_index_forget(t->repo->seed, SNAP_PACK_OID) == -1 &&
+	    errno != ENOENT)
+		log_warn("cannot forget the stat cache %s", t->repo->seed);
+	snap_take_error(t, xprintf("the contents of %zu file%s git checked "
+	    "out could not be copied from the project's repository (%s): undo "
+	    "to this snapshot cannot restore %s", n, n == 1 ? "" : "s", why,
+	    n == 1 ? "it" : "them"));
+	free(why);
+}
+
+/* One command of the borrow is over: its slot and count go. */
+static void
+snap_take_borrow_over(struct snap_take *t, struct proc *p)
+{
+	t->borrowing--;
+	snap_take_reap(t, p);
+}
+
+/* The borrow is over (T->error says if it failed): the job ends if nothing else runs. */
+static void
+snap_take_borrow_end(struct snap_take *t)
+{
+	if (t->borrow_fd != -1)
+		close(t->borrow_fd);
+	t->borrow_fd = -1;
+	if (t->recorded || t->error == NULL)
+		snap_take_finished(t);
+	else
+		snap_take_step(t);
+}
+
+static void
+snap_take_borrow_check_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	struct buf *out = proc_out(p);
+	const char *line, *end, *first = NULL;
+	size_t missing = 0, len;
+
+	end = out->data != NULL ? out->data + out->len : NULL;
+	for (line = out->data; line != NULL && line < end; line += len + 1) {
+		len = strcspn(line, "\n");
+		if (len == 2 * SNAP_PACK_OID + 8 &&
+		    memcmp(line + 2 * SNAP_PACK_OID, " missing", 8) == 0) {
+			if (first == NULL)
+				first = line;
+			missing++;
+		}
+	}
+	if (proc_status(p) != 0)
+		snap_take_borrow_failed(t, 0, snap_git_complaint("cat-file",
+		    proc_err(p), proc_status(p)));
+	else if (missing > 0)
+		snap_take_borrow_failed(t, missing, xprintf("blob %.*s is not "
+		    "what the project's object of that name holds: run git fsck "
+		    "there", 2 * SNAP_PACK_OID, first));
+	snap_take_borrow_over(t, p);
+	snap_take_borrow_end(t);
+}
+
+/* The pack is indexed here: every id is looked up (a corrupt object of the project's comes out under another). */
+static void
+snap_take_borrow_indexed_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	static char *argv[] = { "git", "cat-file", "--batch-check", NULL };
+	char *cause = NULL;
+
+	if (proc_status(p) != 0) {
+		snap_take_borrow_failed(t, 0, snap_git_complaint("index-pack",
+		    proc_err(p), proc_status(p)));
+		snap_take_borrow_over(t, p);
+		snap_take_borrow_end(t);
+		return;
+	}
+	snap_take_borrow_over(t, p);
+	if (snap_take_borrow_git(t, t->repo->gitdir, argv, -1, &t->borrowed,
+	    -1, SNAP_TAKE_BORROW_SECS, snap_take_borrow_check_cb,
+	    &cause) == NULL) {
+		snap_take_borrow_failed(t, 0, cause);
+		snap_take_borrow_end(t);
+	}
+}
+
+/*
+ * The project's pack of the blobs is written: git index-pack takes it
+ * into agentmux's own repository, naming each object by its own hash.
+ */
+static void
+snap_take_borrow_packed_cb(struct proc *p, void *arg)
+{
+	struct snap_take *t = arg;
+	static char *argv[] = { "git", "index-pack", "--stdin", NULL };
+	struct stat sb;
+	char *cause = NULL;
+
+	if (proc_status(p) != 0 || fstat(t->borrow_fd, &sb) == -1 ||
+	    lseek(t->borrow_fd, 0, SEEK_SET) == -1) {
+		snap_take_borrow_failed(t, 0, proc_status(p) != 0 ?
+		    snap_git_complaint("pack-objects", proc_err(p),
+		    proc_status(p)) : xprintf("cannot read the pack back: %s",
+		    strerror(errno)));
+		snap_take_borrow_over(t, p);
+		snap_take_borrow_end(t);
+		return;
+	}
+	snap_take_borrow_over(t, p);
+	if (snap_take_borrow_git(t, t->repo->gitdir, argv, t->borrow_fd, NULL,
+	    -1, snap_import_pack_secs(sb.st_size),
+	    snap_take_borrow_indexed_cb, &cause) == NULL) {
+		snap_take_borrow_failed(t, 0, cause);
+		snap_take_borrow_end(t);
+	}
+}
+
+/*
+ * The blobs the tree took from the checkout's index, packed by git in the
+ * project's own git dir (its objects are the user's: a session's reach
+ * them only through index-pack's check at its end) into a file of ours.
+ */
+static void
+snap_take_borrow(struct snap_take *t)
+{
+	static char *argv[] = { "git", "pack-objects", "--stdout", "--quiet",
+	    NULL };
+	char *cause = NULL;
+
+	if (snap_take_borrow_git(t, t->co_common, argv, -1, &t->borrowed,
+	    t->borrow_fd, SNAP_TAKE_BORROW_SECS, snap_take_borrow_packed_cb,
+	    &cause) == NULL)
+		snap_take_borrow_failed(t, 0, cause);
+}
+
 /* ---- a first snapshot through agentmux's own pack writer ---- */
 
 bool snap_take_git_only;
@@ -1531,16 +1957,21 @@ bool snap_take_git_only;
  */
 static void
 snap_take_native_cb(void *arg, int result, const char *tree,
-    const struct buf *modes, int64_t files, const char *cause)
+    const struct buf *modes, const struct buf *borrowed, int64_t files,
+    const char *cause)
 {
 	struct snap_take *t = arg;
+	size_t i, taken;
 	char *q;
 
 	t->packjob = NULL;
 	t->pending--;
 	if (result == 0) {
-		log_debug("first snapshot of %s: %lld files, tree %s",
-		    t->repo->worktree, (long long)files, tree);
+		for (i = 0, taken = 0; i < borrowed->len; i++)
+			taken += borrowed->data[i] == '\n';
+		log_debug("first snapshot of %s: %lld files (%zu of them as git's "
+		    "checkout hashed them), tree %s", t->repo->worktree,
+		    (long long)files, taken, tree);
 		t->files = files;
 		t->bulk = false;
 		/* The writer made the trees from the index it wrote: write-tree's. */
@@ -1552,6 +1983,10 @@ snap_take_native_cb(void *arg, int result, const char *tree,
 		t->modes_read = true;
 		snap_keep_mark_packed(t->repo->gitdir);
 		t->next = snap_take_live_done;
+		if (borrowed->len > 0) {
+			buf_add(&t->borrowed, borrowed->data, borrowed->len);
+			snap_take_borrow(t);
+		}
 	} else {
 		log_info("the first snapshot of %s is taken by git: %s",
 		    t->repo->worktree, cause);
@@ -1582,6 +2017,7 @@ snap_take_native_progress(void *arg, int64_t files)
 static void
 snap_take_native_listed(struct snap_take *t)
 {
+	struct snap_pack_seed seed;
 	char *cause = NULL;
 
 	if (t->untracked.len == 0) {
@@ -1589,9 +2025,12 @@ snap_take_native_listed(struct snap_take *t)
 		snap_take_add(t);
 		return;
 	}
+	if (t->co_tree != NULL && !t->co_attrs_read && snap_take_co_attrs(t))
+		return;
 	t->packjob = snap_pack_job_start(t->base, t->repo->gitdir,
 	    t->repo->index, t->repo->worktree, &t->untracked,
-	    snap_take_native_cb, snap_take_native_progress, t, &cause);
+	    snap_take_seed(t, &seed), snap_take_native_cb,
+	    snap_take_native_progress, t, &cause);
 	buf_reset(&t->untracked);
 	if (t->packjob == NULL) {
 		log_info("the first snapshot of %s is taken by git: %s",
@@ -1640,6 +2079,8 @@ snap_take_native(struct snap_take *t)
 	t->next = snap_take_native_listed;
 	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
 	    snap_take_native_ls_cb);
+	if (t->co_base != NULL)
+		snap_take_co_tree(t);
 	snap_take_step(t);
 }
 
@@ -2342,6 +2783,7 @@ snap_take_stop(struct snap_take *t, char *why)
 	t->error = why;
 	t->pending = 0;
 	t->freezing = 0;
+	t->borrowing = 0;
 	snap_take_end(t, NULL);
 }
 
@@ -2483,6 +2925,14 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->session = o->session;
 	t->if_changed = o->if_changed;
 	t->first_write_ms = o->first_write_ms;
+	t->borrow_fd = -1;
+	buf_init(&t->borrowed);
+	strv_init(&t->co_converted);
+	if (o->checkout != NULL) {
+		t->co_base = xstrdup(o->checkout->base);
+		t->co_common = xstrdup(o->checkout->common);
+		t->co_index = xstrdup(o->checkout->index);
+	}
 	t->record_refs = o->record_refs && repo->projgit != NULL;
 	t->refs_done = !t->record_refs;
 	t->progress = progress;

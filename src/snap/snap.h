@@ -540,6 +540,23 @@ int snap_session_take(struct snap_session *, const char *kind,
  * nanosecond, and earlier than MS is trusted (snap_index_verify).
  */
 void snap_session_set_first_write(struct snap_session *, int64_t ms);
+/** A worktree that agentmux's own git worktree add just checked out (borrowed strings). */
+struct snap_checkout {
+	const char *base;     /* the commit it was checked out from (hex) */
+	const char *common;   /* the project's git dir, which holds its objects */
+	const char *index;    /* the index git's checkout wrote (in its admin dir) */
+};
+/**
+ * The start snapshot of such a worktree takes the ids of the files git
+ * wrote from the index git wrote (checked against the commit's tree, and
+ * each file against what the index cached), instead of reading and
+ * hashing them again: the command is let go once the tree is saved, and
+ * those files' contents are brought into agentmux's own repository from
+ * the project's, each checked by its id, before the snapshot is done.
+ * Copied; before the start snapshot is asked for.
+ */
+void snap_session_set_checkout(struct snap_session *,
+    const struct snap_checkout *);
 /**
  * An agent turn ended (a request to a model host completed): snapshots
  * if the tree changed, at most once per [snapshots] interval (a later

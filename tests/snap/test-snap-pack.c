@@ -789,9 +789,10 @@ test_pack_first_snapshot(void **state)
 	la = first_take(st, a, sa, "start", false, &ra);
 	lb = first_take(st, b, sb, "start", true, &rb);
 	/* The writer took the first, git the second. */
-	if (strstr(la, "files, tree ") == NULL || strstr(la, "taken by git"))
+	if (strstr(la, "checkout hashed them), tree ") == NULL ||
+	    strstr(la, "taken by git"))
 		fail_msg("not written by agentmux's writer: %s", la);
-	assert_null(strstr(lb, "files, tree "));
+	assert_null(strstr(lb, "checkout hashed them), tree "));
 	assert_string_equal(ra.tree, rb.tree);
 	assert_string_equal(ra.modes, rb.modes);
 	assert_non_null(strstr(ra.modes, "600 conf/.env"));
@@ -970,9 +971,11 @@ pack_tmp_size(void)
 
 static void
 job_never_done(void *arg, int result, const char *tree,
-    const struct buf *modes, int64_t files, const char *cause)
+    const struct buf *modes, const struct buf *borrowed, int64_t files,
+    const char *cause)
 {
 	(void)arg;
+	(void)borrowed;
 	(void)tree;
 	(void)modes;
 	(void)files;
@@ -1002,7 +1005,7 @@ test_pack_job_gate(void **state)
 	    "w/big");
 	buf_init(&list);
 	buf_add(&list, "big", 4);
-	j = snap_pack_job_start(base, "own.git", "own.idx", "w", &list,
+	j = snap_pack_job_start(base, "own.git", "own.idx", "w", &list, NULL,
 	    job_never_done, NULL, NULL, &cause);
 	buf_free(&list);
 	if (j == NULL)
@@ -1028,16 +1031,19 @@ struct job_out {
 	int result;
 	char tree[2 * SNAP_PACK_OID + 1];
 	struct buf modes;
+	struct buf borrowed;
 	char *cause;
 };
 
 static void
 job_over(void *arg, int result, const char *tree, const struct buf *modes,
-    int64_t files, const char *cause)
+    const struct buf *borrowed, int64_t files, const char *cause)
 {
 	struct job_out *o = arg;
 
 	(void)files;
+	if (borrowed != NULL)
+		buf_add(&o->borrowed, borrowed->data, borrowed->len);
 	o->over = true;
 	o->result = result;
 	if (tree != NULL)
@@ -1049,8 +1055,8 @@ job_over(void *arg, int result, const char *tree, const struct buf *modes,
 
 /* The files of w (ls-files' list in LIST) by a job with READERS reading threads into GITDIR. */
 static void
-job_run(unsigned readers, const char *gitdir, const char *index,
-    struct buf *list, struct job_out *o)
+job_run_seed(unsigned readers, const char *gitdir, const char *index,
+    struct buf *list, const struct snap_pack_seed *seed, struct job_out *o)
 {
 	struct event_base *base = event_base_new();
 	struct snap_pack_job *j;
@@ -1059,8 +1065,9 @@ job_run(unsigned readers, const char *gitdir, const char *index,
 	assert_non_null(base);
 	memset(o, 0, sizeof *o);
 	buf_init(&o->modes);
+	buf_init(&o->borrowed);
 	snap_pack_job_readers = readers;
-	j = snap_pack_job_start(base, gitdir, index, "w", list, job_over,
+	j = snap_pack_job_start(base, gitdir, index, "w", list, seed, job_over,
 	    NULL, o, &cause);
 	if (j == NULL)
 		fail_msg("%s", cause);
@@ -1068,6 +1075,13 @@ job_run(unsigned readers, const char *gitdir, const char *index,
 		event_base_loop(base, EVLOOP_ONCE);
 	snap_pack_job_readers = 1;
 	event_base_free(base);
+}
+
+static void
+job_run(unsigned readers, const char *gitdir, const char *index,
+    struct buf *list, struct job_out *o)
+{
+	job_run_seed(readers, gitdir, index, list, NULL, o);
 }
 
 /*
@@ -1134,9 +1148,188 @@ test_pack_job_readers(void **state)
 	    o[1].tree, o[1].tree, o[1].tree);
 	for (k = 0; k < 3; k++) {
 		buf_free(&o[k].modes);
+		buf_free(&o[k].borrowed);
 		free(o[k].cause);
 	}
 	buf_free(&list);
+}
+
+/* Sets the id of NAME's entry in the index file PATH (v2 or v3) to HEX, its checksum made good again. */
+static const char forge_py[] =
+    "import hashlib, struct, sys\n"
+    "path, name, new = sys.argv[1], sys.argv[2].encode(), sys.argv[3]\n"
+    "d = bytearray(open(path, 'rb').read())\n"
+    "n = struct.unpack('>I', d[8:12])[0]\n"
+    "p = 12\n"
+    "for i in range(n):\n"
+    "    flags = struct.unpack('>H', d[p + 60:p + 62])[0]\n"
+    "    q = p + 62 + (2 if flags & 0x4000 else 0)\n"
+    "    e = d.index(b'\\0', q)\n"
+    "    if bytes(d[q:e]) == name:\n"
+    "        d[p + 40:p + 60] = bytes.fromhex(new)\n"
+    "    p += (e + 1 - p + 7) // 8 * 8\n"
+    "d[-20:] = hashlib.sha1(bytes(d[:-20])).digest()\n"
+    "open(path, 'wb').write(d)\n";
+
+/* The files of w, as git ls-files -c -o would list them, into LIST. */
+static void
+seed_list(struct buf *list)
+{
+	char *out, *s, *save;
+
+	buf_init(list);
+	out = test_sh_out("cd w && find . \\( -type f -o -type l \\) ! -name .git "
+	    "| sed 's|^./||'");
+	for (s = strtok_r(out, "\n", &save); s != NULL;
+	    s = strtok_r(NULL, "\n", &save))
+		buf_add(list, s, strlen(s) + 1);
+	free(out);
+}
+
+/* Runs a job over w with SEED (NULL: none) into a new own repository K; the tree it gives. */
+static char *
+seed_job(unsigned k, const struct snap_pack_seed *seed, struct job_out *o)
+{
+	char gitdir[32], index[32];
+	struct buf list;
+
+	snprintf(gitdir, sizeof gitdir, "own%u.git", k);
+	snprintf(index, sizeof index, "own%u.idx", k);
+	test_sh_ok("git init -q --bare %s", gitdir);
+	seed_list(&list);
+	job_run_seed(k % 3, gitdir, index, &list, seed, o);
+	buf_free(&list);
+	if (o->result != 0)
+		fail_msg("job %u: %d, %s", k, o->result,
+		    o->cause != NULL ? o->cause : "");
+	return o->tree;
+}
+
+static size_t
+seed_lines(const struct buf *b)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < b->len; i++)
+		n += b->data[i] == '\n';
+	return n;
+}
+
+static void
+seed_out_free(struct job_out *o)
+{
+	buf_free(&o->modes);
+	buf_free(&o->borrowed);
+	free(o->cause);
+}
+
+/*
+ * A new worktree's first snapshot takes the ids of the files git's
+ * checkout wrote from the index it wrote, and reads no such file: the
+ * same tree as reading them all, the blobs left out of the pack (their
+ * ids borrowed), the stat cache good. What it does not believe: an index
+ * whose entries do not make the tree (one id changed, checksum made good:
+ * nothing is taken), a file changed since (same size, mtime put back:
+ * read), entries cached as late as the index was written (git's racy
+ * ones: read), files an attribute may have made git convert (read), a
+ * link (read), a .gitattributes in the tree (nothing taken).
+ */
+static void
+test_pack_job_seed(void **state)
+{
+	struct snap_pack_seed seed;
+	struct job_out o[8];
+	struct strv conv;
+	char *tree, *want, *s, *oid;
+	unsigned i;
+	FILE *f;
+
+	(void)state;
+	memset(o, 0, sizeof o);
+	strv_init(&conv);
+	test_sh_ok("git init -q -b main src && cd src && git config user.email "
+	    "t@x && git config user.name t && mkdir d0 d1 && for f in $(seq 0 "
+	    "299); do echo file $f > d$((f %% 2))/f$f; done && printf "
+	    "'#!/bin/sh\\n' > run && chmod 755 run && ln -s d0/f0 lnk && "
+	    "git add . && git commit -qm c && git worktree add -q ../w && "
+	    "echo extra > ../w/extra && sleep 0.1 && touch .git/worktrees/w/index");
+	want = test_sh_out("git -C src rev-parse HEAD^{tree}");
+	want[strcspn(want, "\n")] = '\0';
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		sscanf(want + 2 * i, "%2hhx", &seed.tree[i]);
+	seed.index = "src/.git/worktrees/w/index";
+	seed.converted = NULL;
+
+	/* Every file read: the tree to compare with. */
+	tree = xstrdup(seed_job(0, NULL, &o[0]));
+	assert_int_equal(o[0].borrowed.len, 0);
+	/* The seed: 300 files and run taken; lnk and extra read. */
+	assert_string_equal(seed_job(1, &seed, &o[1]), tree);
+	assert_int_equal(seed_lines(&o[1].borrowed), 301);
+	oid = test_sh_out("git -C src rev-parse HEAD:d0/f0");
+	assert_non_null(strstr(o[1].borrowed.data, oid));
+	free(oid);
+	test_sh_ok("! git --git-dir=own1.git cat-file -e $(git -C src rev-parse "
+	    "HEAD:d0/f0) && git --git-dir=own1.git cat-file -e $(git -C w "
+	    "hash-object extra) && git --git-dir=own1.git cat-file -e "
+	    "$(git -C src rev-parse HEAD:lnk) && GIT_INDEX_FILE=$PWD/own1.idx "
+	    "git --git-dir=own1.git --work-tree=w diff-files --quiet");
+
+	/* Converted files are read. */
+	strv_add(&conv, "d0/f4");
+	strv_add(&conv, "run");
+	seed.converted = &conv;
+	assert_string_equal(seed_job(2, &seed, &o[2]), tree);
+	assert_int_equal(seed_lines(&o[2].borrowed), 299);
+	seed.converted = NULL;
+
+	/* A file changed since, its size and mtime as they were: read. */
+	test_sh_ok("cd w && touch -r d0/f6 ../ref && printf 'file X\\n' > d0/f6 && "
+	    "touch -r ../ref d0/f6");
+	s = seed_job(3, &seed, &o[3]);
+	assert_string_not_equal(s, tree);
+	assert_int_equal(seed_lines(&o[3].borrowed), 300);
+	oid = test_sh_out("git -C src rev-parse HEAD:d0/f6");
+	assert_null(strstr(o[3].borrowed.data, oid));
+	free(oid);
+	free(tree);
+	tree = xstrdup(seed_job(4, NULL, &o[4]));
+	assert_string_equal(s, tree);
+
+	/* Cached as late as the index was written: git's racy entries, read. */
+	test_sh_ok("touch -d '-1 minute' src/.git/worktrees/w/index");
+	assert_string_equal(seed_job(5, &seed, &o[5]), tree);
+	assert_int_equal(o[5].borrowed.len, 0);
+	test_sh_ok("touch src/.git/worktrees/w/index");
+
+	/* One entry's id changed (checksum good): the index is not believed. */
+	f = fopen("forge.py", "w");
+	assert_non_null(f);
+	fputs(forge_py, f);
+	fclose(f);
+	test_sh_ok("python3 forge.py src/.git/worktrees/w/index d1/f1 "
+	    "$(git -C src rev-parse HEAD:d1/f3) && touch "
+	    "src/.git/worktrees/w/index && test \"$(git -C w ls-files -s d1/f1 "
+	    "| cut -d' ' -f2)\" = \"$(git -C src rev-parse HEAD:d1/f3)\"");
+	assert_string_equal(seed_job(6, &seed, &o[6]), tree);
+	assert_int_equal(o[6].borrowed.len, 0);
+
+	/* A .gitattributes in the tree: git may have converted; nothing taken. */
+	test_sh_ok("cd src && echo '*.x text' > .gitattributes && git add "
+	    ".gitattributes && git commit -qm a && git worktree remove --force "
+	    "../w && git worktree add -q ../w && sleep 0.1 && touch "
+	    ".git/worktrees/w/index");
+	free(want);
+	want = test_sh_out("git -C src rev-parse HEAD^{tree}");
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		sscanf(want + 2 * i, "%2hhx", &seed.tree[i]);
+	seed_job(7, &seed, &o[7]);
+	assert_int_equal(o[7].borrowed.len, 0);
+	for (i = 0; i < 8; i++)
+		seed_out_free(&o[i]);
+	strv_free(&conv);
+	free(want);
+	free(tree);
 }
 
 /*
@@ -1167,9 +1360,10 @@ test_pack_job_readers_gate(void **state)
 	job_run(0, "own0.git", "own0.idx", &list, &o[0]);
 	memset(&o[1], 0, sizeof o[1]);
 	buf_init(&o[1].modes);
+	buf_init(&o[1].borrowed);
 	snap_pack_job_readers = 1;
 	assert_non_null(snap_pack_job_start(base, "own1.git", "own1.idx", "w",
-	    &list, job_over, NULL, &o[1], &o[1].cause));
+	    &list, NULL, job_over, NULL, &o[1], &o[1].cause));
 	while (!o[1].over) {
 		clone_gate_close();
 		closed++;
@@ -1183,6 +1377,7 @@ test_pack_job_readers_gate(void **state)
 	test_sh_ok("cmp own0.idx own1.idx");
 	for (k = 0; k < 2; k++) {
 		buf_free(&o[k].modes);
+		buf_free(&o[k].borrowed);
 		free(o[k].cause);
 	}
 	buf_free(&list);
@@ -1230,6 +1425,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pack_job_readers,
 		    test_proj_setup, test_proj_teardown),
 		cmocka_unit_test_setup_teardown(test_pack_job_readers_gate,
+		    test_proj_setup, test_proj_teardown),
+		cmocka_unit_test_setup_teardown(test_pack_job_seed,
 		    test_proj_setup, test_proj_teardown),
 	};
 
