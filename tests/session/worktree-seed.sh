@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# A worktree session's start snapshot from what git's checkout hashed
+# (issue 18's start figure): the files git worktree add wrote are not
+# read again; their ids come from the index git wrote, checked against
+# the commit's tree, and their contents are copied from the project's
+# repository into agentmux's own, each checked by its id. What must hold
+# (real git, real jails, as root and as a throwaway user):
+#  - the start snapshot is the checkout byte for byte: undo after the
+#    session edited, removed, made executable and added files gives back
+#    exactly what a git worktree add of the same commit gives;
+#  - a file git converted on its way out (an eol or ident attribute from
+#    the project's info/attributes or the user's attributes file) is
+#    snapshotted as it is on disk, not as the blob it came from;
+#  - a corrupt object in the project (a loose object whose content is not
+#    what its name says) is caught and told, never taken in silence;
+#  - agentmux's own repository holds every object its snapshots name.
+set -u
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+. "${SELF%/*}/lib.sh"
+command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: python3 is missing"; exit 77; }
+wt_setup wtseed
+
+# A project of 2,000 files: most are written well before git writes its
+# index, so most are taken from it (those written in the last tick are
+# read, as git's racy ones).
+mkrepo() {
+	mkdir -p "$1" && (cd "$1" && git init -q -b main . && git config user.email t@x &&
+		git config user.name t && python3 - <<'EOF' && printf '#!/bin/sh\necho hi\n' >run.sh &&
+import os
+for i in range(2000):
+    d = "src/d%02d" % (i % 20)
+    os.makedirs(d, exist_ok=True)
+    with open("%s/f%04d.txt" % (d, i), "w") as f:
+        f.write("line one of %d\nline two $Id$\n" % i * (1 + i % 7))
+EOF
+		chmod 755 run.sh && printf 'SECRET=1\n' >.env && chmod 600 .env &&
+		printf '.env\n' >.gitignore && printf '.env\n' >.worktreeinclude &&
+		git add -A && git commit -qm base)
+}
+# Every file of DIR but .git: path, type, mode, link target, then contents.
+tree() { (cd "$1" && find . -path ./.git -prune -o -printf '%p %y %m %l\n' | sort &&
+	find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin) if "/'"$1"', " in (s.get("worktree") or "")][0])'; }
+wdir() { "$AMX" sessions --json | python3 -c 'import json,sys; print([s["project"] for s in json.load(sys.stdin) if s["id"]=='"$1"'][0])'; }
+taken() { sed -n 's/.*files (\([0-9]*\) of them as git.s checkout hashed them).*/\1/p' "$1" | head -1; }
+fsck_own() {
+	local d
+	for d in "$XDG_DATA_HOME"/agentmux/shadow/*; do
+		git --git-dir="$d" fsck --no-dangling --no-progress >"$T/fsck.out" 2>&1 ||
+			{ bad "$1: git fsck of $d: $(head -5 "$T/fsck.out")"; return; }
+	done
+	ok "$1: agentmux's own repositories hold every object they name"
+}
+edits='echo more >>src/d01/f0001.txt && rm src/d02/f0002.txt && chmod +x src/d03/f0003.txt &&
+	echo new >src/new.txt && echo >>run.sh'
+
+# 1. The seed taken: the session's edits undone give back the checkout.
+P=$T/p
+mkrepo "$P" || exit 1
+cd "$P" || exit 1
+git worktree add -q "$T/ref" HEAD && cp -p .env "$T/ref/.env" || exit 1
+AGENTMUX_DEBUG=1 "$AMX" run --worktree --branch one -- sh -c "$edits" </dev/null >"$T/one.out" 2>&1 ||
+	bad "session one failed: $(grep -v '^agentmux: git\|exit 0 after' "$T/one.out" | tail -5)"
+n=$(taken "$T/one.out")
+[ "${n:-0}" -ge 1000 ] && ok "the start snapshot took $n of 2,000 files from git's checkout" ||
+	bad "the start snapshot took ${n:-no} files from git's checkout: $(grep 'first snapshot' "$T/one.out")"
+grep -q 'start snapshot failed\|cannot be undone' "$T/one.out" && bad "session one: $(grep 'snapshot' "$T/one.out" | tail -3)"
+id=$(sid one)
+w=$(wdir "$id")
+out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
+got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
+[ "$got" = "run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
+	ok "diff names the session's changes, and only them" || bad "diff $id names: $got"
+out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "undo gives back the checkout byte for byte (modes, run.sh, the included .env)" ||
+	bad "undo: the tree differs from a git worktree add: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+fsck_own "seed"
+
+# 2. Files git converted on their way out (eol, ident): snapshotted as on
+# disk, so undo gives them back as the checkout wrote them.
+printf '*.txt eol=crlf\n' >.git/info/attributes
+mkdir -p "$XDG_CONFIG_HOME/git"
+printf 'src/d05/* ident\n' >"$XDG_CONFIG_HOME/git/attributes"
+rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD && cp -p .env "$T/ref/.env" || exit 1
+grep -q $'\r' "$T/ref/src/d01/f0001.txt" && grep -q '\$Id: [0-9a-f]* \$' "$T/ref/src/d05/f0005.txt" ||
+	bad "the reference checkout did not convert: $(od -c "$T/ref/src/d01/f0001.txt" | head -2)"
+AGENTMUX_DEBUG=1 "$AMX" run --worktree --branch conv -- sh -c "$edits"' &&
+	printf "lf only\n" >src/d04/f0004.txt && printf "no id\n" >src/d05/f0025.txt' </dev/null >"$T/conv.out" 2>&1 ||
+	bad "session conv failed: $(tail -5 "$T/conv.out")"
+id=$(sid conv)
+w=$(wdir "$id")
+out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] &&
+	ok "converted files (eol from info/attributes, ident from the user's attributes) come back as checked out" ||
+	bad "undo after conversions: the tree differs: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+n=$(taken "$T/conv.out")
+[ -n "$n" ] && [ "$n" -le 3 ] && ok "with every .txt converted, none of them is taken from git's checkout ($n files are)" ||
+	bad "with every .txt converted, ${n:-?} files were taken from git's checkout"
+rm -f .git/info/attributes "$XDG_CONFIG_HOME/git/attributes"
+fsck_own "conversions"
+
+# 3. A corrupt object in the project: its content is not what its name
+# says. The checkout wrote that content; the snapshot cannot have it under
+# the name, and says so (git fsck there tells more).
+Q=$T/q
+mkrepo "$Q" || exit 1
+cd "$Q" || exit 1
+# The first dir's files are checked out first: long before the index.
+oid=$(git rev-parse HEAD:src/d00/f0020.txt)
+obj=.git/objects/${oid:0:2}/${oid:2}
+[ -f "$obj" ] || bad "the object $oid is not loose"
+chmod u+w "$obj" && python3 -c 'import sys, zlib; open(sys.argv[1], "wb").write(zlib.compress(b"blob 11\0evil thing\n"))' "$obj"
+[ "$(git cat-file -p "$oid")" = "evil thing" ] || bad "the object was not made corrupt"
+AGENTMUX_DEBUG=1 "$AMX" run --worktree --branch bad -- true </dev/null >"$T/bad.out" 2>&1 ||
+	bad "session bad failed: $(tail -5 "$T/bad.out")"
+n=$(taken "$T/bad.out")
+if [ "${n:-0}" -gt 0 ]; then
+	grep -q "could not be copied from the project's repository (blob $oid is not what the project's object of that name holds: run git fsck there)" "$T/bad.out" &&
+		ok "a corrupt object of the project is caught and told" ||
+		bad "a corrupt object was not told: $(grep -i 'snapshot' "$T/bad.out" | grep -v 'agentmux: git' | tail -3)"
+else
+	bad "nothing was taken from git's checkout in the corrupt project: $(grep 'first snapshot' "$T/bad.out")"
+fi
+# The session's next snapshot reads every file again: it is whole.
+id=$(sid bad)
+out=$("$AMX" snapshots "$id" 2>&1)
+grep -Eq '^ *[0-9]+ .* end ' <<<"$out" && ok "the session's end snapshot is taken all the same" || bad "snapshots after the corrupt start: $out"
+cd "$T" || exit 1
+
+# The same as an ordinary user, once, from root.
+wt_as_user "$SELF" "${1:-}"
+
+[ $fails -eq 0 ] && echo "all worktree start checks passed${1:+ ($1)}"
+exit $((fails > 0))
