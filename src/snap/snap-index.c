@@ -1070,7 +1070,7 @@ out:
 
 struct snap_seed *
 snap_seed_load(const char *index, const unsigned char *tree,
-    const char *worktree, char **cause)
+    const char *worktree, size_t max, char **cause)
 {
 	struct snap_seed *sd = xcalloc(1, sizeof *sd);
 	unsigned char root[SNAP_PACK_OID];
@@ -1082,6 +1082,11 @@ snap_seed_load(const char *index, const unsigned char *tree,
 	buf_init(&file);
 	if (snap_index_read_user(index, &file, &sb) == -1) {
 		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
+		goto fail;
+	}
+	if (file.len > max) {
+		*cause = xprintf("%s holds %zu bytes, more than an index of the "
+		    "files listed can (%zu)", index, file.len, max);
 		goto fail;
 	}
 	if (!snap_index_sum_ok(&file, SNAP_PACK_OID) ||

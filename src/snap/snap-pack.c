@@ -1965,11 +1965,18 @@ snap_pack_job_end(struct snap_pack_job *j, struct snap_pack *p,
 }
 
 /*
+ * An index of N files holds at most this many bytes: the entries (62
+ * bytes, the name up to 4 KiB, padding) and git's extensions (a cache-tree
+ * line per dir, the rest small). A hostile one is not read past it.
+ */
+#define SNAP_PACK_SEED_MAX(n) ((size_t)(1 << 20) + (size_t)(n) * 4300)
+
+/*
  * The files of PATHS[0..*N) that git's checkout wrote and cached (the
  * job's seed) into KE and KSB, their ids into BORROWED, not to be read:
  * PATHS keeps the others, in order, and *N becomes their count. The
  * count taken; 0 if there is no seed or it is not to be believed (why is
- * logged). In the gate.
+ * logged). Outside the gate: it takes it for each file it allocates for.
  */
 static size_t
 snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
@@ -1978,27 +1985,36 @@ snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
 	struct snap_seed *sd;
 	char hex[2 * SNAP_PACK_OID + 1];
 	size_t i, kn = 0, rest = 0;
+	bool taken;
 
 	if (j->seed_index == NULL)
 		return 0;
-	if ((sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree,
-	    &j->seed_cause)) == NULL)
+	clone_gate_enter();
+	sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree,
+	    SNAP_PACK_SEED_MAX(*n), &j->seed_cause);
+	clone_gate_leave();
+	if (sd == NULL)
 		return 0;
 	for (i = 0; i < *n; i++) {
-		if (snap_pack_path_plain(paths[i], false) &&
+		clone_gate_enter();
+		taken = snap_pack_path_plain(paths[i], false) &&
 		    (j->converted.n == 0 || bsearch(&paths[i], j->converted.v,
 		    j->converted.n, sizeof *j->converted.v,
 		    snap_pack_strcmp) == NULL) &&
 		    snap_seed_take(sd, paths[i], ke[kn].oid, &ke[kn].mode,
-		    &ksb[kn])) {
+		    &ksb[kn]);
+		if (taken) {
 			ke[kn].path = paths[i];
 			snap_pack_hex(ke[kn].oid, hex);
 			buf_printf(&j->borrowed, "%s\n", hex);
 			kn++;
 		} else
 			paths[rest++] = paths[i];
+		clone_gate_leave();
 	}
+	clone_gate_enter();
 	snap_seed_free(sd);
+	clone_gate_leave();
 	*n = rest;
 	return kn;
 }
@@ -2044,7 +2060,9 @@ snap_pack_job_write(struct snap_pack_job *j)
 	ke = xcalloc(n > 0 ? n : 1, sizeof *ke);
 	ksb = xcalloc(n > 0 ? n : 1, sizeof *ksb);
 	count = snap_pack_job_count(paths, n);
+	clone_gate_leave();
 	kn = snap_pack_job_seeded(j, paths, &n, ke, ksb);
+	clone_gate_enter();
 	p = snap_pack_begin(j->gitdir, count - (uint32_t)kn, &j->cause);
 	clone_gate_leave();
 	r = p == NULL ? -1 : snap_pack_job_files(j, p, paths, &n, e, sb);
