@@ -113,6 +113,22 @@ int snap_git_status(struct snap_repo *, enum snap_env, const char *index,
     struct buf *err, int out_fd, char **cause);
 /* RLIMIT_DATA of every git agentmux runs (snap-repo.c says why; a test hook). */
 extern uint64_t snap_git_mem;
+/*
+ * The blobs IDS (a hex id a line) that a worktree's start snapshot took
+ * from git's checkout, to be copied from the project's git dir COMMON:
+ * written down in R's own repository, locked while this process copies
+ * them. The lock's fd (for snap_repo_borrow_end), -1 (logged).
+ */
+int snap_repo_borrow_begin(struct snap_repo *r, const char *common,
+    const struct buf *ids);
+/* They are copied, or their failure told: the list goes; FD -1 is a no-op. */
+void snap_repo_borrow_end(struct snap_repo *r, int fd);
+/*
+ * Copies them in, blocking, if an agentmux that was copying them ended
+ * first (killed): its list is there and nobody holds its lock. Else a
+ * no-op. What fails is logged, and the list goes either way.
+ */
+void snap_repo_borrow_resume(struct snap_repo *r);
 /* How long git index-pack may take for a pack of SIZE bytes (snap-import.c). */
 int snap_import_pack_secs(off_t size);
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */

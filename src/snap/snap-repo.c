@@ -3,6 +3,7 @@
  * in the data dir, whatever the project is; the project's own git dir is
  * only read, as hostile input.
  */
+#include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 
@@ -732,6 +733,7 @@ snap_repo_reopen(const char *gitdir, const char *worktree,
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
 	snap_repo_limits(r, cf);
+	snap_repo_borrow_resume(r);
 	return r;
 fail:
 	snap_repo_free(r);
@@ -1226,4 +1228,156 @@ snap_git_outside_input(char *const *argv, const char *input, size_t len,
 	rc = proc_run(&o, out, err, status, cause);
 	strv_free(&env);
 	return rc;
+}
+
+/* ---- blobs a worktree's start snapshot borrowed, not yet copied ---- */
+
+#define SNAP_REPO_BORROW "agentmux-borrow"
+/* Its list is read up to this much (a hex id and a newline per file). */
+#define SNAP_REPO_BORROW_MAX (256ULL << 20)
+
+int
+snap_repo_borrow_begin(struct snap_repo *r, const char *common,
+    const struct buf *ids)
+{
+	char *path = xprintf("%s/%s", r->gitdir, SNAP_REPO_BORROW);
+	struct buf b;
+	int fd;
+
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1 || flock(fd, LOCK_EX) == -1) {
+		log_warn("cannot write %s", path);
+		if (fd != -1)
+			close(fd);
+		free(path);
+		return -1;
+	}
+	buf_init(&b);
+	buf_printf(&b, "%s\n", common);
+	buf_add(&b, ids->data, ids->len);
+	if (write(fd, b.data, b.len) != (ssize_t)b.len)
+		log_warn("cannot write %s", path);
+	buf_free(&b);
+	free(path);
+	return fd;
+}
+
+void
+snap_repo_borrow_end(struct snap_repo *r, int fd)
+{
+	char *path;
+
+	if (fd == -1)
+		return;
+	path = xprintf("%s/%s", r->gitdir, SNAP_REPO_BORROW);
+	/* Unlinked while locked: one that waited for the lock finds it gone. */
+	unlink(path);
+	free(path);
+	close(fd);
+}
+
+/* Runs git ARGV on GITDIR alone, stdin from IN_FD or INPUT, stdout onto OUT_FD; its exit status, -1 with *CAUSE. */
+static int
+snap_repo_borrow_git(const char *gitdir, char *const *argv, int in_fd,
+    const char *input, size_t inlen, int out_fd, char **cause)
+{
+	struct proc_opts o;
+	struct strv env;
+	struct buf err;
+	int st = -1;
+
+	snap_env_plain(&env);
+	strv_addf(&env, "GIT_DIR=%s", gitdir);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = gitdir;
+	o.out_fd = out_fd;
+	o.umask = -1;
+	o.data_max = snap_git_mem;
+	o.timeout = SNAP_REPO_PROJECT_TIMEOUT * 15;
+	o.err_max = 64 * 1024;
+	if (in_fd != -1) {
+		o.has_in_fd = true;
+		o.in_fd = in_fd;
+	} else {
+		o.input = input;
+		o.inputlen = inlen;
+	}
+	buf_init(&err);
+	if (proc_run(&o, NULL, &err, &st, cause) == 0 && st != 0)
+		*cause = snap_git_complaint(argv[1], &err, st);
+	buf_free(&err);
+	strv_free(&env);
+	return *cause != NULL ? -1 : st;
+}
+
+/* Copies the blobs of LIST ("COMMON\nID\nID...") from COMMON into R; -1 with *CAUSE. */
+static int
+snap_repo_borrow_copy(struct snap_repo *r, const struct buf *list,
+    char **cause)
+{
+	static char *pack[] = { "git", "pack-objects", "--stdout", "--quiet",
+	    NULL };
+	static char *index[] = { "git", "index-pack", "--stdin", NULL };
+	char *common, *dir, *nl;
+	int fd, rc = -1;
+
+	if ((nl = memchr(list->data, '\n', list->len)) == NULL) {
+		*cause = xstrdup("its list is cut short");
+		return -1;
+	}
+	common = xstrndup(list->data, (size_t)(nl - list->data));
+	dir = xprintf("%s/objects/pack", r->gitdir);
+	if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) == -1)
+		*cause = xprintf("cannot make a file in %s: %s", dir,
+		    strerror(errno));
+	else if (snap_repo_borrow_git(common, pack, -1, nl + 1,
+	    list->len - (size_t)(nl + 1 - list->data), fd, cause) == 0 &&
+	    lseek(fd, 0, SEEK_SET) == 0 &&
+	    snap_repo_borrow_git(r->gitdir, index, fd, NULL, 0, -1,
+	    cause) == 0)
+		rc = 0;
+	if (fd != -1)
+		close(fd);
+	free(dir);
+	free(common);
+	return rc;
+}
+
+void
+snap_repo_borrow_resume(struct snap_repo *r)
+{
+	char *path = xprintf("%s/%s", r->gitdir, SNAP_REPO_BORROW);
+	char *cause = NULL;
+	struct stat sb;
+	struct buf list;
+	int fd;
+
+	buf_init(&list);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	/* Absent, or its agentmux still copies (it holds the lock). */
+	if (fd == -1 || flock(fd, LOCK_EX | LOCK_NB) == -1 ||
+	    fstat(fd, &sb) == -1 || sb.st_nlink == 0)
+		goto out;
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size >
+	    SNAP_REPO_BORROW_MAX || buf_read_fd(&list, fd) == -1 ||
+	    list.len == 0)
+		cause = xstrdup("it cannot be read");
+	else if (snap_repo_borrow_copy(r, &list, &cause) == 0)
+		log_info("%s: the blobs a start snapshot took from git's "
+		    "checkout are copied in (the agentmux copying them ended "
+		    "first)", r->gitdir);
+	if (cause != NULL)
+		log_warnx("%s: the blobs a start snapshot took from git's "
+		    "checkout cannot be copied in, so undo to it cannot restore "
+		    "those files: %s", r->gitdir, cause);
+	unlink(path);
+out:
+	if (fd != -1)
+		close(fd);
+	buf_free(&list);
+	free(path);
+	free(cause);
 }

@@ -118,6 +118,7 @@ struct snap_take {
 	struct strv co_converted; /* files read all the same (converted, .gitignore) */
 	struct buf borrowed;      /* the blob ids taken from the index, a line each */
 	int borrow_fd;            /* their pack, as pack-objects writes it */
+	int borrow_lock;          /* their list, locked (snap_repo_borrow_begin) */
 	int borrowing;            /* its commands still running (not in PENDING) */
 };
 
@@ -206,6 +207,9 @@ snap_take_free(struct snap_take *t)
 	buf_free(&t->borrowed);
 	if (t->borrow_fd != -1)
 		close(t->borrow_fd);
+	/* Not copied: the list stays for snap_repo_borrow_resume. */
+	if (t->borrow_lock != -1)
+		close(t->borrow_lock);
 	snap_result_clear(&t->res);
 	free(t);
 }
@@ -635,7 +639,13 @@ snap_take_record(struct snap_take *t)
 		    "%s", (long long)id, t->unreadable.n, q);
 		free(q);
 	}
-	snap_repo_save_index(t->repo);
+	/*
+	 * The stat cache is kept for the next process only once the blobs it
+	 * names are all here: one that ended meanwhile (killed) would trust
+	 * entries whose blobs never came, and fail every later snapshot.
+	 */
+	if (t->borrowing == 0)
+		snap_repo_save_index(t->repo);
 	snap_take_remember(t, &res);
 	res.id = id;
 	res.seq = snap_take_seq(t->st, t->session, id);
@@ -1839,6 +1849,8 @@ snap_take_borrow_end(struct snap_take *t)
 	if (t->borrow_fd != -1)
 		close(t->borrow_fd);
 	t->borrow_fd = -1;
+	snap_repo_borrow_end(t->repo, t->borrow_lock);
+	t->borrow_lock = -1;
 	if (t->recorded || t->error == NULL)
 		snap_take_finished(t);
 	else
@@ -1870,6 +1882,8 @@ snap_take_borrow_check_cb(struct proc *p, void *arg)
 		snap_take_borrow_failed(t, missing, xprintf("blob %.*s is not "
 		    "what the project's object of that name holds: run git fsck "
 		    "there", 2 * SNAP_PACK_OID, first));
+	else if (t->recorded)
+		snap_repo_save_index(t->repo);
 	snap_take_borrow_over(t, p);
 	snap_take_borrow_end(t);
 }
@@ -1941,6 +1955,9 @@ snap_take_borrow(struct snap_take *t)
 	    NULL };
 	char *cause = NULL;
 
+	/* Written down first: a process killed before the end leaves it to the next. */
+	t->borrow_lock = snap_repo_borrow_begin(t->repo, t->co_common,
+	    &t->borrowed);
 	if (snap_take_borrow_git(t, t->co_common, argv, -1, &t->borrowed,
 	    t->borrow_fd, SNAP_TAKE_BORROW_SECS, snap_take_borrow_packed_cb,
 	    &cause) == NULL)
@@ -2925,7 +2942,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->session = o->session;
 	t->if_changed = o->if_changed;
 	t->first_write_ms = o->first_write_ms;
-	t->borrow_fd = -1;
+	t->borrow_fd = t->borrow_lock = -1;
 	buf_init(&t->borrowed);
 	strv_init(&t->co_converted);
 	if (o->checkout != NULL) {

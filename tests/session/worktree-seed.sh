@@ -100,6 +100,36 @@ n=$(taken "$T/conv.out")
 rm -f .git/info/attributes "$XDG_CONFIG_HOME/git/attributes"
 fsck_own "conversions"
 
+# 4. agentmux killed while it copies the blobs in (git pack-objects slowed
+# by a wrapper on agentmux's PATH): the list it left is taken up by the
+# next command that opens the repository; diff and undo then work.
+mkdir -p "$T/slowbin"
+printf '#!/bin/sh\n[ "$1" = pack-objects ] && sleep 4\nexec %s "$@"\n' "$(command -v git)" >"$T/slowbin/git"
+chmod 755 "$T/slowbin/git"
+rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD && cp -p .env "$T/ref/.env" || exit 1
+PATH=$T/slowbin:$PATH "$AMX" run --worktree --branch killed -- sh -c 'echo STARTED; echo killed >>src/d01/f0001.txt; sleep 60' \
+	</dev/null >"$T/killed.out" 2>&1 &
+kpid=$!
+for _ in $(seq 1 300); do grep -q STARTED "$T/killed.out" && break; sleep 0.1; done
+sleep 0.3
+kill -9 "$kpid"
+wait "$kpid" 2>/dev/null
+if ls "$XDG_DATA_HOME"/agentmux/shadow/*/agentmux-borrow >/dev/null 2>&1; then
+	ok "killed while copying: the list of blobs to copy is left"
+else
+	bad "no list of blobs was left by the killed agentmux: $(cat "$T/killed.out")"
+fi
+id=$(sid killed)
+out=$("$AMX" diff "$id" 2>&1) || bad "diff $id after the kill failed: $(head -5 <<<"$out")"
+got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | tr '\n' ' ')
+[ "$got" = "src/d01/f0001.txt " ] && ok "diff after the kill copies the blobs in and shows the change" || bad "diff $id after the kill: $got"
+ls "$XDG_DATA_HOME"/agentmux/shadow/*/agentmux-borrow >/dev/null 2>&1 && bad "the list of blobs is still there after the copy"
+w=$(wdir "$id")
+out=$("$AMX" undo "$id" 2>&1) || bad "undo $id after the kill failed: $out"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "undo after the kill gives back the checkout byte for byte" ||
+	bad "undo after the kill: the tree differs: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+fsck_own "killed"
+
 # 3. A corrupt object in the project: its content is not what its name
 # says. The checkout wrote that content; the snapshot cannot have it under
 # the name, and says so (git fsck there tells more).
