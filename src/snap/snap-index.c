@@ -1068,12 +1068,22 @@ out:
 	return ok;
 }
 
+/*
+ * An index of N files holds at most this many bytes: the entries (62
+ * bytes, the name up to 4 KiB, padding) and git's extensions (a cache-tree
+ * line per dir, the rest small). A hostile one is not read past it.
+ */
+#define SNAP_SEED_MAX_BYTES(n) ((size_t)(1 << 20) + (size_t)(n) * 4300)
+
 struct snap_seed *
 snap_seed_load(const char *index, const unsigned char *tree,
-    const char *worktree, size_t max, char **cause)
+    const char *worktree, size_t nfiles, char **cause)
 {
 	struct snap_seed *sd = xcalloc(1, sizeof *sd);
 	unsigned char root[SNAP_PACK_OID];
+	const unsigned char *p, *end;
+	uint32_t version, n;
+	size_t max = SNAP_SEED_MAX_BYTES(nfiles);
 	struct stat sb;
 	struct buf file;
 
@@ -1087,6 +1097,13 @@ snap_seed_load(const char *index, const unsigned char *tree,
 	if (file.len > max) {
 		*cause = xprintf("%s holds %zu bytes, more than an index of the "
 		    "files listed can (%zu)", index, file.len, max);
+		goto fail;
+	}
+	/* Its entries are the tracked files, all of which were listed. */
+	if (!snap_index_header(&file, &p, &end, &version, &n) ||
+	    n > nfiles + 64) {
+		*cause = xprintf("%s is no index of the %zu files listed",
+		    index, nfiles);
 		goto fail;
 	}
 	if (!snap_index_sum_ok(&file, SNAP_PACK_OID) ||

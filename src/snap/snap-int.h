@@ -312,12 +312,13 @@ struct snap_seed;
  * commit's tree the worktree was made from): the index is in a git dir
  * that a session in the main tree can write, so nothing of it but what
  * TREE proves is believed. NULL with *CAUSE if it cannot be read, is
- * larger than MAX bytes (no index of the worktree's files can be), does
- * not make TREE, or git may have converted what it wrote (the tree has a
- * .gitattributes). Allocates: in the clone gate on a helper thread.
+ * larger or has more entries than an index of the NFILES files listed in
+ * the worktree can, does not make TREE, or git may have converted what
+ * it wrote (the tree has a .gitattributes). Allocates: in the clone gate
+ * on a helper thread.
  */
 struct snap_seed *snap_seed_load(const char *index, const unsigned char *tree,
-    const char *worktree, size_t max, char **cause);
+    const char *worktree, size_t nfiles, char **cause);
 /*
  * Whether PATH's file under the worktree is one git's checkout wrote and
  * cached: a regular file, looked at without following a link, with the

@@ -1965,13 +1965,6 @@ snap_pack_job_end(struct snap_pack_job *j, struct snap_pack *p,
 }
 
 /*
- * An index of N files holds at most this many bytes: the entries (62
- * bytes, the name up to 4 KiB, padding) and git's extensions (a cache-tree
- * line per dir, the rest small). A hostile one is not read past it.
- */
-#define SNAP_PACK_SEED_MAX(n) ((size_t)(1 << 20) + (size_t)(n) * 4300)
-
-/*
  * The files of PATHS[0..*N) that git's checkout wrote and cached (the
  * job's seed) into KE and KSB, their ids into BORROWED, not to be read:
  * PATHS keeps the others, in order, and *N becomes their count. The
@@ -1990,8 +1983,8 @@ snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
 	if (j->seed_index == NULL)
 		return 0;
 	clone_gate_enter();
-	sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree,
-	    SNAP_PACK_SEED_MAX(*n), &j->seed_cause);
+	sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree, *n,
+	    &j->seed_cause);
 	clone_gate_leave();
 	if (sd == NULL)
 		return 0;

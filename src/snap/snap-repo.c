@@ -1277,10 +1277,10 @@ snap_repo_borrow_end(struct snap_repo *r, int fd)
 	close(fd);
 }
 
-/* Runs git ARGV on GITDIR alone, stdin from IN_FD or INPUT, stdout onto OUT_FD; its exit status, -1 with *CAUSE. */
+/* Runs git ARGV (WHAT, for a message) on GITDIR alone, stdin from IN_FD or INPUT, stdout onto OUT_FD; 0, -1 with *CAUSE. */
 static int
-snap_repo_borrow_git(const char *gitdir, char *const *argv, int in_fd,
-    const char *input, size_t inlen, int out_fd, char **cause)
+snap_repo_borrow_git(const char *gitdir, const char *what, char *const *argv,
+    int in_fd, const char *input, size_t inlen, int out_fd, char **cause)
 {
 	struct proc_opts o;
 	struct strv env;
@@ -1307,7 +1307,7 @@ snap_repo_borrow_git(const char *gitdir, char *const *argv, int in_fd,
 	}
 	buf_init(&err);
 	if (proc_run(&o, NULL, &err, &st, cause) == 0 && st != 0)
-		*cause = snap_git_complaint(argv[1], &err, st);
+		*cause = snap_git_complaint(what, &err, st);
 	buf_free(&err);
 	strv_free(&env);
 	return *cause != NULL ? -1 : st;
@@ -1318,7 +1318,8 @@ static int
 snap_repo_borrow_copy(struct snap_repo *r, const struct buf *list,
     char **cause)
 {
-	static char *pack[] = { "git", "pack-objects", "--stdout", "--quiet",
+	static char *pack[] = { "git", "-c", "pack.compression=0",
+	    "pack-objects", "--window=0", "--depth=0", "--stdout", "--quiet",
 	    NULL };
 	static char *index[] = { "git", "index-pack", "--stdin", NULL };
 	char *common, *dir, *nl;
@@ -1333,11 +1334,11 @@ snap_repo_borrow_copy(struct snap_repo *r, const struct buf *list,
 	if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) == -1)
 		*cause = xprintf("cannot make a file in %s: %s", dir,
 		    strerror(errno));
-	else if (snap_repo_borrow_git(common, pack, -1, nl + 1,
+	else if (snap_repo_borrow_git(common, "pack-objects", pack, -1, nl + 1,
 	    list->len - (size_t)(nl + 1 - list->data), fd, cause) == 0 &&
 	    lseek(fd, 0, SEEK_SET) == 0 &&
-	    snap_repo_borrow_git(r->gitdir, index, fd, NULL, 0, -1,
-	    cause) == 0)
+	    snap_repo_borrow_git(r->gitdir, "index-pack", index, fd, NULL, 0,
+	    -1, cause) == 0)
 		rc = 0;
 	if (fd != -1)
 		close(fd);

@@ -1565,6 +1565,8 @@ snap_take_bulk_cb(struct proc *p, void *arg)
  * a limit on a large repository.
  */
 #define SNAP_TAKE_BORROW_SECS 900
+/* And git check-attr, on the start's way: past it, every file is read. */
+#define SNAP_TAKE_ATTRS_SECS 60
 
 static struct proc *snap_take_git_at(struct snap_take *, const char *,
     const char *, char *const *, int, const struct buf *, int, int, proc_cb,
@@ -1612,9 +1614,12 @@ snap_take_co_tree(struct snap_take *t)
 	free(spec);
 }
 
-/* Whether git converts what it checks out for attribute NAME with VALUE. */
+/*
+ * Whether attribute NAME bears on what git's checkout writes: any
+ * mention of one (set, a value, unset too) has the file read.
+ */
 static bool
-snap_take_converts(const char *name, const char *value)
+snap_take_converts(const char *name)
 {
 	static const char *const conv[] = { "text", "eol", "crlf", "ident",
 	    "filter", "working-tree-encoding" };
@@ -1622,7 +1627,7 @@ snap_take_converts(const char *name, const char *value)
 
 	for (i = 0; i < nitems(conv); i++)
 		if (strcmp(name, conv[i]) == 0)
-			return strcmp(value, "unset") != 0;
+			return true;
 	return false;
 }
 
@@ -1649,7 +1654,7 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
 			if (k < 3)
 				continue;
 			k = 0;
-			if (snap_take_converts(f[1], f[2]) &&
+			if (snap_take_converts(f[1]) &&
 			    (t->co_converted.n == 0 || strcmp(f[0],
 			    t->co_converted.v[t->co_converted.n - 1]) != 0))
 				strv_add(&t->co_converted, f[0]);
@@ -1660,23 +1665,26 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
 }
 
 /*
- * The attributes of the files listed, as git worktree add saw them (the
- * project's info/attributes, the user's and the system's; the tree has no
- * .gitattributes, or nothing is taken from the index): a file one of them
- * may have made git convert on its way out (text, eol, ident, an encoding)
- * is read like any other. False if git cannot be started.
+ * The attributes of the files listed, as git worktree add saw them: the
+ * project's info/attributes, the user's and the system's files, and no
+ * .gitattributes (the seed is not believed if the tree has one). So git
+ * reads them --cached from an index that is not there (empty): neither
+ * a .gitattributes copied into the worktree after the checkout (by
+ * .worktreeinclude) nor one in the main tree's index, which a session
+ * there can write (or make a FIFO), comes in. A file one of them names
+ * a conversion attribute for (text, eol, ident, an encoding) is read
+ * like any other. False if git cannot be started.
  */
 static bool
 snap_take_co_attrs(struct snap_take *t)
 {
-	static char *argv[] = { "git", "check-attr", "--stdin", "-z", "-a",
-	    NULL };
+	static char *argv[] = { "git", "check-attr", "--cached", "--stdin",
+	    "-z", "-a", NULL };
 	char *cause = NULL;
 
 	t->co_attrs_read = true;
-	if (snap_take_git_at(t, t->co_common, t->repo->worktree, argv, -1,
-	    &t->untracked, -1, SNAP_TAKE_BORROW_SECS, snap_take_co_attrs_cb,
-	    &cause) == NULL) {
+	if (snap_take_git_at(t, t->co_common, NULL, argv, -1, &t->untracked,
+	    -1, SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
 		log_info("the first snapshot reads every file: %s", cause);
 		free(cause);
 		free(t->co_tree);
@@ -1752,7 +1760,8 @@ snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 
 /*
  * Starts git (ARGV) as a step of the job on GITDIR (and WORKTREE, if not
- * NULL) with IN_FD (a file) as its stdin or INPUT, OUT_FD (a file) as its
+ * NULL; and an index that is not there, so that none of the project's is
+ * read) with IN_FD (a file) as its stdin or INPUT, OUT_FD (a file) as its
  * stdout or read, for at most SECS. NULL with *CAUSE.
  */
 static struct proc *
@@ -1768,6 +1777,8 @@ snap_take_git_at(struct snap_take *t, const char *gitdir,
 	strv_addf(&env, "GIT_DIR=%s", gitdir);
 	if (worktree != NULL)
 		strv_addf(&env, "GIT_WORK_TREE=%s", worktree);
+	/* No index of the project's is read: one that is not there, in our own repository. */
+	strv_addf(&env, "GIT_INDEX_FILE=%s/agentmux-no-index", t->repo->gitdir);
 	memset(&o, 0, sizeof o);
 	o.argv = argv;
 	o.env = env.v;
@@ -1951,7 +1962,8 @@ snap_take_borrow_packed_cb(struct proc *p, void *arg)
 static void
 snap_take_borrow(struct snap_take *t)
 {
-	static char *argv[] = { "git", "pack-objects", "--stdout", "--quiet",
+	static char *argv[] = { "git", "-c", "pack.compression=0",
+	    "pack-objects", "--window=0", "--depth=0", "--stdout", "--quiet",
 	    NULL };
 	char *cause = NULL;
 

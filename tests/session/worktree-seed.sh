@@ -100,11 +100,47 @@ n=$(taken "$T/conv.out")
 rm -f .git/info/attributes "$XDG_CONFIG_HOME/git/attributes"
 fsck_own "conversions"
 
+# 2b. What turns conversions off where git's checkout did not look (the
+# review's attacks): a .gitattributes copied in by .worktreeinclude after
+# the checkout, and one staged in the main tree's index (which a session
+# there can write, and where a FIFO would hold git's open). The user's
+# own attributes convert every .txt; git check-attr must see that.
+printf '*.txt eol=crlf ident\n' >"$XDG_CONFIG_HOME/git/attributes"
+off='* !text !eol !crlf !ident !filter !working-tree-encoding'
+rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD && cp -p .env "$T/ref/.env" || exit 1
+printf '.env\n.gitattributes\n' >.gitignore && printf '.env\n.gitattributes\n' >.worktreeinclude &&
+	printf '%s\n' "$off" >.gitattributes && chmod 600 .gitattributes && cp -p .gitattributes "$T/ref/.gitattributes"
+"$AMX" run --worktree --branch incl -- true </dev/null >"$T/incl.out" 2>&1 || bad "session incl failed: $(tail -5 "$T/incl.out")"
+id=$(sid incl)
+w=$(wdir "$id")
+[ -f "$w/.gitattributes" ] || bad "the .gitattributes was not copied in by .worktreeinclude"
+out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] &&
+	ok "a .gitattributes copied in after the checkout does not hide the user's conversions" ||
+	bad "a .gitattributes copied in hid conversions: $(diff <(tree "$T/ref") <(tree "$w") | head -6)"
+git checkout -q -- .gitignore .worktreeinclude && rm -f .gitattributes "$T/ref/.gitattributes"
+printf '%s\n' "$off" >.gitattributes && git add .gitattributes && rm .gitattributes
+"$AMX" run --worktree --branch staged -- true </dev/null >"$T/staged.out" 2>&1 || bad "session staged failed: $(tail -5 "$T/staged.out")"
+id=$(sid staged)
+w=$(wdir "$id")
+out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] &&
+	ok "a .gitattributes staged in the main tree's index does not hide the user's conversions" ||
+	bad "a staged .gitattributes hid conversions: $(diff <(tree "$T/ref") <(tree "$w") | head -6)"
+git rm -q --cached .gitattributes
+# (Without a .worktreeinclude: its listing reads the main tree's index.
+# A jail cannot make a FIFO in the project: Landlock refuses it.)
+mv .worktreeinclude "$T/wti" && rm -f .git/index && mkfifo .git/index
+timeout 30 "$AMX" run --worktree --branch fifo -- true </dev/null >"$T/fifo.out" 2>&1 &&
+	ok "a FIFO for the main tree's index holds no worktree start" || bad "session fifo failed or hung: $(tail -5 "$T/fifo.out")"
+rm -f .git/index && git reset -q && mv "$T/wti" .worktreeinclude
+rm -f "$XDG_CONFIG_HOME/git/attributes"
+
 # 4. agentmux killed while it copies the blobs in (git pack-objects slowed
 # by a wrapper on agentmux's PATH): the list it left is taken up by the
 # next command that opens the repository; diff and undo then work.
 mkdir -p "$T/slowbin"
-printf '#!/bin/sh\n[ "$1" = pack-objects ] && sleep 4\nexec %s "$@"\n' "$(command -v git)" >"$T/slowbin/git"
+printf '#!/bin/sh\ncase " $* " in *" pack-objects "*) sleep 4 ;; esac\nexec %s "$@"\n' "$(command -v git)" >"$T/slowbin/git"
 chmod 755 "$T/slowbin/git"
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD && cp -p .env "$T/ref/.env" || exit 1
 PATH=$T/slowbin:$PATH "$AMX" run --worktree --branch killed -- sh -c 'echo STARTED; echo killed >>src/d01/f0001.txt; sleep 60' \
