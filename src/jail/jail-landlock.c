@@ -135,6 +135,8 @@ jail_landlock_reaches(const char *dir, const char *path)
  * overlay in the project's .git has a rule of its own): agentmux and git
  * on the host open files there (the user's git branch lists every
  * branch's ref file), and opening a FIFO for reading waits for a writer.
+ * Beneath the sealed dir, no link or socket either: git follows a link
+ * where it reads a ref (to /dev/zero: without end).
  */
 static uint64_t
 jail_landlock_dir_rights(struct jail_plan *p, const char *dir)
@@ -152,6 +154,10 @@ jail_landlock_dir_rights(struct jail_plan *p, const char *dir)
 		    c->binds[i].path) || jail_landlock_reaches(c->binds[i].path,
 		    dir)))
 			rights &= ~JAIL_LL_FS_MAKE_FIFO;
+	/* Nothing above it is writable (jail_mount_check_sealed). */
+	if (c->sealed != NULL && jail_landlock_reaches(c->sealed, dir))
+		rights &= ~(JAIL_LL_FS_MAKE_SYM | JAIL_LL_FS_MAKE_SOCK |
+		    JAIL_LL_FS_MAKE_FIFO);
 	return rights;
 }
 

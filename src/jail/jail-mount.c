@@ -968,6 +968,18 @@ jail_mount_protect(struct jail_umounts *u, const char *proj, const char *path)
 	    (S_ISDIR(st.st_mode) ? 0 : JAIL_MOP_ISFILE), NULL, path, NULL);
 }
 
+/* Whether one of the caller's binds is at PATH. */
+static bool
+jail_mount_bound(const struct jail_conf *c, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < c->nbinds; i++)
+		if (strcmp(c->binds[i].path, path) == 0)
+			return true;
+	return false;
+}
+
 static int
 jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
     char **cause)
@@ -989,8 +1001,12 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 			rc = jail_mount_snaprefs(u, git, cause);
 		if (rc == 0)
 			rc = jail_mount_branches(u, git, cause);
-	} else if (lstat(git, &st) == 0 && S_ISREG(st.st_mode)) {
-		/* "gitdir: ...": rewritten, it would send the host's git anywhere. */
+	} else if (lstat(git, &st) == 0 && S_ISREG(st.st_mode) &&
+	    !jail_mount_bound(p->conf, git)) {
+		/*
+		 * "gitdir: ...": rewritten, it would send the host's git
+		 * anywhere. (A bind of the caller's may show another there.)
+		 */
 		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |
 		    JAIL_MOP_ISFILE, NULL, git, NULL);
 	}
@@ -1024,6 +1040,32 @@ jail_mount_var_tmp(struct jail_plan *p, struct jail_umounts *u)
 	strv_add(&p->ll_rw_dirs, "/var/tmp");
 }
 
+/*
+ * Landlock grants a dir's rights to everything below it, mounts included:
+ * the sealed dir can refuse links only if no writable dir lies above it
+ * (HOME, /tmp, the project, a bind).
+ */
+static int
+jail_mount_check_sealed(struct jail_plan *p, char **cause)
+{
+	const char *sealed = p->conf->sealed, *d;
+	size_t i;
+
+	if (sealed == NULL)
+		return 0;
+	if (jail_mount_check_target(p, "the sealed dir", sealed, cause) == -1)
+		return -1;
+	for (i = 0; i < p->ll_rw_dirs.n; i++) {
+		d = p->ll_rw_dirs.v[i];
+		if (jail_path_under(sealed, d) && !jail_path_under(d, sealed)) {
+			*cause = xprintf("cannot keep links out of %s in the "
+			    "jail: %s above it is writable there", sealed, d);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* The user's side: /tmp, HOME, the project, overlays and binds, parents before children. */
 static int
 jail_mount_user(struct jail_plan *p, char **cause)
@@ -1049,6 +1091,8 @@ jail_mount_user(struct jail_plan *p, char **cause)
 	    jail_mount_binds(p, &u, cause) == -1)
 		goto out;
 	jail_mount_var_tmp(p, &u);
+	if (jail_mount_check_sealed(p, cause) == -1)
+		goto out;
 	qsort(u.v, u.n, sizeof *u.v, jail_umount_cmp);
 	for (i = 0; i < u.n; i++) {
 		jail_mop_add(p, u.v[i].kind, u.v[i].flags, u.v[i].src,

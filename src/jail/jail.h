@@ -22,7 +22,7 @@ struct strv;
 
 /** A host dir the jailed process sees, at the same path, as an overlay. */
 struct jail_overlay {
-	const char *path;     /* where the jail sees it (a host path) */
+	const char *path;     /* where the jail sees it */
 	const char *lower;    /* read-only lower layer; NULL: PATH itself */
 	const char *upper;    /* the session's upper dir (exists, empty at first) */
 	const char *work;     /* overlayfs work dir, same filesystem as UPPER */
@@ -30,7 +30,7 @@ struct jail_overlay {
 
 /** An extra bind mount (e.g. an agent's install dir), read-only unless RW. */
 struct jail_bind {
-	const char *path;     /* where the jail sees it (a host path) */
+	const char *path;     /* where the jail sees it */
 	const char *src;      /* what is bound there; NULL: PATH itself */
 	bool rw;
 };
@@ -67,6 +67,14 @@ struct jail_conf {
 	/* Files and dirs in the project (absolute) kept read-only: what the host's tools run. */
 	char *const *protect;
 	size_t nprotect;
+	/*
+	 * A dir of the jail (absolute, not under HOME, /tmp or the project)
+	 * beneath which only files and dirs can be made: no link, socket,
+	 * FIFO or device. No writable rule may reach it from above (refused).
+	 * NULL: none. A worktree session's shared git dir, which the host's
+	 * git reads while the jail runs.
+	 */
+	const char *sealed;
 };
 
 /**

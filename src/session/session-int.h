@@ -247,7 +247,10 @@ struct session_setup {
 	const char *home;
 	struct strv env;
 	struct strv binds;           /* read-only, at the same path */
-	struct strv rw_binds;        /* read-write, at the same path (worktree sessions) */
+	struct strv at_path;         /* binds elsewhere than their source (worktree sessions): */
+	struct strv at_src;          /* where the jail sees it, what is bound there, */
+	struct strv at_rw;           /* and "rw" or "ro" */
+	char *sealed;                /* the jail's dir that can hold no link (jail_conf) */
 	struct strv path;            /* dirs to put first on the jail's PATH */
 	struct strv ov_path;         /* overlays: where, lower, upper, work */
 	struct strv ov_lower;
@@ -383,7 +386,8 @@ int session_worktree_plan(struct session *, const struct session_opts *,
     char **cause);
 int session_worktree_make(struct session *,
     void (*done)(struct session *, const char *error), char **cause);
-void session_worktree_jail(struct session *, struct session_setup *);
+int session_worktree_jail(struct session *, struct session_setup *,
+    char **cause);
 void session_worktree_setup(struct session *, const struct config_agent *);
 void session_worktree_free(struct session *);
 

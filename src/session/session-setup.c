@@ -409,7 +409,9 @@ session_setup_init(struct session_setup *ss)
 	memset(ss, 0, sizeof *ss);
 	strv_init(&ss->env);
 	strv_init(&ss->binds);
-	strv_init(&ss->rw_binds);
+	strv_init(&ss->at_path);
+	strv_init(&ss->at_src);
+	strv_init(&ss->at_rw);
 	strv_init(&ss->path);
 	strv_init(&ss->ov_path);
 	strv_init(&ss->ov_lower);
@@ -429,7 +431,10 @@ session_setup_free(struct session_setup *ss)
 {
 	strv_free(&ss->env);
 	strv_free(&ss->binds);
-	strv_free(&ss->rw_binds);
+	strv_free(&ss->at_path);
+	strv_free(&ss->at_src);
+	strv_free(&ss->at_rw);
+	free(ss->sealed);
 	strv_free(&ss->path);
 	strv_free(&ss->ov_path);
 	strv_free(&ss->ov_lower);
@@ -462,7 +467,7 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 	}
 	jc->overlays = ss->overlays;
 	jc->noverlays = ss->ov_path.n;
-	n = ss->binds.n + ss->file_paths.n + ss->rw_binds.n;
+	n = ss->binds.n + ss->file_paths.n + ss->at_path.n;
 	ss->jbinds = xcalloc(n + 1, sizeof *ss->jbinds);
 	for (i = 0; i < ss->binds.n; i++)
 		ss->jbinds[i].path = ss->binds.v[i];
@@ -471,10 +476,13 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 		ss->jbinds[ss->binds.n + i].src = ss->file_srcs.v[i];
 		ss->jbinds[ss->binds.n + i].rw = true;
 	}
-	for (i = 0; i < ss->rw_binds.n; i++) {
-		ss->jbinds[n - ss->rw_binds.n + i].path = ss->rw_binds.v[i];
-		ss->jbinds[n - ss->rw_binds.n + i].rw = true;
+	for (i = 0; i < ss->at_path.n; i++) {
+		ss->jbinds[n - ss->at_path.n + i].path = ss->at_path.v[i];
+		ss->jbinds[n - ss->at_path.n + i].src = ss->at_src.v[i];
+		ss->jbinds[n - ss->at_path.n + i].rw =
+		    strcmp(ss->at_rw.v[i], "rw") == 0;
 	}
 	jc->binds = ss->jbinds;
 	jc->nbinds = n;
+	jc->sealed = ss->sealed;
 }

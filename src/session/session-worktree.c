@@ -433,25 +433,104 @@ session_worktree_make(struct session *s,
 	return 0;
 }
 
-/* The shared git dir read-only, with the worktree's git dir and the session's ref dirs writable. */
-void
-session_worktree_jail(struct session *s, struct session_setup *sp)
+/*
+ * Where the jail sees the shared git dir: at its top, with no writable
+ * dir above it, so that Landlock can refuse links, sockets and FIFOs in
+ * all of it (jail_conf sealed). At its host path it lay under the jail's
+ * HOME, whose rule grants them: a jail that planted a link to /dev/zero
+ * in its ref dir again and again won some of the user's git runs (read
+ * without end), however fast the live watch removed it.
+ */
+#define SESSION_WT_GITDIR "/.agentmux-git"
+
+/* HOST (in the shared git dir) bound at its place in the jail's. */
+static void
+session_worktree_at(struct session_setup *sp, const struct snap_worktree *wt,
+    const char *host, bool rw)
+{
+	strv_addf(&sp->at_path, "%s%s", SESSION_WT_GITDIR,
+	    host + strlen(wt->common));
+	strv_add(&sp->at_src, host);
+	strv_add(&sp->at_rw, rw ? "rw" : "ro");
+}
+
+/*
+ * The shared git dir read-only, with the worktree's git dir and the
+ * session's ref dirs writable, at SESSION_WT_GITDIR; the worktree's .git
+ * file there names it. The history overlay of its objects moves with it.
+ */
+int
+session_worktree_jail(struct session *s, struct session_setup *sp,
+    char **cause)
 {
 	const struct snap_worktree *wt = s->wt;
 	const char *slash = strrchr(wt->branch, '/');
 	int dirlen = (int)(slash - wt->branch);
+	size_t n = strlen(wt->common), i;
+	char *path, *text;
+	int fd;
 
-	strv_add(&sp->binds, wt->common);
-	strv_add(&sp->rw_binds, wt->admin);
-	strv_addf(&sp->rw_binds, "%s/refs/heads/%.*s", wt->common, dirlen,
+	if (strncmp(wt->admin, wt->common, n) != 0 || wt->admin[n] != '/') {
+		*cause = xprintf("the worktree's git dir %s is not in the "
+		    "project's %s; 'agentmux discard %lld' removes the "
+		    "worktree", wt->admin, wt->common, (long long)s->id);
+		return -1;
+	}
+	/* The jail's .git, read by git in the jail only (no fsync: made at each start). */
+	text = xprintf("gitdir: %s%s\n", SESSION_WT_GITDIR, wt->admin + n);
+	path = xprintf("%s/gitfile", sp->dir);
+	(void)unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0644);
+	if (fd == -1 || util_write_all(fd, text, strlen(text)) == -1) {
+		*cause = xprintf("cannot write %s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		free(text);
+		free(path);
+		return -1;
+	}
+	close(fd);
+	free(text);
+	strv_addf(&sp->at_path, "%s/.git", s->project);
+	strv_add(&sp->at_src, path);
+	strv_add(&sp->at_rw, "ro");
+	free(path);
+
+	session_worktree_at(sp, wt, wt->common, false);
+	session_worktree_at(sp, wt, wt->admin, true);
+	path = xprintf("%s/refs/heads/%.*s", wt->common, dirlen, wt->branch);
+	session_worktree_at(sp, wt, path, true);
+	free(path);
+	path = xprintf("%s/logs/refs/heads/%.*s", wt->common, dirlen,
 	    wt->branch);
-	strv_addf(&sp->rw_binds, "%s/logs/refs/heads/%.*s", wt->common,
-	    dirlen, wt->branch);
+	session_worktree_at(sp, wt, path, true);
+	free(path);
 	/* What sends the host's git elsewhere stays as git wrote it. */
-	strv_addf(&sp->binds, "%s/commondir", wt->admin);
-	strv_addf(&sp->binds, "%s/gitdir", wt->admin);
+	path = xprintf("%s/commondir", wt->admin);
+	session_worktree_at(sp, wt, path, false);
+	free(path);
+	path = xprintf("%s/gitdir", wt->admin);
+	session_worktree_at(sp, wt, path, false);
+	free(path);
 	/* Made empty by snap_worktree_add: host git may obey it. */
-	strv_addf(&sp->binds, "%s/config.worktree", wt->admin);
+	path = xprintf("%s/config.worktree", wt->admin);
+	session_worktree_at(sp, wt, path, false);
+	free(path);
+
+	for (i = 0; i < sp->ov_path.n; i++) {
+		const char *ov = sp->ov_path.v[i];
+
+		if (strncmp(ov, wt->common, n) != 0 || (ov[n] != '/' &&
+		    ov[n] != '\0'))
+			continue;
+		path = xprintf("%s%s", SESSION_WT_GITDIR, ov + n);
+		free(sp->ov_path.v[i]);
+		sp->ov_path.v[i] = path;
+	}
+	free(sp->sealed);
+	sp->sealed = xstrdup(SESSION_WT_GITDIR);
+	return 0;
 }
 
 /* The profile's setup runs in the jail first; the command only if it succeeds. */

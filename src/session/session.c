@@ -1305,8 +1305,8 @@ session_plan_files(struct session *s, struct session_setup *sp,
 	if (session_setup_overlays(sp, sp->agent, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
 		return SESSION_PLAN_FAIL;
-	if (s->wt != NULL)
-		session_worktree_jail(s, sp);
+	if (s->wt != NULL && session_worktree_jail(s, sp, cause) == -1)
+		return SESSION_PLAN_FAIL;
 	/* The files the user's tools run: read-only in the jail. */
 	session_protect(s, sp->agent, &sp->protect);
 	/* ...and reached by no other name. */
