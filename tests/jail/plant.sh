@@ -1529,6 +1529,8 @@ wtrun() {
 	RC=$?
 	WT=$(printf '%s\n' "$OUT" | sed -n 's/^WT=//p' | tail -n 1)
 	WTI=$(printf '%s\n' "$OUT" | sed -n 's/^WTI=//p' | tail -n 1)
+	# The jail sees the repository's git dir at /.agentmux-git.
+	case $WTI in /.agentmux-git/*) WTI=$P/.git${WTI#/.agentmux-git} ;; esac
 }
 worktree_index() {
 	base=$(git -C "$P" rev-parse HEAD)
@@ -1564,7 +1566,7 @@ open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
 	wtrun 'echo WT=$(pwd); I=$(git rev-parse --path-format=absolute --git-path index); echo WTI=$I;
 	    b=$(echo "int evil;" | git hash-object -w --stdin) &&
 	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
-	    git read-tree HEAD && /usr/bin/python3 '"$P"'/.git/amx-tree.py "$I" src2 $t'
+	    git read-tree HEAD && /usr/bin/python3 /.agentmux-git/amx-tree.py "$I" src2 $t'
 	case $OUT in *patched*) ok ;; *) bad "worktree_index tree: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the cache-tree in"*"was forged in the session; it disagreed with the index entries for src2/:"*"agentmux dropped it"*) ok ;;
 	*) bad "worktree_index: a forged cache-tree in the worktree's index was not told: $OUT" ;; esac
@@ -1603,7 +1605,7 @@ open(p, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$I" &&
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
 	    echo "import os" >src2/conftest.py; after_mtime src2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
-	    /usr/bin/python3 '"$P"'/.git/amx-untr.py "$I" src2 conftest.py
+	    /usr/bin/python3 /.agentmux-git/amx-untr.py "$I" src2 conftest.py
 	    git -c core.untrackedCache=true status --porcelain'
 	case $OUT in *patched*) ok ;; *) bad "worktree_index untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"?? src2/conftest.py"*) bad "worktree_index untr: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac

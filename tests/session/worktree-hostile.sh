@@ -32,6 +32,31 @@ new_project() {
 	echo a >f && git add f && git commit -qm A
 }
 sid() { "$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])'; }
+# The jail sees the shared git dir where no writable dir lies above it, and Landlock refuses links,
+# sockets and FIFOs in all of it. What agentmux does with one made there anyway (a kernel without
+# Landlock; a process of the user's) is tried by planting from the host while the session runs:
+# held BRANCH OUT JAILTEXT: a worktree session on BRANCH in the background, its output in OUT: it runs
+# JAILTEXT, then waits for .released in its worktree (60 s at most). Once it does, sets w (its worktree),
+# a (its git dir), c (the shared one) and r (its branch's ref), as the host sees them.
+held() {
+	"$AMX" run --worktree --branch "$1" -- sh -c "$3"'
+		git rev-parse --symbolic-full-name HEAD >.held
+		i=0; while [ $i -lt 600 ] && [ ! -e .released ]; do sleep 0.1; i=$((i+1)); done' </dev/null >"$2" 2>&1 &
+	bgpid=$!
+	w=
+	for _ in $(seq 600); do
+		w=$(ls -d "$XDG_DATA_HOME"/agentmux/worktrees/*/"${P##*/}" 2>/dev/null | head -n 1)
+		[ -n "$w" ] && [ -s "$w/.held" ] && break
+		sleep 0.1
+	done
+	[ -n "$w" ] && [ -s "$w/.held" ] || bad "the held session did not start: $(cat "$2")"
+	a=$P/.git/worktrees/${P##*/} c=$P/.git r=$(cat "$w/.held" 2>/dev/null)
+}
+release() { touch "$w/.released"; wait "$bgpid"; bgpid=; }
+# Whether the kernel has Landlock (what refuses links in the jail's git dirs).
+landlock() { grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; }
+# The jail's text that tries to make a link to /dev/zero in each dir it names, printing LINKED for each made.
+try_links='for d in "$@"; do mkdir -p "$d" 2>/dev/null; ln -s /dev/zero "$d/try-zz" 2>/dev/null && echo "LINKED $d"; done'
 
 # A fresh repository P$1: main with config/{a,b}.json, then config/settings.json; local/ ignored, holding
 # the user's private local/settings.json.
@@ -141,49 +166,67 @@ grep -q "a rebase was left in progress in $P/.git/worktrees/[^ ]*/rebase-merge; 
 	ok "the end tells a rebase left in progress in the worktree's git dir, with its exec line" ||
 	bad "the end did not tell the rebase in the worktree's git dir: $end"
 
-# 6. The session makes its worktree's own logs/HEAD (in the admin dir, which the jail can write) and its
-# branch's reflog links to a host file: the user's next commit in the worktree would append its reflog lines there. The end removes
-# the link, unfollowed, and says so; the host file is untouched.
+# 6. The session tries to make its worktree's own logs/HEAD (in the admin dir, which the jail can write)
+# and its branch's reflog links to a host file, and ORIG_HEAD a socket: the user's next commit in the
+# worktree would append its reflog lines there. Landlock refuses each. Made from the host while the
+# session runs (as without Landlock), the end removes the links, unfollowed, and says so; the host file is
+# untouched.
 P=$T/l
 new_project
 echo victim >"$T/victim" && chmod 666 "$T/victim"
-end=$("$AMX" run --worktree --branch lh -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
-	rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" &&
+held lh "$T/lh.out" 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
+	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) &&
+	{ rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim "$a/logs/HEAD" && echo MADE-LOG; }
+	{ rm -f "$a/ORIG_HEAD" && python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$a/ORIG_HEAD" 2>/dev/null && echo MADE-SOCK; }
+	{ rm -f "$c/logs/$r" && ln -s '"$T"'/victim "$c/logs/$r" && echo MADE-REFLOG; }; true'
+rm -f "$a/logs/HEAD" && ln -s "$T/victim" "$a/logs/HEAD" && rm -f "$a/ORIG_HEAD" &&
 	python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$a/ORIG_HEAD" &&
-	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
-	ln -s '"$T"'/victim "$c/logs/$r"' </dev/null 2>&1)
+	rm -f "$c/logs/$r" && ln -s "$T/victim" "$c/logs/$r" || bad "the host could not plant for case 6"
+release
+end=$(cat "$T/lh.out")
 id=$(sid)
-w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+if landlock; then
+	! grep -q MADE <<<"$end" && ok "the jail cannot make a link or socket in its worktree's git dir or its reflog dir" ||
+		bad "the jail made links or sockets in its git dirs: $end"
+fi
 # (Removed as they came, while it ran, or by the end's walk: which one depends on when the loop reads the events.)
 grep -Eq "(left links or special files in its worktree's git dir.*logs/HEAD \(a link to $T/victim\).*they were removed|while it ran, the session made links .*logs/HEAD \(a link to $T/victim\))" <<<"$end" &&
 	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
 	ok "the end tells and removes links and special files in the worktree's git dir" || bad "the end did not tell them: $end"
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
-[ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link the session planted" ||
+[ "$(cat "$T/victim")" = victim ] && ok "a commit in the worktree writes nothing through a link planted in its git dir" ||
 	bad "the host file took the worktree's reflog line: $(cat "$T/victim")"
 
-# 14. FIFOs where the user's git opens files: the worktree's git dir, its branch's ref and reflog dirs (git
-# branch and for-each-ref in the main tree open every ref file, and wait on a FIFO forever). Landlock refuses
-# to make one there (or in a dir above); a socket (which git does not wait on, nor Landlock refuse) in the
-# ref dir is removed at the end and told; the user's git branch lists the branches.
+# 14. FIFOs, links and sockets where the user's git opens files: the worktree's git dir, its branch's ref
+# and reflog dirs (git branch and for-each-ref in the main tree open every ref file, wait on a FIFO
+# forever, and read /dev/zero through a link without end). Landlock refuses to make any there, or in a
+# dir made there. Made from the host (as without Landlock), the end removes the socket and links in the
+# ref dir and tells them; the user's git branch lists the branches.
 P=$T/fifo
 new_project
-end=$("$AMX" run --worktree --branch ff -- sh -c 'a=$(git rev-parse --absolute-git-dir) &&
+held ff "$T/ff.out" 'a=$(git rev-parse --absolute-git-dir) &&
 	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) &&
 	for d in "$a" "$a/logs" "${c}/${r%/*}" "$c/logs/${r%/*}"; do mkdir -p "$d"; mkfifo "$d/fifo" 2>/dev/null && echo "MADE $d"; done
 	mkfifo "$c/${r%/*}/fifo" 2>/dev/null || mkfifo "$c/${r%/*}/sub/fifo" 2>/dev/null && echo MADE-SUB
-	mkdir -p "$c/${r%/*}/sub" && python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$c/${r%/*}/sub/sock" &&
-	ln -s /dev/zero "$c/${r%/*}/zz" && ln -s /proc/self/fd/0 "$c/${r%/*}/sub/stdin" &&
-	d="$c/${r%/*}/deep" && for i in $(seq 34); do d="$d/x"; done && mkdir -p "$d" && ln -s /dev/zero "$d/zz" &&
-	echo planted' </dev/null 2>&1)
+	mkdir -p "$c/${r%/*}/sub" && { python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$c/${r%/*}/sub/sock" 2>/dev/null && echo MADE-SOCK; }
+	set -- "$a" "$a/logs" "${c}/${r%/*}" "$c/${r%/*}/sub" "$c/logs/${r%/*}"; '"$try_links"'
+	ln -s /proc/self/fd/0 "$c/${r%/*}/sub/stdin" 2>/dev/null && echo MADE-STDIN
+	d="$c/${r%/*}/deep" && for i in $(seq 34); do d="$d/x"; done && mkdir -p "$d" && echo DEEP-DIRS && ln -s /dev/zero "$d/zz" 2>/dev/null && echo MADE-DEEP'
+d=$c/${r%/*}
+python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$d/sub/sock" &&
+	ln -s /dev/zero "$d/zz" && ln -s /proc/self/fd/0 "$d/sub/stdin" &&
+	dd=$(find "$d/deep" -type d | awk '{ print length, $0 }' | sort -n | tail -n 1 | cut -d' ' -f2-) &&
+	ln -s /dev/zero "$dd/zz" || bad "the host could not plant for case 14"
+release
+end=$(cat "$T/ff.out")
 id=$(sid)
-if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
-	! grep -q MADE <<<"$end" && ok "no FIFO can be made in the worktree's git dir or its branch's ref and reflog dirs" ||
-		bad "the session made FIFOs where git opens files: $end"
+if landlock; then
+	! grep -q 'MADE\|LINKED' <<<"$end" && ok "no FIFO, link or socket can be made in the worktree's git dir or its branch's ref and reflog dirs" ||
+		bad "the session made FIFOs, links or sockets where git opens files: $end"
 else
-	echo "SKIP (FIFOs refused): no Landlock here"
+	echo "SKIP (FIFOs, links and sockets refused): no Landlock here"
 fi
-grep -q planted <<<"$end" || bad "the session did not plant its socket: $end"
+grep -q DEEP-DIRS <<<"$end" || bad "the session could not make its deep dirs: $end"
 grep -q "refs/heads/agentmux/$id/sub/sock (a special file)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/sub/stdin (a link to /proc/self/fd/0)" <<<"$end" &&
@@ -195,44 +238,56 @@ grep -q "refs/heads/agentmux/$id/sub/sock (a special file)" <<<"$end" &&
 out=$( (ulimit -v 4000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/$id/ff" <<<"$out" &&
 	ok "the user's git branch lists the branches after it" || bad "git branch after the session: $out"
 
+# 14e. The race the live watch cannot win: a jail that makes a link to /dev/zero in its ref dir again and
+# again, while the user's git for-each-ref runs in the main tree (it read /dev/zero through one in 3 runs
+# of 10, and ran out of memory). Landlock refuses every one: all ten runs work.
+if landlock; then
+	P=$T/replant
+	new_project
+	held rp "$T/rp.out" 'r=$(git rev-parse --symbolic-full-name HEAD) && d=$(git rev-parse --git-common-dir)/${r%/*} &&
+		( n=0; while [ $n -lt 40000 ] && [ ! -e .released ]; do ln -sf /dev/zero "$d/zz" 2>/dev/null && echo LINKED;
+			ln -sf /dev/zero "$d/zz$((n % 7))" 2>/dev/null; n=$((n + 1)); done ) >.replant 2>&1 &'
+	fine=0
+	for _ in $(seq 10); do
+		out=$( (ulimit -v 1000000; timeout 20 git for-each-ref) </dev/null 2>&1) && grep -q "agentmux/.*/rp" <<<"$out" &&
+			fine=$((fine + 1))
+	done
+	release
+	[ "$fine" = 10 ] && ! grep -q LINKED "$w/.replant" &&
+		ok "a jail re-making a link in its ref dir makes none; the user's git for-each-ref works 10 times of 10" ||
+		bad "re-planting: $fine runs of 10 worked; $(sort "$w/.replant" | uniq -c | head -3)"
+	cd "$T" || exit 1
+fi
+
 # 14b. While the session runs: a link made in its branch's ref dir, in a subdir made there, and in its
-# worktree's git dir is removed as soon as agentmux sees it (the user's git branch, run meanwhile in the
-# main tree, read /dev/zero through one until the session ended), and told at the end; 300 dirs made and
-# removed first do not use up the watch (each held its slot: the 257th dir was not watched).
+# worktree's git dir (from the host: the jail cannot, case 14) is removed as soon as agentmux sees it (the
+# user's git branch, run meanwhile in the main tree, read /dev/zero through one until the session ended),
+# and told at the end; 300 dirs the jail made and removed first do not use up the watch (each held its
+# slot: the 257th dir was not watched).
 P=$T/live
 new_project
-"$AMX" run --worktree --branch lv -- sh -c 'a=$(git rev-parse --absolute-git-dir) &&
-	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && d="$c/${r%/*}" &&
-	for i in $(seq 300); do mkdir "$d/c$i" && rmdir "$d/c$i"; done &&
-	mkdir -p "$d/new/deeper" && ln -s /dev/zero "$d/zz" && ln -s /dev/zero "$d/new/deeper/zz" &&
-	ln -s /dev/zero "$a/zz" &&
-	i=0; while [ $i -lt 100 ] && { [ -L "$d/zz" ] || [ -L "$d/new/deeper/zz" ] || [ -L "$a/zz" ]; }; do
-		sleep 0.1; i=$((i+1)); done
-	[ $i -lt 100 ] && echo GONE-LIVE; touch planted
-	i=0; while [ $i -lt 600 ] && [ ! -e checked ]; do sleep 0.1; i=$((i+1)); done' </dev/null >"$T/live.out" 2>&1 &
-lpid=$!
-# "planted" comes once the links are gone (or 10 s later, if they stay); the session then runs until
-# "checked", so the user's git branch runs while it does, whatever the load.
-lwt=
-for _ in $(seq 300); do
-	lwt=$(git worktree list --porcelain | sed -n "s/^worktree //p" | grep /wt- | head -n 1)
-	[ -n "$lwt" ] && [ -e "$lwt/planted" ] && break
-	sleep 0.1
-done
+held lv "$T/live.out" 'r=$(git rev-parse --symbolic-full-name HEAD) && d=$(git rev-parse --git-common-dir)/${r%/*} &&
+	for i in $(seq 300); do mkdir "$d/c$i" && rmdir "$d/c$i"; done && mkdir -p "$d/new/deeper" && echo DIRS-MADE'
+d=$c/${r%/*}
+ln -s /dev/zero "$d/zz" && ln -s /dev/zero "$d/new/deeper/zz" && ln -s /dev/zero "$a/zz" ||
+	bad "the host could not plant for case 14b"
+i=0
+while [ $i -lt 100 ] && { [ -L "$d/zz" ] || [ -L "$d/new/deeper/zz" ] || [ -L "$a/zz" ]; }; do sleep 0.1; i=$((i+1)); done
+[ $i -lt 100 ] && ok "links made in a running session's ref and git dirs are removed as they come" ||
+	bad "links in a running session's git dirs stayed: $(ls -la "$d" "$a")"
 out=$( (ulimit -v 4000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/.*/lv" <<<"$out" &&
-	kill -0 "$lpid" 2>/dev/null &&
-	ok "the user's git branch works while a session that planted links in its ref dir runs" ||
+	kill -0 "$bgpid" 2>/dev/null &&
+	ok "the user's git branch works while a session whose ref dir held links runs" ||
 	bad "git branch while the session runs: $out"
-[ -n "$lwt" ] && touch "$lwt/checked"
-wait "$lpid"
+release
 id=$(sid)
 end=$(cat "$T/live.out")
-grep -q GONE-LIVE <<<"$end" &&
+grep -q DIRS-MADE <<<"$end" &&
 	grep -q "while it ran, the session made links .*refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
 	grep -q "refs/heads/agentmux/$id/new/deeper/zz (a link to /dev/zero)" <<<"$end" &&
 	grep -q "worktrees/live/zz (a link to /dev/zero)" <<<"$end" &&
 	[ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] &&
-	ok "links made in a running session's ref and git dirs are removed as they come, and told at the end" ||
+	ok "links made in a running session's ref and git dirs are told at the end" ||
 	bad "links in a running session's git dirs: $end"
 
 # 14d. Dirs the session makes in its ref dir are watched through a descriptor each: under a limit of 256
@@ -279,15 +334,19 @@ for _ in range(1200):
 ' "$T/held" "$T/release" &
 	bgpid=$!
 	for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.1; done
-	end=$("$AMX" run --worktree --branch nw -- sh -c 'c=$(git rev-parse --git-common-dir) &&
-		r=$(git rev-parse --symbolic-full-name HEAD) && ln -s /dev/zero "$c/${r%/*}/zz" && echo planted' </dev/null 2>&1)
+	hold=$bgpid
+	held nw "$T/nw.out" 'echo started'
+	ln -s /dev/zero "$c/${r%/*}/zz" || bad "the host could not plant for case 14c"
+	release
+	end=$(cat "$T/nw.out")
+	bgpid=$hold
 	touch "$T/release"
 	wait "$bgpid"
 	bgpid=
 	id=$(sid)
 	# (errno 24: EMFILE, the user's instances used up.)
 	case $(cat "$T/held") in *" 24") ;; *) bad "the user's inotify instances were not used up: $(cat "$T/held")" ;; esac
-	grep -q planted <<<"$end" &&
+	grep -q started <<<"$end" &&
 		grep -q "could not be watched while it ran (no inotify instance or watch was left" <<<"$end" &&
 		grep -q "refs/heads/agentmux/$id/zz (a link to /dev/zero)" <<<"$end" &&
 		[ -z "$(find .git/refs .git/logs .git/worktrees ! -type f ! -type d 2>/dev/null)" ] &&
@@ -340,17 +399,19 @@ out=$("$AMX" undo "$sh_id" --refs 2>&1)
 cd "$T" || exit 1
 
 # 8. The same links behind more entries than the end looks at (100,000): logs/ in the worktree's git dir
-# filled with files. Looked for by name first, the reflog dir with a count of its own; the cut told.
+# filled with files by the jail, the links made from the host. Looked for by name first, the reflog dir
+# with a count of its own; the cut told.
 P=$T/n
 new_project
 echo victim >"$T/victim3" && chmod 666 "$T/victim3"
-end=$("$AMX" run --worktree --branch nn -- sh -c 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
-	(cd "$a/logs" && seq 1 100100 | xargs touch) && rm -f "$a/logs/HEAD" && ln -s '"$T"'/victim3 "$a/logs/HEAD" &&
-	c=$(git rev-parse --git-common-dir) && r=$(git rev-parse --symbolic-full-name HEAD) && rm -f "$c/logs/$r" &&
-	ln -s '"$T"'/victim3 "$c/logs/$r" && echo planted' </dev/null 2>&1)
+held nn "$T/nn.out" 'a=$(git rev-parse --absolute-git-dir) && mkdir -p "$a/logs" &&
+	(cd "$a/logs" && seq 1 100100 | xargs touch) && echo filled'
+rm -f "$a/logs/HEAD" && ln -s "$T/victim3" "$a/logs/HEAD" && rm -f "$c/logs/$r" && ln -s "$T/victim3" "$c/logs/$r" ||
+	bad "the host could not plant for case 8"
+release
+end=$(cat "$T/nn.out")
 id=$(sid)
-w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
-grep -q planted <<<"$end" || bad "the session did not plant its links: $end"
+grep -q filled <<<"$end" || bad "the session did not fill its logs: $end"
 grep -q "logs/HEAD (a link to $T/victim3)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/nn (a link to $T/victim3)" <<<"$end" &&
 	ok "links behind 100,000 entries in the worktree's git dir are told" || bad "the links were not told: $end"
 grep -q "the look stopped after 100000 entries" <<<"$end" && ok "the cut walk is told" || bad "the cut walk was not told: $end"

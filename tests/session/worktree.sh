@@ -172,16 +172,21 @@ grep -q "worktree was discarded), so undo has nowhere to put files back. 'agentm
 	ok "undo of a discarded session refuses and names restore (session-worktree-restore tests it)" ||
 	bad "undo of a discarded session: $out"
 
-# A session turns its own branch into a symref to main and plants a symref and a symlinked ref to other
-# in its ref dir: merge refuses, sessions does not call it merged, discard deletes the links, never main.
+# A session turns its own branch into a symref to main and plants a symref to other in its ref dir, and
+# tries a symlinked ref (refused by Landlock; planted from the host after it, as without Landlock): merge
+# refuses, sessions does not call it merged, discard deletes the links, never main.
 main1=$(git rev-parse main)
 other1=$(git rev-parse other)
 out=$("$AMX" run --worktree -- sh -c 'b=$(git symbolic-ref HEAD) &&
 	git symbolic-ref "$b" refs/heads/main && git symbolic-ref "${b%/*}/evil" refs/heads/other &&
-	ln -s refs/heads/other "$(git rev-parse --path-format=absolute --git-common-dir)/${b%/*}/link" &&
-	echo PLANTED' </dev/null 2>&1)
+	echo PLANTED && ln -s refs/heads/other "$(git rev-parse --path-format=absolute --git-common-dir)/${b%/*}/link" \
+	2>/dev/null && echo LINKED' </dev/null 2>&1)
 idl=$(newest)
 grep -q PLANTED <<<"$out" || bad "the session could not plant the symrefs: $out"
+if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
+	grep -q LINKED <<<"$out" && bad "the jail made a link in its ref dir: $out" || ok "the jail cannot make a link in its ref dir"
+fi
+ln -sfn refs/heads/other ".git/refs/heads/agentmux/$idl/link" || bad "the host could not plant the symlinked ref"
 "$AMX" sessions | grep "agentmux/$idl/" | grep -q ", merged)" && bad "sessions calls a symref to main merged"
 out=$("$AMX" merge "$idl" 2>&1) && bad "merge of a session whose branch is a symref worked: $out"
 grep -q "is a link to another ref" <<<"$out" && ok "merge refuses a session branch that is a symref" ||
