@@ -412,8 +412,17 @@ jail_send_go(struct jail *j, char **cause)
 	if (jail_limits_join_wait(cj, cause) == -1)
 		return -1;
 	if (send(j->sock, j->go, j->golen, MSG_NOSIGNAL) == -1) {
+		/*
+		 * A setup that failed (its plan refused, a mount) said why
+		 * before it closed its end: that is the cause, not the pipe.
+		 */
+		int error = errno;
+
+		if ((error == EPIPE || error == ECONNRESET) &&
+		    jail_read_status(j, false, cause) == -1)
+			return -1;
 		*cause = xprintf("cannot release the jail: %s",
-		    strerror(errno));
+		    strerror(error));
 		return -1;
 	}
 	return 0;
