@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <linux/magic.h>
@@ -382,6 +383,73 @@ test_errors(void **state)
 	assert_non_null(strstr(cause, "cannot enter /no/such/dir in the jail: "
 	    "No such file or directory"));
 	free(cause);
+}
+
+/*
+ * The sealed dir: beneath it (a read-only bind with a writable one in
+ * it) files and dirs can be made, links, FIFOs and sockets cannot, in a
+ * dir made there too; elsewhere they still can. A writable dir above it
+ * (HOME) is refused before anything runs.
+ */
+static void
+test_sealed(void **state)
+{
+	char *argv[] = { "/bin/sh", "-c",
+	    "w=/.sealed/w; ln -s /dev/zero $w/l 2>/dev/null && echo MADE-LINK; "
+	    "mkfifo $w/f 2>/dev/null && echo FIFO; "
+	    "mkdir $w/d && ln -s x $w/d/l 2>/dev/null && echo DEEP; "
+	    "python3 -c 'import socket, sys; "
+	    "socket.socket(socket.AF_UNIX).bind(sys.argv[1])' $w/s "
+	    "2>/dev/null && echo SOCK; "
+	    "echo x >$w/d/file && echo FILE; "
+	    "ln -s /dev/zero /tmp/l && echo TMPLINK", NULL };
+	char *src = xprintf("%s/sealed", dir), *w = xprintf("%s/w", src);
+	struct jail_bind binds[2] = {
+		{ .path = "/.sealed", .src = src, .rw = false },
+		{ .path = "/.sealed/w", .src = w, .rw = true },
+	};
+	struct jail_conf c;
+	struct jail *j;
+	struct stat st;
+	char *cause = NULL, *out, *under;
+	long abi;
+
+	assert_int_equal(path_mkdir_p(w, 0755), 0);
+	conf_init(&c, argv, false);
+	c.binds = binds;
+	c.nbinds = nitems(binds);
+	c.sealed = "/.sealed";
+	assert_non_null(j = jail_start(&c, &cause));
+	jail_close_stdin(j);
+	out = read_all(jail_stdout_fd(j));
+	assert_int_equal(wait_jail(j), 0);
+	jail_free(j);
+	assert_non_null(strstr(out, "FILE"));
+	assert_non_null(strstr(out, "TMPLINK"));
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U);
+	if (abi >= 1) {
+		assert_null(strstr(out, "MADE-LINK"));
+		assert_null(strstr(out, "FIFO"));
+		assert_null(strstr(out, "DEEP"));
+		assert_null(strstr(out, "SOCK"));
+		under = xprintf("%s/l", w);
+		assert_int_equal(lstat(under, &st), -1);
+		free(under);
+	}
+	free(out);
+
+	/* HOME's rule would reach it. */
+	under = xprintf("%s/x", home);
+	conf_init(&c, argv, false);
+	c.sealed = under;
+	assert_null(jail_start(&c, &cause));
+	if (strstr(cause, "cannot keep links out of") == NULL ||
+	    strstr(cause, home) == NULL)
+		fail_msg("the jail with a sealed dir in HOME: %s", cause);
+	free(cause);
+	free(under);
+	free(src);
+	free(w);
 }
 
 static void
@@ -824,6 +892,7 @@ main(void)
 		cmocka_unit_test(test_hold_errors),
 		cmocka_unit_test(test_hold_cgroups),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_sealed),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_freeze),
 		cmocka_unit_test(test_count),
