@@ -523,8 +523,11 @@ proc_posix_spawn(const struct proc_opts *o, const char *exe, int c[3],
 	 * posix_spawn sets no limit: set once it has exec'd (it returns
 	 * then). Only where clone3 and clone are both refused (proc_spawn
 	 * clones or vforks a child with a limit): what the child takes
-	 * before this line is not bounded.
+	 * before this line is not bounded. The open files' soft limit this
+	 * process raised goes back the same way (the child may be gone).
 	 */
+	if (*err == 0 && proc_nofile_raised)
+		(void)prlimit(pid, RLIMIT_NOFILE, &proc_nofile_was, NULL);
 	if (*err == 0 && o->data_max > 0 && prlimit(pid, RLIMIT_DATA,
 	    &(struct rlimit){ (rlim_t)o->data_max, (rlim_t)o->data_max },
 	    NULL) == -1) {

@@ -438,9 +438,10 @@ static void
 test_no_clone3(void **state)
 {
 	char *argv[] = { "sh", "-c", "ulimit -d", NULL };
+	char *nofile_argv[] = { "sh", "-c", "sleep 0.5; ulimit -n", NULL };
 	struct proc_opts o;
 	struct buf out;
-	char *cause = NULL;
+	char *cause = NULL, want[64];
 	unsigned vforked = proc_test_vforked;
 	int st;
 
@@ -458,6 +459,19 @@ test_no_clone3(void **state)
 	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), 0);
 	assert_int_equal(st, 0);
 	assert_int_equal(proc_test_vforked - vforked, 1);
+	/*
+	 * posix_spawn's child gets the open files' soft limit test_nofile
+	 * raised back too, once it has exec'd (it looks a moment later).
+	 */
+	opts_sh(&o, nofile_argv);
+	buf_init(&out);
+	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
+	buf_adds(&out, "");
+	snprintf(want, sizeof want, "%llu\n", (unsigned long long)nofile_was);
+	assert_string_equal(out.data, want);
+	buf_free(&out);
+	assert_int_equal(proc_test_vforked - vforked, 1);
+	opts_sh(&o, argv);
 	o.data_max = (uint64_t)48 << 20;
 	o.dir = "/nonexistent/agentmux-no-such-dir";
 	assert_int_equal(proc_run(&o, NULL, NULL, &st, &cause), -1);
