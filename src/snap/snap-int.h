@@ -129,6 +129,12 @@ void snap_repo_borrow_end(struct snap_repo *r, int fd);
  * no-op. What fails is logged, and the list goes either way.
  */
 void snap_repo_borrow_resume(struct snap_repo *r);
+/*
+ * An unnamed file in R's objects/pack for a pack on its way in
+ * (O_TMPFILE, else made and unlinked at once): nothing is left behind
+ * whatever happens. -1 with errno if it cannot be made.
+ */
+int snap_repo_pack_tmpfile(struct snap_repo *r);
 /* How long git index-pack may take for a pack of SIZE bytes (snap-import.c). */
 int snap_import_pack_secs(off_t size);
 /* Runs git with ARGS (NULL-terminated) in ENV, to the end; -1 with *CAUSE unless it exits 0. */

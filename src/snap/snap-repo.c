@@ -1313,6 +1313,26 @@ snap_repo_borrow_git(const char *gitdir, const char *what, char *const *argv,
 	return *cause != NULL ? -1 : st;
 }
 
+int
+snap_repo_pack_tmpfile(struct snap_repo *r)
+{
+	char *dir = xprintf("%s/objects/pack", r->gitdir), *tmp;
+	int fd, error;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	/* A file system without O_TMPFILE: EOPNOTSUPP, or EISDIR before 3.11. */
+	if (fd == -1 && errno != ENOENT && errno != EACCES) {
+		tmp = xprintf("%s/tmp_borrow_XXXXXX", dir);
+		if ((fd = mkostemp(tmp, O_CLOEXEC)) != -1)
+			unlink(tmp);
+		free(tmp);
+	}
+	error = errno;
+	free(dir);
+	errno = error;
+	return fd;
+}
+
 /* Copies the blobs of LIST ("COMMON\nID\nID...") from COMMON into R; -1 with *CAUSE. */
 static int
 snap_repo_borrow_copy(struct snap_repo *r, const struct buf *list,
@@ -1331,7 +1351,7 @@ snap_repo_borrow_copy(struct snap_repo *r, const struct buf *list,
 	}
 	common = xstrndup(list->data, (size_t)(nl - list->data));
 	dir = xprintf("%s/objects/pack", r->gitdir);
-	if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) == -1)
+	if ((fd = snap_repo_pack_tmpfile(r)) == -1)
 		*cause = xprintf("cannot make a file in %s: %s", dir,
 		    strerror(errno));
 	else if (snap_repo_borrow_git(common, "pack-objects", pack, -1, nl + 1,

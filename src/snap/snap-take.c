@@ -1701,28 +1701,16 @@ snap_take_hexval(char c)
 	return c >= 'a' ? (unsigned)(c - 'a' + 10) : (unsigned)(c - '0');
 }
 
-/*
- * A file of the own repository for the borrowed blobs' pack, open in
- * T->borrow_fd, unnamed (O_TMPFILE, else made and unlinked at once):
- * nothing is left behind whatever happens. -1 (logged) if it cannot be.
- */
+/* A file of the own repository for the borrowed blobs' pack, in T->borrow_fd; -1 (logged) if it cannot be made. */
 static int
 snap_take_borrow_file(struct snap_take *t)
 {
-	char *dir = xprintf("%s/objects/pack", t->repo->gitdir), *tmp;
 	int fd;
 
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd == -1 && errno != ENOENT && errno != EACCES) {
-		tmp = xprintf("%s/tmp_borrow_XXXXXX", dir);
-		if ((fd = mkostemp(tmp, O_CLOEXEC)) != -1)
-			unlink(tmp);
-		free(tmp);
-	}
-	if (fd == -1)
+	if ((fd = snap_repo_pack_tmpfile(t->repo)) == -1)
 		log_info("the first snapshot reads every file: cannot make a "
-		    "file in %s: %s", dir, strerror(errno));
-	free(dir);
+		    "file in %s/objects/pack: %s", t->repo->gitdir,
+		    strerror(errno));
 	t->borrow_fd = fd;
 	return fd == -1 ? -1 : 0;
 }
