@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
@@ -210,6 +211,14 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 	    SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
 	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
 	    SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+	/*
+	 * No whiteout: renameat2's RENAME_WHITEOUT leaves a 0:0 character
+	 * device at the old name, which Landlock's MAKE_CHAR does not see
+	 * (a device in a worktree session's ref dir, where only files and
+	 * dirs may be made). Only overlayfs needs one, in the kernel.
+	 */
+	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(renameat2), 1,
+	    SCMP_A4(SCMP_CMP_MASKED_EQ, RENAME_WHITEOUT, RENAME_WHITEOUT));
 	/* Only the plain Linux personality: no ASLR switch-off, no READ_IMPLIES_EXEC. */
 	rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(personality), 1,
 	    SCMP_A0(SCMP_CMP_NE, 0));

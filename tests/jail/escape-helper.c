@@ -712,6 +712,9 @@ main(int argc, char **argv)
 		return rename(a, b) == 0 ? escaped("renamed %s", a) : blocked(a);
 	if (strcmp(c, "link") == 0)
 		return link(a, b) == 0 ? escaped("linked %s", a) : blocked(a);
+	if (strcmp(c, "whiteout") == 0)
+		return refused(renameat2(AT_FDCWD, a, AT_FDCWD, b,
+		    RENAME_WHITEOUT), "a rename leaving a whiteout", EPERM);
 	if (strcmp(c, "chmod") == 0)
 		return chmod(a, 0777) == 0 ? escaped("chmod %s", a) : blocked(a);
 	if (strcmp(c, "stat") == 0)

@@ -256,6 +256,16 @@ xattrs() {
 	rm -rf "$P/xattr" "$T/xattr-host"
 }
 
+# A whiteout (renameat2's RENAME_WHITEOUT leaves a 0:0 character device at
+# the old name, which Landlock's MAKE_CHAR does not see): refused, and the
+# file stays where it was.
+whiteout() {
+	echo w >"$P/wh-a"
+	blocked "leave a whiteout device by rename" "$E" whiteout "$P/wh-a" "$P/wh-b"
+	[ -f "$P/wh-a" ] && [ ! -e "$P/wh-b" ] && ok || bad "the whiteout rename moved the file: $(ls -la "$P"/wh-*)"
+	rm -f "$P/wh-a" "$P/wh-b"
+}
+
 checks() {
 	OTHER_HOME=${OTHER_HOME:-/root}
 	if [ "$WHO" = root ]; then
@@ -269,6 +279,7 @@ checks() {
 	reads
 	writes
 	xattrs
+	whiteout
 	git_plants
 	project_sockets
 	network
