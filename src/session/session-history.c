@@ -310,6 +310,27 @@ session_history_ended(void *arg, struct strv *alerts, struct strv *warnings)
 }
 
 /*
+ * With [jail] history = off there is no history's end: a worktree
+ * session's own git dirs get its checks all the same (its HEAD, links,
+ * special files and files too big for a ref there), told in red.
+ */
+static void
+session_history_wt_end(struct session *s)
+{
+	struct strv alerts, none;
+
+	if (s->wt == NULL || s->wt_ended)
+		return;
+	s->wt_ended = true;
+	strv_init(&alerts);
+	strv_init(&none);
+	snap_history_worktree_end(NULL, s->id, &alerts);
+	session_history_tell(s, &alerts, &none);
+	strv_free(&alerts);
+	strv_free(&none);
+}
+
+/*
  * The jail is gone: everything left is brought back, the reflogs mended,
  * on the loop (a pack the session's git wrote is indexed by git
  * index-pack, which may take a while). The session's snapshots wait for
@@ -324,7 +345,11 @@ session_history_stop(struct session *s)
 	if (s->history_watch_ev != NULL)
 		event_free(s->history_watch_ev);
 	s->history_watch_ev = NULL;
-	if (s->history == NULL || s->history_ending)
+	if (s->history == NULL) {
+		session_history_wt_end(s);
+		return;
+	}
+	if (s->history_ending)
 		return;
 	s->history_ending = true;
 	session_history_nending++;

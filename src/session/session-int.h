@@ -149,6 +149,7 @@ struct session {
 	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
 	bool history_in_stop;        /* inside session_history_stop */
+	bool wt_ended;               /* with no history: the worktree's end checks ran */
 	struct snap_session *history_snap;
 
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */

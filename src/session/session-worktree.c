@@ -479,6 +479,8 @@ session_worktree_jail(struct session *s, struct session_setup *sp,
 	/* The jail's .git, read by git in the jail only (no fsync: made at each start). */
 	text = xprintf("gitdir: %s%s\n", SESSION_WT_GITDIR, wt->admin + n);
 	path = xprintf("%s/gitfile", sp->dir);
+	/* Its dir is made by the history's start, which history = off skips. */
+	(void)path_mkdir_p(sp->dir, 0700);
 	(void)unlink(path);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	    0644);
@@ -506,6 +508,16 @@ session_worktree_jail(struct session *s, struct session_setup *sp,
 	    wt->branch);
 	session_worktree_at(sp, wt, path, true);
 	free(path);
+	/*
+	 * Objects go through the history overlay (session_history_start);
+	 * with history = off, straight into the shared dir, as a main-tree
+	 * session's do (git could not commit at all).
+	 */
+	if (!s->cf->jail.history) {
+		path = xprintf("%s/objects", wt->common);
+		session_worktree_at(sp, wt, path, true);
+		free(path);
+	}
 	/* What sends the host's git elsewhere stays as git wrote it. */
 	path = xprintf("%s/commondir", wt->admin);
 	session_worktree_at(sp, wt, path, false);

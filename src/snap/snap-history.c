@@ -3435,17 +3435,17 @@ snap_history_heads(struct snap_history *h)
 
 /* Submodule git dirs the session made in its worktree's admin dir, moved aside (snap_worktree_modules_fix), told in red. */
 static void
-snap_history_wt_modules(struct snap_history *h, const struct snap_worktree *wt)
+snap_history_wt_modules(struct strv *alerts, const struct snap_worktree *wt)
 {
 	char *moved = NULL, *cause = NULL;
 
 	if (snap_worktree_modules_fix(wt, &moved, &cause) == -1)
-		strv_addf(&h->end_alerts, "the session made submodule git "
+		strv_addf(alerts, "the session made submodule git "
 		    "dirs in its worktree's git dir (%s/modules): a 'git "
 		    "submodule update' in the worktree would run their hooks; "
 		    "%s", wt->admin, cause);
 	else if (moved != NULL)
-		strv_addf(&h->end_alerts, "the session made submodule git "
+		strv_addf(alerts, "the session made submodule git "
 		    "dirs in its worktree's git dir (%s/modules): a 'git "
 		    "submodule update' in the worktree would take them up and "
 		    "run their hooks and config; they were moved to %s (look "
@@ -3455,24 +3455,29 @@ snap_history_wt_modules(struct snap_history *h, const struct snap_worktree *wt)
 	free(cause);
 }
 
-/* Links and special files the session left in its worktree's admin dir, removed (snap_worktree_odd_fix), told in red. */
+/*
+ * Links and special files the session left in its worktree's admin dir,
+ * removed (snap_worktree_odd_fix), told in red into ALERTS, with what the
+ * live watch of H (NULL: there was none) did.
+ */
 static void
-snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
+snap_history_wt_odd(const struct snap_history *h, struct strv *alerts,
+    const struct snap_worktree *wt)
 {
 	char *told = NULL;
 	int rc = snap_worktree_odd_fix(wt, &told);
 	struct buf b;
 	size_t i;
 
-	if (h->wt_nowatch)
-		strv_addf(&h->end_alerts, "the git dirs of the session's "
+	if (h != NULL && h->wt_nowatch)
+		strv_addf(alerts, "the git dirs of the session's "
 		    "worktree (its own git dir, its branch's ref and reflog "
 		    "dirs) could not be watched while it ran (no inotify "
 		    "instance or watch was left: fs.inotify.max_user_instances "
 		    "and max_user_watches are the user's, which a jail can use "
 		    "up): a link it made there, which your git would follow, "
 		    "stayed until its end");
-	if (h->wt_removed > 0) {
+	if (h != NULL && h->wt_removed > 0) {
 		buf_init(&b);
 		for (i = 0; i < h->wt_told.n; i++)
 			buf_printf(&b, "%s%s", i > 0 ? ", " : "",
@@ -3480,30 +3485,34 @@ snap_history_wt_odd(struct snap_history *h, const struct snap_worktree *wt)
 		if (h->wt_removed > h->wt_told.n)
 			buf_printf(&b, " and %zu more", h->wt_removed -
 			    h->wt_told.n);
-		strv_addf(&h->end_alerts, "while it ran, the session made links "
+		strv_addf(alerts, "while it ran, the session made links "
 		    "or special files in its worktree's git dir, its branch's "
-		    "reflog dir or its branch's ref dir, which your git would "
-		    "follow or block on (a link to /dev/zero where git lists "
-		    "branches takes its memory): each was removed as soon as "
-		    "agentmux saw it: %s", b.data != NULL ? b.data : "");
+		    "reflog dir or its branch's ref dir, or files there too big "
+		    "for a ref, which your git would follow, block on or read "
+		    "whole (a link to /dev/zero, or a sparse 7 GB file, where "
+		    "git lists branches takes its memory): each was dealt with "
+		    "as soon as agentmux saw it: %s", b.data != NULL ? b.data :
+		    "");
 		buf_free(&b);
 	}
 
 	if (told != NULL)
-		strv_addf(&h->end_alerts, "the session left links or special "
+		strv_addf(alerts, "the session left links or special "
 		    "files in its worktree's git dir, its branch's reflog dir "
-		    "or its branch's ref dir, which your git would write "
-		    "through (a commit in the worktree appends its reflog lines "
-		    "through a logs/HEAD link, or its branch's) or block on (a "
-		    "FIFO where git lists branches): %s%s", told, rc == -1 ? "; remove those not removed "
-		    "before you run git in the worktree" : "; they were "
-		    "removed");
+		    "or its branch's ref dir, or files there too big for a ref, "
+		    "which your git would write through (a commit in the "
+		    "worktree appends its reflog lines through a logs/HEAD "
+		    "link, or its branch's), block on (a FIFO where git lists "
+		    "branches) or read whole (a sparse 7 GB file there takes "
+		    "its memory): %s%s", told, rc == -1 ? "; remove those not "
+		    "removed before you run git in the worktree" : "; they were "
+		    "dealt with as said");
 	free(told);
 }
 
-/* A worktree session's own HEAD back on its branch (snap_worktree_head_fix), told in red. */
-static void
-snap_history_wt_head(struct snap_history *h, int64_t session)
+void
+snap_history_worktree_end(const struct snap_history *h, int64_t session,
+    struct strv *alerts)
 {
 	struct snap_worktree wt;
 	char *data, *root = NULL, *was = NULL, *cause = NULL;
@@ -3513,16 +3522,16 @@ snap_history_wt_head(struct snap_history *h, int64_t session)
 		free(cause);
 		cause = NULL;
 		if (snap_worktree_head_fix(&wt, false, &was, &cause) == -1)
-			strv_addf(&h->end_alerts, "the HEAD of the session's "
+			strv_addf(alerts, "the HEAD of the session's "
 			    "worktree (%s/HEAD): the session %s, and it could "
 			    "not be put back on its branch %s (%s)", wt.admin,
 			    was != NULL ? was : "changed it", wt.branch, cause);
 		else if (was != NULL)
-			strv_addf(&h->end_alerts, "the HEAD of the session's "
+			strv_addf(alerts, "the HEAD of the session's "
 			    "worktree (%s/HEAD): the session %s; it was put "
 			    "back on its branch %s", wt.admin, was, wt.branch);
-		snap_history_wt_modules(h, &wt);
-		snap_history_wt_odd(h, &wt);
+		snap_history_wt_modules(alerts, &wt);
+		snap_history_wt_odd(h, alerts, &wt);
 		snap_worktree_clear(&wt);
 	}
 	free(was);
@@ -3542,7 +3551,7 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	h->end_done = done;
 	h->end_arg = arg;
 	snap_history_heads(h);
-	snap_history_wt_head(h, session);
+	snap_history_worktree_end(h, session, &h->end_alerts);
 	/* One more than there are: none ends it before all have started. */
 	h->ending = h->n + 1;
 	for (i = 0; i < h->n; i++)

@@ -914,6 +914,22 @@ struct snap_history {
 	bool wt_nowatch;          /* they could not be watched */
 };
 
+/*
+ * A loose ref is one line, which git reads whole: a file over this in a
+ * worktree session's ref dir (a sparse 7 GB one costs the jail nothing)
+ * took the user's git branch out of memory. snap_ref_cut deals with it.
+ */
+#define SNAP_REF_MAX 4096
+/*
+ * NAME in the ref dir DFD, a regular file (stat ST) over SNAP_REF_MAX:
+ * made its first line alone where that line could be a ref's value (a
+ * new file renamed over it), else removed; never through a link. *WHAT
+ * says which. 1 if it was dealt with, 0 if NAME is another file by now
+ * (its own look comes), -1 with errno.
+ */
+int snap_ref_cut(int dfd, const char *name, const struct stat *st,
+    const char **what);
+
 /* Lets go of what snap_history_watch_worktree holds (snap-watch.c). */
 void snap_history_watch_worktree_free(struct snap_history *);
 /* A valid ref name under refs/ that is safe as a path. */

@@ -148,6 +148,8 @@ snap_wt_held_max(void)
 /* Removals told by name; the rest are counted. */
 #define SNAP_WT_TOLD 10
 #define SNAP_WT_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_ONLYDIR)
+/* In the ref dir, a file that grows too (a truncate, a write far out). */
+#define SNAP_WT_REFS_MASK (SNAP_WT_MASK | IN_MODIFY | IN_CLOSE_WRITE)
 /*
  * Entries looked at in one read of the events, at most: a jail renaming
  * in dirs full of entries must not hold the loop (the rest of its events
@@ -165,6 +167,7 @@ struct snap_wtdir {
 	ino_t ino;
 	char *path;               /* for messages */
 	int depth;
+	bool refs;                /* in the branch's ref dir: files over SNAP_REF_MAX are cut */
 };
 
 static void snap_wt_look(struct snap_history *, size_t, const char *);
@@ -226,6 +229,25 @@ snap_wt_remove(struct snap_history *h, size_t i, const char *name)
 	free(qt);
 }
 
+/* NAME, a regular file over SNAP_REF_MAX in the ref dir I, cut (snap_ref_cut), and told. */
+static void
+snap_wt_cut(struct snap_history *h, size_t i, const char *name,
+    const struct stat *st)
+{
+	const char *what = NULL;
+	char *path, *q;
+
+	if (snap_ref_cut(h->wt[i].fd, name, st, &what) != 1)
+		return;
+	path = xprintf("%s/%s", h->wt[i].path, name);
+	q = snap_nested_quote_cut(path, SNAP_WT_SAY);
+	if (h->wt_removed++ < SNAP_WT_TOLD)
+		strv_addf(&h->wt_told, "%s (a file of %lld bytes where git "
+		    "reads a ref whole: %s)", q, (long long)st->st_size, what);
+	free(q);
+	free(path);
+}
+
 /* What the watched dir I holds, looked at: SNAP_WT_SCAN entries, within this read's budget. */
 static void
 snap_wt_scan(struct snap_history *h, size_t i)
@@ -256,7 +278,7 @@ snap_wt_scan(struct snap_history *h, size_t i)
 /* Watches NAME in the dir FD (PATH, DEPTH deep), and looks at what it holds already. */
 static void
 snap_wt_add(struct snap_history *h, int fd, const char *name,
-    const char *path, int depth)
+    const char *path, int depth, bool refs)
 {
 	char proc[64];
 	struct snap_wtdir *e;
@@ -281,7 +303,8 @@ snap_wt_add(struct snap_history *h, int fd, const char *name,
 		h->nwt++;
 	}
 	e = &h->wt[i];
-	if ((e->wd = inotify_add_watch(h->wfd, proc, SNAP_WT_MASK)) == -1) {
+	if ((e->wd = inotify_add_watch(h->wfd, proc, refs ? SNAP_WT_REFS_MASK :
+	    SNAP_WT_MASK)) == -1) {
 		close(dfd);
 		return;
 	}
@@ -291,6 +314,7 @@ snap_wt_add(struct snap_history *h, int fd, const char *name,
 	e->ino = st.st_ino;
 	e->path = xprintf("%s/%s", path, name);
 	e->depth = depth;
+	e->refs = refs;
 	/* What the jail made in it before the watch. */
 	snap_wt_scan(h, i);
 }
@@ -308,10 +332,13 @@ snap_wt_look(struct snap_history *h, size_t i, const char *name)
 	if (S_ISDIR(st.st_mode)) {
 		/* H->WT may move as it grows. */
 		path = xstrdup(h->wt[i].path);
-		snap_wt_add(h, h->wt[i].fd, name, path, h->wt[i].depth + 1);
+		snap_wt_add(h, h->wt[i].fd, name, path, h->wt[i].depth + 1,
+		    h->wt[i].refs);
 		free(path);
 	} else if (!S_ISREG(st.st_mode))
 		snap_wt_remove(h, i, name);
+	else if (h->wt[i].refs && st.st_size > SNAP_REF_MAX)
+		snap_wt_cut(h, i, name, &st);
 }
 
 /* The slot of a worktree dir's watch WD, or -1. */
@@ -371,7 +398,8 @@ snap_wt_event(struct snap_history *h, size_t i, const struct inotify_event *ev)
 		snap_wt_drop(h, i, true);
 	} else if ((ev->mask & IN_DELETE) && (ev->mask & IN_ISDIR))
 		snap_wt_sweep(h);
-	else if (ev->len > 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+	else if (ev->len > 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO |
+	    IN_MODIFY | IN_CLOSE_WRITE)))
 		snap_wt_look(h, i, ev->name);
 }
 
@@ -394,7 +422,7 @@ snap_history_watch_worktree(struct snap_history *h,
 	at = xstrndup(wt->admin, (size_t)(strrchr(wt->admin, '/') - wt->admin));
 	if ((fd = open(at, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) !=
 	    -1) {
-		snap_wt_add(h, fd, strrchr(wt->admin, '/') + 1, at, 0);
+		snap_wt_add(h, fd, strrchr(wt->admin, '/') + 1, at, 0, false);
 		close(fd);
 	}
 	free(at);
@@ -405,14 +433,14 @@ snap_history_watch_worktree(struct snap_history *h,
 	if ((fd = path_open_beneath(cfd, "refs/heads", O_PATH | O_DIRECTORY,
 	    0)) != -1) {
 		at = xprintf("%s/refs/heads", wt->common);
-		snap_wt_add(h, fd, dir + strlen("refs/heads/"), at, 0);
+		snap_wt_add(h, fd, dir + strlen("refs/heads/"), at, 0, true);
 		free(at);
 		close(fd);
 	}
 	if ((fd = path_open_beneath(cfd, "logs/refs/heads", O_PATH |
 	    O_DIRECTORY, 0)) != -1) {
 		at = xprintf("%s/logs/refs/heads", wt->common);
-		snap_wt_add(h, fd, dir + strlen("refs/heads/"), at, 0);
+		snap_wt_add(h, fd, dir + strlen("refs/heads/"), at, 0, false);
 		free(at);
 		close(fd);
 	}

@@ -2143,7 +2143,87 @@ struct snap_worktree_odd {
 	size_t seen;              /* in the walk under way */
 	size_t n;                 /* removed */
 	bool failed;              /* one could not be removed, or a walk was cut */
+	bool refs;                /* the walk is of the ref dir: big files are cut */
 };
+
+/* Whether LINE (LEN bytes, no newline) could be a loose ref's value: printable, one line. */
+static bool
+snap_ref_line_ok(const char *line, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return false;
+	for (i = 0; i < len; i++) {
+		if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] >
+		    0x7e)
+			return false;
+	}
+	return true;
+}
+
+int
+snap_ref_cut(int dfd, const char *name, const struct stat *st,
+    const char **what)
+{
+	char buf[SNAP_REF_MAX], tmp[64], *nl;
+	struct stat now;
+	uint32_t r[2];
+	ssize_t n;
+	int fd, out, error;
+
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return errno == ENOENT || errno == ELOOP ? 0 : -1;
+	if (fstat(fd, &now) == -1 || !S_ISREG(now.st_mode) ||
+	    now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+		close(fd);
+		return 0;
+	}
+	n = pread(fd, buf, sizeof buf, 0);
+	close(fd);
+	nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+	if (nl == NULL || !snap_ref_line_ok(buf, (size_t)(nl - buf))) {
+		*what = "removed";
+		return unlinkat(dfd, name, 0) == 0 ? 1 : -1;
+	}
+	/* A dot-name: git takes no ref from it meanwhile. */
+	util_random(r, sizeof r);
+	snprintf(tmp, sizeof tmp, ".agentmux-ref.%08x%08x", r[0], r[1]);
+	if ((out = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600)) == -1)
+		return -1;
+	if (fchmod(out, 0666 & ~util_user_umask()) == -1 ||
+	    util_write_all(out, buf, (size_t)(nl - buf) + 1) == -1 ||
+	    close(out) == -1 || renameat(dfd, tmp, dfd, name) == -1) {
+		error = errno;
+		(void)unlinkat(dfd, tmp, 0);
+		errno = error;
+		return -1;
+	}
+	*what = "cut to its first line";
+	return 1;
+}
+
+/* NAME, a regular file over SNAP_REF_MAX in the ref dir FD at REL, cut (snap_ref_cut), for *O. */
+static void
+snap_worktree_odd_big(int fd, const char *name, const char *rel,
+    const struct stat *st, struct snap_worktree_odd *o)
+{
+	const char *what = NULL;
+	char *q = snap_nested_quote_cut(rel, 160);
+	int rc = snap_ref_cut(fd, name, st, &what);
+
+	if (rc == -1) {
+		o->failed = true;
+		strv_addf(&o->told, "%s (a file of %lld bytes where git reads "
+		    "a ref whole, NOT cut: %s)", q, (long long)st->st_size,
+		    strerror(errno));
+	} else if (rc == 1 && o->n++ < 10)
+		strv_addf(&o->told, "%s (a file of %lld bytes where git reads "
+		    "a ref whole: %s)", q, (long long)st->st_size, what);
+	free(q);
+}
 
 /*
  * What git in a worktree reads or writes in its admin dir, looked at by
@@ -2272,6 +2352,10 @@ snap_worktree_odd_walk(int fd, const char *rel, int depth,
 			snap_worktree_odd_deep(dirfd(d), de->d_name, path, o);
 		else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 			snap_worktree_odd_one(dirfd(d), de->d_name, path, &st, o);
+		else if (o->refs && S_ISREG(st.st_mode) && st.st_size >
+		    SNAP_REF_MAX)
+			snap_worktree_odd_big(dirfd(d), de->d_name, path, &st,
+			    o);
 		free(path);
 	}
 	closedir(d);
@@ -2319,6 +2403,7 @@ snap_worktree_odd_fix(const struct snap_worktree *wt, char **told)
 		if ((fd = snap_worktree_open_dir(cfd, refs)) != -1) {
 			at = xprintf("%s/%s", wt->common, refs);
 			o.seen = 0;
+			o.refs = true;
 			snap_worktree_odd_walk(fd, at, 0, &o);
 			free(at);
 		}

@@ -378,6 +378,15 @@ void snap_history_start_run(void *arg);
 void snap_history_start_free(struct snap_history_start *);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
+/*
+ * A worktree session's end, in its worktree's own git dirs: its HEAD back
+ * on its branch, submodule git dirs made there moved aside, links,
+ * special files and files too big for a ref removed, each told into
+ * ALERTS; with what the live watch of H did (NULL: none, history = off).
+ * snap_history_end does it; a session without a history calls it itself.
+ */
+void snap_history_worktree_end(const struct snap_history *h,
+    int64_t session, struct strv *alerts);
 void snap_history_free(struct snap_history *);
 /** How many git dirs are protected; the overlay of the Ith (borrowed paths). */
 size_t snap_history_count(const struct snap_history *);

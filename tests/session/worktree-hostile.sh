@@ -190,7 +190,7 @@ if landlock; then
 		bad "the jail made links or sockets in its git dirs: $end"
 fi
 # (Removed as they came, while it ran, or by the end's walk: which one depends on when the loop reads the events.)
-grep -Eq "(left links or special files in its worktree's git dir.*logs/HEAD \(a link to $T/victim\).*they were removed|while it ran, the session made links .*logs/HEAD \(a link to $T/victim\))" <<<"$end" &&
+grep -Eq "(left links or special files in its worktree's git dir.*logs/HEAD \(a link to $T/victim\).*they were dealt with|while it ran, the session made links .*logs/HEAD \(a link to $T/victim\))" <<<"$end" &&
 	grep -q "ORIG_HEAD (a special file)" <<<"$end" && grep -q "logs/refs/heads/agentmux/$id/lh (a link to $T/victim)" <<<"$end" &&
 	ok "the end tells and removes links and special files in the worktree's git dir" || bad "the end did not tell them: $end"
 echo x >"$w/x" && git -C "$w" add x && git -C "$w" commit -qm x
@@ -258,6 +258,56 @@ if landlock; then
 		bad "re-planting: $fine runs of 10 worked; $(sort "$w/.replant" | uniq -c | head -3)"
 	cd "$T" || exit 1
 fi
+
+# 14f. Files too big for a ref in the branch's ref dir (git reads a loose ref whole; a sparse 7 GB file costs
+# the jail nothing, and the user's git branch ran out of memory while the session ran and after it, which
+# left the file): cut to their first line where that could be a ref (the branch itself, its commit kept),
+# else removed: as soon as agentmux sees them (the live watch), or by the end's walk with [jail] history =
+# off (no watch); told at the end either way.
+bigplant='r=$(git rev-parse --symbolic-full-name HEAD) && d=$(git rev-parse --git-common-dir)/${r%/*} &&
+	echo b >b && git add b && git commit -qm B && git rev-parse HEAD >.tip && truncate -s 7G "$d/${r##*/}" &&
+	truncate -s 7G "$d/zz" && mkdir -p "$d/sub" && head -c 5000 /dev/zero >"$d/sub/zeros" &&
+	python3 -c "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.pwrite(fd, b\"x\", 7 << 30)" "$d/far" &&
+	echo planted'
+bigleft() { # DIR BRANCH: whether a file too big for a ref is left in DIR
+	[ "$(stat -c %s "$1/$2" 2>/dev/null || echo 0)" -gt 4096 ] || [ -e "$1/zz" ] || [ -e "$1/sub/zeros" ] || [ -e "$1/far" ]
+}
+bigtold() { # ID BRANCH END
+	grep -q "refs/heads/agentmux/$1/$2 (a file of 7516192768 bytes where git reads a ref whole: cut to its first line)" <<<"$3" &&
+		grep -q "refs/heads/agentmux/$1/zz (a file of 7516192768 bytes where git reads a ref whole: removed)" <<<"$3" &&
+		grep -q "refs/heads/agentmux/$1/sub/zeros (a file of 5000 bytes where git reads a ref whole: removed)" <<<"$3" &&
+		grep -q "refs/heads/agentmux/$1/far (a file of 7516192769 bytes where git reads a ref whole: removed)" <<<"$3"
+}
+P=$T/bigref
+new_project
+held bg "$T/bg.out" "$bigplant"
+d=$c/${r%/*}
+i=0
+while [ $i -lt 100 ] && bigleft "$d" bg; do sleep 0.1; i=$((i+1)); done
+[ -n "$r" ] && [ $i -lt 100 ] && ok "files too big for a ref in a running session's ref dir are cut or removed as they come" ||
+	bad "files too big for a ref stayed in the ref dir: $(ls -laR "$d")"
+out=$( (ulimit -v 1000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/.*/bg" <<<"$out" &&
+	ok "the user's git branch works while a session that made a 7 GB ref file runs" ||
+	bad "git branch while the session with a 7 GB ref file runs: $out"
+release
+id=$(sid)
+end=$(cat "$T/bg.out")
+grep -q planted <<<"$end" && bigtold "$id" bg "$end" && [ "$(git rev-parse "refs/heads/agentmux/$id/bg")" = "$(cat "$w/.tip")" ] &&
+	ok "the files too big for a ref are told, and the branch still names the session's commit" ||
+	bad "files too big for a ref (branch at $(git rev-parse "refs/heads/agentmux/$id/bg" 2>&1), tip $(cat "$w/.tip")): $end"
+P=$T/bigref2
+new_project
+printf '[jail]\nhistory = off\n' >"$XDG_CONFIG_HOME/agentmux/config"
+end=$("$AMX" run --worktree --branch bh -- sh -c "$bigplant" </dev/null 2>&1)
+rm -f "$XDG_CONFIG_HOME/agentmux/config"
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q planted <<<"$end" && ! bigleft ".git/refs/heads/agentmux/$id" bh && bigtold "$id" bh "$end" &&
+	[ "$(git rev-parse "refs/heads/agentmux/$id/bh")" = "$(cat "$w/.tip")" ] &&
+	out=$( (ulimit -v 1000000; timeout 20 git branch) </dev/null 2>&1) && grep -q "agentmux/$id/bh" <<<"$out" &&
+	ok "with no watch, the end cuts and removes the files too big for a ref, and tells them" ||
+	bad "with no watch, files too big for a ref: $(ls -laR ".git/refs/heads/agentmux/$id" 2>&1); $end"
+cd "$T" || exit 1
 
 # 14b. While the session runs: a link made in its branch's ref dir, in a subdir made there, and in its
 # worktree's git dir (from the host: the jail cannot, case 14) is removed as soon as agentmux sees it (the
