@@ -3510,6 +3510,68 @@ snap_history_wt_odd(const struct snap_history *h, struct strv *alerts,
 	free(told);
 }
 
+/* Whether V is an object id in lower-case hex, as git writes one. */
+static bool
+snap_hist_hex_id(const char *v)
+{
+	size_t n = strspn(v, "0123456789abcdef");
+
+	return (n == 40 || n == 64) && v[n] == '\0';
+}
+
+/*
+ * The session made its own branch a symbolic ref (ref: refs/heads/main):
+ * the user's next commit in the worktree would move the ref it names.
+ * Put back on the commit its reflog last names (which only the session's
+ * git and the user's write), and told in red; with no such commit, told
+ * with what to do.
+ */
+static void
+snap_history_wt_symref(struct strv *alerts, const struct snap_worktree *wt)
+{
+	char *ref = xprintf("refs/heads/%s", wt->branch), *v = NULL;
+	char *last = NULL, *q;
+	bool unread = false;
+	struct buf text;
+	int fd;
+
+	if ((fd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || (v = snap_hist_loose_value(fd, ref)) ==
+	    NULL || strncmp(v, "ref: ", 5) != 0)
+		goto out;
+	last = snap_hist_log_last(fd, ref, &unread);
+	q = quote_name(v + 5);
+	if (last != NULL && snap_hist_hex_id(last)) {
+		buf_init(&text);
+		buf_printf(&text, "%s\n", last);
+		if (snap_hist_write_text(fd, ref, &text) == 0)
+			strv_addf(alerts, "the session made its branch %s a "
+			    "symbolic ref to %s: a commit in its worktree would "
+			    "have moved %s; it was put back on %.12s, the commit "
+			    "its reflog last names", wt->branch, q, q, last);
+		else
+			strv_addf(alerts, "the session made its branch %s a "
+			    "symbolic ref to %s: a commit in its worktree would "
+			    "move %s, and it could not be put back (%s); run "
+			    "'git update-ref --no-deref %s %s' in %s",
+			    wt->branch, q, q, strerror(errno), ref, last,
+			    wt->project);
+		buf_free(&text);
+	} else
+		strv_addf(alerts, "the session made its branch %s a symbolic "
+		    "ref to %s: a commit in its worktree would move %s; its "
+		    "reflog names no commit to put it back on: look with 'git "
+		    "log -g %s' and set it with 'git update-ref --no-deref %s "
+		    "COMMIT' in %s", wt->branch, q, q, ref, ref, wt->project);
+	free(q);
+out:
+	if (fd != -1)
+		close(fd);
+	free(last);
+	free(v);
+	free(ref);
+}
+
 void
 snap_history_worktree_end(const struct snap_history *h, int64_t session,
     struct strv *alerts)
@@ -3532,6 +3594,7 @@ snap_history_worktree_end(const struct snap_history *h, int64_t session,
 			    "back on its branch %s", wt.admin, was, wt.branch);
 		snap_history_wt_modules(alerts, &wt);
 		snap_history_wt_odd(h, alerts, &wt);
+		snap_history_wt_symref(alerts, &wt);
 		snap_worktree_clear(&wt);
 	}
 	free(was);

@@ -309,6 +309,26 @@ grep -q planted <<<"$end" && ! bigleft ".git/refs/heads/agentmux/$id" bh && bigt
 	bad "with no watch, files too big for a ref: $(ls -laR ".git/refs/heads/agentmux/$id" 2>&1); $end"
 cd "$T" || exit 1
 
+# 14g. The session makes its own branch a symbolic ref to main: the user's next commit in the worktree went
+# straight onto main (two worktrees on main, the main tree's index out of step), and the end said nothing.
+# The end puts the branch back on the session's last commit (its reflog's), and tells it.
+P=$T/symref
+new_project
+main0=$(git rev-parse main)
+end=$("$AMX" run --worktree --branch sy -- sh -c 'echo s >s && git add s && git commit -qm S && git rev-parse HEAD >.tip &&
+	c=$(git rev-parse --git-common-dir) && r=$(git symbolic-ref HEAD) && echo "ref: refs/heads/main" >"$c/$r" && echo planted' </dev/null 2>&1)
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q planted <<<"$end" && grep -q "the session made its branch agentmux/$id/sy a symbolic ref to refs/heads/main: .*it was put back on $(cut -c1-12 "$w/.tip")" <<<"$end" &&
+	[ "$(git rev-parse "refs/heads/agentmux/$id/sy")" = "$(cat "$w/.tip")" ] && [ -z "$(git for-each-ref --format='%(symref)' "refs/heads/agentmux/$id/")" ] &&
+	ok "the session's branch made a symbolic ref to main is told and put back on its last commit" ||
+	bad "the branch made a symref (now $(git for-each-ref --format='%(refname) %(symref) %(objectname)' "refs/heads/agentmux/$id/")): $end"
+echo u >"$w/u" && git -C "$w" add u && git -C "$w" commit -qm U
+[ "$(git rev-parse main)" = "$main0" ] && [ "$(git -C "$w" log -1 --format=%s "refs/heads/agentmux/$id/sy")" = U ] &&
+	ok "the user's commit in the worktree lands on the session's branch, not main" ||
+	bad "the user's commit in the worktree: main at $(git log -1 --format=%s main), branch at $(git log -1 --format=%s "refs/heads/agentmux/$id/sy")"
+cd "$T" || exit 1
+
 # 14b. While the session runs: a link made in its branch's ref dir, in a subdir made there, and in its
 # worktree's git dir (from the host: the jail cannot, case 14) is removed as soon as agentmux sees it (the
 # user's git branch, run meanwhile in the main tree, read /dev/zero through one until the session ended),
