@@ -187,6 +187,13 @@ if grep -q "Landlock: ABI" <<<"$("$AMX" doctor 2>&1)"; then
 	grep -q LINKED <<<"$out" && bad "the jail made a link in its ref dir: $out" || ok "the jail cannot make a link in its ref dir"
 fi
 ln -sfn refs/heads/other ".git/refs/heads/agentmux/$idl/link" || bad "the host could not plant the symlinked ref"
+# The end puts the branch back on its commit (worktree-hostile.sh 14g); made a symref again from the host,
+# as on a kernel without Landlock... or by anything of the user's, merge and sessions must not follow it.
+grep -q "the session made its branch agentmux/$idl/shell a symbolic ref to refs/heads/main: .*it was put back on" <<<"$out" &&
+	[ -z "$(git for-each-ref --format='%(symref)' "refs/heads/agentmux/$idl/shell")" ] &&
+	ok "the end puts the session's branch made a symref back, and tells it" ||
+	bad "the end did not put the symref branch back: $out"
+git symbolic-ref "refs/heads/agentmux/$idl/shell" refs/heads/main || bad "the host could not make the branch a symref again"
 "$AMX" sessions | grep "agentmux/$idl/" | grep -q ", merged)" && bad "sessions calls a symref to main merged"
 out=$("$AMX" merge "$idl" 2>&1) && bad "merge of a session whose branch is a symref worked: $out"
 grep -q "is a link to another ref" <<<"$out" && ok "merge refuses a session branch that is a symref" ||
