@@ -377,6 +377,22 @@ test_no_terminal(void **state)
 /* RLIMIT_NOFILE's soft limit as the test started (test_nofile), its children's. */
 static rlim_t nofile_was;
 
+/* O's command ("ulimit -n") says NOFILE_WAS: the child got the old limit back. */
+static void
+expect_nofile_was(const struct proc_opts *o)
+{
+	struct buf out;
+	char *cause = NULL, want[64];
+	int st;
+
+	buf_init(&out);
+	assert_int_equal(proc_run(o, &out, NULL, &st, &cause), 0);
+	buf_adds(&out, "");
+	snprintf(want, sizeof want, "%llu\n", (unsigned long long)nofile_was);
+	assert_string_equal(out.data, want);
+	buf_free(&out);
+}
+
 /*
  * proc_raise_nofile raises this process's soft RLIMIT_NOFILE to its hard
  * limit (65,536 at most); its children get the old one back.
@@ -387,9 +403,6 @@ test_nofile(void **state)
 	char *argv[] = { "sh", "-c", "ulimit -n", NULL };
 	struct rlimit before, after;
 	struct proc_opts o;
-	struct buf out;
-	char *cause = NULL, want[64];
-	int st;
 
 	(void)state;
 	/* Below its hard limit first (as a login's 1,024 under 524,288), whatever this runs under. */
@@ -413,12 +426,7 @@ test_nofile(void **state)
 	    (unsigned long long)after.rlim_cur,
 	    (unsigned long long)after.rlim_max);
 	opts_sh(&o, argv);
-	buf_init(&out);
-	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
-	buf_adds(&out, "");
-	snprintf(want, sizeof want, "%llu\n", (unsigned long long)nofile_was);
-	assert_string_equal(out.data, want);
-	buf_free(&out);
+	expect_nofile_was(&o);
 }
 
 static int
@@ -441,7 +449,7 @@ test_no_clone3(void **state)
 	char *nofile_argv[] = { "sh", "-c", "sleep 0.5; ulimit -n", NULL };
 	struct proc_opts o;
 	struct buf out;
-	char *cause = NULL, want[64];
+	char *cause = NULL;
 	unsigned vforked = proc_test_vforked;
 	int st;
 
@@ -464,12 +472,7 @@ test_no_clone3(void **state)
 	 * raised back too, once it has exec'd (it looks a moment later).
 	 */
 	opts_sh(&o, nofile_argv);
-	buf_init(&out);
-	assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
-	buf_adds(&out, "");
-	snprintf(want, sizeof want, "%llu\n", (unsigned long long)nofile_was);
-	assert_string_equal(out.data, want);
-	buf_free(&out);
+	expect_nofile_was(&o);
 	assert_int_equal(proc_test_vforked - vforked, 1);
 	opts_sh(&o, argv);
 	o.data_max = (uint64_t)48 << 20;
@@ -507,7 +510,6 @@ test_data_max(void **state)
 	char *argv[] = { "sh", "-c", "ulimit -d", NULL };
 	char *fail_argv[] = { "sh", "-c", "exit 7", NULL };
 	char *nofile_argv[] = { "sh", "-c", "ulimit -n", NULL };
-	char want[64];
 	struct proc_opts o;
 	struct buf out;
 	char *cause = NULL;
@@ -536,13 +538,7 @@ test_data_max(void **state)
 		/* The soft limit of open files test_nofile raised: the old one, vforked too. */
 		opts_sh(&o, nofile_argv);
 		o.data_max = (uint64_t)48 << 20;
-		buf_init(&out);
-		assert_int_equal(proc_run(&o, &out, NULL, &st, &cause), 0);
-		buf_adds(&out, "");
-		snprintf(want, sizeof want, "%llu\n",
-		    (unsigned long long)nofile_was);
-		assert_string_equal(out.data, want);
-		buf_free(&out);
+		expect_nofile_was(&o);
 		opts_sh(&o, argv);
 		o.data_max = (uint64_t)48 << 20;
 		buf_init(&out);
