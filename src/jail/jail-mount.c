@@ -980,6 +980,62 @@ jail_mount_bound(const struct jail_conf *c, const char *path)
 	return false;
 }
 
+/*
+ * The mounts from FIRST on that were planned at GIT (the project's .git)
+ * or below it are made at AT instead, where the jail sees it: SELF binds
+ * there bind what the bind of GIT at AT shows, as they would have at GIT.
+ */
+static int
+jail_mount_gitdir_move(struct jail_plan *p, struct jail_umounts *u,
+    size_t first, const char *git, const char *at, char **cause)
+{
+	char *dst, *modules = xprintf("%s/modules", git), *empty = NULL;
+	size_t i, n = strlen(git);
+
+	for (i = first; i < u->n; i++) {
+		if (!jail_path_under(u->v[i].dst, git) || (u->v[i].src !=
+		    NULL && strcmp(u->v[i].src, git) == 0))
+			continue;
+		/*
+		 * Submodules' git dirs stay at .git/modules, bound from the
+		 * host's: git writes paths to them relative to where it
+		 * finds them (core.worktree, a new submodule's .git file),
+		 * which must hold on the host too.
+		 */
+		if (strcmp(u->v[i].dst, modules) == 0) {
+			u->v[i].flags &= ~JAIL_MOP_SELF;
+			u->v[i].src = xstrdup(modules);
+			continue;
+		}
+		if (jail_path_under(u->v[i].dst, modules))
+			continue;
+		dst = xprintf("%s%s", at, u->v[i].dst + n);
+		free(u->v[i].dst);
+		u->v[i].dst = dst;
+	}
+	/* ...and are not reached past their binds there: an empty dir of the caller's over them. */
+	for (i = 0; empty == NULL && i < p->conf->nbinds; i++) {
+		if (strcmp(p->conf->binds[i].path, git) != 0 ||
+		    p->conf->binds[i].src == NULL)
+			continue;
+		dst = xprintf("%s/modules", p->conf->binds[i].src);
+		empty = realpath(dst, NULL);
+		free(dst);
+	}
+	if (empty == NULL) {
+		*cause = xprintf("cannot jail this project: no empty modules "
+		    "dir is bound at %s to cover %s/modules", git, at);
+		free(modules);
+		return -1;
+	}
+	dst = xprintf("%s/modules", at);
+	jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_RO, empty, dst, NULL);
+	free(dst);
+	free(empty);
+	free(modules);
+	return 0;
+}
+
 static int
 jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
     char **cause)
@@ -987,15 +1043,21 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 	const char *proj = p->conf->project;
 	char *git;
 	struct stat st;
-	size_t i;
+	size_t i, first;
 	int rc = 0;
 
 	jail_umount_add(u, JAIL_MOP_BIND, 0, proj, proj, NULL);
 	strv_add(&p->ll_rw_dirs, proj);
 	git = xprintf("%s/.git", proj);
+	first = u->n;
 	if (lstat(git, &st) == 0 && S_ISDIR(st.st_mode)) {
-		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL, git,
-		    NULL);
+		if (p->conf->gitdir_at != NULL) {
+			jail_umount_add(u, JAIL_MOP_BIND, 0, git,
+			    p->conf->gitdir_at, NULL);
+			strv_add(&p->ll_rw_dirs, p->conf->gitdir_at);
+		} else
+			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL,
+			    git, NULL);
 		rc = jail_mount_gitdir(p, u, git, 0, cause);
 		if (rc == 0)
 			rc = jail_mount_snaprefs(u, git, cause);
@@ -1010,9 +1072,13 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 		jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF | JAIL_MOP_RO |
 		    JAIL_MOP_ISFILE, NULL, git, NULL);
 	}
-	free(git);
 	for (i = 0; rc == 0 && i < p->conf->nprotect; i++)
 		jail_mount_protect(u, proj, p->conf->protect[i]);
+	if (rc == 0 && p->conf->gitdir_at != NULL && lstat(git, &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		rc = jail_mount_gitdir_move(p, u, first, git,
+		    p->conf->gitdir_at, cause);
+	free(git);
 	return rc;
 }
 

@@ -75,6 +75,13 @@ struct jail_conf {
 	 * git reads while the jail runs.
 	 */
 	const char *sealed;
+	/*
+	 * A main-tree project's .git dir is seen here instead (absolute, the
+	 * sealed dir), writable, its hooks, config and the rest kept as they
+	 * would be at PROJECT/.git; the caller binds a dir of its own at
+	 * PROJECT/.git (whose links lead here). NULL: .git where it is.
+	 */
+	const char *gitdir_at;
 };
 
 /**

@@ -79,12 +79,91 @@ session_guard_alert(struct session *s, const char *kind, const char *msg)
 		s->ev.notice(s->arg, s, "alert", msg);
 }
 
+/*
+ * Where a main-tree session's jail sees the project's .git: at its top,
+ * with no writable dir above it, so that Landlock refuses links, sockets
+ * and FIFOs in all of it (jail_conf sealed), as in a worktree session's
+ * shared git dir. At PROJECT/.git, under the project's rule, which grants
+ * links, the jail linked FETCH_HEAD to a file of the user's, and the
+ * user's own git fetch, run there meanwhile, wrote through it.
+ */
+#define SESSION_GIT_AT "/.agentmux-git"
+
+/*
+ * A main-tree session's jail sees the project's .git (a dir) at
+ * SESSION_GIT_AT, sealed, and at PROJECT/.git a dir of agentmux's whose
+ * links lead there (snap_jailgit_make), its HEAD a copy brought back as
+ * the jail moves it (session_guard_head). The history overlays move with
+ * it. Nothing to do for a project without a .git dir.
+ */
+int
+session_guard_jail(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	char *git = xprintf("%s/.git", s->project), *path, *why = NULL;
+	struct stat st;
+	size_t i, n = strlen(git);
+
+	if (s->wt != NULL || lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		free(git);
+		return 0;
+	}
+	snap_jailgit_free(s->jailgit);
+	path = xprintf("%s/gitdir", sp->dir);
+	(void)path_mkdir_p(sp->dir, 0700);
+	s->jailgit = snap_jailgit_make(git, path, SESSION_GIT_AT, &why);
+	free(path);
+	if (s->jailgit == NULL) {
+		*cause = xprintf("cannot give the jail the project's git dir: "
+		    "%s", why);
+		free(why);
+		free(git);
+		return -1;
+	}
+	strv_add(&sp->at_path, git);
+	strv_add(&sp->at_src, snap_jailgit_dir(s->jailgit));
+	strv_add(&sp->at_rw, "rw");
+	for (i = 0; i < sp->ov_path.n; i++) {
+		const char *ov = sp->ov_path.v[i];
+
+		/* A submodule's stays at .git/modules, where the jail sees it. */
+		if (strncmp(ov, git, n) != 0 || (ov[n] != '/' && ov[n] !=
+		    '\0') || strncmp(ov + n, "/modules/", 9) == 0)
+			continue;
+		path = xprintf("%s%s", SESSION_GIT_AT, ov + n);
+		free(sp->ov_path.v[i]);
+		sp->ov_path.v[i] = path;
+	}
+	free(sp->sealed);
+	sp->sealed = xstrdup(SESSION_GIT_AT);
+	sp->gitdir_at = SESSION_GIT_AT;
+	free(git);
+	return 0;
+}
+
+/* The jail's HEAD and index, if its git wrote them, brought back to the project's .git; what stops that told. */
+static void
+session_guard_head(struct session *s)
+{
+	struct strv alerts;
+	size_t i;
+
+	if (s->jailgit == NULL)
+		return;
+	strv_init(&alerts);
+	snap_jailgit_sync(s->jailgit, &alerts);
+	for (i = 0; i < alerts.n; i++)
+		session_guard_alert(s, "git", alerts.v[i]);
+	strv_free(&alerts);
+}
+
 /* Anything redirecting git that was not there when the session started goes. */
 void
 session_guard_check(struct session *s)
 {
 	size_t i;
 
+	session_guard_head(s);
 	if (s->guard_gitdir == NULL)
 		return;
 	for (i = 0; i < nitems(session_guard_names); i++) {
@@ -251,6 +330,11 @@ session_guard_start(struct session *s)
 		close(fd);
 		return;
 	}
+	/* The jail's HEAD: git renames a new one over it. */
+	if (s->jailgit != NULL)
+		(void)inotify_add_watch(fd, snap_jailgit_dir(s->jailgit),
+		    IN_MOVED_TO |
+		    IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW);
 	s->guard_fd = fd;
 	s->guard_ev = event_new(s->ctx->base, fd, EV_READ | EV_PERSIST,
 	    session_guard_cb, s);

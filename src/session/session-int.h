@@ -102,6 +102,7 @@ struct session {
 	struct pane *pane;           /* the pty's screen and scrollback, or NULL */
 
 	char *guard_gitdir;          /* the project's .git, watched (session-guard.c) */
+	struct snap_jailgit *jailgit; /* the dir the jail sees as it (a main-tree session) */
 	unsigned guard_had;          /* which redirecting files it had at the start */
 	unsigned guard_seq;          /* git sequences in progress at the start (snap_plant_sequences) */
 	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
@@ -252,6 +253,7 @@ struct session_setup {
 	struct strv at_src;          /* where the jail sees it, what is bound there, */
 	struct strv at_rw;           /* and "rw" or "ro" */
 	char *sealed;                /* the jail's dir that can hold no link (jail_conf) */
+	const char *gitdir_at;       /* where it sees the project's .git (jail_conf) */
 	struct strv path;            /* dirs to put first on the jail's PATH */
 	struct strv ov_path;         /* overlays: where, lower, upper, work */
 	struct strv ov_lower;
@@ -295,6 +297,7 @@ void session_setup_jail(struct session_setup *, struct jail_conf *);
 int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
+int session_guard_jail(struct session *, struct session_setup *, char **);
 void session_guard_stop(struct session *);
 bool session_guard_stop_begin(struct session *,
     void (*then)(struct session *));

@@ -485,4 +485,5 @@ session_setup_jail(struct session_setup *ss, struct jail_conf *jc)
 	jc->binds = ss->jbinds;
 	jc->nbinds = n;
 	jc->sealed = ss->sealed;
+	jc->gitdir_at = ss->gitdir_at;
 }

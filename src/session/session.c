@@ -309,6 +309,8 @@ session_finish(struct session *s)
 	    s->end_reason);
 	if (s->st_idle_ev != NULL)
 		event_del(s->st_idle_ev);
+	/* The jail's last HEAD, before the history's end looks at the project's. */
+	session_guard_check(s);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	/* The end's walks of the project run off the loop; the rest follows them. */
@@ -1307,6 +1309,8 @@ session_plan_files(struct session *s, struct session_setup *sp,
 		return SESSION_PLAN_FAIL;
 	if (s->wt != NULL && session_worktree_jail(s, sp, cause) == -1)
 		return SESSION_PLAN_FAIL;
+	if (session_guard_jail(s, sp, cause) == -1)
+		return SESSION_PLAN_FAIL;
 	/* The files the user's tools run: read-only in the jail. */
 	session_protect(s, sp->agent, &sp->protect);
 	/* ...and reached by no other name. */
@@ -1739,6 +1743,7 @@ session_free(struct session *s)
 	strv_free(&s->protect);
 	strv_free(&s->protected);
 	free(s->hooks);
+	snap_jailgit_free(s->jailgit);
 	strv_free(&s->gitfiles);
 	strv_free(&s->watched);
 	snap_run_free(&s->run_start);

@@ -720,6 +720,30 @@ char **snap_redact_secrets(const struct config *, size_t *n);
 /** LINE with secret-looking values replaced; caller frees. */
 char *snap_redact_line(const char *line, char *const *secrets, size_t nsecrets);
 
+/* ---- a main-tree session's .git in its jail (snap-jailgit.c) ---- */
+
+struct snap_jailgit;
+
+/**
+ * Makes PRIV anew as the dir a main-tree session's jail sees at
+ * PROJECT/.git, for GITDIR (that .git) seen at AT in the jail: HEAD and
+ * the index copies of GITDIR's, modules an empty dir (the jail binds
+ * GITDIR's over it), every other name at its top (and packed-refs,
+ * FETCH_HEAD) a link to AT/NAME; logs and modules are made in GITDIR if
+ * missing. NULL with *CAUSE (also when GITDIR's HEAD is none git reads).
+ */
+struct snap_jailgit *snap_jailgit_make(const char *gitdir, const char *priv,
+    const char *at, char **cause);
+/**
+ * The jail's HEAD and index brought back to GITDIR where its git wrote
+ * them: HEAD not if GITDIR's moved meanwhile (the user's git), nor if the
+ * jail's is none git reads; each told in ALERTS, once for the same.
+ */
+void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
+/** PRIV. */
+const char *snap_jailgit_dir(const struct snap_jailgit *);
+void snap_jailgit_free(struct snap_jailgit *);
+
 /* ---- worktree sessions (snap-worktree.c) ---- */
 
 /** A session's linked worktree of a project; the strings are owned. */

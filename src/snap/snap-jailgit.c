@@ -1,0 +1,418 @@
+/*
+ * A main-tree session's .git as its jail sees it. The project's .git lies
+ * under the project, whose Landlock rule grants links: a jail could link
+ * .git/FETCH_HEAD to a file of the user's and the user's own git fetch,
+ * run there meanwhile, wrote through it. So the jail sees the real git dir
+ * elsewhere, sealed (no link, socket or FIFO can be made in it), and at
+ * PROJECT/.git a dir of agentmux's: HEAD and the index copies, everything
+ * else a link into the sealed dir, which git follows to read and to
+ * write, locks included. HEAD because git reads a HEAD that is a link
+ * not to a ref as no repository; the index because git stash renames a
+ * lock of it to a file beside the name it was given, which across two
+ * mounts fails. Both are brought back to the real git dir as the jail's
+ * git writes them (snap_jailgit_sync). What git makes there anew (a
+ * rebase's state, ORIG_HEAD) stays the jail's. Submodules' git dirs,
+ * .git/modules, are a dir the jail binds the real one over (git writes
+ * paths relative to them).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snap/snap-int.h"
+
+/* Names git reads at the top of its dir that may not be there yet, linked all the same (a link to nothing is followed to make it). */
+static const char *const snap_jailgit_files[] = { "packed-refs",
+    "FETCH_HEAD" };
+
+/* The largest index brought back from the jail (git's own for 2 million files is under this). */
+#define SNAP_JAILGIT_INDEX_MAX (512LL * 1024 * 1024)
+
+struct snap_jailgit {
+	char *gitdir;
+	char *quoted;         /* GITDIR as it is printed */
+	char *priv;
+	char *head;           /* the HEAD GITDIR was last given */
+	char *head_told;      /* what of the jail's HEAD was last told */
+	struct stat index;    /* the jail's index as it was last brought back */
+	char *index_told;
+};
+
+/* Dirs git makes below itself on first use: made in the real git dir first (a link to nothing cannot be made a dir through). */
+static const char *const snap_jailgit_dirs[] = { "logs", "modules" };
+
+/* The HEAD in GFD (a git dir) as git reads it ("ref: X" or an id), or NULL with *CAUSE. */
+static char *
+snap_jailgit_read_head(int gfd, const char *what, char **cause)
+{
+	char link[4096], *v, *q;
+	struct buf b;
+	ssize_t n;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "HEAD", 4096, &b) == 0) {
+		/* git reads up to a NUL: none is taken. */
+		v = b.len > 0 && memchr(b.data, '\0', b.len) == NULL ?
+		    (buf_add(&b, "", 1), snap_hist_parse(b.data)) : NULL;
+		buf_free(&b);
+		if (v == NULL)
+			*cause = xprintf("%s/HEAD is neither a ref nor a commit "
+			    "id", what);
+		return v;
+	}
+	buf_free(&b);
+	/* A link HEAD -> refs/heads/x: git's old way of a symbolic ref. */
+	if (errno == ELOOP && (n = readlinkat(gfd, "HEAD", link,
+	    sizeof link - 1)) > 0) {
+		link[n] = '\0';
+		if (snap_hist_refname_ok(link))
+			return xprintf("ref: %s", link);
+		q = quote_name(link);
+		*cause = xprintf("%s/HEAD is a link to %s, not to a ref", what,
+		    q);
+		free(q);
+		return NULL;
+	}
+	*cause = xprintf("cannot read %s/HEAD: %s", what, errno == EFBIG ?
+	    "it is larger than 4 KiB" : errno == EINVAL ? "it is not a file" :
+	    strerror(errno));
+	return NULL;
+}
+
+/* Makes NAME in GFD a dir, as git would (0755 but for the user's umask), if it is not there. */
+static void
+snap_jailgit_mkdir(int gfd, const char *name)
+{
+	struct stat st;
+	int fd;
+
+	if (fstatat(gfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+	    mkdirat(gfd, name, 0700) == -1)
+		return;
+	if ((fd = path_open_beneath(gfd, name, O_RDONLY | O_DIRECTORY, 0)) !=
+	    -1) {
+		(void)fchmod(fd, 0755 & ~util_user_umask());
+		close(fd);
+	}
+}
+
+/* NAME in PFD a link to AT/NAME; false with *CAUSE. */
+static bool
+snap_jailgit_link(int pfd, const char *priv, const char *at,
+    const char *name, char **cause)
+{
+	char *to = xprintf("%s/%s", at, name);
+	bool ok = symlinkat(to, pfd, name) == 0 || errno == EEXIST;
+
+	if (!ok)
+		*cause = xprintf("cannot make %s/%s: %s", priv, name,
+		    strerror(errno));
+	free(to);
+	return ok;
+}
+
+/* Links in PFD to every name at the top of GFD but HEAD, the index, modules and locks, and to those git may make. */
+static int
+snap_jailgit_links(int gfd, int pfd, const char *priv, const char *at,
+    char **cause)
+{
+	struct dirent *de;
+	size_t i, n;
+	bool ok = true;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(gfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (d = fdopendir(fd)) == NULL) {
+		*cause = xprintf("cannot read the project's git dir: %s",
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	while (ok && (de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
+		    0 || strcmp(de->d_name, "HEAD") == 0 || strcmp(de->d_name,
+		    "index") == 0 || strcmp(de->d_name, "modules") == 0 ||
+		    (n > 5 && strcmp(de->d_name + n - 5, ".lock") == 0))
+			continue;
+		ok = snap_jailgit_link(pfd, priv, at, de->d_name, cause);
+	}
+	closedir(d);
+	for (i = 0; ok && i < nitems(snap_jailgit_files); i++)
+		ok = snap_jailgit_link(pfd, priv, at, snap_jailgit_files[i],
+		    cause);
+	return ok ? 0 : -1;
+}
+
+/* Writes TEXT (a HEAD's value) as PFD's HEAD, with the newline git ends it with. */
+static int
+snap_jailgit_write_head(int gfd, const char *value)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b);
+	buf_printf(&b, "%s\n", value);
+	rc = snap_hist_write(gfd, "HEAD", &b, 0644);
+	buf_free(&b);
+	return rc;
+}
+
+/*
+ * FROM's regular file NAME (at most MAX bytes) written as TO's, through
+ * no link on either side; ST its stat as read. -1 with errno.
+ */
+static int
+snap_jailgit_copy(int from, int to, const char *name, long long max,
+    struct stat *st)
+{
+	struct buf b;
+	int fd, rc = -1;
+
+	buf_init(&b);
+	fd = path_open_beneath(from, name, O_RDONLY | O_NONBLOCK, 0);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, st) == -1)
+		goto out;
+	if (!S_ISREG(st->st_mode) || st->st_size > max) {
+		errno = S_ISREG(st->st_mode) ? EFBIG : EINVAL;
+		goto out;
+	}
+	if (buf_read_fd(&b, fd) == -1)
+		goto out;
+	rc = snap_hist_write(to, name, &b, 0644);
+out:
+	close(fd);
+	buf_free(&b);
+	return rc;
+}
+
+struct snap_jailgit *
+snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
+    char **cause)
+{
+	struct snap_jailgit *jg = xcalloc(1, sizeof *jg);
+	struct stat st;
+	size_t i;
+	int gfd, pfd = -1;
+
+	*cause = NULL;
+	jg->gitdir = xstrdup(gitdir);
+	jg->quoted = quote_name(gitdir);
+	jg->priv = xstrdup(priv);
+	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (gfd == -1) {
+		*cause = xprintf("cannot open %s: %s", jg->quoted,
+		    strerror(errno));
+		snap_jailgit_free(jg);
+		return NULL;
+	}
+	if ((jg->head = snap_jailgit_read_head(gfd, jg->quoted, cause)) ==
+	    NULL)
+		goto out;
+	for (i = 0; i < nitems(snap_jailgit_dirs); i++)
+		snap_jailgit_mkdir(gfd, snap_jailgit_dirs[i]);
+	/* Made anew at each start: nothing of an earlier run's jail is kept. */
+	if ((path_remove_tree(priv) == -1 && errno != ENOENT) ||
+	    mkdir(priv, 0755) == -1 || (pfd = open(priv, O_RDONLY |
+	    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    mkdirat(pfd, "modules", 0755) == -1) {
+		*cause = xprintf("cannot make %s: %s", priv, strerror(errno));
+		goto out;
+	}
+	(void)fchmod(pfd, 0755);
+	if (snap_jailgit_links(gfd, pfd, priv, at, cause) == -1)
+		goto out;
+	if (snap_jailgit_write_head(pfd, jg->head) == -1) {
+		*cause = xprintf("cannot write %s/HEAD: %s", priv,
+		    strerror(errno));
+		goto out;
+	}
+	/* No index yet (nothing added): git makes one in the jail's dir. */
+	if (snap_jailgit_copy(gfd, pfd, "index", SNAP_JAILGIT_INDEX_MAX,
+	    &st) == -1 && errno != ENOENT)
+		*cause = xprintf("cannot copy %s/index: %s", jg->quoted,
+		    errno == EFBIG ? "it is larger than 512 MiB" : errno ==
+		    EINVAL ? "it is not a file" : errno == ELOOP ? "it is a "
+		    "link" : strerror(errno));
+	else if (fstatat(pfd, "index", &jg->index, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&jg->index, 0, sizeof jg->index);
+out:
+	if (pfd != -1)
+		close(pfd);
+	close(gfd);
+	if (*cause != NULL) {
+		snap_jailgit_free(jg);
+		return NULL;
+	}
+	return jg;
+}
+
+void
+snap_jailgit_free(struct snap_jailgit *jg)
+{
+	if (jg == NULL)
+		return;
+	free(jg->gitdir);
+	free(jg->quoted);
+	free(jg->priv);
+	free(jg->head);
+	free(jg->head_told);
+	free(jg->index_told);
+	free(jg);
+}
+
+/* Told once for the same WHY (kept in *TOLD). */
+static void
+snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
+    const char *msg)
+{
+	if (*told != NULL && strcmp(*told, why) == 0)
+		return;
+	strv_add(alerts, msg);
+	free(*told);
+	*told = xstrdup(why);
+}
+
+/* The jail's HEAD brought back if its git moved it. */
+static void
+snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
+{
+	char *now, *real = NULL, *why = NULL, *msg;
+
+	if ((now = snap_jailgit_read_head(pfd, ".git", &why)) == NULL) {
+		msg = xprintf("the session made its HEAD what git cannot "
+		    "read (%s): your .git/HEAD is left as it was (%s)", why,
+		    jg->head);
+		snap_jailgit_tell(&jg->head_told, why, alerts, msg);
+		free(msg);
+		free(why);
+		return;
+	}
+	if (strcmp(now, jg->head) == 0) {
+		free(now);
+		return;
+	}
+	real = snap_jailgit_read_head(gfd, jg->quoted, &why);
+	if (real == NULL || strcmp(real, jg->head) != 0) {
+		/* Moved by the user's own git meanwhile: theirs stays. */
+		msg = xprintf("the session's git moved its HEAD to %s, but "
+		    "your git moved %s/HEAD meanwhile (to %s): yours is left as "
+		    "it is", now, jg->quoted, real != NULL ? real : why);
+		snap_jailgit_tell(&jg->head_told, now, alerts, msg);
+		free(msg);
+	} else if (snap_jailgit_write_head(gfd, now) == -1)
+		strv_addf(alerts, "the session's git moved its HEAD to %s, but "
+		    "%s/HEAD could not be written (%s): write it yourself", now,
+		    jg->quoted, strerror(errno));
+	else {
+		free(jg->head);
+		jg->head = now;
+		now = NULL;
+	}
+	free(now);
+	free(real);
+	free(why);
+}
+
+/* Whether A and B are the same file, unchanged. */
+static bool
+snap_jailgit_same(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	    a->st_size == b->st_size && a->st_mtim.tv_sec ==
+	    b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	    a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec ==
+	    b->st_ctim.tv_nsec;
+}
+
+/*
+ * The split index's shared parts the jail's git wrote beside its index
+ * (sharedindex.<id>, which the index names): brought back where missing.
+ */
+static void
+snap_jailgit_shared(int pfd, int gfd)
+{
+	struct dirent *de;
+	struct stat st;
+	size_t n;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "sharedindex.", 12) != 0)
+			continue;
+		n = strspn(de->d_name + 12, "0123456789abcdef");
+		if ((n != 40 && n != 64) || de->d_name[12 + n] != '\0' ||
+		    fstatat(gfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		(void)snap_jailgit_copy(pfd, gfd, de->d_name,
+		    SNAP_JAILGIT_INDEX_MAX, &st);
+	}
+	closedir(d);
+}
+
+/* The jail's index brought back if its git wrote it. */
+static void
+snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
+{
+	struct stat st;
+	char *msg;
+
+	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    snap_jailgit_same(&st, &jg->index))
+		return;
+	snap_jailgit_shared(pfd, gfd);
+	if (snap_jailgit_copy(pfd, gfd, "index", SNAP_JAILGIT_INDEX_MAX,
+	    &st) == 0) {
+		jg->index = st;
+		return;
+	}
+	msg = xprintf("the session's index could not be brought back to "
+	    "%s/index (%s): yours is left as it was; 'git reset' there "
+	    "makes one from HEAD", jg->quoted, errno == EFBIG ? "it is larger "
+	    "than 512 MiB" : errno == EINVAL ? "it is not a file" : errno ==
+	    ELOOP ? "it is a link" : strerror(errno));
+	snap_jailgit_tell(&jg->index_told, msg, alerts, msg);
+	free(msg);
+}
+
+void
+snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
+{
+	int pfd, gfd;
+
+	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (pfd != -1 && gfd != -1) {
+		snap_jailgit_index(jg, pfd, gfd, alerts);
+		snap_jailgit_head(jg, pfd, gfd, alerts);
+	}
+	if (pfd != -1)
+		close(pfd);
+	if (gfd != -1)
+		close(gfd);
+}
+
+const char *
+snap_jailgit_dir(const struct snap_jailgit *jg)
+{
+	return jg->priv;
+}

@@ -1,0 +1,204 @@
+#!/bin/sh
+# A main-tree session (no --worktree) and the user's own git run in the
+# project while it runs: the jail sees the project's .git where no link,
+# FIFO or socket can be made (sealed), through a dir of agentmux's at
+# PROJECT/.git whose links lead there. Nothing the jail makes in .git can
+# send the user's git elsewhere: no FETCH_HEAD, reflog, ref or packed-refs
+# linked to a file of the user's or to /dev/zero, in the project's git dir
+# or a submodule's. Git in the jail keeps working (commit, checkout,
+# stash, tag, gc), and a HEAD it moves reaches the user's .git while the
+# session runs, checked first. As root and as an unprivileged user.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+fresh_repo() {
+	rm -rf "$P" "$T/remote.git"
+	mkdir -p "$P"
+	(cd "$P" && git init -q -b main . && git config user.email t@x &&
+	    git config user.name t && echo hi >README && git add README &&
+	    git commit -qm init) || exit 1
+	git clone -q --bare "$P" "$T/remote.git" || exit 1
+	(cd "$T/remote.git" && git branch -q other main) || exit 1
+	git -C "$P" remote add origin "$T/remote.git" || exit 1
+	echo orig >"$T/outside/target.txt"
+}
+
+# Starts the jail on SCRIPT, then waits for it to write $P/ready; once
+# $P/seen appears, it runs THEN (if given) and ends.
+session_start() {
+	rm -f "$P/ready" "$P/seen"
+	"$AMX" run -C "$P" -- sh -c "$1"'
+	    touch ready; i=0
+	    while [ ! -e seen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	    rm -f ready seen; '"${2:-}" </dev/null >"$T/session.out" 2>&1 &
+	SPID=$!
+	i=0
+	while [ ! -e "$P/ready" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$P/ready" ] || bad "the session did not get ready: $(cat "$T/session.out")"
+}
+
+session_end() {
+	touch "$P/seen"
+	wait "$SPID"
+	OUT=$(cat "$T/session.out")
+}
+
+# The jail's attempts to link, while it runs: the user's fetch, commit and branch meanwhile.
+links_in_gitdir() {
+	fresh_repo
+	git -C "$P" fetch -q origin 2>/dev/null
+	for f in FETCH_HEAD ORIG_HEAD packed-refs index logs-HEAD top-link; do
+		echo orig >"$T/outside/t-$f"
+	done
+	session_start "t=$T/outside/t-
+	    for f in FETCH_HEAD ORIG_HEAD packed-refs index; do
+	        rm -f .git/\$f; ln -s \$t\$f .git/\$f || echo REFUSED \$f; done
+	    rm -f .git/logs/HEAD; ln -s \${t}logs-HEAD .git/logs/HEAD || echo REFUSED logs/HEAD
+	    ln -s /dev/zero .git/refs/heads/zero || echo REFUSED ref
+	    ln -s \${t}x .git/logs/refs/heads/main.x || echo REFUSED reflog
+	    mkfifo .git/refs/heads/fifo || echo REFUSED fifo
+	    mkfifo .git/fifo-top; ln -s \${t}top-link .git/top-link
+	    mv .git/refs/heads/main .git/refs/heads/main.old &&
+	        ln -s \${t}x .git/refs/heads/main || echo REFUSED main
+	    mv .git/refs/heads/main.old .git/refs/heads/main
+	    rm -rf .git/refs 2>/dev/null; ln -s \${t}x .git/refs.x"
+	out=$(cat "$T/session.out")
+	for what in logs/HEAD ref reflog fifo main; do
+		case $out in *"REFUSED $what"*) ok ;;
+		*) bad "the jail made a link or FIFO at .git/$what: $out" ;; esac
+	done
+	# The user's git, run there meanwhile.
+	git -C "$P" fetch -q origin 2>"$T/host.err" ||
+	    bad "the user's git fetch failed while the session ran: $(cat "$T/host.err")"
+	(cd "$P" && git commit -q --allow-empty -m host && git branch -q mine &&
+	    git status --short >/dev/null && git pack-refs --all) 2>"$T/host.err" ||
+	    bad "the user's git failed while the session ran: $(cat "$T/host.err")"
+	timeout 20 sh -c "ulimit -v 1000000; git -C '$P' for-each-ref >/dev/null" ||
+	    bad "the user's git for-each-ref failed while the session ran"
+	for f in FETCH_HEAD ORIG_HEAD packed-refs index logs-HEAD top-link; do
+		[ "$(cat "$T/outside/t-$f")" = orig ] && ok ||
+		    bad "the user's git wrote through the jail's link at $f: $(head -c 200 "$T/outside/t-$f")"
+	done
+	git -C "$P" log -1 --format=%s | grep -qx host && ok ||
+	    bad "the user's commit is not on main"
+	git -C "$P" reflog -1 --format=%gs HEAD | grep -q host && ok ||
+	    bad "the user's commit is not in HEAD's reflog"
+	find "$P/.git" -type l -o -type p -o -type s | grep . &&
+	    bad "a link, FIFO or socket is in the project's .git" || ok
+	session_end
+	for f in FETCH_HEAD ORIG_HEAD packed-refs index logs-HEAD top-link; do
+		[ "$(cat "$T/outside/t-$f")" = orig ] && ok ||
+		    bad "something wrote through the jail's link at $f"
+	done
+	find "$P/.git" -type l -o -type p -o -type s | grep . &&
+	    bad "a link, FIFO or socket is in the project's .git after the session" || ok
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "git fsck fails after the session: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
+}
+
+# The review's first finding alone: FETCH_HEAD linked to a file of the user's, then the user's git fetch.
+fetch_head_link() {
+	fresh_repo
+	session_start "rm -f .git/FETCH_HEAD; ln -s $T/outside/target.txt .git/FETCH_HEAD"
+	git -C "$P" fetch -q origin 2>"$T/host.err" ||
+	    bad "the user's git fetch failed while the session ran: $(cat "$T/host.err")"
+	[ "$(cat "$T/outside/target.txt")" = orig ] && ok ||
+	    bad "the user's git fetch wrote through the jail's FETCH_HEAD: $(head -c 200 "$T/outside/target.txt")"
+	grep -q "branch 'other'" "$P/.git/FETCH_HEAD" && ok ||
+	    bad "the user's git fetch did not write its FETCH_HEAD"
+	session_end
+}
+
+# A submodule's git dir, under .git/modules: the jail sees it there, where
+# git wrote paths relative to it (core.worktree), so it is not sealed: a
+# link made in it is moved out at the end, and told (SECURITY.md says what
+# the user's git run there meanwhile would do).
+links_in_modules() {
+	fresh_repo
+	sub="$T/sub"
+	rm -rf "$sub"
+	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
+	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
+	    git commit -qm sub) || exit 1
+	jrun -- sh -c "ln -s /dev/zero .git/modules/sub/refs/heads/zero
+	    ln -s $T/outside/target.txt .git/modules/sub/FETCH_HEAD
+	    ls /.agentmux-git/modules | wc -l
+	    cd sub && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m in &&
+	    git log --oneline | wc -l"
+	case $OUT in *"modules/sub/refs/heads/zero"*"moved to"*) ok ;;
+	*) bad "the link in a submodule's refs was not moved out: $OUT" ;; esac
+	case $OUT in *"modules/sub/FETCH_HEAD"*"moved to"*) ok ;;
+	*) bad "the link in a submodule's git dir was not moved out: $OUT" ;; esac
+	case $OUT in *2*) ok ;; *) bad "git in the submodule did not commit in the jail: $OUT" ;; esac
+	# The submodules are not reached past their binds through the sealed dir.
+	case $OUT in 0*) ok ;; *) bad "the sealed dir shows the submodules' git dirs: $OUT" ;; esac
+	find "$P/.git" -type l | grep . && bad "a link is in the project's .git" || ok
+	[ "$(git -C "$P/sub" log -1 --format=%s)" = in ] && ok ||
+	    bad "the submodule's commit did not reach the host"
+	[ "$(cat "$P/sub/.git")" = "gitdir: ../.git/modules/sub" ] && ok ||
+	    bad "the submodule's .git file changed: $(cat "$P/sub/.git")"
+}
+
+# Git in the jail: commit, checkout, stash, tag, gc. HEAD moves on the host while it runs.
+git_works() {
+	fresh_repo
+	session_start 'set -e; export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b \
+	    GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b
+	    echo one >f && git add f && git commit -qm one
+	    git checkout -qb agent && echo two >f && git commit -qam two
+	    echo wip >f && git stash -q && git stash list | grep -q WIP
+	    git tag v1 && git pack-refs --all && git gc -q
+	    git branch -q -d main 2>/dev/null || git branch -q -m main main-old
+	    git log --oneline | wc -l >count.tmp'
+	[ "$(cat "$P/count.tmp" 2>/dev/null)" = 3 ] && ok ||
+	    bad "git in the jail did not work: $(cat "$T/session.out")"
+	[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/agent ] && ok ||
+	    bad "the jail's checkout did not reach the host while it ran: $(git -C "$P" symbolic-ref HEAD 2>&1)"
+	[ "$(git -C "$P" status --porcelain --untracked-files=no)" = "" ] && ok ||
+	    bad "the user's git status is not clean after the jail's commit: $(git -C "$P" status --porcelain)"
+	git -C "$P" rev-parse -q --verify refs/tags/v1 >/dev/null && ok ||
+	    bad "the jail's tag is not on the host"
+	git -C "$P" stash list | grep -q WIP && ok || bad "the jail's stash is not on the host"
+	rm -f "$P/count.tmp"
+	session_end
+	[ "$(git -C "$P" symbolic-ref HEAD)" = refs/heads/agent ] && ok ||
+	    bad "HEAD is not on the jail's branch after the session"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
+	    bad "git fsck fails after the session: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
+	find "$P/.git" -type l | grep . && bad "a link is in the project's .git" || ok
+}
+
+# What the jail makes of its HEAD that git cannot read stays out of the user's; so does a move when the user moved it too.
+head_bad() {
+	fresh_repo
+	for how in "ln -sf $T/outside/target.txt .git/HEAD" \
+	    'printf "ref: refs/heads/../../x\n" >.git/HEAD' \
+	    'printf "\033]0;pwn\007\n" >.git/HEAD'; do
+		jrun -- sh -c "$how; echo made"
+		[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/main ] && ok ||
+		    bad "$how: the user's HEAD is $(cat "$P/.git/HEAD")"
+		case $OUT in *"cannot read"*"left as it was"*) ok ;;
+		*) bad "$how: not told: $OUT" ;; esac
+		case $OUT in *"$(printf '\033')"*) bad "$how: an escape was printed raw" ;; *) ok ;; esac
+	done
+	session_start 'git checkout -qb agent; git checkout -q main' \
+	    'git checkout -qb agent2'
+	sleep 0.5
+	git -C "$P" checkout -qb mine
+	session_end
+	[ "$(git -C "$P" symbolic-ref HEAD)" = refs/heads/mine ] && ok ||
+	    bad "the jail's HEAD replaced the one the user moved meanwhile: $(cat "$P/.git/HEAD")"
+	case $OUT in *"moved its HEAD to ref: refs/heads/agent2"*"yours is left"*) ok ;;
+	*) bad "the HEAD left alone was not told: $OUT" ;; esac
+}
+
+jail_checks() {
+	links_in_gitdir
+	fetch_head_link
+	links_in_modules
+	git_works
+	head_bad
+}
+
+jail_main "$@"
