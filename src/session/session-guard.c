@@ -115,7 +115,8 @@ session_guard_jail(struct session *s, struct session_setup *sp,
 	free(path);
 	if (s->jailgit == NULL) {
 		*cause = xprintf("cannot give the jail the project's git dir: "
-		    "%s", why);
+		    "%s; repair it (git status there says how), or move .git "
+		    "out of the project to jail it without git", why);
 		free(why);
 		free(git);
 		return -1;

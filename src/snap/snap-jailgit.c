@@ -30,8 +30,12 @@
 static const char *const snap_jailgit_files[] = { "packed-refs",
     "FETCH_HEAD" };
 
-/* The largest index brought back from the jail (git's own for 2 million files is under this). */
-#define SNAP_JAILGIT_INDEX_MAX (512LL * 1024 * 1024)
+/*
+ * The largest index brought back from the jail (git's own for 500,000
+ * files is under this): each the jail writes is read whole on the loop
+ * and written to the project's .git.
+ */
+#define SNAP_JAILGIT_INDEX_MAX (64LL * 1024 * 1024)
 
 struct snap_jailgit {
 	char *gitdir;
@@ -165,6 +169,24 @@ snap_jailgit_write_head(int gfd, const char *value)
 	return rc;
 }
 
+/* Why an index could not be copied (snap_jailgit_copy's ERR). */
+static const char *
+snap_jailgit_why(int err)
+{
+	switch (err) {
+	case EFBIG:
+		return "it is larger than 64 MiB";
+	case EINVAL:
+		return "it is not a file";
+	case ELOOP:
+		return "it is a link";
+	case ENOTSUP:
+		return "it has holes, which git never writes";
+	default:
+		return strerror(err);
+	}
+}
+
 /*
  * FROM's regular file NAME (at most MAX bytes) written as TO's, through
  * no link on either side; ST its stat as read. -1 with errno.
@@ -184,6 +206,14 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 		goto out;
 	if (!S_ISREG(st->st_mode) || st->st_size > max) {
 		errno = S_ISREG(st->st_mode) ? EFBIG : EINVAL;
+		goto out;
+	}
+	/*
+	 * Holes cost the jail nothing, and git writes none (a quarter: a
+	 * compressing file system stores an index's ids in no less).
+	 */
+	if (st->st_size > 65536 && st->st_blocks * 512 < st->st_size / 4) {
+		errno = ENOTSUP;
 		goto out;
 	}
 	if (buf_read_fd(&b, fd) == -1)
@@ -240,9 +270,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	if (snap_jailgit_copy(gfd, pfd, "index", SNAP_JAILGIT_INDEX_MAX,
 	    &st) == -1 && errno != ENOENT)
 		*cause = xprintf("cannot copy %s/index: %s", jg->quoted,
-		    errno == EFBIG ? "it is larger than 512 MiB" : errno ==
-		    EINVAL ? "it is not a file" : errno == ELOOP ? "it is a "
-		    "link" : strerror(errno));
+		    snap_jailgit_why(errno));
 	else if (fstatat(pfd, "index", &jg->index, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&jg->index, 0, sizeof jg->index);
 out:
@@ -290,6 +318,8 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 	char *now, *real = NULL, *why = NULL, *msg;
 
 	if ((now = snap_jailgit_read_head(pfd, ".git", &why)) == NULL) {
+		if (why == NULL)
+			why = xstrdup("unreadable");
 		msg = xprintf("the session made its HEAD what git cannot "
 		    "read (%s): your .git/HEAD is left as it was (%s)", why,
 		    jg->head);
@@ -373,6 +403,7 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
     struct strv *alerts)
 {
 	struct stat st;
+	const char *why;
 	char *msg;
 
 	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
@@ -384,12 +415,11 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 		jg->index = st;
 		return;
 	}
+	why = snap_jailgit_why(errno);
 	msg = xprintf("the session's index could not be brought back to "
 	    "%s/index (%s): yours is left as it was; 'git reset' there "
-	    "makes one from HEAD", jg->quoted, errno == EFBIG ? "it is larger "
-	    "than 512 MiB" : errno == EINVAL ? "it is not a file" : errno ==
-	    ELOOP ? "it is a link" : strerror(errno));
-	snap_jailgit_tell(&jg->index_told, msg, alerts, msg);
+	    "makes one from HEAD", jg->quoted, why);
+	snap_jailgit_tell(&jg->index_told, why, alerts, msg);
 	free(msg);
 }
 

@@ -193,12 +193,35 @@ head_bad() {
 	*) bad "the HEAD left alone was not told: $OUT" ;; esac
 }
 
+# The jail's index made a link, a FIFO, a sparse 60 MiB file or one over 64 MiB: the user's stays, told.
+index_bad() {
+	fresh_repo
+	(cd "$P" && echo x >x && git add x) || exit 1
+	want=$(git -C "$P" ls-files --stage | md5sum)
+	cfg="$XDG_CONFIG_HOME/agentmux/config"
+	cp "$cfg" "$cfg.was"
+	sed -i 's/^file_size = .*/file_size = 100M/' "$cfg"
+	for how in "ln -s $T/outside/target.txt .git/index" "mkfifo .git/index" \
+	    "truncate -s 60M .git/index" "head -c 70000000 /dev/urandom >.git/index"; do
+		jrun -- sh -c "rm -f .git/index; $how; echo made"
+		[ "$(git -C "$P" ls-files --stage | md5sum)" = "$want" ] && ok ||
+		    bad "$how: the user's index changed"
+		# (Landlock keeps FIFOs out of the project where the kernel has it.)
+		case $OUT in *"index could not be brought back"*"left as it was"*) ok ;;
+		*"mkfifo: cannot create"*) ok ;;
+		*) bad "$how: not told: $OUT" ;; esac
+	done
+	mv "$cfg.was" "$cfg"
+	[ "$(cat "$T/outside/target.txt")" = orig ] && ok || bad "the index link was written through"
+}
+
 jail_checks() {
 	links_in_gitdir
 	fetch_head_link
 	links_in_modules
 	git_works
 	head_bad
+	index_bad
 }
 
 jail_main "$@"
