@@ -309,8 +309,10 @@ session_finish(struct session *s)
 	    s->end_reason);
 	if (s->st_idle_ev != NULL)
 		event_del(s->st_idle_ev);
-	/* The jail's last HEAD, before the history's end looks at the project's. */
+	/* The jail's last HEAD and index, before the history's end looks at the project's. */
 	session_guard_check(s);
+	if (s->jailgit != NULL)
+		snap_jailgit_remove(s->jailgit);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	/* The end's walks of the project run off the loop; the rest follows them. */

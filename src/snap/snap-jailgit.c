@@ -446,3 +446,10 @@ snap_jailgit_dir(const struct snap_jailgit *jg)
 {
 	return jg->priv;
 }
+
+void
+snap_jailgit_remove(struct snap_jailgit *jg)
+{
+	if (path_remove_tree(jg->priv) == -1 && errno != ENOENT)
+		log_warnx("cannot remove %s: %s", jg->priv, strerror(errno));
+}

@@ -742,6 +742,8 @@ struct snap_jailgit *snap_jailgit_make(const char *gitdir, const char *priv,
 void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
 /** PRIV. */
 const char *snap_jailgit_dir(const struct snap_jailgit *);
+/** PRIV removed, once its jail is gone (what it held was brought back). */
+void snap_jailgit_remove(struct snap_jailgit *);
 void snap_jailgit_free(struct snap_jailgit *);
 
 /* ---- worktree sessions (snap-worktree.c) ---- */

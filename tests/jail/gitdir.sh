@@ -164,6 +164,8 @@ git_works() {
 	session_end
 	[ "$(git -C "$P" symbolic-ref HEAD)" = refs/heads/agent ] && ok ||
 	    bad "HEAD is not on the jail's branch after the session"
+	ls -d "$XDG_DATA_HOME"/agentmux/sessions/*/gitdir 2>/dev/null | grep . &&
+	    bad "the jail's .git dir stayed after the session" || ok
 	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok ||
 	    bad "git fsck fails after the session: $(git -C "$P" fsck --no-dangling 2>&1 | head -3)"
 	find "$P/.git" -type l | grep . && bad "a link is in the project's .git" || ok
