@@ -47,8 +47,14 @@ struct snap_jailgit {
 	char *index_told;
 };
 
-/* Dirs git makes below itself on first use: made in the real git dir first (a link to nothing cannot be made a dir through). */
-static const char *const snap_jailgit_dirs[] = { "logs", "modules" };
+/*
+ * Dirs git makes below itself on first use: made in the real git dir
+ * first (a link to nothing cannot be made a dir through), and so linked;
+ * hooks, info and worktrees are made by the jail's mounts anyway (read
+ * only there), and would otherwise be the jail's own.
+ */
+static const char *const snap_jailgit_dirs[] = { "logs", "modules", "hooks",
+    "info", "worktrees" };
 
 /* The HEAD in GFD (a git dir) as git reads it ("ref: X" or an id), or NULL with *CAUSE. */
 static char *
@@ -92,15 +98,19 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 static void
 snap_jailgit_mkdir(int gfd, const char *name)
 {
+	mode_t mode = 0755 & ~util_user_umask();
 	struct stat st;
 	int fd;
 
 	if (fstatat(gfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 	    mkdirat(gfd, name, 0700) == -1)
 		return;
+	/* A repository shared with a group (set-gid dirs): its mode, as git makes them. */
+	if (fstat(gfd, &st) == 0 && (st.st_mode & S_ISGID))
+		mode = st.st_mode & 07777;
 	if ((fd = path_open_beneath(gfd, name, O_RDONLY | O_DIRECTORY, 0)) !=
 	    -1) {
-		(void)fchmod(fd, 0755 & ~util_user_umask());
+		(void)fchmod(fd, mode);
 		close(fd);
 	}
 }

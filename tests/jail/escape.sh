@@ -119,11 +119,14 @@ git_plants() {
 	    git -c user.email=a@b -c user.name=a commit -qm x'
 	# .git stays writable (git works inside), so a planted commondir, which
 	# would send the host's git to the agent's config and hooks, is moved out.
-	jrun sh -c 'mkdir -p evil/hooks && cp -r .git/objects .git/refs .git/HEAD evil/ &&
+	# (The jail sees it at /.agentmux-git; one in its own .git, whose
+	# entries are links there, is the jail's alone.)
+	jrun sh -c 'mkdir -p evil/hooks && cp -r .git/objects/ .git/refs/ .git/HEAD evil/ &&
 	    printf "[alias]\n\tst = !echo PWNED-ALIAS\n" > evil/config &&
 	    printf "#!/bin/sh\necho PWNED-HOOK\n" > evil/hooks/pre-commit &&
 	    chmod +x evil/hooks/pre-commit && echo ../evil > .git/commondir &&
-	    sleep 0.2 && test ! -e .git/commondir'
+	    echo ../evil > /.agentmux-git/commondir &&
+	    sleep 0.2 && test ! -e /.agentmux-git/commondir'
 	[ "$RC" = 0 ] && ok || bad "a planted commondir was not moved out at once: $OUT"
 	[ ! -e "$P/.git/commondir" ] && ok || bad "a planted .git/commondir stayed"
 	out=$(cd "$P" && git st 2>&1; git -c user.email=a@b -c user.name=a \

@@ -439,10 +439,11 @@ wid=$(sid)
 wtip=$(git rev-parse "refs/heads/agentmux/$wid/sh")
 git update-ref refs/agentmux/sessions/99 HEAD
 # (refs/agentmux is read-only in the jail where it exists, as here: the first goes into packed-refs.)
+# (The jail sees the repository's .git at /.agentmux-git: its own .git holds links there.)
 end=$("$AMX" run -- sh -c 'echo evil >e && git add e && git commit -qm EVIL && h=$(git rev-parse HEAD) &&
 	git update-ref refs/tags/agentmux/'"$wid"'/sh "$h" && echo "$h refs/agentmux/'"$wid"'/sh" >>.git/packed-refs &&
-	mkdir -p .git/agentmux/'"$wid"' && git rev-parse HEAD~1 >.git/agentmux/'"$wid"'/sh &&
-	chmod 555 .git/agentmux/'"$wid"' .git/agentmux &&
+	g=/.agentmux-git && mkdir -p $g/agentmux/'"$wid"' && git rev-parse HEAD~1 >$g/agentmux/'"$wid"'/sh &&
+	chmod 555 $g/agentmux/'"$wid"' $g/agentmux &&
 	git reset -q --hard HEAD~1 && echo planted' </dev/null 2>&1)
 sh_id=$(sid)
 grep -q planted <<<"$end" || bad "the session did not plant its refs: $end"
@@ -594,11 +595,11 @@ new_project
 echo victim >"$T/victim2" && chmod 666 "$T/victim2"
 "$AMX" run -- sh -c 'wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
 	touch .started; wait_for .go
-	for a in .git/worktrees/*; do
+	for a in .git/worktrees/* /.agentmux-git/worktrees/*; do
 		mkdir -p "$a/logs" 2>/dev/null; rm -f "$a/logs/HEAD" 2>/dev/null
 		ln -s '"$T"'/victim2 "$a/logs/HEAD" 2>/dev/null && echo LOG-PLANTED
 	done; touch .planted; wait_for .committed
-	for a in .git/worktrees/*; do echo /nowhere >"$a/commondir" 2>/dev/null && echo COMMONDIR-WRITTEN; done
+	for a in .git/worktrees/* /.agentmux-git/worktrees/*; do echo /nowhere >"$a/commondir" 2>/dev/null && echo COMMONDIR-WRITTEN; done
 	touch .planted2; wait_for .done' </dev/null >"$T/main-session.out" 2>&1 &
 bgpid=$!
 wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
@@ -632,17 +633,20 @@ P=$T/rl
 new_project
 echo victim >"$T/victim4" && chmod 666 "$T/victim4"
 # The jail's text that tries every write; each one that goes through prints a line in capitals.
+# (The jail sees the repository's .git at /.agentmux-git, its own .git holding links there: the
+# renames are tried there, where they would reach the repository.)
 plant='b=$(cd .git/refs/heads && ls -d agentmux/*/* 2>/dev/null | head -1); echo "BRANCH $b"
 	m=$(git rev-parse refs/heads/main)
+	g=/.agentmux-git
 	try() {
-		r=.git/logs/refs/heads/$b
+		r=$g/logs/refs/heads/$b
 		{ rm -f "$r" && ln -s '"$T"'/victim4 "$r"; } 2>/dev/null && echo "LINK-PLANTED $1"
 		git update-ref "refs/heads/$b" "$m" 2>/dev/null && echo "MOVED $1"
-		echo "$m" 2>/dev/null >".git/refs/heads/$b" && echo "WRITTEN $1"
+		echo "$m" 2>/dev/null >"$g/refs/heads/$b" && echo "WRITTEN $1"
 	}
 	try in-place
-	for d in .git/refs/heads/agentmux .git/refs/heads .git/refs .git/logs/refs/heads/agentmux \
-		.git/logs/refs/heads .git/logs/refs .git/logs; do
+	for d in $g/refs/heads/agentmux $g/refs/heads $g/refs $g/logs/refs/heads/agentmux \
+		$g/logs/refs/heads $g/logs/refs $g/logs; do
 		mv "$d" "$d.away" 2>/dev/null && cp -a "$d.away" "$d" && echo "RENAMED $d" && try "$d"
 	done; echo TRIED'
 wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done; }
@@ -706,7 +710,7 @@ for how in loose packed; do
 	[ $how = loose ] || [ ! -d .git/logs/refs/heads/agentmux ] ||
 		bad "a dir was made where the user's branch agentmux keeps its reflog ($how)"
 	# The dirs above the user's branch are mount points all the same: none renamed away.
-	out=$("$AMX" run -- sh -c 'for d in .git/refs/heads .git/refs .git/logs/refs/heads .git/logs/refs .git/logs; do
+	out=$("$AMX" run -- sh -c 'cd /.agentmux-git && for d in refs/heads refs logs/refs/heads logs/refs logs; do
 		mv "$d" "$d.away" 2>/dev/null && echo "RENAMED $d"; done; echo TRIED' </dev/null 2>&1)
 	grep -q TRIED <<<"$out" && ! grep -q RENAMED <<<"$out" &&
 		ok "with a user branch agentmux the dirs above it cannot be renamed away ($how)" ||
@@ -715,15 +719,24 @@ done
 # With the user's branch agentmux (nothing bound there), a main-tree session deletes it and makes its
 # reflog a link to a host dir; a worktree session started meanwhile wrote its branch's first reflog line
 # through the link (its dirs were checked only after git worktree add). It is refused now, before git runs.
+# The jail's link is refused where Landlock is (its .git is sealed); made from the host meanwhile, as on a
+# kernel without it, the worktree session is refused all the same.
 P=$T/ab-link
 new_project
 git branch agentmux
 mkdir -p "$T/evil-logs"
-"$AMX" run -- sh -c 'git branch -D agentmux >/dev/null && rm -f .git/logs/refs/heads/agentmux &&
-	ln -s '"$T"'/evil-logs .git/logs/refs/heads/agentmux && echo PLANTED; touch .planted
+"$AMX" run -- sh -c 'git branch -D agentmux >/dev/null 2>&1; rm -f /.agentmux-git/logs/refs/heads/agentmux &&
+	{ ln -s '"$T"'/evil-logs /.agentmux-git/logs/refs/heads/agentmux && echo PLANTED || echo REFUSED; }; touch .planted
 	n=0; while [ ! -e .go ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done' </dev/null >"$T/ab-link.out" 2>&1 &
 bgpid=$!
 wait_for .planted
+if landlock && grep -q REFUSED "$T/ab-link.out"; then
+	ok "a main-tree session cannot make a reflog dir a link"
+	rm -rf .git/logs/refs/heads/agentmux
+	ln -s "$T/evil-logs" .git/logs/refs/heads/agentmux
+elif landlock; then
+	bad "a main-tree session made a reflog dir a link: $(cat "$T/ab-link.out")"
+fi
 out=$("$AMX" run --worktree --branch lk -- true </dev/null 2>&1) &&
 	bad "a worktree session started with its reflog dir a link: $out"
 grep -q "cannot make the branch's dirs" <<<"$out" && ok "a worktree session whose reflog dir is a link is refused before git runs" ||
@@ -733,7 +746,7 @@ grep -q "cannot make the branch's dirs" <<<"$out" && ok "a worktree session whos
 touch .go
 wait "$bgpid"
 bgpid=
-grep -q PLANTED "$T/ab-link.out" || bad "the main-tree session could not plant the link: $(cat "$T/ab-link.out")"
+landlock || grep -q PLANTED "$T/ab-link.out" || bad "the main-tree session could not plant the link: $(cat "$T/ab-link.out")"
 rm -f .planted .go
 # A project with no .git/logs; then one whose logs/refs/heads/agentmux is a link, refused.
 P=$T/nologs
