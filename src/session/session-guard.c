@@ -158,6 +158,23 @@ session_guard_head(struct session *s)
 	strv_free(&alerts);
 }
 
+/* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
+void
+session_guard_jail_end(struct session *s)
+{
+	struct strv alerts;
+	size_t i;
+
+	if (s->jailgit == NULL)
+		return;
+	strv_init(&alerts);
+	snap_jailgit_end(s->jailgit, &alerts);
+	for (i = 0; i < alerts.n; i++)
+		session_guard_alert(s, "git", alerts.v[i]);
+	strv_free(&alerts);
+	snap_jailgit_remove(s->jailgit);
+}
+
 /* Anything redirecting git that was not there when the session started goes. */
 void
 session_guard_check(struct session *s)

@@ -298,6 +298,7 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 int session_guard_jail(struct session *, struct session_setup *, char **);
+void session_guard_jail_end(struct session *);
 void session_guard_stop(struct session *);
 bool session_guard_stop_begin(struct session *,
     void (*then)(struct session *));

@@ -311,8 +311,7 @@ session_finish(struct session *s)
 		event_del(s->st_idle_ev);
 	/* The jail's last HEAD and index, before the history's end looks at the project's. */
 	session_guard_check(s);
-	if (s->jailgit != NULL)
-		snap_jailgit_remove(s->jailgit);
+	session_guard_jail_end(s);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	/* The end's walks of the project run off the loop; the rest follows them. */

@@ -28,7 +28,7 @@
 
 /* Names git reads at the top of its dir that may not be there yet, linked all the same (a link to nothing is followed to make it). */
 static const char *const snap_jailgit_files[] = { "packed-refs",
-    "FETCH_HEAD" };
+    "FETCH_HEAD", "shallow" };
 
 /*
  * The largest index brought back from the jail (git's own for 500,000
@@ -37,13 +37,19 @@ static const char *const snap_jailgit_files[] = { "packed-refs",
  */
 #define SNAP_JAILGIT_INDEX_MAX (64LL * 1024 * 1024)
 
+/* The bytes at an index's end compared: its checksum (SHA-256's 32, or SHA-1's 20 and more). */
+#define SNAP_JAILGIT_TRAILER 32
+
 struct snap_jailgit {
 	char *gitdir;
 	char *quoted;         /* GITDIR as it is printed */
 	char *priv;
 	char *head;           /* the HEAD GITDIR was last given */
 	char *head_told;      /* what of the jail's HEAD was last told */
-	struct stat index;    /* the jail's index as it was last brought back */
+	struct stat index;    /* the jail's index as it was last brought back, */
+	unsigned char trailer[SNAP_JAILGIT_TRAILER]; /* its last bytes, */
+	size_t trailer_len;
+	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
 };
 
@@ -93,6 +99,9 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 	    strerror(errno));
 	return NULL;
 }
+
+static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
+    const struct stat *);
 
 /* Makes NAME in GFD a dir, as git would (0755 but for the user's umask), if it is not there. */
 static void
@@ -205,7 +214,11 @@ static int
 snap_jailgit_copy(int from, int to, const char *name, long long max,
     struct stat *st)
 {
+	struct stat was;
 	struct buf b;
+	mode_t mode = 0644;
+	char chunk[65536];
+	ssize_t n;
 	int fd, rc = -1;
 
 	buf_init(&b);
@@ -226,9 +239,21 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 		errno = ENOTSUP;
 		goto out;
 	}
-	if (buf_read_fd(&b, fd) == -1)
+	/* Read to MAX whatever it grew to since (the jail may write on). */
+	while ((n = read(fd, chunk, sizeof chunk)) > 0) {
+		if ((long long)(b.len + (size_t)n) > max) {
+			errno = EFBIG;
+			goto out;
+		}
+		buf_add(&b, chunk, (size_t)n);
+	}
+	if (n == -1)
 		goto out;
-	rc = snap_hist_write(to, name, &b, 0644);
+	/* The mode it had (a repository shared with a group keeps 0664). */
+	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(was.st_mode))
+		mode = was.st_mode & 0666;
+	rc = snap_hist_write(to, name, &b, mode);
 out:
 	close(fd);
 	buf_free(&b);
@@ -281,8 +306,10 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	    &st) == -1 && errno != ENOENT)
 		*cause = xprintf("cannot copy %s/index: %s", jg->quoted,
 		    snap_jailgit_why(errno));
-	else if (fstatat(pfd, "index", &jg->index, AT_SYMLINK_NOFOLLOW) == -1)
-		memset(&jg->index, 0, sizeof jg->index);
+	else if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		snap_jailgit_index_kept(jg, pfd, gfd, &st);
+	else
+		snap_jailgit_index_kept(jg, pfd, gfd, &jg->index);
 out:
 	if (pfd != -1)
 		close(pfd);
@@ -346,8 +373,9 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 	if (real == NULL || strcmp(real, jg->head) != 0) {
 		/* Moved by the user's own git meanwhile: theirs stays. */
 		msg = xprintf("the session's git moved its HEAD to %s, but "
-		    "your git moved %s/HEAD meanwhile (to %s): yours is left as "
-		    "it is", now, jg->quoted, real != NULL ? real : why);
+		    "%s/HEAD was moved meanwhile (to %s), by your git or by the "
+		    "session through /.agentmux-git: it is left as it is", now,
+		    jg->quoted, real != NULL ? real : why);
 		snap_jailgit_tell(&jg->head_told, now, alerts, msg);
 		free(msg);
 	} else if (snap_jailgit_write_head(gfd, now) == -1)
@@ -375,54 +403,98 @@ snap_jailgit_same(const struct stat *a, const struct stat *b)
 	    b->st_ctim.tv_nsec;
 }
 
-/*
- * The split index's shared parts the jail's git wrote beside its index
- * (sharedindex.<id>, which the index names): brought back where missing.
- */
-static void
-snap_jailgit_shared(int pfd, int gfd)
+/* The last bytes of FD (an index: its checksum) into T; their count, or 0. */
+static size_t
+snap_jailgit_trailer(int fd, const struct stat *st, unsigned char *t)
 {
-	struct dirent *de;
-	struct stat st;
-	size_t n;
-	DIR *d;
-	int fd;
+	ssize_t n;
 
-	if ((fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strncmp(de->d_name, "sharedindex.", 12) != 0)
-			continue;
-		n = strspn(de->d_name + 12, "0123456789abcdef");
-		if ((n != 40 && n != 64) || de->d_name[12 + n] != '\0' ||
-		    fstatat(gfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		(void)snap_jailgit_copy(pfd, gfd, de->d_name,
-		    SNAP_JAILGIT_INDEX_MAX, &st);
-	}
-	closedir(d);
+	if (st->st_size < SNAP_JAILGIT_TRAILER)
+		return 0;
+	n = pread(fd, t, SNAP_JAILGIT_TRAILER, st->st_size -
+	    SNAP_JAILGIT_TRAILER);
+	return n == SNAP_JAILGIT_TRAILER ? (size_t)n : 0;
 }
 
-/* The jail's index brought back if its git wrote it. */
+/*
+ * Whether the jail's index (ST) holds what was last brought back: the
+ * same size and checksum (git ends an index with the hash of the rest),
+ * only its times changed (a jail that touched it in a loop had it
+ * rewritten in the user's .git at 100 MiB/s).
+ */
+static bool
+snap_jailgit_index_same(struct snap_jailgit *jg, int pfd,
+    const struct stat *st)
+{
+	unsigned char t[SNAP_JAILGIT_TRAILER];
+	bool same = false;
+	int fd;
+
+	if (!S_ISREG(st->st_mode) || jg->trailer_len == 0 || st->st_size !=
+	    jg->index.st_size)
+		return false;
+	fd = path_open_beneath(pfd, "index", O_RDONLY | O_NONBLOCK, 0);
+	if (fd == -1)
+		return false;
+	same = snap_jailgit_trailer(fd, st, t) == jg->trailer_len &&
+	    memcmp(t, jg->trailer, jg->trailer_len) == 0;
+	close(fd);
+	return same;
+}
+
+/* What was brought back (ST, the jail's index), and the user's index as it then was. */
+static void
+snap_jailgit_index_kept(struct snap_jailgit *jg, int pfd, int gfd,
+    const struct stat *st)
+{
+	int fd;
+
+	jg->index = *st;
+	jg->trailer_len = 0;
+	if ((fd = path_open_beneath(pfd, "index", O_RDONLY | O_NONBLOCK,
+	    0)) != -1) {
+		jg->trailer_len = snap_jailgit_trailer(fd, st, jg->trailer);
+		close(fd);
+	}
+	if (fstatat(gfd, "index", &jg->host_index, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&jg->host_index, 0, sizeof jg->host_index);
+}
+
+/*
+ * The jail's index brought back if its git wrote it, unless the user's
+ * changed since it was last given (their own git wrote it meanwhile):
+ * theirs stays, told once.
+ */
 static void
 snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
     struct strv *alerts)
 {
-	struct stat st;
+	struct stat st, now;
 	const char *why;
 	char *msg;
 
 	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    snap_jailgit_same(&st, &jg->index))
 		return;
-	snap_jailgit_shared(pfd, gfd);
+	if (snap_jailgit_index_same(jg, pfd, &st)) {
+		jg->index = st;
+		return;
+	}
+	if (fstatat(gfd, "index", &now, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&now, 0, sizeof now);
+	if (!snap_jailgit_same(&now, &jg->host_index)) {
+		msg = xprintf("your %s/index changed while the session ran (your "
+		    "git wrote it): the session's index is not brought back over "
+		    "it; if 'git status' there shows the session's commits as "
+		    "changes to undo, 'git reset' makes the index HEAD's (what "
+		    "you staged with it)", jg->quoted);
+		snap_jailgit_tell(&jg->index_told, "theirs", alerts, msg);
+		free(msg);
+		return;
+	}
 	if (snap_jailgit_copy(pfd, gfd, "index", SNAP_JAILGIT_INDEX_MAX,
 	    &st) == 0) {
-		jg->index = st;
+		snap_jailgit_index_kept(jg, pfd, gfd, &st);
 		return;
 	}
 	why = snap_jailgit_why(errno);
@@ -462,4 +534,43 @@ snap_jailgit_remove(struct snap_jailgit *jg)
 {
 	if (path_remove_tree(jg->priv) == -1 && errno != ENOENT)
 		log_warnx("cannot remove %s: %s", jg->priv, strerror(errno));
+}
+
+/* What git leaves at its dir's top while a merge, rebase, cherry-pick, revert or bisect is under way. */
+static const char *const snap_jailgit_going[] = { "MERGE_HEAD",
+    "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
+    "sequencer", "BISECT_LOG" };
+
+void
+snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
+{
+	struct stat st;
+	struct buf b;
+	size_t i;
+	int pfd;
+
+	snap_jailgit_sync(jg, alerts);
+	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return;
+	buf_init(&b);
+	for (i = 0; i < nitems(snap_jailgit_going); i++) {
+		if (fstatat(pfd, snap_jailgit_going[i], &st,
+		    AT_SYMLINK_NOFOLLOW) == 0)
+			buf_printf(&b, "%s%s", b.len > 0 ? ", " : "",
+			    snap_jailgit_going[i]);
+	}
+	close(pfd);
+	/*
+	 * Not carried over: its state could name commands to run (a rebase's
+	 * exec lines), and the user's git would go on with them.
+	 */
+	if (b.len > 0)
+		strv_addf(alerts, "the session left a merge, rebase, "
+		    "cherry-pick, revert or bisect under way in its git (%.*s), "
+		    "which is not carried over to %s: the working tree holds "
+		    "what it left, conflicts too; 'git status' there shows it, "
+		    "and 'git restore' or 'git reset' puts it right",
+		    (int)b.len, b.data, jg->quoted);
+	buf_free(&b);
 }

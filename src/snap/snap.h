@@ -729,17 +729,24 @@ struct snap_jailgit;
  * PROJECT/.git, for GITDIR (that .git) seen at AT in the jail: HEAD and
  * the index copies of GITDIR's, modules an empty dir (the jail binds
  * GITDIR's over it), every other name at its top (and packed-refs,
- * FETCH_HEAD) a link to AT/NAME; logs and modules are made in GITDIR if
- * missing. NULL with *CAUSE (also when GITDIR's HEAD is none git reads).
+ * FETCH_HEAD, shallow) a link to AT/NAME; logs, modules, hooks, info and
+ * worktrees are made in GITDIR if missing. NULL with *CAUSE (also when GITDIR's HEAD is none git reads).
  */
 struct snap_jailgit *snap_jailgit_make(const char *gitdir, const char *priv,
     const char *at, char **cause);
 /**
  * The jail's HEAD and index brought back to GITDIR where its git wrote
- * them: HEAD not if GITDIR's moved meanwhile (the user's git), nor if the
- * jail's is none git reads; each told in ALERTS, once for the same.
+ * them: not if GITDIR's changed meanwhile (the user's git), nor a HEAD
+ * git cannot read, nor an index past 64 MiB or with holes; each told in
+ * ALERTS, once for the same. An index that only got new times is not
+ * written again.
  */
 void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
+/**
+ * The last sync once the jail is gone, and what it left under way there
+ * (a merge, rebase, cherry-pick, revert or bisect, not carried over) told.
+ */
+void snap_jailgit_end(struct snap_jailgit *, struct strv *alerts);
 /** PRIV. */
 const char *snap_jailgit_dir(const struct snap_jailgit *);
 /** PRIV removed, once its jail is gone (what it held was brought back). */

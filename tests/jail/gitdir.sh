@@ -191,7 +191,7 @@ head_bad() {
 	session_end
 	[ "$(git -C "$P" symbolic-ref HEAD)" = refs/heads/mine ] && ok ||
 	    bad "the jail's HEAD replaced the one the user moved meanwhile: $(cat "$P/.git/HEAD")"
-	case $OUT in *"moved its HEAD to ref: refs/heads/agent2"*"yours is left"*) ok ;;
+	case $OUT in *"moved its HEAD to ref: refs/heads/agent2"*"it is left as it is"*) ok ;;
 	*) bad "the HEAD left alone was not told: $OUT" ;; esac
 }
 
@@ -217,6 +217,44 @@ index_bad() {
 	[ "$(cat "$T/outside/target.txt")" = orig ] && ok || bad "the index link was written through"
 }
 
+# The user's index, written by their own git while the session runs, is not replaced by the jail's; an
+# index the jail only touches is not written again; what the jail leaves under way is told.
+index_theirs() {
+	fresh_repo
+	session_start 'echo j >j && git add j'
+	ino=$(stat -c %i "$P/.git/index")
+	git -C "$P" ls-files | grep -qx j && ok || bad "the jail's git add did not reach the user's index"
+	echo u >"$P/u" && git -C "$P" add u
+	session_end
+	git -C "$P" ls-files | grep -qx u && ok ||
+	    bad "the jail's index replaced the one the user wrote meanwhile"
+	session_start 'echo k >k && git add k' 'echo l >l && git add l'
+	echo v >"$P/v" && git -C "$P" add v
+	session_end
+	git -C "$P" ls-files | grep -qx l && bad "the jail's index replaced the user's" || ok
+	git -C "$P" ls-files | grep -qx v && ok || bad "the user's git add is not in the index"
+	case $OUT in *"index changed while the session ran"*"git reset"*) ok ;;
+	*) bad "the index left alone was not told: $OUT" ;; esac
+	# Touched only: not written again.
+	session_start 'echo m >m && git add m'
+	ino=$(stat -c %i "$P/.git/index")
+	session_end
+	session_start 'i=0; while [ $i -lt 200 ]; do touch .git/index; i=$((i + 1)); done'
+	session_end
+	[ "$(stat -c %i "$P/.git/index")" = "$ino" ] && ok ||
+	    bad "an index the jail only touched was written again"
+	# A merge left with conflicts in the jail: told.
+	git -C "$P" reset -q --hard && git -C "$P" checkout -qb side &&
+	    echo a >"$P/README" && git -C "$P" commit -qam a &&
+	    git -C "$P" checkout -q main && echo b >"$P/README" &&
+	    git -C "$P" commit -qam b || exit 1
+	jrun -- sh -c 'git -c user.email=a@b -c user.name=a merge side >/dev/null 2>&1; echo merged'
+	case $OUT in *"left a merge, rebase"*MERGE_HEAD*"not carried over"*) ok ;;
+	*) bad "the merge left under way was not told: $OUT" ;; esac
+	[ ! -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail's merge state reached the user's .git"
+	git -C "$P" checkout -q -- . 2>/dev/null; git -C "$P" reset -q --hard
+}
+
 jail_checks() {
 	links_in_gitdir
 	fetch_head_link
@@ -224,6 +262,7 @@ jail_checks() {
 	git_works
 	head_bad
 	index_bad
+	index_theirs
 }
 
 jail_main "$@"
