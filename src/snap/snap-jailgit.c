@@ -544,33 +544,53 @@ static const char *const snap_jailgit_going[] = { "MERGE_HEAD",
 void
 snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 {
+	struct buf own, ended;
 	struct stat st;
-	struct buf b;
+	const char *name;
 	size_t i;
-	int pfd;
+	int pfd, gfd;
 
 	snap_jailgit_sync(jg, alerts);
 	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;
-	buf_init(&b);
+	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	buf_init(&own);
+	buf_init(&ended);
 	for (i = 0; i < nitems(snap_jailgit_going); i++) {
-		if (fstatat(pfd, snap_jailgit_going[i], &st,
+		name = snap_jailgit_going[i];
+		/* The jail's own (a link is the user's, linked at the start). */
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (!S_ISLNK(st.st_mode))
+				buf_printf(&own, "%s%s", own.len > 0 ? ", " :
+				    "", name);
+		} else if (gfd != -1 && fstatat(gfd, name, &st,
 		    AT_SYMLINK_NOFOLLOW) == 0)
-			buf_printf(&b, "%s%s", b.len > 0 ? ", " : "",
-			    snap_jailgit_going[i]);
+			buf_printf(&ended, "%s%s", ended.len > 0 ? ", " : "",
+			    name);
 	}
 	close(pfd);
+	if (gfd != -1)
+		close(gfd);
 	/*
 	 * Not carried over: its state could name commands to run (a rebase's
 	 * exec lines), and the user's git would go on with them.
 	 */
-	if (b.len > 0)
+	if (own.len > 0)
 		strv_addf(alerts, "the session left a merge, rebase, "
 		    "cherry-pick, revert or bisect under way in its git (%.*s), "
 		    "which is not carried over to %s: the working tree holds "
 		    "what it left, conflicts too; 'git status' there shows it, "
 		    "and 'git restore' or 'git reset' puts it right",
-		    (int)b.len, b.data, jg->quoted);
-	buf_free(&b);
+		    (int)own.len, own.data, jg->quoted);
+	/* git removed what it had linked, not what the link named. */
+	if (ended.len > 0)
+		strv_addf(alerts, "the session's git ended the merge, rebase, "
+		    "cherry-pick, revert or bisect you had under way, but %s "
+		    "still holds its state (%.*s): 'git status' there says "
+		    "which; 'git rebase --quit', 'git merge --quit' or 'git "
+		    "cherry-pick --quit' drops it, leaving the tree as it is",
+		    jg->quoted, (int)ended.len, ended.data);
+	buf_free(&own);
+	buf_free(&ended);
 }

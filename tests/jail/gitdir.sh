@@ -253,6 +253,13 @@ index_theirs() {
 	*) bad "the merge left under way was not told: $OUT" ;; esac
 	[ ! -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail's merge state reached the user's .git"
 	git -C "$P" checkout -q -- . 2>/dev/null; git -C "$P" reset -q --hard
+	# The user's merge, which the jail's git aborts: git removes the link, not the state.
+	git -C "$P" -c user.email=a@b -c user.name=a merge side >/dev/null 2>&1
+	[ -e "$P/.git/MERGE_HEAD" ] || bad "the user's merge did not stop on its conflict"
+	jrun -- sh -c 'git merge --abort && echo aborted'
+	case $OUT in *aborted*"ended the merge"*"still holds its state (MERGE_HEAD)"*"merge --quit"*) ok ;;
+	*) bad "the user's merge the jail ended was not told: $OUT" ;; esac
+	git -C "$P" merge --quit 2>/dev/null; git -C "$P" reset -q --hard
 }
 
 jail_checks() {

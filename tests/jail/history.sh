@@ -9,6 +9,11 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
+# The jail sees the repository's .git at /.agentmux-git (its own .git is a
+# dir of agentmux's whose entries are links there, tests/jail/gitdir.sh):
+# what a check does to the repository's git dir from the jail, it does there.
+G=/.agentmux-git
+
 # Every object the repository has now, one id a line, sorted.
 all_objects() {
 	git -C "$P" cat-file --batch-all-objects --batch-check='%(objectname)' |
@@ -180,11 +185,11 @@ beside_session() { # HOW
 # it cannot put a file or a link in their place.
 logs_kept() {
 	fresh_repo
-	jrun -- sh -c 'for d in .git/logs/refs/heads .git/logs/refs .git/logs; do
+	jrun -- sh -c 'for d in '$G'/logs/refs/heads '$G'/logs/refs '$G'/logs; do
 	    rm -rf $d 2>/dev/null; { echo x >$d || ln -sT /tmp $d; } 2>/dev/null &&
 	    echo "REPLACED $d"; mv $d $d.away 2>/dev/null && echo "RENAMED $d"; done
-	    [ -d .git/logs/refs/heads ] && [ ! -L .git/logs ] &&
-	    [ ! -L .git/logs/refs ] && [ ! -L .git/logs/refs/heads ] && echo KEPT'
+	    [ -d '$G'/logs/refs/heads ] && [ ! -L '$G'/logs ] &&
+	    [ ! -L '$G'/logs/refs ] && [ ! -L '$G'/logs/refs/heads ] && echo KEPT'
 	case $OUT in
 	*REPLACED*|*RENAMED*) bad "the jail replaced or renamed a dir of .git/logs: $OUT" ;;
 	*KEPT*) ok ;;
@@ -230,11 +235,11 @@ logs_replaced() {
 # can neither remove nor rename them, so it cannot put a file in their place.
 refs_kept() {
 	history_state
-	jrun -- sh -c 'for d in .git/refs/heads .git/refs; do
+	jrun -- sh -c 'for d in '$G'/refs/heads '$G'/refs; do
 	    rm -rf $d 2>/dev/null; echo x 2>/dev/null >$d && echo "REPLACED $d"
 	    mv $d $d.away 2>/dev/null && echo "RENAMED $d"; done
-	    [ -d .git/refs/heads ] && [ ! -L .git/refs ] &&
-	    [ ! -L .git/refs/heads ] && echo KEPT'
+	    [ -d '$G'/refs/heads ] && [ ! -L '$G'/refs ] &&
+	    [ ! -L '$G'/refs/heads ] && echo KEPT'
 	case $OUT in
 	*REPLACED*|*RENAMED*) bad "the jail replaced or renamed .git/refs or refs/heads: $OUT" ;;
 	*KEPT*) ok ;;
@@ -251,8 +256,10 @@ refs_kept() {
 # for refs/tags is made in the jail.
 refs_replaced() {
 	refs_kept
+	jrun -- sh -c "ln -s $T/elsewhere $G/refs/tags/evil || echo REFUSED"
+	case $OUT in *REFUSED*) ok ;; *) bad "the jail made a link in the repository's refs: $OUT" ;; esac
 	for how in 'host:rm -rf .git/refs/heads .git/refs/tags; echo x >.git/refs/heads; echo y >.git/refs/tags' \
-	    "rm -rf .git/refs/tags; ln -s $T/elsewhere .git/refs/tags"; do
+	    "host:rm -rf .git/refs/tags; ln -s $T/elsewhere .git/refs/tags"; do
 		history_state
 		rm -rf "$T/elsewhere"
 		mkdir -p "$T/elsewhere"
@@ -290,7 +297,7 @@ head_replaced() {
 	    'echo garbage >.git/HEAD'; do
 		fresh_repo
 		(cd "$P" && git checkout -q -b topic) || exit 1
-		jrun -- sh -c "rm -f .git/HEAD; $how; echo replaced"
+		jrun -- sh -c "rm -f $G/HEAD; $(echo "$how" | sed "s| .git/HEAD| $G/HEAD|"); echo replaced"
 		case $OUT in *replaced*) ok ;; *) bad "$how did not run: $OUT" ;; esac
 		case $OUT in *".git/HEAD"*"put back as it was at the start (ref: refs/heads/topic)"*) ok ;;
 		*) bad "$how: the end did not say HEAD was put back: $OUT" ;; esac
@@ -487,7 +494,7 @@ nested_bare() {
 	brefs=$(git -C "$P/backups/p.git" for-each-ref --format='%(refname) %(objectname)')
 	lhead=$(git -C "$P/lib" rev-parse HEAD)
 	lrefs=$(git -C "$P/lib" for-each-ref --format='%(refname) %(objectname)')
-	jrun -- sh -c 'rm -rf backups .git/lib-sep 2>/dev/null; echo removed'
+	jrun -- sh -c 'rm -rf backups '$G'/lib-sep 2>/dev/null; echo removed'
 	case $OUT in *removed*) ok ;; *) bad "nested_bare: rm -rf did not run: $OUT" ;; esac
 	case $OUT in *"deleted the git repository $P/backups/p.git"*) ok ;;
 	*) bad "nested_bare: deleting a bare clone was not told: $OUT" ;; esac
@@ -551,18 +558,18 @@ refs_as_git_reads() {
 	old=$(git -C "$P" rev-parse HEAD)
 	jrun -- sh -c 'set -e; c=$(git -c user.email=a@b -c user.name=a \
 	    commit-tree "HEAD^{tree}" -p HEAD -m forged);
-	    U=$(echo $c | tr a-f A-F); mkdir -p .git/refs/remotes/origin;
-	    echo $U >.git/refs/remotes/origin/master;
-	    echo "$c junk" >.git/refs/tags/v1;
-	    printf "ref:refs/remotes/origin/master\n" >.git/refs/heads/side;
+	    U=$(echo $c | tr a-f A-F); mkdir -p '$G'/refs/remotes/origin;
+	    echo $U >'$G'/refs/remotes/origin/master;
+	    echo "$c junk" >'$G'/refs/tags/v1;
+	    printf "ref:refs/remotes/origin/master\n" >'$G'/refs/heads/side;
 	    sed -i "s/^$(git rev-parse v2) refs\/tags\/v2\$/$U refs\/tags\/v2/" \
-	        .git/packed-refs;
+	        '$G'/packed-refs;
 	    v3=$(git rev-parse v3);
 	    sed -i "s/^$v3 refs\/tags\/v3\$/$c refs\/tags\/v3\n$v3 refs\/tags\/v3/" \
-	        .git/packed-refs;
+	        '$G'/packed-refs;
 	    b=$(echo evil | git hash-object -w --stdin);
-	    f=$(git rev-parse HEAD:file); mkdir -p .git/refs/replace;
-	    echo $b | tr a-f A-F >.git/refs/replace/$f; echo FORGED $c'
+	    f=$(git rev-parse HEAD:file); mkdir -p '$G'/refs/replace;
+	    echo $b | tr a-f A-F >'$G'/refs/replace/$f; echo FORGED $c'
 	new=$(printf '%s\n' "$OUT" | sed -n 's/^FORGED //p')
 	[ -n "$new" ] && ok || bad "refs_as_git_reads: the forging did not run: $OUT"
 	# The real git reads each value so.
@@ -893,8 +900,8 @@ packed_bad() {
 	fresh_repo
 	(cd "$P" && git tag v1 && git tag v2 && git pack-refs --all) || exit 1
 	refs0=$(user_refs)
-	jrun -- sh -c 'sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" .git/packed-refs &&
-	    echo "bad-line here" >>.git/packed-refs && echo broke'
+	jrun -- sh -c 'sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" '$G'/packed-refs &&
+	    echo "bad-line here" >>'$G'/packed-refs && echo broke'
 	case $OUT in *broke*) ok ;; *) bad "packed_bad: packed-refs was not changed: $OUT" ;; esac
 	# The end mends the file (told in red, the file as left kept) before it keeps the objects of moved refs.
 	git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
@@ -925,8 +932,8 @@ packed_unsorted() {
 	(cd "$P" && git branch aa && git tag zz && git pack-refs --all) ||
 	    exit 1
 	refs0=$(user_refs)
-	jrun -- sh -c '{ head -1 .git/packed-refs && sed 1d .git/packed-refs |
-	    sort -r; } >.git/pr.new && mv .git/pr.new .git/packed-refs &&
+	jrun -- sh -c '{ head -1 '$G'/packed-refs && sed 1d '$G'/packed-refs |
+	    sort -r; } >'$G'/pr.new && mv '$G'/pr.new '$G'/packed-refs &&
 	    git rev-parse -q --verify refs/heads/aa >/dev/null || echo hidden'
 	case $OUT in *hidden*) ok ;; *) bad "packed_unsorted: git in the jail still found aa: $OUT" ;; esac
 	for r in refs/heads/aa refs/heads/main refs/tags/zz HEAD; do
@@ -968,8 +975,8 @@ packed_huge() {
 	      echo "$h refs/heads/main" && echo "$h refs/heads/topic" &&
 	      echo "$t refs/replace/$h" &&
 	      awk -v h="$h" "BEGIN { for (i = 0; i < 4600000; i++)
-	          printf \"%s refs/tags/junk%08d\\n\", h, i }"; } >.git/pr.new &&
-	    mv .git/pr.new .git/packed-refs && echo huge'
+	          printf \"%s refs/tags/junk%08d\\n\", h, i }"; } >'$G'/pr.new &&
+	    mv '$G'/pr.new '$G'/packed-refs && echo huge'
 	mv "$cf.saved" "$cf" || exit 1
 	case $OUT in *huge*) ok ;; *) bad "packed_huge: packed-refs was not written: $OUT" ;; esac
 	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] && ok ||
@@ -1036,8 +1043,8 @@ packed_huge_start() {
 	    rm -f .git/refs/heads/main .git/refs/tags/v1 &&
 	    mv .git/packed-refs.new .git/packed-refs) || exit 1
 	[ "$(stat -c %s "$P/.git/packed-refs")" -gt 268435456 ] || exit 1
-	jrun -- sh -c 'grep -v refs/tags/junk .git/packed-refs >.git/pr.new &&
-	    mv .git/pr.new .git/packed-refs && echo shrunk'
+	jrun -- sh -c 'grep -v refs/tags/junk '$G'/packed-refs >'$G'/pr.new &&
+	    mv '$G'/pr.new '$G'/packed-refs && echo shrunk'
 	case $OUT in *shrunk*) ok ;; *) bad "packed_huge_start: the session did not run: $OUT" ;; esac
 	case $OUT in *"packed-refs could not be read when the session started"*) ok ;;
 	*) bad "packed_huge_start: the end did not say the start's packed refs were not kept: $OUT" ;; esac
@@ -1059,7 +1066,7 @@ packed_huge_start() {
 	    printf "%s refs/zz/junk%08d\n", h, i }' >>.git/packed-refs) || exit 1
 	cf="$XDG_CONFIG_HOME/agentmux/config"
 	cp "$cf" "$cf.saved" && sed -i 's/^file_size = .*/file_size = 512M/' "$cf" || exit 1
-	jrun -- sh -c 'h=$(git rev-parse HEAD) && echo "$h refs/zz/zzevil" >>.git/packed-refs && echo grew'
+	jrun -- sh -c 'h=$(git rev-parse HEAD) && echo "$h refs/zz/zzevil" >>'$G'/packed-refs && echo grew'
 	mv "$cf.saved" "$cf" || exit 1
 	case $OUT in *grew*"packed-refs, which agentmux could not read when the session started, was changed or replaced in the session"*) ok ;;
 	*) bad "packed_huge_start: a change to the unreadable file was not told: $OUT" ;; esac
@@ -1075,9 +1082,13 @@ packed_link() {
 	fresh_repo
 	(cd "$P" && git tag v1 && git pack-refs --all) || exit 1
 	refs0=$(user_refs)
+	# The jail's link is refused (its .git is sealed); made by the host beside a session, as on a
+	# kernel without Landlock, the end must still tell it.
 	jrun -- sh -c 'h=$(git rev-parse HEAD) && t=$(git rev-parse HEAD^{tree}) &&
-	    { cat .git/packed-refs && echo "$t refs/replace/$h"; } >.git/pr &&
-	    ln -sf pr .git/packed-refs && echo linked'
+	    { cat '$G'/packed-refs && echo "$t refs/replace/$h"; } >'$G'/pr &&
+	    { ln -sf pr '$G'/packed-refs 2>/dev/null && echo linked || echo REFUSED; }'
+	case $OUT in *REFUSED*) ok ;; *) bad "packed_link: the jail made packed-refs a link: $OUT" ;; esac
+	beside_session 'ln -sf pr .git/packed-refs'
 	case $OUT in *"packed-refs is now a symbolic link (agentmux follows none)"*"cannot be told"*) ok ;;
 	*) bad "packed_link: the end did not tell packed-refs a link: $OUT" ;; esac
 	[ -L "$P/.git/packed-refs" ] && bad "packed_link: the end left the link" || ok
