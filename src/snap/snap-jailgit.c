@@ -241,7 +241,7 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	}
 	/* Read to MAX whatever it grew to since (the jail may write on). */
 	while ((n = read(fd, chunk, sizeof chunk)) > 0) {
-		if ((long long)(b.len + (size_t)n) > max) {
+		if (b.len + (size_t)n > (size_t)max) {
 			errno = EFBIG;
 			goto out;
 		}
