@@ -102,7 +102,6 @@ session_guard_jail(struct session *s, struct session_setup *sp,
 {
 	char *git = xprintf("%s/.git", s->project), *path, *why = NULL;
 	struct stat st;
-	size_t i, n = strlen(git);
 
 	if (s->wt != NULL || lstat(git, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		free(git);
@@ -124,17 +123,8 @@ session_guard_jail(struct session *s, struct session_setup *sp,
 	strv_add(&sp->at_path, git);
 	strv_add(&sp->at_src, snap_jailgit_dir(s->jailgit));
 	strv_add(&sp->at_rw, "rw");
-	for (i = 0; i < sp->ov_path.n; i++) {
-		const char *ov = sp->ov_path.v[i];
-
-		/* A submodule's stays at .git/modules, where the jail sees it. */
-		if (strncmp(ov, git, n) != 0 || (ov[n] != '/' && ov[n] !=
-		    '\0') || strncmp(ov + n, "/modules/", 9) == 0)
-			continue;
-		path = xprintf("%s%s", SESSION_GIT_AT, ov + n);
-		free(sp->ov_path.v[i]);
-		sp->ov_path.v[i] = path;
-	}
+	/* A submodule's stays at .git/modules, where the jail sees it. */
+	session_setup_move_overlays(sp, git, SESSION_GIT_AT, "modules");
 	free(sp->sealed);
 	sp->sealed = xstrdup(SESSION_GIT_AT);
 	sp->gitdir_at = SESSION_GIT_AT;
@@ -142,20 +132,28 @@ session_guard_jail(struct session *s, struct session_setup *sp,
 	return 0;
 }
 
+/* ALERTS (freed here) told as the session's, of kind "git". */
+static void
+session_guard_git_told(struct session *s, struct strv *alerts)
+{
+	size_t i;
+
+	for (i = 0; i < alerts->n; i++)
+		session_guard_alert(s, "git", alerts->v[i]);
+	strv_free(alerts);
+}
+
 /* The jail's HEAD and index, if its git wrote them, brought back to the project's .git; what stops that told. */
 static void
 session_guard_head(struct session *s)
 {
 	struct strv alerts;
-	size_t i;
 
 	if (s->jailgit == NULL)
 		return;
 	strv_init(&alerts);
 	snap_jailgit_sync(s->jailgit, &alerts);
-	for (i = 0; i < alerts.n; i++)
-		session_guard_alert(s, "git", alerts.v[i]);
-	strv_free(&alerts);
+	session_guard_git_told(s, &alerts);
 }
 
 /* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
@@ -163,15 +161,12 @@ void
 session_guard_jail_end(struct session *s)
 {
 	struct strv alerts;
-	size_t i;
 
 	if (s->jailgit == NULL)
 		return;
 	strv_init(&alerts);
 	snap_jailgit_end(s->jailgit, &alerts);
-	for (i = 0; i < alerts.n; i++)
-		session_guard_alert(s, "git", alerts.v[i]);
-	strv_free(&alerts);
+	session_guard_git_told(s, &alerts);
 	snap_jailgit_remove(s->jailgit);
 }
 

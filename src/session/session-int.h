@@ -291,6 +291,9 @@ const char *session_getenv(const struct session *, const char *name);
 char *const *session_environ(const struct session *);
 int session_setup_overlays(struct session_setup *,
     const struct config_agent *, char **cause);
+/* The overlays at or below FROM seen below TO instead, but those below FROM/KEEP (NULL: none kept). */
+void session_setup_move_overlays(struct session_setup *, const char *from,
+    const char *to, const char *keep);
 void session_setup_jail(struct session_setup *, struct jail_conf *);
 
 /* The project's git dir while the command runs (session-guard.c). */

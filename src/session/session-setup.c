@@ -452,6 +452,25 @@ session_setup_free(struct session_setup *ss)
 	free(ss->dir);
 }
 
+void
+session_setup_move_overlays(struct session_setup *sp, const char *from,
+    const char *to, const char *keep)
+{
+	size_t i, n = strlen(from), k = keep != NULL ? strlen(keep) : 0;
+	const char *ov;
+
+	for (i = 0; i < sp->ov_path.n; i++) {
+		ov = sp->ov_path.v[i];
+		if (strncmp(ov, from, n) != 0 || (ov[n] != '/' && ov[n] !=
+		    '\0') || (keep != NULL && ov[n] == '/' && strncmp(ov +
+		    n + 1, keep, k) == 0 && ov[n + 1 + k] == '/'))
+			continue;
+		ov = xprintf("%s%s", to, ov + n);
+		free(sp->ov_path.v[i]);
+		sp->ov_path.v[i] = (char *)ov;
+	}
+}
+
 /* Fills the jail's overlay and bind arrays from the lists (which must outlive them). */
 void
 session_setup_jail(struct session_setup *ss, struct jail_conf *jc)

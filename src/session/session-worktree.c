@@ -466,7 +466,7 @@ session_worktree_jail(struct session *s, struct session_setup *sp,
 	const struct snap_worktree *wt = s->wt;
 	const char *slash = strrchr(wt->branch, '/');
 	int dirlen = (int)(slash - wt->branch);
-	size_t n = strlen(wt->common), i;
+	size_t n = strlen(wt->common);
 	char *path, *text;
 	int fd;
 
@@ -530,16 +530,7 @@ session_worktree_jail(struct session *s, struct session_setup *sp,
 	session_worktree_at(sp, wt, path, false);
 	free(path);
 
-	for (i = 0; i < sp->ov_path.n; i++) {
-		const char *ov = sp->ov_path.v[i];
-
-		if (strncmp(ov, wt->common, n) != 0 || (ov[n] != '/' &&
-		    ov[n] != '\0'))
-			continue;
-		path = xprintf("%s%s", SESSION_WT_GITDIR, ov + n);
-		free(sp->ov_path.v[i]);
-		sp->ov_path.v[i] = path;
-	}
+	session_setup_move_overlays(sp, wt->common, SESSION_WT_GITDIR, NULL);
 	free(sp->sealed);
 	sp->sealed = xstrdup(SESSION_WT_GITDIR);
 	return 0;
