@@ -310,7 +310,6 @@ session_finish(struct session *s)
 	if (s->st_idle_ev != NULL)
 		event_del(s->st_idle_ev);
 	/* The jail's last HEAD and index, before the history's end looks at the project's. */
-	session_guard_check(s);
 	session_guard_jail_end(s);
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);

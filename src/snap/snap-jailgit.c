@@ -217,19 +217,15 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	struct stat was;
 	struct buf b;
 	mode_t mode = 0644;
-	char chunk[65536];
-	ssize_t n;
-	int fd, rc = -1;
+	int rc = -1;
 
-	buf_init(&b);
-	fd = path_open_beneath(from, name, O_RDONLY | O_NONBLOCK, 0);
-	if (fd == -1)
+	if (fstatat(from, name, st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
-	if (fstat(fd, st) == -1)
-		goto out;
-	if (!S_ISREG(st->st_mode) || st->st_size > max) {
-		errno = S_ISREG(st->st_mode) ? EFBIG : EINVAL;
-		goto out;
+	if (S_ISLNK(st->st_mode) || !S_ISREG(st->st_mode) ||
+	    st->st_size > max) {
+		errno = S_ISLNK(st->st_mode) ? ELOOP : S_ISREG(st->st_mode) ?
+		    EFBIG : EINVAL;
+		return -1;
 	}
 	/*
 	 * Holes cost the jail nothing, and git writes none (a quarter: a
@@ -237,25 +233,17 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	 */
 	if (st->st_size > 65536 && st->st_blocks * 512 < st->st_size / 4) {
 		errno = ENOTSUP;
-		goto out;
+		return -1;
 	}
 	/* Read to MAX whatever it grew to since (the jail may write on). */
-	while ((n = read(fd, chunk, sizeof chunk)) > 0) {
-		if (b.len + (size_t)n > (size_t)max) {
-			errno = EFBIG;
-			goto out;
-		}
-		buf_add(&b, chunk, (size_t)n);
+	buf_init(&b);
+	if (path_read_beneath(from, name, (size_t)max, &b) == 0) {
+		/* The mode it had (a repository shared with a group keeps 0664). */
+		if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(was.st_mode))
+			mode = was.st_mode & 0666;
+		rc = snap_hist_write(to, name, &b, mode);
 	}
-	if (n == -1)
-		goto out;
-	/* The mode it had (a repository shared with a group keeps 0664). */
-	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(was.st_mode))
-		mode = was.st_mode & 0666;
-	rc = snap_hist_write(to, name, &b, mode);
-out:
-	close(fd);
 	buf_free(&b);
 	return rc;
 }
