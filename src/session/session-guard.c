@@ -161,11 +161,17 @@ void
 session_guard_jail_end(struct session *s)
 {
 	struct strv alerts;
+	char *git;
 
 	if (s->jailgit == NULL)
 		return;
 	strv_init(&alerts);
 	snap_jailgit_end(s->jailgit, &alerts);
+	if (s->project != NULL) {
+		git = xprintf("%s/.git", s->project);
+		snap_jailgit_twins(git, true, &alerts);
+		free(git);
+	}
 	session_guard_git_told(s, &alerts);
 	snap_jailgit_remove(s->jailgit);
 }
@@ -174,11 +180,18 @@ session_guard_jail_end(struct session *s)
 void
 session_guard_check(struct session *s)
 {
+	struct strv alerts;
 	size_t i;
 
 	session_guard_head(s);
 	if (s->guard_gitdir == NULL)
 		return;
+	/* A file at its top given a second name, as it is made. */
+	if (s->jailgit != NULL) {
+		strv_init(&alerts);
+		snap_jailgit_twins(s->guard_gitdir, false, &alerts);
+		session_guard_git_told(s, &alerts);
+	}
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		if (!(s->guard_had & (1U << i)))
 			session_guard_quarantine(s, session_guard_names[i]);

@@ -582,3 +582,101 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 	buf_free(&own);
 	buf_free(&ended);
 }
+
+/*
+ * Hard links in the git dir: Landlock grants one with the right to make
+ * a file, so the jail can give a file of the git dir a second name, and
+ * git writing the one in place writes the other (COMMIT_EDITMSG made a
+ * name of packed-refs: the user's next git commit truncated their packed
+ * refs). Every file of the git dir but objects (git clone --local links
+ * those) has one name; one that has more is made a file of its own, a
+ * copy written beside it and renamed over it, and told. Bounded: the
+ * dirs walked and the bytes copied.
+ */
+#define SNAP_JAILGIT_TWIN_MAX (256LL * 1024 * 1024)
+#define SNAP_JAILGIT_TWIN_DIRS 4096
+
+struct snap_jailgit_twins {
+	struct strv *alerts;
+	const char *quoted;
+	size_t dirs;
+};
+
+/* NAME in DFD (REL in the git dir), a file of more than one name, made one of its own. */
+static void
+snap_jailgit_twin(struct snap_jailgit_twins *tw, int dfd, const char *name,
+    const char *rel)
+{
+	struct stat st;
+	char *q = quote_name(rel);
+
+	if (snap_jailgit_copy(dfd, dfd, name, SNAP_JAILGIT_TWIN_MAX, &st) == 0)
+		strv_addf(tw->alerts, "%s/%s was a second name of another file "
+		    "of the git dir (a hard link the session made: your git "
+		    "writing one would have written the other); it is a file "
+		    "of its own now", tw->quoted, q);
+	else
+		strv_addf(tw->alerts, "%s/%s is a second name of another file "
+		    "of the git dir (a hard link the session made: your git "
+		    "writing one writes the other), and could not be made a "
+		    "file of its own (%s): remove it, or copy it over itself "
+		    "('cp --remove-destination')", tw->quoted, q,
+		    snap_jailgit_why(errno));
+	free(q);
+}
+
+/* The files of DFD (REL in the git dir; "" its top), and its dirs to DEPTH more levels, looked at. */
+static void
+snap_jailgit_twins_in(struct snap_jailgit_twins *tw, int dfd, const char *rel,
+    int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int fd, cfd;
+
+	if (tw->dirs++ >= SNAP_JAILGIT_TWIN_DIRS ||
+	    (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
+		    0 || (rel[0] == '\0' && strcmp(de->d_name, "objects") == 0) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		sub = rel[0] == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
+		    rel, de->d_name);
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
+			snap_jailgit_twin(tw, dirfd(d), de->d_name, sub);
+		else if (S_ISDIR(st.st_mode) && depth > 0 && (cfd =
+		    path_open_beneath(dirfd(d), de->d_name, O_RDONLY |
+		    O_DIRECTORY, 0)) != -1) {
+			snap_jailgit_twins_in(tw, cfd, sub, depth - 1);
+			close(cfd);
+		}
+		free(sub);
+	}
+	closedir(d);
+}
+
+void
+snap_jailgit_twins(const char *gitdir, bool deep, struct strv *alerts)
+{
+	struct snap_jailgit_twins tw;
+	char *q = quote_name(gitdir);
+	int gfd;
+
+	memset(&tw, 0, sizeof tw);
+	tw.alerts = alerts;
+	tw.quoted = q;
+	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (gfd != -1) {
+		snap_jailgit_twins_in(&tw, gfd, "", deep ? 32 : 0);
+		close(gfd);
+	}
+	free(q);
+}

@@ -747,6 +747,12 @@ void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
  * (a merge, rebase, cherry-pick, revert or bisect, not carried over) told.
  */
 void snap_jailgit_end(struct snap_jailgit *, struct strv *alerts);
+/**
+ * Files of GITDIR (its top; with DEEP, its dirs too, objects aside) that
+ * have more than one name (a hard link a jail made: git writing one in
+ * place writes the other) made files of their own, each told in ALERTS.
+ */
+void snap_jailgit_twins(const char *gitdir, bool deep, struct strv *alerts);
 /** PRIV. */
 const char *snap_jailgit_dir(const struct snap_jailgit *);
 /** PRIV removed, once its jail is gone (what it held was brought back). */

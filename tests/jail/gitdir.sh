@@ -262,6 +262,34 @@ index_theirs() {
 	git -C "$P" merge --quit 2>/dev/null; git -C "$P" reset -q --hard
 }
 
+# Hard links in the sealed dir (Landlock grants them with the right to make a file): a second name of
+# packed-refs at COMMIT_EDITMSG had the user's next git commit truncate their packed refs. Made a file
+# of its own as it is made (the top of .git), or at the end (below it), and told.
+hard_links() {
+	fresh_repo
+	(cd "$P" && git tag t1 && git branch b1 && git pack-refs --all) || exit 1
+	refs0=$(git -C "$P" for-each-ref --format='%(refname) %(objectname)')
+	# (Across its mount points (refs, logs, the read-only config) the kernel refuses a link.)
+	session_start '(cd /.agentmux-git && ln -f packed-refs COMMIT_EDITMSG && ln -f packed-refs FETCH_HEAD &&
+	    { ln packed-refs logs/packed 2>/dev/null || echo CROSS-REFUSED; } && echo LINKED)' \
+	    '(cd /.agentmux-git && ln -f logs/refs/heads/main logs/refs/heads/late2 && echo LATE)'
+	sleep 1
+	(cd "$P" && git commit -q --allow-empty -m during && git fetch -q origin) 2>/dev/null
+	[ "$(git -C "$P" for-each-ref --format='%(refname) %(objectname)' refs/tags refs/heads/b1)" = \
+	    "$(printf '%s\n' "$refs0" | grep 'refs/tags\|refs/heads/b1')" ] && ok ||
+	    bad "the user's commit and fetch wrote through a second name of packed-refs: $(head -c 300 "$P/.git/packed-refs")"
+	session_end
+	case $OUT in *CROSS-REFUSED*LINKED*LATE*) ;; *) bad "hard_links: the links were not made as expected: $OUT" ;; esac
+	case $OUT in *".git/"*" was a second name of another file"*"of its own now"*) ok ;;
+	*) bad "the second names at the top were not told: $OUT" ;; esac
+	# Made below the top after the last look at it: the end's walk.
+	case $OUT in *"logs/refs/heads/late2 was a second name"*|*"logs/refs/heads/main was a second name"*) ok ;;
+	*) bad "the second name in logs was not told: $OUT" ;; esac
+	n=$(find "$P/.git" -path "$P/.git/objects" -prune -o -type f -links +1 -print | wc -l)
+	[ "$n" = 0 ] && ok || bad "$n files of .git still have more than one name"
+	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok || bad "git fsck fails after hard_links"
+}
+
 jail_checks() {
 	links_in_gitdir
 	fetch_head_link
@@ -270,6 +298,7 @@ jail_checks() {
 	head_bad
 	index_bad
 	index_theirs
+	hard_links
 }
 
 jail_main "$@"
