@@ -76,9 +76,15 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 		v = b.len > 0 && memchr(b.data, '\0', b.len) == NULL ?
 		    (buf_add(&b, "", 1), snap_hist_parse(b.data)) : NULL;
 		buf_free(&b);
+		/* git takes a .git whose HEAD names no ref under refs/ (ref: FETCH_HEAD) for no repository. */
+		if (v != NULL && strncmp(v, "ref: ", 5) == 0 &&
+		    strncmp(v + 5, "refs/", 5) != 0) {
+			free(v);
+			v = NULL;
+		}
 		if (v == NULL)
-			*cause = xprintf("%s/HEAD is neither a ref nor a commit "
-			    "id", what);
+			*cause = xprintf("%s/HEAD is neither a ref under refs/ "
+			    "nor a commit id", what);
 		return v;
 	}
 	buf_free(&b);

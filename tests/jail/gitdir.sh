@@ -175,7 +175,7 @@ git_works() {
 head_bad() {
 	fresh_repo
 	for how in "ln -sf $T/outside/target.txt .git/HEAD" \
-	    'printf "ref: refs/heads/../../x\n" >.git/HEAD' \
+	    'printf "ref: refs/heads/../../x\n" >.git/HEAD' 'printf "ref: FETCH_HEAD\n" >.git/HEAD' \
 	    'printf "\033]0;pwn\007\n" >.git/HEAD'; do
 		jrun -- sh -c "$how; echo made"
 		[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/main ] && ok ||
