@@ -161,35 +161,29 @@ void
 session_guard_jail_end(struct session *s)
 {
 	struct strv alerts;
-	char *git;
 
 	if (s->jailgit == NULL)
 		return;
 	strv_init(&alerts);
 	snap_jailgit_end(s->jailgit, &alerts);
-	if (s->project != NULL) {
-		git = xprintf("%s/.git", s->project);
-		snap_jailgit_twins(git, true, &alerts);
-		free(git);
-	}
+	snap_jailgit_twins(s->jailgit, true, &alerts);
 	session_guard_git_told(s, &alerts);
 	snap_jailgit_remove(s->jailgit);
 }
 
-/* Anything redirecting git that was not there when the session started goes. */
-void
-session_guard_check(struct session *s)
+/* What redirects git (not there when the session started) goes; second names at the top of .git are parted. */
+static void
+session_guard_look(struct session *s)
 {
 	struct strv alerts;
 	size_t i;
 
-	session_guard_head(s);
 	if (s->guard_gitdir == NULL)
 		return;
 	/* A file at its top given a second name, as it is made. */
 	if (s->jailgit != NULL) {
 		strv_init(&alerts);
-		snap_jailgit_twins(s->guard_gitdir, false, &alerts);
+		snap_jailgit_twins(s->jailgit, false, &alerts);
 		session_guard_git_told(s, &alerts);
 	}
 	for (i = 0; i < nitems(session_guard_names); i++) {
@@ -198,16 +192,36 @@ session_guard_check(struct session *s)
 	}
 }
 
+/* Anything redirecting git that was not there when the session started goes; the jail's HEAD and index are brought back. */
+void
+session_guard_check(struct session *s)
+{
+	session_guard_head(s);
+	session_guard_look(s);
+}
+
+/* The jail's git wrote its HEAD or index a moment ago: brought back now, once for a burst of writes. */
+static void
+session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_guard_head(arg);
+}
+
 static void
 session_guard_cb(evutil_socket_t fd, short what, void *arg)
 {
+	/* A git command writes its index and HEAD a few times over: each brought back once. */
+	static const struct timeval later = { 0, 200 * 1000 };
 	struct session *s = arg;
 	char buf[4096];
 
 	/* Drain the events; which file appeared does not matter, check them all. */
 	while (read(fd, buf, sizeof buf) > 0)
 		;
-	session_guard_check(s);
+	session_guard_look(s);
+	if (s->guard_sync_ev != NULL && !evtimer_pending(s->guard_sync_ev,
+	    NULL))
+		evtimer_add(s->guard_sync_ev, &later);
 }
 
 /* git's own fsmonitor daemon: it only answers which paths changed. */
@@ -362,6 +376,9 @@ session_guard_start(struct session *s)
 		    IN_MOVED_TO |
 		    IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW);
 	s->guard_fd = fd;
+	if (s->jailgit != NULL)
+		s->guard_sync_ev = evtimer_new(s->ctx->base,
+		    session_guard_sync_cb, s);
 	s->guard_ev = event_new(s->ctx->base, fd, EV_READ | EV_PERSIST,
 	    session_guard_cb, s);
 	event_add(s->guard_ev, NULL);
@@ -705,6 +722,9 @@ session_guard_unwatch(struct session *s)
 	if (s->guard_ev != NULL)
 		event_free(s->guard_ev);
 	s->guard_ev = NULL;
+	if (s->guard_sync_ev != NULL)
+		event_free(s->guard_sync_ev);
+	s->guard_sync_ev = NULL;
 	if (s->guard_fd != -1)
 		close(s->guard_fd);
 	s->guard_fd = -1;

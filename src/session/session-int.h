@@ -108,6 +108,7 @@ struct session {
 	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
 	int guard_fd;
 	struct event *guard_ev;
+	struct event *guard_sync_ev; /* the jail's HEAD and index brought back, a burst after */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_blind guard_blind; /* index marks and replace refs then */

@@ -17,11 +17,13 @@
  */
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
@@ -51,6 +53,11 @@ struct snap_jailgit {
 	size_t trailer_len;
 	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
+	struct timespec since; /* when the session began: a link later is its */
+	long long twin_copied; /* bytes copied to part second names */
+	size_t twin_tells;     /* their alerts while it ran, */
+	size_t twin_untold;    /* and the names past SNAP_JAILGIT_TWIN_TELLS */
+	size_t hash_len;       /* the hex digits of the repository's ids */
 };
 
 /*
@@ -108,6 +115,7 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 
 static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
     const struct stat *);
+static size_t snap_jailgit_hash_len(int);
 
 /* Makes NAME in GFD a dir, as git would (0755 but for the user's umask), if it is not there. */
 static void
@@ -247,7 +255,7 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 		/* The mode it had (a repository shared with a group keeps 0664). */
 		if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    S_ISREG(was.st_mode))
-			mode = was.st_mode & 0666;
+			mode = was.st_mode & 0777;
 		rc = snap_hist_write(to, name, &b, mode);
 	}
 	buf_free(&b);
@@ -267,6 +275,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	jg->gitdir = xstrdup(gitdir);
 	jg->quoted = quote_name(gitdir);
 	jg->priv = xstrdup(priv);
+	(void)clock_gettime(CLOCK_REALTIME, &jg->since);
 	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (gfd == -1) {
 		*cause = xprintf("cannot open %s: %s", jg->quoted,
@@ -277,6 +286,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	if ((jg->head = snap_jailgit_read_head(gfd, jg->quoted, cause)) ==
 	    NULL)
 		goto out;
+	jg->hash_len = snap_jailgit_hash_len(gfd);
 	for (i = 0; i < nitems(snap_jailgit_dirs); i++)
 		snap_jailgit_mkdir(gfd, snap_jailgit_dirs[i]);
 	/* Made anew at each start: nothing of an earlier run's jail is kept. */
@@ -341,6 +351,79 @@ snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
 	*told = xstrdup(why);
 }
 
+/*
+ * The hex digits of GFD's ids: 64 where its config (the user's, read
+ * only in the jail) says extensions.objectFormat = sha256, else 40.
+ */
+static size_t
+snap_jailgit_hash_len(int gfd)
+{
+	size_t len = 40, i, j;
+	char *line, *next, *p;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
+		buf_add(&b, "", 1);
+		for (line = b.data; line != NULL; line = next) {
+			if ((next = strchr(line, '\n')) != NULL)
+				*next++ = '\0';
+			/* The line without blanks, lower case: objectformat=sha256. */
+			for (p = line, i = j = 0; p[i] != '\0'; i++) {
+				if (!isspace((unsigned char)p[i]))
+					p[j++] = (char)tolower((unsigned char)p[i]);
+			}
+			p[j] = '\0';
+			if (strcmp(p, "objectformat=sha256") == 0)
+				len = 64;
+		}
+	}
+	buf_free(&b);
+	return len;
+}
+
+/*
+ * Whether HEAD's value V (as snap_jailgit_read_head gives it) leaves
+ * GFD's git working: an id of the repository's length, or a ref that is
+ * not below a ref, not a dir and not itself a symbolic ref (one naming
+ * itself: "your current branch appears to be broken"). Else a cause.
+ */
+static char *
+snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
+{
+	const char *ref;
+	struct stat st;
+	struct buf b;
+	char *part, *slash, *cause = NULL;
+
+	if (strncmp(v, "ref: ", 5) != 0)
+		return strlen(v) == jg->hash_len ? NULL : xprintf("an id of %zu "
+		    "digits, where this repository's have %zu", strlen(v),
+		    jg->hash_len);
+	ref = v + 5;
+	part = xstrdup(ref);
+	for (slash = strchr(part, '/'); slash != NULL && cause == NULL;
+	    slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (fstatat(gfd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode))
+			cause = xprintf("%s names a ref below the ref %s", ref,
+			    part);
+		*slash = '/';
+	}
+	free(part);
+	if (cause != NULL || fstatat(gfd, ref, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return cause;
+	if (!S_ISREG(st.st_mode))
+		return xprintf("%s is not a file", ref);
+	buf_init(&b);
+	if (path_read_beneath(gfd, ref, 4096, &b) == 0 && b.len >= 4 &&
+	    memcmp(b.data, "ref:", 4) == 0)
+		cause = xprintf("%s is itself a symbolic ref", ref);
+	buf_free(&b);
+	return cause;
+}
+
 /* The jail's HEAD brought back if its git moved it. */
 static void
 snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
@@ -360,6 +443,16 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 		return;
 	}
 	if (strcmp(now, jg->head) == 0) {
+		free(now);
+		return;
+	}
+	if ((why = snap_jailgit_head_bad(jg, gfd, now)) != NULL) {
+		msg = xprintf("the session made its HEAD %s, which your git "
+		    "could not use (%s): your .git/HEAD is left as it was (%s)",
+		    now, why, jg->head);
+		snap_jailgit_tell(&jg->head_told, now, alerts, msg);
+		free(msg);
+		free(why);
 		free(now);
 		return;
 	}
@@ -594,41 +687,84 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
  * a file, so the jail can give a file of the git dir a second name, and
  * git writing the one in place writes the other (COMMIT_EDITMSG made a
  * name of packed-refs: the user's next git commit truncated their packed
- * refs). Every file of the git dir but objects (git clone --local links
- * those) has one name; one that has more is made a file of its own, a
- * copy written beside it and renamed over it, and told. Bounded: the
- * dirs walked and the bytes copied.
+ * refs). The kernel refuses a link across a mount point, so only what the
+ * jail could write is looked at: the top of the git dir, its refs and
+ * logs, and what it made there, never objects (git clone --local links
+ * those), modules, hooks, info or worktrees (read only in the jail), nor
+ * a file linked before the session began (a link sets its inode's change
+ * time). A name git writes in place that shares its file since then is
+ * made a file of its own (a copy renamed over it, its mode kept), or,
+ * once the session's copies reach SNAP_JAILGIT_TWIN_BUDGET, removed; a
+ * name git only ever replaces (HEAD, the index, packed-refs, shallow, a
+ * ref) is safe as it is and left. Told, a few names and the count.
  */
-#define SNAP_JAILGIT_TWIN_MAX (256LL * 1024 * 1024)
+#define SNAP_JAILGIT_TWIN_BUDGET (64LL * 1024 * 1024)
 #define SNAP_JAILGIT_TWIN_DIRS 4096
+#define SNAP_JAILGIT_TWIN_TOLD 8
+/* Alerts while the session runs (a jail linking in a loop): the rest are counted, told at its end. */
+#define SNAP_JAILGIT_TWIN_TELLS 16
+
+/* At the top of the git dir: not looked at (see above). */
+static const char *const snap_jailgit_twin_skip[] = { "objects", "modules",
+    "hooks", "info", "worktrees", "config" };
+/* At the top of the git dir: names git replaces (a lock renamed over them), never writes in place. */
+static const char *const snap_jailgit_twin_replaced[] = { "HEAD", "index",
+    "packed-refs", "shallow" };
 
 struct snap_jailgit_twins {
-	struct strv *alerts;
-	const char *quoted;
-	size_t dirs;
+	struct snap_jailgit *jg;
+	struct buf names;     /* the first few told */
+	size_t fixed, removed, failed, dirs;
+	bool short_dirs;
+	int failed_err;
 };
 
-/* NAME in DFD (REL in the git dir), a file of more than one name, made one of its own. */
+static bool
+snap_jailgit_in(const char *name, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether ST's file got its second name before the session began. */
+static bool
+snap_jailgit_twin_old(const struct snap_jailgit *jg, const struct stat *st)
+{
+	return st->st_ctim.tv_sec < jg->since.tv_sec ||
+	    (st->st_ctim.tv_sec == jg->since.tv_sec &&
+	    st->st_ctim.tv_nsec < jg->since.tv_nsec);
+}
+
+/* NAME in DFD (REL in the git dir; ST its stat), a file of more than one name, made one of its own or removed. */
 static void
 snap_jailgit_twin(struct snap_jailgit_twins *tw, int dfd, const char *name,
-    const char *rel)
+    const char *rel, const struct stat *st)
 {
-	struct stat st;
-	char *q = quote_name(rel);
+	struct snap_jailgit *jg = tw->jg;
+	struct stat now;
+	char *q;
 
-	if (snap_jailgit_copy(dfd, dfd, name, SNAP_JAILGIT_TWIN_MAX, &st) == 0)
-		strv_addf(tw->alerts, "%s/%s was a second name of another file "
-		    "of the git dir (a hard link the session made: your git "
-		    "writing one would have written the other); it is a file "
-		    "of its own now", tw->quoted, q);
-	else
-		strv_addf(tw->alerts, "%s/%s is a second name of another file "
-		    "of the git dir (a hard link the session made: your git "
-		    "writing one writes the other), and could not be made a "
-		    "file of its own (%s): remove it, or copy it over itself "
-		    "('cp --remove-destination')", tw->quoted, q,
-		    snap_jailgit_why(errno));
-	free(q);
+	if (st->st_size <= SNAP_JAILGIT_TWIN_BUDGET - jg->twin_copied &&
+	    snap_jailgit_copy(dfd, dfd, name, st->st_size, &now) == 0) {
+		jg->twin_copied += now.st_size;
+		tw->fixed++;
+	} else if (unlinkat(dfd, name, 0) == 0)
+		tw->removed++;
+	else {
+		tw->failed++;
+		tw->failed_err = errno;
+	}
+	if (tw->fixed + tw->removed + tw->failed <= SNAP_JAILGIT_TWIN_TOLD) {
+		q = quote_name(rel);
+		buf_printf(&tw->names, "%s%s", tw->names.len > 0 ? ", " : "",
+		    q);
+		free(q);
+	}
 }
 
 /* The files of DFD (REL in the git dir; "" its top), and its dirs to DEPTH more levels, looked at. */
@@ -638,12 +774,16 @@ snap_jailgit_twins_in(struct snap_jailgit_twins *tw, int dfd, const char *rel,
 {
 	struct dirent *de;
 	struct stat st;
+	bool top = rel[0] == '\0', replaced;
 	char *sub;
 	DIR *d;
 	int fd, cfd;
 
-	if (tw->dirs++ >= SNAP_JAILGIT_TWIN_DIRS ||
-	    (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (tw->dirs++ >= SNAP_JAILGIT_TWIN_DIRS) {
+		tw->short_dirs = true;
+		return;
+	}
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
@@ -651,13 +791,19 @@ snap_jailgit_twins_in(struct snap_jailgit_twins *tw, int dfd, const char *rel,
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
-		    0 || (rel[0] == '\0' && strcmp(de->d_name, "objects") == 0) ||
+		    0 || (top && snap_jailgit_in(de->d_name,
+		    snap_jailgit_twin_skip, nitems(snap_jailgit_twin_skip))) ||
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		sub = rel[0] == '\0' ? xstrdup(de->d_name) : xprintf("%s/%s",
-		    rel, de->d_name);
-		if (S_ISREG(st.st_mode) && st.st_nlink > 1)
-			snap_jailgit_twin(tw, dirfd(d), de->d_name, sub);
+		sub = top ? xstrdup(de->d_name) : xprintf("%s/%s", rel,
+		    de->d_name);
+		replaced = top ? snap_jailgit_in(de->d_name,
+		    snap_jailgit_twin_replaced,
+		    nitems(snap_jailgit_twin_replaced)) : strncmp(sub, "refs/",
+		    5) == 0;
+		if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !replaced &&
+		    !snap_jailgit_twin_old(tw->jg, &st))
+			snap_jailgit_twin(tw, dirfd(d), de->d_name, sub, &st);
 		else if (S_ISDIR(st.st_mode) && depth > 0 && (cfd =
 		    path_open_beneath(dirfd(d), de->d_name, O_RDONLY |
 		    O_DIRECTORY, 0)) != -1) {
@@ -669,20 +815,78 @@ snap_jailgit_twins_in(struct snap_jailgit_twins *tw, int dfd, const char *rel,
 	closedir(d);
 }
 
+/* The N names TW parted or removed, told. */
+static void
+snap_jailgit_twins_say(struct snap_jailgit_twins *tw, size_t n,
+    struct strv *alerts)
+{
+	struct buf what;
+	char more[64];
+
+	more[0] = '\0';
+	if (n > SNAP_JAILGIT_TWIN_TOLD)
+		(void)snprintf(more, sizeof more, " and %zu more",
+		    n - SNAP_JAILGIT_TWIN_TOLD);
+	buf_init(&what);
+	if (tw->fixed > 0)
+		buf_printf(&what, "; %s made a file of its own", tw->fixed == n ?
+		    (n == 1 ? "it is" : "each is") : "some are");
+	if (tw->removed > 0)
+		buf_printf(&what, "; %zu removed, as agentmux copies at most "
+		    "%lld MiB for a session (git makes them anew)", tw->removed,
+		    SNAP_JAILGIT_TWIN_BUDGET >> 20);
+	if (tw->failed > 0)
+		buf_printf(&what, "; %zu could be neither (%s): remove them "
+		    "yourself", tw->failed, strerror(tw->failed_err));
+	strv_addf(alerts, "the session gave %zu file%s of %s a second name (a "
+	    "hard link: your git writing one in place would write the other): "
+	    "%.*s%s%.*s", n, n == 1 ? "" : "s", tw->jg->quoted,
+	    (int)tw->names.len, tw->names.len > 0 ? tw->names.data : "", more,
+	    (int)what.len, what.len > 0 ? what.data : "");
+	buf_free(&what);
+}
+
+/* What TW did, told (DEEP: at the session's end; while it runs, a few times only). */
+static void
+snap_jailgit_twins_tell(struct snap_jailgit_twins *tw, bool deep,
+    struct strv *alerts)
+{
+	size_t n = tw->fixed + tw->removed + tw->failed;
+	struct snap_jailgit *jg = tw->jg;
+
+	if (deep && jg->twin_untold > 0)
+		strv_addf(alerts, "the session gave %zu more files of %s second "
+		    "names while it ran (hard links), parted as they were made "
+		    "and not told one by one", jg->twin_untold, jg->quoted);
+	if (!deep && n > 0 && jg->twin_tells >= SNAP_JAILGIT_TWIN_TELLS)
+		jg->twin_untold += n;
+	else if (n > 0) {
+		jg->twin_tells += deep ? 0 : 1;
+		snap_jailgit_twins_say(tw, n, alerts);
+	}
+	if (tw->short_dirs)
+		strv_addf(alerts, "%s holds more than %d dirs where the session "
+		    "could write: the ones past them were not looked at for "
+		    "second names of files (hard links); 'find %s -links +1 "
+		    "-type f' lists any", jg->quoted, SNAP_JAILGIT_TWIN_DIRS,
+		    jg->quoted);
+}
+
 void
-snap_jailgit_twins(const char *gitdir, bool deep, struct strv *alerts)
+snap_jailgit_twins(struct snap_jailgit *jg, bool deep, struct strv *alerts)
 {
 	struct snap_jailgit_twins tw;
-	char *q = quote_name(gitdir);
 	int gfd;
 
 	memset(&tw, 0, sizeof tw);
-	tw.alerts = alerts;
-	tw.quoted = q;
-	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	tw.jg = jg;
+	buf_init(&tw.names);
+	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
 	if (gfd != -1) {
 		snap_jailgit_twins_in(&tw, gfd, "", deep ? 32 : 0);
 		close(gfd);
 	}
-	free(q);
+	snap_jailgit_twins_tell(&tw, deep, alerts);
+	buf_free(&tw.names);
 }
