@@ -153,6 +153,12 @@ git_works() {
 	    git log --oneline | wc -l >count.tmp'
 	[ "$(cat "$P/count.tmp" 2>/dev/null)" = 3 ] && ok ||
 	    bad "git in the jail did not work: $(cat "$T/session.out")"
+	# (Brought back a moment after the jail's git wrote them.)
+	i=0
+	while { [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" != refs/heads/agent ] ||
+	    [ -n "$(git -C "$P" status --porcelain --untracked-files=no)" ]; } && [ $i -lt 50 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
 	[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/agent ] && ok ||
 	    bad "the jail's checkout did not reach the host while it ran: $(git -C "$P" symbolic-ref HEAD 2>&1)"
 	[ "$(git -C "$P" status --porcelain --untracked-files=no)" = "" ] && ok ||
@@ -233,13 +239,19 @@ index_bad() {
 	[ "$(cat "$T/outside/target.txt")" = orig ] && ok || bad "the index link was written through"
 }
 
+# Whether NAME reaches the user's index within 5 s (the jail's is brought back a moment after its git writes it).
+wait_index() {
+	i=0
+	while ! git -C "$P" ls-files | grep -qx "$1" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	git -C "$P" ls-files | grep -qx "$1"
+}
+
 # The user's index, written by their own git while the session runs, is not replaced by the jail's; an
 # index the jail only touches is not written again; what the jail leaves under way is told.
 index_theirs() {
 	fresh_repo
 	session_start 'echo j >j && git add j'
-	ino=$(stat -c %i "$P/.git/index")
-	git -C "$P" ls-files | grep -qx j && ok || bad "the jail's git add did not reach the user's index"
+	wait_index j && ok || bad "the jail's git add did not reach the user's index"
 	echo u >"$P/u" && git -C "$P" add u
 	session_end
 	git -C "$P" ls-files | grep -qx u && ok ||
@@ -253,6 +265,7 @@ index_theirs() {
 	*) bad "the index left alone was not told: $OUT" ;; esac
 	# Touched only: not written again.
 	session_start 'echo m >m && git add m'
+	wait_index m || bad "the jail's git add m did not reach the user's index"
 	ino=$(stat -c %i "$P/.git/index")
 	session_end
 	session_start 'i=0; while [ $i -lt 200 ]; do touch .git/index; i=$((i + 1)); done'
