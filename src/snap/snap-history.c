@@ -3572,6 +3572,155 @@ out:
 	free(ref);
 }
 
+/* What snap_history_wt_refdir finds: symbolic refs removed, git locks left. */
+struct snap_history_wt_left {
+	struct buf symrefs;
+	struct buf locks;
+	size_t entries;
+};
+
+#define SNAP_HISTORY_WT_LEFT_MAX 4096
+
+/* LOCK (a path) told, quoted. */
+static void
+snap_history_wt_lock(struct snap_history_wt_left *l, const char *path)
+{
+	char *q = quote_name(path);
+
+	buf_printf(&l->locks, "%s%s", l->locks.len > 0 ? ", " : "", q);
+	free(q);
+}
+
+/*
+ * The files of DFD (the ref REF's dir in the session's ref dir, which
+ * its jail can write), DEPTH dirs down: symbolic refs other than the
+ * branch (agentmux/ID/y -> refs/heads/keep: git branch lists them, and a
+ * commit on one checked out moves the ref it names) removed, git locks
+ * (X.lock, which make the user's git there fail) noted.
+ */
+static void
+snap_history_wt_refdir_in(struct snap_history_wt_left *l, int dfd,
+    const char *dir, const char *common, const char *branch, int depth)
+{
+	struct dirent *de;
+	struct stat st;
+	char *ref, *v, *q, *path;
+	size_t n;
+	DIR *d;
+	int fd, cfd;
+
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && l->entries++ <
+	    SNAP_HISTORY_WT_LEFT_MAX) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
+		    0 || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		ref = xprintf("%s/%s", dir, de->d_name);
+		n = strlen(de->d_name);
+		if (S_ISDIR(st.st_mode) && depth > 0 && (cfd =
+		    path_open_beneath(dirfd(d), de->d_name, O_RDONLY |
+		    O_DIRECTORY, 0)) != -1) {
+			snap_history_wt_refdir_in(l, cfd, ref, common, branch,
+			    depth - 1);
+			close(cfd);
+		} else if (S_ISREG(st.st_mode) && n > 5 &&
+		    strcmp(de->d_name + n - 5, ".lock") == 0) {
+			path = xprintf("%s/%s", common, ref);
+			snap_history_wt_lock(l, path);
+			free(path);
+		} else if (S_ISREG(st.st_mode) && strcmp(ref + 11, branch) !=
+		    0 && (v = snap_hist_loose_value(dirfd(d), de->d_name)) !=
+		    NULL) {
+			if (strncmp(v, "ref: ", 5) == 0 &&
+			    unlinkat(dirfd(d), de->d_name, 0) == 0) {
+				q = quote_name(v + 5);
+				buf_printf(&l->symrefs, "%s%s -> %s",
+				    l->symrefs.len > 0 ? ", " : "", ref + 11, q);
+				free(q);
+			}
+			free(v);
+		}
+		free(ref);
+	}
+	closedir(d);
+}
+
+/*
+ * What the session left in its branch's ref dir and its worktree's git
+ * dir for the user's git to trip on: symbolic refs beside its branch
+ * (removed), and git's locks (index.lock, HEAD.lock, a ref's: the user's
+ * git in the worktree fails while one is there), told.
+ */
+static void
+snap_history_wt_refdir(struct strv *alerts, const struct snap_worktree *wt)
+{
+	static const char *const admin_locks[] = { "index.lock", "HEAD.lock",
+	    "ORIG_HEAD.lock", "config.worktree.lock" };
+	struct snap_history_wt_left l;
+	const char *slash = strrchr(wt->branch, '/');
+	char *dir, *path;
+	struct stat st;
+	size_t i;
+	int cfd, dfd, afd;
+
+	if (slash == NULL)
+		return;
+	memset(&l, 0, sizeof l);
+	buf_init(&l.symrefs);
+	buf_init(&l.locks);
+	dir = xprintf("refs/heads/%.*s", (int)(slash - wt->branch),
+	    wt->branch);
+	if ((cfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		if ((dfd = path_open_beneath(cfd, dir, O_RDONLY | O_DIRECTORY,
+		    0)) != -1) {
+			snap_history_wt_refdir_in(&l, dfd, dir, wt->common,
+			    wt->branch, 8);
+			close(dfd);
+		}
+		close(cfd);
+	}
+	if ((afd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) != -1) {
+		for (i = 0; i < nitems(admin_locks); i++) {
+			if (fstatat(afd, admin_locks[i], &st,
+			    AT_SYMLINK_NOFOLLOW) == 0) {
+				path = xprintf("%s/%s", wt->admin,
+				    admin_locks[i]);
+				snap_history_wt_lock(&l, path);
+				free(path);
+			}
+		}
+		close(afd);
+	}
+	if (l.symrefs.len > 0)
+		strv_addf(alerts, "the session made symbolic refs beside its "
+		    "branch %s (git branch lists them as branches, and a commit "
+		    "on one checked out would move the ref it names): %.*s; "
+		    "they were removed", wt->branch, (int)l.symrefs.len,
+		    l.symrefs.data);
+	if (l.locks.len > 0)
+		strv_addf(alerts, "the session left git's locks in its "
+		    "worktree's git dir or its branch's ref dir: %.*s; your git "
+		    "in the worktree fails while one is there ('File exists'): "
+		    "remove them once no git of yours runs there", (int)l.locks.len,
+		    l.locks.data);
+	if (l.entries > SNAP_HISTORY_WT_LEFT_MAX)
+		strv_addf(alerts, "the session's ref dir (%s in %s) holds more "
+		    "than %d entries: the ones past them were not looked at for "
+		    "symbolic refs or locks", dir, wt->common,
+		    SNAP_HISTORY_WT_LEFT_MAX);
+	buf_free(&l.symrefs);
+	buf_free(&l.locks);
+	free(dir);
+}
+
 void
 snap_history_worktree_end(const struct snap_history *h, int64_t session,
     struct strv *alerts)
@@ -3595,6 +3744,7 @@ snap_history_worktree_end(const struct snap_history *h, int64_t session,
 		snap_history_wt_modules(alerts, &wt);
 		snap_history_wt_odd(h, alerts, &wt);
 		snap_history_wt_symref(alerts, &wt);
+		snap_history_wt_refdir(alerts, &wt);
 		snap_worktree_clear(&wt);
 	}
 	free(was);

@@ -329,6 +329,31 @@ echo u >"$w/u" && git -C "$w" add u && git -C "$w" commit -qm U
 	bad "the user's commit in the worktree: main at $(git log -1 --format=%s main), branch at $(git log -1 --format=%s "refs/heads/agentmux/$id/sy")"
 cd "$T" || exit 1
 
+# 14h. Besides its branch, the session makes symbolic refs in its ref dir (agentmux/ID/y -> main: git branch
+# lists it as a branch, and a commit on it checked out moves main) and leaves git's locks there and in its
+# worktree's git dir (the user's git in the worktree then fails with "File exists"). The end removes the
+# symbolic refs and tells them, and tells the locks with their paths.
+P=$T/symrefs
+new_project
+main0=$(git rev-parse main)
+end=$("$AMX" run --worktree --branch sr -- sh -c 'c=$(git rev-parse --git-common-dir) && r=$(git symbolic-ref HEAD) &&
+	d=$c/${r%/*} && echo "ref: refs/heads/main" >"$d/y" && mkdir -p "$d/deep" && echo "ref: refs/heads/main" >"$d/deep/z" &&
+	touch "$(git rev-parse --git-dir)/index.lock" "$c/$r.lock" && echo planted' </dev/null 2>&1)
+id=$(sid)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q planted <<<"$end" &&
+	grep -q "the session made symbolic refs beside its branch agentmux/$id/sr .*agentmux/$id/y -> refs/heads/main.*they were removed" <<<"$end" &&
+	grep -q "agentmux/$id/deep/z -> refs/heads/main" <<<"$end" &&
+	[ -z "$(git for-each-ref --format='%(symref)' "refs/heads/agentmux/$id/")" ] &&
+	! git branch | grep -q "agentmux/$id/y" &&
+	ok "symbolic refs the session made beside its branch are removed and told" ||
+	bad "symbolic refs beside the branch (now $(git for-each-ref --format='%(refname) %(symref)' "refs/heads/agentmux/$id/")): $end"
+grep -q "the session left git's locks .*worktrees/[^ ]*/index.lock" <<<"$end" &&
+	grep -q "the session left git's locks .*refs/heads/agentmux/$id/sr.lock" <<<"$end" &&
+	ok "git's locks the session left are told with their paths" || bad "the locks were not told: $end"
+[ "$(git rev-parse main)" = "$main0" ] && ok "main is untouched" || bad "main moved"
+cd "$T" || exit 1
+
 # 14b. While the session runs: a link made in its branch's ref dir, in a subdir made there, and in its
 # worktree's git dir (from the host: the jail cannot, case 14) is removed as soon as agentmux sees it (the
 # user's git branch, run meanwhile in the main tree, read /dev/zero through one until the session ended),
