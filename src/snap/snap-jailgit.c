@@ -704,9 +704,13 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 /* Alerts while the session runs (a jail linking in a loop): the rest are counted, told at its end. */
 #define SNAP_JAILGIT_TWIN_TELLS 16
 
-/* At the top of the git dir: not looked at (see above). */
+/*
+ * At the top of the git dir: not looked at (see above); nor git-annex's
+ * and git-lfs's stores, whose files the user's tools link to the working
+ * tree (annex.thin) and a write there gives a new change time.
+ */
 static const char *const snap_jailgit_twin_skip[] = { "objects", "modules",
-    "hooks", "info", "worktrees", "config" };
+    "hooks", "info", "worktrees", "config", "annex", "lfs" };
 /* At the top of the git dir: names git replaces (a lock renamed over them), never writes in place. */
 static const char *const snap_jailgit_twin_replaced[] = { "HEAD", "index",
     "packed-refs", "shallow" };

@@ -320,8 +320,8 @@ hard_links() {
 }
 
 # Second names the user made before the session (a submodule's hook shared
-# on purpose, a file of the top linked from outside) are theirs: left,
-# untold, their modes kept.
+# on purpose, a file of the top linked from outside, git-annex's objects
+# linked to the working tree) are theirs: left, untold, their modes kept.
 twins_users() {
 	fresh_repo
 	sub="$T/sub"
@@ -336,14 +336,19 @@ twins_users() {
 	ln "$T/hooks/pre-commit" "$P/.git/modules/sub/hooks/pre-commit" || exit 1
 	echo mine >"$T/desc"
 	ln -f "$T/desc" "$P/.git/description" || exit 1
+	# git-annex's thin mode: an object linked to the working tree's file, which the jail writes.
+	mkdir -p "$P/.git/annex/objects/K" && echo data >"$P/thin.dat" &&
+	    ln "$P/thin.dat" "$P/.git/annex/objects/K/K" || exit 1
 	sleep 0.1
-	jrun -- sh -c 'cd sub && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m in 2>&1; echo done'
+	jrun -- sh -c 'echo more >>thin.dat; cd sub && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m in 2>&1; echo done'
 	case $OUT in *"second name"*) bad "a link the user made was told as the session's: $OUT" ;; *) ok ;; esac
 	h="$P/.git/modules/sub/hooks/pre-commit"
 	[ -x "$h" ] && [ "$(stat -c %h "$h")" = 2 ] && ok ||
 	    bad "the user's shared submodule hook was changed: $(ls -l "$h" 2>&1)"
 	[ "$(stat -c %h "$P/.git/description")" = 2 ] && ok ||
 	    bad "the user's linked description was parted"
+	[ "$(stat -c %h "$P/.git/annex/objects/K/K")" = 2 ] && ok ||
+	    bad "git-annex's object linked to the working tree was parted"
 }
 
 # A jail giving one large file many names: agentmux copies a bounded
