@@ -143,6 +143,21 @@ session_guard_git_told(struct session *s, struct strv *alerts)
 	strv_free(alerts);
 }
 
+/*
+ * The helper thread's bringing back of the jail's HEAD and index (a read
+ * and a write of up to 64 MiB each) waited for, if it runs; what it found
+ * told.
+ */
+static void
+session_guard_sync_wait(struct session *s)
+{
+	if (s->guard_sync_job == NULL)
+		return;
+	thread_job_free(s->guard_sync_job);
+	s->guard_sync_job = NULL;
+	session_guard_git_told(s, &s->guard_sync_alerts);
+}
+
 /* The jail's HEAD and index, if its git wrote them, brought back to the project's .git; what stops that told. */
 static void
 session_guard_head(struct session *s)
@@ -151,9 +166,37 @@ session_guard_head(struct session *s)
 
 	if (s->jailgit == NULL)
 		return;
+	session_guard_sync_wait(s);
 	strv_init(&alerts);
 	snap_jailgit_sync(s->jailgit, &alerts);
 	session_guard_git_told(s, &alerts);
+}
+
+/* On the helper thread: only the jail's git dir's copies are touched (the loop leaves them alone meanwhile). */
+static void
+session_guard_sync_work(void *arg)
+{
+	struct session *s = arg;
+
+	clone_gate_enter();
+	snap_jailgit_sync(s->jailgit, &s->guard_sync_alerts);
+	clone_gate_leave();
+}
+
+static void session_guard_sync_cb(evutil_socket_t, short, void *);
+
+/* The helper thread is done: told; once more if the jail's git wrote again meanwhile. */
+static void
+session_guard_sync_done(void *arg)
+{
+	struct session *s = arg;
+
+	s->guard_sync_job = NULL;
+	session_guard_git_told(s, &s->guard_sync_alerts);
+	if (s->guard_sync_again) {
+		s->guard_sync_again = false;
+		session_guard_sync_cb(-1, 0, s);
+	}
 }
 
 /* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
@@ -164,6 +207,7 @@ session_guard_jail_end(struct session *s)
 
 	if (s->jailgit == NULL)
 		return;
+	session_guard_sync_wait(s);
 	strv_init(&alerts);
 	snap_jailgit_end(s->jailgit, &alerts);
 	snap_jailgit_twins(s->jailgit, true, &alerts);
@@ -200,11 +244,32 @@ session_guard_check(struct session *s)
 	session_guard_look(s);
 }
 
-/* The jail's git wrote its HEAD or index a moment ago: brought back now, once for a burst of writes. */
+/*
+ * The jail's git wrote its HEAD or index a moment ago: brought back now,
+ * once for a burst of writes, on a helper thread (the loop does not wait
+ * for the copy); on the loop if none can start.
+ */
 static void
 session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 {
-	session_guard_head(arg);
+	struct session *s = arg;
+	char *cause = NULL;
+
+	if (s->jailgit == NULL)
+		return;
+	if (s->guard_sync_job != NULL) {
+		s->guard_sync_again = true;
+		return;
+	}
+	strv_init(&s->guard_sync_alerts);
+	s->guard_sync_job = thread_job_start(s->ctx->base,
+	    session_guard_sync_work, s, session_guard_sync_done, s, &cause);
+	if (s->guard_sync_job == NULL) {
+		log_debug("the jail's git dir is synced on the loop: %s", cause);
+		free(cause);
+		strv_free(&s->guard_sync_alerts);
+		session_guard_head(s);
+	}
 }
 
 static void
@@ -725,6 +790,7 @@ session_guard_unwatch(struct session *s)
 	if (s->guard_sync_ev != NULL)
 		event_free(s->guard_sync_ev);
 	s->guard_sync_ev = NULL;
+	session_guard_sync_wait(s);
 	if (s->guard_fd != -1)
 		close(s->guard_fd);
 	s->guard_fd = -1;

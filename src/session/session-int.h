@@ -108,7 +108,10 @@ struct session {
 	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
 	int guard_fd;
 	struct event *guard_ev;
-	struct event *guard_sync_ev; /* the jail's HEAD and index brought back, a burst after */
+	struct event *guard_sync_ev; /* the jail's HEAD and index brought back, a burst after, */
+	struct thread_job *guard_sync_job; /* on a helper thread, */
+	struct strv guard_sync_alerts; /* what it found, */
+	bool guard_sync_again;       /* and whether the jail wrote more meanwhile */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_blind guard_blind; /* index marks and replace refs then */
