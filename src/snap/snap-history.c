@@ -3639,9 +3639,12 @@ snap_history_wt_refdir_in(struct snap_history_wt_left *l, int dfd,
 		    NULL) {
 			if (strncmp(v, "ref: ", 5) == 0 &&
 			    unlinkat(dirfd(d), de->d_name, 0) == 0) {
+				q = quote_name(ref + 11);
+				buf_printf(&l->symrefs, "%s%s -> ",
+				    l->symrefs.len > 0 ? ", " : "", q);
+				free(q);
 				q = quote_name(v + 5);
-				buf_printf(&l->symrefs, "%s%s -> %s",
-				    l->symrefs.len > 0 ? ", " : "", ref + 11, q);
+				buf_add(&l->symrefs, q, strlen(q));
 				free(q);
 			}
 			free(v);
@@ -3664,7 +3667,7 @@ snap_history_wt_refdir(struct strv *alerts, const struct snap_worktree *wt)
 	    "ORIG_HEAD.lock", "config.worktree.lock" };
 	struct snap_history_wt_left l;
 	const char *slash = strrchr(wt->branch, '/');
-	char *dir, *path;
+	char *dir, *path, *q = NULL;
 	struct stat st;
 	size_t i;
 	int cfd, dfd, afd;
@@ -3714,8 +3717,9 @@ snap_history_wt_refdir(struct strv *alerts, const struct snap_worktree *wt)
 	if (l.entries > SNAP_HISTORY_WT_LEFT_MAX)
 		strv_addf(alerts, "the session's ref dir (%s in %s) holds more "
 		    "than %d entries: the ones past them were not looked at for "
-		    "symbolic refs or locks", dir, wt->common,
+		    "symbolic refs or locks", dir, (q = quote_name(wt->common)),
 		    SNAP_HISTORY_WT_LEFT_MAX);
+	free(q);
 	buf_free(&l.symrefs);
 	buf_free(&l.locks);
 	free(dir);

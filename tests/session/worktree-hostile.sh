@@ -338,6 +338,7 @@ new_project
 main0=$(git rev-parse main)
 end=$("$AMX" run --worktree --branch sr -- sh -c 'c=$(git rev-parse --git-common-dir) && r=$(git symbolic-ref HEAD) &&
 	d=$c/${r%/*} && echo "ref: refs/heads/main" >"$d/y" && mkdir -p "$d/deep" && echo "ref: refs/heads/main" >"$d/deep/z" &&
+	echo "ref: refs/heads/main" >"$d/$(printf "e\033]0;pwn\007")" &&
 	touch "$(git rev-parse --git-dir)/index.lock" "$c/$r.lock" && echo planted' </dev/null 2>&1)
 id=$(sid)
 w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
@@ -348,6 +349,8 @@ grep -q planted <<<"$end" &&
 	! git branch | grep -q "agentmux/$id/y" &&
 	ok "symbolic refs the session made beside its branch are removed and told" ||
 	bad "symbolic refs beside the branch (now $(git for-each-ref --format='%(refname) %(symref)' "refs/heads/agentmux/$id/")): $end"
+! grep -q "$(printf '\033')" <<<"$end" && grep -q 'e\\033\]0;pwn.* -> refs/heads/main' <<<"$end" &&
+	ok "a symbolic ref's name is told quoted" || bad "a symbolic ref's name with an escape: $(cat -v <<<"$end")"
 grep -q "the session left git's locks .*worktrees/[^ ]*/index.lock" <<<"$end" &&
 	grep -q "the session left git's locks .*refs/heads/agentmux/$id/sr.lock" <<<"$end" &&
 	ok "git's locks the session left are told with their paths" || bad "the locks were not told: $end"
