@@ -89,6 +89,21 @@ static const char *const jail_seccomp_noalloc[] = {
 	"fallocate",
 };
 
+/*
+ * No hard link: link and linkat fail as they do across file systems
+ * (EXDEV), which every tool that links meets and copies instead (git's
+ * objects, clone --local, cargo, pnpm, bun, uv). Landlock grants a link
+ * with the right to make a file, so a jail could give a second name to a
+ * file it may not write, the moment the user's git renamed it into place:
+ * linked to config.lock at the top of the project's git dir, it held the
+ * user's new .git/config (read only in the jail) and wrote a
+ * core.fsmonitor that the user's next git status ran; or give a file git
+ * writes in place (COMMIT_EDITMSG) the name of one it must not (packed-refs).
+ */
+static const char *const jail_seccomp_nolink[] = {
+	"link", "linkat",
+};
+
 static const uint64_t jail_seccomp_nsflags[] = {
 	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
 	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
@@ -181,6 +196,21 @@ jail_seccomp_noallocs(scmp_filter_ctx ctx)
 	return rc;
 }
 
+/* No hard link: EXDEV, as across file systems. */
+static int
+jail_seccomp_nolinks(scmp_filter_ctx ctx)
+{
+	size_t i;
+	int nr, rc = 0;
+
+	for (i = 0; i < nitems(jail_seccomp_nolink); i++) {
+		if ((nr = jail_seccomp_nr(jail_seccomp_nolink[i])) != -1)
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EXDEV), nr,
+			    0);
+	}
+	return rc;
+}
+
 static int
 jail_seccomp_rules(scmp_filter_ctx ctx)
 {
@@ -196,6 +226,7 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 	rc |= jail_seccomp_setid(ctx);
 	rc |= jail_seccomp_xattrs(ctx);
 	rc |= jail_seccomp_noallocs(ctx);
+	rc |= jail_seccomp_nolinks(ctx);
 	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
 		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],

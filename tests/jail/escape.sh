@@ -106,6 +106,9 @@ writes() {
 	works "write the project" "$E" write "$P/ok.txt"
 	[ "$(cat "$P/ok.txt" 2>/dev/null)" = pwned ] && ok ||
 	    bad "a write in the project did not reach the host"
+	# No hard link at all, even inside the project (seccomp: EXDEV).
+	blocked "hard link inside the project" "$E" link "$P/ok.txt" "$P/hl-ok"
+	[ ! -e "$P/hl-ok" ] && ok || bad "a hard link was made inside the project"
 }
 
 git_plants() {

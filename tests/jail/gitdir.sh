@@ -201,6 +201,11 @@ head_bad() {
 		case $OUT in *"could not use"*"left as it was"*) ok ;;
 		*) bad "$how: not told: $OUT" ;; esac
 	done
+	# A branch alias (a symbolic ref to a branch) checked out is brought back.
+	jrun -- sh -c 'git symbolic-ref refs/heads/trunk refs/heads/main && git checkout -q trunk && echo made'
+	[ "$(cat "$P/.git/HEAD")" = "ref: refs/heads/trunk" ] && ok ||
+	    bad "the jail's checkout of a branch alias was not brought back: $(cat "$P/.git/HEAD") $OUT"
+	git -C "$P" checkout -q main && git -C "$P" symbolic-ref --delete refs/heads/trunk
 	# A detached HEAD of the repository's own ids is brought back.
 	jrun -- sh -c 'git checkout -q --detach && echo made'
 	[ "$(cat "$P/.git/HEAD")" = "$(git -C "$P" rev-parse main)" ] && ok ||
@@ -291,38 +296,67 @@ index_theirs() {
 	git -C "$P" merge --quit 2>/dev/null; git -C "$P" reset -q --hard
 }
 
-# Hard links in the sealed dir (Landlock grants them with the right to make a file): a second name of
-# packed-refs at COMMIT_EDITMSG had the user's next git commit truncate their packed refs. Made a file
-# of its own as it is made (the top of .git), or at the end (below it), and told.
+# No hard link in the jail (seccomp: EXDEV, as across file systems):
+# COMMIT_EDITMSG and FETCH_HEAD made names of packed-refs had the user's
+# git commit and fetch write into their packed refs; a reflog, a
+# submodule's git dir likewise. Git and cp go on without.
 hard_links() {
 	fresh_repo
-	(cd "$P" && git tag t1 && git branch b1 && git pack-refs --all) || exit 1
+	sub="$T/sub"
+	rm -rf "$sub"
+	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
+	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
+	    git commit -qm sub && git tag t1 && git branch b1 && git pack-refs --all &&
+	    git -C sub pack-refs --all) || exit 1
 	refs0=$(git -C "$P" for-each-ref --format='%(refname) %(objectname)')
-	# (Across its mount points (refs, logs, the read-only config) the kernel refuses a link.)
-	session_start '(cd /.agentmux-git && ln -f packed-refs COMMIT_EDITMSG && ln -f packed-refs FETCH_HEAD &&
-	    { ln packed-refs logs/packed 2>/dev/null || echo CROSS-REFUSED; } && echo LINKED)' \
-	    '(cd /.agentmux-git && ln -f logs/refs/heads/main logs/refs/heads/late2 && echo LATE)'
-	sleep 1
-	(cd "$P" && git commit -q --allow-empty -m during && git fetch -q origin) 2>/dev/null
+	subrefs0=$(git -C "$P/sub" for-each-ref --format='%(refname) %(objectname)')
+	session_start 'G=/.agentmux-git; M=.git/modules/sub
+	    for l in "$G/packed-refs $G/COMMIT_EDITMSG" "$G/packed-refs $G/FETCH_HEAD" \
+	        "$G/logs/refs/heads/main $G/logs/refs/heads/late2" "$M/packed-refs $M/COMMIT_EDITMSG" \
+	        "README notes.txt"; do
+	        ln -f $l 2>>link.err && echo "LINKED $l"; done
+	    grep -c "Invalid cross-device link" link.err; rm -f link.err
+	    echo more >>README && cp README copy.txt && git add copy.txt && echo GIT-OK'
+	sleep 0.2
+	(cd "$P" && git commit -q --allow-empty -m during && git fetch -q origin &&
+	    git -C sub commit -q --allow-empty -m during) 2>/dev/null
 	[ "$(git -C "$P" for-each-ref --format='%(refname) %(objectname)' refs/tags refs/heads/b1)" = \
 	    "$(printf '%s\n' "$refs0" | grep 'refs/tags\|refs/heads/b1')" ] && ok ||
 	    bad "the user's commit and fetch wrote through a second name of packed-refs: $(head -c 300 "$P/.git/packed-refs")"
+	[ "$(git -C "$P/sub" for-each-ref --format='%(refname) %(objectname)' refs/remotes)" = \
+	    "$(printf '%s\n' "$subrefs0" | grep 'refs/remotes')" ] && ok ||
+	    bad "the user's commit in the submodule wrote through a second name of its packed-refs"
 	session_end
-	case $OUT in *CROSS-REFUSED*LINKED*LATE*) ;; *) bad "hard_links: the links were not made as expected: $OUT" ;; esac
-	case $OUT in *"second name"*COMMIT_EDITMSG*"made a file of its own"*) ok ;;
-	*) bad "the second names at the top were not told: $OUT" ;; esac
-	# Made below the top after the last look at it: the end's walk.
-	case $OUT in *"second name"*"logs/refs/heads/"*) ok ;;
-	*) bad "the second name in logs was not told: $OUT" ;; esac
-	n=$(find "$P/.git" -path "$P/.git/objects" -prune -o -type f -links +1 -print | wc -l)
-	[ "$n" = 0 ] && ok || bad "$n files of .git still have more than one name"
+	case $OUT in *LINKED*) bad "the jail made a hard link: $OUT" ;; *) ok ;; esac
+	case $OUT in *5*GIT-OK*) ok ;; *) bad "the links were not refused as across file systems, or git failed: $OUT" ;; esac
+	# (Objects aside: git clone --local, which added the submodule, links those.)
+	n=$(find "$P/.git" -name objects -prune -o -type f -links +1 -print | wc -l)
+	[ "$n" = 0 ] && ok || bad "$n files of .git have more than one name"
 	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok || bad "git fsck fails after hard_links"
+}
+
+# The review's escape: a jail linking config.lock again and again at the
+# top of the sealed dir while the user's git writes .git/config there
+# (git push -u, git remote add): the link, made, was the user's new config
+# (read only in the jail), where the jail wrote a core.fsmonitor that the
+# user's next git status ran. No link is ever made.
+config_lock() {
+	fresh_repo
+	session_start '(i=0; while [ $i -lt 1000 ]; do ln /.agentmux-git/config.lock /.agentmux-git/zz 2>/dev/null &&
+	    { echo "[core]"; echo "	fsmonitor = /bin/false"; } >>/.agentmux-git/zz && echo LINKED; i=$((i + 1)); done) &' 'wait'
+	n=0
+	while [ $n -lt 20 ]; do git -C "$P" config remote.origin.pushurl "x$n"; n=$((n + 1)); done
+	session_end
+	case $OUT in *LINKED*) bad "the jail linked the user's config.lock: $OUT" ;; *) ok ;; esac
+	git -C "$P" config --get core.fsmonitor >/dev/null && bad "the jail wrote the user's .git/config" || ok
+	[ ! -e "$P/.git/zz" ] && ok || bad "the jail's link is in .git"
 }
 
 # Second names the user made before the session (a submodule's hook shared
 # on purpose, a file of the top linked from outside, git-annex's objects
 # linked to the working tree) are theirs: left, untold, their modes kept.
-twins_users() {
+links_users() {
 	fresh_repo
 	sub="$T/sub"
 	rm -rf "$sub" "$T/hooks"
@@ -351,26 +385,6 @@ twins_users() {
 	    bad "git-annex's object linked to the working tree was parted"
 }
 
-# A jail giving one large file many names: agentmux copies a bounded
-# amount for the whole session and removes the names past it; the user's
-# disk is not filled, and the alerts are few.
-twins_many() {
-	fresh_repo
-	before=$(du -sm "$P/.git" | cut -f1)
-	jrun -- sh -c 'G=/.agentmux-git; head -c 7000000 /dev/urandom >$G/big &&
-	    for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do ln $G/big $G/big$i; sleep 0.05; done; echo made'
-	case $OUT in *made*) ok ;; *) bad "twins_many: the links were not made: $OUT" ;; esac
-	after=$(du -sm "$P/.git" | cut -f1)
-	[ $((after - before)) -le 100 ] && ok ||
-	    bad "twins_many: .git grew by $((after - before)) MB for a 7 MB file of 15 names"
-	case $OUT in *"second name"*removed*) ok ;; *) bad "twins_many: the removed names were not told: $OUT" ;; esac
-	n=$(printf '%s\n' "$OUT" | grep -c "second name")
-	[ "$n" -le 17 ] && ok || bad "twins_many: $n alerts for one file's names"
-	n=$(find "$P/.git" -path "$P/.git/objects" -prune -o -type f -links +1 -print | wc -l)
-	[ "$n" = 0 ] && ok || bad "twins_many: $n files of .git still have more than one name"
-	git -C "$P" fsck --no-dangling >/dev/null 2>&1 && ok || bad "git fsck fails after twins_many"
-}
-
 jail_checks() {
 	links_in_gitdir
 	fetch_head_link
@@ -380,8 +394,8 @@ jail_checks() {
 	index_bad
 	index_theirs
 	hard_links
-	twins_users
-	twins_many
+	config_lock
+	links_users
 }
 
 jail_main "$@"
