@@ -210,26 +210,18 @@ session_guard_jail_end(struct session *s)
 	session_guard_sync_wait(s);
 	strv_init(&alerts);
 	snap_jailgit_end(s->jailgit, &alerts);
-	snap_jailgit_twins(s->jailgit, true, &alerts);
 	session_guard_git_told(s, &alerts);
 	snap_jailgit_remove(s->jailgit);
 }
 
-/* What redirects git (not there when the session started) goes; second names at the top of .git are parted. */
+/* What redirects git (not there when the session started) goes. */
 static void
 session_guard_look(struct session *s)
 {
-	struct strv alerts;
 	size_t i;
 
 	if (s->guard_gitdir == NULL)
 		return;
-	/* A file at its top given a second name, as it is made. */
-	if (s->jailgit != NULL) {
-		strv_init(&alerts);
-		snap_jailgit_twins(s->jailgit, false, &alerts);
-		session_guard_git_told(s, &alerts);
-	}
 	for (i = 0; i < nitems(session_guard_names); i++) {
 		if (!(s->guard_had & (1U << i)))
 			session_guard_quarantine(s, session_guard_names[i]);

@@ -23,7 +23,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
@@ -53,10 +52,6 @@ struct snap_jailgit {
 	size_t trailer_len;
 	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
-	struct timespec since; /* when the session began: a link later is its */
-	long long twin_copied; /* bytes copied to part second names */
-	size_t twin_tells;     /* their alerts while it ran, */
-	size_t twin_untold;    /* and the names past SNAP_JAILGIT_TWIN_TELLS */
 	size_t hash_len;       /* the hex digits of the repository's ids */
 };
 
@@ -275,7 +270,6 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	jg->gitdir = xstrdup(gitdir);
 	jg->quoted = quote_name(gitdir);
 	jg->priv = xstrdup(priv);
-	(void)clock_gettime(CLOCK_REALTIME, &jg->since);
 	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (gfd == -1) {
 		*cause = xprintf("cannot open %s: %s", jg->quoted,
@@ -351,6 +345,23 @@ snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
 	*told = xstrdup(why);
 }
 
+/* Whether LINE (a config line without blanks, lower case) sets objectformat to sha256, as git reads it. */
+static bool
+snap_jailgit_sha256(const char *line)
+{
+	const char *p = strstr(line, "objectformat=");
+
+	if (p == NULL || (p != line && p[-1] != ']'))
+		return false;
+	p += strlen("objectformat=");
+	if (*p == '"')
+		p++;
+	if (strncmp(p, "sha256", 6) != 0)
+		return false;
+	p += 6;
+	return *p == '\0' || *p == '"' || *p == '#' || *p == ';';
+}
+
 /*
  * The hex digits of GFD's ids: 64 where its config (the user's, read
  * only in the jail) says extensions.objectFormat = sha256, else 40.
@@ -374,7 +385,7 @@ snap_jailgit_hash_len(int gfd)
 					p[j++] = (char)tolower((unsigned char)p[i]);
 			}
 			p[j] = '\0';
-			if (strcmp(p, "objectformat=sha256") == 0)
+			if (snap_jailgit_sha256(p))
 				len = 64;
 		}
 	}
@@ -382,26 +393,13 @@ snap_jailgit_hash_len(int gfd)
 	return len;
 }
 
-/*
- * Whether HEAD's value V (as snap_jailgit_read_head gives it) leaves
- * GFD's git working: an id of the repository's length, or a ref that is
- * not below a ref, not a dir and not itself a symbolic ref (one naming
- * itself: "your current branch appears to be broken"). Else a cause.
- */
+/* Why REF's name cannot be a ref of GFD (a ref above it: refs/heads/x/y where refs/heads/x is one), or NULL. */
 static char *
-snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
+snap_jailgit_ref_below(int gfd, const char *ref)
 {
-	const char *ref;
+	char *part = xstrdup(ref), *slash, *cause = NULL;
 	struct stat st;
-	struct buf b;
-	char *part, *slash, *cause = NULL;
 
-	if (strncmp(v, "ref: ", 5) != 0)
-		return strlen(v) == jg->hash_len ? NULL : xprintf("an id of %zu "
-		    "digits, where this repository's have %zu", strlen(v),
-		    jg->hash_len);
-	ref = v + 5;
-	part = xstrdup(ref);
 	for (slash = strchr(part, '/'); slash != NULL && cause == NULL;
 	    slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
@@ -412,15 +410,74 @@ snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
 		*slash = '/';
 	}
 	free(part);
-	if (cause != NULL || fstatat(gfd, ref, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return cause;
-	if (!S_ISREG(st.st_mode))
-		return xprintf("%s is not a file", ref);
-	buf_init(&b);
-	if (path_read_beneath(gfd, ref, 4096, &b) == 0 && b.len >= 4 &&
-	    memcmp(b.data, "ref:", 4) == 0)
-		cause = xprintf("%s is itself a symbolic ref", ref);
-	buf_free(&b);
+	return cause;
+}
+
+/* Git follows at most this many symbolic refs (its SYMREF_MAXDEPTH). */
+#define SNAP_JAILGIT_SYMREF_DEPTH 5
+
+/*
+ * Whether HEAD's value V (as snap_jailgit_read_head gives it) leaves
+ * GFD's git working: an id of the repository's length, or a ref that is
+ * not below a ref, not a dir, and, if a symbolic ref (a branch alias), one
+ * of a chain git follows to its end (none naming one before it: a ref
+ * naming itself made the user's git say "your current branch appears to
+ * be broken"). Else a cause.
+ */
+static char *
+snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
+{
+	const char *seen[SNAP_JAILGIT_SYMREF_DEPTH + 1];
+	char *chain[SNAP_JAILGIT_SYMREF_DEPTH], *next, *cause = NULL;
+	const char *ref;
+	struct stat st;
+	struct buf b;
+	size_t depth = 0, i;
+
+	if (strncmp(v, "ref: ", 5) != 0)
+		return strlen(v) == jg->hash_len ? NULL : xprintf("an id of %zu "
+		    "digits, where this repository's have %zu", strlen(v),
+		    jg->hash_len);
+	seen[0] = ref = v + 5;
+	while (cause == NULL) {
+		if ((cause = snap_jailgit_ref_below(gfd, ref)) != NULL ||
+		    fstatat(gfd, ref, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			break;
+		if (!S_ISREG(st.st_mode)) {
+			cause = xprintf("%s is not a file", ref);
+			break;
+		}
+		buf_init(&b);
+		next = NULL;
+		if (path_read_beneath(gfd, ref, 4096, &b) == 0 && b.len >= 4 &&
+		    memcmp(b.data, "ref:", 4) == 0 &&
+		    memchr(b.data, '\0', b.len) == NULL) {
+			buf_add(&b, "", 1);
+			if ((next = snap_hist_parse(b.data)) == NULL ||
+			    strncmp(next, "ref: refs/", 10) != 0)
+				cause = xprintf("%s is a symbolic ref to what "
+				    "git cannot follow", ref);
+		}
+		buf_free(&b);
+		if (next == NULL || cause != NULL) {
+			free(next);
+			break;
+		}
+		chain[depth] = next;
+		ref = next + 5;
+		for (i = 0; i <= depth && cause == NULL; i++) {
+			if (strcmp(seen[i], ref) == 0)
+				cause = xprintf("%s is a symbolic ref that leads "
+				    "back to itself", seen[0]);
+		}
+		seen[++depth] = ref;
+		if (cause == NULL && depth == SNAP_JAILGIT_SYMREF_DEPTH)
+			cause = xprintf("%s leads through more symbolic refs "
+			    "than git follows (%d)", seen[0],
+			    SNAP_JAILGIT_SYMREF_DEPTH);
+	}
+	for (i = 0; i < depth; i++)
+		free(chain[i]);
 	return cause;
 }
 
@@ -450,7 +507,8 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 		msg = xprintf("the session made its HEAD %s, which your git "
 		    "could not use (%s): your .git/HEAD is left as it was (%s)",
 		    now, why, jg->head);
-		snap_jailgit_tell(&jg->head_told, now, alerts, msg);
+		/* Once, whatever it makes next (a jail writing a new one each moment). */
+		snap_jailgit_tell(&jg->head_told, "unusable", alerts, msg);
 		free(msg);
 		free(why);
 		free(now);
@@ -680,217 +738,4 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 		    jg->quoted, (int)ended.len, ended.data);
 	buf_free(&own);
 	buf_free(&ended);
-}
-
-/*
- * Hard links in the git dir: Landlock grants one with the right to make
- * a file, so the jail can give a file of the git dir a second name, and
- * git writing the one in place writes the other (COMMIT_EDITMSG made a
- * name of packed-refs: the user's next git commit truncated their packed
- * refs). The kernel refuses a link across a mount point, so only what the
- * jail could write is looked at: the top of the git dir, its refs and
- * logs, and what it made there, never objects (git clone --local links
- * those), modules, hooks, info or worktrees (read only in the jail), nor
- * a file linked before the session began (a link sets its inode's change
- * time). A name git writes in place that shares its file since then is
- * made a file of its own (a copy renamed over it, its mode kept), or,
- * once the session's copies reach SNAP_JAILGIT_TWIN_BUDGET, removed; a
- * name git only ever replaces (HEAD, the index, packed-refs, shallow, a
- * ref) is safe as it is and left. Told, a few names and the count.
- */
-#define SNAP_JAILGIT_TWIN_BUDGET (64LL * 1024 * 1024)
-#define SNAP_JAILGIT_TWIN_DIRS 4096
-#define SNAP_JAILGIT_TWIN_TOLD 8
-/* Alerts while the session runs (a jail linking in a loop): the rest are counted, told at its end. */
-#define SNAP_JAILGIT_TWIN_TELLS 16
-
-/*
- * At the top of the git dir: not looked at (see above); nor git-annex's
- * and git-lfs's stores, whose files the user's tools link to the working
- * tree (annex.thin) and a write there gives a new change time.
- */
-static const char *const snap_jailgit_twin_skip[] = { "objects", "modules",
-    "hooks", "info", "worktrees", "config", "annex", "lfs" };
-/* At the top of the git dir: names git replaces (a lock renamed over them), never writes in place. */
-static const char *const snap_jailgit_twin_replaced[] = { "HEAD", "index",
-    "packed-refs", "shallow" };
-
-struct snap_jailgit_twins {
-	struct snap_jailgit *jg;
-	struct buf names;     /* the first few told */
-	size_t fixed, removed, failed, dirs;
-	bool short_dirs;
-	int failed_err;
-};
-
-static bool
-snap_jailgit_in(const char *name, const char *const *list, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (strcmp(name, list[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Whether ST's file got its second name before the session began. */
-static bool
-snap_jailgit_twin_old(const struct snap_jailgit *jg, const struct stat *st)
-{
-	return st->st_ctim.tv_sec < jg->since.tv_sec ||
-	    (st->st_ctim.tv_sec == jg->since.tv_sec &&
-	    st->st_ctim.tv_nsec < jg->since.tv_nsec);
-}
-
-/* NAME in DFD (REL in the git dir; ST its stat), a file of more than one name, made one of its own or removed. */
-static void
-snap_jailgit_twin(struct snap_jailgit_twins *tw, int dfd, const char *name,
-    const char *rel, const struct stat *st)
-{
-	struct snap_jailgit *jg = tw->jg;
-	struct stat now;
-	char *q;
-
-	if (st->st_size <= SNAP_JAILGIT_TWIN_BUDGET - jg->twin_copied &&
-	    snap_jailgit_copy(dfd, dfd, name, st->st_size, &now) == 0) {
-		jg->twin_copied += now.st_size;
-		tw->fixed++;
-	} else if (unlinkat(dfd, name, 0) == 0)
-		tw->removed++;
-	else {
-		tw->failed++;
-		tw->failed_err = errno;
-	}
-	if (tw->fixed + tw->removed + tw->failed <= SNAP_JAILGIT_TWIN_TOLD) {
-		q = quote_name(rel);
-		buf_printf(&tw->names, "%s%s", tw->names.len > 0 ? ", " : "",
-		    q);
-		free(q);
-	}
-}
-
-/* The files of DFD (REL in the git dir; "" its top), and its dirs to DEPTH more levels, looked at. */
-static void
-snap_jailgit_twins_in(struct snap_jailgit_twins *tw, int dfd, const char *rel,
-    int depth)
-{
-	struct dirent *de;
-	struct stat st;
-	bool top = rel[0] == '\0', replaced;
-	char *sub;
-	DIR *d;
-	int fd, cfd;
-
-	if (tw->dirs++ >= SNAP_JAILGIT_TWIN_DIRS) {
-		tw->short_dirs = true;
-		return;
-	}
-	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
-		    0 || (top && snap_jailgit_in(de->d_name,
-		    snap_jailgit_twin_skip, nitems(snap_jailgit_twin_skip))) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-			continue;
-		sub = top ? xstrdup(de->d_name) : xprintf("%s/%s", rel,
-		    de->d_name);
-		replaced = top ? snap_jailgit_in(de->d_name,
-		    snap_jailgit_twin_replaced,
-		    nitems(snap_jailgit_twin_replaced)) : strncmp(sub, "refs/",
-		    5) == 0;
-		if (S_ISREG(st.st_mode) && st.st_nlink > 1 && !replaced &&
-		    !snap_jailgit_twin_old(tw->jg, &st))
-			snap_jailgit_twin(tw, dirfd(d), de->d_name, sub, &st);
-		else if (S_ISDIR(st.st_mode) && depth > 0 && (cfd =
-		    path_open_beneath(dirfd(d), de->d_name, O_RDONLY |
-		    O_DIRECTORY, 0)) != -1) {
-			snap_jailgit_twins_in(tw, cfd, sub, depth - 1);
-			close(cfd);
-		}
-		free(sub);
-	}
-	closedir(d);
-}
-
-/* The N names TW parted or removed, told. */
-static void
-snap_jailgit_twins_say(struct snap_jailgit_twins *tw, size_t n,
-    struct strv *alerts)
-{
-	struct buf what;
-	char more[64];
-
-	more[0] = '\0';
-	if (n > SNAP_JAILGIT_TWIN_TOLD)
-		(void)snprintf(more, sizeof more, " and %zu more",
-		    n - SNAP_JAILGIT_TWIN_TOLD);
-	buf_init(&what);
-	if (tw->fixed > 0)
-		buf_printf(&what, "; %s made a file of its own", tw->fixed == n ?
-		    (n == 1 ? "it is" : "each is") : "some are");
-	if (tw->removed > 0)
-		buf_printf(&what, "; %zu removed, as agentmux copies at most "
-		    "%lld MiB for a session (git makes them anew)", tw->removed,
-		    SNAP_JAILGIT_TWIN_BUDGET >> 20);
-	if (tw->failed > 0)
-		buf_printf(&what, "; %zu could be neither (%s): remove them "
-		    "yourself", tw->failed, strerror(tw->failed_err));
-	strv_addf(alerts, "the session gave %zu file%s of %s a second name (a "
-	    "hard link: your git writing one in place would write the other): "
-	    "%.*s%s%.*s", n, n == 1 ? "" : "s", tw->jg->quoted,
-	    (int)tw->names.len, tw->names.len > 0 ? tw->names.data : "", more,
-	    (int)what.len, what.len > 0 ? what.data : "");
-	buf_free(&what);
-}
-
-/* What TW did, told (DEEP: at the session's end; while it runs, a few times only). */
-static void
-snap_jailgit_twins_tell(struct snap_jailgit_twins *tw, bool deep,
-    struct strv *alerts)
-{
-	size_t n = tw->fixed + tw->removed + tw->failed;
-	struct snap_jailgit *jg = tw->jg;
-
-	if (deep && jg->twin_untold > 0)
-		strv_addf(alerts, "the session gave %zu more files of %s second "
-		    "names while it ran (hard links), parted as they were made "
-		    "and not told one by one", jg->twin_untold, jg->quoted);
-	if (!deep && n > 0 && jg->twin_tells >= SNAP_JAILGIT_TWIN_TELLS)
-		jg->twin_untold += n;
-	else if (n > 0) {
-		jg->twin_tells += deep ? 0 : 1;
-		snap_jailgit_twins_say(tw, n, alerts);
-	}
-	if (tw->short_dirs)
-		strv_addf(alerts, "%s holds more than %d dirs where the session "
-		    "could write: the ones past them were not looked at for "
-		    "second names of files (hard links); 'find %s -links +1 "
-		    "-type f' lists any", jg->quoted, SNAP_JAILGIT_TWIN_DIRS,
-		    jg->quoted);
-}
-
-void
-snap_jailgit_twins(struct snap_jailgit *jg, bool deep, struct strv *alerts)
-{
-	struct snap_jailgit_twins tw;
-	int gfd;
-
-	memset(&tw, 0, sizeof tw);
-	tw.jg = jg;
-	buf_init(&tw.names);
-	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (gfd != -1) {
-		snap_jailgit_twins_in(&tw, gfd, "", deep ? 32 : 0);
-		close(gfd);
-	}
-	snap_jailgit_twins_tell(&tw, deep, alerts);
-	buf_free(&tw.names);
 }

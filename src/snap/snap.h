@@ -747,15 +747,6 @@ void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
  * (a merge, rebase, cherry-pick, revert or bisect, not carried over) told.
  */
 void snap_jailgit_end(struct snap_jailgit *, struct strv *alerts);
-/**
- * Files of the git dir the jail could write (its top; with DEEP, its refs,
- * logs and what the jail made too) given a second name since the session
- * began (a hard link: git writing one in place writes the other): each
- * git writes in place made a file of its own, or removed once the
- * session's copies reach their bound; told in ALERTS.
- */
-void snap_jailgit_twins(struct snap_jailgit *, bool deep,
-    struct strv *alerts);
 /** PRIV. */
 const char *snap_jailgit_dir(const struct snap_jailgit *);
 /** PRIV removed, once its jail is gone (what it held was brought back). */
