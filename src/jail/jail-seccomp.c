@@ -166,47 +166,20 @@ jail_seccomp_setid(scmp_filter_ctx ctx)
 	return rc;
 }
 
-/* No extended attribute set or removed: ENOTSUP, as if there were none. */
+/*
+ * Each of the N calls NAMES fails with ERR, as it would where the file
+ * system or kernel lacks what it asks (see the lists above).
+ */
 static int
-jail_seccomp_xattrs(scmp_filter_ctx ctx)
+jail_seccomp_errno(scmp_filter_ctx ctx, const char *const *names, size_t n,
+    int err)
 {
 	size_t i;
 	int nr, rc = 0;
 
-	for (i = 0; i < nitems(jail_seccomp_xattr); i++) {
-		if ((nr = jail_seccomp_nr(jail_seccomp_xattr[i])) != -1)
-			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOTSUP), nr,
-			    0);
-	}
-	return rc;
-}
-
-/* No space reserved without writing it: EOPNOTSUPP, as if the call were not there. */
-static int
-jail_seccomp_noallocs(scmp_filter_ctx ctx)
-{
-	size_t i;
-	int nr, rc = 0;
-
-	for (i = 0; i < nitems(jail_seccomp_noalloc); i++) {
-		if ((nr = jail_seccomp_nr(jail_seccomp_noalloc[i])) != -1)
-			rc |= seccomp_rule_add(ctx,
-			    SCMP_ACT_ERRNO(EOPNOTSUPP), nr, 0);
-	}
-	return rc;
-}
-
-/* No hard link: EXDEV, as across file systems. */
-static int
-jail_seccomp_nolinks(scmp_filter_ctx ctx)
-{
-	size_t i;
-	int nr, rc = 0;
-
-	for (i = 0; i < nitems(jail_seccomp_nolink); i++) {
-		if ((nr = jail_seccomp_nr(jail_seccomp_nolink[i])) != -1)
-			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EXDEV), nr,
-			    0);
+	for (i = 0; i < n; i++) {
+		if ((nr = jail_seccomp_nr(names[i])) != -1)
+			rc |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(err), nr, 0);
 	}
 	return rc;
 }
@@ -224,9 +197,15 @@ jail_seccomp_rules(scmp_filter_ctx ctx)
 			rc |= seccomp_rule_add(ctx, eperm, nr, 0);
 	}
 	rc |= jail_seccomp_setid(ctx);
-	rc |= jail_seccomp_xattrs(ctx);
-	rc |= jail_seccomp_noallocs(ctx);
-	rc |= jail_seccomp_nolinks(ctx);
+	/* No extended attribute set or removed: ENOTSUP, as if there were none. */
+	rc |= jail_seccomp_errno(ctx, jail_seccomp_xattr,
+	    nitems(jail_seccomp_xattr), ENOTSUP);
+	/* No space reserved without writing it: EOPNOTSUPP, as if the call were not there. */
+	rc |= jail_seccomp_errno(ctx, jail_seccomp_noalloc,
+	    nitems(jail_seccomp_noalloc), EOPNOTSUPP);
+	/* No hard link: EXDEV, as across file systems. */
+	rc |= jail_seccomp_errno(ctx, jail_seccomp_nolink,
+	    nitems(jail_seccomp_nolink), EXDEV);
 	for (i = 0; i < nitems(jail_seccomp_nsflags); i++) {
 		rc |= seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, jail_seccomp_nsflags[i],

@@ -23,6 +23,16 @@ fresh_repo() {
 	echo orig >"$T/outside/target.txt"
 }
 
+# A submodule "sub" of one commit added to the project, committed.
+add_sub() {
+	sub="$T/sub"
+	rm -rf "$sub"
+	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
+	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
+	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
+	    git commit -qm sub) || exit 1
+}
+
 # Starts the jail on SCRIPT, then waits for it to write $P/ready; once
 # $P/seen appears, it runs THEN (if given) and ends.
 session_start() {
@@ -115,12 +125,7 @@ fetch_head_link() {
 # the user's git run there meanwhile would do).
 links_in_modules() {
 	fresh_repo
-	sub="$T/sub"
-	rm -rf "$sub"
-	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
-	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
-	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
-	    git commit -qm sub) || exit 1
+	add_sub
 	jrun -- sh -c "ln -s /dev/zero .git/modules/sub/refs/heads/zero
 	    ln -s $T/outside/target.txt .git/modules/sub/FETCH_HEAD
 	    ls /.agentmux-git/modules | wc -l
@@ -302,12 +307,8 @@ index_theirs() {
 # submodule's git dir likewise. Git and cp go on without.
 hard_links() {
 	fresh_repo
-	sub="$T/sub"
-	rm -rf "$sub"
-	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
-	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
-	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
-	    git commit -qm sub && git tag t1 && git branch b1 && git pack-refs --all &&
+	add_sub
+	(cd "$P" && git tag t1 && git branch b1 && git pack-refs --all &&
 	    git -C sub pack-refs --all) || exit 1
 	refs0=$(git -C "$P" for-each-ref --format='%(refname) %(objectname)')
 	subrefs0=$(git -C "$P/sub" for-each-ref --format='%(refname) %(objectname)')
@@ -358,12 +359,8 @@ config_lock() {
 # linked to the working tree) are theirs: left, untold, their modes kept.
 links_users() {
 	fresh_repo
-	sub="$T/sub"
-	rm -rf "$sub" "$T/hooks"
-	(git init -q -b main "$sub" && cd "$sub" && echo s >s &&
-	    git add s && git -c user.email=a@b -c user.name=a commit -qm s) || exit 1
-	(cd "$P" && git -c protocol.file.allow=always submodule -q add "$sub" sub &&
-	    git commit -qm sub) || exit 1
+	add_sub
+	rm -rf "$T/hooks"
 	mkdir -p "$T/hooks"
 	printf '#!/bin/sh\necho SHARED-HOOK-RAN >&2\n' >"$T/hooks/pre-commit"
 	chmod 755 "$T/hooks/pre-commit"
