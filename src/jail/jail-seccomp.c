@@ -91,8 +91,9 @@ static const char *const jail_seccomp_noalloc[] = {
 
 /*
  * No hard link: link and linkat fail as they do across file systems
- * (EXDEV), which every tool that links meets and copies instead (git's
- * objects, clone --local, cargo, pnpm, bun, uv). Landlock grants a link
+ * (EXDEV), which tools that link already meet where a cache lies on
+ * another file system, and copy instead (git's object writes, a local
+ * clone without --local). Landlock grants a link
  * with the right to make a file, so a jail could give a second name to a
  * file it may not write, the moment the user's git renamed it into place:
  * linked to config.lock at the top of the project's git dir, it held the
