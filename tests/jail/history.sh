@@ -835,10 +835,11 @@ git_modes_linked() {
 	(i=0; while [ ! -e "$P/linkme" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	    rm -f "$P/lib/.git/description" && ln "$P/shared.txt" "$P/lib/.git/description" &&
 	    touch "$P/linked") &
+	lpid=$!
 	jrun -- sh -c 'ln shared.txt lib/x 2>&1 | grep -q "cross-device" && echo REFUSED; touch linkme
 	    i=0; while [ ! -e linked ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; rm -f linked linkme
 	    [ "$(stat -c %h lib/.git/description)" = 2 ] && echo linked'
-	wait
+	wait "$lpid"
 	case $OUT in *REFUSED*linked*) ok ;; *) bad "the link was not refused in the jail, or not made beside it: $OUT" ;; esac
 	s1=$(stat -c '%a %u:%G' "$P/shared.txt")
 	[ "$(stat -c '%a %u:%g' "$P/shared.txt")" = "$s0" ] && ok ||
