@@ -553,6 +553,151 @@ snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
 	return any;
 }
 
+/* A ref of a packed-refs text: its name, its line, its peeled line (or NULL). */
+struct snap_hist_pentry {
+	const char *name;
+	const char *line;
+	const char *peel;
+};
+
+static int
+snap_hist_pentry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_hist_pentry *)a)->name,
+	    ((const struct snap_hist_pentry *)b)->name);
+}
+
+/*
+ * LINES (a packed-refs text's) as its refs, sorted by name, into *OUT
+ * (*N of them); -1 if git could not read a line of it, or a ref is
+ * listed twice (what git takes of it is not clear).
+ */
+static int
+snap_hist_pentries(const struct strv *lines, struct snap_hist_pentry **out,
+    size_t *n)
+{
+	struct snap_hist_pentry *v = xcalloc(lines->n + 1, sizeof *v);
+	size_t i, k = 0;
+
+	for (i = 0; i < lines->n; i++) {
+		switch (snap_hist_packed_kind(lines->v[i], i == 0)) {
+		case SNAP_PL_HEADER:
+			continue;
+		case SNAP_PL_PEEL:
+			if (k == 0 || v[k - 1].peel != NULL)
+				goto bad;
+			v[k - 1].peel = lines->v[i];
+			continue;
+		case SNAP_PL_REF:
+			v[k].line = lines->v[i];
+			v[k].name = lines->v[i] + snap_hist_oid_len(lines->v[i]) +
+			    1;
+			k++;
+			continue;
+		case SNAP_PL_BAD:
+			goto bad;
+		}
+	}
+	qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
+	for (i = 1; i < k; i++) {
+		if (strcmp(v[i].name, v[i - 1].name) == 0)
+			goto bad;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+/* NAME's entry in V (N, sorted), or NULL. */
+static const struct snap_hist_pentry *
+snap_hist_pentry_find(const struct snap_hist_pentry *v, size_t n,
+    const char *name)
+{
+	struct snap_hist_pentry key = { name, NULL, NULL };
+
+	return n == 0 ? NULL : bsearch(&key, v, n, sizeof *v,
+	    snap_hist_pentry_cmp);
+}
+
+/* Whether A and B hold the same ref the same way (both absent too). */
+static bool
+snap_hist_pentry_same(const struct snap_hist_pentry *a,
+    const struct snap_hist_pentry *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a->line, b->line) == 0 && (a->peel == NULL ?
+	    b->peel == NULL : b->peel != NULL && strcmp(a->peel, b->peel) ==
+	    0);
+}
+
+int
+snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, struct buf *out, struct strv *lost)
+{
+	struct strv lb, lo, lt;
+	struct snap_hist_pentry *vb = NULL, *vo = NULL, *vt = NULL, *all;
+	const struct snap_hist_pentry *b, *o, *t, *r;
+	size_t nb = 0, no = 0, nt = 0, n, i, cut;
+	int rc = -1;
+
+	strv_init(&lb);
+	strv_init(&lo);
+	strv_init(&lt);
+	snap_hist_split(base, &lb, &cut);
+	snap_hist_split(ours, &lo, &cut);
+	snap_hist_split(theirs, &lt, &cut);
+	if (snap_hist_pentries(&lb, &vb, &nb) == -1 ||
+	    snap_hist_pentries(&lo, &vo, &no) == -1 ||
+	    snap_hist_pentries(&lt, &vt, &nt) == -1)
+		goto out;
+	/* Every name of the three, sorted, each once. */
+	all = xcalloc(nb + no + nt + 1, sizeof *all);
+	memcpy(all, vb, nb * sizeof *all);
+	memcpy(all + nb, vo, no * sizeof *all);
+	memcpy(all + nb + no, vt, nt * sizeof *all);
+	n = nb + no + nt;
+	qsort(all, n, sizeof *all, snap_hist_pentry_cmp);
+	/* No peeled claim: git peels what it needs (the three may differ). */
+	buf_adds(out, "# pack-refs with: sorted \n");
+	for (i = 0; i < n; i++) {
+		if (i > 0 && strcmp(all[i].name, all[i - 1].name) == 0)
+			continue;
+		b = snap_hist_pentry_find(vb, nb, all[i].name);
+		o = snap_hist_pentry_find(vo, no, all[i].name);
+		t = snap_hist_pentry_find(vt, nt, all[i].name);
+		if (snap_hist_pentry_same(o, b))
+			r = t;
+		else if (snap_hist_pentry_same(t, b) ||
+		    snap_hist_pentry_same(t, o))
+			r = o;
+		else {
+			/* Both changed it, each its own way: theirs stays. */
+			r = t;
+			if (lost != NULL)
+				strv_add(lost, all[i].name);
+		}
+		if (r == NULL)
+			continue;
+		buf_printf(out, "%s\n", r->line);
+		if (r->peel != NULL)
+			buf_printf(out, "%s\n", r->peel);
+	}
+	free(all);
+	rc = 0;
+out:
+	free(vb);
+	free(vo);
+	free(vt);
+	strv_free(&lb);
+	strv_free(&lo);
+	strv_free(&lt);
+	return rc;
+}
+
 int
 snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
     struct strv *unsorted, struct buf *fixed)

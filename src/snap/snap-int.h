@@ -989,6 +989,17 @@ char *snap_hist_parse(const char *text);
  * claim, and the refs out of order go into UNSORTED (if not NULL). 1 if
  * FIXED differs from the file, 0 if not, -1 if there is none.
  */
+/*
+ * A packed-refs text the jail's git wrote (OURS, from BASE, the one it
+ * was given) and the user's (THEIRS, as it now is) made one into OUT: each
+ * ref as the side that changed it since BASE has it (none: deleted);
+ * one both changed, each its own way, as THEIRS has it, its name into
+ * LOST (if not NULL). Sorted, with no peeled claim (git peels what it
+ * needs). -1 if git could not read one of the three, or one lists a ref
+ * twice.
+ */
+int snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, struct buf *out, struct strv *lost);
 int snap_hist_packed_check(int gitfd, const struct strv *keep,
     struct strv *bad, struct strv *unsorted, struct buf *fixed);
 /*

@@ -1060,6 +1060,91 @@ test_packed_unsorted(void **state)
  * a dir) is said in the list, never read as no refs; loose refs and HEAD
  * are still read, and one that is absent or empty is no refs.
  */
+/* The jail's packed-refs and the user's made one: each ref as the side that changed it has it. */
+static void
+test_packed_merge(void **state)
+{
+	static const char hdr[] = "# pack-refs with: peeled fully-peeled sorted \n";
+	struct buf base, ours, theirs, out;
+	struct strv lost;
+
+	(void)state;
+	buf_init(&base);
+	buf_init(&ours);
+	buf_init(&theirs);
+	buf_init(&out);
+	strv_init(&lost);
+	buf_printf(&base, "%s"
+	    "1111111111111111111111111111111111111111 refs/heads/a\n"
+	    "2222222222222222222222222222222222222222 refs/heads/b\n"
+	    "3333333333333333333333333333333333333333 refs/heads/c\n"
+	    "4444444444444444444444444444444444444444 refs/tags/t\n"
+	    "^5555555555555555555555555555555555555555\n", hdr);
+	/* The jail: a moved, b deleted, d added, t as it was. */
+	buf_printf(&ours, "%s"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa refs/heads/a\n"
+	    "3333333333333333333333333333333333333333 refs/heads/c\n"
+	    "dddddddddddddddddddddddddddddddddddddddd refs/heads/d\n"
+	    "4444444444444444444444444444444444444444 refs/tags/t\n"
+	    "^5555555555555555555555555555555555555555\n", hdr);
+	/* The user meanwhile: c moved, e added, t deleted. */
+	buf_printf(&theirs, "%s"
+	    "1111111111111111111111111111111111111111 refs/heads/a\n"
+	    "2222222222222222222222222222222222222222 refs/heads/b\n"
+	    "cccccccccccccccccccccccccccccccccccccccc refs/heads/c\n"
+	    "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee refs/heads/e\n", hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	    &lost), 0);
+	buf_add(&out, "", 1);
+	assert_string_equal(out.data, "# pack-refs with: sorted \n"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa refs/heads/a\n"
+	    "cccccccccccccccccccccccccccccccccccccccc refs/heads/c\n"
+	    "dddddddddddddddddddddddddddddddddddddddd refs/heads/d\n"
+	    "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee refs/heads/e\n");
+	assert_int_equal(lost.n, 0);
+	/* Both moved a, each elsewhere: the user's stays, told. */
+	buf_free(&theirs);
+	buf_init(&theirs);
+	buf_printf(&theirs, "%s"
+	    "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n", hdr);
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	    &lost), 0);
+	buf_add(&out, "", 1);
+	assert_non_null(strstr(out.data, "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n"));
+	assert_int_equal(lost.n, 1);
+	assert_string_equal(lost.v[0], "refs/heads/a");
+	/* A line git cannot read, or a ref listed twice: no merge. */
+	buf_adds(&ours, "junk\n");
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	    NULL), -1);
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s"
+	    "1111111111111111111111111111111111111111 refs/heads/a\n"
+	    "2222222222222222222222222222222222222222 refs/heads/a\n", hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	    NULL), -1);
+	/* None at all on a side (no packed-refs): its refs as absent. */
+	buf_free(&base);
+	buf_init(&base);
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, &out,
+	    NULL), 0);
+	buf_add(&out, "", 1);
+	assert_string_equal(out.data, "# pack-refs with: sorted \n"
+	    "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n");
+	strv_free(&lost);
+	buf_free(&base);
+	buf_free(&ours);
+	buf_free(&theirs);
+	buf_free(&out);
+}
+
 static void
 test_packed_unread(void **state)
 {
@@ -1175,6 +1260,7 @@ main(void)
 		cmocka_unit_test(test_log_last),
 		cmocka_unit_test(test_packed_unsorted),
 		cmocka_unit_test(test_packed_unread),
+		cmocka_unit_test(test_packed_merge),
 		cmocka_unit_test(test_merge_log),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
