@@ -23,13 +23,27 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
 
-/* Names git reads at the top of its dir that may not be there yet, linked all the same (a link to nothing is followed to make it). */
-static const char *const snap_jailgit_files[] = { "packed-refs",
-    "FETCH_HEAD", "shallow" };
+/*
+ * The files at the top of the git dir the jail's git reads from the
+ * user's, linked (whether there or not: a link to nothing stays one):
+ * all read only there, since the top is (the user's git renames its
+ * config.lock into place there, and a jail that held it open wrote the
+ * user's new config). packed-refs is a copy (git locks it for every ref
+ * it deletes), brought back merged with the user's (snap_jailgit_packed).
+ * Every other file git writes at its dir's top (FETCH_HEAD, ORIG_HEAD,
+ * COMMIT_EDITMSG, a merge's) is the jail's own, made in PRIV.
+ */
+static const char *const snap_jailgit_files[] = { "shallow", "config",
+    "description" };
+
+/* Dirs at the top of the git dir not linked: a merge, rebase or cherry-pick of the user's under way (its todo names commands) is theirs. */
+static const char *const snap_jailgit_unlinked[] = { "rebase-merge",
+    "rebase-apply", "sequencer", "modules" };
 
 /*
  * The largest index brought back from the jail (git's own for 500,000
@@ -37,6 +51,9 @@ static const char *const snap_jailgit_files[] = { "packed-refs",
  * and written to the project's .git.
  */
 #define SNAP_JAILGIT_INDEX_MAX (64LL * 1024 * 1024)
+
+/* The largest packed-refs given to the jail as a copy (a larger one is linked, read only: the jail's git cannot delete a ref). */
+#define SNAP_JAILGIT_PACKED_MAX (64LL * 1024 * 1024)
 
 /* The bytes at an index's end compared: its checksum (SHA-256's 32, or SHA-1's 20 and more). */
 #define SNAP_JAILGIT_TRAILER 32
@@ -53,6 +70,10 @@ struct snap_jailgit {
 	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
 	size_t hash_len;       /* the hex digits of the repository's ids */
+	struct buf packed_base; /* the jail's packed-refs as last given or brought back, */
+	struct stat packed;   /* and its stat then (zero: none) */
+	bool packed_pending;  /* brought back not yet: the user's git held the lock */
+	char *packed_told;
 };
 
 /*
@@ -111,6 +132,8 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
     const struct stat *);
 static size_t snap_jailgit_hash_len(int);
+static int snap_jailgit_packed_give(struct snap_jailgit *, int, int,
+    const char *, char **);
 
 /* Makes NAME in GFD a dir, as git would (0755 but for the user's umask), if it is not there. */
 static void
@@ -148,13 +171,14 @@ snap_jailgit_link(int pfd, const char *priv, const char *at,
 	return ok;
 }
 
-/* Links in PFD to every name at the top of GFD but HEAD, the index, modules and locks, and to those git may make. */
+/* Links in PFD to the dirs at the top of GFD (but a merge's or rebase's, and modules) and to the files the jail's git reads there. */
 static int
 snap_jailgit_links(int gfd, int pfd, const char *priv, const char *at,
     char **cause)
 {
 	struct dirent *de;
-	size_t i, n;
+	struct stat st;
+	size_t i;
 	bool ok = true;
 	DIR *d;
 	int fd;
@@ -168,13 +192,16 @@ snap_jailgit_links(int gfd, int pfd, const char *priv, const char *at,
 		return -1;
 	}
 	while (ok && (de = readdir(d)) != NULL) {
-		n = strlen(de->d_name);
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
-		    0 || strcmp(de->d_name, "HEAD") == 0 || strcmp(de->d_name,
-		    "index") == 0 || strcmp(de->d_name, "modules") == 0 ||
-		    (n > 5 && strcmp(de->d_name + n - 5, ".lock") == 0))
+		    0 || fstatat(gfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || !S_ISDIR(st.st_mode))
 			continue;
-		ok = snap_jailgit_link(pfd, priv, at, de->d_name, cause);
+		for (i = 0; i < nitems(snap_jailgit_unlinked) &&
+		    strcmp(de->d_name, snap_jailgit_unlinked[i]) != 0; i++)
+			;
+		if (i == nitems(snap_jailgit_unlinked))
+			ok = snap_jailgit_link(pfd, priv, at, de->d_name,
+			    cause);
 	}
 	closedir(d);
 	for (i = 0; ok && i < nitems(snap_jailgit_files); i++)
@@ -292,7 +319,8 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 		goto out;
 	}
 	(void)fchmod(pfd, 0755);
-	if (snap_jailgit_links(gfd, pfd, priv, at, cause) == -1)
+	if (snap_jailgit_links(gfd, pfd, priv, at, cause) == -1 ||
+	    snap_jailgit_packed_give(jg, gfd, pfd, at, cause) == -1)
 		goto out;
 	if (snap_jailgit_write_head(pfd, jg->head) == -1) {
 		*cause = xprintf("cannot write %s/HEAD: %s", priv,
@@ -330,6 +358,8 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg->head);
 	free(jg->head_told);
 	free(jg->index_told);
+	free(jg->packed_told);
+	buf_free(&jg->packed_base);
 	free(jg);
 }
 
@@ -650,6 +680,158 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 	free(msg);
 }
 
+/*
+ * packed-refs given to the jail's git dir PFD as a copy of GFD's (git
+ * locks it for every ref it deletes, and the top of GFD is read only in
+ * the jail), and what was given kept, to merge what the jail writes with
+ * what the user's git writes meanwhile. One larger than
+ * SNAP_JAILGIT_PACKED_MAX, a link or not a file is linked (read only
+ * there: the jail's git cannot delete a ref). -1 with *CAUSE.
+ */
+static int
+snap_jailgit_packed_give(struct snap_jailgit *jg, int gfd, int pfd,
+    const char *at, char **cause)
+{
+	struct stat st;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &b) == -1) {
+		buf_free(&b);
+		if (errno == ENOENT)
+			return 0;
+		return snap_jailgit_link(pfd, jg->priv, at, "packed-refs",
+		    cause) ? 0 : -1;
+	}
+	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		st.st_mode = 0644;
+	if (snap_hist_write(pfd, "packed-refs", &b, st.st_mode & 0777) == -1 ||
+	    fstatat(pfd, "packed-refs", &jg->packed, AT_SYMLINK_NOFOLLOW) ==
+	    -1) {
+		*cause = xprintf("cannot write %s/packed-refs: %s", jg->priv,
+		    strerror(errno));
+		buf_free(&b);
+		return -1;
+	}
+	jg->packed_base = b;
+	return 0;
+}
+
+/*
+ * The merge of OURS (the jail's packed-refs) with GFD's into its lock LFD
+ * (held), renamed over it; what was lost (both changed a ref) told.
+ */
+static int
+snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
+    const struct buf *ours, struct strv *alerts)
+{
+	struct buf theirs, out, names;
+	struct strv lost;
+	struct stat st;
+	size_t i;
+	char *q;
+	int rc = -1;
+
+	buf_init(&theirs);
+	buf_init(&out);
+	strv_init(&lost);
+	if ((path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &theirs) == -1 && errno != ENOENT) ||
+	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs, &out,
+	    &lost) == -1)
+		goto out;
+	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
+		st.st_mode = 0644;
+	if (fchmod(lfd, st.st_mode & 0777 & ~util_user_umask()) == -1 ||
+	    util_write_all(lfd, out.data != NULL ? out.data : "", out.len) ==
+	    -1 || fsync(lfd) == -1 || renameat(gfd, "packed-refs.lock", gfd,
+	    "packed-refs") == -1)
+		goto out;
+	rc = 0;
+	if (lost.n > 0) {
+		buf_init(&names);
+		for (i = 0; i < lost.n && i < 16; i++) {
+			q = quote_name(lost.v[i]);
+			buf_printf(&names, "%s%s", i > 0 ? ", " : "", q);
+			free(q);
+		}
+		strv_addf(alerts, "the session's git and yours both changed "
+		    "packed refs while it ran, each its own way (%.*s%s): yours "
+		    "are kept in %s/packed-refs", (int)names.len, names.data,
+		    lost.n > 16 ? " and more" : "", jg->quoted);
+		buf_free(&names);
+	}
+out:
+	buf_free(&theirs);
+	buf_free(&out);
+	strv_free(&lost);
+	return rc;
+}
+
+/*
+ * The jail's packed-refs, if its git wrote it, brought back to GFD merged
+ * with the user's (each ref as the side that changed it has it), under
+ * git's own lock: if the user's git holds it, later (PACKED_PENDING).
+ */
+static void
+snap_jailgit_packed(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
+{
+	struct stat st;
+	struct buf ours;
+	char *msg;
+	int lfd, err;
+
+	if (fstatat(pfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT || jg->packed.st_ino == 0)
+			return;
+		memset(&st, 0, sizeof st);
+	} else if (S_ISLNK(st.st_mode) || (snap_jailgit_same(&st,
+	    &jg->packed) && !jg->packed_pending))
+		return;
+	buf_init(&ours);
+	if (st.st_ino != 0 && path_read_beneath(pfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &ours) == -1) {
+		err = errno;
+		goto told;
+	}
+	if (st.st_ino != 0)
+		(void)fstatat(pfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW);
+	lfd = openat(gfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd == -1 && errno == EEXIST) {
+		jg->packed_pending = true;
+		buf_free(&ours);
+		return;
+	}
+	if (lfd == -1 || snap_jailgit_packed_merge(jg, gfd, lfd, &ours,
+	    alerts) == -1) {
+		err = errno;
+		if (lfd != -1) {
+			(void)unlinkat(gfd, "packed-refs.lock", 0);
+			close(lfd);
+		}
+		goto told;
+	}
+	close(lfd);
+	jg->packed_pending = false;
+	buf_free(&jg->packed_base);
+	jg->packed_base = ours;
+	jg->packed = st;
+	return;
+told:
+	buf_free(&ours);
+	msg = xprintf("the session's git changed its packed refs, and they "
+	    "could not be brought back to %s/packed-refs (%s): the branches "
+	    "and tags it deleted or packed there may be missing; 'agentmux "
+	    "undo --refs' puts back the ones of the start", jg->quoted,
+	    err == EFBIG ? "larger than 64 MiB" : strerror(err));
+	snap_jailgit_tell(&jg->packed_told, "failed", alerts, msg);
+	free(msg);
+	jg->packed = st;
+}
+
 void
 snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 {
@@ -659,6 +841,7 @@ snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (pfd != -1 && gfd != -1) {
+		snap_jailgit_packed(jg, pfd, gfd, alerts);
 		snap_jailgit_index(jg, pfd, gfd, alerts);
 		snap_jailgit_head(jg, pfd, gfd, alerts);
 	}
@@ -686,37 +869,72 @@ static const char *const snap_jailgit_going[] = { "MERGE_HEAD",
     "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
     "sequencer", "BISECT_LOG" };
 
+/*
+ * At the end: the jail's packed-refs, if the user's git held the lock,
+ * tried again for 2 s; then kept beside the jail's git dir (which goes),
+ * and told.
+ */
+static void
+snap_jailgit_packed_wait(struct snap_jailgit *jg, struct strv *alerts)
+{
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	char *kept, *q;
+	int i, pfd, gfd;
+
+	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	for (i = 0; i < 100 && jg->packed_pending && pfd != -1 && gfd != -1;
+	    i++) {
+		(void)nanosleep(&pause, NULL);
+		snap_jailgit_packed(jg, pfd, gfd, alerts);
+	}
+	if (jg->packed_pending && pfd != -1) {
+		kept = xprintf("%s.packed-refs", jg->priv);
+		q = quote_name(kept);
+		if (renameat(pfd, "packed-refs", AT_FDCWD, kept) == 0)
+			strv_addf(alerts, "the session's git changed its packed "
+			    "refs, and %s/packed-refs.lock stayed taken (by your "
+			    "git?) for 2 s: they are kept at %s; the branches and "
+			    "tags it deleted or packed are there", jg->quoted, q);
+		else
+			strv_addf(alerts, "the session's git changed its packed "
+			    "refs, and %s/packed-refs.lock stayed taken (by your "
+			    "git?): they could not be kept either (%s); 'agentmux "
+			    "undo --refs' puts back the refs of the start",
+			    jg->quoted, strerror(errno));
+		free(q);
+		free(kept);
+	}
+	if (pfd != -1)
+		close(pfd);
+	if (gfd != -1)
+		close(gfd);
+}
+
 void
 snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 {
-	struct buf own, ended;
+	struct buf own;
 	struct stat st;
 	const char *name;
 	size_t i;
-	int pfd, gfd;
+	int pfd;
 
 	snap_jailgit_sync(jg, alerts);
+	snap_jailgit_packed_wait(jg, alerts);
 	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;
-	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	buf_init(&own);
-	buf_init(&ended);
+	/* The jail's own: the user's (a merge of theirs under way) is not linked, and stays theirs. */
 	for (i = 0; i < nitems(snap_jailgit_going); i++) {
 		name = snap_jailgit_going[i];
-		/* The jail's own (a link is the user's, linked at the start). */
-		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (!S_ISLNK(st.st_mode))
-				buf_printf(&own, "%s%s", own.len > 0 ? ", " :
-				    "", name);
-		} else if (gfd != -1 && fstatat(gfd, name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0)
-			buf_printf(&ended, "%s%s", ended.len > 0 ? ", " : "",
-			    name);
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISLNK(st.st_mode))
+			buf_printf(&own, "%s%s", own.len > 0 ? ", " : "", name);
 	}
 	close(pfd);
-	if (gfd != -1)
-		close(gfd);
 	/*
 	 * Not carried over: its state could name commands to run (a rebase's
 	 * exec lines), and the user's git would go on with them.
@@ -728,14 +946,5 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 		    "what it left, conflicts too; 'git status' there shows it, "
 		    "and 'git restore' or 'git reset' puts it right",
 		    (int)own.len, own.data, jg->quoted);
-	/* git removed what it had linked, not what the link named. */
-	if (ended.len > 0)
-		strv_addf(alerts, "the session's git ended the merge, rebase, "
-		    "cherry-pick, revert or bisect you had under way, but %s "
-		    "still holds its state (%.*s): 'git status' there says "
-		    "which; 'git rebase --quit', 'git merge --quit' or 'git "
-		    "cherry-pick --quit' drops it, leaving the tree as it is",
-		    jg->quoted, (int)ended.len, ended.data);
 	buf_free(&own);
-	buf_free(&ended);
 }

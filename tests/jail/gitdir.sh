@@ -257,7 +257,8 @@ wait_index() {
 }
 
 # The user's index, written by their own git while the session runs, is not replaced by the jail's; an
-# index the jail only touches is not written again; what the jail leaves under way is told.
+# index the jail only touches is not written again; what the jail leaves under way is told, and the
+# user's own merge under way is not the jail's.
 index_theirs() {
 	fresh_repo
 	session_start 'echo j >j && git add j'
@@ -292,13 +293,13 @@ index_theirs() {
 	*) bad "the merge left under way was not told: $OUT" ;; esac
 	[ ! -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail's merge state reached the user's .git"
 	git -C "$P" checkout -q -- . 2>/dev/null; git -C "$P" reset -q --hard
-	# The user's merge, which the jail's git aborts: git removes the link, not the state.
+	# The user's merge under way is not the jail's to see or end.
 	git -C "$P" -c user.email=a@b -c user.name=a merge side >/dev/null 2>&1
 	[ -e "$P/.git/MERGE_HEAD" ] || bad "the user's merge did not stop on its conflict"
-	jrun -- sh -c 'git merge --abort && echo aborted'
-	case $OUT in *aborted*"ended the merge"*"still holds its state (MERGE_HEAD)"*"merge --quit"*) ok ;;
-	*) bad "the user's merge the jail ended was not told: $OUT" ;; esac
-	git -C "$P" merge --quit 2>/dev/null; git -C "$P" reset -q --hard
+	jrun -- sh -c 'git merge --abort 2>&1; echo tried'
+	case $OUT in *"no merge to abort"*tried*) ok ;; *) bad "the jail saw the user's merge: $OUT" ;; esac
+	[ -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail ended the user's merge"
+	git -C "$P" merge --abort 2>/dev/null; git -C "$P" reset -q --hard
 }
 
 # No hard link in the jail (seccomp: EXDEV, as across file systems):
@@ -352,6 +353,34 @@ config_lock() {
 	case $OUT in *LINKED*) bad "the jail linked the user's config.lock: $OUT" ;; *) ok ;; esac
 	git -C "$P" config --get core.fsmonitor >/dev/null && bad "the jail wrote the user's .git/config" || ok
 	[ ! -e "$P/.git/zz" ] && ok || bad "the jail's link is in .git"
+	# The same with a descriptor: the lock opened for writing, again and
+	# again, then written once it is the user's config (the top of .git is
+	# read only in the jail).
+	cat >"$P/grab.py" <<'PY'
+import os, time
+p = "/.agentmux-git/config.lock"
+t0 = time.time()
+while time.time() - t0 < 4:
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        continue
+    while os.path.exists(p):
+        pass
+    os.write(fd, b"\n[core]\n\tfsmonitor = /bin/false\n")
+    print("WROTE", flush=True)
+    break
+print("GRAB-DONE", flush=True)
+PY
+	session_start '(/usr/bin/python3 grab.py) &' 'wait'
+	n=0
+	while [ $n -lt 100 ]; do git -C "$P" config remote.origin.pushurl "y$n"; n=$((n + 1)); done
+	sleep 4
+	session_end
+	case $OUT in *WROTE*) bad "the jail held the user's config.lock open: $OUT" ;; *GRAB-DONE*) ok ;;
+	*) bad "the descriptor attack did not run: $OUT" ;; esac
+	git -C "$P" config --get core.fsmonitor >/dev/null && bad "the jail wrote the user's .git/config through a descriptor" || ok
+	rm -f "$P/grab.py"
 }
 
 # Second names the user made before the session (a submodule's hook shared
