@@ -667,8 +667,9 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 /*
  * The git dir GIT, seen at AT (a main-tree session's): its top read only,
  * its dirs writable (refs, logs, objects, what git-lfs or git-annex keep)
- * but those read only anyway (hooks, info, worktrees, rr-cache, modules)
- * and the old remotes' (branches, remotes: fetch URLs, as config). The
+ * but those read only anyway (hooks, info, worktrees, rr-cache, modules),
+ * the old remotes' (branches, remotes: fetch URLs, as config) and the
+ * user's rebase or cherry-pick under way (its todo names commands). The
  * user's git renames its config.lock into place at the top: a jail that
  * could open it for writing held the user's new config, and wrote a
  * core.fsmonitor their next git status ran. Dirs made there later are
@@ -678,7 +679,8 @@ static void
 jail_mount_gitdir_rw(struct jail_plan *p, const char *git, const char *at)
 {
 	static const char *const keep[] = { "hooks", "info", "worktrees",
-	    "rr-cache", "modules", "branches", "remotes" };
+	    "rr-cache", "modules", "branches", "remotes", "rebase-merge",
+	    "rebase-apply", "sequencer" };
 	struct dirent *de;
 	struct stat st;
 	size_t i;

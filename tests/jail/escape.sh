@@ -126,18 +126,13 @@ git_plants() {
 	# The top of /.agentmux-git is read only: the jail's write there is
 	# refused; one made there anyway (by the host, beside the session) is
 	# moved out as soon as agentmux sees it.
-	rm -f "$P/.plant-now" "$P/.planted"
-	(i=0; while [ ! -e "$P/.plant-now" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	    echo ../evil >"$P/.git/commondir"; touch "$P/.planted") &
-	hpid=$!
-	jrun sh -c 'mkdir -p evil/hooks && cp -r .git/objects/ .git/refs/ .git/HEAD evil/ &&
+	host_plant "echo ../evil >'$P/.git/commondir'" \
+	    'mkdir -p evil/hooks && cp -r .git/objects/ .git/refs/ .git/HEAD evil/ &&
 	    printf "[alias]\n\tst = !echo PWNED-ALIAS\n" > evil/config &&
 	    printf "#!/bin/sh\necho PWNED-HOOK\n" > evil/hooks/pre-commit &&
 	    chmod +x evil/hooks/pre-commit && echo ../evil > .git/commondir &&
-	    { (echo ../evil > /.agentmux-git/commondir) 2>&1 | grep -q "Permission denied" && echo REFUSED; }
-	    touch .plant-now; i=0; while [ ! -e .planted ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	    rm -f .plant-now .planted; sleep 0.3; test ! -e /.agentmux-git/commondir'
-	wait "$hpid"
+	    { (echo ../evil > /.agentmux-git/commondir) 2>&1 | grep -q "Permission denied" && echo REFUSED; }' \
+	    'sleep 0.3; test ! -e /.agentmux-git/commondir'
 	case $OUT in *REFUSED*) ok ;; *) bad "the jail wrote a commondir at the top of the sealed dir: $OUT" ;; esac
 	[ "$RC" = 0 ] && ok || bad "a planted commondir was not moved out at once: $OUT"
 	[ ! -e "$P/.git/commondir" ] && ok || bad "a planted .git/commondir stayed"
