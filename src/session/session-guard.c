@@ -264,20 +264,50 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Whether the events in BUF (N bytes) name the user's packed-refs written anew (renamed into place) in S's .git. */
+static bool
+session_guard_packed_moved(const struct session *s, const char *buf,
+    size_t n)
+{
+	const struct inotify_event *ev;
+	size_t at;
+	bool moved = false;
+
+	for (at = 0; at + sizeof *ev <= n; at += sizeof *ev + ev->len) {
+		ev = (const struct inotify_event *)(const void *)(buf + at);
+		if (ev->wd == s->guard_git_wd && (ev->mask & IN_MOVED_TO) &&
+		    ev->len > 0 && at + sizeof *ev + ev->len <= n &&
+		    strcmp(ev->name, "packed-refs") == 0)
+			moved = true;
+	}
+	return moved;
+}
+
 static void
 session_guard_cb(evutil_socket_t fd, short what, void *arg)
 {
 	/* A git command writes its index and HEAD a few times over: each brought back once. */
 	static const struct timeval later = { 0, 200 * 1000 };
+	static const struct timeval now = { 0, 0 };
 	struct session *s = arg;
-	char buf[4096];
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool packed = false;
+	ssize_t n;
 
-	/* Drain the events; which file appeared does not matter, check them all. */
-	while (read(fd, buf, sizeof buf) > 0)
-		;
+	/* Drain the events; which file appeared matters only for packed-refs. */
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		packed |= session_guard_packed_moved(s, buf, (size_t)n);
 	session_guard_look(s);
-	if (s->guard_sync_ev != NULL && !evtimer_pending(s->guard_sync_ev,
-	    NULL))
+	if (s->guard_sync_ev == NULL)
+		return;
+	/*
+	 * The user's git packed refs: the jail's copy given again at once
+	 * (git deletes the loose refs it packed right after, and the jail's
+	 * git would read the old values meanwhile).
+	 */
+	if (packed)
+		evtimer_add(s->guard_sync_ev, &now);
+	else if (!evtimer_pending(s->guard_sync_ev, NULL))
 		evtimer_add(s->guard_sync_ev, &later);
 }
 
@@ -422,8 +452,8 @@ session_guard_start(struct session *s)
 	}
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
 		return;
-	if (inotify_add_watch(fd, s->guard_gitdir, IN_CREATE | IN_MOVED_TO) ==
-	    -1) {
+	if ((s->guard_git_wd = inotify_add_watch(fd, s->guard_gitdir,
+	    IN_CREATE | IN_MOVED_TO)) == -1) {
 		close(fd);
 		return;
 	}

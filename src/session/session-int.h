@@ -107,6 +107,7 @@ struct session {
 	unsigned guard_seq;          /* git sequences in progress at the start (snap_plant_sequences) */
 	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
 	int guard_fd;
+	int guard_git_wd;            /* its watch of guard_gitdir */
 	struct event *guard_ev;
 	struct event *guard_sync_ev; /* the jail's HEAD and index brought back, a burst after, */
 	struct thread_job *guard_sync_job; /* on a helper thread, */

@@ -95,6 +95,50 @@ snap_hist_target_ok(const char *name)
 	return ok;
 }
 
+/* Whether LINE (a config line without blanks, lower case) sets objectformat to sha256, as git reads it. */
+static bool
+snap_hist_sha256(const char *line)
+{
+	const char *p = strstr(line, "objectformat=");
+
+	if (p == NULL || (p != line && p[-1] != ']'))
+		return false;
+	p += strlen("objectformat=");
+	if (*p == '"')
+		p++;
+	if (strncmp(p, "sha256", 6) != 0)
+		return false;
+	p += 6;
+	return *p == '\0' || *p == '"' || *p == '#' || *p == ';';
+}
+
+size_t
+snap_hist_hash_len(int gfd)
+{
+	size_t len = 40, i, j;
+	char *line, *next, *p;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
+		buf_add(&b, "", 1);
+		for (line = b.data; line != NULL; line = next) {
+			if ((next = strchr(line, '\n')) != NULL)
+				*next++ = '\0';
+			/* The line without blanks, lower case: objectformat=sha256. */
+			for (p = line, i = j = 0; p[i] != '\0'; i++) {
+				if (!isspace((unsigned char)p[i]))
+					p[j++] = (char)tolower((unsigned char)p[i]);
+			}
+			p[j] = '\0';
+			if (snap_hist_sha256(p))
+				len = 64;
+		}
+	}
+	buf_free(&b);
+	return len;
+}
+
 /* The length of the object id V begins with (40 or 64 hex digits of either case, then the end or a space), or 0. */
 static size_t
 snap_hist_oid_len(const char *v)
@@ -405,25 +449,37 @@ snap_hist_packed_name_ok(const char *name)
 
 /*
  * What a packed-refs line (without its newline) is to git
- * (refs/packed-backend.c): the header (first line only), a peeled id
- * ('^'), a ref ("ID NAME", one whitespace between), or a line git
- * cannot parse, which makes it fail at every ref it reads.
+ * (refs/packed-backend.c), in a repository of ids of LEN hex digits:
+ * the header (first line only), a peeled id ('^'), a ref ("ID NAME", one
+ * whitespace between), or a line git cannot parse, which makes it fail
+ * at every ref it reads.
  */
 enum snap_hist_pline { SNAP_PL_HEADER, SNAP_PL_PEEL, SNAP_PL_REF,
     SNAP_PL_BAD };
 
-static enum snap_hist_pline
-snap_hist_packed_kind(const char *line, bool first)
+/*
+ * Whether LINE begins with an id as git reads one there (parse_oid_hex):
+ * exactly LEN hex digits (the repository's), then the end or git's own
+ * whitespace (space, tab, CR: not C's vertical tab or form feed).
+ */
+static bool
+snap_hist_packed_oid(const char *line, size_t len)
 {
-	size_t n;
+	return strspn(line, "0123456789abcdefABCDEF") == len &&
+	    (line[len] == '\0' || line[len] == ' ' || line[len] == '\t' ||
+	    line[len] == '\r');
+}
 
+static enum snap_hist_pline
+snap_hist_packed_kind(const char *line, bool first, size_t len)
+{
 	if (first && strncmp(line, "# pack-refs with:", 17) == 0)
 		return SNAP_PL_HEADER;
 	if (line[0] == '^')
-		return (n = snap_hist_oid_len(line + 1)) != 0 &&
-		    line[1 + n] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
-	if ((n = snap_hist_oid_len(line)) == 0 || line[n] == '\0' ||
-	    !snap_hist_packed_name_ok(line + n + 1))
+		return snap_hist_packed_oid(line + 1, len) &&
+		    line[1 + len] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
+	if (!snap_hist_packed_oid(line, len) || line[len] == '\0' ||
+	    !snap_hist_packed_name_ok(line + len + 1))
 		return SNAP_PL_BAD;
 	return SNAP_PL_REF;
 }
@@ -454,17 +510,16 @@ snap_hist_pref_cmp(const void *a, const void *b)
  */
 static bool *
 snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
-    const struct strv *keep)
+    size_t len, const struct strv *keep)
 {
 	struct snap_hist_pref *v = xcalloc(lines->n + 1, sizeof *v);
 	bool *stay = xcalloc(lines->n + 1, sizeof *stay);
 	const char *want;
-	size_t i, n = 0, len;
+	size_t i, n = 0;
 
 	for (i = 0; i < lines->n; i++) {
 		if (!is_ref[i])
 			continue;
-		len = snap_hist_oid_len(lines->v[i]);
 		v[n].name = lines->v[i] + len + 1;
 		v[n].at = i;
 		want = keep != NULL ? snap_hist_value(keep, v[n].name) : NULL;
@@ -529,20 +584,20 @@ snap_hist_packed_header(const char *line, bool drop_sorted, struct buf *fixed)
  */
 static bool
 snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
-    const bool *stay, struct strv *unsorted)
+    const bool *stay, size_t len, struct strv *unsorted)
 {
 	const char *name, *max = NULL;
 	size_t i;
 	bool any = false;
 
-	if (lines->n == 0 || snap_hist_packed_kind(lines->v[0], true) !=
+	if (lines->n == 0 || snap_hist_packed_kind(lines->v[0], true, len) !=
 	    SNAP_PL_HEADER || !snap_hist_packed_header(lines->v[0], false,
 	    NULL))
 		return false;
 	for (i = 0; i < lines->n; i++) {
 		if (!is_ref[i] || !stay[i])
 			continue;
-		name = lines->v[i] + snap_hist_oid_len(lines->v[i]) + 1;
+		name = lines->v[i] + len + 1;
 		if (max != NULL && strcmp(name, max) <= 0) {
 			any = true;
 			if (unsorted != NULL)
@@ -573,14 +628,14 @@ snap_hist_pentry_cmp(const void *a, const void *b)
  * listed twice (what git takes of it is not clear).
  */
 static int
-snap_hist_pentries(const struct strv *lines, struct snap_hist_pentry **out,
-    size_t *n)
+snap_hist_pentries(const struct strv *lines, size_t len,
+    struct snap_hist_pentry **out, size_t *n)
 {
 	struct snap_hist_pentry *v = xcalloc(lines->n + 1, sizeof *v);
 	size_t i, k = 0;
 
 	for (i = 0; i < lines->n; i++) {
-		switch (snap_hist_packed_kind(lines->v[i], i == 0)) {
+		switch (snap_hist_packed_kind(lines->v[i], i == 0, len)) {
 		case SNAP_PL_HEADER:
 			continue;
 		case SNAP_PL_PEEL:
@@ -590,8 +645,7 @@ snap_hist_pentries(const struct strv *lines, struct snap_hist_pentry **out,
 			continue;
 		case SNAP_PL_REF:
 			v[k].line = lines->v[i];
-			v[k].name = lines->v[i] + snap_hist_oid_len(lines->v[i]) +
-			    1;
+			v[k].name = lines->v[i] + len + 1;
 			k++;
 			continue;
 		case SNAP_PL_BAD:
@@ -636,7 +690,7 @@ snap_hist_pentry_same(const struct snap_hist_pentry *a,
 
 int
 snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
-    const struct buf *theirs, struct buf *out, struct strv *lost)
+    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost)
 {
 	struct strv lb, lo, lt;
 	struct snap_hist_pentry *vb = NULL, *vo = NULL, *vt = NULL, *all;
@@ -650,9 +704,9 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 	snap_hist_split(base, &lb, &cut);
 	snap_hist_split(ours, &lo, &cut);
 	snap_hist_split(theirs, &lt, &cut);
-	if (snap_hist_pentries(&lb, &vb, &nb) == -1 ||
-	    snap_hist_pentries(&lo, &vo, &no) == -1 ||
-	    snap_hist_pentries(&lt, &vt, &nt) == -1)
+	if (snap_hist_pentries(&lb, len, &vb, &nb) == -1 ||
+	    snap_hist_pentries(&lo, len, &vo, &no) == -1 ||
+	    snap_hist_pentries(&lt, len, &vt, &nt) == -1)
 		goto out;
 	/* Every name of the three, sorted, each once. */
 	all = xcalloc(nb + no + nt + 1, sizeof *all);
@@ -704,7 +758,7 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 {
 	struct strv lines;
 	struct buf b;
-	size_t i, cut;
+	size_t i, cut, len = snap_hist_hash_len(gitfd);
 	bool *is_ref, *stay, ref_kept = false, misordered;
 	int changed = 0;
 
@@ -719,19 +773,19 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 	snap_hist_split(&b, &lines, &cut);
 	is_ref = xcalloc(lines.n + 1, sizeof *is_ref);
 	for (i = 0; i < lines.n; i++)
-		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0) ==
+		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0, len) ==
 		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
-	stay = snap_hist_packed_pick(&lines, is_ref, keep);
+	stay = snap_hist_packed_pick(&lines, is_ref, len, keep);
 	if ((misordered = snap_hist_packed_unsorted(&lines, is_ref, stay,
-	    unsorted)))
+	    len, unsorted)))
 		changed = 1;
 	for (i = 0; i < lines.n; i++) {
 		/* A last line without its newline: git says "unterminated line". */
 		if ((cut > 0 && i + 1 == lines.n) ||
-		    snap_hist_packed_kind(lines.v[i], i == 0) == SNAP_PL_BAD) {
+		    snap_hist_packed_kind(lines.v[i], i == 0, len) == SNAP_PL_BAD) {
 			strv_add(bad, lines.v[i]);
 			ref_kept = false;
-		} else if (snap_hist_packed_kind(lines.v[i], i == 0) ==
+		} else if (snap_hist_packed_kind(lines.v[i], i == 0, len) ==
 		    SNAP_PL_HEADER) {
 			if (misordered)
 				(void)snap_hist_packed_header(lines.v[i], true,

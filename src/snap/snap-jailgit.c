@@ -70,9 +70,12 @@ struct snap_jailgit {
 	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
 	size_t hash_len;       /* the hex digits of the repository's ids */
+	char *at;             /* GITDIR as the jail sees it */
 	struct buf packed_base; /* the jail's packed-refs as last given or brought back, */
 	struct stat packed;   /* and its stat then (zero: none) */
+	struct stat host_packed; /* GITDIR's as the jail's was last given (zero: none) */
 	bool packed_pending;  /* brought back not yet: the user's git held the lock */
+	bool ended;           /* the jail is gone: its copies are not refreshed */
 	char *packed_told;
 };
 
@@ -131,7 +134,6 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 
 static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
     const struct stat *);
-static size_t snap_jailgit_hash_len(int);
 static int snap_jailgit_packed_give(struct snap_jailgit *, int, int,
     const char *, char **);
 
@@ -297,6 +299,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	jg->gitdir = xstrdup(gitdir);
 	jg->quoted = quote_name(gitdir);
 	jg->priv = xstrdup(priv);
+	jg->at = xstrdup(at);
 	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (gfd == -1) {
 		*cause = xprintf("cannot open %s: %s", jg->quoted,
@@ -307,7 +310,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	if ((jg->head = snap_jailgit_read_head(gfd, jg->quoted, cause)) ==
 	    NULL)
 		goto out;
-	jg->hash_len = snap_jailgit_hash_len(gfd);
+	jg->hash_len = snap_hist_hash_len(gfd);
 	for (i = 0; i < nitems(snap_jailgit_dirs); i++)
 		snap_jailgit_mkdir(gfd, snap_jailgit_dirs[i]);
 	/* Made anew at each start: nothing of an earlier run's jail is kept. */
@@ -355,6 +358,7 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg->gitdir);
 	free(jg->quoted);
 	free(jg->priv);
+	free(jg->at);
 	free(jg->head);
 	free(jg->head_told);
 	free(jg->index_told);
@@ -373,54 +377,6 @@ snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
 	strv_add(alerts, msg);
 	free(*told);
 	*told = xstrdup(why);
-}
-
-/* Whether LINE (a config line without blanks, lower case) sets objectformat to sha256, as git reads it. */
-static bool
-snap_jailgit_sha256(const char *line)
-{
-	const char *p = strstr(line, "objectformat=");
-
-	if (p == NULL || (p != line && p[-1] != ']'))
-		return false;
-	p += strlen("objectformat=");
-	if (*p == '"')
-		p++;
-	if (strncmp(p, "sha256", 6) != 0)
-		return false;
-	p += 6;
-	return *p == '\0' || *p == '"' || *p == '#' || *p == ';';
-}
-
-/*
- * The hex digits of GFD's ids: 64 where its config (the user's, read
- * only in the jail) says extensions.objectFormat = sha256, else 40.
- */
-static size_t
-snap_jailgit_hash_len(int gfd)
-{
-	size_t len = 40, i, j;
-	char *line, *next, *p;
-	struct buf b;
-
-	buf_init(&b);
-	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
-		buf_add(&b, "", 1);
-		for (line = b.data; line != NULL; line = next) {
-			if ((next = strchr(line, '\n')) != NULL)
-				*next++ = '\0';
-			/* The line without blanks, lower case: objectformat=sha256. */
-			for (p = line, i = j = 0; p[i] != '\0'; i++) {
-				if (!isspace((unsigned char)p[i]))
-					p[j++] = (char)tolower((unsigned char)p[i]);
-			}
-			p[j] = '\0';
-			if (snap_jailgit_sha256(p))
-				len = 64;
-		}
-	}
-	buf_free(&b);
-	return len;
 }
 
 /* Why REF's name cannot be a ref of GFD (a ref above it: refs/heads/x/y where refs/heads/x is one), or NULL. */
@@ -692,9 +648,12 @@ static int
 snap_jailgit_packed_give(struct snap_jailgit *jg, int gfd, int pfd,
     const char *at, char **cause)
 {
-	struct stat st;
 	struct buf b;
 
+	/* Its stat first: one the user's git writes meanwhile is given again. */
+	if (fstatat(gfd, "packed-refs", &jg->host_packed, AT_SYMLINK_NOFOLLOW) ==
+	    -1)
+		memset(&jg->host_packed, 0, sizeof jg->host_packed);
 	buf_init(&b);
 	if (path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
 	    &b) == -1) {
@@ -704,11 +663,9 @@ snap_jailgit_packed_give(struct snap_jailgit *jg, int gfd, int pfd,
 		return snap_jailgit_link(pfd, jg->priv, at, "packed-refs",
 		    cause) ? 0 : -1;
 	}
-	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
-		st.st_mode = 0644;
-	if (snap_hist_write(pfd, "packed-refs", &b, st.st_mode & 0777) == -1 ||
-	    fstatat(pfd, "packed-refs", &jg->packed, AT_SYMLINK_NOFOLLOW) ==
-	    -1) {
+	if (snap_hist_write(pfd, "packed-refs", &b, jg->host_packed.st_mode &
+	    0777) == -1 || fstatat(pfd, "packed-refs", &jg->packed,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
 		*cause = xprintf("cannot write %s/packed-refs: %s", jg->priv,
 		    strerror(errno));
 		buf_free(&b);
@@ -738,8 +695,8 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 	strv_init(&lost);
 	if ((path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
 	    &theirs) == -1 && errno != ENOENT) ||
-	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs, &out,
-	    &lost) == -1)
+	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs,
+	    jg->hash_len, &out, &lost) == -1)
 		goto out;
 	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
 		st.st_mode = 0644;
@@ -832,6 +789,115 @@ told:
 	jg->packed = st;
 }
 
+/* Whether A and B hold the same bytes. */
+static bool
+snap_jailgit_buf_same(const struct buf *a, const struct buf *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data,
+	    a->len) == 0);
+}
+
+/* The jail's packed-refs made a link to the user's (read only there), in one rename. */
+static bool
+snap_jailgit_relink(const struct snap_jailgit *jg, int pfd)
+{
+	char *to = xprintf("%s/packed-refs", jg->at);
+	bool ok;
+
+	ok = symlinkat(to, pfd, "packed-refs.agentmux") == 0 &&
+	    renameat(pfd, "packed-refs.agentmux", pfd, "packed-refs") == 0;
+	if (!ok)
+		(void)unlinkat(pfd, "packed-refs.agentmux", 0);
+	free(to);
+	return ok;
+}
+
+/*
+ * The jail's copy of packed-refs given again, under its own lock, once
+ * the user's git wrote theirs (pack-refs, gc, branch -d, fetch --prune
+ * move a ref there and delete its own file): else the jail's git read a
+ * branch of the user's as it was at the start, and a commit on it there
+ * dropped the user's. Only once the jail's own changes are brought back
+ * (its copy as it was last given or brought back); if its git holds its
+ * lock, at the next sync (its rename brings one). One grown past
+ * SNAP_JAILGIT_PACKED_MAX is linked, read only.
+ */
+static void
+snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd)
+{
+	struct stat hs, js;
+	struct buf theirs, ours;
+	bool linked = false, renamed = false, ok;
+	int lfd;
+
+	if (fstatat(gfd, "packed-refs", &hs, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			return;
+		memset(&hs, 0, sizeof hs);
+	}
+	if (jg->ended || jg->packed_pending || snap_jailgit_same(&hs,
+	    &jg->host_packed))
+		return;
+	/* A link (the user's was too large at the start) shows theirs as it is. */
+	if (fstatat(pfd, "packed-refs", &js, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(js.st_mode)) {
+		jg->host_packed = hs;
+		return;
+	}
+	buf_init(&theirs);
+	buf_init(&ours);
+	if (hs.st_ino != 0 && path_read_beneath(gfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &theirs) == -1) {
+		if (errno != EFBIG && errno != ELOOP && errno != EINVAL)
+			goto out;
+		linked = true;
+	}
+	/* What was brought back, as it was (the merge there took nothing of the user's). */
+	if (!linked && hs.st_ino != 0 && snap_jailgit_buf_same(&theirs,
+	    &jg->packed_base)) {
+		jg->host_packed = hs;
+		goto out;
+	}
+	lfd = openat(pfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd == -1)
+		goto out;
+	/* The jail's git wrote it since: brought back first. */
+	if ((path_read_beneath(pfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &ours) == -1 && errno != ENOENT) || !snap_jailgit_buf_same(&ours,
+	    &jg->packed_base))
+		goto unlock;
+	if (linked)
+		ok = snap_jailgit_relink(jg, pfd);
+	else if (hs.st_ino == 0)
+		ok = unlinkat(pfd, "packed-refs", 0) == 0 || errno == ENOENT;
+	else {
+		ok = fchmod(lfd, hs.st_mode & 0777 & ~util_user_umask()) == 0 &&
+		    util_write_all(lfd, theirs.data != NULL ? theirs.data : "",
+		    theirs.len) == 0 && renameat(pfd, "packed-refs.lock", pfd,
+		    "packed-refs") == 0;
+		/* Renamed: the lock now is the jail's git's, if any. */
+		renamed = ok;
+		if (ok && fstat(lfd, &jg->packed) == -1)
+			memset(&jg->packed, 0, sizeof jg->packed);
+	}
+	if (ok && !renamed)
+		memset(&jg->packed, 0, sizeof jg->packed);
+	if (ok) {
+		jg->host_packed = hs;
+		buf_free(&jg->packed_base);
+		jg->packed_base = theirs;
+		buf_init(&theirs);
+	}
+unlock:
+	if (!renamed)
+		(void)unlinkat(pfd, "packed-refs.lock", 0);
+	close(lfd);
+out:
+	buf_free(&theirs);
+	buf_free(&ours);
+}
+
 void
 snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 {
@@ -842,6 +908,7 @@ snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 	    O_CLOEXEC);
 	if (pfd != -1 && gfd != -1) {
 		snap_jailgit_packed(jg, pfd, gfd, alerts);
+		snap_jailgit_packed_refresh(jg, pfd, gfd);
 		snap_jailgit_index(jg, pfd, gfd, alerts);
 		snap_jailgit_head(jg, pfd, gfd, alerts);
 	}
@@ -921,6 +988,7 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 	size_t i;
 	int pfd;
 
+	jg->ended = true;
 	snap_jailgit_sync(jg, alerts);
 	snap_jailgit_packed_wait(jg, alerts);
 	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |

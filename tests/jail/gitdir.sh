@@ -411,7 +411,74 @@ links_users() {
 	    bad "git-annex's object linked to the working tree was parted"
 }
 
-jail_checks() {
+# The user's git packs refs while a session runs (pack-refs, gc, branch
+# -d, fetch --prune move refs into packed-refs and delete their files):
+# the jail's copy of packed-refs is given again, so its git reads the
+# user's branches as they are and a commit there builds on the user's
+# (review 4 F1: it read the start's value, and the user's commit was
+# dropped from the branch). The jail's own change meanwhile (a branch
+# deleted) is brought back, the user's kept.
+packed_fresh() {
+	fresh_repo
+	(cd "$P" && git branch y && git branch z && git branch w &&
+	    git pack-refs --all) || exit 1
+	rm -f "$P/.want"
+	session_start 'git rev-parse -q --verify z >/dev/null && echo "jail had z"' '
+	    want=$(cat .want); i=0
+	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 100 ]; do
+	        sleep 0.1; i=$((i + 1)); done
+	    echo "jail sees y=$(git rev-parse -q --verify y) z=$(git rev-parse -q --verify z || echo none)"
+	    git checkout -q y && echo j >jf && git add jf &&
+	        git -c user.email=a@b -c user.name=a commit -qm jailcommit && echo COMMITTED
+	    git branch -D w >/dev/null && echo WDELETED'
+	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
+	    git -C "$P" update-ref refs/heads/y "$c" &&
+	    git -C "$P" branch -qD z && git -C "$P" pack-refs --all || exit 1
+	[ -e "$P/.git/refs/heads/y" ] && bad "packed_fresh: y was not packed on the host"
+	echo "$c" >"$P/.want"
+	session_end
+	rm -f "$P/.want"
+	case $OUT in *"jail had z"*) ok ;; *) bad "packed_fresh: the jail did not see z at its start: $OUT" ;; esac
+	case $OUT in *"jail sees y=$c z=none"*) ok ;;
+	*) bad "packed_fresh: the jail read the user's packed branches as they were at the start (y should be $c, z gone): $OUT" ;; esac
+	case $OUT in *COMMITTED*WDELETED*) ok ;; *) bad "packed_fresh: the jail's git failed: $OUT" ;; esac
+	log=$(git -C "$P" log --format=%s y | tr '\n' ' ')
+	case $log in "jailcommit hostwork init "*) ok ;;
+	*) bad "packed_fresh: the user's commit on y is not under the jail's: $log: $OUT" ;; esac
+	git -C "$P" rev-parse -q --verify z >/dev/null &&
+	    bad "packed_fresh: the branch the user deleted came back: $OUT" || ok
+	git -C "$P" rev-parse -q --verify w >/dev/null &&
+	    bad "packed_fresh: the branch the jail deleted is still there: $OUT" || ok
+	git -C "$P" for-each-ref >/dev/null && ok || bad "packed_fresh: the user's git cannot read its refs"
+	case $OUT in *"both changed"*|*"could not be brought back"*) bad "packed_fresh: told a conflict: $OUT" ;; *) ok ;; esac
+	git -C "$P" checkout -q main
+}
+
+# Lines the jail writes into its copy of packed-refs that git cannot read
+# (review 4 F2: an id of SHA-256's length in a SHA-1 repository, C's
+# vertical tab for the separator, a peeled id too long) never reach the
+# user's: the merge is refused, told; the user's git goes on.
+packed_lines() {
+	fresh_repo
+	(cd "$P" && git branch y && git pack-refs --all) || exit 1
+	# (Two ids each: printf would repeat a format of one for the second.)
+	for l in 'long %saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s refs/heads/ok' \
+	    'vt %s\vrefs/heads/vt\n%s refs/heads/ok' \
+	    'peel %s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa'; do
+		name=${l%% *}
+		jrun -- sh -c 'v=$(git rev-parse HEAD); printf "'"${l#* }"'\n" "$v" "$v" >>.git/packed-refs && echo APPENDED'
+		case $OUT in *APPENDED*) ok ;; *) bad "packed_lines $name: the jail could not write its copy: $OUT" ;; esac
+		git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
+		    bad "packed_lines $name: the user's git cannot read its refs: $(git -C "$P" for-each-ref 2>&1 | head -1): $OUT"
+		grep -q 'refs/heads/long\|refs/heads/vt\|refs/heads/pl\|refs/heads/ok' "$P/.git/packed-refs" &&
+		    bad "packed_lines $name: the line reached the user's packed-refs: $(cat "$P/.git/packed-refs")" || ok
+		case $OUT in *"could not be brought back"*) ok ;;
+		*) bad "packed_lines $name: the refused merge was not told: $OUT" ;; esac
+		git -C "$P" rev-parse -q --verify y >/dev/null && ok || bad "packed_lines $name: y was lost"
+	done
+}
+
+checks() {
 	links_in_gitdir
 	fetch_head_link
 	links_in_modules
@@ -422,6 +489,8 @@ jail_checks() {
 	hard_links
 	config_lock
 	links_users
+	packed_fresh
+	packed_lines
 }
 
 jail_main "$@"

@@ -905,8 +905,14 @@ packed_bad() {
 	jrun -- sh -c 'echo "bad-line here" >>'$G'/packed-refs 2>&1; echo tried'
 	# (Its stderr and stdout may come in either order.)
 	case $OUT in *"Permission denied"*) ok ;; *) bad "packed_bad: the jail wrote the sealed dir's packed-refs: $OUT" ;; esac
-	beside_session 'sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" .git/packed-refs &&
-	    echo "bad-line here" >>.git/packed-refs && echo broke'
+	# Also lines git cannot read that look like refs (review 4 F2): an id
+	# of SHA-256's length in a SHA-1 repository, C's vertical tab for the
+	# separator, a peeled id too long.
+	beside_session 'v=$(git rev-parse v2) &&
+	    sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" .git/packed-refs &&
+	    echo "bad-line here" >>.git/packed-refs &&
+	    printf "%saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s\vrefs/heads/vt\n%s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa\n" \
+	    "$v" "$v" "$v" "$v" >>.git/packed-refs && echo broke'
 	case $OUT in *released*) ok ;; *) bad "packed_bad: the session beside did not run: $OUT" ;; esac
 	# The end mends the file (told in red, the file as left kept) before it keeps the objects of moved refs.
 	git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
@@ -915,6 +921,12 @@ packed_bad() {
 	*) bad "packed_bad: the line git cannot parse was not told taken out: $OUT" ;; esac
 	case $OUT in *"cannot parse"*"  refs/tags/v1"*) ok ;;
 	*) bad "packed_bad: v1's broken line was not told: $OUT" ;; esac
+	for l in refs/heads/long refs/heads/vt; do
+		case $OUT in *"cannot parse"*"$l"*) ok ;;
+		*) bad "packed_bad: the line of $l git cannot read was not told: $OUT" ;; esac
+	done
+	grep -q 'refs/heads/long\|refs/heads/vt\|^^.\{41\}' "$P/.git/packed-refs" &&
+	    bad "packed_bad: a line git cannot read is left: $(cat "$P/.git/packed-refs")" || ok
 	case $OUT in *"could not be kept"*) bad "packed_bad: the end could not keep the objects of moved refs: $OUT" ;;
 	*) ok ;; esac
 	left=$(find "$XDG_DATA_HOME" -path '*/history/*/packed-refs-as-left' 2>/dev/null | head -1)
@@ -924,7 +936,8 @@ packed_bad() {
 	    bad "packed_bad: undo --refs failed: $out"
 	git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
 	    bad "packed_bad: git still fails after undo --refs: $(git -C "$P" for-each-ref 2>&1 | head -2): $out"
-	[ "$(user_refs)" = "$refs0" ] && ok ||
+	# (pl's own line git reads: the session's new branch, kept as undo keeps one.)
+	[ "$(user_refs 'refs/heads/pl ')" = "$refs0" ] && ok ||
 	    bad "packed_bad: a ref was lost: $(user_refs 2>&1) vs $refs0: $out"
 }
 

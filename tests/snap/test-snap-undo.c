@@ -984,6 +984,43 @@ test_packed_check(void **state)
 	assert_string_equal(fixed.data, text);
 	buf_free(&fixed);
 	free(text);
+	/* The repository's id length only, git's whitespace only (review 4 F2). */
+	text = xprintf("# pack-refs with: peeled \n"
+	    "%s refs/heads/main\n"
+	    "%s%s refs/heads/long\n"
+	    "%s\vrefs/heads/vt\n"
+	    "%s\frefs/heads/ff\n"
+	    "%s\rrefs/heads/cr\n"
+	    "%s refs/tags/p\n^%s%s\n", a, a, "aaaaaaaaaaaaaaaaaaaaaaaa", a, a,
+	    a, a, a, "aaaaaaaaaaaaaaaaaaaaaaaa");
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	free(text);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(bad.n, 4);
+	assert_non_null(strstr(bad.v[0], "refs/heads/long"));
+	assert_non_null(strstr(bad.v[1], "refs/heads/vt"));
+	assert_non_null(strstr(bad.v[2], "refs/heads/ff"));
+	assert_true(bad.v[3][0] == '^');
+	text = xprintf("# pack-refs with: peeled \n%s refs/heads/main\n"
+	    "%s\rrefs/heads/cr\n%s refs/tags/p\n", a, a, a);
+	assert_string_equal(fixed.data, text);
+	free(text);
+	buf_free(&fixed);
+	strv_free(&bad);
+	/* A SHA-256 repository (its config says so, quoted too): a 40-digit id is bad there. */
+	test_sh_ok("printf '[extensions]\\n\\tobjectFormat = \"sha256\"\\n' "
+	    ">'%s/config'", dir);
+	text = xprintf("# pack-refs with: peeled \n%s refs/heads/main\n", a);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	free(text);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(bad.n, 1);
+	buf_free(&fixed);
+	strv_free(&bad);
 	unlink(path);
 	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, NULL), -1);
 	strv_free(&bad);
@@ -1056,11 +1093,6 @@ test_packed_unsorted(void **state)
 	free(dir);
 }
 
-/*
- * A packed-refs that cannot be read (past the cap, lowered here; a link;
- * a dir) is said in the list, never read as no refs; loose refs and HEAD
- * are still read, and one that is absent or empty is no refs.
- */
 /* The jail's packed-refs and the user's made one: each ref as the side that changed it has it. */
 static void
 test_packed_merge(void **state)
@@ -1094,7 +1126,7 @@ test_packed_merge(void **state)
 	    "2222222222222222222222222222222222222222 refs/heads/b\n"
 	    "cccccccccccccccccccccccccccccccccccccccc refs/heads/c\n"
 	    "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee refs/heads/e\n", hdr);
-	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
 	    &lost), 0);
 	buf_add(&out, "", 1);
 	assert_string_equal(out.data, "# pack-refs with: sorted \n"
@@ -1110,7 +1142,7 @@ test_packed_merge(void **state)
 	    "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n", hdr);
 	buf_free(&out);
 	buf_init(&out);
-	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
 	    &lost), 0);
 	buf_add(&out, "", 1);
 	assert_non_null(strstr(out.data, "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n"));
@@ -1120,25 +1152,42 @@ test_packed_merge(void **state)
 	buf_adds(&ours, "junk\n");
 	buf_free(&out);
 	buf_init(&out);
-	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
 	    NULL), -1);
 	buf_free(&ours);
 	buf_init(&ours);
 	buf_printf(&ours, "%s"
 	    "1111111111111111111111111111111111111111 refs/heads/a\n"
 	    "2222222222222222222222222222222222222222 refs/heads/a\n", hdr);
-	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, &out,
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
 	    NULL), -1);
 	/* None at all on a side (no packed-refs): its refs as absent. */
 	buf_free(&base);
 	buf_init(&base);
 	buf_free(&out);
 	buf_init(&out);
-	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, &out,
+	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, 40, &out,
 	    NULL), 0);
 	buf_add(&out, "", 1);
 	assert_string_equal(out.data, "# pack-refs with: sorted \n"
 	    "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n");
+	/* An id of the other length, or C's vertical tab for a separator: git cannot read the line (review 4 F2). */
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s"
+	    "1111111111111111111111111111111111111111aaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n",
+	    hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL), -1);
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s"
+	    "1111111111111111111111111111111111111111\vrefs/heads/vt\n", hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL), -1);
+	/* In a SHA-256 repository a 40-digit id is the line git cannot read. */
+	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, 64,
+	    &out, NULL), -1);
 	strv_free(&lost);
 	buf_free(&base);
 	buf_free(&ours);
@@ -1146,6 +1195,11 @@ test_packed_merge(void **state)
 	buf_free(&out);
 }
 
+/*
+ * A packed-refs that cannot be read (past the cap, lowered here; a link;
+ * a dir) is said in the list, never read as no refs; loose refs and HEAD
+ * are still read, and one that is absent or empty is no refs.
+ */
 static void
 test_packed_unread(void **state)
 {
