@@ -158,6 +158,18 @@ session_guard_sync_wait(struct session *s)
 	session_guard_git_told(s, &s->guard_sync_alerts);
 }
 
+/* A lock held (the user's git's or the jail's): the sync tried again a moment later. */
+static void
+session_guard_sync_retry(struct session *s)
+{
+	static const struct timeval retry = { 0, 250 * 1000 };
+
+	if (s->jailgit != NULL && s->guard_sync_ev != NULL &&
+	    snap_jailgit_waiting(s->jailgit) &&
+	    !evtimer_pending(s->guard_sync_ev, NULL))
+		evtimer_add(s->guard_sync_ev, &retry);
+}
+
 /* The jail's HEAD and index, if its git wrote them, brought back to the project's .git; what stops that told. */
 static void
 session_guard_head(struct session *s)
@@ -170,6 +182,7 @@ session_guard_head(struct session *s)
 	strv_init(&alerts);
 	snap_jailgit_sync(s->jailgit, &alerts);
 	session_guard_git_told(s, &alerts);
+	session_guard_sync_retry(s);
 }
 
 /* On the helper thread: only the jail's git dir's copies are touched (the loop leaves them alone meanwhile). */
@@ -190,13 +203,18 @@ static void
 session_guard_sync_done(void *arg)
 {
 	struct session *s = arg;
+	int64_t took;
 
 	s->guard_sync_job = NULL;
+	/* What a jail makes the host's helper spend is at most a third of it. */
+	took = util_mono_us() / 1000 - s->guard_sync_began;
+	s->guard_sync_after = took > 50 ? util_mono_us() / 1000 + 2 * took : 0;
 	session_guard_git_told(s, &s->guard_sync_alerts);
 	if (s->guard_sync_again) {
 		s->guard_sync_again = false;
 		session_guard_sync_cb(-1, 0, s);
-	}
+	} else
+		session_guard_sync_retry(s);
 }
 
 /* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
@@ -245,7 +263,9 @@ static void
 session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	struct timeval wait;
 	char *cause = NULL;
+	int64_t now;
 
 	if (s->jailgit == NULL)
 		return;
@@ -253,6 +273,16 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 		s->guard_sync_again = true;
 		return;
 	}
+	/* A sync that took long (a jail's packed-refs of 60 MB to merge) is not run again at once. */
+	now = util_mono_us() / 1000;
+	if (now < s->guard_sync_after) {
+		wait.tv_sec = (s->guard_sync_after - now) / 1000;
+		wait.tv_usec = (s->guard_sync_after - now) % 1000 * 1000;
+		if (!evtimer_pending(s->guard_sync_ev, NULL))
+			evtimer_add(s->guard_sync_ev, &wait);
+		return;
+	}
+	s->guard_sync_began = now;
 	strv_init(&s->guard_sync_alerts);
 	s->guard_sync_job = thread_job_start(s->ctx->base,
 	    session_guard_sync_work, s, session_guard_sync_done, s, &cause);
@@ -264,7 +294,7 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Whether the events in BUF (N bytes) name the user's packed-refs written anew (renamed into place) in S's .git. */
+/* Whether the events in BUF (N bytes) name a packed-refs written anew (renamed into place): the user's, in S's .git, or the jail's. */
 static bool
 session_guard_packed_moved(const struct session *s, const char *buf,
     size_t n)
@@ -275,7 +305,8 @@ session_guard_packed_moved(const struct session *s, const char *buf,
 
 	for (at = 0; at + sizeof *ev <= n; at += sizeof *ev + ev->len) {
 		ev = (const struct inotify_event *)(const void *)(buf + at);
-		if (ev->wd == s->guard_git_wd && (ev->mask & IN_MOVED_TO) &&
+		if ((ev->wd == s->guard_git_wd || ev->wd == s->guard_priv_wd) &&
+		    (ev->mask & IN_MOVED_TO) &&
 		    ev->len > 0 && at + sizeof *ev + ev->len <= n &&
 		    strcmp(ev->name, "packed-refs") == 0)
 			moved = true;
@@ -301,9 +332,9 @@ session_guard_cb(evutil_socket_t fd, short what, void *arg)
 	if (s->guard_sync_ev == NULL)
 		return;
 	/*
-	 * The user's git packed refs: the jail's copy given again at once
-	 * (git deletes the loose refs it packed right after, and the jail's
-	 * git would read the old values meanwhile).
+	 * A git packed refs: the other side's copy given at once (git
+	 * deletes the loose refs it packed right after, and the other side's
+	 * git would read the old values meanwhile, or none).
 	 */
 	if (packed)
 		evtimer_add(s->guard_sync_ev, &now);
@@ -459,9 +490,9 @@ session_guard_start(struct session *s)
 	}
 	/* The jail's HEAD: git renames a new one over it. */
 	if (s->jailgit != NULL)
-		(void)inotify_add_watch(fd, snap_jailgit_dir(s->jailgit),
-		    IN_MOVED_TO |
-		    IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW);
+		s->guard_priv_wd = inotify_add_watch(fd,
+		    snap_jailgit_dir(s->jailgit), IN_MOVED_TO | IN_CLOSE_WRITE |
+		    IN_ONLYDIR | IN_DONT_FOLLOW);
 	s->guard_fd = fd;
 	if (s->jailgit != NULL)
 		s->guard_sync_ev = evtimer_new(s->ctx->base,

@@ -95,28 +95,37 @@ snap_hist_target_ok(const char *name)
 	return ok;
 }
 
-/* Whether LINE (a config line without blanks, lower case) sets objectformat to sha256, as git reads it. */
-static bool
-snap_hist_sha256(const char *line)
+/*
+ * The object format KEY (a config line's key and value, without blanks,
+ * lower case) sets: 64 for sha256, 40 for sha1, else 0.
+ */
+static size_t
+snap_hist_format(const char *key)
 {
-	const char *p = strstr(line, "objectformat=");
+	const char *p;
 
-	if (p == NULL || (p != line && p[-1] != ']'))
-		return false;
-	p += strlen("objectformat=");
+	if (strncmp(key, "objectformat=", 13) != 0)
+		return 0;
+	p = key + 13;
 	if (*p == '"')
 		p++;
-	if (strncmp(p, "sha256", 6) != 0)
-		return false;
-	p += 6;
-	return *p == '\0' || *p == '"' || *p == '#' || *p == ';';
+	if (strncmp(p, "sha256", 6) == 0)
+		p += 6;
+	else if (strncmp(p, "sha1", 4) == 0)
+		p += 4;
+	else
+		return 0;
+	if (*p != '\0' && *p != '"' && *p != '#' && *p != ';')
+		return 0;
+	return p[-1] == '6' ? 64 : 40;
 }
 
 size_t
 snap_hist_hash_len(int gfd)
 {
-	size_t len = 40, i, j;
-	char *line, *next, *p;
+	size_t len = 40, i, j, n;
+	char *line, *next, *p, *close;
+	bool ext = false;
 	struct buf b;
 
 	buf_init(&b);
@@ -125,14 +134,20 @@ snap_hist_hash_len(int gfd)
 		for (line = b.data; line != NULL; line = next) {
 			if ((next = strchr(line, '\n')) != NULL)
 				*next++ = '\0';
-			/* The line without blanks, lower case: objectformat=sha256. */
+			/* The line without blanks, lower case: [extensions]objectformat=sha256. */
 			for (p = line, i = j = 0; p[i] != '\0'; i++) {
 				if (!isspace((unsigned char)p[i]))
 					p[j++] = (char)tolower((unsigned char)p[i]);
 			}
 			p[j] = '\0';
-			if (snap_hist_sha256(p))
-				len = 64;
+			/* Only extensions.objectFormat counts (git ignores the key elsewhere). */
+			if (p[0] == '[' && (close = strchr(p, ']')) != NULL) {
+				ext = close - p == 11 && strncmp(p + 1,
+				    "extensions", 10) == 0;
+				p = close + 1;
+			}
+			if (ext && (n = snap_hist_format(p)) != 0)
+				len = n;
 		}
 	}
 	buf_free(&b);
@@ -413,6 +428,29 @@ snap_hist_packed(int gitfd, struct strv *out)
 }
 
 /*
+ * Whether NAME is one git's check_refname_format takes (one level
+ * allowed), as no packed-refs line the session brings back may be
+ * otherwise: one it only warns of there makes git gc fail ("bad object")
+ * and its pack-refs write it with a zero id.
+ */
+static bool
+snap_hist_refname_strict(const char *name)
+{
+	char *full;
+	bool ok;
+
+	if (name[0] == '\0' || strcmp(name, "@") == 0 || name[0] == '.' ||
+	    name[0] == '/' || strstr(name, ".lock/") != NULL)
+		return false;
+	if (strncmp(name, "refs/", 5) == 0)
+		return snap_hist_refname_ok(name);
+	full = xprintf("refs/%s", name);
+	ok = snap_hist_refname_ok(full);
+	free(full);
+	return ok;
+}
+
+/*
  * A ref name git takes from packed-refs without dying: one
  * check_refname_format takes (one level allowed), or else one its
  * refname_is_safe takes (git then ignores it with a warning).
@@ -423,6 +461,9 @@ snap_hist_packed_name_ok(const char *name)
 	const char *rest, *p, *c;
 	size_t n;
 
+	/* "@" alone: check_refname_format refuses it, and it is not safe (git dies). */
+	if (strcmp(name, "@") == 0)
+		return false;
 	if (name[0] != '\0' && snap_hist_target_ok(name))
 		return true;
 	if (strncmp(name, "refs/", 5) == 0) {
@@ -726,8 +767,19 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 		if (snap_hist_pentry_same(o, b))
 			r = t;
 		else if (snap_hist_pentry_same(t, b) ||
-		    snap_hist_pentry_same(t, o))
+		    snap_hist_pentry_same(t, o)) {
 			r = o;
+			/*
+			 * A name the session's git made: only one git takes
+			 * whole (one of the start's it may give another id,
+			 * as git gives a zero one to a name it only warns of).
+			 */
+			if (o != NULL && b == NULL && t == NULL &&
+			    !snap_hist_refname_strict(o->name)) {
+				free(all);
+				goto out;
+			}
+		}
 		else {
 			/* Both changed it, each its own way: theirs stays. */
 			r = t;
@@ -743,6 +795,8 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 	free(all);
 	rc = 0;
 out:
+	if (rc == -1)
+		errno = EBADMSG;
 	free(vb);
 	free(vo);
 	free(vt);

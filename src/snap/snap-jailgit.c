@@ -76,6 +76,8 @@ struct snap_jailgit {
 	struct stat host_packed; /* GITDIR's as the jail's was last given (zero: none) */
 	bool packed_pending;  /* brought back not yet: the user's git held the lock */
 	bool ended;           /* the jail is gone: its copies are not refreshed */
+	time_t stale_since;   /* not given again since (the jail's git held its lock), or 0 */
+	char *stale_told;
 	char *packed_told;
 };
 
@@ -363,6 +365,7 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg->head_told);
 	free(jg->index_told);
 	free(jg->packed_told);
+	free(jg->stale_told);
 	buf_free(&jg->packed_base);
 	free(jg);
 }
@@ -399,6 +402,46 @@ snap_jailgit_ref_below(int gfd, const char *ref)
 	return cause;
 }
 
+/*
+ * Why REF cannot be a ref of GFD beside its packed refs (LEN the hex
+ * digits of its ids): one packed above it (refs/heads/x where it is
+ * refs/heads/x/y), or below it (refs/heads/x/y where it is
+ * refs/heads/x); the user's next commit there failed "cannot lock ref".
+ * NULL if none, or the file cannot be read.
+ */
+static char *
+snap_jailgit_ref_packed(int gfd, const char *ref, size_t len)
+{
+	char *line, *next, *name, *q, *cause = NULL;
+	size_t n = strlen(ref), m;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &b) == -1) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_add(&b, "", 1);
+	for (line = b.data; line != NULL && cause == NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (strlen(line) <= len + 1 || line[0] == '#' || line[0] == '^')
+			continue;
+		name = line + len + 1;
+		m = strlen(name);
+		if ((m < n && strncmp(ref, name, m) == 0 && ref[m] == '/') ||
+		    (m > n && strncmp(name, ref, n) == 0 && name[n] == '/')) {
+			q = quote_name(name);
+			cause = xprintf("%s names a ref %s the packed ref %s", ref,
+			    m < n ? "below" : "above", q);
+			free(q);
+		}
+	}
+	buf_free(&b);
+	return cause;
+}
+
 /* Git follows at most this many symbolic refs (its SYMREF_MAXDEPTH). */
 #define SNAP_JAILGIT_SYMREF_DEPTH 5
 
@@ -427,6 +470,8 @@ snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
 	seen[0] = ref = v + 5;
 	while (cause == NULL) {
 		if ((cause = snap_jailgit_ref_below(gfd, ref)) != NULL ||
+		    (cause = snap_jailgit_ref_packed(gfd, ref,
+		    jg->hash_len)) != NULL ||
 		    fstatat(gfd, ref, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			break;
 		if (!S_ISREG(st.st_mode)) {
@@ -676,6 +721,25 @@ snap_jailgit_packed_give(struct snap_jailgit *jg, int gfd, int pfd,
 }
 
 /*
+ * The mode of GFD's packed-refs written anew: the one it has (git gave
+ * it the group's bits of core.sharedRepository, which the user's umask
+ * would take off), never writable by all; for a new one, HEAD's.
+ */
+static mode_t
+snap_jailgit_packed_mode(int gfd)
+{
+	struct stat st;
+
+	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		return st.st_mode & 0775;
+	if (fstatat(gfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		return st.st_mode & 0664;
+	return 0644 & ~util_user_umask();
+}
+
+/*
  * The merge of OURS (the jail's packed-refs) with GFD's into its lock LFD
  * (held), renamed over it; what was lost (both changed a ref) told.
  */
@@ -685,7 +749,6 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 {
 	struct buf theirs, out, names;
 	struct strv lost;
-	struct stat st;
 	size_t i;
 	char *q;
 	int rc = -1;
@@ -698,9 +761,7 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs,
 	    jg->hash_len, &out, &lost) == -1)
 		goto out;
-	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1)
-		st.st_mode = 0644;
-	if (fchmod(lfd, st.st_mode & 0777 & ~util_user_umask()) == -1 ||
+	if (fchmod(lfd, snap_jailgit_packed_mode(gfd)) == -1 ||
 	    util_write_all(lfd, out.data != NULL ? out.data : "", out.len) ==
 	    -1 || fsync(lfd) == -1 || renameat(gfd, "packed-refs.lock", gfd,
 	    "packed-refs") == -1)
@@ -753,8 +814,7 @@ snap_jailgit_packed(struct snap_jailgit *jg, int pfd, int gfd,
 		err = errno;
 		goto told;
 	}
-	if (st.st_ino != 0)
-		(void)fstatat(pfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW);
+	/* (Its stat is the one before the read: a write meanwhile is brought back at the next sync.) */
 	lfd = openat(gfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lfd == -1 && errno == EEXIST) {
@@ -783,7 +843,9 @@ told:
 	    "could not be brought back to %s/packed-refs (%s): the branches "
 	    "and tags it deleted or packed there may be missing; 'agentmux "
 	    "undo --refs' puts back the ones of the start", jg->quoted,
-	    err == EFBIG ? "larger than 64 MiB" : strerror(err));
+	    err == EFBIG ? "larger than 64 MiB" : err == EBADMSG ? "a line "
+	    "git cannot read, a name git refuses or a ref listed twice" :
+	    strerror(err));
 	snap_jailgit_tell(&jg->packed_told, "failed", alerts, msg);
 	free(msg);
 	jg->packed = st;
@@ -823,11 +885,13 @@ snap_jailgit_relink(const struct snap_jailgit *jg, int pfd)
  * SNAP_JAILGIT_PACKED_MAX is linked, read only.
  */
 static void
-snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd)
+snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
 {
 	struct stat hs, js;
 	struct buf theirs, ours;
-	bool linked = false, renamed = false, ok;
+	bool linked = false, renamed = false, was_link, ok = false;
+	char *msg;
 	int lfd;
 
 	if (fstatat(gfd, "packed-refs", &hs, AT_SYMLINK_NOFOLLOW) == -1) {
@@ -836,42 +900,57 @@ snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd)
 		memset(&hs, 0, sizeof hs);
 	}
 	if (jg->ended || jg->packed_pending || snap_jailgit_same(&hs,
-	    &jg->host_packed))
+	    &jg->host_packed)) {
+		jg->stale_since = 0;
 		return;
-	/* A link (the user's was too large at the start) shows theirs as it is. */
-	if (fstatat(pfd, "packed-refs", &js, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISLNK(js.st_mode)) {
-		jg->host_packed = hs;
-		return;
-	}
-	buf_init(&theirs);
-	buf_init(&ours);
-	if (hs.st_ino != 0 && path_read_beneath(gfd, "packed-refs",
-	    SNAP_JAILGIT_PACKED_MAX, &theirs) == -1) {
-		if (errno != EFBIG && errno != ELOOP && errno != EINVAL)
-			goto out;
-		linked = true;
-	}
-	/* What was brought back, as it was (the merge there took nothing of the user's). */
-	if (!linked && hs.st_ino != 0 && snap_jailgit_buf_same(&theirs,
-	    &jg->packed_base)) {
-		jg->host_packed = hs;
-		goto out;
 	}
 	lfd = openat(pfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lfd == -1)
-		goto out;
+	if (lfd == -1) {
+		/* The jail's git holds it: tried again (snap_jailgit_waiting), told after a while. */
+		if (jg->stale_since == 0)
+			jg->stale_since = time(NULL);
+		else if (time(NULL) - jg->stale_since >= 10) {
+			msg = xprintf("the session's git has held its "
+			    ".git/packed-refs.lock for 10 s: it reads your "
+			    "packed branches and tags as they were before your "
+			    "git last wrote %s/packed-refs, and a commit there "
+			    "on one of them would leave out yours", jg->quoted);
+			snap_jailgit_tell(&jg->stale_told, "stale", alerts, msg);
+			free(msg);
+		}
+		return;
+	}
+	jg->stale_since = 0;
+	buf_init(&theirs);
+	buf_init(&ours);
+	/* A link (the user's was too large) shows theirs as it is, till it is small again. */
+	was_link = fstatat(pfd, "packed-refs", &js, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(js.st_mode);
+	if (hs.st_ino != 0 && path_read_beneath(gfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &theirs) == -1) {
+		if (errno != EFBIG && errno != ELOOP && errno != EINVAL)
+			goto unlock;
+		linked = true;
+	}
 	/* The jail's git wrote it since: brought back first. */
-	if ((path_read_beneath(pfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
-	    &ours) == -1 && errno != ENOENT) || !snap_jailgit_buf_same(&ours,
-	    &jg->packed_base))
+	if (!was_link && ((path_read_beneath(pfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &ours) == -1 && errno != ENOENT) ||
+	    !snap_jailgit_buf_same(&ours, &jg->packed_base)))
 		goto unlock;
-	if (linked)
+	if (linked && was_link)
+		ok = true;
+	else if (!linked && !was_link && hs.st_ino != 0 &&
+	    snap_jailgit_buf_same(&theirs, &jg->packed_base))
+		/* What was brought back, as it was (the merge there took nothing of the user's). */
+		ok = true;
+	else if (linked) {
 		ok = snap_jailgit_relink(jg, pfd);
-	else if (hs.st_ino == 0)
+		memset(&jg->packed, 0, sizeof jg->packed);
+	} else if (hs.st_ino == 0) {
 		ok = unlinkat(pfd, "packed-refs", 0) == 0 || errno == ENOENT;
-	else {
+		memset(&jg->packed, 0, sizeof jg->packed);
+	} else {
 		ok = fchmod(lfd, hs.st_mode & 0777 & ~util_user_umask()) == 0 &&
 		    util_write_all(lfd, theirs.data != NULL ? theirs.data : "",
 		    theirs.len) == 0 && renameat(pfd, "packed-refs.lock", pfd,
@@ -881,8 +960,6 @@ snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd)
 		if (ok && fstat(lfd, &jg->packed) == -1)
 			memset(&jg->packed, 0, sizeof jg->packed);
 	}
-	if (ok && !renamed)
-		memset(&jg->packed, 0, sizeof jg->packed);
 	if (ok) {
 		jg->host_packed = hs;
 		buf_free(&jg->packed_base);
@@ -893,9 +970,14 @@ unlock:
 	if (!renamed)
 		(void)unlinkat(pfd, "packed-refs.lock", 0);
 	close(lfd);
-out:
 	buf_free(&theirs);
 	buf_free(&ours);
+}
+
+bool
+snap_jailgit_waiting(const struct snap_jailgit *jg)
+{
+	return !jg->ended && (jg->stale_since != 0 || jg->packed_pending);
 }
 
 void
@@ -908,7 +990,7 @@ snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 	    O_CLOEXEC);
 	if (pfd != -1 && gfd != -1) {
 		snap_jailgit_packed(jg, pfd, gfd, alerts);
-		snap_jailgit_packed_refresh(jg, pfd, gfd);
+		snap_jailgit_packed_refresh(jg, pfd, gfd, alerts);
 		snap_jailgit_index(jg, pfd, gfd, alerts);
 		snap_jailgit_head(jg, pfd, gfd, alerts);
 	}

@@ -195,10 +195,17 @@ head_bad() {
 		*) bad "$how: not told: $OUT" ;; esac
 		case $OUT in *"$(printf '\033')"*) bad "$how: an escape was printed raw" ;; *) ok ;; esac
 	done
-	# Read as a ref or an id, but one the user's git could not use.
+	# Read as a ref or an id, but one the user's git could not use: below
+	# or above a ref packed only too (the user's commit there failed
+	# "cannot lock ref").
+	(cd "$P" && git branch pk && git branch dd/x && git pack-refs --all &&
+	    git commit -q --allow-empty -m loose) || exit 1
+	[ -f "$P/.git/refs/heads/main" ] && [ ! -e "$P/.git/refs/heads/pk" ] ||
+	    bad "head_bad: main is not loose, or pk not packed only"
 	for how in 'printf "%064d\n" 0 | tr 0 a >.git/HEAD' \
 	    'echo "ref: refs/heads/loop" >/.agentmux-git/refs/heads/loop; echo "ref: refs/heads/loop" >.git/HEAD' \
-	    'echo "ref: refs/heads/main/x" >.git/HEAD'; do
+	    'echo "ref: refs/heads/main/x" >.git/HEAD' 'echo "ref: refs/heads/pk/x" >.git/HEAD' \
+	    'echo "ref: refs/heads/dd" >.git/HEAD'; do
 		jrun -- sh -c "$how; echo made"
 		rm -f "$P/.git/refs/heads/loop"
 		[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/main ] && ok ||
@@ -462,20 +469,79 @@ packed_lines() {
 	fresh_repo
 	(cd "$P" && git branch y && git pack-refs --all) || exit 1
 	# (Two ids each: printf would repeat a format of one for the second.)
+	# Review 5: "@" alone (git dies: "packed refname is dangerous"); names
+	# git only warns of there (a backslash, a CR before the newline), which
+	# made git gc fail ("bad object") and its pack-refs write a zero id.
 	for l in 'long %saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s refs/heads/ok' \
 	    'vt %s\vrefs/heads/vt\n%s refs/heads/ok' \
-	    'peel %s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa'; do
+	    'peel %s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa' \
+	    'at %s @\n%s refs/heads/ok' 'bs %s refs/heads/a\\\\b\n%s refs/heads/ok' \
+	    'cr %s refs/heads/crlf\r\n%s refs/heads/ok' 'lock %s refs/heads/x.lock/y\n%s refs/heads/ok'; do
 		name=${l%% *}
 		jrun -- sh -c 'v=$(git rev-parse HEAD); printf "'"${l#* }"'\n" "$v" "$v" >>.git/packed-refs && echo APPENDED'
 		case $OUT in *APPENDED*) ok ;; *) bad "packed_lines $name: the jail could not write its copy: $OUT" ;; esac
 		git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
 		    bad "packed_lines $name: the user's git cannot read its refs: $(git -C "$P" for-each-ref 2>&1 | head -1): $OUT"
-		grep -q 'refs/heads/long\|refs/heads/vt\|refs/heads/pl\|refs/heads/ok' "$P/.git/packed-refs" &&
+		grep -q 'refs/heads/long\|refs/heads/vt\|refs/heads/pl\|refs/heads/ok\| @$\|refs/heads/a\|crlf\|x\.lock' "$P/.git/packed-refs" &&
 		    bad "packed_lines $name: the line reached the user's packed-refs: $(cat "$P/.git/packed-refs")" || ok
-		case $OUT in *"could not be brought back"*) ok ;;
+		case $OUT in *"could not be brought back"*"a line git cannot read"*) ok ;;
 		*) bad "packed_lines $name: the refused merge was not told: $OUT" ;; esac
 		git -C "$P" rev-parse -q --verify y >/dev/null && ok || bad "packed_lines $name: y was lost"
+		git -C "$P" gc -q >/dev/null 2>&1 && ok || bad "packed_lines $name: git gc fails: $(git -C "$P" gc 2>&1 | tail -1)"
 	done
+	# A packed ref of the user's the jail left alone keeps its line, and git gc
+	# goes on, even where its name is one git only warns of.
+	v=$(git -C "$P" rev-parse HEAD)
+	printf '%s refs/heads/mine\\x\n' "$v" >>"$P/.git/packed-refs"
+	jrun -- sh -c 'git branch -D y >/dev/null 2>&1; echo DELETED'
+	git -C "$P" rev-parse -q --verify y >/dev/null &&
+	    bad "packed_lines: the jail's branch -D y beside a user's odd line was not brought back: $OUT" || ok
+	grep -q 'refs/heads/mine' "$P/.git/packed-refs" && ok ||
+	    bad "packed_lines: the user's own odd line was taken out: $(cat "$P/.git/packed-refs")"
+	sed -i '/refs\/heads\/mine/d' "$P/.git/packed-refs"
+}
+
+# The user's git packs while the jail's git holds its own packed-refs.lock,
+# which it then deletes (a transaction rolled back: no rename tells of it):
+# the jail's copy is given again all the same (review 5 D: it stayed as it
+# was, and a commit there dropped the user's); held 10 s, told.
+packed_locked() {
+	fresh_repo
+	(cd "$P" && git branch y && git pack-refs --all) || exit 1
+	rm -f "$P/.want"
+	session_start ': >.git/packed-refs.lock' '
+	    sleep 11; rm -f .git/packed-refs.lock
+	    want=$(cat .want); i=0
+	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 50 ]; do
+	        sleep 0.1; i=$((i + 1)); done
+	    echo "jail sees y=$(git rev-parse -q --verify y)"'
+	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
+	    git -C "$P" update-ref refs/heads/y "$c" && git -C "$P" pack-refs --all || exit 1
+	echo "$c" >"$P/.want"
+	session_end
+	rm -f "$P/.want"
+	case $OUT in *"jail sees y=$c"*) ok ;;
+	*) bad "packed_locked: the jail read y as it was once its lock went: $OUT" ;; esac
+	case $OUT in *"held its .git/packed-refs.lock for 10 s"*) ok ;;
+	*) bad "packed_locked: the lock held 10 s was not told: $OUT" ;; esac
+}
+
+# A repository shared with a group (core.sharedRepository): the packed-refs
+# the jail's change is merged into keeps the group's bits, whatever the
+# user's umask (review 5 E: 0660 came back 0600).
+packed_shared() {
+	fresh_repo
+	(cd "$P" && git config core.sharedRepository group && git branch y &&
+	    git branch w && git pack-refs --all) || exit 1
+	chmod 0660 "$P/.git/packed-refs"
+	um=$(umask)
+	umask 077
+	jrun -- sh -c 'git branch -D w >/dev/null && echo DELETED'
+	umask "$um"
+	git -C "$P" rev-parse -q --verify w >/dev/null &&
+	    bad "packed_shared: the jail's branch -D w was not brought back: $OUT" || ok
+	[ "$(stat -c %a "$P/.git/packed-refs")" = 660 ] && ok ||
+	    bad "packed_shared: packed-refs is $(stat -c %a "$P/.git/packed-refs"), not 660"
 }
 
 checks() {
@@ -491,6 +557,8 @@ checks() {
 	links_users
 	packed_fresh
 	packed_lines
+	packed_locked
+	packed_shared
 }
 
 jail_main "$@"

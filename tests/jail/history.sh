@@ -907,12 +907,13 @@ packed_bad() {
 	case $OUT in *"Permission denied"*) ok ;; *) bad "packed_bad: the jail wrote the sealed dir's packed-refs: $OUT" ;; esac
 	# Also lines git cannot read that look like refs (review 4 F2): an id
 	# of SHA-256's length in a SHA-1 repository, C's vertical tab for the
-	# separator, a peeled id too long.
+	# separator, a peeled id too long; "@" alone (review 5: git dies,
+	# "packed refname is dangerous").
 	beside_session 'v=$(git rev-parse v2) &&
 	    sed -i "s/ refs\/tags\/v1\$/  refs\/tags\/v1/" .git/packed-refs &&
 	    echo "bad-line here" >>.git/packed-refs &&
-	    printf "%saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s\vrefs/heads/vt\n%s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa\n" \
-	    "$v" "$v" "$v" "$v" >>.git/packed-refs && echo broke'
+	    printf "%saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s\vrefs/heads/vt\n%s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa\n%s @\n" \
+	    "$v" "$v" "$v" "$v" "$v" >>.git/packed-refs && echo broke'
 	case $OUT in *released*) ok ;; *) bad "packed_bad: the session beside did not run: $OUT" ;; esac
 	# The end mends the file (told in red, the file as left kept) before it keeps the objects of moved refs.
 	git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
@@ -925,7 +926,7 @@ packed_bad() {
 		case $OUT in *"cannot parse"*"$l"*) ok ;;
 		*) bad "packed_bad: the line of $l git cannot read was not told: $OUT" ;; esac
 	done
-	grep -q 'refs/heads/long\|refs/heads/vt\|^^.\{41\}' "$P/.git/packed-refs" &&
+	grep -q 'refs/heads/long\|refs/heads/vt\|^^.\{41\}\| @$' "$P/.git/packed-refs" &&
 	    bad "packed_bad: a line git cannot read is left: $(cat "$P/.git/packed-refs")" || ok
 	case $OUT in *"could not be kept"*) bad "packed_bad: the end could not keep the objects of moved refs: $OUT" ;;
 	*) ok ;; esac

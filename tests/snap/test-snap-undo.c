@@ -1021,6 +1021,27 @@ test_packed_check(void **state)
 	assert_int_equal(bad.n, 1);
 	buf_free(&fixed);
 	strv_free(&bad);
+	/* objectFormat outside [extensions] is not git's: still SHA-1 (review 5 F). */
+	test_sh_ok("printf '[core]\\n\\tobjectformat = sha256\\n"
+	    "[extensions \"x\"]\\n\\tobjectformat = sha256\\n' >'%s/config'", dir);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
+	assert_int_equal(bad.n, 0);
+	buf_free(&fixed);
+	strv_free(&bad);
+	/* Same line as its section, and the last value of several: git's. */
+	test_sh_ok("printf '[extensions] objectFormat = sha256\\n"
+	    "[extensions]\\n\\tobjectformat = sha1\\n' >'%s/config'", dir);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
+	buf_free(&fixed);
+	strv_free(&bad);
+	test_sh_ok("printf '[extensions] objectFormat = sha256\\n' >'%s/config'",
+	    dir);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	buf_free(&fixed);
+	strv_free(&bad);
 	unlink(path);
 	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, NULL), -1);
 	strv_free(&bad);
@@ -1188,6 +1209,31 @@ test_packed_merge(void **state)
 	/* In a SHA-256 repository a 40-digit id is the line git cannot read. */
 	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, 64,
 	    &out, NULL), -1);
+	/* A name the session made that git refuses ("@"; one it only warns of): no merge (review 5). */
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s1111111111111111111111111111111111111111 @\n", hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL), -1);
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s1111111111111111111111111111111111111111 "
+	    "refs/heads/a\\b\n", hdr);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL), -1);
+	/* One of the start's given another id (git zeroes a name it warns of): merged. */
+	buf_free(&base);
+	buf_init(&base);
+	buf_printf(&base, "%s1111111111111111111111111111111111111111 "
+	    "refs/heads/a\\b\n", hdr);
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s0000000000000000000000000000000000000000 "
+	    "refs/heads/a\\b\n", hdr);
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &base, 40,
+	    &out, NULL), 0);
 	strv_free(&lost);
 	buf_free(&base);
 	buf_free(&ours);
