@@ -6,6 +6,8 @@
  * and hooks of the agent's making. One that appears is moved out at once.
  */
 #include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -191,6 +193,9 @@ session_guard_sync_work(void *arg)
 {
 	struct session *s = arg;
 
+	/* After one that took long, below the user's own work: a jail can have it merge 60 MB again and again. */
+	if (s->guard_sync_after != 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	clone_gate_enter();
 	snap_jailgit_sync(s->jailgit, &s->guard_sync_alerts);
 	clone_gate_leave();
@@ -206,9 +211,10 @@ session_guard_sync_done(void *arg)
 	int64_t took;
 
 	s->guard_sync_job = NULL;
-	/* What a jail makes the host's helper spend is at most a third of it. */
+	/* What a jail makes the host's helper spend is at most a third of it (packed-refs renamed aside), 10 s at most apart. */
 	took = util_mono_us() / 1000 - s->guard_sync_began;
-	s->guard_sync_after = took > 50 ? util_mono_us() / 1000 + 2 * took : 0;
+	s->guard_sync_after = took > 50 ? util_mono_us() / 1000 +
+	    2 * (took < 5000 ? took : 5000) : 0;
 	session_guard_git_told(s, &s->guard_sync_alerts);
 	if (s->guard_sync_again) {
 		s->guard_sync_again = false;
@@ -273,9 +279,14 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 		s->guard_sync_again = true;
 		return;
 	}
-	/* A sync that took long (a jail's packed-refs of 60 MB to merge) is not run again at once. */
+	/*
+	 * A sync that took long (a jail's packed-refs of 60 MB to merge) is
+	 * not run again at once; but for a packed-refs renamed into place
+	 * (its git deletes the loose refs it packed right after: the other
+	 * side reads them missing or old till it is brought over).
+	 */
 	now = util_mono_us() / 1000;
-	if (now < s->guard_sync_after) {
+	if (now < s->guard_sync_after && !s->guard_sync_packed) {
 		wait.tv_sec = (s->guard_sync_after - now) / 1000;
 		wait.tv_usec = (s->guard_sync_after - now) % 1000 * 1000;
 		if (!evtimer_pending(s->guard_sync_ev, NULL))
@@ -283,6 +294,7 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	s->guard_sync_began = now;
+	s->guard_sync_packed = false;
 	strv_init(&s->guard_sync_alerts);
 	s->guard_sync_job = thread_job_start(s->ctx->base,
 	    session_guard_sync_work, s, session_guard_sync_done, s, &cause);
@@ -336,8 +348,10 @@ session_guard_cb(evutil_socket_t fd, short what, void *arg)
 	 * deletes the loose refs it packed right after, and the other side's
 	 * git would read the old values meanwhile, or none).
 	 */
-	if (packed)
+	if (packed) {
+		s->guard_sync_packed = true;
 		evtimer_add(s->guard_sync_ev, &now);
+	}
 	else if (!evtimer_pending(s->guard_sync_ev, NULL))
 		evtimer_add(s->guard_sync_ev, &later);
 }

@@ -115,7 +115,8 @@ struct session {
 	struct strv guard_sync_alerts; /* what it found, */
 	bool guard_sync_again;       /* and whether the jail wrote more meanwhile; */
 	int64_t guard_sync_began;    /* when it started (monotonic ms), */
-	int64_t guard_sync_after;    /* and none before this, after one that took long */
+	int64_t guard_sync_after;    /* and none before this, after one that took long, */
+	bool guard_sync_packed;      /* but one for a packed-refs renamed into place */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_blind guard_blind; /* index marks and replace refs then */

@@ -669,31 +669,36 @@ snap_hist_pentry_cmp(const void *a, const void *b)
  * listed twice (what git takes of it is not clear).
  */
 static int
-snap_hist_pentries(const struct strv *lines, size_t len,
+snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
     struct snap_hist_pentry **out, size_t *n)
 {
-	struct snap_hist_pentry *v = xcalloc(lines->n + 1, sizeof *v);
+	struct snap_hist_pentry *v = xcalloc(nlines + 1, sizeof *v);
 	size_t i, k = 0;
+	bool sorted = true;
 
-	for (i = 0; i < lines->n; i++) {
-		switch (snap_hist_packed_kind(lines->v[i], i == 0, len)) {
+	for (i = 0; i < nlines; i++) {
+		switch (snap_hist_packed_kind(lines[i], i == 0, len)) {
 		case SNAP_PL_HEADER:
 			continue;
 		case SNAP_PL_PEEL:
 			if (k == 0 || v[k - 1].peel != NULL)
 				goto bad;
-			v[k - 1].peel = lines->v[i];
+			v[k - 1].peel = lines[i];
 			continue;
 		case SNAP_PL_REF:
-			v[k].line = lines->v[i];
-			v[k].name = lines->v[i] + len + 1;
+			v[k].line = lines[i];
+			v[k].name = lines[i] + len + 1;
+			if (k > 0 && strcmp(v[k - 1].name, v[k].name) >= 0)
+				sorted = false;
 			k++;
 			continue;
 		case SNAP_PL_BAD:
 			goto bad;
 		}
 	}
-	qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
+	/* git's own files are sorted already: sorting them again was most of a large merge. */
+	if (!sorted)
+		qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
 	for (i = 1; i < k; i++) {
 		if (strcmp(v[i].name, v[i - 1].name) == 0)
 			goto bad;
@@ -706,15 +711,34 @@ bad:
 	return -1;
 }
 
-/* NAME's entry in V (N, sorted), or NULL. */
-static const struct snap_hist_pentry *
-snap_hist_pentry_find(const struct snap_hist_pentry *v, size_t n,
-    const char *name)
+/*
+ * TEXT's lines (without their newlines) as pointers into *COPY, a copy of
+ * it cut at each newline, into *LINES (*N of them). Callers free both.
+ */
+static void
+snap_hist_cut(const struct buf *text, char **copy, char ***lines, size_t *n)
 {
-	struct snap_hist_pentry key = { name, NULL, NULL };
+	size_t i, k = 0, start = 0, count = 0;
+	char *c;
 
-	return n == 0 ? NULL : bsearch(&key, v, n, sizeof *v,
-	    snap_hist_pentry_cmp);
+	for (i = 0; i < text->len; i++)
+		count += text->data[i] == '\n';
+	c = xmalloc(text->len + 1);
+	if (text->len > 0)
+		memcpy(c, text->data, text->len);
+	c[text->len] = '\0';
+	*lines = xcalloc(count + 2, sizeof **lines);
+	for (i = 0; i < text->len; i++) {
+		if (c[i] != '\n')
+			continue;
+		c[i] = '\0';
+		(*lines)[k++] = c + start;
+		start = i + 1;
+	}
+	if (start < text->len)
+		(*lines)[k++] = c + start;
+	*copy = c;
+	*n = k;
 }
 
 /* Whether A and B hold the same ref the same way (both absent too). */
@@ -729,41 +753,62 @@ snap_hist_pentry_same(const struct snap_hist_pentry *a,
 	    0);
 }
 
+/* The least name of the entries at V[I] (of N), W[J] (of M), X[K] (of L) there are. */
+static const char *
+snap_hist_pentry_least(const struct snap_hist_pentry *v, size_t i, size_t n,
+    const struct snap_hist_pentry *w, size_t j, size_t m,
+    const struct snap_hist_pentry *x, size_t k, size_t l)
+{
+	const char *least = NULL;
+
+	if (i < n)
+		least = v[i].name;
+	if (j < m && (least == NULL || strcmp(w[j].name, least) < 0))
+		least = w[j].name;
+	if (k < l && (least == NULL || strcmp(x[k].name, least) < 0))
+		least = x[k].name;
+	return least;
+}
+
+/* V[*I] if it is NAME's entry (and *I past it), else NULL. */
+static const struct snap_hist_pentry *
+snap_hist_pentry_take(const struct snap_hist_pentry *v, size_t *i, size_t n,
+    const char *name)
+{
+	if (*i < n && strcmp(v[*i].name, name) == 0)
+		return &v[(*i)++];
+	return NULL;
+}
+
 int
 snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
     const struct buf *theirs, size_t len, struct buf *out, struct strv *lost)
 {
-	struct strv lb, lo, lt;
-	struct snap_hist_pentry *vb = NULL, *vo = NULL, *vt = NULL, *all;
+	const struct buf *text[3] = { base, ours, theirs };
+	struct snap_hist_pentry *v[3] = { NULL, NULL, NULL };
 	const struct snap_hist_pentry *b, *o, *t, *r;
-	size_t nb = 0, no = 0, nt = 0, n, i, cut;
+	char *copy[3] = { NULL, NULL, NULL }, **lines[3] = { NULL, NULL, NULL };
+	size_t nl[3], n[3] = { 0, 0, 0 }, at[3] = { 0, 0, 0 }, i;
+	const char *name;
 	int rc = -1;
 
-	strv_init(&lb);
-	strv_init(&lo);
-	strv_init(&lt);
-	snap_hist_split(base, &lb, &cut);
-	snap_hist_split(ours, &lo, &cut);
-	snap_hist_split(theirs, &lt, &cut);
-	if (snap_hist_pentries(&lb, len, &vb, &nb) == -1 ||
-	    snap_hist_pentries(&lo, len, &vo, &no) == -1 ||
-	    snap_hist_pentries(&lt, len, &vt, &nt) == -1)
-		goto out;
-	/* Every name of the three, sorted, each once. */
-	all = xcalloc(nb + no + nt + 1, sizeof *all);
-	memcpy(all, vb, nb * sizeof *all);
-	memcpy(all + nb, vo, no * sizeof *all);
-	memcpy(all + nb + no, vt, nt * sizeof *all);
-	n = nb + no + nt;
-	qsort(all, n, sizeof *all, snap_hist_pentry_cmp);
+	for (i = 0; i < 3; i++) {
+		/* A NUL: git reads the line otherwise than a C string does. */
+		if (text[i]->len > 0 && memchr(text[i]->data, '\0',
+		    text[i]->len) != NULL)
+			goto out;
+		snap_hist_cut(text[i], &copy[i], &lines[i], &nl[i]);
+		if (snap_hist_pentries(lines[i], nl[i], len, &v[i], &n[i]) == -1)
+			goto out;
+	}
 	/* No peeled claim: git peels what it needs (the three may differ). */
 	buf_adds(out, "# pack-refs with: sorted \n");
-	for (i = 0; i < n; i++) {
-		if (i > 0 && strcmp(all[i].name, all[i - 1].name) == 0)
-			continue;
-		b = snap_hist_pentry_find(vb, nb, all[i].name);
-		o = snap_hist_pentry_find(vo, no, all[i].name);
-		t = snap_hist_pentry_find(vt, nt, all[i].name);
+	/* The three sorted by name, walked together: each name once. */
+	while ((name = snap_hist_pentry_least(v[0], at[0], n[0], v[1], at[1],
+	    n[1], v[2], at[2], n[2])) != NULL) {
+		b = snap_hist_pentry_take(v[0], &at[0], n[0], name);
+		o = snap_hist_pentry_take(v[1], &at[1], n[1], name);
+		t = snap_hist_pentry_take(v[2], &at[2], n[2], name);
 		if (snap_hist_pentry_same(o, b))
 			r = t;
 		else if (snap_hist_pentry_same(t, b) ||
@@ -775,34 +820,32 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 			 * as git gives a zero one to a name it only warns of).
 			 */
 			if (o != NULL && b == NULL && t == NULL &&
-			    !snap_hist_refname_strict(o->name)) {
-				free(all);
+			    !snap_hist_refname_strict(o->name))
 				goto out;
-			}
-		}
-		else {
+		} else {
 			/* Both changed it, each its own way: theirs stays. */
 			r = t;
 			if (lost != NULL)
-				strv_add(lost, all[i].name);
+				strv_add(lost, name);
 		}
 		if (r == NULL)
 			continue;
-		buf_printf(out, "%s\n", r->line);
-		if (r->peel != NULL)
-			buf_printf(out, "%s\n", r->peel);
+		buf_adds(out, r->line);
+		buf_add(out, "\n", 1);
+		if (r->peel != NULL) {
+			buf_adds(out, r->peel);
+			buf_add(out, "\n", 1);
+		}
 	}
-	free(all);
 	rc = 0;
 out:
+	for (i = 0; i < 3; i++) {
+		free(v[i]);
+		free(lines[i]);
+		free(copy[i]);
+	}
 	if (rc == -1)
 		errno = EBADMSG;
-	free(vb);
-	free(vo);
-	free(vt);
-	strv_free(&lb);
-	strv_free(&lo);
-	strv_free(&lt);
 	return rc;
 }
 

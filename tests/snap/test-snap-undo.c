@@ -1221,6 +1221,24 @@ test_packed_merge(void **state)
 	    "refs/heads/a\\b\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
 	    &out, NULL), -1);
+	/* Out of order in a side: merged sorted; a NUL in a side: no merge. */
+	buf_free(&ours);
+	buf_init(&ours);
+	buf_printf(&ours, "%s"
+	    "2222222222222222222222222222222222222222 refs/heads/z\n"
+	    "1111111111111111111111111111111111111111 refs/heads/b\n", hdr);
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&ours, &ours, &ours, 40,
+	    &out, NULL), 0);
+	buf_add(&out, "", 1);
+	assert_string_equal(out.data, "# pack-refs with: sorted \n"
+	    "1111111111111111111111111111111111111111 refs/heads/b\n"
+	    "2222222222222222222222222222222222222222 refs/heads/z\n");
+	buf_add(&ours, "1111111111111111111111111111111111111111 refs/heads/n\0x\n",
+	    56);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL), -1);
 	/* One of the start's given another id (git zeroes a name it warns of): merged. */
 	buf_free(&base);
 	buf_init(&base);
