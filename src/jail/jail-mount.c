@@ -664,6 +664,44 @@ jail_mount_gitdir(struct jail_plan *p, struct jail_umounts *u,
 	return rc;
 }
 
+/*
+ * The git dir GIT, seen at AT (a main-tree session's): its top read only,
+ * its dirs writable (refs, logs, objects, what git-lfs or git-annex keep)
+ * but those read only anyway (hooks, info, worktrees, rr-cache, modules),
+ * the old remotes' (branches, remotes: fetch URLs, as config) and the
+ * user's rebase or cherry-pick under way (its todo names commands). The
+ * user's git renames its config.lock into place at the top: a jail that
+ * could open it for writing held the user's new config, and wrote a
+ * core.fsmonitor their next git status ran. Dirs made there later are
+ * read only too.
+ */
+static void
+jail_mount_gitdir_rw(struct jail_plan *p, const char *git, const char *at)
+{
+	static const char *const keep[] = { "hooks", "info", "worktrees",
+	    "rr-cache", "modules", "branches", "remotes", "rebase-merge",
+	    "rebase-apply", "sequencer" };
+	struct dirent *de;
+	struct stat st;
+	size_t i;
+	DIR *d;
+
+	if ((d = opendir(git)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
+		    0 || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISDIR(st.st_mode))
+			continue;
+		for (i = 0; i < nitems(keep) && strcmp(de->d_name, keep[i]) !=
+		    0; i++)
+			;
+		if (i == nitems(keep))
+			strv_addf(&p->ll_rw_dirs, "%s/%s", at, de->d_name);
+	}
+	closedir(d);
+}
+
 /* True if DIR holds a HEAD: it is a git dir. */
 static bool
 jail_mount_is_gitdir(const char *dir)
@@ -1054,7 +1092,7 @@ jail_mount_project(struct jail_plan *p, struct jail_umounts *u,
 		if (p->conf->gitdir_at != NULL) {
 			jail_umount_add(u, JAIL_MOP_BIND, 0, git,
 			    p->conf->gitdir_at, NULL);
-			strv_add(&p->ll_rw_dirs, p->conf->gitdir_at);
+			jail_mount_gitdir_rw(p, git, p->conf->gitdir_at);
 		} else
 			jail_umount_add(u, JAIL_MOP_BIND, JAIL_MOP_SELF, NULL,
 			    git, NULL);

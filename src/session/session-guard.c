@@ -6,6 +6,8 @@
  * and hooks of the agent's making. One that appears is moved out at once.
  */
 #include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -158,6 +160,18 @@ session_guard_sync_wait(struct session *s)
 	session_guard_git_told(s, &s->guard_sync_alerts);
 }
 
+/* A lock held (the user's git's or the jail's): the sync tried again a moment later. */
+static void
+session_guard_sync_retry(struct session *s)
+{
+	static const struct timeval retry = { 0, 250 * 1000 };
+
+	if (s->jailgit != NULL && s->guard_sync_ev != NULL &&
+	    snap_jailgit_waiting(s->jailgit) &&
+	    !evtimer_pending(s->guard_sync_ev, NULL))
+		evtimer_add(s->guard_sync_ev, &retry);
+}
+
 /* The jail's HEAD and index, if its git wrote them, brought back to the project's .git; what stops that told. */
 static void
 session_guard_head(struct session *s)
@@ -170,6 +184,7 @@ session_guard_head(struct session *s)
 	strv_init(&alerts);
 	snap_jailgit_sync(s->jailgit, &alerts);
 	session_guard_git_told(s, &alerts);
+	session_guard_sync_retry(s);
 }
 
 /* On the helper thread: only the jail's git dir's copies are touched (the loop leaves them alone meanwhile). */
@@ -178,6 +193,9 @@ session_guard_sync_work(void *arg)
 {
 	struct session *s = arg;
 
+	/* After one that took long, below the user's own work: a jail can have it merge 60 MB again and again. */
+	if (s->guard_sync_after != 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	clone_gate_enter();
 	snap_jailgit_sync(s->jailgit, &s->guard_sync_alerts);
 	clone_gate_leave();
@@ -190,13 +208,19 @@ static void
 session_guard_sync_done(void *arg)
 {
 	struct session *s = arg;
+	int64_t took;
 
 	s->guard_sync_job = NULL;
+	/* What a jail makes the host's helper spend is at most a third of it (packed-refs renamed aside), 10 s at most apart. */
+	took = util_mono_us() / 1000 - s->guard_sync_began;
+	s->guard_sync_after = took > 50 ? util_mono_us() / 1000 +
+	    2 * (took < 5000 ? took : 5000) : 0;
 	session_guard_git_told(s, &s->guard_sync_alerts);
 	if (s->guard_sync_again) {
 		s->guard_sync_again = false;
 		session_guard_sync_cb(-1, 0, s);
-	}
+	} else
+		session_guard_sync_retry(s);
 }
 
 /* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
@@ -245,7 +269,9 @@ static void
 session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	struct timeval wait;
 	char *cause = NULL;
+	int64_t now;
 
 	if (s->jailgit == NULL)
 		return;
@@ -253,6 +279,22 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 		s->guard_sync_again = true;
 		return;
 	}
+	/*
+	 * A sync that took long (a jail's packed-refs of 60 MB to merge) is
+	 * not run again at once; but for a packed-refs renamed into place
+	 * (its git deletes the loose refs it packed right after: the other
+	 * side reads them missing or old till it is brought over).
+	 */
+	now = util_mono_us() / 1000;
+	if (now < s->guard_sync_after && !s->guard_sync_packed) {
+		wait.tv_sec = (s->guard_sync_after - now) / 1000;
+		wait.tv_usec = (s->guard_sync_after - now) % 1000 * 1000;
+		if (!evtimer_pending(s->guard_sync_ev, NULL))
+			evtimer_add(s->guard_sync_ev, &wait);
+		return;
+	}
+	s->guard_sync_began = now;
+	s->guard_sync_packed = false;
 	strv_init(&s->guard_sync_alerts);
 	s->guard_sync_job = thread_job_start(s->ctx->base,
 	    session_guard_sync_work, s, session_guard_sync_done, s, &cause);
@@ -264,20 +306,53 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Whether the events in BUF (N bytes) name a packed-refs written anew (renamed into place): the user's, in S's .git, or the jail's. */
+static bool
+session_guard_packed_moved(const struct session *s, const char *buf,
+    size_t n)
+{
+	const struct inotify_event *ev;
+	size_t at;
+	bool moved = false;
+
+	for (at = 0; at + sizeof *ev <= n; at += sizeof *ev + ev->len) {
+		ev = (const struct inotify_event *)(const void *)(buf + at);
+		if ((ev->wd == s->guard_git_wd || ev->wd == s->guard_priv_wd) &&
+		    (ev->mask & IN_MOVED_TO) &&
+		    ev->len > 0 && at + sizeof *ev + ev->len <= n &&
+		    strcmp(ev->name, "packed-refs") == 0)
+			moved = true;
+	}
+	return moved;
+}
+
 static void
 session_guard_cb(evutil_socket_t fd, short what, void *arg)
 {
 	/* A git command writes its index and HEAD a few times over: each brought back once. */
 	static const struct timeval later = { 0, 200 * 1000 };
+	static const struct timeval now = { 0, 0 };
 	struct session *s = arg;
-	char buf[4096];
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool packed = false;
+	ssize_t n;
 
-	/* Drain the events; which file appeared does not matter, check them all. */
-	while (read(fd, buf, sizeof buf) > 0)
-		;
+	/* Drain the events; which file appeared matters only for packed-refs. */
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		packed |= session_guard_packed_moved(s, buf, (size_t)n);
 	session_guard_look(s);
-	if (s->guard_sync_ev != NULL && !evtimer_pending(s->guard_sync_ev,
-	    NULL))
+	if (s->guard_sync_ev == NULL)
+		return;
+	/*
+	 * A git packed refs: the other side's copy given at once (git
+	 * deletes the loose refs it packed right after, and the other side's
+	 * git would read the old values meanwhile, or none).
+	 */
+	if (packed) {
+		s->guard_sync_packed = true;
+		evtimer_add(s->guard_sync_ev, &now);
+	}
+	else if (!evtimer_pending(s->guard_sync_ev, NULL))
 		evtimer_add(s->guard_sync_ev, &later);
 }
 
@@ -422,16 +497,16 @@ session_guard_start(struct session *s)
 	}
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
 		return;
-	if (inotify_add_watch(fd, s->guard_gitdir, IN_CREATE | IN_MOVED_TO) ==
-	    -1) {
+	if ((s->guard_git_wd = inotify_add_watch(fd, s->guard_gitdir,
+	    IN_CREATE | IN_MOVED_TO)) == -1) {
 		close(fd);
 		return;
 	}
 	/* The jail's HEAD: git renames a new one over it. */
 	if (s->jailgit != NULL)
-		(void)inotify_add_watch(fd, snap_jailgit_dir(s->jailgit),
-		    IN_MOVED_TO |
-		    IN_CLOSE_WRITE | IN_ONLYDIR | IN_DONT_FOLLOW);
+		s->guard_priv_wd = inotify_add_watch(fd,
+		    snap_jailgit_dir(s->jailgit), IN_MOVED_TO | IN_CLOSE_WRITE |
+		    IN_ONLYDIR | IN_DONT_FOLLOW);
 	s->guard_fd = fd;
 	if (s->jailgit != NULL)
 		s->guard_sync_ev = evtimer_new(s->ctx->base,

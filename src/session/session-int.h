@@ -107,11 +107,16 @@ struct session {
 	unsigned guard_seq;          /* git sequences in progress at the start (snap_plant_sequences) */
 	struct strv guard_execs;     /* their todo lists' exec lines then (snap_plant_seq_execs) */
 	int guard_fd;
+	int guard_git_wd;            /* its watch of guard_gitdir, */
+	int guard_priv_wd;           /* and of the jail's git dir */
 	struct event *guard_ev;
 	struct event *guard_sync_ev; /* the jail's HEAD and index brought back, a burst after, */
 	struct thread_job *guard_sync_job; /* on a helper thread, */
 	struct strv guard_sync_alerts; /* what it found, */
-	bool guard_sync_again;       /* and whether the jail wrote more meanwhile */
+	bool guard_sync_again;       /* and whether the jail wrote more meanwhile; */
+	int64_t guard_sync_began;    /* when it started (monotonic ms), */
+	int64_t guard_sync_after;    /* and none before this, after one that took long, */
+	bool guard_sync_packed;      /* but one for a packed-refs renamed into place */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_blind guard_blind; /* index marks and replace refs then */

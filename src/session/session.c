@@ -532,6 +532,8 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	s->id = -1;
 	s->listen_fd = -1;
 	s->guard_fd = -1;
+	s->guard_git_wd = -1;
+	s->guard_priv_wd = -1;
 	s->tree_lock = -1;
 	s->home_fd = -1;
 	s->st_hf_fd = -1;

@@ -95,6 +95,65 @@ snap_hist_target_ok(const char *name)
 	return ok;
 }
 
+/*
+ * The object format KEY (a config line's key and value, without blanks,
+ * lower case) sets: 64 for sha256, 40 for sha1, else 0.
+ */
+static size_t
+snap_hist_format(const char *key)
+{
+	const char *p;
+
+	if (strncmp(key, "objectformat=", 13) != 0)
+		return 0;
+	p = key + 13;
+	if (*p == '"')
+		p++;
+	if (strncmp(p, "sha256", 6) == 0)
+		p += 6;
+	else if (strncmp(p, "sha1", 4) == 0)
+		p += 4;
+	else
+		return 0;
+	if (*p != '\0' && *p != '"' && *p != '#' && *p != ';')
+		return 0;
+	return p[-1] == '6' ? 64 : 40;
+}
+
+size_t
+snap_hist_hash_len(int gfd)
+{
+	size_t len = 40, i, j, n;
+	char *line, *next, *p, *close;
+	bool ext = false;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
+		buf_add(&b, "", 1);
+		for (line = b.data; line != NULL; line = next) {
+			if ((next = strchr(line, '\n')) != NULL)
+				*next++ = '\0';
+			/* The line without blanks, lower case: [extensions]objectformat=sha256. */
+			for (p = line, i = j = 0; p[i] != '\0'; i++) {
+				if (!isspace((unsigned char)p[i]))
+					p[j++] = (char)tolower((unsigned char)p[i]);
+			}
+			p[j] = '\0';
+			/* Only extensions.objectFormat counts (git ignores the key elsewhere). */
+			if (p[0] == '[' && (close = strchr(p, ']')) != NULL) {
+				ext = close - p == 11 && strncmp(p + 1,
+				    "extensions", 10) == 0;
+				p = close + 1;
+			}
+			if (ext && (n = snap_hist_format(p)) != 0)
+				len = n;
+		}
+	}
+	buf_free(&b);
+	return len;
+}
+
 /* The length of the object id V begins with (40 or 64 hex digits of either case, then the end or a space), or 0. */
 static size_t
 snap_hist_oid_len(const char *v)
@@ -369,6 +428,29 @@ snap_hist_packed(int gitfd, struct strv *out)
 }
 
 /*
+ * Whether NAME is one git's check_refname_format takes (one level
+ * allowed), as no packed-refs line the session brings back may be
+ * otherwise: one it only warns of there makes git gc fail ("bad object")
+ * and its pack-refs write it with a zero id.
+ */
+static bool
+snap_hist_refname_strict(const char *name)
+{
+	char *full;
+	bool ok;
+
+	if (name[0] == '\0' || strcmp(name, "@") == 0 || name[0] == '.' ||
+	    name[0] == '/' || strstr(name, ".lock/") != NULL)
+		return false;
+	if (strncmp(name, "refs/", 5) == 0)
+		return snap_hist_refname_ok(name);
+	full = xprintf("refs/%s", name);
+	ok = snap_hist_refname_ok(full);
+	free(full);
+	return ok;
+}
+
+/*
  * A ref name git takes from packed-refs without dying: one
  * check_refname_format takes (one level allowed), or else one its
  * refname_is_safe takes (git then ignores it with a warning).
@@ -379,6 +461,9 @@ snap_hist_packed_name_ok(const char *name)
 	const char *rest, *p, *c;
 	size_t n;
 
+	/* "@" alone: check_refname_format refuses it, and it is not safe (git dies). */
+	if (strcmp(name, "@") == 0)
+		return false;
 	if (name[0] != '\0' && snap_hist_target_ok(name))
 		return true;
 	if (strncmp(name, "refs/", 5) == 0) {
@@ -405,25 +490,37 @@ snap_hist_packed_name_ok(const char *name)
 
 /*
  * What a packed-refs line (without its newline) is to git
- * (refs/packed-backend.c): the header (first line only), a peeled id
- * ('^'), a ref ("ID NAME", one whitespace between), or a line git
- * cannot parse, which makes it fail at every ref it reads.
+ * (refs/packed-backend.c), in a repository of ids of LEN hex digits:
+ * the header (first line only), a peeled id ('^'), a ref ("ID NAME", one
+ * whitespace between), or a line git cannot parse, which makes it fail
+ * at every ref it reads.
  */
 enum snap_hist_pline { SNAP_PL_HEADER, SNAP_PL_PEEL, SNAP_PL_REF,
     SNAP_PL_BAD };
 
-static enum snap_hist_pline
-snap_hist_packed_kind(const char *line, bool first)
+/*
+ * Whether LINE begins with an id as git reads one there (parse_oid_hex):
+ * exactly LEN hex digits (the repository's), then the end or git's own
+ * whitespace (space, tab, CR: not C's vertical tab or form feed).
+ */
+static bool
+snap_hist_packed_oid(const char *line, size_t len)
 {
-	size_t n;
+	return strspn(line, "0123456789abcdefABCDEF") == len &&
+	    (line[len] == '\0' || line[len] == ' ' || line[len] == '\t' ||
+	    line[len] == '\r');
+}
 
+static enum snap_hist_pline
+snap_hist_packed_kind(const char *line, bool first, size_t len)
+{
 	if (first && strncmp(line, "# pack-refs with:", 17) == 0)
 		return SNAP_PL_HEADER;
 	if (line[0] == '^')
-		return (n = snap_hist_oid_len(line + 1)) != 0 &&
-		    line[1 + n] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
-	if ((n = snap_hist_oid_len(line)) == 0 || line[n] == '\0' ||
-	    !snap_hist_packed_name_ok(line + n + 1))
+		return snap_hist_packed_oid(line + 1, len) &&
+		    line[1 + len] == '\0' ? SNAP_PL_PEEL : SNAP_PL_BAD;
+	if (!snap_hist_packed_oid(line, len) || line[len] == '\0' ||
+	    !snap_hist_packed_name_ok(line + len + 1))
 		return SNAP_PL_BAD;
 	return SNAP_PL_REF;
 }
@@ -454,17 +551,16 @@ snap_hist_pref_cmp(const void *a, const void *b)
  */
 static bool *
 snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
-    const struct strv *keep)
+    size_t len, const struct strv *keep)
 {
 	struct snap_hist_pref *v = xcalloc(lines->n + 1, sizeof *v);
 	bool *stay = xcalloc(lines->n + 1, sizeof *stay);
 	const char *want;
-	size_t i, n = 0, len;
+	size_t i, n = 0;
 
 	for (i = 0; i < lines->n; i++) {
 		if (!is_ref[i])
 			continue;
-		len = snap_hist_oid_len(lines->v[i]);
 		v[n].name = lines->v[i] + len + 1;
 		v[n].at = i;
 		want = keep != NULL ? snap_hist_value(keep, v[n].name) : NULL;
@@ -529,20 +625,20 @@ snap_hist_packed_header(const char *line, bool drop_sorted, struct buf *fixed)
  */
 static bool
 snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
-    const bool *stay, struct strv *unsorted)
+    const bool *stay, size_t len, struct strv *unsorted)
 {
 	const char *name, *max = NULL;
 	size_t i;
 	bool any = false;
 
-	if (lines->n == 0 || snap_hist_packed_kind(lines->v[0], true) !=
+	if (lines->n == 0 || snap_hist_packed_kind(lines->v[0], true, len) !=
 	    SNAP_PL_HEADER || !snap_hist_packed_header(lines->v[0], false,
 	    NULL))
 		return false;
 	for (i = 0; i < lines->n; i++) {
 		if (!is_ref[i] || !stay[i])
 			continue;
-		name = lines->v[i] + snap_hist_oid_len(lines->v[i]) + 1;
+		name = lines->v[i] + len + 1;
 		if (max != NULL && strcmp(name, max) <= 0) {
 			any = true;
 			if (unsorted != NULL)
@@ -553,13 +649,213 @@ snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
 	return any;
 }
 
+/* A ref of a packed-refs text: its name, its line, its peeled line (or NULL). */
+struct snap_hist_pentry {
+	const char *name;
+	const char *line;
+	const char *peel;
+};
+
+static int
+snap_hist_pentry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_hist_pentry *)a)->name,
+	    ((const struct snap_hist_pentry *)b)->name);
+}
+
+/*
+ * LINES (a packed-refs text's) as its refs, sorted by name, into *OUT
+ * (*N of them); -1 if git could not read a line of it, or a ref is
+ * listed twice (what git takes of it is not clear).
+ */
+static int
+snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
+    struct snap_hist_pentry **out, size_t *n)
+{
+	struct snap_hist_pentry *v = xcalloc(nlines + 1, sizeof *v);
+	size_t i, k = 0;
+	bool sorted = true;
+
+	for (i = 0; i < nlines; i++) {
+		switch (snap_hist_packed_kind(lines[i], i == 0, len)) {
+		case SNAP_PL_HEADER:
+			continue;
+		case SNAP_PL_PEEL:
+			if (k == 0 || v[k - 1].peel != NULL)
+				goto bad;
+			v[k - 1].peel = lines[i];
+			continue;
+		case SNAP_PL_REF:
+			v[k].line = lines[i];
+			v[k].name = lines[i] + len + 1;
+			if (k > 0 && strcmp(v[k - 1].name, v[k].name) >= 0)
+				sorted = false;
+			k++;
+			continue;
+		case SNAP_PL_BAD:
+			goto bad;
+		}
+	}
+	/* git's own files are sorted already: sorting them again was most of a large merge. */
+	if (!sorted)
+		qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
+	for (i = 1; i < k; i++) {
+		if (strcmp(v[i].name, v[i - 1].name) == 0)
+			goto bad;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+/*
+ * TEXT's lines (without their newlines) as pointers into *COPY, a copy of
+ * it cut at each newline, into *LINES (*N of them). Callers free both.
+ */
+static void
+snap_hist_cut(const struct buf *text, char **copy, char ***lines, size_t *n)
+{
+	size_t i, k = 0, start = 0, count = 0;
+	char *c;
+
+	for (i = 0; i < text->len; i++)
+		count += text->data[i] == '\n';
+	c = xmalloc(text->len + 1);
+	if (text->len > 0)
+		memcpy(c, text->data, text->len);
+	c[text->len] = '\0';
+	*lines = xcalloc(count + 2, sizeof **lines);
+	for (i = 0; i < text->len; i++) {
+		if (c[i] != '\n')
+			continue;
+		c[i] = '\0';
+		(*lines)[k++] = c + start;
+		start = i + 1;
+	}
+	if (start < text->len)
+		(*lines)[k++] = c + start;
+	*copy = c;
+	*n = k;
+}
+
+/* Whether A and B hold the same ref the same way (both absent too). */
+static bool
+snap_hist_pentry_same(const struct snap_hist_pentry *a,
+    const struct snap_hist_pentry *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a->line, b->line) == 0 && (a->peel == NULL ?
+	    b->peel == NULL : b->peel != NULL && strcmp(a->peel, b->peel) ==
+	    0);
+}
+
+/* The least name of the entries at V[I] (of N), W[J] (of M), X[K] (of L) there are. */
+static const char *
+snap_hist_pentry_least(const struct snap_hist_pentry *v, size_t i, size_t n,
+    const struct snap_hist_pentry *w, size_t j, size_t m,
+    const struct snap_hist_pentry *x, size_t k, size_t l)
+{
+	const char *least = NULL;
+
+	if (i < n)
+		least = v[i].name;
+	if (j < m && (least == NULL || strcmp(w[j].name, least) < 0))
+		least = w[j].name;
+	if (k < l && (least == NULL || strcmp(x[k].name, least) < 0))
+		least = x[k].name;
+	return least;
+}
+
+/* V[*I] if it is NAME's entry (and *I past it), else NULL. */
+static const struct snap_hist_pentry *
+snap_hist_pentry_take(const struct snap_hist_pentry *v, size_t *i, size_t n,
+    const char *name)
+{
+	if (*i < n && strcmp(v[*i].name, name) == 0)
+		return &v[(*i)++];
+	return NULL;
+}
+
+int
+snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost)
+{
+	const struct buf *text[3] = { base, ours, theirs };
+	struct snap_hist_pentry *v[3] = { NULL, NULL, NULL };
+	const struct snap_hist_pentry *b, *o, *t, *r;
+	char *copy[3] = { NULL, NULL, NULL }, **lines[3] = { NULL, NULL, NULL };
+	size_t nl[3], n[3] = { 0, 0, 0 }, at[3] = { 0, 0, 0 }, i;
+	const char *name;
+	int rc = -1;
+
+	for (i = 0; i < 3; i++) {
+		/* A NUL: git reads the line otherwise than a C string does. */
+		if (text[i]->len > 0 && memchr(text[i]->data, '\0',
+		    text[i]->len) != NULL)
+			goto out;
+		snap_hist_cut(text[i], &copy[i], &lines[i], &nl[i]);
+		if (snap_hist_pentries(lines[i], nl[i], len, &v[i], &n[i]) == -1)
+			goto out;
+	}
+	/* No peeled claim: git peels what it needs (the three may differ). */
+	buf_adds(out, "# pack-refs with: sorted \n");
+	/* The three sorted by name, walked together: each name once. */
+	while ((name = snap_hist_pentry_least(v[0], at[0], n[0], v[1], at[1],
+	    n[1], v[2], at[2], n[2])) != NULL) {
+		b = snap_hist_pentry_take(v[0], &at[0], n[0], name);
+		o = snap_hist_pentry_take(v[1], &at[1], n[1], name);
+		t = snap_hist_pentry_take(v[2], &at[2], n[2], name);
+		if (snap_hist_pentry_same(o, b))
+			r = t;
+		else if (snap_hist_pentry_same(t, b) ||
+		    snap_hist_pentry_same(t, o)) {
+			r = o;
+			/*
+			 * A name the session's git made: only one git takes
+			 * whole (one of the start's it may give another id,
+			 * as git gives a zero one to a name it only warns of).
+			 */
+			if (o != NULL && b == NULL && t == NULL &&
+			    !snap_hist_refname_strict(o->name))
+				goto out;
+		} else {
+			/* Both changed it, each its own way: theirs stays. */
+			r = t;
+			if (lost != NULL)
+				strv_add(lost, name);
+		}
+		if (r == NULL)
+			continue;
+		buf_adds(out, r->line);
+		buf_add(out, "\n", 1);
+		if (r->peel != NULL) {
+			buf_adds(out, r->peel);
+			buf_add(out, "\n", 1);
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < 3; i++) {
+		free(v[i]);
+		free(lines[i]);
+		free(copy[i]);
+	}
+	if (rc == -1)
+		errno = EBADMSG;
+	return rc;
+}
+
 int
 snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
     struct strv *unsorted, struct buf *fixed)
 {
 	struct strv lines;
 	struct buf b;
-	size_t i, cut;
+	size_t i, cut, len = snap_hist_hash_len(gitfd);
 	bool *is_ref, *stay, ref_kept = false, misordered;
 	int changed = 0;
 
@@ -574,19 +870,19 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 	snap_hist_split(&b, &lines, &cut);
 	is_ref = xcalloc(lines.n + 1, sizeof *is_ref);
 	for (i = 0; i < lines.n; i++)
-		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0) ==
+		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0, len) ==
 		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
-	stay = snap_hist_packed_pick(&lines, is_ref, keep);
+	stay = snap_hist_packed_pick(&lines, is_ref, len, keep);
 	if ((misordered = snap_hist_packed_unsorted(&lines, is_ref, stay,
-	    unsorted)))
+	    len, unsorted)))
 		changed = 1;
 	for (i = 0; i < lines.n; i++) {
 		/* A last line without its newline: git says "unterminated line". */
 		if ((cut > 0 && i + 1 == lines.n) ||
-		    snap_hist_packed_kind(lines.v[i], i == 0) == SNAP_PL_BAD) {
+		    snap_hist_packed_kind(lines.v[i], i == 0, len) == SNAP_PL_BAD) {
 			strv_add(bad, lines.v[i]);
 			ref_kept = false;
-		} else if (snap_hist_packed_kind(lines.v[i], i == 0) ==
+		} else if (snap_hist_packed_kind(lines.v[i], i == 0, len) ==
 		    SNAP_PL_HEADER) {
 			if (misordered)
 				(void)snap_hist_packed_header(lines.v[i], true,

@@ -935,6 +935,11 @@ void snap_history_watch_worktree_free(struct snap_history *);
 /* A valid ref name under refs/ that is safe as a path. */
 bool snap_hist_refname_ok(const char *ref);
 /*
+ * The hex digits of the ids of the git dir GITFD: 64 where its config
+ * says extensions.objectFormat = sha256, else 40.
+ */
+size_t snap_hist_hash_len(int gitfd);
+/*
  * Every ref of the git dir GITFD, HEAD too, as "ref\tvalue" (agentmux's
  * own left out), read as git reads them; the value is "ref: NAME", an id
  * in lower-case hex, or SNAP_HIST_UNREAD.
@@ -980,11 +985,23 @@ int snap_hist_packed_scan(int gitfd, const char *name,
 /* TEXT (a ref file's content) as git reads it, "ref: NAME" or a lower-case id; NULL if broken to git. Caller frees. */
 char *snap_hist_parse(const char *text);
 /*
+ * A packed-refs text the jail's git wrote (OURS, from BASE, the one it
+ * was given) and the user's (THEIRS, as it now is), of ids of LEN hex
+ * digits, made one into OUT: each ref as the side that changed it since
+ * BASE has it (none: deleted); one both changed, each its own way, as
+ * THEIRS has it, its name into LOST (if not NULL). Sorted, with no peeled
+ * claim (git peels what it needs). -1 if git could not read one of the
+ * three (an id of another length too), or one lists a ref twice.
+ */
+int snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
+    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost);
+/*
  * GITFD's packed-refs as git can read it: each line git cannot parse (git
- * then fails at every ref) into BAD as it is; FIXED (if not NULL) gets
- * the file without them, one line per ref (KEEP's value where a ref is
- * listed twice and one line has it, else the first), peeled ids with their
- * ref; a header that claims the refs sorted when they are not (git looks
+ * then fails at every ref; an id of another length than the repository's
+ * ids, or another separator than git's whitespace, too) into BAD as it
+ * is; FIXED (if not NULL) gets the file without them, one line per ref
+ * (KEEP's value where a ref is listed twice and one line has it, else the
+ * first), peeled ids with their ref; a header that claims the refs sorted when they are not (git looks
  * a ref up by halving the file, and misses one out of order) loses that
  * claim, and the refs out of order go into UNSORTED (if not NULL). 1 if
  * FIXED differs from the file, 0 if not, -1 if there is none.

@@ -23,13 +23,27 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snap/snap-int.h"
 
-/* Names git reads at the top of its dir that may not be there yet, linked all the same (a link to nothing is followed to make it). */
-static const char *const snap_jailgit_files[] = { "packed-refs",
-    "FETCH_HEAD", "shallow" };
+/*
+ * The files at the top of the git dir the jail's git reads from the
+ * user's, linked (whether there or not: a link to nothing stays one):
+ * all read only there, since the top is (the user's git renames its
+ * config.lock into place there, and a jail that held it open wrote the
+ * user's new config). packed-refs is a copy (git locks it for every ref
+ * it deletes), brought back merged with the user's (snap_jailgit_packed).
+ * Every other file git writes at its dir's top (FETCH_HEAD, ORIG_HEAD,
+ * COMMIT_EDITMSG, a merge's) is the jail's own, made in PRIV.
+ */
+static const char *const snap_jailgit_files[] = { "shallow", "config",
+    "description" };
+
+/* Dirs at the top of the git dir not linked: a merge, rebase or cherry-pick of the user's under way (its todo names commands) is theirs. */
+static const char *const snap_jailgit_unlinked[] = { "rebase-merge",
+    "rebase-apply", "sequencer", "modules" };
 
 /*
  * The largest index brought back from the jail (git's own for 500,000
@@ -37,6 +51,9 @@ static const char *const snap_jailgit_files[] = { "packed-refs",
  * and written to the project's .git.
  */
 #define SNAP_JAILGIT_INDEX_MAX (64LL * 1024 * 1024)
+
+/* The largest packed-refs given to the jail as a copy (a larger one is linked, read only: the jail's git cannot delete a ref). */
+#define SNAP_JAILGIT_PACKED_MAX (64LL * 1024 * 1024)
 
 /* The bytes at an index's end compared: its checksum (SHA-256's 32, or SHA-1's 20 and more). */
 #define SNAP_JAILGIT_TRAILER 32
@@ -53,6 +70,15 @@ struct snap_jailgit {
 	struct stat host_index; /* and GITDIR's as it then was */
 	char *index_told;
 	size_t hash_len;       /* the hex digits of the repository's ids */
+	char *at;             /* GITDIR as the jail sees it */
+	struct buf packed_base; /* the jail's packed-refs as last given or brought back, */
+	struct stat packed;   /* and its stat then (zero: none) */
+	struct stat host_packed; /* GITDIR's as the jail's was last given (zero: none) */
+	bool packed_pending;  /* brought back not yet: the user's git held the lock */
+	bool ended;           /* the jail is gone: its copies are not refreshed */
+	time_t stale_since;   /* not given again since (the jail's git held its lock), or 0 */
+	char *stale_told;
+	char *packed_told;
 };
 
 /*
@@ -110,7 +136,8 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 
 static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
     const struct stat *);
-static size_t snap_jailgit_hash_len(int);
+static int snap_jailgit_packed_give(struct snap_jailgit *, int, int,
+    const char *, char **);
 
 /* Makes NAME in GFD a dir, as git would (0755 but for the user's umask), if it is not there. */
 static void
@@ -148,13 +175,14 @@ snap_jailgit_link(int pfd, const char *priv, const char *at,
 	return ok;
 }
 
-/* Links in PFD to every name at the top of GFD but HEAD, the index, modules and locks, and to those git may make. */
+/* Links in PFD to the dirs at the top of GFD (but a merge's or rebase's, and modules) and to the files the jail's git reads there. */
 static int
 snap_jailgit_links(int gfd, int pfd, const char *priv, const char *at,
     char **cause)
 {
 	struct dirent *de;
-	size_t i, n;
+	struct stat st;
+	size_t i;
 	bool ok = true;
 	DIR *d;
 	int fd;
@@ -168,13 +196,16 @@ snap_jailgit_links(int gfd, int pfd, const char *priv, const char *at,
 		return -1;
 	}
 	while (ok && (de = readdir(d)) != NULL) {
-		n = strlen(de->d_name);
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") ==
-		    0 || strcmp(de->d_name, "HEAD") == 0 || strcmp(de->d_name,
-		    "index") == 0 || strcmp(de->d_name, "modules") == 0 ||
-		    (n > 5 && strcmp(de->d_name + n - 5, ".lock") == 0))
+		    0 || fstatat(gfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || !S_ISDIR(st.st_mode))
 			continue;
-		ok = snap_jailgit_link(pfd, priv, at, de->d_name, cause);
+		for (i = 0; i < nitems(snap_jailgit_unlinked) &&
+		    strcmp(de->d_name, snap_jailgit_unlinked[i]) != 0; i++)
+			;
+		if (i == nitems(snap_jailgit_unlinked))
+			ok = snap_jailgit_link(pfd, priv, at, de->d_name,
+			    cause);
 	}
 	closedir(d);
 	for (i = 0; ok && i < nitems(snap_jailgit_files); i++)
@@ -270,6 +301,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	jg->gitdir = xstrdup(gitdir);
 	jg->quoted = quote_name(gitdir);
 	jg->priv = xstrdup(priv);
+	jg->at = xstrdup(at);
 	gfd = open(gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (gfd == -1) {
 		*cause = xprintf("cannot open %s: %s", jg->quoted,
@@ -280,7 +312,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	if ((jg->head = snap_jailgit_read_head(gfd, jg->quoted, cause)) ==
 	    NULL)
 		goto out;
-	jg->hash_len = snap_jailgit_hash_len(gfd);
+	jg->hash_len = snap_hist_hash_len(gfd);
 	for (i = 0; i < nitems(snap_jailgit_dirs); i++)
 		snap_jailgit_mkdir(gfd, snap_jailgit_dirs[i]);
 	/* Made anew at each start: nothing of an earlier run's jail is kept. */
@@ -292,7 +324,8 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 		goto out;
 	}
 	(void)fchmod(pfd, 0755);
-	if (snap_jailgit_links(gfd, pfd, priv, at, cause) == -1)
+	if (snap_jailgit_links(gfd, pfd, priv, at, cause) == -1 ||
+	    snap_jailgit_packed_give(jg, gfd, pfd, at, cause) == -1)
 		goto out;
 	if (snap_jailgit_write_head(pfd, jg->head) == -1) {
 		*cause = xprintf("cannot write %s/HEAD: %s", priv,
@@ -327,9 +360,13 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg->gitdir);
 	free(jg->quoted);
 	free(jg->priv);
+	free(jg->at);
 	free(jg->head);
 	free(jg->head_told);
 	free(jg->index_told);
+	free(jg->packed_told);
+	free(jg->stale_told);
+	buf_free(&jg->packed_base);
 	free(jg);
 }
 
@@ -343,54 +380,6 @@ snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
 	strv_add(alerts, msg);
 	free(*told);
 	*told = xstrdup(why);
-}
-
-/* Whether LINE (a config line without blanks, lower case) sets objectformat to sha256, as git reads it. */
-static bool
-snap_jailgit_sha256(const char *line)
-{
-	const char *p = strstr(line, "objectformat=");
-
-	if (p == NULL || (p != line && p[-1] != ']'))
-		return false;
-	p += strlen("objectformat=");
-	if (*p == '"')
-		p++;
-	if (strncmp(p, "sha256", 6) != 0)
-		return false;
-	p += 6;
-	return *p == '\0' || *p == '"' || *p == '#' || *p == ';';
-}
-
-/*
- * The hex digits of GFD's ids: 64 where its config (the user's, read
- * only in the jail) says extensions.objectFormat = sha256, else 40.
- */
-static size_t
-snap_jailgit_hash_len(int gfd)
-{
-	size_t len = 40, i, j;
-	char *line, *next, *p;
-	struct buf b;
-
-	buf_init(&b);
-	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
-		buf_add(&b, "", 1);
-		for (line = b.data; line != NULL; line = next) {
-			if ((next = strchr(line, '\n')) != NULL)
-				*next++ = '\0';
-			/* The line without blanks, lower case: objectformat=sha256. */
-			for (p = line, i = j = 0; p[i] != '\0'; i++) {
-				if (!isspace((unsigned char)p[i]))
-					p[j++] = (char)tolower((unsigned char)p[i]);
-			}
-			p[j] = '\0';
-			if (snap_jailgit_sha256(p))
-				len = 64;
-		}
-	}
-	buf_free(&b);
-	return len;
 }
 
 /* Why REF's name cannot be a ref of GFD (a ref above it: refs/heads/x/y where refs/heads/x is one), or NULL. */
@@ -410,6 +399,46 @@ snap_jailgit_ref_below(int gfd, const char *ref)
 		*slash = '/';
 	}
 	free(part);
+	return cause;
+}
+
+/*
+ * Why REF cannot be a ref of GFD beside its packed refs (LEN the hex
+ * digits of its ids): one packed above it (refs/heads/x where it is
+ * refs/heads/x/y), or below it (refs/heads/x/y where it is
+ * refs/heads/x); the user's next commit there failed "cannot lock ref".
+ * NULL if none, or the file cannot be read.
+ */
+static char *
+snap_jailgit_ref_packed(int gfd, const char *ref, size_t len)
+{
+	char *line, *next, *name, *q, *cause = NULL;
+	size_t n = strlen(ref), m;
+	struct buf b;
+
+	buf_init(&b);
+	if (path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &b) == -1) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_add(&b, "", 1);
+	for (line = b.data; line != NULL && cause == NULL; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (strlen(line) <= len + 1 || line[0] == '#' || line[0] == '^')
+			continue;
+		name = line + len + 1;
+		m = strlen(name);
+		if ((m < n && strncmp(ref, name, m) == 0 && ref[m] == '/') ||
+		    (m > n && strncmp(name, ref, n) == 0 && name[n] == '/')) {
+			q = quote_name(name);
+			cause = xprintf("%s names a ref %s the packed ref %s", ref,
+			    m < n ? "below" : "above", q);
+			free(q);
+		}
+	}
+	buf_free(&b);
 	return cause;
 }
 
@@ -441,6 +470,8 @@ snap_jailgit_head_bad(const struct snap_jailgit *jg, int gfd, const char *v)
 	seen[0] = ref = v + 5;
 	while (cause == NULL) {
 		if ((cause = snap_jailgit_ref_below(gfd, ref)) != NULL ||
+		    (cause = snap_jailgit_ref_packed(gfd, ref,
+		    jg->hash_len)) != NULL ||
 		    fstatat(gfd, ref, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			break;
 		if (!S_ISREG(st.st_mode)) {
@@ -650,6 +681,305 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 	free(msg);
 }
 
+/*
+ * packed-refs given to the jail's git dir PFD as a copy of GFD's (git
+ * locks it for every ref it deletes, and the top of GFD is read only in
+ * the jail), and what was given kept, to merge what the jail writes with
+ * what the user's git writes meanwhile. One larger than
+ * SNAP_JAILGIT_PACKED_MAX, a link or not a file is linked (read only
+ * there: the jail's git cannot delete a ref). -1 with *CAUSE.
+ */
+static int
+snap_jailgit_packed_give(struct snap_jailgit *jg, int gfd, int pfd,
+    const char *at, char **cause)
+{
+	struct buf b;
+
+	/* Its stat first: one the user's git writes meanwhile is given again. */
+	if (fstatat(gfd, "packed-refs", &jg->host_packed, AT_SYMLINK_NOFOLLOW) ==
+	    -1)
+		memset(&jg->host_packed, 0, sizeof jg->host_packed);
+	buf_init(&b);
+	if (path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &b) == -1) {
+		buf_free(&b);
+		if (errno == ENOENT)
+			return 0;
+		return snap_jailgit_link(pfd, jg->priv, at, "packed-refs",
+		    cause) ? 0 : -1;
+	}
+	if (snap_hist_write(pfd, "packed-refs", &b, jg->host_packed.st_mode &
+	    0777) == -1 || fstatat(pfd, "packed-refs", &jg->packed,
+	    AT_SYMLINK_NOFOLLOW) == -1) {
+		*cause = xprintf("cannot write %s/packed-refs: %s", jg->priv,
+		    strerror(errno));
+		buf_free(&b);
+		return -1;
+	}
+	jg->packed_base = b;
+	return 0;
+}
+
+/*
+ * The mode of GFD's packed-refs written anew: the one it has (git gave
+ * it the group's bits of core.sharedRepository, which the user's umask
+ * would take off), never writable by all; for a new one, HEAD's.
+ */
+static mode_t
+snap_jailgit_packed_mode(int gfd)
+{
+	struct stat st;
+
+	if (fstatat(gfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		return st.st_mode & 0775;
+	if (fstatat(gfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode))
+		return st.st_mode & 0664;
+	return 0644 & ~util_user_umask();
+}
+
+/*
+ * The merge of OURS (the jail's packed-refs) with GFD's into its lock LFD
+ * (held), renamed over it; what was lost (both changed a ref) told.
+ */
+static int
+snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
+    const struct buf *ours, struct strv *alerts)
+{
+	struct buf theirs, out, names;
+	struct strv lost;
+	size_t i;
+	char *q;
+	int rc = -1;
+
+	buf_init(&theirs);
+	buf_init(&out);
+	strv_init(&lost);
+	if ((path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
+	    &theirs) == -1 && errno != ENOENT) ||
+	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs,
+	    jg->hash_len, &out, &lost) == -1)
+		goto out;
+	if (fchmod(lfd, snap_jailgit_packed_mode(gfd)) == -1 ||
+	    util_write_all(lfd, out.data != NULL ? out.data : "", out.len) ==
+	    -1 || fsync(lfd) == -1 || renameat(gfd, "packed-refs.lock", gfd,
+	    "packed-refs") == -1)
+		goto out;
+	rc = 0;
+	if (lost.n > 0) {
+		buf_init(&names);
+		for (i = 0; i < lost.n && i < 16; i++) {
+			q = quote_name(lost.v[i]);
+			buf_printf(&names, "%s%s", i > 0 ? ", " : "", q);
+			free(q);
+		}
+		strv_addf(alerts, "the session's git and yours both changed "
+		    "packed refs while it ran, each its own way (%.*s%s): yours "
+		    "are kept in %s/packed-refs", (int)names.len, names.data,
+		    lost.n > 16 ? " and more" : "", jg->quoted);
+		buf_free(&names);
+	}
+out:
+	buf_free(&theirs);
+	buf_free(&out);
+	strv_free(&lost);
+	return rc;
+}
+
+/*
+ * The jail's packed-refs, if its git wrote it, brought back to GFD merged
+ * with the user's (each ref as the side that changed it has it), under
+ * git's own lock: if the user's git holds it, later (PACKED_PENDING).
+ */
+static void
+snap_jailgit_packed(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
+{
+	struct stat st;
+	struct buf ours;
+	char *msg;
+	int lfd, err;
+
+	if (fstatat(pfd, "packed-refs", &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT || jg->packed.st_ino == 0)
+			return;
+		memset(&st, 0, sizeof st);
+	} else if (S_ISLNK(st.st_mode) || (snap_jailgit_same(&st,
+	    &jg->packed) && !jg->packed_pending))
+		return;
+	buf_init(&ours);
+	if (st.st_ino != 0 && path_read_beneath(pfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &ours) == -1) {
+		err = errno;
+		goto told;
+	}
+	/* (Its stat is the one before the read: a write meanwhile is brought back at the next sync.) */
+	lfd = openat(gfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd == -1 && errno == EEXIST) {
+		jg->packed_pending = true;
+		buf_free(&ours);
+		return;
+	}
+	if (lfd == -1 || snap_jailgit_packed_merge(jg, gfd, lfd, &ours,
+	    alerts) == -1) {
+		err = errno;
+		if (lfd != -1) {
+			(void)unlinkat(gfd, "packed-refs.lock", 0);
+			close(lfd);
+		}
+		goto told;
+	}
+	close(lfd);
+	jg->packed_pending = false;
+	buf_free(&jg->packed_base);
+	jg->packed_base = ours;
+	jg->packed = st;
+	return;
+told:
+	buf_free(&ours);
+	msg = xprintf("the session's git changed its packed refs, and they "
+	    "could not be brought back to %s/packed-refs (%s): the branches "
+	    "and tags it deleted or packed there may be missing; 'agentmux "
+	    "undo --refs' puts back the ones of the start", jg->quoted,
+	    err == EFBIG ? "larger than 64 MiB" : err == EBADMSG ? "a line "
+	    "git cannot read, a name git refuses or a ref listed twice" :
+	    strerror(err));
+	snap_jailgit_tell(&jg->packed_told, "failed", alerts, msg);
+	free(msg);
+	jg->packed = st;
+}
+
+/* Whether A and B hold the same bytes. */
+static bool
+snap_jailgit_buf_same(const struct buf *a, const struct buf *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data,
+	    a->len) == 0);
+}
+
+/* The jail's packed-refs made a link to the user's (read only there), in one rename. */
+static bool
+snap_jailgit_relink(const struct snap_jailgit *jg, int pfd)
+{
+	char *to = xprintf("%s/packed-refs", jg->at);
+	bool ok;
+
+	ok = symlinkat(to, pfd, "packed-refs.agentmux") == 0 &&
+	    renameat(pfd, "packed-refs.agentmux", pfd, "packed-refs") == 0;
+	if (!ok)
+		(void)unlinkat(pfd, "packed-refs.agentmux", 0);
+	free(to);
+	return ok;
+}
+
+/*
+ * The jail's copy of packed-refs given again, under its own lock, once
+ * the user's git wrote theirs (pack-refs, gc, branch -d, fetch --prune
+ * move a ref there and delete its own file): else the jail's git read a
+ * branch of the user's as it was at the start, and a commit on it there
+ * dropped the user's. Only once the jail's own changes are brought back
+ * (its copy as it was last given or brought back); if its git holds its
+ * lock, at the next sync (its rename brings one). One grown past
+ * SNAP_JAILGIT_PACKED_MAX is linked, read only.
+ */
+static void
+snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd,
+    struct strv *alerts)
+{
+	struct stat hs, js;
+	struct buf theirs, ours;
+	bool linked = false, renamed = false, was_link, ok = false;
+	char *msg;
+	int lfd;
+
+	if (fstatat(gfd, "packed-refs", &hs, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			return;
+		memset(&hs, 0, sizeof hs);
+	}
+	if (jg->ended || jg->packed_pending || snap_jailgit_same(&hs,
+	    &jg->host_packed)) {
+		jg->stale_since = 0;
+		return;
+	}
+	lfd = openat(pfd, "packed-refs.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd == -1) {
+		/* The jail's git holds it: tried again (snap_jailgit_waiting), told after a while. */
+		if (jg->stale_since == 0)
+			jg->stale_since = time(NULL);
+		else if (time(NULL) - jg->stale_since >= 10) {
+			msg = xprintf("the session's git has held its "
+			    ".git/packed-refs.lock for 10 s: it reads your "
+			    "packed branches and tags as they were before your "
+			    "git last wrote %s/packed-refs, and a commit there "
+			    "on one of them would leave out yours", jg->quoted);
+			snap_jailgit_tell(&jg->stale_told, "stale", alerts, msg);
+			free(msg);
+		}
+		return;
+	}
+	jg->stale_since = 0;
+	buf_init(&theirs);
+	buf_init(&ours);
+	/* A link (the user's was too large) shows theirs as it is, till it is small again. */
+	was_link = fstatat(pfd, "packed-refs", &js, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(js.st_mode);
+	if (hs.st_ino != 0 && path_read_beneath(gfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &theirs) == -1) {
+		if (errno != EFBIG && errno != ELOOP && errno != EINVAL)
+			goto unlock;
+		linked = true;
+	}
+	/* The jail's git wrote it since: brought back first. */
+	if (!was_link && ((path_read_beneath(pfd, "packed-refs",
+	    SNAP_JAILGIT_PACKED_MAX, &ours) == -1 && errno != ENOENT) ||
+	    !snap_jailgit_buf_same(&ours, &jg->packed_base)))
+		goto unlock;
+	if (linked && was_link)
+		ok = true;
+	else if (!linked && !was_link && hs.st_ino != 0 &&
+	    snap_jailgit_buf_same(&theirs, &jg->packed_base))
+		/* What was brought back, as it was (the merge there took nothing of the user's). */
+		ok = true;
+	else if (linked) {
+		ok = snap_jailgit_relink(jg, pfd);
+		memset(&jg->packed, 0, sizeof jg->packed);
+	} else if (hs.st_ino == 0) {
+		ok = unlinkat(pfd, "packed-refs", 0) == 0 || errno == ENOENT;
+		memset(&jg->packed, 0, sizeof jg->packed);
+	} else {
+		ok = fchmod(lfd, hs.st_mode & 0777 & ~util_user_umask()) == 0 &&
+		    util_write_all(lfd, theirs.data != NULL ? theirs.data : "",
+		    theirs.len) == 0 && renameat(pfd, "packed-refs.lock", pfd,
+		    "packed-refs") == 0;
+		/* Renamed: the lock now is the jail's git's, if any. */
+		renamed = ok;
+		if (ok && fstat(lfd, &jg->packed) == -1)
+			memset(&jg->packed, 0, sizeof jg->packed);
+	}
+	if (ok) {
+		jg->host_packed = hs;
+		buf_free(&jg->packed_base);
+		jg->packed_base = theirs;
+		buf_init(&theirs);
+	}
+unlock:
+	if (!renamed)
+		(void)unlinkat(pfd, "packed-refs.lock", 0);
+	close(lfd);
+	buf_free(&theirs);
+	buf_free(&ours);
+}
+
+bool
+snap_jailgit_waiting(const struct snap_jailgit *jg)
+{
+	return !jg->ended && (jg->stale_since != 0 || jg->packed_pending);
+}
+
 void
 snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 {
@@ -659,6 +989,8 @@ snap_jailgit_sync(struct snap_jailgit *jg, struct strv *alerts)
 	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (pfd != -1 && gfd != -1) {
+		snap_jailgit_packed(jg, pfd, gfd, alerts);
+		snap_jailgit_packed_refresh(jg, pfd, gfd, alerts);
 		snap_jailgit_index(jg, pfd, gfd, alerts);
 		snap_jailgit_head(jg, pfd, gfd, alerts);
 	}
@@ -686,37 +1018,73 @@ static const char *const snap_jailgit_going[] = { "MERGE_HEAD",
     "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply",
     "sequencer", "BISECT_LOG" };
 
+/*
+ * At the end: the jail's packed-refs, if the user's git held the lock,
+ * tried again for 2 s; then kept beside the jail's git dir (which goes),
+ * and told.
+ */
+static void
+snap_jailgit_packed_wait(struct snap_jailgit *jg, struct strv *alerts)
+{
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	char *kept, *q;
+	int i, pfd, gfd;
+
+	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	for (i = 0; i < 100 && jg->packed_pending && pfd != -1 && gfd != -1;
+	    i++) {
+		(void)nanosleep(&pause, NULL);
+		snap_jailgit_packed(jg, pfd, gfd, alerts);
+	}
+	if (jg->packed_pending && pfd != -1) {
+		kept = xprintf("%s.packed-refs", jg->priv);
+		q = quote_name(kept);
+		if (renameat(pfd, "packed-refs", AT_FDCWD, kept) == 0)
+			strv_addf(alerts, "the session's git changed its packed "
+			    "refs, and %s/packed-refs.lock stayed taken (by your "
+			    "git?) for 2 s: they are kept at %s; the branches and "
+			    "tags it deleted or packed are there", jg->quoted, q);
+		else
+			strv_addf(alerts, "the session's git changed its packed "
+			    "refs, and %s/packed-refs.lock stayed taken (by your "
+			    "git?): they could not be kept either (%s); 'agentmux "
+			    "undo --refs' puts back the refs of the start",
+			    jg->quoted, strerror(errno));
+		free(q);
+		free(kept);
+	}
+	if (pfd != -1)
+		close(pfd);
+	if (gfd != -1)
+		close(gfd);
+}
+
 void
 snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 {
-	struct buf own, ended;
+	struct buf own;
 	struct stat st;
 	const char *name;
 	size_t i;
-	int pfd, gfd;
+	int pfd;
 
+	jg->ended = true;
 	snap_jailgit_sync(jg, alerts);
+	snap_jailgit_packed_wait(jg, alerts);
 	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;
-	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	buf_init(&own);
-	buf_init(&ended);
+	/* The jail's own: the user's (a merge of theirs under way) is not linked, and stays theirs. */
 	for (i = 0; i < nitems(snap_jailgit_going); i++) {
 		name = snap_jailgit_going[i];
-		/* The jail's own (a link is the user's, linked at the start). */
-		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (!S_ISLNK(st.st_mode))
-				buf_printf(&own, "%s%s", own.len > 0 ? ", " :
-				    "", name);
-		} else if (gfd != -1 && fstatat(gfd, name, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0)
-			buf_printf(&ended, "%s%s", ended.len > 0 ? ", " : "",
-			    name);
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISLNK(st.st_mode))
+			buf_printf(&own, "%s%s", own.len > 0 ? ", " : "", name);
 	}
 	close(pfd);
-	if (gfd != -1)
-		close(gfd);
 	/*
 	 * Not carried over: its state could name commands to run (a rebase's
 	 * exec lines), and the user's git would go on with them.
@@ -728,14 +1096,5 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 		    "what it left, conflicts too; 'git status' there shows it, "
 		    "and 'git restore' or 'git reset' puts it right",
 		    (int)own.len, own.data, jg->quoted);
-	/* git removed what it had linked, not what the link named. */
-	if (ended.len > 0)
-		strv_addf(alerts, "the session's git ended the merge, rebase, "
-		    "cherry-pick, revert or bisect you had under way, but %s "
-		    "still holds its state (%.*s): 'git status' there says "
-		    "which; 'git rebase --quit', 'git merge --quit' or 'git "
-		    "cherry-pick --quit' drops it, leaving the tree as it is",
-		    jg->quoted, (int)ended.len, ended.data);
 	buf_free(&own);
-	buf_free(&ended);
 }

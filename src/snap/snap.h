@@ -735,13 +735,20 @@ struct snap_jailgit;
 struct snap_jailgit *snap_jailgit_make(const char *gitdir, const char *priv,
     const char *at, char **cause);
 /**
- * The jail's HEAD and index brought back to GITDIR where its git wrote
- * them: not if GITDIR's changed meanwhile (the user's git), nor a HEAD
- * git cannot read, nor an index past 64 MiB or with holes; each told in
- * ALERTS, once for the same. An index that only got new times is not
- * written again.
+ * The jail's HEAD, index and packed-refs brought back to GITDIR where its
+ * git wrote them: not if GITDIR's changed meanwhile (the user's git), nor
+ * a HEAD git cannot read, nor an index past 64 MiB or with holes; each
+ * told in ALERTS, once for the same. An index that only got new times is
+ * not written again; packed-refs is merged with GITDIR's. The jail's
+ * packed-refs given again where GITDIR's changed.
  */
 void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
+/**
+ * Whether a sync has to be tried again a moment later: a lock held (the
+ * user's git's packed-refs.lock, or the jail's), which no event may tell
+ * the end of (a lock git rolls back is deleted, not renamed).
+ */
+bool snap_jailgit_waiting(const struct snap_jailgit *);
 /**
  * The last sync once the jail is gone, and what it left under way there
  * (a merge, rebase, cherry-pick, revert or bisect, not carried over) told.

@@ -120,16 +120,20 @@ git_plants() {
 	    ok || bad "a git hook or config reached the host"
 	works "commit inside the jail" sh -c 'echo x > f && git add f &&
 	    git -c user.email=a@b -c user.name=a commit -qm x'
-	# .git stays writable (git works inside), so a planted commondir, which
-	# would send the host's git to the agent's config and hooks, is moved out.
-	# (The jail sees it at /.agentmux-git; one in its own .git, whose
-	# entries are links there, is the jail's alone.)
-	jrun sh -c 'mkdir -p evil/hooks && cp -r .git/objects/ .git/refs/ .git/HEAD evil/ &&
+	# A planted commondir would send the host's git to the agent's config
+	# and hooks. (The jail sees the git dir at /.agentmux-git; one in its
+	# own .git, whose entries are links there, is the jail's alone.)
+	# The top of /.agentmux-git is read only: the jail's write there is
+	# refused; one made there anyway (by the host, beside the session) is
+	# moved out as soon as agentmux sees it.
+	host_plant "echo ../evil >'$P/.git/commondir'" \
+	    'mkdir -p evil/hooks && cp -r .git/objects/ .git/refs/ .git/HEAD evil/ &&
 	    printf "[alias]\n\tst = !echo PWNED-ALIAS\n" > evil/config &&
 	    printf "#!/bin/sh\necho PWNED-HOOK\n" > evil/hooks/pre-commit &&
 	    chmod +x evil/hooks/pre-commit && echo ../evil > .git/commondir &&
-	    echo ../evil > /.agentmux-git/commondir &&
-	    sleep 0.2 && test ! -e /.agentmux-git/commondir'
+	    { (echo ../evil > /.agentmux-git/commondir) 2>&1 | grep -q "Permission denied" && echo REFUSED; }' \
+	    'sleep 0.3; test ! -e /.agentmux-git/commondir'
+	case $OUT in *REFUSED*) ok ;; *) bad "the jail wrote a commondir at the top of the sealed dir: $OUT" ;; esac
 	[ "$RC" = 0 ] && ok || bad "a planted commondir was not moved out at once: $OUT"
 	[ ! -e "$P/.git/commondir" ] && ok || bad "a planted .git/commondir stayed"
 	out=$(cd "$P" && git st 2>&1; git -c user.email=a@b -c user.name=a \

@@ -195,10 +195,17 @@ head_bad() {
 		*) bad "$how: not told: $OUT" ;; esac
 		case $OUT in *"$(printf '\033')"*) bad "$how: an escape was printed raw" ;; *) ok ;; esac
 	done
-	# Read as a ref or an id, but one the user's git could not use.
+	# Read as a ref or an id, but one the user's git could not use: below
+	# or above a ref packed only too (the user's commit there failed
+	# "cannot lock ref").
+	(cd "$P" && git branch pk && git branch dd/x && git pack-refs --all &&
+	    git commit -q --allow-empty -m loose) || exit 1
+	[ -f "$P/.git/refs/heads/main" ] && [ ! -e "$P/.git/refs/heads/pk" ] ||
+	    bad "head_bad: main is not loose, or pk not packed only"
 	for how in 'printf "%064d\n" 0 | tr 0 a >.git/HEAD' \
 	    'echo "ref: refs/heads/loop" >/.agentmux-git/refs/heads/loop; echo "ref: refs/heads/loop" >.git/HEAD' \
-	    'echo "ref: refs/heads/main/x" >.git/HEAD'; do
+	    'echo "ref: refs/heads/main/x" >.git/HEAD' 'echo "ref: refs/heads/pk/x" >.git/HEAD' \
+	    'echo "ref: refs/heads/dd" >.git/HEAD'; do
 		jrun -- sh -c "$how; echo made"
 		rm -f "$P/.git/refs/heads/loop"
 		[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/main ] && ok ||
@@ -257,7 +264,8 @@ wait_index() {
 }
 
 # The user's index, written by their own git while the session runs, is not replaced by the jail's; an
-# index the jail only touches is not written again; what the jail leaves under way is told.
+# index the jail only touches is not written again; what the jail leaves under way is told, and the
+# user's own merge under way is not the jail's.
 index_theirs() {
 	fresh_repo
 	session_start 'echo j >j && git add j'
@@ -292,13 +300,13 @@ index_theirs() {
 	*) bad "the merge left under way was not told: $OUT" ;; esac
 	[ ! -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail's merge state reached the user's .git"
 	git -C "$P" checkout -q -- . 2>/dev/null; git -C "$P" reset -q --hard
-	# The user's merge, which the jail's git aborts: git removes the link, not the state.
+	# The user's merge under way is not the jail's to see or end.
 	git -C "$P" -c user.email=a@b -c user.name=a merge side >/dev/null 2>&1
 	[ -e "$P/.git/MERGE_HEAD" ] || bad "the user's merge did not stop on its conflict"
-	jrun -- sh -c 'git merge --abort && echo aborted'
-	case $OUT in *aborted*"ended the merge"*"still holds its state (MERGE_HEAD)"*"merge --quit"*) ok ;;
-	*) bad "the user's merge the jail ended was not told: $OUT" ;; esac
-	git -C "$P" merge --quit 2>/dev/null; git -C "$P" reset -q --hard
+	jrun -- sh -c 'git merge --abort 2>&1; echo tried'
+	case $OUT in *"no merge to abort"*tried*) ok ;; *) bad "the jail saw the user's merge: $OUT" ;; esac
+	[ -e "$P/.git/MERGE_HEAD" ] && ok || bad "the jail ended the user's merge"
+	git -C "$P" merge --abort 2>/dev/null; git -C "$P" reset -q --hard
 }
 
 # No hard link in the jail (seccomp: EXDEV, as across file systems):
@@ -352,6 +360,34 @@ config_lock() {
 	case $OUT in *LINKED*) bad "the jail linked the user's config.lock: $OUT" ;; *) ok ;; esac
 	git -C "$P" config --get core.fsmonitor >/dev/null && bad "the jail wrote the user's .git/config" || ok
 	[ ! -e "$P/.git/zz" ] && ok || bad "the jail's link is in .git"
+	# The same with a descriptor: the lock opened for writing, again and
+	# again, then written once it is the user's config (the top of .git is
+	# read only in the jail).
+	cat >"$P/grab.py" <<'PY'
+import os, time
+p = "/.agentmux-git/config.lock"
+t0 = time.time()
+while time.time() - t0 < 4:
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        continue
+    while os.path.exists(p):
+        pass
+    os.write(fd, b"\n[core]\n\tfsmonitor = /bin/false\n")
+    print("WROTE", flush=True)
+    break
+print("GRAB-DONE", flush=True)
+PY
+	session_start '(/usr/bin/python3 grab.py) &' 'wait'
+	n=0
+	while [ $n -lt 100 ]; do git -C "$P" config remote.origin.pushurl "y$n"; n=$((n + 1)); done
+	sleep 4
+	session_end
+	case $OUT in *WROTE*) bad "the jail held the user's config.lock open: $OUT" ;; *GRAB-DONE*) ok ;;
+	*) bad "the descriptor attack did not run: $OUT" ;; esac
+	git -C "$P" config --get core.fsmonitor >/dev/null && bad "the jail wrote the user's .git/config through a descriptor" || ok
+	rm -f "$P/grab.py"
 }
 
 # Second names the user made before the session (a submodule's hook shared
@@ -382,7 +418,133 @@ links_users() {
 	    bad "git-annex's object linked to the working tree was parted"
 }
 
-jail_checks() {
+# The user's git packs refs while a session runs (pack-refs, gc, branch
+# -d, fetch --prune move refs into packed-refs and delete their files):
+# the jail's copy of packed-refs is given again, so its git reads the
+# user's branches as they are and a commit there builds on the user's
+# (review 4 F1: it read the start's value, and the user's commit was
+# dropped from the branch). The jail's own change meanwhile (a branch
+# deleted) is brought back, the user's kept.
+packed_fresh() {
+	fresh_repo
+	(cd "$P" && git branch y && git branch z && git branch w &&
+	    git pack-refs --all) || exit 1
+	rm -f "$P/.want"
+	session_start 'git rev-parse -q --verify z >/dev/null && echo "jail had z"' '
+	    want=$(cat .want); i=0
+	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 100 ]; do
+	        sleep 0.1; i=$((i + 1)); done
+	    echo "jail sees y=$(git rev-parse -q --verify y) z=$(git rev-parse -q --verify z || echo none)"
+	    git checkout -q y && echo j >jf && git add jf &&
+	        git -c user.email=a@b -c user.name=a commit -qm jailcommit && echo COMMITTED
+	    git branch -D w >/dev/null && echo WDELETED'
+	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
+	    git -C "$P" update-ref refs/heads/y "$c" &&
+	    git -C "$P" branch -qD z && git -C "$P" pack-refs --all || exit 1
+	[ -e "$P/.git/refs/heads/y" ] && bad "packed_fresh: y was not packed on the host"
+	echo "$c" >"$P/.want"
+	session_end
+	rm -f "$P/.want"
+	case $OUT in *"jail had z"*) ok ;; *) bad "packed_fresh: the jail did not see z at its start: $OUT" ;; esac
+	case $OUT in *"jail sees y=$c z=none"*) ok ;;
+	*) bad "packed_fresh: the jail read the user's packed branches as they were at the start (y should be $c, z gone): $OUT" ;; esac
+	case $OUT in *COMMITTED*WDELETED*) ok ;; *) bad "packed_fresh: the jail's git failed: $OUT" ;; esac
+	log=$(git -C "$P" log --format=%s y | tr '\n' ' ')
+	case $log in "jailcommit hostwork init "*) ok ;;
+	*) bad "packed_fresh: the user's commit on y is not under the jail's: $log: $OUT" ;; esac
+	git -C "$P" rev-parse -q --verify z >/dev/null &&
+	    bad "packed_fresh: the branch the user deleted came back: $OUT" || ok
+	git -C "$P" rev-parse -q --verify w >/dev/null &&
+	    bad "packed_fresh: the branch the jail deleted is still there: $OUT" || ok
+	git -C "$P" for-each-ref >/dev/null && ok || bad "packed_fresh: the user's git cannot read its refs"
+	case $OUT in *"both changed"*|*"could not be brought back"*) bad "packed_fresh: told a conflict: $OUT" ;; *) ok ;; esac
+	git -C "$P" checkout -q main
+}
+
+# Lines the jail writes into its copy of packed-refs that git cannot read
+# (review 4 F2: an id of SHA-256's length in a SHA-1 repository, C's
+# vertical tab for the separator, a peeled id too long) never reach the
+# user's: the merge is refused, told; the user's git goes on.
+packed_lines() {
+	fresh_repo
+	(cd "$P" && git branch y && git pack-refs --all) || exit 1
+	# (Two ids each: printf would repeat a format of one for the second.)
+	# Review 5: "@" alone (git dies: "packed refname is dangerous"); names
+	# git only warns of there (a backslash, a CR before the newline), which
+	# made git gc fail ("bad object") and its pack-refs write a zero id.
+	for l in 'long %saaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n%s refs/heads/ok' \
+	    'vt %s\vrefs/heads/vt\n%s refs/heads/ok' \
+	    'peel %s refs/heads/pl\n^%saaaaaaaaaaaaaaaaaaaaaaaa' \
+	    'at %s @\n%s refs/heads/ok' 'bs %s refs/heads/a\\\\b\n%s refs/heads/ok' \
+	    'cr %s refs/heads/crlf\r\n%s refs/heads/ok' 'lock %s refs/heads/x.lock/y\n%s refs/heads/ok'; do
+		name=${l%% *}
+		jrun -- sh -c 'v=$(git rev-parse HEAD); printf "'"${l#* }"'\n" "$v" "$v" >>.git/packed-refs && echo APPENDED'
+		case $OUT in *APPENDED*) ok ;; *) bad "packed_lines $name: the jail could not write its copy: $OUT" ;; esac
+		git -C "$P" for-each-ref >/dev/null 2>&1 && ok ||
+		    bad "packed_lines $name: the user's git cannot read its refs: $(git -C "$P" for-each-ref 2>&1 | head -1): $OUT"
+		grep -q 'refs/heads/long\|refs/heads/vt\|refs/heads/pl\|refs/heads/ok\| @$\|refs/heads/a\|crlf\|x\.lock' "$P/.git/packed-refs" &&
+		    bad "packed_lines $name: the line reached the user's packed-refs: $(cat "$P/.git/packed-refs")" || ok
+		case $OUT in *"could not be brought back"*"a line git cannot read"*) ok ;;
+		*) bad "packed_lines $name: the refused merge was not told: $OUT" ;; esac
+		git -C "$P" rev-parse -q --verify y >/dev/null && ok || bad "packed_lines $name: y was lost"
+		git -C "$P" gc -q >/dev/null 2>&1 && ok || bad "packed_lines $name: git gc fails: $(git -C "$P" gc 2>&1 | tail -1)"
+	done
+	# A packed ref of the user's the jail left alone keeps its line, and git gc
+	# goes on, even where its name is one git only warns of.
+	v=$(git -C "$P" rev-parse HEAD)
+	printf '%s refs/heads/mine\\x\n' "$v" >>"$P/.git/packed-refs"
+	jrun -- sh -c 'git branch -D y >/dev/null 2>&1; echo DELETED'
+	git -C "$P" rev-parse -q --verify y >/dev/null &&
+	    bad "packed_lines: the jail's branch -D y beside a user's odd line was not brought back: $OUT" || ok
+	grep -q 'refs/heads/mine' "$P/.git/packed-refs" && ok ||
+	    bad "packed_lines: the user's own odd line was taken out: $(cat "$P/.git/packed-refs")"
+	sed -i '/refs\/heads\/mine/d' "$P/.git/packed-refs"
+}
+
+# The user's git packs while the jail's git holds its own packed-refs.lock,
+# which it then deletes (a transaction rolled back: no rename tells of it):
+# the jail's copy is given again all the same (review 5 D: it stayed as it
+# was, and a commit there dropped the user's); held 10 s, told.
+packed_locked() {
+	fresh_repo
+	(cd "$P" && git branch y && git pack-refs --all) || exit 1
+	rm -f "$P/.want"
+	session_start ': >.git/packed-refs.lock' '
+	    sleep 11; rm -f .git/packed-refs.lock
+	    want=$(cat .want); i=0
+	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 50 ]; do
+	        sleep 0.1; i=$((i + 1)); done
+	    echo "jail sees y=$(git rev-parse -q --verify y)"'
+	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
+	    git -C "$P" update-ref refs/heads/y "$c" && git -C "$P" pack-refs --all || exit 1
+	echo "$c" >"$P/.want"
+	session_end
+	rm -f "$P/.want"
+	case $OUT in *"jail sees y=$c"*) ok ;;
+	*) bad "packed_locked: the jail read y as it was once its lock went: $OUT" ;; esac
+	case $OUT in *"held its .git/packed-refs.lock for 10 s"*) ok ;;
+	*) bad "packed_locked: the lock held 10 s was not told: $OUT" ;; esac
+}
+
+# A repository shared with a group (core.sharedRepository): the packed-refs
+# the jail's change is merged into keeps the group's bits, whatever the
+# user's umask (review 5 E: 0660 came back 0600).
+packed_shared() {
+	fresh_repo
+	(cd "$P" && git config core.sharedRepository group && git branch y &&
+	    git branch w && git pack-refs --all) || exit 1
+	chmod 0660 "$P/.git/packed-refs"
+	um=$(umask)
+	umask 077
+	jrun -- sh -c 'git branch -D w >/dev/null && echo DELETED'
+	umask "$um"
+	git -C "$P" rev-parse -q --verify w >/dev/null &&
+	    bad "packed_shared: the jail's branch -D w was not brought back: $OUT" || ok
+	[ "$(stat -c %a "$P/.git/packed-refs")" = 660 ] && ok ||
+	    bad "packed_shared: packed-refs is $(stat -c %a "$P/.git/packed-refs"), not 660"
+}
+
+checks() {
 	links_in_gitdir
 	fetch_head_link
 	links_in_modules
@@ -393,6 +555,10 @@ jail_checks() {
 	hard_links
 	config_lock
 	links_users
+	packed_fresh
+	packed_lines
+	packed_locked
+	packed_shared
 }
 
 jail_main "$@"

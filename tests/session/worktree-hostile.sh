@@ -467,12 +467,22 @@ wid=$(sid)
 wtip=$(git rev-parse "refs/heads/agentmux/$wid/sh")
 git update-ref refs/agentmux/sessions/99 HEAD
 # (refs/agentmux is read-only in the jail where it exists, as here: the first goes into packed-refs.)
-# (The jail sees the repository's .git at /.agentmux-git: its own .git holds links there.)
+# (The jail sees the repository's .git at /.agentmux-git, whose top is read only there: its own .git
+# holds links to its dirs and a copy of packed-refs, merged back. .git/agentmux is made by the host
+# beside the session, as a process of the user's could.)
+rm -f .plant-now .planted
+(i=0; while [ ! -e .plant-now ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	mkdir -p ".git/agentmux/$wid" && cp .shval ".git/agentmux/$wid/sh" &&
+	chmod 555 ".git/agentmux/$wid" .git/agentmux; touch .planted) &
+hpid=$!
 end=$("$AMX" run -- sh -c 'echo evil >e && git add e && git commit -qm EVIL && h=$(git rev-parse HEAD) &&
 	git update-ref refs/tags/agentmux/'"$wid"'/sh "$h" && echo "$h refs/agentmux/'"$wid"'/sh" >>.git/packed-refs &&
-	g=/.agentmux-git && mkdir -p $g/agentmux/'"$wid"' && git rev-parse HEAD~1 >$g/agentmux/'"$wid"'/sh &&
-	chmod 555 $g/agentmux/'"$wid"' $g/agentmux &&
+	{ mkdir -p /.agentmux-git/agentmux 2>/dev/null && echo TOP-WRITTEN; }
+	git rev-parse HEAD~1 >.shval && touch .plant-now; i=0
+	while [ ! -e .planted ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; rm -f .plant-now .planted .shval
 	git reset -q --hard HEAD~1 && echo planted' </dev/null 2>&1)
+wait "$hpid"
+grep -q TOP-WRITTEN <<<"$end" && bad "the jail made a dir at the top of the sealed git dir: $end"
 sh_id=$(sid)
 grep -q planted <<<"$end" || bad "the session did not plant its refs: $end"
 grep -q "the session made refs/agentmux/$wid/sh in .*git takes it before a worktree session's branch" <<<"$end" &&
