@@ -984,6 +984,7 @@ test_packed_check(void **state)
 	assert_string_equal(fixed.data, text);
 	buf_free(&fixed);
 	free(text);
+	strv_free(&bad);
 	/* The repository's id length only, git's whitespace only (review 4 F2). */
 	text = xprintf("# pack-refs with: peeled \n"
 	    "%s refs/heads/main\n"
