@@ -664,56 +664,128 @@ snap_hist_pentry_cmp(const void *a, const void *b)
 }
 
 /*
+ * Ref V[*K - 1] (of *K) left out of the entries, its line (and peel)
+ * into LEFT.
+ */
+static void
+snap_hist_pentry_drop(struct snap_hist_pentry *v, size_t *k,
+    struct strv *left)
+{
+	(*k)--;
+	strv_add(left, v[*k].line);
+	if (v[*k].peel != NULL)
+		strv_add(left, v[*k].peel);
+	memset(&v[*k], 0, sizeof v[*k]);
+}
+
+/* Every entry of V (K sorted ones) whose name is listed twice left out, into LEFT; how many stay. */
+static size_t
+snap_hist_pentries_once(struct snap_hist_pentry *v, size_t k,
+    struct strv *left)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < k; i = j) {
+		for (j = i + 1; j < k && strcmp(v[j].name, v[i].name) == 0; j++)
+			;
+		if (j - i == 1) {
+			v[n++] = v[i];
+			continue;
+		}
+		for (; i < j; i++) {
+			strv_add(left, v[i].line);
+			if (v[i].peel != NULL)
+				strv_add(left, v[i].peel);
+		}
+	}
+	return n;
+}
+
+/*
+ * LINES[I], a line git cannot read (or a peeled id where none may be),
+ * left out into LEFT: a peeled id with the ref it follows (of V, *K of
+ * them). Whether a peeled id after it goes with it.
+ */
+static bool
+snap_hist_pentry_bad(char *const *lines, size_t i, bool after_bad,
+    struct snap_hist_pentry *v, size_t *k, struct strv *left)
+{
+	struct snap_hist_pentry *last = *k > 0 ? &v[*k - 1] : NULL;
+
+	if (lines[i][0] == '^' && !after_bad && last != NULL && i > 0 &&
+	    (lines[i - 1] == last->line || lines[i - 1] == last->peel))
+		snap_hist_pentry_drop(v, k, left);
+	strv_add(left, lines[i]);
+	return lines[i][0] != '^';
+}
+
+/*
  * LINES (a packed-refs text's) as its refs, sorted by name, into *OUT
- * (*N of them); -1 if git could not read a line of it, or a ref is
- * listed twice (what git takes of it is not clear).
+ * (*N of them). -1 if git could not read a line of it, or a ref is
+ * listed twice (what git takes of it is not clear); unless LEFT is not
+ * NULL: such lines are then left out into it, a bad line with the peeled
+ * id after it, a bad peeled id with its ref, a ref listed twice whole.
  */
 static int
 snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
-    struct snap_hist_pentry **out, size_t *n)
+    struct strv *left, struct snap_hist_pentry **out, size_t *n)
 {
 	struct snap_hist_pentry *v = xcalloc(nlines + 1, sizeof *v);
 	size_t i, k = 0;
-	bool sorted = true;
+	bool sorted = true, after_bad = false, dup = false, bad;
 
 	for (i = 0; i < nlines; i++) {
+		bad = false;
 		switch (snap_hist_packed_kind(lines[i], i == 0, len)) {
 		case SNAP_PL_HEADER:
-			continue;
+			break;
 		case SNAP_PL_PEEL:
-			if (k == 0 || v[k - 1].peel != NULL)
-				goto bad;
-			v[k - 1].peel = lines[i];
-			continue;
+			if (after_bad && left != NULL)
+				/* The peeled id of a line left out goes with it. */
+				strv_add(left, lines[i]);
+			else if (k == 0 || v[k - 1].peel != NULL)
+				bad = true;
+			else
+				v[k - 1].peel = lines[i];
+			break;
 		case SNAP_PL_REF:
 			v[k].line = lines[i];
 			v[k].name = lines[i] + len + 1;
 			if (k > 0 && strcmp(v[k - 1].name, v[k].name) >= 0)
 				sorted = false;
 			k++;
-			continue;
+			break;
 		case SNAP_PL_BAD:
-			goto bad;
+			bad = true;
+			break;
 		}
+		if (bad && left == NULL) {
+			free(v);
+			return -1;
+		}
+		after_bad = bad && snap_hist_pentry_bad(lines, i, after_bad, v,
+		    &k, left);
 	}
 	/* git's own files are sorted already: sorting them again was most of a large merge. */
 	if (!sorted)
 		qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
-	for (i = 1; i < k; i++) {
-		if (strcmp(v[i].name, v[i - 1].name) == 0)
-			goto bad;
+	for (i = 1; i < k && !dup; i++)
+		dup = strcmp(v[i].name, v[i - 1].name) == 0;
+	if (dup && left == NULL) {
+		free(v);
+		return -1;
 	}
+	if (dup)
+		k = snap_hist_pentries_once(v, k, left);
 	*out = v;
 	*n = k;
 	return 0;
-bad:
-	free(v);
-	return -1;
 }
 
 /*
  * TEXT's lines (without their newlines) as pointers into *COPY, a copy of
- * it cut at each newline, into *LINES (*N of them). Callers free both.
+ * it cut at each newline, into *LINES (*N of them); a NUL made a \001
+ * there. Callers free both.
  */
 static void
 snap_hist_cut(const struct buf *text, char **copy, char ***lines, size_t *n)
@@ -729,6 +801,8 @@ snap_hist_cut(const struct buf *text, char **copy, char ***lines, size_t *n)
 	c[text->len] = '\0';
 	*lines = xcalloc(count + 2, sizeof **lines);
 	for (i = 0; i < text->len; i++) {
+		if (c[i] == '\0')
+			c[i] = '\001';
 		if (c[i] != '\n')
 			continue;
 		c[i] = '\0';
@@ -782,8 +856,11 @@ snap_hist_pentry_take(const struct snap_hist_pentry *v, size_t *i, size_t n,
 
 int
 snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
-    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost)
+    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost,
+    struct strv *left)
 {
+	struct strv gone, *lenient[3] = { left != NULL ? &gone : NULL, left,
+	    NULL };
 	const struct buf *text[3] = { base, ours, theirs };
 	struct snap_hist_pentry *v[3] = { NULL, NULL, NULL };
 	const struct snap_hist_pentry *b, *o, *t, *r;
@@ -792,13 +869,19 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 	const char *name;
 	int rc = -1;
 
+	/* The base is the jail's file as last brought back, with what was left out then. */
+	strv_init(&gone);
 	for (i = 0; i < 3; i++) {
-		/* A NUL: git reads the line otherwise than a C string does. */
-		if (text[i]->len > 0 && memchr(text[i]->data, '\0',
-		    text[i]->len) != NULL)
+		/*
+		 * A NUL: git reads the line otherwise than a C string does
+		 * (snap_hist_cut makes it a byte no name may have).
+		 */
+		if (lenient[i] == NULL && text[i]->len > 0 &&
+		    memchr(text[i]->data, '\0', text[i]->len) != NULL)
 			goto out;
 		snap_hist_cut(text[i], &copy[i], &lines[i], &nl[i]);
-		if (snap_hist_pentries(lines[i], nl[i], len, &v[i], &n[i]) == -1)
+		if (snap_hist_pentries(lines[i], nl[i], len, lenient[i], &v[i],
+		    &n[i]) == -1)
 			goto out;
 	}
 	/* No peeled claim: git peels what it needs (the three may differ). */
@@ -820,8 +903,12 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 			 * as git gives a zero one to a name it only warns of).
 			 */
 			if (o != NULL && b == NULL && t == NULL &&
-			    !snap_hist_refname_strict(o->name))
-				goto out;
+			    !snap_hist_refname_strict(o->name)) {
+				if (left == NULL)
+					goto out;
+				strv_add(left, o->line);
+				continue;
+			}
 		} else {
 			/* Both changed it, each its own way: theirs stays. */
 			r = t;
@@ -844,6 +931,7 @@ out:
 		free(lines[i]);
 		free(copy[i]);
 	}
+	strv_free(&gone);
 	if (rc == -1)
 		errno = EBADMSG;
 	return rc;

@@ -991,10 +991,14 @@ char *snap_hist_parse(const char *text);
  * BASE has it (none: deleted); one both changed, each its own way, as
  * THEIRS has it, its name into LOST (if not NULL). Sorted, with no peeled
  * claim (git peels what it needs). -1 if git could not read one of the
- * three (an id of another length too), or one lists a ref twice.
+ * three (an id of another length too), or one lists a ref twice, or OURS
+ * adds a name git refuses; unless LEFT is not NULL: such lines of OURS
+ * (and BASE) are then left out, OURS's into LEFT as they are (a peeled id
+ * with its ref, a ref listed twice whole), and only THEIRS must be whole.
  */
 int snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
-    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost);
+    const struct buf *theirs, size_t len, struct buf *out, struct strv *lost,
+    struct strv *left);
 /*
  * GITFD's packed-refs as git can read it: each line git cannot parse (git
  * then fails at every ref; an id of another length than the repository's

@@ -79,6 +79,7 @@ struct snap_jailgit {
 	time_t stale_since;   /* not given again since (the jail's git held its lock), or 0 */
 	char *stale_told;
 	char *packed_told;
+	bool left_told;       /* lines of the jail's packed-refs left out of the user's were told */
 };
 
 /*
@@ -739,27 +740,49 @@ snap_jailgit_packed_mode(int gfd)
 	return 0644 & ~util_user_umask();
 }
 
+/* The first 16 of NAMES quoted, a comma between ("and more" after them); caller frees. */
+static char *
+snap_jailgit_names(const struct strv *names)
+{
+	struct buf b;
+	size_t i;
+	char *q;
+
+	buf_init(&b);
+	for (i = 0; i < names->n && i < 16; i++) {
+		q = quote_name(names->v[i]);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	if (names->n > 16)
+		buf_adds(&b, " and more");
+	buf_add(&b, "", 1);
+	return b.data;
+}
+
 /*
  * The merge of OURS (the jail's packed-refs) with GFD's into its lock LFD
- * (held), renamed over it; what was lost (both changed a ref) told.
+ * (held), renamed over it; what was lost (both changed a ref) told, and
+ * (once) the jail's lines left out (git could not read them, or refuses
+ * a name): the rest of its change comes back all the same.
  */
 static int
 snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
     const struct buf *ours, struct strv *alerts)
 {
-	struct buf theirs, out, names;
-	struct strv lost;
-	size_t i;
-	char *q;
+	struct buf theirs, out;
+	struct strv lost, left;
+	char *names;
 	int rc = -1;
 
 	buf_init(&theirs);
 	buf_init(&out);
 	strv_init(&lost);
+	strv_init(&left);
 	if ((path_read_beneath(gfd, "packed-refs", SNAP_JAILGIT_PACKED_MAX,
 	    &theirs) == -1 && errno != ENOENT) ||
 	    snap_hist_packed_merge(&jg->packed_base, ours, &theirs,
-	    jg->hash_len, &out, &lost) == -1)
+	    jg->hash_len, &out, &lost, &left) == -1)
 		goto out;
 	if (fchmod(lfd, snap_jailgit_packed_mode(gfd)) == -1 ||
 	    util_write_all(lfd, out.data != NULL ? out.data : "", out.len) ==
@@ -768,22 +791,26 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 		goto out;
 	rc = 0;
 	if (lost.n > 0) {
-		buf_init(&names);
-		for (i = 0; i < lost.n && i < 16; i++) {
-			q = quote_name(lost.v[i]);
-			buf_printf(&names, "%s%s", i > 0 ? ", " : "", q);
-			free(q);
-		}
+		names = snap_jailgit_names(&lost);
 		strv_addf(alerts, "the session's git and yours both changed "
-		    "packed refs while it ran, each its own way (%.*s%s): yours "
-		    "are kept in %s/packed-refs", (int)names.len, names.data,
-		    lost.n > 16 ? " and more" : "", jg->quoted);
-		buf_free(&names);
+		    "packed refs while it ran, each its own way (%s): yours "
+		    "are kept in %s/packed-refs", names, jg->quoted);
+		free(names);
+	}
+	if (left.n > 0 && !jg->left_told) {
+		names = snap_jailgit_names(&left);
+		strv_addf(alerts, "the session's git wrote lines to its "
+		    "packed-refs that git cannot read, or names git refuses "
+		    "(%s): they were left out of %s/packed-refs, the rest of "
+		    "its change was brought back", names, jg->quoted);
+		free(names);
+		jg->left_told = true;
 	}
 out:
 	buf_free(&theirs);
 	buf_free(&out);
 	strv_free(&lost);
+	strv_free(&left);
 	return rc;
 }
 
@@ -843,8 +870,8 @@ told:
 	    "could not be brought back to %s/packed-refs (%s): the branches "
 	    "and tags it deleted or packed there may be missing; 'agentmux "
 	    "undo --refs' puts back the ones of the start", jg->quoted,
-	    err == EFBIG ? "larger than 64 MiB" : err == EBADMSG ? "a line "
-	    "git cannot read, a name git refuses or a ref listed twice" :
+	    err == EFBIG ? "larger than 64 MiB" : err == EBADMSG ? "yours "
+	    "has a line git cannot read, or a ref listed twice" :
 	    strerror(err));
 	snap_jailgit_tell(&jg->packed_told, "failed", alerts, msg);
 	free(msg);

@@ -1116,6 +1116,75 @@ test_packed_unsorted(void **state)
 }
 
 /* The jail's packed-refs and the user's made one: each ref as the side that changed it has it. */
+/*
+ * The jail's lines git cannot read, or new names git refuses, left out
+ * into LEFT (review 6 F2: one such line made every merge fail, and the
+ * jail's copy was never given again), the rest merged.
+ */
+static void
+test_packed_merge_left(void)
+{
+	static const char hdr[] = "# pack-refs with: peeled fully-peeled sorted \n";
+	static const char a[] = "1111111111111111111111111111111111111111";
+	struct buf base, ours, theirs, out;
+	struct strv left;
+
+	buf_init(&base);
+	buf_init(&ours);
+	buf_init(&theirs);
+	buf_init(&out);
+	strv_init(&left);
+	buf_printf(&base, "%s%s refs/heads/a\n%s refs/heads/b\n%s refs/heads/c\n",
+	    hdr, a, a, a);
+	/* b deleted, d added, among: a bad line with its peel, a bad peel (its ref goes), "@", a name twice, a NUL, a peel after a peel. */
+	buf_printf(&ours, "%s%s refs/heads/a\n"
+	    "%s\vrefs/heads/vt\n^%s\n"
+	    "%s refs/heads/c\n"
+	    "%s refs/heads/d\n"
+	    "%s refs/heads/pl\n^%saa\n"
+	    "%s @\n"
+	    "%s refs/heads/tw\n%s refs/heads/tw\n"
+	    "%s refs/tags/pp\n^%s\n^%s\n",
+	    hdr, a, a, a, a, a, a, a, a, a, a, a, a, a);
+	buf_add(&ours, a, 40);
+	buf_add(&ours, " refs/heads/n\0x\n", 16);
+	buf_add(&theirs, base.data, base.len);
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL, &left), 0);
+	buf_add(&out, "", 1);
+	assert_string_equal(out.data, "# pack-refs with: sorted \n"
+	    "1111111111111111111111111111111111111111 refs/heads/a\n"
+	    "1111111111111111111111111111111111111111 refs/heads/c\n"
+	    "1111111111111111111111111111111111111111 refs/heads/d\n");
+	/* vt and its peel, pl and its peel, @, tw twice, pp and its two peels, n. */
+	assert_int_equal(left.n, 11);
+	assert_string_equal(left.v[0], "1111111111111111111111111111111111111111\vrefs/heads/vt");
+	assert_string_equal(left.v[2], "1111111111111111111111111111111111111111 refs/heads/pl");
+	assert_string_equal(left.v[5], "1111111111111111111111111111111111111111 refs/tags/pp");
+	assert_string_equal(left.v[10], "1111111111111111111111111111111111111111 refs/heads/n\001x");
+	/* The jail's file as brought back is the next base: what was left out then stays out. */
+	strv_free(&left);
+	strv_init(&left);
+	buf_free(&out);
+	buf_init(&out);
+	assert_int_equal(snap_hist_packed_merge(&ours, &ours, &theirs, 40,
+	    &out, NULL, &left), 0);
+	buf_add(&out, "", 1);
+	assert_string_equal(out.data, "# pack-refs with: sorted \n"
+	    "1111111111111111111111111111111111111111 refs/heads/a\n"
+	    "1111111111111111111111111111111111111111 refs/heads/b\n"
+	    "1111111111111111111111111111111111111111 refs/heads/c\n");
+	/* The user's file git cannot read: no merge. */
+	buf_adds(&theirs, "junk\n");
+	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
+	    &out, NULL, &left), -1);
+	strv_free(&left);
+	buf_free(&base);
+	buf_free(&ours);
+	buf_free(&theirs);
+	buf_free(&out);
+}
+
 static void
 test_packed_merge(void **state)
 {
@@ -1149,7 +1218,7 @@ test_packed_merge(void **state)
 	    "cccccccccccccccccccccccccccccccccccccccc refs/heads/c\n"
 	    "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee refs/heads/e\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
-	    &lost), 0);
+	    &lost, NULL), 0);
 	buf_add(&out, "", 1);
 	assert_string_equal(out.data, "# pack-refs with: sorted \n"
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa refs/heads/a\n"
@@ -1165,7 +1234,7 @@ test_packed_merge(void **state)
 	buf_free(&out);
 	buf_init(&out);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
-	    &lost), 0);
+	    &lost, NULL), 0);
 	buf_add(&out, "", 1);
 	assert_non_null(strstr(out.data, "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n"));
 	assert_int_equal(lost.n, 1);
@@ -1175,21 +1244,21 @@ test_packed_merge(void **state)
 	buf_free(&out);
 	buf_init(&out);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
-	    NULL), -1);
+	    NULL, NULL), -1);
 	buf_free(&ours);
 	buf_init(&ours);
 	buf_printf(&ours, "%s"
 	    "1111111111111111111111111111111111111111 refs/heads/a\n"
 	    "2222222222222222222222222222222222222222 refs/heads/a\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40, &out,
-	    NULL), -1);
+	    NULL, NULL), -1);
 	/* None at all on a side (no packed-refs): its refs as absent. */
 	buf_free(&base);
 	buf_init(&base);
 	buf_free(&out);
 	buf_init(&out);
 	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, 40, &out,
-	    NULL), 0);
+	    NULL, NULL), 0);
 	buf_add(&out, "", 1);
 	assert_string_equal(out.data, "# pack-refs with: sorted \n"
 	    "ffffffffffffffffffffffffffffffffffffffff refs/heads/a\n");
@@ -1200,28 +1269,28 @@ test_packed_merge(void **state)
 	    "1111111111111111111111111111111111111111aaaaaaaaaaaaaaaaaaaaaaaa refs/heads/long\n",
 	    hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	buf_free(&ours);
 	buf_init(&ours);
 	buf_printf(&ours, "%s"
 	    "1111111111111111111111111111111111111111\vrefs/heads/vt\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	/* In a SHA-256 repository a 40-digit id is the line git cannot read. */
 	assert_int_equal(snap_hist_packed_merge(&base, &base, &theirs, 64,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	/* A name the session made that git refuses ("@"; one it only warns of): no merge (review 5). */
 	buf_free(&ours);
 	buf_init(&ours);
 	buf_printf(&ours, "%s1111111111111111111111111111111111111111 @\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	buf_free(&ours);
 	buf_init(&ours);
 	buf_printf(&ours, "%s1111111111111111111111111111111111111111 "
 	    "refs/heads/a\\b\n", hdr);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	/* Out of order in a side: merged sorted; a NUL in a side: no merge. */
 	buf_free(&ours);
 	buf_init(&ours);
@@ -1231,7 +1300,7 @@ test_packed_merge(void **state)
 	buf_free(&out);
 	buf_init(&out);
 	assert_int_equal(snap_hist_packed_merge(&ours, &ours, &ours, 40,
-	    &out, NULL), 0);
+	    &out, NULL, NULL), 0);
 	buf_add(&out, "", 1);
 	assert_string_equal(out.data, "# pack-refs with: sorted \n"
 	    "1111111111111111111111111111111111111111 refs/heads/b\n"
@@ -1239,7 +1308,7 @@ test_packed_merge(void **state)
 	buf_add(&ours, "1111111111111111111111111111111111111111 refs/heads/n\0x\n",
 	    56);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
-	    &out, NULL), -1);
+	    &out, NULL, NULL), -1);
 	/* One of the start's given another id (git zeroes a name it warns of): merged. */
 	buf_free(&base);
 	buf_init(&base);
@@ -1252,7 +1321,8 @@ test_packed_merge(void **state)
 	buf_free(&out);
 	buf_init(&out);
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &base, 40,
-	    &out, NULL), 0);
+	    &out, NULL, NULL), 0);
+	test_packed_merge_left();
 	strv_free(&lost);
 	buf_free(&base);
 	buf_free(&ours);
