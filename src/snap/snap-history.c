@@ -3568,6 +3568,14 @@ snap_hist_not_start(const struct snap_hgit *g, const char *cause,
 }
 
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
+/* G's index checked as its git's checkout would write it (snap_hist_index_refuse), kept in G's history dir if refused. */
+static void
+snap_hist_index_end(const struct snap_hgit *g, int gitfd, struct strv *alerts)
+{
+	snap_hist_index_refuse(gitfd, g->gitdir, g->base, "index-as-left",
+	    alerts);
+}
+
 static void
 snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
     int64_t session, struct strv *alerts, struct strv *warnings)
@@ -3624,6 +3632,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
 	snap_hist_shallow(g, gitfd, idx, alerts);
 	snap_hist_agentmux_dir(g, gitfd, idx, alerts);
+	snap_hist_index_end(g, gitfd, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
@@ -3745,6 +3754,78 @@ snap_hist_head_bad(int gitfd)
 	return what;
 }
 
+/* The largest index the end reads to check (git's own, of a million files, is about 100 MiB). */
+#define SNAP_HIST_INDEX_MAX (1024LL * 1024 * 1024)
+
+void
+snap_hist_index_refuse(int gitfd, const char *said, const char *keepdir,
+    const char *keep, struct strv *alerts)
+{
+	struct stat st, now;
+	struct strv bad;
+	struct buf b;
+	char *names, *q, *kept, *kq, *why;
+	bool gone;
+	int keepfd;
+
+	if (fstatat(gitfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	buf_init(&b);
+	strv_init(&bad);
+	if (path_read_beneath(gitfd, "index", SNAP_HIST_INDEX_MAX, &b) == -1 ||
+	    snap_index_paths_check(&b, snap_hist_hash_len(gitfd) / 2,
+	    &bad) != 1) {
+		buf_free(&b);
+		strv_free(&bad);
+		return;
+	}
+	names = snap_quote_names(&bad);
+	q = quote_name(said);
+	kept = xprintf("%s/%s", keepdir, keep);
+	kq = quote_name(kept);
+	why = NULL;
+	if ((keepfd = open(keepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || snap_hist_write(keepfd, keep, &b, 0600) == -1)
+		why = xprintf("it could not be kept in %s: %s", kq,
+		    strerror(errno));
+	if (keepfd != -1)
+		close(keepfd);
+	/* Only the file that was read (the user's git may have written one since). */
+	if (why == NULL && (fstatat(gitfd, "index", &now,
+	    AT_SYMLINK_NOFOLLOW) == -1 || now.st_ino != st.st_ino ||
+	    now.st_dev != st.st_dev || now.st_size != st.st_size ||
+	    now.st_mtim.tv_sec != st.st_mtim.tv_sec || now.st_mtim.tv_nsec !=
+	    st.st_mtim.tv_nsec))
+		why = xstrdup("it changed while it was checked");
+	if (why == NULL && unlinkat(gitfd, "index", 0) == -1)
+		why = xstrdup(strerror(errno));
+	gone = why == NULL;
+	if (gone)
+		strv_addf(alerts, "the session left entries in %s/index that "
+		    "git's checkout would write into a git dir or outside the "
+		    "tree (%s): a 'git checkout -- .' there would have written "
+		    "them (a hook your next git command runs, a file outside "
+		    "the project); it was moved to %s, and git reads no index "
+		    "there now: 'git reset' makes one from HEAD, keeping your "
+		    "files", q, names, kq);
+	else
+		strv_addf(alerts, "the session left entries in %s/index that "
+		    "git's checkout would write into a git dir or outside the "
+		    "tree (%s): a 'git checkout -- .' there would write them (a "
+		    "hook your next git command runs, a file outside the "
+		    "project), and it could not be taken away (%s): remove it "
+		    "(rm %s/index), then 'git reset' there makes one from HEAD, "
+		    "keeping your files", q, names, why, q);
+	free(names);
+	free(q);
+	free(kept);
+	free(kq);
+	free(why);
+	buf_free(&b);
+	strv_free(&bad);
+}
+
 void
 snap_hist_head_repair(const struct snap_hgit *g, int gitfd, const char *who,
     bool dry, struct strv *alerts)
@@ -3815,6 +3896,21 @@ snap_history_heads(struct snap_history *h)
 		    &h->end_alerts);
 		close(gitfd);
 	}
+}
+
+/* The worktree's index (in its admin dir) checked as the project's is (snap_hist_index_refuse), kept in the session's history dir if refused. */
+static void
+snap_history_wt_index(const struct snap_history *h, struct strv *alerts,
+    const struct snap_worktree *wt)
+{
+	int adminfd;
+
+	if ((adminfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return;
+	snap_hist_index_refuse(adminfd, wt->admin, h->dir,
+	    "worktree-index-as-left", alerts);
+	close(adminfd);
 }
 
 /* Submodule git dirs the session made in its worktree's admin dir, moved aside (snap_worktree_modules_fix), told in red. */
@@ -4130,6 +4226,7 @@ snap_history_worktree_end(const struct snap_history *h, int64_t session,
 			    "worktree (%s/HEAD): the session %s; it was put "
 			    "back on its branch %s", wt.admin, was, wt.branch);
 		snap_history_wt_modules(alerts, &wt);
+		snap_history_wt_index(h, alerts, &wt);
 		snap_history_wt_odd(h, alerts, &wt);
 		snap_history_wt_symref(alerts, &wt);
 		snap_history_wt_refdir(alerts, &wt);

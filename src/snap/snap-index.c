@@ -1182,3 +1182,124 @@ snap_seed_take(struct snap_seed *sd, const char *path,
 	*mode = want;
 	return true;
 }
+
+/*
+ * Whether the path component C (N bytes) is a git dir's name to git's
+ * verify_path, as it is everywhere (core.protectNTFS is on by default):
+ * ".git" in any case, with dots or spaces after it (NTFS drops them), or
+ * its short name "git~1".
+ */
+static bool
+snap_index_dotgit(const char *c, size_t n)
+{
+	while (n > 4 && (c[n - 1] == ' ' || c[n - 1] == '.'))
+		n--;
+	return (n == 4 && strncasecmp(c, ".git", 4) == 0) || (n == 5 &&
+	    strncasecmp(c, "git~1", 5) == 0);
+}
+
+/*
+ * Whether git's checkout may write NAME (LEN bytes, MODE's kind) where
+ * git's own verify_path would: relative, no empty part, no "." or "..",
+ * no git dir's name, a link not named .gitmodules (in any case: git
+ * reads it from the tree); a sparse index's dir ends with one '/'.
+ */
+static bool
+snap_index_path_ok(const char *name, size_t len, uint32_t mode)
+{
+	const char *c = name, *end = name + len, *slash;
+
+	if ((mode & 0170000) == 0040000) {
+		if (len == 0 || name[len - 1] != '/')
+			return false;
+		end--;
+	}
+	if (c == end)
+		return false;
+	for (;;) {
+		slash = memchr(c, '/', (size_t)(end - c));
+		if (slash == NULL)
+			slash = end;
+		if (slash == c || (slash - c == 1 && c[0] == '.') ||
+		    (slash - c == 2 && c[0] == '.' && c[1] == '.') ||
+		    snap_index_dotgit(c, (size_t)(slash - c)))
+			return false;
+		if (slash == end)
+			break;
+		c = slash + 1;
+	}
+	return (mode & 0170000) != 0120000 || end - c != 11 ||
+	    strncasecmp(c, ".gitmodules", 11) != 0;
+}
+
+static int
+snap_index_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Entries of NAMES (sorted) below another entry of it (a file, a link): into BAD. */
+static void
+snap_index_below(const struct strv *names, struct strv *bad)
+{
+	char *part, *slash;
+	size_t i;
+
+	for (i = 0; i < names->n; i++) {
+		part = xstrdup(names->v[i]);
+		for (slash = strchr(part, '/'); slash != NULL && slash[1] !=
+		    '\0'; slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			if (bsearch(&part, names->v, names->n, sizeof *names->v,
+			    snap_index_strcmp) != NULL) {
+				strv_add(bad, names->v[i]);
+				break;
+			}
+			*slash = '/';
+		}
+		free(part);
+	}
+}
+
+int
+snap_index_paths_check(const struct buf *file, size_t oidlen,
+    struct strv *bad)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct strv names;
+	struct buf name;
+	uint32_t version, n, i, size;
+	int rc = -1;
+
+	buf_init(&name);
+	strv_init(&names);
+	if (file->len < 12 + oidlen || !snap_index_header(file, &p, &end,
+	    &version, &n))
+		goto out;
+	end -= oidlen;
+	for (i = 0; i < n; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+		if (!snap_index_path_ok(name.data != NULL ? name.data : "",
+		    name.len, e.mode))
+			strv_addf(bad, "%.*s", (int)name.len, name.data != NULL ?
+			    name.data : "");
+		else if ((e.mode & 0170000) != 0040000)
+			strv_addf(&names, "%.*s", (int)name.len, name.data);
+	}
+	/* A split index's entries are in a file beside it, which is not checked: as bad as none. */
+	while ((size_t)(end - p) >= 8) {
+		size = snap_index_u32(p + 4);
+		if (memcmp(p, "link", 4) == 0 || (size_t)(end - p) - 8 < size)
+			goto out;
+		p += 8 + size;
+	}
+	qsort(names.v, names.n, sizeof *names.v, snap_index_strcmp);
+	snap_index_below(&names, bad);
+	rc = bad->n > 0;
+out:
+	buf_free(&name);
+	strv_free(&names);
+	return rc;
+}

@@ -251,6 +251,30 @@ int snap_index_each(const char *path, size_t oidlen,
 int snap_index_each_buf(const struct buf *file, size_t oidlen,
     int (*fn)(void *, const struct snap_index_ent *), void *arg);
 /*
+ * The entries of the index FILE (ids of OIDLEN bytes) that git's checkout
+ * (git checkout -- ., git restore, git stash) would write where git never
+ * adds one, into BAD as they are: a path with a part ".git" (any case,
+ * NTFS's forms too: .git/hooks/post-checkout, then run on the host),
+ * "..", "." or none, a leading '/', a link named .gitmodules, one below
+ * another entry (a file or a link). 1 if any, 0 if none,
+ * -1 if git could not read FILE's entries (cut short, an unknown
+ * version, an extension past its end) or it is split (its entries are
+ * in another file).
+ */
+int snap_index_paths_check(const struct buf *file, size_t oidlen,
+    struct strv *bad);
+/*
+ * The index of the git dir GITFD (SAID for a message), if it has entries
+ * snap_index_paths_check refuses, kept as KEEPDIR's KEEP (agentmux's own
+ * dir) and taken away, told in red into ALERTS (git reads none then:
+ * 'git reset' makes one from HEAD and keeps the files). The end's, for
+ * each git dir the session could write an index in.
+ */
+void snap_hist_index_refuse(int gitfd, const char *said, const char *keepdir,
+    const char *keep, struct strv *alerts);
+/* The first 16 of NAMES quoted (quote_name), a comma between, "and more" after them; caller frees. */
+char *snap_quote_names(const struct strv *names);
+/*
  * Makes git hash again the entries of the index file PATH whose ctime is
  * SINCE (seconds) or later: the count, 0 if none, -1 with errno.
  */

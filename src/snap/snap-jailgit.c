@@ -242,6 +242,9 @@ snap_jailgit_why(int err)
 		return "it is a link";
 	case ENOTSUP:
 		return "it has holes, which git never writes";
+	case EBADMSG:
+		return "git cannot read its entries, or it is a split index, "
+		    "whose entries are in another file";
 	default:
 		return strerror(err);
 	}
@@ -249,16 +252,20 @@ snap_jailgit_why(int err)
 
 /*
  * FROM's regular file NAME (at most MAX bytes) written as TO's, through
- * no link on either side; ST its stat as read. -1 with errno.
+ * no link on either side; ST its stat as read. An index from the jail
+ * (BAD not NULL, ids of OIDLEN bytes) only if git's checkout could write
+ * each of its entries only where git would (snap_index_paths_check): else
+ * EPERM, what it could not into BAD, or EBADMSG if it cannot be read.
+ * -1 with errno.
  */
 static int
 snap_jailgit_copy(int from, int to, const char *name, long long max,
-    struct stat *st)
+    struct stat *st, size_t oidlen, struct strv *bad)
 {
 	struct stat was;
 	struct buf b;
 	mode_t mode = 0644;
-	int rc = -1;
+	int rc = -1, check;
 
 	if (fstatat(from, name, st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
@@ -278,13 +285,20 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	}
 	/* Read to MAX whatever it grew to since (the jail may write on). */
 	buf_init(&b);
-	if (path_read_beneath(from, name, (size_t)max, &b) == 0) {
-		/* The mode it had (a repository shared with a group keeps 0664). */
-		if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(was.st_mode))
-			mode = was.st_mode & 0777;
-		rc = snap_hist_write(to, name, &b, mode);
+	if (path_read_beneath(from, name, (size_t)max, &b) == -1)
+		goto out;
+	/* What is checked is what is written. */
+	if (bad != NULL && (check = snap_index_paths_check(&b, oidlen,
+	    bad)) != 0) {
+		errno = check == 1 ? EPERM : EBADMSG;
+		goto out;
 	}
+	/* The mode it had (a repository shared with a group keeps 0664). */
+	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(was.st_mode))
+		mode = was.st_mode & 0777;
+	rc = snap_hist_write(to, name, &b, mode);
+out:
 	buf_free(&b);
 	return rc;
 }
@@ -335,7 +349,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	}
 	/* No index yet (nothing added): git makes one in the jail's dir. */
 	if (snap_jailgit_copy(gfd, pfd, "index", SNAP_JAILGIT_INDEX_MAX,
-	    &st) == -1 && errno != ENOENT)
+	    &st, 0, NULL) == -1 && errno != ENOENT)
 		*cause = xprintf("cannot copy %s/index: %s", jg->quoted,
 		    snap_jailgit_why(errno));
 	else if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -369,6 +383,25 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg->stale_told);
 	buf_free(&jg->packed_base);
 	free(jg);
+}
+
+char *
+snap_quote_names(const struct strv *names)
+{
+	struct buf b;
+	size_t i;
+	char *q;
+
+	buf_init(&b);
+	for (i = 0; i < names->n && i < 16; i++) {
+		q = quote_name(names->v[i]);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	if (names->n > 16)
+		buf_adds(&b, " and more");
+	buf_add(&b, "", 1);
+	return b.data;
 }
 
 /* Told once for the same WHY (kept in *TOLD). */
@@ -647,8 +680,9 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
     struct strv *alerts)
 {
 	struct stat st, now;
+	struct strv bad;
 	const char *why;
-	char *msg;
+	char *msg, *names;
 
 	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    snap_jailgit_same(&st, &jg->index))
@@ -669,17 +703,33 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 		free(msg);
 		return;
 	}
+	strv_init(&bad);
 	if (snap_jailgit_copy(pfd, gfd, "index", SNAP_JAILGIT_INDEX_MAX,
-	    &st) == 0) {
+	    &st, jg->hash_len / 2, &bad) == 0) {
 		snap_jailgit_index_kept(jg, pfd, gfd, &st);
+		strv_free(&bad);
 		return;
 	}
-	why = snap_jailgit_why(errno);
-	msg = xprintf("the session's index could not be brought back to "
-	    "%s/index (%s): yours is left as it was; 'git reset' there "
-	    "makes one from HEAD", jg->quoted, why);
-	snap_jailgit_tell(&jg->index_told, why, alerts, msg);
+	if (errno == EPERM) {
+		/* Told each time it names others: a jail may try one at a time. */
+		names = snap_quote_names(&bad);
+		msg = xprintf("the session's index has entries that git's "
+		    "checkout would write into a git dir or outside the tree "
+		    "(%s): it is not brought back to %s/index, and yours is "
+		    "left as it was (a 'git checkout -- .' there would have "
+		    "written them, a hook your next git runs); 'git reset' "
+		    "makes one from HEAD", names, jg->quoted);
+		snap_jailgit_tell(&jg->index_told, names, alerts, msg);
+		free(names);
+	} else {
+		why = snap_jailgit_why(errno);
+		msg = xprintf("the session's index could not be brought back "
+		    "to %s/index (%s): yours is left as it was; 'git reset' "
+		    "there makes one from HEAD", jg->quoted, why);
+		snap_jailgit_tell(&jg->index_told, why, alerts, msg);
+	}
 	free(msg);
+	strv_free(&bad);
 }
 
 /*
@@ -740,26 +790,6 @@ snap_jailgit_packed_mode(int gfd)
 	return 0644 & ~util_user_umask();
 }
 
-/* The first 16 of NAMES quoted, a comma between ("and more" after them); caller frees. */
-static char *
-snap_jailgit_names(const struct strv *names)
-{
-	struct buf b;
-	size_t i;
-	char *q;
-
-	buf_init(&b);
-	for (i = 0; i < names->n && i < 16; i++) {
-		q = quote_name(names->v[i]);
-		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
-		free(q);
-	}
-	if (names->n > 16)
-		buf_adds(&b, " and more");
-	buf_add(&b, "", 1);
-	return b.data;
-}
-
 /*
  * The merge of OURS (the jail's packed-refs) with GFD's into its lock LFD
  * (held), renamed over it; what was lost (both changed a ref) told, and
@@ -791,14 +821,14 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 		goto out;
 	rc = 0;
 	if (lost.n > 0) {
-		names = snap_jailgit_names(&lost);
+		names = snap_quote_names(&lost);
 		strv_addf(alerts, "the session's git and yours both changed "
 		    "packed refs while it ran, each its own way (%s): yours "
 		    "are kept in %s/packed-refs", names, jg->quoted);
 		free(names);
 	}
 	if (left.n > 0 && !jg->left_told) {
-		names = snap_jailgit_names(&left);
+		names = snap_quote_names(&left);
 		strv_addf(alerts, "the session's git wrote lines to its "
 		    "packed-refs that git cannot read, or names git refuses "
 		    "(%s): they were left out of %s/packed-refs, the rest of "
