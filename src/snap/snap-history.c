@@ -649,7 +649,11 @@ snap_hist_packed_unsorted(const struct strv *lines, const bool *is_ref,
 	return any;
 }
 
-/* A ref of a packed-refs text: its name, its line, its peeled line (or NULL). */
+/*
+ * A ref of a packed-refs text: its name, its line, its peeled line (or
+ * NULL). LINE NULL: the side's line for it was left out (git could not
+ * read it, or it was listed twice): taken as unchanged.
+ */
 struct snap_hist_pentry {
 	const char *name;
 	const char *line;
@@ -663,22 +667,34 @@ snap_hist_pentry_cmp(const void *a, const void *b)
 	    ((const struct snap_hist_pentry *)b)->name);
 }
 
+/* The most lines left out that are kept to be told (the rest are "and more"), and of each its first bytes. */
+#define SNAP_HIST_LEFT_MAX 17
+#define SNAP_HIST_LEFT_LINE 200
+
+/* LINE into LEFT (if not NULL) to be told, its first bytes, while LEFT has fewer than SNAP_HIST_LEFT_MAX. */
+static void
+snap_hist_left_add(struct strv *left, const char *line)
+{
+	if (left != NULL && left->n < SNAP_HIST_LEFT_MAX)
+		strv_addf(left, "%.*s", SNAP_HIST_LEFT_LINE, line);
+}
+
 /*
- * Ref V[*K - 1] (of *K) left out of the entries, its line (and peel)
- * into LEFT.
+ * Ref V[*K - 1] (of *K) left out: its line (and peel) into LEFT, and kept
+ * as a name whose line was left out.
  */
 static void
 snap_hist_pentry_drop(struct snap_hist_pentry *v, size_t *k,
     struct strv *left)
 {
-	(*k)--;
-	strv_add(left, v[*k].line);
-	if (v[*k].peel != NULL)
-		strv_add(left, v[*k].peel);
-	memset(&v[*k], 0, sizeof v[*k]);
+	snap_hist_left_add(left, v[*k - 1].line);
+	if (v[*k - 1].peel != NULL)
+		snap_hist_left_add(left, v[*k - 1].peel);
+	v[*k - 1].line = NULL;
+	v[*k - 1].peel = NULL;
 }
 
-/* Every entry of V (K sorted ones) whose name is listed twice left out, into LEFT; how many stay. */
+/* Every name of V (K sorted entries) listed twice made one entry whose line was left out, its lines into LEFT; how many stay. */
 static size_t
 snap_hist_pentries_once(struct snap_hist_pentry *v, size_t k,
     struct strv *left)
@@ -688,23 +704,27 @@ snap_hist_pentries_once(struct snap_hist_pentry *v, size_t k,
 	for (i = 0; i < k; i = j) {
 		for (j = i + 1; j < k && strcmp(v[j].name, v[i].name) == 0; j++)
 			;
-		if (j - i == 1) {
-			v[n++] = v[i];
-			continue;
+		v[n] = v[i];
+		if (j - i > 1) {
+			for (; i < j; i++) {
+				if (v[i].line != NULL)
+					snap_hist_left_add(left, v[i].line);
+				if (v[i].peel != NULL)
+					snap_hist_left_add(left, v[i].peel);
+			}
+			v[n].line = NULL;
+			v[n].peel = NULL;
 		}
-		for (; i < j; i++) {
-			strv_add(left, v[i].line);
-			if (v[i].peel != NULL)
-				strv_add(left, v[i].peel);
-		}
+		n++;
 	}
 	return n;
 }
 
 /*
  * LINES[I], a line git cannot read (or a peeled id where none may be),
- * left out into LEFT: a peeled id with the ref it follows (of V, *K of
- * them). Whether a peeled id after it goes with it.
+ * left out into LEFT; a peeled id right after its ref (or that ref's
+ * peeled id) takes the ref with it (V, *K of them). Whether the peeled
+ * ids after it go with it.
  */
 static bool
 snap_hist_pentry_bad(char *const *lines, size_t i, bool after_bad,
@@ -712,23 +732,27 @@ snap_hist_pentry_bad(char *const *lines, size_t i, bool after_bad,
 {
 	struct snap_hist_pentry *last = *k > 0 ? &v[*k - 1] : NULL;
 
-	if (lines[i][0] == '^' && !after_bad && last != NULL && i > 0 &&
-	    (lines[i - 1] == last->line || lines[i - 1] == last->peel))
+	if (lines[i][0] == '^' && !after_bad && last != NULL &&
+	    last->line != NULL && i > 0 && (lines[i - 1] == last->line ||
+	    lines[i - 1] == last->peel))
 		snap_hist_pentry_drop(v, k, left);
-	strv_add(left, lines[i]);
-	return lines[i][0] != '^';
+	snap_hist_left_add(left, lines[i]);
+	return true;
 }
 
 /*
  * LINES (a packed-refs text's) as its refs, sorted by name, into *OUT
  * (*N of them). -1 if git could not read a line of it, or a ref is
- * listed twice (what git takes of it is not clear); unless LEFT is not
- * NULL: such lines are then left out into it, a bad line with the peeled
- * id after it, a bad peeled id with its ref, a ref listed twice whole.
+ * listed twice (what git takes of it is not clear); unless LENIENT: such
+ * lines are then left out (the first of them into LEFT, if not NULL), a
+ * bad line with the peeled ids after it, a bad peeled id with its ref,
+ * a ref listed twice whole; a ref whose lines were left out stays as a
+ * name whose line was (struct snap_hist_pentry).
  */
 static int
 snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
-    struct strv *left, struct snap_hist_pentry **out, size_t *n)
+    bool lenient, struct strv *left, struct snap_hist_pentry **out,
+    size_t *n)
 {
 	struct snap_hist_pentry *v = xcalloc(nlines + 1, sizeof *v);
 	size_t i, k = 0;
@@ -738,17 +762,21 @@ snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
 		bad = false;
 		switch (snap_hist_packed_kind(lines[i], i == 0, len)) {
 		case SNAP_PL_HEADER:
+			after_bad = false;
 			break;
 		case SNAP_PL_PEEL:
-			if (after_bad && left != NULL)
-				/* The peeled id of a line left out goes with it. */
-				strv_add(left, lines[i]);
-			else if (k == 0 || v[k - 1].peel != NULL)
+			/* The peeled ids after a line left out go with it. */
+			if (after_bad && lenient)
+				snap_hist_left_add(left, lines[i]);
+			else if (k == 0 || v[k - 1].line == NULL ||
+			    v[k - 1].peel != NULL || lines[i - 1] !=
+			    v[k - 1].line)
 				bad = true;
 			else
 				v[k - 1].peel = lines[i];
 			break;
 		case SNAP_PL_REF:
+			after_bad = false;
 			v[k].line = lines[i];
 			v[k].name = lines[i] + len + 1;
 			if (k > 0 && strcmp(v[k - 1].name, v[k].name) >= 0)
@@ -759,19 +787,20 @@ snap_hist_pentries(char *const *lines, size_t nlines, size_t len,
 			bad = true;
 			break;
 		}
-		if (bad && left == NULL) {
+		if (bad && !lenient) {
 			free(v);
 			return -1;
 		}
-		after_bad = bad && snap_hist_pentry_bad(lines, i, after_bad, v,
-		    &k, left);
+		if (bad)
+			after_bad = snap_hist_pentry_bad(lines, i, after_bad, v,
+			    &k, left);
 	}
 	/* git's own files are sorted already: sorting them again was most of a large merge. */
 	if (!sorted)
 		qsort(v, k, sizeof *v, snap_hist_pentry_cmp);
 	for (i = 1; i < k && !dup; i++)
 		dup = strcmp(v[i].name, v[i - 1].name) == 0;
-	if (dup && left == NULL) {
+	if (dup && !lenient) {
 		free(v);
 		return -1;
 	}
@@ -820,7 +849,7 @@ static bool
 snap_hist_pentry_same(const struct snap_hist_pentry *a,
     const struct snap_hist_pentry *b)
 {
-	if (a == NULL || b == NULL)
+	if (a == NULL || b == NULL || a == b)
 		return a == b;
 	return strcmp(a->line, b->line) == 0 && (a->peel == NULL ?
 	    b->peel == NULL : b->peel != NULL && strcmp(a->peel, b->peel) ==
@@ -854,34 +883,66 @@ snap_hist_pentry_take(const struct snap_hist_pentry *v, size_t *i, size_t n,
 	return NULL;
 }
 
+/*
+ * Whether a packed-refs line may add NAME: a name under refs/ that git's
+ * check_refname_format takes whole (a name of one level, "main" or "v1",
+ * is found before refs/heads/main and refs/tags/v1: the user's git took
+ * the jail's id for their branch; review 7 F1).
+ */
+static bool
+snap_hist_packed_new_ok(const char *name)
+{
+	return strncmp(name, "refs/", 5) == 0 && snap_hist_refname_strict(name);
+}
+
+/*
+ * E's ref line into OUT as git writes one (its id in lower case, one
+ * space, its name: a tab or an upper-case id, which git takes, broke
+ * other readers of the file), and PEEL's peeled id after it if not NULL.
+ */
+static void
+snap_hist_pentry_put(struct buf *out, const struct snap_hist_pentry *e,
+    const char *peel, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf_addc(out, (char)tolower((unsigned char)e->line[i]));
+	buf_printf(out, " %s\n", e->name);
+	if (peel == NULL)
+		return;
+	buf_addc(out, '^');
+	for (i = 1; i <= len; i++)
+		buf_addc(out, (char)tolower((unsigned char)peel[i]));
+	buf_addc(out, '\n');
+}
+
 int
 snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
     const struct buf *theirs, size_t len, struct buf *out, struct strv *lost,
     struct strv *left)
 {
-	struct strv gone, *lenient[3] = { left != NULL ? &gone : NULL, left,
-	    NULL };
+	const bool lenient[3] = { left != NULL, left != NULL, false };
 	const struct buf *text[3] = { base, ours, theirs };
 	struct snap_hist_pentry *v[3] = { NULL, NULL, NULL };
 	const struct snap_hist_pentry *b, *o, *t, *r;
 	char *copy[3] = { NULL, NULL, NULL }, **lines[3] = { NULL, NULL, NULL };
 	size_t nl[3], n[3] = { 0, 0, 0 }, at[3] = { 0, 0, 0 }, i;
-	const char *name;
+	const char *name, *peel;
 	int rc = -1;
 
-	/* The base is the jail's file as last brought back, with what was left out then. */
-	strv_init(&gone);
 	for (i = 0; i < 3; i++) {
 		/*
 		 * A NUL: git reads the line otherwise than a C string does
 		 * (snap_hist_cut makes it a byte no name may have).
 		 */
-		if (lenient[i] == NULL && text[i]->len > 0 &&
+		if (!lenient[i] && text[i]->len > 0 &&
 		    memchr(text[i]->data, '\0', text[i]->len) != NULL)
 			goto out;
 		snap_hist_cut(text[i], &copy[i], &lines[i], &nl[i]);
-		if (snap_hist_pentries(lines[i], nl[i], len, lenient[i], &v[i],
-		    &n[i]) == -1)
+		/* The base is the jail's file as last brought back: what was left out then is not told again. */
+		if (snap_hist_pentries(lines[i], nl[i], len, lenient[i], i == 1 ?
+		    left : NULL, &v[i], &n[i]) == -1)
 			goto out;
 	}
 	/* No peeled claim: git peels what it needs (the three may differ). */
@@ -892,6 +953,17 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 		b = snap_hist_pentry_take(v[0], &at[0], n[0], name);
 		o = snap_hist_pentry_take(v[1], &at[1], n[1], name);
 		t = snap_hist_pentry_take(v[2], &at[2], n[2], name);
+		/*
+		 * A name of the base none may add, not the user's: one left
+		 * out last time (review 7 F4: told as a change of both).
+		 */
+		if (b != NULL && t == NULL && !snap_hist_packed_new_ok(name))
+			b = NULL;
+		/* A line left out: the base's as the user's is now; the jail's as unchanged (review 7 F5). */
+		if (b != NULL && b->line == NULL)
+			b = t;
+		if (o != NULL && o->line == NULL)
+			o = b;
 		if (snap_hist_pentry_same(o, b))
 			r = t;
 		else if (snap_hist_pentry_same(t, b) ||
@@ -899,14 +971,17 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 			r = o;
 			/*
 			 * A name the session's git made: only one git takes
-			 * whole (one of the start's it may give another id,
-			 * as git gives a zero one to a name it only warns of).
+			 * whole, under refs/ (one of the start's it may give
+			 * another id, as git gives a zero one to a name it
+			 * only warns of).
 			 */
 			if (o != NULL && b == NULL && t == NULL &&
-			    !snap_hist_refname_strict(o->name)) {
+			    !snap_hist_packed_new_ok(name)) {
 				if (left == NULL)
 					goto out;
-				strv_add(left, o->line);
+				snap_hist_left_add(left, o->line);
+				if (o->peel != NULL)
+					snap_hist_left_add(left, o->peel);
 				continue;
 			}
 		} else {
@@ -917,12 +992,10 @@ snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
 		}
 		if (r == NULL)
 			continue;
-		buf_adds(out, r->line);
-		buf_add(out, "\n", 1);
-		if (r->peel != NULL) {
-			buf_adds(out, r->peel);
-			buf_add(out, "\n", 1);
-		}
+		/* A peeled id only as the user's file has it: git trusts one (review 7 F3: the jail's named another commit for a tag). */
+		peel = t != NULL && strncasecmp(t->line, r->line, len) == 0 ?
+		    t->peel : NULL;
+		snap_hist_pentry_put(out, r, peel, len);
 	}
 	rc = 0;
 out:
@@ -931,14 +1004,14 @@ out:
 		free(lines[i]);
 		free(copy[i]);
 	}
-	strv_free(&gone);
 	if (rc == -1)
 		errno = EBADMSG;
 	return rc;
 }
 
 int
-snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
+snap_hist_packed_check(int gitfd, const struct strv *keep,
+    const struct strv *known, struct strv *bad, struct strv *outside,
     struct strv *unsorted, struct buf *fixed)
 {
 	struct strv lines;
@@ -961,6 +1034,15 @@ snap_hist_packed_check(int gitfd, const struct strv *keep, struct strv *bad,
 		is_ref[i] = snap_hist_packed_kind(lines.v[i], i == 0, len) ==
 		    SNAP_PL_REF && (cut == 0 || i + 1 < lines.n);
 	stay = snap_hist_packed_pick(&lines, is_ref, len, keep);
+	/* A name outside refs/ not known: out, with its peeled id. */
+	for (i = 0; outside != NULL && i < lines.n; i++) {
+		if (is_ref[i] && stay[i] && strncmp(lines.v[i] + len + 1,
+		    "refs/", 5) != 0 && (known == NULL ||
+		    snap_hist_value(known, lines.v[i] + len + 1) == NULL)) {
+			strv_add(outside, lines.v[i]);
+			stay[i] = false;
+		}
+	}
 	if ((misordered = snap_hist_packed_unsorted(&lines, is_ref, stay,
 	    len, unsorted)))
 		changed = 1;
@@ -3484,6 +3566,35 @@ snap_hist_packed_tell_unsorted(const struct snap_hgit *g,
 }
 
 /*
+ * Refs named outside refs/ in G's packed-refs that the start had not
+ * (OUTSIDE, their lines): taken out (KEPT, the file as left, quoted) or
+ * not (CAUSE); told in red.
+ */
+static void
+snap_hist_packed_tell_outside(const struct snap_hgit *g,
+    const struct strv *outside, const char *kept, const char *cause,
+    int64_t session, struct strv *alerts)
+{
+	char *names = snap_quote_names(outside);
+
+	if (kept != NULL)
+		strv_addf(alerts, "%s/packed-refs held refs of one level, "
+		    "outside refs/, that the session added (%s): git finds one "
+		    "named \"main\" before your branch refs/heads/main, and "
+		    "took its id for yours; agentmux took them out (the file as "
+		    "the session left it is kept in %s)", g->gitdir, names,
+		    kept);
+	else
+		strv_addf(alerts, "%s/packed-refs holds refs of one level, "
+		    "outside refs/, that the session added (%s): git finds one "
+		    "named \"main\" before your branch refs/heads/main, and "
+		    "takes its id for yours; agentmux could not take them out "
+		    "(%s): 'agentmux undo %lld --refs' does", g->gitdir, names,
+		    cause, (long long)session);
+	free(names);
+}
+
+/*
  * Lines of G's packed-refs git cannot parse (it then fails at every ref
  * command there, and the end's keeping of the objects of moved refs with
  * it): taken out as 'undo --refs' does (snap_hist_packed_check; where a
@@ -3497,18 +3608,27 @@ static void
 snap_hist_packed_mend(const struct snap_hgit *g, int gitfd, int64_t session,
     struct strv *alerts)
 {
-	struct strv bad, unsorted;
+	struct strv bad, outside, unsorted, start;
 	struct buf fixed;
 	size_t i;
 	char *q, *kept = NULL, *cause = NULL, *qk;
 	int rc;
 
 	strv_init(&bad);
+	strv_init(&outside);
 	strv_init(&unsorted);
-	if (snap_hist_packed_check(gitfd, NULL, &bad, &unsorted, &fixed) <= 0 ||
-	    (bad.n == 0 && unsorted.n == 0)) {
+	/* A name outside refs/ of the start's is the user's own (none kept: all of them stay). */
+	if (snap_history_start_refs(g, &start) == -1)
+		rc = snap_hist_packed_check(gitfd, NULL, NULL, &bad, NULL,
+		    &unsorted, &fixed);
+	else
+		rc = snap_hist_packed_check(gitfd, NULL, &start, &bad, &outside,
+		    &unsorted, &fixed);
+	strv_free(&start);
+	if (rc <= 0 || (bad.n == 0 && outside.n == 0 && unsorted.n == 0)) {
 		buf_free(&fixed);
 		strv_free(&bad);
+		strv_free(&outside);
 		strv_free(&unsorted);
 		return;
 	}
@@ -3541,11 +3661,15 @@ snap_hist_packed_mend(const struct snap_hgit *g, int gitfd, int64_t session,
 		strv_addf(alerts, "%s/packed-refs %s %zu more lines git cannot "
 		    "parse", g->gitdir, rc == 0 ? "held" : "holds", bad.n -
 		    SNAP_HIST_PACKED_TOLD);
+	if (outside.n > 0)
+		snap_hist_packed_tell_outside(g, &outside, rc == 0 ? qk : NULL,
+		    cause, session, alerts);
 	free(qk);
 	free(kept);
 	free(cause);
 	buf_free(&fixed);
 	strv_free(&bad);
+	strv_free(&outside);
 	strv_free(&unsorted);
 }
 

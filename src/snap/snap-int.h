@@ -1029,13 +1029,17 @@ int snap_hist_packed_merge(const struct buf *base, const struct buf *ours,
  * ids, or another separator than git's whitespace, too) into BAD as it
  * is; FIXED (if not NULL) gets the file without them, one line per ref
  * (KEEP's value where a ref is listed twice and one line has it, else the
- * first), peeled ids with their ref; a header that claims the refs sorted when they are not (git looks
- * a ref up by halving the file, and misses one out of order) loses that
- * claim, and the refs out of order go into UNSORTED (if not NULL). 1 if
- * FIXED differs from the file, 0 if not, -1 if there is none.
+ * first), peeled ids with their ref; a header that claims the refs sorted
+ * when they are not (git looks a ref up by halving the file, and misses
+ * one out of order) loses that claim, and the refs out of order go into
+ * UNSORTED (if not NULL); if OUTSIDE is not NULL, a ref named outside
+ * refs/ that KNOWN (a list of refs, NULL: none) has not goes into it and
+ * out of FIXED (git finds "main" before refs/heads/main). 1 if FIXED
+ * differs from the file, 0 if not, -1 if there is none.
  */
 int snap_hist_packed_check(int gitfd, const struct strv *keep,
-    struct strv *bad, struct strv *unsorted, struct buf *fixed);
+    const struct strv *known, struct strv *bad, struct strv *outside,
+    struct strv *unsorted, struct buf *fixed);
 /*
  * G's HEAD (in its git dir GITFD) put back as it was at the start (DRY:
  * only said) if it is one git does not take (deleted, a link, a dir,

@@ -394,7 +394,7 @@ snap_quote_names(const struct strv *names)
 
 	buf_init(&b);
 	for (i = 0; i < names->n && i < 16; i++) {
-		q = quote_name(names->v[i]);
+		q = snap_nested_quote_cut(names->v[i], 200);
 		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
 		free(q);
 	}
@@ -831,8 +831,9 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 		names = snap_quote_names(&left);
 		strv_addf(alerts, "the session's git wrote lines to its "
 		    "packed-refs that git cannot read, or names git refuses "
-		    "(%s): they were left out of %s/packed-refs, the rest of "
-		    "its change was brought back", names, jg->quoted);
+		    "(%s): they were left out of %s/packed-refs (a ref they "
+		    "named is kept as yours has it), the rest of its change was "
+		    "brought back", names, jg->quoted);
 		free(names);
 		jg->left_told = true;
 	}

@@ -671,20 +671,29 @@ snap_refs_head_broken(struct snap_refs *sr)
 static void
 snap_refs_packed(struct snap_refs *sr)
 {
-	struct strv bad, unsorted;
+	struct strv bad, outside, unsorted;
 	struct buf fixed;
 	size_t i;
 	char *q;
 
 	strv_init(&bad);
+	strv_init(&outside);
 	strv_init(&unsorted);
 	/* A worktree session's start values are not for the user's other refs. */
 	if (snap_hist_packed_check(sr->gitfd, sr->scope == NULL ? &sr->start :
-	    NULL, &bad, &unsorted, &fixed) > 0) {
+	    NULL, &sr->start, &bad, &outside, &unsorted, &fixed) > 0) {
 		for (i = 0; i < bad.n; i++) {
 			q = quote_name(bad.v[i]);
 			out_printf(sr->out, "  %stake   %s out of packed-refs: "
 			    "git cannot parse it\n", sr->dry ? "would " : "", q);
+			free(q);
+		}
+		for (i = 0; i < outside.n; i++) {
+			q = quote_name(outside.v[i]);
+			out_printf(sr->out, "  %stake   %s out of packed-refs: a "
+			    "ref outside refs/ not there at the start (git finds "
+			    "one named \"main\" before your branch main)\n",
+			    sr->dry ? "would " : "", q);
 			free(q);
 		}
 		if (unsorted.n > 0) {
@@ -707,6 +716,7 @@ snap_refs_packed(struct snap_refs *sr)
 	}
 	buf_free(&fixed);
 	strv_free(&bad);
+	strv_free(&outside);
 	strv_free(&unsorted);
 }
 

@@ -945,7 +945,7 @@ test_packed_check(void **state)
 	strv_init(&bad);
 	strv_init(&keep);
 	strv_addf(&keep, "refs/tags/twice\t%s", a);
-	assert_int_equal(snap_hist_packed_check(fd, &keep, &bad, NULL, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, &keep, NULL, &bad, NULL, NULL, &fixed), 1);
 	assert_int_equal(bad.n, 6);
 	assert_string_equal(bad.v[0], "garbage");
 	assert_string_equal(bad.v[1], "");
@@ -966,7 +966,7 @@ test_packed_check(void **state)
 	strv_free(&bad);
 	strv_init(&bad);
 	/* Without a value to keep: the first, the one git reads. */
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	assert_non_null(strstr(fixed.data, "refs/tags/twice\n"));
 	text = xprintf("%s refs/tags/twice\n^%s\n", b, a);
 	assert_non_null(strstr(fixed.data, text));
@@ -979,7 +979,7 @@ test_packed_check(void **state)
 	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
 	    NULL), 0);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 0);
 	assert_int_equal(bad.n, 0);
 	assert_string_equal(fixed.data, text);
 	buf_free(&fixed);
@@ -998,7 +998,7 @@ test_packed_check(void **state)
 	    NULL), 0);
 	free(text);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	assert_int_equal(bad.n, 4);
 	assert_non_null(strstr(bad.v[0], "refs/heads/long"));
 	assert_non_null(strstr(bad.v[1], "refs/heads/vt"));
@@ -1018,7 +1018,7 @@ test_packed_check(void **state)
 	    NULL), 0);
 	free(text);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	assert_int_equal(bad.n, 1);
 	buf_free(&fixed);
 	strv_free(&bad);
@@ -1026,7 +1026,7 @@ test_packed_check(void **state)
 	test_sh_ok("printf '[core]\\n\\tobjectformat = sha256\\n"
 	    "[extensions \"x\"]\\n\\tobjectformat = sha256\\n' >'%s/config'", dir);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 0);
 	assert_int_equal(bad.n, 0);
 	buf_free(&fixed);
 	strv_free(&bad);
@@ -1034,17 +1034,17 @@ test_packed_check(void **state)
 	test_sh_ok("printf '[extensions] objectFormat = sha256\\n"
 	    "[extensions]\\n\\tobjectformat = sha1\\n' >'%s/config'", dir);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 0);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 0);
 	buf_free(&fixed);
 	strv_free(&bad);
 	test_sh_ok("printf '[extensions] objectFormat = sha256\\n' >'%s/config'",
 	    dir);
 	strv_init(&bad);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, &fixed), 1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	buf_free(&fixed);
 	strv_free(&bad);
 	unlink(path);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, NULL, NULL), -1);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, NULL), -1);
 	strv_free(&bad);
 	strv_free(&keep);
 	close(fd);
@@ -1074,7 +1074,7 @@ test_packed_unsorted(void **state)
 	    NULL), 0);
 	strv_init(&bad);
 	strv_init(&unsorted);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, &unsorted,
 	    &fixed), 1);
 	assert_int_equal(bad.n, 0);
 	assert_int_equal(unsorted.n, 2);
@@ -1093,7 +1093,7 @@ test_packed_unsorted(void **state)
 	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
 	    NULL), 0);
 	strv_init(&unsorted);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, &unsorted,
 	    &fixed), 0);
 	assert_int_equal(unsorted.n, 0);
 	buf_free(&fixed);
@@ -1102,7 +1102,7 @@ test_packed_unsorted(void **state)
 	    "%s refs/heads/aa\n", a, a);
 	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
 	    NULL), 0);
-	assert_int_equal(snap_hist_packed_check(fd, NULL, &bad, &unsorted,
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, &unsorted,
 	    &fixed), 0);
 	assert_int_equal(unsorted.n, 0);
 	buf_free(&fixed);
@@ -1115,7 +1115,107 @@ test_packed_unsorted(void **state)
 	free(dir);
 }
 
-/* The jail's packed-refs and the user's made one: each ref as the side that changed it has it. */
+/* The merge of BASE, OURS and THEIRS (texts), with LEFT; its output, to free. */
+static char *
+merge3(const char *base, const char *ours, const char *theirs,
+    struct strv *left, struct strv *lost)
+{
+	struct buf b, o, t, out;
+
+	buf_init(&b);
+	buf_init(&o);
+	buf_init(&t);
+	buf_init(&out);
+	buf_adds(&b, base);
+	buf_adds(&o, ours);
+	buf_adds(&t, theirs);
+	assert_int_equal(snap_hist_packed_merge(&b, &o, &t, 40, &out, lost,
+	    left), 0);
+	buf_add(&out, "", 1);
+	buf_free(&b);
+	buf_free(&o);
+	buf_free(&t);
+	return buf_steal(&out);
+}
+
+#define R7X "1111111111111111111111111111111111111111"
+#define R7Y "2222222222222222222222222222222222222222"
+#define R7H "# pack-refs with: peeled fully-peeled sorted \n"
+
+/*
+ * Review 7: a name of one level hides the user's branch (F1); a peeled id
+ * of the jail's is git's answer for a tag (F3), one after a bad line too;
+ * a left-out line of the base told as a change of both (F4); a ref listed
+ * twice deleted the user's (F5); the jail's tab or upper-case id reached
+ * the user's file (F6); what is left out is bounded (F2).
+ */
+static void
+test_packed_merge_review7(void)
+{
+	struct strv left, lost;
+	struct buf big;
+	char *out;
+	size_t i;
+
+	strv_init(&left);
+	strv_init(&lost);
+	out = merge3(R7H R7X " refs/heads/main\n", R7H R7X " refs/heads/main\n"
+	    R7Y " main\n" R7Y " v1\n", R7H R7X " refs/heads/main\n", &left,
+	    &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n" R7X
+	    " refs/heads/main\n");
+	assert_int_equal(left.n, 2);
+	free(out);
+	/* F3: the user's peel stays; the jail's is never written. */
+	out = merge3(R7H R7Y " refs/tags/t1\n^" R7X "\n", R7H R7Y " refs/tags/t1\n^"
+	    R7Y "\n" R7X " refs/tags/t2\n^" R7Y "\n", R7H R7Y " refs/tags/t1\n^" R7X
+	    "\n", &left, &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n" R7Y " refs/tags/t1\n^"
+	    R7X "\n" R7X " refs/tags/t2\n");
+	free(out);
+	strv_free(&left);
+	strv_init(&left);
+	out = merge3(R7H R7X " refs/heads/other\n", R7H R7X " refs/heads/other\n"
+	    "garbage\n^" R7Y "\n^" R7Y "\n", R7H R7X " refs/heads/other\n", &left,
+	    &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n" R7X
+	    " refs/heads/other\n");
+	assert_int_equal(left.n, 3);
+	free(out);
+	/* F4: a refused name of the base, changed by the jail: no conflict. */
+	out = merge3(R7H R7X " refs/heads/a\\b\n", R7H R7Y " refs/heads/a\\b\n",
+	    R7H, &left, &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n");
+	assert_int_equal(lost.n, 0);
+	free(out);
+	/* F5: a ref of the user's listed twice by the jail, or with a bad peel: kept as theirs. */
+	out = merge3(R7H R7X " refs/heads/b\n" R7X " refs/heads/c\n", R7H R7Y
+	    " refs/heads/b\n" R7Y " refs/heads/b\n" R7Y " refs/heads/c\n^zz\n",
+	    R7H R7X " refs/heads/b\n" R7X " refs/heads/c\n", &left, &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n" R7X
+	    " refs/heads/b\n" R7X " refs/heads/c\n");
+	free(out);
+	/* F6: written as git writes a line. */
+	out = merge3(R7H, R7H "ABCDEF0000000000000000000000000000000000\trefs/heads/tab\n",
+	    R7H, &left, &lost);
+	assert_string_equal(out, "# pack-refs with: sorted \n"
+	    "abcdef0000000000000000000000000000000000 refs/heads/tab\n");
+	free(out);
+	/* F2: 100,000 bad lines, and as many of the base: 17 kept to tell. */
+	strv_free(&left);
+	strv_init(&left);
+	buf_init(&big);
+	for (i = 0; i < 100000; i++)
+		buf_adds(&big, "x\n");
+	buf_add(&big, "", 1);
+	out = merge3(big.data, big.data, R7H, &left, &lost);
+	assert_int_equal(left.n, 17);
+	free(out);
+	buf_free(&big);
+	strv_free(&left);
+	strv_free(&lost);
+}
+
 /*
  * The jail's lines git cannot read, or new names git refuses, left out
  * into LEFT (review 6 F2: one such line made every merge fail, and the
@@ -1179,12 +1279,14 @@ test_packed_merge_left(void)
 	assert_int_equal(snap_hist_packed_merge(&base, &ours, &theirs, 40,
 	    &out, NULL, &left), -1);
 	strv_free(&left);
+	test_packed_merge_review7();
 	buf_free(&base);
 	buf_free(&ours);
 	buf_free(&theirs);
 	buf_free(&out);
 }
 
+/* The jail's packed-refs and the user's made one: each ref as the side that changed it has it. */
 static void
 test_packed_merge(void **state)
 {
