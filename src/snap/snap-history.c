@@ -3692,12 +3692,40 @@ snap_hist_not_start(const struct snap_hgit *g, const char *cause,
 }
 
 /* After the session: the last objects, reflog entries put back, ref changes reported. */
+/*
+ * When H's session started, into *SINCE (its list of git dirs was written
+ * then), less 20 ms for the coarse clock file times come from; NULL if it
+ * is not known (every index is then checked).
+ */
+static const struct timespec *
+snap_history_since(const struct snap_history *h, struct timespec *since)
+{
+	char *path = xprintf("%s/gitdirs", h->dir);
+	struct stat st;
+	int rc = lstat(path, &st);
+
+	free(path);
+	if (rc == -1)
+		return NULL;
+	*since = st.st_mtim;
+	if (since->tv_nsec >= 20000000)
+		since->tv_nsec -= 20000000;
+	else {
+		since->tv_sec--;
+		since->tv_nsec += 1000000000 - 20000000;
+	}
+	return since;
+}
+
 /* G's index checked as its git's checkout would write it (snap_hist_index_refuse), kept in G's history dir if refused. */
 static void
-snap_hist_index_end(const struct snap_hgit *g, int gitfd, struct strv *alerts)
+snap_hist_index_end(const struct snap_history *h, const struct snap_hgit *g,
+    int gitfd, struct strv *alerts)
 {
-	snap_hist_index_refuse(gitfd, g->gitdir, g->base, "index-as-left",
-	    alerts);
+	struct timespec since;
+
+	snap_hist_index_refuse(gitfd, g->gitdir, snap_hist_hash_len(gitfd) / 2,
+	    snap_history_since(h, &since), g->base, "index-as-left", alerts);
 }
 
 static void
@@ -3756,7 +3784,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	snap_hist_logs_aside(g, gitfd, idx, alerts);
 	snap_hist_shallow(g, gitfd, idx, alerts);
 	snap_hist_agentmux_dir(g, gitfd, idx, alerts);
-	snap_hist_index_end(g, gitfd, alerts);
+	snap_hist_index_end(h, g, gitfd, alerts);
 	logs = xprintf("%s/logs", g->base);
 	if ((logsfd = open(logs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) != -1) {
@@ -3881,72 +3909,110 @@ snap_hist_head_bad(int gitfd)
 /* The largest index the end reads to check (git's own, of a million files, is about 100 MiB). */
 #define SNAP_HIST_INDEX_MAX (1024LL * 1024 * 1024)
 
-void
-snap_hist_index_refuse(int gitfd, const char *said, const char *keepdir,
-    const char *keep, struct strv *alerts)
+/* Whether A (a stat) is the same file as B, unchanged. */
+static bool
+snap_hist_same_file(const struct stat *a, const struct stat *b)
 {
-	struct stat st, now;
-	struct strv bad;
-	struct buf b;
-	char *names, *q, *kept, *kq, *why;
-	bool gone;
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	    a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec ==
+	    b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/*
+ * GITFD's index, refused (REASON: its bad entries quoted, or why it
+ * cannot be checked), kept as KEEPDIR's KEEP and taken away if it is
+ * still the file ST that was read; told in red.
+ */
+static void
+snap_hist_index_away(int gitfd, const char *said, const struct stat *st,
+    const struct buf *b, const char *keepdir, const char *keep,
+    const char *reason, struct strv *alerts)
+{
+	struct stat now;
+	char *q = quote_name(said), *kept = xprintf("%s/%s", keepdir, keep);
+	char *kq = quote_name(kept), *why = NULL;
 	int keepfd;
 
-	if (fstatat(gitfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(st.st_mode))
-		return;
-	buf_init(&b);
-	strv_init(&bad);
-	if (path_read_beneath(gitfd, "index", SNAP_HIST_INDEX_MAX, &b) == -1 ||
-	    snap_index_paths_check(&b, snap_hist_hash_len(gitfd) / 2,
-	    &bad) != 1) {
-		buf_free(&b);
-		strv_free(&bad);
-		return;
-	}
-	names = snap_quote_names(&bad);
-	q = quote_name(said);
-	kept = xprintf("%s/%s", keepdir, keep);
-	kq = quote_name(kept);
-	why = NULL;
 	if ((keepfd = open(keepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1 || snap_hist_write(keepfd, keep, &b, 0600) == -1)
+	    O_CLOEXEC)) == -1 || snap_hist_write(keepfd, keep, b, 0600) == -1)
 		why = xprintf("it could not be kept in %s: %s", kq,
 		    strerror(errno));
 	if (keepfd != -1)
 		close(keepfd);
 	/* Only the file that was read (the user's git may have written one since). */
 	if (why == NULL && (fstatat(gitfd, "index", &now,
-	    AT_SYMLINK_NOFOLLOW) == -1 || now.st_ino != st.st_ino ||
-	    now.st_dev != st.st_dev || now.st_size != st.st_size ||
-	    now.st_mtim.tv_sec != st.st_mtim.tv_sec || now.st_mtim.tv_nsec !=
-	    st.st_mtim.tv_nsec))
+	    AT_SYMLINK_NOFOLLOW) == -1 || !snap_hist_same_file(&now, st)))
 		why = xstrdup("it changed while it was checked");
 	if (why == NULL && unlinkat(gitfd, "index", 0) == -1)
 		why = xstrdup(strerror(errno));
-	gone = why == NULL;
-	if (gone)
-		strv_addf(alerts, "the session left entries in %s/index that "
-		    "git's checkout would write into a git dir or outside the "
-		    "tree (%s): a 'git checkout -- .' there would have written "
-		    "them (a hook your next git command runs, a file outside "
-		    "the project); it was moved to %s, and git reads no index "
-		    "there now: 'git reset' makes one from HEAD, keeping your "
-		    "files", q, names, kq);
+	if (why == NULL)
+		strv_addf(alerts, "the session left an index in %s that git's "
+		    "checkout could use against you (%s): a 'git checkout -- "
+		    ".' there would write into a git dir (a hook your next git "
+		    "command runs) or outside the project; it was moved to %s, "
+		    "and git reads no index there now: 'git reset' makes one "
+		    "from HEAD, keeping your files", q, reason, kq);
 	else
-		strv_addf(alerts, "the session left entries in %s/index that "
-		    "git's checkout would write into a git dir or outside the "
-		    "tree (%s): a 'git checkout -- .' there would write them (a "
-		    "hook your next git command runs, a file outside the "
-		    "project), and it could not be taken away (%s): remove it "
-		    "(rm %s/index), then 'git reset' there makes one from HEAD, "
-		    "keeping your files", q, names, why, q);
-	free(names);
+		strv_addf(alerts, "the session left an index in %s that git's "
+		    "checkout could use against you (%s): a 'git checkout -- "
+		    ".' there would write into a git dir (a hook your next git "
+		    "command runs) or outside the project, and it could not be "
+		    "taken away (%s): remove %s/index, then 'git reset' there "
+		    "makes one from HEAD, keeping your files", q, reason, why,
+		    q);
 	free(q);
 	free(kept);
 	free(kq);
 	free(why);
+}
+
+void
+snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
+    const struct timespec *since, const char *keepdir, const char *keep,
+    struct strv *alerts)
+{
+	struct stat st;
+	struct strv bad;
+	struct buf b, fresh;
+	char *names, *reason;
+	int rc;
+
+	if (fstatat(gitfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	/* Not written since the start: the user's own. */
+	if (since != NULL && (st.st_ctim.tv_sec < since->tv_sec ||
+	    (st.st_ctim.tv_sec == since->tv_sec && st.st_ctim.tv_nsec <
+	    since->tv_nsec)))
+		return;
+	buf_init(&b);
+	buf_init(&fresh);
+	strv_init(&bad);
+	if (path_read_beneath(gitfd, "index", SNAP_HIST_INDEX_MAX, &b) == -1) {
+		buf_free(&b);
+		return;
+	}
+	rc = snap_index_rewrite(&b, oidlen, &fresh, &bad);
+	if (rc != 0) {
+		names = snap_quote_names(&bad);
+		reason = rc == 1 ? xprintf("entries %s", names) : xstrdup("its "
+		    "entries cannot be read as git would read them, or some "
+		    "are elsewhere: a split or sparse index");
+		snap_hist_index_away(gitfd, said, &st, &b, keepdir, keep,
+		    reason, alerts);
+		free(reason);
+		free(names);
+	} else if (fresh.len != b.len || memcmp(fresh.data, b.data,
+	    b.len) != 0) {
+		/* What git reads of it made what was checked (its extensions go: git makes them again). */
+		if (snap_hist_write(gitfd, "index", &fresh, st.st_mode & 0777) ==
+		    -1)
+			log_warnx("cannot write %s/index again: %s", said,
+			    strerror(errno));
+	}
 	buf_free(&b);
+	buf_free(&fresh);
 	strv_free(&bad);
 }
 
@@ -4027,12 +4093,19 @@ static void
 snap_history_wt_index(const struct snap_history *h, struct strv *alerts,
     const struct snap_worktree *wt)
 {
-	int adminfd;
+	size_t oidlen;
+	int adminfd, commonfd;
 
+	/* The id length from the project's config (read only in the jail), never from the admin dir's (the jail's; review 8 F3). */
+	if ((commonfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return;
+	oidlen = snap_hist_hash_len(commonfd) / 2;
+	close(commonfd);
 	if ((adminfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;
-	snap_hist_index_refuse(adminfd, wt->admin, h->dir,
+	snap_hist_index_refuse(adminfd, wt->admin, oidlen, NULL, h->dir,
 	    "worktree-index-as-left", alerts);
 	close(adminfd);
 }

@@ -1261,45 +1261,152 @@ snap_index_below(const struct strv *names, struct strv *bad)
 	}
 }
 
+/*
+ * The entry at *PP as git's create_from_disk reads it, strictly: false if
+ * git could read it otherwise than here (a name whose length in the flags
+ * is not where its NUL is, extended flags in version 2) or it is cut
+ * short. Its fixed fields at *FIXED, name into NAME (holding the one
+ * before: version 4 strips a prefix of it).
+ */
+static bool
+snap_index_entry_strict(const unsigned char **pp, const unsigned char *end,
+    uint32_t version, size_t oidlen, struct buf *name,
+    const unsigned char **fixed, uint16_t *flags, uint16_t *xflags)
+{
+	const unsigned char *p = *pp, *start = p;
+	size_t len, strip, want;
+
+	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
+		return false;
+	*fixed = p;
+	p += SNAP_CE_FIXED + oidlen;
+	*flags = (uint16_t)(p[0] << 8 | p[1]);
+	p += 2;
+	*xflags = 0;
+	if (*flags & SNAP_CE_EXTENDED) {
+		if (version < 3 || end - p < 2)
+			return false;
+		*xflags = (uint16_t)(p[0] << 8 | p[1]);
+		p += 2;
+	}
+	if (version == 4) {
+		if (!snap_index_varint(&p, end, &strip) || strip > name->len)
+			return false;
+		name->len -= strip;
+	} else
+		name->len = 0;
+	len = strnlen((const char *)p, (size_t)(end - p));
+	if (p + len >= end)
+		return false;
+	buf_add(name, p, len);
+	p += len + 1;
+	/* git copies as many bytes as the flags say (0xfff: up to the NUL). */
+	want = *flags & 0xfff;
+	if (want < 0xfff ? want != name->len : name->len < 0xfff)
+		return false;
+	if (version != 4) {
+		p = start + ((size_t)(p - start + 7) & ~(size_t)7);
+		if (p > end)
+			return false;
+	}
+	*pp = p;
+	return true;
+}
+
+/* E's entry (fixed fields FIXED, FLAGS, XFLAGS, NAME) onto OUT as version 2 or 3 writes it. */
+static void
+snap_index_put(struct buf *out, const unsigned char *fixed, size_t oidlen,
+    uint16_t flags, uint16_t xflags, const struct buf *name)
+{
+	static const char zeros[8];
+	size_t start = out->len;
+	unsigned char f[4];
+
+	buf_add(out, fixed, SNAP_CE_FIXED + oidlen);
+	flags = (uint16_t)((flags & 0xb000) | (xflags != 0 ? SNAP_CE_EXTENDED :
+	    0) | (name->len < 0xfff ? name->len : 0xfff));
+	f[0] = (unsigned char)(flags >> 8);
+	f[1] = (unsigned char)flags;
+	f[2] = (unsigned char)(xflags >> 8);
+	f[3] = (unsigned char)xflags;
+	buf_add(out, f, xflags != 0 ? 4 : 2);
+	buf_add(out, name->data, name->len);
+	buf_add(out, zeros, 8 - (out->len - start) % 8);
+}
+
 int
-snap_index_paths_check(const struct buf *file, size_t oidlen,
+snap_index_rewrite(const struct buf *file, size_t oidlen, struct buf *out,
     struct strv *bad)
 {
-	const unsigned char *p, *end;
-	struct snap_index_entry e;
+	const unsigned char *p, *end, *fixed;
 	struct strv names;
-	struct buf name;
-	uint32_t version, n, i, size;
+	struct buf name, ents;
+	uint32_t version, n, i;
+	static const char zeros[64];
+	uint16_t flags, xflags;
+	unsigned char head[12];
+	bool extended = false;
 	int rc = -1;
 
 	buf_init(&name);
+	buf_init(&ents);
 	strv_init(&names);
 	if (file->len < 12 + oidlen || !snap_index_header(file, &p, &end,
 	    &version, &n))
 		goto out;
 	end -= oidlen;
 	for (i = 0; i < n; i++) {
-		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+		if (!snap_index_entry_strict(&p, end, version, oidlen, &name,
+		    &fixed, &flags, &xflags))
 			goto out;
-		if (!snap_index_path_ok(name.data != NULL ? name.data : "",
-		    name.len, e.mode))
-			strv_addf(bad, "%.*s", (int)name.len, name.data != NULL ?
-			    name.data : "");
-		else if ((e.mode & 0170000) != 0040000)
-			strv_addf(&names, "%.*s", (int)name.len, name.data);
+		/* A sparse index's dir stands for entries this file has not. */
+		if ((snap_index_u32(fixed + 24) & 0170000) == 0040000)
+			goto out;
+		buf_add(&name, "", 1);
+		name.len--;
+		if (!snap_index_path_ok(name.data, name.len,
+		    snap_index_u32(fixed + 24)))
+			strv_addf(bad, "%.*s", (int)name.len, name.data);
+		else
+			strv_add(&names, name.data);
+		extended = extended || xflags != 0;
+		snap_index_put(&ents, fixed, oidlen, flags, xflags, &name);
 	}
-	/* A split index's entries are in a file beside it, which is not checked: as bad as none. */
+	/* A split index's entries are in a file beside it, which is not read: as bad as none. */
 	while ((size_t)(end - p) >= 8) {
-		size = snap_index_u32(p + 4);
-		if (memcmp(p, "link", 4) == 0 || (size_t)(end - p) - 8 < size)
+		if (memcmp(p, "link", 4) == 0 || memcmp(p, "sdir", 4) == 0 ||
+		    (size_t)(end - p) - 8 < snap_index_u32(p + 4))
 			goto out;
-		p += 8 + size;
+		p += 8 + snap_index_u32(p + 4);
 	}
 	qsort(names.v, names.n, sizeof *names.v, snap_index_strcmp);
 	snap_index_below(&names, bad);
 	rc = bad->n > 0;
+	if (rc == 0 && out != NULL) {
+		memcpy(head, "DIRC", 4);
+		head[4] = head[5] = head[6] = 0;
+		head[7] = extended ? 3 : 2;
+		head[8] = (unsigned char)(n >> 24);
+		head[9] = (unsigned char)(n >> 16);
+		head[10] = (unsigned char)(n >> 8);
+		head[11] = (unsigned char)n;
+		buf_add(out, head, sizeof head);
+		buf_add(out, ents.data, ents.len);
+		buf_add(out, zeros, oidlen);
+		if (snap_index_checksum((unsigned char *)out->data, out->len,
+		    oidlen) == -1)
+			rc = -1;
+	}
 out:
 	buf_free(&name);
+	buf_free(&ents);
 	strv_free(&names);
 	return rc;
+}
+
+int
+snap_index_paths_check(const struct buf *file, size_t oidlen,
+    struct strv *bad)
+{
+	return snap_index_rewrite(file, oidlen, NULL, bad);
 }

@@ -256,22 +256,36 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
  * adds one, into BAD as they are: a path with a part ".git" (any case,
  * NTFS's forms too: .git/hooks/post-checkout, then run on the host),
  * "..", "." or none, a leading '/', a link named .gitmodules, one below
- * another entry (a file or a link). 1 if any, 0 if none,
- * -1 if git could not read FILE's entries (cut short, an unknown
- * version, an extension past its end) or it is split (its entries are
- * in another file).
+ * another entry (a file or a link). 1 if any, 0 if none, -1 if FILE
+ * cannot be read as git would read it, the same way (cut short, an
+ * unknown version, a name whose length in its flags is not where its NUL
+ * is, extended flags in version 2) or it holds entries elsewhere (split:
+ * in another file; sparse: a dir for the entries below it).
  */
 int snap_index_paths_check(const struct buf *file, size_t oidlen,
     struct strv *bad);
 /*
- * The index of the git dir GITFD (SAID for a message), if it has entries
- * snap_index_paths_check refuses, kept as KEEPDIR's KEEP (agentmux's own
- * dir) and taken away, told in red into ALERTS (git reads none then:
- * 'git reset' makes one from HEAD and keeps the files). The end's, for
- * each git dir the session could write an index in.
+ * The same, and FILE written anew into OUT (if not NULL, on 0) as git
+ * writes an index, with its entries alone (version 2, or 3 where one has
+ * extended flags; no extension, its checksum made here): what git reads
+ * of OUT is what was checked, however git would have read FILE (review
+ * 8: entries only an IEOT extension points at, which git reads when it
+ * reads an index on threads).
  */
-void snap_hist_index_refuse(int gitfd, const char *said, const char *keepdir,
-    const char *keep, struct strv *alerts);
+int snap_index_rewrite(const struct buf *file, size_t oidlen, struct buf *out,
+    struct strv *bad);
+/*
+ * The index of the git dir GITFD (SAID for a message; ids of OIDLEN
+ * bytes), if written since SINCE (NULL: whenever), checked as the jail's
+ * is (snap_index_rewrite): one it refuses or cannot read so is kept as
+ * KEEPDIR's KEEP (agentmux's own dir) and taken away, told in red into
+ * ALERTS (git reads none then: 'git reset' makes one from HEAD and keeps
+ * the files); one it takes is written again as git reads it, entries
+ * alone. The end's, for each git dir the session could write an index in.
+ */
+void snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
+    const struct timespec *since, const char *keepdir, const char *keep,
+    struct strv *alerts);
 /* The first 16 of NAMES quoted (quote_name), a comma between, "and more" after them; caller frees. */
 char *snap_quote_names(const struct strv *names);
 /*

@@ -583,25 +583,9 @@ packed_shared() {
 	    bad "packed_shared: packed-refs is $(stat -c %a "$P/.git/packed-refs"), not 660"
 }
 
-# Writes .craft.py into the project: it adds each PATH given to the index
-# of the repository it runs in (a blob of a shell script), as git never
-# would (update-index refuses them), by renaming a stand-in in the file's
-# bytes (each '.' an 'X') and writing its checksum again.
+# index-craft.py (see there) copied into DIR, as .craft.py.
 craft_script() { # DIR
-	cat >"$1/.craft.py" <<'PYEOF'
-import hashlib, os, subprocess, sys
-open('.craft-blob', 'w').write('#!/bin/sh\necho PWNED >>"$HOME/../pwned"\n')
-blob = subprocess.check_output(['git', 'hash-object', '-w', '.craft-blob']).decode().strip()
-os.unlink('.craft-blob')
-for t in sys.argv[1:]:
-    subprocess.check_call(['git', 'update-index', '--add', '--cacheinfo',
-                           '100755,%s,%s' % (blob, t.replace('.', 'X'))])
-d = open('.git/index', 'rb').read()[:-20]
-for t in sys.argv[1:]:
-    d = d.replace(t.replace('.', 'X').encode(), t.encode())
-open('.git/index', 'wb').write(d + hashlib.sha1(d).digest())
-print('CRAFTED')
-PYEOF
+	cp "$(dirname "$JAIL_SCRIPT")/index-craft.py" "$1/.craft.py"
 }
 
 # An index the jail's git wrote with entries git's checkout writes where
@@ -609,36 +593,55 @@ PYEOF
 # the user's then wrote .git/hooks/post-checkout, run by their next
 # checkout, or a file outside the project (found 2026-12-06: both, on the
 # project's index brought back from the jail and a nested repository's
-# written in place). The project's is not brought back; a nested one is
-# taken away at the end; each told.
+# written in place). Review 8: hidden from agentmux's reader by a name
+# length in the flags past the NUL, extended flags in version 2, IEOT
+# offsets (git's threaded reader), or a split index. The project's is not
+# brought back, or comes back as git writes one, entries alone; a nested
+# one is taken away at the end; each told.
 index_paths() {
-	fresh_repo
-	craft_script "$P"
-	rm -f "$T/home/src/escaped-idx" "$T/home/pwned"
-	jrun -- /usr/bin/python3 .craft.py .git/hooks/post-checkout ../escaped-idx sub/.git/hooks/pre-commit
-	case $OUT in *CRAFTED*) ok ;; *) bad "index_paths: the jail could not write its index: $OUT" ;; esac
-	case $OUT in *"index has entries that git's checkout would write into a git dir or outside the tree"*".git/hooks/post-checkout"*) ok ;;
-	*) bad "index_paths: the refused index was not told: $OUT" ;; esac
-	git -C "$P" ls-files | grep -q 'hooks\|escaped' &&
-	    bad "index_paths: the jail's entries reached the user's index: $(git -C "$P" ls-files)" || ok
-	(cd "$P" && git checkout -- . 2>/dev/null)
-	[ -e "$P/.git/hooks/post-checkout" ] || [ -e "$T/home/src/escaped-idx" ] || [ -e "$P/sub/.git" ] &&
-	    bad "index_paths: the user's git checkout -- . wrote the jail's entries" || ok
+	for how in plain desync v2ext ieot; do
+		fresh_repo
+		craft_script "$P"
+		rm -f "$T/home/src/escaped-idx" "$T/home/pwned"
+		jrun -- /usr/bin/python3 .craft.py $how .git/hooks/post-checkout ../escaped-idx sub/.git/hooks/pre-commit
+		case $OUT in *"CRAFTED $how"*) ok ;; *) bad "index_paths $how: the jail could not write its index: $OUT" ;; esac
+		case $how:$OUT in ieot:*) ;;
+		plain:*"index has entries that git's checkout would write into a git dir or outside the tree"*".git/hooks/post-checkout"*) ok ;;
+		*:*"could not be brought back"*"cannot be read as git would read them"*) ok ;;
+		*) bad "index_paths $how: the refused index was not told: $OUT" ;; esac
+		git -C "$P" -c index.threads=4 ls-files | grep -q 'hooks\|escaped' &&
+		    bad "index_paths $how: the jail's entries reached the user's index: $(git -C "$P" ls-files)" || ok
+		(cd "$P" && git -c index.threads=4 checkout -- . 2>/dev/null)
+		[ -e "$P/.git/hooks/post-checkout" ] || [ -e "$T/home/src/escaped-idx" ] || [ -e "$P/sub/.git" ] &&
+		    bad "index_paths $how: the user's git checkout -- . wrote the jail's entries" || ok
+	done
 	# A nested repository's index, written in place by the jail.
+	for how in plain desync split; do
+		fresh_repo
+		git init -q -b main "$P/lib" && (cd "$P/lib" && echo x >x && git add x &&
+		    git -c user.email=a@b -c user.name=a commit -qm l) || exit 1
+		echo lib/ >"$P/.gitignore"
+		craft_script "$P/lib"
+		jrun -- sh -c "cd lib && /usr/bin/python3 .craft.py $how .git/hooks/post-checkout ../../escaped-idx"
+		case $OUT in *"CRAFTED $how"*) ok ;; *) bad "index_paths $how: the jail could not write lib's index: $OUT" ;; esac
+		case $OUT in *"left an index in $P/lib/.git that git's checkout could use against you"*"moved to"*"git reset"*) ok ;;
+		*) bad "index_paths $how: lib's index was not taken away, told: $OUT" ;; esac
+		(cd "$P/lib" && git checkout -- . 2>/dev/null)
+		[ -e "$P/lib/.git/hooks/post-checkout" ] || [ -e "$T/home/src/escaped-idx" ] &&
+		    bad "index_paths $how: the user's git checkout -- . in lib wrote the jail's entries" || ok
+		(cd "$P/lib" && git reset -q && git status --short | grep -q '^ D\|^D ') &&
+		    bad "index_paths $how: git reset in lib did not make its index again" || ok
+	done
+	# lib's index the jail left alone is not touched.
 	fresh_repo
 	git init -q -b main "$P/lib" && (cd "$P/lib" && echo x >x && git add x &&
 	    git -c user.email=a@b -c user.name=a commit -qm l) || exit 1
 	echo lib/ >"$P/.gitignore"
-	craft_script "$P/lib"
-	jrun -- sh -c 'cd lib && /usr/bin/python3 .craft.py .git/hooks/post-checkout ../../escaped-idx'
-	case $OUT in *CRAFTED*) ok ;; *) bad "index_paths: the jail could not write lib's index: $OUT" ;; esac
-	case $OUT in *"left entries in $P/lib/.git/index that git's checkout would write"*"moved to"*"git reset"*) ok ;;
-	*) bad "index_paths: lib's index was not taken away, told: $OUT" ;; esac
-	(cd "$P/lib" && git checkout -- . 2>/dev/null)
-	[ -e "$P/lib/.git/hooks/post-checkout" ] || [ -e "$T/home/src/escaped-idx" ] &&
-	    bad "index_paths: the user's git checkout -- . in lib wrote the jail's entries" || ok
-	(cd "$P/lib" && git reset -q && git status --short | grep -q '^ D\|^D ') &&
-	    bad "index_paths: git reset in lib did not make its index again" || ok
+	before=$(stat -c '%i %Y' "$P/lib/.git/index")
+	sleep 0.3
+	jrun -- true
+	[ "$(stat -c '%i %Y' "$P/lib/.git/index")" = "$before" ] && ok ||
+	    bad "index_paths: lib's index, which the session left alone, was written again"
 	[ -e "$T/home/pwned" ] && bad "index_paths: a crafted hook ran" || ok
 	rm -rf "$P/lib" "$P/.gitignore"
 }

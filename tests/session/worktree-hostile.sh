@@ -6,6 +6,7 @@
 # is told at the end and put back (and by undo --refs). Real git, real jails; as root and as an ordinary user.
 set -u
 AMX=${AGENTMUX:?AGENTMUX must name the binary}
+CRAFT=${AMX_CRAFT:-$(cd "$(dirname "$0")/../jail" && pwd)/index-craft.py}
 command -v git >/dev/null || { echo "SKIP: git is missing"; exit 77; }
 
 T=$(mktemp -d /tmp/amx-wthost.XXXXXX)
@@ -862,6 +863,29 @@ out=$("$AMX" undo last --refs 2>&1) || bad "undo --refs after HEAD was linked fa
 	bad "HEAD is $(git symbolic-ref HEAD 2>&1) after undo --refs: $out"
 cd "$T" || exit 1
 
+# 14i. The session crafts its worktree's index with entries git's checkout writes though git never adds
+# them (.git/hooks/post-checkout, ../../x; hostile review 8), after writing objectformat = sha256 into its
+# worktree's git dir's config in a SHA-1 repository (agentmux read the id length there, and so could not
+# read the index, and left it): the end takes it away and tells it; the user's git checkout -- . in the
+# worktree writes none of them, and git reset there makes the index again.
+P=$T/idx
+new_project
+cp "$CRAFT" .craft.py && git add .craft.py && git commit -qm craft
+end=$("$AMX" run --worktree --branch ix -- sh -c 'printf "[extensions]\n\tobjectformat = sha256\n" \
+	>>"$(git rev-parse --git-dir)/config"; /usr/bin/python3 .craft.py plain .git/hooks/post-checkout ../../escaped-wt' \
+	</dev/null 2>&1)
+w=$("$AMX" sessions --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["project"])')
+grep -q "CRAFTED plain" <<<"$end" &&
+	grep -q "left an index in .*worktrees/.* that git's checkout could use against you (entries .*\.git/hooks/post-checkout.*moved to" <<<"$end" &&
+	ok "a worktree's crafted index is taken away at the end, told" || bad "the worktree's crafted index: $end"
+(cd "$w" && git checkout -- . 2>/dev/null)
+[ -f "$w/.git" ] && [ ! -e "$(dirname "$(dirname "$w")")/escaped-wt" ] &&
+	ok "the user's git checkout -- . in the worktree writes none of the crafted entries" ||
+	bad "git checkout -- . in the worktree wrote the crafted entries: $(ls -la "$w" "$(dirname "$(dirname "$w")")")"
+(cd "$w" && git reset -q && [ -z "$(git status --porcelain --untracked-files=no)" ]) &&
+	ok "git reset in the worktree makes its index again" || bad "git reset in the worktree: $(cd "$w" && git status --short)"
+cd "$T" || exit 1
+
 # The same as an ordinary user, once, from root.
 if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ]; then
 	if ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
@@ -872,12 +896,13 @@ if [ -z "${AMX_NO_USER:-}" ] && [ "${1:-}" != --as-user ] && [ "$(id -u)" = 0 ];
 		cp "$AMX" "$T/stage/agentmux"
 		cp "${AMX%/*}/agentmux-full" "$T/stage/agentmux-full"
 		cp "$0" "$T/stage/worktree-hostile.sh"
+		cp "$CRAFT" "$T/stage/index-craft.py"
 		cp -r "${AGENTMUX_SHARE:?}" "$T/stage/share"
 		chmod -R a+rX "$T/stage"
 		useradd -M -N -d /nonexistent -s /bin/sh "$u" || bad "useradd failed"
 		setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups \
 		    env -i PATH="$PATH" AGENTMUX="$T/stage/agentmux" TMPDIR=/tmp \
-		    AGENTMUX_SHARE="$T/stage/share" \
+		    AGENTMUX_SHARE="$T/stage/share" AMX_CRAFT="$T/stage/index-craft.py" \
 		    bash "$T/stage/worktree-hostile.sh" --as-user | sed 's/^/user: /' ||
 		    bad "the unprivileged pass failed"
 		[ "${PIPESTATUS[0]}" = 0 ] || bad "the unprivileged pass failed"

@@ -920,7 +920,7 @@ test_packed_check(void **state)
 	static const char a[] = "0123456789abcdef0123456789abcdef01234567";
 	static const char b[] = "89abcdef0123456789abcdef0123456789abcdef";
 	char *dir = test_tmpdir("packed"), *path, *text;
-	struct strv bad, keep;
+	struct strv bad, keep, outside;
 	struct buf fixed;
 	int fd;
 
@@ -1042,6 +1042,31 @@ test_packed_check(void **state)
 	strv_init(&bad);
 	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	buf_free(&fixed);
+	strv_free(&bad);
+	/* Names outside refs/ not known at the start: out, with their peeled ids (review 7 F1). */
+	test_sh_ok("rm -f '%s/config'", dir);
+	text = xprintf("# pack-refs with: peeled \n%s main\n^%s\n%s refs/heads/main\n"
+	    "%s v1\n", b, a, a, b);
+	assert_int_equal(util_write_file_atomic(path, text, strlen(text), 0644,
+	    NULL), 0);
+	free(text);
+	strv_init(&bad);
+	strv_init(&outside);
+	strv_free(&keep);
+	strv_init(&keep);
+	strv_addf(&keep, "refs/heads/main\t%s", a);
+	strv_addf(&keep, "v1\t%s", b);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, &keep, &bad, &outside,
+	    NULL, &fixed), 1);
+	assert_int_equal(bad.n, 0);
+	assert_int_equal(outside.n, 1);
+	assert_non_null(strstr(outside.v[0], " main"));
+	text = xprintf("# pack-refs with: peeled \n%s refs/heads/main\n%s v1\n",
+	    a, b);
+	assert_string_equal(fixed.data, text);
+	free(text);
+	buf_free(&fixed);
+	strv_free(&outside);
 	strv_free(&bad);
 	unlink(path);
 	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, NULL), -1);
