@@ -170,6 +170,7 @@ index_rename(const char *standin, const char *real)
 	unsigned int mdlen = 0;
 	struct buf b;
 	char *at;
+	size_t i;
 	int fd;
 
 	assert_int_equal(strlen(standin), strlen(real));
@@ -177,7 +178,8 @@ index_rename(const char *standin, const char *real)
 	assert_int_equal(buf_read_file(&b, ".git/index"), 0);
 	at = memmem(b.data, b.len - 20, standin, strlen(standin));
 	assert_non_null(at);
-	memcpy(at, real, strlen(real));
+	for (i = 0; real[i] != '\0'; i++)
+		at[i] = real[i];
 	assert_int_equal(EVP_Digest(b.data, b.len - 20, md, &mdlen, EVP_sha1(),
 	    NULL), 1);
 	memcpy(b.data + b.len - 20, md, 20);
