@@ -58,6 +58,7 @@ snap_index_varint(const unsigned char **pp, const unsigned char *end,
 
 /* One entry's fields, as snap_index_entry reads them. */
 struct snap_index_entry {
+	const unsigned char *fixed;   /* its fixed fields, oid and flags as on disk */
 	uint32_t ctime;
 	uint32_t mode;
 	const unsigned char *oid;
@@ -67,18 +68,22 @@ struct snap_index_entry {
 
 /*
  * Reads the entry at *PP into E and NAME (which holds the previous name:
- * version 4 strips a prefix of it); false if the file is cut short.
+ * version 4 strips a prefix of it); false if the file is cut short, or,
+ * if STRICT, if git's create_from_disk could read it otherwise (a name
+ * whose length in the flags is not where its NUL is, extended flags in
+ * version 2, which git reads in any version).
  */
 static bool
-snap_index_entry(const unsigned char **pp, const unsigned char *end,
-    uint32_t version, size_t oidlen, struct buf *name,
+snap_index_entry_as(const unsigned char **pp, const unsigned char *end,
+    uint32_t version, size_t oidlen, bool strict, struct buf *name,
     struct snap_index_entry *e)
 {
 	const unsigned char *p = *pp, *start = p;
-	size_t len, strip, entlen;
+	size_t len, strip, want;
 
 	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
 		return false;
+	e->fixed = p;
 	e->ctime = snap_index_u32(p);
 	e->mode = snap_index_u32(p + 24);
 	e->oid = p + SNAP_CE_FIXED;
@@ -86,6 +91,8 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
 	e->flags = (uint16_t)(p[0] << 8 | p[1]);
 	p += 2;
 	e->xflags = 0;
+	if ((e->flags & SNAP_CE_EXTENDED) && strict && version < 3)
+		return false;
 	if ((e->flags & SNAP_CE_EXTENDED) && version >= 3) {
 		if (end - p < 2)
 			return false;
@@ -103,15 +110,26 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
 		return false;
 	buf_add(name, p, len);
 	p += len + 1;
+	/* git copies as many bytes as the flags say (0xfff: up to the NUL). */
+	want = e->flags & 0xfff;
+	if (strict && (want < 0xfff ? want != name->len : name->len < 0xfff))
+		return false;
 	if (version != 4) {
 		/* Entries are NUL-padded to a multiple of eight. */
-		entlen = (size_t)(p - start);
-		p = start + ((entlen + 7) & ~(size_t)7);
+		p = start + ((size_t)(p - start + 7) & ~(size_t)7);
 		if (p > end)
 			return false;
 	}
 	*pp = p;
 	return true;
+}
+
+static bool
+snap_index_entry(const unsigned char **pp, const unsigned char *end,
+    uint32_t version, size_t oidlen, struct buf *name,
+    struct snap_index_entry *e)
+{
+	return snap_index_entry_as(pp, end, version, oidlen, false, name, e);
 }
 
 /* Reads FILE's header: the first entry, the end, version and count; false if it is no index. */
@@ -1261,70 +1279,20 @@ snap_index_below(const struct strv *names, struct strv *bad)
 	}
 }
 
-/*
- * The entry at *PP as git's create_from_disk reads it, strictly: false if
- * git could read it otherwise than here (a name whose length in the flags
- * is not where its NUL is, extended flags in version 2) or it is cut
- * short. Its fixed fields at *FIXED, name into NAME (holding the one
- * before: version 4 strips a prefix of it).
- */
-static bool
-snap_index_entry_strict(const unsigned char **pp, const unsigned char *end,
-    uint32_t version, size_t oidlen, struct buf *name,
-    const unsigned char **fixed, uint16_t *flags, uint16_t *xflags)
-{
-	const unsigned char *p = *pp, *start = p;
-	size_t len, strip, want;
-
-	if ((size_t)(end - p) < SNAP_CE_FIXED + oidlen + 2)
-		return false;
-	*fixed = p;
-	p += SNAP_CE_FIXED + oidlen;
-	*flags = (uint16_t)(p[0] << 8 | p[1]);
-	p += 2;
-	*xflags = 0;
-	if (*flags & SNAP_CE_EXTENDED) {
-		if (version < 3 || end - p < 2)
-			return false;
-		*xflags = (uint16_t)(p[0] << 8 | p[1]);
-		p += 2;
-	}
-	if (version == 4) {
-		if (!snap_index_varint(&p, end, &strip) || strip > name->len)
-			return false;
-		name->len -= strip;
-	} else
-		name->len = 0;
-	len = strnlen((const char *)p, (size_t)(end - p));
-	if (p + len >= end)
-		return false;
-	buf_add(name, p, len);
-	p += len + 1;
-	/* git copies as many bytes as the flags say (0xfff: up to the NUL). */
-	want = *flags & 0xfff;
-	if (want < 0xfff ? want != name->len : name->len < 0xfff)
-		return false;
-	if (version != 4) {
-		p = start + ((size_t)(p - start + 7) & ~(size_t)7);
-		if (p > end)
-			return false;
-	}
-	*pp = p;
-	return true;
-}
-
-/* E's entry (fixed fields FIXED, FLAGS, XFLAGS, NAME) onto OUT as version 2 or 3 writes it. */
+/* The entry E (its NAME) onto OUT as version 2 or 3 writes it. */
 static void
-snap_index_put(struct buf *out, const unsigned char *fixed, size_t oidlen,
-    uint16_t flags, uint16_t xflags, const struct buf *name)
+snap_index_put(struct buf *out, const struct snap_index_entry *e,
+    size_t oidlen, const struct buf *name)
 {
 	static const char zeros[8];
 	size_t start = out->len;
+	/* Only skip-worktree and intent-to-add: git dies at a bit it does not know. */
+	uint16_t flags, xflags = e->xflags & 0x6000;
 	unsigned char f[4];
 
-	buf_add(out, fixed, SNAP_CE_FIXED + oidlen);
-	flags = (uint16_t)((flags & 0xb000) | (xflags != 0 ? SNAP_CE_EXTENDED :
-	    0) | (name->len < 0xfff ? name->len : 0xfff));
+	buf_add(out, e->fixed, SNAP_CE_FIXED + oidlen);
+	flags = (uint16_t)((e->flags & 0xb000) | (xflags != 0 ?
+	    SNAP_CE_EXTENDED : 0) | (name->len < 0xfff ? name->len : 0xfff));
 	f[0] = (unsigned char)(flags >> 8);
 	f[1] = (unsigned char)flags;
 	f[2] = (unsigned char)(xflags >> 8);
@@ -1338,12 +1306,12 @@ int
 snap_index_rewrite(const struct buf *file, size_t oidlen, struct buf *out,
     struct strv *bad)
 {
-	const unsigned char *p, *end, *fixed;
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
 	struct strv names;
 	struct buf name, ents;
 	uint32_t version, n, i;
 	static const char zeros[64];
-	uint16_t flags, xflags;
 	unsigned char head[12];
 	bool extended = false;
 	int rc = -1;
@@ -1356,21 +1324,20 @@ snap_index_rewrite(const struct buf *file, size_t oidlen, struct buf *out,
 		goto out;
 	end -= oidlen;
 	for (i = 0; i < n; i++) {
-		if (!snap_index_entry_strict(&p, end, version, oidlen, &name,
-		    &fixed, &flags, &xflags))
+		if (!snap_index_entry_as(&p, end, version, oidlen, true, &name,
+		    &e))
 			goto out;
 		/* A sparse index's dir stands for entries this file has not. */
-		if ((snap_index_u32(fixed + 24) & 0170000) == 0040000)
+		if ((e.mode & 0170000) == 0040000)
 			goto out;
 		buf_add(&name, "", 1);
 		name.len--;
-		if (!snap_index_path_ok(name.data, name.len,
-		    snap_index_u32(fixed + 24)))
+		if (!snap_index_path_ok(name.data, name.len, e.mode))
 			strv_addf(bad, "%.*s", (int)name.len, name.data);
 		else
 			strv_add(&names, name.data);
-		extended = extended || xflags != 0;
-		snap_index_put(&ents, fixed, oidlen, flags, xflags, &name);
+		extended = extended || (e.xflags & 0x6000) != 0;
+		snap_index_put(&ents, &e, oidlen, &name);
 	}
 	/* A split index's entries are in a file beside it, which is not read: as bad as none. */
 	while ((size_t)(end - p) >= 8) {

@@ -583,6 +583,14 @@ packed_shared() {
 	    bad "packed_shared: packed-refs is $(stat -c %a "$P/.git/packed-refs"), not 660"
 }
 
+# A fresh repository with a nested one, lib (one commit, ignored).
+nested_lib() {
+	fresh_repo
+	git init -q -b main "$P/lib" && (cd "$P/lib" && echo x >x && git add x &&
+	    git -c user.email=a@b -c user.name=a commit -qm l) || exit 1
+	echo lib/ >"$P/.gitignore"
+}
+
 # index-craft.py (see there) copied into DIR, as .craft.py.
 craft_script() { # DIR
 	cp "$(dirname "$JAIL_SCRIPT")/index-craft.py" "$1/.craft.py"
@@ -617,10 +625,7 @@ index_paths() {
 	done
 	# A nested repository's index, written in place by the jail.
 	for how in plain desync split; do
-		fresh_repo
-		git init -q -b main "$P/lib" && (cd "$P/lib" && echo x >x && git add x &&
-		    git -c user.email=a@b -c user.name=a commit -qm l) || exit 1
-		echo lib/ >"$P/.gitignore"
+		nested_lib
 		craft_script "$P/lib"
 		jrun -- sh -c "cd lib && /usr/bin/python3 .craft.py $how .git/hooks/post-checkout ../../escaped-idx"
 		case $OUT in *"CRAFTED $how"*) ok ;; *) bad "index_paths $how: the jail could not write lib's index: $OUT" ;; esac
@@ -633,10 +638,7 @@ index_paths() {
 		    bad "index_paths $how: git reset in lib did not make its index again" || ok
 	done
 	# lib's index the jail left alone is not touched.
-	fresh_repo
-	git init -q -b main "$P/lib" && (cd "$P/lib" && echo x >x && git add x &&
-	    git -c user.email=a@b -c user.name=a commit -qm l) || exit 1
-	echo lib/ >"$P/.gitignore"
+	nested_lib
 	before=$(stat -c '%i %Y' "$P/lib/.git/index")
 	sleep 0.3
 	jrun -- true

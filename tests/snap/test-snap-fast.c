@@ -278,6 +278,29 @@ test_index_paths(void **state)
 	free(blob);
 }
 
+/* OUT written as .git/index.new. */
+static void
+write_new(const struct buf *out)
+{
+	int fd = open(".git/index.new", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd != -1);
+	assert_int_equal(util_write_all(fd, out->data, out->len), 0);
+	close(fd);
+}
+
+/* .git/index read into IN and written anew into OUT (both made empty first): snap_index_rewrite's answer. */
+static int
+rewrite_index(struct buf *in, struct buf *out, struct strv *bad)
+{
+	buf_free(in);
+	buf_free(out);
+	buf_init(in);
+	buf_init(out);
+	assert_int_equal(buf_read_file(in, ".git/index"), 0);
+	return snap_index_rewrite(in, 20, out, bad);
+}
+
 /*
  * The index written anew is what git reads of it: the entries alone, as
  * git's ls-files -s lists them from the original, its extensions gone;
@@ -289,7 +312,6 @@ test_index_rewrite(void **state)
 	struct strv bad;
 	struct buf in, out;
 	char *want, *got;
-	int fd;
 
 	git_repo();
 	test_sh_ok("mkdir -p d/e && echo a >a && echo b >d/b && ln -s a l && "
@@ -300,15 +322,11 @@ test_index_rewrite(void **state)
 	buf_init(&in);
 	buf_init(&out);
 	strv_init(&bad);
-	assert_int_equal(buf_read_file(&in, ".git/index"), 0);
-	assert_int_equal(snap_index_rewrite(&in, 20, &out, &bad), 0);
+	assert_int_equal(rewrite_index(&in, &out, &bad), 0);
 	assert_int_equal(bad.n, 0);
 	/* Version 3 (skip-worktree is an extended flag), no extension after the entries. */
 	assert_int_equal(out.data[7], 3);
-	fd = open(".git/index.new", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd != -1);
-	assert_int_equal(util_write_all(fd, out.data, out.len), 0);
-	close(fd);
+	write_new(&out);
 	got = test_sh_out("GIT_INDEX_FILE=.git/index.new git ls-files -s -v");
 	assert_string_equal(got, want);
 	free(got);
@@ -321,17 +339,9 @@ test_index_rewrite(void **state)
 	test_sh_ok("git update-index --no-skip-worktree d/b && "
 	    "git update-index --index-version 4");
 	want = test_sh_out("git ls-files -s");
-	buf_free(&in);
-	buf_free(&out);
-	buf_init(&in);
-	buf_init(&out);
-	assert_int_equal(buf_read_file(&in, ".git/index"), 0);
-	assert_int_equal(snap_index_rewrite(&in, 20, &out, &bad), 0);
+	assert_int_equal(rewrite_index(&in, &out, &bad), 0);
 	assert_int_equal(out.data[7], 2);
-	fd = open(".git/index.new", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd != -1);
-	assert_int_equal(util_write_all(fd, out.data, out.len), 0);
-	close(fd);
+	write_new(&out);
 	got = test_sh_out("GIT_INDEX_FILE=.git/index.new git ls-files -s");
 	assert_string_equal(got, want);
 	free(got);
@@ -339,16 +349,8 @@ test_index_rewrite(void **state)
 	/* IEOT offsets to entries elsewhere: what is written is the entries in order alone. */
 	test_sh_ok("/usr/bin/python3 \"$AGENTMUX_SRC/tests/jail/index-craft.py\" "
 	    "ieot .git/hooks/post-checkout >/dev/null");
-	buf_free(&in);
-	buf_free(&out);
-	buf_init(&in);
-	buf_init(&out);
-	assert_int_equal(buf_read_file(&in, ".git/index"), 0);
-	assert_int_equal(snap_index_rewrite(&in, 20, &out, &bad), 0);
-	fd = open(".git/index.new", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd != -1);
-	assert_int_equal(util_write_all(fd, out.data, out.len), 0);
-	close(fd);
+	assert_int_equal(rewrite_index(&in, &out, &bad), 0);
+	write_new(&out);
 	got = test_sh_out("GIT_INDEX_FILE=.git/index.new git -c index.threads=4 "
 	    "ls-files");
 	assert_string_equal(got, "a0\n");
