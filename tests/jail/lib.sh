@@ -135,6 +135,8 @@ jail_stage() {
 	cp "$AMX_ESCAPE" "$S/bin/amx-escape"
 	cp -r "$AGENTMUX_SHARE" "$S/share"
 	cp "$JAIL_SCRIPT" "$JAIL_LIB" "$S/"
+	# The jail scripts' helpers beside them (index-craft.py).
+	cp "$(dirname "$JAIL_LIB")"/*.py "$S/" 2>/dev/null
 	if [ -n "${AMX_UPSTREAM:-}" ]; then
 		cp "$AMX_UPSTREAM" "$S/upstream.py"
 	fi
