@@ -3717,15 +3717,48 @@ snap_history_since(const struct snap_history *h, struct timespec *since)
 	return since;
 }
 
+/*
+ * The length in bytes of the object ids of a repository whose config is
+ * the file CONFIG (agentmux's copy, or one the jail cannot write), as git
+ * reads its extensions.objectFormat: by git config itself, no include
+ * followed (review 9: "name = x\\" then a line "[extensions]" is one
+ * value to git, and agentmux's own reading took the next line for a key).
+ */
+static size_t
+snap_hist_oidlen_git(const char *config)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--get", "extensions.objectformat", NULL };
+	char *cause = NULL;
+	struct buf in, out;
+	size_t len = 20;
+	int status;
+
+	buf_init(&in);
+	buf_init(&out);
+	if (buf_read_file(&in, config) == 0 && snap_git_outside_input(argv,
+	    in.data != NULL ? in.data : "", in.len, &out, NULL, &status,
+	    &cause) == 0 && status == 0 && out.data != NULL &&
+	    strncasecmp(out.data, "sha256", 6) == 0)
+		len = 32;
+	free(cause);
+	buf_free(&in);
+	buf_free(&out);
+	return len;
+}
+
 /* G's index checked as its git's checkout would write it (snap_hist_index_refuse), kept in G's history dir if refused. */
 static void
 snap_hist_index_end(const struct snap_history *h, const struct snap_hgit *g,
     int gitfd, struct strv *alerts)
 {
 	struct timespec since;
+	char *config = xprintf("%s/config", g->base);
 
-	snap_hist_index_refuse(gitfd, g->gitdir, snap_hist_hash_len(gitfd) / 2,
+	/* The id length of the start's config, as git reads it (review 9 F1: the jail writes a nested one in place). */
+	snap_hist_index_refuse(gitfd, g->gitdir, snap_hist_oidlen_git(config),
 	    snap_history_since(h, &since), g->base, "index-as-left", alerts);
+	free(config);
 }
 
 static void
@@ -3906,8 +3939,8 @@ snap_hist_head_bad(int gitfd)
 	return what;
 }
 
-/* The largest index the end reads to check (git's own, of a million files, is about 100 MiB). */
-#define SNAP_HIST_INDEX_MAX (1024LL * 1024 * 1024)
+/* The largest index the end reads to check (git's own, of a million files, is about 100 MiB; what the check costs is bounded with it). */
+#define SNAP_HIST_INDEX_MAX (256LL * 1024 * 1024)
 
 /* Whether A (a stat) is the same file as B, unchanged. */
 static bool
@@ -3967,6 +4000,28 @@ snap_hist_index_away(int gitfd, const char *said, const struct stat *st,
 	free(why);
 }
 
+/* GITFD's index, too large to check, renamed aside there (git reads it no more), told in red. */
+static void
+snap_hist_index_large(int gitfd, const char *said, struct strv *alerts)
+{
+	char *q = quote_name(said);
+
+	if (renameat2(gitfd, "index", gitfd, "index.agentmux-too-large",
+	    RENAME_NOREPLACE) == 0)
+		strv_addf(alerts, "the session left an index in %s larger than "
+		    "agentmux checks (256 MiB), which git's checkout could use "
+		    "against you: it was renamed index.agentmux-too-large there, "
+		    "and git reads no index there now: 'git reset' makes one "
+		    "from HEAD, keeping your files", q);
+	else
+		strv_addf(alerts, "the session left an index in %s larger than "
+		    "agentmux checks (256 MiB), which git's checkout could use "
+		    "against you, and it could not be moved aside (%s): remove "
+		    "%s/index, then 'git reset' there makes one from HEAD", q,
+		    strerror(errno), q);
+	free(q);
+}
+
 void
 snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
     const struct timespec *since, const char *keepdir, const char *keep,
@@ -3974,7 +4029,7 @@ snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
 {
 	struct stat st;
 	struct strv bad;
-	struct buf b, fresh;
+	struct buf b;
 	char *names, *reason;
 	int rc;
 
@@ -3987,32 +4042,25 @@ snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
 	    since->tv_nsec)))
 		return;
 	buf_init(&b);
-	buf_init(&fresh);
 	strv_init(&bad);
 	if (path_read_beneath(gitfd, "index", SNAP_HIST_INDEX_MAX, &b) == -1) {
+		/* Too large to check: out of git's way all the same. */
+		if (errno == EFBIG)
+			snap_hist_index_large(gitfd, said, alerts);
 		buf_free(&b);
 		return;
 	}
-	rc = snap_index_rewrite(&b, oidlen, &fresh, &bad);
-	if (rc != 0) {
+	if ((rc = snap_index_paths_check(&b, oidlen, &bad)) != 0) {
 		names = snap_quote_names(&bad);
 		reason = rc == 1 ? xprintf("entries %s", names) : xstrdup("its "
 		    "entries cannot be read as git would read them, or some "
-		    "are elsewhere: a split or sparse index");
+		    "are elsewhere: a split or sparse index, an offset table");
 		snap_hist_index_away(gitfd, said, &st, &b, keepdir, keep,
 		    reason, alerts);
 		free(reason);
 		free(names);
-	} else if (fresh.len != b.len || memcmp(fresh.data, b.data,
-	    b.len) != 0) {
-		/* What git reads of it made what was checked (its extensions go: git makes them again). */
-		if (snap_hist_write(gitfd, "index", &fresh, st.st_mode & 0777) ==
-		    -1)
-			log_warnx("cannot write %s/index again: %s", said,
-			    strerror(errno));
 	}
 	buf_free(&b);
-	buf_free(&fresh);
 	strv_free(&bad);
 }
 
@@ -4093,20 +4141,21 @@ static void
 snap_history_wt_index(const struct snap_history *h, struct strv *alerts,
     const struct snap_worktree *wt)
 {
+	char *config;
 	size_t oidlen;
-	int adminfd, commonfd;
+	int adminfd;
 
 	/* The id length from the project's config (read only in the jail), never from the admin dir's (the jail's; review 8 F3). */
-	if ((commonfd = open(wt->common, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1)
-		return;
-	oidlen = snap_hist_hash_len(commonfd) / 2;
-	close(commonfd);
+	config = xprintf("%s/config", wt->common);
+	oidlen = snap_hist_oidlen_git(config);
+	free(config);
 	if ((adminfd = open(wt->admin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;
-	snap_hist_index_refuse(adminfd, wt->admin, oidlen, NULL, h->dir,
-	    "worktree-index-as-left", alerts);
+	/* With no history kept, the refused index stays in the admin dir, where git reads it not. */
+	snap_hist_index_refuse(adminfd, wt->admin, oidlen, NULL, h != NULL ?
+	    h->dir : wt->admin, h != NULL ? "worktree-index-as-left" :
+	    "index.agentmux-refused", alerts);
 	close(adminfd);
 }
 

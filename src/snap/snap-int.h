@@ -252,27 +252,19 @@ int snap_index_each_buf(const struct buf *file, size_t oidlen,
     int (*fn)(void *, const struct snap_index_ent *), void *arg);
 /*
  * The entries of the index FILE (ids of OIDLEN bytes) that git's checkout
- * (git checkout -- ., git restore, git stash) would write where git never
- * adds one, into BAD as they are: a path with a part ".git" (any case,
- * NTFS's forms too: .git/hooks/post-checkout, then run on the host),
- * "..", "." or none, a leading '/', a link named .gitmodules, one below
- * another entry (a file or a link). 1 if any, 0 if none, -1 if FILE
- * cannot be read as git would read it, the same way (cut short, an
- * unknown version, a name whose length in its flags is not where its NUL
- * is, extended flags in version 2) or it holds entries elsewhere (split:
- * in another file; sparse: a dir for the entries below it).
+ * (git checkout -- ., git restore, git stash; git checkout -m from its
+ * resolve-undo record) would write where git never adds one, into BAD as
+ * they are: a path with a part ".git" (any case, NTFS's forms too:
+ * .git/hooks/post-checkout, then run on the host), "..", "." or none, a
+ * leading '/', a link named .gitmodules, one below another entry (a file
+ * or a link). 1 if any, 0 if none, -1 if FILE cannot be read as git reads
+ * it, the same way (cut short, an unknown version, a name whose length in
+ * its flags is not where its NUL is, extended flags in version 2, a name
+ * longer than PATH_MAX) or it holds entries elsewhere (split: in another
+ * file; sparse: a dir for the entries below it; an offset table, IEOT,
+ * which git's threaded reader follows: review 8).
  */
 int snap_index_paths_check(const struct buf *file, size_t oidlen,
-    struct strv *bad);
-/*
- * The same, and FILE written anew into OUT (if not NULL, on 0) as git
- * writes an index, with its entries alone (version 2, or 3 where one has
- * extended flags; no extension, its checksum made here): what git reads
- * of OUT is what was checked, however git would have read FILE (review
- * 8: entries only an IEOT extension points at, which git reads when it
- * reads an index on threads).
- */
-int snap_index_rewrite(const struct buf *file, size_t oidlen, struct buf *out,
     struct strv *bad);
 /*
  * The index of the git dir GITFD (SAID for a message; ids of OIDLEN

@@ -245,7 +245,7 @@ snap_jailgit_why(int err)
 	case EBADMSG:
 		return "its entries cannot be read as git would read them (cut "
 		    "short, a name's length not where the name ends), or some "
-		    "are elsewhere (a split or sparse index)";
+		    "are elsewhere (a split or sparse index, an offset table)";
 	default:
 		return strerror(err);
 	}
@@ -255,9 +255,9 @@ snap_jailgit_why(int err)
  * FROM's regular file NAME (at most MAX bytes) written as TO's, through
  * no link on either side; ST its stat as read. An index from the jail
  * (BAD not NULL, ids of OIDLEN bytes) only if git's checkout could write
- * each of its entries only where git would, and written anew with its
- * entries alone (snap_index_rewrite): else EPERM, what it could not into
- * BAD, or EBADMSG if it cannot be read so.
+ * each of its entries only where git would (snap_index_paths_check):
+ * else EPERM, what it could not into BAD, or EBADMSG if it cannot be read
+ * as git reads it.
  * -1 with errno.
  */
 static int
@@ -265,7 +265,7 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
     struct stat *st, size_t oidlen, struct strv *bad)
 {
 	struct stat was;
-	struct buf b, fresh;
+	struct buf b;
 	mode_t mode = 0644;
 	int rc = -1, check;
 
@@ -287,11 +287,10 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	}
 	/* Read to MAX whatever it grew to since (the jail may write on). */
 	buf_init(&b);
-	buf_init(&fresh);
 	if (path_read_beneath(from, name, (size_t)max, &b) == -1)
 		goto out;
-	/* What is checked is what is written: the entries alone, as git writes them. */
-	if (bad != NULL && (check = snap_index_rewrite(&b, oidlen, &fresh,
+	/* What is checked is what is written. */
+	if (bad != NULL && (check = snap_index_paths_check(&b, oidlen,
 	    bad)) != 0) {
 		errno = check == 1 ? EPERM : EBADMSG;
 		goto out;
@@ -300,10 +299,9 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(was.st_mode))
 		mode = was.st_mode & 0777;
-	rc = snap_hist_write(to, name, bad != NULL ? &fresh : &b, mode);
+	rc = snap_hist_write(to, name, &b, mode);
 out:
 	buf_free(&b);
-	buf_free(&fresh);
 	return rc;
 }
 

@@ -604,8 +604,7 @@ craft_script() { # DIR
 # written in place). Review 8: hidden from agentmux's reader by a name
 # length in the flags past the NUL, extended flags in version 2, IEOT
 # offsets (git's threaded reader), or a split index. The project's is not
-# brought back, or comes back as git writes one, entries alone; a nested
-# one is taken away at the end; each told.
+# brought back; a nested one is taken away at the end; each told.
 index_paths() {
 	for how in plain desync v2ext ieot; do
 		fresh_repo
