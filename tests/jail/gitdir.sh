@@ -606,13 +606,13 @@ craft_script() { # DIR
 # offsets (git's threaded reader), or a split index. The project's is not
 # brought back; a nested one is taken away at the end; each told.
 index_paths() {
-	for how in plain desync v2ext ieot; do
+	for how in plain desync v2ext ieot eoie; do
 		fresh_repo
 		craft_script "$P"
 		rm -f "$T/home/src/escaped-idx" "$T/home/pwned"
 		jrun -- /usr/bin/python3 .craft.py $how .git/hooks/post-checkout ../escaped-idx sub/.git/hooks/pre-commit
 		case $OUT in *"CRAFTED $how"*) ok ;; *) bad "index_paths $how: the jail could not write its index: $OUT" ;; esac
-		case $how:$OUT in ieot:*) ;;
+		case $how:$OUT in ieot:*|eoie:*) ;;
 		plain:*"index has entries that git's checkout would write into a git dir or outside the tree"*".git/hooks/post-checkout"*) ok ;;
 		*:*"could not be brought back"*"cannot be read as git would read them"*) ok ;;
 		*) bad "index_paths $how: the refused index was not told: $OUT" ;; esac
@@ -623,7 +623,7 @@ index_paths() {
 		    bad "index_paths $how: the user's git checkout -- . wrote the jail's entries" || ok
 	done
 	# A nested repository's index, written in place by the jail.
-	for how in plain desync split; do
+	for how in plain desync split eoie; do
 		nested_lib
 		craft_script "$P/lib"
 		jrun -- sh -c "cd lib && /usr/bin/python3 .craft.py $how .git/hooks/post-checkout ../../escaped-idx"

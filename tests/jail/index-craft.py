@@ -12,6 +12,9 @@
 #           EOIE+IEOT point git's threaded reader at (index.threads)
 #   split   plain, then git update-index --split-index (PATH... in the
 #           shared index file beside it)
+#   eoie    as ieot, but the offset table and the end-of-entries mark git
+#           finds just before the checksum lie inside one unknown extension
+#           that holds them and PATH... (review 10)
 import hashlib, os, struct, subprocess, sys
 
 how, paths = sys.argv[1], [p.encode() for p in sys.argv[2:]]
@@ -78,6 +81,18 @@ elif how == 'ieot':
     ieot = b'IEOT' + struct.pack('>I', len(ieot_body)) + ieot_body
     eoie = b'EOIE' + struct.pack('>II', 24, ext_start) + hashlib.sha1(zzzz[:8] + ieot[:8]).digest()
     write(head + seq + zzzz + ieot + eoie)
+elif how == 'eoie':
+    n = len(bad)
+    seq = b''.join(entry(b'a%d' % i, 0o100644) for i in range(n))
+    head = b'DIRC' + struct.pack('>II', 2, n)
+    inner_at = len(head) + len(seq) + 8
+    hidden = b''.join(entry(b) for b in bad)
+    inner1 = b'ZZZY' + struct.pack('>I', len(hidden)) + hidden
+    ieot_body = struct.pack('>III', 1, inner_at + 8, n)
+    ieot = b'IEOT' + struct.pack('>I', len(ieot_body)) + ieot_body
+    eoie = b'EOIE' + struct.pack('>II', 24, inner_at) + hashlib.sha1(inner1[:8] + ieot[:8]).digest()
+    inner = inner1 + ieot + eoie
+    write(head + seq + b'ZZZZ' + struct.pack('>I', len(inner)) + inner)
 else:
     sys.exit('index-craft.py: unknown HOW ' + how)
 print('CRAFTED ' + how)
