@@ -515,24 +515,32 @@ packed_lines() {
 	sed -i '/refs\/heads\/zmine/d' "$P/.git/packed-refs"
 }
 
+# A session that runs SETUP, then THEN (if given), then waits (10 s at most)
+# until its git reads y as the commit the host made on it (packed) and
+# packed meanwhile, into C; says what it read. OUT as session_end leaves it.
+y_packed_meanwhile() { # SETUP [THEN]
+	fresh_repo
+	(cd "$P" && git branch y && git pack-refs --all) || exit 1
+	rm -f "$P/.want"
+	session_start "$1" "${2:-}"'
+	    want=$(cat .want); i=0
+	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 100 ]; do
+	        sleep 0.1; i=$((i + 1)); done
+	    echo "jail sees y=$(git rev-parse -q --verify y)"'
+	C=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
+	    git -C "$P" update-ref refs/heads/y "$C" && git -C "$P" pack-refs --all || exit 1
+	echo "$C" >"$P/.want"
+	session_end
+	rm -f "$P/.want"
+}
+
 # A line git cannot read in the jail's copy leaves it given again all the
 # same when the user's git packs (review 6 F2: the merge failed for good,
 # and with it every later refresh: the jail read y as at the start, and a
 # commit there dropped the user's).
 packed_bad_fresh() {
-	fresh_repo
-	(cd "$P" && git branch y && git pack-refs --all) || exit 1
-	rm -f "$P/.want"
-	session_start 'printf "%s\vrefs/heads/vt\n" "$(git rev-parse HEAD)" >>.git/packed-refs' '
-	    want=$(cat .want); i=0
-	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 100 ]; do
-	        sleep 0.1; i=$((i + 1)); done
-	    echo "jail sees y=$(git rev-parse -q --verify y)"'
-	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
-	    git -C "$P" update-ref refs/heads/y "$c" && git -C "$P" pack-refs --all || exit 1
-	echo "$c" >"$P/.want"
-	session_end
-	rm -f "$P/.want"
+	y_packed_meanwhile 'printf "%s\vrefs/heads/vt\n" "$(git rev-parse HEAD)" >>.git/packed-refs'
+	c=$C
 	case $OUT in *"jail sees y=$c"*) ok ;;
 	*) bad "packed_bad_fresh: a bad line in the jail's copy kept it from being given again: $OUT" ;; esac
 	[ "$(git -C "$P" rev-parse y)" = "$c" ] && ok || bad "packed_bad_fresh: the user's y moved: $OUT"
@@ -545,20 +553,8 @@ packed_bad_fresh() {
 # the jail's copy is given again all the same (review 5 D: it stayed as it
 # was, and a commit there dropped the user's); held 10 s, told.
 packed_locked() {
-	fresh_repo
-	(cd "$P" && git branch y && git pack-refs --all) || exit 1
-	rm -f "$P/.want"
-	session_start ': >.git/packed-refs.lock' '
-	    sleep 11; rm -f .git/packed-refs.lock
-	    want=$(cat .want); i=0
-	    while [ "$(git rev-parse -q --verify y)" != "$want" ] && [ $i -lt 50 ]; do
-	        sleep 0.1; i=$((i + 1)); done
-	    echo "jail sees y=$(git rev-parse -q --verify y)"'
-	c=$(git -C "$P" commit-tree -p y -m hostwork 'y^{tree}') &&
-	    git -C "$P" update-ref refs/heads/y "$c" && git -C "$P" pack-refs --all || exit 1
-	echo "$c" >"$P/.want"
-	session_end
-	rm -f "$P/.want"
+	y_packed_meanwhile ': >.git/packed-refs.lock' 'sleep 11; rm -f .git/packed-refs.lock'
+	c=$C
 	case $OUT in *"jail sees y=$c"*) ok ;;
 	*) bad "packed_locked: the jail read y as it was once its lock went: $OUT" ;; esac
 	case $OUT in *"held its .git/packed-refs.lock for 10 s"*) ok ;;
