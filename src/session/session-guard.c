@@ -687,6 +687,7 @@ struct session_guard_scan {
 	struct strv existed;
 	struct strv execs;
 	struct strv gitfiles;
+	struct snap_dirid *gitids;
 	struct strv run_dirs;     /* [jail] watch_ignored */
 	bool run_look;            /* the run dirs were fingerprinted at the start */
 	struct snap_run run_now;
@@ -747,6 +748,16 @@ session_guard_scan_new(struct session *s)
 	sc->o.gitdir = sc->gitdir;
 	sc->o.gitfiles = sc->gitfiles.v;
 	sc->o.ngitfiles = sc->gitfiles.n;
+	if (s->guard_ngitids > 0) {
+		sc->gitids = xreallocarray(NULL, s->guard_ngitids,
+		    sizeof *sc->gitids);
+		memcpy(sc->gitids, s->guard_gitids, s->guard_ngitids *
+		    sizeof *sc->gitids);
+	}
+	sc->o.gitids = sc->gitids;
+	sc->o.ngitids = s->guard_ngitids;
+	sc->o.gitids_known = s->guard_gitids_known;
+	sc->o.gitids_index = s->history != NULL;
 	sc->o.max_entries = s->cf->jail.scan_limit;
 	snap_plant_result_init(&sc->res);
 	return sc;
@@ -767,6 +778,7 @@ session_guard_scan_free(struct session_guard_scan *sc)
 	strv_free(&sc->existed);
 	strv_free(&sc->execs);
 	strv_free(&sc->gitfiles);
+	free(sc->gitids);
 	strv_free(&sc->run_dirs);
 	snap_run_free(&sc->run_now);
 	free(sc);

@@ -6,6 +6,8 @@
  * it removed are put back and refs it deleted reported. A session that
  * ended without agentmux is finished at the next start.
  */
+#include <sys/stat.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +128,41 @@ session_history_begin_stop(struct session *s)
 	s->history_start = NULL;
 }
 
+/* The identity of the dir PATH, if it is one (not a link), joins S's git dirs of the start. */
+static void
+session_history_id(struct session *s, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode))
+		return;
+	s->guard_gitids = xreallocarray(s->guard_gitids, s->guard_ngitids + 1,
+	    sizeof *s->guard_gitids);
+	s->guard_gitids[s->guard_ngitids].dev = st.st_dev;
+	s->guard_gitids[s->guard_ngitids].ino = st.st_ino;
+	s->guard_ngitids++;
+}
+
+/*
+ * The git dir GITDIR, found before the jail, with its hooks and objects
+ * dirs: the end takes a git dir or hooks dir changed in the session and
+ * not among them for a new one, everything in it the session's
+ * (snap_plant_opts.gitids).
+ */
+static void
+session_history_ids(struct session *s, const char *gitdir)
+{
+	char *hooks = xprintf("%s/hooks", gitdir);
+	char *objects = xprintf("%s/objects", gitdir);
+
+	session_history_id(s, gitdir);
+	session_history_id(s, hooks);
+	session_history_id(s, objects);
+	free(objects);
+	free(hooks);
+	s->guard_gitids_known = true;
+}
+
 /*
  * [jail] history = off: the git dirs the walk found (nothing kept) give
  * the nested repositories whose index the end checks, read now, before
@@ -139,6 +176,7 @@ session_history_found(struct session *s)
 	size_t i;
 
 	for (i = 0; hs != NULL && i < hs->found.n; i++) {
+		session_history_ids(s, hs->found.v[i]);
 		objects = xprintf("%s/objects", hs->found.v[i]);
 		session_history_nested(s, objects);
 		free(objects);
@@ -156,6 +194,7 @@ session_history_start(struct session *s, struct session_setup *sp,
 {
 	struct snap_history_start *hs = s->history_start;
 	const char *path, *upper, *work;
+	char *gitdir;
 	size_t i;
 
 	if (!s->cf->jail.history) {
@@ -187,6 +226,9 @@ session_history_start(struct session *s, struct session_setup *sp,
 		strv_add(&sp->ov_upper, upper);
 		strv_add(&sp->ov_work, work);
 		session_history_nested(s, path);
+		gitdir = xstrndup(path, strlen(path) - strlen("/objects"));
+		session_history_ids(s, gitdir);
+		free(gitdir);
 	}
 	/* Before the jail: marks there now are the user's. */
 	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind);

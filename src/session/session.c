@@ -1747,6 +1747,7 @@ session_free(struct session *s)
 	free(s->hooks);
 	snap_jailgit_free(s->jailgit);
 	strv_free(&s->gitfiles);
+	free(s->guard_gitids);
 	strv_free(&s->watched);
 	snap_run_free(&s->run_start);
 	strv_free(&s->guard_execs);

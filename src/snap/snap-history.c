@@ -3727,22 +3727,33 @@ snap_history_since(const struct snap_history *h, struct timespec *since)
 static size_t
 snap_hist_oidlen_git(const char *config)
 {
+	struct buf in;
+	size_t len = 20;
+
+	buf_init(&in);
+	if (buf_read_file(&in, config) == 0)
+		len = snap_hist_oidlen_text(in.data != NULL ? in.data : "",
+		    in.len);
+	buf_free(&in);
+	return len;
+}
+
+size_t
+snap_hist_oidlen_text(const char *text, size_t tlen)
+{
 	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
 	    "--get", "extensions.objectformat", NULL };
 	char *cause = NULL;
-	struct buf in, out;
+	struct buf out;
 	size_t len = 20;
 	int status;
 
-	buf_init(&in);
 	buf_init(&out);
-	if (buf_read_file(&in, config) == 0 && snap_git_outside_input(argv,
-	    in.data != NULL ? in.data : "", in.len, &out, NULL, &status,
+	if (snap_git_outside_input(argv, text, tlen, &out, NULL, &status,
 	    &cause) == 0 && status == 0 && out.data != NULL &&
 	    strncasecmp(out.data, "sha256", 6) == 0)
 		len = 32;
 	free(cause);
-	buf_free(&in);
 	buf_free(&out);
 	return len;
 }

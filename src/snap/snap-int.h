@@ -269,11 +269,11 @@ int snap_index_paths_check(const struct buf *file, size_t oidlen,
 /*
  * The index of the git dir GITFD (SAID for a message; ids of OIDLEN
  * bytes), if written since SINCE (NULL: whenever), checked as the jail's
- * is (snap_index_rewrite): one it refuses or cannot read so is kept as
- * KEEPDIR's KEEP (agentmux's own dir) and taken away, told in red into
+ * is (snap_index_paths_check): one it refuses or cannot read so is kept
+ * as KEEPDIR's KEEP (agentmux's own dir) and taken away, told in red into
  * ALERTS (git reads none then: 'git reset' makes one from HEAD and keeps
- * the files); one it takes is written again as git reads it, entries
- * alone. The end's, for each git dir the session could write an index in.
+ * the files); one it takes is left as it is. The end's, for each git dir
+ * the session could write an index in.
  */
 void snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
     const struct timespec *since, const char *keepdir, const char *keep,
@@ -806,6 +806,10 @@ struct snap_nested {
 	const char *gitdir;       /* the git dir being looked at */
 	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
 	int n;                    /* files kept in the quarantine so far */
+	const struct snap_dirid *ids; /* snap_plant_opts.gitids */
+	size_t nids;
+	bool ids_known;
+	bool ids_index;
 };
 
 /*
@@ -873,6 +877,15 @@ extern bool snap_nested_tree_copy;
 extern off_t snap_nested_copy_max;
 /* True if ST changed (ctime) at SINCE (ms) or later. */
 bool snap_nested_changed(const struct stat *, int64_t since);
+/** What git's sequence dir NAME in a git dir (rebase-merge, ...) is, and what carries it on, for messages; false if NAME is none. */
+bool snap_plant_seq_named(const char *name, const char **what,
+    const char **cont);
+/**
+ * The length of the object ids of a repository whose config is TEXT (LEN
+ * bytes), as git reads its extensions.objectFormat (by git config itself,
+ * no include followed): 32 for sha256, else 20.
+ */
+size_t snap_hist_oidlen_text(const char *text, size_t len);
 
 /* Where a path leads (snap_plant_where). */
 enum snap_plant_where {

@@ -696,6 +696,54 @@ snap_nested_config(struct snap_nested *nc, const char *repo, int dirfd,
 	buf_free(&keep);
 }
 
+/* True if the dir ST is one of the git dirs, or hooks dirs, of the start. */
+static bool
+snap_nested_known(const struct snap_nested *nc, const struct stat *st)
+{
+	size_t i;
+
+	for (i = 0; nc->ids_known && i < nc->nids; i++) {
+		if (nc->ids[i].dev == st->st_dev && nc->ids[i].ino == st->st_ino)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * True if the git dir FD is one of the start's: it and its objects dir
+ * both, as the history's end tells one (snap_gitdir_open), so that a dir
+ * that took a deleted one's inode number is not taken for it.
+ */
+static bool
+snap_nested_gitdir_known(const struct snap_nested *nc, int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && snap_nested_known(nc, &st) &&
+	    fstatat(fd, "objects", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    snap_nested_known(nc, &st);
+}
+
+/*
+ * True if the dir FD (a git dir if GITDIR, else its hooks) is new: changed
+ * since the start and not one of the start's. Everything in it is then
+ * the session's, whatever its own ctime: a dir renamed into place keeps
+ * its files' ctimes, from an earlier session that made them where no
+ * check looked (review 9 F3).
+ */
+static bool
+snap_nested_new_dir(const struct snap_nested *nc, int fd, bool gitdir)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == -1)
+		return true;
+	if (!snap_nested_changed(&st, nc->since))
+		return false;
+	return gitdir ? !snap_nested_gitdir_known(nc, fd) :
+	    !snap_nested_known(nc, &st);
+}
+
 /* Hooks written since the start are moved out: git would run them on the host. */
 static void
 snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
@@ -704,6 +752,7 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
 	struct dirent *de;
 	struct stat st;
 	char *to, *qrepo, *qpath, *qname;
+	int64_t since;
 	DIR *d;
 	int fd;
 
@@ -727,11 +776,13 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
 			close(fd);
 		goto out;
 	}
+	/* A hooks dir not of the start (renamed in): every hook in it is new. */
+	since = snap_nested_new_dir(nc, fd, false) ? INT64_MIN : nc->since;
 	while ((de = readdir(d)) != NULL) {
 		/* git runs hooks/NAME only: a .sample, a dir, a dot file never. */
 		if (de->d_name[0] == '.' || fstatat(fd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(st.st_mode) ||
-		    !snap_nested_changed(&st, nc->since) ||
+		    !snap_nested_changed(&st, since) ||
 		    (strlen(de->d_name) > 7 && strcmp(de->d_name +
 		    strlen(de->d_name) - 7, ".sample") == 0))
 			continue;
@@ -748,6 +799,159 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
 out:
 	free(qrepo);
 	free(qpath);
+}
+
+/* Sequence dirs git carries on, running what they name (a todo's exec lines, a strategy). */
+static const char *const snap_nested_seqs[] = {
+	"rebase-merge", "rebase-apply", "sequencer",
+};
+
+/*
+ * True if NAME in GITFD (ST) or anything directly in it (where git keeps
+ * a sequence's files) changed since the start. One past the quarantine's
+ * entry limit, or unreadable, counts as changed.
+ */
+static bool
+snap_nested_seq_changed(const struct snap_nested *nc, int gitfd,
+    const char *name, const struct stat *st)
+{
+	struct dirent *de;
+	struct stat est;
+	bool changed = false;
+	DIR *d;
+	int fd, n = 0;
+
+	if (snap_nested_changed(st, nc->since) || !S_ISDIR(st->st_mode))
+		return snap_nested_changed(st, nc->since);
+	fd = openat(gitfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return true;
+	}
+	while (!changed && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		changed = ++n > SNAP_NESTED_TREE_MAX || fstatat(fd, de->d_name,
+		    &est, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    snap_nested_changed(&est, nc->since);
+	}
+	closedir(d);
+	return changed;
+}
+
+/* The sequence dir NAME of GITDIR (GITFD) renamed to ASIDE there, could not be kept (errno ERR): told. */
+static void
+snap_nested_seq_stuck(struct snap_nested *nc, const char *qrepo,
+    const char *qpath, const char *name, const char *aside, int err,
+    const char *part)
+{
+	char *qp = part != NULL ? snap_nested_quote(part) : NULL;
+
+	strv_addf(nc->messages, "the repository %s had %s/%s, a sequence git "
+	    "carries on, made or changed in the session; it was renamed to "
+	    "%s/%s, where git no longer takes it, but could not be moved into "
+	    "the session's quarantine (%s)%s%s: look at it there, then remove "
+	    "it", qrepo, qpath, name, qpath, aside, err == E2BIG ? "it is "
+	    "larger than agentmux copies: 256 MiB, 10,000 entries or 64 "
+	    "levels" : strerror(err), qp != NULL ? "; what was copied before "
+	    "it stopped is in " : "", qp != NULL ? qp : "");
+	free(qp);
+}
+
+/*
+ * A rebase, am, cherry-pick or revert left in progress in the git dir
+ * GITFD of REPO and made or changed in the session (review 8 F4): the
+ * user's 'git rebase --continue' there would run the exec lines the jail
+ * wrote into its todo, or the strategy it named. It is renamed out of
+ * git's way, then moved to the quarantine, told.
+ */
+static void
+snap_nested_sequences(struct snap_nested *nc, const char *repo, int gitfd,
+    const char *gitdir)
+{
+	const char *what, *cont;
+	char aside[96], *to, *part, *qrepo, *qpath;
+	struct stat st;
+	uint32_t r[2];
+	size_t i;
+
+	for (i = 0; i < nitems(snap_nested_seqs); i++) {
+		if (fstatat(gitfd, snap_nested_seqs[i], &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || !snap_nested_seq_changed(nc,
+		    gitfd, snap_nested_seqs[i], &st))
+			continue;
+		util_random(r, sizeof r);
+		snprintf(aside, sizeof aside, "%s.agentmux-%08x%08x",
+		    snap_nested_seqs[i], r[0], r[1]);
+		if (renameat2(gitfd, snap_nested_seqs[i], gitfd, aside,
+		    RENAME_NOREPLACE) == -1)
+			continue;
+		if (!snap_plant_seq_named(snap_nested_seqs[i], &what, &cont))
+			what = cont = "?";
+		qrepo = snap_nested_quote(repo);
+		qpath = snap_nested_quote(gitdir);
+		if ((to = snap_nested_keep_tree(nc, gitfd, aside, &part)) !=
+		    NULL)
+			strv_addf(nc->messages, "the repository %s had %s in "
+			    "progress (%s/%s) made or changed in the session: "
+			    "'%s' there would carry it on and run the commands "
+			    "its todo list or options name; it was moved to %s",
+			    qrepo, what, qpath, snap_nested_seqs[i], cont, to);
+		else
+			snap_nested_seq_stuck(nc, qrepo, qpath,
+			    snap_nested_seqs[i], aside, errno, part);
+		free(part);
+		free(to);
+		free(qpath);
+		free(qrepo);
+	}
+}
+
+/*
+ * The index of the git dir FD (PATH), if it is new (FRESH) or written
+ * since the start, checked as git's checkout reads it
+ * (snap_hist_index_refuse: a refused one goes to the quarantine). One of
+ * a git dir of the start is left to the history's end, which checks it
+ * with the start's config, when there is one.
+ */
+static void
+snap_nested_index(struct snap_nested *nc, int fd, const char *path,
+    bool fresh)
+{
+	struct stat st;
+	struct buf config;
+	size_t oidlen = 20;
+	char *keep, *q, *qq;
+
+	if (fstatat(fd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode) || (!fresh && !snap_nested_changed(&st,
+	    nc->since)) || (!fresh && nc->ids_index &&
+	    snap_nested_gitdir_known(nc, fd)))
+		return;
+	/* Its id length as the user's git will read it: the config is defused by now. */
+	buf_init(&config);
+	if (path_read_beneath(fd, "config", SNAP_NESTED_MAX, &config) == 0 &&
+	    config.data != NULL)
+		oidlen = snap_hist_oidlen_text(config.data, config.len);
+	buf_free(&config);
+	if (path_mkdir_p(nc->quarantine, 0700) == -1 ||
+	    (keep = snap_nested_free_name(nc->quarantine, &nc->n, "index",
+	    "")) == NULL) {
+		q = snap_nested_quote(path);
+		qq = snap_nested_quote(nc->quarantine);
+		strv_addf(nc->messages, "the index of %s could not be checked: "
+		    "the session's quarantine %s cannot hold it (%s); do not "
+		    "run 'git checkout' there before 'git reset'", q, qq,
+		    strerror(errno));
+		free(qq);
+		free(q);
+		return;
+	}
+	snap_hist_index_refuse(fd, path, oidlen, NULL, nc->quarantine, keep +
+	    strlen(nc->quarantine) + 1, nc->messages);
+	free(keep);
 }
 
 /*
@@ -806,7 +1010,9 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 {
 	char *path = xprintf("%s/%s", nc->project, rel), *crel;
 	struct buf b;
+	int64_t since;
 	mode_t mode;
+	bool fresh, wt;
 	int fd;
 
 	/*
@@ -822,9 +1028,23 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 		return;
 	}
 	strv_add(&nc->done, rel);
+	/*
+	 * A git dir not of the start: everything in it is the session's. Not
+	 * the project's linked worktrees' (.git/worktrees/NAME): the user's
+	 * git and other sessions make them and carry their rebases on while
+	 * this one runs.
+	 */
+	wt = nc->own_git && strncmp(rel, ".git/worktrees/", 15) == 0;
+	since = nc->since;
+	if ((fresh = !wt && snap_nested_new_dir(nc, fd, true)))
+		nc->since = INT64_MIN;
 	snap_nested_config(nc, repo, fd, path, "config");
 	snap_nested_config(nc, repo, fd, path, "config.worktree");
 	snap_nested_hooks(nc, repo, fd, path);
+	if (!wt)
+		snap_nested_sequences(nc, repo, fd, path);
+	snap_nested_index(nc, fd, path, fresh);
+	nc->since = since;
 	/* A commondir sends git to another git dir's config and hooks. */
 	buf_init(&b);
 	if (!common && snap_nested_read(fd, "commondir", &b, &mode) == 0 &&

@@ -738,6 +738,10 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 	w.nc.quarantine = o->quarantine;
 	w.nc.messages = &res->alerts;
 	w.nc.own_git = o->had_git;
+	w.nc.ids = o->gitids;
+	w.nc.nids = o->ngitids;
+	w.nc.ids_known = o->gitids_known;
+	w.nc.ids_index = o->gitids_index;
 	strv_init(&w.nc.done);
 	strv_init(&w.direct);
 	w.nc.projfd = open(o->project, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1328,6 +1332,21 @@ static const struct {
 	{ "REVERT_HEAD", "a revert", "git revert --continue", NULL },
 	{ "BISECT_LOG", "a bisect", "git bisect", NULL },
 };
+
+bool
+snap_plant_seq_named(const char *name, const char **what, const char **cont)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(snap_plant_seqs); i++) {
+		if (strcmp(snap_plant_seqs[i].name, name) == 0) {
+			*what = snap_plant_seqs[i].what;
+			*cont = snap_plant_seqs[i].cont;
+			return true;
+		}
+	}
+	return false;
+}
 
 /*
  * Files of a sequence's dir that git reads as options of what it runs at

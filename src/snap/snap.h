@@ -2,6 +2,8 @@
 #ifndef AGENTMUX_SNAP_H
 #define AGENTMUX_SNAP_H
 
+#include <sys/types.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +24,12 @@ struct event_base;
  * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
  * files the user's own tools run are reported.
  */
+/* A dir's identity: a git dir, or its hooks dir, there at a session's start. */
+struct snap_dirid {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct snap_plant_opts {
 	const char *project;      /* real path */
 	int64_t since;            /* ms since the epoch: what changed from then on counts */
@@ -38,6 +46,19 @@ struct snap_plant_opts {
 	const char *gitdir;       /* a worktree's own git dir (agentmux's record, not its .git file), or NULL: PROJECT/.git */
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
+	/*
+	 * The git dirs found at the start with their hooks and objects dirs,
+	 * if they were looked for (GITIDS_KNOWN): a git dir (it and its
+	 * objects) or hooks dir changed since and not among them is new, and
+	 * everything in it counts as the session's, whatever its own ctime
+	 * (one prepared in an earlier session and renamed into place keeps
+	 * its files' old ctimes). Without the list, every one changed since
+	 * counts as new.
+	 */
+	const struct snap_dirid *gitids;
+	size_t ngitids;
+	bool gitids_known;
+	bool gitids_index;        /* the index of GITIDS' git dirs is checked by the history's end */
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
 	bool gated;               /* on a helper thread: allocates inside the clone gate only */
 };

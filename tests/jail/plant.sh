@@ -1066,6 +1066,69 @@ open(i, \"wb\").write(d + hashlib.sha1(d).digest())" "$o" "$n" "$i" &&
 	    git commit -qm unsub && rm -rf .git/modules) || exit 1
 }
 
+# A nested repository's rebase left in progress with an exec line (review
+# 8 F4: the user's 'git rebase --continue' there ran it on the host), and
+# git dirs made in the session of parts left where no check looked (as an
+# earlier session could leave them, made before this one here): renamed
+# into place, their files keep their old ctimes, yet a git dir or hooks dir
+# not of the start is the session's whole (review 9 F3), and so is the
+# index of a git dir the session made. Each is moved to the quarantine,
+# told; nothing runs.
+nested_left() {
+	: "${MARK:=$T/outside/PWNED}" # (AMX_CHECKS=nested_left: checks() did not set it)
+	L=$P/lib
+	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2"
+	git init -q -b main "$L" && (cd "$L" && echo a >s && git add s &&
+	    git -c user.email=a@b -c user.name=a commit -qm s1 && echo b >s &&
+	    git -c user.email=a@b -c user.name=a commit -qam s2) || exit 1
+	jrun -- sh -c "cd lib && GIT_SEQUENCE_EDITOR='printf \"break\\nexec touch $MARK\\n\" >' \
+	    git -c user.email=a@b -c user.name=a rebase -i HEAD~1 >/dev/null 2>&1
+	    test -d .git/rebase-merge && echo left"
+	case $OUT in *left*) ok ;; *) bad "nested_left: lib's rebase was not left in progress: $OUT" ;; esac
+	case $OUT in *"$L had a rebase in progress ($L/.git/rebase-merge) made or changed in the session"*"git rebase --continue"*"moved to"*) ok ;;
+	*) bad "nested_left: no alert about lib's rebase left in progress: $OUT" ;; esac
+	[ ! -e "$L/.git/rebase-merge" ] && ok || bad "nested_left: lib's rebase was left in progress"
+	(cd "$L" && git -c user.email=a@b -c user.name=a rebase --continue >/dev/null 2>&1)
+	pwned && bad "nested_left: git rebase --continue in lib ran the jail's exec line" || ok
+	rm -f "$MARK"
+	# One the user had going, the jail did not touch, stays.
+	(cd "$L" && git checkout -q main && GIT_SEQUENCE_EDITOR='printf "break\n" >' git rebase -q -i HEAD~1 >/dev/null 2>&1)
+	jrun -- true
+	[ -d "$L/.git/rebase-merge" ] && ok || bad "nested_left: the user's own rebase in lib was taken: $OUT"
+	(cd "$L" && git rebase --abort) || exit 1
+	# Parts of a git dir there before (no HEAD: none yet), with a hook and
+	# core.fsmonitor; and a hooks dir.
+	mkdir -p "$P/prep/hooks" "$P/prep/objects" "$P/prep/refs/heads" "$P/prep2/hooks"
+	for h in "$P/prep/hooks/post-checkout" "$P/prep2/hooks/post-commit"; do
+		printf '#!/bin/sh\ntouch %s\n' "$MARK" >"$h" && chmod +x "$h"
+	done
+	git config --file "$P/prep/config" core.repositoryformatversion 0
+	git config --file "$P/prep/config" core.fsmonitor "touch $MARK; false"
+	sleep 0.2
+	craft_py=$(dirname "$JAIL_SCRIPT")/index-craft.py
+	cp "$craft_py" "$P/.craft.py"
+	jrun -- sh -c "echo 'ref: refs/heads/main' >prep/HEAD && mkdir lib2 &&
+	    mv prep lib2/.git && rm -rf lib/.git/hooks && mv prep2/hooks lib/.git/hooks &&
+	    git init -q lib3 && cd lib3 && /usr/bin/python3 ../.craft.py plain .git/hooks/post-checkout &&
+	    echo moved"
+	case $OUT in *moved*"CRAFTED plain"*|*"CRAFTED plain"*moved*) ok ;; *) bad "nested_left: the parts were not put in place: $OUT" ;; esac
+	[ ! -e "$P/lib2/.git/hooks/post-checkout" ] && ok ||
+	    bad "nested_left: a hook renamed into a new git dir with its old ctime was left"
+	[ -z "$(git -C "$P/lib2" config core.fsmonitor)" ] && ok ||
+	    bad "nested_left: core.fsmonitor renamed into a new git dir with its old ctime was left"
+	[ ! -e "$L/.git/hooks/post-commit" ] && ok ||
+	    bad "nested_left: a hook in a hooks dir renamed into lib's git dir was left"
+	case $OUT in *"left an index in $P/lib3/.git that git's checkout could use against you"*) ok ;;
+	*) bad "nested_left: the index of a git dir the session made was not checked: $OUT" ;; esac
+	(cd "$P/lib2" && git status >/dev/null 2>&1; git checkout -q -b x 2>/dev/null)
+	(cd "$L" && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m x >/dev/null 2>&1)
+	(cd "$P/lib3" && git checkout -- . 2>/dev/null; git checkout -q -b y 2>/dev/null)
+	[ -e "$P/lib3/.git/hooks/post-checkout" ] &&
+	    bad "nested_left: git checkout -- . in lib3 wrote the jail's entries" || ok
+	pwned && bad "nested_left: the host's git ran what the parts planted" || ok
+	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2" "$P/.craft.py" "$MARK"
+}
+
 # With [jail] history = off the walk still finds the nested repositories
 # (nothing kept): lib's index is checked as in nested_index.
 nested_history_off() {
@@ -1073,6 +1136,7 @@ nested_history_off() {
 	cp "$cfg" "$T/config.saved"
 	printf '[jail]\nhistory = off\n' >>"$cfg"
 	nested_index
+	nested_left
 	cp "$T/config.saved" "$cfg"
 }
 
@@ -1669,6 +1733,7 @@ checks() {
 	nested_ignored
 	nested_sparse
 	nested_module
+	nested_left
 	nested_history_off
 	hardlinks
 	worktree_index

@@ -74,6 +74,135 @@ mode_of(const char *rel)
 	return st.st_mode & 07777;
 }
 
+/* The identity of the project's dir REL, into IDS[*N]. */
+static void
+id_of(const char *rel, struct snap_dirid *ids, size_t *n)
+{
+	char *p = xprintf("%s/%s", proj, rel);
+	struct stat st;
+
+	assert_int_equal(lstat(p, &st), 0);
+	ids[*n].dev = st.st_dev;
+	ids[*n].ino = st.st_ino;
+	(*n)++;
+	free(p);
+}
+
+/* The scan since SINCE with the start's git dirs IDS (N; KNOWN), HAD_GIT: its alerts, all in one (caller frees). */
+static char *
+scan_ids(int64_t since, const struct snap_dirid *ids, size_t n, bool known,
+    bool had_git)
+{
+	struct snap_plant_result res;
+	struct snap_plant_opts o;
+	char *q = xprintf("%s/quarantine", dir), *cause = NULL;
+	struct buf all;
+	size_t i;
+
+	memset(&o, 0, sizeof o);
+	o.project = proj;
+	o.since = since;
+	o.quarantine = q;
+	o.gitids = ids;
+	o.ngitids = n;
+	o.gitids_known = known;
+	o.had_git = had_git;
+	snap_plant_result_init(&res);
+	if (snap_plant_scan(&o, &res, &cause) == -1)
+		fail_msg("scan: %s", cause);
+	buf_init(&all);
+	for (i = 0; i < res.alerts.n; i++)
+		buf_printf(&all, "%s\n", res.alerts.v[i]);
+	snap_plant_result_free(&res);
+	free(q);
+	return all.data != NULL ? all.data : xstrdup("");
+}
+
+/*
+ * Review 9 F3: a git dir, or a hooks dir, that is not one of the start's
+ * is the session's whole, whatever its files' ctimes (parts made before,
+ * renamed into place, keep theirs); one of the start's the session
+ * touched keeps the per-file rule; a dir that took a start's inode
+ * number is told by its objects dir.
+ */
+static void
+test_gitdir_ids(void **state)
+{
+	struct snap_dirid ids[8];
+	size_t n = 0;
+	int64_t since;
+	char *a;
+
+	test_sh_ok("cd %s && git init -q lib && printf '#!/bin/sh\\n' "
+	    ">lib/.git/hooks/post-commit && chmod +x lib/.git/hooks/post-commit "
+	    "&& git -C lib config alias.st status && mkdir -p prep/hooks "
+	    "prep/objects prep/refs/heads prep2/hooks && printf '#!/bin/sh\\n' "
+	    ">prep/hooks/post-checkout && chmod +x prep/hooks/post-checkout && "
+	    "cp prep/hooks/post-checkout prep2/hooks/pre-commit && "
+	    "git config --file prep/config core.fsmonitor true", proj);
+	id_of("lib/.git", ids, &n);
+	id_of("lib/.git/hooks", ids, &n);
+	id_of("lib/.git/objects", ids, &n);
+	usleep(50000);
+	since = snap_plant_clock();
+	usleep(50000);
+	/* One of the start's the session wrote in: the user's hook and key stay. */
+	test_sh_ok("cd %s/lib && touch .git/ORIG_HEAD", proj);
+	a = scan_ids(since, ids, n, true, false);
+	assert_null(strstr(a, "lib"));
+	free(a);
+	test_sh_ok("test -x %s/lib/.git/hooks/post-commit && "
+	    "test \"$(git -C %s/lib config alias.st)\" = status", proj, proj);
+	/* Renamed into place, as a new repository and as lib's hooks. */
+	test_sh_ok("cd %s && echo 'ref: refs/heads/main' >prep/HEAD && "
+	    "mkdir x && mv prep x/.git && mv lib/.git/hooks lib-hooks-old && "
+	    "mv prep2/hooks lib/.git/hooks", proj);
+	/* x/.git as if it took a start's inode number: its objects are not. */
+	id_of("x/.git", ids, &n);
+	a = scan_ids(since, ids, n, true, false);
+	assert_non_null(strstr(a, "x had a new hook"));
+	assert_non_null(strstr(a, "core.fsmonitor"));
+	assert_non_null(strstr(a, "lib had a new hook"));
+	free(a);
+	test_sh_ok("test ! -e %s/x/.git/hooks/post-checkout && "
+	    "test ! -e %s/lib/.git/hooks/pre-commit && "
+	    "test -z \"$(git config --file %s/x/.git/config core.fsmonitor)\"",
+	    proj, proj, proj);
+	/* Nothing known of the start: a git dir changed since is new whole (the user's key goes too). */
+	a = scan_ids(since, NULL, 0, false, false);
+	assert_non_null(strstr(a, "alias.st"));
+	free(a);
+}
+
+/*
+ * The project's linked worktrees' git dirs (.git/worktrees/NAME), which
+ * the user's git and other sessions write in while a session runs: never
+ * taken for new, a rebase carried on there left alone.
+ */
+static void
+test_gitdir_ids_worktree(void **state)
+{
+	int64_t since;
+	char *a;
+
+	test_sh_ok("cd %s && git init -q && git config user.email a@b && "
+	    "git config user.name a && echo 1 >f && git add f && "
+	    "git commit -qm 1 && echo 2 >f && git commit -qam 2 && "
+	    "git worktree add -q %s/wt && git config "
+	    "extensions.worktreeConfig true && git -C %s/wt config --worktree "
+	    "alias.wt status", proj, dir, dir);
+	usleep(50000);
+	since = snap_plant_clock();
+	usleep(50000);
+	test_sh_ok("cd %s/wt && GIT_SEQUENCE_EDITOR='printf \"break\\n\" >' "
+	    "git rebase -q -i HEAD~1 >/dev/null 2>&1", dir);
+	a = scan_ids(since, NULL, 0, true, true);
+	assert_null(strstr(a, "alias.wt"));
+	assert_null(strstr(a, "rebase"));
+	free(a);
+	test_sh_ok("test -d %s/.git/worktrees/wt/rebase-merge", proj);
+}
+
 /* What changed in the session loses its set-uid and set-gid bits; what did not keeps them. */
 static void
 test_setid(void **state)
@@ -1149,6 +1278,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_index_ext_forged, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_user, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_gitdir_ids, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_gitdir_ids_worktree, setup,
 		    teardown),
 	};
 
