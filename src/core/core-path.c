@@ -528,3 +528,15 @@ path_find_exec(const char *name, const char *path_env)
 	free(dirs);
 	return NULL;
 }
+
+bool
+path_stat_unchanged(const struct stat *before, const struct stat *after)
+{
+	return before->st_dev == after->st_dev &&
+	    before->st_ino == after->st_ino &&
+	    before->st_size == after->st_size &&
+	    before->st_mtim.tv_sec == after->st_mtim.tv_sec &&
+	    before->st_mtim.tv_nsec == after->st_mtim.tv_nsec &&
+	    before->st_ctim.tv_sec == after->st_ctim.tv_sec &&
+	    before->st_ctim.tv_nsec == after->st_ctim.tv_nsec;
+}

@@ -294,6 +294,16 @@ const char *path_runtime_dir_need(char **cause);
 int path_check_private_dir(const char *dir, uid_t uid, mode_t mode, char **cause);
 /** mkdir -p with MODE for each created component; -1 with errno. */
 int path_mkdir_p(const char *path, mode_t mode);
+struct stat;
+/**
+ * Whether a file's stat data AFTER is what it was BEFORE: the same file
+ * (a rename over it gives another inode), of the same size, and neither
+ * written (mtime) nor changed in any way since (ctime: utimensat can set
+ * mtime back, never ctime). The kernel's clocks tick coarsely, so a
+ * change in the same tick as the one before can still pass, as it does
+ * git's own stat check ("racy git").
+ */
+bool path_stat_unchanged(const struct stat *before, const struct stat *after);
 /**
  * Opens REL (relative, no "..") under the directory DIRFD without
  * following any symlink, the last component's included (openat2 with

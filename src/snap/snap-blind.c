@@ -27,7 +27,6 @@
 #define SNAP_BLIND_NESTED_ODD "odd"
 
 static void snap_blind_tree_at(const char *, struct strv *, struct strv *);
-static char *snap_blind_names(const struct strv *);
 
 /* The session's index for a message: ".git/index", or a worktree's own (in its admin dir), quoted. Caller frees. */
 static char *
@@ -735,7 +734,7 @@ snap_blind_nested_untr_red(const char *repo, const struct strv *hidden,
 	strv_init(&full);
 	for (i = 0; i < hidden->n; i++)
 		strv_addf(&full, "%s/%s", repo, hidden->v[i]);
-	names = snap_blind_names(&full);
+	names = snap_quote_names(&full, SNAP_BLIND_TELL);
 	what = why != NULL ? xprintf("agentmux could not tell whether it hides "
 	    "new files (%s)", why) : xprintf("it hid %zu untracked files from "
 	    "git status there: %s", hidden->n, names);
@@ -883,25 +882,6 @@ snap_blind_tell_replace(const char *entry, struct strv *out)
 	free(ref);
 }
 
-/* "a", "b" and 3 more: the first of HIDDEN, quoted, for a message. Caller frees. */
-static char *
-snap_blind_names(const struct strv *hidden)
-{
-	struct buf b;
-	char *q;
-	size_t i;
-
-	buf_init(&b);
-	for (i = 0; i < hidden->n && i < SNAP_BLIND_TELL; i++) {
-		q = snap_nested_quote(hidden->v[i]);
-		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
-		free(q);
-	}
-	if (hidden->n > SNAP_BLIND_TELL)
-		buf_printf(&b, " and %zu more", hidden->n - SNAP_BLIND_TELL);
-	return buf_steal(&b);
-}
-
 /* The red line for a cache that hides files (HIDDEN) or may (WHY: why it cannot be told). */
 static void
 snap_blind_untr_red(const struct snap_worktree *wt, const struct strv *hidden,
@@ -912,7 +892,7 @@ snap_blind_untr_red(const struct snap_worktree *wt, const struct strv *hidden,
 	char *index = snap_blind_index_said(wt), *where = snap_blind_where(wt);
 
 	if (what == NULL) {
-		names = snap_blind_names(hidden);
+		names = snap_quote_names(hidden, SNAP_BLIND_TELL);
 		what = xprintf("it hid %zu untracked files from your git "
 		    "status: %s", hidden->n, names);
 		free(names);
@@ -1113,25 +1093,6 @@ snap_blind_untr(const char *project, const struct snap_worktree *wt,
 	}
 }
 
-/* The dirs of BAD, quoted, after ", naming ". */
-static char *
-snap_blind_tree_dirs(const struct strv *bad)
-{
-	struct buf b;
-	char *q;
-	size_t i;
-
-	buf_init(&b);
-	for (i = 0; i < bad->n && i < SNAP_BLIND_TELL; i++) {
-		q = snap_nested_quote(bad->v[i]);
-		buf_printf(&b, "%s%s", i == 0 ? "" : ", ", q);
-		free(q);
-	}
-	if (bad->n > SNAP_BLIND_TELL)
-		buf_printf(&b, " and %zu more", bad->n - SNAP_BLIND_TELL);
-	return buf_steal(&b);
-}
-
 /* Whether INDEX holds part of the entries only (split or sparse): its cache-tree cannot be checked. */
 static bool
 snap_blind_tree_partial(const char *index)
@@ -1181,7 +1142,7 @@ snap_blind_tree_at(const char *index, struct strv *alerts, struct strv *notes)
 	snap_blind_tree_check(index, &bad, &odd);
 	rc = snap_index_drop_ext(index, "TREE");
 	err = errno;
-	dirs = snap_blind_tree_dirs(&bad);
+	dirs = snap_quote_names(&bad, SNAP_BLIND_TELL);
 	q = snap_nested_quote(index);
 	why = xprintf("%s%s%s", odd ? SNAP_BLIND_ODD : "", bad.n > 0 ?
 	    "; it disagreed with the index entries for " : "", dirs);

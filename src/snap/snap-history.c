@@ -3575,7 +3575,7 @@ snap_hist_packed_tell_outside(const struct snap_hgit *g,
     const struct strv *outside, const char *kept, const char *cause,
     int64_t session, struct strv *alerts)
 {
-	char *names = snap_quote_names(outside);
+	char *names = snap_quote_names(outside, 16);
 
 	if (kept != NULL)
 		strv_addf(alerts, "%s/packed-refs held refs of one level, "
@@ -3953,16 +3953,6 @@ snap_hist_head_bad(int gitfd)
 /* The largest index the end reads to check (git's own, of a million files, is about 100 MiB; what the check costs is bounded with it). */
 #define SNAP_HIST_INDEX_MAX (256LL * 1024 * 1024)
 
-/* Whether A (a stat) is the same file as B, unchanged. */
-static bool
-snap_hist_same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
-	    a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_ctim.tv_sec ==
-	    b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
 /*
  * GITFD's index, refused (REASON: its bad entries quoted, or why it
  * cannot be checked), kept as KEEPDIR's KEEP and taken away if it is
@@ -3986,7 +3976,7 @@ snap_hist_index_away(int gitfd, const char *said, const struct stat *st,
 		close(keepfd);
 	/* Only the file that was read (the user's git may have written one since). */
 	if (why == NULL && (fstatat(gitfd, "index", &now,
-	    AT_SYMLINK_NOFOLLOW) == -1 || !snap_hist_same_file(&now, st)))
+	    AT_SYMLINK_NOFOLLOW) == -1 || !path_stat_unchanged(st, &now)))
 		why = xstrdup("it changed while it was checked");
 	if (why == NULL && unlinkat(gitfd, "index", 0) == -1)
 		why = xstrdup(strerror(errno));
@@ -4062,7 +4052,7 @@ snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
 		return;
 	}
 	if ((rc = snap_index_paths_check(&b, oidlen, &bad)) != 0) {
-		names = snap_quote_names(&bad);
+		names = snap_quote_names(&bad, 16);
 		reason = rc == 1 ? xprintf("entries %s", names) : xstrdup("its "
 		    "entries cannot be read as git would read them, or some "
 		    "are elsewhere: a split or sparse index, an offset table");

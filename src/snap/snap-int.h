@@ -278,8 +278,8 @@ int snap_index_paths_check(const struct buf *file, size_t oidlen,
 void snap_hist_index_refuse(int gitfd, const char *said, size_t oidlen,
     const struct timespec *since, const char *keepdir, const char *keep,
     struct strv *alerts);
-/* The first 16 of NAMES quoted (quote_name), a comma between, "and more" after them; caller frees. */
-char *snap_quote_names(const struct strv *names);
+/* The first MOST of NAMES quoted (quote_name, each cut to its last 200 bytes), a comma between, "and N more" after them; caller frees. */
+char *snap_quote_names(const struct strv *names, size_t most);
 /*
  * Makes git hash again the entries of the index file PATH whose ctime is
  * SINCE (seconds) or later: the count, 0 if none, -1 with errno.
@@ -645,8 +645,6 @@ int snap_pack_files(struct snap_pack *, int wt, char **paths, size_t n,
  * a directory, or is empty, "." or "..".
  */
 int snap_pack_parent(int wt, const char *path, const char **name);
-/* Whether a file's fstat data after a read (AFTER) says it did not change. */
-bool snap_pack_unchanged(const struct stat *before, const struct stat *after);
 /* Drops an unfinished pack and its temporary file; NULL is a no-op. */
 void snap_pack_abort(struct snap_pack *);
 

@@ -68,6 +68,7 @@ struct snap_jailgit {
 	unsigned char trailer[SNAP_JAILGIT_TRAILER]; /* its last bytes, */
 	size_t trailer_len;
 	struct stat host_index; /* and GITDIR's as it then was */
+	struct stat index_refused; /* the jail's index last refused: not read again */
 	char *index_told;
 	size_t hash_len;       /* the hex digits of the repository's ids */
 	char *at;             /* GITDIR as the jail sees it */
@@ -387,25 +388,6 @@ snap_jailgit_free(struct snap_jailgit *jg)
 	free(jg);
 }
 
-char *
-snap_quote_names(const struct strv *names)
-{
-	struct buf b;
-	size_t i;
-	char *q;
-
-	buf_init(&b);
-	for (i = 0; i < names->n && i < 16; i++) {
-		q = snap_nested_quote_cut(names->v[i], 200);
-		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
-		free(q);
-	}
-	if (names->n > 16)
-		buf_adds(&b, " and more");
-	buf_add(&b, "", 1);
-	return b.data;
-}
-
 /* Told once for the same WHY (kept in *TOLD). */
 static void
 snap_jailgit_tell(char **told, const char *why, struct strv *alerts,
@@ -604,17 +586,6 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 	free(why);
 }
 
-/* Whether A and B are the same file, unchanged. */
-static bool
-snap_jailgit_same(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
-	    a->st_size == b->st_size && a->st_mtim.tv_sec ==
-	    b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-	    a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec ==
-	    b->st_ctim.tv_nsec;
-}
-
 /* The last bytes of FD (an index: its checksum) into T; their count, or 0. */
 static size_t
 snap_jailgit_trailer(int fd, const struct stat *st, unsigned char *t)
@@ -687,7 +658,8 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 	char *msg, *names;
 
 	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    snap_jailgit_same(&st, &jg->index))
+	    path_stat_unchanged(&st, &jg->index) ||
+	    path_stat_unchanged(&st, &jg->index_refused))
 		return;
 	if (snap_jailgit_index_same(jg, pfd, &st)) {
 		jg->index = st;
@@ -695,7 +667,7 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 	}
 	if (fstatat(gfd, "index", &now, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&now, 0, sizeof now);
-	if (!snap_jailgit_same(&now, &jg->host_index)) {
+	if (!path_stat_unchanged(&now, &jg->host_index)) {
 		msg = xprintf("your %s/index changed while the session ran (your "
 		    "git wrote it): the session's index is not brought back over "
 		    "it; if 'git status' there shows the session's commits as "
@@ -712,9 +684,11 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 		strv_free(&bad);
 		return;
 	}
+	/* Read and refused once: up to 256 MiB again each second otherwise. */
+	jg->index_refused = st;
 	if (errno == EPERM) {
 		/* Told each time it names others: a jail may try one at a time. */
-		names = snap_quote_names(&bad);
+		names = snap_quote_names(&bad, 16);
 		msg = xprintf("the session's index has entries that git's "
 		    "checkout would write into a git dir or outside the tree "
 		    "(%s): it is not brought back to %s/index, and yours is "
@@ -823,14 +797,14 @@ snap_jailgit_packed_merge(struct snap_jailgit *jg, int gfd, int lfd,
 		goto out;
 	rc = 0;
 	if (lost.n > 0) {
-		names = snap_quote_names(&lost);
+		names = snap_quote_names(&lost, 16);
 		strv_addf(alerts, "the session's git and yours both changed "
 		    "packed refs while it ran, each its own way (%s): yours "
 		    "are kept in %s/packed-refs", names, jg->quoted);
 		free(names);
 	}
 	if (left.n > 0 && !jg->left_told) {
-		names = snap_quote_names(&left);
+		names = snap_quote_names(&left, 16);
 		strv_addf(alerts, "the session's git wrote lines to its "
 		    "packed-refs that git cannot read, or names git refuses "
 		    "(%s): they were left out of %s/packed-refs (a ref they "
@@ -865,7 +839,7 @@ snap_jailgit_packed(struct snap_jailgit *jg, int pfd, int gfd,
 		if (errno != ENOENT || jg->packed.st_ino == 0)
 			return;
 		memset(&st, 0, sizeof st);
-	} else if (S_ISLNK(st.st_mode) || (snap_jailgit_same(&st,
+	} else if (S_ISLNK(st.st_mode) || (path_stat_unchanged(&st,
 	    &jg->packed) && !jg->packed_pending))
 		return;
 	buf_init(&ours);
@@ -959,7 +933,7 @@ snap_jailgit_packed_refresh(struct snap_jailgit *jg, int pfd, int gfd,
 			return;
 		memset(&hs, 0, sizeof hs);
 	}
-	if (jg->ended || jg->packed_pending || snap_jailgit_same(&hs,
+	if (jg->ended || jg->packed_pending || path_stat_unchanged(&hs,
 	    &jg->host_packed)) {
 		jg->stale_since = 0;
 		return;

@@ -82,6 +82,25 @@ snap_nested_quote_cut(const char *s, size_t max)
 	return q;
 }
 
+char *
+snap_quote_names(const struct strv *names, size_t most)
+{
+	struct buf b;
+	size_t i;
+	char *q;
+
+	buf_init(&b);
+	for (i = 0; i < names->n && i < most; i++) {
+		q = snap_nested_quote_cut(names->v[i], 200);
+		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
+		free(q);
+	}
+	if (names->n > most)
+		buf_printf(&b, " and %zu more", names->n - most);
+	buf_add(&b, "", 1);
+	return b.data;
+}
+
 static bool
 snap_nested_url_ok(const char *value)
 {

@@ -75,20 +75,13 @@ static char *
 snap_overlap_refusal(int64_t session, int64_t other, const struct strv *files)
 {
 	struct buf b;
-	char *q;
-	size_t i;
+	char *names = snap_quote_names(files, SNAP_OVERLAP_NAMES);
 
 	buf_init(&b);
 	buf_printf(&b, "session %lld shared its tree with session %lld, which "
-	    "ran at the same time and changed ", (long long)session,
-	    (long long)other);
-	for (i = 0; i < files->n && i < SNAP_OVERLAP_NAMES; i++) {
-		q = quote_name(files->v[i]);
-		buf_printf(&b, "%s%s", i > 0 ? ", " : "", q);
-		free(q);
-	}
-	if (files->n > SNAP_OVERLAP_NAMES)
-		buf_printf(&b, " and %zu more", files->n - SNAP_OVERLAP_NAMES);
+	    "ran at the same time and changed %s", (long long)session,
+	    (long long)other, names);
+	free(names);
 	buf_printf(&b, "; undoing %lld would take those changes too: name the "
 	    "paths to undo, or pass --force", (long long)session);
 	return buf_steal(&b);

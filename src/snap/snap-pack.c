@@ -811,26 +811,6 @@ snap_pack_parent(int wt, const char *path, const char **name)
 	return fd;
 }
 
-/*
- * Whether a file's fstat data AFTER it was read is what it was BEFORE:
- * the same file (a rename over it gives another inode), of the same
- * size, and neither written (mtime) nor changed in any way since (ctime:
- * utimensat can set mtime back, never ctime). The kernel's clocks tick
- * coarsely, so a change in the same tick as the one before can still
- * pass, as it does git's own stat check ("racy git").
- */
-bool
-snap_pack_unchanged(const struct stat *before, const struct stat *after)
-{
-	return before->st_dev == after->st_dev &&
-	    before->st_ino == after->st_ino &&
-	    before->st_size == after->st_size &&
-	    before->st_mtim.tv_sec == after->st_mtim.tv_sec &&
-	    before->st_mtim.tv_nsec == after->st_mtim.tv_nsec &&
-	    before->st_ctim.tv_sec == after->st_ctim.tv_sec &&
-	    before->st_ctim.tv_nsec == after->st_ctim.tv_nsec;
-}
-
 /* Reads up to LEN bytes of FD into BUF: how many (fewer at its end), -1. */
 static ssize_t
 snap_pack_fill(int fd, unsigned char *buf, size_t len)
@@ -1239,7 +1219,7 @@ snap_pack_blob(struct snap_pack *p, int fd, const struct stat *sb,
 		goto changed;                   /* shorter than it was */
 	if ((n = snap_pack_fill(fd, &extra, 1)) == -1 || fstat(fd, &after) == -1)
 		goto unreadable;
-	if (n != 0 || !snap_pack_unchanged(sb, &after))
+	if (n != 0 || !path_stat_unchanged(sb, &after))
 		goto changed;                   /* longer, or changed */
 	snap_pack_enter(p);
 	EVP_DigestFinal_ex(p->id, oid, NULL);
@@ -1284,7 +1264,7 @@ snap_pack_fetch(struct snap_pack *p, int fd, const struct stat *sb,
 		    strerror(errno));
 		return -1;
 	}
-	if ((uint64_t)n != size || !snap_pack_unchanged(sb, &after))
+	if ((uint64_t)n != size || !path_stat_unchanged(sb, &after))
 		return 1;
 	f->len = (size_t)size;
 	hl = snprintf(head, sizeof head, "blob %ju", (uintmax_t)size);

@@ -436,7 +436,7 @@ test_pack_unchanged(void **state)
 	test_sh_ok("echo aaaa > f && echo bbbb > g && touch -d 2020-01-01 f g");
 	assert_int_equal(stat("f", &before), 0);
 	assert_int_equal(stat("f", &after), 0);
-	assert_true(snap_pack_unchanged(&before, &after));
+	assert_true(path_stat_unchanged(&before, &after));
 	/* The clock that stamps ctime ticks coarsely. */
 	usleep(50000);
 	fd = open("f", O_WRONLY);
@@ -450,13 +450,13 @@ test_pack_unchanged(void **state)
 	assert_int_equal(after.st_size, before.st_size);
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
 	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
-	assert_false(snap_pack_unchanged(&before, &after));
+	assert_false(path_stat_unchanged(&before, &after));
 	/* Another file put in its place, with its ctime copied too. */
 	test_sh_ok("mv g f");
 	assert_int_equal(stat("f", &after), 0);
 	after.st_ctim = before.st_ctim;
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
-	assert_false(snap_pack_unchanged(&before, &after));
+	assert_false(path_stat_unchanged(&before, &after));
 }
 
 struct rewriter {
