@@ -2924,6 +2924,181 @@ snap_history_agentmux(int gitfd, const struct strv *start,
 	}
 }
 
+static const struct timespec *snap_history_since(const struct snap_history *,
+    struct timespec *);
+static char *snap_hist_quarantine(const struct snap_hgit *, size_t);
+
+/*
+ * Whether the short name X (LEN bytes) is a branch's or a tag's in NOW:
+ * what a ref git finds before them by that name would shadow ("refs/tags/"
+ * too if TAGS).
+ */
+static bool
+snap_hist_shadowed(const struct strv *now, const char *x, size_t len,
+    bool tags)
+{
+	char *ref = xprintf("refs/heads/%.*s", (int)len, x);
+	bool is = snap_hist_value(now, ref) != NULL;
+
+	free(ref);
+	if (!is && tags) {
+		ref = xprintf("refs/tags/%.*s", (int)len, x);
+		is = snap_hist_value(now, ref) != NULL;
+		free(ref);
+	}
+	return is;
+}
+
+/* Whether NAME is of git's pseudo-refs' form (HEAD, ORIG_HEAD, FETCH_HEAD: capitals and '_'), which git writes in the git dir itself. */
+static bool
+snap_hist_pseudo(const char *name)
+{
+	return name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_")] == '\0';
+}
+
+/* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there) moved to the quarantine NC, told in red. */
+static void
+snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
+    int dfd, const char *rel, const char *name, struct strv *alerts)
+{
+	char *q = snap_nested_quote(name), *kept, *short_q;
+	const char *x = strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 :
+	    name;
+
+	short_q = snap_nested_quote(x);
+	if ((kept = snap_nested_keep(nc, dfd, rel, true)) != NULL)
+		strv_addf(alerts, "the session made the ref %s in %s, which "
+		    "git finds before your branch or tag %s when it is named so "
+		    "('git merge %s' or 'git reset --hard %s' would take its "
+		    "commit, git saying only that the name is ambiguous); it was "
+		    "moved to %s",
+		    q, g->gitdir, short_q, short_q, short_q, kept);
+	else
+		strv_addf(alerts, "the session made the ref %s in %s, which "
+		    "git finds before your branch or tag %s when it is named so "
+		    "('git merge %s' or 'git reset --hard %s' take its commit, "
+		    "git saying only that the name is ambiguous), and agentmux "
+		    "could not move it (%s): remove %s/%s yourself",
+		    q, g->gitdir, short_q, short_q, short_q, strerror(errno),
+		    g->gitdir, q);
+	free(kept);
+	free(short_q);
+	free(q);
+}
+
+/*
+ * Files the session made in G's git dir itself (GITFD) that git reads as
+ * refs by their short name before refs/ (refs.c's first rule, "%s"): one
+ * named as a branch or tag, holding a ref, changed since SINCE.
+ */
+static void
+snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
+    struct snap_nested *nc, const struct strv *now,
+    const struct timespec *since, struct strv *alerts)
+{
+	struct dirent *de;
+	struct stat st;
+	char *v;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(gitfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	    -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || snap_hist_pseudo(de->d_name) ||
+		    !snap_hist_shadowed(now, de->d_name, strlen(de->d_name),
+		    true) || fstatat(gitfd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode) ||
+		    st.st_ctim.tv_sec < since->tv_sec ||
+		    (st.st_ctim.tv_sec == since->tv_sec &&
+		    st.st_ctim.tv_nsec < since->tv_nsec))
+			continue;
+		/* Only what git would take for a ref shadows (a branch named "config" is safe). */
+		v = snap_hist_loose_value(gitfd, de->d_name);
+		if (v != NULL && strcmp(v, SNAP_HIST_UNREAD) != 0)
+			snap_hist_shadow_out(g, nc, gitfd, de->d_name,
+			    de->d_name, alerts);
+		free(v);
+	}
+	closedir(d);
+}
+
+/*
+ * Refs the session made that git finds before a branch or tag of the same
+ * short name (refs.c's ref_rev_parse_rules: X in the git dir, refs/X,
+ * refs/tags/X, refs/heads/X): 'git reset --hard main' or 'git merge main'
+ * took the session's commit for the user's branch, git saying only that
+ * the name is ambiguous. One loose directly in refs/ or refs/tags/, or X
+ * in the git dir, goes to the quarantine, told in red (refs/stash is
+ * git's own); a packed one, or one deeper, is told with how to delete it.
+ */
+static void
+snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
+    int gitfd, size_t idx, const struct strv *start, const struct strv *now,
+    struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct timespec since;
+	struct stat st;
+	const char *x;
+	char *ref, *q, *qx;
+	int refsfd, tagsfd, dfd;
+	size_t i, len;
+	bool tag;
+
+	if (snap_hist_packed_unread(start))
+		return;
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, idx);
+	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
+	tagsfd = path_open_beneath(gitfd, "refs/tags", O_RDONLY | O_DIRECTORY,
+	    0);
+	for (i = 0; i < now->n; i++) {
+		len = strcspn(now->v[i], "\t");
+		ref = xstrndup(now->v[i], len);
+		tag = strncmp(ref, "refs/tags/", 10) == 0;
+		x = tag ? ref + 10 : ref + 5;
+		if (strncmp(ref, "refs/", 5) != 0 ||
+		    strncmp(ref, "refs/heads/", 11) == 0 ||
+		    strncmp(ref, "refs/remotes/", 13) == 0 ||
+		    strcmp(ref, "refs/stash") == 0 ||
+		    snap_hist_value(start, ref) != NULL ||
+		    !snap_hist_shadowed(now, x, strlen(x), !tag)) {
+			free(ref);
+			continue;
+		}
+		/* Moved if loose, directly in refs/ or refs/tags/ (no dir on the way to open). */
+		dfd = tag ? tagsfd : refsfd;
+		if (strchr(x, '/') == NULL && dfd != -1 && fstatat(dfd, x, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			snap_hist_shadow_out(g, &nc, dfd, x, ref, alerts);
+		else {
+			q = snap_nested_quote(ref);
+			qx = snap_nested_quote(x);
+			strv_addf(alerts, "the session made the ref %s in %s, "
+			    "which git finds before your branch or tag %s when it "
+			    "is named so ('git merge %s' or 'git reset --hard %s' "
+			    "take its commit, git saying only that the name is "
+			    "ambiguous): delete it with 'git update-ref -d %s'", q,
+			    g->gitdir, qx, qx, qx, q);
+			free(qx);
+			free(q);
+		}
+		free(ref);
+	}
+	if (refsfd != -1)
+		close(refsfd);
+	if (tagsfd != -1)
+		close(tagsfd);
+	if (snap_history_since(h, &since) != NULL)
+		snap_hist_shadows_top(g, gitfd, &nc, now, &since, alerts);
+	free((char *)nc.quarantine);
+}
+
 /* Remote-tracking branches the session made or moved (compared with those of the start), in red. */
 static void
 snap_history_remotes(const struct strv *start, const struct strv *now,
@@ -3847,6 +4022,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	if (had_start) {
 		snap_history_report(&start, &now, session, g->gitdir, warnings);
 		snap_history_remotes(&start, &now, session, g->gitdir, alerts);
+		snap_hist_shadows(h, g, gitfd, idx, &start, &now, alerts);
 		snap_history_agentmux(gitfd, &start, &now, session, g->gitdir,
 		    alerts);
 		snap_hist_keep_add(h, g, &start, &now);

@@ -527,6 +527,40 @@ remote_moved() {
 	    bad "remote_moved: undo --refs did not put origin/master back: $out"
 }
 
+# Refs the session made that git finds before a branch or tag of the same
+# short name: refs/main, refs/tags/main and refs/v1 in the project,
+# lib/.git/main in a nested repository (git 2.39 reads each for "main"
+# before refs/heads/main, warning only that the name is ambiguous: a
+# 'git reset --hard main' took the forged commit). Moved out, told; the
+# user's names then mean their own refs again. A tag of the user's named
+# as a branch, there before, is left alone.
+shadow_refs() {
+	fresh_repo
+	(cd "$P" && git tag v1 && git tag dup && git branch dup && git init -q -b main lib &&
+	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l) || exit 1
+	main0=$(git -C "$P" rev-parse refs/heads/main)
+	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
+	jrun -- sh -c 'c=$(git -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
+	    git update-ref refs/main $c && git update-ref refs/tags/main $c &&
+	    git update-ref refs/v1 $c && git -C lib rev-parse HEAD >/dev/null &&
+	    echo $c >lib/.git/main && echo FORGED $c'
+	case $OUT in *FORGED*) ok ;; *) bad "shadow_refs: the forging did not run: $OUT" ;; esac
+	for r in refs/main refs/tags/main refs/v1; do
+		case $OUT in *"made the ref $r in $P/.git, which git finds before your branch or tag"*"moved to"*) ok ;;
+		*) bad "shadow_refs: $r was not moved out, told: $OUT" ;; esac
+	done
+	case $OUT in *"made the ref main in $P/lib/.git"*"moved to"*) ok ;;
+	*) bad "shadow_refs: lib/.git/main was not moved out, told: $OUT" ;; esac
+	case $OUT in *"ref refs/tags/dup"*|*"ref refs/dup"*) bad "shadow_refs: the user's own tag named as a branch was told: $OUT" ;; *) ok ;; esac
+	[ "$(git -C "$P" rev-parse main 2>&1)" = "$main0" ] && ok ||
+	    bad "shadow_refs: main is not the user's branch: $(git -C "$P" rev-parse main 2>&1)"
+	[ "$(git -C "$P" rev-parse v1 2>&1)" = "$main0" ] && ok ||
+	    bad "shadow_refs: v1 is not the user's tag"
+	[ "$(git -C "$P/lib" rev-parse main 2>&1)" = "$lib0" ] && ok ||
+	    bad "shadow_refs: lib's main is not the user's branch: $(git -C "$P/lib" rev-parse main 2>&1)"
+	rm -rf "$P/lib"
+}
+
 # Ref values git reads as well as a lower-case id: upper-case hex, an id
 # with text after it, "ref:" without its space, over packed values, and a
 # replace ref so written (the user's git show and checkout then give the
@@ -1164,6 +1198,7 @@ checks() {
 	nested_link_repack
 	nested_bare
 	remote_moved
+	shadow_refs
 	refs_as_git_reads
 	packed_bad
 	packed_unsorted
