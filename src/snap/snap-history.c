@@ -95,61 +95,17 @@ snap_hist_target_ok(const char *name)
 	return ok;
 }
 
-/*
- * The object format KEY (a config line's key and value, without blanks,
- * lower case) sets: 64 for sha256, 40 for sha1, else 0.
- */
-static size_t
-snap_hist_format(const char *key)
-{
-	const char *p;
-
-	if (strncmp(key, "objectformat=", 13) != 0)
-		return 0;
-	p = key + 13;
-	if (*p == '"')
-		p++;
-	if (strncmp(p, "sha256", 6) == 0)
-		p += 6;
-	else if (strncmp(p, "sha1", 4) == 0)
-		p += 4;
-	else
-		return 0;
-	if (*p != '\0' && *p != '"' && *p != '#' && *p != ';')
-		return 0;
-	return p[-1] == '6' ? 64 : 40;
-}
-
 size_t
 snap_hist_hash_len(int gfd)
 {
-	size_t len = 40, i, j, n;
-	char *line, *next, *p, *close;
-	bool ext = false;
 	struct buf b;
+	size_t len = 40;
 
+	/* As git reads it: a line of agentmux's own parsing took "name = x\\" and the next line apart (review 9 F1). */
 	buf_init(&b);
-	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0) {
-		buf_add(&b, "", 1);
-		for (line = b.data; line != NULL; line = next) {
-			if ((next = strchr(line, '\n')) != NULL)
-				*next++ = '\0';
-			/* The line without blanks, lower case: [extensions]objectformat=sha256. */
-			for (p = line, i = j = 0; p[i] != '\0'; i++) {
-				if (!isspace((unsigned char)p[i]))
-					p[j++] = (char)tolower((unsigned char)p[i]);
-			}
-			p[j] = '\0';
-			/* Only extensions.objectFormat counts (git ignores the key elsewhere). */
-			if (p[0] == '[' && (close = strchr(p, ']')) != NULL) {
-				ext = close - p == 11 && strncmp(p + 1,
-				    "extensions", 10) == 0;
-				p = close + 1;
-			}
-			if (ext && (n = snap_hist_format(p)) != 0)
-				len = n;
-		}
-	}
+	if (path_read_beneath(gfd, "config", 1024 * 1024, &b) == 0)
+		len = 2 * snap_hist_oidlen_text(b.data != NULL ? b.data : "",
+		    b.len);
 	buf_free(&b);
 	return len;
 }

@@ -977,7 +977,8 @@ void snap_history_watch_worktree_free(struct snap_history *);
 bool snap_hist_refname_ok(const char *ref);
 /*
  * The hex digits of the ids of the git dir GITFD: 64 where its config
- * says extensions.objectFormat = sha256, else 40.
+ * says extensions.objectFormat = sha256 as git config reads it (no
+ * include followed), else 40.
  */
 size_t snap_hist_hash_len(int gitfd);
 /*

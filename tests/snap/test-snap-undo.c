@@ -1043,6 +1043,15 @@ test_packed_check(void **state)
 	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 1);
 	buf_free(&fixed);
 	strv_free(&bad);
+	/* A value continued by a backslash takes the next line in (review 9 F1): git reads no objectFormat there. */
+	test_sh_ok("printf '[core]\\n\\tname = x\\\\\\n[extensions] "
+	    "objectformat = sha256\\n' >'%s/config' && test \"$(git config "
+	    "--file '%s/config' core.name)\" = 'x[extensions] objectformat = "
+	    "sha256'", dir, dir);
+	strv_init(&bad);
+	assert_int_equal(snap_hist_packed_check(fd, NULL, NULL, &bad, NULL, NULL, &fixed), 0);
+	buf_free(&fixed);
+	strv_free(&bad);
 	/* Names outside refs/ not known at the start: out, with their peeled ids (review 7 F1). */
 	test_sh_ok("rm -f '%s/config'", dir);
 	text = xprintf("# pack-refs with: peeled \n%s main\n^%s\n%s refs/heads/main\n"
