@@ -687,7 +687,7 @@ struct session_guard_scan {
 	struct strv existed;
 	struct strv execs;
 	struct strv gitfiles;
-	struct snap_dirid *gitids;
+	struct snap_gitdirid *gitids;
 	struct strv run_dirs;     /* [jail] watch_ignored */
 	bool run_look;            /* the run dirs were fingerprinted at the start */
 	struct snap_run run_now;

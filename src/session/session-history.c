@@ -128,25 +128,24 @@ session_history_begin_stop(struct session *s)
 	s->history_start = NULL;
 }
 
-/* The identity of the dir PATH, if it is one (not a link), joins S's git dirs of the start. */
+/* The identity of the dir PATH into *ID, if it is one (not a link); else zero. */
 static void
-session_history_id(struct session *s, const char *path)
+session_history_id(const char *path, struct snap_dirid *id)
 {
 	struct stat st;
 
-	if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode))
-		return;
-	s->guard_gitids = xreallocarray(s->guard_gitids, s->guard_ngitids + 1,
-	    sizeof *s->guard_gitids);
-	s->guard_gitids[s->guard_ngitids].dev = st.st_dev;
-	s->guard_gitids[s->guard_ngitids].ino = st.st_ino;
-	s->guard_ngitids++;
+	memset(id, 0, sizeof *id);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		id->dev = st.st_dev;
+		id->ino = st.st_ino;
+	}
 }
 
 /*
- * The git dir GITDIR, found before the jail, with its hooks and objects
- * dirs: the end takes a git dir or hooks dir changed in the session and
- * not among them for a new one, everything in it the session's
+ * The git dir GITDIR, found before the jail, with its objects and hooks
+ * dirs, joins S's git dirs of the start: the end takes a git dir changed
+ * in the session and not among them, or a hooks dir changed that was not
+ * its git dir's, for a new one, everything in it the session's
  * (snap_plant_opts.gitids).
  */
 static void
@@ -154,10 +153,14 @@ session_history_ids(struct session *s, const char *gitdir)
 {
 	char *hooks = xprintf("%s/hooks", gitdir);
 	char *objects = xprintf("%s/objects", gitdir);
+	struct snap_gitdirid *g;
 
-	session_history_id(s, gitdir);
-	session_history_id(s, hooks);
-	session_history_id(s, objects);
+	s->guard_gitids = xreallocarray(s->guard_gitids, s->guard_ngitids + 1,
+	    sizeof *s->guard_gitids);
+	g = &s->guard_gitids[s->guard_ngitids++];
+	session_history_id(gitdir, &g->dir);
+	session_history_id(objects, &g->objects);
+	session_history_id(hooks, &g->hooks);
 	free(objects);
 	free(hooks);
 	s->guard_gitids_known = true;

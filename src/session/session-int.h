@@ -119,7 +119,7 @@ struct session {
 	bool guard_sync_packed;      /* but one for a packed-refs renamed into place */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
-	struct snap_dirid *guard_gitids; /* the git dirs found then, their hooks and objects, */
+	struct snap_gitdirid *guard_gitids; /* the git dirs found then, */
 	size_t guard_ngitids;
 	bool guard_gitids_known;     /* if they were looked for */
 	struct snap_blind guard_blind; /* index marks and replace refs then */

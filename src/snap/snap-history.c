@@ -2884,25 +2884,68 @@ static const struct timespec *snap_history_since(const struct snap_history *,
     struct timespec *);
 static char *snap_hist_quarantine(const struct snap_hgit *, size_t);
 
+/* How git finds a ref by its short name, in order (refs.c's ref_rev_parse_rules). */
+static const char *const snap_hist_rules[][2] = {
+	{ "", "" }, { "refs/", "" }, { "refs/tags/", "" }, { "refs/heads/", "" },
+	{ "refs/remotes/", "" }, { "refs/remotes/", "/HEAD" },
+};
+
 /*
- * Whether the short name X (LEN bytes) is a branch's or a tag's in NOW:
- * what a ref git finds before them by that name would shadow ("refs/tags/"
- * too if TAGS).
+ * Whether the short name X is a ref's in NOW by a rule after RULE (of
+ * snap_hist_rules): one by RULE shadows it, git taking it for X first.
  */
 static bool
-snap_hist_shadowed(const struct strv *now, const char *x, size_t len,
-    bool tags)
+snap_hist_shadowed(const struct strv *now, const char *x, size_t rule)
 {
-	char *ref = xprintf("refs/heads/%.*s", (int)len, x);
-	bool is = snap_hist_value(now, ref) != NULL;
+	char *ref;
+	bool is = false;
+	size_t r;
 
-	free(ref);
-	if (!is && tags) {
-		ref = xprintf("refs/tags/%.*s", (int)len, x);
+	for (r = rule + 1; r < nitems(snap_hist_rules) && !is; r++) {
+		ref = xprintf("%s%s%s", snap_hist_rules[r][0], x,
+		    snap_hist_rules[r][1]);
 		is = snap_hist_value(now, ref) != NULL;
 		free(ref);
 	}
 	return is;
+}
+
+/* The rule of snap_hist_rules by which git finds REF (under refs/) by its short name, into *RULE, and that name; NULL for a remote-tracking one (it shadows none that matters). */
+static const char *
+snap_hist_short(const char *ref, size_t *rule)
+{
+	if (strncmp(ref, "refs/tags/", 10) == 0) {
+		*rule = 2;
+		return ref + 10;
+	}
+	if (strncmp(ref, "refs/heads/", 11) == 0) {
+		*rule = 3;
+		return ref + 11;
+	}
+	if (strncmp(ref, "refs/remotes/", 13) == 0)
+		return NULL;
+	*rule = 1;
+	return ref + 5;
+}
+
+/* Whether NAME is a file git keeps in a git dir itself, as git's own (shallow holds an id: review 11 F8). */
+static bool
+snap_hist_git_file(const char *name)
+{
+	static const char *const own[] = { "shallow", "packed-refs", "config",
+	    "config.worktree", "description", "index", "commondir", "gitdir",
+	    "gc.pid", "gc.log", "gitk.cache", "sharedindex", "hooks", "info",
+	    "objects", "refs", "logs", "modules", "worktrees", "branches",
+	    "remotes", "rr-cache", "svn", "lfs", "agentmux" };
+	size_t i;
+
+	for (i = 0; i < nitems(own); i++) {
+		if (strncmp(name, own[i], strlen(own[i])) == 0 &&
+		    (name[strlen(own[i])] == '\0' ||
+		    name[strlen(own[i])] == '.'))
+			return true;
+	}
+	return false;
 }
 
 /* Whether NAME is of git's pseudo-refs' form (HEAD, ORIG_HEAD, FETCH_HEAD: capitals and '_'), which git writes in the git dir itself. */
@@ -2924,18 +2967,19 @@ snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
 	short_q = snap_nested_quote(x);
 	if ((kept = snap_nested_keep(nc, dfd, rel, true)) != NULL)
 		strv_addf(alerts, "the session made the ref %s in %s, which "
-		    "git finds before your branch or tag %s when it is named so "
+		    "git finds before a ref of yours of the short name %s (a "
+		    "branch, tag or remote-tracking branch) when it is named so "
 		    "('git merge %s' or 'git reset --hard %s' would take its "
 		    "commit, git saying only that the name is ambiguous); it was "
-		    "moved to %s",
-		    q, g->gitdir, short_q, short_q, short_q, kept);
+		    "moved to %s", q, g->gitdir, short_q, short_q, short_q, kept);
 	else
 		strv_addf(alerts, "the session made the ref %s in %s, which "
-		    "git finds before your branch or tag %s when it is named so "
+		    "git finds before a ref of yours of the short name %s (a "
+		    "branch, tag or remote-tracking branch) when it is named so "
 		    "('git merge %s' or 'git reset --hard %s' take its commit, "
 		    "git saying only that the name is ambiguous), and agentmux "
-		    "could not move it (%s): remove %s/%s yourself",
-		    q, g->gitdir, short_q, short_q, short_q, strerror(errno),
+		    "could not move it (%s): remove %s/%s yourself", q,
+		    g->gitdir, short_q, short_q, short_q, strerror(errno),
 		    g->gitdir, q);
 	free(kept);
 	free(short_q);
@@ -2966,8 +3010,9 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 	}
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || snap_hist_pseudo(de->d_name) ||
-		    !snap_hist_shadowed(now, de->d_name, strlen(de->d_name),
-		    true) || fstatat(gitfd, de->d_name, &st,
+		    snap_hist_git_file(de->d_name) ||
+		    !snap_hist_shadowed(now, de->d_name, 0) ||
+		    fstatat(gitfd, de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode) ||
 		    st.st_ctim.tv_sec < since->tv_sec ||
 		    (st.st_ctim.tv_sec == since->tv_sec &&
@@ -3001,13 +3046,15 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	struct timespec since;
 	struct stat st;
 	const char *x;
+	struct strv packed;
 	char *ref, *q, *qx;
 	int refsfd, tagsfd, dfd;
-	size_t i, len;
-	bool tag;
+	size_t i, len, rule;
 
 	if (snap_hist_packed_unread(start))
 		return;
+	strv_init(&packed);
+	(void)snap_hist_packed(gitfd, &packed);
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, idx);
 	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
@@ -3016,31 +3063,34 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	for (i = 0; i < now->n; i++) {
 		len = strcspn(now->v[i], "\t");
 		ref = xstrndup(now->v[i], len);
-		tag = strncmp(ref, "refs/tags/", 10) == 0;
-		x = tag ? ref + 10 : ref + 5;
 		if (strncmp(ref, "refs/", 5) != 0 ||
-		    strncmp(ref, "refs/heads/", 11) == 0 ||
-		    strncmp(ref, "refs/remotes/", 13) == 0 ||
 		    strcmp(ref, "refs/stash") == 0 ||
 		    snap_hist_value(start, ref) != NULL ||
-		    !snap_hist_shadowed(now, x, strlen(x), !tag)) {
+		    (x = snap_hist_short(ref, &rule)) == NULL ||
+		    !snap_hist_shadowed(now, x, rule)) {
 			free(ref);
 			continue;
 		}
-		/* Moved if loose, directly in refs/ or refs/tags/ (no dir on the way to open). */
-		dfd = tag ? tagsfd : refsfd;
+		/*
+		 * Moved if loose, directly in refs/ or refs/tags/ (no dir on the
+		 * way to open), and not also packed; a branch (shadowing a
+		 * remote-tracking one) is told: it holds the session's work.
+		 */
+		dfd = rule == 2 ? tagsfd : rule == 1 ? refsfd : -1;
 		if (strchr(x, '/') == NULL && dfd != -1 && fstatat(dfd, x, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    snap_hist_value(&packed, ref) == NULL)
 			snap_hist_shadow_out(g, &nc, dfd, x, ref, alerts);
 		else {
 			q = snap_nested_quote(ref);
 			qx = snap_nested_quote(x);
 			strv_addf(alerts, "the session made the ref %s in %s, "
-			    "which git finds before your branch or tag %s when it "
-			    "is named so ('git merge %s' or 'git reset --hard %s' "
-			    "take its commit, git saying only that the name is "
-			    "ambiguous): delete it with 'git update-ref -d %s'", q,
-			    g->gitdir, qx, qx, qx, q);
+			    "which git finds before a ref of yours of the short "
+			    "name %s (a branch, tag or remote-tracking branch) "
+			    "when it is named so ('git merge %s' or 'git reset "
+			    "--hard %s' take its commit, git saying only that the "
+			    "name is ambiguous): delete it with 'git update-ref -d "
+			    "%s'", q, g->gitdir, qx, qx, qx, q);
 			free(qx);
 			free(q);
 		}
@@ -3052,6 +3102,7 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		close(tagsfd);
 	if (snap_history_since(h, &since) != NULL)
 		snap_hist_shadows_top(g, gitfd, &nc, now, &since, alerts);
+	strv_free(&packed);
 	free((char *)nc.quarantine);
 }
 

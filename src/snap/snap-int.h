@@ -804,10 +804,11 @@ struct snap_nested {
 	const char *gitdir;       /* the git dir being looked at */
 	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
 	int n;                    /* files kept in the quarantine so far */
-	const struct snap_dirid *ids; /* snap_plant_opts.gitids */
+	const struct snap_gitdirid *ids; /* snap_plant_opts.gitids */
 	size_t nids;
 	bool ids_known;
 	bool ids_index;
+	const struct snap_gitdirid *rec; /* the start's record of the git dir looked at, or NULL */
 };
 
 /*

@@ -715,52 +715,82 @@ snap_nested_config(struct snap_nested *nc, const char *repo, int dirfd,
 	buf_free(&keep);
 }
 
-/* True if the dir ST is one of the git dirs, or hooks dirs, of the start. */
+/* Whether ST is the dir ID. */
 static bool
-snap_nested_known(const struct snap_nested *nc, const struct stat *st)
+snap_nested_same(const struct snap_dirid *id, const struct stat *st)
 {
-	size_t i;
-
-	for (i = 0; nc->ids_known && i < nc->nids; i++) {
-		if (nc->ids[i].dev == st->st_dev && nc->ids[i].ino == st->st_ino)
-			return true;
-	}
-	return false;
+	return id->ino != 0 && id->dev == st->st_dev && id->ino == st->st_ino;
 }
 
 /*
- * True if the git dir FD is one of the start's: it and its objects dir
+ * The start's record of the git dir FD, or NULL: it and its objects dir
  * both, as the history's end tells one (snap_gitdir_open), so that a dir
  * that took a deleted one's inode number is not taken for it.
  */
-static bool
-snap_nested_gitdir_known(const struct snap_nested *nc, int fd)
+static const struct snap_gitdirid *
+snap_nested_record(const struct snap_nested *nc, int fd)
 {
-	struct stat st;
+	struct stat st, ost;
+	size_t i;
 
-	return fstat(fd, &st) == 0 && snap_nested_known(nc, &st) &&
-	    fstatat(fd, "objects", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    snap_nested_known(nc, &st);
+	if (!nc->ids_known || fstat(fd, &st) == -1 || fstatat(fd, "objects",
+	    &ost, AT_SYMLINK_NOFOLLOW) == -1)
+		return NULL;
+	for (i = 0; i < nc->nids; i++) {
+		if (snap_nested_same(&nc->ids[i].dir, &st) &&
+		    snap_nested_same(&nc->ids[i].objects, &ost))
+			return &nc->ids[i];
+	}
+	return NULL;
 }
 
 /*
- * True if the dir FD (a git dir if GITDIR, else its hooks) is new: changed
- * since the start and not one of the start's. Everything in it is then
- * the session's, whatever its own ctime: a dir renamed into place keeps
- * its files' ctimes, from an earlier session that made them where no
- * check looked (review 9 F3).
+ * True if the dir FD is new: changed since the start and not the one of
+ * the start (KNOWN; NULL: none). Everything in it is then the session's,
+ * whatever its own ctime: a dir renamed into place keeps its files'
+ * ctimes, from an earlier session that made them where no check looked
+ * (review 9 F3).
  */
 static bool
-snap_nested_new_dir(const struct snap_nested *nc, int fd, bool gitdir)
+snap_nested_new_dir(const struct snap_nested *nc, int fd,
+    const struct snap_dirid *known)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) == -1)
 		return true;
-	if (!snap_nested_changed(&st, nc->since))
-		return false;
-	return gitdir ? !snap_nested_gitdir_known(nc, fd) :
-	    !snap_nested_known(nc, &st);
+	return snap_nested_changed(&st, nc->since) && (known == NULL ||
+	    !snap_nested_same(known, &st));
+}
+
+/*
+ * A hooks dir the session changed that agentmux cannot list (chmod 0111:
+ * git still runs a hook in it by name): moved to the quarantine whole.
+ */
+static void
+snap_nested_hooks_shut(struct snap_nested *nc, const char *qrepo,
+    const char *qpath, int gitfd)
+{
+	char *to, *part = NULL, *qp;
+	int err;
+
+	if ((to = snap_nested_keep_tree(nc, gitfd, "hooks", &part)) != NULL)
+		strv_addf(nc->messages, "the repository %s had %s/hooks made "
+		    "unreadable in the session (git still runs a hook in it by "
+		    "name); it was moved to %s", qrepo, qpath, to);
+	else {
+		err = errno;
+		qp = part != NULL ? snap_nested_quote(part) : NULL;
+		strv_addf(nc->messages, "the repository %s has %s/hooks made "
+		    "unreadable in the session (git still runs a hook in it by "
+		    "name), and agentmux could not move it (%s)%s%s: remove it "
+		    "before you run git there", qrepo, qpath, strerror(err),
+		    qp != NULL ? "; what was copied is in " : "", qp != NULL ?
+		    qp : "");
+		free(qp);
+	}
+	free(part);
+	free(to);
 }
 
 /* Hooks written since the start are moved out: git would run them on the host. */
@@ -790,13 +820,19 @@ snap_nested_hooks(struct snap_nested *nc, const char *repo, int gitfd,
 	}
 	fd = openat(gitfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
+	if (fd == -1 && errno == EACCES && snap_nested_changed(&st,
+	    nc->since)) {
+		snap_nested_hooks_shut(nc, qrepo, qpath, gitfd);
+		goto out;
+	}
 	if (fd == -1 || (d = fdopendir(fd)) == NULL) {
 		if (fd != -1)
 			close(fd);
 		goto out;
 	}
-	/* A hooks dir not of the start (renamed in): every hook in it is new. */
-	since = snap_nested_new_dir(nc, fd, false) ? INT64_MIN : nc->since;
+	/* A hooks dir not its git dir's at the start (renamed in): every hook in it is new (review 11 F1). */
+	since = snap_nested_new_dir(nc, fd, nc->rec != NULL ? &nc->rec->hooks :
+	    NULL) ? INT64_MIN : nc->since;
 	while ((de = readdir(d)) != NULL) {
 		/* git runs hooks/NAME only: a .sample, a dir, a dot file never. */
 		if (de->d_name[0] == '.' || fstatat(fd, de->d_name, &st,
@@ -880,15 +916,37 @@ snap_nested_seq_stuck(struct snap_nested *nc, const char *qrepo,
 }
 
 /*
+ * The sequence NAME (WHAT, carried on by CONT) of a linked worktree's git
+ * dir GITDIR of REPO, made or changed while the session ran: left in
+ * place (the user's git carries rebases on in their worktrees meanwhile),
+ * told in red.
+ */
+static void
+snap_nested_seq_told(struct snap_nested *nc, const char *repo,
+    const char *gitdir, const char *name, const char *what, const char *cont)
+{
+	char *qrepo = snap_nested_quote(repo), *qpath = snap_nested_quote(gitdir);
+
+	strv_addf(nc->messages, "the repository %s has %s in progress (%s/%s, a "
+	    "linked worktree's) made or changed while the session ran: it was "
+	    "left in place, for it may be yours; '%s' there runs the commands "
+	    "its todo list or options name, so read them first", qrepo, what,
+	    qpath, name, cont);
+	free(qpath);
+	free(qrepo);
+}
+
+/*
  * A rebase, am, cherry-pick or revert left in progress in the git dir
- * GITFD of REPO and made or changed in the session (review 8 F4): the
- * user's 'git rebase --continue' there would run the exec lines the jail
- * wrote into its todo, or the strategy it named. It is renamed out of
- * git's way, then moved to the quarantine, told.
+ * GITFD of REPO and made or changed while the session ran (review 8 F4):
+ * the user's 'git rebase --continue' there would run the exec lines the
+ * jail wrote into its todo, or the strategy it named. It is renamed out
+ * of git's way, then moved to the quarantine (with MOVE; else left in
+ * place), told.
  */
 static void
 snap_nested_sequences(struct snap_nested *nc, const char *repo, int gitfd,
-    const char *gitdir)
+    const char *gitdir, bool move)
 {
 	const char *what, *cont;
 	char aside[96], *to, *part, *qrepo, *qpath;
@@ -901,22 +959,28 @@ snap_nested_sequences(struct snap_nested *nc, const char *repo, int gitfd,
 		    AT_SYMLINK_NOFOLLOW) == -1 || !snap_nested_seq_changed(nc,
 		    gitfd, snap_nested_seqs[i], &st))
 			continue;
+		if (!snap_plant_seq_named(snap_nested_seqs[i], &what, &cont))
+			what = cont = "?";
+		if (!move) {
+			snap_nested_seq_told(nc, repo, gitdir, snap_nested_seqs[i],
+			    what, cont);
+			continue;
+		}
 		util_random(r, sizeof r);
 		snprintf(aside, sizeof aside, "%s.agentmux-%08x%08x",
 		    snap_nested_seqs[i], r[0], r[1]);
 		if (renameat2(gitfd, snap_nested_seqs[i], gitfd, aside,
 		    RENAME_NOREPLACE) == -1)
 			continue;
-		if (!snap_plant_seq_named(snap_nested_seqs[i], &what, &cont))
-			what = cont = "?";
 		qrepo = snap_nested_quote(repo);
 		qpath = snap_nested_quote(gitdir);
 		if ((to = snap_nested_keep_tree(nc, gitfd, aside, &part)) !=
 		    NULL)
 			strv_addf(nc->messages, "the repository %s had %s in "
-			    "progress (%s/%s) made or changed in the session: "
-			    "'%s' there would carry it on and run the commands "
-			    "its todo list or options name; it was moved to %s",
+			    "progress (%s/%s) made or changed while the session "
+			    "ran: '%s' there would carry it on and run the "
+			    "commands its todo list or options name; it was moved "
+			    "to %s (if it was yours, read it, then move it back)",
 			    qrepo, what, qpath, snap_nested_seqs[i], cont, to);
 		else
 			snap_nested_seq_stuck(nc, qrepo, qpath,
@@ -946,8 +1010,7 @@ snap_nested_index(struct snap_nested *nc, int fd, const char *path,
 
 	if (fstatat(fd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    !S_ISREG(st.st_mode) || (!fresh && !snap_nested_changed(&st,
-	    nc->since)) || (!fresh && nc->ids_index &&
-	    snap_nested_gitdir_known(nc, fd)))
+	    nc->since)) || (!fresh && nc->ids_index && nc->rec != NULL))
 		return;
 	/* Its id length as the user's git will read it: the config is defused by now. */
 	buf_init(&config);
@@ -1055,15 +1118,20 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 	 */
 	wt = nc->own_git && strncmp(rel, ".git/worktrees/", 15) == 0;
 	since = nc->since;
-	if ((fresh = !wt && snap_nested_new_dir(nc, fd, true)))
+	nc->rec = snap_nested_record(nc, fd);
+	if ((fresh = !wt && snap_nested_new_dir(nc, fd, nc->rec != NULL ?
+	    &nc->rec->dir : NULL)))
 		nc->since = INT64_MIN;
 	snap_nested_config(nc, repo, fd, path, "config");
 	snap_nested_config(nc, repo, fd, path, "config.worktree");
 	snap_nested_hooks(nc, repo, fd, path);
+	/* A linked worktree's git dir (a commondir): the user's own rebase may be going on there (review 11 F5). */
 	if (!wt)
-		snap_nested_sequences(nc, repo, fd, path);
+		snap_nested_sequences(nc, repo, fd, path, faccessat(fd,
+		    "commondir", F_OK, AT_SYMLINK_NOFOLLOW) == -1);
 	snap_nested_index(nc, fd, path, fresh);
 	nc->since = since;
+	nc->rec = NULL;
 	/* A commondir sends git to another git dir's config and hooks. */
 	buf_init(&b);
 	if (!common && snap_nested_read(fd, "commondir", &b, &mode) == 0 &&

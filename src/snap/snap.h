@@ -24,10 +24,15 @@ struct event_base;
  * QUARANTINE; set-uid and set-gid bits come off what changed; changes to
  * files the user's own tools run are reported.
  */
-/* A dir's identity: a git dir, or its hooks dir, there at a session's start. */
+/* A dir's identity (0: none). */
 struct snap_dirid {
 	dev_t dev;
 	ino_t ino;
+};
+
+/* A git dir there at a session's start: it, its objects and its hooks dirs. */
+struct snap_gitdirid {
+	struct snap_dirid dir, objects, hooks;
 };
 
 struct snap_plant_opts {
@@ -47,15 +52,15 @@ struct snap_plant_opts {
 	char *const *gitfiles;    /* snap_plant_git_files() at the start */
 	size_t ngitfiles;
 	/*
-	 * The git dirs found at the start with their hooks and objects dirs,
-	 * if they were looked for (GITIDS_KNOWN): a git dir (it and its
-	 * objects) or hooks dir changed since and not among them is new, and
-	 * everything in it counts as the session's, whatever its own ctime
-	 * (one prepared in an earlier session and renamed into place keeps
-	 * its files' old ctimes). Without the list, every one changed since
-	 * counts as new.
+	 * The git dirs found at the start, if they were looked for
+	 * (GITIDS_KNOWN): a git dir (it and its objects) changed since and not
+	 * among them is new, and so is a hooks dir changed since that was not
+	 * its git dir's at the start; everything in a new one counts as the
+	 * session's, whatever its own ctime (one prepared in an earlier
+	 * session and renamed into place keeps its files' old ctimes).
+	 * Without the list, every one changed since counts as new.
 	 */
-	const struct snap_dirid *gitids;
+	const struct snap_gitdirid *gitids;
 	size_t ngitids;
 	bool gitids_known;
 	bool gitids_index;        /* the index of GITIDS' git dirs is checked by the history's end */

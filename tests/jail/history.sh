@@ -536,28 +536,43 @@ remote_moved() {
 # as a branch, there before, is left alone.
 shadow_refs() {
 	fresh_repo
-	(cd "$P" && git tag v1 && git tag dup && git branch dup && git init -q -b main lib &&
+	(cd "$P" && git tag v1 && git tag dup && git branch dup && git branch dup2 &&
+	    git update-ref refs/remotes/origin/main HEAD && git init -q -b main lib &&
 	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l) || exit 1
 	main0=$(git -C "$P" rev-parse refs/heads/main)
 	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
 	jrun -- sh -c 'c=$(git -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
+	    c2=$(git -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged2) &&
+	    git update-ref refs/tags/dup2 $c && git pack-refs --all && git update-ref refs/tags/dup2 $c2 &&
 	    git update-ref refs/main $c && git update-ref refs/tags/main $c &&
-	    git update-ref refs/v1 $c && git -C lib rev-parse HEAD >/dev/null &&
-	    echo $c >lib/.git/main && echo FORGED $c'
+	    git update-ref refs/v1 $c && git update-ref refs/tags/origin/main $c &&
+	    git -C lib rev-parse HEAD >/dev/null && echo $c >lib/.git/main && echo FORGED $c'
 	case $OUT in *FORGED*) ok ;; *) bad "shadow_refs: the forging did not run: $OUT" ;; esac
-	for r in refs/main refs/tags/main refs/v1; do
-		case $OUT in *"made the ref $r in $P/.git, which git finds before your branch or tag"*"moved to"*) ok ;;
-		*) bad "shadow_refs: $r was not moved out, told: $OUT" ;; esac
+	for r in refs/main refs/tags/main refs/v1 refs/tags/origin/main refs/tags/dup2; do
+		case $OUT in *"made the ref $r in $P/.git, which git finds before a ref of yours"*) ok ;;
+		*) bad "shadow_refs: $r was not told: $OUT" ;; esac
 	done
+	case $OUT in *"ref refs/tags/dup2"*"delete it with 'git update-ref -d refs/tags/dup2'"*) ok ;;
+	*) bad "shadow_refs: a tag both packed and loose was not told with how to delete it: $OUT" ;; esac
 	case $OUT in *"made the ref main in $P/lib/.git"*"moved to"*) ok ;;
 	*) bad "shadow_refs: lib/.git/main was not moved out, told: $OUT" ;; esac
-	case $OUT in *"ref refs/tags/dup"*|*"ref refs/dup"*) bad "shadow_refs: the user's own tag named as a branch was told: $OUT" ;; *) ok ;; esac
+	case $OUT in *"ref refs/tags/dup in"*|*"ref refs/dup in"*) bad "shadow_refs: the user's own tag named as a branch was told: $OUT" ;; *) ok ;; esac
 	[ "$(git -C "$P" rev-parse main 2>&1)" = "$main0" ] && ok ||
 	    bad "shadow_refs: main is not the user's branch: $(git -C "$P" rev-parse main 2>&1)"
 	[ "$(git -C "$P" rev-parse v1 2>&1)" = "$main0" ] && ok ||
 	    bad "shadow_refs: v1 is not the user's tag"
 	[ "$(git -C "$P/lib" rev-parse main 2>&1)" = "$lib0" ] && ok ||
 	    bad "shadow_refs: lib's main is not the user's branch: $(git -C "$P/lib" rev-parse main 2>&1)"
+	rm -rf "$P/lib"
+	# A shallow clone with a branch named "shallow": the shallow file the
+	# end puts back holds an id, and is git's own, not a ref (review 11 F8).
+	(cd "$P" && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m two &&
+	    git clone -q --depth 1 "file://$P" lib && git -C lib branch shallow) || exit 1
+	jrun -- sh -c 'git -C lib rev-parse HEAD >>lib/.git/shallow && echo GREW'
+	case $OUT in *GREW*) ok ;; *) bad "shadow_refs: the shallow file did not grow: $OUT" ;; esac
+	case $OUT in *"made the ref shallow"*) bad "shadow_refs: the shallow file was taken for a ref: $OUT" ;; *) ok ;; esac
+	git -C "$P/lib" log --oneline >/dev/null 2>&1 && [ -e "$P/lib/.git/shallow" ] && ok ||
+	    bad "shadow_refs: the shallow clone is broken after the end: $OUT"
 	rm -rf "$P/lib"
 }
 

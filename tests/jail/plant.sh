@@ -1085,7 +1085,7 @@ nested_left() {
 	    git -c user.email=a@b -c user.name=a rebase -i HEAD~1 >/dev/null 2>&1
 	    test -d .git/rebase-merge && echo left"
 	case $OUT in *left*) ok ;; *) bad "nested_left: lib's rebase was not left in progress: $OUT" ;; esac
-	case $OUT in *"$L had a rebase in progress ($L/.git/rebase-merge) made or changed in the session"*"git rebase --continue"*"moved to"*) ok ;;
+	case $OUT in *"$L had a rebase in progress ($L/.git/rebase-merge) made or changed while the session ran"*"git rebase --continue"*"moved to"*) ok ;;
 	*) bad "nested_left: no alert about lib's rebase left in progress: $OUT" ;; esac
 	[ ! -e "$L/.git/rebase-merge" ] && ok || bad "nested_left: lib's rebase was left in progress"
 	(cd "$L" && git -c user.email=a@b -c user.name=a rebase --continue >/dev/null 2>&1)
@@ -1126,6 +1126,13 @@ nested_left() {
 	[ -e "$P/lib3/.git/hooks/post-checkout" ] &&
 	    bad "nested_left: git checkout -- . in lib3 wrote the jail's entries" || ok
 	pwned && bad "nested_left: the host's git ran what the parts planted" || ok
+	# A hook in a hooks dir made unreadable (git runs it by name; review 11 F2).
+	jrun -- sh -c "printf '#!/bin/sh\\ntouch $MARK\\n' >lib/.git/hooks/post-merge &&
+	    chmod +x lib/.git/hooks/post-merge && chmod 0111 lib/.git/hooks && echo shut"
+	case $OUT in *shut*) ok ;; *) bad "nested_left: the hooks dir was not shut: $OUT" ;; esac
+	[ ! -e "$L/.git/hooks/post-merge" ] && ok ||
+	    bad "nested_left: a hook in a hooks dir made unreadable was left: $OUT"
+	chmod 0755 "$L/.git/hooks" 2>/dev/null
 	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2" "$P/.craft.py" "$MARK"
 }
 

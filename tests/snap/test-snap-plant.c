@@ -74,24 +74,40 @@ mode_of(const char *rel)
 	return st.st_mode & 07777;
 }
 
-/* The identity of the project's dir REL, into IDS[*N]. */
+/* The identity of the project's dir REL into *ID (zero if there is none). */
 static void
-id_of(const char *rel, struct snap_dirid *ids, size_t *n)
+id_of(const char *rel, struct snap_dirid *id)
 {
 	char *p = xprintf("%s/%s", proj, rel);
 	struct stat st;
 
-	assert_int_equal(lstat(p, &st), 0);
-	ids[*n].dev = st.st_dev;
-	ids[*n].ino = st.st_ino;
-	(*n)++;
+	memset(id, 0, sizeof *id);
+	if (lstat(p, &st) == 0) {
+		id->dev = st.st_dev;
+		id->ino = st.st_ino;
+	}
 	free(p);
+}
+
+/* The project's git dir REL as the start records it, into IDS[*N]. */
+static void
+record_of(const char *rel, struct snap_gitdirid *ids, size_t *n)
+{
+	char *objects = xprintf("%s/objects", rel), *hooks = xprintf("%s/hooks",
+	    rel);
+
+	id_of(rel, &ids[*n].dir);
+	id_of(objects, &ids[*n].objects);
+	id_of(hooks, &ids[*n].hooks);
+	(*n)++;
+	free(hooks);
+	free(objects);
 }
 
 /* The scan since SINCE with the start's git dirs IDS (N; KNOWN), HAD_GIT: its alerts, all in one (caller frees). */
 static char *
-scan_ids(int64_t since, const struct snap_dirid *ids, size_t n, bool known,
-    bool had_git)
+scan_ids(int64_t since, const struct snap_gitdirid *ids, size_t n,
+    bool known, bool had_git)
 {
 	struct snap_plant_result res;
 	struct snap_plant_opts o;
@@ -123,26 +139,29 @@ scan_ids(int64_t since, const struct snap_dirid *ids, size_t n, bool known,
  * is the session's whole, whatever its files' ctimes (parts made before,
  * renamed into place, keep theirs); one of the start's the session
  * touched keeps the per-file rule; a dir that took a start's inode
- * number is told by its objects dir.
+ * number is told by its objects dir. Review 11 F1: a hooks dir is the
+ * start's only if it was its own git dir's (another repository's git dir
+ * of the start, renamed in as lib's hooks, is new).
  */
 static void
 test_gitdir_ids(void **state)
 {
-	struct snap_dirid ids[8];
+	struct snap_gitdirid ids[8];
 	size_t n = 0;
 	int64_t since;
 	char *a;
 
-	test_sh_ok("cd %s && git init -q lib && printf '#!/bin/sh\\n' "
-	    ">lib/.git/hooks/post-commit && chmod +x lib/.git/hooks/post-commit "
-	    "&& git -C lib config alias.st status && mkdir -p prep/hooks "
-	    "prep/objects prep/refs/heads prep2/hooks && printf '#!/bin/sh\\n' "
-	    ">prep/hooks/post-checkout && chmod +x prep/hooks/post-checkout && "
-	    "cp prep/hooks/post-checkout prep2/hooks/pre-commit && "
-	    "git config --file prep/config core.fsmonitor true", proj);
-	id_of("lib/.git", ids, &n);
-	id_of("lib/.git/hooks", ids, &n);
-	id_of("lib/.git/objects", ids, &n);
+	test_sh_ok("cd %s && git init -q lib && git init -q lib2 && "
+	    "printf '#!/bin/sh\\n' >lib/.git/hooks/post-commit && chmod +x "
+	    "lib/.git/hooks/post-commit && cp lib/.git/hooks/post-commit "
+	    "lib2/.git/post-checkout && git -C lib config alias.st status && "
+	    "mkdir -p prep/hooks prep/objects prep/refs/heads prep2/hooks && "
+	    "printf '#!/bin/sh\\n' >prep/hooks/post-checkout && chmod +x "
+	    "prep/hooks/post-checkout && cp prep/hooks/post-checkout "
+	    "prep2/hooks/pre-commit && git config --file prep/config "
+	    "core.fsmonitor true", proj);
+	record_of("lib/.git", ids, &n);
+	record_of("lib2/.git", ids, &n);
 	usleep(50000);
 	since = snap_plant_clock();
 	usleep(50000);
@@ -158,7 +177,8 @@ test_gitdir_ids(void **state)
 	    "mkdir x && mv prep x/.git && mv lib/.git/hooks lib-hooks-old && "
 	    "mv prep2/hooks lib/.git/hooks", proj);
 	/* x/.git as if it took a start's inode number: its objects are not. */
-	id_of("x/.git", ids, &n);
+	ids[n] = ids[0];
+	id_of("x/.git", &ids[n++].dir);
 	a = scan_ids(since, ids, n, true, false);
 	assert_non_null(strstr(a, "x had a new hook"));
 	assert_non_null(strstr(a, "core.fsmonitor"));
@@ -168,6 +188,13 @@ test_gitdir_ids(void **state)
 	    "test ! -e %s/lib/.git/hooks/pre-commit && "
 	    "test -z \"$(git config --file %s/x/.git/config core.fsmonitor)\"",
 	    proj, proj, proj);
+	/* Another git dir of the start renamed in as lib's hooks (review 11 F1). */
+	test_sh_ok("cd %s && rmdir lib/.git/hooks && mv lib2/.git "
+	    "lib/.git/hooks", proj);
+	a = scan_ids(since, ids, n, true, false);
+	assert_non_null(strstr(a, "lib had a new hook"));
+	free(a);
+	test_sh_ok("test ! -e %s/lib/.git/hooks/post-checkout", proj);
 	/* Nothing known of the start: a git dir changed since is new whole (the user's key goes too). */
 	a = scan_ids(since, NULL, 0, false, false);
 	assert_non_null(strstr(a, "alias.st"));
@@ -201,6 +228,21 @@ test_gitdir_ids_worktree(void **state)
 	assert_null(strstr(a, "rebase"));
 	free(a);
 	test_sh_ok("test -d %s/.git/worktrees/wt/rebase-merge", proj);
+	/* A nested repository's linked worktree in the project: told, left in place (review 11 F5). */
+	test_sh_ok("cd %s && git init -q lib && cd lib && git config "
+	    "user.email a@b && git config user.name a && echo 1 >f && git add f "
+	    "&& git commit -qm 1 && echo 2 >f && git commit -qam 2 && "
+	    "git worktree add -q ../lwt", proj);
+	usleep(50000);
+	since = snap_plant_clock();
+	usleep(50000);
+	test_sh_ok("cd %s/lwt && GIT_SEQUENCE_EDITOR='printf \"break\\n\" >' "
+	    "git rebase -q -i HEAD~1 >/dev/null 2>&1", proj);
+	a = scan_ids(since, NULL, 0, true, true);
+	assert_non_null(strstr(a, "a linked worktree's) made or changed while "
+	    "the session ran: it was left in place"));
+	free(a);
+	test_sh_ok("test -d %s/lib/.git/worktrees/lwt/rebase-merge", proj);
 }
 
 /* What changed in the session loses its set-uid and set-gid bits; what did not keeps them. */
