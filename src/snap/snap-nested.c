@@ -1036,6 +1036,112 @@ snap_nested_index(struct snap_nested *nc, int fd, const char *path,
 	free(keep);
 }
 
+/* Hooks of a core.hooksPath dir told by name, at most. */
+#define SNAP_NESTED_HOOKS_TOLD 16
+
+/*
+ * The dir a nested repository's config (in GITFD) names by core.hooksPath,
+ * relative to the project, if it lies in it (relative paths from the
+ * repository's work tree WT, "" for the project's top); NULL if none.
+ */
+static char *
+snap_nested_hooks_path_rel(struct snap_nested *nc, int gitfd, const char *wt)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--get", "core.hookspath", NULL };
+	char *cause = NULL, *abs = NULL, *norm, *rel = NULL;
+	struct buf config, out;
+	size_t n = strlen(nc->project);
+	int status;
+
+	buf_init(&config);
+	buf_init(&out);
+	if (path_read_beneath(gitfd, "config", SNAP_NESTED_MAX, &config) == 0 &&
+	    snap_git_outside_input(argv, config.data != NULL ? config.data : "",
+	    config.len, &out, NULL, &status, &cause) == 0 && status == 0 &&
+	    out.data != NULL && out.len > 1) {
+		out.data[strcspn(out.data, "\n")] = '\0';
+		if (out.data[0] == '/')
+			abs = xstrdup(out.data);
+		else if (strncmp(out.data, "~/", 2) == 0)
+			abs = xprintf("%s/%s", path_home(), out.data + 2);
+		else
+			abs = xprintf("%s%s%s/%s", nc->project, wt[0] != '\0' ?
+			    "/" : "", wt, out.data);
+	}
+	if (abs != NULL) {
+		norm = snap_nested_normal(abs);
+		if (strncmp(norm, nc->project, n) == 0 && norm[n] == '/')
+			rel = xstrdup(norm + n + 1);
+		free(norm);
+	}
+	free(abs);
+	free(cause);
+	buf_free(&out);
+	buf_free(&config);
+	return rel;
+}
+
+/*
+ * Hooks made or changed while the session ran in the dir a nested
+ * repository's core.hooksPath names in the project (review 11 F9: the
+ * user's next commit there ran the one the session rewrote): told in red,
+ * by name. They are files of the project, which a diff shows and undo
+ * takes back, so they are not moved.
+ */
+static void
+snap_nested_hooks_path(struct snap_nested *nc, const char *repo, int gitfd,
+    const char *rel)
+{
+	struct strv changed;
+	struct dirent *de;
+	struct stat st;
+	char *wt, *dir, *names, *qrepo, *qdir;
+	int64_t since;
+	DIR *d;
+	int fd;
+
+	if (strcmp(rel, ".git") != 0 && (strlen(rel) < 5 || strcmp(rel +
+	    strlen(rel) - 5, "/.git") != 0))
+		return;
+	wt = xstrndup(rel, strlen(rel) - (strcmp(rel, ".git") == 0 ? 4 : 5));
+	dir = snap_nested_hooks_path_rel(nc, gitfd, wt);
+	free(wt);
+	if (dir == NULL || (fd = path_open_beneath(nc->projfd, dir, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1 || (d = fdopendir(fd)) == NULL) {
+		free(dir);
+		return;
+	}
+	/* The dir itself changed (renamed in, a hook added): every hook in it is told. */
+	since = fstat(fd, &st) == 0 && snap_nested_changed(&st, nc->since) ?
+	    INT64_MIN : nc->since;
+	strv_init(&changed);
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || fstatat(fd, de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || S_ISDIR(st.st_mode) ||
+		    !snap_nested_changed(&st, since) || (strlen(de->d_name) >
+		    7 && strcmp(de->d_name + strlen(de->d_name) - 7,
+		    ".sample") == 0))
+			continue;
+		strv_add(&changed, de->d_name);
+	}
+	closedir(d);
+	if (changed.n > 0) {
+		names = snap_quote_names(&changed, SNAP_NESTED_HOOKS_TOLD);
+		qrepo = snap_nested_quote(repo);
+		qdir = snap_nested_quote(dir);
+		strv_addf(nc->messages, "the repository %s runs its hooks from "
+		    "%s (its core.hooksPath), where the session made or changed "
+		    "%s: git runs them at your next commit, checkout or merge "
+		    "there; read them first", qrepo, qdir, names);
+		free(qdir);
+		free(qrepo);
+		free(names);
+	}
+	strv_free(&changed);
+	free(dir);
+}
+
 /*
  * The path in B (a gitdir or commondir file's text) as git takes it: only
  * trailing newlines and returns go (read_gitfile_gently), so a dir named
@@ -1125,6 +1231,8 @@ snap_nested_gitdir_at(struct snap_nested *nc, const char *repo,
 	snap_nested_config(nc, repo, fd, path, "config");
 	snap_nested_config(nc, repo, fd, path, "config.worktree");
 	snap_nested_hooks(nc, repo, fd, path);
+	if (!nc->own_git || strcmp(rel, ".git") != 0)
+		snap_nested_hooks_path(nc, repo, fd, rel);
 	/* A linked worktree's git dir (a commondir): the user's own rebase may be going on there (review 11 F5). */
 	if (!wt)
 		snap_nested_sequences(nc, repo, fd, path, faccessat(fd,

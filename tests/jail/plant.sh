@@ -1133,6 +1133,17 @@ nested_left() {
 	[ ! -e "$L/.git/hooks/post-merge" ] && ok ||
 	    bad "nested_left: a hook in a hooks dir made unreadable was left: $OUT"
 	chmod 0755 "$L/.git/hooks" 2>/dev/null
+	# The dir a nested repository's core.hooksPath names, in the project
+	# (review 11 F9: the user's next commit there ran the rewritten hook).
+	rm -rf "$L"
+	(git init -q -b main "$L" && mkdir -p "$L/hk" &&
+	    printf '#!/bin/sh\n' >"$L/hk/pre-commit" && chmod +x "$L/hk/pre-commit" &&
+	    git -C "$L" config core.hooksPath hk) || exit 1
+	jrun -- sh -c "printf '#!/bin/sh\\ntouch $MARK\\n' >lib/hk/pre-commit && echo rewrote"
+	case $OUT in *rewrote*"the repository $L runs its hooks from lib/hk (its core.hooksPath), where the session made or changed pre-commit"*) ok ;;
+	*) bad "nested_left: a hook rewritten in lib's core.hooksPath dir was not told: $OUT" ;; esac
+	jrun -- true
+	case $OUT in *"runs its hooks from"*) bad "nested_left: an untouched core.hooksPath dir was told: $OUT" ;; *) ok ;; esac
 	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2" "$P/.craft.py" "$MARK"
 }
 
