@@ -296,6 +296,32 @@ util_cmsg_take(struct msghdr *msg, int *fds, size_t max)
 	return taken;
 }
 
+ssize_t
+util_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	bool reset = false;
+	ssize_t n;
+
+	for (;;) {
+		if ((n = recvmsg(fd, msg, flags)) != -1)
+			return n;
+		if (errno == EINTR)
+			continue;
+		if (errno != ECONNRESET || reset)
+			return -1;
+		reset = true;
+	}
+}
+
+ssize_t
+util_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	return util_recvmsg(fd, &msg, flags);
+}
+
 int
 util_write_all(int fd, const void *buf, size_t len)
 {

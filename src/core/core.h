@@ -204,6 +204,17 @@ int util_cmsg_put(struct msghdr *msg, void *control, size_t space, const int *fd
  * many went into FDS.
  */
 size_t util_cmsg_take(struct msghdr *msg, int *fds, size_t max);
+
+/**
+ * recvmsg(2) on a SOCK_SEQPACKET or datagram socket, past EINTR. A peer that
+ * closed with messages of ours unread leaves ECONNRESET, which the kernel
+ * reports before the messages that peer sent last (its error, its status):
+ * reported once, it is passed over, so those come next, then 0.
+ */
+ssize_t util_recvmsg(int fd, struct msghdr *msg, int flags);
+
+/** util_recvmsg for LEN bytes into BUF, without descriptors. */
+ssize_t util_recv(int fd, void *buf, size_t len, int flags);
 /** Writes all of BUF, retrying on EINTR; -1 on error. */
 int util_write_all(int fd, const void *buf, size_t len);
 /** Writes DATA to PATH atomically (temp file, fsync, rename) with MODE. */

@@ -89,7 +89,7 @@ jail_door_main(int userns, int netns, int sock, pid_t parent)
 	close(userns);
 	close(netns);
 	for (;;) {
-		if ((n = recv(sock, &c, 1, 0)) == 0)
+		if ((n = util_recv(sock, &c, 1, 0)) == 0)
 			_exit(0);
 		if (n == -1) {
 			if (errno == EINTR)
@@ -166,7 +166,7 @@ jail_door_recv(int door, int *fd, char **cause)
 	int e;
 
 	*fd = -1;
-	if ((n = recvmsg(door, &msg, MSG_CMSG_CLOEXEC)) == -1) {
+	if ((n = util_recvmsg(door, &msg, MSG_CMSG_CLOEXEC)) == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return 0;
 		*cause = xprintf("the jail's door failed: %s", strerror(errno));

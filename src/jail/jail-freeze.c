@@ -188,7 +188,7 @@ jail_ctl_read(struct jail_ctl *ct)
 	ssize_t n;
 
 	while (ct->fd != -1) {
-		n = recv(ct->fd, msg, sizeof msg - 1, MSG_DONTWAIT);
+		n = util_recv(ct->fd, msg, sizeof msg - 1, MSG_DONTWAIT);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && errno == EAGAIN)

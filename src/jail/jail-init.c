@@ -89,8 +89,7 @@ jail_init_wait_release(struct jail_plan *p)
 	memset(&mh, 0, sizeof mh);
 	mh.msg_iov = iov;
 	mh.msg_iovlen = 2;
-	while ((n = recvmsg(p->sock, &mh, 0)) == -1 && errno == EINTR)
-		;
+	n = util_recvmsg(p->sock, &mh, 0);
 	if (n < 1 || tag != 'G' || (n - 1) % sizeof *p->seccomp_buf != 0)
 		_exit(127);
 	p->seccomp.filter = p->seccomp_buf;

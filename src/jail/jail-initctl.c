@@ -709,7 +709,7 @@ jail_initctl_request(struct jail_initctl *ic)
 	char req;
 	ssize_t n;
 
-	n = recv(ic->sock, &req, 1, MSG_DONTWAIT);
+	n = util_recv(ic->sock, &req, 1, MSG_DONTWAIT);
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n != 1) {

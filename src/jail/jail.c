@@ -134,10 +134,8 @@ jail_read_status(struct jail *j, bool until_fds, char **cause)
 		msg.msg_iovlen = 1;
 		msg.msg_control = u.buf;
 		msg.msg_controllen = sizeof u.buf;
-		if ((n = recvmsg(j->sock, &msg, MSG_DONTWAIT |
+		if ((n = util_recvmsg(j->sock, &msg, MSG_DONTWAIT |
 		    MSG_CMSG_CLOEXEC)) == -1) {
-			if (errno == EINTR)
-				continue;
 			if (errno == EAGAIN)
 				return 0;
 			*cause = xprintf("cannot read the jail's status: %s",

@@ -67,10 +67,7 @@ server_msg_recv(int fd, struct buf *b, uint32_t *version, int *fds, int *nfds)
 
 	*nfds = 0;
 	*version = 0;
-	while ((n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) == -1 &&
-	    errno == EINTR)
-		;
-	if (n <= 0) {
+	if ((n = util_recvmsg(fd, &msg, MSG_CMSG_CLOEXEC)) <= 0) {
 		free(data);
 		return (int)n;
 	}

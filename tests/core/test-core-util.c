@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <fcntl.h>
 
 #include <stdlib.h>
@@ -231,6 +232,39 @@ test_cmsg(void **state)
 	close(sv[1]);
 }
 
+/*
+ * A peer that says why it failed and closes with a message of ours unread:
+ * recvmsg(2) gives ECONNRESET first, util_recvmsg the peer's last words, then
+ * the end.
+ */
+static void
+test_recv_reset(void **state)
+{
+	char buf[64];
+	int sv[2], round;
+	ssize_t n;
+
+	(void)state;
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+		assert_true(send(sv[0], "G", 1, 0) == 1);
+		assert_true(send(sv[1], "Ebad mount", 10, 0) == 10);
+		close(sv[1]);
+		if (round == 0) {
+			/* What the kernel does, or this test proves nothing. */
+			assert_true(recv(sv[0], buf, sizeof buf, 0) == -1);
+			assert_int_equal(errno, ECONNRESET);
+			close(sv[0]);
+			continue;
+		}
+		n = util_recv(sv[0], buf, sizeof buf, MSG_DONTWAIT);
+		assert_true(n == 10);
+		assert_memory_equal(buf, "Ebad mount", 10);
+		assert_true(util_recv(sv[0], buf, sizeof buf, MSG_DONTWAIT) == 0);
+		close(sv[0]);
+	}
+}
+
 int
 main(void)
 {
@@ -244,6 +278,7 @@ main(void)
 		cmocka_unit_test(test_glob),
 		cmocka_unit_test(test_setenv),
 		cmocka_unit_test(test_cmsg),
+		cmocka_unit_test(test_recv_reset),
 		cmocka_unit_test_setup_teardown(test_same_file, test_dir_setup,
 		    test_dir_teardown),
 	};
