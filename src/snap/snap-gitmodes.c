@@ -291,36 +291,31 @@ snap_gm_load(struct snap_gm_walk *w, const char *base)
 static mode_t
 snap_gm_shared(const char *base)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--get", "core.sharedRepository", NULL };
-	char *path = xprintf("%s/config", base), *cause = NULL, *end;
-	struct buf in, out;
+	char *path = xprintf("%s/config", base), *value = NULL, *end;
+	struct buf in;
 	mode_t allowed = 0;
 	unsigned long v;
-	int status;
 
 	buf_init(&in);
-	buf_init(&out);
-	if (buf_read_file(&in, path) == 0 && snap_git_outside_input(argv,
-	    in.data != NULL ? in.data : "", in.len, &out, NULL, &status,
-	    &cause) == 0 && status == 0 && out.data != NULL) {
-		out.data[strcspn(out.data, "\n")] = '\0';
-		v = strtoul(out.data, &end, 8);
-		if (strcasecmp(out.data, "group") == 0 ||
-		    strcasecmp(out.data, "true") == 0 ||
-		    strcasecmp(out.data, "yes") == 0 ||
-		    strcasecmp(out.data, "on") == 0 ||
-		    strcasecmp(out.data, "all") == 0 ||
-		    strcasecmp(out.data, "world") == 0 ||
-		    strcasecmp(out.data, "everybody") == 0 ||
-		    (*end == '\0' && *out.data != '\0' && (v == 1 || v == 2)))
+	if (buf_read_file(&in, path) == 0)
+		value = snap_git_config_get(in.data, in.len,
+		    "core.sharedRepository");
+	if (value != NULL) {
+		v = strtoul(value, &end, 8);
+		if (strcasecmp(value, "group") == 0 ||
+		    strcasecmp(value, "true") == 0 ||
+		    strcasecmp(value, "yes") == 0 ||
+		    strcasecmp(value, "on") == 0 ||
+		    strcasecmp(value, "all") == 0 ||
+		    strcasecmp(value, "world") == 0 ||
+		    strcasecmp(value, "everybody") == 0 ||
+		    (*end == '\0' && (v == 1 || v == 2)))
 			allowed = S_IWGRP | S_ISGID;
-		else if (*end == '\0' && *out.data != '\0' && v > 2)
+		else if (*end == '\0' && v > 2)
 			allowed = (mode_t)(v & (S_IWGRP | S_IWOTH)) | S_ISGID;
 	}
-	free(cause);
+	free(value);
 	buf_free(&in);
-	buf_free(&out);
 	free(path);
 	return allowed;
 }

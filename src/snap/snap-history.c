@@ -3923,20 +3923,11 @@ snap_hist_oidlen_git(const char *config)
 size_t
 snap_hist_oidlen_text(const char *text, size_t tlen)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--get", "extensions.objectformat", NULL };
-	char *cause = NULL;
-	struct buf out;
-	size_t len = 20;
-	int status;
+	char *value = snap_git_config_get(text, tlen,
+	    "extensions.objectformat");
+	size_t len = value != NULL && strcasecmp(value, "sha256") == 0 ? 32 : 20;
 
-	buf_init(&out);
-	if (snap_git_outside_input(argv, text, tlen, &out, NULL, &status,
-	    &cause) == 0 && status == 0 && out.data != NULL &&
-	    strncasecmp(out.data, "sha256", 6) == 0)
-		len = 32;
-	free(cause);
-	buf_free(&out);
+	free(value);
 	return len;
 }
 

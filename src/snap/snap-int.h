@@ -149,6 +149,12 @@ int snap_git_outside(char *const *argv, struct buf *out, struct buf *err,
 int snap_git_outside_input(char *const *argv, const char *input, size_t len,
     struct buf *out, struct buf *err, int *status, char **cause);
 /*
+ * KEY's value in the config text TEXT (LEN bytes) as git reads it (no
+ * include followed, nothing run): its first line, or NULL if unset, not
+ * read, or empty. Caller frees.
+ */
+char *snap_git_config_get(const char *text, size_t len, const char *key);
+/*
  * Starts git (ARGV, argv[0] "git") on BASE, on the repository GITDIR
  * alone, or outside any if GITDIR is NULL; INPUT (may be NULL) on stdin.
  * See proc_start.

@@ -905,10 +905,10 @@ snap_nested_seq_stuck(struct snap_nested *nc, const char *qrepo,
 	char *qp = part != NULL ? snap_nested_quote(part) : NULL;
 
 	strv_addf(nc->messages, "the repository %s had %s/%s, a sequence git "
-	    "carries on, made or changed in the session; it was renamed to "
-	    "%s/%s, where git no longer takes it, but could not be moved into "
-	    "the session's quarantine (%s)%s%s: look at it there, then remove "
-	    "it", qrepo, qpath, name, qpath, aside, err == E2BIG ? "it is "
+	    "carries on, made or changed while the session ran; it was "
+	    "renamed to %s/%s, where git no longer takes it, but could not be "
+	    "moved into the session's quarantine (%s)%s%s: look at it there, "
+	    "then remove it", qrepo, qpath, name, qpath, aside, err == E2BIG ? "it is "
 	    "larger than agentmux copies: 256 MiB, 10,000 entries or 64 "
 	    "levels" : strerror(err), qp != NULL ? "; what was copied before "
 	    "it stopped is in " : "", qp != NULL ? qp : "");
@@ -1047,27 +1047,22 @@ snap_nested_index(struct snap_nested *nc, int fd, const char *path,
 static char *
 snap_nested_hooks_path_rel(struct snap_nested *nc, int gitfd, const char *wt)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
-	    "--get", "core.hookspath", NULL };
-	char *cause = NULL, *abs = NULL, *norm, *rel = NULL;
-	struct buf config, out;
+	char *value = NULL, *abs = NULL, *norm, *rel = NULL;
+	struct buf config;
 	size_t n = strlen(nc->project);
-	int status;
 
 	buf_init(&config);
-	buf_init(&out);
-	if (path_read_beneath(gitfd, "config", SNAP_NESTED_MAX, &config) == 0 &&
-	    snap_git_outside_input(argv, config.data != NULL ? config.data : "",
-	    config.len, &out, NULL, &status, &cause) == 0 && status == 0 &&
-	    out.data != NULL && out.len > 1) {
-		out.data[strcspn(out.data, "\n")] = '\0';
-		if (out.data[0] == '/')
-			abs = xstrdup(out.data);
-		else if (strncmp(out.data, "~/", 2) == 0)
-			abs = xprintf("%s/%s", path_home(), out.data + 2);
+	if (path_read_beneath(gitfd, "config", SNAP_NESTED_MAX, &config) == 0)
+		value = snap_git_config_get(config.data, config.len,
+		    "core.hookspath");
+	if (value != NULL) {
+		if (value[0] == '/')
+			abs = xstrdup(value);
+		else if (strncmp(value, "~/", 2) == 0)
+			abs = xprintf("%s/%s", path_home(), value + 2);
 		else
 			abs = xprintf("%s%s%s/%s", nc->project, wt[0] != '\0' ?
-			    "/" : "", wt, out.data);
+			    "/" : "", wt, value);
 	}
 	if (abs != NULL) {
 		norm = snap_nested_normal(abs);
@@ -1076,8 +1071,7 @@ snap_nested_hooks_path_rel(struct snap_nested *nc, int gitfd, const char *wt)
 		free(norm);
 	}
 	free(abs);
-	free(cause);
-	buf_free(&out);
+	free(value);
 	buf_free(&config);
 	return rel;
 }
@@ -1096,7 +1090,8 @@ snap_nested_hooks_path(struct snap_nested *nc, const char *repo, int gitfd,
 	struct strv changed;
 	struct dirent *de;
 	struct stat st;
-	char *wt, *dir, *names, *qrepo, *qdir;
+	char *wt, *dir, *names, *qrepo, *qdir, *more;
+	size_t uncounted = 0;
 	int64_t since;
 	DIR *d;
 	int fd;
@@ -1123,17 +1118,24 @@ snap_nested_hooks_path(struct snap_nested *nc, const char *repo, int gitfd,
 		    7 && strcmp(de->d_name + strlen(de->d_name) - 7,
 		    ".sample") == 0))
 			continue;
-		strv_add(&changed, de->d_name);
+		/* Named up to the bound, counted past it: a dir of a million files is not held. */
+		if (changed.n < SNAP_NESTED_HOOKS_TOLD)
+			strv_add(&changed, de->d_name);
+		else
+			uncounted++;
 	}
 	closedir(d);
 	if (changed.n > 0) {
 		names = snap_quote_names(&changed, SNAP_NESTED_HOOKS_TOLD);
+		more = uncounted > 0 ? xprintf(" and %zu more", uncounted) :
+		    xstrdup("");
 		qrepo = snap_nested_quote(repo);
 		qdir = snap_nested_quote(dir);
 		strv_addf(nc->messages, "the repository %s runs its hooks from "
 		    "%s (its core.hooksPath), where the session made or changed "
-		    "%s: git runs them at your next commit, checkout or merge "
-		    "there; read them first", qrepo, qdir, names);
+		    "%s%s: git runs them at your next commit, checkout or merge "
+		    "there; read them first", qrepo, qdir, names, more);
+		free(more);
 		free(qdir);
 		free(qrepo);
 		free(names);
@@ -1544,25 +1546,14 @@ snap_nested_gitdir_of(const char *project, const char *rel)
 	return gitdir;
 }
 
-/* The core.worktree the config text B sets (git's last), or NULL. Caller frees. */
+/*
+ * The core.worktree the config text B sets (git's last; no include
+ * followed: one could name a FIFO), or NULL. Caller frees.
+ */
 static char *
 snap_nested_core_worktree(const struct buf *b)
 {
-	char *argv[] = { "git", "config", "--file", "-", "--get",
-	    "core.worktree", NULL };
-	struct buf out;
-	char *cause = NULL, *v = NULL;
-	int st;
-
-	buf_init(&out);
-	if (snap_git_outside_input(argv, b->data, b->len, &out, NULL, &st,
-	    &cause) == -1) {
-		log_debug("%s", cause);
-		free(cause);
-	} else if (st == 0 && out.data != NULL && out.len > 1)
-		v = xstrndup(out.data, strcspn(out.data, "\n"));
-	buf_free(&out);
-	return v;
+	return snap_git_config_get(b->data, b->len, "core.worktree");
 }
 
 char *

@@ -1230,6 +1230,27 @@ snap_git_outside_input(char *const *argv, const char *input, size_t len,
 	return rc;
 }
 
+char *
+snap_git_config_get(const char *text, size_t len, const char *key)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--get", (char *)key, NULL };
+	char *cause = NULL, *value = NULL;
+	struct buf out;
+	int status;
+
+	buf_init(&out);
+	if (snap_git_outside_input(argv, text != NULL ? text : "", len, &out,
+	    NULL, &status, &cause) == 0 && status == 0 && out.data != NULL) {
+		out.data[strcspn(out.data, "\n")] = '\0';
+		if (out.data[0] != '\0')
+			value = xstrdup(out.data);
+	}
+	free(cause);
+	buf_free(&out);
+	return value;
+}
+
 /* ---- blobs a worktree's start snapshot borrowed, not yet copied ---- */
 
 #define SNAP_REPO_BORROW "agentmux-borrow"

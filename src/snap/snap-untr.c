@@ -106,27 +106,22 @@ out:
 	return rc;
 }
 
-/* The core.excludesFile of A's own config (no include followed), or NULL. */
+/*
+ * The core.excludesFile of A's own config, read through no link and from
+ * no FIFO (snap_untr_read; a nested repository's is the session's), no
+ * include followed, or NULL.
+ */
 static char *
 snap_untr_excludes_file(const struct snap_untr_at *a)
 {
-	char *file = a->common != NULL ? xprintf("%s/config", a->common) :
-	    xprintf("%s/.git/config", a->project), *v = NULL, *cause;
-	char *argv[] = { "git", "config", "--file", file, "--get",
-	    "core.excludesFile", NULL };
-	struct buf out;
-	int st;
+	struct buf config;
+	char *v = NULL;
 
-	buf_init(&out);
-	cause = NULL;
-	if (snap_git_outside(argv, &out, NULL, &st, &cause) == -1) {
-		log_debug("%s", cause);
-		free(cause);
-	} else if (st == 0 && out.data != NULL && out.len > 1) {
-		v = xstrndup(out.data, strcspn(out.data, "\n"));
-	}
-	buf_free(&out);
-	free(file);
+	buf_init(&config);
+	if (snap_untr_read(a, true, "config", &config) == 0)
+		v = snap_git_config_get(config.data, config.len,
+		    "core.excludesFile");
+	buf_free(&config);
 	return v;
 }
 

@@ -1144,6 +1144,11 @@ nested_left() {
 	*) bad "nested_left: a hook rewritten in lib's core.hooksPath dir was not told: $OUT" ;; esac
 	jrun -- true
 	case $OUT in *"runs its hooks from"*) bad "nested_left: an untouched core.hooksPath dir was told: $OUT" ;; *) ok ;; esac
+	# Many: sixteen named, the rest counted (pre-commit among them: a
+	# hook added changes the dir, and then every hook in it is told).
+	jrun -- sh -c 'for i in $(seq 10 29); do echo x >lib/hk/h$i; done; echo made'
+	case $OUT in *made*"where the session made or changed "*", "*" and 5 more: git runs them"*) ok ;;
+	*) bad "nested_left: 21 hooks in lib's core.hooksPath dir were not told as sixteen and 5 more: $OUT" ;; esac
 	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2" "$P/.craft.py" "$MARK"
 }
 
