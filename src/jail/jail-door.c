@@ -91,11 +91,8 @@ jail_door_main(int userns, int netns, int sock, pid_t parent)
 	for (;;) {
 		if ((n = util_recv(sock, &c, 1, 0)) == 0)
 			_exit(0);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
+		if (n == -1)
 			_exit(1);
-		}
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 		if (fd == -1)
@@ -167,7 +164,7 @@ jail_door_recv(int door, int *fd, char **cause)
 
 	*fd = -1;
 	if ((n = util_recvmsg(door, &msg, MSG_CMSG_CLOEXEC)) == -1) {
-		if (errno == EAGAIN || errno == EINTR)
+		if (errno == EAGAIN)
 			return 0;
 		*cause = xprintf("the jail's door failed: %s", strerror(errno));
 		return -1;

@@ -189,8 +189,6 @@ jail_ctl_read(struct jail_ctl *ct)
 
 	while (ct->fd != -1) {
 		n = util_recv(ct->fd, msg, sizeof msg - 1, MSG_DONTWAIT);
-		if (n == -1 && errno == EINTR)
-			continue;
 		if (n == -1 && errno == EAGAIN)
 			return;
 		if (n <= 0) {

@@ -710,7 +710,7 @@ jail_initctl_request(struct jail_initctl *ic)
 	ssize_t n;
 
 	n = util_recv(ic->sock, &req, 1, MSG_DONTWAIT);
-	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+	if (n == -1 && errno == EAGAIN)
 		return;
 	if (n != 1) {
 		/* agentmux hung up: the parent-death signal comes next. */
