@@ -2955,30 +2955,33 @@ snap_hist_pseudo(const char *name)
 	return name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_")] == '\0';
 }
 
-/* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there) moved to the quarantine NC, told in red. */
+/* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there), found first for the short name X, moved to the quarantine NC, told in red. */
 static void
 snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
-    int dfd, const char *rel, const char *name, struct strv *alerts)
+    int dfd, const char *rel, const char *name, const char *x,
+    struct strv *alerts)
 {
 	char *q = snap_nested_quote(name), *kept, *short_q;
-	const char *x = strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 :
-	    name;
+	struct stat st;
+	const char *what = fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode) ? "link" : "ref";
 
 	short_q = snap_nested_quote(x);
 	if ((kept = snap_nested_keep(nc, dfd, rel, true)) != NULL)
-		strv_addf(alerts, "the session made the ref %s in %s, which "
+		strv_addf(alerts, "the session made the %s %s in %s, which "
 		    "git finds before a ref of yours of the short name %s (a "
 		    "branch, tag or remote-tracking branch) when it is named so "
 		    "('git merge %s' or 'git reset --hard %s' would take its "
 		    "commit, git saying only that the name is ambiguous); it was "
-		    "moved to %s", q, g->gitdir, short_q, short_q, short_q, kept);
+		    "moved to %s", what, q, g->gitdir, short_q, short_q, short_q,
+		    kept);
 	else
-		strv_addf(alerts, "the session made the ref %s in %s, which "
+		strv_addf(alerts, "the session made the %s %s in %s, which "
 		    "git finds before a ref of yours of the short name %s (a "
 		    "branch, tag or remote-tracking branch) when it is named so "
 		    "('git merge %s' or 'git reset --hard %s' take its commit, "
 		    "git saying only that the name is ambiguous), and agentmux "
-		    "could not move it (%s): remove %s/%s yourself", q,
+		    "could not move it (%s): remove %s/%s yourself", what, q,
 		    g->gitdir, short_q, short_q, short_q, strerror(errno),
 		    g->gitdir, q);
 	free(kept);
@@ -2986,19 +2989,163 @@ snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
 	free(q);
 }
 
+/* Whether ST was changed at SINCE or after (by the session). */
+static bool
+snap_hist_changed_since(const struct stat *st, const struct timespec *since)
+{
+	return st->st_ctim.tv_sec > since->tv_sec ||
+	    (st->st_ctim.tv_sec == since->tv_sec &&
+	    st->st_ctim.tv_nsec >= since->tv_nsec);
+}
+
+/*
+ * The file REL in DFD, as the session left it (changed since SINCE), moved
+ * out if git would read it first for the short name X (its name NAME in
+ * G's git dir): a regular file only if git takes it for a ref (a branch
+ * named "config" is safe), a link always (git follows it, to a ref's file
+ * or, named "refs/...", as a symbolic ref; git makes no link in a git dir).
+ */
+static void
+snap_hist_shadow_file(const struct snap_hgit *g, struct snap_nested *nc,
+    int dfd, const char *rel, const char *name, const char *x,
+    const struct timespec *since, struct strv *alerts)
+{
+	struct stat st;
+	char *v;
+
+	if (fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !snap_hist_changed_since(&st, since))
+		return;
+	if (S_ISLNK(st.st_mode)) {
+		snap_hist_shadow_out(g, nc, dfd, rel, name, x, alerts);
+		return;
+	}
+	if (!S_ISREG(st.st_mode))
+		return;
+	v = snap_hist_loose_value(dfd, rel);
+	if (v != NULL && strcmp(v, SNAP_HIST_UNREAD) != 0)
+		snap_hist_shadow_out(g, nc, dfd, rel, name, x, alerts);
+	free(v);
+}
+
+/*
+ * $GIT_DIR/X (X a short name with a '/') through G's git dir GITFD, one
+ * dir at a time through no link: the file at its end, or a link the
+ * session left on the way (git follows it), moved out (snap_hist_shadow_file).
+ */
+static void
+snap_hist_shadow_path(const struct snap_hgit *g, struct snap_nested *nc,
+    int gitfd, const char *x, const struct timespec *since,
+    struct strv *alerts)
+{
+	char *name = xstrdup(x), *part, *slash;
+	struct stat st;
+	int dfd, next;
+
+	slash = NULL;
+	dfd = openat(gitfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	part = name;
+	while (dfd != -1 && (slash = strchr(part, '/')) != NULL) {
+		*slash = '\0';
+		if (fstatat(dfd, part, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)))
+			break;
+		if (S_ISLNK(st.st_mode)) {
+			/* Named by its path in the git dir. */
+			snap_hist_shadow_file(g, nc, dfd, part, name, x, since,
+			    alerts);
+			break;
+		}
+		next = openat(dfd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(dfd);
+		dfd = next;
+		*slash = '/';
+		part = slash + 1;
+	}
+	if (dfd != -1 && slash == NULL)
+		snap_hist_shadow_file(g, nc, dfd, part, x, x, since, alerts);
+	if (dfd != -1)
+		close(dfd);
+	free(name);
+}
+
+/* REF's short name by rule R of snap_hist_rules (refs/heads/a/b: a/b by rule 3), or NULL if R does not find it. */
+static char *
+snap_hist_rule_name(const char *ref, size_t r)
+{
+	const char *pre = snap_hist_rules[r][0], *suf = snap_hist_rules[r][1];
+	size_t n = strlen(ref), np = strlen(pre), ns = strlen(suf);
+
+	if (n <= np + ns || strncmp(ref, pre, np) != 0 ||
+	    strcmp(ref + n - ns, suf) != 0)
+		return NULL;
+	return xstrndup(ref + np, n - np - ns);
+}
+
+static int
+snap_hist_str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the sorted DIRS holds NAME. */
+static bool
+snap_hist_dirs_have(const struct strv *dirs, const char *name)
+{
+	return dirs->n > 0 && bsearch(&name, dirs->v, dirs->n, sizeof *dirs->v,
+	    snap_hist_str_cmp) != NULL;
+}
+
+/*
+ * Files the session left deeper in G's git dir (GITFD) that git reads
+ * first for a short name with a '/' in it: $GIT_DIR/origin/main for
+ * origin/main, $GIT_DIR/feature/x for the branch feature/x. Looked for
+ * only under DIRS (sorted), the git dir's dirs that are not git's: each
+ * candidate is a ref's short name in NOW (so one of the user's it
+ * would shadow), opened through no link.
+ */
+static void
+snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
+    struct snap_nested *nc, const struct strv *now,
+    const struct timespec *since, const struct strv *dirs,
+    struct strv *alerts)
+{
+	char *ref, *x, *first;
+	size_t i, r;
+
+	for (i = 0; i < now->n; i++) {
+		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
+		for (r = 1; r < nitems(snap_hist_rules); r++) {
+			if ((x = snap_hist_rule_name(ref, r)) == NULL)
+				continue;
+			if (strchr(x, '/') != NULL) {
+				first = xstrndup(x, strcspn(x, "/"));
+				if (snap_hist_dirs_have(dirs, first))
+					snap_hist_shadow_path(g, nc, gitfd, x,
+					    since, alerts);
+				free(first);
+			}
+			free(x);
+		}
+		free(ref);
+	}
+}
+
 /*
  * Files the session made in G's git dir itself (GITFD) that git reads as
  * refs by their short name before refs/ (refs.c's first rule, "%s"): one
- * named as a branch or tag, holding a ref, changed since SINCE.
+ * named as a branch or tag, holding a ref, changed since SINCE; then
+ * those deeper, in a dir of the git dir that is not git's own.
  */
 static void
 snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
     struct snap_nested *nc, const struct strv *now,
     const struct timespec *since, struct strv *alerts)
 {
+	struct strv dirs;
 	struct dirent *de;
 	struct stat st;
-	char *v;
 	DIR *d;
 	int fd;
 
@@ -3008,24 +3155,42 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 			close(fd);
 		return;
 	}
+	strv_init(&dirs);
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || snap_hist_pseudo(de->d_name) ||
-		    snap_hist_git_file(de->d_name) ||
-		    !snap_hist_shadowed(now, de->d_name, 0) ||
-		    fstatat(gitfd, de->d_name, &st,
-		    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode) ||
-		    st.st_ctim.tv_sec < since->tv_sec ||
-		    (st.st_ctim.tv_sec == since->tv_sec &&
-		    st.st_ctim.tv_nsec < since->tv_nsec))
+		if (de->d_name[0] == '.' || snap_hist_git_file(de->d_name) ||
+		    fstatat(gitfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		/* Only what git would take for a ref shadows (a branch named "config" is safe). */
-		v = snap_hist_loose_value(gitfd, de->d_name);
-		if (v != NULL && strcmp(v, SNAP_HIST_UNREAD) != 0)
-			snap_hist_shadow_out(g, nc, gitfd, de->d_name,
-			    de->d_name, alerts);
-		free(v);
+		/* A dir, or a link git would go through as one. */
+		if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
+			strv_add(&dirs, de->d_name);
+		if (!S_ISDIR(st.st_mode) && !snap_hist_pseudo(de->d_name) &&
+		    snap_hist_shadowed(now, de->d_name, 0))
+			snap_hist_shadow_file(g, nc, gitfd, de->d_name,
+			    de->d_name, de->d_name, since, alerts);
 	}
 	closedir(d);
+	if (dirs.n > 0) {
+		qsort(dirs.v, dirs.n, sizeof *dirs.v, snap_hist_str_cmp);
+		snap_hist_shadows_deep(g, gitfd, nc, now, since, &dirs, alerts);
+	}
+	strv_free(&dirs);
+}
+
+/* The dir of refs/X or refs/tags/X (X under BASE), opened through no link, and X's last part into *LEAF; -1 if none. */
+static int
+snap_hist_shadow_dir(int base, const char *x, const char **leaf)
+{
+	const char *slash = strrchr(x, '/');
+	char *dir;
+	int fd;
+
+	*leaf = slash != NULL ? slash + 1 : x;
+	if (base == -1)
+		return -1;
+	dir = slash != NULL ? xstrndup(x, (size_t)(slash - x)) : xstrdup(".");
+	fd = path_open_beneath(base, dir, O_RDONLY | O_DIRECTORY, 0);
+	free(dir);
+	return fd;
 }
 
 /*
@@ -3033,9 +3198,9 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
  * short name (refs.c's ref_rev_parse_rules: X in the git dir, refs/X,
  * refs/tags/X, refs/heads/X): 'git reset --hard main' or 'git merge main'
  * took the session's commit for the user's branch, git saying only that
- * the name is ambiguous. One loose directly in refs/ or refs/tags/, or X
- * in the git dir, goes to the quarantine, told in red (refs/stash is
- * git's own); a packed one, or one deeper, is told with how to delete it.
+ * the name is ambiguous. One loose in refs/ or refs/tags/, or X in the
+ * git dir, goes to the quarantine, told in red (refs/stash is git's own);
+ * a packed one, or a branch, is told with how to delete it.
  */
 static void
 snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
@@ -3045,7 +3210,7 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	struct snap_nested nc;
 	struct timespec since;
 	struct stat st;
-	const char *x;
+	const char *x, *leaf;
 	struct strv packed;
 	char *ref, *q, *qx;
 	int refsfd, tagsfd, dfd;
@@ -3072,15 +3237,18 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 			continue;
 		}
 		/*
-		 * Moved if loose, directly in refs/ or refs/tags/ (no dir on the
-		 * way to open), and not also packed; a branch (shadowing a
-		 * remote-tracking one) is told: it holds the session's work.
+		 * Moved if loose in refs/ or refs/tags/ (each dir on the way
+		 * opened through no link), and not also packed; a branch
+		 * (shadowing a remote-tracking one) is told: it holds the
+		 * session's work.
 		 */
-		dfd = rule == 2 ? tagsfd : rule == 1 ? refsfd : -1;
-		if (strchr(x, '/') == NULL && dfd != -1 && fstatat(dfd, x, &st,
-		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		dfd = snap_hist_shadow_dir(rule == 2 ? tagsfd : rule == 1 ?
+		    refsfd : -1, x, &leaf);
+		if (dfd != -1 && fstatat(dfd, leaf, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) ||
+		    S_ISLNK(st.st_mode)) &&
 		    snap_hist_value(&packed, ref) == NULL)
-			snap_hist_shadow_out(g, &nc, dfd, x, ref, alerts);
+			snap_hist_shadow_out(g, &nc, dfd, leaf, ref, x, alerts);
 		else {
 			q = snap_nested_quote(ref);
 			qx = snap_nested_quote(x);
@@ -3089,11 +3257,13 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 			    "name %s (a branch, tag or remote-tracking branch) "
 			    "when it is named so ('git merge %s' or 'git reset "
 			    "--hard %s' take its commit, git saying only that the "
-			    "name is ambiguous): delete it with 'git update-ref -d "
-			    "%s'", q, g->gitdir, qx, qx, qx, q);
+			    "name is ambiguous): delete it with 'git update-ref "
+			    "--no-deref -d %s'", q, g->gitdir, qx, qx, qx, q);
 			free(qx);
 			free(q);
 		}
+		if (dfd != -1)
+			close(dfd);
 		free(ref);
 	}
 	if (refsfd != -1)

@@ -537,8 +537,12 @@ remote_moved() {
 shadow_refs() {
 	fresh_repo
 	(cd "$P" && git tag v1 && git tag dup && git branch dup && git branch dup2 &&
-	    git update-ref refs/remotes/origin/main HEAD && git init -q -b main lib &&
-	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l) || exit 1
+	    git branch feature/x && git update-ref refs/remotes/origin/main HEAD &&
+	    git init -q -b main lib &&
+	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l &&
+	    git -C lib branch feature/x && git -C lib update-ref refs/remotes/origin/main HEAD &&
+	    git tag v2 && git -C lib branch topic && git -C lib branch deep/y &&
+	    git -C lib branch link/z) || exit 1
 	main0=$(git -C "$P" rev-parse refs/heads/main)
 	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
 	jrun -- sh -c 'c=$(git -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
@@ -546,13 +550,23 @@ shadow_refs() {
 	    git update-ref refs/tags/dup2 $c && git pack-refs --all && git update-ref refs/tags/dup2 $c2 &&
 	    git update-ref refs/main $c && git update-ref refs/tags/main $c &&
 	    git update-ref refs/v1 $c && git update-ref refs/tags/origin/main $c &&
-	    git -C lib rev-parse HEAD >/dev/null && echo $c >lib/.git/main && echo FORGED $c'
+	    git update-ref refs/feature/x $c && git -C lib rev-parse HEAD >/dev/null &&
+	    echo $c >lib/.git/main && mkdir -p lib/.git/feature lib/.git/origin &&
+	    echo $c >lib/.git/feature/x && echo $c >lib/.git/origin/main &&
+	    { mkdir -p .git/feature 2>/dev/null && echo $c >.git/feature/x; true; } &&
+	    lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
+	    git -C lib update-ref refs/heads/evil $lc && git update-ref refs/heads/evil $c &&
+	    { ln -s refs/heads/evil .git/refs/v2 2>/dev/null; true; } &&
+	    ln -s refs/heads/evil lib/.git/topic &&
+	    mkdir lib/.git/elsewhere lib/.git/deep && echo $lc >lib/.git/elsewhere/z &&
+	    ln -s elsewhere lib/.git/link && ln -s ../elsewhere/z lib/.git/deep/y &&
+	    echo FORGED $c'
 	case $OUT in *FORGED*) ok ;; *) bad "shadow_refs: the forging did not run: $OUT" ;; esac
 	for r in refs/main refs/tags/main refs/v1 refs/tags/origin/main refs/tags/dup2; do
 		case $OUT in *"made the ref $r in $P/.git, which git finds before a ref of yours"*) ok ;;
 		*) bad "shadow_refs: $r was not told: $OUT" ;; esac
 	done
-	case $OUT in *"ref refs/tags/dup2"*"delete it with 'git update-ref -d refs/tags/dup2'"*) ok ;;
+	case $OUT in *"ref refs/tags/dup2"*"delete it with 'git update-ref --no-deref -d refs/tags/dup2'"*) ok ;;
 	*) bad "shadow_refs: a tag both packed and loose was not told with how to delete it: $OUT" ;; esac
 	case $OUT in *"made the ref main in $P/lib/.git"*"moved to"*) ok ;;
 	*) bad "shadow_refs: lib/.git/main was not moved out, told: $OUT" ;; esac
@@ -563,6 +577,34 @@ shadow_refs() {
 	    bad "shadow_refs: v1 is not the user's tag"
 	[ "$(git -C "$P/lib" rev-parse main 2>&1)" = "$lib0" ] && ok ||
 	    bad "shadow_refs: lib's main is not the user's branch: $(git -C "$P/lib" rev-parse main 2>&1)"
+	# Deeper: refs/feature/x, and lib/.git/feature/x and lib/.git/origin/main
+	# (git reads $GIT_DIR/origin/main for origin/main before the remote-tracking
+	# branch): moved out too, the names unambiguous again.
+	case $OUT in *"made the ref refs/feature/x in $P/.git, which git finds before a ref of yours of the short name feature/x"*) ok ;;
+	*) bad "shadow_refs: refs/feature/x was not told: $OUT" ;; esac
+	for n in feature/x origin/main; do
+		case $OUT in *"made the ref $n in $P/lib/.git, which git finds before a ref of yours of the short name $n"*"moved to"*) ok ;;
+		*) bad "shadow_refs: lib/.git/$n was not moved out, told: $OUT" ;; esac
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	[ "$(git -C "$P" rev-parse feature/x 2>&1)" = "$main0" ] && ok ||
+	    bad "shadow_refs: feature/x is not the user's branch: $(git -C "$P" rev-parse feature/x 2>&1)"
+	# Links git follows: refs/v2 (the jail refuses a link there) and
+	# lib/.git/topic as symbolic refs to the session's branch evil,
+	# lib/.git/link a dir link on the way to link/z, lib/.git/deep/y a link
+	# to a forged ref's file. Moved out, never followed.
+	for n in topic link deep/y; do
+		case $OUT in *"made the link $n in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+		*) bad "shadow_refs: the link lib/.git/$n was not moved out: $OUT" ;; esac
+	done
+	[ "$(git -C "$P" rev-parse v2 2>&1)" = "$main0" ] && ok ||
+	    bad "shadow_refs: v2 is not the user's tag: $(git -C "$P" rev-parse v2 2>&1)"
+	for n in topic deep/y link/z; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	[ -e "$P/lib/.git/elsewhere/z" ] && ok || bad "shadow_refs: a file the links named was taken too"
 	rm -rf "$P/lib"
 	# A shallow clone with a branch named "shallow": the shallow file the
 	# end puts back holds an id, and is git's own, not a ref (review 11 F8).
