@@ -3215,11 +3215,13 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	char *ref, *q, *qx;
 	int refsfd, tagsfd, dfd;
 	size_t i, len, rule;
+	bool read_packed;
 
 	if (snap_hist_packed_unread(start))
 		return;
+	/* packed-refs read (up to 64 MiB) and sorted once, when a shadow is first found. */
 	strv_init(&packed);
-	(void)snap_hist_packed(gitfd, &packed);
+	read_packed = false;
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, idx);
 	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
@@ -3242,6 +3244,11 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		 * (shadowing a remote-tracking one) is told: it holds the
 		 * session's work.
 		 */
+		if (!read_packed) {
+			(void)snap_hist_packed(gitfd, &packed);
+			snap_hist_sort(&packed);
+			read_packed = true;
+		}
 		dfd = snap_hist_shadow_dir(rule == 2 ? tagsfd : rule == 1 ?
 		    refsfd : -1, x, &leaf);
 		if (dfd != -1 && fstatat(dfd, leaf, &st,
