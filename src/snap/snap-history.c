@@ -366,6 +366,12 @@ snap_hist_packed(int gitfd, struct strv *out)
 		buf_free(&b);
 		return gone ? 0 : -1;
 	}
+	/* git reads past a NUL (it sorts a file not said sorted itself); a reading cut there would miss refs. */
+	if (memchr(b.data, '\0', b.len) != NULL) {
+		buf_free(&b);
+		errno = EINVAL;
+		return -1;
+	}
 	for (line = strtok_r(b.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
 		if (*line == '#' || *line == '^' ||
@@ -531,6 +537,23 @@ snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
 	return stay;
 }
 
+/* The LEN bytes at P as a line of LINES; a NUL in them (which git reads past) made a '\\1', so the line reads as bad. */
+static void
+snap_hist_split_add(struct strv *lines, const char *p, size_t len)
+{
+	char *line = xmalloc(len + 1);
+	size_t i;
+
+	memcpy(line, p, len);
+	line[len] = '\0';
+	for (i = 0; i < len; i++) {
+		if (p[i] == '\0')
+			line[i] = '\1';
+	}
+	strv_add(lines, line);
+	free(line);
+}
+
 /* TEXT cut into lines (without their newlines); the length of a last line without one into *CUT. */
 static void
 snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
@@ -540,12 +563,12 @@ snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
 	for (i = 0; i < text->len; i++) {
 		if (text->data[i] != '\n')
 			continue;
-		strv_addf(lines, "%.*s", (int)(i - start), text->data + start);
+		snap_hist_split_add(lines, text->data + start, i - start);
 		start = i + 1;
 	}
 	*cut = text->len - start;
 	if (*cut > 0)
-		strv_addf(lines, "%.*s", (int)*cut, text->data + start);
+		snap_hist_split_add(lines, text->data + start, *cut);
 }
 
 /*
@@ -2948,11 +2971,21 @@ snap_hist_git_file(const char *name)
 	return false;
 }
 
-/* Whether NAME is of git's pseudo-refs' form (HEAD, ORIG_HEAD, FETCH_HEAD: capitals and '_'), which git writes in the git dir itself. */
+/* Whether NAME is a pseudo-ref git itself writes in a git dir with an id in it (HEAD, ORIG_HEAD, FETCH_HEAD...): git's own, not a shadow. */
 static bool
 snap_hist_pseudo(const char *name)
 {
-	return name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_")] == '\0';
+	static const char *const own[] = { "HEAD", "ORIG_HEAD", "FETCH_HEAD",
+	    "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_HEAD",
+	    "REBASE_HEAD", "AUTO_MERGE", "BISECT_EXPECTED_REV",
+	    "NOTES_MERGE_PARTIAL", "NOTES_MERGE_REF", "MERGE_AUTOSTASH" };
+	size_t i;
+
+	for (i = 0; i < nitems(own); i++) {
+		if (strcmp(name, own[i]) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there), found first for the short name X, moved to the quarantine NC, told in red. */
@@ -2999,8 +3032,8 @@ snap_hist_changed_since(const struct stat *st, const struct timespec *since)
 }
 
 /*
- * The file REL in DFD, as the session left it (changed since SINCE), moved
- * out if git would read it first for the short name X (its name NAME in
+ * The file REL in DFD, as the session left it (changed since SINCE; NULL:
+ * in a dir the session made or moved there), moved out if git would read it first for the short name X (its name NAME in
  * G's git dir): a regular file only if git takes it for a ref (a branch
  * named "config" is safe), a link always (git follows it, to a ref's file
  * or, named "refs/...", as a symbolic ref; git makes no link in a git dir).
@@ -3014,7 +3047,7 @@ snap_hist_shadow_file(const struct snap_hgit *g, struct snap_nested *nc,
 	char *v;
 
 	if (fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !snap_hist_changed_since(&st, since))
+	    (since != NULL && !snap_hist_changed_since(&st, since)))
 		return;
 	if (S_ISLNK(st.st_mode)) {
 		snap_hist_shadow_out(g, nc, dfd, rel, name, x, alerts);
@@ -3032,6 +3065,9 @@ snap_hist_shadow_file(const struct snap_hgit *g, struct snap_nested *nc,
  * $GIT_DIR/X (X a short name with a '/') through G's git dir GITFD, one
  * dir at a time through no link: the file at its end, or a link the
  * session left on the way (git follows it), moved out (snap_hist_shadow_file).
+ * A dir on the way that the session changed may have been moved there
+ * (a rename changes the dir's ctime, not what it holds): what is under
+ * it counts as the session's, whenever it was written.
  */
 static void
 snap_hist_shadow_path(const struct snap_hgit *g, struct snap_nested *nc,
@@ -3056,6 +3092,8 @@ snap_hist_shadow_path(const struct snap_hgit *g, struct snap_nested *nc,
 			    alerts);
 			break;
 		}
+		if (since != NULL && snap_hist_changed_since(&st, since))
+			since = NULL;
 		next = openat(dfd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 		close(dfd);
@@ -3101,21 +3139,23 @@ snap_hist_dirs_have(const struct strv *dirs, const char *name)
  * Files the session left deeper in G's git dir (GITFD) that git reads
  * first for a short name with a '/' in it: $GIT_DIR/origin/main for
  * origin/main, $GIT_DIR/feature/x for the branch feature/x. Looked for
- * only under DIRS (sorted), the git dir's dirs that are not git's: each
- * candidate is a ref's short name in NOW (so one of the user's it
- * would shadow), opened through no link.
+ * only under DIRS (sorted), the git dir's dirs (git's own too: git reads
+ * $GIT_DIR/svn/trunk for svn/trunk): each candidate is the short name of
+ * a ref of the start's, START (the user's, never one the session made:
+ * its refs/heads/rebase-merge/onto would name the user's own rebase's
+ * file), opened through no link.
  */
 static void
 snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
-    struct snap_nested *nc, const struct strv *now,
+    struct snap_nested *nc, const struct strv *start,
     const struct timespec *since, const struct strv *dirs,
     struct strv *alerts)
 {
 	char *ref, *x, *first;
 	size_t i, r;
 
-	for (i = 0; i < now->n; i++) {
-		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
+	for (i = 0; i < start->n; i++) {
+		ref = xstrndup(start->v[i], strcspn(start->v[i], "\t"));
 		for (r = 1; r < nitems(snap_hist_rules); r++) {
 			if ((x = snap_hist_rule_name(ref, r)) == NULL)
 				continue;
@@ -3132,15 +3172,75 @@ snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
 	}
 }
 
+/* Whether NAME has the form of a per-worktree pseudo-ref (git's is_pseudoref_syntax: capitals, '-' and '_'), which git in a linked worktree reads from its own git dir. */
+static bool
+snap_hist_caps(const char *name)
+{
+	return name[0] != '\0' &&
+	    name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-_")] == '\0';
+}
+
+/* Linked worktrees' git dirs looked into for shadows, at most. */
+#define SNAP_HIST_WORKTREES_MAX 1024
+
+/*
+ * Files the session left in G's linked worktrees' git dirs
+ * ($GIT_DIR/worktrees/W) named as one of START's refs of capitals only
+ * (a branch DEV): git run in that worktree reads worktrees/W/DEV for DEV
+ * first, as it reads every name of a pseudo-ref's form there.
+ */
+static void
+snap_hist_shadows_worktrees(const struct snap_hgit *g, int gitfd,
+    struct snap_nested *nc, const struct strv *start,
+    const struct timespec *since, struct strv *alerts)
+{
+	struct dirent *de, *e;
+	char *name;
+	DIR *d, *w;
+	int fd, wfd;
+	size_t n = 0;
+
+	if ((fd = path_open_beneath(gitfd, "worktrees", O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && n < SNAP_HIST_WORKTREES_MAX) {
+		if (de->d_name[0] == '.' || (wfd = openat(dirfd(d), de->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		n++;
+		if ((w = fdopendir(wfd)) == NULL) {
+			close(wfd);
+			continue;
+		}
+		while ((e = readdir(w)) != NULL) {
+			if (!snap_hist_caps(e->d_name) ||
+			    snap_hist_pseudo(e->d_name) ||
+			    !snap_hist_shadowed(start, e->d_name, 0))
+				continue;
+			name = xprintf("worktrees/%s/%s", de->d_name,
+			    e->d_name);
+			snap_hist_shadow_file(g, nc, dirfd(w), e->d_name, name,
+			    e->d_name, since, alerts);
+			free(name);
+		}
+		closedir(w);
+	}
+	closedir(d);
+}
+
 /*
  * Files the session made in G's git dir itself (GITFD) that git reads as
  * refs by their short name before refs/ (refs.c's first rule, "%s"): one
- * named as a branch or tag, holding a ref, changed since SINCE; then
- * those deeper, in a dir of the git dir that is not git's own.
+ * named as a branch or tag of START's (the user's refs at the start),
+ * holding a ref, changed since SINCE; then those deeper.
  */
 static void
 snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
-    struct snap_nested *nc, const struct strv *now,
+    struct snap_nested *nc, const struct strv *start,
     const struct timespec *since, struct strv *alerts)
 {
 	struct strv dirs;
@@ -3157,23 +3257,28 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 	}
 	strv_init(&dirs);
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || snap_hist_git_file(de->d_name) ||
+		/* No ref's name has a part that starts with a dot. */
+		if (de->d_name[0] == '.' ||
 		    fstatat(gitfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		/* A dir, or a link git would go through as one. */
 		if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
 			strv_add(&dirs, de->d_name);
-		if (!S_ISDIR(st.st_mode) && !snap_hist_pseudo(de->d_name) &&
-		    snap_hist_shadowed(now, de->d_name, 0))
+		/* git's own files (shallow holds an id: review 11 F8) are not looked at. */
+		if (!S_ISDIR(st.st_mode) && !snap_hist_git_file(de->d_name) &&
+		    !snap_hist_pseudo(de->d_name) &&
+		    snap_hist_shadowed(start, de->d_name, 0))
 			snap_hist_shadow_file(g, nc, gitfd, de->d_name,
 			    de->d_name, de->d_name, since, alerts);
 	}
 	closedir(d);
 	if (dirs.n > 0) {
 		qsort(dirs.v, dirs.n, sizeof *dirs.v, snap_hist_str_cmp);
-		snap_hist_shadows_deep(g, gitfd, nc, now, since, &dirs, alerts);
+		snap_hist_shadows_deep(g, gitfd, nc, start, since, &dirs,
+		    alerts);
 	}
 	strv_free(&dirs);
+	snap_hist_shadows_worktrees(g, gitfd, nc, start, since, alerts);
 }
 
 /* The dir of refs/X or refs/tags/X (X under BASE), opened through no link, and X's last part into *LEAF; -1 if none. */
@@ -3217,8 +3322,6 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	size_t i, len, rule;
 	bool read_packed;
 
-	if (snap_hist_packed_unread(start))
-		return;
 	/* packed-refs read (up to 64 MiB) and sorted once, when a shadow is first found. */
 	strv_init(&packed);
 	read_packed = false;
@@ -3227,7 +3330,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
 	tagsfd = path_open_beneath(gitfd, "refs/tags", O_RDONLY | O_DIRECTORY,
 	    0);
-	for (i = 0; i < now->n; i++) {
+	/* With the start's packed refs unread, which refs the session made cannot be told; the files in the git dir still can. */
+	for (i = 0; !snap_hist_packed_unread(start) && i < now->n; i++) {
 		len = strcspn(now->v[i], "\t");
 		ref = xstrndup(now->v[i], len);
 		if (strncmp(ref, "refs/", 5) != 0 ||
@@ -3278,8 +3382,119 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	if (tagsfd != -1)
 		close(tagsfd);
 	if (snap_history_since(h, &since) != NULL)
-		snap_hist_shadows_top(g, gitfd, &nc, now, &since, alerts);
+		snap_hist_shadows_top(g, gitfd, &nc, start, &since, alerts);
 	strv_free(&packed);
+	free((char *)nc.quarantine);
+}
+
+/* Links under refs/ told one by one; those past it are moved and counted. */
+#define SNAP_HIST_LINKS_TOLD 16
+
+/* The link NAME (REL under G's git dir) in DFD, moved to the quarantine NC, told in red (the first SNAP_HIST_LINKS_TOLD; *MORE counts the rest). */
+static void
+snap_hist_ref_link_out(const struct snap_hgit *g, struct snap_nested *nc,
+    int dfd, const char *name, const char *rel, size_t *more,
+    struct strv *alerts)
+{
+	char target[PATH_MAX], *q, *qt, *kept;
+	ssize_t n;
+
+	if (nc->n >= SNAP_HIST_LINKS_TOLD) {
+		free(snap_nested_keep(nc, dfd, name, true));
+		(*more)++;
+		return;
+	}
+	q = snap_nested_quote(rel);
+	n = readlinkat(dfd, name, target, sizeof target - 1);
+	target[n > 0 ? n : 0] = '\0';
+	qt = snap_nested_quote(target);
+	if ((kept = snap_nested_keep(nc, dfd, name, true)) != NULL)
+		strv_addf(alerts, "the session made %s/%s a link (to %s): "
+		    "git goes through a link there as a dir, to refs nothing "
+		    "lists, or reads what it names as a ref, so a name of yours "
+		    "could take a commit of the session's; git makes no such "
+		    "link; it was moved to %s", g->gitdir, q, qt, kept);
+	else
+		strv_addf(alerts, "the session made %s/%s a link (to %s): "
+		    "git goes through a link there as a dir, to refs nothing "
+		    "lists, or reads what it names as a ref, and agentmux could "
+		    "not move it (%s): remove it yourself", g->gitdir, q, qt,
+		    strerror(errno));
+	free(kept);
+	free(qt);
+	free(q);
+}
+
+/*
+ * Links the session left under REL (in G's git dir, opened as DFD, DEPTH
+ * down from refs/), moved out (snap_hist_ref_link_out). SINCE NULL: REL
+ * is a dir the session changed, which may have been moved there with a
+ * link in it made earlier (a rename changes only the dir's ctime).
+ */
+static void
+snap_hist_refs_links_in(const struct snap_hgit *g, struct snap_nested *nc,
+    int dfd, const char *rel, const struct timespec *since, int depth,
+    size_t *more, struct strv *alerts)
+{
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 || strcmp(rel, "refs/agentmux/snaps") == 0 ||
+	    strcmp(rel, "refs/agentmux/sessions") == 0 ||
+	    (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || de->d_type == DT_REG ||
+		    fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		sub = xprintf("%s/%s", rel, de->d_name);
+		if (S_ISLNK(st.st_mode) && (since == NULL ||
+		    snap_hist_changed_since(&st, since)))
+			snap_hist_ref_link_out(g, nc, dirfd(d), de->d_name, sub,
+			    more, alerts);
+		else if (S_ISDIR(st.st_mode) && (fd = openat(dirfd(d),
+		    de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) != -1) {
+			snap_hist_refs_links_in(g, nc, fd, sub, since == NULL ||
+			    snap_hist_changed_since(&st, since) ? NULL : since,
+			    depth + 1, more, alerts);
+			close(fd);
+		}
+		free(sub);
+	}
+	closedir(d);
+}
+
+/* Links the session left under G's refs/ (GITFD), moved to the quarantine before the refs are read. */
+static void
+snap_hist_refs_links(struct snap_history *h, const struct snap_hgit *g,
+    int gitfd, size_t idx, struct strv *alerts)
+{
+	struct snap_nested nc;
+	struct timespec since;
+	size_t more = 0;
+	int fd;
+
+	if (snap_history_since(h, &since) == NULL ||
+	    (fd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	memset(&nc, 0, sizeof nc);
+	nc.quarantine = snap_hist_quarantine(g, idx);
+	snap_hist_refs_links_in(g, &nc, fd, "refs", &since, 0, &more, alerts);
+	if (more > 0)
+		strv_addf(alerts, "and %zu more links the session made under "
+		    "refs/ in %s were moved to %s", more, g->gitdir,
+		    nc.quarantine);
+	close(fd);
 	free((char *)nc.quarantine);
 }
 
@@ -4170,6 +4385,7 @@ snap_history_end_one(struct snap_history *h, struct snap_hgit *g, size_t idx,
 	snap_hist_refs_dirs(g, gitfd, idx, &start, alerts);
 	/* Before the refs are read: git keeps the objects of moved refs after. */
 	snap_hist_packed_mend(g, gitfd, session, alerts);
+	snap_hist_refs_links(h, g, gitfd, idx, alerts);
 	snap_hist_refs(gitfd, &now);
 	snap_history_packed_tell(g, gitfd, had_start ? &start : NULL, &now,
 	    session, alerts, warnings);

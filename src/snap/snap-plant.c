@@ -303,9 +303,50 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
 }
 
 /*
- * A link, FIFO, socket or device made in a git dir: git on the host would
- * write its reflogs and refs through a link (into ~/.bashrc, say) and hang
- * on a FIFO. It goes to the quarantine.
+ * Whether a dir on the way from REL's git dir to REL was changed in the
+ * session (the git dir itself not counted: git writes in it at every
+ * commit). A dir moved into a git dir brings what it holds with the
+ * ctimes of before (a rename changes only the dir's): a link made in an
+ * earlier session, outside any git dir, among them.
+ */
+static bool
+snap_plant_moved_in(struct snap_plant_walk *w, const char *rel)
+{
+	const char *end;
+	char *dir, *slash;
+	struct stat st;
+	bool moved = false;
+	size_t root;
+	int fd;
+
+	if (snap_plant_under(w->inside, rel))
+		root = strlen(w->inside);
+	else if (strncmp(rel, ".git/", 5) == 0)
+		root = 4;
+	else if ((end = strstr(rel, "/.git/")) != NULL)
+		root = (size_t)(end - rel) + 5;
+	else
+		return false;
+	dir = xstrdup(rel);
+	while (!moved && (slash = strrchr(dir, '/')) != NULL &&
+	    (size_t)(slash - dir) > root) {
+		*slash = '\0';
+		fd = path_open_beneath(w->nc.projfd, dir, O_PATH | O_DIRECTORY,
+		    0);
+		moved = fd != -1 && fstat(fd, &st) == 0 &&
+		    snap_nested_changed(&st, w->o->since);
+		if (fd != -1)
+			close(fd);
+	}
+	free(dir);
+	return moved;
+}
+
+/*
+ * A link, FIFO, socket or device made in a git dir (or brought into one
+ * in a dir moved there): git on the host would write its reflogs and
+ * refs through a link (into ~/.bashrc, say) and hang on a FIFO. It goes
+ * to the quarantine.
  */
 static void
 snap_plant_special(struct snap_plant_walk *w, const char *rel,
@@ -316,8 +357,10 @@ snap_plant_special(struct snap_plant_walk *w, const char *rel,
 	int fd;
 
 	if (S_ISDIR(st->st_mode) || S_ISREG(st->st_mode) ||
-	    !snap_nested_changed(st, w->o->since) || (S_ISSOCK(st->st_mode) &&
-	    strcmp(slash + 1, "fsmonitor--daemon.ipc") == 0))
+	    (S_ISSOCK(st->st_mode) &&
+	    strcmp(slash + 1, "fsmonitor--daemon.ipc") == 0) ||
+	    (!snap_nested_changed(st, w->o->since) &&
+	    !snap_plant_moved_in(w, rel)))
 		return;
 	dir = xstrndup(rel, (size_t)(slash - rel));
 	fd = path_open_beneath(w->nc.projfd, dir, O_RDONLY | O_DIRECTORY, 0);

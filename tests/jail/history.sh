@@ -594,8 +594,10 @@ shadow_refs() {
 	# lib/.git/topic as symbolic refs to the session's branch evil,
 	# lib/.git/link a dir link on the way to link/z, lib/.git/deep/y a link
 	# to a forged ref's file. Moved out, never followed.
+	# (The end's scan for links in git dirs may get to one first, and say so.)
 	for n in topic link deep/y; do
-		case $OUT in *"made the link $n in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+		case $OUT in *"made the link $n in $P/lib/.git, which git finds"*"moved to"*|\
+		    *"lib/.git/$n in a git dir was made a link in the session"*"moved to"*) ok ;;
 		*) bad "shadow_refs: the link lib/.git/$n was not moved out: $OUT" ;; esac
 	done
 	[ "$(git -C "$P" rev-parse v2 2>&1)" = "$main0" ] && ok ||
@@ -616,6 +618,72 @@ shadow_refs() {
 	git -C "$P/lib" log --oneline >/dev/null 2>&1 && [ -e "$P/lib/.git/shallow" ] && ok ||
 	    bad "shadow_refs: the shallow clone is broken after the end: $OUT"
 	rm -rf "$P/lib"
+}
+
+# More shadows in a nested repository (review of the above): a link inside
+# refs/ that git goes through as a dir, a NUL in packed-refs (git reads
+# past it), a dir parked in one session and moved into place in the next
+# (a rename changes only the dir's ctime; a dir with a link in it moved
+# into refs/ the same way), a capitals name (DEV; and in a
+# linked worktree's git dir, where git run in that worktree reads it first),
+# a name under a dir git keeps too (svn/trunk). And a shadow of a ref only the
+# session made is none of the user's: left alone.
+shadow_refs_more() {
+	fresh_repo
+	(cd "$P" && git init -q -b main lib &&
+	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l &&
+	    git -C lib branch feature2/x && git -C lib branch topic2 && git -C lib branch DEV &&
+	    git -C lib branch team/feature3/x &&
+	    git -C lib update-ref refs/remotes/svn/trunk HEAD &&
+	    git -C lib update-ref refs/remotes/up/main HEAD) || exit 1
+	rm -rf "$T/libwt"
+	git -C "$P/lib" worktree add -q "$T/libwt" -b wtb || exit 1
+	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
+	    mkdir -p lib/.git/refs/zz lib/.git/parked && echo $lc >lib/.git/refs/zz/x &&
+	    ln -s zz lib/.git/refs/feature2 &&
+	    printf "# pack-refs with: peeled fully-peeled \n%s refs/tags/zz\0\n%s refs/tags/topic2\n" $lc $lc >lib/.git/packed-refs &&
+	    echo $lc >lib/.git/DEV && mkdir lib/.git/svn && echo $lc >lib/.git/svn/trunk &&
+	    echo $lc >lib/.git/worktrees/libwt/DEV &&
+	    echo $lc >lib/.git/parked/main && mkdir -p wrap/zz3 && echo $lc >wrap/zz3/x &&
+	    ln -s zz3 wrap/feature3 && mkdir wrap2 && ln -s ../../../../../../outside-log wrap2/main &&
+	    git -C lib branch newb/x $lc && mkdir lib/.git/newb && echo $lc >lib/.git/newb/x &&
+	    echo FORGED'
+	case $OUT in *FORGED*) ok ;; *) bad "shadow_refs_more: the forging did not run: $OUT" ;; esac
+	case $OUT in *"made $P/lib/.git/refs/feature2 a link (to zz)"*"moved to"*|\
+	    *"lib/.git/refs/feature2 in a git dir was made a link in the session"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: the link refs/feature2 was not moved out: $OUT" ;; esac
+	case $OUT in *"$P/lib/.git/packed-refs is now unreadable"*"--refs' puts back the refs of the start"*) ok ;;
+	*) bad "shadow_refs_more: a NUL in packed-refs (refs/tags/topic2 past it) was not told: $OUT" ;; esac
+	for n in DEV svn/trunk; do
+		case $OUT in *"made the ref $n in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+		*) bad "shadow_refs_more: lib/.git/$n was not moved out: $OUT" ;; esac
+	done
+	case $OUT in *"made the ref worktrees/libwt/DEV in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: lib/.git/worktrees/libwt/DEV was not moved out: $OUT" ;; esac
+	[ "$(git -C "$T/libwt" rev-parse DEV 2>&1)" = "$lib0" ] && ok ||
+	    bad "shadow_refs_more: DEV in lib's worktree is not the user's: $(git -C "$T/libwt" rev-parse DEV 2>&1)"
+	case $OUT in *"ref newb/x"*) bad "shadow_refs_more: a shadow of the session's own branch was moved: $OUT" ;; *) ok ;; esac
+	for n in feature2/x DEV svn/trunk; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs_more: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	jrun -- sh -c 'mv lib/.git/parked lib/.git/up && mv wrap lib/.git/refs/team &&
+	    mkdir -p lib/.git/logs/refs/heads && mv wrap2 lib/.git/logs/refs/heads/feat && echo MOVED'
+	# The reflog of a branch feat/main would be written through it: the link
+	# made last session outside any git dir, its dir moved in this one.
+	case $OUT in *"lib/.git/logs/refs/heads/feat/main in a git dir was made a link in the session"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: the link brought into lib/.git/logs in a dir moved there was not moved out: $OUT" ;; esac
+	[ -L "$P/lib/.git/logs/refs/heads/feat/main" ] && bad "shadow_refs_more: lib/.git/logs/refs/heads/feat/main is still a link" || ok
+	case $OUT in *"made $P/lib/.git/refs/team/feature3 a link (to zz3)"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: the link refs/team/feature3, made last session and moved into refs/ in its dir, was not moved out: $OUT" ;; esac
+	[ "$(git -C "$P/lib" rev-parse team/feature3/x 2>&1)" = "$lib0" ] && ok ||
+	    bad "shadow_refs_more: lib's team/feature3/x is not the user's: $(git -C "$P/lib" rev-parse team/feature3/x 2>&1)"
+	case $OUT in *"made the ref up/main in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: lib/.git/up/main, moved into place in its dir, was not moved out: $OUT" ;; esac
+	[ "$(git -C "$P/lib" rev-parse up/main 2>&1)" = "$lib0" ] && ok ||
+	    bad "shadow_refs_more: lib's up/main is not the user's: $(git -C "$P/lib" rev-parse up/main 2>&1)"
+	rm -rf "$P/lib" "$T/libwt"
 }
 
 # Ref values git reads as well as a lower-case id: upper-case hex, an id
@@ -1256,6 +1324,7 @@ checks() {
 	nested_bare
 	remote_moved
 	shadow_refs
+	shadow_refs_more
 	refs_as_git_reads
 	packed_bad
 	packed_unsorted
