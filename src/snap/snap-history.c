@@ -354,7 +354,7 @@ snap_hist_legacy(const char *ref)
 static int
 snap_hist_packed(int gitfd, struct strv *out)
 {
-	char *line, *save = NULL, *v;
+	char *line, *eol, *v;
 	struct buf b;
 	size_t n;
 	bool gone;
@@ -366,15 +366,18 @@ snap_hist_packed(int gitfd, struct strv *out)
 		buf_free(&b);
 		return gone ? 0 : -1;
 	}
-	/* git reads past a NUL (it sorts a file not said sorted itself); a reading cut there would miss refs. */
-	if (memchr(b.data, '\0', b.len) != NULL) {
-		buf_free(&b);
-		errno = EINVAL;
-		return -1;
-	}
-	for (line = strtok_r(b.data, "\n", &save); line != NULL;
-	    line = strtok_r(NULL, "\n", &save)) {
-		if (*line == '#' || *line == '^' ||
+	/*
+	 * Line by line, each up to a NUL in it, as git lists them: git reads
+	 * the lines past one (review: a reading that stopped at the first
+	 * NUL missed every ref after it).
+	 */
+	for (line = b.data; line < b.data + b.len; line = eol + 1) {
+		if ((eol = memchr(line, '\n', (size_t)(b.data + b.len -
+		    line))) == NULL)
+			eol = b.data + b.len;
+		else
+			*eol = '\0';
+		if (*line == '\0' || *line == '#' || *line == '^' ||
 		    (n = snap_hist_oid_len(line)) == 0 || line[n] == '\0')
 			continue;
 		line[n] = '\0';
@@ -537,24 +540,7 @@ snap_hist_packed_pick(const struct strv *lines, const bool *is_ref,
 	return stay;
 }
 
-/* The LEN bytes at P as a line of LINES; a NUL in them (which git reads past) made a '\\1', so the line reads as bad. */
-static void
-snap_hist_split_add(struct strv *lines, const char *p, size_t len)
-{
-	char *line = xmalloc(len + 1);
-	size_t i;
-
-	memcpy(line, p, len);
-	line[len] = '\0';
-	for (i = 0; i < len; i++) {
-		if (p[i] == '\0')
-			line[i] = '\1';
-	}
-	strv_add(lines, line);
-	free(line);
-}
-
-/* TEXT cut into lines (without their newlines); the length of a last line without one into *CUT. */
+/* TEXT cut into lines (without their newlines), each as git reads it, up to a NUL in it; the length of a last line without one into *CUT. */
 static void
 snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
 {
@@ -563,12 +549,12 @@ snap_hist_split(const struct buf *text, struct strv *lines, size_t *cut)
 	for (i = 0; i < text->len; i++) {
 		if (text->data[i] != '\n')
 			continue;
-		snap_hist_split_add(lines, text->data + start, i - start);
+		strv_addf(lines, "%.*s", (int)(i - start), text->data + start);
 		start = i + 1;
 	}
 	*cut = text->len - start;
 	if (*cut > 0)
-		snap_hist_split_add(lines, text->data + start, *cut);
+		strv_addf(lines, "%.*s", (int)*cut, text->data + start);
 }
 
 /*
@@ -3033,10 +3019,12 @@ snap_hist_changed_since(const struct stat *st, const struct timespec *since)
 
 /*
  * The file REL in DFD, as the session left it (changed since SINCE; NULL:
- * in a dir the session made or moved there), moved out if git would read it first for the short name X (its name NAME in
- * G's git dir): a regular file only if git takes it for a ref (a branch
- * named "config" is safe), a link always (git follows it, to a ref's file
- * or, named "refs/...", as a symbolic ref; git makes no link in a git dir).
+ * in a dir the session made or moved there), moved out: git reads it
+ * first for the short name X (its name NAME in G's git dir), a file as a
+ * ref or symbolic ref (whatever agentmux makes of it: git takes "ref:
+ * evil/x" and a name padded with 4 KiB of blanks), a link by following
+ * it (git makes no link in a git dir). The callers leave out git's own
+ * files (shallow, config).
  */
 static void
 snap_hist_shadow_file(const struct snap_hgit *g, struct snap_nested *nc,
@@ -3044,21 +3032,12 @@ snap_hist_shadow_file(const struct snap_hgit *g, struct snap_nested *nc,
     const struct timespec *since, struct strv *alerts)
 {
 	struct stat st;
-	char *v;
 
 	if (fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    (since != NULL && !snap_hist_changed_since(&st, since)))
 		return;
-	if (S_ISLNK(st.st_mode)) {
+	if (S_ISLNK(st.st_mode) || S_ISREG(st.st_mode))
 		snap_hist_shadow_out(g, nc, dfd, rel, name, x, alerts);
-		return;
-	}
-	if (!S_ISREG(st.st_mode))
-		return;
-	v = snap_hist_loose_value(dfd, rel);
-	if (v != NULL && strcmp(v, SNAP_HIST_UNREAD) != 0)
-		snap_hist_shadow_out(g, nc, dfd, rel, name, x, alerts);
-	free(v);
 }
 
 /*
@@ -3338,7 +3317,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    strcmp(ref, "refs/stash") == 0 ||
 		    snap_hist_value(start, ref) != NULL ||
 		    (x = snap_hist_short(ref, &rule)) == NULL ||
-		    !snap_hist_shadowed(now, x, rule)) {
+		    (!snap_hist_shadowed(now, x, rule) &&
+		    !snap_hist_shadowed(start, x, rule))) {
 			free(ref);
 			continue;
 		}

@@ -302,12 +302,23 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	free(repo);
 }
 
+/* Whether DIR (of REL's ancestors, the git dir ROOT long) is a git dir inside that one: a submodule's under modules/, a linked worktree's under worktrees/. */
+static bool
+snap_plant_inner_gitdir(struct snap_plant_walk *w, const char *dir,
+    size_t root)
+{
+	return (strstr(dir + root, "/modules/") != NULL ||
+	    strstr(dir + root, "/worktrees/") != NULL) &&
+	    snap_plant_is_gitdir(w, dir);
+}
+
 /*
  * Whether a dir on the way from REL's git dir to REL was changed in the
- * session (the git dir itself not counted: git writes in it at every
- * commit). A dir moved into a git dir brings what it holds with the
- * ctimes of before (a rename changes only the dir's): a link made in an
- * earlier session, outside any git dir, among them.
+ * session (the git dir itself not counted, nor a submodule's or a linked
+ * worktree's inside it: git writes in each at every commit). A dir moved
+ * into a git dir brings what it holds with the ctimes of before (a
+ * rename changes only the dir's): a link made in an earlier session,
+ * outside any git dir, among them.
  */
 static bool
 snap_plant_moved_in(struct snap_plant_walk *w, const char *rel)
@@ -331,6 +342,8 @@ snap_plant_moved_in(struct snap_plant_walk *w, const char *rel)
 	while (!moved && (slash = strrchr(dir, '/')) != NULL &&
 	    (size_t)(slash - dir) > root) {
 		*slash = '\0';
+		if (snap_plant_inner_gitdir(w, dir, root))
+			break;
 		fd = path_open_beneath(w->nc.projfd, dir, O_PATH | O_DIRECTORY,
 		    0);
 		moved = fd != -1 && fstat(fd, &st) == 0 &&

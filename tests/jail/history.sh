@@ -620,9 +620,10 @@ shadow_refs() {
 	rm -rf "$P/lib"
 }
 
-# More shadows in a nested repository (review of the above): a link inside
+# More shadows in a nested repository (reviews of the above): a link inside
 # refs/ that git goes through as a dir, a NUL in packed-refs (git reads
-# past it), a dir parked in one session and moved into place in the next
+# past it), a symbolic ref git takes and agentmux's reading does not, a tag
+# over a remote-tracking branch the session deleted, a dir parked in one session and moved into place in the next
 # (a rename changes only the dir's ctime; a dir with a link in it moved
 # into refs/ the same way), a capitals name (DEV; and in a
 # linked worktree's git dir, where git run in that worktree reads it first),
@@ -633,7 +634,8 @@ shadow_refs_more() {
 	(cd "$P" && git init -q -b main lib &&
 	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l &&
 	    git -C lib branch feature2/x && git -C lib branch topic2 && git -C lib branch DEV &&
-	    git -C lib branch team/feature3/x &&
+	    git -C lib branch team/feature3/x && git -C lib branch topic3 &&
+	    git -C lib update-ref refs/remotes/up2/main HEAD &&
 	    git -C lib update-ref refs/remotes/svn/trunk HEAD &&
 	    git -C lib update-ref refs/remotes/up/main HEAD) || exit 1
 	rm -rf "$T/libwt"
@@ -644,7 +646,9 @@ shadow_refs_more() {
 	    ln -s zz lib/.git/refs/feature2 &&
 	    printf "# pack-refs with: peeled fully-peeled \n%s refs/tags/zz\0\n%s refs/tags/topic2\n" $lc $lc >lib/.git/packed-refs &&
 	    echo $lc >lib/.git/DEV && mkdir lib/.git/svn && echo $lc >lib/.git/svn/trunk &&
-	    echo $lc >lib/.git/worktrees/libwt/DEV &&
+	    echo $lc >lib/.git/worktrees/libwt/DEV && mkdir lib/.git/evil &&
+	    echo $lc >lib/.git/evil/x && echo "ref: evil/x" >lib/.git/topic3 &&
+	    git -C lib update-ref -d refs/remotes/up2/main && git -C lib update-ref refs/tags/up2/main $lc &&
 	    echo $lc >lib/.git/parked/main && mkdir -p wrap/zz3 && echo $lc >wrap/zz3/x &&
 	    ln -s zz3 wrap/feature3 && mkdir wrap2 && ln -s ../../../../../../outside-log wrap2/main &&
 	    git -C lib branch newb/x $lc && mkdir lib/.git/newb && echo $lc >lib/.git/newb/x &&
@@ -653,8 +657,19 @@ shadow_refs_more() {
 	case $OUT in *"made $P/lib/.git/refs/feature2 a link (to zz)"*"moved to"*|\
 	    *"lib/.git/refs/feature2 in a git dir was made a link in the session"*"moved to"*) ok ;;
 	*) bad "shadow_refs_more: the link refs/feature2 was not moved out: $OUT" ;; esac
-	case $OUT in *"$P/lib/.git/packed-refs is now unreadable"*"--refs' puts back the refs of the start"*) ok ;;
-	*) bad "shadow_refs_more: a NUL in packed-refs (refs/tags/topic2 past it) was not told: $OUT" ;; esac
+	case $OUT in *"ref refs/tags/topic2 in $P/lib/.git"*"delete it with 'git update-ref --no-deref -d refs/tags/topic2'"*) ok ;;
+	*) bad "shadow_refs_more: refs/tags/topic2, past a NUL in packed-refs, was not told: $OUT" ;; esac
+	# A symbolic ref agentmux's reading refuses but git takes; a tag named as
+	# a remote-tracking branch the session deleted (the next fetch makes it again).
+	case $OUT in *"made the ref topic3 in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: lib/.git/topic3 (ref: evil/x) was not moved out: $OUT" ;; esac
+	case $OUT in *"made the ref refs/tags/up2/main in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+	*) bad "shadow_refs_more: refs/tags/up2/main, over a deleted up2/main, was not moved out: $OUT" ;; esac
+	git -C "$P/lib" update-ref refs/remotes/up2/main "$lib0"
+	for n in topic3 up2/main; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs_more: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
 	for n in DEV svn/trunk; do
 		case $OUT in *"made the ref $n in $P/lib/.git, which git finds"*"moved to"*) ok ;;
 		*) bad "shadow_refs_more: lib/.git/$n was not moved out: $OUT" ;; esac
