@@ -76,6 +76,7 @@ struct snap_jailgit {
 	struct stat packed;   /* and its stat then (zero: none) */
 	struct stat host_packed; /* GITDIR's as the jail's was last given (zero: none) */
 	bool packed_pending;  /* brought back not yet: the user's git held the lock */
+	bool index_pending;   /* the same for the index (index.lock) */
 	bool ended;           /* the jail is gone: its copies are not refreshed */
 	time_t stale_since;   /* not given again since (the jail's git held its lock), or 0 */
 	char *stale_told;
@@ -137,7 +138,7 @@ snap_jailgit_read_head(int gfd, const char *what, char **cause)
 }
 
 static void snap_jailgit_index_kept(struct snap_jailgit *, int, int,
-    const struct stat *);
+    const struct stat *, const struct stat *);
 static int snap_jailgit_packed_give(struct snap_jailgit *, int, int,
     const char *, char **);
 
@@ -243,6 +244,8 @@ snap_jailgit_why(int err)
 		return "it is a link";
 	case ENOTSUP:
 		return "it has holes, which git never writes";
+	case EAGAIN:
+		return "your git held index.lock as the session ended";
 	case EBADMSG:
 		return "its entries cannot be read as git would read them (cut "
 		    "short, a name's length not where the name ends), or some "
@@ -253,23 +256,20 @@ snap_jailgit_why(int err)
 }
 
 /*
- * FROM's regular file NAME (at most MAX bytes) written as TO's, through
- * no link on either side; ST its stat as read. An index from the jail
- * (BAD not NULL, ids of OIDLEN bytes) only if git's checkout could write
- * each of its entries only where git would (snap_index_paths_check):
- * else EPERM, what it could not into BAD, or EBADMSG if it cannot be read
- * as git reads it.
- * -1 with errno.
+ * FROM's regular file NAME (at most MAX bytes) read into B (caller frees),
+ * through no link; ST its stat as read. An index from the jail (BAD not
+ * NULL, ids of OIDLEN bytes) only if git's checkout could write each of
+ * its entries only where git would (snap_index_paths_check): else EPERM,
+ * what it could not into BAD, or EBADMSG if it cannot be read as git
+ * reads it. -1 with errno.
  */
 static int
-snap_jailgit_copy(int from, int to, const char *name, long long max,
-    struct stat *st, size_t oidlen, struct strv *bad)
+snap_jailgit_read(int from, const char *name, long long max,
+    struct stat *st, size_t oidlen, struct strv *bad, struct buf *b)
 {
-	struct stat was;
-	struct buf b;
-	mode_t mode = 0644;
-	int rc = -1, check;
+	int check;
 
+	buf_init(b);
 	if (fstatat(from, name, st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
 	if (S_ISLNK(st->st_mode) || !S_ISREG(st->st_mode) ||
@@ -287,24 +287,89 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 		return -1;
 	}
 	/* Read to MAX whatever it grew to since (the jail may write on). */
-	buf_init(&b);
-	if (path_read_beneath(from, name, (size_t)max, &b) == -1)
-		goto out;
+	if (path_read_beneath(from, name, (size_t)max, b) == -1)
+		return -1;
 	/* What is checked is what is written. */
-	if (bad != NULL && (check = snap_index_paths_check(&b, oidlen,
+	if (bad != NULL && (check = snap_index_paths_check(b, oidlen,
 	    bad)) != 0) {
 		errno = check == 1 ? EPERM : EBADMSG;
-		goto out;
+		return -1;
 	}
-	/* The mode it had (a repository shared with a group keeps 0664). */
+	return 0;
+}
+
+/* The mode TO's NAME has (a repository shared with a group keeps 0664), or 0644. */
+static mode_t
+snap_jailgit_mode(int to, const char *name)
+{
+	struct stat was;
+
 	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(was.st_mode))
-		mode = was.st_mode & 0777;
-	rc = snap_hist_write(to, name, &b, mode);
-out:
+		return was.st_mode & 0777;
+	return 0644;
+}
+
+/*
+ * B written as GFD's index the way git writes one: into index.lock, taken
+ * with O_EXCL (held by the user's git: -1 with EAGAIN, tried again at the
+ * next sync), then renamed into place, only if the index is still the
+ * one WAS (the user's git wrote none meanwhile: else -1 with ESTALE). A
+ * git of the user's that starts meanwhile waits for the lock or fails as
+ * it does beside any other git; one that wrote between agentmux's look
+ * and its write was lost before. *WROTE: the stat of what was written.
+ */
+static int
+snap_jailgit_index_write(int gfd, const struct buf *b, mode_t mode,
+    const struct stat *was, struct stat *wrote)
+{
+	struct stat now;
+	int fd, rc = -1, saved;
+
+	fd = openat(gfd, "index.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd == -1) {
+		if (errno == EEXIST)
+			errno = EAGAIN;
+		return -1;
+	}
+	if (fstatat(gfd, "index", &now, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&now, 0, sizeof now);
+	if (!path_stat_unchanged(&now, was))
+		errno = ESTALE;
+	else if (fchmod(fd, mode & ~util_user_umask()) == 0 &&
+	    util_write_all(fd, b->data != NULL ? b->data : "", b->len) == 0 &&
+	    fsync(fd) == 0 && renameat(gfd, "index.lock", gfd, "index") == 0)
+		rc = 0;
+	saved = errno;
+	/* Its stat after the rename (which changes its ctime), whatever is at the name by now. */
+	if (rc == 0 && fstat(fd, wrote) == -1)
+		memset(wrote, 0, sizeof *wrote);
+	close(fd);
+	if (rc == -1)
+		(void)unlinkat(gfd, "index.lock", 0);
+	errno = saved;
+	return rc;
+}
+
+/*
+ * FROM's regular file NAME (at most MAX bytes) written as TO's, through
+ * no link on either side; ST its stat as read (snap_jailgit_read).
+ * -1 with errno.
+ */
+static int
+snap_jailgit_copy(int from, int to, const char *name, long long max,
+    struct stat *st, size_t oidlen, struct strv *bad)
+{
+	struct buf b;
+	int rc = -1;
+
+	if (snap_jailgit_read(from, name, max, st, oidlen, bad, &b) == 0)
+		rc = snap_hist_write(to, name, &b, snap_jailgit_mode(to, name));
 	buf_free(&b);
 	return rc;
 }
+
 
 struct snap_jailgit *
 snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
@@ -356,9 +421,9 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 		*cause = xprintf("cannot copy %s/index: %s", jg->quoted,
 		    snap_jailgit_why(errno));
 	else if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == 0)
-		snap_jailgit_index_kept(jg, pfd, gfd, &st);
+		snap_jailgit_index_kept(jg, pfd, gfd, &st, NULL);
 	else
-		snap_jailgit_index_kept(jg, pfd, gfd, &jg->index);
+		snap_jailgit_index_kept(jg, pfd, gfd, &jg->index, NULL);
 out:
 	if (pfd != -1)
 		close(pfd);
@@ -628,7 +693,7 @@ snap_jailgit_index_same(struct snap_jailgit *jg, int pfd,
 /* What was brought back (ST, the jail's index), and the user's index as it then was. */
 static void
 snap_jailgit_index_kept(struct snap_jailgit *jg, int pfd, int gfd,
-    const struct stat *st)
+    const struct stat *st, const struct stat *host)
 {
 	int fd;
 
@@ -639,24 +704,45 @@ snap_jailgit_index_kept(struct snap_jailgit *jg, int pfd, int gfd,
 		jg->trailer_len = snap_jailgit_trailer(fd, st, jg->trailer);
 		close(fd);
 	}
-	if (fstatat(gfd, "index", &jg->host_index, AT_SYMLINK_NOFOLLOW) == -1)
+	if (host != NULL)
+		jg->host_index = *host;
+	else if (fstatat(gfd, "index", &jg->host_index, AT_SYMLINK_NOFOLLOW) ==
+	    -1)
 		memset(&jg->host_index, 0, sizeof jg->host_index);
+}
+
+/* The user's index changed while the session ran: theirs stays, told once. */
+static void
+snap_jailgit_index_theirs(struct snap_jailgit *jg, struct strv *alerts)
+{
+	char *msg = xprintf("your %s/index changed while the session ran "
+	    "(your git wrote it): the session's index is not brought back over "
+	    "it; if 'git status' there shows the session's commits as changes "
+	    "to undo, 'git reset' makes the index HEAD's (what you staged with "
+	    "it)", jg->quoted);
+
+	snap_jailgit_tell(&jg->index_told, "theirs", alerts, msg);
+	free(msg);
 }
 
 /*
  * The jail's index brought back if its git wrote it, unless the user's
- * changed since it was last given (their own git wrote it meanwhile):
+ * changed since it was last given (their own git wrote it meanwhile, up
+ * to the moment it is written: git's index.lock is taken for that):
  * theirs stays, told once.
  */
 static void
 snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
     struct strv *alerts)
 {
-	struct stat st, now;
+	struct stat st, now, wrote;
 	struct strv bad;
+	struct buf b;
 	const char *why;
 	char *msg, *names;
+	int rc, saved;
 
+	jg->index_pending = false;
 	if (fstatat(pfd, "index", &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    path_stat_unchanged(&st, &jg->index) ||
 	    path_stat_unchanged(&st, &jg->index_refused))
@@ -668,22 +754,34 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 	if (fstatat(gfd, "index", &now, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&now, 0, sizeof now);
 	if (!path_stat_unchanged(&now, &jg->host_index)) {
-		msg = xprintf("your %s/index changed while the session ran (your "
-		    "git wrote it): the session's index is not brought back over "
-		    "it; if 'git status' there shows the session's commits as "
-		    "changes to undo, 'git reset' makes the index HEAD's (what "
-		    "you staged with it)", jg->quoted);
-		snap_jailgit_tell(&jg->index_told, "theirs", alerts, msg);
-		free(msg);
+		snap_jailgit_index_theirs(jg, alerts);
 		return;
 	}
 	strv_init(&bad);
-	if (snap_jailgit_copy(pfd, gfd, "index", SNAP_JAILGIT_INDEX_MAX,
-	    &st, jg->hash_len / 2, &bad) == 0) {
-		snap_jailgit_index_kept(jg, pfd, gfd, &st);
+	if (snap_jailgit_read(pfd, "index", SNAP_JAILGIT_INDEX_MAX, &st,
+	    jg->hash_len / 2, &bad, &b) == 0) {
+		rc = snap_jailgit_index_write(gfd, &b, snap_jailgit_mode(gfd,
+		    "index"), &jg->host_index, &wrote);
+		saved = errno;
+		buf_free(&b);
 		strv_free(&bad);
+		jg->index_pending = rc == -1 && saved == EAGAIN && !jg->ended;
+		if (rc == 0)
+			snap_jailgit_index_kept(jg, pfd, gfd, &st, &wrote);
+		else if (saved == ESTALE)
+			snap_jailgit_index_theirs(jg, alerts);
+		else if (saved != EAGAIN || jg->ended) {
+			/* (EAGAIN: the user's git holds index.lock; the next sync tries again, if there is one.) */
+			why = snap_jailgit_why(saved);
+			msg = xprintf("the session's index could not be brought "
+			    "back to %s/index (%s): yours is left as it was; 'git "
+			    "reset' there makes one from HEAD", jg->quoted, why);
+			snap_jailgit_tell(&jg->index_told, why, alerts, msg);
+			free(msg);
+		}
 		return;
 	}
+	buf_free(&b);
 	/* Read and refused once: up to 256 MiB again each second otherwise. */
 	jg->index_refused = st;
 	if (errno == EPERM) {
@@ -1011,7 +1109,8 @@ unlock:
 bool
 snap_jailgit_waiting(const struct snap_jailgit *jg)
 {
-	return !jg->ended && (jg->stale_since != 0 || jg->packed_pending);
+	return !jg->ended && (jg->stale_since != 0 || jg->packed_pending ||
+	    jg->index_pending);
 }
 
 void

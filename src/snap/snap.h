@@ -771,7 +771,7 @@ struct snap_jailgit *snap_jailgit_make(const char *gitdir, const char *priv,
 void snap_jailgit_sync(struct snap_jailgit *, struct strv *alerts);
 /**
  * Whether a sync has to be tried again a moment later: a lock held (the
- * user's git's packed-refs.lock, or the jail's), which no event may tell
+ * user's git's packed-refs.lock or index.lock, or the jail's), which no event may tell
  * the end of (a lock git rolls back is deleted, not renamed).
  */
 bool snap_jailgit_waiting(const struct snap_jailgit *);

@@ -123,6 +123,20 @@ fetch_head_link() {
 # git wrote paths relative to it (core.worktree), so it is not sealed: a
 # link made in it is moved out at the end, and told (SECURITY.md says what
 # the user's git run there meanwhile would do).
+# The user's own link in a submodule's git dir (a hook linked to a tracked
+# script), there before the session: a commit in the submodule changes its
+# git dir, which is no dir moved in, so the link stays, untold.
+user_link_in_modules() {
+	fresh_repo
+	add_sub
+	ln -s ../../../../tools/pre-push "$P/.git/modules/sub/hooks/pre-push" || exit 1
+	jrun -- sh -c "cd sub && git -c user.email=a@b -c user.name=a commit -q --allow-empty -m in && echo COMMITTED"
+	case $OUT in *COMMITTED*) ok ;; *) bad "user_link_in_modules: git in the submodule did not commit: $OUT" ;; esac
+	[ -L "$P/.git/modules/sub/hooks/pre-push" ] && ok ||
+	    bad "user_link_in_modules: the user's hook link was taken: $OUT"
+	case $OUT in *pre-push*) bad "user_link_in_modules: the user's hook link was told: $OUT" ;; *) ok ;; esac
+}
+
 links_in_modules() {
 	fresh_repo
 	add_sub
@@ -261,6 +275,31 @@ wait_index() {
 	i=0
 	while ! git -C "$P" ls-files | grep -qx "$1" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	git -C "$P" ls-files | grep -qx "$1"
+}
+
+# The jail's index is written into the user's .git the way git writes one,
+# under git's index.lock: while the user's git holds it (a commit waiting
+# for its editor) the jail's index waits, and the lock is not touched; let
+# go, the next sync brings it. Held as the session ends: told. (Before, a
+# git add of the user's between agentmux's look and its write was lost.)
+index_lock() {
+	fresh_repo
+	: >"$P/.git/index.lock"
+	session_start 'echo j >j && git add j'
+	sleep 2.5
+	git -C "$P" ls-files | grep -qx j && bad "index_lock: the jail's index was written while the user's git held index.lock" || ok
+	[ -e "$P/.git/index.lock" ] && [ ! -s "$P/.git/index.lock" ] && ok ||
+	    bad "index_lock: the user's index.lock was taken or written"
+	rm -f "$P/.git/index.lock"
+	wait_index j && ok || bad "index_lock: the jail's index did not come back once index.lock was let go"
+	session_end
+	: >"$P/.git/index.lock"
+	session_start 'echo k >k && git add k'
+	session_end
+	rm -f "$P/.git/index.lock"
+	case $OUT in *"index could not be brought back to $P/.git/index (your git held index.lock as the session ended)"*) ok ;;
+	*) bad "index_lock: an index not brought back at the end for the user's index.lock was not told: $OUT" ;; esac
+	git -C "$P" ls-files | grep -qx k && bad "index_lock: the jail's index was written over the user's index.lock" || ok
 }
 
 # The user's index, written by their own git while the session runs, is not replaced by the jail's; an
@@ -648,10 +687,12 @@ checks() {
 	links_in_gitdir
 	fetch_head_link
 	links_in_modules
+	user_link_in_modules
 	git_works
 	head_bad
 	index_bad
 	index_theirs
+	index_lock
 	hard_links
 	config_lock
 	links_users
