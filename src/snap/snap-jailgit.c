@@ -244,8 +244,6 @@ snap_jailgit_why(int err)
 		return "it is a link";
 	case ENOTSUP:
 		return "it has holes, which git never writes";
-	case EAGAIN:
-		return "your git held index.lock as the session ended";
 	case EBADMSG:
 		return "its entries cannot be read as git would read them (cut "
 		    "short, a name's length not where the name ends), or some "
@@ -310,44 +308,76 @@ snap_jailgit_mode(int to, const char *name)
 	return 0644;
 }
 
+/* Whether the lock FD is still the file at NAME in GFD (the user may have removed ours, and their git taken a new one). */
+static bool
+snap_jailgit_lock_ours(int gfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(gfd, name, &b,
+	    AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino;
+}
+
 /*
- * B written as GFD's index the way git writes one: into index.lock, taken
- * with O_EXCL (held by the user's git: -1 with EAGAIN, tried again at the
- * next sync), then renamed into place, only if the index is still the
- * one WAS (the user's git wrote none meanwhile: else -1 with ESTALE). A
- * git of the user's that starts meanwhile waits for the lock or fails as
- * it does beside any other git; one that wrote between agentmux's look
- * and its write was lost before. *WROTE: the stat of what was written.
+ * B written as GFD's index, with git's index.lock held only around the
+ * rename: written and synced first as a temp file beside it; then the
+ * lock taken with O_EXCL (held by the user's git: -1 with EAGAIN), the
+ * index looked at again under it (not the one WAS: the user's git wrote
+ * it meanwhile, -1 with ESTALE), the temp renamed over it and the lock
+ * let go. git does not wait for index.lock, it fails: held a moment, it
+ * fails the user's git seldom, and agentmux killed leaves a temp file,
+ * not a lock every git there stops at. *WROTE: the stat of what was
+ * written.
  */
 static int
 snap_jailgit_index_write(int gfd, const struct buf *b, mode_t mode,
     const struct stat *was, struct stat *wrote)
 {
+	unsigned char rnd[6];
 	struct stat now;
-	int fd, rc = -1, saved;
+	char *tmp;
+	int fd, lfd = -1, rc = -1, saved;
 
-	fd = openat(gfd, "index.lock", O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, 0600);
+	util_random(rnd, sizeof rnd);
+	tmp = xprintf("index.agentmux-%02x%02x%02x%02x%02x%02x", rnd[0],
+	    rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+	fd = openat(gfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	if (fd == -1) {
+		free(tmp);
+		return -1;
+	}
+	if (fchmod(fd, mode & ~util_user_umask()) == -1 ||
+	    util_write_all(fd, b->data != NULL ? b->data : "", b->len) == -1 ||
+	    fsync(fd) == -1)
+		goto out;
+	if ((lfd = openat(gfd, "index.lock", O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
 		if (errno == EEXIST)
 			errno = EAGAIN;
-		return -1;
+		goto out;
 	}
 	if (fstatat(gfd, "index", &now, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&now, 0, sizeof now);
 	if (!path_stat_unchanged(&now, was))
 		errno = ESTALE;
-	else if (fchmod(fd, mode & ~util_user_umask()) == 0 &&
-	    util_write_all(fd, b->data != NULL ? b->data : "", b->len) == 0 &&
-	    fsync(fd) == 0 && renameat(gfd, "index.lock", gfd, "index") == 0)
+	else if (renameat(gfd, tmp, gfd, "index") == 0)
 		rc = 0;
+out:
 	saved = errno;
 	/* Its stat after the rename (which changes its ctime), whatever is at the name by now. */
 	if (rc == 0 && fstat(fd, wrote) == -1)
 		memset(wrote, 0, sizeof *wrote);
 	close(fd);
 	if (rc == -1)
-		(void)unlinkat(gfd, "index.lock", 0);
+		(void)unlinkat(gfd, tmp, 0);
+	if (lfd != -1) {
+		if (snap_jailgit_lock_ours(gfd, "index.lock", lfd))
+			(void)unlinkat(gfd, "index.lock", 0);
+		close(lfd);
+	}
+	free(tmp);
 	errno = saved;
 	return rc;
 }
@@ -765,13 +795,13 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 		saved = errno;
 		buf_free(&b);
 		strv_free(&bad);
-		jg->index_pending = rc == -1 && saved == EAGAIN && !jg->ended;
+		/* The user's git holds index.lock: tried again a moment later (at the end, by snap_jailgit_index_wait). */
+		jg->index_pending = rc == -1 && saved == EAGAIN;
 		if (rc == 0)
 			snap_jailgit_index_kept(jg, pfd, gfd, &st, &wrote);
 		else if (saved == ESTALE)
 			snap_jailgit_index_theirs(jg, alerts);
-		else if (saved != EAGAIN || jg->ended) {
-			/* (EAGAIN: the user's git holds index.lock; the next sync tries again, if there is one.) */
+		else if (saved != EAGAIN) {
 			why = snap_jailgit_why(saved);
 			msg = xprintf("the session's index could not be brought "
 			    "back to %s/index (%s): yours is left as it was; 'git "
@@ -1152,46 +1182,107 @@ static const char *const snap_jailgit_going[] = { "MERGE_HEAD",
     "sequencer", "BISECT_LOG" };
 
 /*
- * At the end: the jail's packed-refs, if the user's git held the lock,
- * tried again for 2 s; then kept beside the jail's git dir (which goes),
- * and told.
+ * At the end: SYNC (snap_jailgit_packed or _index) tried again for 2 s
+ * while *PENDING (the user's git held the lock). Whether it still is.
  */
-static void
-snap_jailgit_packed_wait(struct snap_jailgit *jg, struct strv *alerts)
+static bool
+snap_jailgit_retry(struct snap_jailgit *jg, struct strv *alerts,
+    const bool *pending, void (*sync)(struct snap_jailgit *, int, int,
+    struct strv *))
 {
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
-	char *kept, *q;
 	int i, pfd, gfd;
 
 	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
-	for (i = 0; i < 100 && jg->packed_pending && pfd != -1 && gfd != -1;
-	    i++) {
+	for (i = 0; i < 100 && *pending && pfd != -1 && gfd != -1; i++) {
 		(void)nanosleep(&pause, NULL);
-		snap_jailgit_packed(jg, pfd, gfd, alerts);
-	}
-	if (jg->packed_pending && pfd != -1) {
-		kept = xprintf("%s.packed-refs", jg->priv);
-		q = quote_name(kept);
-		if (renameat(pfd, "packed-refs", AT_FDCWD, kept) == 0)
-			strv_addf(alerts, "the session's git changed its packed "
-			    "refs, and %s/packed-refs.lock stayed taken (by your "
-			    "git?) for 2 s: they are kept at %s; the branches and "
-			    "tags it deleted or packed are there", jg->quoted, q);
-		else
-			strv_addf(alerts, "the session's git changed its packed "
-			    "refs, and %s/packed-refs.lock stayed taken (by your "
-			    "git?): they could not be kept either (%s); 'agentmux "
-			    "undo --refs' puts back the refs of the start",
-			    jg->quoted, strerror(errno));
-		free(q);
-		free(kept);
+		sync(jg, pfd, gfd, alerts);
 	}
 	if (pfd != -1)
 		close(pfd);
 	if (gfd != -1)
 		close(gfd);
+	return *pending;
+}
+
+/*
+ * The jail's NAME, not brought back, kept beside its git dir (which
+ * goes): 0 with *Q where (quoted, to free), or -1 with errno.
+ */
+static int
+snap_jailgit_keep(struct snap_jailgit *jg, const char *name, char **q)
+{
+	char *kept;
+	int pfd, rc = -1, saved;
+
+	*q = NULL;
+	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd == -1)
+		return -1;
+	kept = xprintf("%s.%s", jg->priv, name);
+	if (renameat(pfd, name, AT_FDCWD, kept) == 0) {
+		*q = quote_name(kept);
+		rc = 0;
+	}
+	saved = errno;
+	close(pfd);
+	free(kept);
+	errno = saved;
+	return rc;
+}
+
+/* At the end: the jail's packed-refs, if the user's git held the lock for 2 s, kept aside and told. */
+static void
+snap_jailgit_packed_wait(struct snap_jailgit *jg, struct strv *alerts)
+{
+	char *q;
+
+	if (!snap_jailgit_retry(jg, alerts, &jg->packed_pending,
+	    snap_jailgit_packed))
+		return;
+	if (snap_jailgit_keep(jg, "packed-refs", &q) == 0)
+		strv_addf(alerts, "the session's git changed its packed refs, "
+		    "and %s/packed-refs.lock stayed taken (by your git?) for 2 "
+		    "s: they are kept at %s; the branches and tags it deleted "
+		    "or packed are there", jg->quoted, q);
+	else
+		strv_addf(alerts, "the session's git changed its packed refs, "
+		    "and %s/packed-refs.lock stayed taken (by your git?): they "
+		    "could not be kept either (%s); 'agentmux undo --refs' puts "
+		    "back the refs of the start", jg->quoted, strerror(errno));
+	free(q);
+}
+
+/*
+ * At the end: the jail's index, if the user's git held index.lock for
+ * 2 s, kept aside and told: HEAD was brought back all the same, so the
+ * user's git status shows the session's commits as changes until 'git
+ * reset'.
+ */
+static void
+snap_jailgit_index_wait(struct snap_jailgit *jg, struct strv *alerts)
+{
+	char *q;
+
+	if (!snap_jailgit_retry(jg, alerts, &jg->index_pending,
+	    snap_jailgit_index))
+		return;
+	jg->index_pending = false;
+	if (snap_jailgit_keep(jg, "index", &q) == 0)
+		strv_addf(alerts, "the session's git staged changes, and "
+		    "%s/index.lock stayed taken (by your git?) for 2 s: its "
+		    "index is kept at %s, yours is left as it was; 'git status' "
+		    "there may show the session's commits as changes to undo, "
+		    "and 'git reset' makes the index HEAD's", jg->quoted, q);
+	else
+		strv_addf(alerts, "the session's git staged changes, and "
+		    "%s/index.lock stayed taken (by your git?): its index could "
+		    "not be kept either (%s); yours is left as it was, and 'git "
+		    "reset' makes the index HEAD's", jg->quoted,
+		    strerror(errno));
+	free(q);
 }
 
 void
@@ -1206,6 +1297,7 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 	jg->ended = true;
 	snap_jailgit_sync(jg, alerts);
 	snap_jailgit_packed_wait(jg, alerts);
+	snap_jailgit_index_wait(jg, alerts);
 	if ((pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		return;

@@ -280,7 +280,8 @@ wait_index() {
 # The jail's index is written into the user's .git the way git writes one,
 # under git's index.lock: while the user's git holds it (a commit waiting
 # for its editor) the jail's index waits, and the lock is not touched; let
-# go, the next sync brings it. Held as the session ends: told. (Before, a
+# go, the next sync brings it. Held as the session ends: the session's
+# index kept aside, told. (Before, a
 # git add of the user's between agentmux's look and its write was lost.)
 index_lock() {
 	fresh_repo
@@ -297,9 +298,13 @@ index_lock() {
 	session_start 'echo k >k && git add k'
 	session_end
 	rm -f "$P/.git/index.lock"
-	case $OUT in *"index could not be brought back to $P/.git/index (your git held index.lock as the session ended)"*) ok ;;
+	case $OUT in *"the session's git staged changes, and $P/.git/index.lock stayed taken (by your git?) for 2 s: its index is kept at"*) ok ;;
 	*) bad "index_lock: an index not brought back at the end for the user's index.lock was not told: $OUT" ;; esac
+	kept=$(printf '%s\n' "$OUT" | sed -n 's/.*its index is kept at \([^,;]*\)[,;].*/\1/p' | head -n 1)
+	[ -n "$kept" ] && [ -f "$kept" ] && GIT_INDEX_FILE=$kept git -C "$P" ls-files | grep -qx k && ok ||
+	    bad "index_lock: the session's index was not kept where told: $kept"
 	git -C "$P" ls-files | grep -qx k && bad "index_lock: the jail's index was written over the user's index.lock" || ok
+	ls "$P/.git" | grep -q '^index\.agentmux-' && bad "index_lock: a temp index was left in .git" || ok
 }
 
 # The user's index, written by their own git while the session runs, is not replaced by the jail's; an
