@@ -296,7 +296,11 @@ snap_jailgit_read(int from, const char *name, long long max,
 	return 0;
 }
 
-/* The mode TO's NAME has (a repository shared with a group keeps 0664), or 0644. */
+/*
+ * The mode TO's NAME has, kept as it is (a repository shared with a group
+ * keeps 0664 whatever the user's umask), never executable; or git's 0644
+ * but for the user's umask.
+ */
 static mode_t
 snap_jailgit_mode(int to, const char *name)
 {
@@ -304,8 +308,8 @@ snap_jailgit_mode(int to, const char *name)
 
 	if (fstatat(to, name, &was, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(was.st_mode))
-		return was.st_mode & 0777;
-	return 0644;
+		return was.st_mode & 0666;
+	return 0644 & ~util_user_umask();
 }
 
 /* Whether the lock FD is still the file at NAME in GFD (the user may have removed ours, and their git taken a new one). */
@@ -348,7 +352,7 @@ snap_jailgit_index_write(int gfd, const struct buf *b, mode_t mode,
 		free(tmp);
 		return -1;
 	}
-	if (fchmod(fd, mode & ~util_user_umask()) == -1 ||
+	if (fchmod(fd, mode) == -1 ||
 	    util_write_all(fd, b->data != NULL ? b->data : "", b->len) == -1 ||
 	    fsync(fd) == -1)
 		goto out;
@@ -685,13 +689,21 @@ snap_jailgit_head(struct snap_jailgit *jg, int pfd, int gfd,
 static size_t
 snap_jailgit_trailer(int fd, const struct stat *st, unsigned char *t)
 {
+	static const unsigned char none[20];
 	ssize_t n;
 
 	if (st->st_size < SNAP_JAILGIT_TRAILER)
 		return 0;
 	n = pread(fd, t, SNAP_JAILGIT_TRAILER, st->st_size -
 	    SNAP_JAILGIT_TRAILER);
-	return n == SNAP_JAILGIT_TRAILER ? (size_t)n : 0;
+	/*
+	 * index.skipHash writes zeros for the checksum (20 at least, SHA-1's
+	 * length): nothing to tell two indexes apart by.
+	 */
+	if (n != SNAP_JAILGIT_TRAILER || memcmp(t + SNAP_JAILGIT_TRAILER -
+	    sizeof none, none, sizeof none) == 0)
+		return 0;
+	return (size_t)n;
 }
 
 /*

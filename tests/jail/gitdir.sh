@@ -353,6 +353,37 @@ index_theirs() {
 	git -C "$P" merge --abort 2>/dev/null; git -C "$P" reset -q --hard
 }
 
+# The jail's index written into .git keeps the mode the user's has (a
+# repository shared with a group: 0664 whatever the umask; before, 0644
+# and the group's git could no longer write it). An index without a
+# checksum (index.skipHash, on with feature.manyFiles from git 2.40)
+# rewritten to the same size is brought back all the same: before, its
+# zeros were taken for the same checksum and the second was dropped.
+index_nohash() {
+	fresh_repo
+	chmod 0664 "$P/.git/index"
+	cat >"$P/.nohash.py" <<'PY'
+import os, subprocess, sys
+env = dict(os.environ, GIT_INDEX_FILE=".git/index.new")
+open(".git/index.new", "wb").write(open(".git/index", "rb").read())
+open("a", "w").write(sys.argv[1] + "\n")
+subprocess.run(["git", "add", "a"], env=env, check=True)
+with open(".git/index.new", "r+b") as f:
+    f.seek(-20, 2)
+    f.write(b"\0" * 20)
+os.rename(".git/index.new", ".git/index")
+PY
+	session_start 'python3 .nohash.py one' 'python3 .nohash.py two'
+	wait_index a || bad "index_nohash: the jail's first index did not come back"
+	sleep 0.5
+	session_end
+	[ "$(stat -c %a "$P/.git/index")" = 664 ] && ok ||
+	    bad "index_nohash: the user's 0664 index came back $(stat -c %a "$P/.git/index")"
+	[ "$(git -C "$P" ls-files -s a | cut -d' ' -f2)" = "$(echo two | git hash-object --stdin)" ] && ok ||
+	    bad "index_nohash: the second index, of the same size without a checksum, was not brought back: $(git -C "$P" ls-files -s a) $OUT"
+	rm -f "$P/.nohash.py"
+}
+
 # No hard link in the jail (seccomp: EXDEV, as across file systems):
 # COMMIT_EDITMSG and FETCH_HEAD made names of packed-refs had the user's
 # git commit and fetch write into their packed refs; a reflog, a
@@ -698,6 +729,7 @@ checks() {
 	index_bad
 	index_theirs
 	index_lock
+	index_nohash
 	hard_links
 	config_lock
 	links_users
