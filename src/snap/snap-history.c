@@ -2937,21 +2937,28 @@ snap_hist_short(const char *ref, size_t *rule)
 	return ref + 5;
 }
 
-/* Whether NAME is a file git keeps in a git dir itself, as git's own (shallow holds an id: review 11 F8). */
+/*
+ * Whether NAME is a file git keeps in a git dir itself, as git's own
+ * (shallow holds an id: review 11 F8), or its lock (no ref's name ends
+ * in .lock), or a split index's shared part. Not config.x: a branch may
+ * have that name, and a file there would shadow it (review F7).
+ */
 static bool
 snap_hist_git_file(const char *name)
 {
 	static const char *const own[] = { "shallow", "packed-refs", "config",
 	    "config.worktree", "description", "index", "commondir", "gitdir",
-	    "gc.pid", "gc.log", "gitk.cache", "sharedindex", "hooks", "info",
-	    "objects", "refs", "logs", "modules", "worktrees", "branches",
-	    "remotes", "rr-cache", "svn", "lfs", "agentmux" };
-	size_t i;
+	    "gc.pid", "gc.log", "gitk.cache", "hooks", "info", "objects",
+	    "refs", "logs", "modules", "worktrees", "branches", "remotes",
+	    "rr-cache", "svn", "lfs", "agentmux" };
+	size_t i, n = strlen(name);
 
+	if (n > 5 && strcmp(name + n - 5, ".lock") == 0)
+		return true;
+	if (strncmp(name, "sharedindex.", 12) == 0)
+		return true;
 	for (i = 0; i < nitems(own); i++) {
-		if (strncmp(name, own[i], strlen(own[i])) == 0 &&
-		    (name[strlen(own[i])] == '\0' ||
-		    name[strlen(own[i])] == '.'))
+		if (strcmp(name, own[i]) == 0)
 			return true;
 	}
 	return false;
@@ -2974,38 +2981,50 @@ snap_hist_pseudo(const char *name)
 	return false;
 }
 
+/* What is said of the shadowing WHAT ("ref" or "link") NAME in GITDIR, found first for the short name X (to free). */
+static char *
+snap_hist_shadow_said(const char *what, const char *name, const char *gitdir,
+    const char *x)
+{
+	char *q = snap_nested_quote(name), *qx = snap_nested_quote(x), *said;
+
+	said = xprintf("the session made the %s %s in %s, which git finds "
+	    "before a ref of yours of the short name %s (a branch, tag or "
+	    "remote-tracking branch, or one your next fetch makes) when it is "
+	    "named so ('git merge %s' or 'git reset --hard %s' take its "
+	    "commit, git saying only that the name is ambiguous)", what, q,
+	    gitdir, qx, qx, qx);
+	free(qx);
+	free(q);
+	return said;
+}
+
 /* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there), found first for the short name X, moved to the quarantine NC, told in red. */
 static void
 snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
     int dfd, const char *rel, const char *name, const char *x,
     struct strv *alerts)
 {
-	char *q = snap_nested_quote(name), *kept, *short_q;
 	struct stat st;
 	const char *what = fstatat(dfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode) ? "link" : "ref";
+	char *kept, *said, *q;
+	int saved;
 
-	short_q = snap_nested_quote(x);
-	if ((kept = snap_nested_keep(nc, dfd, rel, true)) != NULL)
-		strv_addf(alerts, "the session made the %s %s in %s, which "
-		    "git finds before a ref of yours of the short name %s (a "
-		    "branch, tag or remote-tracking branch) when it is named so "
-		    "('git merge %s' or 'git reset --hard %s' would take its "
-		    "commit, git saying only that the name is ambiguous); it was "
-		    "moved to %s", what, q, g->gitdir, short_q, short_q, short_q,
-		    kept);
-	else
-		strv_addf(alerts, "the session made the %s %s in %s, which "
-		    "git finds before a ref of yours of the short name %s (a "
-		    "branch, tag or remote-tracking branch) when it is named so "
-		    "('git merge %s' or 'git reset --hard %s' take its commit, "
-		    "git saying only that the name is ambiguous), and agentmux "
-		    "could not move it (%s): remove %s/%s yourself", what, q,
-		    g->gitdir, short_q, short_q, short_q, strerror(errno),
-		    g->gitdir, q);
+	kept = snap_nested_keep(nc, dfd, rel, true);
+	saved = errno;
+	said = snap_hist_shadow_said(what, name, g->gitdir, x);
+	if (kept != NULL)
+		strv_addf(alerts, "%s; it was moved to %s", said, kept);
+	else {
+		q = snap_nested_quote(name);
+		strv_addf(alerts, "%s, and agentmux could not move it (%s): "
+		    "remove %s/%s yourself", said, strerror(saved), g->gitdir,
+		    q);
+		free(q);
+	}
+	free(said);
 	free(kept);
-	free(short_q);
-	free(q);
 }
 
 /* Whether ST was changed at SINCE or after (by the session). */
@@ -3115,6 +3134,29 @@ snap_hist_dirs_have(const struct strv *dirs, const char *name)
 }
 
 /*
+ * DIRS sorted, each once: parents first (a dir's name sorts before the
+ * names under it). Before, each was looked for among all the others as
+ * it came, refs x dirs name compares (review F6).
+ */
+static void
+snap_hist_ref_dirs_sort(struct strv *dirs)
+{
+	size_t i, n = 0;
+
+	if (dirs->n == 0)
+		return;
+	qsort(dirs->v, dirs->n, sizeof *dirs->v, snap_hist_str_cmp);
+	for (i = 1; i < dirs->n; i++) {
+		if (strcmp(dirs->v[i], dirs->v[n]) == 0)
+			free(dirs->v[i]);
+		else
+			dirs->v[++n] = dirs->v[i];
+	}
+	dirs->n = n + 1;
+	dirs->v[dirs->n] = NULL;
+}
+
+/*
  * Files the session left deeper in G's git dir (GITFD) that git reads
  * first for a short name with a '/' in it: $GIT_DIR/origin/main for
  * origin/main, $GIT_DIR/feature/x for the branch feature/x. Looked for
@@ -3148,6 +3190,139 @@ snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
 			free(x);
 		}
 		free(ref);
+	}
+}
+
+/*
+ * The remotes of START (the user's refs at the start): the first part of
+ * each refs/remotes/R/..., sorted, each once; git's own dirs (logs,
+ * refs...) left out, as no walk may move what git keeps there.
+ */
+static void
+snap_hist_remotes_of(const struct strv *start, struct strv *remotes)
+{
+	const char *r;
+	size_t i, n;
+
+	strv_init(remotes);
+	for (i = 0; i < start->n; i++) {
+		if (strncmp(start->v[i], "refs/remotes/", 13) != 0)
+			continue;
+		r = start->v[i] + 13;
+		n = strcspn(r, "/\t");
+		if (r[n] == '/' && n > 0)
+			strv_take(remotes, xstrndup(r, n));
+	}
+	snap_hist_ref_dirs_sort(remotes);
+	for (i = n = 0; i < remotes->n; i++) {
+		if (snap_hist_git_file(remotes->v[i]))
+			free(remotes->v[i]);
+		else
+			remotes->v[n++] = remotes->v[i];
+	}
+	remotes->n = n;
+	if (remotes->v != NULL)
+		remotes->v[n] = NULL;
+}
+
+/*
+ * Whether the short name X is R/... for a remote R of REMOTES: a ref the
+ * user's next fetch may make (refs/remotes/R/fix), which one the session
+ * made by that name would shadow then, though it does not exist yet
+ * (review 2 (c): a tag origin/fix, or $GIT_DIR/origin/fix).
+ */
+static bool
+snap_hist_remote_name(const struct strv *remotes, const char *x)
+{
+	const char *slash = strchr(x, '/');
+	char *r;
+	bool is;
+
+	if (slash == NULL || slash[1] == '\0')
+		return false;
+	r = xstrndup(x, (size_t)(slash - x));
+	is = snap_hist_dirs_have(remotes, r);
+	free(r);
+	return is;
+}
+
+/* Entries under one remote's dir in a git dir looked at, at most. */
+#define SNAP_HIST_REMOTE_WALK_MAX 4096
+
+/*
+ * Every file or link the session left under REL (a dir of G's git dir,
+ * opened as DFD, named as a remote of the user's), moved out: git reads
+ * $GIT_DIR/origin/fix first for origin/fix, which the user's next fetch
+ * may make. SINCE NULL: in a dir the session made or moved there. *LEFT
+ * counts down the entries looked at.
+ */
+static void
+snap_hist_shadows_remote(const struct snap_hgit *g, struct snap_nested *nc,
+    int dfd, const char *rel, const struct timespec *since, int depth,
+    size_t *left, struct strv *alerts)
+{
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while (*left > 0 && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		(*left)--;
+		sub = xprintf("%s/%s", rel, de->d_name);
+		if (S_ISDIR(st.st_mode) && (fd = openat(dirfd(d), de->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+			snap_hist_shadows_remote(g, nc, fd, sub, since == NULL ||
+			    snap_hist_changed_since(&st, since) ? NULL : since,
+			    depth + 1, left, alerts);
+			close(fd);
+		} else
+			snap_hist_shadow_file(g, nc, dirfd(d), de->d_name, sub,
+			    sub, since, alerts);
+		free(sub);
+	}
+	closedir(d);
+}
+
+/* Under each dir of the git dir (DIRS, sorted) named as one of REMOTES: snap_hist_shadows_remote. */
+static void
+snap_hist_shadows_remotes(const struct snap_hgit *g, int gitfd,
+    struct snap_nested *nc, const struct strv *remotes,
+    const struct timespec *since, const struct strv *dirs,
+    struct strv *alerts)
+{
+	size_t i, left;
+	struct stat st;
+	int fd;
+
+	for (i = 0; i < remotes->n; i++) {
+		if (!snap_hist_dirs_have(dirs, remotes->v[i]) ||
+		    fstatat(gitfd, remotes->v[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		/* A link there is followed by git as a dir: moved itself. */
+		if (S_ISLNK(st.st_mode)) {
+			snap_hist_shadow_file(g, nc, gitfd, remotes->v[i],
+			    remotes->v[i], remotes->v[i], since, alerts);
+			continue;
+		}
+		if ((fd = openat(gitfd, remotes->v[i], O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		left = SNAP_HIST_REMOTE_WALK_MAX;
+		snap_hist_shadows_remote(g, nc, fd, remotes->v[i],
+		    snap_hist_changed_since(&st, since) ? NULL : since, 0,
+		    &left, alerts);
+		close(fd);
 	}
 }
 
@@ -3220,7 +3395,8 @@ snap_hist_shadows_worktrees(const struct snap_hgit *g, int gitfd,
 static void
 snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
     struct snap_nested *nc, const struct strv *start,
-    const struct timespec *since, struct strv *alerts)
+    const struct strv *remotes, const struct timespec *since,
+    struct strv *alerts)
 {
 	struct strv dirs;
 	struct dirent *de;
@@ -3253,6 +3429,8 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 	closedir(d);
 	if (dirs.n > 0) {
 		qsort(dirs.v, dirs.n, sizeof *dirs.v, snap_hist_str_cmp);
+		snap_hist_shadows_remotes(g, gitfd, nc, remotes, since, &dirs,
+		    alerts);
 		snap_hist_shadows_deep(g, gitfd, nc, start, since, &dirs,
 		    alerts);
 	}
@@ -3295,8 +3473,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	struct timespec since;
 	struct stat st;
 	const char *x, *leaf;
-	struct strv packed;
-	char *ref, *q, *qx;
+	struct strv packed, remotes;
+	char *ref, *q, *said;
 	int refsfd, tagsfd, dfd;
 	size_t i, len, rule;
 	bool read_packed;
@@ -3304,6 +3482,7 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	/* packed-refs read (up to 64 MiB) and sorted once, when a shadow is first found. */
 	strv_init(&packed);
 	read_packed = false;
+	snap_hist_remotes_of(start, &remotes);
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, idx);
 	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
@@ -3318,7 +3497,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    snap_hist_value(start, ref) != NULL ||
 		    (x = snap_hist_short(ref, &rule)) == NULL ||
 		    (!snap_hist_shadowed(now, x, rule) &&
-		    !snap_hist_shadowed(start, x, rule))) {
+		    !snap_hist_shadowed(start, x, rule) &&
+		    !snap_hist_remote_name(&remotes, x))) {
 			free(ref);
 			continue;
 		}
@@ -3341,17 +3521,12 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    snap_hist_value(&packed, ref) == NULL)
 			snap_hist_shadow_out(g, &nc, dfd, leaf, ref, x, alerts);
 		else {
+			said = snap_hist_shadow_said("ref", ref, g->gitdir, x);
 			q = snap_nested_quote(ref);
-			qx = snap_nested_quote(x);
-			strv_addf(alerts, "the session made the ref %s in %s, "
-			    "which git finds before a ref of yours of the short "
-			    "name %s (a branch, tag or remote-tracking branch) "
-			    "when it is named so ('git merge %s' or 'git reset "
-			    "--hard %s' take its commit, git saying only that the "
-			    "name is ambiguous): delete it with 'git update-ref "
-			    "--no-deref -d %s'", q, g->gitdir, qx, qx, qx, q);
-			free(qx);
+			strv_addf(alerts, "%s: delete it with 'git update-ref "
+			    "--no-deref -d %s'", said, q);
 			free(q);
+			free(said);
 		}
 		if (dfd != -1)
 			close(dfd);
@@ -3362,7 +3537,9 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	if (tagsfd != -1)
 		close(tagsfd);
 	if (snap_history_since(h, &since) != NULL)
-		snap_hist_shadows_top(g, gitfd, &nc, start, &since, alerts);
+		snap_hist_shadows_top(g, gitfd, &nc, start, &remotes, &since,
+		    alerts);
+	strv_free(&remotes);
 	strv_free(&packed);
 	free((char *)nc.quarantine);
 }
@@ -3795,19 +3972,14 @@ snap_hist_logs_aside(const struct snap_hgit *g, int gitfd, size_t i,
 	free(saved);
 }
 
-/* Adds to DIRS each dir leading to REF ("refs/heads/x": refs, refs/heads), parents first. */
+/* Adds to DIRS each dir leading to REF ("refs/heads/x": refs, refs/heads), once or more (snap_hist_ref_dirs_sort). */
 static void
 snap_hist_ref_dirs(struct strv *dirs, const char *ref)
 {
 	const char *s;
-	char *d;
 
-	for (s = strchr(ref, '/'); s != NULL; s = strchr(s + 1, '/')) {
-		d = xstrndup(ref, (size_t)(s - ref));
-		if (!strv_contains(dirs, d))
-			strv_add(dirs, d);
-		free(d);
-	}
+	for (s = strchr(ref, '/'); s != NULL; s = strchr(s + 1, '/'))
+		strv_take(dirs, xstrndup(ref, (size_t)(s - ref)));
 }
 
 /* Dir REL of G's refs made a dir again: what is there moved aside (told in red), then an empty one made. */
@@ -3873,6 +4045,7 @@ snap_hist_refs_dirs(const struct snap_hgit *g, int gitfd, size_t i,
 		if (strncmp(start->v[k], "refs/", 5) == 0)
 			snap_hist_ref_dirs(&dirs, start->v[k]);
 	}
+	snap_hist_ref_dirs_sort(&dirs);
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, i);
 	/* Apart from what the logs and shallow file keep there. */

@@ -701,6 +701,40 @@ shadow_refs_more() {
 	rm -rf "$P/lib" "$T/libwt"
 }
 
+# Shadows of a remote-tracking branch that does not exist yet: the user's
+# next fetch makes refs/remotes/up3/fix, and then git finds the session's
+# tag up3/fix, $GIT_DIR/up3/fix or refs/up3/fix first (review 2 (c)). Any
+# name under a remote of the start's is taken as the user's. And a file
+# named as a branch config.x (git's own config is not it: review F7).
+shadow_refs_future() {
+	fresh_repo
+	(cd "$P" && git init -q -b main lib &&
+	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l &&
+	    git -C lib update-ref refs/remotes/up3/main HEAD &&
+	    git -C lib branch config.x) || exit 1
+	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged) &&
+	    git -C lib tag up3/fix $lc && mkdir -p lib/.git/up3/deep && echo $lc >lib/.git/up3/deep/x &&
+	    echo $lc >lib/.git/up3/next && git -C lib update-ref refs/up3/feat $lc &&
+	    echo $lc >lib/.git/config.x && git -C lib tag v1 $lc && echo FORGED'
+	case $OUT in *FORGED*) ok ;; *) bad "shadow_refs_future: the forging did not run: $OUT" ;; esac
+	for n in refs/tags/up3/fix up3/deep/x up3/next refs/up3/feat config.x; do
+		case $OUT in *"made the ref $n in $P/lib/.git, which git finds"*"next fetch makes"*"moved to"*) ok ;;
+		*) bad "shadow_refs_future: $n was not moved out: $OUT" ;; esac
+	done
+	# The user's next fetch.
+	for n in up3/fix up3/deep/x up3/next up3/feat; do
+		git -C "$P/lib" update-ref "refs/remotes/$n" "$lib0"
+	done
+	for n in up3/fix up3/deep/x up3/next up3/feat config.x; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs_future: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	git -C "$P/lib" rev-parse -q --verify refs/tags/v1 >/dev/null && ok ||
+	    bad "shadow_refs_future: the session's tag v1, which shadows nothing, was taken"
+	rm -rf "$P/lib"
+}
+
 # Ref values git reads as well as a lower-case id: upper-case hex, an id
 # with text after it, "ref:" without its space, over packed values, and a
 # replace ref so written (the user's git show and checkout then give the
@@ -1340,6 +1374,7 @@ checks() {
 	remote_moved
 	shadow_refs
 	shadow_refs_more
+	shadow_refs_future
 	refs_as_git_reads
 	packed_bad
 	packed_unsorted
