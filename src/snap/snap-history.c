@@ -2919,22 +2919,34 @@ snap_hist_shadowed(const struct strv *now, const char *x, size_t rule)
 	return is;
 }
 
-/* The rule of snap_hist_rules by which git finds REF (under refs/) by its short name, into *RULE, and that name; NULL for a remote-tracking one (it shadows none that matters). */
-static const char *
+/*
+ * The rule of snap_hist_rules by which git finds REF (under refs/) by its
+ * short name, into *RULE, and that name (to free); NULL for a
+ * remote-tracking branch (it shadows none that matters), but for
+ * refs/remotes/X/HEAD: git takes it for X (git merge up3), and writes
+ * one only at a clone or 'git remote set-head' (review 4 F5).
+ */
+static char *
 snap_hist_short(const char *ref, size_t *rule)
 {
+	size_t n = strlen(ref);
+
 	if (strncmp(ref, "refs/tags/", 10) == 0) {
 		*rule = 2;
-		return ref + 10;
+		return xstrdup(ref + 10);
 	}
 	if (strncmp(ref, "refs/heads/", 11) == 0) {
 		*rule = 3;
-		return ref + 11;
+		return xstrdup(ref + 11);
 	}
-	if (strncmp(ref, "refs/remotes/", 13) == 0)
-		return NULL;
+	if (strncmp(ref, "refs/remotes/", 13) == 0) {
+		if (n <= 13 + 5 || strcmp(ref + n - 5, "/HEAD") != 0)
+			return NULL;
+		*rule = 5;
+		return xstrndup(ref + 13, n - 13 - 5);
+	}
 	*rule = 1;
-	return ref + 5;
+	return xstrdup(ref + 5);
 }
 
 /*
@@ -2955,7 +2967,9 @@ snap_hist_git_file(const char *name)
 
 	if (n > 5 && strcmp(name + n - 5, ".lock") == 0)
 		return true;
-	if (strncmp(name, "sharedindex.", 12) == 0)
+	/* A split index's shared part: sharedindex. and an id (review 4 F8: any name passed). */
+	if (strncmp(name, "sharedindex.", 12) == 0 && (n == 52 || n == 76) &&
+	    name[12 + strspn(name + 12, "0123456789abcdef")] == '\0')
 		return true;
 	for (i = 0; i < nitems(own); i++) {
 		if (strcmp(name, own[i]) == 0)
@@ -2987,13 +3001,15 @@ snap_hist_shadow_said(const char *what, const char *name, const char *gitdir,
     const char *x)
 {
 	char *q = snap_nested_quote(name), *qx = snap_nested_quote(x), *said;
+	char *qg = quote_name(gitdir);
 
 	said = xprintf("the session made the %s %s in %s, which git finds "
 	    "before a ref of yours of the short name %s (a branch, tag or "
 	    "remote-tracking branch, or one your next fetch makes) when it is "
 	    "named so ('git merge %s' or 'git reset --hard %s' take its "
 	    "commit, git saying only that the name is ambiguous)", what, q,
-	    gitdir, qx, qx, qx);
+	    qg, qx, qx, qx);
+	free(qg);
 	free(qx);
 	free(q);
 	return said;
@@ -3018,9 +3034,9 @@ snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
 		strv_addf(alerts, "%s; it was moved to %s", said, kept);
 	else {
 		q = snap_nested_quote(name);
+		kept = quote_name(g->gitdir);
 		strv_addf(alerts, "%s, and agentmux could not move it (%s): "
-		    "remove %s/%s yourself", said, strerror(saved), g->gitdir,
-		    q);
+		    "remove %s in %s yourself", said, strerror(saved), q, kept);
 		free(q);
 	}
 	free(said);
@@ -3157,6 +3173,28 @@ snap_hist_ref_dirs_sort(struct strv *dirs)
 }
 
 /*
+ * Whether NAME is a dir git or a tool of the user's keeps state in at a
+ * git dir's top (a rebase, a sequence, git-annex's store), never looked
+ * into for shadows whatever refs name it: a ref
+ * refs/remotes/rebase-merge/x or refs/tags/rebase-merge/onto a session
+ * left made agentmux move the user's own rebase's files (review 4 F3).
+ */
+static bool
+snap_hist_state_dir(const char *name)
+{
+	static const char *const own[] = { "rebase-merge", "rebase-apply",
+	    "sequencer", "lost-found", "fsmonitor--daemon", "annex",
+	    "git-crypt", "filter-repo", "subtree-cache", "gk" };
+	size_t i;
+
+	for (i = 0; i < nitems(own); i++) {
+		if (strcmp(name, own[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Files the session left deeper in G's git dir (GITFD) that git reads
  * first for a short name with a '/' in it: $GIT_DIR/origin/main for
  * origin/main, $GIT_DIR/feature/x for the branch feature/x. Looked for
@@ -3182,7 +3220,8 @@ snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
 				continue;
 			if (strchr(x, '/') != NULL) {
 				first = xstrndup(x, strcspn(x, "/"));
-				if (snap_hist_dirs_have(dirs, first))
+				if (snap_hist_dirs_have(dirs, first) &&
+				    !snap_hist_state_dir(first))
 					snap_hist_shadow_path(g, nc, gitfd, x,
 					    since, alerts);
 				free(first);
@@ -3193,54 +3232,100 @@ snap_hist_shadows_deep(const struct snap_hgit *g, int gitfd,
 	}
 }
 
-/*
- * The remotes of START (the user's refs at the start): the first part of
- * each refs/remotes/R/..., sorted, each once; git's own dirs (logs,
- * refs...) left out, as no walk may move what git keeps there.
- */
+/* Adds to REMOTES the first part of each refs/remotes/R/... of the ref list or fetch destinations in TEXT (one a line, "ref\t..." or "key value"). */
 static void
-snap_hist_remotes_of(const struct strv *start, struct strv *remotes)
+snap_hist_remotes_add(struct strv *remotes, const char *r)
 {
-	const char *r;
-	size_t i, n;
+	size_t n;
 
-	strv_init(remotes);
-	for (i = 0; i < start->n; i++) {
-		if (strncmp(start->v[i], "refs/remotes/", 13) != 0)
-			continue;
-		r = start->v[i] + 13;
-		n = strcspn(r, "/\t");
-		if (r[n] == '/' && n > 0)
-			strv_take(remotes, xstrndup(r, n));
-	}
-	snap_hist_ref_dirs_sort(remotes);
-	for (i = n = 0; i < remotes->n; i++) {
-		if (snap_hist_git_file(remotes->v[i]))
-			free(remotes->v[i]);
-		else
-			remotes->v[n++] = remotes->v[i];
-	}
-	remotes->n = n;
-	if (remotes->v != NULL)
-		remotes->v[n] = NULL;
+	if (strncmp(r, "refs/remotes/", 13) != 0)
+		return;
+	r += 13;
+	n = strcspn(r, "/\t\n");
+	if (r[n] == '/' && n > 0)
+		strv_take(remotes, xstrndup(r, n));
 }
 
 /*
- * Whether the short name X is R/... for a remote R of REMOTES: a ref the
- * user's next fetch may make (refs/remotes/R/fix), which one the session
- * made by that name would shadow then, though it does not exist yet
- * (review 2 (c): a tag origin/fix, or $GIT_DIR/origin/fix).
+ * The remotes of G's kept config of the start into REMOTES: each
+ * remote.R.* section's R, and the first part under refs/remotes/ of
+ * each fetch refspec's destination (a remote configured but never
+ * fetched has no ref yet: review 4 F4). Read by git itself, without
+ * includes, only if the config names a remote at all.
+ */
+static void
+snap_hist_remotes_config(const struct snap_hgit *g, struct strv *remotes)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes", "-z",
+	    "--get-regexp", "^remote\\.", NULL };
+	char *path = xprintf("%s/config", g->base), *cause = NULL;
+	char *rec, *end, *key, *value, *dot;
+	struct buf in, out;
+	int status;
+
+	buf_init(&in);
+	buf_init(&out);
+	if (buf_read_file(&in, path) == 0 && in.data != NULL &&
+	    strcasestr(in.data, "remote") != NULL &&
+	    snap_git_outside_input(argv, in.data, in.len, &out, NULL, &status,
+	    &cause) == 0 && status == 0 && out.data != NULL) {
+		/* -z: each "remote.NAME.key\nvalue" ends in a NUL; NAME may hold dots, key not. */
+		end = out.data + out.len;
+		for (rec = out.data; rec < end; rec += strlen(rec) + 1) {
+			if (strncmp(rec, "remote.", 7) != 0)
+				continue;
+			key = xstrndup(rec + 7, strcspn(rec + 7, "\n"));
+			value = strchr(rec, '\n');
+			if ((dot = strrchr(key, '.')) != NULL && dot > key) {
+				*dot = '\0';
+				strv_take(remotes, xstrndup(key, strcspn(key,
+				    "/")));
+				if (strcasecmp(dot + 1, "fetch") == 0 &&
+				    value != NULL &&
+				    (value = strchr(value, ':')) != NULL)
+					snap_hist_remotes_add(remotes, value + 1);
+			}
+			free(key);
+		}
+	}
+	free(cause);
+	free(path);
+	buf_free(&in);
+	buf_free(&out);
+}
+
+/*
+ * The user's remotes: the first part of each refs/remotes/R/... of START
+ * (the refs at the start) and of the kept config's remotes, sorted, each
+ * once. A name git keeps state under is among them if so named; only
+ * the walk passes those over (snap_hist_state_dir).
+ */
+static void
+snap_hist_remotes_of(const struct snap_hgit *g, const struct strv *start,
+    struct strv *remotes)
+{
+	size_t i;
+
+	strv_init(remotes);
+	for (i = 0; i < start->n; i++)
+		snap_hist_remotes_add(remotes, start->v[i]);
+	snap_hist_remotes_config(g, remotes);
+	snap_hist_ref_dirs_sort(remotes);
+}
+
+/*
+ * Whether the short name X is R/... or R for a remote R of REMOTES: a
+ * ref the user's next fetch may make (refs/remotes/R/fix, or R/HEAD that
+ * git remote set-head makes), which one the session made by that name
+ * would shadow then, though it does not exist yet (review 2 (c): a tag
+ * origin/fix, or $GIT_DIR/origin/fix).
  */
 static bool
 snap_hist_remote_name(const struct strv *remotes, const char *x)
 {
-	const char *slash = strchr(x, '/');
-	char *r;
+	char *r = xstrndup(x, strcspn(x, "/"));
 	bool is;
 
-	if (slash == NULL || slash[1] == '\0')
-		return false;
-	r = xstrndup(x, (size_t)(slash - x));
 	is = snap_hist_dirs_have(remotes, r);
 	free(r);
 	return is;
@@ -3254,12 +3339,13 @@ snap_hist_remote_name(const struct strv *remotes, const char *x)
  * opened as DFD, named as a remote of the user's), moved out: git reads
  * $GIT_DIR/origin/fix first for origin/fix, which the user's next fetch
  * may make. SINCE NULL: in a dir the session made or moved there. *LEFT
- * counts down the entries looked at.
+ * counts down the entries looked at; *CUT set if there were more, or
+ * deeper than 32.
  */
 static void
 snap_hist_shadows_remote(const struct snap_hgit *g, struct snap_nested *nc,
     int dfd, const char *rel, const struct timespec *since, int depth,
-    size_t *left, struct strv *alerts)
+    size_t *left, bool *cut, struct strv *alerts)
 {
 	struct dirent *de;
 	struct stat st;
@@ -3267,24 +3353,34 @@ snap_hist_shadows_remote(const struct snap_hgit *g, struct snap_nested *nc,
 	DIR *d;
 	int fd;
 
-	if (depth > 32 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1)
+	if (depth > 32) {
+		*cut = true;
+		return;
+	}
+	if ((fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
 		return;
 	}
-	while (*left > 0 && (de = readdir(d)) != NULL) {
+	while (!*cut && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
+		    (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+			continue;
+		if (*left == 0) {
+			*cut = true;
+			break;
+		}
+		(*left)--;
 		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
-		(*left)--;
 		sub = xprintf("%s/%s", rel, de->d_name);
 		if (S_ISDIR(st.st_mode) && (fd = openat(dirfd(d), de->d_name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
 			snap_hist_shadows_remote(g, nc, fd, sub, since == NULL ||
 			    snap_hist_changed_since(&st, since) ? NULL : since,
-			    depth + 1, left, alerts);
+			    depth + 1, left, cut, alerts);
 			close(fd);
 		} else
 			snap_hist_shadow_file(g, nc, dirfd(d), de->d_name, sub,
@@ -3294,7 +3390,47 @@ snap_hist_shadows_remote(const struct snap_hgit *g, struct snap_nested *nc,
 	closedir(d);
 }
 
-/* Under each dir of the git dir (DIRS, sorted) named as one of REMOTES: snap_hist_shadows_remote. */
+/*
+ * The dir R of G's git dir (GITFD), named as a remote of the user's,
+ * whose walk was cut: moved whole to the quarantine NC (git keeps
+ * nothing there), told in red.
+ */
+static void
+snap_hist_shadows_remote_cut(const struct snap_hgit *g, int gitfd,
+    struct snap_nested *nc, const char *r, struct strv *alerts)
+{
+	char *q = snap_nested_quote(r), *qg = quote_name(g->gitdir), *kept;
+	char *part, *said, *qp;
+
+	said = xprintf("the session left more under %s/%s than agentmux looks "
+	    "through (%d entries, 32 dirs deep), where git finds a file first "
+	    "for a remote-tracking branch of yours, or one your next fetch "
+	    "makes, of the name %s/...", qg, q, SNAP_HIST_REMOTE_WALK_MAX, q);
+	if ((kept = snap_nested_keep_tree(nc, gitfd, r, &part)) != NULL)
+		strv_addf(alerts, "%s; git keeps nothing there, and it was "
+		    "moved whole to %s", said, kept);
+	else if (part != NULL) {
+		qp = quote_name(part);
+		strv_addf(alerts, "%s, and it could not all be moved (%s): what "
+		    "was taken is in %s; remove the rest yourself before you use "
+		    "%s/... in git", said, strerror(errno), qp, q);
+		free(qp);
+	} else
+		strv_addf(alerts, "%s, and it could not be moved (%s): remove "
+		    "it yourself before you use %s/... in git", said,
+		    strerror(errno), q);
+	free(part);
+	free(kept);
+	free(said);
+	free(qg);
+	free(q);
+}
+
+/*
+ * Under each dir of the git dir (DIRS, sorted) named as one of REMOTES,
+ * but for git's and the user's tools' own (snap_hist_state_dir):
+ * snap_hist_shadows_remote.
+ */
 static void
 snap_hist_shadows_remotes(const struct snap_hgit *g, int gitfd,
     struct snap_nested *nc, const struct strv *remotes,
@@ -3303,10 +3439,13 @@ snap_hist_shadows_remotes(const struct snap_hgit *g, int gitfd,
 {
 	size_t i, left;
 	struct stat st;
+	bool cut;
 	int fd;
 
 	for (i = 0; i < remotes->n; i++) {
-		if (!snap_hist_dirs_have(dirs, remotes->v[i]) ||
+		if (snap_hist_git_file(remotes->v[i]) ||
+		    snap_hist_state_dir(remotes->v[i]) ||
+		    !snap_hist_dirs_have(dirs, remotes->v[i]) ||
 		    fstatat(gitfd, remotes->v[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
 			continue;
 		/* A link there is followed by git as a dir: moved itself. */
@@ -3319,10 +3458,14 @@ snap_hist_shadows_remotes(const struct snap_hgit *g, int gitfd,
 		    O_NOFOLLOW | O_CLOEXEC)) == -1)
 			continue;
 		left = SNAP_HIST_REMOTE_WALK_MAX;
+		cut = false;
 		snap_hist_shadows_remote(g, nc, fd, remotes->v[i],
 		    snap_hist_changed_since(&st, since) ? NULL : since, 0,
-		    &left, alerts);
+		    &left, &cut, alerts);
 		close(fd);
+		if (cut)
+			snap_hist_shadows_remote_cut(g, gitfd, nc, remotes->v[i],
+			    alerts);
 	}
 }
 
@@ -3472,33 +3615,37 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 	struct snap_nested nc;
 	struct timespec since;
 	struct stat st;
-	const char *x, *leaf;
+	const char *leaf;
 	struct strv packed, remotes;
-	char *ref, *q, *said;
-	int refsfd, tagsfd, dfd;
+	char *ref, *q, *said, *x, *at;
+	int refsfd, tagsfd, remotesfd, dfd;
 	size_t i, len, rule;
 	bool read_packed;
 
 	/* packed-refs read (up to 64 MiB) and sorted once, when a shadow is first found. */
 	strv_init(&packed);
 	read_packed = false;
-	snap_hist_remotes_of(start, &remotes);
+	snap_hist_remotes_of(g, start, &remotes);
 	memset(&nc, 0, sizeof nc);
 	nc.quarantine = snap_hist_quarantine(g, idx);
 	refsfd = path_open_beneath(gitfd, "refs", O_RDONLY | O_DIRECTORY, 0);
 	tagsfd = path_open_beneath(gitfd, "refs/tags", O_RDONLY | O_DIRECTORY,
 	    0);
+	remotesfd = path_open_beneath(gitfd, "refs/remotes", O_RDONLY |
+	    O_DIRECTORY, 0);
 	/* With the start's packed refs unread, which refs the session made cannot be told; the files in the git dir still can. */
 	for (i = 0; !snap_hist_packed_unread(start) && i < now->n; i++) {
 		len = strcspn(now->v[i], "\t");
 		ref = xstrndup(now->v[i], len);
+		x = NULL;
 		if (strncmp(ref, "refs/", 5) != 0 ||
 		    strcmp(ref, "refs/stash") == 0 ||
 		    snap_hist_value(start, ref) != NULL ||
 		    (x = snap_hist_short(ref, &rule)) == NULL ||
-		    (!snap_hist_shadowed(now, x, rule) &&
+		    (rule != 5 && !snap_hist_shadowed(now, x, rule) &&
 		    !snap_hist_shadowed(start, x, rule) &&
 		    !snap_hist_remote_name(&remotes, x))) {
+			free(x);
 			free(ref);
 			continue;
 		}
@@ -3513,8 +3660,10 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 			snap_hist_sort(&packed);
 			read_packed = true;
 		}
+		/* Where the loose ref is under its rule's dir (X/HEAD under refs/remotes). */
+		at = rule == 5 ? xprintf("%s/HEAD", x) : xstrdup(x);
 		dfd = snap_hist_shadow_dir(rule == 2 ? tagsfd : rule == 1 ?
-		    refsfd : -1, x, &leaf);
+		    refsfd : rule == 5 ? remotesfd : -1, at, &leaf);
 		if (dfd != -1 && fstatat(dfd, leaf, &st,
 		    AT_SYMLINK_NOFOLLOW) == 0 && (S_ISREG(st.st_mode) ||
 		    S_ISLNK(st.st_mode)) &&
@@ -3530,12 +3679,16 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		}
 		if (dfd != -1)
 			close(dfd);
+		free(at);
+		free(x);
 		free(ref);
 	}
 	if (refsfd != -1)
 		close(refsfd);
 	if (tagsfd != -1)
 		close(tagsfd);
+	if (remotesfd != -1)
+		close(remotesfd);
 	if (snap_history_since(h, &since) != NULL)
 		snap_hist_shadows_top(g, gitfd, &nc, start, &remotes, &since,
 		    alerts);
@@ -3673,7 +3826,11 @@ snap_history_remotes(const struct strv *start, const struct strv *now,
 		ref = xstrndup(now->v[i], strcspn(now->v[i], "\t"));
 		v = now->v[i] + strlen(ref) + 1;
 		was = snap_hist_value(start, ref);
-		if (was == NULL || strcmp(was, v) != 0)
+		/* A made refs/remotes/X/HEAD: moved out by snap_hist_shadows (no fetch replaces it). */
+		if (was == NULL && strlen(ref) > 18 &&
+		    strcmp(ref + strlen(ref) - 5, "/HEAD") == 0)
+			;
+		else if (was == NULL || strcmp(was, v) != 0)
 			snap_history_remote(ref, was, v, session, gitdir, alerts);
 		free(ref);
 	}

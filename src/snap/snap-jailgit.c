@@ -405,6 +405,45 @@ snap_jailgit_copy(int from, int to, const char *name, long long max,
 }
 
 
+/* The name snap_jailgit_index_write gives its temp file: "index.agentmux-" and 12 hex digits. */
+static bool
+snap_jailgit_tmp_name(const char *name)
+{
+	return strncmp(name, "index.agentmux-", 15) == 0 &&
+	    strlen(name) == 27 &&
+	    strspn(name + 15, "0123456789abcdef") == 12;
+}
+
+/*
+ * Temp files of snap_jailgit_index_write an agentmux killed mid-write
+ * left in GFD (up to 64 MiB each), removed: those a minute old, so that
+ * another session's write under way is not taken from it.
+ */
+static void
+snap_jailgit_tmp_clean(int gfd)
+{
+	struct dirent *de;
+	struct stat st;
+	time_t old = time(NULL) - 60;
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(gfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (snap_jailgit_tmp_name(de->d_name) &&
+		    fstatat(dirfd(d), de->d_name, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_mtime < old)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 struct snap_jailgit *
 snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
     char **cause)
@@ -430,6 +469,7 @@ snap_jailgit_make(const char *gitdir, const char *priv, const char *at,
 	    NULL)
 		goto out;
 	jg->hash_len = snap_hist_hash_len(gfd);
+	snap_jailgit_tmp_clean(gfd);
 	for (i = 0; i < nitems(snap_jailgit_dirs); i++)
 		snap_jailgit_mkdir(gfd, snap_jailgit_dirs[i]);
 	/* Made anew at each start: nothing of an earlier run's jail is kept. */
@@ -797,6 +837,11 @@ snap_jailgit_index(struct snap_jailgit *jg, int pfd, int gfd,
 		memset(&now, 0, sizeof now);
 	if (!path_stat_unchanged(&now, &jg->host_index)) {
 		snap_jailgit_index_theirs(jg, alerts);
+		return;
+	}
+	/* The user's git holds index.lock: nothing read (up to 64 MiB) until it lets go. */
+	if (faccessat(gfd, "index.lock", F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		jg->index_pending = true;
 		return;
 	}
 	strv_init(&bad);
@@ -1203,12 +1248,14 @@ snap_jailgit_retry(struct snap_jailgit *jg, struct strv *alerts,
     struct strv *))
 {
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
-	int i, pfd, gfd;
+	int64_t until = util_mono_us() + 2000000;
+	int pfd, gfd;
 
 	pfd = open(jg->priv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	gfd = open(jg->gitdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
-	for (i = 0; i < 100 && *pending && pfd != -1 && gfd != -1; i++) {
+	/* 2 s by the clock, however long a try takes (one that reads and writes 64 MiB). */
+	while (*pending && pfd != -1 && gfd != -1 && util_mono_us() < until) {
 		(void)nanosleep(&pause, NULL);
 		sync(jg, pfd, gfd, alerts);
 	}

@@ -362,6 +362,9 @@ index_theirs() {
 index_nohash() {
 	fresh_repo
 	chmod 0664 "$P/.git/index"
+	# Temp files an agentmux killed mid-write left: removed at the next start, a minute old.
+	echo x >"$P/.git/index.agentmux-0123456789ab" && touch -d '2 minutes ago' "$P/.git/index.agentmux-0123456789ab"
+	echo x >"$P/.git/index.agentmux-ba9876543210"
 	cat >"$P/.nohash.py" <<'PY'
 import os, subprocess, sys
 env = dict(os.environ, GIT_INDEX_FILE=".git/index.new")
@@ -381,7 +384,9 @@ PY
 	    bad "index_nohash: the user's 0664 index came back $(stat -c %a "$P/.git/index")"
 	[ "$(git -C "$P" ls-files -s a | cut -d' ' -f2)" = "$(echo two | git hash-object --stdin)" ] && ok ||
 	    bad "index_nohash: the second index, of the same size without a checksum, was not brought back: $(git -C "$P" ls-files -s a) $OUT"
-	rm -f "$P/.nohash.py"
+	[ ! -e "$P/.git/index.agentmux-0123456789ab" ] && ok || bad "index_nohash: an old temp index was left in .git"
+	[ -e "$P/.git/index.agentmux-ba9876543210" ] && ok || bad "index_nohash: a fresh temp index (another session's under way) was taken"
+	rm -f "$P/.nohash.py" "$P/.git/index.agentmux-ba9876543210"
 }
 
 # No hard link in the jail (seccomp: EXDEV, as across file systems):

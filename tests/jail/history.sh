@@ -732,6 +732,45 @@ shadow_refs_future() {
 	done
 	git -C "$P/lib" rev-parse -q --verify refs/tags/v1 >/dev/null && ok ||
 	    bad "shadow_refs_future: the session's tag v1, which shadows nothing, was taken"
+	# Review 4: a remote named as git's own dir (git svn's svn/), one only
+	# configured (never fetched), the bare remote's name (git remote
+	# set-head makes up3/HEAD), HEAD refs under refs/remotes, a file named
+	# as a branch sharedindex.foo; the user's annex store under a remote
+	# of that name is not walked.
+	(cd "$P/lib" && git update-ref refs/remotes/svn/trunk HEAD &&
+	    git update-ref refs/remotes/annex/main HEAD &&
+	    git remote add never "$T/nowhere.git" && git branch sharedindex.foo) || exit 1
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged2) &&
+	    git -C lib tag svn/fix $lc && git -C lib update-ref refs/svn/feat $lc &&
+	    git -C lib tag never/fix $lc && git -C lib tag up3 $lc &&
+	    git -C lib update-ref refs/remotes/up3/HEAD $lc && git -C lib update-ref refs/remotes/up3/fix2/HEAD $lc &&
+	    echo $lc >lib/.git/sharedindex.foo && mkdir -p lib/.git/annex/objects && echo blob >lib/.git/annex/objects/k1 &&
+	    echo FORGED2'
+	case $OUT in *FORGED2*) ok ;; *) bad "shadow_refs_future: the second forging did not run: $OUT" ;; esac
+	for n in refs/tags/svn/fix refs/svn/feat refs/tags/never/fix refs/tags/up3 refs/remotes/up3/HEAD refs/remotes/up3/fix2/HEAD sharedindex.foo; do
+		case $OUT in *"made the ref $n in $P/lib/.git, which git finds"*"moved to"*) ok ;;
+		*) bad "shadow_refs_future: $n was not moved out: $OUT" ;; esac
+	done
+	case $OUT in *"remote-tracking branch up3/HEAD"*|*"remote-tracking branch up3/fix2/HEAD"*)
+		bad "shadow_refs_future: a made up3/HEAD was told with git fetch's advice: $OUT" ;; *) ok ;; esac
+	for n in svn/fix svn/feat never/fix; do
+		git -C "$P/lib" update-ref "refs/remotes/$n" "$lib0"
+	done
+	git -C "$P/lib" update-ref refs/remotes/up3/HEAD "$lib0"
+	for n in svn/fix svn/feat never/fix up3 sharedindex.foo; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs_future: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	[ -f "$P/lib/.git/annex/objects/k1" ] && ok || bad "shadow_refs_future: the annex store under a remote named annex was walked"
+	# A walk cut (4,096 entries): the remote's dir moved whole.
+	git -C "$P/lib" update-ref refs/remotes/up4/main HEAD || exit 1
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged3) &&
+	    mkdir -p lib/.git/up4/a && cd lib/.git/up4/a && seq 4200 | xargs mkdir && cd ../../../.. &&
+	    echo $lc >lib/.git/up4/zfix && echo FORGED3'
+	case $OUT in *FORGED3*) ok ;; *) bad "shadow_refs_future: the third forging did not run: $OUT" ;; esac
+	case $OUT in *"left more under $P/lib/.git/up4 than agentmux looks through"*"moved whole to"*) ok ;;
+	*) bad "shadow_refs_future: a walk cut under lib/.git/up4 was not told, the dir moved: $OUT" ;; esac
+	[ ! -e "$P/lib/.git/up4" ] && ok || bad "shadow_refs_future: lib/.git/up4 was left"
 	rm -rf "$P/lib"
 }
 
