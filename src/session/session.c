@@ -1306,6 +1306,8 @@ static enum session_plan_rc
 session_plan_files(struct session *s, struct session_setup *sp,
     char **cause)
 {
+	char *git;
+
 	if (session_setup_overlays(sp, sp->agent, cause) == -1 ||
 	    session_history_start(s, sp, cause) == -1)
 		return SESSION_PLAN_FAIL;
@@ -1313,6 +1315,14 @@ session_plan_files(struct session *s, struct session_setup *sp,
 		return SESSION_PLAN_FAIL;
 	if (session_guard_jail(s, sp, cause) == -1)
 		return SESSION_PLAN_FAIL;
+	/* Its project's (or shared) git dir's top is read only in the jail: nothing the end finds made there is the session's. */
+	if (s->wt != NULL)
+		snap_history_top_ro(s->history, s->wt->common);
+	else if (s->jailgit != NULL) {
+		git = xprintf("%s/.git", s->project);
+		snap_history_top_ro(s->history, git);
+		free(git);
+	}
 	/* The files the user's tools run: read-only in the jail. */
 	session_protect(s, sp->agent, &sp->protect);
 	/* ...and reached by no other name. */

@@ -1884,6 +1884,7 @@ snap_history_free(struct snap_history *h)
 	}
 	free(h->v);
 	free(h->dir);
+	free(h->ro_top);
 	snap_history_watch_worktree_free(h);
 	if (h->wfd != -1)
 		close(h->wfd);
@@ -2631,7 +2632,31 @@ snap_history_open(const char *sessdir)
 		snap_history_free(h);
 		return NULL;
 	}
+	path = xprintf("%s/ro-top", h->dir);
+	buf_init(&b);
+	if (buf_read_file(&b, path) == 0 && b.data != NULL && b.len > 0 &&
+	    b.data[0] == '/')
+		h->ro_top = xstrndup(b.data, strcspn(b.data, "\n"));
+	buf_free(&b);
+	free(path);
 	return h;
+}
+
+void
+snap_history_top_ro(struct snap_history *h, const char *gitdir)
+{
+	char *path, *text;
+
+	if (h == NULL)
+		return;
+	free(h->ro_top);
+	h->ro_top = xstrdup(gitdir);
+	path = xprintf("%s/ro-top", h->dir);
+	text = xprintf("%s\n", gitdir);
+	if (util_write_file_atomic(path, text, strlen(text), 0600, NULL) == -1)
+		log_warn("cannot write %s", path);
+	free(text);
+	free(path);
 }
 
 size_t
@@ -2686,22 +2711,36 @@ snap_history_remote(const char *ref, const char *was, const char *v,
     int64_t session, const char *gitdir, struct strv *alerts)
 {
 	char *name = snap_nested_quote(ref + 13), *qref = snap_nested_quote(ref);
+	char *qg = quote_name(gitdir), *r;
+	size_t n = strlen(ref);
 
-	if (was != NULL)
+	/* No fetch moves R/HEAD back (git takes it for R): review 5 F2. */
+	if (was != NULL && n > 18 && strcmp(ref + n - 5, "/HEAD") == 0) {
+		r = xstrndup(ref + 13, n - 13 - 5);
+		free(qref);
+		qref = snap_nested_quote(r);
+		free(r);
+		strv_addf(alerts, "the session moved %s in %s from %s to %s: git "
+		    "takes it for %s, so 'git merge %s' would take in what it "
+		    "names now, and no fetch puts it back; 'agentmux undo %lld "
+		    "--refs' does, or 'git remote set-head' there", name, qg,
+		    was, v, qref, qref, (long long)session);
+	} else if (was != NULL)
 		strv_addf(alerts, "the session moved the remote-tracking branch "
 		    "%s in %s from %s to %s: no fetch reaches a remote from the "
 		    "jail unless the proxy let it, so it may name a commit the "
 		    "session forged, which your next 'git merge %s' or 'git "
 		    "pull' would take in; 'agentmux undo %lld --refs' puts it "
 		    "back, or run 'git fetch' again before you use it", name,
-		    gitdir, was, v, name, (long long)session);
+		    qg, was, v, name, (long long)session);
 	else
 		strv_addf(alerts, "the session made the remote-tracking branch "
 		    "%s in %s (at %s): no fetch reaches a remote from the jail "
 		    "unless the proxy let it, so it may name a commit the "
 		    "session forged, which a 'git merge %s' would take in; "
 		    "delete it ('git update-ref -d %s') or run 'git fetch' "
-		    "again before you use it", name, gitdir, v, name, qref);
+		    "again before you use it", name, qg, v, name, qref);
+	free(qg);
 	free(qref);
 	free(name);
 }
@@ -2952,25 +2991,39 @@ snap_hist_short(const char *ref, size_t *rule)
 /*
  * Whether NAME is a file git keeps in a git dir itself, as git's own
  * (shallow holds an id: review 11 F8), or its lock (no ref's name ends
- * in .lock), or a split index's shared part. Not config.x: a branch may
- * have that name, and a file there would shadow it (review F7).
+ * in .lock), or a split index's shared part (sharedindex. and an id).
+ * Not config.x or sharedindex.foo: a branch may have that name, and a
+ * file there would shadow it (reviews F7, 4 F8).
  */
 static bool
-snap_hist_git_file(const char *name)
+snap_hist_git_own_file(const char *name)
 {
 	static const char *const own[] = { "shallow", "packed-refs", "config",
 	    "config.worktree", "description", "index", "commondir", "gitdir",
-	    "gc.pid", "gc.log", "gitk.cache", "hooks", "info", "objects",
-	    "refs", "logs", "modules", "worktrees", "branches", "remotes",
-	    "rr-cache", "svn", "lfs", "agentmux" };
+	    "gc.pid", "gc.log", "gitk.cache" };
 	size_t i, n = strlen(name);
 
 	if (n > 5 && strcmp(name + n - 5, ".lock") == 0)
 		return true;
-	/* A split index's shared part: sharedindex. and an id (review 4 F8: any name passed). */
 	if (strncmp(name, "sharedindex.", 12) == 0 && (n == 52 || n == 76) &&
 	    name[12 + strspn(name + 12, "0123456789abcdef")] == '\0')
 		return true;
+	for (i = 0; i < nitems(own); i++) {
+		if (strcmp(name, own[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Whether NAME is a dir git keeps in a git dir itself (a file of that name is not git's: review 5 F3). */
+static bool
+snap_hist_git_own_dir(const char *name)
+{
+	static const char *const own[] = { "hooks", "info", "objects", "refs",
+	    "logs", "modules", "worktrees", "branches", "remotes", "rr-cache",
+	    "svn", "lfs", "agentmux", "reftable" };
+	size_t i;
+
 	for (i = 0; i < nitems(own); i++) {
 		if (strcmp(name, own[i]) == 0)
 			return true;
@@ -3015,6 +3068,9 @@ snap_hist_shadow_said(const char *what, const char *name, const char *gitdir,
 	return said;
 }
 
+/* Shadows told one by one in a git dir; those past it are moved and counted. */
+#define SNAP_HIST_SHADOWS_TOLD 32
+
 /* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there), found first for the short name X, moved to the quarantine NC, told in red. */
 static void
 snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
@@ -3029,6 +3085,13 @@ snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
 
 	kept = snap_nested_keep(nc, dfd, rel, true);
 	saved = errno;
+	/* Told one by one up to a bound, then counted (a jail may make thousands: review 5 F5). */
+	if (kept != NULL && nc->told >= SNAP_HIST_SHADOWS_TOLD) {
+		nc->more++;
+		free(kept);
+		return;
+	}
+	nc->told++;
 	said = snap_hist_shadow_said(what, name, g->gitdir, x);
 	if (kept != NULL)
 		strv_addf(alerts, "%s; it was moved to %s", said, kept);
@@ -3184,7 +3247,9 @@ snap_hist_state_dir(const char *name)
 {
 	static const char *const own[] = { "rebase-merge", "rebase-apply",
 	    "sequencer", "lost-found", "fsmonitor--daemon", "annex",
-	    "git-crypt", "filter-repo", "subtree-cache", "gk" };
+	    "git-crypt", "filter-repo", "subtree-cache", "gk", "branchless",
+	    "gitbutler", "sourcetreeconfig", "fork", "jj", "hg", "bzr",
+	    "patches", "NOTES_MERGE_WORKTREE" };
 	size_t i;
 
 	for (i = 0; i < nitems(own); i++) {
@@ -3335,6 +3400,32 @@ snap_hist_remote_name(const struct strv *remotes, const char *x)
 #define SNAP_HIST_REMOTE_WALK_MAX 4096
 
 /*
+ * Whether the regular file NAME in DFD begins as git takes a loose ref
+ * (refs/files-backend.c): "ref:", or an id of 40 or 64 hex digits then
+ * the end or a blank. What does not is no ref to git, which looks on to
+ * the next rule: a file of a tool of the user's under a dir that a
+ * remote's name was planted for is never moved (review 5).
+ */
+static bool
+snap_hist_ref_like(int dfd, const char *name)
+{
+	char v[72];
+	size_t n;
+	int fd;
+
+	if ((fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) == -1)
+		return false;
+	n = snap_hist_read_head(fd, v, sizeof v - 1) == -1 ? 0 : strlen(v);
+	close(fd);
+	if (strncmp(v, "ref:", 4) == 0 && n >= 4)
+		return true;
+	n = strspn(v, "0123456789abcdefABCDEF");
+	return (n == 40 || n == 64) && (v[n] == '\0' ||
+	    isspace((unsigned char)v[n]));
+}
+
+/*
  * Every file or link the session left under REL (a dir of G's git dir,
  * opened as DFD, named as a remote of the user's), moved out: git reads
  * $GIT_DIR/origin/fix first for origin/fix, which the user's next fetch
@@ -3382,7 +3473,8 @@ snap_hist_shadows_remote(const struct snap_hgit *g, struct snap_nested *nc,
 			    snap_hist_changed_since(&st, since) ? NULL : since,
 			    depth + 1, left, cut, alerts);
 			close(fd);
-		} else
+		} else if (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) &&
+		    snap_hist_ref_like(dirfd(d), de->d_name)))
 			snap_hist_shadow_file(g, nc, dirfd(d), de->d_name, sub,
 			    sub, since, alerts);
 		free(sub);
@@ -3401,24 +3493,27 @@ snap_hist_shadows_remote_cut(const struct snap_hgit *g, int gitfd,
 {
 	char *q = snap_nested_quote(r), *qg = quote_name(g->gitdir), *kept;
 	char *part, *said, *qp;
+	int saved;
 
 	said = xprintf("the session left more under %s/%s than agentmux looks "
 	    "through (%d entries, 32 dirs deep), where git finds a file first "
 	    "for a remote-tracking branch of yours, or one your next fetch "
 	    "makes, of the name %s/...", qg, q, SNAP_HIST_REMOTE_WALK_MAX, q);
-	if ((kept = snap_nested_keep_tree(nc, gitfd, r, &part)) != NULL)
+	kept = snap_nested_keep_tree(nc, gitfd, r, &part);
+	saved = errno;
+	if (kept != NULL)
 		strv_addf(alerts, "%s; git keeps nothing there, and it was "
 		    "moved whole to %s", said, kept);
 	else if (part != NULL) {
 		qp = quote_name(part);
 		strv_addf(alerts, "%s, and it could not all be moved (%s): what "
 		    "was taken is in %s; remove the rest yourself before you use "
-		    "%s/... in git", said, strerror(errno), qp, q);
+		    "%s/... in git", said, strerror(saved), qp, q);
 		free(qp);
 	} else
 		strv_addf(alerts, "%s, and it could not be moved (%s): remove "
 		    "it yourself before you use %s/... in git", said,
-		    strerror(errno), q);
+		    strerror(saved), q);
 	free(part);
 	free(kept);
 	free(said);
@@ -3443,7 +3538,8 @@ snap_hist_shadows_remotes(const struct snap_hgit *g, int gitfd,
 	int fd;
 
 	for (i = 0; i < remotes->n; i++) {
-		if (snap_hist_git_file(remotes->v[i]) ||
+		if (snap_hist_git_own_dir(remotes->v[i]) ||
+		    snap_hist_git_own_file(remotes->v[i]) ||
 		    snap_hist_state_dir(remotes->v[i]) ||
 		    !snap_hist_dirs_have(dirs, remotes->v[i]) ||
 		    fstatat(gitfd, remotes->v[i], &st, AT_SYMLINK_NOFOLLOW) == -1)
@@ -3538,7 +3634,7 @@ snap_hist_shadows_worktrees(const struct snap_hgit *g, int gitfd,
 static void
 snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
     struct snap_nested *nc, const struct strv *start,
-    const struct strv *remotes, const struct timespec *since,
+    const struct strv *remotes, const struct timespec *since, bool ro,
     struct strv *alerts)
 {
 	struct strv dirs;
@@ -3562,8 +3658,14 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 		/* A dir, or a link git would go through as one. */
 		if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
 			strv_add(&dirs, de->d_name);
-		/* git's own files (shallow holds an id: review 11 F8) are not looked at. */
-		if (!S_ISDIR(st.st_mode) && !snap_hist_git_file(de->d_name) &&
+		/*
+		 * git's own files (shallow holds an id: review 11 F8) are not
+		 * looked at; a file named as one of git's dirs (lfs, modules)
+		 * is (review 5 F3). A top the jail saw read only holds none of
+		 * the session's (the user's git and tools wrote them).
+		 */
+		if (!ro && !S_ISDIR(st.st_mode) &&
+		    !snap_hist_git_own_file(de->d_name) &&
 		    !snap_hist_pseudo(de->d_name) &&
 		    snap_hist_shadowed(start, de->d_name, 0))
 			snap_hist_shadow_file(g, nc, gitfd, de->d_name,
@@ -3572,13 +3674,32 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 	closedir(d);
 	if (dirs.n > 0) {
 		qsort(dirs.v, dirs.n, sizeof *dirs.v, snap_hist_str_cmp);
-		snap_hist_shadows_remotes(g, gitfd, nc, remotes, since, &dirs,
-		    alerts);
+		/* Read only: no dir made there since the start is the session's, nor what a tool of the user's wrote in one from before (review 5 F1). */
+		if (!ro)
+			snap_hist_shadows_remotes(g, gitfd, nc, remotes, since,
+			    &dirs, alerts);
 		snap_hist_shadows_deep(g, gitfd, nc, start, since, &dirs,
 		    alerts);
 	}
 	strv_free(&dirs);
 	snap_hist_shadows_worktrees(g, gitfd, nc, start, since, alerts);
+}
+
+/*
+ * Whether V, the value of a refs/remotes/X/HEAD the session made, is what
+ * git remote set-head writes: a symbolic ref to a remote-tracking branch
+ * of X's in NOW (review 5 F4). Anything else is moved out.
+ */
+static bool
+snap_hist_remote_head_ok(const struct strv *now, const char *x,
+    const char *v)
+{
+	size_t n = strlen(x);
+
+	return strncmp(v, "ref: refs/remotes/", 18) == 0 &&
+	    strncmp(v + 18, x, n) == 0 && v[18 + n] == '/' &&
+	    v[19 + n] != '\0' && strcmp(v + 19 + n, "HEAD") != 0 &&
+	    snap_hist_value(now, v + 5) != NULL;
 }
 
 /* The dir of refs/X or refs/tags/X (X under BASE), opened through no link, and X's last part into *LEAF; -1 if none. */
@@ -3642,6 +3763,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    strcmp(ref, "refs/stash") == 0 ||
 		    snap_hist_value(start, ref) != NULL ||
 		    (x = snap_hist_short(ref, &rule)) == NULL ||
+		    (rule == 5 && snap_hist_remote_head_ok(now, x,
+		    now->v[i] + len + 1)) ||
 		    (rule != 5 && !snap_hist_shadowed(now, x, rule) &&
 		    !snap_hist_shadowed(start, x, rule) &&
 		    !snap_hist_remote_name(&remotes, x))) {
@@ -3691,7 +3814,12 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		close(remotesfd);
 	if (snap_history_since(h, &since) != NULL)
 		snap_hist_shadows_top(g, gitfd, &nc, start, &remotes, &since,
+		    h->ro_top != NULL && strcmp(h->ro_top, g->gitdir) == 0,
 		    alerts);
+	if (nc.more > 0)
+		strv_addf(alerts, "and %zu more refs the session made in %s "
+		    "that git finds before one of yours were moved to %s",
+		    nc.more, g->gitdir, nc.quarantine);
 	strv_free(&remotes);
 	strv_free(&packed);
 	free((char *)nc.quarantine);

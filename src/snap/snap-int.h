@@ -810,6 +810,8 @@ struct snap_nested {
 	const char *gitdir;       /* the git dir being looked at */
 	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
 	int n;                    /* files kept in the quarantine so far */
+	size_t told;              /* of those, told one by one (snap_hist_shadow_out) */
+	size_t more;              /* and kept past that, counted */
 	const struct snap_gitdirid *ids; /* snap_plant_opts.gitids */
 	size_t nids;
 	bool ids_known;
@@ -952,6 +954,7 @@ struct snap_history {
 	int keep_fd;              /* the pack being written, or -1 */
 	int wfd;                  /* inotify on the upper dirs, or -1 (snap-watch.c) */
 	bool wlost;               /* a dir could not be watched: look on a timer */
+	char *ro_top;             /* the git dir whose top the jail saw read only (snap_history_top_ro), or NULL */
 	size_t nwatch;            /* watches added: capped, since the jail names the dirs */
 	/* A worktree session's writable git dirs, on WFD too (snap_history_watch_worktree). */
 	struct snap_wtdir *wt;

@@ -405,6 +405,13 @@ void snap_history_start_free(struct snap_history_start *);
 /** The history kept in SESSDIR by an earlier snap_history_begin, or NULL. */
 struct snap_history *snap_history_open(const char *sessdir);
 /*
+ * GITDIR is one whose top the jail sees read only (a main-tree session's
+ * .git, a worktree session's shared git dir): no file there, and no dir
+ * made there later, is the session's. Kept in the history's dir for an
+ * end after a crash.
+ */
+void snap_history_top_ro(struct snap_history *, const char *gitdir);
+/*
  * A worktree session's end, in its worktree's own git dirs: its HEAD back
  * on its branch, submodule git dirs made there moved aside, links,
  * special files and files too big for a ref removed, each told into

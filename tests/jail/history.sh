@@ -771,7 +771,46 @@ shadow_refs_future() {
 	case $OUT in *"left more under $P/lib/.git/up4 than agentmux looks through"*"moved whole to"*) ok ;;
 	*) bad "shadow_refs_future: a walk cut under lib/.git/up4 was not told, the dir moved: $OUT" ;; esac
 	[ ! -e "$P/lib/.git/up4" ] && ok || bad "shadow_refs_future: lib/.git/up4 was left"
+	# Review 5: a file at lib/.git/lfs over a branch lfs (git's dir name, not
+	# its file); set-head's symbolic ref kept; a moved origin/HEAD told
+	# without fetch's advice; a tool's file under a remote's dir that is no
+	# ref to git left; forty tags told up to a bound, then counted.
+	(cd "$P/lib" && git branch lfs && git update-ref refs/remotes/up6/HEAD HEAD &&
+	    git update-ref refs/remotes/up7/main HEAD) || exit 1
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged4) &&
+	    echo $lc >lib/.git/lfs && git -C lib symbolic-ref refs/remotes/up7/HEAD refs/remotes/up7/main &&
+	    git -C lib update-ref --no-deref refs/remotes/up6/HEAD $lc &&
+	    mkdir -p lib/.git/up3 && echo "{}" >lib/.git/up3/state.json &&
+	    for i in $(seq 40); do git -C lib tag up3/t$i $lc || exit 1; done && echo FORGED4'
+	case $OUT in *FORGED4*) ok ;; *) bad "shadow_refs_future: the fourth forging did not run: $OUT" ;; esac
+	# (Told, or counted past the forty tags: the refs are looked at first.)
+	[ ! -e "$P/lib/.git/lfs" ] && ok || bad "shadow_refs_future: lib/.git/lfs, a file over the branch lfs, was not moved out: $OUT"
+	[ "$(git -C "$P/lib" rev-parse lfs 2>&1)" = "$lib0" ] && ok || bad "shadow_refs_future: lib's lfs is not the user's"
+	[ "$(git -C "$P/lib" symbolic-ref refs/remotes/up7/HEAD 2>&1)" = refs/remotes/up7/main ] && ok ||
+	    bad "shadow_refs_future: set-head's up7/HEAD was taken: $OUT"
+	case $OUT in *"moved up6/HEAD in $P/lib/.git from"*"no fetch puts it back"*) ok ;;
+	*) bad "shadow_refs_future: a moved up6/HEAD was not told as no fetch mends it: $OUT" ;; esac
+	[ -f "$P/lib/.git/up3/state.json" ] && ok || bad "shadow_refs_future: a file under lib/.git/up3 that is no ref was moved"
+	case $OUT in *"and 9 more refs the session made in $P/lib/.git that git finds before one of yours were moved to"*) ok ;;
+	*) bad "shadow_refs_future: forty shadows were not told up to 32, then counted: $OUT" ;; esac
+	[ "$(printf '%s\n' "$OUT" | grep -c 'which git finds before')" -le 33 ] && ok ||
+	    bad "shadow_refs_future: more than 32 shadows told one by one"
 	rm -rf "$P/lib"
+	# The project's own .git, whose top the jail sees read only: a dir and
+	# files the user's tools make there meanwhile are not the session's, even
+	# under a remote's name (review 5 F1).
+	git -C "$P" update-ref refs/remotes/up5/main HEAD && git -C "$P" update-ref refs/remotes/gitbutler/x HEAD || exit 1
+	head=$(git -C "$P" rev-parse HEAD)
+	(sleep 1; mkdir -p "$P/.git/up5" "$P/.git/gitbutler" && echo "$head" >"$P/.git/up5/fix" &&
+	    echo "$head" >"$P/.git/gitbutler/ref") &
+	hostpid=$!
+	jrun -- sh -c 'sleep 2.5; echo WAITED'
+	wait $hostpid
+	[ -f "$P/.git/up5/fix" ] && [ -f "$P/.git/gitbutler/ref" ] && ok ||
+	    bad "shadow_refs_future: the user's files under .git/up5 and .git/gitbutler were taken: $OUT"
+	case $OUT in *"up5/fix"*|*"gitbutler/ref"*) bad "shadow_refs_future: the user's files told as the session's: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/.git/up5" "$P/.git/gitbutler"
+	git -C "$P" update-ref -d refs/remotes/up5/main && git -C "$P" update-ref -d refs/remotes/gitbutler/x
 }
 
 # Ref values git reads as well as a lower-case id: upper-case hex, an id
