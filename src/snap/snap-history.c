@@ -3236,20 +3236,21 @@ snap_hist_ref_dirs_sort(struct strv *dirs)
 }
 
 /*
- * Whether NAME is a dir git or a tool of the user's keeps state in at a
- * git dir's top (a rebase, a sequence, git-annex's store), never looked
+ * Whether NAME is a dir git keeps the state of a command under way in at
+ * a git dir's top (a rebase, a sequence, a notes merge), never looked
  * into for shadows whatever refs name it: a ref
  * refs/remotes/rebase-merge/x or refs/tags/rebase-merge/onto a session
  * left made agentmux move the user's own rebase's files (review 4 F3).
+ * Tools' dirs are looked into (a remote is often named fork: review 6
+ * F1); there only links and files git takes for a ref are moved, and
+ * never in a git dir whose top the jail saw read only.
  */
 static bool
 snap_hist_state_dir(const char *name)
 {
 	static const char *const own[] = { "rebase-merge", "rebase-apply",
-	    "sequencer", "lost-found", "fsmonitor--daemon", "annex",
-	    "git-crypt", "filter-repo", "subtree-cache", "gk", "branchless",
-	    "gitbutler", "sourcetreeconfig", "fork", "jj", "hg", "bzr",
-	    "patches", "NOTES_MERGE_WORKTREE" };
+	    "sequencer", "NOTES_MERGE_WORKTREE", "fsmonitor--daemon",
+	    "lost-found" };
 	size_t i;
 
 	for (i = 0; i < nitems(own); i++) {
@@ -3573,6 +3574,24 @@ snap_hist_caps(const char *name)
 	    name[strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-_")] == '\0';
 }
 
+/*
+ * Whether NAME (stat ST) at the top of a git dir (GITFD) shadows a ref
+ * of the user's: one of START's of that short name (whatever the file
+ * holds: git takes "ref: evil/x"), or one a fetch may bring later (a tag
+ * v9 the next release gets: review 6 F2), if it is a link or a file git
+ * takes for a ref. Names of a pseudo-ref's form (capitals: BISECT_START
+ * of a bisect under way) are left to the first.
+ */
+static bool
+snap_hist_top_shadow(int gitfd, const char *name, const struct stat *st,
+    const struct strv *start)
+{
+	if (snap_hist_shadowed(start, name, 0))
+		return true;
+	return !snap_hist_caps(name) && (S_ISLNK(st->st_mode) ||
+	    (S_ISREG(st->st_mode) && snap_hist_ref_like(gitfd, name)));
+}
+
 /* Linked worktrees' git dirs looked into for shadows, at most. */
 #define SNAP_HIST_WORKTREES_MAX 1024
 
@@ -3667,7 +3686,7 @@ snap_hist_shadows_top(const struct snap_hgit *g, int gitfd,
 		if (!ro && !S_ISDIR(st.st_mode) &&
 		    !snap_hist_git_own_file(de->d_name) &&
 		    !snap_hist_pseudo(de->d_name) &&
-		    snap_hist_shadowed(start, de->d_name, 0))
+		    snap_hist_top_shadow(gitfd, de->d_name, &st, start))
 			snap_hist_shadow_file(g, nc, gitfd, de->d_name,
 			    de->d_name, de->d_name, since, alerts);
 	}
@@ -3767,7 +3786,8 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    now->v[i] + len + 1)) ||
 		    (rule != 5 && !snap_hist_shadowed(now, x, rule) &&
 		    !snap_hist_shadowed(start, x, rule) &&
-		    !snap_hist_remote_name(&remotes, x))) {
+		    !snap_hist_remote_name(&remotes, x) &&
+		    (rule != 1 || strchr(x, '/') != NULL))) {
 			free(x);
 			free(ref);
 			continue;
@@ -3816,10 +3836,13 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		snap_hist_shadows_top(g, gitfd, &nc, start, &remotes, &since,
 		    h->ro_top != NULL && strcmp(h->ro_top, g->gitdir) == 0,
 		    alerts);
-	if (nc.more > 0)
+	if (nc.more > 0) {
+		q = quote_name(g->gitdir);
 		strv_addf(alerts, "and %zu more refs the session made in %s "
 		    "that git finds before one of yours were moved to %s",
-		    nc.more, g->gitdir, nc.quarantine);
+		    nc.more, q, nc.quarantine);
+		free(q);
+	}
 	strv_free(&remotes);
 	strv_free(&packed);
 	free((char *)nc.quarantine);
@@ -3834,8 +3857,9 @@ snap_hist_ref_link_out(const struct snap_hgit *g, struct snap_nested *nc,
     int dfd, const char *name, const char *rel, size_t *more,
     struct strv *alerts)
 {
-	char target[PATH_MAX], *q, *qt, *kept;
+	char target[PATH_MAX], *q, *qt, *qg, *kept;
 	ssize_t n;
+	int saved;
 
 	if (nc->n >= SNAP_HIST_LINKS_TOLD) {
 		free(snap_nested_keep(nc, dfd, name, true));
@@ -3846,18 +3870,22 @@ snap_hist_ref_link_out(const struct snap_hgit *g, struct snap_nested *nc,
 	n = readlinkat(dfd, name, target, sizeof target - 1);
 	target[n > 0 ? n : 0] = '\0';
 	qt = snap_nested_quote(target);
-	if ((kept = snap_nested_keep(nc, dfd, name, true)) != NULL)
+	kept = snap_nested_keep(nc, dfd, name, true);
+	saved = errno;
+	qg = quote_name(g->gitdir);
+	if (kept != NULL)
 		strv_addf(alerts, "the session made %s/%s a link (to %s): "
 		    "git goes through a link there as a dir, to refs nothing "
 		    "lists, or reads what it names as a ref, so a name of yours "
 		    "could take a commit of the session's; git makes no such "
-		    "link; it was moved to %s", g->gitdir, q, qt, kept);
+		    "link; it was moved to %s", qg, q, qt, kept);
 	else
 		strv_addf(alerts, "the session made %s/%s a link (to %s): "
 		    "git goes through a link there as a dir, to refs nothing "
 		    "lists, or reads what it names as a ref, and agentmux could "
-		    "not move it (%s): remove it yourself", g->gitdir, q, qt,
-		    strerror(errno));
+		    "not move it (%s): remove it yourself", qg, q, qt,
+		    strerror(saved));
+	free(qg);
 	free(kept);
 	free(qt);
 	free(q);

@@ -796,6 +796,34 @@ shadow_refs_future() {
 	[ "$(printf '%s\n' "$OUT" | grep -c 'which git finds before')" -le 33 ] && ok ||
 	    bad "shadow_refs_future: more than 32 shadows told one by one"
 	rm -rf "$P/lib"
+	# Review 6: a remote named fork (a tool's name too) and a branch under
+	# patches/ are looked after; names a fetch may bring (a tag v9, v8, v7)
+	# shadowed by a file at the top or a ref refs/X; a bisect's
+	# BISECT_START (a pseudo-ref's form) left.
+	(cd "$P" && git init -q -b main lib &&
+	    git -C lib -c user.email=a@b -c user.name=a commit -q --allow-empty -m l &&
+	    git -C lib update-ref refs/remotes/fork/main HEAD && git -C lib branch patches/x) || exit 1
+	lib0=$(git -C "$P/lib" rev-parse refs/heads/main)
+	jrun -- sh -c 'lc=$(git -C lib -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged5) &&
+	    mkdir lib/.git/fork lib/.git/patches && echo $lc >lib/.git/fork/main && echo $lc >lib/.git/fork/newb &&
+	    echo $lc >lib/.git/patches/x && echo $lc >lib/.git/v9 && git -C lib update-ref refs/v8 $lc &&
+	    mc=$(git -c user.email=a@b -c user.name=a commit-tree "HEAD^{tree}" -m forged6) &&
+	    git update-ref refs/v7 $mc && echo $lc >lib/.git/BISECT_START && echo FORGED5'
+	case $OUT in *FORGED5*) ok ;; *) bad "shadow_refs_future: the fifth forging did not run: $OUT" ;; esac
+	git -C "$P/lib" update-ref refs/remotes/fork/newb "$lib0"
+	p0=$(git -C "$P" rev-parse HEAD)
+	git -C "$P/lib" tag v9 "$lib0" && git -C "$P/lib" tag v8 "$lib0" && git -C "$P" tag v7 "$p0" || exit 1
+	for n in fork/main fork/newb patches/x v9 v8; do
+		[ "$(git -C "$P/lib" rev-parse "$n" 2>&1)" = "$lib0" ] && ok ||
+		    bad "shadow_refs_future: lib's $n is not the user's: $(git -C "$P/lib" rev-parse "$n" 2>&1)"
+	done
+	[ "$(git -C "$P" rev-parse v7 2>&1)" = "$p0" ] && ok ||
+	    bad "shadow_refs_future: the project's v7 is not the user's: $(git -C "$P" rev-parse v7 2>&1)"
+	case $OUT in *"made the ref refs/v7 in $P/.git, which git finds"*"moved to"*) ok ;;
+	*) bad "shadow_refs_future: refs/v7 was not told: $OUT" ;; esac
+	[ -f "$P/lib/.git/BISECT_START" ] && ok || bad "shadow_refs_future: lib/.git/BISECT_START was taken"
+	git -C "$P" tag -d v7 >/dev/null
+	rm -rf "$P/lib"
 	# The project's own .git, whose top the jail sees read only: a dir and
 	# files the user's tools make there meanwhile are not the session's, even
 	# under a remote's name (review 5 F1).
