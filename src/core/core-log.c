@@ -1,5 +1,6 @@
 /* Log lines and fatal errors, the only way agentmux reports trouble on stderr. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@ static FILE *log_fp;
 static enum log_level log_threshold = LOG_LEVEL_WARN;
 static void (*log_hook)(enum log_level, const char *, void *);
 static void *log_hook_arg;
+/* The thread that set the hook, the only one it is called on (it touches the loop's state). */
+static pthread_t log_hook_thread;
 
 void
 log_init(FILE *fp, enum log_level level)
@@ -23,12 +26,14 @@ log_set_hook(void (*hook)(enum log_level, const char *, void *), void *arg)
 {
 	log_hook = hook;
 	log_hook_arg = arg;
+	log_hook_thread = pthread_self();
 }
 
 static void
 log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
 	char *msg, *line;
+	bool hooked;
 
 	xvasprintf(&msg, fmt, ap);
 	if (errnum != 0)
@@ -36,9 +41,11 @@ log_vwrite(enum log_level level, int errnum, const char *fmt, va_list ap)
 	else
 		line = xstrdup(msg);
 	free(msg);
-	if (log_hook != NULL && level <= LOG_LEVEL_INFO)
+	hooked = log_hook != NULL && level <= LOG_LEVEL_INFO;
+	/* A helper thread's line goes to the log file alone (the server's stderr is it). */
+	if (hooked && pthread_equal(pthread_self(), log_hook_thread))
 		log_hook(level, line, log_hook_arg);
-	else if (level <= log_threshold)
+	else if (hooked || level <= log_threshold)
 		out_printf(log_fp != NULL ? log_fp : stderr, "agentmux: %s\n",
 		    line);
 	free(line);

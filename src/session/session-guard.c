@@ -203,6 +203,8 @@ session_guard_sync_work(void *arg)
 
 static void session_guard_sync_cb(evutil_socket_t, short, void *);
 
+static void session_guard_jail_end_start(struct session *);
+
 /* The helper thread is done: told; once more if the jail's git wrote again meanwhile. */
 static void
 session_guard_sync_done(void *arg)
@@ -211,6 +213,13 @@ session_guard_sync_done(void *arg)
 	int64_t took;
 
 	s->guard_sync_job = NULL;
+	if (s->guard_end_wanted) {
+		/* The jail is gone: its end follows, and no sync after it. */
+		session_guard_git_told(s, &s->guard_sync_alerts);
+		s->guard_end_wanted = false;
+		session_guard_jail_end_start(s);
+		return;
+	}
 	/* What a jail makes the host's helper spend is at most a third of it (packed-refs renamed aside), 10 s at most apart. */
 	took = util_mono_us() / 1000 - s->guard_sync_began;
 	s->guard_sync_after = took > 50 ? util_mono_us() / 1000 +
@@ -223,19 +232,103 @@ session_guard_sync_done(void *arg)
 		session_guard_sync_retry(s);
 }
 
-/* The jail is gone: its git dir's last HEAD and index brought back, what it left under way told, the dir removed. */
-void
-session_guard_jail_end(struct session *s)
+/*
+ * On the helper thread: the jail's git dir's last sync (the user's git
+ * may hold index.lock or packed-refs.lock: waited for 2 s), the loop
+ * leaving the jail's git dir alone meanwhile.
+ */
+static void
+session_guard_jail_end_work(void *arg)
 {
-	struct strv alerts;
+	struct session *s = arg;
 
-	if (s->jailgit == NULL)
-		return;
-	session_guard_sync_wait(s);
-	strv_init(&alerts);
-	snap_jailgit_end(s->jailgit, &alerts);
-	session_guard_git_told(s, &alerts);
+	clone_gate_enter();
+	snap_jailgit_end(s->jailgit, &s->guard_end_alerts, true);
+	clone_gate_leave();
+}
+
+/* It is over (its job freed): told, the dir removed. */
+static void
+session_guard_jail_end_over(struct session *s)
+{
+	s->guard_end_job = NULL;
+	session_guard_git_told(s, &s->guard_end_alerts);
 	snap_jailgit_remove(s->jailgit);
+}
+
+static void
+session_guard_jail_ended(void *arg)
+{
+	struct session *s = arg;
+	void (*then)(struct session *) = s->guard_end_then;
+
+	s->guard_end_then = NULL;
+	session_guard_jail_end_over(s);
+	if (!s->freed && then != NULL)
+		then(s);
+	session_remove_ref(s);
+}
+
+/* The end's job started; on the loop if it cannot be (then told at once). */
+static void
+session_guard_jail_end_start(struct session *s)
+{
+	char *cause = NULL;
+
+	strv_init(&s->guard_end_alerts);
+	s->guard_end_job = thread_job_start(s->ctx->base,
+	    session_guard_jail_end_work, s, session_guard_jail_ended, s,
+	    &cause);
+	if (s->guard_end_job != NULL)
+		return;
+	log_warnx("the jail's git dir's end runs on the loop: %s", cause);
+	free(cause);
+	snap_jailgit_end(s->jailgit, &s->guard_end_alerts, false);
+	session_guard_jail_ended(s);
+}
+
+/*
+ * The jail is gone: its git dir's last HEAD and index brought back, what
+ * it left under way told, the dir removed, on a helper thread after the
+ * sync that may run; THEN(S) follows on the loop (not if S is freed
+ * meanwhile: its free waits for it). False if there is nothing to do
+ * (THEN is not called).
+ */
+bool
+session_guard_jail_end_begin(struct session *s,
+    void (*then)(struct session *))
+{
+	if (s->jailgit == NULL)
+		return false;
+	s->guard_end_then = then;
+	session_add_ref(s);
+	if (s->guard_sync_job != NULL)
+		s->guard_end_wanted = true;
+	else
+		session_guard_jail_end_start(s);
+	return true;
+}
+
+/* Freed while the jail's git dir's end runs or waits: done here, on the loop, nothing after it. */
+void
+session_guard_jail_end_wait(struct session *s)
+{
+	if (s->guard_end_wanted) {
+		s->guard_end_wanted = false;
+		session_guard_sync_wait(s);
+		s->guard_end_then = NULL;
+		strv_init(&s->guard_end_alerts);
+		snap_jailgit_end(s->jailgit, &s->guard_end_alerts, false);
+		session_guard_jail_end_over(s);
+		session_remove_ref(s);
+		return;
+	}
+	if (s->guard_end_job == NULL)
+		return;
+	thread_job_free(s->guard_end_job);
+	s->guard_end_then = NULL;
+	session_guard_jail_end_over(s);
+	session_remove_ref(s);
 }
 
 /* What redirects git (not there when the session started) goes. */
@@ -273,7 +366,8 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 	char *cause = NULL;
 	int64_t now;
 
-	if (s->jailgit == NULL)
+	if (s->jailgit == NULL || s->guard_end_job != NULL ||
+	    s->guard_end_wanted)
 		return;
 	if (s->guard_sync_job != NULL) {
 		s->guard_sync_again = true;

@@ -117,6 +117,10 @@ struct session {
 	int64_t guard_sync_began;    /* when it started (monotonic ms), */
 	int64_t guard_sync_after;    /* and none before this, after one that took long, */
 	bool guard_sync_packed;      /* but one for a packed-refs renamed into place */
+	struct thread_job *guard_end_job; /* the jail's git dir's end, on a helper thread, */
+	struct strv guard_end_alerts; /* what it found, */
+	void (*guard_end_then)(struct session *); /* what follows it on the loop, */
+	bool guard_end_wanted;       /* once the sync that runs is over */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_gitdirid *guard_gitids; /* the git dirs found then, */
@@ -313,7 +317,9 @@ int session_guard_sockets(struct session *, char **cause);
 void session_guard_start(struct session *);
 void session_guard_check(struct session *);
 int session_guard_jail(struct session *, struct session_setup *, char **);
-void session_guard_jail_end(struct session *);
+bool session_guard_jail_end_begin(struct session *,
+    void (*then)(struct session *));
+void session_guard_jail_end_wait(struct session *);
 void session_guard_stop(struct session *);
 bool session_guard_stop_begin(struct session *,
     void (*then)(struct session *));

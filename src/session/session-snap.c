@@ -168,6 +168,7 @@ void
 session_snap_done(struct session *s)
 {
 	if (!s->ended || s->guard_scan != NULL || s->history_ending ||
+	    s->guard_end_job != NULL || s->guard_end_wanted ||
 	    s->snap_end_pending ||
 	    s->guard_blind_ending || s->confdiff_end != NULL || s->done_told)
 		return;

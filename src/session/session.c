@@ -289,6 +289,7 @@ session_end_state(const struct session *s)
  * The session has ended once its jail is reaped and its output has been
  * read to the end: only then is the exit reported, after the last byte.
  */
+static void session_finish_history(struct session *);
 static void session_finish_told(struct session *);
 
 static void
@@ -309,8 +310,19 @@ session_finish(struct session *s)
 	    s->end_reason);
 	if (s->st_idle_ev != NULL)
 		event_del(s->st_idle_ev);
-	/* The jail's last HEAD and index, before the history's end looks at the project's. */
-	session_guard_jail_end(s);
+	/*
+	 * The jail's last HEAD and index, before the history's end looks at
+	 * the project's: off the loop (the user's git may hold index.lock).
+	 */
+	if (session_guard_jail_end_begin(s, session_finish_history))
+		return;
+	session_finish_history(s);
+}
+
+/* The jail's git dir is over: the history's end, then the end's walks. */
+static void
+session_finish_history(struct session *s)
+{
 	/* Before the end snapshot runs git on the project. */
 	session_history_stop(s);
 	/* The end's walks of the project run off the loop; the rest follows them. */
@@ -1736,6 +1748,8 @@ session_free(struct session *s)
 	} else if (!s->ended && s->id != -1)
 		store_session_end(s->ctx->st, s->id, session_end_state(s),
 		    s->status, NULL);
+	/* The jail's git dir's end, if it runs, before the history's. */
+	session_guard_jail_end_wait(s);
 	session_history_stop(s);
 	session_guard_stop(s);
 	/* Before the end snapshot carries out config_persist. */

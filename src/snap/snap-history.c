@@ -1874,6 +1874,8 @@ snap_history_free(struct snap_history *h)
 
 	if (h == NULL)
 		return;
+	/* Its end's work is waited for; what follows it is not done. */
+	thread_job_free(h->end_job);
 	for (i = 0; i < h->n; i++) {
 		snap_import_free(h->v[i].imp);
 		free(h->v[i].gitdir);
@@ -4926,17 +4928,54 @@ snap_history_end_told(struct snap_history *h)
 	strv_free(&warnings);
 }
 
+/*
+ * Each git dir's refs, reflogs, index and shadows looked at and mended:
+ * up to 256 MiB read and a git run per git dir, so on a helper thread
+ * (the loop leaves H alone meanwhile). The clone gate is let go between
+ * git dirs, so a jail's start waits for one at most.
+ */
+static void
+snap_history_end_work(void *arg)
+{
+	struct snap_history *h = arg;
+	size_t i;
+
+	for (i = 0; i < h->n; i++) {
+		clone_gate_enter();
+		snap_history_end_one(h, &h->v[i], i, h->end_session,
+		    &h->end_alerts, &h->end_warnings);
+		clone_gate_leave();
+	}
+}
+
+/* Back on the loop: what to keep, one after another. */
+static void
+snap_history_end_worked(void *arg)
+{
+	struct snap_history *h = arg;
+
+	h->end_job = NULL;
+	h->keep_at = 0;
+	snap_hist_keep_next(h);
+}
+
 /* Every import is finished: the refs and reflogs, then what to keep. */
 static void
 snap_history_end_last(struct snap_history *h)
 {
+	char *cause = NULL;
 	size_t i;
 
+	h->end_job = thread_job_start(h->end_base, snap_history_end_work, h,
+	    snap_history_end_worked, h, &cause);
+	if (h->end_job != NULL)
+		return;
+	log_warnx("the history's end runs on the loop: %s", cause);
+	free(cause);
 	for (i = 0; i < h->n; i++)
 		snap_history_end_one(h, &h->v[i], i, h->end_session,
 		    &h->end_alerts, &h->end_warnings);
-	h->keep_at = 0;
-	snap_hist_keep_next(h);
+	snap_history_end_worked(h);
 }
 
 static void

@@ -945,6 +945,7 @@ struct snap_history {
 	snap_history_end_cb end_done;
 	void *end_arg;
 	struct event_base *end_base;
+	struct thread_job *end_job; /* each git dir's end, on a helper thread */
 	struct strv end_alerts;   /* told at the end */
 	struct strv end_warnings;
 	struct snap_hkeep *keeps; /* the objects to keep, one by one (snap-history.c) */

@@ -78,6 +78,7 @@ struct snap_jailgit {
 	bool packed_pending;  /* brought back not yet: the user's git held the lock */
 	bool index_pending;   /* the same for the index (index.lock) */
 	bool ended;           /* the jail is gone: its copies are not refreshed */
+	bool gated;           /* the end runs inside the clone gate (a helper thread) */
 	time_t stale_since;   /* not given again since (the jail's git held its lock), or 0 */
 	char *stale_told;
 	char *packed_told;
@@ -1256,7 +1257,12 @@ snap_jailgit_retry(struct snap_jailgit *jg, struct strv *alerts,
 	    O_CLOEXEC);
 	/* 2 s by the clock, however long a try takes (one that reads and writes 64 MiB). */
 	while (*pending && pfd != -1 && gfd != -1 && util_mono_us() < until) {
+		/* A jail's start does not wait for the pause. */
+		if (jg->gated)
+			clone_gate_leave();
 		(void)nanosleep(&pause, NULL);
+		if (jg->gated)
+			clone_gate_enter();
 		sync(jg, pfd, gfd, alerts);
 	}
 	if (pfd != -1)
@@ -1345,7 +1351,7 @@ snap_jailgit_index_wait(struct snap_jailgit *jg, struct strv *alerts)
 }
 
 void
-snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
+snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts, bool gated)
 {
 	struct buf own;
 	struct stat st;
@@ -1354,6 +1360,7 @@ snap_jailgit_end(struct snap_jailgit *jg, struct strv *alerts)
 	int pfd;
 
 	jg->ended = true;
+	jg->gated = gated;
 	snap_jailgit_sync(jg, alerts);
 	snap_jailgit_packed_wait(jg, alerts);
 	snap_jailgit_index_wait(jg, alerts);

@@ -785,8 +785,11 @@ bool snap_jailgit_waiting(const struct snap_jailgit *);
 /**
  * The last sync once the jail is gone, and what it left under way there
  * (a merge, rebase, cherry-pick, revert or bisect, not carried over) told.
+ * A lock the user's git holds is waited for 2 s: on a helper thread,
+ * GATED if inside clone_gate_enter (the gate is let go while it waits).
  */
-void snap_jailgit_end(struct snap_jailgit *, struct strv *alerts);
+void snap_jailgit_end(struct snap_jailgit *, struct strv *alerts,
+    bool gated);
 /** PRIV. */
 const char *snap_jailgit_dir(const struct snap_jailgit *);
 /** PRIV removed, once its jail is gone (what it held was brought back). */

@@ -295,9 +295,17 @@ index_lock() {
 	wait_index j && ok || bad "index_lock: the jail's index did not come back once index.lock was let go"
 	session_end
 	: >"$P/.git/index.lock"
+	# The end's 2 s wait for index.lock holds no turn of the loop (it is a
+	# helper thread's): no turn or gap of the loop near it is in the trace.
+	rm -f "$T/loop.trace"
+	export AGENTMUX_LOOP_TRACE="$T/loop.trace" AGENTMUX_LOOP_TRACE_MS=1900
 	session_start 'echo k >k && git add k'
+	unset AGENTMUX_LOOP_TRACE AGENTMUX_LOOP_TRACE_MS
 	session_end
 	rm -f "$P/.git/index.lock"
+	[ -s "$T/loop.trace" ] || bad "index_lock: no loop trace was written"
+	grep -E ' (turn|gap) ' "$T/loop.trace" >"$T/loop.long" &&
+	    bad "index_lock: the loop waited for the user's index.lock at the end: $(cat "$T/loop.long")" || ok
 	case $OUT in *"the session's git staged changes, and $P/.git/index.lock stayed taken (by your git?) for 2 s: its index is kept at"*) ok ;;
 	*) bad "index_lock: an index not brought back at the end for the user's index.lock was not told: $OUT" ;; esac
 	kept=$(printf '%s\n' "$OUT" | sed -n 's/.*its index is kept at \([^,;]*\)[,;].*/\1/p' | head -n 1)
