@@ -121,6 +121,23 @@ run_started(void *arg, struct session *s, bool ok, const char *cause)
 		r->start_failed = xstrdup(cause);
 }
 
+/* A start that waits longer than this is told why. */
+#define RUN_WAIT_TELL_MS 500
+
+/* The start still waits: why, so the user does not take it for a hang. */
+static void
+run_wait_tell(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	const char *why;
+
+	(void)fd;
+	(void)what;
+	if (session_starting(r->s) &&
+	    (why = session_start_waiting(r->s)) != NULL)
+		out_printf(stderr, "agentmux: %s\n", why);
+}
+
 /*
  * Runs the loop until the command runs (after the start snapshot saved
  * the tree); -1 with *CAUSE if it did not start.
@@ -128,14 +145,18 @@ run_started(void *arg, struct session *s, bool ok, const char *cause)
 static int
 run_wait_started(struct run *r, char **cause)
 {
-	const char *why = session_start_waiting(r->s);
+	static const struct timeval after = { 0, RUN_WAIT_TELL_MS * 1000 };
+	struct event *tell = NULL;
 
-	/* A wait the user would otherwise take for a hang. */
-	if (why != NULL)
-		out_printf(stderr, "agentmux: %s\n", why);
+	/* A wait of a moment (a crashed session's end, on a helper thread) is not told. */
+	if (session_start_waiting(r->s) != NULL &&
+	    (tell = evtimer_new(r->base, run_wait_tell, r)) != NULL)
+		evtimer_add(tell, &after);
 	while (session_starting(r->s) &&
 	    event_base_loop(r->base, EVLOOP_ONCE) == 0)
 		;
+	if (tell != NULL)
+		event_free(tell);
 	if (r->start_failed == NULL && !session_starting(r->s))
 		return 0;
 	*cause = r->start_failed != NULL ? r->start_failed :

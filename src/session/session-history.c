@@ -330,6 +330,8 @@ session_history_tell(struct session *s, struct strv *alerts,
 	}
 }
 
+static void session_history_looked(void *);
+
 /* History ends still running, of sessions freed or not. */
 static int session_history_nending;
 
@@ -402,9 +404,45 @@ session_history_stop(struct session *s)
 	if ((s->history_snap = s->snap) != NULL)
 		snap_session_hold(s->history_snap);
 	s->history_in_stop = true;
+	snap_history_end_looked(s->history, session_history_looked, s);
 	snap_history_end(s->history, s->ctx->base, s->id,
 	    session_history_ended, s);
 	s->history_in_stop = false;
+}
+
+/* The git dirs are looked at (what to keep follows): what waits for that goes on. */
+static void
+session_history_looked(void *arg)
+{
+	struct session *s = arg;
+	void (*then)(struct session *) = s->history_then;
+
+	s->history_looked = true;
+	if (s->history_in_stop)
+		return;
+	s->history_then = NULL;
+	if (then != NULL && !s->freed)
+		then(s);
+}
+
+bool
+session_history_stop_begin(struct session *s,
+    void (*then)(struct session *))
+{
+	s->history_then = then;
+	s->history_looked = false;
+	session_history_stop(s);
+	if (s->history_ending && !s->history_looked)
+		return true;
+	s->history_then = NULL;
+	return false;
+}
+
+void
+session_history_wait(struct session *s)
+{
+	if (s->history_ending && s->history != NULL)
+		snap_history_end_wait(s->history);
 }
 
 int

@@ -166,6 +166,8 @@ struct session {
 	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */
 	bool history_in_stop;        /* inside session_history_stop */
+	void (*history_then)(struct session *); /* what follows its look at the git dirs, */
+	bool history_looked;         /* which is over */
 	bool wt_ended;               /* with no history: the worktree's end checks ran */
 	struct snap_session *history_snap;
 
@@ -433,6 +435,15 @@ int session_history_start(struct session *, struct session_setup *,
 void session_history_watch(struct session *);
 void session_history_hint(struct session *, char **cause);
 void session_history_stop(struct session *);
+/*
+ * The same; THEN(S) follows on the loop once its git dirs are looked at
+ * and mended (what to keep may follow), not if S is freed meanwhile.
+ * False if that is over at once (THEN is not called).
+ */
+bool session_history_stop_begin(struct session *,
+    void (*then)(struct session *));
+/* Its git dirs' end, if on a helper thread, waited for (a free: nothing may race it). */
+void session_history_wait(struct session *);
 /* How many sessions' history ends still run: the process's loop runs on until none. */
 int session_history_endings(void);
 void session_history_recover(struct session_ctx *);

@@ -290,6 +290,7 @@ session_end_state(const struct session *s)
  * read to the end: only then is the exit reported, after the last byte.
  */
 static void session_finish_history(struct session *);
+static void session_finish_guard(struct session *);
 static void session_finish_told(struct session *);
 
 static void
@@ -319,12 +320,22 @@ session_finish(struct session *s)
 	session_finish_history(s);
 }
 
-/* The jail's git dir is over: the history's end, then the end's walks. */
+/*
+ * The jail's git dir is over: the history's end (before the end snapshot
+ * runs git on the project, and before the end's walks move what it
+ * would tell: a reflog dir made a link), then the end's walks.
+ */
 static void
 session_finish_history(struct session *s)
 {
-	/* Before the end snapshot runs git on the project. */
-	session_history_stop(s);
+	if (session_history_stop_begin(s, session_finish_guard))
+		return;
+	session_finish_guard(s);
+}
+
+static void
+session_finish_guard(struct session *s)
+{
 	/* The end's walks of the project run off the loop; the rest follows them. */
 	if (session_guard_stop_begin(s, session_finish_told))
 		return;
@@ -1751,6 +1762,7 @@ session_free(struct session *s)
 	/* The jail's git dir's end, if it runs, before the history's. */
 	session_guard_jail_end_wait(s);
 	session_history_stop(s);
+	session_history_wait(s);
 	session_guard_stop(s);
 	/* Before the end snapshot carries out config_persist. */
 	session_files_capture(s);

@@ -3070,8 +3070,42 @@ snap_hist_shadow_said(const char *what, const char *name, const char *gitdir,
 	return said;
 }
 
-/* Shadows told one by one in a git dir; those past it are moved and counted. */
+/* Shadows told one by one in a git dir; those past it are moved, counted and listed, */
 #define SNAP_HIST_SHADOWS_TOLD 32
+/* the list up to so many bytes. */
+#define SNAP_HIST_MORE_MAX (4U << 20)
+
+/*
+ * The shadows NC counted past the bound, each its name and where it went,
+ * written to a new file in its quarantine (another name if an end run
+ * again after a crash wrote one): that file's path (quoted, to free), or
+ * NULL.
+ */
+static char *
+snap_hist_more_list(struct snap_nested *nc)
+{
+	char *path = NULL, *q = NULL;
+	int fd = -1, i;
+
+	for (i = 1; i <= 16 && fd == -1; i++) {
+		free(path);
+		path = i == 1 ? xprintf("%s/more-shadows.txt", nc->quarantine) :
+		    xprintf("%s/more-shadows-%d.txt", nc->quarantine, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+		if (fd == -1 && errno != EEXIST)
+			break;
+	}
+	if (fd != -1 && util_write_all(fd, nc->more_names.data,
+	    nc->more_names.len) == 0)
+		q = quote_name(path);
+	else if (fd != -1)
+		(void)unlink(path);
+	if (fd != -1)
+		close(fd);
+	free(path);
+	return q;
+}
 
 /* The shadowing ref NAME of G (DFD: the dir it is in, REL its name there), found first for the short name X, moved to the quarantine NC, told in red. */
 static void
@@ -3087,9 +3121,16 @@ snap_hist_shadow_out(const struct snap_hgit *g, struct snap_nested *nc,
 
 	kept = snap_nested_keep(nc, dfd, rel, true);
 	saved = errno;
-	/* Told one by one up to a bound, then counted (a jail may make thousands: review 5 F5). */
+	/* Told one by one up to a bound, then counted and listed (a jail may make thousands: review 5 F5). */
 	if (kept != NULL && nc->told >= SNAP_HIST_SHADOWS_TOLD) {
 		nc->more++;
+		if (nc->more_names.len < SNAP_HIST_MORE_MAX) {
+			q = snap_nested_quote(name);
+			said = quote_name(kept);
+			buf_printf(&nc->more_names, "%s\t%s\n", q, said);
+			free(said);
+			free(q);
+		}
 		free(kept);
 		return;
 	}
@@ -3840,11 +3881,16 @@ snap_hist_shadows(struct snap_history *h, const struct snap_hgit *g,
 		    alerts);
 	if (nc.more > 0) {
 		q = quote_name(g->gitdir);
+		said = snap_hist_more_list(&nc);
 		strv_addf(alerts, "and %zu more refs the session made in %s "
-		    "that git finds before one of yours were moved to %s",
-		    nc.more, q, nc.quarantine);
+		    "that git finds before one of yours were moved to %s%s%s%s",
+		    nc.more, q, nc.quarantine, said != NULL ? " (" : "",
+		    said != NULL ? said : "", said != NULL ? " lists each "
+		    "name and where it went)" : "");
+		free(said);
 		free(q);
 	}
+	buf_free(&nc.more_names);
 	strv_free(&remotes);
 	strv_free(&packed);
 	free((char *)nc.quarantine);
@@ -4940,6 +4986,10 @@ snap_history_end_work(void *arg)
 	struct snap_history *h = arg;
 	size_t i;
 
+	/* A worktree session's own git dir first: its index is read too. */
+	clone_gate_enter();
+	snap_history_worktree_end(h, h->end_session, &h->end_alerts);
+	clone_gate_leave();
 	for (i = 0; i < h->n; i++) {
 		clone_gate_enter();
 		snap_history_end_one(h, &h->v[i], i, h->end_session,
@@ -4953,10 +5003,31 @@ static void
 snap_history_end_worked(void *arg)
 {
 	struct snap_history *h = arg;
+	void (*looked)(void *) = h->end_looked;
 
 	h->end_job = NULL;
+	h->end_looked = NULL;
+	if (looked != NULL)
+		looked(h->end_looked_arg);
 	h->keep_at = 0;
 	snap_hist_keep_next(h);
+}
+
+void
+snap_history_end_looked(struct snap_history *h, void (*looked)(void *),
+    void *arg)
+{
+	h->end_looked = looked;
+	h->end_looked_arg = arg;
+}
+
+void
+snap_history_end_wait(struct snap_history *h)
+{
+	if (h->end_job == NULL)
+		return;
+	thread_job_free(h->end_job);
+	snap_history_end_worked(h);
 }
 
 /* Every import is finished: the refs and reflogs, then what to keep. */
@@ -4972,6 +5043,7 @@ snap_history_end_last(struct snap_history *h)
 		return;
 	log_warnx("the history's end runs on the loop: %s", cause);
 	free(cause);
+	snap_history_worktree_end(h, h->end_session, &h->end_alerts);
 	for (i = 0; i < h->n; i++)
 		snap_history_end_one(h, &h->v[i], i, h->end_session,
 		    &h->end_alerts, &h->end_warnings);
@@ -5568,7 +5640,6 @@ snap_history_end(struct snap_history *h, struct event_base *base,
 	h->end_done = done;
 	h->end_arg = arg;
 	snap_history_heads(h);
-	snap_history_worktree_end(h, session, &h->end_alerts);
 	/* One more than there are: none ends it before all have started. */
 	h->ending = h->n + 1;
 	for (i = 0; i < h->n; i++)

@@ -811,7 +811,8 @@ struct snap_nested {
 	bool own_git;             /* the project's .git is its own: the jail kept it read-only */
 	int n;                    /* files kept in the quarantine so far */
 	size_t told;              /* of those, told one by one (snap_hist_shadow_out) */
-	size_t more;              /* and kept past that, counted */
+	size_t more;              /* and kept past that, counted, */
+	struct buf more_names;    /* each "NAME\tKEPT\n", quoted, listed in the quarantine */
 	const struct snap_gitdirid *ids; /* snap_plant_opts.gitids */
 	size_t nids;
 	bool ids_known;
@@ -945,7 +946,9 @@ struct snap_history {
 	snap_history_end_cb end_done;
 	void *end_arg;
 	struct event_base *end_base;
-	struct thread_job *end_job; /* each git dir's end, on a helper thread */
+	struct thread_job *end_job; /* each git dir's end, on a helper thread, */
+	void (*end_looked)(void *); /* told when it is over */
+	void *end_looked_arg;
 	struct strv end_alerts;   /* told at the end */
 	struct strv end_warnings;
 	struct snap_hkeep *keeps; /* the objects to keep, one by one (snap-history.c) */

@@ -470,6 +470,15 @@ typedef void (*snap_history_end_cb)(void *, struct strv *alerts,
     struct strv *warnings);
 void snap_history_end(struct snap_history *, struct event_base *base,
     int64_t session, snap_history_end_cb done, void *arg);
+/* Its git dirs' end, if on a helper thread, waited for; what follows it goes on on the loop. */
+void snap_history_end_wait(struct snap_history *);
+/*
+ * At its end, LOOKED(ARG) is called once every git dir was looked at and
+ * mended (refs, reflogs, index, shadows), before what to keep is kept:
+ * on the loop, or inside snap_history_end if that ran there.
+ */
+void snap_history_end_looked(struct snap_history *, void (*looked)(void *),
+    void *arg);
 /** True if objects of the session may still need bringing back. */
 bool snap_history_pending(const struct snap_history *);
 /**

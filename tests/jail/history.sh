@@ -795,6 +795,18 @@ shadow_refs_future() {
 	*) bad "shadow_refs_future: forty shadows were not told up to 32, then counted: $OUT" ;; esac
 	[ "$(printf '%s\n' "$OUT" | grep -c 'which git finds before')" -le 33 ] && ok ||
 	    bad "shadow_refs_future: more than 32 shadows told one by one"
+	# Review 6 F4: those counted are listed, each name and where it went.
+	list=$(printf '%s\n' "$OUT" | sed -n 's/.*and 9 more refs.* (\(.*more-shadows\.txt\) lists each name.*/\1/p' | head -n 1)
+	if [ -n "$list" ] && [ -f "$list" ] && [ "$(wc -l <"$list")" = 9 ]; then
+		n=0
+		while IFS="$(printf '\t')" read -r name kept; do
+			case $name in refs/tags/up3/t*|lfs) ;; *) bad "shadow_refs_future: the list names $name" ;; esac
+			[ -f "$kept" ] && n=$((n + 1)) || bad "shadow_refs_future: the list says $name went to $kept, which is not there"
+		done <"$list"
+		[ "$n" = 9 ] && ok || bad "shadow_refs_future: the list of counted shadows is short: $(cat "$list")"
+	else
+		bad "shadow_refs_future: the shadows counted past 32 were not listed: $OUT"
+	fi
 	rm -rf "$P/lib"
 	# Review 6: a remote named fork (a tool's name too) and a branch under
 	# patches/ are looked after; names a fetch may bring (a tag v9, v8, v7)
