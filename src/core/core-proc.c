@@ -460,41 +460,50 @@ proc_pipes(struct proc *p, const struct proc_opts *o, int c[3])
 /*
  * Where NAME is on PATH, looked up once per name and PATH (the last pair
  * asked for is kept): posix_spawnp would try every PATH entry before
- * git's on each of the several commands a snapshot runs. NULL: let
- * posix_spawnp search.
+ * git's on each of the several commands a snapshot runs. Helper threads
+ * run git too, so the cache is behind a lock and each caller gets its
+ * own copy (caller frees). NULL: let posix_spawnp search.
  */
-static const char *
+static char *
 proc_which(const char *name)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static char *last_name, *last_env, *last_path;
 	const char *path = getenv("PATH"), *dir, *end;
 	struct stat sb;
-	char *cand;
+	char *cand, *found;
 
 	if (strchr(name, '/') != NULL || path == NULL)
 		return NULL;
-	if (last_name != NULL && strcmp(last_name, name) == 0 &&
-	    strcmp(last_env, path) == 0)
-		return last_path;
-	free(last_name);
-	free(last_env);
-	free(last_path);
-	last_name = xstrdup(name);
-	last_env = xstrdup(path);
-	last_path = NULL;
-	/* An empty or relative entry (the current dir) is left to posix_spawnp. */
-	for (dir = path; *dir == '/' && last_path == NULL; dir = end + 1) {
-		end = strchrnul(dir, ':');
-		cand = xprintf("%.*s/%s", (int)(end - dir), dir, name);
-		if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    access(cand, X_OK) == 0)
-			last_path = cand;
-		else
-			free(cand);
-		if (*end == '\0')
-			break;
+	pthread_mutex_lock(&lock);
+	if (last_name == NULL || strcmp(last_name, name) != 0 ||
+	    strcmp(last_env, path) != 0) {
+		free(last_name);
+		free(last_env);
+		free(last_path);
+		last_name = xstrdup(name);
+		last_env = xstrdup(path);
+		last_path = NULL;
+		/*
+		 * An empty or relative entry (the current dir) is left to
+		 * posix_spawnp.
+		 */
+		for (dir = path; *dir == '/' && last_path == NULL;
+		    dir = end + 1) {
+			end = strchrnul(dir, ':');
+			cand = xprintf("%.*s/%s", (int)(end - dir), dir, name);
+			if (stat(cand, &sb) == 0 && S_ISREG(sb.st_mode) &&
+			    access(cand, X_OK) == 0)
+				last_path = cand;
+			else
+				free(cand);
+			if (*end == '\0')
+				break;
+		}
 	}
-	return last_path;
+	found = last_path != NULL ? xstrdup(last_path) : NULL;
+	pthread_mutex_unlock(&lock);
+	return found;
 }
 
 static pid_t
@@ -802,9 +811,9 @@ proc_small(void)
  * waits for it too (its exec's result comes through p->execfd as well).
  */
 static pid_t
-proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
+proc_spawn_exe(struct proc *p, const struct proc_opts *o, const char *exe,
+    int c[3], int *err)
 {
-	const char *exe = o->exe != NULL ? o->exe : proc_which(o->argv[0]);
 	struct proc_child k;
 	struct rlimit rl;
 	int ep[2];
@@ -858,10 +867,22 @@ proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
 			    "started by posix_spawn");
 			proc_no_clone3 = true;
 		}
-		return proc_spawn(p, o, c, err);
+		return proc_spawn_exe(p, o, exe, c, err);
 	}
 	p->execfd = ep[0];
 	util_set_nonblock(p->execfd);
+	return pid;
+}
+
+/* proc_spawn_exe with O's program, found on PATH once per name. */
+static pid_t
+proc_spawn(struct proc *p, const struct proc_opts *o, int c[3], int *err)
+{
+	char *found = o->exe != NULL ? NULL : proc_which(o->argv[0]);
+	pid_t pid;
+
+	pid = proc_spawn_exe(p, o, o->exe != NULL ? o->exe : found, c, err);
+	free(found);
 	return pid;
 }
 

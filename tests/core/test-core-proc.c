@@ -674,6 +674,55 @@ test_path_lookup(void **state)
 	free(dir);
 }
 
+struct which_race {
+	const char *name;     /* run by PATH lookup, */
+	const char *want;     /* printing this */
+	int ok;               /* runs that did */
+};
+
+static void *
+which_race_run(void *arg)
+{
+	struct which_race *w = arg;
+	char *argv[] = { (char *)w->name, "-c", "echo $0", NULL };
+	struct proc_opts o;
+	struct buf out;
+	char *cause = NULL;
+	int i, st;
+
+	for (i = 0; i < 150; i++) {
+		opts_sh(&o, argv);
+		buf_init(&out);
+		if (proc_run(&o, &out, NULL, &st, &cause) == 0 && st == 0 &&
+		    out.data != NULL && strcmp(out.data, w->want) == 0)
+			w->ok++;
+		free(cause);
+		cause = NULL;
+		buf_free(&out);
+	}
+	return NULL;
+}
+
+/*
+ * Helper threads run git while the loop runs other commands: each
+ * lookup's path is the caller's own, never one another thread's lookup
+ * frees (ASan's pass would say so; a freed path would run the wrong
+ * program or none).
+ */
+static void
+test_path_lookup_threads(void **state)
+{
+	struct which_race a = { "sh", "sh\n", 0 }, b = { "bash", "bash\n", 0 };
+	pthread_t ta, tb;
+
+	assert_int_equal(pthread_create(&ta, NULL, which_race_run, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, which_race_run, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_int_equal(a.ok, 150);
+	assert_int_equal(b.ok, 150);
+}
+
 /*
  * err_to_out: stderr is read with stdout, in the order written (the
  * dashboard's text views show both); EXE runs a program under another
@@ -1115,6 +1164,7 @@ main(void)
 		cmocka_unit_test(test_input_later),
 		cmocka_unit_test(test_input_later_gone),
 		cmocka_unit_test(test_path_lookup),
+		cmocka_unit_test(test_path_lookup_threads),
 		cmocka_unit_test(test_dir_and_umask),
 		cmocka_unit_test(test_no_terminal),
 		cmocka_unit_test(test_err_to_out_and_exe),
