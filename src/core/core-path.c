@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,17 +19,42 @@
 static char *path_runtime;
 static pid_t path_runtime_owner;
 
+static pthread_once_t path_home_once = PTHREAD_ONCE_INIT;
+static char *path_home_pw_dir;
+
+/*
+ * The password database's home for this user, read once: helper threads
+ * ask too (the history's end reaches the data dir), and getpwuid's
+ * result is shared static storage.
+ */
+static void
+path_home_pw(void)
+{
+	struct passwd pw, *res = NULL;
+	long max = sysconf(_SC_GETPW_R_SIZE_MAX);
+	size_t len = max > 0 ? (size_t)max : 16384;
+	char *buf = xmalloc(len);
+	int e;
+
+	while ((e = getpwuid_r(getuid(), &pw, buf, len, &res)) == ERANGE &&
+	    len < ((size_t)1 << 20)) {
+		len *= 2;
+		buf = xrealloc(buf, len);
+	}
+	if (e == 0 && res != NULL && pw.pw_dir != NULL && *pw.pw_dir == '/')
+		path_home_pw_dir = xstrdup(pw.pw_dir);
+	free(buf);
+}
+
 const char *
 path_home(void)
 {
 	const char *home = getenv("HOME");
-	struct passwd *pw;
 
 	if (home != NULL && *home == '/')
 		return home;
-	if ((pw = getpwuid(getuid())) != NULL && pw->pw_dir != NULL)
-		return pw->pw_dir;
-	return "/";
+	pthread_once(&path_home_once, path_home_pw);
+	return path_home_pw_dir != NULL ? path_home_pw_dir : "/";
 }
 
 /* $VAR if it is an absolute path, else HOME/FALLBACK; caller frees. */
