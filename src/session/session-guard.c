@@ -166,8 +166,8 @@ session_guard_sync_retry(struct session *s)
 {
 	static const struct timeval retry = { 0, 250 * 1000 };
 
-	if (s->jailgit != NULL && s->guard_sync_ev != NULL &&
-	    snap_jailgit_waiting(s->jailgit) &&
+	if (s->jailgit != NULL && !s->guard_end_done &&
+	    s->guard_sync_ev != NULL && snap_jailgit_waiting(s->jailgit) &&
 	    !evtimer_pending(s->guard_sync_ev, NULL))
 		evtimer_add(s->guard_sync_ev, &retry);
 }
@@ -178,7 +178,7 @@ session_guard_head(struct session *s)
 {
 	struct strv alerts;
 
-	if (s->jailgit == NULL)
+	if (s->jailgit == NULL || s->guard_end_done)
 		return;
 	session_guard_sync_wait(s);
 	strv_init(&alerts);
@@ -252,6 +252,7 @@ static void
 session_guard_jail_end_over(struct session *s)
 {
 	s->guard_end_job = NULL;
+	s->guard_end_done = true;
 	session_guard_git_told(s, &s->guard_end_alerts);
 	snap_jailgit_remove(s->jailgit);
 }
@@ -269,6 +270,14 @@ session_guard_jail_ended(void *arg)
 	session_remove_ref(s);
 }
 
+/* The end done on the loop, at once (the user's index.lock not waited for). */
+static void
+session_guard_jail_end_here(struct session *s)
+{
+	strv_init(&s->guard_end_alerts);
+	snap_jailgit_end(s->jailgit, &s->guard_end_alerts, false);
+}
+
 /* The end's job started; on the loop if it cannot be (then told at once). */
 static void
 session_guard_jail_end_start(struct session *s)
@@ -283,7 +292,8 @@ session_guard_jail_end_start(struct session *s)
 		return;
 	log_warnx("the jail's git dir's end runs on the loop: %s", cause);
 	free(cause);
-	snap_jailgit_end(s->jailgit, &s->guard_end_alerts, false);
+	strv_free(&s->guard_end_alerts);
+	session_guard_jail_end_here(s);
 	session_guard_jail_ended(s);
 }
 
@@ -317,8 +327,7 @@ session_guard_jail_end_wait(struct session *s)
 		s->guard_end_wanted = false;
 		session_guard_sync_wait(s);
 		s->guard_end_then = NULL;
-		strv_init(&s->guard_end_alerts);
-		snap_jailgit_end(s->jailgit, &s->guard_end_alerts, false);
+		session_guard_jail_end_here(s);
 		session_guard_jail_end_over(s);
 		session_remove_ref(s);
 		return;
@@ -367,7 +376,7 @@ session_guard_sync_cb(evutil_socket_t fd, short what, void *arg)
 	int64_t now;
 
 	if (s->jailgit == NULL || s->guard_end_job != NULL ||
-	    s->guard_end_wanted)
+	    s->guard_end_wanted || s->guard_end_done)
 		return;
 	if (s->guard_sync_job != NULL) {
 		s->guard_sync_again = true;

@@ -429,6 +429,9 @@ bool
 session_history_stop_begin(struct session *s,
     void (*then)(struct session *))
 {
+	/* One already under way (not reached today) would never call THEN. */
+	if (s->history_ending)
+		return false;
 	s->history_then = then;
 	s->history_looked = false;
 	session_history_stop(s);

@@ -120,7 +120,8 @@ struct session {
 	struct thread_job *guard_end_job; /* the jail's git dir's end, on a helper thread, */
 	struct strv guard_end_alerts; /* what it found, */
 	void (*guard_end_then)(struct session *); /* what follows it on the loop, */
-	bool guard_end_wanted;       /* once the sync that runs is over */
+	bool guard_end_wanted;       /* once the sync that runs is over; */
+	bool guard_end_done;         /* over: no sync after it */
 	int64_t guard_since;         /* when the command started (ms), 0 once checked */
 	bool guard_had_git;          /* the project had a .git then */
 	struct snap_gitdirid *guard_gitids; /* the git dirs found then, */
@@ -170,6 +171,7 @@ struct session {
 	bool history_looked;         /* which is over */
 	bool wt_ended;               /* with no history: the worktree's end checks ran */
 	struct snap_session *history_snap;
+	struct snap_session *finish_snap; /* held from the end's start to its walks' end */
 
 	struct snap_session *snap;   /* its snapshots (session-snap.c) */
 	bool snap_ended;             /* the end snapshot is queued */

@@ -293,6 +293,27 @@ static void session_finish_history(struct session *);
 static void session_finish_guard(struct session *);
 static void session_finish_told(struct session *);
 
+/*
+ * From the end's start to its walks' end the session's snapshots wait: a
+ * turn's, due meanwhile, would record the project's refs half mended.
+ */
+static void
+session_finish_hold(struct session *s)
+{
+	if ((s->finish_snap = s->snap) != NULL)
+		snap_session_hold(s->finish_snap);
+}
+
+static void
+session_finish_release(struct session *s)
+{
+	struct snap_session *held = s->finish_snap;
+
+	s->finish_snap = NULL;
+	if (held != NULL)
+		snap_session_release_hold(held);
+}
+
 static void
 session_finish(struct session *s)
 {
@@ -311,6 +332,7 @@ session_finish(struct session *s)
 	    s->end_reason);
 	if (s->st_idle_ev != NULL)
 		event_del(s->st_idle_ev);
+	session_finish_hold(s);
 	/*
 	 * The jail's last HEAD and index, before the history's end looks at
 	 * the project's: off the loop (the user's git may hold index.lock).
@@ -350,6 +372,7 @@ session_finish_guard(struct session *s)
 static void
 session_finish_told(struct session *s)
 {
+	session_finish_release(s);
 	session_hint_file_stop(s);
 	session_snap_end(s);
 	/* The front end may free it from the callback. */
@@ -1764,6 +1787,7 @@ session_free(struct session *s)
 	session_history_stop(s);
 	session_history_wait(s);
 	session_guard_stop(s);
+	session_finish_release(s);
 	/* Before the end snapshot carries out config_persist. */
 	session_files_capture(s);
 	session_snap_free(s, ran);
