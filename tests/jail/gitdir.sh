@@ -172,10 +172,14 @@ git_works() {
 	    git log --oneline | wc -l >count.tmp'
 	[ "$(cat "$P/count.tmp" 2>/dev/null)" = 3 ] && ok ||
 	    bad "git in the jail did not work: $(cat "$T/session.out")"
-	# (Brought back a moment after the jail's git wrote them.)
+	# (Brought back a moment after the jail's git wrote them: the last
+	# write is gc's packed-refs, with the tag and the stash's ref in it,
+	# which may come after HEAD and the index under load.)
 	i=0
 	while { [ "$(git -C "$P" symbolic-ref HEAD 2>&1)" != refs/heads/agent ] ||
-	    [ -n "$(git -C "$P" status --porcelain --untracked-files=no)" ]; } && [ $i -lt 50 ]; do
+	    [ -n "$(git -C "$P" status --porcelain --untracked-files=no)" ] ||
+	    ! git -C "$P" rev-parse -q --verify refs/tags/v1 >/dev/null ||
+	    ! git -C "$P" stash list | grep -q WIP; } && [ $i -lt 50 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
 	[ "$(git -C "$P" symbolic-ref HEAD 2>&1)" = refs/heads/agent ] && ok ||
