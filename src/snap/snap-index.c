@@ -1003,6 +1003,33 @@ snap_index_marks(const char *path, const char *repo, struct strv *out)
 	return rc;
 }
 
+static int
+snap_index_names_cb(void *arg, const struct snap_index_ent *e)
+{
+	struct buf *names = arg;
+
+	/* A gitlink's files are its repository's; a sparse dir is no file. */
+	if ((e->mode & 0170000) == 0160000 || (e->mode & 0170000) == 0040000)
+		return 0;
+	buf_add(names, e->name, e->namelen);
+	buf_addc(names, '\0');
+	return 0;
+}
+
+int
+snap_index_names(const char *path, size_t oidlen, struct buf *names)
+{
+	struct buf file;
+	struct stat sb;
+	int rc;
+
+	buf_init(&file);
+	rc = snap_index_read_user(path, &file, &sb) == -1 ? -1 :
+	    snap_index_each_buf(&file, oidlen, snap_index_names_cb, names);
+	buf_free(&file);
+	return rc;
+}
+
 /* ---- a fresh worktree's index, as git's checkout wrote it ---- */
 
 struct snap_seed_ent {
@@ -1019,6 +1046,13 @@ struct snap_seed {
 	size_t n;
 	int64_t written;          /* the index file's mtime (ns), less the clock's lag */
 	struct snap_index_dir dir;
+	size_t file_len;          /* the index file's size */
+	bool has_root;            /* its cache-tree names the top tree: */
+	unsigned char root[SNAP_PACK_OID];
+	/* snap_seed_look_all: each entry's look, taken before the writer asks */
+	bool looked;
+	bool *taken;
+	struct stat *sb;
 };
 
 void
@@ -1031,6 +1065,8 @@ snap_seed_free(struct snap_seed *sd)
 	for (i = 0; i < sd->n; i++)
 		free(sd->v[i].name);
 	free(sd->v);
+	free(sd->taken);
+	free(sd->sb);
 	if (sd->dir.fd != -1 && sd->dir.fd != sd->dir.root)
 		close(sd->dir.fd);
 	if (sd->dir.root != -1)
@@ -1095,14 +1131,11 @@ out:
 #define SNAP_SEED_MAX_BYTES(n) ((size_t)(1 << 20) + (size_t)(n) * 4300)
 
 struct snap_seed *
-snap_seed_load(const char *index, const unsigned char *tree,
-    const char *worktree, size_t nfiles, char **cause)
+snap_seed_read(const char *index, const char *worktree, char **cause)
 {
 	struct snap_seed *sd = xcalloc(1, sizeof *sd);
-	unsigned char root[SNAP_PACK_OID];
 	const unsigned char *p, *end;
 	uint32_t version, n;
-	size_t max = SNAP_SEED_MAX_BYTES(nfiles);
 	struct stat sb;
 	struct buf file;
 
@@ -1113,25 +1146,19 @@ snap_seed_load(const char *index, const unsigned char *tree,
 		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
 		goto fail;
 	}
-	if (file.len > max) {
-		*cause = xprintf("%s holds %zu bytes, more than an index of the "
-		    "files listed can (%zu)", index, file.len, max);
-		goto fail;
-	}
-	/* Its entries are the tracked files, all of which were listed. */
+	sd->file_len = file.len;
 	if (!snap_index_header(&file, &p, &end, &version, &n) ||
-	    n > nfiles + 64) {
-		*cause = xprintf("%s is no index of the %zu files listed",
-		    index, nfiles);
+	    file.len > SNAP_SEED_MAX_BYTES(n)) {
+		*cause = xprintf("%s is no index of a worktree's files", index);
 		goto fail;
 	}
-	if (!snap_index_sum_ok(&file, SNAP_PACK_OID) ||
-	    snap_cachetree_root(&file, SNAP_PACK_OID, root) == -1 ||
-	    memcmp(root, tree, SNAP_PACK_OID) != 0) {
+	if (!snap_index_sum_ok(&file, SNAP_PACK_OID)) {
 		*cause = xprintf("%s is not the tree it was checked out from",
 		    index);
 		goto fail;
 	}
+	sd->has_root = snap_cachetree_root(&file, SNAP_PACK_OID,
+	    sd->root) == 0;
 	if (!snap_seed_entries(sd, &file)) {
 		*cause = xprintf("%s names a .gitattributes (git may have "
 		    "converted what it wrote) or is cut short", index);
@@ -1153,6 +1180,45 @@ fail:
 	return NULL;
 }
 
+int
+snap_seed_believe(const struct snap_seed *sd, const char *index,
+    const unsigned char *tree, size_t nfiles, char **cause)
+{
+	/* Its entries are the tracked files, all of which were listed. */
+	if (sd->file_len > SNAP_SEED_MAX_BYTES(nfiles)) {
+		*cause = xprintf("%s holds %zu bytes, more than an index of the "
+		    "files listed can (%zu)", index, sd->file_len,
+		    SNAP_SEED_MAX_BYTES(nfiles));
+		return -1;
+	}
+	if (sd->n > nfiles + 64) {
+		*cause = xprintf("%s is no index of the %zu files listed",
+		    index, nfiles);
+		return -1;
+	}
+	if (!sd->has_root || memcmp(sd->root, tree, SNAP_PACK_OID) != 0) {
+		*cause = xprintf("%s is not the tree it was checked out from",
+		    index);
+		return -1;
+	}
+	return 0;
+}
+
+struct snap_seed *
+snap_seed_load(const char *index, const unsigned char *tree,
+    const char *worktree, size_t nfiles, char **cause)
+{
+	struct snap_seed *sd;
+
+	if ((sd = snap_seed_read(index, worktree, cause)) == NULL)
+		return NULL;
+	if (snap_seed_believe(sd, index, tree, nfiles, cause) == -1) {
+		snap_seed_free(sd);
+		return NULL;
+	}
+	return sd;
+}
+
 /* NAME's entry in SD (sorted as git sorts an index: bytewise), or NULL. */
 static const struct snap_seed_ent *
 snap_seed_find(const struct snap_seed *sd, const char *name)
@@ -1172,16 +1238,17 @@ snap_seed_find(const struct snap_seed *sd, const char *name)
 	return NULL;
 }
 
-bool
-snap_seed_take(struct snap_seed *sd, const char *path,
-    unsigned char oid[SNAP_PACK_OID], unsigned *mode, struct stat *sb)
+/* Whether SE's file is the one git wrote (SB its lstat data): see snap_seed_take. */
+static bool
+snap_seed_look(struct snap_seed *sd, const struct snap_seed_ent *se,
+    struct stat *sb)
 {
-	const struct snap_seed_ent *se = snap_seed_find(sd, path);
+	const char *path = se->name;
 	const unsigned char *p;
 	int64_t cached;
 	unsigned want;
 
-	if (se == NULL || (se->flags & SNAP_CE_VALID) ||
+	if ((se->flags & SNAP_CE_VALID) ||
 	    (se->xflags & SNAP_CE_SKIP) ||
 	    (se->mode != 0100644 && se->mode != 0100755))
 		return false;
@@ -1195,10 +1262,45 @@ snap_seed_take(struct snap_seed *sd, const char *path,
 	    (uint64_t)sb->st_size > UINT32_MAX)
 		return false;
 	want = (sb->st_mode & S_IXUSR) ? 0100755 : 0100644;
-	if (want != se->mode)
+	return want == se->mode;
+}
+
+void
+snap_seed_look_all(struct snap_seed *sd)
+{
+	size_t i;
+
+	clone_gate_enter();
+	sd->taken = xcalloc(sd->n > 0 ? sd->n : 1, sizeof *sd->taken);
+	sd->sb = xcalloc(sd->n > 0 ? sd->n : 1, sizeof *sd->sb);
+	clone_gate_leave();
+	/* The look allocates when it opens another dir. */
+	for (i = 0; i < sd->n; i++) {
+		clone_gate_enter();
+		sd->taken[i] = snap_seed_look(sd, &sd->v[i], &sd->sb[i]);
+		clone_gate_leave();
+	}
+	sd->looked = true;
+}
+
+bool
+snap_seed_take(struct snap_seed *sd, const char *path,
+    unsigned char oid[SNAP_PACK_OID], unsigned *mode, struct stat *sb)
+{
+	const struct snap_seed_ent *se = snap_seed_find(sd, path);
+	size_t i;
+
+	if (se == NULL)
+		return false;
+	if (sd->looked) {
+		i = (size_t)(se - sd->v);
+		if (!sd->taken[i])
+			return false;
+		*sb = sd->sb[i];
+	} else if (!snap_seed_look(sd, se, sb))
 		return false;
 	memcpy(oid, se->oid, SNAP_PACK_OID);
-	*mode = want;
+	*mode = se->mode;
 	return true;
 }
 

@@ -257,6 +257,12 @@ int snap_index_each(const char *path, size_t oidlen,
 int snap_index_each_buf(const struct buf *file, size_t oidlen,
     int (*fn)(void *, const struct snap_index_ent *), void *arg);
 /*
+ * The names of the index file PATH's files (not its gitlinks, not a
+ * sparse index's dirs), NUL-separated, in its order, into NAMES; the
+ * file is read never through a link. -1 if it cannot be read or parsed.
+ */
+int snap_index_names(const char *path, size_t oidlen, struct buf *names);
+/*
  * The entries of the index FILE (ids of OIDLEN bytes) that git's checkout
  * (git checkout -- ., git restore, git stash; git checkout -m from its
  * resolve-undo record) would write where git never adds one, into BAD as
@@ -361,6 +367,26 @@ struct snap_seed;
  */
 struct snap_seed *snap_seed_load(const char *index, const unsigned char *tree,
     const char *worktree, size_t nfiles, char **cause);
+/*
+ * snap_seed_load in two: the read (all of it but what needs TREE and the
+ * list: an index larger than one of its own entries can be, a checksum
+ * that is wrong, a .gitattributes named, fail here), which may start as
+ * soon as git worktree add is over, and the checks against TREE and the
+ * NFILES files listed (-1 with *CAUSE), once those are known.
+ */
+struct snap_seed *snap_seed_read(const char *index, const char *worktree,
+    char **cause);
+int snap_seed_believe(const struct snap_seed *, const char *index,
+    const unsigned char *tree, size_t nfiles, char **cause);
+/*
+ * Looks at every entry's file now, as snap_seed_take would later (in
+ * index order: each dir opened once), so that the takes that follow
+ * only look up what was found: on a helper thread, beside the git
+ * commands that list the worktree. Nothing may write the worktree
+ * between the two (the jail is held until the start snapshot is saved).
+ * Takes the clone gate itself.
+ */
+void snap_seed_look_all(struct snap_seed *);
 /*
  * Whether PATH's file under the worktree is one git's checkout wrote and
  * cached: a regular file, looked at without following a link, with the
@@ -680,6 +706,7 @@ struct snap_pack_job;
  */
 struct snap_pack_seed {
 	const char *index;
+	struct snap_seed *read;       /* INDEX read already (snap_seed_read), or NULL: the job's own */
 	unsigned char tree[SNAP_PACK_OID];
 	const struct strv *converted; /* files read all the same (git may have converted them) */
 };

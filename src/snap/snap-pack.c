@@ -1471,6 +1471,7 @@ struct snap_pack_job {
 	struct buf modes;         /* as find -printf '%y %m %p\\0' gives them */
 	char *worktree;
 	char *seed_index;         /* git's index of a fresh worktree (snap_pack_seed), or NULL */
+	struct snap_seed *seed_read; /* read already, or NULL (then the job reads it) */
 	unsigned char seed_tree[SNAP_PACK_OID];
 	char *seed_cause;         /* why it was not used */
 	struct strv converted;    /* files read all the same (sorted) */
@@ -1480,12 +1481,12 @@ struct snap_pack_job {
 	void *arg;
 };
 
-/* The files of the list, sorted bytewise (index order); caller frees. */
+/* The files of the list, sorted bytewise (index order), each once; caller frees. */
 static char **
 snap_pack_job_paths(struct buf *list, size_t *n)
 {
 	char *s, *end = list->data + list->len, **paths;
-	size_t i = 0;
+	size_t i = 0, k;
 
 	*n = 0;
 	for (s = list->data; s < end; s += strlen(s) + 1)
@@ -1494,6 +1495,12 @@ snap_pack_job_paths(struct buf *list, size_t *n)
 	for (s = list->data; s < end; s += strlen(s) + 1)
 		paths[i++] = s;
 	qsort(paths, *n, sizeof *paths, snap_pack_strcmp);
+	/* A worktree's tracked names come beside git's listing of the rest. */
+	for (i = *n > 0 ? 1 : 0, k = i; i < *n; i++) {
+		if (strcmp(paths[i], paths[k - 1]) != 0)
+			paths[k++] = paths[i];
+	}
+	*n = k;
 	return paths;
 }
 
@@ -1963,8 +1970,16 @@ snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
 	if (j->seed_index == NULL)
 		return 0;
 	clone_gate_enter();
-	sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree, *n,
-	    &j->seed_cause);
+	if ((sd = j->seed_read) != NULL) {
+		j->seed_read = NULL;
+		if (snap_seed_believe(sd, j->seed_index, j->seed_tree, *n,
+		    &j->seed_cause) == -1) {
+			snap_seed_free(sd);
+			sd = NULL;
+		}
+	} else
+		sd = snap_seed_load(j->seed_index, j->seed_tree, j->worktree,
+		    *n, &j->seed_cause);
 	clone_gate_leave();
 	if (sd == NULL)
 		return 0;
@@ -2135,6 +2150,7 @@ snap_pack_job_start(struct event_base *base, const char *gitdir,
 	strv_init(&j->converted);
 	if (seed != NULL) {
 		j->seed_index = xstrdup(seed->index);
+		j->seed_read = seed->read;
 		memcpy(j->seed_tree, seed->tree, SNAP_PACK_OID);
 		for (i = 0; seed->converted != NULL &&
 		    i < seed->converted->n; i++)
@@ -2204,6 +2220,7 @@ snap_pack_job_free(struct snap_pack_job *j)
 	free(j->index);
 	free(j->worktree);
 	free(j->seed_index);
+	snap_seed_free(j->seed_read);
 	free(j->seed_cause);
 	strv_free(&j->converted);
 	free(j);

@@ -1223,6 +1223,20 @@ seed_out_free(struct job_out *o)
 	free(o->cause);
 }
 
+/* INDEX read, its files under w looked at, before any job (the job takes it). */
+static struct snap_seed *
+seed_read_early(const char *index)
+{
+	struct snap_seed *sd;
+	char *cause = NULL;
+
+	sd = snap_seed_read(index, "w", &cause);
+	if (sd == NULL)
+		fail_msg("snap_seed_read: %s", cause);
+	snap_seed_look_all(sd);
+	return sd;
+}
+
 /*
  * A new worktree's first snapshot takes the ids of the files git's
  * checkout wrote from the index it wrote, and reads no such file: the
@@ -1238,7 +1252,7 @@ static void
 test_pack_job_seed(void **state)
 {
 	struct snap_pack_seed seed;
-	struct job_out o[8];
+	struct job_out o[11];
 	struct strv conv;
 	char *tree, *want, *s, *oid;
 	unsigned i;
@@ -1246,6 +1260,7 @@ test_pack_job_seed(void **state)
 
 	(void)state;
 	memset(o, 0, sizeof o);
+	memset(&seed, 0, sizeof seed);
 	strv_init(&conv);
 	test_sh_ok("git init -q -b main src && cd src && git config user.email "
 	    "t@x && git config user.name t && mkdir d0 d1 && for f in $(seq 0 "
@@ -1274,6 +1289,12 @@ test_pack_job_seed(void **state)
 	    "hash-object extra) && git --git-dir=own1.git cat-file -e "
 	    "$(git -C src rev-parse HEAD:lnk) && GIT_INDEX_FILE=$PWD/own1.idx "
 	    "git --git-dir=own1.git --work-tree=w diff-files --quiet");
+	/* The same with the seed read and its files looked at beforehand. */
+	seed.read = seed_read_early(seed.index);
+	assert_string_equal(seed_job(8, &seed, &o[8]), tree);
+	seed.read = NULL;
+	assert_int_equal(seed_lines(&o[8].borrowed), 301);
+	assert_string_equal(o[8].borrowed.data, o[1].borrowed.data);
 
 	/* Converted files are read. */
 	strv_add(&conv, "d0/f4");
@@ -1291,6 +1312,11 @@ test_pack_job_seed(void **state)
 	assert_int_equal(seed_lines(&o[3].borrowed), 300);
 	oid = test_sh_out("git -C src rev-parse HEAD:d0/f6");
 	assert_null(strstr(o[3].borrowed.data, oid));
+	seed.read = seed_read_early(seed.index);
+	assert_string_equal(seed_job(9, &seed, &o[9]), s);
+	seed.read = NULL;
+	assert_int_equal(seed_lines(&o[9].borrowed), 300);
+	assert_null(strstr(o[9].borrowed.data, oid));
 	free(oid);
 	free(tree);
 	tree = xstrdup(seed_job(4, NULL, &o[4]));
@@ -1313,6 +1339,11 @@ test_pack_job_seed(void **state)
 	    "| cut -d' ' -f2)\" = \"$(git -C src rev-parse HEAD:d1/f3)\"");
 	assert_string_equal(seed_job(6, &seed, &o[6]), tree);
 	assert_int_equal(o[6].borrowed.len, 0);
+	/* Read beforehand: read, not believed all the same. */
+	seed.read = seed_read_early(seed.index);
+	assert_string_equal(seed_job(10, &seed, &o[10]), tree);
+	seed.read = NULL;
+	assert_int_equal(o[10].borrowed.len, 0);
 
 	/* A .gitattributes in the tree: git may have converted; nothing taken. */
 	test_sh_ok("cd src && echo '*.x text' > .gitattributes && git add "
@@ -1325,7 +1356,7 @@ test_pack_job_seed(void **state)
 		sscanf(want + 2 * i, "%2hhx", &seed.tree[i]);
 	seed_job(7, &seed, &o[7]);
 	assert_int_equal(o[7].borrowed.len, 0);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < nitems(o); i++)
 		seed_out_free(&o[i]);
 	strv_free(&conv);
 	free(want);
