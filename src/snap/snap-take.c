@@ -114,7 +114,16 @@ struct snap_take {
 	char *co_common;          /* the project's git dir */
 	char *co_index;           /* the index its checkout wrote */
 	char *co_tree;            /* the commit's tree, once read (hex) */
+	bool co_off;              /* the seed is not to be used (logged why) */
 	bool co_attrs_read;       /* the files' attributes are looked at */
+	bool co_unseeded;         /* the private index is not given the tracked names: */
+	bool co_names_failed;     /* (they could not be read: git's path) */
+	struct buf co_tracked;    /* they come from the checkout's index, */
+	struct snap_seed *co_seed; /* read, its files looked at, on a helper thread */
+	struct thread_job *co_names_job; /* the names, */
+	struct snap_take_co_names *co_names;
+	struct thread_job *co_look_job; /* the seed, each in a job of its own */
+	struct snap_take_co_names *co_look;
 	struct strv co_converted; /* files read all the same (converted, .gitignore) */
 	struct buf borrowed;      /* the blob ids taken from the index, a line each */
 	int borrow_fd;            /* their pack, as pack-objects writes it */
@@ -125,6 +134,7 @@ struct snap_take {
 struct snap_take_keep;
 struct snap_take_names_job;
 struct snap_take_after;
+struct snap_take_co_names;
 
 static void snap_take_add(struct snap_take *);
 static void snap_take_native_listed(struct snap_take *);
@@ -135,6 +145,7 @@ static void snap_take_after_free(struct snap_take_after *);
 static void snap_take_finished(struct snap_take *);
 static void snap_take_added(struct snap_take *);
 static void snap_take_frozen_round(struct snap_take *);
+static void snap_take_co_names_free(struct snap_take_co_names *);
 
 void
 snap_result_clear(struct snap_result *res)
@@ -168,6 +179,10 @@ snap_take_free(struct snap_take *t)
 	snap_take_keep_free(t->keep);
 	thread_job_free(t->names_job);
 	snap_take_names_job_free(t->names);
+	thread_job_free(t->co_names_job);
+	snap_take_co_names_free(t->co_names);
+	thread_job_free(t->co_look_job);
+	snap_take_co_names_free(t->co_look);
 	thread_job_free(t->after_job);
 	snap_take_after_free(t->after);
 	snap_pack_job_free(t->packjob);
@@ -203,6 +218,8 @@ snap_take_free(struct snap_take *t)
 	free(t->co_common);
 	free(t->co_index);
 	free(t->co_tree);
+	buf_free(&t->co_tracked);
+	snap_seed_free(t->co_seed);
 	strv_free(&t->co_converted);
 	buf_free(&t->borrowed);
 	if (t->borrow_fd != -1)
@@ -1644,8 +1661,7 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
 		log_info("the first snapshot of %s reads every file: %s",
 		    t->repo->worktree, proc_err(p)->data != NULL ?
 		    proc_err(p)->data : "git check-attr failed");
-		free(t->co_tree);
-		t->co_tree = NULL;
+		t->co_off = true;
 	} else if (out->data != NULL) {
 		/* "PATH\0ATTRIBUTE\0VALUE\0", each set one (-a). */
 		end = out->data + out->len;
@@ -1673,7 +1689,9 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
  * .worktreeinclude) nor one in the main tree's index, which a session
  * there can write (or make a FIFO), comes in. A file one of them names
  * a conversion attribute for (text, eol, ident, an encoding) is read
- * like any other. False if git cannot be started.
+ * like any other. Only the tracked files are asked about (the seed has
+ * no other), as soon as the checkout's index is read, beside git's
+ * listing of the worktree. False if git cannot be started.
  */
 static bool
 snap_take_co_attrs(struct snap_take *t)
@@ -1683,16 +1701,154 @@ snap_take_co_attrs(struct snap_take *t)
 	char *cause = NULL;
 
 	t->co_attrs_read = true;
-	if (snap_take_git_at(t, t->co_common, NULL, argv, -1, &t->untracked,
-	    -1, SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
+	if (snap_take_git_at(t, t->co_common, NULL, argv, -1,
+	    t->co_tracked.len > 0 ? &t->co_tracked : &t->untracked, -1,
+	    SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
 		log_info("the first snapshot reads every file: %s", cause);
 		free(cause);
-		free(t->co_tree);
-		t->co_tree = NULL;
+		t->co_off = true;
 		return false;
 	}
 	t->next = snap_take_native_listed;
 	return true;
+}
+
+/*
+ * The checkout's index read on helper threads, on copies of what they
+ * need: its names (git lists the rest; their attributes are asked for
+ * once they are in), and its seed, each file it names looked at (10,000
+ * lstat), while git lists the worktree.
+ */
+struct snap_take_co_names {
+	char *index;
+	char *worktree;
+	struct buf names;
+	bool unread;              /* the names could not be read */
+	struct snap_seed *seed;
+	char *seed_cause;         /* why there is none */
+};
+
+static void
+snap_take_co_names_free(struct snap_take_co_names *x)
+{
+	if (x == NULL)
+		return;
+	free(x->index);
+	free(x->worktree);
+	buf_free(&x->names);
+	snap_seed_free(x->seed);
+	free(x->seed_cause);
+	free(x);
+}
+
+static void
+snap_take_co_names_work(void *arg)
+{
+	struct snap_take_co_names *x = arg;
+
+	clone_gate_enter();
+	if (snap_index_names(x->index, SNAP_PACK_OID, &x->names) == -1) {
+		buf_reset(&x->names);
+		x->unread = true;
+	}
+	clone_gate_leave();
+}
+
+static void
+snap_take_co_look_work(void *arg)
+{
+	struct snap_take_co_names *x = arg;
+
+	clone_gate_enter();
+	x->seed = snap_seed_read(x->index, x->worktree, &x->seed_cause);
+	clone_gate_leave();
+	if (x->seed != NULL)
+		snap_seed_look_all(x->seed);
+}
+
+/* On the loop: the names are in (the job freed); their attributes are asked for. */
+static void
+snap_take_co_names_done(void *arg)
+{
+	struct snap_take *t = arg;
+	struct snap_take_co_names *x = t->co_names;
+
+	t->co_names_job = NULL;
+	t->co_names = NULL;
+	t->pending--;
+	if (x->unread) {
+		log_info("the first snapshot of %s is taken by git: cannot read "
+		    "the names of %s", t->repo->worktree, t->co_index);
+		t->co_names_failed = true;
+	}
+	buf_add(&t->co_tracked, x->names.data, x->names.len);
+	snap_take_co_names_free(x);
+	if (!t->co_off && t->co_tracked.len > 0)
+		(void)snap_take_co_attrs(t);
+	snap_take_step(t);
+}
+
+/* On the loop: the seed is read and looked at (the job freed). */
+static void
+snap_take_co_look_done(void *arg)
+{
+	struct snap_take *t = arg;
+	struct snap_take_co_names *x = t->co_look;
+
+	t->co_look_job = NULL;
+	t->co_look = NULL;
+	t->pending--;
+	t->co_seed = x->seed;
+	x->seed = NULL;
+	if (t->co_seed == NULL) {
+		log_info("the first snapshot of %s reads every file: %s",
+		    t->repo->worktree, x->seed_cause);
+		t->co_off = true;
+	}
+	snap_take_co_names_free(x);
+	snap_take_step(t);
+}
+
+/* One of the two jobs started (*JOB, *X); false if it cannot be (logged). */
+static bool
+snap_take_co_job(struct snap_take *t, void (*work)(void *),
+    void (*done)(void *), struct thread_job **job,
+    struct snap_take_co_names **xp)
+{
+	struct snap_take_co_names *x = xcalloc(1, sizeof *x);
+	char *cause = NULL;
+
+	x->index = xstrdup(t->co_index);
+	x->worktree = xstrdup(t->repo->worktree);
+	buf_init(&x->names);
+	*xp = x;
+	*job = thread_job_start(t->base, work, x, done, t, &cause);
+	if (*job == NULL) {
+		log_info("the first snapshot of %s reads every file: %s",
+		    t->repo->worktree, cause);
+		free(cause);
+		*xp = NULL;
+		snap_take_co_names_free(x);
+		return false;
+	}
+	t->pending++;
+	return true;
+}
+
+/*
+ * The checkout's index read off the loop. Without its names git's path
+ * is taken (they would be missing from the list); without its seed every
+ * file is read.
+ */
+static void
+snap_take_co_names(struct snap_take *t)
+{
+	if (!snap_take_co_job(t, snap_take_co_names_work,
+	    snap_take_co_names_done, &t->co_names_job, &t->co_names))
+		t->co_names_failed = true;
+	if (!snap_take_co_job(t, snap_take_co_look_work,
+	    snap_take_co_look_done, &t->co_look_job, &t->co_look))
+		t->co_off = true;
 }
 
 static unsigned
@@ -1727,7 +1883,7 @@ snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 	size_t i;
 	unsigned hi, lo;
 
-	if (t->co_tree == NULL ||
+	if (t->co_tree == NULL || t->co_off ||
 	    (t->borrow_fd == -1 && snap_take_borrow_file(t) == -1))
 		return NULL;
 	end = t->untracked.data + t->untracked.len;
@@ -1737,6 +1893,9 @@ snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 			strv_add(&t->co_converted, s);
 	}
 	seed->index = t->co_index;
+	/* The job takes it. */
+	seed->read = t->co_seed;
+	t->co_seed = NULL;
 	seed->converted = &t->co_converted;
 	for (i = 0; i < SNAP_PACK_OID; i++) {
 		hi = snap_take_hexval(t->co_tree[2 * i]);
@@ -1968,6 +2127,23 @@ snap_take_borrow(struct snap_take *t)
 
 bool snap_take_git_only;
 
+static void snap_take_tracked(struct snap_take *);
+
+/*
+ * git add's path after all: a private index not given the tracked names
+ * (a fresh worktree's, for the writer) is given them first.
+ */
+static void
+snap_take_git_add(struct snap_take *t)
+{
+	if (t->co_unseeded) {
+		t->co_unseeded = false;
+		snap_take_tracked(t);
+		return;
+	}
+	snap_take_add(t);
+}
+
 /*
  * The writer is over: its index is the private index, as git add's
  * would be; else git's path takes the snapshot, and the log says why.
@@ -2015,7 +2191,7 @@ snap_take_native_cb(void *arg, int result, const char *tree,
 			    "writer failed: %s)", q);
 			free(q);
 		}
-		t->next = snap_take_add;
+		t->next = snap_take_git_add;
 	}
 	snap_take_step(t);
 }
@@ -2037,13 +2213,21 @@ snap_take_native_listed(struct snap_take *t)
 	struct snap_pack_seed seed;
 	char *cause = NULL;
 
-	if (t->untracked.len == 0) {
-		/* Nothing (an empty project), or listing failed: git's path. */
-		snap_take_add(t);
+	if (t->co_tree != NULL && !t->co_off && !t->co_attrs_read &&
+	    snap_take_co_attrs(t))
+		return;
+	if (t->co_names_failed) {
+		snap_take_git_add(t);
 		return;
 	}
-	if (t->co_tree != NULL && !t->co_attrs_read && snap_take_co_attrs(t))
+	/* The tracked names, beside what git listed (the writer takes each once). */
+	buf_add(&t->untracked, t->co_tracked.data, t->co_tracked.len);
+	buf_reset(&t->co_tracked);
+	if (t->untracked.len == 0) {
+		/* Nothing (an empty project), or listing failed: git's path. */
+		snap_take_git_add(t);
 		return;
+	}
 	t->packjob = snap_pack_job_start(t->base, t->repo->gitdir,
 	    t->repo->index, t->repo->worktree, &t->untracked,
 	    snap_take_seed(t, &seed), snap_take_native_cb,
@@ -2053,7 +2237,7 @@ snap_take_native_listed(struct snap_take *t)
 		log_info("the first snapshot of %s is taken by git: %s",
 		    t->repo->worktree, cause);
 		free(cause);
-		snap_take_add(t);
+		snap_take_git_add(t);
 		return;
 	}
 	t->pending++;
@@ -2081,7 +2265,10 @@ snap_take_native_ls_cb(struct proc *p, void *arg)
  * The first snapshot, with nothing cached: git lists what add -A would
  * take (the private index holds the user's tracked names: -c; what is
  * untracked and not ignored by the rules git add reads: -o
- * --exclude-standard), and agentmux's own writer stores it. A nested
+ * --exclude-standard), and agentmux's own writer stores it. A fresh
+ * worktree's private index is not given the tracked names: with none,
+ * -o lists every file not ignored, and the names come from the
+ * checkout's index, read meanwhile (snap_take_co_names). A nested
  * repository is listed as "DIR/": the writer then leaves it all to git.
  */
 static void
@@ -2096,8 +2283,10 @@ snap_take_native(struct snap_take *t)
 	t->next = snap_take_native_listed;
 	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
 	    snap_take_native_ls_cb);
-	if (t->co_base != NULL)
+	if (t->co_base != NULL) {
 		snap_take_co_tree(t);
+		snap_take_co_names(t);
+	}
 	snap_take_step(t);
 }
 
@@ -2646,7 +2835,11 @@ snap_take_begin(struct snap_take *t, bool fresh)
 		snap_take_from_start(t);
 	else if (t->frozen)
 		snap_take_frozen_round(t);
-	else
+	else if (t->native && t->co_base != NULL) {
+		/* The names come from the checkout's index, read off the loop. */
+		t->co_unseeded = true;
+		snap_take_add(t);
+	} else
 		snap_take_tracked(t);
 	loop_trace_end(t0, "snapshot start: the first round");
 }
@@ -2944,6 +3137,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	t->first_write_ms = o->first_write_ms;
 	t->borrow_fd = t->borrow_lock = -1;
 	buf_init(&t->borrowed);
+	buf_init(&t->co_tracked);
 	strv_init(&t->co_converted);
 	if (o->checkout != NULL) {
 		t->co_base = xstrdup(o->checkout->base);

@@ -35,8 +35,9 @@ for i in range(2000):
         f.write("line one of %d\nline two $Id$\n" % i * (1 + i % 7))
 EOF
 		chmod 755 run.sh && printf 'SECRET=1\n' >.env && chmod 600 .env &&
-		printf '.env\n' >.gitignore && printf '.env\n' >.worktreeinclude &&
-		git add -A && git commit -qm base)
+		printf '.env\n*.o\n' >.gitignore && printf '.env\n' >.worktreeinclude &&
+		mkdir -p lib && printf 'kept\n' >lib/keep.o && git add -A && git add -f lib/keep.o &&
+		git commit -qm base)
 }
 # Every file of DIR but .git: path, type, mode, link target, then contents.
 tree() { (cd "$1" && find . -path ./.git -prune -o -printf '%p %y %m %l\n' | sort &&
@@ -53,7 +54,7 @@ fsck_own() {
 	ok "$1: agentmux's own repositories hold every object they name"
 }
 edits='echo more >>src/d01/f0001.txt && rm src/d02/f0002.txt && chmod +x src/d03/f0003.txt &&
-	echo new >src/new.txt && echo >>run.sh'
+	echo new >src/new.txt && echo >>run.sh && echo more >>lib/keep.o'
 
 # 1. The seed taken: the session's edits undone give back the checkout.
 P=$T/p
@@ -70,8 +71,10 @@ id=$(sid one)
 w=$(wdir "$id")
 out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
 got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
-[ "$got" = "run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
-	ok "diff names the session's changes, and only them" || bad "diff $id names: $got"
+# (lib/keep.o is tracked though ignored: the start lists it from the
+# checkout's index, the rest from git ls-files -o.)
+[ "$got" = "lib/keep.o run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
+	ok "diff names the session's changes, and only them (a tracked file the rules ignore too)" || bad "diff $id names: $got"
 out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
 [ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "undo gives back the checkout byte for byte (modes, run.sh, the included .env)" ||
 	bad "undo: the tree differs from a git worktree add: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
