@@ -147,6 +147,8 @@ struct session {
 	struct snap_run run_start;   /* the run dirs' fingerprints at the start (snap-run.c) */
 	struct session_run_look *run_look; /* their look at the start, on RUN_LOOK_JOB's thread */
 	struct thread_job *run_look_job;
+	bool run_look_begun;         /* (with the history's walk) */
+	bool run_look_waited;        /* the plan waits for it */
 	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
 	struct strv gitfiles;        /* what git runs through a hook link or an include (patterns) */
 	struct strv guard_socks;     /* host sockets in the project, known */

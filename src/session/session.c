@@ -21,6 +21,7 @@ static void session_finish(struct session *);
 static void session_start_fail(struct session *, const char *);
 static void session_start_stopped(struct session *);
 static void session_run_look_stop(struct session *);
+static int session_run_look_begin(struct session *, char **);
 static void session_start_done(struct session *);
 static void session_signal_then_kill(struct session *, int);
 static void session_strv_copy(struct strv *, char *const *);
@@ -1330,12 +1331,15 @@ session_start_history_cb(void *arg)
 /*
  * The project's git history kept out of the jail's reach: the walk for
  * nested repositories (the whole project) and the keeping of refs and
- * reflogs run on a helper thread; the loop goes on meanwhile.
+ * reflogs run on a helper thread; the loop goes on meanwhile. The look
+ * at the run dirs (another walk of the whole project) begins beside it.
  */
 static enum session_plan_rc
 session_plan_history(struct session *s, struct session_setup *sp,
     char **cause)
 {
+	if (session_run_look_begin(s, cause) == -1)
+		return SESSION_PLAN_FAIL;
 	switch (session_history_begin(s, sp, session_start_history_cb,
 	    cause)) {
 	case -1:
@@ -1419,6 +1423,10 @@ session_run_look_cb(void *arg)
 	s->run_start = rl->r;
 	snap_run_init(&rl->r);
 	session_run_look_free(rl);
+	/* Begun early: the plan has not come to it yet, and goes on by itself. */
+	if (!s->run_look_waited)
+		return;
+	s->run_look_waited = false;
 	if (s->start_stopped) {
 		session_start_stopped(s);
 		return;
@@ -1442,17 +1450,19 @@ session_run_look_stop(struct session *s)
  * The ignored programs the user runs (a venv's bin, node_modules/.bin):
  * fingerprinted before the jail is made, compared at the end. The search
  * for them walks the whole project: on a helper thread, on copies of what
- * it needs, while the loop goes on.
+ * it needs, while the loop goes on. It begins with the history's walk
+ * (the two walks side by side); -1 with *CAUSE if it cannot.
  */
-static enum session_plan_rc
-session_plan_runfiles(struct session *s, struct session_setup *sp,
-    char **cause)
+static int
+session_run_look_begin(struct session *s, char **cause)
 {
 	struct session_run_look *rl;
 	char *err = NULL;
 	size_t i;
 
-	(void)sp;
+	if (s->run_look_begun)
+		return 0;
+	s->run_look_begun = true;
 	rl = xcalloc(1, sizeof *rl);
 	rl->project = xstrdup(s->project);
 	strv_init(&rl->more);
@@ -1469,8 +1479,22 @@ session_plan_runfiles(struct session *s, struct session_setup *sp,
 		free(err);
 		session_run_look_free(rl);
 		s->run_look = NULL;
-		return SESSION_PLAN_FAIL;
+		return -1;
 	}
+	return 0;
+}
+
+/* The look at the run dirs is over, or waited for. */
+static enum session_plan_rc
+session_plan_runfiles(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	(void)sp;
+	if (session_run_look_begin(s, cause) == -1)
+		return SESSION_PLAN_FAIL;
+	if (s->run_look_job == NULL)
+		return SESSION_PLAN_NEXT;
+	s->run_look_waited = true;
 	return SESSION_PLAN_WAIT;
 }
 
