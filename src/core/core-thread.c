@@ -162,13 +162,27 @@ thread_job_ready(evutil_socket_t fd, short what, void *arg)
 	loop_trace_end(t0, "helper thread done");
 }
 
+/*
+ * Test hook: how many more helper jobs may start (-1: any); once none
+ * may, each start fails as one refused a thread would (EAGAIN).
+ */
+AM_TESTABLE int thread_job_test_allow = -1;
+
 struct thread_job *
 thread_job_start(struct event_base *base, void (*work)(void *),
     void *work_arg, void (*done)(void *), void *arg, char **cause)
 {
-	struct thread_job *j = xcalloc(1, sizeof *j);
+	struct thread_job *j;
 	int rc;
 
+	if (thread_job_test_allow == 0) {
+		*cause = xprintf("cannot start a helper thread: %s",
+		    strerror(EAGAIN));
+		return NULL;
+	}
+	if (thread_job_test_allow > 0)
+		thread_job_test_allow--;
+	j = xcalloc(1, sizeof *j);
 	j->pipe[0] = j->pipe[1] = -1;
 	j->work = work;
 	j->work_arg = work_arg;

@@ -897,7 +897,7 @@ session_guard_scan_run(void *arg)
 	if (!sc->run_look)
 		return;
 	snap_run_look(sc->project, sc->run_dirs.v, sc->run_dirs.n,
-	    sc->o.max_entries, sc->o.gated, &sc->run_now);
+	    sc->o.max_entries, sc->o.gated, NULL, &sc->run_now);
 }
 
 /* The ignored programs the user runs, made, changed or removed: each an alert. */

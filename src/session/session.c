@@ -1386,6 +1386,7 @@ struct session_run_look {
 	char *project;
 	struct strv more;            /* [jail] watch_ignored */
 	int64_t limit;               /* [jail] scan_limit */
+	atomic_bool stop;            /* the start stopped: no deeper */
 	struct snap_run r;
 };
 
@@ -1407,7 +1408,7 @@ session_run_look_work(void *arg)
 	struct session_run_look *rl = arg;
 
 	snap_run_look(rl->project, rl->more.v, rl->more.n, rl->limit, true,
-	    &rl->r);
+	    &rl->stop, &rl->r);
 }
 
 /* The start's look at the run dirs is over (its job freed): kept, and the plan goes on. */
@@ -1440,6 +1441,8 @@ session_run_look_stop(struct session *s)
 {
 	if (s->run_look_job == NULL)
 		return;
+	/* Begun beside the history's walk: a stop there need not wait for all of it. */
+	atomic_store(&s->run_look->stop, true);
 	thread_job_free(s->run_look_job);
 	s->run_look_job = NULL;
 	session_run_look_free(s->run_look);
@@ -1451,7 +1454,10 @@ session_run_look_stop(struct session *s)
  * fingerprinted before the jail is made, compared at the end. The search
  * for them walks the whole project: on a helper thread, on copies of what
  * it needs, while the loop goes on. It begins with the history's walk
- * (the two walks side by side); -1 with *CAUSE if it cannot.
+ * (the two walks side by side), so before the files step breaks the
+ * hard links of the files the user's tools run: a protected file that
+ * is also in a run dir (neither list has such a file by default) would
+ * read as changed at the end. -1 with *CAUSE if it cannot.
  */
 static int
 session_run_look_begin(struct session *s, char **cause)
@@ -1469,6 +1475,7 @@ session_run_look_begin(struct session *s, char **cause)
 	for (i = 0; i < s->cf->jail.watch_ignored.n; i++)
 		strv_add(&rl->more, s->cf->jail.watch_ignored.v[i]);
 	rl->limit = s->cf->jail.scan_limit;
+	atomic_init(&rl->stop, false);
 	snap_run_init(&rl->r);
 	s->run_look = rl;
 	s->run_look_job = thread_job_start(s->ctx->base,

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -1003,33 +1004,6 @@ snap_index_marks(const char *path, const char *repo, struct strv *out)
 	return rc;
 }
 
-static int
-snap_index_names_cb(void *arg, const struct snap_index_ent *e)
-{
-	struct buf *names = arg;
-
-	/* A gitlink's files are its repository's; a sparse dir is no file. */
-	if ((e->mode & 0170000) == 0160000 || (e->mode & 0170000) == 0040000)
-		return 0;
-	buf_add(names, e->name, e->namelen);
-	buf_addc(names, '\0');
-	return 0;
-}
-
-int
-snap_index_names(const char *path, size_t oidlen, struct buf *names)
-{
-	struct buf file;
-	struct stat sb;
-	int rc;
-
-	buf_init(&file);
-	rc = snap_index_read_user(path, &file, &sb) == -1 ? -1 :
-	    snap_index_each_buf(&file, oidlen, snap_index_names_cb, names);
-	buf_free(&file);
-	return rc;
-}
-
 /* ---- a fresh worktree's index, as git's checkout wrote it ---- */
 
 struct snap_seed_ent {
@@ -1130,54 +1104,128 @@ out:
  */
 #define SNAP_SEED_MAX_BYTES(n) ((size_t)(1 << 20) + (size_t)(n) * 4300)
 
-struct snap_seed *
-snap_seed_read(const char *index, const char *worktree, char **cause)
+/* The seed of FILE, the index INDEX as read (SB its stat): see snap_seed_read. */
+static struct snap_seed *
+snap_seed_from_buf(const struct buf *file, const struct stat *sb,
+    const char *index, const char *worktree, char **cause)
 {
 	struct snap_seed *sd = xcalloc(1, sizeof *sd);
 	const unsigned char *p, *end;
 	uint32_t version, n;
-	struct stat sb;
-	struct buf file;
 
 	sd->dir.root = sd->dir.fd = -1;
 	buf_init(&sd->dir.name);
-	buf_init(&file);
-	if (snap_index_read_user(index, &file, &sb) == -1) {
-		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
-		goto fail;
-	}
-	sd->file_len = file.len;
-	if (!snap_index_header(&file, &p, &end, &version, &n) ||
-	    file.len > SNAP_SEED_MAX_BYTES(n)) {
+	sd->file_len = file->len;
+	if (!snap_index_header(file, &p, &end, &version, &n) ||
+	    file->len > SNAP_SEED_MAX_BYTES(n)) {
 		*cause = xprintf("%s is no index of a worktree's files", index);
 		goto fail;
 	}
-	if (!snap_index_sum_ok(&file, SNAP_PACK_OID)) {
+	if (!snap_index_sum_ok(file, SNAP_PACK_OID)) {
 		*cause = xprintf("%s is not the tree it was checked out from",
 		    index);
 		goto fail;
 	}
-	sd->has_root = snap_cachetree_root(&file, SNAP_PACK_OID,
+	sd->has_root = snap_cachetree_root(file, SNAP_PACK_OID,
 	    sd->root) == 0;
-	if (!snap_seed_entries(sd, &file)) {
+	if (!snap_seed_entries(sd, file)) {
 		*cause = xprintf("%s names a .gitattributes (git may have "
 		    "converted what it wrote) or is cut short", index);
 		goto fail;
 	}
-	sd->written = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-	    sb.st_mtim.tv_nsec - SNAP_INDEX_CLOCK_LAG_NS;
+	sd->written = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
+	    sb->st_mtim.tv_nsec - SNAP_INDEX_CLOCK_LAG_NS;
 	if ((sd->dir.root = open(worktree, O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
 		*cause = xprintf("cannot open %s: %s", worktree,
 		    strerror(errno));
 		goto fail;
 	}
-	buf_free(&file);
 	return sd;
 fail:
-	buf_free(&file);
 	snap_seed_free(sd);
 	return NULL;
+}
+
+struct snap_seed *
+snap_seed_read(const char *index, const char *worktree, char **cause)
+{
+	struct snap_seed *sd;
+	struct stat sb;
+	struct buf file;
+
+	buf_init(&file);
+	if (snap_index_read_user(index, &file, &sb) == -1) {
+		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
+		buf_free(&file);
+		return NULL;
+	}
+	sd = snap_seed_from_buf(&file, &sb, index, worktree, cause);
+	buf_free(&file);
+	return sd;
+}
+
+static int
+snap_seed_names_cb(void *arg, const struct snap_index_ent *e)
+{
+	struct buf *names = arg;
+
+	/* A gitlink's files are its repository's (sparse dirs never come). */
+	if ((e->mode & 0170000) == 0160000)
+		return 0;
+	buf_add(names, e->name, e->namelen);
+	buf_addc(names, '\0');
+	return 0;
+}
+
+int
+snap_seed_read_names(const char *index, const char *worktree,
+    const unsigned char *tree, struct buf *names, struct snap_seed **seed,
+    char **cause, char **seed_cause)
+{
+	struct snap_index_exts x;
+	struct stat sb;
+	struct buf file;
+
+	*seed = NULL;
+	buf_init(&file);
+	if (snap_index_read_user(index, &file, &sb) == -1) {
+		*cause = xprintf("cannot read %s: %s", index, strerror(errno));
+		goto fail;
+	}
+	if (!snap_index_sum_ok(&file, SNAP_PACK_OID)) {
+		*cause = xprintf("%s does not end with its checksum", index);
+		goto fail;
+	}
+	/* A split index holds only what changed since its shared part. */
+	if (snap_index_find_ext(&file, SNAP_PACK_OID, "link", &x) == -1 ||
+	    x.count > 0) {
+		*cause = xprintf("%s is %s", index, x.count > 0 ? "a split "
+		    "index" : "not an index git reads");
+		goto fail;
+	}
+	if (snap_index_each_buf(&file, SNAP_PACK_OID, snap_seed_names_cb,
+	    names) == -1) {
+		*cause = xprintf("%s is cut short", index);
+		goto fail;
+	}
+	if (tree == NULL)
+		*seed_cause = xprintf("the tree %s was checked out from is not "
+		    "known", worktree);
+	else if ((*seed = snap_seed_from_buf(&file, &sb, index, worktree,
+	    seed_cause)) != NULL && (!(*seed)->has_root ||
+	    memcmp((*seed)->root, tree, SNAP_PACK_OID) != 0)) {
+		*seed_cause = xprintf("%s is not the tree it was checked out "
+		    "from", index);
+		snap_seed_free(*seed);
+		*seed = NULL;
+	}
+	buf_free(&file);
+	return 0;
+fail:
+	buf_reset(names);
+	buf_free(&file);
+	return -1;
 }
 
 int
@@ -1266,7 +1314,7 @@ snap_seed_look(struct snap_seed *sd, const struct snap_seed_ent *se,
 }
 
 void
-snap_seed_look_all(struct snap_seed *sd)
+snap_seed_look_all(struct snap_seed *sd, const atomic_bool *stop)
 {
 	size_t i;
 
@@ -1276,6 +1324,8 @@ snap_seed_look_all(struct snap_seed *sd)
 	clone_gate_leave();
 	/* The look allocates when it opens another dir. */
 	for (i = 0; i < sd->n; i++) {
+		if (stop != NULL && atomic_load(stop))
+			return;
 		clone_gate_enter();
 		sd->taken[i] = snap_seed_look(sd, &sd->v[i], &sd->sb[i]);
 		clone_gate_leave();

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -257,12 +258,6 @@ int snap_index_each(const char *path, size_t oidlen,
 int snap_index_each_buf(const struct buf *file, size_t oidlen,
     int (*fn)(void *, const struct snap_index_ent *), void *arg);
 /*
- * The names of the index file PATH's files (not its gitlinks, not a
- * sparse index's dirs), NUL-separated, in its order, into NAMES; the
- * file is read never through a link. -1 if it cannot be read or parsed.
- */
-int snap_index_names(const char *path, size_t oidlen, struct buf *names);
-/*
  * The entries of the index FILE (ids of OIDLEN bytes) that git's checkout
  * (git checkout -- ., git restore, git stash; git checkout -m from its
  * resolve-undo record) would write where git never adds one, into BAD as
@@ -376,6 +371,19 @@ struct snap_seed *snap_seed_load(const char *index, const unsigned char *tree,
  */
 struct snap_seed *snap_seed_read(const char *index, const char *worktree,
     char **cause);
+/*
+ * A worktree's first snapshot reads INDEX once (never through a link, at
+ * most SNAP_INDEX_MAX bytes) for two things, so that both are of the same
+ * bytes: the names of its files (not its gitlinks, not a sparse index's
+ * dirs), NUL-separated, in its order, into NAMES; and, if TREE (the
+ * commit's tree, SNAP_PACK_OID bytes; NULL: not known) is what its
+ * entries make, its seed, read as snap_seed_read does, in *SEED (else
+ * NULL, *SEED_CAUSE says why). -1 with *CAUSE if the names cannot be had:
+ * unreadable, no good SHA-1 checksum, a split index, cut short.
+ */
+int snap_seed_read_names(const char *index, const char *worktree,
+    const unsigned char *tree, struct buf *names, struct snap_seed **seed,
+    char **cause, char **seed_cause);
 int snap_seed_believe(const struct snap_seed *, const char *index,
     const unsigned char *tree, size_t nfiles, char **cause);
 /*
@@ -384,9 +392,10 @@ int snap_seed_believe(const struct snap_seed *, const char *index,
  * only look up what was found: on a helper thread, beside the git
  * commands that list the worktree. Nothing may write the worktree
  * between the two (the jail is held until the start snapshot is saved).
- * Takes the clone gate itself.
+ * Takes the clone gate itself. STOP (may be NULL) set: it gives up, and
+ * the seed is then looked at by each take, as if never looked at.
  */
-void snap_seed_look_all(struct snap_seed *);
+void snap_seed_look_all(struct snap_seed *, const atomic_bool *stop);
 /*
  * Whether PATH's file under the worktree is one git's checkout wrote and
  * cached: a regular file, looked at without following a link, with the

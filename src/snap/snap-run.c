@@ -324,6 +324,7 @@ struct snap_run_search {
 	struct snap_run *r;
 	bool gated;               /* the clone gate held: let go now and then */
 	size_t entries;           /* looked at so far */
+	const atomic_bool *stop;  /* set: no deeper */
 };
 
 /* Tests only: called with each entry the search looks at (relative), before it is looked at. */
@@ -350,6 +351,10 @@ snap_run_entry(void *arg, struct snap_walk_ent *e)
 	snap_run_gate_breathe(rs);
 	if (e->info != SNAP_WALK_D)
 		return;
+	if (rs->stop != NULL && atomic_load(rs->stop)) {
+		e->skip = true;
+		return;
+	}
 	snap_run_here(rs->projfd, e, snap_run_dirs, nitems(snap_run_dirs),
 	    NULL, rs->r);
 	snap_run_here(rs->projfd, e, snap_run_sites, nitems(snap_run_sites),
@@ -364,9 +369,9 @@ snap_run_entry(void *arg, struct snap_walk_ent *e)
  */
 static void
 snap_run_search(const char *project, int projfd, int64_t limit, bool gated,
-    struct snap_run *r)
+    const atomic_bool *stop, struct snap_run *r)
 {
-	struct snap_run_search rs = { projfd, r, gated, 0 };
+	struct snap_run_search rs = { projfd, r, gated, 0, stop };
 
 	if (snap_walk(project, projfd, (size_t)limit, NULL, snap_run_entry,
 	    &rs) == 1)
@@ -375,7 +380,7 @@ snap_run_search(const char *project, int projfd, int64_t limit, bool gated,
 
 static void
 snap_run_look_in(const char *project, char *const *more, size_t nmore,
-    int64_t limit, bool gated, struct snap_run *r)
+    int64_t limit, bool gated, const atomic_bool *stop, struct snap_run *r)
 {
 	size_t i;
 	int projfd;
@@ -388,8 +393,8 @@ snap_run_look_in(const char *project, char *const *more, size_t nmore,
 		return;
 	}
 	snap_run_search(project, projfd, limit > 0 ? limit : CONFIG_SCAN_LIMIT,
-	    gated, r);
-	for (i = 0; i < nmore; i++)
+	    gated, stop, r);
+	for (i = 0; i < nmore && (stop == NULL || !atomic_load(stop)); i++)
 		snap_run_expand(projfd, "", more[i], NULL, r);
 	close(projfd);
 	if (r->files.n > 0)
@@ -399,11 +404,11 @@ snap_run_look_in(const char *project, char *const *more, size_t nmore,
 
 void
 snap_run_look(const char *project, char *const *more, size_t nmore,
-    int64_t limit, bool gated, struct snap_run *r)
+    int64_t limit, bool gated, const atomic_bool *stop, struct snap_run *r)
 {
 	if (gated)
 		clone_gate_enter();
-	snap_run_look_in(project, more, nmore, limit, gated, r);
+	snap_run_look_in(project, more, nmore, limit, gated, stop, r);
 	if (gated)
 		clone_gate_leave();
 }

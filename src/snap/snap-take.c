@@ -120,10 +120,11 @@ struct snap_take {
 	bool co_names_failed;     /* (they could not be read: git's path) */
 	struct buf co_tracked;    /* they come from the checkout's index, */
 	struct snap_seed *co_seed; /* read, its files looked at, on a helper thread */
-	struct thread_job *co_names_job; /* the names, */
+	struct thread_job *co_names_job; /* the index read once, for both, */
 	struct snap_take_co_names *co_names;
-	struct thread_job *co_look_job; /* the seed, each in a job of its own */
+	struct thread_job *co_look_job; /* then the seed's files looked at */
 	struct snap_take_co_names *co_look;
+	bool ls_failed;           /* git could not list the worktree: git add's path */
 	struct strv co_converted; /* files read all the same (converted, .gitignore) */
 	struct buf borrowed;      /* the blob ids taken from the index, a line each */
 	int borrow_fd;            /* their pack, as pack-objects writes it */
@@ -146,6 +147,9 @@ static void snap_take_finished(struct snap_take *);
 static void snap_take_added(struct snap_take *);
 static void snap_take_frozen_round(struct snap_take *);
 static void snap_take_co_names_free(struct snap_take_co_names *);
+static void snap_take_co_names_stop(struct snap_take_co_names *);
+static void snap_take_co_names(struct snap_take *);
+static unsigned snap_take_hexval(char);
 
 void
 snap_result_clear(struct snap_result *res)
@@ -181,6 +185,8 @@ snap_take_free(struct snap_take *t)
 	snap_take_names_job_free(t->names);
 	thread_job_free(t->co_names_job);
 	snap_take_co_names_free(t->co_names);
+	/* The look gives up: what it found would go unused. */
+	snap_take_co_names_stop(t->co_look);
 	thread_job_free(t->co_look_job);
 	snap_take_co_names_free(t->co_look);
 	thread_job_free(t->after_job);
@@ -1605,10 +1611,14 @@ snap_take_co_tree_cb(struct proc *p, void *arg)
 		log_info("the first snapshot of %s reads every file: the tree "
 		    "of %s is not known", t->repo->worktree, t->co_base);
 	snap_take_reap(t, p);
+	snap_take_co_names(t);
 	snap_take_step(t);
 }
 
-/* The tree of the commit the worktree was checked out from, read from the project's git dir itself. */
+/*
+ * The tree of the commit the worktree was checked out from, read from
+ * the project's git dir itself; then the checkout's index is read.
+ */
 static void
 snap_take_co_tree(struct snap_take *t)
 {
@@ -1625,6 +1635,7 @@ snap_take_co_tree(struct snap_take *t)
 			    cause);
 		free(cause);
 		free(spec);
+		snap_take_co_names(t);
 		return;
 	}
 	snap_take_track(t, p);
@@ -1689,9 +1700,9 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
  * .worktreeinclude) nor one in the main tree's index, which a session
  * there can write (or make a FIFO), comes in. A file one of them names
  * a conversion attribute for (text, eol, ident, an encoding) is read
- * like any other. Only the tracked files are asked about (the seed has
- * no other), as soon as the checkout's index is read, beside git's
- * listing of the worktree. False if git cannot be started.
+ * like any other. The names asked about are the seed's own, read with
+ * it (it has no other), as soon as the checkout's index is read, beside
+ * git's listing of the worktree. False if git cannot be started.
  */
 static bool
 snap_take_co_attrs(struct snap_take *t)
@@ -1701,9 +1712,8 @@ snap_take_co_attrs(struct snap_take *t)
 	char *cause = NULL;
 
 	t->co_attrs_read = true;
-	if (snap_take_git_at(t, t->co_common, NULL, argv, -1,
-	    t->co_tracked.len > 0 ? &t->co_tracked : &t->untracked, -1,
-	    SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
+	if (snap_take_git_at(t, t->co_common, NULL, argv, -1, &t->co_tracked,
+	    -1, SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
 		log_info("the first snapshot reads every file: %s", cause);
 		free(cause);
 		t->co_off = true;
@@ -1714,18 +1724,21 @@ snap_take_co_attrs(struct snap_take *t)
 }
 
 /*
- * The checkout's index read on helper threads, on copies of what they
- * need: its names (git lists the rest; their attributes are asked for
- * once they are in), and its seed, each file it names looked at (10,000
- * lstat), while git lists the worktree.
+ * The checkout's index read on a helper thread, once, on copies of what
+ * it needs: the tracked names (git lists the rest) and the seed, of the
+ * same bytes; then, on another, each file the seed names looked at
+ * (10,000 lstat), while git check-attr asks about the names.
  */
 struct snap_take_co_names {
 	char *index;
 	char *worktree;
+	bool has_tree;
+	unsigned char tree[SNAP_PACK_OID];
 	struct buf names;
-	bool unread;              /* the names could not be read */
+	char *cause;              /* why there are none (git add's path) */
 	struct snap_seed *seed;
-	char *seed_cause;         /* why there is none */
+	char *seed_cause;         /* why there is none (every file read) */
+	atomic_bool stop;         /* the look gives up */
 };
 
 static void
@@ -1736,9 +1749,17 @@ snap_take_co_names_free(struct snap_take_co_names *x)
 	free(x->index);
 	free(x->worktree);
 	buf_free(&x->names);
+	free(x->cause);
 	snap_seed_free(x->seed);
 	free(x->seed_cause);
 	free(x);
+}
+
+static void
+snap_take_co_names_stop(struct snap_take_co_names *x)
+{
+	if (x != NULL)
+		atomic_store(&x->stop, true);
 }
 
 static void
@@ -1747,10 +1768,8 @@ snap_take_co_names_work(void *arg)
 	struct snap_take_co_names *x = arg;
 
 	clone_gate_enter();
-	if (snap_index_names(x->index, SNAP_PACK_OID, &x->names) == -1) {
-		buf_reset(&x->names);
-		x->unread = true;
-	}
+	(void)snap_seed_read_names(x->index, x->worktree, x->has_tree ?
+	    x->tree : NULL, &x->names, &x->seed, &x->cause, &x->seed_cause);
 	clone_gate_leave();
 }
 
@@ -1759,36 +1778,45 @@ snap_take_co_look_work(void *arg)
 {
 	struct snap_take_co_names *x = arg;
 
-	clone_gate_enter();
-	x->seed = snap_seed_read(x->index, x->worktree, &x->seed_cause);
-	clone_gate_leave();
-	if (x->seed != NULL)
-		snap_seed_look_all(x->seed);
+	snap_seed_look_all(x->seed, &x->stop);
 }
 
-/* On the loop: the names are in (the job freed); their attributes are asked for. */
+static void snap_take_co_look(struct snap_take *, struct snap_seed *);
+
+/* On the loop: the index is read (the job freed): the names' attributes are asked for, the seed's files looked at. */
 static void
 snap_take_co_names_done(void *arg)
 {
 	struct snap_take *t = arg;
 	struct snap_take_co_names *x = t->co_names;
+	struct snap_seed *sd;
 
 	t->co_names_job = NULL;
 	t->co_names = NULL;
 	t->pending--;
-	if (x->unread) {
-		log_info("the first snapshot of %s is taken by git: cannot read "
-		    "the names of %s", t->repo->worktree, t->co_index);
+	if (x->cause != NULL) {
+		log_info("the first snapshot of %s is taken by git: %s",
+		    t->repo->worktree, x->cause);
 		t->co_names_failed = true;
 	}
 	buf_add(&t->co_tracked, x->names.data, x->names.len);
+	sd = x->seed;
+	x->seed = NULL;
+	if (sd == NULL && x->cause == NULL) {
+		log_info("the first snapshot of %s reads every file: %s",
+		    t->repo->worktree, x->seed_cause);
+		t->co_off = true;
+	}
 	snap_take_co_names_free(x);
-	if (!t->co_off && t->co_tracked.len > 0)
-		(void)snap_take_co_attrs(t);
+	if (sd != NULL && !t->co_names_failed && !t->co_off &&
+	    t->co_tracked.len > 0 && snap_take_co_attrs(t))
+		snap_take_co_look(t, sd);
+	else
+		snap_seed_free(sd);
 	snap_take_step(t);
 }
 
-/* On the loop: the seed is read and looked at (the job freed). */
+/* On the loop: the seed's files are looked at (the job freed). */
 static void
 snap_take_co_look_done(void *arg)
 {
@@ -1800,32 +1828,23 @@ snap_take_co_look_done(void *arg)
 	t->pending--;
 	t->co_seed = x->seed;
 	x->seed = NULL;
-	if (t->co_seed == NULL) {
-		log_info("the first snapshot of %s reads every file: %s",
-		    t->repo->worktree, x->seed_cause);
-		t->co_off = true;
-	}
 	snap_take_co_names_free(x);
 	snap_take_step(t);
 }
 
-/* One of the two jobs started (*JOB, *X); false if it cannot be (logged). */
+/* A job of X started (*JOB); false if it cannot be (logged, X freed). */
 static bool
 snap_take_co_job(struct snap_take *t, void (*work)(void *),
-    void (*done)(void *), struct thread_job **job,
-    struct snap_take_co_names **xp)
+    void (*done)(void *), struct snap_take_co_names *x,
+    struct thread_job **job, struct snap_take_co_names **xp, const char *what)
 {
-	struct snap_take_co_names *x = xcalloc(1, sizeof *x);
 	char *cause = NULL;
 
-	x->index = xstrdup(t->co_index);
-	x->worktree = xstrdup(t->repo->worktree);
-	buf_init(&x->names);
 	*xp = x;
 	*job = thread_job_start(t->base, work, x, done, t, &cause);
 	if (*job == NULL) {
-		log_info("the first snapshot of %s reads every file: %s",
-		    t->repo->worktree, cause);
+		log_info("the first snapshot of %s %s: %s", t->repo->worktree,
+		    what, cause);
 		free(cause);
 		*xp = NULL;
 		snap_take_co_names_free(x);
@@ -1835,20 +1854,52 @@ snap_take_co_job(struct snap_take *t, void (*work)(void *),
 	return true;
 }
 
+static struct snap_take_co_names *
+snap_take_co_new(struct snap_take *t)
+{
+	struct snap_take_co_names *x = xcalloc(1, sizeof *x);
+
+	x->index = xstrdup(t->co_index);
+	x->worktree = xstrdup(t->repo->worktree);
+	buf_init(&x->names);
+	atomic_init(&x->stop, false);
+	return x;
+}
+
+/* SD's files looked at off the loop; if that cannot be, the seed goes unused. */
+static void
+snap_take_co_look(struct snap_take *t, struct snap_seed *sd)
+{
+	struct snap_take_co_names *x = snap_take_co_new(t);
+
+	x->seed = sd;
+	if (!snap_take_co_job(t, snap_take_co_look_work, snap_take_co_look_done,
+	    x, &t->co_look_job, &t->co_look, "reads every file"))
+		t->co_off = true;
+}
+
 /*
- * The checkout's index read off the loop. Without its names git's path
- * is taken (they would be missing from the list); without its seed every
- * file is read.
+ * The checkout's index read off the loop, once the commit's tree is
+ * known (or known not to be: no seed then). Without its names git's
+ * path is taken (they would be missing from the list).
  */
 static void
 snap_take_co_names(struct snap_take *t)
 {
+	struct snap_take_co_names *x = snap_take_co_new(t);
+	size_t i;
+
+	if (t->co_tree != NULL) {
+		x->has_tree = true;
+		for (i = 0; i < SNAP_PACK_OID; i++)
+			x->tree[i] = (unsigned char)(snap_take_hexval(
+			    t->co_tree[2 * i]) << 4 |
+			    snap_take_hexval(t->co_tree[2 * i + 1]));
+	}
 	if (!snap_take_co_job(t, snap_take_co_names_work,
-	    snap_take_co_names_done, &t->co_names_job, &t->co_names))
+	    snap_take_co_names_done, x, &t->co_names_job, &t->co_names,
+	    "is taken by git"))
 		t->co_names_failed = true;
-	if (!snap_take_co_job(t, snap_take_co_look_work,
-	    snap_take_co_look_done, &t->co_look_job, &t->co_look))
-		t->co_off = true;
 }
 
 static unsigned
@@ -1883,7 +1934,8 @@ snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 	size_t i;
 	unsigned hi, lo;
 
-	if (t->co_tree == NULL || t->co_off ||
+	/* Only the seed the names came from, its files looked at: never read again. */
+	if (t->co_tree == NULL || t->co_off || t->co_seed == NULL ||
 	    (t->borrow_fd == -1 && snap_take_borrow_file(t) == -1))
 		return NULL;
 	end = t->untracked.data + t->untracked.len;
@@ -2139,6 +2191,8 @@ snap_take_git_add(struct snap_take *t)
 	if (t->co_unseeded) {
 		t->co_unseeded = false;
 		snap_take_tracked(t);
+		/* It may have failed to start: the job then ends here. */
+		snap_take_step(t);
 		return;
 	}
 	snap_take_add(t);
@@ -2213,10 +2267,8 @@ snap_take_native_listed(struct snap_take *t)
 	struct snap_pack_seed seed;
 	char *cause = NULL;
 
-	if (t->co_tree != NULL && !t->co_off && !t->co_attrs_read &&
-	    snap_take_co_attrs(t))
-		return;
-	if (t->co_names_failed) {
+	/* git could not list it, or the tracked names are not known: git's path. */
+	if (t->ls_failed || t->co_names_failed) {
 		snap_take_git_add(t);
 		return;
 	}
@@ -2254,9 +2306,11 @@ snap_take_native_ls_cb(struct proc *p, void *arg)
 	if (proc_status(p) == 0 && (proc_err(p)->data == NULL ||
 	    strstr(proc_err(p)->data, "could not open directory") == NULL))
 		buf_add(&t->untracked, proc_out(p)->data, proc_out(p)->len);
-	else
+	else {
 		log_info("%s", proc_err(p)->data != NULL ? proc_err(p)->data :
 		    "git ls-files failed");
+		t->ls_failed = true;
+	}
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -2283,10 +2337,8 @@ snap_take_native(struct snap_take *t)
 	t->next = snap_take_native_listed;
 	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
 	    snap_take_native_ls_cb);
-	if (t->co_base != NULL) {
+	if (t->co_base != NULL)
 		snap_take_co_tree(t);
-		snap_take_co_names(t);
-	}
 	snap_take_step(t);
 }
 

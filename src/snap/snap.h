@@ -196,10 +196,11 @@ void snap_run_free(struct snap_run *);
  * MORE names ([jail] watch_ignored: relative, a glob per component), into
  * R (emptied first); nothing followed. With GATED, as the work of a
  * helper thread (thread_job_start): it holds the clone gate while it
- * allocates, letting go of it every 64 entries searched.
+ * allocates, letting go of it every 64 entries searched. STOP (may be
+ * NULL) set: it goes no deeper, and what it found is not to be used.
  */
 void snap_run_look(const char *project, char *const *more, size_t nmore,
-    int64_t limit, bool gated, struct snap_run *r);
+    int64_t limit, bool gated, const atomic_bool *stop, struct snap_run *r);
 /**
  * Into OUT, a line per file made, changed or removed in a run dir there
  * at START since (NOW), with what to do (up to 20, then counted); into

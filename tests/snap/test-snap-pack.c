@@ -1233,7 +1233,7 @@ seed_read_early(const char *index)
 	sd = snap_seed_read(index, "w", &cause);
 	if (sd == NULL)
 		fail_msg("snap_seed_read: %s", cause);
-	snap_seed_look_all(sd);
+	snap_seed_look_all(sd, NULL);
 	return sd;
 }
 

@@ -804,6 +804,141 @@ test_session_first_write_forged(void **state)
 	config_free(cf);
 }
 
+extern int thread_job_test_allow;
+
+/*
+ * One worktree NAME of p, fresh, with an untracked extra.txt; its start
+ * snapshot taken as a worktree session's (from git's checkout) with
+ * ALLOW helper jobs allowed to start (-1: any). True if it was saved;
+ * the tree's names into *NAMES, the error into *ERROR.
+ */
+static bool
+wt_start(const char *name, int allow, char **names, char **error)
+{
+	struct config *cf = config_default();
+	struct event_base *base = event_base_new();
+	struct snap_session *ss;
+	struct snap_checkout co;
+	struct waiter w;
+	struct store *st;
+	char *cause = NULL, *wt, *common, *index, *commit, *own_wt;
+	int64_t id, t0;
+	bool busy;
+
+	test_sh_ok("cd p && git worktree add -q ../%s -b %s && echo extra > "
+	    "../%s/extra.txt", name, name, name);
+	wt = xprintf("%s/%s", test_proj, name);
+	common = xprintf("%s/p/.git", test_proj);
+	index = xprintf("%s/p/.git/worktrees/%s/index", test_proj, name);
+	commit = test_sh_out("git -C p rev-parse HEAD");
+	commit[strcspn(commit, "\n")] = '\0';
+	own_wt = snap_repo_path(wt, &cause);
+	assert_non_null(own_wt);
+	st = store_open(NULL, &cause);
+	assert_non_null(st);
+	id = begin(st);
+	ss = snap_session_create(base, st, cf, id, wt, &cause);
+	assert_non_null(ss);
+	co.base = commit;
+	co.common = common;
+	co.index = index;
+	snap_session_set_checkout(ss, &co);
+	memset(&w, 0, sizeof w);
+	thread_job_test_allow = allow;
+	assert_int_equal(snap_session_take(ss, "start", NULL, on_done, &w,
+	    &cause), 0);
+	/* Bounded: a start that never ends is what is looked for. */
+	for (t0 = util_mono_us(); snap_session_busy(ss) &&
+	    util_mono_us() - t0 < 60 * 1000000;) {
+		struct timeval tv = { 0, 100000 };
+
+		event_base_loopexit(base, &tv);
+		event_base_loop(base, EVLOOP_ONCE);
+	}
+	thread_job_test_allow = -1;
+	busy = snap_session_busy(ss);
+	assert_false(busy);
+	*error = w.error;
+	*names = w.calls == 1 && w.error == NULL ? test_sh_out("git "
+	    "--git-dir='%s' ls-tree -r --name-only %s | tr '\\n' ' '", own_wt,
+	    last_tree(st, id)) : NULL;
+	release(base, ss);
+	store_close(st);
+	event_base_free(base);
+	config_free(cf);
+	free(wt);
+	free(common);
+	free(index);
+	free(commit);
+	free(own_wt);
+	return *names != NULL;
+}
+
+/*
+ * A worktree's start snapshot whatever fails on the way: git's listing
+ * (then git add's path), the helper threads (none: the start ends with
+ * its error, never waits for ever; the seed's look alone: every file
+ * read). Each time the tree holds the tracked file the ignore rules
+ * name (keep.o) and the untracked one (extra.txt).
+ */
+static void
+test_worktree_start_fails(void **state)
+{
+	char *names, *error, *bin, *git, *text, *path, *newpath, name[8];
+	const char want[] = ".gitignore a.c extra.txt keep.o ";
+	unsigned i;
+
+	(void)state;
+	test_sh_ok("git init -q -b main p && cd p && git config user.email t@x "
+	    "&& git config user.name t && printf 'int a;\\n' > a.c && printf "
+	    "'*.o\\n' > .gitignore && printf 'kept\\n' > keep.o && git add . && "
+	    "git add -f keep.o && git commit -qm a");
+	assert_true(wt_start("w1", -1, &names, &error));
+	assert_string_equal(names, want);
+	free(names);
+
+	/* git ls-files fails. */
+	bin = xprintf("%s/bin/git", test_proj);
+	git = test_sh_out("command -v git");
+	git[strcspn(git, "\n")] = '\0';
+	text = xprintf("#!/bin/sh\ncase \" $* \" in\n*\" ls-files -z -c -o \"*) "
+	    "echo 'fatal: made to fail' >&2; exit 128 ;;\nesac\nexec %s \"$@\"\n",
+	    git);
+	test_write_file(bin, text);
+	assert_int_equal(chmod(bin, 0755), 0);
+	path = xstrdup(getenv("PATH"));
+	newpath = xprintf("%s/bin:%s", test_proj, path);
+	setenv("PATH", newpath, 1);
+	assert_true(wt_start("w2", -1, &names, &error));
+	setenv("PATH", path, 1);
+	assert_string_equal(names, want);
+	free(names);
+	free(text);
+	free(git);
+	free(path);
+	free(newpath);
+
+	/*
+	 * Helper threads refused from the Nth on (the names' read, the
+	 * seed's look, git add's names, ...): each start ends, with the
+	 * whole tree or with its error, never half a tree, never waiting.
+	 */
+	for (i = 0; i < 5; i++) {
+		snprintf(name, sizeof name, "t%u", i);
+		if (wt_start(name, (int)i, &names, &error)) {
+			assert_string_equal(names, want);
+			free(names);
+		} else {
+			if (error == NULL || strstr(error, "helper thread") ==
+			    NULL)
+				fail_msg("%s: %s", name, error != NULL ? error :
+				    "no tree, no error");
+			free(error);
+		}
+	}
+	free(bin);
+}
+
 int
 main(void)
 {
@@ -827,6 +962,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_index_verify_coarse,
 		    setup, teardown_coarse),
+		cmocka_unit_test_setup_teardown(test_worktree_start_fails,
+		    setup, teardown),
 	};
 
 	return test_run_group(tests, NULL, NULL);
