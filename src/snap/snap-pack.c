@@ -276,10 +276,14 @@ snap_pack_stored(struct snap_pack *p, const unsigned char *data, size_t len,
 static void
 snap_pack_hex(const unsigned char *oid, char *hex)
 {
+	static const char digits[] = "0123456789abcdef";
 	size_t i;
 
-	for (i = 0; i < SNAP_PACK_OID; i++)
-		snprintf(hex + 2 * i, 3, "%02x", oid[i]);
+	for (i = 0; i < SNAP_PACK_OID; i++) {
+		hex[2 * i] = digits[oid[i] >> 4];
+		hex[2 * i + 1] = digits[oid[i] & 0xf];
+	}
+	hex[2 * SNAP_PACK_OID] = '\0';
 }
 
 /* The slot of OID in P's table: the object there, or the free slot for it. */
@@ -1983,8 +1987,13 @@ snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
 	clone_gate_leave();
 	if (sd == NULL)
 		return 0;
+	/* The gate let go every SNAP_PACK_JOB_STEP files: a clone waits little. */
 	for (i = 0; i < *n; i++) {
-		clone_gate_enter();
+		if (i % SNAP_PACK_JOB_STEP == 0) {
+			if (i > 0)
+				clone_gate_leave();
+			clone_gate_enter();
+		}
 		taken = snap_pack_path_plain(paths[i], false) &&
 		    (j->converted.n == 0 || bsearch(&paths[i], j->converted.v,
 		    j->converted.n, sizeof *j->converted.v,
@@ -1994,12 +2003,14 @@ snap_pack_job_seeded(struct snap_pack_job *j, char **paths, size_t *n,
 		if (taken) {
 			ke[kn].path = paths[i];
 			snap_pack_hex(ke[kn].oid, hex);
-			buf_printf(&j->borrowed, "%s\n", hex);
+			hex[2 * SNAP_PACK_OID] = '\n';
+			buf_add(&j->borrowed, hex, sizeof hex);
 			kn++;
 		} else
 			paths[rest++] = paths[i];
-		clone_gate_leave();
 	}
+	if (*n > 0)
+		clone_gate_leave();
 	clone_gate_enter();
 	snap_seed_free(sd);
 	clone_gate_leave();
