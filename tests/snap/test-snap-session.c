@@ -821,7 +821,7 @@ wt_start(const char *name, int allow, char **names, char **error)
 	struct snap_checkout co;
 	struct waiter w;
 	struct store *st;
-	char *cause = NULL, *wt, *common, *index, *commit, *own_wt;
+	char *cause = NULL, *wt, *common, *index, *commit, *own_wt, *tree;
 	int64_t id, t0;
 	bool busy;
 
@@ -859,9 +859,13 @@ wt_start(const char *name, int allow, char **names, char **error)
 	busy = snap_session_busy(ss);
 	assert_false(busy);
 	*error = w.error;
-	*names = w.calls == 1 && w.error == NULL ? test_sh_out("git "
-	    "--git-dir='%s' ls-tree -r --name-only %s | tr '\\n' ' '", own_wt,
-	    last_tree(st, id)) : NULL;
+	*names = NULL;
+	if (w.calls == 1 && w.error == NULL) {
+		tree = last_tree(st, id);
+		*names = test_sh_out("git --git-dir='%s' ls-tree -r --name-only "
+		    "%s | tr '\\n' ' '", own_wt, tree);
+		free(tree);
+	}
 	release(base, ss);
 	store_close(st);
 	event_base_free(base);
