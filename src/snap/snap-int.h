@@ -85,6 +85,16 @@ struct snap_repo *snap_repo_reopen(const char *gitdir, const char *worktree,
 void snap_repo_free(struct snap_repo *);
 /* The own repository's path for the project WORKTREE; caller frees; NULL with *CAUSE. */
 char *snap_repo_path(const char *worktree, char **cause);
+/*
+ * Writes one loose object of TYPE (DATA, LEN bytes) into GITDIR, one of
+ * agentmux's own repositories (nothing writes there but its own gits), as
+ * git hash-object -w would: deflated at zlib's fastest level, under a
+ * temporary name in its fan-out dir, linked to its id's name, read-only;
+ * one there already has its time freshened (a prune spares it). HEX (41
+ * bytes) gets its SHA-1 id. -1 with *CAUSE.
+ */
+int snap_repo_write_object(const char *gitdir, const char *type,
+    const void *data, size_t len, char *hex, char **cause);
 /* Makes the private index a fresh copy of the seed (or empty). */
 int snap_repo_seed(struct snap_repo *, char **cause);
 /* Copies the private index back as the own repository's (the stat cache). */

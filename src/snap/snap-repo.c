@@ -10,9 +10,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "snap/snap-int.h"
 
@@ -566,6 +569,97 @@ snap_repo_new(void)
 
 	r->umask = -1;
 	return r;
+}
+
+/* The temporary file of a loose object in DIR (made if a prune took it); -1 with errno. */
+static int
+snap_repo_object_tmp(const char *dir, char **tmp)
+{
+	int fd, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+			return -1;
+		*tmp = xprintf("%s/tmp_obj_XXXXXX", dir);
+		if ((fd = mkostemp(*tmp, O_CLOEXEC)) != -1)
+			return fd;
+		free(*tmp);
+		*tmp = NULL;
+		/* A prune's rmdir between the two: once more. */
+		if (errno != ENOENT)
+			return -1;
+	}
+	return -1;
+}
+
+int
+snap_repo_write_object(const char *gitdir, const char *type,
+    const void *data, size_t len, char *hex, char **cause)
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE], *raw, *z;
+	unsigned int mdlen = 0, i;
+	uLongf zlen;
+	char *dir, *path, *tmp = NULL;
+	int hl, fd = -1, rc = -1, error;
+	size_t rawlen;
+
+	hl = snprintf(NULL, 0, "%s %zu", type, len) + 1;
+	rawlen = (size_t)hl + len;
+	raw = xmalloc(rawlen);
+	snprintf((char *)raw, (size_t)hl, "%s %zu", type, len);
+	if (len > 0)
+		memcpy(raw + hl, data, len);
+	zlen = compressBound((uLong)rawlen);
+	z = xmalloc(zlen);
+	if (EVP_Digest(raw, rawlen, md, &mdlen, EVP_sha1(), NULL) != 1 ||
+	    compress2(z, &zlen, raw, (uLong)rawlen, Z_BEST_SPEED) != Z_OK) {
+		*cause = xprintf("cannot write a %s into %s: hashing or "
+		    "compressing it failed", type, gitdir);
+		free(raw);
+		free(z);
+		return -1;
+	}
+	free(raw);
+	for (i = 0; i < mdlen; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 15];
+	}
+	hex[2 * mdlen] = '\0';
+	dir = xprintf("%s/objects/%.2s", gitdir, hex);
+	path = xprintf("%s/%s", dir, hex + 2);
+	if ((fd = snap_repo_object_tmp(dir, &tmp)) == -1 ||
+	    util_write_all(fd, z, zlen) == -1 || fchmod(fd, 0400) == -1) {
+		error = errno;
+		goto fail;
+	}
+	rc = close(fd);
+	fd = -1;
+	if (rc == -1) {
+		error = errno;
+		goto fail;
+	}
+	/* There already (the same bytes, by its id): its time freshened, as git does. */
+	if (link(tmp, path) == -1 && (errno != EEXIST ||
+	    utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) == -1)) {
+		error = errno;
+		goto fail;
+	}
+	goto out;
+fail:
+	rc = -1;
+	*cause = xprintf("cannot write a %s into %s: %s", type, dir,
+	    strerror(error));
+out:
+	if (fd != -1)
+		close(fd);
+	if (tmp != NULL)
+		unlink(tmp);
+	free(tmp);
+	free(path);
+	free(dir);
+	free(z);
+	return rc;
 }
 
 /* Making the own repository on the loop: git init, then the empty blob, then the marker. */

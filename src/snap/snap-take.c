@@ -78,11 +78,9 @@ struct snap_take {
 	 * that write it and its ref start with the job, waiting for their
 	 * input, so their start-up is not on the way to the ref.
 	 */
-	struct proc *early_commit;   /* hash-object -t commit -w --stdin */
 	struct proc *early_ref;      /* update-ref --stdin */
-	struct event *early_ev;      /* starts them in a turn of their own */
-	bool commit_begun;           /* too late for them: the commit is written */
-	int early_step;              /* which of them starts next: 0 the commit's, 1 the ref's */
+	struct event *early_ev;      /* starts it in a turn of its own */
+	bool commit_begun;           /* too late for it: the commit is written */
 	struct buf refs;          /* for-each-ref output (record_refs) */
 	struct snap_modes modes;
 	bool modes_read;          /* MODES came with the pack writer's tree */
@@ -197,7 +195,6 @@ snap_take_free(struct snap_take *t)
 		snap_unlock_restore(&t->unlock, t->repo->worktree);
 	for (i = 0; i < nitems(t->procs); i++)
 		proc_free(t->procs[i]);
-	proc_free(t->early_commit);
 	proc_free(t->early_ref);
 	if (t->early_ev != NULL)
 		event_free(t->early_ev);
@@ -289,14 +286,11 @@ snap_take_error(struct snap_take *t, char *error)
 static bool
 snap_take_early_died(struct snap_take *t, struct proc *p)
 {
-	struct proc **slot = p == t->early_commit ? &t->early_commit :
-	    p == t->early_ref ? &t->early_ref : NULL;
-
-	if (slot == NULL)
+	if (p != t->early_ref)
 		return false;
 	log_debug("%s", proc_err(p)->data != NULL ?
 	    proc_err(p)->data : "an early git command ended");
-	*slot = NULL;
+	t->early_ref = NULL;
 	proc_free(p);
 	return true;
 }
@@ -736,26 +730,10 @@ static const char *const snap_take_update_ref[] = { "update-ref", "--stdin",
 
 /* The commit is written: its ref, and the chain's (a ref per snapshot keeps it whatever happens to the others). */
 static void
-snap_take_commit_cb(struct proc *p, void *arg)
+snap_take_write_ref(struct snap_take *t)
 {
-	struct snap_take *t = arg;
 	struct buf in;
 
-	if (snap_take_early_died(t, p))
-		return;
-	t->pending--;
-	if (proc_status(p) != 0) {
-		snap_take_error(t, snap_git_error("hash-object", p));
-		snap_take_reap(t, p);
-		snap_take_step(t);
-		return;
-	}
-	t->commit = snap_take_oid(p);
-	snap_take_reap(t, p);
-	if (t->error != NULL) {
-		snap_take_step(t);
-		return;
-	}
 	buf_init(&in);
 	buf_printf(&in, "update refs/agentmux/sessions/%lld %s\n"
 	    "update refs/agentmux/snaps/%lld/%s %s\n", (long long)t->session,
@@ -766,8 +744,6 @@ snap_take_commit_cb(struct proc *p, void *arg)
 		snap_take_spawn(t, SNAP_ENV_DB, snap_take_update_ref, &in, NULL,
 		    snap_take_update_ref_cb);
 	buf_free(&in);
-	snap_take_try_record(t);
-	snap_take_step(t);
 }
 
 static void
@@ -841,27 +817,35 @@ snap_take_count(struct snap_take *t)
 	    snap_take_count_cb);
 }
 
-/* The tree and modes are known and differ from the last: commit and count, in parallel. */
+/*
+ * The tree and modes are known and differ from the last: the commit is
+ * written here (one small object: no git need start for it), then its
+ * ref and the count, in parallel.
+ */
 static void
 snap_take_commit(struct snap_take *t)
 {
-	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
-	    NULL };
+	char hex[2 * SNAP_PACK_OID + 1], *cause = NULL;
 	struct buf text;
-	bool ok = true;
+	int rc;
 
 	buf_init(&text);
 	snap_take_commit_text(t, &text);
 	t->commit_begun = true;
-	if (t->early_commit != NULL)
-		snap_take_feed(t, &t->early_commit, &text);
-	else
-		ok = snap_take_spawn(t, SNAP_ENV_DB, hash, &text, NULL,
-		    snap_take_commit_cb);
-	buf_free(&text);
 	t->next = snap_take_finished;
-	if (ok)
+	rc = snap_repo_write_object(t->repo->gitdir, "commit", text.data,
+	    text.len, hex, &cause);
+	buf_free(&text);
+	if (rc == -1) {
+		snap_take_error(t, cause);
+		snap_take_step(t);
+		return;
+	}
+	t->commit = xstrdup(hex);
+	snap_take_write_ref(t);
+	if (t->error == NULL)
 		snap_take_count(t);
+	snap_take_try_record(t);
 	snap_take_step(t);
 }
 
@@ -2751,83 +2735,56 @@ snap_take_chain(struct snap_take *t)
 }
 
 /*
- * The first snapshot of a chain makes a commit: its writers start early,
- * one a turn (each child's start holds the loop: 40 ms under load), the
- * ref's only if the commit's started, none once the commit is being
- * written. True if another is to start.
+ * The first snapshot of a chain writes a ref: git update-ref starts
+ * early, held for its input, in a loop turn of its own (a child's start
+ * holds the loop: 40 ms under load), unless the commit is written by then.
  */
-/* Test hook: called as an early writer is started ("commit", "ref"). */
+/* Test hook: called as the early writer is started ("ref"). */
 AM_TESTABLE void (*snap_take_early_starting)(const char *which);
 
-static bool
+static void
 snap_take_early(struct snap_take *t)
 {
-	const char *hash[] = { "hash-object", "-t", "commit", "-w", "--stdin",
-	    NULL };
 	char *cause = NULL;
-	bool more = false;
 
-	if (t->commit_begun)
-		return false;
-	if (snap_take_early_starting != NULL && (t->early_step == 0 ||
-	    t->early_commit != NULL))
-		snap_take_early_starting(t->early_step == 0 ? "commit" : "ref");
-	if (t->early_step++ == 0) {
-		t->early_commit = snap_git_start_held(t->base, t->repo,
-		    SNAP_ENV_DB, hash, snap_take_commit_cb, t, &cause);
-		more = t->early_commit != NULL;
-	} else if (t->early_commit != NULL && t->early_ref == NULL)
-		t->early_ref = snap_git_start_held(t->base, t->repo,
-		    SNAP_ENV_DB, snap_take_update_ref, snap_take_update_ref_cb,
-		    t, &cause);
-	/* Not fatal: the steps run their own commands then. */
+	if (t->commit_begun || t->early_ref != NULL)
+		return;
+	if (snap_take_early_starting != NULL)
+		snap_take_early_starting("ref");
+	t->early_ref = snap_git_start_held(t->base, t->repo, SNAP_ENV_DB,
+	    snap_take_update_ref, snap_take_update_ref_cb, t, &cause);
+	/* Not fatal: the step runs its own command then. */
 	if (cause != NULL)
 		log_debug("%s", cause);
 	free(cause);
-	return more;
 }
 
-/*
- * The next early writer's turn: a timer due at once, so that the loop
- * polls (keys, the proxy's connections, due timers) before it; an event
- * made active would run in this same pass.
- */
-static void
-snap_take_early_next(struct snap_take *t)
-{
-	struct timeval now = { 0, 0 };
-
-	if (evtimer_add(t->early_ev, &now) == -1 && snap_take_early(t))
-		(void)snap_take_early(t);
-}
-
-/* An early writer's own turn. */
+/* The early writer's own turn. */
 static void
 snap_take_early_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct snap_take *t = arg;
 	int64_t t0 = loop_trace_begin();
-	bool more;
 
 	(void)fd;
 	(void)what;
-	more = snap_take_early(t);
-	loop_trace_end(t0, "snapshot: an early writer (commit, ref) started");
-	if (more)
-		snap_take_early_next(t);
+	snap_take_early(t);
+	loop_trace_end(t0, "snapshot: the early writer (ref) started");
 }
 
-/* The early writers start in the loop's next turn, not in the snapshot's start; at once if that cannot be. */
+/*
+ * It starts in the loop's next turn (a timer due at once: the loop polls
+ * keys, the proxy's connections and due timers before it), not in the
+ * snapshot's start; at once if that cannot be.
+ */
 static void
 snap_take_early_later(struct snap_take *t)
 {
+	struct timeval now = { 0, 0 };
+
 	t->early_ev = evtimer_new(t->base, snap_take_early_cb, t);
-	if (t->early_ev == NULL) {
-		if (snap_take_early(t))
-			(void)snap_take_early(t);
-		return;
-	}
-	snap_take_early_next(t);
+	if (t->early_ev == NULL || evtimer_add(t->early_ev, &now) == -1)
+		snap_take_early(t);
 }
 
 static void
@@ -3031,9 +2988,6 @@ snap_take_stop(struct snap_take *t, char *why)
 	snap_pack_job_free(t->packjob);
 	t->packjob = NULL;
 	/* Gone before the scrub: a git still in a write would leave a file after it. */
-	proc_kill_wait(t->early_commit, SNAP_TAKE_KILL_WAIT_MS);
-	proc_free(t->early_commit);
-	t->early_commit = NULL;
 	for (i = 0; i < nitems(t->procs); i++) {
 		proc_kill_wait(t->procs[i], SNAP_TAKE_KILL_WAIT_MS);
 		proc_free(t->procs[i]);
