@@ -13,8 +13,8 @@
 #define SNAP_GC_SHADOW_GRACE ((int64_t)3600 * 1000)
 
 /*
- * git init wrote the project's path into an own repository's config
- * (core.worktree), and git refuses every command in a repository whose
+ * An own repository's config names the project's path (core.worktree, as
+ * git init writes it), and git refuses every command in a repository whose
  * core.worktree is gone ("Invalid path"): a discarded worktree session's,
  * a moved or deleted project's. Every git agentmux runs there with a
  * work tree is told it (GIT_WORK_TREE), so the name goes; failing that,

@@ -56,8 +56,6 @@ struct snap_repo {
 	char *last_commit;    /* the last commit this process made for the chain */
 	char *last_modes;     /* and the modes it recorded */
 	struct strv env[SNAP_NENV]; /* per enum snap_env */
-	struct event_base *base;    /* snap_repo_open_loop: where it is made */
-	bool creating;              /* and it is being made (no git may use it yet) */
 	bool worktree_gone;         /* WORKTREE is gone (a discarded worktree session): git runs in GITDIR */
 };
 
@@ -68,15 +66,6 @@ struct snap_repo {
  */
 struct snap_repo *snap_repo_open(const char *dir, const struct config *cf,
     const char *tag, char **cause);
-/*
- * The same without waiting for git: a repository that must be made first
- * is made on BASE (CREATING is set until then), and DONE(ARG, ERROR) told
- * once it is (ERROR NULL) or cannot be; DONE is not called if nothing had
- * to be made, and the repository must not be freed before it is.
- */
-struct snap_repo *snap_repo_open_loop(const char *dir,
-    const struct config *cf, const char *tag, struct event_base *base,
-    void (*done)(void *, const char *error), void *arg, char **cause);
 /* Opens the own repository GITDIR recorded for a session of WORKTREE (USE: as a use, which gc sees). */
 /* R's project dir is gone (a discarded worktree): git runs in its own repository, for what needs no work tree. */
 void snap_repo_worktree_gone(struct snap_repo *);

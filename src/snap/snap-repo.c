@@ -315,60 +315,120 @@ snap_repo_path(const char *worktree, char **cause)
 	return path;
 }
 
-/* How git runs for the own repository outside any snapshot (its set-up). */
+/* VALUE as a git config file holds it: quoted, its quotes, backslashes and controls escaped. */
 static void
-snap_repo_setup_opts(struct snap_repo *r, char **argv, struct strv *env,
-    struct proc_opts *o)
+snap_repo_config_value(struct buf *b, const char *value)
 {
-	snap_env_clean(env, false);
-	snap_env_common(env);
-	strv_addf(env, "GIT_DIR=%s", r->gitdir);
-	strv_addf(env, "GIT_WORK_TREE=%s", r->worktree);
-	memset(o, 0, sizeof *o);
-	o->data_max = snap_git_mem;
-	o->argv = argv;
-	o->env = env->v;
-	o->dir = r->gitdir;
-	o->out_fd = -1;
-	o->umask = 077;
-}
+	const char *v;
 
-/* Runs git for the own repository outside any snapshot (its set-up); -1 with *CAUSE. */
-static int
-snap_repo_setup_git(struct snap_repo *r, char **argv, const char *what,
-    char **cause)
-{
-	struct proc_opts o;
-	struct strv env;
-	struct buf err;
-	int st, rc;
-
-	snap_repo_setup_opts(r, argv, &env, &o);
-	buf_init(&err);
-	rc = proc_run(&o, NULL, &err, &st, cause);
-	strv_free(&env);
-	if (rc == 0 && st != 0) {
-		*cause = xprintf("cannot %s the snapshot repository %s: %s",
-		    what, r->gitdir, err.data != NULL ? err.data : "git failed");
-		rc = -1;
+	buf_addc(b, '"');
+	for (v = value; *v != '\0'; v++) {
+		if (*v == '"' || *v == '\\') {
+			buf_addc(b, '\\');
+			buf_addc(b, *v);
+		} else if (*v == '\n')
+			buf_adds(b, "\\n");
+		else if (*v == '\t')
+			buf_adds(b, "\\t");
+		else if (*v == '\b')
+			buf_adds(b, "\\b");
+		else
+			buf_addc(b, *v);
 	}
-	buf_free(&err);
-	return rc;
+	buf_adds(b, "\"\n");
 }
-
-static char *snap_repo_init_argv[] = { "git", "init", "-q", "--template=",
-    "--object-format=sha1", NULL };
-static char *snap_repo_blob_argv[] = { "git", "hash-object", "-w", "-t",
-    "blob", "--stdin", NULL };
 
 /*
- * Makes (once) the own repository: git init, the empty blob (an entry
- * whose file cannot be read is recorded as it), our attributes, and a
- * marker naming the project. LATER: the two gits and the marker are left
- * to snap_repo_create (*LATER says if they are).
+ * What git init finds of the file system of DIR, for the config it
+ * writes there: whether a file's executable bit can be changed, a
+ * symbolic link made, and whether names differ by case only.
+ */
+static void
+snap_repo_probe(const char *dir, bool *filemode, bool *symlinks,
+    bool *icase)
+{
+	struct stat a, b;
+	char *p;
+	int fd;
+
+	*filemode = *symlinks = false;
+	p = xprintf("%s/agentmux-probe-XXXXXX", dir);
+	if ((fd = mkostemp(p, O_CLOEXEC)) != -1) {
+		*filemode = fstat(fd, &a) == 0 && fchmod(fd, a.st_mode ^
+		    S_IXUSR) == 0 && fstat(fd, &b) == 0 && a.st_mode !=
+		    b.st_mode;
+		close(fd);
+		unlink(p);
+		*symlinks = symlink("testing", p) == 0 && lstat(p, &a) == 0 &&
+		    S_ISLNK(a.st_mode);
+		unlink(p);
+	}
+	free(p);
+	p = xprintf("%s/HeAd", dir);
+	*icase = access(p, F_OK) == 0;
+	free(p);
+}
+
+/*
+ * Makes R's own repository as git init --template= --object-format=sha1
+ * would with R's worktree as GIT_WORK_TREE (no git need start): HEAD,
+ * the config, the objects' and refs' dirs; then the empty blob (an entry
+ * whose file cannot be read is recorded as it). Made again over a start
+ * an earlier process left half done. -1 with *CAUSE.
  */
 static int
-snap_repo_init(struct snap_repo *r, bool use, bool *later, char **cause)
+snap_repo_create(struct snap_repo *r, char **cause)
+{
+	static const char *const dirs[] = { "objects", "objects/info",
+	    "objects/pack", "refs", "refs/heads", "refs/tags" };
+	bool filemode, symlinks, icase;
+	char *p, hex[2 * SNAP_PACK_OID + 1];
+	struct buf conf;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < nitems(dirs); i++) {
+		p = xprintf("%s/%s", r->gitdir, dirs[i]);
+		rc = mkdir(p, 0700);
+		free(p);
+		if (rc == -1 && errno != EEXIST) {
+			*cause = xprintf("cannot create the snapshot repository "
+			    "%s: %s/%s: %s", r->gitdir, r->gitdir, dirs[i],
+			    strerror(errno));
+			return -1;
+		}
+	}
+	p = xprintf("%s/HEAD", r->gitdir);
+	rc = snap_write_if_changed(p, "ref: refs/heads/master\n", cause);
+	free(p);
+	if (rc == -1)
+		return -1;
+	snap_repo_probe(r->gitdir, &filemode, &symlinks, &icase);
+	buf_init(&conf);
+	buf_printf(&conf, "[core]\n\trepositoryformatversion = 0\n"
+	    "\tfilemode = %s\n\tbare = false\n\tworktree = ",
+	    filemode ? "true" : "false");
+	snap_repo_config_value(&conf, r->worktree);
+	if (!symlinks)
+		buf_adds(&conf, "\tsymlinks = false\n");
+	if (icase)
+		buf_adds(&conf, "\tignorecase = true\n");
+	p = xprintf("%s/config", r->gitdir);
+	rc = snap_write_if_changed(p, conf.data, cause);
+	free(p);
+	buf_free(&conf);
+	if (rc == -1)
+		return -1;
+	return snap_repo_write_object(r->gitdir, "blob", "", 0, hex, cause);
+}
+
+/*
+ * Makes (once) the own repository (snap_repo_create), our attributes,
+ * and a marker naming the project, written last: without it, the next
+ * open makes the repository again.
+ */
+static int
+snap_repo_init(struct snap_repo *r, bool use, char **cause)
 {
 	char *p;
 	int rc;
@@ -379,13 +439,9 @@ snap_repo_init(struct snap_repo *r, bool use, bool *later, char **cause)
 		return -1;
 	}
 	p = xprintf("%s/agentmux-project", r->gitdir);
-	if (later != NULL)
-		*later = access(p, F_OK) != 0;
-	else if (access(p, F_OK) != 0 && (snap_repo_setup_git(r,
-	    snap_repo_init_argv, "create", cause) == -1 ||
-	    snap_repo_setup_git(r, snap_repo_blob_argv, "set up",
-	    cause) == -1 || util_write_file_atomic(p, r->worktree,
-	    strlen(r->worktree), 0600, cause) == -1)) {
+	if (access(p, F_OK) != 0 && (snap_repo_create(r, cause) == -1 ||
+	    util_write_file_atomic(p, r->worktree, strlen(r->worktree), 0600,
+	    cause) == -1)) {
 		free(p);
 		return -1;
 	}
@@ -662,99 +718,6 @@ out:
 	return rc;
 }
 
-/* Making the own repository on the loop: git init, then the empty blob, then the marker. */
-struct snap_repo_create {
-	struct snap_repo *r;
-	int step;                 /* 0: git init, 1: the empty blob */
-	void (*done)(void *, const char *error);
-	void *arg;
-};
-
-static void snap_repo_create_step(struct snap_repo_create *);
-
-static void
-snap_repo_create_finish(struct snap_repo_create *c, char *error)
-{
-	c->r->creating = false;
-	c->done(c->arg, error);
-	free(error);
-	free(c);
-}
-
-static void
-snap_repo_create_cb(struct proc *p, void *arg)
-{
-	struct snap_repo_create *c = arg;
-	const struct buf *err = proc_err(p);
-	char *error = NULL, *marker;
-
-	if (proc_status(p) != 0)
-		error = xprintf("cannot %s the snapshot repository %s: %s",
-		    c->step == 0 ? "create" : "set up", c->r->gitdir,
-		    err->data != NULL ? err->data : "git failed");
-	proc_free(p);
-	if (error == NULL && ++c->step < 2) {
-		snap_repo_create_step(c);
-		return;
-	}
-	if (error == NULL) {
-		marker = xprintf("%s/agentmux-project", c->r->gitdir);
-		util_write_file_atomic(marker, c->r->worktree,
-		    strlen(c->r->worktree), 0600, &error);
-		free(marker);
-	}
-	snap_repo_create_finish(c, error);
-}
-
-static void
-snap_repo_create_step(struct snap_repo_create *c)
-{
-	struct proc_opts o;
-	struct strv env;
-	char *cause = NULL;
-
-	snap_repo_setup_opts(c->r, c->step == 0 ? snap_repo_init_argv :
-	    snap_repo_blob_argv, &env, &o);
-	if (proc_start(c->r->base, &o, snap_repo_create_cb, c,
-	    &cause) == NULL)
-		snap_repo_create_finish(c, xprintf("cannot create the "
-		    "snapshot repository %s: %s", c->r->gitdir, cause));
-	strv_free(&env);
-	free(cause);
-}
-
-static struct snap_repo *snap_repo_open_at(const char *dir,
-    const struct config *cf, const char *tag, bool *later, char **cause);
-
-struct snap_repo *
-snap_repo_open(const char *dir, const struct config *cf, const char *tag,
-    char **cause)
-{
-	return snap_repo_open_at(dir, cf, tag, NULL, cause);
-}
-
-struct snap_repo *
-snap_repo_open_loop(const char *dir, const struct config *cf,
-    const char *tag, struct event_base *base,
-    void (*done)(void *, const char *error), void *arg, char **cause)
-{
-	struct snap_repo_create *c;
-	struct snap_repo *r;
-	bool later = false;
-
-	if ((r = snap_repo_open_at(dir, cf, tag, &later, cause)) == NULL ||
-	    !later)
-		return r;
-	r->base = base;
-	c = xcalloc(1, sizeof *c);
-	c->r = r;
-	c->done = done;
-	c->arg = arg;
-	r->creating = true;
-	snap_repo_create_step(c);
-	return r;
-}
-
 /* What CF's [limits] disk_reserve keeps free of the disk snapshots are written to. */
 static void
 snap_repo_limits(struct snap_repo *r, const struct config *cf)
@@ -765,9 +728,9 @@ snap_repo_limits(struct snap_repo *r, const struct config *cf)
 	r->reserve_pct = cf->limits.disk_reserve_pct;
 }
 
-static struct snap_repo *
-snap_repo_open_at(const char *dir, const struct config *cf, const char *tag,
-    bool *later, char **cause)
+struct snap_repo *
+snap_repo_open(const char *dir, const struct config *cf, const char *tag,
+    char **cause)
 {
 	struct snap_repo *r = snap_repo_new();
 	char *real;
@@ -783,7 +746,7 @@ snap_repo_open_at(const char *dir, const struct config *cf, const char *tag,
 	}
 	snap_repo_locate(r, real);
 	if ((r->gitdir = snap_repo_path(r->worktree, cause)) == NULL ||
-	    snap_repo_init(r, true, later, cause) == -1 ||
+	    snap_repo_init(r, true, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;
@@ -822,7 +785,7 @@ snap_repo_reopen(const char *gitdir, const char *worktree,
 		r->worktree = xstrdup(worktree);
 	}
 	r->gitdir = xstrdup(gitdir);
-	if (snap_repo_init(r, use, NULL, cause) == -1 ||
+	if (snap_repo_init(r, use, cause) == -1 ||
 	    snap_repo_live_excludes(r, cf, &r->live_excludes, cause) == -1 ||
 	    snap_repo_finish(r, tag, cause) == -1)
 		goto fail;

@@ -37,7 +37,6 @@ struct snap_session {
 	void (*notice)(void *, const char *);
 	void *notice_arg;
 	int held;                       /* queued snapshots wait (snap_session_hold) */
-	char *repo_error;               /* its repository could not be made */
 	void (*saved_fn)(void *);       /* held: when_saved for the next snapshot */
 	void *saved_arg;
 	bool orphan;                    /* freed while busy: it frees itself once done */
@@ -70,19 +69,6 @@ snap_session_legacy(struct snap_session *ss)
 	    ss->repo->worktree, snap_session_legacy_done, ss);
 }
 
-/* The repository is made: the snapshots asked for meanwhile go ahead (or fail with it). */
-static void
-snap_session_created(void *arg, const char *error)
-{
-	struct snap_session *ss = arg;
-
-	if (error != NULL)
-		ss->repo_error = xstrdup(error);
-	else if (snap_session_legacy(ss))
-		return;
-	snap_session_release_hold(ss);
-}
-
 struct snap_session *
 snap_session_create(struct event_base *base, struct store *st,
     const struct config *cf, int64_t session, const char *project,
@@ -97,17 +83,14 @@ snap_session_create(struct event_base *base, struct store *st,
 	ss->st = st;
 	ss->cf = cf;
 	ss->id = session;
-	/* A project's first snapshot makes its repository: on the loop, snapshots held meanwhile. */
-	snap_session_hold(ss);
-	ss->repo = snap_repo_open_loop(project, cf, tag, base,
-	    snap_session_created, ss, cause);
+	ss->repo = snap_repo_open(project, cf, tag, cause);
 	if (ss->repo == NULL) {
 		free(ss);
 		return NULL;
 	}
-	/* Nothing to make (if it failed at once, snap_session_created said so). */
-	if (!ss->repo->creating && ss->repo_error == NULL &&
-	    !snap_session_legacy(ss)) {
+	/* Older snapshots of the project come in first: snapshots held meanwhile. */
+	snap_session_hold(ss);
+	if (!snap_session_legacy(ss)) {
 		/* Nothing is queued yet, nothing to start: the hold just goes. */
 		ss->held--;
 	}
@@ -157,7 +140,6 @@ snap_session_release(struct snap_session *ss)
 		snap_queued_clear(&ss->queue[i]);
 	free(ss->queue);
 	snap_repo_free(ss->repo);
-	free(ss->repo_error);
 	free(ss->co_base);
 	free(ss->co_common);
 	free(ss->co_index);
@@ -343,12 +325,8 @@ snap_session_next(struct snap_session *ss)
 			o.checkout = &co;
 		}
 		ss->running = q;
-		if (ss->repo_error != NULL)
-			cause = xstrdup(ss->repo_error);
-		else
-			ss->job = snap_take_start(ss->base, ss->st, ss->repo,
-			    &o, snap_session_progress, snap_session_done, ss,
-			    &cause);
+		ss->job = snap_take_start(ss->base, ss->st, ss->repo, &o,
+		    snap_session_progress, snap_session_done, ss, &cause);
 		saved = ss->saved_fn;
 		ss->saved_fn = NULL;
 		if (ss->job != NULL) {

@@ -466,6 +466,69 @@ test_early_commit(void **state)
 	snap_repo_free(r);
 }
 
+/*
+ * The own repository is made without git (no git init, no hash-object),
+ * as git init --template= would make it for the project as its work
+ * tree: git finds it sound, reads the project's path back from its
+ * config whatever the name holds (quotes, a backslash, a tab, '#', ';',
+ * spaces at its ends), has the empty blob, and takes a snapshot there. A
+ * making cut short (no marker written) is made again over what it left.
+ */
+static void
+test_repo_made_natively(void **state)
+{
+	static const char *const names[] = { "plain", " we\"ird\\ x#;\ty ",
+	    "ünï" };
+	struct snap_result res;
+	struct snap_repo *r;
+	char *dir, *out, *want, *cause = NULL;
+	size_t i;
+
+	for (i = 0; i < nitems(names); i++) {
+		dir = xprintf("%s/%s", test_proj, names[i]);
+		assert_int_equal(mkdir(dir, 0755), 0);
+		setenv("D", dir, 1);
+		test_sh_ok("cd \"$D\" && git init -q && echo a > a && git add a && "
+		    "git -c user.name=t -c user.email=t@x commit -qm a");
+		log_start();
+		r = snap_repo_open(dir, NULL, "made", &cause);
+		assert_non_null(r);
+		out = log_ran();
+		assert_null(strstr(out, "git init"));
+		assert_null(strstr(out, "hash-object"));
+		free(out);
+		setenv("G", r->gitdir, 1);
+		out = test_sh_out("git --git-dir=\"$G\" config core.worktree");
+		want = xprintf("%s\n", dir);
+		assert_string_equal(out, want);
+		free(want);
+		free(out);
+		test_sh_ok("g=\"$G\"; test \"$(git --git-dir=\"$g\" config "
+		    "core.repositoryformatversion)\" = 0 && test \"$(git "
+		    "--git-dir=\"$g\" config core.bare)\" = false && test "
+		    "\"$(git --git-dir=\"$g\" symbolic-ref HEAD)\" = "
+		    "refs/heads/master && git --git-dir=\"$g\" cat-file -e "
+		    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 && git "
+		    "--git-dir=\"$g\" fsck --no-dangling 2>/dev/null && ! ls "
+		    "\"$g\" | grep -q probe");
+		take(r, begin(), "start", &res);
+		out = test_sh_out("git --git-dir=\"$G\" cat-file -p %s:a",
+		    res.tree);
+		assert_string_equal(out, "a\n");
+		free(out);
+		snap_result_clear(&res);
+		/* Cut short: its marker gone, HEAD and config too; made again. */
+		test_sh_ok("rm \"$G/agentmux-project\" \"$G/HEAD\" \"$G/config\"");
+		snap_repo_free(r);
+		r = snap_repo_open(dir, NULL, "made", &cause);
+		assert_non_null(r);
+		test_sh_ok("git --git-dir=\"$G\" fsck --no-dangling 2>/dev/null && "
+		    "test -f \"$G/agentmux-project\"");
+		snap_repo_free(r);
+		free(dir);
+	}
+}
+
 /* Counts git would give (diff-tree), found without it where they are known. */
 static void
 test_counts(void **state)
@@ -615,6 +678,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_index_check_kinds, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_cached_tree, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_repo_made_natively, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_early_commit, setup,
 		    teardown),
