@@ -94,9 +94,13 @@ session_snap_start(struct session *s)
 	/* A new worktree: what git's checkout hashed need not be hashed again. */
 	if (s->wt != NULL && s->wt->admin != NULL && s->wt->base != NULL) {
 		index = xprintf("%s/index", s->wt->admin);
+		memset(&co, 0, sizeof co);
 		co.base = s->wt->base;
 		co.common = s->wt->common;
 		co.index = index;
+		co.tree = s->wt->tree;
+		co.converted = s->wt->attrs_known ? &s->wt->converted : NULL;
+		co.only_checkout = s->wt->only_checkout;
 		snap_session_set_checkout(s->snap, &co);
 		free(index);
 	}

@@ -84,6 +84,12 @@ char *snap_repo_path(const char *worktree, char **cause);
  */
 int snap_repo_write_object(const char *gitdir, const char *type,
     const void *data, size_t len, char *hex, char **cause);
+/*
+ * Adds to CONVERTED each path git check-attr -z -a's OUT names with an
+ * attribute that bears on what git's checkout writes (text, eol, crlf,
+ * ident, filter, working-tree-encoding: set, a value or unset), once.
+ */
+void snap_attrs_converted(const struct buf *out, struct strv *converted);
 /* Makes the private index a fresh copy of the seed (or empty). */
 int snap_repo_seed(struct snap_repo *, char **cause);
 /* Copies the private index back as the own repository's (the stat cache). */

@@ -43,7 +43,9 @@ struct snap_session {
 	int calling;                    /* inside a done callback (which may free it) */
 	int64_t first_write_ms;         /* snap_session_set_first_write; 0: not set */
 	/* snap_session_set_checkout's, for the start snapshot; NULL: none */
-	char *co_base, *co_common, *co_index;
+	char *co_base, *co_common, *co_index, *co_tree;
+	bool co_attrs_known, co_only;
+	struct strv co_converted;
 };
 
 /* Sessions freed with snapshots still to take: each frees itself when they are taken. */
@@ -143,6 +145,8 @@ snap_session_release(struct snap_session *ss)
 	free(ss->co_base);
 	free(ss->co_common);
 	free(ss->co_index);
+	free(ss->co_tree);
+	strv_free(&ss->co_converted);
 	free(ss);
 }
 
@@ -265,12 +269,22 @@ void
 snap_session_set_checkout(struct snap_session *ss,
     const struct snap_checkout *co)
 {
+	size_t i;
+
 	free(ss->co_base);
 	free(ss->co_common);
 	free(ss->co_index);
+	free(ss->co_tree);
+	strv_free(&ss->co_converted);
 	ss->co_base = xstrdup(co->base);
 	ss->co_common = xstrdup(co->common);
 	ss->co_index = xstrdup(co->index);
+	ss->co_tree = co->tree != NULL ? xstrdup(co->tree) : NULL;
+	ss->co_attrs_known = co->converted != NULL;
+	strv_init(&ss->co_converted);
+	for (i = 0; co->converted != NULL && i < co->converted->n; i++)
+		strv_add(&ss->co_converted, co->converted->v[i]);
+	ss->co_only = co->only_checkout;
 }
 
 static void
@@ -319,9 +333,14 @@ snap_session_next(struct snap_session *ss)
 		if (strcmp(q.kind, "end") == 0)
 			o.first_write_ms = ss->first_write_ms;
 		if (strcmp(q.kind, "start") == 0 && ss->co_base != NULL) {
+			memset(&co, 0, sizeof co);
 			co.base = ss->co_base;
 			co.common = ss->co_common;
 			co.index = ss->co_index;
+			co.tree = ss->co_tree;
+			co.converted = ss->co_attrs_known ? &ss->co_converted :
+			    NULL;
+			co.only_checkout = ss->co_only;
 			o.checkout = &co;
 		}
 		ss->running = q;

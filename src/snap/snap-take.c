@@ -114,6 +114,8 @@ struct snap_take {
 	char *co_tree;            /* the commit's tree, once read (hex) */
 	bool co_off;              /* the seed is not to be used (logged why) */
 	bool co_attrs_read;       /* the files' attributes are looked at */
+	bool co_attrs_known;      /* CO_CONVERTED was given, learnt beside git worktree add */
+	bool co_only;             /* the worktree holds git's checkout alone: nothing to list */
 	bool co_unseeded;         /* the private index is not given the tracked names: */
 	bool co_names_failed;     /* (they could not be read: git's path) */
 	struct buf co_tracked;    /* they come from the checkout's index, */
@@ -1643,13 +1645,31 @@ snap_take_converts(const char *name)
 	return false;
 }
 
+void
+snap_attrs_converted(const struct buf *out, struct strv *converted)
+{
+	const char *f[3], *s, *end;
+	int k;
+
+	if (out->data == NULL)
+		return;
+	/* "PATH\0ATTRIBUTE\0VALUE\0", each set one (-a). */
+	end = out->data + out->len;
+	for (s = out->data, k = 0; s < end; s += strlen(s) + 1) {
+		f[k++] = s;
+		if (k < 3)
+			continue;
+		k = 0;
+		if (snap_take_converts(f[1]) && (converted->n == 0 ||
+		    strcmp(f[0], converted->v[converted->n - 1]) != 0))
+			strv_add(converted, f[0]);
+	}
+}
+
 static void
 snap_take_co_attrs_cb(struct proc *p, void *arg)
 {
 	struct snap_take *t = arg;
-	struct buf *out = proc_out(p);
-	const char *f[3], *s, *end;
-	int k;
 
 	t->pending--;
 	if (proc_status(p) != 0) {
@@ -1657,20 +1677,8 @@ snap_take_co_attrs_cb(struct proc *p, void *arg)
 		    t->repo->worktree, proc_err(p)->data != NULL ?
 		    proc_err(p)->data : "git check-attr failed");
 		t->co_off = true;
-	} else if (out->data != NULL) {
-		/* "PATH\0ATTRIBUTE\0VALUE\0", each set one (-a). */
-		end = out->data + out->len;
-		for (s = out->data, k = 0; s < end; s += strlen(s) + 1) {
-			f[k++] = s;
-			if (k < 3)
-				continue;
-			k = 0;
-			if (snap_take_converts(f[1]) &&
-			    (t->co_converted.n == 0 || strcmp(f[0],
-			    t->co_converted.v[t->co_converted.n - 1]) != 0))
-				strv_add(&t->co_converted, f[0]);
-		}
-	}
+	} else
+		snap_attrs_converted(proc_out(p), &t->co_converted);
 	snap_take_reap(t, p);
 	snap_take_step(t);
 }
@@ -1696,6 +1704,11 @@ snap_take_co_attrs(struct snap_take *t)
 	char *cause = NULL;
 
 	t->co_attrs_read = true;
+	/* Asked already, while git worktree add ran, of the same names (the commit's). */
+	if (t->co_attrs_known) {
+		t->next = snap_take_native_listed;
+		return true;
+	}
 	if (snap_take_git_at(t, t->co_common, NULL, argv, -1, &t->co_tracked,
 	    -1, SNAP_TAKE_ATTRS_SECS, snap_take_co_attrs_cb, &cause) == NULL) {
 		log_info("the first snapshot reads every file: %s", cause);
@@ -2319,9 +2332,13 @@ snap_take_native(struct snap_take *t)
 	snap_take_round_begin(t);
 	buf_reset(&t->untracked);
 	t->next = snap_take_native_listed;
-	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
-	    snap_take_native_ls_cb);
-	if (t->co_base != NULL)
+	/* Only git's checkout there: its index names every file (read below). */
+	if (!(t->co_only && t->co_base != NULL))
+		snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
+		    snap_take_native_ls_cb);
+	if (t->co_base != NULL && t->co_tree != NULL)
+		snap_take_co_names(t);
+	else if (t->co_base != NULL)
 		snap_take_co_tree(t);
 	snap_take_step(t);
 }
@@ -3132,6 +3149,7 @@ snap_take_start(struct event_base *base, struct store *st,
 	struct snap_take *t = xcalloc(1, sizeof *t);
 	bool fresh = !repo->seeded;
 	int64_t t0;
+	size_t i;
 
 	t->base = base;
 	t->st = st;
@@ -3149,6 +3167,15 @@ snap_take_start(struct event_base *base, struct store *st,
 		t->co_base = xstrdup(o->checkout->base);
 		t->co_common = xstrdup(o->checkout->common);
 		t->co_index = xstrdup(o->checkout->index);
+		if (o->checkout->tree != NULL)
+			t->co_tree = xstrdup(o->checkout->tree);
+		if (o->checkout->converted != NULL) {
+			t->co_attrs_known = true;
+			for (i = 0; i < o->checkout->converted->n; i++)
+				strv_add(&t->co_converted,
+				    o->checkout->converted->v[i]);
+		}
+		t->co_only = o->checkout->only_checkout;
 	}
 	t->record_refs = o->record_refs && repo->projgit != NULL;
 	t->refs_done = !t->record_refs;

@@ -23,6 +23,8 @@
 #define SNAP_WORKTREE_INCLUDE_MAX (256 * 1024)
 /* How long git may take to check a worktree out. */
 #define SNAP_WORKTREE_TIMEOUT 600
+/* How long each git learning the start snapshot's facts beside git worktree add may take. */
+#define SNAP_WORKTREE_SIDE_SECS 60
 /* What .worktreeinclude may copy into the data dir, in bytes of data. */
 #define SNAP_WORKTREE_COPY_MAX ((int64_t)1 << 30)
 
@@ -35,6 +37,8 @@ snap_worktree_clear(struct snap_worktree *wt)
 	free(wt->admin);
 	free(wt->branch);
 	free(wt->base);
+	free(wt->tree);
+	strv_free(&wt->converted);
 	memset(wt, 0, sizeof *wt);
 }
 
@@ -644,6 +648,14 @@ struct snap_worktree_make {
 	void *arg;
 	bool stopped;             /* snap_worktree_make_stop: no next step */
 	bool refdirs;             /* the branch's ref and reflog dirs were made */
+	/*
+	 * Beside git worktree add: what the start snapshot needs of the
+	 * commit (its tree, then its files' names, then their attributes),
+	 * a git at a time. M ends once it is over too (END_WAITS).
+	 */
+	struct proc *side;
+	int side_step;            /* 0 rev-parse, 1 ls-tree, 2 check-attr */
+	bool end_waits;
 };
 
 static void snap_worktree_make_cb(struct proc *, void *);
@@ -744,6 +756,16 @@ static void snap_worktree_refdirs_undo(const struct snap_worktree *);
 static void
 snap_worktree_make_end(struct snap_worktree_make *m, const char *error)
 {
+	/* Made: the commit's facts, still being learnt, are waited for. */
+	if (error == NULL && m->side != NULL && !m->stopped) {
+		m->end_waits = true;
+		return;
+	}
+	proc_free(m->side);
+	m->side = NULL;
+	if (error == NULL)
+		m->wt->only_checkout = m->made.copied == 0 &&
+		    m->made.skipped.n == 0 && m->made.over.n == 0;
 	if (!m->made.added && m->refdirs)
 		snap_worktree_refdirs_undo(m->wt);
 	if (!m->made.added)
@@ -955,6 +977,118 @@ snap_worktree_make_add(evutil_socket_t fd, short what, void *arg)
 		snap_worktree_make_fail(m, cause);
 }
 
+/*
+ * The commit's facts for the start snapshot, learnt beside git worktree
+ * add (which takes the most of a worktree session's start): the tree of
+ * BASE, then the names of its files, then which of them an attribute
+ * has git's checkout convert, asked as the snapshot would ask it (the
+ * project's info/attributes, the user's and the system's; no index, so
+ * no .gitattributes). A git that fails leaves the fact unknown: the
+ * snapshot learns it itself then.
+ */
+static void snap_worktree_side_cb(struct proc *, void *);
+
+static bool
+snap_worktree_side_git(struct snap_worktree_make *m, char *const *argv,
+    const struct buf *input)
+{
+	struct proc_opts o;
+	struct strv env;
+	char *cause = NULL;
+
+	snap_env_plain(&env);
+	strv_addf(&env, "GIT_DIR=%s", m->wt->common);
+	strv_addf(&env, "GIT_INDEX_FILE=%s/agentmux-no-index", m->scratch);
+	memset(&o, 0, sizeof o);
+	o.argv = argv;
+	o.env = env.v;
+	o.dir = m->wt->common;
+	o.out_fd = -1;
+	o.umask = -1;
+	o.data_max = snap_git_mem;
+	o.timeout = SNAP_WORKTREE_SIDE_SECS;
+	o.err_max = 64 * 1024;
+	if (input != NULL) {
+		o.input = input->data != NULL ? input->data : "";
+		o.inputlen = input->len;
+	}
+	m->side = proc_start(m->base, &o, snap_worktree_side_cb, m, &cause);
+	strv_free(&env);
+	if (m->side == NULL) {
+		log_debug("a worktree's start snapshot learns its commit itself: "
+		    "%s", cause);
+		free(cause);
+		return false;
+	}
+	return true;
+}
+
+static void
+snap_worktree_side_start(struct snap_worktree_make *m)
+{
+	char *spec = xprintf("%s^{tree}", m->wt->base);
+	char *argv[] = { "git", "rev-parse", "--verify", "--quiet",
+	    "--end-of-options", spec, NULL };
+
+	m->side_step = 0;
+	(void)snap_worktree_side_git(m, argv, NULL);
+	free(spec);
+}
+
+/* The next fact (or the end): false once there is none to learn. */
+static bool
+snap_worktree_side_next(struct snap_worktree_make *m, struct proc *p)
+{
+	static char *attrs[] = { "git", "check-attr", "--cached", "--stdin",
+	    "-z", "-a", NULL };
+	char *names[] = { "git", "ls-tree", "-r", "-z", "--name-only",
+	    "--full-tree", NULL, NULL };
+	struct buf *out = proc_out(p);
+	size_t len;
+
+	if (proc_status(p) != 0) {
+		log_debug("a worktree's start snapshot learns its commit itself: "
+		    "%s", proc_err(p)->data != NULL ? proc_err(p)->data :
+		    "git failed");
+		return false;
+	}
+	switch (m->side_step++) {
+	case 0:
+		len = out->data != NULL ? strcspn(out->data, "\n") : 0;
+		if (len != 40 || strspn(out->data, "0123456789abcdef") < len)
+			return false;
+		m->wt->tree = xstrndup(out->data, len);
+		names[6] = m->wt->tree;
+		return snap_worktree_side_git(m, names, NULL);
+	case 1:
+		/* An empty tree: nothing to ask. */
+		if (out->len == 0) {
+			strv_init(&m->wt->converted);
+			m->wt->attrs_known = true;
+			return false;
+		}
+		return snap_worktree_side_git(m, attrs, out);
+	default:
+		strv_init(&m->wt->converted);
+		snap_attrs_converted(out, &m->wt->converted);
+		m->wt->attrs_known = true;
+		return false;
+	}
+}
+
+static void
+snap_worktree_side_cb(struct proc *p, void *arg)
+{
+	struct snap_worktree_make *m = arg;
+
+	m->side = NULL;
+	if (!m->stopped)
+		(void)snap_worktree_side_next(m, p);
+	proc_free(p);
+	if (m->side == NULL && m->end_waits)
+		snap_worktree_make_end(m, NULL);
+}
+
 /* The base commit is known (or not): git worktree add comes next. */
 static void
 snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
@@ -970,6 +1104,7 @@ snap_worktree_make_commit(struct snap_worktree_make *m, struct proc *p)
 		return;
 	}
 	m->wt->base = xstrndup(out->data, strcspn(out->data, "\n"));
+	snap_worktree_side_start(m);
 	parent = xstrndup(m->wt->path, (size_t)(strrchr(m->wt->path, '/') -
 	    m->wt->path));
 	if (path_mkdir_p(parent, 0700) == -1) {
@@ -1118,7 +1253,8 @@ snap_worktree_make_stop(struct snap_worktree_make *m)
 	if (!m->stopped) {
 		m->stopped = true;
 		if ((m->step == SNAP_WORKTREE_ADD && m->proc == NULL) ||
-		    (m->step != SNAP_WORKTREE_ADD && m->proc != NULL)) {
+		    (m->step != SNAP_WORKTREE_ADD && m->proc != NULL) ||
+		    m->end_waits) {
 			/* M is gone once DONE is told. */
 			snap_worktree_make_end(m, SNAP_WORKTREE_STOPPED);
 			return false;
@@ -1133,6 +1269,7 @@ snap_worktree_make_free(struct snap_worktree_make *m)
 	if (m == NULL)
 		return;
 	proc_free(m->proc);
+	proc_free(m->side);
 	if (m->slice_ev != NULL)
 		event_free(m->slice_ev);
 	if (m->lock_ev != NULL)

@@ -597,6 +597,10 @@ struct snap_checkout {
 	const char *base;     /* the commit it was checked out from (hex) */
 	const char *common;   /* the project's git dir, which holds its objects */
 	const char *index;    /* the index git's checkout wrote (in its admin dir) */
+	/* Learnt while git worktree add ran (struct snap_worktree's); NULL, false: not. */
+	const char *tree;
+	const struct strv *converted;   /* NULL: git check-attr was not asked */
+	bool only_checkout;
 };
 /**
  * The start snapshot of such a worktree takes the ids of the files git
@@ -816,6 +820,17 @@ struct snap_worktree {
 	char *admin;          /* the worktree's own git dir: COMMON/worktrees/NAME */
 	char *branch;         /* agentmux/ID/NAME: its own ref dir */
 	char *base;           /* the commit it started from (hex) */
+	/*
+	 * What its start snapshot needs of BASE, learnt while git worktree
+	 * add ran: its tree (hex; NULL: not learnt), and, if ATTRS_KNOWN,
+	 * which of its files an attribute has git's checkout convert (git
+	 * check-attr as snap_take asks it). ONLY_CHECKOUT: nothing but git's
+	 * checkout was written there (.worktreeinclude copied nothing).
+	 */
+	char *tree;
+	bool attrs_known;
+	struct strv converted;
+	bool only_checkout;
 };
 
 /** What making a worktree copied by .worktreeinclude (borrowed in the callback). */

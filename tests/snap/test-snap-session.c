@@ -856,6 +856,7 @@ wt_start(const char *name, int allow, char **names, char **error)
 	id = begin(st);
 	ss = snap_session_create(base, st, cf, id, wt, &cause);
 	assert_non_null(ss);
+	memset(&co, 0, sizeof co);
 	co.base = commit;
 	co.common = common;
 	co.index = index;
