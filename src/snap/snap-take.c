@@ -130,6 +130,8 @@ struct snap_take {
 	int borrow_fd;            /* their pack, as pack-objects writes it */
 	int borrow_lock;          /* their list, locked (snap_repo_borrow_begin) */
 	int borrowing;            /* its commands still running (not in PENDING) */
+	bool borrow_due;          /* one of them: the copy, held until the tree is saved */
+	struct event *borrow_ev;  /* starts it in a turn after that */
 };
 
 struct snap_take_keep;
@@ -229,6 +231,8 @@ snap_take_free(struct snap_take *t)
 	buf_free(&t->borrowed);
 	if (t->borrow_fd != -1)
 		close(t->borrow_fd);
+	if (t->borrow_ev != NULL)
+		event_free(t->borrow_ev);
 	/* Not copied: the list stays for snap_repo_borrow_resume. */
 	if (t->borrow_lock != -1)
 		close(t->borrow_lock);
@@ -615,6 +619,8 @@ snap_take_remember(struct snap_take *t, const struct snap_result *res)
 	t->repo->last_modes = xstrdup(res->modes);
 }
 
+static void snap_take_borrow_later(struct snap_take *);
+
 static void
 snap_take_record(struct snap_take *t)
 {
@@ -671,6 +677,7 @@ snap_take_record(struct snap_take *t)
 	t->recorded = true;
 	t->res = res;
 	snap_take_tell_saved(t);
+	snap_take_borrow_later(t);
 }
 
 /*
@@ -2154,22 +2161,55 @@ snap_take_borrow_packed_cb(struct proc *p, void *arg)
  * The blobs the tree took from the checkout's index, packed by git in the
  * project's own git dir (its objects are the user's: a session's reach
  * them only through index-pack's check at its end) into a file of ours.
+ * Their list is written down at once (a process killed before the end
+ * leaves it to the next); the copy starts in a loop turn after the tree
+ * is saved: a start's command is let go first, and does not wait for a
+ * pack of every file of the project to be made beside it.
  */
 static void
-snap_take_borrow(struct snap_take *t)
+snap_take_borrow_go(evutil_socket_t fd, short what, void *arg)
 {
 	static char *argv[] = { "git", "-c", "pack.compression=0",
 	    "pack-objects", "--window=0", "--depth=0", "--stdout", "--quiet",
 	    NULL };
+	struct snap_take *t = arg;
 	char *cause = NULL;
 
-	/* Written down first: a process killed before the end leaves it to the next. */
-	t->borrow_lock = snap_repo_borrow_begin(t->repo, t->co_common,
-	    &t->borrowed);
+	(void)fd;
+	(void)what;
+	if (!t->borrow_due)
+		return;
+	t->borrow_due = false;
+	t->borrowing--;
 	if (snap_take_borrow_git(t, t->co_common, argv, -1, &t->borrowed,
 	    t->borrow_fd, SNAP_TAKE_BORROW_SECS, snap_take_borrow_packed_cb,
-	    &cause) == NULL)
+	    &cause) == NULL) {
 		snap_take_borrow_failed(t, 0, cause);
+		snap_take_borrow_end(t);
+	}
+}
+
+static void
+snap_take_borrow(struct snap_take *t)
+{
+	t->borrow_lock = snap_repo_borrow_begin(t->repo, t->co_common,
+	    &t->borrowed);
+	/* Counted from now: the stat cache is not kept before the blobs are in. */
+	t->borrow_due = true;
+	t->borrowing++;
+	t->borrow_ev = evtimer_new(t->base, snap_take_borrow_go, t);
+	if (t->borrow_ev == NULL)
+		fatalx("cannot make a timer");
+}
+
+/* The tree is saved: the copy starts in the loop's next turn. */
+static void
+snap_take_borrow_later(struct snap_take *t)
+{
+	struct timeval now = { 0, 0 };
+
+	if (t->borrow_due && evtimer_add(t->borrow_ev, &now) == -1)
+		fatalx("cannot add a timer");
 }
 
 /* ---- a first snapshot through agentmux's own pack writer ---- */
@@ -3017,6 +3057,7 @@ snap_take_stop(struct snap_take *t, char *why)
 	t->pending = 0;
 	t->freezing = 0;
 	t->borrowing = 0;
+	t->borrow_due = false;
 	snap_take_end(t, NULL);
 }
 
