@@ -165,6 +165,8 @@ struct session {
 	struct snap_history *history; /* the user's git history (session-history.c) */
 	struct snap_history_start *history_start; /* its beginning, on HISTORY_JOB's thread */
 	struct thread_job *history_job;
+	bool history_begun;          /* its beginning was started (the start's git step) */
+	bool history_waited;         /* the plan waits for it */
 	struct event *history_ev;    /* brings the session's objects back */
 	struct event *history_watch_ev; /* the history's watch says they were written */
 	bool history_ending;         /* its end runs on the loop (holds HISTORY_SNAP) */

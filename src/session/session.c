@@ -1288,10 +1288,46 @@ session_plan_secrets(struct session *s, struct session_setup *sp,
 	return SESSION_PLAN_WAIT;
 }
 
-/* The project's git config and index marks, read on the loop; the tree is saved meanwhile. */
+static void session_start_history_cb(void *);
+
+/* The session's dir: $DATA/sessions/ID. */
+static void
+session_start_dir(struct session *s, struct session_setup *sp)
+{
+	if (sp->dir == NULL)
+		sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
+		    (long long)s->id);
+}
+
+/*
+ * The walks of the project's git dirs (its history kept) and of its run
+ * dirs, each on a helper thread, begun once: as soon as the tree is
+ * there (they need nothing the git reads or the environment give), so
+ * that they run beside those, not after them. -1 with *CAUSE.
+ */
+static int
+session_start_history_begin(struct session *s, struct session_setup *sp,
+    char **cause)
+{
+	if (session_run_look_begin(s, cause) == -1)
+		return -1;
+	if (s->history_begun)
+		return 0;
+	s->history_begun = true;
+	session_start_dir(s, sp);
+	return session_history_begin(s, sp, session_start_history_cb,
+	    cause) == -1 ? -1 : 0;
+}
+
+/*
+ * The project's git config and index marks, read on the loop; the tree
+ * is saved meanwhile, and the walks of the git dirs and run dirs begin.
+ */
 static enum session_plan_rc
 session_plan_git(struct session *s, struct session_setup *sp, char **cause)
 {
+	if (session_start_history_begin(s, sp, cause) == -1)
+		return SESSION_PLAN_FAIL;
 	if (!session_start_read(s))
 		return SESSION_PLAN_NEXT;
 	session_start_snapshot(s);
@@ -1307,8 +1343,7 @@ session_plan_environment(struct session *s, struct session_setup *sp,
 		return SESSION_PLAN_FAIL;
 	sp->home = path_home();
 	sp->shell = agent_user_shell(session_getenv(s, "SHELL"));
-	sp->dir = xprintf("%s/sessions/%lld", s->ctx->data_dir,
-	    (long long)s->id);
+	session_start_dir(s, sp);
 	session_setup_env(sp, s, sp->agent, s->want_pty, SESSION_PROXY_PORT);
 	session_proxy_env(s, &sp->env);
 	return SESSION_PLAN_NEXT;
@@ -1321,6 +1356,10 @@ session_start_history_cb(void *arg)
 	struct session *s = arg;
 
 	s->history_job = NULL;
+	/* Begun early: the plan has not come to it yet, and goes on by itself. */
+	if (!s->history_waited)
+		return;
+	s->history_waited = false;
 	if (s->start_stopped) {
 		session_start_stopped(s);
 		return;
@@ -1338,17 +1377,12 @@ static enum session_plan_rc
 session_plan_history(struct session *s, struct session_setup *sp,
     char **cause)
 {
-	if (session_run_look_begin(s, cause) == -1)
+	if (session_start_history_begin(s, sp, cause) == -1)
 		return SESSION_PLAN_FAIL;
-	switch (session_history_begin(s, sp, session_start_history_cb,
-	    cause)) {
-	case -1:
-		return SESSION_PLAN_FAIL;
-	case 0:
+	if (s->history_job == NULL)
 		return SESSION_PLAN_NEXT;
-	default:
-		return SESSION_PLAN_WAIT;
-	}
+	s->history_waited = true;
+	return SESSION_PLAN_WAIT;
 }
 
 /* What the jail mounts: the profile's files, the history, the worktree. */

@@ -373,12 +373,13 @@ else
 	echo "SKIP (the worktrees' lock held by hand): flock(1) is missing"
 fi
 # SIGTERM while the start snapshot runs (the worktree made, the jail made and held; its
-# hash-object slowed by a git on PATH): the start fails saying so and naming the worktree
-# that stays ("the jail's setup ended" before), and discard finds it.
+# read of the project's branches, which its record waits for, slowed by a git on PATH): the
+# start fails saying so and naming the worktree that stays ("the jail's setup ended"
+# before), and discard finds it.
 mkdir -p "$T/slowgit"
 cat >"$T/slowgit/git" <<EOF
 #!/bin/sh
-case " \$* " in *" hash-object "*) sleep 3 ;; esac
+case " \$* " in *" for-each-ref "*"%(objectname) %(refname)"*) sleep 3 ;; esac
 exec $(command -v git) "\$@"
 EOF
 chmod 755 "$T/slowgit/git"
