@@ -292,6 +292,51 @@ snap_dirs_look(struct snap_modes *m, const struct snap_dirs_walk *w,
 	close(fd);
 }
 
+void
+snap_dirs_find(struct snap_modes *m, const char *worktree, const char *index,
+    size_t oidlen)
+{
+	struct snap_dirs_walk w;
+	size_t i;
+	int root;
+
+	if ((root = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	snap_dirs_known(&w, index, oidlen);
+	for (i = 0; i < w.n; i++)
+		snap_dirs_look(m, &w, root, &w.v[i]);
+	snap_dirs_known_free(&w);
+	close(root);
+	snap_dirs_sort(m);
+}
+
+void
+snap_dirs_keep(struct snap_modes *m, struct snap_modes *found)
+{
+	size_t i;
+
+	if (found != NULL) {
+		for (i = 0; i < m->en; i++)
+			free(m->e[i].path);
+		free(m->e);
+		strv_free(&m->toolong);
+		m->e = found->e;
+		m->en = found->en;
+		m->ecap = found->ecap;
+		m->toolong = found->toolong;
+		found->e = NULL;
+		found->en = found->ecap = 0;
+		memset(&found->toolong, 0, sizeof found->toolong);
+	}
+	for (i = 0; i < m->en; i++) {
+		if (m->e[i].mode != snap_modes_canonical(m->umask, true) &&
+		    snap_modes_find(m, m->e[i].path) == -1)
+			snap_modes_add(m, m->e[i].path, strlen(m->e[i].path),
+			    m->e[i].mode);
+	}
+	snap_modes_sort(m);
+}
+
 /*
  * Every dir of WORKTREE with no file of the index INDEX beneath it, with
  * its mode, into M (whose modes are read: one that is not the umask's is
@@ -301,27 +346,10 @@ void
 snap_dirs_read(struct snap_modes *m, const char *worktree, const char *index,
     size_t oidlen)
 {
-	struct snap_dirs_walk w;
-	size_t i;
-	int root;
-
 	if (!m->known)
 		return;
-	if ((root = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return;
-	snap_dirs_known(&w, index, oidlen);
-	for (i = 0; i < w.n; i++)
-		snap_dirs_look(m, &w, root, &w.v[i]);
-	snap_dirs_known_free(&w);
-	close(root);
-	snap_dirs_sort(m);
-	for (i = 0; i < m->en; i++) {
-		if (m->e[i].mode != snap_modes_canonical(m->umask, true) &&
-		    snap_modes_find(m, m->e[i].path) == -1)
-			snap_modes_add(m, m->e[i].path, strlen(m->e[i].path),
-			    m->e[i].mode);
-	}
-	snap_modes_sort(m);
+	snap_dirs_find(m, worktree, index, oidlen);
+	snap_dirs_keep(m, NULL);
 }
 
 void

@@ -487,6 +487,15 @@ const struct snap_mode *snap_mode_search(const struct snap_mode *v, size_t n,
 /* Every dir of WORKTREE with no file of INDEX beneath it, into M (modes read). */
 void snap_dirs_read(struct snap_modes *, const char *worktree,
     const char *index, size_t oidlen);
+/*
+ * snap_dirs_read in two: the dirs with no file beneath (and the top dirs
+ * of paths too long) found into M's dirs alone (a helper thread may do
+ * it, into a snap_modes of its own); then kept in M, FOUND's taken first
+ * (NULL: M's own): a dir whose mode is not the umask's joins its modes.
+ */
+void snap_dirs_find(struct snap_modes *, const char *worktree,
+    const char *index, size_t oidlen);
+void snap_dirs_keep(struct snap_modes *, struct snap_modes *found);
 void snap_dirs_add(struct snap_modes *, const char *path, mode_t mode);
 void snap_dirs_sort(struct snap_modes *);
 bool snap_dirs_has(const struct snap_modes *, const char *path);

@@ -114,6 +114,7 @@ struct snap_take {
 	char *co_tree;            /* the commit's tree, once read (hex) */
 	bool co_off;              /* the seed is not to be used (logged why) */
 	bool co_attrs_read;       /* the files' attributes are looked at */
+	bool dirs_read;           /* the dirs' modes are read (by the after job) */
 	bool co_attrs_known;      /* CO_CONVERTED was given, learnt beside git worktree add */
 	bool co_only;             /* the worktree holds git's checkout alone: nothing to list */
 	bool co_unseeded;         /* the private index is not given the tracked names: */
@@ -1110,7 +1111,7 @@ snap_take_tree_done(struct snap_take *t)
 
 	if (t->freeze)
 		snap_take_frozen(t);
-	if (t->error == NULL)
+	if (t->error == NULL && !t->dirs_read)
 		snap_dirs_read(&t->modes, t->repo->worktree, t->repo->index,
 		    snap_take_oidlen(t));
 	loop_trace_end(t0, "snapshot: the dirs' modes read");
@@ -1135,6 +1136,10 @@ struct snap_take_after {
 	size_t npaths;
 	struct buf oids;
 	struct strv dirs;
+	/* The work tree's dirs with no file beneath, found here (the modes are read already). */
+	char *worktree;
+	bool find_dirs;
+	struct snap_modes found;
 };
 
 /* Test hook: called on the helper thread before the private index is read after an add. */
@@ -1163,6 +1168,11 @@ snap_take_after_work(void *arg)
 		snap_ignore_oids(x->index, x->oidlen, &x->oids, &x->dirs);
 		clone_gate_leave();
 	}
+	if (x->find_dirs) {
+		clone_gate_enter();
+		snap_dirs_find(&x->found, x->worktree, x->index, x->oidlen);
+		clone_gate_leave();
+	}
 }
 
 static void
@@ -1174,6 +1184,8 @@ snap_take_after_free(struct snap_take_after *x)
 	buf_free(&x->paths);
 	buf_free(&x->oids);
 	strv_free(&x->dirs);
+	free(x->worktree);
+	snap_modes_free(&x->found);
 	free(x);
 }
 
@@ -1190,6 +1202,10 @@ snap_take_write_tree(struct snap_take *t, struct snap_take_after *x)
 	if (x->smudge_err != 0)
 		log_debug("cannot mark the racy entries of %s: %s",
 		    t->repo->index, strerror(x->smudge_err));
+	if (x->find_dirs && t->error == NULL) {
+		snap_dirs_keep(&t->modes, &x->found);
+		t->dirs_read = true;
+	}
 	t->next = snap_take_tree_done;
 	if (t->tree == NULL && (t->tree = snap_take_cached_tree(t)) == NULL)
 		snap_take_spawn(t, SNAP_ENV_TREE, args, NULL, NULL,
@@ -1244,6 +1260,11 @@ snap_take_added(struct snap_take *t)
 	x->since = (uint32_t)t->add_since;
 	x->modes = !t->modes_read;
 	x->freeze = t->freeze;
+	/* Read with the files' (the first snapshot's writer): the dirs' too, off the loop. */
+	x->find_dirs = t->modes_read && t->modes.known;
+	x->worktree = xstrdup(t->repo->worktree);
+	snap_modes_init(&x->found);
+	x->found.known = true;
 	buf_init(&x->paths);
 	buf_init(&x->oids);
 	strv_init(&x->dirs);
