@@ -439,9 +439,12 @@ snap_repo_init(struct snap_repo *r, bool use, char **cause)
 		return -1;
 	}
 	p = xprintf("%s/agentmux-project", r->gitdir);
+	/*
+	 * Not synced, as git init syncs nothing: lost to a crash of the
+	 * machine, the repository is made again over what is there.
+	 */
 	if (access(p, F_OK) != 0 && (snap_repo_create(r, cause) == -1 ||
-	    util_write_file_atomic(p, r->worktree, strlen(r->worktree), 0600,
-	    cause) == -1)) {
+	    snap_write_if_changed(p, r->worktree, cause) == -1)) {
 		free(p);
 		return -1;
 	}
