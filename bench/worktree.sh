@@ -62,13 +62,18 @@ EOF
     git add src && git commit -qm base && git gc -q)
 
 # Untimed, before each run: agentmux's background pack of its data dir, if
-# any, is waited for; with KEEP_TREES=0 the last run's worktrees and
-# branches go too. At the end (the trap), all of them go.
+# any, is waited for, then what the last run wrote is written out (sync):
+# each command's checkout starts with no other's 100 MiB still going to
+# the disk (the paired runs alternate git, agentmux, git, ...: without it,
+# a checkout could share the disk with the writeback of the one before).
+# With KEEP_TREES=0 the last run's worktrees and branches go too. At the
+# end (the trap), all of them go.
 keep_trees=${KEEP_TREES:-1}
 cat >"$tmp/wait" <<EOF
 #!/bin/sh
 while for p in /proc/[0-9]*; do readlink \$p/cwd; done 2>/dev/null |
     grep -q "^$tmp/data"; do sleep 0.2; done
+sync
 EOF
 cat >"$tmp/clean" <<EOF
 #!/bin/sh

@@ -100,7 +100,6 @@ session_snap_start(struct session *s)
 		co.index = index;
 		co.tree = s->wt->tree;
 		co.converted = s->wt->attrs_known ? &s->wt->converted : NULL;
-		co.only_checkout = s->wt->only_checkout;
 		snap_session_set_checkout(s->snap, &co);
 		free(index);
 	}

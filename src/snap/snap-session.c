@@ -44,7 +44,7 @@ struct snap_session {
 	int64_t first_write_ms;         /* snap_session_set_first_write; 0: not set */
 	/* snap_session_set_checkout's, for the start snapshot; NULL: none */
 	char *co_base, *co_common, *co_index, *co_tree;
-	bool co_attrs_known, co_only;
+	bool co_attrs_known;
 	struct strv co_converted;
 };
 
@@ -284,7 +284,6 @@ snap_session_set_checkout(struct snap_session *ss,
 	strv_init(&ss->co_converted);
 	for (i = 0; co->converted != NULL && i < co->converted->n; i++)
 		strv_add(&ss->co_converted, co->converted->v[i]);
-	ss->co_only = co->only_checkout;
 }
 
 static void
@@ -340,7 +339,6 @@ snap_session_next(struct snap_session *ss)
 			co.tree = ss->co_tree;
 			co.converted = ss->co_attrs_known ? &ss->co_converted :
 			    NULL;
-			co.only_checkout = ss->co_only;
 			o.checkout = &co;
 		}
 		ss->running = q;

@@ -116,7 +116,6 @@ struct snap_take {
 	bool co_attrs_read;       /* the files' attributes are looked at */
 	bool dirs_read;           /* the dirs' modes are read (by the after job) */
 	bool co_attrs_known;      /* CO_CONVERTED was given, learnt beside git worktree add */
-	bool co_only;             /* the worktree holds git's checkout alone: nothing to list */
 	bool co_unseeded;         /* the private index is not given the tracked names: */
 	bool co_names_failed;     /* (they could not be read: git's path) */
 	struct buf co_tracked;    /* they come from the checkout's index, */
@@ -2393,10 +2392,8 @@ snap_take_native(struct snap_take *t)
 	snap_take_round_begin(t);
 	buf_reset(&t->untracked);
 	t->next = snap_take_native_listed;
-	/* Only git's checkout there: its index names every file (read below). */
-	if (!(t->co_only && t->co_base != NULL))
-		snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
-		    snap_take_native_ls_cb);
+	snap_take_spawn(t, SNAP_ENV_TREE, ls, NULL, NULL,
+	    snap_take_native_ls_cb);
 	if (t->co_base != NULL && t->co_tree != NULL)
 		snap_take_co_names(t);
 	else if (t->co_base != NULL)
@@ -3237,7 +3234,6 @@ snap_take_start(struct event_base *base, struct store *st,
 				strv_add(&t->co_converted,
 				    o->checkout->converted->v[i]);
 		}
-		t->co_only = o->checkout->only_checkout;
 	}
 	t->record_refs = o->record_refs && repo->projgit != NULL;
 	t->refs_done = !t->record_refs;

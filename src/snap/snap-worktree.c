@@ -656,6 +656,7 @@ struct snap_worktree_make {
 	struct proc *side;
 	int side_step;            /* 0 rev-parse, 1 ls-tree, 2 check-attr */
 	bool end_waits;
+	char *attr_stamp;         /* the attributes' files as the side chain began */
 };
 
 static void snap_worktree_make_cb(struct proc *, void *);
@@ -753,6 +754,8 @@ snap_worktree_make_git(struct snap_worktree_make *m, const char *worktree,
 /* Tells the caller how it went (ERROR: NULL if made) and lets M go. */
 static void snap_worktree_refdirs_undo(const struct snap_worktree *);
 
+static void snap_worktree_attr_recheck(struct snap_worktree_make *);
+
 static void
 snap_worktree_make_end(struct snap_worktree_make *m, const char *error)
 {
@@ -764,8 +767,7 @@ snap_worktree_make_end(struct snap_worktree_make *m, const char *error)
 	proc_free(m->side);
 	m->side = NULL;
 	if (error == NULL)
-		m->wt->only_checkout = m->made.copied == 0 &&
-		    m->made.skipped.n == 0 && m->made.over.n == 0;
+		snap_worktree_attr_recheck(m);
 	if (!m->made.added && m->refdirs)
 		snap_worktree_refdirs_undo(m->wt);
 	if (!m->made.added)
@@ -1023,6 +1025,72 @@ snap_worktree_side_git(struct snap_worktree_make *m, char *const *argv,
 	return true;
 }
 
+/*
+ * What git's attributes depend on, as each file's identity, size and
+ * times (caller frees): COMMON's info/attributes and config, the user's
+ * attributes file and config where git looks for them unless
+ * core.attributesFile says otherwise, and the system's. Neither a jail in
+ * the main tree (it sees .git/info and .git/config read-only) nor any
+ * other reaches them; the user may change them while a worktree is made.
+ */
+static char *
+snap_worktree_attr_stamp(const char *common)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *paths[6], *cfg;
+	struct stat sb;
+	struct buf b;
+	size_t i;
+
+	paths[0] = xprintf("%s/info/attributes", common);
+	paths[1] = xprintf("%s/config", common);
+	cfg = xdg != NULL && *xdg == '/' ? xstrdup(xdg) : home != NULL ?
+	    xprintf("%s/.config", home) : xstrdup("/nonexistent");
+	paths[2] = xprintf("%s/git/attributes", cfg);
+	paths[3] = xprintf("%s/git/config", cfg);
+	paths[4] = xprintf("%s/.gitconfig", home != NULL ? home :
+	    "/nonexistent");
+	paths[5] = xstrdup("/etc/gitattributes");
+	free(cfg);
+	buf_init(&b);
+	for (i = 0; i < nitems(paths); i++) {
+		if (lstat(paths[i], &sb) == -1)
+			buf_printf(&b, "-\n");
+		else
+			buf_printf(&b, "%llu %llu %lld %lld.%09ld %lld.%09ld\n",
+			    (unsigned long long)sb.st_dev,
+			    (unsigned long long)sb.st_ino, (long long)sb.st_size,
+			    (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec,
+			    (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+		free(paths[i]);
+	}
+	return buf_steal(&b);
+}
+
+/*
+ * The attributes learnt beside git worktree add hold only if their files
+ * did not change from before they were asked to after the checkout
+ * (review 13 F2: one written while git checked out had git convert files
+ * agentmux was told of no conversion for); else the snapshot asks again.
+ */
+static void
+snap_worktree_attr_recheck(struct snap_worktree_make *m)
+{
+	char *now;
+
+	if (!m->wt->attrs_known || m->attr_stamp == NULL)
+		return;
+	now = snap_worktree_attr_stamp(m->wt->common);
+	if (strcmp(now, m->attr_stamp) != 0) {
+		log_info("the attributes' files of %s changed while its worktree "
+		    "was made: the start snapshot asks git again",
+		    m->wt->common);
+		m->wt->attrs_known = false;
+		strv_free(&m->wt->converted);
+	}
+	free(now);
+}
+
 static void
 snap_worktree_side_start(struct snap_worktree_make *m)
 {
@@ -1031,6 +1099,7 @@ snap_worktree_side_start(struct snap_worktree_make *m)
 	    "--end-of-options", spec, NULL };
 
 	m->side_step = 0;
+	m->attr_stamp = snap_worktree_attr_stamp(m->wt->common);
 	(void)snap_worktree_side_git(m, argv, NULL);
 	free(spec);
 }
@@ -1270,6 +1339,7 @@ snap_worktree_make_free(struct snap_worktree_make *m)
 		return;
 	proc_free(m->proc);
 	proc_free(m->side);
+	free(m->attr_stamp);
 	if (m->slice_ev != NULL)
 		event_free(m->slice_ev);
 	if (m->lock_ev != NULL)

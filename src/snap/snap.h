@@ -600,7 +600,6 @@ struct snap_checkout {
 	/* Learnt while git worktree add ran (struct snap_worktree's); NULL, false: not. */
 	const char *tree;
 	const struct strv *converted;   /* NULL: git check-attr was not asked */
-	bool only_checkout;
 };
 /**
  * The start snapshot of such a worktree takes the ids of the files git
@@ -824,13 +823,11 @@ struct snap_worktree {
 	 * What its start snapshot needs of BASE, learnt while git worktree
 	 * add ran: its tree (hex; NULL: not learnt), and, if ATTRS_KNOWN,
 	 * which of its files an attribute has git's checkout convert (git
-	 * check-attr as snap_take asks it). ONLY_CHECKOUT: nothing but git's
-	 * checkout was written there (.worktreeinclude copied nothing).
+	 * check-attr as snap_take asks it).
 	 */
 	char *tree;
 	bool attrs_known;
 	struct strv converted;
-	bool only_checkout;
 };
 
 /** What making a worktree copied by .worktreeinclude (borrowed in the callback). */

@@ -169,17 +169,18 @@ out=$("$AMX" undo "$id" 2>&1) || bad "undo $id after the kill failed: $out"
 	bad "undo after the kill: the tree differs: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
 fsck_own "killed"
 
-# 5. A worktree of git's checkout alone (no .worktreeinclude, so nothing
-# copied in): the checkout's index names every file, so git ls-files does
-# not list the worktree, and the commit's tree and its files' attributes
-# are learnt while git worktree add runs (a git on PATH notes each git
-# agentmux runs). The start snapshot is still the checkout byte for byte,
-# a tracked file the rules ignore included; a conversion is still seen;
-# if learning them beside git worktree add fails, the start learns them
-# itself. And an untracked file .worktreeinclude copies in is listed.
+# 5. The commit's tree and its files' attributes learnt while git
+# worktree add runs (a git on PATH notes each git agentmux runs): asked
+# once, beside the checkout, not again after it. The start snapshot is
+# still the checkout byte for byte, a tracked file the rules ignore
+# included; a conversion is still seen; if learning them beside git
+# worktree add fails, or the attributes' files change while git checks
+# out (review 13 F2: the checkout converted what agentmux was told it
+# would not), the start asks git itself. And an untracked file
+# .worktreeinclude copies in is listed.
 mkdir -p "$T/notebin"
-printf '#!/bin/sh\necho "$*" >>"%s/gitlog"\ncase " $* " in *" ls-tree "*) [ -e "%s/fail-ls-tree" ] && exit 1 ;; esac\nexec %s "$@"\n' \
-	"$T" "$T" "$(command -v git)" >"$T/notebin/git"
+printf '#!/bin/sh\necho "$*" >>"%s/gitlog"\ncase " $* " in *" ls-tree "*) [ -e "%s/fail-ls-tree" ] && exit 1 ;;\n*" worktree add "*) [ -e "%s/late-attrs" ] && sleep 1 && printf "*.txt eol=crlf\\n" >"%s/.git/info/attributes" ;; esac\nexec %s "$@"\n' \
+	"$T" "$T" "$T" "$P" "$(command -v git)" >"$T/notebin/git"
 chmod 755 "$T/notebin/git"
 alone() { # BRANCH: a session that makes the edits; sets id and w
 	: >"$T/gitlog"
@@ -191,7 +192,6 @@ alone() { # BRANCH: a session that makes the edits; sets id and w
 mv .worktreeinclude "$T/wti"
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD || exit 1
 alone alone
-grep -q 'ls-files -z -c -o' "$T/gitlog" && bad "only the checkout there, yet git listed the worktree: $(grep ls-files "$T/gitlog")"
 [ "$(grep -c 'check-attr' "$T/gitlog")" = 1 ] && grep -q 'ls-tree -r -z --name-only' "$T/gitlog" ||
 	bad "the commit's names and attributes were not read once, beside git worktree add: $(cat "$T/gitlog")"
 n=$(taken "$T/alone.out")
@@ -199,23 +199,30 @@ n=$(taken "$T/alone.out")
 out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
 got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
 [ "$got" = "lib/keep.o run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
-	ok "only the checkout, not listed by git: diff names the session's changes and only them" || bad "diff $id names: $got"
+	ok "attributes learnt beside the checkout: diff names the session's changes and only them" || bad "diff $id names: $got"
 out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
-[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "only the checkout: undo gives it back byte for byte" ||
-	bad "only the checkout: undo: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "attributes learnt beside the checkout: undo gives it back byte for byte" ||
+	bad "attributes learnt beside the checkout: undo: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
 printf '*.txt eol=crlf\n' >.git/info/attributes
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD || exit 1
-for b in aloneconv alonefail; do
+for b in aloneconv alonefail alonelate; do
 	[ $b = alonefail ] && : >"$T/fail-ls-tree"
+	[ $b = alonelate ] && rm -f "$T/fail-ls-tree" .git/info/attributes && : >"$T/late-attrs"
 	alone $b
 	n=$(taken "$T/$b.out")
 	out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
 	[ "$(tree "$w")" = "$(tree "$T/ref")" ] && [ -n "$n" ] && [ "$n" -le 3 ] &&
-		ok "only the checkout ($b): converted files are read, and come back as checked out ($n taken from git's)" ||
-		bad "only the checkout ($b): ${n:-?} taken; $(diff <(tree "$T/ref") <(tree "$w") | head -6)"
+		ok "attributes ($b): converted files are read, and come back as checked out ($n taken from git's)" ||
+		bad "attributes ($b): ${n:-?} taken; $(diff <(tree "$T/ref") <(tree "$w") | head -6)"
+	# Asked once beside the checkout (aloneconv); by the start alone when
+	# ls-tree failed beside it (alonefail); by both when the attributes
+	# changed meanwhile (alonelate).
+	asked=$(grep -c 'check-attr' "$T/gitlog")
+	want=1
+	[ $b = alonelate ] && want=2
+	[ "$asked" = $want ] || bad "$b: git check-attr asked $asked times, not $want: $(grep -c ls-tree "$T/gitlog") ls-tree"
 done
-grep -q 'check-attr' "$T/gitlog" || bad "alonefail: the start did not ask git check-attr itself"
-rm -f "$T/fail-ls-tree" .git/info/attributes
+rm -f "$T/fail-ls-tree" "$T/late-attrs" .git/info/attributes
 mv "$T/wti" .worktreeinclude && printf 'notes.txt\n' >>.worktreeinclude && echo note >notes.txt
 PATH=$T/notebin:$PATH "$AMX" run --worktree --branch note -- rm notes.txt </dev/null >"$T/note.out" 2>&1 ||
 	bad "session note failed: $(tail -5 "$T/note.out")"
