@@ -53,6 +53,21 @@ fsck_own() {
 	done
 	ok "$1: agentmux's own repositories hold every object they name"
 }
+# Session $id (worktree $w) made $edits: diff names those files and only
+# them, and undo gives back $T/ref byte for byte; WHAT says which case.
+edits_undone() {
+	local out got
+	out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
+	got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
+	# (lib/keep.o is tracked though ignored: the start lists it from the
+	# checkout's index, the rest from git ls-files -o.)
+	[ "$got" = "lib/keep.o run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
+		ok "$1: diff names the session's changes, and only them (a tracked file the rules ignore too)" ||
+		bad "$1: diff $id names: $got"
+	out=$("$AMX" undo "$id" 2>&1) || bad "$1: undo $id failed: $out"
+	[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "$1: undo gives back the checkout byte for byte" ||
+		bad "$1: undo: the tree differs from a git worktree add: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+}
 edits='echo more >>src/d01/f0001.txt && rm src/d02/f0002.txt && chmod +x src/d03/f0003.txt &&
 	echo new >src/new.txt && echo >>run.sh && echo more >>lib/keep.o'
 
@@ -69,15 +84,7 @@ n=$(taken "$T/one.out")
 grep -q 'start snapshot failed\|cannot be undone' "$T/one.out" && bad "session one: $(grep 'snapshot' "$T/one.out" | tail -3)"
 id=$(sid one)
 w=$(wdir "$id")
-out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
-got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
-# (lib/keep.o is tracked though ignored: the start lists it from the
-# checkout's index, the rest from git ls-files -o.)
-[ "$got" = "lib/keep.o run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
-	ok "diff names the session's changes, and only them (a tracked file the rules ignore too)" || bad "diff $id names: $got"
-out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
-[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "undo gives back the checkout byte for byte (modes, run.sh, the included .env)" ||
-	bad "undo: the tree differs from a git worktree add: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+edits_undone "the seed (modes, run.sh, the included .env)"
 fsck_own "seed"
 
 # 2. Files git converted on their way out (eol, ident): snapshotted as on
@@ -195,14 +202,8 @@ alone alone
 [ "$(grep -c 'check-attr' "$T/gitlog")" = 1 ] && grep -q 'ls-tree -r -z --name-only' "$T/gitlog" ||
 	bad "the commit's names and attributes were not read once, beside git worktree add: $(cat "$T/gitlog")"
 n=$(taken "$T/alone.out")
-[ "${n:-0}" -ge 1000 ] || bad "only the checkout: the start took ${n:-no} files from git's checkout"
-out=$("$AMX" diff "$id" 2>&1) || bad "diff $id failed: $(head -5 <<<"$out")"
-got=$(grep '^diff --git' <<<"$out" | awk '{print $3}' | sed 's|^a/||' | sort | tr '\n' ' ')
-[ "$got" = "lib/keep.o run.sh src/d01/f0001.txt src/d02/f0002.txt src/d03/f0003.txt src/new.txt " ] &&
-	ok "attributes learnt beside the checkout: diff names the session's changes and only them" || bad "diff $id names: $got"
-out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
-[ "$(tree "$w")" = "$(tree "$T/ref")" ] && ok "attributes learnt beside the checkout: undo gives it back byte for byte" ||
-	bad "attributes learnt beside the checkout: undo: $(diff <(tree "$T/ref") <(tree "$w") | head -10)"
+[ "${n:-0}" -ge 1000 ] || bad "attributes learnt beside the checkout: the start took ${n:-no} files from git's checkout"
+edits_undone "attributes learnt beside the checkout"
 printf '*.txt eol=crlf\n' >.git/info/attributes
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD || exit 1
 for b in aloneconv alonefail alonelate; do
