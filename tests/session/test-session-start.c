@@ -314,7 +314,11 @@ test_free_from_callbacks(void **state)
  * as an undo from the dashboard does), with the session kept (the TUI shows
  * "did not start"): once the snapshot is recorded it must not call back into
  * the failed start. git is slowed (a wrapper first on PATH, as
- * tests/tui/start-wait.sh does) so that the jail is gone first.
+ * tests/tui/start-wait.sh does) so that the jail is gone first: its
+ * write-tree, and its read of the project's branches, which the record
+ * waits for (agentmux's own writer makes the tree of a first snapshot,
+ * and writes its commit itself: with write-tree alone slowed, the
+ * snapshot could be recorded before the stop, under ASan).
  */
 static void
 test_fail_while_snapshot_runs(void **state)
@@ -332,8 +336,9 @@ test_fail_while_snapshot_runs(void **state)
 	int i;
 
 	real[strcspn(real, "\n")] = '\0';
-	text = xprintf("#!/bin/sh\ncase \"$*\" in *write-tree*) sleep 2 ;; "
-	    "esac\nexec %s \"$@\"\n", real);
+	text = xprintf("#!/bin/sh\ncase \"$*\" in *write-tree*|*for-each-ref*"
+	    "'%%(objectname) %%(refname)'*) sleep 2 ;; esac\nexec %s \"$@\"\n",
+	    real);
 	test_sh_ok("mkdir -p '%s'", bin);
 	test_write_file(wrap, text);
 	test_sh_ok("chmod 755 '%s'", wrap);
