@@ -16,6 +16,8 @@ struct event_base;
 
 /* The id length of what agentmux's own pack writer writes (sha1). */
 #define SNAP_PACK_OID 20
+/* OID (SNAP_PACK_OID bytes) in hex, into HEX (2 * SNAP_PACK_OID + 1 bytes). */
+void snap_pack_hex(const unsigned char *oid, char *hex);
 
 /* ---- repositories (snap-repo.c) ---- */
 

@@ -272,8 +272,7 @@ snap_pack_stored(struct snap_pack *p, const unsigned char *data, size_t len,
 	return 0;
 }
 
-/* OID in hex, into HEX (2 * SNAP_PACK_OID + 1 bytes). */
-static void
+void
 snap_pack_hex(const unsigned char *oid, char *hex)
 {
 	static const char digits[] = "0123456789abcdef";

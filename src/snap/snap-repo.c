@@ -655,9 +655,8 @@ int
 snap_repo_write_object(const char *gitdir, const char *type,
     const void *data, size_t len, char *hex, char **cause)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE], *raw, *z;
-	unsigned int mdlen = 0, i;
+	unsigned int mdlen = 0;
 	uLongf zlen;
 	char *dir, *path, *tmp = NULL;
 	int hl, fd = -1, rc = -1, error;
@@ -672,7 +671,7 @@ snap_repo_write_object(const char *gitdir, const char *type,
 	zlen = compressBound((uLong)rawlen);
 	z = xmalloc(zlen);
 	if (EVP_Digest(raw, rawlen, md, &mdlen, EVP_sha1(), NULL) != 1 ||
-	    compress2(z, &zlen, raw, (uLong)rawlen, Z_BEST_SPEED) != Z_OK) {
+	    mdlen != SNAP_PACK_OID || compress2(z, &zlen, raw, (uLong)rawlen, Z_BEST_SPEED) != Z_OK) {
 		*cause = xprintf("cannot write a %s into %s: hashing or "
 		    "compressing it failed", type, gitdir);
 		free(raw);
@@ -680,11 +679,7 @@ snap_repo_write_object(const char *gitdir, const char *type,
 		return -1;
 	}
 	free(raw);
-	for (i = 0; i < mdlen; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 15];
-	}
-	hex[2 * mdlen] = '\0';
+	snap_pack_hex(md, hex);
 	dir = xprintf("%s/objects/%.2s", gitdir, hex);
 	path = xprintf("%s/%s", dir, hex + 2);
 	if ((fd = snap_repo_object_tmp(dir, &tmp)) == -1 ||
