@@ -23,6 +23,7 @@
 #define SNAP_CE_SKIP      0x4000  /* skip-worktree, in the extended flags */
 #define SNAP_CE_FIXED     40      /* ctime, mtime, dev, ino, mode, uid, gid, size */
 #define SNAP_INDEX_MAX    (1024 * 1024 * 1024)  /* the user's index read whole, at most */
+#define SNAP_INDEX_OID_MAX 32                 /* SHA-256's */
 #define SNAP_INDEX_CLOCK_LAG_NS 20000000      /* the kernel's coarse clock's lag, at most */
 
 static uint32_t
@@ -778,6 +779,361 @@ snap_index_read_user(const char *path, struct buf *file, struct stat *sb)
 	}
 	close(fd);
 	return 0;
+}
+
+/* ---- a split index (core.splitIndex), read whole ---- */
+
+/* One entry of a split index's merge: its name (owned) and fields. */
+struct snap_split_ent {
+	char *name;
+	size_t namelen;
+	unsigned stage;
+	bool added;               /* from the split part, not the shared one */
+	struct snap_index_ent ent;
+};
+
+/* The fields of one entry, to keep: the bytes they point into outlive the merge. */
+static void
+snap_split_fill(struct snap_split_ent *se, const struct snap_index_entry *e)
+{
+	se->ent.mode = e->mode;
+	se->ent.oid = e->oid;
+	se->ent.ctime = e->ctime;
+	se->ent.flags = e->flags;
+	se->ent.xflags = e->xflags;
+	se->stage = (e->flags >> 12) & 3;
+}
+
+/* The entries of the index FILE, names copied; false if it is cut short. */
+static bool
+snap_split_entries(const struct buf *file, size_t oidlen,
+    struct snap_split_ent **v, size_t *n)
+{
+	const unsigned char *p, *end;
+	struct snap_index_entry e;
+	struct buf name;
+	uint32_t version, count, i;
+	bool ok = false;
+
+	*v = NULL;
+	*n = 0;
+	buf_init(&name);
+	if (!snap_index_header(file, &p, &end, &version, &count) ||
+	    count > file->len / (SNAP_CE_FIXED + 2))
+		goto out;
+	*v = xcalloc(count + 1, sizeof **v);
+	for (i = 0; i < count; i++) {
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+			goto out;
+		(*v)[i].name = xmalloc(name.len + 1);
+		memcpy((*v)[i].name, name.data != NULL ? name.data : "",
+		    name.len);
+		(*v)[i].name[name.len] = '\0';
+		(*v)[i].namelen = name.len;
+		snap_split_fill(&(*v)[i], &e);
+		*n = i + 1;
+	}
+	ok = true;
+out:
+	buf_free(&name);
+	return ok;
+}
+
+static void
+snap_split_free(struct snap_split_ent *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+}
+
+/* An EWAH bitmap as git serializes it (ewah/ewah_io.c), at *P: its words. */
+struct snap_ewah {
+	const unsigned char *words;
+	uint32_t nwords;
+};
+
+static uint64_t
+snap_index_u64(const unsigned char *p)
+{
+	return (uint64_t)snap_index_u32(p) << 32 | snap_index_u32(p + 4);
+}
+
+/* Reads one bitmap at *P (LEFT bytes); false if it is cut short. */
+static bool
+snap_ewah_read(const unsigned char **p, size_t *left, struct snap_ewah *b)
+{
+	size_t need;
+
+	if (*left < 8)
+		return false;
+	b->nwords = snap_index_u32(*p + 4);
+	need = 8 + (size_t)b->nwords * 8 + 4;
+	if (*left < need)
+		return false;
+	b->words = *p + 8;
+	*p += need;
+	*left -= need;
+	return true;
+}
+
+/*
+ * Calls FN(ARG, position) for each bit set in B, as git's ewah_each_bit
+ * walks it: a run word (bit 0 the run's bit, 32 bits of run length in
+ * 64-bit words, 31 of literal words that follow), then its literals.
+ * False if a bit lies at or past MAX (git then dies: no entry there) or
+ * the words run out, or FN says false.
+ */
+static bool
+snap_ewah_each(const struct snap_ewah *b, size_t max,
+    bool (*fn)(void *, size_t), void *arg)
+{
+	uint64_t w, run, lits, pos = 0, k, lit;
+	uint32_t at = 0;
+	unsigned c;
+
+	while (at < b->nwords) {
+		w = snap_index_u64(b->words + (size_t)at * 8);
+		at++;
+		run = ((w >> 1) & 0xffffffffULL) * 64;
+		lits = w >> 33;
+		if ((w & 1) && run > 0) {
+			if (run > max - pos)
+				return false;
+			for (k = 0; k < run; k++) {
+				if (!fn(arg, (size_t)(pos + k)))
+					return false;
+			}
+		}
+		/* Past MAX, where any bit is refused: it stops counting (no wrap). */
+		pos = run > max - pos ? max : pos + run;
+		if (lits > b->nwords - at)
+			return false;
+		for (k = 0; k < lits; k++, at++) {
+			lit = snap_index_u64(b->words + (size_t)at * 8);
+			for (c = 0; c < 64; c++) {
+				if (!(lit & ((uint64_t)1 << c)))
+					continue;
+				if (c >= max - pos || !fn(arg, (size_t)(pos +
+				    c)))
+					return false;
+			}
+			pos = 64 > max - pos ? max : pos + 64;
+		}
+	}
+	return true;
+}
+
+/* The merge in progress: the shared part's entries, and the split part's in order. */
+struct snap_split {
+	struct snap_split_ent *base;
+	size_t nbase;
+	struct snap_split_ent *split;
+	size_t nsplit;
+	size_t replaced;          /* split entries used as replacements so far */
+	bool *gone;               /* per base entry: deleted */
+};
+
+/* A replacement: the split part's next entry, with no name, takes POS's place (its name kept). */
+static bool
+snap_split_replace(void *arg, size_t pos)
+{
+	struct snap_split *m = arg;
+	struct snap_split_ent *src, *dst = &m->base[pos];
+
+	if (m->replaced >= m->nsplit)
+		return false;
+	src = &m->split[m->replaced++];
+	if (src->namelen != 0)
+		return false;
+	dst->ent = src->ent;
+	dst->stage = src->stage;
+	return true;
+}
+
+static bool
+snap_split_delete(void *arg, size_t pos)
+{
+	struct snap_split *m = arg;
+
+	m->gone[pos] = true;
+	return true;
+}
+
+static bool
+snap_split_same(const struct snap_split_ent *x, const struct snap_split_ent *y)
+{
+	return x->namelen == y->namelen && x->stage == y->stage &&
+	    memcmp(x->name, y->name, x->namelen) == 0;
+}
+
+/* Git's order: by name, then stage; of the same name and stage, the split part's first. */
+static int
+snap_split_cmp(const void *a, const void *b)
+{
+	const struct snap_split_ent *x = *(struct snap_split_ent *const *)a;
+	const struct snap_split_ent *y = *(struct snap_split_ent *const *)b;
+	size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
+	int c = memcmp(x->name, y->name, n);
+
+	if (c != 0)
+		return c;
+	if (x->namelen != y->namelen)
+		return x->namelen < y->namelen ? -1 : 1;
+	if (x->stage != y->stage)
+		return x->stage < y->stage ? -1 : 1;
+	return (int)y->added - (int)x->added;
+}
+
+/*
+ * The entries of the split index FILE merged with its shared part SHARED,
+ * as git's merge_base_index does, in git's order, each to FN. LINK is the
+ * link extension's data past the shared part's id (LEFT bytes: the delete
+ * bitmap, then the replace bitmap; none at all is neither).
+ */
+static int
+snap_split_merge(const struct buf *file, const struct buf *shared,
+    size_t oidlen, const unsigned char *link, size_t left,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg,
+    char **cause)
+{
+	struct snap_ewah del, rep;
+	struct snap_split m;
+	struct snap_split_ent **order = NULL;
+	size_t i, n = 0;
+	int rc = -1;
+
+	memset(&m, 0, sizeof m);
+	memset(&del, 0, sizeof del);
+	memset(&rep, 0, sizeof rep);
+	if (left > 0 && (!snap_ewah_read(&link, &left, &del) ||
+	    !snap_ewah_read(&link, &left, &rep) || left != 0)) {
+		*cause = xstrdup("its link extension's bitmaps are cut short "
+		    "or followed by garbage");
+		return -1;
+	}
+	if (!snap_split_entries(shared, oidlen, &m.base, &m.nbase) ||
+	    !snap_split_entries(file, oidlen, &m.split, &m.nsplit)) {
+		*cause = xstrdup("its entries or its shared part's are cut "
+		    "short");
+		goto out;
+	}
+	m.gone = xcalloc(m.nbase + 1, sizeof *m.gone);
+	if (!snap_ewah_each(&rep, m.nbase, snap_split_replace, &m) ||
+	    !snap_ewah_each(&del, m.nbase, snap_split_delete, &m)) {
+		*cause = xstrdup("its link extension names entries its shared "
+		    "part does not have, or replacements it does not hold");
+		goto out;
+	}
+	order = xcalloc(m.nbase + m.nsplit + 1, sizeof *order);
+	for (i = 0; i < m.nbase; i++) {
+		if (!m.gone[i])
+			order[n++] = &m.base[i];
+	}
+	for (i = m.replaced; i < m.nsplit; i++) {
+		if (m.split[i].namelen == 0) {
+			*cause = xstrdup("an entry it adds has no name");
+			goto out;
+		}
+		m.split[i].added = true;
+		order[n++] = &m.split[i];
+	}
+	qsort(order, n, sizeof *order, snap_split_cmp);
+	for (i = 0; i < n; i++) {
+		/* A name and stage the split part adds again: its entry replaces the shared one's. */
+		if (i > 0 && order[i - 1]->added && !order[i]->added &&
+		    snap_split_same(order[i - 1], order[i]))
+			continue;
+		order[i]->ent.name = order[i]->name;
+		order[i]->ent.namelen = order[i]->namelen;
+		if ((order[i]->ent.mode & 0170000) == 0040000)
+			continue;
+		if (fn(arg, &order[i]->ent) == -1) {
+			*cause = xstrdup("its entries were refused");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(order);
+	free(m.gone);
+	snap_split_free(m.base, m.nbase);
+	snap_split_free(m.split, m.nsplit);
+	return rc;
+}
+
+int
+snap_index_user_each(int dirfd, size_t max, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg,
+    char **cause)
+{
+	static const char hex[] = "0123456789abcdef";
+	static const unsigned char zero[SNAP_INDEX_OID_MAX];
+	struct snap_index_exts x;
+	struct buf file, shared;
+	const unsigned char *link;
+	char name[sizeof "sharedindex." + 2 * SNAP_INDEX_OID_MAX];
+	size_t i, off;
+	int rc = -1;
+
+	buf_init(&file);
+	buf_init(&shared);
+	if (oidlen > SNAP_INDEX_OID_MAX) {
+		*cause = xprintf("ids of %zu bytes are not known", oidlen);
+		goto out;
+	}
+	if (path_read_beneath(dirfd, "index", max, &file) == -1) {
+		*cause = xprintf("cannot read it: %s", strerror(errno));
+		goto out;
+	}
+	if (snap_index_find_ext(&file, oidlen, "link", &x) == -1) {
+		*cause = xstrdup("it is not an index git reads");
+		goto out;
+	}
+	link = (const unsigned char *)file.data + x.off + 8;
+	/* Not split, or split with no shared part (all zeros): all here. */
+	if (x.count == 0 || x.odd || x.len < 8 + oidlen ||
+	    memcmp(link, zero, oidlen) == 0) {
+		if (x.count > 0 && (x.odd || x.len < 8 + oidlen)) {
+			*cause = xstrdup("its link extension is cut short");
+			goto out;
+		}
+		if ((rc = snap_index_each_buf(&file, oidlen, fn, arg)) == -1)
+			*cause = xstrdup("it is cut short");
+		goto out;
+	}
+	off = (size_t)snprintf(name, sizeof name, "sharedindex.");
+	for (i = 0; i < oidlen; i++) {
+		name[off++] = hex[link[i] >> 4];
+		name[off++] = hex[link[i] & 15];
+	}
+	name[off] = '\0';
+	/* Its name is its checksum, which must be good: git checks both. */
+	if (path_read_beneath(dirfd, name, max, &shared) == -1) {
+		*cause = xprintf("it is split and its shared part %s cannot be "
+		    "read: %s", name, strerror(errno));
+		goto out;
+	}
+	if (!snap_index_sum_ok(&shared, oidlen) || memcmp(shared.data +
+	    shared.len - oidlen, link, oidlen) != 0) {
+		*cause = xprintf("it is split and its shared part %s is not "
+		    "the one it names", name);
+		goto out;
+	}
+	if ((rc = snap_split_merge(&file, &shared, oidlen, link + oidlen,
+	    x.len - 8 - oidlen, fn, arg, cause)) == -1) {
+		/* CAUSE says what is wrong: with which file. */
+		char *c = *cause;
+
+		*cause = xprintf("it is split, and %s", c);
+		free(c);
+	}
+out:
+	buf_free(&file);
+	buf_free(&shared);
+	return rc;
 }
 
 int

@@ -265,6 +265,17 @@ int snap_index_each(const char *path, size_t oidlen,
 int snap_index_each_buf(const struct buf *file, size_t oidlen,
     int (*fn)(void *, const struct snap_index_ent *), void *arg);
 /*
+ * Calls FN for each entry of the user's index, "index" in the git dir
+ * DIRFD (read without following a link, MAX bytes at most), as git reads
+ * it: a split index (core.splitIndex) merged with its shared part
+ * (sharedindex.ID beside it, whose checksum must be ID), the replaced
+ * entries, the deleted ones gone, in git's order. -1 with *CAUSE (what
+ * is wrong with it: "it is ...") if it cannot be read so, or FN says -1.
+ */
+int snap_index_user_each(int dirfd, size_t max, size_t oidlen,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg,
+    char **cause);
+/*
  * The entries of the index FILE (ids of OIDLEN bytes) that git's checkout
  * (git checkout -- ., git restore, git stash; git checkout -m from its
  * resolve-undo record) would write where git never adds one, into BAD as

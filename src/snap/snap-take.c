@@ -68,6 +68,7 @@ struct snap_take {
 	struct thread_job *keep_job; /* that copy, made on a helper thread */
 	struct snap_take_keep *keep;
 	struct thread_job *names_job; /* the tracked names compared on a helper thread */
+	char *names_cause;        /* why the user's index gave no names, or NULL */
 	struct snap_take_names_job *names;
 	struct thread_job *after_job; /* the index read after the add, on a helper thread */
 	struct snap_take_after *after;
@@ -211,6 +212,7 @@ snap_take_free(struct snap_take *t)
 	buf_free(&t->adopted);
 	buf_free(&t->untracked);
 	strv_free(&t->warnings);
+	free(t->names_cause);
 	strv_free(&t->unreadable);
 	strv_free(&t->nonfiles);
 	buf_free(&t->refs);
@@ -403,6 +405,10 @@ snap_take_result(struct snap_take *t, struct snap_result *res)
 	res->commit = t->commit != NULL ? xstrdup(t->commit) : NULL;
 	res->tree = t->tree != NULL ? xstrdup(t->tree) : NULL;
 	res->files_changed = t->changed;
+	if (t->names_cause != NULL) {
+		strv_take(&t->warnings, t->names_cause);
+		t->names_cause = NULL;
+	}
 	res->warnings = snap_take_strings(&t->warnings, &res->nwarnings);
 	res->unreadable = snap_take_strings(&t->unreadable, &res->nunreadable);
 	res->nonfiles = snap_take_strings(&t->nonfiles, &res->nnonfiles);
@@ -2660,6 +2666,7 @@ struct snap_take_names_job {
 	char *empty_blob;
 	char *empty_tree;
 	struct buf in;            /* the lines for update-index --index-info */
+	char *cause;              /* why the user's index gave no names, or NULL */
 };
 
 /* Test hook: called on the helper thread before the indexes' names are read. */
@@ -2671,7 +2678,7 @@ snap_take_names_work(void *arg)
 {
 	struct snap_take_names_job *x = arg;
 	struct snap_take_names user, ours;
-	struct buf file;
+	char *cause = NULL;
 	int fd;
 
 	if (snap_take_names_reading != NULL)
@@ -2679,16 +2686,25 @@ snap_take_names_work(void *arg)
 	memset(&user, 0, sizeof user);
 	memset(&ours, 0, sizeof ours);
 	clone_gate_enter();
-	buf_init(&file);
+	/* None (a fresh repository) is no index: nothing tracked. */
 	fd = open(x->projgit, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd != -1 && path_read_beneath(fd, "index", (size_t)1 << 30,
-	    &file) == 0 && file.data != NULL)
-		snap_index_each_buf(&file, x->oidlen, snap_take_names_cb,
-		    &user);
+	if (fd == -1)
+		x->cause = xprintf("cannot open %s: %s", x->projgit,
+		    strerror(errno));
+	else if (faccessat(fd, "index", F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    snap_index_user_each(fd, (size_t)1 << 30, x->oidlen,
+	    snap_take_names_cb, &user, &cause) == -1) {
+		x->cause = xprintf("%s/index: %s", x->projgit, cause);
+		free(cause);
+		snap_take_names_free(&user);
+		memset(&user, 0, sizeof user);
+	}
 	if (fd != -1)
 		close(fd);
-	buf_free(&file);
 	clone_gate_leave();
+	/* Not known: the private index keeps the names it has. */
+	if (x->cause != NULL)
+		return;
 	clone_gate_enter();
 	snap_index_each(x->index, x->oidlen, snap_take_names_cb, &ours);
 	snap_take_tracked_lines(x->empty_blob, x->empty_tree, &user, &ours,
@@ -2708,6 +2724,7 @@ snap_take_names_job_free(struct snap_take_names_job *x)
 	free(x->empty_blob);
 	free(x->empty_tree);
 	buf_free(&x->in);
+	free(x->cause);
 	free(x);
 }
 
@@ -2721,6 +2738,13 @@ snap_take_names_done(void *arg)
 	t->names_job = NULL;
 	t->names = NULL;
 	t->pending--;
+	/* Told with the snapshot: the add's rounds say theirs afresh. */
+	if (x->cause != NULL) {
+		free(t->names_cause);
+		t->names_cause = xprintf("the names your index tracks are not "
+		    "known (%s): a tracked file your ignore rules name is in "
+		    "this snapshot only if it was in the last one", x->cause);
+	}
 	/* Each runs the job's next step itself (the job may end there). */
 	if (x->in.len > 0)
 		snap_take_index_info(t, &x->in, snap_take_add);

@@ -492,7 +492,30 @@ socket.socket(socket.AF_UNIX).bind(n)'
 	    bad "sockets_newline: undo did not put the file back: $(ls -l "$P"): $out"
 }
 
+# A split index (core.splitIndex: the user's git wrote it, its entries
+# in a shared part beside it): a tracked file the ignore rules name is in
+# the start snapshot, so the session's edit of it shows in diff and undo
+# gives it back (found 2026-12-07: only the split part's names were
+# read, and such a file was in no snapshot).
+split_index() {
+	fresh
+	(cd "$P" && for i in $(seq 1 40); do echo "$i" >"src/f$i.c"; done && printf '*.o\n' >.gitignore &&
+	    echo kept >keep.o && git add -A && git add -f keep.o && git commit -qm more &&
+	    git config core.splitIndex true && git update-index --split-index && echo x >>src/f1.c &&
+	    git add src/f1.c && grep -q link .git/index && ls .git/sharedindex.* >/dev/null) ||
+	    { bad "split_index: git wrote no split index"; return; }
+	jrun -- sh -c 'echo edited >keep.o'
+	out=$("$AMX" diff last 2>&1)
+	case $out in
+	*"+edited"*) ok ;;
+	*) bad "split index: diff does not show the edit of a tracked file the rules ignore: $out" ;;
+	esac
+	out=$("$AMX" undo last 2>&1)
+	[ "$(cat "$P/keep.o")" = kept ] && ok || bad "split index: undo did not give keep.o back: $out"
+}
+
 checks() {
+	split_index
 	objects_symlinked
 	reflog_symlinked
 	hidden_edit

@@ -668,11 +668,257 @@ test_same_second_ctime(void **state)
 	snap_repo_free(r);
 }
 
+/* snap_index_user_each's entries, as 'git ls-files -s' prints them. */
+static int
+user_ent_cb(void *arg, const struct snap_index_ent *e)
+{
+	struct buf *b = arg;
+	char hex[2 * SNAP_PACK_OID + 1];
+
+	snap_pack_hex(e->oid, hex);
+	buf_printf(b, "%06o %s %u\t%.*s\n", e->mode, hex,
+	    (unsigned)((e->flags >> 12) & 3), (int)e->namelen, e->name);
+	return 0;
+}
+
+/* The user's index of the project here as agentmux reads it, NULL (and *CAUSE) if refused. */
+static char *
+user_entries(char **cause)
+{
+	struct buf b;
+	int fd, rc;
+
+	*cause = NULL;
+	buf_init(&b);
+	fd = open(".git", O_PATH | O_DIRECTORY);
+	assert_true(fd != -1);
+	rc = snap_index_user_each(fd, (size_t)1 << 30, SNAP_PACK_OID,
+	    user_ent_cb, &b, cause);
+	close(fd);
+	if (rc == -1) {
+		assert_non_null(*cause);
+		buf_free(&b);
+		return NULL;
+	}
+	buf_adds(&b, "");
+	return buf_steal(&b);
+}
+
+/* The user's index read as git reads it; SPLIT: it must be a split one. */
+static void
+user_entries_are_gits(bool split)
+{
+	char *got, *want, *cause;
+
+	if (split)
+		test_sh_ok("grep -q link .git/index && ls .git/sharedindex.* "
+		    ">/dev/null");
+	got = user_entries(&cause);
+	if (got == NULL)
+		fail_msg("the index is refused: %s", cause);
+	want = test_sh_out("git ls-files -s");
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+}
+
+/* The shared part .git/index names: "sharedindex.ID" (the others are old ones). */
+static char *
+shared_name(void)
+{
+	char hex[2 * SNAP_PACK_OID + 1], *path;
+	const char *at;
+	struct buf b;
+	size_t off = 0;
+
+	buf_init(&b);
+	assert_int_equal(buf_read_file(&b, ".git/index"), 0);
+	while ((at = memmem(b.data + off, b.len - off, "link", 4)) != NULL &&
+	    (size_t)(at - b.data) + 28 <= b.len) {
+		snap_pack_hex((const unsigned char *)at + 8, hex);
+		path = xprintf(".git/sharedindex.%s", hex);
+		if (access(path, F_OK) == 0) {
+			buf_free(&b);
+			return path;
+		}
+		free(path);
+		off = (size_t)(at - b.data) + 1;
+	}
+	fail_msg("no shared part named in .git/index");
+	return NULL;
+}
+
+/*
+ * The link extension of the split index .git/index made DATA (hex: the
+ * bitmaps after the shared part's id), its checksum written again.
+ */
+static void
+link_forge(const char *data)
+{
+	char *shared = shared_name();
+
+	test_sh_ok("python3 -c '\n"
+	    "import hashlib, struct\n"
+	    "oid = bytes.fromhex(\"%s\"[-40:])\n"
+	    "d = open(\".git/index\", \"rb\").read()[:-20]\n"
+	    "at = d.index(b\"link\")\n"
+	    "while d[at + 8:at + 28] != oid: at = d.index(b\"link\", at + 1)\n"
+	    "n = struct.unpack(\">I\", d[at + 4:at + 8])[0]\n"
+	    "new = oid + bytes.fromhex(\"%s\")\n"
+	    "d = d[:at] + b\"link\" + struct.pack(\">I\", len(new)) + new + "
+	    "d[at + 8 + n:]\n"
+	    "open(\".git/index\", \"wb\").write(d + hashlib.sha1(d).digest())'",
+	    shared, data);
+	free(shared);
+}
+
+/*
+ * A split index (core.splitIndex) is read with its shared part, as git
+ * reads it (found 2026-12-07: only the split part's names were read, so
+ * a tracked file the ignore rules name was in no snapshot): entries
+ * replaced, deleted and added, in versions 2, 3 and 4, a conflict's
+ * stages; a shared part gone, replaced, a link, a FIFO, or bitmaps that
+ * name what is not there: refused, never half read.
+ */
+static void
+test_split_index(void **state)
+{
+	struct snap_result res;
+	struct snap_repo *r;
+	char *cause, *names, *shared;
+	int64_t id;
+
+	(void)state;
+	git_repo();
+	test_sh_ok("for i in $(seq 1 80); do mkdir -p d$((i %% 7)) && "
+	    "echo $i > d$((i %% 7))/f$i.c; done && printf '*.o\\n' > "
+	    ".gitignore && echo kept > keep.o && git add . && git add -f "
+	    "keep.o && git commit -qm a");
+	user_entries_are_gits(false);
+	/* Split: everything in the shared part. */
+	test_sh_ok("git update-index --split-index");
+	user_entries_are_gits(true);
+	/* Replaced, deleted, added; skip-worktree (extended flags, version 3). */
+	test_sh_ok("echo x >> d1/f1.c && echo y >> d2/f2.c && git add d1/f1.c "
+	    "d2/f2.c && git rm -q d3/f3.c && echo n > d3/new.c && echo m > "
+	    "a0.c && git add d3/new.c a0.c && git update-index "
+	    "--skip-worktree d4/f4.c");
+	user_entries_are_gits(true);
+	test_sh_ok("test \"$(git ls-files | grep -c .)\" = 83");
+	/* A file deleted then added again: the split part's entry, once. */
+	test_sh_ok("git rm -q --cached d5/f5.c && git add d5/f5.c && "
+	    "git update-index --no-skip-worktree d4/f4.c");
+	user_entries_are_gits(true);
+	/* Version 4 (names prefix-compressed), split again. */
+	test_sh_ok("git update-index --index-version 4 && git update-index "
+	    "--split-index && echo z >> d6/f6.c && git add d6/f6.c && "
+	    "git rm -q d0/f7.c");
+	user_entries_are_gits(true);
+	/* A conflict: three stages of one name in the split part. */
+	test_sh_ok("git commit -qm b && git checkout -qb side && echo s > "
+	    "d1/f8.c && git commit -qam s && git checkout -q main && echo m > "
+	    "d1/f8.c && git commit -qam m && ! git merge -q side >/dev/null "
+	    "2>&1 && test \"$(git ls-files -u | grep -c .)\" = 3");
+	user_entries_are_gits(true);
+	test_sh_ok("git checkout -q -f main && git update-index "
+	    "--index-version 2 && git update-index --split-index && echo w "
+	    ">> d2/f9.c && git add d2/f9.c && git rm -q d3/f10.c");
+	user_entries_are_gits(true);
+
+	/* The snapshot holds the tracked file the rules name. */
+	age();
+	r = open_repo(NULL);
+	id = begin();
+	take(r, id, "start", &res);
+	names = test_sh_out("git --git-dir=%s ls-tree -r --name-only %s | "
+	    "grep -c .", r->gitdir, res.commit);
+	assert_string_equal(names, "81\n");
+	free(names);
+	snap_result_clear(&res);
+	test_sh_ok("echo edited > keep.o");
+	take(r, id, "turn", &res);
+	names = test_sh_out("git --git-dir=%s show %s:keep.o", r->gitdir,
+	    res.commit);
+	assert_string_equal(names, "edited\n");
+	free(names);
+	snap_result_clear(&res);
+
+	/* Refused: the shared part's bytes not the ones named. */
+	shared = shared_name();
+	test_sh_ok("cp %s ../shared.keep && printf 'DIRC' >> %s", shared,
+	    shared);
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "is not the one it names"));
+	free(cause);
+	/* A link to a good copy, a FIFO, none: not read, nothing waits. */
+	test_sh_ok("rm %s && ln -s \"$PWD/../shared.keep\" %s", shared,
+	    shared);
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "cannot be read"));
+	free(cause);
+	test_sh_ok("rm %s && mkfifo %s", shared, shared);
+	assert_null(user_entries(&cause));
+	free(cause);
+	test_sh_ok("rm %s", shared);
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "No such file"));
+	free(cause);
+	/* The next session's start snapshot says so, and keeps the names it had. */
+	snap_repo_free(r);
+	r = open_repo(NULL);
+	take(r, begin(), "start", &res);
+	assert_int_equal(res.nwarnings, 1);
+	assert_non_null(strstr(res.warnings[0], "are not known"));
+	names = test_sh_out("git --git-dir=%s show %s:keep.o", r->gitdir,
+	    res.commit);
+	assert_string_equal(names, "edited\n");
+	free(names);
+	snap_result_clear(&res);
+
+	/*
+	 * Bitmaps that name entries the shared part lacks (a run of ones
+	 * of 64,000), a literal word past their end, garbage after them,
+	 * a replacement with no entry left for it: refused.
+	 */
+	test_sh_ok("cp ../shared.keep %s", shared);
+	free(shared);
+	link_forge("00000000" "00000001" "00000000000007d1" "00000000"
+	    "00000000" "00000000" "00000000");
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "does not have"));
+	free(cause);
+	link_forge("00000000" "00000001" "0000000200000000" "00000000"
+	    "00000000" "00000000" "00000000");
+	assert_null(user_entries(&cause));
+	free(cause);
+	/* A run of 2^38 zeros, then ones: still past the shared part's end. */
+	link_forge("00000000" "00000002" "00000001fffffffe" "0000000000000003"
+	    "00000001" "00000000" "00000000" "00000000");
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "does not have"));
+	free(cause);
+	link_forge("00000000" "00000000" "00000000" "00000000" "00000000"
+	    "00000000" "ff");
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "garbage"));
+	free(cause);
+	/* No bitmaps at all: every entry here is an addition, and some have no name. */
+	link_forge("");
+	assert_null(user_entries(&cause));
+	assert_non_null(strstr(cause, "no name"));
+	free(cause);
+	/* git refuses each of them too. */
+	test_sh_ok("! git ls-files -s >/dev/null 2>&1");
+	snap_repo_free(r);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_index_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_index, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_index_paths, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_index_check_kinds, setup,
