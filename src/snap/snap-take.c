@@ -152,7 +152,7 @@ static void snap_take_frozen_round(struct snap_take *);
 static void snap_take_co_names_free(struct snap_take_co_names *);
 static void snap_take_co_names_stop(struct snap_take_co_names *);
 static void snap_take_co_names(struct snap_take *);
-static unsigned snap_take_hexval(char);
+static void snap_take_co_tree_raw(const struct snap_take *, unsigned char *);
 
 void
 snap_result_clear(struct snap_result *res)
@@ -1917,14 +1917,10 @@ static void
 snap_take_co_names(struct snap_take *t)
 {
 	struct snap_take_co_names *x = snap_take_co_new(t);
-	size_t i;
 
 	if (t->co_tree != NULL) {
 		x->has_tree = true;
-		for (i = 0; i < SNAP_PACK_OID; i++)
-			x->tree[i] = (unsigned char)(snap_take_hexval(
-			    t->co_tree[2 * i]) << 4 |
-			    snap_take_hexval(t->co_tree[2 * i + 1]));
+		snap_take_co_tree_raw(t, x->tree);
 	}
 	if (!snap_take_co_job(t, snap_take_co_names_work,
 	    snap_take_co_names_done, x, &t->co_names_job, &t->co_names,
@@ -1936,6 +1932,17 @@ static unsigned
 snap_take_hexval(char c)
 {
 	return c >= 'a' ? (unsigned)(c - 'a' + 10) : (unsigned)(c - '0');
+}
+
+/* The commit's tree (known: lowercase hex, checked as it came in) as bytes, into OID. */
+static void
+snap_take_co_tree_raw(const struct snap_take *t, unsigned char *oid)
+{
+	size_t i;
+
+	for (i = 0; i < SNAP_PACK_OID; i++)
+		oid[i] = (unsigned char)(snap_take_hexval(t->co_tree[2 * i]) <<
+		    4 | snap_take_hexval(t->co_tree[2 * i + 1]));
 }
 
 /* A file of the own repository for the borrowed blobs' pack, in T->borrow_fd; -1 (logged) if it cannot be made. */
@@ -1961,8 +1968,6 @@ static const struct snap_pack_seed *
 snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 {
 	const char *s, *end, *base;
-	size_t i;
-	unsigned hi, lo;
 
 	/* Only the seed the names came from, its files looked at: never read again. */
 	if (t->co_tree == NULL || t->co_off || t->co_seed == NULL ||
@@ -1979,11 +1984,7 @@ snap_take_seed(struct snap_take *t, struct snap_pack_seed *seed)
 	seed->read = t->co_seed;
 	t->co_seed = NULL;
 	seed->converted = &t->co_converted;
-	for (i = 0; i < SNAP_PACK_OID; i++) {
-		hi = snap_take_hexval(t->co_tree[2 * i]);
-		lo = snap_take_hexval(t->co_tree[2 * i + 1]);
-		seed->tree[i] = (unsigned char)(hi << 4 | lo);
-	}
+	snap_take_co_tree_raw(t, seed->tree);
 	return seed;
 }
 
