@@ -1033,6 +1033,16 @@ snap_worktree_side_git(struct snap_worktree_make *m, char *const *argv,
  * the main tree (it sees .git/info and .git/config read-only) nor any
  * other reaches them; the user may change them while a worktree is made.
  */
+static void
+snap_worktree_attr_stamp_one(struct buf *b, const struct stat *sb)
+{
+	buf_printf(b, "%llu %llu %lld %lld.%09ld %lld.%09ld\n",
+	    (unsigned long long)sb->st_dev, (unsigned long long)sb->st_ino,
+	    (long long)sb->st_size, (long long)sb->st_mtim.tv_sec,
+	    sb->st_mtim.tv_nsec, (long long)sb->st_ctim.tv_sec,
+	    sb->st_ctim.tv_nsec);
+}
+
 static char *
 snap_worktree_attr_stamp(const char *common)
 {
@@ -1054,14 +1064,19 @@ snap_worktree_attr_stamp(const char *common)
 	free(cfg);
 	buf_init(&b);
 	for (i = 0; i < nitems(paths); i++) {
-		if (lstat(paths[i], &sb) == -1)
+		if (lstat(paths[i], &sb) == -1) {
 			buf_printf(&b, "-\n");
-		else
-			buf_printf(&b, "%llu %llu %lld %lld.%09ld %lld.%09ld\n",
-			    (unsigned long long)sb.st_dev,
-			    (unsigned long long)sb.st_ino, (long long)sb.st_size,
-			    (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec,
-			    (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+			free(paths[i]);
+			continue;
+		}
+		snap_worktree_attr_stamp_one(&b, &sb);
+		/*
+		 * A link (a dotfiles manager's ~/.gitconfig): git reads what
+		 * it names, whose change moves nothing of the link's. Only
+		 * looked at: these are the user's files, out of every jail's reach.
+		 */
+		if (S_ISLNK(sb.st_mode) && stat(paths[i], &sb) == 0)
+			snap_worktree_attr_stamp_one(&b, &sb);
 		free(paths[i]);
 	}
 	return buf_steal(&b);

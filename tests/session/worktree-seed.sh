@@ -186,8 +186,8 @@ fsck_own "killed"
 # would not), the start asks git itself. And an untracked file
 # .worktreeinclude copies in is listed.
 mkdir -p "$T/notebin"
-printf '#!/bin/sh\necho "$*" >>"%s/gitlog"\ncase " $* " in *" ls-tree "*) [ -e "%s/fail-ls-tree" ] && exit 1 ;;\n*" worktree add "*) [ -e "%s/late-attrs" ] && sleep 1 && printf "*.txt eol=crlf\\n" >"%s/.git/info/attributes" ;; esac\nexec %s "$@"\n' \
-	"$T" "$T" "$T" "$P" "$(command -v git)" >"$T/notebin/git"
+printf '#!/bin/sh\necho "$*" >>"%s/gitlog"\ncase " $* " in *" ls-tree "*) [ -e "%s/fail-ls-tree" ] && exit 1 ;;\n*" worktree add "*) [ -e "%s/late-attrs" ] && sleep 1 && printf "*.txt eol=crlf\\n" >"%s/.git/info/attributes"\n\t[ -e "%s/late-link" ] && sleep 1 && printf "*.txt eol=crlf\\n" >"%s/attrs-target" ;; esac\nexec %s "$@"\n' \
+	"$T" "$T" "$T" "$P" "$T" "$T" "$(command -v git)" >"$T/notebin/git"
 chmod 755 "$T/notebin/git"
 alone() { # BRANCH: a session that makes the edits; sets id and w
 	: >"$T/gitlog"
@@ -206,9 +206,14 @@ n=$(taken "$T/alone.out")
 edits_undone "attributes learnt beside the checkout"
 printf '*.txt eol=crlf\n' >.git/info/attributes
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD || exit 1
-for b in aloneconv alonefail alonelate; do
+# (alonelink: the user's attributes file is a link, as a dotfiles manager
+# makes it, and what it names is written while git checks out.)
+for b in aloneconv alonefail alonelate alonelink; do
 	[ $b = alonefail ] && : >"$T/fail-ls-tree"
 	[ $b = alonelate ] && rm -f "$T/fail-ls-tree" .git/info/attributes && : >"$T/late-attrs"
+	[ $b = alonelink ] && rm -f "$T/late-attrs" .git/info/attributes && : >"$T/attrs-target" &&
+		mkdir -p "$XDG_CONFIG_HOME/git" && ln -sf "$T/attrs-target" "$XDG_CONFIG_HOME/git/attributes" &&
+		: >"$T/late-link"
 	alone $b
 	n=$(taken "$T/$b.out")
 	out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
@@ -220,10 +225,10 @@ for b in aloneconv alonefail alonelate; do
 	# changed meanwhile (alonelate).
 	asked=$(grep -c 'check-attr' "$T/gitlog")
 	want=1
-	[ $b = alonelate ] && want=2
+	[ $b = alonelate ] || [ $b = alonelink ] && want=2
 	[ "$asked" = $want ] || bad "$b: git check-attr asked $asked times, not $want: $(grep -c ls-tree "$T/gitlog") ls-tree"
 done
-rm -f "$T/fail-ls-tree" "$T/late-attrs" .git/info/attributes
+rm -f "$T/fail-ls-tree" "$T/late-attrs" "$T/late-link" .git/info/attributes "$XDG_CONFIG_HOME/git/attributes"
 mv "$T/wti" .worktreeinclude && printf 'notes.txt\n' >>.worktreeinclude && echo note >notes.txt
 PATH=$T/notebin:$PATH "$AMX" run --worktree --branch note -- rm notes.txt </dev/null >"$T/note.out" 2>&1 ||
 	bad "session note failed: $(tail -5 "$T/note.out")"
