@@ -67,13 +67,44 @@ snap_worktree_filter_parse(struct buf *out, struct strv *names)
 	}
 }
 
+/*
+ * The attributes file the config in OUT (git config -z --get-regexp's, as
+ * above) names instead of the user's own (core.attributesFile, the last
+ * one), as git reads the path: absolute, or from ~/. NULL if none (or one
+ * named otherwise, which is not looked at).
+ */
+static char *
+snap_worktree_attrs_file(const struct buf *out)
+{
+	static const char key[] = "core.attributesfile\n";
+	const char *p, *end, *value = NULL, *home = getenv("HOME");
+
+	if (out->data == NULL)
+		return NULL;
+	end = out->data + out->len;
+	for (p = out->data; p < end; p += strnlen(p, (size_t)(end - p)) + 1) {
+		if ((size_t)(end - p) > sizeof key - 1 &&
+		    memcmp(p, key, sizeof key - 1) == 0 &&
+		    memchr(p, '\0', (size_t)(end - p)) != NULL)
+			value = p + sizeof key - 1;
+	}
+	if (value == NULL)
+		return NULL;
+	if (*value == '/')
+		return xstrdup(value);
+	if (strncmp(value, "~/", 2) == 0 && home != NULL && *home == '/')
+		return xprintf("%s/%s", home, value + 2);
+	return NULL;
+}
+
 /* The command that lists GITDIR's drivers, into *O (ENV is filled). */
 static void
 snap_worktree_filter_opts(const char *gitdir, struct strv *env,
     struct proc_opts *o)
 {
 	static const char drivers[] = "^(filter\\..*\\.(smudge|clean|process)|"
-	    "merge\\..*\\.driver|diff\\..*\\.(textconv|command))$";
+	    "merge\\..*\\.driver|diff\\..*\\.(textconv|command)|"
+	    "core\\.attributesfile)$";
 	static const char *const args[] = { "git", "config", "-z",
 	    "--get-regexp", drivers, NULL };
 
@@ -657,6 +688,7 @@ struct snap_worktree_make {
 	int side_step;            /* 0 rev-parse, 1 ls-tree, 2 check-attr */
 	bool end_waits;
 	char *attr_stamp;         /* the attributes' files as the side chain began */
+	char *attrs_file;         /* core.attributesFile, where it is known */
 };
 
 static void snap_worktree_make_cb(struct proc *, void *);
@@ -1025,14 +1057,6 @@ snap_worktree_side_git(struct snap_worktree_make *m, char *const *argv,
 	return true;
 }
 
-/*
- * What git's attributes depend on, as each file's identity, size and
- * times (caller frees): COMMON's info/attributes and config, the user's
- * attributes file and config where git looks for them unless
- * core.attributesFile says otherwise, and the system's. Neither a jail in
- * the main tree (it sees .git/info and .git/config read-only) nor any
- * other reaches them; the user may change them while a worktree is made.
- */
 static void
 snap_worktree_attr_stamp_one(struct buf *b, const struct stat *sb)
 {
@@ -1043,11 +1067,20 @@ snap_worktree_attr_stamp_one(struct buf *b, const struct stat *sb)
 	    sb->st_ctim.tv_nsec);
 }
 
+/*
+ * What git's attributes depend on, as each file's identity, size and
+ * times (caller frees): COMMON's info/attributes and config, the user's
+ * attributes file and config where git looks for them, the one
+ * core.attributesFile names (ATTRS_FILE, if known), and the system's.
+ * Neither a jail in the main tree (it sees .git/info and .git/config
+ * read-only) nor any other reaches them; the user may change them while
+ * a worktree is made.
+ */
 static char *
-snap_worktree_attr_stamp(const char *common)
+snap_worktree_attr_stamp(const char *common, const char *attrs_file)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *paths[6], *cfg;
+	char *paths[7], *cfg;
 	struct stat sb;
 	struct buf b;
 	size_t i;
@@ -1061,6 +1094,7 @@ snap_worktree_attr_stamp(const char *common)
 	paths[4] = xprintf("%s/.gitconfig", home != NULL ? home :
 	    "/nonexistent");
 	paths[5] = xstrdup("/etc/gitattributes");
+	paths[6] = xstrdup(attrs_file != NULL ? attrs_file : "/nonexistent");
 	free(cfg);
 	buf_init(&b);
 	for (i = 0; i < nitems(paths); i++) {
@@ -1095,7 +1129,7 @@ snap_worktree_attr_recheck(struct snap_worktree_make *m)
 
 	if (!m->wt->attrs_known || m->attr_stamp == NULL)
 		return;
-	now = snap_worktree_attr_stamp(m->wt->common);
+	now = snap_worktree_attr_stamp(m->wt->common, m->attrs_file);
 	if (strcmp(now, m->attr_stamp) != 0) {
 		log_info("the attributes' files of %s changed while its worktree "
 		    "was made: the start snapshot asks git again",
@@ -1114,7 +1148,8 @@ snap_worktree_side_start(struct snap_worktree_make *m)
 	    "--end-of-options", spec, NULL };
 
 	m->side_step = 0;
-	m->attr_stamp = snap_worktree_attr_stamp(m->wt->common);
+	m->attr_stamp = snap_worktree_attr_stamp(m->wt->common,
+	    m->attrs_file);
 	(void)snap_worktree_side_git(m, argv, NULL);
 	free(spec);
 }
@@ -1231,8 +1266,10 @@ snap_worktree_make_filters(struct snap_worktree_make *m, struct proc *p)
 	const char *args[] = { "rev-parse", "--verify", "--quiet",
 	    "--end-of-options", spec, NULL };
 
-	if (st == 0)
+	if (st == 0) {
+		m->attrs_file = snap_worktree_attrs_file(proc_out(p));
 		snap_worktree_filter_parse(proc_out(p), &m->filters);
+	}
 	m->step = SNAP_WORKTREE_COMMIT;
 	if (snap_worktree_make_git(m, NULL, m->wt->common, args, &cause) == -1)
 		snap_worktree_make_fail(m, cause);
@@ -1355,6 +1392,7 @@ snap_worktree_make_free(struct snap_worktree_make *m)
 	proc_free(m->proc);
 	proc_free(m->side);
 	free(m->attr_stamp);
+	free(m->attrs_file);
 	if (m->slice_ev != NULL)
 		event_free(m->slice_ev);
 	if (m->lock_ev != NULL)

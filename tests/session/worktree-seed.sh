@@ -207,13 +207,16 @@ edits_undone "attributes learnt beside the checkout"
 printf '*.txt eol=crlf\n' >.git/info/attributes
 rm -rf "$T/ref" && git worktree prune && git worktree add -q "$T/ref" HEAD || exit 1
 # (alonelink: the user's attributes file is a link, as a dotfiles manager
-# makes it, and what it names is written while git checks out.)
-for b in aloneconv alonefail alonelate alonelink; do
+# makes it, and what it names is written while git checks out; alonefile:
+# the attributes file core.attributesFile names is written then.)
+for b in aloneconv alonefail alonelate alonelink alonefile; do
 	[ $b = alonefail ] && : >"$T/fail-ls-tree"
 	[ $b = alonelate ] && rm -f "$T/fail-ls-tree" .git/info/attributes && : >"$T/late-attrs"
 	[ $b = alonelink ] && rm -f "$T/late-attrs" .git/info/attributes && : >"$T/attrs-target" &&
 		mkdir -p "$XDG_CONFIG_HOME/git" && ln -sf "$T/attrs-target" "$XDG_CONFIG_HOME/git/attributes" &&
 		: >"$T/late-link"
+	[ $b = alonefile ] && rm -f "$XDG_CONFIG_HOME/git/attributes" && : >"$T/attrs-target" &&
+		git config core.attributesFile "$T/attrs-target"
 	alone $b
 	n=$(taken "$T/$b.out")
 	out=$("$AMX" undo "$id" 2>&1) || bad "undo $id failed: $out"
@@ -225,10 +228,11 @@ for b in aloneconv alonefail alonelate alonelink; do
 	# changed meanwhile (alonelate).
 	asked=$(grep -c 'check-attr' "$T/gitlog")
 	want=1
-	[ $b = alonelate ] || [ $b = alonelink ] && want=2
+	case $b in alonelate | alonelink | alonefile) want=2 ;; esac
 	[ "$asked" = $want ] || bad "$b: git check-attr asked $asked times, not $want: $(grep -c ls-tree "$T/gitlog") ls-tree"
 done
 rm -f "$T/fail-ls-tree" "$T/late-attrs" "$T/late-link" .git/info/attributes "$XDG_CONFIG_HOME/git/attributes"
+git config --unset core.attributesFile
 mv "$T/wti" .worktreeinclude && printf 'notes.txt\n' >>.worktreeinclude && echo note >notes.txt
 PATH=$T/notebin:$PATH "$AMX" run --worktree --branch note -- rm notes.txt </dev/null >"$T/note.out" 2>&1 ||
 	bad "session note failed: $(tail -5 "$T/note.out")"
