@@ -56,8 +56,8 @@ static const char *const config_keys_jail[] = { "protect", "history",
 /*
  * Project files the user's own tools run (direnv, VS Code, MCP clients,
  * Claude Code's hooks, Dev Containers, JetBrains run configurations, git's
- * filters, hooks kept in the tree, pre-commit, asdf and mise, cargo,
- * yarn, npm, Maven): read-only in the jail where they exist at the top,
+ * filters, hooks kept in the tree, pre-commit, lefthook, asdf and mise,
+ * cargo and rustup, yarn, npm, Maven, Zed, Helix): read-only in the jail where they exist at the top,
  * and flagged at the end wherever they are new or changed.
  */
 static const char *const config_default_protect[] = { ".envrc",
@@ -70,7 +70,11 @@ static const char *const config_default_protect[] = { ".envrc",
 	".yarnrc.yml", ".yarnrc", ".npmrc", ".mvn/jvm.config",
 	".mvn/maven.config", ".gemini/settings.json", ".qwen/settings.json",
 	"opencode.json", ".opencode", ".crush.json", ".cursor/mcp.json",
-	".vscode/mcp.json", ".claude/hooks", NULL };
+	".vscode/mcp.json", ".claude/hooks", ".devcontainer.json", ".run",
+	"lefthook.yml", ".lefthook.yml", "lefthook-local.yml", ".zed",
+	".helix/languages.toml", ".codex/config.toml", ".cursor/hooks.json",
+	".kiro/settings/mcp.json", ".roo/mcp.json", "rust-toolchain.toml",
+	"rust-toolchain", NULL };
 
 static const char *const config_default_excludes[] = { "node_modules/",
 	".venv/", "venv/", "__pycache__/", "target/", "build/", "dist/",

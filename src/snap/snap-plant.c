@@ -868,6 +868,21 @@ static const char *const snap_plant_tools[][2] = {
 	{ ".vscode/mcp.json", "VS Code starts the MCP servers it names" },
 	{ ".claude/hooks", "Claude Code runs the hook scripts its settings "
 	    "name" },
+	{ ".devcontainer.json", "Dev Containers run its initializeCommand on "
+	    "your machine" },
+	{ ".run", "JetBrains IDEs run its configurations" },
+	{ "lefthook.yml", "lefthook runs its commands at each commit" },
+	{ ".lefthook.yml", "lefthook runs its commands at each commit" },
+	{ "lefthook-local.yml", "lefthook runs its commands at each commit" },
+	{ ".zed", "Zed runs its tasks and language servers" },
+	{ ".helix/languages.toml", "Helix starts the language servers it "
+	    "names" },
+	{ ".codex/config.toml", "Codex CLI starts the MCP servers it names" },
+	{ ".cursor/hooks.json", "Cursor runs the hooks it names" },
+	{ ".kiro/settings/mcp.json", "Kiro starts the MCP servers it names" },
+	{ ".roo/mcp.json", "Roo Code starts the MCP servers it names" },
+	{ "rust-toolchain.toml", "rustup runs the toolchain its path names" },
+	{ "rust-toolchain", "rustup runs the toolchain its path names" },
 };
 
 /* Watched at any depth, whatever [jail] protect says. */
@@ -976,7 +991,21 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 	return "you marked it with [jail] protect";
 }
 
-/* True if attributes text REL names a driver: filter=, diff= or merge= with a value. */
+/* A byte of an attribute's name, as git's attr.c takes them: another attribute if one comes before "filter=". */
+static bool
+snap_plant_attr_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+/*
+ * True if attributes text REL names a driver: filter=, diff= or merge=
+ * with a value, after anything git may take as its start (found 2026-12-07:
+ * a quoted pattern needs no blank before it, "*"filter=x, and git's blanks
+ * include \r: only a space or a tab was looked for). What is not an
+ * attribute's name byte counts, a few false alarms rather than a miss.
+ */
 static bool
 snap_plant_names_driver(int projfd, const char *rel)
 {
@@ -998,8 +1027,8 @@ snap_plant_names_driver(int projfd, const char *rel)
 		for (i = 0; i < nitems(attrs) && !named; i++) {
 			for (p = b.data; (p = strstr(p, attrs[i])) != NULL &&
 			    !named; p++)
-				named = p == b.data || p[-1] == ' ' ||
-				    p[-1] == '\t';
+				named = p == b.data ||
+				    !snap_plant_attr_char(p[-1]);
 		}
 	}
 	buf_free(&b);

@@ -313,13 +313,21 @@ protected() {
 	# New ones: allowed in, flagged at the end, in show and in diff.
 	jrun -- sh -c 'mkdir -p sub deep deep2 && echo "rm -rf ~" >sub/.envrc &&
 	    echo "*.c filter=evil" >deep/.gitattributes &&
-	    echo "*.png binary" >deep2/.gitattributes && true'
+	    echo "*.png binary" >deep2/.gitattributes &&
+	    mkdir -p quoted cr && printf "\"*\"filter=evil\n" >quoted/.gitattributes &&
+	    printf "*\rdiff=evil\n" >cr/.gitattributes && true'
 	case $OUT in *"sub/.envrc changed in the session"*) ok ;;
 	*) bad "a new .envrc was not flagged at the end: $OUT" ;; esac
 	case $OUT in *"deep/.gitattributes changed"*) ok ;;
 	*) bad "a .gitattributes naming a filter was not flagged: $OUT" ;; esac
 	case $OUT in *"deep2/.gitattributes"*) bad "a .gitattributes naming no driver was flagged: $OUT" ;;
 	*) ok ;; esac
+	# Where git needs no blank before the attribute (found 2026-12-07): a
+	# quoted pattern, and git's \r among the blanks.
+	case $OUT in *"quoted/.gitattributes changed"*) ok ;;
+	*) bad "a .gitattributes naming a filter after a quoted pattern was not flagged: $OUT" ;; esac
+	case $OUT in *"cr/.gitattributes changed"*) ok ;;
+	*) bad "a .gitattributes naming a diff driver after a CR was not flagged: $OUT" ;; esac
 	show=$("$AMX" show last 2>&1)
 	case $show in *"sub/.envrc changed"*) ok ;; *) bad "show does not flag it: $show" ;; esac
 	"$AMX" sessions --json | grep -q '"protected' && ok ||
@@ -358,7 +366,10 @@ app/.cargo/config.toml app/x/.cargo/config pkg/.yarnrc.yml pkg/.npmrc
 pkg/.mvn/jvm.config app/.cursor/mcp.json pkg/.claude/hooks/pre.sh
 app/.opencode/plugin/p.js pkg/.gemini/settings.json app/opencode.json'
 TOPNEW='.cargo/config.toml .cargo/config .yarnrc.yml .npmrc .mvn/jvm.config
-.gemini/settings.json .vscode/mcp.json opencode.json .crush.json'
+.gemini/settings.json .vscode/mcp.json opencode.json .crush.json
+.devcontainer.json .run/app.run.xml lefthook.yml .zed/tasks.json
+.helix/languages.toml .codex/config.toml .cursor/hooks.json
+.kiro/settings/mcp.json .roo/mcp.json rust-toolchain.toml'
 
 protected_deep() {
 	for f in $DEEP $TOPNEW; do
@@ -382,7 +393,9 @@ protected_deep() {
 		*) bad "show does not flag $f as protected: $show" ;; esac
 	done
 	rm -rf "$P/app" "$P/pkg" "$P/.cargo" "$P/.yarnrc.yml" "$P/.npmrc" "$P/.mvn" \
-	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json"
+	    "$P/.gemini" "$P/.vscode" "$P/opencode.json" "$P/.crush.json" \
+	    "$P/.devcontainer.json" "$P/.run" "$P/lefthook.yml" "$P/.zed" "$P/.helix" \
+	    "$P/.codex" "$P/.cursor" "$P/.kiro" "$P/.roo" "$P/rust-toolchain.toml"
 }
 
 # A protected file that is a link at the start (.envrc -> scripts/envrc,
