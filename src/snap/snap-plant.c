@@ -22,6 +22,9 @@
 /* Entries walked between two moments the clone gate is let go (a gated scan). */
 #define SNAP_PLANT_GATE_EVERY 64
 
+static void snap_plant_watch_in(const struct snap_plant_opts *,
+    struct snap_plant_result *, int, const char *, const struct stat *,
+    const char *);
 static void snap_plant_watch(const struct snap_plant_opts *,
     struct snap_plant_result *, int, const char *, const struct stat *);
 static void snap_plant_watch_gone(const struct snap_plant_opts *,
@@ -34,6 +37,7 @@ struct snap_plant_walk {
 	struct snap_plant_result *res;
 	struct snap_nested nc;
 	char *inside;             /* the git dir not named .git the walk is in */
+	char *moved;              /* the dir nearest the top the session changed that the walk is in */
 	size_t links_out;         /* links out of the project the session made */
 	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
@@ -236,11 +240,15 @@ AM_TESTABLE void (*snap_plant_dir_checked)(const char *);
  * A git dir made unreadable (chmod 0111: git on the host still finds its
  * HEAD, config and hooks by name, agentmux could not open it to defuse
  * it) gets read, write and search back for its owner, the user, and it
- * is said.
+ * is said; so does any other dir (WHAT says which) the session changed
+ * that the walk cannot read, so that what it holds is looked at (review
+ * 14: a repository planted beneath a dir made search-only, chmod 0111,
+ * was never found, and the host's git status ran its fsmonitor). True
+ * if it was opened up.
  */
-static void
+static bool
 snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
-    const char *rel)
+    const char *rel, const char *what)
 {
 	const struct stat *was = &e->st;
 	struct stat now;
@@ -250,10 +258,10 @@ snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
 	    0)) != -1) {
 		close(fd);
-		return;
+		return false;
 	}
 	if (errno != EACCES || was->st_uid != geteuid())
-		return;
+		return false;
 	if (snap_plant_dir_checked != NULL)
 		snap_plant_dir_checked(rel);
 	/*
@@ -263,18 +271,43 @@ snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	 */
 	if ((fd = path_open_beneath(w->nc.projfd, rel, O_PATH | O_DIRECTORY,
 	    0)) == -1)
-		return;
+		return false;
 	if (fstat(fd, &now) == 0 && now.st_ino == was->st_ino &&
 	    now.st_dev == was->st_dev)
 		rc = snap_modes_fchmod(fd, (now.st_mode & 0777) | 0700);
 	close(fd);
 	if (rc == -1)
-		return;
+		return false;
 	q = snap_nested_quote(rel);
-	strv_addf(&w->res->alerts, "%s, a git dir, was made unreadable in the "
+	strv_addf(&w->res->alerts, "%s, %s, was made unreadable in the "
 	    "session (mode %04o); agentmux gave its owner read, write and "
-	    "search on it back to look in it", q,
+	    "search on it back to look in it", q, what,
 	    (unsigned)(was->st_mode & 07777));
+	free(q);
+	return true;
+}
+
+/*
+ * A dir the walk cannot read that is no git dir: opened up if the
+ * session changed it (then gone into), else said: what lies beneath is
+ * not looked at.
+ */
+static void
+snap_plant_unreadable(struct snap_plant_walk *w, struct snap_walk_ent *e,
+    const char *rel)
+{
+	char *q;
+
+	if (snap_nested_changed(&e->st, w->o->since) &&
+	    snap_plant_open_up(w, e, rel, "a dir")) {
+		e->info = SNAP_WALK_D;
+		return;
+	}
+	q = snap_nested_quote(rel);
+	strv_addf(&w->res->notes, "%s cannot be read (mode %04o, owner %lu): "
+	    "what lies beneath it was not looked at for planted git dirs, "
+	    "set-uid files and links out of the project", q,
+	    (unsigned)(e->st.st_mode & 07777), (unsigned long)e->st.st_uid);
 	free(q);
 }
 
@@ -296,7 +329,7 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
 		return;
 	if (e->info == SNAP_WALK_D)
 		w->inside = xstrdup(rel);
-	snap_plant_open_up(w, e, rel);
+	(void)snap_plant_open_up(w, e, rel, "a git dir");
 	repo = xprintf("%s (a git dir named %s)", e->path, e->name);
 	snap_nested_gitdir(&w->nc, repo, rel);
 	free(repo);
@@ -670,14 +703,53 @@ snap_plant_more_links(struct snap_plant_walk *w)
 	free(q);
 }
 
-/* A dir of the walk is read: CARRY, the git dir of another name it lies in, if any. */
+/*
+ * A dir's carry: the git dir of another name it lies in, then the dir
+ * the session changed that it is or lies in, each NUL-terminated (empty:
+ * none); NULL if neither.
+ */
+static char *
+snap_plant_carry(const char *inside, const char *moved)
+{
+	size_t a, b;
+	char *c;
+
+	if (inside == NULL && moved == NULL)
+		return NULL;
+	a = inside != NULL ? strlen(inside) : 0;
+	b = moved != NULL ? strlen(moved) : 0;
+	c = xmalloc(a + b + 2);
+	memcpy(c, inside != NULL ? inside : "", a + 1);
+	memcpy(c + a + 1, moved != NULL ? moved : "", b + 1);
+	return c;
+}
+
+/*
+ * The changed dir the dir E is or lies in, for what it holds: none in a
+ * git dir (git's own files, looked at by what they are; git changes its
+ * dirs all the time).
+ */
+static const char *
+snap_plant_carry_moved(struct snap_plant_walk *w, struct snap_walk_ent *e)
+{
+	if (strcmp(e->name, ".git") == 0 || snap_plant_gitpath(w, e->rel))
+		return NULL;
+	if (w->moved != NULL)
+		return w->moved;
+	return snap_nested_changed(&e->st, w->o->since) ? e->rel : NULL;
+}
+
+/* A dir of the walk is read: its CARRY (snap_plant_carry's). */
 static void
 snap_plant_dir_read(void *arg, const char *carry)
 {
 	struct snap_plant_walk *w = arg;
+	const char *moved = carry != NULL ? carry + strlen(carry) + 1 : NULL;
 
 	free(w->inside);
-	w->inside = carry != NULL ? xstrdup(carry) : NULL;
+	free(w->moved);
+	w->inside = carry != NULL && *carry != '\0' ? xstrdup(carry) : NULL;
+	w->moved = moved != NULL && *moved != '\0' ? xstrdup(moved) : NULL;
 }
 
 /* Tests only: called with each entry the walk looks at (relative), before it is looked at. */
@@ -709,18 +781,27 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */
 	if (e->info == SNAP_WALK_D || e->info == SNAP_WALK_DNR)
 		snap_plant_other_gitdir(w, e, rel);
+	if (e->info == SNAP_WALK_DNR && strcmp(e->name, ".git") != 0 &&
+	    !snap_plant_gitpath(w, rel) && !snap_plant_repo_dir(w, rel))
+		snap_plant_unreadable(w, e, rel);
 	else if (e->info == SNAP_WALK_SL && strcmp(e->name, ".git") != 0 &&
 	    !snap_plant_gitpath(w, rel))
 		snap_plant_link_out(w, rel, &e->st);
 	snap_plant_setid(w, rel, &e->st);
 	/* Looked at by name already (snap_plant_direct): once. */
-	if (!snap_nested_changed(&e->st, w->o->since) ||
+	if (snap_nested_changed(&e->st, w->o->since) ? !strv_contains(&w->direct,
+	    rel) : w->moved != NULL && !S_ISDIR(e->st.st_mode) &&
 	    !strv_contains(&w->direct, rel))
-		snap_plant_watch(w->o, w->res, w->nc.projfd, rel, &e->st);
-	/* What lies in it is read later: it carries the git dir it is in. */
-	if (e->info == SNAP_WALK_D && w->inside != NULL &&
-	    (strcmp(w->inside, rel) == 0 || snap_plant_under(w->inside, rel)))
-		e->carry = xstrdup(w->inside);
+		snap_plant_watch_in(w->o, w->res, w->nc.projfd, rel, &e->st,
+		    w->moved);
+	/*
+	 * What lies in it is read later: it carries the git dir it is in,
+	 * and the dir the session changed that it is or lies in.
+	 */
+	if (e->info == SNAP_WALK_D)
+		e->carry = snap_plant_carry(w->inside != NULL &&
+		    (strcmp(w->inside, rel) == 0 || snap_plant_under(w->inside,
+		    rel)) ? w->inside : NULL, snap_plant_carry_moved(w, e));
 }
 
 static void
@@ -817,6 +898,7 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		snap_plant_more_links(&w);
 	free(w.inside);
+	free(w.moved);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
 	snap_plant_seq_left(o, res, w.nc.projfd);
 	close(w.nc.projfd);
@@ -1127,15 +1209,111 @@ snap_plant_watch_link(const struct snap_plant_opts *o,
 	free(q);
 }
 
+/* True if REL is, or lies in, a protected path that existed at the start (bound read-only). */
+static bool
+snap_plant_existed(const struct snap_plant_opts *o, const char *rel)
+{
+	size_t i;
+
+	for (i = 0; i < o->nexisted; i++) {
+		if (strcmp(o->existed[i], rel) == 0 ||
+		    snap_plant_under(o->existed[i], rel))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The dir REL lies in that changed in the session (its ctime), nearest
+ * the top; NULL if none. A dir moved into place changes its own ctime,
+ * never that of what it holds: a watched file made in an earlier session
+ * (or by anyone) beneath it keeps its old time (found 2026-12-07: a dir
+ * of hooks made in one session and renamed to the core.hooksPath dir in
+ * the next, a staged .claude dir moved to the top, were never told).
+ */
+static char *
+snap_plant_moved_dir(const struct snap_plant_opts *o, int projfd,
+    const char *rel)
+{
+	const char *slash;
+	struct stat st;
+	char *dir;
+	int fd;
+
+	for (slash = strchr(rel, '/'); slash != NULL;
+	    slash = strchr(slash + 1, '/')) {
+		dir = xstrndup(rel, (size_t)(slash - rel));
+		if ((fd = path_open_beneath(projfd, dir, O_PATH | O_NOFOLLOW,
+		    0)) != -1) {
+			if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    snap_nested_changed(&st, o->since)) {
+				close(fd);
+				return dir;
+			}
+			close(fd);
+		}
+		free(dir);
+	}
+	return NULL;
+}
+
+/* A watched file REL of old times in DIR, a dir the session changed: told, as it may have been moved in with it. */
+static void
+snap_plant_watch_moved(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, const char *rel,
+    const char *dir)
+{
+	char *q, *qd;
+
+	if (snap_plant_watched(o, rel) == NULL || snap_plant_existed(o, rel))
+		return;
+	if (snap_plant_attributes(rel) && !snap_plant_names_driver(projfd,
+	    rel))
+		return;
+	q = snap_nested_quote(rel);
+	qd = snap_nested_quote(dir);
+	strv_addf(&res->watched, "%s lies in %s, which the session made, "
+	    "moved or changed: its own old times prove nothing (%s); read it "
+	    "before you use it", q, qd, snap_plant_tool(o, rel));
+	free(qd);
+	free(q);
+}
+
+/* REL looked at by name: the dir it lies in that the session changed is looked for on the way. */
 static void
 snap_plant_watch(const struct snap_plant_opts *o,
     struct snap_plant_result *res, int projfd, const char *rel,
     const struct stat *st)
 {
+	char *dir;
+
+	if (S_ISDIR(st->st_mode))
+		return;
+	if (snap_nested_changed(st, o->since)) {
+		snap_plant_watch_in(o, res, projfd, rel, st, NULL);
+		return;
+	}
+	if ((dir = snap_plant_moved_dir(o, projfd, rel)) != NULL) {
+		snap_plant_watch_in(o, res, projfd, rel, st, dir);
+		free(dir);
+	}
+}
+
+/* REL with its lstat ST, in MOVED (a dir the session changed), if not NULL. */
+static void
+snap_plant_watch_in(const struct snap_plant_opts *o,
+    struct snap_plant_result *res, int projfd, const char *rel,
+    const struct stat *st, const char *moved)
+{
 	char *q;
 
-	if (S_ISDIR(st->st_mode) || !snap_nested_changed(st, o->since))
+	if (S_ISDIR(st->st_mode))
 		return;
+	if (!snap_nested_changed(st, o->since)) {
+		if (moved != NULL)
+			snap_plant_watch_moved(o, res, projfd, rel, moved);
+		return;
+	}
 	if (S_ISLNK(st->st_mode)) {
 		snap_plant_watch_link(o, res, projfd, rel);
 		return;

@@ -69,6 +69,27 @@ new_gitdir() {
 	rm -f "$MARK"
 }
 
+# A repository planted beneath a dir made search-only (chmod 0111): git on
+# the host reaches it by name; the end's walk could not list the dir (an
+# ordinary user's: root reads it anyway), so it was never found and the
+# host's git status ran its fsmonitor (review 14, found 2026-12-07). The
+# dir is opened up for its owner, said, and walked.
+unreadable_dir() {
+	: "${MARK:=$T/outside/PWNED}" # (AMX_CHECKS=unreadable_dir: checks() did not set it)
+	jrun -- sh -c "git init -q hide/sub && git -C hide/sub config \
+	    core.fsmonitor 'touch $MARK; false' && chmod 111 hide && echo made"
+	case $OUT in *made*) ok ;; *) bad "unreadable_dir: the plant did not run: $OUT" ;; esac
+	(cd "$P/hide/sub" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the fsmonitor of a repository beneath a dir made search-only: $OUT" || ok
+	if [ "$(id -u)" != 0 ]; then
+		case $OUT in *"hide, a dir, was made unreadable in the session (mode 0111)"*) ok ;;
+		*) bad "unreadable_dir: the search-only dir was not told: $OUT" ;; esac
+	fi
+	chmod 755 "$P/hide" 2>/dev/null
+	rm -rf "$P/hide"
+	rm -f "$MARK"
+}
+
 # A git dir under another name: src/ holding HEAD, objects/, refs/ and a
 # config whose core.worktree is the project (git's is_git_directory takes
 # it for a repository from any dir below); one made of the project itself
@@ -741,6 +762,39 @@ hooks() {
 	git -C "$P" config --unset core.hooksPath
 	for f in $HOOKS; do rm -f "$P/$f"; done
 	rm -rf "$P/tools" "$P/.husky" "$P/.githooks" "$P"/*.x "$P"/.*.x
+	rm -f "$MARK"
+}
+
+# Files made in one session and moved into place, dir and all, in the
+# next (review 14, found 2026-12-07): a dir's rename changes its own ctime,
+# not that of what it holds, so the hooks core.hooksPath names (a dir not
+# there at the start), a .claude dir at the top and an app/.vscode one
+# level down came in with old times and were never told. Now what lies
+# in a dir the session changed is told all the same; a session that
+# changes no such dir says nothing of them.
+moved_in() {
+	: "${MARK:=$T/outside/PWNED}"
+	git -C "$P" config core.hooksPath .githooks
+	jrun -- sh -c 'mkdir -p stage/hooks stage/cl app/vsc &&
+	    printf "#!/bin/sh\ntouch '"$MARK"'\n" >stage/hooks/pre-commit &&
+	    chmod 755 stage/hooks/pre-commit &&
+	    echo "{\"hooks\": {\"SessionStart\": []}}" >stage/cl/settings.json &&
+	    echo "{\"runOn\": \"folderOpen\"}" >app/vsc/tasks.json && echo staged'
+	case $OUT in *staged*) ok ;; *) bad "moved_in: staging failed: $OUT" ;; esac
+	sleep 1.1
+	jrun -- sh -c 'echo x >src.c'
+	case $OUT in *"lies in"*) bad "moved_in: a session that moved nothing told: $OUT" ;; *) ok ;; esac
+	jrun -- sh -c 'mv stage/hooks .githooks && mv stage/cl .claude &&
+	    mv app/vsc app/.vscode && echo moved'
+	case $OUT in *moved*) ok ;; *) bad "moved_in: the moves failed: $OUT" ;; esac
+	for f in .githooks/pre-commit .claude/settings.json app/.vscode/tasks.json; do
+		case $OUT in *"$f lies in "*"which the session made, moved or changed"*) ok ;;
+		*) bad "moved_in: $f, moved in with its dir, was not told: $OUT" ;; esac
+	done
+	show=$("$AMX" show last 2>&1)
+	case $show in *".githooks/pre-commit lies in"*) ok ;; *) bad "moved_in: show does not tell it: $show" ;; esac
+	git -C "$P" config --unset core.hooksPath
+	rm -rf "$P/stage" "$P/.githooks" "$P/.claude" "$P/app" "$P/src.c"
 	rm -f "$MARK"
 }
 
@@ -1736,6 +1790,7 @@ checks() {
 	confdiff_setid
 	confdiff_gitdir
 	new_gitdir
+	unreadable_dir
 	other_gitdir
 	dotgit_out
 	link_out
@@ -1760,6 +1815,7 @@ checks() {
 	tree_forged
 	untr_benign
 	hooks
+	moved_in
 	hook_links
 	blind
 	index_rewrite
