@@ -318,7 +318,7 @@ snap_plant_unreadable(struct snap_plant_walk *w, struct snap_walk_ent *e,
  * defused as a nested .git is, and what is in it is looked at as what is
  * in a git dir.
  */
-static void
+static bool
 snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
     const char *rel)
 {
@@ -326,13 +326,14 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
 
 	if (w->inside != NULL || (e->level == 1 && w->o->had_git &&
 	    strcmp(e->name, ".git") == 0) || !snap_plant_repo_dir(w, rel))
-		return;
+		return false;
 	if (e->info == SNAP_WALK_D)
 		w->inside = xstrdup(rel);
 	(void)snap_plant_open_up(w, e, rel, "a git dir");
 	repo = xprintf("%s (a git dir named %s)", e->path, e->name);
 	snap_nested_gitdir(&w->nc, repo, rel);
 	free(repo);
+	return true;
 }
 
 /* Whether DIR (of REL's ancestors, the git dir ROOT long) is a git dir inside that one: a submodule's under modules/, a linked worktree's under worktrees/. */
@@ -761,7 +762,7 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 {
 	struct snap_plant_walk *w = arg;
 	const char *rel = e->rel;
-	bool own = e->level == 1 && w->o->had_git;
+	bool own = e->level == 1 && w->o->had_git, gitdir;
 
 	if (snap_plant_entry_walked != NULL)
 		snap_plant_entry_walked(rel);
@@ -779,10 +780,11 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 	if (e->info != SNAP_WALK_DNR && snap_plant_gitpath(w, rel))
 		snap_plant_in_gitdir(w, e, rel);
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */
-	if (e->info == SNAP_WALK_D || e->info == SNAP_WALK_DNR)
-		snap_plant_other_gitdir(w, e, rel);
-	if (e->info == SNAP_WALK_DNR && strcmp(e->name, ".git") != 0 &&
-	    !snap_plant_gitpath(w, rel) && !snap_plant_repo_dir(w, rel))
+	gitdir = (e->info == SNAP_WALK_D || e->info == SNAP_WALK_DNR) &&
+	    snap_plant_other_gitdir(w, e, rel);
+	/* Any other dir it cannot read (a git dir's is opened up above). */
+	if (e->info == SNAP_WALK_DNR && !gitdir && strcmp(e->name, ".git") !=
+	    0 && !snap_plant_gitpath(w, rel))
 		snap_plant_unreadable(w, e, rel);
 	else if (e->info == SNAP_WALK_SL && strcmp(e->name, ".git") != 0 &&
 	    !snap_plant_gitpath(w, rel))
