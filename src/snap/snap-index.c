@@ -135,6 +135,26 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
 	return snap_index_entry_as(pp, end, version, oidlen, false, name, e);
 }
 
+/*
+ * Whether one more name of LEN bytes keeps the names read so far (*TOTAL)
+ * within what an index of FILELEN bytes may hold: version 4 writes a name
+ * as a part of the one before, so a small file can name gigabytes (review
+ * 15: 4 MB of shared part asked for 8 GB and agentmux died); none is
+ * longer than a path may be, and all of them no more than 16 times the
+ * file (real ones: less than twice) and 64 MiB.
+ */
+static bool
+snap_index_names_ok(size_t len, size_t *total, size_t filelen)
+{
+	size_t max = filelen > (SIZE_MAX - ((size_t)64 << 20)) / 16 ?
+	    SIZE_MAX : filelen * 16 + ((size_t)64 << 20);
+
+	if (len > PATH_MAX || len > max - *total)
+		return false;
+	*total += len;
+	return true;
+}
+
 /* Reads FILE's header: the first entry, the end, version and count; false if it is no index. */
 static bool
 snap_index_header(const struct buf *file, const unsigned char **p,
@@ -248,13 +268,15 @@ snap_index_each_buf(const struct buf *file, size_t oidlen,
 	struct snap_index_ent ent;
 	struct buf name;
 	uint32_t version, n, i;
+	size_t total = 0;
 	int rc = -1;
 
 	buf_init(&name);
 	if (!snap_index_header(file, &p, &end, &version, &n))
 		goto out;
 	for (i = 0; i < n; i++) {
-		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+		if (!snap_index_entry(&p, end, version, oidlen, &name, &e) ||
+		    !snap_index_names_ok(name.len, &total, file->len))
 			goto out;
 		if ((e.mode & 0170000) == 0040000)
 			continue; /* a sparse index's directory */
@@ -789,6 +811,7 @@ struct snap_split_ent {
 	size_t namelen;
 	unsigned stage;
 	bool added;               /* from the split part, not the shared one */
+	size_t seq;               /* its place there (of two alike, git keeps the last) */
 	struct snap_index_ent ent;
 };
 
@@ -804,10 +827,14 @@ snap_split_fill(struct snap_split_ent *se, const struct snap_index_entry *e)
 	se->stage = (e->flags >> 12) & 3;
 }
 
-/* The entries of the index FILE, names copied; false if it is cut short. */
+/*
+ * The entries of the index FILE, names copied; false if it is cut short
+ * or read otherwise by git, or if its names and those read before
+ * (*TOTAL) pass what files of TOTAL_MAX bytes hold.
+ */
 static bool
-snap_split_entries(const struct buf *file, size_t oidlen,
-    struct snap_split_ent **v, size_t *n)
+snap_split_entries(const struct buf *file, size_t oidlen, size_t *total,
+    size_t total_max, struct snap_split_ent **v, size_t *n)
 {
 	const unsigned char *p, *end;
 	struct snap_index_entry e;
@@ -822,8 +849,10 @@ snap_split_entries(const struct buf *file, size_t oidlen,
 	    count > file->len / (SNAP_CE_FIXED + 2))
 		goto out;
 	*v = xcalloc(count + 1, sizeof **v);
+	/* Strictly: a name whose length in the flags is not where its NUL is, git reads otherwise (review 15). */
 	for (i = 0; i < count; i++) {
-		if (!snap_index_entry(&p, end, version, oidlen, &name, &e))
+		if (!snap_index_entry_as(&p, end, version, oidlen, true, &name,
+		    &e) || !snap_index_names_ok(name.len, total, total_max))
 			goto out;
 		(*v)[i].name = xmalloc(name.len + 1);
 		memcpy((*v)[i].name, name.data != NULL ? name.data : "",
@@ -867,12 +896,12 @@ snap_ewah_read(const unsigned char **p, size_t *left, struct snap_ewah *b)
 {
 	size_t need;
 
-	if (*left < 8)
+	if (*left < 12)
 		return false;
 	b->nwords = snap_index_u32(*p + 4);
-	need = 8 + (size_t)b->nwords * 8 + 4;
-	if (*left < need)
+	if (b->nwords > (*left - 12) / 8)
 		return false;
+	need = 8 + (size_t)b->nwords * 8 + 4;
 	b->words = *p + 8;
 	*p += need;
 	*left -= need;
@@ -913,7 +942,7 @@ snap_ewah_each(const struct snap_ewah *b, size_t max,
 			return false;
 		for (k = 0; k < lits; k++, at++) {
 			lit = snap_index_u64(b->words + (size_t)at * 8);
-			for (c = 0; c < 64; c++) {
+			for (c = 0; lit != 0 && c < 64; c++) {
 				if (!(lit & ((uint64_t)1 << c)))
 					continue;
 				if (c >= max - pos || !fn(arg, (size_t)(pos +
@@ -969,7 +998,7 @@ snap_split_same(const struct snap_split_ent *x, const struct snap_split_ent *y)
 	    memcmp(x->name, y->name, x->namelen) == 0;
 }
 
-/* Git's order: by name, then stage; of the same name and stage, the split part's first. */
+/* Git's order: by name, then stage; of the same name and stage, the split part's first, its last first. */
 static int
 snap_split_cmp(const void *a, const void *b)
 {
@@ -984,7 +1013,46 @@ snap_split_cmp(const void *a, const void *b)
 		return x->namelen < y->namelen ? -1 : 1;
 	if (x->stage != y->stage)
 		return x->stage < y->stage ? -1 : 1;
-	return (int)y->added - (int)x->added;
+	if (x->added != y->added)
+		return x->added ? -1 : 1;
+	return x->seq > y->seq ? -1 : x->seq < y->seq;
+}
+
+/*
+ * The merged entries ORDER (N, sorted) to FN, as git's add_index_entry
+ * leaves them: of one name and stage, the split part's last addition; a
+ * merged one (stage 0) the split part adds removes every stage of its
+ * name the shared part had.
+ */
+static int
+snap_split_emit(struct snap_split_ent **order, size_t n,
+    int (*fn)(void *, const struct snap_index_ent *), void *arg)
+{
+	struct snap_split_ent *e, *last;
+	size_t i, j, k;
+	bool merged;
+
+	for (i = 0; i < n; i = j) {
+		merged = false;
+		for (j = i; j < n && order[j]->namelen == order[i]->namelen &&
+		    memcmp(order[j]->name, order[i]->name, order[i]->namelen) ==
+		    0; j++)
+			merged |= order[j]->added && order[j]->stage == 0;
+		for (k = i, last = NULL; k < j; k++) {
+			e = order[k];
+			if ((merged && !e->added) || (last != NULL &&
+			    snap_split_same(last, e)))
+				continue;
+			last = e;
+			e->ent.name = e->name;
+			e->ent.namelen = e->namelen;
+			if ((e->ent.mode & 0170000) == 0040000)
+				continue;
+			if (fn(arg, &e->ent) == -1)
+				return -1;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -1002,7 +1070,7 @@ snap_split_merge(const struct buf *file, const struct buf *shared,
 	struct snap_ewah del, rep;
 	struct snap_split m;
 	struct snap_split_ent **order = NULL;
-	size_t i, n = 0;
+	size_t i, n = 0, total = 0;
 	int rc = -1;
 
 	memset(&m, 0, sizeof m);
@@ -1014,10 +1082,12 @@ snap_split_merge(const struct buf *file, const struct buf *shared,
 		    "or followed by garbage");
 		return -1;
 	}
-	if (!snap_split_entries(shared, oidlen, &m.base, &m.nbase) ||
-	    !snap_split_entries(file, oidlen, &m.split, &m.nsplit)) {
+	if (!snap_split_entries(shared, oidlen, &total, file->len +
+	    shared->len, &m.base, &m.nbase) || !snap_split_entries(file,
+	    oidlen, &total, file->len + shared->len, &m.split, &m.nsplit)) {
 		*cause = xstrdup("its entries or its shared part's are cut "
-		    "short");
+		    "short, not as git reads them, or name more than such "
+		    "files hold");
 		goto out;
 	}
 	m.gone = xcalloc(m.nbase + 1, sizeof *m.gone);
@@ -1038,22 +1108,13 @@ snap_split_merge(const struct buf *file, const struct buf *shared,
 			goto out;
 		}
 		m.split[i].added = true;
+		m.split[i].seq = i;
 		order[n++] = &m.split[i];
 	}
 	qsort(order, n, sizeof *order, snap_split_cmp);
-	for (i = 0; i < n; i++) {
-		/* A name and stage the split part adds again: its entry replaces the shared one's. */
-		if (i > 0 && order[i - 1]->added && !order[i]->added &&
-		    snap_split_same(order[i - 1], order[i]))
-			continue;
-		order[i]->ent.name = order[i]->name;
-		order[i]->ent.namelen = order[i]->namelen;
-		if ((order[i]->ent.mode & 0170000) == 0040000)
-			continue;
-		if (fn(arg, &order[i]->ent) == -1) {
-			*cause = xstrdup("its entries were refused");
-			goto out;
-		}
+	if (snap_split_emit(order, n, fn, arg) == -1) {
+		*cause = xstrdup("its entries were refused");
+		goto out;
 	}
 	rc = 0;
 out:
@@ -1092,6 +1153,11 @@ snap_index_user_each(int dirfd, size_t max, size_t oidlen,
 		*cause = xstrdup("it is not an index git reads");
 		goto out;
 	}
+	/* git keeps the first's bitmaps where a second names only the id: never written, refused. */
+	if (x.count > 1) {
+		*cause = xstrdup("it has two link extensions");
+		goto out;
+	}
 	link = (const unsigned char *)file.data + x.off + 8;
 	/* Not split, or split with no shared part (all zeros): all here. */
 	if (x.count == 0 || x.odd || x.len < 8 + oidlen ||
@@ -1111,7 +1177,8 @@ snap_index_user_each(int dirfd, size_t max, size_t oidlen,
 	}
 	name[off] = '\0';
 	/* Its name is its checksum, which must be good: git checks both. */
-	if (path_read_beneath(dirfd, name, max, &shared) == -1) {
+	/* Both files within MAX. */
+	if (path_read_beneath(dirfd, name, max - file.len, &shared) == -1) {
 		*cause = xprintf("it is split and its shared part %s cannot be "
 		    "read: %s", name, strerror(errno));
 		goto out;
