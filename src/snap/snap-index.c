@@ -140,14 +140,14 @@ snap_index_entry(const unsigned char **pp, const unsigned char *end,
  * within what an index of FILELEN bytes may hold: version 4 writes a name
  * as a part of the one before, so a small file can name gigabytes (review
  * 15: 4 MB of shared part asked for 8 GB and agentmux died); none is
- * longer than a path may be, and all of them no more than 16 times the
+ * longer than a path may be, and all of them no more than 4 times the
  * file (real ones: less than twice) and 64 MiB.
  */
 static bool
 snap_index_names_ok(size_t len, size_t *total, size_t filelen)
 {
-	size_t max = filelen > (SIZE_MAX - ((size_t)64 << 20)) / 16 ?
-	    SIZE_MAX : filelen * 16 + ((size_t)64 << 20);
+	size_t max = filelen > (SIZE_MAX - ((size_t)64 << 20)) / 4 ?
+	    SIZE_MAX : filelen * 4 + ((size_t)64 << 20);
 
 	if (len > PATH_MAX || len > max - *total)
 		return false;
