@@ -1,10 +1,11 @@
 /*
  * What a session's start reads of git's config for a project before its
  * jail is made: core.hooksPath and the includes of .git/config (its bytes
- * handed to git's parser: no include followed, nothing run) and the
- * user's own core.hooksPath (global, else system). The three git runs go
- * side by side on the caller's loop; a command may read them to the end
- * at once (snap_gitconf_read).
+ * handed to git's parser: no include followed, nothing run), and the
+ * same of the user's and the system's config files (includes followed:
+ * the user's own core.hooksPath, global else system, and every file they
+ * include). The two git runs go side by side on the caller's loop; a
+ * command may read them to the end at once (snap_gitconf_read).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,7 @@
 
 enum snap_gitconf_run {
 	SNAP_GITCONF_PROJECT,     /* .git/config's hooksPath and include paths */
-	SNAP_GITCONF_GLOBAL,      /* the user's global core.hooksPath */
-	SNAP_GITCONF_SYSTEM,      /* the machine's */
+	SNAP_GITCONF_USER,        /* the user's and the machine's, includes followed */
 	SNAP_GITCONF_NRUNS
 };
 
@@ -38,18 +38,22 @@ snap_gitconf_argv(enum snap_gitconf_run r, char **argv)
 	static char *const project[] = { "git", "config", "--file", "-",
 	    "--no-includes", "--null", "--get-regexp", SNAP_GITCONF_KEYS,
 	    NULL };
-	static char *const user[] = { "git", "config", "--global",
-	    "--includes", "--null", "--get", "core.hooksPath", NULL };
+	/*
+	 * Run where there is no repository: the system's file and both of
+	 * the user's (~/.gitconfig and git/config under XDG_CONFIG_HOME:
+	 * --global reads only one of them), what they include (an includeIf
+	 * whose condition fails is not followed, but is listed), each value
+	 * with its scope and file: "SCOPE\0file:PATH\0KEY\nVALUE\0".
+	 */
+	static char *const user[] = { "git", "config", "--includes",
+	    "--show-origin", "--show-scope", "--null", "--get-regexp",
+	    SNAP_GITCONF_KEYS, NULL };
+	char *const *v = r == SNAP_GITCONF_PROJECT ? project : user;
 	size_t i;
 
-	if (r == SNAP_GITCONF_PROJECT) {
-		for (i = 0; i < nitems(project); i++)
-			argv[i] = project[i];
-		return;
-	}
-	for (i = 0; i < nitems(user); i++)
-		argv[i] = user[i];
-	argv[2] = r == SNAP_GITCONF_GLOBAL ? "--global" : "--system";
+	for (i = 0; v[i] != NULL; i++)
+		argv[i] = v[i];
+	argv[i] = NULL;
 }
 
 static struct snap_gitconf *
@@ -158,19 +162,50 @@ snap_gitconf_free(struct snap_gitconf *gc)
 	free(gc);
 }
 
-/* Run R's one value (git config --get), into OUT; -1 if none. */
-static int
-snap_gitconf_user(const struct snap_gitconf *gc, enum snap_gitconf_run r,
-    struct buf *out)
+/*
+ * Calls FN(ARG, file, key, value) for each value of the user's run (each
+ * "SCOPE\0file:PATH\0KEY\nVALUE\0"), in git's order: the system's file
+ * first, then the user's, each include where it is read.
+ */
+static void
+snap_gitconf_user_each(const struct snap_gitconf *gc,
+    void (*fn)(void *, const char *, const char *, size_t, const char *),
+    void *arg)
 {
-	const struct buf *b = &gc->out[r];
+	const struct buf *b = &gc->out[SNAP_GITCONF_USER];
+	const char *p, *end, *origin, *v;
 
-	if (gc->status[r] != 0 || b->data == NULL ||
-	    memchr(b->data, '\0', b->len) == NULL)
-		return -1;
-	buf_reset(out);
-	buf_add(out, b->data, strlen(b->data) + 1);
-	return 0;
+	if (gc->status[SNAP_GITCONF_USER] != 0 || b->data == NULL)
+		return;
+	end = b->data + b->len;
+	for (p = b->data; p < end; p += strlen(p) + 1) {
+		/* Its scope, then its file, then the key and value. */
+		if (memchr(p, '\0', (size_t)(end - p)) == NULL)
+			break;
+		p += strlen(p) + 1;
+		if (p >= end || memchr(p, '\0', (size_t)(end - p)) == NULL)
+			break;
+		origin = p;
+		p += strlen(p) + 1;
+		if (p >= end || memchr(p, '\0', (size_t)(end - p)) == NULL)
+			break;
+		if (strncmp(origin, "file:/", 6) != 0 ||
+		    (v = strchr(p, '\n')) == NULL)
+			continue;
+		fn(arg, origin + 5, p, (size_t)(v - p), v + 1);
+	}
+}
+
+static void
+snap_gitconf_user_hooks(void *arg, const char *file, const char *key,
+    size_t keylen, const char *value)
+{
+	const char **last = arg;
+
+	(void)file;
+	if (keylen == strlen("core.hookspath") && strncmp(key,
+	    "core.hookspath", keylen) == 0)
+		*last = value;
 }
 
 int
@@ -196,9 +231,42 @@ snap_gitconf_hooks(const struct snap_gitconf *gc, struct buf *out)
 		buf_add(out, last, strlen(last) + 1);
 		return 0;
 	}
-	if (snap_gitconf_user(gc, SNAP_GITCONF_GLOBAL, out) == 0)
-		return 0;
-	return snap_gitconf_user(gc, SNAP_GITCONF_SYSTEM, out);
+	/* The user's, else the system's: the last git reads. */
+	snap_gitconf_user_each(gc, snap_gitconf_user_hooks, &last);
+	if (last == NULL)
+		return -1;
+	buf_reset(out);
+	buf_add(out, last, strlen(last) + 1);
+	return 0;
+}
+
+static void
+snap_gitconf_user_inc(void *arg, const char *file, const char *key,
+    size_t keylen, const char *value)
+{
+	struct strv *out = arg;
+	const char *slash;
+	char *dir;
+
+	if (keylen < 8 || strncmp(key, "include", 7) != 0 || *value == '\0')
+		return;
+	if (value[0] == '/')
+		strv_add(out, value);
+	else if (value[0] == '~' && value[1] == '/')
+		strv_addf(out, "%s/%s", path_home(), value + 2);
+	else if (value[0] != '~' && value[0] != '%' &&
+	    (slash = strrchr(file, '/')) != NULL) {
+		/* Relative: to the dir of the file that names it. */
+		dir = xstrndup(file, (size_t)(slash - file));
+		strv_addf(out, "%s/%s", dir, value);
+		free(dir);
+	}
+}
+
+void
+snap_gitconf_user_includes(const struct snap_gitconf *gc, struct strv *out)
+{
+	snap_gitconf_user_each(gc, snap_gitconf_user_inc, out);
 }
 
 void

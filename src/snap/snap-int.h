@@ -896,6 +896,9 @@ int snap_plant_read_config(const char *project, struct buf *out);
 int snap_gitconf_hooks(const struct snap_gitconf *, struct buf *out);
 /* The values of .git/config's include.path and includeIf.*.path, added to OUT. */
 void snap_gitconf_includes(const struct snap_gitconf *, struct strv *out);
+/* The files the includes of the user's and system's config files name, as absolute paths (not resolved). */
+void snap_gitconf_user_includes(const struct snap_gitconf *,
+    struct strv *out);
 
 /* A ".git" (dir, file or link) at REL: its git dir is defused if it lies in the project. */
 void snap_nested_dotgit(struct snap_nested *, const char *rel);

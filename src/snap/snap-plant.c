@@ -1065,8 +1065,9 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 		return "git runs its hooks: your core.hooksPath names it";
 	for (i = 0; i < o->ngitfiles; i++) {
 		if (snap_plant_match(o->gitfiles[i], rel))
-			return "git runs it: a link in your hooks dir or an "
-			    "include in .git/config leads to it";
+			return "git runs or reads it: a link in your hooks "
+			    "dir, an include in .git/config or in your own "
+			    "git config leads to it, or it is your git config";
 	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
 		if (snap_plant_match_deep(snap_plant_tools[i][0], rel))
@@ -2403,6 +2404,54 @@ snap_plant_includes(const char *project, int projfd,
 	strv_free(&values);
 }
 
+/*
+ * A file of the user's own git config (or one such a file includes), at
+ * PATH: if what it leads to, every link followed (the user's files, out
+ * of any jail's reach at the start: a dotfiles manager links ~/.gitconfig
+ * into a dotfiles repository), lies in the project, it is git's to read
+ * and protected as what .git/config includes is (review 14: a session
+ * gave the project file your ~/.gitconfig includes a core.pager, which
+ * your next git log ran).
+ */
+static void
+snap_plant_user_file(const char *project, int projfd, const char *path,
+    struct strv *out)
+{
+	char *real, *top;
+	const char *rel;
+
+	if ((real = realpath(path, NULL)) == NULL)
+		return;
+	top = realpath(project, NULL);
+	if ((rel = snap_plant_inside(top != NULL ? top : project, real)) !=
+	    NULL)
+		snap_plant_add_real(project, projfd, rel, out);
+	free(top);
+	free(real);
+}
+
+/* The user's and the system's git config files, and what they include, where they lead into the project. */
+static void
+snap_plant_user_files(const char *project, int projfd,
+    const struct snap_gitconf *gc, struct strv *out)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	struct strv files;
+	size_t i;
+
+	strv_init(&files);
+	strv_addf(&files, "%s/.gitconfig", path_home());
+	if (xdg != NULL && *xdg == '/')
+		strv_addf(&files, "%s/git/config", xdg);
+	else
+		strv_addf(&files, "%s/.config/git/config", path_home());
+	strv_add(&files, "/etc/gitconfig");
+	snap_gitconf_user_includes(gc, &files);
+	for (i = 0; i < files.n; i++)
+		snap_plant_user_file(project, projfd, files.v[i], out);
+	strv_free(&files);
+}
+
 void
 snap_plant_git_files_of(const char *project, const struct snap_gitconf *gc,
     struct strv *out)
@@ -2428,6 +2477,7 @@ snap_plant_git_files_of(const char *project, const struct snap_gitconf *gc,
 	for (i = 0; i < links.n; i++)
 		snap_plant_add_pattern(out, links.v[i]);
 	snap_plant_includes(project, projfd, gc, out);
+	snap_plant_user_files(project, projfd, gc, out);
 	strv_free(&links);
 	free(hooks);
 	close(projfd);

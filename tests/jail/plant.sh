@@ -798,6 +798,30 @@ moved_in() {
 	rm -f "$MARK"
 }
 
+# The user's own git config reaching into the project (review 14: a
+# dotfiles repository as the project): the file the user's git config
+# (under XDG_CONFIG_HOME) links to, and a file ~/.gitconfig includes, are
+# read-only in the jail, so no core.pager or fsmonitor lands in them for
+# the host's next git to run (before: both were written, nothing said).
+user_gitconfig() {
+	mkdir -p "$P/dot" "$XDG_CONFIG_HOME/git"
+	printf '[user]\n\tname = t\n' >"$P/dot/gitconfig"
+	printf '[alias]\n\tst = status\n' >"$P/dot/shared"
+	ln -sf "$P/dot/gitconfig" "$XDG_CONFIG_HOME/git/config"
+	# (--file: with no ~/.gitconfig, --global would write the linked file.)
+	git config --file "$HOME/.gitconfig" --add include.path "$P/dot/shared"
+	jrun -- sh -c 'printf "[core]\n\tpager = touch /tmp/x\n" >>dot/gitconfig
+	    printf "[core]\n\tfsmonitor = touch /tmp/x\n" >>dot/shared; echo tried' 2>/dev/null
+	case $OUT in *tried*) ok ;; *) bad "user_gitconfig: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/dot/gitconfig")" = "$(printf '[user]\n\tname = t')" ] && ok ||
+	    bad "the jail changed the file the user's git config links to: $(cat "$P/dot/gitconfig")"
+	[ "$(cat "$P/dot/shared")" = "$(printf '[alias]\n\tst = status')" ] && ok ||
+	    bad "the jail changed a file ~/.gitconfig includes: $(cat "$P/dot/shared")"
+	git config --file "$HOME/.gitconfig" --unset-all include.path
+	rm -f "$XDG_CONFIG_HOME/git/config"
+	rm -rf "$P/dot"
+}
+
 # A hook linked from .git/hooks into the tree, a tracked file .git/config
 # includes, the dir a global core.hooksPath names: read-only in the jail;
 # with protect = none, flagged.
@@ -1816,6 +1840,7 @@ checks() {
 	untr_benign
 	hooks
 	moved_in
+	user_gitconfig
 	hook_links
 	blind
 	index_rewrite

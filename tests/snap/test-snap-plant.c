@@ -999,6 +999,49 @@ test_git_files(void **state)
 	strv_free(&out);
 }
 
+/*
+ * The user's own git config reaching into the project (review 14: a
+ * dotfiles repository as the project): ~/.gitconfig a link to a file of
+ * it, an include of the XDG config naming one (relative to that file's
+ * dir, through a link of the project's), an includeIf whose condition
+ * fails, one from a file included in turn; what lies outside is not
+ * listed.
+ */
+static void
+test_git_files_user(void **state)
+{
+	char *home = xstrdup(getenv("HOME")), *xdg = getenv("XDG_CONFIG_HOME");
+	char *xdgcopy = xdg != NULL ? xstrdup(xdg) : NULL;
+	struct strv out;
+
+	(void)state;
+	setenv("HOME", dir, 1);
+	unsetenv("XDG_CONFIG_HOME");
+	test_sh_ok("cd %s && git init -q . && mkdir -p git conf %s/.config/git && "
+	    "printf '[user]\n\tname = t\n' >git/gitconfig && "
+	    "ln -s %s/git/gitconfig %s/.gitconfig && "
+	    "ln -s %s/conf %s/.config/git/conf && "
+	    "printf '[include]\n\tpath = conf/shared\n"
+	    "[includeIf \"gitdir:/nowhere/\"]\n\tpath = %s/git/cond\n"
+	    "[include]\n\tpath = %s/outside.inc\n' >%s/.config/git/config && "
+	    "printf '[include]\n\tpath = %s/git/deeper\n' >conf/shared && "
+	    ": >git/cond && : >git/deeper && : >%s/outside.inc",
+	    proj, dir, proj, dir, proj, dir, proj, dir, dir, proj, dir);
+	strv_init(&out);
+	snap_plant_git_files(proj, &out);
+	assert_true(strv_contains(&out, "git/gitconfig"));
+	assert_true(strv_contains(&out, "conf/shared"));
+	assert_true(strv_contains(&out, "git/cond"));
+	assert_true(strv_contains(&out, "git/deeper"));
+	assert_int_equal(out.n, 4);
+	strv_free(&out);
+	setenv("HOME", home, 1);
+	if (xdgcopy != NULL)
+		setenv("XDG_CONFIG_HOME", xdgcopy, 1);
+	free(xdgcopy);
+	free(home);
+}
+
 /* The cache-tree of the index at PATH checked: the dirs that disagree, into BAD. */
 static int
 cachetree_check(const char *path, struct strv *bad)
@@ -1312,6 +1355,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_open_up_race, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_hooks_path, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_git_files_user, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_git_files, setup,
 		    teardown),
