@@ -155,6 +155,9 @@ session_history_ids(struct session *s, const char *gitdir)
 	char *objects = xprintf("%s/objects", gitdir);
 	struct snap_gitdirid *g;
 
+	if (!strv_contains(&s->start_gitdirs, gitdir))
+		strv_add(&s->start_gitdirs, gitdir);
+
 	s->guard_gitids = xreallocarray(s->guard_gitids, s->guard_ngitids + 1,
 	    sizeof *s->guard_gitids);
 	g = &s->guard_gitids[s->guard_ngitids++];

@@ -494,6 +494,8 @@ session_protect(struct session *s, const struct config_agent *a,
 	strv_free(&s->gitfiles);
 	strv_init(&s->gitfiles);
 	snap_plant_git_files_of(s->project, s->start_gitconf, &s->gitfiles);
+	snap_plant_nested_git_files(s->project, s->start_gitdirs.v,
+	    s->start_gitdirs.n, &s->gitfiles);
 	for (i = 0; i < s->gitfiles.n && s->protect.n > 0; i++) {
 		if (!strv_contains(&s->protect, s->gitfiles.v[i]))
 			strv_add(&s->protect, s->gitfiles.v[i]);
@@ -601,6 +603,7 @@ session_new(struct session_ctx *ctx, const struct session_opts *o,
 	snap_blind_init(&s->guard_blind_now);
 	strv_init(&s->guard_execs);
 	strv_init(&s->guard_nested);
+	strv_init(&s->start_gitdirs);
 	strv_init(&s->watched);
 	snap_run_init(&s->run_start);
 	s->kind = xstrdup(o->kind != NULL ? o->kind : "run");
@@ -1872,6 +1875,7 @@ session_free(struct session *s)
 	free(s->hooks);
 	snap_jailgit_free(s->jailgit);
 	strv_free(&s->gitfiles);
+	strv_free(&s->start_gitdirs);
 	free(s->guard_gitids);
 	strv_free(&s->watched);
 	snap_run_free(&s->run_start);

@@ -1065,9 +1065,9 @@ snap_plant_tool(const struct snap_plant_opts *o, const char *rel)
 		return "git runs its hooks: your core.hooksPath names it";
 	for (i = 0; i < o->ngitfiles; i++) {
 		if (snap_plant_match(o->gitfiles[i], rel))
-			return "git runs or reads it: a link in your hooks "
-			    "dir, an include in .git/config or in your own "
-			    "git config leads to it, or it is your git config";
+			return "git runs or reads it: a link in a hooks dir, "
+			    "a core.hooksPath or an include of a git config "
+			    "leads to it, or it is your git config";
 	}
 	for (i = 0; i < nitems(snap_plant_tools); i++) {
 		if (snap_plant_match_deep(snap_plant_tools[i][0], rel))
@@ -2480,6 +2480,140 @@ snap_plant_git_files_of(const char *project, const struct snap_gitconf *gc,
 	snap_plant_user_files(project, projfd, gc, out);
 	strv_free(&links);
 	free(hooks);
+	close(projfd);
+}
+
+/* The values of KEYS in the config text CONFIG (git's parser, no include followed), "key\nvalue" each. */
+static void
+snap_plant_config_values(const struct buf *config, struct strv *out)
+{
+	char *argv[] = { "git", "config", "--file", "-", "--no-includes",
+	    "--null", "--get-regexp",
+	    "^(core\\.hookspath|include(if\\..*)?\\.path)$", NULL };
+	char *cause = NULL;
+	const char *p, *end;
+	struct buf o;
+	int status;
+
+	buf_init(&o);
+	if (snap_git_outside_input(argv, config->data, config->len, &o, NULL,
+	    &status, &cause) == 0 && status == 0 && o.data != NULL) {
+		end = o.data + o.len;
+		for (p = o.data; p < end && memchr(p, '\0', (size_t)(end -
+		    p)) != NULL; p += strlen(p) + 1)
+			strv_add(out, p);
+	}
+	free(cause);
+	buf_free(&o);
+}
+
+/*
+ * What the git dir REL of the project (a nested repository's or a
+ * submodule's, found at the start) leads git to run or read in the
+ * project, into OUT as the project's own .git does: the links of its
+ * hooks dir, and what its config's core.hooksPath and includes name
+ * (relative includes from the git dir; a relative core.hooksPath from
+ * the worktree, WORKTREE, if known). Review 14: a nested repository's
+ * hook that was a link to a project file, and a file its config
+ * included, were rewritten from the jail and run by the host's git.
+ * The config is read by git only if it says "include" or "hookspath".
+ */
+static void
+snap_plant_nested_git(const char *project, int projfd, const char *rel,
+    const char *worktree, struct strv *out)
+{
+	struct strv links, values;
+	struct buf config;
+	char *hooks, *path, *last = NULL;
+	const char *v;
+	size_t i;
+
+	strv_init(&links);
+	hooks = xprintf("%s/hooks", rel);
+	path = snap_plant_resolve(project, projfd, hooks, &links);
+	if (path != NULL && links.n > 0)
+		snap_plant_add_pattern(out, path);
+	if (path != NULL)
+		snap_plant_hook_links(project, projfd, path, out);
+	free(path);
+	free(hooks);
+	buf_init(&config);
+	strv_init(&values);
+	path = xprintf("%s/config", rel);
+	if (path_read_beneath(projfd, path, (size_t)1 << 20, &config) == 0 &&
+	    config.data != NULL && (strcasestr(config.data, "include") !=
+	    NULL || strcasestr(config.data, "hookspath") != NULL))
+		snap_plant_config_values(&config, &values);
+	free(path);
+	for (i = 0; i < values.n; i++) {
+		if ((v = strchr(values.v[i], '\n')) == NULL)
+			continue;
+		if (strncmp(values.v[i], "core.hookspath\n", 15) == 0) {
+			last = (char *)v + 1;
+			continue;
+		}
+		if (v[1] == '/' || (v[1] == '~' && v[2] == '/')) {
+			path = v[1] == '/' ? xstrdup(v + 1) : xprintf("%s/%s",
+			    path_home(), v + 3);
+			snap_plant_add_real(project, projfd,
+			    snap_plant_inside(project, path), out);
+		} else {
+			path = xprintf("%s/%s", rel, v + 1);
+			snap_plant_add_real(project, projfd, path, out);
+		}
+		free(path);
+	}
+	/* git takes the last core.hooksPath given. */
+	if (last != NULL && (last[0] == '/' || (last[0] == '~' &&
+	    last[1] == '/') || worktree != NULL)) {
+		path = last[0] == '/' ? xstrdup(last) : last[0] == '~' ?
+		    xprintf("%s/%s", path_home(), last + 2) : NULL;
+		if (path != NULL)
+			hooks = snap_plant_inside(project, path) != NULL ?
+			    xstrdup(snap_plant_inside(project, path)) : NULL;
+		else
+			hooks = *worktree != '\0' ? xprintf("%s/%s",
+			    worktree, last) : xstrdup(last);
+		free(path);
+		if (hooks != NULL && (path = snap_plant_resolve(project,
+		    projfd, hooks, &links)) != NULL) {
+			snap_plant_add_pattern(out, path);
+			snap_plant_hook_links(project, projfd, path, out);
+			free(path);
+		}
+		free(hooks);
+	}
+	for (i = 0; i < links.n; i++)
+		snap_plant_add_pattern(out, links.v[i]);
+	strv_free(&values);
+	strv_free(&links);
+	buf_free(&config);
+}
+
+void
+snap_plant_nested_git_files(const char *project, char *const *gitdirs,
+    size_t n, struct strv *out)
+{
+	const char *rel;
+	char *top, *wt;
+	size_t i, len;
+	int projfd;
+
+	if ((projfd = open(project, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	top = xprintf("%s/.git", project);
+	for (i = 0; i < n; i++) {
+		if (strcmp(gitdirs[i], top) == 0 ||
+		    (rel = snap_plant_inside(project, gitdirs[i])) == NULL)
+			continue;
+		/* A nested repository's worktree is the dir its .git is in. */
+		len = strlen(rel);
+		wt = len > 5 && strcmp(rel + len - 5, "/.git") == 0 ?
+		    xstrndup(rel, len - 5) : NULL;
+		snap_plant_nested_git(project, projfd, rel, wt, out);
+		free(wt);
+	}
+	free(top);
 	close(projfd);
 }
 

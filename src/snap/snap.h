@@ -162,6 +162,14 @@ void snap_plant_git_files_of(const char *project,
  * project, nothing run.
  */
 void snap_plant_git_files(const char *project, struct strv *out);
+/*
+ * The same for the git dirs GITDIRS (N, absolute: those the start found,
+ * nested repositories' and submodules'; the project's own .git and any
+ * outside the project are passed over): what their hooks dirs' links,
+ * core.hooksPath and includes lead git to in the project.
+ */
+void snap_plant_nested_git_files(const char *project, char *const *gitdirs,
+    size_t n, struct strv *out);
 
 /**
  * Before a jail is made: each protected file of PROJECT (RELS, relative,

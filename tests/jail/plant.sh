@@ -822,6 +822,44 @@ user_gitconfig() {
 	rm -rf "$P/dot"
 }
 
+# A nested repository's git dir leading into the project (review 14): a
+# hook that is a link to a project file, a file its config includes, the
+# dir its core.hooksPath names (relative to its worktree): read-only in
+# the jail as the project's own are, so the host's git commit there runs
+# nothing the session wrote (before: all three were rewritten and ran).
+nested_links() {
+	: "${MARK:=$T/outside/PWNED}"
+	mkdir -p "$P/scripts" "$P/tools" "$P/nhooks"
+	printf '#!/bin/sh\nexit 0\n' >"$P/scripts/pre-commit"
+	printf '#!/bin/sh\nexit 0\n' >"$P/nhooks/post-commit"
+	chmod 755 "$P/scripts/pre-commit" "$P/nhooks/post-commit"
+	printf '[user]\n\tname = t\n' >"$P/tools/shared.gitconfig"
+	(cd "$P" && git init -q vendor/lib && cd vendor/lib && git config user.email t@x &&
+	    git config user.name t && echo a >a && git add a && git commit -qm a &&
+	    ln -s ../../../../scripts/pre-commit .git/hooks/pre-commit &&
+	    git config include.path ../../../tools/shared.gitconfig) ||
+	    { bad "nested_links: cannot make the nested repository"; return; }
+	(cd "$P/vendor/lib" && git config core.hooksPath ../../nhooks &&
+	    ln -s "$P/scripts/pre-commit" ../../nhooks/pre-commit) 2>/dev/null
+	jrun -- sh -c 'for f in scripts/pre-commit nhooks/post-commit; do
+	    printf "#!/bin/sh\ntouch '"$MARK"'\n" >$f; done
+	    printf "[core]\n\tfsmonitor = touch '"$MARK"'\n" >>tools/shared.gitconfig
+	    echo x >nhooks/pre-push; echo tried' 2>/dev/null
+	case $OUT in *tried*) ok ;; *) bad "nested_links: the writes did not run: $OUT" ;; esac
+	[ "$(cat "$P/scripts/pre-commit")" = "$(printf '#!/bin/sh\nexit 0')" ] && ok ||
+	    bad "the jail changed the project file a nested repository's hook links to"
+	[ "$(cat "$P/nhooks/post-commit")" = "$(printf '#!/bin/sh\nexit 0')" ] && ok ||
+	    bad "the jail changed a hook in the dir a nested repository's core.hooksPath names"
+	[ ! -e "$P/nhooks/pre-push" ] && ok ||
+	    bad "the jail added a hook to the dir a nested repository's core.hooksPath names"
+	grep -q fsmonitor "$P/tools/shared.gitconfig" &&
+	    bad "the jail changed a file a nested repository's config includes" || ok
+	(cd "$P/vendor/lib" && echo b >b && git add b && git commit -qm b && git status) >/dev/null 2>&1
+	pwned && bad "the host's git in a nested repository ran what the session wrote: $OUT" || ok
+	rm -rf "$P/scripts" "$P/tools" "$P/nhooks" "$P/vendor"
+	rm -f "$MARK"
+}
+
 # A hook linked from .git/hooks into the tree, a tracked file .git/config
 # includes, the dir a global core.hooksPath names: read-only in the jail;
 # with protect = none, flagged.
@@ -1841,6 +1879,7 @@ checks() {
 	hooks
 	moved_in
 	user_gitconfig
+	nested_links
 	hook_links
 	blind
 	index_rewrite
