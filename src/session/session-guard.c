@@ -791,6 +791,7 @@ struct session_guard_scan {
 	struct strv execs;
 	struct strv gitfiles;
 	struct snap_gitdirid *gitids;
+	struct snap_dirmap *dirs; /* the project's dirs at the start (a reference) */
 	struct strv run_dirs;     /* [jail] watch_ignored */
 	bool run_look;            /* the run dirs were fingerprinted at the start */
 	struct snap_run run_now;
@@ -862,6 +863,9 @@ session_guard_scan_new(struct session *s)
 	sc->o.gitids_known = s->guard_gitids_known;
 	sc->o.gitids_index = s->history != NULL;
 	sc->o.max_entries = s->cf->jail.scan_limit;
+	/* Read only on the helper thread; its references taken and let go on the loop. */
+	sc->dirs = snap_dirmap_ref(s->start_dirs);
+	sc->o.dirs = sc->dirs;
 	snap_plant_result_init(&sc->res);
 	return sc;
 }
@@ -882,6 +886,7 @@ session_guard_scan_free(struct session_guard_scan *sc)
 	strv_free(&sc->execs);
 	strv_free(&sc->gitfiles);
 	free(sc->gitids);
+	snap_dirmap_unref(sc->dirs);
 	strv_free(&sc->run_dirs);
 	snap_run_free(&sc->run_now);
 	free(sc);

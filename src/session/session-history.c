@@ -169,6 +169,17 @@ session_history_ids(struct session *s, const char *gitdir)
 	s->guard_gitids_known = true;
 }
 
+/* The project's dirs as the start's walk found them: the end tells what was moved in (snap-dirmap.c). */
+static void
+session_history_dirs(struct session *s, struct snap_history_start *hs)
+{
+	if (hs == NULL || hs->dirs == NULL)
+		return;
+	snap_dirmap_unref(s->start_dirs);
+	s->start_dirs = hs->dirs;
+	hs->dirs = NULL;
+}
+
 /*
  * [jail] history = off: the git dirs the walk found (nothing kept) give
  * the nested repositories whose index the end checks, read now, before
@@ -189,6 +200,7 @@ session_history_found(struct session *s)
 	}
 	for (i = 0; hs != NULL && i < hs->alerts.n; i++)
 		log_warnx("%s", hs->alerts.v[i]);
+	session_history_dirs(s, hs);
 	snap_history_start_free(hs);
 	s->history_start = NULL;
 	snap_blind_nested(s->project, &s->guard_nested, &s->guard_blind);
@@ -223,6 +235,7 @@ session_history_start(struct session *s, struct session_setup *sp,
 		s->history_start = NULL;
 		return -1;
 	}
+	session_history_dirs(s, hs);
 	snap_history_start_free(hs);
 	s->history_start = NULL;
 	for (i = 0; i < snap_history_count(s->history); i++) {

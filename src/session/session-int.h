@@ -152,6 +152,7 @@ struct session {
 	char *hooks;                 /* the user's core.hooksPath in the project (a pattern), or NULL */
 	struct strv gitfiles;        /* what git runs through a hook link or an include (patterns) */
 	struct strv start_gitdirs;   /* the git dirs the start found (absolute): nested ones' hooks and includes */
+	struct snap_dirmap *start_dirs; /* the project's dirs the start found: the end tells what moved in */
 	struct strv guard_socks;     /* host sockets in the project, known */
 	bool guard_sock_on;          /* looks for new ones at each tick */
 	struct session_guard_scan *guard_scan; /* the end's walks of the project, on a helper thread */

@@ -1876,6 +1876,7 @@ session_free(struct session *s)
 	snap_jailgit_free(s->jailgit);
 	strv_free(&s->gitfiles);
 	strv_free(&s->start_gitdirs);
+	snap_dirmap_unref(s->start_dirs);
 	free(s->guard_gitids);
 	strv_free(&s->watched);
 	snap_run_free(&s->run_start);

@@ -2044,6 +2044,7 @@ struct snap_hist_walk {
 	size_t left;          /* git dirs found past SNAP_HIST_MAX */
 	size_t deep;          /* dirs too deep to be looked in */
 	bool full;            /* stopped at SNAP_HIST_NEST_MAX dirs */
+	struct snap_dirmap *dirs; /* each dir looked in (relative to PROJECT), or NULL */
 	const atomic_bool *stop; /* set: the walk ends at its next dir (NULL: never) */
 };
 
@@ -2371,12 +2372,16 @@ snap_history_nested(int dfd, const char *path, int depth,
 	DIR *d;
 	int fd;
 
-	if (w->stop != NULL && atomic_load(w->stop)) {
-		close(dfd);
-		return;
-	}
-	if (depth > SNAP_HIST_NEST_DEPTH) {
-		w->deep++;
+	if ((w->stop != NULL && atomic_load(w->stop)) ||
+	    depth > SNAP_HIST_NEST_DEPTH) {
+		if (depth > SNAP_HIST_NEST_DEPTH)
+			w->deep++;
+		/* Not looked in: a dir of it is not known to be new at the end. */
+		if (w->dirs != NULL) {
+			clone_gate_enter();
+			snap_dirmap_incomplete(w->dirs);
+			clone_gate_leave();
+		}
 		close(dfd);
 		return;
 	}
@@ -2385,9 +2390,15 @@ snap_history_nested(int dfd, const char *path, int depth,
 	clone_gate_enter();
 	if ((d = fdopendir(dfd)) == NULL) {
 		close(dfd);
+		if (w->dirs != NULL)
+			snap_dirmap_incomplete(w->dirs);
 		clone_gate_leave();
 		return;
 	}
+	/* Its identity, for the end's look at dirs moved in (snap-dirmap.c). */
+	if (w->dirs != NULL && w->project != NULL && fstat(dirfd(d), &st) == 0)
+		snap_dirmap_add(w->dirs, path[strlen(w->project)] == '/' ?
+		    path + strlen(w->project) + 1 : "", &st);
 	snap_hist_dir_read(d, &sd);
 	if (depth > 0 && sd.head && sd.objects && sd.refs) {
 		snap_hist_found(w, path);
@@ -2407,9 +2418,13 @@ snap_history_nested(int dfd, const char *path, int depth,
 			clone_gate_leave();
 			snap_history_nested(fd, sub, depth + 1, w);
 			clone_gate_enter();
-		}
+		} else if (w->dirs != NULL)
+			snap_dirmap_incomplete(w->dirs);
 		free(sub);
 	}
+	/* Some dirs not looked in: past the count, or stopped. */
+	if (w->dirs != NULL && i < sd.subdirs.n)
+		snap_dirmap_incomplete(w->dirs);
 out:
 	strv_free(&sd.subdirs);
 	closedir(d);
@@ -2492,7 +2507,8 @@ snap_history_keep_dirs(struct strv *dirs, const char *sessdir,
 static struct snap_history *
 snap_history_begin_at(const char *gitdir, const char *project,
     const char *sessdir, struct strv *notices, struct strv *alerts,
-    const atomic_bool *stop, struct strv *found, char **cause)
+    const atomic_bool *stop, struct strv *found, struct snap_dirmap *dirmap,
+    char **cause)
 {
 	struct snap_hist_walk w;
 	struct strv dirs;
@@ -2508,6 +2524,7 @@ snap_history_begin_at(const char *gitdir, const char *project,
 	memset(&w, 0, sizeof w);
 	w.out = &dirs;
 	w.stop = stop;
+	w.dirs = dirmap;
 	/* Real nested repositories before what may be dummies in .git/modules. */
 	if (isdir)
 		strv_add(&dirs, gitdir);
@@ -2519,8 +2536,17 @@ snap_history_begin_at(const char *gitdir, const char *project,
 		snap_history_nested(fd, project, 0, &w);
 		if (w.projfd != -1)
 			close(w.projfd);
+	} else if (dirmap != NULL) {
+		clone_gate_enter();
+		snap_dirmap_incomplete(dirmap);
+		clone_gate_leave();
 	}
 	clone_gate_enter();
+	if (dirmap != NULL) {
+		if (w.full)
+			snap_dirmap_incomplete(dirmap);
+		snap_dirmap_done(dirmap);
+	}
 	if (lstat(gitdir, &st) == 0 && S_ISDIR(st.st_mode)) {
 		modules = xprintf("%s/modules", gitdir);
 		snap_history_modules(modules, 0, &w);
@@ -2546,7 +2572,7 @@ snap_history_begin(const char *project, const char *sessdir,
 	struct snap_history *h;
 
 	h = snap_history_begin_at(git, project, sessdir, notices, alerts,
-	    NULL, NULL, cause);
+	    NULL, NULL, NULL, cause);
 	free(git);
 	return h;
 }
@@ -2556,7 +2582,7 @@ snap_history_begin_gitdir(const char *gitdir, const char *sessdir,
     struct strv *notices, struct strv *alerts, char **cause)
 {
 	return snap_history_begin_at(gitdir, NULL, sessdir, notices,
-	    alerts, NULL, NULL, cause);
+	    alerts, NULL, NULL, NULL, cause);
 }
 
 struct snap_history_start *
@@ -2567,6 +2593,7 @@ snap_history_start_new(const char *gitdir, const char *project,
 
 	hs->gitdir = xstrdup(gitdir);
 	hs->project = project != NULL ? xstrdup(project) : NULL;
+	hs->dirs = project != NULL ? snap_dirmap_new() : NULL;
 	hs->sessdir = xstrdup(sessdir);
 	atomic_init(&hs->stop, false);
 	strv_init(&hs->notices);
@@ -2582,7 +2609,7 @@ snap_history_start_run(void *arg)
 
 	hs->h = snap_history_begin_at(hs->gitdir, hs->project, hs->sessdir,
 	    &hs->notices, &hs->alerts, &hs->stop, hs->find_only ? &hs->found :
-	    NULL, &hs->cause);
+	    NULL, hs->dirs, &hs->cause);
 }
 
 void
@@ -2591,6 +2618,7 @@ snap_history_start_free(struct snap_history_start *hs)
 	if (hs == NULL)
 		return;
 	snap_history_free(hs->h);
+	snap_dirmap_unref(hs->dirs);
 	strv_free(&hs->notices);
 	strv_free(&hs->alerts);
 	strv_free(&hs->found);

@@ -1261,6 +1261,12 @@ struct snap_walk_ent {
 	char *carry;              /* the callback: xstrdup'd, handed back as this dir is read */
 };
 
+/*
+ * The dir REL beneath ROOTFD opened to be read (no link followed), -1
+ * with errno EACCES if it cannot be listed or searched.
+ */
+int snap_walk_open_dir(int rootfd, const char *rel);
+
 typedef void snap_walk_dir_cb(void *arg, const char *carry);
 typedef void snap_walk_ent_cb(void *arg, struct snap_walk_ent *);
 

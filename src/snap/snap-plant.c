@@ -41,6 +41,9 @@ struct snap_plant_walk {
 	size_t links_out;         /* links out of the project the session made */
 	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
+	bool direct_cut;          /* some were not: too many */
+	bool dir_changed;         /* the dir being read was changed in the session */
+	bool at_top;              /* the walk has not read a dir yet */
 	size_t entries;           /* looked at so far (a gated scan lets go of the gate every few) */
 };
 
@@ -49,6 +52,12 @@ struct snap_plant_walk {
 
 /* The most links out of the project told one by one; the rest are counted. */
 #define SNAP_PLANT_MAX_LINKS_OUT 20
+/* The largest attributes file git reads (attr.c's ATTR_MAX_FILE_SIZE). */
+#define SNAP_PLANT_ATTRS_MAX (100 * 1024 * 1024)
+/* The same for dirs opened up and for watched files moved in with their dir. */
+#define SNAP_PLANT_MAX_TOLD 20
+/* The most entries of one watched dir looked at by name before the walk. */
+#define SNAP_PLANT_DIRECT_PER 1000
 
 /*
  * A hostile tree can be as wide as the disk allows; past max_entries
@@ -255,8 +264,7 @@ snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	char *q;
 	int fd, rc = -1;
 
-	if ((fd = path_open_beneath(w->nc.projfd, rel, O_RDONLY | O_DIRECTORY,
-	    0)) != -1) {
+	if ((fd = snap_walk_open_dir(w->nc.projfd, rel)) != -1) {
 		close(fd);
 		return false;
 	}
@@ -278,6 +286,8 @@ snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	close(fd);
 	if (rc == -1)
 		return false;
+	if (++w->res->unreadable > SNAP_PLANT_MAX_TOLD)
+		return true;
 	q = snap_nested_quote(rel);
 	strv_addf(&w->res->alerts, "%s, %s, was made unreadable in the "
 	    "session (mode %04o); agentmux gave its owner read, write and "
@@ -705,30 +715,56 @@ snap_plant_more_links(struct snap_plant_walk *w)
 }
 
 /*
- * A dir's carry: the git dir of another name it lies in, then the dir
- * the session changed that it is or lies in, each NUL-terminated (empty:
- * none); NULL if neither.
+ * A dir's carry: whether the session changed it ('c', else '-'), then the
+ * git dir of another name it lies in, then the dir the session moved
+ * that it is or lies in, each NUL-terminated (empty: none); NULL if none
+ * of them.
  */
 static char *
-snap_plant_carry(const char *inside, const char *moved)
+snap_plant_carry(bool changed, const char *inside, const char *moved)
 {
 	size_t a, b;
 	char *c;
 
-	if (inside == NULL && moved == NULL)
+	if (!changed && inside == NULL && moved == NULL)
 		return NULL;
 	a = inside != NULL ? strlen(inside) : 0;
 	b = moved != NULL ? strlen(moved) : 0;
-	c = xmalloc(a + b + 2);
-	memcpy(c, inside != NULL ? inside : "", a + 1);
-	memcpy(c + a + 1, moved != NULL ? moved : "", b + 1);
+	c = xmalloc(a + b + 3);
+	c[0] = changed ? 'c' : '-';
+	memcpy(c + 1, inside != NULL ? inside : "", a + 1);
+	memcpy(c + a + 2, moved != NULL ? moved : "", b + 1);
 	return c;
 }
 
 /*
- * The changed dir the dir E is or lies in, for what it holds: none in a
- * git dir (git's own files, looked at by what they are; git changes its
- * dirs all the time).
+ * Whether the dir REL (its lstat ST) was moved or made there in the
+ * session: changed (a rename changes its ctime) and not the dir that was
+ * there at the start, as the start's walk found it (review 16: by times
+ * alone, every file a tool runs in a monorepo was told whenever a file
+ * was added beside it); where the start's walk did not look, changed in
+ * a dir that changed too (PARENT_CHANGED: a rename changes both).
+ */
+static bool
+snap_plant_dir_moved(const struct snap_plant_opts *o, const char *rel,
+    const struct stat *st, bool parent_changed)
+{
+	if (!snap_nested_changed(st, o->since))
+		return false;
+	switch (snap_dirmap_same(o->dirs, rel, st)) {
+	case 1:
+		return false;
+	case 0:
+		return true;
+	default:
+		return parent_changed;
+	}
+}
+
+/*
+ * The dir the session moved that the dir E is or lies in, for what it
+ * holds; none in a git dir (git's own files, looked at by what they are;
+ * git changes its dirs all the time).
  */
 static const char *
 snap_plant_carry_moved(struct snap_plant_walk *w, struct snap_walk_ent *e)
@@ -737,7 +773,8 @@ snap_plant_carry_moved(struct snap_plant_walk *w, struct snap_walk_ent *e)
 		return NULL;
 	if (w->moved != NULL)
 		return w->moved;
-	return snap_nested_changed(&e->st, w->o->since) ? e->rel : NULL;
+	return snap_plant_dir_moved(w->o, e->rel, &e->st, w->dir_changed) ?
+	    e->rel : NULL;
 }
 
 /* A dir of the walk is read: its CARRY (snap_plant_carry's). */
@@ -745,11 +782,18 @@ static void
 snap_plant_dir_read(void *arg, const char *carry)
 {
 	struct snap_plant_walk *w = arg;
-	const char *moved = carry != NULL ? carry + strlen(carry) + 1 : NULL;
+	const char *inside = carry != NULL ? carry + 1 : NULL;
+	const char *moved = inside != NULL ? inside + strlen(inside) + 1 :
+	    NULL;
 
 	free(w->inside);
 	free(w->moved);
-	w->inside = carry != NULL && *carry != '\0' ? xstrdup(carry) : NULL;
+	/* The top's own change is known before the walk (snap_plant_scan_in). */
+	if (carry != NULL || !w->at_top)
+		w->dir_changed = carry != NULL && carry[0] == 'c';
+	w->at_top = false;
+	w->inside = inside != NULL && *inside != '\0' ? xstrdup(inside) :
+	    NULL;
 	w->moved = moved != NULL && *moved != '\0' ? xstrdup(moved) : NULL;
 }
 
@@ -782,9 +826,12 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 	/* After: a submodule's git dir is named as one. Unreadable ones too. */
 	gitdir = (e->info == SNAP_WALK_D || e->info == SNAP_WALK_DNR) &&
 	    snap_plant_other_gitdir(w, e, rel);
-	/* Any other dir it cannot read (a git dir's is opened up above). */
-	if (e->info == SNAP_WALK_DNR && !gitdir && strcmp(e->name, ".git") !=
-	    0 && !snap_plant_gitpath(w, rel))
+	/*
+	 * Any other dir it cannot read (a git dir of another name is opened
+	 * up above), in a git dir too (review 16: a reflog dir made 0111
+	 * hid a link the host's git commit then wrote through).
+	 */
+	if (e->info == SNAP_WALK_DNR && !gitdir)
 		snap_plant_unreadable(w, e, rel);
 	else if (e->info == SNAP_WALK_SL && strcmp(e->name, ".git") != 0 &&
 	    !snap_plant_gitpath(w, rel))
@@ -801,9 +848,10 @@ snap_plant_entry(void *arg, struct snap_walk_ent *e)
 	 * and the dir the session changed that it is or lies in.
 	 */
 	if (e->info == SNAP_WALK_D)
-		e->carry = snap_plant_carry(w->inside != NULL &&
-		    (strcmp(w->inside, rel) == 0 || snap_plant_under(w->inside,
-		    rel)) ? w->inside : NULL, snap_plant_carry_moved(w, e));
+		e->carry = snap_plant_carry(snap_nested_changed(&e->st,
+		    w->o->since), w->inside != NULL && (strcmp(w->inside, rel) ==
+		    0 || snap_plant_under(w->inside, rel)) ? w->inside : NULL,
+		    snap_plant_carry_moved(w, e));
 }
 
 static void
@@ -868,6 +916,7 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 	int64_t limit = o->max_entries > 0 ? o->max_entries :
 	    CONFIG_SCAN_LIMIT;
 	struct snap_plant_walk w;
+	struct stat st;
 
 	memset(&w, 0, sizeof w);
 	w.o = o;
@@ -891,6 +940,9 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 		return -1;
 	}
 	snap_plant_direct(&w);
+	w.at_top = true;
+	w.dir_changed = fstat(w.nc.projfd, &st) == 0 &&
+	    snap_nested_changed(&st, o->since);
 	/* The project itself made a repository (where it had no .git). */
 	if (snap_plant_repo_dir(&w, "."))
 		snap_nested_gitdir(&w.nc, o->project, ".");
@@ -899,6 +951,21 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 		snap_plant_too_many(&w, limit);
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		snap_plant_more_links(&w);
+	if (res->unreadable > SNAP_PLANT_MAX_TOLD)
+		strv_addf(&res->alerts, "and %zu more dirs were made unreadable "
+		    "in the session; agentmux gave their owner read, write and "
+		    "search on them back", res->unreadable -
+		    SNAP_PLANT_MAX_TOLD);
+	if (res->moved > SNAP_PLANT_MAX_TOLD)
+		strv_addf(&res->watched, "and %zu more files your tools run "
+		    "lie in dirs the session made or moved there: read them "
+		    "before you use them", res->moved - SNAP_PLANT_MAX_TOLD);
+	/* Past the limit, and the watched paths too many to look at by name first. */
+	if (res->partial && w.direct_cut)
+		strv_addf(&res->alerts, "the files your tools run were too "
+		    "many to look at by name before the walk stopped at [jail] "
+		    "scan_limit: a change to one past the limit may be untold; "
+		    "raise the limit, or look at them yourself");
 	free(w.inside);
 	free(w.moved);
 	snap_plant_watch_gone(o, res, w.nc.projfd);
@@ -1097,8 +1164,8 @@ snap_plant_names_driver(int projfd, const char *rel)
 	static const char *const attrs[] = { "filter=", "diff=", "merge=" };
 	struct buf b;
 	struct stat st;
-	const char *p;
-	size_t i;
+	const char *p, *end;
+	size_t i, len;
 	bool named = false;
 	int fd;
 
@@ -1106,12 +1173,18 @@ snap_plant_names_driver(int projfd, const char *rel)
 	    0)) == -1)
 		return false;
 	buf_init(&b);
+	/* git reads attributes files up to 100 MB: one larger is told unread. */
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size <= 4 * 1024 * 1024 && buf_read_fd(&b, fd) == 0 &&
-	    b.data != NULL) {
+	    st.st_size > SNAP_PLANT_ATTRS_MAX)
+		named = true;
+	else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    buf_read_fd(&b, fd) == 0 && b.data != NULL) {
+		/* The whole of it: a NUL ends a line for git, not the file (review 16). */
+		end = b.data + b.len;
 		for (i = 0; i < nitems(attrs) && !named; i++) {
-			for (p = b.data; (p = strstr(p, attrs[i])) != NULL &&
-			    !named; p++)
+			len = strlen(attrs[i]);
+			for (p = b.data; !named && (p = memmem(p, (size_t)(end -
+			    p), attrs[i], len)) != NULL; p++)
 				named = p == b.data ||
 				    !snap_plant_attr_char(p[-1]);
 		}
@@ -1241,20 +1314,26 @@ snap_plant_moved_dir(const struct snap_plant_opts *o, int projfd,
 	const char *slash;
 	struct stat st;
 	char *dir;
+	bool parent;
 	int fd;
 
+	/* A dir moved there: changed, in a dir that changed too (the top's first). */
+	parent = fstat(projfd, &st) == 0 && snap_nested_changed(&st, o->since);
 	for (slash = strchr(rel, '/'); slash != NULL;
 	    slash = strchr(slash + 1, '/')) {
 		dir = xstrndup(rel, (size_t)(slash - rel));
 		if ((fd = path_open_beneath(projfd, dir, O_PATH | O_NOFOLLOW,
 		    0)) != -1) {
 			if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
-			    snap_nested_changed(&st, o->since)) {
+			    snap_plant_dir_moved(o, dir, &st, parent)) {
 				close(fd);
 				return dir;
 			}
+			parent = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    snap_nested_changed(&st, o->since);
 			close(fd);
-		}
+		} else
+			parent = false;
 		free(dir);
 	}
 	return NULL;
@@ -1273,11 +1352,14 @@ snap_plant_watch_moved(const struct snap_plant_opts *o,
 	if (snap_plant_attributes(rel) && !snap_plant_names_driver(projfd,
 	    rel))
 		return;
+	/* The first few told, the rest counted (a flood would hide the one that matters). */
+	if (++res->moved > SNAP_PLANT_MAX_TOLD)
+		return;
 	q = snap_nested_quote(rel);
 	qd = snap_nested_quote(dir);
-	strv_addf(&res->watched, "%s lies in %s, which the session made, "
-	    "moved or changed: its own old times prove nothing (%s); read it "
-	    "before you use it", q, qd, snap_plant_tool(o, rel));
+	strv_addf(&res->watched, "%s lies in %s, which the session made or "
+	    "moved there: its own old times prove nothing (%s); read it before "
+	    "you use it", q, qd, snap_plant_tool(o, rel));
 	free(qd);
 	free(q);
 }
@@ -1403,8 +1485,11 @@ snap_plant_direct_one(struct snap_plant_walk *w, const char *rel)
 	struct stat st;
 	int fd;
 
-	if (w->direct.n >= SNAP_PLANT_DIRECT_MAX ||
-	    strv_contains(&w->direct, rel))
+	if (w->direct.n >= SNAP_PLANT_DIRECT_MAX) {
+		w->direct_cut = true;
+		return;
+	}
+	if (strv_contains(&w->direct, rel))
 		return;
 	if ((fd = path_open_beneath(w->nc.projfd, rel, O_PATH | O_NOFOLLOW,
 	    0)) == -1)
@@ -1417,11 +1502,12 @@ snap_plant_direct_one(struct snap_plant_walk *w, const char *rel)
 }
 
 static void snap_plant_direct_dir(struct snap_plant_walk *, const char *,
-    int);
+    int, size_t *);
 
 /* What a watched dir REL holds, DEPTH dirs down at most, by name. */
 static void
-snap_plant_direct_dir(struct snap_plant_walk *w, const char *rel, int depth)
+snap_plant_direct_dir(struct snap_plant_walk *w, const char *rel, int depth,
+    size_t *budget)
 {
 	struct dirent *de;
 	char *sub;
@@ -1435,14 +1521,19 @@ snap_plant_direct_dir(struct snap_plant_walk *w, const char *rel, int depth)
 		close(fd);
 		return;
 	}
-	while ((de = readdir(d)) != NULL &&
-	    w->direct.n < SNAP_PLANT_DIRECT_MAX) {
+	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* Each watched dir its share: one full dir (a plugin's node_modules) leaves the rest theirs (review 16). */
+		if (*budget == 0 || w->direct.n >= SNAP_PLANT_DIRECT_MAX) {
+			w->direct_cut = true;
+			break;
+		}
+		(*budget)--;
 		sub = xprintf("%s/%s", rel, de->d_name);
 		snap_plant_direct_one(w, sub);
 		if (de->d_type == DT_DIR)
-			snap_plant_direct_dir(w, sub, depth + 1);
+			snap_plant_direct_dir(w, sub, depth + 1, budget);
 		free(sub);
 	}
 	closedir(d);
@@ -1459,7 +1550,7 @@ snap_plant_direct_pattern(struct snap_plant_walk *w, const char *pattern)
 	struct strv found;
 	const char *slash;
 	char *prefix;
-	size_t i;
+	size_t i, budget;
 
 	if (strncmp(pattern, "**/", 3) == 0)
 		pattern += 3;
@@ -1476,9 +1567,10 @@ snap_plant_direct_pattern(struct snap_plant_walk *w, const char *pattern)
 	}
 	snap_plant_expand(w->nc.projfd, "", pattern, &found);
 	for (i = 0; i < found.n; i++) {
+		budget = SNAP_PLANT_DIRECT_PER;
 		snap_plant_direct_one(w, found.v[i]);
 		if (snap_plant_watched(w->o, found.v[i]) != NULL)
-			snap_plant_direct_dir(w, found.v[i], 0);
+			snap_plant_direct_dir(w, found.v[i], 0, &budget);
 	}
 	strv_free(&found);
 }
@@ -1495,16 +1587,17 @@ snap_plant_direct(struct snap_plant_walk *w)
 	const struct snap_plant_opts *o = w->o;
 	size_t i;
 
-	for (i = 0; i < nitems(snap_plant_always); i++)
-		snap_plant_direct_pattern(w, snap_plant_always[i]);
-	for (i = 0; i < o->nwatch; i++)
-		snap_plant_direct_pattern(w, o->watch[i]);
+	/* What git runs first, then what was there, then the lists. */
 	if (o->hooks != NULL)
 		snap_plant_direct_pattern(w, o->hooks);
 	for (i = 0; i < o->ngitfiles; i++)
 		snap_plant_direct_pattern(w, o->gitfiles[i]);
 	for (i = 0; i < o->nexisted; i++)
 		snap_plant_direct_one(w, o->existed[i]);
+	for (i = 0; i < nitems(snap_plant_always); i++)
+		snap_plant_direct_pattern(w, snap_plant_always[i]);
+	for (i = 0; i < o->nwatch; i++)
+		snap_plant_direct_pattern(w, o->watch[i]);
 }
 
 /* True if REL under PROJFD is a regular file or a dir, reached without a link. */

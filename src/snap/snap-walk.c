@@ -92,11 +92,32 @@ snap_walk_info(struct snap_walk *sw, const struct snap_walk_ent *e)
 		return SNAP_WALK_F;
 	if (!S_ISDIR(e->st.st_mode))
 		return SNAP_WALK_OTHER;
-	if ((fd = path_open_beneath(sw->rootfd, e->rel, O_RDONLY |
-	    O_DIRECTORY, 0)) == -1)
+	if ((fd = snap_walk_open_dir(sw->rootfd, e->rel)) == -1)
 		return errno == EACCES ? SNAP_WALK_DNR : SNAP_WALK_D;
 	close(fd);
 	return SNAP_WALK_D;
+}
+
+int
+snap_walk_open_dir(int rootfd, const char *rel)
+{
+	int fd, dot;
+
+	if ((fd = path_open_beneath(rootfd, rel, O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return -1;
+	/*
+	 * Listed is not enough: without search, nothing in it can be
+	 * stat'ed (review 16: chmod 0644 hid a dir's entries, each dropped
+	 * unseen). "." is looked up in it: EACCES then.
+	 */
+	if ((dot = openat(fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	close(dot);
+	return fd;
 }
 
 /*

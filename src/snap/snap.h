@@ -65,6 +65,7 @@ struct snap_plant_opts {
 	bool gitids_known;
 	bool gitids_index;        /* the index of GITIDS' git dirs is checked by the history's end */
 	int64_t max_entries;      /* entries looked at, at most ([jail] scan_limit; 0: the default) */
+	const struct snap_dirmap *dirs; /* the project's dirs at the start, or NULL */
 	bool gated;               /* on a helper thread: allocates inside the clone gate only */
 };
 /**
@@ -91,12 +92,38 @@ void snap_plant_seq_execs(const char *project, const char *gitdir,
  */
 int64_t snap_plant_clock(void);
 
+/*
+ * The project's dirs at the start (snap-dirmap.c): each relative path
+ * with its device and inode, as the start's walk found them; COMPLETE
+ * unless the walk was cut short. Counted references: the start keeps it,
+ * the end's scan borrows it.
+ */
+struct snap_dirmap;
+struct stat;
+struct snap_dirmap *snap_dirmap_new(void);
+void snap_dirmap_add(struct snap_dirmap *, const char *rel,
+    const struct stat *);
+/* Some dirs were not looked at: one not in it is not known to be new. */
+void snap_dirmap_incomplete(struct snap_dirmap *);
+/* Every dir added: it may be asked. */
+void snap_dirmap_done(struct snap_dirmap *);
+/*
+ * 1 if REL was the dir ST at the start; 0 if it was another, or none (the
+ * map complete); -1 if not known (no map, or a map cut short without it).
+ */
+int snap_dirmap_same(const struct snap_dirmap *, const char *rel,
+    const struct stat *);
+struct snap_dirmap *snap_dirmap_ref(struct snap_dirmap *);
+void snap_dirmap_unref(struct snap_dirmap *);
+
 struct snap_plant_result {
 	struct strv alerts;       /* one line per thing found and done */
 	struct strv watched;      /* one line per watched file changed or deleted */
 	struct strv notes;        /* what the user should know, no alert (a scan cut short) */
 	int setid;                /* set-uid/set-gid files found */
 	bool partial;             /* the walk stopped at max_entries */
+	size_t moved;             /* watched files found in a dir the session moved (the first few told) */
+	size_t unreadable;        /* dirs made unreadable, opened up (the first few told) */
 };
 
 void snap_plant_result_init(struct snap_plant_result *);
@@ -395,6 +422,7 @@ struct snap_history *snap_history_begin_gitdir(const char *gitdir,
 struct snap_history_start {
 	char *gitdir;
 	char *project;            /* walked for nested repositories, or NULL */
+	struct snap_dirmap *dirs; /* then: its dirs as the walk found them (take it) */
 	char *sessdir;
 	atomic_bool stop;
 	bool find_only;           /* [jail] history = off: the git dirs are only found */

@@ -87,7 +87,33 @@ unreadable_dir() {
 	fi
 	chmod 755 "$P/hide" 2>/dev/null
 	rm -rf "$P/hide"
+	# Listed but not searched (chmod 0644): the same (review 16: every
+	# entry was dropped unseen).
+	jrun -- sh -c "git init -q hide2/sub && git -C hide2/sub config \
+	    core.fsmonitor 'touch $MARK; false' && chmod 644 hide2 && echo made"
+	(cd "$P/hide2/sub" 2>/dev/null || chmod u+x "$P/hide2"; cd "$P/hide2/sub" && git status >/dev/null 2>&1)
+	pwned && bad "git status on the host ran the fsmonitor of a repository beneath a dir made 0644: $OUT" || ok
+	if [ "$(id -u)" != 0 ]; then
+		case $OUT in *"hide2, a dir, was made unreadable in the session (mode 0644)"*) ok ;;
+		*) bad "unreadable_dir: the dir made 0644 was not told: $OUT" ;; esac
+	fi
+	chmod 755 "$P/hide2" 2>/dev/null
+	rm -rf "$P/hide2"
 	rm -f "$MARK"
+	# In a git dir: a reflog dir made 0111 over a link its next line would
+	# go through (review 16: the host's git commit wrote the outside file).
+	mkdir -p "$P/vendor"
+	(cd "$P/vendor" && git init -q lib && cd lib && git config user.email t@x &&
+	    git config user.name t && echo a >a && git add a && git commit -qm a) || return
+	echo orig >"$T/outside/reflogged"
+	jrun -- sh -c 'cd vendor/lib/.git/logs/refs && b=$(ls heads) && rm heads/$b &&
+	    ln -s '"$T/outside/reflogged"' heads/$b && chmod 0111 heads && echo made'
+	case $OUT in *made*) ok ;; *) bad "unreadable_dir: the reflog plant did not run: $OUT" ;; esac
+	(cd "$P/vendor/lib" && echo b >b && git add b && git commit -qm b) >/dev/null 2>&1
+	[ "$(cat "$T/outside/reflogged")" = orig ] && ok ||
+	    bad "the host's git commit wrote through a link under a reflog dir made 0111: $OUT"
+	chmod -R u+rwx "$P/vendor" 2>/dev/null
+	rm -rf "$P/vendor" "$T/outside/reflogged"
 }
 
 # A git dir under another name: src/ holding HEAD, objects/, refs/ and a
@@ -335,8 +361,10 @@ protected() {
 	jrun -- sh -c 'mkdir -p sub deep deep2 && echo "rm -rf ~" >sub/.envrc &&
 	    echo "*.c filter=evil" >deep/.gitattributes &&
 	    echo "*.png binary" >deep2/.gitattributes &&
-	    mkdir -p quoted cr && printf "\"*\"filter=evil\n" >quoted/.gitattributes &&
-	    printf "*\rdiff=evil\n" >cr/.gitattributes && true'
+	    mkdir -p quoted cr nul big && printf "\"*\"filter=evil\n" >quoted/.gitattributes &&
+	    printf "*\rdiff=evil\n" >cr/.gitattributes &&
+	    printf "x\0\n*.c filter=evil\n" >nul/.gitattributes &&
+	    { head -c 5000000 /dev/zero | tr "\0" "\n"; echo "*.c filter=evil"; } >big/.gitattributes && true'
 	case $OUT in *"sub/.envrc changed in the session"*) ok ;;
 	*) bad "a new .envrc was not flagged at the end: $OUT" ;; esac
 	case $OUT in *"deep/.gitattributes changed"*) ok ;;
@@ -349,6 +377,11 @@ protected() {
 	*) bad "a .gitattributes naming a filter after a quoted pattern was not flagged: $OUT" ;; esac
 	case $OUT in *"cr/.gitattributes changed"*) ok ;;
 	*) bad "a .gitattributes naming a diff driver after a CR was not flagged: $OUT" ;; esac
+	# Past a NUL (git reads on: review 16) and past 4 MB (git reads 100).
+	case $OUT in *"nul/.gitattributes changed"*) ok ;;
+	*) bad "a .gitattributes naming a filter past a NUL was not flagged: $OUT" ;; esac
+	case $OUT in *"big/.gitattributes changed"*) ok ;;
+	*) bad "a 5 MB .gitattributes naming a filter was not flagged: $OUT" ;; esac
 	show=$("$AMX" show last 2>&1)
 	case $show in *"sub/.envrc changed"*) ok ;; *) bad "show does not flag it: $show" ;; esac
 	"$AMX" sessions --json | grep -q '"protected' && ok ||
@@ -781,14 +814,22 @@ moved_in() {
 	    echo "{\"hooks\": {\"SessionStart\": []}}" >stage/cl/settings.json &&
 	    echo "{\"runOn\": \"folderOpen\"}" >app/vsc/tasks.json && echo staged'
 	case $OUT in *staged*) ok ;; *) bad "moved_in: staging failed: $OUT" ;; esac
+	# Files your tools run in a monorepo, there before (review 16: each
+	# told whenever a file was added beside their dirs, or saved by rename).
+	mkdir -p "$P/packages/a" "$P/packages/b/.vscode"
+	echo 'export A=1' >"$P/packages/a/.envrc"
+	echo '{}' >"$P/packages/b/.vscode/settings.json"
+	echo 'x' >"$P/packages/a/index.js"
 	sleep 1.1
-	jrun -- sh -c 'echo x >src.c'
+	jrun -- sh -c 'echo x >src.c && mkdir -p packages/d && echo y >packages/d/index.js &&
+	    sed -i s/x/z/ packages/a/index.js && echo z >packages/b/new.js'
 	case $OUT in *"lies in"*) bad "moved_in: a session that moved nothing told: $OUT" ;; *) ok ;; esac
+	rm -rf "$P/packages"
 	jrun -- sh -c 'mv stage/hooks .githooks && mv stage/cl .claude &&
 	    mv app/vsc app/.vscode && echo moved'
 	case $OUT in *moved*) ok ;; *) bad "moved_in: the moves failed: $OUT" ;; esac
 	for f in .githooks/pre-commit .claude/settings.json app/.vscode/tasks.json; do
-		case $OUT in *"$f lies in "*"which the session made, moved or changed"*) ok ;;
+		case $OUT in *"$f lies in "*"which the session made or moved there"*) ok ;;
 		*) bad "moved_in: $f, moved in with its dir, was not told: $OUT" ;; esac
 	done
 	show=$("$AMX" show last 2>&1)
@@ -1623,8 +1664,29 @@ scan_limit() {
 	jrun -- sh -c 'ln -s /etc/passwd 0link && echo linked'
 	case $OUT in *linked*"0link is a link made or changed in the session that leads out of the project"*) ok ;;
 	*) bad "a link out made at the top past the scan limit was not flagged: $OUT" ;; esac
+	# A watched dir full of its own (opencode's plugin node_modules, 10,100
+	# files) past the limit leaves the others their look by name (review
+	# 16: it took all 10,000 looks, and a hook core.hooksPath names and
+	# .kiro/settings/mcp.json made past the limit were not told).
+	python3 -c 'import os,sys
+for d in range(101):
+    p = os.path.join(sys.argv[1], ".opencode/node_modules/p%d" % d)
+    os.makedirs(p, exist_ok=True)
+    for f in range(100): open(os.path.join(p, "f%d.js" % f), "w").close()' "$P"
+	git -C "$P" config core.hooksPath .config/hooks
+	printf 'scan_limit = 2000\n' >>"$C"
+	jrun -- sh -c 'mkdir -p fill .config/hooks .kiro/settings && i=0 &&
+	    while [ $i -lt 3000 ]; do i=$((i + 1)); : >fill/f$i; done &&
+	    echo x >.config/hooks/pre-commit && echo "{}" >.kiro/settings/mcp.json && echo filled'
+	case $OUT in *filled*"holds more than 2000"*) ok ;; *) bad "the fill was not cut: $OUT" ;; esac
+	case $OUT in *".config/hooks/pre-commit changed in the session"*) ok ;;
+	*) bad "a hook core.hooksPath names, made past the limit beside a full watched dir, was not told: $OUT" ;; esac
+	case $OUT in *".kiro/settings/mcp.json changed in the session"*) ok ;;
+	*) bad "a watched file made past the limit beside a full watched dir was not told: $OUT" ;; esac
+	git -C "$P" config --unset core.hooksPath
 	cp "$T/config.saved" "$C"
-	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link"
+	rm -rf "$P/many" "$P"/d[0-9]* "$P/.mcp.json" "$P/.claude" "$P/0link" \
+	    "$P/.opencode" "$P/fill" "$P/.config" "$P/.kiro"
 }
 
 # A dir filled past [jail] scan_limit (400 files, the limit 50) hides
