@@ -42,6 +42,13 @@ struct snap_plant_walk {
 	size_t venv_links;        /* of them, venv interpreters (not flagged) */
 	struct strv direct;       /* watched paths looked at by name before the walk */
 	bool direct_cut;          /* some were not: too many */
+	struct snap_plant_reopened {
+		char *rel;
+		dev_t dev;
+		ino_t ino;
+		mode_t mode;
+	} *reopened;              /* dirs opened up for the walk, to close again */
+	size_t nreopened;
 	bool dir_changed;         /* the dir being read was changed in the session */
 	bool at_top;              /* the walk has not read a dir yet */
 	size_t entries;           /* looked at so far (a gated scan lets go of the gate every few) */
@@ -257,7 +264,7 @@ AM_TESTABLE void (*snap_plant_dir_checked)(const char *);
  */
 static bool
 snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
-    const char *rel, const char *what)
+    const char *rel, const char *what, bool keep)
 {
 	const struct stat *was = &e->st;
 	struct stat now;
@@ -286,15 +293,54 @@ snap_plant_open_up(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	close(fd);
 	if (rc == -1)
 		return false;
+	/* Not a git dir: its mode is put back after the walk (the snapshot keeps the session's modes). */
+	if (keep) {
+		w->reopened = xreallocarray(w->reopened, w->nreopened + 1,
+		    sizeof *w->reopened);
+		w->reopened[w->nreopened].rel = xstrdup(rel);
+		w->reopened[w->nreopened].dev = now.st_dev;
+		w->reopened[w->nreopened].ino = now.st_ino;
+		w->reopened[w->nreopened++].mode = now.st_mode & 07777;
+	}
 	if (++w->res->unreadable > SNAP_PLANT_MAX_TOLD)
 		return true;
 	q = snap_nested_quote(rel);
-	strv_addf(&w->res->alerts, "%s, %s, was made unreadable in the "
-	    "session (mode %04o); agentmux gave its owner read, write and "
-	    "search on it back to look in it", q, what,
-	    (unsigned)(was->st_mode & 07777));
+	if (keep)
+		strv_addf(&w->res->alerts, "%s, %s, was made unreadable in the "
+		    "session (mode %04o); agentmux looked in it and left its "
+		    "mode as it was", q, what, (unsigned)(was->st_mode & 07777));
+	else
+		strv_addf(&w->res->alerts, "%s, %s, was made unreadable in the "
+		    "session (mode %04o); agentmux gave its owner read, write "
+		    "and search on it back to look in it", q, what,
+		    (unsigned)(was->st_mode & 07777));
 	free(q);
 	return true;
+}
+
+/* The dirs opened up for the walk that are no git dirs: their modes put back, the deepest first (each by a descriptor, its identity checked). */
+static void
+snap_plant_close_up(struct snap_plant_walk *w)
+{
+	struct snap_plant_reopened *r;
+	struct stat st;
+	size_t i;
+	int fd;
+
+	for (i = w->nreopened; i > 0; i--) {
+		r = &w->reopened[i - 1];
+		if ((fd = path_open_beneath(w->nc.projfd, r->rel, O_PATH |
+		    O_DIRECTORY, 0)) != -1) {
+			if (fstat(fd, &st) == 0 && st.st_dev == r->dev &&
+			    st.st_ino == r->ino)
+				(void)snap_modes_fchmod(fd, r->mode);
+			close(fd);
+		}
+		free(r->rel);
+	}
+	free(w->reopened);
+	w->reopened = NULL;
+	w->nreopened = 0;
 }
 
 /*
@@ -309,7 +355,7 @@ snap_plant_unreadable(struct snap_plant_walk *w, struct snap_walk_ent *e,
 	char *q;
 
 	if (snap_nested_changed(&e->st, w->o->since) &&
-	    snap_plant_open_up(w, e, rel, "a dir")) {
+	    snap_plant_open_up(w, e, rel, "a dir", true)) {
 		e->info = SNAP_WALK_D;
 		return;
 	}
@@ -339,7 +385,7 @@ snap_plant_other_gitdir(struct snap_plant_walk *w, struct snap_walk_ent *e,
 		return false;
 	if (e->info == SNAP_WALK_D)
 		w->inside = xstrdup(rel);
-	(void)snap_plant_open_up(w, e, rel, "a git dir");
+	(void)snap_plant_open_up(w, e, rel, "a git dir", false);
 	repo = xprintf("%s (a git dir named %s)", e->path, e->name);
 	snap_nested_gitdir(&w->nc, repo, rel);
 	free(repo);
@@ -949,6 +995,7 @@ snap_plant_scan_in(const struct snap_plant_opts *o,
 	if (snap_walk(o->project, w.nc.projfd, (size_t)limit,
 	    snap_plant_dir_read, snap_plant_entry_gated, &w) == 1)
 		snap_plant_too_many(&w, limit);
+	snap_plant_close_up(&w);
 	if (w.links_out > SNAP_PLANT_MAX_LINKS_OUT)
 		snap_plant_more_links(&w);
 	if (res->unreadable > SNAP_PLANT_MAX_TOLD)

@@ -82,7 +82,7 @@ unreadable_dir() {
 	(cd "$P/hide/sub" && git status >/dev/null 2>&1)
 	pwned && bad "git status on the host ran the fsmonitor of a repository beneath a dir made search-only: $OUT" || ok
 	if [ "$(id -u)" != 0 ]; then
-		case $OUT in *"hide, a dir, was made unreadable in the session (mode 0111)"*) ok ;;
+		case $OUT in *"hide, a dir, was made unreadable in the session (mode 0111); agentmux looked in it and left its mode as it was"*) ok ;;
 		*) bad "unreadable_dir: the search-only dir was not told: $OUT" ;; esac
 	fi
 	chmod 755 "$P/hide" 2>/dev/null
@@ -94,7 +94,7 @@ unreadable_dir() {
 	(cd "$P/hide2/sub" 2>/dev/null || chmod u+x "$P/hide2"; cd "$P/hide2/sub" && git status >/dev/null 2>&1)
 	pwned && bad "git status on the host ran the fsmonitor of a repository beneath a dir made 0644: $OUT" || ok
 	if [ "$(id -u)" != 0 ]; then
-		case $OUT in *"hide2, a dir, was made unreadable in the session (mode 0644)"*) ok ;;
+		case $OUT in *"hide2, a dir, was made unreadable in the session (mode 0644); agentmux looked in it"*) ok ;;
 		*) bad "unreadable_dir: the dir made 0644 was not told: $OUT" ;; esac
 	fi
 	chmod 755 "$P/hide2" 2>/dev/null
@@ -935,9 +935,9 @@ hook_links() {
 	pwned && bad "git status on the host ran the jail's fsmonitor" || ok
 	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
 	jrun -- sh -c "$edit"
-	case $OUT in *"scripts/pre-commit changed in the session (git runs it: a link in your hooks dir"*) ok ;;
+	case $OUT in *"scripts/pre-commit changed in the session (git runs or reads it: a link in a hooks dir"*) ok ;;
 	*) bad "a change to a linked hook was not flagged: $OUT" ;; esac
-	case $OUT in *".gitconfig changed in the session (git runs it"*) ok ;;
+	case $OUT in *".gitconfig changed in the session (git runs or reads it"*) ok ;;
 	*) bad "a change to an included file was not flagged: $OUT" ;; esac
 	sed -i '/^\[jail\]/,$d' "$XDG_CONFIG_HOME/agentmux/config"
 	git -C "$P" config --unset include.path
@@ -1309,6 +1309,14 @@ nested_left() {
 	(git init -q -b main "$L" && mkdir -p "$L/hk" &&
 	    printf '#!/bin/sh\n' >"$L/hk/pre-commit" && chmod +x "$L/hk/pre-commit" &&
 	    git -C "$L" config core.hooksPath hk) || exit 1
+	# Read-only in the jail, as the project's own (review 14) ...
+	jrun -- sh -c "printf '#!/bin/sh\\ntouch $MARK\\n' >lib/hk/pre-commit && echo rewrote"
+	case $OUT in *rewrote*) bad "nested_left: the jail rewrote a hook in lib's core.hooksPath dir: $OUT" ;; *) ok ;; esac
+	[ "$(cat "$L/hk/pre-commit")" = '#!/bin/sh' ] && ok ||
+	    bad "nested_left: lib's core.hooksPath dir was written in the jail"
+	# ... and, where protect = none lets the agent change it, told.
+	cp "$XDG_CONFIG_HOME/agentmux/config" "$T/config.hk"
+	printf '[jail]\nprotect = none\n' >>"$XDG_CONFIG_HOME/agentmux/config"
 	jrun -- sh -c "printf '#!/bin/sh\\ntouch $MARK\\n' >lib/hk/pre-commit && echo rewrote"
 	case $OUT in *rewrote*"the repository $L runs its hooks from lib/hk (its core.hooksPath), where the session made or changed pre-commit"*) ok ;;
 	*) bad "nested_left: a hook rewritten in lib's core.hooksPath dir was not told: $OUT" ;; esac
@@ -1319,6 +1327,7 @@ nested_left() {
 	jrun -- sh -c 'for i in $(seq 10 29); do echo x >lib/hk/h$i; done; echo made'
 	case $OUT in *made*"where the session made or changed "*", "*" and 5 more: git runs them"*) ok ;;
 	*) bad "nested_left: 21 hooks in lib's core.hooksPath dir were not told as sixteen and 5 more: $OUT" ;; esac
+	cp "$T/config.hk" "$XDG_CONFIG_HOME/agentmux/config"
 	rm -rf "$L" "$P/lib2" "$P/lib3" "$P/prep" "$P/prep2" "$P/.craft.py" "$MARK"
 }
 
