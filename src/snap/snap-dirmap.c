@@ -79,6 +79,7 @@ snap_dirmap_same(const struct snap_dirmap *m, const char *rel,
 
 	if (m == NULL || !m->sorted)
 		return -1;
+	memset(&key, 0, sizeof key);
 	key.rel = (char *)rel;
 	e = bsearch(&key, m->v, m->n, sizeof *m->v, snap_dirmap_cmp);
 	if (e == NULL)
