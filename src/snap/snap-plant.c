@@ -2704,16 +2704,21 @@ snap_plant_nested_git(const char *project, int projfd, const char *rel,
 		free(path);
 	}
 	/* git takes the last core.hooksPath given. */
-	if (last != NULL && (last[0] == '/' || (last[0] == '~' &&
-	    last[1] == '/') || worktree != NULL)) {
-		path = last[0] == '/' ? xstrdup(last) : last[0] == '~' ?
-		    xprintf("%s/%s", path_home(), last + 2) : NULL;
+	if (last != NULL) {
+		if (last[0] == '/')
+			path = xstrdup(last);
+		else if (last[0] == '~' && last[1] == '/')
+			path = xprintf("%s/%s", path_home(), last + 2);
+		else
+			path = NULL;
 		if (path != NULL)
 			hooks = snap_plant_inside(project, path) != NULL ?
 			    xstrdup(snap_plant_inside(project, path)) : NULL;
-		else
+		else if (last[0] != '~' && worktree != NULL)
 			hooks = *worktree != '\0' ? xprintf("%s/%s",
 			    worktree, last) : xstrdup(last);
+		else
+			hooks = NULL;
 		free(path);
 		if (hooks != NULL && (path = snap_plant_resolve(project,
 		    projfd, hooks, &links)) != NULL) {

@@ -942,7 +942,7 @@ test_split_forged(void **state)
 		fail_msg("the forged index is refused: %s", cause);
 	want = test_sh_out("git ls-files -s");
 	assert_string_equal(got, want);
-	assert_non_null(strstr(got, "100755"));
+	assert_true(got != NULL && strstr(got, "100755") != NULL);
 	free(got);
 	free(want);
 	forge("names");
